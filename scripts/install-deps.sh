@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs every system package Cohort needs to build, run and test, idempotently.
+# Usage: scripts/install-deps.sh [--with-browser] [--with-postgres]
+# Runs apt-get only for packages that are missing. Needs root (or sudo).
+set -euo pipefail
+
+pkgs=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
+  libsqlite3-dev sqlite3 libpq-dev libzstd-dev libcurl4-openssl-dev
+  libcli11-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
+  clang-format clang-tidy
+  python3 python3-venv python3-dev python3-torch
+  postgresql nodejs npm chromium
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+# nodejs/npm may come from elsewhere (e.g. nodesource); accept any working node >= 18.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  missing=("${missing[@]/nodejs}")
+  missing=("${missing[@]/npm}")
+fi
+clean=()
+for p in "${missing[@]}"; do [ -n "$p" ] && clean+=("$p"); done
+
+if [ ${#clean[@]} -gt 0 ]; then
+  echo "install-deps: installing ${clean[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${clean[@]}"
+else
+  echo "install-deps: all system packages present"
+fi

@@ -1,0 +1,15 @@
+// Random identifiers: run ids (short base-36), API keys and secrets. Thread-safe.
+#pragma once
+
+#include <string>
+
+namespace cohort::ids {
+
+// A random lower-case base-36 string of `n` characters (run ids use 8).
+std::string RandomBase36(size_t n);
+// A random hex string of `bytes` random bytes (2*bytes characters), from the OS CSPRNG.
+std::string RandomHex(size_t bytes);
+// True when `s` is a valid user-supplied id: 1..64 chars of [A-Za-z0-9_.-].
+bool IsValidId(std::string_view s);
+
+}  // namespace cohort::ids

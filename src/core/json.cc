@@ -1,0 +1,221 @@
+#include "core/json.h"
+
+#include <cmath>
+#include <limits>
+
+namespace cohort::json {
+
+Result<bj::value> Parse(std::string_view text, ParseLimits limits) {
+  bj::parse_options opts;
+  opts.max_depth = limits.max_depth;
+  opts.allow_invalid_utf8 = false;
+  boost::system::error_code ec;
+  bj::value v = bj::parse(text, ec, {}, opts);
+  if (ec) {
+    if (ec == bj::error::too_deep) {
+      return Status::InvalidArgument("body: JSON nesting deeper than " +
+                                     std::to_string(limits.max_depth));
+    }
+    return Status::InvalidArgument("body: malformed JSON (" + ec.message() + ")");
+  }
+  return v;
+}
+
+bj::value FromDouble(double d) {
+  if (std::isfinite(d)) return bj::value(d);
+  if (std::isnan(d)) return bj::value("NaN");
+  return bj::value(d > 0 ? "Infinity" : "-Infinity");
+}
+
+std::optional<double> ToDouble(const bj::value& v) {
+  switch (v.kind()) {
+    case bj::kind::double_: return v.get_double();
+    case bj::kind::int64: return double(v.get_int64());
+    case bj::kind::uint64: return double(v.get_uint64());
+    case bj::kind::bool_: return v.get_bool() ? 1.0 : 0.0;
+    case bj::kind::string: {
+      const auto& s = v.get_string();
+      if (s == "NaN" || s == "nan") return std::numeric_limits<double>::quiet_NaN();
+      if (s == "Infinity" || s == "inf") return std::numeric_limits<double>::infinity();
+      if (s == "-Infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
+      return std::nullopt;
+    }
+    default: return std::nullopt;
+  }
+}
+
+std::string Serialize(const bj::value& v) { return bj::serialize(v); }
+
+FieldReader::FieldReader(const bj::object& obj, std::string path)
+    : obj_(obj), path_(std::move(path)) {}
+
+std::string FieldReader::PathOf(std::string_view key) const {
+  if (path_.empty()) return std::string(key);
+  return path_ + "." + std::string(key);
+}
+
+void FieldReader::Fail(std::string_view key, std::string_view what) {
+  if (!status_.ok()) return;
+  status_ = Status::InvalidArgument(PathOf(key) + ": " + std::string(what));
+}
+
+const bj::value* FieldReader::Find(std::string_view key) const {
+  auto it = obj_.find(key);
+  if (it == obj_.end() || it->value().is_null()) return nullptr;
+  return &it->value();
+}
+
+std::optional<std::string> FieldReader::OptString(std::string_view key, size_t max_len) {
+  const bj::value* v = Find(key);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) {
+    Fail(key, "expected a string");
+    return std::nullopt;
+  }
+  const auto& s = v->get_string();
+  if (s.size() > max_len) {
+    Fail(key, "longer than " + std::to_string(max_len) + " bytes");
+    return std::nullopt;
+  }
+  return std::string(s);
+}
+
+std::string FieldReader::String(std::string_view key, size_t max_len) {
+  if (!Find(key)) {
+    Fail(key, "required");
+    return {};
+  }
+  return OptString(key, max_len).value_or("");
+}
+
+std::optional<int64_t> FieldReader::OptInt(std::string_view key) {
+  const bj::value* v = Find(key);
+  if (!v) return std::nullopt;
+  if (v->is_int64()) return v->get_int64();
+  if (v->is_uint64() && v->get_uint64() <= uint64_t(std::numeric_limits<int64_t>::max())) {
+    return int64_t(v->get_uint64());
+  }
+  if (v->is_double()) {
+    double d = v->get_double();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) return int64_t(d);
+  }
+  Fail(key, "expected an integer");
+  return std::nullopt;
+}
+
+int64_t FieldReader::Int(std::string_view key) {
+  if (!Find(key)) {
+    Fail(key, "required");
+    return 0;
+  }
+  return OptInt(key).value_or(0);
+}
+
+std::optional<double> FieldReader::OptDouble(std::string_view key) {
+  const bj::value* v = Find(key);
+  if (!v) return std::nullopt;
+  auto d = ToDouble(*v);
+  if (!d) Fail(key, "expected a number");
+  return d;
+}
+
+std::optional<bool> FieldReader::OptBool(std::string_view key) {
+  const bj::value* v = Find(key);
+  if (!v) return std::nullopt;
+  if (!v->is_bool()) {
+    Fail(key, "expected true or false");
+    return std::nullopt;
+  }
+  return v->get_bool();
+}
+
+const bj::object* FieldReader::OptObject(std::string_view key) {
+  const bj::value* v = Find(key);
+  if (!v) return nullptr;
+  if (!v->is_object()) {
+    Fail(key, "expected an object");
+    return nullptr;
+  }
+  return &v->get_object();
+}
+
+const bj::array* FieldReader::OptArray(std::string_view key) {
+  const bj::value* v = Find(key);
+  if (!v) return nullptr;
+  if (!v->is_array()) {
+    Fail(key, "expected an array");
+    return nullptr;
+  }
+  return &v->get_array();
+}
+
+std::optional<std::vector<std::string>> FieldReader::OptStringArray(std::string_view key,
+                                                                    size_t max_len) {
+  const bj::array* a = OptArray(key);
+  if (!a) return std::nullopt;
+  std::vector<std::string> out;
+  for (const auto& e : *a) {
+    if (!e.is_string()) {
+      Fail(key, "expected an array of strings");
+      return std::nullopt;
+    }
+    if (e.get_string().size() > max_len) {
+      Fail(key, "an element is longer than " + std::to_string(max_len) + " bytes");
+      return std::nullopt;
+    }
+    out.emplace_back(e.get_string());
+  }
+  return out;
+}
+
+std::optional<std::vector<int64_t>> FieldReader::OptIntArray(std::string_view key) {
+  const bj::array* a = OptArray(key);
+  if (!a) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const auto& e : *a) {
+    if (!e.is_int64() && !(e.is_uint64() && e.get_uint64() < (1ull << 62))) {
+      Fail(key, "expected an array of integers");
+      return std::nullopt;
+    }
+    out.push_back(e.is_int64() ? e.get_int64() : int64_t(e.get_uint64()));
+  }
+  return out;
+}
+
+void FieldReader::RejectUnknown(std::initializer_list<std::string_view> allowed) {
+  for (const auto& kv : obj_) {
+    bool known = false;
+    for (auto a : allowed) known = known || kv.key() == a;
+    if (!known) {
+      Fail(kv.key(), "unknown field");
+      return;
+    }
+  }
+}
+
+bool IsValidUtf8(std::string_view s) {
+  size_t i = 0, n = s.size();
+  while (i < n) {
+    unsigned char c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    int len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > n) return false;
+    uint32_t cp = c & (0xFF >> (len + 1));
+    for (int k = 1; k < len; ++k) {
+      unsigned char cc = s[i + k];
+      if ((cc >> 6) != 0x2) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+}  // namespace cohort::json

@@ -1,0 +1,56 @@
+#include "core/json.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+namespace cohort::json {
+namespace {
+
+TEST(JsonParse, RejectsInvalidUtf8) {
+  auto r = Parse("{\"a\":\"\xff\xfe\"}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(JsonParse, RejectsNestingBeyondLimit) {
+  std::string deep(100, '[');
+  deep += std::string(100, ']');
+  auto r = Parse(deep, {.max_depth = 10});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("nesting"), std::string::npos);
+}
+
+TEST(JsonDouble, NonFiniteRoundTripsThroughStrings) {
+  EXPECT_EQ(Serialize(FromDouble(std::numeric_limits<double>::infinity())), "\"Infinity\"");
+  EXPECT_TRUE(std::isnan(*ToDouble(FromDouble(std::nan("")))));
+  EXPECT_EQ(*ToDouble(FromDouble(-std::numeric_limits<double>::infinity())),
+            -std::numeric_limits<double>::infinity());
+  EXPECT_FALSE(ToDouble(bj::value("hello")).has_value());
+}
+
+TEST(FieldReader, NamesTheFieldInTheError) {
+  auto v = Parse(R"({"name": 3})").value();
+  FieldReader r(v.as_object(), "run");
+  (void)r.OptString("name");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "run.name: expected a string");
+}
+
+TEST(FieldReader, RejectsUnknownField) {
+  auto v = Parse(R"({"name": "a", "bogus": 1})").value();
+  FieldReader r(v.as_object(), "");
+  r.RejectUnknown({"name"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "bogus: unknown field");
+}
+
+TEST(Utf8, AcceptsMultibyteAndRejectsSurrogates) {
+  EXPECT_TRUE(IsValidUtf8("h\xc3\xa9llo \xf0\x9f\x98\x80"));
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));
+  EXPECT_FALSE(IsValidUtf8("\xc3"));
+}
+
+}  // namespace
+}  // namespace cohort::json

@@ -1,0 +1,37 @@
+// Router: maps (method, path) to a handler. Patterns are literal segments and {name}
+// placeholders ("/api/v1/{entity}/{project}/runs/{run}"); a trailing "{name...}" matches the rest
+// of the path (for static files). Literal segments win over placeholders. Unknown paths get 404,
+// known paths with another method 405 (with an Allow header), both as JSON errors.
+//
+// Threading: register every route before the server starts; Dispatch is then thread-safe.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/http/message.h"
+
+namespace cohort::http {
+
+using Handler = std::function<HttpResponse(HttpRequest&)>;
+
+class Router {
+ public:
+  Router();
+  ~Router();
+  Router(const Router&) = delete;
+  Router& operator=(const Router&) = delete;
+
+  void Add(std::string_view method, std::string_view pattern, Handler handler);
+  // Finds the route, fills req.path_params and req.route, and runs the handler.
+  HttpResponse Dispatch(HttpRequest& req) const;
+
+ private:
+  struct Node;
+  std::unique_ptr<Node> root_;
+};
+
+}  // namespace cohort::http

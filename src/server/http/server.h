@@ -1,0 +1,73 @@
+// HttpServer: HTTP/1.1 keep-alive server on Boost.Beast/Asio with C++20 coroutines.
+//
+// One io_context driven by `io_threads` threads accepts and parses requests (no thread per
+// connection); handlers run on a separate pool of `worker_threads` so that a slow store call
+// never stalls parsing of other connections. Enforces limits (body size, header size,
+// connection count, idle timeout) with JSON error answers, and counts connections and
+// requests for /metrics.
+//
+// Threading: construct, Start() once, Stop() from any thread; the Router must be complete
+// before Start().
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "cohort/status.h"
+#include "server/http/router.h"
+
+namespace cohort::http {
+
+struct ServerOptions {
+  std::string address = "127.0.0.1";
+  uint16_t port = 0;  // 0: the OS picks a free port
+  int io_threads = 2;
+  int worker_threads = 4;
+  size_t max_body_bytes = 32 << 20;
+  size_t max_header_bytes = 16 << 10;
+  int max_connections = 20000;
+  int idle_timeout_seconds = 120;    // keep-alive connections idle longer are closed
+  int request_timeout_seconds = 30;  // a request must arrive whole within this
+};
+
+// Counters the server keeps; read them at any time (relaxed atomics).
+struct ServerStats {
+  std::atomic<int64_t> connections_open{0};
+  std::atomic<int64_t> connections_total{0};
+  std::atomic<int64_t> connections_rejected{0};
+  std::atomic<int64_t> requests_total{0};
+};
+
+// Called after each request with its route pattern (or "unmatched"), method, status and
+// duration; used for /metrics. Must be thread-safe.
+using RequestObserver =
+    std::function<void(const std::string& route, const std::string& method, int status,
+                       int64_t duration_ns)>;
+
+class HttpServer {
+ public:
+  HttpServer(ServerOptions options, const Router* router);
+  ~HttpServer();  // stops and joins
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  void SetObserver(RequestObserver observer);
+  // Binds and starts serving in background threads. Returns once listening.
+  Status Start();
+  // The bound port (useful with port 0). Valid after Start().
+  uint16_t port() const;
+  const ServerStats& stats() const;
+  // Stops accepting, closes connections, joins threads. Idempotent.
+  void Stop();
+  // Blocks until Stop() is called (from a signal handler thread, say).
+  void Wait();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cohort::http

@@ -1,0 +1,30 @@
+// Run state derivation (DESIGN.md section 3): a run's state from its writers' states.
+// Pure functions; thread-safe.
+//
+// Controlling writers are those with primary or update_finish_state set. While any controlling
+// writer runs, the run is running. When all controlling writers have ended, the run takes the
+// state and exit code of the controlling writer that ended last. With no controlling writer
+// (workers that joined before the primary), the run is running while any writer runs and keeps
+// its current state otherwise: workers never end a run.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "store/types.h"
+
+namespace cohort::store {
+
+struct DerivedRunState {
+  RunState state = RunState::kPending;
+  std::optional<int> exit_code;
+  std::optional<int64_t> finished_ms;
+};
+
+DerivedRunState DeriveRunState(const std::vector<WriterRecord>& writers, RunState current);
+
+// The writer state that an exit code means when the client did not say: 0 -> finished,
+// otherwise failed.
+RunState StateForExitCode(int exit_code);
+
+}  // namespace cohort::store

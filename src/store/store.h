@@ -1,0 +1,83 @@
+// Store: the one persistence interface of the server. Implemented by SqliteStore (embedded) and
+// PostgresStore (scale-out); both pass the conformance suite in store_conformance.h.
+//
+// Threading: every method may be called concurrently from any thread. Implementations
+// serialise writes as their engine requires and keep each call atomic: a call that returns an
+// error has changed nothing.
+//
+// Scoping: every call that names a run takes a RunRef (entity, project, run id); a run of another
+// entity is simply not found. Authorization is the API layer's job.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cohort/status.h"
+#include "store/types.h"
+
+namespace cohort::store {
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // ---- runs ----
+  // Creates the run, or updates the given fields of an existing one (resume). Returns the run
+  // and whether it was created. A fresh run is kPending until a writer joins.
+  virtual Result<std::pair<RunRecord, bool>> UpsertRun(const RunUpsert& upsert) = 0;
+  virtual Result<RunRecord> GetRun(const RunRef& ref) = 0;
+  virtual Result<RunRecord> PatchRun(const RunRef& ref, const RunPatch& patch) = 0;
+  virtual Result<RunPage> ListRuns(const RunQuery& query) = 0;
+  virtual Result<std::vector<GroupInfo>> ListGroups(const std::string& entity,
+                                                    const std::string& project) = 0;
+  virtual Result<std::vector<ProjectInfo>> ListProjects(const std::string& entity) = 0;
+  // Deletes a run and everything under it.
+  virtual Status DeleteRun(const RunRef& ref) = 0;
+
+  // ---- writers and states ----
+  // Joins (or re-joins, by label) a writer; the run becomes running. Returns the writer, whose
+  // last_seq/next_step let a re-joining client continue.
+  virtual Result<WriterRecord> JoinWriter(const RunRef& ref, const WriterJoin& join) = 0;
+  virtual Result<std::vector<WriterRecord>> ListWriters(const RunRef& ref) = 0;
+  virtual Status Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) = 0;
+  // Ends a writer with `state` (finished/failed/killed/preempted/crashed) and exit code, and
+  // recomputes the run's state (run_state.h).
+  virtual Result<WriterRecord> FinishWriter(const RunRef& ref, const std::string& label,
+                                            RunState state, std::optional<int> exit_code,
+                                            int64_t now_ms) = 0;
+  // Marks running writers whose last heartbeat is older than `stale_before_ms` crashed and
+  // recomputes their runs' states. Returns how many writers were marked.
+  virtual Result<int64_t> MarkStaleWritersCrashed(int64_t stale_before_ms, int64_t now_ms) = 0;
+
+  // ---- data ----
+  // Stores one batch of one writer atomically, at most once per (writer, batch.seq).
+  // Also counts as a heartbeat of the writer.
+  virtual Result<IngestResult> Ingest(const RunRef& ref, const std::string& label,
+                                      const IngestBatch& batch, int64_t now_ms) = 0;
+  // Series of a run (user and system), with counts and step ranges.
+  virtual Result<std::vector<SeriesInfo>> ListSeries(const RunRef& ref) = 0;
+  virtual Result<std::vector<SeriesData>> QueryHistory(const HistoryQuery& query) = 0;
+  virtual Result<std::vector<ConsoleLine>> QueryConsole(const ConsoleQuery& query) = 0;
+
+  // ---- saved views ----
+  virtual Result<ViewRecord> CreateView(const ViewRecord& view) = 0;
+  virtual Result<std::vector<ViewRecord>> ListViews(const std::string& entity,
+                                                    const std::string& project) = 0;
+  virtual Result<ViewRecord> UpdateView(const ViewRecord& view) = 0;  // by entity+project+id
+  virtual Status DeleteView(const std::string& entity, const std::string& project, int64_t id) = 0;
+
+  // ---- API keys ----
+  virtual Result<ApiKeyRecord> CreateApiKey(const ApiKeyRecord& key) = 0;
+  // Looks up a non-revoked key by the hash of its secret.
+  virtual Result<ApiKeyRecord> FindApiKey(const std::string& hash) = 0;
+  virtual Result<std::vector<ApiKeyRecord>> ListApiKeys(const std::string& entity) = 0;
+  virtual Status RevokeApiKey(const std::string& entity, int64_t id) = 0;
+  virtual Result<int64_t> CountApiKeys() = 0;
+};
+
+// Opens a store from a URL: "sqlite:///path/to/cohort.db" or a bare path (SQLite),
+// "postgresql://..." (PostgreSQL). Applies schema migrations.
+Result<std::unique_ptr<Store>> OpenStore(const std::string& url);
+
+}  // namespace cohort::store
