@@ -7,7 +7,7 @@ set -euo pipefail
 pkgs=(
   build-essential cmake ninja-build ccache pkg-config git
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-  libsqlite3-dev sqlite3 libpq-dev libzstd-dev libcurl4-openssl-dev
+  libsqlite3-dev sqlite3 libpq-dev libzstd-dev libcurl4-openssl-dev libssl-dev
   libcli11-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang-format clang-tidy
   python3 python3-venv python3-dev python3-torch

@@ -1,9 +1,13 @@
-// Chunk codec: the compressed block in which a series' points are stored (docs/formats.md).
+// Chunk codec: the compressed block in which a series' points are stored (docs/formats.md,
+// "Series chunks").
 //
 // A chunk holds up to kMaxChunkPoints points (step, time_ms, value) of one series in arrival
-// order: steps and times delta-of-delta + zigzag varint coded, values XOR-compressed
-// (Gorilla). The encoded form carries a version byte, the point count and a CRC-32C, and every
-// double round-trips bit for bit (NaN payloads, -0.0, infinities).
+// order. Steps and times are coded as delta-of-delta (or delta, whichever is smaller) residuals
+// in a bit-packed prefix code whose classes the encoder fits to each chunk; values are coded in
+// one of several modes (ValueMode), chosen per chunk by size: Gorilla XOR on the 64-bit or the
+// float32 pattern, or the same residual coding over integers or over order-preserving float bit
+// patterns. The encoded form carries a magic/version byte, the mode, the point count and a
+// CRC-32C, and every double round-trips bit for bit (NaN payloads, -0.0, infinities, denormals).
 //
 // ChunkEncoder is a single-threaded builder (external synchronisation); the free functions are
 // thread-safe.
@@ -21,6 +25,18 @@
 namespace cohort::series {
 
 inline constexpr int kMaxChunkPoints = 4096;
+// First byte of an encoded chunk: magic in the high nibble, format version in the low nibble.
+inline constexpr uint8_t kChunkMagic = 0xC0;
+inline constexpr uint8_t kChunkVersion = 1;
+
+// How a chunk codes its values (second byte of an encoded chunk).
+enum class ValueMode : uint8_t {
+  kXor64 = 0,         // Gorilla XOR of the 64-bit patterns; any double
+  kXor32 = 1,         // Gorilla XOR of the float32 patterns; every value exactly a float32
+  kInteger = 2,       // residual-coded integers; every value an integer in [-2^53, 2^53], no -0.0
+  kFloat32Delta = 3,  // residual-coded order-preserving float32 patterns; exact float32 values
+  kFloat64Delta = 4,  // residual-coded order-preserving 64-bit patterns; any double
+};
 
 // Summary of a chunk, kept beside it so that coarse queries need not decode it.
 // Steps may arrive out of order; min_step/max_step bound them. min/max ignore NaN (a chunk of
@@ -40,36 +56,40 @@ struct ChunkSummary {
   int64_t nan_count = 0;
 
   void Add(int64_t step, int64_t time_ms, double value);
+  // Folds in `o`, the summary of points that arrived after the ones summarised here.
+  void Merge(const ChunkSummary& o);
 };
 
 class ChunkEncoder {
  public:
   ChunkEncoder();
 
-  // Appends one point. The caller keeps count() < kMaxChunkPoints.
+  // Appends one point. The caller keeps count() < kMaxChunkPoints. Cheap: it records the point
+  // and its summary; all compression happens in Encode().
   void Append(int64_t step, int64_t time_ms, double value);
   int64_t count() const { return summary_.count; }
   bool full() const { return summary_.count >= kMaxChunkPoints; }
   const ChunkSummary& summary() const { return summary_; }
-  // The encoded chunk (header + payload + CRC). Cheap enough to call after every batch.
+  // The encoded chunk (header + payload + CRC): a deterministic function of the appended points.
+  // O(count()), cheap enough to call after every batch.
   std::string Encode() const;
   // Rebuilds an encoder from an encoded chunk so that appending can continue.
   static Result<ChunkEncoder> Resume(std::string_view encoded);
 
- private:  // (the implementation may change these)
+ private:
   ChunkSummary summary_;
-  std::string steps_;   // delta-of-delta zigzag varints
-  std::string times_;   // delta-of-delta zigzag varints
-  std::string values_;  // Gorilla XOR bit stream
-  int values_bits_ = 0; // bits used in values_
-  int64_t prev_step_ = 0, prev_step_delta_ = 0;
-  int64_t prev_time_ = 0, prev_time_delta_ = 0;
-  uint64_t prev_value_ = 0;
-  int prev_leading_ = -1, prev_trailing_ = 0;
+  // The points so far, kept raw so that Encode() can pick the best coding for the whole chunk.
+  std::vector<int64_t> steps_;
+  std::vector<int64_t> times_;
+  std::vector<double> values_;
+  bool all_integer_ = true;  // every value fits ValueMode::kInteger
+  bool all_float32_ = true;  // every value is exactly a float32
 };
 
 // Decodes every point of a chunk, in arrival order. kCorruption on a bad checksum, version or
 // truncated payload.
 Result<std::vector<store::Point>> DecodeChunk(std::string_view encoded);
+// As DecodeChunk, into `*out` (replacing its contents; lets a caller reuse one buffer).
+Status DecodeChunkInto(std::string_view encoded, std::vector<store::Point>* out);
 
 }  // namespace cohort::series

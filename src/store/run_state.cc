@@ -1,0 +1,49 @@
+#include "store/run_state.h"
+
+namespace cohort::store {
+namespace {
+
+bool IsControlling(const WriterRecord& w) { return w.primary || w.update_finish_state; }
+int64_t EndTime(const WriterRecord& w) { return w.finished_ms.value_or(w.heartbeat_ms); }
+
+}  // namespace
+
+DerivedRunState DeriveRunState(const std::vector<WriterRecord>& writers, RunState current) {
+  bool any_controlling = false;
+  bool controlling_running = false;
+  bool any_running = false;
+  const WriterRecord* last_ended = nullptr;
+  for (const WriterRecord& w : writers) {
+    bool running = !IsTerminal(w.state);
+    any_running = any_running || running;
+    if (!IsControlling(w)) continue;
+    any_controlling = true;
+    if (running) {
+      controlling_running = true;
+      continue;
+    }
+    // The controlling writer that ended last; on equal end times the later one in `writers`.
+    if (last_ended == nullptr || EndTime(w) >= EndTime(*last_ended)) last_ended = &w;
+  }
+
+  DerivedRunState out;
+  if (any_controlling) {
+    if (controlling_running) {
+      out.state = RunState::kRunning;
+      return out;
+    }
+    out.state = last_ended->state;
+    out.exit_code = last_ended->exit_code;
+    out.finished_ms = EndTime(*last_ended);
+    return out;
+  }
+  // No controlling writer: workers keep a run alive but never end it.
+  out.state = any_running ? RunState::kRunning : current;
+  return out;
+}
+
+RunState StateForExitCode(int exit_code) {
+  return exit_code == 0 ? RunState::kFinished : RunState::kFailed;
+}
+
+}  // namespace cohort::store

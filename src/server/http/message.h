@@ -44,4 +44,8 @@ struct HttpResponse {
   static HttpResponse Error(int status, std::string_view code, std::string_view message);
 };
 
+// Decodes %XX escapes (and '+' as a space when `plus_as_space`). Malformed escapes ("%zz", a
+// trailing "%") are kept as they are.
+std::string PercentDecode(std::string_view in, bool plus_as_space = false);
+
 }  // namespace cohort::http

@@ -1,0 +1,526 @@
+// HttpServer on Boost.Beast: the only translation unit of the HTTP layer that includes Beast and
+// Asio. One coroutine per connection runs on that connection's strand of the io_context; route
+// handlers run on a separate thread pool and the coroutine resumes on its strand afterwards.
+#include "server/http/server.h"
+
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/url/parse.hpp>
+#include <boost/url/url_view.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace cohort::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
+constexpr size_t kFirstReadBytes = 512;              // buffer for the first byte of a request
+constexpr size_t kKeepBufferBytes = 8 << 10;         // larger idle buffers are released
+constexpr auto kLingerTime = std::chrono::seconds(1);  // draining after an early error answer
+constexpr size_t kLingerMaxBytes = 4 << 20;
+constexpr std::chrono::milliseconds kAcceptBackoff{50};
+constexpr const char* kServerName = "cohort";
+
+using BeastRequest = bhttp::request<bhttp::string_body>;
+using BeastResponse = bhttp::response<bhttp::string_body>;
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+void LogError(const std::string& what) { std::fprintf(stderr, "cohort http: %s\n", what.c_str()); }
+
+// Headers the server sets itself; a handler's values for them are ignored.
+bool IsManagedHeader(std::string_view lower) {
+  return lower == "content-length" || lower == "transfer-encoding" || lower == "connection";
+}
+
+// Token characters of RFC 9110 field names.
+bool IsSafeHeaderName(std::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// No CR, LF or NUL: a handler's value must not be able to split the response.
+bool IsSafeHeaderValue(std::string_view value) {
+  return value.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
+}
+
+// Converts a handler's response into a Beast one. `head`: headers only, with the Content-Length
+// the body would have.
+BeastResponse ToBeast(HttpResponse&& resp, unsigned version, bool head, bool keep_alive) {
+  if (resp.status < 100 || resp.status > 999) {
+    LogError("handler returned invalid status " + std::to_string(resp.status));
+    resp = HttpResponse::Error(500, "internal", "internal server error");
+  }
+  BeastResponse res;
+  res.version(version);
+  res.result(static_cast<unsigned>(resp.status));
+  res.set(bhttp::field::server, kServerName);
+  if (IsSafeHeaderValue(resp.content_type)) {
+    res.set(bhttp::field::content_type, resp.content_type);
+  }
+  for (auto& [name, value] : resp.headers) {
+    std::string lower = ToLower(name);
+    if (IsManagedHeader(lower)) continue;  // "Connection: close" is honoured by the caller
+    if (!IsSafeHeaderName(name) || !IsSafeHeaderValue(value)) {
+      LogError("dropped invalid response header '" + name + "'");
+      continue;
+    }
+    if (lower == "content-type" || lower == "server") {
+      res.set(name, value);
+    } else {
+      res.insert(name, value);
+    }
+  }
+  res.keep_alive(keep_alive);
+  if (keep_alive) res.set(bhttp::field::connection, "keep-alive");
+  bool bodiless = resp.status < 200 || resp.status == 204 || resp.status == 304;
+  if (bodiless) {
+    res.prepare_payload();
+  } else if (head) {
+    res.content_length(resp.body.size());
+  } else {
+    res.body() = std::move(resp.body);
+    res.prepare_payload();
+  }
+  return res;
+}
+
+bool WantsClose(const HttpResponse& resp) {
+  for (const auto& [name, value] : resp.headers) {
+    if (beast::iequals(name, "connection") && beast::iequals(value, "close")) return true;
+  }
+  return false;
+}
+
+// Fills path and query of `out` from its target. False when the target is not a valid
+// origin-form or absolute-form request target.
+bool ParseTarget(HttpRequest* out) {
+  namespace urls = boost::urls;
+  std::string_view target = out->target;
+  auto parsed = !target.empty() && target.front() == '/' ? urls::parse_origin_form(target)
+                                                          : urls::parse_absolute_uri(target);
+  if (!parsed) return false;
+  const urls::url_view& url = *parsed;
+  out->path = url.path();
+  if (out->path.empty()) out->path = "/";
+  if (url.has_query()) {
+    for (auto param : url.params(urls::encoding_opts(/*space_as_plus=*/true))) {
+      if (param.key.empty() && !param.has_value) continue;
+      out->query.emplace(std::move(param.key), std::move(param.value));
+    }
+  }
+  return true;
+}
+
+// The HTTP-layer error answer to a failed request read, or status 0 to close silently.
+HttpResponse ReadErrorResponse(const beast::error_code& ec) {
+  if (ec == bhttp::error::header_limit) {
+    return HttpResponse::Error(431, "header_too_large", "request header fields too large");
+  }
+  if (ec == bhttp::error::body_limit) {
+    return HttpResponse::Error(413, "payload_too_large", "request body too large");
+  }
+  if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
+      ec.category() != bhttp::make_error_code(bhttp::error::bad_target).category()) {
+    HttpResponse none;
+    none.status = 0;  // connection closed, timed out or failed: nothing to answer
+    return none;
+  }
+  return HttpResponse::Error(400, "bad_request", "malformed request: " + ec.message());
+}
+
+// One accepted socket, shared by its session coroutine and the registry used by Stop().
+struct Connection {
+  explicit Connection(tcp::socket socket) : stream(std::move(socket)) {}
+  // Call on the connection's strand.
+  void Close() {
+    beast::error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream.close();
+  }
+  beast::tcp_stream stream;
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Impl(ServerOptions opts, const Router* r)
+      : options(std::move(opts)),
+        router(r),
+        workers(static_cast<size_t>(std::max(1, options.worker_threads))),
+        ioc(std::max(1, options.io_threads)),
+        acceptor(asio::make_strand(ioc)) {}
+
+  asio::awaitable<void> AcceptLoop();
+  asio::awaitable<void> Session(std::shared_ptr<Connection> conn, bool reject);
+  asio::awaitable<HttpResponse> RunHandler(HttpRequest* req);
+  asio::awaitable<void> LingerAndClose(Connection& conn);
+  void Spawn(std::shared_ptr<Connection> conn, bool reject);
+  void Unregister(uint64_t id, bool counted);
+  void CloseAll();
+
+  const ServerOptions options;
+  const Router* const router;
+  RequestObserver observer;
+  ServerStats stats;
+  uint16_t port = 0;
+  std::atomic<bool> stopping{false};
+
+  std::mutex conns_mu;  // guards conns and next_conn_id
+  std::unordered_map<uint64_t, std::weak_ptr<Connection>> conns;
+  uint64_t next_conn_id = 0;
+
+  std::mutex stop_mu;  // serializes Start/Stop; guards started, stopped
+  std::condition_variable stopped_cv;
+  bool started = false;
+  bool stopped = false;
+
+  // Destroyed in reverse order: the acceptor before the io_context, and pending coroutine
+  // frames (owned by the io_context) while the members above are still alive.
+  asio::thread_pool workers;
+  asio::io_context ioc;
+  tcp::acceptor acceptor;
+  std::vector<std::thread> io_threads;
+};
+
+void HttpServer::Impl::Spawn(std::shared_ptr<Connection> conn, bool reject) {
+  auto executor = conn->stream.get_executor();
+  asio::co_spawn(executor, Session(std::move(conn), reject), [](std::exception_ptr e) {
+    if (!e) return;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      LogError(std::string("connection failed: ") + ex.what());
+    } catch (...) {
+      LogError("connection failed with an unknown exception");
+    }
+  });
+}
+
+asio::awaitable<void> HttpServer::Impl::AcceptLoop() {
+  asio::steady_timer backoff(acceptor.get_executor());
+  while (true) {
+    tcp::socket socket(asio::make_strand(ioc));
+    auto [ec] = co_await acceptor.async_accept(socket, kUseTuple);
+    if (ec) {
+      if (ec == asio::error::operation_aborted || !acceptor.is_open() || stopping) co_return;
+      LogError("accept failed: " + ec.message());  // EMFILE and friends: wait, then retry
+      backoff.expires_after(kAcceptBackoff);
+      co_await backoff.async_wait(kUseTuple);
+      continue;
+    }
+    stats.connections_total.fetch_add(1, std::memory_order_relaxed);
+    int64_t open = stats.connections_open.fetch_add(1, std::memory_order_relaxed) + 1;
+    bool reject = open > options.max_connections;
+    if (reject) {
+      stats.connections_open.fetch_sub(1, std::memory_order_relaxed);
+      stats.connections_rejected.fetch_add(1, std::memory_order_relaxed);
+    }
+    Spawn(std::make_shared<Connection>(std::move(socket)), reject);
+  }
+}
+
+void HttpServer::Impl::Unregister(uint64_t id, bool counted) {
+  {
+    std::lock_guard lock(conns_mu);
+    conns.erase(id);
+  }
+  if (counted) stats.connections_open.fetch_sub(1, std::memory_order_relaxed);
+}
+
+asio::awaitable<HttpResponse> HttpServer::Impl::RunHandler(HttpRequest* req) {
+  if (stopping) co_return HttpResponse::Error(503, "unavailable", "server is shutting down");
+  try {
+    co_return router->Dispatch(*req);
+  } catch (const std::exception& e) {
+    LogError("handler for " + req->method + " " + req->path + " threw: " + e.what());
+  } catch (...) {
+    LogError("handler for " + req->method + " " + req->path + " threw a non-exception");
+  }
+  co_return HttpResponse::Error(500, "internal", "internal server error");
+}
+
+asio::awaitable<void> HttpServer::Impl::LingerAndClose(Connection& conn) {
+  // Half-close and drain what the client still sends, so that closing with unread data does
+  // not reset the connection before the client has read our answer.
+  beast::error_code ignored;
+  conn.stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  conn.stream.expires_after(kLingerTime);
+  char sink[4096];
+  size_t drained = 0;
+  while (drained < kLingerMaxBytes) {
+    auto [ec, n] = co_await conn.stream.async_read_some(asio::buffer(sink), kUseTuple);
+    if (ec) break;
+    drained += n;
+  }
+  conn.Close();
+}
+
+asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn, bool reject) {
+  uint64_t id;
+  {
+    std::lock_guard lock(conns_mu);
+    id = next_conn_id++;
+    conns.emplace(id, conn);
+  }
+  // Unregisters however the coroutine ends, including destruction of its frame.
+  struct Guard {
+    Impl* impl;
+    uint64_t id;
+    bool counted;
+    ~Guard() { impl->Unregister(id, counted); }
+  } guard{this, id, !reject};
+  if (stopping) {
+    conn->Close();
+    co_return;
+  }
+  beast::tcp_stream& stream = conn->stream;
+  beast::error_code ec;
+  std::string remote = stream.socket().remote_endpoint(ec).address().to_string();
+  if (ec) remote.clear();
+
+  if (reject) {
+    HttpResponse busy = HttpResponse::Error(503, "unavailable", "too many connections");
+    busy.headers.emplace_back("Retry-After", "1");
+    BeastResponse res = ToBeast(std::move(busy), 11, false, false);
+    stream.expires_after(std::chrono::seconds(options.write_timeout_seconds));
+    auto [wec, wn] = co_await bhttp::async_write(stream, res, kUseTuple);
+    if (!wec) co_await LingerAndClose(*conn);
+    co_return;
+  }
+
+  beast::flat_buffer buffer;
+  bool first = true;
+  while (!stopping) {
+    if (!first && buffer.size() == 0) {
+      // Idle keep-alive wait: only the idle timeout applies until the next request begins.
+      if (buffer.capacity() > kKeepBufferBytes) buffer.shrink_to_fit();
+      stream.expires_after(std::chrono::seconds(options.idle_timeout_seconds));
+      auto [rec, n] = co_await stream.async_read_some(buffer.prepare(kFirstReadBytes), kUseTuple);
+      if (rec) co_return;
+      buffer.commit(n);
+    }
+    first = false;
+    stream.expires_after(std::chrono::seconds(options.request_timeout_seconds));
+
+    bhttp::request_parser<bhttp::string_body> parser;
+    parser.header_limit(static_cast<uint32_t>(
+        std::min<size_t>(options.max_header_bytes, std::numeric_limits<uint32_t>::max())));
+    parser.body_limit(static_cast<uint64_t>(options.max_body_bytes));
+    auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser, kUseTuple);
+    ec = hec;
+    if (!ec && !parser.is_done() &&
+        beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      auto [cec, cn] = co_await asio::async_write(
+          stream, asio::buffer(kContinue.data(), kContinue.size()), kUseTuple);
+      ec = cec;
+    }
+    if (!ec && !parser.is_done()) {
+      auto [bec, bn] = co_await bhttp::async_read(stream, buffer, parser, kUseTuple);
+      ec = bec;
+    }
+    auto started_at = std::chrono::steady_clock::now();
+    if (ec) {
+      HttpResponse error = ReadErrorResponse(ec);
+      if (error.status == 0) co_return;
+      int status = error.status;
+      stats.requests_total.fetch_add(1, std::memory_order_relaxed);
+      BeastResponse res = ToBeast(std::move(error), 11, false, false);
+      stream.expires_after(std::chrono::seconds(options.write_timeout_seconds));
+      auto [wec, wn] = co_await bhttp::async_write(stream, res, kUseTuple);
+      if (observer) observer("unmatched", "", status, 0);
+      if (!wec) co_await LingerAndClose(*conn);
+      co_return;
+    }
+
+    BeastRequest breq = parser.release();
+    HttpRequest req;
+    req.method = std::string(breq.method_string());
+    req.target = std::string(breq.target());
+    req.remote_address = remote;
+    req.headers.reserve(std::distance(breq.begin(), breq.end()));
+    for (const auto& field : breq) {
+      req.headers.emplace_back(ToLower(field.name_string()), std::string(field.value()));
+    }
+    req.body = std::move(breq.body());
+    bool head = breq.method() == bhttp::verb::head;
+    bool keep_alive = breq.keep_alive();
+    unsigned version = breq.version();
+
+    HttpResponse resp;
+    if (!ParseTarget(&req)) {
+      resp = HttpResponse::Error(400, "bad_request", "malformed request target");
+    } else {
+      stream.expires_never();
+      resp = co_await asio::co_spawn(workers.get_executor(), RunHandler(&req),
+                                     asio::use_awaitable);
+    }
+    stats.requests_total.fetch_add(1, std::memory_order_relaxed);
+    keep_alive = keep_alive && !stopping && !WantsClose(resp);
+    int status = resp.status;
+    BeastResponse res = ToBeast(std::move(resp), version, head, keep_alive);
+    stream.expires_after(std::chrono::seconds(options.write_timeout_seconds));
+    auto [wec, wn] = co_await bhttp::async_write(stream, res, kUseTuple);
+    if (observer) {
+      auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::steady_clock::now() - started_at)
+                    .count();
+      observer(req.route.empty() ? std::string("unmatched") : req.route, req.method, status, ns);
+    }
+    if (wec) co_return;
+    if (!keep_alive) {
+      conn->Close();
+      co_return;
+    }
+  }
+  conn->Close();
+}
+
+void HttpServer::Impl::CloseAll() {
+  std::vector<std::shared_ptr<Connection>> open;
+  {
+    std::lock_guard lock(conns_mu);
+    stopping = true;
+    for (auto& [id, weak] : conns) {
+      if (auto c = weak.lock()) open.push_back(std::move(c));
+    }
+  }
+  asio::post(acceptor.get_executor(), [this] {
+    beast::error_code ignored;
+    acceptor.close(ignored);
+  });
+  for (auto& c : open) {
+    auto executor = c->stream.get_executor();
+    asio::post(executor, [c = std::move(c)] { c->Close(); });
+  }
+}
+
+HttpServer::HttpServer(ServerOptions options, const Router* router)
+    : impl_(std::make_unique<Impl>(std::move(options), router)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+void HttpServer::SetObserver(RequestObserver observer) { impl_->observer = std::move(observer); }
+
+Status HttpServer::Start() {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.stop_mu);
+  if (s.started || s.stopped) return Status::FailedPrecondition("server already started");
+  if (s.router == nullptr) return Status::InvalidArgument("no router");
+  try {
+    beast::error_code ec;
+    tcp::resolver resolver(s.ioc);
+    auto results = resolver.resolve(s.options.address, std::to_string(s.options.port),
+                                    tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+    if (ec || results.empty()) {
+      return Status::InvalidArgument("cannot resolve listen address '" + s.options.address +
+                                     "': " + ec.message());
+    }
+    tcp::endpoint endpoint = results.begin()->endpoint();
+    std::string where = s.options.address + ":" + std::to_string(s.options.port);
+    if (s.acceptor.open(endpoint.protocol(), ec); ec) {
+      return Status::IOError("socket for " + where + ": " + ec.message());
+    }
+    if (s.acceptor.set_option(asio::socket_base::reuse_address(true), ec); ec) {
+      return Status::IOError("SO_REUSEADDR on " + where + ": " + ec.message());
+    }
+    if (s.acceptor.bind(endpoint, ec); ec) {
+      s.acceptor.close(ec);
+      return Status::IOError("bind " + where + ": " + ec.message());
+    }
+    if (s.acceptor.listen(asio::socket_base::max_listen_connections, ec); ec) {
+      s.acceptor.close(ec);
+      return Status::IOError("listen " + where + ": " + ec.message());
+    }
+    s.port = s.acceptor.local_endpoint(ec).port();
+    asio::co_spawn(s.acceptor.get_executor(), s.AcceptLoop(), [](std::exception_ptr e) {
+      if (e) LogError("accept loop ended with an exception");
+    });
+    int threads = std::max(1, s.options.io_threads);
+    for (int i = 0; i < threads; ++i) {
+      s.io_threads.emplace_back([&s] {
+        while (true) {
+          try {
+            s.ioc.run();
+            return;
+          } catch (const std::exception& e) {
+            LogError(std::string("io thread caught: ") + e.what());
+          }
+        }
+      });
+    }
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("starting the server failed: ") + e.what());
+  }
+  s.started = true;
+  return Status::Ok();
+}
+
+uint16_t HttpServer::port() const { return impl_->port; }
+
+const ServerStats& HttpServer::stats() const { return impl_->stats; }
+
+void HttpServer::Stop() {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.stop_mu);
+  if (s.stopped) return;
+  if (s.started) {
+    s.CloseAll();
+    // The io_context runs out of work once the acceptor and every connection have closed;
+    // handlers still running on the pool finish first.
+    for (auto& t : s.io_threads) t.join();
+    s.io_threads.clear();
+    s.workers.join();
+  }
+  s.stopped = true;
+  s.stopped_cv.notify_all();
+}
+
+void HttpServer::Wait() {
+  Impl& s = *impl_;
+  std::unique_lock lock(s.stop_mu);
+  s.stopped_cv.wait(lock, [&s] { return s.stopped; });
+}
+
+}  // namespace cohort::http

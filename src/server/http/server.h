@@ -31,6 +31,7 @@ struct ServerOptions {
   int max_connections = 20000;
   int idle_timeout_seconds = 120;    // keep-alive connections idle longer are closed
   int request_timeout_seconds = 30;  // a request must arrive whole within this
+  int write_timeout_seconds = 60;    // a response must be written whole within this
 };
 
 // Counters the server keeps; read them at any time (relaxed atomics).

@@ -1,0 +1,463 @@
+// SqliteStore: opening, the connection pool, runs and writers. Run listing is in
+// sqlite_run_list.cc, data in sqlite_series.cc, views and API keys in sqlite_meta.cc.
+#include "store/sqlite/sqlite_store.h"
+
+#include <set>
+
+#include "core/clock.h"
+#include "core/ids.h"
+#include "store/record_json.h"
+#include "store/run_state.h"
+#include "store/sqlite/sqlite_rows.h"
+#include "store/sqlite/sqlite_schema.h"
+
+namespace cohort::store {
+
+using sqlite::Db;
+using sqlite::Stmt;
+using sqlite::Txn;
+
+namespace sqlite {
+
+RunState ReadState(const Stmt& st, int col) {
+  return ParseRunState(st.Text(col)).value_or(RunState::kCrashed);
+}
+
+RunRecord ReadRun(const Stmt& st) {
+  RunRecord r;
+  r.pk = st.Int(0);
+  r.entity = st.Text(1);
+  r.project = st.Text(2);
+  r.run_id = st.Text(3);
+  r.name = st.Text(4);
+  r.group = st.Text(5);
+  r.job_type = st.Text(6);
+  r.notes = st.Text(7);
+  r.host = st.Text(8);
+  r.tags = StringsFromJson(st.Text(9));
+  r.config_json = st.Text(10);
+  r.summary_json = st.Text(11);
+  r.metadata_json = st.Text(12);
+  r.state = ReadState(st, 13);
+  if (auto code = st.OptInt(14)) r.exit_code = int(*code);
+  r.created_ms = st.Int(15);
+  r.updated_ms = st.Int(16);
+  r.heartbeat_ms = st.Int(17);
+  r.finished_ms = st.OptInt(18);
+  r.writer_count = int(st.Int(19));
+  return r;
+}
+
+WriterRecord ReadWriter(const Stmt& st) {
+  WriterRecord w;
+  w.pk = st.Int(0);
+  w.run_pk = st.Int(1);
+  w.label = st.Text(2);
+  w.primary = st.Int(3) != 0;
+  w.update_finish_state = st.Int(4) != 0;
+  w.host = st.Text(5);
+  w.pid = st.Int(6);
+  w.gpu_ids = IntsFromJson(st.Text(7));
+  w.state = ReadState(st, 8);
+  if (auto code = st.OptInt(9)) w.exit_code = int(*code);
+  w.created_ms = st.Int(10);
+  w.heartbeat_ms = st.Int(11);
+  w.finished_ms = st.OptInt(12);
+  w.next_step = st.Int(13);
+  w.last_seq = st.Int(14);
+  return w;
+}
+
+std::string RunName(const RunRef& ref) {
+  return ref.entity + "/" + ref.project + "/" + ref.run_id;
+}
+
+Status RunNotFound(const RunRef& ref) {
+  return Status::NotFound("run '" + RunName(ref) + "' not found");
+}
+
+Status WriterNotFound(const RunRef& ref, const std::string& label) {
+  return Status::NotFound("writer '" + label + "' of run '" + RunName(ref) + "' not found");
+}
+
+}  // namespace sqlite
+
+namespace {
+
+Status ValidateRef(const RunRef& ref, bool allow_empty_id) {
+  if (ref.entity.empty()) return Status::InvalidArgument("run: entity is empty");
+  if (ref.project.empty()) return Status::InvalidArgument("run: project is empty");
+  if (ref.run_id.empty() && allow_empty_id) return Status::Ok();
+  if (!ids::IsValidId(ref.run_id)) {
+    return Status::InvalidArgument("run: id '" + ref.run_id +
+                                   "' is not 1-64 characters of [A-Za-z0-9_.-]");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// ---- opening and connections ----
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteOptions& options) {
+  if (options.path.empty()) return Status::InvalidArgument("sqlite: empty database path");
+  std::unique_ptr<SqliteStore> store(new SqliteStore(options));
+  COHORT_ASSIGN_OR_RETURN(store->writer_, store->OpenConnection(/*writer=*/true));
+  COHORT_RETURN_IF_ERROR(sqlite::Migrate(store->writer_.get()));
+  return store;
+}
+
+SqliteStore::~SqliteStore() = default;
+
+Result<std::unique_ptr<Db>> SqliteStore::OpenConnection(bool writer) {
+  int flags = SQLITE_OPEN_READWRITE | (writer ? SQLITE_OPEN_CREATE : 0);
+  COHORT_ASSIGN_OR_RETURN(std::unique_ptr<Db> db,
+                          Db::Open(options_.path, flags, options_.busy_timeout_ms));
+  if (writer) {
+    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Prepare("PRAGMA journal_mode=WAL"));
+    COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row || st.Text(0) != "wal") {
+      return Status::IOError("sqlite: could not switch " + options_.path + " to WAL mode");
+    }
+    COHORT_RETURN_IF_ERROR(db->Exec(options_.synchronous_full ? "PRAGMA synchronous=FULL"
+                                                              : "PRAGMA synchronous=NORMAL"));
+    COHORT_RETURN_IF_ERROR(db->Exec("PRAGMA cache_size=-32768; PRAGMA temp_store=MEMORY"));
+  } else {
+    COHORT_RETURN_IF_ERROR(db->Exec("PRAGMA query_only=1; PRAGMA cache_size=-16384"));
+  }
+  return db;
+}
+
+SqliteStore::ReadLease::~ReadLease() {
+  if (db_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(owner_->pool_mu_);
+  if (int(owner_->idle_readers_.size()) < owner_->options_.read_connections) {
+    owner_->idle_readers_.push_back(std::move(db_));
+  }
+}
+
+Result<SqliteStore::ReadLease> SqliteStore::AcquireReader() {
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (!idle_readers_.empty()) {
+      std::unique_ptr<Db> db = std::move(idle_readers_.back());
+      idle_readers_.pop_back();
+      return ReadLease(this, std::move(db));
+    }
+  }
+  // None idle: open another rather than wait; the surplus is closed when returned.
+  COHORT_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, OpenConnection(/*writer=*/false));
+  return ReadLease(this, std::move(db));
+}
+
+// ---- shared helpers ----
+
+Result<RunRecord> SqliteStore::LoadRun(Db* db, const RunRef& ref) {
+  static const std::string kSql = std::string("SELECT ") + sqlite::kRunColumns +
+                                  " FROM runs r WHERE r.entity = ? AND r.project = ? AND "
+                                  "r.run_id = ?";
+  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(kSql));
+  st.Bind(ref.entity).Bind(ref.project).Bind(ref.run_id);
+  COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row) return sqlite::RunNotFound(ref);
+  return sqlite::ReadRun(st);
+}
+
+Result<RunRecord> SqliteStore::LoadRunByPk(Db* db, int64_t pk) {
+  static const std::string kSql =
+      std::string("SELECT ") + sqlite::kRunColumns + " FROM runs r WHERE r.pk = ?";
+  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(kSql));
+  st.Bind(pk);
+  COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row) return Status::NotFound("run #" + std::to_string(pk) + " not found");
+  return sqlite::ReadRun(st);
+}
+
+Result<WriterRecord> SqliteStore::LoadWriter(Db* db, int64_t run_pk, const RunRef& ref,
+                                             const std::string& label) {
+  static const std::string kSql = std::string("SELECT ") + sqlite::kWriterColumns +
+                                  " FROM writers w WHERE w.run_pk = ? AND w.label = ?";
+  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(kSql));
+  st.Bind(run_pk).Bind(label);
+  COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row) return sqlite::WriterNotFound(ref, label);
+  return sqlite::ReadWriter(st);
+}
+
+Result<std::vector<WriterRecord>> SqliteStore::LoadWriters(Db* db, int64_t run_pk) {
+  static const std::string kSql = std::string("SELECT ") + sqlite::kWriterColumns +
+                                  " FROM writers w WHERE w.run_pk = ? ORDER BY w.pk";
+  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(kSql));
+  st.Bind(run_pk);
+  std::vector<WriterRecord> out;
+  while (true) {
+    COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back(sqlite::ReadWriter(st));
+  }
+  return out;
+}
+
+Status SqliteStore::RecomputeRunState(Db* db, int64_t run_pk, int64_t now_ms) {
+  COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRunByPk(db, run_pk));
+  COHORT_ASSIGN_OR_RETURN(std::vector<WriterRecord> writers, LoadWriters(db, run_pk));
+  DerivedRunState d = DeriveRunState(writers, run.state);
+  if (!IsTerminal(d.state)) {
+    run.exit_code.reset();
+    run.finished_ms.reset();
+  } else if (d.finished_ms) {  // a controlling writer ended the run
+    run.exit_code = d.exit_code;
+    run.finished_ms = d.finished_ms;
+  }
+  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("UPDATE runs SET state = ?, exit_code = ?, "
+                                              "finished_ms = ?, updated_ms = ? WHERE pk = ?"));
+  st.Bind(RunStateName(d.state)).Bind(run.exit_code).Bind(run.finished_ms);
+  st.Bind(std::max(now_ms, run.updated_ms)).Bind(run_pk);
+  return st.Run();
+}
+
+// ---- runs ----
+
+Result<std::pair<RunRecord, bool>> SqliteStore::UpsertRun(const RunUpsert& upsert) {
+  COHORT_RETURN_IF_ERROR(ValidateRef(upsert.ref, /*allow_empty_id=*/true));
+  std::string tags_json = upsert.tags ? StringsToJson(*upsert.tags) : "[]";
+  std::string metadata = "{}";
+  if (upsert.metadata_json) {
+    COHORT_ASSIGN_OR_RETURN(metadata, MergeJsonObject("{}", *upsert.metadata_json, "metadata"));
+  }
+  const int64_t now = NowMillis();
+
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Db* db = writer_.get();
+  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
+  RunRef ref = upsert.ref;
+  std::optional<RunRecord> existing;
+  if (ref.run_id.empty()) {
+    for (int attempt = 0;; ++attempt) {
+      ref.run_id = ids::RandomBase36(8);
+      Result<RunRecord> clash = LoadRun(db, ref);
+      if (!clash.ok() && clash.status().code() == StatusCode::kNotFound) break;
+      if (!clash.ok()) return clash.status();
+      if (attempt == 16) return Status::Internal("could not draw an unused run id");
+    }
+  } else {
+    Result<RunRecord> found = LoadRun(db, ref);
+    if (found.ok()) {
+      existing = std::move(found).value();
+    } else if (found.status().code() != StatusCode::kNotFound) {
+      return found.status();
+    }
+  }
+
+  int64_t pk = 0;
+  if (!existing) {
+    std::string config = "{}";
+    if (upsert.config_json) {
+      COHORT_ASSIGN_OR_RETURN(config, MergeJsonObject("{}", *upsert.config_json, "config"));
+    }
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("INSERT INTO runs (entity, project, run_id, name, grp, job_type, notes, "
+                            "host, tags, config, metadata, created_ms, updated_ms, heartbeat_ms) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    st.Bind(ref.entity).Bind(ref.project).Bind(ref.run_id);
+    st.Bind(upsert.name.value_or("")).Bind(upsert.group.value_or(""));
+    st.Bind(upsert.job_type.value_or("")).Bind(upsert.notes.value_or(""));
+    st.Bind(upsert.host.value_or("")).Bind(tags_json).Bind(config).Bind(metadata);
+    st.Bind(now).Bind(now).Bind(now);
+    COHORT_RETURN_IF_ERROR(st.Run());
+    pk = db->LastInsertRowid();
+  } else {
+    RunRecord& r = *existing;
+    pk = r.pk;
+    if (upsert.name) r.name = *upsert.name;
+    if (upsert.group) r.group = *upsert.group;
+    if (upsert.job_type) r.job_type = *upsert.job_type;
+    if (upsert.notes) r.notes = *upsert.notes;
+    if (upsert.host) r.host = *upsert.host;
+    if (upsert.tags) r.tags = *upsert.tags;
+    if (upsert.config_json) {
+      COHORT_ASSIGN_OR_RETURN(r.config_json,
+                              MergeJsonObject(r.config_json, *upsert.config_json, "config"));
+    }
+    if (upsert.metadata_json) r.metadata_json = metadata;
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("UPDATE runs SET name = ?, grp = ?, job_type = ?, notes = ?, host = ?, "
+                            "tags = ?, config = ?, metadata = ?, updated_ms = ? WHERE pk = ?"));
+    st.Bind(r.name).Bind(r.group).Bind(r.job_type).Bind(r.notes).Bind(r.host);
+    st.Bind(StringsToJson(r.tags)).Bind(r.config_json).Bind(r.metadata_json);
+    st.Bind(std::max(now, r.updated_ms)).Bind(pk);
+    COHORT_RETURN_IF_ERROR(st.Run());
+  }
+  COHORT_ASSIGN_OR_RETURN(RunRecord out, LoadRunByPk(db, pk));
+  COHORT_RETURN_IF_ERROR(txn.Commit());
+  return std::make_pair(std::move(out), !existing.has_value());
+}
+
+Result<RunRecord> SqliteStore::GetRun(const RunRef& ref) {
+  COHORT_ASSIGN_OR_RETURN(ReadLease db, AcquireReader());
+  return LoadRun(db.get(), ref);
+}
+
+Result<RunRecord> SqliteStore::PatchRun(const RunRef& ref, const RunPatch& patch) {
+  const int64_t now = NowMillis();
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Db* db = writer_.get();
+  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
+  COHORT_ASSIGN_OR_RETURN(RunRecord r, LoadRun(db, ref));
+  if (patch.name) r.name = *patch.name;
+  if (patch.group) r.group = *patch.group;
+  if (patch.job_type) r.job_type = *patch.job_type;
+  if (patch.notes) r.notes = *patch.notes;
+  if (patch.tags) r.tags = *patch.tags;
+  if (patch.config_json) {
+    COHORT_ASSIGN_OR_RETURN(r.config_json,
+                            MergeJsonObject(r.config_json, *patch.config_json, "config"));
+  }
+  if (patch.summary_json) {
+    COHORT_ASSIGN_OR_RETURN(r.summary_json,
+                            MergeJsonObject(r.summary_json, *patch.summary_json, "summary"));
+  }
+  COHORT_ASSIGN_OR_RETURN(
+      Stmt st, db->Cached("UPDATE runs SET name = ?, grp = ?, job_type = ?, notes = ?, tags = ?, "
+                          "config = ?, summary = ?, updated_ms = ? WHERE pk = ?"));
+  st.Bind(r.name).Bind(r.group).Bind(r.job_type).Bind(r.notes).Bind(StringsToJson(r.tags));
+  st.Bind(r.config_json).Bind(r.summary_json).Bind(std::max(now, r.updated_ms)).Bind(r.pk);
+  COHORT_RETURN_IF_ERROR(st.Run());
+  COHORT_ASSIGN_OR_RETURN(RunRecord out, LoadRunByPk(db, r.pk));
+  COHORT_RETURN_IF_ERROR(txn.Commit());
+  return out;
+}
+
+Status SqliteStore::DeleteRun(const RunRef& ref) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Db* db = writer_.get();
+  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
+  COHORT_ASSIGN_OR_RETURN(RunRecord r, LoadRun(db, ref));
+  static constexpr const char* kDeletes[] = {
+      "DELETE FROM chunks WHERE series_pk IN (SELECT pk FROM series WHERE run_pk = ?)",
+      "DELETE FROM series WHERE run_pk = ?",
+      "DELETE FROM console WHERE run_pk = ?",
+      "DELETE FROM batches WHERE writer_pk IN (SELECT pk FROM writers WHERE run_pk = ?)",
+      "DELETE FROM writers WHERE run_pk = ?",
+      "DELETE FROM runs WHERE pk = ?",
+  };
+  for (const char* sql : kDeletes) {
+    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(sql));
+    st.Bind(r.pk);
+    COHORT_RETURN_IF_ERROR(st.Run());
+  }
+  return txn.Commit();
+}
+
+// ---- writers ----
+
+Result<WriterRecord> SqliteStore::JoinWriter(const RunRef& ref, const WriterJoin& join) {
+  if (join.label.empty()) return Status::InvalidArgument("writer: label is empty");
+  const int64_t now = NowMillis();
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Db* db = writer_.get();
+  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
+  COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db, ref));
+  {
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st,
+        db->Cached("INSERT INTO writers (run_pk, label, is_primary, update_finish_state, host, "
+                   "pid, gpu_ids, state, created_ms, heartbeat_ms) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?) "
+                   "ON CONFLICT (run_pk, label) DO UPDATE SET is_primary = excluded.is_primary, "
+                   "update_finish_state = excluded.update_finish_state, host = excluded.host, "
+                   "pid = excluded.pid, gpu_ids = excluded.gpu_ids, state = 'running', "
+                   "exit_code = NULL, finished_ms = NULL, heartbeat_ms = excluded.heartbeat_ms"));
+    st.Bind(run.pk).Bind(join.label).Bind(join.primary).Bind(join.update_finish_state);
+    st.Bind(join.host).Bind(join.pid).Bind(IntsToJson(join.gpu_ids)).Bind(now).Bind(now);
+    COHORT_RETURN_IF_ERROR(st.Run());
+  }
+  {
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("UPDATE runs SET writer_count = (SELECT count(*) FROM writers "
+                            "WHERE run_pk = runs.pk), heartbeat_ms = max(heartbeat_ms, ?) "
+                            "WHERE pk = ?"));
+    st.Bind(now).Bind(run.pk);
+    COHORT_RETURN_IF_ERROR(st.Run());
+  }
+  COHORT_RETURN_IF_ERROR(RecomputeRunState(db, run.pk, now));
+  COHORT_ASSIGN_OR_RETURN(WriterRecord out, LoadWriter(db, run.pk, ref, join.label));
+  COHORT_RETURN_IF_ERROR(txn.Commit());
+  return out;
+}
+
+Result<std::vector<WriterRecord>> SqliteStore::ListWriters(const RunRef& ref) {
+  COHORT_ASSIGN_OR_RETURN(ReadLease db, AcquireReader());
+  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db.get(), Txn::Mode::kRead));
+  COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db.get(), ref));
+  return LoadWriters(db.get(), run.pk);
+}
+
+Status SqliteStore::Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Db* db = writer_.get();
+  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
+  COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db, ref));
+  {
+    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("UPDATE writers SET heartbeat_ms = "
+                                                "max(heartbeat_ms, ?) WHERE run_pk = ? AND "
+                                                "label = ?"));
+    st.Bind(now_ms).Bind(run.pk).Bind(label);
+    COHORT_RETURN_IF_ERROR(st.Run());
+    if (db->Changes() == 0) return sqlite::WriterNotFound(ref, label);
+  }
+  COHORT_ASSIGN_OR_RETURN(
+      Stmt st, db->Cached("UPDATE runs SET heartbeat_ms = max(heartbeat_ms, ?) WHERE pk = ?"));
+  st.Bind(now_ms).Bind(run.pk);
+  COHORT_RETURN_IF_ERROR(st.Run());
+  return txn.Commit();
+}
+
+Result<WriterRecord> SqliteStore::FinishWriter(const RunRef& ref, const std::string& label,
+                                               RunState state, std::optional<int> exit_code,
+                                               int64_t now_ms) {
+  if (!IsTerminal(state)) {
+    return Status::InvalidArgument("finish: state '" + std::string(RunStateName(state)) +
+                                   "' does not end a writer");
+  }
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Db* db = writer_.get();
+  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
+  COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db, ref));
+  {
+    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("UPDATE writers SET state = ?, exit_code = ?, "
+                                                "finished_ms = ? WHERE run_pk = ? AND label = ?"));
+    st.Bind(RunStateName(state)).Bind(exit_code).Bind(now_ms).Bind(run.pk).Bind(label);
+    COHORT_RETURN_IF_ERROR(st.Run());
+    if (db->Changes() == 0) return sqlite::WriterNotFound(ref, label);
+  }
+  COHORT_RETURN_IF_ERROR(RecomputeRunState(db, run.pk, now_ms));
+  COHORT_ASSIGN_OR_RETURN(WriterRecord out, LoadWriter(db, run.pk, ref, label));
+  COHORT_RETURN_IF_ERROR(txn.Commit());
+  return out;
+}
+
+Result<int64_t> SqliteStore::MarkStaleWritersCrashed(int64_t stale_before_ms, int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Db* db = writer_.get();
+  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
+  std::set<int64_t> runs;
+  int64_t marked = 0;
+  {
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("UPDATE writers SET state = 'crashed', finished_ms = ? "
+                            "WHERE state = 'running' AND heartbeat_ms < ? RETURNING run_pk"));
+    st.Bind(now_ms).Bind(stale_before_ms);
+    while (true) {
+      COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      runs.insert(st.Int(0));
+      ++marked;
+    }
+  }
+  for (int64_t run_pk : runs) COHORT_RETURN_IF_ERROR(RecomputeRunState(db, run_pk, now_ms));
+  COHORT_RETURN_IF_ERROR(txn.Commit());
+  return marked;
+}
+
+}  // namespace cohort::store

@@ -1,0 +1,113 @@
+// Cohort C++ client: track a training process.
+//
+//   cohort::Settings s;
+//   s.project = "mnist";
+//   s.group = "DDP";
+//   auto run = cohort::Init(s);
+//   if (!run.ok()) { ... }
+//   for (int step = 0; step < 100; ++step) run->Log({{"loss", 0.5}, {"acc", 0.9}});
+//   (void)run->Finish(0);
+//
+// Log() never blocks on I/O: it appends to an in-memory batch that a background thread hands to
+// the node agent (or, without an agent, to an in-process sender). A Run is thread-safe: any
+// thread may call any method. Moving a Run is cheap; copies share the same underlying run.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cohort/status.h"
+
+namespace cohort {
+
+struct Settings {
+  // Where and who. Empty fields come from the environment (COHORT_BASE_URL, COHORT_API_KEY,
+  // COHORT_ENTITY, COHORT_PROJECT, COHORT_RUN_ID, COHORT_MODE, COHORT_DIR), then from the config
+  // file that `cohort login` or a local `cohort server` wrote, then from defaults.
+  std::string base_url;
+  std::string api_key;
+  std::string entity;
+  std::string project;
+  std::string run_id;  // join/resume this run; empty: a new random id
+  std::string name, group, job_type, notes;
+  std::vector<std::string> tags;
+  std::string config_json;  // a JSON object; empty: none
+  std::string resume;       // "", "allow", "must", "never"
+  std::string mode;         // "online" (default), "offline", "disabled"
+  std::string dir;          // local data directory (WAL of offline runs); empty: default
+
+  // Shared mode (several writers in one run).
+  bool shared = false;  // mode="shared" in the Python SDK
+  std::string label;    // writer label; empty: rank_<RANK> under torchrun, else <host>-<random>
+  std::optional<bool> primary;              // default: RANK == 0 or not under torchrun
+  std::optional<bool> update_finish_state;  // default: true
+  std::optional<std::vector<int>> stats_gpu_device_ids;  // default: all GPUs
+  double stats_sampling_interval_s = 15.0;               // system monitor period; 0 disables
+  bool capture_console = true;  // capture this process's stdout/stderr lines
+
+  double init_timeout_s = 30.0;    // Init returns within this even when the server is down
+  double finish_timeout_s = 30.0;  // Finish returns within this
+
+  // "agent" (default; spawn or reuse the node agent) or "inprocess" (COHORT_AGENT=inprocess).
+  std::string transport;
+};
+
+// One logged value map: key -> value. Nested keys are written "a/b".
+using Values = std::vector<std::pair<std::string, double>>;
+
+class Run {
+ public:
+  Run();  // a disabled run: every call is a cheap no-op
+  ~Run();
+  Run(const Run&);
+  Run& operator=(const Run&);
+  Run(Run&&) noexcept;
+  Run& operator=(Run&&) noexcept;
+
+  // Logs values at the writer's current step, then (commit=true) advances the step. With an
+  // explicit step, values go to that step; a step lower than the current one is ignored (and
+  // counted in dropped()). commit=false accumulates values into the current step.
+  void Log(const Values& values, std::optional<int64_t> step = std::nullopt, bool commit = true);
+  // Merges keys into the run's config / summary (JSON object text). Only the primary writer's
+  // config reaches the server in shared mode.
+  Status UpdateConfig(std::string_view json_object);
+  Status UpdateSummary(std::string_view json_object);
+  // Writes a console line as if the process had printed it.
+  void Print(std::string_view text, bool is_stderr = false);
+  // Ends this writer: flushes what is pending to the agent (bounded by finish_timeout_s) and
+  // reports the exit code (0 finished, else failed). Idempotent. `state` may force "killed",
+  // "preempted" or "crashed".
+  Status Finish(int exit_code = 0, std::string_view state = {});
+
+  bool disabled() const;
+  const std::string& id() const;
+  const std::string& name() const;
+  const std::string& entity() const;
+  const std::string& project() const;
+  const std::string& label() const;
+  std::string url() const;   // the run's page on the server
+  int64_t step() const;      // the writer's current step
+  int64_t dropped() const;   // values ignored (out-of-order steps)
+  bool offline() const;      // true when the run is buffering locally (server unreachable/offline)
+
+  struct Impl;
+
+ private:
+  explicit Run(std::shared_ptr<Impl> impl);
+  friend Result<Run> Init(const Settings& settings);
+  std::shared_ptr<Impl> impl_;
+};
+
+// Starts (or joins, in shared mode) a run and returns within settings.init_timeout_s.
+Result<Run> Init(const Settings& settings);
+
+// Makes sure a node agent is running so that later Init calls (e.g. in Pool children) are fast.
+Status Setup(const Settings& settings = {});
+
+}  // namespace cohort

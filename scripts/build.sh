@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Configures and builds everything into build/ (override with BUILD_DIR). Extra arguments go to
+# CMake's configure step, e.g. scripts/build.sh -DCOHORT_SANITIZE=address,undefined
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${BUILD_DIR:-$root/build}"
+export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+if [ ! -f "$build/build.ninja" ] || [ $# -gt 0 ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" "$@"
+fi
+jobs="${BUILD_JOBS:-$(nproc)}"
+cmake --build "$build" -j "$jobs"

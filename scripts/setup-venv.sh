@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Creates .venv (seeing Debian's torch through --system-site-packages) and installs the Python
+# packages the tests need. Idempotent: reinstalls only when the requirements change.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="$root/.venv"
+req="$root/python/requirements-dev.txt"
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup-venv: creating $venv"
+  /usr/bin/python3 -m venv --system-site-packages "$venv"
+fi
+stamp="$venv/.requirements.sha256"
+want="$(sha256sum "$req" | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "setup-venv: installing $(grep -vc '^#' "$req") packages"
+  "$venv/bin/python" -m pip install -q --upgrade pip
+  "$venv/bin/python" -m pip install -q -r "$req"
+  echo "$want" > "$stamp"
+fi

@@ -1,0 +1,148 @@
+#include "agent/http_client.h"
+
+#include <curl/curl.h>
+
+#include <mutex>
+
+#include "agent/backoff.h"
+#include "core/clock.h"
+
+namespace cohort::agent {
+namespace {
+
+void GlobalInitOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+size_t OnBody(char* data, size_t size, size_t n, void* user) {
+  static_cast<std::string*>(user)->append(data, size * n);
+  return size * n;
+}
+
+struct HeaderState {
+  std::optional<std::string> retry_after;
+};
+
+size_t OnHeader(char* data, size_t size, size_t n, void* user) {
+  std::string_view line(data, size * n);
+  constexpr std::string_view kName = "retry-after:";
+  if (line.size() > kName.size()) {
+    bool match = true;
+    for (size_t i = 0; i < kName.size(); ++i) {
+      char c = line[i];
+      if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+      if (c != kName[i]) {
+        match = false;
+        break;
+      }
+    }
+    if (match) {
+      std::string_view v = line.substr(kName.size());
+      while (!v.empty() && (v.back() == '\n' || v.back() == '\r')) v.remove_suffix(1);
+      static_cast<HeaderState*>(user)->retry_after = std::string(v);
+    }
+  }
+  return size * n;
+}
+
+int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<std::atomic<bool>*>(user)->load() ? 1 : 0;
+}
+
+}  // namespace
+
+std::string EscapePathSegment(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '-' || c == '_' || c == '.' || c == '~';
+    if (plain) {
+      out.push_back(char(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+HttpClient::HttpClient(std::string base_url, HttpClientOptions options)
+    : base_url_(std::move(base_url)), options_(std::move(options)) {
+  while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();
+  GlobalInitOnce();
+}
+
+HttpClient::~HttpClient() {
+  if (curl_) curl_easy_cleanup(static_cast<CURL*>(curl_));
+}
+
+Result<HttpResponse> HttpClient::Request(std::string_view method, std::string_view path,
+                                         std::string_view body, std::string_view api_key) {
+  if (aborted_.load()) return Status::Unavailable("http: aborted");
+  if (!curl_) {
+    curl_ = curl_easy_init();
+    if (!curl_) return Status::Internal("http: curl_easy_init failed");
+  }
+  CURL* c = static_cast<CURL*>(curl_);
+  curl_easy_reset(c);  // keeps the connection cache
+
+  std::string url = base_url_;
+  url.append(path);
+  HttpResponse response;
+  HeaderState headers;
+  char error[CURL_ERROR_SIZE] = {0};
+
+  struct curl_slist* list = nullptr;
+  list = curl_slist_append(list, "Content-Type: application/json");
+  list = curl_slist_append(list, "Accept: application/json");
+  list = curl_slist_append(list, "Expect:");  // no 100-continue round trip for large bodies
+  std::string auth;
+  if (!api_key.empty()) {
+    auth = "Authorization: Bearer ";
+    auth.append(api_key);
+    list = curl_slist_append(list, auth.c_str());
+  }
+
+  std::string method_str(method);
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, long(options_.connect_timeout_s * 1000));
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, long(options_.request_timeout_s * 1000));
+  curl_easy_setopt(c, CURLOPT_USERAGENT, options_.user_agent.c_str());
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, OnBody);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &response.body);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, OnHeader);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &headers);
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, OnProgress);
+  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &aborted_);
+  if (method == "GET") {
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+  } else {
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method_str.c_str());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.size()));
+  }
+
+  CURLcode rc = curl_easy_perform(c);
+  curl_slist_free_all(list);
+  if (rc != CURLE_OK) {
+    std::string what = error[0] ? error : curl_easy_strerror(rc);
+    return Status::Unavailable("http: " + method_str + " " + url + ": " + what);
+  }
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  response.status = int(status);
+  if (headers.retry_after) {
+    response.retry_after_s = ParseRetryAfter(*headers.retry_after, NowMillis());
+  }
+  return response;
+}
+
+}  // namespace cohort::agent

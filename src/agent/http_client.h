@@ -1,0 +1,59 @@
+// HttpClient: one libcurl easy handle, kept alive across requests to one server, used by the
+// Sender to call the Cohort HTTP API (docs/api.md).
+//
+// Threading: not thread-safe; one thread uses a client at a time (each Sender owns its own).
+// Abort() alone may be called from any thread: it makes the request in flight (and later ones)
+// fail promptly with kUnavailable, for shutdown.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cohort/status.h"
+
+namespace cohort::agent {
+
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+  std::optional<double> retry_after_s;  // from a Retry-After header
+};
+
+struct HttpClientOptions {
+  double connect_timeout_s = 5.0;
+  double request_timeout_s = 120.0;
+  std::string user_agent = "cohort-agent/0.1";
+};
+
+class HttpClient {
+ public:
+  // `base_url` like "http://127.0.0.1:8787" (a trailing slash is ignored).
+  explicit HttpClient(std::string base_url, HttpClientOptions options = {});
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // Sends `method` `path` (starting with "/") with a JSON body (empty: none) and the API key as
+  // a bearer token. Any HTTP status is a Result value; kUnavailable when no answer came
+  // (connection refused, timeout, reset), kInternal when libcurl could not be set up.
+  Result<HttpResponse> Request(std::string_view method, std::string_view path,
+                               std::string_view body, std::string_view api_key);
+
+  void Abort() { aborted_.store(true); }
+  bool aborted() const { return aborted_.load(); }
+  const std::string& base_url() const { return base_url_; }
+
+ private:
+  std::string base_url_;
+  HttpClientOptions options_;
+  void* curl_ = nullptr;  // CURL*, kept for keep-alive
+  std::atomic<bool> aborted_{false};
+};
+
+// "a/b c" -> "a%2Fb%20c": one path segment, percent-encoded.
+std::string EscapePathSegment(std::string_view s);
+
+}  // namespace cohort::agent

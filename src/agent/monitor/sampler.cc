@@ -1,0 +1,122 @@
+#include "agent/monitor/sampler.h"
+
+#include <algorithm>
+
+#include "core/clock.h"
+
+namespace cohort::monitor {
+
+Sampler::Sampler(std::vector<std::unique_ptr<MonitorSource>> sources, Callback callback,
+                 std::chrono::milliseconds interval)
+    : interval_(std::max(interval, kMinInterval)),
+      callback_(std::move(callback)),
+      sources_(std::move(sources)) {}
+
+Sampler::~Sampler() { Stop(); }
+
+Status Sampler::Start() {
+  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (running_ && !stop_) return Status::FailedPrecondition("sampler already running");
+  }
+  // A thread asked to stop from inside its callback may still need joining.
+  if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = false;
+    running_ = true;
+  }
+  thread_ = std::thread([this] { Loop(); });
+  return Status::Ok();
+}
+
+void Sampler::Stop() {
+  if (std::this_thread::get_id() == loop_thread_id_.load()) {
+    // Called from the callback: joining here would wait on ourselves.
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    return;
+  }
+  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  running_ = false;
+}
+
+bool Sampler::running() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return running_ && !stop_;
+}
+
+void Sampler::Loop() {
+  loop_thread_id_.store(std::this_thread::get_id());
+  OpenSources();
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point next = Clock::now() + interval_;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (cv_.wait_until(lock, next, [this] { return stop_; })) break;
+    }
+    SampleBatch batch = SampleOnce();
+    if (!batch.samples.empty() && callback_) callback_(std::move(batch));
+    // Keep a fixed cadence; ticks missed by a slow callback are skipped, not bunched up.
+    next += interval_;
+    Clock::time_point now = Clock::now();
+    if (next <= now) next = now + interval_;
+  }
+  loop_thread_id_.store(std::thread::id());
+}
+
+void Sampler::OpenSourcesLocked() {
+  if (opened_) return;
+  opened_ = true;
+  for (const auto& source : sources_) {
+    Status s = source->Open();
+    if (s.ok()) {
+      active_.push_back(source.get());
+    } else {
+      skipped_.emplace_back(std::string(source->name()), std::move(s));
+    }
+  }
+}
+
+void Sampler::OpenSources() {
+  std::lock_guard<std::mutex> lock(sources_mu_);
+  OpenSourcesLocked();
+}
+
+SampleBatch Sampler::SampleOnce(int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(sources_mu_);
+  OpenSourcesLocked();
+  SampleBatch batch;
+  batch.time_ms = now_ms;
+  for (MonitorSource* source : active_) {
+    // A failing source contributes nothing this time; the samples it added before failing
+    // are still valid.
+    (void)source->Sample(now_ms, &batch.samples);
+  }
+  return batch;
+}
+
+SampleBatch Sampler::SampleOnce() { return SampleOnce(NowMillis()); }
+
+std::vector<std::string> Sampler::active_sources() const {
+  std::lock_guard<std::mutex> lock(sources_mu_);
+  std::vector<std::string> names;
+  for (const MonitorSource* s : active_) names.emplace_back(s->name());
+  return names;
+}
+
+std::vector<std::pair<std::string, Status>> Sampler::skipped_sources() const {
+  std::lock_guard<std::mutex> lock(sources_mu_);
+  return skipped_;
+}
+
+}  // namespace cohort::monitor

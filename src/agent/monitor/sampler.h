@@ -1,0 +1,97 @@
+// Sampler: owns the monitor sources and samples them all on a background thread every
+// `interval`, handing each batch (one timestamp, all keys) to a callback.
+//
+// Sources are opened once, on the sampling thread before its first wait (or by the first
+// SampleOnce()); a source whose Open() fails is skipped for the Sampler's lifetime and listed
+// by skipped_sources(). A source whose Sample() fails contributes nothing that time. Empty
+// batches are not delivered.
+//
+// Threading: Start(), Stop(), SampleOnce() and the accessors are thread-safe. The callback runs
+// on the sampling thread, one batch at a time; Stop() waits for a running callback to return,
+// so after Stop() returns no callback runs. Calling Stop() from inside the callback only asks
+// the thread to end (a later Stop() or the destructor joins it); calling the destructor from
+// inside the callback is not allowed.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "agent/monitor/source.h"
+#include "cohort/status.h"
+
+namespace cohort::monitor {
+
+// The samples of all sources taken at one instant.
+struct SampleBatch {
+  int64_t time_ms = 0;  // wall clock, ms since the epoch
+  std::vector<monitor::Sample> samples;
+};
+
+class Sampler {
+ public:
+  using Callback = std::function<void(SampleBatch batch)>;
+  static constexpr std::chrono::milliseconds kDefaultInterval{15000};
+  static constexpr std::chrono::milliseconds kMinInterval{100};
+
+  // `interval` below kMinInterval is raised to it.
+  Sampler(std::vector<std::unique_ptr<MonitorSource>> sources, Callback callback,
+          std::chrono::milliseconds interval = kDefaultInterval);
+  ~Sampler();  // Stop()
+  Sampler(const Sampler&) = delete;
+  Sampler& operator=(const Sampler&) = delete;
+
+  // Starts the sampling thread; the first batch comes one interval later. kFailedPrecondition
+  // when already running. May be called again after Stop().
+  Status Start();
+  // Ends the sampling thread promptly (it waits on a condition variable, never a sleep).
+  // Idempotent; a no-op when not running.
+  void Stop();
+  bool running() const;
+
+  // Samples every usable source now, on the calling thread, opening the sources first if
+  // that has not happened yet. Does not call the callback.
+  SampleBatch SampleOnce(int64_t now_ms);
+  SampleBatch SampleOnce();  // at NowMillis()
+
+  // Opens the sources now if that has not happened yet (otherwise a no-op).
+  void OpenSources();
+  // Names of the sources that opened; empty before they are opened.
+  std::vector<std::string> active_sources() const;
+  // (name, Open() status) of each source that failed to open and is skipped.
+  std::vector<std::pair<std::string, Status>> skipped_sources() const;
+
+  std::chrono::milliseconds interval() const { return interval_; }
+
+ private:
+  void Loop();
+  void OpenSourcesLocked();  // requires sources_mu_
+
+  const std::chrono::milliseconds interval_;
+  const Callback callback_;
+
+  mutable std::mutex sources_mu_;  // guards the four members below
+  std::vector<std::unique_ptr<MonitorSource>> sources_;
+  bool opened_ = false;
+  std::vector<MonitorSource*> active_;
+  std::vector<std::pair<std::string, Status>> skipped_;
+
+  std::mutex lifecycle_mu_;  // serialises Start() and Stop(); guards thread_
+  std::thread thread_;
+  std::atomic<std::thread::id> loop_thread_id_{};
+
+  mutable std::mutex mu_;  // guards stop_ and running_; cv_ waits on it
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool running_ = false;
+};
+
+}  // namespace cohort::monitor

@@ -1,0 +1,417 @@
+#include "agent/protocol.h"
+
+#include "core/coding.h"
+#include "core/crc32c.h"
+#include "core/json.h"
+
+namespace cohort::agent {
+namespace {
+
+namespace bj = boost::json;
+constexpr uint8_t kLogBatchVersion = 1;
+
+// Bounds-checked reader over a byte string; the first failure sticks.
+class ByteReader {
+ public:
+  explicit ByteReader(std::string_view in) : in_(in) {}
+  uint64_t Varint() {
+    uint64_t v = 0;
+    if (ok_ && !coding::GetVarint64(&in_, &v)) ok_ = false;
+    return ok_ ? v : 0;
+  }
+  uint8_t Byte() {
+    if (!ok_ || in_.empty()) {
+      ok_ = false;
+      return 0;
+    }
+    uint8_t b = uint8_t(in_[0]);
+    in_.remove_prefix(1);
+    return b;
+  }
+  double Double() {
+    if (!ok_ || in_.size() < 8) {
+      ok_ = false;
+      return 0;
+    }
+    double d = coding::BitsDouble(coding::DecodeFixed64(in_.data()));
+    in_.remove_prefix(8);
+    return d;
+  }
+  std::string_view Bytes(uint64_t n) {
+    if (!ok_ || in_.size() < n) {
+      ok_ = false;
+      return {};
+    }
+    std::string_view s = in_.substr(0, n);
+    in_.remove_prefix(n);
+    return s;
+  }
+  // A count of items that each need at least `min_bytes`: guards against absurd allocations.
+  uint64_t Count(size_t min_bytes) {
+    uint64_t n = Varint();
+    if (ok_ && n > in_.size() / (min_bytes ? min_bytes : 1)) ok_ = false;
+    return ok_ ? n : 0;
+  }
+  bool ok() const { return ok_; }
+  bool done() const { return in_.empty(); }
+
+ private:
+  std::string_view in_;
+  bool ok_ = true;
+};
+
+void PutCells(const LogBatch& b, const LogBatch::Row& row, std::string* out) {
+  coding::PutVarint64(out, row.count);
+  for (uint32_t i = row.begin; i < row.begin + row.count; ++i) {
+    coding::PutVarint64(out, b.cells[i].key);
+    coding::PutFixed64(out, coding::DoubleBits(b.cells[i].value));
+  }
+}
+
+bool ReadRows(ByteReader* r, bool with_step, LogBatch* b) {
+  uint64_t n = r->Count(3);
+  auto& rows = with_step ? b->history : b->system;
+  rows.reserve(n);
+  for (uint64_t i = 0; i < n && r->ok(); ++i) {
+    LogBatch::Row row;
+    if (with_step) row.step = coding::UnZigZag(r->Varint());
+    row.time_ms = int64_t(r->Varint());
+    uint64_t count = r->Count(9);
+    row.begin = uint32_t(b->cells.size());
+    row.count = uint32_t(count);
+    for (uint64_t c = 0; c < count && r->ok(); ++c) {
+      LogBatch::Cell cell;
+      uint64_t key = r->Varint();
+      if (key >= b->keys.size()) return false;
+      cell.key = uint32_t(key);
+      cell.value = r->Double();
+      b->cells.push_back(cell);
+    }
+    rows.push_back(row);
+  }
+  return r->ok();
+}
+
+Result<bj::object> ParseObject(std::string_view json, std::string_view what) {
+  auto v = json::Parse(json);
+  if (!v.ok()) return Status::InvalidArgument(std::string(what) + ": " + v.status().message());
+  if (!v->is_object()) return Status::InvalidArgument(std::string(what) + ": expected an object");
+  return std::move(v->as_object());
+}
+
+bool ValidObjectText(const std::string& text) {
+  if (text.empty()) return true;
+  auto v = json::Parse(text);
+  return v.ok() && v->is_object();
+}
+
+}  // namespace
+
+std::string_view MessageTypeName(MessageType type) {
+  switch (type) {
+    case MessageType::kHello: return "hello";
+    case MessageType::kHelloReply: return "hello_reply";
+    case MessageType::kOpen: return "open";
+    case MessageType::kOpenReply: return "open_reply";
+    case MessageType::kLog: return "log";
+    case MessageType::kUpdate: return "update";
+    case MessageType::kFlush: return "flush";
+    case MessageType::kFinish: return "finish";
+    case MessageType::kAck: return "ack";
+    case MessageType::kFinishReply: return "finish_reply";
+    case MessageType::kError: return "error";
+  }
+  return "unknown";
+}
+
+void AppendFrame(MessageType type, std::string_view payload, std::string* out) {
+  uint8_t t = uint8_t(type);
+  uint32_t crc = crc32c::Extend(crc32c::Value(&t, 1), payload.data(), payload.size());
+  coding::PutFixed32(out, uint32_t(payload.size() + 1));
+  coding::PutFixed32(out, crc);
+  out->push_back(char(t));
+  out->append(payload);
+}
+
+void FrameDecoder::Feed(const char* data, size_t n) {
+  if (pos_ > 0 && pos_ == buf_.size()) {
+    buf_.clear();
+    pos_ = 0;
+  } else if (pos_ > (size_t{1} << 20) && pos_ > buf_.size() / 2) {
+    buf_.erase(0, pos_);
+    pos_ = 0;
+  }
+  buf_.append(data, n);
+}
+
+Result<bool> FrameDecoder::Next(Frame* frame) {
+  size_t avail = buf_.size() - pos_;
+  if (avail < kFrameHeaderBytes) return false;
+  const char* p = buf_.data() + pos_;
+  uint32_t len = coding::DecodeFixed32(p);
+  uint32_t crc = coding::DecodeFixed32(p + 4);
+  if (len == 0 || len > kMaxFrameBytes) {
+    return Status::Corruption("agent frame length " + std::to_string(len) + " out of range");
+  }
+  if (avail < kFrameHeaderBytes + len) return false;
+  const char* body = p + kFrameHeaderBytes;
+  if (crc32c::Value(body, len) != crc) return Status::Corruption("agent frame checksum mismatch");
+  frame->type = MessageType(uint8_t(body[0]));
+  frame->payload.assign(body + 1, len - 1);
+  pos_ += kFrameHeaderBytes + len;
+  return true;
+}
+
+std::string NumberedPayload(uint64_t frame, std::string_view body) {
+  std::string out;
+  out.reserve(body.size() + 10);
+  coding::PutVarint64(&out, frame);
+  out.append(body);
+  return out;
+}
+
+Status SplitNumbered(std::string_view payload, uint64_t* frame, std::string_view* body) {
+  if (!coding::GetVarint64(&payload, frame)) {
+    return Status::Corruption("agent frame: truncated frame number");
+  }
+  *body = payload;
+  return Status::Ok();
+}
+
+size_t LogBatch::points() const {
+  size_t n = 0;
+  for (const Row& r : history) n += r.count;
+  for (const Row& r : system) n += r.count;
+  return n;
+}
+
+void LogBatch::clear() {
+  keys.clear();
+  cells.clear();
+  history.clear();
+  system.clear();
+  console.clear();
+}
+
+void EncodeLogBatch(const LogBatch& b, std::string* out) {
+  out->push_back(char(kLogBatchVersion));
+  coding::PutVarint64(out, b.keys.size());
+  for (const std::string& k : b.keys) {
+    coding::PutVarint64(out, k.size());
+    out->append(k);
+  }
+  coding::PutVarint64(out, b.history.size());
+  for (const LogBatch::Row& row : b.history) {
+    coding::PutVarint64(out, coding::ZigZag(row.step));
+    coding::PutVarint64(out, uint64_t(row.time_ms));
+    PutCells(b, row, out);
+  }
+  coding::PutVarint64(out, b.system.size());
+  for (const LogBatch::Row& row : b.system) {
+    coding::PutVarint64(out, uint64_t(row.time_ms));
+    PutCells(b, row, out);
+  }
+  coding::PutVarint64(out, b.console.size());
+  for (const LogBatch::Line& line : b.console) {
+    coding::PutVarint64(out, uint64_t(line.time_ms));
+    out->push_back(line.is_stderr ? 1 : 0);
+    coding::PutVarint64(out, line.text.size());
+    out->append(line.text);
+  }
+}
+
+Result<LogBatch> DecodeLogBatch(std::string_view data) {
+  ByteReader r(data);
+  LogBatch b;
+  if (r.Byte() != kLogBatchVersion) {
+    return Status::Corruption("log batch: unknown format version");
+  }
+  uint64_t nkeys = r.Count(1);
+  b.keys.reserve(nkeys);
+  for (uint64_t i = 0; i < nkeys && r.ok(); ++i) {
+    uint64_t len = r.Varint();
+    b.keys.emplace_back(r.Bytes(len));
+  }
+  if (!r.ok() || !ReadRows(&r, true, &b) || !ReadRows(&r, false, &b)) {
+    return Status::Corruption("log batch: malformed rows");
+  }
+  uint64_t nlines = r.Count(3);
+  b.console.reserve(nlines);
+  for (uint64_t i = 0; i < nlines && r.ok(); ++i) {
+    LogBatch::Line line;
+    line.time_ms = int64_t(r.Varint());
+    line.is_stderr = r.Byte() != 0;
+    uint64_t len = r.Varint();
+    line.text = std::string(r.Bytes(len));
+    b.console.push_back(std::move(line));
+  }
+  if (!r.ok() || !r.done()) return Status::Corruption("log batch: malformed console lines");
+  return b;
+}
+
+// ---- JSON control messages ----
+
+std::string ToJson(const HelloMessage& m) {
+  bj::object o;
+  o["version"] = m.version;
+  o["pid"] = m.pid;
+  return bj::serialize(o);
+}
+
+Result<HelloMessage> ParseHello(std::string_view text) {
+  COHORT_ASSIGN_OR_RETURN(bj::object o, ParseObject(text, "hello"));
+  json::FieldReader r(o, "hello");
+  HelloMessage m;
+  m.version = uint32_t(r.Int("version"));
+  m.pid = r.OptInt("pid").value_or(0);
+  if (!r.ok()) return r.status();
+  return m;
+}
+
+std::string ToJson(const OpenRequest& m) {
+  bj::object o;
+  o["session"] = m.session;
+  o["base_url"] = m.base_url;
+  o["api_key"] = m.api_key;
+  o["entity"] = m.entity;
+  o["project"] = m.project;
+  o["run_id"] = m.run_id;
+  o["label"] = m.label;
+  o["offline"] = m.offline;
+  o["data_dir"] = m.data_dir;
+  o["run"] = m.run_json;
+  o["writer"] = m.writer_json;
+  o["stats_interval_s"] = m.stats_interval_s;
+  if (m.gpu_ids) {
+    bj::array a;
+    for (int id : *m.gpu_ids) a.push_back(id);
+    o["gpu_ids"] = std::move(a);
+  }
+  o["pid"] = m.pid;
+  o["wait_ms"] = m.wait_ms;
+  return bj::serialize(o);
+}
+
+Result<OpenRequest> ParseOpenRequest(std::string_view text) {
+  COHORT_ASSIGN_OR_RETURN(bj::object o, ParseObject(text, "open"));
+  json::FieldReader r(o, "open");
+  OpenRequest m;
+  if (const bj::value* s = o.if_contains("session"); s && s->is_uint64()) {
+    m.session = s->get_uint64();
+  } else {
+    m.session = uint64_t(r.Int("session"));
+  }
+  m.base_url = r.String("base_url");
+  m.api_key = r.OptString("api_key").value_or("");
+  m.entity = r.OptString("entity").value_or("");
+  m.project = r.String("project");
+  m.run_id = r.String("run_id");
+  m.label = r.String("label");
+  m.offline = r.OptBool("offline").value_or(false);
+  m.data_dir = r.OptString("data_dir").value_or("");
+  m.run_json = r.OptString("run", 16 << 20).value_or("{}");
+  m.writer_json = r.OptString("writer", 1 << 20).value_or("{}");
+  m.stats_interval_s = r.OptDouble("stats_interval_s").value_or(0);
+  if (auto ids = r.OptIntArray("gpu_ids")) {
+    m.gpu_ids.emplace();
+    for (int64_t id : *ids) m.gpu_ids->push_back(int(id));
+  }
+  m.pid = r.OptInt("pid").value_or(0);
+  m.wait_ms = r.OptInt("wait_ms").value_or(0);
+  if (!r.ok()) return r.status();
+  if (!ValidObjectText(m.run_json)) return Status::InvalidArgument("open.run: expected an object");
+  if (!ValidObjectText(m.writer_json)) {
+    return Status::InvalidArgument("open.writer: expected an object");
+  }
+  return m;
+}
+
+std::string ToJson(const OpenReply& m) {
+  bj::object o;
+  o["ok"] = m.ok;
+  if (!m.error.empty()) o["error"] = m.error;
+  o["entity"] = m.entity;
+  o["run_name"] = m.run_name;
+  o["next_step"] = m.next_step;
+  o["last_frame"] = m.last_frame;
+  o["confirmed"] = m.confirmed;
+  o["wal_dir"] = m.wal_dir;
+  return bj::serialize(o);
+}
+
+Result<OpenReply> ParseOpenReply(std::string_view text) {
+  COHORT_ASSIGN_OR_RETURN(bj::object o, ParseObject(text, "open_reply"));
+  json::FieldReader r(o, "open_reply");
+  OpenReply m;
+  m.ok = r.OptBool("ok").value_or(false);
+  m.error = r.OptString("error").value_or("");
+  m.entity = r.OptString("entity").value_or("");
+  m.run_name = r.OptString("run_name").value_or("");
+  m.next_step = r.OptInt("next_step").value_or(0);
+  if (const bj::value* f = o.if_contains("last_frame"); f && f->is_uint64()) {
+    m.last_frame = f->get_uint64();
+  } else {
+    m.last_frame = uint64_t(r.OptInt("last_frame").value_or(0));
+  }
+  m.confirmed = r.OptBool("confirmed").value_or(false);
+  m.wal_dir = r.OptString("wal_dir").value_or("");
+  if (!r.ok()) return r.status();
+  return m;
+}
+
+std::string ToJson(const FinishRequest& m) {
+  bj::object o;
+  if (m.exit_code) o["exit_code"] = *m.exit_code;
+  if (!m.state.empty()) o["state"] = m.state;
+  o["wait_ms"] = m.wait_ms;
+  return bj::serialize(o);
+}
+
+Result<FinishRequest> ParseFinishRequest(std::string_view text) {
+  COHORT_ASSIGN_OR_RETURN(bj::object o, ParseObject(text, "finish"));
+  json::FieldReader r(o, "finish");
+  FinishRequest m;
+  if (auto code = r.OptInt("exit_code")) m.exit_code = int(*code);
+  m.state = r.OptString("state").value_or("");
+  m.wait_ms = r.OptInt("wait_ms").value_or(0);
+  if (!r.ok()) return r.status();
+  return m;
+}
+
+std::string ToJson(const FinishReply& m) {
+  bj::object o;
+  o["uploaded"] = m.uploaded;
+  o["pending_records"] = m.pending_records;
+  return bj::serialize(o);
+}
+
+Result<FinishReply> ParseFinishReply(std::string_view text) {
+  COHORT_ASSIGN_OR_RETURN(bj::object o, ParseObject(text, "finish_reply"));
+  json::FieldReader r(o, "finish_reply");
+  FinishReply m;
+  m.uploaded = r.OptBool("uploaded").value_or(false);
+  m.pending_records = r.OptInt("pending_records").value_or(0);
+  if (!r.ok()) return r.status();
+  return m;
+}
+
+std::string ErrorJson(const Status& status) {
+  bj::object o;
+  o["code"] = StatusCodeName(status.code());
+  o["message"] = status.message();
+  return bj::serialize(o);
+}
+
+Status ParseError(std::string_view text) {
+  auto o = ParseObject(text, "error");
+  if (!o.ok()) return Status::Internal("agent sent a malformed error");
+  json::FieldReader r(*o, "error");
+  std::string code = r.OptString("code").value_or("internal");
+  std::string message = r.OptString("message", 1 << 16).value_or("");
+  for (int c = int(StatusCode::kInvalidArgument); c <= int(StatusCode::kInternal); ++c) {
+    if (StatusCodeName(StatusCode(c)) == code) return Status(StatusCode(c), "agent: " + message);
+  }
+  return Status::Internal("agent: " + message);
+}
+
+}  // namespace cohort::agent

@@ -1,0 +1,17 @@
+// Subcommands of the `cohort` binary; each file adds one to the CLI11 app and runs it.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace cohort::cli {
+
+// Each Add* registers a subcommand; the returned function runs it (after parsing) and gives
+// the process exit code.
+using Runner = std::function<int()>;
+
+Runner AddServerCommand(CLI::App& app);
+Runner AddLoginCommand(CLI::App& app);
+Runner AddKeysCommand(CLI::App& app);
+
+}  // namespace cohort::cli

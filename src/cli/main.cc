@@ -1,0 +1,21 @@
+// The `cohort` binary: one executable, one subcommand per file in src/cli.
+#include <cstdio>
+#include <vector>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Cohort: experiment tracking for distributed training"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "cohort 0.1.0");
+  std::vector<cohort::cli::Runner> runners;
+  runners.push_back(cohort::cli::AddServerCommand(app));
+  runners.push_back(cohort::cli::AddLoginCommand(app));
+  runners.push_back(cohort::cli::AddKeysCommand(app));
+  CLI11_PARSE(app, argc, argv);
+  for (auto& run : runners) {
+    int rc = run();
+    if (rc >= 0) return rc;
+  }
+  return 0;
+}

@@ -1,0 +1,138 @@
+// `cohort server`: run the server (API + web UI) on the embedded SQLite store or PostgreSQL.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include "cli/commands.h"
+#include "core/user_config.h"
+#include "server/server_app.h"
+
+namespace cohort::cli {
+namespace {
+
+// The directory of the running executable.
+std::filesystem::path ExeDir() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::current_path() : p.parent_path();
+}
+
+// Finds the built web UI: installed share dir, or the source tree's ui/dist next to a build dir.
+std::string FindUiDir() {
+  auto exe = ExeDir();
+  for (auto candidate : {exe / "../share/cohort/ui", exe / "../../../ui/dist", exe / "../../ui/dist",
+                         exe / "../ui/dist"}) {
+    std::error_code ec;
+    if (std::filesystem::exists(candidate / "index.html", ec)) {
+      return std::filesystem::weakly_canonical(candidate, ec).string();
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+Runner AddServerCommand(CLI::App& app) {
+  auto cfg = std::make_shared<server::ServerConfig>();
+  cfg->http.port = 8787;
+  auto* cmd = app.add_subcommand("server", "Run the Cohort server (HTTP API and web UI)");
+  cmd->add_option("--address", cfg->http.address, "Address to bind (use 0.0.0.0 for all)")
+      ->envname("COHORT_ADDRESS")
+      ->capture_default_str();
+  cmd->add_option("--port", cfg->http.port, "TCP port; 0 picks a free one")
+      ->envname("COHORT_PORT")
+      ->capture_default_str();
+  cmd->add_option("--data-dir", cfg->data_dir,
+                  "Data directory (default: $XDG_DATA_HOME/cohort/server or "
+                  "~/.local/share/cohort/server)")
+      ->envname("COHORT_DATA_DIR");
+  cmd->add_option("--store", cfg->store_url,
+                  "Store URL: sqlite:///path/cohort.db (default: <data-dir>/cohort.db) or "
+                  "postgresql://user@host/db")
+      ->envname("COHORT_STORE");
+  cmd->add_option("--ui-dir", cfg->ui_dir, "Directory of the built web UI (default: found "
+                                           "next to the binary)")
+      ->envname("COHORT_UI_DIR");
+  cmd->add_option("--entity", cfg->entity,
+                  "Entity of the admin key created at first start (default: your user name)")
+      ->envname("COHORT_ENTITY");
+  cmd->add_option("--io-threads", cfg->http.io_threads, "Threads parsing HTTP")
+      ->envname("COHORT_IO_THREADS")
+      ->capture_default_str();
+  cmd->add_option("--worker-threads", cfg->http.worker_threads, "Threads running handlers")
+      ->envname("COHORT_WORKER_THREADS")
+      ->capture_default_str();
+  cmd->add_option("--max-connections", cfg->http.max_connections,
+                  "Concurrent connections; more get 503")
+      ->envname("COHORT_MAX_CONNECTIONS")
+      ->capture_default_str();
+  cmd->add_option("--max-body-bytes", cfg->http.max_body_bytes, "Largest request body; larger get 413")
+      ->envname("COHORT_MAX_BODY_BYTES")
+      ->capture_default_str();
+  cmd->add_option("--idle-timeout", cfg->http.idle_timeout_seconds,
+                  "Seconds before an idle keep-alive connection is closed")
+      ->envname("COHORT_IDLE_TIMEOUT")
+      ->capture_default_str();
+  cmd->add_option("--max-keys-per-batch", cfg->limits.max_keys_per_batch,
+                  "Distinct metric keys in one ingest batch; more get 413")
+      ->envname("COHORT_MAX_KEYS_PER_BATCH")
+      ->capture_default_str();
+  cmd->add_option("--heartbeat-timeout", cfg->heartbeat_timeout_s,
+                  "Seconds without heartbeat after which a running writer is marked crashed")
+      ->envname("COHORT_HEARTBEAT_TIMEOUT")
+      ->capture_default_str();
+  cmd->add_option("--sweep-interval", cfg->sweep_interval_s,
+                  "Seconds between checks for stale heartbeats")
+      ->envname("COHORT_SWEEP_INTERVAL")
+      ->capture_default_str();
+  cmd->add_flag("!--no-user-config", cfg->write_user_config,
+                "Do not write the admin key and URL to the user's config file");
+
+  return [cmd, cfg]() -> int {
+    if (!cmd->parsed()) return -1;
+    if (cfg->ui_dir.empty()) cfg->ui_dir = FindUiDir();
+    // Signals are handled by a dedicated thread so that shutdown is orderly.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+
+    server::ServerApp app(*cfg);
+    Status s = app.Start();
+    if (!s.ok()) {
+      std::fprintf(stderr, "cohort server: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    std::printf("%s\n", app.url().c_str());
+    std::fflush(stdout);
+    std::fprintf(stderr, "cohort server: listening on %s (store %s)\n", app.url().c_str(),
+                 cfg->store_url.empty() ? (cfg->data_dir + "/cohort.db").c_str()
+                                        : cfg->store_url.c_str());
+    if (!app.bootstrap_key().empty()) {
+      std::fprintf(stderr,
+                   "cohort server: created the admin key and saved it to %s\n"
+                   "               (clients on this account use it automatically)\n",
+                   cfg->write_user_config ? UserConfigPath().c_str() : "(not saved)");
+    }
+    std::thread waiter([&] {
+      int sig = 0;
+      sigwait(&set, &sig);
+      std::fprintf(stderr, "cohort server: signal %d, shutting down\n", sig);
+      app.Stop();
+    });
+    app.Wait();
+    app.Stop();
+    // Wake the waiter if the server stopped for another reason.
+    pthread_kill(waiter.native_handle(), SIGTERM);
+    waiter.join();
+    return 0;
+  };
+}
+
+}  // namespace cohort::cli

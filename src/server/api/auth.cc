@@ -1,0 +1,113 @@
+#include "server/api/auth.h"
+
+#include <openssl/evp.h>
+
+#include "core/ids.h"
+
+namespace cohort::api {
+namespace {
+
+std::string Base64Decode(std::string_view in) {
+  auto val = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+' || c == '-') return 62;
+    if (c == '/' || c == '_') return 63;
+    return -1;
+  };
+  std::string out;
+  int bits = 0;
+  uint32_t acc = 0;
+  for (char c : in) {
+    if (c == '=') break;
+    int v = val(c);
+    if (v < 0) return {};
+    acc = (acc << 6) | uint32_t(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(char((acc >> bits) & 0xFF));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string HashApiKey(std::string_view key) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(key.data(), key.size(), md, &len, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(len * 2);
+  for (unsigned i = 0; i < len; ++i) {
+    out.push_back(kHex[md[i] >> 4]);
+    out.push_back(kHex[md[i] & 15]);
+  }
+  return out;
+}
+
+std::string NewApiKeySecret() { return "ck_" + ids::RandomHex(20); }
+
+std::string ExtractApiKey(const http::HttpRequest& req) {
+  std::string_view h = req.Header("authorization");
+  auto starts = [&](std::string_view p) {
+    if (h.size() < p.size()) return false;
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(h[i])) != p[i]) return false;
+    }
+    return true;
+  };
+  if (starts("bearer ")) {
+    std::string_view k = h.substr(7);
+    while (!k.empty() && k.front() == ' ') k.remove_prefix(1);
+    return std::string(k);
+  }
+  if (starts("basic ")) {
+    std::string decoded = Base64Decode(h.substr(6));
+    auto colon = decoded.find(':');
+    if (colon == std::string::npos) return {};
+    return decoded.substr(colon + 1);
+  }
+  return {};
+}
+
+Authenticator::Authenticator(store::Store* store, int cache_seconds)
+    : store_(store), ttl_(cache_seconds) {}
+
+Result<AuthContext> Authenticator::Authenticate(const http::HttpRequest& req) {
+  std::string key = ExtractApiKey(req);
+  if (key.empty()) {
+    return Status::Unauthenticated(
+        "missing API key: send 'Authorization: Bearer <key>' (see `cohort login`)");
+  }
+  if (key.size() > 256) return Status::Unauthenticated("invalid API key");
+  std::string hash = HashApiKey(key);
+  auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(mu_);
+    auto it = cache_.find(hash);
+    if (it != cache_.end() && it->second.expires > now) return it->second.ctx;
+  }
+  auto rec = store_->FindApiKey(hash);
+  if (!rec.ok()) {
+    if (rec.status().code() == StatusCode::kNotFound) {
+      return Status::Unauthenticated("invalid or revoked API key");
+    }
+    return rec.status();
+  }
+  AuthContext ctx{rec->entity, rec->role, rec->name, rec->id};
+  std::lock_guard lock(mu_);
+  if (cache_.size() > 10000) cache_.clear();
+  cache_[hash] = Entry{ctx, now + ttl_};
+  return ctx;
+}
+
+void Authenticator::Invalidate() {
+  std::lock_guard lock(mu_);
+  cache_.clear();
+}
+
+}  // namespace cohort::api

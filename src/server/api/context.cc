@@ -1,0 +1,175 @@
+#include "server/api/context.h"
+
+#include <charconv>
+
+#include "core/clock.h"
+#include "core/ids.h"
+
+namespace cohort::api {
+
+int HttpStatusFor(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument: return 400;
+    case StatusCode::kUnauthenticated: return 401;
+    case StatusCode::kPermissionDenied: return 403;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kAlreadyExists: return 409;
+    case StatusCode::kFailedPrecondition: return 409;
+    case StatusCode::kPayloadTooLarge: return 413;
+    case StatusCode::kResourceExhausted: return 429;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kDeadlineExceeded: return 504;
+    case StatusCode::kCorruption:
+    case StatusCode::kIOError:
+    case StatusCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+http::HttpResponse ErrorResponse(const Status& s) {
+  auto resp = http::HttpResponse::Error(HttpStatusFor(s.code()), StatusCodeName(s.code()),
+                                        s.message());
+  if (s.code() == StatusCode::kResourceExhausted || s.code() == StatusCode::kUnavailable) {
+    resp.headers.emplace_back("Retry-After", "1");
+  }
+  return resp;
+}
+
+http::HttpResponse JsonResponse(int status, const bj::value& v) {
+  return http::HttpResponse::Json(status, bj::serialize(v));
+}
+
+http::Handler Authed(ApiContext* ctx, AuthedHandler h, bool admin_only) {
+  return [ctx, h = std::move(h), admin_only](http::HttpRequest& req) {
+    auto who = ctx->auth->Authenticate(req);
+    if (!who.ok()) {
+      if (ctx->metrics) ctx->metrics->AddRejected("unauthenticated");
+      return ErrorResponse(who.status());
+    }
+    if (admin_only && who->role != store::KeyRole::kAdmin) {
+      return ErrorResponse(Status::PermissionDenied("this route needs an admin key"));
+    }
+    return h(req, *who);
+  };
+}
+
+Result<store::RunRef> RunRefFromPath(const http::HttpRequest& req, const AuthContext& who) {
+  store::RunRef ref{req.PathParam("entity"), req.PathParam("project"), req.PathParam("run")};
+  if (!ids::IsValidId(ref.entity)) return Status::InvalidArgument("entity: invalid name");
+  if (!ids::IsValidId(ref.project)) {
+    return Status::InvalidArgument(
+        "project: invalid name (1-64 characters of letters, digits, '_', '-', '.')");
+  }
+  if (req.path_params.count("run") && !ids::IsValidId(ref.run_id)) {
+    return Status::InvalidArgument("run: invalid id");
+  }
+  if (ref.entity != who.entity) {
+    return Status::NotFound("entity '" + ref.entity + "' not found");
+  }
+  return ref;
+}
+
+Result<bj::object> ParseBodyObject(const http::HttpRequest& req) {
+  if (req.body.empty()) return bj::object{};
+  COHORT_ASSIGN_OR_RETURN(bj::value v, json::Parse(req.body));
+  if (!v.is_object()) return Status::InvalidArgument("body: expected a JSON object");
+  return std::move(v.as_object());
+}
+
+std::vector<std::string> SplitCsv(std::string_view s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(',', start);
+    if (end == std::string_view::npos) end = s.size();
+    if (end > start) out.emplace_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+Result<std::optional<int64_t>> IntParam(const http::HttpRequest& req, std::string_view name) {
+  if (!req.HasQueryParam(name)) return std::optional<int64_t>{};
+  std::string v = req.QueryParam(name);
+  int64_t out = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || p != v.data() + v.size()) {
+    return Status::InvalidArgument(std::string(name) + ": expected an integer, got '" + v + "'");
+  }
+  return std::optional<int64_t>{out};
+}
+
+bj::value ParseStoredJson(const std::string& text) {
+  auto v = json::Parse(text);
+  if (!v.ok()) return bj::object{};
+  return std::move(v).value();
+}
+
+namespace {
+bj::value OptInt(const std::optional<int64_t>& v) { return v ? bj::value(*v) : bj::value(nullptr); }
+bj::value OptInt(const std::optional<int>& v) { return v ? bj::value(*v) : bj::value(nullptr); }
+}  // namespace
+
+bj::value RunToJson(const store::RunRecord& r, int64_t now_ms) {
+  bj::array tags;
+  for (const auto& t : r.tags) tags.emplace_back(t);
+  int64_t end = r.finished_ms.value_or(store::IsTerminal(r.state) ? r.updated_ms : now_ms);
+  return bj::object{
+      {"id", r.run_id},
+      {"entity", r.entity},
+      {"project", r.project},
+      {"name", r.name},
+      {"group", r.group},
+      {"job_type", r.job_type},
+      {"tags", std::move(tags)},
+      {"notes", r.notes},
+      {"host", r.host},
+      {"config", ParseStoredJson(r.config_json)},
+      {"summary", ParseStoredJson(r.summary_json)},
+      {"metadata", ParseStoredJson(r.metadata_json)},
+      {"state", store::RunStateName(r.state)},
+      {"exit_code", OptInt(r.exit_code)},
+      {"created_ms", r.created_ms},
+      {"updated_ms", r.updated_ms},
+      {"heartbeat_ms", r.heartbeat_ms},
+      {"finished_ms", OptInt(r.finished_ms)},
+      {"runtime_ms", std::max<int64_t>(0, end - r.created_ms)},
+      {"writer_count", r.writer_count},
+  };
+}
+
+bj::value WriterToJson(const store::WriterRecord& w) {
+  bj::array gpus;
+  for (auto g : w.gpu_ids) gpus.emplace_back(g);
+  return bj::object{
+      {"label", w.label},
+      {"primary", w.primary},
+      {"update_finish_state", w.update_finish_state},
+      {"host", w.host},
+      {"pid", w.pid},
+      {"gpu_ids", std::move(gpus)},
+      {"state", store::RunStateName(w.state)},
+      {"exit_code", OptInt(w.exit_code)},
+      {"created_ms", w.created_ms},
+      {"heartbeat_ms", w.heartbeat_ms},
+      {"finished_ms", OptInt(w.finished_ms)},
+      {"next_step", w.next_step},
+      {"last_seq", w.last_seq},
+  };
+}
+
+void RegisterApiRoutes(http::Router& r, ApiContext* ctx) {
+  RegisterHealthRoutes(r, ctx);
+  RegisterViewerRoutes(r, ctx);
+  RegisterRunRoutes(r, ctx);
+  RegisterGroupRoutes(r, ctx);
+  RegisterWriterRoutes(r, ctx);
+  RegisterIngestRoutes(r, ctx);
+  RegisterHistoryRoutes(r, ctx);
+  RegisterConsoleRoutes(r, ctx);
+  RegisterViewRoutes(r, ctx);
+  RegisterKeyRoutes(r, ctx);
+}
+
+}  // namespace cohort::api

@@ -1,0 +1,85 @@
+// ApiContext: what every API resource handler needs (store, auth, limits, metrics), and the
+// shared plumbing of handlers: authentication, run references from the path, JSON bodies,
+// Status -> HTTP error mapping.
+//
+// Threading: ApiContext is immutable after set-up apart from its thread-safe members.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "core/json.h"
+#include "server/api/auth.h"
+#include "server/http/message.h"
+#include "server/http/router.h"
+#include "server/metrics.h"
+#include "store/store.h"
+
+namespace cohort::api {
+
+struct ApiLimits {
+  size_t max_keys_per_batch = 10000;
+  size_t max_key_bytes = 256;
+  size_t max_label_bytes = 128;
+  size_t max_console_line_bytes = 64 << 10;
+  size_t max_rows_per_batch = 1000000;
+  int max_buckets = 10000;
+  int64_t max_raw_points = 1000000;
+};
+
+struct ApiContext {
+  store::Store* store = nullptr;
+  Authenticator* auth = nullptr;
+  server::Metrics* metrics = nullptr;
+  ApiLimits limits;
+  std::string version = "0.1.0";
+};
+
+namespace bj = boost::json;
+
+// Maps a Status code to its HTTP status.
+int HttpStatusFor(StatusCode code);
+http::HttpResponse ErrorResponse(const Status& s);
+http::HttpResponse JsonResponse(int status, const bj::value& v);
+
+using AuthedHandler =
+    std::function<http::HttpResponse(http::HttpRequest&, const AuthContext&)>;
+
+// Wraps a handler so that it runs only with a valid key; admin_only additionally requires an
+// admin key. Handlers may return errors; Status results are mapped by ErrorResponse.
+http::Handler Authed(ApiContext* ctx, AuthedHandler h, bool admin_only = false);
+
+// The {entity}/{project}/{run} of the path, checked against the caller's entity (another
+// entity's data is reported as not found). run may be absent from the pattern.
+Result<store::RunRef> RunRefFromPath(const http::HttpRequest& req, const AuthContext& who);
+
+// Parses the request body as a JSON object ("body: expected a JSON object" otherwise).
+Result<bj::object> ParseBodyObject(const http::HttpRequest& req);
+
+// Splits "a,b,c" (skipping empty parts).
+std::vector<std::string> SplitCsv(std::string_view s);
+// Parses an integer query parameter; InvalidArgument naming it when malformed.
+Result<std::optional<int64_t>> IntParam(const http::HttpRequest& req, std::string_view name);
+
+// JSON of records.
+bj::value RunToJson(const store::RunRecord& r, int64_t now_ms);
+bj::value WriterToJson(const store::WriterRecord& w);
+// Parses stored JSON text, falling back to an empty object.
+bj::value ParseStoredJson(const std::string& text);
+
+// Route registration, one function per resource file.
+void RegisterHealthRoutes(http::Router& r, ApiContext* ctx);
+void RegisterViewerRoutes(http::Router& r, ApiContext* ctx);
+void RegisterRunRoutes(http::Router& r, ApiContext* ctx);
+void RegisterGroupRoutes(http::Router& r, ApiContext* ctx);
+void RegisterWriterRoutes(http::Router& r, ApiContext* ctx);
+void RegisterIngestRoutes(http::Router& r, ApiContext* ctx);
+void RegisterHistoryRoutes(http::Router& r, ApiContext* ctx);
+void RegisterConsoleRoutes(http::Router& r, ApiContext* ctx);
+void RegisterViewRoutes(http::Router& r, ApiContext* ctx);
+void RegisterKeyRoutes(http::Router& r, ApiContext* ctx);
+
+// All of the above.
+void RegisterApiRoutes(http::Router& r, ApiContext* ctx);
+
+}  // namespace cohort::api

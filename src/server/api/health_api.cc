@@ -1,0 +1,16 @@
+// Routes: GET /healthz, GET /metrics (no key needed).
+#include "server/api/context.h"
+
+namespace cohort::api {
+
+void RegisterHealthRoutes(http::Router& r, ApiContext* ctx) {
+  r.Add("GET", "/healthz", [ctx](http::HttpRequest&) {
+    return JsonResponse(200, bj::object{{"status", "ok"}, {"version", ctx->version}});
+  });
+  r.Add("GET", "/metrics", [ctx](http::HttpRequest&) {
+    return http::HttpResponse::Text(200, ctx->metrics->RenderPrometheus(),
+                                    "text/plain; version=0.0.4");
+  });
+}
+
+}  // namespace cohort::api

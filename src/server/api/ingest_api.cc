@@ -1,0 +1,32 @@
+// Route: POST /api/v1/runs/{entity}/{project}/{run}/writers/{label}/batches — one writer's
+// history rows, system samples and console lines, stored atomically and at most once per seq.
+#include <unordered_set>
+
+#include "core/clock.h"
+#include "server/api/context.h"
+#include "server/api/ingest_decode.h"
+
+namespace cohort::api {
+
+void RegisterIngestRoutes(http::Router& r, ApiContext* ctx) {
+  r.Add("POST", "/api/v1/runs/{entity}/{project}/{run}/writers/{label}/batches",
+        Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
+          auto ref = RunRefFromPath(req, who);
+          if (!ref.ok()) return ErrorResponse(ref.status());
+          auto batch = DecodeIngestBatch(req.body, ctx->limits);
+          if (!batch.ok()) {
+            ctx->metrics->AddRejected("bad_batch");
+            return ErrorResponse(batch.status());
+          }
+          int64_t t0 = MonoNanos();
+          auto res = ctx->store->Ingest(*ref, req.PathParam("label"), *batch, NowMillis());
+          ctx->metrics->ObserveStore("ingest", MonoNanos() - t0);
+          if (!res.ok()) return ErrorResponse(res.status());
+          ctx->metrics->AddIngest(res->points, res->duplicate);
+          return JsonResponse(200, bj::object{{"duplicate", res->duplicate},
+                                              {"points", res->points},
+                                              {"next_step", res->next_step}});
+        }));
+}
+
+}  // namespace cohort::api

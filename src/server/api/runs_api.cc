@@ -1,0 +1,199 @@
+// Routes: runs — create-or-resume, get, patch, delete, list with filters and paging.
+#include "core/clock.h"
+#include "core/ids.h"
+#include "server/api/context.h"
+
+namespace cohort::api {
+namespace {
+
+// Validates that an optional field, when present, is a JSON object; returns its text.
+std::optional<std::string> ObjectText(json::FieldReader& r, std::string_view key) {
+  const bj::object* o = r.OptObject(key);
+  if (!o) return std::nullopt;
+  return bj::serialize(*o);
+}
+
+http::HttpResponse CreateRun(ApiContext* ctx, http::HttpRequest& req, const AuthContext& who) {
+  auto ref = RunRefFromPath(req, who);
+  if (!ref.ok()) return ErrorResponse(ref.status());
+  auto body = ParseBodyObject(req);
+  if (!body.ok()) return ErrorResponse(body.status());
+  json::FieldReader r(*body, "");
+  r.RejectUnknown({"id", "name", "group", "job_type", "tags", "notes", "host", "config",
+                   "metadata", "resume"});
+  store::RunUpsert up;
+  up.ref = *ref;
+  up.ref.run_id = r.OptString("id", 64).value_or("");
+  up.name = r.OptString("name", 256);
+  up.group = r.OptString("group", 256);
+  up.job_type = r.OptString("job_type", 128);
+  up.notes = r.OptString("notes", 64 << 10);
+  up.host = r.OptString("host", 256);
+  up.tags = r.OptStringArray("tags", 128);
+  up.config_json = ObjectText(r, "config");
+  up.metadata_json = ObjectText(r, "metadata");
+  std::string resume = r.OptString("resume", 16).value_or("allow");
+  if (!r.ok()) return ErrorResponse(r.status());
+  if (resume != "allow" && resume != "must" && resume != "never") {
+    return ErrorResponse(Status::InvalidArgument("resume: expected allow, must or never"));
+  }
+  if (!up.ref.run_id.empty() && !ids::IsValidId(up.ref.run_id)) {
+    return ErrorResponse(
+        Status::InvalidArgument("id: 1-64 characters of letters, digits, '_', '-', '.'"));
+  }
+  if (up.tags && up.tags->size() > 256) {
+    return ErrorResponse(Status::InvalidArgument("tags: at most 256 tags"));
+  }
+  if (resume != "allow" && !up.ref.run_id.empty()) {
+    auto existing = ctx->store->GetRun(up.ref);
+    if (resume == "never" && existing.ok()) {
+      return ErrorResponse(Status::AlreadyExists("run '" + up.ref.run_id + "' already exists"));
+    }
+    if (resume == "must" && !existing.ok()) return ErrorResponse(existing.status());
+  } else if (resume == "must") {
+    return ErrorResponse(Status::InvalidArgument("id: required with resume=must"));
+  }
+  auto res = ctx->store->UpsertRun(up);
+  if (!res.ok()) return ErrorResponse(res.status());
+  return JsonResponse(res->second ? 201 : 200, RunToJson(res->first, NowMillis()));
+}
+
+http::HttpResponse GetRun(ApiContext* ctx, http::HttpRequest& req, const AuthContext& who) {
+  auto ref = RunRefFromPath(req, who);
+  if (!ref.ok()) return ErrorResponse(ref.status());
+  auto run = ctx->store->GetRun(*ref);
+  if (!run.ok()) return ErrorResponse(run.status());
+  auto writers = ctx->store->ListWriters(*ref);
+  if (!writers.ok()) return ErrorResponse(writers.status());
+  bj::value out = RunToJson(*run, NowMillis());
+  bj::array ws;
+  for (const auto& w : *writers) ws.push_back(WriterToJson(w));
+  out.as_object()["writers"] = std::move(ws);
+  return JsonResponse(200, out);
+}
+
+http::HttpResponse PatchRun(ApiContext* ctx, http::HttpRequest& req, const AuthContext& who) {
+  auto ref = RunRefFromPath(req, who);
+  if (!ref.ok()) return ErrorResponse(ref.status());
+  auto body = ParseBodyObject(req);
+  if (!body.ok()) return ErrorResponse(body.status());
+  json::FieldReader r(*body, "");
+  r.RejectUnknown({"name", "group", "job_type", "notes", "tags", "config", "summary"});
+  store::RunPatch patch;
+  patch.name = r.OptString("name", 256);
+  patch.group = r.OptString("group", 256);
+  patch.job_type = r.OptString("job_type", 128);
+  patch.notes = r.OptString("notes", 64 << 10);
+  patch.tags = r.OptStringArray("tags", 128);
+  patch.config_json = ObjectText(r, "config");
+  patch.summary_json = ObjectText(r, "summary");
+  if (!r.ok()) return ErrorResponse(r.status());
+  auto run = ctx->store->PatchRun(*ref, patch);
+  if (!run.ok()) return ErrorResponse(run.status());
+  return JsonResponse(200, RunToJson(*run, NowMillis()));
+}
+
+// Reads list filters from simple parameters and the `filters` JSON array.
+Status ParseFilters(const http::HttpRequest& req, std::vector<store::Filter>* out) {
+  for (const char* field : {"group", "job_type", "host", "tag"}) {
+    if (req.HasQueryParam(field)) out->push_back({field, "==", {req.QueryParam(field)}});
+  }
+  if (req.HasQueryParam("state")) {
+    out->push_back({"state", "in", SplitCsv(req.QueryParam("state"))});
+  }
+  if (req.HasQueryParam("name")) out->push_back({"name", "~", {req.QueryParam("name")}});
+  if (!req.HasQueryParam("filters")) return Status::Ok();
+  auto parsed = json::Parse(req.QueryParam("filters"));
+  if (!parsed.ok() || !parsed->is_array()) {
+    return Status::InvalidArgument("filters: expected a JSON array of {field, op, value}");
+  }
+  int i = 0;
+  for (const auto& clause : parsed->as_array()) {
+    std::string path = "filters[" + std::to_string(i++) + "]";
+    if (!clause.is_object()) return Status::InvalidArgument(path + ": expected an object");
+    json::FieldReader r(clause.as_object(), path);
+    r.RejectUnknown({"field", "op", "value", "values"});
+    store::Filter f;
+    f.field = r.String("field", 256);
+    f.op = r.OptString("op", 16).value_or("==");
+    const bj::value* single = clause.as_object().if_contains("value");
+    if (single && !single->is_null()) {
+      if (single->is_string()) {
+        f.values.emplace_back(single->get_string());
+      } else if (single->is_number() || single->is_bool()) {
+        f.values.push_back(bj::serialize(*single));
+      } else {
+        r.Fail("value", "expected a string or a number");
+      }
+    }
+    if (auto vs = r.OptStringArray("values", 1024)) {
+      for (auto& v : *vs) f.values.push_back(std::move(v));
+    }
+    if (!r.ok()) return r.status();
+    static const char* kOps[] = {"==", "!=", "in", "not in", "~", "<", ">"};
+    bool op_ok = false;
+    for (const char* op : kOps) op_ok = op_ok || f.op == op;
+    if (!op_ok) {
+      return Status::InvalidArgument(path + ".op: expected one of ==, !=, in, not in, ~, <, >");
+    }
+    if (f.values.empty()) return Status::InvalidArgument(path + ": value or values required");
+    out->push_back(std::move(f));
+  }
+  return Status::Ok();
+}
+
+http::HttpResponse ListRuns(ApiContext* ctx, http::HttpRequest& req, const AuthContext& who) {
+  auto ref = RunRefFromPath(req, who);
+  if (!ref.ok()) return ErrorResponse(ref.status());
+  store::RunQuery q;
+  q.entity = ref->entity;
+  q.project = ref->project;
+  if (Status s = ParseFilters(req, &q.filters); !s.ok()) return ErrorResponse(s);
+  std::string sort = req.QueryParam("sort", "-created");
+  q.descending = !sort.empty() && sort[0] == '-';
+  q.sort = q.descending ? sort.substr(1) : sort;
+  static const char* kSorts[] = {"created", "updated", "name", "state", "group", "job_type"};
+  bool sort_ok = false;
+  for (const char* s : kSorts) sort_ok = sort_ok || q.sort == s;
+  if (!sort_ok) {
+    return ErrorResponse(Status::InvalidArgument(
+        "sort: expected created, updated, name, state, group or job_type (prefix - to reverse)"));
+  }
+  auto limit = IntParam(req, "limit");
+  if (!limit.ok()) return ErrorResponse(limit.status());
+  q.limit = int(std::clamp<int64_t>(limit->value_or(100), 1, 1000));
+  q.cursor = req.QueryParam("cursor");
+  auto page = ctx->store->ListRuns(q);
+  if (!page.ok()) return ErrorResponse(page.status());
+  int64_t now = NowMillis();
+  bj::array runs;
+  for (const auto& run : page->runs) runs.push_back(RunToJson(run, now));
+  return JsonResponse(
+      200, bj::object{{"runs", std::move(runs)},
+                      {"next_cursor", page->next_cursor.empty() ? bj::value(nullptr)
+                                                                : bj::value(page->next_cursor)},
+                      {"total", page->total}});
+}
+
+}  // namespace
+
+void RegisterRunRoutes(http::Router& r, ApiContext* ctx) {
+  auto bind = [ctx](auto fn) {
+    return Authed(ctx, [ctx, fn](http::HttpRequest& req, const AuthContext& who) {
+      return fn(ctx, req, who);
+    });
+  };
+  r.Add("POST", "/api/v1/runs/{entity}/{project}", bind(CreateRun));
+  r.Add("GET", "/api/v1/runs/{entity}/{project}", bind(ListRuns));
+  r.Add("GET", "/api/v1/runs/{entity}/{project}/{run}", bind(GetRun));
+  r.Add("PATCH", "/api/v1/runs/{entity}/{project}/{run}", bind(PatchRun));
+  r.Add("DELETE", "/api/v1/runs/{entity}/{project}/{run}",
+        Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
+          auto ref = RunRefFromPath(req, who);
+          if (!ref.ok()) return ErrorResponse(ref.status());
+          if (Status s = ctx->store->DeleteRun(*ref); !s.ok()) return ErrorResponse(s);
+          return JsonResponse(200, bj::object{{"deleted", true}});
+        }));
+}
+
+}  // namespace cohort::api

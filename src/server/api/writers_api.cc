@@ -1,0 +1,106 @@
+// Routes: writers of a run — join, list, heartbeat, finish.
+#include "core/clock.h"
+#include "server/api/context.h"
+#include "store/run_state.h"
+
+namespace cohort::api {
+namespace {
+
+Status CheckLabel(const std::string& label, const ApiLimits& limits) {
+  if (label.empty()) return Status::InvalidArgument("label: required");
+  if (label.size() > limits.max_label_bytes) {
+    return Status::InvalidArgument("label: longer than " +
+                                   std::to_string(limits.max_label_bytes) + " bytes");
+  }
+  for (char c : label) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == '/') {
+      return Status::InvalidArgument("label: control characters and '/' are not allowed");
+    }
+  }
+  return Status::Ok();
+}
+
+http::HttpResponse Join(ApiContext* ctx, http::HttpRequest& req, const AuthContext& who) {
+  auto ref = RunRefFromPath(req, who);
+  if (!ref.ok()) return ErrorResponse(ref.status());
+  auto body = ParseBodyObject(req);
+  if (!body.ok()) return ErrorResponse(body.status());
+  json::FieldReader r(*body, "");
+  r.RejectUnknown({"label", "primary", "update_finish_state", "host", "pid", "gpu_ids"});
+  store::WriterJoin join;
+  join.label = r.String("label", 1024);
+  join.primary = r.OptBool("primary").value_or(true);
+  join.update_finish_state = r.OptBool("update_finish_state").value_or(true);
+  join.host = r.OptString("host", 256).value_or("");
+  join.pid = r.OptInt("pid").value_or(0);
+  join.gpu_ids = r.OptIntArray("gpu_ids").value_or(std::vector<int64_t>{});
+  if (!r.ok()) return ErrorResponse(r.status());
+  if (Status s = CheckLabel(join.label, ctx->limits); !s.ok()) return ErrorResponse(s);
+  // A re-join answers 200, a first join 201.
+  bool existed = false;
+  if (auto ws = ctx->store->ListWriters(*ref); ws.ok()) {
+    for (const auto& w : *ws) existed = existed || w.label == join.label;
+  }
+  auto w = ctx->store->JoinWriter(*ref, join);
+  if (!w.ok()) return ErrorResponse(w.status());
+  return JsonResponse(existed ? 200 : 201, WriterToJson(*w));
+}
+
+http::HttpResponse Finish(ApiContext* ctx, http::HttpRequest& req, const AuthContext& who) {
+  auto ref = RunRefFromPath(req, who);
+  if (!ref.ok()) return ErrorResponse(ref.status());
+  auto body = ParseBodyObject(req);
+  if (!body.ok()) return ErrorResponse(body.status());
+  json::FieldReader r(*body, "");
+  r.RejectUnknown({"exit_code", "state"});
+  auto exit_code = r.OptInt("exit_code");
+  auto state_name = r.OptString("state", 32);
+  if (!r.ok()) return ErrorResponse(r.status());
+  store::RunState state = store::StateForExitCode(int(exit_code.value_or(0)));
+  if (state_name) {
+    auto parsed = store::ParseRunState(*state_name);
+    if (!parsed || !store::IsTerminal(*parsed)) {
+      return ErrorResponse(Status::InvalidArgument(
+          "state: expected finished, failed, crashed, killed or preempted"));
+    }
+    state = *parsed;
+  }
+  std::optional<int> code;
+  if (exit_code) code = int(*exit_code);
+  auto w = ctx->store->FinishWriter(*ref, req.PathParam("label"), state, code, NowMillis());
+  if (!w.ok()) return ErrorResponse(w.status());
+  return JsonResponse(200, WriterToJson(*w));
+}
+
+}  // namespace
+
+void RegisterWriterRoutes(http::Router& r, ApiContext* ctx) {
+  const std::string base = "/api/v1/runs/{entity}/{project}/{run}/writers";
+  r.Add("POST", base, Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
+          return Join(ctx, req, who);
+        }));
+  r.Add("GET", base, Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
+          auto ref = RunRefFromPath(req, who);
+          if (!ref.ok()) return ErrorResponse(ref.status());
+          if (auto run = ctx->store->GetRun(*ref); !run.ok()) return ErrorResponse(run.status());
+          auto ws = ctx->store->ListWriters(*ref);
+          if (!ws.ok()) return ErrorResponse(ws.status());
+          bj::array out;
+          for (const auto& w : *ws) out.push_back(WriterToJson(w));
+          return JsonResponse(200, bj::object{{"writers", std::move(out)}});
+        }));
+  r.Add("POST", base + "/{label}/heartbeat",
+        Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
+          auto ref = RunRefFromPath(req, who);
+          if (!ref.ok()) return ErrorResponse(ref.status());
+          Status s = ctx->store->Heartbeat(*ref, req.PathParam("label"), NowMillis());
+          if (!s.ok()) return ErrorResponse(s);
+          return JsonResponse(200, bj::object{{"ok", true}});
+        }));
+  r.Add("POST", base + "/{label}/finish",
+        Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
+          return Finish(ctx, req, who);
+        }));
+}
+
+}  // namespace cohort::api

@@ -1,0 +1,552 @@
+#include "server/http/server.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace cohort::http {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+struct ClientResponse {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+
+  std::string Header(const std::string& name) const {
+    auto it = headers.find(name);
+    return it == headers.end() ? "" : it->second;
+  }
+};
+
+// A blocking HTTP/1.1 client over a raw loopback socket, for tests. Reads time out after 5 s so
+// that a broken server fails a test instead of hanging it.
+class TestClient {
+ public:
+  explicit TestClient(uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    timeval tv{5, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  }
+  ~TestClient() { ::close(fd_); }
+  TestClient(const TestClient&) = delete;
+  TestClient& operator=(const TestClient&) = delete;
+
+  bool connected() const { return connected_; }
+
+  bool Send(std::string_view data) {
+    while (!data.empty()) {
+      ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      data.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+
+  // Reads one response; nullopt on EOF, reset or timeout. `head`: the response has no body.
+  std::optional<ClientResponse> Read(bool head = false) {
+    size_t end;
+    while ((end = buffer_.find("\r\n\r\n")) == std::string::npos) {
+      if (!Fill()) return std::nullopt;
+    }
+    ClientResponse resp;
+    std::string header = buffer_.substr(0, end);
+    buffer_.erase(0, end + 4);
+    size_t line_end = header.find("\r\n");
+    std::string status_line = header.substr(0, line_end);
+    if (status_line.size() < 12) return std::nullopt;
+    resp.status = std::stoi(status_line.substr(9, 3));
+    size_t pos = line_end == std::string::npos ? header.size() : line_end + 2;
+    while (pos < header.size()) {
+      size_t next = header.find("\r\n", pos);
+      if (next == std::string::npos) next = header.size();
+      std::string line = header.substr(pos, next - pos);
+      size_t colon = line.find(':');
+      std::string name = line.substr(0, colon);
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      size_t value_start = line.find_first_not_of(' ', colon + 1);
+      resp.headers[name] = value_start == std::string::npos ? "" : line.substr(value_start);
+      pos = next + 2;
+    }
+    if (resp.status == 100) return Read(head);
+    size_t length = head ? 0 : std::stoul(resp.Header("content-length").empty()
+                                              ? "0"
+                                              : resp.Header("content-length"));
+    while (buffer_.size() < length) {
+      if (!Fill()) return std::nullopt;
+    }
+    resp.body = buffer_.substr(0, length);
+    buffer_.erase(0, length);
+    return resp;
+  }
+
+  std::optional<ClientResponse> Get(const std::string& target) {
+    if (!Send("GET " + target + " HTTP/1.1\r\nHost: t\r\n\r\n")) return std::nullopt;
+    return Read();
+  }
+
+  // True when the server closes the connection (EOF or reset) within `timeout`.
+  bool WaitClosed(milliseconds timeout) {
+    auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      int left = static_cast<int>(
+          std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count());
+      if (::poll(&p, 1, std::max(left, 0)) <= 0) return false;
+      char c[4096];
+      ssize_t n = ::recv(fd_, c, sizeof(c), 0);
+      if (n <= 0) return true;
+    }
+    return false;
+  }
+
+  // True when the connection is closed right now (pending bytes are discarded).
+  bool IsClosedNow() { return WaitClosed(milliseconds(1)); }
+
+ private:
+  bool Fill() {
+    char chunk[16384];
+    ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
+    if (n <= 0) return false;
+    buffer_.append(chunk, static_cast<size_t>(n));
+    return true;
+  }
+
+  int fd_ = -1;
+  bool connected_ = false;
+  std::string buffer_;
+};
+
+// A router with the routes the tests use, and a server around it.
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    router_.Add("GET", "/hello", [](HttpRequest&) { return HttpResponse::Text(200, "hi"); });
+    router_.Add("POST", "/echo", [](HttpRequest& req) {
+      return HttpResponse::Text(200, req.body, std::string(req.Header("content-type")));
+    });
+    router_.Add("GET", "/slow", [](HttpRequest&) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      return HttpResponse::Text(200, "slow");
+    });
+    router_.Add("GET", "/throw", [](HttpRequest&) -> HttpResponse {
+      throw std::runtime_error("boom");
+    });
+    router_.Add("GET", "/items/{id}", [](HttpRequest& req) {
+      std::string out = req.path + "|" + req.PathParam("id") + "|" + req.remote_address;
+      for (const auto& [k, v] : req.query) out += "|" + k + "=" + v;
+      return HttpResponse::Text(200, out);
+    });
+    router_.Add("GET", "/headers", [](HttpRequest&) {
+      HttpResponse r = HttpResponse::Json(201, "{}");
+      r.headers.emplace_back("X-Custom", "yes");
+      r.headers.emplace_back("Set-Cookie", "a=1");
+      r.headers.emplace_back("Set-Cookie", "b=2");
+      r.headers.emplace_back("X-Bad", "split\r\nInjected: 1");
+      return r;
+    });
+    router_.Add("GET", "/close", [](HttpRequest&) {
+      HttpResponse r = HttpResponse::Text(200, "bye");
+      r.headers.emplace_back("Connection", "close");
+      return r;
+    });
+  }
+
+  void Start(ServerOptions options = {}) {
+    server_ = std::make_unique<HttpServer>(options, &router_);
+    Status st = server_->Start();
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_NE(server_->port(), 0);
+  }
+
+  uint16_t port() const { return server_->port(); }
+
+  Router router_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(ServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
+  Start();
+  TestClient client(port());
+  ASSERT_TRUE(client.connected());
+  for (int i = 0; i < 3; ++i) {
+    auto resp = client.Get("/hello");
+    ASSERT_TRUE(resp.has_value()) << i;
+    EXPECT_EQ(resp->status, 200);
+    EXPECT_EQ(resp->body, "hi");
+    EXPECT_EQ(resp->Header("connection"), "keep-alive");
+  }
+  EXPECT_EQ(server_->stats().connections_total.load(), 1);
+  EXPECT_EQ(server_->stats().requests_total.load(), 3);
+}
+
+TEST_F(ServerTest, ResponseCarriesStandardHeaders) {
+  Start();
+  TestClient client(port());
+  auto resp = client.Get("/hello");
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->Header("server"), "cohort");
+  EXPECT_EQ(resp->Header("content-type"), "text/plain");
+  EXPECT_EQ(resp->Header("content-length"), "2");
+}
+
+TEST_F(ServerTest, PipelinedRequestsAreAnsweredInOrder) {
+  Start();
+  TestClient client(port());
+  ASSERT_TRUE(client.Send(
+      "GET /items/1 HTTP/1.1\r\nHost: t\r\n\r\nGET /items/2 HTTP/1.1\r\nHost: t\r\n\r\n"));
+  auto first = client.Read();
+  auto second = client.Read();
+  ASSERT_TRUE(first.has_value() && second.has_value());
+  EXPECT_EQ(first->body.substr(0, 10), "/items/1|1");
+  EXPECT_EQ(second->body.substr(0, 10), "/items/2|2");
+}
+
+TEST_F(ServerTest, HandlerExtraHeadersAreSentAndUnsafeOnesDropped) {
+  Start();
+  TestClient client(port());
+  ASSERT_TRUE(client.Send("GET /headers HTTP/1.1\r\nHost: t\r\n\r\n"));
+  // Read raw to see both Set-Cookie lines.
+  auto resp = client.Read();
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->status, 201);
+  EXPECT_EQ(resp->Header("x-custom"), "yes");
+  EXPECT_EQ(resp->Header("x-bad"), "");
+  EXPECT_EQ(resp->Header("injected"), "");
+  EXPECT_EQ(resp->Header("content-type"), "application/json");
+}
+
+TEST_F(ServerTest, HandlerAskingForCloseClosesConnection) {
+  Start();
+  TestClient client(port());
+  auto resp = client.Get("/close");
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->Header("connection"), "close");
+  EXPECT_TRUE(client.WaitClosed(milliseconds(2000)));
+}
+
+TEST_F(ServerTest, QueryAndPathArePercentDecodedAndRemoteAddressFilled) {
+  Start();
+  TestClient client(port());
+  auto resp = client.Get("/items/a%20b?x=1%2F2&y=c+d&x=3");
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->status, 200);
+  EXPECT_EQ(resp->body, "/items/a b|a b|127.0.0.1|x=1/2|x=3|y=c d");
+}
+
+TEST_F(ServerTest, HeadAnswersGetLengthWithoutBody) {
+  Start();
+  TestClient client(port());
+  ASSERT_TRUE(client.Send("HEAD /hello HTTP/1.1\r\nHost: t\r\n\r\n"));
+  auto head = client.Read(/*head=*/true);
+  ASSERT_TRUE(head.has_value());
+  EXPECT_EQ(head->status, 200);
+  EXPECT_EQ(head->Header("content-length"), "2");
+  // Had a body been sent, it would precede this response and break its parsing.
+  auto next = client.Get("/hello");
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->status, 200);
+  EXPECT_EQ(next->body, "hi");
+}
+
+TEST_F(ServerTest, OversizedBodyGets413JsonAndClose) {
+  ServerOptions options;
+  options.max_body_bytes = 1024;
+  Start(options);
+  TestClient client(port());
+  std::string body(4096, 'x');
+  ASSERT_TRUE(client.Send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4096\r\n\r\n" + body));
+  auto resp = client.Read();
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->status, 413);
+  EXPECT_EQ(resp->Header("content-type"), "application/json");
+  EXPECT_NE(resp->body.find(R"("code":"payload_too_large")"), std::string::npos);
+  EXPECT_EQ(resp->Header("connection"), "close");
+  EXPECT_TRUE(client.WaitClosed(milliseconds(2000)));
+}
+
+TEST_F(ServerTest, OversizedChunkedBodyGets413) {
+  ServerOptions options;
+  options.max_body_bytes = 100;
+  Start(options);
+  TestClient client(port());
+  std::string chunk(200, 'y');
+  ASSERT_TRUE(client.Send(
+      "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nc8\r\n" + chunk +
+      "\r\n0\r\n\r\n"));
+  auto resp = client.Read();
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->status, 413);
+}
+
+TEST_F(ServerTest, OversizedHeadersGet431Json) {
+  ServerOptions options;
+  options.max_header_bytes = 1024;
+  Start(options);
+  TestClient client(port());
+  ASSERT_TRUE(client.Send("GET /hello HTTP/1.1\r\nHost: t\r\nX-Pad: " + std::string(2000, 'p') +
+                          "\r\n\r\n"));
+  auto resp = client.Read();
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->status, 431);
+  EXPECT_NE(resp->body.find(R"("code":"header_too_large")"), std::string::npos);
+  EXPECT_TRUE(client.WaitClosed(milliseconds(2000)));
+}
+
+TEST_F(ServerTest, MalformedRequestGets400Json) {
+  Start();
+  TestClient client(port());
+  ASSERT_TRUE(client.Send("GET /hello HTTP/1.1\r\nBad Header\r\n\r\n"));
+  auto resp = client.Read();
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->status, 400);
+  EXPECT_NE(resp->body.find(R"("code":"bad_request")"), std::string::npos);
+}
+
+TEST_F(ServerTest, ChunkedRequestBodyIsReassembled) {
+  Start();
+  TestClient client(port());
+  ASSERT_TRUE(client.Send(
+      "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Type: text/x\r\nTransfer-Encoding: chunked\r\n"
+      "\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"));
+  auto resp = client.Read();
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->status, 200);
+  EXPECT_EQ(resp->body, "hello world");
+  EXPECT_EQ(resp->Header("content-type"), "text/x");
+}
+
+TEST_F(ServerTest, ExpectContinueGetsInterimResponseBeforeBody) {
+  Start();
+  TestClient client(port());
+  ASSERT_TRUE(client.Send(
+      "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n"));
+  // The interim answer must come before the client sends the body.
+  ASSERT_TRUE(client.WaitClosed(milliseconds(1)) == false);
+  ASSERT_TRUE(client.Send("abc"));
+  auto resp = client.Read();  // skips the 100 Continue
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->status, 200);
+  EXPECT_EQ(resp->body, "abc");
+}
+
+TEST_F(ServerTest, ConnectionsBeyondLimitGet503WithRetryAfter) {
+  ServerOptions options;
+  options.max_connections = 2;
+  Start(options);
+  TestClient a(port());
+  TestClient b(port());
+  ASSERT_TRUE(a.Get("/hello").has_value());
+  ASSERT_TRUE(b.Get("/hello").has_value());
+  TestClient c(port());
+  ASSERT_TRUE(c.connected());
+  auto resp = c.Get("/hello");
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->status, 503);
+  EXPECT_EQ(resp->Header("retry-after"), "1");
+  EXPECT_NE(resp->body.find(R"("code":"unavailable")"), std::string::npos);
+  EXPECT_TRUE(c.WaitClosed(milliseconds(2000)));
+  EXPECT_EQ(server_->stats().connections_rejected.load(), 1);
+  // The admitted connections keep working.
+  auto again = a.Get("/hello");
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->status, 200);
+}
+
+TEST_F(ServerTest, SlowHandlerDoesNotDelayOtherConnections) {
+  Start();
+  TestClient slow(port());
+  TestClient fast(port());
+  ASSERT_TRUE(slow.Send("GET /slow HTTP/1.1\r\nHost: t\r\n\r\n"));
+  std::this_thread::sleep_for(milliseconds(50));
+  auto t0 = Clock::now();
+  auto resp = fast.Get("/hello");
+  double fast_seconds = SecondsSince(t0);
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->status, 200);
+  EXPECT_LT(fast_seconds, 0.5);
+  auto slow_resp = slow.Read();
+  ASSERT_TRUE(slow_resp.has_value());
+  EXPECT_EQ(slow_resp->body, "slow");
+}
+
+TEST_F(ServerTest, SlowlorisClientIsClosedAfterRequestTimeout) {
+  ServerOptions options;
+  options.request_timeout_seconds = 1;
+  Start(options);
+  TestClient client(port());
+  std::string request = "GET /hello HTTP/1.1\r\nHost: t\r\nX-Slow: " + std::string(100, 's');
+  auto t0 = Clock::now();
+  bool closed = false;
+  for (char c : request) {
+    if (!client.Send(std::string_view(&c, 1))) {
+      closed = true;
+      break;
+    }
+    if (client.WaitClosed(milliseconds(100))) {
+      closed = true;
+      break;
+    }
+  }
+  double seconds = SecondsSince(t0);
+  EXPECT_TRUE(closed);
+  EXPECT_GT(seconds, 0.8);
+  EXPECT_LT(seconds, 3.0);
+}
+
+TEST_F(ServerTest, IdleKeepAliveConnectionIsClosedAfterIdleTimeout) {
+  ServerOptions options;
+  options.idle_timeout_seconds = 1;
+  Start(options);
+  TestClient client(port());
+  ASSERT_TRUE(client.Get("/hello").has_value());
+  auto t0 = Clock::now();
+  EXPECT_TRUE(client.WaitClosed(milliseconds(3000)));
+  EXPECT_GT(SecondsSince(t0), 0.8);
+}
+
+TEST_F(ServerTest, ThrowingHandlerGives500AndConnectionStaysUsable) {
+  Start();
+  TestClient client(port());
+  auto resp = client.Get("/throw");
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->status, 500);
+  EXPECT_EQ(resp->body, R"({"error":{"code":"internal","message":"internal server error"}})");
+  auto next = client.Get("/hello");
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->status, 200);
+}
+
+TEST_F(ServerTest, UnknownRouteGives404ThroughServer) {
+  Start();
+  TestClient client(port());
+  auto resp = client.Get("/nope");
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->status, 404);
+  EXPECT_EQ(resp->Header("content-type"), "application/json");
+}
+
+TEST_F(ServerTest, ManyConcurrentConnectionsAllSucceed) {
+  Start();
+  constexpr int kClients = 300;
+  constexpr int kRounds = 3;
+  std::vector<std::unique_ptr<TestClient>> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.push_back(std::make_unique<TestClient>(port()));
+    ASSERT_TRUE(clients.back()->connected()) << i;
+  }
+  int ok = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    for (int i = 0; i < kClients; ++i) {
+      ASSERT_TRUE(clients[i]->Send("GET /items/" + std::to_string(i) +
+                                   " HTTP/1.1\r\nHost: t\r\n\r\n"));
+    }
+    for (int i = 0; i < kClients; ++i) {
+      auto resp = clients[i]->Read();
+      ASSERT_TRUE(resp.has_value()) << "client " << i << " round " << round;
+      std::string expect = "/items/" + std::to_string(i) + "|";
+      if (resp->status == 200 && resp->body.compare(0, expect.size(), expect) == 0) ++ok;
+    }
+  }
+  EXPECT_EQ(ok, kClients * kRounds);
+  EXPECT_EQ(server_->stats().connections_open.load(), kClients);
+}
+
+TEST_F(ServerTest, StopWithOpenIdleConnectionsReturnsPromptly) {
+  Start();
+  std::vector<std::unique_ptr<TestClient>> clients;
+  for (int i = 0; i < 20; ++i) {
+    clients.push_back(std::make_unique<TestClient>(port()));
+    ASSERT_TRUE(clients.back()->Get("/hello").has_value());
+  }
+  auto t0 = Clock::now();
+  server_->Stop();
+  EXPECT_LT(SecondsSince(t0), 1.0);
+  for (auto& c : clients) EXPECT_TRUE(c->WaitClosed(milliseconds(1000)));
+  server_->Stop();  // idempotent
+  EXPECT_EQ(server_->stats().connections_open.load(), 0);
+}
+
+TEST_F(ServerTest, WaitReturnsOnceStopped) {
+  Start();
+  std::atomic<bool> returned{false};
+  std::thread waiter([&] {
+    server_->Wait();
+    returned = true;
+  });
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(returned.load());
+  server_->Stop();
+  waiter.join();
+  EXPECT_TRUE(returned.load());
+}
+
+TEST_F(ServerTest, ObserverSeesRouteMethodAndStatus) {
+  std::mutex mu;
+  std::vector<std::string> seen;
+  server_ = std::make_unique<HttpServer>(ServerOptions{}, &router_);
+  server_->SetObserver([&](const std::string& route, const std::string& method, int status,
+                           int64_t duration_ns) {
+    std::lock_guard lock(mu);
+    seen.push_back(route + " " + method + " " + std::to_string(status) +
+                   (duration_ns >= 0 ? "" : " negative"));
+  });
+  ASSERT_TRUE(server_->Start().ok());
+  TestClient client(server_->port());
+  ASSERT_TRUE(client.Get("/items/5").has_value());
+  ASSERT_TRUE(client.Get("/missing").has_value());
+  server_->Stop();
+  std::lock_guard lock(mu);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], "/items/{id} GET 200");
+  EXPECT_EQ(seen[1], "unmatched GET 404");
+}
+
+TEST_F(ServerTest, StartFailsWithStatusWhenPortIsTaken) {
+  Start();
+  ServerOptions options;
+  options.port = port();
+  HttpServer second(options, &router_);
+  Status st = second.Start();
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kIOError);
+}
+
+TEST_F(ServerTest, StartFailsWithStatusForBadAddress) {
+  ServerOptions options;
+  options.address = "not an address";
+  HttpServer server(options, &router_);
+  EXPECT_FALSE(server.Start().ok());
+}
+
+}  // namespace
+}  // namespace cohort::http

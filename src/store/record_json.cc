@@ -1,0 +1,64 @@
+#include "store/record_json.h"
+
+#include "core/json.h"
+
+namespace cohort::store {
+
+namespace bj = boost::json;
+
+Result<std::string> MergeJsonObject(std::string_view base, std::string_view patch,
+                                    std::string_view what) {
+  auto patch_value = json::Parse(patch);
+  if (!patch_value.ok() || !patch_value->is_object()) {
+    return Status::InvalidArgument(std::string(what) + ": expected a JSON object");
+  }
+  bj::object merged;
+  if (auto base_value = json::Parse(base); base_value.ok() && base_value->is_object()) {
+    merged = std::move(base_value->get_object());
+  }
+  for (const auto& kv : patch_value->get_object()) {
+    if (kv.value().is_null()) {
+      merged.erase(kv.key());
+    } else {
+      merged[kv.key()] = kv.value();
+    }
+  }
+  return json::Serialize(merged);
+}
+
+std::string StringsToJson(const std::vector<std::string>& v) {
+  bj::array a;
+  a.reserve(v.size());
+  for (const std::string& s : v) a.emplace_back(s);
+  return json::Serialize(a);
+}
+
+std::vector<std::string> StringsFromJson(std::string_view text) {
+  std::vector<std::string> out;
+  auto v = json::Parse(text);
+  if (!v.ok() || !v->is_array()) return out;
+  for (const auto& e : v->get_array()) {
+    if (e.is_string()) out.emplace_back(e.get_string());
+  }
+  return out;
+}
+
+std::string IntsToJson(const std::vector<int64_t>& v) {
+  bj::array a;
+  a.reserve(v.size());
+  for (int64_t i : v) a.emplace_back(i);
+  return json::Serialize(a);
+}
+
+std::vector<int64_t> IntsFromJson(std::string_view text) {
+  std::vector<int64_t> out;
+  auto v = json::Parse(text);
+  if (!v.ok() || !v->is_array()) return out;
+  for (const auto& e : v->get_array()) {
+    if (e.is_int64()) out.push_back(e.get_int64());
+    if (e.is_uint64()) out.push_back(int64_t(e.get_uint64()));
+  }
+  return out;
+}
+
+}  // namespace cohort::store

@@ -1,0 +1,26 @@
+// JSON columns of store records, shared by the store backends: merging objects key by key,
+// and string/integer arrays to and from JSON text. Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cohort/status.h"
+
+namespace cohort::store {
+
+// Merges the JSON object `patch` into the JSON object `base` key by key (top level): a key in
+// `patch` replaces the key in `base`, a null value deletes it. kInvalidArgument naming `what`
+// when `patch` is not a JSON object; a `base` that is not an object counts as {}.
+Result<std::string> MergeJsonObject(std::string_view base, std::string_view patch,
+                                    std::string_view what);
+
+// ["a","b"] <-> {"a", "b"}. Reading tolerates bad text (returns what it can).
+std::string StringsToJson(const std::vector<std::string>& v);
+std::vector<std::string> StringsFromJson(std::string_view text);
+std::string IntsToJson(const std::vector<int64_t>& v);
+std::vector<int64_t> IntsFromJson(std::string_view text);
+
+}  // namespace cohort::store

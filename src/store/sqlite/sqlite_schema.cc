@@ -1,0 +1,194 @@
+#include "store/sqlite/sqlite_schema.h"
+
+#include <string>
+#include <vector>
+
+namespace cohort::store::sqlite {
+namespace {
+
+struct Migration {
+  int64_t version;
+  const char* sql;
+};
+
+// Migrations are append-only: never edit one that has shipped; add a new one.
+//
+// Layout (version 1):
+//   runs      one row per run; (entity, project, run_id) unique; tags/config/summary/metadata
+//             JSON text; writer_count kept up to date by JoinWriter.
+//   writers   one row per (run, label); next_step / last_seq let a writer resume.
+//   batches   (writer, seq) of every stored batch: the exactly-once guard.
+//   series    one row per (run, key, writer) with its point count and step range.
+//   chunks    the encoded chunks of a series (series/chunk.h) with their summaries; the blob
+//             is the last column so that reading summaries never touches overflow pages.
+//             NaN summary values are stored as NULL.
+//   console   console lines; the rowid is the paging cursor.
+//   views     saved workspace views, name unique per project.
+//   api_keys  hashed API keys.
+const std::vector<Migration>& Migrations() {
+  static const std::vector<Migration> kMigrations = {
+      {1, R"sql(
+CREATE TABLE runs (
+  pk INTEGER PRIMARY KEY,
+  entity TEXT NOT NULL,
+  project TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  name TEXT NOT NULL DEFAULT '',
+  grp TEXT NOT NULL DEFAULT '',
+  job_type TEXT NOT NULL DEFAULT '',
+  notes TEXT NOT NULL DEFAULT '',
+  host TEXT NOT NULL DEFAULT '',
+  tags TEXT NOT NULL DEFAULT '[]',
+  config TEXT NOT NULL DEFAULT '{}',
+  summary TEXT NOT NULL DEFAULT '{}',
+  metadata TEXT NOT NULL DEFAULT '{}',
+  state TEXT NOT NULL DEFAULT 'pending',
+  exit_code INTEGER,
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  heartbeat_ms INTEGER NOT NULL DEFAULT 0,
+  finished_ms INTEGER,
+  writer_count INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (entity, project, run_id)
+);
+CREATE INDEX runs_by_created ON runs (entity, project, created_ms, pk);
+CREATE INDEX runs_by_updated ON runs (entity, project, updated_ms, pk);
+CREATE INDEX runs_by_group ON runs (entity, project, grp, pk);
+
+CREATE TABLE writers (
+  pk INTEGER PRIMARY KEY,
+  run_pk INTEGER NOT NULL,
+  label TEXT NOT NULL,
+  is_primary INTEGER NOT NULL,
+  update_finish_state INTEGER NOT NULL,
+  host TEXT NOT NULL DEFAULT '',
+  pid INTEGER NOT NULL DEFAULT 0,
+  gpu_ids TEXT NOT NULL DEFAULT '[]',
+  state TEXT NOT NULL,
+  exit_code INTEGER,
+  created_ms INTEGER NOT NULL,
+  heartbeat_ms INTEGER NOT NULL,
+  finished_ms INTEGER,
+  next_step INTEGER NOT NULL DEFAULT 0,
+  last_seq INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (run_pk, label)
+);
+CREATE INDEX writers_by_heartbeat ON writers (state, heartbeat_ms);
+
+CREATE TABLE batches (
+  writer_pk INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  stored_ms INTEGER NOT NULL,
+  PRIMARY KEY (writer_pk, seq)
+) WITHOUT ROWID;
+
+CREATE TABLE series (
+  pk INTEGER PRIMARY KEY,
+  run_pk INTEGER NOT NULL,
+  writer_pk INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  is_system INTEGER NOT NULL,
+  count INTEGER NOT NULL DEFAULT 0,
+  min_step INTEGER,
+  max_step INTEGER,
+  UNIQUE (run_pk, key, writer_pk)
+);
+
+CREATE TABLE chunks (
+  pk INTEGER PRIMARY KEY,
+  series_pk INTEGER NOT NULL,
+  idx INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  min_step INTEGER NOT NULL,
+  max_step INTEGER NOT NULL,
+  min_time INTEGER NOT NULL,
+  max_time INTEGER NOT NULL,
+  vmin REAL,
+  vmax REAL,
+  vsum REAL,
+  vfirst REAL,
+  vlast REAL,
+  nan_count INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  UNIQUE (series_pk, idx)
+);
+
+CREATE TABLE console (
+  pk INTEGER PRIMARY KEY,
+  run_pk INTEGER NOT NULL,
+  writer_pk INTEGER NOT NULL,
+  time_ms INTEGER NOT NULL,
+  stream TEXT NOT NULL,
+  text TEXT NOT NULL
+);
+CREATE INDEX console_by_run ON console (run_pk, pk);
+
+CREATE TABLE views (
+  pk INTEGER PRIMARY KEY,
+  entity TEXT NOT NULL,
+  project TEXT NOT NULL,
+  name TEXT NOT NULL,
+  spec TEXT NOT NULL DEFAULT '{}',
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  UNIQUE (entity, project, name)
+);
+
+CREATE TABLE api_keys (
+  pk INTEGER PRIMARY KEY,
+  entity TEXT NOT NULL,
+  name TEXT NOT NULL DEFAULT '',
+  role TEXT NOT NULL,
+  hash TEXT NOT NULL UNIQUE,
+  prefix TEXT NOT NULL DEFAULT '',
+  created_ms INTEGER NOT NULL,
+  revoked INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX api_keys_by_entity ON api_keys (entity, pk);
+)sql"},
+  };
+  return kMigrations;
+}
+
+Status SetVersion(Db* db, int64_t version) {
+  COHORT_RETURN_IF_ERROR(db->Exec("DELETE FROM schema_version"));
+  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Prepare("INSERT INTO schema_version (version) VALUES (?)"));
+  st.Bind(version);
+  return st.Run();
+}
+
+}  // namespace
+
+int64_t LatestSchemaVersion() { return Migrations().back().version; }
+
+Result<int64_t> SchemaVersion(Db* db) {
+  COHORT_ASSIGN_OR_RETURN(
+      int64_t has_table,
+      db->QueryInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+                   "name = 'schema_version'"));
+  if (has_table == 0) return int64_t{0};
+  return db->QueryInt("SELECT coalesce(max(version), 0) FROM schema_version");
+}
+
+Status Migrate(Db* db) {
+  for (const Migration& m : Migrations()) {
+    // Each step re-reads the version inside its own transaction, so two processes opening the
+    // same file at once cannot both apply a migration.
+    COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
+    COHORT_RETURN_IF_ERROR(
+        db->Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
+    COHORT_ASSIGN_OR_RETURN(int64_t current, SchemaVersion(db));
+    if (current > LatestSchemaVersion()) {
+      return Status::FailedPrecondition(
+          "sqlite: database schema version " + std::to_string(current) +
+          " is newer than this build supports (" + std::to_string(LatestSchemaVersion()) + ")");
+    }
+    if (current >= m.version) continue;  // the Txn rolls back the no-op
+    COHORT_RETURN_IF_ERROR(db->Exec(m.sql));
+    COHORT_RETURN_IF_ERROR(SetVersion(db, m.version));
+    COHORT_RETURN_IF_ERROR(txn.Commit());
+  }
+  return Status::Ok();
+}
+
+}  // namespace cohort::store::sqlite

@@ -1,0 +1,349 @@
+// SqliteStore: ingesting batches (metric chunks, system metrics, console lines) and reading them
+// back (series list, history, console).
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "series/append.h"
+#include "series/query.h"
+#include "store/sqlite/sqlite_rows.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace cohort::store {
+
+using sqlite::Db;
+using sqlite::Stmt;
+using sqlite::Txn;
+
+namespace {
+
+constexpr std::string_view kSystemPrefix = "system/";
+constexpr int64_t kMinStep = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMaxStep = std::numeric_limits<int64_t>::max();
+
+// The points of one batch, grouped by series key.
+struct SeriesPoints {
+  bool is_system = false;
+  std::vector<Point> points;
+};
+
+Status ValidateBatch(const IngestBatch& batch) {
+  if (batch.seq <= 0) return Status::InvalidArgument("batch: seq must be > 0");
+  for (const HistoryRow& row : batch.rows) {
+    for (const auto& [key, value] : row.values) {
+      if (key.empty()) return Status::InvalidArgument("batch: empty metric key");
+      if (key.starts_with(kSystemPrefix)) {
+        return Status::InvalidArgument("batch: key '" + key +
+                                       "': the system/ prefix is reserved for system metrics");
+      }
+    }
+  }
+  for (const SystemRow& row : batch.system) {
+    for (const auto& [key, value] : row.values) {
+      if (key.empty()) return Status::InvalidArgument("batch: empty system metric key");
+    }
+  }
+  for (const ConsoleLine& line : batch.console) {
+    if (line.stream != "stdout" && line.stream != "stderr") {
+      return Status::InvalidArgument("batch: console stream '" + line.stream +
+                                     "' is not stdout or stderr");
+    }
+  }
+  return Status::Ok();
+}
+
+// Appends `points` to the series (run, key, writer), creating it when new.
+Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const std::string& key,
+                    const SeriesPoints& sp) {
+  int64_t series_pk = 0;
+  {
+    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("SELECT pk FROM series WHERE run_pk = ? AND "
+                                                "key = ? AND writer_pk = ?"));
+    st.Bind(run_pk).Bind(key).Bind(writer_pk);
+    COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (row) series_pk = st.Int(0);
+  }
+  if (series_pk == 0) {
+    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("INSERT INTO series (run_pk, writer_pk, key, "
+                                                "is_system) VALUES (?, ?, ?, ?)"));
+    st.Bind(run_pk).Bind(writer_pk).Bind(key).Bind(sp.is_system);
+    COHORT_RETURN_IF_ERROR(st.Run());
+    series_pk = db->LastInsertRowid();
+  }
+
+  std::optional<series::StoredChunk> head;
+  {
+    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("SELECT idx, data FROM chunks WHERE "
+                                                "series_pk = ? ORDER BY idx DESC LIMIT 1"));
+    st.Bind(series_pk);
+    COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (row) head = series::StoredChunk{st.Int(0), st.Blob(1)};
+  }
+  COHORT_ASSIGN_OR_RETURN(std::vector<series::ChunkWrite> writes,
+                          series::AppendToSeries(head, sp.points));
+  for (const series::ChunkWrite& w : writes) {
+    const series::ChunkSummary& s = w.summary;
+    Result<Stmt> prepared =
+        w.replaces
+            ? db->Cached("UPDATE chunks SET count = ?, min_step = ?, max_step = ?, min_time = ?, "
+                         "max_time = ?, vmin = ?, vmax = ?, vsum = ?, vfirst = ?, vlast = ?, "
+                         "nan_count = ?, data = ? WHERE series_pk = ? AND idx = ?")
+            : db->Cached("INSERT INTO chunks (count, min_step, max_step, min_time, max_time, "
+                         "vmin, vmax, vsum, vfirst, vlast, nan_count, data, series_pk, idx) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    if (!prepared.ok()) return prepared.status();
+    Stmt& st = prepared.value();
+    st.Bind(s.count).Bind(s.min_step).Bind(s.max_step).Bind(s.min_time).Bind(s.max_time);
+    st.Bind(s.min).Bind(s.max).Bind(s.sum).Bind(s.first).Bind(s.last).Bind(s.nan_count);
+    st.BindBlob(w.data).Bind(series_pk).Bind(w.index);
+    COHORT_RETURN_IF_ERROR(st.Run());
+    if (w.replaces && db->Changes() == 0) {
+      return Status::Internal("series '" + key + "': chunk " + std::to_string(w.index) +
+                              " to replace is missing");
+    }
+  }
+
+  int64_t lo = kMaxStep, hi = kMinStep;
+  for (const Point& p : sp.points) {
+    lo = std::min(lo, p.step);
+    hi = std::max(hi, p.step);
+  }
+  COHORT_ASSIGN_OR_RETURN(
+      Stmt st, db->Cached("UPDATE series SET count = count + ?, min_step = min(coalesce(min_step, "
+                          "?), ?), max_step = max(coalesce(max_step, ?), ?) WHERE pk = ?"));
+  st.Bind(int64_t(sp.points.size())).Bind(lo).Bind(lo).Bind(hi).Bind(hi).Bind(series_pk);
+  return st.Run();
+}
+
+series::ChunkSummary ReadSummary(const Stmt& st, int c) {
+  series::ChunkSummary s;
+  s.count = st.Int(c);
+  s.min_step = st.Int(c + 1);
+  s.max_step = st.Int(c + 2);
+  s.min_time = st.Int(c + 3);
+  s.max_time = st.Int(c + 4);
+  s.min = st.Double(c + 5);
+  s.max = st.Double(c + 6);
+  s.sum = st.Double(c + 7);
+  s.first = st.Double(c + 8);
+  s.last = st.Double(c + 9);
+  s.nan_count = st.Int(c + 10);
+  return s;
+}
+
+}  // namespace
+
+Result<IngestResult> SqliteStore::Ingest(const RunRef& ref, const std::string& label,
+                                         const IngestBatch& batch, int64_t now_ms) {
+  COHORT_RETURN_IF_ERROR(ValidateBatch(batch));
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Db* db = writer_.get();
+  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
+  COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db, ref));
+  COHORT_ASSIGN_OR_RETURN(WriterRecord writer, LoadWriter(db, run.pk, ref, label));
+  IngestResult result;
+  {
+    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("INSERT INTO batches (writer_pk, seq, stored_ms) "
+                                                "VALUES (?, ?, ?) ON CONFLICT DO NOTHING"));
+    st.Bind(writer.pk).Bind(batch.seq).Bind(now_ms);
+    COHORT_RETURN_IF_ERROR(st.Run());
+    if (db->Changes() == 0) {  // stored before: acknowledge, change nothing
+      result.duplicate = true;
+      result.next_step = writer.next_step;
+      return result;
+    }
+  }
+
+  // Steps: rows without one take the writer's next step in order; explicit steps move the next
+  // step past them.
+  std::map<std::string, SeriesPoints> by_key;
+  int64_t next_step = writer.next_step;
+  for (const HistoryRow& row : batch.rows) {
+    int64_t step = row.step;
+    if (step < 0) {
+      step = next_step++;
+    } else if (step >= next_step) {
+      next_step = step == kMaxStep ? step : step + 1;
+    }
+    for (const auto& [key, value] : row.values) {
+      by_key[key].points.push_back(Point{step, row.time_ms, value});
+    }
+    result.points += int64_t(row.values.size());
+  }
+  // System samples are indexed by time: their step is their time in ms.
+  for (const SystemRow& row : batch.system) {
+    for (const auto& [key, value] : row.values) {
+      SeriesPoints& sp = by_key[std::string(kSystemPrefix) + key];
+      sp.is_system = true;
+      sp.points.push_back(Point{row.time_ms, row.time_ms, value});
+    }
+    result.points += int64_t(row.values.size());
+  }
+  for (const auto& [key, sp] : by_key) {
+    COHORT_RETURN_IF_ERROR(AppendSeries(db, run.pk, writer.pk, key, sp));
+  }
+
+  if (!batch.console.empty()) {
+    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("INSERT INTO console (run_pk, writer_pk, time_ms, "
+                                                "stream, text) VALUES (?, ?, ?, ?, ?)"));
+    for (const ConsoleLine& line : batch.console) {
+      st.Bind(run.pk).Bind(writer.pk).Bind(line.time_ms).Bind(line.stream).Bind(line.text);
+      COHORT_RETURN_IF_ERROR(st.Run());
+      st.Reset();
+    }
+  }
+  {
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("UPDATE writers SET heartbeat_ms = max(heartbeat_ms, ?), "
+                            "next_step = ?, last_seq = max(last_seq, ?) WHERE pk = ?"));
+    st.Bind(now_ms).Bind(next_step).Bind(batch.seq).Bind(writer.pk);
+    COHORT_RETURN_IF_ERROR(st.Run());
+  }
+  {
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("UPDATE runs SET updated_ms = max(updated_ms, ?), "
+                            "heartbeat_ms = max(heartbeat_ms, ?) WHERE pk = ?"));
+    st.Bind(now_ms).Bind(now_ms).Bind(run.pk);
+    COHORT_RETURN_IF_ERROR(st.Run());
+  }
+  COHORT_RETURN_IF_ERROR(txn.Commit());
+  result.next_step = next_step;
+  return result;
+}
+
+Result<std::vector<SeriesInfo>> SqliteStore::ListSeries(const RunRef& ref) {
+  COHORT_ASSIGN_OR_RETURN(ReadLease db, AcquireReader());
+  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db.get(), Txn::Mode::kRead));
+  COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db.get(), ref));
+  COHORT_ASSIGN_OR_RETURN(
+      Stmt st, db->Cached("SELECT s.key, w.label, s.count, coalesce(s.min_step, 0), "
+                          "coalesce(s.max_step, 0) FROM series s JOIN writers w ON "
+                          "w.pk = s.writer_pk WHERE s.run_pk = ? ORDER BY s.key, w.label"));
+  st.Bind(run.pk);
+  std::vector<SeriesInfo> out;
+  while (true) {
+    COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back(SeriesInfo{st.Text(0), st.Text(1), st.Int(2), st.Int(3), st.Int(4)});
+  }
+  return out;
+}
+
+Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q) {
+  if (q.buckets < 0) return Status::InvalidArgument("history: buckets must be >= 0");
+  if (q.buckets == 0 && q.limit <= 0) return Status::InvalidArgument("history: limit must be > 0");
+  const std::set<std::string> keys(q.keys.begin(), q.keys.end());
+  const std::set<std::string> writers(q.writers.begin(), q.writers.end());
+
+  COHORT_ASSIGN_OR_RETURN(ReadLease lease, AcquireReader());
+  Db* db = lease.get();
+  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kRead));
+  COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db, q.run));
+
+  struct Match {
+    int64_t pk;
+    std::string key, writer;
+  };
+  std::vector<Match> matches;
+  {
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("SELECT s.pk, s.key, w.label, s.is_system FROM series s JOIN writers w "
+                            "ON w.pk = s.writer_pk WHERE s.run_pk = ? ORDER BY s.key, w.label"));
+    st.Bind(run.pk);
+    while (true) {
+      COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      std::string key = st.Text(1), label = st.Text(2);
+      const bool is_system = st.Int(3) != 0;
+      if (keys.empty() ? is_system : !keys.contains(key)) continue;
+      if (!writers.empty() && !writers.contains(label)) continue;
+      matches.push_back(Match{st.Int(0), std::move(key), std::move(label)});
+    }
+  }
+
+  // Chunks whose step and time ranges meet the query's.
+  int64_t lo = q.min_step.value_or(kMinStep);
+  if (q.buckets == 0 && q.after_step != kMinStep) {
+    lo = std::max(lo, q.after_step == kMaxStep ? kMaxStep : q.after_step + 1);
+  }
+  const int64_t hi = q.max_step.value_or(kMaxStep);
+  const int64_t tlo = q.min_time_ms.value_or(kMinStep), thi = q.max_time_ms.value_or(kMaxStep);
+
+  COHORT_ASSIGN_OR_RETURN(Stmt blob, db->Prepare("SELECT data FROM chunks WHERE pk = ?"));
+  series::ChunkLoader load = [&blob](int64_t id) -> Result<std::string> {
+    blob.Reset();
+    blob.Bind(id);
+    COHORT_ASSIGN_OR_RETURN(bool row, blob.Step());
+    if (!row) return Status::Corruption("chunk #" + std::to_string(id) + " vanished");
+    std::string data = blob.Blob(0);
+    blob.Reset();
+    return data;
+  };
+
+  std::vector<SeriesData> out;
+  out.reserve(matches.size());
+  for (const Match& m : matches) {
+    std::vector<series::ChunkMeta> chunks;
+    {
+      COHORT_ASSIGN_OR_RETURN(
+          Stmt st, db->Cached("SELECT pk, count, min_step, max_step, min_time, max_time, vmin, "
+                              "vmax, vsum, vfirst, vlast, nan_count FROM chunks WHERE "
+                              "series_pk = ? AND max_step >= ? AND min_step <= ? AND "
+                              "max_time >= ? AND min_time <= ? ORDER BY idx"));
+      st.Bind(m.pk).Bind(lo).Bind(hi).Bind(tlo).Bind(thi);
+      while (true) {
+        COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+        if (!row) break;
+        chunks.push_back(series::ChunkMeta{st.Int(0), ReadSummary(st, 1)});
+      }
+    }
+    SeriesData data;
+    data.key = m.key;
+    data.writer = m.writer;
+    COHORT_RETURN_IF_ERROR(series::QuerySeries(chunks, load, q, &data));
+    out.push_back(std::move(data));
+  }
+  return out;
+}
+
+Result<std::vector<ConsoleLine>> SqliteStore::QueryConsole(const ConsoleQuery& q) {
+  COHORT_ASSIGN_OR_RETURN(ReadLease lease, AcquireReader());
+  Db* db = lease.get();
+  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kRead));
+  COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db, q.run));
+
+  std::string sql =
+      "SELECT c.pk, c.time_ms, c.stream, c.text, w.label FROM console c JOIN writers w ON "
+      "w.pk = c.writer_pk WHERE c.run_pk = ? AND c.pk > ?";
+  if (!q.labels.empty()) {
+    sql += " AND w.label IN (";
+    for (size_t i = 0; i < q.labels.size(); ++i) sql += i == 0 ? "?" : ", ?";
+    sql += ")";
+  }
+  if (!q.stream.empty()) sql += " AND c.stream = ?";
+  if (!q.text.empty()) sql += " AND instr(c.text, ?) > 0";
+  sql += " ORDER BY c.pk LIMIT ?";
+
+  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Prepare(sql));
+  st.Bind(run.pk).Bind(q.after_id);
+  for (const std::string& label : q.labels) st.Bind(label);
+  if (!q.stream.empty()) st.Bind(q.stream);
+  if (!q.text.empty()) st.Bind(q.text);
+  st.Bind(int64_t{q.limit > 0 ? q.limit : 1000});
+  std::vector<ConsoleLine> out;
+  while (true) {
+    COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    ConsoleLine line;
+    line.id = st.Int(0);
+    line.time_ms = st.Int(1);
+    line.stream = st.Text(2);
+    line.text = st.Text(3);
+    line.label = st.Text(4);
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+}  // namespace cohort::store

@@ -1,0 +1,103 @@
+// SqliteStore: the embedded Store backend, one SQLite database file in WAL mode.
+//
+// Threading: every method is thread-safe. Writes go through one write connection guarded by a
+// mutex, each call in one BEGIN IMMEDIATE transaction; reads use a small pool of read
+// connections (each call in one read transaction, so it sees one consistent snapshot) and never
+// wait behind a write. Several processes may open the same file; busy_timeout covers their
+// contention.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "store/sqlite/sqlite_db.h"
+#include "store/store.h"
+
+namespace cohort::store {
+
+struct SqliteOptions {
+  std::string path;                // the database file; its directory must exist
+  bool synchronous_full = false;   // PRAGMA synchronous=FULL instead of NORMAL
+  int busy_timeout_ms = 5000;
+  int read_connections = 4;        // idle read connections kept open
+};
+
+class SqliteStore final : public Store {
+ public:
+  // Opens (creating if needed) the database and applies schema migrations.
+  static Result<std::unique_ptr<SqliteStore>> Open(const SqliteOptions& options);
+  ~SqliteStore() override;
+
+  Result<std::pair<RunRecord, bool>> UpsertRun(const RunUpsert& upsert) override;
+  Result<RunRecord> GetRun(const RunRef& ref) override;
+  Result<RunRecord> PatchRun(const RunRef& ref, const RunPatch& patch) override;
+  Result<RunPage> ListRuns(const RunQuery& query) override;
+  Result<std::vector<GroupInfo>> ListGroups(const std::string& entity,
+                                            const std::string& project) override;
+  Result<std::vector<ProjectInfo>> ListProjects(const std::string& entity) override;
+  Status DeleteRun(const RunRef& ref) override;
+
+  Result<WriterRecord> JoinWriter(const RunRef& ref, const WriterJoin& join) override;
+  Result<std::vector<WriterRecord>> ListWriters(const RunRef& ref) override;
+  Status Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) override;
+  Result<WriterRecord> FinishWriter(const RunRef& ref, const std::string& label, RunState state,
+                                    std::optional<int> exit_code, int64_t now_ms) override;
+  Result<int64_t> MarkStaleWritersCrashed(int64_t stale_before_ms, int64_t now_ms) override;
+
+  Result<IngestResult> Ingest(const RunRef& ref, const std::string& label,
+                              const IngestBatch& batch, int64_t now_ms) override;
+  Result<std::vector<SeriesInfo>> ListSeries(const RunRef& ref) override;
+  Result<std::vector<SeriesData>> QueryHistory(const HistoryQuery& query) override;
+  Result<std::vector<ConsoleLine>> QueryConsole(const ConsoleQuery& query) override;
+
+  Result<ViewRecord> CreateView(const ViewRecord& view) override;
+  Result<std::vector<ViewRecord>> ListViews(const std::string& entity,
+                                            const std::string& project) override;
+  Result<ViewRecord> UpdateView(const ViewRecord& view) override;
+  Status DeleteView(const std::string& entity, const std::string& project, int64_t id) override;
+
+  Result<ApiKeyRecord> CreateApiKey(const ApiKeyRecord& key) override;
+  Result<ApiKeyRecord> FindApiKey(const std::string& hash) override;
+  Result<std::vector<ApiKeyRecord>> ListApiKeys(const std::string& entity) override;
+  Status RevokeApiKey(const std::string& entity, int64_t id) override;
+  Result<int64_t> CountApiKeys() override;
+
+ private:
+  // A read connection borrowed from the pool, returned when the lease goes away.
+  class ReadLease {
+   public:
+    ReadLease(SqliteStore* owner, std::unique_ptr<sqlite::Db> db)
+        : owner_(owner), db_(std::move(db)) {}
+    ~ReadLease();
+    ReadLease(ReadLease&&) = default;
+    sqlite::Db* operator->() { return db_.get(); }
+    sqlite::Db* get() { return db_.get(); }
+
+   private:
+    SqliteStore* owner_;
+    std::unique_ptr<sqlite::Db> db_;
+  };
+
+  explicit SqliteStore(SqliteOptions options) : options_(std::move(options)) {}
+  Result<std::unique_ptr<sqlite::Db>> OpenConnection(bool writer);
+  Result<ReadLease> AcquireReader();
+
+  // Helpers run inside a transaction on `db` (sqlite_store.cc).
+  static Result<RunRecord> LoadRun(sqlite::Db* db, const RunRef& ref);
+  static Result<RunRecord> LoadRunByPk(sqlite::Db* db, int64_t pk);
+  static Result<WriterRecord> LoadWriter(sqlite::Db* db, int64_t run_pk, const RunRef& ref,
+                                         const std::string& label);
+  static Result<std::vector<WriterRecord>> LoadWriters(sqlite::Db* db, int64_t run_pk);
+  // Recomputes a run's state from its writers (run_state.h) and stores it.
+  static Status RecomputeRunState(sqlite::Db* db, int64_t run_pk, int64_t now_ms);
+
+  SqliteOptions options_;
+  std::mutex write_mu_;
+  std::unique_ptr<sqlite::Db> writer_;  // guarded by write_mu_
+  std::mutex pool_mu_;
+  std::vector<std::unique_ptr<sqlite::Db>> idle_readers_;  // guarded by pool_mu_
+};
+
+}  // namespace cohort::store

@@ -1,0 +1,62 @@
+#include "store/store_conformance.h"
+
+namespace cohort::store {
+
+void StoreConformanceTest::SetUp() {
+  target_ = GetParam().make_target();
+  ASSERT_NE(target_, nullptr);
+  auto opened = target_->Open();
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  store_ = std::move(opened).value();
+}
+
+void StoreConformanceTest::TearDown() {
+  store_.reset();
+  target_.reset();
+}
+
+void StoreConformanceTest::Reopen() {
+  store_.reset();
+  auto opened = target_->Open();
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  store_ = std::move(opened).value();
+}
+
+RunRecord StoreConformanceTest::MakeRun(const std::string& run_id, const std::string& group,
+                                        const std::string& job_type) {
+  RunUpsert u;
+  u.ref = Ref(run_id);
+  if (!group.empty()) u.group = group;
+  if (!job_type.empty()) u.job_type = job_type;
+  auto r = store_->UpsertRun(u);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? r->first : RunRecord{};
+}
+
+WriterRecord StoreConformanceTest::Join(const std::string& run_id, const std::string& label,
+                                        bool primary, bool update_finish_state) {
+  WriterJoin j;
+  j.label = label;
+  j.primary = primary;
+  j.update_finish_state = update_finish_state;
+  j.host = "node-1";
+  j.pid = 4242;
+  auto w = store_->JoinWriter(Ref(run_id), j);
+  EXPECT_TRUE(w.ok()) << w.status().ToString();
+  return w.ok() ? *w : WriterRecord{};
+}
+
+IngestBatch StoreConformanceTest::Rows(int64_t seq, const std::string& key, int rows, double v0) {
+  IngestBatch b;
+  b.seq = seq;
+  for (int i = 0; i < rows; ++i) {
+    HistoryRow row;
+    row.step = -1;
+    row.time_ms = 1000 + seq * 1000 + i;
+    row.values.emplace_back(key, v0 + i);
+    b.rows.push_back(std::move(row));
+  }
+  return b;
+}
+
+}  // namespace cohort::store

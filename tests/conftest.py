@@ -1,0 +1,135 @@
+"""Shared fixtures for the cross-process test suites: the real `cohort` binary on a free port."""
+import json
+import os
+import pathlib
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BUILD = pathlib.Path(os.environ.get("COHORT_BUILD_DIR", ROOT / "build"))
+COHORT_BIN = BUILD / "src" / "cli" / "cohort"
+
+
+class Api:
+    """A tiny JSON client for the server's HTTP API."""
+
+    def __init__(self, url, key):
+        self.url = url.rstrip("/")
+        self.key = key
+
+    def call(self, method, path, body=None, key=None, raw=None, headers=None):
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        k = self.key if key is None else key
+        if k:
+            req.add_header("Authorization", "Bearer " + k)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        for name, value in (headers or {}).items():
+            req.add_header(name, value)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                text = resp.read().decode()
+                status = resp.status
+        except urllib.error.HTTPError as e:
+            text = e.read().decode()
+            status = e.code
+        try:
+            payload = json.loads(text) if text else None
+        except ValueError:
+            payload = text
+        return status, payload
+
+    def get(self, path, **kw):
+        return self.call("GET", path, **kw)
+
+    def post(self, path, body=None, **kw):
+        return self.call("POST", path, body, **kw)
+
+    def patch(self, path, body=None, **kw):
+        return self.call("PATCH", path, body, **kw)
+
+    def put(self, path, body=None, **kw):
+        return self.call("PUT", path, body, **kw)
+
+    def delete(self, path, **kw):
+        return self.call("DELETE", path, **kw)
+
+
+class ServerProcess:
+    """`cohort server --port 0` in a private HOME and data directory."""
+
+    def __init__(self, home, extra_args=(), env=None):
+        self.home = pathlib.Path(home)
+        self.data_dir = self.home / "data"
+        self.extra_args = list(extra_args)
+        self.env = dict(os.environ, HOME=str(self.home), XDG_CONFIG_HOME="", XDG_DATA_HOME="",
+                        XDG_RUNTIME_DIR=str(self.home / "run"))
+        self.env.update(env or {})
+        self.proc = None
+        self.url = None
+
+    def start(self):
+        assert COHORT_BIN.exists(), f"build the project first: {COHORT_BIN} is missing"
+        self.proc = subprocess.Popen(
+            [str(COHORT_BIN), "server", "--port", "0", "--data-dir", str(self.data_dir)]
+            + self.extra_args,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env, text=True)
+        line = self.proc.stdout.readline().strip()
+        if not line.startswith("http://"):
+            err = self.proc.stderr.read() if self.proc.poll() is not None else ""
+            raise RuntimeError(f"server did not print its URL: {line!r} {err}")
+        self.url = line
+        return self
+
+    @property
+    def config(self):
+        return json.loads((self.home / ".config" / "cohort" / "config.json").read_text())
+
+    def api(self, key=None):
+        return Api(self.url, key if key is not None else self.config["api_key"])
+
+    def stop(self, sig=None):
+        if self.proc and self.proc.poll() is None:
+            if sig is None:
+                self.proc.terminate()
+            else:
+                self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode if self.proc else None
+
+
+@pytest.fixture
+def home(tmp_path):
+    return tmp_path
+
+
+@pytest.fixture
+def server(tmp_path):
+    s = ServerProcess(tmp_path).start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def api(server):
+    return server.api()
+
+
+def wait_for(predicate, timeout=10.0, interval=0.05):
+    """Polls predicate() until it returns a truthy value or the timeout elapses."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
