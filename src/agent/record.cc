@@ -15,11 +15,12 @@ std::string_view RecordKindName(RecordKind kind) {
   return "unknown";
 }
 
-std::string EncodeRecord(RecordKind kind, uint64_t session, uint64_t frame,
+std::string EncodeRecord(RecordKind kind, uint64_t seq, uint64_t session, uint64_t frame,
                          std::string_view body) {
   std::string out;
-  out.reserve(body.size() + 20);
+  out.reserve(body.size() + 28);
   out.push_back(char(kind));
+  coding::PutFixed64(&out, seq);
   coding::PutFixed64(&out, session);
   coding::PutVarint64(&out, frame);
   out.append(body);
@@ -27,15 +28,16 @@ std::string EncodeRecord(RecordKind kind, uint64_t session, uint64_t frame,
 }
 
 Result<Record> DecodeRecord(std::string_view data) {
-  if (data.size() < 10) return Status::Corruption("wal record: truncated header");
+  if (data.size() < 18) return Status::Corruption("wal record: truncated header");
   Record r;
   uint8_t kind = uint8_t(data[0]);
   if (kind < uint8_t(RecordKind::kRunUpsert) || kind > uint8_t(RecordKind::kWriterFinish)) {
     return Status::Corruption("wal record: unknown kind " + std::to_string(kind));
   }
   r.kind = RecordKind(kind);
-  r.session = coding::DecodeFixed64(data.data() + 1);
-  data.remove_prefix(9);
+  r.seq = coding::DecodeFixed64(data.data() + 1);
+  r.session = coding::DecodeFixed64(data.data() + 9);
+  data.remove_prefix(17);
   if (!coding::GetVarint64(&data, &r.frame)) {
     return Status::Corruption("wal record: truncated frame number");
   }

@@ -1,8 +1,10 @@
 // Record: one entry of a writer's WAL, i.e. one request the Sender will make to the server, in
 // the order the writer produced them (docs/formats.md, "Agent protocol", WAL records).
 //
-//   record = u8 kind | fixed64 session | varint frame | body
+//   record = u8 kind | fixed64 seq | fixed64 session | varint frame | body
 //
+// `seq` is the record's sequence number within its writer: strictly increasing, stable across
+// retries and restarts, and sent as the batch's "seq" so that the server stores it once.
 // `session`/`frame` name the client frame the record came from (0/0 for records the agent made
 // itself, e.g. system samples or a crash finish), so that a client that reconnects learns which
 // of its frames are already durable. `body` is a LogBatch (kBatch) or a JSON object (the others).
@@ -29,14 +31,16 @@ std::string_view RecordKindName(RecordKind kind);
 
 struct Record {
   RecordKind kind = RecordKind::kBatch;
+  uint64_t seq = 0;
   uint64_t session = 0;
   uint64_t frame = 0;
   std::string body;
 };
 
-std::string EncodeRecord(RecordKind kind, uint64_t session, uint64_t frame, std::string_view body);
+std::string EncodeRecord(RecordKind kind, uint64_t seq, uint64_t session, uint64_t frame,
+                         std::string_view body);
 inline std::string EncodeRecord(const Record& r) {
-  return EncodeRecord(r.kind, r.session, r.frame, r.body);
+  return EncodeRecord(r.kind, r.seq, r.session, r.frame, r.body);
 }
 // kCorruption when truncated or of an unknown kind.
 Result<Record> DecodeRecord(std::string_view data);

@@ -1,0 +1,157 @@
+#include "series/query.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "series/bucketer.h"
+
+namespace cohort::series {
+namespace {
+
+constexpr int64_t kMinInt = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
+
+struct Range {
+  int64_t min_step, max_step, min_time, max_time;
+};
+
+bool Overlaps(const ChunkSummary& s, const Range& r) {
+  return s.count > 0 && s.max_step >= r.min_step && s.min_step <= r.max_step &&
+         s.max_time >= r.min_time && s.min_time <= r.max_time;
+}
+
+// Loads and decodes one chunk into `*points`, checking it against its summary.
+Status LoadChunk(const ChunkMeta& c, const ChunkLoader& load, std::vector<store::Point>* points) {
+  COHORT_ASSIGN_OR_RETURN(std::string data, load(c.id));
+  Status s = DecodeChunkInto(data, points);
+  if (!s.ok()) return Status::Corruption("chunk " + std::to_string(c.id) + ": " + s.message());
+  if (int64_t(points->size()) != c.summary.count) {
+    return Status::Corruption("chunk " + std::to_string(c.id) + ": holds " +
+                              std::to_string(points->size()) + " points, its summary says " +
+                              std::to_string(c.summary.count));
+  }
+  return Status::Ok();
+}
+
+Status QueryBuckets(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
+                    const store::HistoryQuery& q, Range r, store::SeriesData* out) {
+  if (q.buckets > kMaxQueryBuckets) {
+    return Status::InvalidArgument("at most " + std::to_string(kMaxQueryBuckets) + " buckets");
+  }
+  int64_t series_min = kMaxInt, series_max = kMinInt;
+  for (const ChunkMeta& c : chunks) {
+    if (c.summary.count == 0) continue;
+    series_min = std::min(series_min, c.summary.min_step);
+    series_max = std::max(series_max, c.summary.max_step);
+  }
+  if (series_min > series_max) return Status::Ok();  // no points at all
+  r.min_step = q.min_step.value_or(series_min);
+  r.max_step = q.max_step.value_or(series_max);
+  if (r.min_step > r.max_step || r.min_time > r.max_time) return Status::Ok();
+
+  Bucketer bucketer(r.min_step, r.max_step, q.buckets);
+  std::vector<store::Point> points;
+  for (const ChunkMeta& c : chunks) {
+    const ChunkSummary& s = c.summary;
+    if (!Overlaps(s, r)) continue;
+    if (s.min_time >= r.min_time && s.max_time <= r.max_time && bucketer.FitsOneBucket(s)) {
+      bucketer.AddSummary(s);
+      continue;
+    }
+    COHORT_RETURN_IF_ERROR(LoadChunk(c, load, &points));
+    bucketer.AddPoints(points.data(), points.size(), r.min_time, r.max_time);
+  }
+  out->buckets = bucketer.Finish();
+  return Status::Ok();
+}
+
+// A point with its arrival position, for a stable order across chunks.
+struct Arrival {
+  store::Point p;
+  uint32_t chunk;  // index in `chunks`
+  uint32_t pos;    // index in the chunk
+};
+
+bool ArrivalLess(const Arrival& a, const Arrival& b) {
+  if (a.p.step != b.p.step) return a.p.step < b.p.step;
+  if (a.chunk != b.chunk) return a.chunk < b.chunk;
+  return a.pos < b.pos;
+}
+
+Status QueryRaw(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
+                const store::HistoryQuery& q, Range r, store::SeriesData* out) {
+  if (q.limit < 1) return Status::InvalidArgument("limit must be at least 1");
+  if (q.after_step == kMaxInt) return Status::Ok();
+  // INT64_MIN, the default, means "from the start": otherwise steps of INT64_MIN were unreachable.
+  const int64_t first_step = q.after_step == kMinInt ? kMinInt : q.after_step + 1;
+  r.min_step = std::max(q.min_step.value_or(kMinInt), first_step);
+  r.max_step = q.max_step.value_or(kMaxInt);
+  if (r.min_step > r.max_step || r.min_time > r.max_time) return Status::Ok();
+  const size_t limit = size_t(std::min<int64_t>(q.limit, int64_t(1) << 40));
+
+  // Visit chunks by their lowest step, so that (for the usual disjoint chunks) reading can stop
+  // once more than `limit` points are held below every unread chunk.
+  std::vector<uint32_t> order;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (Overlaps(chunks[i].summary, r)) order.push_back(uint32_t(i));
+  }
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return chunks[a].summary.min_step < chunks[b].summary.min_step;
+  });
+  std::vector<Arrival> held;
+  std::vector<store::Point> points;
+  int64_t held_max = kMinInt;
+  bool stopped_early = false;
+  for (uint32_t ci : order) {
+    if (held.size() > limit && held_max < chunks[ci].summary.min_step) {
+      stopped_early = true;
+      break;
+    }
+    COHORT_RETURN_IF_ERROR(LoadChunk(chunks[ci], load, &points));
+    for (size_t j = 0; j < points.size(); ++j) {
+      const store::Point& p = points[j];
+      if (p.step < r.min_step || p.step > r.max_step || p.time_ms < r.min_time ||
+          p.time_ms > r.max_time) {
+        continue;
+      }
+      held.push_back({p, ci, uint32_t(j)});
+      held_max = std::max(held_max, p.step);
+    }
+  }
+  if (!std::is_sorted(held.begin(), held.end(), ArrivalLess)) {
+    std::sort(held.begin(), held.end(), ArrivalLess);  // keys are unique: a stable order
+  }
+
+  size_t end = std::min(limit, held.size());
+  if (end < held.size() && held[end - 1].p.step == held[end].p.step) {
+    // The page would split the points of one step; the cursor could not resume inside them.
+    const int64_t step = held[end].p.step;
+    size_t group = end;
+    while (group > 0 && held[group - 1].p.step == step) --group;
+    if (group > 0) {
+      end = group;
+    } else {
+      while (end < held.size() && held[end].p.step == step) ++end;
+    }
+  }
+  out->points.reserve(end);
+  for (size_t i = 0; i < end; ++i) out->points.push_back(held[i].p);
+  out->more = end < held.size() || stopped_early;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status QuerySeries(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
+                   const store::HistoryQuery& q, store::SeriesData* out) {
+  out->points.clear();
+  out->buckets.clear();
+  out->more = false;
+  const Range r{kMinInt, kMaxInt, q.min_time_ms.value_or(kMinInt),
+                q.max_time_ms.value_or(kMaxInt)};
+  if (q.buckets > 0) return QueryBuckets(chunks, load, q, r, out);
+  return QueryRaw(chunks, load, q, r, out);
+}
+
+}  // namespace cohort::series

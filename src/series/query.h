@@ -22,11 +22,24 @@ struct ChunkMeta {
 // Loads the encoded bytes of a chunk by ChunkMeta::id.
 using ChunkLoader = std::function<Result<std::string>(int64_t id)>;
 
+// Largest HistoryQuery::buckets QuerySeries accepts (bucket memory is O(buckets)).
+inline constexpr int kMaxQueryBuckets = 100000;
+
 // Answers `q` (step/time range, buckets or raw paging; keys/writers are the caller's business)
 // for one series from the metadata of its chunks whose step range intersects the query range
-// (the caller may pass all chunks of the series). Fills `out->points` (raw, sorted by step,
-// stable for equal steps, at most q.limit, with out->more) or `out->buckets`.
+// (the caller may pass all chunks of the series), given in series order (chunk index order, which
+// is arrival order). Fills `out->points` (raw, sorted by step, stable for equal steps, at most
+// q.limit, with out->more) or `out->buckets`; clears the other and leaves key/writer alone.
 // With buckets and no explicit step range, the range is the series' own [min_step, max_step].
+// Time filters apply to points; a chunk's summary stands in for its points only when the chunk
+// lies inside the time range and within one bucket, so buckets mode loads only the chunks that
+// straddle a bucket or time boundary.
+// Raw paging: a page never ends between two points of equal step (the cursor, after_step, is a
+// step), so successive pages with after_step = last step return every point exactly once
+// (after_step = INT64_MIN, the default, means no cursor, so a step of INT64_MIN is returned). The
+// one exception to "at most q.limit": when more than q.limit points share the page's first step,
+// the page holds all of them. kInvalidArgument for q.limit < 1 or q.buckets > kMaxQueryBuckets;
+// the loader's errors and kCorruption for undecodable chunks are passed on.
 Status QuerySeries(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
                    const store::HistoryQuery& q, store::SeriesData* out);
 

@@ -1,9 +1,11 @@
 // The Store conformance suite: one value-parameterized gtest fixture whose cases every Store
 // backend must pass. A backend's test file instantiates it with a StoreBackend:
 //
-//   class MyTarget : public cohort::store::StoreTarget { ... };
+//   namespace cohort::store {
+//   class MyTarget : public StoreTarget { ... };
 //   COHORT_INSTANTIATE_STORE_CONFORMANCE(
-//       Sqlite, (cohort::store::StoreBackend{"sqlite", [] { return std::make_unique<MyTarget>(); }}));
+//       Sqlite, (StoreBackend{"sqlite", [] { return std::make_unique<MyTarget>(); }}));
+//   }
 //
 // The cases live in store_conformance_runs.cc (runs, writers, states, lists, views, keys) and
 // store_conformance_data.cc (ingest, history, console, concurrency); link the
@@ -68,11 +70,15 @@ class StoreConformanceTest : public ::testing::TestWithParam<StoreBackend> {
 
 }  // namespace cohort::store
 
-#define COHORT_INSTANTIATE_STORE_CONFORMANCE(prefix, backend)                          \
-  INSTANTIATE_TEST_SUITE_P(prefix, ::cohort::store::StoreConformanceTest,              \
-                           ::testing::Values(backend),                                 \
-                           [](const ::testing::TestParamInfo<::cohort::store::StoreBackend>& \
-                                  info) { return info.param.name; })
+// Instantiates every conformance case for `backend` (a StoreBackend). Use it at namespace scope
+// where StoreConformanceTest names the fixture (inside namespace cohort::store, or after
+// `using cohort::store::StoreConformanceTest;`).
+#define COHORT_INSTANTIATE_STORE_CONFORMANCE(prefix, backend)                                  \
+  INSTANTIATE_TEST_SUITE_P(                                                                    \
+      prefix, StoreConformanceTest, ::testing::Values(backend),                                \
+      [](const ::testing::TestParamInfo<::cohort::store::StoreBackend>& info) {                \
+        return info.param.name;                                                                \
+      })
 
 // Test helpers for Status / Result expressions.
 #define COHORT_ASSERT_OK(expr)                                 \

@@ -115,8 +115,9 @@ Result<bool> SegmentReader::Next(uint64_t limit, bool sealed, Record* record,
     COHORT_ASSIGN_OR_RETURN(bool ok, CheckHeader(limit, sealed, damage));
     if (!ok) return false;
   }
+  // record_start_ is kept at the first byte of the record being parsed, which includes any
+  // padding in front of its first fragment.
   while (true) {
-    if (!in_record_) record_start_ = pos_;
     if (pos_ >= limit) return AtLimit(limit, sealed, damage);
     COHORT_RETURN_IF_ERROR(EnterBlock());
     const uint64_t block_end = block_start_ + kBlockSize;
@@ -181,6 +182,7 @@ Result<bool> SegmentReader::Next(uint64_t limit, bool sealed, Record* record,
           Report(record_start_, fragment_end - record_start_,
                  "fragment without the start of its record", damage);
           pos_ = fragment_end;
+          record_start_ = pos_;
           break;
         }
         if (payload_.size() + length > kMaxRecordSize) {

@@ -30,6 +30,7 @@ Result<std::unique_ptr<Writer>> Writer::Resume(FileSystem* fs, std::string dir, 
   std::string path = JoinPath(w->dir_, SegmentFileName(segment));
   COHORT_ASSIGN_OR_RETURN(w->file_, fs->NewWritableFile(path, WriteMode::kAppend));
   if (w->file_->Size() != size) COHORT_RETURN_IF_ERROR(w->file_->Truncate(size));
+  COHORT_RETURN_IF_ERROR(w->file_->Sync());
   w->segment_ = segment;
   w->offset_ = w->synced_offset_ = size;
   return w;

@@ -33,7 +33,8 @@ class Writer {
   static Result<std::unique_ptr<Writer>> Create(FileSystem* fs, std::string dir, uint64_t segment,
                                                 uint64_t segment_size);
   // Continues segment `segment`, whose first `size` bytes are a valid header and whole
-  // records; anything after them is cut off. Those `size` bytes count as durable.
+  // records; anything after them is cut off, and the `size` bytes are synced (a crashed
+  // process may have left them in the page cache only).
   static Result<std::unique_ptr<Writer>> Resume(FileSystem* fs, std::string dir, uint64_t segment,
                                                 uint64_t size, uint64_t segment_size);
   ~Writer();

@@ -30,8 +30,7 @@
 #include "agent/monitor/nvml_api.h"
 
 #define FAKE_EXPORT __attribute__((visibility("default")))
-#define FAKE_CHECK_TYPE(fn) \
-  static const fn##_fn fake_check_##fn __attribute__((unused)) = fn
+#define FAKE_CHECK_TYPE(fn) static const fn##_fn fake_check_##fn __attribute__((unused)) = fn
 #define FAKE_MAX_DEVICES 64u
 
 struct nvmlDevice_st {
@@ -103,8 +102,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
   return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index,
-                                                       nvmlDevice_t* device) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
   if (g_live_inits <= 0) return NVML_ERROR_UNINITIALIZED;
   if (device == NULL || index >= DeviceCount()) return NVML_ERROR_INVALID_ARGUMENT;
   *device = &g_devices[index];
@@ -131,7 +129,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory
   if (r != NVML_SUCCESS) return r;
   unsigned long long total_mb = 0, used_mb = 0;
   r = Value(device, "MEMORY_TOTAL_MB", 16384, &total_mb);
-  if (r == NVML_SUCCESS) r = Value(device, "MEMORY_USED_MB", 1024ull * (device->index + 1), &used_mb);
+  if (r == NVML_SUCCESS)
+    r = Value(device, "MEMORY_USED_MB", 1024ull * (device->index + 1), &used_mb);
   if (r != NVML_SUCCESS) return r;
   memory->total = total_mb << 20;
   memory->used = used_mb << 20;
@@ -152,12 +151,18 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device,
 
 FAKE_EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
   switch (result) {
-    case NVML_SUCCESS: return "Success";
-    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
-    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
-    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-    default: return "Unknown Error";
+    case NVML_SUCCESS:
+      return "Success";
+    case NVML_ERROR_UNINITIALIZED:
+      return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED:
+      return "Not Supported";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      return "Driver Not Loaded";
+    default:
+      return "Unknown Error";
   }
 }
 
@@ -178,9 +183,12 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockTy
   if (r != NVML_SUCCESS) return r;
   switch (type) {
     case NVML_CLOCK_GRAPHICS:
-    case NVML_CLOCK_SM: return UintValue(device, "SM_CLOCK", 1400 + device->index, clock_mhz);
-    case NVML_CLOCK_MEM: return UintValue(device, "MEM_CLOCK", 5000 + device->index, clock_mhz);
-    default: return NVML_ERROR_INVALID_ARGUMENT;
+    case NVML_CLOCK_SM:
+      return UintValue(device, "SM_CLOCK", 1400 + device->index, clock_mhz);
+    case NVML_CLOCK_MEM:
+      return UintValue(device, "MEM_CLOCK", 5000 + device->index, clock_mhz);
+    default:
+      return NVML_ERROR_INVALID_ARGUMENT;
   }
 }
 

@@ -21,9 +21,9 @@ std::map<std::string, double> ToMap(const std::vector<monitor::Sample>& samples)
 // /proc/stat with an aggregate line and two CPUs; guest fields must not count.
 std::string Stat(int user, int system, int idle, int cpu0_busy, int cpu0_idle) {
   auto n = [](int v) { return std::to_string(v); };
-  return "cpu  " + n(user) + " 0 " + n(system) + " " + n(idle) + " 0 0 0 0 999 999\n" +
-         "cpu0 " + n(cpu0_busy) + " 0 0 " + n(cpu0_idle) + " 0 0 0 0 0 0\n" +
-         "cpu1 0 0 0 100 0 0 0 0 0 0\n" + "intr 12345 0 0\nctxt 999\nbtime 1700000000\n";
+  return "cpu  " + n(user) + " 0 " + n(system) + " " + n(idle) + " 0 0 0 0 999 999\n" + "cpu0 " +
+         n(cpu0_busy) + " 0 0 " + n(cpu0_idle) + " 0 0 0 0 0 0\n" + "cpu1 0 0 0 100 0 0 0 0 0 0\n" +
+         "intr 12345 0 0\nctxt 999\nbtime 1700000000\n";
 }
 
 CpuSourceOptions Options(const ProcFixture& proc, std::shared_ptr<const RootPids> pids) {
@@ -46,7 +46,7 @@ TEST(CpuSource, TwoSamplesGiveBusyPercentFromDeltas) {
   auto m = ToMap(out);
   ASSERT_EQ(m.count("cpu"), 1u);
   EXPECT_DOUBLE_EQ(m["cpu"], 25.0);
-  EXPECT_EQ(m.count("cpu.0"), 0u);  // per_cpu is off
+  EXPECT_EQ(m.count("cpu.0"), 0u);     // per_cpu is off
   EXPECT_EQ(m.count("proc.cpu"), 0u);  // no pids
   // Next sample measures against the previous one, not against Open(): all 800 busy.
   proc.Write("stat", Stat(600, 600, 1400, 0, 100));
@@ -75,10 +75,10 @@ TEST(CpuSource, PerCpuKeysWhenEnabled) {
 TEST(CpuSource, ProcessTreeShareCountsDescendantsAndNewChildren) {
   ProcFixture proc;
   proc.Write("stat", Stat(100, 100, 800, 0, 100));
-  proc.Write("uptime", "50.00 80.00\n");  // 5000 ticks since boot
-  proc.WriteProcess(100, 1, 10, 10, 1000, 0);   // root
-  proc.WriteProcess(101, 100, 5, 5, 1100, 0);   // child
-  proc.WriteProcess(200, 1, 50, 0, 1200, 0);    // unrelated
+  proc.Write("uptime", "50.00 80.00\n");       // 5000 ticks since boot
+  proc.WriteProcess(100, 1, 10, 10, 1000, 0);  // root
+  proc.WriteProcess(101, 100, 5, 5, 1100, 0);  // child
+  proc.WriteProcess(200, 1, 50, 0, 1200, 0);   // unrelated
   auto pids = std::make_shared<RootPids>(std::vector<int>{100});
   CpuSource cpu(Options(proc, pids));
   ASSERT_TRUE(cpu.Open().ok());

@@ -16,12 +16,12 @@ struct MonitorConfig {
   // Roots of the monitored process trees ("proc.*" keys): the training processes the writer
   // runs in. Null: no "proc.*" keys. The caller may update it while sampling runs.
   std::shared_ptr<const RootPids> pids;
-  std::string data_dir;                  // its file system gives "disk"; empty: no "disk"
-  std::vector<std::string> disk_paths;   // "disk.<path>.used_percent" each
-  std::vector<int> gpu_device_ids;       // x_stats_gpu_device_ids; empty: all GPUs
-  std::string nvml_library;              // empty: $COHORT_NVML_LIBRARY or libnvidia-ml.so.1
-  bool per_cpu = false;                  // also "cpu.<n>"
-  bool gpu = true;                       // false: no nvml source at all
+  std::string data_dir;                 // its file system gives "disk"; empty: no "disk"
+  std::vector<std::string> disk_paths;  // "disk.<path>.used_percent" each
+  std::vector<int> gpu_device_ids;      // x_stats_gpu_device_ids; empty: all GPUs
+  std::string nvml_library;             // empty: $COHORT_NVML_LIBRARY or libnvidia-ml.so.1
+  bool per_cpu = false;                 // also "cpu.<n>"
+  bool gpu = true;                      // false: no nvml source at all
 };
 
 // Sources in the order cpu, memory, disk, network, nvml (the last only when config.gpu).

@@ -128,7 +128,8 @@ Status DiskSource::Sample(int64_t /*now_ms*/, std::vector<monitor::Sample>* out)
     Status s = ReadDiskstats(&now);
     if (s.ok()) {
       Accumulate(std::move(now));
-      out->push_back({"disk.read_mb", static_cast<double>(total_.read) * kSectorBytes / kBytesPerMb});
+      out->push_back(
+          {"disk.read_mb", static_cast<double>(total_.read) * kSectorBytes / kBytesPerMb});
       out->push_back(
           {"disk.write_mb", static_cast<double>(total_.written) * kSectorBytes / kBytesPerMb});
     } else {

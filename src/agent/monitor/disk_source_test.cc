@@ -25,8 +25,9 @@ std::string Line(const std::string& name, uint64_t read, uint64_t written) {
 }
 
 TEST(IsWholeDisk, PartitionsAndVirtualDevicesAreExcluded) {
-  std::vector<std::string_view> all = {"sda", "sda1", "nvme0n1", "nvme0n1p2", "mmcblk0",
-                                       "mmcblk0p1", "loop0", "dm-0", "md0", "sdaa", "vda"};
+  std::vector<std::string_view> all = {"sda",     "sda1",      "nvme0n1", "nvme0n1p2",
+                                       "mmcblk0", "mmcblk0p1", "loop0",   "dm-0",
+                                       "md0",     "sdaa",      "vda"};
   EXPECT_TRUE(IsWholeDisk("sda", all));
   EXPECT_TRUE(IsWholeDisk("nvme0n1", all));
   EXPECT_TRUE(IsWholeDisk("mmcblk0", all));

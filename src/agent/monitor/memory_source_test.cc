@@ -43,8 +43,7 @@ TEST(MemorySource, MeminfoGivesPercentAndUsedMb) {
 
 TEST(MemorySource, WithoutMemAvailableUsesFreeBuffersAndCached) {
   ProcFixture proc;
-  proc.Write("meminfo",
-             "MemTotal:  1000 kB\nMemFree:  100 kB\nBuffers:  50 kB\nCached:  250 kB\n");
+  proc.Write("meminfo", "MemTotal:  1000 kB\nMemFree:  100 kB\nBuffers:  50 kB\nCached:  250 kB\n");
   MemorySource memory(Options(proc, nullptr));
   ASSERT_TRUE(memory.Open().ok());
   EXPECT_DOUBLE_EQ(SampleMap(&memory)["memory"], 60.0);

@@ -11,8 +11,7 @@ namespace {
 
 constexpr uint64_t kMb = uint64_t{1} << 20;
 
-std::string NetDev(uint64_t lo, uint64_t eth_rx, uint64_t eth_tx, uint64_t ib_rx,
-                   uint64_t ib_tx) {
+std::string NetDev(uint64_t lo, uint64_t eth_rx, uint64_t eth_tx, uint64_t ib_rx, uint64_t ib_tx) {
   auto row = [](const std::string& name, uint64_t rx, uint64_t tx) {
     // Large counters run into the colon, as the kernel prints them.
     return name + ":" + std::to_string(rx) + "    10    0    0    0     0          0         0 " +

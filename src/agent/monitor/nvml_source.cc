@@ -108,8 +108,8 @@ Status NvmlSource::Open() {
       devices_.push_back(Device{index, handle, "gpu." + std::to_string(index) + "."});
     }
     if (devices_.empty()) {
-      s = Status::Unavailable("nvml: no device to sample among " + std::to_string(count) +
-                              " (" + skipped + " )");
+      s = Status::Unavailable("nvml: no device to sample among " + std::to_string(count) + " (" +
+                              skipped + " )");
     }
   }
   if (!s.ok()) Close();

@@ -51,17 +51,26 @@ TEST_F(NvmlSourceTest, AllKeysForTwoDevices) {
   EXPECT_EQ(nvml.device_indices(), (std::vector<int>{0, 1}));
   auto m = SampleMap(&nvml);
   const std::map<std::string, double> expected = {
-      {"gpu.0.gpu", 50},          {"gpu.0.memory", 20},
+      {"gpu.0.gpu", 50},
+      {"gpu.0.memory", 20},
       {"gpu.0.memory_allocated", 6.25},  // 1024 of 16384 MiB
-      {"gpu.0.memory_used_mb", 1024},    {"gpu.0.memory_total_mb", 16384},
-      {"gpu.0.temp", 40},         {"gpu.0.power_watts", 100},
+      {"gpu.0.memory_used_mb", 1024},
+      {"gpu.0.memory_total_mb", 16384},
+      {"gpu.0.temp", 40},
+      {"gpu.0.power_watts", 100},
       {"gpu.0.power_percent", 100.0 / 3.0},
-      {"gpu.0.sm_clock_mhz", 1400},      {"gpu.0.mem_clock_mhz", 5000},
-      {"gpu.1.gpu", 51},          {"gpu.1.memory", 21},
-      {"gpu.1.memory_allocated", 12.5},  {"gpu.1.memory_used_mb", 2048},
-      {"gpu.1.memory_total_mb", 16384},  {"gpu.1.temp", 41},
-      {"gpu.1.power_watts", 110},        {"gpu.1.power_percent", 110.0 / 3.0},
-      {"gpu.1.sm_clock_mhz", 1401},      {"gpu.1.mem_clock_mhz", 5001},
+      {"gpu.0.sm_clock_mhz", 1400},
+      {"gpu.0.mem_clock_mhz", 5000},
+      {"gpu.1.gpu", 51},
+      {"gpu.1.memory", 21},
+      {"gpu.1.memory_allocated", 12.5},
+      {"gpu.1.memory_used_mb", 2048},
+      {"gpu.1.memory_total_mb", 16384},
+      {"gpu.1.temp", 41},
+      {"gpu.1.power_watts", 110},
+      {"gpu.1.power_percent", 110.0 / 3.0},
+      {"gpu.1.sm_clock_mhz", 1401},
+      {"gpu.1.mem_clock_mhz", 5001},
   };
   ASSERT_EQ(m.size(), expected.size());
   for (const auto& [key, value] : expected) {
@@ -109,10 +118,18 @@ TEST_F(NvmlSourceTest, MissingOptionalFunctionsOmitTheirKeys) {
   auto m = SampleMap(&nvml);
   std::set<std::string> keys;
   for (const auto& [key, value] : m) keys.insert(key);
-  const std::set<std::string> expected = {
-      "gpu.0.gpu", "gpu.0.memory", "gpu.0.memory_allocated", "gpu.0.memory_used_mb",
-      "gpu.0.memory_total_mb", "gpu.0.temp", "gpu.1.gpu", "gpu.1.memory",
-      "gpu.1.memory_allocated", "gpu.1.memory_used_mb", "gpu.1.memory_total_mb", "gpu.1.temp"};
+  const std::set<std::string> expected = {"gpu.0.gpu",
+                                          "gpu.0.memory",
+                                          "gpu.0.memory_allocated",
+                                          "gpu.0.memory_used_mb",
+                                          "gpu.0.memory_total_mb",
+                                          "gpu.0.temp",
+                                          "gpu.1.gpu",
+                                          "gpu.1.memory",
+                                          "gpu.1.memory_allocated",
+                                          "gpu.1.memory_used_mb",
+                                          "gpu.1.memory_total_mb",
+                                          "gpu.1.temp"};
   EXPECT_EQ(keys, expected);
 }
 

@@ -72,8 +72,7 @@ bool FindKeyedNumber(std::string_view text, std::string_view key, uint64_t* out)
     if (eol == std::string_view::npos) eol = text.size();
     std::string_view line = text.substr(pos, eol - pos);
     pos = eol + 1;
-    if (line.size() <= key.size() || line.substr(0, key.size()) != key ||
-        line[key.size()] != ':') {
+    if (line.size() <= key.size() || line.substr(0, key.size()) != key || line[key.size()] != ':') {
       continue;
     }
     auto fields = SplitFields(line.substr(key.size() + 1));
@@ -121,8 +120,7 @@ std::vector<int> ListPids(const std::string& proc_root) {
   return pids;
 }
 
-std::vector<ProcStat> FindProcessTree(const std::string& proc_root,
-                                      const std::vector<int>& roots) {
+std::vector<ProcStat> FindProcessTree(const std::string& proc_root, const std::vector<int>& roots) {
   std::vector<ProcStat> tree;
   if (roots.empty()) return tree;
   std::unordered_map<int, ProcStat> all;

@@ -12,9 +12,9 @@
 namespace cohort::http {
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string target;  // raw request target, e.g. "/api/v1/x?y=1"
-  std::string path;    // percent-decoded path, without the query
+  std::string method;                             // "GET", "POST", ...
+  std::string target;                             // raw request target, e.g. "/api/v1/x?y=1"
+  std::string path;                               // percent-decoded path, without the query
   std::multimap<std::string, std::string> query;  // percent-decoded query parameters
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
   std::string body;

@@ -43,8 +43,8 @@ using tcp = asio::ip::tcp;
 namespace {
 
 constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
-constexpr size_t kFirstReadBytes = 512;              // buffer for the first byte of a request
-constexpr size_t kKeepBufferBytes = 8 << 10;         // larger idle buffers are released
+constexpr size_t kFirstReadBytes = 512;                // buffer for the first byte of a request
+constexpr size_t kKeepBufferBytes = 8 << 10;           // larger idle buffers are released
 constexpr auto kLingerTime = std::chrono::seconds(1);  // draining after an early error answer
 constexpr size_t kLingerMaxBytes = 4 << 20;
 constexpr std::chrono::milliseconds kAcceptBackoff{50};
@@ -138,7 +138,7 @@ bool ParseTarget(HttpRequest* out) {
   namespace urls = boost::urls;
   std::string_view target = out->target;
   auto parsed = !target.empty() && target.front() == '/' ? urls::parse_origin_form(target)
-                                                          : urls::parse_absolute_uri(target);
+                                                         : urls::parse_absolute_uri(target);
   if (!parsed) return false;
   const urls::url_view& url = *parsed;
   out->path = url.path();
@@ -393,8 +393,7 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
       resp = HttpResponse::Error(400, "bad_request", "malformed request target");
     } else {
       stream.expires_never();
-      resp = co_await asio::co_spawn(workers.get_executor(), RunHandler(&req),
-                                     asio::use_awaitable);
+      resp = co_await asio::co_spawn(workers.get_executor(), RunHandler(&req), asio::use_awaitable);
     }
     stats.requests_total.fetch_add(1, std::memory_order_relaxed);
     keep_alive = keep_alive && !stopping && !WantsClose(resp);

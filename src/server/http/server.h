@@ -44,9 +44,8 @@ struct ServerStats {
 
 // Called after each request with its route pattern (or "unmatched"), method, status and
 // duration; used for /metrics. Must be thread-safe.
-using RequestObserver =
-    std::function<void(const std::string& route, const std::string& method, int status,
-                       int64_t duration_ns)>;
+using RequestObserver = std::function<void(const std::string& route, const std::string& method,
+                                           int status, int64_t duration_ns)>;
 
 class HttpServer {
  public:

@@ -106,7 +106,8 @@ HttpResponse ServeFile(const fs::path& path, std::string_view name, std::string_
   if (!ReadFile(path, &body)) {
     return HttpResponse::Error(500, "io_error", "cannot read file");
   }
-  HttpResponse resp = HttpResponse::Text(200, std::move(body), std::string(ContentTypeForPath(name)));
+  HttpResponse resp =
+      HttpResponse::Text(200, std::move(body), std::string(ContentTypeForPath(name)));
   resp.headers.emplace_back("Cache-Control", std::string(cache));
   resp.headers.emplace_back("X-Content-Type-Options", "nosniff");
   return resp;

@@ -1,0 +1,156 @@
+#include "agent/agent.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <list>
+#include <thread>
+
+#include "agent/agent_connection.h"
+#include "agent/agent_log.h"
+#include "agent/agent_paths.h"
+#include "agent/ingest.h"
+#include "agent/socket_io.h"
+#include "core/clock.h"
+
+namespace cohort::agent {
+namespace {
+
+int g_signal_pipe[2] = {-1, -1};
+
+void OnSignal(int) {
+  char c = 1;
+  (void)!write(g_signal_pipe[1], &c, 1);
+}
+
+// A connection and the thread serving it.
+struct Client {
+  std::unique_ptr<AgentConnection> connection;
+  std::thread thread;
+};
+
+// Holds an exclusive flock on `path`; -1 when another process has it.
+int TakeLock(const std::string& path) {
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return -1;
+  }
+  std::string pid = std::to_string(getpid()) + "\n";
+  (void)!ftruncate(fd, 0);
+  (void)!pwrite(fd, pid.data(), pid.size(), 0);
+  return fd;
+}
+
+}  // namespace
+
+int RunAgent(const AgentOptions& options) {
+  AgentPaths paths =
+      options.socket_path.empty() ? DefaultAgentPaths() : AgentPathsFor(options.socket_path);
+  std::string data_dir = options.data_dir.empty() ? DefaultAgentDataDir() : options.data_dir;
+  if (options.verbose) SetLogLevel(LogLevel::kDebug);
+  signal(SIGPIPE, SIG_IGN);
+
+  Status st = EnsurePrivateDir(paths.dir);
+  if (!st.ok()) {
+    Logf(LogLevel::kError, "agent: {}", st.ToString());
+    return 1;
+  }
+  int lock_fd = TakeLock(paths.lock);
+  if (lock_fd < 0) {
+    Logf(LogLevel::kInfo, "agent: another agent holds {}; exiting", paths.lock);
+    return 0;
+  }
+  auto listen_fd = ListenUnix(paths.socket);
+  if (!listen_fd.ok()) {
+    Logf(LogLevel::kError, "agent: {}", listen_fd.status().ToString());
+    close(lock_fd);
+    return listen_fd.status().code() == StatusCode::kAlreadyExists ? 0 : 1;
+  }
+  if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
+    struct sigaction sa = {};
+    sa.sa_handler = OnSignal;
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+  }
+  Logf(LogLevel::kInfo, "agent: pid {} listening on {}, data dir {}", getpid(), paths.socket,
+       data_dir);
+
+  IngestOptions io;
+  io.data_dir = data_dir;
+  io.sender.heartbeat_interval_s = options.heartbeat_interval_s;
+  io.system_monitor = options.system_monitor;
+  auto ingest = std::make_unique<Ingest>(io);
+  if (int n = ingest->RecoverDir(data_dir); n > 0) {
+    Logf(LogLevel::kInfo, "agent: resumed {} writer(s) from {}", n, data_dir);
+  }
+
+  std::list<Client> clients;
+  int64_t idle_since = NowMillis();
+  int64_t no_client_since = NowMillis();
+  int64_t last_tick = 0;
+  bool stop = false;
+  while (!stop) {
+    pollfd fds[2] = {{*listen_fd, POLLIN, 0}, {g_signal_pipe[0], POLLIN, 0}};
+    int r = poll(fds, g_signal_pipe[0] >= 0 ? 2 : 1, 250);
+    if (r > 0 && (fds[1].revents & POLLIN)) {
+      Logf(LogLevel::kInfo, "agent: signal received, stopping");
+      break;
+    }
+    if (r > 0 && (fds[0].revents & POLLIN)) {
+      int fd = accept4(*listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd >= 0) {
+        Client& c = clients.emplace_back();
+        c.connection = std::make_unique<AgentConnection>(fd, ingest.get());
+        AgentConnection* conn = c.connection.get();
+        c.thread = std::thread([conn] { conn->Serve(); });
+      }
+    }
+    for (auto it = clients.begin(); it != clients.end();) {
+      if (it->connection->done()) {
+        it->thread.join();
+        it = clients.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    int64_t now = NowMillis();
+    if (now - last_tick >= 1000) {
+      last_tick = now;
+      ingest->Tick();
+    }
+    if (!clients.empty()) no_client_since = now;
+    if (!clients.empty() || !ingest->Idle()) idle_since = now;
+    if (now - idle_since >= options.idle_exit_s * 1000) {
+      Logf(LogLevel::kInfo, "agent: idle for {:.0f}s, exiting", options.idle_exit_s);
+      stop = true;
+    } else if (options.pending_linger_s > 0 &&
+               now - no_client_since >= options.pending_linger_s * 1000) {
+      Logf(LogLevel::kWarning,
+           "agent: uploads still pending after {:.0f}s without clients; exiting (the WALs stay "
+           "in {} for the next agent or `cohort sync`)",
+           options.pending_linger_s, data_dir);
+      stop = true;
+    }
+  }
+
+  // Stop accepting first, so that a client spawning a new agent finds a fresh one.
+  close(*listen_fd);
+  unlink(paths.socket.c_str());
+  for (Client& c : clients) c.connection->Stop();
+  for (Client& c : clients) c.thread.join();
+  clients.clear();
+  ingest->Tick();
+  ingest.reset();
+  close(lock_fd);
+  Logf(LogLevel::kInfo, "agent: stopped");
+  return 0;
+}
+
+}  // namespace cohort::agent

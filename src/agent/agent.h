@@ -1,0 +1,28 @@
+// The node agent process (`cohort agent`): one per machine and user, spawned on demand by the
+// first client. It listens on a Unix socket (agent_paths.h), holds a lock file so only one runs,
+// resumes the WALs it finds in its data directory, serves client connections (Ingest) and exits
+// after `idle_exit_s` without clients and without anything left to upload.
+#pragma once
+
+#include <string>
+
+namespace cohort::agent {
+
+struct AgentOptions {
+  std::string socket_path;   // empty: DefaultAgentPaths().socket
+  std::string data_dir;      // empty: DefaultAgentDataDir()
+  double idle_exit_s = 60;   // exit after this long with no client and nothing to upload
+  // With no client but uploads still failing (server down), give up after this long; the
+  // WALs stay on disk for the next agent or `cohort sync`. 0: never.
+  double pending_linger_s = 3600;
+  double heartbeat_interval_s = 30;
+  bool system_monitor = true;
+  bool verbose = false;      // debug lines in the log
+};
+
+// Runs the agent until it is idle or gets SIGTERM/SIGINT. Returns the process exit code: 0 on
+// a normal exit and also when another agent already serves this socket (nothing to do), 1 when
+// it could not start.
+int RunAgent(const AgentOptions& options);
+
+}  // namespace cohort::agent

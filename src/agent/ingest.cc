@@ -1,0 +1,407 @@
+#include "agent/ingest.h"
+
+#include <filesystem>
+
+#include "agent/agent_log.h"
+#include "agent/monitor/default_sources.h"
+#include "agent/monitor/sampler.h"
+#include "core/clock.h"
+#include "core/json.h"
+
+namespace cohort::agent {
+namespace {
+
+namespace bj = boost::json;
+namespace fs = std::filesystem;
+
+// Body of a writer finish record.
+std::string FinishBody(std::optional<int> exit_code, const std::string& state) {
+  bj::object o;
+  if (exit_code) o["exit_code"] = *exit_code;
+  if (!state.empty()) o["state"] = state;
+  return bj::serialize(o);
+}
+
+}  // namespace
+
+std::string PathComponent(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  bool dots_only = !s.empty() && s.find_first_not_of('.') == std::string_view::npos;
+  for (unsigned char c : s) {
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '-' || c == '_' || (c == '.' && !dots_only);
+    if (plain) {
+      out.push_back(char(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+// ---- WriterSession ----
+
+WriterSession::WriterSession(Ingest* ingest, std::shared_ptr<WriterStream> stream,
+                             Sender* sender, uint64_t session)
+    : ingest_(ingest), stream_(std::move(stream)), sender_(sender), session_(session) {
+  stream_->Attach();
+}
+
+WriterSession::~WriterSession() {
+  if (!finished_) Crash();
+  StopMonitor();
+  stream_->Detach();
+  ingest_->SessionEnded(stream_.get());
+}
+
+const std::string& WriterSession::dir() const { return stream_->dir(); }
+
+void WriterSession::StopMonitor() {
+  if (sampler_) {
+    sampler_->Stop();
+    sampler_.reset();
+  }
+}
+
+void WriterSession::OnSamples(int64_t time_ms,
+                              const std::vector<std::pair<std::string, double>>& samples) {
+  LogBatch b;
+  b.keys.reserve(samples.size());
+  b.cells.reserve(samples.size());
+  for (const auto& [key, value] : samples) {
+    b.cells.push_back({uint32_t(b.keys.size()), value});
+    b.keys.push_back(key);
+  }
+  b.system.push_back({.step = 0, .time_ms = time_ms, .begin = 0, .count = uint32_t(samples.size())});
+  std::string body;
+  EncodeLogBatch(b, &body);
+  auto seq = stream_->Append(RecordKind::kBatch, 0, 0, body);
+  if (seq.ok() && stream_->Sync().ok()) {
+    if (sender_) sender_->Wake();
+  } else {
+    Logf(LogLevel::kWarning, "{}: system sample not stored", stream_->dir());
+  }
+}
+
+Status WriterSession::Log(uint64_t frame, std::string_view batch) {
+  if (finished_) return Status::FailedPrecondition("writer already finished");
+  // Cheap structural check so that one bad client cannot poison the WAL.
+  COHORT_RETURN_IF_ERROR(DecodeLogBatch(batch).status());
+  return stream_->Append(RecordKind::kBatch, session_, frame, batch).status();
+}
+
+Status WriterSession::Update(uint64_t frame, std::string_view json_text) {
+  if (finished_) return Status::FailedPrecondition("writer already finished");
+  auto v = json::Parse(json_text);
+  if (!v.ok() || !v->is_object()) return Status::InvalidArgument("update: expected an object");
+  for (const auto& kv : v->as_object()) {
+    if ((kv.key() != "config" && kv.key() != "summary") || !kv.value().is_object()) {
+      return Status::InvalidArgument("update: only \"config\" and \"summary\" objects");
+    }
+  }
+  return stream_->Append(RecordKind::kRunPatch, session_, frame, json_text).status();
+}
+
+Status WriterSession::Sync() {
+  COHORT_RETURN_IF_ERROR(stream_->Sync());
+  if (sender_) sender_->Wake();
+  return Status::Ok();
+}
+
+Result<FinishReply> WriterSession::Finish(uint64_t frame, const FinishRequest& request) {
+  StopMonitor();
+  if (!finished_) {
+    COHORT_RETURN_IF_ERROR(stream_->Append(RecordKind::kWriterFinish, session_, frame,
+                                           FinishBody(request.exit_code, request.state))
+                               .status());
+    finished_ = true;
+  }
+  COHORT_RETURN_IF_ERROR(Sync());
+  UploadProgress start = stream_->progress();
+  UploadProgress p = start;
+  if (sender_ && request.wait_ms > 0) {
+    // Wait for the upload, but not for a server that is failing: the agent keeps the records.
+    p = stream_->WaitFor(
+        [&](const UploadProgress& p) {
+          return p.done_seq >= start.appended_seq || !p.rejected.ok() ||
+                 p.failures > start.failures;
+        },
+        NowMillis() + request.wait_ms);
+  }
+  FinishReply reply;
+  reply.uploaded = sender_ != nullptr && p.done_seq >= start.appended_seq;
+  reply.pending_records = std::max<int64_t>(0, p.appended_records - p.done_records);
+  return reply;
+}
+
+void WriterSession::Release() {
+  StopMonitor();
+  finished_ = true;
+}
+
+void WriterSession::Crash() {
+  StopMonitor();
+  if (finished_) return;
+  finished_ = true;
+  Logf(LogLevel::kInfo, "{}: client gone without finish: writer crashed", stream_->dir());
+  if (stream_->Append(RecordKind::kWriterFinish, session_, 0, FinishBody(std::nullopt, "crashed"))
+          .ok()) {
+    (void)Sync();
+  }
+}
+
+// ---- Ingest ----
+
+Ingest::Ingest(IngestOptions options) : options_(std::move(options)) {}
+
+Ingest::~Ingest() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [url, sender] : senders_) sender->Stop();
+  for (auto& [dir, slot] : streams_) {
+    if (slot.sender) slot.sender->Remove(slot.stream.get());
+    (void)slot.stream->Close();
+  }
+  streams_.clear();
+  senders_.clear();
+}
+
+std::string Ingest::WriterDir(const std::string& data_dir, const std::string& run_id,
+                              const std::string& label) {
+  return data_dir + "/" + PathComponent(run_id) + "/" + PathComponent(label);
+}
+
+Sender* Ingest::SenderFor(const std::string& base_url) {
+  auto& s = senders_[base_url];
+  if (!s) {
+    s = std::make_unique<Sender>(base_url, options_.sender);
+    s->Start();
+  }
+  return s.get();
+}
+
+std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* reply) {
+  *reply = OpenReply{};
+  std::string data_dir = req.data_dir.empty() ? options_.data_dir : req.data_dir;
+  std::string dir = WriterDir(data_dir, req.run_id, req.label);
+  reply->wal_dir = dir;
+
+  WriterTarget target;
+  target.base_url = req.base_url;
+  target.api_key = req.api_key;
+  target.entity = req.entity;
+  target.project = req.project;
+  target.run_id = req.run_id;
+  target.label = req.label;
+  target.offline = req.offline;
+  target.created_ms = NowMillis();
+
+  std::shared_ptr<WriterStream> stream;
+  Sender* sender = nullptr;
+  std::unique_ptr<WriterSession> session;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = streams_.find(dir);
+    if (it != streams_.end() && it->second.stream->target().base_url == req.base_url &&
+        it->second.stream->target().offline == req.offline) {
+      stream = it->second.stream;
+      sender = it->second.sender;
+    } else {
+      if (it != streams_.end()) {  // the same writer, now for another server or mode
+        if (it->second.sender) it->second.sender->Remove(it->second.stream.get());
+        (void)it->second.stream->Close();
+        streams_.erase(it);
+      }
+      auto created = WriterStream::Create(dir, target);
+      if (!created.ok()) {
+        reply->error = created.status().ToString();
+        return nullptr;
+      }
+      stream = *created;
+      sender = req.offline ? nullptr : SenderFor(req.base_url);
+      streams_[dir] = StreamSlot{stream, sender, 0};
+      if (sender) sender->Add(stream);
+    }
+    // Attached under the lock, so that Tick() cannot retire the stream in between.
+    session.reset(new WriterSession(this, stream, sender, req.session));
+  }
+
+  // Whatever an earlier connection of this session appended is durable before we report it.
+  Status st = stream->Sync();
+  if (st.ok()) {
+    reply->last_frame = stream->LastFrame(req.session);
+    if (!req.run_json.empty()) {
+      st = stream->Append(RecordKind::kRunUpsert, req.session, 0, req.run_json).status();
+    }
+  }
+  Result<uint64_t> join_seq = st.ok() ? stream->Append(RecordKind::kWriterJoin, req.session, 0,
+                                                       req.writer_json.empty() ? "{}"
+                                                                               : req.writer_json)
+                                      : Result<uint64_t>(st);
+  if (join_seq.ok()) st = session->Sync();
+  if (!join_seq.ok() || !st.ok()) {
+    reply->error = (join_seq.ok() ? st : join_seq.status()).ToString();
+    session->finished_ = true;  // nothing to crash: the writer never started
+    return nullptr;
+  }
+
+  if (options_.system_monitor && req.stats_interval_s > 0) {
+    monitor::MonitorConfig mc;
+    session->pids_ = std::make_shared<monitor::RootPids>();
+    if (req.pid > 0) session->pids_->Add(int(req.pid));
+    mc.pids = session->pids_;
+    mc.data_dir = data_dir;
+    if (req.gpu_ids) mc.gpu_device_ids = *req.gpu_ids;
+    WriterSession* raw = session.get();
+    session->sampler_ = std::make_unique<monitor::Sampler>(
+        monitor::MakeDefaultSources(mc),
+        [raw](monitor::SampleBatch batch) {
+          std::vector<std::pair<std::string, double>> samples;
+          samples.reserve(batch.samples.size());
+          for (auto& s : batch.samples) samples.emplace_back(std::move(s.key), s.value);
+          raw->OnSamples(batch.time_ms, samples);
+        },
+        std::chrono::milliseconds(int64_t(req.stats_interval_s * 1000)));
+    Status ms = session->sampler_->Start();
+    if (!ms.ok()) Logf(LogLevel::kWarning, "{}: system monitor: {}", dir, ms.ToString());
+  }
+
+  UploadProgress start = stream->progress();
+  UploadProgress p = start;
+  if (sender && req.wait_ms > 0) {
+    p = stream->WaitFor(
+        [&](const UploadProgress& p) {
+          return p.done_seq >= *join_seq || !p.rejected.ok() || p.failures > start.failures;
+        },
+        NowMillis() + req.wait_ms);
+  }
+  if (!p.rejected.ok()) {
+    reply->error = p.rejected.ToString();
+    session->finished_ = true;  // the stream drops everything; nothing more to record
+    return nullptr;
+  }
+  reply->ok = true;
+  reply->confirmed = p.done_seq >= *join_seq && p.joined;
+  reply->entity = p.entity.empty() ? req.entity : p.entity;
+  reply->run_name = p.run_name;
+  reply->next_step = reply->confirmed ? p.next_step : 0;
+  return session;
+}
+
+void Ingest::SessionEnded(WriterStream* stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [dir, slot] : streams_) {
+    if (slot.stream.get() == stream) slot.idle_since_ms = 0;
+  }
+}
+
+int Ingest::RecoverDir(const std::string& data_dir) {
+  std::error_code ec;
+  int resumed = 0;
+  for (const auto& run : fs::directory_iterator(data_dir, ec)) {
+    if (!run.is_directory()) continue;
+    std::error_code ec2;
+    for (const auto& writer : fs::directory_iterator(run.path(), ec2)) {
+      std::string dir = writer.path().string();
+      if (!fs::exists(writer.path() / WriterStream::kMetaFile)) continue;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (streams_.count(dir)) continue;
+      }
+      auto stream = WriterStream::OpenExisting(dir);
+      if (!stream.ok()) {
+        if (stream.status().code() != StatusCode::kFailedPrecondition) {
+          Logf(LogLevel::kWarning, "{}: cannot resume: {}", dir, stream.status().ToString());
+        }
+        continue;  // held by a live process (in-process client or another agent)
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      Sender* sender = (*stream)->target().offline ? nullptr
+                                                    : SenderFor((*stream)->target().base_url);
+      streams_[dir] = StreamSlot{*stream, sender, 0};
+      if (sender) sender->Add(*stream);
+      UploadProgress p = (*stream)->progress();
+      Logf(LogLevel::kInfo, "{}: resumed with {} record(s) to upload{}", dir, p.appended_records,
+           sender ? "" : " (offline: kept for cohort sync)");
+      ++resumed;
+    }
+  }
+  return resumed;
+}
+
+void Ingest::Tick() {
+  std::vector<StreamSlot> to_remove, to_close;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    int64_t now = NowMillis();
+    for (auto it = streams_.begin(); it != streams_.end();) {
+      StreamSlot& slot = it->second;
+      if (slot.stream->attached() > 0) {
+        slot.idle_since_ms = 0;
+        ++it;
+        continue;
+      }
+      UploadProgress p = slot.stream->progress();
+      bool drained = p.done_seq >= p.appended_seq;
+      if (slot.sender && drained && (p.complete || !p.rejected.ok())) {
+        to_remove.push_back(slot);
+        it = streams_.erase(it);
+        continue;
+      }
+      if (!slot.sender || drained) {
+        if (slot.idle_since_ms == 0) slot.idle_since_ms = now;
+        bool close = !slot.sender || now - slot.idle_since_ms >= options_.orphan_close_s * 1000;
+        if (close) {
+          to_close.push_back(slot);
+          it = streams_.erase(it);
+          continue;
+        }
+      }
+      ++it;
+    }
+  }
+  for (StreamSlot& slot : to_remove) {
+    slot.sender->Remove(slot.stream.get());
+    Status s = slot.stream->Remove();
+    Logf(LogLevel::kInfo, "{}: writer uploaded and finished; WAL removed{}", slot.stream->dir(),
+         s.ok() ? "" : " (" + s.ToString() + ")");
+  }
+  for (StreamSlot& slot : to_close) {
+    if (slot.sender) slot.sender->Remove(slot.stream.get());
+    (void)slot.stream->Close();
+  }
+}
+
+bool Ingest::Idle() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [dir, slot] : streams_) {
+    if (slot.stream->attached() > 0) return false;
+    UploadProgress p = slot.stream->progress();
+    if (slot.sender && p.done_seq < p.appended_seq) return false;
+  }
+  return true;
+}
+
+size_t Ingest::stream_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return streams_.size();
+}
+
+SenderStats Ingest::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  SenderStats total;
+  for (const auto& [url, s] : senders_) {
+    SenderStats st = s->stats();
+    total.requests += st.requests;
+    total.records_done += st.records_done;
+    total.records_skipped += st.records_skipped;
+    total.points += st.points;
+    total.retries += st.retries;
+    total.backoff_s = std::max(total.backoff_s, st.backoff_s);
+  }
+  return total;
+}
+
+}  // namespace cohort::agent

@@ -1,0 +1,131 @@
+// Ingest: what the node agent does with the writers its clients open, independent of how they
+// reach it: the agent's socket server and the client library's in-process mode both drive it.
+//
+// For each writer (run id + label) it keeps a WriterStream in <data dir>/<run>/<label>/, hands
+// it to the Sender of its server (one per base URL), runs a system-monitor Sampler for it, and
+// turns client calls into WAL records: open -> run upsert + writer join, log -> batch, update ->
+// run patch, finish -> writer finish, a connection lost without finish -> finish "crashed".
+//
+// Threading: Ingest and WriterSession are thread-safe. A WriterSession is used by one client
+// connection at a time (its calls are serialised by the caller) and must be destroyed before
+// the Ingest.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/protocol.h"
+#include "agent/sender.h"
+#include "agent/writer_stream.h"
+
+namespace cohort::monitor {
+class Sampler;
+class RootPids;
+}  // namespace cohort::monitor
+
+namespace cohort::agent {
+
+struct IngestOptions {
+  std::string data_dir;     // default WAL root when a client names none
+  SenderOptions sender;
+  bool system_monitor = true;    // false: ignore stats_interval_s (tests)
+  double orphan_close_s = 60;    // close an unfinished, uploaded stream nobody uses after this
+};
+
+class Ingest;
+
+// One client's writer, open for appending.
+class WriterSession {
+ public:
+  ~WriterSession();  // without Finish: Crash()
+  WriterSession(const WriterSession&) = delete;
+  WriterSession& operator=(const WriterSession&) = delete;
+
+  // Appends a log frame's LogBatch (validated) as a batch record; durable after Sync().
+  Status Log(uint64_t frame, std::string_view batch);
+  // Appends a run patch: `json` must be {"config": {...}} and/or {"summary": {...}}.
+  Status Update(uint64_t frame, std::string_view json);
+  // Makes everything appended durable and lets the Sender see it (group commit).
+  Status Sync();
+  // Stops the monitor, appends the writer's finish record, syncs, then waits up to
+  // request.wait_ms for the upload (less when the server is failing).
+  Result<FinishReply> Finish(uint64_t frame, const FinishRequest& request);
+  // The client vanished without finishing: records finish state "crashed" at once.
+  void Crash();
+  // The agent is going away while the client lives: stop without recording anything (the
+  // client reconnects to the next agent and carries on).
+  void Release();
+
+  bool finished() const { return finished_; }
+  const std::string& dir() const;
+  WriterStream* stream() const { return stream_.get(); }
+
+ private:
+  friend class Ingest;
+  WriterSession(Ingest* ingest, std::shared_ptr<WriterStream> stream, Sender* sender,
+                uint64_t session);
+  void StopMonitor();
+  void OnSamples(int64_t time_ms, const std::vector<std::pair<std::string, double>>& samples);
+
+  Ingest* const ingest_;
+  const std::shared_ptr<WriterStream> stream_;
+  Sender* const sender_;  // null: offline
+  const uint64_t session_;
+  std::shared_ptr<monitor::RootPids> pids_;
+  std::unique_ptr<monitor::Sampler> sampler_;
+  bool finished_ = false;
+};
+
+class Ingest {
+ public:
+  explicit Ingest(IngestOptions options);
+  ~Ingest();  // stops the senders (records not uploaded stay in the WALs) and closes streams
+  Ingest(const Ingest&) = delete;
+  Ingest& operator=(const Ingest&) = delete;
+
+  // Opens (or re-attaches to) a writer and fills `reply`. Waits up to request.wait_ms for the
+  // server to confirm the writer. An error reply (reply->ok false) comes with a null session.
+  std::unique_ptr<WriterSession> Open(const OpenRequest& request, OpenReply* reply);
+
+  // Resumes the upload of every writer directory under `data_dir` that no process holds.
+  // Returns how many were resumed.
+  int RecoverDir(const std::string& data_dir);
+
+  // Housekeeping, call every second or so: removes complete streams, closes idle ones.
+  void Tick();
+  // No client attached and nothing left that could be uploaded now.
+  bool Idle() const;
+  size_t stream_count() const;
+  // Sum over the Senders.
+  SenderStats stats() const;
+
+  // <data_dir>/<run>/<label> with both components made safe for a path.
+  static std::string WriterDir(const std::string& data_dir, const std::string& run_id,
+                               const std::string& label);
+
+ private:
+  friend class WriterSession;
+  struct StreamSlot {
+    std::shared_ptr<WriterStream> stream;
+    Sender* sender = nullptr;   // null when offline
+    int64_t idle_since_ms = 0;  // when it was last seen without clients and uploaded
+  };
+
+  Sender* SenderFor(const std::string& base_url);  // requires mu_
+  void SessionEnded(WriterStream* stream);
+
+  const IngestOptions options_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Sender>> senders_;  // by base URL
+  std::map<std::string, StreamSlot> streams_;               // by directory
+};
+
+// A path component for `s`: [A-Za-z0-9_.-] kept, other bytes percent-encoded, and "." / ".."
+// encoded, so no label or run id can leave its directory.
+std::string PathComponent(std::string_view s);
+
+}  // namespace cohort::agent

@@ -1,0 +1,423 @@
+#include "agent/sender.h"
+
+#include <algorithm>
+
+#include "agent/agent_log.h"
+#include "agent/batch_json.h"
+#include "agent/protocol.h"
+#include "core/clock.h"
+#include "core/json.h"
+
+namespace cohort::agent {
+namespace {
+
+namespace bj = boost::json;
+
+std::string RunsPath(const std::string& entity, const WriterTarget& t) {
+  return "/api/v1/runs/" + EscapePathSegment(entity) + "/" + EscapePathSegment(t.project);
+}
+
+std::string RunPath(const std::string& entity, const WriterTarget& t) {
+  return RunsPath(entity, t) + "/" + EscapePathSegment(t.run_id);
+}
+
+std::string WriterPath(const std::string& entity, const WriterTarget& t) {
+  return RunPath(entity, t) + "/writers/" + EscapePathSegment(t.label);
+}
+
+std::string ErrorText(const HttpResponse& r) {
+  auto v = json::Parse(r.body);
+  if (v.ok() && v->is_object()) {
+    if (const bj::value* e = v->as_object().if_contains("error"); e && e->is_object()) {
+      const bj::object& eo = e->as_object();
+      std::string out = "HTTP " + std::to_string(r.status);
+      if (auto* c = eo.if_contains("code"); c && c->is_string()) {
+        out += " " + std::string(c->as_string());
+      }
+      if (auto* m = eo.if_contains("message"); m && m->is_string()) {
+        out += ": " + std::string(m->as_string());
+      }
+      return out;
+    }
+  }
+  return "HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 200);
+}
+
+StatusCode CodeForHttp(int status) {
+  switch (status) {
+    case 400: return StatusCode::kInvalidArgument;
+    case 401: return StatusCode::kUnauthenticated;
+    case 403: return StatusCode::kPermissionDenied;
+    case 404: return StatusCode::kNotFound;
+    case 409: return StatusCode::kAlreadyExists;
+    case 413: return StatusCode::kPayloadTooLarge;
+    case 429: return StatusCode::kResourceExhausted;
+    default: return status >= 500 ? StatusCode::kUnavailable : StatusCode::kFailedPrecondition;
+  }
+}
+
+}  // namespace
+
+Sender::Sender(std::string base_url, SenderOptions options)
+    : base_url_(std::move(base_url)),
+      options_(options),
+      http_(base_url_, options.http),
+      backoff_(options.backoff) {}
+
+Sender::~Sender() { Stop(); }
+
+void Sender::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started_) return;
+  started_ = true;
+  stop_ = false;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Sender::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_) return;
+    stop_ = true;
+  }
+  http_.Abort();
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  started_ = false;
+  for (auto& e : entries_) (void)e->stream->FlushAcks(true);
+}
+
+void Sender::Add(std::shared_ptr<WriterStream> stream) {
+  auto e = std::make_unique<Entry>();
+  e->stream = std::move(stream);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_.push_back(std::move(e));
+  }
+  cv_.notify_all();
+}
+
+void Sender::Remove(const WriterStream* stream) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return busy_ == nullptr || busy_->stream.get() != stream; });
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i]->stream.get() == stream) {
+      (void)entries_[i]->stream->FlushAcks(true);
+      entries_.erase(entries_.begin() + long(i));
+      if (next_ > i) --next_;
+      break;
+    }
+  }
+}
+
+void Sender::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++wake_generation_;
+  }
+  cv_.notify_all();
+}
+
+bool Sender::Drained() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& e : entries_) {
+    UploadProgress p = e->stream->progress();
+    if (p.done_seq < p.appended_seq) return false;
+  }
+  return true;
+}
+
+size_t Sender::stream_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
+}
+
+SenderStats Sender::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  SenderStats s = stats_;
+  s.backoff_s = std::max(0.0, double(retry_at_ms_ - NowMillis()) / 1000.0);
+  return s;
+}
+
+void Sender::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    int64_t now = NowMillis();
+    if (now < retry_at_ms_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(retry_at_ms_ - now));
+      continue;
+    }
+    // Pick the next entry with work, round robin.
+    Entry* pick = nullptr;
+    int64_t next_event = now + 1000;
+    const int64_t hb_ms = int64_t(options_.heartbeat_interval_s * 1000);
+    for (size_t k = 0; k < entries_.size() && !pick; ++k) {
+      size_t i = (next_ + k) % entries_.size();
+      Entry* e = entries_[i].get();
+      if (e->paused_until_ms > now) {
+        next_event = std::min(next_event, e->paused_until_ms);
+        continue;
+      }
+      UploadProgress p = e->stream->progress();
+      bool has_records = p.done_seq < p.appended_seq && e->idle_generation < wake_generation_;
+      bool heartbeat_due = e->stream->attached() > 0 && p.joined &&
+                           (!e->had_contact || now - e->last_contact_ms >= hb_ms);
+      if (has_records || heartbeat_due) {
+        pick = e;
+        next_ = (i + 1) % entries_.size();
+      } else if (e->had_contact && e->stream->attached() > 0 && p.joined) {
+        next_event = std::min(next_event, e->last_contact_ms + hb_ms);
+      }
+    }
+    if (!pick) {
+      cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(1, next_event - now)));
+      continue;
+    }
+    busy_ = pick;
+    uint64_t generation = wake_generation_;
+    lock.unlock();
+    Turn(pick);
+    lock.lock();
+    if (pick->idle_generation == UINT64_MAX) pick->idle_generation = generation;
+    busy_ = nullptr;
+    cv_.notify_all();
+  }
+}
+
+void Sender::Turn(Entry* e) {
+  WriterStream* s = e->stream.get();
+  for (int i = 0; i < options_.records_per_turn; ++i) {
+    const Record* rec = nullptr;
+    auto peeked = s->Peek(&rec);
+    if (!peeked.ok()) {
+      Logf(LogLevel::kError, "{}: reading the WAL failed: {}", s->dir(),
+           peeked.status().ToString());
+      e->paused_until_ms = NowMillis() + 5000;
+      return;
+    }
+    if (!*peeked) {
+      e->idle_generation = UINT64_MAX;  // Loop() stamps the generation it started with
+      break;
+    }
+    if (!s->progress().rejected.ok()) {  // the server refused this writer: drop its records
+      s->Pop();
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.records_skipped;
+      continue;
+    }
+    Attempt a = Upload(e, *rec);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.requests;
+      if (a.outcome == Outcome::kDone) {
+        ++stats_.records_done;
+        stats_.points += a.points;
+      } else if (a.outcome == Outcome::kSkip || a.outcome == Outcome::kReject) {
+        ++stats_.records_skipped;
+      } else {
+        ++stats_.retries;
+      }
+    }
+    switch (a.outcome) {
+      case Outcome::kDone:
+        backoff_.Reset();
+        e->had_contact = true;
+        e->last_contact_ms = NowMillis();
+        s->Pop();
+        break;
+      case Outcome::kSkip:
+        backoff_.Reset();
+        Logf(LogLevel::kWarning, "{}: {} seq {} refused for good, skipped: {}", s->dir(),
+             RecordKindName(rec->kind), rec->seq, a.status.ToString());
+        s->Pop();
+        break;
+      case Outcome::kReject:
+        backoff_.Reset();
+        Logf(LogLevel::kError, "{}: the server refused the {}; dropping this writer: {}",
+             s->dir(), RecordKindName(rec->kind), a.status.ToString());
+        s->Update([&](UploadProgress* p) { p->rejected = a.status; });
+        s->Pop();
+        break;
+      case Outcome::kRetry: {
+        s->Update([&](UploadProgress* p) {
+          ++p->failures;
+          p->last_failure = a.status;
+        });
+        Logf(LogLevel::kInfo, "{}: upload failed, retrying in {:.2f}s: {}", s->dir(), a.delay_s,
+             a.status.ToString());
+        std::lock_guard<std::mutex> lock(mu_);
+        retry_at_ms_ = NowMillis() + int64_t(a.delay_s * 1000);
+        (void)s->FlushAcks(false);
+        return;
+      }
+      case Outcome::kPause:
+        s->Update([&](UploadProgress* p) {
+          ++p->failures;
+          p->last_failure = a.status;
+        });
+        Logf(LogLevel::kWarning, "{}: {}; pausing this writer for {:.0f}s", s->dir(),
+             a.status.ToString(), a.delay_s);
+        e->paused_until_ms = NowMillis() + int64_t(a.delay_s * 1000);
+        (void)s->FlushAcks(false);
+        return;
+    }
+  }
+  UploadProgress p = s->progress();
+  Status st = s->FlushAcks(p.complete || p.done_seq >= p.appended_seq);
+  if (!st.ok()) Logf(LogLevel::kWarning, "{}: writing the ack failed: {}", s->dir(), st.ToString());
+  const int64_t hb_ms = int64_t(options_.heartbeat_interval_s * 1000);
+  if (s->attached() > 0 && p.joined && p.rejected.ok() &&
+      (!e->had_contact || NowMillis() - e->last_contact_ms >= hb_ms)) {
+    Heartbeat(e);
+  }
+}
+
+Result<HttpResponse> Sender::Call(std::string_view method, const std::string& path,
+                                  std::string_view body, const std::string& api_key) {
+  return http_.Request(method, path, body, api_key);
+}
+
+Result<std::string> Sender::EntityFor(WriterStream* s) {
+  if (!s->target().entity.empty()) return s->target().entity;
+  const std::string& key = s->target().api_key;
+  if (auto it = entities_.find(key); it != entities_.end()) return it->second;
+  auto r = Call("GET", "/api/v1/viewer", "", key);
+  if (!r.ok()) return r.status();
+  if (r->status != 200) return Status(CodeForHttp(r->status), "viewer: " + ErrorText(*r));
+  auto v = json::Parse(r->body);
+  if (v.ok() && v->is_object()) {
+    if (auto* e = v->as_object().if_contains("entity"); e && e->is_string() && !e->as_string().empty()) {
+      std::string entity(e->as_string());
+      entities_[key] = entity;
+      s->Update([&](UploadProgress* p) { p->entity = entity; });
+      return entity;
+    }
+  }
+  return Status::Unavailable("viewer: answer without an entity");
+}
+
+Sender::Attempt Sender::Classify(const Result<HttpResponse>& r, std::string_view what) {
+  Attempt a;
+  if (!r.ok()) {
+    a.outcome = Outcome::kRetry;
+    a.status = r.status();
+    a.delay_s = backoff_.NextDelay();
+    return a;
+  }
+  int code = r->status;
+  if (code >= 200 && code < 300) return a;
+  a.status = Status(CodeForHttp(code), std::string(what) + ": " + ErrorText(*r));
+  if (code == 408 || code == 429 || code >= 500) {
+    a.outcome = Outcome::kRetry;
+    double backoff = backoff_.NextDelay();
+    a.delay_s = r->retry_after_s ? *r->retry_after_s : backoff;
+  } else if (code == 401 || code == 403) {
+    a.outcome = options_.stop_on_auth_error ? Outcome::kReject : Outcome::kPause;
+    a.delay_s = options_.auth_pause_s;
+  } else {
+    a.outcome = Outcome::kSkip;
+  }
+  return a;
+}
+
+Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
+  WriterStream* s = e->stream.get();
+  const WriterTarget& t = s->target();
+  auto entity = EntityFor(s);
+  if (!entity.ok()) {
+    Attempt a;
+    a.status = entity.status();
+    StatusCode c = entity.status().code();
+    if (c == StatusCode::kUnauthenticated || c == StatusCode::kPermissionDenied) {
+      a.outcome = options_.stop_on_auth_error ? Outcome::kReject : Outcome::kPause;
+      a.delay_s = options_.auth_pause_s;
+    } else {
+      a.outcome = Outcome::kRetry;
+      a.delay_s = backoff_.NextDelay();
+    }
+    return a;
+  }
+  std::string what(RecordKindName(rec.kind));
+  switch (rec.kind) {
+    case RecordKind::kRunUpsert: {
+      auto r = Call("POST", RunsPath(*entity, t), rec.body, t.api_key);
+      Attempt a = Classify(r, what);
+      if (a.outcome == Outcome::kSkip) a.outcome = Outcome::kReject;
+      if (a.outcome == Outcome::kDone) {
+        auto v = json::Parse(r->body);
+        if (v.ok() && v->is_object()) {
+          std::string name;
+          if (auto* n = v->as_object().if_contains("name"); n && n->is_string()) {
+            name = std::string(n->as_string());
+          }
+          s->Update([&](UploadProgress* p) {
+            p->run_name = name;
+            p->entity = *entity;
+          });
+        }
+      }
+      return a;
+    }
+    case RecordKind::kWriterJoin: {
+      auto r = Call("POST", RunPath(*entity, t) + "/writers", rec.body, t.api_key);
+      Attempt a = Classify(r, what);
+      if (a.outcome == Outcome::kSkip) a.outcome = Outcome::kReject;
+      if (a.outcome == Outcome::kDone) {
+        int64_t next_step = 0;
+        auto v = json::Parse(r->body);
+        if (v.ok() && v->is_object()) {
+          if (auto* n = v->as_object().if_contains("next_step"); n && n->is_int64()) {
+            next_step = n->as_int64();
+          }
+        }
+        s->Update([&](UploadProgress* p) {
+          p->joined = true;
+          p->next_step = next_step;
+          p->entity = *entity;
+        });
+      }
+      return a;
+    }
+    case RecordKind::kBatch: {
+      auto batch = DecodeLogBatch(rec.body);
+      if (!batch.ok()) {
+        Attempt a;
+        a.outcome = Outcome::kSkip;
+        a.status = batch.status();
+        return a;
+      }
+      std::string body;
+      BatchJsonStats stats = AppendBatchJson(*batch, int64_t(rec.seq), &body);
+      Attempt a = Classify(Call("POST", WriterPath(*entity, t) + "/batches", body, t.api_key),
+                           what);
+      a.points = stats.points;
+      return a;
+    }
+    case RecordKind::kRunPatch:
+      return Classify(Call("PATCH", RunPath(*entity, t), rec.body, t.api_key), what);
+    case RecordKind::kWriterFinish:
+      return Classify(Call("POST", WriterPath(*entity, t) + "/finish", rec.body, t.api_key),
+                      what);
+  }
+  Attempt a;
+  a.outcome = Outcome::kSkip;
+  a.status = Status::Internal("unknown record kind");
+  return a;
+}
+
+void Sender::Heartbeat(Entry* e) {
+  WriterStream* s = e->stream.get();
+  auto entity = EntityFor(s);
+  if (!entity.ok()) return;
+  auto r = Call("POST", WriterPath(*entity, s->target()) + "/heartbeat", "{}", s->target().api_key);
+  // A missed heartbeat is not retried on its own: the next one is due an interval later.
+  e->had_contact = true;
+  e->last_contact_ms = NowMillis();
+  if (!r.ok() || r->status >= 300) {
+    Logf(LogLevel::kDebug, "{}: heartbeat failed: {}", s->dir(),
+         r.ok() ? ErrorText(*r) : r.status().ToString());
+  }
+}
+
+}  // namespace cohort::agent

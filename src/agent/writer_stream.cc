@@ -1,0 +1,281 @@
+#include "agent/writer_stream.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "agent/agent_log.h"
+#include "core/clock.h"
+#include "core/json.h"
+
+namespace cohort::agent {
+namespace {
+
+namespace bj = boost::json;
+namespace fs = std::filesystem;
+
+constexpr uint64_t kMaxMetaBytes = 1 << 20;
+constexpr int kSeqTimeShift = 20;
+
+}  // namespace
+
+std::string WriterTarget::ToJson() const {
+  bj::object o;
+  o["version"] = 1;
+  o["base_url"] = base_url;
+  o["api_key"] = api_key;
+  o["entity"] = entity;
+  o["project"] = project;
+  o["run_id"] = run_id;
+  o["label"] = label;
+  o["offline"] = offline;
+  o["created_ms"] = created_ms;
+  return bj::serialize(o);
+}
+
+Result<WriterTarget> WriterTarget::Parse(std::string_view text) {
+  auto v = json::Parse(text);
+  if (!v.ok() || !v->is_object()) return Status::Corruption("meta.json: not a JSON object");
+  json::FieldReader r(v->as_object(), "meta");
+  WriterTarget t;
+  t.base_url = r.String("base_url");
+  t.api_key = r.OptString("api_key").value_or("");
+  t.entity = r.OptString("entity").value_or("");
+  t.project = r.String("project");
+  t.run_id = r.String("run_id");
+  t.label = r.String("label");
+  t.offline = r.OptBool("offline").value_or(false);
+  t.created_ms = r.OptInt("created_ms").value_or(0);
+  if (!r.ok()) return Status::Corruption(r.status().message());
+  return t;
+}
+
+WriterStream::WriterStream(std::string dir, WriterTarget target)
+    : dir_(std::move(dir)), target_(std::move(target)) {}
+
+WriterStream::~WriterStream() {
+  if (log_) (void)log_->Close();
+}
+
+Result<std::shared_ptr<WriterStream>> WriterStream::Create(const std::string& dir,
+                                                           const WriterTarget& target) {
+  wal::FileSystem* fs = wal::FileSystem::Default();
+  COHORT_RETURN_IF_ERROR(fs->CreateDir(dir));
+  ::chmod(dir.c_str(), 0700);  // meta.json holds the API key
+  std::shared_ptr<WriterStream> s(new WriterStream(dir, target));
+  // Take the WAL (and its lock) before touching meta.json, so that a stream another process
+  // holds is left alone.
+  COHORT_RETURN_IF_ERROR(s->OpenLog());
+  COHORT_RETURN_IF_ERROR(
+      wal::WriteFileAtomically(fs, wal::JoinPath(dir, kMetaFile), target.ToJson()));
+  ::chmod(wal::JoinPath(dir, kMetaFile).c_str(), 0600);
+  COHORT_RETURN_IF_ERROR(s->ScanUnacknowledged());
+  return s;
+}
+
+Result<std::shared_ptr<WriterStream>> WriterStream::OpenExisting(const std::string& dir) {
+  wal::FileSystem* fs = wal::FileSystem::Default();
+  auto text = wal::ReadFileToString(fs, wal::JoinPath(dir, kMetaFile), kMaxMetaBytes);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound) {
+      return Status::NotFound(dir + ": no " + kMetaFile);
+    }
+    return text.status();
+  }
+  COHORT_ASSIGN_OR_RETURN(WriterTarget target, WriterTarget::Parse(*text));
+  std::shared_ptr<WriterStream> s(new WriterStream(dir, std::move(target)));
+  COHORT_RETURN_IF_ERROR(s->OpenLog());
+  COHORT_RETURN_IF_ERROR(s->ScanUnacknowledged());
+  return s;
+}
+
+Status WriterStream::OpenLog() {
+  wal::LogOptions options;
+  options.segment_size = 16ull << 20;
+  COHORT_ASSIGN_OR_RETURN(log_, wal::Log::Open(wal::JoinPath(dir_, kWalDir), options));
+  if (!log_->recovery().clean()) {
+    Logf(LogLevel::kWarning, "{}: WAL recovery: {}", dir_, log_->recovery().ToString());
+  }
+  std::error_code ec;
+  already_finished_ = fs::exists(fs::path(dir_) / kFinishedMarker, ec);
+  return Status::Ok();
+}
+
+Status WriterStream::ScanUnacknowledged() {
+  uint64_t max_seq = 0;
+  int64_t count = 0;
+  bool finish = false;
+  auto reader = log_->ReadUnacknowledged();
+  wal::Record rec;
+  while (true) {
+    COHORT_ASSIGN_OR_RETURN(bool more, reader->Next(&rec));
+    if (!more) break;
+    auto r = DecodeRecord(rec.payload);
+    if (!r.ok()) continue;  // Peek reports it when it gets there
+    max_seq = std::max(max_seq, r->seq);
+    ++count;
+    uint64_t& f = last_frame_[r->session];
+    f = std::max(f, r->frame);
+    if (r->kind == RecordKind::kWriterFinish) finish = true;
+  }
+  uint64_t time_base = uint64_t(NowMillis()) << kSeqTimeShift;
+  next_seq_ = std::max(max_seq + 1, time_base);
+  reader_ = log_->ReadUnacknowledged();
+  ack_written_ = ack_pending_ = log_->acknowledged();
+  std::lock_guard<std::mutex> lock(mu_);
+  progress_.appended_seq = max_seq;
+  progress_.done_seq = 0;
+  progress_.appended_records = count;
+  progress_.finish_appended = finish || already_finished_;
+  progress_.entity = target_.entity;
+  progress_.complete = already_finished_ && max_seq == 0;
+  return Status::Ok();
+}
+
+Result<uint64_t> WriterStream::Append(RecordKind kind, uint64_t session, uint64_t frame,
+                                      std::string_view body) {
+  std::lock_guard<std::mutex> lock(append_mu_);
+  if (!log_) return Status::FailedPrecondition(dir_ + ": stream closed");
+  uint64_t seq = next_seq_;
+  COHORT_RETURN_IF_ERROR(log_->Append(EncodeRecord(kind, seq, session, frame, body)).status());
+  ++next_seq_;
+  if (session != 0) {
+    uint64_t& f = last_frame_[session];
+    f = std::max(f, frame);
+  }
+  {
+    std::lock_guard<std::mutex> plock(mu_);
+    progress_.appended_seq = seq;
+    ++progress_.appended_records;
+    if (kind == RecordKind::kWriterFinish) progress_.finish_appended = true;
+    progress_.complete = false;
+  }
+  return seq;
+}
+
+Status WriterStream::Sync() {
+  std::lock_guard<std::mutex> lock(append_mu_);
+  if (!log_) return Status::FailedPrecondition(dir_ + ": stream closed");
+  return log_->Sync();
+}
+
+uint64_t WriterStream::LastFrame(uint64_t session) const {
+  std::lock_guard<std::mutex> lock(append_mu_);
+  auto it = last_frame_.find(session);
+  return it == last_frame_.end() ? 0 : it->second;
+}
+
+Result<bool> WriterStream::Peek(const Record** record) {
+  while (!peeked_) {
+    if (!reader_) return false;
+    wal::Record rec;
+    COHORT_ASSIGN_OR_RETURN(bool more, reader_->Next(&rec));
+    for (const wal::Damage& d : reader_->TakeDamage()) {
+      Logf(LogLevel::kWarning, "{}: WAL damage skipped: {}", dir_, d.ToString());
+    }
+    if (!more) return false;
+    auto r = DecodeRecord(rec.payload);
+    if (!r.ok()) {
+      Logf(LogLevel::kWarning, "{}: skipping undecodable record at {}: {}", dir_,
+           rec.position.ToString(), r.status().ToString());
+      ack_pending_ = std::max(ack_pending_, rec.next);
+      continue;
+    }
+    peeked_ = std::move(*r);
+    peeked_next_ = rec.next;
+  }
+  *record = &*peeked_;
+  return true;
+}
+
+void WriterStream::Pop() {
+  if (!peeked_) return;
+  uint64_t seq = peeked_->seq;
+  ack_pending_ = std::max(ack_pending_, peeked_next_);
+  peeked_.reset();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    progress_.done_seq = std::max(progress_.done_seq, seq);
+    ++progress_.done_records;
+    progress_.complete =
+        progress_.finish_appended && progress_.done_seq >= progress_.appended_seq;
+  }
+  cv_.notify_all();
+}
+
+Status WriterStream::FlushAcks(bool force, int64_t min_interval_ms) {
+  if (!log_ || ack_pending_ <= ack_written_) return Status::Ok();
+  int64_t now = NowMillis();
+  if (!force && now - ack_written_ms_ < min_interval_ms) return Status::Ok();
+  Status s = log_->MarkAcknowledged(ack_pending_);
+  if (s.ok() || s.code() != StatusCode::kInvalidArgument) ack_written_ = ack_pending_;
+  ack_written_ms_ = now;
+  return s;
+}
+
+UploadProgress WriterStream::progress() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return progress_;
+}
+
+void WriterStream::Update(const std::function<void(UploadProgress*)>& change) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    change(&progress_);
+  }
+  cv_.notify_all();
+}
+
+UploadProgress WriterStream::WaitFor(const std::function<bool(const UploadProgress&)>& done,
+                                     int64_t deadline_ms) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!done(progress_)) {
+    int64_t left = deadline_ms - NowMillis();
+    if (left <= 0) break;
+    cv_.wait_for(lock, std::chrono::milliseconds(std::min<int64_t>(left, 100)));
+  }
+  return progress_;
+}
+
+void WriterStream::Attach() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++attached_;
+}
+
+void WriterStream::Detach() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (attached_ > 0) --attached_;
+}
+
+int WriterStream::attached() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return attached_;
+}
+
+Status WriterStream::Close() {
+  std::lock_guard<std::mutex> lock(append_mu_);
+  if (!log_) return Status::Ok();
+  (void)FlushAcks(true);
+  Status s = log_->Close();
+  reader_.reset();
+  log_.reset();
+  return s;
+}
+
+Status WriterStream::Remove() {
+  {
+    // Mark first: a crash while deleting leaves a directory the next agent knows is done.
+    std::error_code ec;
+    std::FILE* f = std::fopen((fs::path(dir_) / kFinishedMarker).c_str(), "w");
+    if (f) std::fclose(f);
+  }
+  (void)Close();
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+  if (ec) return Status::IOError("remove " + dir_ + ": " + ec.message());
+  fs::path parent = fs::path(dir_).parent_path();
+  if (fs::is_empty(parent, ec) && !ec) fs::remove(parent, ec);
+  return Status::Ok();
+}
+
+}  // namespace cohort::agent

@@ -1,0 +1,151 @@
+// WriterStream: the durable, ordered record stream of one writer (one training process's label
+// in one run) and its upload progress.
+//
+// On disk, a writer directory (<data dir>/<run>/<label>/) holds meta.json (WriterTarget: where
+// and as whom to upload) and wal/ (a wal::Log of Records, record.h). Appenders (an agent
+// connection, the system monitor, the in-process transport) add records; the Sender reads the
+// durable ones in order, uploads them and acknowledges them, which lets the WAL delete them.
+// When the writer's finish record has been acknowledged the stream is complete and its
+// directory can be removed.
+//
+// Sequence numbers: a stream numbers its records seq = max(highest seq left in the WAL + 1,
+// now_ms << 20) at open, then +1 per record. They increase across reopenings, restarts and even
+// a new directory for the same label (a relaunched job), so the server's (writer, seq)
+// exactly-once never mistakes new data for a retry.
+//
+// Threading: all methods are thread-safe. Append/Sync are serialised among themselves; the
+// upload-side methods (Peek/Pop/FlushAcks) are meant for one Sender thread; progress is guarded
+// by a mutex with a condition variable that WaitFor() sleeps on.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "agent/record.h"
+#include "cohort/status.h"
+#include "wal/log.h"
+
+namespace cohort::agent {
+
+// Where a writer's records go; persisted as the directory's meta.json.
+struct WriterTarget {
+  std::string base_url;
+  std::string api_key;
+  std::string entity;  // empty: the key's entity (GET /api/v1/viewer)
+  std::string project;
+  std::string run_id;
+  std::string label;
+  bool offline = false;  // keep the records for `cohort sync`
+  int64_t created_ms = 0;
+
+  std::string ToJson() const;
+  static Result<WriterTarget> Parse(std::string_view json);
+};
+
+// What the Sender has learned about a stream; sessions wait on it.
+struct UploadProgress {
+  uint64_t appended_seq = 0;  // highest seq appended (0: none)
+  uint64_t done_seq = 0;      // every record with seq <= done_seq is acknowledged or skipped
+  int64_t appended_records = 0;  // records in the stream since it was opened (incl. recovered)
+  int64_t done_records = 0;      // of those, acknowledged or skipped
+  bool finish_appended = false;
+  bool complete = false;      // finish appended and every record done
+  Status rejected;            // the server refused the run or writer: the stream is dropped
+  int64_t failures = 0;       // failed upload attempts so far (network, 5xx, 429)
+  Status last_failure;
+  bool joined = false;        // a writer join was acknowledged
+  int64_t next_step = 0;      // from the last acknowledged join
+  std::string entity;         // as resolved
+  std::string run_name;       // from the last acknowledged run upsert
+};
+
+class WriterStream {
+ public:
+  static constexpr char kMetaFile[] = "meta.json";
+  static constexpr char kWalDir[] = "wal";
+  static constexpr char kFinishedMarker[] = "FINISHED";
+
+  // Opens the stream in `dir`, creating it (and meta.json from `target`) when absent. An
+  // existing stream keeps its records; its meta.json is replaced by `target`.
+  // kFailedPrecondition when another process holds the directory.
+  static Result<std::shared_ptr<WriterStream>> Create(const std::string& dir,
+                                                      const WriterTarget& target);
+  // Opens an existing stream (recovery, `cohort sync`). kNotFound without meta.json.
+  static Result<std::shared_ptr<WriterStream>> OpenExisting(const std::string& dir);
+  ~WriterStream();
+
+  const WriterTarget& target() const { return target_; }
+  const std::string& dir() const { return dir_; }
+  // A writer whose finish record was acknowledged earlier but whose directory survived a crash.
+  bool already_finished() const { return already_finished_; }
+
+  // ---- appending ----
+  // Appends one record; it is durable after the next Sync(). Returns its seq.
+  Result<uint64_t> Append(RecordKind kind, uint64_t session, uint64_t frame,
+                          std::string_view body);
+  Status Sync();
+  // Highest frame of `session` among the records appended (durable after Sync).
+  uint64_t LastFrame(uint64_t session) const;
+
+  // ---- uploading (one Sender thread) ----
+  // The next durable record not yet uploaded: true and *record set (valid until Pop), false
+  // when there is none now. Undecodable records are skipped (and logged).
+  Result<bool> Peek(const Record** record);
+  // Marks the peeked record done (acknowledged by the server or skipped for good).
+  void Pop();
+  // Writes the acknowledged position to the WAL (at most every `min_interval_ms` unless
+  // `force`), letting it delete uploaded segments.
+  Status FlushAcks(bool force, int64_t min_interval_ms = 250);
+
+  // ---- progress ----
+  UploadProgress progress() const;
+  void Update(const std::function<void(UploadProgress*)>& change);  // then wakes waiters
+  // Waits until `done(progress)` or `deadline_ms` (NowMillis clock); returns the last progress.
+  UploadProgress WaitFor(const std::function<bool(const UploadProgress&)>& done,
+                         int64_t deadline_ms) const;
+
+  // Clients attached (connections or in-process runs); heartbeats are sent while > 0.
+  void Attach();
+  void Detach();
+  int attached() const;
+
+  // Closes the WAL (syncing it). Appends fail afterwards.
+  Status Close();
+  // Closes and deletes the directory (and the run directory above it when left empty).
+  Status Remove();
+
+ private:
+  WriterStream(std::string dir, WriterTarget target);
+  Status OpenLog();
+  Status ScanUnacknowledged();
+
+  const std::string dir_;
+  WriterTarget target_;
+  bool already_finished_ = false;
+  std::unique_ptr<wal::Log> log_;
+
+  mutable std::mutex append_mu_;  // serialises Append/Sync; guards the two below
+  uint64_t next_seq_ = 1;
+  std::map<uint64_t, uint64_t> last_frame_;  // session -> highest frame appended
+
+  // Upload side (Sender thread only).
+  std::unique_ptr<wal::Reader> reader_;
+  std::optional<Record> peeked_;
+  wal::Position peeked_next_;
+  wal::Position ack_pending_;
+  wal::Position ack_written_;
+  int64_t ack_written_ms_ = 0;
+
+  mutable std::mutex mu_;  // guards progress_ and attached_
+  mutable std::condition_variable cv_;
+  UploadProgress progress_;
+  int attached_ = 0;
+};
+
+}  // namespace cohort::agent

@@ -1,0 +1,142 @@
+#include "agent/writer_stream.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "core/clock.h"
+
+namespace cohort::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+class WriterStreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cohort-ws-XXXXXX";
+    root_ = mkdtemp(tmpl);
+    dir_ = root_ + "/run1/rank_0";
+    target_.base_url = "http://127.0.0.1:1";
+    target_.project = "p";
+    target_.run_id = "run1";
+    target_.label = "rank_0";
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  std::string root_, dir_;
+  WriterTarget target_;
+};
+
+TEST_F(WriterStreamTest, SeqsIncreaseAndStartFromTheClock) {
+  int64_t before = NowMillis();
+  auto s = WriterStream::Create(dir_, target_);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto a = (*s)->Append(RecordKind::kRunUpsert, 1, 1, "{}");
+  auto b = (*s)->Append(RecordKind::kBatch, 1, 2, "x");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_GE(*a, uint64_t(before) << 20);
+  EXPECT_EQ(*b, *a + 1);
+}
+
+TEST_F(WriterStreamTest, ReopenKeepsUnacknowledgedRecordsAndFrames) {
+  uint64_t last_seq = 0;
+  {
+    auto s = WriterStream::Create(dir_, target_);
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->Append(RecordKind::kRunUpsert, 7, 1, "{}").ok());
+    last_seq = *(*s)->Append(RecordKind::kBatch, 7, 5, "x");
+    ASSERT_TRUE((*s)->Sync().ok());
+    ASSERT_TRUE((*s)->Close().ok());
+  }
+  auto s = WriterStream::OpenExisting(dir_);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ((*s)->target().run_id, "run1");
+  EXPECT_EQ((*s)->LastFrame(7), 5u);
+  EXPECT_EQ((*s)->LastFrame(8), 0u);
+  EXPECT_EQ((*s)->progress().appended_seq, last_seq);
+  const Record* rec = nullptr;
+  ASSERT_TRUE(*(*s)->Peek(&rec));
+  EXPECT_EQ(rec->kind, RecordKind::kRunUpsert);
+  (*s)->Pop();
+  ASSERT_TRUE(*(*s)->Peek(&rec));
+  EXPECT_EQ(rec->seq, last_seq);
+  // New records continue above the old ones.
+  auto next = (*s)->Append(RecordKind::kBatch, 9, 1, "y");
+  ASSERT_TRUE(next.ok());
+  EXPECT_GT(*next, last_seq);
+}
+
+TEST_F(WriterStreamTest, AcknowledgedRecordsAreNotReadAgain) {
+  {
+    auto s = WriterStream::Create(dir_, target_);
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->Append(RecordKind::kRunUpsert, 1, 1, "{}").ok());
+    ASSERT_TRUE((*s)->Append(RecordKind::kBatch, 1, 2, "x").ok());
+    ASSERT_TRUE((*s)->Sync().ok());
+    const Record* rec = nullptr;
+    ASSERT_TRUE(*(*s)->Peek(&rec));
+    (*s)->Pop();
+    ASSERT_TRUE((*s)->FlushAcks(true).ok());
+    ASSERT_TRUE((*s)->Close().ok());
+  }
+  auto s = WriterStream::OpenExisting(dir_);
+  ASSERT_TRUE(s.ok());
+  const Record* rec = nullptr;
+  ASSERT_TRUE(*(*s)->Peek(&rec));
+  EXPECT_EQ(rec->kind, RecordKind::kBatch);
+  EXPECT_EQ(rec->frame, 2u);
+}
+
+TEST_F(WriterStreamTest, UnsyncedRecordsAreNotPeeked) {
+  auto s = WriterStream::Create(dir_, target_);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->Append(RecordKind::kBatch, 1, 1, "x").ok());
+  const Record* rec = nullptr;
+  EXPECT_FALSE(*(*s)->Peek(&rec));
+  ASSERT_TRUE((*s)->Sync().ok());
+  EXPECT_TRUE(*(*s)->Peek(&rec));
+}
+
+TEST_F(WriterStreamTest, CompleteAfterFinishIsDone) {
+  auto s = WriterStream::Create(dir_, target_);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->Append(RecordKind::kBatch, 1, 1, "x").ok());
+  ASSERT_TRUE((*s)->Append(RecordKind::kWriterFinish, 1, 2, "{}").ok());
+  ASSERT_TRUE((*s)->Sync().ok());
+  const Record* rec = nullptr;
+  ASSERT_TRUE(*(*s)->Peek(&rec));
+  (*s)->Pop();
+  EXPECT_FALSE((*s)->progress().complete);
+  ASSERT_TRUE(*(*s)->Peek(&rec));
+  (*s)->Pop();
+  EXPECT_TRUE((*s)->progress().complete);
+}
+
+TEST_F(WriterStreamTest, SecondOpenOfSameDirectoryIsRefused) {
+  auto a = WriterStream::Create(dir_, target_);
+  ASSERT_TRUE(a.ok());
+  auto b = WriterStream::OpenExisting(dir_);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST_F(WriterStreamTest, RemoveDeletesWriterAndEmptyRunDirectory) {
+  auto s = WriterStream::Create(dir_, target_);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->Remove().ok());
+  EXPECT_FALSE(fs::exists(dir_));
+  EXPECT_FALSE(fs::exists(root_ + "/run1"));
+}
+
+TEST_F(WriterStreamTest, MetaFileIsPrivate) {
+  target_.api_key = "ck_secret";
+  auto s = WriterStream::Create(dir_, target_);
+  ASSERT_TRUE(s.ok());
+  auto perms = fs::status(dir_ + "/meta.json").permissions();
+  EXPECT_EQ(perms & (fs::perms::group_all | fs::perms::others_all), fs::perms::none);
+}
+
+}  // namespace
+}  // namespace cohort::agent

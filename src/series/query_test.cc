@@ -1,0 +1,310 @@
+#include "series/query.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "series/append.h"
+#include "series/series_test_util.h"
+
+namespace cohort::series {
+namespace {
+
+using testing::BruteForceBuckets;
+using testing::DiffBuckets;
+using testing::DiffPoints;
+using testing::kMax;
+using testing::kMin;
+using testing::Rng;
+
+// A series stored in memory the way a backend would: chunk bytes by id, metadata in order.
+struct MemSeries {
+  std::vector<ChunkMeta> metas;
+  std::map<int64_t, std::string> data;
+  int loads = 0;
+
+  ChunkLoader Loader() {
+    return [this](int64_t id) -> Result<std::string> {
+      ++loads;
+      auto it = data.find(id);
+      if (it == data.end()) return Status::NotFound("no chunk " + std::to_string(id));
+      return it->second;
+    };
+  }
+};
+
+// Appends `pts` in batches of random size (1..max_batch) through AppendToSeries.
+MemSeries Build(const std::vector<store::Point>& pts, Rng& rng, size_t max_batch = 5000) {
+  MemSeries m;
+  for (size_t i = 0; i < pts.size();) {
+    const size_t len = std::min<size_t>(pts.size() - i, 1 + rng() % max_batch);
+    std::optional<StoredChunk> head;
+    if (!m.metas.empty()) head = StoredChunk{m.metas.back().id, m.data[m.metas.back().id]};
+    auto w = AppendToSeries(head, {pts.begin() + long(i), pts.begin() + long(i + len)});
+    EXPECT_TRUE(w.ok());
+    for (const ChunkWrite& cw : *w) {
+      if (!cw.replaces) m.metas.push_back({cw.index, {}});
+      m.metas[size_t(cw.index)].summary = cw.summary;
+      m.data[cw.index] = cw.data;
+    }
+    i += len;
+  }
+  return m;
+}
+
+std::vector<store::Point> Sequential(size_t n) {
+  std::vector<store::Point> pts;
+  for (size_t i = 0; i < n; ++i) {
+    pts.push_back({int64_t(i), 1700000000000 + 100 * int64_t(i), double(i % 1000)});
+  }
+  return pts;
+}
+
+// Every point with step in [lo, hi] and time in [tmin, tmax], sorted by step, stable.
+std::vector<store::Point> BruteForceRaw(std::vector<store::Point> pts, int64_t lo, int64_t hi,
+                                        int64_t tmin, int64_t tmax) {
+  std::vector<store::Point> out;
+  for (const auto& p : pts) {
+    if (p.step >= lo && p.step <= hi && p.time_ms >= tmin && p.time_ms <= tmax) out.push_back(p);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const store::Point& a, const store::Point& b) { return a.step < b.step; });
+  return out;
+}
+
+TEST(QueryTest, BucketsEqualBruteForce) {
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    Rng rng(seed);
+    auto pts = testing::RandomPoints(rng, rng() % 20000);
+    testing::MakeSumsExact(rng, &pts);
+    MemSeries m = Build(pts, rng);
+    for (int round = 0; round < 5; ++round) {
+      store::HistoryQuery q;
+      q.buckets = 1 + int(rng() % 1200);
+      if (!pts.empty() && rng() % 2) q.min_step = pts[rng() % pts.size()].step;
+      if (!pts.empty() && rng() % 2) q.max_step = pts[rng() % pts.size()].step;
+      if (!pts.empty() && rng() % 3 == 0) q.min_time_ms = pts[rng() % pts.size()].time_ms;
+      if (!pts.empty() && rng() % 3 == 0) q.max_time_ms = pts[rng() % pts.size()].time_ms;
+      store::SeriesData out;
+      Status s = QuerySeries(m.metas, m.Loader(), q, &out);
+      ASSERT_TRUE(s.ok()) << "seed " << seed << ": " << s.ToString();
+      std::vector<store::Bucket> want;
+      if (!pts.empty()) {
+        int64_t lo = kMax, hi = kMin;
+        for (const auto& p : pts) {
+          lo = std::min(lo, p.step);
+          hi = std::max(hi, p.step);
+        }
+        lo = q.min_step.value_or(lo);
+        hi = q.max_step.value_or(hi);
+        if (lo <= hi) {
+          want = BruteForceBuckets(pts, lo, hi, q.buckets, q.min_time_ms.value_or(kMin),
+                                   q.max_time_ms.value_or(kMax));
+        }
+      }
+      ASSERT_EQ(DiffBuckets(want, out.buckets), "") << "seed " << seed << " round " << round;
+      ASSERT_TRUE(out.points.empty());
+    }
+  }
+}
+
+TEST(QueryTest, BucketsReadSummariesForChunksInsideOneBucket) {
+  Rng rng(1);
+  const auto pts = Sequential(100 * kMaxChunkPoints);
+  MemSeries m = Build(pts, rng, 100000);
+  ASSERT_EQ(m.metas.size(), 100u);
+  store::HistoryQuery q;
+  q.buckets = 10;
+  store::SeriesData out;
+  ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
+  EXPECT_LE(m.loads, q.buckets - 1);
+  EXPECT_EQ(DiffBuckets(BruteForceBuckets(pts, 0, int64_t(pts.size()) - 1, 10), out.buckets),
+            "");
+}
+
+TEST(QueryTest, TimeRangeLoadsOnlyTheChunksItCuts) {
+  Rng rng(2);
+  const auto pts = Sequential(20 * kMaxChunkPoints);
+  MemSeries m = Build(pts, rng, 100000);
+  store::HistoryQuery q;
+  q.buckets = 1;
+  q.min_time_ms = pts[5 * kMaxChunkPoints + 17].time_ms;
+  q.max_time_ms = pts[9 * kMaxChunkPoints + 3].time_ms;
+  store::SeriesData out;
+  ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
+  EXPECT_EQ(m.loads, 2);
+  EXPECT_EQ(DiffBuckets(BruteForceBuckets(pts, 0, int64_t(pts.size()) - 1, 1, *q.min_time_ms,
+                                          *q.max_time_ms),
+                        out.buckets),
+            "");
+}
+
+TEST(QueryTest, RawPagesCoverEveryPointExactlyOnce) {
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    Rng rng(seed);
+    auto pts = testing::RandomPoints(rng, rng() % 15000);
+    if (rng() % 2) {  // few distinct steps: many equal steps across chunks
+      for (auto& p : pts) p.step = int64_t(rng() % 50) - 25;
+    }
+    MemSeries m = Build(pts, rng);
+    store::HistoryQuery q;
+    q.limit = 1 + int64_t(rng() % 700);
+    if (!pts.empty() && rng() % 3 == 0) q.min_step = pts[rng() % pts.size()].step;
+    if (!pts.empty() && rng() % 3 == 0) q.max_step = pts[rng() % pts.size()].step;
+    if (!pts.empty() && rng() % 4 == 0) q.min_time_ms = pts[rng() % pts.size()].time_ms;
+    if (!pts.empty() && rng() % 4 == 0) q.max_time_ms = pts[rng() % pts.size()].time_ms;
+    const auto want = BruteForceRaw(pts, q.min_step.value_or(kMin), q.max_step.value_or(kMax),
+                                    q.min_time_ms.value_or(kMin), q.max_time_ms.value_or(kMax));
+    std::vector<store::Point> got;
+    for (int page = 0;; ++page) {
+      ASSERT_LT(page, 100000) << "seed " << seed << ": paging does not end";
+      store::SeriesData out;
+      Status s = QuerySeries(m.metas, m.Loader(), q, &out);
+      ASSERT_TRUE(s.ok()) << "seed " << seed << ": " << s.ToString();
+      const bool one_step = !out.points.empty() &&
+                            out.points.front().step == out.points.back().step;
+      ASSERT_TRUE(int64_t(out.points.size()) <= q.limit || one_step) << "seed " << seed;
+      got.insert(got.end(), out.points.begin(), out.points.end());
+      if (!out.more) break;
+      ASSERT_FALSE(out.points.empty()) << "seed " << seed << ": empty page with more";
+      q.after_step = out.points.back().step;
+    }
+    ASSERT_EQ(DiffPoints(want, got), "") << "seed " << seed << " limit " << q.limit;
+  }
+}
+
+TEST(QueryTest, RawPageEndsBeforeASplitStep) {
+  Rng rng(1);
+  const std::vector<store::Point> pts = {{1, 0, 1}, {1, 0, 2}, {2, 0, 3},
+                                         {2, 0, 4}, {2, 0, 5}, {3, 0, 6}};
+  MemSeries m = Build(pts, rng);
+  store::HistoryQuery q;
+  q.limit = 3;
+  store::SeriesData out;
+  ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
+  ASSERT_EQ(out.points.size(), 2u);
+  EXPECT_TRUE(out.more);
+  q.after_step = 1;
+  ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
+  ASSERT_EQ(out.points.size(), 3u);
+  EXPECT_TRUE(out.more);
+  EXPECT_EQ(out.points[2].value, 5);
+}
+
+TEST(QueryTest, RawPageHoldsAWholeStepLargerThanTheLimit) {
+  Rng rng(1);
+  std::vector<store::Point> pts(5, {7, 0, 1});
+  pts.push_back({8, 0, 2});
+  MemSeries m = Build(pts, rng);
+  store::HistoryQuery q;
+  q.limit = 2;
+  store::SeriesData out;
+  ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
+  EXPECT_EQ(out.points.size(), 5u);
+  EXPECT_TRUE(out.more);
+}
+
+TEST(QueryTest, RawEqualStepsKeepArrivalOrderAcrossChunks) {
+  MemSeries m;
+  auto add = [&](int64_t id, const std::vector<store::Point>& pts) {
+    auto w = AppendToSeries(std::nullopt, pts);
+    ASSERT_TRUE(w.ok());
+    m.metas.push_back({id, (*w)[0].summary});
+    m.data[id] = (*w)[0].data;
+  };
+  add(10, {{5, 0, 1}, {9, 0, 2}});
+  add(11, {{3, 0, 3}, {5, 0, 4}});
+  store::HistoryQuery q;
+  store::SeriesData out;
+  ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
+  ASSERT_EQ(out.points.size(), 4u);
+  EXPECT_EQ(out.points[0].value, 3);
+  EXPECT_EQ(out.points[1].value, 1);
+  EXPECT_EQ(out.points[2].value, 4);
+  EXPECT_EQ(out.points[3].value, 2);
+  EXPECT_FALSE(out.more);
+}
+
+TEST(QueryTest, RawStopsLoadingOnceThePageIsFull) {
+  Rng rng(4);
+  MemSeries m = Build(Sequential(50 * kMaxChunkPoints), rng, 100000);
+  store::HistoryQuery q;
+  q.limit = 100;
+  store::SeriesData out;
+  ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
+  EXPECT_EQ(out.points.size(), 100u);
+  EXPECT_TRUE(out.more);
+  EXPECT_EQ(m.loads, 1);
+}
+
+TEST(QueryTest, LoaderErrorsArePassedOn) {
+  Rng rng(5);
+  MemSeries m = Build(Sequential(100), rng);
+  m.data.clear();
+  store::HistoryQuery q;
+  store::SeriesData out;
+  EXPECT_EQ(QuerySeries(m.metas, m.Loader(), q, &out).code(), StatusCode::kNotFound);
+}
+
+TEST(QueryTest, CorruptChunksAreReportedAsCorruption) {
+  Rng rng(6);
+  MemSeries m = Build(Sequential(100), rng);
+  m.data.begin()->second[5] ^= 1;
+  store::HistoryQuery q;
+  q.buckets = 3;
+  store::SeriesData out;
+  Status s = QuerySeries(m.metas, m.Loader(), q, &out);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("checksum"), std::string::npos) << s.message();
+}
+
+TEST(QueryTest, ASummaryThatDisagreesWithItsChunkIsCorruption) {
+  Rng rng(7);
+  MemSeries m = Build(Sequential(100), rng);
+  m.metas[0].summary.count = 99;
+  store::HistoryQuery q;
+  store::SeriesData out;
+  EXPECT_EQ(QuerySeries(m.metas, m.Loader(), q, &out).code(), StatusCode::kCorruption);
+}
+
+TEST(QueryTest, AnEmptySeriesGivesNothing) {
+  MemSeries m;
+  store::HistoryQuery q;
+  store::SeriesData out;
+  out.points.push_back({1, 1, 1});
+  ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
+  EXPECT_TRUE(out.points.empty());
+  EXPECT_FALSE(out.more);
+  q.buckets = 10;
+  ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
+  EXPECT_TRUE(out.buckets.empty());
+}
+
+TEST(QueryTest, BadLimitsAndBucketCountsAreInvalid) {
+  MemSeries m;
+  store::HistoryQuery q;
+  store::SeriesData out;
+  q.limit = 0;
+  EXPECT_EQ(QuerySeries(m.metas, m.Loader(), q, &out).code(), StatusCode::kInvalidArgument);
+  q.limit = 10;
+  q.buckets = kMaxQueryBuckets + 1;
+  EXPECT_EQ(QuerySeries(m.metas, m.Loader(), q, &out).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(QueryTest, AfterStepAtInt64MaxGivesNothing) {
+  Rng rng(8);
+  MemSeries m = Build({{kMax, 0, 1}}, rng);
+  store::HistoryQuery q;
+  q.after_step = kMax;
+  store::SeriesData out;
+  ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
+  EXPECT_TRUE(out.points.empty());
+  EXPECT_FALSE(out.more);
+}
+
+}  // namespace
+}  // namespace cohort::series

@@ -1,0 +1,446 @@
+// Conformance cases: ingest (exactly once, steps, system metrics, console), history queries
+// (raw paging, buckets, ranges), console queries and concurrent ingest.
+#include <cmath>
+#include <limits>
+#include <map>
+#include <thread>
+
+#include "core/clock.h"
+#include "store/store_conformance.h"
+
+namespace cohort::store {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+const SeriesData* Find(const std::vector<SeriesData>& all, const std::string& key,
+                       const std::string& writer) {
+  for (const SeriesData& s : all) {
+    if (s.key == key && s.writer == writer) return &s;
+  }
+  return nullptr;
+}
+
+// ---- ingest ----
+
+TEST_P(StoreConformanceTest, IngestStoresEveryPoint) {
+  MakeRun("run1");
+  Join("run1", "w");
+  IngestBatch b;
+  b.seq = 1;
+  for (int i = 0; i < 300; ++i) {
+    b.rows.push_back(HistoryRow{.step = -1, .time_ms = 1000 + i,
+                                .values = {{"loss", 1.0 / (i + 1)}, {"acc", i * 0.5}}});
+  }
+  const int64_t now = NowMillis() + 10'000;
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, store().Ingest(Ref("run1"), "w", b, now));
+  EXPECT_FALSE(r.duplicate);
+  EXPECT_EQ(r.points, 600);
+  EXPECT_EQ(r.next_step, 300);
+
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1")}));
+  ASSERT_EQ(hist.size(), 2u);
+  EXPECT_EQ(hist[0].key, "acc");  // ordered by key
+  EXPECT_EQ(hist[1].key, "loss");
+  const SeriesData& loss = hist[1];
+  ASSERT_EQ(loss.points.size(), 300u);
+  EXPECT_FALSE(loss.more);
+  for (int i = 0; i < 300; ++i) {
+    EXPECT_EQ(loss.points[i].step, i);
+    EXPECT_EQ(loss.points[i].time_ms, 1000 + i);
+    EXPECT_EQ(loss.points[i].value, 1.0 / (i + 1));
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(auto series, store().ListSeries(Ref("run1")));
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_EQ(series[1].key, "loss");
+  EXPECT_EQ(series[1].writer, "w");
+  EXPECT_EQ(series[1].count, 300);
+  EXPECT_EQ(series[1].min_step, 0);
+  EXPECT_EQ(series[1].max_step, 299);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto writers, store().ListWriters(Ref("run1")));
+  EXPECT_EQ(writers[0].next_step, 300);
+  EXPECT_EQ(writers[0].last_seq, 1);
+  EXPECT_EQ(writers[0].heartbeat_ms, now);  // ingest is a heartbeat
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run, store().GetRun(Ref("run1")));
+  EXPECT_EQ(run.heartbeat_ms, now);
+  EXPECT_EQ(run.updated_ms, now);
+}
+
+TEST_P(StoreConformanceTest, DuplicateSeqIsStoredOnce) {
+  MakeRun("run1");
+  Join("run1", "a");
+  Join("run1", "b", false, false);
+  IngestBatch b = Rows(7, "loss", 10);
+  b.console.push_back(ConsoleLine{.time_ms = 1, .text = "once"});
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult first, store().Ingest(Ref("run1"), "a", b, 1));
+  EXPECT_FALSE(first.duplicate);
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult again, store().Ingest(Ref("run1"), "a", b, 2));
+  EXPECT_TRUE(again.duplicate);
+  EXPECT_EQ(again.points, 0);
+  EXPECT_EQ(again.next_step, 10);
+  // Another writer's batch with the same seq is its own batch.
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult other, store().Ingest(Ref("run1"), "b", b, 3));
+  EXPECT_FALSE(other.duplicate);
+
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1")}));
+  ASSERT_EQ(hist.size(), 2u);
+  EXPECT_EQ(hist[0].writer, "a");
+  EXPECT_EQ(hist[0].points.size(), 10u);
+  EXPECT_EQ(hist[1].writer, "b");
+  EXPECT_EQ(hist[1].points.size(), 10u);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto lines, store().QueryConsole(ConsoleQuery{.run = Ref("run1")}));
+  EXPECT_EQ(lines.size(), 2u);
+}
+
+TEST_P(StoreConformanceTest, TwoWritersAtTheSameStepAreBothKept) {
+  MakeRun("run1");
+  Join("run1", "rank_3", false, false);
+  Join("run1", "rank_5", false, false);
+  IngestBatch b3{.seq = 1, .rows = {HistoryRow{.step = 100, .time_ms = 1, .values = {{"loss", 3}}}}};
+  IngestBatch b5{.seq = 1, .rows = {HistoryRow{.step = 100, .time_ms = 1, .values = {{"loss", 5}}}}};
+  ASSERT_TRUE(store().Ingest(Ref("run1"), "rank_3", b3, 1).ok());
+  ASSERT_TRUE(store().Ingest(Ref("run1"), "rank_5", b5, 1).ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{
+                                             .run = Ref("run1"), .keys = {"loss"}}));
+  ASSERT_EQ(hist.size(), 2u);
+  EXPECT_EQ(hist[0].writer, "rank_3");
+  ASSERT_EQ(hist[0].points.size(), 1u);
+  EXPECT_EQ(hist[0].points[0].value, 3);
+  EXPECT_EQ(hist[1].writer, "rank_5");
+  ASSERT_EQ(hist[1].points.size(), 1u);
+  EXPECT_EQ(hist[1].points[0].value, 5);
+  EXPECT_EQ(hist[1].points[0].step, 100);
+  // Only one writer asked for.
+  COHORT_ASSERT_OK_AND_ASSIGN(hist, store().QueryHistory(HistoryQuery{
+                                        .run = Ref("run1"), .writers = {"rank_5"}}));
+  ASSERT_EQ(hist.size(), 1u);
+  EXPECT_EQ(hist[0].writer, "rank_5");
+}
+
+TEST_P(StoreConformanceTest, ServerAssignedStepsContinueAcrossBatches) {
+  MakeRun("run1");
+  Join("run1", "w");
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r1, store().Ingest(Ref("run1"), "w",
+                                                              Rows(1, "x", 3), 1));
+  EXPECT_EQ(r1.next_step, 3);
+  // An explicit step moves the next step past it; later rows continue from there.
+  IngestBatch b{.seq = 2};
+  b.rows.push_back(HistoryRow{.step = 10, .time_ms = 5, .values = {{"x", 10}}});
+  b.rows.push_back(HistoryRow{.step = -1, .time_ms = 6, .values = {{"x", 11}}});
+  b.rows.push_back(HistoryRow{.step = 4, .time_ms = 7, .values = {{"x", 4}}});  // behind: kept
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r2, store().Ingest(Ref("run1"), "w", b, 2));
+  EXPECT_EQ(r2.next_step, 12);
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r3, store().Ingest(Ref("run1"), "w",
+                                                              Rows(3, "x", 2), 3));
+  EXPECT_EQ(r3.next_step, 14);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1")}));
+  ASSERT_EQ(hist.size(), 1u);
+  std::vector<int64_t> steps;
+  for (const Point& p : hist[0].points) steps.push_back(p.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{0, 1, 2, 4, 10, 11, 12, 13}));
+}
+
+TEST_P(StoreConformanceTest, NonFiniteValuesRoundTrip) {
+  MakeRun("run1");
+  Join("run1", "w");
+  const double values[] = {std::nan(""), kInf, -kInf, -0.0, 1.5, std::numeric_limits<double>::min()};
+  IngestBatch b{.seq = 1};
+  for (double v : values) b.rows.push_back(HistoryRow{.step = -1, .values = {{"v", v}}});
+  ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, 1).ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1")}));
+  ASSERT_EQ(hist.size(), 1u);
+  ASSERT_EQ(hist[0].points.size(), 6u);
+  EXPECT_TRUE(std::isnan(hist[0].points[0].value));
+  EXPECT_EQ(hist[0].points[1].value, kInf);
+  EXPECT_EQ(hist[0].points[2].value, -kInf);
+  EXPECT_TRUE(std::signbit(hist[0].points[3].value));
+  EXPECT_EQ(hist[0].points[4].value, 1.5);
+  EXPECT_EQ(hist[0].points[5].value, std::numeric_limits<double>::min());
+  // Buckets survive NaN and infinities too.
+  COHORT_ASSERT_OK_AND_ASSIGN(hist, store().QueryHistory(HistoryQuery{.run = Ref("run1"),
+                                                                      .buckets = 1}));
+  ASSERT_EQ(hist[0].buckets.size(), 1u);
+  EXPECT_EQ(hist[0].buckets[0].count, 6);
+  EXPECT_EQ(hist[0].buckets[0].max, kInf);
+  EXPECT_EQ(hist[0].buckets[0].min, -kInf);
+}
+
+TEST_P(StoreConformanceTest, SystemRowsLandUnderSystemPrefix) {
+  MakeRun("run1");
+  Join("run1", "rank_0");
+  Join("run1", "rank_1", false, false);
+  IngestBatch b = Rows(1, "loss", 2);
+  b.system.push_back(SystemRow{.time_ms = 1000, .values = {{"gpu.0.temp", 60}, {"cpu", 12}}});
+  b.system.push_back(SystemRow{.time_ms = 2000, .values = {{"gpu.0.temp", 61}}});
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, store().Ingest(Ref("run1"), "rank_0", b, 1));
+  EXPECT_EQ(r.points, 5);
+  EXPECT_EQ(r.next_step, 2);  // system samples take no step
+  IngestBatch b1{.seq = 1};
+  b1.system.push_back(SystemRow{.time_ms = 1500, .values = {{"gpu.0.temp", 70}}});
+  ASSERT_TRUE(store().Ingest(Ref("run1"), "rank_1", b1, 1).ok());
+
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1")}));
+  ASSERT_EQ(hist.size(), 1u);  // default keys exclude system/
+  EXPECT_EQ(hist[0].key, "loss");
+  COHORT_ASSERT_OK_AND_ASSIGN(hist, store().QueryHistory(HistoryQuery{
+                                        .run = Ref("run1"), .keys = {"system/gpu.0.temp"}}));
+  ASSERT_EQ(hist.size(), 2u);
+  EXPECT_EQ(hist[0].writer, "rank_0");
+  ASSERT_EQ(hist[0].points.size(), 2u);
+  EXPECT_EQ(hist[0].points[0].time_ms, 1000);
+  EXPECT_EQ(hist[0].points[1].value, 61);
+  EXPECT_EQ(hist[1].writer, "rank_1");
+  ASSERT_EQ(hist[1].points.size(), 1u);
+  EXPECT_EQ(hist[1].points[0].value, 70);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto series, store().ListSeries(Ref("run1")));
+  int system_series = 0;
+  for (const SeriesInfo& s : series) system_series += s.key.starts_with("system/");
+  EXPECT_EQ(system_series, 3);
+  // User keys may not claim the prefix.
+  IngestBatch bad{.seq = 2, .rows = {HistoryRow{.values = {{"system/cpu", 1}}}}};
+  EXPECT_EQ(store().Ingest(Ref("run1"), "rank_0", bad, 1).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST_P(StoreConformanceTest, FailedIngestLeavesNothingHalfWritten) {
+  MakeRun("run1");
+  Join("run1", "w");
+  ASSERT_TRUE(store().Ingest(Ref("run1"), "w", Rows(1, "loss", 5), 1).ok());
+  auto unknown = store().Ingest(Ref("run1"), "ghost", Rows(2, "loss", 5), 2);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(unknown.status().message().find("ghost"), std::string::npos);
+  // A batch failing validation after good rows changes nothing either.
+  IngestBatch bad = Rows(2, "loss", 5);
+  bad.console.push_back(ConsoleLine{.stream = "stdlog", .text = "x"});
+  EXPECT_EQ(store().Ingest(Ref("run1"), "w", bad, 2).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(store().Ingest(Ref("run1"), "w", Rows(0, "loss", 1), 2).status().code(),
+            StatusCode::kInvalidArgument);  // seq must be > 0
+
+  COHORT_ASSERT_OK_AND_ASSIGN(auto series, store().ListSeries(Ref("run1")));
+  ASSERT_EQ(series.size(), 1u);
+  EXPECT_EQ(series[0].count, 5);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto writers, store().ListWriters(Ref("run1")));
+  ASSERT_EQ(writers.size(), 1u);
+  EXPECT_EQ(writers[0].next_step, 5);
+  EXPECT_EQ(writers[0].last_seq, 1);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto lines, store().QueryConsole(ConsoleQuery{.run = Ref("run1")}));
+  EXPECT_TRUE(lines.empty());
+  // seq 2 was never stored, so it is not a duplicate now.
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult ok, store().Ingest(Ref("run1"), "w",
+                                                              Rows(2, "loss", 5), 3));
+  EXPECT_FALSE(ok.duplicate);
+}
+
+// ---- history ----
+
+TEST_P(StoreConformanceTest, HistoryRawPagesByStep) {
+  MakeRun("run1");
+  Join("run1", "w");
+  ASSERT_TRUE(store().Ingest(Ref("run1"), "w", Rows(1, "loss", 250), 1).ok());
+  HistoryQuery q{.run = Ref("run1"), .limit = 100};
+  std::vector<int64_t> steps;
+  for (int page = 0; page < 5; ++page) {
+    COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(q));
+    ASSERT_EQ(hist.size(), 1u);
+    for (const Point& p : hist[0].points) steps.push_back(p.step);
+    if (!hist[0].more) break;
+    ASSERT_FALSE(hist[0].points.empty());
+    q.after_step = hist[0].points.back().step;
+  }
+  ASSERT_EQ(steps.size(), 250u);
+  for (int i = 0; i < 250; ++i) EXPECT_EQ(steps[i], i);
+}
+
+TEST_P(StoreConformanceTest, BucketsEqualBruteForceAcrossChunks) {
+  MakeRun("run1");
+  Join("run1", "w");
+  // 12,345 points in batches of 1,000: several chunks, a partly filled head.
+  std::vector<Point> all;
+  for (int seq = 1; seq <= 13; ++seq) {
+    IngestBatch b{.seq = seq};
+    for (int i = 0; i < 1000 && int(all.size()) < 12345; ++i) {
+      const int64_t step = int64_t(all.size());
+      const double v = std::sin(step * 0.01) * 100 + (step % 97) - (step % 13 == 0 ? 500 : 0);
+      b.rows.push_back(HistoryRow{.step = -1, .time_ms = 10 * step, .values = {{"m", v}}});
+      all.push_back(Point{step, 10 * step, v});
+    }
+    ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, seq).ok());
+  }
+  for (int n : {1, 7, 100, 1000}) {
+    COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{
+                                               .run = Ref("run1"), .buckets = n}));
+    ASSERT_EQ(hist.size(), 1u);
+    const int64_t lo = 0, hi = int64_t(all.size()) - 1;
+    const int64_t width = (hi - lo + 1 + n - 1) / n;
+    std::map<int64_t, Bucket> expect;
+    for (const Point& p : all) {
+      auto [it, fresh] = expect.try_emplace((p.step - lo) / width);
+      Bucket& b = it->second;
+      if (fresh) {
+        b = Bucket{p.step, p.step, p.time_ms, p.time_ms, 0, p.value, p.value, 0, p.value, p.value};
+      }
+      b.count++;
+      b.min = std::min(b.min, p.value);
+      b.max = std::max(b.max, p.value);
+      b.sum += p.value;
+      b.step_max = p.step;
+      b.time_max = p.time_ms;
+      b.last = p.value;
+    }
+    ASSERT_EQ(hist[0].buckets.size(), expect.size()) << n;
+    size_t i = 0;
+    for (const auto& [index, e] : expect) {
+      const Bucket& got = hist[0].buckets[i++];
+      EXPECT_EQ(got.count, e.count) << n << " bucket " << index;
+      EXPECT_EQ(got.min, e.min) << n << " bucket " << index;
+      EXPECT_EQ(got.max, e.max) << n << " bucket " << index;
+      EXPECT_EQ(got.step_min, e.step_min) << n << " bucket " << index;
+      EXPECT_EQ(got.step_max, e.step_max) << n << " bucket " << index;
+      EXPECT_EQ(got.first, e.first) << n << " bucket " << index;
+      EXPECT_EQ(got.last, e.last) << n << " bucket " << index;
+      EXPECT_NEAR(got.sum, e.sum, 1e-6 * std::max(1.0, std::fabs(e.sum))) << n;
+    }
+  }
+}
+
+TEST_P(StoreConformanceTest, HistoryFiltersByStepAndTimeRange) {
+  MakeRun("run1");
+  Join("run1", "w");
+  IngestBatch b{.seq = 1};
+  for (int i = 0; i < 6000; ++i) {
+    b.rows.push_back(HistoryRow{.step = -1, .time_ms = 100000 + i * 10, .values = {{"m", i}}});
+  }
+  ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, 1).ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{
+                                             .run = Ref("run1"), .min_step = 4090,
+                                             .max_step = 4200}));
+  ASSERT_EQ(hist.size(), 1u);
+  ASSERT_EQ(hist[0].points.size(), 111u);
+  EXPECT_EQ(hist[0].points.front().step, 4090);
+  EXPECT_EQ(hist[0].points.back().step, 4200);
+
+  COHORT_ASSERT_OK_AND_ASSIGN(hist, store().QueryHistory(HistoryQuery{
+                                        .run = Ref("run1"), .min_time_ms = 100000 + 10 * 10,
+                                        .max_time_ms = 100000 + 19 * 10}));
+  ASSERT_EQ(hist[0].points.size(), 10u);
+  EXPECT_EQ(hist[0].points.front().step, 10);
+  EXPECT_EQ(hist[0].points.back().step, 19);
+
+  COHORT_ASSERT_OK_AND_ASSIGN(hist, store().QueryHistory(HistoryQuery{
+                                        .run = Ref("run1"), .min_step = 1000, .max_step = 1999,
+                                        .buckets = 10}));
+  ASSERT_EQ(hist[0].buckets.size(), 10u);
+  EXPECT_EQ(hist[0].buckets[0].step_min, 1000);
+  EXPECT_EQ(hist[0].buckets[0].count, 100);
+  EXPECT_EQ(hist[0].buckets[9].step_max, 1999);
+  EXPECT_EQ(hist[0].buckets[9].max, 1999);
+}
+
+// ---- console ----
+
+TEST_P(StoreConformanceTest, ConsoleFiltersByLabelStreamAndText) {
+  MakeRun("run1");
+  Join("run1", "rank_0");
+  Join("run1", "rank_1", false, false);
+  for (const char* label : {"rank_0", "rank_1"}) {
+    IngestBatch b{.seq = 1};
+    b.console.push_back(ConsoleLine{.time_ms = 1, .stream = "stdout",
+                                    .text = std::string("epoch 1 on ") + label});
+    b.console.push_back(ConsoleLine{.time_ms = 2, .stream = "stderr", .text = "Warning: slow"});
+    ASSERT_TRUE(store().Ingest(Ref("run1"), label, b, 1).ok());
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(auto lines, store().QueryConsole(ConsoleQuery{.run = Ref("run1")}));
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0].label, "rank_0");
+  EXPECT_EQ(lines[0].text, "epoch 1 on rank_0");
+  EXPECT_LT(lines[0].id, lines[1].id);
+  COHORT_ASSERT_OK_AND_ASSIGN(lines, store().QueryConsole(ConsoleQuery{
+                                         .run = Ref("run1"), .labels = {"rank_1"}}));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].label, "rank_1");
+  COHORT_ASSERT_OK_AND_ASSIGN(lines, store().QueryConsole(ConsoleQuery{
+                                         .run = Ref("run1"), .stream = "stderr"}));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1].stream, "stderr");
+  COHORT_ASSERT_OK_AND_ASSIGN(lines, store().QueryConsole(ConsoleQuery{
+                                         .run = Ref("run1"), .text = "on rank"}));
+  EXPECT_EQ(lines.size(), 2u);
+  COHORT_ASSERT_OK_AND_ASSIGN(lines, store().QueryConsole(ConsoleQuery{
+                                         .run = Ref("run1"), .text = "warning"}));
+  EXPECT_TRUE(lines.empty());  // case-sensitive
+  COHORT_ASSERT_OK_AND_ASSIGN(lines, store().QueryConsole(ConsoleQuery{
+                                         .run = Ref("run1"), .labels = {"rank_0"},
+                                         .stream = "stdout", .text = "epoch"}));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].text, "epoch 1 on rank_0");
+}
+
+TEST_P(StoreConformanceTest, ConsolePagesByIdWithoutGaps) {
+  MakeRun("run1");
+  Join("run1", "w");
+  IngestBatch b{.seq = 1};
+  for (int i = 0; i < 25; ++i) {
+    b.console.push_back(ConsoleLine{.time_ms = i, .text = "line " + std::to_string(i)});
+  }
+  ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, 1).ok());
+  ConsoleQuery q{.run = Ref("run1"), .limit = 10};
+  std::vector<std::string> texts;
+  for (int page = 0; page < 5; ++page) {
+    COHORT_ASSERT_OK_AND_ASSIGN(auto lines, store().QueryConsole(q));
+    if (lines.empty()) break;
+    EXPECT_LE(lines.size(), 10u);
+    for (const auto& l : lines) texts.push_back(l.text);
+    q.after_id = lines.back().id;
+  }
+  ASSERT_EQ(texts.size(), 25u);
+  for (int i = 0; i < 25; ++i) EXPECT_EQ(texts[i], "line " + std::to_string(i));
+}
+
+// ---- concurrency ----
+
+TEST_P(StoreConformanceTest, ConcurrentIngestFromFourWritersLosesNothing) {
+  MakeRun("run1");
+  constexpr int kWriters = 4, kBatches = 40, kRows = 50;
+  for (int w = 0; w < kWriters; ++w) Join("run1", "rank_" + std::to_string(w), w == 0, w == 0);
+  std::vector<std::thread> threads;
+  std::vector<Status> errors(kWriters);
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      for (int seq = 1; seq <= kBatches; ++seq) {
+        IngestBatch b = Rows(seq, "loss", kRows, seq * 1000.0);
+        b.system.push_back(SystemRow{.time_ms = seq, .values = {{"cpu", double(w)}}});
+        b.console.push_back(ConsoleLine{.time_ms = seq, .text = "batch"});
+        auto r = store().Ingest(Ref("run1"), "rank_" + std::to_string(w), b, seq);
+        if (!r.ok()) {
+          errors[w] = r.status();
+          return;
+        }
+        // Reads run beside the writes.
+        if (seq % 10 == 0) (void)store().QueryHistory(HistoryQuery{.run = Ref("run1")});
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const Status& s : errors) EXPECT_TRUE(s.ok()) << s.ToString();
+
+  COHORT_ASSERT_OK_AND_ASSIGN(auto series, store().ListSeries(Ref("run1")));
+  ASSERT_EQ(series.size(), size_t(2 * kWriters));
+  for (const SeriesInfo& s : series) {
+    EXPECT_EQ(s.count, s.key == "loss" ? kBatches * kRows : kBatches) << s.key << " " << s.writer;
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1")}));
+  ASSERT_EQ(hist.size(), size_t(kWriters));
+  for (const SeriesData& s : hist) {
+    ASSERT_EQ(s.points.size(), size_t(kBatches * kRows)) << s.writer;
+    for (size_t i = 0; i < s.points.size(); ++i) ASSERT_EQ(s.points[i].step, int64_t(i));
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(auto lines, store().QueryConsole(ConsoleQuery{
+                                              .run = Ref("run1"), .limit = 100000}));
+  EXPECT_EQ(lines.size(), size_t(kWriters * kBatches));
+  EXPECT_NE(Find(hist, "loss", "rank_3"), nullptr);
+}
+
+}  // namespace
+}  // namespace cohort::store

@@ -1,0 +1,571 @@
+// Conformance cases: runs, writers and states, run lists, groups, projects, views, API keys and
+// persistence.
+#include <algorithm>
+#include <set>
+
+#include "core/clock.h"
+#include "core/json.h"
+#include "store/store_conformance.h"
+
+namespace cohort::store {
+namespace {
+
+using ::testing::TestWithParam;
+
+// The value of `key` in the JSON object `text`, serialized ("" when absent).
+std::string JsonField(const std::string& text, const std::string& key) {
+  auto v = json::Parse(text);
+  if (!v.ok() || !v->is_object()) return "";
+  const auto* f = v->get_object().if_contains(key);
+  return f ? json::Serialize(*f) : "";
+}
+
+std::vector<std::string> Ids(const RunPage& page) {
+  std::vector<std::string> out;
+  for (const RunRecord& r : page.runs) out.push_back(r.run_id);
+  return out;
+}
+
+// ---- runs ----
+
+TEST_P(StoreConformanceTest, CreateThenResumeKeepsIdAndMergesConfig) {
+  RunUpsert u;
+  u.ref = Ref("run1");
+  u.name = "first";
+  u.tags = std::vector<std::string>{"a", "b"};
+  u.config_json = R"({"lr":0.1,"model":"resnet"})";
+  COHORT_ASSERT_OK_AND_ASSIGN(auto created, store().UpsertRun(u));
+  EXPECT_TRUE(created.second);
+  EXPECT_EQ(created.first.run_id, "run1");
+  EXPECT_EQ(created.first.state, RunState::kPending);
+  EXPECT_GT(created.first.created_ms, 0);
+
+  RunUpsert resume;
+  resume.ref = Ref("run1");
+  resume.config_json = R"({"lr":0.2,"epochs":3})";
+  COHORT_ASSERT_OK_AND_ASSIGN(auto resumed, store().UpsertRun(resume));
+  EXPECT_FALSE(resumed.second);
+  EXPECT_EQ(resumed.first.pk, created.first.pk);
+  EXPECT_EQ(resumed.first.name, "first");  // unset fields stay
+  EXPECT_EQ(resumed.first.tags, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(JsonField(resumed.first.config_json, "lr"), "2E-1");
+  EXPECT_EQ(JsonField(resumed.first.config_json, "model"), "\"resnet\"");
+  EXPECT_EQ(JsonField(resumed.first.config_json, "epochs"), "3");
+  EXPECT_EQ(resumed.first.created_ms, created.first.created_ms);
+}
+
+TEST_P(StoreConformanceTest, UpsertRejectsConfigThatIsNotAnObject) {
+  RunUpsert u;
+  u.ref = Ref("run1");
+  u.config_json = "[1, 2]";
+  auto r = store().UpsertRun(u);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store().GetRun(Ref("run1")).status().code(), StatusCode::kNotFound);
+}
+
+TEST_P(StoreConformanceTest, RandomRunIdsAreUnique) {
+  std::set<std::string> ids;
+  for (int i = 0; i < 50; ++i) {
+    RunUpsert u;
+    u.ref = Ref("");
+    COHORT_ASSERT_OK_AND_ASSIGN(auto r, store().UpsertRun(u));
+    EXPECT_TRUE(r.second);
+    EXPECT_EQ(r.first.run_id.size(), 8u);
+    EXPECT_TRUE(std::all_of(r.first.run_id.begin(), r.first.run_id.end(), [](char c) {
+      return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z');
+    }));
+    ids.insert(r.first.run_id);
+  }
+  EXPECT_EQ(ids.size(), 50u);
+}
+
+TEST_P(StoreConformanceTest, RunOfAnotherEntityIsNotFound) {
+  MakeRun("run1");
+  RunRef other{"someone-else", kProject, "run1"};
+  auto got = store().GetRun(other);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(got.status().message().find("run1"), std::string::npos);
+  EXPECT_EQ(store().JoinWriter(other, WriterJoin{.label = "w"}).status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(store().Ingest(other, "w", Rows(1, "loss", 1), 1).status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(store().DeleteRun(other).code(), StatusCode::kNotFound);
+  EXPECT_TRUE(store().GetRun(Ref("run1")).ok());
+}
+
+TEST_P(StoreConformanceTest, PatchRunMergesObjectsAndDeletesNullKeys) {
+  RunUpsert u;
+  u.ref = Ref("run1");
+  u.config_json = R"({"a":1,"b":2})";
+  ASSERT_TRUE(store().UpsertRun(u).ok());
+  RunPatch p;
+  p.notes = "hello";
+  p.config_json = R"({"a":null,"c":3})";
+  p.summary_json = R"({"loss":0.5})";
+  p.tags = std::vector<std::string>{"best"};
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord r, store().PatchRun(Ref("run1"), p));
+  EXPECT_EQ(r.notes, "hello");
+  EXPECT_EQ(JsonField(r.config_json, "a"), "");
+  EXPECT_EQ(JsonField(r.config_json, "b"), "2");
+  EXPECT_EQ(JsonField(r.config_json, "c"), "3");
+  EXPECT_EQ(JsonField(r.summary_json, "loss"), "5E-1");
+  EXPECT_EQ(r.tags, std::vector<std::string>{"best"});
+  EXPECT_EQ(store().PatchRun(Ref("nope"), p).status().code(), StatusCode::kNotFound);
+}
+
+TEST_P(StoreConformanceTest, DeleteRunRemovesItsDataAndWriters) {
+  MakeRun("run1");
+  Join("run1", "w");
+  ASSERT_TRUE(store().Ingest(Ref("run1"), "w", Rows(1, "loss", 5), 1).ok());
+  COHORT_ASSERT_OK(store().DeleteRun(Ref("run1")));
+  EXPECT_EQ(store().GetRun(Ref("run1")).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store().ListSeries(Ref("run1")).status().code(), StatusCode::kNotFound);
+  // The id can be used again, starting empty.
+  MakeRun("run1");
+  COHORT_ASSERT_OK_AND_ASSIGN(auto series, store().ListSeries(Ref("run1")));
+  EXPECT_TRUE(series.empty());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto writers, store().ListWriters(Ref("run1")));
+  EXPECT_TRUE(writers.empty());
+}
+
+// ---- writers and states ----
+
+TEST_P(StoreConformanceTest, JoinAndRejoinWriterByLabel) {
+  MakeRun("run1");
+  WriterRecord w = Join("run1", "rank_0");
+  EXPECT_EQ(w.label, "rank_0");
+  EXPECT_EQ(w.state, RunState::kRunning);
+  EXPECT_EQ(w.host, "node-1");
+  EXPECT_EQ(w.next_step, 0);
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run, store().GetRun(Ref("run1")));
+  EXPECT_EQ(run.state, RunState::kRunning);
+  EXPECT_EQ(run.writer_count, 1);
+
+  ASSERT_TRUE(store().Ingest(Ref("run1"), "rank_0", Rows(1, "loss", 3), NowMillis()).ok());
+  ASSERT_TRUE(store().FinishWriter(Ref("run1"), "rank_0", RunState::kCrashed, std::nullopt,
+                                   NowMillis()).ok());
+  WriterJoin again{.label = "rank_0", .host = "node-2", .pid = 7, .gpu_ids = {0, 1}};
+  COHORT_ASSERT_OK_AND_ASSIGN(WriterRecord rejoined, store().JoinWriter(Ref("run1"), again));
+  EXPECT_EQ(rejoined.pk, w.pk);
+  EXPECT_EQ(rejoined.state, RunState::kRunning);
+  EXPECT_FALSE(rejoined.exit_code.has_value());
+  EXPECT_EQ(rejoined.host, "node-2");
+  EXPECT_EQ(rejoined.pid, 7);
+  EXPECT_EQ(rejoined.gpu_ids, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(rejoined.next_step, 3);
+  EXPECT_EQ(rejoined.last_seq, 1);
+  COHORT_ASSERT_OK_AND_ASSIGN(run, store().GetRun(Ref("run1")));
+  EXPECT_EQ(run.state, RunState::kRunning);
+  EXPECT_EQ(run.writer_count, 1);
+
+  Join("run1", "rank_1", false, false);
+  COHORT_ASSERT_OK_AND_ASSIGN(run, store().GetRun(Ref("run1")));
+  EXPECT_EQ(run.writer_count, 2);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto writers, store().ListWriters(Ref("run1")));
+  ASSERT_EQ(writers.size(), 2u);
+}
+
+TEST_P(StoreConformanceTest, JoinWriterWithEmptyLabelIsInvalid) {
+  MakeRun("run1");
+  EXPECT_EQ(store().JoinWriter(Ref("run1"), WriterJoin{}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST_P(StoreConformanceTest, PlainRunFinishesWithItsWriter) {
+  MakeRun("run1");
+  Join("run1", "main");
+  COHORT_ASSERT_OK_AND_ASSIGN(WriterRecord w, store().FinishWriter(Ref("run1"), "main",
+                                                                  RunState::kFailed, 2, 5000));
+  EXPECT_EQ(w.state, RunState::kFailed);
+  EXPECT_EQ(w.exit_code, 2);
+  EXPECT_EQ(w.finished_ms, 5000);
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run, store().GetRun(Ref("run1")));
+  EXPECT_EQ(run.state, RunState::kFailed);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(run.finished_ms, 5000);
+  EXPECT_EQ(store().FinishWriter(Ref("run1"), "ghost", RunState::kFinished, 0, 1).status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(store().FinishWriter(Ref("run1"), "main", RunState::kRunning, 0, 1).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST_P(StoreConformanceTest, SharedRunFollowsPrimaryNotWorkers) {
+  MakeRun("run1");
+  Join("run1", "rank_1", false, false);  // a worker joins before the primary
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run, store().GetRun(Ref("run1")));
+  EXPECT_EQ(run.state, RunState::kRunning);
+  Join("run1", "rank_0", true, true);
+  Join("run1", "rank_2", false, false);
+  ASSERT_TRUE(store().FinishWriter(Ref("run1"), "rank_1", RunState::kCrashed, std::nullopt, 100)
+                  .ok());
+  ASSERT_TRUE(store().FinishWriter(Ref("run1"), "rank_2", RunState::kFinished, 0, 110).ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(run, store().GetRun(Ref("run1")));
+  EXPECT_EQ(run.state, RunState::kRunning);
+  ASSERT_TRUE(store().FinishWriter(Ref("run1"), "rank_0", RunState::kFinished, 0, 200).ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(run, store().GetRun(Ref("run1")));
+  EXPECT_EQ(run.state, RunState::kFinished);
+  EXPECT_EQ(run.exit_code, 0);
+  // Workers' own states stay visible.
+  COHORT_ASSERT_OK_AND_ASSIGN(auto writers, store().ListWriters(Ref("run1")));
+  std::map<std::string, RunState> states;
+  for (const auto& w : writers) states[w.label] = w.state;
+  EXPECT_EQ(states["rank_1"], RunState::kCrashed);
+  EXPECT_EQ(states["rank_2"], RunState::kFinished);
+}
+
+TEST_P(StoreConformanceTest, WorkerWithUpdateFinishStateEndsSharedRun) {
+  MakeRun("run1");
+  Join("run1", "rank_0", true, true);
+  Join("run1", "rank_1", false, true);
+  ASSERT_TRUE(store().FinishWriter(Ref("run1"), "rank_0", RunState::kFinished, 0, 100).ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run, store().GetRun(Ref("run1")));
+  EXPECT_EQ(run.state, RunState::kRunning);
+  ASSERT_TRUE(store().FinishWriter(Ref("run1"), "rank_1", RunState::kKilled, 130, 200).ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(run, store().GetRun(Ref("run1")));
+  EXPECT_EQ(run.state, RunState::kKilled);
+  EXPECT_EQ(run.exit_code, 130);
+}
+
+TEST_P(StoreConformanceTest, MarkStaleWritersCrashedMarksOnlyStaleOnes) {
+  MakeRun("run1");
+  MakeRun("run2");
+  Join("run1", "alive");
+  Join("run1", "dead", false, false);
+  Join("run2", "dead2");
+  const int64_t now = NowMillis() + 60'000;
+  COHORT_ASSERT_OK(store().Heartbeat(Ref("run1"), "alive", now));
+  EXPECT_EQ(store().Heartbeat(Ref("run1"), "ghost", now).code(), StatusCode::kNotFound);
+  COHORT_ASSERT_OK_AND_ASSIGN(int64_t marked, store().MarkStaleWritersCrashed(now - 30'000, now));
+  EXPECT_EQ(marked, 2);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto writers, store().ListWriters(Ref("run1")));
+  for (const auto& w : writers) {
+    EXPECT_EQ(w.state, w.label == "alive" ? RunState::kRunning : RunState::kCrashed) << w.label;
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run1, store().GetRun(Ref("run1")));
+  EXPECT_EQ(run1.state, RunState::kRunning);
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run2, store().GetRun(Ref("run2")));
+  EXPECT_EQ(run2.state, RunState::kCrashed);
+  // Crashed writers are not marked again.
+  COHORT_ASSERT_OK_AND_ASSIGN(marked, store().MarkStaleWritersCrashed(now - 30'000, now));
+  EXPECT_EQ(marked, 0);
+}
+
+// ---- run lists ----
+
+// Five runs with distinct fields for filter tests.
+class RunFixtureData {
+ public:
+  static void Make(Store& s) {
+    struct Spec {
+      const char* id;
+      const char* name;
+      const char* group;
+      const char* job_type;
+      std::vector<std::string> tags;
+      const char* config;
+    };
+    const Spec specs[] = {
+        {"r1", "alpha-main", "exp1", "main", {"best", "v1"}, R"({"lr":0.1,"opt":"adam"})"},
+        {"r2", "alpha-worker", "exp1", "worker", {"v1"}, R"({"lr":0.01,"opt":"sgd"})"},
+        {"r3", "beta-main", "exp2", "main", {}, R"({"lr":1,"opt":"adam","nested":{"d":4}})"},
+        {"r4", "beta-worker", "exp2", "worker", {"v2"}, R"({"lr":"1e-3"})"},
+        {"r5", "gamma", "", "", {}, R"({})"},
+    };
+    for (const Spec& sp : specs) {
+      RunUpsert u;
+      u.ref = RunRef{"acme", "vision", sp.id};
+      u.name = sp.name;
+      u.group = sp.group;
+      u.job_type = sp.job_type;
+      u.tags = sp.tags;
+      u.host = std::string(sp.id) == "r3" ? "gpu-2" : "gpu-1";
+      u.config_json = sp.config;
+      ASSERT_TRUE(s.UpsertRun(u).ok());
+    }
+  }
+};
+
+TEST_P(StoreConformanceTest, ListRunsFiltersWithEachOp) {
+  RunFixtureData::Make(store());
+  Join("r2", "w");
+  ASSERT_TRUE(store().FinishWriter(Ref("r2"), "w", RunState::kCrashed, std::nullopt, 1).ok());
+  Join("r4", "w");
+  ASSERT_TRUE(store().PatchRun(Ref("r1"), RunPatch{.summary_json = R"({"acc":0.9})"}).ok());
+  ASSERT_TRUE(store().PatchRun(Ref("r3"), RunPatch{.summary_json = R"({"acc":0.7})"}).ok());
+
+  auto list = [&](std::vector<Filter> filters) -> std::vector<std::string> {
+    RunQuery q{.entity = kEntity, .project = kProject, .filters = std::move(filters)};
+    q.sort = "name";
+    q.descending = false;
+    auto page = store().ListRuns(q);
+    EXPECT_TRUE(page.ok()) << page.status().ToString();
+    return page.ok() ? Ids(*page) : std::vector<std::string>{"<error>"};
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(list({{"job_type", "==", {"worker"}}}), (V{"r2", "r4"}));
+  EXPECT_EQ(list({{"job_type", "!=", {"worker"}}}), (V{"r1", "r3", "r5"}));
+  EXPECT_EQ(list({{"group", "in", {"exp1", "exp2"}}}), (V{"r1", "r2", "r3", "r4"}));
+  EXPECT_EQ(list({{"group", "not in", {"exp1"}}}), (V{"r3", "r4", "r5"}));
+  EXPECT_EQ(list({{"name", "~", {"main"}}}), (V{"r1", "r3"}));
+  EXPECT_EQ(list({{"name", "<", {"beta"}}}), (V{"r1", "r2"}));
+  EXPECT_EQ(list({{"name", ">", {"beta-worker"}}}), (V{"r5"}));
+  EXPECT_EQ(list({{"host", "==", {"gpu-2"}}}), (V{"r3"}));
+  EXPECT_EQ(list({{"state", "in", {"crashed"}}}), (V{"r2"}));
+  EXPECT_EQ(list({{"state", "==", {"running"}}}), (V{"r4"}));
+  EXPECT_EQ(list({{"job_type", "==", {"worker"}}, {"state", "in", {"crashed"}}}), (V{"r2"}));
+  EXPECT_EQ(list({{"tag", "==", {"v1"}}}), (V{"r1", "r2"}));
+  EXPECT_EQ(list({{"tag", "in", {"best", "v2"}}}), (V{"r1", "r4"}));
+  EXPECT_EQ(list({{"tag", "!=", {"v1"}}}), (V{"r3", "r4", "r5"}));
+  EXPECT_EQ(list({{"tag", "not in", {"v1", "v2"}}}), (V{"r3", "r5"}));
+  EXPECT_EQ(list({{"tag", "~", {"es"}}}), (V{"r1"}));
+  EXPECT_EQ(list({{"config.opt", "==", {"adam"}}}), (V{"r1", "r3"}));
+  EXPECT_EQ(list({{"config.opt", "!=", {"adam"}}}), (V{"r2", "r4", "r5"}));
+  EXPECT_EQ(list({{"config.lr", "==", {"0.1"}}}), (V{"r1"}));
+  EXPECT_EQ(list({{"config.lr", "==", {"1e-3"}}}), (V{"r4"}));  // stored as a string
+  EXPECT_EQ(list({{"config.lr", "in", {"1", "0.01"}}}), (V{"r2", "r3"}));
+  EXPECT_EQ(list({{"config.lr", "not in", {"1", "0.01"}}}), (V{"r1", "r4", "r5"}));
+  EXPECT_EQ(list({{"config.lr", "<", {"0.5"}}}), (V{"r1", "r2"}));
+  EXPECT_EQ(list({{"config.lr", ">", {"0.05"}}}), (V{"r1", "r3"}));
+  EXPECT_EQ(list({{"config.opt", "~", {"ad"}}}), (V{"r1", "r3"}));
+  EXPECT_EQ(list({{"config.nested.d", "==", {"4"}}}), (V{"r3"}));
+  EXPECT_EQ(list({{"summary.acc", ">", {"0.8"}}}), (V{"r1"}));
+  EXPECT_EQ(list({{"summary.acc", "<", {"0.8"}}}), (V{"r3"}));
+}
+
+TEST_P(StoreConformanceTest, ListRunsRejectsUnknownFieldOrOp) {
+  RunQuery q{.entity = kEntity, .project = kProject};
+  q.filters = {{"colour", "==", {"red"}}};
+  auto r = store().ListRuns(q);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("colour"), std::string::npos);
+  q.filters = {{"name", "=~", {"x"}}};
+  r = store().ListRuns(q);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("=~"), std::string::npos);
+  q.filters = {{"tag", "<", {"x"}}};
+  EXPECT_EQ(store().ListRuns(q).status().code(), StatusCode::kInvalidArgument);
+  q.filters = {{"state", "==", {"sleeping"}}};
+  EXPECT_EQ(store().ListRuns(q).status().code(), StatusCode::kInvalidArgument);
+  q.filters = {};
+  q.sort = "colour";
+  EXPECT_EQ(store().ListRuns(q).status().code(), StatusCode::kInvalidArgument);
+  q.sort = "created";
+  q.cursor = "zz";
+  EXPECT_EQ(store().ListRuns(q).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_P(StoreConformanceTest, ListRunsPagesEverySortWithoutGapsOrDuplicates) {
+  // 23 runs; names, groups and job types repeat so that the tiebreak matters.
+  for (int i = 0; i < 23; ++i) {
+    RunUpsert u;
+    u.ref = Ref("run" + std::to_string(i));
+    u.name = "n" + std::to_string(i % 4);
+    u.group = "g" + std::to_string(i % 3);
+    u.job_type = i % 2 ? "worker" : "main";
+    ASSERT_TRUE(store().UpsertRun(u).ok());
+    if (i % 5 == 0) Join(u.ref.run_id, "w");
+  }
+  for (const char* sort : {"created", "updated", "name", "state", "group", "job_type", "runtime"}) {
+    for (bool descending : {true, false}) {
+      RunQuery q{.entity = kEntity, .project = kProject, .sort = sort, .descending = descending,
+                 .limit = 5};
+      std::vector<std::string> seen;
+      std::vector<RunRecord> rows;
+      int pages = 0;
+      while (true) {
+        COHORT_ASSERT_OK_AND_ASSIGN(RunPage page, store().ListRuns(q));
+        EXPECT_EQ(page.total, 23);
+        for (const auto& r : page.runs) {
+          seen.push_back(r.run_id);
+          rows.push_back(r);
+        }
+        ++pages;
+        if (page.next_cursor.empty()) break;
+        ASSERT_LT(pages, 10);
+        q.cursor = page.next_cursor;
+      }
+      EXPECT_EQ(pages, 5) << sort;
+      std::set<std::string> unique(seen.begin(), seen.end());
+      EXPECT_EQ(seen.size(), 23u) << sort << (descending ? " desc" : " asc");
+      EXPECT_EQ(unique.size(), 23u) << sort << (descending ? " desc" : " asc");
+      if (std::string(sort) == "name") {
+        for (size_t i = 1; i < rows.size(); ++i) {
+          EXPECT_TRUE(descending ? rows[i - 1].name >= rows[i].name
+                                 : rows[i - 1].name <= rows[i].name);
+        }
+      }
+      if (std::string(sort) == "created") {
+        for (size_t i = 1; i < rows.size(); ++i) {
+          EXPECT_TRUE(descending ? rows[i - 1].created_ms >= rows[i].created_ms
+                                 : rows[i - 1].created_ms <= rows[i].created_ms);
+        }
+      }
+    }
+  }
+}
+
+TEST_P(StoreConformanceTest, ListRunsCountsTotalOfAllPages) {
+  RunFixtureData::Make(store());
+  RunQuery q{.entity = kEntity, .project = kProject, .limit = 2};
+  q.filters = {{"job_type", "in", {"main", "worker"}}};
+  COHORT_ASSERT_OK_AND_ASSIGN(RunPage page, store().ListRuns(q));
+  EXPECT_EQ(page.runs.size(), 2u);
+  EXPECT_EQ(page.total, 4);
+  EXPECT_FALSE(page.next_cursor.empty());
+  RunQuery other{.entity = kEntity, .project = "empty"};
+  COHORT_ASSERT_OK_AND_ASSIGN(page, store().ListRuns(other));
+  EXPECT_TRUE(page.runs.empty());
+  EXPECT_EQ(page.total, 0);
+  EXPECT_TRUE(page.next_cursor.empty());
+}
+
+TEST_P(StoreConformanceTest, ListRunsRejectsCursorOfAnotherSort) {
+  RunFixtureData::Make(store());
+  RunQuery q{.entity = kEntity, .project = kProject, .sort = "name", .limit = 2};
+  COHORT_ASSERT_OK_AND_ASSIGN(RunPage page, store().ListRuns(q));
+  ASSERT_FALSE(page.next_cursor.empty());
+  q.sort = "created";
+  q.cursor = page.next_cursor;
+  EXPECT_EQ(store().ListRuns(q).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_P(StoreConformanceTest, ListGroupsCountsRunsStatesAndJobTypes) {
+  RunFixtureData::Make(store());
+  Join("r2", "w");
+  COHORT_ASSERT_OK_AND_ASSIGN(auto groups, store().ListGroups(kEntity, kProject));
+  ASSERT_EQ(groups.size(), 2u);  // r5 has no group
+  EXPECT_EQ(groups[0].group, "exp1");
+  EXPECT_EQ(groups[0].runs, 2);
+  EXPECT_EQ(groups[0].states["pending"], 1);
+  EXPECT_EQ(groups[0].states["running"], 1);
+  EXPECT_EQ(groups[0].job_types["main"], 1);
+  EXPECT_EQ(groups[0].job_types["worker"], 1);
+  EXPECT_GT(groups[0].created_ms, 0);
+  EXPECT_GE(groups[0].updated_ms, groups[0].created_ms);
+  EXPECT_EQ(groups[1].group, "exp2");
+  EXPECT_EQ(groups[1].runs, 2);
+  EXPECT_EQ(groups[1].states["pending"], 2);
+}
+
+TEST_P(StoreConformanceTest, ListProjectsCountsRunsPerProject) {
+  MakeRun("a");
+  MakeRun("b");
+  ASSERT_TRUE(store().UpsertRun(RunUpsert{.ref = {kEntity, "audio", "c"}}).ok());
+  ASSERT_TRUE(store().UpsertRun(RunUpsert{.ref = {"other", "secret", "d"}}).ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto projects, store().ListProjects(kEntity));
+  ASSERT_EQ(projects.size(), 2u);
+  EXPECT_EQ(projects[0].project, "audio");
+  EXPECT_EQ(projects[0].runs, 1);
+  EXPECT_EQ(projects[1].project, "vision");
+  EXPECT_EQ(projects[1].runs, 2);
+  EXPECT_EQ(projects[1].entity, kEntity);
+}
+
+// ---- views and keys ----
+
+TEST_P(StoreConformanceTest, ViewsCreateListUpdateDelete) {
+  ViewRecord v{.entity = kEntity, .project = kProject, .name = "default: hide workers",
+               .spec_json = R"({"filters":[{"field":"job_type","op":"!=","values":["worker"]}]})"};
+  COHORT_ASSERT_OK_AND_ASSIGN(ViewRecord created, store().CreateView(v));
+  EXPECT_GT(created.id, 0);
+  EXPECT_EQ(created.name, v.name);
+  EXPECT_EQ(store().CreateView(v).status().code(), StatusCode::kAlreadyExists);
+  ViewRecord v2 = v;
+  v2.name = "all nodes";
+  v2.spec_json = "{}";
+  COHORT_ASSERT_OK_AND_ASSIGN(ViewRecord created2, store().CreateView(v2));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto views, store().ListViews(kEntity, kProject));
+  ASSERT_EQ(views.size(), 2u);
+  EXPECT_EQ(views[0].name, "all nodes");
+
+  created.spec_json = R"({"group_by":"group"})";
+  created.name = "renamed";
+  COHORT_ASSERT_OK_AND_ASSIGN(ViewRecord updated, store().UpdateView(created));
+  EXPECT_EQ(updated.spec_json, created.spec_json);
+  EXPECT_EQ(updated.name, "renamed");
+  created2.name = "renamed";
+  EXPECT_EQ(store().UpdateView(created2).status().code(), StatusCode::kAlreadyExists);
+  ViewRecord foreign = updated;
+  foreign.entity = "other";
+  EXPECT_EQ(store().UpdateView(foreign).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store().CreateView(ViewRecord{.entity = kEntity, .project = kProject, .name = "x",
+                                          .spec_json = "[]"})
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
+
+  COHORT_ASSERT_OK(store().DeleteView(kEntity, kProject, created.id));
+  EXPECT_EQ(store().DeleteView(kEntity, kProject, created.id).code(), StatusCode::kNotFound);
+  COHORT_ASSERT_OK_AND_ASSIGN(views, store().ListViews(kEntity, kProject));
+  ASSERT_EQ(views.size(), 1u);
+  EXPECT_EQ(views[0].id, created2.id);
+}
+
+TEST_P(StoreConformanceTest, ApiKeysFindAndRevoke) {
+  ApiKeyRecord k{.entity = kEntity, .name = "ci", .role = KeyRole::kAdmin, .hash = "h1",
+                 .prefix = "ck_ab"};
+  COHORT_ASSERT_OK_AND_ASSIGN(ApiKeyRecord created, store().CreateApiKey(k));
+  EXPECT_GT(created.id, 0);
+  EXPECT_EQ(store().CreateApiKey(k).status().code(), StatusCode::kAlreadyExists);
+  ApiKeyRecord k2{.entity = kEntity, .name = "laptop", .hash = "h2"};
+  ASSERT_TRUE(store().CreateApiKey(k2).ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(int64_t count, store().CountApiKeys());
+  EXPECT_EQ(count, 2);
+
+  COHORT_ASSERT_OK_AND_ASSIGN(ApiKeyRecord found, store().FindApiKey("h1"));
+  EXPECT_EQ(found.id, created.id);
+  EXPECT_EQ(found.role, KeyRole::kAdmin);
+  EXPECT_EQ(found.prefix, "ck_ab");
+  EXPECT_EQ(store().FindApiKey("nope").status().code(), StatusCode::kNotFound);
+
+  EXPECT_EQ(store().RevokeApiKey("other", created.id).code(), StatusCode::kNotFound);
+  COHORT_ASSERT_OK(store().RevokeApiKey(kEntity, created.id));
+  EXPECT_EQ(store().FindApiKey("h1").status().code(), StatusCode::kNotFound);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto keys, store().ListApiKeys(kEntity));
+  ASSERT_EQ(keys.size(), 2u);
+  EXPECT_TRUE(keys[0].revoked);
+  EXPECT_FALSE(keys[1].revoked);
+  EXPECT_EQ(keys[1].role, KeyRole::kMember);
+  COHORT_ASSERT_OK_AND_ASSIGN(keys, store().ListApiKeys("other"));
+  EXPECT_TRUE(keys.empty());
+}
+
+// ---- persistence ----
+
+TEST_P(StoreConformanceTest, DataSurvivesReopen) {
+  RunUpsert u;
+  u.ref = Ref("run1");
+  u.config_json = R"({"lr":0.1})";
+  ASSERT_TRUE(store().UpsertRun(u).ok());
+  Join("run1", "w");
+  IngestBatch b = Rows(1, "loss", 100);
+  b.console.push_back(ConsoleLine{.time_ms = 5, .text = "hello"});
+  ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, 10).ok());
+  ASSERT_TRUE(store().CreateView(ViewRecord{.entity = kEntity, .project = kProject, .name = "v"})
+                  .ok());
+  ASSERT_TRUE(store().CreateApiKey(ApiKeyRecord{.entity = kEntity, .hash = "h"}).ok());
+
+  Reopen();
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run, store().GetRun(Ref("run1")));
+  EXPECT_EQ(JsonField(run.config_json, "lr"), "1E-1");
+  EXPECT_EQ(run.state, RunState::kRunning);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1")}));
+  ASSERT_EQ(hist.size(), 1u);
+  EXPECT_EQ(hist[0].points.size(), 100u);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto lines, store().QueryConsole(ConsoleQuery{.run = Ref("run1")}));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].text, "hello");
+  COHORT_ASSERT_OK_AND_ASSIGN(auto views, store().ListViews(kEntity, kProject));
+  EXPECT_EQ(views.size(), 1u);
+  EXPECT_TRUE(store().FindApiKey("h").ok());
+  // The writer resumes where it stopped: the same seq is still a duplicate.
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult again, store().Ingest(Ref("run1"), "w", b, 20));
+  EXPECT_TRUE(again.duplicate);
+  EXPECT_EQ(again.next_step, 100);
+}
+
+}  // namespace
+}  // namespace cohort::store
