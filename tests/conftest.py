@@ -85,6 +85,8 @@ class ServerProcess:
             err = self.proc.stderr.read() if self.proc.poll() is not None else ""
             raise RuntimeError(f"server did not print its URL: {line!r} {err}")
         self.url = line
+        second = self.proc.stdout.readline().strip()
+        self.ui_url = second.split(": ", 1)[1] if ": " in second else None
         return self
 
     @property

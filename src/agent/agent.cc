@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <list>
 #include <thread>
 
@@ -48,9 +49,33 @@ int TakeLock(const std::string& path) {
   return fd;
 }
 
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
 }  // namespace
 
+AgentOptions AgentOptionsFromEnv() {
+  AgentOptions o;
+  o.socket_path = Env("COHORT_AGENT_SOCKET");
+  o.data_dir = Env("COHORT_DIR");
+  if (std::string idle = Env("COHORT_AGENT_IDLE_S"); !idle.empty()) {
+    char* end = nullptr;
+    double v = std::strtod(idle.c_str(), &end);
+    if (end && *end == '\0' && v >= 0) o.idle_exit_s = v;
+  }
+  o.detach = Env("COHORT_AGENT_DETACH") == "1";
+  o.verbose = Env("COHORT_DEBUG") == "1";
+  return o;
+}
+
 int RunAgent(const AgentOptions& options) {
+  if (options.detach) {
+    pid_t pid = fork();  // no threads exist yet in this fresh process
+    if (pid < 0) return 1;
+    if (pid > 0) _exit(0);
+  }
   AgentPaths paths =
       options.socket_path.empty() ? DefaultAgentPaths() : AgentPathsFor(options.socket_path);
   std::string data_dir = options.data_dir.empty() ? DefaultAgentDataDir() : options.data_dir;

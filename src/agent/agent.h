@@ -18,7 +18,15 @@ struct AgentOptions {
   double heartbeat_interval_s = 30;
   bool system_monitor = true;
   bool verbose = false;      // debug lines in the log
+  // Fork once at start and let the first process exit at once, so that the client that
+  // spawned the agent can reap it and the agent never becomes its zombie.
+  bool detach = false;
 };
+
+// Defaults overridden by the environment a spawning client sets: COHORT_AGENT_SOCKET
+// (socket_path), COHORT_DIR (data_dir), COHORT_AGENT_IDLE_S (idle_exit_s),
+// COHORT_AGENT_DETACH=1 (detach), COHORT_DEBUG=1 (verbose). The CLI applies its flags on top.
+AgentOptions AgentOptionsFromEnv();
 
 // Runs the agent until it is idle or gets SIGTERM/SIGINT. Returns the process exit code: 0 on
 // a normal exit and also when another agent already serves this socket (nothing to do), 1 when

@@ -39,14 +39,15 @@ class FakeHttpServer {
  public:
   using Handler = std::function<FakeResponse(const FakeRequest&)>;
 
-  explicit FakeHttpServer(Handler handler) : handler_(std::move(handler)) {
+  // `port` 0: an ephemeral port.
+  explicit FakeHttpServer(Handler handler, int port = 0) : handler_(std::move(handler)) {
     listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
+    addr.sin_port = htons(uint16_t(port));
     bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
     listen(listen_fd_, 64);
     socklen_t len = sizeof addr;
@@ -67,6 +68,19 @@ class FakeHttpServer {
       threads.swap(conn_threads_);
     }
     for (auto& t : threads) t.join();
+  }
+
+  // A port that was free a moment ago (for a server that starts later).
+  static int FreePort() {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    close(fd);
+    return ntohs(addr.sin_port);
   }
 
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }

@@ -109,7 +109,7 @@ Runner AddServerCommand(CLI::App& app) {
       std::fprintf(stderr, "cohort server: %s\n", s.ToString().c_str());
       return 1;
     }
-    std::printf("%s\n", app.url().c_str());
+    std::printf("%s\nOpen the web UI: %s\n", app.url().c_str(), app.ui_url().c_str());
     std::fflush(stdout);
     std::fprintf(stderr, "cohort server: listening on %s (store %s)\n", app.url().c_str(),
                  cfg->store_url.empty() ? (cfg->data_dir + "/cohort.db").c_str()

@@ -83,9 +83,7 @@ Status QueryRaw(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
                 const store::HistoryQuery& q, Range r, store::SeriesData* out) {
   if (q.limit < 1) return Status::InvalidArgument("limit must be at least 1");
   if (q.after_step == kMaxInt) return Status::Ok();
-  // INT64_MIN, the default, means "from the start": otherwise steps of INT64_MIN were unreachable.
-  const int64_t first_step = q.after_step == kMinInt ? kMinInt : q.after_step + 1;
-  r.min_step = std::max(q.min_step.value_or(kMinInt), first_step);
+  r.min_step = std::max(q.min_step.value_or(kMinInt), q.after_step + 1);
   r.max_step = q.max_step.value_or(kMaxInt);
   if (r.min_step > r.max_step || r.min_time > r.max_time) return Status::Ok();
   const size_t limit = size_t(std::min<int64_t>(q.limit, int64_t(1) << 40));

@@ -36,7 +36,7 @@ inline constexpr int kMaxQueryBuckets = 100000;
 // straddle a bucket or time boundary.
 // Raw paging: a page never ends between two points of equal step (the cursor, after_step, is a
 // step), so successive pages with after_step = last step return every point exactly once
-// (after_step = INT64_MIN, the default, means no cursor, so a step of INT64_MIN is returned). The
+// (steps > after_step only: a step of INT64_MIN, which stores never hold, is never returned). The
 // one exception to "at most q.limit": when more than q.limit points share the page's first step,
 // the page holds all of them. kInvalidArgument for q.limit < 1 or q.buckets > kMaxQueryBuckets;
 // the loader's errors and kCorruption for undecodable chunks are passed on.

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "core/clock.h"
+#include "core/ids.h"
 #include "core/user_config.h"
 #include "server/http/static_files.h"
 
@@ -110,8 +111,14 @@ Status ServerApp::Start() {
   });
   COHORT_RETURN_IF_ERROR(http_->Start());
   COHORT_RETURN_IF_ERROR(Bootstrap());
+  auth_->SetUiToken(ids::RandomHex(16),
+                    api::AuthContext{config_.entity, store::KeyRole::kAdmin, "browser-session", 0});
   sweeper_ = std::thread([this] { SweepLoop(); });
   return Status::Ok();
+}
+
+std::string ServerApp::ui_url() const {
+  return url() + "/?token=" + (auth_ ? auth_->ui_token() : std::string());
 }
 
 std::string ServerApp::url() const {

@@ -39,6 +39,8 @@ class ServerApp {
 
   Status Start();
   std::string url() const;  // http://address:port
+  // The web UI link with the one-click login token (valid while this server runs).
+  std::string ui_url() const;
   // Set at first start: the new admin key (shown once).
   const std::string& bootstrap_key() const { return bootstrap_key_; }
   void Stop();

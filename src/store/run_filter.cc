@@ -36,9 +36,9 @@ Result<FilterOp> ParseOp(const Filter& f) {
 Status ParseField(const Filter& f, RunPredicate* p) {
   const std::string& field = f.field;
   static const std::pair<const char*, FilterField> kPlain[] = {
-      {"name", FilterField::kName},   {"group", FilterField::kGroup},
+      {"name", FilterField::kName},        {"group", FilterField::kGroup},
       {"job_type", FilterField::kJobType}, {"state", FilterField::kState},
-      {"host", FilterField::kHost},   {"tag", FilterField::kTag},
+      {"host", FilterField::kHost},        {"tag", FilterField::kTag},
       {"tags", FilterField::kTag},
   };
   for (const auto& [name, value] : kPlain) {
@@ -133,8 +133,7 @@ Result<RunSortField> ParseRunSort(const std::string& sort) {
 }
 
 bool SortKeyIsInteger(RunSortField f) {
-  return f == RunSortField::kCreated || f == RunSortField::kUpdated ||
-         f == RunSortField::kRuntime;
+  return f == RunSortField::kCreated || f == RunSortField::kUpdated || f == RunSortField::kRuntime;
 }
 
 // Layout before hex: version, sort (one digit), 'd'|'a', 'i'|'s', pk, ':', key.

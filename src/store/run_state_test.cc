@@ -95,9 +95,8 @@ TEST(RunStateTest, StateForExitCodeMapsZeroToFinished) {
 }
 
 TEST(RunStateTest, StateNamesRoundTrip) {
-  for (RunState s : {RunState::kPending, RunState::kRunning, RunState::kFinished,
-                     RunState::kFailed, RunState::kCrashed, RunState::kKilled,
-                     RunState::kPreempted}) {
+  for (RunState s : {RunState::kPending, RunState::kRunning, RunState::kFinished, RunState::kFailed,
+                     RunState::kCrashed, RunState::kKilled, RunState::kPreempted}) {
     EXPECT_EQ(ParseRunState(RunStateName(s)), s);
   }
   EXPECT_EQ(RunStateName(RunState::kPreempted), "preempted");

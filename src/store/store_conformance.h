@@ -27,7 +27,8 @@
 namespace cohort::store {
 
 // Fresh, empty storage for one test case (a temporary file, a scratch database). Open() may be
-// called again after the previous Store was destroyed and must then see the same data.
+// called again after the previous Store was destroyed and must then see the same data. Used
+// from the test thread only.
 class StoreTarget {
  public:
   virtual ~StoreTarget() = default;
@@ -73,22 +74,22 @@ class StoreConformanceTest : public ::testing::TestWithParam<StoreBackend> {
 // Instantiates every conformance case for `backend` (a StoreBackend). Use it at namespace scope
 // where StoreConformanceTest names the fixture (inside namespace cohort::store, or after
 // `using cohort::store::StoreConformanceTest;`).
-#define COHORT_INSTANTIATE_STORE_CONFORMANCE(prefix, backend)                                  \
-  INSTANTIATE_TEST_SUITE_P(                                                                    \
-      prefix, StoreConformanceTest, ::testing::Values(backend),                                \
-      [](const ::testing::TestParamInfo<::cohort::store::StoreBackend>& info) {                \
-        return info.param.name;                                                                \
+#define COHORT_INSTANTIATE_STORE_CONFORMANCE(prefix, backend)                   \
+  INSTANTIATE_TEST_SUITE_P(                                                     \
+      prefix, StoreConformanceTest, ::testing::Values(backend),                 \
+      [](const ::testing::TestParamInfo<::cohort::store::StoreBackend>& info) { \
+        return info.param.name;                                                 \
       })
 
 // Test helpers for Status / Result expressions.
-#define COHORT_ASSERT_OK(expr)                                 \
-  do {                                                         \
-    const ::cohort::Status cohort_s_ = (expr);                 \
-    ASSERT_TRUE(cohort_s_.ok()) << cohort_s_.ToString();       \
+#define COHORT_ASSERT_OK(expr)                           \
+  do {                                                   \
+    const ::cohort::Status cohort_s_ = (expr);           \
+    ASSERT_TRUE(cohort_s_.ok()) << cohort_s_.ToString(); \
   } while (0)
 
-#define COHORT_ASSERT_OK_AND_ASSIGN(lhs, expr)                                         \
-  auto COHORT_CONCAT_(cohort_r_, __LINE__) = (expr);                                   \
-  ASSERT_TRUE(COHORT_CONCAT_(cohort_r_, __LINE__).ok())                                \
-      << COHORT_CONCAT_(cohort_r_, __LINE__).status().ToString();                      \
+#define COHORT_ASSERT_OK_AND_ASSIGN(lhs, expr)                    \
+  auto COHORT_CONCAT_(cohort_r_, __LINE__) = (expr);              \
+  ASSERT_TRUE(COHORT_CONCAT_(cohort_r_, __LINE__).ok())           \
+      << COHORT_CONCAT_(cohort_r_, __LINE__).status().ToString(); \
   lhs = std::move(COHORT_CONCAT_(cohort_r_, __LINE__)).value()

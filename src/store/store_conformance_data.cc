@@ -29,8 +29,8 @@ TEST_P(StoreConformanceTest, IngestStoresEveryPoint) {
   IngestBatch b;
   b.seq = 1;
   for (int i = 0; i < 300; ++i) {
-    b.rows.push_back(HistoryRow{.step = -1, .time_ms = 1000 + i,
-                                .values = {{"loss", 1.0 / (i + 1)}, {"acc", i * 0.5}}});
+    b.rows.push_back(HistoryRow{
+        .step = -1, .time_ms = 1000 + i, .values = {{"loss", 1.0 / (i + 1)}, {"acc", i * 0.5}}});
   }
   const int64_t now = NowMillis() + 10'000;
   COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, store().Ingest(Ref("run1"), "w", b, now));
@@ -96,12 +96,14 @@ TEST_P(StoreConformanceTest, TwoWritersAtTheSameStepAreBothKept) {
   MakeRun("run1");
   Join("run1", "rank_3", false, false);
   Join("run1", "rank_5", false, false);
-  IngestBatch b3{.seq = 1, .rows = {HistoryRow{.step = 100, .time_ms = 1, .values = {{"loss", 3}}}}};
-  IngestBatch b5{.seq = 1, .rows = {HistoryRow{.step = 100, .time_ms = 1, .values = {{"loss", 5}}}}};
+  IngestBatch b3{.seq = 1,
+                 .rows = {HistoryRow{.step = 100, .time_ms = 1, .values = {{"loss", 3}}}}};
+  IngestBatch b5{.seq = 1,
+                 .rows = {HistoryRow{.step = 100, .time_ms = 1, .values = {{"loss", 5}}}}};
   ASSERT_TRUE(store().Ingest(Ref("run1"), "rank_3", b3, 1).ok());
   ASSERT_TRUE(store().Ingest(Ref("run1"), "rank_5", b5, 1).ok());
-  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{
-                                             .run = Ref("run1"), .keys = {"loss"}}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1"), .keys = {"loss"}}));
   ASSERT_EQ(hist.size(), 2u);
   EXPECT_EQ(hist[0].writer, "rank_3");
   ASSERT_EQ(hist[0].points.size(), 1u);
@@ -111,8 +113,8 @@ TEST_P(StoreConformanceTest, TwoWritersAtTheSameStepAreBothKept) {
   EXPECT_EQ(hist[1].points[0].value, 5);
   EXPECT_EQ(hist[1].points[0].step, 100);
   // Only one writer asked for.
-  COHORT_ASSERT_OK_AND_ASSIGN(hist, store().QueryHistory(HistoryQuery{
-                                        .run = Ref("run1"), .writers = {"rank_5"}}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      hist, store().QueryHistory(HistoryQuery{.run = Ref("run1"), .writers = {"rank_5"}}));
   ASSERT_EQ(hist.size(), 1u);
   EXPECT_EQ(hist[0].writer, "rank_5");
 }
@@ -120,8 +122,8 @@ TEST_P(StoreConformanceTest, TwoWritersAtTheSameStepAreBothKept) {
 TEST_P(StoreConformanceTest, ServerAssignedStepsContinueAcrossBatches) {
   MakeRun("run1");
   Join("run1", "w");
-  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r1, store().Ingest(Ref("run1"), "w",
-                                                              Rows(1, "x", 3), 1));
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r1,
+                              store().Ingest(Ref("run1"), "w", Rows(1, "x", 3), 1));
   EXPECT_EQ(r1.next_step, 3);
   // An explicit step moves the next step past it; later rows continue from there.
   IngestBatch b{.seq = 2};
@@ -130,8 +132,8 @@ TEST_P(StoreConformanceTest, ServerAssignedStepsContinueAcrossBatches) {
   b.rows.push_back(HistoryRow{.step = 4, .time_ms = 7, .values = {{"x", 4}}});  // behind: kept
   COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r2, store().Ingest(Ref("run1"), "w", b, 2));
   EXPECT_EQ(r2.next_step, 12);
-  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r3, store().Ingest(Ref("run1"), "w",
-                                                              Rows(3, "x", 2), 3));
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r3,
+                              store().Ingest(Ref("run1"), "w", Rows(3, "x", 2), 3));
   EXPECT_EQ(r3.next_step, 14);
   COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1")}));
   ASSERT_EQ(hist.size(), 1u);
@@ -143,7 +145,8 @@ TEST_P(StoreConformanceTest, ServerAssignedStepsContinueAcrossBatches) {
 TEST_P(StoreConformanceTest, NonFiniteValuesRoundTrip) {
   MakeRun("run1");
   Join("run1", "w");
-  const double values[] = {std::nan(""), kInf, -kInf, -0.0, 1.5, std::numeric_limits<double>::min()};
+  const double values[] = {std::nan(""), kInf, -kInf,
+                           -0.0,         1.5,  std::numeric_limits<double>::min()};
   IngestBatch b{.seq = 1};
   for (double v : values) b.rows.push_back(HistoryRow{.step = -1, .values = {{"v", v}}});
   ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, 1).ok());
@@ -157,8 +160,8 @@ TEST_P(StoreConformanceTest, NonFiniteValuesRoundTrip) {
   EXPECT_EQ(hist[0].points[4].value, 1.5);
   EXPECT_EQ(hist[0].points[5].value, std::numeric_limits<double>::min());
   // Buckets survive NaN and infinities too.
-  COHORT_ASSERT_OK_AND_ASSIGN(hist, store().QueryHistory(HistoryQuery{.run = Ref("run1"),
-                                                                      .buckets = 1}));
+  COHORT_ASSERT_OK_AND_ASSIGN(hist,
+                              store().QueryHistory(HistoryQuery{.run = Ref("run1"), .buckets = 1}));
   ASSERT_EQ(hist[0].buckets.size(), 1u);
   EXPECT_EQ(hist[0].buckets[0].count, 6);
   EXPECT_EQ(hist[0].buckets[0].max, kInf);
@@ -182,8 +185,8 @@ TEST_P(StoreConformanceTest, SystemRowsLandUnderSystemPrefix) {
   COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1")}));
   ASSERT_EQ(hist.size(), 1u);  // default keys exclude system/
   EXPECT_EQ(hist[0].key, "loss");
-  COHORT_ASSERT_OK_AND_ASSIGN(hist, store().QueryHistory(HistoryQuery{
-                                        .run = Ref("run1"), .keys = {"system/gpu.0.temp"}}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      hist, store().QueryHistory(HistoryQuery{.run = Ref("run1"), .keys = {"system/gpu.0.temp"}}));
   ASSERT_EQ(hist.size(), 2u);
   EXPECT_EQ(hist[0].writer, "rank_0");
   ASSERT_EQ(hist[0].points.size(), 2u);
@@ -213,8 +216,7 @@ TEST_P(StoreConformanceTest, FailedIngestLeavesNothingHalfWritten) {
   // A batch failing validation after good rows changes nothing either.
   IngestBatch bad = Rows(2, "loss", 5);
   bad.console.push_back(ConsoleLine{.stream = "stdlog", .text = "x"});
-  EXPECT_EQ(store().Ingest(Ref("run1"), "w", bad, 2).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(store().Ingest(Ref("run1"), "w", bad, 2).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(store().Ingest(Ref("run1"), "w", Rows(0, "loss", 1), 2).status().code(),
             StatusCode::kInvalidArgument);  // seq must be > 0
 
@@ -228,8 +230,8 @@ TEST_P(StoreConformanceTest, FailedIngestLeavesNothingHalfWritten) {
   COHORT_ASSERT_OK_AND_ASSIGN(auto lines, store().QueryConsole(ConsoleQuery{.run = Ref("run1")}));
   EXPECT_TRUE(lines.empty());
   // seq 2 was never stored, so it is not a duplicate now.
-  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult ok, store().Ingest(Ref("run1"), "w",
-                                                              Rows(2, "loss", 5), 3));
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult ok,
+                              store().Ingest(Ref("run1"), "w", Rows(2, "loss", 5), 3));
   EXPECT_FALSE(ok.duplicate);
 }
 
@@ -269,8 +271,8 @@ TEST_P(StoreConformanceTest, BucketsEqualBruteForceAcrossChunks) {
     ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, seq).ok());
   }
   for (int n : {1, 7, 100, 1000}) {
-    COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{
-                                               .run = Ref("run1"), .buckets = n}));
+    COHORT_ASSERT_OK_AND_ASSIGN(
+        auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1"), .buckets = n}));
     ASSERT_EQ(hist.size(), 1u);
     const int64_t lo = 0, hi = int64_t(all.size()) - 1;
     const int64_t width = (hi - lo + 1 + n - 1) / n;
@@ -313,24 +315,25 @@ TEST_P(StoreConformanceTest, HistoryFiltersByStepAndTimeRange) {
     b.rows.push_back(HistoryRow{.step = -1, .time_ms = 100000 + i * 10, .values = {{"m", i}}});
   }
   ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, 1).ok());
-  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{
-                                             .run = Ref("run1"), .min_step = 4090,
-                                             .max_step = 4200}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto hist,
+      store().QueryHistory(HistoryQuery{.run = Ref("run1"), .min_step = 4090, .max_step = 4200}));
   ASSERT_EQ(hist.size(), 1u);
   ASSERT_EQ(hist[0].points.size(), 111u);
   EXPECT_EQ(hist[0].points.front().step, 4090);
   EXPECT_EQ(hist[0].points.back().step, 4200);
 
-  COHORT_ASSERT_OK_AND_ASSIGN(hist, store().QueryHistory(HistoryQuery{
-                                        .run = Ref("run1"), .min_time_ms = 100000 + 10 * 10,
-                                        .max_time_ms = 100000 + 19 * 10}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      hist,
+      store().QueryHistory(HistoryQuery{
+          .run = Ref("run1"), .min_time_ms = 100000 + 10 * 10, .max_time_ms = 100000 + 19 * 10}));
   ASSERT_EQ(hist[0].points.size(), 10u);
   EXPECT_EQ(hist[0].points.front().step, 10);
   EXPECT_EQ(hist[0].points.back().step, 19);
 
-  COHORT_ASSERT_OK_AND_ASSIGN(hist, store().QueryHistory(HistoryQuery{
-                                        .run = Ref("run1"), .min_step = 1000, .max_step = 1999,
-                                        .buckets = 10}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      hist, store().QueryHistory(HistoryQuery{
+                .run = Ref("run1"), .min_step = 1000, .max_step = 1999, .buckets = 10}));
   ASSERT_EQ(hist[0].buckets.size(), 10u);
   EXPECT_EQ(hist[0].buckets[0].step_min, 1000);
   EXPECT_EQ(hist[0].buckets[0].count, 100);
@@ -346,8 +349,8 @@ TEST_P(StoreConformanceTest, ConsoleFiltersByLabelStreamAndText) {
   Join("run1", "rank_1", false, false);
   for (const char* label : {"rank_0", "rank_1"}) {
     IngestBatch b{.seq = 1};
-    b.console.push_back(ConsoleLine{.time_ms = 1, .stream = "stdout",
-                                    .text = std::string("epoch 1 on ") + label});
+    b.console.push_back(
+        ConsoleLine{.time_ms = 1, .stream = "stdout", .text = std::string("epoch 1 on ") + label});
     b.console.push_back(ConsoleLine{.time_ms = 2, .stream = "stderr", .text = "Warning: slow"});
     ASSERT_TRUE(store().Ingest(Ref("run1"), label, b, 1).ok());
   }
@@ -356,23 +359,23 @@ TEST_P(StoreConformanceTest, ConsoleFiltersByLabelStreamAndText) {
   EXPECT_EQ(lines[0].label, "rank_0");
   EXPECT_EQ(lines[0].text, "epoch 1 on rank_0");
   EXPECT_LT(lines[0].id, lines[1].id);
-  COHORT_ASSERT_OK_AND_ASSIGN(lines, store().QueryConsole(ConsoleQuery{
-                                         .run = Ref("run1"), .labels = {"rank_1"}}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      lines, store().QueryConsole(ConsoleQuery{.run = Ref("run1"), .labels = {"rank_1"}}));
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0].label, "rank_1");
-  COHORT_ASSERT_OK_AND_ASSIGN(lines, store().QueryConsole(ConsoleQuery{
-                                         .run = Ref("run1"), .stream = "stderr"}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      lines, store().QueryConsole(ConsoleQuery{.run = Ref("run1"), .stream = "stderr"}));
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[1].stream, "stderr");
-  COHORT_ASSERT_OK_AND_ASSIGN(lines, store().QueryConsole(ConsoleQuery{
-                                         .run = Ref("run1"), .text = "on rank"}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      lines, store().QueryConsole(ConsoleQuery{.run = Ref("run1"), .text = "on rank"}));
   EXPECT_EQ(lines.size(), 2u);
-  COHORT_ASSERT_OK_AND_ASSIGN(lines, store().QueryConsole(ConsoleQuery{
-                                         .run = Ref("run1"), .text = "warning"}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      lines, store().QueryConsole(ConsoleQuery{.run = Ref("run1"), .text = "warning"}));
   EXPECT_TRUE(lines.empty());  // case-sensitive
-  COHORT_ASSERT_OK_AND_ASSIGN(lines, store().QueryConsole(ConsoleQuery{
-                                         .run = Ref("run1"), .labels = {"rank_0"},
-                                         .stream = "stdout", .text = "epoch"}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      lines, store().QueryConsole(ConsoleQuery{
+                 .run = Ref("run1"), .labels = {"rank_0"}, .stream = "stdout", .text = "epoch"}));
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].text, "epoch 1 on rank_0");
 }
@@ -436,8 +439,8 @@ TEST_P(StoreConformanceTest, ConcurrentIngestFromFourWritersLosesNothing) {
     ASSERT_EQ(s.points.size(), size_t(kBatches * kRows)) << s.writer;
     for (size_t i = 0; i < s.points.size(); ++i) ASSERT_EQ(s.points[i].step, int64_t(i));
   }
-  COHORT_ASSERT_OK_AND_ASSIGN(auto lines, store().QueryConsole(ConsoleQuery{
-                                              .run = Ref("run1"), .limit = 100000}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto lines, store().QueryConsole(ConsoleQuery{.run = Ref("run1"), .limit = 100000}));
   EXPECT_EQ(lines.size(), size_t(kWriters * kBatches));
   EXPECT_NE(Find(hist, "loss", "rank_3"), nullptr);
 }

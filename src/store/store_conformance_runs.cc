@@ -144,8 +144,10 @@ TEST_P(StoreConformanceTest, JoinAndRejoinWriterByLabel) {
   EXPECT_EQ(run.writer_count, 1);
 
   ASSERT_TRUE(store().Ingest(Ref("run1"), "rank_0", Rows(1, "loss", 3), NowMillis()).ok());
-  ASSERT_TRUE(store().FinishWriter(Ref("run1"), "rank_0", RunState::kCrashed, std::nullopt,
-                                   NowMillis()).ok());
+  ASSERT_TRUE(
+      store()
+          .FinishWriter(Ref("run1"), "rank_0", RunState::kCrashed, std::nullopt, NowMillis())
+          .ok());
   WriterJoin again{.label = "rank_0", .host = "node-2", .pid = 7, .gpu_ids = {0, 1}};
   COHORT_ASSERT_OK_AND_ASSIGN(WriterRecord rejoined, store().JoinWriter(Ref("run1"), again));
   EXPECT_EQ(rejoined.pk, w.pk);
@@ -176,8 +178,8 @@ TEST_P(StoreConformanceTest, JoinWriterWithEmptyLabelIsInvalid) {
 TEST_P(StoreConformanceTest, PlainRunFinishesWithItsWriter) {
   MakeRun("run1");
   Join("run1", "main");
-  COHORT_ASSERT_OK_AND_ASSIGN(WriterRecord w, store().FinishWriter(Ref("run1"), "main",
-                                                                  RunState::kFailed, 2, 5000));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      WriterRecord w, store().FinishWriter(Ref("run1"), "main", RunState::kFailed, 2, 5000));
   EXPECT_EQ(w.state, RunState::kFailed);
   EXPECT_EQ(w.exit_code, 2);
   EXPECT_EQ(w.finished_ms, 5000);
@@ -198,8 +200,8 @@ TEST_P(StoreConformanceTest, SharedRunFollowsPrimaryNotWorkers) {
   EXPECT_EQ(run.state, RunState::kRunning);
   Join("run1", "rank_0", true, true);
   Join("run1", "rank_2", false, false);
-  ASSERT_TRUE(store().FinishWriter(Ref("run1"), "rank_1", RunState::kCrashed, std::nullopt, 100)
-                  .ok());
+  ASSERT_TRUE(
+      store().FinishWriter(Ref("run1"), "rank_1", RunState::kCrashed, std::nullopt, 100).ok());
   ASSERT_TRUE(store().FinishWriter(Ref("run1"), "rank_2", RunState::kFinished, 0, 110).ok());
   COHORT_ASSERT_OK_AND_ASSIGN(run, store().GetRun(Ref("run1")));
   EXPECT_EQ(run.state, RunState::kRunning);
@@ -370,7 +372,10 @@ TEST_P(StoreConformanceTest, ListRunsPagesEverySortWithoutGapsOrDuplicates) {
   }
   for (const char* sort : {"created", "updated", "name", "state", "group", "job_type", "runtime"}) {
     for (bool descending : {true, false}) {
-      RunQuery q{.entity = kEntity, .project = kProject, .sort = sort, .descending = descending,
+      RunQuery q{.entity = kEntity,
+                 .project = kProject,
+                 .sort = sort,
+                 .descending = descending,
                  .limit = 5};
       std::vector<std::string> seen;
       std::vector<RunRecord> rows;
@@ -467,7 +472,9 @@ TEST_P(StoreConformanceTest, ListProjectsCountsRunsPerProject) {
 // ---- views and keys ----
 
 TEST_P(StoreConformanceTest, ViewsCreateListUpdateDelete) {
-  ViewRecord v{.entity = kEntity, .project = kProject, .name = "default: hide workers",
+  ViewRecord v{.entity = kEntity,
+               .project = kProject,
+               .name = "default: hide workers",
                .spec_json = R"({"filters":[{"field":"job_type","op":"!=","values":["worker"]}]})"};
   COHORT_ASSERT_OK_AND_ASSIGN(ViewRecord created, store().CreateView(v));
   EXPECT_GT(created.id, 0);
@@ -491,8 +498,9 @@ TEST_P(StoreConformanceTest, ViewsCreateListUpdateDelete) {
   ViewRecord foreign = updated;
   foreign.entity = "other";
   EXPECT_EQ(store().UpdateView(foreign).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(store().CreateView(ViewRecord{.entity = kEntity, .project = kProject, .name = "x",
-                                          .spec_json = "[]"})
+  EXPECT_EQ(store()
+                .CreateView(ViewRecord{
+                    .entity = kEntity, .project = kProject, .name = "x", .spec_json = "[]"})
                 .status()
                 .code(),
             StatusCode::kInvalidArgument);
@@ -505,8 +513,8 @@ TEST_P(StoreConformanceTest, ViewsCreateListUpdateDelete) {
 }
 
 TEST_P(StoreConformanceTest, ApiKeysFindAndRevoke) {
-  ApiKeyRecord k{.entity = kEntity, .name = "ci", .role = KeyRole::kAdmin, .hash = "h1",
-                 .prefix = "ck_ab"};
+  ApiKeyRecord k{
+      .entity = kEntity, .name = "ci", .role = KeyRole::kAdmin, .hash = "h1", .prefix = "ck_ab"};
   COHORT_ASSERT_OK_AND_ASSIGN(ApiKeyRecord created, store().CreateApiKey(k));
   EXPECT_GT(created.id, 0);
   EXPECT_EQ(store().CreateApiKey(k).status().code(), StatusCode::kAlreadyExists);
@@ -544,8 +552,8 @@ TEST_P(StoreConformanceTest, DataSurvivesReopen) {
   IngestBatch b = Rows(1, "loss", 100);
   b.console.push_back(ConsoleLine{.time_ms = 5, .text = "hello"});
   ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, 10).ok());
-  ASSERT_TRUE(store().CreateView(ViewRecord{.entity = kEntity, .project = kProject, .name = "v"})
-                  .ok());
+  ASSERT_TRUE(
+      store().CreateView(ViewRecord{.entity = kEntity, .project = kProject, .name = "v"}).ok());
   ASSERT_TRUE(store().CreateApiKey(ApiKeyRecord{.entity = kEntity, .hash = "h"}).ok());
 
   Reopen();

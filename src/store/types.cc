@@ -5,8 +5,8 @@
 namespace cohort::store {
 namespace {
 
-constexpr std::array<std::string_view, 7> kStateNames = {
-    "pending", "running", "finished", "failed", "crashed", "killed", "preempted"};
+constexpr std::array<std::string_view, 7> kStateNames = {"pending", "running", "finished", "failed",
+                                                         "crashed", "killed",  "preempted"};
 
 }  // namespace
 

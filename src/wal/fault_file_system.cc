@@ -73,8 +73,7 @@ FaultInjectingFileSystem::FaultInjectingFileSystem(FileSystem* base) : base_(bas
 void FaultInjectingFileSystem::FailWrite(int nth, int err, size_t written_first, bool sticky,
                                          std::string path_filter) {
   std::lock_guard<std::mutex> lock(mu_);
-  write_fault_ = Fault{std::max(nth, 1), err, written_first, sticky, false,
-                       std::move(path_filter)};
+  write_fault_ = Fault{std::max(nth, 1), err, written_first, sticky, false, std::move(path_filter)};
 }
 
 void FaultInjectingFileSystem::FailSync(int nth, int err, std::string path_filter) {
@@ -192,8 +191,7 @@ Result<std::unique_ptr<WritableFile>> FaultInjectingFileSystem::NewWritableFile(
     it = tracked_.emplace(path, t).first;
   }
   if (mode != WriteMode::kAppend) it->second.synced = 0;
-  return std::unique_ptr<WritableFile>(
-      new FaultWritableFile(this, path, std::move(file), epoch_));
+  return std::unique_ptr<WritableFile>(new FaultWritableFile(this, path, std::move(file), epoch_));
 }
 
 Result<std::unique_ptr<SequentialFile>> FaultInjectingFileSystem::NewSequentialFile(
@@ -238,9 +236,7 @@ Status FaultInjectingFileSystem::Truncate(const std::string& path, uint64_t size
   return Status::Ok();
 }
 
-Status FaultInjectingFileSystem::CreateDir(const std::string& dir) {
-  return base_->CreateDir(dir);
-}
+Status FaultInjectingFileSystem::CreateDir(const std::string& dir) { return base_->CreateDir(dir); }
 
 Status FaultInjectingFileSystem::SyncDir(const std::string& dir) {
   COHORT_RETURN_IF_ERROR(base_->SyncDir(dir));

@@ -16,8 +16,8 @@ namespace {
 using testing::Drain;
 using testing::Payload;
 using testing::ReadRaw;
-using testing::SegmentsIn;
 using testing::SamePayloads;
+using testing::SegmentsIn;
 using testing::TempDir;
 
 std::vector<std::string> Unacknowledged(Log* log) {
@@ -182,7 +182,9 @@ TEST_F(FaultTest, CrashKeepsEverySyncedRecordAcrossRolls) {
   auto log = Open(2048);
   for (int i = 0; i < 60; ++i) {
     ASSERT_TRUE(log->Append(Payload(i, 300)).ok());
-    if (i % 9 == 0) ASSERT_TRUE(log->Sync().ok());
+    if (i % 9 == 0) {
+      ASSERT_TRUE(log->Sync().ok());
+    }
   }
   ASSERT_TRUE(log->Sync().ok());
   for (int i = 60; i < 70; ++i) ASSERT_TRUE(log->Append(Payload(i, 300)).ok());  // rolls, unsynced

@@ -20,6 +20,13 @@ Status ReadSegmentHeader(FileSystem* fs, const std::string& path, uint64_t segme
   return CheckSegmentHeader(header, segment);
 }
 
+std::string ParentDir(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  size_t slash = dir.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : dir.substr(0, slash);
+}
+
 }  // namespace
 
 // The Log as readers see it: sealed segments at their final size, the active one up to its
@@ -58,10 +65,7 @@ std::string RecoveryReport::ToString() const {
 }
 
 Log::Log(FileSystem* fs, std::string dir, LogOptions options)
-    : fs_(fs),
-      dir_(std::move(dir)),
-      options_(options),
-      source_(std::make_unique<Source>(this)) {}
+    : fs_(fs), dir_(std::move(dir)), options_(options), source_(std::make_unique<Source>(this)) {}
 
 Log::~Log() = default;
 
@@ -71,8 +75,13 @@ Result<std::unique_ptr<Log>> Log::Open(const std::string& dir, LogOptions option
     return Status::InvalidArgument("WAL segment size " + std::to_string(options.segment_size) +
                                    " is too small");
   }
-  if (options.create_if_missing) {
+  Result<std::vector<std::string>> existing = fs->ListDir(dir);
+  if (existing.status().code() == StatusCode::kNotFound && options.create_if_missing) {
     COHORT_RETURN_IF_ERROR(fs->CreateDir(dir));
+    // Make the new directory's own entry durable, or a crash could lose the whole log.
+    COHORT_RETURN_IF_ERROR(fs->SyncDir(ParentDir(dir)));
+  } else if (!existing.ok()) {
+    return existing.status();
   }
   std::unique_ptr<Log> log(new Log(fs, dir, options));
   COHORT_ASSIGN_OR_RETURN(log->lock_, fs->LockFile(JoinPath(dir, kLockFileName)));
@@ -248,7 +257,8 @@ Status Log::RecoverLastSegment(uint64_t last) {
 std::vector<uint64_t> Log::TakeAcknowledgedSegmentsLocked() {
   std::vector<uint64_t> doomed;
   for (auto it = sealed_.begin(); it != sealed_.end();) {
-    bool below = it->first < ack_.segment || (it->first == ack_.segment && ack_.offset >= it->second);
+    bool below =
+        it->first < ack_.segment || (it->first == ack_.segment && ack_.offset >= it->second);
     if (!below) break;
     doomed.push_back(it->first);
     it = sealed_.erase(it);
@@ -307,8 +317,7 @@ Status Log::MarkAcknowledged(Position acknowledged) {
     if (acknowledged <= ack_) return Status::Ok();
     if (acknowledged > durable_end_) {
       return Status::InvalidArgument("cannot acknowledge " + acknowledged.ToString() +
-                                     ": the log is durable only up to " +
-                                     durable_end_.ToString());
+                                     ": the log is durable only up to " + durable_end_.ToString());
     }
   }
   COHORT_RETURN_IF_ERROR(WriteAckFile(fs_, dir_, acknowledged));
@@ -357,8 +366,8 @@ LogStats Log::Stats() const {
     ++st.segments;
     st.disk_bytes += size;
     if (segment < ack_.segment) return;
-    uint64_t from = segment == ack_.segment ? std::max(ack_.offset, kSegmentHeaderSize)
-                                            : kSegmentHeaderSize;
+    uint64_t from =
+        segment == ack_.segment ? std::max(ack_.offset, kSegmentHeaderSize) : kSegmentHeaderSize;
     if (size > from) st.unacknowledged_bytes += size - from;
   };
   for (const auto& [segment, size] : sealed_) add(segment, size);

@@ -17,8 +17,8 @@ using testing::FlipByte;
 using testing::NoSyncFileSystem;
 using testing::Payload;
 using testing::ReadRaw;
-using testing::SegmentsIn;
 using testing::SamePayloads;
+using testing::SegmentsIn;
 using testing::TempDir;
 using testing::WriteRaw;
 
@@ -287,8 +287,8 @@ TEST(Log, CorruptAckFileFallsBackToResendingEverything) {
 }
 
 TEST(Log, TruncatedOrGarbageAckFileIsDistrusted) {
-  for (std::string contents : {std::string(), std::string("COHRTACK"), std::string(32, '\xff'),
-                               std::string(4096, 'x')}) {
+  for (std::string contents :
+       {std::string(), std::string("COHRTACK"), std::string(32, '\xff'), std::string(4096, 'x')}) {
     TempDir dir;
     {
       auto log = MustOpen(dir.path());
@@ -340,6 +340,15 @@ TEST(Log, StaleAckTempFileIsRemovedAndTheAckKept) {
   EXPECT_FALSE(std::filesystem::exists(dir.File("ACK.tmp")));
 }
 
+TEST(Log, OpenCreatesMissingParentsOnlyWhenAsked) {
+  TempDir dir;
+  std::string nested = dir.File("a/b/wal");
+  EXPECT_EQ(Log::Open(nested, {.create_if_missing = false}).status().code(), StatusCode::kNotFound);
+  auto log = MustOpen(nested);
+  ASSERT_TRUE(log);
+  EXPECT_EQ(SegmentsIn(nested), (std::vector<uint64_t>{kFirstSegment}));
+}
+
 TEST(Log, SecondOpenOfTheSameDirectoryFails) {
   TempDir dir;
   auto log = MustOpen(dir.path());
@@ -362,7 +371,8 @@ TEST(Log, LastSegmentShorterThanItsHeaderIsReplaced) {
   EXPECT_EQ(log->recovery().torn_tail_bytes, 10u);
   ASSERT_TRUE(log->Append("b").ok());
   ASSERT_TRUE(log->Sync().ok());
-  EXPECT_TRUE(SamePayloads(Unacknowledged(log.get()), (std::vector<std::string>{std::string(600, 'a'), "b"})));
+  EXPECT_TRUE(SamePayloads(Unacknowledged(log.get()),
+                           (std::vector<std::string>{std::string(600, 'a'), "b"})));
 }
 
 TEST(Log, LastSegmentWithABadHeaderIsSetAside) {
@@ -431,7 +441,9 @@ TEST(Log, OneAppenderAndOneReaderAcknowledgerRunConcurrently) {
     }
     ASSERT_EQ(r.payload, Payload(next, 50 + next % 400)) << "record " << next;
     ++next;
-    if (next % 100 == 0) ASSERT_TRUE(log->MarkAcknowledged(r.next).ok());
+    if (next % 100 == 0) {
+      ASSERT_TRUE(log->MarkAcknowledged(r.next).ok());
+    }
   }
   appender.join();
   ASSERT_FALSE(failed);

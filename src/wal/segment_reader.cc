@@ -83,8 +83,7 @@ bool SegmentReader::AtLimit(uint64_t limit, bool sealed, std::vector<Damage>* da
   return false;
 }
 
-Result<bool> SegmentReader::CheckHeader(uint64_t limit, bool sealed,
-                                        std::vector<Damage>* damage) {
+Result<bool> SegmentReader::CheckHeader(uint64_t limit, bool sealed, std::vector<Damage>* damage) {
   uint64_t have = std::min(limit, kSegmentHeaderSize);
   COHORT_ASSIGN_OR_RETURN(bool complete, Fill(have));
   (void)complete;
@@ -140,8 +139,7 @@ Result<bool> SegmentReader::Next(uint64_t limit, bool sealed, Record* record,
       continue;
     }
     if (length > left - kFragmentHeaderSize) {
-      SkipBlock(limit, "fragment length " + std::to_string(length) + " overruns its block",
-                damage);
+      SkipBlock(limit, "fragment length " + std::to_string(length) + " overruns its block", damage);
       continue;
     }
     const uint64_t fragment_end = pos_ + kFragmentHeaderSize + length;

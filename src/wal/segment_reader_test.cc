@@ -54,9 +54,18 @@ ReadBack ReadSealed(const std::string& bytes, uint64_t start = 0) {
 TEST(SegmentReader, RoundTripsRecordsOfAwkwardSizes) {
   // Sizes that end exactly on, just before and just after block boundaries, empty records, and
   // records spanning several blocks.
-  std::vector<size_t> sizes = {0,  1,  kBlockSize - kSegmentHeaderSize - 2 * kFragmentHeaderSize - 1,
-                               3,  0,  kBlockSize - kFragmentHeaderSize, 5 * kBlockSize + 17,
-                               8,  kBlockSize - 4, 0, 100000, 1};
+  std::vector<size_t> sizes = {0,
+                               1,
+                               kBlockSize - kSegmentHeaderSize - 2 * kFragmentHeaderSize - 1,
+                               3,
+                               0,
+                               kBlockSize - kFragmentHeaderSize,
+                               5 * kBlockSize + 17,
+                               8,
+                               kBlockSize - 4,
+                               0,
+                               100000,
+                               1};
   Built b = Build(sizes);
   ReadBack got = ReadSealed(b.bytes);
   EXPECT_TRUE(got.damage.empty()) << got.damage[0].ToString();
@@ -125,9 +134,13 @@ TEST(SegmentReader, FlippedByteIsReportedAtItsRecordAndReadingResumesNextBlock) 
   EXPECT_TRUE(got.records.back().payload == b.payloads.back());
 }
 
-TEST(SegmentReader, EveryFlippedByteYieldsOnlyOriginalRecordsInOrder) {
-  Built b = Build({10, 0, 3000, 70000, 5, 200, 33000, 1});
+TEST(SegmentReader, FlippedBytesYieldOnlyOriginalRecordsInOrder) {
+  Built b = Build({10, 0, 300, 5, 40000, 7, 200, 1});
   for (uint64_t at = kSegmentHeaderSize; at < b.bytes.size(); ++at) {
+    // Every byte near the start, the block boundary and the end; a sample of the rest.
+    bool near = at < 1000 || (at + 1000 > kBlockSize && at < kBlockSize + 1000) ||
+                at + 1000 > b.bytes.size();
+    if (!near && at % 61 != 0) continue;
     std::string bad = b.bytes;
     bad[at] ^= 0x80;
     ReadBack got = ReadSealed(bad);
@@ -139,7 +152,9 @@ TEST(SegmentReader, EveryFlippedByteYieldsOnlyOriginalRecordsInOrder) {
       ++next;
     }
     // Unless the flip hit zero padding (not checksummed), something was reported.
-    if (got.records.size() != b.payloads.size()) EXPECT_FALSE(got.damage.empty());
+    if (got.records.size() != b.payloads.size()) {
+      EXPECT_FALSE(got.damage.empty());
+    }
   }
 }
 

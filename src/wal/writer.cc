@@ -3,6 +3,12 @@
 #include <utility>
 
 namespace cohort::wal {
+namespace {
+
+// The encoding buffer is kept between appends up to this size.
+constexpr size_t kKeepScratch = 4 << 20;
+
+}  // namespace
 
 Writer::Writer(FileSystem* fs, std::string dir, uint64_t segment_size)
     : fs_(fs), dir_(std::move(dir)), segment_size_(segment_size) {}
@@ -67,7 +73,7 @@ Status Writer::Roll() {
   if (synced_offset_ < offset_) COHORT_RETURN_IF_ERROR(Sync());
   Result<std::unique_ptr<WritableFile>> next = CreateSegment(segment_ + 1);
   if (!next.ok()) return next.status();  // the old segment stays active; retry later
-  (void)file_->Close();  // synced already; a close error cannot lose data
+  (void)file_->Close();                  // synced already; a close error cannot lose data
   file_ = std::move(next).value();
   ++segment_;
   offset_ = synced_offset_ = kSegmentHeaderSize;
@@ -98,6 +104,7 @@ Result<Position> Writer::Append(std::string_view payload) {
     return s;
   }
   offset_ = end;
+  if (scratch_.capacity() > kKeepScratch) std::string().swap(scratch_);  // after a huge record
   return Position{segment_, offset_};
 }
 

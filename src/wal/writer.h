@@ -73,7 +73,7 @@ class Writer {
   Status broken_;
   bool closed_ = false;
   bool roll_leftover_ = false;  // a failed roll left segment_ + 1 behind
-  std::string scratch_;  // encoded record, reused
+  std::string scratch_;         // encoded record, reused
 };
 
 }  // namespace cohort::wal

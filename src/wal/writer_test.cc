@@ -82,7 +82,8 @@ TEST(Writer, RejectsPayloadAboveTheRecordCap) {
   TempDir dir;
   NoSyncFileSystem fs;
   auto w = std::move(Writer::Create(&fs, dir.path(), 1, kMaxRecordSize * 2).value());
-  EXPECT_EQ(w->Append(std::string(kMaxRecordSize + 1, 'x')).status().code(), StatusCode::kPayloadTooLarge);
+  EXPECT_EQ(w->Append(std::string(kMaxRecordSize + 1, 'x')).status().code(),
+            StatusCode::kPayloadTooLarge);
   EXPECT_TRUE(w->Append("still fine").ok());
 }
 

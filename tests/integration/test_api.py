@@ -333,3 +333,17 @@ def test_data_survives_server_restart(tmp_path):
         assert len(history(api2, run, keys="m")[0]["points"]) == 100
     finally:
         s2.stop()
+
+
+def test_ui_token_exchanges_for_a_working_session_key(server):
+    token = server.ui_url.split("token=")[1]
+    anon = Api(server.url, "")
+    status, body = anon.post("/api/v1/sessions", {"token": token})
+    assert status == 201 and body["key"].startswith("cs_")
+    status, me = Api(server.url, body["key"]).get("/api/v1/viewer")
+    assert status == 200 and me["entity"] == server.api().get("/api/v1/viewer")[1]["entity"]
+
+
+def test_wrong_ui_token_is_401(server):
+    status, body = Api(server.url, "").post("/api/v1/sessions", {"token": "0" * 32})
+    assert status == 401 and body["error"]["code"] == "unauthenticated"

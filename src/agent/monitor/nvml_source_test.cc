@@ -169,6 +169,19 @@ TEST_F(NvmlSourceTest, RequestedDevicesThatDoNotExistAreUnavailable) {
   EXPECT_EQ(nvml.Open().code(), StatusCode::kUnavailable);
 }
 
+TEST_F(NvmlSourceTest, NoDevicesIsUnavailableAndShutsNvmlDown) {
+  ::setenv("FAKE_NVML_DEVICE_COUNT", "0", 1);
+  void* lib = ::dlopen(kFakeNvml, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << ::dlerror();
+  auto live = reinterpret_cast<int (*)()>(::dlsym(lib, "fakeNvmlLiveInits"));
+  ASSERT_NE(live, nullptr);
+  int before = live();
+  NvmlSource nvml(Options());
+  EXPECT_EQ(nvml.Open().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(live(), before);  // the failed Open() already called nvmlShutdown
+  ::dlclose(lib);
+}
+
 TEST_F(NvmlSourceTest, DestructorShutsNvmlDown) {
   void* lib = ::dlopen(kFakeNvml, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(lib, nullptr) << ::dlerror();

@@ -88,6 +88,7 @@ Result<AuthContext> Authenticator::Authenticate(const http::HttpRequest& req) {
   auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(mu_);
+    if (auto s = sessions_.find(hash); s != sessions_.end()) return s->second;
     auto it = cache_.find(hash);
     if (it != cache_.end() && it->second.expires > now) return it->second.ctx;
   }
@@ -103,6 +104,30 @@ Result<AuthContext> Authenticator::Authenticate(const http::HttpRequest& req) {
   if (cache_.size() > 10000) cache_.clear();
   cache_[hash] = Entry{ctx, now + ttl_};
   return ctx;
+}
+
+void Authenticator::SetUiToken(std::string token, AuthContext ctx) {
+  std::lock_guard lock(mu_);
+  ui_token_ = std::move(token);
+  ui_ctx_ = std::move(ctx);
+}
+
+Result<std::string> Authenticator::OpenSession(std::string_view token) {
+  std::lock_guard lock(mu_);
+  if (ui_token_.empty() || token.size() != ui_token_.size()) {
+    return Status::Unauthenticated("invalid UI token: open the link `cohort server` printed");
+  }
+  unsigned diff = 0;  // constant-time comparison
+  for (size_t i = 0; i < token.size(); ++i) diff |= unsigned(token[i] ^ ui_token_[i]);
+  if (diff != 0) {
+    return Status::Unauthenticated("invalid UI token: open the link `cohort server` printed");
+  }
+  if (sessions_.size() > 10000) sessions_.clear();
+  std::string secret = "cs_" + ids::RandomHex(20);
+  AuthContext ctx = ui_ctx_;
+  ctx.key_name = "browser-session";
+  sessions_[HashApiKey(secret)] = ctx;
+  return secret;
 }
 
 void Authenticator::Invalidate() {

@@ -39,6 +39,13 @@ class Authenticator {
   // Drops cached lookups (after a revocation through this server).
   void Invalidate();
 
+  // Browser sessions: in-memory secrets handed out in exchange for the server's UI token
+  // (printed at start, like Jupyter's), valid until the server stops.
+  void SetUiToken(std::string token, AuthContext ctx);
+  const std::string& ui_token() const { return ui_token_; }
+  // Returns a new session secret when `token` is the UI token.
+  Result<std::string> OpenSession(std::string_view token);
+
  private:
   struct Entry {
     AuthContext ctx;
@@ -48,6 +55,9 @@ class Authenticator {
   std::chrono::seconds ttl_;
   std::mutex mu_;
   std::unordered_map<std::string, Entry> cache_;  // hash -> entry
+  std::string ui_token_;
+  AuthContext ui_ctx_;
+  std::unordered_map<std::string, AuthContext> sessions_;  // hash of session secret -> ctx
 };
 
 // The key in a request's Authorization header, or empty.

@@ -1,7 +1,13 @@
 // Router: maps (method, path) to a handler. Patterns are literal segments and {name}
 // placeholders ("/api/v1/{entity}/{project}/runs/{run}"); a trailing "{name...}" matches the rest
-// of the path (for static files). Literal segments win over placeholders. Unknown paths get 404,
-// known paths with another method 405 (with an Allow header), both as JSON errors.
+// of the path (for static files). Literal segments win over placeholders, placeholders over a
+// catch-all; when the more specific branch has no route for the request's method, the search
+// goes on to the less specific ones (so "GET /{path...}" serves what the API does not). A
+// placeholder never matches an empty segment; a catch-all may match nothing. Path parameters are
+// percent-decoded per segment, so "%2F" stays inside its segment. HEAD uses the GET route when
+// there is no HEAD one (the response keeps its body; the server sends none for HEAD). Unknown
+// paths get 404, known paths with another method 405 (with an Allow header), both as JSON
+// errors.
 //
 // Threading: register every route before the server starts; Dispatch is then thread-safe.
 #pragma once

@@ -369,7 +369,11 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
       BeastResponse res = ToBeast(std::move(error), 11, false, false);
       stream.expires_after(std::chrono::seconds(options.write_timeout_seconds));
       auto [wec, wn] = co_await bhttp::async_write(stream, res, kUseTuple);
-      if (observer) observer("unmatched", "", status, 0);
+      if (observer) {
+        std::string method =
+            parser.is_header_done() ? std::string(parser.get().method_string()) : std::string();
+        observer("unmatched", method, status, 0);
+      }
       if (!wec) co_await LingerAndClose(*conn);
       co_return;
     }

@@ -6,8 +6,15 @@
 // connection count, idle timeout) with JSON error answers, and counts connections and
 // requests for /metrics.
 //
-// Threading: construct, Start() once, Stop() from any thread; the Router must be complete
-// before Start().
+// Wire behaviour: every response carries Content-Type, Content-Length, "Server: cohort" and a
+// Connection header; HEAD responses carry the GET body's Content-Length but no body. Errors the
+// layer answers itself (400 malformed, 413 body, 431 headers, 503 over max_connections, 500 for a
+// throwing handler) are JSON bodies as HttpResponse::Error makes them. A handler can close the
+// connection after its response with a "Connection: close" header.
+//
+// Threading: construct, SetObserver() and Start() once from one thread; Stop() from any thread
+// except a handler's (it waits for running handlers); the Router must be complete before
+// Start().
 #pragma once
 
 #include <atomic>
@@ -54,13 +61,16 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
+  // Call before Start(). Errors the layer answers itself are reported as route "unmatched".
   void SetObserver(RequestObserver observer);
-  // Binds and starts serving in background threads. Returns once listening.
+  // Binds (SO_REUSEADDR) and starts serving in background threads. Returns once listening, or
+  // an error (bad address: kInvalidArgument; bind/listen failed: kIOError).
   Status Start();
   // The bound port (useful with port 0). Valid after Start().
   uint16_t port() const;
   const ServerStats& stats() const;
-  // Stops accepting, closes connections, joins threads. Idempotent.
+  // Stops accepting, closes connections (idle ones at once; a running handler finishes and its
+  // connection then closes), joins threads. Idempotent; a later Start() fails.
   void Stop();
   // Blocks until Stop() is called (from a signal handler thread, say).
   void Wait();

@@ -77,8 +77,8 @@ Stmt& Stmt::Bind(double v) {
 }
 
 Stmt& Stmt::Bind(std::string_view v) {
-  Status s = Check(sqlite3_bind_text64(stmt_, next_param_++, v.data(), v.size(), SQLITE_TRANSIENT,
-                                       SQLITE_UTF8));
+  Status s = Check(
+      sqlite3_bind_text64(stmt_, next_param_++, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
   if (bind_status_.ok()) bind_status_ = std::move(s);
   return *this;
 }

@@ -26,7 +26,8 @@ Status SqliteError(int rc, std::string_view what);
 // A prepared statement. Bind() calls fill the parameters left to right (1, 2, ...); Step()
 // advances; column getters read the current row. A statement owned by a Db's cache is reset and
 // its bindings cleared when the Stmt goes away; an owned one is finalized. A bind error (out of
-// memory, too many parameters) is reported by the next Step().
+// memory, too many parameters) is reported by the next Step(). Used by one thread at a time, the
+// one that owns its Db.
 class Stmt {
  public:
   Stmt() = default;
@@ -73,7 +74,7 @@ class Stmt {
   Status bind_status_;
 };
 
-// One SQLite connection with a cache of prepared statements.
+// One SQLite connection with a cache of prepared statements. Used by one thread at a time.
 class Db {
  public:
   static Result<std::unique_ptr<Db>> Open(const std::string& path, int flags, int busy_timeout_ms);
@@ -105,7 +106,7 @@ class Db {
   std::unordered_map<std::string, std::unique_ptr<CacheEntry>> cache_;
 };
 
-// A transaction that rolls back unless committed. Move-only.
+// A transaction that rolls back unless committed. Move-only; used by the thread that owns its Db.
 class Txn {
  public:
   enum class Mode { kRead, kWrite };

@@ -63,7 +63,8 @@ Status ViewNameTaken(const ViewRecord& v) {
 }
 
 Result<ViewRecord> LoadView(Db* db, int64_t id) {
-  static const std::string kSql = std::string("SELECT ") + kViewColumns + " FROM views WHERE pk = ?";
+  static const std::string kSql =
+      std::string("SELECT ") + kViewColumns + " FROM views WHERE pk = ?";
   COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(kSql));
   st.Bind(id);
   COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
@@ -118,9 +119,9 @@ Result<ViewRecord> SqliteStore::UpdateView(const ViewRecord& view) {
   Db* db = writer_.get();
   COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
   {
-    COHORT_ASSIGN_OR_RETURN(
-        Stmt clash, db->Cached("SELECT 1 FROM views WHERE entity = ? AND project = ? AND "
-                               "name = ? AND pk != ?"));
+    COHORT_ASSIGN_OR_RETURN(Stmt clash,
+                            db->Cached("SELECT 1 FROM views WHERE entity = ? AND project = ? AND "
+                                       "name = ? AND pk != ?"));
     clash.Bind(view.entity).Bind(view.project).Bind(view.name).Bind(view.id);
     COHORT_ASSIGN_OR_RETURN(bool taken, clash.Step());
     if (taken) return ViewNameTaken(view);
@@ -141,8 +142,7 @@ Result<ViewRecord> SqliteStore::UpdateView(const ViewRecord& view) {
   return out;
 }
 
-Status SqliteStore::DeleteView(const std::string& entity, const std::string& project,
-                               int64_t id) {
+Status SqliteStore::DeleteView(const std::string& entity, const std::string& project, int64_t id) {
   std::lock_guard<std::mutex> lock(write_mu_);
   Db* db = writer_.get();
   COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
@@ -184,8 +184,8 @@ Result<ApiKeyRecord> SqliteStore::CreateApiKey(const ApiKeyRecord& key) {
 }
 
 Result<ApiKeyRecord> SqliteStore::FindApiKey(const std::string& hash) {
-  static const std::string kSql = std::string("SELECT ") + kKeyColumns +
-                                  " FROM api_keys WHERE hash = ? AND revoked = 0";
+  static const std::string kSql =
+      std::string("SELECT ") + kKeyColumns + " FROM api_keys WHERE hash = ? AND revoked = 0";
   COHORT_ASSIGN_OR_RETURN(ReadLease db, AcquireReader());
   COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(kSql));
   st.Bind(hash);

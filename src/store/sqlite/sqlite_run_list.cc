@@ -42,25 +42,45 @@ struct Where {
 
 const char* ColumnOf(FilterField f) {
   switch (f) {
-    case FilterField::kName: return "r.name";
-    case FilterField::kGroup: return "r.grp";
-    case FilterField::kJobType: return "r.job_type";
-    case FilterField::kState: return "r.state";
-    case FilterField::kHost: return "r.host";
-    default: return nullptr;
+    case FilterField::kName:
+      return "r.name";
+    case FilterField::kGroup:
+      return "r.grp";
+    case FilterField::kJobType:
+      return "r.job_type";
+    case FilterField::kState:
+      return "r.state";
+    case FilterField::kHost:
+      return "r.host";
+    default:
+      return nullptr;
   }
 }
 
 void AddTextColumn(const RunPredicate& p, Where* w) {
   const std::string col = ColumnOf(p.field);
   switch (p.op) {
-    case FilterOp::kEq: w->And(col + " = ?"); break;
-    case FilterOp::kNe: w->And(col + " != ?"); break;
-    case FilterOp::kLt: w->And(col + " < ?"); break;
-    case FilterOp::kGt: w->And(col + " > ?"); break;
-    case FilterOp::kContains: w->And("instr(" + col + ", ?) > 0"); break;
-    case FilterOp::kIn: w->And(col + " IN (" + w->List(p.values, false) + ")"); return;
-    case FilterOp::kNotIn: w->And(col + " NOT IN (" + w->List(p.values, false) + ")"); return;
+    case FilterOp::kEq:
+      w->And(col + " = ?");
+      break;
+    case FilterOp::kNe:
+      w->And(col + " != ?");
+      break;
+    case FilterOp::kLt:
+      w->And(col + " < ?");
+      break;
+    case FilterOp::kGt:
+      w->And(col + " > ?");
+      break;
+    case FilterOp::kContains:
+      w->And("instr(" + col + ", ?) > 0");
+      break;
+    case FilterOp::kIn:
+      w->And(col + " IN (" + w->List(p.values, false) + ")");
+      return;
+    case FilterOp::kNotIn:
+      w->And(col + " NOT IN (" + w->List(p.values, false) + ")");
+      return;
   }
   w->binds.emplace_back(p.values[0].text);
 }
@@ -68,16 +88,23 @@ void AddTextColumn(const RunPredicate& p, Where* w) {
 void AddTag(const RunPredicate& p, Where* w) {
   const std::string each = "(SELECT 1 FROM json_each(r.tags) WHERE ";
   switch (p.op) {
-    case FilterOp::kEq: w->And("EXISTS " + each + "value = ?)"); break;
-    case FilterOp::kNe: w->And("NOT EXISTS " + each + "value = ?)"); break;
-    case FilterOp::kContains: w->And("EXISTS " + each + "instr(value, ?) > 0)"); break;
+    case FilterOp::kEq:
+      w->And("EXISTS " + each + "value = ?)");
+      break;
+    case FilterOp::kNe:
+      w->And("NOT EXISTS " + each + "value = ?)");
+      break;
+    case FilterOp::kContains:
+      w->And("EXISTS " + each + "instr(value, ?) > 0)");
+      break;
     case FilterOp::kIn:
       w->And("EXISTS " + each + "value IN (" + w->List(p.values, false) + "))");
       return;
     case FilterOp::kNotIn:
       w->And("NOT EXISTS " + each + "value IN (" + w->List(p.values, false) + "))");
       return;
-    default: return;  // rejected by ParseFilter
+    default:
+      return;  // rejected by ParseFilter
   }
   w->binds.emplace_back(p.values[0].text);
 }
@@ -129,12 +156,18 @@ void AddJson(const RunPredicate& p, Where* w) {
 
 std::string SortExpr(RunSortField f) {
   switch (f) {
-    case RunSortField::kCreated: return "r.created_ms";
-    case RunSortField::kUpdated: return "r.updated_ms";
-    case RunSortField::kName: return "r.name";
-    case RunSortField::kState: return "r.state";
-    case RunSortField::kGroup: return "r.grp";
-    case RunSortField::kJobType: return "r.job_type";
+    case RunSortField::kCreated:
+      return "r.created_ms";
+    case RunSortField::kUpdated:
+      return "r.updated_ms";
+    case RunSortField::kName:
+      return "r.name";
+    case RunSortField::kState:
+      return "r.state";
+    case RunSortField::kGroup:
+      return "r.grp";
+    case RunSortField::kJobType:
+      return "r.job_type";
     case RunSortField::kRuntime:
       return "(coalesce(r.finished_ms, max(r.heartbeat_ms, r.updated_ms)) - r.created_ms)";
   }
@@ -186,8 +219,8 @@ Result<RunPage> SqliteStore::ListRuns(const RunQuery& query) {
     where.binds.emplace_back(cursor->pk);
   }
   const std::string sql = std::string("SELECT ") + sqlite::kRunColumns + ", " + key +
-                          " FROM runs r WHERE " + where.sql + " ORDER BY " + key + dir +
-                          ", r.pk" + dir + " LIMIT ?";
+                          " FROM runs r WHERE " + where.sql + " ORDER BY " + key + dir + ", r.pk" +
+                          dir + " LIMIT ?";
 
   COHORT_ASSIGN_OR_RETURN(ReadLease db, AcquireReader());
   COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db.get(), Txn::Mode::kRead));

@@ -163,9 +163,8 @@ int64_t LatestSchemaVersion() { return Migrations().back().version; }
 
 Result<int64_t> SchemaVersion(Db* db) {
   COHORT_ASSIGN_OR_RETURN(
-      int64_t has_table,
-      db->QueryInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
-                   "name = 'schema_version'"));
+      int64_t has_table, db->QueryInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+                                      "name = 'schema_version'"));
   if (has_table == 0) return int64_t{0};
   return db->QueryInt("SELECT coalesce(max(version), 0) FROM schema_version");
 }

@@ -85,11 +85,12 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const std::string
   for (const series::ChunkWrite& w : writes) {
     const series::ChunkSummary& s = w.summary;
     Result<Stmt> prepared =
-        w.replaces
-            ? db->Cached("UPDATE chunks SET count = ?, min_step = ?, max_step = ?, min_time = ?, "
+        w.replaces ? db->Cached(
+                         "UPDATE chunks SET count = ?, min_step = ?, max_step = ?, min_time = ?, "
                          "max_time = ?, vmin = ?, vmax = ?, vsum = ?, vfirst = ?, vlast = ?, "
                          "nan_count = ?, data = ? WHERE series_pk = ? AND idx = ?")
-            : db->Cached("INSERT INTO chunks (count, min_step, max_step, min_time, max_time, "
+                   : db->Cached(
+                         "INSERT INTO chunks (count, min_step, max_step, min_time, max_time, "
                          "vmin, vmax, vsum, vfirst, vlast, nan_count, data, series_pk, idx) "
                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     if (!prepared.ok()) return prepared.status();
@@ -194,16 +195,16 @@ Result<IngestResult> SqliteStore::Ingest(const RunRef& ref, const std::string& l
     }
   }
   {
-    COHORT_ASSIGN_OR_RETURN(
-        Stmt st, db->Cached("UPDATE writers SET heartbeat_ms = max(heartbeat_ms, ?), "
-                            "next_step = ?, last_seq = max(last_seq, ?) WHERE pk = ?"));
+    COHORT_ASSIGN_OR_RETURN(Stmt st,
+                            db->Cached("UPDATE writers SET heartbeat_ms = max(heartbeat_ms, ?), "
+                                       "next_step = ?, last_seq = max(last_seq, ?) WHERE pk = ?"));
     st.Bind(now_ms).Bind(next_step).Bind(batch.seq).Bind(writer.pk);
     COHORT_RETURN_IF_ERROR(st.Run());
   }
   {
-    COHORT_ASSIGN_OR_RETURN(
-        Stmt st, db->Cached("UPDATE runs SET updated_ms = max(updated_ms, ?), "
-                            "heartbeat_ms = max(heartbeat_ms, ?) WHERE pk = ?"));
+    COHORT_ASSIGN_OR_RETURN(Stmt st,
+                            db->Cached("UPDATE runs SET updated_ms = max(updated_ms, ?), "
+                                       "heartbeat_ms = max(heartbeat_ms, ?) WHERE pk = ?"));
     st.Bind(now_ms).Bind(now_ms).Bind(run.pk);
     COHORT_RETURN_IF_ERROR(st.Run());
   }

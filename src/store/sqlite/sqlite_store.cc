@@ -68,9 +68,7 @@ WriterRecord ReadWriter(const Stmt& st) {
   return w;
 }
 
-std::string RunName(const RunRef& ref) {
-  return ref.entity + "/" + ref.project + "/" + ref.run_id;
-}
+std::string RunName(const RunRef& ref) { return ref.entity + "/" + ref.project + "/" + ref.run_id; }
 
 Status RunNotFound(const RunRef& ref) {
   return Status::NotFound("run '" + RunName(ref) + "' not found");
@@ -256,9 +254,10 @@ Result<std::pair<RunRecord, bool>> SqliteStore::UpsertRun(const RunUpsert& upser
       COHORT_ASSIGN_OR_RETURN(config, MergeJsonObject("{}", *upsert.config_json, "config"));
     }
     COHORT_ASSIGN_OR_RETURN(
-        Stmt st, db->Cached("INSERT INTO runs (entity, project, run_id, name, grp, job_type, notes, "
-                            "host, tags, config, metadata, created_ms, updated_ms, heartbeat_ms) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+        Stmt st,
+        db->Cached("INSERT INTO runs (entity, project, run_id, name, grp, job_type, notes, "
+                   "host, tags, config, metadata, created_ms, updated_ms, heartbeat_ms) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     st.Bind(ref.entity).Bind(ref.project).Bind(ref.run_id);
     st.Bind(upsert.name.value_or("")).Bind(upsert.group.value_or(""));
     st.Bind(upsert.job_type.value_or("")).Bind(upsert.notes.value_or(""));

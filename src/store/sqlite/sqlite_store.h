@@ -18,10 +18,10 @@
 namespace cohort::store {
 
 struct SqliteOptions {
-  std::string path;                // the database file; its directory must exist
-  bool synchronous_full = false;   // PRAGMA synchronous=FULL instead of NORMAL
+  std::string path;               // the database file; its directory must exist
+  bool synchronous_full = false;  // PRAGMA synchronous=FULL instead of NORMAL
   int busy_timeout_ms = 5000;
-  int read_connections = 4;        // idle read connections kept open
+  int read_connections = 4;  // idle read connections kept open
 };
 
 class SqliteStore final : public Store {
@@ -46,8 +46,8 @@ class SqliteStore final : public Store {
                                     std::optional<int> exit_code, int64_t now_ms) override;
   Result<int64_t> MarkStaleWritersCrashed(int64_t stale_before_ms, int64_t now_ms) override;
 
-  Result<IngestResult> Ingest(const RunRef& ref, const std::string& label,
-                              const IngestBatch& batch, int64_t now_ms) override;
+  Result<IngestResult> Ingest(const RunRef& ref, const std::string& label, const IngestBatch& batch,
+                              int64_t now_ms) override;
   Result<std::vector<SeriesInfo>> ListSeries(const RunRef& ref) override;
   Result<std::vector<SeriesData>> QueryHistory(const HistoryQuery& query) override;
   Result<std::vector<ConsoleLine>> QueryConsole(const ConsoleQuery& query) override;
@@ -65,7 +65,8 @@ class SqliteStore final : public Store {
   Result<int64_t> CountApiKeys() override;
 
  private:
-  // A read connection borrowed from the pool, returned when the lease goes away.
+  // A read connection borrowed from the pool, returned when the lease goes away. The borrowing
+  // thread has the connection to itself until then.
   class ReadLease {
    public:
     ReadLease(SqliteStore* owner, std::unique_ptr<sqlite::Db> db)

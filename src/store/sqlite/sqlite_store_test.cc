@@ -18,6 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // A temporary directory removed with everything in it when the object goes away.
+// Single-threaded.
 class TempDir {
  public:
   TempDir() {
@@ -35,6 +36,7 @@ class TempDir {
   fs::path path_;
 };
 
+// A fresh database file in its own temporary directory per test. Single-threaded.
 class SqliteTarget : public StoreTarget {
  public:
   Result<std::unique_ptr<Store>> Open() override {
@@ -50,7 +52,7 @@ class SqliteTarget : public StoreTarget {
 COHORT_INSTANTIATE_STORE_CONFORMANCE(
     Sqlite, (StoreBackend{"sqlite", [] { return std::make_unique<SqliteTarget>(); }}));
 
-// A raw connection to inspect or lock the file from outside the store.
+// A raw connection to inspect or lock the file from outside the store. Single-threaded.
 struct RawDb {
   explicit RawDb(const fs::path& path) { sqlite3_open(path.c_str(), &db); }
   ~RawDb() { sqlite3_close(db); }
@@ -105,8 +107,8 @@ TEST(SqliteStoreTest, RefusesDatabaseFromNewerBuild) {
 TEST(SqliteStoreTest, ReadsDoNotWaitBehindAWriteTransaction) {
   TempDir dir;
   const fs::path db = dir.path() / "a.db";
-  COHORT_ASSERT_OK_AND_ASSIGN(auto store,
-                              SqliteStore::Open(SqliteOptions{.path = db, .busy_timeout_ms = 3000}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto store, SqliteStore::Open(SqliteOptions{.path = db, .busy_timeout_ms = 3000}));
   ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = {"e", "p", "r"}}).ok());
   RawDb other(db);
   ASSERT_EQ(other.Exec("BEGIN IMMEDIATE; UPDATE runs SET name = 'x'"), SQLITE_OK);
@@ -131,6 +133,47 @@ TEST(SqliteStoreTest, WriteWaitsForAnotherProcessThenSucceeds) {
   });
   EXPECT_TRUE(store->UpsertRun(RunUpsert{.ref = {"e", "p", "r"}}).ok());
   release.join();
+}
+
+TEST(SqliteStoreTest, IngestFailingMidBatchRollsBackEarlierSeries) {
+  TempDir dir;
+  const fs::path db = dir.path() / "a.db";
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
+  const RunRef ref{"e", "p", "r"};
+  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
+  ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
+  auto batch = [](int64_t seq) {
+    IngestBatch b{.seq = seq};
+    b.rows.push_back(HistoryRow{.step = -1, .time_ms = 1, .values = {{"a", 1}, {"b", 2}}});
+    b.console.push_back(ConsoleLine{.time_ms = 1, .text = "x"});
+    return b;
+  };
+  ASSERT_TRUE(store->Ingest(ref, "w", batch(1), 1).ok());
+  {
+    // Damage the head chunk of "b": "a" is appended first, then "b" fails.
+    RawDb raw(db);
+    ASSERT_EQ(raw.Exec("UPDATE chunks SET data = x'00' WHERE series_pk = "
+                       "(SELECT pk FROM series WHERE key = 'b')"),
+              SQLITE_OK);
+  }
+  auto failed = store->Ingest(ref, "w", batch(2), 2);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kCorruption);
+
+  COHORT_ASSERT_OK_AND_ASSIGN(auto series, store->ListSeries(ref));
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_EQ(series[0].key, "a");
+  EXPECT_EQ(series[0].count, 1);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto writers, store->ListWriters(ref));
+  EXPECT_EQ(writers[0].next_step, 1);
+  EXPECT_EQ(writers[0].last_seq, 1);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto lines, store->QueryConsole(ConsoleQuery{.run = ref}));
+  EXPECT_EQ(lines.size(), 1u);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto a, store->QueryHistory(HistoryQuery{.run = ref, .keys = {"a"}}));
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].points.size(), 1u);
+  RawDb raw(db);
+  EXPECT_EQ(raw.One("SELECT count(*) FROM batches"), "1");
 }
 
 TEST(SqliteStoreTest, OpenStoreAcceptsSqliteUrlsAndBarePaths) {

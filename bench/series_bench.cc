@@ -1,0 +1,214 @@
+// Series chunk benchmarks: encode/decode throughput and bytes per point for realistic training
+// curves, ingest through AppendToSeries, and history queries (10M points -> 1,000 buckets; one
+// key's 100k raw points) over an in-memory chunk store.
+//
+//   ninja -C build series_bench && build/bench/series_bench --benchmark_min_time=1
+//
+// Curves: steps 0, 1, 2, ...; times every ~100 ms with a few ms of jitter.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "series/append.h"
+#include "series/chunk.h"
+#include "series/query.h"
+
+namespace cohort::series {
+namespace {
+
+constexpr int64_t kCurvePoints = 1 << 20;  // ~256 chunks per curve
+constexpr double kPi = 3.14159265358979323846;
+
+enum Curve { kLossF32, kLrCosineF32, kLrCosineF64, kEpoch, kGlobalStep, kGpuTemp, kCurveCount };
+const char* const kCurveNames[] = {"loss_f32",  "lr_cosine_f32", "lr_cosine_f64",
+                                   "epoch_int", "global_step",   "gpu_temp_int"};
+
+std::vector<store::Point> MakeCurve(int curve, int64_t n) {
+  std::mt19937_64 rng(1234 + uint64_t(curve));
+  std::normal_distribution<double> noise(0.0, 1.0);
+  std::uniform_int_distribution<int> jitter(0, 4);
+  std::vector<store::Point> pts(size_t(n));
+  int64_t t = 1700000000000;
+  double temp = 60;
+  for (int64_t i = 0; i < n; ++i) {
+    store::Point& p = pts[size_t(i)];
+    p.step = i;
+    p.time_ms = t + 100 * i + jitter(rng);
+    const double x = double(i);
+    const double cosine = 1e-3 * 0.5 * (1 + std::cos(kPi * x / double(n)));
+    switch (curve) {
+      case kLossF32:
+        p.value = double(float(2.0 * std::exp(-x / 200000.0) + 0.5 + 0.02 * noise(rng)));
+        break;
+      case kLrCosineF32: p.value = double(float(cosine)); break;
+      case kLrCosineF64: p.value = cosine; break;
+      case kEpoch: p.value = double(i / 5000); break;
+      case kGlobalStep: p.value = x; break;
+      default:
+        if (rng() % 20 == 0) temp = std::min(85.0, std::max(40.0, temp + (rng() % 2 ? 1 : -1)));
+        p.value = temp;
+        break;
+    }
+  }
+  return pts;
+}
+
+const std::vector<store::Point>& Curve(int curve) {
+  static std::map<int, std::vector<store::Point>> cache;
+  auto it = cache.find(curve);
+  if (it == cache.end()) it = cache.emplace(curve, MakeCurve(curve, kCurvePoints)).first;
+  return it->second;
+}
+
+std::vector<std::string> EncodeChunks(const std::vector<store::Point>& pts) {
+  std::vector<std::string> chunks;
+  ChunkEncoder e;
+  for (const store::Point& p : pts) {
+    e.Append(p.step, p.time_ms, p.value);
+    if (e.full()) {
+      chunks.push_back(e.Encode());
+      e = ChunkEncoder();
+    }
+  }
+  if (e.count() > 0) chunks.push_back(e.Encode());
+  return chunks;
+}
+
+// Append every point, Encode every full chunk: points/s and bytes per point.
+void BM_Encode(benchmark::State& state) {
+  const int curve = int(state.range(0));
+  const auto& pts = Curve(curve);
+  size_t bytes = 0;
+  for (auto _ : state) {
+    auto chunks = EncodeChunks(pts);
+    bytes = 0;
+    for (const auto& c : chunks) bytes += c.size();
+    benchmark::DoNotOptimize(chunks.data());
+  }
+  state.SetLabel(kCurveNames[curve]);
+  state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(pts.size()));
+  state.counters["bytes_per_point"] = double(bytes) / double(pts.size());
+}
+BENCHMARK(BM_Encode)->DenseRange(0, kCurveCount - 1)->Unit(benchmark::kMillisecond);
+
+// The realistic mix: every curve above, in equal numbers of points.
+void BM_EncodeMix(benchmark::State& state) {
+  size_t bytes = 0, points = 0;
+  for (auto _ : state) {
+    bytes = points = 0;
+    for (int c = 0; c < kCurveCount; ++c) {
+      auto chunks = EncodeChunks(Curve(c));
+      for (const auto& ch : chunks) bytes += ch.size();
+      points += Curve(c).size();
+    }
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(points));
+  state.counters["bytes_per_point"] = double(bytes) / double(points);
+}
+BENCHMARK(BM_EncodeMix)->Unit(benchmark::kMillisecond);
+
+void BM_Decode(benchmark::State& state) {
+  const int curve = int(state.range(0));
+  const auto chunks = EncodeChunks(Curve(curve));
+  std::vector<store::Point> out;
+  for (auto _ : state) {
+    for (const auto& c : chunks) {
+      if (!DecodeChunkInto(c, &out).ok()) state.SkipWithError("decode failed");
+      benchmark::DoNotOptimize(out.data());
+    }
+  }
+  state.SetLabel(kCurveNames[curve]);
+  state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(Curve(curve).size()));
+}
+BENCHMARK(BM_Decode)->DenseRange(0, kCurveCount - 1)->Unit(benchmark::kMillisecond);
+
+// Ingest as a store does it: batches of `range(0)` points appended to the head chunk (Resume,
+// Append, Encode per batch).
+void BM_AppendBatches(benchmark::State& state) {
+  const size_t batch = size_t(state.range(0));
+  const auto& all = Curve(kLossF32);
+  const std::vector<store::Point> pts(all.begin(), all.begin() + 64 * kMaxChunkPoints);
+  for (auto _ : state) {
+    std::optional<StoredChunk> head;
+    for (size_t i = 0; i < pts.size(); i += batch) {
+      const std::vector<store::Point> b(pts.begin() + long(i),
+                                        pts.begin() + long(std::min(pts.size(), i + batch)));
+      auto w = AppendToSeries(head, b);
+      if (!w.ok()) state.SkipWithError("append failed");
+      head = StoredChunk{w->back().index, std::move(w->back().data)};
+    }
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(pts.size()));
+}
+BENCHMARK(BM_AppendBatches)->Arg(10)->Arg(100)->Arg(1000)->Arg(10000)
+    ->Unit(benchmark::kMillisecond);
+
+struct MemStore {
+  std::vector<ChunkMeta> metas;
+  std::vector<std::string> data;
+  ChunkLoader Loader() const {
+    return [this](int64_t id) -> Result<std::string> { return data[size_t(id)]; };
+  }
+};
+
+MemStore BuildStore(const std::vector<store::Point>& pts) {
+  MemStore m;
+  auto w = AppendToSeries(std::nullopt, pts);
+  for (auto& cw : *w) {
+    m.metas.push_back({cw.index, cw.summary});
+    m.data.push_back(std::move(cw.data));
+  }
+  return m;
+}
+
+// 10M points of a float32 loss curve -> 1,000 buckets (target <= 20 ms).
+void BM_QueryBuckets10M(benchmark::State& state) {
+  static const MemStore m = [] {
+    const int64_t n = 10'000'000;
+    std::vector<store::Point> pts = MakeCurve(kLossF32, n);
+    return BuildStore(pts);
+  }();
+  store::HistoryQuery q;
+  q.buckets = int(state.range(0));
+  int64_t loads = 0;
+  for (auto _ : state) {
+    store::SeriesData out;
+    int64_t n_loads = 0;
+    auto loader = [&](int64_t id) -> Result<std::string> {
+      ++n_loads;
+      return m.data[size_t(id)];
+    };
+    if (!QuerySeries(m.metas, loader, q, &out).ok()) state.SkipWithError("query failed");
+    benchmark::DoNotOptimize(out.buckets.data());
+    loads = n_loads;
+  }
+  state.counters["chunks"] = double(m.metas.size());
+  state.counters["chunks_decoded"] = double(loads);
+}
+BENCHMARK(BM_QueryBuckets10M)->Arg(1000)->Arg(100)->Unit(benchmark::kMillisecond);
+
+// One key's 100k points, raw (target <= 20 ms).
+void BM_QueryRaw100k(benchmark::State& state) {
+  const auto& all = Curve(kLossF32);
+  static const MemStore m = BuildStore({all.begin(), all.begin() + 100000});
+  store::HistoryQuery q;
+  q.limit = 100000;
+  for (auto _ : state) {
+    store::SeriesData out;
+    if (!QuerySeries(m.metas, m.Loader(), q, &out).ok()) state.SkipWithError("query failed");
+    benchmark::DoNotOptimize(out.points.data());
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * 100000);
+}
+BENCHMARK(BM_QueryRaw100k)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace cohort::series
+
+BENCHMARK_MAIN();

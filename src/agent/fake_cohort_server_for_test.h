@@ -1,0 +1,188 @@
+// FakeCohortServer: just enough of the Cohort HTTP API (docs/api.md) for end-to-end tests of the
+// agent and the client library: viewer, run upsert, writer join/heartbeat/finish, batches with
+// the server's exactly-once rule per (writer, seq). It records what a real server would store.
+//
+// Threading: all accessors are thread-safe (FakeHttpServer runs handlers under its mutex; this
+// class keeps its own mutex for the stored state).
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "agent/fake_http_server_for_test.h"
+#include "core/json.h"
+
+namespace cohort::agent::testing {
+
+class FakeCohortServer {
+ public:
+  struct Writer {
+    bool joined = false;
+    std::string state;  // "running" after join, then the finish state
+    int64_t exit_code = -1;
+    int joins = 0;
+    int64_t next_step = 0;
+    bool primary = false;
+  };
+
+  explicit FakeCohortServer(int port = 0)
+      : http_([this](const FakeRequest& r) { return Handle(r); }, port) {}
+
+  std::string url() const { return http_.url(); }
+  const FakeHttpServer& http() const { return http_; }
+
+  // (label, key, step) -> value of stored history points.
+  std::map<std::tuple<std::string, std::string, int64_t>, double> points() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return points_;
+  }
+  size_t point_count(const std::string& label) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t n = 0;
+    for (const auto& [k, v] : points_) n += std::get<0>(k) == label;
+    return n;
+  }
+  int64_t duplicate_batches() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return duplicates_;
+  }
+  // Points stored twice for the same (label, key, step): must stay 0.
+  int64_t overwritten_points() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return overwritten_;
+  }
+  std::vector<std::pair<std::string, std::string>> console() const {  // (label, text)
+    std::lock_guard<std::mutex> lock(mu_);
+    return console_;
+  }
+  std::set<std::string> system_keys(const std::string& label) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = system_.find(label);
+    return it == system_.end() ? std::set<std::string>{} : it->second;
+  }
+  std::map<std::string, Writer> writers() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return writers_;
+  }
+  std::string run_config() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return json::Serialize(config_);
+  }
+  bool run_exists() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return run_exists_;
+  }
+  void set_run_exists(bool v) {
+    std::lock_guard<std::mutex> lock(mu_);
+    run_exists_ = v;
+  }
+
+ private:
+  static std::vector<std::string> Split(const std::string& path) {
+    std::vector<std::string> parts;
+    size_t start = 1;
+    while (start <= path.size()) {
+      size_t end = path.find('/', start);
+      if (end == std::string::npos) end = path.size();
+      parts.push_back(path.substr(start, end - start));
+      start = end + 1;
+    }
+    return parts;
+  }
+
+  FakeResponse Handle(const FakeRequest& r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto p = Split(r.path);  // api v1 runs e p run writers label verb
+    if (r.path == "/api/v1/viewer") return {200, R"({"entity":"alice","role":"admin"})", {}};
+    auto body = json::Parse(r.body.empty() ? "{}" : r.body);
+    if (!body.ok() || !body->is_object()) return {400, R"({"error":{"code":"invalid_argument"}})", {}};
+    const auto& o = body->as_object();
+    if (p.size() == 5 && p[2] == "runs" && r.method == "POST") {  // upsert
+      std::string resume = o.contains("resume") ? std::string(o.at("resume").as_string()) : "allow";
+      if (resume == "never" && run_exists_) {
+        return {409, R"({"error":{"code":"already_exists","message":"run exists"}})", {}};
+      }
+      if (auto* c = o.if_contains("config"); c && c->is_object()) {
+        for (auto& kv : c->as_object()) config_[kv.key()] = kv.value();
+      }
+      run_exists_ = true;
+      return {201, R"({"id":"r","name":"fake-run"})", {}};
+    }
+    if (p.size() == 6 && r.method == "PATCH") {
+      if (auto* c = o.if_contains("config"); c && c->is_object()) {
+        for (auto& kv : c->as_object()) config_[kv.key()] = kv.value();
+      }
+      return {200, "{}", {}};
+    }
+    if (p.size() == 7 && p[6] == "writers") {  // join
+      std::string label(o.at("label").as_string());
+      Writer& w = writers_[label];
+      w.joined = true;
+      w.state = "running";
+      ++w.joins;
+      if (auto* pr = o.if_contains("primary"); pr && pr->is_bool()) w.primary = pr->as_bool();
+      return {201, "{\"label\":\"" + label + "\",\"next_step\":" + std::to_string(w.next_step) +
+                       "}",
+              {}};
+    }
+    if (p.size() == 9 && p[6] == "writers") {
+      const std::string& label = p[7];
+      Writer& w = writers_[label];
+      if (p[8] == "heartbeat") return {200, R"({"ok":true})", {}};
+      if (p[8] == "finish") {
+        w.state = o.contains("state") ? std::string(o.at("state").as_string())
+                                      : (o.at("exit_code").as_int64() == 0 ? "finished" : "failed");
+        if (auto* c = o.if_contains("exit_code"); c && c->is_int64()) w.exit_code = c->as_int64();
+        return {200, "{}", {}};
+      }
+      if (p[8] == "batches") {
+        int64_t seq = o.at("seq").as_int64();
+        if (!seqs_[label].insert(seq).second) {
+          ++duplicates_;
+          return {200, R"({"duplicate":true})", {}};
+        }
+        if (auto* h = o.if_contains("history")) {
+          for (auto& row : h->as_array()) {
+            int64_t step = row.at("step").as_int64();
+            for (auto& kv : row.at("values").as_object()) {
+              auto key = std::make_tuple(label, std::string(kv.key()), step);
+              if (points_.count(key)) ++overwritten_;
+              points_[key] = *json::ToDouble(kv.value());
+            }
+            w.next_step = std::max(w.next_step, step + 1);
+          }
+        }
+        if (auto* s = o.if_contains("system")) {
+          for (auto& row : s->as_array()) {
+            for (auto& kv : row.at("values").as_object()) system_[label].insert(kv.key());
+          }
+        }
+        if (auto* c = o.if_contains("console")) {
+          for (auto& line : c->as_array()) {
+            console_.emplace_back(label, std::string(line.at("text").as_string()));
+          }
+        }
+        return {200, R"({"duplicate":false})", {}};
+      }
+    }
+    return {404, R"({"error":{"code":"not_found"}})", {}};
+  }
+
+  mutable std::mutex mu_;
+  std::map<std::tuple<std::string, std::string, int64_t>, double> points_;
+  std::map<std::string, std::set<int64_t>> seqs_;
+  std::map<std::string, std::set<std::string>> system_;
+  std::vector<std::pair<std::string, std::string>> console_;
+  std::map<std::string, Writer> writers_;
+  boost::json::object config_;
+  bool run_exists_ = false;
+  int64_t duplicates_ = 0;
+  int64_t overwritten_ = 0;
+  FakeHttpServer http_;  // last: stops (joins its threads) before the state above goes
+};
+
+}  // namespace cohort::agent::testing

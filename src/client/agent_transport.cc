@@ -1,0 +1,141 @@
+#include <unistd.h>
+
+#include "agent/socket_io.h"
+#include "client/transport.h"
+#include "core/clock.h"
+
+namespace cohort::client {
+
+using agent::Frame;
+using agent::MessageType;
+
+Result<std::unique_ptr<AgentTransport>> AgentTransport::Connect(const std::string& socket_path,
+                                                                int64_t deadline_ms) {
+  int64_t left = std::max<int64_t>(1, deadline_ms - NowMillis());
+  COHORT_ASSIGN_OR_RETURN(int fd, agent::ConnectUnix(socket_path, int(std::min<int64_t>(left, 5000))));
+  std::unique_ptr<AgentTransport> t(new AgentTransport(fd));
+  agent::HelloMessage hello;
+  hello.pid = getpid();
+  COHORT_RETURN_IF_ERROR(t->SendRaw(MessageType::kHello, agent::ToJson(hello), deadline_ms));
+  COHORT_RETURN_IF_ERROR(t->Pump(deadline_ms, [&] { return t->hello_reply_.has_value(); }));
+  if (!t->hello_reply_) return Status::DeadlineExceeded("agent: no hello reply");
+  t->agent_pid_ = t->hello_reply_->pid;
+  return t;
+}
+
+AgentTransport::~AgentTransport() {
+  if (fd_ >= 0) close(fd_);
+}
+
+void AgentTransport::AbandonInChild() {
+  if (fd_ >= 0) close(fd_);  // the child's copy only; the parent's connection lives on
+  fd_ = -1;
+  broken_ = Status::Unavailable("abandoned after fork");
+}
+
+Status AgentTransport::SendRaw(MessageType type, std::string_view payload, int64_t deadline_ms) {
+  if (!broken_.ok()) return broken_;
+  out_.clear();
+  agent::AppendFrame(type, payload, &out_);
+  Status s = agent::WriteAll(fd_, out_.data(), out_.size(), deadline_ms);
+  if (!s.ok()) broken_ = Status::Unavailable("agent connection: " + s.message());
+  return broken_;
+}
+
+Status AgentTransport::Pump(int64_t deadline_ms, const std::function<bool()>& until) {
+  char buf[4096];
+  while (!until()) {
+    if (!broken_.ok()) return broken_;
+    auto n = agent::ReadSome(fd_, buf, sizeof buf, deadline_ms);
+    if (!n.ok()) {
+      if (n.status().code() == StatusCode::kDeadlineExceeded) return Status::Ok();
+      broken_ = Status::Unavailable("agent connection: " + n.status().message());
+      return broken_;
+    }
+    if (*n == 0) {
+      broken_ = Status::Unavailable("agent closed the connection");
+      return broken_;
+    }
+    decoder_.Feed(buf, *n);
+    Frame f;
+    while (true) {
+      auto got = decoder_.Next(&f);
+      if (!got.ok()) {
+        broken_ = got.status();
+        return broken_;
+      }
+      if (!*got) break;
+      switch (f.type) {
+        case MessageType::kHelloReply: {
+          auto h = agent::ParseHello(f.payload);
+          if (!h.ok()) return broken_ = h.status();
+          hello_reply_ = *h;
+          break;
+        }
+        case MessageType::kOpenReply: {
+          auto r = agent::ParseOpenReply(f.payload);
+          if (!r.ok()) return broken_ = r.status();
+          open_reply_ = *r;
+          break;
+        }
+        case MessageType::kFinishReply: {
+          auto r = agent::ParseFinishReply(f.payload);
+          if (!r.ok()) return broken_ = r.status();
+          finish_reply_ = *r;
+          break;
+        }
+        case MessageType::kAck: {
+          uint64_t frame = 0;
+          std::string_view rest;
+          if (agent::SplitNumbered(f.payload, &frame, &rest).ok()) {
+            acked_ = std::max(acked_, frame);
+          }
+          break;
+        }
+        case MessageType::kError:
+          broken_ = agent::ParseError(f.payload);
+          return broken_;
+        default:
+          break;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Result<agent::OpenReply> AgentTransport::Open(const agent::OpenRequest& request,
+                                              int64_t deadline_ms) {
+  open_reply_.reset();
+  COHORT_RETURN_IF_ERROR(SendRaw(MessageType::kOpen, agent::ToJson(request), deadline_ms));
+  Status s = Pump(deadline_ms, [&] { return open_reply_.has_value(); });
+  if (open_reply_) {
+    acked_ = std::max(acked_, open_reply_->last_frame);
+    return *open_reply_;
+  }
+  if (!s.ok()) return s;
+  return Status::DeadlineExceeded("agent: no open reply in time");
+}
+
+Status AgentTransport::Send(MessageType type, uint64_t frame, std::string_view body,
+                            int64_t deadline_ms) {
+  return SendRaw(type, agent::NumberedPayload(frame, body), deadline_ms);
+}
+
+Result<uint64_t> AgentTransport::Acked(uint64_t want, int64_t deadline_ms) {
+  Status s = Pump(deadline_ms, [&] { return acked_ >= want; });
+  if (!s.ok()) return s;
+  return acked_;
+}
+
+Result<agent::FinishReply> AgentTransport::Finish(uint64_t frame,
+                                                  const agent::FinishRequest& request,
+                                                  int64_t deadline_ms) {
+  finish_reply_.reset();
+  COHORT_RETURN_IF_ERROR(Send(MessageType::kFinish, frame, agent::ToJson(request), deadline_ms));
+  Status s = Pump(deadline_ms, [&] { return finish_reply_.has_value(); });
+  if (finish_reply_) return *finish_reply_;
+  if (!s.ok()) return s;
+  return Status::DeadlineExceeded("agent: no finish reply in time");
+}
+
+}  // namespace cohort::client

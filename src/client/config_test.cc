@@ -1,0 +1,209 @@
+#include "client/config.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace cohort::client {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cohort-config-XXXXXX";
+    home_ = mkdtemp(tmpl);
+    env_.Set("HOME", home_);
+  }
+  void TearDown() override { fs::remove_all(home_); }
+
+  void WriteConfigFile(const std::string& dir, const std::string& json) {
+    fs::create_directories(dir + "/cohort");
+    std::ofstream(dir + "/cohort/config.json") << json;
+  }
+
+  std::string home_;
+  MapEnvironment env_;
+};
+
+TEST_F(ConfigTest, DefaultsWithoutEnvironmentOrFile) {
+  auto r = ResolveSettings({}, env_);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->settings.base_url, "http://127.0.0.1:8787");
+  EXPECT_EQ(r->settings.project, "uncategorized");
+  EXPECT_EQ(r->settings.mode, "online");
+  EXPECT_EQ(r->settings.transport, "agent");
+  EXPECT_EQ(r->settings.entity, "");
+  EXPECT_EQ(r->settings.dir, home_ + "/.local/share/cohort/agent");
+  EXPECT_EQ(r->settings.run_id.size(), 8u);
+  EXPECT_TRUE(r->run_id_generated);
+  EXPECT_TRUE(*r->settings.primary);
+  EXPECT_TRUE(*r->settings.update_finish_state);
+  EXPECT_EQ(r->settings.resume, "allow");
+}
+
+TEST_F(ConfigTest, ConfigFileFillsUrlAndKey) {
+  WriteConfigFile(home_ + "/.config", R"({"base_url":"http://file:1","api_key":"ck_file"})");
+  auto r = ResolveSettings({}, env_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->settings.base_url, "http://file:1");
+  EXPECT_EQ(r->settings.api_key, "ck_file");
+}
+
+TEST_F(ConfigTest, XdgConfigHomeWinsOverHome) {
+  WriteConfigFile(home_ + "/.config", R"({"api_key":"ck_home"})");
+  WriteConfigFile(home_ + "/xdg", R"({"api_key":"ck_xdg"})");
+  env_.Set("XDG_CONFIG_HOME", home_ + "/xdg");
+  auto r = ResolveSettings({}, env_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->settings.api_key, "ck_xdg");
+}
+
+TEST_F(ConfigTest, EnvironmentWinsOverFile) {
+  WriteConfigFile(home_ + "/.config", R"({"base_url":"http://file:1","api_key":"ck_file"})");
+  env_.Set("COHORT_BASE_URL", "http://env:2/");
+  env_.Set("COHORT_API_KEY", "ck_env");
+  env_.Set("COHORT_ENTITY", "alice");
+  env_.Set("COHORT_PROJECT", "mnist");
+  env_.Set("COHORT_RUN_ID", "given-1");
+  env_.Set("COHORT_MODE", "offline");
+  env_.Set("COHORT_DIR", "/data/x");
+  env_.Set("COHORT_AGENT", "inprocess");
+  auto r = ResolveSettings({}, env_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->settings.base_url, "http://env:2");
+  EXPECT_EQ(r->settings.api_key, "ck_env");
+  EXPECT_EQ(r->settings.entity, "alice");
+  EXPECT_EQ(r->settings.project, "mnist");
+  EXPECT_EQ(r->settings.run_id, "given-1");
+  EXPECT_FALSE(r->run_id_generated);
+  EXPECT_EQ(r->settings.mode, "offline");
+  EXPECT_EQ(r->settings.dir, "/data/x");
+  EXPECT_EQ(r->settings.transport, "inprocess");
+}
+
+TEST_F(ConfigTest, SettingsWinOverEnvironment) {
+  env_.Set("COHORT_PROJECT", "from-env");
+  env_.Set("COHORT_API_KEY", "ck_env");
+  env_.Set("COHORT_RUN_ID", "env-id");
+  Settings s;
+  s.project = "from-settings";
+  s.api_key = "ck_settings";
+  s.run_id = "settings-id";
+  auto r = ResolveSettings(s, env_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->settings.project, "from-settings");
+  EXPECT_EQ(r->settings.api_key, "ck_settings");
+  EXPECT_EQ(r->settings.run_id, "settings-id");
+}
+
+TEST_F(ConfigTest, TorchrunRankGivesLabelAndPrimary) {
+  env_.Set("RANK", "3");
+  env_.Set("LOCAL_RANK", "1");
+  env_.Set("WORLD_SIZE", "8");
+  auto r = ResolveSettings({}, env_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->settings.label, "rank_3");
+  EXPECT_FALSE(*r->settings.primary);
+  EXPECT_EQ(r->world_size, 8);
+  env_.Set("RANK", "0");
+  r = ResolveSettings({}, env_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->settings.label, "rank_0");
+  EXPECT_TRUE(*r->settings.primary);
+}
+
+TEST_F(ConfigTest, LabelWithoutTorchrunIsHostAndRandomSuffix) {
+  auto a = ResolveSettings({}, env_);
+  auto b = ResolveSettings({}, env_);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->settings.label.rfind(a->host + "-", 0), 0u);
+  EXPECT_EQ(a->settings.label.size(), a->host.size() + 5);
+  EXPECT_NE(a->settings.label, b->settings.label);
+}
+
+TEST_F(ConfigTest, SharedRanksDeriveTheSameRunIdFromTorchElastic) {
+  env_.Set("TORCHELASTIC_RUN_ID", "job-42");
+  Settings s;
+  s.shared = true;
+  env_.Set("RANK", "0");
+  auto primary = ResolveSettings(s, env_);
+  env_.Set("RANK", "5");
+  auto worker = ResolveSettings(s, env_);
+  ASSERT_TRUE(primary.ok() && worker.ok()) << worker.status().ToString();
+  EXPECT_EQ(primary->settings.run_id, worker->settings.run_id);
+  EXPECT_EQ(primary->settings.run_id, RunIdFromTorchElastic("job-42"));
+  EXPECT_NE(RunIdFromTorchElastic("job-42"), RunIdFromTorchElastic("job-43"));
+  EXPECT_EQ(RunIdFromTorchElastic("job-42").size(), 8u);
+  EXPECT_FALSE(primary->run_id_generated);
+}
+
+TEST_F(ConfigTest, TorchElasticNoneOrUnsharedDoesNotDerive) {
+  env_.Set("TORCHELASTIC_RUN_ID", "none");
+  Settings shared;
+  shared.shared = true;
+  auto r = ResolveSettings(shared, env_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->run_id_generated);
+  env_.Set("TORCHELASTIC_RUN_ID", "job-42");
+  auto unshared = ResolveSettings({}, env_);  // one run per process
+  ASSERT_TRUE(unshared.ok());
+  EXPECT_NE(unshared->settings.run_id, RunIdFromTorchElastic("job-42"));
+}
+
+TEST_F(ConfigTest, CohortRunIdWinsOverTorchElastic) {
+  env_.Set("TORCHELASTIC_RUN_ID", "job-42");
+  env_.Set("COHORT_RUN_ID", "explicit");
+  Settings s;
+  s.shared = true;
+  auto r = ResolveSettings(s, env_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->settings.run_id, "explicit");
+}
+
+TEST_F(ConfigTest, SharedWorkerWithoutRunIdIsRejected) {
+  Settings s;
+  s.shared = true;
+  s.primary = false;
+  auto r = ResolveSettings(s, env_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(ConfigTest, ModeSharedFromEnvironmentSetsShared) {
+  env_.Set("COHORT_MODE", "shared");
+  env_.Set("COHORT_RUN_ID", "r1");
+  auto r = ResolveSettings({}, env_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->settings.shared);
+  EXPECT_EQ(r->settings.mode, "online");
+}
+
+TEST_F(ConfigTest, BadValuesAreRejected) {
+  Settings bad_mode;
+  bad_mode.mode = "sometimes";
+  EXPECT_FALSE(ResolveSettings(bad_mode, env_).ok());
+  Settings bad_id;
+  bad_id.run_id = "a/b";
+  EXPECT_FALSE(ResolveSettings(bad_id, env_).ok());
+  Settings bad_label;
+  bad_label.label = "x/y";
+  EXPECT_FALSE(ResolveSettings(bad_label, env_).ok());
+  Settings bad_transport;
+  bad_transport.transport = "carrier-pigeon";
+  EXPECT_FALSE(ResolveSettings(bad_transport, env_).ok());
+}
+
+TEST_F(ConfigTest, MalformedConfigFileIsAnErrorUnlessDisabled) {
+  WriteConfigFile(home_ + "/.config", "{not json");
+  EXPECT_FALSE(ResolveSettings({}, env_).ok());
+  Settings disabled;
+  disabled.mode = "disabled";
+  EXPECT_TRUE(ResolveSettings(disabled, env_).ok());
+}
+
+}  // namespace
+}  // namespace cohort::client

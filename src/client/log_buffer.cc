@@ -1,0 +1,221 @@
+#include "client/log_buffer.h"
+
+#include <time.h>
+
+#include <algorithm>
+
+namespace cohort::client {
+namespace {
+
+constexpr size_t kMaxKeyBytes = 256;
+
+// Wall clock in ms from the coarse clock: a few ns instead of tens, and ms resolution is
+// all the data model keeps anyway (coarse ticks are 1-4 ms).
+int64_t CoarseNowMillis() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+}  // namespace
+
+LogBuffer::LogBuffer(Limits limits) : limits_(limits) {}
+
+uint32_t LogBuffer::InternLocked(const std::string& key) {
+  auto it = ids_.find(std::string_view(key));
+  if (it != ids_.end()) return it->second;
+  if (key.empty() || key.size() > kMaxKeyBytes) return kInvalidKey;
+  uint32_t id = uint32_t(keys_.size());
+  keys_.push_back(key);
+  ids_.emplace(key, id);
+  key_mark_.push_back(0);
+  return id;
+}
+
+void LogBuffer::MarkKeyLocked(uint32_t id) {
+  if (key_mark_[id] != batch_generation_) {
+    key_mark_[id] = batch_generation_;
+    batch_keys_.push_back(id);
+  }
+}
+
+void LogBuffer::RecountKeysLocked() {
+  ++batch_generation_;
+  batch_keys_.clear();
+  for (const auto& c : cells_) MarkKeyLocked(c.key);
+}
+
+bool LogBuffer::Log(const Values& values, std::optional<int64_t> step, bool commit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (step) {
+    if (*step < step_ || *step < 0) {
+      dropped_ += int64_t(values.size());
+      return false;
+    }
+    if (*step > step_) {
+      row_open_ = false;
+      step_ = *step;
+    }
+  }
+  if (!values.empty()) {
+    if (cells_.size() + values.size() > limits_.max_pending_cells) {
+      dropped_ += int64_t(values.size());
+      return true;
+    }
+    if (!row_open_) {
+      rows_.push_back({.step = step_, .time_ms = CoarseNowMillis(),
+                       .begin = uint32_t(cells_.size()), .count = 0});
+      row_open_ = true;
+    }
+    if (last_call_ids_.size() < values.size()) last_call_ids_.resize(values.size(), kInvalidKey);
+    uint32_t added = 0;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const std::string& key = values[i].first;
+      uint32_t id = last_call_ids_[i];
+      if (id == kInvalidKey || keys_[id] != key) {
+        id = InternLocked(key);
+        if (id == kInvalidKey) {
+          ++dropped_;
+          continue;
+        }
+        last_call_ids_[i] = id;
+      }
+      MarkKeyLocked(id);
+      cells_.push_back({id, values[i].second});
+      ++added;
+    }
+    rows_.back().count += added;
+  }
+  if (commit) {
+    row_open_ = false;
+    ++step_;
+  }
+  return cells_.size() >= limits_.flush_cells || batch_keys_.size() >= limits_.flush_keys;
+}
+
+bool LogBuffer::AddConsole(int64_t time_ms, bool is_stderr, std::string text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  console_bytes_ += text.size();
+  console_.push_back({time_ms, is_stderr, std::move(text)});
+  return console_bytes_ >= limits_.flush_console_bytes;
+}
+
+bool LogBuffer::Take(agent::LogBatch* out) {
+  std::lock_guard<std::mutex> take_lock(take_mu_);
+  out->clear();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (rows_.empty() && console_.empty()) return false;
+    bool whole = cells_.size() <= limits_.max_frame_cells &&
+                 batch_keys_.size() <= limits_.max_frame_keys;
+    if (whole) {
+      out->cells.swap(cells_);
+      out->history.swap(rows_);
+      out->console.swap(console_);
+      console_bytes_ = 0;
+      row_open_ = false;
+    } else {
+      // Take whole rows until a limit is reached (at least one row).
+      size_t nrows = 0, ncells = 0;
+      ++batch_generation_;
+      size_t distinct = 0;
+      while (nrows < rows_.size()) {
+        const auto& r = rows_[nrows];
+        size_t new_keys = 0;
+        for (uint32_t i = r.begin; i < r.begin + r.count; ++i) {
+          new_keys += key_mark_[cells_[i].key] != batch_generation_;
+        }
+        if (nrows > 0 && (ncells + r.count > limits_.max_frame_cells ||
+                          distinct + new_keys > limits_.max_frame_keys)) {
+          break;
+        }
+        for (uint32_t i = r.begin; i < r.begin + r.count; ++i) {
+          if (key_mark_[cells_[i].key] != batch_generation_) {
+            key_mark_[cells_[i].key] = batch_generation_;
+            ++distinct;
+          }
+        }
+        ncells += r.count;
+        ++nrows;
+      }
+      out->history.assign(rows_.begin(), rows_.begin() + long(nrows));
+      out->cells.assign(cells_.begin(), cells_.begin() + long(ncells));
+      rows_.erase(rows_.begin(), rows_.begin() + long(nrows));
+      cells_.erase(cells_.begin(), cells_.begin() + long(ncells));
+      for (auto& r : rows_) r.begin -= uint32_t(ncells);
+      if (rows_.empty()) row_open_ = false;
+      out->console.swap(console_);
+      console_bytes_ = 0;
+    }
+    // The batch's key table, copied under the lock (keys_ may grow meanwhile).
+    if (local_of_.size() < keys_.size()) local_of_.resize(keys_.size(), 0);
+    for (const auto& c : out->cells) {
+      uint32_t& local = local_of_[c.key];
+      if (local == 0) {
+        out->keys.push_back(keys_[c.key]);
+        local = uint32_t(out->keys.size());
+      }
+    }
+    RecountKeysLocked();
+  }
+  // Remap to local ids, then reset the scratch for the next call.
+  for (auto& c : out->cells) c.key = local_of_[c.key] - 1;
+  std::fill(local_of_.begin(), local_of_.end(), 0);
+  // Rows start at the first taken cell.
+  if (!out->history.empty()) {
+    uint32_t base = out->history.front().begin;
+    for (auto& r : out->history) r.begin -= base;
+  }
+  return true;
+}
+
+void LogBuffer::AdvanceStepTo(int64_t step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (step > step_) {
+    step_ = step;
+    row_open_ = false;
+  }
+}
+
+int64_t LogBuffer::step() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return step_;
+}
+
+int64_t LogBuffer::dropped() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dropped_;
+}
+
+bool LogBuffer::empty() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rows_.empty() && console_.empty();
+}
+
+size_t LogBuffer::pending_cells() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cells_.size();
+}
+
+void LogBuffer::LockForFork() {
+  take_mu_.lock();
+  mu_.lock();
+}
+
+void LogBuffer::UnlockAfterFork() {
+  mu_.unlock();
+  take_mu_.unlock();
+}
+
+void LogBuffer::ResetInChild() {
+  cells_.clear();
+  rows_.clear();
+  console_.clear();
+  console_bytes_ = 0;
+  RecountKeysLocked();
+  step_ = 0;
+  row_open_ = false;
+  dropped_ = 0;
+}
+
+}  // namespace cohort::client

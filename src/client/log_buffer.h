@@ -1,0 +1,105 @@
+// LogBuffer: the in-memory batch behind Run::Log. Log() interns keys (a key seen in the same
+// position of the previous call costs one string compare, no hashing), appends (key id, value)
+// cells and step rows to vectors that keep their capacity, and applies the writer's step rules:
+//
+//   - values go to the current step; commit=true then advances the step by one;
+//   - an explicit step below the current one (or negative) is ignored and counted in dropped();
+//     a higher one closes the current step and becomes current;
+//   - commit=false accumulates into the current step (one row while it stays in the buffer).
+//
+// Take() moves the pending data out as a self-contained LogBatch (its own key table) for the
+// flush thread.
+//
+// Threading: Log/AddConsole/accessors are thread-safe and hold one mutex for a few hundred
+// nanoseconds at most; Take() is for one flush thread at a time (it has its own scratch).
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/protocol.h"
+#include "cohort/cohort.h"
+
+namespace cohort::client {
+
+class LogBuffer {
+ public:
+  struct Limits {
+    size_t flush_cells = 65536;          // Log() asks for a flush at this many pending cells
+    size_t flush_keys = 4096;            // ... or this many distinct keys in the batch
+    size_t flush_console_bytes = 256 << 10;
+    size_t max_pending_cells = 8 << 20;  // beyond this, values are dropped (flusher stuck)
+    size_t max_frame_cells = 100000;     // cells per taken batch
+    size_t max_frame_keys = 8192;        // distinct keys per taken batch (server: 10,000)
+  };
+
+  LogBuffer() : LogBuffer(Limits{}) {}
+  explicit LogBuffer(Limits limits);
+
+  // Returns true when the buffer is big enough that it should be flushed now.
+  bool Log(const Values& values, std::optional<int64_t> step, bool commit);
+  bool AddConsole(int64_t time_ms, bool is_stderr, std::string text);
+
+  // Moves pending data (at most limits.max_frame_cells cells) into `out` (cleared first).
+  // False when nothing is pending.
+  bool Take(agent::LogBatch* out);
+
+  // Raises the current step to `step` (a re-joined writer continues where it was).
+  void AdvanceStepTo(int64_t step);
+  int64_t step() const;
+  int64_t dropped() const;
+  bool empty() const;
+  size_t pending_cells() const;
+
+  // fork() support: the prepare handler locks, the parent and child handlers unlock; the child
+  // then drops the parent's pending data and restarts its step count (it is a new writer).
+  void LockForFork();
+  void UnlockAfterFork();
+  void ResetInChild();
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  struct Eq {
+    using is_transparent = void;
+    bool operator()(std::string_view a, std::string_view b) const { return a == b; }
+  };
+  static constexpr uint32_t kInvalidKey = UINT32_MAX;
+
+  uint32_t InternLocked(const std::string& key);
+  void MarkKeyLocked(uint32_t id);
+  void RecountKeysLocked();
+
+  const Limits limits_;
+  mutable std::mutex mu_;
+  // Keys, by id.
+  std::vector<std::string> keys_;
+  std::unordered_map<std::string, uint32_t, Hash, Eq> ids_;
+  std::vector<uint32_t> last_call_ids_;  // ids of the previous call's keys, by position
+  // Pending data, keys as global ids.
+  std::vector<agent::LogBatch::Cell> cells_;
+  std::vector<agent::LogBatch::Row> rows_;
+  std::vector<agent::LogBatch::Line> console_;
+  size_t console_bytes_ = 0;
+  // Distinct keys of the pending data.
+  std::vector<uint32_t> key_mark_;  // id -> batch generation that last used it
+  std::vector<uint32_t> batch_keys_;
+  uint32_t batch_generation_ = 1;
+  // Steps.
+  int64_t step_ = 0;
+  bool row_open_ = false;  // rows_.back() is the uncommitted row of step_
+  int64_t dropped_ = 0;
+
+  // Take() scratch (flush thread).
+  std::mutex take_mu_;
+  std::vector<uint32_t> local_of_;  // global id -> local id + 1 (0: not in this batch)
+};
+
+}  // namespace cohort::client

@@ -1,0 +1,152 @@
+#include "client/log_buffer.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace cohort::client {
+namespace {
+
+// step -> key -> value, from a taken batch.
+std::map<int64_t, std::map<std::string, double>> Rows(const agent::LogBatch& b) {
+  std::map<int64_t, std::map<std::string, double>> out;
+  for (const auto& r : b.history) {
+    for (uint32_t i = r.begin; i < r.begin + r.count; ++i) {
+      out[r.step][b.keys[b.cells[i].key]] = b.cells[i].value;
+    }
+  }
+  return out;
+}
+
+TEST(LogBufferTest, CommitAdvancesTheStep) {
+  LogBuffer buf;
+  buf.Log({{"loss", 1}}, std::nullopt, true);
+  buf.Log({{"loss", 2}}, std::nullopt, true);
+  EXPECT_EQ(buf.step(), 2);
+  agent::LogBatch b;
+  ASSERT_TRUE(buf.Take(&b));
+  auto rows = Rows(b);
+  EXPECT_EQ(rows[0]["loss"], 1);
+  EXPECT_EQ(rows[1]["loss"], 2);
+}
+
+TEST(LogBufferTest, NoCommitAccumulatesIntoOneRow) {
+  LogBuffer buf;
+  buf.Log({{"loss", 1}}, std::nullopt, false);
+  buf.Log({{"acc", 0.5}}, std::nullopt, false);
+  buf.Log({{"lr", 0.1}}, std::nullopt, true);
+  EXPECT_EQ(buf.step(), 1);
+  agent::LogBatch b;
+  ASSERT_TRUE(buf.Take(&b));
+  ASSERT_EQ(b.history.size(), 1u);
+  EXPECT_EQ(b.history[0].count, 3u);
+  EXPECT_EQ(b.history[0].step, 0);
+}
+
+TEST(LogBufferTest, ExplicitHigherStepJumpsAndLowerStepIsDropped) {
+  LogBuffer buf;
+  buf.Log({{"a", 1}}, 10, true);
+  EXPECT_EQ(buf.step(), 11);
+  buf.Log({{"a", 2}, {"b", 3}}, 5, true);  // behind the current step: ignored
+  EXPECT_EQ(buf.dropped(), 2);
+  EXPECT_EQ(buf.step(), 11);
+  buf.Log({{"a", 4}}, 11, false);
+  buf.Log({{"b", 5}}, 11, true);
+  agent::LogBatch b;
+  ASSERT_TRUE(buf.Take(&b));
+  auto rows = Rows(b);
+  EXPECT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[10]["a"], 1);
+  EXPECT_EQ(rows[11]["a"], 4);
+  EXPECT_EQ(rows[11]["b"], 5);
+}
+
+TEST(LogBufferTest, NegativeStepIsDropped) {
+  LogBuffer buf;
+  buf.Log({{"a", 1}}, -1, true);
+  EXPECT_EQ(buf.dropped(), 1);
+  EXPECT_TRUE(buf.empty());
+}
+
+TEST(LogBufferTest, InvalidKeysAreDroppedOthersKept) {
+  LogBuffer buf;
+  buf.Log({{"", 1}, {std::string(300, 'k'), 2}, {"ok", 3}}, std::nullopt, true);
+  EXPECT_EQ(buf.dropped(), 2);
+  agent::LogBatch b;
+  ASSERT_TRUE(buf.Take(&b));
+  EXPECT_EQ(b.keys, (std::vector<std::string>{"ok"}));
+}
+
+TEST(LogBufferTest, ChangingKeyOrderStillMapsCorrectly) {
+  LogBuffer buf;
+  buf.Log({{"a", 1}, {"b", 2}}, std::nullopt, true);
+  buf.Log({{"b", 3}, {"a", 4}}, std::nullopt, true);
+  buf.Log({{"c", 5}}, std::nullopt, true);
+  agent::LogBatch b;
+  ASSERT_TRUE(buf.Take(&b));
+  auto rows = Rows(b);
+  EXPECT_EQ(rows[1]["a"], 4);
+  EXPECT_EQ(rows[1]["b"], 3);
+  EXPECT_EQ(rows[2]["c"], 5);
+}
+
+TEST(LogBufferTest, TakenBatchHasOnlyItsOwnKeys) {
+  LogBuffer buf;
+  buf.Log({{"a", 1}}, std::nullopt, true);
+  agent::LogBatch b;
+  ASSERT_TRUE(buf.Take(&b));
+  buf.Log({{"b", 2}}, std::nullopt, true);
+  ASSERT_TRUE(buf.Take(&b));
+  EXPECT_EQ(b.keys, (std::vector<std::string>{"b"}));
+  EXPECT_EQ(b.cells[0].key, 0u);
+  EXPECT_FALSE(buf.Take(&b));
+}
+
+TEST(LogBufferTest, LargeBacklogIsTakenInBoundedFrames) {
+  LogBuffer::Limits limits;
+  limits.max_frame_cells = 100;
+  LogBuffer buf(limits);
+  for (int i = 0; i < 250; ++i) buf.Log({{"x", double(i)}}, std::nullopt, true);
+  int64_t total = 0, frames = 0, last_step = -1;
+  agent::LogBatch b;
+  while (buf.Take(&b)) {
+    ++frames;
+    EXPECT_LE(b.cells.size(), 100u);
+    for (const auto& r : b.history) {
+      EXPECT_EQ(r.step, last_step + 1);
+      EXPECT_EQ(b.cells[r.begin].value, double(r.step));
+      last_step = r.step;
+    }
+    total += int64_t(b.cells.size());
+  }
+  EXPECT_EQ(total, 250);
+  EXPECT_EQ(frames, 3);
+}
+
+TEST(LogBufferTest, AsksForFlushAtThreshold) {
+  LogBuffer::Limits limits;
+  limits.flush_cells = 3;
+  LogBuffer buf(limits);
+  EXPECT_FALSE(buf.Log({{"a", 1}, {"b", 1}}, std::nullopt, true));
+  EXPECT_TRUE(buf.Log({{"a", 1}}, std::nullopt, true));
+}
+
+TEST(LogBufferTest, ConsoleLinesAreTakenWithTheBatch) {
+  LogBuffer buf;
+  buf.AddConsole(5, true, "oops");
+  agent::LogBatch b;
+  ASSERT_TRUE(buf.Take(&b));
+  ASSERT_EQ(b.console.size(), 1u);
+  EXPECT_TRUE(b.console[0].is_stderr);
+  EXPECT_EQ(b.console[0].text, "oops");
+}
+
+TEST(LogBufferTest, AdvanceStepToOnlyRaises) {
+  LogBuffer buf;
+  buf.AdvanceStepTo(7);
+  buf.AdvanceStepTo(3);
+  EXPECT_EQ(buf.step(), 7);
+}
+
+}  // namespace
+}  // namespace cohort::client

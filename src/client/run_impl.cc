@@ -1,0 +1,408 @@
+#include "client/run_impl.h"
+
+#include <unistd.h>
+
+#include <new>
+
+#include "agent/agent_log.h"
+#include "client/spawn.h"
+#include "core/clock.h"
+#include "core/ids.h"
+#include "core/json.h"
+
+namespace cohort {
+namespace {
+
+namespace bj = boost::json;
+
+constexpr int64_t kFlushIntervalMs = 100;
+constexpr int64_t kIoBudgetMs = 2000;         // one flush's I/O
+constexpr int64_t kSpawnBudgetMs = 10000;     // connecting to or spawning the agent
+constexpr size_t kMaxQueuedBytes = 512 << 20;  // frames kept for a missing agent
+
+uint64_t RandomSession() {
+  uint64_t v = 0;
+  for (char c : ids::RandomHex(8)) v = v * 16 + uint64_t(c <= '9' ? c - '0' : c - 'a' + 10);
+  return (v & 0x7fffffffffffffffull) | 1;  // non-zero, fits int64 JSON
+}
+
+// "code: message" (Status::ToString) back into a Status.
+Status StatusFromText(const std::string& text) {
+  size_t colon = text.find(": ");
+  std::string code = colon == std::string::npos ? "" : text.substr(0, colon);
+  for (int c = int(StatusCode::kInvalidArgument); c <= int(StatusCode::kInternal); ++c) {
+    if (StatusCodeName(StatusCode(c)) == code) return Status(StatusCode(c), text.substr(colon + 2));
+  }
+  return Status::Unavailable(text);
+}
+
+}  // namespace
+
+Run::Impl::Impl(client::ResolvedSettings resolved)
+    : rs(std::move(resolved)), paths(agent::DefaultAgentPaths()), owner_pid(getpid()) {}
+
+Run::Impl::~Impl() {
+  if (!finished.load() && !child_pending.load()) (void)Finish(0, {});
+}
+
+std::unique_ptr<client::Transport> Run::Impl::MakeInProcess() {
+  agent::IngestOptions io;
+  io.data_dir = rs.settings.dir;
+  return std::make_unique<client::InProcessTransport>(io);
+}
+
+Result<agent::OpenReply> Run::Impl::OpenOn(client::Transport* t, const agent::OpenRequest& req,
+                                           int64_t deadline_ms) {
+  agent::OpenRequest r = req;
+  r.wait_ms = std::max<int64_t>(0, std::min(r.wait_ms, deadline_ms - NowMillis() - 20));
+  return t->Open(r, deadline_ms);
+}
+
+Status Run::Impl::Start(int64_t deadline_ms) {
+  std::lock_guard<std::mutex> io(io_mu);
+  std::unique_ptr<client::Transport> t;
+  Result<agent::OpenReply> reply = Status::Unavailable("no agent");
+  if (rs.settings.transport == "agent") {
+    auto a = client::ConnectOrSpawnAgent(paths, rs.settings.dir, true,
+                                         std::min(deadline_ms, NowMillis() + kSpawnBudgetMs));
+    if (a.ok()) {
+      t = std::move(*a);
+      reply = OpenOn(t.get(), open, deadline_ms);
+    } else {
+      agent::Logf(agent::LogLevel::kDebug, "no agent ({}); running in-process",
+                  a.status().ToString());
+    }
+  }
+  if (!t || !reply.ok()) {  // no agent, or it failed us: the same pipeline, in this process
+    t = MakeInProcess();
+    reply = OpenOn(t.get(), open, deadline_ms);
+    in_process_fallback = rs.settings.transport == "agent";
+  }
+  if (!reply.ok()) return reply.status();
+  if (!reply->ok) return StatusFromText(reply->error);
+  entity = reply->entity.empty() ? rs.settings.entity : reply->entity;
+  run_name = reply->run_name.empty() ? rs.settings.name : reply->run_name;
+  buffer.AdvanceStepTo(reply->next_step);
+  offline.store(rs.settings.mode == "offline" || !reply->confirmed);
+  sent_upto = reply->last_frame;
+  transport = std::move(t);
+  StartFlusher();
+  if (rs.settings.capture_console) {
+    auto c = client::ConsoleCapture::Start(
+        [this](bool is_stderr, int64_t time_ms, std::string line) {
+          AddConsoleLine(is_stderr, time_ms, std::move(line));
+        });
+    if (c.ok()) capture = std::move(*c);
+  }
+  return Status::Ok();
+}
+
+void Run::Impl::StartFlusher() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stop = false;
+  }
+  flusher = std::make_unique<std::thread>([this] { FlushLoop(); });
+}
+
+void Run::Impl::StopFlusher() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+  }
+  cv.notify_all();
+  if (flusher && flusher->joinable()) flusher->join();
+  flusher.reset();
+}
+
+void Run::Impl::RequestFlush() {
+  if (flush_requested.exchange(true)) return;
+  std::lock_guard<std::mutex> lock(mu);
+  cv.notify_one();
+}
+
+void Run::Impl::AddConsoleLine(bool is_stderr, int64_t time_ms, std::string line) {
+  if (finished.load(std::memory_order_relaxed)) return;
+  if (buffer.AddConsole(time_ms, is_stderr, std::move(line))) RequestFlush();
+}
+
+Status Run::Impl::EnqueueUpdate(std::string body) {
+  if (finished.load()) return Status::FailedPrecondition("run already finished");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    DrainBufferLocked();  // what was logged before the update goes first
+    PendingFrame f{next_frame++, agent::MessageType::kUpdate, std::move(body)};
+    frame_bytes += f.body.size();
+    frames.push_back(std::move(f));
+  }
+  RequestFlush();
+  return Status::Ok();
+}
+
+void Run::Impl::DrainBufferLocked() {
+  while (buffer.Take(&scratch)) {
+    encoded.clear();
+    agent::EncodeLogBatch(scratch, &encoded);
+    PendingFrame f{next_frame++, agent::MessageType::kLog, encoded};
+    frame_bytes += f.body.size();
+    frames.push_back(std::move(f));
+  }
+  bool warned = false;
+  while (frame_bytes > kMaxQueuedBytes && frames.size() > 1) {
+    if (!warned) {
+      agent::Logf(agent::LogLevel::kWarning,
+                  "cohort: no agent reachable and {} MiB queued; dropping the oldest data",
+                  frame_bytes >> 20);
+      warned = true;
+    }
+    frame_bytes -= frames.front().body.size();
+    frames.pop_front();
+  }
+}
+
+void Run::Impl::FlushLoop() {
+  std::unique_lock<std::mutex> lock(mu);
+  while (!stop) {
+    cv.wait_for(lock, std::chrono::milliseconds(kFlushIntervalMs),
+                [&] { return stop || flush_requested.load(); });
+    if (stop) break;
+    lock.unlock();
+    FlushOnce(NowMillis() + kIoBudgetMs);
+    lock.lock();
+  }
+}
+
+void Run::Impl::DropTransport(const Status& why) {
+  if (!transport) return;
+  if (transport->in_process()) {
+    // A local failure (disk full...): keep the frames, try again a little later.
+    next_connect_ms = NowMillis() + 1000;
+    agent::Logf(agent::LogLevel::kWarning, "cohort: cannot store data locally: {}",
+                why.ToString());
+    return;
+  }
+  agent::Logf(agent::LogLevel::kDebug, "cohort: agent connection lost: {}", why.ToString());
+  transport.reset();
+}
+
+bool Run::Impl::EnsureTransport(int64_t deadline_ms) {
+  if (transport) return true;
+  int64_t now = NowMillis();
+  if (now < next_connect_ms) return false;
+  agent::OpenRequest reopen = open;
+  // The run exists (or its creation is in a WAL): a reconnect only re-joins.
+  bj::object run;
+  run["id"] = open.run_id;
+  run["resume"] = "allow";
+  reopen.run_json = bj::serialize(run);
+  reopen.wait_ms = 0;
+  std::unique_ptr<client::Transport> t;
+  Result<agent::OpenReply> reply = Status::Unavailable("no agent");
+  if (!in_process_fallback && rs.settings.transport == "agent") {
+    auto a = client::ConnectOrSpawnAgent(paths, rs.settings.dir, true,
+                                         std::min(deadline_ms, now + 3000));
+    if (a.ok()) {
+      t = std::move(*a);
+      reply = t->Open(reopen, deadline_ms);
+    }
+  }
+  if (!t || !reply.ok() || !reply->ok) {
+    t = MakeInProcess();
+    reply = t->Open(reopen, deadline_ms);
+  }
+  if (!reply.ok() || !reply->ok) {
+    ++connect_failures;
+    next_connect_ms = NowMillis() + std::min<int64_t>(30000, 250LL << std::min(connect_failures, 7));
+    agent::Logf(agent::LogLevel::kDebug, "cohort: reconnect failed: {}",
+                reply.ok() ? reply->error : reply.status().ToString());
+    return false;
+  }
+  if (t->in_process()) in_process_fallback = true;
+  connect_failures = 0;
+  transport = std::move(t);
+  sent_upto = reply->last_frame;
+  std::lock_guard<std::mutex> lock(mu);
+  while (!frames.empty() && frames.front().number <= reply->last_frame) {
+    frame_bytes -= frames.front().body.size();
+    frames.pop_front();
+  }
+  return true;
+}
+
+void Run::Impl::FlushOnce(int64_t deadline_ms) {
+  std::lock_guard<std::mutex> io(io_mu);
+  flush_requested.store(false);
+  std::vector<const PendingFrame*> to_send;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    DrainBufferLocked();
+    if (frames.empty() && !transport) return;
+  }
+  if (!EnsureTransport(deadline_ms)) return;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    // Deque elements stay put while others are pushed at the back, and only this thread pops.
+    for (const PendingFrame& f : frames) {
+      if (f.number > sent_upto) to_send.push_back(&f);
+    }
+  }
+  for (const PendingFrame* f : to_send) {
+    Status s = transport->Send(f->type, f->number, f->body, deadline_ms);
+    if (!s.ok()) {
+      DropTransport(s);
+      return;
+    }
+    sent_upto = f->number;
+  }
+  auto acked = transport->Acked(0, 0);
+  if (!acked.ok()) {
+    DropTransport(acked.status());
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  while (!frames.empty() && frames.front().number <= *acked) {
+    frame_bytes -= frames.front().body.size();
+    frames.pop_front();
+  }
+}
+
+Status Run::Impl::Finish(int exit_code, std::string_view state) {
+  std::lock_guard<std::mutex> fin(finish_mu);
+  if (finished.load()) return Status::Ok();
+  if (child_pending.exchange(false)) {  // a forked child that never logged: nothing to end
+    finished.store(true);
+    return Status::Ok();
+  }
+  int64_t deadline = NowMillis() + int64_t(rs.settings.finish_timeout_s * 1000);
+  if (capture) {
+    capture->Stop(200);
+    capture.reset();
+  }
+  StopFlusher();
+  finished.store(true);  // later Log calls are no-ops
+
+  std::lock_guard<std::mutex> io(io_mu);
+  Status result = Status::DeadlineExceeded("finish: the agent did not confirm in time");
+  while (NowMillis() < deadline) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      DrainBufferLocked();
+    }
+    if (!EnsureTransport(deadline)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(
+          std::max<int64_t>(1, std::min<int64_t>(50, next_connect_ms - NowMillis()))));
+      continue;
+    }
+    std::vector<const PendingFrame*> to_send;
+    uint64_t finish_frame;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (const PendingFrame& f : frames) {
+        if (f.number > sent_upto) to_send.push_back(&f);
+      }
+      finish_frame = next_frame++;
+    }
+    bool sent = true;
+    for (const PendingFrame* f : to_send) {
+      Status s = transport->Send(f->type, f->number, f->body, deadline);
+      if (!s.ok()) {
+        DropTransport(s);
+        sent = false;
+        break;
+      }
+      sent_upto = f->number;
+    }
+    if (!sent || !transport) continue;
+    agent::FinishRequest req;
+    req.exit_code = exit_code;
+    req.state = std::string(state);
+    req.wait_ms = std::max<int64_t>(0, deadline - NowMillis() - 100);
+    auto reply = transport->Finish(finish_frame, req, deadline);
+    if (reply.ok()) {
+      result = Status::Ok();
+      break;
+    }
+    if (reply.status().code() == StatusCode::kDeadlineExceeded) break;
+    DropTransport(reply.status());
+  }
+  transport.reset();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    frames.clear();
+    frame_bytes = 0;
+  }
+  return result;
+}
+
+// ---- fork ----
+
+void Run::Impl::ForkPrepare() {
+  finish_mu.lock();
+  io_mu.lock();
+  mu.lock();
+  buffer.LockForFork();
+}
+
+void Run::Impl::ForkParent() {
+  buffer.UnlockAfterFork();
+  mu.unlock();
+  io_mu.unlock();
+  finish_mu.unlock();
+}
+
+void Run::Impl::ForkChild() {
+  // Only the forking thread exists here. Everything the parent's threads or descriptors own is
+  // abandoned (leaked), never closed, joined or destroyed.
+  buffer.ResetInChild();
+  buffer.UnlockAfterFork();
+  frames.clear();
+  frame_bytes = 0;
+  next_frame = 1;
+  stop = false;
+  new (&cv) std::condition_variable();  // waiters of the parent's copy do not exist here
+  mu.unlock();
+  if (transport) {
+    transport->AbandonInChild();
+    (void)transport.release();
+  }
+  sent_upto = 0;
+  next_connect_ms = 0;
+  connect_failures = 0;
+  in_process_fallback = false;
+  io_mu.unlock();
+  (void)flusher.release();
+  if (capture) {
+    capture->RestoreInChild();
+    (void)capture.release();
+  }
+  owner_pid = getpid();
+  if (!finished.load()) child_pending.store(true);
+  finish_mu.unlock();
+}
+
+void Run::Impl::StartInChild() {
+  bool expected = true;
+  if (!child_pending.compare_exchange_strong(expected, false)) return;
+  std::lock_guard<std::mutex> io(io_mu);
+  std::string label = rs.settings.label + "-" + std::to_string(getpid());
+  rs.settings.label = label;
+  rs.settings.primary = false;
+  rs.settings.update_finish_state = false;
+  open.label = label;
+  open.session = RandomSession();
+  open.pid = getpid();
+  bj::object writer;
+  writer["label"] = label;
+  writer["primary"] = false;
+  writer["update_finish_state"] = false;
+  writer["host"] = rs.host;
+  writer["pid"] = int64_t(getpid());
+  open.writer_json = bj::serialize(writer);
+  StartFlusher();
+}
+
+}  // namespace cohort
+
+namespace cohort::client {
+uint64_t NewSessionId() { return RandomSession(); }
+}  // namespace cohort::client

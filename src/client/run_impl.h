@@ -1,0 +1,111 @@
+// Run::Impl: the state behind a cohort::Run: the resolved settings, the LogBuffer that Log()
+// appends to, the queue of numbered frames not yet acknowledged, the Transport to the agent
+// (or the in-process fallback), the flush thread and the console capture.
+//
+// Threading:
+//   - Log/Print touch only `buffer` (its own short lock) and atomics.
+//   - `mu` guards the frame queue and the flags; turning buffered data into frames happens
+//     under it so that frames are numbered in the order the data was logged.
+//   - `io_mu` serialises use of `transport` (the flush thread, Finish, the fork handlers).
+//   Lock order: io_mu, then mu, then the buffer's locks.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "agent/agent_paths.h"
+#include "agent/protocol.h"
+#include "client/config.h"
+#include "client/console_capture.h"
+#include "client/log_buffer.h"
+#include "client/transport.h"
+#include "cohort/cohort.h"
+
+namespace cohort {
+
+namespace client {
+// A random non-zero 63-bit session id (frames are numbered within it).
+uint64_t NewSessionId();
+}  // namespace client
+
+struct Run::Impl {
+  struct PendingFrame {
+    uint64_t number = 0;
+    agent::MessageType type = agent::MessageType::kLog;
+    std::string body;
+  };
+
+  explicit Impl(client::ResolvedSettings resolved);
+  ~Impl();  // finishes the run (exit code 0) if nobody did
+
+  // Connects (or spawns the agent, or falls back in-process) and opens the writer, all before
+  // `deadline_ms`. Sets entity/run_name/offline from the reply.
+  Status Start(int64_t deadline_ms);
+  Status Finish(int exit_code, std::string_view state);
+
+  void RequestFlush();
+  Status EnqueueUpdate(std::string body);
+  void AddConsoleLine(bool is_stderr, int64_t time_ms, std::string line);
+
+  // fork() handlers (see run.cc).
+  void ForkPrepare();
+  void ForkParent();
+  void ForkChild();
+  // First use in a forked child: a new session and label, a new flush thread.
+  void StartInChild();
+
+  // ---- immutable after Start (apart from the fork child's re-labelling) ----
+  client::ResolvedSettings rs;
+  agent::OpenRequest open;  // the first open; reconnects send a trimmed copy
+  agent::AgentPaths paths;
+  std::string entity;
+  std::string run_name;
+  int owner_pid = 0;
+
+  client::LogBuffer buffer;
+  std::atomic<bool> finished{false};
+  std::atomic<bool> offline{false};
+  std::atomic<bool> child_pending{false};  // forked child that has not started yet
+  std::atomic<bool> flush_requested{false};
+
+ private:
+  void FlushLoop();
+  // Moves buffered data into frames, (re)connects if needed, sends, reads acks.
+  void FlushOnce(int64_t deadline_ms);
+  void DrainBufferLocked();  // requires mu
+  bool EnsureTransport(int64_t deadline_ms);  // requires io_mu
+  void DropTransport(const Status& why);      // requires io_mu
+  Result<agent::OpenReply> OpenOn(client::Transport* t, const agent::OpenRequest& req,
+                                  int64_t deadline_ms);
+  std::unique_ptr<client::Transport> MakeInProcess();
+  void StartFlusher();
+  void StopFlusher();
+
+  std::mutex io_mu;
+  std::unique_ptr<client::Transport> transport;  // guarded by io_mu
+  bool in_process_fallback = false;             // guarded by io_mu
+  int64_t next_connect_ms = 0;                  // guarded by io_mu
+  int connect_failures = 0;                     // guarded by io_mu
+  uint64_t sent_upto = 0;                       // guarded by io_mu
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<PendingFrame> frames;  // guarded by mu; numbers ascending, acked ones popped
+  size_t frame_bytes = 0;           // guarded by mu
+  uint64_t next_frame = 1;          // guarded by mu
+  bool stop = false;                // guarded by mu
+  agent::LogBatch scratch;          // guarded by mu
+  std::string encoded;              // guarded by mu
+
+  std::mutex finish_mu;  // serialises Finish
+  std::unique_ptr<std::thread> flusher;
+  std::unique_ptr<client::ConsoleCapture> capture;
+};
+
+}  // namespace cohort

@@ -1,0 +1,264 @@
+// End-to-end tests of the client library: Init -> Log -> Finish against a fake Cohort server,
+// in-process and through a spawned agent (the stand-in binary from src/agent), including a
+// server that is down at Init, an agent killed mid-run, console capture and fork.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "agent/fake_cohort_server_for_test.h"
+#include "cohort/cohort.h"
+#include "core/clock.h"
+
+namespace cohort {
+namespace {
+
+namespace fs = std::filesystem;
+using agent::testing::FakeCohortServer;
+using agent::testing::FakeHttpServer;
+
+class RunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cohort-run-XXXXXX";
+    root_ = mkdtemp(tmpl);
+    setenv("HOME", root_.c_str(), 1);
+    unsetenv("XDG_CONFIG_HOME");
+    unsetenv("XDG_DATA_HOME");
+    for (const char* v : {"COHORT_BASE_URL", "COHORT_API_KEY", "COHORT_ENTITY", "COHORT_PROJECT",
+                          "COHORT_RUN_ID", "COHORT_MODE", "COHORT_AGENT", "RANK",
+                          "TORCHELASTIC_RUN_ID"}) {
+      unsetenv(v);
+    }
+    setenv("COHORT_AGENT_SOCKET", (root_ + "/sock/agent.sock").c_str(), 1);
+    setenv("COHORT_DIR", (root_ + "/data").c_str(), 1);
+    setenv("COHORT_BIN", COHORT_TEST_AGENT_BIN, 1);
+    setenv("COHORT_AGENT_IDLE_S", "3", 1);
+  }
+
+  void TearDown() override {
+    if (int pid = AgentPid(); pid > 0) kill(pid, SIGTERM);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    fs::remove_all(root_);
+  }
+
+  Settings Base(const std::string& url, const std::string& transport) {
+    Settings s;
+    s.base_url = url;
+    s.api_key = "ck_test";
+    s.project = "p";
+    s.label = "w0";
+    s.transport = transport;
+    s.capture_console = false;
+    s.stats_sampling_interval_s = 0;
+    s.init_timeout_s = 10;
+    s.finish_timeout_s = 10;
+    return s;
+  }
+
+  int AgentPid() {
+    std::ifstream in(root_ + "/sock/agent.lock");
+    int pid = 0;
+    in >> pid;
+    return pid > 0 && kill(pid, 0) == 0 ? pid : 0;
+  }
+
+  static void LogSteps(Run& run, int from, int to) {
+    for (int step = from; step < to; ++step) {
+      Values v;
+      for (int k = 0; k < 10; ++k) v.emplace_back("k" + std::to_string(k), step * 10.0 + k);
+      run.Log(v);
+    }
+  }
+
+  static bool WaitFor(const std::function<bool()>& cond, int64_t ms) {
+    int64_t deadline = NowMillis() + ms;
+    while (NowMillis() < deadline) {
+      if (cond()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return cond();
+  }
+
+  std::string root_;
+};
+
+TEST_F(RunTest, InProcessRunUploadsEveryPoint) {
+  FakeCohortServer server;
+  auto run = Init(Base(server.url(), "inprocess"));
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->entity(), "alice");
+  EXPECT_FALSE(run->offline());
+  LogSteps(*run, 0, 1000);
+  EXPECT_EQ(run->step(), 1000);
+  ASSERT_TRUE(run->Finish().ok());
+  EXPECT_EQ(server.point_count("w0"), 10000u);
+  EXPECT_EQ(server.points().at({"w0", "k3", 512}), 5123.0);
+  EXPECT_EQ(server.writers().at("w0").state, "finished");
+  EXPECT_EQ(server.overwritten_points(), 0);
+}
+
+TEST_F(RunTest, AgentRunUploadsEveryPointAndAgentExitsWhenIdle) {
+  FakeCohortServer server;
+  auto run = Init(Base(server.url(), "agent"));
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  int agent = AgentPid();
+  EXPECT_GT(agent, 0);
+  LogSteps(*run, 0, 1000);
+  ASSERT_TRUE(run->Finish(3).ok());
+  EXPECT_EQ(server.point_count("w0"), 10000u);
+  EXPECT_EQ(server.writers().at("w0").state, "failed");
+  EXPECT_EQ(server.writers().at("w0").exit_code, 3);
+  // Idle for COHORT_AGENT_IDLE_S: the agent goes, and removes the finished writer's WAL.
+  EXPECT_TRUE(WaitFor([&] { return kill(agent, 0) != 0; }, 10000));
+  EXPECT_FALSE(fs::exists(root_ + "/data/" + run->id()));
+}
+
+TEST_F(RunTest, SecondInitReusesTheRunningAgent) {
+  FakeCohortServer server;
+  auto a = Init(Base(server.url(), "agent"));
+  ASSERT_TRUE(a.ok());
+  int agent = AgentPid();
+  Settings s = Base(server.url(), "agent");
+  s.label = "w1";
+  int64_t start = NowMillis();
+  auto b = Init(s);
+  ASSERT_TRUE(b.ok());
+  EXPECT_LT(NowMillis() - start, 1000);
+  EXPECT_EQ(AgentPid(), agent);
+  ASSERT_TRUE(a->Finish().ok());
+  ASSERT_TRUE(b->Finish().ok());
+}
+
+TEST_F(RunTest, ServerDownAtInitThenDataArrivesWhenItStarts) {
+  int port = FakeHttpServer::FreePort();
+  Settings s = Base("http://127.0.0.1:" + std::to_string(port), "agent");
+  s.init_timeout_s = 5;
+  int64_t start = NowMillis();
+  auto run = Init(s);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_LT(NowMillis() - start, 5000);
+  EXPECT_TRUE(run->offline());
+  LogSteps(*run, 0, 100);
+  FakeCohortServer server(port);
+  ASSERT_TRUE(run->Finish().ok());
+  EXPECT_TRUE(WaitFor([&] { return server.point_count("w0") == 1000; }, 30000));
+  EXPECT_TRUE(WaitFor([&] { return server.writers()["w0"].state == "finished"; }, 5000));
+}
+
+TEST_F(RunTest, AgentKilledMidRunLosesNothing) {
+  FakeCohortServer server;
+  auto run = Init(Base(server.url(), "agent"));
+  ASSERT_TRUE(run.ok());
+  LogSteps(*run, 0, 500);
+  ASSERT_TRUE(WaitFor([&] { return server.point_count("w0") > 0; }, 5000));
+  int agent = AgentPid();
+  ASSERT_GT(agent, 0);
+  ASSERT_EQ(kill(agent, SIGKILL), 0);
+  LogSteps(*run, 500, 1000);
+  int64_t start = NowMillis();
+  ASSERT_TRUE(run->Finish().ok());
+  EXPECT_LT(NowMillis() - start, 10000);
+  EXPECT_NE(AgentPid(), agent);
+  EXPECT_TRUE(WaitFor([&] { return server.point_count("w0") == 10000; }, 15000))
+      << server.point_count("w0");
+  EXPECT_EQ(server.overwritten_points(), 0);
+  EXPECT_EQ(server.writers().at("w0").state, "finished");
+}
+
+TEST_F(RunTest, RefusedRunFailsInit) {
+  FakeCohortServer server;
+  server.set_run_exists(true);
+  Settings s = Base(server.url(), "inprocess");
+  s.resume = "never";
+  auto run = Init(s);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), StatusCode::kAlreadyExists);
+}
+
+TEST_F(RunTest, ConsoleLinesAreCapturedAndProgressBarsCollapse) {
+  FakeCohortServer server;
+  Settings s = Base(server.url(), "inprocess");
+  s.capture_console = true;
+  auto run = Init(s);
+  ASSERT_TRUE(run.ok());
+  printf("hello from stdout\n");
+  printf("\r 10%%\r 50%%\r100%%\n");
+  fflush(stdout);
+  fprintf(stderr, "careful\n");
+  run->Print("printed by hand");
+  ASSERT_TRUE(run->Finish().ok());
+  std::vector<std::string> lines;
+  for (const auto& [label, text] : server.console()) lines.push_back(text);
+  auto has = [&](const std::string& t) {
+    return std::find(lines.begin(), lines.end(), t) != lines.end();
+  };
+  EXPECT_TRUE(has("hello from stdout"));
+  EXPECT_TRUE(has("100%"));
+  EXPECT_FALSE(has(" 10%"));
+  EXPECT_TRUE(has("careful"));
+  EXPECT_TRUE(has("printed by hand"));
+}
+
+TEST_F(RunTest, ForkedChildLogsUnderItsOwnLabel) {
+  FakeCohortServer server;
+  auto run = Init(Base(server.url(), "agent"));
+  ASSERT_TRUE(run.ok());
+  LogSteps(*run, 0, 10);
+  pid_t child = fork();
+  if (child == 0) {
+    LogSteps(*run, 0, 20);
+    Status s = run->Finish();
+    _exit(s.ok() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  LogSteps(*run, 10, 30);
+  ASSERT_TRUE(run->Finish().ok());
+  std::string child_label = "w0-" + std::to_string(child);
+  EXPECT_TRUE(WaitFor([&] { return server.point_count(child_label) == 200; }, 10000));
+  EXPECT_EQ(server.point_count("w0"), 300u);
+  EXPECT_FALSE(server.writers().at(child_label).primary);
+}
+
+TEST_F(RunTest, DisabledRunIsANoOp) {
+  Settings s;
+  s.mode = "disabled";
+  auto run = Init(s);
+  ASSERT_TRUE(run.ok());
+  EXPECT_TRUE(run->disabled());
+  run->Log({{"x", 1}});
+  EXPECT_TRUE(run->Finish().ok());
+}
+
+TEST_F(RunTest, FinishIsIdempotentAndLaterLogsAreIgnored) {
+  FakeCohortServer server;
+  auto run = Init(Base(server.url(), "inprocess"));
+  ASSERT_TRUE(run.ok());
+  LogSteps(*run, 0, 5);
+  ASSERT_TRUE(run->Finish().ok());
+  LogSteps(*run, 5, 10);
+  ASSERT_TRUE(run->Finish().ok());
+  EXPECT_EQ(server.point_count("w0"), 50u);
+}
+
+TEST_F(RunTest, PrimaryConfigReachesTheRun) {
+  FakeCohortServer server;
+  Settings s = Base(server.url(), "inprocess");
+  s.config_json = R"({"lr":0.1})";
+  auto run = Init(s);
+  ASSERT_TRUE(run.ok());
+  ASSERT_TRUE(run->UpdateConfig(R"({"batch":32})").ok());
+  EXPECT_FALSE(run->UpdateConfig("[1]").ok());
+  ASSERT_TRUE(run->Finish().ok());
+  EXPECT_EQ(server.run_config(), R"({"lr":1E-1,"batch":32})");
+}
+
+}  // namespace
+}  // namespace cohort

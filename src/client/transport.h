@@ -1,0 +1,104 @@
+// Transport: how a Run's numbered frames reach an Ingest (agent/ingest.h): over the node
+// agent's Unix socket (AgentTransport) or to an Ingest inside this process (InProcessTransport,
+// when no agent can be had or COHORT_AGENT=inprocess). Both speak the agent protocol's
+// semantics: frames are numbered, acks are cumulative and mean "durable in the WAL", and Open
+// reports which frames of the session are already durable so a reconnect resends the rest.
+//
+// Threading: a Transport is used by one thread at a time (the Run's flush thread, or the thread
+// in Init/Finish while the flush thread is stopped). Every call is bounded by its deadline
+// (NowMillis clock), so a dead agent never hangs the caller.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "agent/ingest.h"
+#include "agent/protocol.h"
+#include "cohort/status.h"
+
+namespace cohort::client {
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual Result<agent::OpenReply> Open(const agent::OpenRequest& request,
+                                        int64_t deadline_ms) = 0;
+  // Sends a numbered frame (kLog, kUpdate, kFlush). kUnavailable / kDeadlineExceeded when the
+  // transport is broken; the caller reconnects.
+  virtual Status Send(agent::MessageType type, uint64_t frame, std::string_view body,
+                      int64_t deadline_ms) = 0;
+  // The highest frame acknowledged so far, after reading acks until `deadline_ms` or until
+  // `want` is acknowledged (deadline in the past: only what already arrived).
+  virtual Result<uint64_t> Acked(uint64_t want, int64_t deadline_ms) = 0;
+  // Sends the finish frame and waits for its reply.
+  virtual Result<agent::FinishReply> Finish(uint64_t frame, const agent::FinishRequest& request,
+                                            int64_t deadline_ms) = 0;
+  virtual bool in_process() const = 0;
+  // In a forked child: forget everything shared with the parent (descriptors, threads) without
+  // closing or joining anything; the object must then only be leaked.
+  virtual void AbandonInChild() = 0;
+};
+
+// Over the agent's Unix socket.
+class AgentTransport : public Transport {
+ public:
+  // Connects to `socket_path` and exchanges hellos.
+  static Result<std::unique_ptr<AgentTransport>> Connect(const std::string& socket_path,
+                                                         int64_t deadline_ms);
+  ~AgentTransport() override;
+
+  Result<agent::OpenReply> Open(const agent::OpenRequest& request, int64_t deadline_ms) override;
+  Status Send(agent::MessageType type, uint64_t frame, std::string_view body,
+              int64_t deadline_ms) override;
+  Result<uint64_t> Acked(uint64_t want, int64_t deadline_ms) override;
+  Result<agent::FinishReply> Finish(uint64_t frame, const agent::FinishRequest& request,
+                                    int64_t deadline_ms) override;
+  bool in_process() const override { return false; }
+  void AbandonInChild() override;
+  int64_t agent_pid() const { return agent_pid_; }
+
+ private:
+  explicit AgentTransport(int fd) : fd_(fd) {}
+  // Reads frames until `until()` holds or the deadline passes.
+  Status Pump(int64_t deadline_ms, const std::function<bool()>& until);
+  Status SendRaw(agent::MessageType type, std::string_view payload, int64_t deadline_ms);
+
+  int fd_;
+  int64_t agent_pid_ = 0;
+  agent::FrameDecoder decoder_;
+  std::string out_;
+  uint64_t acked_ = 0;
+  Status broken_;
+  std::optional<agent::OpenReply> open_reply_;
+  std::optional<agent::FinishReply> finish_reply_;
+  std::optional<agent::HelloMessage> hello_reply_;
+};
+
+// An Ingest of its own, in this process (its Sender and monitor threads run here).
+class InProcessTransport : public Transport {
+ public:
+  explicit InProcessTransport(agent::IngestOptions options);
+  ~InProcessTransport() override;
+
+  Result<agent::OpenReply> Open(const agent::OpenRequest& request, int64_t deadline_ms) override;
+  Status Send(agent::MessageType type, uint64_t frame, std::string_view body,
+              int64_t deadline_ms) override;
+  Result<uint64_t> Acked(uint64_t want, int64_t deadline_ms) override;
+  Result<agent::FinishReply> Finish(uint64_t frame, const agent::FinishRequest& request,
+                                    int64_t deadline_ms) override;
+  bool in_process() const override { return true; }
+  void AbandonInChild() override;
+
+ private:
+  std::unique_ptr<agent::Ingest> ingest_;
+  std::unique_ptr<agent::WriterSession> session_;
+  uint64_t appended_ = 0;
+  uint64_t acked_ = 0;
+};
+
+}  // namespace cohort::client
