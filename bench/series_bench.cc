@@ -25,7 +25,7 @@ namespace {
 constexpr int64_t kCurvePoints = 1 << 20;  // ~256 chunks per curve
 constexpr double kPi = 3.14159265358979323846;
 
-enum Curve { kLossF32, kLrCosineF32, kLrCosineF64, kEpoch, kGlobalStep, kGpuTemp, kCurveCount };
+enum CurveKind { kLossF32, kLrCosineF32, kLrCosineF64, kEpoch, kGlobalStep, kGpuTemp, kCurveCount };
 const char* const kCurveNames[] = {"loss_f32",  "lr_cosine_f32", "lr_cosine_f64",
                                    "epoch_int", "global_step",   "gpu_temp_int"};
 
@@ -33,7 +33,7 @@ std::vector<store::Point> MakeCurve(int curve, int64_t n) {
   std::mt19937_64 rng(1234 + uint64_t(curve));
   std::normal_distribution<double> noise(0.0, 1.0);
   std::uniform_int_distribution<int> jitter(0, 4);
-  std::vector<store::Point> pts(size_t(n));
+  std::vector<store::Point> pts(static_cast<size_t>(n));
   int64_t t = 1700000000000;
   double temp = 60;
   for (int64_t i = 0; i < n; ++i) {

@@ -10,3 +10,7 @@ if [ ! -f "$build/build.ninja" ] || [ $# -gt 0 ]; then
 fi
 jobs="${BUILD_JOBS:-$(nproc)}"
 cmake --build "$build" -j "$jobs"
+# The web UI (TypeScript, npm); the server serves ui/dist.
+if [ -x "$root/scripts/build-ui.sh" ]; then
+  "$root/scripts/build-ui.sh"
+fi

@@ -1,15 +1,33 @@
 #!/usr/bin/env bash
 # Quick start command (2): installs what is missing, builds, and runs every test suite:
-# C++ unit tests (ctest) and the cross-process suites under tests/ (pytest, real binaries).
-set -euo pipefail
+# C++ unit tests (ctest), the web UI tests, and the cross-process suites under tests/ (pytest,
+# real binaries on free ports). Every suite runs even when an earlier one failed; the exit code
+# is non-zero when any failed. Extra arguments go to pytest.
+set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
+set -e
 scripts/install-deps.sh
 scripts/setup-venv.sh
 scripts/build.sh
+set +e
 build="${BUILD_DIR:-$root/build}"
+failed=()
+
 echo "== C++ unit tests (ctest)"
-ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --timeout 300
+ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --timeout 300 || failed+=(ctest)
+
+if [ -x "$root/scripts/test-ui.sh" ]; then
+  echo "== web UI tests"
+  "$root/scripts/test-ui.sh" || failed+=(ui)
+fi
+
 echo "== cross-process tests (pytest)"
 export COHORT_BUILD_DIR="$build"
-"$root/.venv/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
+"$root/.venv/bin/python" -m pytest -q -p no:cacheprovider tests "$@" || failed+=(pytest)
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "test.sh: FAILED suites: ${failed[*]}"
+  exit 1
+fi
+echo "test.sh: all suites passed"

@@ -60,14 +60,16 @@ void AgentConnection::Serve() {
     }
     // Group commit: one sync for everything this read brought, then one cumulative ack.
     if (open && need_sync_ && session_) {
-      Status s = session_->Sync();
+      Status s = session_->Sync(/*wake_sender=*/false);
       if (!s.ok()) {
         open = SendError(s);
         break;
       }
       need_sync_ = false;
       acked_frame_ = last_frame_;
+      // Ack first, upload second: whatever the server holds, the client was told about.
       open = Send(MessageType::kAck, NumberedPayload(acked_frame_, ""));
+      session_->WakeSender();
     }
   }
   // Stopped by the agent (not by the client): the client will carry on with the next agent.

@@ -105,10 +105,14 @@ Status WriterSession::Update(uint64_t frame, std::string_view json_text) {
   return stream_->Append(RecordKind::kRunPatch, session_, frame, json_text).status();
 }
 
-Status WriterSession::Sync() {
+Status WriterSession::Sync(bool wake_sender) {
   COHORT_RETURN_IF_ERROR(stream_->Sync());
-  if (sender_) sender_->Wake();
+  if (wake_sender) WakeSender();
   return Status::Ok();
+}
+
+void WriterSession::WakeSender() {
+  if (sender_) sender_->Wake();
 }
 
 Result<FinishReply> WriterSession::Finish(uint64_t frame, const FinishRequest& request) {

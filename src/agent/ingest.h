@@ -49,8 +49,11 @@ class WriterSession {
   Status Log(uint64_t frame, std::string_view batch);
   // Appends a run patch: `json` must be {"config": {...}} and/or {"summary": {...}}.
   Status Update(uint64_t frame, std::string_view json);
-  // Makes everything appended durable and lets the Sender see it (group commit).
-  Status Sync();
+  // Makes everything appended durable and lets the Sender see it (group commit). With
+  // wake_sender false the caller calls WakeSender() itself, e.g. after it acknowledged the
+  // client: then the server can never hold data whose ack the client has not been sent.
+  Status Sync(bool wake_sender = true);
+  void WakeSender();
   // Stops the monitor, appends the writer's finish record, syncs, then waits up to
   // request.wait_ms for the upload (less when the server is failing).
   Result<FinishReply> Finish(uint64_t frame, const FinishRequest& request);

@@ -30,6 +30,7 @@ AgentTransport::~AgentTransport() {
 void AgentTransport::AbandonInChild() {
   if (fd_ >= 0) close(fd_);  // the child's copy only; the parent's connection lives on
   fd_ = -1;
+  read_done_ = true;
   broken_ = Status::Unavailable("abandoned after fork");
 }
 
@@ -43,44 +44,44 @@ Status AgentTransport::SendRaw(MessageType type, std::string_view payload, int64
 }
 
 Status AgentTransport::Pump(int64_t deadline_ms, const std::function<bool()>& until) {
+  // Reading goes on after a failed send: acks the agent wrote before it died are still
+  // readable and must not be lost.
+  auto fail = [&](Status s) {
+    read_done_ = true;
+    if (broken_.ok()) broken_ = std::move(s);
+    return broken_;
+  };
   char buf[4096];
   while (!until()) {
-    if (!broken_.ok()) return broken_;
+    if (read_done_ || fd_ < 0) return broken_.ok() ? Status::Unavailable("agent: closed") : broken_;
     auto n = agent::ReadSome(fd_, buf, sizeof buf, deadline_ms);
     if (!n.ok()) {
-      if (n.status().code() == StatusCode::kDeadlineExceeded) return Status::Ok();
-      broken_ = Status::Unavailable("agent connection: " + n.status().message());
-      return broken_;
+      if (n.status().code() == StatusCode::kDeadlineExceeded) return broken_;
+      return fail(Status::Unavailable("agent connection: " + n.status().message()));
     }
-    if (*n == 0) {
-      broken_ = Status::Unavailable("agent closed the connection");
-      return broken_;
-    }
+    if (*n == 0) return fail(Status::Unavailable("agent closed the connection"));
     decoder_.Feed(buf, *n);
     Frame f;
     while (true) {
       auto got = decoder_.Next(&f);
-      if (!got.ok()) {
-        broken_ = got.status();
-        return broken_;
-      }
+      if (!got.ok()) return fail(got.status());
       if (!*got) break;
       switch (f.type) {
         case MessageType::kHelloReply: {
           auto h = agent::ParseHello(f.payload);
-          if (!h.ok()) return broken_ = h.status();
+          if (!h.ok()) return fail(h.status());
           hello_reply_ = *h;
           break;
         }
         case MessageType::kOpenReply: {
           auto r = agent::ParseOpenReply(f.payload);
-          if (!r.ok()) return broken_ = r.status();
+          if (!r.ok()) return fail(r.status());
           open_reply_ = *r;
           break;
         }
         case MessageType::kFinishReply: {
           auto r = agent::ParseFinishReply(f.payload);
-          if (!r.ok()) return broken_ = r.status();
+          if (!r.ok()) return fail(r.status());
           finish_reply_ = *r;
           break;
         }
@@ -93,14 +94,13 @@ Status AgentTransport::Pump(int64_t deadline_ms, const std::function<bool()>& un
           break;
         }
         case MessageType::kError:
-          broken_ = agent::ParseError(f.payload);
-          return broken_;
+          return fail(agent::ParseError(f.payload));
         default:
           break;
       }
     }
   }
-  return Status::Ok();
+  return broken_;
 }
 
 Result<agent::OpenReply> AgentTransport::Open(const agent::OpenRequest& request,

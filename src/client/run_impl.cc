@@ -182,7 +182,16 @@ void Run::Impl::DropTransport(const Status& why) {
     return;
   }
   agent::Logf(agent::LogLevel::kDebug, "cohort: agent connection lost: {}", why.ToString());
+  // Acks the agent sent before it went are still readable: take them, or the frames they
+  // cover would be sent again (and stored twice) after the reconnect.
+  (void)transport->Acked(UINT64_MAX, 0);
+  uint64_t acked = transport->acked();
   transport.reset();
+  std::lock_guard<std::mutex> lock(mu);
+  while (!frames.empty() && frames.front().number <= acked) {
+    frame_bytes -= frames.front().body.size();
+    frames.pop_front();
+  }
 }
 
 bool Run::Impl::EnsureTransport(int64_t deadline_ms) {

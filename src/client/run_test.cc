@@ -68,7 +68,7 @@ class RunTest : public ::testing::Test {
     return pid > 0 && kill(pid, 0) == 0 ? pid : 0;
   }
 
-  static void LogSteps(Run& run, int from, int to) {
+  static void LogSteps(cohort::Run& run, int from, int to) {
     for (int step = from; step < to; ++step) {
       Values v;
       for (int k = 0; k < 10; ++k) v.emplace_back("k" + std::to_string(k), step * 10.0 + k);

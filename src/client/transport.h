@@ -38,6 +38,8 @@ class Transport {
   // Sends the finish frame and waits for its reply.
   virtual Result<agent::FinishReply> Finish(uint64_t frame, const agent::FinishRequest& request,
                                             int64_t deadline_ms) = 0;
+  // The highest acknowledgement received, also after the transport broke.
+  virtual uint64_t acked() const = 0;
   virtual bool in_process() const = 0;
   // In a forked child: forget everything shared with the parent (descriptors, threads) without
   // closing or joining anything; the object must then only be leaked.
@@ -58,6 +60,7 @@ class AgentTransport : public Transport {
   Result<uint64_t> Acked(uint64_t want, int64_t deadline_ms) override;
   Result<agent::FinishReply> Finish(uint64_t frame, const agent::FinishRequest& request,
                                     int64_t deadline_ms) override;
+  uint64_t acked() const override { return acked_; }
   bool in_process() const override { return false; }
   void AbandonInChild() override;
   int64_t agent_pid() const { return agent_pid_; }
@@ -73,7 +76,8 @@ class AgentTransport : public Transport {
   agent::FrameDecoder decoder_;
   std::string out_;
   uint64_t acked_ = 0;
-  Status broken_;
+  Status broken_;           // set by the first failure; sends stop
+  bool read_done_ = false;  // end of stream or read error; reads stop
   std::optional<agent::OpenReply> open_reply_;
   std::optional<agent::FinishReply> finish_reply_;
   std::optional<agent::HelloMessage> hello_reply_;
@@ -91,6 +95,7 @@ class InProcessTransport : public Transport {
   Result<uint64_t> Acked(uint64_t want, int64_t deadline_ms) override;
   Result<agent::FinishReply> Finish(uint64_t frame, const agent::FinishRequest& request,
                                     int64_t deadline_ms) override;
+  uint64_t acked() const override { return acked_; }
   bool in_process() const override { return true; }
   void AbandonInChild() override;
 

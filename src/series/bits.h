@@ -6,38 +6,43 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
-#include <string>
-
-#include "core/coding.h"
 
 namespace cohort::series::internal {
 
-// Appends bits to a std::string. Call Finish() once at the end to write the last partial byte.
+// Writes bits into a caller-sized buffer: the caller provides at least ceil(bits / 8) + 8 bytes
+// for the bits it will write. Finish() writes the last partial byte.
 class BitWriter {
  public:
-  explicit BitWriter(std::string* out) : out_(out) {}
+  explicit BitWriter(char* dst) : dst_(dst) {}
 
   // Appends the low `bits` bits of `v`; 0 <= bits <= 64 and `v` must have no higher bits set.
   void Write(uint64_t v, int bits) {
     acc_ |= v << fill_;  // fill_ < 64 always
     int total = fill_ + bits;
     if (total >= 64) {
-      coding::PutFixed64(out_, acc_);
+      StoreWord(acc_);
       acc_ = fill_ == 0 ? 0 : v >> (64 - fill_);
       total -= 64;
     }
     fill_ = total;
   }
 
-  // Writes the buffered bits, zero-padding the last byte.
-  void Finish() {
-    for (int i = 0; i < fill_; i += 8) out_->push_back(char(acc_ >> i));
+  // Writes the buffered bits, zero-padding the last byte; returns the end of what was written.
+  char* Finish() {
+    for (int i = 0; i < fill_; i += 8) *dst_++ = char(acc_ >> i);
     acc_ = 0;
     fill_ = 0;
+    return dst_;
   }
 
  private:
-  std::string* out_;
+  void StoreWord(uint64_t w) {
+    if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
+    std::memcpy(dst_, &w, 8);
+    dst_ += 8;
+  }
+
+  char* dst_;
   uint64_t acc_ = 0;  // pending bits, the oldest in bit 0
   int fill_ = 0;      // number of pending bits, < 64
 };
@@ -89,6 +94,23 @@ class BitReader {
     if (bits <= 56) return Read(bits);
     uint64_t lo = Read(32);
     return lo | Read(bits - 32) << 32;
+  }
+
+  // Reads one prefix-coded value: the low 4 bits select an entry of `t`, which says how many
+  // bits to drop (prefix), how many to keep (mask) and how many the code takes in all.
+  template <typename Table>
+  uint64_t ReadCoded(const Table& t) {
+    if (count_ < 56) Refill();
+    const unsigned key = unsigned(buf_) & 15;
+    const int total = t.total[key];
+    if (total > count_) [[unlikely]] {  // a code wider than the buffer, or the stream's end
+      Consume(t.shift[key]);
+      return ReadLong(t.width[key]);
+    }
+    const uint64_t z = (buf_ >> t.shift[key]) & t.mask[key];
+    buf_ >>= total;
+    count_ -= total;
+    return z;
   }
 
   bool overrun() const { return overrun_; }

@@ -347,3 +347,19 @@ def test_ui_token_exchanges_for_a_working_session_key(server):
 def test_wrong_ui_token_is_401(server):
     status, body = Api(server.url, "").post("/api/v1/sessions", {"token": "0" * 32})
     assert status == 401 and body["error"]["code"] == "unauthenticated"
+
+
+def test_history_time_range_and_multiple_keys_and_writers(api):
+    run = make_run(api)
+    for label in ("rank_0", "rank_1", "rank_2"):
+        join(api, run, label)
+        ingest(api, run, label, {"seq": 1, "history": [
+            {"step": i, "time": 1000 + 10 * i, "values": {"loss": i, "acc": -i, "lr": 0.1}} for i in range(100)]})
+    series = history(api, run, keys="loss,acc", writers="rank_0,rank_2", min_time=1200, max_time=1290)
+    assert sorted((s["key"], s["writer"]) for s in series) == [
+        ("acc", "rank_0"), ("acc", "rank_2"), ("loss", "rank_0"), ("loss", "rank_2")]
+    for s in series:
+        assert [p[0] for p in s["points"]] == list(range(20, 30))
+    status, keys = api.get(f"{runs_path(api)}/{run['id']}/keys")
+    assert status == 200
+    assert len(keys["keys"]) == 9 and all(k["count"] == 100 for k in keys["keys"])

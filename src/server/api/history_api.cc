@@ -1,4 +1,7 @@
 // Routes: series of a run — keys, history (raw or bucketed), system metrics per label.
+#include <charconv>
+#include <cmath>
+
 #include "core/clock.h"
 #include "server/api/context.h"
 
@@ -7,36 +10,81 @@ namespace {
 
 constexpr std::string_view kSystemPrefix = "system/";
 
-bj::value SeriesToJson(const store::SeriesData& s, bool strip_system_prefix, bool bucketed) {
+// Appends a double as JSON: shortest round-trip form, non-finite values as strings.
+void AppendDouble(std::string* out, double d) {
+  if (!std::isfinite(d)) {
+    out->append(std::isnan(d) ? "\"NaN\"" : (d > 0 ? "\"Infinity\"" : "\"-Infinity\""));
+    return;
+  }
+  char buf[32];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, d);
+  out->append(buf, p);
+}
+
+void AppendInt(std::string* out, int64_t v) {
+  char buf[24];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out->append(buf, p);
+}
+
+// Serialises one series directly to text: raw reads of millions of points must not build a
+// JSON value tree.
+void AppendSeriesJson(std::string* out, const store::SeriesData& s, bool strip_system_prefix,
+                      bool bucketed) {
   std::string key = s.key;
   if (strip_system_prefix && key.rfind(kSystemPrefix, 0) == 0) key = key.substr(kSystemPrefix.size());
-  bj::object o{{"key", key}, {"writer", s.writer}};
+  out->append("{\"key\":");
+  out->append(bj::serialize(bj::value(key)));
+  out->append(",\"writer\":");
+  out->append(bj::serialize(bj::value(s.writer)));
   if (bucketed) {
-    bj::array buckets;
-    buckets.reserve(s.buckets.size());
+    out->append(",\"buckets\":[");
+    bool first = true;
     for (const auto& b : s.buckets) {
-      buckets.push_back(bj::object{{"step_min", b.step_min},
-                                   {"step_max", b.step_max},
-                                   {"time_min", b.time_min},
-                                   {"time_max", b.time_max},
-                                   {"count", b.count},
-                                   {"min", json::FromDouble(b.min)},
-                                   {"max", json::FromDouble(b.max)},
-                                   {"mean", json::FromDouble(b.count ? b.sum / double(b.count) : 0)},
-                                   {"first", json::FromDouble(b.first)},
-                                   {"last", json::FromDouble(b.last)}});
+      if (!first) out->push_back(',');
+      first = false;
+      out->append("{\"step_min\":");
+      AppendInt(out, b.step_min);
+      out->append(",\"step_max\":");
+      AppendInt(out, b.step_max);
+      out->append(",\"time_min\":");
+      AppendInt(out, b.time_min);
+      out->append(",\"time_max\":");
+      AppendInt(out, b.time_max);
+      out->append(",\"count\":");
+      AppendInt(out, b.count);
+      out->append(",\"min\":");
+      AppendDouble(out, b.min);
+      out->append(",\"max\":");
+      AppendDouble(out, b.max);
+      out->append(",\"mean\":");
+      AppendDouble(out, b.count ? b.sum / double(b.count) : 0);
+      out->append(",\"first\":");
+      AppendDouble(out, b.first);
+      out->append(",\"last\":");
+      AppendDouble(out, b.last);
+      out->push_back('}');
     }
-    o["buckets"] = std::move(buckets);
-  } else {
-    bj::array points;
-    points.reserve(s.points.size());
-    for (const auto& p : s.points) {
-      points.push_back(bj::array{p.step, p.time_ms, json::FromDouble(p.value)});
-    }
-    o["points"] = std::move(points);
-    o["more"] = s.more;
+    out->append("]}");
+    return;
   }
-  return o;
+  out->append(",\"points\":[");
+  out->reserve(out->size() + s.points.size() * 36);
+  bool first = true;
+  for (const auto& p : s.points) {
+    if (!first) out->push_back(',');
+    first = false;
+    out->push_back('[');
+    AppendInt(out, p.step);
+    out->push_back(',');
+    AppendInt(out, p.time_ms);
+    out->push_back(',');
+    AppendDouble(out, p.value);
+    out->push_back(']');
+  }
+  out->append("],\"more\":");
+  out->append(s.more ? "true" : "false");
+  out->push_back('}');
 }
 
 // Fills the range/bucket/paging fields shared by history and system queries.
@@ -74,9 +122,13 @@ http::HttpResponse Query(ApiContext* ctx, store::HistoryQuery& q, bool system) {
   auto res = ctx->store->QueryHistory(q);
   ctx->metrics->ObserveStore(system ? "query_system" : "query_history", MonoNanos() - t0);
   if (!res.ok()) return ErrorResponse(res.status());
-  bj::array series;
-  for (const auto& s : *res) series.push_back(SeriesToJson(s, system, q.buckets > 0));
-  return JsonResponse(200, bj::object{{"series", std::move(series)}});
+  std::string body = "{\"series\":[";
+  for (size_t i = 0; i < res->size(); ++i) {
+    if (i) body.push_back(',');
+    AppendSeriesJson(&body, (*res)[i], system, q.buckets > 0);
+  }
+  body.append("]}");
+  return http::HttpResponse::Json(200, std::move(body));
 }
 
 }  // namespace

@@ -1,0 +1,384 @@
+// cohort._cohort: the nanobind extension under the Python package `cohort`.
+//
+// It binds cohort::Settings and a Run handle over cohort::Run (include/cohort/cohort.h). The
+// Python package subclasses the Run handle (cohort.Run), so `run.log(...)` dispatches straight
+// to the C++ method below: no Python frame between the user's call and the client library.
+//
+// Run.log converts a dict to cohort::Values in one pass over the dict (PyDict_Next), reusing a
+// thread-local vector whose strings keep their capacity, so a steady training loop allocates
+// nothing. Python floats and ints (and their subclasses: numpy.float64, bool) are read inline;
+// nested dicts are flattened as "a/b"; anything else goes to a Python converter registered by the
+// package (numpy scalars, 0-d arrays and tensors), which returns a float or a dict, or raises the
+// TypeError naming the key. A call that raises logs nothing.
+//
+// Blocking calls (init, finish, setup) release the GIL; log does not (it never blocks on I/O).
+#include <Python.h>
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+#include <nanobind/stl/vector.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "cohort/cohort.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+constexpr size_t kMaxKeyBytes = 256;  // the server's key length limit (docs/api.md)
+constexpr int kMaxDepth = 32;         // nested dicts in one log call
+
+// Python objects the package registers at import (module state; never freed).
+PyObject* g_converter = nullptr;   // converter(key: str, value) -> float | dict
+PyObject* g_error_types = nullptr;  // dict: status code name -> exception type
+PyObject* g_default_error = nullptr;
+
+PyObject* ErrorTypeFor(cohort::StatusCode code) {
+  if (g_error_types != nullptr) {
+    std::string name(cohort::StatusCodeName(code));
+    PyObject* t = PyDict_GetItemString(g_error_types, name.c_str());  // borrowed
+    if (t != nullptr) return t;
+    t = PyDict_GetItemString(g_error_types, "default");
+    if (t != nullptr) return t;
+  }
+  return g_default_error != nullptr ? g_default_error : PyExc_RuntimeError;
+}
+
+// Raises the Python exception registered for `status` (GIL held).
+[[noreturn]] void Raise(const cohort::Status& status, std::string_view context) {
+  std::string message(context);
+  message += ": ";
+  message += status.message().empty() ? std::string(cohort::StatusCodeName(status.code()))
+                                      : status.message();
+  PyObject* type = ErrorTypeFor(status.code());
+  PyObject* text = PyUnicode_FromStringAndSize(message.data(), Py_ssize_t(message.size()));
+  if (text == nullptr) throw nb::python_error();
+  PyObject* exc = PyObject_CallOneArg(type, text);
+  Py_DECREF(text);
+  if (exc == nullptr) throw nb::python_error();
+  std::string code(cohort::StatusCodeName(status.code()));
+  PyObject* code_obj = PyUnicode_FromStringAndSize(code.data(), Py_ssize_t(code.size()));
+  if (code_obj != nullptr) {
+    (void)PyObject_SetAttrString(exc, "code", code_obj);
+    Py_DECREF(code_obj);
+  }
+  PyErr_Clear();
+  PyErr_SetObject(type, exc);
+  Py_DECREF(exc);
+  throw nb::python_error();
+}
+
+// The handle behind cohort.Run: a cohort::Run plus what Python needs to know about it.
+struct PyRun {
+  cohort::Run run;  // default: disabled (every call a no-op)
+  bool finished = false;
+  int owner_pid = 0;  // the process that created (or unpickled) it
+};
+
+// Per-thread conversion buffer of Run.log. `values` keeps its strings between calls.
+struct LogScratch {
+  cohort::Values values;
+  size_t n = 0;
+  std::string key;  // the key being built (prefix of nested dicts + own name)
+  bool busy = false;
+};
+
+LogScratch& ThreadScratch() {
+  thread_local LogScratch scratch;
+  return scratch;
+}
+
+void SetKeyError(PyObject* type, const std::string& key, const char* what) {
+  PyErr_Format(type, "log: key '%s': %s", key.c_str(), what);
+}
+
+bool CheckKey(const LogScratch& s) {
+  if (s.key.empty() || s.key.back() == '/') {
+    SetKeyError(PyExc_ValueError, s.key, "keys must not be empty");
+    return false;
+  }
+  if (s.key.size() > kMaxKeyBytes) {
+    SetKeyError(PyExc_ValueError, s.key, "keys must be at most 256 bytes (UTF-8)");
+    return false;
+  }
+  return true;
+}
+
+void Append(LogScratch& s, double v) {
+  if (s.n == s.values.size()) s.values.emplace_back();
+  auto& slot = s.values[s.n++];
+  slot.first.assign(s.key);
+  slot.second = v;
+}
+
+bool CollectDict(LogScratch& s, PyObject* dict, int depth);
+
+// Converts one value whose key is s.key; recurses into dicts. False with a Python error set.
+bool CollectValue(LogScratch& s, PyObject* v, int depth) {
+  if (PyFloat_Check(v)) {  // float, numpy.float64
+    if (!CheckKey(s)) return false;
+    Append(s, PyFloat_AS_DOUBLE(v));
+    return true;
+  }
+  if (PyLong_Check(v)) {  // int, bool
+    if (!CheckKey(s)) return false;
+    double d = PyLong_AsDouble(v);
+    if (d == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      SetKeyError(PyExc_OverflowError, s.key, "int too large to log as a float");
+      return false;
+    }
+    Append(s, d);
+    return true;
+  }
+  if (PyDict_Check(v)) {
+    if (depth >= kMaxDepth) {
+      SetKeyError(PyExc_ValueError, s.key, "dicts nested too deeply");
+      return false;
+    }
+    s.key.push_back('/');
+    return CollectDict(s, v, depth + 1);
+  }
+  if (g_converter == nullptr) {
+    SetKeyError(PyExc_TypeError, s.key, "unsupported value type");
+    return false;
+  }
+  PyObject* key = PyUnicode_DecodeUTF8(s.key.data(), Py_ssize_t(s.key.size()), "surrogatepass");
+  if (key == nullptr) return false;
+  PyObject* r = PyObject_CallFunctionObjArgs(g_converter, key, v, nullptr);
+  Py_DECREF(key);
+  if (r == nullptr) return false;
+  bool ok;
+  if (PyFloat_Check(r)) {
+    ok = CheckKey(s);
+    if (ok) Append(s, PyFloat_AS_DOUBLE(r));
+  } else if (PyDict_Check(r)) {
+    if (depth >= kMaxDepth) {
+      SetKeyError(PyExc_ValueError, s.key, "dicts nested too deeply");
+      ok = false;
+    } else {
+      s.key.push_back('/');
+      ok = CollectDict(s, r, depth + 1);
+    }
+  } else {
+    SetKeyError(PyExc_TypeError, s.key, "the value converter returned neither float nor dict");
+    ok = false;
+  }
+  Py_DECREF(r);
+  return ok;
+}
+
+bool CollectDict(LogScratch& s, PyObject* dict, int depth) {
+  const size_t prefix = s.key.size();
+  PyObject* k;
+  PyObject* v;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(dict, &pos, &k, &v)) {
+    if (!PyUnicode_Check(k)) {
+      s.key.resize(prefix);
+      PyErr_Format(PyExc_TypeError, "log: keys must be str, got %.100s %R under '%s'",
+                   Py_TYPE(k)->tp_name, k, s.key.c_str());
+      return false;
+    }
+    Py_ssize_t len = 0;
+    const char* p = PyUnicode_AsUTF8AndSize(k, &len);
+    if (p == nullptr) return false;
+    s.key.resize(prefix);
+    s.key.append(p, size_t(len));
+    // Values of a dict that a converter returned are owned by that dict, which the caller holds.
+    if (!CollectValue(s, v, depth)) return false;
+  }
+  s.key.resize(prefix);
+  return true;
+}
+
+// The hot path: run.log(data, step=None, commit=None).
+void RunLog(PyRun& self, nb::handle data, nb::handle step, nb::handle commit) {
+  PyObject* d = data.ptr();
+  nb::object holder;  // a dict made from a non-dict mapping
+  if (!PyDict_Check(d)) {
+    if (d == Py_None || !PyObject_HasAttrString(d, "keys")) {
+      PyErr_Format(PyExc_TypeError, "log: expected a dict of key -> value, got %.100s",
+                   Py_TYPE(d)->tp_name);
+      throw nb::python_error();
+    }
+    PyObject* copy = PyDict_New();
+    if (copy == nullptr || PyDict_Update(copy, d) != 0) {
+      Py_XDECREF(copy);
+      throw nb::python_error();
+    }
+    holder = nb::steal(copy);
+    d = copy;
+  }
+  std::optional<int64_t> step_value;
+  if (!step.is_none()) {
+    if (PyBool_Check(step.ptr())) {
+      PyErr_SetString(PyExc_TypeError, "log: step must be an int, got bool");
+      throw nb::python_error();
+    }
+    PyObject* index = PyNumber_Index(step.ptr());  // int, numpy integers
+    if (index == nullptr) {
+      PyErr_Clear();
+      PyErr_Format(PyExc_TypeError, "log: step must be an int, got %.100s",
+                   Py_TYPE(step.ptr())->tp_name);
+      throw nb::python_error();
+    }
+    long long v = PyLong_AsLongLong(index);
+    Py_DECREF(index);
+    if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+    if (v < 0) {
+      PyErr_SetString(PyExc_ValueError, "log: step must be >= 0");
+      throw nb::python_error();
+    }
+    step_value = int64_t(v);
+  }
+  bool do_commit = true;
+  if (!commit.is_none()) {
+    int t = PyObject_IsTrue(commit.ptr());
+    if (t < 0) throw nb::python_error();
+    do_commit = t != 0;
+  }
+  if (self.finished) {
+    PyObject* type = ErrorTypeFor(cohort::StatusCode::kFailedPrecondition);
+    PyErr_Format(type, "log: run %s is finished; call cohort.init() to start a new one",
+                 self.run.id().c_str());
+    throw nb::python_error();
+  }
+
+  LogScratch local;
+  LogScratch& shared = ThreadScratch();
+  LogScratch& s = shared.busy ? local : shared;  // a converter that logs (re-entrant call)
+  s.busy = true;
+  s.n = 0;
+  s.key.clear();
+  bool ok = CollectDict(s, d, 0);
+  if (ok) {
+    if (s.values.size() != s.n) s.values.resize(s.n);
+    self.run.Log(s.values, step_value, do_commit);
+  }
+  s.busy = false;
+  if (!ok) throw nb::python_error();
+}
+
+std::optional<std::string> RunFinish(PyRun& self, int exit_code, std::string_view state) {
+  self.finished = true;
+  cohort::Status st;
+  {
+    nb::gil_scoped_release release;
+    st = self.run.Finish(exit_code, state);
+  }
+  if (st.ok()) return std::nullopt;
+  return st.ToString();
+}
+
+void InitRun(PyRun* self, const cohort::Settings& settings) {
+  std::optional<cohort::Result<cohort::Run>> r;
+  {
+    nb::gil_scoped_release release;
+    r.emplace(cohort::Init(settings));
+  }
+  if (!r->ok()) Raise(r->status(), "init");
+  new (self) PyRun{std::move(r->value()), false, int(getpid())};
+}
+
+void UpdateJson(PyRun& self, std::string_view json, bool summary) {
+  if (self.finished) {
+    PyObject* type = ErrorTypeFor(cohort::StatusCode::kFailedPrecondition);
+    PyErr_Format(type, "%s: run %s is finished", summary ? "summary" : "config",
+                 self.run.id().c_str());
+    throw nb::python_error();
+  }
+  cohort::Status st = summary ? self.run.UpdateSummary(json) : self.run.UpdateConfig(json);
+  if (!st.ok()) Raise(st, summary ? "summary" : "config");
+}
+
+}  // namespace
+
+NB_MODULE(_cohort, m) {
+  m.doc() = "Native core of the cohort package (C++ client library bindings).";
+
+  nb::class_<cohort::Settings>(m, "Settings",
+                               "cohort::Settings: every field of the C++ client's init settings.")
+      .def(nb::init<>())
+      .def_rw("base_url", &cohort::Settings::base_url)
+      .def_rw("api_key", &cohort::Settings::api_key)
+      .def_rw("entity", &cohort::Settings::entity)
+      .def_rw("project", &cohort::Settings::project)
+      .def_rw("run_id", &cohort::Settings::run_id)
+      .def_rw("name", &cohort::Settings::name)
+      .def_rw("group", &cohort::Settings::group)
+      .def_rw("job_type", &cohort::Settings::job_type)
+      .def_rw("notes", &cohort::Settings::notes)
+      .def_rw("tags", &cohort::Settings::tags)
+      .def_rw("config_json", &cohort::Settings::config_json)
+      .def_rw("resume", &cohort::Settings::resume)
+      .def_rw("mode", &cohort::Settings::mode)
+      .def_rw("dir", &cohort::Settings::dir)
+      .def_rw("shared", &cohort::Settings::shared)
+      .def_rw("label", &cohort::Settings::label)
+      .def_rw("primary", &cohort::Settings::primary)
+      .def_rw("update_finish_state", &cohort::Settings::update_finish_state)
+      .def_rw("stats_gpu_device_ids", &cohort::Settings::stats_gpu_device_ids)
+      .def_rw("stats_sampling_interval_s", &cohort::Settings::stats_sampling_interval_s)
+      .def_rw("capture_console", &cohort::Settings::capture_console)
+      .def_rw("init_timeout_s", &cohort::Settings::init_timeout_s)
+      .def_rw("finish_timeout_s", &cohort::Settings::finish_timeout_s)
+      .def_rw("transport", &cohort::Settings::transport);
+
+  nb::class_<PyRun>(m, "Run",
+                    "Handle of a cohort::Run. cohort.Run subclasses it; use cohort.init().")
+      .def("__init__", [](PyRun* self) { new (self) PyRun{cohort::Run(), false, int(getpid())}; },
+           "A disabled run: every call is a no-op.")
+      .def("__init__", &InitRun, "settings"_a,
+           "Starts or joins a run (cohort::Init); returns within settings.init_timeout_s.")
+      .def("log", &RunLog, "data"_a, "step"_a = nb::none(), "commit"_a = nb::none(),
+           "Logs a dict of key -> number at the writer's current step.")
+      .def("_update_config", [](PyRun& self, std::string_view json) {
+        UpdateJson(self, json, false);
+      }, "json"_a)
+      .def("_update_summary", [](PyRun& self, std::string_view json) {
+        UpdateJson(self, json, true);
+      }, "json"_a)
+      .def("_print", [](PyRun& self, std::string_view text, bool is_stderr) {
+        self.run.Print(text, is_stderr);
+      }, "text"_a, "is_stderr"_a = false)
+      .def("_finish", &RunFinish, "exit_code"_a = 0, "state"_a = "",
+           "Ends this writer; returns None, or the error text when the agent did not confirm "
+           "within finish_timeout_s.")
+      .def_prop_ro("_native_finished", [](const PyRun& self) { return self.finished; })
+      .def_prop_ro("_owner_pid", [](const PyRun& self) { return self.owner_pid; })
+      .def_prop_ro("disabled", [](const PyRun& self) { return self.run.disabled(); })
+      .def_prop_ro("id", [](const PyRun& self) { return self.run.id(); })
+      .def_prop_ro("_name", [](const PyRun& self) { return self.run.name(); })
+      .def_prop_ro("entity", [](const PyRun& self) { return self.run.entity(); })
+      .def_prop_ro("project", [](const PyRun& self) { return self.run.project(); })
+      .def_prop_ro("label", [](const PyRun& self) { return self.run.label(); })
+      .def_prop_ro("url", [](const PyRun& self) { return self.run.url(); })
+      .def_prop_ro("step", [](const PyRun& self) { return self.run.step(); })
+      .def_prop_ro("dropped", [](const PyRun& self) { return self.run.dropped(); })
+      .def_prop_ro("offline", [](const PyRun& self) { return self.run.offline(); });
+
+  m.def("setup", [](const cohort::Settings& settings) {
+    cohort::Status st;
+    {
+      nb::gil_scoped_release release;
+      st = cohort::Setup(settings);
+    }
+    if (!st.ok()) Raise(st, "setup");
+  }, "settings"_a, "Makes sure a node agent runs (cohort::Setup).");
+
+  m.def("_set_hooks", [](nb::object converter, nb::dict error_types, nb::object default_error) {
+    Py_XSETREF(g_converter, converter.is_none() ? nullptr : converter.release().ptr());
+    Py_XSETREF(g_error_types, error_types.release().ptr());
+    Py_XSETREF(g_default_error, default_error.release().ptr());
+  }, "converter"_a.none(), "error_types"_a, "default_error"_a,
+        "Registers the value converter and the exception types (by status code name).");
+}

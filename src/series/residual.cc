@@ -1,0 +1,218 @@
+#include "series/residual.h"
+
+#include <algorithm>
+#include <bit>
+#include <iterator>
+
+namespace cohort::series::internal {
+namespace {
+
+constexpr int kMedianSamples = 31;  // differences sampled to pick a stream's base
+
+int BitWidth(uint64_t z) { return 64 - std::countl_zero(z); }
+int VarintLength(uint64_t v) { return v < 128 ? 1 : 1 + (BitWidth(v) - 1) / 7; }
+uint64_t Zz(uint64_t diff, uint64_t base) { return coding::ZigZag(int64_t(diff - base)); }
+
+// Median of up to kMedianSamples evenly spread differences of order `order` (count m): a base
+// that centres the residuals on the stream's typical step.
+int64_t SampleMedian(const int64_t* x, size_t n, int order) {
+  const size_t m = n - size_t(order);
+  const size_t take = std::min<size_t>(m, kMedianSamples);
+  int64_t sample[kMedianSamples];
+  for (size_t j = 0; j < take; ++j) {
+    const size_t i = size_t(order) + j * m / take;  // the difference ending at x[i]
+    uint64_t d = uint64_t(x[i]) - uint64_t(x[i - 1]);
+    if (order == 2) d -= uint64_t(x[i - 1]) - uint64_t(x[i - 2]);
+    sample[j] = int64_t(d);
+  }
+  std::nth_element(sample, sample + take / 2, sample + take);
+  return sample[take / 2];
+}
+
+// Chooses up to kMaxClasses class widths minimising the payload bits for a histogram of residual
+// widths (hist[w] = residuals needing exactly w bits). Exact dynamic programme over the distinct
+// widths present; class c < k-1 costs c+1 prefix bits, the last class k-1.
+void FitClasses(const uint32_t (&hist)[kMaxWidth + 1], StreamCode* code) {
+  int v[kMaxWidth + 1];
+  uint64_t cum[kMaxWidth + 2];
+  int d = 0;
+  cum[0] = 0;
+  for (int w = 0; w <= kMaxWidth; ++w) {
+    if (hist[w] == 0) continue;
+    v[d] = w;
+    cum[d + 1] = cum[d] + hist[w];
+    ++d;
+  }
+  code->k = 1;
+  std::fill(std::begin(code->widths), std::end(code->widths), 0);
+  code->payload_bits = 0;
+  if (d == 0) return;
+  // f[c][i]: fewest bits for the values of the first i distinct widths using non-final classes
+  // 0..c, class c ending at width v[i-1]; from[c][i]: where class c starts.
+  constexpr uint64_t kInf = ~uint64_t{0};
+  uint64_t f[kMaxClasses - 1][kMaxWidth + 2];
+  int from[kMaxClasses - 1][kMaxWidth + 2];
+  for (int i = 1; i <= d; ++i) f[0][i] = uint64_t(1 + v[i - 1]) * cum[i];
+  for (int c = 1; c < kMaxClasses - 1; ++c) {
+    for (int i = c + 1; i <= d; ++i) {
+      f[c][i] = kInf;
+      for (int j = c; j < i; ++j) {
+        const uint64_t cost = f[c - 1][j] + uint64_t(c + 1 + v[i - 1]) * (cum[i] - cum[j]);
+        if (cost < f[c][i]) {
+          f[c][i] = cost;
+          from[c][i] = j;
+        }
+      }
+    }
+  }
+  uint64_t best = uint64_t(v[d - 1]) * cum[d];
+  int best_k = 1, best_j = 0;
+  for (int k = 2; k <= std::min(kMaxClasses, d); ++k) {
+    for (int j = k - 1; j < d; ++j) {
+      const uint64_t cost = f[k - 2][j] + uint64_t(k - 1 + v[d - 1]) * (cum[d] - cum[j]);
+      if (cost < best) {
+        best = cost;
+        best_k = k;
+        best_j = j;
+      }
+    }
+  }
+  code->k = best_k;
+  code->widths[best_k - 1] = uint8_t(v[d - 1]);
+  for (int c = best_k - 2, i = best_j; c >= 0; --c) {
+    code->widths[c] = uint8_t(v[i - 1]);
+    if (c > 0) i = from[c][i];
+  }
+  code->payload_bits = best;
+}
+
+uint64_t HeaderBytes(const StreamCode& c, const int64_t* x, size_t n) {
+  uint64_t bytes = 1 + uint64_t(c.k) + VarintLength(coding::ZigZag(x[0])) +
+                   VarintLength(coding::ZigZag(c.base));
+  if (c.order == 2 && n >= 2) {
+    bytes += VarintLength(coding::ZigZag(int64_t(uint64_t(x[1]) - uint64_t(x[0]))));
+  }
+  return bytes;
+}
+
+}  // namespace
+
+StreamCode PlanStream(const int64_t* x, size_t n) {
+  StreamCode one;  // order 1
+  one.header_bytes = HeaderBytes(one, x, n);
+  if (n < 2) return one;
+  StreamCode two;
+  two.order = 2;
+  one.base = SampleMedian(x, n, 1);
+  const uint64_t b1 = uint64_t(one.base);
+  // One pass filling both histograms, each split in two by parity so that runs of equal widths
+  // do not serialise on one counter.
+  uint32_t h1[2][kMaxWidth + 1] = {}, h2[2][kMaxWidth + 1] = {};
+  uint64_t prev = uint64_t(x[1]) - uint64_t(x[0]);
+  ++h1[0][BitWidth(Zz(prev, b1))];
+  if (n >= 3) {
+    two.base = SampleMedian(x, n, 2);
+    const uint64_t b2 = uint64_t(two.base);
+    for (size_t i = 2; i < n; ++i) {
+      const uint64_t d = uint64_t(x[i]) - uint64_t(x[i - 1]);
+      ++h1[i & 1][BitWidth(Zz(d, b1))];
+      ++h2[i & 1][BitWidth(Zz(d - prev, b2))];
+      prev = d;
+    }
+  }
+  uint32_t hist[kMaxWidth + 1];
+  for (int w = 0; w <= kMaxWidth; ++w) hist[w] = h1[0][w] + h1[1][w];
+  FitClasses(hist, &one);
+  one.header_bytes = HeaderBytes(one, x, n);
+  for (int w = 0; w <= kMaxWidth; ++w) hist[w] = h2[0][w] + h2[1][w];
+  FitClasses(hist, &two);
+  two.header_bytes = HeaderBytes(two, x, n);
+  const auto size = [](const StreamCode& c) { return c.payload_bits + 8 * c.header_bytes; };
+  return size(two) < size(one) ? two : one;
+}
+
+void WriteStreamHeader(const StreamCode& c, const int64_t* x, size_t n, std::string* out) {
+  out->push_back(char(c.order << 4 | c.k));
+  for (int i = 0; i < c.k; ++i) out->push_back(char(c.widths[i]));
+  coding::PutVarint64(out, coding::ZigZag(x[0]));
+  if (c.order == 2 && n >= 2) {
+    coding::PutVarint64(out, coding::ZigZag(int64_t(uint64_t(x[1]) - uint64_t(x[0]))));
+  }
+  coding::PutVarint64(out, coding::ZigZag(c.base));
+}
+
+void WriteStreamBits(const StreamCode& c, const int64_t* x, size_t n, BitWriter* w) {
+  if (n < size_t(c.order) + 1 || (c.k == 1 && c.widths[0] == 0)) return;  // nothing to write
+  struct Code {
+    uint8_t prefix_bits;
+    uint8_t width;
+    uint64_t prefix;
+  };
+  Code code_of_width[kMaxWidth + 1];
+  for (int width = kMaxWidth, cls = c.k - 1; width >= 0; --width) {
+    while (cls > 0 && c.widths[cls - 1] >= width) --cls;
+    code_of_width[width] = {uint8_t(cls + (cls < c.k - 1 ? 1 : 0)), c.widths[cls],
+                            (uint64_t{1} << cls) - 1};
+  }
+  const uint64_t base = uint64_t(c.base);
+  auto put = [&](uint64_t diff) {
+    const uint64_t z = Zz(diff, base);
+    const Code& code = code_of_width[BitWidth(z)];
+    if (code.prefix_bits + code.width <= 64) [[likely]] {
+      w->Write(code.prefix | z << code.prefix_bits, code.prefix_bits + code.width);
+    } else {
+      w->Write(code.prefix, code.prefix_bits);
+      w->Write(z, code.width);
+    }
+  };
+  uint64_t prev = uint64_t(x[1]) - uint64_t(x[0]);
+  if (c.order == 1) put(prev);
+  for (size_t i = 2; i < n; ++i) {
+    const uint64_t d = uint64_t(x[i]) - uint64_t(x[i - 1]);
+    put(c.order == 1 ? d : d - prev);
+    prev = d;
+  }
+}
+
+bool ParseStreamHeader(std::string_view* in, size_t n, StreamHeader* h) {
+  if (in->empty()) return false;
+  const uint8_t order_k = uint8_t((*in)[0]);
+  in->remove_prefix(1);
+  StreamCode& c = h->code;
+  c.order = order_k >> 4;
+  c.k = order_k & 0x0F;
+  if (c.order < 1 || c.order > 2 || c.k < 1 || c.k > kMaxClasses) return false;
+  if (in->size() < size_t(c.k)) return false;
+  for (int i = 0; i < c.k; ++i) {
+    c.widths[i] = uint8_t((*in)[size_t(i)]);
+    if (c.widths[i] > kMaxWidth || (i > 0 && c.widths[i] <= c.widths[i - 1])) return false;
+  }
+  in->remove_prefix(size_t(c.k));
+  uint64_t v;
+  if (!coding::GetVarint64(in, &v)) return false;
+  h->x0 = uint64_t(coding::UnZigZag(v));
+  if (c.order == 2 && n >= 2) {
+    if (!coding::GetVarint64(in, &v)) return false;
+    h->d0 = uint64_t(coding::UnZigZag(v));
+  }
+  if (!coding::GetVarint64(in, &v)) return false;
+  c.base = coding::UnZigZag(v);
+  return true;
+}
+
+DecodeTable MakeDecodeTable(const StreamCode& c) {
+  DecodeTable t;
+  for (unsigned key = 0; key < 16; ++key) {
+    int cls = std::countr_one(key);
+    if (cls > c.k - 1) cls = c.k - 1;
+    const int prefix = cls + (cls < c.k - 1 ? 1 : 0);
+    const int width = c.widths[cls];
+    t.shift[key] = uint8_t(prefix);
+    t.width[key] = uint8_t(width);
+    t.total[key] = uint8_t(prefix + width);
+    t.mask[key] = width >= 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1;
+  }
+  return t;
+}
+
+}  // namespace cohort::series::internal
