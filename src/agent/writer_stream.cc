@@ -53,6 +53,11 @@ Result<WriterTarget> WriterTarget::Parse(std::string_view text) {
 WriterStream::WriterStream(std::string dir, WriterTarget target)
     : dir_(std::move(dir)), target_(std::move(target)) {}
 
+void WriterStream::Retarget(const std::string& base_url, const std::string& api_key) {
+  if (!base_url.empty()) target_.base_url = base_url;
+  if (!api_key.empty()) target_.api_key = api_key;
+}
+
 WriterStream::~WriterStream() {
   if (log_) (void)log_->Close();
 }

@@ -81,6 +81,9 @@ class WriterStream {
   ~WriterStream();
 
   const WriterTarget& target() const { return target_; }
+  // Uploads to another server or with another key (cohort sync). Call before the stream is
+  // handed to a Sender; not thread-safe.
+  void Retarget(const std::string& base_url, const std::string& api_key);
   const std::string& dir() const { return dir_; }
   // A writer whose finish record was acknowledged earlier but whose directory survived a crash.
   bool already_finished() const { return already_finished_; }

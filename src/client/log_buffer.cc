@@ -67,22 +67,36 @@ bool LogBuffer::Log(const Values& values, std::optional<int64_t> step, bool comm
                        .begin = uint32_t(cells_.size()), .count = 0});
       row_open_ = true;
     }
-    if (last_call_ids_.size() < values.size()) last_call_ids_.resize(values.size(), kInvalidKey);
+    const size_t n = values.size();
     uint32_t added = 0;
-    for (size_t i = 0; i < values.size(); ++i) {
-      const std::string& key = values[i].first;
-      uint32_t id = last_call_ids_[i];
-      if (id == kInvalidKey || keys_[id] != key) {
-        id = InternLocked(key);
-        if (id == kInvalidKey) {
-          ++dropped_;
-          continue;
+    // Fast path: the same keys in the same order as the previous call, all already counted in
+    // this batch: one string compare per key, then plain stores.
+    bool same = n == last_call_size_ && last_call_generation_ == batch_generation_;
+    for (size_t i = 0; same && i < n; ++i) same = keys_[last_call_ids_[i]] == values[i].first;
+    if (same) {
+      for (size_t i = 0; i < n; ++i) cells_.push_back({last_call_ids_[i], values[i].second});
+      added = uint32_t(n);
+    } else {
+      if (last_call_ids_.size() < n) last_call_ids_.resize(n, kInvalidKey);
+      bool all_valid = true;
+      for (size_t i = 0; i < n; ++i) {
+        const std::string& key = values[i].first;
+        uint32_t id = last_call_ids_[i];
+        if (id == kInvalidKey || keys_[id] != key) {
+          id = InternLocked(key);
+          if (id == kInvalidKey) {
+            ++dropped_;
+            all_valid = false;
+            continue;
+          }
+          last_call_ids_[i] = id;
         }
-        last_call_ids_[i] = id;
+        MarkKeyLocked(id);
+        cells_.push_back({id, values[i].second});
+        ++added;
       }
-      MarkKeyLocked(id);
-      cells_.push_back({id, values[i].second});
-      ++added;
+      last_call_size_ = all_valid ? n : SIZE_MAX;
+      last_call_generation_ = batch_generation_;
     }
     rows_.back().count += added;
   }

@@ -83,6 +83,8 @@ class LogBuffer {
   std::vector<std::string> keys_;
   std::unordered_map<std::string, uint32_t, Hash, Eq> ids_;
   std::vector<uint32_t> last_call_ids_;  // ids of the previous call's keys, by position
+  size_t last_call_size_ = SIZE_MAX;      // keys in the previous call (SIZE_MAX: unusable)
+  uint32_t last_call_generation_ = 0;     // batch generation its keys were counted in
   // Pending data, keys as global ids.
   std::vector<agent::LogBatch::Cell> cells_;
   std::vector<agent::LogBatch::Row> rows_;

@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <cstring>
 
+// Forces inlining of the few functions on the per-value decoding path.
+#define COHORT_SERIES_INLINE __attribute__((always_inline)) inline
+
 namespace cohort::series::internal {
 
 // Writes bits into a caller-sized buffer: the caller provides at least ceil(bits / 8) + 8 bytes
@@ -65,12 +68,12 @@ class BitReader {
       : next_(reinterpret_cast<const uint8_t*>(data)), end_(next_ + size) {}
 
   // The next `bits` (0..56) bits without consuming them; bits past the end read as zero.
-  uint64_t Peek(int bits) {
+  COHORT_SERIES_INLINE uint64_t Peek(int bits) {
     if (count_ < bits) Refill();
     return buf_ & Mask(bits);
   }
   // Consumes `bits` (0..56) bits.
-  void Consume(int bits) {
+  COHORT_SERIES_INLINE void Consume(int bits) {
     if (count_ < bits) {
       Refill();
       if (count_ < bits) {
@@ -84,7 +87,7 @@ class BitReader {
     count_ -= bits;
   }
   // Reads `bits` (0..56) bits.
-  uint64_t Read(int bits) {
+  COHORT_SERIES_INLINE uint64_t Read(int bits) {
     uint64_t v = Peek(bits);
     Consume(bits);
     return overrun_ ? 0 : v;
@@ -96,10 +99,36 @@ class BitReader {
     return lo | Read(bits - 32) << 32;
   }
 
+  // Reads `width` (0..56) bits when at least that many remain; the caller checks overrun().
+  COHORT_SERIES_INLINE uint64_t ReadFixed(int width, uint64_t mask) {
+    if (count_ < 56) Refill();
+    if (width > count_) [[unlikely]] return ReadLong(width);
+    const uint64_t z = buf_ & mask;
+    buf_ >>= width;
+    count_ -= width;
+    return z;
+  }
+
+  // Reads one value of a two-class code: a prefix bit b, then total_b - 1 value bits.
+  COHORT_SERIES_INLINE uint64_t ReadTwoClass(int total0, int total1, uint64_t mask0,
+                                             uint64_t mask1) {
+    if (count_ < 56) Refill();
+    const bool bit = buf_ & 1;
+    const int t = bit ? total1 : total0;
+    if (t > count_) [[unlikely]] {
+      Consume(1);
+      return ReadLong(t - 1);
+    }
+    const uint64_t z = (buf_ >> 1) & (bit ? mask1 : mask0);
+    buf_ >>= t;
+    count_ -= t;
+    return z;
+  }
+
   // Reads one prefix-coded value: the low 4 bits select an entry of `t`, which says how many
   // bits to drop (prefix), how many to keep (mask) and how many the code takes in all.
   template <typename Table>
-  uint64_t ReadCoded(const Table& t) {
+  COHORT_SERIES_INLINE uint64_t ReadCoded(const Table& t) {
     if (count_ < 56) Refill();
     const unsigned key = unsigned(buf_) & 15;
     const int total = t.total[key];
@@ -126,8 +155,8 @@ class BitReader {
 
   // Tops the buffer up to at least 56 valid bits, or to everything that is left. Bits above
   // count_ are either zero or the stream's own next bits, so OR-ing a word in is idempotent.
-  void Refill() {
-    if (end_ - next_ >= 8) {
+  COHORT_SERIES_INLINE void Refill() {
+    if (end_ - next_ >= 8) [[likely]] {
       uint64_t w;
       std::memcpy(&w, next_, 8);
       if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
@@ -135,10 +164,14 @@ class BitReader {
       next_ += (63 - count_) >> 3;
       count_ |= 56;
     } else {
-      while (count_ < 56 && next_ < end_) {
-        buf_ |= uint64_t(*next_++) << count_;
-        count_ += 8;
-      }
+      RefillTail();
+    }
+  }
+  // The last bytes, one at a time.
+  void RefillTail() {
+    while (count_ < 56 && next_ < end_) {
+      buf_ |= uint64_t(*next_++) << count_;
+      count_ += 8;
     }
   }
 

@@ -1,6 +1,10 @@
 #include "series/bucketer.h"
 
 #include <algorithm>
+#include <limits>
+
+#include "core/coding.h"
+#include "series/value_bits.h"
 
 namespace cohort::series {
 
@@ -38,27 +42,69 @@ void Bucketer::AddPoint(const store::Point& p) {
 
 void Bucketer::AddPoints(const store::Point* points, size_t n, int64_t min_time,
                          int64_t max_time) {
-  // The bucket of the previous point and its step bounds, to skip the division for neighbours.
-  ChunkSummary* cur = nullptr;
-  int64_t cur_lo = 1, cur_hi = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const store::Point& p = points[i];
-    if (p.time_ms < min_time || p.time_ms > max_time) continue;
-    if (p.step < cur_lo || p.step > cur_hi) {
-      if (p.step < lo_ || p.step > hi_) continue;
-      const size_t b = Index(p.step);
-      cur = &acc_[b];
-      if (width_ == 0) {
-        cur_lo = lo_;
-        cur_hi = hi_;
-      } else {
-        const uint64_t first = uint64_t(lo_) + uint64_t(b) * width_;
-        cur_lo = int64_t(first);
-        // The last bucket may be cut short by hi_.
-        cur_hi = uint64_t(hi_) - first < width_ - 1 ? hi_ : int64_t(first + (width_ - 1));
-      }
+  auto wanted = [&](const store::Point& p) {
+    return p.time_ms >= min_time && p.time_ms <= max_time && p.step >= lo_ && p.step <= hi_;
+  };
+  size_t i = 0;
+  while (i < n) {
+    if (!wanted(points[i])) {
+      ++i;
+      continue;
     }
-    cur->Add(p.step, p.time_ms, p.value);
+    // Fold the run of points that stay in this bucket into local variables, then into the
+    // bucket: the same result as AddPoint on each (the sum is added in the same order).
+    const size_t b = Index(points[i].step);
+    int64_t bucket_lo = lo_, bucket_hi = hi_;
+    if (width_ != 0) {
+      const uint64_t first = uint64_t(lo_) + uint64_t(b) * width_;
+      bucket_lo = int64_t(first);
+      bucket_hi = uint64_t(hi_) - first < width_ - 1 ? hi_ : int64_t(first + (width_ - 1));
+    }
+    ChunkSummary& acc = acc_[b];
+    const store::Point& p0 = points[i];
+    int64_t count = 0, nans = 0;
+    int64_t min_step = p0.step, max_step = p0.step, min_t = p0.time_ms, max_t = p0.time_ms;
+    int64_t min_key = std::numeric_limits<int64_t>::max();  // order-preserving value patterns
+    int64_t max_key = std::numeric_limits<int64_t>::min();
+    double first = p0.value, last = p0.value, sum = acc.sum;
+    for (; i < n; ++i) {
+      const store::Point& p = points[i];
+      if (p.step < bucket_lo || p.step > bucket_hi) break;
+      if (p.time_ms < min_time || p.time_ms > max_time) continue;
+      const uint64_t bits = coding::DoubleBits(p.value);
+      const bool nan = internal::IsNan(bits);
+      const int64_t key = internal::Ordered64(bits);
+      if (p.step < min_step) {
+        min_step = p.step;
+        first = p.value;
+      }
+      if (p.step >= max_step) {
+        max_step = p.step;
+        last = p.value;
+      }
+      min_t = std::min(min_t, p.time_ms);
+      max_t = std::max(max_t, p.time_ms);
+      ++count;
+      nans += nan;
+      min_key = std::min(min_key, nan ? std::numeric_limits<int64_t>::max() : key);
+      max_key = std::max(max_key, nan ? std::numeric_limits<int64_t>::min() : key);
+      sum += nan ? 0.0 : p.value;  // sums start at +0.0, so adding +0.0 changes nothing
+    }
+    ChunkSummary run;
+    run.count = count;
+    run.nan_count = nans;
+    run.min_step = min_step;
+    run.max_step = max_step;
+    run.min_time = min_t;
+    run.max_time = max_t;
+    if (count > nans) {
+      run.min = coding::BitsDouble(internal::FromOrdered64(min_key));
+      run.max = coding::BitsDouble(internal::FromOrdered64(max_key));
+    }
+    run.first = first;
+    run.last = last;
+    acc.Merge(run);
+    acc.sum = sum;
   }
 }
 

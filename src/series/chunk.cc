@@ -157,21 +157,30 @@ std::string ChunkEncoder::Encode() const {
   internal::WriteStreamHeader(step_code, steps_.data(), n, &out);
   internal::WriteStreamHeader(time_code, times_.data(), n, &out);
   if (!xor_mode) internal::WriteStreamHeader(value_code, best.data(), n, &out);
-  const size_t header_size = out.size();
-  const uint64_t payload_bits =
-      step_code.payload_bits + time_code.payload_bits + value_payload_bits;
-  out.resize(header_size + payload_bits / 8 + 8 + 1 + kCrcSize);  // BitWriter's slack
-  BitWriter w(out.data() + header_size);
-  internal::WriteStreamBits(step_code, steps_.data(), n, &w);
-  internal::WriteStreamBits(time_code, times_.data(), n, &w);
+  // Each stream's payload starts on a byte, so that a decoder can run the streams side by side.
+  const uint64_t step_bytes = (step_code.payload_bits + 7) / 8;
+  const uint64_t time_bytes = (time_code.payload_bits + 7) / 8;
+  const uint64_t value_bytes = (value_payload_bits + 7) / 8;
+  coding::PutVarint64(&out, step_bytes);
+  coding::PutVarint64(&out, time_bytes);
+  const size_t start = out.size();
+  out.resize(start + step_bytes + time_bytes + value_bytes + 8);  // 8: BitWriter's slack
+  BitWriter step_writer(out.data() + start);
+  internal::WriteStreamBits(step_code, steps_.data(), n, &step_writer);
+  step_writer.Finish();
+  BitWriter time_writer(out.data() + start + step_bytes);
+  internal::WriteStreamBits(time_code, times_.data(), n, &time_writer);
+  time_writer.Finish();
+  BitWriter value_writer(out.data() + start + step_bytes + time_bytes);
   if (mode == ValueMode::kXor32) {
-    internal::XorEncode<32>(patterns.data(), n, &w);
+    internal::XorEncode<32>(patterns.data(), n, &value_writer);
   } else if (mode == ValueMode::kXor64) {
-    internal::XorEncode<64>(patterns.data(), n, &w);
+    internal::XorEncode<64>(patterns.data(), n, &value_writer);
   } else {
-    internal::WriteStreamBits(value_code, best.data(), n, &w);
+    internal::WriteStreamBits(value_code, best.data(), n, &value_writer);
   }
-  out.resize(size_t(w.Finish() - out.data()));
+  value_writer.Finish();
+  out.resize(start + step_bytes + time_bytes + value_bytes);
   coding::PutFixed32(&out, crc32c::Value(out));
   return out;
 }
@@ -194,6 +203,45 @@ Result<std::vector<store::Point>> DecodeChunk(std::string_view encoded) {
 }
 
 namespace {
+
+// Decodes steps and times into p[0..n).
+void DecodeSteps(internal::StreamDecoder* steps, internal::StreamDecoder* times, size_t n,
+                 store::Point* p) {
+  internal::StreamDecoder s = *steps, t = *times;  // locals stay in registers
+  p[0].step = int64_t(s.First());
+  p[0].time_ms = int64_t(t.First());
+  if (n >= 2) {
+    p[1].step = int64_t(s.Second());
+    p[1].time_ms = int64_t(t.Second());
+  }
+  for (size_t i = 2; i < n; ++i) {
+    p[i].step = int64_t(s.Next());
+    p[i].time_ms = int64_t(t.Next());
+  }
+  *steps = s;
+  *times = t;
+}
+
+// Decodes steps, times and residual-coded values side by side into p[0..n); convert(x, &ok)
+// turns a value stream integer into the double. False when a value was invalid for its mode.
+template <typename Convert>
+bool DecodeAll(internal::StreamDecoder* steps, internal::StreamDecoder* times,
+               const StreamHeader& values, std::string_view value_payload, size_t n,
+               store::Point* p, bool* clean, Convert convert) {
+  internal::StreamDecoder s = *steps, t = *times;  // locals stay in registers
+  const internal::StreamLayout value_layout(values);
+  internal::StreamDecoder v(value_layout, value_payload);
+  bool ok = true;
+  p[0] = {int64_t(s.First()), int64_t(t.First()), convert(v.First(), &ok)};
+  if (n >= 2) p[1] = {int64_t(s.Second()), int64_t(t.Second()), convert(v.Second(), &ok)};
+  for (size_t i = 2; i < n; ++i) {
+    p[i] = {int64_t(s.Next()), int64_t(t.Next()), convert(v.Next(), &ok)};
+  }
+  *steps = s;
+  *times = t;
+  *clean = v.Finish();
+  return ok;
+}
 
 Status DecodeBody(std::string_view in, std::vector<store::Point>* out) {
   if (in.size() < 3 + kCrcSize) {
@@ -234,47 +282,57 @@ Status DecodeBody(std::string_view in, std::vector<store::Point>* out) {
   if (!xor_mode && !internal::ParseStreamHeader(&body, n, &values)) {
     return Corrupt("bad value stream header");
   }
+  uint64_t step_bytes = 0, time_bytes = 0;
+  if (!coding::GetVarint64(&body, &step_bytes) || !coding::GetVarint64(&body, &time_bytes) ||
+      step_bytes > body.size() || time_bytes > body.size() - step_bytes) {
+    return Corrupt("bad stream lengths");
+  }
   out->resize(n);
   store::Point* p = out->data();
-  BitReader r(body.data(), body.size());
-  internal::DecodeStream(steps, n, &r, [p](size_t i, uint64_t x) { p[i].step = int64_t(x); });
-  internal::DecodeStream(times, n, &r, [p](size_t i, uint64_t x) { p[i].time_ms = int64_t(x); });
-  bool in_range = true;  // every value is valid for its mode
-  bool windows_ok = true;
+  const internal::StreamLayout step_layout(steps), time_layout(times);
+  internal::StreamDecoder sd(step_layout, body.substr(0, step_bytes));
+  internal::StreamDecoder td(time_layout, body.substr(step_bytes, time_bytes));
+  const std::string_view value_payload = body.substr(step_bytes + time_bytes);
+  bool values_ok = true;  // every value valid for its mode, XOR windows possible
+  bool clean = true;      // every payload ended where its stream did
   switch (mode) {
     case ValueMode::kXor64:
-      windows_ok = internal::XorDecode<64>(&r, n, [p](size_t i, uint64_t b) {
-        p[i].value = coding::BitsDouble(b);
-      });
+    case ValueMode::kXor32: {
+      DecodeSteps(&sd, &td, n, p);
+      BitReader r(value_payload.data(), value_payload.size());
+      if (mode == ValueMode::kXor64) {
+        values_ok = internal::XorDecode<64>(&r, n, [p](size_t i, uint64_t b) {
+          p[i].value = coding::BitsDouble(b);
+        });
+      } else {
+        values_ok = internal::XorDecode<32>(&r, n, [p](size_t i, uint64_t b) {
+          p[i].value = coding::BitsDouble(internal::FromFloat32Bits(uint32_t(b)));
+        });
+      }
+      clean = r.AtCleanEnd();
       break;
-    case ValueMode::kXor32:
-      windows_ok = internal::XorDecode<32>(&r, n, [p](size_t i, uint64_t b) {
-        p[i].value = coding::BitsDouble(internal::FromFloat32Bits(uint32_t(b)));
-      });
-      break;
+    }
     case ValueMode::kInteger:
-      internal::DecodeStream(values, n, &r, [p, &in_range](size_t i, uint64_t x) {
-        in_range &= internal::IntegerInRange(int64_t(x));
-        p[i].value = static_cast<double>(int64_t(x));
+      values_ok = DecodeAll(&sd, &td, values, value_payload, n, p, &clean, [](uint64_t x, bool* ok) {
+        *ok &= internal::IntegerInRange(int64_t(x));
+        return static_cast<double>(int64_t(x));
       });
       break;
     case ValueMode::kFloat32Delta:
-      internal::DecodeStream(values, n, &r, [p, &in_range](size_t i, uint64_t x) {
+      values_ok = DecodeAll(&sd, &td, values, value_payload, n, p, &clean, [](uint64_t x, bool* ok) {
         uint32_t f = 0;
-        in_range &= internal::FromOrdered32(int64_t(x), &f);
-        p[i].value = coding::BitsDouble(internal::FromFloat32Bits(f));
+        *ok &= internal::FromOrdered32(int64_t(x), &f);
+        return coding::BitsDouble(internal::FromFloat32Bits(f));
       });
       break;
     case ValueMode::kFloat64Delta:
-      internal::DecodeStream(values, n, &r, [p](size_t i, uint64_t x) {
-        p[i].value = coding::BitsDouble(internal::FromOrdered64(int64_t(x)));
+      values_ok = DecodeAll(&sd, &td, values, value_payload, n, p, &clean, [](uint64_t x, bool*) {
+        return coding::BitsDouble(internal::FromOrdered64(int64_t(x)));
       });
       break;
   }
-  if (r.overrun()) return Corrupt("payload truncated");
-  if (!windows_ok) return Corrupt("impossible XOR window");
-  if (!in_range) return Corrupt("value out of range for its mode");
-  if (!r.AtCleanEnd()) return Corrupt("trailing bytes after the payload");
+  if (!sd.Finish() || !td.Finish() || !clean) return Corrupt("payload truncated or overlong");
+  if (!values_ok) return Corrupt("value out of range for its mode");
   return Status::Ok();
 }
 

@@ -200,19 +200,39 @@ bool ParseStreamHeader(std::string_view* in, size_t n, StreamHeader* h) {
   return true;
 }
 
-DecodeTable MakeDecodeTable(const StreamCode& c) {
-  DecodeTable t;
-  for (unsigned key = 0; key < 16; ++key) {
-    int cls = std::countr_one(key);
-    if (cls > c.k - 1) cls = c.k - 1;
-    const int prefix = cls + (cls < c.k - 1 ? 1 : 0);
-    const int width = c.widths[cls];
-    t.shift[key] = uint8_t(prefix);
-    t.width[key] = uint8_t(width);
-    t.total[key] = uint8_t(prefix + width);
-    t.mask[key] = width >= 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1;
+StreamLayout::StreamLayout(const StreamHeader& h)
+    : order2(h.code.order == 2),
+      x0(h.x0),
+      d0(h.d0),
+      base(uint64_t(h.code.base)),
+      order2_mask(h.code.order == 2 ? ~uint64_t{0} : 0) {
+  const StreamCode& c = h.code;
+  auto mask = [](int w) { return w >= 64 ? ~uint64_t{0} : (uint64_t{1} << w) - 1; };
+  if (c.k == 1 && c.widths[0] == 0) {
+    kind = Kind::kConstant;
+  } else if (c.k == 1 && c.widths[0] <= 56) {
+    kind = Kind::kFixed;
+    width = c.widths[0];
+    mask0 = mask(width);
+  } else if (c.k == 2 && c.widths[1] <= 55) {
+    kind = Kind::kTwoClass;
+    total0 = uint8_t(1 + c.widths[0]);
+    total1 = uint8_t(1 + c.widths[1]);
+    mask0 = mask(c.widths[0]);
+    mask1 = mask(c.widths[1]);
+  } else {
+    kind = Kind::kTable;
+    for (unsigned key = 0; key < 16; ++key) {
+      int cls = std::countr_one(key);
+      if (cls > c.k - 1) cls = c.k - 1;
+      const int prefix = cls + (cls < c.k - 1 ? 1 : 0);
+      const int w = c.widths[cls];
+      table.shift[key] = uint8_t(prefix);
+      table.width[key] = uint8_t(w);
+      table.total[key] = uint8_t(prefix + w);
+      table.mask[key] = mask(w);
+    }
   }
-  return t;
 }
 
 }  // namespace cohort::series::internal

@@ -54,36 +54,73 @@ struct DecodeTable {
   uint8_t total[16];   // prefix + value bits
   uint64_t mask[16];   // (1 << width) - 1
 };
-DecodeTable MakeDecodeTable(const StreamCode& c);
+
+// How to decode one residual stream: fast paths for streams of equal deltas (no payload), one
+// class (fixed width) and two classes; a table for more. Immutable once built.
+struct StreamLayout {
+  explicit StreamLayout(const StreamHeader& h);
+
+  enum class Kind : uint8_t { kConstant, kFixed, kTwoClass, kTable };
+  Kind kind;
+  bool order2;
+  uint64_t x0, d0;
+  uint64_t base;
+  uint64_t order2_mask;    // all ones for order 2 (the delta carries over), zero for order 1
+  int width = 0;           // kFixed
+  uint8_t total0 = 0, total1 = 0;  // kTwoClass: prefix + value bits of each class
+  uint64_t mask0 = 0, mask1 = 0;   // kFixed, kTwoClass: value masks
+  DecodeTable table = {};  // kTable
+};
+
+// Reads a residual stream value by value. Only scalars (and a pointer to its layout), so that a
+// local StreamDecoder lives in registers; its layout must outlive it.
+class StreamDecoder {
+ public:
+  // `payload` is the stream's own payload bytes.
+  StreamDecoder(const StreamLayout& layout, std::string_view payload)
+      : layout_(&layout),
+        r_(payload.data(), payload.size()),
+        x_(layout.x0),
+        d_(layout.order2 ? layout.d0 : 0) {}
+
+  uint64_t First() const { return x_; }  // value 0
+  // Value 1: for order 2 it is x[0] + d0 and reads nothing.
+  COHORT_SERIES_INLINE uint64_t Second() { return layout_->order2 ? (x_ += d_) : Next(); }
+  // Values 2, 3, ... in order (and value 1 of an order-1 stream, through Second()).
+  COHORT_SERIES_INLINE uint64_t Next() {
+    const StreamLayout& l = *layout_;
+    uint64_t z;
+    switch (l.kind) {
+      case StreamLayout::Kind::kConstant: z = 0; break;
+      case StreamLayout::Kind::kFixed: z = r_.ReadFixed(l.width, l.mask0); break;
+      case StreamLayout::Kind::kTwoClass:
+        z = r_.ReadTwoClass(l.total0, l.total1, l.mask0, l.mask1);
+        break;
+      default: z = r_.ReadCoded(l.table); break;
+    }
+    d_ = (d_ & l.order2_mask) + l.base + uint64_t(coding::UnZigZag(z));
+    x_ += d_;
+    return x_;
+  }
+  // True when the payload held exactly the stream's bits (after every value was read).
+  bool Finish() { return r_.AtCleanEnd(); }
+
+ private:
+  const StreamLayout* layout_;
+  BitReader r_;
+  uint64_t x_, d_;
+};
 
 // Decodes n >= 1 values of a stream, calling emit(i, x) for each in order.
 template <typename Emit>
-void DecodeStream(const StreamHeader& h, size_t n, BitReader* r, Emit emit) {
-  const StreamCode& c = h.code;
-  const uint64_t base = uint64_t(c.base);
-  uint64_t x = h.x0;
-  emit(0, x);
-  if (n < 2) return;
-  const bool constant = c.k == 1 && c.widths[0] == 0;  // every residual is zero
-  const DecodeTable t = MakeDecodeTable(c);
-  auto next = [&] {
-    return constant ? base : base + uint64_t(coding::UnZigZag(r->ReadCoded(t)));
-  };
-  if (c.order == 1) {
-    for (size_t i = 1; i < n; ++i) {
-      x += next();
-      emit(i, x);
-    }
-    return;
-  }
-  uint64_t d = h.d0;
-  x += d;
-  emit(1, x);
-  for (size_t i = 2; i < n; ++i) {
-    d += next();
-    x += d;
-    emit(i, x);
-  }
+void DecodeStream(const StreamHeader& h, size_t n, std::string_view payload, bool* ok,
+                  Emit emit) {
+  const StreamLayout layout(h);
+  StreamDecoder d(layout, payload);
+  emit(0, d.First());
+  if (n >= 2) emit(1, d.Second());
+  for (size_t i = 2; i < n; ++i) emit(i, d.Next());
+  *ok = d.Finish();
 }
 
 }  // namespace cohort::series::internal

@@ -48,8 +48,15 @@ void XorEncode(const uint64_t* v, size_t n, Writer* w) {
 
 // Decodes n >= 1 patterns, calling emit(i, pattern). False on an impossible window.
 template <int W, typename Emit>
-bool XorDecode(BitReader* r, size_t n, Emit emit) {
+bool XorDecode(BitReader* reader, size_t n, Emit emit) {
   constexpr int kL = W == 64 ? 6 : 5;
+  BitReader local = *reader;  // in registers: emit's stores could alias *reader
+  BitReader* r = &local;
+  struct WriteBack {
+    BitReader* from;
+    BitReader* to;
+    ~WriteBack() { *to = *from; }
+  } write_back{r, reader};
   uint64_t prev = r->ReadLong(W);
   emit(0, prev);
   int prev_lead = 0, prev_trail = 0;

@@ -171,6 +171,7 @@ void RegisterApiRoutes(http::Router& r, ApiContext* ctx) {
   RegisterViewRoutes(r, ctx);
   RegisterKeyRoutes(r, ctx);
   RegisterSessionRoutes(r, ctx);
+  RegisterConsoleIndexRoutes(r, ctx);
   // Unknown API paths answer JSON 404 even when the web UI's catch-all serves other paths.
   r.Add("GET", "/api/{rest...}", [](http::HttpRequest& req) {
     return ErrorResponse(Status::NotFound("no API route " + req.path));

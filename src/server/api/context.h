@@ -79,6 +79,7 @@ void RegisterConsoleRoutes(http::Router& r, ApiContext* ctx);
 void RegisterViewRoutes(http::Router& r, ApiContext* ctx);
 void RegisterKeyRoutes(http::Router& r, ApiContext* ctx);
 void RegisterSessionRoutes(http::Router& r, ApiContext* ctx);
+void RegisterConsoleIndexRoutes(http::Router& r, ApiContext* ctx);
 
 // All of the above.
 void RegisterApiRoutes(http::Router& r, ApiContext* ctx);

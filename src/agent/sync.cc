@@ -1,0 +1,154 @@
+#include "agent/sync.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "agent/agent_paths.h"
+#include "agent/sender.h"
+#include "agent/writer_stream.h"
+#include "core/clock.h"
+
+namespace cohort::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+void FindWriters(const fs::path& dir, int depth, std::vector<std::string>* out) {
+  std::error_code ec;
+  if (fs::exists(dir / WriterStream::kMetaFile, ec)) {
+    out->push_back(dir.string());
+    return;
+  }
+  if (depth == 0) return;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.is_directory(ec)) FindWriters(entry.path(), depth - 1, out);
+  }
+}
+
+void DrawProgress(int64_t done, int64_t total, int64_t points, bool final) {
+  constexpr int kWidth = 30;
+  int filled = total > 0 ? int(kWidth * std::min(done, total) / total) : kWidth;
+  std::string bar = "\rcohort sync [" + std::string(size_t(filled), '#') +
+                    std::string(size_t(kWidth - filled), '.') + "] " + std::to_string(done) +
+                    "/" + std::to_string(total) + " records, " + std::to_string(points) +
+                    " points";
+  if (final) bar += "\n";
+  (void)!write(STDERR_FILENO, bar.data(), bar.size());
+}
+
+}  // namespace
+
+std::vector<std::string> FindWriterDirs(const std::string& path) {
+  std::vector<std::string> out;
+  FindWriters(fs::path(path), 3, &out);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOptions& options) {
+  std::vector<std::string> roots = paths;
+  if (roots.empty()) roots.push_back(DefaultAgentDataDir());
+  SyncReport report;
+  std::vector<std::string> dirs;
+  for (const std::string& root : roots) {
+    std::error_code ec;
+    if (!fs::exists(root, ec)) {
+      if (paths.empty()) return report;  // no data dir yet: nothing to sync
+      return Status::NotFound(root + ": no such directory");
+    }
+    for (auto& d : FindWriterDirs(root)) dirs.push_back(std::move(d));
+  }
+  std::sort(dirs.begin(), dirs.end());
+  dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+  report.writers = int(dirs.size());
+
+  SenderOptions so;
+  so.stop_on_auth_error = true;
+  std::map<std::string, std::unique_ptr<Sender>> senders;
+  std::vector<std::shared_ptr<WriterStream>> streams;
+  int64_t total = 0;
+  for (const std::string& dir : dirs) {
+    auto s = WriterStream::OpenExisting(dir);
+    if (!s.ok()) {
+      if (s.status().code() == StatusCode::kFailedPrecondition) {
+        ++report.skipped_in_use;
+        report.errors.push_back(dir + ": in use by a live agent or training process; skipped");
+      } else {
+        report.errors.push_back(dir + ": " + s.status().ToString());
+      }
+      continue;
+    }
+    (*s)->Retarget(options.base_url, options.api_key);
+    auto& sender = senders[(*s)->target().base_url];
+    if (!sender) sender = std::make_unique<Sender>((*s)->target().base_url, so);
+    sender->Add(*s);
+    total += (*s)->progress().appended_records;
+    streams.push_back(*s);
+  }
+  for (auto& [url, sender] : senders) sender->Start();
+
+  auto finished = [](const UploadProgress& p) {
+    return p.done_seq >= p.appended_seq || !p.rejected.ok();
+  };
+  int64_t last_done = -1, last_progress_ms = NowMillis();
+  while (true) {
+    int64_t done = 0, points = 0;
+    bool all = true;
+    for (auto& s : streams) {
+      UploadProgress p = s->progress();
+      done += p.done_records;
+      all = all && finished(p);
+    }
+    for (auto& [url, sender] : senders) points += sender->stats().points;
+    if (options.progress) DrawProgress(done, total, points, false);
+    int64_t now = NowMillis();
+    if (done != last_done) {
+      last_done = done;
+      last_progress_ms = now;
+    }
+    if (all) break;
+    if (options.give_up_after_s > 0 && now - last_progress_ms > options.give_up_after_s * 1000) {
+      report.errors.push_back("gave up: no upload progress for " +
+                              std::to_string(int(options.give_up_after_s)) + "s");
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  for (auto& [url, sender] : senders) {
+    sender->Stop();
+    SenderStats st = sender->stats();
+    report.records += st.records_done + st.records_skipped;
+    report.points += st.points;
+  }
+  if (options.progress) DrawProgress(last_done, total, report.points, true);
+
+  for (auto& s : streams) {
+    UploadProgress p = s->progress();
+    for (auto& [url, sender] : senders) sender->Remove(s.get());
+    if (!p.rejected.ok()) {
+      report.errors.push_back(s->dir() + ": " + p.rejected.ToString());
+      (void)s->Close();
+      continue;
+    }
+    if (p.done_seq < p.appended_seq) {
+      report.errors.push_back(s->dir() + ": not uploaded" +
+                              (p.last_failure.ok() ? "" : " (" + p.last_failure.ToString() + ")"));
+      (void)s->Close();
+      continue;
+    }
+    ++report.uploaded;
+    if (p.complete) {
+      if (s->Remove().ok()) ++report.removed;
+    } else {
+      (void)s->Close();
+    }
+  }
+  return report;
+}
+
+}  // namespace cohort::agent

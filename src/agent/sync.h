@@ -1,0 +1,47 @@
+// `cohort sync [PATH...]`: uploads writer WALs left on disk (offline runs, or runs whose agent
+// could not reach the server before it gave up) and removes those that are complete.
+//
+// A PATH may be a writer directory (it holds meta.json), a run directory or a whole data
+// directory; none means the default data directory (agent_paths.h). Uploading is idempotent:
+// records carry their sequence numbers, the server stores each (writer, seq) once, and what was
+// acknowledged is never sent again, so running sync twice (or after an interrupted sync) never
+// duplicates data. Directories held by a live process (an agent or a training process) are
+// skipped and reported.
+//
+// Thread-safe (no shared state); draws a progress bar on stderr when asked.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cohort/status.h"
+
+namespace cohort::agent {
+
+struct SyncOptions {
+  std::string base_url;  // upload there instead of each writer's recorded server
+  std::string api_key;   // use this key instead of each writer's recorded key
+  bool progress = true;  // a progress bar on stderr
+  // Give up when no record could be uploaded for this long (server down). 0: never.
+  double give_up_after_s = 60;
+};
+
+struct SyncReport {
+  int writers = 0;           // writer directories found
+  int uploaded = 0;          // writers whose every record is now on the server
+  int removed = 0;           // of those, finished writers whose directory was deleted
+  int skipped_in_use = 0;    // held by a live process
+  int64_t records = 0;       // records uploaded (or refused for good) in this sync
+  int64_t points = 0;        // metric points uploaded
+  std::vector<std::string> errors;  // one line per writer that could not be uploaded
+};
+
+// Uploads every writer WAL found under `paths`. The Result is an error only when nothing could
+// be attempted (no such path); per-writer failures are listed in SyncReport::errors.
+Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOptions& options);
+
+// Writer directories (those holding meta.json) at or below `path`, at most three levels down.
+std::vector<std::string> FindWriterDirs(const std::string& path);
+
+}  // namespace cohort::agent

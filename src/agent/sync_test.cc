@@ -1,0 +1,153 @@
+#include "agent/sync.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "agent/fake_cohort_server_for_test.h"
+#include "agent/protocol.h"
+#include "agent/writer_stream.h"
+
+namespace cohort::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::FakeCohortServer;
+
+class SyncTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cohort-sync-XXXXXX";
+    root_ = mkdtemp(tmpl);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  // An offline writer's WAL as the agent leaves it: upsert, join, `batches` batches of 10
+  // points, and a finish record when `finished`.
+  std::string MakeOfflineWriter(const std::string& label, int batches, bool finished) {
+    WriterTarget t;
+    t.base_url = "http://127.0.0.1:1";  // recorded server: unreachable; sync retargets
+    t.api_key = "ck_old";
+    t.project = "p";
+    t.run_id = "run1";
+    t.label = label;
+    t.offline = true;
+    std::string dir = root_ + "/run1/" + label;
+    auto s = WriterStream::Create(dir, t);
+    EXPECT_TRUE(s.ok());
+    EXPECT_TRUE((*s)->Append(RecordKind::kRunUpsert, 1, 0, R"({"id":"run1"})").ok());
+    EXPECT_TRUE((*s)->Append(RecordKind::kWriterJoin, 1, 0, "{\"label\":\"" + label + "\"}").ok());
+    for (int i = 0; i < batches; ++i) {
+      LogBatch b;
+      for (int k = 0; k < 10; ++k) {
+        b.keys.push_back("k" + std::to_string(k));
+        b.cells.push_back({uint32_t(k), double(i * 10 + k)});
+      }
+      b.history.push_back({.step = i, .time_ms = 1, .begin = 0, .count = 10});
+      std::string body;
+      EncodeLogBatch(b, &body);
+      EXPECT_TRUE((*s)->Append(RecordKind::kBatch, 1, uint64_t(i + 1), body).ok());
+    }
+    if (finished) {
+      EXPECT_TRUE((*s)->Append(RecordKind::kWriterFinish, 1, 999, R"({"exit_code":0})").ok());
+    }
+    EXPECT_TRUE((*s)->Close().ok());
+    return dir;
+  }
+
+  SyncOptions Options(const FakeCohortServer& server) {
+    SyncOptions o;
+    o.base_url = server.url();
+    o.api_key = "ck_new";
+    o.progress = false;
+    o.give_up_after_s = 10;
+    return o;
+  }
+
+  std::string root_;
+};
+
+TEST_F(SyncTest, UploadsFinishedWritersAndRemovesThem) {
+  FakeCohortServer server;
+  MakeOfflineWriter("rank_0", 5, true);
+  MakeOfflineWriter("rank_1", 3, true);
+  auto report = RunSync({root_}, Options(server));
+  ASSERT_TRUE(report.ok());
+  EXPECT_TRUE(report->errors.empty()) << report->errors[0];
+  EXPECT_EQ(report->writers, 2);
+  EXPECT_EQ(report->uploaded, 2);
+  EXPECT_EQ(report->removed, 2);
+  EXPECT_EQ(report->points, 80);
+  EXPECT_EQ(server.point_count("rank_0"), 50u);
+  EXPECT_EQ(server.point_count("rank_1"), 30u);
+  EXPECT_EQ(server.writers().at("rank_0").state, "finished");
+  EXPECT_EQ(server.http().requests()[0].authorization, "Bearer ck_new");
+  EXPECT_FALSE(fs::exists(root_ + "/run1"));
+}
+
+TEST_F(SyncTest, SecondSyncSendsNothingAgain) {
+  FakeCohortServer server;
+  MakeOfflineWriter("rank_0", 4, false);  // never finished: the directory stays
+  auto first = RunSync({root_}, Options(server));
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->uploaded, 1);
+  EXPECT_EQ(first->removed, 0);
+  size_t requests = server.http().requests().size();
+  auto second = RunSync({root_ + "/run1/rank_0"}, Options(server));
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->writers, 1);
+  EXPECT_EQ(second->records, 0);
+  EXPECT_EQ(server.http().requests().size(), requests);
+  EXPECT_EQ(server.point_count("rank_0"), 40u);
+  EXPECT_EQ(server.overwritten_points(), 0);
+}
+
+TEST_F(SyncTest, InterruptedSyncIsResumedWithoutDuplicates) {
+  MakeOfflineWriter("rank_0", 6, true);
+  {
+    // A server that stops answering after 3 batches, as if the sync were interrupted.
+    int batches = 0;
+    testing::FakeHttpServer flaky([&](const testing::FakeRequest& r) -> testing::FakeResponse {
+      if (r.path.ends_with("/batches") && ++batches > 3) return {503, "{}", {}};
+      if (r.path == "/api/v1/viewer") return {200, R"({"entity":"alice"})", {}};
+      return {200, R"({"next_step":0})", {}};
+    });
+    SyncOptions o;
+    o.base_url = flaky.url();
+    o.progress = false;
+    o.give_up_after_s = 1;
+    auto report = RunSync({root_}, o);
+    ASSERT_TRUE(report.ok());
+    EXPECT_EQ(report->uploaded, 0);
+    EXPECT_FALSE(report->errors.empty());
+  }
+  FakeCohortServer server;
+  auto report = RunSync({root_}, Options(server));
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->uploaded, 1);
+  // The first three batches were acknowledged before: they are not sent again.
+  EXPECT_EQ(server.point_count("rank_0"), 30u);
+}
+
+TEST_F(SyncTest, MissingPathIsAnError) {
+  auto report = RunSync({root_ + "/nope"}, {});
+  EXPECT_EQ(report.status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(SyncTest, WriterHeldByALiveProcessIsSkipped) {
+  FakeCohortServer server;
+  WriterTarget t;
+  t.base_url = server.url();
+  t.project = "p";
+  t.run_id = "run1";
+  t.label = "busy";
+  auto held = WriterStream::Create(root_ + "/run1/busy", t);
+  ASSERT_TRUE(held.ok());
+  auto report = RunSync({root_}, Options(server));
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->skipped_in_use, 1);
+}
+
+}  // namespace
+}  // namespace cohort::agent

@@ -1,0 +1,122 @@
+// The app shell: one-click login (the token of `cohort server`'s link), the pasted-key login for
+// remote users, the header with breadcrumbs, and the page the URL names.
+import { useEffect, useState } from 'preact/hooks';
+import { api, ApiError, type Viewer } from './lib/api';
+import { navigate, useAppState } from './lib/nav';
+import { encodeState, linkTo, pageOf } from './lib/url';
+import { ErrorBox, Link, Loading } from './components/common';
+import { ProjectsPage } from './pages/Projects';
+import { WorkspacePage } from './pages/Workspace';
+import { GroupPage } from './pages/Group';
+import { RunPage } from './pages/Run';
+
+type Auth = { kind: 'checking' } | { kind: 'ok'; viewer: Viewer } | { kind: 'login'; message?: string };
+
+export function App() {
+  const [auth, setAuth] = useState<Auth>({ kind: 'checking' });
+
+  useEffect(() => {
+    const off = api.onUnauthenticated(() => setAuth({ kind: 'login', message: 'The server did not accept the stored key. Paste an API key, or open the link `cohort server` printed.' }));
+    (async () => {
+      const params = new URLSearchParams(location.search);
+      const token = params.get('token');
+      if (token) {
+        params.delete('token');
+        const rest = params.toString();
+        history.replaceState(null, '', location.pathname + (rest ? `?${rest}` : ''));
+        try {
+          await api.login(token);
+        } catch (e) {
+          if (!api.hasKey()) {
+            setAuth({ kind: 'login', message: `The login link did not work: ${(e as Error).message}. It is valid once; open the newest link \`cohort server\` printed, or paste an API key.` });
+            return;
+          }
+        }
+      }
+      if (!api.hasKey()) { setAuth({ kind: 'login' }); return; }
+      try {
+        setAuth({ kind: 'ok', viewer: await api.viewer() });
+      } catch (e) {
+        if (e instanceof ApiError && e.status === 401) api.setKey(null);
+        setAuth({ kind: 'login', message: (e as Error).message });
+      }
+    })();
+    return off;
+  }, []);
+
+  if (auth.kind === 'checking') return <Shell><Loading /></Shell>;
+  if (auth.kind === 'login') return <Shell><Login message={auth.message} onDone={(viewer) => setAuth({ kind: 'ok', viewer })} /></Shell>;
+  return <Main viewer={auth.viewer} onSignOut={() => { api.setKey(null); setAuth({ kind: 'login' }); }} />;
+}
+
+function Shell({ children }: { children: preact.ComponentChildren }) {
+  return (
+    <div class="app">
+      <header class="topbar"><a class="brand" href="/">Cohort</a></header>
+      <main class="main">{children}</main>
+    </div>
+  );
+}
+
+function Login({ message, onDone }: { message?: string; onDone: (v: Viewer) => void }) {
+  const [key, setKey] = useState('');
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    api.setKey(key.trim());
+    try {
+      onDone(await api.viewer());
+    } catch (err) {
+      api.setKey(null);
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form class="login card" onSubmit={submit}>
+      <h1>Sign in to Cohort</h1>
+      {message && <p class="notice">{message}</p>}
+      <p>On the machine that runs the server, open the link <code>cohort server</code> printed ("Open the web UI: …"): it signs you in with one click.
+        From elsewhere, paste an API key (<code>cohort keys create</code>); it is kept in this browser.</p>
+      <label>API key <input type="password" autoComplete="off" value={key} onInput={(e) => setKey((e.target as HTMLInputElement).value)} placeholder="ck_…" autoFocus /></label>
+      <button type="submit" class="primary" disabled={!key.trim() || busy}>Sign in</button>
+      {error ? <ErrorBox error={error} /> : null}
+    </form>
+  );
+}
+
+function Main({ viewer, onSignOut }: { viewer: Viewer; onSignOut: () => void }) {
+  const s = useAppState();
+  const page = pageOf(s);
+  // A bare URL opens the viewer's projects.
+  useEffect(() => {
+    document.title = ['Cohort', s.project, s.group, s.run].filter(Boolean).reverse().join(' · ');
+  }, [s.project, s.group, s.run]);
+  return (
+    <div class="app">
+      <header class="topbar">
+        <Link class="brand" href="/">Cohort</Link>
+        <nav class="crumbs" aria-label="breadcrumbs">
+          {s.entity && <span class="crumb">{s.entity}</span>}
+          {s.project && <Link href={linkTo(s, { run: '', group: '', project: s.project })}>{s.project}</Link>}
+          {s.group && <span class="crumb">group <Link href={linkTo(s, { run: '', group: s.group })}>{s.group}</Link></span>}
+          {s.run && <span class="crumb">run {s.run}</span>}
+        </nav>
+        <span class="spacer" />
+        <span class="who" title={`key ${viewer.key_name}`}>{viewer.entity} · {viewer.role}</span>
+        <button type="button" class="small" onClick={onSignOut}>Sign out</button>
+      </header>
+      <main class="main">
+        {page === 'projects' && <ProjectsPage viewer={viewer} />}
+        {page === 'workspace' && <WorkspacePage key={`${s.entity}/${s.project}`} state={s} />}
+        {page === 'group' && <GroupPage key={`${s.entity}/${s.project}/${s.group}`} state={s} />}
+        {page === 'run' && <RunPage key={`${s.entity}/${s.project}/${s.run}`} state={s} />}
+      </main>
+    </div>
+  );
+}
+
+export { navigate, encodeState };

@@ -1,0 +1,206 @@
+// The JSON API client (docs/api.md). Every call carries the browser's key; errors carry the
+// server's message so that screens can show it as it is.
+
+import type { Clause, Run, ViewSpec } from './filters';
+import { toApiQuery } from './filters';
+import type { ApiSeries } from './series';
+
+const KEY_STORAGE = 'cohort.key';
+
+export class ApiError extends Error {
+  constructor(public status: number, public code: string, message: string) {
+    super(message);
+  }
+}
+
+export interface Writer {
+  label: string;
+  primary: boolean;
+  update_finish_state: boolean;
+  host: string;
+  pid: number;
+  gpu_ids: number[];
+  state: string;
+  exit_code: number | null;
+  created_ms: number;
+  heartbeat_ms: number;
+  finished_ms: number | null;
+  next_step: number;
+  last_seq: number;
+}
+
+export interface RunDetail extends Run {
+  writers: Writer[];
+  metadata?: Record<string, unknown>;
+}
+
+export interface Project { entity: string; project: string; runs: number; created_ms: number; updated_ms: number }
+export interface GroupInfo { group: string; runs: number; states: Record<string, number>; job_types: Record<string, number>; created_ms: number; updated_ms: number }
+export interface SeriesInfo { key: string; writer: string; count: number; min_step: number; max_step: number }
+export interface View { id: number; name: string; spec: ViewSpec; created_ms: number; updated_ms: number }
+export interface ConsoleLine { id: number; label: string; stream: 'stdout' | 'stderr'; time: number; text: string }
+export interface ConsoleIndex { total: number; stride: number; cursors: number[]; last_id: number }
+export interface Viewer { entity: string; role: string; key_name: string }
+
+export interface RangeQuery {
+  min_step?: number;
+  max_step?: number;
+  min_time?: number;
+  max_time?: number;
+  buckets?: number;
+}
+
+type Listener = () => void;
+
+export class Api {
+  private key: string | null;
+  private unauthListeners = new Set<Listener>();
+  /** Requests made (for tests and the bench). */
+  requests = 0;
+
+  constructor(private base = '') {
+    this.key = readKey();
+  }
+
+  hasKey(): boolean { return !!this.key; }
+
+  setKey(key: string | null) {
+    this.key = key;
+    try {
+      if (key) localStorage.setItem(KEY_STORAGE, key); else localStorage.removeItem(KEY_STORAGE);
+    } catch { /* storage disabled: the key lives for this page only */ }
+  }
+
+  onUnauthenticated(l: Listener): () => void {
+    this.unauthListeners.add(l);
+    return () => this.unauthListeners.delete(l);
+  }
+
+  async request<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+    const headers: Record<string, string> = {};
+    if (this.key) headers.Authorization = `Bearer ${this.key}`;
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    this.requests++;
+    let resp: Response;
+    try {
+      resp = await fetch(this.base + path, {
+        method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal,
+      });
+    } catch (e) {
+      if ((e as Error).name === 'AbortError') throw e;
+      throw new ApiError(0, 'unavailable', `cannot reach the server (${(e as Error).message})`);
+    }
+    const text = await resp.text();
+    let json: any = null;
+    if (text) {
+      try { json = JSON.parse(text); } catch { /* not JSON: reported below */ }
+    }
+    if (!resp.ok) {
+      const err = json?.error;
+      const e = new ApiError(resp.status, err?.code ?? 'error', err?.message ?? `${resp.status} ${resp.statusText}`);
+      if (resp.status === 401) this.unauthListeners.forEach((l) => l());
+      throw e;
+    }
+    if (json === null) throw new ApiError(resp.status, 'invalid_response', `${path}: the server did not answer JSON`);
+    return json as T;
+  }
+
+  get<T>(path: string, signal?: AbortSignal) { return this.request<T>('GET', path, undefined, signal); }
+
+  /** Exchanges the one-click token of `cohort server`'s link for a session key, and keeps it. */
+  async login(token: string): Promise<void> {
+    const r = await this.request<{ key: string }>('POST', '/api/v1/sessions', { token });
+    this.setKey(r.key);
+  }
+
+  viewer() { return this.get<Viewer>('/api/v1/viewer'); }
+  projects() { return this.get<{ projects: Project[] }>('/api/v1/projects').then((r) => r.projects); }
+
+  runsPage(entity: string, project: string, q: { filters?: Clause[]; sort?: string; limit?: number; cursor?: string }, signal?: AbortSignal) {
+    let qs = toApiQuery({ filters: q.filters ?? [], sort: q.sort, limit: q.limit });
+    if (q.cursor) qs += (qs ? '&' : '') + 'cursor=' + encodeURIComponent(q.cursor);
+    return this.get<{ runs: Run[]; next_cursor: string | null; total: number }>(
+      `/api/v1/runs/${enc(entity)}/${enc(project)}${qs ? '?' + qs : ''}`, signal);
+  }
+
+  run(entity: string, project: string, run: string, signal?: AbortSignal) {
+    return this.get<RunDetail>(runPath(entity, project, run), signal);
+  }
+
+  groups(entity: string, project: string) {
+    return this.get<{ groups: GroupInfo[] }>(`/api/v1/groups/${enc(entity)}/${enc(project)}`).then((r) => r.groups);
+  }
+
+  keys(entity: string, project: string, run: string, signal?: AbortSignal) {
+    return this.get<{ keys: SeriesInfo[] }>(runPath(entity, project, run) + '/keys', signal).then((r) => r.keys);
+  }
+
+  history(entity: string, project: string, run: string, keys: string[], writers: string[], range: RangeQuery, signal?: AbortSignal) {
+    const p = rangeParams(range);
+    p.set('keys', keys.join(','));
+    if (writers.length) p.set('writers', writers.join(','));
+    return this.get<{ series: ApiSeries[] }>(`${runPath(entity, project, run)}/history?${p}`, signal).then((r) => r.series);
+  }
+
+  system(entity: string, project: string, run: string, keys: string[], labels: string[], range: RangeQuery, signal?: AbortSignal) {
+    const p = rangeParams(range);
+    if (keys.length) p.set('keys', keys.join(','));
+    if (labels.length) p.set('labels', labels.join(','));
+    return this.get<{ series: ApiSeries[] }>(`${runPath(entity, project, run)}/system?${p}`, signal).then((r) => r.series);
+  }
+
+  console(entity: string, project: string, run: string, f: ConsoleFilter & { after?: number; limit?: number }, signal?: AbortSignal) {
+    const p = consoleParams(f);
+    if (f.after) p.set('after', String(f.after));
+    if (f.limit) p.set('limit', String(f.limit));
+    return this.get<{ lines: ConsoleLine[]; next_cursor: number | null }>(`${runPath(entity, project, run)}/console?${p}`, signal);
+  }
+
+  consoleIndex(entity: string, project: string, run: string, f: ConsoleFilter & { after?: number; stride: number }, signal?: AbortSignal) {
+    const p = consoleParams(f);
+    if (f.after) p.set('after', String(f.after));
+    p.set('stride', String(f.stride));
+    return this.get<ConsoleIndex>(`${runPath(entity, project, run)}/console/index?${p}`, signal);
+  }
+
+  views(entity: string, project: string) {
+    return this.get<{ views: View[] }>(`/api/v1/views/${enc(entity)}/${enc(project)}`).then((r) => r.views);
+  }
+  createView(entity: string, project: string, name: string, spec: ViewSpec) {
+    return this.request<View>('POST', `/api/v1/views/${enc(entity)}/${enc(project)}`, { name, spec });
+  }
+  updateView(entity: string, project: string, id: number, name: string, spec: ViewSpec) {
+    return this.request<View>('PUT', `/api/v1/views/${enc(entity)}/${enc(project)}/${id}`, { name, spec });
+  }
+  deleteView(entity: string, project: string, id: number) {
+    return this.request<{ deleted: boolean }>('DELETE', `/api/v1/views/${enc(entity)}/${enc(project)}/${id}`);
+  }
+}
+
+export interface ConsoleFilter { labels?: string[]; stream?: string; q?: string }
+
+function consoleParams(f: ConsoleFilter): URLSearchParams {
+  const p = new URLSearchParams();
+  if (f.labels?.length) p.set('labels', f.labels.join(','));
+  if (f.stream) p.set('stream', f.stream);
+  if (f.q) p.set('q', f.q);
+  return p;
+}
+
+function rangeParams(r: RangeQuery): URLSearchParams {
+  const p = new URLSearchParams();
+  for (const k of ['min_step', 'max_step', 'min_time', 'max_time', 'buckets'] as const) {
+    const v = r[k];
+    if (v !== undefined && Number.isFinite(v)) p.set(k, String(Math.round(v)));
+  }
+  return p;
+}
+
+const enc = encodeURIComponent;
+function runPath(e: string, p: string, r: string) { return `/api/v1/runs/${enc(e)}/${enc(p)}/${enc(r)}`; }
+
+function readKey(): string | null {
+  try { return localStorage.getItem(KEY_STORAGE); } catch { return null; }
+}
+
+export const api = new Api();

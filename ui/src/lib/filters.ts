@@ -1,0 +1,302 @@
+// Workspace filters: the UI's filter model, its translation to the API's filter clauses (the
+// same clauses a saved view stores), and a client-side evaluation of those clauses with the
+// server's semantics (src/store/sqlite/sqlite_run_list.cc), so that a loaded workspace filters
+// and sorts without a round trip. Pure functions: unit-tested in filters.test.ts.
+
+export interface Run {
+  id: string;
+  entity: string;
+  project: string;
+  name: string;
+  group: string;
+  job_type: string;
+  tags: string[];
+  notes?: string;
+  host: string;
+  config: Record<string, unknown>;
+  summary: Record<string, unknown>;
+  state: string;
+  exit_code: number | null;
+  created_ms: number;
+  updated_ms: number;
+  heartbeat_ms: number;
+  finished_ms: number | null;
+  runtime_ms: number;
+  writer_count: number;
+}
+
+export type Op = '==' | '!=' | 'in' | 'not in' | '~' | '<' | '>';
+
+/** One API filter clause, as `filters=` and a view's spec.filters take it. */
+export interface Clause {
+  field: string;
+  op: Op;
+  value?: string | number;
+  values?: string[];
+}
+
+export const STATES = ['running', 'finished', 'failed', 'crashed', 'killed', 'preempted'] as const;
+
+/** What the filter bar edits. `extra` keeps clauses the bar has no control for (from a view). */
+export interface UiFilters {
+  jobType: { op: '==' | '!='; value: string } | null;
+  states: string[];
+  tags: string[];
+  name: string;
+  extra: Clause[];
+}
+
+export const EMPTY_FILTERS: UiFilters = { jobType: null, states: [], tags: [], name: '', extra: [] };
+
+export function uiToClauses(f: UiFilters, includeName = true): Clause[] {
+  const out: Clause[] = [];
+  if (f.jobType && f.jobType.value !== '') out.push({ field: 'job_type', op: f.jobType.op, value: f.jobType.value });
+  if (f.states.length) out.push({ field: 'state', op: 'in', values: [...f.states] });
+  for (const t of f.tags) if (t) out.push({ field: 'tag', op: '==', value: t });
+  if (includeName && f.name) out.push({ field: 'name', op: '~', value: f.name });
+  out.push(...f.extra);
+  return out;
+}
+
+/** Inverse of uiToClauses: clauses the bar can show go to their control, the rest to extra. */
+export function clausesToUi(clauses: Clause[]): UiFilters {
+  const f: UiFilters = { jobType: null, states: [], tags: [], name: '', extra: [] };
+  for (const c of clauses ?? []) {
+    if (c.field === 'job_type' && (c.op === '==' || c.op === '!=') && c.value !== undefined && !f.jobType) {
+      f.jobType = { op: c.op, value: String(c.value) };
+    } else if (c.field === 'state' && c.op === 'in' && c.values && !f.states.length) {
+      f.states = [...c.values];
+    } else if (c.field === 'state' && c.op === '==' && c.value !== undefined && !f.states.length) {
+      f.states = [String(c.value)];
+    } else if (c.field === 'tag' && c.op === '==' && c.value !== undefined) {
+      f.tags.push(String(c.value));
+    } else if (c.field === 'name' && c.op === '~' && c.value !== undefined && !f.name) {
+      f.name = String(c.value);
+    } else {
+      f.extra.push(c);
+    }
+  }
+  return f;
+}
+
+export interface RunListQuery {
+  filters: Clause[];
+  sort?: string;
+  limit?: number;
+}
+
+/** Sorts the server can do; others are done by the client. */
+export const SERVER_SORTS = ['created', 'updated', 'name', 'state', 'group', 'job_type'];
+
+/** The query string of GET /api/v1/runs/{entity}/{project} for these clauses. */
+export function toApiQuery(q: RunListQuery): string {
+  const p = new URLSearchParams();
+  if (q.filters.length) p.set('filters', JSON.stringify(q.filters));
+  const key = (q.sort ?? '').replace(/^-/, '');
+  if (q.sort && SERVER_SORTS.includes(key)) p.set('sort', q.sort);
+  if (q.limit) p.set('limit', String(q.limit));
+  return p.toString();
+}
+
+// ---- client-side evaluation (server semantics) -------------------------------------------
+
+function textOf(run: Run, field: string): string {
+  switch (field) {
+    case 'name': return run.name;
+    case 'group': return run.group;
+    case 'job_type': return run.job_type;
+    case 'state': return run.state;
+    case 'host': return run.host;
+    default: return '';
+  }
+}
+
+function operands(c: Clause): string[] {
+  if (c.values && c.values.length) return c.values.map(String);
+  return c.value === undefined ? [] : [String(c.value)];
+}
+
+function jsonAt(obj: unknown, path: string[]): unknown {
+  let cur: unknown = obj;
+  for (const seg of path) {
+    if (cur === null || typeof cur !== 'object' || Array.isArray(cur)) return undefined;
+    cur = (cur as Record<string, unknown>)[seg];
+  }
+  return cur;
+}
+
+function asNumber(s: string): number | null {
+  if (s.trim() === '') return null;
+  const n = Number(s);
+  return Number.isFinite(n) ? n : null;
+}
+
+/** SQLite json_extract equality: numbers by value (booleans as 1/0), strings by text. */
+function jsonEquals(v: unknown, operand: string): boolean {
+  if (v === undefined || v === null) return false;
+  if (typeof v === 'boolean') v = v ? 1 : 0;
+  if (typeof v === 'number') {
+    const n = asNumber(operand);
+    return n !== null ? v === n : String(v) === operand;
+  }
+  if (typeof v === 'string') return v === operand;
+  return JSON.stringify(v) === operand;
+}
+
+export function matchClause(run: Run, c: Clause): boolean {
+  const vals = operands(c);
+  if (c.field.startsWith('config.') || c.field.startsWith('summary.')) {
+    const dot = c.field.indexOf('.');
+    const doc = c.field.slice(0, dot) === 'config' ? run.config : run.summary;
+    const v = jsonAt(doc, c.field.slice(dot + 1).split('.'));
+    switch (c.op) {
+      case '==': case 'in': return vals.some((o) => jsonEquals(v, o));
+      case '!=': case 'not in': return !vals.some((o) => jsonEquals(v, o));
+      case '~': {
+        if (v === undefined || v === null) return false;
+        const t = typeof v === 'string' ? v : typeof v === 'boolean' ? (v ? '1' : '0') : JSON.stringify(v);
+        return t.includes(vals[0] ?? '');
+      }
+      case '<': case '>': {
+        const n = asNumber(vals[0] ?? '');
+        let cmp: number;
+        if (n !== null) {
+          const x = typeof v === 'boolean' ? (v ? 1 : 0) : v;
+          if (typeof x !== 'number') return false;
+          cmp = x - n;
+        } else {
+          if (typeof v !== 'string') return false;
+          cmp = v < vals[0] ? -1 : v > vals[0] ? 1 : 0;
+        }
+        return c.op === '<' ? cmp < 0 : cmp > 0;
+      }
+    }
+    return false;
+  }
+  if (c.field === 'tag') {
+    const tags = run.tags ?? [];
+    switch (c.op) {
+      case '==': return tags.includes(vals[0]);
+      case '!=': return !tags.includes(vals[0]);
+      case '~': return tags.some((t) => t.includes(vals[0]));
+      case 'in': return tags.some((t) => vals.includes(t));
+      case 'not in': return !tags.some((t) => vals.includes(t));
+      default: return false;
+    }
+  }
+  const t = textOf(run, c.field);
+  switch (c.op) {
+    case '==': return t === vals[0];
+    case '!=': return t !== vals[0];
+    case '<': return t < vals[0];
+    case '>': return t > vals[0];
+    case '~': return t.includes(vals[0]);
+    case 'in': return vals.includes(t);
+    case 'not in': return !vals.includes(t);
+  }
+  return false;
+}
+
+/**
+ * Runs that pass every clause. The name search of the bar is matched case-insensitively here
+ * (a search box), while a stored `name ~` clause keeps the server's case-sensitive substring.
+ */
+export function filterRuns(runs: Run[], f: UiFilters): Run[] {
+  const clauses = uiToClauses(f, false);
+  const needle = f.name.toLowerCase();
+  const out: Run[] = [];
+  for (const r of runs) {
+    if (needle && !r.name.toLowerCase().includes(needle) && !r.id.includes(needle)) continue;
+    let ok = true;
+    for (const c of clauses) if (!matchClause(r, c)) { ok = false; break; }
+    if (ok) out.push(r);
+  }
+  return out;
+}
+
+// ---- sorting -------------------------------------------------------------------------------
+
+/** Sort keys: created, updated, name, state, group, job_type, host, runtime, writers, summary.<k>. */
+export function sortRuns(runs: Run[], sort: string, nowMs = Date.now()): Run[] {
+  const desc = sort.startsWith('-');
+  const key = desc ? sort.slice(1) : sort;
+  const dir = desc ? -1 : 1;
+  let get: (r: Run) => number | string | null;
+  switch (key) {
+    case 'created': get = (r) => r.created_ms; break;
+    case 'updated': get = (r) => r.updated_ms; break;
+    case 'runtime': get = (r) => runtimeOf(r, nowMs); break;
+    case 'writers': get = (r) => r.writer_count; break;
+    case 'exit_code': get = (r) => r.exit_code; break;
+    case 'name': case 'state': case 'group': case 'job_type': case 'host':
+      get = (r) => textOf(r, key) || (r as any)[key] || ''; break;
+    default:
+      if (key.startsWith('summary.') || key.startsWith('config.')) {
+        const dot = key.indexOf('.');
+        const path = key.slice(dot + 1).split('.');
+        const docName = key.slice(0, dot) as 'summary' | 'config';
+        get = (r) => {
+          const v = jsonAt(r[docName], path);
+          return typeof v === 'number' || typeof v === 'string' ? v : typeof v === 'boolean' ? +v : null;
+        };
+      } else {
+        get = (r) => r.created_ms;
+      }
+  }
+  // Decorate-sort-undecorate: one key read per run. Missing values sort last either way.
+  const dec = runs.map((r, i) => ({ r, k: get(r), i }));
+  dec.sort((a, b) => {
+    const ak = a.k, bk = b.k;
+    if (ak === null || ak === undefined) return bk === null || bk === undefined ? a.i - b.i : 1;
+    if (bk === null || bk === undefined) return -1;
+    let c: number;
+    if (typeof ak === 'number' && typeof bk === 'number') c = ak - bk;
+    else c = String(ak) < String(bk) ? -1 : String(ak) > String(bk) ? 1 : 0;
+    return c !== 0 ? c * dir : a.i - b.i;
+  });
+  return dec.map((d) => d.r);
+}
+
+export function runtimeOf(r: Run, nowMs = Date.now()): number {
+  if (r.state === 'running' && r.finished_ms === null) return Math.max(r.runtime_ms, nowMs - r.created_ms);
+  return r.runtime_ms;
+}
+
+/** Rows of the table when grouped: a header row per distinct value, then its runs. */
+export type GroupedRow = { kind: 'group'; value: string; count: number; states: Record<string, number> } | { kind: 'run'; run: Run };
+
+export function groupRows(runs: Run[], by: '' | 'group' | 'job_type', collapsed: Set<string>): GroupedRow[] {
+  if (!by) return runs.map((run) => ({ kind: 'run', run }));
+  const order: string[] = [];
+  const buckets = new Map<string, Run[]>();
+  for (const r of runs) {
+    const v = by === 'group' ? r.group : r.job_type;
+    let b = buckets.get(v);
+    if (!b) { b = []; buckets.set(v, b); order.push(v); }
+    b.push(r);
+  }
+  const rows: GroupedRow[] = [];
+  for (const v of order) {
+    const members = buckets.get(v)!;
+    const states: Record<string, number> = {};
+    for (const r of members) states[r.state] = (states[r.state] ?? 0) + 1;
+    rows.push({ kind: 'group', value: v, count: members.length, states });
+    if (!collapsed.has(v)) for (const run of members) rows.push({ kind: 'run', run });
+  }
+  return rows;
+}
+
+/** The seed's three views, offered to a project that has none. */
+export const DEFAULT_VIEWS: { name: string; spec: ViewSpec }[] = [
+  { name: 'default: hide workers', spec: { filters: [{ field: 'job_type', op: '!=', value: 'worker' }], group_by: 'group', sort: '-created' } },
+  { name: 'debug: crashed workers', spec: { filters: [{ field: 'job_type', op: '==', value: 'worker' }, { field: 'state', op: 'in', values: ['crashed'] }], group_by: 'group', sort: '-created' } },
+  { name: 'all nodes', spec: { filters: [], group_by: 'group', sort: '-created' } },
+];
+
+export interface ViewSpec {
+  filters?: Clause[];
+  group_by?: '' | 'group' | 'job_type';
+  sort?: string;
+  columns?: string[];
+  panels?: string[];
+}

@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest';
+import {
+  aggregateBands, bucketsToBand, bucketWidth, joinBands, num, pointsToBand, smooth, stepRangeForX, yExtent,
+  type ApiBucket,
+} from './series';
+
+const b = (s0: number, s1: number, count: number, min: any, max: any, mean: any, last: any, t0 = s0 * 1000, t1 = s1 * 1000): ApiBucket =>
+  ({ step_min: s0, step_max: s1, time_min: t0, time_max: t1, count, min, max, mean, first: min, last });
+
+describe('bucket -> band', () => {
+  it('keeps exact min/max as the band and mean or last as the line', () => {
+    const buckets = [b(0, 9, 10, 1, 5, 2.5, 4), b(10, 19, 10, 0.5, 3, 1, 2)];
+    const mean = bucketsToBand(buckets, 'step', 'mean');
+    expect(mean.x).toEqual([9, 19]);
+    expect(mean.min).toEqual([1, 0.5]);
+    expect(mean.max).toEqual([5, 3]);
+    expect(mean.line).toEqual([2.5, 1]);
+    expect(mean.raw).toBe(false);
+    expect(mean.points).toBe(20);
+    expect(bucketsToBand(buckets, 'step', 'last').line).toEqual([4, 2]);
+  });
+  it('marks single-point buckets as raw', () => {
+    const band = bucketsToBand([b(0, 0, 1, 3, 3, 3, 3), b(1, 1, 1, 4, 4, 4, 4)], 'step');
+    expect(band.raw).toBe(true);
+    expect(band.line).toEqual([3, 4]);
+  });
+  it('turns NaN/Infinity and all-NaN buckets into gaps, never into numbers', () => {
+    const band = bucketsToBand([b(0, 0, 1, 'NaN', 'NaN', 'NaN', 'NaN'), b(1, 1, 1, 2, 2, 2, 2), b(2, 2, 1, 'Infinity', 'Infinity', 'Infinity', 'Infinity')], 'step');
+    expect(band.line).toEqual([null, 2, null]);
+    expect(band.min).toEqual([null, 2, null]);
+    expect(num('NaN')).toBeNull();
+    expect(num(Infinity)).toBeNull();
+    expect(num(0)).toBe(0);
+  });
+  it('uses time for the time axes, relative to an origin, and sorts by x', () => {
+    const buckets = [b(0, 0, 1, 1, 1, 1, 1, 5000, 5000), b(1, 1, 1, 2, 2, 2, 2, 3000, 3000)];
+    const rel = bucketsToBand(buckets, 'rel', 'mean', 1000);
+    expect(rel.x).toEqual([2, 4]);
+    expect(rel.line).toEqual([2, 1]);
+    expect(bucketsToBand(buckets, 'wall').x).toEqual([3, 5]);
+  });
+  it('raw points become a band with no width', () => {
+    const band = pointsToBand([[0, 0, 1], [1, 10, 'NaN'], [2, 20, 3]], 'step');
+    expect(band.x).toEqual([0, 1, 2]);
+    expect(band.min).toEqual([1, null, 3]);
+    expect(band.raw).toBe(true);
+  });
+});
+
+describe('smoothing', () => {
+  it('is the identity at weight 0 and debiased EMA otherwise', () => {
+    expect(smooth([1, 2, 3], 0)).toEqual([1, 2, 3]);
+    const s = smooth([1, 1, 1, 1], 0.9);
+    for (const v of s) expect(v).toBeCloseTo(1, 10); // debiasing: a constant stays constant
+    const t = smooth([0, 10], 0.5) as number[];
+    expect(t[0]).toBe(0);
+    expect(t[1]).toBeCloseTo(10 * 0.5 / 0.75, 10);
+  });
+  it('keeps gaps as gaps without resetting', () => {
+    const s = smooth([2, null, 2], 0.5);
+    expect(s[1]).toBeNull();
+    expect(s[2]).toBeCloseTo(2, 10);
+  });
+});
+
+describe('join and aggregate', () => {
+  it('aligns bands on the union of x with nulls elsewhere', () => {
+    const a = pointsToBand([[0, 0, 1], [2, 0, 3]], 'step');
+    const c = pointsToBand([[1, 0, 5], [2, 0, 6]], 'step');
+    const j = joinBands([a, c]);
+    expect(j.x).toEqual([0, 1, 2]);
+    expect(j.line[0]).toEqual([1, null, 3]);
+    expect(j.line[1]).toEqual([null, 5, 6]);
+  });
+  it('aggregates min of mins, max of maxes and the mean of process means per bin', () => {
+    const p1 = bucketsToBand([b(0, 9, 10, 0, 4, 2, 2), b(10, 19, 10, 1, 5, 3, 3)], 'step');
+    const p2 = bucketsToBand([b(0, 9, 10, -1, 1, 0, 0), b(10, 19, 10, 2, 9, 5, 5)], 'step');
+    const w = bucketWidth(0, 19, 2);
+    expect(w).toBe(10);
+    const agg = aggregateBands([p1, p2], 0, 20, 2);
+    expect(agg.min).toEqual([-1, 1]);
+    expect(agg.max).toEqual([4, 9]);
+    expect(agg.line).toEqual([1, 4]);
+    expect(agg.x).toEqual([9, 19]);
+    expect(agg.raw).toBe(false);
+  });
+  it('maps a visible time range back to the steps that hold it', () => {
+    const band = bucketsToBand([b(0, 9, 10, 0, 1, 0, 0), b(10, 19, 10, 0, 1, 0, 0), b(20, 29, 10, 0, 1, 0, 0)], 'wall');
+    // x (s) = 9, 19, 29: the view 10..18 lies inside the second bucket.
+    expect(stepRangeForX(band, 10, 18)).toEqual([10, 19]);
+    expect(stepRangeForX(band, 0, 100)).toEqual([0, 29]);
+  });
+  it('scales y on the band, within the visible x range', () => {
+    const a = bucketsToBand([b(0, 9, 10, -5, 50, 1, 1), b(10, 19, 10, 0, 2, 1, 1)], 'step');
+    const j = joinBands([a]);
+    expect(yExtent(j, [true], 0, 100, false)).toEqual([-5, 50]);
+    expect(yExtent(j, [true], 10, 100, false)).toEqual([0, 2]);
+    expect(yExtent(j, [true], 0, 100, true)).toEqual([1, 50]); // non-positive band edges fall back to the line
+    expect(yExtent(j, [false], 0, 100, false)).toBeNull();
+  });
+});

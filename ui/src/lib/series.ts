@@ -1,0 +1,287 @@
+// Chart data: the API's buckets (or raw points) turned into aligned columns for uPlot, with the
+// min/max band kept beside the line so that nothing the server summarised is hidden.
+// Pure functions, no DOM: unit-tested in series.test.ts.
+
+export type ApiNumber = number | string | null;
+
+export interface ApiBucket {
+  step_min: number;
+  step_max: number;
+  time_min: number;
+  time_max: number;
+  count: number;
+  min: ApiNumber;
+  max: ApiNumber;
+  mean: ApiNumber;
+  first: ApiNumber;
+  last: ApiNumber;
+}
+
+export interface ApiSeries {
+  key: string;
+  writer: string;
+  buckets?: ApiBucket[];
+  points?: [number, number, ApiNumber][];
+  more?: boolean;
+}
+
+export type XMode = 'step' | 'rel' | 'wall';
+export type LineMode = 'mean' | 'last';
+
+/** One drawable line with its band, x ascending. Values are null where nothing is drawable. */
+export interface Band {
+  x: number[];
+  line: (number | null)[];
+  min: (number | null)[];
+  max: (number | null)[];
+  /** The step range each x came from (for mapping a time zoom back to steps). */
+  stepMin: number[];
+  stepMax: number[];
+  /** Every x is a single point: draw the raw values, there is no band to show. */
+  raw: boolean;
+  /** Total points summarised. */
+  points: number;
+}
+
+/** API numbers: finite numbers stay, "NaN"/"Infinity"/null become null (not drawable). */
+export function num(v: ApiNumber | undefined): number | null {
+  if (typeof v === 'number') return Number.isFinite(v) ? v : null;
+  return null;
+}
+
+/** x of a bucket: its last step, or its last time (ms -> s) for the time axes. */
+function xOf(stepMax: number, timeMax: number, mode: XMode, originMs: number): number {
+  if (mode === 'step') return stepMax;
+  if (mode === 'wall') return timeMax / 1000;
+  return (timeMax - originMs) / 1000;
+}
+
+/**
+ * Buckets -> a band. `line` picks the bucket's mean or last value; min/max are the bucket's exact
+ * extremes. Buckets whose values are all NaN give nulls (a gap), never a made-up value.
+ * Sorted by x (time axes can be non-monotonic when clocks jump).
+ */
+export function bucketsToBand(
+  buckets: ApiBucket[],
+  mode: XMode,
+  lineMode: LineMode = 'mean',
+  originMs = 0,
+): Band {
+  const n = buckets.length;
+  const idx = new Array<number>(n);
+  const xs = new Array<number>(n);
+  for (let i = 0; i < n; i++) {
+    idx[i] = i;
+    xs[i] = xOf(buckets[i].step_max, buckets[i].time_max, mode, originMs);
+  }
+  let sorted = true;
+  for (let i = 1; i < n; i++) if (xs[i] < xs[i - 1]) { sorted = false; break; }
+  if (!sorted) idx.sort((a, b) => xs[a] - xs[b] || a - b);
+  const out: Band = { x: [], line: [], min: [], max: [], stepMin: [], stepMax: [], raw: true, points: 0 };
+  for (const i of idx) {
+    const b = buckets[i];
+    const lo = num(b.min);
+    const hi = num(b.max);
+    const v = num(lineMode === 'last' ? b.last : b.mean);
+    out.x.push(xs[i]);
+    out.line.push(v);
+    out.min.push(lo !== null && hi !== null ? lo : v);
+    out.max.push(lo !== null && hi !== null ? hi : v);
+    out.stepMin.push(b.step_min);
+    out.stepMax.push(b.step_max);
+    out.points += b.count;
+    if (b.count > 1) out.raw = false;
+  }
+  return out;
+}
+
+/** Raw points -> a band with min = max = value (nothing to hide). */
+export function pointsToBand(points: [number, number, ApiNumber][], mode: XMode, originMs = 0): Band {
+  const buckets: ApiBucket[] = points.map(([s, t, v]) => ({
+    step_min: s, step_max: s, time_min: t, time_max: t, count: 1,
+    min: v, max: v, mean: v, first: v, last: v,
+  }));
+  return bucketsToBand(buckets, mode, 'mean', originMs);
+}
+
+export function seriesToBand(s: ApiSeries, mode: XMode, lineMode: LineMode, originMs = 0): Band {
+  if (s.buckets) return bucketsToBand(s.buckets, mode, lineMode, originMs);
+  return pointsToBand(s.points ?? [], mode, originMs);
+}
+
+/**
+ * Exponential moving average with bias correction (as TensorBoard's smoothing): weight in
+ * [0, 1); 0 returns the input. Nulls stay null and do not reset the average.
+ */
+export function smooth(values: (number | null)[], weight: number): (number | null)[] {
+  if (!(weight > 0)) return values.slice();
+  const w = Math.min(weight, 0.999);
+  let acc = 0;
+  let n = 0;
+  const out = new Array<number | null>(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (v === null || !Number.isFinite(v)) { out[i] = null; continue; }
+    acc = acc * w + (1 - w) * v;
+    n++;
+    out[i] = acc / (1 - Math.pow(w, n));
+  }
+  return out;
+}
+
+/** Columns aligned on one x array (uPlot's data layout); null where a band has no value at x. */
+export interface Joined {
+  x: number[];
+  line: (number | null)[][];
+  min: (number | null)[][];
+  max: (number | null)[][];
+}
+
+/** Aligns several bands on the union of their x values (merge of sorted arrays). */
+export function joinBands(bands: Band[]): Joined {
+  const all: number[] = [];
+  for (const b of bands) for (const x of b.x) all.push(x);
+  all.sort((a, b) => a - b);
+  const x: number[] = [];
+  for (let i = 0; i < all.length; i++) if (i === 0 || all[i] !== all[i - 1]) x.push(all[i]);
+  const out: Joined = { x, line: [], min: [], max: [] };
+  for (const b of bands) {
+    const line = new Array<number | null>(x.length).fill(null);
+    const min = new Array<number | null>(x.length).fill(null);
+    const max = new Array<number | null>(x.length).fill(null);
+    let j = 0;
+    for (let i = 0; i < b.x.length; i++) {
+      while (x[j] < b.x[i]) j++;
+      // Duplicate x within one band (time axis, same ms): keep the extremes, the last line value.
+      line[j] = b.line[i] ?? line[j];
+      const lo = b.min[i], hi = b.max[i];
+      if (lo !== null) min[j] = min[j] === null ? lo : Math.min(min[j] as number, lo);
+      if (hi !== null) max[j] = max[j] === null ? hi : Math.max(max[j] as number, hi);
+    }
+    out.line.push(line);
+    out.min.push(min);
+    out.max.push(max);
+  }
+  return out;
+}
+
+/**
+ * Aggregate across processes: the bands are binned on `bins` equal x intervals over [lo, hi]
+ * (one bin per pixel, or exactly the server's bucket grid when lo/width match it). Each bin
+ * gets min of mins, max of maxes, and the mean over processes of each process's mean value in
+ * the bin. x of a bin is the mean x of its members.
+ */
+export function aggregateBands(bands: Band[], lo: number, hi: number, bins: number): Band {
+  const n = Math.max(1, Math.floor(bins));
+  const width = hi > lo ? (hi - lo) / n : 1;
+  const sumX = new Float64Array(n), cntX = new Float64Array(n);
+  const mn = new Float64Array(n).fill(Infinity), mx = new Float64Array(n).fill(-Infinity);
+  const sumMean = new Float64Array(n), cntMean = new Float64Array(n);
+  const sMin = new Float64Array(n).fill(Infinity), sMax = new Float64Array(n).fill(-Infinity);
+  let points = 0;
+  let raw = true;
+  for (const b of bands) {
+    points += b.points;
+    if (!b.raw) raw = false;
+    // Per-process mean within a bin first, so that a process with more buckets in a bin does not
+    // weigh more than another.
+    let curBin = -1, acc = 0, cnt = 0;
+    const flush = () => {
+      if (curBin >= 0 && cnt > 0) { sumMean[curBin] += acc / cnt; cntMean[curBin] += 1; }
+      acc = 0; cnt = 0;
+    };
+    for (let i = 0; i < b.x.length; i++) {
+      const x = b.x[i];
+      if (x < lo || x > hi) continue;
+      const k = Math.min(n - 1, Math.floor((x - lo) / width));
+      if (k !== curBin) { flush(); curBin = k; }
+      sumX[k] += x; cntX[k] += 1;
+      const v = b.line[i];
+      if (v !== null) { acc += v; cnt++; }
+      const l = b.min[i], h = b.max[i];
+      if (l !== null && l < mn[k]) mn[k] = l;
+      if (h !== null && h > mx[k]) mx[k] = h;
+      if (b.stepMin[i] < sMin[k]) sMin[k] = b.stepMin[i];
+      if (b.stepMax[i] > sMax[k]) sMax[k] = b.stepMax[i];
+    }
+    flush();
+  }
+  const out: Band = { x: [], line: [], min: [], max: [], stepMin: [], stepMax: [], raw, points };
+  for (let k = 0; k < n; k++) {
+    if (cntX[k] === 0) continue;
+    out.x.push(sumX[k] / cntX[k]);
+    out.line.push(cntMean[k] ? sumMean[k] / cntMean[k] : null);
+    out.min.push(Number.isFinite(mn[k]) ? mn[k] : null);
+    out.max.push(Number.isFinite(mx[k]) ? mx[k] : null);
+    out.stepMin.push(sMin[k]);
+    out.stepMax.push(sMax[k]);
+  }
+  if (bands.length > 1) out.raw = false;
+  return out;
+}
+
+/** Smallest and largest x over bands (null when all are empty). */
+export function xExtent(bands: Band[]): [number, number] | null {
+  let lo = Infinity, hi = -Infinity;
+  for (const b of bands) {
+    if (!b.x.length) continue;
+    lo = Math.min(lo, b.x[0]);
+    hi = Math.max(hi, b.x[b.x.length - 1]);
+  }
+  return lo <= hi ? [lo, hi] : null;
+}
+
+/**
+ * The step range that covers the visible x range [x0, x1] of a band drawn on a time axis: the
+ * first bucket ending at or after x0 to the last bucket starting at or before x1. Lets a zoom
+ * on a time axis ask the server for finer buckets of just those steps.
+ */
+export function stepRangeForX(b: Band, x0: number, x1: number): [number, number] | null {
+  let lo = Infinity, hi = -Infinity;
+  for (let i = 0; i < b.x.length; i++) {
+    if (b.x[i] < x0) continue;
+    if (b.x[i] > x1) {
+      // The bucket straddling x1 also holds visible points.
+      hi = Math.max(hi, b.stepMax[i]);
+      lo = Math.min(lo, b.stepMin[i]);
+      break;
+    }
+    lo = Math.min(lo, b.stepMin[i]);
+    hi = Math.max(hi, b.stepMax[i]);
+  }
+  return lo <= hi ? [lo, hi] : null;
+}
+
+/** y extent of bands within the visible x range, for autoscaling on the band, not the line. */
+export function yExtent(j: Joined, shown: boolean[], x0: number, x1: number, logScale: boolean): [number, number] | null {
+  let lo = Infinity, hi = -Infinity;
+  const i0 = lowerBound(j.x, x0);
+  for (let s = 0; s < j.line.length; s++) {
+    if (!shown[s]) continue;
+    const mn = j.min[s], mx = j.max[s], ln = j.line[s];
+    for (let i = i0; i < j.x.length && j.x[i] <= x1; i++) {
+      let a = mn[i] ?? ln[i];
+      const b = mx[i] ?? ln[i];
+      // On a log axis the band's non-positive part cannot be drawn: fall back to the line, then
+      // to the band's top.
+      if (logScale && a !== null && a <= 0) a = ln[i] !== null && ln[i]! > 0 ? ln[i] : b;
+      if (a !== null && (!logScale || a > 0) && a < lo) lo = a;
+      if (b !== null && (!logScale || b > 0) && b > hi) hi = b;
+    }
+  }
+  return lo <= hi ? [lo, hi] : null;
+}
+
+export function lowerBound(a: number[], v: number): number {
+  let lo = 0, hi = a.length;
+  while (lo < hi) {
+    const m = (lo + hi) >> 1;
+    if (a[m] < v) lo = m + 1; else hi = m;
+  }
+  return lo;
+}
+
+/** Width of the server's buckets for [lo, hi] in n buckets (inclusive integer steps). */
+export function bucketWidth(lo: number, hi: number, n: number): number {
+  return Math.max(1, Math.ceil((hi - lo + 1) / Math.max(1, n)));
+}

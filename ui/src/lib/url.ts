@@ -1,0 +1,162 @@
+// The app's state in the URL's query string, so that any screen can be linked and restored:
+// project, view, filters, grouping, sort, columns, selection, run, tab, chart options, log
+// filters. Query parameters (not path segments) because names may contain dots and slashes.
+// Pure functions: unit-tested in url.test.ts.
+
+import type { Clause, UiFilters } from './filters';
+import type { LineMode, XMode } from './series';
+
+export type Tab = 'overview' | 'charts' | 'system' | 'logs';
+export const TABS: Tab[] = ['overview', 'charts', 'system', 'logs'];
+
+export interface AppState {
+  entity: string;
+  project: string;
+  run: string;
+  group: string;
+  tab: Tab;
+  view: string; // saved view id ('' none)
+  filters: UiFilters;
+  groupBy: '' | 'group' | 'job_type';
+  sort: string;
+  columns: string[]; // summary keys shown as columns
+  selected: string[]; // run ids overlaid in the workspace charts
+  x: XMode;
+  log: boolean;
+  smooth: number;
+  agg: boolean; // band + mean across processes/writers
+  line: LineMode;
+  labels: string[]; // logs: labels shown
+  lq: string; // logs: text search
+  stream: '' | 'stdout' | 'stderr';
+}
+
+export const DEFAULT_STATE: AppState = {
+  entity: '', project: '', run: '', group: '', tab: 'overview', view: '',
+  filters: { jobType: null, states: [], tags: [], name: '', extra: [] },
+  groupBy: '', sort: '-created', columns: [], selected: [],
+  x: 'step', log: false, smooth: 0, agg: false, line: 'mean',
+  labels: [], lq: '', stream: '',
+};
+
+export type Page = 'projects' | 'workspace' | 'group' | 'run';
+
+export function pageOf(s: AppState): Page {
+  if (s.entity && s.project && s.run) return 'run';
+  if (s.entity && s.project && s.group) return 'group';
+  if (s.entity && s.project) return 'workspace';
+  return 'projects';
+}
+
+const csv = (v: string | null) => (v ? v.split(',').filter(Boolean) : []);
+
+export function decodeState(search: string): AppState {
+  const p = new URLSearchParams(search);
+  const s: AppState = structuredCloneState(DEFAULT_STATE);
+  const proj = p.get('p') ?? '';
+  const slash = proj.indexOf('/');
+  if (slash > 0) {
+    s.entity = proj.slice(0, slash);
+    s.project = proj.slice(slash + 1);
+  }
+  s.run = p.get('run') ?? '';
+  s.group = p.get('group') ?? '';
+  const tab = p.get('tab') as Tab | null;
+  if (tab && TABS.includes(tab)) s.tab = tab;
+  s.view = p.get('view') ?? '';
+  const jt = p.get('jt');
+  if (jt !== null) {
+    s.filters.jobType = jt.startsWith('!') ? { op: '!=', value: jt.slice(1) } : { op: '==', value: jt };
+  }
+  s.filters.states = csv(p.get('state'));
+  s.filters.tags = csv(p.get('tags'));
+  s.filters.name = p.get('q') ?? '';
+  const fx = p.get('fx');
+  if (fx) {
+    try {
+      const parsed = JSON.parse(fx);
+      if (Array.isArray(parsed)) s.filters.extra = parsed as Clause[];
+    } catch { /* a hand-edited link: ignore the part that does not parse */ }
+  }
+  const by = p.get('by');
+  if (by === 'group' || by === 'job_type') s.groupBy = by;
+  s.sort = p.get('sort') || DEFAULT_STATE.sort;
+  s.columns = csv(p.get('cols'));
+  s.selected = csv(p.get('sel'));
+  const x = p.get('x');
+  if (x === 'rel' || x === 'wall' || x === 'step') s.x = x;
+  s.log = p.get('log') === '1';
+  const sm = Number(p.get('smooth'));
+  s.smooth = Number.isFinite(sm) && sm > 0 && sm < 1 ? sm : 0;
+  s.agg = p.get('agg') === '1';
+  s.line = p.get('line') === 'last' ? 'last' : 'mean';
+  s.labels = csv(p.get('labels'));
+  s.lq = p.get('lq') ?? '';
+  const st = p.get('stream');
+  s.stream = st === 'stdout' || st === 'stderr' ? st : '';
+  return s;
+}
+
+/** Only what differs from the defaults goes into the URL, in a stable order. */
+export function encodeState(s: AppState): string {
+  const p = new URLSearchParams();
+  if (s.entity && s.project) p.set('p', `${s.entity}/${s.project}`);
+  if (s.run) p.set('run', s.run);
+  if (s.group) p.set('group', s.group);
+  if (s.run && s.tab !== 'overview') p.set('tab', s.tab);
+  if (s.view) p.set('view', s.view);
+  const f = s.filters;
+  if (f.jobType) p.set('jt', (f.jobType.op === '!=' ? '!' : '') + f.jobType.value);
+  if (f.states.length) p.set('state', f.states.join(','));
+  if (f.tags.length) p.set('tags', f.tags.join(','));
+  if (f.name) p.set('q', f.name);
+  if (f.extra.length) p.set('fx', JSON.stringify(f.extra));
+  if (s.groupBy) p.set('by', s.groupBy);
+  if (s.sort && s.sort !== DEFAULT_STATE.sort) p.set('sort', s.sort);
+  if (s.columns.length) p.set('cols', s.columns.join(','));
+  if (s.selected.length) p.set('sel', s.selected.join(','));
+  if (s.x !== 'step') p.set('x', s.x);
+  if (s.log) p.set('log', '1');
+  if (s.smooth > 0) p.set('smooth', String(s.smooth));
+  if (s.agg) p.set('agg', '1');
+  if (s.line !== 'mean') p.set('line', s.line);
+  if (s.labels.length) p.set('labels', s.labels.join(','));
+  if (s.lq) p.set('lq', s.lq);
+  if (s.stream) p.set('stream', s.stream);
+  const q = p.toString();
+  return q ? `?${q}` : '';
+}
+
+export function structuredCloneState(s: AppState): AppState {
+  return {
+    ...s,
+    filters: {
+      jobType: s.filters.jobType ? { ...s.filters.jobType } : null,
+      states: [...s.filters.states], tags: [...s.filters.tags], name: s.filters.name,
+      extra: s.filters.extra.map((c) => ({ ...c })),
+    },
+    columns: [...s.columns], selected: [...s.selected], labels: [...s.labels],
+  };
+}
+
+/** Link to a place in the app: keeps chart options, drops what belongs to another page. */
+export function linkTo(cur: AppState, patch: Partial<AppState>): string {
+  const base: AppState = structuredCloneState(cur);
+  const next = { ...base, ...patch };
+  if (patch.run !== undefined || patch.group !== undefined || patch.project !== undefined) {
+    // Leaving a page: its tab and log filters do not follow.
+    if (patch.tab === undefined) next.tab = 'overview';
+    if (patch.labels === undefined) next.labels = [];
+    if (patch.lq === undefined) next.lq = '';
+    if (patch.stream === undefined) next.stream = '';
+  }
+  if (patch.project !== undefined && patch.project !== cur.project) {
+    next.view = patch.view ?? '';
+    next.filters = patch.filters ?? structuredCloneState(DEFAULT_STATE).filters;
+    next.selected = [];
+    next.columns = [];
+    next.groupBy = '';
+    next.sort = DEFAULT_STATE.sort;
+  }
+  return '/' + encodeState(next);
+}

@@ -1,0 +1,213 @@
+// Logs tab: the console lines of every writer, filtered by label (chips, or `label:rank_0` in the
+// search bar), stream and text; stderr highlighted. Virtual scrolling over any number of lines:
+// the server's console index gives the cursor of every 1,000th line, so the view fetches only
+// the pages on screen, and a scroll bar scaled past the browser's height limit spans 1M lines.
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { api, type ConsoleLine, type RunDetail } from '../lib/api';
+import { colorFor, fmtTime } from '../lib/format';
+import { update } from '../lib/nav';
+import type { AppState } from '../lib/url';
+import { ErrorBox, useDebounced } from '../components/common';
+
+const STRIDE = 1000;
+const ROW = 18;
+const MAX_SCROLL_PX = 8_000_000; // under every browser's element height limit
+
+interface Page { after: number; start: number }
+interface Index { total: number; pages: Page[]; lastId: number }
+
+/** `label:x` tokens of the search bar, and the text that remains. */
+export function parseLogQuery(q: string): { labels: string[]; text: string } {
+  const labels: string[] = [];
+  const text = q.replace(/(^|\s)label:(\S+)/g, (_m, sp, l) => { labels.push(...String(l).split(',').filter(Boolean)); return sp; }).trim();
+  return { labels, text };
+}
+
+/** Index of the page holding line i (pages sorted by start). */
+export function pageOfLine(pages: Page[], i: number): number {
+  let lo = 0, hi = pages.length - 1, ans = 0;
+  while (lo <= hi) {
+    const m = (lo + hi) >> 1;
+    if (pages[m].start <= i) { ans = m; lo = m + 1; } else hi = m - 1;
+  }
+  return ans;
+}
+
+/** First visible line for a scroll position, exact below the height limit, scaled above it. */
+export function firstLineAt(scrollTop: number, total: number, viewRows: number): number {
+  const full = total * ROW;
+  if (full <= MAX_SCROLL_PX) return Math.floor(scrollTop / ROW);
+  const maxTop = MAX_SCROLL_PX - viewRows * ROW;
+  const frac = Math.min(1, Math.max(0, scrollTop / Math.max(1, maxTop)));
+  return Math.round(frac * Math.max(0, total - viewRows));
+}
+
+export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tick: number }) {
+  const writerLabels = useMemo(() => (r.writers ?? []).map((w) => w.label).sort((a, b) => a.localeCompare(b, undefined, { numeric: true })), [r.writers]);
+  const [text, setText] = useState(state.lq);
+  const debounced = useDebounced(text, 250);
+  useEffect(() => { if (debounced !== state.lq) update({ lq: debounced }, true); }, [debounced]);
+  const parsed = parseLogQuery(state.lq);
+  const labels = [...new Set([...state.labels, ...parsed.labels])];
+  const filterKey = JSON.stringify([labels, state.stream, parsed.text]);
+
+  const [index, setIndex] = useState<Index | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const cache = useRef(new Map<number, ConsoleLine[]>());
+  const pending = useRef(new Set<number>());
+  const [version, setVersion] = useState(0);
+  const [follow, setFollow] = useState(false);
+  const filterGen = useRef(0);
+
+  // A new filter: a new index, an empty cache.
+  useEffect(() => {
+    const gen = ++filterGen.current;
+    const ctl = new AbortController();
+    cache.current = new Map();
+    pending.current = new Set();
+    setIndex(null);
+    api.consoleIndex(r.entity, r.project, r.id, { labels, stream: state.stream, q: parsed.text, stride: STRIDE }, ctl.signal)
+      .then((ix) => {
+        if (gen !== filterGen.current) return;
+        setIndex({ total: ix.total, lastId: ix.last_id, pages: ix.cursors.map((after, i) => ({ after, start: i * ix.stride })) });
+        setError(null);
+      }, (e) => { if ((e as Error).name !== 'AbortError') setError(e); });
+    return () => ctl.abort();
+  }, [r.id, filterKey]);
+
+  // Live: extend the index with the lines that arrived since.
+  useEffect(() => {
+    if (!tick || !index) return;
+    const gen = filterGen.current;
+    api.consoleIndex(r.entity, r.project, r.id, { labels, stream: state.stream, q: parsed.text, stride: STRIDE, after: index.lastId })
+      .then((ix) => {
+        if (gen !== filterGen.current || !ix.total) return;
+        setIndex((cur) => {
+          if (!cur) return cur;
+          // New lines start new pages after the old last one, which keeps its exact length.
+          const pages = cur.pages.concat(ix.cursors.map((after, i) => ({ after, start: cur.total + i * ix.stride })));
+          return { total: cur.total + ix.total, lastId: ix.last_id, pages };
+        });
+      }, () => { /* the next tick retries */ });
+  }, [tick]);
+
+  const box = useRef<HTMLDivElement>(null);
+  const [scrollTop, setScrollTop] = useState(0);
+  const [viewH, setViewH] = useState(480);
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    setViewH(el.clientHeight);
+    const ro = new ResizeObserver(() => setViewH(el.clientHeight));
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, [index !== null]);
+
+  const total = index?.total ?? 0;
+  const viewRows = Math.ceil(viewH / ROW) + 1;
+  const spacer = Math.min(total * ROW, MAX_SCROLL_PX);
+  const first = Math.min(firstLineAt(scrollTop, total, viewRows), Math.max(0, total - viewRows + 1));
+  const last = Math.min(total, first + viewRows);
+
+  useEffect(() => {
+    if (follow && box.current) box.current.scrollTop = box.current.scrollHeight;
+  }, [follow, total]);
+
+  // Fetch the pages on screen (and the next one).
+  useEffect(() => {
+    if (!index || !total) return;
+    const gen = filterGen.current;
+    const p0 = pageOfLine(index.pages, first);
+    const p1 = pageOfLine(index.pages, Math.max(first, last - 1));
+    for (let p = p0; p <= Math.min(p1 + 1, index.pages.length - 1); p++) {
+      if (cache.current.has(p) || pending.current.has(p)) continue;
+      pending.current.add(p);
+      const page = index.pages[p];
+      const end = p + 1 < index.pages.length ? index.pages[p + 1].start : index.total;
+      api.console(r.entity, r.project, r.id, { labels, stream: state.stream, q: parsed.text, after: page.after, limit: Math.min(10000, Math.max(1, end - page.start)) })
+        .then((res) => {
+          pending.current.delete(p);
+          if (gen !== filterGen.current) return;
+          cache.current.set(p, res.lines);
+          if (cache.current.size > 200) cache.current.delete(cache.current.keys().next().value as number);
+          setVersion((v) => v + 1);
+        }, (e) => { pending.current.delete(p); setError(e); });
+    }
+  }, [index, first, last]);
+
+  const lineAt = (i: number): ConsoleLine | undefined => {
+    if (!index) return undefined;
+    const p = pageOfLine(index.pages, i);
+    return cache.current.get(p)?.[i - index.pages[p].start];
+  };
+
+  const toggleLabel = (l: string) => {
+    const cur = state.labels;
+    update({ labels: cur.includes(l) ? cur.filter((x) => x !== l) : [...cur, l] });
+  };
+
+  const rows = [];
+  for (let i = first; i < last; i++) {
+    const line = lineAt(i);
+    rows.push(line ? (
+      <div key={i} class={`log-line ${line.stream}`} data-label={line.label} data-stream={line.stream} role="row">
+        <span class="log-n">{i + 1}</span>
+        <span class="log-t" title={fmtTime(line.time)}>{fmtTime(line.time).slice(11)}</span>
+        <span class="log-label" style={{ color: colorFor(line.label) }}>{line.label}</span>
+        <span class="log-text">{highlight(line.text, parsed.text)}</span>
+      </div>
+    ) : <div key={i} class="log-line placeholder" role="row"><span class="log-n">{i + 1}</span><span class="log-text muted">…</span></div>);
+  }
+  void version;
+  const windowTop = total * ROW <= MAX_SCROLL_PX ? first * ROW : scrollTop;
+
+  return (
+    <div class="logs">
+      <div class="logs-bar" role="search">
+        <input type="search" class="search" aria-label="search logs" placeholder="Search text, or label:rank_0"
+          value={text} onInput={(e) => setText((e.target as HTMLInputElement).value)} />
+        <fieldset class="labels-filter" aria-label="labels">
+          <legend>Labels</legend>
+          {writerLabels.map((l) => (
+            <label key={l} class="chip">
+              <input type="checkbox" data-label={l} checked={state.labels.includes(l)} onChange={() => toggleLabel(l)} /> {l}
+            </label>
+          ))}
+          {state.labels.length > 0 && <button type="button" class="link" onClick={() => update({ labels: [] })}>all</button>}
+        </fieldset>
+        <select aria-label="stream" value={state.stream} onChange={(e) => update({ stream: (e.target as HTMLSelectElement).value as AppState['stream'] })}>
+          <option value="">stdout + stderr</option>
+          <option value="stdout">stdout</option>
+          <option value="stderr">stderr</option>
+        </select>
+        <label><input type="checkbox" checked={follow} onChange={(e) => setFollow((e.target as HTMLInputElement).checked)} /> follow</label>
+        <span class="muted" data-testid="log-count">{index ? `${total.toLocaleString()} lines` : 'counting…'}</span>
+      </div>
+      {error ? <ErrorBox error={error} /> : null}
+      {index && !total ? <div class="empty">No console lines{labels.length || parsed.text || state.stream ? ' match this filter' : ' yet'}.</div> : null}
+      {index && total > 0 && (
+        <div class="log-view" ref={box} tabIndex={0} role="table" aria-label="console lines" aria-rowcount={total}
+          onScroll={(e) => {
+            const el = e.target as HTMLDivElement;
+            setScrollTop(el.scrollTop);
+            if (follow && el.scrollTop + el.clientHeight < el.scrollHeight - ROW * 2) setFollow(false);
+          }}>
+          <div class="log-spacer" style={{ height: spacer + 'px' }} />
+          <div class="log-window" style={{ transform: `translateY(${windowTop}px)` }}>{rows}</div>
+        </div>
+      )}
+    </div>
+  );
+}
+
+function highlight(text: string, q: string) {
+  if (!q) return text;
+  const parts = text.split(q);
+  if (parts.length === 1) return text;
+  const out: (string | preact.JSX.Element)[] = [];
+  parts.forEach((p, i) => {
+    if (i) out.push(<mark key={i}>{q}</mark>);
+    out.push(p);
+  });
+  return out;
+}
