@@ -22,7 +22,7 @@
 namespace cohort::series {
 namespace {
 
-constexpr int64_t kCurvePoints = 1 << 20;  // ~256 chunks per curve
+constexpr int64_t kCurvePoints = 1 << 20;  // 1,024 chunks per curve
 constexpr double kPi = 3.14159265358979323846;
 
 enum CurveKind { kLossF32, kLrCosineF32, kLrCosineF64, kEpoch, kGlobalStep, kGpuTemp, kCurveCount };
@@ -167,13 +167,33 @@ MemStore BuildStore(const std::vector<store::Point>& pts) {
   return m;
 }
 
-// 10M points of a float32 loss curve -> 1,000 buckets (target <= 20 ms).
+// A store of `pts` in chunks of `per_chunk` points (at most kMaxChunkPoints), as a backend holds
+// it after AppendToSeries when per_chunk == kMaxChunkPoints.
+MemStore BuildStoreChunked(const std::vector<store::Point>& pts, size_t per_chunk) {
+  MemStore m;
+  ChunkEncoder e;
+  auto flush = [&] {
+    m.metas.push_back({int64_t(m.data.size()), e.summary()});
+    m.data.push_back(e.Encode());
+    e = ChunkEncoder();
+  };
+  for (const store::Point& p : pts) {
+    e.Append(p.step, p.time_ms, p.value);
+    if (size_t(e.count()) == per_chunk) flush();
+  }
+  if (e.count() > 0) flush();
+  return m;
+}
+
+// 10M points of a float32 loss curve -> range(0) buckets (target: 1,000 in <= 20 ms), with
+// range(1) points per chunk.
 void BM_QueryBuckets10M(benchmark::State& state) {
-  static const MemStore m = [] {
-    const int64_t n = 10'000'000;
-    std::vector<store::Point> pts = MakeCurve(kLossF32, n);
-    return BuildStore(pts);
-  }();
+  static std::map<int64_t, MemStore> stores;
+  const int64_t per_chunk = state.range(1);
+  if (!stores.count(per_chunk)) {
+    stores[per_chunk] = BuildStoreChunked(MakeCurve(kLossF32, 10'000'000), size_t(per_chunk));
+  }
+  const MemStore& m = stores[per_chunk];
   store::HistoryQuery q;
   q.buckets = int(state.range(0));
   int64_t loads = 0;
@@ -188,10 +208,17 @@ void BM_QueryBuckets10M(benchmark::State& state) {
     benchmark::DoNotOptimize(out.buckets.data());
     loads = n_loads;
   }
+  size_t bytes = 0;
+  for (const auto& d : m.data) bytes += d.size();
   state.counters["chunks"] = double(m.metas.size());
   state.counters["chunks_decoded"] = double(loads);
+  state.counters["bytes_per_point"] = double(bytes) / 1e7;
 }
-BENCHMARK(BM_QueryBuckets10M)->Arg(1000)->Arg(100)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_QueryBuckets10M)
+    ->Args({1000, kMaxChunkPoints})
+    ->Args({100, kMaxChunkPoints})
+    ->Args({1000, kMaxChunkPoints / 2})
+    ->Unit(benchmark::kMillisecond);
 
 // One key's 100k points, raw (target <= 20 ms).
 void BM_QueryRaw100k(benchmark::State& state) {

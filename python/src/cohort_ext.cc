@@ -366,6 +366,23 @@ NB_MODULE(_cohort, m) {
       .def_prop_ro("dropped", [](const PyRun& self) { return self.run.dropped(); })
       .def_prop_ro("offline", [](const PyRun& self) { return self.run.offline(); });
 
+  m.def("_flatten", [](nb::handle data) {
+    // The conversion run.log does, without a run: [(key, value), ...] (tests, tools).
+    if (!PyDict_Check(data.ptr())) {
+      PyErr_SetString(PyExc_TypeError, "_flatten: expected a dict");
+      throw nb::python_error();
+    }
+    LogScratch s;
+    s.busy = true;
+    if (!CollectDict(s, data.ptr(), 0)) throw nb::python_error();
+    nb::list out;
+    for (size_t i = 0; i < s.n; ++i) {
+      out.append(nb::make_tuple(nb::str(s.values[i].first.data(), s.values[i].first.size()),
+                                s.values[i].second));
+    }
+    return out;
+  }, "data"_a);
+
   m.def("setup", [](const cohort::Settings& settings) {
     cohort::Status st;
     {

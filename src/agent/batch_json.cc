@@ -43,7 +43,21 @@ void AppendInt(int64_t v, std::string* out) {
   out->append(buf, r.ptr);
 }
 
-void AppendValues(const LogBatch& b, const LogBatch::Row& row, std::vector<uint32_t>* last_pos,
+// Keys as they appear in the JSON, quoted and followed by ':', built once per batch; empty for
+// keys the server would refuse.
+std::vector<std::string> QuotedKeys(const LogBatch& b) {
+  std::vector<std::string> out(b.keys.size());
+  for (size_t i = 0; i < b.keys.size(); ++i) {
+    const std::string& key = b.keys[i];
+    if (key.empty() || key.size() > kMaxKeyBytes) continue;
+    AppendJsonString(key, &out[i]);
+    out[i].push_back(':');
+  }
+  return out;
+}
+
+void AppendValues(const LogBatch& b, const LogBatch::Row& row,
+                  const std::vector<std::string>& quoted, std::vector<uint32_t>* last_pos,
                   BatchJsonStats* stats, std::string* out) {
   // A key repeated within the row keeps its last value: remember each key's last position.
   for (uint32_t i = row.begin; i < row.begin + row.count; ++i) (*last_pos)[b.cells[i].key] = i;
@@ -52,15 +66,14 @@ void AppendValues(const LogBatch& b, const LogBatch::Row& row, std::vector<uint3
   for (uint32_t i = row.begin; i < row.begin + row.count; ++i) {
     const LogBatch::Cell& cell = b.cells[i];
     if ((*last_pos)[cell.key] != i) continue;
-    const std::string& key = b.keys[cell.key];
-    if (key.empty() || key.size() > kMaxKeyBytes) {
+    const std::string& key = quoted[cell.key];
+    if (key.empty()) {
       ++stats->dropped_keys;
       continue;
     }
     if (!first) out->push_back(',');
     first = false;
-    AppendJsonString(key, out);
-    out->push_back(':');
+    out->append(key);
     AppendJsonDouble(cell.value, out);
     ++stats->points;
   }
@@ -144,6 +157,7 @@ void AppendJsonDouble(double d, std::string* out) {
 BatchJsonStats AppendBatchJson(const LogBatch& b, int64_t seq, std::string* out) {
   BatchJsonStats stats;
   std::vector<uint32_t> last_pos(b.keys.size(), UINT32_MAX);
+  const std::vector<std::string> quoted = QuotedKeys(b);
   out->reserve(out->size() + 64 + b.cells.size() * 24);
   out->append("{\"seq\":");
   AppendInt(seq, out);
@@ -157,7 +171,7 @@ BatchJsonStats AppendBatchJson(const LogBatch& b, int64_t seq, std::string* out)
       out->append(",\"time\":");
       AppendInt(row.time_ms, out);
       out->append(",\"values\":");
-      AppendValues(b, row, &last_pos, &stats, out);
+      AppendValues(b, row, quoted, &last_pos, &stats, out);
       out->push_back('}');
     }
     out->push_back(']');
@@ -170,7 +184,7 @@ BatchJsonStats AppendBatchJson(const LogBatch& b, int64_t seq, std::string* out)
       out->append("{\"time\":");
       AppendInt(row.time_ms, out);
       out->append(",\"values\":");
-      AppendValues(b, row, &last_pos, &stats, out);
+      AppendValues(b, row, quoted, &last_pos, &stats, out);
       out->push_back('}');
     }
     out->push_back(']');

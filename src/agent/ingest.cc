@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "agent/agent_log.h"
+#include "agent/agent_paths.h"
 #include "agent/monitor/default_sources.h"
 #include "agent/monitor/sampler.h"
 #include "core/clock.h"
@@ -131,7 +132,7 @@ Result<FinishReply> WriterSession::Finish(uint64_t frame, const FinishRequest& r
     p = stream_->WaitFor(
         [&](const UploadProgress& p) {
           return p.done_seq >= start.appended_seq || !p.rejected.ok() ||
-                 p.failures > start.failures;
+                 p.failures > start.failures || sender_->BackingOff();
         },
         NowMillis() + request.wait_ms);
   }
@@ -277,9 +278,18 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
   if (sender && req.wait_ms > 0) {
     p = stream->WaitFor(
         [&](const UploadProgress& p) {
-          return p.done_seq >= *join_seq || !p.rejected.ok() || p.failures > start.failures;
+          // Not for a server that is known to be failing: the writer buffers meanwhile.
+          return p.done_seq >= *join_seq || !p.rejected.ok() || p.failures > start.failures ||
+                 sender->BackingOff();
         },
         NowMillis() + req.wait_ms);
+  }
+  StatusCode failure = p.last_failure.code();
+  if (p.rejected.ok() && p.failures > start.failures &&
+      (failure == StatusCode::kUnauthenticated || failure == StatusCode::kPermissionDenied)) {
+    // A wrong key at open is the caller's to fix now, not something to buffer for later.
+    stream->Update([&](UploadProgress* u) { u->rejected = u->last_failure; });
+    p = stream->progress();
   }
   if (!p.rejected.ok()) {
     reply->error = p.rejected.ToString();
@@ -302,14 +312,11 @@ void Ingest::SessionEnded(WriterStream* stream) {
 }
 
 int Ingest::RecoverDir(const std::string& data_dir) {
-  std::error_code ec;
   int resumed = 0;
-  for (const auto& run : fs::directory_iterator(data_dir, ec)) {
-    if (!run.is_directory()) continue;
-    std::error_code ec2;
-    for (const auto& writer : fs::directory_iterator(run.path(), ec2)) {
-      std::string dir = writer.path().string();
-      if (!fs::exists(writer.path() / WriterStream::kMetaFile)) continue;
+  for (const std::string& run : ListSubdirectories(data_dir)) {
+    for (const std::string& dir : ListSubdirectories(run)) {
+      std::error_code ec;
+      if (!fs::exists(fs::path(dir) / WriterStream::kMetaFile, ec)) continue;
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (streams_.count(dir)) continue;

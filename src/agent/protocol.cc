@@ -232,6 +232,7 @@ Result<LogBatch> DecodeLogBatch(std::string_view data) {
     uint64_t len = r.Varint();
     b.keys.emplace_back(r.Bytes(len));
   }
+  b.cells.reserve(data.size() / 9);
   if (!r.ok() || !ReadRows(&r, true, &b) || !ReadRows(&r, false, &b)) {
     return Status::Corruption("log batch: malformed rows");
   }

@@ -128,6 +128,11 @@ bool Sender::Drained() const {
   return true;
 }
 
+bool Sender::BackingOff() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return retry_at_ms_ > NowMillis();
+}
+
 size_t Sender::stream_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   return entries_.size();

@@ -70,6 +70,8 @@ class Sender {
 
   // True when no stream has records left to upload.
   bool Drained() const;
+  // True while the server is failing and the Sender waits before its next attempt.
+  bool BackingOff() const;
   size_t stream_count() const;
   SenderStats stats() const;
   const std::string& base_url() const { return base_url_; }

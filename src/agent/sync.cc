@@ -25,8 +25,8 @@ void FindWriters(const fs::path& dir, int depth, std::vector<std::string>* out) 
     return;
   }
   if (depth == 0) return;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.is_directory(ec)) FindWriters(entry.path(), depth - 1, out);
+  for (const std::string& sub : ListSubdirectories(dir.string())) {
+    FindWriters(sub, depth - 1, out);
   }
 }
 

@@ -270,7 +270,6 @@ Status WriterStream::Close() {
 Status WriterStream::Remove() {
   {
     // Mark first: a crash while deleting leaves a directory the next agent knows is done.
-    std::error_code ec;
     std::FILE* f = std::fopen((fs::path(dir_) / kFinishedMarker).c_str(), "w");
     if (f) std::fclose(f);
   }

@@ -120,8 +120,8 @@ bool LogBuffer::Take(agent::LogBatch* out) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (rows_.empty() && console_.empty()) return false;
-    bool whole = cells_.size() <= limits_.max_frame_cells &&
-                 batch_keys_.size() <= limits_.max_frame_keys;
+    const bool whole = cells_.size() <= limits_.max_frame_cells &&
+                      batch_keys_.size() <= limits_.max_frame_keys;
     if (whole) {
       out->cells.swap(cells_);
       out->history.swap(rows_);
@@ -163,11 +163,19 @@ bool LogBuffer::Take(agent::LogBatch* out) {
     }
     // The batch's key table, copied under the lock (keys_ may grow meanwhile).
     if (local_of_.size() < keys_.size()) local_of_.resize(keys_.size(), 0);
-    for (const auto& c : out->cells) {
-      uint32_t& local = local_of_[c.key];
-      if (local == 0) {
-        out->keys.push_back(keys_[c.key]);
-        local = uint32_t(out->keys.size());
+    if (whole) {
+      // batch_keys_ lists exactly the distinct keys of the taken cells.
+      for (uint32_t id : batch_keys_) {
+        out->keys.push_back(keys_[id]);
+        local_of_[id] = uint32_t(out->keys.size());
+      }
+    } else {
+      for (const auto& c : out->cells) {
+        uint32_t& local = local_of_[c.key];
+        if (local == 0) {
+          out->keys.push_back(keys_[c.key]);
+          local = uint32_t(out->keys.size());
+        }
       }
     }
     RecountKeysLocked();

@@ -116,7 +116,7 @@ void Run::Impl::StopFlusher() {
 }
 
 void Run::Impl::RequestFlush() {
-  if (flush_requested.exchange(true)) return;
+  if (flush_requested.load(std::memory_order_relaxed) || flush_requested.exchange(true)) return;
   std::lock_guard<std::mutex> lock(mu);
   cv.notify_one();
 }

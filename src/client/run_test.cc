@@ -181,6 +181,21 @@ TEST_F(RunTest, RefusedRunFailsInit) {
   EXPECT_EQ(run.status().code(), StatusCode::kAlreadyExists);
 }
 
+TEST_F(RunTest, WrongKeyFailsInit) {
+  FakeHttpServer server([](const agent::testing::FakeRequest&) -> agent::testing::FakeResponse {
+    return {401, R"({"error":{"code":"unauthenticated","message":"unknown key"}})", {}};
+  });
+  auto run = Init(Base(server.url(), "agent"));
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), StatusCode::kUnauthenticated);
+}
+
+TEST_F(RunTest, SetupStartsTheAgent) {
+  EXPECT_EQ(AgentPid(), 0);
+  ASSERT_TRUE(cohort::Setup(Base("http://127.0.0.1:1", "agent")).ok());
+  EXPECT_GT(AgentPid(), 0);
+}
+
 TEST_F(RunTest, ConsoleLinesAreCapturedAndProgressBarsCollapse) {
   FakeCohortServer server;
   Settings s = Base(server.url(), "inprocess");
@@ -225,6 +240,18 @@ TEST_F(RunTest, ForkedChildLogsUnderItsOwnLabel) {
   EXPECT_TRUE(WaitFor([&] { return server.point_count(child_label) == 200; }, 10000));
   EXPECT_EQ(server.point_count("w0"), 300u);
   EXPECT_FALSE(server.writers().at(child_label).primary);
+}
+
+TEST_F(RunTest, SystemMetricsAreSampledForTheWriter) {
+  FakeCohortServer server;
+  Settings s = Base(server.url(), "agent");
+  s.stats_sampling_interval_s = 0.2;
+  auto run = Init(s);
+  ASSERT_TRUE(run.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  ASSERT_TRUE(run->Finish().ok());
+  EXPECT_TRUE(WaitFor([&] { return server.system_keys("w0").count("memory") == 1; }, 5000));
+  EXPECT_EQ(server.system_keys("w0").count("proc.memory.rss_mb"), 1u);
 }
 
 TEST_F(RunTest, DisabledRunIsANoOp) {

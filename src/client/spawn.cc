@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -24,7 +25,8 @@ namespace {
 namespace fs = std::filesystem;
 
 bool Executable(const std::string& path) {
-  return !path.empty() && access(path.c_str(), X_OK) == 0 && !fs::is_directory(path);
+  std::error_code ec;
+  return !path.empty() && access(path.c_str(), X_OK) == 0 && !fs::is_directory(path, ec);
 }
 
 // Any address inside this library, to find the file it was loaded from.
@@ -40,7 +42,9 @@ Result<std::string> FindCohortBinary() {
   std::vector<std::string> candidates;
   Dl_info info;
   if (dladdr(reinterpret_cast<void*>(&Anchor), &info) && info.dli_fname) {
-    fs::path module = fs::weakly_canonical(fs::path(info.dli_fname));
+    std::error_code ec;
+    fs::path module = fs::weakly_canonical(fs::path(info.dli_fname), ec);
+    if (ec) module = fs::path(info.dli_fname);
     candidates.push_back((module.parent_path() / "cohort").string());
     candidates.push_back((module.parent_path().parent_path() / "bin" / "cohort").string());
   }
@@ -115,13 +119,14 @@ Status SpawnAgent(const std::string& binary, const agent::AgentPaths& paths,
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) return Status::Unavailable("spawn " + binary + ": " + std::strerror(rc));
-  // The agent forks away at once (COHORT_AGENT_DETACH); reap its first process, bounded.
-  for (int i = 0; i < 200; ++i) {
+  // The agent forks away at once (COHORT_AGENT_DETACH) and its first process exits; a binary
+  // that does not detach exits when idle. Either way reap it off this thread, so that it never
+  // lingers as a zombie of the training process and Init never waits for it.
+  std::thread([pid] {
     int status = 0;
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid || r < 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }).detach();
   return Status::Ok();
 }
 

@@ -99,49 +99,6 @@ class BitReader {
     return lo | Read(bits - 32) << 32;
   }
 
-  // Reads `width` (0..56) bits when at least that many remain; the caller checks overrun().
-  COHORT_SERIES_INLINE uint64_t ReadFixed(int width, uint64_t mask) {
-    if (count_ < 56) Refill();
-    if (width > count_) [[unlikely]] return ReadLong(width);
-    const uint64_t z = buf_ & mask;
-    buf_ >>= width;
-    count_ -= width;
-    return z;
-  }
-
-  // Reads one value of a two-class code: a prefix bit b, then total_b - 1 value bits.
-  COHORT_SERIES_INLINE uint64_t ReadTwoClass(int total0, int total1, uint64_t mask0,
-                                             uint64_t mask1) {
-    if (count_ < 56) Refill();
-    const bool bit = buf_ & 1;
-    const int t = bit ? total1 : total0;
-    if (t > count_) [[unlikely]] {
-      Consume(1);
-      return ReadLong(t - 1);
-    }
-    const uint64_t z = (buf_ >> 1) & (bit ? mask1 : mask0);
-    buf_ >>= t;
-    count_ -= t;
-    return z;
-  }
-
-  // Reads one prefix-coded value: the low 4 bits select an entry of `t`, which says how many
-  // bits to drop (prefix), how many to keep (mask) and how many the code takes in all.
-  template <typename Table>
-  COHORT_SERIES_INLINE uint64_t ReadCoded(const Table& t) {
-    if (count_ < 56) Refill();
-    const unsigned key = unsigned(buf_) & 15;
-    const int total = t.total[key];
-    if (total > count_) [[unlikely]] {  // a code wider than the buffer, or the stream's end
-      Consume(t.shift[key]);
-      return ReadLong(t.width[key]);
-    }
-    const uint64_t z = (buf_ >> t.shift[key]) & t.mask[key];
-    buf_ >>= total;
-    count_ -= total;
-    return z;
-  }
-
   bool overrun() const { return overrun_; }
   // True when fewer than 8 bits remain and they are all zero: the stream ended exactly where its
   // writer's Finish() left it.

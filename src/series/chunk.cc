@@ -112,7 +112,7 @@ std::string ChunkEncoder::Encode() const {
   StreamCode value_code;
   auto try_stream = [&](ValueMode m) {
     const StreamCode c = internal::PlanStream(candidate.data(), n);
-    const uint64_t bits = c.payload_bits + 8 * c.header_bytes;
+    const uint64_t bits = c.total_bits();
     if (bits < best_bits) {
       best_bits = bits;
       mode = m;
@@ -150,36 +150,35 @@ std::string ChunkEncoder::Encode() const {
     try_xor(ValueMode::kXor64, std::integral_constant<int, 64>());
   }
   const bool xor_mode = mode == ValueMode::kXor32 || mode == ValueMode::kXor64;
-  const uint64_t value_payload_bits = xor_mode ? best_bits : value_code.payload_bits;
 
   out.push_back(char(mode));
   coding::PutVarint64(&out, n);
   internal::WriteStreamHeader(step_code, steps_.data(), n, &out);
   internal::WriteStreamHeader(time_code, times_.data(), n, &out);
   if (!xor_mode) internal::WriteStreamHeader(value_code, best.data(), n, &out);
-  // Each stream's payload starts on a byte, so that a decoder can run the streams side by side.
-  const uint64_t step_bytes = (step_code.payload_bits + 7) / 8;
-  const uint64_t time_bytes = (time_code.payload_bits + 7) / 8;
-  const uint64_t value_bytes = (value_payload_bits + 7) / 8;
+  // Each stream's payload starts on a byte; the value payload runs to the checksum.
+  const uint64_t step_bytes = step_code.payload_bytes();
+  const uint64_t time_bytes = time_code.payload_bytes();
+  const uint64_t value_bytes = xor_mode ? (best_bits + 7) / 8 : value_code.payload_bytes();
   coding::PutVarint64(&out, step_bytes);
   coding::PutVarint64(&out, time_bytes);
   const size_t start = out.size();
-  out.resize(start + step_bytes + time_bytes + value_bytes + 8);  // 8: BitWriter's slack
-  BitWriter step_writer(out.data() + start);
-  internal::WriteStreamBits(step_code, steps_.data(), n, &step_writer);
-  step_writer.Finish();
-  BitWriter time_writer(out.data() + start + step_bytes);
-  internal::WriteStreamBits(time_code, times_.data(), n, &time_writer);
-  time_writer.Finish();
-  BitWriter value_writer(out.data() + start + step_bytes + time_bytes);
-  if (mode == ValueMode::kXor32) {
-    internal::XorEncode<32>(patterns.data(), n, &value_writer);
-  } else if (mode == ValueMode::kXor64) {
-    internal::XorEncode<64>(patterns.data(), n, &value_writer);
+  out.resize(start + step_bytes + time_bytes + value_bytes + 8);  // 8: slack for the writers
+  char* dst = out.data() + start;
+  internal::WriteStreamPayload(step_code, steps_.data(), n, dst);
+  internal::WriteStreamPayload(time_code, times_.data(), n, dst + step_bytes);
+  dst += step_bytes + time_bytes;
+  if (xor_mode) {
+    BitWriter w(dst);
+    if (mode == ValueMode::kXor32) {
+      internal::XorEncode<32>(patterns.data(), n, &w);
+    } else {
+      internal::XorEncode<64>(patterns.data(), n, &w);
+    }
+    w.Finish();
   } else {
-    internal::WriteStreamBits(value_code, best.data(), n, &value_writer);
+    internal::WriteStreamPayload(value_code, best.data(), n, dst);
   }
-  value_writer.Finish();
   out.resize(start + step_bytes + time_bytes + value_bytes);
   coding::PutFixed32(&out, crc32c::Value(out));
   return out;
@@ -203,45 +202,6 @@ Result<std::vector<store::Point>> DecodeChunk(std::string_view encoded) {
 }
 
 namespace {
-
-// Decodes steps and times into p[0..n).
-void DecodeSteps(internal::StreamDecoder* steps, internal::StreamDecoder* times, size_t n,
-                 store::Point* p) {
-  internal::StreamDecoder s = *steps, t = *times;  // locals stay in registers
-  p[0].step = int64_t(s.First());
-  p[0].time_ms = int64_t(t.First());
-  if (n >= 2) {
-    p[1].step = int64_t(s.Second());
-    p[1].time_ms = int64_t(t.Second());
-  }
-  for (size_t i = 2; i < n; ++i) {
-    p[i].step = int64_t(s.Next());
-    p[i].time_ms = int64_t(t.Next());
-  }
-  *steps = s;
-  *times = t;
-}
-
-// Decodes steps, times and residual-coded values side by side into p[0..n); convert(x, &ok)
-// turns a value stream integer into the double. False when a value was invalid for its mode.
-template <typename Convert>
-bool DecodeAll(internal::StreamDecoder* steps, internal::StreamDecoder* times,
-               const StreamHeader& values, std::string_view value_payload, size_t n,
-               store::Point* p, bool* clean, Convert convert) {
-  internal::StreamDecoder s = *steps, t = *times;  // locals stay in registers
-  const internal::StreamLayout value_layout(values);
-  internal::StreamDecoder v(value_layout, value_payload);
-  bool ok = true;
-  p[0] = {int64_t(s.First()), int64_t(t.First()), convert(v.First(), &ok)};
-  if (n >= 2) p[1] = {int64_t(s.Second()), int64_t(t.Second()), convert(v.Second(), &ok)};
-  for (size_t i = 2; i < n; ++i) {
-    p[i] = {int64_t(s.Next()), int64_t(t.Next()), convert(v.Next(), &ok)};
-  }
-  *steps = s;
-  *times = t;
-  *clean = v.Finish();
-  return ok;
-}
 
 Status DecodeBody(std::string_view in, std::vector<store::Point>* out) {
   if (in.size() < 3 + kCrcSize) {
@@ -289,50 +249,59 @@ Status DecodeBody(std::string_view in, std::vector<store::Point>* out) {
   }
   out->resize(n);
   store::Point* p = out->data();
-  const internal::StreamLayout step_layout(steps), time_layout(times);
-  internal::StreamDecoder sd(step_layout, body.substr(0, step_bytes));
-  internal::StreamDecoder td(time_layout, body.substr(step_bytes, time_bytes));
+  const char* load_end = in.data() + in.size();
+  const bool steps_ok = internal::DecodeStream(
+      steps, body.substr(0, step_bytes), load_end, n, [p](size_t i, uint64_t x) {
+        p[i].step = int64_t(x);
+        return 0u;
+      });
+  const bool times_ok = internal::DecodeStream(
+      times, body.substr(step_bytes, time_bytes), load_end, n, [p](size_t i, uint64_t x) {
+        p[i].time_ms = int64_t(x);
+        return 0u;
+      });
+  if (!steps_ok || !times_ok) return Corrupt("step or time payload truncated or overlong");
   const std::string_view value_payload = body.substr(step_bytes + time_bytes);
-  bool values_ok = true;  // every value valid for its mode, XOR windows possible
-  bool clean = true;      // every payload ended where its stream did
+  bool clean = true;  // the payload held exactly the values, each valid for its mode
   switch (mode) {
     case ValueMode::kXor64:
     case ValueMode::kXor32: {
-      DecodeSteps(&sd, &td, n, p);
       BitReader r(value_payload.data(), value_payload.size());
+      bool windows_ok;
       if (mode == ValueMode::kXor64) {
-        values_ok = internal::XorDecode<64>(&r, n, [p](size_t i, uint64_t b) {
+        windows_ok = internal::XorDecode<64>(&r, n, [p](size_t i, uint64_t b) {
           p[i].value = coding::BitsDouble(b);
         });
       } else {
-        values_ok = internal::XorDecode<32>(&r, n, [p](size_t i, uint64_t b) {
+        windows_ok = internal::XorDecode<32>(&r, n, [p](size_t i, uint64_t b) {
           p[i].value = coding::BitsDouble(internal::FromFloat32Bits(uint32_t(b)));
         });
       }
-      clean = r.AtCleanEnd();
+      clean = windows_ok && r.AtCleanEnd();
       break;
     }
     case ValueMode::kInteger:
-      values_ok = DecodeAll(&sd, &td, values, value_payload, n, p, &clean, [](uint64_t x, bool* ok) {
-        *ok &= internal::IntegerInRange(int64_t(x));
-        return static_cast<double>(int64_t(x));
+      clean = internal::DecodeStream(values, value_payload, load_end, n, [p](size_t i, uint64_t x) {
+        p[i].value = static_cast<double>(int64_t(x));
+        return unsigned(!internal::IntegerInRange(int64_t(x)));
       });
       break;
     case ValueMode::kFloat32Delta:
-      values_ok = DecodeAll(&sd, &td, values, value_payload, n, p, &clean, [](uint64_t x, bool* ok) {
+      clean = internal::DecodeStream(values, value_payload, load_end, n, [p](size_t i, uint64_t x) {
         uint32_t f = 0;
-        *ok &= internal::FromOrdered32(int64_t(x), &f);
-        return coding::BitsDouble(internal::FromFloat32Bits(f));
+        const bool ok = internal::FromOrdered32(int64_t(x), &f);
+        p[i].value = coding::BitsDouble(internal::FromFloat32Bits(f));
+        return unsigned(!ok);
       });
       break;
     case ValueMode::kFloat64Delta:
-      values_ok = DecodeAll(&sd, &td, values, value_payload, n, p, &clean, [](uint64_t x, bool*) {
-        return coding::BitsDouble(internal::FromOrdered64(int64_t(x)));
+      clean = internal::DecodeStream(values, value_payload, load_end, n, [p](size_t i, uint64_t x) {
+        p[i].value = coding::BitsDouble(internal::FromOrdered64(int64_t(x)));
+        return 0u;
       });
       break;
   }
-  if (!sd.Finish() || !td.Finish() || !clean) return Corrupt("payload truncated or overlong");
-  if (!values_ok) return Corrupt("value out of range for its mode");
+  if (!clean) return Corrupt("value payload truncated, overlong or out of range for its mode");
   return Status::Ok();
 }
 

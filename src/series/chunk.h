@@ -24,7 +24,10 @@
 
 namespace cohort::series {
 
-inline constexpr int kMaxChunkPoints = 4096;
+// Points per chunk. 1,024 (rather than more) so that a bucketed query decodes few points: each
+// bucket boundary cuts at most one chunk, and 10M points -> 1,000 buckets decodes ~1M points
+// (bench/series_bench.cc, BM_QueryBuckets10M); the cost is ~0.03 B/point of chunk headers.
+inline constexpr int kMaxChunkPoints = 1024;
 // First byte of an encoded chunk: magic in the high nibble, format version in the low nibble.
 inline constexpr uint8_t kChunkMagic = 0xC0;
 inline constexpr uint8_t kChunkVersion = 1;

@@ -29,9 +29,9 @@ int64_t SampleMedian(const int64_t* x, size_t n, int order) {
   return sample[take / 2];
 }
 
-// Chooses up to kMaxClasses class widths minimising the payload bits for a histogram of residual
-// widths (hist[w] = residuals needing exactly w bits). Exact dynamic programme over the distinct
-// widths present; class c < k-1 costs c+1 prefix bits, the last class k-1.
+// Chooses k and the class widths minimising the payload bits for a histogram of residual
+// widths (hist[w] = residuals needing exactly w bits): every residual costs the selector width of
+// k plus its class's width. Exact dynamic programme over the distinct widths present.
 void FitClasses(const uint32_t (&hist)[kMaxWidth + 1], StreamCode* code) {
   int v[kMaxWidth + 1];
   uint64_t cum[kMaxWidth + 2];
@@ -45,45 +45,41 @@ void FitClasses(const uint32_t (&hist)[kMaxWidth + 1], StreamCode* code) {
   }
   code->k = 1;
   std::fill(std::begin(code->widths), std::end(code->widths), 0);
-  code->payload_bits = 0;
+  code->selector_bits = code->value_bits = 0;
   if (d == 0) return;
-  // f[c][i]: fewest bits for the values of the first i distinct widths using non-final classes
-  // 0..c, class c ending at width v[i-1]; from[c][i]: where class c starts.
+  const uint64_t m = cum[d];
+  // f[c][i]: fewest value bits for the residuals of the first i distinct widths in c + 1
+  // classes, the last ending at width v[i-1]; from[c][i]: where that class starts.
   constexpr uint64_t kInf = ~uint64_t{0};
-  uint64_t f[kMaxClasses - 1][kMaxWidth + 2];
-  int from[kMaxClasses - 1][kMaxWidth + 2];
-  for (int i = 1; i <= d; ++i) f[0][i] = uint64_t(1 + v[i - 1]) * cum[i];
-  for (int c = 1; c < kMaxClasses - 1; ++c) {
+  uint64_t f[kMaxClasses][kMaxWidth + 2];
+  int from[kMaxClasses][kMaxWidth + 2];
+  for (int i = 1; i <= d; ++i) f[0][i] = uint64_t(v[i - 1]) * cum[i];
+  uint64_t best = f[0][d];  // k = 1: no selectors
+  int best_k = 1;
+  for (int c = 1; c < std::min(kMaxClasses, d); ++c) {
     for (int i = c + 1; i <= d; ++i) {
       f[c][i] = kInf;
       for (int j = c; j < i; ++j) {
-        const uint64_t cost = f[c - 1][j] + uint64_t(c + 1 + v[i - 1]) * (cum[i] - cum[j]);
+        const uint64_t cost = f[c - 1][j] + uint64_t(v[i - 1]) * (cum[i] - cum[j]);
         if (cost < f[c][i]) {
           f[c][i] = cost;
           from[c][i] = j;
         }
       }
     }
-  }
-  uint64_t best = uint64_t(v[d - 1]) * cum[d];
-  int best_k = 1, best_j = 0;
-  for (int k = 2; k <= std::min(kMaxClasses, d); ++k) {
-    for (int j = k - 1; j < d; ++j) {
-      const uint64_t cost = f[k - 2][j] + uint64_t(k - 1 + v[d - 1]) * (cum[d] - cum[j]);
-      if (cost < best) {
-        best = cost;
-        best_k = k;
-        best_j = j;
-      }
+    const uint64_t cost = f[c][d] + m * uint64_t(std::bit_width(unsigned(c)));
+    if (cost < best) {
+      best = cost;
+      best_k = c + 1;
     }
   }
   code->k = best_k;
-  code->widths[best_k - 1] = uint8_t(v[d - 1]);
-  for (int c = best_k - 2, i = best_j; c >= 0; --c) {
+  for (int c = best_k - 1, i = d; c >= 0; --c) {
     code->widths[c] = uint8_t(v[i - 1]);
     if (c > 0) i = from[c][i];
   }
-  code->payload_bits = best;
+  code->selector_bits = m * uint64_t(code->selector_width());
+  code->value_bits = best - code->selector_bits;
 }
 
 uint64_t HeaderBytes(const StreamCode& c, const int64_t* x, size_t n) {
@@ -127,8 +123,7 @@ StreamCode PlanStream(const int64_t* x, size_t n) {
   for (int w = 0; w <= kMaxWidth; ++w) hist[w] = h2[0][w] + h2[1][w];
   FitClasses(hist, &two);
   two.header_bytes = HeaderBytes(two, x, n);
-  const auto size = [](const StreamCode& c) { return c.payload_bits + 8 * c.header_bytes; };
-  return size(two) < size(one) ? two : one;
+  return two.total_bits() < one.total_bits() ? two : one;
 }
 
 void WriteStreamHeader(const StreamCode& c, const int64_t* x, size_t n, std::string* out) {
@@ -141,29 +136,22 @@ void WriteStreamHeader(const StreamCode& c, const int64_t* x, size_t n, std::str
   coding::PutVarint64(out, coding::ZigZag(c.base));
 }
 
-void WriteStreamBits(const StreamCode& c, const int64_t* x, size_t n, BitWriter* w) {
-  if (n < size_t(c.order) + 1 || (c.k == 1 && c.widths[0] == 0)) return;  // nothing to write
-  struct Code {
-    uint8_t prefix_bits;
-    uint8_t width;
-    uint64_t prefix;
-  };
-  Code code_of_width[kMaxWidth + 1];
+void WriteStreamPayload(const StreamCode& c, const int64_t* x, size_t n, char* dst) {
+  if (n < size_t(c.order) + 1 || (c.k == 1 && c.widths[0] == 0)) return;  // no payload
+  uint8_t class_of_width[kMaxWidth + 1];
   for (int width = kMaxWidth, cls = c.k - 1; width >= 0; --width) {
     while (cls > 0 && c.widths[cls - 1] >= width) --cls;
-    code_of_width[width] = {uint8_t(cls + (cls < c.k - 1 ? 1 : 0)), c.widths[cls],
-                            (uint64_t{1} << cls) - 1};
+    class_of_width[width] = uint8_t(cls);
   }
+  BitWriter selectors(dst);
+  BitWriter values(dst + (c.selector_bits + 7) / 8);
+  const int selector_width = c.selector_width();
   const uint64_t base = uint64_t(c.base);
   auto put = [&](uint64_t diff) {
     const uint64_t z = Zz(diff, base);
-    const Code& code = code_of_width[BitWidth(z)];
-    if (code.prefix_bits + code.width <= 64) [[likely]] {
-      w->Write(code.prefix | z << code.prefix_bits, code.prefix_bits + code.width);
-    } else {
-      w->Write(code.prefix, code.prefix_bits);
-      w->Write(z, code.width);
-    }
+    const int cls = class_of_width[BitWidth(z)];
+    selectors.Write(uint64_t(cls), selector_width);
+    values.Write(z, c.widths[cls]);
   };
   uint64_t prev = uint64_t(x[1]) - uint64_t(x[0]);
   if (c.order == 1) put(prev);
@@ -172,6 +160,9 @@ void WriteStreamBits(const StreamCode& c, const int64_t* x, size_t n, BitWriter*
     put(c.order == 1 ? d : d - prev);
     prev = d;
   }
+  // The selectors end before the values begin, so finishing them cannot overwrite any value.
+  selectors.Finish();
+  values.Finish();
 }
 
 bool ParseStreamHeader(std::string_view* in, size_t n, StreamHeader* h) {
@@ -198,41 +189,6 @@ bool ParseStreamHeader(std::string_view* in, size_t n, StreamHeader* h) {
   if (!coding::GetVarint64(in, &v)) return false;
   c.base = coding::UnZigZag(v);
   return true;
-}
-
-StreamLayout::StreamLayout(const StreamHeader& h)
-    : order2(h.code.order == 2),
-      x0(h.x0),
-      d0(h.d0),
-      base(uint64_t(h.code.base)),
-      order2_mask(h.code.order == 2 ? ~uint64_t{0} : 0) {
-  const StreamCode& c = h.code;
-  auto mask = [](int w) { return w >= 64 ? ~uint64_t{0} : (uint64_t{1} << w) - 1; };
-  if (c.k == 1 && c.widths[0] == 0) {
-    kind = Kind::kConstant;
-  } else if (c.k == 1 && c.widths[0] <= 56) {
-    kind = Kind::kFixed;
-    width = c.widths[0];
-    mask0 = mask(width);
-  } else if (c.k == 2 && c.widths[1] <= 55) {
-    kind = Kind::kTwoClass;
-    total0 = uint8_t(1 + c.widths[0]);
-    total1 = uint8_t(1 + c.widths[1]);
-    mask0 = mask(c.widths[0]);
-    mask1 = mask(c.widths[1]);
-  } else {
-    kind = Kind::kTable;
-    for (unsigned key = 0; key < 16; ++key) {
-      int cls = std::countr_one(key);
-      if (cls > c.k - 1) cls = c.k - 1;
-      const int prefix = cls + (cls < c.k - 1 ? 1 : 0);
-      const int w = c.widths[cls];
-      table.shift[key] = uint8_t(prefix);
-      table.width[key] = uint8_t(w);
-      table.total[key] = uint8_t(prefix + w);
-      table.mask[key] = mask(w);
-    }
-  }
 }
 
 }  // namespace cohort::series::internal

@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <cstring>
 
 #include "core/coding.h"
 
@@ -51,8 +52,10 @@ inline uint64_t FromFloat32Bits(uint32_t f) {
   const uint64_t sign = uint64_t(f >> 31) << 63;
   const uint32_t exp = (f >> 23) & 0xFF;
   const uint32_t mant = f & 0x7FFFFF;
-  if (exp - 1 < 0xFE) [[likely]] {  // normal
-    return sign | uint64_t(exp - 127 + 1023) << 52 | uint64_t(mant) << 29;
+  if (exp - 1 < 0xFE) [[likely]] {  // normal: exact in hardware, whatever the FP environment
+    float v;
+    std::memcpy(&v, &f, 4);
+    return coding::DoubleBits(static_cast<double>(v));
   }
   if (exp == 0xFF) return sign | uint64_t{0x7FF} << 52 | uint64_t(mant) << 29;
   if (mant == 0) return sign;

@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/ids.h"
 #include "core/user_config.h"
+#include "server/compat/compat.h"
 #include "server/http/static_files.h"
 
 namespace cohort::server {
@@ -86,6 +87,7 @@ Status ServerApp::Start() {
 
   router_ = std::make_unique<http::Router>();
   api::RegisterApiRoutes(*router_, &ctx_);
+  compat::RegisterCompatRoutes(*router_, &ctx_);
   if (!config_.ui_dir.empty() && std::filesystem::exists(config_.ui_dir + "/index.html")) {
     router_->Add("GET", "/{path...}", http::StaticFiles(config_.ui_dir));
   } else {

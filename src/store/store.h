@@ -9,6 +9,7 @@
 // entity is simply not found. Authorization is the API layer's job.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +60,21 @@ class Store {
   virtual Result<std::vector<SeriesInfo>> ListSeries(const RunRef& ref) = 0;
   virtual Result<std::vector<SeriesData>> QueryHistory(const HistoryQuery& query) = 0;
   virtual Result<std::vector<ConsoleLine>> QueryConsole(const ConsoleQuery& query) = 0;
+
+  // ---- stream positions and run files (the W&B compatibility layer, src/server/compat) ----
+  // Stream positions of every writer of the run (see StreamPosition): label -> stream -> next
+  // offset.
+  virtual Result<std::map<std::string, std::map<std::string, int64_t>>> ListStreamPositions(
+      const RunRef& ref) = 0;
+  // Renames a writer; its series, console lines and stream positions follow. kAlreadyExists
+  // when another writer of the run has the label `to`.
+  virtual Result<WriterRecord> RenameWriter(const RunRef& ref, const std::string& from,
+                                            const std::string& to) = 0;
+  // Stores a file of the run, replacing one of the same name. Returns it without its data.
+  virtual Result<RunFile> PutRunFile(const RunRef& ref, const RunFile& file) = 0;
+  // The run's files by name, without their data.
+  virtual Result<std::vector<RunFile>> ListRunFiles(const RunRef& ref) = 0;
+  virtual Result<RunFile> GetRunFile(const RunRef& ref, const std::string& name) = 0;
 
   // ---- saved views ----
   virtual Result<ViewRecord> CreateView(const ViewRecord& view) = 0;

@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "store/postgres/pg_store.h"
 #include "store/sqlite/sqlite_store.h"
 #include "store/store.h"
 
@@ -42,7 +43,8 @@ Result<SqliteOptions> ParseSqliteTarget(std::string_view target) {
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url) {
   std::string_view target = url;
   if (target.starts_with("postgresql://") || target.starts_with("postgres://")) {
-    return Status::InvalidArgument("this build has no PostgreSQL store yet; use sqlite");
+    COHORT_ASSIGN_OR_RETURN(std::unique_ptr<PostgresStore> store, PostgresStore::OpenUrl(url));
+    return std::unique_ptr<Store>(std::move(store));
   }
   if (target.starts_with("sqlite://")) {
     // sqlite:///abs/path.db -> /abs/path.db; sqlite://relative.db -> relative.db

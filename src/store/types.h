@@ -107,11 +107,29 @@ struct ConsoleLine {
   std::string text;
   std::string label;  // filled by the store on reads: the writer's label
   int64_t id = 0;     // filled by the store on reads: a cursor for paging
+  // >= 0: the line's position in its writer's console (the W&B output.log offset, see
+  // src/server/compat); a line stored before at the same position of the same writer is
+  // replaced in place (progress bars re-send lines). -1: the line is appended.
+  int64_t line = -1;
+};
+
+// A position in one of a writer's ordered input streams, for clients that number their lines
+// rather than their batches (the W&B file_stream offsets, src/server/compat). A batch carrying
+// positions is stored only when every named stream's stored next offset equals `expect` (a
+// stream never written counts as 0); each stream then moves to `next`. Otherwise Ingest fails
+// with kFailedPrecondition and stores nothing, so a batch rebuilt from re-sent (file, offset)
+// ranges is stored exactly once even when two requests race.
+struct StreamPosition {
+  std::string stream;
+  int64_t expect = 0;
+  int64_t next = 0;
 };
 
 // Everything one writer sends in one request, applied atomically and at most once per seq.
 struct IngestBatch {
-  int64_t seq = 0;  // > 0, unique per writer; a seen seq is acknowledged and ignored
+  int64_t seq = 0;  // > 0, unique per writer; a seen seq is acknowledged and ignored. 0 only
+                    // together with `positions`, which then guard the batch instead.
+  std::vector<StreamPosition> positions;  // checked and advanced atomically with the batch
   std::vector<HistoryRow> rows;
   std::vector<SystemRow> system;
   std::vector<ConsoleLine> console;
@@ -208,6 +226,15 @@ struct ViewRecord {
   std::string entity, project, name;
   std::string spec_json = "{}";  // {filters, group_by, sort, columns, panels}
   int64_t created_ms = 0, updated_ms = 0;
+};
+
+// A file attached to a run (W&B clients upload config.yaml, requirements.txt, output.log...).
+struct RunFile {
+  std::string name;          // relative path, e.g. "media/images/a.png"
+  std::string content_type;  // as uploaded; may be empty
+  int64_t size = 0;          // bytes
+  int64_t updated_ms = 0;
+  std::string data;          // empty in listings
 };
 
 enum class KeyRole { kAdmin, kMember };

@@ -273,7 +273,10 @@ void Log::Publish(uint64_t old_segment, uint64_t old_end) {
     active_ = writer_->segment();
   }
   end_ = writer_->end();
-  durable_end_ = writer_->synced_end();
+  if (writer_->synced_end() != durable_end_) {
+    durable_end_ = writer_->synced_end();
+    durable_cv_.notify_all();
+  }
 }
 
 Result<Position> Log::Append(std::string_view payload) {
@@ -304,6 +307,7 @@ Status Log::Close() {
     sealed_[active_] = s.ok() ? end_.offset : durable_end_.offset;
     if (s.ok()) durable_end_ = end_;
     active_ = 0;
+    durable_cv_.notify_all();
   }
   writer_.reset();
   lock_.reset();
@@ -340,6 +344,13 @@ std::unique_ptr<Reader> Log::NewReader(Position from) {
 }
 
 std::unique_ptr<Reader> Log::ReadUnacknowledged() { return NewReader(acknowledged()); }
+
+bool Log::WaitForDurable(Position position, std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return durable_cv_.wait_for(lock, timeout, [&] {
+    return durable_end_ > position || active_ == 0;
+  }) && durable_end_ > position;
+}
 
 Position Log::end() const {
   std::lock_guard<std::mutex> lock(mu_);

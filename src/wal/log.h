@@ -27,6 +27,8 @@
 // continues with the next segment.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -115,6 +117,10 @@ class Log {
   // A reader from the acknowledged position: what is still to be sent.
   std::unique_ptr<Reader> ReadUnacknowledged();
 
+  // Blocks until durable_end() passes `position`, the log is closed, or `timeout` elapses;
+  // true in the first case. Lets a sender sleep until there is something new to read.
+  bool WaitForDurable(Position position, std::chrono::milliseconds timeout) const;
+
   Position end() const;
   Position durable_end() const;
   Position acknowledged() const;
@@ -154,6 +160,7 @@ class Log {
   Position end_;
   Position durable_end_;
   Position ack_;
+  mutable std::condition_variable durable_cv_;  // durable_end_ advanced or the log closed
 };
 
 }  // namespace cohort::wal

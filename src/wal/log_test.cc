@@ -66,6 +66,21 @@ TEST(Log, ReadersSeeOnlyDurableRecords) {
   EXPECT_EQ(r.payload, "second");
 }
 
+TEST(Log, WaitForDurableWakesWhenASyncLandsAndTimesOutOtherwise) {
+  TempDir dir;
+  auto log = MustOpen(dir.path());
+  Position start = log->durable_end();
+  EXPECT_FALSE(log->WaitForDurable(start, std::chrono::milliseconds(20)));
+  std::thread syncer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_TRUE(log->Append("x").ok());
+    ASSERT_TRUE(log->Sync().ok());
+  });
+  EXPECT_TRUE(log->WaitForDurable(start, std::chrono::seconds(30)));
+  syncer.join();
+  EXPECT_GT(log->durable_end(), start);
+}
+
 TEST(Log, ReaderFollowsRolls) {
   TempDir dir;
   NoSyncFileSystem fs;

@@ -34,6 +34,9 @@ export function App() {
         }
       }
       if (!api.hasKey()) { setAuth({ kind: 'login' }); return; }
+      // A stored key: show the page at once and check the key alongside (a 401 from any call
+      // brings the login screen back), saving a round trip before the first data request.
+      if (!token) setAuth({ kind: 'ok', viewer: { entity: '', role: '', key_name: '' } });
       try {
         setAuth({ kind: 'ok', viewer: await api.viewer() });
       } catch (e) {

@@ -146,6 +146,33 @@ CREATE TABLE api_keys (
 );
 CREATE INDEX api_keys_by_entity ON api_keys (entity, pk);
 )sql"},
+      // Version 2 (the W&B compatibility layer, src/server/compat):
+      //   console.line_no   a writer's console line position (NULL: appended lines); a line
+      //                     re-sent at the same position replaces the stored one.
+      //   stream_positions  next offset per (writer, stream): the exactly-once guard of
+      //                     batches rebuilt from file_stream offsets (types.h StreamPosition).
+      //   run_files         files uploaded to a run, data inline (bounded by the body limit).
+      {2, R"sql(
+ALTER TABLE console ADD COLUMN line_no INTEGER;
+CREATE UNIQUE INDEX console_by_line ON console (writer_pk, line_no) WHERE line_no IS NOT NULL;
+
+CREATE TABLE stream_positions (
+  writer_pk INTEGER NOT NULL,
+  stream TEXT NOT NULL,
+  next_offset INTEGER NOT NULL,
+  PRIMARY KEY (writer_pk, stream)
+) WITHOUT ROWID;
+
+CREATE TABLE run_files (
+  run_pk INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  content_type TEXT NOT NULL DEFAULT '',
+  size INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY (run_pk, name)
+);
+)sql"},
   };
   return kMigrations;
 }

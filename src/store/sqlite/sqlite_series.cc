@@ -29,7 +29,21 @@ struct SeriesPoints {
 };
 
 Status ValidateBatch(const IngestBatch& batch) {
-  if (batch.seq <= 0) return Status::InvalidArgument("batch: seq must be > 0");
+  if (batch.seq < 0 || (batch.seq == 0 && batch.positions.empty())) {
+    return Status::InvalidArgument("batch: seq must be > 0");
+  }
+  for (size_t i = 0; i < batch.positions.size(); ++i) {
+    const StreamPosition& p = batch.positions[i];
+    if (p.stream.empty()) return Status::InvalidArgument("batch: empty stream name");
+    if (p.expect < 0 || p.next < 0) {
+      return Status::InvalidArgument("batch: stream '" + p.stream + "': negative offset");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (batch.positions[j].stream == p.stream) {
+        return Status::InvalidArgument("batch: stream '" + p.stream + "' named twice");
+      }
+    }
+  }
   for (const HistoryRow& row : batch.rows) {
     for (const auto& [key, value] : row.values) {
       if (key.empty()) return Status::InvalidArgument("batch: empty metric key");
@@ -144,7 +158,29 @@ Result<IngestResult> SqliteStore::Ingest(const RunRef& ref, const std::string& l
   COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db, ref));
   COHORT_ASSIGN_OR_RETURN(WriterRecord writer, LoadWriter(db, run.pk, ref, label));
   IngestResult result;
-  {
+  // Stream positions: compare, then advance (the whole call fails when one does not match).
+  for (const StreamPosition& p : batch.positions) {
+    int64_t current = 0;
+    {
+      COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("SELECT next_offset FROM stream_positions "
+                                                  "WHERE writer_pk = ? AND stream = ?"));
+      st.Bind(writer.pk).Bind(p.stream);
+      COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (row) current = st.Int(0);
+    }
+    if (current != p.expect) {
+      return Status::FailedPrecondition("stream '" + p.stream + "' of writer '" + label +
+                                        "' is at " + std::to_string(current) + ", not " +
+                                        std::to_string(p.expect));
+    }
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("INSERT INTO stream_positions (writer_pk, stream, next_offset) "
+                            "VALUES (?, ?, ?) ON CONFLICT (writer_pk, stream) DO UPDATE SET "
+                            "next_offset = excluded.next_offset"));
+    st.Bind(writer.pk).Bind(p.stream).Bind(p.next);
+    COHORT_RETURN_IF_ERROR(st.Run());
+  }
+  if (batch.seq > 0) {
     COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("INSERT INTO batches (writer_pk, seq, stored_ms) "
                                                 "VALUES (?, ?, ?) ON CONFLICT DO NOTHING"));
     st.Bind(writer.pk).Bind(batch.seq).Bind(now_ms);
@@ -189,6 +225,17 @@ Result<IngestResult> SqliteStore::Ingest(const RunRef& ref, const std::string& l
     COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("INSERT INTO console (run_pk, writer_pk, time_ms, "
                                                 "stream, text) VALUES (?, ?, ?, ?, ?)"));
     for (const ConsoleLine& line : batch.console) {
+      if (line.line >= 0) {  // numbered: replaces the line stored at that position
+        COHORT_ASSIGN_OR_RETURN(
+            Stmt up, db->Cached("INSERT INTO console (run_pk, writer_pk, time_ms, stream, text, "
+                                "line_no) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (writer_pk, "
+                                "line_no) WHERE line_no IS NOT NULL DO UPDATE SET time_ms = "
+                                "excluded.time_ms, stream = excluded.stream, text = excluded.text"));
+        up.Bind(run.pk).Bind(writer.pk).Bind(line.time_ms).Bind(line.stream).Bind(line.text);
+        up.Bind(line.line);
+        COHORT_RETURN_IF_ERROR(up.Run());
+        continue;
+      }
       st.Bind(run.pk).Bind(writer.pk).Bind(line.time_ms).Bind(line.stream).Bind(line.text);
       COHORT_RETURN_IF_ERROR(st.Run());
       st.Reset();

@@ -337,6 +337,8 @@ Status SqliteStore::DeleteRun(const RunRef& ref) {
       "DELETE FROM series WHERE run_pk = ?",
       "DELETE FROM console WHERE run_pk = ?",
       "DELETE FROM batches WHERE writer_pk IN (SELECT pk FROM writers WHERE run_pk = ?)",
+      "DELETE FROM stream_positions WHERE writer_pk IN (SELECT pk FROM writers WHERE run_pk = ?)",
+      "DELETE FROM run_files WHERE run_pk = ?",
       "DELETE FROM writers WHERE run_pk = ?",
       "DELETE FROM runs WHERE pk = ?",
   };

@@ -52,6 +52,15 @@ class SqliteStore final : public Store {
   Result<std::vector<SeriesData>> QueryHistory(const HistoryQuery& query) override;
   Result<std::vector<ConsoleLine>> QueryConsole(const ConsoleQuery& query) override;
 
+  // sqlite_compat.cc
+  Result<std::map<std::string, std::map<std::string, int64_t>>> ListStreamPositions(
+      const RunRef& ref) override;
+  Result<WriterRecord> RenameWriter(const RunRef& ref, const std::string& from,
+                                    const std::string& to) override;
+  Result<RunFile> PutRunFile(const RunRef& ref, const RunFile& file) override;
+  Result<std::vector<RunFile>> ListRunFiles(const RunRef& ref) override;
+  Result<RunFile> GetRunFile(const RunRef& ref, const std::string& name) override;
+
   Result<ViewRecord> CreateView(const ViewRecord& view) override;
   Result<std::vector<ViewRecord>> ListViews(const std::string& entity,
                                             const std::string& project) override;

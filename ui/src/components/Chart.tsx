@@ -170,7 +170,8 @@ function makeOptions(
   const gridColor = css.getPropertyValue('--grid').trim() || 'rgba(128,128,128,0.15)';
   const series: uPlot.Series[] = [{}];
   props.lines.forEach((l) => {
-    const pts = l.band.raw && l.band.x.length <= 120;
+    // Dots only where they do not crowd: raw points at least ~6 px apart on average.
+    const pts = l.band.raw && l.band.x.length <= width / 6;
     if (smoothOn) {
       series.push({ label: l.label, stroke: l.color, width: l.emphasis ? 2.5 : 1.5, points: { show: false }, spanGaps: true });
       series.push({ label: l.label + ' (raw)', stroke: withAlpha(l.color, 0.35), width: 1, points: { show: pts, size: 4 }, spanGaps: true });

@@ -22,7 +22,9 @@ export function withAlpha(hex: string, a: number): string {
 
 export function fmtDuration(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';
-  const s = Math.max(0, Math.round(ms / 1000));
+  // Negative on a relative-time axis: points timed before the run's start (clock skew).
+  if (ms < 0) return '-' + fmtDuration(-ms);
+  const s = Math.round(ms / 1000);
   if (s < 60) return `${s}s`;
   const m = Math.floor(s / 60);
   if (m < 60) return `${m}m ${String(s % 60).padStart(2, '0')}s`;

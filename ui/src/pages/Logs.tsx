@@ -57,6 +57,7 @@ export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tic
   const pending = useRef(new Set<number>());
   const [version, setVersion] = useState(0);
   const [follow, setFollow] = useState(false);
+  const [counting, setCounting] = useState(true);
   const filterGen = useRef(0);
 
   // A new filter: a new index, an empty cache.
@@ -66,10 +67,21 @@ export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tic
     cache.current = new Map();
     pending.current = new Set();
     setIndex(null);
-    api.consoleIndex(r.entity, r.project, r.id, { labels, stream: state.stream, q: parsed.text, stride: STRIDE }, ctl.signal)
+    setCounting(true);
+    const f = { labels, stream: state.stream, q: parsed.text };
+    // The first page right away (a long log's index takes a moment), the index alongside.
+    let indexed = false;
+    api.console(r.entity, r.project, r.id, { ...f, limit: STRIDE }, ctl.signal).then((res) => {
+      if (gen !== filterGen.current || indexed) return;
+      cache.current.set(0, res.lines);
+      setIndex({ total: res.lines.length, lastId: 0, pages: [{ after: 0, start: 0 }] });
+    }, () => { /* the index reports errors */ });
+    api.consoleIndex(r.entity, r.project, r.id, { ...f, stride: STRIDE }, ctl.signal)
       .then((ix) => {
         if (gen !== filterGen.current) return;
+        indexed = true;
         setIndex({ total: ix.total, lastId: ix.last_id, pages: ix.cursors.map((after, i) => ({ after, start: i * ix.stride })) });
+        setCounting(false);
         setError(null);
       }, (e) => { if ((e as Error).name !== 'AbortError') setError(e); });
     return () => ctl.abort();
@@ -77,7 +89,7 @@ export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tic
 
   // Live: extend the index with the lines that arrived since.
   useEffect(() => {
-    if (!tick || !index) return;
+    if (!tick || !index || counting) return;
     const gen = filterGen.current;
     api.consoleIndex(r.entity, r.project, r.id, { labels, stream: state.stream, q: parsed.text, stride: STRIDE, after: index.lastId })
       .then((ix) => {
@@ -181,7 +193,7 @@ export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tic
           <option value="stderr">stderr</option>
         </select>
         <label><input type="checkbox" checked={follow} onChange={(e) => setFollow((e.target as HTMLInputElement).checked)} /> follow</label>
-        <span class="muted" data-testid="log-count">{index ? `${total.toLocaleString()} lines` : 'counting…'}</span>
+        <span class="muted" data-testid="log-count">{!index ? 'counting…' : counting ? `${total.toLocaleString()}+ lines, counting…` : `${total.toLocaleString()} lines`}</span>
       </div>
       {error ? <ErrorBox error={error} /> : null}
       {index && !total ? <div class="empty">No console lines{labels.length || parsed.text || state.stream ? ' match this filter' : ' yet'}.</div> : null}

@@ -1,0 +1,238 @@
+// Web UI benchmark, measured in Debian's Chromium (playwright-core) against a real server:
+//   1. a run page with 20 charts of 100,000 points each: time from navigation until all 20
+//      charts are drawn (min/max bands from bucketed queries), and a zoom's re-query + redraw;
+//   2. a workspace of 10,000 runs: filter (name search, state, job type) and sort (server
+//      column, summary metric) times, from the input event until the table shows the result;
+//   3. a log of 1,000,000 console lines: the console index, the first screen of the Logs tab,
+//      a jump to the middle, and a label filter.
+// Prints medians of N repetitions as JSON and a table.
+//
+//   node bench/ui_bench.mjs [--reps 5] [--runs 10000] [--points 100000] [--charts 20] [--lines 1000000]
+import { api, launchBrowser, startServer } from '../tests/ui/harness.mjs';
+
+const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
+  if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
+  return acc;
+}, []));
+const REPS = Number(args.reps ?? 5);
+const RUNS = Number(args.runs ?? 10000);
+const POINTS = Number(args.points ?? 100000);
+const CHARTS = Number(args.charts ?? 20);
+const LINES = Number(args.lines ?? 1000000);
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
+
+async function pool(n, items, fn) {
+  let i = 0;
+  await Promise.all(Array.from({ length: n }, async () => { while (i < items.length) { const k = i++; await fn(items[k], k); } }));
+}
+
+async function seedCharts(server, entity) {
+  const run = await api(server, 'POST', `/api/v1/runs/${entity}/bench`, { name: 'charts-20x100k', job_type: 'train' });
+  const base = `/api/v1/runs/${entity}/bench/${run.id}`;
+  await api(server, 'POST', `${base}/writers`, { label: 'rank_0', primary: true, update_finish_state: true });
+  const t0 = Date.now();
+  const ROWS = 5000;
+  let seq = 0;
+  for (let s0 = 0; s0 < POINTS; s0 += ROWS) {
+    const history = [];
+    for (let s = s0; s < Math.min(POINTS, s0 + ROWS); s++) {
+      const values = {};
+      for (let k = 0; k < CHARTS; k++) {
+        values[`m/metric_${String(k).padStart(2, '0')}`] = Math.exp(-s / (20000 + k * 1000)) + 0.1 * Math.sin(s / (50 + k)) + 0.05 * ((s * 7919 + k * 104729) % 1000) / 1000;
+      }
+      history.push({ step: s, time: t0 + s * 100, values });
+    }
+    await api(server, 'POST', `${base}/writers/rank_0/batches`, { seq: ++seq, history });
+  }
+  await api(server, 'POST', `${base}/writers/rank_0/finish`, { exit_code: 0 });
+  return run.id;
+}
+
+async function seedRuns(server, entity) {
+  const states = ['finished', 'finished', 'finished', 'crashed', 'failed', 'running'];
+  await pool(12, Array.from({ length: RUNS }, (_, i) => i), async (i) => {
+    const r = await api(server, 'POST', `/api/v1/runs/${entity}/wide`, {
+      name: `run-${i}`, group: `g${i % 200}`, job_type: i % 4 === 0 ? 'main' : 'worker', tags: i % 3 ? ['a'] : ['b'],
+      host: `node${i % 16}`, config: { lr: (i % 10) / 100, seed: i },
+    });
+    await api(server, 'PATCH', `/api/v1/runs/${entity}/wide/${r.id}`, { summary: { loss: ((i * 7919) % 10007) / 10007, acc: (i % 100) / 100 } });
+    const st = states[i % states.length];
+    if (st !== 'running') {
+      const w = `/api/v1/runs/${entity}/wide/${r.id}/writers`;
+      await api(server, 'POST', w, { label: 'rank_0' });
+      await api(server, 'POST', `${w}/rank_0/finish`, st === 'finished' ? { exit_code: 0 } : { exit_code: 1, state: st });
+    }
+  });
+}
+
+
+async function seedLogs(server, entity) {
+  const run = await api(server, 'POST', `/api/v1/runs/${entity}/bench`, { name: 'logs-1m', job_type: 'train' });
+  const base = `/api/v1/runs/${entity}/bench/${run.id}`;
+  const labels = ['rank_0', 'rank_1', 'rank_2', 'rank_3'];
+  for (const label of labels) await api(server, 'POST', `${base}/writers`, { label });
+  const t0 = Date.now();
+  const seq = {};
+  const PER = 10000;
+  for (let i0 = 0; i0 < LINES; i0 += PER) {
+    const label = labels[(i0 / PER) % labels.length];
+    const console = [];
+    for (let i = i0; i < Math.min(LINES, i0 + PER); i++) {
+      console.push({ time: t0 + i, stream: i % 50 === 0 ? 'stderr' : 'stdout', text: `[${label}] step ${i} loss=${(1 / (1 + i / 1e5)).toFixed(5)} lr=0.1 throughput=${1000 + (i % 97)} samples/s` });
+    }
+    seq[label] = (seq[label] ?? 0) + 1;
+    await api(server, 'POST', `${base}/writers/${label}/batches`, { seq: seq[label], console });
+  }
+  return run.id;
+}
+
+/** Runs `action` in the page and returns ms until `done()` holds at an animation frame. */
+async function timeInPage(page, action, done) {
+  return page.evaluate(async ({ action, done }) => {
+    const act = new Function(action);
+    const ok = new Function(done);
+    const t0 = performance.now();
+    act();
+    for (;;) {
+      await new Promise((r) => requestAnimationFrame(r));
+      if (ok()) return performance.now() - t0;
+      if (performance.now() - t0 > 20000) return NaN;
+    }
+  }, { action, done });
+}
+
+const main = async () => {
+  const server = await startServer();
+  const entity = (await api(server, 'GET', '/api/v1/viewer')).entity;
+  console.error(`seeding: 1 run x ${CHARTS} keys x ${POINTS} points, ${RUNS} runs ...`);
+  let t = Date.now();
+  const runId = await seedCharts(server, entity);
+  console.error(`  charts seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  t = Date.now();
+  await seedRuns(server, entity);
+  console.error(`  runs seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  t = Date.now();
+  const logsRun = LINES > 0 ? await seedLogs(server, entity) : null;
+  console.error(`  ${LINES} console lines seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+
+  const browser = await launchBrowser();
+  // Tall enough that all 20 charts are on screen (charts off screen load when scrolled to).
+  const ctx = await browser.newContext({ viewport: { width: 1400, height: 2600 } });
+  const page = await ctx.newPage();
+  await page.goto(server.url + '/');
+  await page.evaluate((k) => localStorage.setItem('cohort.key', k), server.key);
+  const results = {};
+
+  // 1. Run page.
+  const chartUrl = `${server.url}/?p=${entity}/bench&run=${runId}&tab=charts`;
+  const loads = [], zooms = [];
+  for (let i = 0; i < REPS + 1; i++) {
+    await page.goto('about:blank');
+    await page.goto(chartUrl);
+    await page.waitForFunction((n) => document.querySelectorAll('section.panel .chart canvas').length >= n
+      && [...document.querySelectorAll('section.panel .panel-meta')].filter((e) => e.textContent.includes('points')).length >= n, CHARTS, { polling: 'raf', timeout: 30000 });
+    const ms = await page.evaluate(() => performance.now());
+    if (i > 0) loads.push(ms); // the first load warms the server's page cache
+    // Zoom: drag over the middle of the first chart, until its re-queried data is drawn.
+    const over = page.locator('section.panel').first().locator('.u-over');
+    const box = await over.boundingBox();
+    const before = await page.locator('section.panel .panel-meta').first().textContent();
+    const t0 = Date.now();
+    await page.mouse.move(box.x + box.width * 0.4, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.45, box.y + box.height / 2, { steps: 3 });
+    await page.mouse.up();
+    await page.waitForFunction((b) => document.querySelector('section.panel .panel-meta')?.textContent !== b, before, { polling: 'raf' });
+    if (i > 0) zooms.push(Date.now() - t0);
+  }
+  const zoomedMeta = await page.locator('section.panel .panel-meta').first().textContent();
+  results.run_page_20x100k_all_charts_drawn_ms = median(loads);
+  results.run_page_zoom_requery_ms = median(zooms);
+  results.zoomed_chart = zoomedMeta;
+
+  // 2. Workspace of 10,000 runs.
+  await page.setViewportSize({ width: 1400, height: 900 });
+  const wsUrl = `${server.url}/?p=${entity}/wide`;
+  const wsLoads = [];
+  for (let i = 0; i < 3; i++) {
+    await page.goto('about:blank');
+    const t0 = Date.now();
+    await page.goto(wsUrl);
+    await page.waitForFunction((n) => document.querySelector('.ws-count')?.textContent.startsWith(`${n.toLocaleString('en-US')} of ${n.toLocaleString('en-US')} runs`), RUNS, { polling: 100, timeout: 60000 });
+    wsLoads.push(Date.now() - t0);
+  }
+  results.workspace_10k_initial_load_ms = median(wsLoads);
+  const count = `document.querySelector('.ws-count').textContent`;
+  const firstName = `document.querySelector('[data-testid=runs-table] tr[data-run]')?.getAttribute('data-name')`;
+  const measures = {
+    filter_name_search_ms: {
+      action: `const i = document.querySelector('input[aria-label="search run names"]'); i.value = 'run-12'; i.dispatchEvent(new Event('input', { bubbles: true }));`,
+      done: `return ${count}.startsWith('111 of');`,
+      reset: `const i = document.querySelector('input[aria-label="search run names"]'); i.value = ''; i.dispatchEvent(new Event('input', { bubbles: true }));`,
+      resetDone: `return ${count}.startsWith('${RUNS.toLocaleString('en-US')} of');`,
+    },
+    filter_state_crashed_ms: {
+      action: `[...document.querySelectorAll('.fgroup.states label')].find((l) => l.textContent.trim() === 'crashed').querySelector('input').click();`,
+      done: `return !${count}.startsWith('${RUNS.toLocaleString('en-US')} of');`,
+      reset: `[...document.querySelectorAll('.fgroup.states label')].find((l) => l.textContent.trim() === 'crashed').querySelector('input').click();`,
+      resetDone: `return ${count}.startsWith('${RUNS.toLocaleString('en-US')} of');`,
+    },
+    sort_by_name_ms: {
+      action: `[...document.querySelectorAll('.th-sort')].find((b) => b.textContent.startsWith('Name')).click();`,
+      done: `return ${firstName} === 'run-9999' || ${firstName} === 'run-999';`,
+      reset: `[...document.querySelectorAll('.th-sort')].find((b) => b.textContent.startsWith('Created')).click();`,
+      resetDone: `return true;`,
+    },
+    sort_by_summary_loss_ms: {
+      action: `[...document.querySelectorAll('.th-sort')].find((b) => b.textContent.startsWith('loss')).click();`,
+      done: `return document.querySelector('[data-testid=runs-table] th[aria-sort="descending"]')?.textContent.startsWith('loss');`,
+      reset: `[...document.querySelectorAll('.th-sort')].find((b) => b.textContent.startsWith('Created')).click();`,
+      resetDone: `return true;`,
+    },
+  };
+  for (const [name, m] of Object.entries(measures)) {
+    const xs = [];
+    for (let i = 0; i < REPS; i++) {
+      xs.push(await timeInPage(page, m.action, m.done));
+      await timeInPage(page, m.reset, m.resetDone);
+      await page.waitForTimeout(50);
+    }
+    results[`workspace_10k_${name}`] = median(xs);
+  }
+  results.workspace_10k_filter_sort_compute_ms_last = await page.evaluate(() => window.__cohortFilterMs);
+
+  // 3. Logs: 1M lines.
+  if (logsRun) {
+    const idx = [];
+    for (let i = 0; i < 3; i++) {
+      const t0 = Date.now();
+      const ix = await api(server, 'GET', `/api/v1/runs/${entity}/bench/${logsRun}/console/index?stride=1000`);
+      idx.push(Date.now() - t0);
+      if (ix.total !== LINES) throw new Error(`index total ${ix.total}`);
+    }
+    results.logs_1m_console_index_api_ms = median(idx);
+    const firsts = [], jumps = [], filters = [];
+    for (let i = 0; i < 3; i++) {
+      await page.goto('about:blank');
+      await page.goto(`${server.url}/?p=${entity}/bench&run=${logsRun}&tab=logs`);
+      await page.waitForFunction(() => document.querySelector('.log-line[data-label]'), null, { polling: 'raf', timeout: 60000 });
+      firsts.push(await page.evaluate(() => performance.now()));
+      jumps.push(await timeInPage(page,
+        `const v = document.querySelector('.log-view'); v.scrollTop = (v.scrollHeight - v.clientHeight) / 2; v.dispatchEvent(new Event('scroll'));`,
+        `const r = document.querySelector('.log-window .log-line'); return !!r && r.hasAttribute('data-label') && Number(r.querySelector('.log-n').textContent) > 400000;`));
+      filters.push(await timeInPage(page,
+        `document.querySelector('.logs-bar input[data-label="rank_1"]').click();`,
+        `return new RegExp('^' + (${LINES} / 4).toLocaleString('en-US') + ' lines$').test(document.querySelector('[data-testid=log-count]').textContent) && !!document.querySelector('.log-line[data-label="rank_1"]');`));
+    }
+    results.logs_1m_first_lines_shown_ms = median(firsts);
+    results.logs_1m_jump_to_middle_ms = median(jumps);
+    results.logs_1m_filter_one_label_ms = median(filters);
+  }
+
+  await browser.close();
+  await server.stop();
+  console.log(JSON.stringify({ reps: REPS, runs: RUNS, charts: CHARTS, points_per_chart: POINTS, results }, null, 2));
+};
+
+main().catch((e) => { console.error(e); process.exit(1); });

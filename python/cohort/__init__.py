@@ -1,0 +1,54 @@
+"""Cohort: experiment tracking for distributed training.
+
+The API follows the SDK users come from, so ``import cohort as wandb`` runs their scripts::
+
+    import cohort
+
+    with cohort.init(project="mnist", group="DDP", config={"lr": 0.1}) as run:
+        for step in range(100):
+            run.log({"loss": 0.5, "acc": 0.9})
+
+Shared mode (every rank writes into one run, each under its own label)::
+
+    run = cohort.init(project="mnist", id=run_id, settings=cohort.Settings(
+        mode="shared", x_label=f"rank_{rank}", x_primary=rank == 0,
+        x_update_finish_state=rank == 0))
+
+See docs/python.md.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from . import errors
+from ._native import native as _native
+from ._values import convert as _convert
+from .errors import AuthenticationError, CommError, Error, UsageError
+
+_native._set_hooks(_convert, dict(errors.ERROR_TYPES), Error)
+
+from ._run import Config, Run, Summary  # noqa: E402
+from .sdk import finish, init, log, login, setup, teardown  # noqa: E402
+from .settings import Settings  # noqa: E402
+
+__version__ = "0.1.0"
+
+#: The current run (set by init, None before init and after finish).
+run: Optional[Run] = None
+#: The current run's config (a detached Config before init).
+config: Config = Config()
+#: The current run's summary (a detached Summary before init).
+summary: Summary = Summary()
+
+
+def require(*args: object, **kwargs: object) -> None:
+    """Accepted for compatibility (``wandb.require("service")``): Cohort always uses its node
+    agent, the equivalent of the seed's service."""
+    return None
+
+
+__all__ = [
+    "AuthenticationError", "CommError", "Config", "Error", "Run", "Settings", "Summary",
+    "UsageError", "config", "finish", "init", "log", "login", "require", "run", "setup",
+    "summary", "teardown", "__version__",
+]

@@ -1,0 +1,78 @@
+"""Loads the extension module ``cohort._cohort`` and tells the client library where the
+``cohort`` binary (which serves ``cohort agent``) is.
+
+Where the extension comes from:
+
+- an installed wheel (``pip install .``): ``cohort/_cohort*.so`` beside this file, with the
+  binary at ``cohort/bin/cohort``;
+- a CMake build tree (``-DCOHORT_BUILD_PYTHON=ON``): ``<build>/python/cohort/_cohort*.so`` with
+  ``<build>/python/cohort/bin/cohort`` linked to ``<build>/src/cli/cohort``. The package is
+  imported from the source tree (``PYTHONPATH=<repo>/python``) and finds the extension in
+  ``$COHORT_BUILD_DIR``, else in ``<repo>/build``.
+
+``COHORT_BIN`` is set (when the user has not set it) to the ``bin/cohort`` beside the extension
+so that the library spawns the agent of the same build, and child processes inherit it.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import pathlib
+import sys
+from types import ModuleType
+from typing import List
+
+_PACKAGE = __name__.rpartition(".")[0]
+
+
+def _build_tree_candidates() -> List[pathlib.Path]:
+    """Directories of a CMake build tree that may hold the extension."""
+    out = []
+    build = os.environ.get("COHORT_BUILD_DIR")
+    if build:
+        out.append(pathlib.Path(build) / "python" / "cohort")
+    repo = pathlib.Path(__file__).resolve().parent.parent.parent
+    if (repo / "CMakeLists.txt").is_file():
+        out.append(repo / "build" / "python" / "cohort")
+    return out
+
+
+def _load() -> ModuleType:
+    name = _PACKAGE + "._cohort"
+    try:
+        return importlib.import_module(name)
+    except ImportError as first:
+        if getattr(first, "name", None) not in (None, name):
+            raise  # the extension exists but one of its dependencies failed to load
+        package = sys.modules[_PACKAGE]
+        tried = []
+        for directory in _build_tree_candidates():
+            tried.append(str(directory))
+            if not any(directory.glob("_cohort*.so")):
+                continue
+            package.__path__.append(str(directory))
+            try:
+                return importlib.import_module(name)
+            except ImportError:
+                package.__path__.remove(str(directory))
+                raise
+        raise ImportError(
+            "cohort: the extension module cohort._cohort is not built. Install the package "
+            "(`pip install .` at the repository root) or build it with CMake "
+            "(-DCOHORT_BUILD_PYTHON=ON, target _cohort) and set COHORT_BUILD_DIR to the build "
+            "directory. Looked beside the package and in: " + (", ".join(tried) or "nothing"),
+            name=name) from first
+
+
+native = _load()
+
+
+def _point_at_binary() -> None:
+    if os.environ.get("COHORT_BIN"):
+        return
+    binary = pathlib.Path(native.__file__).resolve().parent / "bin" / "cohort"
+    if binary.is_file() and os.access(binary, os.X_OK):
+        os.environ["COHORT_BIN"] = str(binary)
+
+
+_point_at_binary()

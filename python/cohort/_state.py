@@ -1,0 +1,255 @@
+"""Process-wide state of the cohort package: the current run, the live runs, and the hooks
+that end them with the right exit code whatever way the process ends.
+
+- normal exit: an ``atexit`` handler finishes live runs with the exit code: the one given to
+  ``sys.exit`` (wrapped to record it), 1 after an uncaught exception (``sys.excepthook``,
+  chained), 130 and state killed after an uncaught KeyboardInterrupt;
+- SIGTERM: the writers end as killed (exit code 143), then the previous handler runs (the
+  default one re-raises the signal so the process still dies of it);
+- multiprocessing children (fork or spawn) end through ``multiprocessing.util`` finalizers, not
+  ``atexit``: a finalizer registered after each fork ends the child's writers with the
+  child's exit status (the exception leaving ``Process.run``, if any);
+- ``fork()``: the client library gives a forked child that logs its own connection and writer
+  (label ``<parent label>-<pid>``); here the child simply knows the inherited runs are not its
+  own (``Run._pid`` differs), so ``cohort.init()`` in that child returns the inherited run
+  instead of finishing it.
+
+A Run unpickled in another process (``restore_run``) joins the same run as a worker writer,
+labelled ``<parent label>-<pid>``; ``cohort.init()`` there returns it.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import sys
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+
+if TYPE_CHECKING:
+    from ._run import Run
+
+_lock = threading.RLock()
+_live: List["Run"] = []          # runs of this process not finished yet (strong references)
+_current: Optional["Run"] = None  # cohort.run
+_adopted: Optional["Run"] = None  # a run received from the parent (pickled or forked)
+_unpickled: "weakref.WeakValueDictionary[Tuple[str, str], Run]" = weakref.WeakValueDictionary()
+
+_exit_code: Optional[int] = None
+_exit_state = ""
+_hooks_pid: Optional[int] = None
+_prev_excepthook: Optional[Callable[..., Any]] = None
+_orig_sys_exit: Optional[Callable[..., Any]] = None
+_prev_sigterm: Any = None
+_sigterm_installed = False
+
+
+# -- registry ------------------------------------------------------------------------------------
+def register(run: "Run", make_current: bool = True) -> None:
+    """Adds a started run to the live set (and makes it cohort.run)."""
+    global _current
+    with _lock:
+        if run not in _live:
+            _live.append(run)
+        if make_current:
+            _current = run
+    if make_current:
+        _publish(run)
+
+
+def forget(run: "Run") -> None:
+    """Removes a finished run; cohort.run goes back to None when it was the current one."""
+    global _current, _adopted
+    with _lock:
+        if run in _live:
+            _live.remove(run)
+        was_current = _current is run
+        if was_current:
+            _current = None
+        if _adopted is run:
+            _adopted = None
+    if was_current:
+        _publish(None)
+
+
+def live() -> List["Run"]:
+    with _lock:
+        return list(_live)
+
+
+def current() -> Optional["Run"]:
+    return _current
+
+
+def _publish(run: Optional["Run"]) -> None:
+    """Sets the module attributes cohort.run, cohort.config and cohort.summary."""
+    package = sys.modules.get(__name__.rpartition(".")[0])
+    if package is None:
+        return
+    from ._run import Config, Summary
+    package.run = run
+    package.config = run.config if run is not None else Config()
+    package.summary = run.summary if run is not None else Summary()
+
+
+def adopted_run() -> Optional["Run"]:
+    """A run this process received from its parent and may return from init()."""
+    run = _adopted
+    if run is not None and not run.finished:
+        return run
+    cur = _current
+    if cur is not None and not cur.finished and cur._pid != os.getpid():
+        return cur  # inherited through fork()
+    return None
+
+
+def adopt(run: "Run") -> None:
+    """Makes ``run`` (inherited from the parent) this process's own."""
+    global _adopted
+    run._pid = os.getpid()
+    with _lock:
+        _adopted = None
+    register(run)
+
+
+# -- exit codes ----------------------------------------------------------------------------------
+def exit_state_for(exc: Optional[BaseException]) -> Tuple[int, str]:
+    from ._run import _exit_state_for
+    return _exit_state_for(exc)
+
+
+def finish_all(exit_code: int, state: str = "") -> None:
+    """Finishes every live run of this process (in reverse order of start)."""
+    for run in reversed(live()):
+        try:
+            run._finish_with(exit_code, state)
+        except Exception as e:  # never let one run keep the others from finishing
+            print(f"cohort: finishing run {run.id} failed: {e}", file=sys.stderr)
+
+
+def _record_exit(code: Any) -> None:
+    global _exit_code, _exit_state
+    _exit_code, _exit_state = exit_state_for(SystemExit(code))
+
+
+def _sys_exit(code: Any = None) -> None:
+    _record_exit(code)
+    assert _orig_sys_exit is not None
+    _orig_sys_exit(code)
+
+
+def _excepthook(exc_type: Any, exc: Any, tb: Any) -> None:
+    global _exit_code, _exit_state
+    _exit_code, _exit_state = exit_state_for(exc if exc is not None else exc_type())
+    hook = _prev_excepthook or sys.__excepthook__
+    hook(exc_type, exc, tb)
+
+
+def _atexit() -> None:
+    if not _live:
+        return
+    finish_all(_exit_code or 0, _exit_state)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    finish_all(128 + signum, "killed")
+    prev = _prev_sigterm
+    if callable(prev):
+        prev(signum, frame)
+        return
+    if prev == signal.SIG_IGN:
+        return
+    # The default action: die of the signal, as the process would have without us.
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _install_sigterm() -> None:
+    global _prev_sigterm, _sigterm_installed
+    if _sigterm_installed or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        prev = signal.getsignal(signal.SIGTERM)
+        if prev == signal.SIG_IGN:
+            return
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):  # not the main interpreter, or signals unavailable
+        return
+    _prev_sigterm = prev
+    _sigterm_installed = True
+
+
+# -- fork and multiprocessing --------------------------------------------------------------------
+def _after_fork_child() -> None:
+    global _exit_code, _exit_state, _hooks_pid
+    _exit_code, _exit_state = None, ""
+    _unpickled.clear()
+
+
+def _mp_child_exit() -> None:
+    """Runs in a multiprocessing child as it ends (inside Process._bootstrap's finally)."""
+    exc = sys.exc_info()[1]
+    code, state = exit_state_for(exc)
+    finish_all(code, state)
+
+
+class _MpToken:
+    """multiprocessing.util.register_after_fork needs a weak-referenceable object."""
+
+
+_mp_token = _MpToken()
+
+
+def _mp_after_fork(_token: Any) -> None:
+    import multiprocessing.util as mp_util
+    mp_util.Finalize(None, _mp_child_exit, exitpriority=100)
+
+
+def install_hooks() -> None:
+    """Installs the exit, signal and fork hooks, once per process (main thread for SIGTERM)."""
+    global _hooks_pid, _prev_excepthook, _orig_sys_exit
+    with _lock:
+        if _hooks_pid is None:
+            atexit.register(_atexit)
+            _prev_excepthook = sys.excepthook
+            sys.excepthook = _excepthook
+            _orig_sys_exit = sys.exit
+            sys.exit = _sys_exit
+            if hasattr(os, "register_at_fork"):
+                os.register_at_fork(after_in_child=_after_fork_child)
+            import multiprocessing.util as mp_util
+            mp_util.register_after_fork(_mp_token, _mp_after_fork)
+        _hooks_pid = os.getpid()
+    _install_sigterm()
+
+
+# -- runs handed to other processes -------------------------------------------------------------
+def restore_run(state: Dict[str, Any]) -> "Run":
+    """Unpickles a Run: in the process that made it, the run itself; elsewhere a writer of the
+    same run (labelled ``<label>-<pid>``, not primary, never ending the run)."""
+    from . import sdk
+    from ._run import Run
+
+    pid = os.getpid()
+    if state.get("parent_pid") == pid:
+        for run in live():
+            if run.id == state["id"] and run.label == state["label"]:
+                return run
+    if state.get("disabled"):
+        run = Run(local_id=state.get("id"))
+        run._py_finished = False
+        return run
+    label = f"{state['label']}-{pid}"
+    key = (state["id"], label)
+    with _lock:
+        existing = _unpickled.get(key)
+        if existing is not None and not existing.finished:
+            return existing
+    run = sdk.join_as_child(state, label)
+    with _lock:
+        _unpickled[key] = run
+        global _adopted
+        if _adopted is None or _adopted.finished:
+            _adopted = run
+    return run

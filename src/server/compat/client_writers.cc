@@ -1,0 +1,121 @@
+#include "server/compat/client_writers.h"
+
+#include "core/clock.h"
+#include "server/compat/wandb_lines.h"
+
+namespace cohort::compat {
+
+std::string ClientWriter::DefaultLabel(const ClientId& client, const store::RunRecord& run) {
+  if (!client.shared) {
+    return IsValidLabel(run.host) && run.host.size() <= 64 ? run.host : std::string("main");
+  }
+  std::string_view key = client.key;
+  return "client-" + std::string(key.substr(key.size() > 8 ? key.size() - 8 : 0));
+}
+
+Status ClientWriter::Load() {
+  COHORT_ASSIGN_OR_RETURN(positions_, store_->ListStreamPositions(
+                                          store::RunRef{run_.entity, run_.project, run_.run_id}));
+  COHORT_ASSIGN_OR_RETURN(writers_, store_->ListWriters(
+                                        store::RunRef{run_.entity, run_.project, run_.run_id}));
+  label_.clear();
+  for (const auto& [label, streams] : positions_) {
+    if (streams.count(client_.key)) {
+      label_ = label;
+      break;
+    }
+  }
+  writer_ = store::WriterRecord{};
+  for (const store::WriterRecord& w : writers_) {
+    if (w.label == label_) writer_ = w;
+  }
+  return Status::Ok();
+}
+
+int64_t ClientWriter::Position(std::string_view file) const {
+  auto w = positions_.find(label_);
+  if (w == positions_.end()) return 0;
+  auto s = w->second.find(Stream(file));
+  return s == w->second.end() ? 0 : s->second;
+}
+
+bool ClientWriter::LabelTaken(std::string_view label) const {
+  for (const store::WriterRecord& w : writers_) {
+    if (w.label == label) return true;
+  }
+  return false;
+}
+
+Status ClientWriter::Bind() {
+  store::RunRef ref{run_.entity, run_.project, run_.run_id};
+  std::string label = DefaultLabel(client_, run_);
+  // A default label held by a writer bound to another client is not ours: disambiguate it. A
+  // writer without any stream (left by an earlier attempt that joined but did not bind) is.
+  bool foreign = false;
+  if (LabelTaken(label)) {
+    auto it = positions_.find(label);
+    foreign = it != positions_.end() && !it->second.empty() && !it->second.count(client_.key);
+  }
+  if (foreign) label += "~" + client_.key.substr(client_.key.size() > 6 ? client_.key.size() - 6 : 0);
+  store::WriterJoin join;
+  join.label = label;
+  join.primary = !client_.shared;
+  join.update_finish_state = !client_.shared;
+  join.host = run_.host;
+  if (!LabelTaken(label)) {
+    COHORT_RETURN_IF_ERROR(store_->JoinWriter(ref, join).status());
+  }
+  store::IngestBatch marker;
+  marker.positions.push_back(store::StreamPosition{client_.key, 0, 1});
+  auto r = store_->Ingest(ref, label, marker, NowMillis());
+  // Lost a race with a concurrent first request of the same client: the binding is there.
+  if (!r.ok() && r.status().code() != StatusCode::kFailedPrecondition) return r.status();
+  return Load();
+}
+
+Status ClientWriter::RenameTo(std::string_view hint) {
+  store::RunRef ref{run_.entity, run_.project, run_.run_id};
+  std::string target(hint);
+  if (LabelTaken(target)) {
+    target += "~" + client_.key.substr(client_.key.size() > 6 ? client_.key.size() - 6 : 0);
+    if (LabelTaken(target)) return Status::Ok();
+  }
+  auto renamed = store_->RenameWriter(ref, label_, target);
+  if (!renamed.ok() && renamed.status().code() != StatusCode::kAlreadyExists &&
+      renamed.status().code() != StatusCode::kNotFound) {
+    return renamed.status();
+  }
+  return Load();  // a concurrent rename may have won: take what the store says
+}
+
+Status ClientWriter::Ensure(std::string_view label_hint) {
+  if (!bound()) COHORT_RETURN_IF_ERROR(Bind());
+  if (!bound()) return Status::Unavailable("could not bind client '" + client_.key + "'");
+  if (client_.shared && !label_hint.empty() && label_hint != label_ &&
+      IsValidLabel(label_hint) && label_ == DefaultLabel(client_, run_)) {
+    COHORT_RETURN_IF_ERROR(RenameTo(label_hint));
+  }
+  return Status::Ok();
+}
+
+Status ClientWriter::SetFlags(bool primary, bool update_finish_state) {
+  if (!bound()) return Status::FailedPrecondition("client is not bound to a writer");
+  store::WriterJoin join;
+  join.label = label_;
+  join.primary = primary;
+  join.update_finish_state = update_finish_state;
+  join.host = writer_.host;
+  join.pid = writer_.pid;
+  join.gpu_ids = writer_.gpu_ids;
+  COHORT_ASSIGN_OR_RETURN(writer_, store_->JoinWriter(
+                                       store::RunRef{run_.entity, run_.project, run_.run_id},
+                                       join));
+  return Status::Ok();
+}
+
+Status ClientWriter::Revive() {
+  if (!bound() || !store::IsTerminal(writer_.state)) return Status::Ok();
+  return SetFlags(writer_.primary, writer_.update_finish_state);
+}
+
+}  // namespace cohort::compat

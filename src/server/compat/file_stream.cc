@@ -1,0 +1,306 @@
+// Route: POST /files/{entity}/{project}/{run}/file_stream — the vendor's stream of history rows,
+// system metrics, console lines, summary and run end (docs/compat.md, "file_stream").
+//
+// Exactly once: every file's lines are numbered by their offsets, kept per (run, client, file)
+// as stream positions in the store and checked-and-advanced in the same transaction as the
+// data (types.h StreamPosition). Lines below a file's position were stored before and are
+// skipped (retries, overlapping resends); console lines below it replace the stored line at
+// that position (progress bars). A race lost to a concurrent request of the same client is
+// retried with fresh positions.
+//
+// Answers: only conditions a retry cannot fix get 4xx (bad key, another entity, a body that is
+// not JSON); back-pressure and transient store errors get 429 with Retry-After and RateLimit
+// headers, which the clients honour; lines or values that cannot be stored are skipped, never
+// refused.
+#include <cstdio>
+
+#include "core/clock.h"
+#include "core/json.h"
+#include "server/compat/client_writers.h"
+#include "server/compat/compat.h"
+#include "server/compat/compat_context.h"
+#include "server/compat/wandb_lines.h"
+#include "store/run_state.h"
+
+namespace cohort::compat {
+namespace {
+
+constexpr std::string_view kHistory = "wandb-history.jsonl";
+constexpr std::string_view kEvents = "wandb-events.jsonl";
+constexpr std::string_view kSummary = "wandb-summary.json";
+constexpr std::string_view kConsole = "output.log";
+constexpr int kMaxAttempts = 6;
+
+struct FileChunk {
+  bool present = false;
+  int64_t offset = 0;
+  std::vector<std::string> lines;
+};
+
+struct StreamRequest {
+  FileChunk history, events, summary, console;
+  std::vector<std::string> uploaded;
+  bool preempting = false;
+  bool complete = false;
+  std::optional<int64_t> exitcode;
+};
+
+// The request body; unknown files and fields are ignored, malformed file entries skipped.
+Result<StreamRequest> DecodeRequest(const std::string& body) {
+  StreamRequest out;
+  if (body.empty()) return out;
+  COHORT_ASSIGN_OR_RETURN(bj::value root, json::Parse(body));
+  if (!root.is_object()) return Status::InvalidArgument("body: expected a JSON object");
+  const bj::object& obj = root.get_object();
+  if (const bj::value* files = obj.if_contains("files"); files && files->is_object()) {
+    for (const auto& kv : files->get_object()) {
+      FileChunk* chunk = kv.key() == kHistory   ? &out.history
+                         : kv.key() == kEvents  ? &out.events
+                         : kv.key() == kSummary ? &out.summary
+                         : kv.key() == kConsole ? &out.console
+                                                : nullptr;
+      if (chunk == nullptr || !kv.value().is_object()) continue;
+      const bj::object& f = kv.value().get_object();
+      const bj::value* offset = f.if_contains("offset");
+      const bj::value* content = f.if_contains("content");
+      if (!content || !content->is_array()) continue;
+      chunk->present = true;
+      if (offset && offset->is_int64() && offset->get_int64() >= 0) {
+        chunk->offset = offset->get_int64();
+      } else if (offset && offset->is_uint64()) {
+        chunk->offset = int64_t(std::min<uint64_t>(offset->get_uint64(), INT64_MAX / 2));
+      }
+      chunk->offset = std::min<int64_t>(chunk->offset, INT64_MAX / 2);
+      for (const bj::value& line : content->get_array()) {
+        chunk->lines.push_back(line.is_string() ? std::string(line.get_string()) : std::string());
+      }
+    }
+  }
+  if (const bj::value* up = obj.if_contains("uploaded"); up && up->is_array()) {
+    for (const bj::value& name : up->get_array()) {
+      if (name.is_string()) out.uploaded.emplace_back(name.get_string());
+    }
+  }
+  if (const bj::value* p = obj.if_contains("preempting"); p && p->is_bool()) {
+    out.preempting = p->get_bool();
+  }
+  if (const bj::value* c = obj.if_contains("complete"); c && c->is_bool()) {
+    out.complete = c->get_bool();
+  }
+  if (const bj::value* code = obj.if_contains("exitcode"); code && code->is_int64()) {
+    out.exitcode = code->get_int64();
+  }
+  return out;
+}
+
+// The lines of a request turned into records, each with its offset.
+struct Decoded {
+  std::vector<std::pair<int64_t, store::HistoryRow>> history;
+  std::vector<std::pair<int64_t, store::SystemRow>> events;
+  std::vector<std::pair<int64_t, store::ConsoleLine>> console;
+  std::optional<bj::object> summary;
+  std::string label_hint;
+  int64_t skipped = 0;
+};
+
+Decoded DecodeLines(const StreamRequest& req, bool shared, const api::ApiLimits& limits,
+                    int64_t now_ms) {
+  Decoded d;
+  KeyLimits keys{limits.max_key_bytes};
+  for (size_t i = 0; i < req.history.lines.size(); ++i) {
+    auto line = ParseLine(req.history.lines[i]);
+    if (!line.ok()) {
+      ++d.skipped;
+      continue;
+    }
+    d.history.emplace_back(req.history.offset + int64_t(i),
+                           HistoryRowFromLine(*line, now_ms, keys, &d.skipped));
+  }
+  for (size_t i = 0; i < req.events.lines.size(); ++i) {
+    auto line = ParseLine(req.events.lines[i]);
+    if (!line.ok()) {
+      ++d.skipped;
+      continue;
+    }
+    SystemLine s = SystemRowFromLine(*line, now_ms, keys);
+    if (d.label_hint.empty() && shared) d.label_hint = s.label;
+    if (!s.row.values.empty()) d.events.emplace_back(req.events.offset + int64_t(i), std::move(s.row));
+  }
+  for (size_t i = 0; i < req.console.lines.size(); ++i) {
+    ConsoleEntry c = ConsoleFromLine(req.console.lines[i], shared, now_ms);
+    if (d.label_hint.empty() && shared) d.label_hint = c.label;
+    if (c.line.text.size() > limits.max_console_line_bytes) {
+      c.line.text.resize(limits.max_console_line_bytes);
+    }
+    c.line.line = req.console.offset + int64_t(i);
+    d.console.emplace_back(c.line.line, std::move(c.line));
+  }
+  if (!req.summary.lines.empty()) {
+    auto line = ParseLine(req.summary.lines.back());
+    if (line.ok()) {
+      d.summary = CleanSummary(std::move(line).value());
+    } else {
+      ++d.skipped;
+    }
+  }
+  return d;
+}
+
+// The batch of what `cw`'s positions have not seen yet (console lines below the position are
+// re-sent lines that replace the stored ones). Empty positions: nothing offset-based to store.
+store::IngestBatch BuildBatch(const StreamRequest& req, const Decoded& d, const ClientWriter& cw,
+                              bool* advances) {
+  store::IngestBatch b;
+  *advances = false;
+  auto position = [&](const FileChunk& chunk, std::string_view file) {
+    int64_t pos = cw.Position(file);
+    if (!chunk.present) return pos;
+    int64_t next = std::max(pos, chunk.offset + int64_t(chunk.lines.size()));
+    *advances = *advances || next > pos;
+    b.positions.push_back(store::StreamPosition{cw.Stream(file), pos, next});
+    return pos;
+  };
+  int64_t hist_pos = position(req.history, kHistory);
+  for (const auto& [index, row] : d.history) {
+    if (index >= hist_pos) b.rows.push_back(row);
+  }
+  int64_t events_pos = position(req.events, kEvents);
+  for (const auto& [index, row] : d.events) {
+    if (index >= events_pos) b.system.push_back(row);
+  }
+  position(req.console, kConsole);
+  for (const auto& [index, line] : d.console) b.console.push_back(line);
+  return b;
+}
+
+bool Transient(StatusCode code) {
+  return code == StatusCode::kUnavailable || code == StatusCode::kResourceExhausted ||
+         code == StatusCode::kDeadlineExceeded || code == StatusCode::kFailedPrecondition ||
+         code == StatusCode::kNotFound;
+}
+
+http::HttpResponse StoreError(const Status& s, std::string_view what) {
+  if (Transient(s.code())) return Backpressure(1, std::string(what) + ": " + s.message());
+  std::fprintf(stderr, "cohort: compat file_stream: %s: %s\n", std::string(what).c_str(),
+               s.ToString().c_str());
+  return api::ErrorResponse(Status::Internal(std::string(what) + ": " + s.message()));
+}
+
+// The console log a worker uploads as it exits ("output.log", or "output_<label>.log").
+bool UploadsConsoleLog(const std::vector<std::string>& uploaded) {
+  for (const std::string& name : uploaded) {
+    if (name == kConsole || (name.starts_with("output_") && name.ends_with(".log"))) return true;
+  }
+  return false;
+}
+
+http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req,
+                                    const api::AuthContext& who) {
+  const int64_t t0 = MonoNanos();
+  auto ref = CompatRunRef(who, req.PathParam("entity"), req.PathParam("project"),
+                          req.PathParam("run"));
+  if (!ref.ok()) return api::ErrorResponse(ref.status());
+  if (ref->run_id.empty()) return api::ErrorResponse(Status::InvalidArgument("run: empty id"));
+  auto request = DecodeRequest(req.body);
+  if (!request.ok()) return api::ErrorResponse(request.status());
+  const ClientId client = ClientFromRequest(req);
+  const int64_t now = NowMillis();
+  const StreamRequest& sr = *request;
+  Decoded decoded = DecodeLines(sr, client.shared, ctx->limits, now);
+
+  auto run = EnsureRun(ctx->store, *ref);
+  if (!run.ok()) return StoreError(run.status(), "run");
+  ClientWriter cw(ctx->store, *run, client);
+  if (Status s = cw.Load(); !s.ok()) return StoreError(s, "positions");
+
+  const bool has_lines = !sr.history.lines.empty() || !sr.events.lines.empty() ||
+                         !sr.console.lines.empty();
+  const bool needs_writer = has_lines || sr.complete || sr.preempting ||
+                            (cw.bound() && !decoded.label_hint.empty());
+  bool ingested = false, advanced = false;
+  int64_t points = 0;
+  for (int attempt = 0; needs_writer; ++attempt) {
+    if (attempt == kMaxAttempts) {
+      return Backpressure(1, "file_stream: concurrent updates of this client; retry");
+    }
+    if (attempt > 0) {
+      if (Status s = cw.Load(); !s.ok()) return StoreError(s, "positions");
+    }
+    if (Status s = cw.Ensure(decoded.label_hint); !s.ok()) return StoreError(s, "writer");
+    store::IngestBatch batch = BuildBatch(sr, decoded, cw, &advanced);
+    if (batch.positions.empty()) break;
+    const int64_t t_store = MonoNanos();
+    auto r = ctx->store->Ingest(*ref, cw.label(), batch, now);
+    if (ctx->metrics) ctx->metrics->ObserveStore("compat_ingest", MonoNanos() - t_store);
+    if (r.ok()) {
+      ingested = true;
+      points = r->points;
+      break;
+    }
+    StatusCode code = r.status().code();
+    if (code == StatusCode::kFailedPrecondition || code == StatusCode::kNotFound) continue;
+    if (code == StatusCode::kInvalidArgument) {  // cannot be stored; never kill the stream
+      std::fprintf(stderr, "cohort: compat file_stream %s/%s/%s: dropped a batch: %s\n",
+                   ref->entity.c_str(), ref->project.c_str(), ref->run_id.c_str(),
+                   r.status().message().c_str());
+      break;
+    }
+    return StoreError(r.status(), "ingest");
+  }
+  if (ctx->metrics && ingested) ctx->metrics->AddIngest(points, false);
+
+  if (cw.bound()) {
+    if (advanced) {  // new data from a writer that had ended: it is back
+      if (Status s = cw.Revive(); !s.ok()) return StoreError(s, "writer");
+    }
+    if (sr.complete && !cw.writer().update_finish_state) {
+      if (Status s = cw.SetFlags(cw.writer().primary, true); !s.ok()) return StoreError(s, "writer");
+    }
+  }
+  // Summary: a plain client's, or the shared run's primary (workers' summaries are their own
+  // and would overwrite it).
+  if (decoded.summary && (!client.shared || (cw.bound() && (cw.writer().primary ||
+                                                            cw.writer().update_finish_state)))) {
+    store::RunPatch patch;
+    patch.summary_json = bj::serialize(*decoded.summary);
+    if (auto p = ctx->store->PatchRun(*ref, patch); !p.ok()) return StoreError(p.status(), "summary");
+  }
+  if (cw.bound()) {
+    const store::WriterRecord& w = cw.writer();
+    std::optional<std::pair<store::RunState, std::optional<int>>> end;
+    if (sr.complete) {
+      int code = int(sr.exitcode.value_or(0));
+      end = std::make_pair(store::StateForExitCode(code), std::optional<int>(code));
+    } else if (sr.preempting) {
+      end = std::make_pair(store::RunState::kPreempted, std::optional<int>());
+    } else if (client.shared && !w.primary && !w.update_finish_state &&
+               UploadsConsoleLog(sr.uploaded)) {
+      // A worker that never sends `complete` uploads its console log as it exits.
+      end = std::make_pair(store::RunState::kFinished, std::optional<int>());
+    }
+    if (end && !(w.state == end->first && w.exit_code == end->second)) {
+      auto f = ctx->store->FinishWriter(*ref, cw.label(), end->first, end->second, now);
+      if (!f.ok()) return StoreError(f.status(), "finish");
+    } else if (!end && !ingested) {
+      if (Status s = ctx->store->Heartbeat(*ref, cw.label(), now); !s.ok()) {
+        return StoreError(s, "heartbeat");
+      }
+    }
+  }
+  if (ctx->metrics) ctx->metrics->ObserveStore("compat_file_stream", MonoNanos() - t0);
+  bj::object answer;
+  if (decoded.skipped > 0) answer["skipped"] = decoded.skipped;
+  return api::JsonResponse(200, answer);
+}
+
+}  // namespace
+
+void RegisterFileStreamRoute(http::Router& r, api::ApiContext* ctx) {
+  r.Add("POST", "/files/{entity}/{project}/{run}/file_stream",
+        Guarded("file_stream",
+                api::Authed(ctx, [ctx](http::HttpRequest& req, const api::AuthContext& who) {
+                  return HandleFileStream(ctx, req, who);
+                })));
+}
+
+}  // namespace cohort::compat

@@ -1,0 +1,111 @@
+// GraphQL execution without a schema: the operation's selection sets are collected (fragments,
+// inline fragments and @skip/@include applied), arguments are resolved against the request's
+// variables, and root fields are handed to resolver objects. A resolver returns either plain
+// JSON, which is projected onto the field's sub-selection (only the fields asked for are
+// answered, unknown ones as null), or another resolver object. Errors become entries of the
+// response's "errors" array with the field's path, and the field is null.
+//
+// Bounded: the number of collected fields per request and the depth of fragment expansion are
+// capped (ExecLimits), so a small document cannot expand into an exponentially large answer.
+//
+// Threading: Execute is reentrant; resolver objects are used by the calling thread only.
+#pragma once
+
+#include <boost/json.hpp>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cohort/status.h"
+#include "server/compat/graphql_parser.h"
+
+namespace cohort::compat::gql {
+
+namespace bj = boost::json;
+
+class Object;
+using ObjectPtr = std::shared_ptr<Object>;
+
+// What a resolver answers for one field.
+struct Resolved {
+  enum class Kind { kJson, kObject, kList };
+  Kind kind = Kind::kJson;
+  bj::value json;                  // kJson: a leaf, or plain JSON to project
+  ObjectPtr object;                // kObject: null answers null
+  std::vector<ObjectPtr> objects;  // kList
+
+  static Resolved Json(bj::value v) {
+    Resolved r;
+    r.json = std::move(v);
+    return r;
+  }
+  static Resolved Of(ObjectPtr o) {
+    Resolved r;
+    r.kind = Kind::kObject;
+    r.object = std::move(o);
+    return r;
+  }
+  static Resolved List(std::vector<ObjectPtr> list) {
+    Resolved r;
+    r.kind = Kind::kList;
+    r.objects = std::move(list);
+    return r;
+  }
+};
+
+class Executor;
+
+// The field being resolved: its selection (all selections merged under one response key),
+// arguments with variables substituted, and what its sub-selection asks for.
+class FieldInfo {
+ public:
+  FieldInfo(const Executor* ex, std::vector<const Selection*> sels, bj::object args)
+      : ex_(ex), sels_(std::move(sels)), args_(std::move(args)) {}
+
+  const std::string& name() const { return sels_.front()->name; }
+  const bj::object& args() const { return args_; }
+  // An argument as a string; empty when absent, null or not a string.
+  std::string StringArg(std::string_view n) const;
+  const bj::value* Arg(std::string_view n) const { return args_.if_contains(n); }
+  // Whether the field's sub-selection asks for a field named `n` (at its first level).
+  bool Wants(std::string_view n) const;
+
+ private:
+  const Executor* ex_;
+  std::vector<const Selection*> sels_;
+  bj::object args_;
+};
+
+class Object {
+ public:
+  virtual ~Object() = default;
+  virtual std::string TypeName() const = 0;
+  // Resolves one field of this object. An error is reported at the field's path.
+  virtual Result<Resolved> Resolve(const FieldInfo& field) = 0;
+};
+
+struct ExecLimits {
+  size_t max_fields = 20000;   // collected fields in the whole request
+  int max_fragment_depth = 32; // nested fragment spreads
+};
+
+struct ExecRequest {
+  const Document* document = nullptr;
+  bj::object variables;
+  std::string operation_name;  // empty: the document's only operation
+};
+
+// The selected operation of a request, or an error (none, ambiguous, unknown name).
+Result<const Operation*> SelectOperation(const Document& doc, std::string_view operation_name);
+
+// Runs the request's operation with `query_root` or `mutation_root` (by operation type) and
+// returns the GraphQL response object: {"data": {...}} plus "errors" when any field failed.
+// Subscriptions are answered with an error.
+bj::object Execute(const ExecRequest& request, Object& query_root, Object& mutation_root,
+                   const ExecLimits& limits = {});
+
+// {"errors": [{"message": message}]}: for requests that fail before execution.
+bj::object ErrorDocument(std::string_view message);
+
+}  // namespace cohort::compat::gql

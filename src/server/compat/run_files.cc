@@ -1,0 +1,182 @@
+#include "server/compat/run_files.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <charconv>
+
+#include "core/clock.h"
+#include "server/compat/compat_context.h"
+
+namespace cohort::compat {
+namespace {
+
+std::string Hex(const unsigned char* p, size_t n) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(n * 2);
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(kHex[p[i] >> 4]);
+    out.push_back(kHex[p[i] & 15]);
+  }
+  return out;
+}
+
+std::string Sign(const std::string& key_hash, const store::RunRef& ref, const std::string& name,
+                 int64_t expires_s) {
+  std::string msg = "PUT\n" + ref.entity + "\n" + ref.project + "\n" + ref.run_id + "\n" + name +
+                    "\n" + std::to_string(expires_s);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key_hash.data(), int(key_hash.size()),
+       reinterpret_cast<const unsigned char*>(msg.data()), msg.size(), md, &len);
+  return Hex(md, len);
+}
+
+std::optional<int64_t> ParseInt(const std::string& s) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// Checks the signature of an upload URL.
+Status CheckSignature(api::ApiContext* ctx, const http::HttpRequest& req,
+                      const store::RunRef& ref, const std::string& name) {
+  auto key_id = ParseInt(req.QueryParam("k"));
+  auto expires = ParseInt(req.QueryParam("x"));
+  std::string sig = req.QueryParam("s");
+  if (!key_id || !expires || sig.empty()) {
+    return Status::Unauthenticated("upload: the URL is not signed; ask CreateRunFiles for one");
+  }
+  if (*expires * 1000 < NowMillis()) return Status::Unauthenticated("upload: the URL expired");
+  auto keys = ctx->store->ListApiKeys(ref.entity);
+  if (!keys.ok()) return keys.status();
+  for (const store::ApiKeyRecord& k : *keys) {
+    if (k.id != *key_id || k.revoked) continue;
+    std::string want = Sign(k.hash, ref, name, *expires);
+    if (want.size() == sig.size() && CRYPTO_memcmp(want.data(), sig.data(), sig.size()) == 0) {
+      return Status::Ok();
+    }
+  }
+  return Status::Unauthenticated("upload: invalid signature");
+}
+
+// A content type that is safe to serve from the UI's origin: text as plain text, everything
+// else as a download.
+std::string ServedType(const std::string& name, bool* attachment) {
+  auto ends = [&](std::string_view ext) { return name.ends_with(ext); };
+  *attachment = false;
+  if (ends(".json") || ends(".jsonl")) return "application/json";
+  if (ends(".txt") || ends(".log") || ends(".yaml") || ends(".yml") || ends(".patch") ||
+      ends(".py") || ends(".md") || ends(".csv")) {
+    return "text/plain; charset=utf-8";
+  }
+  *attachment = true;
+  return "application/octet-stream";
+}
+
+}  // namespace
+
+std::string EscapePath(std::string_view name) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char c : name) {
+    bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                 c == '-' || c == '_' || c == '.' || c == '~' || c == '/';
+    if (plain) {
+      out.push_back(c);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[(static_cast<unsigned char>(c) >> 4) & 15]);
+      out.push_back(kHex[static_cast<unsigned char>(c) & 15]);
+    }
+  }
+  return out;
+}
+
+Result<std::string> UploadUrl(const std::string& base_url, const api::AuthContext& who,
+                              const std::string& key_hash, const store::RunRef& ref,
+                              const std::string& name, int64_t now_ms, int64_t ttl_s) {
+  if (who.key_id <= 0 || key_hash.empty()) {
+    return Status::FailedPrecondition("uploads need an API key, not a browser session");
+  }
+  int64_t expires = now_ms / 1000 + ttl_s;
+  return base_url + "/files/" + EscapePath(ref.entity) + "/" + EscapePath(ref.project) + "/" +
+         EscapePath(ref.run_id) + "/upload/" + EscapePath(name) +
+         "?k=" + std::to_string(who.key_id) + "&x=" + std::to_string(expires) +
+         "&s=" + Sign(key_hash, ref, name, expires);
+}
+
+std::string DownloadUrl(const std::string& base_url, const store::RunRef& ref,
+                        const std::string& name) {
+  return base_url + "/api/v1/runs/" + EscapePath(ref.entity) + "/" + EscapePath(ref.project) +
+         "/" + EscapePath(ref.run_id) + "/files/" + EscapePath(name);
+}
+
+void RegisterRunFileRoutes(http::Router& r, api::ApiContext* ctx) {
+  // Uploads: signed URL (what the vendor's clients use) or an API key.
+  r.Add("PUT", "/files/{entity}/{project}/{run}/upload/{name...}",
+        Guarded("upload", [ctx](http::HttpRequest& req) {
+          std::string name = req.PathParam("name");
+          store::RunRef ref{req.PathParam("entity"), req.PathParam("project"),
+                            req.PathParam("run")};
+          if (!api::ExtractApiKey(req).empty()) {
+            auto who = ctx->auth->Authenticate(req);
+            if (!who.ok()) return api::ErrorResponse(who.status());
+            auto checked = CompatRunRef(*who, ref.entity, ref.project, ref.run_id);
+            if (!checked.ok()) return api::ErrorResponse(checked.status());
+          } else if (Status s = CheckSignature(ctx, req, ref, name); !s.ok()) {
+            return api::ErrorResponse(s);
+          }
+          store::RunFile file;
+          file.name = name;
+          file.content_type = std::string(req.Header("content-type")).substr(0, 128);
+          file.data = std::move(req.body);
+          file.updated_ms = NowMillis();
+          auto put = ctx->store->PutRunFile(ref, file);
+          if (!put.ok()) {
+            if (put.status().code() == StatusCode::kUnavailable) {
+              return Backpressure(1, put.status().message());
+            }
+            return api::ErrorResponse(put.status());
+          }
+          return api::JsonResponse(200, bj::object{{"name", put->name}, {"size", put->size}});
+        }));
+
+  r.Add("GET", "/api/v1/runs/{entity}/{project}/{run}/files",
+        api::Authed(ctx, [ctx](http::HttpRequest& req, const api::AuthContext& who) {
+          auto ref = api::RunRefFromPath(req, who);
+          if (!ref.ok()) return api::ErrorResponse(ref.status());
+          auto files = ctx->store->ListRunFiles(*ref);
+          if (!files.ok()) return api::ErrorResponse(files.status());
+          std::string base = BaseUrl(req);
+          bj::array out;
+          for (const store::RunFile& f : *files) {
+            out.push_back(bj::object{{"name", f.name},
+                                     {"size", f.size},
+                                     {"content_type", f.content_type},
+                                     {"updated_ms", f.updated_ms},
+                                     {"url", DownloadUrl(base, *ref, f.name)}});
+          }
+          return api::JsonResponse(200, bj::object{{"files", std::move(out)}});
+        }));
+
+  r.Add("GET", "/api/v1/runs/{entity}/{project}/{run}/files/{name...}",
+        api::Authed(ctx, [ctx](http::HttpRequest& req, const api::AuthContext& who) {
+          auto ref = api::RunRefFromPath(req, who);
+          if (!ref.ok()) return api::ErrorResponse(ref.status());
+          auto file = ctx->store->GetRunFile(*ref, req.PathParam("name"));
+          if (!file.ok()) return api::ErrorResponse(file.status());
+          bool attachment = false;
+          std::string type = ServedType(file->name, &attachment);
+          auto resp = http::HttpResponse::Text(200, std::move(file->data), type);
+          resp.headers.emplace_back("X-Content-Type-Options", "nosniff");
+          resp.headers.emplace_back("Content-Security-Policy", "default-src 'none'; sandbox");
+          if (attachment) resp.headers.emplace_back("Content-Disposition", "attachment");
+          return resp;
+        }));
+}
+
+}  // namespace cohort::compat

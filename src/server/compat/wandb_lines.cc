@@ -1,0 +1,304 @@
+#include "server/compat/wandb_lines.h"
+
+#include <cmath>
+
+#include "core/json.h"
+
+namespace cohort::compat {
+namespace {
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = unsigned(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + int64_t(doe) - 719468;
+}
+
+bool ReadInt(std::string_view s, size_t pos, size_t n, int* out) {
+  if (pos + n > s.size()) return false;
+  int v = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!IsDigit(s[pos + i])) return false;
+    v = v * 10 + (s[pos + i] - '0');
+  }
+  *out = v;
+  return true;
+}
+
+constexpr std::string_view kInternalKeys[] = {"_step", "_runtime", "_timestamp", "_wandb"};
+
+bool IsInternalKey(std::string_view k) {
+  for (std::string_view i : kInternalKeys) {
+    if (k == i) return true;
+  }
+  return false;
+}
+
+// Adds the scalars of `v` under `key`, flattening plain objects with '.'.
+void Flatten(const std::string& key, const bj::value& v, int depth, const KeyLimits& limits,
+             std::vector<std::pair<std::string, double>>* out, int64_t* skipped) {
+  if (v.is_object()) {
+    const bj::object& o = v.get_object();
+    if (o.contains("_type") || depth >= 8) {  // media, histograms, tables: not scalars
+      ++*skipped;
+      return;
+    }
+    for (const auto& kv : o) {
+      Flatten(key + "." + std::string(kv.key()), kv.value(), depth + 1, limits, out, skipped);
+    }
+    return;
+  }
+  std::optional<double> d = json::ToDouble(v);
+  if (!d || key.empty() || key.size() > limits.max_key_bytes || key.starts_with("system/")) {
+    ++*skipped;
+    return;
+  }
+  out->emplace_back(key, *d);
+}
+
+}  // namespace
+
+std::string QuoteNonFinite(std::string_view json) {
+  if (json.find("NaN") == std::string_view::npos &&
+      json.find("Infinity") == std::string_view::npos) {
+    return std::string(json);
+  }
+  std::string out;
+  out.reserve(json.size() + 16);
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (in_string) {
+      out.push_back(c);
+      if (c == '\\' && i + 1 < json.size()) {
+        out.push_back(json[++i]);
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out.push_back(c);
+    } else if (json.substr(i, 3) == "NaN") {
+      out.append("\"NaN\"");
+      i += 2;
+    } else if (json.substr(i, 8) == "Infinity") {
+      out.append("\"Infinity\"");
+      i += 7;
+    } else if (json.substr(i, 9) == "-Infinity") {
+      out.append("\"-Infinity\"");
+      i += 8;
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+Result<bj::object> ParseLine(std::string_view line) {
+  COHORT_ASSIGN_OR_RETURN(bj::value v, json::Parse(QuoteNonFinite(line)));
+  if (!v.is_object()) return Status::InvalidArgument("line: expected a JSON object");
+  return std::move(v.get_object());
+}
+
+std::optional<int64_t> SecondsToMillis(const bj::value& v) {
+  std::optional<double> s = json::ToDouble(v);
+  if (!s || v.is_bool() || !std::isfinite(*s) || *s < 0 || *s > 1e11) return std::nullopt;
+  return int64_t(std::llround(*s * 1000.0));
+}
+
+std::optional<int64_t> ParseIsoMillis(std::string_view s) {
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0;
+  if (s.size() < 19 || !ReadInt(s, 0, 4, &y) || s[4] != '-' || !ReadInt(s, 5, 2, &mo) ||
+      s[7] != '-' || !ReadInt(s, 8, 2, &d) || (s[10] != 'T' && s[10] != ' ') ||
+      !ReadInt(s, 11, 2, &h) || s[13] != ':' || !ReadInt(s, 14, 2, &mi) || s[16] != ':' ||
+      !ReadInt(s, 17, 2, &sec)) {
+    return std::nullopt;
+  }
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) return std::nullopt;
+  size_t pos = 19;
+  int64_t ms = 0;
+  if (pos < s.size() && (s[pos] == '.' || s[pos] == ',')) {
+    ++pos;
+    int64_t scale = 100;
+    size_t digits = 0;
+    while (pos < s.size() && IsDigit(s[pos])) {
+      if (scale > 0) ms += (s[pos] - '0') * scale;
+      scale /= 10;
+      ++pos;
+      ++digits;
+    }
+    if (digits == 0) return std::nullopt;
+  }
+  int64_t offset_min = 0;
+  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
+    ++pos;
+  } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
+    int oh = 0, om = 0;
+    if (!ReadInt(s, pos + 1, 2, &oh)) return std::nullopt;
+    size_t next = pos + 3;
+    if (next < s.size() && s[next] == ':') ++next;
+    if (!ReadInt(s, next, 2, &om)) return std::nullopt;
+    offset_min = (oh * 60 + om) * (s[pos] == '-' ? -1 : 1);
+    pos = next + 2;
+  }
+  if (pos != s.size()) return std::nullopt;
+  int64_t days = DaysFromCivil(y, unsigned(mo), unsigned(d));
+  int64_t secs = days * 86400 + h * 3600 + mi * 60 + sec - offset_min * 60;
+  return secs * 1000 + ms;
+}
+
+store::HistoryRow HistoryRowFromLine(const bj::object& line, int64_t now_ms,
+                                     const KeyLimits& limits, int64_t* skipped) {
+  store::HistoryRow row;
+  row.step = -1;
+  row.time_ms = now_ms;
+  if (const bj::value* step = line.if_contains("_step")) {
+    if (step->is_int64() && step->get_int64() >= 0) {
+      row.step = step->get_int64();
+    } else if (step->is_uint64()) {
+      row.step = int64_t(std::min<uint64_t>(step->get_uint64(), INT64_MAX));
+    } else if (step->is_double() && step->get_double() >= 0 && step->get_double() < 9e18) {
+      row.step = int64_t(step->get_double());
+    }
+  }
+  if (const bj::value* ts = line.if_contains("_timestamp")) {
+    if (auto ms = SecondsToMillis(*ts)) row.time_ms = *ms;
+  }
+  for (const auto& kv : line) {
+    if (IsInternalKey(kv.key())) continue;
+    Flatten(std::string(kv.key()), kv.value(), 0, limits, &row.values, skipped);
+  }
+  return row;
+}
+
+SystemLine SystemRowFromLine(const bj::object& line, int64_t now_ms, const KeyLimits& limits) {
+  SystemLine out;
+  out.row.time_ms = now_ms;
+  if (const bj::value* ts = line.if_contains("_timestamp")) {
+    if (auto ms = SecondsToMillis(*ts)) out.row.time_ms = *ms;
+  }
+  for (const auto& kv : line) {
+    std::string_view key = kv.key();
+    if (!key.starts_with("system.")) continue;
+    key.remove_prefix(7);
+    size_t suffix = key.rfind("/l:");
+    if (suffix != std::string_view::npos) {
+      std::string_view label = key.substr(suffix + 3);
+      if (out.label.empty() && IsValidLabel(label)) out.label = std::string(label);
+      key = key.substr(0, suffix);
+    }
+    std::optional<double> d = json::ToDouble(kv.value());
+    if (!d || key.empty() || key.size() > limits.max_key_bytes) continue;
+    out.row.values.emplace_back(std::string(key), *d);
+  }
+  return out;
+}
+
+ConsoleEntry ConsoleFromLine(std::string_view text, bool shared, int64_t now_ms) {
+  ConsoleEntry out;
+  out.line.time_ms = now_ms;
+  out.line.stream = "stdout";
+  // Structured form (servers that advertise STRUCTURED_CONSOLE_LOGS).
+  if (text.starts_with("{\"") && text.ends_with("}")) {
+    auto parsed = ParseLine(text);
+    if (parsed.ok()) {
+      const bj::value* content = parsed->if_contains("content");
+      if (content && content->is_string()) {
+        out.line.text = std::string(content->get_string());
+        if (const bj::value* level = parsed->if_contains("level");
+            level && level->is_string() && level->get_string() == "error") {
+          out.line.stream = "stderr";
+        }
+        if (const bj::value* ts = parsed->if_contains("ts"); ts && ts->is_string()) {
+          if (auto ms = ParseIsoMillis(ts->get_string())) out.line.time_ms = *ms;
+        }
+        if (const bj::value* label = parsed->if_contains("label"); label && label->is_string()) {
+          if (IsValidLabel(label->get_string())) out.label = std::string(label->get_string());
+        }
+        return out;
+      }
+    }
+  }
+  if (text.starts_with("ERROR ")) {
+    out.line.stream = "stderr";
+    text.remove_prefix(6);
+  }
+  size_t space = text.find(' ');
+  std::string_view stamp = text.substr(0, space);
+  if (auto ms = ParseIsoMillis(stamp)) {
+    out.line.time_ms = *ms;
+    text = space == std::string_view::npos ? std::string_view{} : text.substr(space + 1);
+  }
+  if (shared && text.starts_with("[")) {
+    size_t close = text.find("] ");
+    size_t end = close != std::string_view::npos ? close : (text.ends_with("]") ? text.size() - 1
+                                                                               : std::string_view::npos);
+    if (end != std::string_view::npos && IsValidLabel(text.substr(1, end - 1))) {
+      out.label = std::string(text.substr(1, end - 1));
+      text = end + 2 <= text.size() ? text.substr(end + 2) : std::string_view{};
+    }
+  }
+  out.line.text = std::string(text);
+  return out;
+}
+
+SplitConfig SplitWandbConfig(const bj::object& config) {
+  SplitConfig out;
+  out.telemetry = nullptr;
+  // The Python form wraps every value as {"value": v[, "desc": d]}.
+  bool wrapped = true;
+  for (const auto& kv : config) {
+    if (kv.key() == "_wandb") continue;
+    const bj::value& v = kv.value();
+    bool is_wrapped = v.is_object() && v.get_object().contains("value") &&
+                      v.get_object().size() <= 2 &&
+                      (v.get_object().size() == 1 || v.get_object().contains("desc"));
+    if (!is_wrapped) {
+      wrapped = false;
+      break;
+    }
+  }
+  for (const auto& kv : config) {
+    if (kv.key() == "_wandb") {
+      const bj::value& t = kv.value();
+      out.telemetry = (t.is_object() && t.get_object().contains("value"))
+                          ? t.get_object().at("value")
+                          : t;
+      continue;
+    }
+    out.user[kv.key()] = wrapped ? kv.value().get_object().at("value") : kv.value();
+  }
+  return out;
+}
+
+bj::object ToWandbConfig(const bj::object& user) {
+  bj::object out;
+  for (const auto& kv : user) {
+    bj::object wrapped;
+    wrapped["value"] = kv.value();
+    out[kv.key()] = std::move(wrapped);
+  }
+  return out;
+}
+
+bj::object CleanSummary(bj::object summary) {
+  for (std::string_view k : kInternalKeys) summary.erase(k);
+  return summary;
+}
+
+bool IsValidLabel(std::string_view label) {
+  if (label.empty() || label.size() > 128) return false;
+  for (char c : label) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == '/') return false;
+  }
+  return true;
+}
+
+}  // namespace cohort::compat

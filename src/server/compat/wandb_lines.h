@@ -1,0 +1,85 @@
+// Translation of the vendor's file_stream lines and GraphQL JSON strings into Cohort records
+// (docs/compat.md, "Mapping"):
+//   - wandb-history.jsonl lines -> HistoryRow (_step -> step, _timestamp -> time, scalars only,
+//     nested objects flattened with '.', media objects and strings skipped);
+//   - wandb-events.jsonl lines  -> SystemRow ("system.gpu.0.temp/l:rank_1" -> key "gpu.0.temp",
+//     label "rank_1");
+//   - output.log lines          -> ConsoleLine ("ERROR " prefix -> stderr, leading timestamp,
+//     "[label] " prefix in shared mode, or the structured form {"level","ts","label","content"});
+//   - config / summary JSON     -> Cohort config (unwrapped {"value": v}) and telemetry.
+// The vendor's clients write non-finite floats as bare NaN / Infinity / -Infinity, which is not
+// JSON; ParseLine accepts them and stores them the way Cohort's API writes them ("NaN", ...).
+//
+// Pure functions; thread-safe.
+#pragma once
+
+#include <boost/json.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cohort/status.h"
+#include "store/types.h"
+
+namespace cohort::compat {
+
+namespace bj = boost::json;
+
+// Rewrites bare NaN / Infinity / -Infinity tokens outside strings as the strings "NaN",
+// "Infinity", "-Infinity". Text without such tokens is returned unchanged.
+std::string QuoteNonFinite(std::string_view json);
+
+// Parses one JSON object line (bare non-finite numbers allowed).
+Result<bj::object> ParseLine(std::string_view line);
+
+// Seconds since the epoch (the vendor's _timestamp) to milliseconds; nullopt when not a finite
+// number in a plausible range.
+std::optional<int64_t> SecondsToMillis(const bj::value& v);
+// "2024-05-01T12:00:00.123456" (UTC unless it ends in Z or an offset) to milliseconds.
+std::optional<int64_t> ParseIsoMillis(std::string_view s);
+
+struct KeyLimits {
+  size_t max_key_bytes = 256;
+};
+
+// A history line as a row. Keys that cannot be stored as scalars (strings, lists, media such as
+// {"_type": "histogram"}) are skipped and counted in *skipped.
+store::HistoryRow HistoryRowFromLine(const bj::object& line, int64_t now_ms,
+                                     const KeyLimits& limits, int64_t* skipped);
+
+// A system-metrics line as a row of this writer; `label` is the "/l:<label>" suffix of its keys
+// (empty when they have none). Keys that do not start with "system." are skipped.
+struct SystemLine {
+  store::SystemRow row;
+  std::string label;
+};
+SystemLine SystemRowFromLine(const bj::object& line, int64_t now_ms, const KeyLimits& limits);
+
+// One console line. `shared`: the client prefixes lines with "[label] " (shared mode), so the
+// prefix is taken off and reported as the label.
+struct ConsoleEntry {
+  store::ConsoleLine line;
+  std::string label;
+};
+ConsoleEntry ConsoleFromLine(std::string_view text, bool shared, int64_t now_ms);
+
+// The vendor's run config: {"lr": {"value": 0.1, "desc": null}, "_wandb": {"value": {...}}}
+// from the Python SDK, {"lr": 0.1} from the JS SDK. Returns the user config (values
+// unwrapped) and the client's telemetry (the _wandb value, or null).
+struct SplitConfig {
+  bj::object user;
+  bj::value telemetry;
+};
+SplitConfig SplitWandbConfig(const bj::object& config);
+
+// Cohort config -> the vendor's form {"lr": {"value": 0.1}} (what clients read back).
+bj::object ToWandbConfig(const bj::object& user);
+
+// A summary line without the client's bookkeeping keys (_wandb, _runtime, _step, _timestamp).
+bj::object CleanSummary(bj::object summary);
+
+// True for a label Cohort accepts (1-128 bytes, no control characters, no '/').
+bool IsValidLabel(std::string_view label);
+
+}  // namespace cohort::compat

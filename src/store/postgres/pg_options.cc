@@ -1,0 +1,147 @@
+#include "store/postgres/pg_options.h"
+
+#include <charconv>
+#include <string_view>
+#include <vector>
+
+namespace cohort::store::pg {
+namespace {
+
+Result<int> PositiveInt(std::string_view name, std::string_view value, int max) {
+  int v = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || end != value.data() + value.size() || v < 1 || v > max) {
+    return Status::InvalidArgument("store url: " + std::string(name) + "='" + std::string(value) +
+                                   "' is not an integer in [1, " + std::to_string(max) + "]");
+  }
+  return v;
+}
+
+std::vector<std::string_view> Split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  while (true) {
+    size_t at = s.find(sep);
+    out.push_back(s.substr(0, at));
+    if (at == std::string_view::npos) break;
+    s.remove_prefix(at + 1);
+  }
+  return out;
+}
+
+std::string Get(const ConnInfo& info, std::string_view key) {
+  for (const auto& [k, v] : info) {
+    if (k == key) return v;
+  }
+  return "";
+}
+
+void Set(ConnInfo* info, const std::string& key, const std::string& value) {
+  for (auto& [k, v] : *info) {
+    if (k == key) {
+      v = value;
+      return;
+    }
+  }
+  info->emplace_back(key, value);
+}
+
+// libpq's parse of `url` as keyword/value pairs (only those given).
+Result<ConnInfo> LibpqParse(const std::string& url) {
+  char* err = nullptr;
+  PQconninfoOption* opts = PQconninfoParse(url.c_str(), &err);
+  if (opts == nullptr) {
+    std::string msg = err ? err : "out of memory";
+    if (err) PQfreemem(err);
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    return Status::InvalidArgument("store url: " + msg);
+  }
+  ConnInfo info;
+  for (PQconninfoOption* o = opts; o->keyword != nullptr; ++o) {
+    if (o->val != nullptr && *o->val != '\0') info.emplace_back(o->keyword, o->val);
+  }
+  PQconninfoFree(opts);
+  return info;
+}
+
+// read_hosts=h1:p1,h2 -> host=h1,h2 port=p1,<primary's port or 5432>.
+Result<ConnInfo> ReadConnInfo(const ConnInfo& primary, std::string_view hosts) {
+  std::string default_port = Get(primary, "port");
+  if (default_port.empty() || default_port.find(',') != std::string::npos) default_port = "5432";
+  std::string host_list, port_list;
+  for (std::string_view entry : Split(hosts, ',')) {
+    if (entry.empty()) return Status::InvalidArgument("store url: read_hosts has an empty entry");
+    std::string_view host = entry, port = default_port;
+    if (size_t colon = entry.rfind(':'); colon != std::string_view::npos && entry[0] != '/') {
+      host = entry.substr(0, colon);
+      port = entry.substr(colon + 1);
+      COHORT_RETURN_IF_ERROR(PositiveInt("read_hosts port", port, 65535).status());
+    }
+    host_list += (host_list.empty() ? "" : ",") + std::string(host);
+    port_list += (port_list.empty() ? "" : ",") + std::string(port);
+  }
+  ConnInfo info;
+  for (const auto& [k, v] : primary) {
+    if (k != "host" && k != "hostaddr" && k != "port" && k != "target_session_attrs") {
+      info.emplace_back(k, v);
+    }
+  }
+  info.emplace_back("host", host_list);
+  info.emplace_back("port", port_list);
+  return info;
+}
+
+}  // namespace
+
+Result<PostgresOptions> ParsePostgresUrl(const std::string& url) {
+  std::string_view u = url;
+  if (!u.starts_with("postgresql://") && !u.starts_with("postgres://")) {
+    return Status::InvalidArgument("store url '" + url + "' is not postgresql://...");
+  }
+  PostgresOptions options;
+  std::string libpq_url(u.substr(0, u.find('?')));
+  std::string_view read_hosts;
+  bool read_pool_given = false;
+  if (size_t q = u.find('?'); q != std::string_view::npos) {
+    std::string kept;
+    for (std::string_view pair : Split(u.substr(q + 1), '&')) {
+      if (pair.empty()) continue;
+      size_t eq = pair.find('=');
+      std::string_view name = pair.substr(0, eq);
+      std::string_view value = eq == std::string_view::npos ? "" : pair.substr(eq + 1);
+      if (name == "pool_size") {
+        COHORT_ASSIGN_OR_RETURN(options.pool_size, PositiveInt(name, value, 1000));
+      } else if (name == "read_pool_size") {
+        COHORT_ASSIGN_OR_RETURN(options.read_pool_size, PositiveInt(name, value, 1000));
+        read_pool_given = true;
+      } else if (name == "pool_timeout_ms") {
+        COHORT_ASSIGN_OR_RETURN(int ms, PositiveInt(name, value, 3'600'000));
+        options.pool_timeout = std::chrono::milliseconds(ms);
+      } else if (name == "read_hosts") {
+        read_hosts = value;
+      } else {
+        kept += (kept.empty() ? "?" : "&") + std::string(pair);
+      }
+    }
+    libpq_url += kept;
+  }
+  COHORT_ASSIGN_OR_RETURN(options.conninfo, LibpqParse(libpq_url));
+  if (Get(options.conninfo, "fallback_application_name").empty()) {
+    Set(&options.conninfo, "fallback_application_name", "cohort");
+  }
+  if (!read_pool_given) options.read_pool_size = options.pool_size;
+  if (!read_hosts.empty()) {
+    COHORT_ASSIGN_OR_RETURN(options.read_conninfo, ReadConnInfo(options.conninfo, read_hosts));
+  }
+  return options;
+}
+
+std::string DescribeConnInfo(const ConnInfo& info) {
+  std::string out;
+  for (const char* key : {"host", "port", "dbname", "user"}) {
+    std::string v = Get(info, key);
+    if (!v.empty()) out += (out.empty() ? "" : " ") + std::string(key) + "=" + v;
+  }
+  return out.empty() ? "(libpq defaults)" : out;
+}
+
+}  // namespace cohort::store::pg

@@ -1,0 +1,128 @@
+// A bounded pool of PostgreSQL connections, and the transaction runner every store call goes
+// through.
+//
+// Threading: Pool is thread-safe. Acquire() hands a connection to one caller (a Lease) until the
+// Lease goes away; with max_size connections lent, callers wait up to acquire_timeout for one to
+// come back. Connections are opened lazily; a broken connection or one returned inside a
+// transaction is closed rather than reused.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "cohort/status.h"
+#include "store/postgres/pg_conn.h"
+
+namespace cohort::store::pg {
+
+class Pool {
+ public:
+  // A connection lent by the pool; returned when the Lease goes away.
+  class Lease {
+   public:
+    Lease(Pool* pool, std::unique_ptr<Conn> conn) : pool_(pool), conn_(std::move(conn)) {}
+    ~Lease();
+    Lease(Lease&& o) noexcept : pool_(std::exchange(o.pool_, nullptr)), conn_(std::move(o.conn_)) {}
+    Lease& operator=(Lease&&) = delete;
+    Conn* operator->() { return conn_.get(); }
+    Conn* get() { return conn_.get(); }
+    // Closes the connection instead of returning it (after a failure that may have left state).
+    void Discard() { conn_.reset(); }
+
+   private:
+    Pool* pool_;
+    std::unique_ptr<Conn> conn_;
+  };
+
+  Pool(ConnInfo info, int max_size, std::chrono::milliseconds acquire_timeout);
+  ~Pool();
+
+  // An idle connection, a new one while fewer than max_size are open, or the first one returned
+  // within acquire_timeout. kUnavailable when none comes or connecting fails.
+  Result<Lease> Acquire();
+
+  int max_size() const { return max_size_; }
+  // Connections open now (lent and idle).
+  int open() const;
+
+ private:
+  void Return(std::unique_ptr<Conn> conn);
+
+  const ConnInfo info_;
+  const int max_size_;
+  const std::chrono::milliseconds acquire_timeout_;
+  mutable std::mutex mu_;
+  std::condition_variable returned_;
+  std::vector<std::unique_ptr<Conn>> idle_;  // guarded by mu_
+  int open_ = 0;                             // guarded by mu_: lent + idle + being opened
+};
+
+// What a call does on its connection: kAutocommit runs statements one by one (single-statement
+// reads); kRead wraps them in a read-only REPEATABLE READ transaction (one consistent snapshot);
+// kWrite in a READ COMMITTED read-write transaction.
+enum class TxnMode { kAutocommit, kRead, kWrite };
+
+// Transactions retried after a deadlock or serialization failure (then the error is returned).
+inline constexpr int kMaxTxnAttempts = 5;
+
+namespace internal {
+inline const Status& StatusOf(const Status& s) { return s; }
+template <typename T>
+const Status& StatusOf(const Result<T>& r) {
+  return r.status();
+}
+Status Begin(Conn* conn, TxnMode mode);
+Status Commit(Conn* conn);
+void Rollback(Conn* conn);
+// Sleeps a little before retry `attempt` (1, 2, ...), randomised so that peers spread out.
+void BackoffBeforeRetry(int attempt);
+}  // namespace internal
+
+// Runs fn(Conn*) -> Status or Result<T> in a transaction of `mode` on a pooled connection,
+// committing when fn succeeds and rolling back when it fails, so that a failed call changes
+// nothing. Runs it again (up to kMaxTxnAttempts times) when the transaction hit a deadlock or a
+// serialization failure, and when the connection turned out to be dead before anything was sent
+// in it (a backend restarted while the connection sat idle in the pool).
+template <typename Fn>
+auto RunTransaction(Pool* pool, TxnMode mode, Fn&& fn) -> std::invoke_result_t<Fn&, Conn*> {
+  using R = std::invoke_result_t<Fn&, Conn*>;
+  for (int attempt = 1;; ++attempt) {
+    Result<Pool::Lease> lease = pool->Acquire();
+    if (!lease.ok()) return R(lease.status());
+    Conn* conn = lease->get();
+    if (mode != TxnMode::kAutocommit) {
+      Status begun = internal::Begin(conn, mode);
+      if (!begun.ok()) {
+        lease->Discard();
+        if (attempt < kMaxTxnAttempts) continue;  // nothing happened yet: a fresh connection
+        return R(begun);
+      }
+    }
+    R result = fn(conn);
+    Status status = internal::StatusOf(result);
+    if (status.ok() && mode != TxnMode::kAutocommit) status = internal::Commit(conn);
+    if (status.ok()) return result;
+    const bool retry = IsRetryableSqlState(conn->last_sqlstate()) ||
+            (mode == TxnMode::kAutocommit && conn->broken());
+    if (conn->broken()) {
+      lease->Discard();
+    } else if (conn->in_transaction()) {
+      internal::Rollback(conn);
+      if (conn->broken() || conn->in_transaction()) lease->Discard();
+    }
+    if (!retry || attempt >= kMaxTxnAttempts) {
+      if (internal::StatusOf(result).ok()) return R(status);  // the commit failed
+      return result;
+    }
+    internal::BackoffBeforeRetry(attempt);
+  }
+}
+
+}  // namespace cohort::store::pg

@@ -1,0 +1,228 @@
+"""The C++ client library and the node agent against the real `cohort server` binary.
+
+Each test runs examples/cpp/train.cc (target cohort_example_cpp) as the training process, with a
+private HOME, XDG_RUNTIME_DIR (so a private agent socket) and data directory. The agent is
+`cohort agent` when the CLI has that subcommand, else the stand-in binary of src/agent
+(cohort_agent_for_test). COHORT_CLIENT_BUILD_DIR may point at another build tree for the client
+binaries (default: the same as COHORT_BUILD_DIR).
+"""
+import json
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import BUILD, COHORT_BIN, ServerProcess, wait_for
+
+CLIENT_BUILD = pathlib.Path(os.environ.get("COHORT_CLIENT_BUILD_DIR", BUILD))
+EXAMPLE = CLIENT_BUILD / "src" / "client" / "cohort_example_cpp"
+STAND_IN = CLIENT_BUILD / "src" / "agent" / "cohort_agent_for_test"
+
+pytestmark = pytest.mark.skipif(not EXAMPLE.exists(), reason=f"{EXAMPLE} not built")
+
+
+def cli_has(subcommand):
+    if not COHORT_BIN.exists():
+        return False
+    out = subprocess.run([str(COHORT_BIN), "--help"], capture_output=True, text=True).stdout
+    return any(line.strip().startswith(subcommand + " ") for line in out.splitlines())
+
+
+AGENT_BIN = COHORT_BIN if cli_has("agent") else STAND_IN
+SYNC_BIN = COHORT_BIN if cli_has("sync") else STAND_IN
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Client:
+    """Environment of a training process next to `server` (its HOME holds the server's key)."""
+
+    def __init__(self, home, server=None, **env):
+        self.home = pathlib.Path(home)
+        self.env = dict(os.environ, HOME=str(self.home), XDG_CONFIG_HOME="", XDG_DATA_HOME="",
+                        XDG_RUNTIME_DIR=str(self.home / "run"), COHORT_BIN=str(AGENT_BIN),
+                        COHORT_PROJECT="e2e", COHORT_AGENT_IDLE_S="5")
+        for k in ("COHORT_AGENT_SOCKET", "COHORT_DIR", "COHORT_RUN_ID", "COHORT_MODE", "RANK",
+                  "TORCHELASTIC_RUN_ID", "COHORT_BASE_URL", "COHORT_API_KEY"):
+            self.env.pop(k, None)
+        self.env.update(env)
+
+    def train(self, *args, timeout=60, **env):
+        e = dict(self.env, **env)
+        return subprocess.run([str(EXAMPLE), *args], env=e, capture_output=True, text=True,
+                              timeout=timeout)
+
+    def start(self, *args, **env):
+        e = dict(self.env, **env)
+        return subprocess.Popen([str(EXAMPLE), *args], env=e, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    def agent_pid(self):
+        lock = self.home / "run" / "cohort" / "agent.lock"
+        try:
+            pid = int(lock.read_text().strip() or 0)
+            os.kill(pid, 0)
+            return pid
+        except (OSError, ValueError):
+            return 0
+
+    def stop_agent(self):
+        pid = self.agent_pid()
+        if pid:
+            os.kill(pid, signal.SIGTERM)
+
+
+class FixedPortServer(ServerProcess):
+    """`cohort server` on a given port (so that it can be restarted where clients expect it)."""
+
+    def __init__(self, home, port):
+        super().__init__(home)
+        self.port = port
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            [str(COHORT_BIN), "server", "--port", str(self.port), "--data-dir", str(self.data_dir)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env, text=True)
+        line = self.proc.stdout.readline().strip()
+        assert line.startswith("http://"), (line, self.proc.poll())
+        self.url = line
+        return self
+
+
+def run_id_of(result_stdout):
+    for line in result_stdout.splitlines():
+        if line.startswith("run "):
+            return line.split()[1]
+    raise AssertionError(f"no run id in output: {result_stdout!r}")
+
+
+def keys(api, run_id):
+    status, me = api.get("/api/v1/viewer")
+    status, body = api.get(f"/api/v1/runs/{me['entity']}/e2e/{run_id}/keys")
+    if status != 200:
+        return {}
+    return {(k["key"], k["writer"]): k["count"] for k in body["keys"]}
+
+
+def run_info(api, run_id):
+    status, me = api.get("/api/v1/viewer")
+    status, body = api.get(f"/api/v1/runs/{me['entity']}/e2e/{run_id}")
+    return body if status == 200 else None
+
+
+def user_points(api, run_id):
+    return sum(c for (k, _), c in keys(api, run_id).items() if not k.startswith("system/"))
+
+
+@pytest.fixture
+def client(server):
+    c = Client(server.home)
+    yield c
+    c.stop_agent()
+
+
+def test_init_log_finish_delivers_ten_thousand_points(server, client):
+    api = server.api()
+    r = client.train("--steps", "1000", "--keys", "10")
+    assert r.returncode == 0, r.stderr
+    run_id = run_id_of(r.stdout)
+    assert wait_for(lambda: user_points(api, run_id) == 10000, timeout=20), keys(api, run_id)
+    counts = keys(api, run_id)
+    assert all(c == 1000 for (k, _), c in counts.items() if not k.startswith("system/"))
+    info = run_info(api, run_id)
+    assert info["state"] == "finished"
+    assert info["config"]["steps"] == 1000
+    assert info["summary"]["final_loss"] > 0
+    status, me = api.get("/api/v1/viewer")
+    status, lines = api.get(f"/api/v1/runs/{me['entity']}/e2e/{run_id}/console")
+    assert any(l["text"].startswith("step 900 loss") for l in lines["lines"])
+
+
+def test_failed_exit_code_marks_the_run_failed(server, client):
+    api = server.api()
+    r = client.train("--steps", "10", "--exit-code", "3")
+    assert r.returncode == 3
+    run_id = run_id_of(r.stdout)
+    assert wait_for(lambda: (run_info(api, run_id) or {}).get("state") == "failed", timeout=20)
+
+
+def test_init_with_server_down_returns_and_data_arrives_later(tmp_path):
+    port = free_port()
+    first = FixedPortServer(tmp_path, port).start()
+    first.stop()  # the key and store exist; now the server is down
+    c = Client(tmp_path, COHORT_BASE_URL=f"http://127.0.0.1:{port}")
+    try:
+        start = time.monotonic()
+        r = c.train("--steps", "200", "--keys", "10", timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert time.monotonic() - start < 15
+        assert "buffering" in r.stdout
+        run_id = run_id_of(r.stdout)
+        again = FixedPortServer(tmp_path, port).start()
+        try:
+            api = again.api()
+            assert wait_for(lambda: user_points(api, run_id) == 2000, timeout=60), keys(api, run_id)
+            assert wait_for(lambda: run_info(api, run_id)["state"] == "finished", timeout=10)
+        finally:
+            again.stop()
+    finally:
+        c.stop_agent()
+
+
+def test_agent_killed_mid_run_does_not_hang_and_loses_nothing(server, client):
+    api = server.api()
+    p = client.start("--steps", "300", "--keys", "10", "--sleep-ms", "10")
+    assert wait_for(client.agent_pid, timeout=10)
+    time.sleep(1.0)
+    os.kill(client.agent_pid(), signal.SIGKILL)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    run_id = run_id_of(out)
+    assert wait_for(lambda: user_points(api, run_id) == 3000, timeout=30), keys(api, run_id)
+    counts = keys(api, run_id)
+    assert all(c == 300 for (k, _), c in counts.items() if not k.startswith("system/"))
+    assert wait_for(lambda: run_info(api, run_id)["state"] == "finished", timeout=10)
+
+
+def test_offline_run_is_uploaded_by_sync_once(server, client):
+    api = server.api()
+    r = client.train("--steps", "100", "--keys", "10", COHORT_MODE="offline")
+    assert r.returncode == 0, r.stderr
+    run_id = run_id_of(r.stdout)
+    time.sleep(0.5)
+    assert run_info(api, run_id) is None  # nothing was sent
+    data_dir = client.home / ".local" / "share" / "cohort" / "agent"
+    client.stop_agent()  # releases the WAL directories
+    wait_for(lambda: not client.agent_pid(), timeout=10)
+    for _ in range(2):
+        s = subprocess.run([str(SYNC_BIN), "sync", str(data_dir)], env=client.env,
+                           capture_output=True, text=True, timeout=60)
+        assert s.returncode == 0, s.stderr
+    assert wait_for(lambda: user_points(api, run_id) == 1000, timeout=10), keys(api, run_id)
+    counts = keys(api, run_id)
+    assert all(c == 100 for (k, _), c in counts.items() if not k.startswith("system/"))
+    assert run_info(api, run_id)["state"] == "finished"
+
+
+def test_torchrun_ranks_share_one_run_without_coordination(server, client):
+    api = server.api()
+    env = dict(TORCHELASTIC_RUN_ID="job-e2e-1", WORLD_SIZE="2")
+    procs = [client.start("--steps", "50", "--keys", "2", "--shared", RANK=str(r), **env)
+             for r in (0, 1)]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
+    run_ids = {run_id_of(o[0]) for o in outs}
+    assert len(run_ids) == 1
+    run_id = run_ids.pop()
+    assert wait_for(lambda: user_points(api, run_id) == 200, timeout=20), keys(api, run_id)
+    writers = {w["label"]: w for w in run_info(api, run_id)["writers"]}
+    assert set(writers) == {"rank_0", "rank_1"}
+    assert writers["rank_0"]["primary"] and not writers["rank_1"]["primary"]

@@ -1,0 +1,281 @@
+// Browser tests of the web UI: a real `cohort server` (port 0, temporary HOME and data dir),
+// seeded with the seed document's scenarios (tests/ui/seed.mjs), driven through Debian's
+// Chromium by playwright-core. Screenshots go to artifacts/ui/.
+//
+//   node --test tests/ui/e2e.test.mjs        (scripts/test-ui.sh runs it)
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { api, launchBrowser, ROOT, startServer } from './harness.mjs';
+import { HttpDriver, seed } from './seed.mjs';
+
+const SHOTS = path.join(ROOT, 'artifacts/ui');
+const PROJECT = 'ddp-demo';
+let server, browser, page, seeded, entity;
+
+const shot = (name) => page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+const href = (q) => `${server.url}/?p=${entity}/${PROJECT}${q}`;
+
+/** Names of the runs the table shows (the table keeps a few rows beyond the viewport). */
+async function tableNames() {
+  return page.$$eval('[data-testid=runs-table] tr[data-run]', (rows) => rows.map((r) => r.getAttribute('data-name')).sort());
+}
+
+async function waitForNames(expected, timeout = 10000) {
+  const want = [...expected].sort();
+  const deadline = Date.now() + timeout;
+  let got;
+  while (Date.now() < deadline) {
+    got = await tableNames();
+    if (JSON.stringify(got) === JSON.stringify(want)) return;
+    await page.waitForTimeout(100);
+  }
+  assert.deepEqual(got, want);
+}
+
+async function legendOf(title) {
+  const panel = page.locator(`section.panel[data-chart="${title}"]`);
+  await panel.locator('canvas').first().waitFor({ timeout: 15000 });
+  return panel.locator('.legend-item').evaluateAll((els) => els.map((e) => e.getAttribute('data-series')));
+}
+
+async function selectView(name) {
+  const select = page.getByTestId('view-select');
+  await select.waitFor();
+  // Views load (and the seed's three are created) after the page.
+  await page.waitForFunction((n) => [...document.querySelectorAll('[data-testid=view-select] option')].some((o) => o.textContent === n), name);
+  await select.selectOption({ label: name });
+}
+
+before(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  server = await startServer();
+  entity = (await api(server, 'GET', '/api/v1/viewer')).entity;
+  seeded = await seed(new HttpDriver(server.url, server.key, entity, PROJECT));
+  browser = await launchBrowser();
+  const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 }, colorScheme: 'light' });
+  page = await ctx.newPage();
+  page.on('pageerror', (e) => console.error('page error:', e.message));
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+describe('web UI', () => {
+  test('one-click login through the token link of `cohort server`', async () => {
+    await page.goto(server.loginUrl);
+    await page.getByRole('link', { name: PROJECT }).waitFor();
+    assert.ok(!page.url().includes('token='), 'the token leaves the address bar');
+    const key = await page.evaluate(() => localStorage.getItem('cohort.key'));
+    assert.match(key, /^cs_/, 'a session key is kept, not the admin key');
+    await shot('01-projects');
+    // A reload stays signed in.
+    await page.reload();
+    await page.getByRole('link', { name: PROJECT }).waitFor();
+  });
+
+  test('the workspace sidebar lists groups that expand to their runs', async () => {
+    await page.goto(href(''));
+    const group = page.locator('.sidebar [data-group="DDP"]');
+    await group.waitFor();
+    assert.equal((await group.locator('.count').textContent()).trim(), '4');
+    await group.getByRole('button', { name: /expand group DDP/ }).click();
+    const runs = await group.locator('.group-runs a').allTextContents();
+    assert.deepEqual(runs.sort(), ['ddp-rank0', 'ddp-rank1', 'ddp-rank2', 'ddp-rank3']);
+    await waitForNames(['ddp-rank0', 'ddp-rank1', 'ddp-rank2', 'ddp-rank3', 'shared-ddp', 'rank0-only', 'live-run']);
+    await shot('02-workspace');
+  });
+
+  test("the seed's three saved views exist and filter the table", async () => {
+    await page.goto(href(''));
+    await selectView('default: hide workers');
+    await waitForNames(['ddp-rank0', 'shared-ddp', 'rank0-only', 'live-run']);
+    await shot('03-view-hide-workers');
+    await selectView('debug: crashed workers');
+    await waitForNames(['ddp-rank2']);
+    assert.equal(await page.locator('tr[data-name="ddp-rank2"] .state').textContent(), 'crashed');
+    await shot('04-view-crashed-workers');
+    await selectView('all nodes');
+    await waitForNames(['ddp-rank0', 'ddp-rank1', 'ddp-rank2', 'ddp-rank3', 'shared-ddp', 'rank0-only', 'live-run']);
+    const views = (await api(server, 'GET', `/api/v1/views/${entity}/${PROJECT}`)).views.map((v) => v.name).sort();
+    assert.deepEqual(views, ['all nodes', 'debug: crashed workers', 'default: hide workers']);
+  });
+
+  test('the URL restores a view and its filters after a reload', async () => {
+    await page.goto(href(''));
+    await selectView('debug: crashed workers');
+    await waitForNames(['ddp-rank2']);
+    assert.match(page.url(), /view=\d+/);
+    assert.match(page.url(), /state=crashed/);
+    await page.reload();
+    await waitForNames(['ddp-rank2']);
+    const selected = await page.getByTestId('view-select').evaluate((s) => s.options[s.selectedIndex].textContent);
+    assert.equal(selected, 'debug: crashed workers');
+    // Filters typed by hand go into the URL too.
+    await page.goto(href(''));
+    await page.getByLabel('search run names').fill('rank0');
+    await waitForNames(['ddp-rank0', 'rank0-only']);
+    await page.reload();
+    await waitForNames(['ddp-rank0', 'rank0-only']);
+  });
+
+  test('the group page draws one line per process, and the band + mean across them', async () => {
+    await page.goto(href('&group=DDP'));
+    await page.locator('[data-testid=group-runs] .run-card').first().waitFor();
+    assert.equal(await page.locator('[data-testid=group-runs] .run-card').count(), 4);
+    assert.equal(await page.locator('.run-card[data-name="ddp-rank2"] .state').textContent(), 'crashed');
+    assert.deepEqual(await legendOf('loss'), ['ddp-rank0', 'ddp-rank1', 'ddp-rank2', 'ddp-rank3']);
+    await page.getByTestId('agg-toggle').check();
+    await page.waitForFunction(() => [...document.querySelectorAll('section.panel[data-chart="loss"] .legend-item')].some((e) => e.textContent.includes('mean of 4')));
+    assert.match(page.url(), /agg=1/);
+    await shot('05-group');
+  });
+
+  test("the System tab shows every label's GPU series, per device", async () => {
+    await page.goto(href(`&run=${seeded.shared}&tab=system`));
+    // rank_0 samples GPUs 0 and 1; ranks 1 and 3 are on GPU 1, rank 2 on GPU 0.
+    assert.deepEqual(await legendOf('GPU 0 temperature (°C)'), ['rank_0', 'rank_2']);
+    assert.deepEqual(await legendOf('GPU 1 temperature (°C)'), ['rank_0', 'rank_1', 'rank_3']);
+    assert.deepEqual(await legendOf('GPU 1 utilisation (%)'), ['rank_0', 'rank_1', 'rank_3']);
+    assert.deepEqual(await legendOf('CPU (%)'), ['rank_0', 'rank_1', 'rank_2', 'rank_3']);
+    await shot('06-system-shared');
+    // The rank-0-only run still shows all four GPUs of its machine.
+    await page.goto(href(`&run=${seeded.rank0}&tab=system`));
+    await page.locator('details[data-section="GPU 3"]').waitFor();
+    const sections = await page.locator('details.chart-section').evaluateAll((els) => els.map((e) => e.getAttribute('data-section')));
+    assert.deepEqual(sections.filter((s) => s.startsWith('GPU')), ['GPU 0', 'GPU 1', 'GPU 2', 'GPU 3']);
+  });
+
+  test('the Logs tab filters by label and by text, stderr highlighted', async () => {
+    const all = (await api(server, 'GET', `/api/v1/runs/${entity}/${PROJECT}/${seeded.shared}/console?limit=10000`)).lines;
+    await page.goto(href(`&run=${seeded.shared}&tab=logs`));
+    await page.getByTestId('log-count').filter({ hasText: `${all.length} lines` }).waitFor();
+    await page.locator('.logs-bar input[data-label="rank_1"]').check();
+    const rank1 = all.filter((l) => l.label === 'rank_1').length;
+    await page.getByTestId('log-count').filter({ hasText: `${rank1} lines` }).waitFor();
+    const labels = await page.locator('.log-line[data-label]').evaluateAll((els) => [...new Set(els.map((e) => e.getAttribute('data-label')))]);
+    assert.deepEqual(labels, ['rank_1']);
+    assert.match(page.url(), /labels=rank_1/);
+    await shot('07-logs-rank1');
+    // Text search (label chips off again): only rank_2's NCCL error, on stderr.
+    await page.locator('.logs-bar input[data-label="rank_1"]').uncheck();
+    await page.getByLabel('search logs').fill('NCCL');
+    await page.getByTestId('log-count').filter({ hasText: /^1 lines$/ }).waitFor();
+    const line = page.locator('.log-line[data-label]');
+    assert.equal(await line.getAttribute('data-label'), 'rank_2');
+    assert.equal(await line.getAttribute('data-stream'), 'stderr');
+    assert.match(await line.textContent(), /NCCL communicator was aborted/);
+    // `label:` in the search bar filters by label as well.
+    await page.getByLabel('search logs').fill('label:rank_3 warning');
+    const r3warn = all.filter((l) => l.label === 'rank_3' && l.text.includes('warning')).length;
+    await page.getByTestId('log-count').filter({ hasText: new RegExp(`^${r3warn} lines$`) }).waitFor();
+    await shot('08-logs-search');
+  });
+
+  test('a crashed writer is shown as crashed; the tabs work from the keyboard', async () => {
+    await page.goto(href(`&run=${seeded.shared}`));
+    const row = page.locator('[data-testid=writers] tr[data-writer="rank_2"]');
+    await row.waitFor();
+    assert.equal(await row.getAttribute('data-state'), 'crashed');
+    assert.equal(await row.locator('.state').textContent(), 'crashed');
+    assert.equal(await page.locator('[data-testid=writers] tr[data-writer="rank_0"] .state').textContent(), 'finished');
+    assert.equal(await page.locator('.run-head h1 .state').textContent(), 'finished', 'the primary decides the run state');
+    await shot('09-writers');
+    await page.getByRole('tab', { name: 'Overview' }).focus();
+    await page.keyboard.press('ArrowRight');
+    await page.waitForURL(/tab=charts/);
+    assert.deepEqual(await legendOf('loss'), ['rank_0', 'rank_1', 'rank_2', 'rank_3']);
+  });
+
+  test('a running run updates without a reload: new points, then its crash', async () => {
+    await page.goto(href(`&run=${seeded.live}&tab=charts`));
+    const meta = page.locator('section.panel[data-chart="loss"] .panel-meta');
+    await meta.filter({ hasText: '50 raw points' }).waitFor({ timeout: 15000 });
+    await page.evaluate(() => { window.__noReload = true; });
+    const w = seeded.liveWriter;
+    for (let s = 50; s < 60; s++) await w.log(s, Date.now(), { loss: 0.5 });
+    await w.flush();
+    await meta.filter({ hasText: '60 raw points' }).waitFor({ timeout: 15000 });
+    assert.equal(await page.locator('.run-head h1 .state').textContent(), 'running');
+    await w.finish(null, 'crashed');
+    await page.locator('.run-head h1 .state', { hasText: 'crashed' }).waitFor({ timeout: 15000 });
+    assert.equal(await page.evaluate(() => window.__noReload), true, 'the page was not reloaded');
+    await shot('10-live-crashed');
+  });
+
+  test('selected runs overlay in the workspace charts', async () => {
+    await page.goto(href(''));
+    await page.getByLabel('select ddp-rank0').check();
+    await page.getByLabel('select ddp-rank2').check();
+    assert.match(page.url(), /sel=/);
+    assert.deepEqual(await legendOf('loss'), ['ddp-rank0', 'ddp-rank2']);
+    await shot('11-selected-overlay');
+  });
+
+  test('charts draw min/max bands of the buckets, and a zoom re-queries down to raw points', async () => {
+    // 20,000 steps: more points than pixels.
+    const run = await api(server, 'POST', `/api/v1/runs/${entity}/${PROJECT}`, { name: 'long-run', job_type: 'train' });
+    const base = `/api/v1/runs/${entity}/${PROJECT}/${run.id}`;
+    await api(server, 'POST', `${base}/writers`, { label: 'rank_0' });
+    const history = [];
+    for (let s = 0; s < 20000; s++) history.push({ step: s, time: 1.7e12 + s * 10, values: { loss: Math.exp(-s / 5000) + 0.2 * Math.sin(s) } });
+    await api(server, 'POST', `${base}/writers/rank_0/batches`, { seq: 1, history });
+    await api(server, 'POST', `${base}/writers/rank_0/finish`, { exit_code: 0 });
+    await page.goto(href(`&run=${run.id}&tab=charts`));
+    const panel = page.locator('section.panel[data-chart="loss"]');
+    const meta = panel.locator('.panel-meta');
+    await meta.filter({ hasText: '20,000 points, min/max bands' }).waitFor();
+    await shot('12-bands');
+    const drag = async (from, to) => {
+      const box = await panel.locator('.u-over').boundingBox();
+      await page.mouse.move(box.x + box.width * from, box.y + box.height / 2);
+      await page.mouse.down();
+      await page.mouse.move(box.x + box.width * to, box.y + box.height / 2, { steps: 4 });
+      await page.mouse.up();
+    };
+    await drag(0.45, 0.5); // ~1,000 steps: still more than pixels
+    await meta.filter({ hasText: /^[\d,]+ points, min\/max bands$/ }).filter({ hasNotText: '20,000' }).waitFor();
+    await panel.getByRole('button', { name: 'Reset zoom' }).waitFor();
+    await drag(0.45, 0.5); // ~50 steps: raw points
+    await meta.filter({ hasText: /^\d+ raw points$/ }).waitFor();
+    const raw = Number((await meta.textContent()).split(' ')[0]);
+    assert.ok(raw > 10 && raw < 200, `zoomed to ${raw} raw points`);
+    await shot('13-zoomed-raw');
+    await panel.getByRole('button', { name: 'Reset zoom' }).click();
+    await meta.filter({ hasText: '20,000 points, min/max bands' }).waitFor();
+    // Log scale and smoothing keep the chart drawn (and the URL says so).
+    await page.getByLabel('log scale').check();
+    await page.locator('input[type=range][aria-label=smoothing]').evaluate((el) => {
+      el.value = '0.8';
+      el.dispatchEvent(new Event('input', { bubbles: true }));
+    });
+    await page.waitForURL(/log=1/);
+    await panel.locator('canvas').waitFor();
+    assert.match(page.url(), /smooth=0\.8/);
+    await shot('14-log-smoothed');
+  });
+
+  test('API errors are shown with their message', async () => {
+    await page.goto(href('&run=nosuchrun'));
+    const err = page.locator('.error');
+    await err.waitFor();
+    assert.match(await err.textContent(), /not found/i);
+    await shot('15-error');
+  });
+
+  test('dark theme follows the system', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 }, colorScheme: 'dark' });
+    const p = await ctx.newPage();
+    await p.goto(server.url + '/');
+    await p.evaluate((k) => localStorage.setItem('cohort.key', k), server.key);
+    await p.goto(href(`&run=${seeded.shared}&tab=charts`));
+    await p.locator('section.panel[data-chart="loss"] canvas').waitFor();
+    const bg = await p.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    assert.equal(bg, 'rgb(20, 23, 28)');
+    await p.screenshot({ path: path.join(SHOTS, '16-dark-charts.png') });
+    await ctx.close();
+  });
+});
