@@ -106,14 +106,20 @@ int main(int argc, char** argv) {
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--url") a.url = v;
-    else if (k == "--points") a.points = std::stoll(v);
-    else if (k == "--keys") a.keys = std::stoi(v);
-    else if (k == "--clients") a.clients = std::stoi(v);
-    else if (k == "--rows-per-txn") a.rows_per_txn = std::stoi(v);
+    if (k == "--url")
+      a.url = v;
+    else if (k == "--points")
+      a.points = std::stoll(v);
+    else if (k == "--keys")
+      a.keys = std::stoi(v);
+    else if (k == "--clients")
+      a.clients = std::stoi(v);
+    else if (k == "--rows-per-txn")
+      a.rows_per_txn = std::stoi(v);
     else {
-      std::fprintf(stderr, "usage: pg_copy_baseline --url URL [--points N --keys K --clients C "
-                           "--rows-per-txn R]\n");
+      std::fprintf(stderr,
+                   "usage: pg_copy_baseline --url URL [--points N --keys K --clients C "
+                   "--rows-per-txn R]\n");
       return 2;
     }
   }
@@ -122,8 +128,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "connect: %s", PQerrorMessage(conn));
     return 1;
   }
-  if (!Ok(PQexec(conn, "DROP TABLE IF EXISTS points; CREATE TABLE points (run integer, key text, "
-                       "step bigint, time bigint, value double precision)"),
+  if (!Ok(PQexec(conn,
+                 "DROP TABLE IF EXISTS points; CREATE TABLE points (run integer, key text, "
+                 "step bigint, time bigint, value double precision)"),
           "create")) {
     return 1;
   }
@@ -144,13 +151,14 @@ int main(int argc, char** argv) {
     if (!o) return 1;
   }
   PGresult* size = PQexec(conn, "SELECT pg_total_relation_size('points')");
-  const double bytes = PQresultStatus(size) == PGRES_TUPLES_OK ? std::atof(PQgetvalue(size, 0, 0))
-                                                                 : 0;
+  const double bytes =
+      PQresultStatus(size) == PGRES_TUPLES_OK ? std::atof(PQgetvalue(size, 0, 0)) : 0;
   PQclear(size);
   PQfinish(conn);
   const double points = double(steps) * a.keys;
-  std::printf("{\"points\":%.0f,\"clients\":%d,\"seconds\":%.3f,\"points_per_s\":%.0f,"
-              "\"bytes_per_point\":%.1f}\n",
-              points, a.clients, secs, points / secs, bytes / points);
+  std::printf(
+      "{\"points\":%.0f,\"clients\":%d,\"seconds\":%.3f,\"points_per_s\":%.0f,"
+      "\"bytes_per_point\":%.1f}\n",
+      points, a.clients, secs, points / secs, bytes / points);
   return 0;
 }

@@ -2,9 +2,16 @@
 // curves, ingest through AppendToSeries, and history queries (10M points -> 1,000 buckets; one
 // key's 100k raw points) over an in-memory chunk store.
 //
-//   ninja -C build series_bench && build/bench/series_bench --benchmark_min_time=1
+//   cmake -S . -B build -G Ninja -DCOHORT_BUILD_BENCH=ON && ninja -C build series_bench
+//   build/bench/series_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //
-// Curves: steps 0, 1, 2, ...; times every ~100 ms with a few ms of jitter.
+// Curves (1M points each): steps 0, 1, 2, ...; times every 100 ms plus 0-4 ms of jitter; values:
+//   loss_f32       float(2 exp(-step / 200000) + 0.5 + N(0, 0.02))
+//   lr_cosine_*    1e-3 * (1 + cos(pi step / n)) / 2, as float32 and as double
+//   epoch_int      step / 5000;  global_step: step
+//   gpu_temp_int   an integer random walk in [40, 85] that moves by 1 on 5% of the steps
+// Counters: bytes_per_point (everything in the chunk bytes; summaries are stored apart),
+// items_per_second (points), chunks_decoded (of the query's chunks, the rest use summaries).
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -46,10 +53,18 @@ std::vector<store::Point> MakeCurve(int curve, int64_t n) {
       case kLossF32:
         p.value = double(float(2.0 * std::exp(-x / 200000.0) + 0.5 + 0.02 * noise(rng)));
         break;
-      case kLrCosineF32: p.value = double(float(cosine)); break;
-      case kLrCosineF64: p.value = cosine; break;
-      case kEpoch: p.value = double(i / 5000); break;
-      case kGlobalStep: p.value = x; break;
+      case kLrCosineF32:
+        p.value = double(float(cosine));
+        break;
+      case kLrCosineF64:
+        p.value = cosine;
+        break;
+      case kEpoch:
+        p.value = double(i / 5000);
+        break;
+      case kGlobalStep:
+        p.value = x;
+        break;
       default:
         if (rng() % 20 == 0) temp = std::min(85.0, std::max(40.0, temp + (rng() % 2 ? 1 : -1)));
         p.value = temp;
@@ -146,7 +161,11 @@ void BM_AppendBatches(benchmark::State& state) {
   }
   state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(pts.size()));
 }
-BENCHMARK(BM_AppendBatches)->Arg(10)->Arg(100)->Arg(1000)->Arg(10000)
+BENCHMARK(BM_AppendBatches)
+    ->Arg(10)
+    ->Arg(100)
+    ->Arg(1000)
+    ->Arg(10000)
     ->Unit(benchmark::kMillisecond);
 
 struct MemStore {

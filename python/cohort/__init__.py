@@ -21,11 +21,11 @@ from __future__ import annotations
 from typing import Optional
 
 from . import errors
-from ._native import native as _native
+from ._native import native as _ext
 from ._values import convert as _convert
 from .errors import AuthenticationError, CommError, Error, UsageError
 
-_native._set_hooks(_convert, dict(errors.ERROR_TYPES), Error)
+_ext._set_hooks(_convert, dict(errors.ERROR_TYPES), Error)
 
 from ._run import Config, Run, Summary  # noqa: E402
 from .sdk import finish, init, log, login, setup, teardown  # noqa: E402

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import pathlib
 import sys
 from types import ModuleType
 from typing import List
@@ -25,15 +24,15 @@ from typing import List
 _PACKAGE = __name__.rpartition(".")[0]
 
 
-def _build_tree_candidates() -> List[pathlib.Path]:
+def _build_tree_candidates() -> List[str]:
     """Directories of a CMake build tree that may hold the extension."""
     out = []
     build = os.environ.get("COHORT_BUILD_DIR")
     if build:
-        out.append(pathlib.Path(build) / "python" / "cohort")
-    repo = pathlib.Path(__file__).resolve().parent.parent.parent
-    if (repo / "CMakeLists.txt").is_file():
-        out.append(repo / "build" / "python" / "cohort")
+        out.append(os.path.join(os.path.abspath(build), "python", "cohort"))
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+    if os.path.isfile(os.path.join(repo, "CMakeLists.txt")):
+        out.append(os.path.join(repo, "build", "python", "cohort"))
     return out
 
 
@@ -47,14 +46,19 @@ def _load() -> ModuleType:
         package = sys.modules[_PACKAGE]
         tried = []
         for directory in _build_tree_candidates():
-            tried.append(str(directory))
-            if not any(directory.glob("_cohort*.so")):
+            tried.append(directory)
+            try:
+                found = any(f.startswith("_cohort") and f.endswith(".so")
+                            for f in os.listdir(directory))
+            except OSError:
+                found = False
+            if not found:
                 continue
-            package.__path__.append(str(directory))
+            package.__path__.append(directory)
             try:
                 return importlib.import_module(name)
             except ImportError:
-                package.__path__.remove(str(directory))
+                package.__path__.remove(directory)
                 raise
         raise ImportError(
             "cohort: the extension module cohort._cohort is not built. Install the package "
@@ -70,9 +74,9 @@ native = _load()
 def _point_at_binary() -> None:
     if os.environ.get("COHORT_BIN"):
         return
-    binary = pathlib.Path(native.__file__).resolve().parent / "bin" / "cohort"
-    if binary.is_file() and os.access(binary, os.X_OK):
-        os.environ["COHORT_BIN"] = str(binary)
+    binary = os.path.join(os.path.dirname(os.path.realpath(native.__file__)), "bin", "cohort")
+    if os.path.isfile(binary) and os.access(binary, os.X_OK):
+        os.environ["COHORT_BIN"] = binary
 
 
 _point_at_binary()

@@ -236,20 +236,19 @@ def restore_run(state: Dict[str, Any]) -> "Run":
         for run in live():
             if run.id == state["id"] and run.label == state["label"]:
                 return run
-    if state.get("disabled"):
-        run = Run(local_id=state.get("id"))
-        run._py_finished = False
-        return run
     label = f"{state['label']}-{pid}"
     key = (state["id"], label)
     with _lock:
         existing = _unpickled.get(key)
         if existing is not None and not existing.finished:
             return existing
-    run = sdk.join_as_child(state, label)
+    if state.get("disabled"):
+        run = Run(local_id=state.get("id"), init_args={"name": state.get("name")})
+    else:
+        run = sdk.join_as_child(state, label)
+    global _adopted
     with _lock:
         _unpickled[key] = run
-        global _adopted
         if _adopted is None or _adopted.finished:
             _adopted = run
     return run

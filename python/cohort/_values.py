@@ -7,12 +7,11 @@ a dict to flatten, or raises a TypeError naming the key. numpy and torch are loo
 """
 from __future__ import annotations
 
-import dataclasses
 import enum
 import json
 import math
 import numbers
-import pathlib
+import os
 import sys
 from typing import Any, Dict, Mapping, Union
 
@@ -90,12 +89,13 @@ def jsonable(value: Any, _depth: int = 0) -> Any:
         return jsonable(value.detach().cpu().tolist(), _depth + 1)
     if isinstance(value, enum.Enum):
         return jsonable(value.value, _depth + 1)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if hasattr(type(value), "__dataclass_fields__") and not isinstance(value, type):
+        import dataclasses
         return jsonable(dataclasses.asdict(value), _depth + 1)
     if isinstance(value, numbers.Real):
         return jsonable(float(value), _depth + 1)
-    if isinstance(value, pathlib.PurePath):
-        return str(value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
     if hasattr(value, "__dict__") and type(value).__name__ == "Namespace":  # argparse
         return jsonable(vars(value), _depth + 1)
     return str(value)

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,7 +38,7 @@ constexpr size_t kMaxKeyBytes = 256;  // the server's key length limit (docs/api
 constexpr int kMaxDepth = 32;         // nested dicts in one log call
 
 // Python objects the package registers at import (module state; never freed).
-PyObject* g_converter = nullptr;   // converter(key: str, value) -> float | dict
+PyObject* g_converter = nullptr;    // converter(key: str, value) -> float | dict
 PyObject* g_error_types = nullptr;  // dict: status code name -> exception type
 PyObject* g_default_error = nullptr;
 
@@ -83,11 +84,13 @@ struct PyRun {
   int owner_pid = 0;  // the process that created (or unpickled) it
 };
 
-// Per-thread conversion buffer of Run.log. `values` keeps its strings between calls.
+// Per-thread conversion buffer of Run.log. `values` keeps its strings between calls, and a
+// slot already holding the right key (a training loop logs the same keys every step) is not
+// rewritten.
 struct LogScratch {
   cohort::Values values;
   size_t n = 0;
-  std::string key;  // the key being built (prefix of nested dicts + own name)
+  std::string prefix;  // "a/b/" inside nested dicts, else empty
   bool busy = false;
 };
 
@@ -96,80 +99,87 @@ LogScratch& ThreadScratch() {
   return scratch;
 }
 
+std::string FullKey(const LogScratch& s, const char* k, size_t kl) {
+  std::string key = s.prefix;
+  key.append(k, kl);
+  return key;
+}
+
 void SetKeyError(PyObject* type, const std::string& key, const char* what) {
   PyErr_Format(type, "log: key '%s': %s", key.c_str(), what);
 }
 
-bool CheckKey(const LogScratch& s) {
-  if (s.key.empty() || s.key.back() == '/') {
-    SetKeyError(PyExc_ValueError, s.key, "keys must not be empty");
-    return false;
-  }
-  if (s.key.size() > kMaxKeyBytes) {
-    SetKeyError(PyExc_ValueError, s.key, "keys must be at most 256 bytes (UTF-8)");
-    return false;
-  }
-  return true;
+inline bool SameBytes(const std::string& a, size_t offset, const char* b, size_t n) {
+  return n == 0 || std::memcmp(a.data() + offset, b, n) == 0;
 }
 
-void Append(LogScratch& s, double v) {
+// Adds (prefix + key, v). False with a Python error set for an empty or too long key.
+inline bool AppendScalar(LogScratch& s, const char* k, size_t kl, double v) {
+  const size_t pl = s.prefix.size();
+  if (kl == 0 || pl + kl > kMaxKeyBytes) [[unlikely]] {
+    SetKeyError(PyExc_ValueError, FullKey(s, k, kl),
+                kl == 0 ? "keys must not be empty" : "keys must be at most 256 bytes (UTF-8)");
+    return false;
+  }
   if (s.n == s.values.size()) s.values.emplace_back();
   auto& slot = s.values[s.n++];
-  slot.first.assign(s.key);
+  std::string& dst = slot.first;
+  if (dst.size() != pl + kl || !SameBytes(dst, pl, k, kl) ||
+      !SameBytes(dst, 0, s.prefix.data(), pl)) {
+    dst.assign(s.prefix);
+    dst.append(k, kl);
+  }
   slot.second = v;
+  return true;
 }
 
 bool CollectDict(LogScratch& s, PyObject* dict, int depth);
 
-// Converts one value whose key is s.key; recurses into dicts. False with a Python error set.
-bool CollectValue(LogScratch& s, PyObject* v, int depth) {
-  if (PyFloat_Check(v)) {  // float, numpy.float64
-    if (!CheckKey(s)) return false;
-    Append(s, PyFloat_AS_DOUBLE(v));
-    return true;
-  }
-  if (PyLong_Check(v)) {  // int, bool
-    if (!CheckKey(s)) return false;
-    double d = PyLong_AsDouble(v);
-    if (d == -1.0 && PyErr_Occurred()) {
-      PyErr_Clear();
-      SetKeyError(PyExc_OverflowError, s.key, "int too large to log as a float");
-      return false;
-    }
-    Append(s, d);
-    return true;
-  }
-  if (PyDict_Check(v)) {
-    if (depth >= kMaxDepth) {
-      SetKeyError(PyExc_ValueError, s.key, "dicts nested too deeply");
-      return false;
-    }
-    s.key.push_back('/');
-    return CollectDict(s, v, depth + 1);
-  }
-  if (g_converter == nullptr) {
-    SetKeyError(PyExc_TypeError, s.key, "unsupported value type");
+// Recurses into `dict` under prefix + key + "/".
+bool CollectNested(LogScratch& s, const char* k, size_t kl, PyObject* dict, int depth) {
+  if (depth >= kMaxDepth) {
+    SetKeyError(PyExc_ValueError, FullKey(s, k, kl), "dicts nested too deeply");
     return false;
   }
-  PyObject* key = PyUnicode_DecodeUTF8(s.key.data(), Py_ssize_t(s.key.size()), "surrogatepass");
+  const size_t pl = s.prefix.size();
+  s.prefix.append(k, kl);
+  s.prefix.push_back('/');
+  bool ok = CollectDict(s, dict, depth + 1);
+  s.prefix.resize(pl);
+  return ok;
+}
+
+// Converts one value under prefix + key; recurses into dicts. False with a Python error set.
+bool CollectValue(LogScratch& s, const char* k, size_t kl, PyObject* v, int depth) {
+  if (PyFloat_Check(v)) return AppendScalar(s, k, kl, PyFloat_AS_DOUBLE(v));  // numpy.float64
+  if (PyLong_Check(v)) {                                                      // int, bool
+    double d = PyLong_AsDouble(v);
+    if (d == -1.0 && PyErr_Occurred()) [[unlikely]] {
+      PyErr_Clear();
+      SetKeyError(PyExc_OverflowError, FullKey(s, k, kl), "int too large to log as a float");
+      return false;
+    }
+    return AppendScalar(s, k, kl, d);
+  }
+  if (PyDict_Check(v)) return CollectNested(s, k, kl, v, depth);
+  // Everything else: the package's converter (numpy, tensors, other numbers, mappings).
+  std::string full = FullKey(s, k, kl);
+  if (g_converter == nullptr) {
+    SetKeyError(PyExc_TypeError, full, "unsupported value type");
+    return false;
+  }
+  PyObject* key = PyUnicode_DecodeUTF8(full.data(), Py_ssize_t(full.size()), "surrogatepass");
   if (key == nullptr) return false;
   PyObject* r = PyObject_CallFunctionObjArgs(g_converter, key, v, nullptr);
   Py_DECREF(key);
   if (r == nullptr) return false;
   bool ok;
   if (PyFloat_Check(r)) {
-    ok = CheckKey(s);
-    if (ok) Append(s, PyFloat_AS_DOUBLE(r));
+    ok = AppendScalar(s, k, kl, PyFloat_AS_DOUBLE(r));
   } else if (PyDict_Check(r)) {
-    if (depth >= kMaxDepth) {
-      SetKeyError(PyExc_ValueError, s.key, "dicts nested too deeply");
-      ok = false;
-    } else {
-      s.key.push_back('/');
-      ok = CollectDict(s, r, depth + 1);
-    }
+    ok = CollectNested(s, k, kl, r, depth);  // `r` stays alive (owned here) during the recursion
   } else {
-    SetKeyError(PyExc_TypeError, s.key, "the value converter returned neither float nor dict");
+    SetKeyError(PyExc_TypeError, full, "the value converter returned neither float nor dict");
     ok = false;
   }
   Py_DECREF(r);
@@ -177,26 +187,20 @@ bool CollectValue(LogScratch& s, PyObject* v, int depth) {
 }
 
 bool CollectDict(LogScratch& s, PyObject* dict, int depth) {
-  const size_t prefix = s.key.size();
   PyObject* k;
   PyObject* v;
   Py_ssize_t pos = 0;
   while (PyDict_Next(dict, &pos, &k, &v)) {
-    if (!PyUnicode_Check(k)) {
-      s.key.resize(prefix);
-      PyErr_Format(PyExc_TypeError, "log: keys must be str, got %.100s %R under '%s'",
-                   Py_TYPE(k)->tp_name, k, s.key.c_str());
+    if (!PyUnicode_Check(k)) [[unlikely]] {
+      PyErr_Format(PyExc_TypeError, "log: keys must be str, got %.100s %R%s%s", Py_TYPE(k)->tp_name,
+                   k, s.prefix.empty() ? "" : " under ", s.prefix.c_str());
       return false;
     }
     Py_ssize_t len = 0;
     const char* p = PyUnicode_AsUTF8AndSize(k, &len);
     if (p == nullptr) return false;
-    s.key.resize(prefix);
-    s.key.append(p, size_t(len));
-    // Values of a dict that a converter returned are owned by that dict, which the caller holds.
-    if (!CollectValue(s, v, depth)) return false;
+    if (!CollectValue(s, p, size_t(len), v, depth)) return false;
   }
-  s.key.resize(prefix);
   return true;
 }
 
@@ -248,8 +252,7 @@ void RunLog(PyRun& self, nb::handle data, nb::handle step, nb::handle commit) {
   }
   if (self.finished) {
     PyObject* type = ErrorTypeFor(cohort::StatusCode::kFailedPrecondition);
-    PyErr_Format(type, "log: run %s is finished; call cohort.init() to start a new one",
-                 self.run.id().c_str());
+    PyErr_SetString(type, "log: this run is finished; call cohort.init() to start a new one");
     throw nb::python_error();
   }
 
@@ -258,7 +261,7 @@ void RunLog(PyRun& self, nb::handle data, nb::handle step, nb::handle commit) {
   LogScratch& s = shared.busy ? local : shared;  // a converter that logs (re-entrant call)
   s.busy = true;
   s.n = 0;
-  s.key.clear();
+  s.prefix.clear();
   bool ok = CollectDict(s, d, 0);
   if (ok) {
     if (s.values.size() != s.n) s.values.resize(s.n);
@@ -292,8 +295,7 @@ void InitRun(PyRun* self, const cohort::Settings& settings) {
 void UpdateJson(PyRun& self, std::string_view json, bool summary) {
   if (self.finished) {
     PyObject* type = ErrorTypeFor(cohort::StatusCode::kFailedPrecondition);
-    PyErr_Format(type, "%s: run %s is finished", summary ? "summary" : "config",
-                 self.run.id().c_str());
+    PyErr_Format(type, "%s: this run is finished", summary ? "summary" : "config");
     throw nb::python_error();
   }
   cohort::Status st = summary ? self.run.UpdateSummary(json) : self.run.UpdateConfig(json);
@@ -335,21 +337,29 @@ NB_MODULE(_cohort, m) {
 
   nb::class_<PyRun>(m, "Run",
                     "Handle of a cohort::Run. cohort.Run subclasses it; use cohort.init().")
-      .def("__init__", [](PyRun* self) { new (self) PyRun{cohort::Run(), false, int(getpid())}; },
-           "A disabled run: every call is a no-op.")
+      .def(
+          "__init__",
+          [](PyRun* self) {
+            new (self) PyRun{cohort::Run(), false, int(getpid())};
+          },
+          "A disabled run: every call is a no-op.")
       .def("__init__", &InitRun, "settings"_a,
            "Starts or joins a run (cohort::Init); returns within settings.init_timeout_s.")
-      .def("log", &RunLog, "data"_a, "step"_a = nb::none(), "commit"_a = nb::none(),
+      .def("log", &RunLog, "data"_a.none(), "step"_a.none() = nb::none(),
+           "commit"_a.none() = nb::none(),
            "Logs a dict of key -> number at the writer's current step.")
-      .def("_update_config", [](PyRun& self, std::string_view json) {
-        UpdateJson(self, json, false);
-      }, "json"_a)
-      .def("_update_summary", [](PyRun& self, std::string_view json) {
-        UpdateJson(self, json, true);
-      }, "json"_a)
-      .def("_print", [](PyRun& self, std::string_view text, bool is_stderr) {
-        self.run.Print(text, is_stderr);
-      }, "text"_a, "is_stderr"_a = false)
+      .def(
+          "_update_config",
+          [](PyRun& self, std::string_view json) { UpdateJson(self, json, false); }, "json"_a)
+      .def(
+          "_update_summary",
+          [](PyRun& self, std::string_view json) { UpdateJson(self, json, true); }, "json"_a)
+      .def(
+          "_print",
+          [](PyRun& self, std::string_view text, bool is_stderr) {
+            self.run.Print(text, is_stderr);
+          },
+          "text"_a, "is_stderr"_a = false)
       .def("_finish", &RunFinish, "exit_code"_a = 0, "state"_a = "",
            "Ends this writer; returns None, or the error text when the agent did not confirm "
            "within finish_timeout_s.")
@@ -366,36 +376,45 @@ NB_MODULE(_cohort, m) {
       .def_prop_ro("dropped", [](const PyRun& self) { return self.run.dropped(); })
       .def_prop_ro("offline", [](const PyRun& self) { return self.run.offline(); });
 
-  m.def("_flatten", [](nb::handle data) {
-    // The conversion run.log does, without a run: [(key, value), ...] (tests, tools).
-    if (!PyDict_Check(data.ptr())) {
-      PyErr_SetString(PyExc_TypeError, "_flatten: expected a dict");
-      throw nb::python_error();
-    }
-    LogScratch s;
-    s.busy = true;
-    if (!CollectDict(s, data.ptr(), 0)) throw nb::python_error();
-    nb::list out;
-    for (size_t i = 0; i < s.n; ++i) {
-      out.append(nb::make_tuple(nb::str(s.values[i].first.data(), s.values[i].first.size()),
-                                s.values[i].second));
-    }
-    return out;
-  }, "data"_a);
+  m.def(
+      "_flatten",
+      [](nb::handle data) {
+        // The conversion run.log does, without a run: [(key, value), ...] (tests, tools).
+        if (!PyDict_Check(data.ptr())) {
+          PyErr_SetString(PyExc_TypeError, "_flatten: expected a dict");
+          throw nb::python_error();
+        }
+        LogScratch s;
+        s.busy = true;
+        if (!CollectDict(s, data.ptr(), 0)) throw nb::python_error();
+        nb::list out;
+        for (size_t i = 0; i < s.n; ++i) {
+          out.append(nb::make_tuple(nb::str(s.values[i].first.data(), s.values[i].first.size()),
+                                    s.values[i].second));
+        }
+        return out;
+      },
+      "data"_a);
 
-  m.def("setup", [](const cohort::Settings& settings) {
-    cohort::Status st;
-    {
-      nb::gil_scoped_release release;
-      st = cohort::Setup(settings);
-    }
-    if (!st.ok()) Raise(st, "setup");
-  }, "settings"_a, "Makes sure a node agent runs (cohort::Setup).");
+  m.def(
+      "setup",
+      [](const cohort::Settings& settings) {
+        cohort::Status st;
+        {
+          nb::gil_scoped_release release;
+          st = cohort::Setup(settings);
+        }
+        if (!st.ok()) Raise(st, "setup");
+      },
+      "settings"_a, "Makes sure a node agent runs (cohort::Setup).");
 
-  m.def("_set_hooks", [](nb::object converter, nb::dict error_types, nb::object default_error) {
-    Py_XSETREF(g_converter, converter.is_none() ? nullptr : converter.release().ptr());
-    Py_XSETREF(g_error_types, error_types.release().ptr());
-    Py_XSETREF(g_default_error, default_error.release().ptr());
-  }, "converter"_a.none(), "error_types"_a, "default_error"_a,
-        "Registers the value converter and the exception types (by status code name).");
+  m.def(
+      "_set_hooks",
+      [](nb::object converter, nb::dict error_types, nb::object default_error) {
+        Py_XSETREF(g_converter, converter.is_none() ? nullptr : converter.release().ptr());
+        Py_XSETREF(g_error_types, error_types.release().ptr());
+        Py_XSETREF(g_default_error, default_error.release().ptr());
+      },
+      "converter"_a.none(), "error_types"_a, "default_error"_a,
+      "Registers the value converter and the exception types (by status code name).");
 }

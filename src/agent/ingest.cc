@@ -173,9 +173,15 @@ Ingest::~Ingest() {
   senders_.clear();
 }
 
+std::string NormalizeDir(const std::string& dir) {
+  std::string d = fs::path(dir).lexically_normal().string();
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  return d;
+}
+
 std::string Ingest::WriterDir(const std::string& data_dir, const std::string& run_id,
                               const std::string& label) {
-  return data_dir + "/" + PathComponent(run_id) + "/" + PathComponent(label);
+  return NormalizeDir(data_dir) + "/" + PathComponent(run_id) + "/" + PathComponent(label);
 }
 
 Sender* Ingest::SenderFor(const std::string& base_url) {
@@ -313,7 +319,7 @@ void Ingest::SessionEnded(WriterStream* stream) {
 
 int Ingest::RecoverDir(const std::string& data_dir) {
   int resumed = 0;
-  for (const std::string& run : ListSubdirectories(data_dir)) {
+  for (const std::string& run : ListSubdirectories(NormalizeDir(data_dir))) {
     for (const std::string& dir : ListSubdirectories(run)) {
       std::error_code ec;
       if (!fs::exists(fs::path(dir) / WriterStream::kMetaFile, ec)) continue;

@@ -127,6 +127,9 @@ class Ingest {
   std::map<std::string, StreamSlot> streams_;               // by directory
 };
 
+// `dir` without "." / ".." components or trailing slashes, so equal directories compare equal.
+std::string NormalizeDir(const std::string& dir);
+
 // A path component for `s`: [A-Za-z0-9_.-] kept, other bytes percent-encoded, and "." / ".."
 // encoded, so no label or run id can leave its directory.
 std::string PathComponent(std::string_view s);

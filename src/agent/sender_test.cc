@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "agent/agent_log.h"
 #include "agent/fake_http_server_for_test.h"
 #include "agent/protocol.h"
 #include "core/clock.h"
@@ -38,6 +39,7 @@ FakeResponse Ok(const FakeRequest& r) {
 class SenderTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    SetLogLevel(LogLevel::kError);  // retries and pauses are expected here
     char tmpl[] = "/tmp/cohort-sender-XXXXXX";
     root_ = mkdtemp(tmpl);
   }

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "agent/agent_log.h"
 #include "agent/fake_cohort_server_for_test.h"
 #include "agent/protocol.h"
 #include "agent/writer_stream.h"
@@ -18,6 +19,7 @@ using testing::FakeCohortServer;
 class SyncTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    SetLogLevel(LogLevel::kError);
     char tmpl[] = "/tmp/cohort-sync-XXXXXX";
     root_ = mkdtemp(tmpl);
   }

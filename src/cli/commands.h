@@ -13,5 +13,7 @@ using Runner = std::function<int()>;
 Runner AddServerCommand(CLI::App& app);
 Runner AddLoginCommand(CLI::App& app);
 Runner AddKeysCommand(CLI::App& app);
+Runner AddAgentCommand(CLI::App& app);
+Runner AddSyncCommand(CLI::App& app);
 
 }  // namespace cohort::cli

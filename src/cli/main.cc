@@ -12,6 +12,8 @@ int main(int argc, char** argv) {
   runners.push_back(cohort::cli::AddServerCommand(app));
   runners.push_back(cohort::cli::AddLoginCommand(app));
   runners.push_back(cohort::cli::AddKeysCommand(app));
+  runners.push_back(cohort::cli::AddAgentCommand(app));
+  runners.push_back(cohort::cli::AddSyncCommand(app));
   CLI11_PARSE(app, argc, argv);
   for (auto& run : runners) {
     int rc = run();

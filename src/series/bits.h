@@ -12,8 +12,9 @@
 
 namespace cohort::series::internal {
 
-// Writes bits into a caller-sized buffer: the caller provides at least ceil(bits / 8) + 8 bytes
-// for the bits it will write. Finish() writes the last partial byte.
+// Writes bits into a caller-sized buffer of at least ceil(bits / 8) bytes for the bits it will
+// write (it stores whole 8-byte words only once all their bits are written). Finish() writes the
+// last partial byte.
 class BitWriter {
  public:
   explicit BitWriter(char* dst) : dst_(dst) {}

@@ -40,10 +40,21 @@ void Bucketer::AddPoint(const store::Point& p) {
   acc_[Index(p.step)].Add(p.step, p.time_ms, p.value);
 }
 
-void Bucketer::AddPoints(const store::Point* points, size_t n, int64_t min_time,
-                         int64_t max_time) {
+void Bucketer::AddPoints(const store::Point* points, size_t n, int64_t min_time, int64_t max_time) {
+  if (min_time == std::numeric_limits<int64_t>::min() &&
+      max_time == std::numeric_limits<int64_t>::max()) {
+    AddPointsIn<false>(points, n, min_time, max_time);  // no time filter: a simpler loop
+  } else {
+    AddPointsIn<true>(points, n, min_time, max_time);
+  }
+}
+
+template <bool kTimeFilter>
+void Bucketer::AddPointsIn(const store::Point* points, size_t n, int64_t min_time,
+                           int64_t max_time) {
   auto wanted = [&](const store::Point& p) {
-    return p.time_ms >= min_time && p.time_ms <= max_time && p.step >= lo_ && p.step <= hi_;
+    return (!kTimeFilter || (p.time_ms >= min_time && p.time_ms <= max_time)) && p.step >= lo_ &&
+           p.step <= hi_;
   };
   size_t i = 0;
   while (i < n) {
@@ -70,7 +81,7 @@ void Bucketer::AddPoints(const store::Point* points, size_t n, int64_t min_time,
     for (; i < n; ++i) {
       const store::Point& p = points[i];
       if (p.step < bucket_lo || p.step > bucket_hi) break;
-      if (p.time_ms < min_time || p.time_ms > max_time) continue;
+      if (kTimeFilter && (p.time_ms < min_time || p.time_ms > max_time)) continue;
       const uint64_t bits = coding::DoubleBits(p.value);
       const bool nan = internal::IsNan(bits);
       const int64_t key = internal::Ordered64(bits);

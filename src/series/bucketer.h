@@ -38,6 +38,8 @@ class Bucketer {
 
  private:
   size_t Index(int64_t step) const;  // requires lo_ <= step <= hi_
+  template <bool kTimeFilter>
+  void AddPointsIn(const store::Point* points, size_t n, int64_t min_time, int64_t max_time);
 
   int64_t lo_, hi_;
   uint64_t width_;  // 0: one bucket spans the whole range (width 2^64 does not fit)

@@ -129,10 +129,10 @@ std::string ChunkEncoder::Encode() const {
     }
   };
   if (all_integer_) {
+    // The integer coding beats float codings of integers (their float patterns jump about).
     for (size_t i = 0; i < n; ++i) internal::ToInteger(values_[i], &candidate[i]);
     try_stream(ValueMode::kInteger);
-  }
-  if (all_float32_) {
+  } else if (all_float32_) {
     for (size_t i = 0; i < n; ++i) {
       uint32_t f = 0;
       internal::ToFloat32Bits(coding::DoubleBits(values_[i]), &f);
@@ -250,16 +250,16 @@ Status DecodeBody(std::string_view in, std::vector<store::Point>* out) {
   out->resize(n);
   store::Point* p = out->data();
   const char* load_end = in.data() + in.size();
-  const bool steps_ok = internal::DecodeStream(
-      steps, body.substr(0, step_bytes), load_end, n, [p](size_t i, uint64_t x) {
-        p[i].step = int64_t(x);
-        return 0u;
-      });
-  const bool times_ok = internal::DecodeStream(
-      times, body.substr(step_bytes, time_bytes), load_end, n, [p](size_t i, uint64_t x) {
-        p[i].time_ms = int64_t(x);
-        return 0u;
-      });
+  const bool steps_ok = internal::DecodeStream(steps, body.substr(0, step_bytes), load_end, n,
+                                               [p](size_t i, uint64_t x) {
+                                                 p[i].step = int64_t(x);
+                                                 return 0u;
+                                               });
+  const bool times_ok = internal::DecodeStream(times, body.substr(step_bytes, time_bytes), load_end,
+                                               n, [p](size_t i, uint64_t x) {
+                                                 p[i].time_ms = int64_t(x);
+                                                 return 0u;
+                                               });
   if (!steps_ok || !times_ok) return Corrupt("step or time payload truncated or overlong");
   const std::string_view value_payload = body.substr(step_bytes + time_bytes);
   bool clean = true;  // the payload held exactly the values, each valid for its mode
@@ -269,9 +269,8 @@ Status DecodeBody(std::string_view in, std::vector<store::Point>* out) {
       BitReader r(value_payload.data(), value_payload.size());
       bool windows_ok;
       if (mode == ValueMode::kXor64) {
-        windows_ok = internal::XorDecode<64>(&r, n, [p](size_t i, uint64_t b) {
-          p[i].value = coding::BitsDouble(b);
-        });
+        windows_ok = internal::XorDecode<64>(
+            &r, n, [p](size_t i, uint64_t b) { p[i].value = coding::BitsDouble(b); });
       } else {
         windows_ok = internal::XorDecode<32>(&r, n, [p](size_t i, uint64_t b) {
           p[i].value = coding::BitsDouble(internal::FromFloat32Bits(uint32_t(b)));

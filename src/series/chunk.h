@@ -2,12 +2,13 @@
 // "Series chunks").
 //
 // A chunk holds up to kMaxChunkPoints points (step, time_ms, value) of one series in arrival
-// order. Steps and times are coded as delta-of-delta (or delta, whichever is smaller) residuals
-// in a bit-packed prefix code whose classes the encoder fits to each chunk; values are coded in
-// one of several modes (ValueMode), chosen per chunk by size: Gorilla XOR on the 64-bit or the
-// float32 pattern, or the same residual coding over integers or over order-preserving float bit
-// patterns. The encoded form carries a magic/version byte, the mode, the point count and a
-// CRC-32C, and every double round-trips bit for bit (NaN payloads, -0.0, infinities, denormals).
+// order. Steps and times are integer streams: delta or delta-of-delta residuals (whichever is
+// smaller), bit-packed in classes of widths the encoder fits to each stream; a regular sequence
+// costs no bits at all. Values are coded in one of several modes (ValueMode), chosen per chunk by
+// size: Gorilla XOR of the 64-bit or the float32 patterns, or the same integer streams over the
+// integers or over order-preserving float bit patterns. The encoded form carries a
+// magic/version byte, the mode, the point count and a CRC-32C, and every double round-trips bit
+// for bit (NaN payloads, -0.0, infinities, denormals).
 //
 // ChunkEncoder is a single-threaded builder (external synchronisation); the free functions are
 // thread-safe.

@@ -258,8 +258,7 @@ TEST(ChunkTest, ErrorsSayWhatIsWrong) {
   EXPECT_NE(DecodeChunk(bad_magic).status().message().find("magic"), std::string::npos);
   std::string bad_mode = chunk;
   bad_mode[1] = 9;
-  EXPECT_NE(DecodeChunk(WithFixedCrc(bad_mode)).status().message().find("mode"),
-            std::string::npos);
+  EXPECT_NE(DecodeChunk(WithFixedCrc(bad_mode)).status().message().find("mode"), std::string::npos);
 }
 
 TEST(ChunkTest, DamagedBodiesWithValidChecksumsNeverCrash) {
@@ -273,10 +272,18 @@ TEST(ChunkTest, DamagedBodiesWithValidChecksumsNeverCrash) {
     const int edits = 1 + int(rng() % 4);
     for (int e = 0; e < edits && !bad.empty(); ++e) {
       switch (rng() % 4) {
-        case 0: bad[rng() % bad.size()] = char(rng()); break;
-        case 1: bad.resize(rng() % bad.size()); break;
-        case 2: bad.insert(bad.begin() + long(rng() % bad.size()), char(rng())); break;
-        default: bad[rng() % bad.size()] ^= char(1 << (rng() % 8)); break;
+        case 0:
+          bad[rng() % bad.size()] = char(rng());
+          break;
+        case 1:
+          bad.resize(rng() % bad.size());
+          break;
+        case 2:
+          bad.insert(bad.begin() + long(rng() % bad.size()), char(rng()));
+          break;
+        default:
+          bad[rng() % bad.size()] ^= char(1 << (rng() % 8));
+          break;
       }
     }
     if (rng() % 8 == 0 && bad.size() > 1) bad[1] = char(rng() % 5);  // another valid mode

@@ -146,8 +146,7 @@ Status QuerySeries(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load
   out->points.clear();
   out->buckets.clear();
   out->more = false;
-  const Range r{kMinInt, kMaxInt, q.min_time_ms.value_or(kMinInt),
-                q.max_time_ms.value_or(kMaxInt)};
+  const Range r{kMinInt, kMaxInt, q.min_time_ms.value_or(kMinInt), q.max_time_ms.value_or(kMaxInt)};
   if (q.buckets > 0) return QueryBuckets(chunks, load, q, r, out);
   return QueryRaw(chunks, load, q, r, out);
 }

@@ -122,8 +122,7 @@ TEST(QueryTest, BucketsReadSummariesForChunksInsideOneBucket) {
   store::SeriesData out;
   ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
   EXPECT_LE(m.loads, q.buckets - 1);
-  EXPECT_EQ(DiffBuckets(BruteForceBuckets(pts, 0, int64_t(pts.size()) - 1, 10), out.buckets),
-            "");
+  EXPECT_EQ(DiffBuckets(BruteForceBuckets(pts, 0, int64_t(pts.size()) - 1, 10), out.buckets), "");
 }
 
 TEST(QueryTest, TimeRangeLoadsOnlyTheChunksItCuts) {
@@ -158,17 +157,17 @@ TEST(QueryTest, RawPagesCoverEveryPointExactlyOnce) {
     if (!pts.empty() && rng() % 4 == 0) q.min_time_ms = pts[rng() % pts.size()].time_ms;
     if (!pts.empty() && rng() % 4 == 0) q.max_time_ms = pts[rng() % pts.size()].time_ms;
     // Only steps > after_step: INT64_MIN (never stored) is out of reach of the default cursor.
-    const auto want = BruteForceRaw(pts, std::max(q.min_step.value_or(kMin), kMin + 1),
-                                    q.max_step.value_or(kMax),
-                                    q.min_time_ms.value_or(kMin), q.max_time_ms.value_or(kMax));
+    const auto want =
+        BruteForceRaw(pts, std::max(q.min_step.value_or(kMin), kMin + 1), q.max_step.value_or(kMax),
+                      q.min_time_ms.value_or(kMin), q.max_time_ms.value_or(kMax));
     std::vector<store::Point> got;
     for (int page = 0;; ++page) {
       ASSERT_LE(page, int(pts.size())) << "seed " << seed << ": paging does not end";
       store::SeriesData out;
       Status s = QuerySeries(m.metas, m.Loader(), q, &out);
       ASSERT_TRUE(s.ok()) << "seed " << seed << ": " << s.ToString();
-      const bool one_step = !out.points.empty() &&
-                            out.points.front().step == out.points.back().step;
+      const bool one_step =
+          !out.points.empty() && out.points.front().step == out.points.back().step;
       ASSERT_TRUE(int64_t(out.points.size()) <= q.limit || one_step) << "seed " << seed;
       got.insert(got.end(), out.points.begin(), out.points.end());
       if (!out.more) break;

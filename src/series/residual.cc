@@ -54,7 +54,7 @@ void FitClasses(const uint32_t (&hist)[kMaxWidth + 1], StreamCode* code) {
   uint64_t f[kMaxClasses][kMaxWidth + 2];
   int from[kMaxClasses][kMaxWidth + 2];
   for (int i = 1; i <= d; ++i) f[0][i] = uint64_t(v[i - 1]) * cum[i];
-  uint64_t best = f[0][d];  // k = 1: no selectors
+  uint64_t best = uint64_t(v[d - 1]) * cum[d];  // k = 1 (= f[0][d]): no selectors
   int best_k = 1;
   for (int c = 1; c < std::min(kMaxClasses, d); ++c) {
     for (int i = c + 1; i <= d; ++i) {
@@ -83,8 +83,8 @@ void FitClasses(const uint32_t (&hist)[kMaxWidth + 1], StreamCode* code) {
 }
 
 uint64_t HeaderBytes(const StreamCode& c, const int64_t* x, size_t n) {
-  uint64_t bytes = 1 + uint64_t(c.k) + VarintLength(coding::ZigZag(x[0])) +
-                   VarintLength(coding::ZigZag(c.base));
+  uint64_t bytes =
+      1 + uint64_t(c.k) + VarintLength(coding::ZigZag(x[0])) + VarintLength(coding::ZigZag(c.base));
   if (c.order == 2 && n >= 2) {
     bytes += VarintLength(coding::ZigZag(int64_t(uint64_t(x[1]) - uint64_t(x[0]))));
   }

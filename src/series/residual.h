@@ -49,8 +49,7 @@ struct StreamCode {
 // Picks order, base and classes for x[0..n), n >= 1, minimising header and payload size.
 StreamCode PlanStream(const int64_t* x, size_t n);
 void WriteStreamHeader(const StreamCode& c, const int64_t* x, size_t n, std::string* out);
-// Writes the payload of x[0..n) as planned by PlanStream: c.payload_bytes() bytes at `dst`, which
-// must have 8 more bytes of room.
+// Writes the payload of x[0..n) as planned by PlanStream: c.payload_bytes() bytes at `dst`.
 void WriteStreamPayload(const StreamCode& c, const int64_t* x, size_t n, char* dst);
 
 struct StreamHeader {
@@ -69,12 +68,17 @@ inline uint64_t Extract(const uint8_t* v, size_t size, const uint8_t* load_end, 
   const size_t byte = size_t(off >> 3);
   const int shift = int(off & 7);
   uint64_t w;
-  if (v + byte + 8 <= load_end && shift + width <= 64) [[likely]] {
+  if (byte + 8 <= size_t(load_end - v) && shift + width <= 64) [[likely]] {
     std::memcpy(&w, v + byte, 8);
     if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
     return (w >> shift) & mask;
   }
-  unsigned __int128 acc = 0;
+  if (shift + width <= 64) {  // near the end: up to 8 bytes, one at a time
+    w = 0;
+    for (size_t b = byte, i = 0; b < size && i < 8; ++b, ++i) w |= uint64_t(v[b]) << (8 * i);
+    return (w >> shift) & mask;
+  }
+  unsigned __int128 acc = 0;  // a field of more than 56 bits that is not byte-aligned
   for (size_t b = byte, i = 0; b < size && i < 9; ++b, ++i) {
     acc |= static_cast<unsigned __int128>(v[b]) << (8 * i);
   }
@@ -89,7 +93,8 @@ inline bool ExactFit(const uint8_t* p, size_t size, uint64_t bits) {
   return bits % 8 == 0 || (p[size - 1] >> (bits % 8)) == 0;
 }
 
-
+// The 64 bits from bit `off` of `v` on (fewer when off is not a multiple of 8); the caller
+// checked the 8-byte load against FastBound.
 inline uint64_t Load(const uint8_t* v, uint64_t off) {
   uint64_t w;
   std::memcpy(&w, v + (off >> 3), 8);
@@ -97,9 +102,10 @@ inline uint64_t Load(const uint8_t* v, uint64_t off) {
   return w >> (off & 7);
 }
 
-// Bits at offsets up to the returned limit can be read with one 8-byte Load from `v`.
-inline uint64_t FastLimit(const uint8_t* v, const uint8_t* load_end) {
-  return load_end - v >= 8 ? uint64_t(load_end - v - 8) * 8 : 0;
+// Bits at offsets below the returned bound can be read with one 8-byte Load from `v` without
+// reaching `load_end`.
+inline uint64_t FastBound(const uint8_t* v, const uint8_t* load_end) {
+  return load_end - v >= 8 ? uint64_t(load_end - v - 7) * 8 : 0;
 }
 
 // Folds residual z into the running value x (and, for order 2, its difference d).
@@ -119,8 +125,8 @@ COHORT_SERIES_INLINE void Integrate(uint64_t z, uint64_t base, uint64_t* x, uint
 // invalid (k is not a power of two).
 template <int kOrder, int kSw, bool kCheck, typename Emit>
 bool DecodeSelected(const uint8_t* p, size_t size, const uint8_t* end, size_t m, int k,
-                    const uint8_t* class_widths, uint64_t x, uint64_t d, uint64_t base,
-                    size_t i, Emit& emit) {
+                    const uint8_t* class_widths, uint64_t x, uint64_t d, uint64_t base, size_t i,
+                    Emit& emit) {
   constexpr uint64_t kSelectorMask = (uint64_t{1} << kSw) - 1;
   // Selectors per 8-byte load; kGroup * kSw is a multiple of 8, so every load starts on a byte.
   constexpr size_t kGroup = kSw == 3 ? 16 : 64 / kSw;
@@ -141,11 +147,11 @@ bool DecodeSelected(const uint8_t* p, size_t size, const uint8_t* end, size_t m,
   size_t j = 0;
   if (class_widths[k - 1] <= 56) {
     // Whole groups of selectors whose 8-byte load stays in bounds, while the values do too.
-    const uint64_t selector_limit = FastLimit(p, end), value_limit = FastLimit(v, end);
-    const size_t groups_end = std::min(m, size_t(selector_limit / kSw / kGroup) * kGroup);
-    while (j < groups_end && off <= value_limit) {
+    const uint64_t selector_bound = FastBound(p, end), value_bound = FastBound(v, end);
+    const size_t groups_end = std::min(m, size_t(selector_bound / kSw / kGroup) * kGroup);
+    while (j < groups_end && off < value_bound) {
       uint64_t word = Load(p, uint64_t(j) * kSw);
-      for (size_t t = 0; t < kGroup && j < groups_end && off <= value_limit; ++t, ++j) {
+      for (size_t t = 0; t < kGroup && j < groups_end && off < value_bound; ++t, ++j) {
         const unsigned c = unsigned(word & kSelectorMask);
         word >>= kSw;
         if constexpr (kCheck) bad |= c >= unsigned(k);
@@ -182,7 +188,7 @@ bool DecodeFixed(const uint8_t* p, size_t size, const uint8_t* end, size_t m, in
   const uint64_t mask = Mask(w);
   size_t j = 0;
   if (w <= 56) {
-    for (const uint64_t limit = FastLimit(p, end); j < m && uint64_t(j) * w <= limit; ++j) {
+    for (const uint64_t bound = FastBound(p, end); j < m && uint64_t(j) * w < bound; ++j) {
       Integrate<kOrder>(Load(p, uint64_t(j) * w) & mask, base, &x, &d);
       bad |= emit(i++, x);
     }
@@ -200,15 +206,19 @@ bool DecodeResiduals(const StreamCode& c, const uint8_t* p, size_t size, const u
   const uint64_t base = uint64_t(c.base);
   if (c.k == 1) return DecodeFixed<kOrder>(p, size, end, m, c.widths[0], x, d, base, i, emit);
   auto selected = [&]<int kSw, bool kCheck>() {
-    return DecodeSelected<kOrder, kSw, kCheck>(p, size, end, m, c.k, c.widths, x, d, base, i,
-                                               emit);
+    return DecodeSelected<kOrder, kSw, kCheck>(p, size, end, m, c.k, c.widths, x, d, base, i, emit);
   };
   switch (c.k) {
-    case 2: return selected.template operator()<1, false>();
-    case 3: return selected.template operator()<2, true>();
-    case 4: return selected.template operator()<2, false>();
-    case 8: return selected.template operator()<3, false>();
-    default: return selected.template operator()<3, true>();
+    case 2:
+      return selected.template operator()<1, false>();
+    case 3:
+      return selected.template operator()<2, true>();
+    case 4:
+      return selected.template operator()<2, false>();
+    case 8:
+      return selected.template operator()<3, false>();
+    default:
+      return selected.template operator()<3, true>();
   }
 }
 
@@ -222,6 +232,14 @@ template <typename Emit>
 bool DecodeStream(const StreamHeader& h, std::string_view payload, const char* load_end, size_t n,
                   Emit emit) {
   const StreamCode& c = h.code;
+  if (load_end - (payload.data() + payload.size()) < 8 && !payload.empty()) {
+    // Too little room after the payload for 8-byte loads up to its end: decode a padded copy.
+    thread_local std::string padded;
+    padded.assign(payload);
+    padded.append(8, '\0');
+    payload = std::string_view(padded.data(), payload.size());
+    load_end = padded.data() + padded.size();
+  }
   const auto* p = reinterpret_cast<const uint8_t*>(payload.data());
   const auto* end = reinterpret_cast<const uint8_t*>(load_end);
   if (emit(0, h.x0)) return false;
@@ -230,8 +248,7 @@ bool DecodeStream(const StreamHeader& h, std::string_view payload, const char* l
   }
   if (n < 2) return payload.empty();
   if (emit(1, h.x0 + h.d0)) return false;
-  return detail::DecodeResiduals<2>(c, p, payload.size(), end, n - 2, h.x0 + h.d0, h.d0, 2,
-                                    emit);
+  return detail::DecodeResiduals<2>(c, p, payload.size(), end, n - 2, h.x0 + h.d0, h.d0, 2, emit);
 }
 
 }  // namespace cohort::series::internal

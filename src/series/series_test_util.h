@@ -82,31 +82,71 @@ inline std::vector<store::Point> RandomPoints(Rng& rng, size_t n) {
     store::Point& p = pts[i];
     const int64_t ii = int64_t(i);
     switch (step_kind) {
-      case 0: p.step = start + ii; break;
-      case 1: p.step = start + ii * stride; break;
-      case 2: p.step = int64_t(rng()); break;
-      case 3: p.step = extremes[pick(7)]; break;
-      case 4: p.step = start; break;
-      case 5: p.step = start - ii * stride; break;
-      case 6: p.step = pick(10) == 0 ? start + int64_t(rng() % 500) - 250 : start + ii; break;
-      default: p.step = kMax - ii; break;
+      case 0:
+        p.step = start + ii;
+        break;
+      case 1:
+        p.step = start + ii * stride;
+        break;
+      case 2:
+        p.step = int64_t(rng());
+        break;
+      case 3:
+        p.step = extremes[pick(7)];
+        break;
+      case 4:
+        p.step = start;
+        break;
+      case 5:
+        p.step = start - ii * stride;
+        break;
+      case 6:
+        p.step = pick(10) == 0 ? start + int64_t(rng() % 500) - 250 : start + ii;
+        break;
+      default:
+        p.step = kMax - ii;
+        break;
     }
     switch (time_kind) {
-      case 0: p.time_ms = t0 + 100 * ii + pick(7); break;
-      case 1: p.time_ms = int64_t(rng()); break;
-      case 2: p.time_ms = extremes[pick(7)]; break;
-      case 3: p.time_ms = t0; break;
-      default: p.time_ms = t0 + 100 * ii + (pick(50) == 0 ? int64_t(rng() % 60000) : 0); break;
+      case 0:
+        p.time_ms = t0 + 100 * ii + pick(7);
+        break;
+      case 1:
+        p.time_ms = int64_t(rng());
+        break;
+      case 2:
+        p.time_ms = extremes[pick(7)];
+        break;
+      case 3:
+        p.time_ms = t0;
+        break;
+      default:
+        p.time_ms = t0 + 100 * ii + (pick(50) == 0 ? int64_t(rng() % 60000) : 0);
+        break;
     }
     const double x = double(i);
     switch (value_kind) {
-      case 0: p.value = Bits(rng()); break;
-      case 1: p.value = specials[size_t(pick(int(specials.size())))]; break;
-      case 2: p.value = double(float(2.0 * std::exp(-x / 500) + 0.3 + 0.02 * noise(rng))); break;
-      case 3: p.value = double(int64_t(rng() % 2000) - 1000); break;
-      case 4: p.value = double(int64_t(rng() >> 10) - (int64_t(1) << 53)); break;
-      case 5: p.value = 1e-3 * 0.5 * (1 + std::cos(3.14159265358979 * x / double(n))); break;
-      case 6: p.value = double(float(1e-3 * 0.5 * (1 + std::cos(3.14159 * x / double(n))))); break;
+      case 0:
+        p.value = Bits(rng());
+        break;
+      case 1:
+        p.value = specials[size_t(pick(int(specials.size())))];
+        break;
+      case 2:
+        p.value = double(float(2.0 * std::exp(-x / 500) + 0.3 + 0.02 * noise(rng)));
+        break;
+      case 3:
+        p.value = double(int64_t(rng() % 2000) - 1000);
+        break;
+      case 4:
+        p.value = double(int64_t(rng() >> 10) - (int64_t(1) << 53));
+        break;
+      case 5:
+        p.value = 1e-3 * 0.5 * (1 + std::cos(3.14159265358979 * x / double(n)));
+        break;
+      case 6:
+        p.value = double(float(1e-3 * 0.5 * (1 + std::cos(3.14159 * x / double(n)))));
+        break;
       case 7: {
         uint32_t f = uint32_t(rng());
         float v;
@@ -117,8 +157,12 @@ inline std::vector<store::Point> RandomPoints(Rng& rng, size_t n) {
       case 8:  // integers, then float32 values, then doubles: every mode downgrade
         p.value = i < mix_at / 2 ? double(i / 7) : i < mix_at ? double(float(x * 0.37)) : x * 0.1;
         break;
-      case 9: p.value = 60 + (pick(20) == 0 ? double(pick(5)) : 0); break;
-      default: p.value = i == mix_at ? Bits(rng()) : double(i % 3); break;
+      case 9:
+        p.value = 60 + (pick(20) == 0 ? double(pick(5)) : 0);
+        break;
+      default:
+        p.value = i == mix_at ? Bits(rng()) : double(i % 3);
+        break;
     }
   }
   return pts;
@@ -127,10 +171,14 @@ inline std::vector<store::Point> RandomPoints(Rng& rng, size_t n) {
 // A random length: mostly short, sometimes a full chunk.
 inline size_t RandomLength(Rng& rng, size_t max) {
   switch (rng() % 4) {
-    case 0: return rng() % 8;
-    case 1: return rng() % 300;
-    case 2: return rng() % (max + 1);
-    default: return max - rng() % 3;
+    case 0:
+      return rng() % 8;
+    case 1:
+      return rng() % 300;
+    case 2:
+      return rng() % (max + 1);
+    default:
+      return max - rng() % 3;
   }
 }
 
@@ -211,10 +259,10 @@ inline std::string DiffBuckets(const std::vector<store::Bucket>& want,
     const store::Bucket& w = want[i];
     const store::Bucket& g = got[i];
     const bool same = w.step_min == g.step_min && w.step_max == g.step_max &&
-                      w.time_min == g.time_min && w.time_max == g.time_max &&
-                      w.count == g.count && BitsOf(w.min) == BitsOf(g.min) &&
-                      BitsOf(w.max) == BitsOf(g.max) && BitsOf(w.sum) == BitsOf(g.sum) &&
-                      BitsOf(w.first) == BitsOf(g.first) && BitsOf(w.last) == BitsOf(g.last);
+                      w.time_min == g.time_min && w.time_max == g.time_max && w.count == g.count &&
+                      BitsOf(w.min) == BitsOf(g.min) && BitsOf(w.max) == BitsOf(g.max) &&
+                      BitsOf(w.sum) == BitsOf(g.sum) && BitsOf(w.first) == BitsOf(g.first) &&
+                      BitsOf(w.last) == BitsOf(g.last);
     if (!same) {
       return "bucket " + std::to_string(i) + " steps [" + std::to_string(g.step_min) + ", " +
              std::to_string(g.step_max) + "] count " + std::to_string(g.count) + " min " +

@@ -66,7 +66,7 @@ inline uint64_t FromFloat32Bits(uint32_t f) {
 
 // The integer a double holds, if it is one in [-2^53, 2^53] (and not -0.0).
 inline bool ToInteger(double v, int64_t* out) {
-  constexpr double kLimit = 9007199254740992.0;  // 2^53
+  constexpr double kLimit = 9007199254740992.0;      // 2^53
   if (!(v >= -kLimit && v <= kLimit)) return false;  // NaN fails too
   const int64_t i = static_cast<int64_t>(v);
   if (coding::DoubleBits(static_cast<double>(i)) != coding::DoubleBits(v)) return false;

@@ -22,7 +22,11 @@ CLIENT_BUILD = pathlib.Path(os.environ.get("COHORT_CLIENT_BUILD_DIR", BUILD))
 EXAMPLE = CLIENT_BUILD / "src" / "client" / "cohort_example_cpp"
 STAND_IN = CLIENT_BUILD / "src" / "agent" / "cohort_agent_for_test"
 
-pytestmark = pytest.mark.skipif(not EXAMPLE.exists(), reason=f"{EXAMPLE} not built")
+
+
+@pytest.fixture(autouse=True)
+def _example_built():
+    assert EXAMPLE.exists(), f"{EXAMPLE} is missing: build the project (scripts/build.sh)"
 
 
 def cli_has(subcommand):

@@ -13,6 +13,7 @@ import { HttpDriver, seed } from './seed.mjs';
 const SHOTS = path.join(ROOT, 'artifacts/ui');
 const PROJECT = 'ddp-demo';
 let server, browser, page, seeded, entity;
+const pageErrors = [];
 
 const shot = (name) => page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
 const href = (q) => `${server.url}/?p=${entity}/${PROJECT}${q}`;
@@ -56,7 +57,7 @@ before(async () => {
   browser = await launchBrowser();
   const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 }, colorScheme: 'light' });
   page = await ctx.newPage();
-  page.on('pageerror', (e) => console.error('page error:', e.message));
+  page.on('pageerror', (e) => { pageErrors.push(e.message); console.error('page error:', e.message); });
 });
 
 after(async () => {
@@ -277,5 +278,9 @@ describe('web UI', () => {
     assert.equal(bg, 'rgb(20, 23, 28)');
     await p.screenshot({ path: path.join(SHOTS, '16-dark-charts.png') });
     await ctx.close();
+  });
+
+  test('no uncaught error in the page during the whole session', () => {
+    assert.deepEqual(pageErrors, []);
   });
 });

@@ -16,6 +16,10 @@ void AppendDouble(std::string* out, double d) {
     out->append(std::isnan(d) ? "\"NaN\"" : (d > 0 ? "\"Infinity\"" : "\"-Infinity\""));
     return;
   }
+  if (d == 0 && std::signbit(d)) {
+    out->append("-0.0");  // "-0" would read back as the integer 0
+    return;
+  }
   char buf[32];
   auto [p, ec] = std::to_chars(buf, buf + sizeof buf, d);
   out->append(buf, p);

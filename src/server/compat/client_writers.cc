@@ -1,5 +1,9 @@
 #include "server/compat/client_writers.h"
 
+#include <array>
+#include <functional>
+#include <mutex>
+
 #include "core/clock.h"
 #include "server/compat/wandb_lines.h"
 
@@ -18,11 +22,14 @@ Status ClientWriter::Load() {
                                           store::RunRef{run_.entity, run_.project, run_.run_id}));
   COHORT_ASSIGN_OR_RETURN(writers_, store_->ListWriters(
                                         store::RunRef{run_.entity, run_.project, run_.run_id}));
+  // The writer bound to the client. Should two servers have bound it twice at once, the
+  // writer with more streams (the one with data) wins, deterministically.
   label_.clear();
+  size_t best = 0;
   for (const auto& [label, streams] : positions_) {
-    if (streams.count(client_.key)) {
+    if (streams.count(client_.key) && streams.size() > best) {
       label_ = label;
-      break;
+      best = streams.size();
     }
   }
   writer_ = store::WriterRecord{};
@@ -88,7 +95,26 @@ Status ClientWriter::RenameTo(std::string_view hint) {
   return Load();  // a concurrent rename may have won: take what the store says
 }
 
+namespace {
+
+// Binding and renaming of one client are serialised within the process, so that concurrent
+// first requests of a client (its GraphQL and file_stream goroutines, retries) never bind it
+// twice. Striped by (run, client).
+std::mutex& BindMutex(const store::RunRecord& run, const ClientId& client) {
+  static std::array<std::mutex, 64> stripes;
+  size_t h = std::hash<std::string>{}(run.entity + "/" + run.project + "/" + run.run_id + "/" +
+                                      client.key);
+  return stripes[h % stripes.size()];
+}
+
+}  // namespace
+
 Status ClientWriter::Ensure(std::string_view label_hint) {
+  bool want_rename = client_.shared && !label_hint.empty() && label_hint != label_ &&
+                     IsValidLabel(label_hint);
+  if (bound() && !(want_rename && label_ == DefaultLabel(client_, run_))) return Status::Ok();
+  std::lock_guard<std::mutex> lock(BindMutex(run_, client_));
+  COHORT_RETURN_IF_ERROR(Load());  // what other requests did before we held the lock
   if (!bound()) COHORT_RETURN_IF_ERROR(Bind());
   if (!bound()) return Status::Unavailable("could not bind client '" + client_.key + "'");
   if (client_.shared && !label_hint.empty() && label_hint != label_ &&
@@ -98,12 +124,17 @@ Status ClientWriter::Ensure(std::string_view label_hint) {
   return Status::Ok();
 }
 
-Status ClientWriter::SetFlags(bool primary, bool update_finish_state) {
+Status ClientWriter::Rejoin(bool primary, bool update_finish_state, bool only_if_ended) {
+  // Under the client's lock and on fresh state: joining a label that a concurrent request has
+  // just renamed would create a stray writer.
+  std::lock_guard<std::mutex> lock(BindMutex(run_, client_));
+  COHORT_RETURN_IF_ERROR(Load());
   if (!bound()) return Status::FailedPrecondition("client is not bound to a writer");
+  if (only_if_ended && !store::IsTerminal(writer_.state)) return Status::Ok();
   store::WriterJoin join;
   join.label = label_;
-  join.primary = primary;
-  join.update_finish_state = update_finish_state;
+  join.primary = primary || writer_.primary;  // flags are only ever raised
+  join.update_finish_state = update_finish_state || writer_.update_finish_state;
   join.host = writer_.host;
   join.pid = writer_.pid;
   join.gpu_ids = writer_.gpu_ids;
@@ -113,9 +144,17 @@ Status ClientWriter::SetFlags(bool primary, bool update_finish_state) {
   return Status::Ok();
 }
 
+Status ClientWriter::Promote(bool primary, bool update_finish_state) {
+  if (bound() && (!primary || writer_.primary) &&
+      (!update_finish_state || writer_.update_finish_state)) {
+    return Status::Ok();
+  }
+  return Rejoin(primary, update_finish_state, /*only_if_ended=*/false);
+}
+
 Status ClientWriter::Revive() {
   if (!bound() || !store::IsTerminal(writer_.state)) return Status::Ok();
-  return SetFlags(writer_.primary, writer_.update_finish_state);
+  return Rejoin(false, false, /*only_if_ended=*/true);
 }
 
 }  // namespace cohort::compat

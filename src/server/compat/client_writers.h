@@ -52,8 +52,9 @@ class ClientWriter {
   std::string Stream(std::string_view file) const { return client_.key + "/" + std::string(file); }
   int64_t Position(std::string_view file) const;
 
-  // Re-joins the bound writer with these flags (running again, same host and pid).
-  Status SetFlags(bool primary, bool update_finish_state);
+  // Raises the bound writer's flags (a flag that is set stays set); re-joins it when a flag
+  // changes.
+  Status Promote(bool primary, bool update_finish_state);
   // Re-joins a bound writer that had ended (crashed, preempted, finished) and sends data again.
   Status Revive();
 
@@ -62,6 +63,7 @@ class ClientWriter {
 
  private:
   Status Bind();
+  Status Rejoin(bool primary, bool update_finish_state, bool only_if_ended);
   Status RenameTo(std::string_view hint);
   bool LabelTaken(std::string_view label) const;
 

@@ -253,8 +253,8 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
     if (advanced) {  // new data from a writer that had ended: it is back
       if (Status s = cw.Revive(); !s.ok()) return StoreError(s, "writer");
     }
-    if (sr.complete && !cw.writer().update_finish_state) {
-      if (Status s = cw.SetFlags(cw.writer().primary, true); !s.ok()) return StoreError(s, "writer");
+    if (sr.complete) {  // a writer that ends the run controls it
+      if (Status s = cw.Promote(false, true); !s.ok()) return StoreError(s, "writer");
     }
   }
   // Summary: a plain client's, or the shared run's primary (workers' summaries are their own

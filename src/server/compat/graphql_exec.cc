@@ -3,11 +3,27 @@
 #include <charconv>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 namespace cohort::compat::gql {
 
 // Ordered map of response key -> the selections merged under it.
-using Grouped = std::vector<std::pair<std::string, std::vector<const Selection*>>>;
+struct Grouped {
+  std::vector<std::pair<std::string, std::vector<const Selection*>>> items;
+  std::unordered_map<std::string, size_t> index;  // response key -> position in items
+
+  void Add(const std::string& key, const Selection* s) {
+    auto [it, inserted] = index.emplace(key, items.size());
+    if (inserted) {
+      items.emplace_back(key, std::vector<const Selection*>{s});
+    } else {
+      items[it->second].second.push_back(s);
+    }
+  }
+  bool empty() const { return items.empty(); }
+  auto begin() const { return items.begin(); }
+  auto end() const { return items.end(); }
+};
 
 class Executor {
  public:
@@ -117,14 +133,7 @@ class Executor {
                   " fields");
             return;
           }
-          const std::string& key = s.ResponseKey();
-          auto it = out->begin();
-          while (it != out->end() && it->first != key) ++it;
-          if (it == out->end()) {
-            out->emplace_back(key, std::vector<const Selection*>{&s});
-          } else {
-            it->second.push_back(&s);
-          }
+          out->Add(s.ResponseKey(), &s);
           break;
         }
         case Selection::Kind::kInlineFragment:

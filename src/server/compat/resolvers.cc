@@ -253,9 +253,7 @@ class MutationRoot : public gql::Object {
       ClientWriter cw(c_->api->store, run, c_->client);
       COHORT_RETURN_IF_ERROR(cw.Load());
       COHORT_RETURN_IF_ERROR(cw.Ensure(""));
-      if (!cw.writer().primary) {
-        COHORT_RETURN_IF_ERROR(cw.SetFlags(true, cw.writer().update_finish_state));
-      }
+      COHORT_RETURN_IF_ERROR(cw.Promote(true, false));
     }
     bj::array files;
     for (const std::string& name : names) {

@@ -245,6 +245,8 @@ ConsoleEntry ConsoleFromLine(std::string_view text, bool shared, int64_t now_ms)
       text = end + 2 <= text.size() ? text.substr(end + 2) : std::string_view{};
     }
   }
+  // Older clients keep the newline that ended the line.
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
   out.line.text = std::string(text);
   return out;
 }

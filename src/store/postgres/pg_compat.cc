@@ -27,8 +27,8 @@ Status ValidateFileName(const std::string& name) {
 
 }  // namespace
 
-Result<std::map<std::string, std::map<std::string, int64_t>>>
-PostgresStore::ListStreamPositions(const RunRef& ref) {
+Result<std::map<std::string, std::map<std::string, int64_t>>> PostgresStore::ListStreamPositions(
+    const RunRef& ref) {
   using Positions = std::map<std::string, std::map<std::string, int64_t>>;
   return Read(pg::TxnMode::kRead, [&](Conn* c) -> Result<Positions> {
     COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(c, ref));
@@ -91,8 +91,7 @@ Result<RunFile> PostgresStore::PutRunFile(const RunRef& ref, const RunFile& file
     Params q;
     q.Add(now).Add(run.pk);
     COHORT_RETURN_IF_ERROR(
-        c->Exec("UPDATE runs SET updated_ms = greatest(updated_ms, $1) WHERE pk = $2", q)
-            .status());
+        c->Exec("UPDATE runs SET updated_ms = greatest(updated_ms, $1) WHERE pk = $2", q).status());
     RunFile out;
     out.name = file.name;
     out.content_type = file.content_type;

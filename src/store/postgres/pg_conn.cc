@@ -126,9 +126,7 @@ Params& Params::Add(double v) {
 }
 Params& Params::Add(std::string_view text) { return Push(kTextOid, SanitizeText(text)); }
 Params& Params::Add(std::optional<int64_t> v) { return v ? Add(*v) : AddNull(kInt8Oid); }
-Params& Params::Add(std::optional<int> v) {
-  return v ? Add(int64_t{*v}) : AddNull(kInt8Oid);
-}
+Params& Params::Add(std::optional<int> v) { return v ? Add(int64_t{*v}) : AddNull(kInt8Oid); }
 Params& Params::AddJsonb(std::string_view json) {
   // jsonb binary input: a version byte (1) and the JSON text.
   return Push(kJsonbOid, std::string(1, '\1') + SanitizeJsonForJsonb(json));
@@ -293,8 +291,9 @@ Result<std::unique_ptr<Conn>> Conn::Connect(const ConnInfo& info) {
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
     return Status::Unavailable("postgres: cannot connect: " + msg);
   }
-  // Times and steps are integers; keep the session free of locale surprises.
-  COHORT_RETURN_IF_ERROR(conn->ExecScript("SET client_encoding = 'UTF8'"));
+  // Notices ("relation ... already exists, skipping") are not errors; keep them off stderr.
+  COHORT_RETURN_IF_ERROR(
+      conn->ExecScript("SET client_encoding = 'UTF8'; SET client_min_messages = 'warning'"));
   return conn;
 }
 
@@ -320,10 +319,10 @@ Result<PgResult> Conn::Check(PGresult* res, std::string_view sql) {
   PQclear(res);
   while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
   if (msg.starts_with("ERROR:  ")) msg = msg.substr(8);
-  StatusCode code = last_sqlstate_.empty() || broken() ? StatusCode::kUnavailable
-                                                       : CodeFor(last_sqlstate_);
-  return Status(code, "postgres: " + msg + (last_sqlstate_.empty() ? "" : " [" + last_sqlstate_ +
-                                                                              "]") +
+  StatusCode code =
+      last_sqlstate_.empty() || broken() ? StatusCode::kUnavailable : CodeFor(last_sqlstate_);
+  return Status(code, "postgres: " + msg +
+                          (last_sqlstate_.empty() ? "" : " [" + last_sqlstate_ + "]") +
                           " in: " + ShortSql(sql));
 }
 
@@ -332,10 +331,9 @@ Result<PgResult> Conn::Exec(std::string_view sql, const Params& params) {
   auto it = prepared_.find(key);
   if (it == prepared_.end()) {
     std::string name = "c" + std::to_string(prepared_.size() + 1);
-    COHORT_ASSIGN_OR_RETURN(PgResult ignored,
-                            Check(PQprepare(conn_, name.c_str(), key.c_str(), params.size(),
-                                            params.types().data()),
-                                  sql));
+    COHORT_ASSIGN_OR_RETURN(PgResult ignored, Check(PQprepare(conn_, name.c_str(), key.c_str(),
+                                                              params.size(), params.types().data()),
+                                                    sql));
     it = prepared_.emplace(std::move(key), std::move(name)).first;
   }
   std::vector<const char*> values;

@@ -65,7 +65,7 @@ class Params {
   Params& Add(const char* text) { return Add(std::string_view(text)); }
   Params& Add(std::optional<int64_t> v);
   Params& Add(std::optional<int> v);
-  Params& AddJsonb(std::string_view json);  // jsonb from JSON text (sanitized)
+  Params& AddJsonb(std::string_view json);   // jsonb from JSON text (sanitized)
   Params& AddBytes(std::string_view bytes);  // bytea
   Params& AddNull(TypeOid type);
   // One-dimensional arrays (empty allowed).

@@ -198,8 +198,8 @@ Status PostgresStore::RevokeApiKey(const std::string& entity, int64_t id) {
   p.Add(id).Add(entity);
   return Write([&](Conn* c) -> Status {
     COHORT_ASSIGN_OR_RETURN(
-        PgResult res, c->Exec("UPDATE api_keys SET revoked = true WHERE pk = $1 AND entity = $2",
-                              p));
+        PgResult res,
+        c->Exec("UPDATE api_keys SET revoked = true WHERE pk = $1 AND entity = $2", p));
     if (res.affected() == 0) {
       return Status::NotFound("api key " + std::to_string(id) + " of entity '" + entity +
                               "' not found");

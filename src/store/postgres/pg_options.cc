@@ -70,12 +70,21 @@ Result<ConnInfo> ReadConnInfo(const ConnInfo& primary, std::string_view hosts) {
   std::string host_list, port_list;
   for (std::string_view entry : Split(hosts, ',')) {
     if (entry.empty()) return Status::InvalidArgument("store url: read_hosts has an empty entry");
+    // host, host:port, /socket/dir:port, [v6::addr]:port
     std::string_view host = entry, port = default_port;
-    if (size_t colon = entry.rfind(':'); colon != std::string_view::npos && entry[0] != '/') {
+    if (entry.front() == '[') {
+      const size_t close = entry.find(']');
+      if (close == std::string_view::npos) {
+        return Status::InvalidArgument("store url: read_hosts entry '" + std::string(entry) +
+                                       "' lacks ']'");
+      }
+      host = entry.substr(1, close - 1);
+      if (close + 1 < entry.size() && entry[close + 1] == ':') port = entry.substr(close + 2);
+    } else if (size_t colon = entry.rfind(':'); colon != std::string_view::npos) {
       host = entry.substr(0, colon);
       port = entry.substr(colon + 1);
-      COHORT_RETURN_IF_ERROR(PositiveInt("read_hosts port", port, 65535).status());
     }
+    COHORT_RETURN_IF_ERROR(PositiveInt("read_hosts port", port, 65535).status());
     host_list += (host_list.empty() ? "" : ",") + std::string(host);
     port_list += (port_list.empty() ? "" : ",") + std::string(port);
   }

@@ -11,7 +11,8 @@ Pool::Lease::~Lease() {
 }
 
 Pool::Pool(ConnInfo info, int max_size, std::chrono::milliseconds acquire_timeout)
-    : info_(std::move(info)), max_size_(max_size < 1 ? 1 : max_size),
+    : info_(std::move(info)),
+      max_size_(max_size < 1 ? 1 : max_size),
       acquire_timeout_(acquire_timeout) {}
 
 Pool::~Pool() = default;
@@ -24,14 +25,12 @@ int Pool::open() const {
 Result<Pool::Lease> Pool::Acquire() {
   {
     std::unique_lock<std::mutex> lock(mu_);
-    const bool got = returned_.wait_for(lock, acquire_timeout_, [this] {
-      return !idle_.empty() || open_ < max_size_;
-    });
+    const bool got = returned_.wait_for(lock, acquire_timeout_,
+                                        [this] { return !idle_.empty() || open_ < max_size_; });
     if (!got) {
-      return Status::Unavailable("postgres: all " + std::to_string(max_size_) +
-                                 " pooled connections stayed busy for " +
-                                 std::to_string(acquire_timeout_.count()) +
-                                 " ms (raise pool_size in the store URL)");
+      return Status::Unavailable(
+          "postgres: all " + std::to_string(max_size_) + " pooled connections stayed busy for " +
+          std::to_string(acquire_timeout_.count()) + " ms (raise pool_size in the store URL)");
     }
     if (!idle_.empty()) {
       std::unique_ptr<Conn> conn = std::move(idle_.back());

@@ -110,7 +110,7 @@ auto RunTransaction(Pool* pool, TxnMode mode, Fn&& fn) -> std::invoke_result_t<F
     if (status.ok() && mode != TxnMode::kAutocommit) status = internal::Commit(conn);
     if (status.ok()) return result;
     const bool retry = IsRetryableSqlState(conn->last_sqlstate()) ||
-            (mode == TxnMode::kAutocommit && conn->broken());
+                       (mode == TxnMode::kAutocommit && conn->broken());
     if (conn->broken()) {
       lease->Discard();
     } else if (conn->in_transaction()) {

@@ -133,8 +133,7 @@ void AddJson(const RunPredicate& p, Where* w) {
   auto match_any = [&] {
     // Numbers compare as numbers, every operand also as text (a value logged as "1" or 1).
     return "coalesce(cohort_json_num(" + v + ") = ANY(" + w->DoubleArray(Numbers(p.values)) +
-           ") OR cohort_json_str(" + v + ") = ANY(" + w->TextArray(Texts(p.values)) +
-           "), false)";
+           ") OR cohort_json_str(" + v + ") = ANY(" + w->TextArray(Texts(p.values)) + "), false)";
   };
   switch (p.op) {
     case FilterOp::kEq:
@@ -155,8 +154,8 @@ void AddJson(const RunPredicate& p, Where* w) {
       if (value.number) {
         w->And("cohort_json_num(" + v + ")" + cmp + w->Param(*value.number));
       } else {
-        w->And("(jsonb_typeof(" + v + ") = 'string' AND (" + v + " #>> '{}') COLLATE \"C\"" +
-               cmp + w->Param(value.text) + ")");
+        w->And("(jsonb_typeof(" + v + ") = 'string' AND (" + v + " #>> '{}') COLLATE \"C\"" + cmp +
+               w->Param(value.text) + ")");
       }
       return;
     }

@@ -230,8 +230,7 @@ Result<int64_t> ReadVersion(Conn* conn) {
 }
 
 Status TooNew(int64_t current) {
-  return Status::FailedPrecondition("postgres: database schema version " +
-                                    std::to_string(current) +
+  return Status::FailedPrecondition("postgres: database schema version " + std::to_string(current) +
                                     " is newer than this build supports (" +
                                     std::to_string(LatestSchemaVersion()) + ")");
 }
@@ -249,8 +248,8 @@ Status ApplyOne(Conn* conn, const Migration& m) {
     return fail(r.status());
   }
   // Under the lock: whoever held it before us has committed its migration.
-  if (Status s = conn->ExecScript(
-          "CREATE TABLE IF NOT EXISTS schema_version (version bigint NOT NULL)");
+  if (Status s =
+          conn->ExecScript("CREATE TABLE IF NOT EXISTS schema_version (version bigint NOT NULL)");
       !s.ok()) {
     return fail(s);
   }

@@ -361,8 +361,8 @@ Result<std::vector<SeriesInfo>> PostgresStore::ListSeries(const RunRef& ref) {
     std::vector<SeriesInfo> out;
     out.reserve(size_t(res.rows()));
     for (int i = 0; i < res.rows(); ++i) {
-      out.push_back(SeriesInfo{res.Text(i, 0), res.Text(i, 1), res.Int(i, 2), res.Int(i, 3),
-                               res.Int(i, 4)});
+      out.push_back(
+          SeriesInfo{res.Text(i, 0), res.Text(i, 1), res.Int(i, 2), res.Int(i, 3), res.Int(i, 4)});
     }
     return out;
   });

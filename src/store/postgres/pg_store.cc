@@ -105,8 +105,8 @@ const std::string kSelectRunForUpdate = kSelectRun + " FOR UPDATE";
 // ---- opening ----
 
 PostgresStore::PostgresStore(const pg::PostgresOptions& options)
-    : primary_(std::make_unique<pg::Pool>(options.conninfo, options.pool_size,
-                                          options.pool_timeout)) {
+    : primary_(
+          std::make_unique<pg::Pool>(options.conninfo, options.pool_size, options.pool_timeout)) {
   if (!options.read_conninfo.empty()) {
     reads_ = std::make_unique<pg::Pool>(options.read_conninfo, options.read_pool_size,
                                         options.pool_timeout);
@@ -121,8 +121,7 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::Open(const pg::PostgresOpt
     Result<pg::Pool::Lease> lease = store->primary_->Acquire();
     if (!lease.ok()) {
       return Status(lease.status().code(),
-                    lease.status().message() + " (" + pg::DescribeConnInfo(options.conninfo) +
-                        ")");
+                    lease.status().message() + " (" + pg::DescribeConnInfo(options.conninfo) + ")");
     }
     COHORT_RETURN_IF_ERROR(pg::Migrate(lease->get()));
   }
@@ -193,9 +192,11 @@ Status PostgresStore::RecomputeRunState(Conn* c, int64_t run_pk, int64_t now_ms)
   Params p;
   p.Add(RunStateName(d.state)).Add(run.exit_code).Add(run.finished_ms);
   p.Add(std::max(now_ms, run.updated_ms)).Add(run_pk);
-  return c->Exec("UPDATE runs SET state = $1, exit_code = $2, finished_ms = $3, updated_ms = $4 "
-                 "WHERE pk = $5",
-                 p)
+  return c
+      ->Exec(
+          "UPDATE runs SET state = $1, exit_code = $2, finished_ms = $3, updated_ms = $4 "
+          "WHERE pk = $5",
+          p)
       .status();
 }
 
@@ -281,7 +282,8 @@ Result<std::pair<RunRecord, bool>> PostgresStore::UpsertRun(const RunUpsert& ups
       COHORT_ASSIGN_OR_RETURN(RunRecord out, LoadRunByPk(c, r.pk));
       return std::make_pair(std::move(out), false);
     }
-    return Status::Unavailable("run '" + pg::RunName(ref) + "' is being created and deleted "
+    return Status::Unavailable("run '" + pg::RunName(ref) +
+                               "' is being created and deleted "
                                "concurrently; retry");
   });
 }

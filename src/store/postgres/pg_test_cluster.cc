@@ -44,8 +44,9 @@ Result<std::unique_ptr<PgTestCluster>> PgTestCluster::Start(const Options& optio
   std::unique_ptr<PgTestCluster> c(new PgTestCluster());
   c->bin_dir_ = FindBinDir();
   if (c->bin_dir_.empty()) {
-    return Status::Unavailable("no PostgreSQL server programs (set COHORT_PG_BIN or install "
-                               "postgresql)");
+    return Status::Unavailable(
+        "no PostgreSQL server programs (set COHORT_PG_BIN or install "
+        "postgresql)");
   }
   std::string tmpl = (fs::temp_directory_path() / "cohort-pg-XXXXXX").string();
   if (mkdtemp(tmpl.data()) == nullptr) return Status::IOError("mkdtemp failed");
@@ -65,12 +66,12 @@ Result<std::unique_ptr<PgTestCluster>> PgTestCluster::Start(const Options& optio
                                  "--locale=C", "--no-sync"}) != 0) {
     return Status::Unavailable("initdb failed: " + c->LogTail());
   }
-  std::string server_opts = "-k " + c->dir_ + " -p " + std::to_string(c->port_) +
-                            " -c listen_addresses='' -c max_connections=" +
-                            std::to_string(options.max_connections);
+  std::string server_opts =
+      "-k " + c->dir_ + " -p " + std::to_string(c->port_) +
+      " -c listen_addresses='' -c max_connections=" + std::to_string(options.max_connections);
   if (!options.durable) server_opts += " -c fsync=off -c full_page_writes=off";
-  if (c->RunPgProgram("pg_ctl", {"-D", data, "-w", "-t", "60", "-l", c->dir_ + "/server.log",
-                                 "-o", server_opts, "start"}) != 0) {
+  if (c->RunPgProgram("pg_ctl", {"-D", data, "-w", "-t", "60", "-l", c->dir_ + "/server.log", "-o",
+                                 server_opts, "start"}) != 0) {
     return Status::Unavailable("pg_ctl start failed: " + c->LogTail());
   }
   c->started_ = true;
@@ -132,15 +133,15 @@ std::string PgTestCluster::LogTail() const {
 }
 
 std::string PgTestCluster::Url(const std::string& db, const std::string& extra_query) const {
-  std::string url = "postgresql://postgres@/" + db + "?host=" + dir_ +
-                    "&port=" + std::to_string(port_);
+  std::string url =
+      "postgresql://postgres@/" + db + "?host=" + dir_ + "&port=" + std::to_string(port_);
   if (!extra_query.empty()) url += "&" + extra_query;
   return url;
 }
 
 Status PgTestCluster::Exec(const std::string& db, const std::string& sql) {
-  ConnInfo info = {{"host", dir_}, {"port", std::to_string(port_)}, {"user", "postgres"},
-                   {"dbname", db}};
+  ConnInfo info = {
+      {"host", dir_}, {"port", std::to_string(port_)}, {"user", "postgres"}, {"dbname", db}};
   COHORT_ASSIGN_OR_RETURN(std::unique_ptr<Conn> conn, Conn::Connect(info));
   return conn->ExecScript(sql);
 }

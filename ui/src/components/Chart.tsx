@@ -168,6 +168,20 @@ function makeOptions(
   const css = getComputedStyle(document.documentElement);
   const axisColor = css.getPropertyValue('--muted').trim() || '#888';
   const gridColor = css.getPropertyValue('--grid').trim() || 'rgba(128,128,128,0.15)';
+  // Log scale: grid, ticks and labels at powers of ten only (uPlot adds 2..9 of every decade).
+  const decades = props.log
+    ? (_u: uPlot, splits: number[]) => splits.map((v) => (Math.abs(Math.log10(v) - Math.round(Math.log10(v))) < 1e-9 ? v : null))
+    : undefined;
+  const yAxis: uPlot.Axis = {
+    stroke: axisColor, grid: { stroke: gridColor, width: 1 }, ticks: { stroke: gridColor }, size: 56,
+    values: (_u, splits) => splits.map((s) => (s === null ? '' : fmtNum(s))),
+  };
+  // (uPlot's defaults are replaced by explicit undefined values: set the filters only when used.)
+  if (decades) {
+    yAxis.filter = decades;
+    yAxis.grid!.filter = decades;
+    yAxis.ticks!.filter = decades;
+  }
   const series: uPlot.Series[] = [{}];
   props.lines.forEach((l) => {
     // Dots only where they do not crowd: raw points at least ~6 px apart on average.
@@ -214,7 +228,7 @@ function makeOptions(
         },
       },
     },
-    axes: [xAxis, { stroke: axisColor, grid: { stroke: gridColor, width: 1 }, ticks: { stroke: gridColor }, size: 56, values: (_u, splits) => splits.map((s) => fmtNum(s)) }],
+    axes: [xAxis, yAxis],
     series,
     hooks: {
       drawAxes: [(u) => drawBands(u, state)],

@@ -23,7 +23,8 @@ export function WorkspacePage({ state }: { state: AppState }) {
   // Saved views; a project with none gets the seed's three.
   const views = useLoad(async () => {
     let vs = await api.views(entity, project);
-    if (!vs.length) {
+    // Only a project that exists (has runs) gets the seed's views: a mistyped URL creates nothing.
+    if (!vs.length && (await api.runsPage(entity, project, { limit: 1 })).total > 0) {
       for (const v of DEFAULT_VIEWS) {
         try { await api.createView(entity, project, v.name, v.spec); } catch { /* another tab made them */ }
       }

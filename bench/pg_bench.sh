@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# PostgreSQL ingest benchmark (docs/operations.md, "Scale-out on PostgreSQL"): durable HTTP ingest
+# through `cohort server --store postgresql://...` with 1/4/16 clients, and in the same run the
+# baseline a row-per-point tracker gets from the same cluster: libpq COPY (binary) of the same
+# points into a (run, key, step, time, value) table. Prints a Markdown table of medians.
+#
+# Starts its own throwaway cluster (tests/postgres/pg_cluster.py, fsync on: every acknowledged
+# batch is on disk) and server in a temporary directory; loopback and a Unix socket only.
+# Usage: bench/pg_bench.sh [REPEATS]   (BUILD_DIR to choose the build; SERVERS=2 to put two
+# servers on the database and split the clients between them)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${BUILD_DIR:-$root/build}"
+repeats="${1:-3}"
+servers="${SERVERS:-1}"
+batches="${BATCHES:-100}"
+tmp="$(mktemp -d)"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  python3 "$root/tests/postgres/pg_cluster.py" stop "$tmp/pg" >/dev/null 2>&1 || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# A durable cluster sized for bulk ingest: WAL big enough that no checkpoint lands mid-run.
+url="$(python3 "$root/tests/postgres/pg_cluster.py" start "$tmp/pg" --durable \
+  --set shared_buffers=1GB --set max_wal_size=8GB --set checkpoint_timeout=30min \
+  --set wal_buffers=64MB)"
+urls=()
+for s in $(seq "$servers"); do
+  HOME="$tmp/home$s" "$build/src/cli/cohort" server --port 0 --data-dir "$tmp/data$s" \
+    --store "$url&pool_size=16" > "$tmp/out$s" 2> "$tmp/err$s" &
+  pids+=($!)
+  for _ in $(seq 100); do [ -s "$tmp/out$s" ] && break; sleep 0.1; done
+  urls+=("$(head -1 "$tmp/out$s")")
+  [ -n "${urls[-1]}" ] || { cat "$tmp/err$s" >&2; exit 1; }
+done
+key="$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["api_key"])' \
+  "$tmp/home1/.config/cohort/config.json")"
+load="$build/bench/http_load"
+median() { python3 -c 'import json,sys,statistics as s; rows=[json.loads(l) for l in sys.stdin if l.strip()]; k=sys.argv[1]; print(round(s.median(r[k] for r in rows), 3))' "$1"; }
+
+# Runs http_load with `clients` split over the servers at once; prints one JSON line whose
+# points_per_s is the total over the wall time of the slowest.
+ingest() {
+  local per=$(( $1 / servers )) outs=() loaders=() i=0
+  for u in "${urls[@]}"; do
+    "$load" ingest --url "$u" --key "$key" --clients "$per" --batches "$batches" --rows 100 \
+      --keys 10 > "$tmp/load$i" &
+    loaders+=($!); outs+=("$tmp/load$i"); i=$((i + 1))
+  done
+  for p in "${loaders[@]}"; do wait "$p"; done
+  python3 - "${outs[@]}" <<'EOF'
+import json, sys
+rows = [json.loads(open(f).read()) for f in sys.argv[1:]]
+points = sum(r["points"] for r in rows)
+secs = max(r["seconds"] for r in rows)
+print(json.dumps({"points": points, "seconds": secs, "points_per_s": points / secs,
+                  "batch_ms_p50": max(r["batch_ms_p50"] for r in rows),
+                  "batch_ms_p99": max(r["batch_ms_p99"] for r in rows),
+                  "failed": sum(r["failed"] for r in rows)}))
+EOF
+}
+
+echo "servers: ${urls[*]} on $url (repeats: $repeats)" >&2
+pg_bin="$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import pg_cluster; print(pg_cluster.find_bin_dir())' "$root/tests/postgres")"
+psql_cohort() { "$pg_bin/psql" -X -At -h "$tmp/pg" -p "$(cat "$tmp/pg/port")" -U postgres -d cohort -c "$1"; }
+echo "| measurement (PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}'), fsync on, $servers server(s)) | median |"
+echo "| --- | --- |"
+for clients in 1 4 16; do
+  [ "$clients" -ge "$servers" ] || continue
+  out="$(for i in $(seq "$repeats"); do ingest "$clients"; done)"
+  echo "| HTTP ingest, $clients clients, 100 rows x 10 keys per batch: points/s | $(median points_per_s <<< "$out") |"
+  echo "| HTTP ingest, $clients clients: batch latency p50 / p99 ms | $(median batch_ms_p50 <<< "$out") / $(median batch_ms_p99 <<< "$out") |"
+done
+points=$(( 16 * batches * 100 * 10 ))
+for clients in 1 4; do
+  out="$(for i in $(seq "$repeats"); do "$build/bench/pg_copy_baseline" --url "$url" --points "$points" --keys 10 --clients "$clients"; done)"
+  echo "| baseline: libpq COPY row per point, $clients connection(s), $points points: points/s | $(median points_per_s <<< "$out") |"
+  echo "| baseline: row per point: bytes/point on disk | $(median bytes_per_point <<< "$out") |"
+done
+bytes="$(psql_cohort "SELECT pg_total_relation_size('chunks') + pg_total_relation_size('series')")"
+stored="$(psql_cohort "SELECT sum(count) FROM series")"
+echo "| Cohort chunks: bytes/point on disk (chunks + series tables, $stored points) | $(python3 -c "print(round($bytes / $stored, 2))") |"
+for i in "${!pids[@]}"; do
+  rss_kb="$(awk '/VmHWM/ {print $2}' "/proc/${pids[$i]}/status")"
+  echo "| server $((i + 1)) peak RSS: MB | $((rss_kb / 1024)) |"
+done

@@ -1,0 +1,47 @@
+"""The seed's process examples: setup() + multiprocessing.Pool (examples/pool_setup.py), and a
+run passed to a child process (examples/share_run.py), with fork and spawn start methods."""
+import pytest
+
+from dist_helpers import EXAMPLES, PROJECT, assert_ok, client, wait_until  # noqa: F401
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_pool_children_each_log_a_finished_run_through_one_agent(client, method):
+    assert_ok(client.run([EXAMPLES / "pool_setup.py", "--project", PROJECT,
+                          "--start-method", method]))
+    runs = wait_until(lambda: (r := client.runs()) and len(r) == 4 and
+                      all(x["state"] == "finished" for x in r) and r, what="4 finished runs")
+    by_n = {r["config"]["n"]: r for r in runs}
+    assert sorted(by_n) == [0, 1, 2, 3]
+    for n, run in by_n.items():
+        view = client.run_view(run["id"])
+        hist = wait_until(lambda: view.history(keys=["this"]), what=f"run n={n} history")
+        (key, writer), points = next(iter(hist.items()))
+        assert key == "this" and [v for _, v in points] == [float(n * n)]
+        writers = view.writers()
+        assert writers[writer]["state"] == "finished"
+    # setup() started the agent before the pool; every child used it (one agent, no fallback).
+    assert len(client.agent_pids()) == 1
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_run_passed_to_a_child_logs_as_its_own_writer_of_the_same_run(client, method):
+    proc = assert_ok(client.run([EXAMPLES / "share_run.py", "--project", PROJECT,
+                                 "--start-method", method]))
+    assert "child exit code 0" in proc.stdout
+    runs = client.runs()
+    assert len(runs) == 1, runs  # the child made no run of its own
+    view = client.run_view(runs[0]["id"])
+    run = wait_until(lambda: (r := view.get())["state"] == "finished" and r, what="finished")
+    assert run["exit_code"] == 0
+    writers = wait_until(lambda: (w := view.writers()) and len(w) == 2 and w, what="2 writers")
+    parent = next(l for l, w in writers.items() if w["primary"])
+    child = next(l for l in writers if l != parent)
+    assert child.startswith(parent + "-")
+    assert int(child.rsplit("-", 1)[1]) == writers[child]["pid"] != writers[parent]["pid"]
+    assert writers[child]["state"] == "finished"
+    assert not writers[child]["update_finish_state"]
+    hist = wait_until(lambda: (h := view.history(keys=["this", "parent"])) and len(h) == 2 and h,
+                      what="both writers' points")
+    assert hist[("this", child)] == [(0, 1.0)]
+    assert hist[("parent", parent)] == [(0, 1.0)]

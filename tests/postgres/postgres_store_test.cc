@@ -1,0 +1,437 @@
+// PostgreSQL-specific behaviour of PostgresStore beyond the conformance suite: migrations under
+// concurrent opens, URL options, the connection pool, retries, dead connections, and exactly-once
+// ingest when two store instances (two servers) write for one writer at once.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "pg_environment.h"
+#include "store/postgres/pg_options.h"
+#include "store/postgres/pg_pool.h"
+#include "store/postgres/pg_schema.h"
+#include "store/postgres/pg_store.h"
+#include "store/store_conformance.h"
+
+namespace cohort::store {
+namespace {
+
+using pg::Conn;
+using pg::Params;
+using pg::PgResult;
+
+// A database of its own per test, with helpers to open stores and inspect it. Single-threaded
+// setup; Open() and Query() may be called from any thread.
+class PostgresStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = pg::FreshDatabase();
+    ASSERT_FALSE(db_.empty());
+  }
+  void TearDown() override {
+    if (!db_.empty() && pg::TestCluster() != nullptr) (void)pg::TestCluster()->DropDatabase(db_);
+  }
+
+  std::string Url(const std::string& extra = "") const {
+    return pg::TestCluster()->Url(db_, extra);
+  }
+  Result<std::unique_ptr<PostgresStore>> Open(const std::string& extra = "") const {
+    return PostgresStore::OpenUrl(Url(extra));
+  }
+  // A direct connection (not from a store's pool).
+  std::unique_ptr<Conn> Raw() const {
+    auto options = pg::ParsePostgresUrl(Url());
+    EXPECT_TRUE(options.ok()) << options.status().ToString();
+    options->conninfo.emplace_back("application_name", "cohort-test");  // not the store's
+    auto conn = Conn::Connect(options->conninfo);
+    EXPECT_TRUE(conn.ok()) << conn.status().ToString();
+    return conn.ok() ? std::move(conn).value() : nullptr;
+  }
+  // The first column of the first row of `sql` as an integer (-1 on error).
+  int64_t QueryInt(const std::string& sql) const {
+    auto conn = Raw();
+    if (conn == nullptr) return -1;
+    auto res = conn->ExecOnce(sql);
+    EXPECT_TRUE(res.ok()) << res.status().ToString();
+    return res.ok() ? res->Int(0, 0) : -1;
+  }
+
+  static RunRef Ref(const std::string& id) { return RunRef{"acme", "vision", id}; }
+
+  std::string db_;
+};
+
+// ---- migrations ----
+
+TEST_F(PostgresStoreTest, OpenMigratesEmptyDatabaseToLatestVersion) {
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open());
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM schema_version"), pg::LatestSchemaVersion());
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM schema_version"), 1);
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM pg_tables WHERE tablename IN ('runs', 'writers', "
+                     "'batches', 'series', 'chunks', 'console', 'views', 'api_keys', "
+                     "'stream_positions', 'run_files')"),
+            10);
+  // Chunk blobs are bytea kept uncompressed ('e'xternal storage): they are compressed already.
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND "
+                     "attname = 'data' AND attstorage = 'e' AND atttypid = 'bytea'::regtype"),
+            1);
+}
+
+TEST_F(PostgresStoreTest, ConcurrentOpensApplyEachMigrationOnce) {
+  constexpr int kServers = 6;
+  std::vector<std::thread> threads;
+  std::vector<Status> results(kServers);
+  for (int i = 0; i < kServers; ++i) {
+    threads.emplace_back([&, i] { results[i] = Open().status(); });
+  }
+  for (auto& t : threads) t.join();
+  for (const Status& s : results) EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM schema_version"), 1);
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM schema_version"), pg::LatestSchemaVersion());
+}
+
+TEST_F(PostgresStoreTest, DatabaseAtNewerSchemaVersionIsRefused) {
+  ASSERT_TRUE(Open().ok());
+  auto conn = Raw();
+  ASSERT_NE(conn, nullptr);
+  COHORT_ASSERT_OK(conn->ExecScript("UPDATE schema_version SET version = 999"));
+  auto reopened = Open();
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_EQ(reopened.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(reopened.status().message().find("999"), std::string::npos);
+}
+
+// ---- URL options ----
+
+TEST(PostgresOptionsTest, StoreOptionsAreTakenOutAndTheRestGoesToLibpq) {
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      pg::PostgresOptions o,
+      pg::ParsePostgresUrl("postgresql://cohort:secret@db1:6543/tracker?sslmode=disable&"
+                           "pool_size=32&pool_timeout_ms=250&read_hosts=r1:5433,r2"));
+  EXPECT_EQ(o.pool_size, 32);
+  EXPECT_EQ(o.read_pool_size, 32);
+  EXPECT_EQ(o.pool_timeout.count(), 250);
+  std::map<std::string, std::string> primary(o.conninfo.begin(), o.conninfo.end());
+  EXPECT_EQ(primary["host"], "db1");
+  EXPECT_EQ(primary["port"], "6543");
+  EXPECT_EQ(primary["dbname"], "tracker");
+  EXPECT_EQ(primary["user"], "cohort");
+  EXPECT_EQ(primary["password"], "secret");
+  EXPECT_EQ(primary["sslmode"], "disable");
+  EXPECT_EQ(primary["fallback_application_name"], "cohort");
+  EXPECT_FALSE(primary.contains("pool_size"));
+  std::map<std::string, std::string> reads(o.read_conninfo.begin(), o.read_conninfo.end());
+  EXPECT_EQ(reads["host"], "r1,r2");
+  EXPECT_EQ(reads["port"], "5433,6543");
+  EXPECT_EQ(reads["dbname"], "tracker");
+  EXPECT_EQ(reads["password"], "secret");
+  EXPECT_EQ(pg::DescribeConnInfo(o.conninfo).find("secret"), std::string::npos);
+}
+
+TEST(PostgresOptionsTest, BadOptionsAreRejectedByName) {
+  auto bad_pool = pg::ParsePostgresUrl("postgresql://h/db?pool_size=0");
+  ASSERT_FALSE(bad_pool.ok());
+  EXPECT_EQ(bad_pool.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad_pool.status().message().find("pool_size"), std::string::npos);
+  auto unknown = pg::ParsePostgresUrl("postgresql://h/db?colour=red");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("colour"), std::string::npos);
+  EXPECT_FALSE(pg::ParsePostgresUrl("sqlite:///x.db").ok());
+  EXPECT_FALSE(pg::ParsePostgresUrl("postgresql://h/db?read_hosts=r1:notaport").ok());
+}
+
+TEST_F(PostgresStoreTest, OpenStoreRoutesPostgresUrls) {
+  for (const char* scheme : {"postgresql://", "postgres://"}) {
+    std::string url = Url();
+    url.replace(0, url.find("://") + 3, scheme);
+    auto store = OpenStore(url);
+    ASSERT_TRUE(store.ok()) << scheme << " " << store.status().ToString();
+    EXPECT_NE(dynamic_cast<PostgresStore*>(store->get()), nullptr);
+  }
+}
+
+TEST_F(PostgresStoreTest, UnreachableServerIsUnavailableNamingTheHost) {
+  auto store = PostgresStore::OpenUrl("postgresql://nobody@/x?host=/nonexistent-dir&port=1");
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(store.status().message().find("/nonexistent-dir"), std::string::npos);
+}
+
+// ---- the pool ----
+
+TEST_F(PostgresStoreTest, PoolNeverOpensMoreThanPoolSizeConnections) {
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open("pool_size=2"));
+  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
+  ASSERT_TRUE(store->JoinWriter(Ref("run1"), WriterJoin{.label = "w"}).ok());
+  std::atomic<int> failures{0}, most_open{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        if (t % 2 == 0) {
+          IngestBatch b{.seq = t * 100 + i + 1,
+                        .rows = {HistoryRow{.time_ms = 1, .values = {{"loss", 1.0}}}}};
+          if (!store->Ingest(Ref("run1"), "w", b, 1).ok()) ++failures;
+        } else if (!store->QueryHistory(HistoryQuery{.run = Ref("run1")}).ok()) {
+          ++failures;
+        }
+        int open = store->primary_pool()->open();
+        int seen = most_open.load();
+        while (open > seen && !most_open.compare_exchange_weak(seen, open)) {
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_LE(most_open.load(), 2);
+  EXPECT_LE(QueryInt("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                     "AND application_name = 'cohort'"),
+            2);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto series, store->ListSeries(Ref("run1")));
+  ASSERT_EQ(series.size(), 1u);
+  EXPECT_EQ(series[0].count, 40);
+}
+
+TEST_F(PostgresStoreTest, ExhaustedPoolFailsAfterItsTimeout) {
+  COHORT_ASSERT_OK_AND_ASSIGN(pg::PostgresOptions o, pg::ParsePostgresUrl(Url()));
+  pg::Pool pool(o.conninfo, 1, std::chrono::milliseconds(100));
+  COHORT_ASSERT_OK_AND_ASSIGN(pg::Pool::Lease held, pool.Acquire());
+  auto second = pool.Acquire();
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(second.status().message().find("pool_size"), std::string::npos);
+}
+
+// ---- retries and dead connections ----
+
+TEST_F(PostgresStoreTest, DeadlockedTransactionIsRunAgain) {
+  COHORT_ASSERT_OK_AND_ASSIGN(pg::PostgresOptions o, pg::ParsePostgresUrl(Url()));
+  pg::Pool pool(o.conninfo, 2, std::chrono::milliseconds(1000));
+  int attempts = 0;
+  Result<int64_t> r =
+      pg::RunTransaction(&pool, pg::TxnMode::kWrite, [&](Conn* c) -> Result<int64_t> {
+        ++attempts;
+        if (attempts == 1) {
+          // A real error with the deadlock SQLSTATE, as the server reports one.
+          COHORT_RETURN_IF_ERROR(c->ExecScript(
+              "DO $$ BEGIN RAISE EXCEPTION 'simulated' USING ERRCODE = '40P01'; END $$"));
+        }
+        COHORT_ASSIGN_OR_RETURN(PgResult res, c->ExecOnce("SELECT 42::int8"));
+        return res.Int(0, 0);
+      });
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, 42);
+  EXPECT_EQ(attempts, 2);
+}
+
+TEST_F(PostgresStoreTest, OtherErrorsAreNotRetried) {
+  COHORT_ASSERT_OK_AND_ASSIGN(pg::PostgresOptions o, pg::ParsePostgresUrl(Url()));
+  pg::Pool pool(o.conninfo, 2, std::chrono::milliseconds(1000));
+  int attempts = 0;
+  Status s = pg::RunTransaction(&pool, pg::TxnMode::kWrite, [&](Conn* c) -> Status {
+    ++attempts;
+    return c->ExecScript("SELECT 1 / 0");
+  });
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);  // 22012 division_by_zero
+  EXPECT_NE(s.message().find("22012"), std::string::npos);
+  EXPECT_EQ(attempts, 1);
+}
+
+TEST_F(PostgresStoreTest, ConnectionsKilledWhileIdleAreReplaced) {
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open("pool_size=4"));
+  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
+  ASSERT_TRUE(store->JoinWriter(Ref("run1"), WriterJoin{.label = "w"}).ok());
+  ASSERT_TRUE(store->GetRun(Ref("run1")).ok());
+  // A server restart or failover as the pool sees it: every backend of the store goes away.
+  EXPECT_GE(QueryInt("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
+                     "datname = current_database() AND application_name = 'cohort'"),
+            1);
+  EXPECT_TRUE(store->GetRun(Ref("run1")).ok());  // a read
+  IngestBatch b{.seq = 1, .rows = {HistoryRow{.time_ms = 1, .values = {{"loss", 1.0}}}}};
+  EXPECT_TRUE(store->Ingest(Ref("run1"), "w", b, 1).ok());  // a write transaction
+}
+
+// ---- exactly once across servers ----
+
+// Two store instances are two servers. Four threads (two per server) send the batches of one
+// writer in shuffled orders, so that every batch arrives at both servers, often at the same
+// moment: each must be stored exactly once and the writer's steps must stay dense.
+TEST_F(PostgresStoreTest, TwoServersStoreEachBatchOfOneWriterExactlyOnce) {
+  COHORT_ASSERT_OK_AND_ASSIGN(auto server_a, Open("pool_size=4"));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto server_b, Open("pool_size=4"));
+  ASSERT_TRUE(server_a->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
+  ASSERT_TRUE(server_b->JoinWriter(Ref("run1"), WriterJoin{.label = "rank_0"}).ok());
+  constexpr int kBatches = 60, kRows = 50;
+  auto batch = [](int seq) {
+    IngestBatch b{.seq = seq};
+    for (int i = 0; i < kRows; ++i) {
+      b.rows.push_back(HistoryRow{.time_ms = seq * 1000 + i,
+                                  .values = {{"loss", seq * 1000.0 + i}, {"acc", double(i)}}});
+    }
+    b.console.push_back(ConsoleLine{.time_ms = seq, .text = "batch " + std::to_string(seq)});
+    return b;
+  };
+  std::atomic<int> stored{0}, duplicates{0}, failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      PostgresStore* server = t % 2 == 0 ? server_a.get() : server_b.get();
+      std::vector<int> order(kBatches);
+      for (int i = 0; i < kBatches; ++i) order[i] = i + 1;
+      std::shuffle(order.begin(), order.end(), std::mt19937(t));
+      for (int seq : order) {
+        auto r = server->Ingest(Ref("run1"), "rank_0", batch(seq), 1000 + seq);
+        if (!r.ok()) {
+          ++failures;
+          ADD_FAILURE() << r.status().ToString();
+        } else if (r->duplicate) {
+          ++duplicates;
+        } else {
+          ++stored;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(stored.load(), kBatches);
+  EXPECT_EQ(duplicates.load(), 3 * kBatches);
+
+  for (PostgresStore* server : {server_a.get(), server_b.get()}) {
+    COHORT_ASSERT_OK_AND_ASSIGN(
+        auto hist, server->QueryHistory(HistoryQuery{.run = Ref("run1"), .keys = {"loss"}}));
+    ASSERT_EQ(hist.size(), 1u);
+    ASSERT_EQ(hist[0].points.size(), size_t(kBatches * kRows));
+    std::multiset<double> values;
+    for (size_t i = 0; i < hist[0].points.size(); ++i) {
+      EXPECT_EQ(hist[0].points[i].step, int64_t(i));  // dense steps: no batch applied twice
+      values.insert(hist[0].points[i].value);
+    }
+    for (int seq = 1; seq <= kBatches; ++seq) {
+      for (int i = 0; i < kRows; ++i) EXPECT_EQ(values.count(seq * 1000.0 + i), 1u);
+    }
+    COHORT_ASSERT_OK_AND_ASSIGN(
+        auto lines, server->QueryConsole(ConsoleQuery{.run = Ref("run1"), .limit = 10000}));
+    EXPECT_EQ(lines.size(), size_t(kBatches));
+    COHORT_ASSERT_OK_AND_ASSIGN(auto writers, server->ListWriters(Ref("run1")));
+    ASSERT_EQ(writers.size(), 1u);
+    EXPECT_EQ(writers[0].last_seq, kBatches);
+    EXPECT_EQ(writers[0].next_step, kBatches * kRows);
+  }
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM batches"), kBatches);
+}
+
+TEST_F(PostgresStoreTest, TwoServersCreatingOneRunAtOnceMakeOneRun) {
+  COHORT_ASSERT_OK_AND_ASSIGN(auto server_a, Open());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto server_b, Open());
+  std::atomic<int> created{0}, failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      PostgresStore* server = t % 2 == 0 ? server_a.get() : server_b.get();
+      RunUpsert u{.ref = Ref("shared"), .config_json = "{\"k" + std::to_string(t) + "\":1}"};
+      auto r = server->UpsertRun(u);
+      if (!r.ok()) {
+        ++failures;
+      } else if (r->second) {
+        ++created;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(created.load(), 1);
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run, server_a->GetRun(Ref("shared")));
+  for (int t = 0; t < 6; ++t) {  // every server's config merge is kept
+    EXPECT_NE(run.config_json.find("\"k" + std::to_string(t) + "\""), std::string::npos);
+  }
+}
+
+TEST_F(PostgresStoreTest, ConsoleIdsFollowCommitOrderAcrossWriters) {
+  COHORT_ASSERT_OK_AND_ASSIGN(auto server_a, Open());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto server_b, Open());
+  ASSERT_TRUE(server_a->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
+  ASSERT_TRUE(server_a->JoinWriter(Ref("run1"), WriterJoin{.label = "a"}).ok());
+  ASSERT_TRUE(server_b->JoinWriter(Ref("run1"), WriterJoin{.label = "b"}).ok());
+  // A reader tails the console while two writers on two servers append: following after_id it
+  // must see every line exactly once.
+  std::atomic<bool> done{false};
+  std::vector<std::string> seen;
+  std::thread reader([&] {
+    int64_t after = 0;
+    while (true) {
+      const bool last_round = done.load();
+      auto lines = server_a->QueryConsole(ConsoleQuery{.run = Ref("run1"), .after_id = after});
+      if (!lines.ok()) break;
+      for (const ConsoleLine& l : *lines) seen.push_back(l.label + l.text);
+      if (!lines->empty()) after = lines->back().id;
+      if (last_round && lines->empty()) break;
+    }
+  });
+  std::vector<std::thread> writers;
+  for (const char* label : {"a", "b"}) {
+    writers.emplace_back([&, label] {
+      PostgresStore* server = label[0] == 'a' ? server_a.get() : server_b.get();
+      for (int seq = 1; seq <= 40; ++seq) {
+        IngestBatch b{.seq = seq};
+        for (int i = 0; i < 5; ++i) {
+          b.console.push_back(ConsoleLine{.text = std::to_string(seq * 10 + i)});
+        }
+        EXPECT_TRUE(server->Ingest(Ref("run1"), label, b, seq).ok());
+      }
+    });
+  }
+  for (auto& t : writers) t.join();
+  done = true;
+  reader.join();
+  EXPECT_EQ(seen.size(), 400u);
+  EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), 400u);
+}
+
+// ---- text PostgreSQL cannot hold ----
+
+TEST_F(PostgresStoreTest, NulCharactersAreStoredAsReplacementCharacters) {
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open());
+  RunUpsert u{.ref = Ref("run1"), .config_json = R"({"note":"a\u0000b"})"};
+  u.name = std::string("x\0y", 3);
+  ASSERT_TRUE(store->UpsertRun(u).ok());
+  ASSERT_TRUE(store->JoinWriter(Ref("run1"), WriterJoin{.label = "w"}).ok());
+  IngestBatch b{.seq = 1};
+  b.console.push_back(ConsoleLine{.text = std::string("bell\0end", 8)});
+  ASSERT_TRUE(store->Ingest(Ref("run1"), "w", b, 1).ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run, store->GetRun(Ref("run1")));
+  EXPECT_EQ(run.name, "x\xEF\xBF\xBDy");
+  EXPECT_NE(run.config_json.find("a\\u0000b"), std::string::npos);  // config text kept as is
+  COHORT_ASSERT_OK_AND_ASSIGN(auto lines, store->QueryConsole(ConsoleQuery{.run = Ref("run1")}));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].text,
+            "bell\xEF\xBF\xBD"
+            "end");
+  RunQuery q{.entity = "acme", .project = "vision", .filters = {{"config.note", "~", {"a"}}}};
+  COHORT_ASSERT_OK_AND_ASSIGN(RunPage page, store->ListRuns(q));
+  EXPECT_EQ(page.runs.size(), 1u);
+}
+
+// ---- read replicas ----
+
+TEST_F(PostgresStoreTest, ReadHostsServeQueriesFromTheirOwnPool) {
+  // The cluster itself stands in for a replica.
+  const std::string replica =
+      pg::TestCluster()->dir() + ":" + std::to_string(pg::TestCluster()->port());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open("read_hosts=" + replica + "&read_pool_size=1"));
+  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
+  EXPECT_EQ(store->read_pool()->open(), 0);
+  COHORT_ASSERT_OK_AND_ASSIGN(RunPage page,
+                              store->ListRuns(RunQuery{.entity = "acme", .project = "vision"}));
+  EXPECT_EQ(page.runs.size(), 1u);
+  EXPECT_EQ(store->read_pool()->open(), 1);
+  EXPECT_NE(store->read_pool(), store->primary_pool());
+}
+
+}  // namespace
+}  // namespace cohort::store

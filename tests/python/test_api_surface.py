@@ -1,0 +1,209 @@
+"""The seed SDK's API surface, in disabled mode (no server, no agent): names, module state,
+context manager, reinit rules, config and summary objects."""
+import argparse
+
+import pytest
+
+import sdk_helpers  # noqa: F401  (makes `cohort` importable)
+import cohort
+
+
+@pytest.fixture(autouse=True)
+def no_current_run():
+    cohort.teardown()
+    yield
+    cohort.teardown()
+
+
+def disabled(**kw):
+    return cohort.init(mode="disabled", **kw)
+
+
+def test_module_exports_the_seed_api():
+    for name in ("init", "log", "finish", "setup", "Settings", "Run", "run", "config", "summary",
+                 "login", "require", "Error", "UsageError", "CommError", "teardown"):
+        assert hasattr(cohort, name), name
+
+
+def test_run_is_none_before_init_and_after_finish():
+    assert cohort.run is None
+    run = disabled()
+    assert cohort.run is run
+    run.finish()
+    assert cohort.run is None
+
+
+def test_module_log_without_a_run_raises_usage_error():
+    with pytest.raises(cohort.UsageError, match="init"):
+        cohort.log({"a": 1})
+
+
+def test_module_log_and_finish_use_the_current_run():
+    run = disabled()
+    cohort.log({"a": 1.0})
+    cohort.finish()
+    assert run.finished
+    assert cohort.run is None
+
+
+def test_disabled_run_has_an_id_name_and_no_url():
+    run = disabled(name="exp")
+    assert len(run.id) == 8 and run.id.isalnum()
+    assert run.name == "exp"
+    assert run.disabled
+    assert run.url == ""
+
+
+def test_disabled_run_keeps_the_given_id():
+    assert disabled(id="myrun-1").id == "myrun-1"
+
+
+def test_context_manager_returns_the_run_and_finishes_it():
+    with disabled() as run:
+        run.log({"x": 1})
+        assert not run.finished
+    assert run.finished
+
+
+def test_context_manager_finishes_on_exception_and_reraises():
+    with pytest.raises(RuntimeError, match="boom"):
+        with disabled() as run:
+            raise RuntimeError("boom")
+    assert run.finished
+
+
+def test_log_after_finish_raises_usage_error():
+    run = disabled()
+    run.finish()
+    with pytest.raises(cohort.UsageError, match="finished"):
+        run.log({"x": 1})
+
+
+def test_finish_is_idempotent():
+    run = disabled()
+    run.finish()
+    run.finish(exit_code=3)
+    assert run.finished
+
+
+def test_second_init_finishes_the_previous_run():
+    first = disabled()
+    second = disabled()
+    assert first.finished and not second.finished
+    assert cohort.run is second
+
+
+def test_reinit_return_previous_returns_the_same_run():
+    first = disabled()
+    assert disabled(reinit="return_previous") is first
+
+
+def test_reinit_create_new_keeps_both_runs_going():
+    first = disabled()
+    second = disabled(reinit="create_new")
+    assert not first.finished and not second.finished
+    assert cohort.run is second
+    first.finish()
+    assert cohort.run is second
+
+
+def test_unknown_init_argument_is_a_type_error():
+    with pytest.raises(TypeError, match="no_such_arg"):
+        disabled(no_such_arg=1)
+
+
+def test_seed_init_arguments_without_meaning_are_accepted():
+    run = disabled(save_code=True, allow_val_change=True, sync_tensorboard=False)
+    assert not run.finished
+
+
+def test_invalid_resume_value_raises_usage_error():
+    with pytest.raises(cohort.UsageError, match="resume"):
+        disabled(resume="sometimes")
+
+
+def test_init_arguments_surface_on_the_run():
+    run = disabled(group="DDP", job_type="worker", tags=["a", "b"], notes="n")
+    assert (run.group, run.job_type, run.tags, run.notes) == ("DDP", "worker", ("a", "b"), "n")
+
+
+def test_config_from_init_reads_as_items_and_attributes():
+    run = disabled(config={"lr": 0.1, "layers": [1, 2]})
+    assert run.config["lr"] == 0.1
+    assert run.config.layers == [1, 2]
+    assert cohort.config is run.config
+
+
+def test_config_accepts_an_argparse_namespace():
+    run = disabled(config=argparse.Namespace(lr=0.5, epochs=3))
+    assert run.config.as_dict() == {"lr": 0.5, "epochs": 3}
+
+
+def test_config_set_update_delete():
+    run = disabled()
+    run.config.lr = 0.2
+    run.config["batch"] = 32
+    run.config.update({"a": 1}, allow_val_change=True)
+    run.config.setdefaults({"a": 2, "b": 3})
+    del run.config.batch
+    assert run.config.as_dict() == {"lr": 0.2, "a": 1, "b": 3}
+    with pytest.raises(AttributeError):
+        run.config.missing
+
+
+def test_config_rejects_non_str_keys():
+    run = disabled()
+    with pytest.raises(TypeError, match="str"):
+        run.config[1] = 2
+
+
+def test_summary_is_dict_like_and_published_on_the_module():
+    run = disabled()
+    run.summary["acc"] = 0.9
+    run.summary.update({"loss": 0.1})
+    assert dict(run.summary) == {"acc": 0.9, "loss": 0.1}
+    assert cohort.summary is run.summary
+
+
+def test_module_config_is_detached_before_init():
+    assert cohort.run is None
+    cohort.config["x"] = 1  # no run: kept locally, nothing raised
+    assert cohort.config["x"] == 1
+
+
+def test_seed_compat_helpers_are_no_ops():
+    run = disabled()
+    assert run.define_metric("loss", step_metric="epoch") is None
+    assert run.watch(object()) is None
+    assert cohort.require("service") is None
+    cohort.setup(cohort.Settings(mode="disabled"))
+
+
+def test_seed_shared_mode_snippet_runs_unchanged_in_disabled_mode(monkeypatch):
+    monkeypatch.setenv("COHORT_MODE", "disabled")
+    import cohort as wandb
+
+    entity = "team"
+    project = "proj"
+    run = wandb.init(
+        entity=entity,
+        project=project,
+        settings=wandb.Settings(
+            x_label="rank_0",
+            mode="shared",
+            x_primary=True,
+            x_stats_gpu_device_ids=[0, 1],
+        ),
+    )
+    run_id = run.id
+    worker = wandb.init(
+        entity=entity,
+        project=project,
+        settings=wandb.Settings(x_label="rank_1", mode="shared", x_primary=False),
+        id=run_id,
+        reinit="create_new",
+    )
+    assert worker.id == run_id
+    worker.log({"loss": 1.0})
+    worker.finish()
+    run.finish()

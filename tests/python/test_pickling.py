@@ -1,0 +1,51 @@
+"""Runs handed to other processes: pickling, and what a child gets in disabled mode."""
+import multiprocessing as mp
+import pickle
+
+import pytest
+
+import sdk_helpers  # noqa: F401
+import cohort
+
+
+def child_logs(run, queue):
+    with cohort.init() as r:
+        queue.put((type(r).__name__, r.id, r.disabled, r is run))
+        r.log({"x": 1})
+
+
+def test_run_unpickled_in_its_own_process_is_the_same_object():
+    run = cohort.init(mode="disabled", reinit="create_new")
+    try:
+        assert pickle.loads(pickle.dumps(run)) is run
+    finally:
+        run.finish()
+
+
+def test_config_and_summary_pickle_as_plain_copies():
+    run = cohort.init(mode="disabled", config={"a": 1}, reinit="create_new")
+    run.summary["s"] = 2
+    try:
+        cfg = pickle.loads(pickle.dumps(run.config))
+        assert cfg.as_dict() == {"a": 1}
+        cfg["b"] = 3  # a copy: not attached to any run
+        assert "b" not in run.config
+        assert dict(pickle.loads(pickle.dumps(run.summary))) == {"s": 2}
+    finally:
+        run.finish()
+
+
+@pytest.mark.parametrize("method", ["spawn", "fork"])
+def test_disabled_run_passed_to_a_child_is_returned_by_init_there(method):
+    ctx = mp.get_context(method)
+    run = cohort.init(mode="disabled", reinit="create_new")
+    queue = ctx.Queue()
+    try:
+        p = ctx.Process(target=child_logs, args=(run, queue))
+        p.start()
+        kind, run_id, disabled, _ = queue.get(timeout=60)
+        p.join(timeout=60)
+        assert p.exitcode == 0
+        assert (kind, run_id, disabled) == ("Run", run.id, True)
+    finally:
+        run.finish()

@@ -1,0 +1,154 @@
+"""Value conversion of run.log: what is accepted, how dicts flatten, and the errors that name
+the offending key. `_cohort._flatten` is the conversion run.log does, returned as a list."""
+import fractions
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import sdk_helpers
+import cohort
+from cohort._native import native
+
+
+def flat(d):
+    return dict(native._flatten(d))
+
+
+@pytest.fixture
+def run():
+    r = cohort.init(mode="disabled", reinit="create_new")
+    yield r
+    r.finish()
+
+
+def test_python_scalars_become_floats():
+    assert flat({"i": 3, "f": 0.5, "t": True, "n": False}) == {"i": 3.0, "f": 0.5, "t": 1.0,
+                                                                "n": 0.0}
+
+
+def test_non_finite_floats_pass_through():
+    out = flat({"nan": float("nan"), "inf": float("inf")})
+    assert np.isnan(out["nan"]) and out["inf"] == float("inf")
+
+
+def test_nested_dicts_flatten_with_slash():
+    assert flat({"train": {"loss": 1, "acc": {"top1": 0.5}}, "lr": 0.1}) == {
+        "train/loss": 1.0, "train/acc/top1": 0.5, "lr": 0.1}
+
+
+def test_empty_nested_dict_logs_nothing():
+    assert flat({"a": {}}) == {}
+
+
+def test_numpy_scalars_and_zero_d_arrays():
+    out = flat({"f32": np.float32(0.25), "i64": np.int64(7), "u8": np.uint8(3),
+                "b": np.bool_(True), "f64": np.float64(1.5), "arr0": np.array(2.5)})
+    assert out == {"f32": 0.25, "i64": 7.0, "u8": 3.0, "b": 1.0, "f64": 1.5, "arr0": 2.5}
+
+
+def test_zero_d_torch_tensors():
+    import torch
+    x = torch.tensor(2.0, requires_grad=True)
+    out = flat({"t": torch.tensor(0.5), "grad": x * 2, "i": torch.tensor(3),
+                "b": torch.tensor(True)})
+    assert out == {"t": 0.5, "grad": 4.0, "i": 3.0, "b": 1.0}
+
+
+def test_other_real_numbers_are_accepted():
+    assert flat({"q": fractions.Fraction(1, 4)}) == {"q": 0.25}
+
+
+def test_non_dict_mapping_values_flatten():
+    assert flat({"m": types.MappingProxyType({"x": 1})}) == {"m/x": 1.0}
+
+
+def test_string_value_is_a_type_error_naming_the_nested_key():
+    with pytest.raises(TypeError, match=r"'train/name'.*str"):
+        flat({"train": {"name": "resnet"}})
+
+
+def test_none_value_is_a_type_error_naming_the_key():
+    with pytest.raises(TypeError, match=r"'nothing'"):
+        flat({"nothing": None})
+
+
+def test_list_value_is_a_type_error_naming_the_key():
+    with pytest.raises(TypeError, match=r"'hist'.*list"):
+        flat({"hist": [1, 2, 3]})
+
+
+def test_numpy_array_is_a_type_error_with_its_shape():
+    with pytest.raises(TypeError, match=r"'w'.*shape \(3,\)"):
+        flat({"w": np.zeros(3)})
+
+
+def test_complex_numpy_scalar_is_a_type_error():
+    with pytest.raises(TypeError, match=r"'c'"):
+        flat({"c": np.complex64(1 + 2j)})
+
+
+def test_tensor_with_elements_is_a_type_error_with_its_shape():
+    import torch
+    with pytest.raises(TypeError, match=r"'t'.*shape \(2, 2\)"):
+        flat({"t": torch.zeros(2, 2)})
+
+
+def test_non_str_key_is_a_type_error():
+    with pytest.raises(TypeError, match="keys must be str"):
+        flat({1: 2.0})
+
+
+def test_empty_key_is_a_value_error():
+    with pytest.raises(ValueError, match="empty"):
+        flat({"": 1.0})
+
+
+def test_key_over_256_bytes_is_a_value_error():
+    with pytest.raises(ValueError, match="256"):
+        flat({"k" * 257: 1.0})
+
+
+def test_int_too_large_for_a_float_is_an_overflow_error_naming_the_key():
+    with pytest.raises(OverflowError, match="'big'"):
+        flat({"big": 10 ** 400})
+
+
+def test_log_rejects_a_non_dict(run):
+    with pytest.raises(TypeError, match="dict"):
+        run.log([("a", 1)])
+    with pytest.raises(TypeError, match="dict"):
+        run.log(None)
+
+
+def test_log_accepts_a_mapping(run):
+    run.log(types.MappingProxyType({"a": 1}))
+
+
+def test_log_step_must_be_a_non_negative_int(run):
+    run.log({"a": 1}, step=np.int64(3))
+    with pytest.raises(TypeError, match="step"):
+        run.log({"a": 1}, step=1.5)
+    with pytest.raises(TypeError, match="step"):
+        run.log({"a": 1}, step=True)
+    with pytest.raises(ValueError, match="step"):
+        run.log({"a": 1}, step=-1)
+
+
+def test_log_error_names_key_through_run_log(run):
+    with pytest.raises(TypeError, match=r"'metrics/bad'"):
+        run.log({"ok": 1.0, "metrics": {"bad": object()}})
+
+
+def test_cohort_imports_neither_torch_nor_numpy():
+    code = ("import sys, sdk_helpers, cohort\n"
+            "r = cohort.init(mode='disabled')\n"
+            "r.log({'a': 1, 'b': {'c': 2.5}})\n"
+            "r.finish()\n"
+            "print('torch' in sys.modules, 'numpy' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=str(sdk_helpers.ROOT / "tests" / "python"),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False"]
