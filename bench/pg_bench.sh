@@ -15,17 +15,18 @@ repeats="${1:-3}"
 servers="${SERVERS:-1}"
 batches="${BATCHES:-100}"
 tmp="$(mktemp -d)"
+pgdir="$(mktemp -d -u /tmp/cohort-pgbench-XXXXXX)"  # made by pg_cluster.py, owned by postgres
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  python3 "$root/tests/postgres/pg_cluster.py" stop "$tmp/pg" >/dev/null 2>&1 || true
+  python3 "$root/tests/postgres/pg_cluster.py" stop "$pgdir" >/dev/null 2>&1 || true
   rm -rf "$tmp"
 }
 trap cleanup EXIT
 
 # A durable cluster sized for bulk ingest: WAL big enough that no checkpoint lands mid-run.
-url="$(python3 "$root/tests/postgres/pg_cluster.py" start "$tmp/pg" --durable \
+url="$(python3 "$root/tests/postgres/pg_cluster.py" start "$pgdir" --durable \
   --set shared_buffers=1GB --set max_wal_size=8GB --set checkpoint_timeout=30min \
   --set wal_buffers=64MB)"
 urls=()
@@ -66,7 +67,7 @@ EOF
 
 echo "servers: ${urls[*]} on $url (repeats: $repeats)" >&2
 pg_bin="$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import pg_cluster; print(pg_cluster.find_bin_dir())' "$root/tests/postgres")"
-psql_cohort() { "$pg_bin/psql" -X -At -h "$tmp/pg" -p "$(cat "$tmp/pg/port")" -U postgres -d cohort -c "$1"; }
+psql_cohort() { "$pg_bin/psql" -X -At -h "$pgdir" -p "$(cat "$pgdir/port")" -U postgres -d cohort -c "$1"; }
 echo "| measurement (PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}'), fsync on, $servers server(s)) | median |"
 echo "| --- | --- |"
 for clients in 1 4 16; do

@@ -38,7 +38,9 @@ def extra(p):
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0], extra)
     rank, world_size = init_distributed()
-    stats = {} if args.stats_interval is None else {"x_stats_sampling_interval": args.stats_interval}
+    stats = {}
+    if args.stats_interval is not None:
+        stats["x_stats_sampling_interval"] = args.stats_interval
     gpus = list(range(torch.cuda.device_count())) or None
 
     if args.auto:

@@ -19,4 +19,4 @@ if [ ! -x /usr/bin/chromium ] && [ -z "${CHROMIUM:-}" ]; then
 fi
 mkdir -p "$root/artifacts/ui"
 echo "== web UI: browser tests (playwright-core + Chromium)"
-node --test --test-concurrency=1 tests/ui/
+node --test --test-concurrency=1 tests/ui/*.test.mjs

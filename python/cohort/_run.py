@@ -13,7 +13,6 @@ from typing import Any, Dict, Iterator, List, Mapping, MutableMapping, Optional,
 from . import _state
 from ._native import native
 from ._values import to_json
-from .errors import UsageError
 from .settings import Settings
 
 

@@ -93,14 +93,15 @@ def _publish(run: Optional["Run"]) -> None:
     package.summary = run.summary if run is not None else Summary()
 
 
-def adopted_run() -> Optional["Run"]:
-    """A run this process received from its parent and may return from init()."""
+def adopted_run(explicit_only: bool = False) -> Optional["Run"]:
+    """A run this process received from its parent and may return from init(): one passed to
+    it (unpickled), else (unless ``explicit_only``) the current run inherited through fork()."""
     run = _adopted
     if run is not None and not run.finished:
         return run
     cur = _current
-    if cur is not None and not cur.finished and cur._pid != os.getpid():
-        return cur  # inherited through fork()
+    if not explicit_only and cur is not None and not cur.finished and cur._pid != os.getpid():
+        return cur
     return None
 
 
@@ -182,9 +183,10 @@ def _install_sigterm() -> None:
 
 # -- fork and multiprocessing --------------------------------------------------------------------
 def _after_fork_child() -> None:
-    global _exit_code, _exit_state, _hooks_pid
+    global _exit_code, _exit_state
     _exit_code, _exit_state = None, ""
     _unpickled.clear()
+    _ensure_mp_hook()  # a multiprocessing child runs its after-fork hooks after this
 
 
 def _mp_child_exit() -> None:
@@ -206,6 +208,22 @@ def _mp_after_fork(_token: Any) -> None:
     mp_util.Finalize(None, _mp_child_exit, exitpriority=100)
 
 
+_mp_hooked = False
+
+
+def _ensure_mp_hook() -> None:
+    """Registers _mp_after_fork with multiprocessing once it is loaded (importing it here would
+    cost a fresh process tens of milliseconds at init())."""
+    global _mp_hooked
+    if _mp_hooked:
+        return
+    mp_util = sys.modules.get("multiprocessing.util")
+    if mp_util is None:
+        return
+    mp_util.register_after_fork(_mp_token, _mp_after_fork)
+    _mp_hooked = True
+
+
 def install_hooks() -> None:
     """Installs the exit, signal and fork hooks, once per process (main thread for SIGTERM)."""
     global _hooks_pid, _prev_excepthook, _orig_sys_exit
@@ -218,9 +236,8 @@ def install_hooks() -> None:
             sys.exit = _sys_exit
             if hasattr(os, "register_at_fork"):
                 os.register_at_fork(after_in_child=_after_fork_child)
-            import multiprocessing.util as mp_util
-            mp_util.register_after_fork(_mp_token, _mp_after_fork)
         _hooks_pid = os.getpid()
+        _ensure_mp_hook()
     _install_sigterm()
 
 

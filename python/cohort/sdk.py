@@ -121,7 +121,11 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
                          f"got {resume!r}")
     client_mode, shared = _effective_mode(mode, s)
 
-    adopted = _state.adopted_run()
+    # A run received from the parent process: one passed explicitly (unpickled) is returned
+    # unless the arguments name another run; one merely inherited through fork() (the parent's
+    # cohort.run) only when nothing here describes a run of the child's own.
+    describes_new = any(v is not None for v in (name, group, job_type, config, tags, notes))
+    adopted = _state.adopted_run(explicit_only=describes_new)
     if adopted is not None and (id is None or id == adopted.id) and \
             (project is None or project == adopted.project) and \
             (entity is None or entity == adopted.entity):

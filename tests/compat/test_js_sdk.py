@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import JS_DIR, sdk_env
+from .compat_helpers import JS_DIR, sdk_env
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from conftest import history_line
+from .compat_helpers import history_line
 
 
 def points(api, entity, run, key, writer=None, project="proj"):
@@ -139,7 +139,7 @@ def test_failed_exit_code_and_resume_status(wire, api, entity):
 
 
 def shared_client(server, client_id):
-    from conftest import WandbWire
+    from .compat_helpers import WandbWire
     return WandbWire(server.url, server.config["api_key"], client_id=client_id)
 
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import run_python, sdk_env, wandb_version
+from .compat_helpers import run_python, sdk_env, wandb_version
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -55,7 +55,7 @@ class Client:
             "PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(EXAMPLES)]),
             "COHORT_BUILD_DIR": str(BUILD),
             "COHORT_BIN": str(agent_binary()),
-            "COHORT_AGENT_IDLE_S": "3",
+            "COHORT_AGENT_IDLE_S": "20",  # teardown stops them (stop_agents)
             "PYTHONUNBUFFERED": "1",
         })
         self.env = env
@@ -217,7 +217,9 @@ def assert_ok(proc):
 def wait_until(predicate, timeout=30.0, what="condition"):
     """wait_for that fails the test with `what` when the predicate never holds."""
     value = wait_for(predicate, timeout=timeout, interval=0.1)
-    assert value, f"timed out after {timeout}s waiting for {what}"
+    if not value:
+        detail = what() if callable(what) else what
+        raise AssertionError(f"timed out after {timeout}s waiting for {detail}")
     return value
 
 

@@ -19,8 +19,8 @@ def only_run(client):
 
 
 def final(view):
-    return wait_until(lambda: (r := view.get())["state"] not in ("running", "pending", "absent") and r,
-                      what="run ended")
+    ended = ("finished", "failed", "crashed", "killed", "preempted")
+    return wait_until(lambda: (r := view.get())["state"] in ended and r, what="run ended")
 
 
 def test_exit_without_finish_marks_the_run_finished(client):

@@ -10,7 +10,8 @@ def test_pool_children_each_log_a_finished_run_through_one_agent(client, method)
     assert_ok(client.run([EXAMPLES / "pool_setup.py", "--project", PROJECT,
                           "--start-method", method]))
     runs = wait_until(lambda: (r := client.runs()) and len(r) == 4 and
-                      all(x["state"] == "finished" for x in r) and r, what="4 finished runs")
+                      all(x["state"] == "finished" for x in r) and r,
+                      what=lambda: f"4 finished runs: {client.runs()}")
     by_n = {r["config"]["n"]: r for r in runs}
     assert sorted(by_n) == [0, 1, 2, 3]
     for n, run in by_n.items():
@@ -45,3 +46,41 @@ def test_run_passed_to_a_child_logs_as_its_own_writer_of_the_same_run(client, me
                       what="both writers' points")
     assert hist[("this", child)] == [(0, 1.0)]
     assert hist[("parent", parent)] == [(0, 1.0)]
+
+
+CHILD_FAILS = """
+import cohort
+
+
+def work(run):
+    run.log({{"child": 1.0}})
+    raise ValueError("child failed")
+
+
+if __name__ == "__main__":
+    run = cohort.init(project="{project}")
+    import multiprocessing as mp  # imported after init(): the exit hook must still be set up
+    p = mp.get_context("{method}").Process(target=work, args=(run,))
+    p.start()
+    p.join()
+    run.log({{"parent": 1.0}})
+    run.finish()
+    print(p.exitcode, p.pid)
+"""
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_child_that_raises_ends_its_writer_failed_and_the_run_goes_on(client, method):
+    proc = assert_ok(client.python(CHILD_FAILS.format(project=PROJECT, method=method)))
+    exitcode, pid = map(int, proc.stdout.split())
+    assert exitcode == 1 and "ValueError: child failed" in proc.stderr
+    runs = client.runs()
+    assert len(runs) == 1
+    view = client.run_view(runs[0]["id"])
+    writers = wait_until(lambda: (w := view.writers()) and len(w) == 2 and
+                         all(x["state"] != "running" for x in w.values()) and w,
+                         what=lambda: f"2 ended writers: {view.writers()}")
+    child = next(l for l, w in writers.items() if w["pid"] == pid)
+    assert (writers[child]["state"], writers[child]["exit_code"]) == ("failed", 1)
+    run = wait_until(lambda: (r := view.get())["state"] == "finished" and r, what="finished")
+    assert run["exit_code"] == 0  # the child never ends the run

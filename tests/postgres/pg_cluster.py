@@ -13,7 +13,8 @@ As a library:
 
 From a shell (bench/pg_bench.sh):
     python3 tests/postgres/pg_cluster.py start DIR [--durable] [--set name=value ...]
-        -> prints the URL of database "cohort"; the cluster lives in DIR (created, must not exist)
+        -> prints the URL of database "cohort"; the cluster lives in DIR (created; must not
+           exist, and its parent must be searchable by the postgres user, e.g. under /tmp)
     python3 tests/postgres/pg_cluster.py stop DIR
 """
 import argparse

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "pg_environment.h"
+#include "series/chunk.h"
 #include "store/postgres/pg_options.h"
 #include "store/postgres/pg_pool.h"
 #include "store/postgres/pg_schema.h"
@@ -391,6 +392,66 @@ TEST_F(PostgresStoreTest, ConsoleIdsFollowCommitOrderAcrossWriters) {
   reader.join();
   EXPECT_EQ(seen.size(), 400u);
   EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), 400u);
+}
+
+// ---- chunk layout: per-batch tail chunks, compacted into full chunks ----
+
+TEST_F(PostgresStoreTest, SmallBatchesAreCompactedIntoFullChunksKeepingEveryPoint) {
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open());
+  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
+  ASSERT_TRUE(store->JoinWriter(Ref("run1"), WriterJoin{.label = "w"}).ok());
+  // 700 batches of 13 rows: tails are compacted both for their chunk count (32 chunks of 13
+  // points) and for reaching a full chunk (kMaxChunkPoints).
+  constexpr int kBatches = 700, kRows = 13;
+  for (int seq = 1; seq <= kBatches; ++seq) {
+    IngestBatch b{.seq = seq};
+    for (int i = 0; i < kRows; ++i) {
+      const double v = seq * 100 + i;
+      b.rows.push_back(HistoryRow{.time_ms = seq * 100 + i, .values = {{"m", v}}});
+    }
+    ASSERT_TRUE(store->Ingest(Ref("run1"), "w", b, seq).ok()) << seq;
+  }
+  const int64_t total = kBatches * kRows;
+  const int64_t full = total / series::kMaxChunkPoints;
+  ASSERT_GE(full, 2);
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks WHERE count = " +
+                     std::to_string(series::kMaxChunkPoints)),
+            full);
+  EXPECT_LE(QueryInt("SELECT count(*) FROM chunks"), full + 32);
+  EXPECT_EQ(QueryInt("SELECT sum(count)::int8 FROM chunks"), total);
+  EXPECT_EQ(QueryInt("SELECT tail_count FROM series"), total - full * series::kMaxChunkPoints);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store->QueryHistory(HistoryQuery{.run = Ref("run1")}));
+  ASSERT_EQ(hist.size(), 1u);
+  ASSERT_EQ(hist[0].points.size(), size_t(total));
+  for (int64_t i = 0; i < total; ++i) {
+    ASSERT_EQ(hist[0].points[i].step, i);
+    ASSERT_EQ(hist[0].points[i].value, (i / kRows + 1) * 100 + i % kRows) << i;
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(hist,
+                              store->QueryHistory(HistoryQuery{.run = Ref("run1"), .buckets = 3}));
+  ASSERT_EQ(hist[0].buckets.size(), 3u);
+  EXPECT_EQ(hist[0].buckets[0].count + hist[0].buckets[1].count + hist[0].buckets[2].count, total);
+  EXPECT_EQ(hist[0].buckets[2].last, kBatches * 100 + kRows - 1);
+}
+
+TEST_F(PostgresStoreTest, OneLargeBatchIsStoredAsFullChunksAndATail) {
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open());
+  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
+  ASSERT_TRUE(store->JoinWriter(Ref("run1"), WriterJoin{.label = "w"}).ok());
+  const int n = 2 * series::kMaxChunkPoints + series::kMaxChunkPoints / 2;
+  IngestBatch b{.seq = 1};
+  for (int i = 0; i < n; ++i) b.rows.push_back(HistoryRow{.values = {{"m", double(i)}}});
+  ASSERT_TRUE(store->Ingest(Ref("run1"), "w", b, 1).ok());
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks"), 3);
+  EXPECT_EQ(QueryInt("SELECT tail_count FROM series"), series::kMaxChunkPoints / 2);
+  IngestBatch more{.seq = 2, .rows = {HistoryRow{.values = {{"m", double(n)}}}}};
+  ASSERT_TRUE(store->Ingest(Ref("run1"), "w", more, 2).ok());
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks"), 4);  // appended, nothing rewritten
+  EXPECT_EQ(QueryInt("SELECT max(idx) FROM chunks"), 3);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto series, store->ListSeries(Ref("run1")));
+  ASSERT_EQ(series.size(), 1u);
+  EXPECT_EQ(series[0].count, n + 1);
+  EXPECT_EQ(series[0].max_step, n);
 }
 
 // ---- text PostgreSQL cannot hold ----

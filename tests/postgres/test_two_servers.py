@@ -105,7 +105,7 @@ def test_two_servers_store_every_point_once_and_answer_alike(servers):
     expected_points = BATCHES * ROWS
     for api in apis:
         for label in writers:
-            series = get(api, f"{run_path}/history", keys=",".join(KEYS), writers=label)
+            series = get(api, f"{run_path}/history", keys=",".join(KEYS), writers=label)["series"]
             assert [s["key"] for s in series] == sorted(KEYS)
             for n, k in enumerate(sorted(KEYS)):
                 points = series[n]["points"]

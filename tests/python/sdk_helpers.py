@@ -14,6 +14,10 @@ BUILD = pathlib.Path(os.environ.get("COHORT_BUILD_DIR", ROOT / "build"))
 PYTHON_SRC = ROOT / "python"
 
 os.environ.setdefault("COHORT_BUILD_DIR", str(BUILD))
+# A run the unit tests start without naming a mode (or one a child process starts) never
+# reaches a real server or spawns an agent in the user's HOME. The distributed tests give their
+# processes an environment of their own (dist_helpers.Client), without this.
+os.environ["COHORT_MODE"] = "disabled"
 if str(PYTHON_SRC) not in sys.path:
     sys.path.insert(0, str(PYTHON_SRC))
 

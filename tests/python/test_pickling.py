@@ -49,3 +49,25 @@ def test_disabled_run_passed_to_a_child_is_returned_by_init_there(method):
         assert (kind, run_id, disabled) == ("Run", run.id, True)
     finally:
         run.finish()
+
+
+def child_inits_with_config(queue):
+    parent = cohort.run
+    with cohort.init(config={"n": 1}) as r:
+        queue.put((r is parent, parent is not None and not parent.finished))
+
+
+def test_forked_child_init_with_its_own_config_starts_a_new_run(monkeypatch):
+    monkeypatch.setenv("COHORT_MODE", "disabled")  # the child's own run too
+    ctx = mp.get_context("fork")
+    run = cohort.init(mode="disabled", reinit="create_new")
+    queue = ctx.Queue()
+    try:
+        p = ctx.Process(target=child_inits_with_config, args=(queue,))
+        p.start()
+        same, parent_alive = queue.get(timeout=60)
+        p.join(timeout=60)
+        assert p.exitcode == 0
+        assert not same and parent_alive  # a run of its own; the parent's run untouched
+    finally:
+        run.finish()

@@ -148,7 +148,8 @@ def test_cohort_imports_neither_torch_nor_numpy():
             "r.log({'a': 1, 'b': {'c': 2.5}})\n"
             "r.finish()\n"
             "print('torch' in sys.modules, 'numpy' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], cwd=str(sdk_helpers.ROOT / "tests" / "python"),
+    out = subprocess.run([sys.executable, "-c", code],
+                         cwd=str(sdk_helpers.ROOT / "tests" / "python"),
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "False"]

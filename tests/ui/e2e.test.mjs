@@ -212,7 +212,15 @@ describe('web UI', () => {
     await page.getByLabel('select ddp-rank0').check();
     await page.getByLabel('select ddp-rank2').check();
     assert.match(page.url(), /sel=/);
-    assert.deepEqual(await legendOf('loss'), ['ddp-rank0', 'ddp-rank2']);
+    // The chart redraws after the selection's data arrives: poll its legend.
+    const want = ['ddp-rank0', 'ddp-rank2'];
+    const deadline = Date.now() + 10000;
+    let got = await legendOf('loss');
+    while (JSON.stringify(got) !== JSON.stringify(want) && Date.now() < deadline) {
+      await page.waitForTimeout(100);
+      got = await legendOf('loss');
+    }
+    assert.deepEqual(got, want);
     await shot('11-selected-overlay');
   });
 

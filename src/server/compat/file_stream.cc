@@ -208,7 +208,12 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
   const StreamRequest& sr = *request;
   Decoded decoded = DecodeLines(sr, client.shared, ctx->limits, now);
 
-  auto run = EnsureRun(ctx->store, *ref);
+  const bool has_content = sr.history.present || sr.events.present || sr.console.present ||
+                           decoded.summary || sr.complete || sr.preempting;
+  auto run = has_content ? EnsureRun(ctx->store, *ref) : ctx->store->GetRun(*ref);
+  if (!run.ok() && run.status().code() == StatusCode::kNotFound) {
+    return api::JsonResponse(200, bj::object{});  // a heartbeat of a run that is gone
+  }
   if (!run.ok()) return StoreError(run.status(), "run");
   ClientWriter cw(ctx->store, *run, client);
   if (Status s = cw.Load(); !s.ok()) return StoreError(s, "positions");

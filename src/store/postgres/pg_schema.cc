@@ -22,9 +22,12 @@ struct Migration {
 //   writers   one row per (run, label); next_step / last_seq let a writer resume. The row lock
 //             of a writer serialises its batches across servers.
 //   batches   (writer, seq) of every stored batch: the exactly-once guard.
-//   series    one row per (run, key, writer) with its point count and step range.
+//   series    one row per (run, key, writer) with its point count and step range, and its
+//             tail: chunks [tail_idx, next_idx) hold the tail_count points of recent batches,
+//             one chunk per batch, until they are compacted into full chunks (pg_ingest.cc).
 //   chunks    encoded chunks (series/chunk.h) with their summaries; data is bytea stored
-//             uncompressed (it is compressed already) and inline up to ~8 KB.
+//             uncompressed (it is compressed already) and inline up to ~8 KB. Indexes only
+//             grow (compaction writes new ones), so index order is arrival order.
 //   console   console lines, keyed by (run, id).
 //   views     saved workspace views, name unique per project.
 //   api_keys  hashed API keys.
@@ -99,6 +102,10 @@ CREATE TABLE series (
   count bigint NOT NULL DEFAULT 0,
   min_step bigint,
   max_step bigint,
+  next_idx bigint NOT NULL DEFAULT 0,
+  tail_idx bigint NOT NULL DEFAULT 0,
+  tail_count bigint NOT NULL DEFAULT 0,
+  tail_chunks bigint NOT NULL DEFAULT 0,
   UNIQUE (run_pk, key, writer_pk)
 ) WITH (fillfactor = 70);
 CREATE INDEX series_by_writer ON series (writer_pk);

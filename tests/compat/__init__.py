@@ -1,0 +1,1 @@
+"""W&B wire-compatibility suites (docs/compat.md)."""
