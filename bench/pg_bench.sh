@@ -6,14 +6,17 @@
 #
 # Starts its own throwaway cluster (tests/postgres/pg_cluster.py, fsync on: every acknowledged
 # batch is on disk) and server in a temporary directory; loopback and a Unix socket only.
-# Usage: bench/pg_bench.sh [REPEATS]   (BUILD_DIR to choose the build; SERVERS=2 to put two
-# servers on the database and split the clients between them)
+# Usage: bench/pg_bench.sh [REPEATS]
+#   BUILD_DIR  the build to use (default build/)
+#   SERVERS=2  two servers on the database, the clients split between them
+#   ROWS=1000  rows (steps of 10 keys) per batch (default 100); BATCHES batches per client
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
 repeats="${1:-3}"
 servers="${SERVERS:-1}"
-batches="${BATCHES:-100}"
+batches="${BATCHES:-300}"
+rows="${ROWS:-100}"
 tmp="$(mktemp -d)"
 pgdir="$(mktemp -d -u /tmp/cohort-pgbench-XXXXXX)"  # made by pg_cluster.py, owned by postgres
 pids=()
@@ -48,7 +51,7 @@ median() { python3 -c 'import json,sys,statistics as s; rows=[json.loads(l) for 
 ingest() {
   local per=$(( $1 / servers )) outs=() loaders=() i=0
   for u in "${urls[@]}"; do
-    "$load" ingest --url "$u" --key "$key" --clients "$per" --batches "$batches" --rows 100 \
+    "$load" ingest --url "$u" --key "$key" --clients "$per" --batches "$batches" --rows "$rows" \
       --keys 10 > "$tmp/load$i" &
     loaders+=($!); outs+=("$tmp/load$i"); i=$((i + 1))
   done
@@ -73,18 +76,23 @@ echo "| --- | --- |"
 for clients in 1 4 16; do
   [ "$clients" -ge "$servers" ] || continue
   out="$(for i in $(seq "$repeats"); do ingest "$clients"; done)"
-  echo "| HTTP ingest, $clients clients, 100 rows x 10 keys per batch: points/s | $(median points_per_s <<< "$out") |"
+  echo "| HTTP ingest, $clients clients, $rows rows x 10 keys per batch: points/s | $(median points_per_s <<< "$out") |"
   echo "| HTTP ingest, $clients clients: batch latency p50 / p99 ms | $(median batch_ms_p50 <<< "$out") / $(median batch_ms_p99 <<< "$out") |"
 done
-points=$(( 16 * batches * 100 * 10 ))
+points=$(( 16 * batches * rows * 10 ))
 for clients in 1 4; do
   out="$(for i in $(seq "$repeats"); do "$build/bench/pg_copy_baseline" --url "$url" --points "$points" --keys 10 --clients "$clients"; done)"
   echo "| baseline: libpq COPY row per point, $clients connection(s), $points points: points/s | $(median points_per_s <<< "$out") |"
   echo "| baseline: row per point: bytes/point on disk | $(median bytes_per_point <<< "$out") |"
 done
+psql_cohort "VACUUM chunks, series" >/dev/null  # compacted tail chunks leave dead rows
 bytes="$(psql_cohort "SELECT pg_total_relation_size('chunks') + pg_total_relation_size('series')")"
 stored="$(psql_cohort "SELECT sum(count) FROM series")"
-echo "| Cohort chunks: bytes/point on disk (chunks + series tables, $stored points) | $(python3 -c "print(round($bytes / $stored, 2))") |"
+data="$(psql_cohort "SELECT round(sum(length(data))::numeric / sum(count), 2) FROM chunks")"
+live="$(psql_cohort "SELECT round(sum(pg_column_size(c.*))::numeric / sum(count), 2) FROM chunks c")"
+echo "| Cohort: bytes/point on disk (chunks + series tables and indexes, after VACUUM, $stored points) | $(python3 -c "print(round($bytes / $stored, 2))") |"
+echo "| Cohort: live chunk rows bytes/point (the rest is space freed by tail compaction, reused by later inserts) | $live |"
+echo "| Cohort: encoded chunk bytes/point (the codec's share) | $data |"
 for i in "${!pids[@]}"; do
   rss_kb="$(awk '/VmHWM/ {print $2}' "/proc/${pids[$i]}/status")"
   echo "| server $((i + 1)) peak RSS: MB | $((rss_kb / 1024)) |"

@@ -129,7 +129,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!Ok(PQexec(conn,
-                 "DROP TABLE IF EXISTS points; CREATE TABLE points (run integer, key text, "
+                 "SET client_min_messages = warning; DROP TABLE IF EXISTS points; "
+                 "CREATE TABLE points (run integer, key text, "
                  "step bigint, time bigint, value double precision)"),
           "create")) {
     return 1;

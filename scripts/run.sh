@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Quick start command (1): installs what is missing, builds, and starts the server with its web
-# UI on the embedded SQLite store. Prints the URL first. Ctrl-C stops it.
-# Options: PORT (default 8787), DATA_DIR (default ~/.local/share/cohort/server).
+# Quick start command (1): installs what is missing, builds, starts the server with its web UI on
+# the embedded SQLite store (its URL is the first line printed), then runs the bundled
+# distributed example (4 torch.distributed ranks sharing one run, examples/ddp_shared.py) against
+# it in the background. Ctrl-C stops the server.
+# Options (environment): PORT (default 8787), DATA_DIR (default ~/.local/share/cohort/server),
+# EXAMPLE=0 to skip the example.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -11,4 +14,24 @@ scripts/build.sh >&2
 build="${BUILD_DIR:-$root/build}"
 args=(server --port "${PORT:-8787}")
 [ -n "${DATA_DIR:-}" ] && args+=(--data-dir "$DATA_DIR")
-exec "$build/src/cli/cohort" "${args[@]}"
+
+out="$(mktemp)"
+"$build/src/cli/cohort" "${args[@]}" > >(tee "$out") &
+server=$!
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -f "$out"' EXIT INT TERM
+for _ in $(seq 100); do [ -s "$out" ] && break; sleep 0.1; done
+if ! kill -0 $server 2>/dev/null; then
+  echo "run.sh: the server did not start (see above)" >&2
+  exit 1
+fi
+
+if [ "${EXAMPLE:-1}" != "0" ]; then
+  log="$root/artifacts/example-ddp-shared.log"
+  mkdir -p "$(dirname "$log")"
+  echo "run.sh: running examples/ddp_shared.py on 4 ranks in project 'demo' (log: $log)" >&2
+  (PYTHONPATH="$root/python" COHORT_BUILD_DIR="$build" COHORT_PROJECT=demo \
+     "$root/.venv/bin/python" examples/launch.py --nproc 4 examples/ddp_shared.py --project demo \
+     > "$log" 2>&1 && echo "run.sh: example finished; open the UI link above, project 'demo'" >&2 \
+     || echo "run.sh: the example failed; see $log" >&2) &
+fi
+wait $server

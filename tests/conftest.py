@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-BUILD = pathlib.Path(os.environ.get("COHORT_BUILD_DIR", ROOT / "build"))
+BUILD = pathlib.Path(os.environ.get("COHORT_BUILD_DIR", ROOT / "build")).resolve()
 COHORT_BIN = BUILD / "src" / "cli" / "cohort"
 
 
@@ -71,6 +71,8 @@ class ServerProcess:
         self.env = dict(os.environ, HOME=str(self.home), XDG_CONFIG_HOME="", XDG_DATA_HOME="",
                         XDG_RUNTIME_DIR=str(self.home / "run"))
         self.env.update(env or {})
+        # A real session's runtime directory exists (the agent's socket lives there).
+        (self.home / "run").mkdir(mode=0o700, parents=True, exist_ok=True)
         self.proc = None
         self.url = None
 

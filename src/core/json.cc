@@ -1,16 +1,122 @@
 #include "core/json.h"
 
+#include <boost/json/basic_parser_impl.hpp>
+#include <charconv>
 #include <cmath>
 #include <limits>
 
 namespace cohort::json {
 
+namespace {
+
+// A basic_parser handler that builds a DOM like boost::json::parse, except that doubles are
+// converted from their text with std::from_chars (correctly rounded): Boost.JSON 1.81's own
+// conversion can be off by one unit in the last place, and metric values must round-trip.
+class PreciseDomHandler {
+ public:
+  static constexpr std::size_t max_array_size = std::size_t(-1);
+  static constexpr std::size_t max_object_size = std::size_t(-1);
+  static constexpr std::size_t max_string_size = std::size_t(-1);
+  static constexpr std::size_t max_key_size = std::size_t(-1);
+
+  bj::value result;
+
+  bool on_document_begin(boost::system::error_code&) { return true; }
+  bool on_document_end(boost::system::error_code&) { return true; }
+  bool on_array_begin(boost::system::error_code&) {
+    stack_.emplace_back(bj::array{});
+    return true;
+  }
+  bool on_array_end(std::size_t, boost::system::error_code&) { return Close(); }
+  bool on_object_begin(boost::system::error_code&) {
+    stack_.emplace_back(bj::object{});
+    return true;
+  }
+  bool on_object_end(std::size_t, boost::system::error_code&) { return Close(); }
+  bool on_string_part(bj::string_view s, std::size_t, boost::system::error_code&) {
+    text_.append(s.data(), s.size());
+    return true;
+  }
+  bool on_string(bj::string_view s, std::size_t, boost::system::error_code&) {
+    text_.append(s.data(), s.size());
+    bool ok = Put(bj::value(bj::string_view(text_)));
+    text_.clear();
+    return ok;
+  }
+  bool on_key_part(bj::string_view s, std::size_t, boost::system::error_code&) {
+    key_.append(s.data(), s.size());
+    return true;
+  }
+  bool on_key(bj::string_view s, std::size_t, boost::system::error_code&) {
+    key_.append(s.data(), s.size());
+    keys_.push_back(std::move(key_));
+    key_.clear();
+    return true;
+  }
+  bool on_number_part(bj::string_view s, boost::system::error_code&) {
+    number_.append(s.data(), s.size());
+    return true;
+  }
+  bool on_int64(int64_t i, bj::string_view, boost::system::error_code&) {
+    number_.clear();
+    return Put(bj::value(i));
+  }
+  bool on_uint64(uint64_t u, bj::string_view, boost::system::error_code&) {
+    number_.clear();
+    return Put(bj::value(u));
+  }
+  bool on_double(double d, bj::string_view s, boost::system::error_code&) {
+    number_.append(s.data(), s.size());
+    double precise = d;
+    const char* first = number_.data();
+    const char* last = first + number_.size();
+    auto [p, ec] = std::from_chars(first, last, precise);
+    if (ec != std::errc() || p != last) precise = d;  // out of range: keep Boost's value
+    number_.clear();
+    return Put(bj::value(precise));
+  }
+  bool on_bool(bool b, boost::system::error_code&) { return Put(bj::value(b)); }
+  bool on_null(boost::system::error_code&) { return Put(bj::value(nullptr)); }
+  bool on_comment_part(bj::string_view, boost::system::error_code&) { return true; }
+  bool on_comment(bj::string_view, boost::system::error_code&) { return true; }
+
+ private:
+  bool Put(bj::value v) {
+    if (stack_.empty()) {
+      result = std::move(v);
+      return true;
+    }
+    bj::value& top = stack_.back();
+    if (top.is_array()) {
+      top.get_array().emplace_back(std::move(v));
+    } else {
+      // Duplicate keys: the last one wins, as in boost::json::parse.
+      top.get_object()[keys_.back()] = std::move(v);
+      keys_.pop_back();
+    }
+    return true;
+  }
+  bool Close() {
+    bj::value done = std::move(stack_.back());
+    stack_.pop_back();
+    return Put(std::move(done));
+  }
+
+  std::vector<bj::value> stack_;
+  std::vector<std::string> keys_;
+  std::string key_, text_, number_;
+};
+
+}  // namespace
+
 Result<bj::value> Parse(std::string_view text, ParseLimits limits) {
   bj::parse_options opts;
   opts.max_depth = limits.max_depth;
   opts.allow_invalid_utf8 = false;
+  bj::basic_parser<PreciseDomHandler> parser(opts);
   boost::system::error_code ec;
-  bj::value v = bj::parse(text, ec, {}, opts);
+  std::size_t n = parser.write_some(false, text.data(), text.size(), ec);
+  if (!ec && n < text.size()) ec = bj::error::extra_data;
   if (ec) {
     if (ec == bj::error::too_deep) {
       return Status::InvalidArgument("body: JSON nesting deeper than " +
@@ -18,7 +124,7 @@ Result<bj::value> Parse(std::string_view text, ParseLimits limits) {
     }
     return Status::InvalidArgument("body: malformed JSON (" + ec.message() + ")");
   }
-  return v;
+  return std::move(parser.handler().result);
 }
 
 bj::value FromDouble(double d) {

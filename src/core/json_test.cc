@@ -54,3 +54,28 @@ TEST(Utf8, AcceptsMultibyteAndRejectsSurrogates) {
 
 }  // namespace
 }  // namespace cohort::json
+
+namespace cohort::json {
+namespace {
+
+TEST(JsonParse, DoublesAreCorrectlyRounded) {
+  // Boost.JSON 1.81's own conversion reads this one unit in the last place off.
+  auto v = Parse("[0.09090909090909091, 1e-320, 1.7976931348623157e308, -0.0]");
+  ASSERT_TRUE(v.ok());
+  const auto& a = v->as_array();
+  EXPECT_EQ(a[0].as_double(), 1.0 / 11.0);
+  EXPECT_EQ(a[1].as_double(), 1e-320);
+  EXPECT_EQ(a[2].as_double(), 1.7976931348623157e308);
+  EXPECT_TRUE(std::signbit(a[3].as_double()));
+}
+
+TEST(JsonParse, BuildsNestedObjectsWithLastDuplicateKeyWinning) {
+  auto v = Parse(R"({"a": {"b": [1, "x", null, true]}, "k": 1, "k": 2})");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(Serialize(*v), R"({"a":{"b":[1,"x",null,true]},"k":2})");
+}
+
+TEST(JsonParse, RejectsTrailingGarbage) { EXPECT_FALSE(Parse("{} x").ok()); }
+
+}  // namespace
+}  // namespace cohort::json

@@ -29,19 +29,12 @@ _SCRUB = ("COHORT_MODE", "COHORT_RUN_ID", "COHORT_PROJECT", "COHORT_ENTITY", "CO
 
 
 def agent_binary():
-    """The binary the client library spawns as `<bin> agent`.
-
-    The `cohort` binary serves the `agent` subcommand; while the CLI does not have it yet the
-    agent's own stand-in (src/agent/cohort_agent_for_test, same RunAgent) is used instead.
-    """
+    """The binary the client library spawns as `<bin> agent`: the real `cohort` CLI."""
     cli = BUILD / "src" / "cli" / "cohort"
-    if cli.exists():
-        out = subprocess.run([str(cli), "--help"], capture_output=True, text=True, timeout=30)
-        if " agent" in out.stdout:
-            return cli
-    stand_in = BUILD / "src" / "agent" / "cohort_agent_for_test"
-    assert stand_in.exists() or cli.exists(), f"build the project first ({BUILD})"
-    return stand_in if stand_in.exists() else cli
+    assert cli.exists(), f"build the project first: {cli} is missing"
+    out = subprocess.run([str(cli), "--help"], capture_output=True, text=True, timeout=30)
+    assert " agent" in out.stdout, f"{cli} has no `agent` subcommand"
+    return cli
 
 
 class Client:

@@ -243,6 +243,46 @@ TEST_F(PostgresStoreTest, OtherErrorsAreNotRetried) {
   EXPECT_EQ(attempts, 1);
 }
 
+TEST_F(PostgresStoreTest, StatementsOfAFailedPipelinedTransactionAreRolledBack) {
+  auto raw = Raw();
+  ASSERT_NE(raw, nullptr);
+  COHORT_ASSERT_OK(raw->ExecScript("CREATE TABLE scratch (v bigint)"));
+  COHORT_ASSERT_OK_AND_ASSIGN(pg::PostgresOptions o, pg::ParsePostgresUrl(Url()));
+  pg::Pool pool(o.conninfo, 1, std::chrono::milliseconds(1000));
+  // BEGIN travels with the first statement, COMMIT with the last: one round trip each.
+  Status ok = pg::RunTransaction(&pool, pg::TxnMode::kWrite, [](Conn* c) -> Status {
+    Params one;
+    one.Add(int64_t{1});
+    COHORT_RETURN_IF_ERROR(c->Exec("INSERT INTO scratch VALUES ($1)", one).status());
+    Params two;
+    two.Add(int64_t{2});
+    COHORT_RETURN_IF_ERROR(c->ExecAndCommit("INSERT INTO scratch VALUES ($1)", two).status());
+    EXPECT_FALSE(c->in_transaction());  // committed with the statement
+    return Status::Ok();
+  });
+  COHORT_ASSERT_OK(ok);
+  // A failing last statement: the COMMIT sent with it does not run, the first insert is undone.
+  Status failed = pg::RunTransaction(&pool, pg::TxnMode::kWrite, [](Conn* c) -> Status {
+    Params three;
+    three.Add(int64_t{3});
+    COHORT_RETURN_IF_ERROR(c->Exec("INSERT INTO scratch VALUES ($1)", three).status());
+    Params zero;
+    zero.Add(int64_t{0});
+    return c->ExecAndCommit("INSERT INTO scratch VALUES (1 / $1)", zero).status();
+  });
+  EXPECT_EQ(failed.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM scratch"), 2);
+  EXPECT_EQ(QueryInt("SELECT sum(v)::int8 FROM scratch"), 3);
+  // The pooled connection came back clean and still works.
+  Result<int64_t> after =
+      pg::RunTransaction(&pool, pg::TxnMode::kRead, [](Conn* c) -> Result<int64_t> {
+        COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec("SELECT count(*) FROM scratch"));
+        return res.Int(0, 0);
+      });
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(*after, 2);
+}
+
 TEST_F(PostgresStoreTest, ConnectionsKilledWhileIdleAreReplaced) {
   COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open("pool_size=4"));
   ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
@@ -412,14 +452,21 @@ TEST_F(PostgresStoreTest, SmallBatchesAreCompactedIntoFullChunksKeepingEveryPoin
     ASSERT_TRUE(store->Ingest(Ref("run1"), "w", b, seq).ok()) << seq;
   }
   const int64_t total = kBatches * kRows;
-  const int64_t full = total / series::kMaxChunkPoints;
-  ASSERT_GE(full, 2);
-  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks WHERE count = " +
-                     std::to_string(series::kMaxChunkPoints)),
-            full);
-  EXPECT_LE(QueryInt("SELECT count(*) FROM chunks"), full + 32);
+  // Sealed chunks (before tail_idx) hold at least half a full chunk; the tail the rest, in at
+  // most 32 chunks.
+  auto q = [&](const std::string& what, const std::string& where) {
+    return QueryInt("SELECT " + what + " FROM chunks c JOIN series s ON c.series_pk = s.pk WHERE " +
+                    where);
+  };
+  const int64_t sealed_points = q("coalesce(sum(c.count), 0)::int8", "c.idx < s.tail_idx");
+  EXPECT_GE(q("count(*)", "c.idx < s.tail_idx"), 2);
+  EXPECT_EQ(q("count(*)",
+              "c.idx < s.tail_idx AND c.count < " + std::to_string(series::kMaxChunkPoints / 2)),
+            0);
+  EXPECT_EQ(q("count(*)", "c.idx >= s.tail_idx"), QueryInt("SELECT tail_chunks FROM series"));
+  EXPECT_LE(QueryInt("SELECT tail_chunks FROM series"), 32);
+  EXPECT_EQ(QueryInt("SELECT tail_count FROM series"), total - sealed_points);
   EXPECT_EQ(QueryInt("SELECT sum(count)::int8 FROM chunks"), total);
-  EXPECT_EQ(QueryInt("SELECT tail_count FROM series"), total - full * series::kMaxChunkPoints);
   COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store->QueryHistory(HistoryQuery{.run = Ref("run1")}));
   ASSERT_EQ(hist.size(), 1u);
   ASSERT_EQ(hist[0].points.size(), size_t(total));
@@ -438,12 +485,12 @@ TEST_F(PostgresStoreTest, OneLargeBatchIsStoredAsFullChunksAndATail) {
   COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open());
   ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
   ASSERT_TRUE(store->JoinWriter(Ref("run1"), WriterJoin{.label = "w"}).ok());
-  const int n = 2 * series::kMaxChunkPoints + series::kMaxChunkPoints / 2;
+  const int n = 2 * series::kMaxChunkPoints + series::kMaxChunkPoints / 4;
   IngestBatch b{.seq = 1};
   for (int i = 0; i < n; ++i) b.rows.push_back(HistoryRow{.values = {{"m", double(i)}}});
   ASSERT_TRUE(store->Ingest(Ref("run1"), "w", b, 1).ok());
   EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks"), 3);
-  EXPECT_EQ(QueryInt("SELECT tail_count FROM series"), series::kMaxChunkPoints / 2);
+  EXPECT_EQ(QueryInt("SELECT tail_count FROM series"), series::kMaxChunkPoints / 4);
   IngestBatch more{.seq = 2, .rows = {HistoryRow{.values = {{"m", double(n)}}}}};
   ASSERT_TRUE(store->Ingest(Ref("run1"), "w", more, 2).ok());
   EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks"), 4);  // appended, nothing rewritten
@@ -452,6 +499,25 @@ TEST_F(PostgresStoreTest, OneLargeBatchIsStoredAsFullChunksAndATail) {
   ASSERT_EQ(series.size(), 1u);
   EXPECT_EQ(series[0].count, n + 1);
   EXPECT_EQ(series[0].max_step, n);
+}
+
+TEST_F(PostgresStoreTest, LargeBatchesAreWrittenOnceAsSealedChunks) {
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open());
+  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
+  ASSERT_TRUE(store->JoinWriter(Ref("run1"), WriterJoin{.label = "w"}).ok());
+  const int rows = series::kMaxChunkPoints * 3 / 4;
+  for (int seq = 1; seq <= 5; ++seq) {
+    IngestBatch b{.seq = seq};
+    for (int i = 0; i < rows; ++i) b.rows.push_back(HistoryRow{.values = {{"m", double(i)}}});
+    ASSERT_TRUE(store->Ingest(Ref("run1"), "w", b, seq).ok());
+  }
+  // One chunk per batch, none in the tail, none rewritten (indexes 0..4, no gaps).
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks"), 5);
+  EXPECT_EQ(QueryInt("SELECT max(idx) FROM chunks"), 4);
+  EXPECT_EQ(QueryInt("SELECT tail_count FROM series"), 0);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto series, store->ListSeries(Ref("run1")));
+  ASSERT_EQ(series.size(), 1u);
+  EXPECT_EQ(series[0].count, 5 * rows);
 }
 
 // ---- text PostgreSQL cannot hold ----

@@ -301,7 +301,9 @@ Conn::~Conn() { PQfinish(conn_); }
 
 bool Conn::broken() const { return PQstatus(conn_) != CONNECTION_OK; }
 
-bool Conn::in_transaction() const { return PQtransactionStatus(conn_) != PQTRANS_IDLE; }
+bool Conn::in_transaction() const {
+  return PQtransactionStatus(conn_) != PQTRANS_IDLE || PQpipelineStatus(conn_) != PQ_PIPELINE_OFF;
+}
 
 Result<PgResult> Conn::Check(PGresult* res, std::string_view sql) {
   if (res == nullptr) {
@@ -327,37 +329,154 @@ Result<PgResult> Conn::Check(PGresult* res, std::string_view sql) {
 }
 
 Result<PgResult> Conn::Exec(std::string_view sql, const Params& params) {
-  std::string key(sql);
-  auto it = prepared_.find(key);
-  if (it == prepared_.end()) {
-    std::string name = "c" + std::to_string(prepared_.size() + 1);
-    COHORT_ASSIGN_OR_RETURN(PgResult ignored, Check(PQprepare(conn_, name.c_str(), key.c_str(),
-                                                              params.size(), params.types().data()),
-                                                    sql));
-    it = prepared_.emplace(std::move(key), std::move(name)).first;
+  return Run(sql, params, /*prepared=*/true, /*commit=*/false);
+}
+
+Result<PgResult> Conn::ExecOnce(std::string_view sql, const Params& params) {
+  return Run(sql, params, /*prepared=*/false, /*commit=*/false);
+}
+
+Result<PgResult> Conn::ExecAndCommit(std::string_view sql, const Params& params) {
+  return Run(sql, params, /*prepared=*/true, /*commit=*/true);
+}
+
+void Conn::DeferBegin(std::string begin_sql) {
+  deferred_begin_ = std::move(begin_sql);
+  commit_sent_ = false;
+}
+
+Status Conn::Commit() {
+  if (begin_deferred()) {  // nothing was sent: nothing to commit
+    deferred_begin_.clear();
+    return Status::Ok();
+  }
+  if (!in_transaction()) return Status::Ok();  // committed with the last statement
+  commit_sent_ = true;
+  return ExecScript("COMMIT");
+}
+
+Result<PgResult> Conn::Run(std::string_view sql, const Params& params, bool prepared, bool commit) {
+  const char* name = nullptr;
+  bool prepare = false;
+  std::string new_name;
+  if (prepared) {
+    auto it = prepared_.find(std::string(sql));
+    if (it != prepared_.end()) {
+      name = it->second.c_str();
+    } else {
+      new_name = "c" + std::to_string(prepared_.size() + 1);
+      name = new_name.c_str();
+      prepare = true;
+    }
+  }
+  if (begin_deferred() || commit) {
+    return RunPipelined(sql, params, name, prepare ? &new_name : nullptr, commit);
+  }
+  std::string text(sql);
+  if (prepare) {
+    COHORT_ASSIGN_OR_RETURN(
+        PgResult ignored,
+        Check(PQprepare(conn_, name, text.c_str(), params.size(), params.types().data()), sql));
+    prepared_.emplace(text, new_name);
+    name = prepared_.find(text)->second.c_str();
   }
   std::vector<const char*> values;
   std::vector<int> lengths;
   params.Pointers(&values, &lengths);
   std::vector<int> formats(values.size(), 1);
-  return Check(PQexecPrepared(conn_, it->second.c_str(), params.size(), values.data(),
-                              lengths.data(), formats.data(), /*resultFormat=*/1),
-               sql);
-}
-
-Result<PgResult> Conn::ExecOnce(std::string_view sql, const Params& params) {
-  std::string text(sql);
-  std::vector<const char*> values;
-  std::vector<int> lengths;
-  params.Pointers(&values, &lengths);
-  std::vector<int> formats(values.size(), 1);
+  if (prepared) {
+    return Check(PQexecPrepared(conn_, name, params.size(), values.data(), lengths.data(),
+                                formats.data(), /*resultFormat=*/1),
+                 sql);
+  }
   return Check(PQexecParams(conn_, text.c_str(), params.size(), params.types().data(),
                             values.data(), lengths.data(), formats.data(), /*resultFormat=*/1),
                sql);
 }
 
+Result<PgResult> Conn::RunPipelined(std::string_view sql, const Params& params, const char* name,
+                                    const std::string* prepare_as, bool commit) {
+  const bool prepare = prepare_as != nullptr;
+  const std::string text(sql), begin = std::move(deferred_begin_);
+  deferred_begin_.clear();
+  if (PQenterPipelineMode(conn_) != 1) {
+    return Status::Unavailable(std::string("postgres: cannot enter pipeline mode: ") +
+                               PQerrorMessage(conn_));
+  }
+  std::vector<const char*> values;
+  std::vector<int> lengths;
+  params.Pointers(&values, &lengths);
+  std::vector<int> formats(values.size(), 1);
+  // The commands sent, in order, and which one is the statement.
+  std::vector<std::string_view> sent;
+  size_t statement = 0;
+  bool ok = true;
+  if (!begin.empty()) {
+    ok = ok && PQsendQueryParams(conn_, begin.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 1);
+    sent.push_back(begin);
+  }
+  if (prepare) {
+    ok = ok && PQsendPrepare(conn_, name, text.c_str(), params.size(), params.types().data());
+    sent.push_back(sql);
+  }
+  if (name != nullptr) {
+    ok = ok && PQsendQueryPrepared(conn_, name, params.size(), values.data(), lengths.data(),
+                                   formats.data(), 1);
+  } else {
+    ok = ok && PQsendQueryParams(conn_, text.c_str(), params.size(), params.types().data(),
+                                 values.data(), lengths.data(), formats.data(), 1);
+  }
+  statement = sent.size();
+  sent.push_back(sql);
+  if (commit) {
+    ok = ok && PQsendQueryParams(conn_, "COMMIT", 0, nullptr, nullptr, nullptr, nullptr, 1);
+    sent.push_back("COMMIT");
+    commit_sent_ = true;
+  }
+  ok = ok && PQpipelineSync(conn_);
+  if (!ok) {  // the connection failed while sending; it will not be reused
+    last_sqlstate_.clear();
+    return Status::Unavailable(std::string("postgres: ") + PQerrorMessage(conn_));
+  }
+  Status first_error;
+  std::string first_state;
+  PgResult result;
+  for (size_t i = 0; i < sent.size(); ++i) {
+    PGresult* res = PQgetResult(conn_);
+    if (res == nullptr) {
+      last_sqlstate_.clear();
+      return Status::Unavailable(std::string("postgres: ") + PQerrorMessage(conn_));
+    }
+    if (PQresultStatus(res) == PGRES_PIPELINE_ABORTED) {  // an earlier command failed
+      PQclear(res);
+    } else {
+      Result<PgResult> r = Check(res, sent[i]);
+      if (!r.ok() && first_error.ok()) {
+        first_error = r.status();
+        first_state = last_sqlstate_;
+      }
+      if (r.ok() && i == statement) result = std::move(r).value();
+      // Prepared statements outlive a failed transaction: remember it once PREPARE went through.
+      if (r.ok() && prepare && i + 1 == statement) prepared_.emplace(text, *prepare_as);
+    }
+    while ((res = PQgetResult(conn_)) != nullptr) PQclear(res);  // the command's end
+  }
+  if (PGresult* sync = PQgetResult(conn_); sync != nullptr) PQclear(sync);
+  PQexitPipelineMode(conn_);
+  if (!first_error.ok()) {
+    last_sqlstate_ = first_state;
+    return first_error;
+  }
+  last_sqlstate_.clear();
+  return result;
+}
+
 Status Conn::ExecScript(std::string_view sql) {
   std::string text(sql);
+  if (begin_deferred()) {  // one simple query runs several statements
+    text = deferred_begin_ + "; " + text;
+    deferred_begin_.clear();
+  }
   PGresult* res = PQexec(conn_, text.c_str());
   Result<PgResult> r = Check(res, sql);
   return r.ok() ? Status::Ok() : r.status();

@@ -126,9 +126,23 @@ class Conn {
   // Runs one or more statements without parameters (DDL, BEGIN, COMMIT). Text results.
   Status ExecScript(std::string_view sql);
 
+  // Round trips saved with libpq's pipeline mode: DeferBegin(sql) sends `sql` (a BEGIN) together
+  // with the next Exec/ExecOnce/ExecAndCommit instead of on its own; ExecAndCommit sends COMMIT
+  // together with its statement. A failure of either is the statement's failure.
+  void DeferBegin(std::string begin_sql);
+  bool begin_deferred() const { return !deferred_begin_.empty(); }
+  void DropDeferredBegin() { deferred_begin_.clear(); }
+  Result<PgResult> ExecAndCommit(std::string_view sql, const Params& params);
+  // Sends COMMIT (or does nothing when the BEGIN is still deferred: nothing ran).
+  Status Commit();
+  // COMMIT was sent since the last BEGIN: when the connection then fails, whether the
+  // transaction committed is unknown, so it must not simply be run again.
+  bool commit_sent() const { return commit_sent_; }
+
   // The connection failed (server gone, network); it must not be reused.
   bool broken() const;
-  // Inside a transaction block (also an aborted one).
+  // Inside a transaction block (also an aborted one), or in pipeline mode (left only by a
+  // failure midway): either way the connection must not go back to the pool as it is.
   bool in_transaction() const;
   // SQLSTATE of the last failed statement ("" when it failed without one, e.g. connection lost).
   const std::string& last_sqlstate() const { return last_sqlstate_; }
@@ -140,10 +154,19 @@ class Conn {
   explicit Conn(PGconn* conn) : conn_(conn) {}
   // Turns a finished PGresult into a PgResult or an error Status.
   Result<PgResult> Check(PGresult* res, std::string_view sql);
+  // Exec (prepared) or ExecOnce, with the deferred BEGIN before and COMMIT after when asked.
+  Result<PgResult> Run(std::string_view sql, const Params& params, bool prepared, bool commit);
+  // Sends BEGIN, PREPARE, the statement and COMMIT as needed in one pipeline and reads results.
+  // `prepare_as`: the name to PREPARE the statement under first (null: `name` is prepared, or
+  // null too for an unnamed statement).
+  Result<PgResult> RunPipelined(std::string_view sql, const Params& params, const char* name,
+                                const std::string* prepare_as, bool commit);
 
   PGconn* conn_;
   std::unordered_map<std::string, std::string> prepared_;  // sql -> statement name
   std::string last_sqlstate_;
+  std::string deferred_begin_;
+  bool commit_sent_ = false;
 };
 
 // SQLSTATEs after which the whole transaction may simply be run again.

@@ -1,25 +1,27 @@
 // PostgresStore::Ingest: one batch of one writer (metric chunks, system metrics, console lines,
-// stream positions) in one READ COMMITTED transaction of four statements:
-//   1. lock the writer row and record (writer, seq) with INSERT ... ON CONFLICT DO NOTHING: a
-//      duplicate stops here; a concurrent copy of the same batch on another server waits for the
+// stream positions) in one READ COMMITTED transaction of two statements in the common case:
+//   1. lock the writer row, record (writer, seq) with INSERT ... ON CONFLICT DO NOTHING, and lock
+//      the batch's series rows (FOR UPDATE), which hold each series' tail state. A duplicate
+//      stops here; a concurrent copy of the same batch on another server waits for the writer's
 //      lock, then finds the seq taken;
-//   2. lock the batch's series rows (FOR UPDATE), which hold each series' tail state;
-//   3. (rare) create the series that are new, and read the tails that this batch compacts;
-//   4. one statement of data-modifying CTEs: delete compacted tail chunks, insert the new chunks,
+//   2. (rare) create the series that are new; read the tails that this batch compacts;
+//   3. one statement of data-modifying CTEs: delete compacted tail chunks, insert the new chunks,
 //      advance the series, the writer, the stream positions and the run (whose row lock orders
 //      console ids), and insert the console lines.
 // Arrays travel as binary parameters, so a batch costs the same few round trips at any size.
 //
 // Chunk layout (docs/operations.md): a series is full chunks of kMaxChunkPoints points followed
 // by a tail of smaller chunks, one per batch. A batch appends a chunk of its own points to the
-// tail instead of rewriting a head chunk, so each point is encoded about twice (in its batch's
-// chunk and once more when the tail is compacted into a full chunk) instead of once per batch
-// that follows it. The tail is compacted when it would reach kMaxChunkPoints points or
-// kMaxTailChunks chunks. Chunk indexes only grow (compacted chunks get new ones), so index order
-// stays arrival order, as series/query.h expects.
+// tail instead of rewriting a head chunk, so each point of a small batch is encoded about twice
+// (in its batch's chunk and once more when the tail is compacted into full chunks) instead of
+// once per batch that follows it; a batch that brings at least kMinSealedPoints points of a
+// series while its tail is empty is written once, as sealed chunks. The tail is compacted when
+// it would reach kMaxTailPoints points or kMaxTailChunks chunks. Chunk indexes only grow (compacted
+// chunks get new ones), so index order stays arrival order, as series/query.h expects.
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "series/append.h"
@@ -38,13 +40,107 @@ namespace {
 constexpr std::string_view kSystemPrefix = "system/";
 constexpr int64_t kMinStep = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMaxStep = std::numeric_limits<int64_t>::max();
-// A tail of this many chunks is compacted even when it holds few points (tiny batches).
+// A tail is compacted when it would hold this many points, or this many chunks (tiny batches).
+// Larger tails mean fewer, larger compactions (each point is re-encoded once either way) and a
+// few more chunk summaries for queries to read.
+constexpr int64_t kMaxTailPoints = 4 * series::kMaxChunkPoints;
 constexpr int64_t kMaxTailChunks = 32;
+// A chunk of at least this many points written while the tail is empty is sealed at once: large
+// batches are written once, never compacted.
+constexpr int64_t kMinSealedPoints = series::kMaxChunkPoints / 2;
 
-// The points of one batch for one series key.
-struct SeriesPoints {
-  bool is_system = false;
-  std::vector<Point> points;
+// A batch's values grouped by series key, in one pass before the transaction; the points get
+// their steps once the writer's next step is known (AssignSteps). Rows usually carry the same
+// keys in the same order, so a key is first compared with the one at the same position in the
+// previous row before it is looked up.
+class GroupedBatch {
+ public:
+  struct Series {
+    std::string key;  // system keys with their "system/" prefix
+    bool is_system = false;
+    std::vector<std::pair<uint32_t, double>> values;  // history: (row index, value)
+    std::vector<Point> points;                        // after AssignSteps
+  };
+
+  explicit GroupedBatch(const IngestBatch& batch) : batch_(batch) {
+    std::vector<size_t> previous_row;  // series index of each value position in the last row
+    for (uint32_t r = 0; r < batch.rows.size(); ++r) {
+      const auto& values = batch.rows[r].values;
+      for (size_t j = 0; j < values.size(); ++j) {
+        const std::string& key = values[j].first;
+        size_t at;
+        if (j < previous_row.size() && series_[previous_row[j]].key == key) {
+          at = previous_row[j];
+        } else {
+          at = Find(key, /*system=*/false);
+          if (j < previous_row.size()) {
+            previous_row[j] = at;
+          } else {
+            previous_row.push_back(at);
+          }
+        }
+        series_[at].values.emplace_back(r, values[j].second);
+      }
+    }
+    for (const SystemRow& row : batch.system) {
+      for (const auto& [key, value] : row.values) {
+        series_[Find(key, /*system=*/true)].points.push_back(
+            Point{row.time_ms, row.time_ms, value});
+      }
+    }
+    for (const Series& s : series_) keys_.push_back(s.key);
+  }
+
+  const std::vector<std::string>& keys() const { return keys_; }
+  std::vector<Series>& series() { return series_; }
+  int64_t points() const {
+    int64_t n = 0;
+    for (const Series& s : series_) n += int64_t(s.is_system ? s.points.size() : s.values.size());
+    return n;
+  }
+
+  // Rows without a step take the writer's next step in order; explicit steps move the next step
+  // past them. Fills every history series' points; returns the writer's new next step. System
+  // samples are indexed by time: their step is their time in ms.
+  int64_t AssignSteps(int64_t next_step) {
+    std::vector<int64_t> steps(batch_.rows.size());
+    for (size_t r = 0; r < batch_.rows.size(); ++r) {
+      int64_t step = batch_.rows[r].step;
+      if (step < 0) {
+        step = next_step++;
+      } else if (step >= next_step) {
+        next_step = step == kMaxStep ? step : step + 1;
+      }
+      steps[r] = step;
+    }
+    for (Series& s : series_) {
+      if (s.is_system) continue;
+      s.points.clear();
+      s.points.reserve(s.values.size());
+      for (const auto& [r, value] : s.values) {
+        s.points.push_back(Point{steps[r], batch_.rows[r].time_ms, value});
+      }
+    }
+    return next_step;
+  }
+
+ private:
+  size_t Find(const std::string& key, bool system) {
+    auto& index = system ? system_index_ : index_;
+    auto [it, fresh] = index.try_emplace(key, series_.size());
+    if (fresh) {
+      Series s;
+      s.key = system ? std::string(kSystemPrefix) + key : key;
+      s.is_system = system;
+      series_.push_back(std::move(s));
+    }
+    return it->second;
+  }
+
+  const IngestBatch& batch_;
+  std::vector<Series> series_;
+  std::vector<std::string> keys_;
+  std::unordered_map<std::string_view, size_t> index_, system_index_;  // views into batch_
 };
 
 // The stored state of one series, read under its row lock.
@@ -57,8 +153,7 @@ struct SeriesState {
 };
 
 bool NeedsCompaction(const SeriesState& s, size_t new_points) {
-  return s.tail_count + int64_t(new_points) >= series::kMaxChunkPoints ||
-         s.tail_chunks + 1 > kMaxTailChunks;
+  return s.tail_count + int64_t(new_points) >= kMaxTailPoints || s.tail_chunks + 1 > kMaxTailChunks;
 }
 
 // The same checks as the SQLite store (sqlite_series.cc).
@@ -101,12 +196,22 @@ Status ValidateBatch(const IngestBatch& batch) {
   return Status::Ok();
 }
 
-constexpr const char* kLockWriterAndRecordBatch =
+// Locks the writer, records (writer, seq) and locks the batch's existing series. The writer's
+// lock alone serialises every change to its series; the series rows are locked as well because
+// this statement's snapshot may predate a batch another server committed while we waited for the
+// writer: FOR UPDATE returns the latest version of each row (EvalPlanQual), never a stale tail.
+// A series another server created meanwhile is not in the snapshot at all: creating it conflicts
+// and the caller then finds it with kLockSeries (a later statement, a fresh snapshot).
+constexpr const char* kLockWriterAndSeries =
     "WITH w AS (SELECT w.pk, w.run_pk, w.next_step FROM writers w JOIN runs r ON r.pk = w.run_pk "
     "WHERE r.entity = $1 AND r.project = $2 AND r.run_id = $3 AND w.label = $4 FOR UPDATE OF w), "
     "b AS (INSERT INTO batches (writer_pk, seq, stored_ms) SELECT pk, $5, $6 FROM w "
-    "WHERE $5 > 0 ON CONFLICT DO NOTHING RETURNING 1) "
-    "SELECT w.pk, w.run_pk, w.next_step, (SELECT count(*) FROM b) FROM w";
+    "WHERE $5 > 0 ON CONFLICT DO NOTHING RETURNING 1), "
+    "s AS (SELECT s.key, s.pk, s.next_idx, s.tail_idx, s.tail_count, s.tail_chunks "
+    "FROM series s JOIN w ON s.run_pk = w.run_pk AND s.writer_pk = w.pk "
+    "WHERE s.key = ANY($7) FOR UPDATE OF s) "
+    "SELECT w.pk, w.run_pk, w.next_step, (SELECT count(*) FROM b), s.key, s.pk, s.next_idx, "
+    "s.tail_idx, s.tail_count, s.tail_chunks FROM w LEFT JOIN s ON true";
 
 constexpr const char* kReadPositions =
     "SELECT stream, next_offset FROM stream_positions WHERE writer_pk = $1 AND stream = ANY($2)";
@@ -119,43 +224,75 @@ constexpr const char* kCreateSeries =
     "INSERT INTO series (run_pk, writer_pk, key, is_system) SELECT $1, $2, t.k, t.sys "
     "FROM unnest($3::text[], $4::bool[]) AS t(k, sys) ON CONFLICT DO NOTHING RETURNING key, pk";
 
+// LATERAL with OFFSET 0: one index range scan per series, never a scan of the chunks table.
 constexpr const char* kReadTails =
-    "SELECT c.series_pk, c.data FROM chunks c JOIN unnest($1::int8[], $2::int8[]) AS t(pk, lo) "
-    "ON c.series_pk = t.pk AND c.idx >= t.lo ORDER BY c.series_pk, c.idx";
+    "SELECT t.pk, c.data FROM unnest($1::int8[], $2::int8[]) WITH ORDINALITY AS t(pk, lo, ord) "
+    "CROSS JOIN LATERAL (SELECT idx, data FROM chunks WHERE series_pk = t.pk AND idx >= t.lo "
+    "ORDER BY idx OFFSET 0) c ORDER BY t.ord, c.idx";
 
-constexpr const char* kWriteBatch =
-    "WITH del AS (DELETE FROM chunks c USING unnest($29::int8[], $30::int8[], $31::int8[]) "
-    "AS d(pk, lo, hi) WHERE c.series_pk = d.pk AND c.idx >= d.lo AND c.idx < d.hi), "
-    "ch AS (INSERT INTO chunks (series_pk, idx, count, min_step, max_step, min_time, max_time, "
-    "vmin, vmax, vsum, vfirst, vlast, nan_count, data) "
-    "SELECT * FROM unnest($7::int8[], $8::int8[], $9::int8[], $10::int8[], $11::int8[], "
-    "$12::int8[], $13::int8[], $14::float8[], $15::float8[], $16::float8[], $17::float8[], "
-    "$18::float8[], $19::int8[], $20::bytea[])), "
-    "se AS (UPDATE series s SET count = s.count + v.n, min_step = least(s.min_step, v.lo), "
-    "max_step = greatest(s.max_step, v.hi), next_idx = v.ni, tail_idx = v.ti, "
-    "tail_count = v.tc, tail_chunks = v.tk FROM unnest($21::int8[], $22::int8[], $23::int8[], "
-    "$24::int8[], $25::int8[], $26::int8[], $27::int8[], $28::int8[]) "
-    "AS v(pk, n, lo, hi, ni, ti, tc, tk) WHERE s.pk = v.pk), "
-    "wr AS (UPDATE writers SET heartbeat_ms = greatest(heartbeat_ms, $3), next_step = $4, "
-    "last_seq = greatest(last_seq, $5) WHERE pk = $2), "
-    "sp AS (INSERT INTO stream_positions (writer_pk, stream, next_offset) SELECT $2, t.s, t.n "
-    "FROM unnest($36::text[], $37::int8[]) AS t(s, n) ON CONFLICT (writer_pk, stream) DO UPDATE "
-    "SET next_offset = excluded.next_offset), "
-    "ru AS (UPDATE runs SET updated_ms = greatest(updated_ms, $3), "
-    "heartbeat_ms = greatest(heartbeat_ms, $3), console_next = console_next + $6 "
-    "WHERE pk = $1 RETURNING console_next - $6 AS base) "
-    "INSERT INTO console (run_pk, id, writer_pk, time_ms, stream, text, line_no) "
-    "SELECT $1, ru.base + t.ord, $2, t.time_ms, t.stream, t.text, nullif(t.line_no, -1) "
-    "FROM ru, unnest($32::int8[], $33::text[], $34::text[], $35::int8[]) WITH ORDINALITY "
-    "AS t(time_ms, stream, text, line_no, ord) "
-    "ON CONFLICT (writer_pk, line_no) WHERE line_no IS NOT NULL DO UPDATE SET "
-    "time_ms = excluded.time_ms, stream = excluded.stream, text = excluded.text";
+// The final statement, with the parts a batch needs (every part costs executor work even when
+// empty): deleting compacted tail chunks, stream positions, console lines. Parameters are numbered
+// the same in every variant (unused ones are sent empty).
+const std::string& WriteBatchSql(bool deletes, bool positions, bool console) {
+  static const std::vector<std::string> kVariants = [] {
+    std::vector<std::string> out;
+    for (int mask = 0; mask < 8; ++mask) {
+      std::string sql = "WITH ";
+      if (mask & 1) {
+        sql +=
+            "del AS (DELETE FROM chunks c USING unnest($29::int8[], $30::int8[], $31::int8[]) "
+            "AS d(pk, lo, hi) WHERE c.series_pk = d.pk AND c.idx >= d.lo AND c.idx < d.hi), ";
+      }
+      sql +=
+          "ch AS (INSERT INTO chunks (series_pk, idx, count, min_step, max_step, min_time, "
+          "max_time, vmin, vmax, vsum, vfirst, vlast, nan_count, data) "
+          "SELECT * FROM unnest($7::int8[], $8::int8[], $9::int8[], $10::int8[], $11::int8[], "
+          "$12::int8[], $13::int8[], $14::float8[], $15::float8[], $16::float8[], $17::float8[], "
+          "$18::float8[], $19::int8[], $20::bytea[])), "
+          "se AS (UPDATE series s SET count = s.count + v.n, min_step = least(s.min_step, v.lo), "
+          "max_step = greatest(s.max_step, v.hi), next_idx = v.ni, tail_idx = v.ti, "
+          "tail_count = v.tc, tail_chunks = v.tk FROM unnest($21::int8[], $22::int8[], "
+          "$23::int8[], $24::int8[], $25::int8[], $26::int8[], $27::int8[], $28::int8[]) "
+          "AS v(pk, n, lo, hi, ni, ti, tc, tk) WHERE s.pk = v.pk), "
+          "wr AS (UPDATE writers SET heartbeat_ms = greatest(heartbeat_ms, $3), next_step = $4, "
+          "last_seq = greatest(last_seq, $5) WHERE pk = $2)";
+      if (mask & 2) {
+        sql +=
+            ", sp AS (INSERT INTO stream_positions (writer_pk, stream, next_offset) "
+            "SELECT $2, t.s, t.n FROM unnest($36::text[], $37::int8[]) AS t(s, n) "
+            "ON CONFLICT (writer_pk, stream) DO UPDATE SET next_offset = excluded.next_offset)";
+      }
+      const std::string run_update =
+          "UPDATE runs SET updated_ms = greatest(updated_ms, $3), "
+          "heartbeat_ms = greatest(heartbeat_ms, $3), console_next = console_next + $6 "
+          "WHERE pk = $1";
+      if (mask & 4) {  // console ids come from the run row, under its lock
+        sql += ", ru AS (" + run_update +
+               " RETURNING console_next - $6 AS base) "
+               "INSERT INTO console (run_pk, id, writer_pk, time_ms, stream, text, line_no) "
+               "SELECT $1, ru.base + t.ord, $2, t.time_ms, t.stream, t.text, "
+               "nullif(t.line_no, -1) FROM ru, unnest($32::int8[], $33::text[], $34::text[], "
+               "$35::int8[]) WITH ORDINALITY AS t(time_ms, stream, text, line_no, ord) "
+               "ON CONFLICT (writer_pk, line_no) WHERE line_no IS NOT NULL DO UPDATE SET "
+               "time_ms = excluded.time_ms, stream = excluded.stream, text = excluded.text";
+      } else {
+        sql += " " + run_update;
+      }
+      out.push_back(std::move(sql));
+    }
+    return out;
+  }();
+  return kVariants[(deletes ? 1 : 0) | (positions ? 2 : 0) | (console ? 4 : 0)];
+}
 
-// Everything statement 4 writes, as column arrays.
+// Everything the batch's final statement writes, as column arrays.
 class BatchWrite {
  public:
-  // Plans appending `points` to `s` (updating it). `tail` holds the points of the tail, read
-  // because NeedsCompaction(s, points.size()); null otherwise.
+  // Plans appending `points` to `s` (updating it). Without `tail` the points' chunks join the
+  // tail (unless the tail is empty and they hold kMinSealedPoints: then they are sealed at
+  // once). With `tail` (the points of the tail, read because NeedsCompaction) the tail and the
+  // points are re-encoded into full chunks, which are sealed, and a partial one, which is sealed
+  // too when it is large enough, else the new tail.
   Status Append(SeriesState* s, const std::vector<Point>& points, const std::vector<Point>* tail) {
     std::vector<Point> merged;
     if (tail != nullptr) {
@@ -171,12 +308,11 @@ class BatchWrite {
     COHORT_ASSIGN_OR_RETURN(
         std::vector<series::ChunkWrite> writes,
         series::AppendToSeries(std::nullopt, tail != nullptr ? merged : points));
-    for (const series::ChunkWrite& w : writes) {
-      const int64_t idx = s->next_idx++;
-      AddChunk(s->pk, idx, w);
-      if (w.summary.count >= series::kMaxChunkPoints) {  // full: sealed, never touched again
-        s->tail_idx = s->next_idx;
-      } else {  // the last, partial chunk joins the tail
+    for (series::ChunkWrite& w : writes) {
+      AddChunk(s->pk, s->next_idx++, std::move(w));
+      if (s->tail_count == 0 && w.summary.count >= kMinSealedPoints) {
+        s->tail_idx = s->next_idx;  // sealed: never rewritten
+      } else {
         s->tail_count += w.summary.count;
         s->tail_chunks += 1;
       }
@@ -197,7 +333,9 @@ class BatchWrite {
     return Status::Ok();
   }
 
-  // Parameters $7..$31 of kWriteBatch.
+  bool has_deletes() const { return !del_pk_.empty(); }
+
+  // Parameters $7..$31 of WriteBatchSql().
   void AddParams(Params* p) const {
     std::vector<std::string_view> blobs(data_.begin(), data_.end());
     p->AddArray(series_pk_).AddArray(idx_).AddArray(count_).AddArray(min_step_);
@@ -210,7 +348,7 @@ class BatchWrite {
   }
 
  private:
-  void AddChunk(int64_t series_pk, int64_t idx, const series::ChunkWrite& w) {
+  void AddChunk(int64_t series_pk, int64_t idx, series::ChunkWrite&& w) {
     const series::ChunkSummary& s = w.summary;
     series_pk_.push_back(series_pk);
     idx_.push_back(idx);
@@ -225,7 +363,7 @@ class BatchWrite {
     vfirst_.push_back(s.first);
     vlast_.push_back(s.last);
     nan_count_.push_back(s.nan_count);
-    data_.push_back(w.data);
+    data_.push_back(std::move(w.data));
   }
 
   std::vector<int64_t> series_pk_, idx_, count_, min_step_, max_step_, min_time_, max_time_;
@@ -288,13 +426,17 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     return Status::Ok();
   };
 
+  GroupedBatch grouped(batch);
+
   return Write([&](Conn* c) -> Result<IngestResult> {
     IngestResult result;
     int64_t writer_pk = 0, run_pk = 0, next_step = 0;
+    std::unordered_map<std::string, SeriesState> states;
     {
       Params p;
       p.Add(ref.entity).Add(ref.project).Add(ref.run_id).Add(label).Add(batch.seq).Add(now_ms);
-      COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kLockWriterAndRecordBatch, p));
+      p.AddTextArray(grouped.keys());
+      COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kLockWriterAndSeries, p));
       if (res.rows() == 0) {
         COHORT_RETURN_IF_ERROR(LoadRun(c, ref).status());
         return pg::WriterNotFound(ref, label);
@@ -309,67 +451,52 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
         result.next_step = next_step;
         return result;
       }
-    }
-
-    // Steps: rows without one take the writer's next step in order; explicit steps move the
-    // next step past them. System samples are indexed by time: their step is their time in ms.
-    std::map<std::string, SeriesPoints> by_key;
-    for (const HistoryRow& row : batch.rows) {
-      int64_t step = row.step;
-      if (step < 0) {
-        step = next_step++;
-      } else if (step >= next_step) {
-        next_step = step == kMaxStep ? step : step + 1;
-      }
-      for (const auto& [key, value] : row.values) {
-        by_key[key].points.push_back(Point{step, row.time_ms, value});
-      }
-      result.points += int64_t(row.values.size());
-    }
-    for (const SystemRow& row : batch.system) {
-      for (const auto& [key, value] : row.values) {
-        SeriesPoints& sp = by_key[std::string(kSystemPrefix) + key];
-        sp.is_system = true;
-        sp.points.push_back(Point{row.time_ms, row.time_ms, value});
-      }
-      result.points += int64_t(row.values.size());
-    }
-
-    // Lock the series (creating the missing ones) and read the tails to compact.
-    std::unordered_map<std::string, SeriesState> states;
-    std::unordered_map<int64_t, std::vector<Point>> tails;  // series pk -> tail points
-    if (!by_key.empty()) {
-      std::vector<std::string> keys;
-      keys.reserve(by_key.size());
-      for (const auto& [key, sp] : by_key) keys.push_back(key);
-      Params p;
-      p.Add(run_pk).Add(writer_pk).AddTextArray(keys);
-      COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kLockSeries, p));
       for (int i = 0; i < res.rows(); ++i) {
-        states[res.Text(i, 0)] =
-            SeriesState{res.Int(i, 1), res.Int(i, 2), res.Int(i, 3), res.Int(i, 4), res.Int(i, 5)};
+        if (res.IsNull(i, 4)) continue;
+        states[res.Text(i, 4)] =
+            SeriesState{res.Int(i, 5), res.Int(i, 6), res.Int(i, 7), res.Int(i, 8), res.Int(i, 9)};
       }
-      std::vector<std::string> missing;
-      std::vector<bool> missing_system;
-      std::vector<int64_t> compact_pk, compact_from;
-      for (const auto& [key, sp] : by_key) {
-        auto it = states.find(key);
-        if (it == states.end()) {
-          missing.push_back(key);
-          missing_system.push_back(sp.is_system);
-        } else if (NeedsCompaction(it->second, sp.points.size()) && it->second.tail_count > 0) {
-          compact_pk.push_back(it->second.pk);
-          compact_from.push_back(it->second.tail_idx);
-          tails[it->second.pk];
+    }
+
+    next_step = grouped.AssignSteps(next_step);
+    result.points = grouped.points();
+
+    // Create the missing series. One that another server created meanwhile conflicts; a later
+    // statement (a fresh snapshot) finds and locks it.
+    std::vector<std::string> missing;
+    std::vector<bool> missing_system;
+    for (const GroupedBatch::Series& gs : grouped.series()) {
+      if (!states.contains(gs.key)) {
+        missing.push_back(gs.key);
+        missing_system.push_back(gs.is_system);
+      }
+    }
+    if (!missing.empty()) {
+      Params q;
+      q.Add(run_pk).Add(writer_pk).AddTextArray(missing).AddArray(missing_system);
+      COHORT_ASSIGN_OR_RETURN(PgResult made, c->Exec(kCreateSeries, q));
+      for (int i = 0; i < made.rows(); ++i) states[made.Text(i, 0)].pk = made.Int(i, 1);
+      if (size_t(made.rows()) != missing.size()) {
+        Params r;
+        r.Add(run_pk).Add(writer_pk).AddTextArray(missing);
+        COHORT_ASSIGN_OR_RETURN(PgResult found, c->Exec(kLockSeries, r));
+        for (int i = 0; i < found.rows(); ++i) {
+          states[found.Text(i, 0)] = SeriesState{found.Int(i, 1), found.Int(i, 2), found.Int(i, 3),
+                                                 found.Int(i, 4), found.Int(i, 5)};
         }
       }
-      if (!missing.empty()) {
-        Params q;
-        q.Add(run_pk).Add(writer_pk).AddTextArray(missing).AddArray(missing_system);
-        COHORT_ASSIGN_OR_RETURN(PgResult made, c->Exec(kCreateSeries, q));
-        for (int i = 0; i < made.rows(); ++i) states[made.Text(i, 0)].pk = made.Int(i, 1);
-        if (size_t(made.rows()) != missing.size()) {  // only if the writer lock were bypassed
-          return Status::Unavailable("series of writer '" + label + "' created concurrently");
+    }
+
+    // Read the tails this batch compacts.
+    std::unordered_map<int64_t, std::vector<Point>> tails;  // series pk -> tail points
+    {
+      std::vector<int64_t> compact_pk, compact_from;
+      for (const GroupedBatch::Series& gs : grouped.series()) {
+        auto it = states.find(gs.key);
+        if (it != states.end() && it->second.tail_count > 0 &&
+            NeedsCompaction(it->second, gs.points.size())) {
+          compact_pk.push_back(it->second.pk);
+          compact_from.push_back(it->second.tail_idx);
         }
       }
       if (!compact_pk.empty()) {
@@ -386,20 +513,20 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     }
 
     BatchWrite write;
-    for (const auto& [key, sp] : by_key) {
-      auto it = states.find(key);
+    for (const GroupedBatch::Series& gs : grouped.series()) {
+      auto it = states.find(gs.key);
       if (it == states.end()) {
         // Text the database had to sanitize (NUL bytes) comes back under another key.
-        return Status::InvalidArgument("batch: metric key '" + key +
+        return Status::InvalidArgument("batch: metric key '" + gs.key +
                                        "' cannot be stored (contains a NUL character)");
       }
       SeriesState& s = it->second;
+      const bool compact = s.tail_count > 0 && NeedsCompaction(s, gs.points.size());
       auto tail = tails.find(s.pk);
-      const bool compact = NeedsCompaction(s, sp.points.size());
-      if (compact && s.tail_count > 0 && tail == tails.end()) {
-        return Status::Internal("series '" + key + "': tail to compact was not read");
+      if (compact && tail == tails.end()) {
+        return Status::Internal("series '" + gs.key + "': the tail to compact was not read");
       }
-      COHORT_RETURN_IF_ERROR(write.Append(&s, sp.points, compact ? &tails[s.pk] : nullptr));
+      COHORT_RETURN_IF_ERROR(write.Append(&s, gs.points, compact ? &tail->second : nullptr));
     }
 
     const ConsoleArrays console(batch.console);
@@ -416,7 +543,9 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     p.AddArray(console.times).AddTextArray(console.streams).AddTextArray(console.texts);
     p.AddArray(console.numbers);
     p.AddTextArray(position_streams).AddArray(position_next);
-    COHORT_RETURN_IF_ERROR(c->Exec(kWriteBatch, p).status());
+    const std::string& sql =
+        WriteBatchSql(write.has_deletes(), !batch.positions.empty(), !console.times.empty());
+    COHORT_RETURN_IF_ERROR(c->ExecAndCommit(sql, p).status());
     result.next_step = next_step;
     return result;
   });

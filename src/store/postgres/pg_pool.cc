@@ -62,13 +62,10 @@ void Pool::Return(std::unique_ptr<Conn> conn) {
 
 namespace internal {
 
-Status Begin(Conn* conn, TxnMode mode) {
-  return conn->ExecScript(mode == TxnMode::kRead
-                              ? "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
-                              : "BEGIN ISOLATION LEVEL READ COMMITTED");
+const char* BeginSql(TxnMode mode) {
+  return mode == TxnMode::kRead ? "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+                                : "BEGIN ISOLATION LEVEL READ COMMITTED";
 }
-
-Status Commit(Conn* conn) { return conn->ExecScript("COMMIT"); }
 
 void Rollback(Conn* conn) { (void)conn->ExecScript("ROLLBACK"); }
 

@@ -78,8 +78,7 @@ template <typename T>
 const Status& StatusOf(const Result<T>& r) {
   return r.status();
 }
-Status Begin(Conn* conn, TxnMode mode);
-Status Commit(Conn* conn);
+const char* BeginSql(TxnMode mode);
 void Rollback(Conn* conn);
 // Sleeps a little before retry `attempt` (1, 2, ...), randomised so that peers spread out.
 void BackoffBeforeRetry(int attempt);
@@ -87,9 +86,12 @@ void BackoffBeforeRetry(int attempt);
 
 // Runs fn(Conn*) -> Status or Result<T> in a transaction of `mode` on a pooled connection,
 // committing when fn succeeds and rolling back when it fails, so that a failed call changes
-// nothing. Runs it again (up to kMaxTxnAttempts times) when the transaction hit a deadlock or a
-// serialization failure, and when the connection turned out to be dead before anything was sent
-// in it (a backend restarted while the connection sat idle in the pool).
+// nothing. The BEGIN travels with fn's first statement (Conn::DeferBegin); fn may commit with
+// its last one (Conn::ExecAndCommit). Runs fn again (up to kMaxTxnAttempts times) after a
+// deadlock or serialization failure, and after the connection failed before COMMIT was sent
+// (e.g. a backend that restarted while its connection sat idle in the pool): such a
+// transaction cannot have committed. kAutocommit calls (reads) are run again after any
+// connection failure.
 template <typename Fn>
 auto RunTransaction(Pool* pool, TxnMode mode, Fn&& fn) -> std::invoke_result_t<Fn&, Conn*> {
   using R = std::invoke_result_t<Fn&, Conn*>;
@@ -97,20 +99,14 @@ auto RunTransaction(Pool* pool, TxnMode mode, Fn&& fn) -> std::invoke_result_t<F
     Result<Pool::Lease> lease = pool->Acquire();
     if (!lease.ok()) return R(lease.status());
     Conn* conn = lease->get();
-    if (mode != TxnMode::kAutocommit) {
-      Status begun = internal::Begin(conn, mode);
-      if (!begun.ok()) {
-        lease->Discard();
-        if (attempt < kMaxTxnAttempts) continue;  // nothing happened yet: a fresh connection
-        return R(begun);
-      }
-    }
+    if (mode != TxnMode::kAutocommit) conn->DeferBegin(internal::BeginSql(mode));
     R result = fn(conn);
     Status status = internal::StatusOf(result);
-    if (status.ok() && mode != TxnMode::kAutocommit) status = internal::Commit(conn);
+    if (status.ok() && mode != TxnMode::kAutocommit) status = conn->Commit();
     if (status.ok()) return result;
+    conn->DropDeferredBegin();
     const bool retry = IsRetryableSqlState(conn->last_sqlstate()) ||
-                       (mode == TxnMode::kAutocommit && conn->broken());
+                       (conn->broken() && (mode == TxnMode::kAutocommit || !conn->commit_sent()));
     if (conn->broken()) {
       lease->Discard();
     } else if (conn->in_transaction()) {

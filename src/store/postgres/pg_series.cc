@@ -116,7 +116,7 @@ Result<std::vector<SeriesData>> PostgresStore::QueryHistory(const HistoryQuery& 
       p.AddArray(pks).Add(lo).Add(hi).Add(tlo).Add(thi);
       COHORT_ASSIGN_OR_RETURN(
           PgResult res,
-          c->Exec("SELECT series_pk, pk, count, min_step, max_step, min_time, max_time, vmin, "
+          c->Exec("SELECT series_pk, idx, count, min_step, max_step, min_time, max_time, vmin, "
                   "vmax, vsum, vfirst, vlast, nan_count FROM chunks WHERE series_pk = ANY($1) "
                   "AND max_step >= $2 AND min_step <= $3 AND max_time >= $4 AND min_time <= $5 "
                   "ORDER BY series_pk, idx",
@@ -149,9 +149,10 @@ Result<std::vector<SeriesData>> PostgresStore::QueryHistory(const HistoryQuery& 
           }
         }
         Params p;
-        p.AddArray(ids);
-        COHORT_ASSIGN_OR_RETURN(PgResult res,
-                                c->Exec("SELECT pk, data FROM chunks WHERE pk = ANY($1)", p));
+        p.Add(m.pk).AddArray(ids);
+        COHORT_ASSIGN_OR_RETURN(
+            PgResult res,
+            c->Exec("SELECT idx, data FROM chunks WHERE series_pk = $1 AND idx = ANY($2)", p));
         std::string found;
         bool got = false;
         for (int i = 0; i < res.rows(); ++i) {
