@@ -26,6 +26,7 @@
 
 #include "series/append.h"
 #include "series/chunk.h"
+#include "store/batch_validate.h"
 #include "store/postgres/pg_rows.h"
 #include "store/postgres/pg_store.h"
 
@@ -156,45 +157,6 @@ bool NeedsCompaction(const SeriesState& s, size_t new_points) {
   return s.tail_count + int64_t(new_points) >= kMaxTailPoints || s.tail_chunks + 1 > kMaxTailChunks;
 }
 
-// The same checks as the SQLite store (sqlite_series.cc).
-Status ValidateBatch(const IngestBatch& batch) {
-  if (batch.seq < 0 || (batch.seq == 0 && batch.positions.empty())) {
-    return Status::InvalidArgument("batch: seq must be > 0");
-  }
-  for (size_t i = 0; i < batch.positions.size(); ++i) {
-    const StreamPosition& p = batch.positions[i];
-    if (p.stream.empty()) return Status::InvalidArgument("batch: empty stream name");
-    if (p.expect < 0 || p.next < 0) {
-      return Status::InvalidArgument("batch: stream '" + p.stream + "': negative offset");
-    }
-    for (size_t j = 0; j < i; ++j) {
-      if (batch.positions[j].stream == p.stream) {
-        return Status::InvalidArgument("batch: stream '" + p.stream + "' named twice");
-      }
-    }
-  }
-  for (const HistoryRow& row : batch.rows) {
-    for (const auto& [key, value] : row.values) {
-      if (key.empty()) return Status::InvalidArgument("batch: empty metric key");
-      if (key.starts_with(kSystemPrefix)) {
-        return Status::InvalidArgument("batch: key '" + key +
-                                       "': the system/ prefix is reserved for system metrics");
-      }
-    }
-  }
-  for (const SystemRow& row : batch.system) {
-    for (const auto& [key, value] : row.values) {
-      if (key.empty()) return Status::InvalidArgument("batch: empty system metric key");
-    }
-  }
-  for (const ConsoleLine& line : batch.console) {
-    if (line.stream != "stdout" && line.stream != "stderr") {
-      return Status::InvalidArgument("batch: console stream '" + line.stream +
-                                     "' is not stdout or stderr");
-    }
-  }
-  return Status::Ok();
-}
 
 // Locks the writer, records (writer, seq) and locks the batch's existing series. The writer's
 // lock alone serialises every change to its series; the series rows are locked as well because
