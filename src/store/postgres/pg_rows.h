@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cohort/status.h"
+#include "store/run_ref.h"
 #include "store/postgres/pg_conn.h"
 #include "store/types.h"
 
@@ -26,8 +27,9 @@ inline constexpr const char* kWriterColumns =
 RunRecord ReadRun(const PgResult& res, int row);
 WriterRecord ReadWriter(const PgResult& res, int row);
 
-std::string RunName(const RunRef& ref);  // "entity/project/run_id"
-Status RunNotFound(const RunRef& ref);
-Status WriterNotFound(const RunRef& ref, const std::string& label);
+// Shared with every backend (store/run_ref.h).
+using store::RunName;
+using store::RunNotFound;
+using store::WriterNotFound;
 
 }  // namespace cohort::store::pg

@@ -70,30 +70,10 @@ WriterRecord ReadWriter(const PgResult& res, int i) {
   return w;
 }
 
-std::string RunName(const RunRef& ref) { return ref.entity + "/" + ref.project + "/" + ref.run_id; }
-
-Status RunNotFound(const RunRef& ref) {
-  return Status::NotFound("run '" + RunName(ref) + "' not found");
-}
-
-Status WriterNotFound(const RunRef& ref, const std::string& label) {
-  return Status::NotFound("writer '" + label + "' of run '" + RunName(ref) + "' not found");
-}
 
 }  // namespace pg
 
 namespace {
-
-Status ValidateRef(const RunRef& ref, bool allow_empty_id) {
-  if (ref.entity.empty()) return Status::InvalidArgument("run: entity is empty");
-  if (ref.project.empty()) return Status::InvalidArgument("run: project is empty");
-  if (ref.run_id.empty() && allow_empty_id) return Status::Ok();
-  if (!ids::IsValidId(ref.run_id)) {
-    return Status::InvalidArgument("run: id '" + ref.run_id +
-                                   "' is not 1-64 characters of [A-Za-z0-9_.-]");
-  }
-  return Status::Ok();
-}
 
 const std::string kSelectRun = std::string("SELECT ") + pg::kRunColumns +
                                " FROM runs r WHERE r.entity = $1 AND r.project = $2 AND "
@@ -203,7 +183,7 @@ Status PostgresStore::RecomputeRunState(Conn* c, int64_t run_pk, int64_t now_ms)
 // ---- runs ----
 
 Result<std::pair<RunRecord, bool>> PostgresStore::UpsertRun(const RunUpsert& upsert) {
-  COHORT_RETURN_IF_ERROR(ValidateRef(upsert.ref, /*allow_empty_id=*/true));
+  COHORT_RETURN_IF_ERROR(ValidateRunRef(upsert.ref, /*allow_empty_id=*/true));
   const std::string tags_json = upsert.tags ? StringsToJson(*upsert.tags) : "[]";
   std::string metadata = "{}";
   if (upsert.metadata_json) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cohort/status.h"
+#include "store/run_ref.h"
 #include "store/sqlite/sqlite_db.h"
 #include "store/types.h"
 
@@ -29,8 +30,9 @@ WriterRecord ReadWriter(const Stmt& st);
 // the file was edited by hand).
 RunState ReadState(const Stmt& st, int col);
 
-std::string RunName(const RunRef& ref);  // "entity/project/run_id"
-Status RunNotFound(const RunRef& ref);
-Status WriterNotFound(const RunRef& ref, const std::string& label);
+// Shared with every backend (store/run_ref.h).
+using store::RunName;
+using store::RunNotFound;
+using store::WriterNotFound;
 
 }  // namespace cohort::store::sqlite

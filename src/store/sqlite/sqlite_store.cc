@@ -68,32 +68,8 @@ WriterRecord ReadWriter(const Stmt& st) {
   return w;
 }
 
-std::string RunName(const RunRef& ref) { return ref.entity + "/" + ref.project + "/" + ref.run_id; }
-
-Status RunNotFound(const RunRef& ref) {
-  return Status::NotFound("run '" + RunName(ref) + "' not found");
-}
-
-Status WriterNotFound(const RunRef& ref, const std::string& label) {
-  return Status::NotFound("writer '" + label + "' of run '" + RunName(ref) + "' not found");
-}
 
 }  // namespace sqlite
-
-namespace {
-
-Status ValidateRef(const RunRef& ref, bool allow_empty_id) {
-  if (ref.entity.empty()) return Status::InvalidArgument("run: entity is empty");
-  if (ref.project.empty()) return Status::InvalidArgument("run: project is empty");
-  if (ref.run_id.empty() && allow_empty_id) return Status::Ok();
-  if (!ids::IsValidId(ref.run_id)) {
-    return Status::InvalidArgument("run: id '" + ref.run_id +
-                                   "' is not 1-64 characters of [A-Za-z0-9_.-]");
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 // ---- opening and connections ----
 
@@ -217,7 +193,7 @@ Status SqliteStore::RecomputeRunState(Db* db, int64_t run_pk, int64_t now_ms) {
 // ---- runs ----
 
 Result<std::pair<RunRecord, bool>> SqliteStore::UpsertRun(const RunUpsert& upsert) {
-  COHORT_RETURN_IF_ERROR(ValidateRef(upsert.ref, /*allow_empty_id=*/true));
+  COHORT_RETURN_IF_ERROR(ValidateRunRef(upsert.ref, /*allow_empty_id=*/true));
   std::string tags_json = upsert.tags ? StringsToJson(*upsert.tags) : "[]";
   std::string metadata = "{}";
   if (upsert.metadata_json) {
