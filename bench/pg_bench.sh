@@ -8,11 +8,14 @@
 # batch is on disk) and server in a temporary directory; loopback and a Unix socket only.
 # Usage: bench/pg_bench.sh [REPEATS]
 #   BUILD_DIR  the build to use (default build/)
+#   COHORT_BIN the server binary (default $BUILD_DIR/src/cli/cohort), e.g. an older build copied
+#              aside to measure a baseline in the same session
 #   SERVERS=2  two servers on the database, the clients split between them
 #   ROWS=1000  rows (steps of 10 keys) per batch (default 100); BATCHES batches per client
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
+bin="${COHORT_BIN:-$build/src/cli/cohort}"
 repeats="${1:-3}"
 servers="${SERVERS:-1}"
 batches="${BATCHES:-300}"
@@ -34,7 +37,7 @@ url="$(python3 "$root/tests/postgres/pg_cluster.py" start "$pgdir" --durable \
   --set wal_buffers=64MB)"
 urls=()
 for s in $(seq "$servers"); do
-  HOME="$tmp/home$s" "$build/src/cli/cohort" server --port 0 --data-dir "$tmp/data$s" \
+  HOME="$tmp/home$s" "$bin" server --port 0 --data-dir "$tmp/data$s" \
     --store "$url&pool_size=16" > "$tmp/out$s" 2> "$tmp/err$s" &
   pids+=($!)
   for _ in $(seq 100); do [ -s "$tmp/out$s" ] && break; sleep 0.1; done

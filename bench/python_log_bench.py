@@ -14,8 +14,18 @@ Measures, with the `cohort` package over the C++ client:
 
 Per-call times come from ``time.perf_counter_ns`` around each call, minus the median cost of an
 empty timer pair. Unless ``--base-url`` is given, a ``cohort server`` is started on a free port
-with a temporary HOME (the binary from $COHORT_BUILD_DIR, default build/). ``--vendor`` (the
-seed vendor's SDK side by side) is reserved for later.
+with a temporary HOME (the binary from $COHORT_BUILD_DIR, default build/).
+
+``--vendor`` runs, instead, the same workload side by side with the seed vendor's SDK (``wandb``
+from PyPI, python/requirements-dev.txt) in offline mode (``WANDB_MODE=offline``, and an
+unreachable proxy so that no request could leave the machine) and with Cohort (online: agent +
+the local server; and offline), each repetition in a fresh interpreter: import, ``init``,
+``--vendor-steps`` calls of ``log`` with ``--vendor-keys`` scalars (each call timed), ``finish``;
+with the CPU time (user + system) of the training process itself (``cpu_s``) and of the child
+processes it waited for (``cpu_children_s``: the vendor's service when it was reaped; Cohort's
+agent is a daemon, never a waited-for child, so its CPU is in neither). Cohort's agent is stopped
+before each Cohort repetition, so its ``init`` spawns it, as the vendor's spawns its service.
+Medians over ``--vendor-repeats`` repetitions; ``ratios`` is vendor / Cohort online.
 """
 from __future__ import annotations
 
@@ -161,16 +171,119 @@ def stop_agents() -> None:
         time.sleep(0.05)
 
 
+VENDOR_SNIPPET = """
+import json, os, resource, sys, time
+sys.path.insert(0, {python!r})
+sdk, mode, steps, keys = {sdk!r}, {mode!r}, {steps}, {keys}
+pc = time.perf_counter_ns
+t0 = pc()
+if sdk == "wandb":
+    import wandb as lib
+    kwargs = dict(project="bench", mode=mode, dir={workdir!r})
+else:
+    import cohort as lib
+    kwargs = dict(project="bench", mode=mode, dir=os.path.join({workdir!r}, "cohort"))
+t1 = pc()
+run = lib.init(**kwargs)
+t2 = pc()
+overhead = sorted(-pc() + pc() for _ in range(10001))[5000]
+values = {{f"metric_{{k}}": 0.1 * k for k in range(keys)}}
+samples = [0] * steps
+log = run.log
+t3 = pc()
+for i in range(steps):
+    a = pc()
+    log(values)
+    samples[i] = pc() - a - overhead
+t4 = pc()
+run.finish()
+t5 = pc()
+ru = resource.getrusage(resource.RUSAGE_SELF)
+rc = resource.getrusage(resource.RUSAGE_CHILDREN)
+samples.sort()
+print(json.dumps({{
+    "import_ms": (t1 - t0) / 1e6, "init_ms": (t2 - t1) / 1e6,
+    "log_p50_us": samples[steps // 2] / 1e3, "log_p99_us": samples[steps * 99 // 100] / 1e3,
+    "log_mean_us": (t4 - t3) / steps / 1e3, "finish_ms": (t5 - t4) / 1e6,
+    "cpu_s": ru.ru_utime + ru.ru_stime, "cpu_children_s": rc.ru_utime + rc.ru_stime,
+    "max_rss_mb": ru.ru_maxrss / 1024}}))
+"""
+
+
+def vendor_once(sdk: str, mode: str, steps: int, keys: int) -> Dict[str, float]:
+    workdir = tempfile.mkdtemp(prefix=f"cohort-vendor-{sdk}-")
+    try:
+        code = VENDOR_SNIPPET.format(python=str(ROOT / "python"), sdk=sdk, mode=mode,
+                                     steps=steps, keys=keys, workdir=workdir)
+        env = dict(os.environ)
+        if sdk == "wandb":
+            # Offline, silent, and no way out: any request would hit a closed local port.
+            env.update(WANDB_MODE="offline", WANDB_SILENT="true", WANDB_DIR=workdir,
+                       WANDB_CONFIG_DIR=workdir, WANDB_CACHE_DIR=workdir,
+                       HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9",
+                       http_proxy="http://127.0.0.1:9", https_proxy="http://127.0.0.1:9",
+                       NO_PROXY="", no_proxy="")
+        else:
+            stop_agents()  # init spawns it: the vendor's init starts its service, too
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=1800, env=env, cwd=workdir)
+        if out.returncode != 0:
+            raise RuntimeError(f"{sdk} ({mode}) workload failed:\n{out.stderr[-4000:]}")
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def vendor_main(a: argparse.Namespace) -> Dict[str, object]:
+    try:
+        import wandb  # noqa: F401  (only to fail early with a clear message)
+    except ImportError:
+        sys.exit("python_log_bench: --vendor needs the vendor's SDK: "
+                 "pip install -r python/requirements-dev.txt (wandb)")
+    import wandb
+    result: Dict[str, object] = {
+        "python": sys.version.split()[0], "wandb": wandb.__version__,
+        "workload": {"steps": a.vendor_steps, "keys": a.vendor_keys,
+                     "points": a.vendor_steps * a.vendor_keys, "repeats": a.vendor_repeats},
+    }
+    cases = [("cohort_online", "cohort", "online"), ("cohort_offline", "cohort", "offline"),
+             ("wandb_offline", "wandb", "offline")]
+    runs: Dict[str, List[Dict[str, float]]] = {name: [] for name, _, _ in cases}
+    server = None if a.base_url else Server()
+    try:
+        os.environ["COHORT_AGENT_IDLE_S"] = "30"
+        for _ in range(a.vendor_repeats):  # interleaved, so that load drifts hit all alike
+            for name, sdk, mode in cases:
+                runs[name].append(vendor_once(sdk, mode, a.vendor_steps, a.vendor_keys))
+    finally:
+        stop_agents()
+        if server is not None:
+            server.stop()
+    for name, samples in runs.items():
+        result[name] = {k: round(statistics.median(s[k] for s in samples), 3)
+                        for k in samples[0]}
+    ours, theirs = result["cohort_online"], result["wandb_offline"]
+    result["ratios"] = {k: round(theirs[k] / ours[k], 1) if ours[k] > 0 else None
+                        for k in ("import_ms", "init_ms", "log_p50_us", "log_p99_us",
+                                  "log_mean_us", "finish_ms", "cpu_s")}
+    return result
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--calls", type=int, default=200_000, help="timed log calls per case")
     p.add_argument("--init-repeats", type=int, default=5)
     p.add_argument("--points", type=int, default=1_000_000, help="points before finish()")
     p.add_argument("--base-url", default=None, help="use this server instead of starting one")
-    p.add_argument("--vendor", action="store_true", help="(later) the vendor SDK side by side")
+    p.add_argument("--vendor", action="store_true",
+                   help="the vendor's SDK (wandb, offline) and Cohort side by side instead")
+    p.add_argument("--vendor-steps", type=int, default=10_000, help="log calls per workload")
+    p.add_argument("--vendor-keys", type=int, default=10, help="scalars per log call")
+    p.add_argument("--vendor-repeats", type=int, default=3, help="workloads per SDK")
     a = p.parse_args(argv)
     if a.vendor:
-        sys.exit("python_log_bench: --vendor is not implemented yet")
+        print(json.dumps(vendor_main(a), indent=2))
+        return 0
 
     import cohort
 

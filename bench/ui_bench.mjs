@@ -8,7 +8,13 @@
 // Prints medians of N repetitions as JSON and a table.
 //
 //   node bench/ui_bench.mjs [--reps 5] [--runs 10000] [--points 100000] [--charts 20] [--lines 1000000]
-//                           [--parts charts,runs,logs]
+//                           [--parts charts,runs,logs] [--baseline-bin OLD_COHORT_BINARY]
+// --baseline-bin: also write a 1M-line log with that (older) binary, time its console index on a
+// fresh server, then reopen the same data with this build's binary and time it the same way
+// (a before/after comparison in one run: results baseline_index_* and current_index_*).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { api, launchBrowser, startServer } from '../tests/ui/harness.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
@@ -102,6 +108,50 @@ async function timeInPage(page, action, done) {
       if (performance.now() - t0 > 20000) return NaN;
     }
   }, { action, done });
+}
+
+/** GET .../console/index on the 1M-line log: whole log, one label, stderr, a text search
+ * (medians of 3). */
+async function measureIndex(server, entity, logsRun, prefix) {
+  const out = {};
+  for (const [name, query, want] of [['all', '', LINES], ['label', 'labels=rank_1', LINES / 4], ['stderr', 'stream=stderr', null],
+    ['text', `q=${encodeURIComponent('step 12')}`, null]]) {
+    const xs = [];
+    for (let i = 0; i < 3; i++) {
+      const t0 = Date.now();
+      const ix = await api(server, 'GET', `/api/v1/runs/${entity}/bench/${logsRun}/console/index?stride=1000&${query}`);
+      xs.push(Date.now() - t0);
+      if (want !== null && ix.total !== want) throw new Error(`index ${query} total ${ix.total}`);
+      out[`${prefix}_${name}_total`] = ix.total;
+    }
+    out[`${prefix}_${name}_api_ms`] = median(xs);
+  }
+  return out;
+}
+
+/** The console index of one 1M-line log under two binaries, each on a freshly started server
+ * (no background work left from seeding): the --baseline-bin binary writes the log and is timed,
+ * then this build's binary reopens the same data directory and is timed the same way. */
+async function compareIndex(baselineBin) {
+  const base = mkdtempSync(path.join(tmpdir(), 'cohort-ix-'));
+  const dataDir = path.join(base, 'data'), homeDir = path.join(base, 'home');
+  const out = {};
+  try {
+    let server = await startServer({ bin: baselineBin, dataDir, homeDir });
+    const entity = (await api(server, 'GET', '/api/v1/viewer')).entity;
+    const t = Date.now();
+    const logsRun = await seedLogs(server, entity);
+    console.error(`  index comparison: ${LINES} lines seeded by ${baselineBin} in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+    await server.stop();
+    for (const [bin, prefix] of [[baselineBin, 'baseline_index'], [null, 'current_index']]) {
+      server = await startServer({ bin, dataDir, homeDir });
+      Object.assign(out, await measureIndex(server, entity, logsRun, prefix));
+      await server.stop();
+    }
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+  return out;
 }
 
 const main = async () => {
@@ -212,14 +262,7 @@ const main = async () => {
 
   // 3. Logs: 1M lines.
   if (logsRun) {
-    const idx = [];
-    for (let i = 0; i < 3; i++) {
-      const t0 = Date.now();
-      const ix = await api(server, 'GET', `/api/v1/runs/${entity}/bench/${logsRun}/console/index?stride=1000`);
-      idx.push(Date.now() - t0);
-      if (ix.total !== LINES) throw new Error(`index total ${ix.total}`);
-    }
-    results.logs_1m_console_index_api_ms = median(idx);
+    Object.assign(results, await measureIndex(server, entity, logsRun, 'logs_1m_console_index'));
     const firsts = [], jumps = [], filters = [];
     for (let i = 0; i < 3; i++) {
       await page.goto('about:blank');
@@ -238,10 +281,22 @@ const main = async () => {
     results.logs_1m_first_lines_shown_ms = median(firsts);
     results.logs_1m_jump_to_middle_ms = median(jumps);
     results.logs_1m_filter_one_label_ms = median(filters);
+    // A text search opened from a link (lq= in the URL): navigation -> the full count shown.
+    const want = results.logs_1m_console_index_text_total.toLocaleString('en-US');
+    const searches = [];
+    for (let i = 0; i < 3; i++) {
+      await page.goto('about:blank');
+      await page.goto(`${server.url}/?p=${entity}/bench&run=${logsRun}&tab=logs&lq=${encodeURIComponent('step 12')}`);
+      await page.waitForFunction((w) => document.querySelector('[data-testid=log-count]')?.textContent === `${w} lines` &&
+        !!document.querySelector('.log-line[data-label]'), want, { polling: 'raf', timeout: 60000 });
+      searches.push(await page.evaluate(() => performance.now()));
+    }
+    results.logs_1m_text_search_shown_ms = median(searches);
   }
 
   await browser.close();
   await server.stop();
+  if (args['baseline-bin'] && PARTS.has('logs')) Object.assign(results, await compareIndex(args['baseline-bin']));
   console.log(JSON.stringify({ reps: REPS, runs: RUNS, charts: CHARTS, points_per_chart: POINTS, results }, null, 2));
 };
 

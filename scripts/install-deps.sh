@@ -9,7 +9,7 @@ pkgs=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libsqlite3-dev sqlite3 libpq-dev libzstd-dev libcurl4-openssl-dev libssl-dev
   libcli11-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
-  clang-format clang-tidy
+  clang-format clang-tidy clang-14 libclang-rt-14-dev
   python3 python3-venv python3-dev python3-torch
   postgresql nodejs npm chromium
 )

@@ -18,6 +18,12 @@ echo "== C++ unit tests (ctest)"
 # A test that fails is run once more; a flaky one is reported in the log (see the note).
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --timeout 300 --repeat until-pass:2 || failed+=(ctest)
 
+echo "== fuzz smoke (scripts/fuzz.sh: libFuzzer targets, ${FUZZ_SECONDS:-10} s each)"
+# The HTTP target needs a clang build of the whole server: it runs in .ci/run's extended mode;
+# its corpus and regression inputs are replayed by ctest (fuzz_replay_http) above.
+FUZZ_SECONDS="${FUZZ_SECONDS:-10}" "$root/scripts/fuzz.sh" graphql ingest chunk wal protocol ||
+  failed+=(fuzz)
+
 if [ -x "$root/scripts/test-ui.sh" ]; then
   echo "== web UI tests"
   "$root/scripts/test-ui.sh" || failed+=(ui)

@@ -10,6 +10,7 @@
 // default to rank_<RANK>; with --shared all ranks write into one run.
 //
 // Flags: --steps N (100)  --keys K (10)  --sleep-ms MS (0)  --shared  --exit-code C (0)
+//        --rename NAME (after Init: rename the run and tag it NAME)
 #include <cohort/cohort.h>
 
 #include <chrono>
@@ -28,6 +29,7 @@ struct Flags {
   int sleep_ms = 0;
   bool shared = false;
   int exit_code = 0;
+  std::string rename;
 };
 
 Flags ParseFlags(int argc, char** argv) {
@@ -39,6 +41,7 @@ Flags ParseFlags(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--sleep-ms")) f.sleep_ms = next();
     else if (!std::strcmp(argv[i], "--exit-code")) f.exit_code = next();
     else if (!std::strcmp(argv[i], "--shared")) f.shared = true;
+    else if (!std::strcmp(argv[i], "--rename") && i + 1 < argc) f.rename = argv[++i];
   }
   return f;
 }
@@ -68,6 +71,13 @@ int main(int argc, char** argv) {
   std::printf("run %s label %s%s\n", run->id().c_str(), run->label().c_str(),
               run->offline() ? " (buffering: server not reachable yet)" : "");
   std::fflush(stdout);
+
+  // Run fields may change after Init (in order with the logged data).
+  if (!flags.rename.empty()) {
+    cohort::Status st = run->SetName(flags.rename);
+    if (st.ok()) st = run->SetTags({flags.rename});
+    if (!st.ok()) std::fprintf(stderr, "cohort rename: %s\n", st.ToString().c_str());
+  }
 
   // 3. Log. Log() only appends to memory: a background thread ships batches to the agent.
   //    Reusing one Values vector avoids allocating per step.

@@ -11,12 +11,15 @@
 // Log() never blocks on I/O: it appends to an in-memory batch that a background thread hands to
 // the node agent (or, without an agent, to an in-process sender). A Run is thread-safe: any
 // thread may call any method. Moving a Run is cheap; copies share the same underlying run.
+// A run lives until Finish() (or the process's exit, see Finish), even when every Run handle
+// is gone.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -45,7 +48,7 @@ struct Settings {
   // Shared mode (several writers in one run).
   bool shared = false;  // mode="shared" in the Python SDK
   std::string label;    // writer label; empty: rank_<RANK> under torchrun, else <host>-<random>
-  std::optional<bool> primary;              // default: RANK == 0 or not under torchrun
+  std::optional<bool> primary;              // default: shared under torchrun RANK == 0; else true
   std::optional<bool> update_finish_state;  // default: true
   std::optional<std::vector<int>> stats_gpu_device_ids;  // default: all GPUs
   double stats_sampling_interval_s = 15.0;               // system monitor period; 0 disables
@@ -56,10 +59,28 @@ struct Settings {
 
   // "agent" (default; spawn or reuse the node agent) or "inprocess" (COHORT_AGENT=inprocess).
   std::string transport;
+
+  // Init installs, once per process, a SIGTERM handler that ends every live run as "killed"
+  // (exit code 143), flushing what is pending, and then re-raises the signal (or calls the
+  // handler that was there before). A SIGTERM disposition of SIG_IGN is left alone. The Python
+  // SDK turns this off: it installs its own handler.
+  bool handle_sigterm = true;
 };
 
 // One logged value map: key -> value. Nested keys are written "a/b".
 using Values = std::vector<std::pair<std::string, double>>;
+
+// A key interned by Run::Key(): logging by KeyId costs no string work at all (the fast path of
+// Run::Log). A KeyId is valid for the run that made it (and runs sharing its state: copies,
+// a forked child) for the run's whole life; one made for another run names another key.
+struct KeyId {
+  uint32_t index = UINT32_MAX;  // UINT32_MAX: invalid (an empty or too long key)
+  bool valid() const { return index != UINT32_MAX; }
+};
+struct Point {
+  KeyId key;
+  double value = 0;
+};
 
 class Run {
  public:
@@ -74,32 +95,58 @@ class Run {
   // explicit step, values go to that step; a step lower than the current one is ignored (and
   // counted in dropped()). commit=false accumulates values into the current step.
   void Log(const Values& values, std::optional<int64_t> step = std::nullopt, bool commit = true);
+  // The same with interned keys: no string compare, no allocation.
+  //   const cohort::KeyId loss = run.Key("loss"), acc = run.Key("acc");
+  //   const cohort::Point points[] = {{loss, 0.5}, {acc, 0.9}};
+  //   run.Log(points);
+  // Points with an invalid KeyId are counted in dropped().
+  void Log(std::span<const Point> points, std::optional<int64_t> step = std::nullopt,
+           bool commit = true);
+  // Interns `key` (1..256 bytes) for Log(span<const Point>); an invalid KeyId otherwise.
+  KeyId Key(std::string_view key);
+
   // Merges keys into the run's config / summary (JSON object text). Only the primary writer's
   // config reaches the server in shared mode.
   Status UpdateConfig(std::string_view json_object);
   Status UpdateSummary(std::string_view json_object);
+  // Changes the run's fields after Init (sent like config updates, in order with the data).
+  // In shared mode only the primary writer's changes reach the server.
+  Status SetName(std::string_view name);
+  Status SetGroup(std::string_view group);
+  Status SetJobType(std::string_view job_type);
+  Status SetNotes(std::string_view notes);
+  Status SetTags(const std::vector<std::string>& tags);
   // Writes a console line as if the process had printed it.
   void Print(std::string_view text, bool is_stderr = false);
   // Ends this writer: flushes what is pending to the agent (bounded by finish_timeout_s) and
   // reports the exit code (0 finished, else failed). Idempotent. `state` may force "killed",
   // "preempted" or "crashed".
+  //
+  // The run's summary keeps the last logged value of every key (sent at Finish and about every
+  // 10 s while the run goes on), except keys set by UpdateSummary, which keep the value set;
+  // in shared mode only the writer that controls the run (primary) sends these values.
+  //
+  // Runs nobody finished are finished when the process exits: through exit() or a return from
+  // main with that exit status (0 finished, else failed), after an uncaught exception
+  // (std::terminate) as crashed, and on SIGTERM as killed (see Settings::handle_sigterm).
   Status Finish(int exit_code = 0, std::string_view state = {});
 
   bool disabled() const;
   const std::string& id() const;
-  const std::string& name() const;
+  const std::string& name() const;  // the latest of Init's / the server's name and SetName
   const std::string& entity() const;
   const std::string& project() const;
   const std::string& label() const;
-  std::string url() const;   // the run's page on the server
-  int64_t step() const;      // the writer's current step
-  int64_t dropped() const;   // values ignored (out-of-order steps)
-  bool offline() const;      // true when the run is buffering locally (server unreachable/offline)
+  std::string url() const;  // the run's page on the server
+  int64_t step() const;     // the writer's current step
+  int64_t dropped() const;  // values ignored (out-of-order steps)
+  bool offline() const;     // true when the run is buffering locally (server unreachable/offline)
 
   struct Impl;
 
  private:
   explicit Run(std::shared_ptr<Impl> impl);
+  Status PatchFields(std::string body_json);
   friend Result<Run> Init(const Settings& settings);
   std::shared_ptr<Impl> impl_;
 };

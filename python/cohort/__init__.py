@@ -30,6 +30,7 @@ _ext._set_hooks(_convert, dict(errors.ERROR_TYPES), Error)
 from ._run import Config, Run, Summary  # noqa: E402
 from .sdk import finish, init, log, login, setup, teardown  # noqa: E402
 from .settings import Settings  # noqa: E402
+from .api import Api, AuthError, NotFound  # noqa: E402  (read API: docs/python-api.md)
 
 __version__ = "0.1.0"
 
@@ -48,6 +49,7 @@ def require(*args: object, **kwargs: object) -> None:
 
 
 __all__ = [
+    "Api", "AuthError", "NotFound",
     "AuthenticationError", "CommError", "Config", "Error", "Run", "Settings", "Summary",
     "UsageError", "config", "finish", "init", "log", "login", "require", "run", "setup",
     "summary", "teardown", "__version__",

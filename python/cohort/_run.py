@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from typing import Any, Dict, Iterator, List, Mapping, MutableMapping, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, MutableMapping, Optional, Sequence, Tuple
 
 from . import _state
 from ._native import native
@@ -190,28 +190,55 @@ class Run(native.Run):
 
     @property
     def name(self) -> str:
-        """The run's display name (the id when it has none)."""
+        """The run's display name (the id when it has none). Assigning renames the run."""
         return self._name or self._init_args.get("name") or self.id
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._set_field("name", str(value))
 
     @property
     def group(self) -> Optional[str]:
-        """The group given to init (None for a worker that joined by id)."""
+        """The group given to init (None for a worker that joined by id); assignable."""
         return self._init_args.get("group")
+
+    @group.setter
+    def group(self, value: str) -> None:
+        self._set_field("group", str(value))
+        self._init_args["group"] = str(value)
 
     @property
     def job_type(self) -> Optional[str]:
-        """The job type given to init."""
+        """The job type given to init; assignable."""
         return self._init_args.get("job_type")
+
+    @job_type.setter
+    def job_type(self, value: str) -> None:
+        self._set_field("job_type", str(value))
+        self._init_args["job_type"] = str(value)
 
     @property
     def tags(self) -> Tuple[str, ...]:
-        """The tags given to init."""
+        """The run's tags; assigning a sequence of strings replaces them."""
         return tuple(self._init_args.get("tags") or ())
+
+    @tags.setter
+    def tags(self, value: Sequence[str]) -> None:
+        if isinstance(value, str) or not all(isinstance(t, str) for t in value):
+            raise TypeError("tags: expected a sequence of str")
+        tags = list(value)
+        self._set_tags(tags)
+        self._init_args["tags"] = tags
 
     @property
     def notes(self) -> Optional[str]:
-        """The notes given to init."""
+        """The run's notes; assignable."""
         return self._init_args.get("notes")
+
+    @notes.setter
+    def notes(self, value: str) -> None:
+        self._set_field("notes", str(value))
+        self._init_args["notes"] = str(value)
 
     @property
     def settings(self) -> Settings:

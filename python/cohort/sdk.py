@@ -89,6 +89,7 @@ def _native_settings(settings: Settings, *, mode: str = "", shared: bool = False
     if settings.finish_timeout is not None:
         ns.finish_timeout_s = settings.finish_timeout
     ns.transport = settings.x_agent or ""
+    ns.handle_sigterm = False  # the package installs its own handler (_state.py)
     return ns
 
 

@@ -12,6 +12,9 @@
 // TypeError naming the key. A call that raises logs nothing.
 //
 // Blocking calls (init, finish, setup) release the GIL; log does not (it never blocks on I/O).
+//
+// Only the limited C API is used where a build targets the stable ABI (Python >= 3.12 with
+// nanobind's STABLE_ABI, see python/CMakeLists.txt): the macros below pick the function forms.
 #include <Python.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
@@ -28,6 +31,34 @@
 #include <utility>
 
 #include "cohort/cohort.h"
+
+#ifdef Py_LIMITED_API
+#define COHORT_FLOAT_VALUE(o) PyFloat_AsDouble(o)
+#else
+#define COHORT_FLOAT_VALUE(o) PyFloat_AS_DOUBLE(o)
+#endif
+
+namespace {
+
+// The name of o's type, for error messages (PyTypeObject is opaque in the limited API).
+std::string TypeName(PyObject* o) {
+#ifdef Py_LIMITED_API
+  PyObject* name = PyType_GetName(Py_TYPE(o));
+  if (name == nullptr) {
+    PyErr_Clear();
+    return "?";
+  }
+  Py_ssize_t n = 0;
+  const char* text = PyUnicode_AsUTF8AndSize(name, &n);
+  std::string out = text != nullptr ? std::string(text, size_t(n)) : "?";
+  Py_DECREF(name);
+  return out;
+#else
+  return Py_TYPE(o)->tp_name;
+#endif
+}
+
+}  // namespace
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -62,7 +93,7 @@ PyObject* ErrorTypeFor(cohort::StatusCode code) {
   PyObject* type = ErrorTypeFor(status.code());
   PyObject* text = PyUnicode_FromStringAndSize(message.data(), Py_ssize_t(message.size()));
   if (text == nullptr) throw nb::python_error();
-  PyObject* exc = PyObject_CallOneArg(type, text);
+  PyObject* exc = PyObject_CallFunctionObjArgs(type, text, nullptr);
   Py_DECREF(text);
   if (exc == nullptr) throw nb::python_error();
   std::string code(cohort::StatusCodeName(status.code()));
@@ -151,8 +182,8 @@ bool CollectNested(LogScratch& s, const char* k, size_t kl, PyObject* dict, int 
 
 // Converts one value under prefix + key; recurses into dicts. False with a Python error set.
 bool CollectValue(LogScratch& s, const char* k, size_t kl, PyObject* v, int depth) {
-  if (PyFloat_Check(v)) return AppendScalar(s, k, kl, PyFloat_AS_DOUBLE(v));  // numpy.float64
-  if (PyLong_Check(v)) {                                                      // int, bool
+  if (PyFloat_Check(v)) return AppendScalar(s, k, kl, COHORT_FLOAT_VALUE(v));  // numpy.float64
+  if (PyLong_Check(v)) {                                                       // int, bool
     double d = PyLong_AsDouble(v);
     if (d == -1.0 && PyErr_Occurred()) [[unlikely]] {
       PyErr_Clear();
@@ -175,7 +206,7 @@ bool CollectValue(LogScratch& s, const char* k, size_t kl, PyObject* v, int dept
   if (r == nullptr) return false;
   bool ok;
   if (PyFloat_Check(r)) {
-    ok = AppendScalar(s, k, kl, PyFloat_AS_DOUBLE(r));
+    ok = AppendScalar(s, k, kl, COHORT_FLOAT_VALUE(r));
   } else if (PyDict_Check(r)) {
     ok = CollectNested(s, k, kl, r, depth);  // `r` stays alive (owned here) during the recursion
   } else {
@@ -192,7 +223,7 @@ bool CollectDict(LogScratch& s, PyObject* dict, int depth) {
   Py_ssize_t pos = 0;
   while (PyDict_Next(dict, &pos, &k, &v)) {
     if (!PyUnicode_Check(k)) [[unlikely]] {
-      PyErr_Format(PyExc_TypeError, "log: keys must be str, got %.100s %R%s%s", Py_TYPE(k)->tp_name,
+      PyErr_Format(PyExc_TypeError, "log: keys must be str, got %.100s %R%s%s", TypeName(k).c_str(),
                    k, s.prefix.empty() ? "" : " under ", s.prefix.c_str());
       return false;
     }
@@ -211,7 +242,7 @@ void RunLog(PyRun& self, nb::handle data, nb::handle step, nb::handle commit) {
   if (!PyDict_Check(d)) {
     if (d == Py_None || !PyObject_HasAttrString(d, "keys")) {
       PyErr_Format(PyExc_TypeError, "log: expected a dict of key -> value, got %.100s",
-                   Py_TYPE(d)->tp_name);
+                   TypeName(d).c_str());
       throw nb::python_error();
     }
     PyObject* copy = PyDict_New();
@@ -232,7 +263,7 @@ void RunLog(PyRun& self, nb::handle data, nb::handle step, nb::handle commit) {
     if (index == nullptr) {
       PyErr_Clear();
       PyErr_Format(PyExc_TypeError, "log: step must be an int, got %.100s",
-                   Py_TYPE(step.ptr())->tp_name);
+                   TypeName(step.ptr()).c_str());
       throw nb::python_error();
     }
     long long v = PyLong_AsLongLong(index);
@@ -302,6 +333,45 @@ void UpdateJson(PyRun& self, std::string_view json, bool summary) {
   if (!st.ok()) Raise(st, summary ? "summary" : "config");
 }
 
+// Py_XSETREF without the macro (not in the limited API).
+void ReplaceRef(PyObject** slot, PyObject* value) {
+  PyObject* old = *slot;
+  *slot = value;
+  Py_XDECREF(old);
+}
+
+// run.name / group / job_type / notes / tags = ... (Run::SetName & co.).
+void SetField(PyRun& self, std::string_view field, std::string_view value) {
+  if (self.finished) {
+    PyObject* type = ErrorTypeFor(cohort::StatusCode::kFailedPrecondition);
+    PyErr_Format(type, "%.*s: this run is finished", int(field.size()), field.data());
+    throw nb::python_error();
+  }
+  cohort::Status st;
+  if (field == "name") {
+    st = self.run.SetName(value);
+  } else if (field == "group") {
+    st = self.run.SetGroup(value);
+  } else if (field == "job_type") {
+    st = self.run.SetJobType(value);
+  } else if (field == "notes") {
+    st = self.run.SetNotes(value);
+  } else {
+    st = cohort::Status::InvalidArgument("no such run field");
+  }
+  if (!st.ok()) Raise(st, "run");
+}
+
+void SetTags(PyRun& self, const std::vector<std::string>& tags) {
+  if (self.finished) {
+    PyErr_SetString(ErrorTypeFor(cohort::StatusCode::kFailedPrecondition),
+                    "tags: this run is finished");
+    throw nb::python_error();
+  }
+  cohort::Status st = self.run.SetTags(tags);
+  if (!st.ok()) Raise(st, "run");
+}
+
 }  // namespace
 
 NB_MODULE(_cohort, m) {
@@ -333,7 +403,8 @@ NB_MODULE(_cohort, m) {
       .def_rw("capture_console", &cohort::Settings::capture_console)
       .def_rw("init_timeout_s", &cohort::Settings::init_timeout_s)
       .def_rw("finish_timeout_s", &cohort::Settings::finish_timeout_s)
-      .def_rw("transport", &cohort::Settings::transport);
+      .def_rw("transport", &cohort::Settings::transport)
+      .def_rw("handle_sigterm", &cohort::Settings::handle_sigterm);
 
   nb::class_<PyRun>(m, "Run",
                     "Handle of a cohort::Run. cohort.Run subclasses it; use cohort.init().")
@@ -354,6 +425,8 @@ NB_MODULE(_cohort, m) {
       .def(
           "_update_summary",
           [](PyRun& self, std::string_view json) { UpdateJson(self, json, true); }, "json"_a)
+      .def("_set_field", &SetField, "field"_a, "value"_a)
+      .def("_set_tags", &SetTags, "tags"_a)
       .def(
           "_print",
           [](PyRun& self, std::string_view text, bool is_stderr) {
@@ -411,9 +484,9 @@ NB_MODULE(_cohort, m) {
   m.def(
       "_set_hooks",
       [](nb::object converter, nb::dict error_types, nb::object default_error) {
-        Py_XSETREF(g_converter, converter.is_none() ? nullptr : converter.release().ptr());
-        Py_XSETREF(g_error_types, error_types.release().ptr());
-        Py_XSETREF(g_default_error, default_error.release().ptr());
+        ReplaceRef(&g_converter, converter.is_none() ? nullptr : converter.release().ptr());
+        ReplaceRef(&g_error_types, error_types.release().ptr());
+        ReplaceRef(&g_default_error, default_error.release().ptr());
       },
       "converter"_a.none(), "error_types"_a, "default_error"_a,
       "Registers the value converter and the exception types (by status code name).");

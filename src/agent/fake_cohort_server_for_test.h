@@ -72,6 +72,15 @@ class FakeCohortServer {
     std::lock_guard<std::mutex> lock(mu_);
     return json::Serialize(config_);
   }
+  // The run's summary and name/group/job_type/notes/tags as merged from PATCH requests.
+  std::string run_summary() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return json::Serialize(summary_);
+  }
+  std::string run_fields() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return json::Serialize(fields_);
+  }
   bool run_exists() const {
     std::lock_guard<std::mutex> lock(mu_);
     return run_exists_;
@@ -115,6 +124,12 @@ class FakeCohortServer {
     if (p.size() == 6 && r.method == "PATCH") {
       if (auto* c = o.if_contains("config"); c && c->is_object()) {
         for (auto& kv : c->as_object()) config_[kv.key()] = kv.value();
+      }
+      if (auto* c = o.if_contains("summary"); c && c->is_object()) {
+        for (auto& kv : c->as_object()) summary_[kv.key()] = kv.value();
+      }
+      for (const char* f : {"name", "group", "job_type", "notes", "tags"}) {
+        if (auto* v = o.if_contains(f)) fields_[f] = *v;
       }
       return {200, "{}", {}};
     }
@@ -179,6 +194,8 @@ class FakeCohortServer {
   std::vector<std::pair<std::string, std::string>> console_;
   std::map<std::string, Writer> writers_;
   boost::json::object config_;
+  boost::json::object summary_;
+  boost::json::object fields_;
   bool run_exists_ = false;
   int64_t duplicates_ = 0;
   int64_t overwritten_ = 0;

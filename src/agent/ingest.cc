@@ -15,6 +15,8 @@ namespace {
 namespace bj = boost::json;
 namespace fs = std::filesystem;
 
+constexpr std::chrono::milliseconds kFirstSystemSampleDelay{1000};
+
 // Body of a writer finish record.
 std::string FinishBody(std::optional<int> exit_code, const std::string& state) {
   bj::object o;
@@ -99,8 +101,21 @@ Status WriterSession::Update(uint64_t frame, std::string_view json_text) {
   auto v = json::Parse(json_text);
   if (!v.ok() || !v->is_object()) return Status::InvalidArgument("update: expected an object");
   for (const auto& kv : v->as_object()) {
-    if ((kv.key() != "config" && kv.key() != "summary") || !kv.value().is_object()) {
-      return Status::InvalidArgument("update: only \"config\" and \"summary\" objects");
+    const std::string_view k = kv.key();
+    const bj::value& val = kv.value();
+    bool ok = false;
+    if (k == "config" || k == "summary") {
+      ok = val.is_object();
+    } else if (k == "name" || k == "group" || k == "job_type" || k == "notes") {
+      ok = val.is_string();
+    } else if (k == "tags") {
+      ok = val.is_array();
+      for (const auto& t : ok ? val.as_array() : bj::array()) ok = ok && t.is_string();
+    }
+    if (!ok) {
+      return Status::InvalidArgument(
+          "update: only \"config\"/\"summary\" objects, \"name\"/\"group\"/\"job_type\"/"
+          "\"notes\" strings and a \"tags\" array of strings");
     }
   }
   return stream_->Append(RecordKind::kRunPatch, session_, frame, json_text).status();
@@ -274,7 +289,11 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
           for (auto& s : batch.samples) samples.emplace_back(std::move(s.key), s.value);
           raw->OnSamples(batch.time_ms, samples);
         },
-        std::chrono::milliseconds(int64_t(req.stats_interval_s * 1000)));
+        std::chrono::milliseconds(int64_t(req.stats_interval_s * 1000)),
+        // A first sample soon after the writer starts (a short run still has system metrics),
+        // late enough for CPU shares to measure something: then every interval.
+        std::min(std::chrono::milliseconds(int64_t(req.stats_interval_s * 1000)),
+                 kFirstSystemSampleDelay));
     Status ms = session->sampler_->Start();
     if (!ms.ok()) Logf(LogLevel::kWarning, "{}: system monitor: {}", dir, ms.ToString());
   }

@@ -34,7 +34,7 @@ enum class MessageType : uint8_t {
   kOpen = 3,         // client -> agent, JSON OpenRequest
   kOpenReply = 4,    // agent -> client, JSON OpenReply
   kLog = 5,          // client -> agent, varint frame + LogBatch
-  kUpdate = 6,       // client -> agent, varint frame + JSON {"config": {...}} / {"summary": {...}}
+  kUpdate = 6,       // client -> agent, varint frame + JSON run patch ({"config": {...}}, {"name": ..})
   kFlush = 7,        // client -> agent, varint frame; answered by an ack once durable
   kFinish = 8,       // client -> agent, varint frame + JSON FinishRequest
   kAck = 9,          // agent -> client, varint frame: every frame <= it is durable

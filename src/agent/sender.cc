@@ -1,6 +1,7 @@
 #include "agent/sender.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "agent/agent_log.h"
 #include "agent/batch_json.h"
@@ -58,11 +59,34 @@ StatusCode CodeForHttp(int status) {
 
 }  // namespace
 
+namespace {
+
+// The Sender's timers (backoff, pauses, heartbeats) run on the monotonic clock: a wall clock
+// that jumps back (NTP, a resumed VM, a user) must not postpone uploads by the jump, nor one
+// that jumps ahead make every wait expire (tests/fault/test_clock_jumps.py).
+int64_t MonoMillis() { return MonoNanos() / 1000000; }
+
+SenderOptions WithEnvironment(SenderOptions options) {
+  // COHORT_BACKOFF_MAX_S caps the retry backoff (default 30 s): how soon after a server outage
+  // the uploads resume at the latest. For operators, and for the fault tests (tests/fault).
+  if (const char* v = std::getenv("COHORT_BACKOFF_MAX_S"); v && *v) {
+    char* end = nullptr;
+    double max_s = std::strtod(v, &end);
+    if (end && *end == '\0' && max_s > 0) {
+      options.backoff.max_s = max_s;
+      options.backoff.initial_s = std::min(options.backoff.initial_s, max_s);
+    }
+  }
+  return options;
+}
+
+}  // namespace
+
 Sender::Sender(std::string base_url, SenderOptions options)
     : base_url_(std::move(base_url)),
-      options_(options),
+      options_(WithEnvironment(options)),
       http_(base_url_, options.http),
-      backoff_(options.backoff) {}
+      backoff_(options_.backoff) {}
 
 Sender::~Sender() { Stop(); }
 
@@ -130,7 +154,7 @@ bool Sender::Drained() const {
 
 bool Sender::BackingOff() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return retry_at_ms_ > NowMillis();
+  return retry_at_ms_ > MonoMillis();
 }
 
 size_t Sender::stream_count() const {
@@ -141,14 +165,14 @@ size_t Sender::stream_count() const {
 SenderStats Sender::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   SenderStats s = stats_;
-  s.backoff_s = std::max(0.0, double(retry_at_ms_ - NowMillis()) / 1000.0);
+  s.backoff_s = std::max(0.0, double(retry_at_ms_ - MonoMillis()) / 1000.0);
   return s;
 }
 
 void Sender::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
-    int64_t now = NowMillis();
+    int64_t now = MonoMillis();
     if (now < retry_at_ms_) {
       cv_.wait_for(lock, std::chrono::milliseconds(retry_at_ms_ - now));
       continue;
@@ -198,7 +222,7 @@ void Sender::Turn(Entry* e) {
     if (!peeked.ok()) {
       Logf(LogLevel::kError, "{}: reading the WAL failed: {}", s->dir(),
            peeked.status().ToString());
-      e->paused_until_ms = NowMillis() + 5000;
+      e->paused_until_ms = MonoMillis() + 5000;
       return;
     }
     if (!*peeked) {
@@ -228,7 +252,7 @@ void Sender::Turn(Entry* e) {
       case Outcome::kDone:
         backoff_.Reset();
         e->had_contact = true;
-        e->last_contact_ms = NowMillis();
+        e->last_contact_ms = MonoMillis();
         s->Pop();
         break;
       case Outcome::kSkip:
@@ -252,7 +276,7 @@ void Sender::Turn(Entry* e) {
         Logf(LogLevel::kInfo, "{}: upload failed, retrying in {:.2f}s: {}", s->dir(), a.delay_s,
              a.status.ToString());
         std::lock_guard<std::mutex> lock(mu_);
-        retry_at_ms_ = NowMillis() + int64_t(a.delay_s * 1000);
+        retry_at_ms_ = MonoMillis() + int64_t(a.delay_s * 1000);
         (void)s->FlushAcks(false);
         return;
       }
@@ -263,7 +287,7 @@ void Sender::Turn(Entry* e) {
         });
         Logf(LogLevel::kWarning, "{}: {}; pausing this writer for {:.0f}s", s->dir(),
              a.status.ToString(), a.delay_s);
-        e->paused_until_ms = NowMillis() + int64_t(a.delay_s * 1000);
+        e->paused_until_ms = MonoMillis() + int64_t(a.delay_s * 1000);
         (void)s->FlushAcks(false);
         return;
     }
@@ -273,7 +297,7 @@ void Sender::Turn(Entry* e) {
   if (!st.ok()) Logf(LogLevel::kWarning, "{}: writing the ack failed: {}", s->dir(), st.ToString());
   const int64_t hb_ms = int64_t(options_.heartbeat_interval_s * 1000);
   if (s->attached() > 0 && p.joined && p.rejected.ok() &&
-      (!e->had_contact || NowMillis() - e->last_contact_ms >= hb_ms)) {
+      (!e->had_contact || MonoMillis() - e->last_contact_ms >= hb_ms)) {
     Heartbeat(e);
   }
 }
@@ -418,7 +442,7 @@ void Sender::Heartbeat(Entry* e) {
   auto r = Call("POST", WriterPath(*entity, s->target()) + "/heartbeat", "{}", s->target().api_key);
   // A missed heartbeat is not retried on its own: the next one is due an interval later.
   e->had_contact = true;
-  e->last_contact_ms = NowMillis();
+  e->last_contact_ms = MonoMillis();
   if (!r.ok() || r->status >= 300) {
     Logf(LogLevel::kDebug, "{}: heartbeat failed: {}", s->dir(),
          r.ok() ? ErrorText(*r) : r.status().ToString());

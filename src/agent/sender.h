@@ -114,7 +114,7 @@ class Sender {
   size_t next_ = 0;               // round-robin cursor
   Entry* busy_ = nullptr;         // the entry the thread works on (without mu_)
   uint64_t wake_generation_ = 1;
-  int64_t retry_at_ms_ = 0;       // server-wide backoff
+  int64_t retry_at_ms_ = 0;       // server-wide backoff (monotonic clock, like all its timers)
   bool stop_ = false;
   bool started_ = false;
   SenderStats stats_;

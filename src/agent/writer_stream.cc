@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 
 #include "agent/agent_log.h"
@@ -233,11 +235,17 @@ void WriterStream::Update(const std::function<void(UploadProgress*)>& change) {
 
 UploadProgress WriterStream::WaitFor(const std::function<bool(const UploadProgress&)>& done,
                                      int64_t deadline_ms) const {
+  // The deadline is on the wall clock (the callers' unit) but the wait is measured on the
+  // monotonic clock: a wall clock that jumps (NTP, a resumed VM, a user) must neither cut the
+  // wait short nor stretch it by the jump (tests/fault/test_clock_jumps.py).
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point until =
+      Clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, deadline_ms - NowMillis()));
   std::unique_lock<std::mutex> lock(mu_);
   while (!done(progress_)) {
-    int64_t left = deadline_ms - NowMillis();
-    if (left <= 0) break;
-    cv_.wait_for(lock, std::chrono::milliseconds(std::min<int64_t>(left, 100)));
+    Clock::time_point now = Clock::now();
+    if (now >= until) break;
+    cv_.wait_until(lock, std::min(until, now + std::chrono::milliseconds(100)));
   }
   return progress_;
 }

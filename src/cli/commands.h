@@ -15,5 +15,8 @@ Runner AddLoginCommand(CLI::App& app);
 Runner AddKeysCommand(CLI::App& app);
 Runner AddAgentCommand(CLI::App& app);
 Runner AddSyncCommand(CLI::App& app);
+Runner AddRunsCommand(CLI::App& app);         // runs ls | show | export
+Runner AddRunsExportCommand(CLI::App& runs);  // `runs export`, under the `runs` command
+Runner AddLogsCommand(CLI::App& app);
 
 }  // namespace cohort::cli

@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   runners.push_back(cohort::cli::AddKeysCommand(app));
   runners.push_back(cohort::cli::AddAgentCommand(app));
   runners.push_back(cohort::cli::AddSyncCommand(app));
+  runners.push_back(cohort::cli::AddRunsCommand(app));
+  runners.push_back(cohort::cli::AddLogsCommand(app));
   CLI11_PARSE(app, argc, argv);
   for (auto& run : runners) {
     int rc = run();

@@ -24,8 +24,8 @@ std::filesystem::path ExeDir() {
 // Finds the built web UI: installed share dir, or the source tree's ui/dist next to a build dir.
 std::string FindUiDir() {
   auto exe = ExeDir();
-  for (auto candidate : {exe / "../share/cohort/ui", exe / "../../../ui/dist", exe / "../../ui/dist",
-                         exe / "../ui/dist"}) {
+  for (auto candidate : {exe / "../share/cohort/ui", exe / "../../../ui/dist",
+                         exe / "../../ui/dist", exe / "../ui/dist"}) {
     std::error_code ec;
     if (std::filesystem::exists(candidate / "index.html", ec)) {
       return std::filesystem::weakly_canonical(candidate, ec).string();
@@ -54,8 +54,9 @@ Runner AddServerCommand(CLI::App& app) {
                   "Store URL: sqlite:///path/cohort.db (default: <data-dir>/cohort.db) or "
                   "postgresql://user@host/db")
       ->envname("COHORT_STORE");
-  cmd->add_option("--ui-dir", cfg->ui_dir, "Directory of the built web UI (default: found "
-                                           "next to the binary)")
+  cmd->add_option("--ui-dir", cfg->ui_dir,
+                  "Directory of the built web UI (default: found "
+                  "next to the binary)")
       ->envname("COHORT_UI_DIR");
   cmd->add_option("--entity", cfg->entity,
                   "Entity of the admin key created at first start (default: your user name)")
@@ -63,19 +64,33 @@ Runner AddServerCommand(CLI::App& app) {
   cmd->add_option("--io-threads", cfg->http.io_threads, "Threads parsing HTTP")
       ->envname("COHORT_IO_THREADS")
       ->capture_default_str();
-  cmd->add_option("--worker-threads", cfg->http.worker_threads, "Threads running handlers")
+  cmd->add_option("--worker-threads", cfg->http.worker_threads,
+                  "Threads running handlers of writes (POST, PUT, PATCH, DELETE)")
       ->envname("COHORT_WORKER_THREADS")
+      ->capture_default_str();
+  cmd->add_option("--read-threads", cfg->http.read_threads,
+                  "Threads running handlers of GET and HEAD (queries never wait behind writes)")
+      ->envname("COHORT_READ_THREADS")
       ->capture_default_str();
   cmd->add_option("--max-connections", cfg->http.max_connections,
                   "Concurrent connections; more get 503")
       ->envname("COHORT_MAX_CONNECTIONS")
       ->capture_default_str();
-  cmd->add_option("--max-body-bytes", cfg->http.max_body_bytes, "Largest request body; larger get 413")
+  cmd->add_option("--max-body-bytes", cfg->http.max_body_bytes,
+                  "Largest request body; larger get 413")
       ->envname("COHORT_MAX_BODY_BYTES")
       ->capture_default_str();
   cmd->add_option("--idle-timeout", cfg->http.idle_timeout_seconds,
                   "Seconds before an idle keep-alive connection is closed")
       ->envname("COHORT_IDLE_TIMEOUT")
+      ->capture_default_str();
+  cmd->add_option("--request-timeout", cfg->http.request_timeout_seconds,
+                  "Seconds a request may take to arrive whole (slow senders are cut off)")
+      ->envname("COHORT_REQUEST_TIMEOUT")
+      ->capture_default_str();
+  cmd->add_option("--max-header-bytes", cfg->http.max_header_bytes,
+                  "Largest request header section; larger get 431")
+      ->envname("COHORT_MAX_HEADER_BYTES")
       ->capture_default_str();
   cmd->add_option("--max-keys-per-batch", cfg->limits.max_keys_per_batch,
                   "Distinct metric keys in one ingest batch; more get 413")
@@ -85,15 +100,36 @@ Runner AddServerCommand(CLI::App& app) {
                   "Seconds without heartbeat after which a running writer is marked crashed")
       ->envname("COHORT_HEARTBEAT_TIMEOUT")
       ->capture_default_str();
+  cmd->add_option("--batch-retention-days", cfg->batch_retention_days,
+                  "Days to keep the exactly-once records of stored batches (0: forever)")
+      ->envname("COHORT_BATCH_RETENTION_DAYS")
+      ->capture_default_str();
   cmd->add_option("--sweep-interval", cfg->sweep_interval_s,
                   "Seconds between checks for stale heartbeats")
       ->envname("COHORT_SWEEP_INTERVAL")
       ->capture_default_str();
+  cmd->add_option("--limits", cfg->limits_file,
+                  "JSON file of rate-limit tiers and entity assignments (docs/operations.md)")
+      ->envname("COHORT_LIMITS_FILE");
+  cmd->add_option("--default-tier", cfg->default_tier,
+                  "Rate-limit tier of entities the limits file does not name (default: "
+                  "enterprise, unlimited)")
+      ->envname("COHORT_DEFAULT_TIER");
+  auto list_routes = std::make_shared<bool>(false);
+  cmd->add_flag("--list-routes", *list_routes,
+                "Print every route (METHOD PATTERN, one a line) and exit; the security tests "
+                "enumerate the API with it");
   cmd->add_flag("!--no-user-config", cfg->write_user_config,
                 "Do not write the admin key and URL to the user's config file");
 
-  return [cmd, cfg]() -> int {
+  return [cmd, cfg, list_routes]() -> int {
     if (!cmd->parsed()) return -1;
+    if (*list_routes) {
+      for (const auto& [method, pattern] : server::ServerApp::RouteTable()) {
+        std::printf("%s %s\n", method.c_str(), pattern.c_str());
+      }
+      return 0;
+    }
     if (cfg->ui_dir.empty()) cfg->ui_dir = FindUiDir();
     // Signals are handled by a dedicated thread so that shutdown is orderly.
     sigset_t set;
@@ -111,9 +147,9 @@ Runner AddServerCommand(CLI::App& app) {
     }
     std::printf("%s\nOpen the web UI: %s\n", app.url().c_str(), app.ui_url().c_str());
     std::fflush(stdout);
-    std::fprintf(stderr, "cohort server: listening on %s (store %s)\n", app.url().c_str(),
-                 cfg->store_url.empty() ? (cfg->data_dir + "/cohort.db").c_str()
-                                        : cfg->store_url.c_str());
+    std::fprintf(
+        stderr, "cohort server: listening on %s (store %s)\n", app.url().c_str(),
+        cfg->store_url.empty() ? (cfg->data_dir + "/cohort.db").c_str() : cfg->store_url.c_str());
     if (!app.bootstrap_key().empty()) {
       std::fprintf(stderr,
                    "cohort server: created the admin key and saved it to %s\n"

@@ -112,8 +112,8 @@ Result<ResolvedSettings> ResolveSettings(const Settings& in, const Environment& 
   }
   s.transport = Pick(in.transport, env, "COHORT_AGENT", "agent");
   if (s.transport != "agent" && s.transport != "inprocess") {
-    return Status::InvalidArgument("transport: expected agent or inprocess, got '" +
-                                   s.transport + "'");
+    return Status::InvalidArgument("transport: expected agent or inprocess, got '" + s.transport +
+                                   "'");
   }
 
   // Server and identity: settings, then environment, then the config file, then defaults.
@@ -157,11 +157,13 @@ Result<ResolvedSettings> ResolveSettings(const Settings& in, const Environment& 
 
   // Writer: label and flags.
   if (s.label.empty()) {
-    s.label = out.rank ? "rank_" + std::to_string(*out.rank)
-                       : out.host + "-" + ids::RandomBase36(4);
+    s.label =
+        out.rank ? "rank_" + std::to_string(*out.rank) : out.host + "-" + ids::RandomBase36(4);
   }
   COHORT_RETURN_IF_ERROR(CheckLabel(s.label));
-  if (!s.primary) s.primary = out.rank ? *out.rank == 0 : true;
+  // Under torchrun the primary of a shared run is rank 0; a run of its own (not shared) has
+  // one writer, which is its primary whatever its rank (as in the Python SDK).
+  if (!s.primary) s.primary = s.shared && out.rank ? *out.rank == 0 : true;
   if (!s.update_finish_state) s.update_finish_state = true;
   if (s.shared && !*s.primary && out.run_id_generated) {
     return Status::InvalidArgument(

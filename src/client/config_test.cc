@@ -100,20 +100,36 @@ TEST_F(ConfigTest, SettingsWinOverEnvironment) {
   EXPECT_EQ(r->settings.run_id, "settings-id");
 }
 
-TEST_F(ConfigTest, TorchrunRankGivesLabelAndPrimary) {
+TEST_F(ConfigTest, TorchrunRankGivesLabelAndPrimaryOfSharedRun) {
   env_.Set("RANK", "3");
   env_.Set("LOCAL_RANK", "1");
   env_.Set("WORLD_SIZE", "8");
-  auto r = ResolveSettings({}, env_);
+  env_.Set("COHORT_RUN_ID", "shared-run");
+  Settings shared;
+  shared.shared = true;
+  auto r = ResolveSettings(shared, env_);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->settings.label, "rank_3");
   EXPECT_FALSE(*r->settings.primary);
   EXPECT_EQ(r->world_size, 8);
   env_.Set("RANK", "0");
-  r = ResolveSettings({}, env_);
+  r = ResolveSettings(shared, env_);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->settings.label, "rank_0");
   EXPECT_TRUE(*r->settings.primary);
+}
+
+TEST_F(ConfigTest, PlainRunUnderTorchrunIsPrimaryOfItsOwnRunOnEveryRank) {
+  env_.Set("RANK", "3");
+  auto r = ResolveSettings({}, env_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->settings.label, "rank_3");
+  EXPECT_TRUE(*r->settings.primary);
+  Settings explicit_worker;
+  explicit_worker.primary = false;
+  r = ResolveSettings(explicit_worker, env_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(*r->settings.primary);
 }
 
 TEST_F(ConfigTest, LabelWithoutTorchrunIsHostAndRandomSuffix) {

@@ -21,15 +21,20 @@ int64_t CoarseNowMillis() {
 
 LogBuffer::LogBuffer(Limits limits) : limits_(limits) {}
 
-uint32_t LogBuffer::InternLocked(const std::string& key) {
-  auto it = ids_.find(std::string_view(key));
+uint32_t LogBuffer::InternLocked(std::string_view key) {
+  auto it = ids_.find(key);
   if (it != ids_.end()) return it->second;
   if (key.empty() || key.size() > kMaxKeyBytes) return kInvalidKey;
   uint32_t id = uint32_t(keys_.size());
-  keys_.push_back(key);
-  ids_.emplace(key, id);
+  keys_.emplace_back(key);
+  ids_.emplace(std::string(key), id);
   key_mark_.push_back(0);
   return id;
+}
+
+uint32_t LogBuffer::Intern(std::string_view key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return InternLocked(key);
 }
 
 void LogBuffer::MarkKeyLocked(uint32_t id) {
@@ -45,11 +50,10 @@ void LogBuffer::RecountKeysLocked() {
   for (const auto& c : cells_) MarkKeyLocked(c.key);
 }
 
-bool LogBuffer::Log(const Values& values, std::optional<int64_t> step, bool commit) {
-  std::lock_guard<std::mutex> lock(mu_);
+bool LogBuffer::BeginCallLocked(std::optional<int64_t> step, size_t count) {
   if (step) {
     if (*step < step_ || *step < 0) {
-      dropped_ += int64_t(values.size());
+      dropped_ += int64_t(count);
       return false;
     }
     if (*step > step_) {
@@ -57,16 +61,33 @@ bool LogBuffer::Log(const Values& values, std::optional<int64_t> step, bool comm
       step_ = *step;
     }
   }
+  if (count == 0) return true;
+  if (cells_.size() + count > limits_.max_pending_cells) {
+    dropped_ += int64_t(count);
+    return false;
+  }
+  if (!row_open_) {
+    rows_.push_back({.step = step_,
+                     .time_ms = CoarseNowMillis(),
+                     .begin = uint32_t(cells_.size()),
+                     .count = 0});
+    row_open_ = true;
+  }
+  return true;
+}
+
+bool LogBuffer::EndCallLocked(bool commit) {
+  if (commit) {
+    row_open_ = false;
+    ++step_;
+  }
+  return cells_.size() >= limits_.flush_cells || batch_keys_.size() >= limits_.flush_keys;
+}
+
+bool LogBuffer::Log(const Values& values, std::optional<int64_t> step, bool commit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!BeginCallLocked(step, values.size())) return cells_.size() >= limits_.flush_cells;
   if (!values.empty()) {
-    if (cells_.size() + values.size() > limits_.max_pending_cells) {
-      dropped_ += int64_t(values.size());
-      return true;
-    }
-    if (!row_open_) {
-      rows_.push_back({.step = step_, .time_ms = CoarseNowMillis(),
-                       .begin = uint32_t(cells_.size()), .count = 0});
-      row_open_ = true;
-    }
     const size_t n = values.size();
     uint32_t added = 0;
     // Fast path: the same keys in the same order as the previous call, all already counted in
@@ -100,11 +121,30 @@ bool LogBuffer::Log(const Values& values, std::optional<int64_t> step, bool comm
     }
     rows_.back().count += added;
   }
-  if (commit) {
-    row_open_ = false;
-    ++step_;
+  return EndCallLocked(commit);
+}
+
+bool LogBuffer::Log(std::span<const Point> points, std::optional<int64_t> step, bool commit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!BeginCallLocked(step, points.size())) return cells_.size() >= limits_.flush_cells;
+  if (!points.empty()) {
+    const size_t n = points.size();
+    const uint32_t nkeys = uint32_t(keys_.size());
+    uint32_t added = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t id = points[i].key.index;
+      if (id >= nkeys) continue;  // invalid, or never interned here
+      if (key_mark_[id] != batch_generation_) {
+        key_mark_[id] = batch_generation_;
+        batch_keys_.push_back(id);
+      }
+      cells_.push_back({id, points[i].value});
+      ++added;
+    }
+    dropped_ += int64_t(n - added);
+    rows_.back().count += added;
   }
-  return cells_.size() >= limits_.flush_cells || batch_keys_.size() >= limits_.flush_keys;
+  return EndCallLocked(commit);
 }
 
 bool LogBuffer::AddConsole(int64_t time_ms, bool is_stderr, std::string text) {
@@ -120,8 +160,8 @@ bool LogBuffer::Take(agent::LogBatch* out) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (rows_.empty() && console_.empty()) return false;
-    const bool whole = cells_.size() <= limits_.max_frame_cells &&
-                      batch_keys_.size() <= limits_.max_frame_keys;
+    const bool whole =
+        cells_.size() <= limits_.max_frame_cells && batch_keys_.size() <= limits_.max_frame_keys;
     if (whole) {
       out->cells.swap(cells_);
       out->history.swap(rows_);

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -30,8 +31,8 @@ namespace cohort::client {
 class LogBuffer {
  public:
   struct Limits {
-    size_t flush_cells = 65536;          // Log() asks for a flush at this many pending cells
-    size_t flush_keys = 4096;            // ... or this many distinct keys in the batch
+    size_t flush_cells = 65536;  // Log() asks for a flush at this many pending cells
+    size_t flush_keys = 4096;    // ... or this many distinct keys in the batch
     size_t flush_console_bytes = 256 << 10;
     size_t max_pending_cells = 8 << 20;  // beyond this, values are dropped (flusher stuck)
     size_t max_frame_cells = 100000;     // cells per taken batch
@@ -43,6 +44,12 @@ class LogBuffer {
 
   // Returns true when the buffer is big enough that it should be flushed now.
   bool Log(const Values& values, std::optional<int64_t> step, bool commit);
+  // The same with keys interned by Intern() (no string work; unknown ids are dropped).
+  bool Log(std::span<const Point> points, std::optional<int64_t> step, bool commit);
+  // The id of `key` (1..256 bytes) for Log(span<const Point>); kInvalidKey otherwise. Ids stay
+  // valid for the buffer's life (a forked child keeps them).
+  uint32_t Intern(std::string_view key);
+  static constexpr uint32_t kInvalidKey = UINT32_MAX;
   bool AddConsole(int64_t time_ms, bool is_stderr, std::string text);
 
   // Moves pending data (at most limits.max_frame_cells cells) into `out` (cleared first).
@@ -71,9 +78,10 @@ class LogBuffer {
     using is_transparent = void;
     bool operator()(std::string_view a, std::string_view b) const { return a == b; }
   };
-  static constexpr uint32_t kInvalidKey = UINT32_MAX;
-
-  uint32_t InternLocked(const std::string& key);
+  // Steps rules shared by both Log()s: false when the call is dropped (step in the past).
+  bool BeginCallLocked(std::optional<int64_t> step, size_t count);
+  bool EndCallLocked(bool commit);
+  uint32_t InternLocked(std::string_view key);
   void MarkKeyLocked(uint32_t id);
   void RecountKeysLocked();
 
@@ -83,8 +91,8 @@ class LogBuffer {
   std::vector<std::string> keys_;
   std::unordered_map<std::string, uint32_t, Hash, Eq> ids_;
   std::vector<uint32_t> last_call_ids_;  // ids of the previous call's keys, by position
-  size_t last_call_size_ = SIZE_MAX;      // keys in the previous call (SIZE_MAX: unusable)
-  uint32_t last_call_generation_ = 0;     // batch generation its keys were counted in
+  size_t last_call_size_ = SIZE_MAX;     // keys in the previous call (SIZE_MAX: unusable)
+  uint32_t last_call_generation_ = 0;    // batch generation its keys were counted in
   // Pending data, keys as global ids.
   std::vector<agent::LogBatch::Cell> cells_;
   std::vector<agent::LogBatch::Row> rows_;

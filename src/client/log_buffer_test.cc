@@ -148,5 +148,36 @@ TEST(LogBufferTest, AdvanceStepToOnlyRaises) {
   EXPECT_EQ(buf.step(), 7);
 }
 
+TEST(LogBufferTest, InternedPointsShareTheKeyTableWithStringLogs) {
+  LogBuffer buf;
+  const uint32_t loss = buf.Intern("loss");
+  EXPECT_EQ(buf.Intern("loss"), loss);
+  EXPECT_EQ(buf.Intern(""), LogBuffer::kInvalidKey);
+  EXPECT_EQ(buf.Intern(std::string(257, 'k')), LogBuffer::kInvalidKey);
+  const Point points[] = {{KeyId{loss}, 1.5}, {KeyId{}, 2}, {KeyId{999}, 3}};
+  buf.Log(points, std::nullopt, true);
+  buf.Log({{"loss", 2.5}, {"acc", 0.5}}, std::nullopt, true);
+  const Point later[] = {{KeyId{buf.Intern("acc")}, 0.75}};
+  buf.Log(later, 7, true);
+  EXPECT_EQ(buf.dropped(), 2);  // the invalid and the unknown id
+  EXPECT_EQ(buf.step(), 8);
+  agent::LogBatch b;
+  ASSERT_TRUE(buf.Take(&b));
+  EXPECT_EQ(b.keys.size(), 2u);
+  auto rows = Rows(b);
+  EXPECT_EQ(rows[0], (std::map<std::string, double>{{"loss", 1.5}}));
+  EXPECT_EQ(rows[1], (std::map<std::string, double>{{"loss", 2.5}, {"acc", 0.5}}));
+  EXPECT_EQ(rows[7], (std::map<std::string, double>{{"acc", 0.75}}));
+}
+
+TEST(LogBufferTest, InternedPointsBehindTheStepAreDropped) {
+  LogBuffer buf;
+  const Point p[] = {{KeyId{buf.Intern("x")}, 1}, {KeyId{buf.Intern("y")}, 2}};
+  buf.Log(p, 5, true);
+  buf.Log(p, 2, true);
+  EXPECT_EQ(buf.dropped(), 2);
+  EXPECT_EQ(buf.step(), 6);
+}
+
 }  // namespace
 }  // namespace cohort::client

@@ -1,9 +1,14 @@
 // cohort::Run, Init and Setup (include/cohort/cohort.h), plus the process-wide hooks that keep
-// runs safe across fork() and finished at a normal exit.
+// runs safe across fork() and finish them when the process ends without Finish(): exit() (with
+// its status), std::terminate (crashed) and SIGTERM (killed, client/sigterm_watcher.h).
 #include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -11,6 +16,7 @@
 #include "agent/agent_log.h"
 #include "client/config.h"
 #include "client/run_impl.h"
+#include "client/sigterm_watcher.h"
 #include "client/spawn.h"
 #include "core/clock.h"
 #include "core/json.h"
@@ -20,11 +26,13 @@ namespace {
 
 namespace bj = boost::json;
 
-// Live runs of this process, for the fork and exit hooks. Leaked on purpose: the hooks may run
+// Live runs of this process, for the fork and exit hooks. A run stays here (alive) until
+// Run::Finish, even when the program dropped every Run handle, so that the exit hooks end it
+// with the process's real exit status. Leaked on purpose: the hooks may run
 // during static destruction.
 struct Registry {
   std::mutex mu;
-  std::vector<std::weak_ptr<Run::Impl>> runs;
+  std::vector<std::shared_ptr<Run::Impl>> runs;
   std::vector<std::shared_ptr<Run::Impl>> forking;  // held between prepare and parent/child
 };
 
@@ -37,9 +45,7 @@ void ForkPrepare() {
   Registry& r = Runs();
   r.mu.lock();
   r.forking.clear();
-  for (auto& w : r.runs) {
-    if (auto impl = w.lock()) r.forking.push_back(std::move(impl));
-  }
+  r.forking = r.runs;
   for (auto& impl : r.forking) impl->ForkPrepare();
 }
 
@@ -57,35 +63,60 @@ void ForkChild() {
   r.mu.unlock();
 }
 
-// A normal exit (return from main, exit()) finishes runs nobody finished, with exit code 0.
-// Runs lost to a signal or _exit() are reported crashed by the agent instead.
-void FinishAtExit() {
+// Finishes every live run this process owns that nobody finished.
+void FinishLiveRuns(int exit_code, std::string_view state) {
   std::vector<std::shared_ptr<Run::Impl>> live;
   {
     std::lock_guard<std::mutex> lock(Runs().mu);
-    for (auto& w : Runs().runs) {
-      if (auto impl = w.lock()) live.push_back(std::move(impl));
-    }
+    live = Runs().runs;
   }
   for (auto& impl : live) {
-    if (!impl->finished.load() && !impl->child_pending.load()) (void)impl->Finish(0, {});
+    if (!impl->finished.load() && !impl->child_pending.load()) (void)impl->Finish(exit_code, state);
   }
 }
 
-void InstallProcessHooks() {
+// A normal exit (return from main, exit(n)) finishes runs nobody finished with the process's
+// exit status: 0 finished, anything else failed. Runs lost to a signal or _exit() are reported
+// crashed by the agent instead.
+void FinishAtExit(int status, void*) { FinishLiveRuns(status & 0xff, {}); }
+
+// An uncaught exception (or any other std::terminate) ends the runs as crashed with the exit
+// code of the SIGABRT that follows, then lets the previous terminate handler (or abort) run.
+std::terminate_handler g_previous_terminate = nullptr;
+
+void FinishAtTerminate() {
+  static std::atomic<bool> once{false};
+  if (!once.exchange(true)) FinishLiveRuns(128 + SIGABRT, "crashed");
+  if (g_previous_terminate != nullptr) g_previous_terminate();
+  std::abort();
+}
+
+// SIGTERM (see client/sigterm_watcher.h): the runs end as killed, 128 + 15 like a shell says.
+void FinishAtSigterm() { FinishLiveRuns(128 + SIGTERM, "killed"); }
+
+void InstallProcessHooks(bool handle_sigterm) {
   static std::once_flag once;
   std::call_once(once, [] {
     pthread_atfork(ForkPrepare, ForkParent, ForkChild);
-    std::atexit(FinishAtExit);
+    on_exit(FinishAtExit, nullptr);
+    g_previous_terminate = std::set_terminate(FinishAtTerminate);
   });
+  if (handle_sigterm) client::SigtermWatcher::Install(FinishAtSigterm);
 }
 
 void Register(const std::shared_ptr<Run::Impl>& impl) {
   std::lock_guard<std::mutex> lock(Runs().mu);
   auto& runs = Runs().runs;
-  runs.erase(std::remove_if(runs.begin(), runs.end(), [](auto& w) { return w.expired(); }),
+  runs.erase(std::remove_if(runs.begin(), runs.end(), [](auto& r) { return r->finished.load(); }),
              runs.end());
   runs.push_back(impl);
+}
+
+void Unregister(const Run::Impl* impl) {
+  std::lock_guard<std::mutex> lock(Runs().mu);
+  auto& runs = Runs().runs;
+  runs.erase(std::remove_if(runs.begin(), runs.end(), [&](auto& r) { return r.get() == impl; }),
+             runs.end());
 }
 
 const std::string& Empty() {
@@ -181,6 +212,18 @@ void Run::Log(const Values& values, std::optional<int64_t> step, bool commit) {
   if (impl->buffer.Log(values, step, commit)) impl->RequestFlush();
 }
 
+void Run::Log(std::span<const Point> points, std::optional<int64_t> step, bool commit) {
+  Impl* impl = impl_.get();
+  if (impl == nullptr || impl->finished.load(std::memory_order_relaxed)) return;
+  if (impl->child_pending.load(std::memory_order_relaxed)) impl->StartInChild();
+  if (impl->buffer.Log(points, step, commit)) impl->RequestFlush();
+}
+
+KeyId Run::Key(std::string_view key) {
+  if (!impl_) return KeyId{};
+  return KeyId{impl_->buffer.Intern(key)};
+}
+
 Status Run::UpdateConfig(std::string_view json_object) {
   if (!impl_) return Status::Ok();
   COHORT_ASSIGN_OR_RETURN(bj::object config, ParseObjectArg(json_object, "config"));
@@ -196,9 +239,75 @@ Status Run::UpdateSummary(std::string_view json_object) {
   if (!impl_) return Status::Ok();
   COHORT_ASSIGN_OR_RETURN(bj::object summary, ParseObjectArg(json_object, "summary"));
   if (impl_->child_pending.load()) impl_->StartInChild();
+  return impl_->EnqueueSummary(std::move(summary));
+}
+
+namespace {
+
+// The run fields SetName & co. change, with the server's limits (runs_api.cc PatchRun), so
+// that a bad value is an error here rather than a patch the server refuses later.
+Status CheckRunField(std::string_view field, std::string_view value, size_t max_bytes,
+                     bool allow_empty) {
+  if ((!allow_empty && value.empty()) || value.size() > max_bytes) {
+    return Status::InvalidArgument(std::string(field) + ": must be " + (allow_empty ? "0" : "1") +
+                                   ".." + std::to_string(max_bytes) + " bytes");
+  }
+  if (!json::IsValidUtf8(value)) {
+    return Status::InvalidArgument(std::string(field) + ": not valid UTF-8");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Run::PatchFields(std::string body_json) {
+  if (!impl_) return Status::Ok();
+  const Settings& s = impl_->rs.settings;
+  if (impl_->child_pending.load()) impl_->StartInChild();
+  if (s.shared && !s.primary.value_or(true)) return Status::Ok();  // the primary's alone
+  return impl_->EnqueueUpdate(std::move(body_json));
+}
+
+Status Run::SetName(std::string_view name) {
+  COHORT_RETURN_IF_ERROR(CheckRunField("name", name, 256, false));
+  if (!impl_) return Status::Ok();
   bj::object body;
-  body["summary"] = std::move(summary);
-  return impl_->EnqueueUpdate(bj::serialize(body));
+  body["name"] = name;
+  COHORT_RETURN_IF_ERROR(PatchFields(bj::serialize(body)));
+  impl_->SetLocalName(std::string(name));
+  return Status::Ok();
+}
+
+Status Run::SetGroup(std::string_view group) {
+  COHORT_RETURN_IF_ERROR(CheckRunField("group", group, 256, true));
+  bj::object body;
+  body["group"] = group;
+  return PatchFields(bj::serialize(body));
+}
+
+Status Run::SetJobType(std::string_view job_type) {
+  COHORT_RETURN_IF_ERROR(CheckRunField("job_type", job_type, 128, true));
+  bj::object body;
+  body["job_type"] = job_type;
+  return PatchFields(bj::serialize(body));
+}
+
+Status Run::SetNotes(std::string_view notes) {
+  COHORT_RETURN_IF_ERROR(CheckRunField("notes", notes, 64 << 10, true));
+  bj::object body;
+  body["notes"] = notes;
+  return PatchFields(bj::serialize(body));
+}
+
+Status Run::SetTags(const std::vector<std::string>& tags) {
+  bj::array arr;
+  for (const auto& t : tags) {
+    COHORT_RETURN_IF_ERROR(CheckRunField("tags", t, 128, false));
+    arr.emplace_back(t);
+  }
+  bj::object body;
+  body["tags"] = std::move(arr);
+  return PatchFields(bj::serialize(body));
 }
 
 void Run::Print(std::string_view text, bool is_stderr) {
@@ -218,12 +327,14 @@ void Run::Print(std::string_view text, bool is_stderr) {
 
 Status Run::Finish(int exit_code, std::string_view state) {
   if (!impl_) return Status::Ok();
-  return impl_->Finish(exit_code, state);
+  Status s = impl_->Finish(exit_code, state);
+  Unregister(impl_.get());
+  return s;
 }
 
 bool Run::disabled() const { return impl_ == nullptr; }
 const std::string& Run::id() const { return impl_ ? impl_->rs.settings.run_id : Empty(); }
-const std::string& Run::name() const { return impl_ ? impl_->run_name : Empty(); }
+const std::string& Run::name() const { return impl_ ? impl_->current_name() : Empty(); }
 const std::string& Run::entity() const { return impl_ ? impl_->entity : Empty(); }
 const std::string& Run::project() const { return impl_ ? impl_->rs.settings.project : Empty(); }
 const std::string& Run::label() const { return impl_ ? impl_->rs.settings.label : Empty(); }
@@ -250,10 +361,16 @@ Result<Run> Init(const Settings& settings) {
     // Inside a training process only warnings of the in-process sender reach the console.
     agent::SetLogLevel(agent::LogLevel::kWarning);
   }
-  InstallProcessHooks();
+  const bool handle_sigterm = rs.settings.handle_sigterm;
+  InstallProcessHooks(handle_sigterm);
   auto impl = std::make_shared<Run::Impl>(std::move(rs));
   impl->open = std::move(open);
-  COHORT_RETURN_IF_ERROR(impl->Start(deadline));
+  if (Status st = impl->Start(deadline); !st.ok()) {
+    // Never started: nothing to finish. Without this ~Impl would run Finish, which retries for
+    // finish_timeout, and a failed Init would return only after init + finish timeouts.
+    impl->finished.store(true);
+    return st;
+  }
   Register(impl);
   return Run(std::move(impl));
 }
@@ -263,8 +380,7 @@ Status Setup(const Settings& settings) {
                           client::ResolveSettings(settings, client::Environment::Process()));
   if (rs.settings.mode == "disabled" || rs.settings.transport != "agent") return Status::Ok();
   int64_t deadline = NowMillis() + int64_t(rs.settings.init_timeout_s * 1000);
-  auto t = client::ConnectOrSpawnAgent(agent::DefaultAgentPaths(), rs.settings.dir, true,
-                                       deadline);
+  auto t = client::ConnectOrSpawnAgent(agent::DefaultAgentPaths(), rs.settings.dir, true, deadline);
   return t.status();
 }
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <new>
 
 #include "agent/agent_log.h"
@@ -16,9 +17,10 @@ namespace {
 namespace bj = boost::json;
 
 constexpr int64_t kFlushIntervalMs = 100;
-constexpr int64_t kIoBudgetMs = 2000;         // one flush's I/O
-constexpr int64_t kSpawnBudgetMs = 10000;     // connecting to or spawning the agent
+constexpr int64_t kIoBudgetMs = 2000;          // one flush's I/O
+constexpr int64_t kSpawnBudgetMs = 10000;      // connecting to or spawning the agent
 constexpr size_t kMaxQueuedBytes = 512 << 20;  // frames kept for a missing agent
+constexpr int64_t kSummaryIntervalMs = 10000;  // last-value summary updates while running
 
 uint64_t RandomSession() {
   uint64_t v = 0;
@@ -39,7 +41,19 @@ Status StatusFromText(const std::string& text) {
 }  // namespace
 
 Run::Impl::Impl(client::ResolvedSettings resolved)
-    : rs(std::move(resolved)), paths(agent::DefaultAgentPaths()), owner_pid(getpid()) {}
+    : rs(std::move(resolved)), paths(agent::DefaultAgentPaths()), owner_pid(getpid()) {
+  auto_summary = rs.settings.primary.value_or(true);
+}
+
+const std::string& Run::Impl::current_name() {
+  std::lock_guard<std::mutex> lock(name_mu);
+  return names.empty() ? run_name : names.back();
+}
+
+void Run::Impl::SetLocalName(std::string name) {
+  std::lock_guard<std::mutex> lock(name_mu);
+  names.push_back(std::move(name));
+}
 
 Run::Impl::~Impl() {
   if (!finished.load() && !child_pending.load()) (void)Finish(0, {});
@@ -88,8 +102,8 @@ Status Run::Impl::Start(int64_t deadline_ms) {
   transport = std::move(t);
   StartFlusher();
   if (rs.settings.capture_console) {
-    auto c = client::ConsoleCapture::Start(
-        [this](bool is_stderr, int64_t time_ms, std::string line) {
+    auto c =
+        client::ConsoleCapture::Start([this](bool is_stderr, int64_t time_ms, std::string line) {
           AddConsoleLine(is_stderr, time_ms, std::move(line));
         });
     if (c.ok()) capture = std::move(*c);
@@ -139,13 +153,72 @@ Status Run::Impl::EnqueueUpdate(std::string body) {
   return Status::Ok();
 }
 
-void Run::Impl::DrainBufferLocked() {
+Status Run::Impl::EnqueueSummary(bj::object summary) {
+  if (finished.load()) return Status::FailedPrecondition("run already finished");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    DrainBufferLocked();  // what was logged before the update goes first
+    for (const auto& kv : summary) {
+      std::string key(kv.key());
+      summary_dirty.erase(key);
+      summary_explicit.insert(std::move(key));
+    }
+    bj::object body;
+    body["summary"] = std::move(summary);
+    PendingFrame f{next_frame++, agent::MessageType::kUpdate, bj::serialize(body)};
+    frame_bytes += f.body.size();
+    frames.push_back(std::move(f));
+  }
+  RequestFlush();
+  return Status::Ok();
+}
+
+void Run::Impl::NoteLastValuesLocked(const agent::LogBatch& batch) {
+  // The last cell of each key in the batch (cells are in logging order), then one map write
+  // per distinct key.
+  last_cell_of_key.assign(batch.keys.size(), UINT32_MAX);
+  for (uint32_t i = 0; i < batch.cells.size(); ++i) last_cell_of_key[batch.cells[i].key] = i;
+  for (size_t k = 0; k < batch.keys.size(); ++k) {
+    if (last_cell_of_key[k] == UINT32_MAX) continue;
+    if (!summary_explicit.empty() && summary_explicit.count(batch.keys[k]) != 0) continue;
+    summary_dirty[batch.keys[k]] = batch.cells[last_cell_of_key[k]].value;
+  }
+}
+
+void Run::Impl::EnqueueLastValuesLocked() {
+  bj::object values;
+  for (const auto& [key, value] : summary_dirty) {
+    // JSON has no NaN or infinities (and null would delete the key): they go as the strings
+    // the vendor's SDK shows, so that a diverged run does not show its last finite value.
+    if (std::isfinite(value)) {
+      values[key] = value;
+    } else if (std::isnan(value)) {
+      values[key] = "NaN";
+    } else {
+      values[key] = value > 0 ? "Infinity" : "-Infinity";
+    }
+  }
+  summary_dirty.clear();
+  summary_sent_ms = NowMillis();
+  if (values.empty()) return;
+  bj::object body;
+  body["summary"] = std::move(values);
+  PendingFrame f{next_frame++, agent::MessageType::kUpdate, bj::serialize(body)};
+  frame_bytes += f.body.size();
+  frames.push_back(std::move(f));
+}
+
+void Run::Impl::DrainBufferLocked(bool final) {
   while (buffer.Take(&scratch)) {
+    if (auto_summary) NoteLastValuesLocked(scratch);
     encoded.clear();
     agent::EncodeLogBatch(scratch, &encoded);
     PendingFrame f{next_frame++, agent::MessageType::kLog, encoded};
     frame_bytes += f.body.size();
     frames.push_back(std::move(f));
+  }
+  if (!summary_dirty.empty() && (final || NowMillis() - summary_sent_ms >= kSummaryIntervalMs)) {
+    EnqueueLastValuesLocked();
   }
   bool warned = false;
   while (frame_bytes > kMaxQueuedBytes && frames.size() > 1) {
@@ -177,8 +250,7 @@ void Run::Impl::DropTransport(const Status& why) {
   if (transport->in_process()) {
     // A local failure (disk full...): keep the frames, try again a little later.
     next_connect_ms = NowMillis() + 1000;
-    agent::Logf(agent::LogLevel::kWarning, "cohort: cannot store data locally: {}",
-                why.ToString());
+    agent::Logf(agent::LogLevel::kWarning, "cohort: cannot store data locally: {}", why.ToString());
     return;
   }
   agent::Logf(agent::LogLevel::kDebug, "cohort: agent connection lost: {}", why.ToString());
@@ -221,7 +293,8 @@ bool Run::Impl::EnsureTransport(int64_t deadline_ms) {
   }
   if (!reply.ok() || !reply->ok) {
     ++connect_failures;
-    next_connect_ms = NowMillis() + std::min<int64_t>(30000, 250LL << std::min(connect_failures, 7));
+    next_connect_ms =
+        NowMillis() + std::min<int64_t>(30000, 250LL << std::min(connect_failures, 7));
     agent::Logf(agent::LogLevel::kDebug, "cohort: reconnect failed: {}",
                 reply.ok() ? reply->error : reply.status().ToString());
     return false;
@@ -295,7 +368,7 @@ Status Run::Impl::Finish(int exit_code, std::string_view state) {
   while (NowMillis() < deadline) {
     {
       std::lock_guard<std::mutex> lock(mu);
-      DrainBufferLocked();
+      DrainBufferLocked(/*final=*/true);
     }
     if (!EnsureTransport(deadline)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(
@@ -384,6 +457,8 @@ void Run::Impl::ForkChild() {
     capture->RestoreInChild();
     (void)capture.release();
   }
+  summary_dirty.clear();
+  auto_summary = false;  // a forked child is a worker of the parent's run
   owner_pid = getpid();
   if (!finished.load()) child_pending.store(true);
   finish_mu.unlock();

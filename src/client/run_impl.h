@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/json/object.hpp>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -18,6 +19,9 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "agent/agent_paths.h"
 #include "agent/protocol.h"
@@ -51,6 +55,11 @@ struct Run::Impl {
 
   void RequestFlush();
   Status EnqueueUpdate(std::string body);
+  // Sends summary keys the user set; those keys are then never overwritten by last values.
+  Status EnqueueSummary(boost::json::object summary);
+  // The run's display name: Init's (or the server's), then the latest SetName.
+  const std::string& current_name();
+  void SetLocalName(std::string name);
   void AddConsoleLine(bool is_stderr, int64_t time_ms, std::string line);
 
   // fork() handlers (see run.cc).
@@ -78,9 +87,13 @@ struct Run::Impl {
   void FlushLoop();
   // Moves buffered data into frames, (re)connects if needed, sends, reads acks.
   void FlushOnce(int64_t deadline_ms);
-  void DrainBufferLocked();  // requires mu
-  bool EnsureTransport(int64_t deadline_ms);  // requires io_mu
-  void DropTransport(const Status& why);      // requires io_mu
+  // Moves buffered data into frames; with `final` (Finish) also the pending last-value summary,
+  // otherwise at most every kSummaryIntervalMs. Requires mu.
+  void DrainBufferLocked(bool final = false);
+  void NoteLastValuesLocked(const agent::LogBatch& batch);  // requires mu
+  void EnqueueLastValuesLocked();                           // requires mu
+  bool EnsureTransport(int64_t deadline_ms);                // requires io_mu
+  void DropTransport(const Status& why);                    // requires io_mu
   Result<agent::OpenReply> OpenOn(client::Transport* t, const agent::OpenRequest& req,
                                   int64_t deadline_ms);
   std::unique_ptr<client::Transport> MakeInProcess();
@@ -89,10 +102,10 @@ struct Run::Impl {
 
   std::mutex io_mu;
   std::unique_ptr<client::Transport> transport;  // guarded by io_mu
-  bool in_process_fallback = false;             // guarded by io_mu
-  int64_t next_connect_ms = 0;                  // guarded by io_mu
-  int connect_failures = 0;                     // guarded by io_mu
-  uint64_t sent_upto = 0;                       // guarded by io_mu
+  bool in_process_fallback = false;              // guarded by io_mu
+  int64_t next_connect_ms = 0;                   // guarded by io_mu
+  int connect_failures = 0;                      // guarded by io_mu
+  uint64_t sent_upto = 0;                        // guarded by io_mu
 
   std::mutex mu;
   std::condition_variable cv;
@@ -102,6 +115,16 @@ struct Run::Impl {
   bool stop = false;                // guarded by mu
   agent::LogBatch scratch;          // guarded by mu
   std::string encoded;              // guarded by mu
+  // Last-value summary (only for the writer that controls the run): the last logged value of
+  // each key not yet sent, and the keys the user set explicitly (never overwritten).
+  bool auto_summary = false;                              // set before the flusher starts
+  std::unordered_map<std::string, double> summary_dirty;  // guarded by mu
+  std::unordered_set<std::string> summary_explicit;       // guarded by mu
+  int64_t summary_sent_ms = 0;                            // guarded by mu
+  std::vector<uint32_t> last_cell_of_key;                 // guarded by mu (scratch)
+
+  std::mutex name_mu;
+  std::deque<std::string> names;  // guarded by name_mu; never shrinks (name() returns refs)
 
   std::mutex finish_mu;  // serialises Finish
   std::unique_ptr<std::thread> flusher;

@@ -3,10 +3,12 @@
 // server that is down at Init, an agent killed mid-run, console capture and fork.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -14,11 +16,13 @@
 #include "agent/fake_cohort_server_for_test.h"
 #include "cohort/cohort.h"
 #include "core/clock.h"
+#include "core/json.h"
 
 namespace cohort {
 namespace {
 
 namespace fs = std::filesystem;
+namespace bj = boost::json;
 using agent::testing::FakeCohortServer;
 using agent::testing::FakeHttpServer;
 
@@ -30,9 +34,9 @@ class RunTest : public ::testing::Test {
     setenv("HOME", root_.c_str(), 1);
     unsetenv("XDG_CONFIG_HOME");
     unsetenv("XDG_DATA_HOME");
-    for (const char* v : {"COHORT_BASE_URL", "COHORT_API_KEY", "COHORT_ENTITY", "COHORT_PROJECT",
-                          "COHORT_RUN_ID", "COHORT_MODE", "COHORT_AGENT", "RANK",
-                          "TORCHELASTIC_RUN_ID"}) {
+    for (const char* v :
+         {"COHORT_BASE_URL", "COHORT_API_KEY", "COHORT_ENTITY", "COHORT_PROJECT", "COHORT_RUN_ID",
+          "COHORT_MODE", "COHORT_AGENT", "RANK", "TORCHELASTIC_RUN_ID"}) {
       unsetenv(v);
     }
     setenv("COHORT_AGENT_SOCKET", (root_ + "/sock/agent.sock").c_str(), 1);
@@ -254,6 +258,19 @@ TEST_F(RunTest, SystemMetricsAreSampledForTheWriter) {
   EXPECT_EQ(server.system_keys("w0").count("proc.memory.rss_mb"), 1u);
 }
 
+TEST_F(RunTest, FirstSystemSampleComesWithoutWaitingAnInterval) {
+  FakeCohortServer server;
+  Settings s = Base(server.url(), "agent");
+  s.stats_sampling_interval_s = 60;
+  auto run = Init(s);
+  ASSERT_TRUE(run.ok());
+  // The first sample is due 1 s after the writer opened (slack for a loaded machine); the
+  // next one only a minute later.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  ASSERT_TRUE(run->Finish().ok());
+  EXPECT_TRUE(WaitFor([&] { return server.system_keys("w0").count("memory") == 1; }, 5000));
+}
+
 TEST_F(RunTest, DisabledRunIsANoOp) {
   Settings s;
   s.mode = "disabled";
@@ -285,6 +302,155 @@ TEST_F(RunTest, PrimaryConfigReachesTheRun) {
   EXPECT_FALSE(run->UpdateConfig("[1]").ok());
   ASSERT_TRUE(run->Finish().ok());
   EXPECT_EQ(server.run_config(), R"({"lr":1E-1,"batch":32})");
+}
+
+TEST_F(RunTest, InternedKeysLogEveryPointAndInvalidOnesAreDropped) {
+  FakeCohortServer server;
+  auto run = Init(Base(server.url(), "inprocess"));
+  ASSERT_TRUE(run.ok());
+  const KeyId loss = run->Key("loss"), acc = run->Key("acc"), bad = run->Key("");
+  EXPECT_TRUE(loss.valid());
+  EXPECT_FALSE(bad.valid());
+  EXPECT_EQ(run->Key("loss").index, loss.index);
+  for (int step = 0; step < 100; ++step) {
+    const Point points[] = {{loss, 1.0 / (step + 1)}, {acc, step * 0.01}, {bad, 1}};
+    run->Log(points);
+  }
+  run->Log({{"loss", 7.0}});  // the string form shares the key table
+  EXPECT_EQ(run->step(), 101);
+  EXPECT_EQ(run->dropped(), 100);
+  ASSERT_TRUE(run->Finish().ok());
+  EXPECT_EQ(server.point_count("w0"), 201u);
+  EXPECT_EQ(server.points().at({"w0", "loss", 3}), 0.25);
+  EXPECT_EQ(server.points().at({"w0", "acc", 50}), 0.5);
+  EXPECT_EQ(server.points().at({"w0", "loss", 100}), 7.0);
+}
+
+// Parses the fake server's merged JSON text.
+bj::object ParseObject(const std::string& text) {
+  auto v = json::Parse(text);
+  EXPECT_TRUE(v.ok() && v->is_object()) << text;
+  return v.ok() && v->is_object() ? v->as_object() : bj::object();
+}
+
+TEST_F(RunTest, SummaryKeepsTheLastLoggedValueUnlessSetExplicitly) {
+  FakeCohortServer server;
+  auto run = Init(Base(server.url(), "agent"));
+  ASSERT_TRUE(run.ok());
+  for (int step = 0; step < 50; ++step) {
+    run->Log({{"loss", 100.0 - step}, {"acc", step / 100.0}});
+  }
+  ASSERT_TRUE(run->UpdateSummary(R"({"acc": 0.99})").ok());
+  for (int step = 50; step < 60; ++step) run->Log({{"loss", 100.0 - step}, {"acc", 0.1}});
+  run->Log({{"nan_metric", std::nan("")}, {"inf_metric", -HUGE_VAL}});
+  ASSERT_TRUE(run->Finish().ok());
+  bj::object summary = ParseObject(server.run_summary());
+  ASSERT_TRUE(summary.contains("loss")) << server.run_summary();
+  EXPECT_EQ(*json::ToDouble(summary.at("loss")), 41.0);
+  EXPECT_EQ(*json::ToDouble(summary.at("acc")), 0.99);  // set by hand: kept
+  EXPECT_EQ(summary["nan_metric"], "NaN");
+  EXPECT_EQ(summary["inf_metric"], "-Infinity");
+}
+
+TEST_F(RunTest, SharedWorkerSendsNoLastValueSummary) {
+  FakeCohortServer server;
+  Settings s = Base(server.url(), "inprocess");
+  s.shared = true;
+  s.primary = false;
+  s.update_finish_state = false;
+  s.run_id = "sharedrun";
+  auto run = Init(s);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  run->Log({{"loss", 1.0}});
+  ASSERT_TRUE(run->Finish().ok());
+  EXPECT_EQ(server.point_count("w0"), 1u);
+  EXPECT_EQ(server.run_summary(), "{}");
+}
+
+TEST_F(RunTest, NameTagsAndNotesChangeAfterInit) {
+  FakeCohortServer server;
+  auto run = Init(Base(server.url(), "inprocess"));
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->name(), "fake-run");
+  ASSERT_TRUE(run->SetName("renamed").ok());
+  EXPECT_EQ(run->name(), "renamed");
+  ASSERT_TRUE(run->SetTags({"baseline", "ddp"}).ok());
+  ASSERT_TRUE(run->SetNotes("second try").ok());
+  ASSERT_TRUE(run->SetGroup("g1").ok());
+  ASSERT_TRUE(run->SetJobType("worker").ok());
+  EXPECT_EQ(run->SetName("").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(run->SetName(std::string(257, 'x')).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(run->SetTags({"ok", std::string("\xff\xfe")}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(run->name(), "renamed");
+  ASSERT_TRUE(run->Finish().ok());
+  bj::object fields = ParseObject(server.run_fields());
+  EXPECT_EQ(fields["name"], "renamed");
+  EXPECT_EQ(fields["notes"], "second try");
+  EXPECT_EQ(fields["group"], "g1");
+  EXPECT_EQ(fields["job_type"], "worker");
+  EXPECT_EQ(fields["tags"], (bj::array{"baseline", "ddp"}));
+  EXPECT_EQ(run->SetNotes("late").code(), StatusCode::kFailedPrecondition);
+}
+
+// Runs the exit probe (exit_probe_main.cc) against `server` and returns its wait status.
+int RunExitProbe(const FakeCohortServer& server, const char* mode) {
+  std::string url = server.url();
+  char* argv[] = {const_cast<char*>(COHORT_TEST_EXIT_PROBE_BIN), url.data(),
+                  const_cast<char*>(mode), nullptr};
+  pid_t pid = 0;
+  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv, environ) != 0) return -1;
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  return status;
+}
+
+TEST_F(RunTest, ReturnFromMainFinishesWithItsExitCode) {
+  FakeCohortServer server;
+  int status = RunExitProbe(server, "return");
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 5);
+  EXPECT_EQ(server.point_count("w0"), 10u);
+  EXPECT_EQ(server.writers().at("w0").state, "failed");
+  EXPECT_EQ(server.writers().at("w0").exit_code, 5);
+}
+
+TEST_F(RunTest, ExitCallFinishesWithItsExitCode) {
+  FakeCohortServer server;
+  int status = RunExitProbe(server, "exit");
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 7);
+  EXPECT_EQ(server.point_count("w0"), 10u);
+  EXPECT_EQ(server.writers().at("w0").state, "failed");
+  EXPECT_EQ(server.writers().at("w0").exit_code, 7);
+}
+
+TEST_F(RunTest, UncaughtExceptionMarksTheWriterCrashed) {
+  FakeCohortServer server;
+  int status = RunExitProbe(server, "throw");
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGABRT);
+  EXPECT_EQ(server.point_count("w0"), 10u);
+  EXPECT_EQ(server.writers().at("w0").state, "crashed");
+  EXPECT_EQ(server.writers().at("w0").exit_code, 134);
+}
+
+TEST_F(RunTest, SigtermMarksTheWriterKilledAndTheProcessStillDiesOfIt) {
+  FakeCohortServer server;
+  int status = RunExitProbe(server, "sigterm");
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  EXPECT_EQ(server.point_count("w0"), 10u);
+  EXPECT_EQ(server.writers().at("w0").state, "killed");
+  EXPECT_EQ(server.writers().at("w0").exit_code, 143);
+}
+
+TEST_F(RunTest, SigtermRunsTheProgramsOwnHandlerAfterFinishing) {
+  FakeCohortServer server;
+  int status = RunExitProbe(server, "sigterm-user");
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 42);
+  EXPECT_EQ(server.point_count("w0"), 10u);
+  EXPECT_EQ(server.writers().at("w0").state, "killed");
 }
 
 }  // namespace

@@ -32,6 +32,8 @@ bool Executable(const std::string& path) {
 // Any address inside this library, to find the file it was loaded from.
 void Anchor() {}
 
+constexpr int64_t kRespawnIntervalMs = 1000;
+
 }  // namespace
 
 Result<std::string> FindCohortBinary() {
@@ -111,8 +113,8 @@ Status SpawnAgent(const std::string& binary, const agent::AgentPaths& paths,
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2}) sigaddset(&defaults, sig);
   posix_spawnattr_setsigmask(&attr, &empty);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
   pid_t pid = 0;
   int rc = posix_spawn(&pid, binary.c_str(), &fa, &attr, argv, envp.data());
@@ -132,16 +134,23 @@ Status SpawnAgent(const std::string& binary, const agent::AgentPaths& paths,
 
 Result<std::unique_ptr<AgentTransport>> ConnectOrSpawnAgent(const agent::AgentPaths& paths,
                                                             const std::string& data_dir,
-                                                            bool allow_spawn,
-                                                            int64_t deadline_ms) {
+                                                            bool allow_spawn, int64_t deadline_ms) {
   auto t = AgentTransport::Connect(paths.socket, deadline_ms);
   if (t.ok() || !allow_spawn) return t;
   COHORT_ASSIGN_OR_RETURN(std::string binary, FindCohortBinary());
   COHORT_RETURN_IF_ERROR(SpawnAgent(binary, paths, data_dir));
+  int64_t spawned_ms = NowMillis();
   int delay_ms = 2;
   while (NowMillis() < deadline_ms) {
     t = AgentTransport::Connect(paths.socket, deadline_ms);
     if (t.ok()) return t;
+    // An agent that was exiting (idle, or told to stop) still held the agent lock when ours
+    // started, so ours exited at once; or ours died young. Then nobody will ever listen: spawn
+    // again now and then. A redundant agent finds the lock taken and exits at once.
+    if (NowMillis() - spawned_ms >= kRespawnIntervalMs) {
+      COHORT_RETURN_IF_ERROR(SpawnAgent(binary, paths, data_dir));
+      spawned_ms = NowMillis();
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     delay_ms = std::min(delay_ms * 2, 50);
   }

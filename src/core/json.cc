@@ -65,7 +65,7 @@ class PreciseDomHandler {
     number_.clear();
     return Put(bj::value(u));
   }
-  bool on_double(double d, bj::string_view s, boost::system::error_code&) {
+  bool on_double(double d, bj::string_view s, boost::system::error_code& error) {
     number_.append(s.data(), s.size());
     double precise = d;
     const char* first = number_.data();
@@ -73,6 +73,12 @@ class PreciseDomHandler {
     auto [p, ec] = std::from_chars(first, last, precise);
     if (ec != std::errc() || p != last) precise = d;  // out of range: keep Boost's value
     number_.clear();
+    // A literal beyond the range of a double ("1e999") would become an infinity, which no JSON
+    // text can hold: it could be stored but never served back as valid JSON.
+    if (!std::isfinite(precise)) {
+      error = bj::error::exponent_overflow;
+      return false;
+    }
     return Put(bj::value(precise));
   }
   bool on_bool(bool b, boost::system::error_code&) { return Put(bj::value(b)); }
@@ -121,6 +127,10 @@ Result<bj::value> Parse(std::string_view text, ParseLimits limits) {
     if (ec == bj::error::too_deep) {
       return Status::InvalidArgument("body: JSON nesting deeper than " +
                                      std::to_string(limits.max_depth));
+    }
+    if (ec == bj::error::exponent_overflow) {
+      return Status::InvalidArgument("body: a number is out of the range of a double (at byte " +
+                                     std::to_string(n) + ")");
     }
     return Status::InvalidArgument("body: malformed JSON (" + ec.message() + ")");
   }

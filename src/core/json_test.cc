@@ -52,9 +52,6 @@ TEST(Utf8, AcceptsMultibyteAndRejectsSurrogates) {
   EXPECT_FALSE(IsValidUtf8("\xc3"));
 }
 
-}  // namespace
-}  // namespace cohort::json
-
 namespace cohort::json {
 namespace {
 
@@ -76,6 +73,24 @@ TEST(JsonParse, BuildsNestedObjectsWithLastDuplicateKeyWinning) {
 }
 
 TEST(JsonParse, RejectsTrailingGarbage) { EXPECT_FALSE(Parse("{} x").ok()); }
+
+}  // namespace
+}  // namespace cohort::json
+
+// Found by tests/fuzz/ingest_fuzzer: "1e999" became an infinity that serialized as the invalid
+// JSON token Infinity (tests/fuzz/regressions/ingest/number_overflows_double.json).
+TEST(JsonParse, RejectsNumbersBeyondTheRangeOfADouble) {
+  for (const char* text : {"1e999", "[-1e400]", "{\"v\": 31348623157e+308}"}) {
+    auto v = Parse(text);
+    ASSERT_FALSE(v.ok()) << text;
+    EXPECT_NE(v.status().message().find("out of the range of a double"), std::string::npos)
+        << v.status().message();
+  }
+  auto tiny = Parse("[1e-400, 1.7976931348623157e308, 5e-324]");
+  ASSERT_TRUE(tiny.ok()) << tiny.status().ToString();
+  EXPECT_EQ(tiny->as_array()[0].as_double(), 0.0);
+  EXPECT_EQ(tiny->as_array()[1].as_double(), 1.7976931348623157e308);
+}
 
 }  // namespace
 }  // namespace cohort::json

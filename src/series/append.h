@@ -1,9 +1,9 @@
 // Appending points to a stored series, independent of the storage engine.
 //
-// A series (run, key, writer) is a sequence of chunks; only its last chunk (the head) is ever
-// rewritten, and only while it holds fewer than kMaxChunkPoints points. A backend loads the
-// head, calls AppendToSeries, and writes back what it returns in the same transaction.
-// Pure function; thread-safe.
+// AppendToSeries fills a head chunk (the series' last chunk) up to kMaxChunkPoints and starts new
+// chunks after it; with no head it just cuts points into full chunks. The stores no longer
+// rewrite head chunks: they append per-batch tail chunks and compact them (series/tail.h), which
+// calls AppendToSeries without a head. Pure function; thread-safe.
 #pragma once
 
 #include <cstdint>

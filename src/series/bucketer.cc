@@ -129,6 +129,7 @@ std::vector<store::Bucket> Bucketer::Finish() const {
     b.time_min = s.min_time;
     b.time_max = s.max_time;
     b.count = s.count;
+    b.nan_count = s.nan_count;
     b.min = s.min;
     b.max = s.max;
     b.sum = s.sum;

@@ -76,6 +76,11 @@ void Metrics::SetGaugeSource(std::function<std::map<std::string, double>()> sour
   gauges_ = std::move(source);
 }
 
+void Metrics::SetTextSource(std::function<std::string()> source) {
+  std::lock_guard lock(mu_);
+  text_ = std::move(source);
+}
+
 double Metrics::IngestRate() {
   std::lock_guard lock(mu_);
   RollRate(NowMillis());
@@ -102,8 +107,9 @@ std::string Metrics::RenderPrometheus() {
   out += "# HELP cohort_http_requests_total HTTP requests by route pattern, method and status.\n";
   out += "# TYPE cohort_http_requests_total counter\n";
   for (const auto& [k, v] : requests_) {
-    out += fmt::format("cohort_http_requests_total{{route=\"{}\",method=\"{}\",status=\"{}\"}} {}\n",
-                       Escape(std::get<0>(k)), Escape(std::get<1>(k)), std::get<2>(k), v);
+    out +=
+        fmt::format("cohort_http_requests_total{{route=\"{}\",method=\"{}\",status=\"{}\"}} {}\n",
+                    Escape(std::get<0>(k)), Escape(std::get<1>(k)), std::get<2>(k), v);
   }
   auto render_hist = [&](const std::string& name, const std::string& label,
                          const std::map<std::string, Histogram>& hs) {
@@ -113,8 +119,8 @@ std::string Metrics::RenderPrometheus() {
         out += fmt::format("{}_bucket{{{}=\"{}\",le=\"{}\"}} {}\n", name, label, Escape(key),
                            kBuckets[i], h.counts[i]);
       }
-      out += fmt::format("{}_bucket{{{}=\"{}\",le=\"+Inf\"}} {}\n", name, label, Escape(key),
-                         h.count);
+      out +=
+          fmt::format("{}_bucket{{{}=\"{}\",le=\"+Inf\"}} {}\n", name, label, Escape(key), h.count);
       out += fmt::format("{}_sum{{{}=\"{}\"}} {}\n", name, label, Escape(key), h.sum);
       out += fmt::format("{}_count{{{}=\"{}\"}} {}\n", name, label, Escape(key), h.count);
     }
@@ -126,14 +132,15 @@ std::string Metrics::RenderPrometheus() {
   out += "# TYPE cohort_ingest_batches_total counter\n";
   out += fmt::format("cohort_ingest_batches_total{{result=\"stored\"}} {}\n",
                      ingest_batches_ - ingest_duplicates_);
-  out += fmt::format("cohort_ingest_batches_total{{result=\"duplicate\"}} {}\n",
-                     ingest_duplicates_);
+  out +=
+      fmt::format("cohort_ingest_batches_total{{result=\"duplicate\"}} {}\n", ingest_duplicates_);
   out += "# TYPE cohort_ingest_points_per_second gauge\n";
   out += fmt::format("cohort_ingest_points_per_second {}\n", rate);
   out += "# TYPE cohort_rejected_requests_total counter\n";
   for (const auto& [reason, v] : rejected_) {
     out += fmt::format("cohort_rejected_requests_total{{reason=\"{}\"}} {}\n", Escape(reason), v);
   }
+  if (text_) out += text_();
   return out;
 }
 

@@ -27,6 +27,8 @@ class Metrics {
 
   // Gauges read at render time (connections open, ...), name -> value.
   void SetGaugeSource(std::function<std::map<std::string, double>()> source);
+  // Prometheus text appended at render time (per-entity usage of the rate limiter, ...).
+  void SetTextSource(std::function<std::string()> source);
 
   std::string RenderPrometheus();
   // Points ingested per second over the last ~10 s.
@@ -34,7 +36,7 @@ class Metrics {
 
  private:
   static constexpr std::array<double, 12> kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                                                      0.05,   0.1,   0.25,   0.5,   1,     5};
+                                                      0.05,   0.1,   0.25,   0.5,   1,    5};
   struct Histogram {
     std::array<uint64_t, kBuckets.size()> counts{};
     uint64_t count = 0;
@@ -53,6 +55,7 @@ class Metrics {
   std::array<int64_t, 10> rate_ring_{};
   int64_t rate_second_ = 0;
   std::function<std::map<std::string, double>()> gauges_;
+  std::function<std::string()> text_;
 };
 
 }  // namespace cohort::server

@@ -60,6 +60,9 @@ class Store {
   virtual Result<std::vector<SeriesInfo>> ListSeries(const RunRef& ref) = 0;
   virtual Result<std::vector<SeriesData>> QueryHistory(const HistoryQuery& query) = 0;
   virtual Result<std::vector<ConsoleLine>> QueryConsole(const ConsoleQuery& query) = 0;
+  // Counts the lines of a console filter (query.limit is ignored) and returns the id of every
+  // `stride`-th one (stride >= 1) without reading the lines themselves: the web UI's log index.
+  virtual Result<ConsoleIndex> IndexConsole(const ConsoleQuery& query, int64_t stride) = 0;
 
   // ---- stream positions and run files (the W&B compatibility layer, src/server/compat) ----
   // Stream positions of every writer of the run (see StreamPosition): label -> stream -> next
@@ -90,6 +93,17 @@ class Store {
   virtual Result<std::vector<ApiKeyRecord>> ListApiKeys(const std::string& entity) = 0;
   virtual Status RevokeApiKey(const std::string& entity, int64_t id) = 0;
   virtual Result<int64_t> CountApiKeys() = 0;
+  // Creates `key` only when the store holds no key that is not revoked, atomically: of several
+  // servers bootstrapping one empty database at once, exactly one creates its key. Returns
+  // nullopt (and creates nothing) when such a key exists.
+  virtual Result<std::optional<ApiKeyRecord>> CreateFirstApiKey(const ApiKeyRecord& key) = 0;
+
+  // ---- retention ----
+  // Forgets the exactly-once records (writer, seq) of batches stored before `stored_before_ms`.
+  // A writer keeps the highest forgotten seq: a batch that arrives later with a seq at or below
+  // it is acknowledged as a duplicate and not stored, so pruning never stores a retry twice.
+  // Returns the number of records removed.
+  virtual Result<int64_t> PruneBatches(int64_t stored_before_ms) = 0;
 };
 
 // Opens a store from a URL: "sqlite:///path/to/cohort.db" or a bare path (SQLite),

@@ -281,7 +281,14 @@ TEST_P(StoreConformanceTest, BucketsEqualBruteForceAcrossChunks) {
       auto [it, fresh] = expect.try_emplace((p.step - lo) / width);
       Bucket& b = it->second;
       if (fresh) {
-        b = Bucket{p.step, p.step, p.time_ms, p.time_ms, 0, p.value, p.value, 0, p.value, p.value};
+        b = Bucket{.step_min = p.step,
+                   .step_max = p.step,
+                   .time_min = p.time_ms,
+                   .time_max = p.time_ms,
+                   .min = p.value,
+                   .max = p.value,
+                   .first = p.value,
+                   .last = p.value};
       }
       b.count++;
       b.min = std::min(b.min, p.value);
@@ -305,6 +312,50 @@ TEST_P(StoreConformanceTest, BucketsEqualBruteForceAcrossChunks) {
       EXPECT_NEAR(got.sum, e.sum, 1e-6 * std::max(1.0, std::fabs(e.sum))) << n;
     }
   }
+}
+
+// Batches of every size from 1 to 700 points (series/tail.h): tail chunks, compactions at the
+// point and the chunk limits, large batches sealed at once, retries of stored batches; every
+// point is read back once, in order, raw and bucketed.
+TEST_P(StoreConformanceTest, TailCompactionKeepsEveryPointOnce) {
+  MakeRun("run1");
+  Join("run1", "w");
+  std::vector<Point> all;
+  const int sizes[] = {1, 3, 50, 700, 1, 1, 200, 999, 5, 2};
+  int64_t seq = 0;
+  for (int round = 0; round < 12; ++round) {
+    for (int n : sizes) {
+      IngestBatch b{.seq = ++seq};
+      for (int i = 0; i < n; ++i) {
+        const int64_t step = int64_t(all.size());
+        const double v = std::cos(double(step) * 0.003) + double(step % 7);
+        b.rows.push_back(HistoryRow{.step = -1, .time_ms = step, .values = {{"m", v}}});
+        all.push_back(Point{step, step, v});
+      }
+      ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, seq).ok());
+      if (seq % 7 == 0) {  // a retry: acknowledged, stored once
+        COHORT_ASSERT_OK_AND_ASSIGN(auto again, store().Ingest(Ref("run1"), "w", b, seq));
+        EXPECT_TRUE(again.duplicate);
+      }
+    }
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(auto series, store().ListSeries(Ref("run1")));
+  ASSERT_EQ(series.size(), 1u);
+  EXPECT_EQ(series[0].count, int64_t(all.size()));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1"), .limit = 1000000}));
+  ASSERT_EQ(hist.size(), 1u);
+  ASSERT_EQ(hist[0].points.size(), all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    ASSERT_EQ(hist[0].points[i].step, all[i].step) << i;
+    ASSERT_EQ(hist[0].points[i].value, all[i].value) << i;
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto buckets, store().QueryHistory(HistoryQuery{.run = Ref("run1"), .buckets = 10}));
+  ASSERT_EQ(buckets.size(), 1u);
+  int64_t counted = 0;
+  for (const Bucket& b : buckets[0].buckets) counted += b.count;
+  EXPECT_EQ(counted, int64_t(all.size()));
 }
 
 TEST_P(StoreConformanceTest, HistoryFiltersByStepAndTimeRange) {
@@ -399,6 +450,45 @@ TEST_P(StoreConformanceTest, ConsolePagesByIdWithoutGaps) {
   }
   ASSERT_EQ(texts.size(), 25u);
   for (int i = 0; i < 25; ++i) EXPECT_EQ(texts[i], "line " + std::to_string(i));
+}
+
+TEST_P(StoreConformanceTest, ConsoleIndexCountsAndStridesLikeThePages) {
+  MakeRun("run1");
+  for (const char* label : {"rank_0", "rank_1"}) {
+    Join("run1", label);
+    IngestBatch b{.seq = 1};
+    for (int i = 0; i < 25; ++i) {
+      b.console.push_back(ConsoleLine{.time_ms = i,
+                                      .stream = i % 5 == 0 ? "stderr" : "stdout",
+                                      .text = "line " + std::to_string(i) + " of " + label});
+    }
+    ASSERT_TRUE(store().Ingest(Ref("run1"), label, b, 1).ok());
+  }
+  // The index must agree with the lines QueryConsole returns for the same filter.
+  auto check = [&](ConsoleQuery q, int64_t stride) -> int64_t {
+    q.limit = 10000;
+    auto lines = store().QueryConsole(q);
+    auto index = store().IndexConsole(q, stride);
+    EXPECT_TRUE(lines.ok()) << lines.status().ToString();
+    EXPECT_TRUE(index.ok()) << index.status().ToString();
+    if (!lines.ok() || !index.ok()) return -1;
+    EXPECT_EQ(index->total, int64_t(lines->size()));
+    std::vector<int64_t> want;
+    for (size_t i = stride - 1; i < lines->size(); i += stride) want.push_back((*lines)[i].id);
+    EXPECT_EQ(index->stride_ids, want);
+    EXPECT_EQ(index->last_id, lines->empty() ? q.after_id : lines->back().id);
+    return index->total;
+  };
+  EXPECT_EQ(check(ConsoleQuery{.run = Ref("run1")}, 10), 50);
+  EXPECT_EQ(check(ConsoleQuery{.run = Ref("run1"), .labels = {"rank_1"}}, 7), 25);
+  EXPECT_EQ(check(ConsoleQuery{.run = Ref("run1"), .stream = "stderr"}, 2), 10);
+  EXPECT_EQ(check(ConsoleQuery{.run = Ref("run1"), .text = "line 1"}, 3), 22);
+  EXPECT_EQ(check(ConsoleQuery{.run = Ref("run1"), .labels = {"rank_0"}, .text = "nothing"}, 3), 0);
+  // From a cursor: only the lines after it.
+  COHORT_ASSERT_OK_AND_ASSIGN(auto all, store().QueryConsole(ConsoleQuery{.run = Ref("run1")}));
+  EXPECT_EQ(check(ConsoleQuery{.run = Ref("run1"), .after_id = all[19].id}, 10), 30);
+  EXPECT_EQ(store().IndexConsole(ConsoleQuery{.run = Ref("nope")}, 10).status().code(),
+            StatusCode::kNotFound);
 }
 
 // ---- concurrency ----

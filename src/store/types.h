@@ -27,9 +27,9 @@ struct RunRecord {
   std::string entity, project, run_id;
   std::string name, group, job_type, notes, host;
   std::vector<std::string> tags;
-  std::string config_json = "{}";   // a JSON object
-  std::string summary_json = "{}";  // a JSON object
-  std::string metadata_json = "{}"; // client telemetry etc., not user config
+  std::string config_json = "{}";    // a JSON object
+  std::string summary_json = "{}";   // a JSON object
+  std::string metadata_json = "{}";  // client telemetry etc., not user config
   RunState state = RunState::kPending;
   std::optional<int> exit_code;
   int64_t created_ms = 0, updated_ms = 0, heartbeat_ms = 0;
@@ -152,7 +152,7 @@ struct Filter {
 
 struct RunQuery {
   std::string entity, project;
-  std::vector<Filter> filters;  // AND
+  std::vector<Filter> filters;   // AND
   std::string sort = "created";  // created | updated | name | state | group | job_type | runtime
   bool descending = true;
   int limit = 100;
@@ -181,7 +181,7 @@ struct ProjectInfo {
 
 // Identifies one series: a key written by one writer of a run.
 struct SeriesInfo {
-  std::string key;  // user keys as logged; system keys carry the "system/" prefix
+  std::string key;     // user keys as logged; system keys carry the "system/" prefix
   std::string writer;  // label
   int64_t count = 0;
   int64_t min_step = 0, max_step = 0;
@@ -189,12 +189,12 @@ struct SeriesInfo {
 
 struct HistoryQuery {
   RunRef run;
-  std::vector<std::string> keys;     // empty: all user keys (never system/ unless named)
-  std::vector<std::string> writers;  // labels; empty: all
+  std::vector<std::string> keys;              // empty: all user keys (never system/ unless named)
+  std::vector<std::string> writers;           // labels; empty: all
   std::optional<int64_t> min_step, max_step;  // inclusive
   std::optional<int64_t> min_time_ms, max_time_ms;
-  int buckets = 0;            // > 0: bucketed; 0: raw points
-  int64_t limit = 100000;     // raw: points per series per page
+  int buckets = 0;                 // > 0: bucketed; 0: raw points
+  int64_t limit = 100000;          // raw: points per series per page
   int64_t after_step = INT64_MIN;  // raw paging cursor: only steps > after_step
 };
 
@@ -202,6 +202,7 @@ struct Bucket {
   int64_t step_min = 0, step_max = 0;  // steps of the first and last point in the bucket
   int64_t time_min = 0, time_max = 0;
   int64_t count = 0;
+  int64_t nan_count = 0;  // NaN points among `count` (not in min/max/sum)
   double min = 0, max = 0, sum = 0, first = 0, last = 0;
 };
 
@@ -221,6 +222,15 @@ struct ConsoleQuery {
   int limit = 1000;
 };
 
+// Paging cursors of a console filter (Store::IndexConsole): how many lines match after the
+// query's after_id, the id of every `stride`-th matching line (the 1-based stride-th, 2*stride-th,
+// ...), and the id of the last matching line (the query's after_id when none matches).
+struct ConsoleIndex {
+  int64_t total = 0;
+  std::vector<int64_t> stride_ids;
+  int64_t last_id = 0;
+};
+
 struct ViewRecord {
   int64_t id = 0;
   std::string entity, project, name;
@@ -234,7 +244,7 @@ struct RunFile {
   std::string content_type;  // as uploaded; may be empty
   int64_t size = 0;          // bytes
   int64_t updated_ms = 0;
-  std::string data;          // empty in listings
+  std::string data;  // empty in listings
 };
 
 enum class KeyRole { kAdmin, kMember };

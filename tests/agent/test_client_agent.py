@@ -7,6 +7,7 @@ private HOME, XDG_RUNTIME_DIR (so a private agent socket) and data directory. Th
 binaries (default: the same as COHORT_BUILD_DIR).
 """
 import json
+import math
 import os
 import pathlib
 import signal
@@ -230,3 +231,56 @@ def test_torchrun_ranks_share_one_run_without_coordination(server, client):
     writers = {w["label"]: w for w in run_info(api, run_id)["writers"]}
     assert set(writers) == {"rank_0", "rank_1"}
     assert writers["rank_0"]["primary"] and not writers["rank_1"]["primary"]
+
+
+def test_summary_keeps_the_last_logged_values(server, client):
+    api = server.api()
+    r = client.train("--steps", "200", "--keys", "3")
+    assert r.returncode == 0, r.stderr
+    run_id = run_id_of(r.stdout)
+    assert wait_for(lambda: "metric_2" in (run_info(api, run_id) or {}).get("summary", {}),
+                    timeout=20), run_info(api, run_id)
+    summary = run_info(api, run_id)["summary"]
+    last = 199
+    for k, key in enumerate(("loss", "metric_1", "metric_2")):
+        want = math.exp(-last / 100.0) * (k + 1) + 0.001 * (last % 7)
+        assert summary[key] == pytest.approx(want, rel=1e-12), (key, summary)
+    assert summary["final_loss"] == pytest.approx(summary["loss"], rel=1e-5)  # set by hand
+
+
+def test_rename_and_tags_after_init_reach_the_run(server, client):
+    api = server.api()
+    r = client.train("--steps", "20", "--keys", "2", "--rename", "renamed-run")
+    assert r.returncode == 0, r.stderr
+    run_id = run_id_of(r.stdout)
+    assert wait_for(lambda: (run_info(api, run_id) or {}).get("name") == "renamed-run",
+                    timeout=20), run_info(api, run_id)
+    assert run_info(api, run_id)["tags"] == ["renamed-run"]
+
+
+def test_sigterm_marks_the_run_killed_and_the_process_dies_of_it(server, client):
+    api = server.api()
+    p = client.start("--steps", "100000", "--keys", "2", "--sleep-ms", "5")
+    first = p.stdout.readline()
+    run_id = run_id_of(first)
+    assert wait_for(lambda: user_points(api, run_id) > 0, timeout=20)
+    p.send_signal(signal.SIGTERM)
+    p.communicate(timeout=60)
+    assert p.returncode == -signal.SIGTERM
+    assert wait_for(lambda: run_info(api, run_id)["state"] == "killed", timeout=20), \
+        run_info(api, run_id)
+    writer = run_info(api, run_id)["writers"][0]
+    assert writer["state"] == "killed" and writer["exit_code"] == 143
+    points = user_points(api, run_id)
+    counts = keys(api, run_id)
+    assert counts[("loss", writer["label"])] * 2 == points  # both keys of every step arrived
+
+
+def test_plain_run_under_torchrun_is_primary_on_every_rank(server, client):
+    api = server.api()
+    r = client.train("--steps", "5", "--keys", "1", RANK="1", WORLD_SIZE="2")
+    assert r.returncode == 0, r.stderr
+    run_id = run_id_of(r.stdout)
+    assert wait_for(lambda: (run_info(api, run_id) or {}).get("state") == "finished", timeout=20)
+    (writer,) = run_info(api, run_id)["writers"]
+    assert writer["label"] == "rank_1" and writer["primary"]

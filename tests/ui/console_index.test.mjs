@@ -62,6 +62,26 @@ test('the index applies the label, stream and text filters and extends from `aft
   assert.deepEqual(none, { total: 0, stride: 1000, cursors: [], last_id: 0 });
 });
 
+test('under a filter, every cursor starts the page at its stride-th matching line', async () => {
+  const q = `labels=rank_2&q=${encodeURIComponent('line 1')}`;
+  const matching = [];
+  for (let after = 0; ;) {
+    const page = await api(server, 'GET', `${base}/console?${q}&after=${after}&limit=100`);
+    matching.push(...page.lines);
+    if (page.next_cursor === null) break;
+    after = page.next_cursor;
+  }
+  assert.ok(matching.length > 100 && matching.every((l) => l.label === 'rank_2' && l.text.includes('line 1')));
+  const ix = await api(server, 'GET', `${base}/console/index?${q}&stride=25`);
+  assert.equal(ix.total, matching.length);
+  assert.equal(ix.cursors.length, Math.ceil(matching.length / 25));
+  for (let p = 0; p < ix.cursors.length; p++) {
+    const page = await api(server, 'GET', `${base}/console?${q}&after=${ix.cursors[p]}&limit=1`);
+    assert.equal(page.lines[0].id, matching[p * 25].id, `page ${p}`);
+  }
+  assert.equal(ix.last_id, matching[matching.length - 1].id);
+});
+
 test('a bad stride is rejected with a message naming it', async () => {
   await assert.rejects(api(server, 'GET', `${base}/console/index?stride=5`), /stride: expected 10\.\.10000/);
   await assert.rejects(api(server, 'GET', `${base}/console/index?stream=both`), /stream: expected stdout or stderr/);

@@ -1,6 +1,8 @@
 // Browser tests of the web UI: a real `cohort server` (port 0, temporary HOME and data dir),
-// seeded with the seed document's scenarios (tests/ui/seed.mjs), driven through Debian's
-// Chromium by playwright-core. Screenshots go to artifacts/ui/.
+// seeded with the seed document's scenarios written by the real Python SDK (tests/ui/seed.mjs
+// seedWithSdk: one process per rank, the node agent, fake NVML GPUs), driven through Debian's
+// Chromium by playwright-core. Screenshots go to artifacts/ui/. COHORT_UI_SEED=http seeds the
+// same scenarios through the HTTP API instead (for a machine without the Python SDK built).
 //
 //   node --test tests/ui/e2e.test.mjs        (scripts/test-ui.sh runs it)
 import assert from 'node:assert/strict';
@@ -8,10 +10,11 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { api, launchBrowser, ROOT, startServer } from './harness.mjs';
-import { HttpDriver, seed } from './seed.mjs';
+import { HttpDriver, seed, seedWithSdk } from './seed.mjs';
 
 const SHOTS = path.join(ROOT, 'artifacts/ui');
 const PROJECT = 'ddp-demo';
+const RANKS_PROJECT = 'ddp-ranks'; // the shared run with a slowed rank (SDK seed only)
 let server, browser, page, seeded, entity;
 const pageErrors = [];
 
@@ -37,6 +40,8 @@ async function waitForNames(expected, timeout = 10000) {
 
 async function legendOf(title) {
   const panel = page.locator(`section.panel[data-chart="${title}"]`);
+  // Charts load when scrolled near the viewport.
+  await panel.scrollIntoViewIfNeeded({ timeout: 15000 });
   await panel.locator('canvas').first().waitFor({ timeout: 15000 });
   return panel.locator('.legend-item').evaluateAll((els) => els.map((e) => e.getAttribute('data-series')));
 }
@@ -49,11 +54,35 @@ async function selectView(name) {
   await select.selectOption({ label: name });
 }
 
+/** The "N raw points" of a chart once drawn. */
+async function rawPoints(meta) {
+  await meta.filter({ hasText: /^\d+ raw points$/ }).waitFor({ timeout: 15000 });
+  return Number((await meta.textContent()).split(' ')[0]);
+}
+
+/** Logs `n` more loss points to the live run (the SDK process, or the HTTP writer). */
+async function more(n) {
+  const w = seeded.liveWriter;
+  if (w.more) return w.more(n);
+  const from = w.lastStep ?? 50;
+  for (let s = from; s < from + n; s++) await w.log(s, Date.now(), { loss: 0.5 });
+  w.lastStep = from + n;
+  await w.flush();
+}
+
+async function crash() {
+  const w = seeded.liveWriter;
+  if (w.crash) return w.crash();
+  await w.finish(null, 'crashed');
+}
+
 before(async () => {
   mkdirSync(SHOTS, { recursive: true });
   server = await startServer();
   entity = (await api(server, 'GET', '/api/v1/viewer')).entity;
-  seeded = await seed(new HttpDriver(server.url, server.key, entity, PROJECT));
+  seeded = process.env.COHORT_UI_SEED === 'http'
+    ? await seed(new HttpDriver(server.url, server.key, entity, PROJECT))
+    : await seedWithSdk(server, entity, PROJECT, { stragglersProject: RANKS_PROJECT });
   browser = await launchBrowser();
   const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 }, colorScheme: 'light' });
   page = await ctx.newPage();
@@ -150,6 +179,62 @@ describe('web UI', () => {
     assert.deepEqual(sections.filter((s) => s.startsWith('GPU')), ['GPU 0', 'GPU 1', 'GPU 2', 'GPU 3']);
   });
 
+  test("the group page shows every run's system metrics: GPUs per device, CPU, memory", async () => {
+    await page.goto(href('&group=DDP'));
+    const sys = page.getByTestId('group-system');
+    await sys.waitFor();
+    // Each process samples its own GPU: ranks 0 and 2 on GPU 0, ranks 1 and 3 on GPU 1.
+    assert.deepEqual(await legendOf('GPU 0 temperature (°C)'), ['ddp-rank0', 'ddp-rank2']);
+    assert.deepEqual(await legendOf('GPU 1 utilisation (%)'), ['ddp-rank1', 'ddp-rank3']);
+    assert.deepEqual(await legendOf('GPU 1 power (W)'), ['ddp-rank1', 'ddp-rank3']);
+    assert.deepEqual(await legendOf('GPU 0 memory allocated (%)'), ['ddp-rank0', 'ddp-rank2']);
+    assert.deepEqual(await legendOf('CPU (%)'), ['ddp-rank0', 'ddp-rank1', 'ddp-rank2', 'ddp-rank3']);
+    assert.deepEqual(await legendOf('memory (%)'), ['ddp-rank0', 'ddp-rank1', 'ddp-rank2', 'ddp-rank3']);
+    const sections = await sys.locator('details.chart-section').evaluateAll((els) => els.map((e) => e.getAttribute('data-section')));
+    assert.deepEqual(sections.slice(0, 3), ['GPU 0', 'GPU 1', 'CPU & memory']);
+    await sys.locator('section.panel[data-chart="GPU 0 temperature (°C)"]').scrollIntoViewIfNeeded();
+    await shot('05b-group-system');
+  });
+
+  test('files uploaded the W&B way (createRunFiles + signed PUT) are listed on the run page and download', async () => {
+    const body = 'lr: 0.1\nbatch_size: 64\n';
+    // As the vendor's clients do: GraphQL createRunFiles (Basic auth "api:KEY") gives signed upload
+    // URLs, then a PUT without credentials to each.
+    const gql = await fetch(`${server.url}/graphql`, {
+      method: 'POST',
+      headers: { Authorization: `Basic ${Buffer.from(`api:${server.key}`).toString('base64')}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        query: `mutation CreateRunFiles($entity: String!, $project: String!, $run: String!, $files: [String!]!) {
+          createRunFiles(input: {entityName: $entity, projectName: $project, runName: $run, files: $files}) { runID uploadHeaders files { name uploadUrl } } }`,
+        variables: { entity, project: PROJECT, run: seeded.rank0, files: ['config.yaml', 'media/sample.bin'] },
+      }),
+    });
+    const created = await gql.json();
+    assert.equal(gql.status, 200, JSON.stringify(created));
+    assert.equal(created.errors, undefined, JSON.stringify(created.errors));
+    const urls = Object.fromEntries(created.data.createRunFiles.files.map((f) => [f.name, f.uploadUrl]));
+    const put = async (name, data, type) => {
+      const resp = await fetch(urls[name], { method: 'PUT', headers: { 'Content-Type': type }, body: data });
+      assert.equal(resp.status, 200, await resp.text());
+    };
+    await put('config.yaml', body, 'text/yaml');
+    await put('media/sample.bin', Buffer.alloc(2500, 7), 'application/octet-stream');
+    await page.goto(href(`&run=${seeded.rank0}`));
+    const files = page.getByTestId('files');
+    const row = files.locator('tr[data-file="config.yaml"]');
+    await row.waitFor();
+    assert.deepEqual(await files.locator('tr[data-file]').evaluateAll((els) => els.map((e) => e.getAttribute('data-file'))), ['config.yaml', 'media/sample.bin']);
+    assert.equal((await row.locator('td').nth(1).textContent()).trim(), `${body.length} B`);
+    assert.equal((await files.locator('tr[data-file="media/sample.bin"] td').nth(1).textContent()).trim(), '2.5 kB');
+    assert.match(await row.locator('td').nth(3).textContent(), /^\d{4}-\d\d-\d\d/);
+    // The link works with the browser's session key (not the admin key, no key in the URL).
+    const [download] = await Promise.all([page.waitForEvent('download'), row.getByRole('link', { name: 'config.yaml' }).click()]);
+    assert.equal(download.suggestedFilename(), 'config.yaml');
+    const { readFileSync } = await import('node:fs');
+    assert.equal(readFileSync(await download.path(), 'utf8'), body);
+    await shot('09b-files');
+  });
+
   test('the Logs tab filters by label and by text, stderr highlighted', async () => {
     const all = (await api(server, 'GET', `/api/v1/runs/${entity}/${PROJECT}/${seeded.shared}/console?limit=10000`)).lines;
     await page.goto(href(`&run=${seeded.shared}&tab=logs`));
@@ -191,18 +276,40 @@ describe('web UI', () => {
     assert.deepEqual(await legendOf('loss'), ['rank_0', 'rank_1', 'rank_2', 'rank_3']);
   });
 
+  test('selected runs overlay in the workspace charts, and a running one updates live', async () => {
+    await page.goto(href(''));
+    await page.getByLabel('select live-run').check();
+    const meta = page.locator('section.panel[data-chart="loss"] .panel-meta');
+    const n = await rawPoints(meta);
+    await page.evaluate(() => { window.__noReload = true; });
+    await more(5);
+    await meta.filter({ hasText: new RegExp(`^${n + 5} raw points$`) }).waitFor({ timeout: 15000 });
+    assert.equal(await page.evaluate(() => window.__noReload), true, 'the page was not reloaded');
+    await page.getByLabel('select live-run').uncheck();
+  });
+
   test('a running run updates without a reload: new points, then its crash', async () => {
     await page.goto(href(`&run=${seeded.live}&tab=charts`));
     const meta = page.locator('section.panel[data-chart="loss"] .panel-meta');
-    await meta.filter({ hasText: '50 raw points' }).waitFor({ timeout: 15000 });
+    const n = await rawPoints(meta);
+    assert.ok(n >= 50, `${n} points before`);
     await page.evaluate(() => { window.__noReload = true; });
-    const w = seeded.liveWriter;
-    for (let s = 50; s < 60; s++) await w.log(s, Date.now(), { loss: 0.5 });
-    await w.flush();
-    await meta.filter({ hasText: '60 raw points' }).waitFor({ timeout: 15000 });
+    await more(10);
+    await meta.filter({ hasText: new RegExp(`^${n + 10} raw points$`) }).waitFor({ timeout: 15000 });
     assert.equal(await page.locator('.run-head h1 .state').textContent(), 'running');
-    await w.finish(null, 'crashed');
-    await page.locator('.run-head h1 .state', { hasText: 'crashed' }).waitFor({ timeout: 15000 });
+    // The Ranks view of a running run follows too (when the server has the rank routes).
+    const ranks = await fetch(`${server.url}/api/v1/runs/${entity}/${PROJECT}/${seeded.live}/ranks/aggregate?key=loss&buckets=10`,
+      { headers: { Authorization: `Bearer ${server.key}` } });
+    if (ranks.status === 200) {
+      await page.getByRole('tab', { name: 'Ranks' }).click();
+      const rmeta = page.getByTestId('rank-meta');
+      await rmeta.filter({ hasText: new RegExp(`^1 rank · ${n + 10} buckets`) }).waitFor({ timeout: 15000 });
+      await more(5);
+      await rmeta.filter({ hasText: new RegExp(`^1 rank · ${n + 15} buckets`) }).waitFor({ timeout: 15000 });
+    }
+    await crash();
+    // The process died without finish(): the agent reports the writer crashed.
+    await page.locator('.run-head h1 .state', { hasText: 'crashed' }).waitFor({ timeout: 45000 });
     assert.equal(await page.evaluate(() => window.__noReload), true, 'the page was not reloaded');
     await shot('10-live-crashed');
   });
@@ -286,6 +393,89 @@ describe('web UI', () => {
     assert.equal(bg, 'rgb(20, 23, 28)');
     await p.screenshot({ path: path.join(SHOTS, '16-dark-charts.png') });
     await ctx.close();
+  });
+
+  // Rank insight (issue 8): needs the server's rank routes (docs/api.md "Rank aggregation").
+  async function rankRoutes(t) {
+    const resp = await fetch(`${server.url}/api/v1/runs/${entity}/${PROJECT}/${seeded.shared}/ranks/aggregate?key=loss&buckets=10`,
+      { headers: { Authorization: `Bearer ${server.key}` } });
+    if (resp.status === 200) return true;
+    t.skip(`the server has no rank routes yet (GET .../ranks/aggregate: ${resp.status})`);
+    return false;
+  }
+
+  test('Ranks tab: band across writers, hover names the min/max rank, one click isolates a rank', async (t) => {
+    if (!(await rankRoutes(t))) return;
+    await page.goto(href(`&run=${seeded.shared}&tab=ranks`));
+    const meta = page.getByTestId('rank-meta');
+    await meta.filter({ hasText: /^4 ranks/ }).waitFor({ timeout: 15000 });
+    const members = await page.locator('.rank-members [data-member]').evaluateAll((els) => els.map((e) => e.getAttribute('data-member')));
+    assert.deepEqual(members, ['rank_0', 'rank_1', 'rank_2', 'rank_3']);
+    const panel = page.locator('section.rank-band');
+    const legend = () => panel.locator('.legend-item').evaluateAll((els) => els.map((e) => e.getAttribute('data-series')));
+    assert.deepEqual(await legend(), ['mean of 4 (band: min..max)', 'median']);
+    // Hover near step 30: rank r's loss decays as exp(-step / (60 + 10 r)), so rank_0 holds the
+    // min and rank_3 (or rank_2, within the noise) the max.
+    const box = await panel.locator('.u-over').boundingBox();
+    await page.mouse.move(box.x + box.width * 0.1, box.y + box.height / 2);
+    const hover = page.getByTestId('rank-hover');
+    await hover.locator('[data-role=min]').waitFor();
+    assert.equal(await hover.locator('[data-role=min]').getAttribute('data-member'), 'rank_0');
+    assert.match(await hover.locator('[data-role=max]').getAttribute('data-member'), /^rank_[23]$/);
+    assert.match(await hover.textContent(), /steps \d+–\d+ · min [\d.]+ rank_0/);
+    await shot('17-ranks-hover');
+    // One click isolates a rank: its own line over the band, and the URL keeps it.
+    await panel.locator('.rank-members [data-member="rank_3"]').click();
+    await page.waitForURL(/rank=rank_3/);
+    await page.waitForFunction(() => [...document.querySelectorAll('section.rank-band .legend-item')].some((e) => e.getAttribute('data-series') === 'rank_3'));
+    assert.equal(await panel.locator('.rank-members [data-member="rank_3"]').getAttribute('aria-pressed'), 'true');
+    await page.getByTestId('rank-clear').click();
+    await page.waitForFunction(() => !location.search.includes('rank='));
+  });
+
+  test('Ranks tab: the slowed rank, and only it, is flagged with evidence and host; heatmap of ranks x time', async (t) => {
+    if (!seeded.stragglers) return t.skip('the HTTP seed has no straggler run');
+    if (!(await rankRoutes(t))) return;
+    await page.goto(`${server.url}/?p=${entity}/${RANKS_PROJECT}&run=${seeded.stragglers}&tab=ranks`);
+    const list = page.getByTestId('stragglers');
+    await list.locator('tr[data-straggler]').first().waitFor({ timeout: 15000 });
+    const flaggedRows = await list.locator('tr[data-straggler]').evaluateAll((els) => els.map((e) => e.getAttribute('data-straggler')));
+    assert.deepEqual(flaggedRows, ['rank_3']);
+    const row = list.locator('tr[data-straggler="rank_3"]');
+    assert.match(await row.textContent(), /step_time/);
+    assert.notEqual((await row.locator('td').nth(1).textContent()).trim(), '—', 'the host is shown');
+    const heat = page.getByTestId('heatmap');
+    await heat.waitFor();
+    const labels = await heat.locator('[role=rowheader]').evaluateAll((els) => els.map((e) => e.getAttribute('data-member')));
+    assert.deepEqual(labels, ['rank_0', 'rank_1', 'rank_2', 'rank_3']);
+    assert.ok(await heat.locator('[role=rowheader].flagged[data-member="rank_3"]').count() === 1);
+    // rank_3's cells are the slow (red) end of the scale: its mean cell value is the largest.
+    const means = await heat.evaluate((el) => {
+      const out = {};
+      let cur = null;
+      for (const c of el.children) {
+        if (c.getAttribute('role') === 'rowheader') { cur = c.getAttribute('data-member'); out[cur] = []; }
+        else if (c.dataset.v !== '') out[cur].push(Number(c.dataset.v));
+      }
+      return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, v.reduce((a, b) => a + b, 0) / Math.max(1, v.length)]));
+    });
+    assert.ok(means.rank_3 > 2 * Math.max(means.rank_0, means.rank_1, means.rank_2), JSON.stringify(means));
+    await shot('18-ranks-stragglers');
+    await page.getByLabel('heatmap colour').selectOption('gpu_util');
+    await page.locator('[data-testid=heatmap][data-by=gpu_util]').waitFor();
+    await shot('19-ranks-gpu-heatmap');
+  });
+
+  test('the group page compares a metric across its runs (band, ranks, stragglers)', async (t) => {
+    if (!(await rankRoutes(t))) return;
+    await page.goto(href('&group=DDP'));
+    const section = page.locator('details[data-section="Ranks"]');
+    await section.locator('summary').click();
+    await page.getByTestId('rank-meta').filter({ hasText: /^4 ranks/ }).waitFor({ timeout: 15000 });
+    const members = await section.locator('.rank-members [data-member]').evaluateAll((els) => els.map((e) => e.textContent));
+    assert.deepEqual(members, ['ddp-rank0 · rank_0', 'ddp-rank1 · rank_1', 'ddp-rank2 · rank_2', 'ddp-rank3 · rank_3']);
+    await section.getByTestId('heatmap').waitFor();
+    await shot('20-group-ranks');
   });
 
   test('no uncaught error in the page during the whole session', () => {

@@ -24,13 +24,15 @@ export function findBinary() {
 }
 
 /** Starts `cohort server --port 0`; resolves once it printed its URL and login link. */
-export async function startServer({ extraArgs = [] } = {}) {
+/** `dataDir`, `homeDir`: keep the data and the HOME there (not removed at stop), e.g. to reopen
+ * the same store with another binary. */
+export async function startServer({ extraArgs = [], bin = null, dataDir = null, homeDir = null } = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), 'cohort-ui-'));
-  const home = path.join(dir, 'home');
-  const data = path.join(dir, 'data');
+  const home = homeDir ?? path.join(dir, 'home');
+  const data = dataDir ?? path.join(dir, 'data');
   const uiDir = path.join(ROOT, 'ui/dist');
   if (!existsSync(path.join(uiDir, 'index.html'))) throw new Error('ui/dist is missing: run scripts/build-ui.sh');
-  const proc = spawn(findBinary(), ['server', '--port', '0', '--data-dir', data, '--ui-dir', uiDir, ...extraArgs], {
+  const proc = spawn(bin ?? findBinary(), ['server', '--port', '0', '--data-dir', data, '--ui-dir', uiDir, ...extraArgs], {
     env: { ...process.env, HOME: home },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -50,10 +52,15 @@ export async function startServer({ extraArgs = [] } = {}) {
   const m = /(https?:\/\/\S+\?token=(\S+))/.exec(got[1]);
   if (!m) throw new Error(`unexpected second line: ${got[1]}`);
   const config = JSON.parse(readFileSync(path.join(home, '.config/cohort/config.json'), 'utf8'));
+  const onStop = [];
   return {
     url, loginUrl: m[1], token: m[2], key: config.api_key, proc, dir,
     stderr: () => stderr,
+    /** Runs `fn` when the server stops (the SDK seeder kills its processes). */
+    onStop(fn) { onStop.push(fn); },
     async stop() {
+      for (const fn of onStop) fn();
+      await stopAgent(path.join(dir, 'run'));
       if (proc.exitCode === null) {
         proc.kill('SIGTERM');
         await new Promise((r) => { const t = setTimeout(() => { proc.kill('SIGKILL'); r(); }, 5000); proc.on('exit', () => { clearTimeout(t); r(); }); });
@@ -61,6 +68,17 @@ export async function startServer({ extraArgs = [] } = {}) {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Stops the node agent the SDK started with XDG_RUNTIME_DIR=`runtimeDir` (if any). */
+async function stopAgent(runtimeDir) {
+  let pid = 0;
+  try { pid = Number(readFileSync(path.join(runtimeDir, 'cohort/agent.lock'), 'utf8').trim()) || 0; } catch { return; }
+  const alive = () => { try { process.kill(pid, 0); return true; } catch { return false; } };
+  if (!pid || !alive()) return;
+  try { process.kill(pid, 'SIGTERM'); } catch { return; }
+  for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 50));
+  if (alive()) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
 }
 
 export async function launchBrowser() {

@@ -9,7 +9,11 @@
 // runs examples/ scripts can take its place without touching the scenarios.
 //
 //   node tests/ui/seed.mjs URL KEY [project]      (KEY: an API key; prints the created run ids)
-
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+import { api, findBinary, ROOT } from './harness.mjs';
 
 /** Driver over the JSON API (docs/api.md). */
 export class HttpDriver {
@@ -136,7 +140,7 @@ export async function seed(driver, { steps = 300 } = {}) {
       { label: `rank_${rank}`, gpu_ids: [rank % 2] },
     );
     const crash = rank === 2 ? 150 : null;
-    const last = await train(w, { rank, steps, crashAt: crash });
+    const last = await train(w, { rank, steps, crashAt: crash, gpus: [rank % 2] });
     await w.summary(last);
     if (crash !== null) await w.finish(null, 'crashed'); else await w.finish(0);
     out.ddp[`rank${rank}`] = w.runId;
@@ -177,6 +181,136 @@ export async function seed(driver, { steps = 300 } = {}) {
   out.live = live.runId;
   out.liveWriter = live;
   return out;
+}
+
+// ---- the same scenarios, written by the real Python SDK ------------------------------------------
+
+/**
+ * Runs tests/ui/seed_sdk.py (the Python SDK, `import cohort`) as one process per rank against
+ * `server` (from harness.mjs): the SDK's node agent (`cohort agent`) delivers the rows, captures
+ * every print as console lines, and samples system metrics, GPUs included through the fake NVML
+ * library of tests/fake_nvml (4 devices). Same runs and names as `seed()`; `live` is a process
+ * that waits for `more(n)` / `crash()`. Resolves once every run has reached its final state.
+ */
+export async function seedWithSdk(server, entity, project, { steps = 300, stragglersProject = null } = {}) {
+  const sdk = new SdkProcesses(server, project, steps);
+  const out = { project, ddp: {}, shared: null, rank0: null, live: null };
+  try {
+    // One run per process (rank 2 crashes), the shared run (rank_2 crashes), rank 0 only, live.
+    const sharedId = `shared${Date.now().toString(36)}`;
+    const waitFile = path.join(server.dir, 'shared-primary-wait');
+    writeFileSync(waitFile, '');
+    const ddp = [0, 1, 2, 3].map((r) => sdk.start(['ddp', String(r)]));
+    const primary = sdk.start(['shared', '0', sharedId], { SEED_WAIT_FILE: waitFile });
+    await primary.ready;
+    const workers = [1, 2, 3].map((r) => sdk.start(['shared', String(r), sharedId]));
+    const rank0 = sdk.start(['rank0']);
+    const live = sdk.start(['live']);
+    // In a project of its own: a shared run where rank 3 is 4x slower per step.
+    let slow = [];
+    const slowWait = path.join(server.dir, 'slow-primary-wait');
+    if (stragglersProject) {
+      writeFileSync(slowWait, '');
+      const slowId = `slow${Date.now().toString(36)}`;
+      const env = { COHORT_PROJECT: stragglersProject, SEED_WAIT_FILE: slowWait };
+      slow = [sdk.start(['slow', '0', slowId], env)];
+      await slow[0].ready;
+      for (const r of [1, 2, 3]) slow.push(sdk.start(['slow', String(r), slowId], env));
+    }
+    for (const [r, p] of ddp.entries()) out.ddp[`rank${r}`] = await p.ready;
+    for (const p of [...ddp, ...workers]) await p.exited;
+    rmSync(waitFile, { force: true }); // the primary finishes last: the run's state is its own
+    await primary.exited;
+    out.shared = await primary.ready;
+    out.rank0 = await rank0.ready;
+    await rank0.exited;
+    out.live = await live.ready;
+    out.liveWriter = live;
+    if (slow.length) {
+      for (const p of slow.slice(1)) await p.exited;
+      rmSync(slowWait, { force: true });
+      await slow[0].exited;
+      out.stragglers = await slow[0].ready;
+    }
+    // The crashed ranks died without finish(): wait until the agent has reported them.
+    const crashed = async (id, label) => {
+      const deadline = Date.now() + 60000;
+      while (Date.now() < deadline) {
+        const r = await api(server, 'GET', `/api/v1/runs/${entity}/${project}/${id}`);
+        if (r.writers?.find((w) => w.label === label)?.state === 'crashed') return;
+        await new Promise((res) => setTimeout(res, 200));
+      }
+      throw new Error(`seed: writer ${label} of run ${id} never became crashed`);
+    };
+    await crashed(out.ddp.rank2, 'rank_2');
+    await crashed(out.shared, 'rank_2');
+    return out;
+  } catch (e) {
+    sdk.killAll();
+    throw new Error(`${e.message}\n${sdk.output()}`);
+  }
+}
+
+class SdkProcesses {
+  constructor(server, project, steps) {
+    this.procs = [];
+    this.log = [];
+    const python = process.env.COHORT_PYTHON || (existsSync(path.join(ROOT, '.venv/bin/python')) ? path.join(ROOT, '.venv/bin/python') : 'python3');
+    const build = path.resolve(process.env.COHORT_BUILD_DIR || path.join(path.dirname(findBinary()), '../..'));
+    const nvml = process.env.COHORT_FAKE_NVML || path.join(build, 'tests/fake_nvml/libnvidia-ml.so.1');
+    if (!existsSync(nvml)) throw new Error(`seed: ${nvml} is missing (build the fake_nvml target)`);
+    const env = { ...process.env };
+    for (const k of ['COHORT_MODE', 'COHORT_RUN_ID', 'COHORT_ENTITY', 'COHORT_DIR', 'COHORT_AGENT', 'COHORT_AGENT_SOCKET', 'RANK',
+      'LOCAL_RANK', 'WORLD_SIZE', 'TORCHELASTIC_RUN_ID', 'MASTER_ADDR', 'MASTER_PORT']) delete env[k];
+    Object.assign(env, {
+      HOME: path.join(server.dir, 'home'), XDG_RUNTIME_DIR: path.join(server.dir, 'run'), XDG_CONFIG_HOME: '', XDG_DATA_HOME: '',
+      COHORT_BASE_URL: server.url, COHORT_API_KEY: server.key, COHORT_PROJECT: project,
+      COHORT_BUILD_DIR: build, COHORT_BIN: findBinary(), COHORT_AGENT_IDLE_S: '10',
+      COHORT_NVML_LIBRARY: nvml, FAKE_NVML_DEVICE_COUNT: '4',
+      PYTHONPATH: path.join(ROOT, 'python'), PYTHONUNBUFFERED: '1', SEED_STEPS: String(steps),
+    });
+    mkdirSync(env.XDG_RUNTIME_DIR, { recursive: true, mode: 0o700 });
+    this.env = env;
+    this.python = python;
+    server.onStop?.(() => this.killAll());
+  }
+
+  /** Starts `seed_sdk.py args`; `.ready` resolves to the run id, `.exited` to the exit status. */
+  start(args, extraEnv = {}) {
+    const proc = spawn(this.python, [path.join(ROOT, 'tests/ui/seed_sdk.py'), ...args], {
+      env: { ...this.env, ...extraEnv }, stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const name = args.join(' ');
+    this.procs.push(proc);
+    let onReady, onFail;
+    const waiters = [];
+    const p = {
+      proc,
+      ready: new Promise((res, rej) => { onReady = res; onFail = rej; }),
+      exited: new Promise((res) => proc.on('exit', (code, sig) => res(sig ?? code))),
+      send: (line) => proc.stdin.write(line + '\n'),
+      /** Logs `n` more steps (loss 0.5); resolves when the SDK has taken them. */
+      more: (n) => new Promise((res) => { waiters.push(res); p.send(`more ${n}`); }),
+      crash: () => p.send('crash'),
+      finish: () => p.send('finish'),
+    };
+    p.ready.catch(() => {});
+    readline.createInterface({ input: proc.stdout }).on('line', (l) => {
+      const m = /^ready (\S+)$/.exec(l);
+      if (m) onReady(m[1]);
+      else if (l.startsWith('logged ')) waiters.shift()?.();
+      else this.log.push(`[${name}] ${l}`);
+    });
+    readline.createInterface({ input: proc.stderr }).on('line', (l) => this.log.push(`[${name}:err] ${l}`));
+    proc.on('exit', (code, sig) => onFail(new Error(`seed_sdk.py ${name} exited (${sig ?? code}) before it was ready`)));
+    return p;
+  }
+
+  output() { return this.log.slice(-60).join('\n'); }
+
+  killAll() {
+    for (const p of this.procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+  }
 }
 
 // ---- command line -----------------------------------------------------------------------------

@@ -7,8 +7,9 @@
 namespace cohort::monitor {
 
 Sampler::Sampler(std::vector<std::unique_ptr<MonitorSource>> sources, Callback callback,
-                 std::chrono::milliseconds interval)
+                 std::chrono::milliseconds interval, std::chrono::milliseconds first_delay)
     : interval_(std::max(interval, kMinInterval)),
+      first_delay_(first_delay.count() < 0 ? interval_ : first_delay),
       callback_(std::move(callback)),
       sources_(std::move(sources)) {}
 
@@ -58,7 +59,7 @@ void Sampler::Loop() {
   loop_thread_id_.store(std::this_thread::get_id());
   OpenSources();
   using Clock = std::chrono::steady_clock;
-  Clock::time_point next = Clock::now() + interval_;
+  Clock::time_point next = Clock::now() + first_delay_;
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mu_);

@@ -42,14 +42,16 @@ class Sampler {
   static constexpr std::chrono::milliseconds kDefaultInterval{15000};
   static constexpr std::chrono::milliseconds kMinInterval{100};
 
-  // `interval` below kMinInterval is raised to it.
+  // `interval` below kMinInterval is raised to it. The first batch comes `first_delay` after
+  // Start() (default, or negative: one interval); rate sources (CPU) measure over that span.
   Sampler(std::vector<std::unique_ptr<MonitorSource>> sources, Callback callback,
-          std::chrono::milliseconds interval = kDefaultInterval);
+          std::chrono::milliseconds interval = kDefaultInterval,
+          std::chrono::milliseconds first_delay = std::chrono::milliseconds(-1));
   ~Sampler();  // Stop()
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
 
-  // Starts the sampling thread; the first batch comes one interval later. kFailedPrecondition
+  // Starts the sampling thread; the first batch comes first_delay later. kFailedPrecondition
   // when already running. May be called again after Stop().
   Status Start();
   // Ends the sampling thread promptly (it waits on a condition variable, never a sleep).
@@ -76,6 +78,7 @@ class Sampler {
   void OpenSourcesLocked();  // requires sources_mu_
 
   const std::chrono::milliseconds interval_;
+  const std::chrono::milliseconds first_delay_;
   const Callback callback_;
 
   mutable std::mutex sources_mu_;  // guards the four members below

@@ -96,6 +96,20 @@ TEST(Sampler, DeliversBatchesAtTheInterval) {
   EXPECT_EQ(got.WaitFor(n + 1, milliseconds(300)), n);
 }
 
+TEST(Sampler, FirstBatchComesAfterTheFirstDelayNotAnInterval) {
+  Collector got;
+  Sampler sampler(
+      Sources(), [&](SampleBatch b) { got.Add(std::move(b)); }, milliseconds(60000),
+      milliseconds(100));
+  auto start = Clock::now();
+  ASSERT_TRUE(sampler.Start().ok());
+  ASSERT_EQ(got.WaitFor(1, milliseconds(5000)), 1u);
+  EXPECT_GE(Clock::now() - start, milliseconds(100) - milliseconds(5));
+  EXPECT_LT(Clock::now() - start, milliseconds(5000));
+  EXPECT_EQ(got.WaitFor(2, milliseconds(300)), 1u);  // the next one is an interval away
+  sampler.Stop();
+}
+
 TEST(Sampler, StopIsPromptDuringALongInterval) {
   Sampler sampler(
       Sources(), [](SampleBatch) {}, milliseconds(60000));

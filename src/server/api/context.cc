@@ -4,6 +4,7 @@
 
 #include "core/clock.h"
 #include "core/ids.h"
+#include "server/api/throttle.h"
 
 namespace cohort::api {
 
@@ -50,6 +51,7 @@ http::Handler Authed(ApiContext* ctx, AuthedHandler h, bool admin_only) {
     if (admin_only && who->role != store::KeyRole::kAdmin) {
       return ErrorResponse(Status::PermissionDenied("this route needs an admin key"));
     }
+    if (auto refused = ThrottleRequest(ctx, who->entity)) return std::move(*refused);
     return h(req, *who);
   };
 }
@@ -172,6 +174,7 @@ void RegisterApiRoutes(http::Router& r, ApiContext* ctx) {
   RegisterKeyRoutes(r, ctx);
   RegisterSessionRoutes(r, ctx);
   RegisterConsoleIndexRoutes(r, ctx);
+  RegisterRanksRoutes(r, ctx);
   // Unknown API paths answer JSON 404 even when the web UI's catch-all serves other paths.
   r.Add("GET", "/api/{rest...}", [](http::HttpRequest& req) {
     return ErrorResponse(Status::NotFound("no API route " + req.path));

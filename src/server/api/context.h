@@ -12,6 +12,7 @@
 #include "server/api/auth.h"
 #include "server/http/message.h"
 #include "server/http/router.h"
+#include "server/limits/rate_limiter.h"
 #include "server/metrics.h"
 #include "store/store.h"
 
@@ -31,6 +32,7 @@ struct ApiContext {
   store::Store* store = nullptr;
   Authenticator* auth = nullptr;
   server::Metrics* metrics = nullptr;
+  limits::RateLimiter* limiter = nullptr;  // per-entity rate limits; null: none
   ApiLimits limits;
   std::string version = "0.1.0";
 };
@@ -80,6 +82,7 @@ void RegisterViewRoutes(http::Router& r, ApiContext* ctx);
 void RegisterKeyRoutes(http::Router& r, ApiContext* ctx);
 void RegisterSessionRoutes(http::Router& r, ApiContext* ctx);
 void RegisterConsoleIndexRoutes(http::Router& r, ApiContext* ctx);
+void RegisterRanksRoutes(http::Router& r, ApiContext* ctx);
 
 // All of the above.
 void RegisterApiRoutes(http::Router& r, ApiContext* ctx);

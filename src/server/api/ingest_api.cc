@@ -5,6 +5,7 @@
 #include "core/clock.h"
 #include "server/api/context.h"
 #include "server/api/ingest_decode.h"
+#include "server/api/throttle.h"
 
 namespace cohort::api {
 
@@ -17,6 +18,9 @@ void RegisterIngestRoutes(http::Router& r, ApiContext* ctx) {
           if (!batch.ok()) {
             ctx->metrics->AddRejected("bad_batch");
             return ErrorResponse(batch.status());
+          }
+          if (auto refused = ThrottlePoints(ctx, who.entity, CountPoints(*batch))) {
+            return std::move(*refused);
           }
           int64_t t0 = MonoNanos();
           auto res = ctx->store->Ingest(*ref, req.PathParam("label"), *batch, NowMillis());

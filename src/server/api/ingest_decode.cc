@@ -2,6 +2,8 @@
 
 #include <unordered_set>
 
+#include "server/api/ingest_fast_decode.h"
+
 namespace cohort::api {
 namespace {
 
@@ -123,6 +125,12 @@ class BatchDecoder {
 }  // namespace
 
 Result<store::IngestBatch> DecodeIngestBatch(std::string_view body, const ApiLimits& limits) {
+  if (auto fast = FastDecodeIngestBatch(body, limits)) return std::move(*fast);
+  return DecodeIngestBatchWithTree(body, limits);
+}
+
+Result<store::IngestBatch> DecodeIngestBatchWithTree(std::string_view body,
+                                                     const ApiLimits& limits) {
   BatchDecoder d(limits);
   return d.Decode(body);
 }

@@ -7,6 +7,7 @@
 
 #include "core/clock.h"
 #include "core/json.h"
+#include "server/api/throttle.h"
 #include "server/compat/compat.h"
 #include "server/compat/graphql_exec.h"
 #include "server/compat/resolvers.h"
@@ -32,6 +33,16 @@ http::HttpResponse HandleGraphql(api::ApiContext* ctx, http::HttpRequest& req) {
     int status = api::HttpStatusFor(who.status().code());
     auto resp = GqlError(status, who.status().message());
     if (status == 429 || status == 503) resp.headers.emplace_back("Retry-After", "1");
+    return resp;
+  }
+  if (auto refused = api::ThrottleRequest(ctx, who->entity)) {
+    // The GraphQL error shape, with the 429 and its rate-limit headers.
+    std::string retry;
+    for (const auto& [name, value] : refused->headers) {
+      if (name == "Retry-After") retry = value;
+    }
+    auto resp = GqlError(429, "rate limited: retry after " + retry + " s");
+    resp.headers = std::move(refused->headers);
     return resp;
   }
   auto body = json::Parse(req.body);

@@ -16,6 +16,7 @@
 
 #include "core/clock.h"
 #include "core/json.h"
+#include "server/api/throttle.h"
 #include "server/compat/client_writers.h"
 #include "server/compat/compat.h"
 #include "server/compat/compat_context.h"
@@ -207,6 +208,10 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
   const int64_t now = NowMillis();
   const StreamRequest& sr = *request;
   Decoded decoded = DecodeLines(sr, client.shared, ctx->limits, now);
+  int64_t offered = 0;
+  for (const auto& [index, row] : decoded.history) offered += int64_t(row.values.size());
+  for (const auto& [index, row] : decoded.events) offered += int64_t(row.values.size());
+  if (auto refused = api::ThrottlePoints(ctx, who.entity, offered)) return std::move(*refused);
 
   const bool has_content = sr.history.present || sr.events.present || sr.console.present ||
                            decoded.summary || sr.complete || sr.preempting;

@@ -572,7 +572,7 @@ class Parser {
         std::string name;
         Value field;
         if (!ExpectName(&name) || !Expect(":") || !ParseValue(&field, is_const)) return false;
-        v->fields.emplace_back(std::move(name), std::move(field));
+        v->fields.push_back(ObjectField{std::move(name), std::move(field)});
       }
       Leave();
       return Advance();

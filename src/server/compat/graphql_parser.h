@@ -22,6 +22,8 @@
 
 namespace cohort::compat::gql {
 
+struct ObjectField;
+
 // An input value as written in the document (variables are resolved at execution).
 struct Value {
   enum class Kind { kNull, kVariable, kInt, kFloat, kString, kBool, kEnum, kList, kObject };
@@ -29,7 +31,14 @@ struct Value {
   std::string text;  // variable name, number as written, string contents, enum name
   bool boolean = false;
   std::vector<Value> list;
-  std::vector<std::pair<std::string, Value>> fields;  // object fields in document order
+  std::vector<ObjectField> fields;  // object fields in document order
+};
+
+// One field of an object value. A struct, not std::pair<std::string, Value>: a pair cannot
+// hold the still incomplete Value inside Value's own definition (clang rejects it).
+struct ObjectField {
+  std::string name;
+  Value value;
 };
 
 struct Argument {

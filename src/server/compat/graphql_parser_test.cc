@@ -45,9 +45,9 @@ TEST(GraphqlParser, ParsesTheUpsertBucketMutation) {
   ASSERT_NE(input, nullptr);
   ASSERT_EQ(input->kind, Value::Kind::kObject);
   ASSERT_EQ(input->fields.size(), 8u);
-  EXPECT_EQ(input->fields[3].first, "modelName");
-  EXPECT_EQ(input->fields[3].second.kind, Value::Kind::kVariable);
-  EXPECT_EQ(input->fields[3].second.text, "project");
+  EXPECT_EQ(input->fields[3].name, "modelName");
+  EXPECT_EQ(input->fields[3].value.kind, Value::Kind::kVariable);
+  EXPECT_EQ(input->fields[3].value.text, "project");
   ASSERT_EQ(upsert.selections.size(), 2u);
   EXPECT_EQ(upsert.selections[0].name, "bucket");
   EXPECT_EQ(upsert.selections[0].selections[2].selections[2].name, "entity");
@@ -93,7 +93,7 @@ TEST(GraphqlParser, ValueKinds) {
   EXPECT_EQ(f.Arg("e")->kind, Value::Kind::kNull);
   EXPECT_EQ(f.Arg("g")->kind, Value::Kind::kEnum);
   EXPECT_EQ(f.Arg("h")->list[1].list[0].text, "2");
-  EXPECT_EQ(f.Arg("i")->fields[0].second.fields[0].second.kind, Value::Kind::kVariable);
+  EXPECT_EQ(f.Arg("i")->fields[0].value.fields[0].value.kind, Value::Kind::kVariable);
   EXPECT_EQ(f.Arg("l")->text, "block\n  indented");
 }
 

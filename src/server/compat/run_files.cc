@@ -7,6 +7,7 @@
 #include <charconv>
 
 #include "core/clock.h"
+#include "server/api/throttle.h"
 #include "server/compat/compat_context.h"
 
 namespace cohort::compat {
@@ -96,9 +97,38 @@ std::string EscapePath(std::string_view name) {
   return out;
 }
 
+Status ValidateUploadName(std::string_view name) {
+  if (name.empty() || name.size() > 1024) {
+    return Status::InvalidArgument("file name: must be 1-1024 bytes");
+  }
+  if (!json::IsValidUtf8(name)) return Status::InvalidArgument("file name: not valid UTF-8");
+  for (char c : name) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      return Status::InvalidArgument("file name: control characters are not allowed");
+    }
+    if (c == '\\') return Status::InvalidArgument("file name: backslashes are not allowed");
+  }
+  if (name.front() == '/') return Status::InvalidArgument("file name: must be a relative path");
+  size_t start = 0;
+  while (true) {
+    size_t slash = name.find('/', start);
+    std::string_view seg = name.substr(start, slash == std::string_view::npos ? name.npos
+                                                                                : slash - start);
+    if (seg.empty()) return Status::InvalidArgument("file name: empty path segment");
+    if (seg == "." || seg == "..") {
+      return Status::InvalidArgument("file name: '.' and '..' segments are not allowed");
+    }
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  return Status::Ok();
+}
+
 Result<std::string> UploadUrl(const std::string& base_url, const api::AuthContext& who,
                               const std::string& key_hash, const store::RunRef& ref,
                               const std::string& name, int64_t now_ms, int64_t ttl_s) {
+  COHORT_RETURN_IF_ERROR(ValidateUploadName(name));
   if (who.key_id <= 0 || key_hash.empty()) {
     return Status::FailedPrecondition("uploads need an API key, not a browser session");
   }
@@ -122,6 +152,7 @@ void RegisterRunFileRoutes(http::Router& r, api::ApiContext* ctx) {
           std::string name = req.PathParam("name");
           store::RunRef ref{req.PathParam("entity"), req.PathParam("project"),
                             req.PathParam("run")};
+          if (Status s = ValidateUploadName(name); !s.ok()) return api::ErrorResponse(s);
           if (!api::ExtractApiKey(req).empty()) {
             auto who = ctx->auth->Authenticate(req);
             if (!who.ok()) return api::ErrorResponse(who.status());
@@ -130,6 +161,7 @@ void RegisterRunFileRoutes(http::Router& r, api::ApiContext* ctx) {
           } else if (Status s = CheckSignature(ctx, req, ref, name); !s.ok()) {
             return api::ErrorResponse(s);
           }
+          if (auto refused = api::ThrottleRequest(ctx, ref.entity)) return std::move(*refused);
           store::RunFile file;
           file.name = name;
           file.content_type = std::string(req.Header("content-type")).substr(0, 128);

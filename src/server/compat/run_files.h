@@ -28,6 +28,11 @@ Result<std::string> UploadUrl(const std::string& base_url, const api::AuthContex
 std::string DownloadUrl(const std::string& base_url, const store::RunRef& ref,
                         const std::string& name);
 
+// Checks the name of an uploaded file: 1-1024 bytes of UTF-8, '/'-separated segments none of
+// which is empty, "." or ".."; no leading or trailing '/', no backslash, no control characters.
+// kInvalidArgument naming the problem otherwise.
+Status ValidateUploadName(std::string_view name);
+
 // "a b/c.txt" -> "a%20b/c.txt": each path segment percent-encoded, '/' kept.
 std::string EscapePath(std::string_view name);
 

@@ -125,6 +125,7 @@ Router::Router() : root_(std::make_unique<Node>()) {}
 Router::~Router() = default;
 
 void Router::Add(std::string_view method, std::string_view pattern, Handler handler) {
+  routes_.emplace_back(std::string(method), std::string(pattern));
   Route route;
   route.pattern = std::string(pattern);
   route.handler = std::move(handler);

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "server/http/message.h"
@@ -34,10 +35,13 @@ class Router {
   void Add(std::string_view method, std::string_view pattern, Handler handler);
   // Finds the route, fills req.path_params and req.route, and runs the handler.
   HttpResponse Dispatch(HttpRequest& req) const;
+  // Every (method, pattern) added, in the order added (tests enumerate the API with it).
+  const std::vector<std::pair<std::string, std::string>>& Routes() const { return routes_; }
 
  private:
   struct Node;
   std::unique_ptr<Node> root_;
+  std::vector<std::pair<std::string, std::string>> routes_;
 };
 
 }  // namespace cohort::http

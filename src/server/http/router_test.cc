@@ -165,5 +165,15 @@ TEST(RouterTest, DecodedPathIsUsedWhenTargetIsEmpty) {
   EXPECT_EQ(req.PathParam("id"), "42");
 }
 
+TEST(RouterTest, RoutesListsEveryAddedRouteInOrder) {
+  Router router;
+  router.Add("GET", "/a/{id}", Named("a"));
+  router.Add("POST", "/a/{id}", Named("b"));
+  router.Add("GET", "/{path...}", Named("c"));
+  using Route = std::pair<std::string, std::string>;
+  EXPECT_EQ(router.Routes(),
+            (std::vector<Route>{{"GET", "/a/{id}"}, {"POST", "/a/{id}"}, {"GET", "/{path...}"}}));
+}
+
 }  // namespace
 }  // namespace cohort::http

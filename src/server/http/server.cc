@@ -188,6 +188,7 @@ struct HttpServer::Impl {
       : options(std::move(opts)),
         router(r),
         workers(static_cast<size_t>(std::max(1, options.worker_threads))),
+        readers(static_cast<size_t>(std::max(1, options.read_threads))),
         ioc(std::max(1, options.io_threads)),
         acceptor(asio::make_strand(ioc)) {}
 
@@ -218,6 +219,7 @@ struct HttpServer::Impl {
   // Destroyed in reverse order: the acceptor before the io_context, and pending coroutine
   // frames (owned by the io_context) while the members above are still alive.
   asio::thread_pool workers;
+  asio::thread_pool readers;
   asio::io_context ioc;
   tcp::acceptor acceptor;
   std::vector<std::thread> io_threads;
@@ -397,7 +399,9 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
       resp = HttpResponse::Error(400, "bad_request", "malformed request target");
     } else {
       stream.expires_never();
-      resp = co_await asio::co_spawn(workers.get_executor(), RunHandler(&req), asio::use_awaitable);
+      auto pool = head || breq.method() == bhttp::verb::get ? readers.get_executor()
+                                                            : workers.get_executor();
+      resp = co_await asio::co_spawn(pool, RunHandler(&req), asio::use_awaitable);
     }
     stats.requests_total.fetch_add(1, std::memory_order_relaxed);
     keep_alive = keep_alive && !stopping && !WantsClose(resp);
@@ -515,6 +519,7 @@ void HttpServer::Stop() {
     for (auto& t : s.io_threads) t.join();
     s.io_threads.clear();
     s.workers.join();
+    s.readers.join();
   }
   s.stopped = true;
   s.stopped_cv.notify_all();

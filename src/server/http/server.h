@@ -1,10 +1,11 @@
 // HttpServer: HTTP/1.1 keep-alive server on Boost.Beast/Asio with C++20 coroutines.
 //
 // One io_context driven by `io_threads` threads accepts and parses requests (no thread per
-// connection); handlers run on a separate pool of `worker_threads` so that a slow store call
-// never stalls parsing of other connections. Enforces limits (body size, header size,
-// connection count, idle timeout) with JSON error answers, and counts connections and
-// requests for /metrics.
+// connection); handlers run on separate pools so that a slow store call never stalls parsing
+// of other connections: GET and HEAD on `read_threads`, everything else on `worker_threads`, so
+// that queries (chart loads) never queue behind writes waiting for the store. Enforces limits (body
+// size, header size, connection count, idle timeout) with JSON error answers, and counts
+// connections and requests for /metrics.
 //
 // Wire behaviour: every response carries Content-Type, Content-Length, "Server: cohort" and a
 // Connection header; HEAD responses carry the GET body's Content-Length but no body. Errors the
@@ -32,7 +33,8 @@ struct ServerOptions {
   std::string address = "127.0.0.1";
   uint16_t port = 0;  // 0: the OS picks a free port
   int io_threads = 2;
-  int worker_threads = 4;
+  int worker_threads = 4;  // handlers of POST, PUT, PATCH, DELETE, ...
+  int read_threads = 2;    // handlers of GET and HEAD
   size_t max_body_bytes = 32 << 20;
   size_t max_header_bytes = 16 << 10;
   int max_connections = 20000;

@@ -402,6 +402,33 @@ TEST_F(ServerTest, SlowHandlerDoesNotDelayOtherConnections) {
   EXPECT_EQ(slow_resp->body, "slow");
 }
 
+TEST_F(ServerTest, ReadsDoNotQueueBehindBusyWriteWorkers) {
+  router_.Add("POST", "/slow-write", [](HttpRequest&) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    return HttpResponse::Text(200, "written");
+  });
+  ServerOptions options;
+  options.worker_threads = 1;
+  options.read_threads = 1;
+  Start(options);
+  TestClient w1(port()), w2(port()), reader(port());
+  const std::string write = "POST /slow-write HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n";
+  ASSERT_TRUE(w1.Send(write));
+  ASSERT_TRUE(w2.Send(write));  // queued behind the first on the only write worker
+  std::this_thread::sleep_for(milliseconds(100));
+  auto t0 = Clock::now();
+  auto resp = reader.Get("/hello");
+  double read_seconds = SecondsSince(t0);
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->status, 200);
+  EXPECT_LT(read_seconds, 0.5);
+  for (TestClient* c : {&w1, &w2}) {
+    auto written = c->Read();
+    ASSERT_TRUE(written.has_value());
+    EXPECT_EQ(written->body, "written");
+  }
+}
+
 TEST_F(ServerTest, SlowlorisClientIsClosedAfterRequestTimeout) {
   ServerOptions options;
   options.request_timeout_seconds = 1;

@@ -10,22 +10,16 @@
 //      console ids), and insert the console lines.
 // Arrays travel as binary parameters, so a batch costs the same few round trips at any size.
 //
-// Chunk layout (docs/operations.md): a series is full chunks of kMaxChunkPoints points followed
-// by a tail of smaller chunks, one per batch. A batch appends a chunk of its own points to the
-// tail instead of rewriting a head chunk, so each point of a small batch is encoded about twice
-// (in its batch's chunk and once more when the tail is compacted into full chunks) instead of
-// once per batch that follows it; a batch that brings at least kMinSealedPoints points of a
-// series while its tail is empty is written once, as sealed chunks. The tail is compacted when
-// it would reach kMaxTailPoints points or kMaxTailChunks chunks. Chunk indexes only grow (compacted
-// chunks get new ones), so index order stays arrival order, as series/query.h expects.
+// Chunk layout: sealed chunks followed by a tail of per-batch chunks that is compacted now and
+// then (series/tail.h, shared with the SQLite store).
 #include <algorithm>
 #include <limits>
 #include <map>
 #include <set>
 #include <unordered_map>
 
-#include "series/append.h"
 #include "series/chunk.h"
+#include "series/tail.h"
 #include "store/batch_validate.h"
 #include "store/postgres/pg_rows.h"
 #include "store/postgres/pg_store.h"
@@ -41,15 +35,6 @@ namespace {
 constexpr std::string_view kSystemPrefix = "system/";
 constexpr int64_t kMinStep = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMaxStep = std::numeric_limits<int64_t>::max();
-// A tail is compacted when it would hold this many points, or this many chunks (tiny batches).
-// Larger tails mean fewer, larger compactions (each point is re-encoded once either way) and a
-// few more chunk summaries for queries to read.
-constexpr int64_t kMaxTailPoints = 4 * series::kMaxChunkPoints;
-constexpr int64_t kMaxTailChunks = 32;
-// A chunk of at least this many points written while the tail is empty is sealed at once: large
-// batches are written once, never compacted.
-constexpr int64_t kMinSealedPoints = series::kMaxChunkPoints / 2;
-
 // A batch's values grouped by series key, in one pass before the transaction; the points get
 // their steps once the writer's next step is known (AssignSteps). Rows usually carry the same
 // keys in the same order, so a key is first compared with the one at the same position in the
@@ -147,16 +132,8 @@ class GroupedBatch {
 // The stored state of one series, read under its row lock.
 struct SeriesState {
   int64_t pk = 0;
-  int64_t next_idx = 0;     // index of the next chunk written
-  int64_t tail_idx = 0;     // first chunk of the tail (next_idx when the tail is empty)
-  int64_t tail_count = 0;   // points in the tail
-  int64_t tail_chunks = 0;  // chunks in the tail
+  series::TailState tail;
 };
-
-bool NeedsCompaction(const SeriesState& s, size_t new_points) {
-  return s.tail_count + int64_t(new_points) >= kMaxTailPoints || s.tail_chunks + 1 > kMaxTailChunks;
-}
-
 
 // Locks the writer, records (writer, seq) and locks the batch's existing series. The writer's
 // lock alone serialises every change to its series; the series rows are locked as well because
@@ -165,10 +142,11 @@ bool NeedsCompaction(const SeriesState& s, size_t new_points) {
 // A series another server created meanwhile is not in the snapshot at all: creating it conflicts
 // and the caller then finds it with kLockSeries (a later statement, a fresh snapshot).
 constexpr const char* kLockWriterAndSeries =
-    "WITH w AS (SELECT w.pk, w.run_pk, w.next_step FROM writers w JOIN runs r ON r.pk = w.run_pk "
-    "WHERE r.entity = $1 AND r.project = $2 AND r.run_id = $3 AND w.label = $4 FOR UPDATE OF w), "
+    "WITH w AS (SELECT w.pk, w.run_pk, w.next_step, w.pruned_seq FROM writers w JOIN runs r ON "
+    "r.pk = w.run_pk WHERE r.entity = $1 AND r.project = $2 AND r.run_id = $3 AND w.label = $4 "
+    "FOR UPDATE OF w), "
     "b AS (INSERT INTO batches (writer_pk, seq, stored_ms) SELECT pk, $5, $6 FROM w "
-    "WHERE $5 > 0 ON CONFLICT DO NOTHING RETURNING 1), "
+    "WHERE $5 > 0 AND $5 > w.pruned_seq ON CONFLICT DO NOTHING RETURNING 1), "
     "s AS (SELECT s.key, s.pk, s.next_idx, s.tail_idx, s.tail_count, s.tail_chunks "
     "FROM series s JOIN w ON s.run_pk = w.run_pk AND s.writer_pk = w.pk "
     "WHERE s.key = ANY($7) FOR UPDATE OF s) "
@@ -250,35 +228,17 @@ const std::string& WriteBatchSql(bool deletes, bool positions, bool console) {
 // Everything the batch's final statement writes, as column arrays.
 class BatchWrite {
  public:
-  // Plans appending `points` to `s` (updating it). Without `tail` the points' chunks join the
-  // tail (unless the tail is empty and they hold kMinSealedPoints: then they are sealed at
-  // once). With `tail` (the points of the tail, read because NeedsCompaction) the tail and the
-  // points are re-encoded into full chunks, which are sealed, and a partial one, which is sealed
-  // too when it is large enough, else the new tail.
+  // Plans appending `points` to `s` (updating it), series/tail.h: `tail` holds the points of
+  // the tail when TailNeedsCompaction, else nullptr.
   Status Append(SeriesState* s, const std::vector<Point>& points, const std::vector<Point>* tail) {
-    std::vector<Point> merged;
-    if (tail != nullptr) {
-      merged.reserve(tail->size() + points.size());
-      merged = *tail;
-      merged.insert(merged.end(), points.begin(), points.end());
+    COHORT_ASSIGN_OR_RETURN(series::TailAppend plan,
+                            series::PlanTailAppend(&s->tail, points, tail));
+    if (plan.delete_hi > plan.delete_lo) {
       del_pk_.push_back(s->pk);
-      del_lo_.push_back(s->tail_idx);
-      del_hi_.push_back(s->next_idx);
-      s->tail_idx = s->next_idx;
-      s->tail_count = s->tail_chunks = 0;
+      del_lo_.push_back(plan.delete_lo);
+      del_hi_.push_back(plan.delete_hi);
     }
-    COHORT_ASSIGN_OR_RETURN(
-        std::vector<series::ChunkWrite> writes,
-        series::AppendToSeries(std::nullopt, tail != nullptr ? merged : points));
-    for (series::ChunkWrite& w : writes) {
-      AddChunk(s->pk, s->next_idx++, std::move(w));
-      if (s->tail_count == 0 && w.summary.count >= kMinSealedPoints) {
-        s->tail_idx = s->next_idx;  // sealed: never rewritten
-      } else {
-        s->tail_count += w.summary.count;
-        s->tail_chunks += 1;
-      }
-    }
+    for (series::ChunkWrite& w : plan.chunks) AddChunk(s->pk, w.index, std::move(w));
     int64_t lo = kMaxStep, hi = kMinStep;
     for (const Point& p : points) {
       lo = std::min(lo, p.step);
@@ -288,10 +248,10 @@ class BatchWrite {
     s_n_.push_back(int64_t(points.size()));
     s_lo_.push_back(lo);
     s_hi_.push_back(hi);
-    s_next_.push_back(s->next_idx);
-    s_tail_idx_.push_back(s->tail_idx);
-    s_tail_count_.push_back(s->tail_count);
-    s_tail_chunks_.push_back(s->tail_chunks);
+    s_next_.push_back(s->tail.next_idx);
+    s_tail_idx_.push_back(s->tail.tail_idx);
+    s_tail_count_.push_back(s->tail.tail_count);
+    s_tail_chunks_.push_back(s->tail.tail_chunks);
     return Status::Ok();
   }
 
@@ -415,8 +375,9 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
       }
       for (int i = 0; i < res.rows(); ++i) {
         if (res.IsNull(i, 4)) continue;
-        states[res.Text(i, 4)] =
-            SeriesState{res.Int(i, 5), res.Int(i, 6), res.Int(i, 7), res.Int(i, 8), res.Int(i, 9)};
+        states[res.Text(i, 4)] = SeriesState{
+            res.Int(i, 5),
+            series::TailState{res.Int(i, 6), res.Int(i, 7), res.Int(i, 8), res.Int(i, 9)}};
       }
     }
 
@@ -443,8 +404,9 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
         r.Add(run_pk).Add(writer_pk).AddTextArray(missing);
         COHORT_ASSIGN_OR_RETURN(PgResult found, c->Exec(kLockSeries, r));
         for (int i = 0; i < found.rows(); ++i) {
-          states[found.Text(i, 0)] = SeriesState{found.Int(i, 1), found.Int(i, 2), found.Int(i, 3),
-                                                 found.Int(i, 4), found.Int(i, 5)};
+          states[found.Text(i, 0)] =
+              SeriesState{found.Int(i, 1), series::TailState{found.Int(i, 2), found.Int(i, 3),
+                                                             found.Int(i, 4), found.Int(i, 5)}};
         }
       }
     }
@@ -455,10 +417,9 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
       std::vector<int64_t> compact_pk, compact_from;
       for (const GroupedBatch::Series& gs : grouped.series()) {
         auto it = states.find(gs.key);
-        if (it != states.end() && it->second.tail_count > 0 &&
-            NeedsCompaction(it->second, gs.points.size())) {
+        if (it != states.end() && series::TailNeedsCompaction(it->second.tail, gs.points.size())) {
           compact_pk.push_back(it->second.pk);
-          compact_from.push_back(it->second.tail_idx);
+          compact_from.push_back(it->second.tail.tail_idx);
         }
       }
       if (!compact_pk.empty()) {
@@ -483,7 +444,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
                                        "' cannot be stored (contains a NUL character)");
       }
       SeriesState& s = it->second;
-      const bool compact = s.tail_count > 0 && NeedsCompaction(s, gs.points.size());
+      const bool compact = series::TailNeedsCompaction(s.tail, gs.points.size());
       auto tail = tails.find(s.pk);
       if (compact && tail == tails.end()) {
         return Status::Internal("series '" + gs.key + "': the tail to compact was not read");

@@ -222,6 +222,14 @@ CREATE TABLE run_files (
   PRIMARY KEY (run_pk, name)
 );
 )sql"},
+      // Version 3 (batch retention, Store::PruneBatches), as SQLite's version 3:
+      //   writers.pruned_seq  the highest seq whose batches record was pruned; a batch at or
+      //                       below it is acknowledged as a duplicate
+      //   batches_by_stored   finds the records to prune
+      {3, R"sql(
+ALTER TABLE writers ADD COLUMN pruned_seq bigint NOT NULL DEFAULT 0;
+CREATE INDEX batches_by_stored ON batches (stored_ms);
+)sql"},
   };
   return kMigrations;
 }

@@ -210,4 +210,41 @@ Result<std::vector<ConsoleLine>> PostgresStore::QueryConsole(const ConsoleQuery&
   });
 }
 
+Result<ConsoleIndex> PostgresStore::IndexConsole(const ConsoleQuery& q, int64_t stride) {
+  if (stride < 1) return Status::InvalidArgument("console index: stride must be >= 1");
+  // Numbered on the server: only every stride-th id and the last one (with the count) travel.
+  std::string where = "c.run_pk = $1 AND c.id > $2";
+  int n = 3;  // $3 is the stride
+  if (!q.labels.empty()) {
+    where += " AND c.writer_pk IN (SELECT pk FROM writers WHERE run_pk = $1 AND label = ANY($" +
+             std::to_string(++n) + "))";
+  }
+  if (!q.stream.empty()) where += " AND c.stream = $" + std::to_string(++n);
+  if (!q.text.empty()) where += " AND strpos(c.text, $" + std::to_string(++n) + ") > 0";
+  const std::string sql =
+      "SELECT id, rn, total FROM (SELECT c.id, row_number() OVER (ORDER BY c.id) AS rn, "
+      "count(*) OVER () AS total FROM console c WHERE " +
+      where + ") s WHERE rn % $3 = 0 OR rn = total ORDER BY id";
+
+  return ReadReplica(pg::TxnMode::kRead, [&](Conn* c) -> Result<ConsoleIndex> {
+    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(c, q.run));
+    Params params;
+    params.Add(run.pk).Add(q.after_id).Add(stride);
+    if (!q.labels.empty()) params.AddTextArray(q.labels);
+    if (!q.stream.empty()) params.Add(q.stream);
+    if (!q.text.empty()) params.Add(q.text);
+    COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(sql, params));
+    ConsoleIndex out;
+    out.last_id = q.after_id;
+    for (int i = 0; i < res.rows(); ++i) {
+      const int64_t id = res.Int(i, 0);
+      const int64_t rn = res.Int(i, 1);
+      out.total = res.Int(i, 2);
+      if (rn % stride == 0) out.stride_ids.push_back(id);
+      if (rn == out.total) out.last_id = id;
+    }
+    return out;
+  });
+}
+
 }  // namespace cohort::store

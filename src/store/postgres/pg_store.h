@@ -56,6 +56,7 @@ class PostgresStore final : public Store {
   Result<std::vector<SeriesInfo>> ListSeries(const RunRef& ref) override;
   Result<std::vector<SeriesData>> QueryHistory(const HistoryQuery& query) override;
   Result<std::vector<ConsoleLine>> QueryConsole(const ConsoleQuery& query) override;
+  Result<ConsoleIndex> IndexConsole(const ConsoleQuery& query, int64_t stride) override;
 
   // pg_compat.cc
   Result<std::map<std::string, std::map<std::string, int64_t>>> ListStreamPositions(
@@ -77,6 +78,8 @@ class PostgresStore final : public Store {
   Result<std::vector<ApiKeyRecord>> ListApiKeys(const std::string& entity) override;
   Status RevokeApiKey(const std::string& entity, int64_t id) override;
   Result<int64_t> CountApiKeys() override;
+  Result<std::optional<ApiKeyRecord>> CreateFirstApiKey(const ApiKeyRecord& key) override;
+  Result<int64_t> PruneBatches(int64_t stored_before_ms) override;
 
   // The pools (for tests and metrics).
   pg::Pool* primary_pool() { return primary_.get(); }

@@ -150,6 +150,12 @@ std::string Stmt::Blob(int col) const {
   return std::string(static_cast<const char*>(p), sqlite3_column_bytes(stmt_, col));
 }
 
+std::string_view Stmt::BlobView(int col) const {
+  const void* p = sqlite3_column_blob(stmt_, col);
+  if (p == nullptr) return {};
+  return std::string_view(static_cast<const char*>(p), size_t(sqlite3_column_bytes(stmt_, col)));
+}
+
 // ---- Db ----
 
 Result<std::unique_ptr<Db>> Db::Open(const std::string& path, int flags, int busy_timeout_ms) {

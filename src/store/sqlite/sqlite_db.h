@@ -65,6 +65,8 @@ class Stmt {
   double Double(int col) const;
   std::string Text(int col) const;
   std::string Blob(int col) const;
+  // The blob in place: valid until the next Step() or Reset() of this statement.
+  std::string_view BlobView(int col) const;
 
  private:
   Status Check(int rc);

@@ -173,6 +173,29 @@ CREATE TABLE run_files (
   PRIMARY KEY (run_pk, name)
 );
 )sql"},
+      // Version 3 (series tails, series/tail.h): a series is sealed chunks followed by a tail of
+      // small per-batch chunks that is compacted into full chunks now and then.
+      //   series.next_idx     index of the next chunk written (indexes only grow)
+      //   series.tail_idx     first chunk of the tail (= next_idx when the tail is empty)
+      //   series.tail_count   points in the tail
+      //   series.tail_chunks  chunks in the tail
+      // A store written by version 2 keeps its chunks as they are: its last (head) chunk is
+      // taken as sealed, and later batches start a tail after it.
+      // Batch retention (Store::PruneBatches):
+      //   writers.pruned_seq  the highest seq whose batches record was pruned; a batch at or
+      //                       below it is acknowledged as a duplicate
+      //   batches_by_stored   finds the records to prune
+      {3, R"sql(
+ALTER TABLE writers ADD COLUMN pruned_seq INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX batches_by_stored ON batches (stored_ms);
+ALTER TABLE series ADD COLUMN next_idx INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE series ADD COLUMN tail_idx INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE series ADD COLUMN tail_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE series ADD COLUMN tail_chunks INTEGER NOT NULL DEFAULT 0;
+UPDATE series SET
+  next_idx = coalesce((SELECT max(idx) + 1 FROM chunks WHERE series_pk = series.pk), 0),
+  tail_idx = coalesce((SELECT max(idx) + 1 FROM chunks WHERE series_pk = series.pk), 0);
+)sql"},
   };
   return kMigrations;
 }

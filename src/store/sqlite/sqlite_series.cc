@@ -5,8 +5,9 @@
 #include <map>
 #include <set>
 
-#include "series/append.h"
+#include "series/chunk.h"
 #include "series/query.h"
+#include "series/tail.h"
 #include "store/batch_validate.h"
 #include "store/sqlite/sqlite_rows.h"
 #include "store/sqlite/sqlite_store.h"
@@ -29,17 +30,23 @@ struct SeriesPoints {
   std::vector<Point> points;
 };
 
-
-// Appends `points` to the series (run, key, writer), creating it when new.
+// Appends `points` to the series (run, key, writer), creating it when new: the points become a
+// chunk of the series' tail, or the tail and the points are compacted into full chunks
+// (series/tail.h). Runs inside the caller's write transaction.
 Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const std::string& key,
                     const SeriesPoints& sp) {
   int64_t series_pk = 0;
+  series::TailState state;
   {
-    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("SELECT pk FROM series WHERE run_pk = ? AND "
-                                                "key = ? AND writer_pk = ?"));
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("SELECT pk, next_idx, tail_idx, tail_count, tail_chunks FROM series "
+                            "WHERE run_pk = ? AND key = ? AND writer_pk = ?"));
     st.Bind(run_pk).Bind(key).Bind(writer_pk);
     COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (row) series_pk = st.Int(0);
+    if (row) {
+      series_pk = st.Int(0);
+      state = series::TailState{st.Int(1), st.Int(2), st.Int(3), st.Int(4)};
+    }
   }
   if (series_pk == 0) {
     COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("INSERT INTO series (run_pk, writer_pk, key, "
@@ -49,36 +56,46 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const std::string
     series_pk = db->LastInsertRowid();
   }
 
-  std::optional<series::StoredChunk> head;
-  {
-    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("SELECT idx, data FROM chunks WHERE "
-                                                "series_pk = ? ORDER BY idx DESC LIMIT 1"));
-    st.Bind(series_pk);
-    COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (row) head = series::StoredChunk{st.Int(0), st.Blob(1)};
+  std::vector<Point> tail;
+  const bool compact = series::TailNeedsCompaction(state, sp.points.size());
+  if (compact) {
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st,
+        db->Cached("SELECT data FROM chunks WHERE series_pk = ? AND idx >= ? ORDER BY idx"));
+    st.Bind(series_pk).Bind(state.tail_idx);
+    tail.reserve(size_t(state.tail_count) + sp.points.size());
+    while (true) {
+      COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      COHORT_ASSIGN_OR_RETURN(std::vector<Point> points, series::DecodeChunk(st.BlobView(0)));
+      tail.insert(tail.end(), points.begin(), points.end());
+    }
+    if (int64_t(tail.size()) != state.tail_count) {
+      return Status::Corruption("series '" + key + "': its tail holds " +
+                                std::to_string(tail.size()) + " points, the series row says " +
+                                std::to_string(state.tail_count));
+    }
   }
-  COHORT_ASSIGN_OR_RETURN(std::vector<series::ChunkWrite> writes,
-                          series::AppendToSeries(head, sp.points));
-  for (const series::ChunkWrite& w : writes) {
-    const series::ChunkSummary& s = w.summary;
-    Result<Stmt> prepared =
-        w.replaces ? db->Cached(
-                         "UPDATE chunks SET count = ?, min_step = ?, max_step = ?, min_time = ?, "
-                         "max_time = ?, vmin = ?, vmax = ?, vsum = ?, vfirst = ?, vlast = ?, "
-                         "nan_count = ?, data = ? WHERE series_pk = ? AND idx = ?")
-                   : db->Cached(
-                         "INSERT INTO chunks (count, min_step, max_step, min_time, max_time, "
-                         "vmin, vmax, vsum, vfirst, vlast, nan_count, data, series_pk, idx) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    if (!prepared.ok()) return prepared.status();
-    Stmt& st = prepared.value();
-    st.Bind(s.count).Bind(s.min_step).Bind(s.max_step).Bind(s.min_time).Bind(s.max_time);
-    st.Bind(s.min).Bind(s.max).Bind(s.sum).Bind(s.first).Bind(s.last).Bind(s.nan_count);
-    st.BindBlob(w.data).Bind(series_pk).Bind(w.index);
+  COHORT_ASSIGN_OR_RETURN(series::TailAppend plan,
+                          series::PlanTailAppend(&state, sp.points, compact ? &tail : nullptr));
+  if (plan.delete_hi > plan.delete_lo) {
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("DELETE FROM chunks WHERE series_pk = ? AND idx >= ? AND idx < ?"));
+    st.Bind(series_pk).Bind(plan.delete_lo).Bind(plan.delete_hi);
     COHORT_RETURN_IF_ERROR(st.Run());
-    if (w.replaces && db->Changes() == 0) {
-      return Status::Internal("series '" + key + "': chunk " + std::to_string(w.index) +
-                              " to replace is missing");
+  }
+  {
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("INSERT INTO chunks (count, min_step, max_step, min_time, max_time, "
+                            "vmin, vmax, vsum, vfirst, vlast, nan_count, data, series_pk, idx) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    for (const series::ChunkWrite& w : plan.chunks) {
+      const series::ChunkSummary& s = w.summary;
+      st.Bind(s.count).Bind(s.min_step).Bind(s.max_step).Bind(s.min_time).Bind(s.max_time);
+      st.Bind(s.min).Bind(s.max).Bind(s.sum).Bind(s.first).Bind(s.last).Bind(s.nan_count);
+      st.BindBlob(w.data).Bind(series_pk).Bind(w.index);
+      COHORT_RETURN_IF_ERROR(st.Run());
+      st.Reset();
     }
   }
 
@@ -89,8 +106,11 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const std::string
   }
   COHORT_ASSIGN_OR_RETURN(
       Stmt st, db->Cached("UPDATE series SET count = count + ?, min_step = min(coalesce(min_step, "
-                          "?), ?), max_step = max(coalesce(max_step, ?), ?) WHERE pk = ?"));
-  st.Bind(int64_t(sp.points.size())).Bind(lo).Bind(lo).Bind(hi).Bind(hi).Bind(series_pk);
+                          "?), ?), max_step = max(coalesce(max_step, ?), ?), next_idx = ?, "
+                          "tail_idx = ?, tail_count = ?, tail_chunks = ? WHERE pk = ?"));
+  st.Bind(int64_t(sp.points.size())).Bind(lo).Bind(lo).Bind(hi).Bind(hi);
+  st.Bind(state.next_idx).Bind(state.tail_idx).Bind(state.tail_count).Bind(state.tail_chunks);
+  st.Bind(series_pk);
   return st.Run();
 }
 
@@ -144,9 +164,12 @@ Result<IngestResult> SqliteStore::Ingest(const RunRef& ref, const std::string& l
     COHORT_RETURN_IF_ERROR(st.Run());
   }
   if (batch.seq > 0) {
-    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("INSERT INTO batches (writer_pk, seq, stored_ms) "
-                                                "VALUES (?, ?, ?) ON CONFLICT DO NOTHING"));
-    st.Bind(writer.pk).Bind(batch.seq).Bind(now_ms);
+    // A seq at or below the writer's pruned_seq was stored before its record was pruned.
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("INSERT INTO batches (writer_pk, seq, stored_ms) SELECT ?, ?, ? "
+                            "WHERE ? > (SELECT pruned_seq FROM writers WHERE pk = ?) "
+                            "ON CONFLICT DO NOTHING"));
+    st.Bind(writer.pk).Bind(batch.seq).Bind(now_ms).Bind(batch.seq).Bind(writer.pk);
     COHORT_RETURN_IF_ERROR(st.Run());
     if (db->Changes() == 0) {  // stored before: acknowledge, change nothing
       result.duplicate = true;
@@ -190,10 +213,11 @@ Result<IngestResult> SqliteStore::Ingest(const RunRef& ref, const std::string& l
     for (const ConsoleLine& line : batch.console) {
       if (line.line >= 0) {  // numbered: replaces the line stored at that position
         COHORT_ASSIGN_OR_RETURN(
-            Stmt up, db->Cached("INSERT INTO console (run_pk, writer_pk, time_ms, stream, text, "
-                                "line_no) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (writer_pk, "
-                                "line_no) WHERE line_no IS NOT NULL DO UPDATE SET time_ms = "
-                                "excluded.time_ms, stream = excluded.stream, text = excluded.text"));
+            Stmt up,
+            db->Cached("INSERT INTO console (run_pk, writer_pk, time_ms, stream, text, "
+                       "line_no) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (writer_pk, "
+                       "line_no) WHERE line_no IS NOT NULL DO UPDATE SET time_ms = "
+                       "excluded.time_ms, stream = excluded.stream, text = excluded.text"));
         up.Bind(run.pk).Bind(writer.pk).Bind(line.time_ms).Bind(line.stream).Bind(line.text);
         up.Bind(line.line);
         COHORT_RETURN_IF_ERROR(up.Run());
@@ -353,6 +377,45 @@ Result<std::vector<ConsoleLine>> SqliteStore::QueryConsole(const ConsoleQuery& q
     line.text = st.Text(3);
     line.label = st.Text(4);
     out.push_back(std::move(line));
+  }
+  return out;
+}
+
+Result<ConsoleIndex> SqliteStore::IndexConsole(const ConsoleQuery& q, int64_t stride) {
+  if (stride < 1) return Status::InvalidArgument("console index: stride must be >= 1");
+  COHORT_ASSIGN_OR_RETURN(ReadLease lease, AcquireReader());
+  Db* db = lease.get();
+  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kRead));
+  COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db, q.run));
+
+  // Only ids are read: without a text filter the row's text is never decoded, and without any
+  // filter the scan stays in the (run_pk, pk) index. Labels resolve to writer keys first (a
+  // handful of writers), so no join per line.
+  std::string sql = "SELECT c.pk FROM console c WHERE c.run_pk = ? AND c.pk > ?";
+  if (!q.labels.empty()) {
+    sql += " AND c.writer_pk IN (SELECT pk FROM writers WHERE run_pk = ? AND label IN (";
+    for (size_t i = 0; i < q.labels.size(); ++i) sql += i == 0 ? "?" : ", ?";
+    sql += "))";
+  }
+  if (!q.stream.empty()) sql += " AND c.stream = ?";
+  if (!q.text.empty()) sql += " AND instr(c.text, ?) > 0";
+  sql += " ORDER BY c.pk";
+
+  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Prepare(sql));
+  st.Bind(run.pk).Bind(q.after_id);
+  if (!q.labels.empty()) {
+    st.Bind(run.pk);
+    for (const std::string& label : q.labels) st.Bind(label);
+  }
+  if (!q.stream.empty()) st.Bind(q.stream);
+  if (!q.text.empty()) st.Bind(q.text);
+  ConsoleIndex out;
+  out.last_id = q.after_id;
+  while (true) {
+    COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.last_id = st.Int(0);
+    if (++out.total % stride == 0) out.stride_ids.push_back(out.last_id);
   }
   return out;
 }

@@ -51,6 +51,7 @@ class SqliteStore final : public Store {
   Result<std::vector<SeriesInfo>> ListSeries(const RunRef& ref) override;
   Result<std::vector<SeriesData>> QueryHistory(const HistoryQuery& query) override;
   Result<std::vector<ConsoleLine>> QueryConsole(const ConsoleQuery& query) override;
+  Result<ConsoleIndex> IndexConsole(const ConsoleQuery& query, int64_t stride) override;
 
   // sqlite_compat.cc
   Result<std::map<std::string, std::map<std::string, int64_t>>> ListStreamPositions(
@@ -72,6 +73,8 @@ class SqliteStore final : public Store {
   Result<std::vector<ApiKeyRecord>> ListApiKeys(const std::string& entity) override;
   Status RevokeApiKey(const std::string& entity, int64_t id) override;
   Result<int64_t> CountApiKeys() override;
+  Result<std::optional<ApiKeyRecord>> CreateFirstApiKey(const ApiKeyRecord& key) override;
+  Result<int64_t> PruneBatches(int64_t stored_before_ms) override;
 
  private:
   // A read connection borrowed from the pool, returned when the lease goes away. The borrowing

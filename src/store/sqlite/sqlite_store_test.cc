@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "series/tail.h"
 #include "store/sqlite/sqlite_schema.h"
 #include "store/store_conformance.h"
 
@@ -91,6 +92,81 @@ TEST(SqliteStoreTest, ReopenDoesNotMigrateAgain) {
   EXPECT_EQ(raw.One("SELECT count(*) FROM schema_version"), "1");
 }
 
+// A version-2 store (head chunks, no tail columns) upgraded to version 3: its last chunk, partly
+// filled, is taken as sealed and later batches append after it.
+TEST(SqliteStoreTest, UpgradeFromVersion2KeepsHeadChunksAndAppendsAfterThem) {
+  TempDir dir;
+  const fs::path db = dir.path() / "a.db";
+  const RunRef ref{"e", "p", "r"};
+  auto batch = [](int64_t seq, int rows) {
+    IngestBatch b{.seq = seq};
+    for (int i = 0; i < rows; ++i) {
+      b.rows.push_back(HistoryRow{.step = -1, .time_ms = 1, .values = {{"m", double(i)}}});
+    }
+    return b;
+  };
+  {
+    COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
+    ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
+    ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
+    ASSERT_TRUE(store->Ingest(ref, "w", batch(1, 1500), 1).ok());  // chunks of 1,024 and 476
+  }
+  {
+    // Back to the version-2 layout: the version-3 columns and index gone.
+    RawDb raw(db);
+    for (const char* sql :
+         {"DROP INDEX batches_by_stored", "ALTER TABLE writers DROP COLUMN pruned_seq",
+          "ALTER TABLE series DROP COLUMN next_idx", "ALTER TABLE series DROP COLUMN tail_idx",
+          "ALTER TABLE series DROP COLUMN tail_count", "ALTER TABLE series DROP COLUMN tail_chunks",
+          "UPDATE schema_version SET version = 2"}) {
+      ASSERT_EQ(raw.Exec(sql), SQLITE_OK) << sql << ": " << sqlite3_errmsg(raw.db);
+    }
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
+  {
+    RawDb raw(db);
+    EXPECT_EQ(raw.One("SELECT max(version) FROM schema_version"), "3");
+    EXPECT_EQ(raw.One("SELECT next_idx || ',' || tail_idx || ',' || tail_count FROM series"),
+              "2,2,0");
+  }
+  ASSERT_TRUE(store->Ingest(ref, "w", batch(2, 10), 2).ok());
+  ASSERT_TRUE(store->Ingest(ref, "w", batch(2, 10), 2).ok());  // a retry: stored once
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store->QueryHistory(HistoryQuery{.run = ref}));
+  ASSERT_EQ(hist.size(), 1u);
+  ASSERT_EQ(hist[0].points.size(), 1510u);
+  for (size_t i = 0; i < hist[0].points.size(); ++i) {
+    ASSERT_EQ(hist[0].points[i].step, int64_t(i));
+    ASSERT_EQ(hist[0].points[i].value, double(i < 1500 ? i : i - 1500));
+  }
+  RawDb raw(db);
+  EXPECT_EQ(raw.One("SELECT group_concat(idx || ':' || count) FROM (SELECT idx, count FROM "
+                    "chunks ORDER BY idx)"),
+            "0:1024,1:476,2:10");
+}
+
+// Pruning goes in slices of 10,000 records, one transaction each; all of them go, and the
+// writer's watermark is the highest pruned seq.
+TEST(SqliteStoreTest, PruneBatchesRemovesMoreRecordsThanOneSlice) {
+  TempDir dir;
+  const fs::path db = dir.path() / "a.db";
+  const RunRef ref{"e", "p", "r"};
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
+  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
+  ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
+  {
+    RawDb raw(db);
+    ASSERT_EQ(raw.Exec("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE "
+                       "i < 25000) INSERT INTO batches (writer_pk, seq, stored_ms) SELECT "
+                       "(SELECT pk FROM writers), i, i FROM n"),
+              SQLITE_OK);
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(int64_t removed, store->PruneBatches(/*stored_before_ms=*/24001));
+  EXPECT_EQ(removed, 24000);
+  RawDb raw(db);
+  EXPECT_EQ(raw.One("SELECT count(*) || ',' || min(seq) FROM batches"), "1000,24001");
+  EXPECT_EQ(raw.One("SELECT pruned_seq FROM writers"), "24000");
+}
+
 TEST(SqliteStoreTest, RefusesDatabaseFromNewerBuild) {
   TempDir dir;
   const fs::path db = dir.path() / "a.db";
@@ -150,11 +226,16 @@ TEST(SqliteStoreTest, IngestFailingMidBatchRollsBackEarlierSeries) {
   };
   ASSERT_TRUE(store->Ingest(ref, "w", batch(1), 1).ok());
   {
-    // Damage the head chunk of "b": "a" is appended first, then "b" fails.
+    // Damage the tail chunk of "b" and make its tail due for compaction (series/tail.h), so
+    // that the next batch reads it: "a" is appended first, then "b" fails.
     RawDb raw(db);
     ASSERT_EQ(raw.Exec("UPDATE chunks SET data = x'00' WHERE series_pk = "
                        "(SELECT pk FROM series WHERE key = 'b')"),
               SQLITE_OK);
+    const std::string due =
+        "UPDATE series SET tail_chunks = " + std::to_string(series::kMaxTailChunks) +
+        " WHERE key = 'b'";
+    ASSERT_EQ(raw.Exec(due.c_str()), SQLITE_OK);
   }
   auto failed = store->Ingest(ref, "w", batch(2), 2);
   ASSERT_FALSE(failed.ok());

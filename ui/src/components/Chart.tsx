@@ -30,6 +30,10 @@ export interface ChartProps {
   onZoom?: (range: [number, number] | null) => void;
   syncKey?: string;
   ariaLabel?: string;
+  /** The x under the cursor (null when it leaves the plot). */
+  onCursor?: (x: number | null) => void;
+  /** A click on the plot that is not the end of a drag-zoom. */
+  onPlotClick?: () => void;
 }
 
 function xValue(x: number, mode: XMode): string {
@@ -71,6 +75,9 @@ export function Chart(props: ChartProps) {
     plot.current = p;
     applyScale(p);
     p.over.addEventListener('dblclick', () => state.current?.props.onZoom?.(null));
+    let downX = 0;
+    p.over.addEventListener('mousedown', (e) => { downX = e.clientX; });
+    p.over.addEventListener('click', (e) => { if (Math.abs(e.clientX - downX) < 4) state.current?.props.onPlotClick?.(); });
   });
 
   function applyScale(u: uPlot) {
@@ -246,6 +253,7 @@ function makeOptions(
         if (!st) return;
         const i = u.cursor.idx;
         if (cursorX.current) cursorX.current.textContent = i === null || i === undefined ? '' : xValue(st.joined.x[i], st.props.xMode);
+        st.props.onCursor?.(i === null || i === undefined ? null : st.joined.x[i]);
         st.lines.forEach((_l, j) => {
           const el = legendVals.current[j];
           if (!el) return;

@@ -40,6 +40,35 @@ export interface SeriesInfo { key: string; writer: string; count: number; min_st
 export interface View { id: number; name: string; spec: ViewSpec; created_ms: number; updated_ms: number }
 export interface ConsoleLine { id: number; label: string; stream: 'stdout' | 'stderr'; time: number; text: string }
 export interface ConsoleIndex { total: number; stride: number; cursors: number[]; last_id: number }
+export interface RunFile { name: string; size: number; content_type: string; updated_ms: number; url: string }
+/** Rank aggregation (docs/api.md "Rank aggregation"): a member is one (run, writer) series. */
+export interface RankMember { run: string; writer: string; host: string; state?: string }
+export interface RankBucket {
+  step_min: number; step_max: number; time_min: number; time_max: number;
+  count: number; members: number;
+  min: number | string | null; max: number | string | null; mean: number | string | null; median: number | string | null; spread: number | string | null;
+  min_member: number | null; max_member: number | null;
+  outlier: { member: number; z: number | string } | null;
+  values?: (number | string | null)[];
+}
+export interface RankAggregate { key: string; members: RankMember[]; bucket_width: number; exact: boolean; buckets: RankBucket[] }
+export interface RankSignal { value: number | null; source?: string; n: number; z: number | null; ratio: number | null }
+export interface StragglerMember extends RankMember {
+  last_step: number | null; last_time: number | null;
+  step_time: RankSignal | null; lag: RankSignal | null; gpu_util: RankSignal | null; throughput: RankSignal | null;
+  flagged: boolean; reasons: string[];
+}
+export interface Stragglers {
+  key: string; window: number;
+  thresholds: Record<string, number>;
+  members: StragglerMember[];
+  stragglers: number[];
+  desync: { flagged: boolean; step_gap: number; start_gap: number; reason: string };
+  matrix: { time_min: number; bucket_ms: number; times: number[]; step_time_ms: (number | null)[][]; gpu_util: (number | null)[][] | null };
+}
+/** Where rank routes look: one shared run's writers, or the writers of a group's runs. */
+export type RankScope = { entity: string; project: string; run: string } | { entity: string; project: string; group: string };
+
 export interface Viewer { entity: string; role: string; key_name: string }
 
 export interface RangeQuery {
@@ -163,6 +192,42 @@ export class Api {
     return this.get<ConsoleIndex>(`${runPath(entity, project, run)}/console/index?${p}`, signal);
   }
 
+  files(entity: string, project: string, run: string, signal?: AbortSignal) {
+    return this.get<{ files: RunFile[] }>(runPath(entity, project, run) + '/files', signal).then((r) => r.files);
+  }
+
+  /** A run file's bytes, fetched with the browser's key (a plain link carries no key). */
+  async fileBlob(entity: string, project: string, run: string, name: string): Promise<Blob> {
+    const headers: Record<string, string> = {};
+    if (this.key) headers.Authorization = `Bearer ${this.key}`;
+    this.requests++;
+    const resp = await fetch(`${this.base}${runPath(entity, project, run)}/files/${name.split('/').map(enc).join('/')}`, { headers });
+    if (!resp.ok) {
+      let msg = `${resp.status} ${resp.statusText}`, code = 'error';
+      try { const j = JSON.parse(await resp.text()); msg = j?.error?.message ?? msg; code = j?.error?.code ?? code; } catch { /* not JSON */ }
+      if (resp.status === 401) this.unauthListeners.forEach((l) => l());
+      throw new ApiError(resp.status, code, msg);
+    }
+    return resp.blob();
+  }
+
+  ranksAggregate(scope: RankScope, q: { key: string; buckets: number; writers?: string[]; min_step?: number; max_step?: number; per_member?: boolean }, signal?: AbortSignal) {
+    const p = new URLSearchParams({ key: q.key, buckets: String(Math.max(1, Math.min(10000, Math.round(q.buckets)))) });
+    if (q.writers?.length) p.set('writers', q.writers.join(','));
+    if (q.min_step !== undefined) p.set('min_step', String(Math.floor(q.min_step)));
+    if (q.max_step !== undefined) p.set('max_step', String(Math.ceil(q.max_step)));
+    if (q.per_member) p.set('per_member', '1');
+    return this.get<RankAggregate>(`${rankBase(scope)}/aggregate?${rankScopeParams(scope, p)}`, signal);
+  }
+
+  stragglers(scope: RankScope, q: { key?: string; columns?: number; window?: number } = {}, signal?: AbortSignal) {
+    const p = new URLSearchParams();
+    if (q.key) p.set('key', q.key);
+    if (q.columns) p.set('columns', String(q.columns));
+    if (q.window) p.set('window', String(q.window));
+    return this.get<Stragglers>(`${rankBase(scope)}/stragglers?${rankScopeParams(scope, p)}`, signal);
+  }
+
   views(entity: string, project: string) {
     return this.get<{ views: View[] }>(`/api/v1/views/${enc(entity)}/${enc(project)}`).then((r) => r.views);
   }
@@ -194,6 +259,15 @@ function rangeParams(r: RangeQuery): URLSearchParams {
     if (v !== undefined && Number.isFinite(v)) p.set(k, String(Math.round(v)));
   }
   return p;
+}
+
+function rankBase(s: RankScope): string {
+  return 'run' in s ? `${runPath(s.entity, s.project, s.run)}/ranks` : `/api/v1/groups/${enc(s.entity)}/${enc(s.project)}/ranks`;
+}
+
+function rankScopeParams(s: RankScope, p: URLSearchParams): string {
+  if ('group' in s) p.set('group', s.group);
+  return p.toString();
 }
 
 const enc = encodeURIComponent;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { colorFor, flatten, fmtDuration, fmtNum, PALETTE, prefixOf, withAlpha } from './format';
+import { colorFor, flatten, fmtBytes, fmtDuration, fmtNum, PALETTE, prefixOf, withAlpha } from './format';
 
 describe('format', () => {
   it('durations', () => {
@@ -8,6 +8,14 @@ describe('format', () => {
     expect(fmtDuration(3_600_000 * 3 + 60_000)).toBe('3h 01m');
     expect(fmtDuration(-5000)).toBe('-5s');
     expect(fmtDuration(null)).toBe('—');
+  });
+  it('byte counts', () => {
+    expect(fmtBytes(0)).toBe('0 B');
+    expect(fmtBytes(999)).toBe('999 B');
+    expect(fmtBytes(1500)).toBe('1.5 kB');
+    expect(fmtBytes(12_345_678)).toBe('12 MB');
+    expect(fmtBytes(2.5e12)).toBe('2.5 TB');
+    expect(fmtBytes(undefined)).toBe('—');
   });
   it('numbers', () => {
     expect(fmtNum(3)).toBe('3');

@@ -79,3 +79,13 @@ export function prefixOf(key: string): string {
   const i = key.indexOf('/');
   return i > 0 ? key.slice(0, i) : '';
 }
+
+/** A byte count for people: 512 B, 1.5 kB, 12.3 MB (powers of 1000). */
+export function fmtBytes(n: number | null | undefined): string {
+  if (n === null || n === undefined || !Number.isFinite(n)) return '—';
+  if (n < 1000) return `${n} B`;
+  const units = ['kB', 'MB', 'GB', 'TB'];
+  let v = n / 1000, i = 0;
+  while (v >= 1000 && i < units.length - 1) { v /= 1000; i++; }
+  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
+}

@@ -7,7 +7,7 @@ describe('URL state', () => {
     Object.assign(s, {
       entity: 'alice', project: 'my.proj', run: 'k3v9', tab: 'logs', view: '3', groupBy: 'job_type', sort: '-summary.loss',
       columns: ['loss', 'acc'], selected: ['a', 'b'], x: 'rel', log: true, smooth: 0.6, agg: true, line: 'last',
-      labels: ['rank_0', 'rank_2'], lq: 'error: x&y', stream: 'stderr',
+      labels: ['rank_0', 'rank_2'], lq: 'error: x&y', stream: 'stderr', rkey: 'train/loss', rank: 'run1/rank_3',
     });
     s.filters = { jobType: { op: '!=', value: 'worker' }, states: ['crashed'], tags: ['a b'], name: 'ddp', extra: [{ field: 'config.lr', op: '<', value: 1 }] };
     const enc = encodeState(s);
@@ -35,6 +35,7 @@ describe('URL state', () => {
     expect(l.run).toBe('y');
     expect(l.tab).toBe('overview');
     expect(l.labels).toEqual([]);
+    expect(decodeState(linkTo(decodeState('?p=a/b&run=x&tab=ranks&rank=rank_2'), { group: 'G', run: '' }).slice(1)).rank).toBe('');
     expect(l.x).toBe('wall');
     expect(l.filters.jobType).toEqual({ op: '!=', value: 'worker' });
     const other = decodeState(linkTo(s, { project: 'c', run: '' }).slice(1));

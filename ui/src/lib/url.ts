@@ -6,8 +6,8 @@
 import type { Clause, UiFilters } from './filters';
 import type { LineMode, XMode } from './series';
 
-export type Tab = 'overview' | 'charts' | 'system' | 'logs';
-export const TABS: Tab[] = ['overview', 'charts', 'system', 'logs'];
+export type Tab = 'overview' | 'charts' | 'system' | 'logs' | 'ranks';
+export const TABS: Tab[] = ['overview', 'charts', 'system', 'logs', 'ranks'];
 
 export interface AppState {
   entity: string;
@@ -29,6 +29,8 @@ export interface AppState {
   labels: string[]; // logs: labels shown
   lq: string; // logs: text search
   stream: '' | 'stdout' | 'stderr';
+  rkey: string; // ranks: the metric compared across ranks ('' the default)
+  rank: string; // ranks: the isolated member (label, or run/label on a group page)
 }
 
 export const DEFAULT_STATE: AppState = {
@@ -36,7 +38,7 @@ export const DEFAULT_STATE: AppState = {
   filters: { jobType: null, states: [], tags: [], name: '', extra: [] },
   groupBy: '', sort: '-created', columns: [], selected: [],
   x: 'step', log: false, smooth: 0, agg: false, line: 'mean',
-  labels: [], lq: '', stream: '',
+  labels: [], lq: '', stream: '', rkey: '', rank: '',
 };
 
 export type Page = 'projects' | 'workspace' | 'group' | 'run';
@@ -94,6 +96,8 @@ export function decodeState(search: string): AppState {
   s.lq = p.get('lq') ?? '';
   const st = p.get('stream');
   s.stream = st === 'stdout' || st === 'stderr' ? st : '';
+  s.rkey = p.get('rkey') ?? '';
+  s.rank = p.get('rank') ?? '';
   return s;
 }
 
@@ -123,6 +127,8 @@ export function encodeState(s: AppState): string {
   if (s.labels.length) p.set('labels', s.labels.join(','));
   if (s.lq) p.set('lq', s.lq);
   if (s.stream) p.set('stream', s.stream);
+  if (s.rkey) p.set('rkey', s.rkey);
+  if (s.rank) p.set('rank', s.rank);
   const q = p.toString();
   return q ? `?${q}` : '';
 }
@@ -149,6 +155,7 @@ export function linkTo(cur: AppState, patch: Partial<AppState>): string {
     if (patch.labels === undefined) next.labels = [];
     if (patch.lq === undefined) next.lq = '';
     if (patch.stream === undefined) next.stream = '';
+    if (patch.rank === undefined) next.rank = '';
   }
   if (patch.project !== undefined && patch.project !== cur.project) {
     next.view = patch.view ?? '';

@@ -9,7 +9,8 @@ import { linkTo, type AppState } from '../lib/url';
 import { Empty, ErrorBox, Link, Loading, StateBadge, useLoad, useTick } from '../components/common';
 import { ChartPanel } from '../components/ChartPanel';
 import { ChartToolbar, settingsOf } from '../components/ChartToolbar';
-import { LIVE_MS } from './Run';
+import { arrangeSystemKeys, LIVE_MS } from './Run';
+import { RanksView } from './Ranks';
 
 export function GroupPage({ state }: { state: AppState }) {
   const { entity, project, group } = state;
@@ -23,7 +24,8 @@ export function GroupPage({ state }: { state: AppState }) {
       out.push(...page.runs);
       cursor = page.next_cursor ?? undefined;
     } while (cursor && out.length < 5000);
-    return out;
+    // Side by side in name order (ranks in order: rank2 before rank10), not start order.
+    return out.sort((a, b) => (a.name || a.id).localeCompare(b.name || b.id, undefined, { numeric: true }));
   }, [entity, project, group, tick]);
   useEffect(() => { if (runs.data) setRunning(runs.data.some((r) => r.state === 'running')); }, [runs.data]);
   const ids = (runs.data ?? []).map((r) => r.id).join(',');
@@ -32,6 +34,29 @@ export function GroupPage({ state }: { state: AppState }) {
     return Promise.all(rs.slice(0, 64).map((r) => api.keys(entity, project, r.id, signal).then((k) => [r, k] as const)));
   }, [ids, running ? tick : 0]);
   const [q, setQ] = useState('');
+  const [ranksOpen, setRanksOpen] = useState(!!(state.rkey || state.rank));
+
+  // System series (GPU temperature/utilisation/memory/power per device, CPU, memory, ...): one
+  // chart per key across the group, one line per run and label; x is time.
+  const system = useMemo(() => {
+    const m = new Map<string, LineSource[]>();
+    for (const [r, ks] of keys.data ?? []) {
+      const labels = new Map<string, Set<string>>();
+      for (const k of ks as SeriesInfo[]) {
+        if (!k.key.startsWith('system/')) continue;
+        const key = k.key.slice(7);
+        if (!labels.has(key)) labels.set(key, new Set());
+        labels.get(key)!.add(k.writer);
+      }
+      const name = r.name || r.id;
+      const multi = new Set([...labels.values()].flatMap((x) => [...x])).size > 1;
+      for (const key of labels.keys()) {
+        if (!m.has(key)) m.set(key, []);
+        m.get(key)!.push({ entity, project, run: r.id, key, system: true, originMs: r.created_ms, name: (w) => (multi ? `${name} · ${w}` : name) });
+      }
+    }
+    return { sources: m, sections: arrangeSystemKeys([...m.keys()]) };
+  }, [keys.data]);
 
   const charts = useMemo(() => {
     const m = new Map<string, LineSource[]>();
@@ -82,6 +107,32 @@ export function GroupPage({ state }: { state: AppState }) {
               {shown.map(([key, sources]) => (
                 <ChartPanel key={key} title={key} sources={sources} settings={settings} tick={running ? tick : 0} syncKey={`group-${group}`}
                   aggLabel={`mean of ${sources.length} processes`} color={(l) => colorFor('', runIdx.get(l.run) ?? 0)} />
+              ))}
+            </div>
+          )}
+          {keys.data && charts.length > 0 && (
+            <details class="chart-section" data-section="Ranks" open={ranksOpen}
+              onToggle={(e) => setRanksOpen((e.currentTarget as HTMLDetailsElement).open)}>
+              <summary><h2>Ranks <span class="muted small">one metric across every process: band, median, outliers, stragglers</span></h2></summary>
+              {ranksOpen && <RanksView scope={{ entity, project, group }} state={state} tick={running ? tick : 0} keys={charts.map(([k]) => k)}
+                runName={(id) => { const r = rs.find((x) => x.id === id); return r?.name || id; }} />}
+            </details>
+          )}
+          {system.sections.length > 0 && (
+            <div data-testid="group-system">
+              <div class="section-head"><h2>System</h2><span class="muted small">per run and label; x axis: time</span></div>
+              {system.sections.map((sec) => (
+                <details open key={sec.section} class="chart-section" data-section={sec.section}>
+                  <summary><h2>{sec.section}</h2></summary>
+                  <div class="grid">
+                    {sec.charts.map((c) => (
+                      <ChartPanel key={c.key} title={c.title} sources={system.sources.get(c.key)!} height={180}
+                        settings={{ ...settings, xMode: settings.xMode === 'step' ? 'rel' : settings.xMode }}
+                        tick={running ? tick : 0} syncKey={`group-sys-${group}`}
+                        aggLabel={`mean of ${system.sources.get(c.key)!.length} runs`} color={(l) => colorFor('', runIdx.get(l.run) ?? 0)} />
+                    ))}
+                  </div>
+                </details>
               ))}
             </div>
           )}

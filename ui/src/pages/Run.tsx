@@ -2,16 +2,17 @@
 // grouped by prefix (one line per writer), system metrics per device and per label, logs.
 // A running run refreshes every few seconds without a reload.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api, type RunDetail, type SeriesInfo } from '../lib/api';
+import { api, type RunDetail, type RunFile, type SeriesInfo } from '../lib/api';
 import type { LineSource } from '../lib/chartdata';
 import { runtimeOf } from '../lib/filters';
-import { flatten, fmtAgo, fmtDuration, fmtNum, fmtTime, prefixOf } from '../lib/format';
+import { flatten, fmtAgo, fmtBytes, fmtDuration, fmtNum, fmtTime, prefixOf } from '../lib/format';
 import { update } from '../lib/nav';
 import { linkTo, TABS, type AppState, type Tab } from '../lib/url';
 import { Empty, ErrorBox, Link, Loading, StateBadge, useLoad, useTick } from '../components/common';
 import { ChartPanel } from '../components/ChartPanel';
 import { ChartToolbar, settingsOf } from '../components/ChartToolbar';
 import { LogsTab } from './Logs';
+import { RanksView } from './Ranks';
 
 export const LIVE_MS = 2500;
 
@@ -41,6 +42,10 @@ export function RunPage({ state }: { state: AppState }) {
         {state.tab === 'charts' && <ChartsTab r={r} state={state} keys={keys.data} error={keys.error} tick={running ? tick : 0} />}
         {state.tab === 'system' && <SystemTab r={r} state={state} keys={keys.data} error={keys.error} tick={running ? tick : 0} />}
         {state.tab === 'logs' && <LogsTab r={r} state={state} tick={running ? tick : 0} />}
+        {state.tab === 'ranks' && (keys.error && !keys.data ? <ErrorBox error={keys.error} /> : !keys.data ? <Loading what="metrics" /> : (
+          <RanksView scope={{ entity, project, run: runId }} state={state} tick={running ? tick : 0}
+            keys={[...new Set(keys.data.filter((k) => !k.key.startsWith('system/')).map((k) => k.key))].sort()} />
+        ))}
       </div>
     </div>
   );
@@ -73,7 +78,7 @@ function RunHeader({ r, state, live }: { r: RunDetail; state: AppState; live: bo
 
 function Tabs({ state, counts }: { state: AppState; counts: { charts: number; system: number } }) {
   const refs = useRef<(HTMLButtonElement | null)[]>([]);
-  const label: Record<Tab, string> = { overview: 'Overview', charts: `Charts (${counts.charts})`, system: `System (${counts.system})`, logs: 'Logs' };
+  const label: Record<Tab, string> = { overview: 'Overview', charts: `Charts (${counts.charts})`, system: `System (${counts.system})`, logs: 'Logs', ranks: 'Ranks' };
   const onKey = (e: KeyboardEvent, i: number) => {
     let j = -1;
     if (e.key === 'ArrowRight') j = (i + 1) % TABS.length;
@@ -130,8 +135,53 @@ function Overview({ r }: { r: RunDetail }) {
         <KeyValues title="Config" obj={r.config} />
         <KeyValues title="Summary" obj={r.summary} />
       </div>
+      <Files r={r} />
       {r.notes ? <section><h2>Notes</h2><p class="notes">{r.notes}</p></section> : null}
     </div>
+  );
+}
+
+/** The run's uploaded files (W&B clients upload config.yaml, requirements.txt, ...). */
+function Files({ r }: { r: RunDetail }) {
+  const files = useLoad((signal) => api.files(r.entity, r.project, r.id, signal), [r.entity, r.project, r.id], r.state === 'running' ? 5000 : 0);
+  const [err, setErr] = useState<unknown>(null);
+  const download = async (e: MouseEvent, f: RunFile) => {
+    // A plain link would go without the browser's key: fetch the bytes, then save them.
+    e.preventDefault();
+    setErr(null);
+    try {
+      const blob = await api.fileBlob(r.entity, r.project, r.id, f.name);
+      const url = URL.createObjectURL(blob);
+      const a = document.createElement('a');
+      a.href = url;
+      a.download = f.name.split('/').pop() || f.name;
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+    } catch (x) { setErr(x); }
+  };
+  const list = files.data;
+  return (
+    <section data-testid="files">
+      <h2>Files {list?.length ? <span class="muted small">{list.length}</span> : null}</h2>
+      {err ? <ErrorBox error={err} /> : null}
+      {files.error && !list ? <ErrorBox error={files.error} retry={files.reload} /> : !list ? <Loading what="files" /> : !list.length ? <Empty>No files uploaded for this run.</Empty> : (
+        <table class="table files">
+          <thead><tr><th>Name</th><th class="num">Size</th><th>Type</th><th>Updated</th></tr></thead>
+          <tbody>
+            {list.map((f) => (
+              <tr key={f.name} data-file={f.name}>
+                <td class="mono"><a href={f.url} download={f.name} onClick={(e) => download(e as MouseEvent, f)}>{f.name}</a></td>
+                <td class="num" data-size={f.size}>{fmtBytes(f.size)}</td>
+                <td class="muted">{f.content_type || '—'}</td>
+                <td title={fmtTime(f.updated_ms)}>{fmtTime(f.updated_ms)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
   );
 }
 

@@ -11,7 +11,8 @@ import { update } from '../lib/nav';
 import { useProjectRuns } from '../lib/runstore';
 import { linkTo, type AppState } from '../lib/url';
 import type { LineSource } from '../lib/chartdata';
-import { Empty, ErrorBox, Link, Loading, StateBadge, useLoad } from '../components/common';
+import { Empty, ErrorBox, Link, Loading, StateBadge, useLoad, useTick } from '../components/common';
+import { LIVE_MS } from './Run';
 import { ChartPanel } from '../components/ChartPanel';
 import { ChartToolbar, settingsOf } from '../components/ChartToolbar';
 
@@ -372,10 +373,21 @@ function RunsTable({ rows, state, columns, collapsed, setCollapsed }: {
 function SelectedCharts({ state, runs }: { state: AppState; runs: Run[] }) {
   const ids = state.selected.slice(0, 20);
   const byId = new Map(runs.map((r) => [r.id, r]));
+  // Live: while a selected run runs, keys and lines are re-queried every few seconds; a state
+  // change (the project's runs refresh every 4 s) re-queries once more, so the last points show.
+  const live = ids.some((id) => byId.get(id)?.state === 'running');
+  const liveTick = useTick(live, LIVE_MS);
+  const stateSig = ids.map((id) => byId.get(id)?.state ?? '').join(',');
+  const lastSig = useRef(stateSig);
+  const [stateBump, setStateBump] = useState(0);
+  useEffect(() => {
+    if (lastSig.current !== stateSig) { lastSig.current = stateSig; setStateBump((b) => b + 1); }
+  }, [stateSig]);
+  const tick = liveTick + stateBump;
   const keys = useLoad(async (signal) => {
     const all = await Promise.all(ids.map((id) => api.keys(state.entity, state.project, id, signal).then((ks) => [id, ks] as const)));
     return all;
-  }, [state.entity, state.project, ids.join(',')]);
+  }, [state.entity, state.project, ids.join(','), tick]);
   const [keyFilter, setKeyFilter] = useState('');
   const settings = settingsOf(state);
   const charts = useMemo(() => {
@@ -410,7 +422,7 @@ function SelectedCharts({ state, runs }: { state: AppState; runs: Run[] }) {
   return (
     <section class="selected-charts" aria-label="charts of the selected runs">
       <div class="section-head">
-        <h2>Selected runs</h2>
+        <h2>Selected runs {live && <span class="live" title="refreshes every few seconds">● live</span>}</h2>
         <input type="search" placeholder="filter metrics" aria-label="filter metrics" value={keyFilter} onInput={(e) => setKeyFilter((e.target as HTMLInputElement).value)} />
         <ChartToolbar state={state} />
       </div>
@@ -420,7 +432,7 @@ function SelectedCharts({ state, runs }: { state: AppState; runs: Run[] }) {
       {keys.error ? <ErrorBox error={keys.error} /> : !keys.data ? <Loading what="metrics" /> : !shown.length ? <Empty>The selected runs have no metrics{keyFilter ? ' matching this filter' : ''}.</Empty> : (
         <div class="grid">
           {shown.slice(0, 60).map(([k, sources]) => (
-            <ChartPanel key={k} title={k} sources={sources} settings={{ ...settings, agg: false }} syncKey="ws"
+            <ChartPanel key={k} title={k} sources={sources} settings={{ ...settings, agg: false }} syncKey="ws" tick={tick}
               color={(l) => colorFor('', runIndex.get(l.run) ?? 0)} />
           ))}
         </div>

@@ -1,0 +1,34 @@
+# Sanitizer and fuzzing builds (docs/reliability.md, "Bad input").
+#
+#   -DCOHORT_SANITIZE=address,undefined   ASan+UBSan (scripts/test-sanitizers.sh asan)
+#   -DCOHORT_SANITIZE=thread              TSan       (scripts/test-sanitizers.sh tsan)
+#   -DCOHORT_FUZZ=ON                      libFuzzer targets of tests/fuzz with ASan+UBSan; needs
+#                                         clang (scripts/fuzz.sh configures build-fuzz)
+#
+# Runtime options (halt on the first UBSan report, suppressions) are set by the scripts through
+# ASAN_OPTIONS / UBSAN_OPTIONS / TSAN_OPTIONS, not here.
+set(COHORT_SANITIZE "" CACHE STRING "Sanitizers to enable: address,undefined | thread")
+option(COHORT_FUZZ "Build the libFuzzer targets of tests/fuzz (clang only)" OFF)
+
+if(COHORT_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "COHORT_FUZZ needs clang: configure with CC=clang-14 CXX=clang++-14")
+  endif()
+  if(NOT COHORT_SANITIZE)
+    set(COHORT_SANITIZE "address,undefined")
+  endif()
+  # Coverage instrumentation for every library; the fuzz targets add -fsanitize=fuzzer (the
+  # libFuzzer main) at link time.
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
+
+if(COHORT_SANITIZE)
+  add_compile_options(-fsanitize=${COHORT_SANITIZE} -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=${COHORT_SANITIZE})
+  # clang <= 14 cannot compile C++20 coroutines (src/server/http/server.cc) with UBSan's
+  # -fsanitize=function check ("Cannot represent a difference across sections",
+  # llvm/llvm-project#49689); the other UBSan checks stay on.
+  if(CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND COHORT_SANITIZE MATCHES "undefined")
+    add_compile_options(-fno-sanitize=function)
+  endif()
+endif()

@@ -1,0 +1,453 @@
+"""The public read API: ``cohort.Api()`` for notebooks and scripts (docs/python-api.md).
+
+::
+
+    api = cohort.Api()
+    for run in api.runs("alice/mnist", filters={"group": "DDP", "state": "finished"}):
+        print(run.id, run.summary.get("acc"))
+    run = api.run("alice/mnist/k3v9x0ab")
+    df = run.history(keys=["loss"])              # exact rows, a `writer` column for shared runs
+    for row in run.scan_history(keys=["loss"]):  # every row, paged: memory stays flat
+        ...
+
+Everything is read through the server's HTTP API (docs/api.md) with the URL and key that
+``cohort.init`` would use. Missing runs raise ``NotFound``, bad keys ``AuthError``, bad
+arguments ``UsageError``, an unreachable server ``CommError`` (all ``cohort.Error``).
+
+Threading: an ``Api`` (and the runs it returns) shares one HTTP connection and is not
+thread-safe; make one per thread.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+
+from . import api_history
+from .api_http import AuthError, NotFound, Transport, quote, resolve
+from .errors import UsageError
+
+__all__ = ["Api", "AuthError", "Group", "NotFound", "PublicRun", "Runs"]
+
+_OPS = {"$eq": "==", "$ne": "!=", "$in": "in", "$nin": "not in", "$gt": ">", "$lt": "<",
+        "$contains": "~", "$regex": "~"}
+_SORTS = {"created": "created", "created_at": "created", "createdAt": "created",
+          "updated": "updated", "updated_at": "updated", "heartbeat_at": "updated",
+          "name": "name", "state": "state", "group": "group", "job_type": "job_type"}
+
+
+def _operand(v: Any) -> Any:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float, str)):
+        return v
+    raise UsageError(f"filters: a value must be a string, number or bool, got {v!r}")
+
+
+def _as_text(v: Any) -> str:
+    v = _operand(v)
+    return v if isinstance(v, str) else json.dumps(v)
+
+
+def build_filters(filters: Union[None, Dict[str, Any], Sequence[Dict[str, Any]]]) -> List[dict]:
+    """The server's filter clauses (docs/api.md, "List") from a dict or a clause list.
+
+    Dict form: ``{"group": "DDP", "state": ["crashed", "failed"], "config.lr": 0.1,
+    "summary.acc": {"$gt": 0.9}, "job_type": {"$ne": "worker"}, "tags": "baseline"}``; a list is
+    ``in``; operators ``$eq $ne $in $nin $gt $lt $contains`` (``$regex`` reads as contains);
+    ``$and`` takes a list of such dicts. A list of ``{"field", "op", "value"|"values"}`` clauses
+    (the workspace's saved-view form) passes through unchanged.
+    """
+    if filters is None:
+        return []
+    if isinstance(filters, (list, tuple)):
+        out = []
+        for c in filters:
+            if not isinstance(c, dict) or "field" not in c:
+                raise UsageError(f"filters: expected {{field, op, value}} clauses, got {c!r}")
+            out.append(dict(c))
+        return out
+    if not isinstance(filters, dict):
+        raise UsageError(f"filters: expected a dict or a list of clauses, got {filters!r}")
+    out: List[dict] = []
+    for field, cond in filters.items():
+        if field == "$and":
+            if not isinstance(cond, (list, tuple)):
+                raise UsageError("filters: $and expects a list of filter dicts")
+            for sub in cond:
+                out += build_filters(sub)
+            continue
+        if field.startswith("$"):
+            raise UsageError(f"filters: {field} is not supported (clauses combine with AND; "
+                             "use $in for alternatives)")
+        if field == "tags":
+            field = "tag"
+        if isinstance(cond, dict):
+            for op, value in cond.items():
+                if op not in _OPS:
+                    raise UsageError(f"filters: unknown operator {op!r} on {field!r} "
+                                     f"(use {', '.join(_OPS)})")
+                out.append(_clause(field, _OPS[op], value))
+        elif isinstance(cond, (list, tuple)):
+            out.append(_clause(field, "in", cond))
+        else:
+            out.append(_clause(field, "==", cond))
+    return out
+
+
+def _clause(field: str, op: str, value: Any) -> dict:
+    if op in ("in", "not in"):
+        if not isinstance(value, (list, tuple)) or not value:
+            raise UsageError(f"filters: {field!r} {op} expects a non-empty list")
+        return {"field": field, "op": op, "values": [_as_text(v) for v in value]}
+    return {"field": field, "op": op, "value": _operand(value)}
+
+
+def _natural_key(label: str) -> List[Any]:
+    """Sorts "rank_2" before "rank_10"."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part)
+            for part in re.split(r"(\d+)", label)]
+
+
+def _sort(order: Optional[str]) -> str:
+    if not order:
+        return "-created"
+    desc = order.startswith("-")
+    name = order.lstrip("+-")
+    if name not in _SORTS:
+        raise UsageError(f"order: unknown field {name!r} "
+                         "(use created, updated, name, state, group, job_type; - for descending)")
+    return ("-" if desc else "") + _SORTS[name]
+
+
+class Api:
+    """Reads runs from a Cohort server. ``base_url`` / ``api_key`` default like ``init``'s."""
+
+    def __init__(self, base_url: Optional[str] = None, api_key: Optional[str] = None,
+                 timeout: float = 60.0, overrides: Optional[Dict[str, str]] = None):
+        overrides = overrides or {}
+        url, key = resolve(base_url or overrides.get("base_url"),
+                           api_key or overrides.get("api_key"))
+        self._t = Transport(url, key, timeout)
+        self._viewer: Optional[Dict[str, Any]] = None
+        self._default_project = overrides.get("project")
+
+    @property
+    def base_url(self) -> str:
+        return self._t.base_url
+
+    def close(self) -> None:
+        self._t.close()
+
+    def __enter__(self) -> "Api":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def viewer(self) -> Dict[str, Any]:
+        """{"entity", "role", "key_name"} of the API key."""
+        if self._viewer is None:
+            self._viewer = self._t.get("/api/v1/viewer")
+        return self._viewer
+
+    @property
+    def default_entity(self) -> str:
+        return self.viewer["entity"]
+
+    def _split(self, path: str, parts: int) -> List[str]:
+        """'entity/project[/run]' or 'project[/run]' -> [entity, project(, run)]."""
+        if not isinstance(path, str) or not path:
+            raise UsageError(f"path: expected 'entity/project' text, got {path!r}")
+        segs = path.strip("/").split("/")
+        if len(segs) == parts - 1:
+            segs = [self.default_entity] + segs
+        if len(segs) != parts or any(not s for s in segs):
+            shape = "entity/project/run_id" if parts == 3 else "entity/project"
+            raise UsageError(f"path: expected '{shape}' (entity optional), got {path!r}")
+        return segs
+
+    def projects(self, entity: Optional[str] = None) -> List[Dict[str, Any]]:
+        return self._t.get("/api/v1/projects", {"entity": entity})["projects"]
+
+    def runs(self, path: str, filters: Union[None, Dict[str, Any], Sequence[dict]] = None,
+             order: str = "-created", per_page: int = 100) -> "Runs":
+        """The runs of a project matching `filters` (see build_filters), in `order`: a lazy
+        sequence that fetches `per_page` runs at a time as it is iterated or indexed."""
+        entity, project = self._split(path, 2)
+        if not isinstance(per_page, int) or not 1 <= per_page <= 1000:
+            raise UsageError("per_page: expected 1..1000")
+        return Runs(self, entity, project, build_filters(filters), _sort(order), per_page)
+
+    def run(self, path: str) -> "PublicRun":
+        """One run, 'entity/project/run_id' (or 'project/run_id'); NotFound when it is absent."""
+        entity, project, run_id = self._split(path, 3)
+        data = self._t.get(PublicRun.api_path(entity, project, run_id))
+        return PublicRun(self, data)
+
+    def group(self, path: str, name: str) -> "Group":
+        """The runs of group `name` in project 'entity/project'; NotFound when it has none."""
+        entity, project = self._split(path, 2)
+        groups = self._t.get(f"/api/v1/groups/{quote(entity)}/{quote(project)}")["groups"]
+        info = next((g for g in groups if g["group"] == name), None)
+        if info is None:
+            raise NotFound(f"group {name!r} has no runs in {entity}/{project}")
+        return Group(self, entity, project, info)
+
+
+class Runs:
+    """A lazy, indexable sequence of runs; pages are fetched on demand and kept."""
+
+    def __init__(self, api: Api, entity: str, project: str, filters: List[dict], sort: str,
+                 per_page: int):
+        self._api, self.entity, self.project = api, entity, project
+        self.filters, self.order, self.per_page = filters, sort, per_page
+        self._loaded: List[PublicRun] = []
+        self._cursor: Optional[str] = None
+        self._done = False
+        self._total: Optional[int] = None
+        self.pages_fetched = 0
+
+    def _next_page(self) -> bool:
+        if self._done:
+            return False
+        query = {"sort": self.order, "limit": self.per_page, "cursor": self._cursor,
+                 "filters": json.dumps(self.filters) if self.filters else None}
+        page = self._api._t.get(f"/api/v1/runs/{quote(self.entity)}/{quote(self.project)}",
+                                query)
+        self.pages_fetched += 1
+        self._total = page["total"]
+        self._loaded += [PublicRun(self._api, r) for r in page["runs"]]
+        self._cursor = page.get("next_cursor")
+        self._done = not self._cursor
+        return bool(page["runs"]) or not self._done
+
+    def __iter__(self) -> Iterator["PublicRun"]:
+        i = 0
+        while True:
+            while i >= len(self._loaded):
+                if not self._next_page():
+                    return
+            yield self._loaded[i]
+            i += 1
+
+    def __len__(self) -> int:
+        if self._total is None:
+            self._next_page()
+        return int(self._total or 0)
+
+    def __getitem__(self, index: int) -> "PublicRun":
+        if isinstance(index, slice):
+            return list(self)[index]  # type: ignore[return-value]
+        if index < 0:
+            index += len(self)
+        while index >= len(self._loaded) and self._next_page():
+            pass
+        if not 0 <= index < len(self._loaded):
+            raise IndexError("runs index out of range")
+        return self._loaded[index]
+
+    def __repr__(self) -> str:
+        return f"<Runs {self.entity}/{self.project} filters={self.filters}>"
+
+
+class PublicRun:
+    """A run as read from the server: attributes of the run object (docs/api.md) and readers
+    of its history, system metrics and console."""
+
+    def __init__(self, api: Api, data: Dict[str, Any]):
+        self._api = api
+        self._load(data)
+
+    @staticmethod
+    def api_path(entity: str, project: str, run_id: str) -> str:
+        return f"/api/v1/runs/{quote(entity)}/{quote(project)}/{quote(run_id)}"
+
+    def _load(self, data: Dict[str, Any]) -> None:
+        self._data = data
+        self.id: str = data["id"]
+        self.entity: str = data["entity"]
+        self.project: str = data["project"]
+        self.name: str = data.get("name", "")
+        self.group: str = data.get("group", "")
+        self.job_type: str = data.get("job_type", "")
+        self.tags: List[str] = list(data.get("tags", []))
+        self.notes: str = data.get("notes", "")
+        self.host: str = data.get("host", "")
+        self.state: str = data.get("state", "")
+        self.exit_code: Optional[int] = data.get("exit_code")
+        self.config: Dict[str, Any] = data.get("config", {})
+        self.summary: Dict[str, Any] = data.get("summary", {})
+        self.metadata: Dict[str, Any] = data.get("metadata", {})
+        self.created_ms: int = data.get("created_ms", 0)
+        self.updated_ms: int = data.get("updated_ms", 0)
+        self.runtime_ms: int = data.get("runtime_ms", 0)
+        self.writer_count: int = data.get("writer_count", 0)
+        self._writers: Optional[List[Dict[str, Any]]] = data.get("writers")
+
+    @property
+    def path(self) -> str:
+        return f"{self.entity}/{self.project}/{self.id}"
+
+    @property
+    def url(self) -> str:
+        return f"{self._api.base_url}/{self.entity}/{self.project}/runs/{self.id}"
+
+    @property
+    def _base(self) -> str:
+        return self.api_path(self.entity, self.project, self.id)
+
+    @property
+    def shared(self) -> bool:
+        """True when more than one process writes this run."""
+        return self.writer_count > 1
+
+    @property
+    def writers(self) -> List[Dict[str, Any]]:
+        """[{"label", "primary", "state", "exit_code", "host", "pid", ...}] by label."""
+        if self._writers is None:
+            self._writers = self._api._t.get(self._base + "/writers")["writers"]
+        return sorted(self._writers, key=lambda w: _natural_key(w.get("label", "")))
+
+    def refresh(self) -> "PublicRun":
+        """Reads the run again (state, summary, writers)."""
+        self._load(self._api._t.get(self._base))
+        return self
+
+    def keys(self) -> List[Dict[str, Any]]:
+        """Every series: [{"key", "writer", "count", "min_step", "max_step"}]."""
+        return api_history.list_series(self._api._t, self._base)
+
+    def history(self, keys: Optional[Sequence[str]] = None,
+                writers: Optional[Sequence[str]] = None, samples: Optional[int] = None,
+                x_axis: str = "step"):
+        """A pandas DataFrame: columns ``writer`` (shared runs), ``step``, ``time`` (ms since
+        the epoch) and one per key (NaN where a key was not logged at that step).
+
+        Exact rows by default. With ``samples=N``: N equal step buckets per writer, computed by
+        the server from chunk summaries, with columns ``<key>.min``, ``<key>.max``,
+        ``<key>.mean``, ``<key>.last``; ``step``/``time`` are the bucket's last ones. Rows are
+        ordered by `x_axis` (``"step"`` or ``"time"``), then writer."""
+        return api_history.history_frame(self._api._t, self._base, keys, writers, samples,
+                                         x_axis, self.shared or bool(writers))
+
+    def scan_history(self, keys: Optional[Sequence[str]] = None,
+                     writers: Optional[Sequence[str]] = None, page_size: int = 20_000,
+                     min_step: Optional[int] = None,
+                     max_step: Optional[int] = None) -> Iterator[Dict[str, Any]]:
+        """Every row as a dict ``{"writer"?, "step", "time", key: value, ...}`` (keys not logged
+        at a step are absent), writer by writer in label order, each by step. Pages of at most
+        `page_size` points are fetched as the iterator advances: memory does not grow with the
+        run's size."""
+        return api_history.scan_rows(self._api._t, self._base, keys, writers, page_size,
+                                     self.shared or bool(writers), min_step, max_step)
+
+    def system_metrics(self, labels: Optional[Sequence[str]] = None,
+                       keys: Optional[Sequence[str]] = None, samples: Optional[int] = None):
+        """System metrics (cpu, memory, gpu.N.*) as a DataFrame with ``label``, ``time`` and a
+        column per metric (no ``system/`` prefix), for the writers `labels` (default all)."""
+        return api_history.system_frame(self._api._t, self._base, labels, keys, samples)
+
+    def scan_logs(self, label: Union[None, str, Sequence[str]] = None,
+                  grep: Optional[str] = None, stream: Optional[str] = None,
+                  after: int = 0, page_size: int = 1000) -> Iterator[Dict[str, Any]]:
+        """Console lines ``{"id", "label", "stream", "time", "text"}`` in order, paged."""
+        labels = [label] if isinstance(label, str) else list(label or [])
+        if stream not in (None, "stdout", "stderr"):
+            raise UsageError(f"stream: expected 'stdout' or 'stderr', got {stream!r}")
+        while True:
+            page = self._api._t.get(self._base + "/console", {
+                "labels": ",".join(labels), "q": grep, "stream": stream, "after": after,
+                "limit": page_size})
+            yield from page["lines"]
+            if page.get("next_cursor") is None or not page["lines"]:
+                return
+            after = page["next_cursor"]
+
+    def logs(self, label: Union[None, str, Sequence[str]] = None, grep: Optional[str] = None,
+             stream: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Every console line of the run (or of writer(s) `label`), those containing `grep`
+        (case-sensitive substring) only when given."""
+        return list(self.scan_logs(label=label, grep=grep, stream=stream))
+
+    def aggregate(self, key: str, samples: Optional[int] = None,
+                  writers: Optional[Sequence[str]] = None):
+        """`key` across the writers of this (shared) run: see ``rank_aggregate``."""
+        return rank_aggregate(self._api._t, self._base + "/ranks/aggregate", {}, key, samples,
+                              writers)
+
+    def __repr__(self) -> str:
+        return f"<Run {self.path} ({self.state})>"
+
+
+class Group:
+    """The runs of one group of a project and aggregates across them (and their writers)."""
+
+    def __init__(self, api: Api, entity: str, project: str, info: Dict[str, Any]):
+        self._api, self.entity, self.project = api, entity, project
+        self.name: str = info["group"]
+        self.run_count: int = info.get("runs", 0)
+        self.states: Dict[str, int] = info.get("states", {})
+        self.job_types: Dict[str, int] = info.get("job_types", {})
+
+    @property
+    def runs(self) -> Runs:
+        return self._api.runs(f"{self.entity}/{self.project}", filters={"group": self.name})
+
+    def aggregate(self, key: str, samples: Optional[int] = None,
+                  writers: Optional[Sequence[str]] = None):
+        """`key` across every writer of every run of the group: see ``rank_aggregate``."""
+        return rank_aggregate(self._api._t,
+                              f"/api/v1/groups/{quote(self.entity)}/{quote(self.project)}"
+                              "/ranks/aggregate", {"group": self.name}, key, samples, writers)
+
+    def __repr__(self) -> str:
+        return f"<Group {self.entity}/{self.project}/{self.name} ({self.run_count} runs)>"
+
+
+
+_AGG_COLUMNS = ["step", "step_max", "mean", "min", "max", "median", "spread", "members", "count"]
+_MAX_BUCKETS = 10_000
+
+
+def rank_aggregate(t: Transport, path: str, query: Dict[str, Any], key: str,
+                   samples: Optional[int], writers: Optional[Sequence[str]]):
+    """One metric across members (writers of a run, or of every run of a group) through the
+    server's rank-aggregation route (docs/api.md, "Rank aggregation"): a DataFrame with
+    ``step`` (first step in the bucket), ``step_max``, ``mean``, ``min``, ``max``, ``median``
+    (across the members' means), ``spread`` (max - min), ``members`` (members with a point) and
+    ``count`` (points).
+
+    Without `samples` the rows are exact, one per step: the range is read in windows of 10,000
+    steps, each with one-step buckets. With ``samples=N``, at most N buckets on the server's
+    aligned grid (see the route's ``bucket_width``)."""
+    import pandas as pd
+
+    if not isinstance(key, str) or not key:
+        raise UsageError("aggregate: key must be a non-empty string")
+    if samples is not None and (not isinstance(samples, int) or not 1 <= samples <= _MAX_BUCKETS):
+        raise UsageError(f"samples: expected 1..{_MAX_BUCKETS}, got {samples!r}")
+    q = dict(query, key=key, writers=",".join(writers) if writers else None)
+    buckets: List[Dict[str, Any]] = []
+    if samples is not None:
+        buckets = t.get(path, dict(q, buckets=samples))["buckets"]
+    else:
+        whole = t.get(path, dict(q, buckets=1))["buckets"]
+        if whole:
+            lo, hi = whole[0]["step_min"], whole[-1]["step_max"]
+            start = lo
+            while start <= hi:
+                end = min(hi, start + _MAX_BUCKETS - 1)
+                page = t.get(path, dict(q, buckets=end - start + 1, min_step=start,
+                                        max_step=end))
+                if not page.get("exact"):
+                    raise UsageError(f"aggregate: the server did not answer one-step buckets "
+                                     f"for steps {start}..{end}")
+                buckets += page["buckets"]
+                start = end + 1
+    rows = [[b["step_min"], b["step_max"]] + [api_history.number(b[c]) if b[c] is not None
+                                              else float("nan")
+                                              for c in ("mean", "min", "max", "median", "spread")]
+            + [b["members"], b["count"]] for b in buckets]
+    return pd.DataFrame(rows, columns=_AGG_COLUMNS)

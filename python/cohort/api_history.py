@@ -1,0 +1,261 @@
+"""Reading a run's metric history through the HTTP API, for ``cohort.Api`` runs.
+
+Exact reads page through ``GET .../history`` with the per-series ``after_step`` cursor: one
+request asks for up to ``limit`` points of every (key, writer) series of one writer after the
+cursor; the rows up to the smallest last step among the series that have more are complete and
+are emitted, and that step becomes the next cursor (points past it are asked for again). So a
+page holds at most ``page_points`` points whatever the run's size: memory stays flat.
+
+Bucketed reads (``samples=N``) ask the server for N equal step ranges per writer over the
+writer's step range, computed from chunk summaries (exact min/max/mean/last per bucket).
+
+Single-threaded, like the Transport it uses.
+"""
+from __future__ import annotations
+
+import bisect
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from .api_http import Transport, number
+from .errors import UsageError
+
+DEFAULT_PAGE_POINTS = 20_000
+_MAX_INT = 2**63
+BUCKET_STATS = ("min", "max", "mean", "last")
+
+# One series' page: (key, [[step, time, value], ...]) (values are floats or ints).
+SeriesPage = Tuple[str, List[List[Any]]]
+
+
+def list_series(t: Transport, run_path: str) -> List[Dict[str, Any]]:
+    """[{"key", "writer", "count", "min_step", "max_step"}] of every series (system included)."""
+    return t.get(run_path + "/keys")["keys"]
+
+
+def user_series(t: Transport, run_path: str, keys: Optional[Sequence[str]],
+                writers: Optional[Sequence[str]]) -> Dict[str, List[Dict[str, Any]]]:
+    """writer -> its series of the selected user keys (system/ only when named), in label order."""
+    wanted_keys = set(keys) if keys else None
+    wanted_writers = set(writers) if writers else None
+    out: Dict[str, List[Dict[str, Any]]] = {}
+    for s in list_series(t, run_path):
+        if wanted_keys is None and s["key"].startswith("system/"):
+            continue
+        if wanted_keys is not None and s["key"] not in wanted_keys:
+            continue
+        if wanted_writers is not None and s["writer"] not in wanted_writers:
+            continue
+        out.setdefault(s["writer"], []).append(s)
+    return dict(sorted(out.items()))
+
+
+def _check_keys(keys: Optional[Sequence[str]], name: str = "keys") -> Optional[List[str]]:
+    if keys is None:
+        return None
+    if isinstance(keys, str):
+        return [keys]
+    keys = list(keys)
+    for k in keys:
+        if not isinstance(k, str) or not k:
+            raise UsageError(f"{name}: expected non-empty strings, got {k!r}")
+        if "," in k:
+            raise UsageError(f"{name}: {k!r} contains ',' (not supported in a read query)")
+    return keys
+
+
+def writer_pages(t: Transport, run_path: str, writer: str, keys: List[str], page_points: int,
+                 min_step: Optional[int] = None, max_step: Optional[int] = None,
+                 all_user_keys: bool = False) -> Iterator[List[SeriesPage]]:
+    """Pages of one writer's exact history: each page lists the (key, points) of every series,
+    cut at a step that every series has passed, so that a page never splits a step.
+    `all_user_keys`: `keys` are all the writer's user keys; ask for them without naming them
+    (a key may contain a comma)."""
+    limit = max(1, page_points // max(1, len(keys)))
+    after: Optional[int] = None
+    while True:
+        data = t.get(run_path + "/history", {
+            "keys": None if all_user_keys else ",".join(keys), "writers": writer,
+            "limit": limit, "after_step": after, "min_step": min_step, "max_step": max_step})
+        series = [s for s in data["series"] if s["writer"] == writer]
+        boundary: Optional[int] = None
+        for s in series:
+            if s["more"] and s["points"]:
+                last = s["points"][-1][0]
+                boundary = last if boundary is None else min(boundary, last)
+        page: List[SeriesPage] = []
+        for s in series:
+            pts = s.pop("points")
+            if boundary is not None and pts and pts[-1][0] > boundary:
+                del pts[bisect.bisect_right(pts, [boundary, _MAX_INT, 0.0]):]
+            for p in pts:
+                if isinstance(p[2], str):
+                    p[2] = number(p[2])
+            page.append((s["key"], pts))
+        del data, series
+        yield page
+        if boundary is None:
+            return
+        after = boundary
+
+
+def page_rows(writer: Optional[str], page: List[SeriesPage]) -> List[Dict[str, Any]]:
+    """The rows of one page, by step: {"writer"?, "step", "time", key: value...}."""
+    rows: Dict[int, Dict[str, Any]] = {}
+    for key, points in page:
+        for step, time, value in points:
+            row = rows.get(step)
+            if row is None:
+                row = {"step": step, "time": time} if writer is None else {
+                    "writer": writer, "step": step, "time": time}
+                rows[step] = row
+            row[key] = value
+    return [rows[s] for s in sorted(rows)]
+
+
+def scan_rows(t: Transport, run_path: str, keys: Optional[Sequence[str]],
+              writers: Optional[Sequence[str]], page_points: int, with_writer: bool,
+              min_step: Optional[int] = None,
+              max_step: Optional[int] = None) -> Iterator[Dict[str, Any]]:
+    """Every row of the selected writers (in label order), each writer's rows by step."""
+    keys = _check_keys(keys)
+    writers = _check_keys(writers, "writers")
+    if page_points < 1:
+        raise UsageError("page_size: expected >= 1")
+    for writer, series in user_series(t, run_path, keys, writers).items():
+        wkeys = sorted({s["key"] for s in series})
+        for page in writer_pages(t, run_path, writer, wkeys, page_points, min_step, max_step,
+                                 all_user_keys=keys is None):
+            yield from page_rows(writer if with_writer else None, page)
+
+
+def history_frame(t: Transport, run_path: str, keys: Optional[Sequence[str]],
+                  writers: Optional[Sequence[str]], samples: Optional[int], x_axis: str,
+                  with_writer: bool, page_points: int = DEFAULT_PAGE_POINTS):
+    """A pandas DataFrame of the history (see PublicRun.history)."""
+    import pandas as pd  # only the DataFrame readers need pandas
+
+    if x_axis not in ("step", "time"):
+        raise UsageError(f"x_axis: expected 'step' or 'time', got {x_axis!r}")
+    keys = _check_keys(keys)
+    writers = _check_keys(writers, "writers")
+    if samples is not None and (not isinstance(samples, int) or samples < 1):
+        raise UsageError(f"samples: expected a positive int, got {samples!r}")
+    frames = []
+    selected = user_series(t, run_path, keys, writers)
+    for writer, series in selected.items():
+        if samples is None:
+            frames.append(_exact_writer_frame(pd, t, run_path, writer, series, page_points,
+                                              keys is None))
+        else:
+            frames.append(_bucketed_writer_frame(pd, t, run_path, writer, series, samples))
+    value_cols: List[str] = []
+    if samples is None:
+        value_cols = sorted({s["key"] for ss in selected.values() for s in ss})
+    else:
+        for k in sorted({s["key"] for ss in selected.values() for s in ss}):
+            value_cols += [f"{k}.{stat}" for stat in BUCKET_STATS]
+    lead = (["writer"] if with_writer else []) + ["step", "time"]
+    if not frames:
+        return pd.DataFrame(columns=lead + value_cols)
+    df = pd.concat(frames, ignore_index=True, sort=False)
+    df = df.reindex(columns=["writer", "step", "time"] + value_cols)
+    order = [x_axis, "writer"] if with_writer else [x_axis, "writer", "step"]
+    df = df.sort_values(order, kind="stable").reset_index(drop=True)
+    if not with_writer:
+        df = df.drop(columns=["writer"])
+    df["step"] = df["step"].astype("int64")
+    df["time"] = df["time"].astype("int64")
+    return df
+
+
+def _exact_writer_frame(pd, t: Transport, run_path: str, writer: str,
+                        series: List[Dict[str, Any]], page_points: int, all_user_keys: bool):
+    keys = sorted({s["key"] for s in series})
+    cols: Dict[str, Tuple[List[int], List[int], List[float]]] = {k: ([], [], []) for k in keys}
+    for page in writer_pages(t, run_path, writer, keys, page_points,
+                             all_user_keys=all_user_keys):
+        for key, points in page:
+            steps, times, values = cols[key]
+            for step, time, value in points:
+                steps.append(step)
+                times.append(time)
+                values.append(value)
+    parts = []
+    for key, (steps, times, values) in cols.items():
+        parts.append(pd.DataFrame({"step": steps, "time": times, key: values}))
+    merged = None
+    for part in parts:
+        if merged is None:
+            merged = part
+        else:
+            merged = merged.merge(part, on="step", how="outer", suffixes=("", "_r"))
+            merged["time"] = merged["time"].fillna(merged.pop("time_r"))
+    if merged is None:
+        merged = pd.DataFrame({"step": [], "time": []})
+    merged.insert(0, "writer", writer)
+    return merged
+
+
+def _bucketed_writer_frame(pd, t: Transport, run_path: str, writer: str,
+                           series: List[Dict[str, Any]], samples: int):
+    keys = sorted({s["key"] for s in series})
+    lo = min(s["min_step"] for s in series)
+    hi = max(s["max_step"] for s in series)
+    width = 0 if samples <= 1 else (hi - lo) // samples + 1
+    data = t.get(run_path + "/history", {"keys": ",".join(keys), "writers": writer,
+                                         "buckets": samples, "min_step": lo, "max_step": hi})
+    rows: Dict[int, Dict[str, Any]] = {}
+    for s in data["series"]:
+        if s["writer"] != writer:
+            continue
+        for b in s["buckets"]:
+            idx = 0 if width == 0 else (b["step_min"] - lo) // width
+            row = rows.setdefault(idx, {"writer": writer, "step": b["step_max"],
+                                        "time": b["time_max"]})
+            row["step"] = max(row["step"], b["step_max"])
+            row["time"] = max(row["time"], b["time_max"])
+            for stat in BUCKET_STATS:
+                row[f"{s['key']}.{stat}"] = number(b[stat])
+    return pd.DataFrame([rows[i] for i in sorted(rows)],
+                        columns=["writer", "step", "time"]
+                        + [f"{k}.{stat}" for k in keys for stat in BUCKET_STATS])
+
+
+def system_frame(t: Transport, run_path: str, labels: Optional[Sequence[str]],
+                 keys: Optional[Sequence[str]], samples: Optional[int]):
+    """System metrics as a DataFrame: one row per (label, time), a column per metric (without
+    the ``system/`` prefix); bucketed like history when `samples` is given."""
+    import pandas as pd
+
+    labels = _check_keys(labels, "labels")
+    keys = _check_keys(keys)
+    if samples is not None and (not isinstance(samples, int) or samples < 1):
+        raise UsageError(f"samples: expected a positive int, got {samples!r}")
+    sys_keys = [f"system/{k}" for k in keys] if keys else None
+    if sys_keys is None:
+        sys_keys = sorted({s["key"] for s in list_series(t, run_path)
+                           if s["key"].startswith("system/")})
+    if not sys_keys:
+        return pd.DataFrame(columns=["label", "time"])
+    per_label = user_series(t, run_path, sys_keys, labels)
+    rows: List[Dict[str, Any]] = []
+    for label, series in per_label.items():
+        names = sorted({s["key"] for s in series})
+        if samples is None:
+            by_step: Dict[int, Dict[str, Any]] = {}
+            for page in writer_pages(t, run_path, label, names, DEFAULT_PAGE_POINTS):
+                for key, points in page:
+                    for step, time, value in points:
+                        row = by_step.setdefault(step, {"label": label, "time": time})
+                        row[key[len("system/"):]] = value
+            rows += [by_step[s] for s in sorted(by_step)]
+        else:
+            frame = _bucketed_writer_frame(pd, t, run_path, label, series, samples)
+            frame = frame.rename(columns={"writer": "label"}).drop(columns=["step"])
+            frame.columns = [c[len("system/"):] if c.startswith("system/") else c
+                             for c in frame.columns]
+            rows += frame.to_dict("records")
+    if not rows:
+        return pd.DataFrame(columns=["label", "time"])
+    df = pd.DataFrame(rows)
+    return df.sort_values(["time", "label"], kind="stable").reset_index(drop=True)

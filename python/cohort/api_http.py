@@ -1,0 +1,173 @@
+"""The HTTP side of the read API (``cohort.Api``): where the server is, one keep-alive
+connection to it, and the mapping of its JSON errors to exceptions.
+
+The server URL and API key come from the same places as ``cohort.init``'s: arguments, then
+``COHORT_BASE_URL`` / ``COHORT_API_KEY``, then the config file that ``cohort login`` (or a local
+``cohort server`` at its first start) wrote (``$XDG_CONFIG_HOME/cohort/config.json``, else
+``~/.config/cohort/config.json``), then ``http://127.0.0.1:8787``.
+
+Threading: a ``Transport`` holds one connection and is not thread-safe; use one ``Api`` per
+thread.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import time
+import urllib.parse
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from .errors import AuthenticationError, CommError, Error, UsageError
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8787"
+_THROTTLE_RETRIES = 5
+_MAX_WAIT_S = 30.0
+
+
+class NotFound(UsageError, LookupError):
+    """The run, project or group does not exist (or belongs to another entity)."""
+
+    code = "not_found"
+
+
+class AuthError(AuthenticationError):
+    """The API key is missing, unknown, revoked or not allowed to read this."""
+
+    code = "unauthenticated"
+
+
+def config_path() -> str:
+    """The user's config file, as the C++ client resolves it."""
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    base = xdg if xdg else os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "cohort", "config.json")
+
+
+def resolve(base_url: Optional[str], api_key: Optional[str]) -> Tuple[str, str]:
+    """(base_url, api_key) from the arguments, the environment, the config file, defaults."""
+    url = base_url or os.environ.get("COHORT_BASE_URL") or ""
+    key = api_key or os.environ.get("COHORT_API_KEY") or ""
+    if not url or not key:
+        path = config_path()
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            data = {}
+        except (OSError, ValueError) as e:
+            raise UsageError(f"cannot read the cohort config file {path}: {e}") from e
+        if not isinstance(data, dict):
+            raise UsageError(f"cohort config file {path}: expected a JSON object")
+        url = url or str(data.get("base_url") or "")
+        key = key or str(data.get("api_key") or "")
+    url = (url or DEFAULT_BASE_URL).rstrip("/")
+    if not key:
+        raise AuthError("no API key: set COHORT_API_KEY, pass Api(api_key=...) or run "
+                        "`cohort login`")
+    return url, key
+
+
+def _error_for(status: int, payload: Any, what: str) -> Error:
+    """The exception for a non-2xx answer; `what` names the request for the message."""
+    code, message = None, None
+    if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+        code = payload["error"].get("code")
+        message = payload["error"].get("message")
+    message = message or (payload if isinstance(payload, str) and payload else f"HTTP {status}")
+    text = f"{what}: {message} (HTTP {status})"
+    if status == 404:
+        err: Error = NotFound(text)
+    elif status in (401, 403):
+        err = AuthError(text)
+    elif status in (400, 405, 409, 413):
+        err = UsageError(text)
+    else:
+        err = CommError(text)
+    err.code = code or err.code
+    return err
+
+
+class Transport:
+    """GETs JSON from one server over a kept-alive connection (reconnects when it drops)."""
+
+    def __init__(self, base_url: str, api_key: str, timeout: float = 60.0):
+        parsed = urllib.parse.urlsplit(base_url)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise UsageError(f"base_url: expected http(s)://host[:port], got {base_url!r}")
+        self.base_url = base_url
+        self._scheme = parsed.scheme
+        self._host = parsed.hostname
+        self._port = parsed.port
+        self._prefix = parsed.path.rstrip("/")
+        self._key = api_key
+        self._timeout = timeout
+        self._conn: Optional[http.client.HTTPConnection] = None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _connect(self) -> http.client.HTTPConnection:
+        if self._conn is None:
+            cls = (http.client.HTTPSConnection if self._scheme == "https"
+                   else http.client.HTTPConnection)
+            self._conn = cls(self._host, self._port, timeout=self._timeout)
+        return self._conn
+
+    def _send(self, path: str, url: str, headers: Dict[str, str]):
+        """One request: (status, body, Retry-After seconds or None)."""
+        last: Optional[BaseException] = None
+        for _ in range(2):  # a kept-alive connection the server closed: retry once
+            conn = self._connect()
+            try:
+                conn.request("GET", url, headers=headers)
+                resp = conn.getresponse()
+                body = resp.read()
+                retry = resp.getheader("Retry-After")
+                try:
+                    retry_after = float(retry) if retry else None
+                except ValueError:
+                    retry_after = None
+                return resp.status, body, retry_after
+            except (ConnectionError, http.client.HTTPException, OSError) as e:
+                self.close()
+                last = e
+        raise CommError(f"GET {path}: cannot reach the server at {self.base_url}: {last}")
+
+    def get(self, path: str, query: Optional[Mapping[str, Any]] = None) -> Any:
+        """GET path?query -> the decoded JSON body; raises NotFound, AuthError, UsageError or
+        CommError (with the server's message) otherwise. A 429 or 503 answer is retried
+        after its Retry-After (at most 30 s, 5 times) before it becomes a CommError."""
+        q = {k: v for k, v in (query or {}).items() if v is not None and v != ""}
+        url = self._prefix + path + ("?" + urllib.parse.urlencode(q) if q else "")
+        headers = {"Authorization": "Bearer " + self._key, "Accept": "application/json",
+                   "User-Agent": "cohort-python-api/0.1"}
+        for throttled in range(_THROTTLE_RETRIES + 1):
+            status, body, retry_after = self._send(path, url, headers)
+            if status not in (429, 503) or throttled == _THROTTLE_RETRIES:
+                break
+            time.sleep(min(_MAX_WAIT_S, retry_after if retry_after is not None else 1.0))
+        try:
+            payload = json.loads(body) if body else None
+        except ValueError:
+            payload = body.decode("utf-8", "replace")
+        if status >= 300:
+            raise _error_for(status, payload, f"GET {path}")
+        return payload
+
+
+def quote(segment: str) -> str:
+    """One URL path segment, percent-encoded."""
+    return urllib.parse.quote(str(segment), safe="")
+
+
+_NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def number(v: Any) -> float:
+    """A metric value from the API: numbers, or the strings "NaN", "Infinity", "-Infinity"."""
+    if isinstance(v, str):
+        return _NON_FINITE[v]
+    return float(v)

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Sanitizer builds of the test suites (docs/reliability.md, "Bad input").
+#
+# Usage: scripts/test-sanitizers.sh [asan|tsan|all] [unit|integration|both]
+#   asan: build-asan, -DCOHORT_SANITIZE=address,undefined (ASan + UBSan, leaks checked)
+#   tsan: build-tsan, -DCOHORT_SANITIZE=thread
+#   unit: ctest (every gtest binary and the fuzz corpus replays) in that build
+#   integration: pytest tests/integration with COHORT_BUILD_DIR at that build (the sanitized
+#         server binary); any sanitizer report a server wrote (log_path) fails the run
+# Defaults: all both. SAN_JOBS (default: nproc) sets the build parallelism; SAN_BUILD_ROOT the
+# directory holding build-asan / build-tsan (default: the repository root).
+#
+# Runtime options: UBSan halts on the first report; ASan checks leaks; suppressions only for
+# third-party code, in scripts/sanitizers/*.supp (each entry says why).
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+which="${1:-all}"
+suites="${2:-both}"
+jobs="${SAN_JOBS:-$(nproc)}"
+build_root="${SAN_BUILD_ROOT:-$root}"
+supp="$root/scripts/sanitizers"
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
+
+case "$which" in asan|tsan|all) ;; *) echo "usage: $0 [asan|tsan|all] [unit|integration|both]"; exit 2 ;; esac
+case "$suites" in unit|integration|both) ;; *) echo "usage: $0 [asan|tsan|all] [unit|integration|both]"; exit 2 ;; esac
+
+failed=()
+
+run_one() {
+  local name="$1" flags="$2"
+  local build="$build_root/build-$name"
+  echo "== $name: configure and build ($build, -j$jobs)"
+  if [ ! -f "$build/build.ninja" ]; then
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOHORT_SANITIZE="$flags" \
+      -DCOHORT_BUILD_BENCH=OFF -DCOHORT_BUILD_PYTHON=OFF >"$build.configure.log" 2>&1 ||
+      { cat "$build.configure.log"; failed+=("$name-build"); return; }
+  fi
+  local start=$(date +%s)
+  ninja -C "$build" -j"$jobs" || { failed+=("$name-build"); return; }
+  echo "== $name: built in $(( $(date +%s) - start )) s"
+
+  local logs="$build/sanitizer-logs"
+  rm -rf "$logs"
+  mkdir -p "$logs"
+  # Reports go to files as well, so that those of server processes started by pytest are seen.
+  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0:log_path=$logs/asan"
+  export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
+  export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$supp/ubsan.supp:log_path=$logs/ubsan"
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp:log_path=$logs/tsan"
+
+  if [ "$suites" != integration ]; then
+    echo "== $name: unit tests (ctest)"
+    ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900 || failed+=("$name-unit")
+  fi
+  if [ "$suites" != unit ]; then
+    echo "== $name: integration tests (pytest tests/integration)"
+    COHORT_BUILD_DIR="$build" "$root/.venv/bin/python" -m pytest -q -p no:cacheprovider \
+      tests/integration || failed+=("$name-integration")
+  fi
+  if [ -n "$(ls -A "$logs")" ]; then
+    echo "== $name: sanitizer reports:"
+    for f in "$logs"/*; do echo "--- $f"; head -60 "$f"; done
+    failed+=("$name-reports")
+  fi
+  unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS
+}
+
+[ "$which" = asan ] || [ "$which" = all ] && run_one asan "address,undefined"
+[ "$which" = tsan ] || [ "$which" = all ] && run_one tsan "thread"
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "test-sanitizers.sh: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "test-sanitizers.sh: $which ($suites) passed without sanitizer reports"

@@ -1,0 +1,111 @@
+// `cohort logs RUN [--label L] [--follow]`: a run's console lines; with --follow, like
+// `tail -f`: keeps polling for new lines until the run is no longer running (then prints the
+// last lines and exits 0) or the user presses Ctrl-C.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/read_client.h"
+
+namespace cohort::cli {
+namespace {
+
+namespace bj = boost::json;
+
+struct LogsOpts {
+  std::string run, labels, stream, grep;
+  bool follow = false;
+  bool prefix = false, no_prefix = false;
+  double interval_s = 0.5;
+};
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "cohort logs: %s\n", s.message().c_str());
+  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+// Prints every line after `*after`; advances it. `prefix`: "[label] " before each line.
+Status PrintNew(ReadClient& client, const RunPath& ref, const LogsOpts& o, bool prefix,
+                int64_t* after) {
+  while (true) {
+    COHORT_ASSIGN_OR_RETURN(
+        bj::value page, client.Get(ref.ApiPath() + "/console", {{"labels", o.labels},
+                                                                {"stream", o.stream},
+                                                                {"q", o.grep},
+                                                                {"after", std::to_string(*after)},
+                                                                {"limit", "1000"}}));
+    const bj::array& lines = page.as_object().at("lines").as_array();
+    std::string out;
+    for (const bj::value& l : lines) {
+      if (prefix) out += "[" + StrField(l, "label") + "] ";
+      out += StrField(l, "text");
+      out += '\n';
+      *after = std::max(*after, IntField(l, "id"));
+    }
+    if (!out.empty()) {
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      std::fflush(stdout);
+    }
+    const bj::value* next = page.as_object().if_contains("next_cursor");
+    if (lines.empty() || !next || next->is_null()) return Status::Ok();
+    *after = std::max(*after, IntField(page, "next_cursor"));
+  }
+}
+
+int RunLogs(const LogsOpts& o) {
+  if (o.stream != "" && o.stream != "stdout" && o.stream != "stderr") {
+    return Fail(Status::InvalidArgument("--stream: expected stdout or stderr"));
+  }
+  auto client = ReadClient::Open();
+  if (!client.ok()) return Fail(client.status());
+  auto ref = (*client)->ParseRun(o.run);
+  if (!ref.ok()) return Fail(ref.status());
+  auto run = (*client)->Get(ref->ApiPath());
+  if (!run.ok()) return Fail(run.status());
+  bool prefix = IntField(*run, "writer_count") > 1 || o.labels.find(',') != std::string::npos;
+  if (o.prefix) prefix = true;
+  if (o.no_prefix) prefix = false;
+  int64_t after = 0;
+  while (true) {
+    Status s = PrintNew(**client, *ref, o, prefix, &after);
+    if (!s.ok()) return Fail(s);
+    if (!o.follow) return 0;
+    auto now = (*client)->Get(ref->ApiPath());
+    if (!now.ok()) return Fail(now.status());
+    if (StrField(*now, "state") != "running") {
+      // Lines uploaded before the writers finished are stored by now: print them and stop.
+      s = PrintNew(**client, *ref, o, prefix, &after);
+      if (!s.ok()) return Fail(s);
+      std::fprintf(stderr, "run %s %s\n", ref->Text().c_str(), StrField(*now, "state").c_str());
+      return 0;
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(o.interval_s));
+  }
+}
+
+}  // namespace
+
+Runner AddLogsCommand(CLI::App& app) {
+  auto o = std::make_shared<LogsOpts>();
+  auto* cmd = app.add_subcommand("logs", "Print a run's console lines (--follow: like tail -f)");
+  cmd->add_option("run", o->run, "entity/project/run_id or project/run_id")->required();
+  cmd->add_option("-l,--label", o->labels, "Only these writers (comma-separated labels)");
+  cmd->add_option("--stream", o->stream, "Only stdout or stderr");
+  cmd->add_option("--grep", o->grep, "Only lines containing this text (case-sensitive)");
+  cmd->add_flag("-f,--follow", o->follow, "Keep printing new lines until the run ends");
+  cmd->add_option("--interval", o->interval_s, "Seconds between polls with --follow")
+      ->check(CLI::Range(0.05, 60.0))
+      ->capture_default_str();
+  cmd->add_flag("--prefix", o->prefix, "Prefix each line with [label] (default: shared runs)");
+  cmd->add_flag("--no-prefix", o->no_prefix, "Never prefix lines with their label");
+  return [cmd, o]() -> int {
+    if (!cmd->parsed()) return -1;
+    return RunLogs(*o);
+  };
+}
+
+}  // namespace cohort::cli

@@ -1,0 +1,63 @@
+// ReadClient: the terminal commands' reading side of the HTTP API (docs/api.md). It finds the
+// server and key like the client library does (COHORT_BASE_URL / COHORT_API_KEY, else the user
+// config file that `cohort login` writes, else http://127.0.0.1:8787), GETs JSON over one
+// kept-alive connection and turns error answers into Status values with the server's message.
+// Also parses the RUN argument of the commands ("entity/project/run_id" or "project/run_id").
+//
+// Threading: not thread-safe; one command uses one client.
+#pragma once
+
+#include <boost/json.hpp>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "agent/http_client.h"
+#include "cohort/status.h"
+
+namespace cohort::cli {
+
+struct RunPath {
+  std::string entity, project, run_id;
+  // "/api/v1/runs/<entity>/<project>/<run>" with each segment escaped.
+  std::string ApiPath() const;
+  std::string Text() const { return entity + "/" + project + "/" + run_id; }
+};
+
+// Query parameters, in order; empty values are left out.
+using Query = std::vector<std::pair<std::string, std::string>>;
+
+class ReadClient {
+ public:
+  // kUnauthenticated when no key is configured; kIOError when the config file is unreadable.
+  static Result<std::unique_ptr<ReadClient>> Open();
+
+  // GET `path` with `query` -> the parsed body. kNotFound / kUnauthenticated /
+  // kPermissionDenied / kInvalidArgument from the answer's status, with the server's message;
+  // kUnavailable when the server cannot be reached.
+  Result<boost::json::value> Get(std::string_view path, const Query& query = {});
+
+  // The entity of the API key (GET /api/v1/viewer), fetched once.
+  Result<std::string> Entity();
+
+  // "entity/project/run_id" or "project/run_id" (the viewer's entity).
+  Result<RunPath> ParseRun(std::string_view text);
+
+  const std::string& base_url() const { return http_.base_url(); }
+
+ private:
+  ReadClient(std::string base_url, std::string api_key);
+
+  agent::HttpClient http_;
+  std::string api_key_;
+  std::string entity_;
+};
+
+// Helpers over Boost.JSON values of API answers: a missing or mistyped field reads as the
+// default.
+std::string StrField(const boost::json::value& v, std::string_view key);
+int64_t IntField(const boost::json::value& v, std::string_view key, int64_t def = 0);
+
+}  // namespace cohort::cli

@@ -1,0 +1,174 @@
+// AgentTransport and ConnectOrSpawnAgent against agents that are slow or not there yet: a fake
+// agent on a real Unix socket (the agent protocol is our seam) that takes its time, and the
+// real stand-in agent binary started while another agent still holds the agent lock.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "agent/agent_paths.h"
+#include "agent/protocol.h"
+#include "agent/socket_io.h"
+#include "client/spawn.h"
+#include "client/transport.h"
+#include "core/clock.h"
+
+namespace cohort::client {
+namespace {
+
+namespace fs = std::filesystem;
+using agent::Frame;
+using agent::MessageType;
+
+// Serves one connection: answers hello at once, and open/finish only after the wait the client
+// allowed plus `extra_ms`, as an agent does whose disk is slow: it counts the wait from when the
+// writer's WAL is synced, which is `extra_ms` after the request came.
+class SlowAgent {
+ public:
+  SlowAgent(std::string path, int64_t extra_ms) : path_(std::move(path)), extra_ms_(extra_ms) {
+    auto fd = agent::ListenUnix(path_);
+    EXPECT_TRUE(fd.ok()) << fd.status().ToString();
+    listen_fd_ = fd.ok() ? *fd : -1;
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~SlowAgent() {
+    stop_ = true;
+    shutdown(listen_fd_, SHUT_RDWR);
+    thread_.join();
+    close(listen_fd_);
+  }
+  int64_t asked_wait_ms() const { return asked_wait_ms_.load(); }
+
+ private:
+  void Reply(int fd, MessageType type, std::string_view payload) {
+    std::string out;
+    agent::AppendFrame(type, payload, &out);
+    (void)agent::WriteAll(fd, out.data(), out.size(), NowMillis() + 1000);
+  }
+
+  void Serve() {
+    int fd = accept(listen_fd_, nullptr, nullptr);
+    if (fd < 0) return;
+    agent::FrameDecoder decoder;
+    char buf[4096];
+    while (!stop_) {
+      auto n = agent::ReadSome(fd, buf, sizeof buf, NowMillis() + 200);
+      if (!n.ok() && n.status().code() == StatusCode::kDeadlineExceeded) continue;
+      if (!n.ok() || *n == 0) break;
+      decoder.Feed(buf, *n);
+      Frame f;
+      while (true) {
+        auto got = decoder.Next(&f);
+        if (!got.ok() || !*got) break;
+        if (f.type == MessageType::kHello) {
+          agent::HelloMessage hello;
+          hello.pid = getpid();
+          Reply(fd, MessageType::kHelloReply, agent::ToJson(hello));
+        } else if (f.type == MessageType::kOpen) {
+          auto req = agent::ParseOpenRequest(f.payload);
+          ASSERT_TRUE(req.ok());
+          asked_wait_ms_ = req->wait_ms;
+          std::this_thread::sleep_for(std::chrono::milliseconds(extra_ms_ + req->wait_ms));
+          agent::OpenReply reply;
+          reply.ok = true;
+          Reply(fd, MessageType::kOpenReply, agent::ToJson(reply));
+        } else if (f.type == MessageType::kFinish) {
+          uint64_t frame = 0;
+          std::string_view body;
+          ASSERT_TRUE(agent::SplitNumbered(f.payload, &frame, &body).ok());
+          auto req = agent::ParseFinishRequest(body);
+          ASSERT_TRUE(req.ok());
+          asked_wait_ms_ = req->wait_ms;
+          std::this_thread::sleep_for(std::chrono::milliseconds(extra_ms_ + req->wait_ms));
+          agent::FinishReply reply;
+          Reply(fd, MessageType::kFinishReply, agent::ToJson(reply));
+        }
+      }
+    }
+    close(fd);
+  }
+
+  std::string path_;
+  int64_t extra_ms_;
+  int listen_fd_ = -1;
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> asked_wait_ms_{-1};
+  std::thread thread_;
+};
+
+class AgentTransportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cohort-transport-XXXXXX";
+    root_ = mkdtemp(tmpl);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  std::string root_;
+};
+
+TEST_F(AgentTransportTest, OpenAnswerOfASlowAgentArrivesBeforeTheDeadline) {
+  SlowAgent agent(root_ + "/agent.sock", 300);
+  int64_t deadline = NowMillis() + 4000;
+  auto t = AgentTransport::Connect(root_ + "/agent.sock", deadline);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  agent::OpenRequest req;
+  req.wait_ms = 4000;  // "wait as long as you like": the transport keeps a margin for the answer
+  auto reply = (*t)->Open(req, deadline);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_TRUE(reply->ok);
+  EXPECT_LE(NowMillis(), deadline);
+  EXPECT_LE(agent.asked_wait_ms(), 3000);
+  EXPECT_GE(agent.asked_wait_ms(), 2000);  // most of the time still goes to the server
+}
+
+TEST_F(AgentTransportTest, FinishAnswerOfASlowAgentArrivesBeforeTheDeadline) {
+  SlowAgent agent(root_ + "/agent.sock", 300);
+  auto t = AgentTransport::Connect(root_ + "/agent.sock", NowMillis() + 2000);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  agent::OpenRequest open;
+  open.wait_ms = 0;
+  ASSERT_TRUE((*t)->Open(open, NowMillis() + 2000).ok());
+  int64_t deadline = NowMillis() + 3000;
+  agent::FinishRequest req;
+  req.wait_ms = 3000;
+  auto reply = (*t)->Finish(1, req, deadline);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_LE(NowMillis(), deadline);
+  EXPECT_LE(agent.asked_wait_ms(), 2250);
+}
+
+TEST_F(AgentTransportTest, SpawnRetriesWhileAnExitingAgentStillHoldsTheLock) {
+  agent::AgentPaths paths = agent::AgentPathsFor(root_ + "/sock/agent.sock");
+  ASSERT_TRUE(agent::EnsurePrivateDir(paths.dir).ok());
+  // An agent on its way out: the socket is gone, the lock not yet released. The agent spawned
+  // now finds the lock taken and exits at once.
+  int lock = open(paths.lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(lock, 0);
+  ASSERT_EQ(flock(lock, LOCK_EX | LOCK_NB), 0);
+  std::thread release([lock] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    close(lock);
+  });
+  setenv("COHORT_BIN", COHORT_TEST_AGENT_BIN, 1);
+  setenv("COHORT_AGENT_IDLE_S", "2", 1);
+  int64_t start = NowMillis();
+  auto t = ConnectOrSpawnAgent(paths, root_ + "/data", true, start + 8000);
+  release.join();
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_LT(NowMillis() - start, 5000);
+  int64_t pid = (*t)->agent_pid();
+  EXPECT_GT(pid, 0);
+  t->reset();
+  if (pid > 0) kill(pid_t(pid), SIGTERM);
+}
+
+}  // namespace
+}  // namespace cohort::client

@@ -1,0 +1,76 @@
+#include "insight/heatmap.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace cohort::insight {
+namespace {
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+}  // namespace
+
+int TimeColumns::Column(int64_t t) const {
+  if (count <= 0 || t < time_min) return -1;
+  const int64_t col = (t - time_min) / bucket_ms;
+  return col < count ? int(col) : -1;
+}
+
+TimeColumns ChooseTimeColumns(int64_t tmin, int64_t tmax, int columns) {
+  TimeColumns c;
+  c.time_min = tmin;
+  const int64_t span = std::max<int64_t>(tmax - tmin, 0) + 1;
+  const int64_t n = std::max(columns, 1);
+  c.bucket_ms = std::max<int64_t>((span + n - 1) / n, 1);
+  c.count = int((span + c.bucket_ms - 1) / c.bucket_ms);
+  return c;
+}
+
+std::vector<double> StepTimeColumns(const TimeColumns& c,
+                                    const std::vector<std::pair<int64_t, int64_t>>& samples) {
+  std::vector<double> dt(size_t(c.count), 0), ds(size_t(c.count), 0);
+  for (size_t i = 1; i < samples.size(); ++i) {
+    const auto [s0, t0] = samples[i - 1];
+    const auto [s1, t1] = samples[i];
+    if (s1 <= s0 || t1 < t0) continue;
+    const int col = c.Column(t1);
+    if (col < 0) continue;
+    dt[size_t(col)] += double(t1 - t0);
+    ds[size_t(col)] += double(s1 - s0);
+  }
+  std::vector<double> out(size_t(c.count), kNaN);
+  for (size_t j = 0; j < out.size(); ++j) {
+    if (ds[j] > 0) out[j] = dt[j] / ds[j];
+  }
+  return out;
+}
+
+std::vector<std::pair<int64_t, int64_t>> BucketCorners(const std::vector<store::Bucket>& buckets) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const store::Bucket& b : buckets) {
+    if (b.count <= 0) continue;
+    if (out.empty() || out.back().first != b.step_min) out.push_back({b.step_min, b.time_min});
+    if (b.step_max != b.step_min) out.push_back({b.step_max, b.time_max});
+  }
+  return out;
+}
+
+std::vector<double> MeanColumns(const TimeColumns& c,
+                                const std::vector<std::vector<store::Bucket>>& series) {
+  std::vector<double> sum(size_t(c.count), 0), n(size_t(c.count), 0);
+  for (const auto& buckets : series) {
+    for (const store::Bucket& b : buckets) {
+      const int64_t valid = b.count - b.nan_count;
+      if (valid <= 0) continue;
+      const int col = c.Column(b.time_min + (b.time_max - b.time_min) / 2);
+      if (col < 0) continue;
+      sum[size_t(col)] += b.sum;
+      n[size_t(col)] += double(valid);
+    }
+  }
+  std::vector<double> out(size_t(c.count), kNaN);
+  for (size_t j = 0; j < out.size(); ++j) {
+    if (n[j] > 0) out[j] = sum[j] / n[j];
+  }
+  return out;
+}
+
+}  // namespace cohort::insight

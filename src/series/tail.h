@@ -1,0 +1,61 @@
+// Series tail layout, shared by the stores: how a batch's points join a stored series without
+// rewriting what is already stored (docs/formats.md, "Series layout in the stores").
+//
+// A series is sealed chunks (full ones, kMaxChunkPoints points, or large partial ones) followed
+// by a tail of smaller chunks, one per batch. A batch appends a chunk of its own points to the
+// tail instead of re-encoding a head chunk, so each point of a small batch is encoded about twice
+// (in its batch's chunk and once more when the tail is compacted into full chunks) instead of
+// once per batch that follows it. A batch that brings at least kMinSealedPoints points of a
+// series while its tail is empty is written once, as sealed chunks. The tail is compacted when it
+// would reach kMaxTailPoints points or kMaxTailChunks chunks. Chunk indexes only grow (compacted
+// chunks get new ones), so index order stays arrival order, as series/query.h expects.
+//
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cohort/status.h"
+#include "series/append.h"
+#include "series/chunk.h"
+#include "store/types.h"
+
+namespace cohort::series {
+
+// A tail is compacted when it would hold this many points, or this many chunks (tiny batches).
+// Larger tails mean fewer, larger compactions (each point is re-encoded once either way) and a
+// few more chunk summaries for queries to read.
+inline constexpr int64_t kMaxTailPoints = 4 * kMaxChunkPoints;
+inline constexpr int64_t kMaxTailChunks = 32;
+// A chunk of at least this many points written while the tail is empty is sealed at once: large
+// batches are written once, never compacted.
+inline constexpr int64_t kMinSealedPoints = kMaxChunkPoints / 2;
+
+// The stored state of one series' chunk sequence (columns of the stores' series rows).
+struct TailState {
+  int64_t next_idx = 0;     // index of the next chunk written
+  int64_t tail_idx = 0;     // first chunk of the tail (next_idx when the tail is empty)
+  int64_t tail_count = 0;   // points in the tail
+  int64_t tail_chunks = 0;  // chunks in the tail
+};
+
+// True when appending `new_points` points compacts the tail: the caller reads the points of the
+// chunks [tail_idx, next_idx) and passes them to PlanTailAppend.
+bool TailNeedsCompaction(const TailState& s, size_t new_points);
+
+// What a store writes for one append, in its transaction: first delete the chunks
+// [delete_lo, delete_hi) (when delete_hi > delete_lo), then insert `chunks` (all new indexes).
+struct TailAppend {
+  int64_t delete_lo = 0, delete_hi = 0;
+  std::vector<ChunkWrite> chunks;
+};
+
+// Plans appending `points` (in order) to the series in `*s` and advances `*s`. `tail` holds the
+// tail's points when TailNeedsCompaction(*s, points.size()), else it is ignored (pass nullptr).
+// kInvalidArgument when compaction is due and `tail` is missing or does not hold tail_count
+// points.
+Result<TailAppend> PlanTailAppend(TailState* s, const std::vector<store::Point>& points,
+                                  const std::vector<store::Point>* tail);
+
+}  // namespace cohort::series

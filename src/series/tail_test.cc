@@ -1,0 +1,155 @@
+#include "series/tail.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <vector>
+
+#include "series/series_test_util.h"
+
+namespace cohort::series {
+namespace {
+
+using testing::BitsOf;
+
+std::vector<store::Point> Ramp(int64_t from, size_t n) {
+  std::vector<store::Point> pts;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t s = from + int64_t(i);
+    pts.push_back({s, 1000 * s, double(float(1.0 / double(s + 1)))});
+  }
+  return pts;
+}
+
+// A stored series simulated in memory: chunk index -> encoded chunk, as a store holds it.
+struct Stored {
+  TailState state;
+  std::map<int64_t, std::string> chunks;
+
+  // Appends as a store does: reads the tail when compaction is due, applies the plan.
+  TailAppend Append(const std::vector<store::Point>& points) {
+    std::vector<store::Point> tail;
+    const bool compact = TailNeedsCompaction(state, points.size());
+    if (compact) {
+      for (auto it = chunks.lower_bound(state.tail_idx); it != chunks.end(); ++it) {
+        auto pts = DecodeChunk(it->second);
+        EXPECT_TRUE(pts.ok());
+        tail.insert(tail.end(), pts->begin(), pts->end());
+      }
+    }
+    auto plan = PlanTailAppend(&state, points, compact ? &tail : nullptr);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    for (int64_t i = plan->delete_lo; i < plan->delete_hi; ++i) EXPECT_EQ(chunks.erase(i), 1u);
+    for (const ChunkWrite& w : plan->chunks) {
+      EXPECT_FALSE(w.replaces);
+      EXPECT_TRUE(chunks.emplace(w.index, w.data).second) << "index reused: " << w.index;
+    }
+    return *plan;
+  }
+
+  std::vector<store::Point> All() const {
+    std::vector<store::Point> out;
+    for (const auto& [idx, data] : chunks) {
+      auto pts = DecodeChunk(data);
+      EXPECT_TRUE(pts.ok());
+      out.insert(out.end(), pts->begin(), pts->end());
+    }
+    return out;
+  }
+};
+
+void ExpectSamePoints(const std::vector<store::Point>& got, const std::vector<store::Point>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].step, want[i].step) << "at " << i;
+    ASSERT_EQ(got[i].time_ms, want[i].time_ms) << "at " << i;
+    ASSERT_EQ(BitsOf(got[i].value), BitsOf(want[i].value)) << "at " << i;
+  }
+}
+
+TEST(TailTest, SmallBatchBecomesOneTailChunkWithoutRewritingEarlierOnes) {
+  Stored s;
+  s.Append(Ramp(0, 100));
+  TailAppend second = s.Append(Ramp(100, 100));
+  EXPECT_EQ(second.delete_hi, second.delete_lo);  // nothing rewritten
+  ASSERT_EQ(second.chunks.size(), 1u);
+  EXPECT_EQ(second.chunks[0].index, 1);
+  EXPECT_EQ(second.chunks[0].summary.count, 100);
+  EXPECT_EQ(s.state.next_idx, 2);
+  EXPECT_EQ(s.state.tail_idx, 0);
+  EXPECT_EQ(s.state.tail_count, 200);
+  EXPECT_EQ(s.state.tail_chunks, 2);
+}
+
+TEST(TailTest, LargeBatchOnEmptyTailIsSealedAtOnce) {
+  Stored s;
+  TailAppend a = s.Append(Ramp(0, 2 * kMaxChunkPoints + kMinSealedPoints));
+  ASSERT_EQ(a.chunks.size(), 3u);
+  EXPECT_EQ(s.state.tail_count, 0);
+  EXPECT_EQ(s.state.tail_idx, 3);
+  EXPECT_EQ(s.state.next_idx, 3);
+}
+
+TEST(TailTest, CompactionAtPointLimitRewritesTailIntoFullChunks) {
+  Stored s;
+  const size_t batch = 100;
+  int64_t step = 0;
+  bool compacted = false;
+  while (!compacted) {
+    TailAppend a = s.Append(Ramp(step, batch));
+    step += int64_t(batch);
+    if (a.delete_hi > a.delete_lo) {
+      compacted = true;
+      // Every compacted chunk but possibly the last is full.
+      for (size_t i = 0; i + 1 < a.chunks.size(); ++i) {
+        EXPECT_EQ(a.chunks[i].summary.count, kMaxChunkPoints);
+      }
+      EXPECT_GE(a.chunks.front().index, a.delete_hi);  // new indexes, never reused
+    }
+    ASSERT_LE(step, 2 * kMaxTailPoints);
+  }
+  EXPECT_LT(s.state.tail_count, kMaxTailPoints);
+  ExpectSamePoints(s.All(), Ramp(0, size_t(step)));
+}
+
+TEST(TailTest, CompactionAtChunkLimitForTinyBatches) {
+  Stored s;
+  for (int i = 0; i < kMaxTailChunks; ++i) {
+    TailAppend a = s.Append(Ramp(i, 1));
+    EXPECT_EQ(a.delete_hi, a.delete_lo) << "batch " << i;
+  }
+  EXPECT_EQ(s.state.tail_chunks, kMaxTailChunks);
+  TailAppend a = s.Append(Ramp(kMaxTailChunks, 1));
+  EXPECT_EQ(a.delete_lo, 0);
+  EXPECT_EQ(a.delete_hi, kMaxTailChunks);
+  ASSERT_EQ(a.chunks.size(), 1u);
+  EXPECT_EQ(a.chunks[0].summary.count, kMaxTailChunks + 1);
+  EXPECT_EQ(s.state.tail_chunks, 1);
+  ExpectSamePoints(s.All(), Ramp(0, kMaxTailChunks + 1));
+}
+
+TEST(TailTest, RandomBatchSizesKeepEveryPointInOrder) {
+  std::mt19937_64 rng(7);
+  Stored s;
+  int64_t step = 0;
+  for (int i = 0; i < 300; ++i) {
+    const size_t n = std::uniform_int_distribution<size_t>(0, 1500)(rng) >> (rng() % 4);
+    s.Append(Ramp(step, n));
+    step += int64_t(n);
+    ASSERT_LT(s.state.tail_count, kMaxTailPoints + kMaxChunkPoints * 2);
+    ASSERT_LE(s.state.tail_chunks, kMaxTailChunks);
+  }
+  ExpectSamePoints(s.All(), Ramp(0, size_t(step)));
+}
+
+TEST(TailTest, CompactionWithoutTheTailPointsIsRejected) {
+  TailState st{/*next_idx=*/32, /*tail_idx=*/0, /*tail_count=*/32, /*tail_chunks=*/32};
+  auto plan = PlanTailAppend(&st, Ramp(0, 1), nullptr);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.next_idx, 32);  // unchanged
+}
+
+}  // namespace
+}  // namespace cohort::series

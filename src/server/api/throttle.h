@@ -1,0 +1,26 @@
+// Throttle: applies the per-entity rate limits (limits::RateLimiter) to API requests and
+// answers refusals as 429 with Retry-After and RateLimit-* headers and a JSON error body.
+//
+// Threading: thread-safe (the limiter and metrics are).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "server/http/message.h"
+#include "store/types.h"
+
+namespace cohort::api {
+
+struct ApiContext;
+
+// Charges one request to `entity`; a 429 response when its request bucket is empty, nothing
+// when the request may go on (or no limiter is configured).
+std::optional<http::HttpResponse> ThrottleRequest(ApiContext* ctx, const std::string& entity);
+// Charges `points` ingested values to `entity`; a 429 response when its points bucket is empty.
+std::optional<http::HttpResponse> ThrottlePoints(ApiContext* ctx, const std::string& entity,
+                                                 int64_t points);
+// The scalar values of a batch (history and system rows): what ThrottlePoints charges.
+int64_t CountPoints(const store::IngestBatch& batch);
+
+}  // namespace cohort::api

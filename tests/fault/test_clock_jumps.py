@@ -1,0 +1,96 @@
+"""Clock jumps on the clients: the wall clock of the training processes (and of the agent they
+spawn, which inherits the environment) jumps ten years ahead, then thirty years back, then to
+the true time, while they log (tests/fault/clock_shift.c, an LD_PRELOAD library, driven through
+a file the test writes). Steps keep their order, every point arrives once with its value,
+nothing hangs (init, flushes and finish are bounded), and the run and writer states are right:
+the server's own clock decides heartbeats, so points stamped in 1996 or 2036 neither crash nor
+revive a writer.
+"""
+import socket
+import time
+
+from fault_helpers import (CLOCK_SHIFT_LIB, FaultServer, Writers, assert_exactly_once,
+                           random_run_id, run_path, run_state, writer_states)
+from conftest import wait_for
+
+YEAR_S = 365 * 24 * 3600
+
+
+def test_client_clock_jumps_keep_order_and_state(tmp_path):
+    assert CLOCK_SHIFT_LIB.exists(), f"build the project first: {CLOCK_SHIFT_LIB} is missing"
+    server = FaultServer(tmp_path).start()
+    writers = Writers(server)
+    shift = tmp_path / "clock-offset"
+    run_id = random_run_id("clk")
+    steps = 1500
+    try:
+        t0 = time.monotonic()
+        procs = [writers.start(run_id, w, steps, label=label, shared=True, primary=(w == 1),
+                               sleep_ms=4, extra=("--finish-timeout", "10"),
+                               LD_PRELOAD=str(CLOCK_SHIFT_LIB),
+                               COHORT_CLOCK_SHIFT_FILE=str(shift))
+                 for w, label in ((1, "rank_0"), (2, "rank_1"))]
+        for p in procs:  # both log (and their agent runs) before the clock moves
+            assert p.stdout.readline().startswith("run "), p.stderr.read()
+            assert p.stdout.readline().strip() == "logged 100"
+        for offset, hold_s in ((10 * YEAR_S, 1.0), (-30 * YEAR_S, 1.0),
+                               (-30 * YEAR_S + 3600, 0.5), (0, 0)):
+            shift.write_text(str(offset))
+            time.sleep(hold_s)
+        results = writers.wait_all(timeout=60)
+        took = time.monotonic() - t0
+        for spec, rc, out, err in results:
+            assert rc == 0, (spec, rc, out[-2000:], err[-2000:])
+            assert "finish ok" in out, out
+        api = server.api()
+        specs = {"rank_0": dict(writer=1, steps=steps, keys=4),
+                 "rank_1": dict(writer=2, steps=steps, keys=4)}
+        checked = assert_exactly_once(api, run_id, specs, timeout=60)
+        # The stamps really jumped: some points are from the future, some from the past.
+        status, body = api.get(run_path(api, run_id) + "/history?keys=k0&writers=rank_0")
+        times = [p[1] for p in body["series"][0]["points"]]
+        now_ms = time.time() * 1000
+        assert max(times) > now_ms + 5 * YEAR_S * 1000, max(times)
+        assert min(times) < now_ms - 20 * YEAR_S * 1000, min(times)
+        assert wait_for(lambda: set(writer_states(api, run_id).values()) == {"finished"},
+                        timeout=30), writer_states(api, run_id)
+        assert run_state(api, run_id) == "finished"
+        print(f"clock jumps: 2 writers, {checked} points in step order, done in {took:.1f} s")
+    finally:
+        writers.stop()
+        server.stop()
+
+
+def test_clock_jumping_back_during_a_bounded_finish_does_not_hang(tmp_path):
+    # The server accepts connections but never answers, so Init and Finish wait (bounded by
+    # their timeouts) for confirmations that cannot come; meanwhile the wall clock jumps 30
+    # years back. A deadline kept on the wall clock would then lie 30 years ahead.
+    server = FaultServer(tmp_path).start()
+    writers = Writers(server)
+    server.stop()
+    hung = socket.socket()
+    hung.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    hung.bind(("127.0.0.1", server.port))
+    hung.listen(64)  # connections complete in the kernel; nobody reads or answers
+    shift = tmp_path / "clock-offset"
+    try:
+        t0 = time.monotonic()
+        p = writers.start(random_run_id("clf"), 1, 100, label="w", sleep_ms=0,
+                          extra=("--finish-timeout", "3", "--init-timeout", "2"),
+                          LD_PRELOAD=str(CLOCK_SHIFT_LIB), COHORT_CLOCK_SHIFT_FILE=str(shift))
+        assert p.stdout.readline().startswith("run "), p.stderr.read()
+        assert p.stdout.readline().strip() == "logged 100"  # Finish comes next
+        time.sleep(0.5)
+        shift.write_text(str(-30 * YEAR_S))
+        (spec, rc, out, err), = writers.wait_all(timeout=60)
+        took = time.monotonic() - t0
+        # The agent answers when its (monotonic) wait is over, before the client's deadline; a
+        # wall-clock wait in the agent never answered ("finish error: deadline_exceeded").
+        assert "finish ok" in out, (out, err)
+        finish_s = float(out.strip().splitlines()[-1].split()[-1])
+        assert finish_s > 1, out  # Finish did wait, so the jump came during its wait
+        assert took < 10, (took, out)
+        print(f"clock jump during finish: {out.strip().splitlines()[-1]!r}, {took:.1f} s in all")
+    finally:
+        writers.stop()
+        hung.close()

@@ -1,0 +1,40 @@
+"""Several `cohort server` processes started at once on one empty PostgreSQL database
+(docs/operations.md, "Scale-out on PostgreSQL"): exactly one of them creates the bootstrap admin
+key (Store::CreateFirstApiKey, an advisory lock), and that key works on every server."""
+import concurrent.futures
+
+import pytest
+
+from conftest import Api, ServerProcess
+from pg_cluster import PgCluster
+
+SERVERS = 4
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with PgCluster() as pg:
+        yield pg
+
+
+def test_servers_starting_together_create_one_admin_key(cluster, tmp_path):
+    db = "boot_" + tmp_path.name.replace("-", "_").lower()[-40:]
+    cluster.create_database(db)
+    url = cluster.url(db)
+    procs = [ServerProcess(tmp_path / f"s{i}", extra_args=["--store", url])
+             for i in range(SERVERS)]
+    try:
+        with concurrent.futures.ThreadPoolExecutor(SERVERS) as pool:
+            list(pool.map(lambda p: p.start(), procs))
+        assert cluster.psql(db, "SELECT count(*) FROM api_keys") == "1"
+        # The winner wrote its key to its user config; the others found a key and wrote none.
+        configs = [p.home / ".config" / "cohort" / "config.json" for p in procs]
+        winners = [p for p, c in zip(procs, configs) if c.exists()]
+        assert len(winners) == 1, [str(c) for c in configs if c.exists()]
+        key = winners[0].config["api_key"]
+        for p in procs:
+            status, body = Api(p.url, key).get("/api/v1/viewer")
+            assert status == 200, body
+    finally:
+        for p in procs:
+            p.stop()
