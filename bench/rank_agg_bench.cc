@@ -2,8 +2,8 @@
 // buckets, as the /ranks/aggregate route computes it (QuerySeries per member on the common grid,
 // then AggregateMembers), against a naive baseline that decodes every point and folds it.
 // In memory (chunk bytes in RAM), like BM_QueryBuckets10M in series_bench.cc, and through the
-// SQLite store (64M-point databases built once as $COHORT_BENCH_DB-<batch rows>, default
-// /tmp/cohort_rank_agg_bench.db-<batch rows>, reused while they hold the expected data).
+// SQLite store (64M-point databases built once as $COHORT_BENCH_DB-v4-<batch rows>, default
+// /tmp/cohort_rank_agg_bench.db-v4-<batch rows>, reused while they hold the expected data).
 //
 //   ninja -C build-ranks rank_agg_bench
 //   build-ranks/bench/rank_agg_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
@@ -171,16 +171,16 @@ const store::RunRef kRef{"bench", "ranks", "agg64"};
 std::string Label(int m) { return "rank_" + std::to_string(m); }
 
 // A database of 64 writers x 1M points ingested in batches of `batch` rows, built on first use.
-// The store seals a large batch's points into chunks that start at the batch's first step
-// (series/tail.h), so batches of a multiple of 1,024 rows give chunk edges at multiples of 1,024
-// and other sizes do not.
+// The store cuts sealed chunks at multiples of 1,024 steps (series/tail.h, schema version 4), so
+// any batch size gives chunks that fit the 1,024-wide grid; databases built by an older layout
+// (batches sealed from their own first step) carry another file name and are not reused.
 store::Store* SqliteStore(benchmark::State& state, size_t batch) {
   static std::map<size_t, std::unique_ptr<store::Store>> dbs;
   std::unique_ptr<store::Store>& db = dbs[batch];
   if (db) return db.get();
   const char* env = std::getenv("COHORT_BENCH_DB");
-  const std::string path = std::string(env && *env ? env : "/tmp/cohort_rank_agg_bench.db") + "-" +
-                           std::to_string(batch);
+  const std::string path = std::string(env && *env ? env : "/tmp/cohort_rank_agg_bench.db") +
+                           "-v4-" + std::to_string(batch);
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto opened = store::OpenStore("sqlite://" + path);
     if (!opened.ok()) {

@@ -33,10 +33,11 @@ fi
 
 export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
 if [ ! -f "$build/build.ninja" ]; then
+  mkdir -p "$build"
   CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCOHORT_FUZZ=ON -DCOHORT_BUILD_TESTS=OFF -DCOHORT_BUILD_BENCH=OFF \
-    -DCOHORT_BUILD_PYTHON=OFF >"$build.configure.log" 2>&1 ||
-    { cat "$build.configure.log"; echo "fuzz.sh: configure failed"; exit 1; }
+    -DCOHORT_BUILD_PYTHON=OFF >"$build/configure.log" 2>&1 ||
+    { cat "$build/configure.log"; echo "fuzz.sh: configure failed"; exit 1; }
 fi
 if [ "${FUZZ_SKIP_BUILD:-0}" != 1 ]; then
   start=$(date +%s)

@@ -32,9 +32,10 @@ run_one() {
   local build="$build_root/build-$name"
   echo "== $name: configure and build ($build, -j$jobs)"
   if [ ! -f "$build/build.ninja" ]; then
+    mkdir -p "$build"
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOHORT_SANITIZE="$flags" \
-      -DCOHORT_BUILD_BENCH=OFF -DCOHORT_BUILD_PYTHON=OFF >"$build.configure.log" 2>&1 ||
-      { cat "$build.configure.log"; failed+=("$name-build"); return; }
+      -DCOHORT_BUILD_BENCH=OFF -DCOHORT_BUILD_PYTHON=OFF >"$build/configure.log" 2>&1 ||
+      { cat "$build/configure.log"; failed+=("$name-build"); return; }
   fi
   local start=$(date +%s)
   ninja -C "$build" -j"$jobs" || { failed+=("$name-build"); return; }

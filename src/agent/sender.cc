@@ -46,14 +46,22 @@ std::string ErrorText(const HttpResponse& r) {
 
 StatusCode CodeForHttp(int status) {
   switch (status) {
-    case 400: return StatusCode::kInvalidArgument;
-    case 401: return StatusCode::kUnauthenticated;
-    case 403: return StatusCode::kPermissionDenied;
-    case 404: return StatusCode::kNotFound;
-    case 409: return StatusCode::kAlreadyExists;
-    case 413: return StatusCode::kPayloadTooLarge;
-    case 429: return StatusCode::kResourceExhausted;
-    default: return status >= 500 ? StatusCode::kUnavailable : StatusCode::kFailedPrecondition;
+    case 400:
+      return StatusCode::kInvalidArgument;
+    case 401:
+      return StatusCode::kUnauthenticated;
+    case 403:
+      return StatusCode::kPermissionDenied;
+    case 404:
+      return StatusCode::kNotFound;
+    case 409:
+      return StatusCode::kAlreadyExists;
+    case 413:
+      return StatusCode::kPayloadTooLarge;
+    case 429:
+      return StatusCode::kResourceExhausted;
+    default:
+      return status >= 500 ? StatusCode::kUnavailable : StatusCode::kFailedPrecondition;
   }
 }
 
@@ -263,8 +271,8 @@ void Sender::Turn(Entry* e) {
         break;
       case Outcome::kReject:
         backoff_.Reset();
-        Logf(LogLevel::kError, "{}: the server refused the {}; dropping this writer: {}",
-             s->dir(), RecordKindName(rec->kind), a.status.ToString());
+        Logf(LogLevel::kError, "{}: the server refused the {}; dropping this writer: {}", s->dir(),
+             RecordKindName(rec->kind), a.status.ToString());
         s->Update([&](UploadProgress* p) { p->rejected = a.status; });
         s->Pop();
         break;
@@ -316,7 +324,8 @@ Result<std::string> Sender::EntityFor(WriterStream* s) {
   if (r->status != 200) return Status(CodeForHttp(r->status), "viewer: " + ErrorText(*r));
   auto v = json::Parse(r->body);
   if (v.ok() && v->is_object()) {
-    if (auto* e = v->as_object().if_contains("entity"); e && e->is_string() && !e->as_string().empty()) {
+    if (auto* e = v->as_object().if_contains("entity");
+        e && e->is_string() && !e->as_string().empty()) {
       std::string entity(e->as_string());
       entities_[key] = entity;
       s->Update([&](UploadProgress* p) { p->entity = entity; });
@@ -394,11 +403,23 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
       if (a.outcome == Outcome::kSkip) a.outcome = Outcome::kReject;
       if (a.outcome == Outcome::kDone) {
         int64_t next_step = 0;
+        int64_t last_seq = 0;
         auto v = json::Parse(r->body);
         if (v.ok() && v->is_object()) {
           if (auto* n = v->as_object().if_contains("next_step"); n && n->is_int64()) {
             next_step = n->as_int64();
           }
+          if (auto* n = v->as_object().if_contains("last_seq"); n && n->is_int64()) {
+            last_seq = n->as_int64();
+          }
+        }
+        // The batches after the join must upload above what the server holds (writer_stream.h).
+        if (Status st = s->NoteJoined(rec.seq, uint64_t(std::max<int64_t>(0, last_seq)));
+            !st.ok()) {
+          a.outcome = Outcome::kRetry;
+          a.status = st;
+          a.delay_s = backoff_.NextDelay();
+          return a;
         }
         s->Update([&](UploadProgress* p) {
           p->joined = true;
@@ -417,17 +438,16 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
         return a;
       }
       std::string body;
-      BatchJsonStats stats = AppendBatchJson(*batch, int64_t(rec.seq), &body);
-      Attempt a = Classify(Call("POST", WriterPath(*entity, t) + "/batches", body, t.api_key),
-                           what);
+      BatchJsonStats stats = AppendBatchJson(*batch, int64_t(s->UploadSeq(rec.seq)), &body);
+      Attempt a =
+          Classify(Call("POST", WriterPath(*entity, t) + "/batches", body, t.api_key), what);
       a.points = stats.points;
       return a;
     }
     case RecordKind::kRunPatch:
       return Classify(Call("PATCH", RunPath(*entity, t), rec.body, t.api_key), what);
     case RecordKind::kWriterFinish:
-      return Classify(Call("POST", WriterPath(*entity, t) + "/finish", rec.body, t.api_key),
-                      what);
+      return Classify(Call("POST", WriterPath(*entity, t) + "/finish", rec.body, t.api_key), what);
   }
   Attempt a;
   a.outcome = Outcome::kSkip;

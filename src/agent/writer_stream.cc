@@ -125,8 +125,14 @@ Status WriterStream::ScanUnacknowledged() {
     f = std::max(f, r->frame);
     if (r->kind == RecordKind::kWriterFinish) finish = true;
   }
+  COHORT_RETURN_IF_ERROR(LoadSeqState());
   uint64_t time_base = uint64_t(NowMillis()) << kSeqTimeShift;
-  next_seq_ = std::max(max_seq + 1, time_base);
+  {
+    std::lock_guard<std::mutex> lock(append_mu_);
+    next_seq_ = std::max({max_seq + 1, time_base, seq_floor_});
+    seq_floor_ = next_seq_ + kSeqReserve;
+    COHORT_RETURN_IF_ERROR(WriteSeqStateLocked());
+  }
   reader_ = log_->ReadUnacknowledged();
   ack_written_ = ack_pending_ = log_->acknowledged();
   std::lock_guard<std::mutex> lock(mu_);
@@ -139,10 +145,73 @@ Status WriterStream::ScanUnacknowledged() {
   return Status::Ok();
 }
 
+Status WriterStream::LoadSeqState() {
+  auto text = wal::ReadFileToString(wal::FileSystem::Default(), wal::JoinPath(dir_, kSeqFile),
+                                    kMaxMetaBytes);
+  if (!text.ok()) {
+    // Absent: a new stream (or one from before seq.json): nothing assigned or decided yet.
+    return text.status().code() == StatusCode::kNotFound ? Status::Ok() : text.status();
+  }
+  auto v = json::Parse(*text);
+  if (!v.ok() || !v->is_object()) return Status::Corruption(dir_ + "/" + kSeqFile + ": not JSON");
+  json::FieldReader r(v->as_object(), kSeqFile);
+  int64_t floor = r.Int("floor");
+  int64_t joined = r.OptInt("joined_seq").value_or(0);
+  int64_t offset = r.OptInt("upload_offset").value_or(0);
+  if (!r.ok()) return Status::Corruption(dir_ + "/" + kSeqFile + ": " + r.status().message());
+  if (floor < 0 || joined < 0 || offset < 0) {
+    return Status::Corruption(dir_ + "/" + kSeqFile + ": negative value");
+  }
+  std::lock_guard<std::mutex> lock(append_mu_);
+  seq_floor_ = uint64_t(floor);
+  joined_seq_ = uint64_t(joined);
+  upload_offset_ = uint64_t(offset);
+  return Status::Ok();
+}
+
+Status WriterStream::WriteSeqStateLocked() {
+  bj::object o;
+  o["floor"] = int64_t(seq_floor_);
+  o["joined_seq"] = int64_t(joined_seq_);
+  o["upload_offset"] = int64_t(upload_offset_);
+  return wal::WriteFileAtomically(wal::FileSystem::Default(), wal::JoinPath(dir_, kSeqFile),
+                                  bj::serialize(o));
+}
+
+Status WriterStream::NoteJoined(uint64_t join_seq, uint64_t server_last_seq) {
+  uint64_t offset = upload_offset_;
+  if (join_seq == joined_seq_) return Status::Ok();  // decided when this join was first sent
+  // Every record after the join has seq > join_seq: lift the first above server_last_seq.
+  if (server_last_seq > join_seq) offset = std::max(offset, server_last_seq - join_seq);
+  if (offset != upload_offset_) {
+    // The records before the join were uploaded with the old offset: a crash must not have them
+    // re-sent with the new one.
+    COHORT_RETURN_IF_ERROR(FlushAcks(true));
+    Logf(LogLevel::kInfo,
+         "{}: the server holds seq {} of this writer, above this stream's {}: uploading with "
+         "seq + {}",
+         dir_, server_last_seq, join_seq, offset);
+  }
+  std::lock_guard<std::mutex> lock(append_mu_);
+  uint64_t old_joined = joined_seq_, old_offset = upload_offset_;
+  joined_seq_ = join_seq;
+  upload_offset_ = offset;
+  Status s = WriteSeqStateLocked();
+  if (!s.ok()) {
+    joined_seq_ = old_joined;
+    upload_offset_ = old_offset;
+  }
+  return s;
+}
+
 Result<uint64_t> WriterStream::Append(RecordKind kind, uint64_t session, uint64_t frame,
                                       std::string_view body) {
   std::lock_guard<std::mutex> lock(append_mu_);
   if (!log_) return Status::FailedPrecondition(dir_ + ": stream closed");
+  if (next_seq_ >= seq_floor_) {
+    seq_floor_ = next_seq_ + kSeqReserve;
+    COHORT_RETURN_IF_ERROR(WriteSeqStateLocked());
+  }
   uint64_t seq = next_seq_;
   COHORT_RETURN_IF_ERROR(log_->Append(EncodeRecord(kind, seq, session, frame, body)).status());
   ++next_seq_;
@@ -204,8 +273,7 @@ void WriterStream::Pop() {
     std::lock_guard<std::mutex> lock(mu_);
     progress_.done_seq = std::max(progress_.done_seq, seq);
     ++progress_.done_records;
-    progress_.complete =
-        progress_.finish_appended && progress_.done_seq >= progress_.appended_seq;
+    progress_.complete = progress_.finish_appended && progress_.done_seq >= progress_.appended_seq;
   }
   cv_.notify_all();
 }

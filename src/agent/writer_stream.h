@@ -9,9 +9,15 @@
 // directory can be removed.
 //
 // Sequence numbers: a stream numbers its records seq = max(highest seq left in the WAL + 1,
-// now_ms << 20) at open, then +1 per record. They increase across reopenings, restarts and even
-// a new directory for the same label (a relaunched job), so the server's (writer, seq)
-// exactly-once never mistakes new data for a retry.
+// the floor in seq.json, now_ms << 20) at open, then +1 per record; seq.json (rewritten every
+// kSeqReserve records) keeps a floor above every seq ever assigned, so they increase across
+// reopenings and restarts even when the wall clock went back. A new directory for the same
+// label (a relaunched job) with a clock behind the earlier one's would still number below what
+// the server holds, and its batches would be taken for retries (lost): so the seq a batch is
+// uploaded with is seq + offset, where the offset is decided when a join is acknowledged
+// (NoteJoined: large enough to lift every later record above the writer's last_seq on the
+// server) and persisted in seq.json with that join's seq before any later record is uploaded,
+// so a join re-sent after a crash keeps the offset and retries keep their uploaded seqs.
 //
 // Threading: all methods are thread-safe. Append/Sync are serialised among themselves; the
 // upload-side methods (Peek/Pop/FlushAcks) are meant for one Sender thread; progress is guarded
@@ -50,19 +56,19 @@ struct WriterTarget {
 
 // What the Sender has learned about a stream; sessions wait on it.
 struct UploadProgress {
-  uint64_t appended_seq = 0;  // highest seq appended (0: none)
-  uint64_t done_seq = 0;      // every record with seq <= done_seq is acknowledged or skipped
+  uint64_t appended_seq = 0;     // highest seq appended (0: none)
+  uint64_t done_seq = 0;         // every record with seq <= done_seq is acknowledged or skipped
   int64_t appended_records = 0;  // records in the stream since it was opened (incl. recovered)
   int64_t done_records = 0;      // of those, acknowledged or skipped
   bool finish_appended = false;
-  bool complete = false;      // finish appended and every record done
-  Status rejected;            // the server refused the run or writer: the stream is dropped
-  int64_t failures = 0;       // failed upload attempts so far (network, 5xx, 429)
+  bool complete = false;  // finish appended and every record done
+  Status rejected;        // the server refused the run or writer: the stream is dropped
+  int64_t failures = 0;   // failed upload attempts so far (network, 5xx, 429)
   Status last_failure;
-  bool joined = false;        // a writer join was acknowledged
-  int64_t next_step = 0;      // from the last acknowledged join
-  std::string entity;         // as resolved
-  std::string run_name;       // from the last acknowledged run upsert
+  bool joined = false;    // a writer join was acknowledged
+  int64_t next_step = 0;  // from the last acknowledged join
+  std::string entity;     // as resolved
+  std::string run_name;   // from the last acknowledged run upsert
 };
 
 class WriterStream {
@@ -70,6 +76,8 @@ class WriterStream {
   static constexpr char kMetaFile[] = "meta.json";
   static constexpr char kWalDir[] = "wal";
   static constexpr char kFinishedMarker[] = "FINISHED";
+  static constexpr char kSeqFile[] = "seq.json";
+  static constexpr uint64_t kSeqReserve = uint64_t{1} << 20;
 
   // Opens the stream in `dir`, creating it (and meta.json from `target`) when absent. An
   // existing stream keeps its records; its meta.json is replaced by `target`.
@@ -90,8 +98,7 @@ class WriterStream {
 
   // ---- appending ----
   // Appends one record; it is durable after the next Sync(). Returns its seq.
-  Result<uint64_t> Append(RecordKind kind, uint64_t session, uint64_t frame,
-                          std::string_view body);
+  Result<uint64_t> Append(RecordKind kind, uint64_t session, uint64_t frame, std::string_view body);
   Status Sync();
   // Highest frame of `session` among the records appended (durable after Sync).
   uint64_t LastFrame(uint64_t session) const;
@@ -102,6 +109,13 @@ class WriterStream {
   Result<bool> Peek(const Record** record);
   // Marks the peeked record done (acknowledged by the server or skipped for good).
   void Pop();
+  // The server acknowledged the join record `join_seq`; the writer's `server_last_seq` came with
+  // it. Raises the upload offset so that the records after the join upload above it, persists
+  // the decision (after flushing the acks of the records before the join), and keeps the offset
+  // decided earlier for the same join (a re-send after a crash).
+  Status NoteJoined(uint64_t join_seq, uint64_t server_last_seq);
+  // The seq a record is uploaded with.
+  uint64_t UploadSeq(uint64_t seq) const { return seq + upload_offset_; }
   // Writes the acknowledged position to the WAL (at most every `min_interval_ms` unless
   // `force`), letting it delete uploaded segments.
   Status FlushAcks(bool force, int64_t min_interval_ms = 250);
@@ -127,6 +141,8 @@ class WriterStream {
   WriterStream(std::string dir, WriterTarget target);
   Status OpenLog();
   Status ScanUnacknowledged();
+  Status LoadSeqState();
+  Status WriteSeqStateLocked();  // append_mu_ held
 
   const std::string dir_;
   WriterTarget target_;
@@ -135,6 +151,9 @@ class WriterStream {
 
   mutable std::mutex append_mu_;  // serialises Append/Sync; guards the two below
   uint64_t next_seq_ = 1;
+  uint64_t seq_floor_ = 0;      // persisted: every seq assigned so far is below it
+  uint64_t joined_seq_ = 0;     // persisted: the join whose NoteJoined set upload_offset_
+  uint64_t upload_offset_ = 0;  // persisted; written under append_mu_, read by the Sender
   std::map<uint64_t, uint64_t> last_frame_;  // session -> highest frame appended
 
   // Upload side (Sender thread only).

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "core/clock.h"
@@ -66,6 +67,89 @@ TEST_F(WriterStreamTest, ReopenKeepsUnacknowledgedRecordsAndFrames) {
   auto next = (*s)->Append(RecordKind::kBatch, 9, 1, "y");
   ASSERT_TRUE(next.ok());
   EXPECT_GT(*next, last_seq);
+}
+
+TEST_F(WriterStreamTest, SeqsStayAboveThePersistedFloorWhenTheClockIsBehind) {
+  uint64_t last = 0;
+  {
+    auto s = WriterStream::Create(dir_, target_);
+    ASSERT_TRUE(s.ok());
+    last = *(*s)->Append(RecordKind::kBatch, 1, 1, "x");
+    ASSERT_TRUE((*s)->Close().ok());
+  }
+  // What an earlier run of this stream (or a clock a year ahead then) left as its floor.
+  const uint64_t floor = uint64_t(NowMillis() + 365LL * 24 * 3600 * 1000) << 20;
+  ASSERT_GT(floor, last);
+  {
+    std::FILE* f = std::fopen((dir_ + "/seq.json").c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fprintf(f, "{\"floor\": %llu}", static_cast<unsigned long long>(floor));
+    std::fclose(f);
+  }
+  {
+    auto s = WriterStream::OpenExisting(dir_);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    last = *(*s)->Append(RecordKind::kBatch, 1, 2, "y");
+    EXPECT_GE(last, floor);
+    ASSERT_TRUE((*s)->Close().ok());
+  }
+  // The stream's own floor (not the clock) carries the next opening above `last`.
+  auto s = WriterStream::OpenExisting(dir_);
+  ASSERT_TRUE(s.ok());
+  EXPECT_GT(*(*s)->Append(RecordKind::kBatch, 1, 3, "z"), last);
+}
+
+TEST_F(WriterStreamTest, CorruptSeqFileIsReported) {
+  {
+    auto s = WriterStream::Create(dir_, target_);
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->Close().ok());
+  }
+  std::FILE* f = std::fopen((dir_ + "/seq.json").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("{\"floor\": \"many\"}", f);
+  std::fclose(f);
+  auto s = WriterStream::OpenExisting(dir_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(s.status().message().find("seq.json"), std::string::npos) << s.status().ToString();
+}
+
+TEST_F(WriterStreamTest, JoinLiftsUploadSeqsAboveServerLastSeqAndKeepsItAcrossReopen) {
+  uint64_t join = 0, batch = 0, uploaded = 0;
+  {
+    auto s = WriterStream::Create(dir_, target_);
+    ASSERT_TRUE(s.ok());
+    join = *(*s)->Append(RecordKind::kWriterJoin, 1, 0, "{}");
+    batch = *(*s)->Append(RecordKind::kBatch, 1, 1, "x");
+    ASSERT_TRUE((*s)->Sync().ok());
+    EXPECT_EQ((*s)->UploadSeq(batch), batch);
+    // A writer of this label (another directory, a clock far ahead) left seq join + 10^9.
+    const uint64_t server_last = join + 1000000000;
+    ASSERT_TRUE((*s)->NoteJoined(join, server_last).ok());
+    uploaded = (*s)->UploadSeq(batch);
+    EXPECT_GT(uploaded, server_last);
+    ASSERT_TRUE((*s)->Close().ok());  // a crash after the batch was stored, before its ack
+  }
+  auto s = WriterStream::OpenExisting(dir_);
+  ASSERT_TRUE(s.ok());
+  // The join is re-sent; the server now holds the batch at `uploaded`. The retry must reuse it.
+  ASSERT_TRUE((*s)->NoteJoined(join, uploaded).ok());
+  EXPECT_EQ((*s)->UploadSeq(batch), uploaded);
+  // A later join whose server holds less keeps the offset (seqs never go down).
+  uint64_t join2 = *(*s)->Append(RecordKind::kWriterJoin, 2, 0, "{}");
+  uint64_t batch2 = *(*s)->Append(RecordKind::kBatch, 2, 1, "y");
+  ASSERT_TRUE((*s)->NoteJoined(join2, 0).ok());
+  EXPECT_GT((*s)->UploadSeq(batch2), uploaded);
+}
+
+TEST_F(WriterStreamTest, JoinBelowTheStreamKeepsSeqsUnchanged) {
+  auto s = WriterStream::Create(dir_, target_);
+  ASSERT_TRUE(s.ok());
+  uint64_t join = *(*s)->Append(RecordKind::kWriterJoin, 1, 0, "{}");
+  uint64_t batch = *(*s)->Append(RecordKind::kBatch, 1, 1, "x");
+  ASSERT_TRUE((*s)->NoteJoined(join, join - 5).ok());
+  EXPECT_EQ((*s)->UploadSeq(batch), batch);
 }
 
 TEST_F(WriterStreamTest, AcknowledgedRecordsAreNotReadAgain) {

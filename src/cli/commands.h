@@ -18,5 +18,6 @@ Runner AddSyncCommand(CLI::App& app);
 Runner AddRunsCommand(CLI::App& app);         // runs ls | show | export
 Runner AddRunsExportCommand(CLI::App& runs);  // `runs export`, under the `runs` command
 Runner AddLogsCommand(CLI::App& app);
+Runner AddStoreDumpCommands(CLI::App& app);  // export | import | migrate (whole store)
 
 }  // namespace cohort::cli

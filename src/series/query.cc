@@ -21,15 +21,24 @@ bool Overlaps(const ChunkSummary& s, const Range& r) {
          s.max_time >= r.min_time && s.min_time <= r.max_time;
 }
 
-// Loads and decodes one chunk into `*points`, checking it against its summary.
-Status LoadChunk(const ChunkMeta& c, const ChunkLoader& load, std::vector<store::Point>* points) {
+// Loads and decodes one chunk into `*points`, checking it against its summary. A chunk that does
+// not decode (bad checksum, damaged payload, wrong point count) is recorded in `out->damaged`
+// and `*points` is left empty: the caller skips it. The loader's errors are returned.
+Status LoadChunk(const ChunkMeta& c, const ChunkLoader& load, std::vector<store::Point>* points,
+                 store::SeriesData* out) {
   COHORT_ASSIGN_OR_RETURN(std::string data, load(c.id));
   Status s = DecodeChunkInto(data, points);
-  if (!s.ok()) return Status::Corruption("chunk " + std::to_string(c.id) + ": " + s.message());
-  if (int64_t(points->size()) != c.summary.count) {
-    return Status::Corruption("chunk " + std::to_string(c.id) + ": holds " +
-                              std::to_string(points->size()) + " points, its summary says " +
-                              std::to_string(c.summary.count));
+  std::string reason;
+  if (!s.ok()) {
+    reason = s.message();
+  } else if (int64_t(points->size()) != c.summary.count) {
+    reason = "holds " + std::to_string(points->size()) + " points, its summary says " +
+             std::to_string(c.summary.count);
+  }
+  if (!reason.empty()) {
+    points->clear();
+    out->damaged.push_back(
+        store::DamagedChunk{c.summary.min_step, c.summary.max_step, c.summary.count, reason});
   }
   return Status::Ok();
 }
@@ -59,7 +68,7 @@ Status QueryBuckets(const std::vector<ChunkMeta>& chunks, const ChunkLoader& loa
       bucketer.AddSummary(s);
       continue;
     }
-    COHORT_RETURN_IF_ERROR(LoadChunk(c, load, &points));
+    COHORT_RETURN_IF_ERROR(LoadChunk(c, load, &points, out));
     bucketer.AddPoints(points.data(), points.size(), r.min_time, r.max_time);
   }
   out->buckets = bucketer.Finish();
@@ -77,6 +86,63 @@ bool ArrivalLess(const Arrival& a, const Arrival& b) {
   if (a.p.step != b.p.step) return a.p.step < b.p.step;
   if (a.chunk != b.chunk) return a.chunk < b.chunk;
   return a.pos < b.pos;
+}
+
+// Where a page of `n` points sorted by step (`step_at(i)`) ends: at most `limit` points unless
+// more than `limit` share the first step, and never between two points of equal step.
+template <typename StepAt>
+size_t PageEnd(size_t n, size_t limit, const StepAt& step_at) {
+  size_t end = std::min(limit, n);
+  if (end < n && step_at(end - 1) == step_at(end)) {
+    // The page would split the points of one step; the cursor could not resume inside them.
+    const int64_t step = step_at(end);
+    size_t group = end;
+    while (group > 0 && step_at(group - 1) == step) --group;
+    if (group > 0) {
+      end = group;
+    } else {
+      while (end < n && step_at(end) == step) ++end;
+    }
+  }
+  return end;
+}
+
+// QueryRaw for chunks (`order`, by lowest step) whose step ranges do not overlap: points go
+// straight into the answer, chunk after chunk, with no merge (stably sorted within a chunk when
+// its steps are not in order).
+Status QueryRawDisjoint(const std::vector<ChunkMeta>& chunks, const std::vector<uint32_t>& order,
+                        const ChunkLoader& load, const Range& r, size_t limit,
+                        std::vector<store::Point>* points, store::SeriesData* out) {
+  std::vector<store::Point>& held = out->points;
+  bool stopped_early = false;
+  for (uint32_t ci : order) {
+    if (held.size() > limit) {  // every unread chunk lies above every held point
+      stopped_early = true;
+      break;
+    }
+    COHORT_RETURN_IF_ERROR(LoadChunk(chunks[ci], load, points, out));
+    auto by_step = [](const store::Point& a, const store::Point& b) { return a.step < b.step; };
+    if (!std::is_sorted(points->begin(), points->end(), by_step)) {
+      std::stable_sort(points->begin(), points->end(), by_step);
+    }
+    const ChunkSummary& s = chunks[ci].summary;
+    if (s.min_step >= r.min_step && s.max_step <= r.max_step && s.min_time >= r.min_time &&
+        s.max_time <= r.max_time) {
+      held.insert(held.end(), points->begin(), points->end());
+      continue;
+    }
+    for (const store::Point& p : *points) {
+      if (p.step < r.min_step || p.step > r.max_step || p.time_ms < r.min_time ||
+          p.time_ms > r.max_time) {
+        continue;
+      }
+      held.push_back(p);
+    }
+  }
+  const size_t end = PageEnd(held.size(), limit, [&](size_t i) { return held[i].step; });
+  out->more = end < held.size() || stopped_early;
+  held.resize(end);
+  return Status::Ok();
 }
 
 Status QueryRaw(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
@@ -97,8 +163,14 @@ Status QueryRaw(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     return chunks[a].summary.min_step < chunks[b].summary.min_step;
   });
-  std::vector<Arrival> held;
   std::vector<store::Point> points;
+  bool disjoint = true;  // the usual layout: each chunk's steps above the previous chunk's
+  for (size_t k = 1; k < order.size() && disjoint; ++k) {
+    disjoint = chunks[order[k]].summary.min_step > chunks[order[k - 1]].summary.max_step;
+  }
+  if (disjoint) return QueryRawDisjoint(chunks, order, load, r, limit, &points, out);
+
+  std::vector<Arrival> held;
   int64_t held_max = kMinInt;
   bool stopped_early = false;
   for (uint32_t ci : order) {
@@ -106,7 +178,7 @@ Status QueryRaw(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
       stopped_early = true;
       break;
     }
-    COHORT_RETURN_IF_ERROR(LoadChunk(chunks[ci], load, &points));
+    COHORT_RETURN_IF_ERROR(LoadChunk(chunks[ci], load, &points, out));
     for (size_t j = 0; j < points.size(); ++j) {
       const store::Point& p = points[j];
       if (p.step < r.min_step || p.step > r.max_step || p.time_ms < r.min_time ||
@@ -121,18 +193,7 @@ Status QueryRaw(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
     std::sort(held.begin(), held.end(), ArrivalLess);  // keys are unique: a stable order
   }
 
-  size_t end = std::min(limit, held.size());
-  if (end < held.size() && held[end - 1].p.step == held[end].p.step) {
-    // The page would split the points of one step; the cursor could not resume inside them.
-    const int64_t step = held[end].p.step;
-    size_t group = end;
-    while (group > 0 && held[group - 1].p.step == step) --group;
-    if (group > 0) {
-      end = group;
-    } else {
-      while (end < held.size() && held[end].p.step == step) ++end;
-    }
-  }
+  const size_t end = PageEnd(held.size(), limit, [&](size_t i) { return held[i].p.step; });
   out->points.reserve(end);
   for (size_t i = 0; i < end; ++i) out->points.push_back(held[i].p);
   out->more = end < held.size() || stopped_early;
@@ -145,6 +206,7 @@ Status QuerySeries(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load
                    const store::HistoryQuery& q, store::SeriesData* out) {
   out->points.clear();
   out->buckets.clear();
+  out->damaged.clear();
   out->more = false;
   const Range r{kMinInt, kMaxInt, q.min_time_ms.value_or(kMinInt), q.max_time_ms.value_or(kMaxInt)};
   if (q.buckets > 0) return QueryBuckets(chunks, load, q, r, out);

@@ -39,7 +39,8 @@ inline constexpr int kMaxQueryBuckets = 100000;
 // (steps > after_step only: a step of INT64_MIN, which stores never hold, is never returned). The
 // one exception to "at most q.limit": when more than q.limit points share the page's first step,
 // the page holds all of them. kInvalidArgument for q.limit < 1 or q.buckets > kMaxQueryBuckets;
-// the loader's errors and kCorruption for undecodable chunks are passed on.
+// the loader's errors are passed on. A chunk that fails its checksum or does not decode to its
+// summary's point count is skipped and named in out->damaged; the rest is answered.
 Status QuerySeries(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
                    const store::HistoryQuery& q, store::SeriesData* out);
 

@@ -251,25 +251,56 @@ TEST(QueryTest, LoaderErrorsArePassedOn) {
   EXPECT_EQ(QuerySeries(m.metas, m.Loader(), q, &out).code(), StatusCode::kNotFound);
 }
 
-TEST(QueryTest, CorruptChunksAreReportedAsCorruption) {
+TEST(QueryTest, ACorruptChunkIsSkippedAndNamedInBucketedQueries) {
   Rng rng(6);
-  MemSeries m = Build(Sequential(100), rng);
+  MemSeries m = Build(Sequential(3000), rng, 1024);
+  ASSERT_GE(m.metas.size(), 2u);
   m.data.begin()->second[5] ^= 1;
+  const ChunkSummary bad = m.metas[0].summary;
   store::HistoryQuery q;
-  q.buckets = 3;
+  q.buckets = 7;  // buckets straddle chunks: the damaged one must be decoded
   store::SeriesData out;
-  Status s = QuerySeries(m.metas, m.Loader(), q, &out);
-  EXPECT_EQ(s.code(), StatusCode::kCorruption);
-  EXPECT_NE(s.message().find("checksum"), std::string::npos) << s.message();
+  ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
+  ASSERT_EQ(out.damaged.size(), 1u);
+  EXPECT_EQ(out.damaged[0].min_step, bad.min_step);
+  EXPECT_EQ(out.damaged[0].max_step, bad.max_step);
+  EXPECT_EQ(out.damaged[0].count, bad.count);
+  EXPECT_NE(out.damaged[0].reason.find("checksum"), std::string::npos) << out.damaged[0].reason;
+  int64_t total = 0;
+  for (const store::Bucket& b : out.buckets) total += b.count;
+  EXPECT_EQ(total, 3000 - bad.count);
 }
 
-TEST(QueryTest, ASummaryThatDisagreesWithItsChunkIsCorruption) {
+TEST(QueryTest, ACorruptChunkIsSkippedInRawPagesAndTheRestIsServed) {
+  Rng rng(8);
+  MemSeries m = Build(Sequential(3000), rng, 1024);
+  ASSERT_GE(m.metas.size(), 2u);
+  m.data.begin()->second[5] ^= 1;
+  const ChunkSummary bad = m.metas[0].summary;
+  store::HistoryQuery q;
+  q.limit = 100000;
+  store::SeriesData out;
+  ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
+  ASSERT_EQ(out.damaged.size(), 1u);
+  EXPECT_EQ(int64_t(out.points.size()), 3000 - bad.count);
+  for (const store::Point& p : out.points) {
+    EXPECT_TRUE(p.step < bad.min_step || p.step > bad.max_step) << p.step;
+  }
+  // A page that does not reach the damaged chunk reports nothing.
+  q.min_step = bad.max_step + 1;
+  ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
+  EXPECT_TRUE(out.damaged.empty());
+}
+
+TEST(QueryTest, ASummaryThatDisagreesWithItsChunkIsSkippedAsDamaged) {
   Rng rng(7);
   MemSeries m = Build(Sequential(100), rng);
   m.metas[0].summary.count = 99;
   store::HistoryQuery q;
   store::SeriesData out;
-  EXPECT_EQ(QuerySeries(m.metas, m.Loader(), q, &out).code(), StatusCode::kCorruption);
+  ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
+  ASSERT_EQ(out.damaged.size(), 1u);
+  EXPECT_NE(out.damaged[0].reason.find("summary says 99"), std::string::npos);
 }
 
 TEST(QueryTest, AnEmptySeriesGivesNothing) {

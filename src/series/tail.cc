@@ -1,9 +1,67 @@
 #include "series/tail.h"
 
+#include <algorithm>
+#include <bit>
 #include <string>
 #include <utility>
 
 namespace cohort::series {
+namespace {
+
+// The window of kMaxChunkPoints steps that holds `step`, as an unsigned number that keeps the
+// order of steps (floor division, then biased so that negative steps sort first).
+uint64_t Window(int64_t step) {
+  int64_t w = step / kMaxChunkPoints;
+  if (step % kMaxChunkPoints < 0) --w;
+  return uint64_t(w) ^ (uint64_t(1) << 63);
+}
+
+// How coarse the window edge crossed between two consecutive points is: the number of trailing
+// zero bits of the coarsest window index in (a, b], i.e. the edge is a multiple of
+// kMaxChunkPoints * 2^level steps. -1 when both points lie in one window.
+int EdgeLevel(uint64_t a, uint64_t b) {
+  if (a == b) return -1;
+  return 63 - std::countl_zero(a ^ b);
+}
+
+}  // namespace
+
+std::vector<std::pair<size_t, size_t>> CutAligned(const std::vector<store::Point>& points,
+                                                  bool cut_last) {
+  std::vector<std::pair<size_t, size_t>> out;
+  const size_t n = points.size();
+  size_t start = 0;
+  while (start < n) {
+    size_t end = std::min(n, start + size_t(kMaxChunkPoints));
+    const bool full = end < n;
+    // A full chunk whose next point starts a new window already ends on an edge.
+    const bool aligned =
+        full && EdgeLevel(Window(points[end - 1].step), Window(points[end].step)) >= 0;
+    if (!aligned && (full || cut_last)) {
+      // Cut at the coarsest window edge that leaves the chunk at least half full (latest among
+      // equals), else at the latest edge; no edge: the chunk stays as it is.
+      size_t best = 0, latest = 0;
+      int best_level = -1;
+      for (size_t j = start + 1; j < end; ++j) {
+        const int level = EdgeLevel(Window(points[j - 1].step), Window(points[j].step));
+        if (level < 0) continue;
+        latest = j;
+        if (j - start >= size_t(kMinSealedPoints) && level >= best_level) {
+          best_level = level;
+          best = j;
+        }
+      }
+      if (best != 0) {
+        end = best;
+      } else if (latest != 0) {
+        end = latest;
+      }
+    }
+    out.emplace_back(start, end);
+    start = end;
+  }
+  return out;
+}
 
 bool TailNeedsCompaction(const TailState& s, size_t new_points) {
   if (s.tail_count == 0 && s.tail_chunks == 0) return false;
@@ -30,16 +88,32 @@ Result<TailAppend> PlanTailAppend(TailState* s, const std::vector<store::Point>&
     s->tail_idx = s->next_idx;
     s->tail_count = s->tail_chunks = 0;
   }
-  COHORT_ASSIGN_OR_RETURN(out.chunks, AppendToSeries(std::nullopt, compact ? merged : points));
-  for (ChunkWrite& w : out.chunks) {
+  const std::vector<store::Point>& all = compact ? merged : points;
+  // Chunks may be sealed only while the tail is empty; then every chunk is cut at window edges
+  // (a chunk that ends before the last one is complete and sealed). Points joining a non-empty
+  // tail are only cut into full chunks: the tail is re-cut when it is compacted.
+  bool sealing = s->tail_count == 0 && s->tail_chunks == 0;
+  const auto ranges = CutAligned(all, sealing);
+  out.chunks.reserve(ranges.size());
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    ChunkEncoder enc;
+    for (size_t i = ranges[r].first; i < ranges[r].second; ++i) {
+      enc.Append(all[i].step, all[i].time_ms, all[i].value);
+    }
+    ChunkWrite w;
     w.index = s->next_idx++;
     w.replaces = false;
-    if (s->tail_count == 0 && w.summary.count >= kMinSealedPoints) {
+    w.summary = enc.summary();
+    w.data = enc.Encode();
+    const bool last = r + 1 == ranges.size();
+    if (sealing && (!last || w.summary.count >= kMinSealedPoints)) {
       s->tail_idx = s->next_idx;  // sealed: never rewritten
     } else {
+      sealing = false;
       s->tail_count += w.summary.count;
       s->tail_chunks += 1;
     }
+    out.chunks.push_back(std::move(w));
   }
   return out;
 }

@@ -10,10 +10,17 @@
 // would reach kMaxTailPoints points or kMaxTailChunks chunks. Chunk indexes only grow (compacted
 // chunks get new ones), so index order stays arrival order, as series/query.h expects.
 //
+// Sealed chunks are cut at window edges: multiples of kMaxChunkPoints steps (coarser multiples,
+// kMaxChunkPoints * 2^k, preferred when a full chunk of sparse steps spans several). For dense
+// steps every sealed chunk then lies inside one kMaxChunkPoints-step window, wherever the
+// writer's batches start and end, so a chunk-aligned bucket grid (series/aggregate.h) reads only
+// summaries. A window may hold more than one chunk (a batch sealed in the middle of it).
+//
 // Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "cohort/status.h"
@@ -39,6 +46,14 @@ struct TailState {
   int64_t tail_count = 0;   // points in the tail
   int64_t tail_chunks = 0;  // chunks in the tail
 };
+
+// Cuts `points` (in order) into chunk ranges [first, second) of at most kMaxChunkPoints points:
+// a full chunk ends at the coarsest window edge that leaves it at least kMinSealedPoints points
+// (else the latest edge; none: where it is full). With `cut_last` the last chunk is cut the same
+// way (it is left whole only when it holds no edge). Every point is in exactly one range; ranges
+// are consecutive.
+std::vector<std::pair<size_t, size_t>> CutAligned(const std::vector<store::Point>& points,
+                                                  bool cut_last);
 
 // True when appending `new_points` points compacts the tail: the caller reads the points of the
 // chunks [tail_idx, next_idx) and passes them to PlanTailAppend.

@@ -143,6 +143,84 @@ TEST(TailTest, RandomBatchSizesKeepEveryPointInOrder) {
   ExpectSamePoints(s.All(), Ramp(0, size_t(step)));
 }
 
+// The window of kMaxChunkPoints steps that holds `step` (steps here are >= 0).
+int64_t WindowOf(int64_t step) { return step / kMaxChunkPoints; }
+
+// Every sealed chunk (index < tail_idx) of dense steps lies inside one window.
+void ExpectSealedChunksInOneWindow(const Stored& s) {
+  for (const auto& [idx, data] : s.chunks) {
+    if (idx >= s.state.tail_idx) break;
+    auto pts = DecodeChunk(data);
+    ASSERT_TRUE(pts.ok());
+    ASSERT_FALSE(pts->empty());
+    EXPECT_EQ(WindowOf(pts->front().step), WindowOf(pts->back().step))
+        << "chunk " << idx << " spans steps " << pts->front().step << ".." << pts->back().step;
+  }
+}
+
+TEST(TailTest, LargeBatchesNotMultipleOfChunkSizeSealAlignedChunks) {
+  Stored s;
+  for (int i = 0; i < 20; ++i) s.Append(Ramp(int64_t(i) * 10000, 10000));
+  ExpectSealedChunksInOneWindow(s);
+  ExpectSamePoints(s.All(), Ramp(0, 200000));
+}
+
+TEST(TailTest, SealedBatchAcrossAWindowEdgeIsCutAtTheEdge) {
+  Stored s;
+  TailAppend a = s.Append(Ramp(1000, 600));
+  ASSERT_EQ(a.chunks.size(), 2u);
+  EXPECT_EQ(a.chunks[0].summary.min_step, 1000);
+  EXPECT_EQ(a.chunks[0].summary.max_step, 1023);
+  EXPECT_EQ(a.chunks[1].summary.min_step, 1024);
+  EXPECT_EQ(a.chunks[1].summary.max_step, 1599);
+  EXPECT_EQ(s.state.tail_idx, 2);  // both sealed: the first is complete, the second large
+  EXPECT_EQ(s.state.tail_count, 0);
+}
+
+TEST(TailTest, RandomBatchSizesFromAnOffsetSealAlignedChunks) {
+  std::mt19937_64 rng(11);
+  Stored s;
+  const int64_t first = 777;
+  int64_t step = first;
+  for (int i = 0; i < 300; ++i) {
+    const size_t n = std::uniform_int_distribution<size_t>(0, 3000)(rng) >> (rng() % 4);
+    s.Append(Ramp(step, n));
+    step += int64_t(n);
+  }
+  ExpectSealedChunksInOneWindow(s);
+  ExpectSamePoints(s.All(), Ramp(first, size_t(step - first)));
+}
+
+TEST(TailTest, SparseStepsAreCutAtCoarseEdgesIntoAtLeastHalfFullChunks) {
+  std::vector<store::Point> pts;
+  for (int64_t i = 0; i < 10000; ++i) pts.push_back({5 + 10 * i, i, 1.0});
+  const auto ranges = CutAligned(pts, /*cut_last=*/false);
+  size_t next = 0;
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    EXPECT_EQ(ranges[r].first, next);
+    next = ranges[r].second;
+    const size_t n = ranges[r].second - ranges[r].first;
+    EXPECT_LE(n, size_t(kMaxChunkPoints));
+    if (r + 1 < ranges.size()) {
+      EXPECT_GE(n, size_t(kMinSealedPoints)) << "range " << r;
+      // Ends on a window edge: the next point is in a later window.
+      EXPECT_LT(WindowOf(pts[ranges[r].second - 1].step), WindowOf(pts[ranges[r].second].step));
+    }
+  }
+  EXPECT_EQ(next, pts.size());
+}
+
+TEST(TailTest, StepsGoingBackKeepEveryPointInOrder) {
+  Stored s;
+  s.Append(Ramp(5000, 700));
+  s.Append(Ramp(100, 3000));  // a rewind: steps below the stored ones
+  s.Append(Ramp(3100, 5000));
+  std::vector<store::Point> want = Ramp(5000, 700);
+  for (const auto& p : Ramp(100, 3000)) want.push_back(p);
+  for (const auto& p : Ramp(3100, 5000)) want.push_back(p);
+  ExpectSamePoints(s.All(), want);
+}
+
 TEST(TailTest, CompactionWithoutTheTailPointsIsRejected) {
   TailState st{/*next_idx=*/32, /*tail_idx=*/0, /*tail_count=*/32, /*tail_chunks=*/32};
   auto plan = PlanTailAppend(&st, Ramp(0, 1), nullptr);

@@ -9,12 +9,14 @@
 // entity is simply not found. Authorization is the API layer's job.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cohort/status.h"
+#include "store/dump_format.h"
 #include "store/types.h"
 
 namespace cohort::store {
@@ -104,6 +106,20 @@ class Store {
   // it is acknowledged as a duplicate and not stored, so pruning never stores a retry twice.
   // Returns the number of records removed.
   virtual Result<int64_t> PruneBatches(int64_t stored_before_ms) = 0;
+
+  // ---- dump (store/dump_format.h: `cohort export`, `import`, `migrate`) ----
+  // Calls `sink` with every row of every dump table, in DumpTables() order, all from one
+  // snapshot. Stops at (and returns) the first error of `sink`.
+  virtual Status Export(const std::function<Status(const DumpRecord&)>& sink) = 0;
+  // Stores `records` (rows of a dump exported by `from.source`) in one transaction, keeping
+  // their keys; a row whose key (or unique columns) the store holds already is skipped, so a
+  // dump imported twice is stored once. Returns the number of rows stored.
+  virtual Result<int64_t> Import(const std::vector<DumpRecord>& records,
+                                 const DumpHeader& from) = 0;
+  // After the last Import: moves the store's key counters past the imported keys.
+  virtual Status FinishImport() = 0;
+  // Rows per dump table.
+  virtual Result<DumpCounts> CountRows() = 0;
 };
 
 // Opens a store from a URL: "sqlite:///path/to/cohort.db" or a bare path (SQLite),

@@ -255,6 +255,42 @@ TEST_P(StoreConformanceTest, HistoryRawPagesByStep) {
   for (int i = 0; i < 250; ++i) EXPECT_EQ(steps[i], i);
 }
 
+// Large batches that neither start nor end on chunk edges (sealed chunks are cut at multiples
+// of 1,024 steps, series/tail.h): every point is stored once, in order, and bucketed counts on a
+// 1,024-wide grid add up.
+TEST_P(StoreConformanceTest, MisalignedLargeBatchesKeepEveryPointOnce) {
+  MakeRun("run1");
+  Join("run1", "w");
+  int64_t step = 700;
+  int seq = 0;
+  for (int n : {600, 10000, 333, 5000, 2048, 1, 4000}) {
+    IngestBatch b{.seq = ++seq};
+    for (int i = 0; i < n; ++i, ++step) {
+      b.rows.push_back(HistoryRow{.step = step, .time_ms = step, .values = {{"m", double(step)}}});
+    }
+    ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, seq).ok());
+  }
+  HistoryQuery q{.run = Ref("run1"), .limit = 1000000};
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(q));
+  ASSERT_EQ(hist.size(), 1u);
+  ASSERT_EQ(int64_t(hist[0].points.size()), step - 700);
+  for (size_t i = 0; i < hist[0].points.size(); ++i) {
+    ASSERT_EQ(hist[0].points[i].step, 700 + int64_t(i));
+    ASSERT_EQ(hist[0].points[i].value, double(700 + int64_t(i)));
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto buckets,
+      store().QueryHistory(HistoryQuery{
+          .run = Ref("run1"), .min_step = 0, .max_step = 1024 * 30 - 1, .buckets = 30}));
+  ASSERT_EQ(buckets.size(), 1u);
+  int64_t total = 0;
+  for (const Bucket& bk : buckets[0].buckets) {
+    EXPECT_EQ(bk.step_min / 1024, bk.step_max / 1024);
+    total += bk.count;
+  }
+  EXPECT_EQ(total, step - 700);
+}
+
 TEST_P(StoreConformanceTest, BucketsEqualBruteForceAcrossChunks) {
   MakeRun("run1");
   Join("run1", "w");
@@ -429,6 +465,47 @@ TEST_P(StoreConformanceTest, ConsoleFiltersByLabelStreamAndText) {
                  .run = Ref("run1"), .labels = {"rank_0"}, .stream = "stdout", .text = "epoch"}));
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].text, "epoch 1 on rank_0");
+}
+
+// Text search answers every pattern as a plain, case-sensitive substring: short ones (below an
+// index's trigram size), quotes, LIKE wildcards, backslashes and multi-byte characters included.
+TEST_P(StoreConformanceTest, ConsoleTextSearchTakesOddPatternsLiterally) {
+  MakeRun("run1");
+  Join("run1", "w");
+  const std::vector<std::string> texts = {"loss=0.5 \"quoted\" done",
+                                          "100% of 5_000 steps",
+                                          "path C:\\tmp\\x",
+                                          "épsilon ünïcode",
+                                          "a",
+                                          "ab",
+                                          "plain line",
+                                          "OOM at step 7",
+                                          "oom lower"};
+  IngestBatch b{.seq = 1};
+  for (const std::string& t : texts) b.console.push_back(ConsoleLine{.time_ms = 1, .text = t});
+  ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, 1).ok());
+  auto find = [&](const std::string& pattern) {
+    std::vector<std::string> got;
+    auto lines = store().QueryConsole(ConsoleQuery{.run = Ref("run1"), .text = pattern});
+    EXPECT_TRUE(lines.ok()) << pattern << ": " << lines.status().ToString();
+    if (lines.ok()) {
+      for (const ConsoleLine& l : *lines) got.push_back(l.text);
+    }
+    std::vector<std::string> want;
+    for (const std::string& t : texts) {
+      if (t.find(pattern) != std::string::npos) want.push_back(t);
+    }
+    EXPECT_EQ(got, want) << "pattern: " << pattern;
+    auto index = store().IndexConsole(ConsoleQuery{.run = Ref("run1"), .text = pattern}, 1);
+    EXPECT_TRUE(index.ok());
+    if (index.ok()) {
+      EXPECT_EQ(index->total, int64_t(want.size())) << "pattern: " << pattern;
+    }
+  };
+  for (const char* pattern : {"a", "ab", "\"quoted\"", "\"", "100%", "%", "_", "5_0", "\\tmp", "\\",
+                              "é", "ünï", "OOM", "oom", "o", "line", "nowhere", "s\" d"}) {
+    find(pattern);
+  }
 }
 
 TEST_P(StoreConformanceTest, ConsolePagesByIdWithoutGaps) {

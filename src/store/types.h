@@ -206,11 +206,20 @@ struct Bucket {
   double min = 0, max = 0, sum = 0, first = 0, last = 0;
 };
 
+// A stored chunk that failed its checksum or could not be decoded: its points are left out of
+// a query's answer, the rest of the series is served (series/query.h).
+struct DamagedChunk {
+  int64_t min_step = 0, max_step = 0;  // the step range its summary names
+  int64_t count = 0;                   // points it held
+  std::string reason;
+};
+
 struct SeriesData {
   std::string key, writer;
-  std::vector<Point> points;    // raw mode, ordered by step
-  std::vector<Bucket> buckets;  // bucketed mode, ordered, empty buckets omitted
-  bool more = false;            // raw mode: another page follows (cursor: last step)
+  std::vector<Point> points;          // raw mode, ordered by step
+  std::vector<Bucket> buckets;        // bucketed mode, ordered, empty buckets omitted
+  bool more = false;                  // raw mode: another page follows (cursor: last step)
+  std::vector<DamagedChunk> damaged;  // chunks skipped by this answer
 };
 
 struct ConsoleQuery {

@@ -10,7 +10,7 @@ import socket
 import time
 
 from fault_helpers import (CLOCK_SHIFT_LIB, FaultServer, Writers, assert_exactly_once,
-                           random_run_id, run_path, run_state, writer_states)
+                           key_counts, random_run_id, run_path, run_state, value, writer_states)
 from conftest import wait_for
 
 YEAR_S = 365 * 24 * 3600
@@ -94,3 +94,59 @@ def test_clock_jumping_back_during_a_bounded_finish_does_not_hang(tmp_path):
     finally:
         writers.stop()
         hung.close()
+
+
+def _pruned_seq(db_path, label):
+    import sqlite3
+    con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5)
+    try:
+        row = con.execute("SELECT pruned_seq FROM writers WHERE label = ?", (label,)).fetchone()
+        return row[0] if row else 0
+    finally:
+        con.close()
+
+
+def test_rejoined_writer_after_clock_went_back_is_not_dropped_as_duplicate(tmp_path):
+    # Batch seqs were derived from the wall clock (ms << 20). Writer A ran with its clock a year
+    # ahead; the server then pruned A's batch records (retention), which leaves their highest seq
+    # as the writer's "stored before" mark. Writer B re-joins the same run and label from a fresh
+    # WAL with the true clock: its clock-derived seqs lie below that mark, and the server would
+    # acknowledge every batch as a duplicate and store nothing. The stream must number its
+    # batches above the writer's last_seq that the join returns.
+    server = FaultServer(tmp_path, extra_args=("--batch-retention-days", "1",
+                                               "--sweep-interval", "1"))
+    server_shift = tmp_path / "server-clock-offset"
+    server.env.update(LD_PRELOAD=str(CLOCK_SHIFT_LIB), COHORT_CLOCK_SHIFT_FILE=str(server_shift))
+    server.start()
+    writers = Writers(server)
+    ahead = tmp_path / "writer-a-clock-offset"
+    ahead.write_text(str(YEAR_S))
+    run_id = random_run_id("clq")
+    steps = 200
+    try:
+        a = writers.start(run_id, 1, steps, label="w", sleep_ms=0, inprocess=True,
+                          LD_PRELOAD=str(CLOCK_SHIFT_LIB), COHORT_CLOCK_SHIFT_FILE=str(ahead))
+        (spec, rc, out, err), = writers.wait_all(timeout=60)
+        assert rc == 0 and "finish ok" in out, (out, err)
+        api = server.api()
+        assert_exactly_once(api, run_id, {"w": dict(writer=1, steps=steps, keys=4)}, timeout=30)
+        # Two days later (on the server's clock) A's batch records are pruned.
+        server_shift.write_text(str(2 * 24 * 3600))
+        db = server.data_dir / "cohort.db"
+        assert wait_for(lambda: _pruned_seq(db, "w") > 0, timeout=30), "records never pruned"
+        writers.procs.clear()
+        b = writers.start(run_id, 2, steps, label="w", sleep_ms=0, inprocess=True)
+        (spec, rc, out, err), = writers.wait_all(timeout=60)
+        assert rc == 0 and "finish ok" in out, (out, err)
+        want = {(f"k{k}", "w"): 2 * steps for k in range(4)}
+        got = wait_for(lambda: (c := key_counts(api, run_id)) == want and c, timeout=30,
+                       interval=0.2)
+        assert got == want, f"B's points were dropped: {key_counts(api, run_id)} != {want}"
+        status, body = api.get(run_path(api, run_id) + "/history?keys=k0&writers=w")
+        points = body["series"][0]["points"]
+        assert [p[0] for p in points] == list(range(2 * steps))
+        assert [p[2] for p in points] == [value(1 if s < steps else 2, s, 0)
+                                          for s in range(2 * steps)]
+    finally:
+        writers.stop()
+        server.stop()

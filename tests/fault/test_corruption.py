@@ -104,28 +104,45 @@ def test_corrupted_chunk_in_the_store_is_reported_without_crashing(tmp_path):
         con.close()
         server.start()
         api = server.api()
+        # The damaged chunk is skipped: the rest of the series is served, with a warning that
+        # names the skipped step range.
         status, body = history(api, run_id, "k0", "w")
-        assert status == 500, (status, body)
-        assert body["error"]["code"] == "corruption", body
-        assert "checksum" in body["error"]["message"], body
-        message = body["error"]["message"]
+        assert status == 200, (status, body)
+        got = [p[0] for p in body["series"][0]["points"]]
+        assert got == [s for s in range(steps) if not lo <= s <= hi], got[:5]
+        assert all(p[2] == value(1, p[0], 0) for p in body["series"][0]["points"])
+        warnings = body["warnings"]
+        assert len(warnings) == 1, warnings
+        w = warnings[0]
+        assert (w["key"], w["writer"], w["min_step"], w["max_step"]) == ("k0", "w", lo, hi), w
+        assert w["points"] == hi - lo + 1, w
+        assert "checksum" in w["message"], w
+        message = w["message"]
         assert server.running()
-        # The undamaged series of the run reads in full.
+        # The undamaged series of the run reads in full, without warnings.
         status, body = history(api, run_id, "k1", "w")
         assert status == 200 and len(body["series"][0]["points"]) == steps
-        # The damaged series outside the damaged chunk reads too.
+        assert "warnings" not in body, body
+        # The damaged series outside the damaged chunk reads without a warning.
         status, body = history(api, run_id, "k0", "w", min_step=hi + 1)
         assert status == 200, body
         assert [p[0] for p in body["series"][0]["points"]] == list(range(hi + 1, steps))
+        assert "warnings" not in body, body
         # A chart whose buckets each hold whole chunks answers from the chunk summaries alone;
-        # one that must decode the damaged chunk reports it like the raw read.
+        # one that must decode the damaged chunk leaves its points out and warns the same way.
         status, body = history(api, run_id, "k0", "w", buckets=1)
         assert status == 200, body
         assert body["series"][0]["buckets"][0]["count"] == steps
         status, body = history(api, run_id, "k0", "w", buckets=10)
-        assert status == 500 and body["error"]["code"] == "corruption", (status, body)
+        assert status == 200, (status, body)
+        assert sum(b["count"] for b in body["series"][0]["buckets"]) == steps - (hi - lo + 1)
+        assert [(w["min_step"], w["max_step"]) for w in body["warnings"]] == [(lo, hi)], body
         assert server.running()
-        print(f"chunk corruption: chunk {pk} (steps {lo}..{hi}) reported ({message!r}), the rest "
+        # The server logged the damage once, however often it was read.
+        server.stop()
+        log = server.proc.stderr.read()
+        assert log.count("damaged chunk skipped") == 1, log[-2000:]
+        print(f"chunk corruption: chunk {pk} (steps {lo}..{hi}) skipped ({message!r}), the rest "
               "served")
     finally:
         writers.stop()

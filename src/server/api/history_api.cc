@@ -1,6 +1,10 @@
 // Routes: series of a run — keys, history (raw or bucketed), system metrics per label.
 #include <charconv>
+#include <cinttypes>
 #include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <set>
 
 #include "core/clock.h"
 #include "server/api/context.h"
@@ -36,7 +40,8 @@ void AppendInt(std::string* out, int64_t v) {
 void AppendSeriesJson(std::string* out, const store::SeriesData& s, bool strip_system_prefix,
                       bool bucketed) {
   std::string key = s.key;
-  if (strip_system_prefix && key.rfind(kSystemPrefix, 0) == 0) key = key.substr(kSystemPrefix.size());
+  if (strip_system_prefix && key.rfind(kSystemPrefix, 0) == 0)
+    key = key.substr(kSystemPrefix.size());
   out->append("{\"key\":");
   out->append(bj::serialize(bj::value(key)));
   out->append(",\"writer\":");
@@ -91,6 +96,53 @@ void AppendSeriesJson(std::string* out, const store::SeriesData& s, bool strip_s
   out->push_back('}');
 }
 
+// Logs a damaged chunk the first time this process meets it (queries meet it again and again).
+void LogDamagedOnce(const store::RunRef& run, const store::SeriesData& s,
+                    const store::DamagedChunk& d) {
+  static std::mutex mu;
+  static std::set<std::string> seen;
+  std::string id = run.entity + "/" + run.project + "/" + run.run_id + " " + s.key + " " +
+                   s.writer + " " + std::to_string(d.min_step) + ".." + std::to_string(d.max_step);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (seen.size() > 100000 || !seen.insert(id).second) return;
+  }
+  std::fprintf(stderr,
+               "cohort: damaged chunk skipped: run %s steps %" PRId64 "..%" PRId64 " (%" PRId64
+               " points): %s\n",
+               id.c_str(), d.min_step, d.max_step, d.count, d.reason.c_str());
+}
+
+// Appends `,"warnings":[...]` naming each damaged chunk a query skipped (nothing when none):
+// {"key", "writer", "min_step", "max_step", "points", "message"}.
+void AppendWarnings(std::string* out, const store::RunRef& run,
+                    const std::vector<store::SeriesData>& series) {
+  bool first = true;
+  for (const store::SeriesData& s : series) {
+    for (const store::DamagedChunk& d : s.damaged) {
+      LogDamagedOnce(run, s, d);
+      out->append(first ? ",\"warnings\":[" : ",");
+      first = false;
+      out->append("{\"key\":");
+      out->append(bj::serialize(bj::value(s.key)));
+      out->append(",\"writer\":");
+      out->append(bj::serialize(bj::value(s.writer)));
+      out->append(",\"min_step\":");
+      AppendInt(out, d.min_step);
+      out->append(",\"max_step\":");
+      AppendInt(out, d.max_step);
+      out->append(",\"points\":");
+      AppendInt(out, d.count);
+      out->append(",\"message\":");
+      out->append(
+          bj::serialize(bj::value("damaged chunk skipped (steps " + std::to_string(d.min_step) +
+                                  ".." + std::to_string(d.max_step) + "): " + d.reason)));
+      out->push_back('}');
+    }
+  }
+  if (!first) out->push_back(']');
+}
+
 // Fills the range/bucket/paging fields shared by history and system queries.
 Status ReadRangeParams(const http::HttpRequest& req, const ApiLimits& limits,
                        store::HistoryQuery* q) {
@@ -109,8 +161,7 @@ Status ReadRangeParams(const http::HttpRequest& req, const ApiLimits& limits,
   }
   if (limit) {
     if (*limit < 1 || *limit > limits.max_raw_points) {
-      return Status::InvalidArgument("limit: expected 1.." +
-                                     std::to_string(limits.max_raw_points));
+      return Status::InvalidArgument("limit: expected 1.." + std::to_string(limits.max_raw_points));
     }
     q->limit = *limit;
   }
@@ -131,7 +182,9 @@ http::HttpResponse Query(ApiContext* ctx, store::HistoryQuery& q, bool system) {
     if (i) body.push_back(',');
     AppendSeriesJson(&body, (*res)[i], system, q.buckets > 0);
   }
-  body.append("]}");
+  body.append("]");
+  AppendWarnings(&body, q.run, *res);
+  body.append("}");
   return http::HttpResponse::Json(200, std::move(body));
 }
 
@@ -165,8 +218,7 @@ void RegisterHistoryRoutes(http::Router& r, ApiContext* ctx) {
           if (Status s = ReadRangeParams(req, ctx->limits, &q); !s.ok()) return ErrorResponse(s);
           return Query(ctx, q, false);
         }));
-  r.Add("GET", base + "/system",
-        Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
+  r.Add("GET", base + "/system", Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
           auto ref = RunRefFromPath(req, who);
           if (!ref.ok()) return ErrorResponse(ref.status());
           store::HistoryQuery q;

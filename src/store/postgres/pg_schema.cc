@@ -230,6 +230,28 @@ CREATE TABLE run_files (
 ALTER TABLE writers ADD COLUMN pruned_seq bigint NOT NULL DEFAULT 0;
 CREATE INDEX batches_by_stored ON batches (stored_ms);
 )sql"},
+      // Version 4 (console filters; chunk summaries already live apart from the TOASTed data):
+      //   console_by_writer   label filters (writer keys of the run) in line order.
+      //   console_by_stream   stream filters in line order.
+      //   console_text_trgm   trigram GIN index for text search (LIKE '%text%'), created only
+      //                       where the pg_trgm extension is available and may be created;
+      //                       elsewhere text search scans the run's lines.
+      {4, R"sql(
+CREATE INDEX console_by_writer ON console (run_pk, writer_pk, id);
+CREATE INDEX console_by_stream ON console (run_pk, stream, id);
+DO $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm') THEN
+    BEGIN
+      CREATE EXTENSION IF NOT EXISTS pg_trgm;
+      CREATE INDEX console_text_trgm ON console USING gin (text gin_trgm_ops);
+    EXCEPTION WHEN insufficient_privilege OR feature_not_supported THEN
+      RAISE NOTICE 'pg_trgm unavailable: console text search scans';
+    END;
+  END IF;
+END
+$$;
+)sql"},
   };
   return kMigrations;
 }

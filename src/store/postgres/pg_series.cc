@@ -176,14 +176,37 @@ Result<std::vector<SeriesData>> PostgresStore::QueryHistory(const HistoryQuery& 
   });
 }
 
+namespace {
+
+// Console text search is a LIKE '%text%' (wildcards in the text escaped), which the trigram index
+// console_text_trgm answers where pg_trgm is installed (schema version 4) and a scan otherwise.
+std::string TextCondition(int param) {
+  return " AND c.text LIKE $" + std::to_string(param) + " ESCAPE '\\'";
+}
+
+std::string LikePattern(const std::string& text) {
+  std::string out = "%";
+  for (char ch : text) {
+    if (ch == '%' || ch == '_' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  out += '%';
+  return out;
+}
+
+}  // namespace
+
 Result<std::vector<ConsoleLine>> PostgresStore::QueryConsole(const ConsoleQuery& q) {
   std::string sql =
       "SELECT c.id, c.time_ms, c.stream, c.text, w.label FROM console c JOIN writers w ON "
       "w.pk = c.writer_pk WHERE c.run_pk = $1 AND c.id > $2";
   int n = 2;  // placeholders used so far
-  if (!q.labels.empty()) sql += " AND w.label = ANY($" + std::to_string(++n) + ")";
+  if (!q.labels.empty()) {
+    sql += " AND c.writer_pk IN (SELECT pk FROM writers WHERE run_pk = $1 AND label = ANY($" +
+           std::to_string(++n) + "))";
+  }
   if (!q.stream.empty()) sql += " AND c.stream = $" + std::to_string(++n);
-  if (!q.text.empty()) sql += " AND strpos(c.text, $" + std::to_string(++n) + ") > 0";
+  if (!q.text.empty()) sql += TextCondition(++n);
   sql += " ORDER BY c.id LIMIT $" + std::to_string(++n);
 
   return ReadReplica(pg::TxnMode::kRead, [&](Conn* c) -> Result<std::vector<ConsoleLine>> {
@@ -192,7 +215,7 @@ Result<std::vector<ConsoleLine>> PostgresStore::QueryConsole(const ConsoleQuery&
     params.Add(run.pk).Add(q.after_id);
     if (!q.labels.empty()) params.AddTextArray(q.labels);
     if (!q.stream.empty()) params.Add(q.stream);
-    if (!q.text.empty()) params.Add(q.text);
+    if (!q.text.empty()) params.Add(LikePattern(q.text));
     params.Add(int64_t{q.limit > 0 ? q.limit : 1000});
     COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(sql, params));
     std::vector<ConsoleLine> out;
@@ -220,7 +243,7 @@ Result<ConsoleIndex> PostgresStore::IndexConsole(const ConsoleQuery& q, int64_t 
              std::to_string(++n) + "))";
   }
   if (!q.stream.empty()) where += " AND c.stream = $" + std::to_string(++n);
-  if (!q.text.empty()) where += " AND strpos(c.text, $" + std::to_string(++n) + ") > 0";
+  if (!q.text.empty()) where += TextCondition(++n);
   const std::string sql =
       "SELECT id, rn, total FROM (SELECT c.id, row_number() OVER (ORDER BY c.id) AS rn, "
       "count(*) OVER () AS total FROM console c WHERE " +
@@ -232,7 +255,7 @@ Result<ConsoleIndex> PostgresStore::IndexConsole(const ConsoleQuery& q, int64_t 
     params.Add(run.pk).Add(q.after_id).Add(stride);
     if (!q.labels.empty()) params.AddTextArray(q.labels);
     if (!q.stream.empty()) params.Add(q.stream);
-    if (!q.text.empty()) params.Add(q.text);
+    if (!q.text.empty()) params.Add(LikePattern(q.text));
     COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(sql, params));
     ConsoleIndex out;
     out.last_id = q.after_id;

@@ -81,6 +81,12 @@ class PostgresStore final : public Store {
   Result<std::optional<ApiKeyRecord>> CreateFirstApiKey(const ApiKeyRecord& key) override;
   Result<int64_t> PruneBatches(int64_t stored_before_ms) override;
 
+  // pg_dump.cc
+  Status Export(const std::function<Status(const DumpRecord&)>& sink) override;
+  Result<int64_t> Import(const std::vector<DumpRecord>& records, const DumpHeader& from) override;
+  Status FinishImport() override;
+  Result<DumpCounts> CountRows() override;
+
   // The pools (for tests and metrics).
   pg::Pool* primary_pool() { return primary_.get(); }
   pg::Pool* read_pool() { return reads_ ? reads_.get() : primary_.get(); }

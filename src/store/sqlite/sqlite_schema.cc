@@ -196,6 +196,46 @@ UPDATE series SET
   next_idx = coalesce((SELECT max(idx) + 1 FROM chunks WHERE series_pk = series.pk), 0),
   tail_idx = coalesce((SELECT max(idx) + 1 FROM chunks WHERE series_pk = series.pk), 0);
 )sql"},
+      // Version 4 (read path: chart queries and console filters):
+      //   chunks_summary      covering index of the chunk summaries in series order: a
+      //                       bucketed query reads summaries from it without touching the
+      //                       chunk rows, whose ~3 KB blobs put each row on its own page.
+      //   chunk_pages         the summaries of sealed chunks packed 32 to a row, with the
+      //                       pages' step range (sqlite_summary_pages.h); series.paged_upto:
+      //                       chunks below this idx are in pages (0 for series written before).
+      //   console_by_writer   label filters (writer keys of the run) in line order.
+      //   console_by_stream   stream filters in line order.
+      //   console_fts         FTS5 trigram index of console text (external content: the text
+      //                       stays in console only), kept by triggers; text search of 3+
+      //                       characters looks lines up in it (sqlite_series.cc).
+      {4, R"sql(
+CREATE INDEX chunks_summary ON chunks (series_pk, idx, min_step, max_step, min_time, max_time,
+  count, vmin, vmax, vsum, vfirst, vlast, nan_count);
+ALTER TABLE series ADD COLUMN paged_upto INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE chunk_pages (
+  series_pk INTEGER NOT NULL,
+  page INTEGER NOT NULL,
+  min_step INTEGER NOT NULL,
+  max_step INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  UNIQUE (series_pk, page)
+);
+CREATE INDEX console_by_writer ON console (run_pk, writer_pk, pk);
+CREATE INDEX console_by_stream ON console (run_pk, stream, pk);
+CREATE VIRTUAL TABLE console_fts USING fts5(text, content = 'console', content_rowid = 'pk',
+  tokenize = 'trigram case_sensitive 1');
+INSERT INTO console_fts (console_fts) VALUES ('rebuild');
+CREATE TRIGGER console_fts_insert AFTER INSERT ON console BEGIN
+  INSERT INTO console_fts (rowid, text) VALUES (new.pk, new.text);
+END;
+CREATE TRIGGER console_fts_delete AFTER DELETE ON console BEGIN
+  INSERT INTO console_fts (console_fts, rowid, text) VALUES ('delete', old.pk, old.text);
+END;
+CREATE TRIGGER console_fts_update AFTER UPDATE OF text ON console BEGIN
+  INSERT INTO console_fts (console_fts, rowid, text) VALUES ('delete', old.pk, old.text);
+  INSERT INTO console_fts (rowid, text) VALUES (new.pk, new.text);
+END;
+)sql"},
   };
   return kMigrations;
 }

@@ -11,6 +11,7 @@
 #include "store/batch_validate.h"
 #include "store/sqlite/sqlite_rows.h"
 #include "store/sqlite/sqlite_store.h"
+#include "store/sqlite/sqlite_summary_pages.h"
 
 namespace cohort::store {
 
@@ -37,15 +38,17 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const std::string
                     const SeriesPoints& sp) {
   int64_t series_pk = 0;
   series::TailState state;
+  int64_t paged_upto = 0;  // sqlite_summary_pages.h
   {
     COHORT_ASSIGN_OR_RETURN(
-        Stmt st, db->Cached("SELECT pk, next_idx, tail_idx, tail_count, tail_chunks FROM series "
-                            "WHERE run_pk = ? AND key = ? AND writer_pk = ?"));
+        Stmt st, db->Cached("SELECT pk, next_idx, tail_idx, tail_count, tail_chunks, paged_upto "
+                            "FROM series WHERE run_pk = ? AND key = ? AND writer_pk = ?"));
     st.Bind(run_pk).Bind(key).Bind(writer_pk);
     COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
     if (row) {
       series_pk = st.Int(0);
       state = series::TailState{st.Int(1), st.Int(2), st.Int(3), st.Int(4)};
+      paged_upto = st.Int(5);
     }
   }
   if (series_pk == 0) {
@@ -76,6 +79,10 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const std::string
                                 std::to_string(state.tail_count));
     }
   }
+  // The paged prefix can grow only when no unpaged chunk lies before this plan's chunks: every
+  // sealed chunk is paged and the tail is empty or compacted away now.
+  const bool pageable =
+      paged_upto == state.tail_idx && (state.tail_idx == state.next_idx || compact);
   COHORT_ASSIGN_OR_RETURN(series::TailAppend plan,
                           series::PlanTailAppend(&state, sp.points, compact ? &tail : nullptr));
   if (plan.delete_hi > plan.delete_lo) {
@@ -84,6 +91,7 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const std::string
     st.Bind(series_pk).Bind(plan.delete_lo).Bind(plan.delete_hi);
     COHORT_RETURN_IF_ERROR(st.Run());
   }
+  std::vector<int64_t> pks;  // rowids of the chunks this plan seals, when pageable
   {
     COHORT_ASSIGN_OR_RETURN(
         Stmt st, db->Cached("INSERT INTO chunks (count, min_step, max_step, min_time, max_time, "
@@ -96,7 +104,16 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const std::string
       st.BindBlob(w.data).Bind(series_pk).Bind(w.index);
       COHORT_RETURN_IF_ERROR(st.Run());
       st.Reset();
+      if (pageable && w.index < state.tail_idx) pks.push_back(db->LastInsertRowid());
     }
+  }
+  if (pageable) {
+    if (!pks.empty()) {
+      const std::vector<series::ChunkWrite> sealed(plan.chunks.begin(),
+                                                   plan.chunks.begin() + long(pks.size()));
+      COHORT_RETURN_IF_ERROR(sqlite::AddToPages(db, series_pk, sealed, pks));
+    }
+    paged_upto = state.tail_idx;
   }
 
   int64_t lo = kMaxStep, hi = kMinStep;
@@ -107,11 +124,46 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const std::string
   COHORT_ASSIGN_OR_RETURN(
       Stmt st, db->Cached("UPDATE series SET count = count + ?, min_step = min(coalesce(min_step, "
                           "?), ?), max_step = max(coalesce(max_step, ?), ?), next_idx = ?, "
-                          "tail_idx = ?, tail_count = ?, tail_chunks = ? WHERE pk = ?"));
+                          "tail_idx = ?, tail_count = ?, tail_chunks = ?, paged_upto = ? "
+                          "WHERE pk = ?"));
   st.Bind(int64_t(sp.points.size())).Bind(lo).Bind(lo).Bind(hi).Bind(hi);
   st.Bind(state.next_idx).Bind(state.tail_idx).Bind(state.tail_count).Bind(state.tail_chunks);
-  st.Bind(series_pk);
+  st.Bind(paged_upto).Bind(series_pk);
   return st.Run();
+}
+
+// Console text search: patterns of at least kMinFtsChars characters are looked up in the FTS5
+// trigram index (console_fts, schema version 4) and rechecked with instr(); shorter ones, which
+// a trigram index cannot answer, scan with instr() alone.
+constexpr int kMinFtsChars = 3;
+
+bool UsesFts(const std::string& text) {
+  int chars = 0;
+  for (unsigned char c : text) chars += (c & 0xC0) != 0x80;
+  return chars >= kMinFtsChars;
+}
+
+// `text` as one FTS5 string (a phrase): quoted, inner quotes doubled.
+std::string FtsPhrase(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+// The SQL condition on console alias `c` for a text filter (binds: TextBinds).
+std::string TextCondition(const std::string& text) {
+  if (!UsesFts(text)) return " AND instr(c.text, ?) > 0";
+  return " AND c.pk IN (SELECT rowid FROM console_fts WHERE console_fts MATCH ?) AND "
+         "instr(c.text, ?) > 0";
+}
+
+void BindText(Stmt& st, const std::string& text) {
+  if (UsesFts(text)) st.Bind(FtsPhrase(text));
+  st.Bind(text);
 }
 
 series::ChunkSummary ReadSummary(const Stmt& st, int c) {
@@ -279,12 +331,15 @@ Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q)
   struct Match {
     int64_t pk;
     std::string key, writer;
+    int64_t paged_upto;
   };
   std::vector<Match> matches;
   {
     COHORT_ASSIGN_OR_RETURN(
-        Stmt st, db->Cached("SELECT s.pk, s.key, w.label, s.is_system FROM series s JOIN writers w "
-                            "ON w.pk = s.writer_pk WHERE s.run_pk = ? ORDER BY s.key, w.label"));
+        Stmt st,
+        db->Cached("SELECT s.pk, s.key, w.label, s.is_system, s.paged_upto FROM series s JOIN "
+                   "writers w ON w.pk = s.writer_pk WHERE s.run_pk = ? ORDER BY s.key, "
+                   "w.label"));
     st.Bind(run.pk);
     while (true) {
       COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
@@ -293,7 +348,7 @@ Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q)
       const bool is_system = st.Int(3) != 0;
       if (keys.empty() ? is_system : !keys.contains(key)) continue;
       if (!writers.empty() && !writers.contains(label)) continue;
-      matches.push_back(Match{st.Int(0), std::move(key), std::move(label)});
+      matches.push_back(Match{st.Int(0), std::move(key), std::move(label), st.Int(4)});
     }
   }
 
@@ -319,14 +374,17 @@ Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q)
   std::vector<SeriesData> out;
   out.reserve(matches.size());
   for (const Match& m : matches) {
+    // The paged prefix from its summary pages, the rest from the chunks' summary index.
     std::vector<series::ChunkMeta> chunks;
+    COHORT_RETURN_IF_ERROR(sqlite::ReadPages(db, m.pk, m.paged_upto, lo, hi, tlo, thi, &chunks));
     {
       COHORT_ASSIGN_OR_RETURN(
-          Stmt st, db->Cached("SELECT pk, count, min_step, max_step, min_time, max_time, vmin, "
-                              "vmax, vsum, vfirst, vlast, nan_count FROM chunks WHERE "
-                              "series_pk = ? AND max_step >= ? AND min_step <= ? AND "
-                              "max_time >= ? AND min_time <= ? ORDER BY idx"));
-      st.Bind(m.pk).Bind(lo).Bind(hi).Bind(tlo).Bind(thi);
+          Stmt st,
+          db->Cached("SELECT pk, count, min_step, max_step, min_time, max_time, vmin, "
+                     "vmax, vsum, vfirst, vlast, nan_count FROM chunks INDEXED BY "
+                     "chunks_summary WHERE series_pk = ? AND idx >= ? AND max_step >= ? AND "
+                     "min_step <= ? AND max_time >= ? AND min_time <= ? ORDER BY idx"));
+      st.Bind(m.pk).Bind(m.paged_upto).Bind(lo).Bind(hi).Bind(tlo).Bind(thi);
       while (true) {
         COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
         if (!row) break;
@@ -352,19 +410,22 @@ Result<std::vector<ConsoleLine>> SqliteStore::QueryConsole(const ConsoleQuery& q
       "SELECT c.pk, c.time_ms, c.stream, c.text, w.label FROM console c JOIN writers w ON "
       "w.pk = c.writer_pk WHERE c.run_pk = ? AND c.pk > ?";
   if (!q.labels.empty()) {
-    sql += " AND w.label IN (";
+    sql += " AND c.writer_pk IN (SELECT pk FROM writers WHERE run_pk = ? AND label IN (";
     for (size_t i = 0; i < q.labels.size(); ++i) sql += i == 0 ? "?" : ", ?";
-    sql += ")";
+    sql += "))";
   }
   if (!q.stream.empty()) sql += " AND c.stream = ?";
-  if (!q.text.empty()) sql += " AND instr(c.text, ?) > 0";
+  if (!q.text.empty()) sql += TextCondition(q.text);
   sql += " ORDER BY c.pk LIMIT ?";
 
   COHORT_ASSIGN_OR_RETURN(Stmt st, db->Prepare(sql));
   st.Bind(run.pk).Bind(q.after_id);
-  for (const std::string& label : q.labels) st.Bind(label);
+  if (!q.labels.empty()) {
+    st.Bind(run.pk);
+    for (const std::string& label : q.labels) st.Bind(label);
+  }
   if (!q.stream.empty()) st.Bind(q.stream);
-  if (!q.text.empty()) st.Bind(q.text);
+  if (!q.text.empty()) BindText(st, q.text);
   st.Bind(int64_t{q.limit > 0 ? q.limit : 1000});
   std::vector<ConsoleLine> out;
   while (true) {
@@ -398,7 +459,7 @@ Result<ConsoleIndex> SqliteStore::IndexConsole(const ConsoleQuery& q, int64_t st
     sql += "))";
   }
   if (!q.stream.empty()) sql += " AND c.stream = ?";
-  if (!q.text.empty()) sql += " AND instr(c.text, ?) > 0";
+  if (!q.text.empty()) sql += TextCondition(q.text);
   sql += " ORDER BY c.pk";
 
   COHORT_ASSIGN_OR_RETURN(Stmt st, db->Prepare(sql));
@@ -408,7 +469,7 @@ Result<ConsoleIndex> SqliteStore::IndexConsole(const ConsoleQuery& q, int64_t st
     for (const std::string& label : q.labels) st.Bind(label);
   }
   if (!q.stream.empty()) st.Bind(q.stream);
-  if (!q.text.empty()) st.Bind(q.text);
+  if (!q.text.empty()) BindText(st, q.text);
   ConsoleIndex out;
   out.last_id = q.after_id;
   while (true) {

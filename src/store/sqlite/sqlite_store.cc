@@ -68,7 +68,6 @@ WriterRecord ReadWriter(const Stmt& st) {
   return w;
 }
 
-
 }  // namespace sqlite
 
 // ---- opening and connections ----
@@ -310,6 +309,7 @@ Status SqliteStore::DeleteRun(const RunRef& ref) {
   COHORT_ASSIGN_OR_RETURN(RunRecord r, LoadRun(db, ref));
   static constexpr const char* kDeletes[] = {
       "DELETE FROM chunks WHERE series_pk IN (SELECT pk FROM series WHERE run_pk = ?)",
+      "DELETE FROM chunk_pages WHERE series_pk IN (SELECT pk FROM series WHERE run_pk = ?)",
       "DELETE FROM series WHERE run_pk = ?",
       "DELETE FROM console WHERE run_pk = ?",
       "DELETE FROM batches WHERE writer_pk IN (SELECT pk FROM writers WHERE run_pk = ?)",

@@ -76,6 +76,12 @@ class SqliteStore final : public Store {
   Result<std::optional<ApiKeyRecord>> CreateFirstApiKey(const ApiKeyRecord& key) override;
   Result<int64_t> PruneBatches(int64_t stored_before_ms) override;
 
+  // sqlite_dump.cc
+  Status Export(const std::function<Status(const DumpRecord&)>& sink) override;
+  Result<int64_t> Import(const std::vector<DumpRecord>& records, const DumpHeader& from) override;
+  Status FinishImport() override;
+  Result<DumpCounts> CountRows() override;
+
  private:
   // A read connection borrowed from the pool, returned when the lease goes away. The borrowing
   // thread has the connection to itself until then.

@@ -115,17 +115,22 @@ TEST(SqliteStoreTest, UpgradeFromVersion2KeepsHeadChunksAndAppendsAfterThem) {
     // Back to the version-2 layout: the version-3 columns and index gone.
     RawDb raw(db);
     for (const char* sql :
-         {"DROP INDEX batches_by_stored", "ALTER TABLE writers DROP COLUMN pruned_seq",
-          "ALTER TABLE series DROP COLUMN next_idx", "ALTER TABLE series DROP COLUMN tail_idx",
-          "ALTER TABLE series DROP COLUMN tail_count", "ALTER TABLE series DROP COLUMN tail_chunks",
-          "UPDATE schema_version SET version = 2"}) {
+         {"DROP INDEX chunks_summary", "DROP INDEX console_by_writer",
+          "DROP INDEX console_by_stream", "DROP TRIGGER console_fts_insert",
+          "DROP TRIGGER console_fts_delete", "DROP TRIGGER console_fts_update",
+          "DROP TABLE console_fts", "DROP TABLE chunk_pages",
+          "ALTER TABLE series DROP COLUMN paged_upto", "DROP INDEX batches_by_stored",
+          "ALTER TABLE writers DROP COLUMN pruned_seq", "ALTER TABLE series DROP COLUMN next_idx",
+          "ALTER TABLE series DROP COLUMN tail_idx", "ALTER TABLE series DROP COLUMN tail_count",
+          "ALTER TABLE series DROP COLUMN tail_chunks", "UPDATE schema_version SET version = 2"}) {
       ASSERT_EQ(raw.Exec(sql), SQLITE_OK) << sql << ": " << sqlite3_errmsg(raw.db);
     }
   }
   COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
   {
     RawDb raw(db);
-    EXPECT_EQ(raw.One("SELECT max(version) FROM schema_version"), "3");
+    EXPECT_EQ(raw.One("SELECT max(version) FROM schema_version"),
+              std::to_string(sqlite::LatestSchemaVersion()));
     EXPECT_EQ(raw.One("SELECT next_idx || ',' || tail_idx || ',' || tail_count FROM series"),
               "2,2,0");
   }
@@ -142,6 +147,101 @@ TEST(SqliteStoreTest, UpgradeFromVersion2KeepsHeadChunksAndAppendsAfterThem) {
   EXPECT_EQ(raw.One("SELECT group_concat(idx || ':' || count) FROM (SELECT idx, count FROM "
                     "chunks ORDER BY idx)"),
             "0:1024,1:476,2:10");
+}
+
+// A version-3 store upgraded to version 4: the summary and console indexes are built over the
+// rows already there (text search finds lines stored before the upgrade) and kept up to date.
+TEST(SqliteStoreTest, UpgradeFromVersion3IndexesExistingConsoleLinesAndChunks) {
+  TempDir dir;
+  const fs::path db = dir.path() / "a.db";
+  const RunRef ref{"e", "p", "r"};
+  {
+    COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
+    ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
+    ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
+    IngestBatch b{.seq = 1};
+    for (int i = 0; i < 3000; ++i) {
+      b.rows.push_back(HistoryRow{.step = -1, .time_ms = 1, .values = {{"m", double(i)}}});
+    }
+    b.console.push_back(ConsoleLine{.time_ms = 1, .stream = "stdout", .text = "epoch 1 done"});
+    b.console.push_back(ConsoleLine{.time_ms = 2, .stream = "stderr", .text = "CUDA oom at x"});
+    ASSERT_TRUE(store->Ingest(ref, "w", b, 1).ok());
+  }
+  {
+    RawDb raw(db);
+    for (const char* sql :
+         {"DROP INDEX chunks_summary", "DROP INDEX console_by_writer",
+          "DROP INDEX console_by_stream", "DROP TRIGGER console_fts_insert",
+          "DROP TRIGGER console_fts_delete", "DROP TRIGGER console_fts_update",
+          "DROP TABLE console_fts", "DROP TABLE chunk_pages",
+          "ALTER TABLE series DROP COLUMN paged_upto", "UPDATE schema_version SET version = 3"}) {
+      ASSERT_EQ(raw.Exec(sql), SQLITE_OK) << sql << ": " << sqlite3_errmsg(raw.db);
+    }
+    EXPECT_EQ(raw.One("SELECT count(*) FROM sqlite_master WHERE name LIKE 'console_fts%'"), "0");
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
+  {
+    RawDb raw(db);
+    EXPECT_EQ(raw.One("SELECT max(version) FROM schema_version"), "4");
+    EXPECT_EQ(raw.One("SELECT count(*) FROM sqlite_master WHERE name = 'chunks_summary'"), "1");
+    EXPECT_EQ(raw.One("SELECT paged_upto FROM series"), "0");  // read from chunks alone
+  }
+  IngestBatch b{.seq = 2};
+  for (int i = 0; i < 5000; ++i) {
+    b.rows.push_back(HistoryRow{.step = -1, .time_ms = 1, .values = {{"m", double(i)}}});
+  }
+  b.console.push_back(ConsoleLine{.time_ms = 3, .stream = "stderr", .text = "second oom here"});
+  ASSERT_TRUE(store->Ingest(ref, "w", b, 2).ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto lines,
+                              store->QueryConsole(ConsoleQuery{.run = ref, .text = "oom"}));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].text, "CUDA oom at x");  // stored before the upgrade
+  EXPECT_EQ(lines[1].text, "second oom here");
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hist,
+                              store->QueryHistory(HistoryQuery{.run = ref, .buckets = 3}));
+  ASSERT_EQ(hist.size(), 1u);
+  int64_t total = 0;
+  for (const Bucket& bk : hist[0].buckets) total += bk.count;
+  EXPECT_EQ(total, 8000);
+  COHORT_ASSERT_OK_AND_ASSIGN(hist, store->QueryHistory(HistoryQuery{.run = ref}));
+  ASSERT_EQ(hist.size(), 1u);
+  ASSERT_EQ(hist[0].points.size(), 8000u);
+  for (size_t i = 0; i < 8000; ++i) ASSERT_EQ(hist[0].points[i].step, int64_t(i));
+}
+
+// Summary pages (sqlite_summary_pages.h): a series written in large batches keeps its sealed
+// chunks in pages, whose entries match the chunk rows one for one.
+TEST(SqliteStoreTest, SealedChunksAreListedInSummaryPages) {
+  TempDir dir;
+  const fs::path db = dir.path() / "a.db";
+  const RunRef ref{"e", "p", "r"};
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
+  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
+  ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
+  for (int seq = 1; seq <= 10; ++seq) {
+    IngestBatch b{.seq = seq};
+    for (int i = 0; i < 10000; ++i) {
+      b.rows.push_back(HistoryRow{.step = -1, .time_ms = 1, .values = {{"m", double(i)}}});
+    }
+    ASSERT_TRUE(store->Ingest(ref, "w", b, 1).ok());
+  }
+  RawDb raw(db);
+  EXPECT_EQ(raw.One("SELECT paged_upto = tail_idx FROM series"), "1");
+  EXPECT_EQ(raw.One("SELECT sum(length(data)) / 104 FROM chunk_pages"),
+            raw.One("SELECT count(*) FROM chunks WHERE idx < (SELECT paged_upto FROM series)"));
+  EXPECT_EQ(raw.One("SELECT min(min_step) || ',' || max(max_step) FROM chunk_pages"),
+            raw.One("SELECT min(min_step) || ',' || max(max_step) FROM chunks WHERE idx < "
+                    "(SELECT paged_upto FROM series)"));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hist,
+                              store->QueryHistory(HistoryQuery{.run = ref, .buckets = 98}));
+  ASSERT_EQ(hist.size(), 1u);
+  int64_t total = 0;
+  for (const Bucket& bk : hist[0].buckets) total += bk.count;
+  EXPECT_EQ(total, 100000);
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      hist, store->QueryHistory(HistoryQuery{.run = ref, .min_step = 4000, .max_step = 4999}));
+  ASSERT_EQ(hist[0].points.size(), 1000u);
+  EXPECT_EQ(hist[0].points.front().step, 4000);
 }
 
 // Pruning goes in slices of 10,000 records, one transaction each; all of them go, and the

@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""Side by side with MLflow's tracking server (issue 5, docs/benchmarks.md "Side by side with
+MLflow"), printed as one JSON object.
+
+    COHORT_PEER_BENCH=1 COHORT_BUILD_DIR=build python3 bench/peers/peer_bench.py
+
+Not part of the default test run: without COHORT_PEER_BENCH=1 it exits at once. It creates
+.venv-peers (a separate virtualenv) and pip-installs MLflow from PyPI into it on first use.
+
+The same workload against both, in one run, each through its own HTTP batch API from one Python
+client (plain urllib for both, so that neither SDK's overhead counts):
+  - a local `mlflow server` with a SQLite backend store (--workers 1), and
+  - a local `cohort server` with its SQLite store;
+N runs x K metrics x S steps, logged in calls of R steps x K metrics (MLflow's log-batch takes
+at most 1,000 metrics per call), then one metric's full history read back per run.
+Reported per system (medians over --repeats repetitions, each on fresh servers and stores):
+ingest points/s (all points / wall time of all log calls), log call latency (median call),
+history read latency (median over runs of reading one key's full history, all pages), and disk
+bytes per point (the store's files after the servers stopped: database + WAL). `ratios` are
+Cohort / MLflow for rates, MLflow / Cohort for latencies and bytes (> 1: Cohort better).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import pathlib
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
+BUILD = pathlib.Path(os.environ.get("COHORT_BUILD_DIR", ROOT / "build"))
+VENV = ROOT / ".venv-peers"
+MLFLOW_REQ = "mlflow>=2.10,<3"
+
+
+def ensure_venv():
+    mlflow = VENV / "bin" / "mlflow"
+    if mlflow.exists():
+        return mlflow
+    print(f"peer_bench: creating {VENV} and installing {MLFLOW_REQ} from PyPI", file=sys.stderr)
+    subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    proc = subprocess.run([str(VENV / "bin" / "pip"), "install", "-q", MLFLOW_REQ])
+    if proc.returncode != 0 or not mlflow.exists():
+        sys.exit(f"peer_bench: pip install {MLFLOW_REQ} failed (exit {proc.returncode})")
+    return mlflow
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def call(method, url, body=None, headers=None, timeout=120):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        text = resp.read()
+    return json.loads(text) if text else None
+
+
+def wait_http(url, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2).read()
+            return
+        except (urllib.error.URLError, ConnectionError, OSError):
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not come up")
+
+
+def dir_bytes(path):
+    return sum(p.stat().st_size for p in pathlib.Path(path).rglob("*") if p.is_file())
+
+
+def value(run, key, step):
+    # A noisy decreasing training curve per key.
+    return 1.0 / (1.0 + 0.01 * step) + 0.01 * math.sin(step * 0.7 + key * 1.3 + run)
+
+
+class Mlflow:
+    name = "mlflow"
+
+    def __init__(self, mlflow_bin, workdir):
+        self.dir = workdir / "mlflow"
+        self.dir.mkdir()
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(self.port),
+             "--workers", "1", "--backend-store-uri", f"sqlite:///{self.dir}/mlflow.db",
+             "--default-artifact-root", str(self.dir / "artifacts")],
+            stdout=subprocess.DEVNULL, stderr=open(self.dir / "server.log", "w"))
+        wait_http(self.url + "/health")
+        self.exp = call("POST", self.url + "/api/2.0/mlflow/experiments/create",
+                        {"name": "bench"})["experiment_id"]
+
+    def create_run(self, i):
+        r = call("POST", self.url + "/api/2.0/mlflow/runs/create",
+                 {"experiment_id": self.exp, "run_name": f"run{i}", "start_time": 1})
+        return r["run"]["info"]["run_id"]
+
+    def log(self, run, rows):
+        metrics = [{"key": f"m{k}", "value": v, "timestamp": t, "step": s}
+                   for s, t, vals in rows for k, v in enumerate(vals)]
+        call("POST", self.url + "/api/2.0/mlflow/runs/log-batch", {"run_id": run,
+                                                                    "metrics": metrics})
+
+    def history(self, run, key):
+        points, token = 0, None
+        while True:
+            q = {"run_id": run, "metric_key": key, "max_results": 25000}
+            if token:
+                q["page_token"] = token
+            r = call("GET", self.url + "/api/2.0/mlflow/metrics/get-history?" +
+                     urllib.parse.urlencode(q))
+            points += len(r.get("metrics", []))
+            token = r.get("next_page_token")
+            if not token:
+                return points
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+        return sum(p.stat().st_size for p in self.dir.glob("mlflow.db*"))
+
+
+class Cohort:
+    name = "cohort"
+
+    def __init__(self, workdir):
+        self.dir = workdir / "cohort"
+        self.dir.mkdir()
+        home = self.dir / "home"
+        env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME="", XDG_DATA_HOME="")
+        self.proc = subprocess.Popen(
+            [str(BUILD / "src" / "cli" / "cohort"), "server", "--port", "0", "--data-dir",
+             str(self.dir / "data")], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env=env, text=True)
+        self.url = self.proc.stdout.readline().strip()
+        if not self.url.startswith("http"):
+            raise RuntimeError("cohort server did not start")
+        key = json.loads((home / ".config" / "cohort" / "config.json").read_text())["api_key"]
+        self.auth = {"Authorization": "Bearer " + key}
+        self.entity = call("GET", self.url + "/api/v1/viewer", headers=self.auth)["entity"]
+        self.seq = {}
+
+    def create_run(self, i):
+        base = f"{self.url}/api/v1/runs/{self.entity}/bench"
+        r = call("POST", base, {"name": f"run{i}"}, headers=self.auth)
+        path = f"{base}/{r['id']}"
+        call("POST", path + "/writers", {"label": "main"}, headers=self.auth)
+        self.seq[path] = 0
+        return path
+
+    def log(self, run, rows):
+        self.seq[run] += 1
+        body = {"seq": self.seq[run], "history": [
+            {"step": s, "time": t, "values": {f"m{k}": v for k, v in enumerate(vals)}}
+            for s, t, vals in rows]}
+        call("POST", run + "/writers/main/batches", body, headers=self.auth)
+
+    def history(self, run, key):
+        points, after = 0, None
+        while True:
+            q = {"keys": key, "limit": 100000}
+            if after is not None:
+                q["after_step"] = after
+            r = call("GET", run + "/history?" + urllib.parse.urlencode(q), headers=self.auth)
+            s = r["series"][0]
+            points += len(s["points"])
+            if not s.get("more"):
+                return points
+            after = s["points"][-1][0]
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+        return dir_bytes(self.dir / "data")
+
+
+def run_once(system, args):
+    runs = [system.create_run(i) for i in range(args.runs)]
+    call_times = []
+    t0 = time.perf_counter()
+    for r, run in enumerate(runs):
+        for start in range(0, args.steps, args.rows_per_call):
+            rows = [(s, 1_700_000_000_000 + s, [value(r, k, s) for k in range(args.keys)])
+                    for s in range(start, min(args.steps, start + args.rows_per_call))]
+            c0 = time.perf_counter()
+            system.log(run, rows)
+            call_times.append(time.perf_counter() - c0)
+    ingest_s = time.perf_counter() - t0
+    points = args.runs * args.keys * args.steps
+    reads = []
+    for run in runs:
+        c0 = time.perf_counter()
+        n = system.history(run, "m0")
+        reads.append(time.perf_counter() - c0)
+        assert n == args.steps, (system.name, n)
+    disk = system.stop()
+    return {"ingest_points_per_s": points / ingest_s,
+            "log_call_ms": statistics.median(call_times) * 1e3,
+            "history_read_ms": statistics.median(reads) * 1e3,
+            "disk_bytes_per_point": disk / points}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=4)
+    ap.add_argument("--keys", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=5000)
+    ap.add_argument("--rows-per-call", type=int, default=100)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    if os.environ.get("COHORT_PEER_BENCH") != "1":
+        print("peer_bench: set COHORT_PEER_BENCH=1 to run (installs MLflow from PyPI)",
+              file=sys.stderr)
+        return 0
+    if args.keys * args.rows_per_call > 1000:
+        sys.exit("peer_bench: MLflow's log-batch takes at most 1,000 metrics per call")
+    mlflow_bin = ensure_venv()
+    version = subprocess.run([str(mlflow_bin), "--version"], capture_output=True,
+                             text=True).stdout.strip()
+    results = {"mlflow": [], "cohort": []}
+    for _ in range(args.repeats):
+        for make in (lambda w: Mlflow(mlflow_bin, w), Cohort):
+            work = pathlib.Path(tempfile.mkdtemp(prefix="cohort-peer-"))
+            try:
+                system = make(work)
+                results[system.name].append(run_once(system, args))
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+    med = {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+           for name, rs in results.items()}
+    m, c = med["mlflow"], med["cohort"]
+    out = {"workload": vars(args), "points": args.runs * args.keys * args.steps,
+           "mlflow_version": version, "median": med,
+           "ratios": {"ingest_points_per_s": c["ingest_points_per_s"] / m["ingest_points_per_s"],
+                      "log_call_ms": m["log_call_ms"] / c["log_call_ms"],
+                      "history_read_ms": m["history_read_ms"] / c["history_read_ms"],
+                      "disk_bytes_per_point": m["disk_bytes_per_point"] /
+                      c["disk_bytes_per_point"]},
+           "runs": results}
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

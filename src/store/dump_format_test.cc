@@ -1,0 +1,155 @@
+#include "store/dump_format.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace cohort::store {
+namespace {
+
+DumpRecord ChunkRow(int64_t idx, double v) {
+  return DumpRecord{kDumpChunks,
+                    {int64_t{1}, idx, int64_t{3}, int64_t{0}, int64_t{2}, int64_t{-5}, int64_t{9},
+                     v, v, v, v, v, int64_t{0}, std::string("\0\xff", 2)}};
+}
+
+DumpRecord ViewRow(int64_t pk) {
+  return DumpRecord{kDumpViews,
+                    {pk, std::string("e"), std::string("p"), "v" + std::to_string(pk),
+                     std::string("{}"), int64_t{1}, int64_t{2}}};
+}
+
+// Writes `rows` to a temporary file; `close` writes the end record.
+std::FILE* WriteDump(const std::vector<DumpRecord>& rows, bool close = true) {
+  std::FILE* f = std::tmpfile();
+  DumpFileWriter w(f, DumpHeader{.source = "sqlite", .created_ms = 42});
+  EXPECT_TRUE(w.Begin().ok());
+  for (const auto& r : rows) EXPECT_TRUE(w.Add(r).ok());
+  if (close) EXPECT_TRUE(w.Close().ok());
+  std::fflush(f);
+  return f;
+}
+
+long FileSize(std::FILE* f) {
+  std::fseek(f, 0, SEEK_END);
+  return std::ftell(f);
+}
+
+std::vector<DumpRecord> ReadAll(std::FILE* f, DumpFileReader* r, Status* status) {
+  std::rewind(f);
+  std::vector<DumpRecord> out;
+  *status = r->Begin();
+  if (!status->ok()) return out;
+  DumpRecord rec;
+  while (true) {
+    auto more = r->Next(&rec);
+    if (!more.ok()) {
+      *status = more.status();
+      return out;
+    }
+    if (!*more) break;
+    out.push_back(rec);
+  }
+  return out;
+}
+
+TEST(DumpFormatTest, FileRoundTripIsBitExact) {
+  const double nan_payload = std::bit_cast<double>(uint64_t{0x7ff8000000abcdef});
+  std::vector<DumpRecord> rows = {ViewRow(1), ChunkRow(0, -0.0), ChunkRow(1, nan_payload),
+                                  ChunkRow(2, -std::numeric_limits<double>::infinity())};
+  std::FILE* f = WriteDump(rows);
+  DumpFileReader r(f);
+  Status s;
+  auto back = ReadAll(f, &r, &s);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_FALSE(r.truncated());
+  EXPECT_EQ(r.header().source, "sqlite");
+  EXPECT_EQ(r.header().created_ms, 42);
+  ASSERT_EQ(back.size(), rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(back[i].table, rows[i].table);
+    ASSERT_EQ(back[i].values.size(), rows[i].values.size());
+    for (size_t j = 0; j < rows[i].values.size(); ++j) {
+      if (const auto* d = std::get_if<double>(&rows[i].values[j])) {
+        EXPECT_EQ(std::bit_cast<uint64_t>(*d),
+                  std::bit_cast<uint64_t>(std::get<double>(back[i].values[j])));
+      } else {
+        EXPECT_EQ(back[i].values[j], rows[i].values[j]);
+      }
+    }
+  }
+  EXPECT_EQ(r.end_counts().at("chunks"), 3);
+  EXPECT_EQ(r.end_counts().at("views"), 1);
+  EXPECT_EQ(r.end_counts(), r.counts());
+  std::fclose(f);
+}
+
+TEST(DumpFormatTest, TornTailReadsIntactPrefixAsTruncated) {
+  std::FILE* f = WriteDump({ViewRow(1), ViewRow(2), ViewRow(3)}, /*close=*/false);
+  const long size = FileSize(f);
+  ASSERT_EQ(ftruncate(fileno(f), size - 3), 0);  // cut the last record short
+  DumpFileReader r(f);
+  Status s;
+  auto back = ReadAll(f, &r, &s);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(r.truncated());
+  EXPECT_EQ(back.size(), 2u);
+  std::fclose(f);
+}
+
+TEST(DumpFormatTest, MissingEndRecordIsTruncated) {
+  std::FILE* f = WriteDump({ViewRow(1)}, /*close=*/false);
+  DumpFileReader r(f);
+  Status s;
+  auto back = ReadAll(f, &r, &s);
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(r.truncated());
+  EXPECT_EQ(back.size(), 1u);
+  std::fclose(f);
+}
+
+TEST(DumpFormatTest, DamagedRecordBeforeOthersIsCorruption) {
+  std::FILE* f = WriteDump({ViewRow(1), ViewRow(2)});
+  // Flip a byte inside the first row (after magic, header frame and the row's 9-byte prefix).
+  std::rewind(f);
+  std::string all(size_t(FileSize(f)), '\0');
+  std::rewind(f);
+  ASSERT_EQ(std::fread(all.data(), 1, all.size(), f), all.size());
+  const size_t header_len =
+      8 + size_t(all[kDumpMagicSize]) + (size_t(uint8_t(all[kDumpMagicSize + 1])) << 8);
+  const size_t row = kDumpMagicSize + header_len + 10;
+  std::fseek(f, long(row), SEEK_SET);
+  std::fputc(all[row] ^ 0x55, f);
+  std::fflush(f);
+  DumpFileReader r(f);
+  Status s;
+  ReadAll(f, &r, &s);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
+  std::fclose(f);
+}
+
+TEST(DumpFormatTest, NotADumpIsInvalidArgument) {
+  std::FILE* f = std::tmpfile();
+  std::fputs("SQLite format 3\0 definitely not a dump", f);
+  DumpFileReader r(f);
+  Status s;
+  ReadAll(f, &r, &s);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  std::fclose(f);
+}
+
+TEST(DumpFormatTest, RowWithWrongTypeIsRejected) {
+  DumpRecord bad = ViewRow(1);
+  bad.values[0] = std::string("not a key");
+  EXPECT_EQ(ValidateDumpRecord(bad).code(), StatusCode::kCorruption);
+  DumpRecord decoded;
+  EXPECT_EQ(DecodeDumpRow(EncodeDumpRow(bad), &decoded).code(), StatusCode::kCorruption);
+  EXPECT_EQ(DecodeDumpRow("\x05", &decoded).code(), StatusCode::kCorruption);
+}
+
+}  // namespace
+}  // namespace cohort::store

@@ -1,0 +1,133 @@
+#include "store/sqlite/sqlite_summary_pages.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/coding.h"
+
+namespace cohort::store::sqlite {
+namespace {
+
+using coding::BitsDouble;
+using coding::DecodeFixed64;
+using coding::DoubleBits;
+using coding::PutFixed64;
+
+// One page entry: idx, rowid, then the summary (count, min/max step, min/max time, min, max, sum,
+// first, last, nan_count), each as 8 little-endian bytes.
+constexpr size_t kEntryBytes = 13 * 8;
+
+void PutEntry(std::string* dst, int64_t idx, int64_t pk, const series::ChunkSummary& s) {
+  for (int64_t v : {idx, pk, s.count, s.min_step, s.max_step, s.min_time, s.max_time}) {
+    PutFixed64(dst, uint64_t(v));
+  }
+  for (double d : {s.min, s.max, s.sum, s.first, s.last}) PutFixed64(dst, DoubleBits(d));
+  PutFixed64(dst, uint64_t(s.nan_count));
+}
+
+void GetEntry(const char* p, int64_t* idx, series::ChunkMeta* m) {
+  auto i = [&p] {
+    const int64_t v = int64_t(DecodeFixed64(p));
+    p += 8;
+    return v;
+  };
+  auto d = [&p] {
+    const double v = BitsDouble(DecodeFixed64(p));
+    p += 8;
+    return v;
+  };
+  *idx = i();
+  m->id = i();
+  series::ChunkSummary& s = m->summary;
+  s.count = i();
+  s.min_step = i();
+  s.max_step = i();
+  s.min_time = i();
+  s.max_time = i();
+  s.min = d();
+  s.max = d();
+  s.sum = d();
+  s.first = d();
+  s.last = d();
+  s.nan_count = i();
+}
+
+}  // namespace
+
+Status AddToPages(Db* db, int64_t series_pk, const std::vector<series::ChunkWrite>& sealed,
+                  const std::vector<int64_t>& pks) {
+  size_t i = 0;
+  while (i < sealed.size()) {
+    const int64_t page = sealed[i].index / kChunksPerPage;
+    std::string data;
+    int64_t lo = 0, hi = 0;
+    bool have = false;
+    {
+      COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("SELECT data, min_step, max_step FROM "
+                                                  "chunk_pages WHERE series_pk = ? AND page = ?"));
+      st.Bind(series_pk).Bind(page);
+      COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (row) {
+        data = st.Blob(0);
+        lo = st.Int(1);
+        hi = st.Int(2);
+        have = true;
+      }
+    }
+    for (; i < sealed.size() && sealed[i].index / kChunksPerPage == page; ++i) {
+      const series::ChunkSummary& s = sealed[i].summary;
+      PutEntry(&data, sealed[i].index, pks[i], s);
+      if (s.count == 0) continue;
+      lo = have ? std::min(lo, s.min_step) : s.min_step;
+      hi = have ? std::max(hi, s.max_step) : s.max_step;
+      have = true;
+    }
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("INSERT INTO chunk_pages (series_pk, page, min_step, max_step, data) "
+                            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (series_pk, page) DO UPDATE SET "
+                            "min_step = excluded.min_step, max_step = excluded.max_step, "
+                            "data = excluded.data"));
+    st.Bind(series_pk).Bind(page).Bind(lo).Bind(hi).BindBlob(data);
+    COHORT_RETURN_IF_ERROR(st.Run());
+  }
+  return Status::Ok();
+}
+
+Status ReadPages(Db* db, int64_t series_pk, int64_t paged_upto, int64_t lo, int64_t hi, int64_t tlo,
+                 int64_t thi, std::vector<series::ChunkMeta>* out) {
+  if (paged_upto <= 0) return Status::Ok();
+  COHORT_ASSIGN_OR_RETURN(
+      Stmt st, db->Cached("SELECT page, data FROM chunk_pages WHERE series_pk = ? AND page <= ? "
+                          "AND max_step >= ? AND min_step <= ? ORDER BY page"));
+  st.Bind(series_pk).Bind((paged_upto - 1) / kChunksPerPage).Bind(lo).Bind(hi);
+  while (true) {
+    COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    const int64_t page = st.Int(0);
+    const std::string_view data = st.BlobView(1);
+    if (data.size() % kEntryBytes != 0) {
+      return Status::Corruption("summary page " + std::to_string(page) + " of series #" +
+                                std::to_string(series_pk) + ": " + std::to_string(data.size()) +
+                                " bytes");
+    }
+    for (size_t off = 0; off < data.size(); off += kEntryBytes) {
+      int64_t idx = 0;
+      series::ChunkMeta m;
+      GetEntry(data.data() + off, &idx, &m);
+      if (idx / kChunksPerPage != page || idx >= paged_upto) {
+        return Status::Corruption("summary page " + std::to_string(page) + " of series #" +
+                                  std::to_string(series_pk) + " names chunk " +
+                                  std::to_string(idx));
+      }
+      const series::ChunkSummary& s = m.summary;
+      if (s.count == 0 || s.max_step < lo || s.min_step > hi || s.max_time < tlo ||
+          s.min_time > thi) {
+        continue;
+      }
+      out->push_back(m);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace cohort::store::sqlite
