@@ -21,7 +21,7 @@ ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --timeout 300 --repe
 echo "== fuzz smoke (scripts/fuzz.sh: libFuzzer targets, ${FUZZ_SECONDS:-10} s each)"
 # The HTTP target needs a clang build of the whole server: it runs in .ci/run's extended mode;
 # its corpus and regression inputs are replayed by ctest (fuzz_replay_http) above.
-FUZZ_SECONDS="${FUZZ_SECONDS:-10}" "$root/scripts/fuzz.sh" graphql ingest chunk wal protocol ||
+FUZZ_JOBS="${FUZZ_JOBS:-$(nproc)}" FUZZ_SECONDS="${FUZZ_SECONDS:-10}" "$root/scripts/fuzz.sh" graphql ingest chunk wal protocol ||
   failed+=(fuzz)
 
 if [ -x "$root/scripts/test-ui.sh" ]; then

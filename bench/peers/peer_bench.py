@@ -12,16 +12,21 @@ client (plain urllib for both, so that neither SDK's overhead counts):
   - a local `mlflow server` with a SQLite backend store (--workers 1), and
   - a local `cohort server` with its SQLite store;
 N runs x K metrics x S steps, logged in calls of R steps x K metrics (MLflow's log-batch takes
-at most 1,000 metrics per call), then one metric's full history read back per run.
+at most 1,000 metrics per call) by --clients concurrent clients, then per run one metric's full
+history read back and a 1,000-point chart query (Cohort: buckets=1000, exact min/max per bucket;
+MLflow: get-history-bulk-interval with max_results=1000, the sampled read its UI charts use).
+--backend postgres puts both on a throwaway PostgreSQL cluster (tests/postgres/pg_cluster.py).
 Reported per system (medians over --repeats repetitions, each on fresh servers and stores):
 ingest points/s (all points / wall time of all log calls), log call latency (median call),
-history read latency (median over runs of reading one key's full history, all pages), and disk
-bytes per point (the store's files after the servers stopped: database + WAL). `ratios` are
+history read latency (median over runs of reading one key's full history, all pages), chart query
+latency, and disk bytes per point (the store's files after the server stopped, or
+pg_database_size). `ratios` are
 Cohort / MLflow for rates, MLflow / Cohort for latencies and bytes (> 1: Cohort better).
 """
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import math
 import os
@@ -40,18 +45,22 @@ import urllib.request
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 BUILD = pathlib.Path(os.environ.get("COHORT_BUILD_DIR", ROOT / "build"))
 VENV = ROOT / ".venv-peers"
-MLFLOW_REQ = "mlflow>=2.10,<3"
+sys.path.insert(0, str(ROOT / "tests" / "postgres"))
+from pg_cluster import PgCluster  # noqa: E402
+
+# MLflow 2.22 fails to start with SQLAlchemy 2.1; psycopg2 for --backend postgres.
+MLFLOW_REQ = ["mlflow>=2.10,<3", "sqlalchemy<2.1", "psycopg2-binary"]
 
 
 def ensure_venv():
+    """Creates .venv-peers and installs MLFLOW_REQ into it (idempotent: pip skips what is there)."""
     mlflow = VENV / "bin" / "mlflow"
-    if mlflow.exists():
-        return mlflow
-    print(f"peer_bench: creating {VENV} and installing {MLFLOW_REQ} from PyPI", file=sys.stderr)
-    subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    proc = subprocess.run([str(VENV / "bin" / "pip"), "install", "-q", MLFLOW_REQ])
+    if not VENV.exists():
+        print(f"peer_bench: creating {VENV}", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    proc = subprocess.run([str(VENV / "bin" / "pip"), "install", "-q", *MLFLOW_REQ])
     if proc.returncode != 0 or not mlflow.exists():
-        sys.exit(f"peer_bench: pip install {MLFLOW_REQ} failed (exit {proc.returncode})")
+        sys.exit(f"peer_bench: pip install {' '.join(MLFLOW_REQ)} failed (exit {proc.returncode})")
     return mlflow
 
 
@@ -96,14 +105,21 @@ def value(run, key, step):
 class Mlflow:
     name = "mlflow"
 
-    def __init__(self, mlflow_bin, workdir):
+    def __init__(self, mlflow_bin, workdir, pg=None):
         self.dir = workdir / "mlflow"
         self.dir.mkdir()
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.pg = pg
+        uri = f"sqlite:///{self.dir}/mlflow.db"
+        self.empty = 0
+        if pg is not None:
+            pg.create_database("mlflow")
+            self.empty = int(pg.psql("mlflow", "SELECT pg_database_size('mlflow')"))
+            uri = f"postgresql+psycopg2://postgres@/mlflow?host={pg.dir}&port={pg.port}"
         self.proc = subprocess.Popen(
             [str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(self.port),
-             "--workers", "1", "--backend-store-uri", f"sqlite:///{self.dir}/mlflow.db",
+             "--workers", "1", "--backend-store-uri", uri,
              "--default-artifact-root", str(self.dir / "artifacts")],
             stdout=subprocess.DEVNULL, stderr=open(self.dir / "server.log", "w"))
         wait_http(self.url + "/health")
@@ -134,23 +150,39 @@ class Mlflow:
             if not token:
                 return points
 
+    def chart(self, run, key):
+        # MLflow's sampled read (what its UI charts use): at most 1,000 points of the run.
+        q = {"run_ids": run, "metric_key": key, "max_results": 1000}
+        r = call("GET", self.url + "/ajax-api/2.0/mlflow/metrics/get-history-bulk-interval?" +
+                 urllib.parse.urlencode(q))
+        return len(r.get("metrics", []))
+
     def stop(self):
         self.proc.terminate()
         self.proc.wait(timeout=30)
+        if self.pg is not None:
+            # Growth over the empty database (the catalog alone is ~7.5 MB).
+            return int(self.pg.psql("mlflow", "SELECT pg_database_size('mlflow')")) - self.empty
         return sum(p.stat().st_size for p in self.dir.glob("mlflow.db*"))
 
 
 class Cohort:
     name = "cohort"
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, pg=None):
         self.dir = workdir / "cohort"
         self.dir.mkdir()
+        self.pg = pg
         home = self.dir / "home"
         env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME="", XDG_DATA_HOME="")
+        store, self.empty = [], 0
+        if pg is not None:
+            pg.create_database("cohort")
+            self.empty = int(pg.psql("cohort", "SELECT pg_database_size('cohort')"))
+            store = ["--store", pg.url("cohort")]
         self.proc = subprocess.Popen(
             [str(BUILD / "src" / "cli" / "cohort"), "server", "--port", "0", "--data-dir",
-             str(self.dir / "data")], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+             str(self.dir / "data"), *store], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=env, text=True)
         self.url = self.proc.stdout.readline().strip()
         if not self.url.startswith("http"):
@@ -188,35 +220,56 @@ class Cohort:
                 return points
             after = s["points"][-1][0]
 
+    def chart(self, run, key):
+        r = call("GET", run + "/history?" + urllib.parse.urlencode({"keys": key, "buckets": 1000}),
+                 headers=self.auth)
+        return len(r["series"][0]["buckets"])
+
     def stop(self):
         self.proc.terminate()
         self.proc.wait(timeout=30)
+        if self.pg is not None:
+            return int(self.pg.psql("cohort", "SELECT pg_database_size('cohort')")) - self.empty
         return dir_bytes(self.dir / "data")
 
 
 def run_once(system, args):
     runs = [system.create_run(i) for i in range(args.runs)]
     call_times = []
+
+    def client(c):
+        # Client c logs runs c, c + clients, ... one after the other.
+        times = []
+        for r in range(c, args.runs, args.clients):
+            for start in range(0, args.steps, args.rows_per_call):
+                rows = [(s, 1_700_000_000_000 + s, [value(r, k, s) for k in range(args.keys)])
+                        for s in range(start, min(args.steps, start + args.rows_per_call))]
+                c0 = time.perf_counter()
+                system.log(runs[r], rows)
+                times.append(time.perf_counter() - c0)
+        return times
+
     t0 = time.perf_counter()
-    for r, run in enumerate(runs):
-        for start in range(0, args.steps, args.rows_per_call):
-            rows = [(s, 1_700_000_000_000 + s, [value(r, k, s) for k in range(args.keys)])
-                    for s in range(start, min(args.steps, start + args.rows_per_call))]
-            c0 = time.perf_counter()
-            system.log(run, rows)
-            call_times.append(time.perf_counter() - c0)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.clients) as pool:
+        for times in pool.map(client, range(args.clients)):
+            call_times += times
     ingest_s = time.perf_counter() - t0
     points = args.runs * args.keys * args.steps
-    reads = []
+    reads, charts = [], []
     for run in runs:
         c0 = time.perf_counter()
         n = system.history(run, "m0")
         reads.append(time.perf_counter() - c0)
         assert n == args.steps, (system.name, n)
+        c0 = time.perf_counter()
+        n = system.chart(run, "m0")
+        charts.append(time.perf_counter() - c0)
+        assert 0 < n <= 1000, (system.name, n)
     disk = system.stop()
     return {"ingest_points_per_s": points / ingest_s,
             "log_call_ms": statistics.median(call_times) * 1e3,
             "history_read_ms": statistics.median(reads) * 1e3,
+            "chart_1000_ms": statistics.median(charts) * 1e3,
             "disk_bytes_per_point": disk / points}
 
 
@@ -228,6 +281,10 @@ def main():
     ap.add_argument("--steps", type=int, default=5000)
     ap.add_argument("--rows-per-call", type=int, default=100)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--clients", type=int, default=1, help="concurrent logging clients")
+    ap.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite",
+                    help="both systems' store (postgres: a throwaway cluster per repetition; "
+                    "MLflow then needs psycopg2-binary in .venv-peers)")
     args = ap.parse_args()
     if os.environ.get("COHORT_PEER_BENCH") != "1":
         print("peer_bench: set COHORT_PEER_BENCH=1 to run (installs MLflow from PyPI)",
@@ -240,12 +297,15 @@ def main():
                              text=True).stdout.strip()
     results = {"mlflow": [], "cohort": []}
     for _ in range(args.repeats):
-        for make in (lambda w: Mlflow(mlflow_bin, w), Cohort):
+        for make in (lambda w, pg: Mlflow(mlflow_bin, w, pg), Cohort):
             work = pathlib.Path(tempfile.mkdtemp(prefix="cohort-peer-"))
+            pg = PgCluster().start() if args.backend == "postgres" else None
             try:
-                system = make(work)
+                system = make(work, pg)
                 results[system.name].append(run_once(system, args))
             finally:
+                if pg is not None:
+                    pg.stop()
                 shutil.rmtree(work, ignore_errors=True)
     med = {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]}
            for name, rs in results.items()}
@@ -255,6 +315,7 @@ def main():
            "ratios": {"ingest_points_per_s": c["ingest_points_per_s"] / m["ingest_points_per_s"],
                       "log_call_ms": m["log_call_ms"] / c["log_call_ms"],
                       "history_read_ms": m["history_read_ms"] / c["history_read_ms"],
+                      "chart_1000_ms": m["chart_1000_ms"] / c["chart_1000_ms"],
                       "disk_bytes_per_point": m["disk_bytes_per_point"] /
                       c["disk_bytes_per_point"]},
            "runs": results}

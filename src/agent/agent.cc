@@ -117,8 +117,11 @@ int RunAgent(const AgentOptions& options) {
   }
 
   std::list<Client> clients;
-  int64_t idle_since = NowMillis();
-  int64_t no_client_since = NowMillis();
+  // The idle and linger timers run on the monotonic clock: a wall clock set back (or ahead)
+  // must neither keep an idle agent alive for years nor end a busy one early.
+  auto mono_ms = [] { return MonoNanos() / 1000000; };
+  int64_t idle_since = mono_ms();
+  int64_t no_client_since = idle_since;
   int64_t last_tick = 0;
   bool stop = false;
   while (!stop) {
@@ -145,7 +148,7 @@ int RunAgent(const AgentOptions& options) {
         ++it;
       }
     }
-    int64_t now = NowMillis();
+    int64_t now = mono_ms();
     if (now - last_tick >= 1000) {
       last_tick = now;
       ingest->Tick();

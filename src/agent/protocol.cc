@@ -69,7 +69,8 @@ void PutCells(const LogBatch& b, const LogBatch::Row& row, std::string* out) {
 }
 
 bool ReadRows(ByteReader* r, bool with_step, LogBatch* b) {
-  uint64_t n = r->Count(3);
+  // The fewest bytes one encoded row takes: (step,) time and cell count, one varint each.
+  uint64_t n = r->Count(with_step ? 3 : 2);
   auto& rows = with_step ? b->history : b->system;
   rows.reserve(n);
   for (uint64_t i = 0; i < n && r->ok(); ++i) {

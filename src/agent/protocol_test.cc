@@ -111,6 +111,20 @@ TEST(LogBatchTest, KeepsNaNBits) {
   EXPECT_TRUE(std::isnan(d->cells[0].value));
 }
 
+// Found by tests/fuzz/protocol_fuzzer (tests/fuzz/regressions/protocol/short_system_rows): a
+// system row takes only 2 bytes (time and cell count), but the decoder's guard against absurd
+// row counts assumed 3, so valid batches of small system rows were rejected as corrupt.
+TEST(LogBatchTest, SystemRowsWithoutCellsRoundTrip) {
+  LogBatch b;
+  b.system = {{.time_ms = 76, .begin = 0, .count = 0}, {.time_ms = 0, .begin = 0, .count = 0}};
+  std::string bytes;
+  EncodeLogBatch(b, &bytes);
+  auto d = DecodeLogBatch(bytes);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->system.size(), 2u);
+  EXPECT_EQ(d->system[0].time_ms, 76);
+}
+
 TEST(LogBatchTest, TruncationIsCorruption) {
   std::string bytes;
   EncodeLogBatch(SampleBatch(), &bytes);

@@ -125,7 +125,12 @@ Status WriterStream::ScanUnacknowledged() {
     f = std::max(f, r->frame);
     if (r->kind == RecordKind::kWriterFinish) finish = true;
   }
-  COHORT_RETURN_IF_ERROR(LoadSeqState());
+  if (Status st = LoadSeqState(max_seq); !st.ok()) {
+    // Damaged: go on as for a stream from before seq.json rather than strand its records.
+    Logf(LogLevel::kWarning, "{}: {}; renumbering from the WAL and the clock", dir_, st.ToString());
+    std::lock_guard<std::mutex> lock(append_mu_);
+    legacy_upto_ = max_seq;
+  }
   uint64_t time_base = uint64_t(NowMillis()) << kSeqTimeShift;
   {
     std::lock_guard<std::mutex> lock(append_mu_);
@@ -145,12 +150,16 @@ Status WriterStream::ScanUnacknowledged() {
   return Status::Ok();
 }
 
-Status WriterStream::LoadSeqState() {
+Status WriterStream::LoadSeqState(uint64_t max_seq_in_wal) {
   auto text = wal::ReadFileToString(wal::FileSystem::Default(), wal::JoinPath(dir_, kSeqFile),
                                     kMaxMetaBytes);
   if (!text.ok()) {
-    // Absent: a new stream (or one from before seq.json): nothing assigned or decided yet.
-    return text.status().code() == StatusCode::kNotFound ? Status::Ok() : text.status();
+    if (text.status().code() != StatusCode::kNotFound) return text.status();
+    // Absent: a new stream (empty WAL), or one written before seq.json existed, whose records
+    // may have been uploaded already (unacknowledged): those keep the seqs they were sent with.
+    std::lock_guard<std::mutex> lock(append_mu_);
+    legacy_upto_ = max_seq_in_wal;
+    return Status::Ok();
   }
   auto v = json::Parse(*text);
   if (!v.ok() || !v->is_object()) return Status::Corruption(dir_ + "/" + kSeqFile + ": not JSON");
@@ -158,14 +167,16 @@ Status WriterStream::LoadSeqState() {
   int64_t floor = r.Int("floor");
   int64_t joined = r.OptInt("joined_seq").value_or(0);
   int64_t offset = r.OptInt("upload_offset").value_or(0);
+  int64_t legacy = r.OptInt("legacy_upto").value_or(0);
   if (!r.ok()) return Status::Corruption(dir_ + "/" + kSeqFile + ": " + r.status().message());
-  if (floor < 0 || joined < 0 || offset < 0) {
+  if (floor < 0 || joined < 0 || offset < 0 || legacy < 0) {
     return Status::Corruption(dir_ + "/" + kSeqFile + ": negative value");
   }
   std::lock_guard<std::mutex> lock(append_mu_);
   seq_floor_ = uint64_t(floor);
   joined_seq_ = uint64_t(joined);
   upload_offset_ = uint64_t(offset);
+  legacy_upto_ = uint64_t(legacy);
   return Status::Ok();
 }
 
@@ -174,13 +185,16 @@ Status WriterStream::WriteSeqStateLocked() {
   o["floor"] = int64_t(seq_floor_);
   o["joined_seq"] = int64_t(joined_seq_);
   o["upload_offset"] = int64_t(upload_offset_);
+  if (legacy_upto_ > 0) o["legacy_upto"] = int64_t(legacy_upto_);
   return wal::WriteFileAtomically(wal::FileSystem::Default(), wal::JoinPath(dir_, kSeqFile),
                                   bj::serialize(o));
 }
 
 Status WriterStream::NoteJoined(uint64_t join_seq, uint64_t server_last_seq) {
   uint64_t offset = upload_offset_;
-  if (join_seq == joined_seq_) return Status::Ok();  // decided when this join was first sent
+  // Decided when this join was first sent; or a join of a stream from before seq.json, which
+  // may have been sent (with its batches) by the earlier version: keep what it did.
+  if (join_seq == joined_seq_ || join_seq <= legacy_upto_) return Status::Ok();
   // Every record after the join has seq > join_seq: lift the first above server_last_seq.
   if (server_last_seq > join_seq) offset = std::max(offset, server_last_seq - join_seq);
   if (offset != upload_offset_) {

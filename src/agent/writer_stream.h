@@ -141,7 +141,7 @@ class WriterStream {
   WriterStream(std::string dir, WriterTarget target);
   Status OpenLog();
   Status ScanUnacknowledged();
-  Status LoadSeqState();
+  Status LoadSeqState(uint64_t max_seq_in_wal);
   Status WriteSeqStateLocked();  // append_mu_ held
 
   const std::string dir_;
@@ -152,6 +152,7 @@ class WriterStream {
   mutable std::mutex append_mu_;  // serialises Append/Sync; guards the two below
   uint64_t next_seq_ = 1;
   uint64_t seq_floor_ = 0;      // persisted: every seq assigned so far is below it
+  uint64_t legacy_upto_ = 0;    // persisted: records up to it predate seq.json (never lifted)
   uint64_t joined_seq_ = 0;     // persisted: the join whose NoteJoined set upload_offset_
   uint64_t upload_offset_ = 0;  // persisted; written under append_mu_, read by the Sender
   std::map<uint64_t, uint64_t> last_frame_;  // session -> highest frame appended

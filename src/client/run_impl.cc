@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <new>
 
@@ -21,6 +22,15 @@ constexpr int64_t kIoBudgetMs = 2000;          // one flush's I/O
 constexpr int64_t kSpawnBudgetMs = 10000;      // connecting to or spawning the agent
 constexpr size_t kMaxQueuedBytes = 512 << 20;  // frames kept for a missing agent
 constexpr int64_t kSummaryIntervalMs = 10000;  // last-value summary updates while running
+
+// The flush, reconnect and finish timers run on the monotonic clock: a wall clock set back
+// (NTP, a resumed VM, a user) must not make Finish wait for years or stop reconnects, nor one
+// set ahead cut them short (tests/fault/test_clock_jumps.py). Wall time only stamps points.
+int64_t MonoMs() { return MonoNanos() / 1000000; }
+// The transports take wall-clock deadlines: the monotonic `deadline` as one, measured now.
+int64_t WallDeadline(int64_t mono_deadline_ms) {
+  return NowMillis() + std::max<int64_t>(0, mono_deadline_ms - MonoMs());
+}
 
 uint64_t RandomSession() {
   uint64_t v = 0;
@@ -199,7 +209,7 @@ void Run::Impl::EnqueueLastValuesLocked() {
     }
   }
   summary_dirty.clear();
-  summary_sent_ms = NowMillis();
+  summary_sent_ms = MonoMs();
   if (values.empty()) return;
   bj::object body;
   body["summary"] = std::move(values);
@@ -217,7 +227,7 @@ void Run::Impl::DrainBufferLocked(bool final) {
     frame_bytes += f.body.size();
     frames.push_back(std::move(f));
   }
-  if (!summary_dirty.empty() && (final || NowMillis() - summary_sent_ms >= kSummaryIntervalMs)) {
+  if (!summary_dirty.empty() && (final || MonoMs() - summary_sent_ms >= kSummaryIntervalMs)) {
     EnqueueLastValuesLocked();
   }
   bool warned = false;
@@ -240,7 +250,7 @@ void Run::Impl::FlushLoop() {
                 [&] { return stop || flush_requested.load(); });
     if (stop) break;
     lock.unlock();
-    FlushOnce(NowMillis() + kIoBudgetMs);
+    FlushOnce(MonoMs() + kIoBudgetMs);
     lock.lock();
   }
 }
@@ -249,7 +259,7 @@ void Run::Impl::DropTransport(const Status& why) {
   if (!transport) return;
   if (transport->in_process()) {
     // A local failure (disk full...): keep the frames, try again a little later.
-    next_connect_ms = NowMillis() + 1000;
+    next_connect_ms = MonoMs() + 1000;
     agent::Logf(agent::LogLevel::kWarning, "cohort: cannot store data locally: {}", why.ToString());
     return;
   }
@@ -266,10 +276,11 @@ void Run::Impl::DropTransport(const Status& why) {
   }
 }
 
-bool Run::Impl::EnsureTransport(int64_t deadline_ms) {
+bool Run::Impl::EnsureTransport(int64_t mono_deadline_ms) {
   if (transport) return true;
-  int64_t now = NowMillis();
-  if (now < next_connect_ms) return false;
+  if (MonoMs() < next_connect_ms) return false;
+  const int64_t now = NowMillis();
+  const int64_t deadline_ms = WallDeadline(mono_deadline_ms);
   agent::OpenRequest reopen = open;
   // The run exists (or its creation is in a WAL): a reconnect only re-joins.
   bj::object run;
@@ -293,8 +304,7 @@ bool Run::Impl::EnsureTransport(int64_t deadline_ms) {
   }
   if (!reply.ok() || !reply->ok) {
     ++connect_failures;
-    next_connect_ms =
-        NowMillis() + std::min<int64_t>(30000, 250LL << std::min(connect_failures, 7));
+    next_connect_ms = MonoMs() + std::min<int64_t>(30000, 250LL << std::min(connect_failures, 7));
     agent::Logf(agent::LogLevel::kDebug, "cohort: reconnect failed: {}",
                 reply.ok() ? reply->error : reply.status().ToString());
     return false;
@@ -311,7 +321,7 @@ bool Run::Impl::EnsureTransport(int64_t deadline_ms) {
   return true;
 }
 
-void Run::Impl::FlushOnce(int64_t deadline_ms) {
+void Run::Impl::FlushOnce(int64_t mono_deadline_ms) {
   std::lock_guard<std::mutex> io(io_mu);
   flush_requested.store(false);
   std::vector<const PendingFrame*> to_send;
@@ -320,7 +330,7 @@ void Run::Impl::FlushOnce(int64_t deadline_ms) {
     DrainBufferLocked();
     if (frames.empty() && !transport) return;
   }
-  if (!EnsureTransport(deadline_ms)) return;
+  if (!EnsureTransport(mono_deadline_ms)) return;
   {
     std::lock_guard<std::mutex> lock(mu);
     // Deque elements stay put while others are pushed at the back, and only this thread pops.
@@ -329,7 +339,7 @@ void Run::Impl::FlushOnce(int64_t deadline_ms) {
     }
   }
   for (const PendingFrame* f : to_send) {
-    Status s = transport->Send(f->type, f->number, f->body, deadline_ms);
+    Status s = transport->Send(f->type, f->number, f->body, WallDeadline(mono_deadline_ms));
     if (!s.ok()) {
       DropTransport(s);
       return;
@@ -355,7 +365,7 @@ Status Run::Impl::Finish(int exit_code, std::string_view state) {
     finished.store(true);
     return Status::Ok();
   }
-  int64_t deadline = NowMillis() + int64_t(rs.settings.finish_timeout_s * 1000);
+  const int64_t deadline = MonoMs() + int64_t(rs.settings.finish_timeout_s * 1000);
   if (capture) {
     capture->Stop(200);
     capture.reset();
@@ -365,14 +375,14 @@ Status Run::Impl::Finish(int exit_code, std::string_view state) {
 
   std::lock_guard<std::mutex> io(io_mu);
   Status result = Status::DeadlineExceeded("finish: the agent did not confirm in time");
-  while (NowMillis() < deadline) {
+  while (MonoMs() < deadline) {
     {
       std::lock_guard<std::mutex> lock(mu);
       DrainBufferLocked(/*final=*/true);
     }
     if (!EnsureTransport(deadline)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(
-          std::max<int64_t>(1, std::min<int64_t>(50, next_connect_ms - NowMillis()))));
+          std::max<int64_t>(1, std::min<int64_t>(50, next_connect_ms - MonoMs()))));
       continue;
     }
     std::vector<const PendingFrame*> to_send;
@@ -386,7 +396,7 @@ Status Run::Impl::Finish(int exit_code, std::string_view state) {
     }
     bool sent = true;
     for (const PendingFrame* f : to_send) {
-      Status s = transport->Send(f->type, f->number, f->body, deadline);
+      Status s = transport->Send(f->type, f->number, f->body, WallDeadline(deadline));
       if (!s.ok()) {
         DropTransport(s);
         sent = false;
@@ -398,8 +408,8 @@ Status Run::Impl::Finish(int exit_code, std::string_view state) {
     agent::FinishRequest req;
     req.exit_code = exit_code;
     req.state = std::string(state);
-    req.wait_ms = std::max<int64_t>(0, deadline - NowMillis() - 100);
-    auto reply = transport->Finish(finish_frame, req, deadline);
+    req.wait_ms = std::max<int64_t>(0, deadline - MonoMs() - 100);
+    auto reply = transport->Finish(finish_frame, req, WallDeadline(deadline));
     if (reply.ok()) {
       result = Status::Ok();
       break;

@@ -86,13 +86,13 @@ struct Run::Impl {
  private:
   void FlushLoop();
   // Moves buffered data into frames, (re)connects if needed, sends, reads acks.
-  void FlushOnce(int64_t deadline_ms);
+  void FlushOnce(int64_t mono_deadline_ms);  // deadline on the monotonic clock (MonoNanos)
   // Moves buffered data into frames; with `final` (Finish) also the pending last-value summary,
   // otherwise at most every kSummaryIntervalMs. Requires mu.
   void DrainBufferLocked(bool final = false);
   void NoteLastValuesLocked(const agent::LogBatch& batch);  // requires mu
   void EnqueueLastValuesLocked();                           // requires mu
-  bool EnsureTransport(int64_t deadline_ms);                // requires io_mu
+  bool EnsureTransport(int64_t mono_deadline_ms);           // requires io_mu; monotonic
   void DropTransport(const Status& why);                    // requires io_mu
   Result<agent::OpenReply> OpenOn(client::Transport* t, const agent::OpenRequest& req,
                                   int64_t deadline_ms);
@@ -103,7 +103,7 @@ struct Run::Impl {
   std::mutex io_mu;
   std::unique_ptr<client::Transport> transport;  // guarded by io_mu
   bool in_process_fallback = false;              // guarded by io_mu
-  int64_t next_connect_ms = 0;                   // guarded by io_mu
+  int64_t next_connect_ms = 0;                   // monotonic; guarded by io_mu
   int connect_failures = 0;                      // guarded by io_mu
   uint64_t sent_upto = 0;                        // guarded by io_mu
 
@@ -120,7 +120,7 @@ struct Run::Impl {
   bool auto_summary = false;                              // set before the flusher starts
   std::unordered_map<std::string, double> summary_dirty;  // guarded by mu
   std::unordered_set<std::string> summary_explicit;       // guarded by mu
-  int64_t summary_sent_ms = 0;                            // guarded by mu
+  int64_t summary_sent_ms = 0;                            // monotonic; guarded by mu
   std::vector<uint32_t> last_cell_of_key;                 // guarded by mu (scratch)
 
   std::mutex name_mu;

@@ -27,7 +27,7 @@ int EdgeLevel(uint64_t a, uint64_t b) {
 }  // namespace
 
 std::vector<std::pair<size_t, size_t>> CutAligned(const std::vector<store::Point>& points,
-                                                  bool cut_last) {
+                                                  LastChunk last) {
   std::vector<std::pair<size_t, size_t>> out;
   const size_t n = points.size();
   size_t start = 0;
@@ -37,7 +37,7 @@ std::vector<std::pair<size_t, size_t>> CutAligned(const std::vector<store::Point
     // A full chunk whose next point starts a new window already ends on an edge.
     const bool aligned =
         full && EdgeLevel(Window(points[end - 1].step), Window(points[end].step)) >= 0;
-    if (!aligned && (full || cut_last)) {
+    if (!aligned && (full || last != LastChunk::kKeep)) {
       // Cut at the coarsest window edge that leaves the chunk at least half full (latest among
       // equals), else at the latest edge; no edge: the chunk stays as it is.
       size_t best = 0, latest = 0;
@@ -53,7 +53,7 @@ std::vector<std::pair<size_t, size_t>> CutAligned(const std::vector<store::Point
       }
       if (best != 0) {
         end = best;
-      } else if (latest != 0) {
+      } else if (latest != 0 && (full || last == LastChunk::kCutAtAnyEdge)) {
         end = latest;
       }
     }
@@ -89,11 +89,16 @@ Result<TailAppend> PlanTailAppend(TailState* s, const std::vector<store::Point>&
     s->tail_count = s->tail_chunks = 0;
   }
   const std::vector<store::Point>& all = compact ? merged : points;
-  // Chunks may be sealed only while the tail is empty; then every chunk is cut at window edges
-  // (a chunk that ends before the last one is complete and sealed). Points joining a non-empty
-  // tail are only cut into full chunks: the tail is re-cut when it is compacted.
-  bool sealing = s->tail_count == 0 && s->tail_chunks == 0;
-  const auto ranges = CutAligned(all, sealing);
+  // What is sealed (series/tail.h): a compaction seals every chunk but the last (complete
+  // windows) and the last one when it is full; a batch of kMinSealedPoints or more on an empty
+  // tail seals all of its chunks (written once); other points join the tail, cut only into full
+  // chunks (the tail is re-cut when it is compacted).
+  const bool large = !compact && s->tail_count == 0 && s->tail_chunks == 0 &&
+                     int64_t(all.size()) >= kMinSealedPoints;
+  bool sealing = compact || large;
+  const auto ranges = CutAligned(all, large     ? LastChunk::kCutAtAnyEdge
+                                      : compact ? LastChunk::kCutAtHalf
+                                                : LastChunk::kKeep);
   out.chunks.reserve(ranges.size());
   for (size_t r = 0; r < ranges.size(); ++r) {
     ChunkEncoder enc;
@@ -106,7 +111,7 @@ Result<TailAppend> PlanTailAppend(TailState* s, const std::vector<store::Point>&
     w.summary = enc.summary();
     w.data = enc.Encode();
     const bool last = r + 1 == ranges.size();
-    if (sealing && (!last || w.summary.count >= kMinSealedPoints)) {
+    if (sealing && (large || !last || w.summary.count >= kMaxChunkPoints)) {
       s->tail_idx = s->next_idx;  // sealed: never rewritten
     } else {
       sealing = false;

@@ -7,8 +7,9 @@
 // (in its batch's chunk and once more when the tail is compacted into full chunks) instead of
 // once per batch that follows it. A batch that brings at least kMinSealedPoints points of a
 // series while its tail is empty is written once, as sealed chunks. The tail is compacted when it
-// would reach kMaxTailPoints points or kMaxTailChunks chunks. Chunk indexes only grow (compacted
-// chunks get new ones), so index order stays arrival order, as series/query.h expects.
+// would reach kMaxTailPoints points or kMaxTailChunks chunks; a compaction seals every chunk it
+// writes but the last, which stays in the tail unless it is full. Chunk indexes only grow
+// (compacted chunks get new ones), so index order stays arrival order, as series/query.h expects.
 //
 // Sealed chunks are cut at window edges: multiples of kMaxChunkPoints steps (coarser multiples,
 // kMaxChunkPoints * 2^k, preferred when a full chunk of sparse steps spans several). For dense
@@ -35,8 +36,8 @@ namespace cohort::series {
 // few more chunk summaries for queries to read.
 inline constexpr int64_t kMaxTailPoints = 4 * kMaxChunkPoints;
 inline constexpr int64_t kMaxTailChunks = 32;
-// A chunk of at least this many points written while the tail is empty is sealed at once: large
-// batches are written once, never compacted.
+// A batch of at least this many points of a series written while its tail is empty is sealed at
+// once, all of its chunks: large batches are written once, never compacted.
 inline constexpr int64_t kMinSealedPoints = kMaxChunkPoints / 2;
 
 // The stored state of one series' chunk sequence (columns of the stores' series rows).
@@ -47,13 +48,21 @@ struct TailState {
   int64_t tail_chunks = 0;  // chunks in the tail
 };
 
+// How CutAligned treats the last chunk, which is not full.
+enum class LastChunk {
+  kKeep,          // left whole (points joining a tail)
+  kCutAtHalf,     // cut at the coarsest edge that leaves kMinSealedPoints before it, if any (a
+                  // compaction: the part after the edge stays in the tail; sparse steps are
+                  // not cut into many small sealed chunks)
+  kCutAtAnyEdge,  // cut as a full chunk is (a large batch: every chunk is sealed)
+};
+
 // Cuts `points` (in order) into chunk ranges [first, second) of at most kMaxChunkPoints points:
 // a full chunk ends at the coarsest window edge that leaves it at least kMinSealedPoints points
-// (else the latest edge; none: where it is full). With `cut_last` the last chunk is cut the same
-// way (it is left whole only when it holds no edge). Every point is in exactly one range; ranges
-// are consecutive.
+// (else the latest edge; none: where it is full); the last chunk as `last` says. Every point is
+// in exactly one range; ranges are consecutive.
 std::vector<std::pair<size_t, size_t>> CutAligned(const std::vector<store::Point>& points,
-                                                  bool cut_last);
+                                                  LastChunk last);
 
 // True when appending `new_points` points compacts the tail: the caller reads the points of the
 // chunks [tail_idx, next_idx) and passes them to PlanTailAppend.

@@ -194,7 +194,7 @@ TEST(TailTest, RandomBatchSizesFromAnOffsetSealAlignedChunks) {
 TEST(TailTest, SparseStepsAreCutAtCoarseEdgesIntoAtLeastHalfFullChunks) {
   std::vector<store::Point> pts;
   for (int64_t i = 0; i < 10000; ++i) pts.push_back({5 + 10 * i, i, 1.0});
-  const auto ranges = CutAligned(pts, /*cut_last=*/false);
+  const auto ranges = CutAligned(pts, LastChunk::kKeep);
   size_t next = 0;
   for (size_t r = 0; r < ranges.size(); ++r) {
     EXPECT_EQ(ranges[r].first, next);
@@ -208,6 +208,21 @@ TEST(TailTest, SparseStepsAreCutAtCoarseEdgesIntoAtLeastHalfFullChunks) {
     }
   }
   EXPECT_EQ(next, pts.size());
+}
+
+TEST(TailTest, SparseTinyBatchesAreNotSealedInSmallChunks) {
+  Stored s;
+  for (int64_t i = 0; i < 3000; ++i) s.Append({{i * 1000, i, double(i)}});  // eval every 1,000
+  for (const auto& [idx, data] : s.chunks) {
+    if (idx >= s.state.tail_idx) break;
+    auto pts = DecodeChunk(data);
+    ASSERT_TRUE(pts.ok());
+    EXPECT_GE(pts->size(), size_t(kMinSealedPoints)) << "sealed chunk " << idx;
+  }
+  EXPECT_GE(s.state.tail_idx, 1);  // something was sealed
+  std::vector<store::Point> want;
+  for (int64_t i = 0; i < 3000; ++i) want.push_back({i * 1000, i, double(i)});
+  ExpectSamePoints(s.All(), want);
 }
 
 TEST(TailTest, StepsGoingBackKeepEveryPointInOrder) {

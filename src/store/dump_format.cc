@@ -325,6 +325,7 @@ Status DumpFileReader::Begin() {
     return Status::InvalidArgument("dump: not a cohort store dump (bad magic)");
   }
   offset_ = kDumpMagicSize;
+  for (const DumpTable& t : DumpTables()) counts_[t.name] = 0;
   char kind = 0;
   std::string body;
   COHORT_ASSIGN_OR_RETURN(bool got, ReadFrame(&kind, &body));

@@ -23,14 +23,23 @@ DumpRecord ViewRow(int64_t pk) {
                      std::string("{}"), int64_t{1}, int64_t{2}}};
 }
 
-// Writes `rows` to a temporary file; `close` writes the end record.
-std::FILE* WriteDump(const std::vector<DumpRecord>& rows, bool close = true) {
-  std::FILE* f = std::tmpfile();
+// Writes `rows` to a fresh file and reopens it for reading; `close` writes the end record.
+// `cut` bytes are cut off the end first (a torn tail).
+std::FILE* WriteDump(const std::vector<DumpRecord>& rows, bool close = true, long cut = 0) {
+  static int n = 0;
+  const std::string path = ::testing::TempDir() + "/dump_format_test_" +
+                           std::to_string(::getpid()) + "_" + std::to_string(n++);
+  std::FILE* f = std::fopen(path.c_str(), "wb");
   DumpFileWriter w(f, DumpHeader{.source = "sqlite", .created_ms = 42});
   EXPECT_TRUE(w.Begin().ok());
   for (const auto& r : rows) EXPECT_TRUE(w.Add(r).ok());
   if (close) EXPECT_TRUE(w.Close().ok());
-  std::fflush(f);
+  std::fclose(f);
+  if (cut > 0) {
+    EXPECT_EQ(::truncate(path.c_str(), long(w.bytes()) - cut), 0);
+  }
+  f = std::fopen(path.c_str(), "r+b");
+  std::remove(path.c_str());  // stays readable while open
   return f;
 }
 
@@ -89,9 +98,8 @@ TEST(DumpFormatTest, FileRoundTripIsBitExact) {
 }
 
 TEST(DumpFormatTest, TornTailReadsIntactPrefixAsTruncated) {
-  std::FILE* f = WriteDump({ViewRow(1), ViewRow(2), ViewRow(3)}, /*close=*/false);
-  const long size = FileSize(f);
-  ASSERT_EQ(ftruncate(fileno(f), size - 3), 0);  // cut the last record short
+  // The last record cut short.
+  std::FILE* f = WriteDump({ViewRow(1), ViewRow(2), ViewRow(3)}, /*close=*/false, /*cut=*/3);
   DumpFileReader r(f);
   Status s;
   auto back = ReadAll(f, &r, &s);

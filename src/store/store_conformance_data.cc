@@ -612,5 +612,54 @@ TEST_P(StoreConformanceTest, ConcurrentIngestFromFourWritersLosesNothing) {
   EXPECT_NE(Find(hist, "loss", "rank_3"), nullptr);
 }
 
+TEST_P(StoreConformanceTest, ConcurrentIngestAndHeartbeatsFailOnlyTheBadRequests) {
+  // Concurrent batches, retried seqs, batches and heartbeats for an unknown writer, and
+  // heartbeats: each bad request fails alone (kNotFound), a retry is a duplicate, and what the
+  // others store is exact (also the contract for any backend that groups concurrent writes).
+  MakeRun("run1");
+  constexpr int kWriters = 6, kBatches = 30, kRows = 20;
+  for (int w = 0; w < kWriters; ++w) Join("run1", "w" + std::to_string(w), w == 0, w == 0);
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(kWriters);
+  std::vector<int> duplicates(kWriters), not_found(kWriters);
+  const int64_t base = NowMillis();
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      const std::string label = "w" + std::to_string(w);
+      for (int seq = 1; seq <= kBatches; ++seq) {
+        auto r = store().Ingest(Ref("run1"), label, Rows(seq, "loss", kRows), base + seq);
+        if (!r.ok() || r->duplicate) errors[w] += "batch " + std::to_string(seq) + "; ";
+        if (seq % 5 == 0) {  // a retry of the batch just stored
+          auto again = store().Ingest(Ref("run1"), label, Rows(seq, "loss", kRows), base + seq);
+          if (again.ok() && again->duplicate) ++duplicates[w];
+          auto ghost = store().Ingest(Ref("run1"), "ghost", Rows(seq, "loss", kRows), base);
+          if (!ghost.ok() && ghost.status().code() == StatusCode::kNotFound) ++not_found[w];
+        }
+        Status hb = store().Heartbeat(Ref("run1"), label, base + kBatches + seq);
+        if (!hb.ok()) errors[w] += "heartbeat: " + hb.ToString() + "; ";
+        if (store().Heartbeat(Ref("run1"), "ghost", base).code() != StatusCode::kNotFound) {
+          errors[w] += "ghost heartbeat accepted; ";
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int w = 0; w < kWriters; ++w) {
+    EXPECT_EQ(errors[w], "") << w;
+    EXPECT_EQ(duplicates[w], kBatches / 5) << w;
+    EXPECT_EQ(not_found[w], kBatches / 5) << w;
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(auto series, store().ListSeries(Ref("run1")));
+  ASSERT_EQ(series.size(), size_t(kWriters));
+  for (const SeriesInfo& s : series) EXPECT_EQ(s.count, kBatches * kRows) << s.writer;
+  COHORT_ASSERT_OK_AND_ASSIGN(auto writers, store().ListWriters(Ref("run1")));
+  ASSERT_EQ(writers.size(), size_t(kWriters));
+  for (const WriterRecord& w : writers) {
+    EXPECT_EQ(w.last_seq, kBatches) << w.label;
+    EXPECT_EQ(w.next_step, kBatches * kRows) << w.label;
+    EXPECT_EQ(w.heartbeat_ms, base + 2 * kBatches) << w.label;  // the latest heartbeat won
+  }
+}
+
 }  // namespace
 }  // namespace cohort::store

@@ -145,8 +145,35 @@ def test_rejoined_writer_after_clock_went_back_is_not_dropped_as_duplicate(tmp_p
         status, body = api.get(run_path(api, run_id) + "/history?keys=k0&writers=w")
         points = body["series"][0]["points"]
         assert [p[0] for p in points] == list(range(2 * steps))
-        assert [p[2] for p in points] == [value(1 if s < steps else 2, s, 0)
-                                          for s in range(2 * steps)]
+        # B's steps continue A's (the re-join's next_step); B computed its values from 0.
+        assert [p[2] for p in points] == ([value(1, s, 0) for s in range(steps)] +
+                                          [value(2, s, 0) for s in range(steps)])
+    finally:
+        writers.stop()
+        server.stop()
+
+
+def test_idle_agent_exits_after_the_clock_went_back(tmp_path):
+    # The node agent exits after COHORT_AGENT_IDLE_S without clients or uploads. Timed on the
+    # wall clock, a clock set 30 years back would keep an idle agent alive for 30 years.
+    server = FaultServer(tmp_path).start()
+    writers = Writers(server)
+    shift = tmp_path / "clock-offset"
+    try:
+        p = writers.start(random_run_id("cli"), 1, 50, label="w", sleep_ms=0,
+                          LD_PRELOAD=str(CLOCK_SHIFT_LIB), COHORT_CLOCK_SHIFT_FILE=str(shift),
+                          COHORT_AGENT_IDLE_S="5")
+        (spec, rc, out, err), = writers.wait_all(timeout=60)
+        # The clock goes back while the agent's idle time runs (it started with the writer's exit).
+        shift.write_text(str(-30 * YEAR_S))
+        t0 = time.monotonic()
+        assert rc == 0 and "finish ok" in out, (out, err)
+        assert "offline 0" in out, out  # it ran through an agent
+        agents = writers.agent_pids()
+        assert agents, "no agent was started"
+        gone = wait_for(lambda: not writers.agent_pids(), timeout=20, interval=0.2)
+        assert gone, f"agent {agents} still running {time.monotonic() - t0:.0f} s after the jump"
+        print(f"idle agent exited {time.monotonic() - t0:.1f} s after the clock went 30 years back")
     finally:
         writers.stop()
         server.stop()

@@ -95,6 +95,42 @@ TEST_F(PostgresStoreTest, ConcurrentOpensApplyEachMigrationOnce) {
   EXPECT_EQ(QueryInt("SELECT max(version) FROM schema_version"), pg::LatestSchemaVersion());
 }
 
+// A version-3 database upgraded to version 4: the console indexes (and, where pg_trgm can be
+// created, the trigram index) are built over the lines already there; text search finds them.
+TEST_F(PostgresStoreTest, UpgradeFromVersion3IndexesExistingConsoleLines) {
+  {
+    COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open());
+    ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
+    ASSERT_TRUE(store->JoinWriter(Ref("run1"), WriterJoin{.label = "w"}).ok());
+    IngestBatch b{.seq = 1};
+    b.console.push_back(ConsoleLine{.time_ms = 1, .stream = "stderr", .text = "CUDA 100% oom"});
+    b.console.push_back(ConsoleLine{.time_ms = 2, .stream = "stdout", .text = "epoch 1"});
+    ASSERT_TRUE(store->Ingest(Ref("run1"), "w", b, 1).ok());
+  }
+  {
+    auto conn = Raw();
+    ASSERT_NE(conn, nullptr);
+    COHORT_ASSERT_OK(conn->ExecScript(
+        "DROP INDEX console_by_writer; DROP INDEX console_by_stream; "
+        "DROP INDEX IF EXISTS console_text_trgm; UPDATE schema_version SET version = 3"));
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open());
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM schema_version"), 4);
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM pg_indexes WHERE indexname IN ('console_by_writer', "
+                     "'console_by_stream')"),
+            2);
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM pg_indexes WHERE indexname = 'console_text_trgm'"),
+            QueryInt("SELECT count(*) FROM pg_extension WHERE extname = 'pg_trgm'"));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto lines, store->QueryConsole(ConsoleQuery{.run = Ref("run1"), .text = "100% oom"}));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].text, "CUDA 100% oom");
+  COHORT_ASSERT_OK_AND_ASSIGN(lines, store->QueryConsole(ConsoleQuery{
+                                         .run = Ref("run1"), .labels = {"w"}, .stream = "stdout"}));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].text, "epoch 1");
+}
+
 TEST_F(PostgresStoreTest, DatabaseAtNewerSchemaVersionIsRefused) {
   ASSERT_TRUE(Open().ok());
   auto conn = Raw();
@@ -481,7 +517,7 @@ TEST_F(PostgresStoreTest, SmallBatchesAreCompactedIntoFullChunksKeepingEveryPoin
   EXPECT_EQ(hist[0].buckets[2].last, kBatches * 100 + kRows - 1);
 }
 
-TEST_F(PostgresStoreTest, OneLargeBatchIsStoredAsFullChunksAndATail) {
+TEST_F(PostgresStoreTest, OneLargeBatchIsSealedWholeAsAlignedChunks) {
   COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open());
   ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
   ASSERT_TRUE(store->JoinWriter(Ref("run1"), WriterJoin{.label = "w"}).ok());
@@ -490,7 +526,7 @@ TEST_F(PostgresStoreTest, OneLargeBatchIsStoredAsFullChunksAndATail) {
   for (int i = 0; i < n; ++i) b.rows.push_back(HistoryRow{.values = {{"m", double(i)}}});
   ASSERT_TRUE(store->Ingest(Ref("run1"), "w", b, 1).ok());
   EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks"), 3);
-  EXPECT_EQ(QueryInt("SELECT tail_count FROM series"), series::kMaxChunkPoints / 4);
+  EXPECT_EQ(QueryInt("SELECT tail_count FROM series"), 0);  // a large batch is sealed whole
   IngestBatch more{.seq = 2, .rows = {HistoryRow{.values = {{"m", double(n)}}}}};
   ASSERT_TRUE(store->Ingest(Ref("run1"), "w", more, 2).ok());
   EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks"), 4);  // appended, nothing rewritten
@@ -511,10 +547,12 @@ TEST_F(PostgresStoreTest, LargeBatchesAreWrittenOnceAsSealedChunks) {
     for (int i = 0; i < rows; ++i) b.rows.push_back(HistoryRow{.values = {{"m", double(i)}}});
     ASSERT_TRUE(store->Ingest(Ref("run1"), "w", b, seq).ok());
   }
-  // One chunk per batch, none in the tail, none rewritten (indexes 0..4, no gaps).
-  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks"), 5);
-  EXPECT_EQ(QueryInt("SELECT max(idx) FROM chunks"), 4);
+  // Each batch sealed at once, cut at multiples of 1,024 steps (series/tail.h): batches 2 and 3
+  // cross an edge and make two chunks each; none in the tail, none rewritten (no index gaps).
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks"), 7);
+  EXPECT_EQ(QueryInt("SELECT max(idx) FROM chunks"), 6);
   EXPECT_EQ(QueryInt("SELECT tail_count FROM series"), 0);
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks WHERE min_step / 1024 <> max_step / 1024"), 0);
   COHORT_ASSERT_OK_AND_ASSIGN(auto series, store->ListSeries(Ref("run1")));
   ASSERT_EQ(series.size(), 1u);
   EXPECT_EQ(series[0].count, 5 * rows);

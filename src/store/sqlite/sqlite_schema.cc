@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "store/sqlite/sqlite_summary_pages.h"
+
 namespace cohort::store::sqlite {
 namespace {
 
@@ -202,7 +204,8 @@ UPDATE series SET
       //                       chunk rows, whose ~3 KB blobs put each row on its own page.
       //   chunk_pages         the summaries of sealed chunks packed 32 to a row, with the
       //                       pages' step range (sqlite_summary_pages.h); series.paged_upto:
-      //                       chunks below this idx are in pages (0 for series written before).
+      //                       chunks below this idx are in pages. The migration pages the
+      //                       sealed chunks of series written before (PageExistingChunks).
       //   console_by_writer   label filters (writer keys of the run) in line order.
       //   console_by_stream   stream filters in line order.
       //   console_fts         FTS5 trigram index of console text (external content: the text
@@ -274,6 +277,7 @@ Status Migrate(Db* db) {
     }
     if (current >= m.version) continue;  // the Txn rolls back the no-op
     COHORT_RETURN_IF_ERROR(db->Exec(m.sql));
+    if (m.version == 4) COHORT_RETURN_IF_ERROR(PageExistingChunks(db));
     COHORT_RETURN_IF_ERROR(SetVersion(db, m.version));
     COHORT_RETURN_IF_ERROR(txn.Commit());
   }

@@ -449,10 +449,18 @@ Result<ConsoleIndex> SqliteStore::IndexConsole(const ConsoleQuery& q, int64_t st
   COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kRead));
   COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db, q.run));
 
-  // Only ids are read: without a text filter the row's text is never decoded, and without any
-  // filter the scan stays in the (run_pk, pk) index. Labels resolve to writer keys first (a
-  // handful of writers), so no join per line.
-  std::string sql = "SELECT c.pk FROM console c WHERE c.run_pk = ? AND c.pk > ?";
+  // Only ids are read: without a text filter the row's text is never decoded. Without a filter
+  // the scan stays in the (run_pk, pk) index; a label filter reads (run_pk, writer_pk, pk) (the
+  // planner would walk the run's lines in id order and read every row for its writer), a stream
+  // filter (run_pk, stream, pk); the ids of several writers are sorted. Labels resolve to writer
+  // keys first (a handful of writers), so no join per line.
+  std::string sql = "SELECT c.pk FROM console c";
+  if (!q.labels.empty()) {
+    sql += " INDEXED BY console_by_writer";
+  } else if (!q.stream.empty()) {
+    sql += " INDEXED BY console_by_stream";
+  }
+  sql += " WHERE c.run_pk = ? AND c.pk > ?";
   if (!q.labels.empty()) {
     sql += " AND c.writer_pk IN (SELECT pk FROM writers WHERE run_pk = ? AND label IN (";
     for (size_t i = 0; i < q.labels.size(); ++i) sql += i == 0 ? "?" : ", ?";

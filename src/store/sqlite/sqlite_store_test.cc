@@ -149,8 +149,9 @@ TEST(SqliteStoreTest, UpgradeFromVersion2KeepsHeadChunksAndAppendsAfterThem) {
             "0:1024,1:476,2:10");
 }
 
-// A version-3 store upgraded to version 4: the summary and console indexes are built over the
-// rows already there (text search finds lines stored before the upgrade) and kept up to date.
+// A version-3 store upgraded to version 4: the summary pages and console indexes are built over
+// the rows already there (text search finds lines stored before the upgrade) and kept up to
+// date.
 TEST(SqliteStoreTest, UpgradeFromVersion3IndexesExistingConsoleLinesAndChunks) {
   TempDir dir;
   const fs::path db = dir.path() / "a.db";
@@ -184,7 +185,10 @@ TEST(SqliteStoreTest, UpgradeFromVersion3IndexesExistingConsoleLinesAndChunks) {
     RawDb raw(db);
     EXPECT_EQ(raw.One("SELECT max(version) FROM schema_version"), "4");
     EXPECT_EQ(raw.One("SELECT count(*) FROM sqlite_master WHERE name = 'chunks_summary'"), "1");
-    EXPECT_EQ(raw.One("SELECT paged_upto FROM series"), "0");  // read from chunks alone
+    // The sealed chunks stored before are paged by the migration.
+    EXPECT_EQ(raw.One("SELECT paged_upto = tail_idx AND tail_idx > 0 FROM series"), "1");
+    EXPECT_EQ(raw.One("SELECT sum(length(data)) / 104 FROM chunk_pages"),
+              raw.One("SELECT count(*) FROM chunks WHERE idx < (SELECT paged_upto FROM series)"));
   }
   IngestBatch b{.seq = 2};
   for (int i = 0; i < 5000; ++i) {

@@ -93,6 +93,56 @@ Status AddToPages(Db* db, int64_t series_pk, const std::vector<series::ChunkWrit
   return Status::Ok();
 }
 
+Status PageExistingChunks(Db* db) {
+  std::vector<std::pair<int64_t, int64_t>> todo;  // (series pk, tail_idx)
+  {
+    COHORT_ASSIGN_OR_RETURN(Stmt st,
+                            db->Prepare("SELECT pk, tail_idx FROM series WHERE paged_upto = 0 AND "
+                                        "tail_idx > 0 ORDER BY pk"));
+    while (true) {
+      COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      todo.emplace_back(st.Int(0), st.Int(1));
+    }
+  }
+  COHORT_ASSIGN_OR_RETURN(
+      Stmt st, db->Prepare("SELECT pk, idx, count, min_step, max_step, min_time, max_time, vmin, "
+                           "vmax, vsum, vfirst, vlast, nan_count FROM chunks INDEXED BY "
+                           "chunks_summary WHERE series_pk = ? AND idx < ? ORDER BY idx"));
+  COHORT_ASSIGN_OR_RETURN(Stmt up, db->Prepare("UPDATE series SET paged_upto = ? WHERE pk = ?"));
+  for (const auto& [series_pk, tail_idx] : todo) {
+    std::vector<series::ChunkWrite> sealed;
+    std::vector<int64_t> pks;
+    st.Reset();
+    st.Bind(series_pk).Bind(tail_idx);
+    while (true) {
+      COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      series::ChunkWrite w;
+      w.index = st.Int(1);
+      series::ChunkSummary& s = w.summary;
+      s.count = st.Int(2);
+      s.min_step = st.Int(3);
+      s.max_step = st.Int(4);
+      s.min_time = st.Int(5);
+      s.max_time = st.Int(6);
+      s.min = st.Double(7);
+      s.max = st.Double(8);
+      s.sum = st.Double(9);
+      s.first = st.Double(10);
+      s.last = st.Double(11);
+      s.nan_count = st.Int(12);
+      pks.push_back(st.Int(0));
+      sealed.push_back(std::move(w));
+    }
+    COHORT_RETURN_IF_ERROR(AddToPages(db, series_pk, sealed, pks));
+    up.Reset();
+    up.Bind(tail_idx).Bind(series_pk);
+    COHORT_RETURN_IF_ERROR(up.Run());
+  }
+  return Status::Ok();
+}
+
 Status ReadPages(Db* db, int64_t series_pk, int64_t paged_upto, int64_t lo, int64_t hi, int64_t tlo,
                  int64_t thi, std::vector<series::ChunkMeta>* out) {
   if (paged_upto <= 0) return Status::Ok();

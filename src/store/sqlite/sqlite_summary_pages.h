@@ -28,6 +28,10 @@ inline constexpr int64_t kChunksPerPage = 32;
 Status AddToPages(Db* db, int64_t series_pk, const std::vector<series::ChunkWrite>& sealed,
                   const std::vector<int64_t>& pks);
 
+// Pages the sealed chunks (idx < tail_idx) of every series that has none paged yet (written
+// before schema version 4): run once by the version-4 migration, in its transaction.
+Status PageExistingChunks(Db* db);
+
 // Appends to `*out` the paged chunks of the series with idx < paged_upto whose summaries meet the
 // step range [lo, hi] and time range [tlo, thi], in idx order. kCorruption for a malformed page.
 Status ReadPages(Db* db, int64_t series_pk, int64_t paged_upto, int64_t lo, int64_t hi, int64_t tlo,
