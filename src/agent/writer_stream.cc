@@ -134,9 +134,9 @@ Status WriterStream::ScanUnacknowledged() {
   uint64_t time_base = uint64_t(NowMillis()) << kSeqTimeShift;
   {
     std::lock_guard<std::mutex> lock(append_mu_);
+    // seq.json is written when acknowledgements first remove records (FlushAcks), not here:
+    // an open (which a client's Init waits for) costs no extra fsync.
     next_seq_ = std::max({max_seq + 1, time_base, seq_floor_});
-    seq_floor_ = next_seq_ + kSeqReserve;
-    COHORT_RETURN_IF_ERROR(WriteSeqStateLocked());
   }
   reader_ = log_->ReadUnacknowledged();
   ack_written_ = ack_pending_ = log_->acknowledged();
@@ -222,10 +222,6 @@ Result<uint64_t> WriterStream::Append(RecordKind kind, uint64_t session, uint64_
                                       std::string_view body) {
   std::lock_guard<std::mutex> lock(append_mu_);
   if (!log_) return Status::FailedPrecondition(dir_ + ": stream closed");
-  if (next_seq_ >= seq_floor_) {
-    seq_floor_ = next_seq_ + kSeqReserve;
-    COHORT_RETURN_IF_ERROR(WriteSeqStateLocked());
-  }
   uint64_t seq = next_seq_;
   COHORT_RETURN_IF_ERROR(log_->Append(EncodeRecord(kind, seq, session, frame, body)).status());
   ++next_seq_;
@@ -293,9 +289,23 @@ void WriterStream::Pop() {
 }
 
 Status WriterStream::FlushAcks(bool force, int64_t min_interval_ms) {
+  return FlushAcksImpl(force, min_interval_ms, /*append_mu_held=*/false);
+}
+
+Status WriterStream::FlushAcksImpl(bool force, int64_t min_interval_ms, bool append_mu_held) {
   if (!log_ || ack_pending_ <= ack_written_) return Status::Ok();
-  int64_t now = NowMillis();
+  int64_t now = MonoNanos() / 1000000;
   if (!force && now - ack_written_ms_ < min_interval_ms) return Status::Ok();
+  {
+    // Acknowledged records leave the WAL, whose highest seq then no longer bounds the next
+    // opening's: seq.json's floor must be above them first (every seq is below next_seq_).
+    std::unique_lock<std::mutex> lock(append_mu_, std::defer_lock);
+    if (!append_mu_held) lock.lock();
+    if (seq_floor_ < next_seq_) {
+      seq_floor_ = next_seq_ + kSeqReserve;
+      COHORT_RETURN_IF_ERROR(WriteSeqStateLocked());
+    }
+  }
   Status s = log_->MarkAcknowledged(ack_pending_);
   if (s.ok() || s.code() != StatusCode::kInvalidArgument) ack_written_ = ack_pending_;
   ack_written_ms_ = now;
@@ -350,7 +360,7 @@ int WriterStream::attached() const {
 Status WriterStream::Close() {
   std::lock_guard<std::mutex> lock(append_mu_);
   if (!log_) return Status::Ok();
-  (void)FlushAcks(true);
+  (void)FlushAcksImpl(true, 0, /*append_mu_held=*/true);
   Status s = log_->Close();
   reader_.reset();
   log_.reset();

@@ -9,8 +9,9 @@
 // directory can be removed.
 //
 // Sequence numbers: a stream numbers its records seq = max(highest seq left in the WAL + 1,
-// the floor in seq.json, now_ms << 20) at open, then +1 per record; seq.json (rewritten every
-// kSeqReserve records) keeps a floor above every seq ever assigned, so they increase across
+// the floor in seq.json, now_ms << 20) at open, then +1 per record; seq.json (rewritten before
+// acknowledgements remove records whose seqs it does not cover yet, at most every kSeqReserve
+// records) keeps a floor above every seq that left the WAL, so they increase across
 // reopenings and restarts even when the wall clock went back. A new directory for the same
 // label (a relaunched job) with a clock behind the earlier one's would still number below what
 // the server holds, and its batches would be taken for retries (lost): so the seq a batch is
@@ -143,6 +144,7 @@ class WriterStream {
   Status ScanUnacknowledged();
   Status LoadSeqState(uint64_t max_seq_in_wal);
   Status WriteSeqStateLocked();  // append_mu_ held
+  Status FlushAcksImpl(bool force, int64_t min_interval_ms, bool append_mu_held);
 
   const std::string dir_;
   WriterTarget target_;
@@ -151,7 +153,7 @@ class WriterStream {
 
   mutable std::mutex append_mu_;  // serialises Append/Sync; guards the two below
   uint64_t next_seq_ = 1;
-  uint64_t seq_floor_ = 0;      // persisted: every seq assigned so far is below it
+  uint64_t seq_floor_ = 0;      // persisted: every seq that left the WAL is below it
   uint64_t legacy_upto_ = 0;    // persisted: records up to it predate seq.json (never lifted)
   uint64_t joined_seq_ = 0;     // persisted: the join whose NoteJoined set upload_offset_
   uint64_t upload_offset_ = 0;  // persisted; written under append_mu_, read by the Sender

@@ -99,6 +99,24 @@ TEST_F(WriterStreamTest, SeqsStayAboveThePersistedFloorWhenTheClockIsBehind) {
   EXPECT_GT(*(*s)->Append(RecordKind::kBatch, 1, 3, "z"), last);
 }
 
+TEST_F(WriterStreamTest, AcknowledgingRecordsPersistsAFloorAboveThem) {
+  auto s = WriterStream::Create(dir_, target_);
+  ASSERT_TRUE(s.ok());
+  uint64_t seq = *(*s)->Append(RecordKind::kBatch, 1, 1, "x");
+  ASSERT_TRUE((*s)->Sync().ok());
+  EXPECT_FALSE(fs::exists(dir_ + "/seq.json"));  // opening and appending write nothing more
+  const Record* rec = nullptr;
+  ASSERT_TRUE(*(*s)->Peek(&rec));
+  (*s)->Pop();
+  ASSERT_TRUE((*s)->FlushAcks(true).ok());
+  std::FILE* f = std::fopen((dir_ + "/seq.json").c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  unsigned long long floor = 0;
+  EXPECT_EQ(std::fscanf(f, "{\"floor\":%llu", &floor), 1);
+  std::fclose(f);
+  EXPECT_GT(floor, seq);  // the WAL no longer holds `seq`; the floor stands for it
+}
+
 TEST_F(WriterStreamTest, DamagedSeqFileStillOpensAndKeepsPendingSeqs) {
   uint64_t join = 0, batch = 0;
   {

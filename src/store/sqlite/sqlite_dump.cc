@@ -5,6 +5,7 @@
 
 #include "store/dump_format.h"
 #include "store/sqlite/sqlite_store.h"
+#include "store/sqlite/sqlite_summary_pages.h"
 
 namespace cohort::store {
 
@@ -122,8 +123,13 @@ Result<int64_t> SqliteStore::Import(const std::vector<DumpRecord>& records,
 }
 
 Status SqliteStore::FinishImport() {
-  // Rowids continue after the highest one stored; nothing to move.
-  return Status::Ok();
+  // Rowids continue after the highest one stored; nothing to move. Summary pages are not in
+  // dumps: build them for the sealed chunks of the imported series (those not paged yet).
+  std::lock_guard<std::mutex> lock(write_mu_);
+  Db* db = writer_.get();
+  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
+  COHORT_RETURN_IF_ERROR(sqlite::PageExistingChunks(db));
+  return txn.Commit();
 }
 
 Result<DumpCounts> SqliteStore::CountRows() {

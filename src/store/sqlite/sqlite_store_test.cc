@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "series/tail.h"
+#include "store/dump_format.h"
 #include "store/sqlite/sqlite_schema.h"
 #include "store/store_conformance.h"
 
@@ -215,6 +216,41 @@ TEST(SqliteStoreTest, UpgradeFromVersion3IndexesExistingConsoleLinesAndChunks) {
 
 // Summary pages (sqlite_summary_pages.h): a series written in large batches keeps its sealed
 // chunks in pages, whose entries match the chunk rows one for one.
+TEST(SqliteStoreTest, ImportedSeriesGetSummaryPages) {
+  TempDir dir;
+  const RunRef ref{"e", "p", "r"};
+  COHORT_ASSERT_OK_AND_ASSIGN(auto from,
+                              SqliteStore::Open(SqliteOptions{.path = dir.path() / "from.db"}));
+  ASSERT_TRUE(from->UpsertRun(RunUpsert{.ref = ref}).ok());
+  ASSERT_TRUE(from->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
+  for (int seq = 1; seq <= 5; ++seq) {
+    IngestBatch b{.seq = seq};
+    for (int i = 0; i < 10000; ++i) {
+      b.rows.push_back(HistoryRow{.step = -1, .time_ms = 1, .values = {{"m", double(i)}}});
+    }
+    ASSERT_TRUE(from->Ingest(ref, "w", b, 1).ok());
+  }
+  const fs::path to_path = dir.path() / "to.db";
+  COHORT_ASSERT_OK_AND_ASSIGN(auto to, SqliteStore::Open(SqliteOptions{.path = to_path}));
+  std::vector<DumpRecord> records;
+  ASSERT_TRUE(from->Export([&](const DumpRecord& rec) {
+                    records.push_back(rec);
+                    return Status::Ok();
+                  })
+                  .ok());
+  ASSERT_TRUE(to->Import(records, DumpHeader{.source = "sqlite"}).ok());
+  ASSERT_TRUE(to->FinishImport().ok());
+  RawDb raw(to_path);
+  EXPECT_EQ(raw.One("SELECT paged_upto = tail_idx AND paged_upto > 0 FROM series"), "1");
+  EXPECT_EQ(raw.One("SELECT sum(length(data)) / 104 FROM chunk_pages"),
+            raw.One("SELECT count(*) FROM chunks WHERE idx < (SELECT paged_upto FROM series)"));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, to->QueryHistory(HistoryQuery{.run = ref, .buckets = 50}));
+  ASSERT_EQ(hist.size(), 1u);
+  int64_t total = 0;
+  for (const Bucket& bk : hist[0].buckets) total += bk.count;
+  EXPECT_EQ(total, 50000);
+}
+
 TEST(SqliteStoreTest, SealedChunksAreListedInSummaryPages) {
   TempDir dir;
   const fs::path db = dir.path() / "a.db";
