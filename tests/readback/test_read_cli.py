@@ -7,6 +7,7 @@ import os
 import pty
 import select
 import subprocess
+import threading
 import time
 
 import pytest
@@ -269,7 +270,16 @@ def test_logs_follow_tails_a_live_run_and_exits_when_it_finishes(rb_server, rb_c
         assert all(l.startswith("tick ") for l in seen), seen
         assert follow.poll() is None  # still following the live run
         flag.write_text("stop")
-        out, err = follow.communicate(timeout=60)
+        # Not communicate(): it reads the pipe's fd directly and would drop lines already in
+        # stdout's buffer from the readline() calls above.
+        watchdog = threading.Timer(60, follow.kill)
+        watchdog.start()
+        try:
+            out = follow.stdout.read()
+            err = follow.stderr.read()
+            follow.wait()
+        finally:
+            watchdog.cancel()
         assert follow.returncode == 0, err
         lines = seen + out.splitlines()
         assert lines[-1] == "last words"
