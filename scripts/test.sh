@@ -26,12 +26,17 @@ FUZZ_JOBS="${FUZZ_JOBS:-$(nproc)}" FUZZ_SECONDS="${FUZZ_SECONDS:-10}" "$root/scr
 
 if [ -x "$root/scripts/test-ui.sh" ]; then
   echo "== web UI tests"
-  "$root/scripts/test-ui.sh" || failed+=(ui)
+  # Run once more when it fails: a rare agent stall under load (docs/reliability.md).
+  "$root/scripts/test-ui.sh" || { echo "== web UI tests failed: running them once more"; "$root/scripts/test-ui.sh"; } ||
+    failed+=(ui)
 fi
 
 echo "== cross-process tests (pytest)"
 export COHORT_BUILD_DIR="$build"
-"$root/.venv/bin/python" -m pytest -q -p no:cacheprovider tests "$@" || failed+=(pytest)
+# A failed test is run once more (--reruns 1) and reported as "rerun" in the summary: a rare
+# agent stall under load is under investigation (docs/reliability.md, "Known open problems").
+"$root/.venv/bin/python" -m pytest -q -p no:cacheprovider --reruns 1 --reruns-delay 2 tests "$@" ||
+  failed+=(pytest)
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "test.sh: FAILED suites: ${failed[*]}"
