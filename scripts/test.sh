@@ -26,16 +26,13 @@ FUZZ_JOBS="${FUZZ_JOBS:-$(nproc)}" FUZZ_SECONDS="${FUZZ_SECONDS:-10}" "$root/scr
 
 if [ -x "$root/scripts/test-ui.sh" ]; then
   echo "== web UI tests"
-  # Run once more when it fails: a rare agent stall under load (docs/reliability.md).
-  "$root/scripts/test-ui.sh" || { echo "== web UI tests failed: running them once more"; "$root/scripts/test-ui.sh"; } ||
-    failed+=(ui)
+  "$root/scripts/test-ui.sh" || failed+=(ui)
 fi
 
 echo "== cross-process tests (pytest)"
 export COHORT_BUILD_DIR="$build"
-# A failed test is run once more (--reruns 1) and reported as "rerun" in the summary: a rare
-# agent stall under load is under investigation (docs/reliability.md, "Known open problems").
-"$root/.venv/bin/python" -m pytest -q -p no:cacheprovider --reruns 1 --reruns-delay 2 tests "$@" ||
+# No test may run past 10 minutes (pytest-timeout): a hang fails that test, not the whole CI.
+"$root/.venv/bin/python" -m pytest -q -p no:cacheprovider --timeout 600 tests "$@" ||
   failed+=(pytest)
 
 if [ ${#failed[@]} -gt 0 ]; then

@@ -161,8 +161,7 @@ bool Sender::Drained() const {
 }
 
 bool Sender::BackingOff() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return retry_at_ms_ > MonoMillis();
+  return retry_at_ms_.load(std::memory_order_relaxed) > MonoMillis();
 }
 
 size_t Sender::stream_count() const {
@@ -173,7 +172,7 @@ size_t Sender::stream_count() const {
 SenderStats Sender::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   SenderStats s = stats_;
-  s.backoff_s = std::max(0.0, double(retry_at_ms_ - MonoMillis()) / 1000.0);
+  s.backoff_s = std::max(0.0, double(retry_at_ms_.load() - MonoMillis()) / 1000.0);
   return s;
 }
 
@@ -181,8 +180,8 @@ void Sender::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     int64_t now = MonoMillis();
-    if (now < retry_at_ms_) {
-      cv_.wait_for(lock, std::chrono::milliseconds(retry_at_ms_ - now));
+    if (int64_t retry_at = retry_at_ms_.load(); now < retry_at) {
+      cv_.wait_for(lock, std::chrono::milliseconds(retry_at - now));
       continue;
     }
     // Pick the next entry with work, round robin.

@@ -18,6 +18,7 @@
 // Remove() waits until that thread no longer touches the stream, so the caller may then close it.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -70,7 +71,9 @@ class Sender {
 
   // True when no stream has records left to upload.
   bool Drained() const;
-  // True while the server is failing and the Sender waits before its next attempt.
+  // True while the server is failing and the Sender waits before its next attempt. Takes no
+  // lock: WriterStream::WaitFor predicates call it under the stream's lock, and the upload
+  // thread reads streams under the Sender's lock.
   bool BackingOff() const;
   size_t stream_count() const;
   SenderStats stats() const;
@@ -114,7 +117,8 @@ class Sender {
   size_t next_ = 0;               // round-robin cursor
   Entry* busy_ = nullptr;         // the entry the thread works on (without mu_)
   uint64_t wake_generation_ = 1;
-  int64_t retry_at_ms_ = 0;       // server-wide backoff (monotonic clock, like all its timers)
+  // Server-wide backoff (monotonic clock, like all its timers); written under mu_, read anywhere.
+  std::atomic<int64_t> retry_at_ms_{0};
   bool stop_ = false;
   bool started_ = false;
   SenderStats stats_;

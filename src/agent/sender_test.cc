@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <future>
+#include <thread>
 
 #include "agent/agent_log.h"
 #include "agent/fake_http_server_for_test.h"
@@ -260,6 +263,33 @@ TEST_F(SenderTest, HeartbeatsAttachedJoinedStreams) {
   int heartbeats = 0;
   for (const auto& r : server.requests()) heartbeats += r.path.ends_with("/heartbeat");
   EXPECT_GE(heartbeats, 2);
+}
+
+// Finish and Open wait on a stream with a predicate that asks the Sender whether it is backing
+// off, under the stream's lock, while the upload thread takes the Sender's lock and then reads
+// the stream's progress: a lock-order inversion that froze the whole agent under load.
+TEST_F(SenderTest, BackingOffInsideAStreamWaitDoesNotDeadlockTheUploadThread) {
+  FakeHttpServer server(Ok);
+  auto stream = MakeStream(server.url(), "alice", 1);
+  stream->Attach();
+  Sender sender(server.url(), FastOptions());
+  sender.Add(stream);
+  sender.Start();
+  ASSERT_TRUE(WaitComplete(stream.get(), 5000));
+  auto work = std::async(std::launch::async, [&] {
+    std::thread waker([&] {
+      for (int i = 0; i < 200000; ++i) sender.Wake();
+    });
+    for (int i = 0; i < 200000; ++i) {
+      (void)stream->WaitFor([&](const UploadProgress&) { return sender.BackingOff(); }, 0);
+    }
+    waker.join();
+  });
+  if (work.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    std::fprintf(stderr, "deadlock: the wait and the upload thread block each other\n");
+    std::_Exit(1);  // the blocked threads cannot be joined
+  }
+  EXPECT_FALSE(sender.BackingOff());
 }
 
 }  // namespace

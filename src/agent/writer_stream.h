@@ -125,6 +125,8 @@ class WriterStream {
   UploadProgress progress() const;
   void Update(const std::function<void(UploadProgress*)>& change);  // then wakes waiters
   // Waits until `done(progress)` or `deadline_ms` (NowMillis clock); returns the last progress.
+  // `done` runs under the stream's lock: it must take no lock that is held while calling into
+  // this stream (the Sender's, for one: Sender::Loop reads progress() under it).
   UploadProgress WaitFor(const std::function<bool(const UploadProgress&)>& done,
                          int64_t deadline_ms) const;
 
