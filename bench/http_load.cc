@@ -3,6 +3,7 @@
 //   http_load ingest --url URL --key KEY --clients 4 --batches 200 --rows 100 --keys 10
 //       N client threads, each with its own run and writer on one keep-alive connection, send
 //       pre-encoded ingest batches; prints points/s and batch latency percentiles as JSON.
+//       --format binary sends the agent's binary batch body (docs/formats.md) instead of JSON.
 //   http_load query --url URL --key KEY --points 1000000 --repeat 20
 //       writes one series of N points, then times a raw read of all of it (paged) and a
 //       1,000-bucket chart query; prints medians as JSON.
@@ -27,6 +28,8 @@
 #include <thread>
 #include <vector>
 
+#include "agent/batch_binary.h"
+
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
@@ -40,6 +43,7 @@ struct Args {
   int clients = 4, batches = 200, rows = 100, keys = 10, repeat = 20;
   int64_t points = 1000000;
   std::string project = "bench";
+  std::string format = "json";  // ingest bodies: json | binary (application/vnd.cohort.batch)
 };
 
 Args Parse(int argc, char** argv) {
@@ -56,6 +60,7 @@ Args Parse(int argc, char** argv) {
     else if (k == "--repeat") a.repeat = std::stoi(v);
     else if (k == "--points") a.points = std::stoll(v);
     else if (k == "--project") a.project = v;
+    else if (k == "--format") a.format = v;
   }
   return a;
 }
@@ -74,11 +79,12 @@ class Conn {
   }
 
   std::pair<int, std::string> Call(http::verb verb, const std::string& target,
-                                   const std::string& body = {}) {
+                                   const std::string& body = {},
+                                   const char* content_type = "application/json") {
     http::request<http::string_body> req{verb, target, 11};
     req.set(http::field::host, host_);
     req.set(http::field::authorization, "Bearer " + key_);
-    req.set(http::field::content_type, "application/json");
+    req.set(http::field::content_type, content_type);
     req.keep_alive(true);
     req.body() = body;
     req.prepare_payload();
@@ -152,7 +158,29 @@ std::string EncodeBatch(int64_t seq, int64_t first_step, int rows, int keys, std
   return out;
 }
 
+// The same batch in the agent's binary encoding (agent/batch_binary.h).
+std::string EncodeBatchBinary(int64_t seq, int64_t first_step, int rows, int keys,
+                              std::mt19937_64& rng) {
+  std::normal_distribution<float> noise(0.f, 0.02f);
+  cohort::agent::LogBatch b;
+  for (int k = 0; k < keys; ++k) b.keys.push_back("m" + std::to_string(k));
+  for (int r = 0; r < rows; ++r) {
+    int64_t step = first_step + r;
+    b.history.push_back({step, 1700000000000 + step * 100, uint32_t(b.cells.size()),
+                         uint32_t(keys)});
+    for (int k = 0; k < keys; ++k) {
+      float v = float(std::exp(-double(step) / 5000.0) * (1 + k)) + noise(rng);
+      b.cells.push_back({uint32_t(k), double(v)});
+    }
+  }
+  std::string out;
+  cohort::agent::AppendBatchBinary(b, seq, &out);
+  return out;
+}
+
 int Ingest(const Args& a) {
+  const bool binary = a.format == "binary";
+  const char* content_type = binary ? "application/vnd.cohort.batch" : "application/json";
   Conn setup(a.url, a.key);
   std::string entity = Entity(setup);
   std::vector<std::string> paths;
@@ -162,7 +190,8 @@ int Ingest(const Args& a) {
   for (int c = 0; c < a.clients; ++c) {
     std::mt19937_64 rng(c);
     for (int b = 0; b < a.batches; ++b) {
-      bodies[c].push_back(EncodeBatch(b + 1, int64_t(b) * a.rows, a.rows, a.keys, rng));
+      bodies[c].push_back(binary ? EncodeBatchBinary(b + 1, int64_t(b) * a.rows, a.rows, a.keys, rng)
+                                 : EncodeBatch(b + 1, int64_t(b) * a.rows, a.rows, a.keys, rng));
     }
   }
   std::vector<std::vector<double>> lat(a.clients);
@@ -174,7 +203,7 @@ int Ingest(const Args& a) {
       Conn conn(a.url, a.key);
       for (const auto& body : bodies[c]) {
         auto s = Clock::now();
-        auto [status, resp] = conn.Call(http::verb::post, paths[c], body);
+        auto [status, resp] = conn.Call(http::verb::post, paths[c], body, content_type);
         lat[c].push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
         if (status != 200) ++failures[c];
       }
@@ -189,9 +218,9 @@ int Ingest(const Args& a) {
     failed += failures[c];
   }
   double points = double(a.clients) * a.batches * a.rows * a.keys;
-  std::printf("{\"clients\":%d,\"points\":%.0f,\"seconds\":%.3f,\"points_per_s\":%.0f,"
+  std::printf("{\"format\":\"%s\",\"clients\":%d,\"points\":%.0f,\"seconds\":%.3f,\"points_per_s\":%.0f,"
               "\"batch_ms_p50\":%.3f,\"batch_ms_p99\":%.3f,\"failed\":%d}\n",
-              a.clients, points, secs, points / secs, Percentile(all, 0.5), Percentile(all, 0.99),
+              a.format.c_str(), a.clients, points, secs, points / secs, Percentile(all, 0.5), Percentile(all, 0.99),
               failed);
   return failed ? 1 : 0;
 }

@@ -7,21 +7,29 @@ MLflow"), printed as one JSON object.
 Not part of the default test run: without COHORT_PEER_BENCH=1 it exits at once. It creates
 .venv-peers (a separate virtualenv) and pip-installs MLflow from PyPI into it on first use.
 
-The same workload against both, in one run, each through its own HTTP batch API from one Python
-client (plain urllib for both, so that neither SDK's overhead counts):
+The issue's workload against both, in one run, each through its own HTTP API from one Python
+process (plain urllib for both, so that neither SDK's overhead counts):
   - a local `mlflow server` with a SQLite backend store (--workers 1), and
   - a local `cohort server` with its SQLite store;
-N runs x K metrics x S steps, logged in calls of R steps x K metrics (MLflow's log-batch takes
-at most 1,000 metrics per call) by --clients concurrent clients, then per run one metric's full
-history read back and a 1,000-point chart query (Cohort: buckets=1000, exact min/max per bucket;
-MLflow: get-history-bulk-interval with max_results=1000, the sampled read its UI charts use).
 --backend postgres puts both on a throwaway PostgreSQL cluster (tests/postgres/pg_cluster.py).
-Reported per system (medians over --repeats repetitions, each on fresh servers and stores):
-ingest points/s (all points / wall time of all log calls), log call latency (median call),
-history read latency (median over runs of reading one key's full history, all pages), chart query
-latency, and disk bytes per point (the store's files after the server stopped, or
-pg_database_size). `ratios` are
-Cohort / MLflow for rates, MLflow / Cohort for latencies and bytes (> 1: Cohort better).
+Per repetition, on fresh servers and stores:
+  1. create --runs runs (timed; Cohort: create the run and join its writer, what `init` does);
+  2. ingest K keys x S steps into the first run through each batch API, in calls of R steps x
+     K metrics (MLflow's log-batch takes at most 1,000 metrics per call), by --clients
+     concurrent clients, client c logging its own contiguous step range. MLflow: every client
+     logs to the one run. Cohort: every client is a writer of the one shared run (labels
+     rank_0..rank_{C-1}, what C training processes of one job are), so the key's points are
+     stored as C series of one run;
+  3. read one key's full history (all pages; Cohort: every writer's series of the key in one
+     request) and a 1,000-point chart (Cohort: buckets=1000 // C per writer series, exact
+     min/max per bucket; MLflow: get-history-bulk-interval with max_results=1000, the sampled
+     read its UI charts use), each --reads times (median).
+Reported per system (medians over the repetitions): run creation ms per run, ingest points/s
+(all points / wall time of all log calls), log call latency (median call), history read and
+chart latency, and disk bytes per point (the store's files after the server stopped, or the
+growth of pg_database_size). `ratios` are Cohort / MLflow for rates, MLflow / Cohort for
+latencies and bytes (> 1: Cohort better). MLflow at ~3k points/s needs ~5 minutes per 1M points,
+so --mlflow-repeats may be set below --repeats.
 """
 from __future__ import annotations
 
@@ -131,7 +139,10 @@ class Mlflow:
                  {"experiment_id": self.exp, "run_name": f"run{i}", "start_time": 1})
         return r["run"]["info"]["run_id"]
 
-    def log(self, run, rows):
+    def join(self, run, clients):
+        return [run] * clients  # every client logs to the run itself
+
+    def log(self, run, rows, client=0):
         metrics = [{"key": f"m{k}", "value": v, "timestamp": t, "step": s}
                    for s, t, vals in rows for k, v in enumerate(vals)]
         call("POST", self.url + "/api/2.0/mlflow/runs/log-batch", {"run_id": run,
@@ -150,7 +161,7 @@ class Mlflow:
             if not token:
                 return points
 
-    def chart(self, run, key):
+    def chart(self, run, key, clients=1):
         # MLflow's sampled read (what its UI charts use): at most 1,000 points of the run.
         q = {"run_ids": run, "metric_key": key, "max_results": 1000}
         r = call("GET", self.url + "/ajax-api/2.0/mlflow/metrics/get-history-bulk-interval?" +
@@ -196,16 +207,102 @@ class Cohort:
         base = f"{self.url}/api/v1/runs/{self.entity}/bench"
         r = call("POST", base, {"name": f"run{i}"}, headers=self.auth)
         path = f"{base}/{r['id']}"
-        call("POST", path + "/writers", {"label": "main"}, headers=self.auth)
-        self.seq[path] = 0
+        call("POST", path + "/writers", {"label": "rank_0", "primary": True}, headers=self.auth)
         return path
 
-    def log(self, run, rows):
-        self.seq[run] += 1
-        body = {"seq": self.seq[run], "history": [
+    def join(self, run, clients):
+        # One writer per client: rank_0 exists; the others join the shared run.
+        writers = []
+        for c in range(clients):
+            if c > 0:
+                call("POST", run + "/writers", {"label": f"rank_{c}", "primary": False},
+                     headers=self.auth)
+            writers.append(f"{run}/writers/rank_{c}")
+            self.seq[writers[-1]] = 0
+        return writers
+
+    def log(self, writer, rows, client=0):
+        self.seq[writer] += 1  # each writer is one client's: no lock needed
+        body = {"seq": self.seq[writer], "history": [
             {"step": s, "time": t, "values": {f"m{k}": v for k, v in enumerate(vals)}}
             for s, t, vals in rows]}
-        call("POST", run + "/writers/main/batches", body, headers=self.auth)
+        call("POST", writer + "/batches", body, headers=self.auth)
+
+    def history(self, run, key):
+        # One request: `limit` (at most the server's 100,000) is per series, so every writer's
+        # part of the 100k points comes at once.
+        q = {"keys": key, "limit": 100000}
+        r = call("GET", run + "/history?" + urllib.parse.urlencode(q), headers=self.auth)
+        if any(s.get("more") for s in r["series"]):
+            raise RuntimeError("a series has more than 100,000 points: page with after_step")
+        return sum(len(s["points"]) for s in r["series"])
+
+    def chart(self, run, key, clients=1):
+        # MLflow's sampled read (what its UI charts use): at most 1,000 points of the run.
+        q = {"run_ids": run, "metric_key": key, "max_results": 1000}
+        r = call("GET", self.url + "/ajax-api/2.0/mlflow/metrics/get-history-bulk-interval?" +
+                 urllib.parse.urlencode(q))
+        return len(r.get("metrics", []))
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+        if self.pg is not None:
+            # Growth over the empty database (the catalog alone is ~7.5 MB).
+            return int(self.pg.psql("mlflow", "SELECT pg_database_size('mlflow')")) - self.empty
+        return sum(p.stat().st_size for p in self.dir.glob("mlflow.db*"))
+
+
+class Cohort:
+    name = "cohort"
+
+    def __init__(self, workdir, pg=None):
+        self.dir = workdir / "cohort"
+        self.dir.mkdir()
+        self.pg = pg
+        home = self.dir / "home"
+        env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME="", XDG_DATA_HOME="")
+        store, self.empty = [], 0
+        if pg is not None:
+            pg.create_database("cohort")
+            self.empty = int(pg.psql("cohort", "SELECT pg_database_size('cohort')"))
+            store = ["--store", pg.url("cohort")]
+        self.proc = subprocess.Popen(
+            [str(BUILD / "src" / "cli" / "cohort"), "server", "--port", "0", "--data-dir",
+             str(self.dir / "data"), *store], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env=env, text=True)
+        self.url = self.proc.stdout.readline().strip()
+        if not self.url.startswith("http"):
+            raise RuntimeError("cohort server did not start")
+        key = json.loads((home / ".config" / "cohort" / "config.json").read_text())["api_key"]
+        self.auth = {"Authorization": "Bearer " + key}
+        self.entity = call("GET", self.url + "/api/v1/viewer", headers=self.auth)["entity"]
+        self.seq = {}
+
+    def create_run(self, i):
+        base = f"{self.url}/api/v1/runs/{self.entity}/bench"
+        r = call("POST", base, {"name": f"run{i}"}, headers=self.auth)
+        path = f"{base}/{r['id']}"
+        call("POST", path + "/writers", {"label": "rank_0", "primary": True}, headers=self.auth)
+        return path
+
+    def join(self, run, clients):
+        # One writer per client: rank_0 exists; the others join the shared run.
+        writers = []
+        for c in range(clients):
+            if c > 0:
+                call("POST", run + "/writers", {"label": f"rank_{c}", "primary": False},
+                     headers=self.auth)
+            writers.append(f"{run}/writers/rank_{c}")
+            self.seq[writers[-1]] = 0
+        return writers
+
+    def log(self, writer, rows, client=0):
+        self.seq[writer] += 1  # each writer is one client's: no lock needed
+        body = {"seq": self.seq[writer], "history": [
+            {"step": s, "time": t, "values": {f"m{k}": v for k, v in enumerate(vals)}}
+            for s, t, vals in rows]}
+        call("POST", writer + "/batches", body, headers=self.auth)
 
     def history(self, run, key):
         points, after = 0, None
@@ -214,16 +311,18 @@ class Cohort:
             if after is not None:
                 q["after_step"] = after
             r = call("GET", run + "/history?" + urllib.parse.urlencode(q), headers=self.auth)
-            s = r["series"][0]
-            points += len(s["points"])
-            if not s.get("more"):
+            more = False
+            for s in r["series"]:  # one per writer; a series with more is read on
+                points += len(s["points"])
+                if s.get("more"):
+                    raise RuntimeError("history page limit reached: paging not needed here")
+            if not more:
                 return points
-            after = s["points"][-1][0]
 
-    def chart(self, run, key):
-        r = call("GET", run + "/history?" + urllib.parse.urlencode({"keys": key, "buckets": 1000}),
-                 headers=self.auth)
-        return len(r["series"][0]["buckets"])
+    def chart(self, run, key, clients=1):
+        q = {"keys": key, "buckets": 1000 // clients}
+        r = call("GET", run + "/history?" + urllib.parse.urlencode(q), headers=self.auth)
+        return sum(len(s["buckets"]) for s in r["series"])
 
     def stop(self):
         self.proc.terminate()
@@ -234,19 +333,23 @@ class Cohort:
 
 
 def run_once(system, args):
+    c0 = time.perf_counter()
     runs = [system.create_run(i) for i in range(args.runs)]
+    create_s = time.perf_counter() - c0
+    writers = system.join(runs[0], args.clients)
     call_times = []
+    per_client = -(-args.steps // args.clients)
 
     def client(c):
-        # Client c logs runs c, c + clients, ... one after the other.
+        # Client c logs steps [c * per_client, (c + 1) * per_client) of every key.
         times = []
-        for r in range(c, args.runs, args.clients):
-            for start in range(0, args.steps, args.rows_per_call):
-                rows = [(s, 1_700_000_000_000 + s, [value(r, k, s) for k in range(args.keys)])
-                        for s in range(start, min(args.steps, start + args.rows_per_call))]
-                c0 = time.perf_counter()
-                system.log(runs[r], rows)
-                times.append(time.perf_counter() - c0)
+        lo, hi = c * per_client, min(args.steps, (c + 1) * per_client)
+        for start in range(lo, hi, args.rows_per_call):
+            rows = [(s, 1_700_000_000_000 + s, [value(0, k, s) for k in range(args.keys)])
+                    for s in range(start, min(hi, start + args.rows_per_call))]
+            t = time.perf_counter()
+            system.log(writers[c], rows, c)
+            times.append(time.perf_counter() - t)
         return times
 
     t0 = time.perf_counter()
@@ -254,19 +357,21 @@ def run_once(system, args):
         for times in pool.map(client, range(args.clients)):
             call_times += times
     ingest_s = time.perf_counter() - t0
-    points = args.runs * args.keys * args.steps
+    points = args.keys * args.steps
     reads, charts = [], []
-    for run in runs:
-        c0 = time.perf_counter()
-        n = system.history(run, "m0")
-        reads.append(time.perf_counter() - c0)
+    for _ in range(args.reads):
+        t = time.perf_counter()
+        n = system.history(runs[0], "m0")
+        reads.append(time.perf_counter() - t)
         assert n == args.steps, (system.name, n)
-        c0 = time.perf_counter()
-        n = system.chart(run, "m0")
-        charts.append(time.perf_counter() - c0)
-        assert 0 < n <= 1000, (system.name, n)
+        t = time.perf_counter()
+        n = system.chart(runs[0], "m0", args.clients)
+        charts.append(time.perf_counter() - t)
+        assert 0 < n <= 1001, (system.name, n)  # MLflow adds the last step to its 1,000
     disk = system.stop()
-    return {"ingest_points_per_s": points / ingest_s,
+    return {"create_run_ms": create_s / args.runs * 1e3,
+            "ingest_points_per_s": points / ingest_s,
+            "ingest_s": ingest_s,
             "log_call_ms": statistics.median(call_times) * 1e3,
             "history_read_ms": statistics.median(reads) * 1e3,
             "chart_1000_ms": statistics.median(charts) * 1e3,
@@ -276,11 +381,14 @@ def run_once(system, args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=4)
+    ap.add_argument("--runs", type=int, default=100, help="runs created (the first is logged)")
     ap.add_argument("--keys", type=int, default=10)
-    ap.add_argument("--steps", type=int, default=5000)
+    ap.add_argument("--steps", type=int, default=100_000)
     ap.add_argument("--rows-per-call", type=int, default=100)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--mlflow-repeats", type=int, default=None,
+                    help="repetitions for MLflow (default: --repeats)")
+    ap.add_argument("--reads", type=int, default=5, help="reads of each kind per repetition")
     ap.add_argument("--clients", type=int, default=1, help="concurrent logging clients")
     ap.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite",
                     help="both systems' store (postgres: a throwaway cluster per repetition; "
@@ -295,14 +403,20 @@ def main():
     mlflow_bin = ensure_venv()
     version = subprocess.run([str(mlflow_bin), "--version"], capture_output=True,
                              text=True).stdout.strip()
+    if args.mlflow_repeats is None:
+        args.mlflow_repeats = args.repeats
     results = {"mlflow": [], "cohort": []}
-    for _ in range(args.repeats):
-        for make in (lambda w, pg: Mlflow(mlflow_bin, w, pg), Cohort):
+    for i in range(max(args.repeats, args.mlflow_repeats)):
+        makers = [lambda w, pg: Mlflow(mlflow_bin, w, pg)] if i < args.mlflow_repeats else []
+        makers += [Cohort] if i < args.repeats else []
+        for make in makers:
             work = pathlib.Path(tempfile.mkdtemp(prefix="cohort-peer-"))
             pg = PgCluster().start() if args.backend == "postgres" else None
             try:
                 system = make(work, pg)
                 results[system.name].append(run_once(system, args))
+                print(f"peer_bench: {system.name} #{i + 1}: "
+                      f"{json.dumps(results[system.name][-1])}", file=sys.stderr, flush=True)
             finally:
                 if pg is not None:
                     pg.stop()
@@ -310,9 +424,10 @@ def main():
     med = {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]}
            for name, rs in results.items()}
     m, c = med["mlflow"], med["cohort"]
-    out = {"workload": vars(args), "points": args.runs * args.keys * args.steps,
+    out = {"workload": vars(args), "points": args.keys * args.steps,
            "mlflow_version": version, "median": med,
-           "ratios": {"ingest_points_per_s": c["ingest_points_per_s"] / m["ingest_points_per_s"],
+           "ratios": {"create_run_ms": m["create_run_ms"] / c["create_run_ms"],
+                      "ingest_points_per_s": c["ingest_points_per_s"] / m["ingest_points_per_s"],
                       "log_call_ms": m["log_call_ms"] / c["log_call_ms"],
                       "history_read_ms": m["history_read_ms"] / c["history_read_ms"],
                       "chart_1000_ms": m["chart_1000_ms"] / c["chart_1000_ms"],

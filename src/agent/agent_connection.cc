@@ -25,7 +25,7 @@ AgentConnection::~AgentConnection() {
 bool AgentConnection::Send(MessageType type, std::string_view payload) {
   std::string out;
   AppendFrame(type, payload, &out);
-  Status s = WriteAll(fd_, out.data(), out.size(), NowMillis() + kSendTimeoutMs);
+  Status s = WriteAll(fd_, out.data(), out.size(), MonoMillis() + kSendTimeoutMs);
   if (!s.ok()) Logf(LogLevel::kDebug, "connection: send failed: {}", s.ToString());
   return s.ok();
 }
@@ -41,7 +41,7 @@ void AgentConnection::Serve() {
   std::string buf(kReadChunk, '\0');
   bool open = true;
   while (open && !stop_.load()) {
-    auto n = ReadSome(fd_, buf.data(), buf.size(), NowMillis() + 1000);
+    auto n = ReadSome(fd_, buf.data(), buf.size(), MonoMillis() + 1000);
     if (!n.ok()) {
       if (n.status().code() == StatusCode::kDeadlineExceeded) continue;
       break;

@@ -80,7 +80,8 @@ HttpClient::~HttpClient() {
 }
 
 Result<HttpResponse> HttpClient::Request(std::string_view method, std::string_view path,
-                                         std::string_view body, std::string_view api_key) {
+                                         std::string_view body, std::string_view api_key,
+                                         std::string_view content_type) {
   if (aborted_.load()) return Status::Unavailable("http: aborted");
   if (!curl_) {
     curl_ = curl_easy_init();
@@ -96,7 +97,9 @@ Result<HttpResponse> HttpClient::Request(std::string_view method, std::string_vi
   char error[CURL_ERROR_SIZE] = {0};
 
   struct curl_slist* list = nullptr;
-  list = curl_slist_append(list, "Content-Type: application/json");
+  std::string content_type_header = "Content-Type: ";
+  content_type_header.append(content_type);
+  list = curl_slist_append(list, content_type_header.c_str());
   list = curl_slist_append(list, "Accept: application/json");
   list = curl_slist_append(list, "Expect:");  // no 100-continue round trip for large bodies
   std::string auth;

@@ -1,5 +1,8 @@
 #include "agent/protocol.h"
 
+#include <limits>
+#include <string>
+
 #include "core/coding.h"
 #include "core/crc32c.h"
 #include "core/json.h"
@@ -316,7 +319,16 @@ Result<OpenRequest> ParseOpenRequest(std::string_view text) {
   m.stats_interval_s = r.OptDouble("stats_interval_s").value_or(0);
   if (auto ids = r.OptIntArray("gpu_ids")) {
     m.gpu_ids.emplace();
-    for (int64_t id : *ids) m.gpu_ids->push_back(int(id));
+    for (size_t i = 0; i < ids->size(); ++i) {
+      const int64_t id = (*ids)[i];
+      // GPU indices as NVML numbers them: never negative, and an int (no silent truncation).
+      if (id < 0 || id > std::numeric_limits<int>::max()) {
+        return Status::InvalidArgument("open.gpu_ids[" + std::to_string(i) + "]: " +
+                                       std::to_string(id) + " is not a GPU index (0.." +
+                                       std::to_string(std::numeric_limits<int>::max()) + ")");
+      }
+      m.gpu_ids->push_back(int(id));
+    }
   }
   m.pid = r.OptInt("pid").value_or(0);
   m.wait_ms = r.OptInt("wait_ms").value_or(0);

@@ -176,6 +176,24 @@ TEST(ControlMessageTest, OpenRequestWithoutLabelIsRejected) {
   EXPECT_NE(p.status().message().find("label"), std::string::npos);
 }
 
+TEST(ControlMessageTest, OpenRequestWithOutOfRangeGpuIdIsRejected) {
+  const std::string head = R"({"session":1,"base_url":"u","project":"p","run_id":"r",)"
+                           R"("label":"rank_0","gpu_ids":)";
+  // 2^32 + 1 used to become GPU 1 (truncated to int); -1 and INT_MAX + 1 are no GPU either.
+  for (const char* ids : {"[0,4294967297]", "[-1]", "[2147483648]"}) {
+    auto p = ParseOpenRequest(head + ids + "}");
+    ASSERT_FALSE(p.ok()) << ids;
+    EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument) << ids;
+    EXPECT_NE(p.status().message().find("open.gpu_ids["), std::string::npos)
+        << p.status().ToString();
+    EXPECT_NE(p.status().message().find("is not a GPU index"), std::string::npos)
+        << p.status().ToString();
+  }
+  auto ok = ParseOpenRequest(head + "[0,7,2147483647]}");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(*ok->gpu_ids, (std::vector<int>{0, 7, 2147483647}));
+}
+
 TEST(ControlMessageTest, RepliesRoundTrip) {
   OpenReply o;
   o.ok = true;

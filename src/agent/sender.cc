@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "agent/agent_log.h"
+#include "agent/batch_binary.h"
 #include "agent/batch_json.h"
 #include "agent/protocol.h"
 #include "core/clock.h"
@@ -249,6 +250,7 @@ void Sender::Turn(Entry* e) {
       if (a.outcome == Outcome::kDone) {
         ++stats_.records_done;
         stats_.points += a.points;
+        if (a.binary) ++stats_.binary_batches;
       } else if (a.outcome == Outcome::kSkip || a.outcome == Outcome::kReject) {
         ++stats_.records_skipped;
       } else {
@@ -310,8 +312,33 @@ void Sender::Turn(Entry* e) {
 }
 
 Result<HttpResponse> Sender::Call(std::string_view method, const std::string& path,
-                                  std::string_view body, const std::string& api_key) {
-  return http_.Request(method, path, body, api_key);
+                                  std::string_view body, const std::string& api_key,
+                                  std::string_view content_type) {
+  return http_.Request(method, path, body, api_key, content_type);
+}
+
+void Sender::DetectIngestFormat() {
+  if (const char* v = std::getenv("COHORT_INGEST_FORMAT"); v && std::string_view(v) == "json") {
+    format_ = IngestFormat::kJson;
+    return;
+  }
+  auto r = Call("GET", "/healthz", "", "");
+  if (!r.ok()) return;  // no answer: JSON for now, ask again before the next batch
+  format_ = IngestFormat::kJson;
+  if (r->status == 200) {
+    auto v = json::Parse(r->body);
+    if (v.ok() && v->is_object()) {
+      if (auto* f = v->as_object().if_contains("ingest_formats"); f && f->is_array()) {
+        for (const bj::value& name : f->as_array()) {
+          if (name.is_string() && name.as_string() == kBinaryBatchFormatName) {
+            format_ = IngestFormat::kBinary;
+          }
+        }
+      }
+    }
+  }
+  Logf(LogLevel::kInfo, "{}: uploading batches as {}", base_url_,
+       format_ == IngestFormat::kBinary ? "binary (cohort-batch-v1)" : "JSON");
 }
 
 Result<std::string> Sender::EntityFor(WriterStream* s) {
@@ -436,10 +463,30 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
         a.status = batch.status();
         return a;
       }
+      const std::string path = WriterPath(*entity, t) + "/batches";
+      const int64_t seq = int64_t(s->UploadSeq(rec.seq));
       std::string body;
-      BatchJsonStats stats = AppendBatchJson(*batch, int64_t(s->UploadSeq(rec.seq)), &body);
-      Attempt a =
-          Classify(Call("POST", WriterPath(*entity, t) + "/batches", body, t.api_key), what);
+      if (format_ == IngestFormat::kUnknown) DetectIngestFormat();
+      if (format_ == IngestFormat::kBinary) {
+        BatchJsonStats stats = AppendBatchBinary(*batch, seq, &body);
+        auto r = Call("POST", path, body, t.api_key, kBinaryBatchContentType);
+        if (r.ok() && r->status == 415) {
+          Logf(LogLevel::kWarning, "{}: the server refuses binary batches ({}); sending JSON",
+               base_url_, ErrorText(*r));
+          format_ = IngestFormat::kJson;
+        } else if (r.ok() && r->status == 400) {
+          Logf(LogLevel::kWarning, "{}: binary batch seq {} refused ({}); retrying it as JSON",
+               s->dir(), seq, ErrorText(*r));
+        } else {
+          Attempt a = Classify(r, what);
+          a.points = stats.points;
+          a.binary = true;
+          return a;
+        }
+        body.clear();
+      }
+      BatchJsonStats stats = AppendBatchJson(*batch, seq, &body);
+      Attempt a = Classify(Call("POST", path, body, t.api_key), what);
       a.points = stats.points;
       return a;
     }

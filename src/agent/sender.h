@@ -14,6 +14,12 @@
 // It also sends heartbeats for streams that have clients attached and that it has not talked to
 // for heartbeat_interval_s.
 //
+// Batch bodies: binary (batch_binary.h) when the server lists "cohort-batch-v1" in GET /healthz's
+// "ingest_formats" (asked once, before the first batch), else JSON (batch_json.h). A 415 answer
+// to a binary batch switches this Sender to JSON for good; a 400 answer to one is retried at
+// once as JSON (a record is never skipped for its encoding alone). COHORT_INGEST_FORMAT=json
+// forces JSON.
+//
 // Threading: all public methods are thread-safe. One background thread does the uploads;
 // Remove() waits until that thread no longer touches the stream, so the caller may then close it.
 #pragma once
@@ -49,6 +55,7 @@ struct SenderStats {
   int64_t records_skipped = 0;
   int64_t points = 0;
   int64_t retries = 0;
+  int64_t binary_batches = 0;  // batches acknowledged in the binary encoding
   double backoff_s = 0;  // current wait before the next attempt (0: none)
 };
 
@@ -93,6 +100,7 @@ class Sender {
     double delay_s = 0;
     Status status;
     int64_t points = 0;
+    bool binary = false;  // a batch sent in the binary encoding
   };
 
   void Loop();
@@ -103,13 +111,19 @@ class Sender {
   void Heartbeat(Entry* e);
   Result<std::string> EntityFor(WriterStream* stream);
   Result<HttpResponse> Call(std::string_view method, const std::string& path,
-                            std::string_view body, const std::string& api_key);
+                            std::string_view body, const std::string& api_key,
+                            std::string_view content_type = "application/json");
+  // Asks the server which batch encodings it reads (sets format_); thread only.
+  void DetectIngestFormat();
+
+  enum class IngestFormat { kUnknown, kJson, kBinary };
 
   const std::string base_url_;
   const SenderOptions options_;
   HttpClient http_;      // used only by the thread
   Backoff backoff_;      // used only by the thread
   std::map<std::string, std::string> entities_;  // api key -> entity; thread only
+  IngestFormat format_ = IngestFormat::kUnknown;  // thread only
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

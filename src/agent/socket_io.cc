@@ -11,8 +11,6 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/clock.h"
-
 namespace cohort::agent {
 namespace {
 
@@ -31,10 +29,10 @@ Result<sockaddr_un> Address(const std::string& path) {
   return addr;
 }
 
-// Waits for `events` on fd until the deadline. OK when ready.
+// Waits for `events` on fd until the deadline (MonoMillis). OK when ready.
 Status WaitFd(int fd, short events, int64_t deadline_ms) {
   while (true) {
-    int64_t left = deadline_ms - NowMillis();
+    int64_t left = deadline_ms - MonoMillis();
     if (left < 0) left = 0;
     pollfd p{fd, events, 0};
     int r = poll(&p, 1, int(std::min<int64_t>(left, 1 << 30)));
@@ -75,7 +73,7 @@ Result<int> ConnectUnix(const std::string& path, int timeout_ms) {
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     int err = errno;
     if (err == EINPROGRESS || err == EAGAIN) {
-      Status w = WaitFd(fd, POLLOUT, NowMillis() + timeout_ms);
+      Status w = WaitFd(fd, POLLOUT, MonoMillis() + timeout_ms);
       int soerr = 0;
       socklen_t len = sizeof soerr;
       if (w.ok()) getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len);

@@ -4,7 +4,6 @@
 
 #include "agent/socket_io.h"
 #include "client/transport.h"
-#include "core/clock.h"
 
 namespace cohort::client {
 
@@ -13,7 +12,7 @@ using agent::MessageType;
 
 Result<std::unique_ptr<AgentTransport>> AgentTransport::Connect(const std::string& socket_path,
                                                                 int64_t deadline_ms) {
-  int64_t left = std::max<int64_t>(1, deadline_ms - NowMillis());
+  int64_t left = std::max<int64_t>(1, deadline_ms - agent::MonoMillis());
   COHORT_ASSIGN_OR_RETURN(int fd,
                           agent::ConnectUnix(socket_path, int(std::min<int64_t>(left, 5000))));
   std::unique_ptr<AgentTransport> t(new AgentTransport(fd));
@@ -114,24 +113,37 @@ constexpr int64_t kMaxOpenMarginMs = 2000;
 // How long an Open may ask the agent to wait for the server when `left_ms` remain before the
 // caller's deadline.
 int64_t AgentWaitBudgetMs(int64_t wait_ms, int64_t left_ms) {
-  // The agent counts wait_ms from when it has the writer's WAL open and synced, which under
-  // load (a busy disk, a busy scheduler) can be a good while after we sent the request. Leave it
-  // a quarter of the time left, between kMinOpenMarginMs and kMaxOpenMarginMs, so that its
-  // answer is here before our deadline. A late open answer was the cause of Init failing under
-  // load: the agent then holds the writer's WAL (locked) while the caller falls back
-  // in-process, and that fallback cannot open the WAL. A late finish answer fails Finish.
-  int64_t margin = std::clamp<int64_t>(left_ms / 4, kMinOpenMarginMs, kMaxOpenMarginMs);
-  return std::max<int64_t>(0, std::min(wait_ms, left_ms - margin));
+  // The agent counts wait_ms from when it read the request (before it opens and syncs the
+  // writer's WAL), which under load (a busy disk, a busy scheduler) can be a while after we
+  // sent it, and its answer takes a while to reach us. Leave it a quarter of the time left,
+  // between kMinOpenMarginMs and kMaxOpenMarginMs, so that its answer is here before our
+  // deadline. A late open answer was the cause of Init failing under load: the agent then
+  // holds the writer's WAL (locked) while the caller falls back in-process, and that fallback
+  // cannot open the WAL (Run::Impl::Start now waits for the agent then). A late finish answer
+  // fails Finish.
+  return std::max<int64_t>(0, std::min(wait_ms, left_ms - AgentTransport::AnswerMarginMs(left_ms)));
 }
 
 }  // namespace
 
-Result<agent::OpenReply> AgentTransport::Open(const agent::OpenRequest& request,
-                                              int64_t deadline_ms) {
+int64_t AgentTransport::AnswerMarginMs(int64_t left_ms) {
+  return std::clamp<int64_t>(left_ms / 4, kMinOpenMarginMs, kMaxOpenMarginMs);
+}
+
+Status AgentTransport::SendOpen(const agent::OpenRequest& request, int64_t deadline_ms) {
   open_reply_.reset();
   agent::OpenRequest req = request;
-  req.wait_ms = AgentWaitBudgetMs(req.wait_ms, deadline_ms - NowMillis());
-  COHORT_RETURN_IF_ERROR(SendRaw(MessageType::kOpen, agent::ToJson(req), deadline_ms));
+  req.wait_ms = AgentWaitBudgetMs(req.wait_ms, deadline_ms - agent::MonoMillis());
+  return SendRaw(MessageType::kOpen, agent::ToJson(req), deadline_ms);
+}
+
+Result<agent::OpenReply> AgentTransport::Open(const agent::OpenRequest& request,
+                                              int64_t deadline_ms) {
+  COHORT_RETURN_IF_ERROR(SendOpen(request, deadline_ms));
+  return AwaitOpen(deadline_ms);
+}
+
+Result<agent::OpenReply> AgentTransport::AwaitOpen(int64_t deadline_ms) {
   Status s = Pump(deadline_ms, [&] { return open_reply_.has_value(); });
   if (open_reply_) {
     acked_ = std::max(acked_, open_reply_->last_frame);
@@ -157,7 +169,7 @@ Result<agent::FinishReply> AgentTransport::Finish(uint64_t frame,
                                                   int64_t deadline_ms) {
   finish_reply_.reset();
   agent::FinishRequest req = request;
-  req.wait_ms = AgentWaitBudgetMs(req.wait_ms, deadline_ms - NowMillis());
+  req.wait_ms = AgentWaitBudgetMs(req.wait_ms, deadline_ms - agent::MonoMillis());
   COHORT_RETURN_IF_ERROR(Send(MessageType::kFinish, frame, agent::ToJson(req), deadline_ms));
   Status s = Pump(deadline_ms, [&] { return finish_reply_.has_value(); });
   if (finish_reply_) return *finish_reply_;

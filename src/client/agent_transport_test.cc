@@ -51,7 +51,7 @@ class SlowAgent {
   void Reply(int fd, MessageType type, std::string_view payload) {
     std::string out;
     agent::AppendFrame(type, payload, &out);
-    (void)agent::WriteAll(fd, out.data(), out.size(), NowMillis() + 1000);
+    (void)agent::WriteAll(fd, out.data(), out.size(), agent::MonoMillis() + 1000);
   }
 
   void Serve() {
@@ -60,7 +60,7 @@ class SlowAgent {
     agent::FrameDecoder decoder;
     char buf[4096];
     while (!stop_) {
-      auto n = agent::ReadSome(fd, buf, sizeof buf, NowMillis() + 200);
+      auto n = agent::ReadSome(fd, buf, sizeof buf, agent::MonoMillis() + 200);
       if (!n.ok() && n.status().code() == StatusCode::kDeadlineExceeded) continue;
       if (!n.ok() || *n == 0) break;
       decoder.Feed(buf, *n);
@@ -116,7 +116,7 @@ class AgentTransportTest : public ::testing::Test {
 
 TEST_F(AgentTransportTest, OpenAnswerOfASlowAgentArrivesBeforeTheDeadline) {
   SlowAgent agent(root_ + "/agent.sock", 300);
-  int64_t deadline = NowMillis() + 4000;
+  int64_t deadline = agent::MonoMillis() + 4000;
   auto t = AgentTransport::Connect(root_ + "/agent.sock", deadline);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   agent::OpenRequest req;
@@ -124,24 +124,24 @@ TEST_F(AgentTransportTest, OpenAnswerOfASlowAgentArrivesBeforeTheDeadline) {
   auto reply = (*t)->Open(req, deadline);
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   EXPECT_TRUE(reply->ok);
-  EXPECT_LE(NowMillis(), deadline);
+  EXPECT_LE(agent::MonoMillis(), deadline);
   EXPECT_LE(agent.asked_wait_ms(), 3000);
   EXPECT_GE(agent.asked_wait_ms(), 2000);  // most of the time still goes to the server
 }
 
 TEST_F(AgentTransportTest, FinishAnswerOfASlowAgentArrivesBeforeTheDeadline) {
   SlowAgent agent(root_ + "/agent.sock", 300);
-  auto t = AgentTransport::Connect(root_ + "/agent.sock", NowMillis() + 2000);
+  auto t = AgentTransport::Connect(root_ + "/agent.sock", agent::MonoMillis() + 2000);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   agent::OpenRequest open;
   open.wait_ms = 0;
-  ASSERT_TRUE((*t)->Open(open, NowMillis() + 2000).ok());
-  int64_t deadline = NowMillis() + 3000;
+  ASSERT_TRUE((*t)->Open(open, agent::MonoMillis() + 2000).ok());
+  int64_t deadline = agent::MonoMillis() + 3000;
   agent::FinishRequest req;
   req.wait_ms = 3000;
   auto reply = (*t)->Finish(1, req, deadline);
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
-  EXPECT_LE(NowMillis(), deadline);
+  EXPECT_LE(agent::MonoMillis(), deadline);
   EXPECT_LE(agent.asked_wait_ms(), 2250);
 }
 
@@ -159,11 +159,11 @@ TEST_F(AgentTransportTest, SpawnRetriesWhileAnExitingAgentStillHoldsTheLock) {
   });
   setenv("COHORT_BIN", COHORT_TEST_AGENT_BIN, 1);
   setenv("COHORT_AGENT_IDLE_S", "2", 1);
-  int64_t start = NowMillis();
+  int64_t start = agent::MonoMillis();
   auto t = ConnectOrSpawnAgent(paths, root_ + "/data", true, start + 8000);
   release.join();
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  EXPECT_LT(NowMillis() - start, 5000);
+  EXPECT_LT(agent::MonoMillis() - start, 5000);
   int64_t pid = (*t)->agent_pid();
   EXPECT_GT(pid, 0);
   t->reset();

@@ -6,7 +6,10 @@
 //   throw         an uncaught exception
 //   sigterm       SIGTERM to itself (default disposition before Init)
 //   sigterm-user  SIGTERM to itself with a handler installed before Init that _exit(42)s
+//   fork-sigterm  forks (no exec); the child logs 10 steps under its own writer and gets
+//                 SIGTERM; the parent returns 0 when the child died of SIGTERM (else 6)
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -25,7 +28,7 @@ void UserHandler(int) { _exit(42); }
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: %s BASE_URL return|exit|throw|sigterm|sigterm-user\n", argv[0]);
+    std::fprintf(stderr, "usage: %s BASE_URL return|exit|throw|sigterm|sigterm-user|fork-sigterm\n", argv[0]);
     return 2;
   }
   const std::string mode = argv[2];
@@ -48,6 +51,18 @@ int main(int argc, char** argv) {
   for (int step = 0; step < 10; ++step) run->Log({{"x", double(step)}});
   if (mode == "exit") std::exit(7);
   if (mode == "throw") throw std::runtime_error("boom");
+  if (mode == "fork-sigterm") {
+    pid_t child = fork();
+    if (child == 0) {
+      for (int step = 0; step < 10; ++step) run->Log({{"x", double(step)}});
+      kill(getpid(), SIGTERM);
+      for (int i = 0; i < 300; ++i) usleep(100 * 1000);  // the child's watcher ends it first
+      _exit(4);
+    }
+    int status = 0;
+    if (child < 0 || waitpid(child, &status, 0) != child) return 6;
+    return WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM ? 0 : 6;
+  }
   if (mode == "sigterm" || mode == "sigterm-user") {
     kill(getpid(), SIGTERM);
     for (int i = 0; i < 300; ++i) usleep(100 * 1000);  // the watcher ends the process first

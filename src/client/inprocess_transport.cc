@@ -1,5 +1,5 @@
 #include "client/transport.h"
-#include "core/clock.h"
+#include "agent/socket_io.h"
 
 namespace cohort::client {
 
@@ -20,7 +20,7 @@ void InProcessTransport::AbandonInChild() {
 Result<agent::OpenReply> InProcessTransport::Open(const agent::OpenRequest& request,
                                                   int64_t deadline_ms) {
   agent::OpenRequest req = request;
-  req.wait_ms = std::max<int64_t>(0, std::min(req.wait_ms, deadline_ms - NowMillis()));
+  req.wait_ms = std::max<int64_t>(0, std::min(req.wait_ms, deadline_ms - agent::MonoMillis()));
   agent::OpenReply reply;
   session_ = ingest_->Open(req, &reply);
   if (session_) acked_ = appended_ = reply.last_frame;
@@ -53,7 +53,7 @@ Result<agent::FinishReply> InProcessTransport::Finish(uint64_t frame,
                                                       int64_t deadline_ms) {
   if (!session_) return Status::FailedPrecondition("no writer open");
   agent::FinishRequest req = request;
-  req.wait_ms = std::max<int64_t>(0, std::min(req.wait_ms, deadline_ms - NowMillis()));
+  req.wait_ms = std::max<int64_t>(0, std::min(req.wait_ms, deadline_ms - agent::MonoMillis()));
   auto reply = session_->Finish(frame, req);
   if (reply.ok()) acked_ = appended_ = std::max(appended_, frame);
   return reply;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "agent/agent_log.h"
+#include "agent/socket_io.h"
 #include "client/config.h"
 #include "client/run_impl.h"
 #include "client/sigterm_watcher.h"
@@ -93,6 +94,16 @@ void FinishAtTerminate() {
 
 // SIGTERM (see client/sigterm_watcher.h): the runs end as killed, 128 + 15 like a shell says.
 void FinishAtSigterm() { FinishLiveRuns(128 + SIGTERM, "killed"); }
+
+// The first use of a run in a forked child (no exec): its own writer and flush thread, and its
+// own SIGTERM watcher, since the parent's watcher thread does not exist here. Without it a
+// SIGTERM took the child's default disposition and its writer was reported crashed, not
+// killed.
+void StartForkedChild(Run::Impl* impl) {
+  if (impl->StartInChild() && impl->rs.settings.handle_sigterm) {
+    client::SigtermWatcher::Install(FinishAtSigterm);
+  }
+}
 
 void InstallProcessHooks(bool handle_sigterm) {
   static std::once_flag once;
@@ -208,14 +219,14 @@ Run::Run(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 void Run::Log(const Values& values, std::optional<int64_t> step, bool commit) {
   Impl* impl = impl_.get();
   if (impl == nullptr || impl->finished.load(std::memory_order_relaxed)) return;
-  if (impl->child_pending.load(std::memory_order_relaxed)) impl->StartInChild();
+  if (impl->child_pending.load(std::memory_order_relaxed)) StartForkedChild(impl);
   if (impl->buffer.Log(values, step, commit)) impl->RequestFlush();
 }
 
 void Run::Log(std::span<const Point> points, std::optional<int64_t> step, bool commit) {
   Impl* impl = impl_.get();
   if (impl == nullptr || impl->finished.load(std::memory_order_relaxed)) return;
-  if (impl->child_pending.load(std::memory_order_relaxed)) impl->StartInChild();
+  if (impl->child_pending.load(std::memory_order_relaxed)) StartForkedChild(impl);
   if (impl->buffer.Log(points, step, commit)) impl->RequestFlush();
 }
 
@@ -229,7 +240,7 @@ Status Run::UpdateConfig(std::string_view json_object) {
   COHORT_ASSIGN_OR_RETURN(bj::object config, ParseObjectArg(json_object, "config"));
   const Settings& s = impl_->rs.settings;
   if (s.shared && !s.primary.value_or(true)) return Status::Ok();  // the primary's alone
-  if (impl_->child_pending.load()) impl_->StartInChild();
+  if (impl_->child_pending.load()) StartForkedChild(impl_.get());
   bj::object body;
   body["config"] = std::move(config);
   return impl_->EnqueueUpdate(bj::serialize(body));
@@ -238,7 +249,7 @@ Status Run::UpdateConfig(std::string_view json_object) {
 Status Run::UpdateSummary(std::string_view json_object) {
   if (!impl_) return Status::Ok();
   COHORT_ASSIGN_OR_RETURN(bj::object summary, ParseObjectArg(json_object, "summary"));
-  if (impl_->child_pending.load()) impl_->StartInChild();
+  if (impl_->child_pending.load()) StartForkedChild(impl_.get());
   return impl_->EnqueueSummary(std::move(summary));
 }
 
@@ -263,7 +274,7 @@ Status CheckRunField(std::string_view field, std::string_view value, size_t max_
 Status Run::PatchFields(std::string body_json) {
   if (!impl_) return Status::Ok();
   const Settings& s = impl_->rs.settings;
-  if (impl_->child_pending.load()) impl_->StartInChild();
+  if (impl_->child_pending.load()) StartForkedChild(impl_.get());
   if (s.shared && !s.primary.value_or(true)) return Status::Ok();  // the primary's alone
   return impl_->EnqueueUpdate(std::move(body_json));
 }
@@ -312,7 +323,7 @@ Status Run::SetTags(const std::vector<std::string>& tags) {
 
 void Run::Print(std::string_view text, bool is_stderr) {
   if (!impl_ || impl_->finished.load()) return;
-  if (impl_->child_pending.load()) impl_->StartInChild();
+  if (impl_->child_pending.load()) StartForkedChild(impl_.get());
   int64_t now = NowMillis();
   size_t start = 0;
   while (start <= text.size()) {
@@ -350,13 +361,13 @@ std::string Run::url() const {
 }
 
 Result<Run> Init(const Settings& settings) {
-  int64_t start = NowMillis();
+  const int64_t start = agent::MonoMillis();  // Init's deadline is on the monotonic clock
   COHORT_ASSIGN_OR_RETURN(client::ResolvedSettings rs,
                           client::ResolveSettings(settings, client::Environment::Process()));
   if (rs.settings.mode == "disabled") return Run();
   int64_t deadline = start + int64_t(rs.settings.init_timeout_s * 1000);
   COHORT_ASSIGN_OR_RETURN(agent::OpenRequest open, BuildOpenRequest(rs));
-  open.wait_ms = deadline - NowMillis();
+  open.wait_ms = deadline - agent::MonoMillis();
   if (!agent::LogEnabled(agent::LogLevel::kDebug) && std::getenv("COHORT_DEBUG") == nullptr) {
     // Inside a training process only warnings of the in-process sender reach the console.
     agent::SetLogLevel(agent::LogLevel::kWarning);
@@ -379,7 +390,7 @@ Status Setup(const Settings& settings) {
   COHORT_ASSIGN_OR_RETURN(client::ResolvedSettings rs,
                           client::ResolveSettings(settings, client::Environment::Process()));
   if (rs.settings.mode == "disabled" || rs.settings.transport != "agent") return Status::Ok();
-  int64_t deadline = NowMillis() + int64_t(rs.settings.init_timeout_s * 1000);
+  int64_t deadline = agent::MonoMillis() + int64_t(rs.settings.init_timeout_s * 1000);
   auto t = client::ConnectOrSpawnAgent(agent::DefaultAgentPaths(), rs.settings.dir, true, deadline);
   return t.status();
 }

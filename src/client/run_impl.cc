@@ -23,13 +23,15 @@ constexpr int64_t kSpawnBudgetMs = 10000;      // connecting to or spawning the 
 constexpr size_t kMaxQueuedBytes = 512 << 20;  // frames kept for a missing agent
 constexpr int64_t kSummaryIntervalMs = 10000;  // last-value summary updates while running
 
-// The flush, reconnect and finish timers run on the monotonic clock: a wall clock set back
-// (NTP, a resumed VM, a user) must not make Finish wait for years or stop reconnects, nor one
-// set ahead cut them short (tests/fault/test_clock_jumps.py). Wall time only stamps points.
-int64_t MonoMs() { return MonoNanos() / 1000000; }
-// The transports take wall-clock deadlines: the monotonic `deadline` as one, measured now.
-int64_t WallDeadline(int64_t mono_deadline_ms) {
-  return NowMillis() + std::max<int64_t>(0, mono_deadline_ms - MonoMs());
+// Every deadline and timer here, and in the transports, runs on the monotonic clock: a wall
+// clock set back (NTP, a resumed VM, a user) must not make Init or Finish wait for years or stop
+// reconnects, nor one set ahead cut them short (tests/fault/test_clock_jumps.py). Wall time
+// only stamps points.
+int64_t MonoMs() { return agent::MonoMillis(); }
+
+// Ingest::Open's refusal when another process (the agent) holds the writer's WAL lock.
+bool WalLockedByAnother(const Result<agent::OpenReply>& reply) {
+  return reply.ok() && !reply->ok && reply->error.find("is locked by another") != std::string::npos;
 }
 
 uint64_t RandomSession() {
@@ -78,29 +80,93 @@ std::unique_ptr<client::Transport> Run::Impl::MakeInProcess() {
 Result<agent::OpenReply> Run::Impl::OpenOn(client::Transport* t, const agent::OpenRequest& req,
                                            int64_t deadline_ms) {
   agent::OpenRequest r = req;
-  r.wait_ms = std::max<int64_t>(0, std::min(r.wait_ms, deadline_ms - NowMillis() - 20));
+  r.wait_ms = std::max<int64_t>(0, std::min(r.wait_ms, deadline_ms - MonoMs() - 20));
   return t->Open(r, deadline_ms);
 }
 
+Result<agent::OpenReply> Run::Impl::AwaitAgentOpen(std::unique_ptr<client::AgentTransport>* t,
+                                                   int64_t deadline_ms) {
+  Result<agent::OpenReply> reply = Status::DeadlineExceeded("agent: no open reply in time");
+  while (MonoMs() < deadline_ms) {
+    if (*t) {
+      // Our open may still be on its way: read on (an answer that came meanwhile is kept).
+      reply = (*t)->AwaitOpen(deadline_ms);
+      if (reply.ok() || reply.status().code() == StatusCode::kDeadlineExceeded) return reply;
+      t->reset();  // the connection broke: open again on a new one
+    }
+    auto a = client::ConnectOrSpawnAgent(paths, rs.settings.dir, true, deadline_ms);
+    if (!a.ok()) {
+      reply = a.status();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    *t = std::move(*a);
+    reply = OpenOn(t->get(), open, deadline_ms);
+    if (reply.ok() || reply.status().code() == StatusCode::kDeadlineExceeded) return reply;
+    t->reset();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return reply;
+}
+
 Status Run::Impl::Start(int64_t deadline_ms) {
+  const int64_t t0 = MonoNanos();  // TIMING-TEMP
+  std::string tdbg;                // TIMING-TEMP
+  auto tmark = [&](const char* what) {  // TIMING-TEMP
+    tdbg += " " + std::string(what) + "=" + std::to_string((MonoNanos() - t0) / 1000) + "us";
+  };
   std::lock_guard<std::mutex> io(io_mu);
+  std::unique_ptr<client::AgentTransport> agent_t;
   std::unique_ptr<client::Transport> t;
   Result<agent::OpenReply> reply = Status::Unavailable("no agent");
   if (rs.settings.transport == "agent") {
     auto a = client::ConnectOrSpawnAgent(paths, rs.settings.dir, true,
-                                         std::min(deadline_ms, NowMillis() + kSpawnBudgetMs));
+                                         std::min(deadline_ms, MonoMs() + kSpawnBudgetMs));
+    tmark("connected");  // TIMING-TEMP
     if (a.ok()) {
-      t = std::move(*a);
-      reply = OpenOn(t.get(), open, deadline_ms);
+      agent_t = std::move(*a);
+      // The agent is asked to answer `margin` before the deadline. If its answer is not here
+      // half that margin before it, it may not have taken the writer's WAL yet (a stuck agent):
+      // the in-process pipeline gets the rest of the time.
+      const int64_t answer_by =
+          deadline_ms - client::AgentTransport::AnswerMarginMs(deadline_ms - MonoMs()) / 2;
+      agent::OpenRequest r = open;
+      r.wait_ms = std::max<int64_t>(0, std::min(r.wait_ms, deadline_ms - MonoMs() - 20));
+      Status sent = agent_t->SendOpen(r, deadline_ms);
+      reply = sent.ok() ? agent_t->AwaitOpen(answer_by) : Result<agent::OpenReply>(sent);
+      tmark("opened");  // TIMING-TEMP
     } else {
       agent::Logf(agent::LogLevel::kDebug, "no agent ({}); running in-process",
                   a.status().ToString());
     }
   }
-  if (!t || !reply.ok()) {  // no agent, or it failed us: the same pipeline, in this process
-    t = MakeInProcess();
-    reply = OpenOn(t.get(), open, deadline_ms);
-    in_process_fallback = rs.settings.transport == "agent";
+  if (reply.ok()) {
+    t = std::move(agent_t);
+  } else {  // no agent, or it failed us: the same pipeline, in this process
+    std::unique_ptr<client::Transport> local = MakeInProcess();
+    Result<agent::OpenReply> local_reply = OpenOn(local.get(), open, deadline_ms);
+    if (rs.settings.transport == "agent" && WalLockedByAnother(local_reply)) {
+      // The agent holds the writer's WAL: it took our open and its answer is late, or the
+      // connection broke after it took it. Only the agent can serve this writer now: go on
+      // waiting for it (reconnecting if need be) until the deadline, rather than failing Init
+      // with the lock error.
+      local.reset();
+      agent::Logf(agent::LogLevel::kDebug, "cohort: the agent holds the WAL ({}); waiting for it",
+                  reply.status().ToString());
+      reply = AwaitAgentOpen(&agent_t, deadline_ms);
+      if (reply.ok()) {
+        t = std::move(agent_t);
+      } else {
+        return Status(reply.status().code(),
+                      reply.status().message() + " (the agent holds the writer's WAL: " +
+                          local_reply->error + ")");
+      }
+    } else {
+      agent_t.reset();
+      t = std::move(local);
+      reply = std::move(local_reply);
+      in_process_fallback = rs.settings.transport == "agent";
+    }
   }
   if (!reply.ok()) return reply.status();
   if (!reply->ok) return StatusFromText(reply->error);
@@ -111,6 +177,8 @@ Status Run::Impl::Start(int64_t deadline_ms) {
   sent_upto = reply->last_frame;
   transport = std::move(t);
   StartFlusher();
+  tmark("flusher");  // TIMING-TEMP
+  if (std::getenv("COHORT_OPEN_TIMING")) fprintf(stderr, "start timing:%s\n", tdbg.c_str());
   if (rs.settings.capture_console) {
     auto c =
         client::ConsoleCapture::Start([this](bool is_stderr, int64_t time_ms, std::string line) {
@@ -279,8 +347,8 @@ void Run::Impl::DropTransport(const Status& why) {
 bool Run::Impl::EnsureTransport(int64_t mono_deadline_ms) {
   if (transport) return true;
   if (MonoMs() < next_connect_ms) return false;
-  const int64_t now = NowMillis();
-  const int64_t deadline_ms = WallDeadline(mono_deadline_ms);
+  const int64_t now = MonoMs();
+  const int64_t deadline_ms = mono_deadline_ms;
   agent::OpenRequest reopen = open;
   // The run exists (or its creation is in a WAL): a reconnect only re-joins.
   bj::object run;
@@ -339,7 +407,7 @@ void Run::Impl::FlushOnce(int64_t mono_deadline_ms) {
     }
   }
   for (const PendingFrame* f : to_send) {
-    Status s = transport->Send(f->type, f->number, f->body, WallDeadline(mono_deadline_ms));
+    Status s = transport->Send(f->type, f->number, f->body, mono_deadline_ms);
     if (!s.ok()) {
       DropTransport(s);
       return;
@@ -396,7 +464,7 @@ Status Run::Impl::Finish(int exit_code, std::string_view state) {
     }
     bool sent = true;
     for (const PendingFrame* f : to_send) {
-      Status s = transport->Send(f->type, f->number, f->body, WallDeadline(deadline));
+      Status s = transport->Send(f->type, f->number, f->body, deadline);
       if (!s.ok()) {
         DropTransport(s);
         sent = false;
@@ -409,7 +477,7 @@ Status Run::Impl::Finish(int exit_code, std::string_view state) {
     req.exit_code = exit_code;
     req.state = std::string(state);
     req.wait_ms = std::max<int64_t>(0, deadline - MonoMs() - 100);
-    auto reply = transport->Finish(finish_frame, req, WallDeadline(deadline));
+    auto reply = transport->Finish(finish_frame, req, deadline);
     if (reply.ok()) {
       result = Status::Ok();
       break;
@@ -474,9 +542,9 @@ void Run::Impl::ForkChild() {
   finish_mu.unlock();
 }
 
-void Run::Impl::StartInChild() {
+bool Run::Impl::StartInChild() {
   bool expected = true;
-  if (!child_pending.compare_exchange_strong(expected, false)) return;
+  if (!child_pending.compare_exchange_strong(expected, false)) return false;
   std::lock_guard<std::mutex> io(io_mu);
   std::string label = rs.settings.label + "-" + std::to_string(getpid());
   rs.settings.label = label;
@@ -493,6 +561,7 @@ void Run::Impl::StartInChild() {
   writer["pid"] = int64_t(getpid());
   open.writer_json = bj::serialize(writer);
   StartFlusher();
+  return true;
 }
 
 }  // namespace cohort

@@ -49,7 +49,8 @@ struct Run::Impl {
   ~Impl();  // finishes the run (exit code 0) if nobody did
 
   // Connects (or spawns the agent, or falls back in-process) and opens the writer, all before
-  // `deadline_ms`. Sets entity/run_name/offline from the reply.
+  // `deadline_ms` (agent::MonoMillis clock, as every deadline here). Sets entity/run_name/offline
+  // from the reply.
   Status Start(int64_t deadline_ms);
   Status Finish(int exit_code, std::string_view state);
 
@@ -66,8 +67,9 @@ struct Run::Impl {
   void ForkPrepare();
   void ForkParent();
   void ForkChild();
-  // First use in a forked child: a new session and label, a new flush thread.
-  void StartInChild();
+  // First use in a forked child: a new session and label, a new flush thread. True when this
+  // call started it (false when it was started already or is not a pending child).
+  bool StartInChild();
 
   // ---- immutable after Start (apart from the fork child's re-labelling) ----
   client::ResolvedSettings rs;
@@ -96,6 +98,11 @@ struct Run::Impl {
   void DropTransport(const Status& why);                    // requires io_mu
   Result<agent::OpenReply> OpenOn(client::Transport* t, const agent::OpenRequest& req,
                                   int64_t deadline_ms);
+  // Start's way back to an agent that holds the writer's WAL: reads the answer to the open
+  // outstanding on `*t`, or opens again on a new connection when that one broke, until
+  // `deadline_ms`.
+  Result<agent::OpenReply> AwaitAgentOpen(std::unique_ptr<client::AgentTransport>* t,
+                                          int64_t deadline_ms);
   std::unique_ptr<client::Transport> MakeInProcess();
   void StartFlusher();
   void StopFlusher();

@@ -453,5 +453,22 @@ TEST_F(RunTest, SigtermRunsTheProgramsOwnHandlerAfterFinishing) {
   EXPECT_EQ(server.writers().at("w0").state, "killed");
 }
 
+TEST_F(RunTest, SigtermInAForkedChildThatLoggedMarksItsWriterKilled) {
+  FakeCohortServer server;
+  int status = RunExitProbe(server, "fork-sigterm");
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);  // the child died of SIGTERM, the parent returned 0
+  std::string child_label;
+  for (const auto& [label, writer] : server.writers()) {
+    if (label.rfind("w0-", 0) == 0) child_label = label;
+  }
+  ASSERT_FALSE(child_label.empty());
+  EXPECT_EQ(server.point_count(child_label), 10u);
+  EXPECT_EQ(server.writers().at(child_label).state, "killed");
+  EXPECT_EQ(server.writers().at(child_label).exit_code, 143);
+  EXPECT_EQ(server.writers().at("w0").state, "finished");
+  EXPECT_EQ(server.point_count("w0"), 10u);
+}
+
 }  // namespace
 }  // namespace cohort

@@ -6,7 +6,8 @@
 //
 // The signal handler itself only writes a byte to a pipe (async-signal-safe). A process that
 // forked after Install() has no watcher thread: there the handler restores the previous
-// disposition and re-raises at once, unless Install() is called again in that process.
+// disposition and re-raises at once, unless Install() is called again in that process (the
+// client library does, when a forked child first uses its run: run.cc StartForkedChild).
 //
 // Threading: Install() is thread-safe and idempotent per process; `on_sigterm` runs on the
 // watcher thread, at most once per process.

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "agent/socket_io.h"
-#include "core/clock.h"
 
 extern char** environ;
 
@@ -139,17 +138,17 @@ Result<std::unique_ptr<AgentTransport>> ConnectOrSpawnAgent(const agent::AgentPa
   if (t.ok() || !allow_spawn) return t;
   COHORT_ASSIGN_OR_RETURN(std::string binary, FindCohortBinary());
   COHORT_RETURN_IF_ERROR(SpawnAgent(binary, paths, data_dir));
-  int64_t spawned_ms = NowMillis();
+  int64_t spawned_ms = agent::MonoMillis();
   int delay_ms = 2;
-  while (NowMillis() < deadline_ms) {
+  while (agent::MonoMillis() < deadline_ms) {
     t = AgentTransport::Connect(paths.socket, deadline_ms);
     if (t.ok()) return t;
     // An agent that was exiting (idle, or told to stop) still held the agent lock when ours
     // started, so ours exited at once; or ours died young. Then nobody will ever listen: spawn
     // again now and then. A redundant agent finds the lock taken and exits at once.
-    if (NowMillis() - spawned_ms >= kRespawnIntervalMs) {
+    if (agent::MonoMillis() - spawned_ms >= kRespawnIntervalMs) {
       COHORT_RETURN_IF_ERROR(SpawnAgent(binary, paths, data_dir));
-      spawned_ms = NowMillis();
+      spawned_ms = agent::MonoMillis();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     delay_ms = std::min(delay_ms * 2, 50);

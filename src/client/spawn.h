@@ -25,7 +25,7 @@ Status SpawnAgent(const std::string& binary, const agent::AgentPaths& paths,
                   const std::string& data_dir);
 
 // Connects to the agent at `paths`; when nobody answers and `allow_spawn`, spawns one and
-// retries until `deadline_ms`.
+// retries until `deadline_ms` (agent::MonoMillis clock).
 Result<std::unique_ptr<AgentTransport>> ConnectOrSpawnAgent(const agent::AgentPaths& paths,
                                                             const std::string& data_dir,
                                                             bool allow_spawn,

@@ -5,8 +5,9 @@
 // reports which frames of the session are already durable so a reconnect resends the rest.
 //
 // Threading: a Transport is used by one thread at a time (the Run's flush thread, or the thread
-// in Init/Finish while the flush thread is stopped). Every call is bounded by its deadline
-// (NowMillis clock), so a dead agent never hangs the caller.
+// in Init/Finish while the flush thread is stopped). Every call is bounded by its deadline, on
+// the monotonic clock (agent::MonoMillis, agent/socket_io.h), so a dead agent never hangs the
+// caller and a wall clock that jumps during a wait neither cuts it short nor stretches it.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +55,7 @@ class AgentTransport : public Transport {
                                                          int64_t deadline_ms);
   ~AgentTransport() override;
 
+  // SendOpen, then AwaitOpen until the same deadline.
   Result<agent::OpenReply> Open(const agent::OpenRequest& request, int64_t deadline_ms) override;
   Status Send(agent::MessageType type, uint64_t frame, std::string_view body,
               int64_t deadline_ms) override;
@@ -64,6 +66,17 @@ class AgentTransport : public Transport {
   bool in_process() const override { return false; }
   void AbandonInChild() override;
   int64_t agent_pid() const { return agent_pid_; }
+
+  // Sends the open request, asking the agent to wait for the server no longer than leaves it
+  // AnswerMarginMs before `deadline_ms` to answer.
+  Status SendOpen(const agent::OpenRequest& request, int64_t deadline_ms);
+  // Reads until the answer to the last SendOpen is here (kept if it came earlier) or
+  // `deadline_ms` passes (kDeadlineExceeded; the request stays outstanding and a later call
+  // reads on).
+  Result<agent::OpenReply> AwaitOpen(int64_t deadline_ms);
+  // The time an open or finish request leaves the agent to answer when `left_ms` remain
+  // before the caller's deadline.
+  static int64_t AnswerMarginMs(int64_t left_ms);
 
  private:
   explicit AgentTransport(int fd) : fd_(fd) {}

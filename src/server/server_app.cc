@@ -163,6 +163,9 @@ Status ServerApp::Start() {
   store_ = std::move(store).value();
   auth_ = std::make_unique<api::Authenticator>(store_.get());
   COHORT_RETURN_IF_ERROR(StartLimiter());
+  heartbeats_ = std::make_unique<api::HeartbeatCoalescer>(store_.get());
+  heartbeats_->Start();
+  ctx_.heartbeats = heartbeats_.get();
   ctx_.store = store_.get();
   ctx_.auth = auth_.get();
   ctx_.metrics = &metrics_;
@@ -219,6 +222,13 @@ void ServerApp::SweepLoop() {
     cv_.wait_for(lock, std::chrono::seconds(config_.sweep_interval_s));
     if (stopping_) break;
     lock.unlock();
+    // Heartbeats answered so far must be in the store before it is searched for stale writers;
+    // when they cannot be written, no writer is marked crashed this time.
+    if (Status s = heartbeats_->Flush(); !s.ok()) {
+      std::fprintf(stderr, "cohort: writing heartbeats failed: %s\n", s.ToString().c_str());
+      lock.lock();
+      continue;
+    }
     int64_t now = NowMillis();
     auto marked =
         store_->MarkStaleWritersCrashed(now - int64_t(config_.heartbeat_timeout_s) * 1000, now);
@@ -253,6 +263,7 @@ void ServerApp::Stop() {
   cv_.notify_all();
   if (http_) http_->Stop();
   if (sweeper_.joinable()) sweeper_.join();
+  if (heartbeats_) heartbeats_->Stop();  // writes what is pending
 }
 
 void ServerApp::Wait() {

@@ -64,6 +64,7 @@ class ServerApp {
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<api::Authenticator> auth_;
   std::unique_ptr<limits::RateLimiter> limiter_;
+  std::unique_ptr<api::HeartbeatCoalescer> heartbeats_;
   Metrics metrics_;
   api::ApiContext ctx_;
   std::unique_ptr<http::Router> router_;

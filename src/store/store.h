@@ -44,6 +44,22 @@ class Store {
   virtual Result<WriterRecord> JoinWriter(const RunRef& ref, const WriterJoin& join) = 0;
   virtual Result<std::vector<WriterRecord>> ListWriters(const RunRef& ref) = 0;
   virtual Status Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) = 0;
+  // Records many writers' heartbeats at once (the server coalesces heartbeats and writes them
+  // about once a second): each writer's and its run's heartbeat time moves up to now_ms, never
+  // back. A writer (or run) that does not exist is skipped. Returns how many writers were
+  // updated. The default calls Heartbeat() for each; a backend may use one transaction.
+  virtual Result<int64_t> Heartbeats(const std::vector<HeartbeatUpdate>& updates) {
+    int64_t updated = 0;
+    for (const HeartbeatUpdate& u : updates) {
+      Status s = Heartbeat(u.ref, u.label, u.now_ms);
+      if (s.ok()) {
+        ++updated;
+      } else if (s.code() != StatusCode::kNotFound) {
+        return s;
+      }
+    }
+    return updated;
+  }
   // Ends a writer with `state` (finished/failed/killed/preempted/crashed) and exit code, and
   // recomputes the run's state (run_state.h).
   virtual Result<WriterRecord> FinishWriter(const RunRef& ref, const std::string& label,

@@ -29,9 +29,11 @@ Result<SqliteOptions> ParseSqliteTarget(std::string_view target) {
       options.synchronous_full = true;
     } else if (name == "synchronous" && (value == "normal" || value == "NORMAL")) {
       options.synchronous_full = false;
+    } else if (name == "group_commit" && (value == "on" || value == "off")) {
+      options.group_commit = value == "on";
     } else {
       return Status::InvalidArgument("store url: unknown sqlite option '" + std::string(pair) +
-                                     "' (supported: synchronous=normal|full)");
+                                     "' (supported: synchronous=normal|full, group_commit=on|off)");
     }
   }
   if (options.path.empty()) return Status::InvalidArgument("store url: empty sqlite path");

@@ -80,6 +80,13 @@ struct WriterJoin {
   std::vector<int64_t> gpu_ids;
 };
 
+// One writer's heartbeat at now_ms (Store::Heartbeats).
+struct HeartbeatUpdate {
+  RunRef ref;
+  std::string label;
+  int64_t now_ms = 0;
+};
+
 // One scalar point of a user metric. `step` < 0 asks the store to assign the writer's next step
 // (all points of one batch row share it; see IngestBatch::rows).
 struct Point {

@@ -6,6 +6,7 @@ nothing hangs (init, flushes and finish are bounded), and the run and writer sta
 the server's own clock decides heartbeats, so points stamped in 1996 or 2036 neither crash nor
 revive a writer.
 """
+import fcntl
 import os
 import socket
 import subprocess
@@ -151,6 +152,49 @@ def test_rejoined_writer_after_clock_went_back_is_not_dropped_as_duplicate(tmp_p
         assert [p[2] for p in points] == ([value(1, s, 0) for s in range(steps)] +
                                           [value(2, s, 0) for s in range(steps)])
     finally:
+        writers.stop()
+        server.stop()
+
+
+def test_clock_jumping_ahead_while_init_waits_for_the_agent_does_not_end_the_wait(tmp_path):
+    # Init spawns the agent and waits, bounded by init_timeout, until its socket answers; an
+    # agent still on its way out holds the agent lock (here: the test), so each spawned agent
+    # exits at once and Init spawns again every second. The wall clock jumps ten years ahead
+    # during that wait. When the transports took wall-clock deadlines, the jump ended the wait at
+    # once and the client fell back to its in-process pipeline for good (no agent ever served
+    # it); on the monotonic clock Init goes on waiting and the agent serves the run once the
+    # lock is free.
+    server = FaultServer(tmp_path).start()
+    writers = Writers(server)
+    shift = tmp_path / "clock-offset"
+    sock_dir = server.home / "run" / "cohort"
+    os.makedirs(sock_dir, mode=0o700, exist_ok=True)
+    os.chmod(sock_dir, 0o700)
+    lock_fd = os.open(sock_dir / "agent.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    run_id = random_run_id("cls")
+    try:
+        t0 = time.monotonic()
+        p = writers.start(run_id, 1, 200, label="w", sleep_ms=0,
+                          extra=("--init-timeout", "20", "--finish-timeout", "20"),
+                          LD_PRELOAD=str(CLOCK_SHIFT_LIB), COHORT_CLOCK_SHIFT_FILE=str(shift))
+        time.sleep(1.0)
+        shift.write_text(str(10 * YEAR_S))  # while Init waits for the agent's socket
+        time.sleep(1.5)
+        os.close(lock_fd)  # the old agent is gone: the next spawn comes up
+        lock_fd = -1
+        (spec, rc, out, err), = writers.wait_all(timeout=60)
+        took = time.monotonic() - t0
+        assert rc == 0 and "finish ok" in out, (rc, out, err[-2000:])
+        assert took > 2.5, took  # Init did wait across the jump
+        # The run went through a spawned agent, not the in-process fallback.
+        assert writers.serving_agent() != 0, writers.agent_pids()
+        assert_exactly_once(server.api(), run_id,
+                            {"w": dict(writer=1, steps=200, keys=4)}, timeout=60)
+        print(f"clock jump during the wait for the agent: served by the agent, {took:.1f} s")
+    finally:
+        if lock_fd >= 0:
+            os.close(lock_fd)
         writers.stop()
         server.stop()
 

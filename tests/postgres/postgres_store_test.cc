@@ -403,6 +403,81 @@ TEST_F(PostgresStoreTest, TwoServersStoreEachBatchOfOneWriterExactlyOnce) {
   EXPECT_EQ(QueryInt("SELECT count(*) FROM batches"), kBatches);
 }
 
+// A server that wrote a writer's last batch stores the next one in one round trip from what it
+// remembers; when another server wrote in between, or the batch was stored before, that memory
+// is stale and the batch takes the path that reads the rows: nothing is written twice or lost.
+TEST_F(PostgresStoreTest, StaleIngestStateFromAnotherServerIsDetectedAndNotUsed) {
+  COHORT_ASSERT_OK_AND_ASSIGN(auto server_a, Open("pool_size=2"));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto server_b, Open("pool_size=2"));
+  ASSERT_TRUE(server_a->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
+  ASSERT_TRUE(server_a->JoinWriter(Ref("run1"), WriterJoin{.label = "w"}).ok());
+  constexpr int kRows = 40;
+  auto batch = [](int seq) {
+    IngestBatch b{.seq = seq};
+    for (int i = 0; i < kRows; ++i) {
+      b.rows.push_back(HistoryRow{.time_ms = seq, .values = {{"loss", seq * 100.0 + i}}});
+    }
+    b.console.push_back(ConsoleLine{.time_ms = seq, .text = "batch " + std::to_string(seq)});
+    return b;
+  };
+  auto ingest = [&](PostgresStore* server, int seq) {
+    auto r = server->Ingest(Ref("run1"), "w", batch(seq), 1000 + seq);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : IngestResult{};
+  };
+  EXPECT_FALSE(ingest(server_a.get(), 1).duplicate);  // rows read: nothing remembered yet
+  EXPECT_EQ(server_a->fast_ingests(), 0);
+  EXPECT_EQ(ingest(server_a.get(), 2).next_step, 2 * kRows);
+  EXPECT_EQ(server_a->fast_ingests(), 1);
+  EXPECT_FALSE(ingest(server_b.get(), 3).duplicate);  // A's memory of the writer is now stale
+  EXPECT_EQ(server_b->fast_ingests(), 0);
+  IngestResult fourth = ingest(server_a.get(), 4);
+  EXPECT_FALSE(fourth.duplicate);
+  EXPECT_EQ(fourth.next_step, 4 * kRows);
+  EXPECT_EQ(server_a->fast_ingests(), 1);            // detected: the rows were read
+  EXPECT_TRUE(ingest(server_a.get(), 4).duplicate);  // a retry is acknowledged, not stored
+  EXPECT_TRUE(ingest(server_a.get(), 2).duplicate);
+  EXPECT_EQ(server_a->fast_ingests(), 1);
+  EXPECT_FALSE(ingest(server_a.get(), 5).duplicate);
+  EXPECT_EQ(server_a->fast_ingests(), 2);
+
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto hist, server_b->QueryHistory(HistoryQuery{.run = Ref("run1"), .keys = {"loss"}}));
+  ASSERT_EQ(hist.size(), 1u);
+  ASSERT_EQ(hist[0].points.size(), size_t(5 * kRows));
+  for (size_t i = 0; i < hist[0].points.size(); ++i) {
+    EXPECT_EQ(hist[0].points[i].step, int64_t(i));
+    EXPECT_EQ(hist[0].points[i].value, double(i / kRows + 1) * 100.0 + double(i % kRows));
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto lines, server_b->QueryConsole(ConsoleQuery{.run = Ref("run1"), .limit = 100}));
+  ASSERT_EQ(lines.size(), 5u);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i].text, "batch " + std::to_string(i + 1));
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(auto writers, server_a->ListWriters(Ref("run1")));
+  ASSERT_EQ(writers.size(), 1u);
+  EXPECT_EQ(writers[0].last_seq, 5);
+  EXPECT_EQ(writers[0].next_step, 5 * kRows);
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM batches"), 5);
+  EXPECT_EQ(QueryInt("SELECT sum(count)::int8 FROM series"), 5 * kRows);
+}
+
+// A deleted run's remembered writer is not written to: the batch fails as for an unknown run.
+TEST_F(PostgresStoreTest, RememberedWriterOfADeletedRunIsNotWritten) {
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open("pool_size=2"));
+  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
+  ASSERT_TRUE(store->JoinWriter(Ref("run1"), WriterJoin{.label = "w"}).ok());
+  IngestBatch b{.seq = 1, .rows = {HistoryRow{.time_ms = 1, .values = {{"loss", 1.0}}}}};
+  ASSERT_TRUE(store->Ingest(Ref("run1"), "w", b, 1).ok());
+  COHORT_ASSERT_OK(store->DeleteRun(Ref("run1")));
+  b.seq = 2;
+  auto r = store->Ingest(Ref("run1"), "w", b, 2);
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound) << r.status().ToString();
+  EXPECT_EQ(store->fast_ingests(), 0);
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks"), 0);
+}
+
 TEST_F(PostgresStoreTest, TwoServersCreatingOneRunAtOnceMakeOneRun) {
   COHORT_ASSERT_OK_AND_ASSIGN(auto server_a, Open());
   COHORT_ASSERT_OK_AND_ASSIGN(auto server_b, Open());

@@ -80,9 +80,14 @@ before(async () => {
   mkdirSync(SHOTS, { recursive: true });
   server = await startServer();
   entity = (await api(server, 'GET', '/api/v1/viewer')).entity;
-  seeded = process.env.COHORT_UI_SEED === 'http'
-    ? await seed(new HttpDriver(server.url, server.key, entity, PROJECT))
-    : await seedWithSdk(server, entity, PROJECT, { stragglersProject: RANKS_PROJECT });
+  try {
+    seeded = process.env.COHORT_UI_SEED === 'http'
+      ? await seed(new HttpDriver(server.url, server.key, entity, PROJECT))
+      : await seedWithSdk(server, entity, PROJECT, { stragglersProject: RANKS_PROJECT });
+  } catch (e) {
+    server.dumpLogs('seeding failed');
+    throw e;
+  }
   browser = await launchBrowser();
   const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 }, colorScheme: 'light' });
   page = await ctx.newPage();

@@ -2,7 +2,7 @@
 // temporary HOME and data directory, and Debian's Chromium through playwright-core (from
 // ui/node_modules; never a downloaded browser).
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -56,6 +56,23 @@ export async function startServer({ extraArgs = [], bin = null, dataDir = null, 
   return {
     url, loginUrl: m[1], token: m[2], key: config.api_key, proc, dir,
     stderr: () => stderr,
+    /** The agents' logs under this server's temp dir (HOME and runtime dir), path -> text. */
+    agentLogs() {
+      const out = {};
+      for (const f of readdirSync(dir, { recursive: true })) {
+        if (path.basename(String(f)) === 'agent.log') {
+          try { out[String(f)] = readFileSync(path.join(dir, String(f)), 'utf8'); } catch { /* gone */ }
+        }
+      }
+      return out;
+    },
+    /** Prints the server's stderr tail and the agents' log tails (for a failed set-up). */
+    dumpLogs(why) {
+      console.error(`== ${why}: server stderr (tail)\n${stderr.slice(-4000)}`);
+      for (const [f, text] of Object.entries(this.agentLogs())) {
+        console.error(`== ${why}: ${f} (tail)\n${text.slice(-6000)}`);
+      }
+    },
     /** Runs `fn` when the server stops (the SDK seeder kills its processes). */
     onStop(fn) { onStop.push(fn); },
     async stop() {
@@ -64,6 +81,12 @@ export async function startServer({ extraArgs = [], bin = null, dataDir = null, 
       if (proc.exitCode === null) {
         proc.kill('SIGTERM');
         await new Promise((r) => { const t = setTimeout(() => { proc.kill('SIGKILL'); r(); }, 5000); proc.on('exit', () => { clearTimeout(t); r(); }); });
+      }
+      // The agents' logs outlive the temp dir (artifacts/ui/logs/), for a failure seen later.
+      const logs = path.join(ROOT, 'artifacts/ui/logs', path.basename(dir));
+      for (const f of Object.keys(this.agentLogs())) {
+        mkdirSync(logs, { recursive: true });
+        copyFileSync(path.join(dir, f), path.join(logs, f.replaceAll('/', '_')));
       }
       rmSync(dir, { recursive: true, force: true });
     },

@@ -10,6 +10,7 @@
 
 #include "core/json.h"
 #include "server/api/auth.h"
+#include "server/api/heartbeat_coalescer.h"
 #include "server/http/message.h"
 #include "server/http/router.h"
 #include "server/limits/rate_limiter.h"
@@ -33,6 +34,7 @@ struct ApiContext {
   Authenticator* auth = nullptr;
   server::Metrics* metrics = nullptr;
   limits::RateLimiter* limiter = nullptr;  // per-entity rate limits; null: none
+  HeartbeatCoalescer* heartbeats = nullptr;  // coalesced heartbeats; null: straight to the store
   ApiLimits limits;
   std::string version = "0.1.0";
 };

@@ -5,7 +5,10 @@ namespace cohort::api {
 
 void RegisterHealthRoutes(http::Router& r, ApiContext* ctx) {
   r.Add("GET", "/healthz", [ctx](http::HttpRequest&) {
-    return JsonResponse(200, bj::object{{"status", "ok"}, {"version", ctx->version}});
+    // ingest_formats: the batch bodies POST .../batches reads (the agent picks binary when listed).
+    return JsonResponse(200, bj::object{{"status", "ok"},
+                                        {"version", ctx->version},
+                                        {"ingest_formats", bj::array{"json", "cohort-batch-v1"}}});
   });
   r.Add("GET", "/metrics", [ctx](http::HttpRequest&) {
     return http::HttpResponse::Text(200, ctx->metrics->RenderPrometheus(),

@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <set>
 
@@ -14,25 +15,56 @@ namespace {
 
 constexpr std::string_view kSystemPrefix = "system/";
 
-// Appends a double as JSON: shortest round-trip form, non-finite values as strings.
-void AppendDouble(std::string* out, double d) {
+// Writes a double as JSON at `p` (room for kMaxDoubleChars): shortest round-trip form,
+// non-finite values as strings. Returns the end.
+constexpr size_t kMaxDoubleChars = 32;
+char* WriteDouble(char* p, double d) {
+  auto put = [p](std::string_view s) {
+    std::memcpy(p, s.data(), s.size());
+    return p + s.size();
+  };
   if (!std::isfinite(d)) {
-    out->append(std::isnan(d) ? "\"NaN\"" : (d > 0 ? "\"Infinity\"" : "\"-Infinity\""));
-    return;
+    return put(std::isnan(d) ? "\"NaN\"" : (d > 0 ? "\"Infinity\"" : "\"-Infinity\""));
   }
-  if (d == 0 && std::signbit(d)) {
-    out->append("-0.0");  // "-0" would read back as the integer 0
-    return;
-  }
-  char buf[32];
-  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, d);
-  out->append(buf, p);
+  if (d == 0 && std::signbit(d)) return put("-0.0");  // "-0" would read back as the integer 0
+  return std::to_chars(p, p + kMaxDoubleChars, d).ptr;
+}
+
+void AppendDouble(std::string* out, double d) {
+  char buf[kMaxDoubleChars];
+  out->append(buf, size_t(WriteDouble(buf, d) - buf));
 }
 
 void AppendInt(std::string* out, int64_t v) {
   char buf[24];
   auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
   out->append(buf, p);
+}
+
+// Appends points as [step,time,value],... : each point is written into a stack buffer with one
+// bounds check (not one per character), and `out` grows by large appends into room reserved
+// once (a raw read answers up to millions of points; see docs/benchmarks.md).
+void AppendPoints(std::string* out, const std::vector<store::Point>& points) {
+  constexpr size_t kMaxPointChars = 2 + 20 + 1 + 20 + 1 + kMaxDoubleChars + 1;
+  constexpr size_t kTypicalPointChars = 48;  // 6-digit step, ms time, 17-digit value
+  out->reserve(out->size() + points.size() * kTypicalPointChars + 16);
+  char buf[16384];
+  char* p = buf;
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (p + kMaxPointChars > buf + sizeof buf) {
+      out->append(buf, size_t(p - buf));
+      p = buf;
+    }
+    if (i > 0) *p++ = ',';
+    *p++ = '[';
+    p = std::to_chars(p, p + 20, points[i].step).ptr;
+    *p++ = ',';
+    p = std::to_chars(p, p + 20, points[i].time_ms).ptr;
+    *p++ = ',';
+    p = WriteDouble(p, points[i].value);
+    *p++ = ']';
+  }
+  out->append(buf, size_t(p - buf));
 }
 
 // Serialises one series directly to text: raw reads of millions of points must not build a
@@ -78,19 +110,7 @@ void AppendSeriesJson(std::string* out, const store::SeriesData& s, bool strip_s
     return;
   }
   out->append(",\"points\":[");
-  out->reserve(out->size() + s.points.size() * 36);
-  bool first = true;
-  for (const auto& p : s.points) {
-    if (!first) out->push_back(',');
-    first = false;
-    out->push_back('[');
-    AppendInt(out, p.step);
-    out->push_back(',');
-    AppendInt(out, p.time_ms);
-    out->push_back(',');
-    AppendDouble(out, p.value);
-    out->push_back(']');
-  }
+  AppendPoints(out, s.points);
   out->append("],\"more\":");
   out->append(s.more ? "true" : "false");
   out->push_back('}');

@@ -1,9 +1,13 @@
 // Route: POST /api/v1/runs/{entity}/{project}/{run}/writers/{label}/batches — one writer's
 // history rows, system samples and console lines, stored atomically and at most once per seq.
+// The body is JSON (docs/api.md) or, with Content-Type application/vnd.cohort.batch, the binary
+// batch encoding the agent sends (docs/formats.md, "Binary ingest batch"); a binary version this
+// server does not read is answered 415, so that a client can fall back to JSON.
 #include <unordered_set>
 
 #include "core/clock.h"
 #include "server/api/context.h"
+#include "server/api/ingest_binary_decode.h"
 #include "server/api/ingest_decode.h"
 #include "server/api/throttle.h"
 
@@ -14,7 +18,20 @@ void RegisterIngestRoutes(http::Router& r, ApiContext* ctx) {
         Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
           auto ref = RunRefFromPath(req, who);
           if (!ref.ok()) return ErrorResponse(ref.status());
-          auto batch = DecodeIngestBatch(req.body, ctx->limits);
+          const bool binary = IsBinaryBatchContentType(req.Header("content-type"));
+          if (binary) {
+            auto version = BinaryBatchVersion(req.body);
+            if (version && *version != kBinaryBatchVersion) {
+              ctx->metrics->AddRejected("bad_batch");
+              return http::HttpResponse::Error(
+                  415, "unsupported_media_type",
+                  "binary batch version " + std::to_string(*version) +
+                      " is not supported (this server reads version " +
+                      std::to_string(kBinaryBatchVersion) + "); send JSON instead");
+            }
+          }
+          auto batch = binary ? DecodeBinaryIngestBatch(req.body, ctx->limits)
+                              : DecodeIngestBatch(req.body, ctx->limits);
           if (!batch.ok()) {
             ctx->metrics->AddRejected("bad_batch");
             return ErrorResponse(batch.status());

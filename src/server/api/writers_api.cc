@@ -93,7 +93,10 @@ void RegisterWriterRoutes(http::Router& r, ApiContext* ctx) {
         Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
           auto ref = RunRefFromPath(req, who);
           if (!ref.ok()) return ErrorResponse(ref.status());
-          Status s = ctx->store->Heartbeat(*ref, req.PathParam("label"), NowMillis());
+          // Coalesced: remembered now, written with the others within a second.
+          Status s = ctx->heartbeats
+                         ? ctx->heartbeats->Record(*ref, req.PathParam("label"), NowMillis())
+                         : ctx->store->Heartbeat(*ref, req.PathParam("label"), NowMillis());
           if (!s.ok()) return ErrorResponse(s);
           return JsonResponse(200, bj::object{{"ok", true}});
         }));

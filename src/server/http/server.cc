@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -45,6 +46,7 @@ namespace {
 constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 constexpr size_t kFirstReadBytes = 512;                // buffer for the first byte of a request
 constexpr size_t kKeepBufferBytes = 8 << 10;           // larger idle buffers are released
+constexpr size_t kDirectBodyBytes = 16 << 10;          // bodies read without the parser
 constexpr auto kLingerTime = std::chrono::seconds(1);  // draining after an early error answer
 constexpr size_t kLingerMaxBytes = 4 << 20;
 constexpr std::chrono::milliseconds kAcceptBackoff{50};
@@ -358,7 +360,25 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
           stream, asio::buffer(kContinue.data(), kContinue.size()), kUseTuple);
       ec = cec;
     }
-    if (!ec && !parser.is_done()) {
+    // A large body of known length is read straight into its final string (one copy from the
+    // socket, no growing buffer, no parser pass over the bytes); anything else (chunked, small)
+    // goes through the parser.
+    std::string direct_body;
+    bool direct = false;
+    if (!ec && !parser.is_done() && !parser.chunked() && parser.content_length() &&
+        *parser.content_length() >= kDirectBodyBytes) {
+      const size_t length = static_cast<size_t>(*parser.content_length());
+      direct_body.resize(length);
+      const size_t have = std::min(buffer.size(), length);
+      asio::buffer_copy(asio::buffer(direct_body.data(), have), buffer.data());
+      buffer.consume(have);
+      if (have < length) {
+        auto [bec, bn] = co_await asio::async_read(
+            stream, asio::buffer(direct_body.data() + have, length - have), kUseTuple);
+        ec = bec;
+      }
+      direct = true;
+    } else if (!ec && !parser.is_done()) {
       auto [bec, bn] = co_await bhttp::async_read(stream, buffer, parser, kUseTuple);
       ec = bec;
     }
@@ -381,6 +401,7 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
     }
 
     BeastRequest breq = parser.release();
+    if (direct) breq.body() = std::move(direct_body);
     HttpRequest req;
     req.method = std::string(breq.method_string());
     req.target = std::string(breq.target());

@@ -356,29 +356,24 @@ Status Conn::Commit() {
 }
 
 Result<PgResult> Conn::Run(std::string_view sql, const Params& params, bool prepared, bool commit) {
-  const char* name = nullptr;
-  bool prepare = false;
-  std::string new_name;
-  if (prepared) {
-    auto it = prepared_.find(std::string(sql));
-    if (it != prepared_.end()) {
-      name = it->second.c_str();
-    } else {
-      new_name = "c" + std::to_string(prepared_.size() + 1);
-      name = new_name.c_str();
-      prepare = true;
-    }
-  }
   if (begin_deferred() || commit) {
-    return RunPipelined(sql, params, name, prepare ? &new_name : nullptr, commit);
+    COHORT_ASSIGN_OR_RETURN(std::vector<PgResult> results,
+                            RunPipelined({Statement{sql, &params}}, prepared, commit));
+    return std::move(results[0]);
   }
+  const char* name = nullptr;
   std::string text(sql);
-  if (prepare) {
-    COHORT_ASSIGN_OR_RETURN(
-        PgResult ignored,
-        Check(PQprepare(conn_, name, text.c_str(), params.size(), params.types().data()), sql));
-    prepared_.emplace(text, new_name);
-    name = prepared_.find(text)->second.c_str();
+  if (prepared) {
+    auto it = prepared_.find(text);
+    if (it == prepared_.end()) {
+      std::string new_name = "c" + std::to_string(prepared_.size() + 1);
+      COHORT_ASSIGN_OR_RETURN(PgResult ignored,
+                              Check(PQprepare(conn_, new_name.c_str(), text.c_str(), params.size(),
+                                              params.types().data()),
+                                    sql));
+      it = prepared_.emplace(text, std::move(new_name)).first;
+    }
+    name = it->second.c_str();
   }
   std::vector<const char*> values;
   std::vector<int> lengths;
@@ -394,43 +389,69 @@ Result<PgResult> Conn::Run(std::string_view sql, const Params& params, bool prep
                sql);
 }
 
-Result<PgResult> Conn::RunPipelined(std::string_view sql, const Params& params, const char* name,
-                                    const std::string* prepare_as, bool commit) {
-  const bool prepare = prepare_as != nullptr;
-  const std::string text(sql), begin = std::move(deferred_begin_);
+Result<std::vector<PgResult>> Conn::ExecPipeline(const std::vector<Statement>& statements,
+                                                 bool commit) {
+  return RunPipelined(statements, /*prepared=*/true, commit);
+}
+
+Result<std::vector<PgResult>> Conn::RunPipelined(const std::vector<Statement>& statements,
+                                                 bool prepared, bool commit) {
+  const std::string begin = std::move(deferred_begin_);
   deferred_begin_.clear();
   if (PQenterPipelineMode(conn_) != 1) {
     return Status::Unavailable(std::string("postgres: cannot enter pipeline mode: ") +
                                PQerrorMessage(conn_));
   }
-  std::vector<const char*> values;
-  std::vector<int> lengths;
-  params.Pointers(&values, &lengths);
-  std::vector<int> formats(values.size(), 1);
-  // The commands sent, in order, and which one is the statement.
-  std::vector<std::string_view> sent;
-  size_t statement = 0;
+  // One command sent: its text (for errors), the statement it runs (-1: BEGIN, PREPARE or
+  // COMMIT) and, for a PREPARE, the statement name to remember once it went through.
+  struct Sent {
+    std::string_view sql;
+    int statement = -1;
+    std::string prepared_as;
+  };
+  std::vector<Sent> sent;
+  std::unordered_map<std::string, std::string> preparing;  // sql -> name, prepared in this pipeline
+  std::vector<std::string> texts;
+  texts.reserve(statements.size());
   bool ok = true;
   if (!begin.empty()) {
     ok = ok && PQsendQueryParams(conn_, begin.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 1);
-    sent.push_back(begin);
+    sent.push_back(Sent{begin});
   }
-  if (prepare) {
-    ok = ok && PQsendPrepare(conn_, name, text.c_str(), params.size(), params.types().data());
-    sent.push_back(sql);
+  for (size_t k = 0; k < statements.size() && ok; ++k) {
+    const Params& params = *statements[k].params;
+    texts.emplace_back(statements[k].sql);
+    const std::string& text = texts.back();
+    const char* name = nullptr;
+    if (prepared) {
+      if (auto it = prepared_.find(text); it != prepared_.end()) {
+        name = it->second.c_str();
+      } else if (auto jt = preparing.find(text); jt != preparing.end()) {
+        name = jt->second.c_str();
+      } else {
+        std::string new_name = "c" + std::to_string(prepared_.size() + preparing.size() + 1);
+        jt = preparing.emplace(text, new_name).first;
+        name = jt->second.c_str();
+        ok = ok && PQsendPrepare(conn_, name, text.c_str(), params.size(), params.types().data());
+        sent.push_back(Sent{statements[k].sql, -1, std::move(new_name)});
+      }
+    }
+    std::vector<const char*> values;
+    std::vector<int> lengths;
+    params.Pointers(&values, &lengths);
+    std::vector<int> formats(values.size(), 1);
+    if (name != nullptr) {
+      ok = ok && PQsendQueryPrepared(conn_, name, params.size(), values.data(), lengths.data(),
+                                     formats.data(), 1);
+    } else {
+      ok = ok && PQsendQueryParams(conn_, text.c_str(), params.size(), params.types().data(),
+                                   values.data(), lengths.data(), formats.data(), 1);
+    }
+    sent.push_back(Sent{statements[k].sql, int(k)});
   }
-  if (name != nullptr) {
-    ok = ok && PQsendQueryPrepared(conn_, name, params.size(), values.data(), lengths.data(),
-                                   formats.data(), 1);
-  } else {
-    ok = ok && PQsendQueryParams(conn_, text.c_str(), params.size(), params.types().data(),
-                                 values.data(), lengths.data(), formats.data(), 1);
-  }
-  statement = sent.size();
-  sent.push_back(sql);
   if (commit) {
     ok = ok && PQsendQueryParams(conn_, "COMMIT", 0, nullptr, nullptr, nullptr, nullptr, 1);
-    sent.push_back("COMMIT");
+    sent.push_back(Sent{"COMMIT"});
     commit_sent_ = true;
   }
   ok = ok && PQpipelineSync(conn_);
@@ -440,8 +461,8 @@ Result<PgResult> Conn::RunPipelined(std::string_view sql, const Params& params, 
   }
   Status first_error;
   std::string first_state;
-  PgResult result;
-  for (size_t i = 0; i < sent.size(); ++i) {
+  std::vector<PgResult> results(statements.size());
+  for (Sent& cmd : sent) {
     PGresult* res = PQgetResult(conn_);
     if (res == nullptr) {
       last_sqlstate_.clear();
@@ -450,14 +471,16 @@ Result<PgResult> Conn::RunPipelined(std::string_view sql, const Params& params, 
     if (PQresultStatus(res) == PGRES_PIPELINE_ABORTED) {  // an earlier command failed
       PQclear(res);
     } else {
-      Result<PgResult> r = Check(res, sent[i]);
+      Result<PgResult> r = Check(res, cmd.sql);
       if (!r.ok() && first_error.ok()) {
         first_error = r.status();
         first_state = last_sqlstate_;
       }
-      if (r.ok() && i == statement) result = std::move(r).value();
-      // Prepared statements outlive a failed transaction: remember it once PREPARE went through.
-      if (r.ok() && prepare && i + 1 == statement) prepared_.emplace(text, *prepare_as);
+      if (r.ok() && cmd.statement >= 0) results[cmd.statement] = std::move(r).value();
+      // Prepared statements outlive a failed transaction: remember one once PREPARE went through.
+      if (r.ok() && !cmd.prepared_as.empty()) {
+        prepared_.emplace(std::string(cmd.sql), std::move(cmd.prepared_as));
+      }
     }
     while ((res = PQgetResult(conn_)) != nullptr) PQclear(res);  // the command's end
   }
@@ -468,7 +491,7 @@ Result<PgResult> Conn::RunPipelined(std::string_view sql, const Params& params, 
     return first_error;
   }
   last_sqlstate_.clear();
-  return result;
+  return results;
 }
 
 Status Conn::ExecScript(std::string_view sql) {

@@ -133,6 +133,15 @@ class Conn {
   bool begin_deferred() const { return !deferred_begin_.empty(); }
   void DropDeferredBegin() { deferred_begin_.clear(); }
   Result<PgResult> ExecAndCommit(std::string_view sql, const Params& params);
+  // One statement of a pipeline; `params` must outlive the call.
+  struct Statement {
+    std::string_view sql;
+    const Params* params;
+  };
+  // Sends the deferred BEGIN (if any), `statements` (static SQL, prepared on first use) and, when
+  // `commit`, COMMIT in one pipeline: one round trip. Returns each statement's result, or the
+  // first failure (the commands after it are not run, so nothing is committed).
+  Result<std::vector<PgResult>> ExecPipeline(const std::vector<Statement>& statements, bool commit);
   // Sends COMMIT (or does nothing when the BEGIN is still deferred: nothing ran).
   Status Commit();
   // COMMIT was sent since the last BEGIN: when the connection then fails, whether the
@@ -156,11 +165,10 @@ class Conn {
   Result<PgResult> Check(PGresult* res, std::string_view sql);
   // Exec (prepared) or ExecOnce, with the deferred BEGIN before and COMMIT after when asked.
   Result<PgResult> Run(std::string_view sql, const Params& params, bool prepared, bool commit);
-  // Sends BEGIN, PREPARE, the statement and COMMIT as needed in one pipeline and reads results.
-  // `prepare_as`: the name to PREPARE the statement under first (null: `name` is prepared, or
-  // null too for an unnamed statement).
-  Result<PgResult> RunPipelined(std::string_view sql, const Params& params, const char* name,
-                                const std::string* prepare_as, bool commit);
+  // Sends BEGIN, PREPAREs (when `prepared`; else unnamed statements), the statements and COMMIT
+  // as needed in one pipeline and reads the results.
+  Result<std::vector<PgResult>> RunPipelined(const std::vector<Statement>& statements,
+                                             bool prepared, bool commit);
 
   PGconn* conn_;
   std::unordered_map<std::string, std::string> prepared_;  // sql -> statement name

@@ -10,11 +10,20 @@
 //      console ids), and insert the console lines.
 // Arrays travel as binary parameters, so a batch costs the same few round trips at any size.
 //
+// The fast path: when this server wrote the writer's last batch (pg_ingest_cache.h), the batch
+// is planned from that state before the transaction, and BEGIN, a writer lock, one guarded
+// statement and COMMIT go in one pipeline (one round trip). The statement first checks the
+// cached state against the locked rows (and that (writer, seq) is new) and writes nothing when
+// it differs; the batch then takes the path above. Compactions, new series and stream
+// positions take that path too.
+//
 // Chunk layout: sealed chunks followed by a tail of per-batch chunks that is compacted now and
 // then (series/tail.h, shared with the SQLite store).
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -130,10 +139,7 @@ class GroupedBatch {
 };
 
 // The stored state of one series, read under its row lock.
-struct SeriesState {
-  int64_t pk = 0;
-  series::TailState tail;
-};
+using SeriesState = pg::IngestCache::Series;
 
 // Locks the writer, records (writer, seq) and locks the batch's existing series. The writer's
 // lock alone serialises every change to its series; the series rows are locked as well because
@@ -223,6 +229,60 @@ const std::string& WriteBatchSql(bool deletes, bool positions, bool console) {
     return out;
   }();
   return kVariants[(deletes ? 1 : 0) | (positions ? 2 : 0) | (console ? 4 : 0)];
+}
+
+// The fast path's lock: the writer row alone (every change to its series happens under it), in
+// a statement of its own so that the next statement's snapshot is taken after the lock.
+constexpr const char* kLockWriter = "SELECT 1 FROM writers WHERE pk = $1 FOR UPDATE";
+
+// The fast path's statement: WriteBatchSql's parameters $1..$37 (no deletes, no positions) and
+// the state the batch was planned from: $38 the writer's next step, $39..$43 each series' pk,
+// next_idx, tail_idx, tail_count, tail_chunks. `g.ok` is true when the locked rows still hold
+// that state and (writer, seq) is new; every part writes only then. Returns ok.
+const std::string& FastWriteSql(bool console) {
+  static const std::vector<std::string> kVariants = [] {
+    std::vector<std::string> out;
+    for (int c = 0; c < 2; ++c) {
+      std::string sql =
+          "WITH g AS (SELECT coalesce((SELECT w.next_step = $38 AND ($5 <= 0 OR ($5 > "
+          "w.pruned_seq AND NOT EXISTS (SELECT 1 FROM batches b WHERE b.writer_pk = w.pk AND "
+          "b.seq = $5))) FROM writers w WHERE w.pk = $2 AND w.run_pk = $1), false) AND "
+          "(SELECT count(*) FROM series s JOIN unnest($39::int8[], $40::int8[], $41::int8[], "
+          "$42::int8[], $43::int8[]) AS e(pk, ni, ti, tc, tk) ON s.pk = e.pk WHERE s.writer_pk = "
+          "$2 AND s.next_idx = e.ni AND s.tail_idx = e.ti AND s.tail_count = e.tc AND "
+          "s.tail_chunks = e.tk) = cardinality($39::int8[]) AS ok), "
+          "b AS (INSERT INTO batches (writer_pk, seq, stored_ms) SELECT $2, $5, $3 FROM g "
+          "WHERE g.ok AND $5 > 0), "
+          "ch AS (INSERT INTO chunks (series_pk, idx, count, min_step, max_step, min_time, "
+          "max_time, vmin, vmax, vsum, vfirst, vlast, nan_count, data) "
+          "SELECT u.* FROM g, unnest($7::int8[], $8::int8[], $9::int8[], $10::int8[], "
+          "$11::int8[], $12::int8[], $13::int8[], $14::float8[], $15::float8[], $16::float8[], "
+          "$17::float8[], $18::float8[], $19::int8[], $20::bytea[]) AS u WHERE g.ok), "
+          "se AS (UPDATE series s SET count = s.count + v.n, min_step = least(s.min_step, v.lo), "
+          "max_step = greatest(s.max_step, v.hi), next_idx = v.ni, tail_idx = v.ti, "
+          "tail_count = v.tc, tail_chunks = v.tk FROM g, unnest($21::int8[], $22::int8[], "
+          "$23::int8[], $24::int8[], $25::int8[], $26::int8[], $27::int8[], $28::int8[]) "
+          "AS v(pk, n, lo, hi, ni, ti, tc, tk) WHERE g.ok AND s.pk = v.pk), "
+          "wr AS (UPDATE writers SET heartbeat_ms = greatest(heartbeat_ms, $3), next_step = $4, "
+          "last_seq = greatest(last_seq, $5) FROM g WHERE g.ok AND writers.pk = $2), "
+          "ru AS (UPDATE runs SET updated_ms = greatest(updated_ms, $3), "
+          "heartbeat_ms = greatest(heartbeat_ms, $3), console_next = console_next + $6 "
+          "FROM g WHERE g.ok AND runs.pk = $1 RETURNING console_next - $6 AS base)";
+      if (c) {
+        sql +=
+            ", co AS (INSERT INTO console (run_pk, id, writer_pk, time_ms, stream, text, "
+            "line_no) SELECT $1, ru.base + t.ord, $2, t.time_ms, t.stream, t.text, "
+            "nullif(t.line_no, -1) FROM ru, unnest($32::int8[], $33::text[], $34::text[], "
+            "$35::int8[]) WITH ORDINALITY AS t(time_ms, stream, text, line_no, ord) "
+            "ON CONFLICT (writer_pk, line_no) WHERE line_no IS NOT NULL DO UPDATE SET "
+            "time_ms = excluded.time_ms, stream = excluded.stream, text = excluded.text)";
+      }
+      sql += " SELECT ok FROM g";
+      out.push_back(std::move(sql));
+    }
+    return out;
+  }();
+  return kVariants[console ? 1 : 0];
 }
 
 // Everything the batch's final statement writes, as column arrays.
@@ -323,11 +383,112 @@ struct ConsoleArrays {
   }
 };
 
+// Parameters $1..$37 of WriteBatchSql() (and FastWriteSql()).
+void AddWriteParams(Params* p, int64_t run_pk, int64_t writer_pk, int64_t now_ms, int64_t next_step,
+                    const IngestBatch& batch, const BatchWrite& write,
+                    const ConsoleArrays& console) {
+  std::vector<std::string> position_streams;
+  std::vector<int64_t> position_next;
+  for (const StreamPosition& sp : batch.positions) {
+    position_streams.push_back(sp.stream);
+    position_next.push_back(sp.next);
+  }
+  p->Add(run_pk).Add(writer_pk).Add(now_ms).Add(next_step).Add(batch.seq);
+  p->Add(int64_t(console.times.size()));
+  write.AddParams(p);
+  p->AddArray(console.times).AddTextArray(console.streams).AddTextArray(console.texts);
+  p->AddArray(console.numbers);
+  p->AddTextArray(position_streams).AddArray(position_next);
+}
+
+// The cache entry after a batch was stored: `before` (may be null) with `states` over it.
+std::shared_ptr<const pg::IngestCache::Writer> AfterBatch(
+    const pg::IngestCache::Writer* before, int64_t writer_pk, int64_t run_pk, int64_t next_step,
+    const std::unordered_map<std::string, SeriesState>& states) {
+  auto w = std::make_shared<pg::IngestCache::Writer>();
+  if (before != nullptr && before->writer_pk == writer_pk) w->series = before->series;
+  w->writer_pk = writer_pk;
+  w->run_pk = run_pk;
+  w->next_step = next_step;
+  for (const auto& [key, state] : states) w->series[key] = state;
+  return w;
+}
+
+// The fast path, in one round trip on `pool` when `cached` holds the writer's state: nullopt
+// when it does not apply (a series it does not know, a compaction, stream positions) or was
+// proved stale (then nothing was written). Fills *states and *next_step as the batch leaves them.
+Result<std::optional<IngestResult>> IngestFast(pg::Pool* pool,
+                                               const pg::IngestCache::Writer& cached,
+                                               const IngestBatch& batch, GroupedBatch& grouped,
+                                               int64_t now_ms,
+                                               std::unordered_map<std::string, SeriesState>* states,
+                                               int64_t* next_step) {
+  if (!batch.positions.empty()) return std::nullopt;
+  for (const GroupedBatch::Series& gs : grouped.series()) {
+    if (!cached.series.contains(gs.key)) return std::nullopt;
+  }
+  *next_step = grouped.AssignSteps(cached.next_step);
+  std::vector<int64_t> e_pk, e_ni, e_ti, e_tc, e_tk;  // the state planned from
+  BatchWrite write;
+  states->clear();
+  for (const GroupedBatch::Series& gs : grouped.series()) {
+    SeriesState& s = (*states)[gs.key] = cached.series.at(gs.key);
+    if (series::TailNeedsCompaction(s.tail, gs.points.size())) return std::nullopt;
+    e_pk.push_back(s.pk);
+    e_ni.push_back(s.tail.next_idx);
+    e_ti.push_back(s.tail.tail_idx);
+    e_tc.push_back(s.tail.tail_count);
+    e_tk.push_back(s.tail.tail_chunks);
+    COHORT_RETURN_IF_ERROR(write.Append(&s, gs.points, nullptr));
+  }
+  const ConsoleArrays console(batch.console);
+  Params lock;
+  lock.Add(cached.writer_pk);
+  Params p;
+  AddWriteParams(&p, cached.run_pk, cached.writer_pk, now_ms, *next_step, batch, write, console);
+  p.Add(cached.next_step).AddArray(e_pk).AddArray(e_ni).AddArray(e_ti).AddArray(e_tc);
+  p.AddArray(e_tk);
+  const std::string& sql = FastWriteSql(!console.times.empty());
+  COHORT_ASSIGN_OR_RETURN(
+      bool stored, pg::RunTransaction(pool, pg::TxnMode::kWrite, [&](Conn* c) -> Result<bool> {
+        COHORT_ASSIGN_OR_RETURN(std::vector<PgResult> res,
+                                c->ExecPipeline({{kLockWriter, &lock}, {sql, &p}}, true));
+        return res[1].rows() == 1 && res[1].Bool(0, 0);
+      }));
+  if (!stored) return std::nullopt;
+  IngestResult result;
+  result.points = grouped.points();
+  result.next_step = *next_step;
+  return result;
+}
+
 }  // namespace
 
 Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string& label,
                                            const IngestBatch& batch, int64_t now_ms) {
   COHORT_RETURN_IF_ERROR(ValidateBatch(batch));
+  GroupedBatch grouped(batch);
+  const std::string cache_key = pg::IngestCache::Key(ref, label);
+  const std::shared_ptr<const pg::IngestCache::Writer> cached = ingest_cache_.Get(cache_key);
+  if (cached != nullptr) {
+    std::unordered_map<std::string, SeriesState> states;
+    int64_t next_step = 0;
+    Result<std::optional<IngestResult>> fast =
+        IngestFast(primary_pool(), *cached, batch, grouped, now_ms, &states, &next_step);
+    if (fast.ok() && fast->has_value()) {
+      fast_ingests_.fetch_add(1, std::memory_order_relaxed);
+      ingest_cache_.Put(cache_key, AfterBatch(cached.get(), cached->writer_pk, cached->run_pk,
+                                              next_step, states));
+      return std::move(**fast);
+    }
+    ingest_cache_.Erase(cache_key);
+    // A failed fast transaction may have committed before its connection failed; the path
+    // below then finds (writer, seq) stored. Without a seq it cannot tell: report the failure.
+    if (!fast.ok() && batch.seq <= 0) return fast.status();
+  }
+
+  // The path that reads the writer's rows first: two round trips, more for new series,
+  // compactions and stream positions.
   // Fails unless every named stream of the (locked) writer is at its expected offset.
   auto check_positions = [&](Conn* c, int64_t writer_pk) -> Status {
     std::vector<std::string> streams;
@@ -348,9 +509,8 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     return Status::Ok();
   };
 
-  GroupedBatch grouped(batch);
-
-  return Write([&](Conn* c) -> Result<IngestResult> {
+  std::shared_ptr<const pg::IngestCache::Writer> fresh;  // the writer after the batch
+  Result<IngestResult> stored = Write([&](Conn* c) -> Result<IngestResult> {
     IngestResult result;
     int64_t writer_pk = 0, run_pk = 0, next_step = 0;
     std::unordered_map<std::string, SeriesState> states;
@@ -453,25 +613,18 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     }
 
     const ConsoleArrays console(batch.console);
-    std::vector<std::string> position_streams;
-    std::vector<int64_t> position_next;
-    for (const StreamPosition& sp : batch.positions) {
-      position_streams.push_back(sp.stream);
-      position_next.push_back(sp.next);
-    }
     Params p;
-    p.Add(run_pk).Add(writer_pk).Add(now_ms).Add(next_step).Add(batch.seq);
-    p.Add(int64_t(console.times.size()));
-    write.AddParams(&p);
-    p.AddArray(console.times).AddTextArray(console.streams).AddTextArray(console.texts);
-    p.AddArray(console.numbers);
-    p.AddTextArray(position_streams).AddArray(position_next);
+    AddWriteParams(&p, run_pk, writer_pk, now_ms, next_step, batch, write, console);
     const std::string& sql =
         WriteBatchSql(write.has_deletes(), !batch.positions.empty(), !console.times.empty());
     COHORT_RETURN_IF_ERROR(c->ExecAndCommit(sql, p).status());
     result.next_step = next_step;
+    // Series the batch did not touch keep their cached state (checked when used).
+    fresh = AfterBatch(cached.get(), writer_pk, run_pk, next_step, states);
     return result;
   });
+  if (stored.ok() && fresh != nullptr) ingest_cache_.Put(cache_key, std::move(fresh));
+  return stored;
 }
 
 }  // namespace cohort::store

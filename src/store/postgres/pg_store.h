@@ -15,12 +15,14 @@
 // (PostgresOptions::read_conninfo).
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "store/postgres/pg_conn.h"
+#include "store/postgres/pg_ingest_cache.h"
 #include "store/postgres/pg_options.h"
 #include "store/postgres/pg_pool.h"
 #include "store/store.h"
@@ -87,6 +89,9 @@ class PostgresStore final : public Store {
   Status FinishImport() override;
   Result<DumpCounts> CountRows() override;
 
+  // Batches stored through the one-round-trip path of Ingest (pg_ingest.cc), for tests.
+  int64_t fast_ingests() const { return fast_ingests_.load(std::memory_order_relaxed); }
+
   // The pools (for tests and metrics).
   pg::Pool* primary_pool() { return primary_.get(); }
   pg::Pool* read_pool() { return reads_ ? reads_.get() : primary_.get(); }
@@ -121,6 +126,8 @@ class PostgresStore final : public Store {
 
   std::unique_ptr<pg::Pool> primary_;
   std::unique_ptr<pg::Pool> reads_;  // null: reads use primary_
+  pg::IngestCache ingest_cache_;     // pg_ingest.cc
+  std::atomic<int64_t> fast_ingests_{0};
 };
 
 }  // namespace cohort::store

@@ -186,13 +186,22 @@ series::ChunkSummary ReadSummary(const Stmt& st, int c) {
 
 Result<IngestResult> SqliteStore::Ingest(const RunRef& ref, const std::string& label,
                                          const IngestBatch& batch, int64_t now_ms) {
+  // Validated before it joins a group: a bad batch never costs the others anything.
   COHORT_RETURN_IF_ERROR(ValidateBatch(batch));
-  std::lock_guard<std::mutex> lock(write_mu_);
-  Db* db = writer_.get();
-  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
+  IngestResult result;
+  COHORT_RETURN_IF_ERROR(group_.Run([&](Db* db) -> Result<bool> {
+    result = IngestResult{};
+    return IngestInTxn(db, ref, label, batch, now_ms, &result);
+  }));
+  return result;
+}
+
+Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::string& label,
+                                      const IngestBatch& batch, int64_t now_ms,
+                                      IngestResult* out) {
   COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db, ref));
   COHORT_ASSIGN_OR_RETURN(WriterRecord writer, LoadWriter(db, run.pk, ref, label));
-  IngestResult result;
+  IngestResult& result = *out;
   // Stream positions: compare, then advance (the whole call fails when one does not match).
   for (const StreamPosition& p : batch.positions) {
     int64_t current = 0;
@@ -226,7 +235,7 @@ Result<IngestResult> SqliteStore::Ingest(const RunRef& ref, const std::string& l
     if (db->Changes() == 0) {  // stored before: acknowledge, change nothing
       result.duplicate = true;
       result.next_step = writer.next_step;
-      return result;
+      return false;  // also undoes the stream positions advanced above
     }
   }
 
@@ -294,9 +303,8 @@ Result<IngestResult> SqliteStore::Ingest(const RunRef& ref, const std::string& l
     st.Bind(now_ms).Bind(now_ms).Bind(run.pk);
     COHORT_RETURN_IF_ERROR(st.Run());
   }
-  COHORT_RETURN_IF_ERROR(txn.Commit());
   result.next_step = next_step;
-  return result;
+  return true;
 }
 
 Result<std::vector<SeriesInfo>> SqliteStore::ListSeries(const RunRef& ref) {

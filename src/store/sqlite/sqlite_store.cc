@@ -2,7 +2,9 @@
 // sqlite_run_list.cc, data in sqlite_series.cc, views and API keys in sqlite_meta.cc.
 #include "store/sqlite/sqlite_store.h"
 
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "core/clock.h"
 #include "core/ids.h"
@@ -371,23 +373,64 @@ Result<std::vector<WriterRecord>> SqliteStore::ListWriters(const RunRef& ref) {
 }
 
 Status SqliteStore::Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) {
-  std::lock_guard<std::mutex> lock(write_mu_);
-  Db* db = writer_.get();
-  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
-  COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db, ref));
-  {
-    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("UPDATE writers SET heartbeat_ms = "
-                                                "max(heartbeat_ms, ?) WHERE run_pk = ? AND "
-                                                "label = ?"));
-    st.Bind(now_ms).Bind(run.pk).Bind(label);
+  return group_.Run([&](Db* db) -> Result<bool> {
+    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db, ref));
+    {
+      COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("UPDATE writers SET heartbeat_ms = "
+                                                  "max(heartbeat_ms, ?) WHERE run_pk = ? AND "
+                                                  "label = ?"));
+      st.Bind(now_ms).Bind(run.pk).Bind(label);
+      COHORT_RETURN_IF_ERROR(st.Run());
+      if (db->Changes() == 0) return sqlite::WriterNotFound(ref, label);
+    }
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("UPDATE runs SET heartbeat_ms = max(heartbeat_ms, ?) WHERE pk = ?"));
+    st.Bind(now_ms).Bind(run.pk);
     COHORT_RETURN_IF_ERROR(st.Run());
-    if (db->Changes() == 0) return sqlite::WriterNotFound(ref, label);
-  }
-  COHORT_ASSIGN_OR_RETURN(
-      Stmt st, db->Cached("UPDATE runs SET heartbeat_ms = max(heartbeat_ms, ?) WHERE pk = ?"));
-  st.Bind(now_ms).Bind(run.pk);
-  COHORT_RETURN_IF_ERROR(st.Run());
-  return txn.Commit();
+    return true;
+  });
+}
+
+Result<int64_t> SqliteStore::Heartbeats(const std::vector<HeartbeatUpdate>& updates) {
+  if (updates.empty()) return int64_t{0};
+  int64_t updated = 0;
+  COHORT_RETURN_IF_ERROR(group_.Run([&](Db* db) -> Result<bool> {
+    updated = 0;
+    // Run keys once per run; each run's heartbeat moves to its writers' latest.
+    std::map<std::tuple<std::string, std::string, std::string>, std::pair<int64_t, int64_t>> runs;
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt run_pk, db->Cached("SELECT pk FROM runs WHERE entity = ? AND project = ? AND "
+                                "run_id = ?"));
+    COHORT_ASSIGN_OR_RETURN(Stmt writer, db->Cached("UPDATE writers SET heartbeat_ms = "
+                                                    "max(heartbeat_ms, ?) WHERE run_pk = ? AND "
+                                                    "label = ?"));
+    for (const HeartbeatUpdate& u : updates) {
+      auto [it, fresh] = runs.try_emplace({u.ref.entity, u.ref.project, u.ref.run_id}, 0, 0);
+      if (fresh) {
+        run_pk.Reset();
+        run_pk.Bind(u.ref.entity).Bind(u.ref.project).Bind(u.ref.run_id);
+        COHORT_ASSIGN_OR_RETURN(bool row, run_pk.Step());
+        if (row) it->second.first = run_pk.Int(0);
+      }
+      if (it->second.first == 0) continue;  // the run is gone
+      writer.Reset();
+      writer.Bind(u.now_ms).Bind(it->second.first).Bind(u.label);
+      COHORT_RETURN_IF_ERROR(writer.Run());
+      if (db->Changes() == 0) continue;  // the writer is gone
+      ++updated;
+      it->second.second = std::max(it->second.second, u.now_ms);
+    }
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("UPDATE runs SET heartbeat_ms = max(heartbeat_ms, ?) WHERE pk = ?"));
+    for (const auto& [key, pk_ms] : runs) {
+      if (pk_ms.first == 0 || pk_ms.second == 0) continue;
+      st.Reset();
+      st.Bind(pk_ms.second).Bind(pk_ms.first);
+      COHORT_RETURN_IF_ERROR(st.Run());
+    }
+    return true;
+  }));
+  return updated;
 }
 
 Result<WriterRecord> SqliteStore::FinishWriter(const RunRef& ref, const std::string& label,

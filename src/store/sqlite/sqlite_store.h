@@ -1,10 +1,16 @@
 // SqliteStore: the embedded Store backend, one SQLite database file in WAL mode.
 //
 // Threading: every method is thread-safe. Writes go through one write connection guarded by a
-// mutex, each call in one BEGIN IMMEDIATE transaction; reads use a small pool of read
-// connections (each call in one read transaction, so it sees one consistent snapshot) and never
-// wait behind a write. Several processes may open the same file; busy_timeout covers their
-// contention.
+// mutex, each call in one BEGIN IMMEDIATE transaction, except that concurrent Ingest and
+// heartbeat calls are group-committed: those that arrive while a transaction is being written
+// share the next one, each in its own savepoint, each answered after that commit
+// (sqlite_group_commit.h). Reads use a small pool of read connections (each call in one read
+// transaction, so it sees one consistent snapshot) and never wait behind a write. Several
+// processes may open the same file; busy_timeout covers their contention.
+//
+// Durability: WAL mode with synchronous=NORMAL (the default) makes a committed transaction
+// survive a crash of the process; synchronous_full also fsyncs the WAL at every commit, so that
+// it survives power loss (docs/operations.md, "Durability of the SQLite store").
 #pragma once
 
 #include <memory>
@@ -13,6 +19,7 @@
 #include <vector>
 
 #include "store/sqlite/sqlite_db.h"
+#include "store/sqlite/sqlite_group_commit.h"
 #include "store/store.h"
 
 namespace cohort::store {
@@ -22,6 +29,9 @@ struct SqliteOptions {
   bool synchronous_full = false;  // PRAGMA synchronous=FULL instead of NORMAL
   int busy_timeout_ms = 5000;
   int read_connections = 4;  // idle read connections kept open
+  // Concurrent Ingest and heartbeat calls share transactions (sqlite_group_commit.h); false
+  // gives each its own (URL option group_commit=off; for measurements).
+  bool group_commit = true;
 };
 
 class SqliteStore final : public Store {
@@ -42,6 +52,7 @@ class SqliteStore final : public Store {
   Result<WriterRecord> JoinWriter(const RunRef& ref, const WriterJoin& join) override;
   Result<std::vector<WriterRecord>> ListWriters(const RunRef& ref) override;
   Status Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) override;
+  Result<int64_t> Heartbeats(const std::vector<HeartbeatUpdate>& updates) override;
   Result<WriterRecord> FinishWriter(const RunRef& ref, const std::string& label, RunState state,
                                     std::optional<int> exit_code, int64_t now_ms) override;
   Result<int64_t> MarkStaleWritersCrashed(int64_t stale_before_ms, int64_t now_ms) override;
@@ -82,6 +93,9 @@ class SqliteStore final : public Store {
   Status FinishImport() override;
   Result<DumpCounts> CountRows() override;
 
+  // Transactions and calls of the group commit so far (tests, benchmarks).
+  sqlite::GroupCommit::Counters group_counters() const { return group_.counters(); }
+
  private:
   // A read connection borrowed from the pool, returned when the lease goes away. The borrowing
   // thread has the connection to itself until then.
@@ -99,6 +113,8 @@ class SqliteStore final : public Store {
     std::unique_ptr<sqlite::Db> db_;
   };
 
+  static constexpr size_t kMaxGroup = 256;  // calls per group-commit transaction at most
+
   explicit SqliteStore(SqliteOptions options) : options_(std::move(options)) {}
   Result<std::unique_ptr<sqlite::Db>> OpenConnection(bool writer);
   Result<ReadLease> AcquireReader();
@@ -111,10 +127,16 @@ class SqliteStore final : public Store {
   static Result<std::vector<WriterRecord>> LoadWriters(sqlite::Db* db, int64_t run_pk);
   // Recomputes a run's state from its writers (run_state.h) and stores it.
   static Status RecomputeRunState(sqlite::Db* db, int64_t run_pk, int64_t now_ms);
+  // The body of Ingest inside a (group's) write transaction: false when the batch is a
+  // duplicate and its changes are to be rolled back (sqlite_series.cc).
+  static Result<bool> IngestInTxn(sqlite::Db* db, const RunRef& ref, const std::string& label,
+                                  const IngestBatch& batch, int64_t now_ms, IngestResult* out);
 
   SqliteOptions options_;
   std::mutex write_mu_;
   std::unique_ptr<sqlite::Db> writer_;  // guarded by write_mu_
+  sqlite::GroupCommit group_{&write_mu_, &writer_,
+                             options_.group_commit ? kMaxGroup : 1};  // Ingest, heartbeats
   std::mutex pool_mu_;
   std::vector<std::unique_ptr<sqlite::Db>> idle_readers_;  // guarded by pool_mu_
 };

@@ -1,0 +1,160 @@
+// SQLite store write path under the fleet's load (docs/reliability.md, "Limits and load"):
+//   - BM_FleetBatch: Store::Ingest of the fleet's batch (one history row of 5 values and one
+//     system row of 10 values) by 1,000 writers of 1,000 runs, round robin, from 1, 4, 16 or 64
+//     threads; group commit on and off (the URL option group_commit=off gives every batch its own
+//     transaction, as before group commit), synchronous=NORMAL and FULL. Reports batches/s and
+//     the mean number of batches per transaction.
+//   - BM_Heartbeats: 330 writers' heartbeats (10,000 agents every 30 s: one second's worth) as
+//     330 Heartbeat calls or one Heartbeats call.
+// Each benchmark uses a fresh database file under $COHORT_BENCH_DIR (default /tmp).
+//
+//   ninja -C build store_write_bench
+//   build/bench/store_write_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store/sqlite/sqlite_store.h"
+
+namespace cohort::store {
+namespace {
+
+constexpr int kRuns = 1000;
+
+std::string DbPath(const std::string& name) {
+  const char* env = std::getenv("COHORT_BENCH_DIR");
+  return std::string(env && *env ? env : "/tmp") + "/cohort_store_write_bench_" + name + ".db";
+}
+
+void Remove(const std::string& path) {
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+}
+
+// A fresh store with kRuns runs of one writer each ("rank_0") and, for heartbeats, 100 writers
+// ("a0".."a99") in each of the first `hb_runs` runs.
+std::unique_ptr<SqliteStore> Fresh(const std::string& name, bool group, bool full, int hb_runs,
+                                   std::string* error) {
+  SqliteOptions o;
+  o.path = DbPath(name);
+  o.group_commit = group;
+  o.synchronous_full = full;
+  Remove(o.path);
+  auto opened = SqliteStore::Open(o);
+  if (!opened.ok()) {
+    *error = opened.status().ToString();
+    return nullptr;
+  }
+  std::unique_ptr<SqliteStore> db = std::move(opened).value();
+  for (int r = 0; r < kRuns; ++r) {
+    RunRef ref{"bench", "fleet", "log-" + std::to_string(r)};
+    Status s = db->UpsertRun(RunUpsert{.ref = ref}).status();
+    if (s.ok()) s = db->JoinWriter(ref, WriterJoin{.label = "rank_0"}).status();
+    for (int a = 0; s.ok() && r < hb_runs && a < 100; ++a) {
+      s = db->JoinWriter(ref, WriterJoin{.label = "a" + std::to_string(a)}).status();
+    }
+    if (!s.ok()) {
+      *error = s.ToString();
+      return nullptr;
+    }
+  }
+  return db;
+}
+
+IngestBatch FleetBatch(int64_t seq, int64_t now) {
+  IngestBatch b{.seq = seq};
+  HistoryRow row{.step = seq - 1, .time_ms = now};
+  for (int k = 0; k < 5; ++k) row.values.emplace_back("metric_" + std::to_string(k), 0.5 + k);
+  b.rows.push_back(std::move(row));
+  SystemRow sys{.time_ms = now};
+  for (int k = 0; k < 10; ++k) sys.values.emplace_back("gpu." + std::to_string(k) + ".util", k);
+  b.system.push_back(std::move(sys));
+  return b;
+}
+
+std::unique_ptr<SqliteStore> g_store;
+std::atomic<int64_t> g_failed{0};
+
+// range(0): group commit (1) or not (0); range(1): synchronous FULL (1) or NORMAL (0).
+void BM_FleetBatch(benchmark::State& state) {
+  const bool group = state.range(0) != 0, full = state.range(1) != 0;
+  if (state.thread_index() == 0) {
+    std::string error;
+    g_store = Fresh("fleet", group, full, 0, &error);
+    g_failed = 0;
+    if (!g_store) state.SkipWithError(error.c_str());
+  }
+  // Thread t writes the runs r with r % threads == t, round robin, seq per run.
+  const int threads = state.threads(), t = state.thread_index();
+  std::vector<int> mine;
+  for (int r = t; r < kRuns; r += threads) mine.push_back(r);
+  std::vector<int64_t> seq(kRuns, 0);
+  size_t next = 0;
+  int64_t now = 1700000000000;
+  for (auto _ : state) {
+    if (!g_store) break;
+    const int r = mine[next++ % mine.size()];
+    RunRef ref{"bench", "fleet", "log-" + std::to_string(r)};
+    auto res = g_store->Ingest(ref, "rank_0", FleetBatch(++seq[size_t(r)], ++now), now);
+    if (!res.ok() || res->duplicate) ++g_failed;
+  }
+  state.SetItemsProcessed(state.iterations());
+  if (t == 0 && g_store) {
+    // Other threads may still be in their last call: counters are read after the barrier by
+    // Google Benchmark's own join, so read them here only as an estimate of the whole run.
+    auto c = g_store->group_counters();
+    state.counters["batches_per_txn"] =
+        c.transactions > 0 ? double(c.calls) / double(c.transactions) : 0;
+    state.counters["largest_group"] = double(c.largest_group);
+    state.counters["failed"] = double(g_failed.load());
+    state.SetLabel(std::string(group ? "group_commit" : "txn_per_batch") +
+                   (full ? ",synchronous=FULL" : ",synchronous=NORMAL"));
+  }
+}
+BENCHMARK(BM_FleetBatch)
+    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->ThreadRange(1, 64)
+    ->RangeMultiplier(4)
+    ->UseRealTime()
+    ->MinTime(2.0)
+    ->Unit(benchmark::kMicrosecond);
+
+// range(0): one Heartbeats call (1) or 330 Heartbeat calls (0).
+void BM_Heartbeats(benchmark::State& state) {
+  std::string error;
+  std::unique_ptr<SqliteStore> db = Fresh("heartbeats", true, false, 100, &error);
+  if (!db) return state.SkipWithError(error.c_str());
+  constexpr int kPerSecond = 330;
+  int64_t now = 1700000000000, next = 0;
+  for (auto _ : state) {
+    std::vector<HeartbeatUpdate> updates;
+    ++now;
+    for (int i = 0; i < kPerSecond; ++i, ++next) {
+      const int64_t w = next % 10000;
+      updates.push_back(HeartbeatUpdate{RunRef{"bench", "fleet", "log-" + std::to_string(w / 100)},
+                                        "a" + std::to_string(w % 100), now});
+    }
+    if (state.range(0) == 1) {
+      auto n = db->Heartbeats(updates);
+      if (!n.ok() || *n != kPerSecond) return state.SkipWithError("Heartbeats failed");
+    } else {
+      for (const HeartbeatUpdate& u : updates) {
+        if (!db->Heartbeat(u.ref, u.label, u.now_ms).ok()) {
+          return state.SkipWithError("Heartbeat failed");
+        }
+      }
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * kPerSecond);
+  state.SetLabel(state.range(0) == 1 ? "one Heartbeats call" : "330 Heartbeat calls");
+}
+BENCHMARK(BM_Heartbeats)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace cohort::store
+
+BENCHMARK_MAIN();

@@ -1,0 +1,230 @@
+// Init against an agent that holds the writer's WAL but whose answer to the open is late or
+// lost: the in-process fallback cannot open that WAL (its lock is the agent's), so Init must go
+// back to the agent until init_timeout instead of failing with "wal/LOCK is locked by another
+// user" (docs/reliability.md, "Faults"). The agent is a scripted fake on a real Unix socket (the
+// agent protocol is our seam) that takes the real WAL lock of the writer's directory, as the
+// agent does when it opens a writer.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "agent/ingest.h"
+#include "agent/protocol.h"
+#include "agent/socket_io.h"
+#include "cohort/cohort.h"
+#include "wal/file.h"
+#include "wal/log.h"
+
+namespace cohort {
+namespace {
+
+namespace fs = std::filesystem;
+using agent::Frame;
+using agent::MessageType;
+using agent::MonoMillis;
+
+// How the fake agent treats the open of its n-th connection (0-based).
+enum class OpenBehaviour {
+  kAnswer,           // takes the WAL lock (if not held), answers at once
+  kLockThenHangUp,   // takes the WAL lock, closes the connection without answering
+  kLockThenLate,     // takes the WAL lock, answers `late_ms` after the wait the client allowed
+  kNeverAnswer,      // takes nothing, never answers (a stuck agent)
+};
+
+class ScriptedAgent {
+ public:
+  ScriptedAgent(std::string socket, std::vector<OpenBehaviour> script, int64_t late_ms = 0)
+      : script_(std::move(script)), late_ms_(late_ms) {
+    auto fd = agent::ListenUnix(socket);
+    EXPECT_TRUE(fd.ok()) << fd.status().ToString();
+    listen_fd_ = fd.ok() ? *fd : -1;
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~ScriptedAgent() {
+    stop_ = true;
+    shutdown(listen_fd_, SHUT_RDWR);
+    thread_.join();
+    close(listen_fd_);
+  }
+  int opens() const { return opens_.load(); }
+  int finishes() const { return finishes_.load(); }
+  bool holds_lock() const { return lock_held_.load(); }
+
+ private:
+  static void Reply(int fd, MessageType type, std::string_view payload) {
+    std::string out;
+    agent::AppendFrame(type, payload, &out);
+    (void)agent::WriteAll(fd, out.data(), out.size(), MonoMillis() + 1000);
+  }
+
+  void Lock(const agent::OpenRequest& req) {
+    if (lock_) return;
+    std::string wal = agent::Ingest::WriterDir(req.data_dir, req.run_id, req.label) + "/wal";
+    fs::create_directories(wal);
+    auto lock = wal::FileSystem::Default()->LockFile(wal + "/" + std::string(wal::kLockFileName));
+    ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+    lock_ = std::move(*lock);
+    lock_held_ = true;
+  }
+
+  void SleepUnlessStopped(int64_t ms) {
+    for (int64_t until = MonoMillis() + ms; !stop_ && MonoMillis() < until;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+
+  void Serve() {
+    for (int conn = 0; !stop_; ++conn) {
+      int fd = accept(listen_fd_, nullptr, nullptr);
+      if (fd < 0) return;
+      OpenBehaviour b = conn < int(script_.size()) ? script_[conn] : OpenBehaviour::kAnswer;
+      ServeConnection(fd, b);
+      close(fd);
+    }
+  }
+
+  // Returns when the connection should be closed.
+  void ServeConnection(int fd, OpenBehaviour behaviour) {
+    agent::FrameDecoder decoder;
+    char buf[4096];
+    uint64_t last_frame = 0;
+    while (!stop_) {
+      auto n = agent::ReadSome(fd, buf, sizeof buf, MonoMillis() + 100);
+      if (!n.ok() && n.status().code() == StatusCode::kDeadlineExceeded) continue;
+      if (!n.ok() || *n == 0) return;
+      decoder.Feed(buf, *n);
+      Frame f;
+      while (true) {
+        auto got = decoder.Next(&f);
+        if (!got.ok() || !*got) break;
+        if (f.type == MessageType::kHello) {
+          agent::HelloMessage hello;
+          hello.pid = getpid();
+          Reply(fd, MessageType::kHelloReply, agent::ToJson(hello));
+        } else if (f.type == MessageType::kOpen) {
+          auto req = agent::ParseOpenRequest(f.payload);
+          ASSERT_TRUE(req.ok());
+          ++opens_;
+          if (behaviour == OpenBehaviour::kNeverAnswer) {
+            SleepUnlessStopped(60000);
+            return;
+          }
+          Lock(*req);
+          if (behaviour == OpenBehaviour::kLockThenHangUp) return;
+          if (behaviour == OpenBehaviour::kLockThenLate) SleepUnlessStopped(req->wait_ms + late_ms_);
+          agent::OpenReply reply;
+          reply.ok = true;
+          reply.confirmed = true;
+          Reply(fd, MessageType::kOpenReply, agent::ToJson(reply));
+        } else if (f.type == MessageType::kLog || f.type == MessageType::kUpdate ||
+                   f.type == MessageType::kFlush) {
+          std::string_view rest;
+          if (agent::SplitNumbered(f.payload, &last_frame, &rest).ok()) {
+            Reply(fd, MessageType::kAck, agent::NumberedPayload(last_frame, ""));
+          }
+        } else if (f.type == MessageType::kFinish) {
+          ++finishes_;
+          Reply(fd, MessageType::kFinishReply, agent::ToJson(agent::FinishReply{}));
+        }
+      }
+    }
+  }
+
+  const std::vector<OpenBehaviour> script_;
+  const int64_t late_ms_;
+  int listen_fd_ = -1;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> opens_{0};
+  std::atomic<int> finishes_{0};
+  std::atomic<bool> lock_held_{false};
+  std::unique_ptr<wal::FileLock> lock_;  // the Serve thread's
+  std::thread thread_;
+};
+
+class AgentOpenRetryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cohort-openretry-XXXXXX";
+    root_ = mkdtemp(tmpl);
+    setenv("HOME", root_.c_str(), 1);
+    for (const char* v : {"COHORT_BASE_URL", "COHORT_API_KEY", "COHORT_RUN_ID", "COHORT_MODE",
+                          "COHORT_AGENT", "RANK", "TORCHELASTIC_RUN_ID"}) {
+      unsetenv(v);
+    }
+    setenv("COHORT_AGENT_SOCKET", (root_ + "/agent.sock").c_str(), 1);
+    setenv("COHORT_BIN", "/nonexistent/cohort", 1);  // never spawn a real agent here
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  Settings Base(double init_timeout_s) {
+    Settings s;
+    s.base_url = "http://127.0.0.1:1";  // nobody: only the fake agent is ever reached
+    s.api_key = "ck_test";
+    s.project = "p";
+    s.run_id = "retry-run";
+    s.label = "w0";
+    s.dir = root_ + "/data";
+    s.transport = "agent";
+    s.capture_console = false;
+    s.stats_sampling_interval_s = 0;
+    s.handle_sigterm = false;
+    s.init_timeout_s = init_timeout_s;
+    s.finish_timeout_s = 2;
+    return s;
+  }
+
+  std::string root_;
+};
+
+TEST_F(AgentOpenRetryTest, AgentThatTookTheWalAndHungUpIsOpenedAgainInsteadOfFailingInit) {
+  ScriptedAgent fake(root_ + "/agent.sock",
+                     {OpenBehaviour::kLockThenHangUp, OpenBehaviour::kAnswer});
+  int64_t start = MonoMillis();
+  auto run = Init(Base(4));
+  ASSERT_TRUE(run.ok()) << run.status().ToString();  // was: "... is locked by another user"
+  EXPECT_LT(MonoMillis() - start, 4000);
+  EXPECT_TRUE(fake.holds_lock());
+  EXPECT_EQ(fake.opens(), 2);
+  run->Log({{"x", 1.0}});
+  ASSERT_TRUE(run->Finish().ok());
+  EXPECT_EQ(fake.finishes(), 1);  // the run went through the agent, not in-process
+}
+
+TEST_F(AgentOpenRetryTest, LateAnswerOfAnAgentHoldingTheWalStillStartsTheRunThroughIt) {
+  // Init 6 s: the agent may wait ~4.5 s and is asked to answer 1.5 s before the deadline; the
+  // client tries in-process 0.75 s before it (the WAL is locked) and goes on reading: the answer
+  // comes ~0.4 s before the deadline.
+  ScriptedAgent fake(root_ + "/agent.sock", {OpenBehaviour::kLockThenLate}, /*late_ms=*/1100);
+  int64_t start = MonoMillis();
+  auto run = Init(Base(6));
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_LT(MonoMillis() - start, 6000);
+  EXPECT_EQ(fake.opens(), 1);
+  ASSERT_TRUE(run->Finish().ok());
+  EXPECT_EQ(fake.finishes(), 1);
+}
+
+TEST_F(AgentOpenRetryTest, StuckAgentThatNeverTookTheWalFallsBackInProcessWithinInitTimeout) {
+  ScriptedAgent fake(root_ + "/agent.sock", {OpenBehaviour::kNeverAnswer});
+  int64_t start = MonoMillis();
+  auto run = Init(Base(2));
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_LT(MonoMillis() - start, 2000);
+  EXPECT_FALSE(fake.holds_lock());
+  EXPECT_EQ(fake.finishes(), 0);
+  run->Log({{"x", 1.0}});
+  (void)run->Finish();  // in-process, against a server that is not there: bounded, not checked
+  EXPECT_EQ(fake.finishes(), 0);
+}
+
+}  // namespace
+}  // namespace cohort

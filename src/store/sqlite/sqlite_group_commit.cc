@@ -1,0 +1,89 @@
+#include "store/sqlite/sqlite_group_commit.h"
+
+#include <algorithm>
+
+namespace cohort::store::sqlite {
+
+Status GroupCommit::Run(const Work& work) {
+  Call me{&work, Status::Ok(), false};
+  std::unique_lock lock(mu_);
+  queue_.push_back(&me);
+  while (!me.done) {
+    if (leading_) {
+      cv_.wait(lock);
+      continue;
+    }
+    // Lead: take what waits (this call among it, unless more than max_group_ came first).
+    leading_ = true;
+    std::vector<Call*> group;
+    while (!queue_.empty() && group.size() < max_group_) {
+      group.push_back(queue_.front());
+      queue_.pop_front();
+    }
+    lock.unlock();
+    Commit(group);
+    lock.lock();
+    for (Call* c : group) c->done = true;
+    leading_ = false;
+    ++counters_.transactions;
+    counters_.calls += int64_t(group.size());
+    counters_.largest_group = std::max(counters_.largest_group, group.size());
+    cv_.notify_all();  // the group's callers, and the next leader
+  }
+  return me.status;
+}
+
+GroupCommit::Counters GroupCommit::counters() const {
+  std::lock_guard lock(mu_);
+  return counters_;
+}
+
+void GroupCommit::Commit(const std::vector<Call*>& group) {
+  std::lock_guard write_lock(*write_mu_);
+  Db* db = writer_->get();
+  auto fail_all = [&](const Status& s) {
+    for (Call* c : group) c->status = s;
+  };
+  Result<Txn> txn = Txn::Begin(db, Txn::Mode::kWrite);
+  if (!txn.ok()) return fail_all(txn.status());
+
+  if (group.size() == 1) {  // alone: the transaction is the call's own, no savepoint needed
+    Call* c = group.front();
+    Result<bool> keep = (*c->work)(db);
+    if (!keep.ok()) {
+      c->status = keep.status();
+      return;  // ~Txn rolls back
+    }
+    if (*keep) c->status = txn->Commit();
+    return;  // discarded: ~Txn rolls back
+  }
+
+  for (Call* c : group) {
+    Status s = db->Exec("SAVEPOINT call");
+    Result<bool> keep = s.ok() ? (*c->work)(db) : Result<bool>(s);
+    if (keep.ok() && *keep) {
+      s = db->Exec("RELEASE call");
+    } else {
+      c->status = keep.ok() ? Status::Ok() : keep.status();
+      s = db->Exec("ROLLBACK TO call; RELEASE call");
+    }
+    // SQLite rolls the whole transaction back after some errors (I/O, full disk, out of
+    // memory): then the changes of the calls before this one are gone too.
+    if (!s.ok() || sqlite3_get_autocommit(db->raw())) {
+      Status lost = s.ok() ? (c->status.ok() ? Status::Unavailable(
+                                                   "sqlite: the group's transaction was rolled "
+                                                   "back")
+                                             : c->status)
+                           : s;
+      return fail_all(lost);  // ~Txn's ROLLBACK finds no transaction: harmless
+    }
+  }
+  Status committed = txn->Commit();
+  if (!committed.ok()) {
+    for (Call* c : group) {
+      if (c->status.ok()) c->status = committed;
+    }
+  }
+}
+
+}  // namespace cohort::store::sqlite

@@ -1,0 +1,76 @@
+// GroupCommit: group commit of concurrent write calls on SQLite's one write connection
+// (leader/follower). A call that arrives while another group's transaction is being written
+// waits and is committed with the others that arrived meanwhile, in the next transaction; a call
+// that finds nothing in flight starts its transaction at once (a lone call pays no extra wait).
+//
+// Each call's work runs in its own SAVEPOINT inside the shared transaction, so a call that fails
+// (a run not found, a stream position that does not match) or that discards its work (a
+// duplicate batch) rolls back only its own changes and the others still commit. Every call
+// returns only after the transaction that holds its changes committed, with its own status or
+// the commit's error: nothing is acknowledged before it is committed. When the transaction
+// itself is lost (COMMIT fails, or SQLite rolled it back after an I/O error or a full disk), every
+// call of the group gets that error and none of their changes is stored.
+//
+// Threading: Run() may be called from any number of threads. The leader of a group holds
+// `write_mu` (the mutex that guards the write connection, also taken directly by the store's
+// other write calls) while it writes the group.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "cohort/status.h"
+#include "store/sqlite/sqlite_db.h"
+
+namespace cohort::store::sqlite {
+
+class GroupCommit {
+ public:
+  // The work of one call, run on the write connection inside the group's transaction. Returns
+  // true to keep its changes, false to roll them back and still succeed (e.g. a duplicate).
+  using Work = std::function<Result<bool>(Db* db)>;
+
+  // `write_mu` guards `*writer` (the store's write connection, which may be replaced while
+  // write_mu is held). At most `max_group` calls share one transaction.
+  GroupCommit(std::mutex* write_mu, std::unique_ptr<Db>* writer, size_t max_group = 256)
+      : write_mu_(write_mu), writer_(writer), max_group_(max_group) {}
+  GroupCommit(const GroupCommit&) = delete;
+  GroupCommit& operator=(const GroupCommit&) = delete;
+
+  // Runs `work` in a transaction shared with concurrent calls; returns once it committed.
+  Status Run(const Work& work);
+
+  // Counters for tests and benchmarks: transactions written and calls committed in them.
+  struct Counters {
+    int64_t transactions = 0;
+    int64_t calls = 0;
+    size_t largest_group = 0;
+  };
+  Counters counters() const;
+
+ private:
+  struct Call {
+    const Work* work;
+    Status status;
+    bool done = false;
+  };
+  // Writes one group in one transaction (the leader, without mu_).
+  void Commit(const std::vector<Call*>& group);
+
+  std::mutex* const write_mu_;
+  std::unique_ptr<Db>* const writer_;
+  const size_t max_group_;
+
+  mutable std::mutex mu_;  // guards the members below
+  std::condition_variable cv_;
+  std::deque<Call*> queue_;  // calls waiting for a transaction
+  bool leading_ = false;     // a leader is writing a group
+  Counters counters_;
+};
+
+}  // namespace cohort::store::sqlite
