@@ -4,7 +4,7 @@
 //   fleet_load --url URL --key KEY [--agents 10000] [--heartbeat-s 10] [--runs 1000]
 //              [--log-hz 1] [--user-keys 5] [--system-keys 10] [--chart-points 1000000]
 //              [--buckets 1000] [--idle-s 10] [--agents-only-s 20] [--load-s 60]
-//              [--server-pid PID] [--project fleet]
+//              [--warmup-s 10] [--server-pid PID] [--project fleet]
 //
 // Set-up: one "chart" run with one series of --chart-points points; --runs logging runs with
 // one writer each; heartbeat writers for --agents agents (100 per run). Then three phases, with
@@ -16,7 +16,8 @@
 //   load         the agents plus --runs connections, each POSTing one ingest batch per 1/--log-hz
 //                seconds: one history row of --user-keys values and one system row of
 //                --system-keys values (system metrics).
-// Prints one JSON object: per phase the chart-query p50/p99, heartbeat and ingest p50/p99,
+// Prints one JSON object: per phase the chart-query p50/p99, heartbeat and ingest p50/p99 (also
+// "steady_*": requests started after the phase's first --warmup-s seconds),
 // errors, the server's RSS (max) and CPU (cores busy) read from /proc/PID.
 //
 // One io_context on one thread, one coroutine per connection (the load generator must be
@@ -52,6 +53,7 @@ struct Args {
   std::string host = "127.0.0.1", port = "8787", key, project = "fleet";
   int agents = 10000, runs = 1000, user_keys = 5, system_keys = 10, buckets = 1000;
   double heartbeat_s = 10, log_hz = 1, idle_s = 10, agents_only_s = 20, load_s = 60;
+  double warmup_s = 10;
   int64_t chart_points = 1000000;
   int server_pid = 0;
 };
@@ -89,6 +91,8 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->agents_only_s = std::stod(v);
     else if (k == "--load-s")
       a->load_s = std::stod(v);
+    else if (k == "--warmup-s")
+      a->warmup_s = std::stod(v);
     else if (k == "--chart-points")
       a->chart_points = std::stoll(v);
     else if (k == "--server-pid")
@@ -148,6 +152,9 @@ ProcSample ReadProc(int pid) {
 // What one phase collected.
 struct PhaseStats {
   std::vector<double> chart_ms, heartbeat_ms, ingest_ms;
+  // Requests that started after the phase's first --warmup-s seconds: the steady state, without
+  // the backlog of 1,000 loggers starting within one second (and creating their series).
+  std::vector<double> heartbeat_steady_ms, ingest_steady_ms;
   int64_t errors = 0, non_2xx = 0;
   std::map<int, int64_t> statuses;
   double rss_max_mb = 0;
@@ -163,6 +170,7 @@ struct Shared {
   Args args;
   std::string entity;
   std::atomic<int> phase{0};  // index into stats
+  Clock::time_point phase_start = Clock::now();
   bool stop_agents = false, stop_loggers = false, stop_chart = false;
   PhaseStats stats[3];
   int connected_agents = 0, connected_loggers = 0;
@@ -234,8 +242,13 @@ class Conn {
   Shared* sh_;
 };
 
-void Record(Shared* sh, int status, std::vector<double> PhaseStats::*which, double ms) {
+void Record(Shared* sh, int status, std::vector<double> PhaseStats::*which, double ms,
+            Clock::time_point started, std::vector<double> PhaseStats::*steady = nullptr) {
   PhaseStats& st = sh->stats[sh->phase.load()];
+  if (steady && status >= 200 && status < 300 &&
+      started - sh->phase_start >= std::chrono::duration<double>(sh->args.warmup_s)) {
+    (st.*steady).push_back(ms);
+  }
   if (status == 0) {
     ++st.errors;
     return;
@@ -324,7 +337,8 @@ asio::awaitable<void> Agent(Shared* sh, int index, std::mt19937_64 rng) {
   while (!sh->stop_agents) {
     auto t0 = Clock::now();
     int status = co_await c.Call(bhttp::verb::post, target, "{}");
-    Record(sh, status, &PhaseStats::heartbeat_ms, Ms(Clock::now() - t0));
+    Record(sh, status, &PhaseStats::heartbeat_ms, Ms(Clock::now() - t0), t0,
+           &PhaseStats::heartbeat_steady_ms);
     double left = sh->args.heartbeat_s - std::chrono::duration<double>(Clock::now() - t0).count();
     if (left > 0) co_await SleepFor(left);
   }
@@ -364,7 +378,8 @@ asio::awaitable<void> Logger(Shared* sh, int index, std::mt19937_64 rng) {
     }
     body += "}}]}";
     int status = co_await c.Call(bhttp::verb::post, target, std::move(body));
-    Record(sh, status, &PhaseStats::ingest_ms, Ms(Clock::now() - t0));
+    Record(sh, status, &PhaseStats::ingest_ms, Ms(Clock::now() - t0), t0,
+           &PhaseStats::ingest_steady_ms);
     if (status >= 200 && status < 300) sh->points_sent += sh->args.user_keys + sh->args.system_keys;
     double left = period - std::chrono::duration<double>(Clock::now() - t0).count();
     if (left > 0) co_await SleepFor(left);
@@ -383,7 +398,7 @@ asio::awaitable<void> Charts(Shared* sh) {
     auto t0 = Clock::now();
     std::string body;
     int status = co_await c.Call(bhttp::verb::get, target, "", &body);
-    Record(sh, status, &PhaseStats::chart_ms, Ms(Clock::now() - t0));
+    Record(sh, status, &PhaseStats::chart_ms, Ms(Clock::now() - t0), t0);
     co_await SleepFor(0.05);  // ~20 chart loads per second at most
   }
   c.Close();
@@ -485,6 +500,7 @@ asio::awaitable<int> Main(Shared* sh) {
   };
   auto phase = [&](int index, double seconds) -> asio::awaitable<void> {
     sh->phase = index;
+    sh->phase_start = Clock::now();
     ProcSample p0 = ReadProc(a.server_pid);
     double self0 = SelfCpuSeconds();
     std::string m0 = co_await scrape();
@@ -536,19 +552,23 @@ asio::awaitable<int> Main(Shared* sh) {
   int open_at_end = sh->connected_agents;
 
   auto phase_json = [&](const char* name, const PhaseStats& st) {
-    char buf[1536];
+    char buf[2048];
     std::snprintf(buf, sizeof(buf),
                   "\"%s\":{\"seconds\":%.1f,\"chart_queries\":%zu,\"chart_p50_ms\":%.2f,"
                   "\"chart_p99_ms\":%.2f,\"heartbeats\":%zu,\"heartbeat_p50_ms\":%.2f,"
                   "\"heartbeat_p99_ms\":%.2f,\"ingest_batches\":%zu,\"ingest_p50_ms\":%.2f,"
-                  "\"ingest_p99_ms\":%.2f,\"errors\":%lld,\"non_2xx\":%lld,"
+                  "\"ingest_p99_ms\":%.2f,\"steady_heartbeat_p50_ms\":%.2f,"
+                  "\"steady_heartbeat_p99_ms\":%.2f,\"steady_ingest_p50_ms\":%.2f,"
+                  "\"steady_ingest_p99_ms\":%.2f,\"errors\":%lld,\"non_2xx\":%lld,"
                   "\"server_rss_max_mb\":%.1f,\"server_cpu_cores\":%.3f,"
                   "\"loadgen_cpu_cores\":%.3f,\"store_ingest_mean_ms\":%.3f,"
                   "\"server_ingest_mean_ms\":%.3f,\"server_heartbeat_mean_ms\":%.3f}",
                   name, st.seconds, st.chart_ms.size(), Pct(st.chart_ms, 0.5),
                   Pct(st.chart_ms, 0.99), st.heartbeat_ms.size(), Pct(st.heartbeat_ms, 0.5),
                   Pct(st.heartbeat_ms, 0.99), st.ingest_ms.size(), Pct(st.ingest_ms, 0.5),
-                  Pct(st.ingest_ms, 0.99), (long long)st.errors, (long long)st.non_2xx,
+                  Pct(st.ingest_ms, 0.99), Pct(st.heartbeat_steady_ms, 0.5),
+                  Pct(st.heartbeat_steady_ms, 0.99), Pct(st.ingest_steady_ms, 0.5),
+                  Pct(st.ingest_steady_ms, 0.99), (long long)st.errors, (long long)st.non_2xx,
                   st.rss_max_mb, st.cpu_cores, st.self_cpu_cores, st.store_ingest_ms,
                   st.server_ingest_ms, st.server_heartbeat_ms);
     return std::string(buf);

@@ -12,7 +12,10 @@
 #   LOG_HZ        batches per second per run (default 1)
 #   LOAD_S        seconds of full load (default 60); IDLE_S (10), AGENTS_ONLY_S (20)
 #   CHART_POINTS  points of the charted series (default 1000000)
+#   WARMUP_S      seconds at the start of a phase left out of the steady_* latencies (default 10)
 #   SERVER_ARGS   extra server flags
+#   COHORT_BIN    the server binary (default $BUILD_DIR/src/cli/cohort), e.g. an older build
+#                 copied aside to measure a baseline in the same session
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
@@ -42,7 +45,7 @@ rc=0
 "$load" --url "$url" --key "$key" --server-pid "$pid" --agents "$agents" --runs "$runs" \
   --heartbeat-s "${HEARTBEAT_S:-30}" --log-hz "${LOG_HZ:-1}" --load-s "${LOAD_S:-60}" \
   --idle-s "${IDLE_S:-10}" --agents-only-s "${AGENTS_ONLY_S:-20}" \
-  --chart-points "${CHART_POINTS:-1000000}" || rc=$?
+  --chart-points "${CHART_POINTS:-1000000}" --warmup-s "${WARMUP_S:-10}" || rc=$?
 if grep -v "^cohort server: \(listening\|signal\|created the admin key\)\|clients on this account" "$tmp/err" | grep -q .; then
   echo "fleet_load.sh: server stderr:" >&2
   head -20 "$tmp/err" >&2

@@ -12,6 +12,7 @@
 #              aside to measure a baseline in the same session
 #   SERVERS=2  two servers on the database, the clients split between them
 #   ROWS=1000  rows (steps of 10 keys) per batch (default 100); BATCHES batches per client
+#   BASELINE=0 skip the libpq COPY baseline (e.g. when measuring a second server binary)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
@@ -49,22 +50,48 @@ key="$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["api_key"]
 load="$build/bench/http_load"
 median() { python3 -c 'import json,sys,statistics as s; rows=[json.loads(l) for l in sys.stdin if l.strip()]; k=sys.argv[1]; print(round(s.median(r[k] for r in rows), 3))' "$1"; }
 
+# CPU time (ms) so far of the servers (`cpu_ms server`) or of the cluster's processes
+# (`cpu_ms db`), from /proc: under load (other work on the same cores) CPU per point is
+# steadier than points/s.
+cpu_ms() {
+  local of=("${pids[@]}") master
+  if [ "$1" = db ]; then
+    master="$(head -1 "$pgdir/data/postmaster.pid")"
+    of=("$master" $(pgrep -P "$master"))
+  fi
+  python3 -c '
+import os, sys
+total = 0
+for pid in sys.argv[1:]:
+    try:
+        total += sum(int(x) for x in open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[11:13])
+    except (OSError, ValueError):
+        pass
+print(total * 1000 // os.sysconf("SC_CLK_TCK"))' "${of[@]}"
+}
+
 # Runs http_load with `clients` split over the servers at once; prints one JSON line whose
-# points_per_s is the total over the wall time of the slowest.
+# points_per_s is the total over the wall time of the slowest, and the CPU time per point of
+# the servers and of PostgreSQL over the run.
 ingest() {
-  local per=$(( $1 / servers )) outs=() loaders=() i=0
+  local per=$(( $1 / servers )) outs=() loaders=() i=0 s0 d0
+  s0="$(cpu_ms server)"
+  d0="$(cpu_ms db)"
   for u in "${urls[@]}"; do
     "$load" ingest --url "$u" --key "$key" --clients "$per" --batches "$batches" --rows "$rows" \
       --keys 10 > "$tmp/load$i" &
     loaders+=($!); outs+=("$tmp/load$i"); i=$((i + 1))
   done
   for p in "${loaders[@]}"; do wait "$p"; done
-  python3 - "${outs[@]}" <<'EOF'
+  python3 - "$(( $(cpu_ms server) - s0 ))" "$(( $(cpu_ms db) - d0 ))" "${outs[@]}" <<'EOF'
 import json, sys
-rows = [json.loads(open(f).read()) for f in sys.argv[1:]]
+server_ms, db_ms = int(sys.argv[1]), int(sys.argv[2])
+rows = [json.loads(open(f).read()) for f in sys.argv[3:]]
 points = sum(r["points"] for r in rows)
 secs = max(r["seconds"] for r in rows)
 print(json.dumps({"points": points, "seconds": secs, "points_per_s": points / secs,
+                  "server_us_per_point": server_ms * 1000 / points,
+                  "db_us_per_point": db_ms * 1000 / points,
                   "batch_ms_p50": max(r["batch_ms_p50"] for r in rows),
                   "batch_ms_p99": max(r["batch_ms_p99"] for r in rows),
                   "failed": sum(r["failed"] for r in rows)}))
@@ -81,9 +108,11 @@ for clients in 1 4 16; do
   out="$(for i in $(seq "$repeats"); do ingest "$clients"; done)"
   echo "| HTTP ingest, $clients clients, $rows rows x 10 keys per batch: points/s | $(median points_per_s <<< "$out") |"
   echo "| HTTP ingest, $clients clients: batch latency p50 / p99 ms | $(median batch_ms_p50 <<< "$out") / $(median batch_ms_p99 <<< "$out") |"
+  echo "| HTTP ingest, $clients clients: CPU us/point, server / PostgreSQL | $(median server_us_per_point <<< "$out") / $(median db_us_per_point <<< "$out") |"
 done
 points=$(( 16 * batches * rows * 10 ))
 for clients in 1 4; do
+  [ "${BASELINE:-1}" = 1 ] || continue
   out="$(for i in $(seq "$repeats"); do "$build/bench/pg_copy_baseline" --url "$url" --points "$points" --keys 10 --clients "$clients"; done)"
   echo "| baseline: libpq COPY row per point, $clients connection(s), $points points: points/s | $(median points_per_s <<< "$out") |"
   echo "| baseline: row per point: bytes/point on disk | $(median bytes_per_point <<< "$out") |"

@@ -12,6 +12,9 @@ connection. Reported medians:
   - read_ms: request sent to the last byte of the answer received (the server's work: store
     read, JSON text, sending; the client only copies bytes);
   - read_parse_ms: the same plus parsing the answer with Python's json (what a client adds);
+  - server_cpu_ms (and, on PostgreSQL, db_cpu_ms: the cluster's processes) per raw read: CPU
+    time from /proc over the raw reads, the figure to quote on a loaded machine where wall
+    time includes waiting for a core;
   - chart_ms: `buckets=1000` over the same key;
   - answer_bytes and bytes_per_point of the JSON answer.
 The answer is checked: --points points in step order.
@@ -36,6 +39,29 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD = pathlib.Path(os.environ.get("COHORT_BUILD_DIR", ROOT / "build"))
 sys.path.insert(0, str(ROOT / "tests" / "postgres"))
 from pg_cluster import PgCluster  # noqa: E402
+
+
+def cpu_ms(pids):
+    """utime + stime of the processes in ms (ones that are gone count 0)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def cluster_pids(pg):
+    """The postmaster of `pg` and its children (the backends serving the server)."""
+    if pg is None:
+        return []
+    with open(os.path.join(pg.dir, "data", "postmaster.pid")) as f:
+        master = int(f.readline())
+    out = subprocess.run(["pgrep", "-P", str(master)], capture_output=True, text=True).stdout
+    return [master] + [int(p) for p in out.split()]
 
 
 class Server:
@@ -76,7 +102,7 @@ class Server:
         self.proc.wait(timeout=30)
 
 
-def measure(server, points, repeat):
+def measure(server, points, repeat, pg=None):
     entity = server.json("GET", "/api/v1/viewer")["entity"]
     run = server.json("POST", f"/api/v1/runs/{entity}/bench", {"name": "read"})["id"]
     path = f"/api/v1/runs/{entity}/bench/{run}"
@@ -90,6 +116,9 @@ def measure(server, points, repeat):
     raw = f"{path}/history?keys=m0&limit={points}"
     chart = f"{path}/history?keys=m0&buckets=1000"
     read_ms, parse_ms, chart_ms, size = [], [], [], 0
+    server.call("GET", raw)  # warm: the store's pages in memory, the connection's statements
+    db = cluster_pids(pg)
+    cpu0, db0 = cpu_ms([server.proc.pid]), cpu_ms(db)
     for _ in range(repeat):
         t = time.perf_counter()
         status, data = server.call("GET", raw)
@@ -103,17 +132,24 @@ def measure(server, points, repeat):
                 any(pts[i][0] != i for i in (0, points // 2, points - 1)):
             raise RuntimeError(f"history: {len(pts)} points, expected {points}")
         size = len(data)
+    cpu = (cpu_ms([server.proc.pid]) - cpu0) / repeat
+    db_cpu = (cpu_ms(db) - db0) / repeat
+    for _ in range(repeat):
         t = time.perf_counter()
         status, data = server.call("GET", chart)
         chart_ms.append((time.perf_counter() - t) * 1e3)
         if status != 200 or len(json.loads(data)["series"][0]["buckets"]) != 1000:
             raise RuntimeError(f"chart: {status} {data[:200]!r}")
-    return {"read_ms": statistics.median(read_ms),
-            "read_ms_min": min(read_ms),
-            "read_parse_ms": statistics.median(parse_ms),
-            "chart_ms": statistics.median(chart_ms),
-            "answer_bytes": size,
-            "bytes_per_point": size / points}
+    out = {"read_ms": statistics.median(read_ms),
+           "read_ms_min": min(read_ms),
+           "server_cpu_ms": cpu,
+           "read_parse_ms": statistics.median(parse_ms),
+           "chart_ms": statistics.median(chart_ms),
+           "answer_bytes": size,
+           "bytes_per_point": size / points}
+    if pg is not None:
+        out["db_cpu_ms"] = db_cpu
+    return out
 
 
 def main():
@@ -132,7 +168,7 @@ def main():
             if pg is not None:
                 pg.create_database("cohort")
             server = Server(work, pg.url("cohort") if pg else None)
-            out[store] = measure(server, args.points, args.repeat)
+            out[store] = measure(server, args.points, args.repeat, pg)
         finally:
             if server is not None:
                 server.stop()

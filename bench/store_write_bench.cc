@@ -1,9 +1,10 @@
 // SQLite store write path under the fleet's load (docs/reliability.md, "Limits and load"):
 //   - BM_FleetBatch: Store::Ingest of the fleet's batch (one history row of 5 values and one
 //     system row of 10 values) by 1,000 writers of 1,000 runs, round robin, from 1, 4, 16 or 64
-//     threads; group commit on and off (the URL option group_commit=off gives every batch its own
-//     transaction, as before group commit), synchronous=NORMAL and FULL. Reports batches/s and
-//     the mean number of batches per transaction.
+//     threads, in three modes: "before" (every batch its own transaction, SQLite's checkpoints
+//     inside the committing call: the store as it was), "group" (group commit) and
+//     "group+bg_ckpt" (group commit and checkpoints on a background thread, the default); with
+//     synchronous=NORMAL and FULL. Reports batches/s and the mean batches per transaction.
 //   - BM_Heartbeats: 330 writers' heartbeats (10,000 agents every 30 s: one second's worth) as
 //     330 Heartbeat calls or one Heartbeats call.
 // Each benchmark uses a fresh database file under $COHORT_BENCH_DIR (default /tmp).
@@ -37,11 +38,12 @@ void Remove(const std::string& path) {
 
 // A fresh store with kRuns runs of one writer each ("rank_0") and, for heartbeats, 100 writers
 // ("a0".."a99") in each of the first `hb_runs` runs.
-std::unique_ptr<SqliteStore> Fresh(const std::string& name, bool group, bool full, int hb_runs,
-                                   std::string* error) {
+std::unique_ptr<SqliteStore> Fresh(const std::string& name, bool group, bool bg_ckpt, bool full,
+                                   int hb_runs, std::string* error) {
   SqliteOptions o;
   o.path = DbPath(name);
   o.group_commit = group;
+  o.background_checkpoints = bg_ckpt;
   o.synchronous_full = full;
   Remove(o.path);
   auto opened = SqliteStore::Open(o);
@@ -79,12 +81,15 @@ IngestBatch FleetBatch(int64_t seq, int64_t now) {
 std::unique_ptr<SqliteStore> g_store;
 std::atomic<int64_t> g_failed{0};
 
-// range(0): group commit (1) or not (0); range(1): synchronous FULL (1) or NORMAL (0).
+const char* kModes[] = {"before", "group", "group+bg_ckpt"};
+
+// range(0): mode (kModes); range(1): synchronous FULL (1) or NORMAL (0).
 void BM_FleetBatch(benchmark::State& state) {
-  const bool group = state.range(0) != 0, full = state.range(1) != 0;
+  const int mode = int(state.range(0));
+  const bool group = mode >= 1, bg_ckpt = mode == 2, full = state.range(1) != 0;
   if (state.thread_index() == 0) {
     std::string error;
-    g_store = Fresh("fleet", group, full, 0, &error);
+    g_store = Fresh("fleet", group, bg_ckpt, full, 0, &error);
     g_failed = 0;
     if (!g_store) state.SkipWithError(error.c_str());
   }
@@ -104,19 +109,18 @@ void BM_FleetBatch(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
   if (t == 0 && g_store) {
-    // Other threads may still be in their last call: counters are read after the barrier by
-    // Google Benchmark's own join, so read them here only as an estimate of the whole run.
+    // After the loop's closing barrier: every thread is done with its calls.
     auto c = g_store->group_counters();
     state.counters["batches_per_txn"] =
         c.transactions > 0 ? double(c.calls) / double(c.transactions) : 0;
     state.counters["largest_group"] = double(c.largest_group);
     state.counters["failed"] = double(g_failed.load());
-    state.SetLabel(std::string(group ? "group_commit" : "txn_per_batch") +
-                   (full ? ",synchronous=FULL" : ",synchronous=NORMAL"));
+    state.counters["writer_ckpts"] = double(g_store->checkpointer().writer_checkpoints());
+    state.SetLabel(std::string(kModes[mode]) + (full ? ",FULL" : ",NORMAL"));
   }
 }
 BENCHMARK(BM_FleetBatch)
-    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->ArgsProduct({{0, 1, 2}, {0, 1}})
     ->ThreadRange(1, 64)
     ->RangeMultiplier(4)
     ->UseRealTime()
@@ -126,7 +130,7 @@ BENCHMARK(BM_FleetBatch)
 // range(0): one Heartbeats call (1) or 330 Heartbeat calls (0).
 void BM_Heartbeats(benchmark::State& state) {
   std::string error;
-  std::unique_ptr<SqliteStore> db = Fresh("heartbeats", true, false, 100, &error);
+  std::unique_ptr<SqliteStore> db = Fresh("heartbeats", true, true, false, 100, &error);
   if (!db) return state.SkipWithError(error.c_str());
   constexpr int kPerSecond = 330;
   int64_t now = 1700000000000, next = 0;

@@ -6,7 +6,7 @@
 # caused it is saved as build-fuzz/findings/<target>/crash-* (add it to tests/fuzz/regressions/
 # <target>/ once fixed: ctest then replays it in every build).
 #
-# Usage: scripts/fuzz.sh [target...]        targets: http ingest chunk wal graphql protocol
+# Usage: scripts/fuzz.sh [target...]        targets: http ingest ingest_binary chunk wal graphql protocol
 #   FUZZ_SECONDS=600 scripts/fuzz.sh        longer runs
 #   FUZZ_BUILD_DIR=...                      another build directory
 #   FUZZ_KEEP_CORPUS=1                      merge new corpus inputs back into tests/fuzz/corpus
@@ -19,7 +19,7 @@ cd "$root"
 build="${FUZZ_BUILD_DIR:-$root/build-fuzz}"
 seconds="${FUZZ_SECONDS:-10}"
 jobs="${FUZZ_JOBS:-1}"
-all=(http ingest chunk wal graphql protocol)
+all=(http ingest ingest_binary chunk wal graphql protocol)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 

@@ -52,12 +52,17 @@ run_one() {
 
   if [ "$suites" != integration ]; then
     echo "== $name: unit tests (ctest)"
-    ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900 || failed+=("$name-unit")
+    start=$(date +%s)
+    ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900 ${exclude:+-E "$exclude"} ||
+      failed+=("$name-unit")
+    echo "== $name: unit tests took $(( $(date +%s) - start )) s"
   fi
   if [ "$suites" != unit ]; then
     echo "== $name: integration tests (pytest tests/integration)"
+    start=$(date +%s)
     COHORT_BUILD_DIR="$build" "$root/.venv/bin/python" -m pytest -q -p no:cacheprovider \
-      tests/integration || failed+=("$name-integration")
+      --timeout 600 tests/integration || failed+=("$name-integration")
+    echo "== $name: integration tests took $(( $(date +%s) - start )) s"
   fi
   if [ -n "$(ls -A "$logs")" ]; then
     echo "== $name: sanitizer reports:"
@@ -67,8 +72,15 @@ run_one() {
   unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS
 }
 
-[ "$which" = asan ] || [ "$which" = all ] && run_one asan "address,undefined"
-[ "$which" = tsan ] || [ "$which" = all ] && run_one tsan "thread"
+# Not run under TSan: the client tests whose child process goes on logging after fork() of a
+# multi-threaded process (a PyTorch DataLoader worker does). TSan cannot follow such a child
+# ("starting new threads after multi-threaded fork is not supported"; with die_after_fork=0 it
+# stops checking and fails with "dup thread with used id": google/sanitizers#1590,
+# llvm/llvm-project#96600). They run in the plain and the ASan+UBSan builds.
+tsan_exclude='^RunTest\.(ForkedChildLogsUnderItsOwnLabel|SigtermInAForkedChildThatLoggedMarksItsWriterKilled)$'
+
+[ "$which" = asan ] || [ "$which" = all ] && exclude="" run_one asan "address,undefined"
+[ "$which" = tsan ] || [ "$which" = all ] && exclude="$tsan_exclude" run_one tsan "thread"
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "test-sanitizers.sh: FAILED: ${failed[*]}"

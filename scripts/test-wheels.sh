@@ -11,9 +11,12 @@
 #
 # Needs network access for pip (the isolated build fetches scikit-build-core and nanobind), so
 # it is not part of the default suite: tests/python/test_wheels.py runs it when
-# COHORT_WHEEL_TESTS=1. Everything it builds goes to a temporary directory (removed at the end
-# unless KEEP_WHEEL_WORK=1); one CMake build directory is shared by the four builds so that only
-# the extension is rebuilt per Python.
+# COHORT_WHEEL_TESTS=1. It works on a copy of the source tree (the files git tracks or would
+# track) in a temporary directory, removed at the end unless KEEP_WHEEL_WORK=1: nothing is
+# built in the tree. One CMake build directory (<copy>/build-wheel) is shared by the four builds,
+# so only the extension is rebuilt per Python, and it sits one level below the copy's root as
+# build-*/ does below the tree's, so that ccache (CCACHE_BASEDIR) reuses the objects of the
+# developers' builds.
 #
 # Interpreters: $COHORT_PY39, $COHORT_PY310, $COHORT_PY312, $COHORT_PY313, else the newest
 # $PYENV_ROOT/versions/3.N.*/bin/python (PYENV_ROOT defaults to ~/.pyenv), else python3.N on PATH.
@@ -37,7 +40,10 @@ cleanup() {
 trap cleanup EXIT
 
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-1}"
-export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
+src="$work/main"
+export CCACHE_BASEDIR="$src" CCACHE_NOHASHDIR=1
+# The compilers CMake picks for the developers' builds (c++/cc), so that ccache's entries match.
+export CXX="${CXX:-c++}" CC="${CC:-cc}"
 unset COHORT_BUILD_DIR COHORT_BIN COHORT_AGENT_SOCKET COHORT_AGENT PYTHONPATH VIRTUAL_ENV
 
 find_python() {  # find_python 3.12 [override]
@@ -64,10 +70,16 @@ py39="$(find_python 3.9 "${COHORT_PY39:-}")"
 py310="$(find_python 3.10 "${COHORT_PY310:-}")"
 py312="$(find_python 3.12 "${COHORT_PY312:-}")"
 py313="$(find_python 3.13 "${COHORT_PY313:-}")"
-build_dir="$work/cmake-build"
-# The build directory is passed to scikit-build-core (instead of pyproject's build-wheel/ in the
-# tree).
-build_settings=(--config-settings=build-dir="$build_dir")
+# The build directory is passed to scikit-build-core (instead of pyproject's build-wheel/{tag}).
+build_settings=(--config-settings=build-dir="$src/build-wheel")
+
+copy_source() {
+  mkdir -p "$src"
+  (cd "$root" && git ls-files -z --cached --others --exclude-standard) |
+    while IFS= read -r -d '' f; do
+      [ -f "$root/$f" ] && printf '%s\0' "$f"
+    done | tar -C "$root" --null -T - -cf - | tar -C "$src" -xf -
+}
 
 make_env() {  # make_env NAME PYTHON -> prints the venv's python
   local name="$1" python="$2"
@@ -113,9 +125,11 @@ EOF
 }
 
 echo "== work directory: $work"
+copy_source
+echo "== source copied to $src ($(du -sh "$src" | cut -f1))"
 echo "== 3.12: build the stable-ABI wheel ($py312)"
 env312="$(make_env 3.12 "$py312")"
-"$env312" -m pip wheel -q --no-deps -w "$work/dist" "${build_settings[@]}" "$root"
+"$env312" -m pip wheel -q --no-deps -w "$work/dist" "${build_settings[@]}" "$src"
 wheel="$(ls "$work"/dist/cohort-*.whl)"
 echo "built $(basename "$wheel")"
 case "$(basename "$wheel")" in
@@ -135,7 +149,7 @@ for v in 3.9 3.10; do
   [ "$v" = 3.10 ] && py="$py310"
   echo "== $v: pip install . from source ($py)"
   envpy="$(make_env "$v" "$py")"
-  "$envpy" -m pip install -q "${build_settings[@]}" "$root"
+  "$envpy" -m pip install -q "${build_settings[@]}" "$src"
   smoke "$v" "$envpy"
 done
 echo "== all wheels ok"

@@ -40,6 +40,7 @@ import math
 import os
 import pathlib
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -129,7 +130,8 @@ class Mlflow:
             [str(mlflow_bin), "server", "--host", "127.0.0.1", "--port", str(self.port),
              "--workers", "1", "--backend-store-uri", uri,
              "--default-artifact-root", str(self.dir / "artifacts")],
-            stdout=subprocess.DEVNULL, stderr=open(self.dir / "server.log", "w"))
+            stdout=subprocess.DEVNULL, stderr=open(self.dir / "server.log", "w"),
+            start_new_session=True)  # its gunicorn children are stopped with it
         wait_http(self.url + "/health")
         self.exp = call("POST", self.url + "/api/2.0/mlflow/experiments/create",
                         {"name": "bench"})["experiment_id"]
@@ -169,7 +171,8 @@ class Mlflow:
         return len(r.get("metrics", []))
 
     def stop(self):
-        self.proc.terminate()
+        # `mlflow server` runs gunicorn as a child that outlives a plain terminate().
+        os.killpg(self.proc.pid, signal.SIGTERM)
         self.proc.wait(timeout=30)
         if self.pg is not None:
             # Growth over the empty database (the catalog alone is ~7.5 MB).
@@ -245,7 +248,8 @@ class Cohort:
         return len(r.get("metrics", []))
 
     def stop(self):
-        self.proc.terminate()
+        # `mlflow server` runs gunicorn as a child that outlives a plain terminate().
+        os.killpg(self.proc.pid, signal.SIGTERM)
         self.proc.wait(timeout=30)
         if self.pg is not None:
             # Growth over the empty database (the catalog alone is ~7.5 MB).

@@ -62,8 +62,9 @@ struct Settings {
 
   // Init installs, once per process, a SIGTERM handler that ends every live run as "killed"
   // (exit code 143), flushing what is pending, and then re-raises the signal (or calls the
-  // handler that was there before). A SIGTERM disposition of SIG_IGN is left alone. The Python
-  // SDK turns this off: it installs its own handler.
+  // handler that was there before). A SIGTERM disposition of SIG_IGN is left alone. A child
+  // forked (without exec) after Init gets the same when it first uses the run: its own writer
+  // ends as "killed". The Python SDK turns this off: it installs its own handler.
   bool handle_sigterm = true;
 };
 

@@ -1,5 +1,6 @@
 #include "agent/batch_binary.h"
 
+#include <cstring>
 #include <unordered_map>
 #include <vector>
 
@@ -15,6 +16,7 @@ constexpr size_t kHeaderBytes = 12;
 constexpr uint8_t kHasStep = 1;
 constexpr uint8_t kSameKeys = 2;
 constexpr uint32_t kDropped = UINT32_MAX;
+constexpr uint8_t kLogBatchFormatVersion = 1;  // of the LogBatch encoding (protocol.cc)
 
 // Maps the batch's key indices to indices of the key table written to `out`: keys made valid
 // UTF-8, empty or over-long ones dropped, keys that became equal merged.
@@ -104,7 +106,163 @@ void WriteRows(const LogBatch& b, const std::vector<LogBatch::Row>& rows, bool h
   }
 }
 
+// Reads an encoded LogBatch (protocol.cc); the first failure sticks.
+class RecordReader {
+ public:
+  explicit RecordReader(std::string_view in) : in_(in) {}
+  uint64_t Varint() {
+    uint64_t v = 0;
+    if (ok_ && !in_.empty() && !(uint8_t(in_[0]) & 0x80)) {
+      v = uint8_t(in_[0]);
+      in_.remove_prefix(1);
+      return v;
+    }
+    if (ok_ && !coding::GetVarint64(&in_, &v)) ok_ = false;
+    return ok_ ? v : 0;
+  }
+  std::string_view Bytes(uint64_t n) {
+    if (!ok_ || in_.size() < n) {
+      ok_ = false;
+      return {};
+    }
+    std::string_view s = in_.substr(0, n);
+    in_.remove_prefix(n);
+    return s;
+  }
+  // As protocol.cc's ByteReader::Count: a count of items of at least `min_bytes` each.
+  uint64_t Count(size_t min_bytes) {
+    uint64_t n = Varint();
+    if (ok_ && n > in_.size() / min_bytes) ok_ = false;
+    return ok_ ? n : 0;
+  }
+  bool ok() const { return ok_; }
+  bool done() const { return in_.empty(); }
+  std::string_view rest() const { return in_; }
+
+ private:
+  std::string_view in_;
+  bool ok_ = true;
+};
+
+// One section of rows of the fast path; false when the general path must take the record.
+bool TranscodeRows(RecordReader* r, bool history, size_t nkeys, std::vector<uint32_t>* stamp,
+                   uint32_t* row_id, BatchJsonStats* stats, std::string* out) {
+  const uint64_t n = r->Count(history ? 3 : 2);
+  if (!r->ok()) return false;
+  coding::PutVarint64(out, n);
+  std::vector<uint32_t> prev, keys;
+  bool have_prev = false;
+  int64_t prev_time = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    int64_t step = history ? coding::UnZigZag(r->Varint()) : 0;
+    const int64_t time_ms = int64_t(r->Varint());
+    const uint64_t count = r->Count(9);
+    if (!r->ok()) return false;
+    keys.clear();
+    ++*row_id;
+    // Pass 1: key indices (checking them); pass 2 below copies the values.
+    RecordReader cr(r->rest());
+    for (uint64_t c = 0; c < count; ++c) {
+      const uint64_t key = cr.Varint();
+      (void)cr.Bytes(8);
+      if (!cr.ok() || key >= nkeys) return false;
+      if ((*stamp)[key] == *row_id) return false;  // a key twice in the row
+      (*stamp)[key] = *row_id;
+      keys.push_back(uint32_t(key));
+    }
+    const bool same = have_prev && keys == prev;
+    uint8_t flags = same ? kSameKeys : 0;
+    if (history && step >= 0) flags |= kHasStep;
+    out->push_back(char(flags));
+    if (flags & kHasStep) coding::PutVarint64(out, uint64_t(step));
+    coding::PutVarint64(out, coding::ZigZag(int64_t(uint64_t(time_ms) - uint64_t(prev_time))));
+    prev_time = time_ms;
+    if (!same) {
+      coding::PutVarint64(out, keys.size());
+      for (uint32_t k : keys) coding::PutVarint64(out, k);
+      prev.swap(keys);
+      have_prev = true;
+    }
+    const size_t at = out->size();
+    out->resize(at + count * 8);
+    char* p = out->data() + at;
+    for (uint64_t c = 0; c < count; ++c) {
+      (void)r->Varint();
+      std::string_view bits = r->Bytes(8);
+      std::memcpy(p, bits.data(), 8);  // both little-endian IEEE-754 bits
+      p += 8;
+    }
+    if (!r->ok()) return false;
+    stats->points += int64_t(count);
+  }
+  return true;
+}
+
 }  // namespace
+
+bool TranscodeLogBatchBinary(std::string_view record, int64_t seq, std::string* out,
+                             BatchJsonStats* stats) {
+  const size_t start = out->size();
+  auto fail = [&] {
+    out->resize(start);
+    *stats = BatchJsonStats{};
+    return false;
+  };
+  *stats = BatchJsonStats{};
+  if (record.empty() || uint8_t(record[0]) != kLogBatchFormatVersion) return false;
+  RecordReader r(record.substr(1));
+  out->reserve(start + 64 + record.size());
+  out->append(kMagic);
+  out->push_back(char(kVersion));
+  out->append(3, '\0');
+  out->append(4, '\0');
+  coding::PutVarint64(out, uint64_t(seq));
+  const uint64_t nkeys = r.Count(1);
+  if (!r.ok()) return fail();
+  coding::PutVarint64(out, nkeys);
+  std::vector<std::string_view> keys;
+  keys.reserve(nkeys);
+  for (uint64_t i = 0; i < nkeys; ++i) {
+    std::string_view key = r.Bytes(r.Varint());
+    if (!r.ok() || key.empty() || key.size() > kMaxKeyBytes || SanitizeUtf8(key) != key) {
+      return fail();
+    }
+    for (std::string_view k : keys) {
+      if (k == key) return fail();
+    }
+    keys.push_back(key);
+    coding::PutVarint64(out, key.size());
+    out->append(key);
+  }
+  std::vector<uint32_t> stamp(nkeys, 0);
+  uint32_t row_id = 0;
+  if (!TranscodeRows(&r, true, nkeys, &stamp, &row_id, stats, out) ||
+      !TranscodeRows(&r, false, nkeys, &stamp, &row_id, stats, out)) {
+    return fail();
+  }
+  const uint64_t nlines = r.Count(3);
+  if (!r.ok()) return fail();
+  coding::PutVarint64(out, nlines);
+  int64_t prev_time = 0;
+  for (uint64_t i = 0; i < nlines; ++i) {
+    const int64_t time_ms = int64_t(r.Varint());
+    const std::string_view stream = r.Bytes(1);
+    const std::string_view text = r.Bytes(r.Varint());
+    if (!r.ok() || text.size() > kMaxConsoleLineBytes || SanitizeUtf8(text) != text) {
+      return fail();
+    }
+    coding::PutVarint64(out, coding::ZigZag(int64_t(uint64_t(time_ms) - uint64_t(prev_time))));
+    prev_time = time_ms;
+    out->push_back(stream[0] != 0 ? 1 : 0);
+    coding::PutVarint64(out, text.size());
+    out->append(text);
+  }
+  if (!r.done()) return fail();
+  const uint32_t crc =
+      crc32c::Value(out->data() + start + kHeaderBytes, out->size() - start - kHeaderBytes);
+  for (int k = 0; k < 4; ++k) (*out)[start + 8 + k] = char(crc >> (8 * k));
+  return true;
+}
 
 BatchJsonStats AppendBatchBinary(const LogBatch& b, int64_t seq, std::string* out) {
   BatchJsonStats stats;

@@ -26,4 +26,12 @@ inline constexpr std::string_view kBinaryBatchFormatName = "cohort-batch-v1";
 // Appends the binary batch (header with CRC-32C included) to `out`.
 BatchJsonStats AppendBatchBinary(const LogBatch& batch, int64_t seq, std::string* out);
 
+// The same straight from an encoded LogBatch (a WAL batch record, protocol.h), in one pass and
+// without building the LogBatch, for the common case: every key valid, distinct, 1..256 bytes,
+// no key twice in a row, console text valid UTF-8 within the limit. Then it appends exactly what
+// AppendBatchBinary(DecodeLogBatch(record)) would and returns true; otherwise (or when the record
+// is malformed) it appends nothing and returns false, and the caller takes the general path.
+bool TranscodeLogBatchBinary(std::string_view record, int64_t seq, std::string* out,
+                             BatchJsonStats* stats);
+
 }  // namespace cohort::agent

@@ -212,10 +212,6 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
   // req.wait_ms counts from here, not from after the WAL work below: the client leaves a margin
   // for its answer (client/agent_transport.cc), which slow fsyncs must not eat.
   const int64_t start_ns = MonoNanos();
-  std::string tdbg;  // TIMING-TEMP
-  auto tmark = [&](const char* what) {  // TIMING-TEMP
-    tdbg += fmt::format(" {}={:.2f}", what, (MonoNanos() - start_ns) / 1e6);
-  };
   *reply = OpenReply{};
   std::string data_dir = req.data_dir.empty() ? options_.data_dir : req.data_dir;
   std::string dir = WriterDir(data_dir, req.run_id, req.label);
@@ -247,9 +243,7 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
         (void)it->second.stream->Close();
         streams_.erase(it);
       }
-      tmark("locked");  // TIMING-TEMP
       auto created = WriterStream::Create(dir, target);
-      tmark("created");  // TIMING-TEMP
       if (!created.ok()) {
         reply->error = created.status().ToString();
         return nullptr;
@@ -265,7 +259,6 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
 
   // Whatever an earlier connection of this session appended is durable before we report it.
   Status st = stream->Sync();
-  tmark("sync1");  // TIMING-TEMP
   if (st.ok()) {
     reply->last_frame = stream->LastFrame(req.session);
     if (!req.run_json.empty()) {
@@ -276,9 +269,7 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
                                                        req.writer_json.empty() ? "{}"
                                                                                : req.writer_json)
                                       : Result<uint64_t>(st);
-  tmark("appended");  // TIMING-TEMP
   if (join_seq.ok()) st = session->Sync();
-  tmark("sync2");  // TIMING-TEMP
   if (!join_seq.ok() || !st.ok()) {
     reply->error = (join_seq.ok() ? st : join_seq.status()).ToString();
     session->finished_ = true;  // nothing to crash: the writer never started
@@ -322,8 +313,6 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
         },
         NowMillis() + wait_left_ms);
   }
-  tmark("confirmed");  // TIMING-TEMP
-  if (std::getenv("COHORT_OPEN_TIMING")) Logf(LogLevel::kWarning, "open timing:{}", tdbg);
   StatusCode failure = p.last_failure.code();
   if (p.rejected.ok() && p.failures > start.failures &&
       (failure == StatusCode::kUnauthenticated || failure == StatusCode::kPermissionDenied)) {

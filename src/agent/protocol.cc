@@ -323,8 +323,8 @@ Result<OpenRequest> ParseOpenRequest(std::string_view text) {
       const int64_t id = (*ids)[i];
       // GPU indices as NVML numbers them: never negative, and an int (no silent truncation).
       if (id < 0 || id > std::numeric_limits<int>::max()) {
-        return Status::InvalidArgument("open.gpu_ids[" + std::to_string(i) + "]: " +
-                                       std::to_string(id) + " is not a GPU index (0.." +
+        return Status::InvalidArgument("open.gpu_ids[" + std::to_string(i) +
+                                       "]: " + std::to_string(id) + " is not a GPU index (0.." +
                                        std::to_string(std::numeric_limits<int>::max()) + ")");
       }
       m.gpu_ids->push_back(int(id));

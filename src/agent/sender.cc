@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 
 #include "agent/agent_log.h"
 #include "agent/batch_binary.h"
@@ -456,19 +457,26 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
       return a;
     }
     case RecordKind::kBatch: {
-      auto batch = DecodeLogBatch(rec.body);
-      if (!batch.ok()) {
+      auto skip = [](Status status) {
         Attempt a;
         a.outcome = Outcome::kSkip;
-        a.status = batch.status();
+        a.status = std::move(status);
         return a;
-      }
+      };
       const std::string path = WriterPath(*entity, t) + "/batches";
       const int64_t seq = int64_t(s->UploadSeq(rec.seq));
       std::string body;
+      std::optional<LogBatch> batch;
       if (format_ == IngestFormat::kUnknown) DetectIngestFormat();
       if (format_ == IngestFormat::kBinary) {
-        BatchJsonStats stats = AppendBatchBinary(*batch, seq, &body);
+        // Straight from the WAL record when it can; else through a decoded LogBatch.
+        BatchJsonStats stats;
+        if (!TranscodeLogBatchBinary(rec.body, seq, &body, &stats)) {
+          auto decoded = DecodeLogBatch(rec.body);
+          if (!decoded.ok()) return skip(decoded.status());
+          batch = std::move(*decoded);
+          stats = AppendBatchBinary(*batch, seq, &body);
+        }
         auto r = Call("POST", path, body, t.api_key, kBinaryBatchContentType);
         if (r.ok() && r->status == 415) {
           Logf(LogLevel::kWarning, "{}: the server refuses binary batches ({}); sending JSON",
@@ -484,6 +492,11 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
           return a;
         }
         body.clear();
+      }
+      if (!batch) {
+        auto decoded = DecodeLogBatch(rec.body);
+        if (!decoded.ok()) return skip(decoded.status());
+        batch = std::move(*decoded);
       }
       BatchJsonStats stats = AppendBatchJson(*batch, seq, &body);
       Attempt a = Classify(Call("POST", path, body, t.api_key), what);

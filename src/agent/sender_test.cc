@@ -100,16 +100,19 @@ TEST_F(SenderTest, UploadsRecordsInOrderWithTheirSeq) {
   sender.Start();
   ASSERT_TRUE(WaitComplete(stream.get(), 5000));
   auto reqs = server.requests();
+  // Before its first batch the Sender asks which bodies the server reads (this one lists no
+  // "ingest_formats": JSON).
   EXPECT_EQ(Paths(reqs), (std::vector<std::string>{
                              "POST /api/v1/runs/alice/p",
                              "POST /api/v1/runs/alice/p/run1/writers",
+                             "GET /healthz",
                              "POST /api/v1/runs/alice/p/run1/writers/rank_0/batches",
                              "POST /api/v1/runs/alice/p/run1/writers/rank_0/batches",
                              "POST /api/v1/runs/alice/p/run1/writers/rank_0/finish",
                          }));
   EXPECT_EQ(reqs[0].authorization, "Bearer ck_test");
-  auto b1 = json::Parse(reqs[2].body);
-  auto b2 = json::Parse(reqs[3].body);
+  auto b1 = json::Parse(reqs[3].body);
+  auto b2 = json::Parse(reqs[4].body);
   ASSERT_TRUE(b1.ok() && b2.ok());
   EXPECT_EQ(b2->at("seq").as_int64(), b1->at("seq").as_int64() + 1);
   EXPECT_EQ(b2->at("history").at(0).at("values").at("loss").to_number<double>(), 1.0);

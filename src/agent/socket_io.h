@@ -31,8 +31,8 @@ Result<int> ConnectUnix(const std::string& path, int timeout_ms);
 // Writes all of `data` unless the deadline (MonoMillis clock) passes first (kDeadlineExceeded)
 // or the peer is gone (kUnavailable).
 Status WriteAll(int fd, const char* data, size_t n, int64_t deadline_ms);
-// Reads what is available, waiting until the deadline (MonoMillis) for at least one byte. Returns the byte
-// count, 0 at end of stream; kDeadlineExceeded when nothing came; kUnavailable on errors.
+// Reads what is available, waiting until the deadline (MonoMillis) for at least one byte. Returns
+// the byte count, 0 at end of stream; kDeadlineExceeded when nothing came; kUnavailable on errors.
 Result<size_t> ReadSome(int fd, char* buf, size_t n, int64_t deadline_ms);
 
 // mkdir -p with mode 0700, then checks that `dir` belongs to this user and is not accessible to

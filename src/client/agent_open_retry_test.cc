@@ -34,10 +34,10 @@ using agent::MonoMillis;
 
 // How the fake agent treats the open of its n-th connection (0-based).
 enum class OpenBehaviour {
-  kAnswer,           // takes the WAL lock (if not held), answers at once
-  kLockThenHangUp,   // takes the WAL lock, closes the connection without answering
-  kLockThenLate,     // takes the WAL lock, answers `late_ms` after the wait the client allowed
-  kNeverAnswer,      // takes nothing, never answers (a stuck agent)
+  kAnswer,          // takes the WAL lock (if not held), answers at once
+  kLockThenHangUp,  // takes the WAL lock, closes the connection without answering
+  kLockThenLate,    // takes the WAL lock, answers `late_ms` after the wait the client allowed
+  kNeverAnswer,     // takes nothing, never answers (a stuck agent)
 };
 
 class ScriptedAgent {
@@ -120,7 +120,8 @@ class ScriptedAgent {
           }
           Lock(*req);
           if (behaviour == OpenBehaviour::kLockThenHangUp) return;
-          if (behaviour == OpenBehaviour::kLockThenLate) SleepUnlessStopped(req->wait_ms + late_ms_);
+          if (behaviour == OpenBehaviour::kLockThenLate)
+            SleepUnlessStopped(req->wait_ms + late_ms_);
           agent::OpenReply reply;
           reply.ok = true;
           reply.confirmed = true;

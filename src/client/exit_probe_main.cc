@@ -28,7 +28,8 @@ void UserHandler(int) { _exit(42); }
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: %s BASE_URL return|exit|throw|sigterm|sigterm-user|fork-sigterm\n", argv[0]);
+    std::fprintf(stderr, "usage: %s BASE_URL return|exit|throw|sigterm|sigterm-user|fork-sigterm\n",
+                 argv[0]);
     return 2;
   }
   const std::string mode = argv[2];

@@ -1,5 +1,5 @@
-#include "client/transport.h"
 #include "agent/socket_io.h"
+#include "client/transport.h"
 
 namespace cohort::client {
 

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "agent/agent_log.h"
+#include "agent/socket_io.h"
 #include "client/spawn.h"
 #include "core/clock.h"
 #include "core/ids.h"
@@ -110,11 +111,6 @@ Result<agent::OpenReply> Run::Impl::AwaitAgentOpen(std::unique_ptr<client::Agent
 }
 
 Status Run::Impl::Start(int64_t deadline_ms) {
-  const int64_t t0 = MonoNanos();  // TIMING-TEMP
-  std::string tdbg;                // TIMING-TEMP
-  auto tmark = [&](const char* what) {  // TIMING-TEMP
-    tdbg += " " + std::string(what) + "=" + std::to_string((MonoNanos() - t0) / 1000) + "us";
-  };
   std::lock_guard<std::mutex> io(io_mu);
   std::unique_ptr<client::AgentTransport> agent_t;
   std::unique_ptr<client::Transport> t;
@@ -122,7 +118,6 @@ Status Run::Impl::Start(int64_t deadline_ms) {
   if (rs.settings.transport == "agent") {
     auto a = client::ConnectOrSpawnAgent(paths, rs.settings.dir, true,
                                          std::min(deadline_ms, MonoMs() + kSpawnBudgetMs));
-    tmark("connected");  // TIMING-TEMP
     if (a.ok()) {
       agent_t = std::move(*a);
       // The agent is asked to answer `margin` before the deadline. If its answer is not here
@@ -134,7 +129,6 @@ Status Run::Impl::Start(int64_t deadline_ms) {
       r.wait_ms = std::max<int64_t>(0, std::min(r.wait_ms, deadline_ms - MonoMs() - 20));
       Status sent = agent_t->SendOpen(r, deadline_ms);
       reply = sent.ok() ? agent_t->AwaitOpen(answer_by) : Result<agent::OpenReply>(sent);
-      tmark("opened");  // TIMING-TEMP
     } else {
       agent::Logf(agent::LogLevel::kDebug, "no agent ({}); running in-process",
                   a.status().ToString());
@@ -158,8 +152,8 @@ Status Run::Impl::Start(int64_t deadline_ms) {
         t = std::move(agent_t);
       } else {
         return Status(reply.status().code(),
-                      reply.status().message() + " (the agent holds the writer's WAL: " +
-                          local_reply->error + ")");
+                      reply.status().message() +
+                          " (the agent holds the writer's WAL: " + local_reply->error + ")");
       }
     } else {
       agent_t.reset();
@@ -177,8 +171,6 @@ Status Run::Impl::Start(int64_t deadline_ms) {
   sent_upto = reply->last_frame;
   transport = std::move(t);
   StartFlusher();
-  tmark("flusher");  // TIMING-TEMP
-  if (std::getenv("COHORT_OPEN_TIMING")) fprintf(stderr, "start timing:%s\n", tdbg.c_str());
   if (rs.settings.capture_console) {
     auto c =
         client::ConsoleCapture::Start([this](bool is_stderr, int64_t time_ms, std::string line) {

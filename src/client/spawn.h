@@ -28,7 +28,6 @@ Status SpawnAgent(const std::string& binary, const agent::AgentPaths& paths,
 // retries until `deadline_ms` (agent::MonoMillis clock).
 Result<std::unique_ptr<AgentTransport>> ConnectOrSpawnAgent(const agent::AgentPaths& paths,
                                                             const std::string& data_dir,
-                                                            bool allow_spawn,
-                                                            int64_t deadline_ms);
+                                                            bool allow_spawn, int64_t deadline_ms);
 
 }  // namespace cohort::client

@@ -27,8 +27,7 @@ class Transport {
  public:
   virtual ~Transport() = default;
 
-  virtual Result<agent::OpenReply> Open(const agent::OpenRequest& request,
-                                        int64_t deadline_ms) = 0;
+  virtual Result<agent::OpenReply> Open(const agent::OpenRequest& request, int64_t deadline_ms) = 0;
   // Sends a numbered frame (kLog, kUpdate, kFlush). kUnavailable / kDeadlineExceeded when the
   // transport is broken; the caller reconnects.
   virtual Status Send(agent::MessageType type, uint64_t frame, std::string_view body,

@@ -1,6 +1,7 @@
 // Conformance cases: runs, writers and states, run lists, groups, projects, views, API keys and
 // persistence.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "core/clock.h"
@@ -252,6 +253,43 @@ TEST_P(StoreConformanceTest, MarkStaleWritersCrashedMarksOnlyStaleOnes) {
   // Crashed writers are not marked again.
   COHORT_ASSERT_OK_AND_ASSIGN(marked, store().MarkStaleWritersCrashed(now - 30'000, now));
   EXPECT_EQ(marked, 0);
+}
+
+TEST_P(StoreConformanceTest, HeartbeatsMoveManyWritersForwardAndSkipUnknownOnes) {
+  MakeRun("run1");
+  MakeRun("run2");
+  Join("run1", "a");
+  Join("run1", "b", false, false);
+  Join("run1", "stale", false, false);
+  Join("run2", "c");
+  const int64_t now = NowMillis() + 60'000;
+  COHORT_ASSERT_OK(store().Heartbeat(Ref("run1"), "b", now + 500));  // newer than the batch's
+  const std::vector<HeartbeatUpdate> updates = {
+      {Ref("run1"), "a", now},
+      {Ref("run1"), "b", now + 100},  // older than b's last: b keeps now + 500
+      {Ref("run2"), "c", now + 200},
+      {Ref("run1"), "ghost", now},    // no such writer: skipped
+      {Ref("nope"), "a", now},        // no such run: skipped
+  };
+  COHORT_ASSERT_OK_AND_ASSIGN(int64_t updated, store().Heartbeats(updates));
+  EXPECT_EQ(updated, 3);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto writers, store().ListWriters(Ref("run1")));
+  std::map<std::string, int64_t> seen;
+  for (const auto& w : writers) seen[w.label] = w.heartbeat_ms;
+  EXPECT_EQ(seen["a"], now);
+  EXPECT_EQ(seen["b"], now + 500);
+  EXPECT_LT(seen["stale"], now);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto writers2, store().ListWriters(Ref("run2")));
+  EXPECT_EQ(writers2[0].heartbeat_ms, now + 200);
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run1, store().GetRun(Ref("run1")));
+  EXPECT_EQ(run1.heartbeat_ms, now + 500);
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run2, store().GetRun(Ref("run2")));
+  EXPECT_EQ(run2.heartbeat_ms, now + 200);
+  // The crash sweep sees them: only "stale" is marked.
+  COHORT_ASSERT_OK_AND_ASSIGN(int64_t marked, store().MarkStaleWritersCrashed(now - 1, now));
+  EXPECT_EQ(marked, 1);
+  COHORT_ASSERT_OK_AND_ASSIGN(updated, store().Heartbeats({}));
+  EXPECT_EQ(updated, 0);
 }
 
 // ---- run lists ----

@@ -31,9 +31,13 @@ Result<SqliteOptions> ParseSqliteTarget(std::string_view target) {
       options.synchronous_full = false;
     } else if (name == "group_commit" && (value == "on" || value == "off")) {
       options.group_commit = value == "on";
+    } else if (name == "checkpoint" && (value == "background" || value == "inline")) {
+      options.background_checkpoints = value == "background";
     } else {
-      return Status::InvalidArgument("store url: unknown sqlite option '" + std::string(pair) +
-                                     "' (supported: synchronous=normal|full, group_commit=on|off)");
+      return Status::InvalidArgument(
+          "store url: unknown sqlite option '" + std::string(pair) +
+          "' (supported: synchronous=normal|full, group_commit=on|off, "
+          "checkpoint=background|inline)");
     }
   }
   if (options.path.empty()) return Status::InvalidArgument("store url: empty sqlite path");

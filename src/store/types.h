@@ -140,6 +140,10 @@ struct IngestBatch {
   std::vector<HistoryRow> rows;
   std::vector<SystemRow> system;
   std::vector<ConsoleLine> console;
+  // > 0: the run may hold at most this many distinct keys (history and system, all writers); a
+  // batch that would take it past them is refused whole with kPayloadTooLarge. Set by the
+  // server from the entity's tier (src/server/limits); 0: no limit.
+  int64_t max_run_keys = 0;
 };
 
 struct IngestResult {

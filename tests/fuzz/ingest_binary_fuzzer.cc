@@ -42,8 +42,8 @@ bool SameValues(const std::vector<std::pair<std::string, double>>& a,
 cohort::agent::LogBatch ToLogBatch(const IngestBatch& batch) {
   cohort::agent::LogBatch b;
   std::unordered_map<std::string, uint32_t> index;
-  auto add_row = [&](std::vector<cohort::agent::LogBatch::Row>* rows, int64_t step,
-                     int64_t time_ms, const std::vector<std::pair<std::string, double>>& values) {
+  auto add_row = [&](std::vector<cohort::agent::LogBatch::Row>* rows, int64_t step, int64_t time_ms,
+                     const std::vector<std::pair<std::string, double>>& values) {
     cohort::agent::LogBatch::Row row;
     row.step = step;
     row.time_ms = time_ms;
@@ -58,7 +58,8 @@ cohort::agent::LogBatch ToLogBatch(const IngestBatch& batch) {
   };
   for (const auto& r : batch.rows) add_row(&b.history, r.step, r.time_ms, r.values);
   for (const auto& r : batch.system) add_row(&b.system, 0, r.time_ms, r.values);
-  for (const auto& l : batch.console) b.console.push_back({l.time_ms, l.stream == "stderr", l.text});
+  for (const auto& l : batch.console)
+    b.console.push_back({l.time_ms, l.stream == "stderr", l.text});
   return b;
 }
 
@@ -93,8 +94,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t mode = data[0];
   std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
   if ((mode & 1) && body.size() >= cohort::api::kBinaryBatchHeaderBytes) {
-    const uint32_t crc = cohort::crc32c::Value(
-        std::string_view(body).substr(cohort::api::kBinaryBatchHeaderBytes));
+    const uint32_t crc =
+        cohort::crc32c::Value(std::string_view(body).substr(cohort::api::kBinaryBatchHeaderBytes));
     for (int k = 0; k < 4; ++k) body[8 + k] = char(crc >> (8 * k));
   }
 

@@ -110,3 +110,85 @@ def test_a_million_distinct_keys_is_413_with_bounded_memory(tmp_path):
         assert_healthy(server)
     finally:
         server.stop()
+
+
+def keys_batch(seq, first, count, step=0):
+    values = ",".join(f'"k{i}":{i}' for i in range(first, first + count))
+    return '{"seq": %d, "history": [{"step": %d, "time": 1, "values": {%s}}]}' % (seq, step, values)
+
+
+def test_millions_of_distinct_keys_into_one_run_stop_at_the_run_key_limit(tmp_path):
+    """A client logging ever new keys into one run: 100,000 distinct keys (the default per-run
+    limit, docs/operations.md) are stored, then every batch bringing a new key is a 413 naming
+    the limit, while batches of known keys go on; memory stays bounded."""
+    server = start(tmp_path)
+    try:
+        key, entity, runs = setup_run(server)
+        batches = f"{runs}/r1/writers/w/batches"
+        rss_before = rss_kb(server)
+        for seq in range(1, 11):  # 10 x 10,000 new keys: up to the limit
+            status, _, answer = exchange(server, request(
+                "POST", batches, keys_batch(seq, (seq - 1) * 10000, 10000, seq), key=key),
+                deadline_s=120)
+            assert status == 200, (seq, status, answer[:300])
+        # 2,000,000 more distinct keys offered, 10,000 per batch: each refused whole.
+        for seq in range(11, 211):
+            status, _, answer = exchange(server, request(
+                "POST", batches, keys_batch(seq, seq * 10000, 10000, seq), key=key),
+                deadline_s=120)
+            assert status == 413, (seq, status, answer[:300])
+            message = json_error(answer)["message"]
+            assert "limit is 100000 distinct keys per run" in message, message
+        # One new key among known ones: refused whole (nothing of it stored) ...
+        status, _, answer = exchange(server, request(
+            "POST", batches,
+            '{"seq": 300, "history": [{"step": 300, "time": 1, "values": {"k0": 1, "fresh": 2}}]}',
+            key=key))
+        assert status == 413, (status, answer[:300])
+        # ... known keys go on, from this writer and from another one of the run.
+        status, _, answer = exchange(server, request("POST", batches, keys_batch(301, 5, 3, 301),
+                                                     key=key))
+        assert status == 200 and json.loads(answer)["points"] == 3, answer
+        assert exchange(server, request("POST", f"{runs}/r1/writers", {"label": "w2"},
+                                        key=key))[0] == 201
+        status, _, answer = exchange(server, request(
+            "POST", f"{runs}/r1/writers/w2/batches", keys_batch(1, 7, 2), key=key))
+        assert status == 200, answer
+        grown_mb = (rss_kb(server) - rss_before) / 1024
+        assert grown_mb < 256, f"RSS grew by {grown_mb:.0f} MiB"
+        status, _, answer = exchange(server, request("GET", f"{runs}/r1/keys", key=key),
+                                     deadline_s=60)
+        keys = json.loads(answer)["keys"]
+        names = {k["key"] if isinstance(k, dict) else k for k in keys}
+        assert len(names) == 100000 and "fresh" not in names and "k100000" not in names
+        # Another run has its own budget.
+        assert exchange(server, request("POST", runs, {"id": "r2"}, key=key))[0] == 201
+        assert exchange(server, request("POST", f"{runs}/r2/writers", {"label": "w"},
+                                        key=key))[0] == 201
+        status, _, answer = exchange(server, request(
+            "POST", f"{runs}/r2/writers/w/batches", keys_batch(1, 500000, 10), key=key))
+        assert status == 200, answer
+        assert_healthy(server)
+    finally:
+        server.stop()
+
+
+def test_run_key_limit_comes_from_the_tier_in_the_limits_file(tmp_path):
+    limits = tmp_path / "limits.json"
+    limits.write_text(json.dumps({"default_tier": "small",
+                                  "tiers": {"small": {"keys_per_run": 5}}}))
+    server = start(tmp_path, "--limits", str(limits))
+    try:
+        key, entity, runs = setup_run(server)
+        batches = f"{runs}/r1/writers/w/batches"
+        assert exchange(server, request("POST", batches, keys_batch(1, 0, 5), key=key))[0] == 200
+        status, _, answer = exchange(server, request("POST", batches, keys_batch(2, 5, 1, 1),
+                                                     key=key))
+        assert status == 413 and "limit is 5 distinct keys per run" in json_error(answer)["message"]
+        # System metrics count too (as system/<key>).
+        status, _, answer = exchange(server, request(
+            "POST", batches, '{"seq": 3, "system": [{"time": 1, "values": {"gpu.0.util": 5}}]}',
+            key=key))
+        assert status == 413, answer
+    finally:
+        server.stop()

@@ -179,6 +179,9 @@ TEST(PostgresOptionsTest, BadOptionsAreRejectedByName) {
   EXPECT_NE(unknown.status().message().find("colour"), std::string::npos);
   EXPECT_FALSE(pg::ParsePostgresUrl("sqlite:///x.db").ok());
   EXPECT_FALSE(pg::ParsePostgresUrl("postgresql://h/db?read_hosts=r1:notaport").ok());
+  auto bad_cache = pg::ParsePostgresUrl("postgresql://h/db?ingest_cache=maybe");
+  ASSERT_FALSE(bad_cache.ok());
+  EXPECT_NE(bad_cache.status().message().find("ingest_cache"), std::string::npos);
 }
 
 TEST_F(PostgresStoreTest, OpenStoreRoutesPostgresUrls) {
@@ -461,6 +464,20 @@ TEST_F(PostgresStoreTest, StaleIngestStateFromAnotherServerIsDetectedAndNotUsed)
   EXPECT_EQ(writers[0].next_step, 5 * kRows);
   EXPECT_EQ(QueryInt("SELECT count(*) FROM batches"), 5);
   EXPECT_EQ(QueryInt("SELECT sum(count)::int8 FROM series"), 5 * kRows);
+}
+
+// ingest_cache=off: every batch reads the writer's rows first; the data is the same.
+TEST_F(PostgresStoreTest, IngestCacheOffStoresEveryBatchThroughTheReadingPath) {
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open("pool_size=2&ingest_cache=off"));
+  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
+  ASSERT_TRUE(store->JoinWriter(Ref("run1"), WriterJoin{.label = "w"}).ok());
+  for (int seq = 1; seq <= 3; ++seq) {
+    IngestBatch b{.seq = seq, .rows = {HistoryRow{.time_ms = seq, .values = {{"loss", 1.0}}}}};
+    COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, store->Ingest(Ref("run1"), "w", b, seq));
+    EXPECT_EQ(r.next_step, seq);
+  }
+  EXPECT_EQ(store->fast_ingests(), 0);
+  EXPECT_EQ(QueryInt("SELECT sum(count)::int8 FROM series"), 3);
 }
 
 // A deleted run's remembered writer is not written to: the batch fails as for an unknown run.

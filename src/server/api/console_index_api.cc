@@ -2,33 +2,23 @@
 // match, and the `after` cursor at which every `stride`-th line starts. With it the web UI's log
 // view jumps to any line of a million-line log with one page request (virtual scrolling), and
 // extends the index of a live run from `last_id` as lines arrive.
-#include "server/api/context.h"
+#include "server/api/console_filter.h"
 
 namespace cohort::api {
 
 void RegisterConsoleIndexRoutes(http::Router& r, ApiContext* ctx) {
   r.Add("GET", "/api/v1/runs/{entity}/{project}/{run}/console/index",
         Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
-          auto ref = RunRefFromPath(req, who);
-          if (!ref.ok()) return ErrorResponse(ref.status());
-          store::ConsoleQuery q;
-          q.run = *ref;
-          q.labels = SplitCsv(req.QueryParam("labels", req.QueryParam("label")));
-          q.stream = req.QueryParam("stream");
-          if (!q.stream.empty() && q.stream != "stdout" && q.stream != "stderr") {
-            return ErrorResponse(Status::InvalidArgument("stream: expected stdout or stderr"));
-          }
-          q.text = req.QueryParam("q");
-          auto after = IntParam(req, "after");
+          auto filter = ConsoleFilterFromRequest(req, who);
+          if (!filter.ok()) return ErrorResponse(filter.status());
+          store::ConsoleQuery q = std::move(*filter);
           auto stride = IntParam(req, "stride");
-          if (!after.ok()) return ErrorResponse(after.status());
           if (!stride.ok()) return ErrorResponse(stride.status());
-          const int64_t start = after->value_or(0);
+          const int64_t start = q.after_id;
           const int64_t step = stride->value_or(1000);
           if (step < 10 || step > 10000) {
             return ErrorResponse(Status::InvalidArgument("stride: expected 10..10000"));
           }
-          q.after_id = start;
           // The store counts ids only (no line is read or copied): ~20x faster than paging
           // through the lines themselves on a million-line log.
           auto index = ctx->store->IndexConsole(q, step);

@@ -56,7 +56,8 @@ Status HeartbeatCoalescer::Record(const store::RunRef& ref, const std::string& l
   {
     std::lock_guard lock(mu_);
     if (known_.contains(key)) {
-      auto [it, fresh] = pending_.try_emplace(std::move(key), store::HeartbeatUpdate{ref, label, now_ms});
+      auto [it, fresh] =
+          pending_.try_emplace(std::move(key), store::HeartbeatUpdate{ref, label, now_ms});
       if (!fresh) it->second.now_ms = std::max(it->second.now_ms, now_ms);
       return Status::Ok();
     }
@@ -74,7 +75,8 @@ Status HeartbeatCoalescer::Record(const store::RunRef& ref, const std::string& l
     return Status::NotFound("writer '" + label + "' of run " + ref.entity + "/" + ref.project +
                             "/" + ref.run_id + " not found");
   }
-  auto [it, fresh] = pending_.try_emplace(std::move(key), store::HeartbeatUpdate{ref, label, now_ms});
+  auto [it, fresh] =
+      pending_.try_emplace(std::move(key), store::HeartbeatUpdate{ref, label, now_ms});
   if (!fresh) it->second.now_ms = std::max(it->second.now_ms, now_ms);
   return Status::Ok();
 }

@@ -23,11 +23,11 @@ void RegisterIngestRoutes(http::Router& r, ApiContext* ctx) {
             auto version = BinaryBatchVersion(req.body);
             if (version && *version != kBinaryBatchVersion) {
               ctx->metrics->AddRejected("bad_batch");
-              return http::HttpResponse::Error(
-                  415, "unsupported_media_type",
-                  "binary batch version " + std::to_string(*version) +
-                      " is not supported (this server reads version " +
-                      std::to_string(kBinaryBatchVersion) + "); send JSON instead");
+              return http::HttpResponse::Error(415, "unsupported_media_type",
+                                               "binary batch version " + std::to_string(*version) +
+                                                   " is not supported (this server reads version " +
+                                                   std::to_string(kBinaryBatchVersion) +
+                                                   "); send JSON instead");
             }
           }
           auto batch = binary ? DecodeBinaryIngestBatch(req.body, ctx->limits)
@@ -39,6 +39,7 @@ void RegisterIngestRoutes(http::Router& r, ApiContext* ctx) {
           if (auto refused = ThrottlePoints(ctx, who.entity, CountPoints(*batch))) {
             return std::move(*refused);
           }
+          batch->max_run_keys = RunKeyLimit(ctx, who.entity);
           int64_t t0 = MonoNanos();
           auto res = ctx->store->Ingest(*ref, req.PathParam("label"), *batch, NowMillis());
           ctx->metrics->ObserveStore("ingest", MonoNanos() - t0);

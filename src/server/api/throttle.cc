@@ -44,6 +44,10 @@ std::optional<http::HttpResponse> ThrottlePoints(ApiContext* ctx, const std::str
   return Refusal(d, fmt::format("{} points", d.limit), "rate_limited_points", ctx);
 }
 
+int64_t RunKeyLimit(ApiContext* ctx, const std::string& entity) {
+  return ctx->limiter ? ctx->limiter->KeysPerRun(entity) : limits::kDefaultKeysPerRun;
+}
+
 int64_t CountPoints(const store::IngestBatch& batch) {
   int64_t n = 0;
   for (const auto& row : batch.rows) n += int64_t(row.values.size());

@@ -22,5 +22,8 @@ std::optional<http::HttpResponse> ThrottlePoints(ApiContext* ctx, const std::str
                                                  int64_t points);
 // The scalar values of a batch (history and system rows): what ThrottlePoints charges.
 int64_t CountPoints(const store::IngestBatch& batch);
+// The distinct keys one run of `entity` may hold (its tier's keys_per_run; the default without a
+// limiter); the ingest routes put it in IngestBatch::max_run_keys. 0: unlimited.
+int64_t RunKeyLimit(ApiContext* ctx, const std::string& entity);
 
 }  // namespace cohort::api

@@ -9,8 +9,8 @@ namespace {
 Status CheckLabel(const std::string& label, const ApiLimits& limits) {
   if (label.empty()) return Status::InvalidArgument("label: required");
   if (label.size() > limits.max_label_bytes) {
-    return Status::InvalidArgument("label: longer than " +
-                                   std::to_string(limits.max_label_bytes) + " bytes");
+    return Status::InvalidArgument("label: longer than " + std::to_string(limits.max_label_bytes) +
+                                   " bytes");
   }
   for (char c : label) {
     if (static_cast<unsigned char>(c) < 0x20 || c == '/') {

@@ -239,6 +239,7 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
     if (Status s = cw.Ensure(decoded.label_hint); !s.ok()) return StoreError(s, "writer");
     store::IngestBatch batch = BuildBatch(sr, decoded, cw, &advanced);
     if (batch.positions.empty()) break;
+    batch.max_run_keys = api::RunKeyLimit(ctx, who.entity);
     const int64_t t_store = MonoNanos();
     auto r = ctx->store->Ingest(*ref, cw.label(), batch, now);
     if (ctx->metrics) ctx->metrics->ObserveStore("compat_ingest", MonoNanos() - t_store);

@@ -33,7 +33,10 @@ struct ServerOptions {
   std::string address = "127.0.0.1";
   uint16_t port = 0;  // 0: the OS picks a free port
   int io_threads = 2;
-  int worker_threads = 4;  // handlers of POST, PUT, PATCH, DELETE, ...
+  // Handlers of POST, PUT, PATCH, DELETE, ... Most of them wait for the store (a group commit,
+  // a pooled connection) rather than compute, so there are many: with few, heartbeats answered
+  // from memory queue behind ingest, and a group commit groups at most this many batches.
+  int worker_threads = 32;
   int read_threads = 2;    // handlers of GET and HEAD
   size_t max_body_bytes = 32 << 20;
   size_t max_header_bytes = 16 << 10;

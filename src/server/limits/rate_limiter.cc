@@ -29,7 +29,8 @@ double SteadySeconds() {
 
 Result<TierLimits> ParseTier(const bj::object& obj, const std::string& path) {
   json::FieldReader rd(obj, path);
-  rd.RejectUnknown({"requests_per_second", "request_burst", "points_per_second", "point_burst"});
+  rd.RejectUnknown(
+      {"requests_per_second", "request_burst", "points_per_second", "point_burst", "keys_per_run"});
   TierLimits t;
   auto field = [&](std::string_view key, double* out) {
     auto v = rd.OptDouble(key);
@@ -44,6 +45,13 @@ Result<TierLimits> ParseTier(const bj::object& obj, const std::string& path) {
   field("request_burst", &t.request_burst);
   field("points_per_second", &t.points_per_second);
   field("point_burst", &t.point_burst);
+  if (auto keys = rd.OptInt("keys_per_run")) {
+    if (*keys < 0 || *keys > 1000000000) {
+      rd.Fail("keys_per_run", "expected an integer from 0 (unlimited) to 1e9");
+    } else {
+      t.keys_per_run = *keys;
+    }
+  }
   if (!rd.ok()) return rd.status();
   return t;
 }
@@ -52,9 +60,9 @@ Result<TierLimits> ParseTier(const bj::object& obj, const std::string& path) {
 
 LimitsConfig DefaultLimitsConfig() {
   LimitsConfig c;
-  c.tiers["free"] = TierLimits{20, 100, 20000, 200000};
-  c.tiers["teams"] = TierLimits{200, 1000, 500000, 5000000};
-  c.tiers["enterprise"] = TierLimits{};  // unlimited
+  c.tiers["free"] = TierLimits{20, 100, 20000, 200000, 10000};
+  c.tiers["teams"] = TierLimits{200, 1000, 500000, 5000000, kDefaultKeysPerRun};
+  c.tiers["enterprise"] = TierLimits{};  // unlimited rates, kDefaultKeysPerRun keys per run
   c.default_tier = "enterprise";
   return c;
 }
@@ -112,6 +120,11 @@ RateLimiter::RateLimiter(LimitsConfig config) : config_(std::move(config)) {}
 std::string RateLimiter::TierOf(std::string_view entity) const {
   auto it = config_.entity_tiers.find(std::string(entity));
   return it != config_.entity_tiers.end() ? it->second : config_.default_tier;
+}
+
+int64_t RateLimiter::KeysPerRun(std::string_view entity) const {
+  auto t = config_.tiers.find(TierOf(entity));
+  return t != config_.tiers.end() ? t->second.keys_per_run : kDefaultKeysPerRun;
 }
 
 RateLimiter::State& RateLimiter::StateFor(std::string_view entity) {

@@ -9,7 +9,8 @@
 // gets how long to wait before a retry can succeed (Retry-After).
 //
 // A tier with a rate of 0 for a bucket is unlimited for it. An entity not listed in the
-// configuration gets the default tier.
+// configuration gets the default tier. A tier also bounds the distinct keys of a run
+// (keys_per_run), which the ingest routes pass to the store with each batch.
 //
 // Entities are tracked from their first authenticated request on (they are bounded by the
 // entities that have keys).
@@ -29,11 +30,17 @@
 
 namespace cohort::limits {
 
+// Distinct keys (history and system, all writers) one run may hold unless its tier says
+// otherwise: bounds a run's series (and the memory of listing them) against a client that logs
+// millions of distinct keys.
+inline constexpr int64_t kDefaultKeysPerRun = 100000;
+
 struct TierLimits {
-  double requests_per_second = 0;  // 0: unlimited
-  double request_burst = 0;        // bucket size; 0: one second's worth (at least 1)
-  double points_per_second = 0;    // 0: unlimited
-  double point_burst = 0;          // bucket size; 0: one second's worth
+  double requests_per_second = 0;             // 0: unlimited
+  double request_burst = 0;                   // bucket size; 0: one second's worth (at least 1)
+  double points_per_second = 0;               // 0: unlimited
+  double point_burst = 0;                     // bucket size; 0: one second's worth
+  int64_t keys_per_run = kDefaultKeysPerRun;  // 0: unlimited
 };
 
 struct LimitsConfig {
@@ -83,6 +90,8 @@ class RateLimiter {
   Decision AdmitPoints(std::string_view entity, int64_t points);
 
   std::string TierOf(std::string_view entity) const;
+  // The tier's distinct keys per run for `entity` (0: unlimited).
+  int64_t KeysPerRun(std::string_view entity) const;
   std::vector<EntityUsage> Usage() const;
 
  private:

@@ -91,6 +91,28 @@ TEST(LimitsConfigTest, ParsesTiersEntitiesAndDefault) {
   EXPECT_EQ(rl.TierOf("someone"), "free");
 }
 
+TEST(LimitsConfigTest, KeysPerRunComesFromTheTierWithADefault) {
+  auto c = ParseLimitsConfig(R"({
+    "tiers": {"small": {"keys_per_run": 50}, "open": {"keys_per_run": 0},
+              "plain": {"requests_per_second": 5}},
+    "entities": {"a": "small", "b": "open", "c": "plain", "d": "free"}})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  RateLimiter rl(*c);
+  EXPECT_EQ(rl.KeysPerRun("a"), 50);
+  EXPECT_EQ(rl.KeysPerRun("b"), 0);                         // unlimited
+  EXPECT_EQ(rl.KeysPerRun("c"), kDefaultKeysPerRun);        // a tier that does not say
+  EXPECT_EQ(rl.KeysPerRun("d"), 10000);                     // built-in free
+  EXPECT_EQ(rl.KeysPerRun("someone"), kDefaultKeysPerRun);  // enterprise, the default
+  for (const char* bad :
+       {R"({"tiers": {"t": {"keys_per_run": -1}}})", R"({"tiers": {"t": {"keys_per_run": 1.5}}})",
+        R"({"tiers": {"t": {"keys_per_run": 2000000000}}})"}) {
+    auto parsed = ParseLimitsConfig(bad);
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_NE(parsed.status().message().find("limits.tiers.t.keys_per_run"), std::string::npos)
+        << parsed.status().message();
+  }
+}
+
 TEST(LimitsConfigTest, ErrorsNameTheField) {
   auto unknown_tier = ParseLimitsConfig(R"({"entities": {"bob": "gold"}})");
   ASSERT_FALSE(unknown_tier.ok());

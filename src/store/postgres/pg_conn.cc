@@ -416,7 +416,7 @@ Result<std::vector<PgResult>> Conn::RunPipelined(const std::vector<Statement>& s
   bool ok = true;
   if (!begin.empty()) {
     ok = ok && PQsendQueryParams(conn_, begin.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 1);
-    sent.push_back(Sent{begin});
+    sent.push_back(Sent{begin, -1, {}});
   }
   for (size_t k = 0; k < statements.size() && ok; ++k) {
     const Params& params = *statements[k].params;
@@ -447,11 +447,11 @@ Result<std::vector<PgResult>> Conn::RunPipelined(const std::vector<Statement>& s
       ok = ok && PQsendQueryParams(conn_, text.c_str(), params.size(), params.types().data(),
                                    values.data(), lengths.data(), formats.data(), 1);
     }
-    sent.push_back(Sent{statements[k].sql, int(k)});
+    sent.push_back(Sent{statements[k].sql, int(k), {}});
   }
   if (commit) {
     ok = ok && PQsendQueryParams(conn_, "COMMIT", 0, nullptr, nullptr, nullptr, nullptr, 1);
-    sent.push_back(Sent{"COMMIT"});
+    sent.push_back(Sent{"COMMIT", -1, {}});
     commit_sent_ = true;
   }
   ok = ok && PQpipelineSync(conn_);

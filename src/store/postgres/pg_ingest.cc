@@ -11,11 +11,11 @@
 // Arrays travel as binary parameters, so a batch costs the same few round trips at any size.
 //
 // The fast path: when this server wrote the writer's last batch (pg_ingest_cache.h), the batch
-// is planned from that state before the transaction, and BEGIN, a writer lock, one guarded
-// statement and COMMIT go in one pipeline (one round trip). The statement first checks the
-// cached state against the locked rows (and that (writer, seq) is new) and writes nothing when
-// it differs; the batch then takes the path above. Compactions, new series and stream
-// positions take that path too.
+// is planned from that state before the transaction, and BEGIN, a statement that locks the
+// writer and its series and records (writer, seq), the final statement (3.) and COMMIT go in
+// one pipeline (one round trip). The first statement fails when the locked rows differ from the
+// cached state or the seq was stored, which aborts the pipeline; the batch then takes the path
+// above. Compactions, new series and stream positions take that path too.
 //
 // Chunk layout: sealed chunks followed by a tail of per-batch chunks that is compacted now and
 // then (series/tail.h, shared with the SQLite store).
@@ -231,59 +231,24 @@ const std::string& WriteBatchSql(bool deletes, bool positions, bool console) {
   return kVariants[(deletes ? 1 : 0) | (positions ? 2 : 0) | (console ? 4 : 0)];
 }
 
-// The fast path's lock: the writer row alone (every change to its series happens under it), in
-// a statement of its own so that the next statement's snapshot is taken after the lock.
-constexpr const char* kLockWriter = "SELECT 1 FROM writers WHERE pk = $1 FOR UPDATE";
-
-// The fast path's statement: WriteBatchSql's parameters $1..$37 (no deletes, no positions) and
-// the state the batch was planned from: $38 the writer's next step, $39..$43 each series' pk,
-// next_idx, tail_idx, tail_count, tail_chunks. `g.ok` is true when the locked rows still hold
-// that state and (writer, seq) is new; every part writes only then. Returns ok.
-const std::string& FastWriteSql(bool console) {
-  static const std::vector<std::string> kVariants = [] {
-    std::vector<std::string> out;
-    for (int c = 0; c < 2; ++c) {
-      std::string sql =
-          "WITH g AS (SELECT coalesce((SELECT w.next_step = $38 AND ($5 <= 0 OR ($5 > "
-          "w.pruned_seq AND NOT EXISTS (SELECT 1 FROM batches b WHERE b.writer_pk = w.pk AND "
-          "b.seq = $5))) FROM writers w WHERE w.pk = $2 AND w.run_pk = $1), false) AND "
-          "(SELECT count(*) FROM series s JOIN unnest($39::int8[], $40::int8[], $41::int8[], "
-          "$42::int8[], $43::int8[]) AS e(pk, ni, ti, tc, tk) ON s.pk = e.pk WHERE s.writer_pk = "
-          "$2 AND s.next_idx = e.ni AND s.tail_idx = e.ti AND s.tail_count = e.tc AND "
-          "s.tail_chunks = e.tk) = cardinality($39::int8[]) AS ok), "
-          "b AS (INSERT INTO batches (writer_pk, seq, stored_ms) SELECT $2, $5, $3 FROM g "
-          "WHERE g.ok AND $5 > 0), "
-          "ch AS (INSERT INTO chunks (series_pk, idx, count, min_step, max_step, min_time, "
-          "max_time, vmin, vmax, vsum, vfirst, vlast, nan_count, data) "
-          "SELECT u.* FROM g, unnest($7::int8[], $8::int8[], $9::int8[], $10::int8[], "
-          "$11::int8[], $12::int8[], $13::int8[], $14::float8[], $15::float8[], $16::float8[], "
-          "$17::float8[], $18::float8[], $19::int8[], $20::bytea[]) AS u WHERE g.ok), "
-          "se AS (UPDATE series s SET count = s.count + v.n, min_step = least(s.min_step, v.lo), "
-          "max_step = greatest(s.max_step, v.hi), next_idx = v.ni, tail_idx = v.ti, "
-          "tail_count = v.tc, tail_chunks = v.tk FROM g, unnest($21::int8[], $22::int8[], "
-          "$23::int8[], $24::int8[], $25::int8[], $26::int8[], $27::int8[], $28::int8[]) "
-          "AS v(pk, n, lo, hi, ni, ti, tc, tk) WHERE g.ok AND s.pk = v.pk), "
-          "wr AS (UPDATE writers SET heartbeat_ms = greatest(heartbeat_ms, $3), next_step = $4, "
-          "last_seq = greatest(last_seq, $5) FROM g WHERE g.ok AND writers.pk = $2), "
-          "ru AS (UPDATE runs SET updated_ms = greatest(updated_ms, $3), "
-          "heartbeat_ms = greatest(heartbeat_ms, $3), console_next = console_next + $6 "
-          "FROM g WHERE g.ok AND runs.pk = $1 RETURNING console_next - $6 AS base)";
-      if (c) {
-        sql +=
-            ", co AS (INSERT INTO console (run_pk, id, writer_pk, time_ms, stream, text, "
-            "line_no) SELECT $1, ru.base + t.ord, $2, t.time_ms, t.stream, t.text, "
-            "nullif(t.line_no, -1) FROM ru, unnest($32::int8[], $33::text[], $34::text[], "
-            "$35::int8[]) WITH ORDINALITY AS t(time_ms, stream, text, line_no, ord) "
-            "ON CONFLICT (writer_pk, line_no) WHERE line_no IS NOT NULL DO UPDATE SET "
-            "time_ms = excluded.time_ms, stream = excluded.stream, text = excluded.text)";
-      }
-      sql += " SELECT ok FROM g";
-      out.push_back(std::move(sql));
-    }
-    return out;
-  }();
-  return kVariants[console ? 1 : 0];
-}
+// The fast path's first statement: locks the writer row ($1, of run $2) and the batch's series
+// rows in the state the batch was planned from ($5: the writer's next step; $6..$10: each
+// series' pk, next_idx, tail_idx, tail_count, tail_chunks) and records (writer, seq) ($3, $4:
+// now). FOR UPDATE reads the latest version of each row, so the comparison holds even when this
+// statement waited for another server's transaction. When anything differs (or the seq was
+// stored before) it fails with division_by_zero, which aborts the pipeline before the write:
+// nothing is changed and the batch takes the path that reads the rows.
+constexpr const char* kFastLock =
+    "WITH w AS (SELECT pk, next_step, pruned_seq FROM writers WHERE pk = $1 AND run_pk = $2 "
+    "FOR UPDATE), "
+    "b AS (INSERT INTO batches (writer_pk, seq, stored_ms) SELECT pk, $3, $4 FROM w "
+    "WHERE $3 > w.pruned_seq ON CONFLICT DO NOTHING RETURNING 1), "
+    "s AS (SELECT s.pk FROM series s JOIN unnest($6::int8[], $7::int8[], $8::int8[], "
+    "$9::int8[], $10::int8[]) AS e(pk, ni, ti, tc, tk) ON s.pk = e.pk WHERE s.writer_pk = $1 "
+    "AND s.next_idx = e.ni AND s.tail_idx = e.ti AND s.tail_count = e.tc AND "
+    "s.tail_chunks = e.tk FOR UPDATE OF s) "
+    "SELECT 1 / ((SELECT count(*) FROM w WHERE next_step = $5) * (SELECT count(*) FROM b) * "
+    "((SELECT count(*) FROM s) = cardinality($6::int8[]))::int)::int";
 
 // Everything the batch's final statement writes, as column arrays.
 class BatchWrite {
@@ -383,7 +348,7 @@ struct ConsoleArrays {
   }
 };
 
-// Parameters $1..$37 of WriteBatchSql() (and FastWriteSql()).
+// Parameters $1..$37 of WriteBatchSql().
 void AddWriteParams(Params* p, int64_t run_pk, int64_t writer_pk, int64_t now_ms, int64_t next_step,
                     const IngestBatch& batch, const BatchWrite& write,
                     const ConsoleArrays& console) {
@@ -415,17 +380,18 @@ std::shared_ptr<const pg::IngestCache::Writer> AfterBatch(
 }
 
 // The fast path, in one round trip on `pool` when `cached` holds the writer's state: nullopt
-// when it does not apply (a series it does not know, a compaction, stream positions) or was
-// proved stale (then nothing was written). Fills *states and *next_step as the batch leaves them.
+// when it does not apply (a series it does not know, a compaction, stream positions), an error
+// when it failed, e.g. because the state was stale (then nothing was written). Fills *states and
+// *next_step as the batch leaves them.
 Result<std::optional<IngestResult>> IngestFast(pg::Pool* pool,
                                                const pg::IngestCache::Writer& cached,
                                                const IngestBatch& batch, GroupedBatch& grouped,
                                                int64_t now_ms,
                                                std::unordered_map<std::string, SeriesState>* states,
                                                int64_t* next_step) {
-  if (!batch.positions.empty()) return std::nullopt;
+  if (!batch.positions.empty()) return std::optional<IngestResult>();
   for (const GroupedBatch::Series& gs : grouped.series()) {
-    if (!cached.series.contains(gs.key)) return std::nullopt;
+    if (!cached.series.contains(gs.key)) return std::optional<IngestResult>();
   }
   *next_step = grouped.AssignSteps(cached.next_step);
   std::vector<int64_t> e_pk, e_ni, e_ti, e_tc, e_tk;  // the state planned from
@@ -433,7 +399,7 @@ Result<std::optional<IngestResult>> IngestFast(pg::Pool* pool,
   states->clear();
   for (const GroupedBatch::Series& gs : grouped.series()) {
     SeriesState& s = (*states)[gs.key] = cached.series.at(gs.key);
-    if (series::TailNeedsCompaction(s.tail, gs.points.size())) return std::nullopt;
+    if (series::TailNeedsCompaction(s.tail, gs.points.size())) return std::optional<IngestResult>();
     e_pk.push_back(s.pk);
     e_ni.push_back(s.tail.next_idx);
     e_ti.push_back(s.tail.tail_idx);
@@ -443,23 +409,18 @@ Result<std::optional<IngestResult>> IngestFast(pg::Pool* pool,
   }
   const ConsoleArrays console(batch.console);
   Params lock;
-  lock.Add(cached.writer_pk);
+  lock.Add(cached.writer_pk).Add(cached.run_pk).Add(batch.seq).Add(now_ms).Add(cached.next_step);
+  lock.AddArray(e_pk).AddArray(e_ni).AddArray(e_ti).AddArray(e_tc).AddArray(e_tk);
   Params p;
   AddWriteParams(&p, cached.run_pk, cached.writer_pk, now_ms, *next_step, batch, write, console);
-  p.Add(cached.next_step).AddArray(e_pk).AddArray(e_ni).AddArray(e_ti).AddArray(e_tc);
-  p.AddArray(e_tk);
-  const std::string& sql = FastWriteSql(!console.times.empty());
-  COHORT_ASSIGN_OR_RETURN(
-      bool stored, pg::RunTransaction(pool, pg::TxnMode::kWrite, [&](Conn* c) -> Result<bool> {
-        COHORT_ASSIGN_OR_RETURN(std::vector<PgResult> res,
-                                c->ExecPipeline({{kLockWriter, &lock}, {sql, &p}}, true));
-        return res[1].rows() == 1 && res[1].Bool(0, 0);
-      }));
-  if (!stored) return std::nullopt;
+  const std::string& sql = WriteBatchSql(false, false, !console.times.empty());
+  COHORT_RETURN_IF_ERROR(pg::RunTransaction(pool, pg::TxnMode::kWrite, [&](Conn* c) -> Status {
+    return c->ExecPipeline({{kFastLock, &lock}, {sql, &p}}, true).status();
+  }));
   IngestResult result;
   result.points = grouped.points();
   result.next_step = *next_step;
-  return result;
+  return std::optional<IngestResult>(result);
 }
 
 }  // namespace
@@ -528,16 +489,18 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
       next_step = res.Int(0, 2);
       // Stream positions are compared before the seq, as on SQLite.
       if (!batch.positions.empty()) COHORT_RETURN_IF_ERROR(check_positions(c, writer_pk));
-      if (batch.seq > 0 && res.Int(0, 3) == 0) {  // stored before: acknowledge, change nothing
-        result.duplicate = true;
-        result.next_step = next_step;
-        return result;
-      }
       for (int i = 0; i < res.rows(); ++i) {
         if (res.IsNull(i, 4)) continue;
         states[res.Text(i, 4)] = SeriesState{
             res.Int(i, 5),
             series::TailState{res.Int(i, 6), res.Int(i, 7), res.Int(i, 8), res.Int(i, 9)}};
+      }
+      if (batch.seq > 0 && res.Int(0, 3) == 0) {  // stored before: acknowledge, change nothing
+        result.duplicate = true;
+        result.next_step = next_step;
+        // The writer as it is (a retry is often followed by the writer's next batch).
+        fresh = AfterBatch(cached.get(), writer_pk, run_pk, next_step, states);
+        return result;
       }
     }
 
@@ -623,7 +586,9 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     fresh = AfterBatch(cached.get(), writer_pk, run_pk, next_step, states);
     return result;
   });
-  if (stored.ok() && fresh != nullptr) ingest_cache_.Put(cache_key, std::move(fresh));
+  if (stored.ok() && fresh != nullptr && ingest_cache_enabled_) {
+    ingest_cache_.Put(cache_key, std::move(fresh));
+  }
   return stored;
 }
 

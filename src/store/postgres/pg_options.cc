@@ -125,6 +125,12 @@ Result<PostgresOptions> ParsePostgresUrl(const std::string& url) {
       } else if (name == "pool_timeout_ms") {
         COHORT_ASSIGN_OR_RETURN(int ms, PositiveInt(name, value, 3'600'000));
         options.pool_timeout = std::chrono::milliseconds(ms);
+      } else if (name == "ingest_cache") {
+        if (value != "on" && value != "off") {
+          return Status::InvalidArgument("store option ingest_cache: expected on or off, got '" +
+                                         std::string(value) + "'");
+        }
+        options.ingest_cache = value == "on";
       } else if (name == "read_hosts") {
         read_hosts = value;
       } else {

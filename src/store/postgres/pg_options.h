@@ -14,6 +14,9 @@
 //                      read replicas for run lists and history/console queries (default: none,
 //                      everything goes to the primary); same user, password and database
 //   read_pool_size=N   connections to the replicas (default: pool_size)
+//   ingest_cache=off   store every batch through the path that reads the writer's rows first
+//                      (default on: one round trip per batch from the state this server last
+//                      wrote, pg_ingest.cc); for comparisons and diagnosis
 //
 // Pure functions; thread-safe.
 #pragma once
@@ -32,6 +35,7 @@ struct PostgresOptions {
   int pool_size = 16;
   int read_pool_size = 16;
   std::chrono::milliseconds pool_timeout{10000};
+  bool ingest_cache = true;
 };
 
 // kInvalidArgument naming the fault: not a postgresql:// or postgres:// URL, a bad store option,

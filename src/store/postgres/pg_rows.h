@@ -6,8 +6,8 @@
 #include <string>
 
 #include "cohort/status.h"
-#include "store/run_ref.h"
 #include "store/postgres/pg_conn.h"
+#include "store/run_ref.h"
 #include "store/types.h"
 
 namespace cohort::store::pg {

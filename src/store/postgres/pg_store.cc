@@ -70,7 +70,6 @@ WriterRecord ReadWriter(const PgResult& res, int i) {
   return w;
 }
 
-
 }  // namespace pg
 
 namespace {
@@ -86,7 +85,8 @@ const std::string kSelectRunForUpdate = kSelectRun + " FOR UPDATE";
 
 PostgresStore::PostgresStore(const pg::PostgresOptions& options)
     : primary_(
-          std::make_unique<pg::Pool>(options.conninfo, options.pool_size, options.pool_timeout)) {
+          std::make_unique<pg::Pool>(options.conninfo, options.pool_size, options.pool_timeout)),
+      ingest_cache_enabled_(options.ingest_cache) {
   if (!options.read_conninfo.empty()) {
     reads_ = std::make_unique<pg::Pool>(options.read_conninfo, options.read_pool_size,
                                         options.pool_timeout);

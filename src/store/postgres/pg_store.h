@@ -127,6 +127,7 @@ class PostgresStore final : public Store {
   std::unique_ptr<pg::Pool> primary_;
   std::unique_ptr<pg::Pool> reads_;  // null: reads use primary_
   pg::IngestCache ingest_cache_;     // pg_ingest.cc
+  const bool ingest_cache_enabled_;  // PostgresOptions::ingest_cache
   std::atomic<int64_t> fast_ingests_{0};
 };
 

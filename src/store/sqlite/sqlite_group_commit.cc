@@ -38,6 +38,11 @@ GroupCommit::Counters GroupCommit::counters() const {
   return counters_;
 }
 
+size_t GroupCommit::queued() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
 void GroupCommit::Commit(const std::vector<Call*>& group) {
   std::lock_guard write_lock(*write_mu_);
   Db* db = writer_->get();
@@ -70,11 +75,12 @@ void GroupCommit::Commit(const std::vector<Call*>& group) {
     // SQLite rolls the whole transaction back after some errors (I/O, full disk, out of
     // memory): then the changes of the calls before this one are gone too.
     if (!s.ok() || sqlite3_get_autocommit(db->raw())) {
-      Status lost = s.ok() ? (c->status.ok() ? Status::Unavailable(
-                                                   "sqlite: the group's transaction was rolled "
-                                                   "back")
-                                             : c->status)
-                           : s;
+      Status lost =
+          s.ok()
+              ? (c->status.ok() ? Status::Unavailable("sqlite: the group's transaction was rolled "
+                                                      "back")
+                                : c->status)
+              : s;
       return fail_all(lost);  // ~Txn's ROLLBACK finds no transaction: harmless
     }
   }

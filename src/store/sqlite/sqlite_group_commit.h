@@ -52,6 +52,8 @@ class GroupCommit {
     size_t largest_group = 0;
   };
   Counters counters() const;
+  // Calls waiting for a transaction now (tests).
+  size_t queued() const;
 
  private:
   struct Call {

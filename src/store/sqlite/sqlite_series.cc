@@ -31,11 +31,51 @@ struct SeriesPoints {
   std::vector<Point> points;
 };
 
+// The distinct keys of one run against IngestBatch::max_run_keys, counted only when a batch
+// brings a key the run has not had (steady-state batches cost nothing).
+struct KeyBudget {
+  const RunRef* ref = nullptr;
+  int64_t max = 0;    // 0: no limit
+  int64_t keys = -1;  // distinct keys of the run so far; -1: not counted yet
+  int64_t added = 0;  // new keys of this batch
+};
+
+// Called before a series (run, key, writer) is created: refuses the key when it is new to the
+// run and the run holds max keys already.
+Status ChargeNewSeries(Db* db, int64_t run_pk, const std::string& key, KeyBudget* budget) {
+  if (budget->max <= 0) return Status::Ok();
+  {
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("SELECT 1 FROM series WHERE run_pk = ? AND key = ? LIMIT 1"));
+    st.Bind(run_pk).Bind(key);
+    COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (row) return Status::Ok();  // another writer's key: not new to the run
+  }
+  if (budget->keys < 0) {
+    COHORT_ASSIGN_OR_RETURN(Stmt st,
+                            db->Cached("SELECT count(DISTINCT key) FROM series WHERE run_pk = ?"));
+    st.Bind(run_pk);
+    COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+    budget->keys = row ? st.Int(0) : 0;
+  }
+  if (budget->keys >= budget->max) {
+    const RunRef& r = *budget->ref;
+    return Status::PayloadTooLarge("run " + r.entity + "/" + r.project + "/" + r.run_id +
+                                   " holds " + std::to_string(budget->keys - budget->added) +
+                                   " distinct keys and this batch adds more (" + key +
+                                   ", ...): the limit is " + std::to_string(budget->max) +
+                                   " distinct keys per run (docs/operations.md, \"Limits\")");
+  }
+  ++budget->keys;
+  ++budget->added;
+  return Status::Ok();
+}
+
 // Appends `points` to the series (run, key, writer), creating it when new: the points become a
 // chunk of the series' tail, or the tail and the points are compacted into full chunks
 // (series/tail.h). Runs inside the caller's write transaction.
 Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const std::string& key,
-                    const SeriesPoints& sp) {
+                    const SeriesPoints& sp, KeyBudget* budget) {
   int64_t series_pk = 0;
   series::TailState state;
   int64_t paged_upto = 0;  // sqlite_summary_pages.h
@@ -52,6 +92,7 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const std::string
     }
   }
   if (series_pk == 0) {
+    COHORT_RETURN_IF_ERROR(ChargeNewSeries(db, run_pk, key, budget));
     COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("INSERT INTO series (run_pk, writer_pk, key, "
                                                 "is_system) VALUES (?, ?, ?, ?)"));
     st.Bind(run_pk).Bind(writer_pk).Bind(key).Bind(sp.is_system);
@@ -197,8 +238,7 @@ Result<IngestResult> SqliteStore::Ingest(const RunRef& ref, const std::string& l
 }
 
 Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::string& label,
-                                      const IngestBatch& batch, int64_t now_ms,
-                                      IngestResult* out) {
+                                      const IngestBatch& batch, int64_t now_ms, IngestResult* out) {
   COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db, ref));
   COHORT_ASSIGN_OR_RETURN(WriterRecord writer, LoadWriter(db, run.pk, ref, label));
   IngestResult& result = *out;
@@ -264,8 +304,9 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
     }
     result.points += int64_t(row.values.size());
   }
+  KeyBudget budget{.ref = &ref, .max = batch.max_run_keys};
   for (const auto& [key, sp] : by_key) {
-    COHORT_RETURN_IF_ERROR(AppendSeries(db, run.pk, writer.pk, key, sp));
+    COHORT_RETURN_IF_ERROR(AppendSeries(db, run.pk, writer.pk, key, sp, &budget));
   }
 
   if (!batch.console.empty()) {
@@ -408,6 +449,34 @@ Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q)
   return out;
 }
 
+namespace {
+
+// The WHERE clause of a console filter over `console c` (run, cursor, labels, stream, text),
+// shared by QueryConsole and IndexConsole; BindConsoleFilter binds its parameters in order.
+std::string ConsoleFilterSql(const ConsoleQuery& q) {
+  std::string sql = " WHERE c.run_pk = ? AND c.pk > ?";
+  if (!q.labels.empty()) {
+    sql += " AND c.writer_pk IN (SELECT pk FROM writers WHERE run_pk = ? AND label IN (";
+    for (size_t i = 0; i < q.labels.size(); ++i) sql += i == 0 ? "?" : ", ?";
+    sql += "))";
+  }
+  if (!q.stream.empty()) sql += " AND c.stream = ?";
+  if (!q.text.empty()) sql += TextCondition(q.text);
+  return sql;
+}
+
+void BindConsoleFilter(Stmt* st, int64_t run_pk, const ConsoleQuery& q) {
+  st->Bind(run_pk).Bind(q.after_id);
+  if (!q.labels.empty()) {
+    st->Bind(run_pk);
+    for (const std::string& label : q.labels) st->Bind(label);
+  }
+  if (!q.stream.empty()) st->Bind(q.stream);
+  if (!q.text.empty()) BindText(*st, q.text);
+}
+
+}  // namespace
+
 Result<std::vector<ConsoleLine>> SqliteStore::QueryConsole(const ConsoleQuery& q) {
   COHORT_ASSIGN_OR_RETURN(ReadLease lease, AcquireReader());
   Db* db = lease.get();
@@ -416,24 +485,12 @@ Result<std::vector<ConsoleLine>> SqliteStore::QueryConsole(const ConsoleQuery& q
 
   std::string sql =
       "SELECT c.pk, c.time_ms, c.stream, c.text, w.label FROM console c JOIN writers w ON "
-      "w.pk = c.writer_pk WHERE c.run_pk = ? AND c.pk > ?";
-  if (!q.labels.empty()) {
-    sql += " AND c.writer_pk IN (SELECT pk FROM writers WHERE run_pk = ? AND label IN (";
-    for (size_t i = 0; i < q.labels.size(); ++i) sql += i == 0 ? "?" : ", ?";
-    sql += "))";
-  }
-  if (!q.stream.empty()) sql += " AND c.stream = ?";
-  if (!q.text.empty()) sql += TextCondition(q.text);
+      "w.pk = c.writer_pk";
+  sql += ConsoleFilterSql(q);
   sql += " ORDER BY c.pk LIMIT ?";
 
   COHORT_ASSIGN_OR_RETURN(Stmt st, db->Prepare(sql));
-  st.Bind(run.pk).Bind(q.after_id);
-  if (!q.labels.empty()) {
-    st.Bind(run.pk);
-    for (const std::string& label : q.labels) st.Bind(label);
-  }
-  if (!q.stream.empty()) st.Bind(q.stream);
-  if (!q.text.empty()) BindText(st, q.text);
+  BindConsoleFilter(&st, run.pk, q);
   st.Bind(int64_t{q.limit > 0 ? q.limit : 1000});
   std::vector<ConsoleLine> out;
   while (true) {
@@ -468,24 +525,11 @@ Result<ConsoleIndex> SqliteStore::IndexConsole(const ConsoleQuery& q, int64_t st
   } else if (!q.stream.empty()) {
     sql += " INDEXED BY console_by_stream";
   }
-  sql += " WHERE c.run_pk = ? AND c.pk > ?";
-  if (!q.labels.empty()) {
-    sql += " AND c.writer_pk IN (SELECT pk FROM writers WHERE run_pk = ? AND label IN (";
-    for (size_t i = 0; i < q.labels.size(); ++i) sql += i == 0 ? "?" : ", ?";
-    sql += "))";
-  }
-  if (!q.stream.empty()) sql += " AND c.stream = ?";
-  if (!q.text.empty()) sql += TextCondition(q.text);
+  sql += ConsoleFilterSql(q);
   sql += " ORDER BY c.pk";
 
   COHORT_ASSIGN_OR_RETURN(Stmt st, db->Prepare(sql));
-  st.Bind(run.pk).Bind(q.after_id);
-  if (!q.labels.empty()) {
-    st.Bind(run.pk);
-    for (const std::string& label : q.labels) st.Bind(label);
-  }
-  if (!q.stream.empty()) st.Bind(q.stream);
-  if (!q.text.empty()) BindText(st, q.text);
+  BindConsoleFilter(&st, run.pk, q);
   ConsoleIndex out;
   out.last_id = q.after_id;
   while (true) {

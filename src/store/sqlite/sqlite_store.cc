@@ -79,6 +79,10 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteOptions& opti
   std::unique_ptr<SqliteStore> store(new SqliteStore(options));
   COHORT_ASSIGN_OR_RETURN(store->writer_, store->OpenConnection(/*writer=*/true));
   COHORT_RETURN_IF_ERROR(sqlite::Migrate(store->writer_.get()));
+  if (options.background_checkpoints) {
+    COHORT_RETURN_IF_ERROR(
+        store->checkpointer_.Start(store->writer_.get(), options.path, options.busy_timeout_ms));
+  }
   return store;
 }
 
@@ -398,9 +402,9 @@ Result<int64_t> SqliteStore::Heartbeats(const std::vector<HeartbeatUpdate>& upda
     updated = 0;
     // Run keys once per run; each run's heartbeat moves to its writers' latest.
     std::map<std::tuple<std::string, std::string, std::string>, std::pair<int64_t, int64_t>> runs;
-    COHORT_ASSIGN_OR_RETURN(
-        Stmt run_pk, db->Cached("SELECT pk FROM runs WHERE entity = ? AND project = ? AND "
-                                "run_id = ?"));
+    COHORT_ASSIGN_OR_RETURN(Stmt run_pk,
+                            db->Cached("SELECT pk FROM runs WHERE entity = ? AND project = ? AND "
+                                       "run_id = ?"));
     COHORT_ASSIGN_OR_RETURN(Stmt writer, db->Cached("UPDATE writers SET heartbeat_ms = "
                                                     "max(heartbeat_ms, ?) WHERE run_pk = ? AND "
                                                     "label = ?"));

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "store/sqlite/sqlite_checkpointer.h"
 #include "store/sqlite/sqlite_db.h"
 #include "store/sqlite/sqlite_group_commit.h"
 #include "store/store.h"
@@ -32,6 +33,9 @@ struct SqliteOptions {
   // Concurrent Ingest and heartbeat calls share transactions (sqlite_group_commit.h); false
   // gives each its own (URL option group_commit=off; for measurements).
   bool group_commit = true;
+  // WAL checkpoints on a background thread (sqlite_checkpointer.h); false leaves them to
+  // SQLite, in the committing call (URL option checkpoint=inline; for measurements).
+  bool background_checkpoints = true;
 };
 
 class SqliteStore final : public Store {
@@ -95,6 +99,7 @@ class SqliteStore final : public Store {
 
   // Transactions and calls of the group commit so far (tests, benchmarks).
   sqlite::GroupCommit::Counters group_counters() const { return group_.counters(); }
+  const sqlite::Checkpointer& checkpointer() const { return checkpointer_; }
 
  private:
   // A read connection borrowed from the pool, returned when the lease goes away. The borrowing
@@ -137,6 +142,7 @@ class SqliteStore final : public Store {
   std::unique_ptr<sqlite::Db> writer_;  // guarded by write_mu_
   sqlite::GroupCommit group_{&write_mu_, &writer_,
                              options_.group_commit ? kMaxGroup : 1};  // Ingest, heartbeats
+  sqlite::Checkpointer checkpointer_;  // WAL checkpoints off the write path; stops first
   std::mutex pool_mu_;
   std::vector<std::unique_ptr<sqlite::Db>> idle_readers_;  // guarded by pool_mu_
 };
