@@ -13,6 +13,7 @@
 #   SERVERS=2  two servers on the database, the clients split between them
 #   ROWS=1000  rows (steps of 10 keys) per batch (default 100); BATCHES batches per client
 #   BASELINE=0 skip the libpq COPY baseline (e.g. when measuring a second server binary)
+#   STORE_OPTS store URL options for the servers, e.g. ingest_cache=off (docs/operations.md)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
@@ -39,7 +40,7 @@ url="$(python3 "$root/tests/postgres/pg_cluster.py" start "$pgdir" --durable \
 urls=()
 for s in $(seq "$servers"); do
   HOME="$tmp/home$s" "$bin" server --port 0 --data-dir "$tmp/data$s" \
-    --store "$url&pool_size=16" > "$tmp/out$s" 2> "$tmp/err$s" &
+    --store "$url&pool_size=16${STORE_OPTS:+&$STORE_OPTS}" > "$tmp/out$s" 2> "$tmp/err$s" &
   pids+=($!)
   for _ in $(seq 100); do [ -s "$tmp/out$s" ] && break; sleep 0.1; done
   urls+=("$(head -1 "$tmp/out$s")")

@@ -186,8 +186,10 @@ Status WriterStream::WriteSeqStateLocked() {
   o["joined_seq"] = int64_t(joined_seq_);
   o["upload_offset"] = int64_t(upload_offset_);
   if (legacy_upto_ > 0) o["legacy_upto"] = int64_t(legacy_upto_);
-  return wal::WriteFileAtomically(wal::FileSystem::Default(), wal::JoinPath(dir_, kSeqFile),
-                                  bj::serialize(o));
+  Status st = wal::WriteFileAtomically(wal::FileSystem::Default(),
+                                       wal::JoinPath(dir_, kSeqFile), bj::serialize(o));
+  if (st.ok()) seq_state_dirty_ = false;
+  return st;
 }
 
 Status WriterStream::NoteJoined(uint64_t join_seq, uint64_t server_last_seq) {
@@ -207,6 +209,14 @@ Status WriterStream::NoteJoined(uint64_t join_seq, uint64_t server_last_seq) {
          dir_, server_last_seq, join_seq, offset);
   }
   std::lock_guard<std::mutex> lock(append_mu_);
+  if (offset == upload_offset_) {
+    // The usual case: the offset stands. Recording which join decided it can wait until just
+    // before the next record is uploaded (Peek), so that the writer's confirmation, which a
+    // client's Init waits for, costs no file write.
+    joined_seq_ = join_seq;
+    seq_state_dirty_ = true;
+    return Status::Ok();
+  }
   uint64_t old_joined = joined_seq_, old_offset = upload_offset_;
   joined_seq_ = join_seq;
   upload_offset_ = offset;
@@ -216,6 +226,11 @@ Status WriterStream::NoteJoined(uint64_t join_seq, uint64_t server_last_seq) {
     upload_offset_ = old_offset;
   }
   return s;
+}
+
+Status WriterStream::PersistSeqStateIfDirty() {
+  std::lock_guard<std::mutex> lock(append_mu_);
+  return seq_state_dirty_ ? WriteSeqStateLocked() : Status::Ok();
 }
 
 Result<uint64_t> WriterStream::Append(RecordKind kind, uint64_t session, uint64_t frame,
@@ -252,6 +267,8 @@ uint64_t WriterStream::LastFrame(uint64_t session) const {
 }
 
 Result<bool> WriterStream::Peek(const Record** record) {
+  // A join's decision (NoteJoined) is on disk before any record after it goes out.
+  COHORT_RETURN_IF_ERROR(PersistSeqStateIfDirty());
   while (!peeked_) {
     if (!reader_) return false;
     wal::Record rec;
@@ -360,6 +377,7 @@ int WriterStream::attached() const {
 Status WriterStream::Close() {
   std::lock_guard<std::mutex> lock(append_mu_);
   if (!log_) return Status::Ok();
+  if (seq_state_dirty_) (void)WriteSeqStateLocked();
   (void)FlushAcksImpl(true, 0, /*append_mu_held=*/true);
   Status s = log_->Close();
   reader_.reset();

@@ -17,7 +17,8 @@
 // the server holds, and its batches would be taken for retries (lost): so the seq a batch is
 // uploaded with is seq + offset, where the offset is decided when a join is acknowledged
 // (NoteJoined: large enough to lift every later record above the writer's last_seq on the
-// server) and persisted in seq.json with that join's seq before any later record is uploaded,
+// server) and persisted in seq.json with that join's seq before any later record is uploaded
+// (at once when the offset changes; otherwise by the next Peek, off the join's critical path),
 // so a join re-sent after a crash keeps the offset and retries keep their uploaded seqs.
 //
 // Threading: all methods are thread-safe. Append/Sync are serialised among themselves; the
@@ -146,6 +147,7 @@ class WriterStream {
   Status ScanUnacknowledged();
   Status LoadSeqState(uint64_t max_seq_in_wal);
   Status WriteSeqStateLocked();  // append_mu_ held
+  Status PersistSeqStateIfDirty();
   Status FlushAcksImpl(bool force, int64_t min_interval_ms, bool append_mu_held);
 
   const std::string dir_;
@@ -159,6 +161,7 @@ class WriterStream {
   uint64_t legacy_upto_ = 0;    // persisted: records up to it predate seq.json (never lifted)
   uint64_t joined_seq_ = 0;     // persisted: the join whose NoteJoined set upload_offset_
   uint64_t upload_offset_ = 0;  // persisted; written under append_mu_, read by the Sender
+  bool seq_state_dirty_ = false;  // joined_seq_ changed since seq.json was written
   std::map<uint64_t, uint64_t> last_frame_;  // session -> highest frame appended
 
   // Upload side (Sender thread only).

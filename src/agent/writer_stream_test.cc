@@ -166,6 +166,32 @@ TEST_F(WriterStreamTest, JoinLiftsUploadSeqsAboveServerLastSeqAndKeepsItAcrossRe
   EXPECT_GT((*s)->UploadSeq(batch2), uploaded);
 }
 
+// A confirmed join whose offset stands costs the client's Init no file write; the join that
+// decided the offset is on disk before the record after it can be uploaded (else a re-sent
+// join after a crash would lift the already-uploaded batches again, storing them twice).
+TEST_F(WriterStreamTest, ConfirmedJoinIsPersistedBeforeTheNextRecordIsPeeked) {
+  auto s = WriterStream::Create(dir_, target_);
+  ASSERT_TRUE(s.ok());
+  uint64_t join = *(*s)->Append(RecordKind::kWriterJoin, 1, 0, "{}");
+  ASSERT_TRUE((*s)->Append(RecordKind::kBatch, 1, 1, "x").ok());
+  ASSERT_TRUE((*s)->Sync().ok());
+  const Record* rec = nullptr;
+  ASSERT_TRUE(*(*s)->Peek(&rec));
+  ASSERT_EQ(rec->seq, join);
+  ASSERT_TRUE((*s)->NoteJoined(join, 0).ok());
+  (*s)->Pop();
+  EXPECT_FALSE(fs::exists(dir_ + "/seq.json"));
+  ASSERT_TRUE(*(*s)->Peek(&rec));
+  ASSERT_NE(rec->seq, join);
+  std::FILE* f = std::fopen((dir_ + "/seq.json").c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  char buf[256] = {};
+  size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  EXPECT_NE(std::string(buf, n).find("\"joined_seq\":" + std::to_string(join)), std::string::npos)
+      << std::string(buf, n);
+}
+
 TEST_F(WriterStreamTest, JoinBelowTheStreamKeepsSeqsUnchanged) {
   auto s = WriterStream::Create(dir_, target_);
   ASSERT_TRUE(s.ok());
