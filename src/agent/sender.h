@@ -56,7 +56,7 @@ struct SenderStats {
   int64_t points = 0;
   int64_t retries = 0;
   int64_t binary_batches = 0;  // batches acknowledged in the binary encoding
-  double backoff_s = 0;  // current wait before the next attempt (0: none)
+  double backoff_s = 0;        // current wait before the next attempt (0: none)
 };
 
 class Sender {
@@ -110,8 +110,8 @@ class Sender {
   Attempt Classify(const Result<HttpResponse>& response, std::string_view what);
   void Heartbeat(Entry* e);
   Result<std::string> EntityFor(WriterStream* stream);
-  Result<HttpResponse> Call(std::string_view method, const std::string& path,
-                            std::string_view body, const std::string& api_key,
+  Result<HttpResponse> Call(std::string_view method, const std::string& path, std::string_view body,
+                            const std::string& api_key,
                             std::string_view content_type = "application/json");
   // Asks the server which batch encodings it reads (sets format_); thread only.
   void DetectIngestFormat();
@@ -120,16 +120,16 @@ class Sender {
 
   const std::string base_url_;
   const SenderOptions options_;
-  HttpClient http_;      // used only by the thread
-  Backoff backoff_;      // used only by the thread
-  std::map<std::string, std::string> entities_;  // api key -> entity; thread only
+  HttpClient http_;                               // used only by the thread
+  Backoff backoff_;                               // used only by the thread
+  std::map<std::string, std::string> entities_;   // api key -> entity; thread only
   IngestFormat format_ = IngestFormat::kUnknown;  // thread only
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Entry>> entries_;
-  size_t next_ = 0;               // round-robin cursor
-  Entry* busy_ = nullptr;         // the entry the thread works on (without mu_)
+  size_t next_ = 0;        // round-robin cursor
+  Entry* busy_ = nullptr;  // the entry the thread works on (without mu_)
   uint64_t wake_generation_ = 1;
   // Server-wide backoff (monotonic clock, like all its timers); written under mu_, read anywhere.
   std::atomic<int64_t> retry_at_ms_{0};

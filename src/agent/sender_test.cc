@@ -141,7 +141,8 @@ TEST_F(SenderTest, HonoursRetryAfterOn429) {
   int batch_calls = 0;
   FakeHttpServer server([&](const FakeRequest& r) -> FakeResponse {
     if (r.path.ends_with("/batches") && batch_calls++ == 0) {
-      return {429, R"({"error":{"code":"resource_exhausted","message":"slow down"}})",
+      return {429,
+              R"({"error":{"code":"resource_exhausted","message":"slow down"}})",
               {{"Retry-After", "1"}}};
     }
     return Ok(r);
@@ -221,8 +222,8 @@ TEST_F(SenderTest, UnreachableServerCountsFailuresAndKeepsRecords) {
   Sender sender(url, FastOptions());
   sender.Add(stream);
   sender.Start();
-  UploadProgress p = stream->WaitFor([](const UploadProgress& p) { return p.failures >= 2; },
-                                     NowMillis() + 5000);
+  UploadProgress p =
+      stream->WaitFor([](const UploadProgress& p) { return p.failures >= 2; }, NowMillis() + 5000);
   EXPECT_GE(p.failures, 2);
   EXPECT_EQ(p.done_seq, 0u);
   EXPECT_EQ(p.last_failure.code(), StatusCode::kUnavailable);
@@ -236,8 +237,8 @@ TEST_F(SenderTest, PausesAStreamOnUnauthorized) {
   Sender sender(server.url(), FastOptions());
   sender.Add(stream);
   sender.Start();
-  UploadProgress p = stream->WaitFor([](const UploadProgress& p) { return p.failures >= 1; },
-                                     NowMillis() + 5000);
+  UploadProgress p =
+      stream->WaitFor([](const UploadProgress& p) { return p.failures >= 1; }, NowMillis() + 5000);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(server.requests().size(), 1u);  // paused, not hammering, not dropping
   EXPECT_EQ(stream->progress().done_seq, 0u);

@@ -186,8 +186,8 @@ Status WriterStream::WriteSeqStateLocked() {
   o["joined_seq"] = int64_t(joined_seq_);
   o["upload_offset"] = int64_t(upload_offset_);
   if (legacy_upto_ > 0) o["legacy_upto"] = int64_t(legacy_upto_);
-  Status st = wal::WriteFileAtomically(wal::FileSystem::Default(),
-                                       wal::JoinPath(dir_, kSeqFile), bj::serialize(o));
+  Status st = wal::WriteFileAtomically(wal::FileSystem::Default(), wal::JoinPath(dir_, kSeqFile),
+                                       bj::serialize(o));
   if (st.ok()) seq_state_dirty_ = false;
   return st;
 }

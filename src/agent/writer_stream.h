@@ -157,10 +157,10 @@ class WriterStream {
 
   mutable std::mutex append_mu_;  // serialises Append/Sync; guards the two below
   uint64_t next_seq_ = 1;
-  uint64_t seq_floor_ = 0;      // persisted: every seq that left the WAL is below it
-  uint64_t legacy_upto_ = 0;    // persisted: records up to it predate seq.json (never lifted)
-  uint64_t joined_seq_ = 0;     // persisted: the join whose NoteJoined set upload_offset_
-  uint64_t upload_offset_ = 0;  // persisted; written under append_mu_, read by the Sender
+  uint64_t seq_floor_ = 0;        // persisted: every seq that left the WAL is below it
+  uint64_t legacy_upto_ = 0;      // persisted: records up to it predate seq.json (never lifted)
+  uint64_t joined_seq_ = 0;       // persisted: the join whose NoteJoined set upload_offset_
+  uint64_t upload_offset_ = 0;    // persisted; written under append_mu_, read by the Sender
   bool seq_state_dirty_ = false;  // joined_seq_ changed since seq.json was written
   std::map<uint64_t, uint64_t> last_frame_;  // session -> highest frame appended
 

@@ -268,8 +268,8 @@ TEST_P(StoreConformanceTest, HeartbeatsMoveManyWritersForwardAndSkipUnknownOnes)
       {Ref("run1"), "a", now},
       {Ref("run1"), "b", now + 100},  // older than b's last: b keeps now + 500
       {Ref("run2"), "c", now + 200},
-      {Ref("run1"), "ghost", now},    // no such writer: skipped
-      {Ref("nope"), "a", now},        // no such run: skipped
+      {Ref("run1"), "ghost", now},  // no such writer: skipped
+      {Ref("nope"), "a", now},      // no such run: skipped
   };
   COHORT_ASSERT_OK_AND_ASSIGN(int64_t updated, store().Heartbeats(updates));
   EXPECT_EQ(updated, 3);
@@ -580,6 +580,39 @@ TEST_P(StoreConformanceTest, ApiKeysFindAndRevoke) {
 }
 
 // ---- persistence ----
+
+TEST_P(StoreConformanceTest, BatchPastTheRunKeyLimitIsRefusedWhole) {
+  MakeRun("run1");
+  Join("run1", "w");
+  Join("run1", "v", false, false);
+  auto batch = [](int64_t seq, std::vector<std::string> keys) {
+    IngestBatch b{.seq = seq, .max_run_keys = 3};
+    HistoryRow row{.step = -1, .time_ms = 1};
+    for (const std::string& k : keys) row.values.emplace_back(k, 1.0);
+    b.rows.push_back(std::move(row));
+    return b;
+  };
+  const RunRef ref = Ref("run1");
+  ASSERT_TRUE(store().Ingest(ref, "w", batch(1, {"a", "b"}), 1).ok());
+  ASSERT_TRUE(store().Ingest(ref, "v", batch(1, {"a", "b", "c"}), 1).ok());  // c: the 3rd key
+  auto over = store().Ingest(ref, "w", batch(2, {"a", "d"}), 2);             // d: the 4th
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), StatusCode::kPayloadTooLarge);
+  const std::string run_name = ref.entity + "/" + ref.project + "/" + ref.run_id;
+  EXPECT_NE(over.status().message().find(run_name + " holds 3 distinct keys"), std::string::npos)
+      << over.status().ToString();
+  EXPECT_NE(over.status().message().find("limit is 3 distinct keys per run"), std::string::npos);
+  // Nothing of it was stored, not even the known key's point, and its seq is free.
+  COHORT_ASSERT_OK_AND_ASSIGN(auto series, store().ListSeries(ref));
+  EXPECT_EQ(series.size(), 5u);  // a, b for w; a, b, c for v
+  for (const SeriesInfo& s : series) EXPECT_EQ(s.count, 1) << s.key << " " << s.writer;
+  COHORT_ASSERT_OK_AND_ASSIGN(auto again, store().Ingest(ref, "w", batch(2, {"a", "c"}), 2));
+  EXPECT_FALSE(again.duplicate);  // c is known to the run (v's): not a new key
+  // Without a limit any number goes.
+  IngestBatch free = batch(3, {"d", "e", "f"});
+  free.max_run_keys = 0;
+  EXPECT_TRUE(store().Ingest(ref, "w", free, 3).ok());
+}
 
 TEST_P(StoreConformanceTest, DataSurvivesReopen) {
   RunUpsert u;

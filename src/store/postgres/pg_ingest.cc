@@ -170,6 +170,30 @@ constexpr const char* kCreateSeries =
     "INSERT INTO series (run_pk, writer_pk, key, is_system) SELECT $1, $2, t.k, t.sys "
     "FROM unnest($3::text[], $4::bool[]) AS t(k, sys) ON CONFLICT DO NOTHING RETURNING key, pk";
 
+// Of the keys a batch creates series for, how many the run has under no writer yet, and how
+// many distinct keys it holds.
+constexpr const char* kRunKeys =
+    "SELECT (SELECT count(DISTINCT key) FROM series WHERE run_pk = $1), "
+    "(SELECT count(*) FROM unnest($2::text[]) AS t(k) WHERE NOT EXISTS "
+    "(SELECT 1 FROM series WHERE run_pk = $1 AND key = t.k))";
+
+// Refuses a batch that would take its run past `max` distinct keys (IngestBatch::max_run_keys),
+// counted only when the batch brings series the writer has not had. Exact for one server; two
+// servers creating keys of one run at once may each pass the last few (documented).
+Status CheckRunKeyLimit(Conn* c, const RunRef& ref, int64_t run_pk,
+                        const std::vector<std::string>& missing, int64_t max) {
+  Params q;
+  q.Add(run_pk).AddTextArray(missing);
+  COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kRunKeys, q));
+  const int64_t keys = res.Int(0, 0), added = res.Int(0, 1);
+  if (added == 0 || keys + added <= max) return Status::Ok();
+  return Status::PayloadTooLarge(
+      "run " + ref.entity + "/" + ref.project + "/" + ref.run_id + " holds " +
+      std::to_string(keys) + " distinct keys and this batch adds " + std::to_string(added) +
+      " more (" + missing.front() + ", ...): the limit is " + std::to_string(max) +
+      " distinct keys per run (docs/operations.md, \"Limits\")");
+}
+
 // LATERAL with OFFSET 0: one index range scan per series, never a scan of the chunks table.
 constexpr const char* kReadTails =
     "SELECT t.pk, c.data FROM unnest($1::int8[], $2::int8[]) WITH ORDINALITY AS t(pk, lo, ord) "
@@ -516,6 +540,9 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
         missing.push_back(gs.key);
         missing_system.push_back(gs.is_system);
       }
+    }
+    if (!missing.empty() && batch.max_run_keys > 0) {
+      COHORT_RETURN_IF_ERROR(CheckRunKeyLimit(c, ref, run_pk, missing, batch.max_run_keys));
     }
     if (!missing.empty()) {
       Params q;

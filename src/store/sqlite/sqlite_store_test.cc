@@ -397,41 +397,6 @@ TEST(SqliteStoreTest, IngestFailingMidBatchRollsBackEarlierSeries) {
   EXPECT_EQ(raw.One("SELECT count(*) FROM batches"), "1");
 }
 
-TEST(SqliteStoreTest, BatchPastTheRunKeyLimitIsRefusedWhole) {
-  TempDir dir;
-  COHORT_ASSERT_OK_AND_ASSIGN(auto store,
-                              SqliteStore::Open(SqliteOptions{.path = dir.path() / "k.db"}));
-  const RunRef ref{"e", "p", "r"};
-  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
-  ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
-  ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "v", .primary = false}).ok());
-  auto batch = [](int64_t seq, std::vector<std::string> keys) {
-    IngestBatch b{.seq = seq, .max_run_keys = 3};
-    HistoryRow row{.step = -1, .time_ms = 1};
-    for (const std::string& k : keys) row.values.emplace_back(k, 1.0);
-    b.rows.push_back(std::move(row));
-    return b;
-  };
-  ASSERT_TRUE(store->Ingest(ref, "w", batch(1, {"a", "b"}), 1).ok());
-  ASSERT_TRUE(store->Ingest(ref, "v", batch(1, {"a", "b", "c"}), 1).ok());  // c: the 3rd key
-  auto over = store->Ingest(ref, "w", batch(2, {"a", "d"}), 2);             // d would be the 4th
-  ASSERT_FALSE(over.ok());
-  EXPECT_EQ(over.status().code(), StatusCode::kPayloadTooLarge);
-  EXPECT_NE(over.status().message().find("e/p/r holds 3 distinct keys"), std::string::npos)
-      << over.status().ToString();
-  EXPECT_NE(over.status().message().find("limit is 3 distinct keys per run"), std::string::npos);
-  // Nothing of it was stored, not even the known key's point, and its seq is free.
-  COHORT_ASSERT_OK_AND_ASSIGN(auto series, store->ListSeries(ref));
-  EXPECT_EQ(series.size(), 5u);  // a, b for w; a, b, c for v
-  for (const SeriesInfo& s : series) EXPECT_EQ(s.count, 1) << s.key << " " << s.writer;
-  COHORT_ASSERT_OK_AND_ASSIGN(auto again, store->Ingest(ref, "w", batch(2, {"a", "c"}), 2));
-  EXPECT_FALSE(again.duplicate);  // c is known to the run (v's): not a new key
-  // Without a limit any number goes.
-  IngestBatch free = batch(3, {"d", "e", "f"});
-  free.max_run_keys = 0;
-  EXPECT_TRUE(store->Ingest(ref, "w", free, 3).ok());
-}
-
 TEST(SqliteStoreTest, OpenStoreAcceptsSqliteUrlsAndBarePaths) {
   TempDir dir;
   const fs::path abs = dir.path() / "nested" / "deeper" / "a.db";
