@@ -232,7 +232,9 @@ def test_signed_upload_url_cannot_be_bent_to_another_run(server, victim):
 def test_public_routes_leak_nothing(server, victim):
     url = server.url
     status, body, _ = http(url + "/healthz")
-    assert status == 200 and set(body) <= {"status", "version"}
+    # Server facts only (what it is, which ingest bodies it reads), nothing of any tenant.
+    assert status == 200 and set(body) <= {"status", "version", "ingest_formats"}
+    assert body["ingest_formats"] == ["json", "cohort-batch-v1"]
     status, text, _ = http(url + "/metrics")
     assert status == 200 and victim.run not in text and "secret" not in text
     assert victim.key not in text
