@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "agent/byte_reader.h"
 #include "core/coding.h"
 #include "core/crc32c.h"
 
@@ -106,46 +107,8 @@ void WriteRows(const LogBatch& b, const std::vector<LogBatch::Row>& rows, bool h
   }
 }
 
-// Reads an encoded LogBatch (protocol.cc); the first failure sticks.
-class RecordReader {
- public:
-  explicit RecordReader(std::string_view in) : in_(in) {}
-  uint64_t Varint() {
-    uint64_t v = 0;
-    if (ok_ && !in_.empty() && !(uint8_t(in_[0]) & 0x80)) {
-      v = uint8_t(in_[0]);
-      in_.remove_prefix(1);
-      return v;
-    }
-    if (ok_ && !coding::GetVarint64(&in_, &v)) ok_ = false;
-    return ok_ ? v : 0;
-  }
-  std::string_view Bytes(uint64_t n) {
-    if (!ok_ || in_.size() < n) {
-      ok_ = false;
-      return {};
-    }
-    std::string_view s = in_.substr(0, n);
-    in_.remove_prefix(n);
-    return s;
-  }
-  // As protocol.cc's ByteReader::Count: a count of items of at least `min_bytes` each.
-  uint64_t Count(size_t min_bytes) {
-    uint64_t n = Varint();
-    if (ok_ && n > in_.size() / min_bytes) ok_ = false;
-    return ok_ ? n : 0;
-  }
-  bool ok() const { return ok_; }
-  bool done() const { return in_.empty(); }
-  std::string_view rest() const { return in_; }
-
- private:
-  std::string_view in_;
-  bool ok_ = true;
-};
-
 // One section of rows of the fast path; false when the general path must take the record.
-bool TranscodeRows(RecordReader* r, bool history, size_t nkeys, std::vector<uint32_t>* stamp,
+bool TranscodeRows(ByteReader* r, bool history, size_t nkeys, std::vector<uint32_t>* stamp,
                    uint32_t* row_id, BatchJsonStats* stats, std::string* out) {
   const uint64_t n = r->Count(history ? 3 : 2);
   if (!r->ok()) return false;
@@ -161,7 +124,7 @@ bool TranscodeRows(RecordReader* r, bool history, size_t nkeys, std::vector<uint
     keys.clear();
     ++*row_id;
     // Pass 1: key indices (checking them); pass 2 below copies the values.
-    RecordReader cr(r->rest());
+    ByteReader cr(r->rest());
     for (uint64_t c = 0; c < count; ++c) {
       const uint64_t key = cr.Varint();
       (void)cr.Bytes(8);
@@ -210,7 +173,7 @@ bool TranscodeLogBatchBinary(std::string_view record, int64_t seq, std::string* 
   };
   *stats = BatchJsonStats{};
   if (record.empty() || uint8_t(record[0]) != kLogBatchFormatVersion) return false;
-  RecordReader r(record.substr(1));
+  ByteReader r(record.substr(1));
   out->reserve(start + 64 + record.size());
   out->append(kMagic);
   out->push_back(char(kVersion));

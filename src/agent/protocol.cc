@@ -3,6 +3,7 @@
 #include <limits>
 #include <string>
 
+#include "agent/byte_reader.h"
 #include "core/coding.h"
 #include "core/crc32c.h"
 #include "core/json.h"
@@ -12,56 +13,6 @@ namespace {
 
 namespace bj = boost::json;
 constexpr uint8_t kLogBatchVersion = 1;
-
-// Bounds-checked reader over a byte string; the first failure sticks.
-class ByteReader {
- public:
-  explicit ByteReader(std::string_view in) : in_(in) {}
-  uint64_t Varint() {
-    uint64_t v = 0;
-    if (ok_ && !coding::GetVarint64(&in_, &v)) ok_ = false;
-    return ok_ ? v : 0;
-  }
-  uint8_t Byte() {
-    if (!ok_ || in_.empty()) {
-      ok_ = false;
-      return 0;
-    }
-    uint8_t b = uint8_t(in_[0]);
-    in_.remove_prefix(1);
-    return b;
-  }
-  double Double() {
-    if (!ok_ || in_.size() < 8) {
-      ok_ = false;
-      return 0;
-    }
-    double d = coding::BitsDouble(coding::DecodeFixed64(in_.data()));
-    in_.remove_prefix(8);
-    return d;
-  }
-  std::string_view Bytes(uint64_t n) {
-    if (!ok_ || in_.size() < n) {
-      ok_ = false;
-      return {};
-    }
-    std::string_view s = in_.substr(0, n);
-    in_.remove_prefix(n);
-    return s;
-  }
-  // A count of items that each need at least `min_bytes`: guards against absurd allocations.
-  uint64_t Count(size_t min_bytes) {
-    uint64_t n = Varint();
-    if (ok_ && n > in_.size() / (min_bytes ? min_bytes : 1)) ok_ = false;
-    return ok_ ? n : 0;
-  }
-  bool ok() const { return ok_; }
-  bool done() const { return in_.empty(); }
-
- private:
-  std::string_view in_;
-  bool ok_ = true;
-};
 
 void PutCells(const LogBatch& b, const LogBatch::Row& row, std::string* out) {
   coding::PutVarint64(out, row.count);
@@ -113,17 +64,28 @@ bool ValidObjectText(const std::string& text) {
 
 std::string_view MessageTypeName(MessageType type) {
   switch (type) {
-    case MessageType::kHello: return "hello";
-    case MessageType::kHelloReply: return "hello_reply";
-    case MessageType::kOpen: return "open";
-    case MessageType::kOpenReply: return "open_reply";
-    case MessageType::kLog: return "log";
-    case MessageType::kUpdate: return "update";
-    case MessageType::kFlush: return "flush";
-    case MessageType::kFinish: return "finish";
-    case MessageType::kAck: return "ack";
-    case MessageType::kFinishReply: return "finish_reply";
-    case MessageType::kError: return "error";
+    case MessageType::kHello:
+      return "hello";
+    case MessageType::kHelloReply:
+      return "hello_reply";
+    case MessageType::kOpen:
+      return "open";
+    case MessageType::kOpenReply:
+      return "open_reply";
+    case MessageType::kLog:
+      return "log";
+    case MessageType::kUpdate:
+      return "update";
+    case MessageType::kFlush:
+      return "flush";
+    case MessageType::kFinish:
+      return "finish";
+    case MessageType::kAck:
+      return "ack";
+    case MessageType::kFinishReply:
+      return "finish_reply";
+    case MessageType::kError:
+      return "error";
   }
   return "unknown";
 }
