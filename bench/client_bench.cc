@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_server.h"
 #include "client/log_buffer.h"
 #include "cohort/cohort.h"
 
@@ -308,31 +309,8 @@ BENCHMARK(BM_FinishAfter1MPoints)->UseManualTime()->Unit(benchmark::kMillisecond
 // ---- the server ----
 
 bool StartServer(const char* binary) {
-  int out[2];
-  if (pipe(out) != 0) return false;
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addclose(&fa, out[0]);
-  std::string data = g_root + "/server-data";
-  char* argv[] = {const_cast<char*>(binary),
-                  const_cast<char*>("server"),
-                  const_cast<char*>("--port"),
-                  const_cast<char*>("0"),
-                  const_cast<char*>("--data-dir"),
-                  data.data(),
-                  nullptr};
-  int rc = posix_spawn(&g_server_pid, binary, &fa, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  close(out[1]);
-  if (rc != 0) return false;
-  std::string line;
-  char c;
-  while (read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
-  // Keep the pipe open (the server may print more); it closes with this process.
-  g_server_url = line;
-  return line.rfind("http", 0) == 0;
+  g_server_url = cohort::bench::SpawnServer(binary, g_root + "/server-data", &g_server_pid);
+  return !g_server_url.empty();
 }
 
 }  // namespace

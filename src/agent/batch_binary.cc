@@ -19,6 +19,27 @@ constexpr uint8_t kSameKeys = 2;
 constexpr uint32_t kDropped = UINT32_MAX;
 constexpr uint8_t kLogBatchFormatVersion = 1;  // of the LogBatch encoding (protocol.cc)
 
+// Writes a row's header: flags, step (history rows that have one), time as a delta from the
+// previous row's, and the row's key indices unless they repeat the previous row's (then
+// kSameKeys). `keys` moves into `prev`.
+void PutRowHeader(bool history, int64_t step, int64_t time_ms, std::vector<uint32_t>* keys,
+                  std::vector<uint32_t>* prev, bool* have_prev, int64_t* prev_time,
+                  std::string* out) {
+  const bool same = *have_prev && *keys == *prev;
+  uint8_t flags = same ? kSameKeys : 0;
+  if (history && step >= 0) flags |= kHasStep;
+  out->push_back(char(flags));
+  if (flags & kHasStep) coding::PutVarint64(out, uint64_t(step));
+  coding::PutVarint64(out, coding::ZigZag(int64_t(uint64_t(time_ms) - uint64_t(*prev_time))));
+  *prev_time = time_ms;
+  if (!same) {
+    coding::PutVarint64(out, keys->size());
+    for (uint32_t k : *keys) coding::PutVarint64(out, k);
+    prev->swap(*keys);
+    *have_prev = true;
+  }
+}
+
 // Maps the batch's key indices to indices of the key table written to `out`: keys made valid
 // UTF-8, empty or over-long ones dropped, keys that became equal merged.
 // `*merged` tells whether two keys became one.
@@ -82,19 +103,7 @@ void WriteRows(const LogBatch& b, const std::vector<LogBatch::Row>& rows, bool h
         }
       }
     }
-    const bool same = have_prev && keys == prev;
-    uint8_t flags = same ? kSameKeys : 0;
-    if (history && row.step >= 0) flags |= kHasStep;
-    out->push_back(char(flags));
-    if (flags & kHasStep) coding::PutVarint64(out, uint64_t(row.step));
-    coding::PutVarint64(out, coding::ZigZag(int64_t(uint64_t(row.time_ms) - uint64_t(prev_time))));
-    prev_time = row.time_ms;
-    if (!same) {
-      coding::PutVarint64(out, keys.size());
-      for (uint32_t k : keys) coding::PutVarint64(out, k);
-      prev.swap(keys);
-      have_prev = true;
-    }
+    PutRowHeader(history, row.step, row.time_ms, &keys, &prev, &have_prev, &prev_time, out);
     const size_t at = out->size();
     out->resize(at + values.size() * 8);
     char* p = out->data() + at;
@@ -133,19 +142,7 @@ bool TranscodeRows(ByteReader* r, bool history, size_t nkeys, std::vector<uint32
       (*stamp)[key] = *row_id;
       keys.push_back(uint32_t(key));
     }
-    const bool same = have_prev && keys == prev;
-    uint8_t flags = same ? kSameKeys : 0;
-    if (history && step >= 0) flags |= kHasStep;
-    out->push_back(char(flags));
-    if (flags & kHasStep) coding::PutVarint64(out, uint64_t(step));
-    coding::PutVarint64(out, coding::ZigZag(int64_t(uint64_t(time_ms) - uint64_t(prev_time))));
-    prev_time = time_ms;
-    if (!same) {
-      coding::PutVarint64(out, keys.size());
-      for (uint32_t k : keys) coding::PutVarint64(out, k);
-      prev.swap(keys);
-      have_prev = true;
-    }
+    PutRowHeader(history, step, time_ms, &keys, &prev, &have_prev, &prev_time, out);
     const size_t at = out->size();
     out->resize(at + count * 8);
     char* p = out->data() + at;
