@@ -4,7 +4,7 @@
 //   fleet_load --url URL --key KEY [--agents 10000] [--heartbeat-s 10] [--runs 1000]
 //              [--log-hz 1] [--user-keys 5] [--system-keys 10] [--chart-points 1000000]
 //              [--buckets 1000] [--idle-s 10] [--agents-only-s 20] [--load-s 60]
-//              [--warmup-s 10] [--server-pid PID] [--project fleet]
+//              [--warmup-s 10] [--server-pid PID] [--project fleet] [--trace-file PATH]
 //
 // Set-up: one "chart" run with one series of --chart-points points; --runs logging runs with
 // one writer each; heartbeat writers for --agents agents (100 per run). Then three phases, with
@@ -14,11 +14,15 @@
 //   agents       --agents keep-alive connections, each POSTing its writer's heartbeat every
 //                --heartbeat-s (random phase);
 //   load         the agents plus --runs connections, each POSTing one ingest batch per 1/--log-hz
-//                seconds: one history row of --user-keys values and one system row of
-//                --system-keys values (system metrics).
+//                seconds on a fixed schedule (random phase; a logger behind sends what is due at
+//                once): one history row of --user-keys values and one system row of
+//                --system-keys values (system metrics). Ingest latency counts from the time
+//                a batch was due.
 // Prints one JSON object: per phase the chart-query p50/p99, heartbeat and ingest p50/p99 (also
 // "steady_*": requests started after the phase's first --warmup-s seconds),
-// errors, the server's RSS (max) and CPU (cores busy) read from /proc/PID.
+// errors, the server's RSS (max) and CPU (cores busy) read from /proc/PID. --trace-file also
+// writes every request of the phases as "kind start_ms latency_ms status" (kind i: ingest,
+// h: heartbeat, c: chart), to see when slow requests started.
 //
 // One io_context on one thread, one coroutine per connection (the load generator must be
 // cheaper than the server it loads).
@@ -56,6 +60,7 @@ struct Args {
   double warmup_s = 10;
   int64_t chart_points = 1000000;
   int server_pid = 0;
+  std::string trace_file;  // one line per request: kind, start (ms since the run began), ms
 };
 
 bool ParseArgs(int argc, char** argv, Args* a) {
@@ -97,6 +102,8 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->chart_points = std::stoll(v);
     else if (k == "--server-pid")
       a->server_pid = std::stoi(v);
+    else if (k == "--trace-file")
+      a->trace_file = v;
     else {
       std::fprintf(stderr, "fleet_load: unknown flag %s\n", k.c_str());
       return false;
@@ -175,6 +182,14 @@ struct Shared {
   PhaseStats stats[3];
   int connected_agents = 0, connected_loggers = 0;
   int64_t points_sent = 0;
+  Clock::time_point run_start = Clock::now();
+  // --trace-file: (kind, start ms since run_start, latency ms, status) of every request.
+  struct TraceEntry {
+    char kind;
+    float start_ms, ms;
+    int status;
+  };
+  std::vector<TraceEntry> trace;
 };
 
 // One keep-alive HTTP/1.1 connection.
@@ -245,6 +260,12 @@ class Conn {
 void Record(Shared* sh, int status, std::vector<double> PhaseStats::*which, double ms,
             Clock::time_point started, std::vector<double> PhaseStats::*steady = nullptr) {
   PhaseStats& st = sh->stats[sh->phase.load()];
+  if (!sh->args.trace_file.empty()) {
+    char kind = which == &PhaseStats::ingest_ms      ? 'i'
+                : which == &PhaseStats::heartbeat_ms ? 'h'
+                                                     : 'c';
+    sh->trace.push_back({kind, float(Ms(started - sh->run_start)), float(ms), status});
+  }
   if (steady && status >= 200 && status < 300 &&
       started - sh->phase_start >= std::chrono::duration<double>(sh->args.warmup_s)) {
     (st.*steady).push_back(ms);
@@ -359,9 +380,17 @@ asio::awaitable<void> Logger(Shared* sh, int index, std::mt19937_64 rng) {
   std::uniform_real_distribution<double> phase(0, period);
   std::uniform_real_distribution<double> noise(0, 1);
   co_await SleepFor(phase(rng));
+  // A fixed schedule, as a training process logs on its own clock: batch k is due at
+  // start + k * period whatever the server did before. A logger that fell behind sends what is
+  // due back to back, then returns to its own phase (no convoy of loggers in step after a
+  // stall). Latency counts from the time a batch was due, so waiting to send counts too.
+  const auto period_d =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(period));
+  auto due = Clock::now();
   int64_t seq = 0;
   while (!sh->stop_loggers) {
-    auto t0 = Clock::now();
+    const auto t0 = due;
+    due += period_d;
     ++seq;
     int64_t now = NowMs();
     std::string body = "{\"seq\":" + std::to_string(seq) +
@@ -381,7 +410,7 @@ asio::awaitable<void> Logger(Shared* sh, int index, std::mt19937_64 rng) {
     Record(sh, status, &PhaseStats::ingest_ms, Ms(Clock::now() - t0), t0,
            &PhaseStats::ingest_steady_ms);
     if (status >= 200 && status < 300) sh->points_sent += sh->args.user_keys + sh->args.system_keys;
-    double left = period - std::chrono::duration<double>(Clock::now() - t0).count();
+    const double left = std::chrono::duration<double>(due - Clock::now()).count();
     if (left > 0) co_await SleepFor(left);
   }
   c.Close();
@@ -582,6 +611,14 @@ asio::awaitable<int> Main(Shared* sh) {
       phase_json("idle", sh->stats[0]).c_str(), phase_json("agents", sh->stats[1]).c_str(),
       phase_json("load", sh->stats[2]).c_str());
   std::fflush(stdout);
+  if (!a.trace_file.empty()) {
+    if (FILE* f = std::fopen(a.trace_file.c_str(), "w")) {
+      for (const auto& e : sh->trace) {
+        std::fprintf(f, "%c %.1f %.2f %d\n", e.kind, e.start_ms, e.ms, e.status);
+      }
+      std::fclose(f);
+    }
+  }
   bool failed = agents_connected < a.agents || loggers_connected < a.runs;
   for (const auto& st : sh->stats) failed = failed || st.errors > 0 || st.non_2xx > 0;
   co_return failed ? 2 : 0;

@@ -14,9 +14,19 @@
 #   CHART_POINTS  points of the charted series (default 1000000)
 #   WARMUP_S      seconds at the start of a phase left out of the steady_* latencies (default 10)
 #   SERVER_ARGS   extra server flags
+#   TRACE_FILE    also write every request's start and latency there (fleet_load --trace-file)
+#   AUTOGROUP_NICE  e.g. -15 (root): run server and generator in a session of their own whose
+#                 scheduler autogroup has that nice value, so that on a shared machine they get
+#                 the CPU they ask for (this kernel schedules by autogroup; plain nice does not)
 #   COHORT_BIN    the server binary (default $BUILD_DIR/src/cli/cohort), e.g. an older build
 #                 copied aside to measure a baseline in the same session
 set -euo pipefail
+if [ -n "${AUTOGROUP_NICE:-}" ] && [ -z "${FLEET_LOAD_REGROUPED:-}" ]; then
+  export FLEET_LOAD_REGROUPED=1
+  exec setsid --wait bash -c 'echo "$AUTOGROUP_NICE" > /proc/self/autogroup ||
+    { echo "fleet_load.sh: cannot set the autogroup nice (root only)" >&2; exit 1; }
+    grep -q "nice $AUTOGROUP_NICE" /proc/self/autogroup && exec "$0"' "$0"
+fi
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
 bin="${COHORT_BIN:-$build/src/cli/cohort}"
@@ -45,7 +55,8 @@ rc=0
 "$load" --url "$url" --key "$key" --server-pid "$pid" --agents "$agents" --runs "$runs" \
   --heartbeat-s "${HEARTBEAT_S:-30}" --log-hz "${LOG_HZ:-1}" --load-s "${LOAD_S:-60}" \
   --idle-s "${IDLE_S:-10}" --agents-only-s "${AGENTS_ONLY_S:-20}" \
-  --chart-points "${CHART_POINTS:-1000000}" --warmup-s "${WARMUP_S:-10}" || rc=$?
+  --chart-points "${CHART_POINTS:-1000000}" --warmup-s "${WARMUP_S:-10}" \
+  ${TRACE_FILE:+--trace-file "$TRACE_FILE"} || rc=$?
 if grep -v "^cohort server: \(listening\|signal\|created the admin key\)\|clients on this account" "$tmp/err" | grep -q .; then
   echo "fleet_load.sh: server stderr:" >&2
   head -20 "$tmp/err" >&2

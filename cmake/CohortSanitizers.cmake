@@ -5,8 +5,9 @@
 #   -DCOHORT_FUZZ=ON                      libFuzzer targets of tests/fuzz with ASan+UBSan; needs
 #                                         clang (scripts/fuzz.sh configures build-fuzz)
 #
-# Runtime options (halt on the first UBSan report, suppressions) are set by the scripts through
-# ASAN_OPTIONS / UBSAN_OPTIONS / TSAN_OPTIONS, not here.
+# Runtime options (leak checks, log files, suppressions) are set by the scripts through
+# ASAN_OPTIONS / UBSAN_OPTIONS / TSAN_OPTIONS; the ASan+UBSan build also halts on the first UBSan
+# report at compile level (-fno-sanitize-recover=undefined, below).
 set(COHORT_SANITIZE "" CACHE STRING "Sanitizers to enable: address,undefined | thread")
 option(COHORT_FUZZ "Build the libFuzzer targets of tests/fuzz (clang only)" OFF)
 
@@ -30,5 +31,13 @@ if(COHORT_SANITIZE)
   # llvm/llvm-project#49689); the other UBSan checks stay on.
   if(CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND COHORT_SANITIZE MATCHES "undefined")
     add_compile_options(-fno-sanitize=function)
+  endif()
+  # A UBSan finding aborts the process whatever UBSAN_OPTIONS says (a test run by hand, a server
+  # started by pytest without the script's environment), so that it fails the test instead of
+  # printing and going on. The fuzz build keeps UBSan's default (scripts/fuzz.sh halts through
+  # UBSAN_OPTIONS), so that its objects stay in the compiler cache.
+  if(COHORT_SANITIZE MATCHES "undefined" AND NOT COHORT_FUZZ)
+    add_compile_options(-fno-sanitize-recover=undefined)
+    add_link_options(-fno-sanitize-recover=undefined)
   endif()
 endif()

@@ -1,7 +1,9 @@
 """Shared fixtures for the cross-process test suites: the real `cohort` binary on a free port."""
+import io
 import json
 import os
 import pathlib
+import select
 import subprocess
 import tempfile
 import time
@@ -13,6 +15,9 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD = pathlib.Path(os.environ.get("COHORT_BUILD_DIR", ROOT / "build")).resolve()
 COHORT_BIN = BUILD / "src" / "cli" / "cohort"
+# The first line of an ASan/LSan/TSan/UBSan report; a plain build never prints these.
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer",
+                     ": runtime error: ")
 
 
 class Api:
@@ -109,7 +114,30 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self._check_sanitizer_reports()
         return self.proc.returncode if self.proc else None
+
+    def _check_sanitizer_reports(self):
+        """Fails the test when the stopped server printed a sanitizer report (a build-asan or
+        build-tsan binary): under ASan, g++'s UBSan writes its reports to stderr only, never to
+        log_path (scripts/test-sanitizers.sh). What was read stays readable via proc.stderr."""
+        if (not self.proc or self.proc.poll() is None or self.proc.stderr is None
+                or isinstance(self.proc.stderr, io.StringIO)):  # no pipe, or already read
+            return
+        # What the exited server wrote is in the pipe; a child that inherited the pipe could hold
+        # it open, so read what is there without waiting for the end of the file.
+        fd, chunks = self.proc.stderr.fileno(), []
+        while select.select([fd], [], [], 0.5)[0]:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        text = b"".join(chunks).decode(errors="replace")
+        self.proc.stderr.close()
+        self.proc.stderr = io.StringIO(text)
+        for marker in SANITIZER_MARKERS:
+            if marker in text:
+                raise AssertionError(f"the server printed a sanitizer report:\n{text[-8000:]}")
 
 
 @pytest.fixture

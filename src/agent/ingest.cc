@@ -47,8 +47,8 @@ std::string PathComponent(std::string_view s) {
 
 // ---- WriterSession ----
 
-WriterSession::WriterSession(Ingest* ingest, std::shared_ptr<WriterStream> stream,
-                             Sender* sender, uint64_t session)
+WriterSession::WriterSession(Ingest* ingest, std::shared_ptr<WriterStream> stream, Sender* sender,
+                             uint64_t session)
     : ingest_(ingest), stream_(std::move(stream)), sender_(sender), session_(session) {
   stream_->Attach();
 }
@@ -78,7 +78,8 @@ void WriterSession::OnSamples(int64_t time_ms,
     b.cells.push_back({uint32_t(b.keys.size()), value});
     b.keys.push_back(key);
   }
-  b.system.push_back({.step = 0, .time_ms = time_ms, .begin = 0, .count = uint32_t(samples.size())});
+  b.system.push_back(
+      {.step = 0, .time_ms = time_ms, .begin = 0, .count = uint32_t(samples.size())});
   std::string body;
   EncodeLogBatch(b, &body);
   auto seq = stream_->Append(RecordKind::kBatch, 0, 0, body);
@@ -134,8 +135,9 @@ void WriterSession::WakeSender() {
 Result<FinishReply> WriterSession::Finish(uint64_t frame, const FinishRequest& request) {
   StopMonitor();
   if (!finished_) {
-    COHORT_RETURN_IF_ERROR(stream_->Append(RecordKind::kWriterFinish, session_, frame,
-                                           FinishBody(request.exit_code, request.state))
+    COHORT_RETURN_IF_ERROR(stream_
+                               ->Append(RecordKind::kWriterFinish, session_, frame,
+                                        FinishBody(request.exit_code, request.state))
                                .status());
     finished_ = true;
   }
@@ -231,20 +233,37 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
   Sender* sender = nullptr;
   std::unique_ptr<WriterSession> session;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    // Another open is moving this writer to another server or mode: wait until the new stream
+    // is in place, so that this open sees the old stream or the new one, never the move.
+    moved_.wait(lock, [&] { return moving_.count(dir) == 0; });
     auto it = streams_.find(dir);
     if (it != streams_.end() && it->second.stream->target().base_url == req.base_url &&
         it->second.stream->target().offline == req.offline) {
       stream = it->second.stream;
       sender = it->second.sender;
     } else {
+      bool moved = false;
       if (it != streams_.end()) {  // the same writer, now for another server or mode
-        if (it->second.sender) it->second.sender->Remove(it->second.stream.get());
-        (void)it->second.stream->Close();
+        StreamSlot old = std::move(it->second);
         streams_.erase(it);
+        moving_.insert(dir);
+        moved = true;
+        // Remove waits for an upload of this stream in flight, up to a request timeout: not
+        // under mu_, which every other open, Tick() and the agent's status need.
+        lock.unlock();
+        if (old.sender) old.sender->Remove(old.stream.get());
+        (void)old.stream->Close();
+        lock.lock();
       }
+      auto end_move = [&] {
+        if (!moved) return;
+        moving_.erase(dir);
+        moved_.notify_all();
+      };
       auto created = WriterStream::Create(dir, target);
       if (!created.ok()) {
+        end_move();
         reply->error = created.status().ToString();
         return nullptr;
       }
@@ -252,6 +271,7 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
       sender = req.offline ? nullptr : SenderFor(req.base_url);
       streams_[dir] = StreamSlot{stream, sender, 0};
       if (sender) sender->Add(stream);
+      end_move();
     }
     // Attached under the lock, so that Tick() cannot retire the stream in between.
     session.reset(new WriterSession(this, stream, sender, req.session));
@@ -265,10 +285,10 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
       st = stream->Append(RecordKind::kRunUpsert, req.session, 0, req.run_json).status();
     }
   }
-  Result<uint64_t> join_seq = st.ok() ? stream->Append(RecordKind::kWriterJoin, req.session, 0,
-                                                       req.writer_json.empty() ? "{}"
-                                                                               : req.writer_json)
-                                      : Result<uint64_t>(st);
+  Result<uint64_t> join_seq = st.ok()
+                                  ? stream->Append(RecordKind::kWriterJoin, req.session, 0,
+                                                   req.writer_json.empty() ? "{}" : req.writer_json)
+                                  : Result<uint64_t>(st);
   if (join_seq.ok()) st = session->Sync();
   if (!join_seq.ok() || !st.ok()) {
     reply->error = (join_seq.ok() ? st : join_seq.status()).ToString();
@@ -348,7 +368,7 @@ int Ingest::RecoverDir(const std::string& data_dir) {
       if (!fs::exists(fs::path(dir) / WriterStream::kMetaFile, ec)) continue;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        if (streams_.count(dir)) continue;
+        if (streams_.count(dir) || moving_.count(dir)) continue;  // ours, or being moved
       }
       auto stream = WriterStream::OpenExisting(dir);
       if (!stream.ok()) {
@@ -358,8 +378,8 @@ int Ingest::RecoverDir(const std::string& data_dir) {
         continue;  // held by a live process (in-process client or another agent)
       }
       std::lock_guard<std::mutex> lock(mu_);
-      Sender* sender = (*stream)->target().offline ? nullptr
-                                                    : SenderFor((*stream)->target().base_url);
+      Sender* sender =
+          (*stream)->target().offline ? nullptr : SenderFor((*stream)->target().base_url);
       streams_[dir] = StreamSlot{*stream, sender, 0};
       if (sender) sender->Add(*stream);
       UploadProgress p = (*stream)->progress();
@@ -440,6 +460,7 @@ SenderStats Ingest::stats() const {
     total.points += st.points;
     total.retries += st.retries;
     total.binary_batches += st.binary_batches;
+    total.prepared_batches += st.prepared_batches;
     total.backoff_s = std::max(total.backoff_s, st.backoff_s);
   }
   return total;

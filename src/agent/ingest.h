@@ -11,10 +11,12 @@
 // the Ingest.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,10 +32,10 @@ class RootPids;
 namespace cohort::agent {
 
 struct IngestOptions {
-  std::string data_dir;     // default WAL root when a client names none
+  std::string data_dir;  // default WAL root when a client names none
   SenderOptions sender;
-  bool system_monitor = true;    // false: ignore stats_interval_s (tests)
-  double orphan_close_s = 60;    // close an unfinished, uploaded stream nobody uses after this
+  bool system_monitor = true;  // false: ignore stats_interval_s (tests)
+  double orphan_close_s = 60;  // close an unfinished, uploaded stream nobody uses after this
 };
 
 class Ingest;
@@ -125,6 +127,10 @@ class Ingest {
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Sender>> senders_;  // by base URL
   std::map<std::string, StreamSlot> streams_;               // by directory
+  // Directories whose writer an Open is moving to another server or mode (its old stream out
+  // of streams_, the new one not in yet); other opens of them wait on moved_.
+  std::set<std::string> moving_;
+  std::condition_variable moved_;
 };
 
 // `dir` without "." / ".." components or trailing slashes, so equal directories compare equal.

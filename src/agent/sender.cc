@@ -105,6 +105,11 @@ void Sender::Start() {
   if (started_) return;
   started_ = true;
   stop_ = false;
+  {
+    std::lock_guard<std::mutex> prep_lock(prep_mu_);
+    prep_stop_ = false;
+  }
+  prep_thread_ = std::thread([this] { PrepLoop(); });
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -117,6 +122,12 @@ void Sender::Stop() {
   http_.Abort();
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard<std::mutex> prep_lock(prep_mu_);
+    prep_stop_ = true;
+  }
+  prep_cv_.notify_all();
+  if (prep_thread_.joinable()) prep_thread_.join();
   std::lock_guard<std::mutex> lock(mu_);
   started_ = false;
   for (auto& e : entries_) (void)e->stream->FlushAcks(true);
@@ -252,6 +263,7 @@ void Sender::Turn(Entry* e) {
         ++stats_.records_done;
         stats_.points += a.points;
         if (a.binary) ++stats_.binary_batches;
+        if (a.prepared) ++stats_.prepared_batches;
       } else if (a.outcome == Outcome::kSkip || a.outcome == Outcome::kReject) {
         ++stats_.records_skipped;
       } else {
@@ -310,6 +322,52 @@ void Sender::Turn(Entry* e) {
       (!e->had_contact || MonoMillis() - e->last_contact_ms >= hb_ms)) {
     Heartbeat(e);
   }
+}
+
+void Sender::StartPrepare(WriterStream* s) {
+  {
+    std::lock_guard<std::mutex> lock(prep_mu_);
+    prep_job_ = s;
+  }
+  prep_cv_.notify_all();
+}
+
+void Sender::FinishPrepare() {
+  std::unique_lock<std::mutex> lock(prep_mu_);
+  prep_cv_.wait(lock, [&] { return prep_job_ == nullptr; });
+}
+
+void Sender::PrepLoop() {
+  std::unique_lock<std::mutex> lock(prep_mu_);
+  while (true) {
+    prep_cv_.wait(lock, [&] { return prep_job_ != nullptr || prep_stop_; });
+    if (prep_job_ == nullptr) return;  // stopping, nothing handed over
+    WriterStream* s = prep_job_;
+    lock.unlock();
+    Prepare(s);
+    lock.lock();
+    prep_job_ = nullptr;
+    prep_cv_.notify_all();
+  }
+}
+
+void Sender::Prepare(WriterStream* s) {
+  prepared_.ready = false;
+  prepared_.body.clear();
+  const Record* next = nullptr;
+  auto found = s->PeekNext(&next);
+  // A read error is left for Peek to report when it gets to that record.
+  if (!found.ok() || !*found || next->kind != RecordKind::kBatch) return;
+  const int64_t seq = int64_t(s->UploadSeq(next->seq));
+  prepared_.stats = BatchJsonStats{};
+  if (!TranscodeLogBatchBinary(next->body, seq, &prepared_.body, &prepared_.stats)) {
+    prepared_.body.clear();  // the general path, on the upload thread, when its turn comes
+    return;
+  }
+  prepared_.stream = s;
+  prepared_.record_seq = next->seq;
+  prepared_.upload_seq = seq;
+  prepared_.ready = true;
 }
 
 Result<HttpResponse> Sender::Call(std::string_view method, const std::string& path,
@@ -469,15 +527,28 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
       std::optional<LogBatch> batch;
       if (format_ == IngestFormat::kUnknown) DetectIngestFormat();
       if (format_ == IngestFormat::kBinary) {
-        // Straight from the WAL record when it can; else through a decoded LogBatch.
+        // Encoded ahead while the previous batch was in flight; else straight from the WAL
+        // record when it can; else through a decoded LogBatch.
         BatchJsonStats stats;
-        if (!TranscodeLogBatchBinary(rec.body, seq, &body, &stats)) {
-          auto decoded = DecodeLogBatch(rec.body);
-          if (!decoded.ok()) return skip(decoded.status());
-          batch = std::move(*decoded);
-          stats = AppendBatchBinary(*batch, seq, &body);
+        const bool prepared = prepared_.ready && prepared_.stream == s &&
+                              prepared_.record_seq == rec.seq && prepared_.upload_seq == seq;
+        if (prepared) {
+          body_.swap(prepared_.body);
+          stats = prepared_.stats;
+        } else {
+          body_.clear();
+          if (!TranscodeLogBatchBinary(rec.body, seq, &body_, &stats)) {
+            body_.clear();
+            auto decoded = DecodeLogBatch(rec.body);
+            if (!decoded.ok()) return skip(decoded.status());
+            batch = std::move(*decoded);
+            stats = AppendBatchBinary(*batch, seq, &body_);
+          }
         }
-        auto r = Call("POST", path, body, t.api_key, kBinaryBatchContentType);
+        prepared_.ready = false;
+        StartPrepare(s);
+        auto r = Call("POST", path, body_, t.api_key, kBinaryBatchContentType);
+        FinishPrepare();
         if (r.ok() && r->status == 415) {
           Logf(LogLevel::kWarning, "{}: the server refuses binary batches ({}); sending JSON",
                base_url_, ErrorText(*r));
@@ -489,9 +560,9 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
           Attempt a = Classify(r, what);
           a.points = stats.points;
           a.binary = true;
+          a.prepared = prepared;
           return a;
         }
-        body.clear();
       }
       if (!batch) {
         auto decoded = DecodeLogBatch(rec.body);

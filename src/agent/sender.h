@@ -20,8 +20,17 @@
 // once as JSON (a record is never skipped for its encoding alone). COHORT_INGEST_FORMAT=json
 // forces JSON.
 //
+// Encode-ahead: while a binary batch is in flight, a second thread (the prep worker) reads the
+// stream's next record from the WAL (WriterStream::PeekNext) and encodes it, so the agent's
+// share of a batch overlaps the server's instead of alternating with it. Only one request is in
+// flight at a time and records still go out strictly in order, one after the other's answer
+// (the server assigns implicit steps and checks console stream positions in arrival order); a
+// prepared body is used only for the record, upload seq and stream it was made for.
+//
 // Threading: all public methods are thread-safe. One background thread does the uploads;
 // Remove() waits until that thread no longer touches the stream, so the caller may then close it.
+// The prep worker touches a stream only between the upload thread's StartPrepare and
+// FinishPrepare (inside a Turn, while the upload thread waits for an answer and holds no lock).
 #pragma once
 
 #include <atomic>
@@ -35,6 +44,7 @@
 #include <vector>
 
 #include "agent/backoff.h"
+#include "agent/batch_json.h"
 #include "agent/http_client.h"
 #include "agent/writer_stream.h"
 
@@ -55,8 +65,9 @@ struct SenderStats {
   int64_t records_skipped = 0;
   int64_t points = 0;
   int64_t retries = 0;
-  int64_t binary_batches = 0;  // batches acknowledged in the binary encoding
-  double backoff_s = 0;        // current wait before the next attempt (0: none)
+  int64_t binary_batches = 0;    // batches acknowledged in the binary encoding
+  int64_t prepared_batches = 0;  // of those, sent with a body encoded ahead (encode-ahead)
+  double backoff_s = 0;          // current wait before the next attempt (0: none)
 };
 
 class Sender {
@@ -100,7 +111,8 @@ class Sender {
     double delay_s = 0;
     Status status;
     int64_t points = 0;
-    bool binary = false;  // a batch sent in the binary encoding
+    bool binary = false;    // a batch sent in the binary encoding
+    bool prepared = false;  // ... with a body encoded ahead
   };
 
   void Loop();
@@ -116,6 +128,23 @@ class Sender {
   // Asks the server which batch encodings it reads (sets format_); thread only.
   void DetectIngestFormat();
 
+  // The next record's binary body, encoded ahead by the prep worker.
+  struct Prepared {
+    const WriterStream* stream = nullptr;
+    uint64_t record_seq = 0;
+    int64_t upload_seq = 0;
+    std::string body;
+    BatchJsonStats stats;
+    bool ready = false;
+  };
+  // Hands `s` to the prep worker, which encodes the record after the peeked one into
+  // prepared_; FinishPrepare waits until it is done. Upload thread only, between them it must
+  // not touch `s` nor prepared_.
+  void StartPrepare(WriterStream* s);
+  void FinishPrepare();
+  void PrepLoop();
+  void Prepare(WriterStream* s);  // on the prep worker
+
   enum class IngestFormat { kUnknown, kJson, kBinary };
 
   const std::string base_url_;
@@ -124,6 +153,14 @@ class Sender {
   Backoff backoff_;                               // used only by the thread
   std::map<std::string, std::string> entities_;   // api key -> entity; thread only
   IngestFormat format_ = IngestFormat::kUnknown;  // thread only
+  std::string body_;                              // binary batch body; thread only
+  Prepared prepared_;  // the prep worker's while a job runs, else the upload thread's
+
+  std::mutex prep_mu_;  // guards the three below; never held with mu_
+  std::condition_variable prep_cv_;
+  WriterStream* prep_job_ = nullptr;  // set by StartPrepare, cleared when the job is done
+  bool prep_stop_ = false;
+  std::thread prep_thread_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -9,9 +9,11 @@
 #include <thread>
 
 #include "agent/agent_log.h"
+#include "agent/batch_binary.h"
 #include "agent/fake_http_server_for_test.h"
 #include "agent/protocol.h"
 #include "core/clock.h"
+#include "core/coding.h"
 #include "core/json.h"
 
 namespace cohort::agent {
@@ -121,6 +123,84 @@ TEST_F(SenderTest, UploadsRecordsInOrderWithTheirSeq) {
   EXPECT_EQ(p.next_step, 5);
   EXPECT_EQ(p.run_name, "brave-run");
   EXPECT_EQ(server.connections(), 1u);  // keep-alive
+}
+
+// A server that reads binary batches; `batch_status(i)` answers the i-th batch request.
+FakeHttpServer::Handler BinaryServer(std::function<int(int)> batch_status) {
+  auto calls = std::make_shared<int>(0);
+  return [calls, batch_status](const FakeRequest& r) -> FakeResponse {
+    if (r.path == "/healthz") return {200, R"({"ingest_formats":["json","cohort-batch-v1"]})", {}};
+    if (r.path.ends_with("/batches")) {
+      int status = batch_status((*calls)++);
+      if (status != 200) return {status, R"({"error":{"code":"unavailable"}})", {}};
+      return {200, R"({"duplicate":false,"points":1,"next_step":1})", {}};
+    }
+    return Ok(r);
+  };
+}
+
+// The seq of a binary batch body (after the 12-byte header).
+uint64_t BinarySeq(const std::string& body) {
+  std::string_view in(body);
+  in.remove_prefix(std::min<size_t>(12, in.size()));
+  uint64_t seq = 0;
+  EXPECT_TRUE(coding::GetVarint64(&in, &seq));
+  return seq;
+}
+
+// The bodies and seqs of the batch requests, each checked against a fresh encoding of the
+// batch `loss` it carries (BatchBody(i) for the i-th distinct seq).
+std::vector<uint64_t> CheckBinaryBatches(const std::vector<FakeRequest>& reqs) {
+  std::vector<uint64_t> seqs;
+  uint64_t first = 0;
+  for (const FakeRequest& r : reqs) {
+    if (!r.path.ends_with("/batches")) continue;
+    uint64_t seq = BinarySeq(r.body);
+    if (seqs.empty()) first = seq;
+    seqs.push_back(seq);
+    auto batch = DecodeLogBatch(BatchBody(double(seq - first)));
+    EXPECT_TRUE(batch.ok());
+    std::string expected;
+    AppendBatchBinary(*batch, int64_t(seq), &expected);
+    EXPECT_EQ(r.body, expected) << "batch seq " << seq;
+  }
+  return seqs;
+}
+
+TEST_F(SenderTest, EncodesTheNextBinaryBatchWhileOneIsInFlight) {
+  FakeHttpServer server(BinaryServer([](int) { return 200; }));
+  auto stream = MakeStream(server.url(), "alice", 8);
+  Sender sender(server.url(), FastOptions());
+  sender.Add(stream);
+  sender.Start();
+  ASSERT_TRUE(WaitComplete(stream.get(), 5000));
+  std::vector<uint64_t> seqs = CheckBinaryBatches(server.requests());
+  ASSERT_EQ(seqs.size(), 8u);
+  for (size_t i = 1; i < seqs.size(); ++i) EXPECT_EQ(seqs[i], seqs[0] + i);
+  SenderStats st = sender.stats();
+  EXPECT_EQ(st.binary_batches, 8);
+  // Every batch but the first (after the join, which is not a batch) was encoded ahead.
+  EXPECT_EQ(st.prepared_batches, 7);
+  EXPECT_EQ(server.connections(), 1u);  // still one request at a time on one connection
+}
+
+TEST_F(SenderTest, RetriedBinaryBatchGoesOutAgainBeforeTheOneEncodedAhead) {
+  // The second batch fails once (503) while the third is being encoded ahead.
+  FakeHttpServer server(BinaryServer([](int i) { return i == 1 ? 503 : 200; }));
+  auto stream = MakeStream(server.url(), "alice", 4);
+  Sender sender(server.url(), FastOptions());
+  sender.Add(stream);
+  sender.Start();
+  ASSERT_TRUE(WaitComplete(stream.get(), 5000));
+  std::vector<uint64_t> seqs = CheckBinaryBatches(server.requests());
+  ASSERT_EQ(seqs.size(), 5u);
+  const uint64_t s0 = seqs[0];
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{s0, s0 + 1, s0 + 1, s0 + 2, s0 + 3}));
+  SenderStats st = sender.stats();
+  EXPECT_EQ(st.binary_batches, 4);
+  EXPECT_EQ(st.retries, 1);
+  // The retried batch was encoded again (what was ready was the one after it); the rest ahead.
+  EXPECT_EQ(st.prepared_batches, 2);
 }
 
 TEST_F(SenderTest, ResolvesTheEntityOfTheKey) {

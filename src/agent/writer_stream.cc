@@ -266,10 +266,9 @@ uint64_t WriterStream::LastFrame(uint64_t session) const {
   return it == last_frame_.end() ? 0 : it->second;
 }
 
-Result<bool> WriterStream::Peek(const Record** record) {
-  // A join's decision (NoteJoined) is on disk before any record after it goes out.
-  COHORT_RETURN_IF_ERROR(PersistSeqStateIfDirty());
-  while (!peeked_) {
+Result<bool> WriterStream::ReadRecord(std::optional<Record>* out, wal::Position* next,
+                                      wal::Position* skipped) {
+  while (!*out) {
     if (!reader_) return false;
     wal::Record rec;
     COHORT_ASSIGN_OR_RETURN(bool more, reader_->Next(&rec));
@@ -281,21 +280,47 @@ Result<bool> WriterStream::Peek(const Record** record) {
     if (!r.ok()) {
       Logf(LogLevel::kWarning, "{}: skipping undecodable record at {}: {}", dir_,
            rec.position.ToString(), r.status().ToString());
-      ack_pending_ = std::max(ack_pending_, rec.next);
+      *skipped = std::max(*skipped, rec.next);
       continue;
     }
-    peeked_ = std::move(*r);
-    peeked_next_ = rec.next;
+    *out = std::move(*r);
+    *next = rec.next;
+  }
+  return true;
+}
+
+Result<bool> WriterStream::Peek(const Record** record) {
+  // A join's decision (NoteJoined) is on disk before any record after it goes out.
+  COHORT_RETURN_IF_ERROR(PersistSeqStateIfDirty());
+  if (!peeked_) {
+    COHORT_ASSIGN_OR_RETURN(bool found, ReadRecord(&peeked_, &peeked_next_, &ack_pending_));
+    if (!found) return false;
   }
   *record = &*peeked_;
+  return true;
+}
+
+Result<bool> WriterStream::PeekNext(const Record** record) {
+  if (!peeked_) return false;
+  if (!ahead_) {
+    COHORT_ASSIGN_OR_RETURN(bool found, ReadRecord(&ahead_, &ahead_next_, &ahead_skipped_));
+    if (!found) return false;
+  }
+  *record = &*ahead_;
   return true;
 }
 
 void WriterStream::Pop() {
   if (!peeked_) return;
   uint64_t seq = peeked_->seq;
-  ack_pending_ = std::max(ack_pending_, peeked_next_);
+  ack_pending_ = std::max({ack_pending_, peeked_next_, ahead_skipped_});
+  ahead_skipped_ = wal::Position{};
   peeked_.reset();
+  if (ahead_) {
+    peeked_ = std::move(ahead_);
+    peeked_next_ = ahead_next_;
+    ahead_.reset();
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     progress_.done_seq = std::max(progress_.done_seq, seq);

@@ -109,6 +109,12 @@ class WriterStream {
   // The next durable record not yet uploaded: true and *record set (valid until Pop), false
   // when there is none now. Undecodable records are skipped (and logged).
   Result<bool> Peek(const Record** record);
+  // The durable record after the peeked one (call after Peek returned true, before Pop): true
+  // and *record set (valid until the Pop after next; that Pop's Peek returns it), false when
+  // there is none now. Lets the Sender prepare the next upload while the current one is in
+  // flight; it reads ahead only, acknowledges nothing. Not concurrently with the other
+  // upload-side methods.
+  Result<bool> PeekNext(const Record** record);
   // Marks the peeked record done (acknowledged by the server or skipped for good).
   void Pop();
   // The server acknowledged the join record `join_seq`; the writer's `server_last_seq` came with
@@ -149,6 +155,9 @@ class WriterStream {
   Status WriteSeqStateLocked();  // append_mu_ held
   Status PersistSeqStateIfDirty();
   Status FlushAcksImpl(bool force, int64_t min_interval_ms, bool append_mu_held);
+  // The next decodable record from reader_ into *out (false: none now); undecodable ones are
+  // logged and skipped, *skipped set past them.
+  Result<bool> ReadRecord(std::optional<Record>* out, wal::Position* next, wal::Position* skipped);
 
   const std::string dir_;
   WriterTarget target_;
@@ -168,6 +177,9 @@ class WriterStream {
   std::unique_ptr<wal::Reader> reader_;
   std::optional<Record> peeked_;
   wal::Position peeked_next_;
+  std::optional<Record> ahead_;  // PeekNext's record, the next Peek's after Pop
+  wal::Position ahead_next_;
+  wal::Position ahead_skipped_;  // past undecodable records PeekNext skipped (ack at Pop)
   wal::Position ack_pending_;
   wal::Position ack_written_;
   int64_t ack_written_ms_ = 0;

@@ -222,6 +222,67 @@ TEST_F(WriterStreamTest, AcknowledgedRecordsAreNotReadAgain) {
   EXPECT_EQ(rec->frame, 2u);
 }
 
+TEST_F(WriterStreamTest, PeekNextReadsAheadWithoutAcknowledging) {
+  {
+    auto s = WriterStream::Create(dir_, target_);
+    ASSERT_TRUE(s.ok());
+    for (uint64_t f = 1; f <= 3; ++f) {
+      ASSERT_TRUE((*s)->Append(RecordKind::kBatch, 1, f, "x" + std::to_string(f)).ok());
+    }
+    ASSERT_TRUE((*s)->Sync().ok());
+    const Record* rec = nullptr;
+    const Record* next = nullptr;
+    EXPECT_FALSE(*(*s)->PeekNext(&next));  // nothing peeked yet
+    ASSERT_TRUE(*(*s)->Peek(&rec));
+    EXPECT_EQ(rec->frame, 1u);
+    ASSERT_TRUE(*(*s)->PeekNext(&next));
+    EXPECT_EQ(next->frame, 2u);
+    EXPECT_EQ(next->body, "x2");
+    const Record* again = nullptr;
+    ASSERT_TRUE(*(*s)->PeekNext(&again));
+    EXPECT_EQ(again, next);  // read once
+    ASSERT_TRUE(*(*s)->Peek(&rec));
+    EXPECT_EQ(rec->frame, 1u);  // Peek still answers the first
+    (*s)->Pop();
+    EXPECT_EQ((*s)->progress().done_records, 1);
+    ASSERT_TRUE(*(*s)->Peek(&rec));
+    EXPECT_EQ(rec->frame, 2u);  // the one read ahead
+    EXPECT_EQ(rec->body, "x2");
+    ASSERT_TRUE(*(*s)->PeekNext(&next));
+    EXPECT_EQ(next->frame, 3u);
+    ASSERT_TRUE((*s)->FlushAcks(true).ok());
+    ASSERT_TRUE((*s)->Close().ok());
+  }
+  // Only the popped record was acknowledged: the ones read ahead come back.
+  auto s = WriterStream::OpenExisting(dir_);
+  ASSERT_TRUE(s.ok());
+  const Record* rec = nullptr;
+  ASSERT_TRUE(*(*s)->Peek(&rec));
+  EXPECT_EQ(rec->frame, 2u);
+}
+
+TEST_F(WriterStreamTest, PeekNextSeesARecordSyncedLater) {
+  auto s = WriterStream::Create(dir_, target_);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->Append(RecordKind::kBatch, 1, 1, "a").ok());
+  ASSERT_TRUE((*s)->Sync().ok());
+  const Record* rec = nullptr;
+  const Record* next = nullptr;
+  ASSERT_TRUE(*(*s)->Peek(&rec));
+  EXPECT_FALSE(*(*s)->PeekNext(&next));
+  ASSERT_TRUE((*s)->Append(RecordKind::kBatch, 1, 2, "b").ok());
+  EXPECT_FALSE(*(*s)->PeekNext(&next));  // not durable yet
+  ASSERT_TRUE((*s)->Sync().ok());
+  ASSERT_TRUE(*(*s)->PeekNext(&next));
+  EXPECT_EQ(next->frame, 2u);
+  (*s)->Pop();
+  ASSERT_TRUE(*(*s)->Peek(&rec));
+  EXPECT_EQ(rec->body, "b");
+  (*s)->Pop();
+  EXPECT_FALSE(*(*s)->Peek(&rec));
+  EXPECT_EQ((*s)->progress().done_records, 2);
+}
+
 TEST_F(WriterStreamTest, UnsyncedRecordsAreNotPeeked) {
   auto s = WriterStream::Create(dir_, target_);
   ASSERT_TRUE(s.ok());

@@ -20,6 +20,7 @@
 #include "agent/ingest.h"
 #include "agent/protocol.h"
 #include "agent/socket_io.h"
+#include "client/fake_agent_for_test.h"
 #include "cohort/cohort.h"
 #include "wal/file.h"
 #include "wal/log.h"
@@ -43,28 +44,16 @@ enum class OpenBehaviour {
 class ScriptedAgent {
  public:
   ScriptedAgent(std::string socket, std::vector<OpenBehaviour> script, int64_t late_ms = 0)
-      : script_(std::move(script)), late_ms_(late_ms) {
-    auto fd = agent::ListenUnix(socket);
-    EXPECT_TRUE(fd.ok()) << fd.status().ToString();
-    listen_fd_ = fd.ok() ? *fd : -1;
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~ScriptedAgent() {
-    stop_ = true;
-    shutdown(listen_fd_, SHUT_RDWR);
-    thread_.join();
-    close(listen_fd_);
-  }
+      : script_(std::move(script)),
+        late_ms_(late_ms),
+        fake_(socket,
+              [this](client::FakeAgent::Connection* conn, const Frame& f) { OnFrame(conn, f); }) {}
   int opens() const { return opens_.load(); }
   int finishes() const { return finishes_.load(); }
   bool holds_lock() const { return lock_held_.load(); }
 
  private:
-  static void Reply(int fd, MessageType type, std::string_view payload) {
-    std::string out;
-    agent::AppendFrame(type, payload, &out);
-    (void)agent::WriteAll(fd, out.data(), out.size(), MonoMillis() + 1000);
-  }
+  using FakeAgent = client::FakeAgent;
 
   void Lock(const agent::OpenRequest& req) {
     if (lock_) return;
@@ -76,79 +65,50 @@ class ScriptedAgent {
     lock_held_ = true;
   }
 
-  void SleepUnlessStopped(int64_t ms) {
-    for (int64_t until = MonoMillis() + ms; !stop_ && MonoMillis() < until;) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
-
-  void Serve() {
-    for (int conn = 0; !stop_; ++conn) {
-      int fd = accept(listen_fd_, nullptr, nullptr);
-      if (fd < 0) return;
-      OpenBehaviour b = conn < int(script_.size()) ? script_[conn] : OpenBehaviour::kAnswer;
-      ServeConnection(fd, b);
-      close(fd);
-    }
-  }
-
-  // Returns when the connection should be closed.
-  void ServeConnection(int fd, OpenBehaviour behaviour) {
-    agent::FrameDecoder decoder;
-    char buf[4096];
-    uint64_t last_frame = 0;
-    while (!stop_) {
-      auto n = agent::ReadSome(fd, buf, sizeof buf, MonoMillis() + 100);
-      if (!n.ok() && n.status().code() == StatusCode::kDeadlineExceeded) continue;
-      if (!n.ok() || *n == 0) return;
-      decoder.Feed(buf, *n);
-      Frame f;
-      while (true) {
-        auto got = decoder.Next(&f);
-        if (!got.ok() || !*got) break;
-        if (f.type == MessageType::kHello) {
-          agent::HelloMessage hello;
-          hello.pid = getpid();
-          Reply(fd, MessageType::kHelloReply, agent::ToJson(hello));
-        } else if (f.type == MessageType::kOpen) {
-          auto req = agent::ParseOpenRequest(f.payload);
-          ASSERT_TRUE(req.ok());
-          ++opens_;
-          if (behaviour == OpenBehaviour::kNeverAnswer) {
-            SleepUnlessStopped(60000);
-            return;
-          }
-          Lock(*req);
-          if (behaviour == OpenBehaviour::kLockThenHangUp) return;
-          if (behaviour == OpenBehaviour::kLockThenLate)
-            SleepUnlessStopped(req->wait_ms + late_ms_);
-          agent::OpenReply reply;
-          reply.ok = true;
-          reply.confirmed = true;
-          Reply(fd, MessageType::kOpenReply, agent::ToJson(reply));
-        } else if (f.type == MessageType::kLog || f.type == MessageType::kUpdate ||
-                   f.type == MessageType::kFlush) {
-          std::string_view rest;
-          if (agent::SplitNumbered(f.payload, &last_frame, &rest).ok()) {
-            Reply(fd, MessageType::kAck, agent::NumberedPayload(last_frame, ""));
-          }
-        } else if (f.type == MessageType::kFinish) {
-          ++finishes_;
-          Reply(fd, MessageType::kFinishReply, agent::ToJson(agent::FinishReply{}));
-        }
+  void OnFrame(FakeAgent::Connection* conn, const Frame& f) {
+    const OpenBehaviour behaviour =
+        conn->index < int(script_.size()) ? script_[conn->index] : OpenBehaviour::kAnswer;
+    if (f.type == MessageType::kOpen) {
+      auto req = agent::ParseOpenRequest(f.payload);
+      ASSERT_TRUE(req.ok());
+      ++opens_;
+      if (behaviour == OpenBehaviour::kNeverAnswer) {
+        fake_.SleepUnlessStopped(60000);
+        conn->hang_up = true;
+        return;
       }
+      Lock(*req);
+      if (behaviour == OpenBehaviour::kLockThenHangUp) {
+        conn->hang_up = true;
+        return;
+      }
+      if (behaviour == OpenBehaviour::kLockThenLate) {
+        fake_.SleepUnlessStopped(req->wait_ms + late_ms_);
+      }
+      agent::OpenReply reply;
+      reply.ok = true;
+      reply.confirmed = true;
+      FakeAgent::Reply(conn->fd, MessageType::kOpenReply, agent::ToJson(reply));
+    } else if (f.type == MessageType::kLog || f.type == MessageType::kUpdate ||
+               f.type == MessageType::kFlush) {
+      uint64_t frame = 0;
+      std::string_view rest;
+      if (agent::SplitNumbered(f.payload, &frame, &rest).ok()) {
+        FakeAgent::Reply(conn->fd, MessageType::kAck, agent::NumberedPayload(frame, ""));
+      }
+    } else if (f.type == MessageType::kFinish) {
+      ++finishes_;
+      FakeAgent::Reply(conn->fd, MessageType::kFinishReply, agent::ToJson(agent::FinishReply{}));
     }
   }
 
   const std::vector<OpenBehaviour> script_;
   const int64_t late_ms_;
-  int listen_fd_ = -1;
-  std::atomic<bool> stop_{false};
   std::atomic<int> opens_{0};
   std::atomic<int> finishes_{0};
   std::atomic<bool> lock_held_{false};
-  std::unique_ptr<wal::FileLock> lock_;  // the Serve thread's
-  std::thread thread_;
+  std::unique_ptr<wal::FileLock> lock_;  // the fake's thread's
+  FakeAgent fake_;                       // last: its thread stops before the members above go
 };
 
 class AgentOpenRetryTest : public ::testing::Test {

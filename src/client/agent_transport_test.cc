@@ -17,6 +17,7 @@
 #include "agent/agent_paths.h"
 #include "agent/protocol.h"
 #include "agent/socket_io.h"
+#include "client/fake_agent_for_test.h"
 #include "client/spawn.h"
 #include "client/transport.h"
 #include "core/clock.h"
@@ -33,75 +34,38 @@ using agent::MessageType;
 // writer's WAL is synced, which is `extra_ms` after the request came.
 class SlowAgent {
  public:
-  SlowAgent(std::string path, int64_t extra_ms) : path_(std::move(path)), extra_ms_(extra_ms) {
-    auto fd = agent::ListenUnix(path_);
-    EXPECT_TRUE(fd.ok()) << fd.status().ToString();
-    listen_fd_ = fd.ok() ? *fd : -1;
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~SlowAgent() {
-    stop_ = true;
-    shutdown(listen_fd_, SHUT_RDWR);
-    thread_.join();
-    close(listen_fd_);
-  }
+  SlowAgent(const std::string& path, int64_t extra_ms)
+      : extra_ms_(extra_ms),
+        fake_(path, [this](FakeAgent::Connection* conn, const Frame& f) { OnFrame(conn->fd, f); },
+              {.max_connections = 1, .read_poll_ms = 200}) {}
   int64_t asked_wait_ms() const { return asked_wait_ms_.load(); }
 
  private:
-  void Reply(int fd, MessageType type, std::string_view payload) {
-    std::string out;
-    agent::AppendFrame(type, payload, &out);
-    (void)agent::WriteAll(fd, out.data(), out.size(), agent::MonoMillis() + 1000);
-  }
-
-  void Serve() {
-    int fd = accept(listen_fd_, nullptr, nullptr);
-    if (fd < 0) return;
-    agent::FrameDecoder decoder;
-    char buf[4096];
-    while (!stop_) {
-      auto n = agent::ReadSome(fd, buf, sizeof buf, agent::MonoMillis() + 200);
-      if (!n.ok() && n.status().code() == StatusCode::kDeadlineExceeded) continue;
-      if (!n.ok() || *n == 0) break;
-      decoder.Feed(buf, *n);
-      Frame f;
-      while (true) {
-        auto got = decoder.Next(&f);
-        if (!got.ok() || !*got) break;
-        if (f.type == MessageType::kHello) {
-          agent::HelloMessage hello;
-          hello.pid = getpid();
-          Reply(fd, MessageType::kHelloReply, agent::ToJson(hello));
-        } else if (f.type == MessageType::kOpen) {
-          auto req = agent::ParseOpenRequest(f.payload);
-          ASSERT_TRUE(req.ok());
-          asked_wait_ms_ = req->wait_ms;
-          std::this_thread::sleep_for(std::chrono::milliseconds(extra_ms_ + req->wait_ms));
-          agent::OpenReply reply;
-          reply.ok = true;
-          Reply(fd, MessageType::kOpenReply, agent::ToJson(reply));
-        } else if (f.type == MessageType::kFinish) {
-          uint64_t frame = 0;
-          std::string_view body;
-          ASSERT_TRUE(agent::SplitNumbered(f.payload, &frame, &body).ok());
-          auto req = agent::ParseFinishRequest(body);
-          ASSERT_TRUE(req.ok());
-          asked_wait_ms_ = req->wait_ms;
-          std::this_thread::sleep_for(std::chrono::milliseconds(extra_ms_ + req->wait_ms));
-          agent::FinishReply reply;
-          Reply(fd, MessageType::kFinishReply, agent::ToJson(reply));
-        }
-      }
+  void OnFrame(int fd, const Frame& f) {
+    if (f.type == MessageType::kOpen) {
+      auto req = agent::ParseOpenRequest(f.payload);
+      ASSERT_TRUE(req.ok());
+      asked_wait_ms_ = req->wait_ms;
+      std::this_thread::sleep_for(std::chrono::milliseconds(extra_ms_ + req->wait_ms));
+      agent::OpenReply reply;
+      reply.ok = true;
+      FakeAgent::Reply(fd, MessageType::kOpenReply, agent::ToJson(reply));
+    } else if (f.type == MessageType::kFinish) {
+      uint64_t frame = 0;
+      std::string_view body;
+      ASSERT_TRUE(agent::SplitNumbered(f.payload, &frame, &body).ok());
+      auto req = agent::ParseFinishRequest(body);
+      ASSERT_TRUE(req.ok());
+      asked_wait_ms_ = req->wait_ms;
+      std::this_thread::sleep_for(std::chrono::milliseconds(extra_ms_ + req->wait_ms));
+      agent::FinishReply reply;
+      FakeAgent::Reply(fd, MessageType::kFinishReply, agent::ToJson(reply));
     }
-    close(fd);
   }
 
-  std::string path_;
-  int64_t extra_ms_;
-  int listen_fd_ = -1;
-  std::atomic<bool> stop_{false};
+  const int64_t extra_ms_;
   std::atomic<int64_t> asked_wait_ms_{-1};
-  std::thread thread_;
+  FakeAgent fake_;  // last: its thread stops before the members above go
 };
 
 class AgentTransportTest : public ::testing::Test {

@@ -114,6 +114,14 @@ Status QueryRawDisjoint(const std::vector<ChunkMeta>& chunks, const std::vector<
                         const ChunkLoader& load, const Range& r, size_t limit,
                         std::vector<store::Point>* points, store::SeriesData* out) {
   std::vector<store::Point>& held = out->points;
+  // Room for every point of the chunks read (at most one chunk past the limit), reserved once:
+  // growing a 100k-point answer by doubling copies it and touches twice the memory.
+  size_t room = 0;
+  for (uint32_t ci : order) {
+    if (room > limit) break;
+    room += size_t(std::max<int64_t>(chunks[ci].summary.count, 0));
+  }
+  held.reserve(std::min(room, limit + size_t(kMaxChunkPoints)));  // a summary may be damaged
   bool stopped_early = false;
   for (uint32_t ci : order) {
     if (held.size() > limit) {  // every unread chunk lies above every held point

@@ -350,6 +350,33 @@ TEST_P(StoreConformanceTest, BucketsEqualBruteForceAcrossChunks) {
   }
 }
 
+// A summary of -0.0 points reads back as -0.0 (an SQLite REAL column would store it as the
+// integer 0): bucket extremes come from chunk summaries, sealed and tail, not from points.
+TEST_P(StoreConformanceTest, NegativeZeroSummariesKeepTheirSign) {
+  MakeRun("run1");
+  Join("run1", "w");
+  int64_t step = 0;
+  for (int seq = 1; seq <= 12; ++seq) {
+    IngestBatch b{.seq = seq};
+    for (int i = 0; i < 500; ++i, ++step) {
+      b.rows.push_back(HistoryRow{.step = step, .time_ms = step, .values = {{"z", -0.0}}});
+    }
+    ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, seq).ok());
+  }
+  for (int n : {1, 3, 6}) {
+    COHORT_ASSERT_OK_AND_ASSIGN(
+        auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1"), .buckets = n}));
+    ASSERT_EQ(hist.size(), 1u);
+    ASSERT_FALSE(hist[0].buckets.empty());
+    for (const Bucket& bk : hist[0].buckets) {
+      EXPECT_TRUE(bk.min == 0 && std::signbit(bk.min)) << n << " min " << bk.min;
+      EXPECT_TRUE(bk.max == 0 && std::signbit(bk.max)) << n << " max " << bk.max;
+      EXPECT_TRUE(bk.first == 0 && std::signbit(bk.first)) << n << " first " << bk.first;
+      EXPECT_TRUE(bk.last == 0 && std::signbit(bk.last)) << n << " last " << bk.last;
+    }
+  }
+}
+
 // Batches of every size from 1 to 700 points (series/tail.h): tail chunks, compactions at the
 // point and the chunk limits, large batches sealed at once, retries of stored batches; every
 // point is read back once, in order, raw and bucketed.

@@ -4,28 +4,13 @@
 #include "core/clock.h"
 #include "store/postgres/pg_rows.h"
 #include "store/postgres/pg_store.h"
+#include "store/record_checks.h"
 
 namespace cohort::store {
 
 using pg::Conn;
 using pg::Params;
 using pg::PgResult;
-
-namespace {
-
-Status ValidateFileName(const std::string& name) {
-  if (name.empty() || name.size() > 1024) {
-    return Status::InvalidArgument("file: name must be 1-1024 bytes");
-  }
-  for (char c : name) {
-    if (static_cast<unsigned char>(c) < 0x20) {
-      return Status::InvalidArgument("file: name has control characters");
-    }
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 Result<std::map<std::string, std::map<std::string, int64_t>>> PostgresStore::ListStreamPositions(
     const RunRef& ref) {
@@ -47,9 +32,6 @@ Result<std::map<std::string, std::map<std::string, int64_t>>> PostgresStore::Lis
 Result<WriterRecord> PostgresStore::RenameWriter(const RunRef& ref, const std::string& from,
                                                  const std::string& to) {
   if (to.empty()) return Status::InvalidArgument("writer: label is empty");
-  auto taken = [&] {
-    return Status::AlreadyExists("writer '" + to + "' of run '" + pg::RunName(ref) + "' exists");
-  };
   return Write([&](Conn* c) -> Result<WriterRecord> {
     COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(c, ref));
     Params p;
@@ -63,11 +45,12 @@ Result<WriterRecord> PostgresStore::RenameWriter(const RunRef& ref, const std::s
     q.Add(run.pk).Add(to);
     COHORT_ASSIGN_OR_RETURN(PgResult clash,
                             c->Exec("SELECT 1 FROM writers WHERE run_pk = $1 AND label = $2", q));
-    if (clash.rows() > 0) return taken();
+    if (clash.rows() > 0) return WriterLabelTaken(ref, to);
     Params u;
     u.Add(to).Add(locked.Int(0, 0));
     Result<PgResult> updated = c->Exec("UPDATE writers SET label = $1 WHERE pk = $2", u);
-    if (!updated.ok() && updated.status().code() == StatusCode::kAlreadyExists) return taken();
+    if (!updated.ok() && updated.status().code() == StatusCode::kAlreadyExists)
+      return WriterLabelTaken(ref, to);
     COHORT_RETURN_IF_ERROR(updated.status());
     return LoadWriter(c, run.pk, ref, to);
   });
@@ -92,12 +75,7 @@ Result<RunFile> PostgresStore::PutRunFile(const RunRef& ref, const RunFile& file
     q.Add(now).Add(run.pk);
     COHORT_RETURN_IF_ERROR(
         c->Exec("UPDATE runs SET updated_ms = greatest(updated_ms, $1) WHERE pk = $2", q).status());
-    RunFile out;
-    out.name = file.name;
-    out.content_type = file.content_type;
-    out.size = int64_t(file.data.size());
-    out.updated_ms = now;
-    return out;
+    return StoredRunFile(file, now);
   });
 }
 
@@ -106,19 +84,11 @@ Result<std::vector<RunFile>> PostgresStore::ListRunFiles(const RunRef& ref) {
     COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(c, ref));
     Params p;
     p.Add(run.pk);
-    COHORT_ASSIGN_OR_RETURN(PgResult res,
-                            c->Exec("SELECT name, content_type, size, updated_ms FROM run_files "
-                                    "WHERE run_pk = $1 ORDER BY name",
-                                    p));
+    static const std::string kSql = std::string("SELECT ") + kRunFileColumns +
+                                    " FROM run_files WHERE run_pk = $1 ORDER BY name";
+    COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kSql, p));
     std::vector<RunFile> out;
-    for (int i = 0; i < res.rows(); ++i) {
-      RunFile f;
-      f.name = res.Text(i, 0);
-      f.content_type = res.Text(i, 1);
-      f.size = res.Int(i, 2);
-      f.updated_ms = res.Int(i, 3);
-      out.push_back(std::move(f));
-    }
+    for (int i = 0; i < res.rows(); ++i) out.push_back(ReadRunFileRow(pg::PgRow(res, i)));
     return out;
   });
 }
@@ -128,18 +98,11 @@ Result<RunFile> PostgresStore::GetRunFile(const RunRef& ref, const std::string& 
     COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(c, ref));
     Params p;
     p.Add(run.pk).Add(name);
-    COHORT_ASSIGN_OR_RETURN(PgResult res,
-                            c->Exec("SELECT name, content_type, size, updated_ms, data FROM "
-                                    "run_files WHERE run_pk = $1 AND name = $2",
-                                    p));
-    if (res.rows() == 0) {
-      return Status::NotFound("file '" + name + "' of run '" + pg::RunName(ref) + "' not found");
-    }
-    RunFile f;
-    f.name = res.Text(0, 0);
-    f.content_type = res.Text(0, 1);
-    f.size = res.Int(0, 2);
-    f.updated_ms = res.Int(0, 3);
+    static const std::string kSql = std::string("SELECT ") + kRunFileColumns +
+                                    ", data FROM run_files WHERE run_pk = $1 AND name = $2";
+    COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kSql, p));
+    if (res.rows() == 0) return RunFileNotFound(ref, name);
+    RunFile f = ReadRunFileRow(pg::PgRow(res, 0));
     f.data = res.Bytes(0, 4);
     return f;
   });

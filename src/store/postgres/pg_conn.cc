@@ -398,6 +398,7 @@ Result<std::vector<PgResult>> Conn::RunPipelined(const std::vector<Statement>& s
                                                  bool prepared, bool commit) {
   const std::string begin = std::move(deferred_begin_);
   deferred_begin_.clear();
+  failed_statement_ = -1;
   if (PQenterPipelineMode(conn_) != 1) {
     return Status::Unavailable(std::string("postgres: cannot enter pipeline mode: ") +
                                PQerrorMessage(conn_));
@@ -475,6 +476,7 @@ Result<std::vector<PgResult>> Conn::RunPipelined(const std::vector<Statement>& s
       if (!r.ok() && first_error.ok()) {
         first_error = r.status();
         first_state = last_sqlstate_;
+        if (!first_state.empty() && !broken()) failed_statement_ = cmd.statement;
       }
       if (r.ok() && cmd.statement >= 0) results[cmd.statement] = std::move(r).value();
       // Prepared statements outlive a failed transaction: remember one once PREPARE went through.

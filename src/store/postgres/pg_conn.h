@@ -142,6 +142,10 @@ class Conn {
   // `commit`, COMMIT in one pipeline: one round trip. Returns each statement's result, or the
   // first failure (the commands after it are not run, so nothing is committed).
   Result<std::vector<PgResult>> ExecPipeline(const std::vector<Statement>& statements, bool commit);
+  // After a failed ExecPipeline: the index in `statements` of the statement that failed with an
+  // error of its own (an SQL error, the connection still up); -1 when BEGIN, PREPARE or COMMIT
+  // failed, the connection failed, or the last pipeline succeeded.
+  int failed_statement() const { return failed_statement_; }
   // Sends COMMIT (or does nothing when the BEGIN is still deferred: nothing ran).
   Status Commit();
   // COMMIT was sent since the last BEGIN: when the connection then fails, whether the
@@ -175,6 +179,7 @@ class Conn {
   std::string last_sqlstate_;
   std::string deferred_begin_;
   bool commit_sent_ = false;
+  int failed_statement_ = -1;
 };
 
 // SQLSTATEs after which the whole transaction may simply be run again.

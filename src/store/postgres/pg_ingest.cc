@@ -15,7 +15,10 @@
 // writer and its series and records (writer, seq), the final statement (3.) and COMMIT go in
 // one pipeline (one round trip). The first statement fails when the locked rows differ from the
 // cached state or the seq was stored, which aborts the pipeline; the batch then takes the path
-// above. Compactions, new series and stream positions take that path too.
+// above. Compactions, new series and stream positions take that path too. With group commit
+// (PostgresOptions::group_commit, pg_group_commit.h) fast-path batches of different writers that
+// arrive together share one pipeline and one COMMIT; each keeps its own lock-and-check statement,
+// so a stale or duplicate batch is refused alone (and takes the path above) and the others commit.
 //
 // Chunk layout: sealed chunks followed by a tail of per-batch chunks that is compacted now and
 // then (series/tail.h, shared with the SQLite store).
@@ -404,15 +407,16 @@ std::shared_ptr<const pg::IngestCache::Writer> AfterBatch(
 }
 
 // The fast path, in one round trip on `pool` when `cached` holds the writer's state: nullopt
-// when it does not apply (a series it does not know, a compaction, stream positions), an error
-// when it failed, e.g. because the state was stale (then nothing was written). Fills *states and
-// *next_step as the batch leaves them.
-Result<std::optional<IngestResult>> IngestFast(pg::Pool* pool,
-                                               const pg::IngestCache::Writer& cached,
-                                               const IngestBatch& batch, GroupedBatch& grouped,
-                                               int64_t now_ms,
-                                               std::unordered_map<std::string, SeriesState>* states,
-                                               int64_t* next_step) {
+// when it does not apply (a series it does not know, a compaction, stream positions) or when
+// `group` refused it (the state was stale, the seq stored: nothing of it was written), an error
+// when it failed (without `group`: also a stale state; nothing was written unless the connection
+// failed after COMMIT was sent). With `group` the batch shares a transaction with concurrent
+// batches (pg_group_commit.h); `group_key` names its writer. Fills *states and *next_step as the
+// batch leaves them.
+Result<std::optional<IngestResult>> IngestFast(
+    pg::Pool* pool, pg::GroupCommit* group, const std::string& group_key,
+    const pg::IngestCache::Writer& cached, const IngestBatch& batch, GroupedBatch& grouped,
+    int64_t now_ms, std::unordered_map<std::string, SeriesState>* states, int64_t* next_step) {
   if (!batch.positions.empty()) return std::optional<IngestResult>();
   for (const GroupedBatch::Series& gs : grouped.series()) {
     if (!cached.series.contains(gs.key)) return std::optional<IngestResult>();
@@ -438,9 +442,23 @@ Result<std::optional<IngestResult>> IngestFast(pg::Pool* pool,
   Params p;
   AddWriteParams(&p, cached.run_pk, cached.writer_pk, now_ms, *next_step, batch, write, console);
   const std::string& sql = WriteBatchSql(false, false, !console.times.empty());
-  COHORT_RETURN_IF_ERROR(pg::RunTransaction(pool, pg::TxnMode::kWrite, [&](Conn* c) -> Status {
-    return c->ExecPipeline({{kFastLock, &lock}, {sql, &p}}, true).status();
-  }));
+  if (group != nullptr) {
+    pg::GroupCommit::Member member;
+    member.lock.push_back({kFastLock, &lock});
+    member.write.push_back({sql, &p});
+    member.lock_order = cached.writer_pk;
+    member.write_order = cached.run_pk;
+    member.key = group_key;
+    pg::GroupCommit::Answer answer = group->Run(member);
+    if (answer.outcome == pg::GroupCommit::Outcome::kRefused) {
+      return std::optional<IngestResult>();
+    }
+    COHORT_RETURN_IF_ERROR(answer.status);
+  } else {
+    COHORT_RETURN_IF_ERROR(pg::RunTransaction(pool, pg::TxnMode::kWrite, [&](Conn* c) -> Status {
+      return c->ExecPipeline({{kFastLock, &lock}, {sql, &p}}, true).status();
+    }));
+  }
   IngestResult result;
   result.points = grouped.points();
   result.next_step = *next_step;
@@ -459,7 +477,8 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     std::unordered_map<std::string, SeriesState> states;
     int64_t next_step = 0;
     Result<std::optional<IngestResult>> fast =
-        IngestFast(primary_pool(), *cached, batch, grouped, now_ms, &states, &next_step);
+        IngestFast(primary_pool(), group_commit_.get(), cache_key, *cached, batch, grouped, now_ms,
+                   &states, &next_step);
     if (fast.ok() && fast->has_value()) {
       fast_ingests_.fetch_add(1, std::memory_order_relaxed);
       ingest_cache_.Put(cache_key, AfterBatch(cached.get(), cached->writer_pk, cached->run_pk,

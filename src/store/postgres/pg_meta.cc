@@ -1,67 +1,14 @@
 // PostgresStore: saved views and API keys.
 #include "core/clock.h"
-#include "core/json.h"
 #include "store/postgres/pg_rows.h"
 #include "store/postgres/pg_store.h"
+#include "store/record_checks.h"
 
 namespace cohort::store {
 
 using pg::Conn;
 using pg::Params;
 using pg::PgResult;
-
-namespace {
-
-constexpr const char* kViewColumns = "pk, entity, project, name, spec, created_ms, updated_ms";
-constexpr const char* kKeyColumns = "pk, entity, name, role, hash, prefix, created_ms, revoked";
-
-ViewRecord ReadView(const PgResult& res, int i) {
-  ViewRecord v;
-  v.id = res.Int(i, 0);
-  v.entity = res.Text(i, 1);
-  v.project = res.Text(i, 2);
-  v.name = res.Text(i, 3);
-  v.spec_json = res.Text(i, 4);
-  v.created_ms = res.Int(i, 5);
-  v.updated_ms = res.Int(i, 6);
-  return v;
-}
-
-ApiKeyRecord ReadKey(const PgResult& res, int i) {
-  ApiKeyRecord k;
-  k.id = res.Int(i, 0);
-  k.entity = res.Text(i, 1);
-  k.name = res.Text(i, 2);
-  k.role = res.Text(i, 3) == "admin" ? KeyRole::kAdmin : KeyRole::kMember;
-  k.hash = res.Text(i, 4);
-  k.prefix = res.Text(i, 5);
-  k.created_ms = res.Int(i, 6);
-  k.revoked = res.Bool(i, 7);
-  return k;
-}
-
-std::string ViewName(const std::string& entity, const std::string& project, int64_t id) {
-  return "view " + std::to_string(id) + " of project '" + entity + "/" + project + "'";
-}
-
-Status ValidateView(const ViewRecord& v) {
-  if (v.entity.empty() || v.project.empty()) {
-    return Status::InvalidArgument("view: entity and project are required");
-  }
-  if (v.name.empty()) return Status::InvalidArgument("view: name is empty");
-  auto spec = json::Parse(v.spec_json);
-  if (!spec.ok() || !spec->is_object()) {
-    return Status::InvalidArgument("view: spec is not a JSON object");
-  }
-  return Status::Ok();
-}
-
-Status ViewNameTaken(const ViewRecord& v) {
-  return Status::AlreadyExists("view: a view named '" + v.name + "' exists in project '" +
-                               v.entity + "/" + v.project + "'");
-}
-
-}  // namespace
 
 // ---- views ----
 
@@ -78,7 +25,7 @@ Result<ViewRecord> PostgresStore::CreateView(const ViewRecord& view) {
   return Write([&](Conn* c) -> Result<ViewRecord> {
     COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kSql, p));
     if (res.rows() == 0) return ViewNameTaken(view);
-    return ReadView(res, 0);
+    return ReadViewRow(pg::PgRow(res, 0));
   });
 }
 
@@ -92,7 +39,7 @@ Result<std::vector<ViewRecord>> PostgresStore::ListViews(const std::string& enti
   return Read(pg::TxnMode::kAutocommit, [&](Conn* c) -> Result<std::vector<ViewRecord>> {
     COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kSql, p));
     std::vector<ViewRecord> out;
-    for (int i = 0; i < res.rows(); ++i) out.push_back(ReadView(res, i));
+    for (int i = 0; i < res.rows(); ++i) out.push_back(ReadViewRow(pg::PgRow(res, i)));
     return out;
   });
 }
@@ -125,9 +72,9 @@ Result<ViewRecord> PostgresStore::UpdateView(const ViewRecord& view) {
     }
     if (!res.ok()) return res.status();
     if (res->rows() == 0) {
-      return Status::NotFound(ViewName(view.entity, view.project, view.id) + " not found");
+      return ViewNotFound(view.entity, view.project, view.id);
     }
-    return ReadView(*res, 0);
+    return ReadViewRow(pg::PgRow(*res, 0));
   });
 }
 
@@ -139,7 +86,7 @@ Status PostgresStore::DeleteView(const std::string& entity, const std::string& p
     COHORT_ASSIGN_OR_RETURN(
         PgResult res,
         c->Exec("DELETE FROM views WHERE pk = $1 AND entity = $2 AND project = $3", p));
-    if (res.affected() == 0) return Status::NotFound(ViewName(entity, project, id) + " not found");
+    if (res.affected() == 0) return ViewNotFound(entity, project, id);
     return Status::Ok();
   });
 }
@@ -147,8 +94,7 @@ Status PostgresStore::DeleteView(const std::string& entity, const std::string& p
 // ---- API keys ----
 
 Result<ApiKeyRecord> PostgresStore::CreateApiKey(const ApiKeyRecord& key) {
-  if (key.entity.empty()) return Status::InvalidArgument("api key: entity is empty");
-  if (key.hash.empty()) return Status::InvalidArgument("api key: hash is empty");
+  COHORT_RETURN_IF_ERROR(ValidateApiKey(key));
   const int64_t now = key.created_ms > 0 ? key.created_ms : NowMillis();
   Params p;
   p.Add(key.entity).Add(key.name).Add(key.role == KeyRole::kAdmin ? "admin" : "member");
@@ -159,7 +105,7 @@ Result<ApiKeyRecord> PostgresStore::CreateApiKey(const ApiKeyRecord& key) {
         c->Exec("INSERT INTO api_keys (entity, name, role, hash, prefix, created_ms, revoked) "
                 "VALUES ($1, $2, $3, $4, $5, $6, false) ON CONFLICT DO NOTHING RETURNING pk",
                 p));
-    if (res.rows() == 0) return Status::AlreadyExists("api key: a key with this hash exists");
+    if (res.rows() == 0) return ApiKeyHashTaken();
     ApiKeyRecord out = key;
     out.id = res.Int(0, 0);
     out.created_ms = now;
@@ -176,7 +122,7 @@ Result<ApiKeyRecord> PostgresStore::FindApiKey(const std::string& hash) {
   return Read(pg::TxnMode::kAutocommit, [&](Conn* c) -> Result<ApiKeyRecord> {
     COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kSql, p));
     if (res.rows() == 0) return Status::NotFound("api key not found or revoked");
-    return ReadKey(res, 0);
+    return ReadKeyRow(pg::PgRow(res, 0));
   });
 }
 
@@ -188,7 +134,7 @@ Result<std::vector<ApiKeyRecord>> PostgresStore::ListApiKeys(const std::string& 
   return Read(pg::TxnMode::kAutocommit, [&](Conn* c) -> Result<std::vector<ApiKeyRecord>> {
     COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kSql, p));
     std::vector<ApiKeyRecord> out;
-    for (int i = 0; i < res.rows(); ++i) out.push_back(ReadKey(res, i));
+    for (int i = 0; i < res.rows(); ++i) out.push_back(ReadKeyRow(pg::PgRow(res, i)));
     return out;
   });
 }
@@ -201,8 +147,7 @@ Status PostgresStore::RevokeApiKey(const std::string& entity, int64_t id) {
         PgResult res,
         c->Exec("UPDATE api_keys SET revoked = true WHERE pk = $1 AND entity = $2", p));
     if (res.affected() == 0) {
-      return Status::NotFound("api key " + std::to_string(id) + " of entity '" + entity +
-                              "' not found");
+      return ApiKeyNotFound(entity, id);
     }
     return Status::Ok();
   });

@@ -131,6 +131,12 @@ Result<PostgresOptions> ParsePostgresUrl(const std::string& url) {
                                          std::string(value) + "'");
         }
         options.ingest_cache = value == "on";
+      } else if (name == "group_commit") {
+        if (value == "0" || value == "off") {
+          options.group_commit = 0;
+        } else {
+          COHORT_ASSIGN_OR_RETURN(options.group_commit, PositiveInt(name, value, 1000));
+        }
       } else if (name == "read_hosts") {
         read_hosts = value;
       } else {

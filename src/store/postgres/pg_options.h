@@ -17,6 +17,10 @@
 //   ingest_cache=off   store every batch through the path that reads the writer's rows first
 //                      (default on: one round trip per batch from the state this server last
 //                      wrote, pg_ingest.cc); for comparisons and diagnosis
+//   group_commit=N     at most N batch transactions in flight per server; batches that arrive
+//                      meanwhile share the next one (pg_group_commit.h). Default 0 (also
+//                      "off"): every batch commits on its own (docs/benchmarks.md, PostgreSQL:
+//                      not faster on the shared 2-core machine)
 //
 // Pure functions; thread-safe.
 #pragma once
@@ -36,6 +40,7 @@ struct PostgresOptions {
   int read_pool_size = 16;
   std::chrono::milliseconds pool_timeout{10000};
   bool ingest_cache = true;
+  int group_commit = 0;  // 0: off
 };
 
 // kInvalidArgument naming the fault: not a postgresql:// or postgres:// URL, a bad store option,

@@ -1,5 +1,6 @@
 // PostgresStore: the bootstrap key and batch retention (store.h, "retention").
 #include "core/clock.h"
+#include "store/record_checks.h"
 #include "store/postgres/pg_store.h"
 
 namespace cohort::store {
@@ -16,8 +17,7 @@ constexpr int64_t kBootstrapLockKey = 0x636f686f7274;
 }  // namespace
 
 Result<std::optional<ApiKeyRecord>> PostgresStore::CreateFirstApiKey(const ApiKeyRecord& key) {
-  if (key.entity.empty()) return Status::InvalidArgument("api key: entity is empty");
-  if (key.hash.empty()) return Status::InvalidArgument("api key: hash is empty");
+  COHORT_RETURN_IF_ERROR(ValidateApiKey(key));
   const int64_t now = key.created_ms > 0 ? key.created_ms : NowMillis();
   return Write([&](Conn* c) -> Result<std::optional<ApiKeyRecord>> {
     // The lock is held to the end of the transaction. The insert is a later statement, so under

@@ -1,31 +1,42 @@
-// Internal to the PostgreSQL store: column lists of the runs and writers tables, readers that
-// turn a result row into a record, and the NotFound messages every file uses. Thread-safe
+// Internal to the PostgreSQL store: the shared column lists and row readers (store/sql_rows.h)
+// over one row of a result, and the NotFound messages every file uses. Thread-safe
 // (stateless).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "cohort/status.h"
 #include "store/postgres/pg_conn.h"
 #include "store/run_ref.h"
+#include "store/sql_rows.h"
 #include "store/types.h"
 
 namespace cohort::store::pg {
 
-// Select lists; `r.` / `w.` qualified so they work in joins.
-inline constexpr const char* kRunColumns =
-    "r.pk, r.entity, r.project, r.run_id, r.name, r.grp, r.job_type, r.notes, r.host, r.tags, "
-    "r.config, r.summary, r.metadata, r.state, r.exit_code, r.created_ms, r.updated_ms, "
-    "r.heartbeat_ms, r.finished_ms, r.writer_count";
-inline constexpr int kRunColumnCount = 20;
+// Select lists (store/sql_rows.h).
+using store::kRunColumnCount;
+using store::kRunColumns;
+using store::kWriterColumns;
 
-inline constexpr const char* kWriterColumns =
-    "w.pk, w.run_pk, w.label, w.is_primary, w.update_finish_state, w.host, w.pid, w.gpu_ids, "
-    "w.state, w.exit_code, w.created_ms, w.heartbeat_ms, w.finished_ms, w.next_step, w.last_seq";
+// Row `row` of a result as the row accessor of store/sql_rows.h. Borrows the result.
+class PgRow {
+ public:
+  PgRow(const PgResult& res, int row) : res_(res), row_(row) {}
+  std::string Text(int col) const { return res_.Text(row_, col); }
+  int64_t Int(int col) const { return res_.Int(row_, col); }
+  std::optional<int64_t> OptInt(int col) const { return res_.OptInt(row_, col); }
+
+ private:
+  const PgResult& res_;
+  int row_;
+};
 
 // Reads row `row` of a result selected with kRunColumns / kWriterColumns from column 0.
-RunRecord ReadRun(const PgResult& res, int row);
-WriterRecord ReadWriter(const PgResult& res, int row);
+inline RunRecord ReadRun(const PgResult& res, int row) { return ReadRunRow(PgRow(res, row)); }
+inline WriterRecord ReadWriter(const PgResult& res, int row) {
+  return ReadWriterRow(PgRow(res, row));
+}
 
 // Shared with every backend (store/run_ref.h).
 using store::RunName;

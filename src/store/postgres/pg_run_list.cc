@@ -6,6 +6,7 @@
 #include "store/postgres/pg_rows.h"
 #include "store/postgres/pg_store.h"
 #include "store/run_filter.h"
+#include "store/run_list_sql.h"
 
 namespace cohort::store {
 
@@ -58,25 +59,8 @@ std::vector<double> Numbers(const std::vector<FilterValue>& values) {
   return out;
 }
 
-const char* ColumnOf(FilterField f) {
-  switch (f) {
-    case FilterField::kName:
-      return "r.name";
-    case FilterField::kGroup:
-      return "r.grp";
-    case FilterField::kJobType:
-      return "r.job_type";
-    case FilterField::kState:
-      return "r.state";
-    case FilterField::kHost:
-      return "r.host";
-    default:
-      return "r.name";
-  }
-}
-
 void AddTextColumn(const RunPredicate& p, Where* w) {
-  const std::string col = ColumnOf(p.field);
+  const std::string col = RunFilterColumn(p.field);
   switch (p.op) {
     case FilterOp::kEq:
       w->And(col + " = " + w->Param(p.values[0].text));
@@ -162,85 +146,38 @@ void AddJson(const RunPredicate& p, Where* w) {
   }
 }
 
-std::string SortExpr(RunSortField f) {
-  switch (f) {
-    case RunSortField::kCreated:
-      return "r.created_ms";
-    case RunSortField::kUpdated:
-      return "r.updated_ms";
-    case RunSortField::kName:
-      return "r.name";
-    case RunSortField::kState:
-      return "r.state";
-    case RunSortField::kGroup:
-      return "r.grp";
-    case RunSortField::kJobType:
-      return "r.job_type";
-    case RunSortField::kRuntime:
-      return "(coalesce(r.finished_ms, greatest(r.heartbeat_ms, r.updated_ms)) - r.created_ms)";
-  }
-  return "r.created_ms";
-}
-
 }  // namespace
 
 Result<RunPage> PostgresStore::ListRuns(const RunQuery& query) {
-  COHORT_ASSIGN_OR_RETURN(std::vector<RunPredicate> preds, ParseFilters(query.filters));
-  COHORT_ASSIGN_OR_RETURN(RunSortField sort, ParseRunSort(query.sort));
-  std::optional<RunCursor> cursor;
-  if (!query.cursor.empty()) {
-    COHORT_ASSIGN_OR_RETURN(cursor, DecodeRunCursorFor(query.cursor, sort, query.descending));
-  }
-  const int64_t limit = query.limit > 0 ? query.limit : 100;
+  COHORT_ASSIGN_OR_RETURN(RunListPlan plan, PlanRunList(query));
 
   Where where;
   where.And("r.entity = " + where.Param(query.entity));
   where.And("r.project = " + where.Param(query.project));
-  for (const RunPredicate& p : preds) {
-    if (p.field == FilterField::kTag) {
-      AddTag(p, &where);
-    } else if (p.field == FilterField::kConfig || p.field == FilterField::kSummary) {
-      AddJson(p, &where);
-    } else {
-      AddTextColumn(p, &where);
-    }
-  }
+  AddRunPredicates(plan, &where, AddTag, AddJson, AddTextColumn);
   const std::string count_sql = "SELECT count(*) FROM runs r WHERE " + where.sql();
   const Params count_params = where.params();
 
-  const std::string key = SortExpr(sort);
-  const char* dir = query.descending ? " DESC" : " ASC";
-  if (cursor) {
+  const std::string key = RunSortExpr(plan.sort, kPostgresDialect);
+  if (const std::optional<RunCursor>& cursor = plan.cursor) {
     std::string key_param;
     if (const int64_t* i = std::get_if<int64_t>(&cursor->key)) {
       key_param = where.Param(*i);
     } else {
       key_param = where.Param(std::get<std::string>(cursor->key));
     }
-    where.And("(" + key + ", r.pk) " + (query.descending ? "<" : ">") + " (" + key_param + ", " +
-              where.Param(cursor->pk) + ")");
+    const std::string pk_param = where.Param(cursor->pk);
+    where.And(RunCursorCondition(key, plan.descending, key_param, pk_param));
   }
-  const std::string limit_param = where.Param(limit + 1);
-  const std::string sql = std::string("SELECT ") + pg::kRunColumns + ", " + key +
-                          " FROM runs r WHERE " + where.sql() + " ORDER BY " + key + dir +
-                          ", r.pk" + dir + " LIMIT " + limit_param;
+  const std::string limit_param = where.Param(plan.limit + 1);
+  const std::string sql = RunPageSql(where.sql(), key, plan.descending, limit_param);
 
   return ReadReplica(pg::TxnMode::kRead, [&](Conn* c) -> Result<RunPage> {
     RunPage page;
     COHORT_ASSIGN_OR_RETURN(PgResult res, c->ExecOnce(sql, where.params()));
     for (int i = 0; i < res.rows(); ++i) {
-      if (int64_t(page.runs.size()) == limit) {  // a further row exists: hand out a cursor
-        const RunRecord& last = page.runs.back();
-        RunCursor next;
-        next.sort = sort;
-        next.descending = query.descending;
-        next.pk = last.pk;
-        if (SortKeyIsInteger(sort)) {
-          next.key = res.Int(i - 1, pg::kRunColumnCount);
-        } else {
-          next.key = res.Text(i - 1, pg::kRunColumnCount);
-        }
-        page.next_cursor = EncodeRunCursor(next);
+      if (int64_t(page.runs.size()) == plan.limit) {  // a further row exists: hand out a cursor
+        page.next_cursor = EncodeRunCursor(RunCursorOfRow(plan, pg::PgRow(res, i - 1)));
         break;
       }
       page.runs.push_back(pg::ReadRun(res, i));
@@ -253,56 +190,25 @@ Result<RunPage> PostgresStore::ListRuns(const RunQuery& query) {
 
 Result<std::vector<GroupInfo>> PostgresStore::ListGroups(const std::string& entity,
                                                          const std::string& project) {
+  static const std::string kSql = ListGroupsSql(kPostgresDialect);
   Params p;
   p.Add(entity).Add(project);
   return ReadReplica(pg::TxnMode::kAutocommit, [&](Conn* c) -> Result<std::vector<GroupInfo>> {
-    COHORT_ASSIGN_OR_RETURN(
-        PgResult res,
-        c->Exec("SELECT grp, state, job_type, count(*), min(created_ms), max(updated_ms) "
-                "FROM runs WHERE entity = $1 AND project = $2 AND grp <> '' "
-                "GROUP BY grp, state, job_type ORDER BY grp",
-                p));
+    COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kSql, p));
     std::vector<GroupInfo> out;
-    for (int i = 0; i < res.rows(); ++i) {
-      std::string group = res.Text(i, 0);
-      if (out.empty() || out.back().group != group) {
-        GroupInfo g;
-        g.group = std::move(group);
-        g.created_ms = res.Int(i, 4);
-        g.updated_ms = res.Int(i, 5);
-        out.push_back(std::move(g));
-      }
-      GroupInfo& g = out.back();
-      const int64_t n = res.Int(i, 3);
-      g.runs += n;
-      g.states[res.Text(i, 1)] += n;
-      if (std::string job_type = res.Text(i, 2); !job_type.empty()) g.job_types[job_type] += n;
-      g.created_ms = std::min(g.created_ms, res.Int(i, 4));
-      g.updated_ms = std::max(g.updated_ms, res.Int(i, 5));
-    }
+    for (int i = 0; i < res.rows(); ++i) FoldGroupRow(pg::PgRow(res, i), &out);
     return out;
   });
 }
 
 Result<std::vector<ProjectInfo>> PostgresStore::ListProjects(const std::string& entity) {
+  static const std::string kSql = ListProjectsSql(kPostgresDialect);
   Params p;
   p.Add(entity);
   return ReadReplica(pg::TxnMode::kAutocommit, [&](Conn* c) -> Result<std::vector<ProjectInfo>> {
-    COHORT_ASSIGN_OR_RETURN(
-        PgResult res,
-        c->Exec("SELECT project, count(*), min(created_ms), max(updated_ms) FROM runs "
-                "WHERE entity = $1 GROUP BY project ORDER BY project",
-                p));
+    COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kSql, p));
     std::vector<ProjectInfo> out;
-    for (int i = 0; i < res.rows(); ++i) {
-      ProjectInfo info;
-      info.entity = entity;
-      info.project = res.Text(i, 0);
-      info.runs = res.Int(i, 1);
-      info.created_ms = res.Int(i, 2);
-      info.updated_ms = res.Int(i, 3);
-      out.push_back(std::move(info));
-    }
+    for (int i = 0; i < res.rows(); ++i) out.push_back(ReadProjectRow(entity, pg::PgRow(res, i)));
     return out;
   });
 }

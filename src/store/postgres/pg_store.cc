@@ -10,67 +10,13 @@
 #include "store/postgres/pg_schema.h"
 #include "store/record_json.h"
 #include "store/run_state.h"
+#include "store/run_update.h"
 
 namespace cohort::store {
 
 using pg::Conn;
 using pg::Params;
 using pg::PgResult;
-
-namespace pg {
-
-namespace {
-RunState ReadState(const PgResult& res, int row, int col) {
-  return ParseRunState(res.Text(row, col)).value_or(RunState::kCrashed);
-}
-}  // namespace
-
-RunRecord ReadRun(const PgResult& res, int i) {
-  RunRecord r;
-  r.pk = res.Int(i, 0);
-  r.entity = res.Text(i, 1);
-  r.project = res.Text(i, 2);
-  r.run_id = res.Text(i, 3);
-  r.name = res.Text(i, 4);
-  r.group = res.Text(i, 5);
-  r.job_type = res.Text(i, 6);
-  r.notes = res.Text(i, 7);
-  r.host = res.Text(i, 8);
-  r.tags = StringsFromJson(res.Text(i, 9));
-  r.config_json = res.Text(i, 10);
-  r.summary_json = res.Text(i, 11);
-  r.metadata_json = res.Text(i, 12);
-  r.state = ReadState(res, i, 13);
-  if (auto code = res.OptInt(i, 14)) r.exit_code = int(*code);
-  r.created_ms = res.Int(i, 15);
-  r.updated_ms = res.Int(i, 16);
-  r.heartbeat_ms = res.Int(i, 17);
-  r.finished_ms = res.OptInt(i, 18);
-  r.writer_count = int(res.Int(i, 19));
-  return r;
-}
-
-WriterRecord ReadWriter(const PgResult& res, int i) {
-  WriterRecord w;
-  w.pk = res.Int(i, 0);
-  w.run_pk = res.Int(i, 1);
-  w.label = res.Text(i, 2);
-  w.primary = res.Bool(i, 3);
-  w.update_finish_state = res.Bool(i, 4);
-  w.host = res.Text(i, 5);
-  w.pid = res.Int(i, 6);
-  w.gpu_ids = IntsFromJson(res.Text(i, 7));
-  w.state = ReadState(res, i, 8);
-  if (auto code = res.OptInt(i, 9)) w.exit_code = int(*code);
-  w.created_ms = res.Int(i, 10);
-  w.heartbeat_ms = res.Int(i, 11);
-  w.finished_ms = res.OptInt(i, 12);
-  w.next_step = res.Int(i, 13);
-  w.last_seq = res.Int(i, 14);
-  return w;
-}
-
-}  // namespace pg
 
 namespace {
 
@@ -90,6 +36,9 @@ PostgresStore::PostgresStore(const pg::PostgresOptions& options)
   if (!options.read_conninfo.empty()) {
     reads_ = std::make_unique<pg::Pool>(options.read_conninfo, options.read_pool_size,
                                         options.pool_timeout);
+  }
+  if (options.group_commit > 0) {
+    group_commit_ = std::make_unique<pg::GroupCommit>(primary_.get(), options.group_commit);
   }
 }
 
@@ -161,16 +110,9 @@ Status PostgresStore::RecomputeRunState(Conn* c, int64_t run_pk, int64_t now_ms)
   // sees every writer change committed by whoever held the run's lock before us.
   COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRunByPk(c, run_pk));
   COHORT_ASSIGN_OR_RETURN(std::vector<WriterRecord> writers, LoadWriters(c, run_pk));
-  DerivedRunState d = DeriveRunState(writers, run.state);
-  if (!IsTerminal(d.state)) {
-    run.exit_code.reset();
-    run.finished_ms.reset();
-  } else if (d.finished_ms) {  // a controlling writer ended the run
-    run.exit_code = d.exit_code;
-    run.finished_ms = d.finished_ms;
-  }
+  RederiveRunState(writers, &run);
   Params p;
-  p.Add(RunStateName(d.state)).Add(run.exit_code).Add(run.finished_ms);
+  p.Add(RunStateName(run.state)).Add(run.exit_code).Add(run.finished_ms);
   p.Add(std::max(now_ms, run.updated_ms)).Add(run_pk);
   return c
       ->Exec(
@@ -238,17 +180,7 @@ Result<std::pair<RunRecord, bool>> PostgresStore::UpsertRun(const RunUpsert& ups
         return std::make_pair(std::move(out), true);
       }
       RunRecord& r = *found;
-      if (upsert.name) r.name = *upsert.name;
-      if (upsert.group) r.group = *upsert.group;
-      if (upsert.job_type) r.job_type = *upsert.job_type;
-      if (upsert.notes) r.notes = *upsert.notes;
-      if (upsert.host) r.host = *upsert.host;
-      if (upsert.tags) r.tags = *upsert.tags;
-      if (upsert.config_json) {
-        COHORT_ASSIGN_OR_RETURN(r.config_json,
-                                MergeJsonObject(r.config_json, *upsert.config_json, "config"));
-      }
-      if (upsert.metadata_json) r.metadata_json = metadata;
+      COHORT_RETURN_IF_ERROR(ApplyRunUpsert(upsert, metadata, &r));
       Params p;
       p.Add(r.name).Add(r.group).Add(r.job_type).Add(r.notes).Add(r.host);
       p.AddJsonb(StringsToJson(r.tags)).Add(r.config_json).AddJsonb(r.config_json);
@@ -276,19 +208,7 @@ Result<RunRecord> PostgresStore::PatchRun(const RunRef& ref, const RunPatch& pat
   const int64_t now = NowMillis();
   return Write([&](Conn* c) -> Result<RunRecord> {
     COHORT_ASSIGN_OR_RETURN(RunRecord r, LoadRun(c, ref, /*lock=*/true));
-    if (patch.name) r.name = *patch.name;
-    if (patch.group) r.group = *patch.group;
-    if (patch.job_type) r.job_type = *patch.job_type;
-    if (patch.notes) r.notes = *patch.notes;
-    if (patch.tags) r.tags = *patch.tags;
-    if (patch.config_json) {
-      COHORT_ASSIGN_OR_RETURN(r.config_json,
-                              MergeJsonObject(r.config_json, *patch.config_json, "config"));
-    }
-    if (patch.summary_json) {
-      COHORT_ASSIGN_OR_RETURN(r.summary_json,
-                              MergeJsonObject(r.summary_json, *patch.summary_json, "summary"));
-    }
+    COHORT_RETURN_IF_ERROR(ApplyRunPatch(patch, &r));
     Params p;
     p.Add(r.name).Add(r.group).Add(r.job_type).Add(r.notes).AddJsonb(StringsToJson(r.tags));
     p.Add(r.config_json).AddJsonb(r.config_json).Add(r.summary_json).AddJsonb(r.summary_json);

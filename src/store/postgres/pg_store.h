@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "store/postgres/pg_conn.h"
+#include "store/postgres/pg_group_commit.h"
 #include "store/postgres/pg_ingest_cache.h"
 #include "store/postgres/pg_options.h"
 #include "store/postgres/pg_pool.h"
@@ -91,6 +92,8 @@ class PostgresStore final : public Store {
 
   // Batches stored through the one-round-trip path of Ingest (pg_ingest.cc), for tests.
   int64_t fast_ingests() const { return fast_ingests_.load(std::memory_order_relaxed); }
+  // The group commit of those batches (PostgresOptions::group_commit); null when off.
+  pg::GroupCommit* group_commit() { return group_commit_.get(); }
 
   // The pools (for tests and metrics).
   pg::Pool* primary_pool() { return primary_.get(); }
@@ -129,6 +132,7 @@ class PostgresStore final : public Store {
   pg::IngestCache ingest_cache_;     // pg_ingest.cc
   const bool ingest_cache_enabled_;  // PostgresOptions::ingest_cache
   std::atomic<int64_t> fast_ingests_{0};
+  std::unique_ptr<pg::GroupCommit> group_commit_;  // null: off; uses primary_
 };
 
 }  // namespace cohort::store

@@ -1,6 +1,7 @@
 // SqliteStore: what the W&B compatibility layer (src/server/compat) needs beyond Cohort's own
 // API: stream positions of writers, renaming a writer, and files attached to runs.
 #include "core/clock.h"
+#include "store/record_checks.h"
 #include "store/sqlite/sqlite_rows.h"
 #include "store/sqlite/sqlite_store.h"
 
@@ -9,22 +10,6 @@ namespace cohort::store {
 using sqlite::Db;
 using sqlite::Stmt;
 using sqlite::Txn;
-
-namespace {
-
-Status ValidateFileName(const std::string& name) {
-  if (name.empty() || name.size() > 1024) {
-    return Status::InvalidArgument("file: name must be 1-1024 bytes");
-  }
-  for (char c : name) {
-    if (static_cast<unsigned char>(c) < 0x20) {
-      return Status::InvalidArgument("file: name has control characters");
-    }
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 Result<std::map<std::string, std::map<std::string, int64_t>>> SqliteStore::ListStreamPositions(
     const RunRef& ref) {
@@ -59,10 +44,7 @@ Result<WriterRecord> SqliteStore::RenameWriter(const RunRef& ref, const std::str
                             db->Cached("SELECT 1 FROM writers WHERE run_pk = ? AND label = ?"));
     st.Bind(run.pk).Bind(to);
     COHORT_ASSIGN_OR_RETURN(bool taken, st.Step());
-    if (taken) {
-      return Status::AlreadyExists("writer '" + to + "' of run '" + sqlite::RunName(ref) +
-                                   "' exists");
-    }
+    if (taken) return WriterLabelTaken(ref, to);
   }
   {
     COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("UPDATE writers SET label = ? WHERE pk = ?"));
@@ -93,19 +75,13 @@ Result<RunFile> SqliteStore::PutRunFile(const RunRef& ref, const RunFile& file) 
     COHORT_RETURN_IF_ERROR(st.Run());
   }
   {
-    COHORT_ASSIGN_OR_RETURN(Stmt st,
-                            db->Cached("UPDATE runs SET updated_ms = max(updated_ms, ?) "
-                                       "WHERE pk = ?"));
+    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("UPDATE runs SET updated_ms = max(updated_ms, ?) "
+                                                "WHERE pk = ?"));
     st.Bind(now).Bind(run.pk);
     COHORT_RETURN_IF_ERROR(st.Run());
   }
   COHORT_RETURN_IF_ERROR(txn.Commit());
-  RunFile out;
-  out.name = file.name;
-  out.content_type = file.content_type;
-  out.size = int64_t(file.data.size());
-  out.updated_ms = now;
-  return out;
+  return StoredRunFile(file, now);
 }
 
 Result<std::vector<RunFile>> SqliteStore::ListRunFiles(const RunRef& ref) {
@@ -113,19 +89,15 @@ Result<std::vector<RunFile>> SqliteStore::ListRunFiles(const RunRef& ref) {
   Db* db = lease.get();
   COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kRead));
   COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db, ref));
-  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("SELECT name, content_type, size, updated_ms FROM "
-                                              "run_files WHERE run_pk = ? ORDER BY name"));
+  static const std::string kSql =
+      std::string("SELECT ") + kRunFileColumns + " FROM run_files WHERE run_pk = ? ORDER BY name";
+  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(kSql));
   st.Bind(run.pk);
   std::vector<RunFile> out;
   while (true) {
     COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    RunFile f;
-    f.name = st.Text(0);
-    f.content_type = st.Text(1);
-    f.size = st.Int(2);
-    f.updated_ms = st.Int(3);
-    out.push_back(std::move(f));
+    out.push_back(ReadRunFileRow(st));
   }
   return out;
 }
@@ -135,19 +107,13 @@ Result<RunFile> SqliteStore::GetRunFile(const RunRef& ref, const std::string& na
   Db* db = lease.get();
   COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kRead));
   COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db, ref));
-  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("SELECT name, content_type, size, updated_ms, data "
-                                              "FROM run_files WHERE run_pk = ? AND name = ?"));
+  static const std::string kSql = std::string("SELECT ") + kRunFileColumns +
+                                  ", data FROM run_files WHERE run_pk = ? AND name = ?";
+  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(kSql));
   st.Bind(run.pk).Bind(name);
   COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
-  if (!row) {
-    return Status::NotFound("file '" + name + "' of run '" + sqlite::RunName(ref) +
-                            "' not found");
-  }
-  RunFile f;
-  f.name = st.Text(0);
-  f.content_type = st.Text(1);
-  f.size = st.Int(2);
-  f.updated_ms = st.Int(3);
+  if (!row) return RunFileNotFound(ref, name);
+  RunFile f = ReadRunFileRow(st);
   f.data = st.Blob(4);
   return f;
 }

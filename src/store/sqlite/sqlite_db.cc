@@ -1,6 +1,7 @@
 #include "store/sqlite/sqlite_db.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <utility>
 
@@ -76,6 +77,13 @@ Stmt& Stmt::Bind(double v) {
   return *this;
 }
 
+Stmt& Stmt::BindKeepingSign(double v) {
+  if (v != 0 || !std::signbit(v)) return Bind(v);
+  char bytes[sizeof v];
+  std::memcpy(bytes, &v, sizeof v);
+  return BindBlob(std::string_view(bytes, sizeof bytes));
+}
+
 Stmt& Stmt::Bind(std::string_view v) {
   Status s = Check(
       sqlite3_bind_text64(stmt_, next_param_++, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
@@ -134,7 +142,13 @@ std::optional<int64_t> Stmt::OptInt(int col) const {
 }
 
 double Stmt::Double(int col) const {
-  if (IsNull(col)) return std::numeric_limits<double>::quiet_NaN();
+  const int type = sqlite3_column_type(stmt_, col);
+  if (type == SQLITE_NULL) return std::numeric_limits<double>::quiet_NaN();
+  if (type == SQLITE_BLOB && sqlite3_column_bytes(stmt_, col) == int{sizeof(double)}) {
+    double v;  // written by BindKeepingSign
+    std::memcpy(&v, sqlite3_column_blob(stmt_, col), sizeof v);
+    return v;
+  }
   return sqlite3_column_double(stmt_, col);
 }
 

@@ -44,6 +44,10 @@ class Stmt {
   Stmt& Bind(bool v) { return Bind(int64_t{v ? 1 : 0}); }
   // NaN binds NULL (SQLite cannot store NaN as REAL); Double() reads NULL back as NaN.
   Stmt& Bind(double v);
+  // For stored values whose bits matter (chunk summaries): as Bind(double), but -0.0 binds as
+  // its 8 bytes, since a REAL column stores a whole number as an integer and drops the sign.
+  // Double() reads such a blob back. Not for values SQL compares.
+  Stmt& BindKeepingSign(double v);
   Stmt& Bind(std::string_view v);
   Stmt& Bind(const std::string& v) { return Bind(std::string_view(v)); }
   Stmt& Bind(const char* v) { return Bind(std::string_view(v)); }

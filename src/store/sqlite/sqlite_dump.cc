@@ -53,7 +53,7 @@ void BindColumn(Stmt& st, const DumpValue& v, const DumpColumn& c) {
   } else if (const auto* i = std::get_if<int64_t>(&v)) {
     st.Bind(*i);
   } else if (const auto* d = std::get_if<double>(&v)) {
-    st.Bind(*d);  // NaN binds NULL, as the store keeps NaN summaries
+    st.BindKeepingSign(*d);  // NaN binds NULL, as the store keeps NaN summaries
   } else if (c.type == DumpType::kBlob) {
     st.BindBlob(std::get<std::string>(v));
   } else {

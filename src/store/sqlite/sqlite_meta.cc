@@ -1,6 +1,6 @@
 // SqliteStore: saved views and API keys.
 #include "core/clock.h"
-#include "core/json.h"
+#include "store/record_checks.h"
 #include "store/sqlite/sqlite_rows.h"
 #include "store/sqlite/sqlite_store.h"
 
@@ -12,56 +12,6 @@ using sqlite::Txn;
 
 namespace {
 
-constexpr const char* kViewColumns = "pk, entity, project, name, spec, created_ms, updated_ms";
-constexpr const char* kKeyColumns = "pk, entity, name, role, hash, prefix, created_ms, revoked";
-
-ViewRecord ReadView(const Stmt& st) {
-  ViewRecord v;
-  v.id = st.Int(0);
-  v.entity = st.Text(1);
-  v.project = st.Text(2);
-  v.name = st.Text(3);
-  v.spec_json = st.Text(4);
-  v.created_ms = st.Int(5);
-  v.updated_ms = st.Int(6);
-  return v;
-}
-
-ApiKeyRecord ReadKey(const Stmt& st) {
-  ApiKeyRecord k;
-  k.id = st.Int(0);
-  k.entity = st.Text(1);
-  k.name = st.Text(2);
-  k.role = st.Text(3) == "admin" ? KeyRole::kAdmin : KeyRole::kMember;
-  k.hash = st.Text(4);
-  k.prefix = st.Text(5);
-  k.created_ms = st.Int(6);
-  k.revoked = st.Int(7) != 0;
-  return k;
-}
-
-std::string ViewName(const std::string& entity, const std::string& project, int64_t id) {
-  return "view " + std::to_string(id) + " of project '" + entity + "/" + project + "'";
-}
-
-Status ValidateView(const ViewRecord& v) {
-  if (v.entity.empty() || v.project.empty()) {
-    return Status::InvalidArgument("view: entity and project are required");
-  }
-  if (v.name.empty()) return Status::InvalidArgument("view: name is empty");
-  auto spec = json::Parse(v.spec_json);
-  if (!spec.ok() || !spec->is_object()) {
-    return Status::InvalidArgument("view: spec is not a JSON object");
-  }
-  return Status::Ok();
-}
-
-// A unique-constraint failure on views means the name is taken.
-Status ViewNameTaken(const ViewRecord& v) {
-  return Status::AlreadyExists("view: a view named '" + v.name + "' exists in project '" +
-                               v.entity + "/" + v.project + "'");
-}
-
 Result<ViewRecord> LoadView(Db* db, int64_t id) {
   static const std::string kSql =
       std::string("SELECT ") + kViewColumns + " FROM views WHERE pk = ?";
@@ -69,7 +19,7 @@ Result<ViewRecord> LoadView(Db* db, int64_t id) {
   st.Bind(id);
   COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
   if (!row) return Status::NotFound("view " + std::to_string(id) + " not found");
-  return ReadView(st);
+  return ReadViewRow(st);
 }
 
 }  // namespace
@@ -107,7 +57,7 @@ Result<std::vector<ViewRecord>> SqliteStore::ListViews(const std::string& entity
   while (true) {
     COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    out.push_back(ReadView(st));
+    out.push_back(ReadViewRow(st));
   }
   return out;
 }
@@ -134,7 +84,7 @@ Result<ViewRecord> SqliteStore::UpdateView(const ViewRecord& view) {
     st.Bind(view.project);
     COHORT_RETURN_IF_ERROR(st.Run());
     if (db->Changes() == 0) {
-      return Status::NotFound(ViewName(view.entity, view.project, view.id) + " not found");
+      return ViewNotFound(view.entity, view.project, view.id);
     }
   }
   COHORT_ASSIGN_OR_RETURN(ViewRecord out, LoadView(db, view.id));
@@ -151,7 +101,7 @@ Status SqliteStore::DeleteView(const std::string& entity, const std::string& pro
         Stmt st, db->Cached("DELETE FROM views WHERE pk = ? AND entity = ? AND project = ?"));
     st.Bind(id).Bind(entity).Bind(project);
     COHORT_RETURN_IF_ERROR(st.Run());
-    if (db->Changes() == 0) return Status::NotFound(ViewName(entity, project, id) + " not found");
+    if (db->Changes() == 0) return ViewNotFound(entity, project, id);
   }
   return txn.Commit();
 }
@@ -159,8 +109,7 @@ Status SqliteStore::DeleteView(const std::string& entity, const std::string& pro
 // ---- API keys ----
 
 Result<ApiKeyRecord> SqliteStore::CreateApiKey(const ApiKeyRecord& key) {
-  if (key.entity.empty()) return Status::InvalidArgument("api key: entity is empty");
-  if (key.hash.empty()) return Status::InvalidArgument("api key: hash is empty");
+  COHORT_RETURN_IF_ERROR(ValidateApiKey(key));
   const int64_t now = key.created_ms > 0 ? key.created_ms : NowMillis();
   std::lock_guard<std::mutex> lock(write_mu_);
   Db* db = writer_.get();
@@ -174,7 +123,7 @@ Result<ApiKeyRecord> SqliteStore::CreateApiKey(const ApiKeyRecord& key) {
     st.Bind(key.entity).Bind(key.name).Bind(key.role == KeyRole::kAdmin ? "admin" : "member");
     st.Bind(key.hash).Bind(key.prefix).Bind(now);
     COHORT_RETURN_IF_ERROR(st.Run());
-    if (db->Changes() == 0) return Status::AlreadyExists("api key: a key with this hash exists");
+    if (db->Changes() == 0) return ApiKeyHashTaken();
   }
   out.id = db->LastInsertRowid();
   out.created_ms = now;
@@ -191,7 +140,7 @@ Result<ApiKeyRecord> SqliteStore::FindApiKey(const std::string& hash) {
   st.Bind(hash);
   COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
   if (!row) return Status::NotFound("api key not found or revoked");
-  return ReadKey(st);
+  return ReadKeyRow(st);
 }
 
 Result<std::vector<ApiKeyRecord>> SqliteStore::ListApiKeys(const std::string& entity) {
@@ -204,7 +153,7 @@ Result<std::vector<ApiKeyRecord>> SqliteStore::ListApiKeys(const std::string& en
   while (true) {
     COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    out.push_back(ReadKey(st));
+    out.push_back(ReadKeyRow(st));
   }
   return out;
 }
@@ -219,8 +168,7 @@ Status SqliteStore::RevokeApiKey(const std::string& entity, int64_t id) {
     st.Bind(id).Bind(entity);
     COHORT_RETURN_IF_ERROR(st.Run());
     if (db->Changes() == 0) {
-      return Status::NotFound("api key " + std::to_string(id) + " of entity '" + entity +
-                              "' not found");
+      return ApiKeyNotFound(entity, id);
     }
   }
   return txn.Commit();

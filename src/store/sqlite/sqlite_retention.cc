@@ -1,5 +1,6 @@
 // SqliteStore: the bootstrap key and batch retention (store.h, "retention").
 #include "core/clock.h"
+#include "store/record_checks.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace cohort::store {
@@ -9,8 +10,7 @@ using sqlite::Stmt;
 using sqlite::Txn;
 
 Result<std::optional<ApiKeyRecord>> SqliteStore::CreateFirstApiKey(const ApiKeyRecord& key) {
-  if (key.entity.empty()) return Status::InvalidArgument("api key: entity is empty");
-  if (key.hash.empty()) return Status::InvalidArgument("api key: hash is empty");
+  COHORT_RETURN_IF_ERROR(ValidateApiKey(key));
   const int64_t now = key.created_ms > 0 ? key.created_ms : NowMillis();
   // The write transaction (BEGIN IMMEDIATE) excludes every other writer, in this process and in
   // others sharing the file, between the count and the insert.

@@ -2,6 +2,7 @@
 #include <variant>
 
 #include "store/run_filter.h"
+#include "store/run_list_sql.h"
 #include "store/sqlite/sqlite_rows.h"
 #include "store/sqlite/sqlite_store.h"
 
@@ -40,25 +41,8 @@ struct Where {
   }
 };
 
-const char* ColumnOf(FilterField f) {
-  switch (f) {
-    case FilterField::kName:
-      return "r.name";
-    case FilterField::kGroup:
-      return "r.grp";
-    case FilterField::kJobType:
-      return "r.job_type";
-    case FilterField::kState:
-      return "r.state";
-    case FilterField::kHost:
-      return "r.host";
-    default:
-      return nullptr;
-  }
-}
-
 void AddTextColumn(const RunPredicate& p, Where* w) {
-  const std::string col = ColumnOf(p.field);
+  const std::string col = RunFilterColumn(p.field);
   switch (p.op) {
     case FilterOp::kEq:
       w->And(col + " = ?");
@@ -154,26 +138,6 @@ void AddJson(const RunPredicate& p, Where* w) {
   }
 }
 
-std::string SortExpr(RunSortField f) {
-  switch (f) {
-    case RunSortField::kCreated:
-      return "r.created_ms";
-    case RunSortField::kUpdated:
-      return "r.updated_ms";
-    case RunSortField::kName:
-      return "r.name";
-    case RunSortField::kState:
-      return "r.state";
-    case RunSortField::kGroup:
-      return "r.grp";
-    case RunSortField::kJobType:
-      return "r.job_type";
-    case RunSortField::kRuntime:
-      return "(coalesce(r.finished_ms, max(r.heartbeat_ms, r.updated_ms)) - r.created_ms)";
-  }
-  return "r.created_ms";
-}
-
 void BindAll(Stmt* st, const std::vector<BindValue>& binds) {
   for (const BindValue& b : binds) {
     std::visit([st](const auto& v) { st->Bind(v); }, b);
@@ -183,34 +147,19 @@ void BindAll(Stmt* st, const std::vector<BindValue>& binds) {
 }  // namespace
 
 Result<RunPage> SqliteStore::ListRuns(const RunQuery& query) {
-  COHORT_ASSIGN_OR_RETURN(std::vector<RunPredicate> preds, ParseFilters(query.filters));
-  COHORT_ASSIGN_OR_RETURN(RunSortField sort, ParseRunSort(query.sort));
-  std::optional<RunCursor> cursor;
-  if (!query.cursor.empty()) {
-    COHORT_ASSIGN_OR_RETURN(cursor, DecodeRunCursorFor(query.cursor, sort, query.descending));
-  }
-  const int64_t limit = query.limit > 0 ? query.limit : 100;
+  COHORT_ASSIGN_OR_RETURN(RunListPlan plan, PlanRunList(query));
 
   Where where;
   where.And("r.entity = ? AND r.project = ?");
   where.binds.emplace_back(query.entity);
   where.binds.emplace_back(query.project);
-  for (const RunPredicate& p : preds) {
-    if (p.field == FilterField::kTag) {
-      AddTag(p, &where);
-    } else if (p.field == FilterField::kConfig || p.field == FilterField::kSummary) {
-      AddJson(p, &where);
-    } else {
-      AddTextColumn(p, &where);
-    }
-  }
+  AddRunPredicates(plan, &where, AddTag, AddJson, AddTextColumn);
   const std::string count_sql = "SELECT count(*) FROM runs r WHERE " + where.sql;
   const std::vector<BindValue> count_binds = where.binds;
 
-  const std::string key = SortExpr(sort);
-  const char* dir = query.descending ? " DESC" : " ASC";
-  if (cursor) {
-    where.And("(" + key + ", r.pk) " + (query.descending ? "<" : ">") + " (?, ?)");
+  const std::string key = RunSortExpr(plan.sort, kSqliteDialect);
+  if (const std::optional<RunCursor>& cursor = plan.cursor) {
+    where.And(RunCursorCondition(key, plan.descending, "?", "?"));
     if (const int64_t* i = std::get_if<int64_t>(&cursor->key)) {
       where.binds.emplace_back(*i);
     } else {
@@ -218,9 +167,7 @@ Result<RunPage> SqliteStore::ListRuns(const RunQuery& query) {
     }
     where.binds.emplace_back(cursor->pk);
   }
-  const std::string sql = std::string("SELECT ") + sqlite::kRunColumns + ", " + key +
-                          " FROM runs r WHERE " + where.sql + " ORDER BY " + key + dir + ", r.pk" +
-                          dir + " LIMIT ?";
+  const std::string sql = RunPageSql(where.sql, key, plan.descending, "?");
 
   COHORT_ASSIGN_OR_RETURN(ReadLease db, AcquireReader());
   COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db.get(), Txn::Mode::kRead));
@@ -228,24 +175,17 @@ Result<RunPage> SqliteStore::ListRuns(const RunQuery& query) {
   {
     COHORT_ASSIGN_OR_RETURN(Stmt st, db->Prepare(sql));
     BindAll(&st, where.binds);
-    st.Bind(limit + 1);
+    st.Bind(plan.limit + 1);
     RunCursor last;
     while (true) {
       COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
-      if (int64_t(page.runs.size()) == limit) {  // a further row exists: hand out a cursor
+      if (int64_t(page.runs.size()) == plan.limit) {  // a further row exists: hand out a cursor
         page.next_cursor = EncodeRunCursor(last);
         break;
       }
       page.runs.push_back(sqlite::ReadRun(st));
-      last.sort = sort;
-      last.descending = query.descending;
-      last.pk = page.runs.back().pk;
-      if (SortKeyIsInteger(sort)) {
-        last.key = st.Int(sqlite::kRunColumnCount);
-      } else {
-        last.key = st.Text(sqlite::kRunColumnCount);
-      }
+      last = RunCursorOfRow(plan, st);
     }
   }
   COHORT_ASSIGN_OR_RETURN(Stmt count, db->Prepare(count_sql));
@@ -257,52 +197,29 @@ Result<RunPage> SqliteStore::ListRuns(const RunQuery& query) {
 
 Result<std::vector<GroupInfo>> SqliteStore::ListGroups(const std::string& entity,
                                                        const std::string& project) {
+  static const std::string kSql = ListGroupsSql(kSqliteDialect);
   COHORT_ASSIGN_OR_RETURN(ReadLease db, AcquireReader());
-  COHORT_ASSIGN_OR_RETURN(
-      Stmt st, db->Cached("SELECT grp, state, job_type, count(*), min(created_ms), "
-                          "max(updated_ms) FROM runs WHERE entity = ? AND project = ? AND "
-                          "grp != '' GROUP BY grp, state, job_type ORDER BY grp"));
+  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(kSql));
   st.Bind(entity).Bind(project);
   std::vector<GroupInfo> out;
   while (true) {
     COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    std::string group = st.Text(0);
-    if (out.empty() || out.back().group != group) {
-      GroupInfo g;
-      g.group = std::move(group);
-      g.created_ms = st.Int(4);
-      g.updated_ms = st.Int(5);
-      out.push_back(std::move(g));
-    }
-    GroupInfo& g = out.back();
-    const int64_t n = st.Int(3);
-    g.runs += n;
-    g.states[st.Text(1)] += n;
-    if (std::string job_type = st.Text(2); !job_type.empty()) g.job_types[job_type] += n;
-    g.created_ms = std::min(g.created_ms, st.Int(4));
-    g.updated_ms = std::max(g.updated_ms, st.Int(5));
+    FoldGroupRow(st, &out);
   }
   return out;
 }
 
 Result<std::vector<ProjectInfo>> SqliteStore::ListProjects(const std::string& entity) {
+  static const std::string kSql = ListProjectsSql(kSqliteDialect);
   COHORT_ASSIGN_OR_RETURN(ReadLease db, AcquireReader());
-  COHORT_ASSIGN_OR_RETURN(
-      Stmt st, db->Cached("SELECT project, count(*), min(created_ms), max(updated_ms) FROM runs "
-                          "WHERE entity = ? GROUP BY project ORDER BY project"));
+  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(kSql));
   st.Bind(entity);
   std::vector<ProjectInfo> out;
   while (true) {
     COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    ProjectInfo p;
-    p.entity = entity;
-    p.project = st.Text(0);
-    p.runs = st.Int(1);
-    p.created_ms = st.Int(2);
-    p.updated_ms = st.Int(3);
-    out.push_back(std::move(p));
+    out.push_back(ReadProjectRow(entity, st));
   }
   return out;
 }

@@ -1,9 +1,13 @@
 // SqliteStore: ingesting batches (metric chunks, system metrics, console lines) and reading them
 // back (series list, history, console).
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "series/chunk.h"
 #include "series/query.h"
@@ -38,6 +42,102 @@ struct KeyBudget {
   int64_t max = 0;    // 0: no limit
   int64_t keys = -1;  // distinct keys of the run so far; -1: not counted yet
   int64_t added = 0;  // new keys of this batch
+};
+
+// The points of one batch grouped by series key, in the order of the batch. Rows nearly always
+// carry the same keys in the same order (the agent's batches come from one key table), so a
+// cell is first matched against the group of the same position in the previous row; only a
+// miss looks the key up in a hash map. Assign() finds every cell's group once and counts the
+// groups' points, so that each group's vector is allocated once and Add*Row only copy.
+// Single-threaded; the batch must outlive the object and not change in between.
+class KeyGroups {
+ public:
+  struct Group {
+    std::string key;
+    SeriesPoints points;
+  };
+
+  // Creates the groups of `batch`, notes each cell's and reserves their points.
+  void Assign(const IngestBatch& batch) {
+    std::vector<size_t> counts;
+    auto note = [&](size_t g) {
+      cells_.push_back(uint32_t(g));
+      if (g >= counts.size()) counts.resize(g + 1, 0);
+      ++counts[g];
+    };
+    size_t total = 0;
+    for (const HistoryRow& row : batch.rows) total += row.values.size();
+    for (const SystemRow& row : batch.system) total += row.values.size();
+    cells_.reserve(total);
+    for (const HistoryRow& row : batch.rows) {
+      for (size_t j = 0; j < row.values.size(); ++j) note(Find(row.values[j].first, j));
+    }
+    for (const SystemRow& row : batch.system) {
+      for (const auto& [key, value] : row.values) {
+        size_t g = Find(std::string(kSystemPrefix) + key, kNoPosition);
+        groups_[g]->points.is_system = true;
+        note(g);
+      }
+    }
+    for (size_t g = 0; g < groups_.size(); ++g) groups_[g]->points.points.reserve(counts[g]);
+  }
+
+  // Call for the rows in the order Assign() saw them, history rows first.
+  void AddRow(const HistoryRow& row, int64_t step) {
+    for (const auto& [key, value] : row.values) {
+      groups_[cells_[next_cell_++]]->points.points.push_back(Point{step, row.time_ms, value});
+    }
+  }
+  // System samples are indexed by time: their step is their time in ms.
+  void AddSystemRow(const SystemRow& row) {
+    for (const auto& [key, value] : row.values) {
+      groups_[cells_[next_cell_++]]->points.points.push_back(
+          Point{row.time_ms, row.time_ms, value});
+    }
+  }
+
+  // The groups in key order (the order series are created and charged against the key limit).
+  std::vector<const Group*> SortedByKey() const {
+    std::vector<const Group*> out;
+    out.reserve(groups_.size());
+    for (const auto& g : groups_) out.push_back(g.get());
+    std::sort(out.begin(), out.end(),
+              [](const Group* a, const Group* b) { return a->key < b->key; });
+    return out;
+  }
+
+ private:
+  static constexpr size_t kNoPosition = SIZE_MAX;
+
+  // The group of `key`, the j-th cell of its row (kNoPosition: none), created when new.
+  size_t Find(std::string_view key, size_t j) {
+    if (j < last_.size()) {
+      const std::string& k = groups_[last_[j]]->key;
+      if (k.size() == key.size() && std::memcmp(k.data(), key.data(), k.size()) == 0) {
+        return last_[j];
+      }
+    }
+    size_t g;
+    if (auto it = index_.find(key); it != index_.end()) {
+      g = it->second;
+    } else {
+      g = groups_.size();
+      groups_.push_back(std::make_unique<Group>());
+      groups_.back()->key = std::string(key);
+      index_.emplace(groups_.back()->key, g);
+    }
+    if (j != kNoPosition) {
+      if (j >= last_.size()) last_.resize(j + 1, g);
+      last_[j] = g;
+    }
+    return g;
+  }
+
+  std::vector<std::unique_ptr<Group>> groups_;  // stable: index_ views their keys
+  std::unordered_map<std::string_view, size_t> index_;
+  std::vector<size_t> last_;     // cell position -> group of the previous row's cell there
+  std::vector<uint32_t> cells_;  // every cell's group, in batch order
+  size_t next_cell_ = 0;
 };
 
 // Called before a series (run, key, writer) is created: refuses the key when it is new to the
@@ -141,7 +241,8 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const std::string
     for (const series::ChunkWrite& w : plan.chunks) {
       const series::ChunkSummary& s = w.summary;
       st.Bind(s.count).Bind(s.min_step).Bind(s.max_step).Bind(s.min_time).Bind(s.max_time);
-      st.Bind(s.min).Bind(s.max).Bind(s.sum).Bind(s.first).Bind(s.last).Bind(s.nan_count);
+      st.BindKeepingSign(s.min).BindKeepingSign(s.max).BindKeepingSign(s.sum);
+      st.BindKeepingSign(s.first).BindKeepingSign(s.last).Bind(s.nan_count);
       st.BindBlob(w.data).Bind(series_pk).Bind(w.index);
       COHORT_RETURN_IF_ERROR(st.Run());
       st.Reset();
@@ -281,8 +382,9 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
 
   // Steps: rows without one take the writer's next step in order; explicit steps move the next
   // step past them.
-  std::map<std::string, SeriesPoints> by_key;
+  KeyGroups groups;
   int64_t next_step = writer.next_step;
+  groups.Assign(batch);
   for (const HistoryRow& row : batch.rows) {
     int64_t step = row.step;
     if (step < 0) {
@@ -290,23 +392,17 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
     } else if (step >= next_step) {
       next_step = step == kMaxStep ? step : step + 1;
     }
-    for (const auto& [key, value] : row.values) {
-      by_key[key].points.push_back(Point{step, row.time_ms, value});
-    }
+    groups.AddRow(row, step);
     result.points += int64_t(row.values.size());
   }
   // System samples are indexed by time: their step is their time in ms.
   for (const SystemRow& row : batch.system) {
-    for (const auto& [key, value] : row.values) {
-      SeriesPoints& sp = by_key[std::string(kSystemPrefix) + key];
-      sp.is_system = true;
-      sp.points.push_back(Point{row.time_ms, row.time_ms, value});
-    }
+    groups.AddSystemRow(row);
     result.points += int64_t(row.values.size());
   }
   KeyBudget budget{.ref = &ref, .max = batch.max_run_keys};
-  for (const auto& [key, sp] : by_key) {
-    COHORT_RETURN_IF_ERROR(AppendSeries(db, run.pk, writer.pk, key, sp, &budget));
+  for (const KeyGroups::Group* g : groups.SortedByKey()) {
+    COHORT_RETURN_IF_ERROR(AppendSeries(db, run.pk, writer.pk, g->key, g->points, &budget));
   }
 
   if (!batch.console.empty()) {

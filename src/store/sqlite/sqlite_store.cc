@@ -10,6 +10,7 @@
 #include "core/ids.h"
 #include "store/record_json.h"
 #include "store/run_state.h"
+#include "store/run_update.h"
 #include "store/sqlite/sqlite_rows.h"
 #include "store/sqlite/sqlite_schema.h"
 
@@ -18,59 +19,6 @@ namespace cohort::store {
 using sqlite::Db;
 using sqlite::Stmt;
 using sqlite::Txn;
-
-namespace sqlite {
-
-RunState ReadState(const Stmt& st, int col) {
-  return ParseRunState(st.Text(col)).value_or(RunState::kCrashed);
-}
-
-RunRecord ReadRun(const Stmt& st) {
-  RunRecord r;
-  r.pk = st.Int(0);
-  r.entity = st.Text(1);
-  r.project = st.Text(2);
-  r.run_id = st.Text(3);
-  r.name = st.Text(4);
-  r.group = st.Text(5);
-  r.job_type = st.Text(6);
-  r.notes = st.Text(7);
-  r.host = st.Text(8);
-  r.tags = StringsFromJson(st.Text(9));
-  r.config_json = st.Text(10);
-  r.summary_json = st.Text(11);
-  r.metadata_json = st.Text(12);
-  r.state = ReadState(st, 13);
-  if (auto code = st.OptInt(14)) r.exit_code = int(*code);
-  r.created_ms = st.Int(15);
-  r.updated_ms = st.Int(16);
-  r.heartbeat_ms = st.Int(17);
-  r.finished_ms = st.OptInt(18);
-  r.writer_count = int(st.Int(19));
-  return r;
-}
-
-WriterRecord ReadWriter(const Stmt& st) {
-  WriterRecord w;
-  w.pk = st.Int(0);
-  w.run_pk = st.Int(1);
-  w.label = st.Text(2);
-  w.primary = st.Int(3) != 0;
-  w.update_finish_state = st.Int(4) != 0;
-  w.host = st.Text(5);
-  w.pid = st.Int(6);
-  w.gpu_ids = IntsFromJson(st.Text(7));
-  w.state = ReadState(st, 8);
-  if (auto code = st.OptInt(9)) w.exit_code = int(*code);
-  w.created_ms = st.Int(10);
-  w.heartbeat_ms = st.Int(11);
-  w.finished_ms = st.OptInt(12);
-  w.next_step = st.Int(13);
-  w.last_seq = st.Int(14);
-  return w;
-}
-
-}  // namespace sqlite
 
 // ---- opening and connections ----
 
@@ -180,17 +128,10 @@ Result<std::vector<WriterRecord>> SqliteStore::LoadWriters(Db* db, int64_t run_p
 Status SqliteStore::RecomputeRunState(Db* db, int64_t run_pk, int64_t now_ms) {
   COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRunByPk(db, run_pk));
   COHORT_ASSIGN_OR_RETURN(std::vector<WriterRecord> writers, LoadWriters(db, run_pk));
-  DerivedRunState d = DeriveRunState(writers, run.state);
-  if (!IsTerminal(d.state)) {
-    run.exit_code.reset();
-    run.finished_ms.reset();
-  } else if (d.finished_ms) {  // a controlling writer ended the run
-    run.exit_code = d.exit_code;
-    run.finished_ms = d.finished_ms;
-  }
+  RederiveRunState(writers, &run);
   COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("UPDATE runs SET state = ?, exit_code = ?, "
                                               "finished_ms = ?, updated_ms = ? WHERE pk = ?"));
-  st.Bind(RunStateName(d.state)).Bind(run.exit_code).Bind(run.finished_ms);
+  st.Bind(RunStateName(run.state)).Bind(run.exit_code).Bind(run.finished_ms);
   st.Bind(std::max(now_ms, run.updated_ms)).Bind(run_pk);
   return st.Run();
 }
@@ -249,17 +190,7 @@ Result<std::pair<RunRecord, bool>> SqliteStore::UpsertRun(const RunUpsert& upser
   } else {
     RunRecord& r = *existing;
     pk = r.pk;
-    if (upsert.name) r.name = *upsert.name;
-    if (upsert.group) r.group = *upsert.group;
-    if (upsert.job_type) r.job_type = *upsert.job_type;
-    if (upsert.notes) r.notes = *upsert.notes;
-    if (upsert.host) r.host = *upsert.host;
-    if (upsert.tags) r.tags = *upsert.tags;
-    if (upsert.config_json) {
-      COHORT_ASSIGN_OR_RETURN(r.config_json,
-                              MergeJsonObject(r.config_json, *upsert.config_json, "config"));
-    }
-    if (upsert.metadata_json) r.metadata_json = metadata;
+    COHORT_RETURN_IF_ERROR(ApplyRunUpsert(upsert, metadata, &r));
     COHORT_ASSIGN_OR_RETURN(
         Stmt st, db->Cached("UPDATE runs SET name = ?, grp = ?, job_type = ?, notes = ?, host = ?, "
                             "tags = ?, config = ?, metadata = ?, updated_ms = ? WHERE pk = ?"));
@@ -284,19 +215,7 @@ Result<RunRecord> SqliteStore::PatchRun(const RunRef& ref, const RunPatch& patch
   Db* db = writer_.get();
   COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
   COHORT_ASSIGN_OR_RETURN(RunRecord r, LoadRun(db, ref));
-  if (patch.name) r.name = *patch.name;
-  if (patch.group) r.group = *patch.group;
-  if (patch.job_type) r.job_type = *patch.job_type;
-  if (patch.notes) r.notes = *patch.notes;
-  if (patch.tags) r.tags = *patch.tags;
-  if (patch.config_json) {
-    COHORT_ASSIGN_OR_RETURN(r.config_json,
-                            MergeJsonObject(r.config_json, *patch.config_json, "config"));
-  }
-  if (patch.summary_json) {
-    COHORT_ASSIGN_OR_RETURN(r.summary_json,
-                            MergeJsonObject(r.summary_json, *patch.summary_json, "summary"));
-  }
+  COHORT_RETURN_IF_ERROR(ApplyRunPatch(patch, &r));
   COHORT_ASSIGN_OR_RETURN(
       Stmt st, db->Cached("UPDATE runs SET name = ?, grp = ?, job_type = ?, notes = ?, tags = ?, "
                           "config = ?, summary = ?, updated_ms = ? WHERE pk = ?"));

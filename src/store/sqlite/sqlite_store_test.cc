@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "series/tail.h"
@@ -282,6 +283,39 @@ TEST(SqliteStoreTest, SealedChunksAreListedInSummaryPages) {
       hist, store->QueryHistory(HistoryQuery{.run = ref, .min_step = 4000, .max_step = 4999}));
   ASSERT_EQ(hist[0].points.size(), 1000u);
   EXPECT_EQ(hist[0].points.front().step, 4000);
+}
+
+// IngestInTxn groups cells by key matching each cell against the previous row's cell at the
+// same position first: rows whose keys change order, skip keys or bring new ones must still put
+// every value under its own key, at its row's step, in row order.
+TEST(SqliteStoreTest, IngestGroupsCellsByKeyWhateverTheirOrderInTheRow) {
+  TempDir dir;
+  const RunRef ref{"e", "p", "r"};
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store,
+                              SqliteStore::Open(SqliteOptions{.path = dir.path() / "a.db"}));
+  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
+  ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
+  IngestBatch b{.seq = 1};
+  b.rows.push_back(HistoryRow{.time_ms = 10, .values = {{"a", 1}, {"b", 2}}});
+  b.rows.push_back(HistoryRow{.time_ms = 11, .values = {{"b", 3}, {"a", 4}}});
+  b.rows.push_back(HistoryRow{.step = 5, .time_ms = 12, .values = {{"c", 5}}});
+  b.rows.push_back(HistoryRow{.time_ms = 13, .values = {{"a", 6}, {"c", 7}, {"b", 8}}});
+  b.system.push_back(SystemRow{.time_ms = 20, .values = {{"a", 9}}});
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, store->Ingest(ref, "w", b, 1));
+  EXPECT_EQ(r.points, 9);
+  EXPECT_EQ(r.next_step, 7);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store->QueryHistory(HistoryQuery{
+                                             .run = ref, .keys = {"a", "b", "c", "system/a"}}));
+  std::map<std::string, std::vector<std::pair<int64_t, double>>> got;
+  for (const SeriesData& h : hist) {
+    for (const Point& p : h.points) got[h.key].push_back({p.step, p.value});
+  }
+  using P = std::vector<std::pair<int64_t, double>>;
+  EXPECT_EQ(got["a"], (P{{0, 1}, {1, 4}, {6, 6}}));
+  EXPECT_EQ(got["b"], (P{{0, 2}, {1, 3}, {6, 8}}));
+  EXPECT_EQ(got["c"], (P{{5, 5}, {6, 7}}));
+  EXPECT_EQ(got["system/a"], (P{{20, 9}}));
+  EXPECT_EQ(got.size(), 4u);
 }
 
 // Pruning goes in slices of 10,000 records, one transaction each; all of them go, and the

@@ -1,0 +1,63 @@
+#include "store/record_checks.h"
+
+#include "core/json.h"
+#include "store/run_ref.h"
+
+namespace cohort::store {
+
+Status ValidateView(const ViewRecord& view) {
+  if (view.entity.empty() || view.project.empty()) {
+    return Status::InvalidArgument("view: entity and project are required");
+  }
+  if (view.name.empty()) return Status::InvalidArgument("view: name is empty");
+  auto spec = json::Parse(view.spec_json);
+  if (!spec.ok() || !spec->is_object()) {
+    return Status::InvalidArgument("view: spec is not a JSON object");
+  }
+  return Status::Ok();
+}
+
+Status ViewNameTaken(const ViewRecord& view) {
+  return Status::AlreadyExists("view: a view named '" + view.name + "' exists in project '" +
+                               view.entity + "/" + view.project + "'");
+}
+
+Status ViewNotFound(const std::string& entity, const std::string& project, int64_t id) {
+  return Status::NotFound("view " + std::to_string(id) + " of project '" + entity + "/" + project +
+                          "' not found");
+}
+
+Status ValidateApiKey(const ApiKeyRecord& key) {
+  if (key.entity.empty()) return Status::InvalidArgument("api key: entity is empty");
+  if (key.hash.empty()) return Status::InvalidArgument("api key: hash is empty");
+  return Status::Ok();
+}
+
+Status ApiKeyHashTaken() { return Status::AlreadyExists("api key: a key with this hash exists"); }
+
+Status ApiKeyNotFound(const std::string& entity, int64_t id) {
+  return Status::NotFound("api key " + std::to_string(id) + " of entity '" + entity +
+                          "' not found");
+}
+
+Status ValidateFileName(const std::string& name) {
+  if (name.empty() || name.size() > 1024) {
+    return Status::InvalidArgument("file: name must be 1-1024 bytes");
+  }
+  for (char c : name) {
+    if (static_cast<unsigned char>(c) < 0x20) {
+      return Status::InvalidArgument("file: name has control characters");
+    }
+  }
+  return Status::Ok();
+}
+
+Status RunFileNotFound(const RunRef& ref, const std::string& name) {
+  return Status::NotFound("file '" + name + "' of run '" + RunName(ref) + "' not found");
+}
+
+Status WriterLabelTaken(const RunRef& ref, const std::string& label) {
+  return Status::AlreadyExists("writer '" + label + "' of run '" + RunName(ref) + "' exists");
+}
+
+}  // namespace cohort::store

@@ -1,0 +1,33 @@
+// Checks of views, API keys and run files that every Store backend applies before writing, and
+// the errors they return about them, so that all backends word them the same way (as
+// store/run_ref.h does for runs and writers). Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cohort/status.h"
+#include "store/types.h"
+
+namespace cohort::store {
+
+// InvalidArgument unless entity, project and name are set and the spec is a JSON object.
+Status ValidateView(const ViewRecord& view);
+// AlreadyExists: another view of the project has the name.
+Status ViewNameTaken(const ViewRecord& view);
+Status ViewNotFound(const std::string& entity, const std::string& project, int64_t id);
+
+// InvalidArgument unless entity and hash are set.
+Status ValidateApiKey(const ApiKeyRecord& key);
+// AlreadyExists: a key with the hash exists.
+Status ApiKeyHashTaken();
+Status ApiKeyNotFound(const std::string& entity, int64_t id);
+
+// InvalidArgument unless the name is 1-1024 bytes without control characters.
+Status ValidateFileName(const std::string& name);
+Status RunFileNotFound(const RunRef& ref, const std::string& name);
+
+// AlreadyExists: another writer of the run has the label `label` (RenameWriter).
+Status WriterLabelTaken(const RunRef& ref, const std::string& label);
+
+}  // namespace cohort::store

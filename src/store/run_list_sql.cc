@@ -1,0 +1,85 @@
+#include "store/run_list_sql.h"
+
+namespace cohort::store {
+
+std::string SqlDialect::Param(int n) const {
+  return numbered_params ? "$" + std::to_string(n) : "?";
+}
+
+Result<RunListPlan> PlanRunList(const RunQuery& query) {
+  RunListPlan plan;
+  COHORT_ASSIGN_OR_RETURN(plan.predicates, ParseFilters(query.filters));
+  COHORT_ASSIGN_OR_RETURN(plan.sort, ParseRunSort(query.sort));
+  plan.descending = query.descending;
+  if (!query.cursor.empty()) {
+    COHORT_ASSIGN_OR_RETURN(plan.cursor,
+                            DecodeRunCursorFor(query.cursor, plan.sort, query.descending));
+  }
+  plan.limit = query.limit > 0 ? query.limit : 100;
+  return plan;
+}
+
+std::string RunSortExpr(RunSortField sort, const SqlDialect& dialect) {
+  switch (sort) {
+    case RunSortField::kCreated:
+      return "r.created_ms";
+    case RunSortField::kUpdated:
+      return "r.updated_ms";
+    case RunSortField::kName:
+      return "r.name";
+    case RunSortField::kState:
+      return "r.state";
+    case RunSortField::kGroup:
+      return "r.grp";
+    case RunSortField::kJobType:
+      return "r.job_type";
+    case RunSortField::kRuntime:
+      return std::string("(coalesce(r.finished_ms, ") + dialect.greatest +
+             "(r.heartbeat_ms, r.updated_ms)) - r.created_ms)";
+  }
+  return "r.created_ms";
+}
+
+const char* RunFilterColumn(FilterField field) {
+  switch (field) {
+    case FilterField::kName:
+      return "r.name";
+    case FilterField::kGroup:
+      return "r.grp";
+    case FilterField::kJobType:
+      return "r.job_type";
+    case FilterField::kState:
+      return "r.state";
+    case FilterField::kHost:
+      return "r.host";
+    default:
+      return nullptr;
+  }
+}
+
+std::string RunCursorCondition(const std::string& key, bool descending,
+                               const std::string& key_param, const std::string& pk_param) {
+  return "(" + key + ", r.pk) " + (descending ? "<" : ">") + " (" + key_param + ", " + pk_param +
+         ")";
+}
+
+std::string RunPageSql(const std::string& where, const std::string& key, bool descending,
+                       const std::string& limit_param) {
+  const char* dir = descending ? " DESC" : " ASC";
+  return std::string("SELECT ") + kRunColumns + ", " + key + " FROM runs r WHERE " + where +
+         " ORDER BY " + key + dir + ", r.pk" + dir + " LIMIT " + limit_param;
+}
+
+std::string ListGroupsSql(const SqlDialect& dialect) {
+  return "SELECT grp, state, job_type, count(*), min(created_ms), max(updated_ms) FROM runs "
+         "WHERE entity = " +
+         dialect.Param(1) + " AND project = " + dialect.Param(2) +
+         " AND grp <> '' GROUP BY grp, state, job_type ORDER BY grp";
+}
+
+std::string ListProjectsSql(const SqlDialect& dialect) {
+  return "SELECT project, count(*), min(created_ms), max(updated_ms) FROM runs WHERE entity = " +
+         dialect.Param(1) + " GROUP BY project ORDER BY project";
+}
+
+}  // namespace cohort::store
