@@ -14,6 +14,8 @@
 #   ROWS=1000  rows (steps of 10 keys) per batch (default 100); BATCHES batches per client
 #   BASELINE=0 skip the libpq COPY baseline (e.g. when measuring a second server binary)
 #   STORE_OPTS store URL options for the servers, e.g. ingest_cache=off (docs/operations.md)
+#   FORMAT=binary  batch bodies in the agent's binary encoding (what `cohort agent` sends);
+#              default json
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
@@ -80,7 +82,7 @@ ingest() {
   d0="$(cpu_ms db)"
   for u in "${urls[@]}"; do
     "$load" ingest --url "$u" --key "$key" --clients "$per" --batches "$batches" --rows "$rows" \
-      --keys 10 > "$tmp/load$i" &
+      --keys 10 --format "${FORMAT:-json}" > "$tmp/load$i" &
     loaders+=($!); outs+=("$tmp/load$i"); i=$((i + 1))
   done
   for p in "${loaders[@]}"; do wait "$p"; done

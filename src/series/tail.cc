@@ -63,9 +63,18 @@ std::vector<std::pair<size_t, size_t>> CutAligned(const std::vector<store::Point
   return out;
 }
 
+int64_t TailChunkLimit(int64_t series_pk) {
+  uint64_t x = uint64_t(series_pk) + 0x9e3779b97f4a7c15ULL;  // splitmix64's finalizer
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return kMinTailChunkLimit + int64_t(x % uint64_t(kMaxTailChunks - kMinTailChunkLimit + 1));
+}
+
 bool TailNeedsCompaction(const TailState& s, size_t new_points) {
   if (s.tail_count == 0 && s.tail_chunks == 0) return false;
-  return s.tail_count + int64_t(new_points) >= kMaxTailPoints || s.tail_chunks + 1 > kMaxTailChunks;
+  const int64_t chunk_limit = std::clamp(s.chunk_limit, int64_t{1}, kMaxTailChunks);
+  return s.tail_count + int64_t(new_points) >= kMaxTailPoints || s.tail_chunks + 1 > chunk_limit;
 }
 
 Result<TailAppend> PlanTailAppend(TailState* s, const std::vector<store::Point>& points,

@@ -36,6 +36,11 @@ namespace cohort::series {
 // few more chunk summaries for queries to read.
 inline constexpr int64_t kMaxTailPoints = 4 * kMaxChunkPoints;
 inline constexpr int64_t kMaxTailChunks = 32;
+// Series compact at different chunk counts, in [kMinTailChunkLimit, kMaxTailChunks] by series
+// (TailChunkLimit): thousands of series fed one point per second from the same moment (a fleet of
+// runs started together) would otherwise all compact in the same second, a stall of seconds for
+// every writer behind the store's one write transaction.
+inline constexpr int64_t kMinTailChunkLimit = kMaxTailChunks / 2;
 // A batch of at least this many points of a series written while its tail is empty is sealed at
 // once, all of its chunks: large batches are written once, never compacted.
 inline constexpr int64_t kMinSealedPoints = kMaxChunkPoints / 2;
@@ -46,7 +51,12 @@ struct TailState {
   int64_t tail_idx = 0;     // first chunk of the tail (next_idx when the tail is empty)
   int64_t tail_count = 0;   // points in the tail
   int64_t tail_chunks = 0;  // chunks in the tail
+  int64_t chunk_limit = kMaxTailChunks;  // compaction at this many chunks (TailChunkLimit)
 };
+
+// The tail chunk limit of the series with primary key `series_pk`: spread evenly over
+// [kMinTailChunkLimit, kMaxTailChunks] by a hash of the key, the same on every call.
+int64_t TailChunkLimit(int64_t series_pk);
 
 // How CutAligned treats the last chunk, which is not full.
 enum class LastChunk {

@@ -129,6 +129,36 @@ TEST(TailTest, CompactionAtChunkLimitForTinyBatches) {
   ExpectSamePoints(s.All(), Ramp(0, kMaxTailChunks + 1));
 }
 
+TEST(TailTest, CompactionAtTheSeriesOwnChunkLimit) {
+  Stored s;
+  s.state.chunk_limit = 20;
+  for (int i = 0; i < 20; ++i) {
+    TailAppend a = s.Append(Ramp(i, 1));
+    EXPECT_EQ(a.delete_hi, a.delete_lo) << "batch " << i;
+  }
+  TailAppend a = s.Append(Ramp(20, 1));
+  EXPECT_EQ(a.delete_lo, 0);
+  EXPECT_EQ(a.delete_hi, 20);
+  EXPECT_EQ(s.state.tail_chunks, 1);
+  ExpectSamePoints(s.All(), Ramp(0, 21));
+}
+
+TEST(TailTest, ChunkLimitsOfConsecutiveSeriesSpreadOverTheWholeRange) {
+  std::map<int64_t, int> seen;
+  for (int64_t pk = 1; pk <= 17000; ++pk) {
+    const int64_t limit = TailChunkLimit(pk);
+    ASSERT_GE(limit, kMinTailChunkLimit);
+    ASSERT_LE(limit, kMaxTailChunks);
+    EXPECT_EQ(limit, TailChunkLimit(pk));
+    ++seen[limit];
+  }
+  ASSERT_EQ(int64_t(seen.size()), kMaxTailChunks - kMinTailChunkLimit + 1);
+  for (const auto& [limit, n] : seen) {
+    EXPECT_GT(n, 800) << "limit " << limit;  // 1,000 each when even
+    EXPECT_LT(n, 1200) << "limit " << limit;
+  }
+}
+
 TEST(TailTest, RandomBatchSizesKeepEveryPointInOrder) {
   std::mt19937_64 rng(7);
   Stored s;

@@ -2,6 +2,7 @@
 reports to the server's stderr only (never to log_path), so the integration suite run against a
 sanitized server (scripts/test-sanitizers.sh) sees them only through this check. A process that
 prints what a sanitized server prints stands in for the server: the check is what is tested."""
+import select
 import subprocess
 
 import pytest
@@ -19,6 +20,8 @@ def started(tmp_path, script):
 def test_stop_fails_when_the_server_printed_a_ubsan_report(tmp_path):
     s = started(tmp_path, "echo 'src/server/x.cc:7:9: runtime error: signed integer overflow' >&2;"
                           " exec sleep 30")
+    # The report is in the pipe (not consumed) before the stop: no race with the SIGTERM.
+    assert select.select([s.proc.stderr], [], [], 30)[0]
     with pytest.raises(AssertionError, match="runtime error: signed integer overflow"):
         s.stop()
 

@@ -283,6 +283,7 @@ class BatchWrite {
   // Plans appending `points` to `s` (updating it), series/tail.h: `tail` holds the points of
   // the tail when TailNeedsCompaction, else nullptr.
   Status Append(SeriesState* s, const std::vector<Point>& points, const std::vector<Point>* tail) {
+    s->tail.chunk_limit = series::TailChunkLimit(s->pk);
     COHORT_ASSIGN_OR_RETURN(series::TailAppend plan,
                             series::PlanTailAppend(&s->tail, points, tail));
     if (plan.delete_hi > plan.delete_lo) {
@@ -427,6 +428,7 @@ Result<std::optional<IngestResult>> IngestFast(
   states->clear();
   for (const GroupedBatch::Series& gs : grouped.series()) {
     SeriesState& s = (*states)[gs.key] = cached.series.at(gs.key);
+    s.tail.chunk_limit = series::TailChunkLimit(s.pk);
     if (series::TailNeedsCompaction(s.tail, gs.points.size())) return std::optional<IngestResult>();
     e_pk.push_back(s.pk);
     e_ni.push_back(s.tail.next_idx);
@@ -586,6 +588,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
       std::vector<int64_t> compact_pk, compact_from;
       for (const GroupedBatch::Series& gs : grouped.series()) {
         auto it = states.find(gs.key);
+        if (it != states.end()) it->second.tail.chunk_limit = series::TailChunkLimit(it->second.pk);
         if (it != states.end() && series::TailNeedsCompaction(it->second.tail, gs.points.size())) {
           compact_pk.push_back(it->second.pk);
           compact_from.push_back(it->second.tail.tail_idx);
@@ -613,6 +616,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
                                        "' cannot be stored (contains a NUL character)");
       }
       SeriesState& s = it->second;
+      s.tail.chunk_limit = series::TailChunkLimit(s.pk);
       const bool compact = series::TailNeedsCompaction(s.tail, gs.points.size());
       auto tail = tails.find(s.pk);
       if (compact && tail == tails.end()) {

@@ -199,6 +199,7 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const std::string
     COHORT_RETURN_IF_ERROR(st.Run());
     series_pk = db->LastInsertRowid();
   }
+  state.chunk_limit = series::TailChunkLimit(series_pk);
 
   std::vector<Point> tail;
   const bool compact = series::TailNeedsCompaction(state, sp.points.size());
