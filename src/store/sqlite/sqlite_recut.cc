@@ -6,6 +6,7 @@
 
 #include "series/chunk.h"
 #include "series/tail.h"
+#include "store/sqlite/sqlite_chunk_rows.h"
 #include "store/sqlite/sqlite_summary_pages.h"
 
 namespace cohort::store::sqlite {
@@ -113,23 +114,7 @@ Result<bool> RecutSeries(Db* db, int64_t series_pk, RecutCounts* counts) {
     COHORT_RETURN_IF_ERROR(st.Run());
   }
   std::vector<int64_t> pks;
-  pks.reserve(writes.size());
-  {
-    COHORT_ASSIGN_OR_RETURN(
-        Stmt st, db->Cached("INSERT INTO chunks (count, min_step, max_step, min_time, max_time, "
-                            "vmin, vmax, vsum, vfirst, vlast, nan_count, data, series_pk, idx) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
-    for (const series::ChunkWrite& w : writes) {
-      const series::ChunkSummary& s = w.summary;
-      st.Bind(s.count).Bind(s.min_step).Bind(s.max_step).Bind(s.min_time).Bind(s.max_time);
-      st.BindKeepingSign(s.min).BindKeepingSign(s.max).BindKeepingSign(s.sum);
-      st.BindKeepingSign(s.first).BindKeepingSign(s.last).Bind(s.nan_count);
-      st.BindBlob(w.data).Bind(series_pk).Bind(w.index);
-      COHORT_RETURN_IF_ERROR(st.Run());
-      st.Reset();
-      pks.push_back(db->LastInsertRowid());
-    }
-  }
+  COHORT_RETURN_IF_ERROR(InsertChunks(db, series_pk, writes, &pks));
   COHORT_RETURN_IF_ERROR(AddToPages(db, series_pk, writes, pks));
   // All sealed and paged; the tail is empty. Indexes only grow (series/tail.h).
   const int64_t end_idx = next_idx + int64_t(writes.size());

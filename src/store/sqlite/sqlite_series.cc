@@ -13,6 +13,7 @@
 #include "series/query.h"
 #include "series/tail.h"
 #include "store/batch_validate.h"
+#include "store/sqlite/sqlite_chunk_rows.h"
 #include "store/sqlite/sqlite_rows.h"
 #include "store/sqlite/sqlite_store.h"
 #include "store/sqlite/sqlite_summary_pages.h"
@@ -233,23 +234,15 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const std::string
     st.Bind(series_pk).Bind(plan.delete_lo).Bind(plan.delete_hi);
     COHORT_RETURN_IF_ERROR(st.Run());
   }
-  std::vector<int64_t> pks;  // rowids of the chunks this plan seals, when pageable
-  {
-    COHORT_ASSIGN_OR_RETURN(
-        Stmt st, db->Cached("INSERT INTO chunks (count, min_step, max_step, min_time, max_time, "
-                            "vmin, vmax, vsum, vfirst, vlast, nan_count, data, series_pk, idx) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
-    for (const series::ChunkWrite& w : plan.chunks) {
-      const series::ChunkSummary& s = w.summary;
-      st.Bind(s.count).Bind(s.min_step).Bind(s.max_step).Bind(s.min_time).Bind(s.max_time);
-      st.BindKeepingSign(s.min).BindKeepingSign(s.max).BindKeepingSign(s.sum);
-      st.BindKeepingSign(s.first).BindKeepingSign(s.last).Bind(s.nan_count);
-      st.BindBlob(w.data).Bind(series_pk).Bind(w.index);
-      COHORT_RETURN_IF_ERROR(st.Run());
-      st.Reset();
-      if (pageable && w.index < state.tail_idx) pks.push_back(db->LastInsertRowid());
-    }
+  std::vector<int64_t> pks;  // rowids of the chunks written, in order
+  COHORT_RETURN_IF_ERROR(sqlite::InsertChunks(db, series_pk, plan.chunks, &pks));
+  // The chunks this plan seals come first (series/tail.h); only they are paged.
+  size_t sealed_count = 0;
+  while (pageable && sealed_count < plan.chunks.size() &&
+         plan.chunks[sealed_count].index < state.tail_idx) {
+    ++sealed_count;
   }
+  pks.resize(sealed_count);
   if (pageable) {
     if (!pks.empty()) {
       const std::vector<series::ChunkWrite> sealed(plan.chunks.begin(),
@@ -307,22 +300,6 @@ std::string TextCondition(const std::string& text) {
 void BindText(Stmt& st, const std::string& text) {
   if (UsesFts(text)) st.Bind(FtsPhrase(text));
   st.Bind(text);
-}
-
-series::ChunkSummary ReadSummary(const Stmt& st, int c) {
-  series::ChunkSummary s;
-  s.count = st.Int(c);
-  s.min_step = st.Int(c + 1);
-  s.max_step = st.Int(c + 2);
-  s.min_time = st.Int(c + 3);
-  s.max_time = st.Int(c + 4);
-  s.min = st.Double(c + 5);
-  s.max = st.Double(c + 6);
-  s.sum = st.Double(c + 7);
-  s.first = st.Double(c + 8);
-  s.last = st.Double(c + 9);
-  s.nan_count = st.Int(c + 10);
-  return s;
 }
 
 }  // namespace
@@ -534,7 +511,7 @@ Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q)
       while (true) {
         COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
         if (!row) break;
-        chunks.push_back(series::ChunkMeta{st.Int(0), ReadSummary(st, 1)});
+        chunks.push_back(series::ChunkMeta{st.Int(0), sqlite::ReadChunkSummary(st, 1)});
       }
     }
     SeriesData data;

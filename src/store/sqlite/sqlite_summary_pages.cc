@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/coding.h"
+#include "store/sqlite/sqlite_chunk_rows.h"
 
 namespace cohort::store::sqlite {
 namespace {
@@ -120,18 +121,7 @@ Status PageExistingChunks(Db* db) {
       if (!row) break;
       series::ChunkWrite w;
       w.index = st.Int(1);
-      series::ChunkSummary& s = w.summary;
-      s.count = st.Int(2);
-      s.min_step = st.Int(3);
-      s.max_step = st.Int(4);
-      s.min_time = st.Int(5);
-      s.max_time = st.Int(6);
-      s.min = st.Double(7);
-      s.max = st.Double(8);
-      s.sum = st.Double(9);
-      s.first = st.Double(10);
-      s.last = st.Double(11);
-      s.nan_count = st.Int(12);
+      w.summary = ReadChunkSummary(st, 2);
       pks.push_back(st.Int(0));
       sealed.push_back(std::move(w));
     }

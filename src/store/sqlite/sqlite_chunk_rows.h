@@ -1,0 +1,27 @@
+// Rows of the SQLite store's `chunks` table (docs/formats.md, "Series layout in the stores"):
+// the one place that writes a chunk row and reads a chunk's summary columns back, for ingest,
+// the re-cut (`cohort compact`) and the summary pages.
+//
+// Functions run on the caller's connection, inside its transaction; not thread-safe beyond that.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cohort/status.h"
+#include "series/append.h"
+#include "series/chunk.h"
+#include "store/sqlite/sqlite_db.h"
+
+namespace cohort::store::sqlite {
+
+// Inserts `chunks` (in order) as rows of the series `series_pk`; their rowids in `*pks` (same
+// order). Summary values keep their bits (-0.0: Stmt::BindKeepingSign).
+Status InsertChunks(Db* db, int64_t series_pk, const std::vector<series::ChunkWrite>& chunks,
+                    std::vector<int64_t>* pks);
+
+// The summary of the current row of `st`, whose columns from `col` on are, in this order:
+// count, min_step, max_step, min_time, max_time, vmin, vmax, vsum, vfirst, vlast, nan_count.
+series::ChunkSummary ReadChunkSummary(const Stmt& st, int col);
+
+}  // namespace cohort::store::sqlite
