@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "series/chunk.h"
+#include "store/sqlite/sqlite_old_layout_for_test.h"
 #include "store/sqlite/sqlite_store.h"
 #include "store/sqlite/sqlite_summary_pages.h"
 
@@ -54,67 +55,6 @@ store::IngestBatch Batch(int64_t seq, int keys, int64_t first, int64_t rows) {
   return b;
 }
 
-// Rewrites every series as a build before version 4 wrote batches of kBatchRows rows, then pages
-// the sealed chunks as the version-4 migration does.
-Status MakeOldLayout(const std::string& path) {
-  COHORT_ASSIGN_OR_RETURN(auto db, store::sqlite::Db::Open(path, SQLITE_OPEN_READWRITE, 5000));
-  COHORT_ASSIGN_OR_RETURN(auto txn,
-                          store::sqlite::Txn::Begin(db.get(), store::sqlite::Txn::Mode::kWrite));
-  std::vector<int64_t> series;
-  {
-    COHORT_ASSIGN_OR_RETURN(auto st, db->Prepare("SELECT pk FROM series ORDER BY pk"));
-    while (true) {
-      COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
-      if (!row) break;
-      series.push_back(st.Int(0));
-    }
-  }
-  for (int64_t pk : series) {
-    std::vector<store::Point> points;
-    {
-      COHORT_ASSIGN_OR_RETURN(
-          auto st, db->Prepare("SELECT data FROM chunks WHERE series_pk = ? ORDER BY idx"));
-      st.Bind(pk);
-      while (true) {
-        COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
-        if (!row) break;
-        COHORT_ASSIGN_OR_RETURN(auto chunk, series::DecodeChunk(st.BlobView(0)));
-        points.insert(points.end(), chunk.begin(), chunk.end());
-      }
-    }
-    const std::string where = " WHERE series_pk = " + std::to_string(pk);
-    COHORT_RETURN_IF_ERROR(db->Exec("DELETE FROM chunks" + where));
-    COHORT_RETURN_IF_ERROR(db->Exec("DELETE FROM chunk_pages" + where));
-    COHORT_ASSIGN_OR_RETURN(
-        auto ins, db->Prepare("INSERT INTO chunks (count, min_step, max_step, min_time, "
-                              "max_time, vmin, vmax, vsum, vfirst, vlast, nan_count, data, "
-                              "series_pk, idx) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
-    int64_t idx = 0;
-    for (size_t batch = 0; batch < points.size(); batch += kBatchRows) {
-      const size_t batch_end = std::min(points.size(), batch + size_t(kBatchRows));
-      for (size_t i = batch; i < batch_end; i += series::kMaxChunkPoints) {
-        series::ChunkEncoder enc;
-        for (size_t j = i; j < std::min(batch_end, i + series::kMaxChunkPoints); ++j) {
-          enc.Append(points[j].step, points[j].time_ms, points[j].value);
-        }
-        const series::ChunkSummary& s = enc.summary();
-        ins.Bind(s.count).Bind(s.min_step).Bind(s.max_step).Bind(s.min_time).Bind(s.max_time);
-        ins.Bind(s.min).Bind(s.max).Bind(s.sum).Bind(s.first).Bind(s.last).Bind(s.nan_count);
-        ins.BindBlob(enc.Encode()).Bind(pk).Bind(idx++);
-        COHORT_RETURN_IF_ERROR(ins.Run());
-        ins.Reset();
-      }
-    }
-    const std::string n = std::to_string(idx);
-    COHORT_RETURN_IF_ERROR(db->Exec("UPDATE series SET next_idx = " + n + ", tail_idx = " + n +
-                                    ", tail_count = 0, tail_chunks = 0, paged_upto = 0 WHERE "
-                                    "pk = " +
-                                    std::to_string(pk)));
-  }
-  COHORT_RETURN_IF_ERROR(store::sqlite::PageExistingChunks(db.get()));
-  return txn.Commit();
-}
-
 int Build(const std::string& path, int keys, int64_t points) {
   {
     auto store = store::SqliteStore::Open(store::SqliteOptions{.path = path});
@@ -127,7 +67,7 @@ int Build(const std::string& path, int keys, int64_t points) {
       OR_DIE((*store)->Ingest(kRun, "w", Batch(seq++, keys, first, rows), 1).status());
     }
   }
-  OR_DIE(MakeOldLayout(path));
+  OR_DIE(store::sqlite::MakeOldLayout(path, kBatchRows));
   auto store = store::SqliteStore::Open(store::SqliteOptions{.path = path});
   if (!store.ok()) return Die(store.status().ToString());
   OR_DIE((*store)->Ingest(kRun, "w", Batch(1000000, keys, points, 300), 1).status());

@@ -11,32 +11,16 @@
 #include <thread>
 
 #include "series/chunk.h"
+#include "store/sqlite/sqlite_old_layout_for_test.h"
 #include "store/sqlite/sqlite_store.h"
 #include "store/sqlite/sqlite_summary_pages.h"
 #include "store/store_conformance.h"
+#include "store/temp_dir_for_test.h"
 
 namespace cohort::store::sqlite {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A temporary directory removed with everything in it when the object goes away.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "cohort-recut-XXXXXX").string();
-    char* made = mkdtemp(tmpl.data());
-    path_ = made ? fs::path(made) : fs::path();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 constexpr int64_t kBatchRows = 10000;  // the batch size of the benchmark's old databases
 const RunRef kRun{"e", "p", "r"};
@@ -61,66 +45,6 @@ Result<std::unique_ptr<Db>> OpenDb(const fs::path& path) {
   return Db::Open(path.string(), SQLITE_OPEN_READWRITE, 5000);
 }
 
-// Rewrites every series of the file into the layout written before schema version 4 for
-// batches of kBatchRows rows: each batch sealed at its own first step in chunks of up to
-// kMaxChunkPoints points (so chunks straddle window edges), then paged as the version-4
-// migration does (PageExistingChunks).
-void MakeOldLayout(const fs::path& path) {
-  COHORT_ASSERT_OK_AND_ASSIGN(auto db, OpenDb(path));
-  COHORT_ASSERT_OK_AND_ASSIGN(Txn txn, Txn::Begin(db.get(), Txn::Mode::kWrite));
-  std::vector<int64_t> series;
-  {
-    COHORT_ASSERT_OK_AND_ASSIGN(Stmt st, db->Prepare("SELECT pk FROM series ORDER BY pk"));
-    while (true) {
-      COHORT_ASSERT_OK_AND_ASSIGN(bool row, st.Step());
-      if (!row) break;
-      series.push_back(st.Int(0));
-    }
-  }
-  for (int64_t pk : series) {
-    std::vector<store::Point> points;
-    {
-      COHORT_ASSERT_OK_AND_ASSIGN(
-          Stmt st, db->Prepare("SELECT data FROM chunks WHERE series_pk = ? ORDER BY idx"));
-      st.Bind(pk);
-      while (true) {
-        COHORT_ASSERT_OK_AND_ASSIGN(bool row, st.Step());
-        if (!row) break;
-        COHORT_ASSERT_OK_AND_ASSIGN(auto chunk, series::DecodeChunk(st.BlobView(0)));
-        points.insert(points.end(), chunk.begin(), chunk.end());
-      }
-    }
-    COHORT_ASSERT_OK(db->Exec("DELETE FROM chunks WHERE series_pk = " + std::to_string(pk)));
-    COHORT_ASSERT_OK(db->Exec("DELETE FROM chunk_pages WHERE series_pk = " + std::to_string(pk)));
-    COHORT_ASSERT_OK_AND_ASSIGN(
-        Stmt ins, db->Prepare("INSERT INTO chunks (count, min_step, max_step, min_time, "
-                              "max_time, vmin, vmax, vsum, vfirst, vlast, nan_count, data, "
-                              "series_pk, idx) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
-    int64_t idx = 0;
-    for (size_t batch = 0; batch < points.size(); batch += kBatchRows) {
-      const size_t batch_end = std::min(points.size(), batch + size_t(kBatchRows));
-      for (size_t i = batch; i < batch_end; i += series::kMaxChunkPoints) {
-        series::ChunkEncoder enc;
-        for (size_t j = i; j < std::min(batch_end, i + series::kMaxChunkPoints); ++j) {
-          enc.Append(points[j].step, points[j].time_ms, points[j].value);
-        }
-        const series::ChunkSummary& s = enc.summary();
-        ins.Bind(s.count).Bind(s.min_step).Bind(s.max_step).Bind(s.min_time).Bind(s.max_time);
-        ins.Bind(s.min).Bind(s.max).Bind(s.sum).Bind(s.first).Bind(s.last).Bind(s.nan_count);
-        ins.BindBlob(enc.Encode()).Bind(pk).Bind(idx++);
-        COHORT_ASSERT_OK(ins.Run());
-        ins.Reset();
-      }
-    }
-    COHORT_ASSERT_OK(db->Exec(
-        "UPDATE series SET next_idx = " + std::to_string(idx) +
-        ", tail_idx = " + std::to_string(idx) +
-        ", tail_count = 0, tail_chunks = 0, paged_upto = 0 WHERE pk = " + std::to_string(pk)));
-  }
-  COHORT_ASSERT_OK(PageExistingChunks(db.get()));
-  COHORT_ASSERT_OK(txn.Commit());
-}
-
 // A store at `path` with run kRun, writer "w" and `points` steps of both keys in batches of
 // kBatchRows rows, laid out as before version 4, plus a small batch in the tail.
 void BuildOldStore(const fs::path& path, int64_t points) {
@@ -135,7 +59,7 @@ void BuildOldStore(const fs::path& path, int64_t points) {
               .status());
     }
   }
-  MakeOldLayout(path);
+  COHORT_ASSERT_OK(MakeOldLayout(path.string(), kBatchRows));
   COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = path}));
   COHORT_ASSERT_OK(store->Ingest(kRun, "w", Batch(100, points, 300), 1).status());  // a tail
 }

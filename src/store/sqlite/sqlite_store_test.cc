@@ -14,30 +14,12 @@
 #include "store/dump_format.h"
 #include "store/sqlite/sqlite_schema.h"
 #include "store/store_conformance.h"
+#include "store/temp_dir_for_test.h"
 
 namespace cohort::store {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A temporary directory removed with everything in it when the object goes away.
-// Single-threaded.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "cohort-store-XXXXXX").string();
-    char* made = mkdtemp(tmpl.data());
-    path_ = made ? fs::path(made) : fs::path();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // A fresh database file in its own temporary directory per test. Single-threaded.
 class SqliteTarget : public StoreTarget {
