@@ -31,16 +31,16 @@ void Remove(const std::string& path) {
 }
 
 IngestBatch Batch(int64_t seq) {
-  IngestBatch b{.seq = seq};
-  b.rows.reserve(kRows);
+  std::vector<std::string> keys;
+  for (int k = 0; k < kKeys; ++k) keys.push_back("train/metric_" + std::to_string(k));
+  IngestBatchBuilder b(seq);
+  std::vector<IngestBatchBuilder::Cell> cells;
   for (int r = 0; r < kRows; ++r) {
-    HistoryRow row{.step = -1, .time_ms = 1700000000000 + seq * kRows + r};
-    for (int k = 0; k < kKeys; ++k) {
-      row.values.emplace_back("train/metric_" + std::to_string(k), double(r) * 0.001 + k);
-    }
-    b.rows.push_back(std::move(row));
+    cells.clear();
+    for (int k = 0; k < kKeys; ++k) cells.emplace_back(keys[size_t(k)], double(r) * 0.001 + k);
+    b.AddHistoryRow(kAssignStep, 1700000000000 + seq * kRows + r, cells);
   }
-  return b;
+  return b.Finish();
 }
 
 void BM_IngestAgentBatch(benchmark::State& state) {

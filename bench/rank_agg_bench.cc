@@ -213,12 +213,11 @@ store::Store* SqliteStore(benchmark::State& state, size_t batch) {
       const auto pts = MemberPoints(m);
       int64_t seq = 0;
       for (size_t i = 0; i < pts.size(); i += batch) {
-        store::IngestBatch b;
-        b.seq = ++seq;
+        store::IngestBatchBuilder b(++seq);
         for (size_t j = i; j < std::min(pts.size(), i + batch); ++j) {
-          b.rows.push_back({pts[j].step, pts[j].time_ms, {{"loss", pts[j].value}}});
+          b.AddHistoryRow(pts[j].step, pts[j].time_ms, {{"loss", pts[j].value}});
         }
-        auto r = (*fresh)->Ingest(kRef, Label(m), b, pts[i].time_ms);
+        auto r = (*fresh)->Ingest(kRef, Label(m), b.Finish(), pts[i].time_ms);
         if (!r.ok()) {
           state.SkipWithError(r.status().message().c_str());
           return nullptr;

@@ -65,19 +65,17 @@ Store* Db(benchmark::State& state) {
     constexpr int64_t kBatch = 10000;
     for (int64_t i = 0; i < kLines; i += kBatch) {
       for (int w = 0; w < kWriters; ++w) {
-        IngestBatch b{.seq = ++seq[size_t(w)]};
+        IngestBatchBuilder b(++seq[size_t(w)]);
         for (int64_t j = i + w; j < i + kBatch; j += kWriters) {
-          b.console.push_back(ConsoleLine{
+          b.AddConsole(ConsoleLine{
               .time_ms = j, .stream = j % 50 == 0 ? "stderr" : "stdout", .text = LineText(j)});
         }
         if (w == 0) {  // the metric: 10,000 points per batch, 1M in all
           for (int64_t s = i; s < i + kBatch; ++s) {
-            b.rows.push_back(HistoryRow{.step = s,
-                                        .time_ms = 1700000000000 + 100 * s,
-                                        .values = {{"loss", 1.0 / (s + 1)}}});
+            b.AddHistoryRow(s, 1700000000000 + 100 * s, {{"loss", 1.0 / (s + 1)}});
           }
         }
-        auto r = (*fresh)->Ingest(kRef, Label(w), b, 1);
+        auto r = (*fresh)->Ingest(kRef, Label(w), b.Finish(), 1);
         if (!r.ok()) {
           state.SkipWithError(r.status().message().c_str());
           return nullptr;

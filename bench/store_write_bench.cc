@@ -68,14 +68,24 @@ std::unique_ptr<SqliteStore> Fresh(const std::string& name, bool group, bool bg_
 }
 
 IngestBatch FleetBatch(int64_t seq, int64_t now) {
-  IngestBatch b{.seq = seq};
-  HistoryRow row{.step = seq - 1, .time_ms = now};
-  for (int k = 0; k < 5; ++k) row.values.emplace_back("metric_" + std::to_string(k), 0.5 + k);
-  b.rows.push_back(std::move(row));
-  SystemRow sys{.time_ms = now};
-  for (int k = 0; k < 10; ++k) sys.values.emplace_back("gpu." + std::to_string(k) + ".util", k);
-  b.system.push_back(std::move(sys));
-  return b;
+  static const std::vector<std::string> kMetrics = [] {
+    std::vector<std::string> out;
+    for (int k = 0; k < 5; ++k) out.push_back("metric_" + std::to_string(k));
+    return out;
+  }();
+  static const std::vector<std::string> kSystem = [] {
+    std::vector<std::string> out;
+    for (int k = 0; k < 10; ++k) out.push_back("gpu." + std::to_string(k) + ".util");
+    return out;
+  }();
+  IngestBatchBuilder b(seq);
+  std::vector<IngestBatchBuilder::Cell> cells;
+  for (int k = 0; k < 5; ++k) cells.emplace_back(kMetrics[size_t(k)], 0.5 + k);
+  b.AddHistoryRow(seq - 1, now, cells);
+  cells.clear();
+  for (int k = 0; k < 10; ++k) cells.emplace_back(kSystem[size_t(k)], k);
+  b.AddSystemRow(now, cells);
+  return b.Finish();
 }
 
 std::unique_ptr<SqliteStore> g_store;
@@ -104,7 +114,8 @@ void BM_FleetBatch(benchmark::State& state) {
     if (!g_store) break;
     const int r = mine[next++ % mine.size()];
     RunRef ref{"bench", "fleet", "log-" + std::to_string(r)};
-    auto res = g_store->Ingest(ref, "rank_0", FleetBatch(++seq[size_t(r)], ++now), now);
+    ++now;
+    auto res = g_store->Ingest(ref, "rank_0", FleetBatch(++seq[size_t(r)], now), now);
     if (!res.ok() || res->duplicate) ++g_failed;
   }
   state.SetItemsProcessed(state.iterations());

@@ -19,6 +19,5 @@ Runner AddRunsCommand(CLI::App& app);         // runs ls | show | export
 Runner AddRunsExportCommand(CLI::App& runs);  // `runs export`, under the `runs` command
 Runner AddLogsCommand(CLI::App& app);
 Runner AddStoreDumpCommands(CLI::App& app);  // export | import | migrate (whole store)
-Runner AddCompactCommand(CLI::App& app);     // re-cut old SQLite chunks (compact_cmd.cc)
 
 }  // namespace cohort::cli

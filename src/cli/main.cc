@@ -17,7 +17,6 @@ int main(int argc, char** argv) {
   runners.push_back(cohort::cli::AddRunsCommand(app));
   runners.push_back(cohort::cli::AddLogsCommand(app));
   runners.push_back(cohort::cli::AddStoreDumpCommands(app));
-  runners.push_back(cohort::cli::AddCompactCommand(app));
   CLI11_PARSE(app, argc, argv);
   for (auto& run : runners) {
     int rc = run();

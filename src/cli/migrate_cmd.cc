@@ -122,7 +122,7 @@ class Progress {
 // Collects rows into batches for Store::Import.
 class ImportBatcher {
  public:
-  ImportBatcher(Store* to, DumpHeader from, Progress* progress)
+  ImportBatcher(store::AdminStore* to, DumpHeader from, Progress* progress)
       : to_(to), from_(std::move(from)), progress_(progress) {}
   Status Add(const DumpRecord& rec) {
     for (const auto& v : rec.values) {
@@ -144,7 +144,7 @@ class ImportBatcher {
   int64_t stored() const { return stored_; }
 
  private:
-  Store* to_;
+  store::AdminStore* to_;
   DumpHeader from_;
   Progress* progress_;
   std::vector<DumpRecord> pending_;
@@ -153,7 +153,8 @@ class ImportBatcher {
 };
 
 // Refuses a target that holds rows unless the user said so.
-Status CheckTargetEmpty(Store* target, const std::string& url, bool resume, bool force) {
+Status CheckTargetEmpty(store::AdminStore* target, const std::string& url, bool resume,
+                        bool force) {
   COHORT_ASSIGN_OR_RETURN(DumpCounts counts, target->CountRows());
   if (Total(counts) == 0 || resume || force) return Status::Ok();
   return Status::FailedPrecondition(
@@ -165,7 +166,7 @@ Status CheckTargetEmpty(Store* target, const std::string& url, bool resume, bool
 }
 
 // Prints the table of counts and checks that the target holds at least the source's rows.
-Status Verify(const DumpCounts& source, Store* target) {
+Status Verify(const DumpCounts& source, store::AdminStore* target) {
   COHORT_ASSIGN_OR_RETURN(DumpCounts dst, target->CountRows());
   std::fprintf(stderr, "%-18s %12s %12s\n", "TABLE", "SOURCE", "TARGET");
   std::string missing;

@@ -1,4 +1,4 @@
-// MemoryRow: a result row held in memory, the row accessor of store/sql_rows.h over plain
+// MemoryRow: a result row held in memory, the row accessor of store/sql/sql_rows.h over plain
 // values, for tests of the shared row readers without a database. Not thread-safe (a value).
 #pragma once
 

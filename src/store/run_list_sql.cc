@@ -2,10 +2,6 @@
 
 namespace cohort::store {
 
-std::string SqlDialect::Param(int n) const {
-  return numbered_params ? "$" + std::to_string(n) : "?";
-}
-
 Result<RunListPlan> PlanRunList(const RunQuery& query) {
   RunListPlan plan;
   COHORT_ASSIGN_OR_RETURN(plan.predicates, ParseFilters(query.filters));
@@ -19,7 +15,7 @@ Result<RunListPlan> PlanRunList(const RunQuery& query) {
   return plan;
 }
 
-std::string RunSortExpr(RunSortField sort, const SqlDialect& dialect) {
+std::string RunSortExpr(RunSortField sort) {
   switch (sort) {
     case RunSortField::kCreated:
       return "r.created_ms";
@@ -34,8 +30,7 @@ std::string RunSortExpr(RunSortField sort, const SqlDialect& dialect) {
     case RunSortField::kJobType:
       return "r.job_type";
     case RunSortField::kRuntime:
-      return std::string("(coalesce(r.finished_ms, ") + dialect.greatest +
-             "(r.heartbeat_ms, r.updated_ms)) - r.created_ms)";
+      return "(coalesce(r.finished_ms, greatest(r.heartbeat_ms, r.updated_ms)) - r.created_ms)";
   }
   return "r.created_ms";
 }
@@ -70,16 +65,13 @@ std::string RunPageSql(const std::string& where, const std::string& key, bool de
          " ORDER BY " + key + dir + ", r.pk" + dir + " LIMIT " + limit_param;
 }
 
-std::string ListGroupsSql(const SqlDialect& dialect) {
-  return "SELECT grp, state, job_type, count(*), min(created_ms), max(updated_ms) FROM runs "
-         "WHERE entity = " +
-         dialect.Param(1) + " AND project = " + dialect.Param(2) +
-         " AND grp <> '' GROUP BY grp, state, job_type ORDER BY grp";
-}
+const char* const kListGroupsSql =
+    "SELECT grp, state, job_type, count(*), min(created_ms), max(updated_ms) FROM runs "
+    "WHERE entity = $1 AND project = $2 AND grp <> '' GROUP BY grp, state, job_type "
+    "ORDER BY grp";
 
-std::string ListProjectsSql(const SqlDialect& dialect) {
-  return "SELECT project, count(*), min(created_ms), max(updated_ms) FROM runs WHERE entity = " +
-         dialect.Param(1) + " GROUP BY project ORDER BY project";
-}
+const char* const kListProjectsSql =
+    "SELECT project, count(*), min(created_ms), max(updated_ms) FROM runs WHERE entity = $1 "
+    "GROUP BY project ORDER BY project";
 
 }  // namespace cohort::store

@@ -1,10 +1,10 @@
 // What listing runs, groups and projects (Store::ListRuns, ListGroups, ListProjects) is in both
 // SQL backends: reading the query into a plan (filters, sort, cursor, page size), the sort
 // expressions and filter columns over `runs r`, the statements of a page, of the groups and of
-// the projects, and the readers of their rows. Each backend adds its own filter clauses (tags and
-// JSON differ) and runs the statements. The statements are written for `dialect`, which says how
-// the two SQL dialects differ where these statements meet them. The readers are templates over
-// the backend's row accessor (store/sql_rows.h). Pure functions; thread-safe.
+// the projects, and the readers of their rows. The shared store (sql/sql_store.h) adds the filter
+// clauses (each engine its own for tags and JSON) and runs the statements, which are written in
+// the shared syntax of sql/sql_conn.h. The readers are templates over a row accessor
+// (store/sql/sql_rows.h). Pure functions; thread-safe.
 #pragma once
 
 #include <algorithm>
@@ -15,21 +15,10 @@
 
 #include "cohort/status.h"
 #include "store/run_filter.h"
-#include "store/sql_rows.h"
+#include "store/sql/sql_rows.h"
 #include "store/types.h"
 
 namespace cohort::store {
-
-// Where the SQL of SQLite and PostgreSQL differs in these statements.
-struct SqlDialect {
-  bool numbered_params;  // "$1, $2" (PostgreSQL) rather than "?" (SQLite)
-  const char* greatest;  // the two-argument maximum: "max" (SQLite), "greatest" (PostgreSQL)
-
-  // The placeholder of the n-th parameter (from 1).
-  std::string Param(int n) const;
-};
-inline constexpr SqlDialect kSqliteDialect{false, "max"};
-inline constexpr SqlDialect kPostgresDialect{true, "greatest"};
 
 // A RunQuery read and checked.
 struct RunListPlan {
@@ -43,24 +32,8 @@ struct RunListPlan {
 // InvalidArgument naming the filter, sort or cursor at fault.
 Result<RunListPlan> PlanRunList(const RunQuery& query);
 
-// Adds a clause for every predicate to `where` with the backend's builders: `tag` for tags,
-// `json` for config and summary keys, `text` for the plain text fields. Each is called as
-// fn(predicate, where).
-template <typename Where, typename TagFn, typename JsonFn, typename TextFn>
-void AddRunPredicates(const RunListPlan& plan, Where* where, TagFn tag, JsonFn json, TextFn text) {
-  for (const RunPredicate& p : plan.predicates) {
-    if (p.field == FilterField::kTag) {
-      tag(p, where);
-    } else if (p.field == FilterField::kConfig || p.field == FilterField::kSummary) {
-      json(p, where);
-    } else {
-      text(p, where);
-    }
-  }
-}
-
 // The SQL expression that a sort field orders by.
-std::string RunSortExpr(RunSortField sort, const SqlDialect& dialect);
+std::string RunSortExpr(RunSortField sort);
 // The column of a filter on a plain text field (name, group, job type, state, host); nullptr
 // for tag, config and summary.
 const char* RunFilterColumn(FilterField field);
@@ -90,7 +63,7 @@ RunCursor RunCursorOfRow(const RunListPlan& plan, const Row& row) {
 
 // The rows of every (group, state, job type) of a project's runs in group order; parameters
 // entity and project. FoldGroupRow adds one to the list of groups.
-std::string ListGroupsSql(const SqlDialect& dialect);
+extern const char* const kListGroupsSql;
 template <typename Row>
 void FoldGroupRow(const Row& row, std::vector<GroupInfo>* out) {
   std::string group = row.Text(0);
@@ -111,7 +84,7 @@ void FoldGroupRow(const Row& row, std::vector<GroupInfo>* out) {
 }
 
 // The rows of every project of an entity in name order; parameter entity.
-std::string ListProjectsSql(const SqlDialect& dialect);
+extern const char* const kListProjectsSql;
 template <typename Row>
 ProjectInfo ReadProjectRow(const std::string& entity, const Row& row) {
   ProjectInfo p;

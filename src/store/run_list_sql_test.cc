@@ -13,31 +13,24 @@ namespace {
 
 using MemoryRow = testing_rows::MemoryRow;
 
-TEST(RunListSqlTest, DialectsNumberParametersOnlyOnPostgres) {
-  EXPECT_EQ(ListProjectsSql(kSqliteDialect),
+TEST(RunListSqlTest, StatementsAreWrittenInTheSharedSyntax) {
+  EXPECT_EQ(std::string(kListProjectsSql),
             "SELECT project, count(*), min(created_ms), max(updated_ms) FROM runs WHERE entity = "
-            "? GROUP BY project ORDER BY project");
-  EXPECT_NE(ListGroupsSql(kPostgresDialect).find("entity = $1 AND project = $2"),
-            std::string::npos);
-  EXPECT_NE(ListGroupsSql(kSqliteDialect).find("entity = ? AND project = ?"), std::string::npos);
-}
-
-TEST(RunListSqlTest, RuntimeSortUsesTheDialectsTwoArgumentMaximum) {
-  EXPECT_EQ(RunSortExpr(RunSortField::kRuntime, kSqliteDialect),
-            "(coalesce(r.finished_ms, max(r.heartbeat_ms, r.updated_ms)) - r.created_ms)");
-  EXPECT_EQ(RunSortExpr(RunSortField::kRuntime, kPostgresDialect),
+            "$1 GROUP BY project ORDER BY project");
+  EXPECT_NE(std::string(kListGroupsSql).find("entity = $1 AND project = $2"), std::string::npos);
+  EXPECT_EQ(RunSortExpr(RunSortField::kRuntime),
             "(coalesce(r.finished_ms, greatest(r.heartbeat_ms, r.updated_ms)) - r.created_ms)");
-  EXPECT_EQ(RunSortExpr(RunSortField::kGroup, kPostgresDialect), "r.grp");
+  EXPECT_EQ(RunSortExpr(RunSortField::kGroup), "r.grp");
 }
 
 TEST(RunListSqlTest, PageSqlOrdersByKeyThenPkInOneDirection) {
   EXPECT_EQ(RunCursorCondition("r.name", /*descending=*/true, "$3", "$4"),
             "(r.name, r.pk) < ($3, $4)");
-  const std::string sql = RunPageSql("r.entity = ?", "r.name", /*descending=*/false, "?");
+  const std::string sql = RunPageSql("r.entity = $1", "r.name", /*descending=*/false, "$2");
   EXPECT_NE(sql.find(std::string("SELECT ") + kRunColumns +
                      ", r.name FROM runs r WHERE "
-                     "r.entity = ? ORDER BY r.name ASC, "
-                     "r.pk ASC LIMIT ?"),
+                     "r.entity = $1 ORDER BY r.name ASC, "
+                     "r.pk ASC LIMIT $2"),
             std::string::npos)
       << sql;
 }

@@ -1,5 +1,9 @@
-// Store: the one persistence interface of the server. Implemented by SqliteStore (embedded) and
-// PostgresStore (scale-out); both pass the conformance suite in store_conformance.h.
+// The persistence interfaces of the server, one per concern: RunStore (runs), WriterStore
+// (writers, their states and stream positions), DataStore (metrics and console lines), MetaStore
+// (saved views, API keys, run files) and AdminStore (retention, dump). Store is all of them, as a
+// backend implements them: SqliteStore (embedded) and PostgresStore (scale-out), both over the
+// shared SQL store (sql/sql_store.h), both passing the conformance suite in store_conformance.h.
+// Code that needs one concern takes that interface.
 //
 // Threading: every method may be called concurrently from any thread. Implementations
 // serialise writes as their engine requires and keep each call atomic: a call that returns an
@@ -17,15 +21,14 @@
 
 #include "cohort/status.h"
 #include "store/dump_format.h"
+#include "store/ingest_batch.h"
 #include "store/types.h"
 
 namespace cohort::store {
 
-class Store {
+class RunStore {
  public:
-  virtual ~Store() = default;
-
-  // ---- runs ----
+  virtual ~RunStore() = default;
   // Creates the run, or updates the given fields of an existing one (resume). Returns the run
   // and whether it was created. A fresh run is kPending until a writer joins.
   virtual Result<std::pair<RunRecord, bool>> UpsertRun(const RunUpsert& upsert) = 0;
@@ -37,29 +40,21 @@ class Store {
   virtual Result<std::vector<ProjectInfo>> ListProjects(const std::string& entity) = 0;
   // Deletes a run and everything under it.
   virtual Status DeleteRun(const RunRef& ref) = 0;
+};
 
-  // ---- writers and states ----
+class WriterStore {
+ public:
+  virtual ~WriterStore() = default;
   // Joins (or re-joins, by label) a writer; the run becomes running. Returns the writer, whose
   // last_seq/next_step let a re-joining client continue.
   virtual Result<WriterRecord> JoinWriter(const RunRef& ref, const WriterJoin& join) = 0;
   virtual Result<std::vector<WriterRecord>> ListWriters(const RunRef& ref) = 0;
   virtual Status Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) = 0;
   // Records many writers' heartbeats at once (the server coalesces heartbeats and writes them
-  // about once a second): each writer's and its run's heartbeat time moves up to now_ms, never
-  // back. A writer (or run) that does not exist is skipped. Returns how many writers were
-  // updated. The default calls Heartbeat() for each; a backend may use one transaction.
-  virtual Result<int64_t> Heartbeats(const std::vector<HeartbeatUpdate>& updates) {
-    int64_t updated = 0;
-    for (const HeartbeatUpdate& u : updates) {
-      Status s = Heartbeat(u.ref, u.label, u.now_ms);
-      if (s.ok()) {
-        ++updated;
-      } else if (s.code() != StatusCode::kNotFound) {
-        return s;
-      }
-    }
-    return updated;
-  }
+  // about once a second) in one transaction: each writer's and its run's heartbeat time moves up
+  // to now_ms, never back. A writer (or run) that does not exist is skipped. Returns how many
+  // writers were updated.
+  virtual Result<int64_t> Heartbeats(const std::vector<HeartbeatUpdate>& updates) = 0;
   // Ends a writer with `state` (finished/failed/killed/preempted/crashed) and exit code, and
   // recomputes the run's state (run_state.h).
   virtual Result<WriterRecord> FinishWriter(const RunRef& ref, const std::string& label,
@@ -68,8 +63,19 @@ class Store {
   // Marks running writers whose last heartbeat is older than `stale_before_ms` crashed and
   // recomputes their runs' states. Returns how many writers were marked.
   virtual Result<int64_t> MarkStaleWritersCrashed(int64_t stale_before_ms, int64_t now_ms) = 0;
+  // Renames a writer; its series, console lines and stream positions follow. kAlreadyExists
+  // when another writer of the run has the label `to`.
+  virtual Result<WriterRecord> RenameWriter(const RunRef& ref, const std::string& from,
+                                            const std::string& to) = 0;
+  // Stream positions of every writer of the run (see StreamPosition): label -> stream -> next
+  // offset (the W&B compatibility layer, src/server/compat).
+  virtual Result<std::map<std::string, std::map<std::string, int64_t>>> ListStreamPositions(
+      const RunRef& ref) = 0;
+};
 
-  // ---- data ----
+class DataStore {
+ public:
+  virtual ~DataStore() = default;
   // Stores one batch of one writer atomically, at most once per (writer, batch.seq).
   // Also counts as a heartbeat of the writer.
   virtual Result<IngestResult> Ingest(const RunRef& ref, const std::string& label,
@@ -81,22 +87,11 @@ class Store {
   // Counts the lines of a console filter (query.limit is ignored) and returns the id of every
   // `stride`-th one (stride >= 1) without reading the lines themselves: the web UI's log index.
   virtual Result<ConsoleIndex> IndexConsole(const ConsoleQuery& query, int64_t stride) = 0;
+};
 
-  // ---- stream positions and run files (the W&B compatibility layer, src/server/compat) ----
-  // Stream positions of every writer of the run (see StreamPosition): label -> stream -> next
-  // offset.
-  virtual Result<std::map<std::string, std::map<std::string, int64_t>>> ListStreamPositions(
-      const RunRef& ref) = 0;
-  // Renames a writer; its series, console lines and stream positions follow. kAlreadyExists
-  // when another writer of the run has the label `to`.
-  virtual Result<WriterRecord> RenameWriter(const RunRef& ref, const std::string& from,
-                                            const std::string& to) = 0;
-  // Stores a file of the run, replacing one of the same name. Returns it without its data.
-  virtual Result<RunFile> PutRunFile(const RunRef& ref, const RunFile& file) = 0;
-  // The run's files by name, without their data.
-  virtual Result<std::vector<RunFile>> ListRunFiles(const RunRef& ref) = 0;
-  virtual Result<RunFile> GetRunFile(const RunRef& ref, const std::string& name) = 0;
-
+class MetaStore {
+ public:
+  virtual ~MetaStore() = default;
   // ---- saved views ----
   virtual Result<ViewRecord> CreateView(const ViewRecord& view) = 0;
   virtual Result<std::vector<ViewRecord>> ListViews(const std::string& entity,
@@ -116,6 +111,17 @@ class Store {
   // nullopt (and creates nothing) when such a key exists.
   virtual Result<std::optional<ApiKeyRecord>> CreateFirstApiKey(const ApiKeyRecord& key) = 0;
 
+  // ---- run files (W&B clients upload config.yaml, requirements.txt, output.log...) ----
+  // Stores a file of the run, replacing one of the same name. Returns it without its data.
+  virtual Result<RunFile> PutRunFile(const RunRef& ref, const RunFile& file) = 0;
+  // The run's files by name, without their data.
+  virtual Result<std::vector<RunFile>> ListRunFiles(const RunRef& ref) = 0;
+  virtual Result<RunFile> GetRunFile(const RunRef& ref, const std::string& name) = 0;
+};
+
+class AdminStore {
+ public:
+  virtual ~AdminStore() = default;
   // ---- retention ----
   // Forgets the exactly-once records (writer, seq) of batches stored before `stored_before_ms`.
   // A writer keeps the highest forgotten seq: a batch that arrives later with a seq at or below
@@ -137,6 +143,13 @@ class Store {
   // Rows per dump table.
   virtual Result<DumpCounts> CountRows() = 0;
 };
+
+// Every concern: what a backend implements and the server holds.
+class Store : public RunStore,
+              public WriterStore,
+              public DataStore,
+              public MetaStore,
+              public AdminStore {};
 
 // Opens a store from a URL: "sqlite:///path/to/cohort.db" or a bare path (SQLite),
 // "postgresql://..." (PostgreSQL). Applies schema migrations.

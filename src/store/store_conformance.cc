@@ -46,17 +46,16 @@ WriterRecord StoreConformanceTest::Join(const std::string& run_id, const std::st
   return w.ok() ? *w : WriterRecord{};
 }
 
-IngestBatch StoreConformanceTest::Rows(int64_t seq, const std::string& key, int rows, double v0) {
-  IngestBatch b;
-  b.seq = seq;
-  for (int i = 0; i < rows; ++i) {
-    HistoryRow row;
-    row.step = -1;
-    row.time_ms = 1000 + seq * 1000 + i;
-    row.values.emplace_back(key, v0 + i);
-    b.rows.push_back(std::move(row));
-  }
+IngestBatchBuilder StoreConformanceTest::RowsBuilder(int64_t seq, const std::string& key, int rows,
+                                                     double v0) {
+  IngestBatchBuilder b(seq);
+  for (int i = 0; i < rows; ++i)
+    b.AddHistoryRow(kAssignStep, 1000 + seq * 1000 + i, {{key, v0 + i}});
   return b;
+}
+
+IngestBatch StoreConformanceTest::Rows(int64_t seq, const std::string& key, int rows, double v0) {
+  return RowsBuilder(seq, key, rows, v0).Finish();
 }
 
 }  // namespace cohort::store

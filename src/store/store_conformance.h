@@ -63,6 +63,9 @@ class StoreConformanceTest : public ::testing::TestWithParam<StoreBackend> {
                     bool update_finish_state = true);
   // A batch of `rows` rows of `key` with server-assigned steps, values v0, v0+1, ...
   static IngestBatch Rows(int64_t seq, const std::string& key, int rows, double v0 = 0);
+  // The same, to add more rows to.
+  static IngestBatchBuilder RowsBuilder(int64_t seq, const std::string& key, int rows,
+                                        double v0 = 0);
 
  private:
   std::unique_ptr<StoreTarget> target_;

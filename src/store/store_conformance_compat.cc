@@ -109,9 +109,10 @@ TEST_P(StoreConformanceTest, RenameWriterKeepsItsData) {
   MakeRun("run1");
   Join("run1", "client-1", false, false);
   Join("run1", "rank_0");
-  IngestBatch b = Rows(0, "loss", 3);
+  IngestBatchBuilder bb = RowsBuilder(0, "loss", 3);
+  bb.AddSystemRow(10, {{"cpu", 5}});
+  IngestBatch b = bb.Finish();
   b.positions = {Pos("c/history", 0, 3)};
-  b.system = {SystemRow{.time_ms = 10, .values = {{"cpu", 5}}}};
   b.console = {ConsoleLine{.time_ms = 1, .text = "hello", .line = 0}};
   COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "client-1", b, 1).status());
 

@@ -26,12 +26,11 @@ const SeriesData* Find(const std::vector<SeriesData>& all, const std::string& ke
 TEST_P(StoreConformanceTest, IngestStoresEveryPoint) {
   MakeRun("run1");
   Join("run1", "w");
-  IngestBatch b;
-  b.seq = 1;
+  IngestBatchBuilder bb(1);
   for (int i = 0; i < 300; ++i) {
-    b.rows.push_back(HistoryRow{
-        .step = -1, .time_ms = 1000 + i, .values = {{"loss", 1.0 / (i + 1)}, {"acc", i * 0.5}}});
+    bb.AddHistoryRow(kAssignStep, 1000 + i, {{"loss", 1.0 / (i + 1)}, {"acc", i * 0.5}});
   }
+  const IngestBatch b = bb.Finish();
   const int64_t now = NowMillis() + 10'000;
   COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, store().Ingest(Ref("run1"), "w", b, now));
   EXPECT_FALSE(r.duplicate);
@@ -96,10 +95,10 @@ TEST_P(StoreConformanceTest, TwoWritersAtTheSameStepAreBothKept) {
   MakeRun("run1");
   Join("run1", "rank_3", false, false);
   Join("run1", "rank_5", false, false);
-  IngestBatch b3{.seq = 1,
-                 .rows = {HistoryRow{.step = 100, .time_ms = 1, .values = {{"loss", 3}}}}};
-  IngestBatch b5{.seq = 1,
-                 .rows = {HistoryRow{.step = 100, .time_ms = 1, .values = {{"loss", 5}}}}};
+  IngestBatchBuilder bb3(1), bb5(1);
+  bb3.AddHistoryRow(100, 1, {{"loss", 3}});
+  bb5.AddHistoryRow(100, 1, {{"loss", 5}});
+  const IngestBatch b3 = bb3.Finish(), b5 = bb5.Finish();
   ASSERT_TRUE(store().Ingest(Ref("run1"), "rank_3", b3, 1).ok());
   ASSERT_TRUE(store().Ingest(Ref("run1"), "rank_5", b5, 1).ok());
   COHORT_ASSERT_OK_AND_ASSIGN(
@@ -126,11 +125,11 @@ TEST_P(StoreConformanceTest, ServerAssignedStepsContinueAcrossBatches) {
                               store().Ingest(Ref("run1"), "w", Rows(1, "x", 3), 1));
   EXPECT_EQ(r1.next_step, 3);
   // An explicit step moves the next step past it; later rows continue from there.
-  IngestBatch b{.seq = 2};
-  b.rows.push_back(HistoryRow{.step = 10, .time_ms = 5, .values = {{"x", 10}}});
-  b.rows.push_back(HistoryRow{.step = -1, .time_ms = 6, .values = {{"x", 11}}});
-  b.rows.push_back(HistoryRow{.step = 4, .time_ms = 7, .values = {{"x", 4}}});  // behind: kept
-  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r2, store().Ingest(Ref("run1"), "w", b, 2));
+  IngestBatchBuilder b(2);
+  b.AddHistoryRow(10, 5, {{"x", 10}});
+  b.AddHistoryRow(kAssignStep, 6, {{"x", 11}});
+  b.AddHistoryRow(4, 7, {{"x", 4}});  // behind: kept
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r2, store().Ingest(Ref("run1"), "w", b.Finish(), 2));
   EXPECT_EQ(r2.next_step, 12);
   COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r3,
                               store().Ingest(Ref("run1"), "w", Rows(3, "x", 2), 3));
@@ -147,9 +146,9 @@ TEST_P(StoreConformanceTest, NonFiniteValuesRoundTrip) {
   Join("run1", "w");
   const double values[] = {std::nan(""), kInf, -kInf,
                            -0.0,         1.5,  std::numeric_limits<double>::min()};
-  IngestBatch b{.seq = 1};
-  for (double v : values) b.rows.push_back(HistoryRow{.step = -1, .values = {{"v", v}}});
-  ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, 1).ok());
+  IngestBatchBuilder b(1);
+  for (double v : values) b.AddHistoryRow(kAssignStep, 0, {{"v", v}});
+  ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b.Finish(), 1).ok());
   COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1")}));
   ASSERT_EQ(hist.size(), 1u);
   ASSERT_EQ(hist[0].points.size(), 6u);
@@ -172,15 +171,15 @@ TEST_P(StoreConformanceTest, SystemRowsLandUnderSystemPrefix) {
   MakeRun("run1");
   Join("run1", "rank_0");
   Join("run1", "rank_1", false, false);
-  IngestBatch b = Rows(1, "loss", 2);
-  b.system.push_back(SystemRow{.time_ms = 1000, .values = {{"gpu.0.temp", 60}, {"cpu", 12}}});
-  b.system.push_back(SystemRow{.time_ms = 2000, .values = {{"gpu.0.temp", 61}}});
-  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, store().Ingest(Ref("run1"), "rank_0", b, 1));
+  IngestBatchBuilder b = RowsBuilder(1, "loss", 2);
+  b.AddSystemRow(1000, {{"gpu.0.temp", 60}, {"cpu", 12}});
+  b.AddSystemRow(2000, {{"gpu.0.temp", 61}});
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, store().Ingest(Ref("run1"), "rank_0", b.Finish(), 1));
   EXPECT_EQ(r.points, 5);
   EXPECT_EQ(r.next_step, 2);  // system samples take no step
-  IngestBatch b1{.seq = 1};
-  b1.system.push_back(SystemRow{.time_ms = 1500, .values = {{"gpu.0.temp", 70}}});
-  ASSERT_TRUE(store().Ingest(Ref("run1"), "rank_1", b1, 1).ok());
+  IngestBatchBuilder b1(1);
+  b1.AddSystemRow(1500, {{"gpu.0.temp", 70}});
+  ASSERT_TRUE(store().Ingest(Ref("run1"), "rank_1", b1.Finish(), 1).ok());
 
   COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1")}));
   ASSERT_EQ(hist.size(), 1u);  // default keys exclude system/
@@ -200,9 +199,28 @@ TEST_P(StoreConformanceTest, SystemRowsLandUnderSystemPrefix) {
   for (const SeriesInfo& s : series) system_series += s.key.starts_with("system/");
   EXPECT_EQ(system_series, 3);
   // User keys may not claim the prefix.
-  IngestBatch bad{.seq = 2, .rows = {HistoryRow{.values = {{"system/cpu", 1}}}}};
-  EXPECT_EQ(store().Ingest(Ref("run1"), "rank_0", bad, 1).status().code(),
+  IngestBatchBuilder bad(2);
+  bad.AddHistoryRow(kAssignStep, 0, {{"system/cpu", 1}});
+  EXPECT_EQ(store().Ingest(Ref("run1"), "rank_0", bad.Finish(), 1).status().code(),
             StatusCode::kInvalidArgument);
+}
+
+// A key no store can keep (a NUL character) is refused with the batch, on every engine alike,
+// before anything is written.
+TEST_P(StoreConformanceTest, KeyWithNulCharacterIsRefusedWithItsBatch) {
+  MakeRun("run1");
+  Join("run1", "w");
+  IngestBatchBuilder b = RowsBuilder(1, "loss", 2);
+  b.AddHistoryRow(kAssignStep, 5, {{std::string_view("a\0b", 3), 1.0}});
+  auto r = store().Ingest(Ref("run1"), "w", b.Finish(), 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("NUL"), std::string::npos) << r.status().ToString();
+  COHORT_ASSERT_OK_AND_ASSIGN(auto series, store().ListSeries(Ref("run1")));
+  EXPECT_TRUE(series.empty());
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult again,
+                              store().Ingest(Ref("run1"), "w", Rows(1, "loss", 2), 2));
+  EXPECT_FALSE(again.duplicate);  // the refused batch's seq was not taken
 }
 
 TEST_P(StoreConformanceTest, FailedIngestLeavesNothingHalfWritten) {
@@ -264,11 +282,9 @@ TEST_P(StoreConformanceTest, MisalignedLargeBatchesKeepEveryPointOnce) {
   int64_t step = 700;
   int seq = 0;
   for (int n : {600, 10000, 333, 5000, 2048, 1, 4000}) {
-    IngestBatch b{.seq = ++seq};
-    for (int i = 0; i < n; ++i, ++step) {
-      b.rows.push_back(HistoryRow{.step = step, .time_ms = step, .values = {{"m", double(step)}}});
-    }
-    ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, seq).ok());
+    IngestBatchBuilder b(++seq);
+    for (int i = 0; i < n; ++i, ++step) b.AddHistoryRow(step, step, {{"m", double(step)}});
+    ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b.Finish(), seq).ok());
   }
   HistoryQuery q{.run = Ref("run1"), .limit = 1000000};
   COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(q));
@@ -297,14 +313,14 @@ TEST_P(StoreConformanceTest, BucketsEqualBruteForceAcrossChunks) {
   // 12,345 points in batches of 1,000: several chunks, a partly filled head.
   std::vector<Point> all;
   for (int seq = 1; seq <= 13; ++seq) {
-    IngestBatch b{.seq = seq};
+    IngestBatchBuilder b(seq);
     for (int i = 0; i < 1000 && int(all.size()) < 12345; ++i) {
       const int64_t step = int64_t(all.size());
       const double v = std::sin(step * 0.01) * 100 + (step % 97) - (step % 13 == 0 ? 500 : 0);
-      b.rows.push_back(HistoryRow{.step = -1, .time_ms = 10 * step, .values = {{"m", v}}});
+      b.AddHistoryRow(kAssignStep, 10 * step, {{"m", v}});
       all.push_back(Point{step, 10 * step, v});
     }
-    ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, seq).ok());
+    ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b.Finish(), seq).ok());
   }
   for (int n : {1, 7, 100, 1000}) {
     COHORT_ASSERT_OK_AND_ASSIGN(
@@ -357,11 +373,9 @@ TEST_P(StoreConformanceTest, NegativeZeroSummariesKeepTheirSign) {
   Join("run1", "w");
   int64_t step = 0;
   for (int seq = 1; seq <= 12; ++seq) {
-    IngestBatch b{.seq = seq};
-    for (int i = 0; i < 500; ++i, ++step) {
-      b.rows.push_back(HistoryRow{.step = step, .time_ms = step, .values = {{"z", -0.0}}});
-    }
-    ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, seq).ok());
+    IngestBatchBuilder b(seq);
+    for (int i = 0; i < 500; ++i, ++step) b.AddHistoryRow(step, step, {{"z", -0.0}});
+    ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b.Finish(), seq).ok());
   }
   for (int n : {1, 3, 6}) {
     COHORT_ASSERT_OK_AND_ASSIGN(
@@ -388,13 +402,14 @@ TEST_P(StoreConformanceTest, TailCompactionKeepsEveryPointOnce) {
   int64_t seq = 0;
   for (int round = 0; round < 12; ++round) {
     for (int n : sizes) {
-      IngestBatch b{.seq = ++seq};
+      IngestBatchBuilder bb(++seq);
       for (int i = 0; i < n; ++i) {
         const int64_t step = int64_t(all.size());
         const double v = std::cos(double(step) * 0.003) + double(step % 7);
-        b.rows.push_back(HistoryRow{.step = -1, .time_ms = step, .values = {{"m", v}}});
+        bb.AddHistoryRow(kAssignStep, step, {{"m", v}});
         all.push_back(Point{step, step, v});
       }
+      const IngestBatch b = bb.Finish();
       ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, seq).ok());
       if (seq % 7 == 0) {  // a retry: acknowledged, stored once
         COHORT_ASSERT_OK_AND_ASSIGN(auto again, store().Ingest(Ref("run1"), "w", b, seq));
@@ -424,11 +439,9 @@ TEST_P(StoreConformanceTest, TailCompactionKeepsEveryPointOnce) {
 TEST_P(StoreConformanceTest, HistoryFiltersByStepAndTimeRange) {
   MakeRun("run1");
   Join("run1", "w");
-  IngestBatch b{.seq = 1};
-  for (int i = 0; i < 6000; ++i) {
-    b.rows.push_back(HistoryRow{.step = -1, .time_ms = 100000 + i * 10, .values = {{"m", i}}});
-  }
-  ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, 1).ok());
+  IngestBatchBuilder b(1);
+  for (int i = 0; i < 6000; ++i) b.AddHistoryRow(kAssignStep, 100000 + i * 10, {{"m", i}});
+  ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b.Finish(), 1).ok());
   COHORT_ASSERT_OK_AND_ASSIGN(
       auto hist,
       store().QueryHistory(HistoryQuery{.run = Ref("run1"), .min_step = 4090, .max_step = 4200}));
@@ -606,9 +619,10 @@ TEST_P(StoreConformanceTest, ConcurrentIngestFromFourWritersLosesNothing) {
   for (int w = 0; w < kWriters; ++w) {
     threads.emplace_back([&, w] {
       for (int seq = 1; seq <= kBatches; ++seq) {
-        IngestBatch b = Rows(seq, "loss", kRows, seq * 1000.0);
-        b.system.push_back(SystemRow{.time_ms = seq, .values = {{"cpu", double(w)}}});
-        b.console.push_back(ConsoleLine{.time_ms = seq, .text = "batch"});
+        IngestBatchBuilder bb = RowsBuilder(seq, "loss", kRows, seq * 1000.0);
+        bb.AddSystemRow(seq, {{"cpu", double(w)}});
+        bb.AddConsole(ConsoleLine{.time_ms = seq, .text = "batch"});
+        const IngestBatch b = bb.Finish();
         auto r = store().Ingest(Ref("run1"), "rank_" + std::to_string(w), b, seq);
         if (!r.ok()) {
           errors[w] = r.status();

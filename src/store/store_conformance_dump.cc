@@ -21,14 +21,14 @@ void Populate(Store& s, const RunRef& ref) {
   ASSERT_TRUE(s.JoinWriter(ref, WriterJoin{.label = "rank_0", .host = "h0", .pid = 7}).ok());
   ASSERT_TRUE(s.JoinWriter(ref, WriterJoin{.label = "rank_1", .primary = false}).ok());
   for (int64_t seq = 1; seq <= 3; ++seq) {
-    IngestBatch b{.seq = seq};
+    IngestBatchBuilder b(seq);
     for (int i = 0; i < 40; ++i) {
       const double v = i == 7 ? std::nan("") : std::sin(double(seq * 40 + i));
-      b.rows.push_back(HistoryRow{.time_ms = 1000 + i, .values = {{"loss", v}, {"acc", -0.0}}});
+      b.AddHistoryRow(kAssignStep, 1000 + i, {{"loss", v}, {"acc", -0.0}});
     }
-    b.system.push_back(SystemRow{.time_ms = 5, .values = {{"gpu.0.temp", 61.5}}});
-    b.console.push_back(ConsoleLine{.time_ms = 9, .text = "line " + std::to_string(seq)});
-    ASSERT_TRUE(s.Ingest(ref, "rank_0", b, 100 + seq).ok());
+    b.AddSystemRow(5, {{"gpu.0.temp", 61.5}});
+    b.AddConsole(ConsoleLine{.time_ms = 9, .text = "line " + std::to_string(seq)});
+    ASSERT_TRUE(s.Ingest(ref, "rank_0", b.Finish(), 100 + seq).ok());
   }
   IngestBatch positioned{.positions = {StreamPosition{"out", 0, 2}}};
   positioned.console.push_back(
@@ -163,13 +163,15 @@ TEST_P(StoreConformanceTest, DumpRoundTripKeepsEveryRead) {
   EXPECT_EQ(positions["rank_1"]["out"], 2);
 
   // Exactly-once survives: a retried batch is a duplicate; the next one is stored.
-  IngestBatch retry{.seq = 3};
-  retry.rows.push_back(HistoryRow{.time_ms = 1, .values = {{"loss", 1.0}}});
+  IngestBatchBuilder retry_rows(3);
+  retry_rows.AddHistoryRow(kAssignStep, 1, {{"loss", 1.0}});
+  const IngestBatch retry = retry_rows.Finish();
   COHORT_ASSERT_OK_AND_ASSIGN(IngestResult dup, copy->Ingest(ref, "rank_0", retry, 400));
   EXPECT_TRUE(dup.duplicate);
-  IngestBatch next{.seq = 4};
-  next.rows.push_back(HistoryRow{.time_ms = 1, .values = {{"loss", 1.0}}});
-  next.console.push_back(ConsoleLine{.time_ms = 12, .text = "after"});
+  IngestBatchBuilder next_rows(4);
+  next_rows.AddHistoryRow(kAssignStep, 1, {{"loss", 1.0}});
+  next_rows.AddConsole(ConsoleLine{.time_ms = 12, .text = "after"});
+  const IngestBatch next = next_rows.Finish();
   COHORT_ASSERT_OK_AND_ASSIGN(IngestResult fresh, copy->Ingest(ref, "rank_0", next, 401));
   EXPECT_FALSE(fresh.duplicate);
   EXPECT_EQ(fresh.next_step, 121);

@@ -586,11 +586,12 @@ TEST_P(StoreConformanceTest, BatchPastTheRunKeyLimitIsRefusedWhole) {
   Join("run1", "w");
   Join("run1", "v", false, false);
   auto batch = [](int64_t seq, std::vector<std::string> keys) {
-    IngestBatch b{.seq = seq, .max_run_keys = 3};
-    HistoryRow row{.step = -1, .time_ms = 1};
-    for (const std::string& k : keys) row.values.emplace_back(k, 1.0);
-    b.rows.push_back(std::move(row));
-    return b;
+    IngestBatchBuilder b(seq);
+    std::vector<IngestBatchBuilder::Cell> cells;
+    for (const std::string& k : keys) cells.emplace_back(k, 1.0);
+    b.AddHistoryRow(kAssignStep, 1, cells);
+    b.batch().max_run_keys = 3;
+    return b.Finish();
   };
   const RunRef ref = Ref("run1");
   ASSERT_TRUE(store().Ingest(ref, "w", batch(1, {"a", "b"}), 1).ok());

@@ -87,25 +87,11 @@ struct HeartbeatUpdate {
   int64_t now_ms = 0;
 };
 
-// One scalar point of a user metric. `step` < 0 asks the store to assign the writer's next step
-// (all points of one batch row share it; see IngestBatch::rows).
+// One scalar point of a series.
 struct Point {
   int64_t step = 0;
   int64_t time_ms = 0;
   double value = 0;
-};
-
-// One logged row: several keys at one step and time.
-struct HistoryRow {
-  int64_t step = -1;  // -1: server assigns the writer's next step
-  int64_t time_ms = 0;
-  std::vector<std::pair<std::string, double>> values;
-};
-
-// One system-monitor sample: keys without the "system/" prefix ("gpu.0.temp", "cpu").
-struct SystemRow {
-  int64_t time_ms = 0;
-  std::vector<std::pair<std::string, double>> values;
 };
 
 struct ConsoleLine {
@@ -130,20 +116,6 @@ struct StreamPosition {
   std::string stream;
   int64_t expect = 0;
   int64_t next = 0;
-};
-
-// Everything one writer sends in one request, applied atomically and at most once per seq.
-struct IngestBatch {
-  int64_t seq = 0;  // > 0, unique per writer; a seen seq is acknowledged and ignored. 0 only
-                    // together with `positions`, which then guard the batch instead.
-  std::vector<StreamPosition> positions;  // checked and advanced atomically with the batch
-  std::vector<HistoryRow> rows;
-  std::vector<SystemRow> system;
-  std::vector<ConsoleLine> console;
-  // > 0: the run may hold at most this many distinct keys (history and system, all writers); a
-  // batch that would take it past them is refused whole with kPayloadTooLarge. Set by the
-  // server from the entity's tier (src/server/limits); 0: no limit.
-  int64_t max_run_keys = 0;
 };
 
 struct IngestResult {

@@ -13,7 +13,7 @@
 #include "core/json.h"
 #include "fuzz_check.h"
 #include "server/api/context.h"
-#include "store/types.h"
+#include "store/ingest_batch_rows_for_test.h"
 
 namespace cohort::fuzz {
 
@@ -42,17 +42,19 @@ inline bool SameValues(const std::vector<std::pair<std::string, double>>& a,
 inline void CheckSameBatch(const store::IngestBatch& a, const store::IngestBatch& b) {
   FUZZ_CHECK(a.seq == b.seq, "seq %lld vs %lld", static_cast<long long>(a.seq),
              static_cast<long long>(b.seq));
-  FUZZ_CHECK(a.rows.size() == b.rows.size() && a.system.size() == b.system.size() &&
+  const auto a_rows = store::HistoryRowsOf(a), b_rows = store::HistoryRowsOf(b);
+  const auto a_system = store::SystemRowsOf(a), b_system = store::SystemRowsOf(b);
+  FUZZ_CHECK(a_rows.size() == b_rows.size() && a_system.size() == b_system.size() &&
                  a.console.size() == b.console.size(),
              "row counts differ");
-  for (size_t i = 0; i < a.rows.size(); ++i) {
-    FUZZ_CHECK(a.rows[i].step == b.rows[i].step && a.rows[i].time_ms == b.rows[i].time_ms &&
-                   SameValues(a.rows[i].values, b.rows[i].values),
+  for (size_t i = 0; i < a_rows.size(); ++i) {
+    FUZZ_CHECK(a_rows[i].step == b_rows[i].step && a_rows[i].time_ms == b_rows[i].time_ms &&
+                   SameValues(a_rows[i].values, b_rows[i].values),
                "history[%zu] differs", i);
   }
-  for (size_t i = 0; i < a.system.size(); ++i) {
-    FUZZ_CHECK(a.system[i].time_ms == b.system[i].time_ms &&
-                   SameValues(a.system[i].values, b.system[i].values),
+  for (size_t i = 0; i < a_system.size(); ++i) {
+    FUZZ_CHECK(a_system[i].time_ms == b_system[i].time_ms &&
+                   SameValues(a_system[i].values, b_system[i].values),
                "system[%zu] differs", i);
   }
   for (size_t i = 0; i < a.console.size(); ++i) {
@@ -78,9 +80,9 @@ inline void CheckDecodeError(const Status& status) {
 inline void CheckBatchLimits(const store::IngestBatch& batch, const api::ApiLimits& limits,
                              bool keys_utf8_and_distinct) {
   FUZZ_CHECK(batch.seq > 0, "seq %lld", static_cast<long long>(batch.seq));
-  FUZZ_CHECK(
-      batch.rows.size() + batch.system.size() + batch.console.size() <= limits.max_rows_per_batch,
-      "too many rows");
+  FUZZ_CHECK(batch.history_rows() + batch.system_rows() + batch.console.size() <=
+                 limits.max_rows_per_batch,
+             "too many rows");
   std::unordered_set<std::string> keys;
   auto check_values = [&](const std::vector<std::pair<std::string, double>>& values) {
     std::unordered_set<std::string> in_row;
@@ -93,11 +95,11 @@ inline void CheckBatchLimits(const store::IngestBatch& batch, const api::ApiLimi
       keys.insert(key);
     }
   };
-  for (const auto& row : batch.rows) {
+  for (const auto& row : store::HistoryRowsOf(batch)) {
     FUZZ_CHECK(row.step >= -1, "step %lld", static_cast<long long>(row.step));
     check_values(row.values);
   }
-  for (const auto& row : batch.system) check_values(row.values);
+  for (const auto& row : store::SystemRowsOf(batch)) check_values(row.values);
   FUZZ_CHECK(keys.size() <= limits.max_keys_per_batch, "%zu distinct keys", keys.size());
   for (const auto& line : batch.console) {
     FUZZ_CHECK(line.stream == "stdout" || line.stream == "stderr", "stream '%s'",

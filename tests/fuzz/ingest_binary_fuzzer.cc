@@ -42,8 +42,11 @@ cohort::agent::LogBatch ToLogBatch(const IngestBatch& batch) {
     }
     rows->push_back(row);
   };
-  for (const auto& r : batch.rows) add_row(&b.history, r.step, r.time_ms, r.values);
-  for (const auto& r : batch.system) add_row(&b.system, 0, r.time_ms, r.values);
+  for (const auto& r : cohort::store::HistoryRowsOf(batch)) {
+    add_row(&b.history, r.step, r.time_ms, r.values);
+  }
+  for (const auto& r : cohort::store::SystemRowsOf(batch))
+    add_row(&b.system, 0, r.time_ms, r.values);
   for (const auto& l : batch.console)
     b.console.push_back({l.time_ms, l.stream == "stderr", l.text});
   return b;

@@ -276,12 +276,11 @@ RunRef Ref() { return RunRef{"acme", "vision", "run1"}; }
 
 constexpr int kRows = 20;
 IngestBatch Batch(int seq, int writer) {
-  IngestBatch b{.seq = seq};
+  IngestBatchBuilder b(seq);
   for (int i = 0; i < kRows; ++i) {
-    b.rows.push_back(HistoryRow{.time_ms = seq * 100 + i,
-                                .values = {{"loss", writer * 1e6 + seq * 1000.0 + i}}});
+    b.AddHistoryRow(kAssignStep, seq * 100 + i, {{"loss", writer * 1e6 + seq * 1000.0 + i}});
   }
-  return b;
+  return b.Finish();
 }
 
 class PgGroupIngestTest : public PgGroupCommitTest {

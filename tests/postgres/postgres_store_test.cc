@@ -14,8 +14,8 @@
 #include "series/chunk.h"
 #include "store/postgres/pg_options.h"
 #include "store/postgres/pg_pool.h"
-#include "store/postgres/pg_schema.h"
 #include "store/postgres/pg_store.h"
+#include "store/sql/sql_schema.h"
 #include "store/store_conformance.h"
 
 namespace cohort::store {
@@ -24,6 +24,13 @@ namespace {
 using pg::Conn;
 using pg::Params;
 using pg::PgResult;
+
+// A batch of one history row of key "loss" (value 1) at the writer's next step.
+IngestBatch OneRow(int64_t seq, int64_t time_ms) {
+  IngestBatchBuilder b(seq);
+  b.AddHistoryRow(kAssignStep, time_ms, {{"loss", 1.0}});
+  return b.Finish();
+}
 
 // A database of its own per test, with helpers to open stores and inspect it. Single-threaded
 // setup; Open() and Query() may be called from any thread.
@@ -70,7 +77,7 @@ class PostgresStoreTest : public ::testing::Test {
 
 TEST_F(PostgresStoreTest, OpenMigratesEmptyDatabaseToLatestVersion) {
   COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open());
-  EXPECT_EQ(QueryInt("SELECT max(version) FROM schema_version"), pg::LatestSchemaVersion());
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM schema_version"), sql::LatestSchemaVersion());
   EXPECT_EQ(QueryInt("SELECT count(*) FROM schema_version"), 1);
   EXPECT_EQ(QueryInt("SELECT count(*) FROM pg_tables WHERE tablename IN ('runs', 'writers', "
                      "'batches', 'series', 'chunks', 'console', 'views', 'api_keys', "
@@ -92,43 +99,7 @@ TEST_F(PostgresStoreTest, ConcurrentOpensApplyEachMigrationOnce) {
   for (auto& t : threads) t.join();
   for (const Status& s : results) EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(QueryInt("SELECT count(*) FROM schema_version"), 1);
-  EXPECT_EQ(QueryInt("SELECT max(version) FROM schema_version"), pg::LatestSchemaVersion());
-}
-
-// A version-3 database upgraded to version 4: the console indexes (and, where pg_trgm can be
-// created, the trigram index) are built over the lines already there; text search finds them.
-TEST_F(PostgresStoreTest, UpgradeFromVersion3IndexesExistingConsoleLines) {
-  {
-    COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open());
-    ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
-    ASSERT_TRUE(store->JoinWriter(Ref("run1"), WriterJoin{.label = "w"}).ok());
-    IngestBatch b{.seq = 1};
-    b.console.push_back(ConsoleLine{.time_ms = 1, .stream = "stderr", .text = "CUDA 100% oom"});
-    b.console.push_back(ConsoleLine{.time_ms = 2, .stream = "stdout", .text = "epoch 1"});
-    ASSERT_TRUE(store->Ingest(Ref("run1"), "w", b, 1).ok());
-  }
-  {
-    auto conn = Raw();
-    ASSERT_NE(conn, nullptr);
-    COHORT_ASSERT_OK(conn->ExecScript(
-        "DROP INDEX console_by_writer; DROP INDEX console_by_stream; "
-        "DROP INDEX IF EXISTS console_text_trgm; UPDATE schema_version SET version = 3"));
-  }
-  COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open());
-  EXPECT_EQ(QueryInt("SELECT max(version) FROM schema_version"), 4);
-  EXPECT_EQ(QueryInt("SELECT count(*) FROM pg_indexes WHERE indexname IN ('console_by_writer', "
-                     "'console_by_stream')"),
-            2);
-  EXPECT_EQ(QueryInt("SELECT count(*) FROM pg_indexes WHERE indexname = 'console_text_trgm'"),
-            QueryInt("SELECT count(*) FROM pg_extension WHERE extname = 'pg_trgm'"));
-  COHORT_ASSERT_OK_AND_ASSIGN(
-      auto lines, store->QueryConsole(ConsoleQuery{.run = Ref("run1"), .text = "100% oom"}));
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0].text, "CUDA 100% oom");
-  COHORT_ASSERT_OK_AND_ASSIGN(lines, store->QueryConsole(ConsoleQuery{
-                                         .run = Ref("run1"), .labels = {"w"}, .stream = "stdout"}));
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0].text, "epoch 1");
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM schema_version"), sql::LatestSchemaVersion());
 }
 
 TEST_F(PostgresStoreTest, DatabaseAtNewerSchemaVersionIsRefused) {
@@ -213,8 +184,7 @@ TEST_F(PostgresStoreTest, PoolNeverOpensMoreThanPoolSizeConnections) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 10; ++i) {
         if (t % 2 == 0) {
-          IngestBatch b{.seq = t * 100 + i + 1,
-                        .rows = {HistoryRow{.time_ms = 1, .values = {{"loss", 1.0}}}}};
+          const IngestBatch b = OneRow(t * 100 + i + 1, 1);
           if (!store->Ingest(Ref("run1"), "w", b, 1).ok()) ++failures;
         } else if (!store->QueryHistory(HistoryQuery{.run = Ref("run1")}).ok()) {
           ++failures;
@@ -332,7 +302,7 @@ TEST_F(PostgresStoreTest, ConnectionsKilledWhileIdleAreReplaced) {
                      "datname = current_database() AND application_name = 'cohort'"),
             1);
   EXPECT_TRUE(store->GetRun(Ref("run1")).ok());  // a read
-  IngestBatch b{.seq = 1, .rows = {HistoryRow{.time_ms = 1, .values = {{"loss", 1.0}}}}};
+  IngestBatch b = OneRow(1, 1);
   EXPECT_TRUE(store->Ingest(Ref("run1"), "w", b, 1).ok());  // a write transaction
 }
 
@@ -348,12 +318,13 @@ TEST_F(PostgresStoreTest, TwoServersStoreEachBatchOfOneWriterExactlyOnce) {
   ASSERT_TRUE(server_b->JoinWriter(Ref("run1"), WriterJoin{.label = "rank_0"}).ok());
   constexpr int kBatches = 60, kRows = 50;
   auto batch = [](int seq) {
-    IngestBatch b{.seq = seq};
+    IngestBatchBuilder bb(seq);
     for (int i = 0; i < kRows; ++i) {
-      b.rows.push_back(HistoryRow{.time_ms = seq * 1000 + i,
-                                  .values = {{"loss", seq * 1000.0 + i}, {"acc", double(i)}}});
+      bb.AddHistoryRow(kAssignStep, seq * 1000 + i,
+                       {{"loss", seq * 1000.0 + i}, {"acc", double(i)}});
     }
-    b.console.push_back(ConsoleLine{.time_ms = seq, .text = "batch " + std::to_string(seq)});
+    bb.AddConsole(ConsoleLine{.time_ms = seq, .text = "batch " + std::to_string(seq)});
+    IngestBatch b = bb.Finish();
     return b;
   };
   std::atomic<int> stored{0}, duplicates{0}, failures{0};
@@ -416,11 +387,10 @@ TEST_F(PostgresStoreTest, StaleIngestStateFromAnotherServerIsDetectedAndNotUsed)
   ASSERT_TRUE(server_a->JoinWriter(Ref("run1"), WriterJoin{.label = "w"}).ok());
   constexpr int kRows = 40;
   auto batch = [](int seq) {
-    IngestBatch b{.seq = seq};
-    for (int i = 0; i < kRows; ++i) {
-      b.rows.push_back(HistoryRow{.time_ms = seq, .values = {{"loss", seq * 100.0 + i}}});
-    }
-    b.console.push_back(ConsoleLine{.time_ms = seq, .text = "batch " + std::to_string(seq)});
+    IngestBatchBuilder bb(seq);
+    for (int i = 0; i < kRows; ++i) bb.AddHistoryRow(kAssignStep, seq, {{"loss", seq * 100.0 + i}});
+    bb.AddConsole(ConsoleLine{.time_ms = seq, .text = "batch " + std::to_string(seq)});
+    IngestBatch b = bb.Finish();
     return b;
   };
   auto ingest = [&](PostgresStore* server, int seq) {
@@ -472,7 +442,7 @@ TEST_F(PostgresStoreTest, IngestCacheOffStoresEveryBatchThroughTheReadingPath) {
   ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
   ASSERT_TRUE(store->JoinWriter(Ref("run1"), WriterJoin{.label = "w"}).ok());
   for (int seq = 1; seq <= 3; ++seq) {
-    IngestBatch b{.seq = seq, .rows = {HistoryRow{.time_ms = seq, .values = {{"loss", 1.0}}}}};
+    const IngestBatch b = OneRow(seq, seq);
     COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, store->Ingest(Ref("run1"), "w", b, seq));
     EXPECT_EQ(r.next_step, seq);
   }
@@ -485,7 +455,7 @@ TEST_F(PostgresStoreTest, RememberedWriterOfADeletedRunIsNotWritten) {
   COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open("pool_size=2"));
   ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
   ASSERT_TRUE(store->JoinWriter(Ref("run1"), WriterJoin{.label = "w"}).ok());
-  IngestBatch b{.seq = 1, .rows = {HistoryRow{.time_ms = 1, .values = {{"loss", 1.0}}}}};
+  IngestBatch b = OneRow(1, 1);
   ASSERT_TRUE(store->Ingest(Ref("run1"), "w", b, 1).ok());
   COHORT_ASSERT_OK(store->DeleteRun(Ref("run1")));
   b.seq = 2;
@@ -572,12 +542,12 @@ TEST_F(PostgresStoreTest, SmallBatchesAreCompactedIntoFullChunksKeepingEveryPoin
   // points) and for reaching a full chunk (kMaxChunkPoints).
   constexpr int kBatches = 700, kRows = 13;
   for (int seq = 1; seq <= kBatches; ++seq) {
-    IngestBatch b{.seq = seq};
+    IngestBatchBuilder b(seq);
     for (int i = 0; i < kRows; ++i) {
       const double v = seq * 100 + i;
-      b.rows.push_back(HistoryRow{.time_ms = seq * 100 + i, .values = {{"m", v}}});
+      b.AddHistoryRow(kAssignStep, seq * 100 + i, {{"m", v}});
     }
-    ASSERT_TRUE(store->Ingest(Ref("run1"), "w", b, seq).ok()) << seq;
+    ASSERT_TRUE(store->Ingest(Ref("run1"), "w", b.Finish(), seq).ok()) << seq;
   }
   const int64_t total = kBatches * kRows;
   // Sealed chunks (before tail_idx) hold at least half a full chunk; the tail the rest, in at
@@ -614,12 +584,14 @@ TEST_F(PostgresStoreTest, OneLargeBatchIsSealedWholeAsAlignedChunks) {
   ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
   ASSERT_TRUE(store->JoinWriter(Ref("run1"), WriterJoin{.label = "w"}).ok());
   const int n = 2 * series::kMaxChunkPoints + series::kMaxChunkPoints / 4;
-  IngestBatch b{.seq = 1};
-  for (int i = 0; i < n; ++i) b.rows.push_back(HistoryRow{.values = {{"m", double(i)}}});
-  ASSERT_TRUE(store->Ingest(Ref("run1"), "w", b, 1).ok());
+  IngestBatchBuilder b(1);
+  for (int i = 0; i < n; ++i) b.AddHistoryRow(kAssignStep, 0, {{"m", double(i)}});
+  ASSERT_TRUE(store->Ingest(Ref("run1"), "w", b.Finish(), 1).ok());
   EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks"), 3);
   EXPECT_EQ(QueryInt("SELECT tail_count FROM series"), 0);  // a large batch is sealed whole
-  IngestBatch more{.seq = 2, .rows = {HistoryRow{.values = {{"m", double(n)}}}}};
+  IngestBatchBuilder more_rows(2);
+  more_rows.AddHistoryRow(kAssignStep, 0, {{"m", double(n)}});
+  const IngestBatch more = more_rows.Finish();
   ASSERT_TRUE(store->Ingest(Ref("run1"), "w", more, 2).ok());
   EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks"), 4);  // appended, nothing rewritten
   EXPECT_EQ(QueryInt("SELECT max(idx) FROM chunks"), 3);
@@ -635,9 +607,9 @@ TEST_F(PostgresStoreTest, LargeBatchesAreWrittenOnceAsSealedChunks) {
   ASSERT_TRUE(store->JoinWriter(Ref("run1"), WriterJoin{.label = "w"}).ok());
   const int rows = series::kMaxChunkPoints * 3 / 4;
   for (int seq = 1; seq <= 5; ++seq) {
-    IngestBatch b{.seq = seq};
-    for (int i = 0; i < rows; ++i) b.rows.push_back(HistoryRow{.values = {{"m", double(i)}}});
-    ASSERT_TRUE(store->Ingest(Ref("run1"), "w", b, seq).ok());
+    IngestBatchBuilder b(seq);
+    for (int i = 0; i < rows; ++i) b.AddHistoryRow(kAssignStep, 0, {{"m", double(i)}});
+    ASSERT_TRUE(store->Ingest(Ref("run1"), "w", b.Finish(), seq).ok());
   }
   // Each batch sealed at once, cut at multiples of 1,024 steps (series/tail.h): batches 2 and 3
   // cross an edge and make two chunks each; none in the tail, none rewritten (no index gaps).
@@ -672,6 +644,43 @@ TEST_F(PostgresStoreTest, NulCharactersAreStoredAsReplacementCharacters) {
   RunQuery q{.entity = "acme", .project = "vision", .filters = {{"config.note", "~", {"a"}}}};
   COHORT_ASSERT_OK_AND_ASSIGN(RunPage page, store->ListRuns(q));
   EXPECT_EQ(page.runs.size(), 1u);
+  // The jsonb copy rewrites only the escape \u0000, not an escaped backslash before "u0000".
+  ASSERT_TRUE(store->PatchRun(Ref("run1"), RunPatch{.summary_json = R"({"s":"x\\u0000"})"}).ok());
+  q.filters = {{"summary.s", "==", {"x\\u0000"}}};
+  COHORT_ASSERT_OK_AND_ASSIGN(page, store->ListRuns(q));
+  EXPECT_EQ(page.runs.size(), 1u);
+  q.filters = {{"config.note", "==", {"a\xEF\xBF\xBD" "b"}}};
+  COHORT_ASSERT_OK_AND_ASSIGN(page, store->ListRuns(q));
+  EXPECT_EQ(page.runs.size(), 1u);
+}
+
+// Deleting a run deletes everything under it through the foreign keys (ON DELETE CASCADE), and
+// nothing of another run.
+TEST_F(PostgresStoreTest, DeleteRunTakesEverythingUnderTheRunWithIt) {
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open());
+  for (const char* id : {"gone", "kept"}) {
+    ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = Ref(id)}).ok());
+    ASSERT_TRUE(store->JoinWriter(Ref(id), WriterJoin{.label = "w"}).ok());
+    IngestBatch b = OneRow(1, 1);
+    b.console.push_back(ConsoleLine{.time_ms = 1, .text = "line"});
+    ASSERT_TRUE(store->Ingest(Ref(id), "w", b, 1).ok());
+    IngestBatch positioned;
+    positioned.positions.push_back(StreamPosition{"history", 0, 1});
+    ASSERT_TRUE(store->Ingest(Ref(id), "w", positioned, 2).ok());
+    ASSERT_TRUE(store->PutRunFile(Ref(id), RunFile{.name = "f.txt", .data = "x"}).ok());
+  }
+  const char* kTables[] = {"writers", "batches", "stream_positions", "series", "chunks",
+                           "console", "run_files"};
+  for (const char* t : kTables) {
+    EXPECT_EQ(QueryInt(std::string("SELECT count(*) FROM ") + t), 2) << t;
+  }
+  COHORT_ASSERT_OK(store->DeleteRun(Ref("gone")));
+  for (const char* t : kTables) {
+    EXPECT_EQ(QueryInt(std::string("SELECT count(*) FROM ") + t), 1) << t;
+  }
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM runs"), 1);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto lines, store->QueryConsole(ConsoleQuery{.run = Ref("kept")}));
+  EXPECT_EQ(lines.size(), 1u);
 }
 
 // ---- read replicas ----

@@ -74,7 +74,7 @@ std::string ExtractApiKey(const http::HttpRequest& req) {
   return {};
 }
 
-Authenticator::Authenticator(store::Store* store, int cache_seconds)
+Authenticator::Authenticator(store::MetaStore* store, int cache_seconds)
     : store_(store), ttl_(cache_seconds) {}
 
 Result<AuthContext> Authenticator::Authenticate(const http::HttpRequest& req) {

@@ -33,7 +33,7 @@ std::string NewApiKeySecret();
 
 class Authenticator {
  public:
-  explicit Authenticator(store::Store* store, int cache_seconds = 5);
+  explicit Authenticator(store::MetaStore* store, int cache_seconds = 5);
 
   Result<AuthContext> Authenticate(const http::HttpRequest& req);
   // Drops cached lookups (after a revocation through this server).
@@ -51,7 +51,7 @@ class Authenticator {
     AuthContext ctx;
     std::chrono::steady_clock::time_point expires;
   };
-  store::Store* store_;
+  store::MetaStore* store_;
   std::chrono::seconds ttl_;
   std::mutex mu_;
   std::unordered_map<std::string, Entry> cache_;  // hash -> entry

@@ -31,7 +31,7 @@ namespace cohort::api {
 class HeartbeatCoalescer {
  public:
   // `store` must outlive the coalescer.
-  explicit HeartbeatCoalescer(store::Store* store, int flush_interval_ms = 1000)
+  explicit HeartbeatCoalescer(store::WriterStore* store, int flush_interval_ms = 1000)
       : store_(store), flush_interval_ms_(flush_interval_ms) {}
   ~HeartbeatCoalescer();  // Stop()
   HeartbeatCoalescer(const HeartbeatCoalescer&) = delete;
@@ -59,7 +59,7 @@ class HeartbeatCoalescer {
   static std::string Key(const store::RunRef& ref, const std::string& label);
   void FlushLoop();
 
-  store::Store* const store_;
+  store::WriterStore* const store_;
   const int flush_interval_ms_;
 
   mutable std::mutex mu_;  // guards the members below

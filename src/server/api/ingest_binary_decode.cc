@@ -70,22 +70,21 @@ class BinaryDecoder {
     uint64_t history = 0, system = 0, console = 0;
     if (!Count(&history, 2, "history count")) return Error();
     if (!CheckRows(history)) return Error();
-    batch.rows.resize(history);
+    batch.history_step.resize(history);
+    batch.history_time_ms.resize(history);
     for (size_t i = 0; i < history; ++i) {
-      if (!ReadRow(true, i, &batch.rows[i].step, &batch.rows[i].time_ms, &batch.rows[i].values)) {
+      if (!ReadRow(true, i, &batch.history_step[i], &batch.history_time_ms[i], &batch)) {
         return Error();
       }
     }
     if (!Count(&system, 2, "system count")) return Error();
     if (!CheckRows(history + system)) return Error();
-    batch.system.resize(system);
+    batch.system_time_ms.resize(system);
     prev_time_ = 0;
     prev_keys_.clear();
     for (size_t i = 0; i < system; ++i) {
       int64_t step;
-      if (!ReadRow(false, i, &step, &batch.system[i].time_ms, &batch.system[i].values)) {
-        return Error();
-      }
+      if (!ReadRow(false, i, &step, &batch.system_time_ms[i], &batch)) return Error();
     }
     if (!Count(&console, 3, "console count")) return Error();
     if (!CheckRows(history + system + console)) return Error();
@@ -171,11 +170,14 @@ class BinaryDecoder {
       keys_.emplace_back(key);
     }
     last_row_.assign(n, SIZE_MAX);
+    history_column_.assign(n, -1);
+    system_column_.assign(n, -1);
     return true;
   }
 
-  bool ReadRow(bool history, size_t i, int64_t* step, int64_t* time_ms,
-               std::vector<std::pair<std::string, double>>* values) {
+  // Reads row `i` of its section into the batch's columns: one column per key-table entry and
+  // section, made when the section first names the key.
+  bool ReadRow(bool history, size_t i, int64_t* step, int64_t* time_ms, store::IngestBatch* batch) {
     const char* section = history ? "history" : "system";
     auto where = [&] { return std::string(section) + "[" + std::to_string(i) + "]"; };
     if (in_.empty()) return Truncated(where());
@@ -185,7 +187,7 @@ class BinaryDecoder {
     if (flags & ~allowed) {
       return Fail(where() + ": unknown row flags 0x" + Hex(flags));
     }
-    *step = -1;
+    *step = store::kAssignStep;
     if (flags & kHasStep) {
       uint64_t s;
       if (!Varint(&s)) return Truncated(where());
@@ -223,10 +225,20 @@ class BinaryDecoder {
     }
     const size_t n = prev_keys_.size();
     if (in_.size() / 8 < n) return Truncated(where() + " values");
-    values->reserve(n);
+    std::vector<int32_t>& column_of = history ? history_column_ : system_column_;
     const char* p = in_.data();
     for (size_t k = 0; k < n; ++k) {
-      values->emplace_back(keys_[prev_keys_[k]], coding::BitsDouble(coding::DecodeFixed64(p)));
+      const uint32_t idx = prev_keys_[k];
+      if (column_of[idx] < 0) {
+        column_of[idx] = int32_t(batch->columns.size());
+        store::KeyColumn column;
+        column.system = !history;
+        column.key = history ? keys_[idx] : std::string(store::kSystemKeyPrefix) + keys_[idx];
+        batch->columns.push_back(std::move(column));
+      }
+      store::KeyColumn& column = batch->columns[size_t(column_of[idx])];
+      column.rows.push_back(uint32_t(i));
+      column.values.push_back(coding::BitsDouble(coding::DecodeFixed64(p)));
       p += 8;
     }
     in_.remove_prefix(n * 8);
@@ -269,6 +281,7 @@ class BinaryDecoder {
   std::vector<size_t> last_row_;  // per key: the row that named it last (duplicate check)
   size_t row_id_ = 0;
   std::vector<uint32_t> prev_keys_;  // the key indices of the previous row of the section
+  std::vector<int32_t> history_column_, system_column_;  // per key: its column, -1: none yet
   int64_t prev_time_ = 0;
   bool too_large_ = false;
   std::string error_;

@@ -11,6 +11,7 @@
 #include "core/coding.h"
 #include "core/crc32c.h"
 #include "server/api/ingest_decode.h"
+#include "store/ingest_batch_rows_for_test.h"
 
 namespace cohort::api {
 namespace {
@@ -101,25 +102,26 @@ TEST(DecodeBinaryIngestBatch, RoundTripsEveryField) {
   auto d = DecodeBinaryIngestBatch(Encode(SampleBatch()), ApiLimits{});
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->seq, 9);
-  ASSERT_EQ(d->rows.size(), 4u);
-  EXPECT_EQ(d->rows[0].step, 0);
-  EXPECT_EQ(d->rows[0].time_ms, 1700000000000);
-  ASSERT_EQ(d->rows[0].values.size(), 2u);
-  EXPECT_EQ(d->rows[0].values[0].first, "loss");
-  EXPECT_EQ(d->rows[0].values[0].second, 2.5);
-  EXPECT_EQ(d->rows[1].step, 1);
-  EXPECT_EQ(d->rows[1].values[1].first, "acc");
-  EXPECT_TRUE(SameBits(d->rows[1].values[1].second, -0.0));
-  EXPECT_EQ(d->rows[2].time_ms, 1699999999990);  // time going back: negative delta
-  EXPECT_EQ(d->rows[2].values[0].second, 1e-300);
-  EXPECT_EQ(d->rows[2].values[1].first, "caf\xC3\xA9");
-  EXPECT_EQ(d->rows[2].values[1].second, std::numeric_limits<double>::infinity());
-  EXPECT_EQ(d->rows[3].step, -1);  // the server assigns it
-  EXPECT_TRUE(std::isnan(d->rows[3].values[0].second));
-  ASSERT_EQ(d->system.size(), 2u);
-  EXPECT_EQ(d->system[0].values[0], (std::pair<std::string, double>("gpu.0.temp", 61)));
-  EXPECT_EQ(d->system[1].time_ms, 1700000000002);
-  EXPECT_EQ(d->system[1].values[0].second, -std::numeric_limits<double>::infinity());
+  ASSERT_EQ(store::HistoryRowsOf(*d).size(), 4u);
+  EXPECT_EQ(store::HistoryRowsOf(*d)[0].step, 0);
+  EXPECT_EQ(store::HistoryRowsOf(*d)[0].time_ms, 1700000000000);
+  ASSERT_EQ(store::HistoryRowsOf(*d)[0].values.size(), 2u);
+  EXPECT_EQ(store::HistoryRowsOf(*d)[0].values[0].first, "loss");
+  EXPECT_EQ(store::HistoryRowsOf(*d)[0].values[0].second, 2.5);
+  EXPECT_EQ(store::HistoryRowsOf(*d)[1].step, 1);
+  EXPECT_EQ(store::HistoryRowsOf(*d)[1].values[1].first, "acc");
+  EXPECT_TRUE(SameBits(store::HistoryRowsOf(*d)[1].values[1].second, -0.0));
+  EXPECT_EQ(store::HistoryRowsOf(*d)[2].time_ms, 1699999999990);  // time going back: negative delta
+  EXPECT_EQ(store::HistoryRowsOf(*d)[2].values[0].second, 1e-300);
+  EXPECT_EQ(store::HistoryRowsOf(*d)[2].values[1].first, "caf\xC3\xA9");
+  EXPECT_EQ(store::HistoryRowsOf(*d)[2].values[1].second, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(store::HistoryRowsOf(*d)[3].step, -1);  // the server assigns it
+  EXPECT_TRUE(std::isnan(store::HistoryRowsOf(*d)[3].values[0].second));
+  ASSERT_EQ(store::SystemRowsOf(*d).size(), 2u);
+  EXPECT_EQ(store::SystemRowsOf(*d)[0].values[0],
+            (std::pair<std::string, double>("gpu.0.temp", 61)));
+  EXPECT_EQ(store::SystemRowsOf(*d)[1].time_ms, 1700000000002);
+  EXPECT_EQ(store::SystemRowsOf(*d)[1].values[0].second, -std::numeric_limits<double>::infinity());
   ASSERT_EQ(d->console.size(), 2u);
   EXPECT_EQ(d->console[0].stream, "stdout");
   EXPECT_EQ(d->console[1].stream, "stderr");
@@ -136,22 +138,25 @@ TEST(DecodeBinaryIngestBatch, YieldsWhatTheJsonBodyYields) {
   auto from_binary = DecodeBinaryIngestBatch(Encode(b), ApiLimits{});
   ASSERT_TRUE(from_json.ok()) << from_json.status().ToString();
   ASSERT_TRUE(from_binary.ok()) << from_binary.status().ToString();
-  ASSERT_EQ(from_json->rows.size(), from_binary->rows.size());
-  for (size_t i = 0; i < from_json->rows.size(); ++i) {
-    EXPECT_EQ(from_json->rows[i].step, from_binary->rows[i].step);
-    EXPECT_EQ(from_json->rows[i].time_ms, from_binary->rows[i].time_ms);
-    ASSERT_EQ(from_json->rows[i].values.size(), from_binary->rows[i].values.size());
-    for (size_t k = 0; k < from_json->rows[i].values.size(); ++k) {
-      EXPECT_EQ(from_json->rows[i].values[k].first, from_binary->rows[i].values[k].first);
+  ASSERT_EQ(store::HistoryRowsOf(*from_json).size(), store::HistoryRowsOf(*from_binary).size());
+  for (size_t i = 0; i < store::HistoryRowsOf(*from_json).size(); ++i) {
+    EXPECT_EQ(store::HistoryRowsOf(*from_json)[i].step, store::HistoryRowsOf(*from_binary)[i].step);
+    EXPECT_EQ(store::HistoryRowsOf(*from_json)[i].time_ms,
+              store::HistoryRowsOf(*from_binary)[i].time_ms);
+    ASSERT_EQ(store::HistoryRowsOf(*from_json)[i].values.size(),
+              store::HistoryRowsOf(*from_binary)[i].values.size());
+    for (size_t k = 0; k < store::HistoryRowsOf(*from_json)[i].values.size(); ++k) {
+      EXPECT_EQ(store::HistoryRowsOf(*from_json)[i].values[k].first,
+                store::HistoryRowsOf(*from_binary)[i].values[k].first);
       // Bit for bit, except that the agent's JSON writes -0.0 as "-0", read back as +0.0 (the
       // binary body keeps the sign: RoundTripsEveryField).
-      const double a = from_json->rows[i].values[k].second;
-      const double b = from_binary->rows[i].values[k].second;
+      const double a = store::HistoryRowsOf(*from_json)[i].values[k].second;
+      const double b = store::HistoryRowsOf(*from_binary)[i].values[k].second;
       EXPECT_TRUE(SameBits(a, b) || (a == 0 && b == 0)) << i << " " << k;
     }
   }
-  ASSERT_EQ(from_json->system.size(), from_binary->system.size());
-  EXPECT_EQ(from_json->system[1].values, from_binary->system[1].values);
+  ASSERT_EQ(store::SystemRowsOf(*from_json).size(), store::SystemRowsOf(*from_binary).size());
+  EXPECT_EQ(store::SystemRowsOf(*from_json)[1].values, store::SystemRowsOf(*from_binary)[1].values);
   ASSERT_EQ(from_json->console.size(), from_binary->console.size());
   EXPECT_EQ(from_json->console[1].text, from_binary->console[1].text);
   EXPECT_EQ(from_json->console[1].stream, from_binary->console[1].stream);
@@ -172,9 +177,9 @@ TEST(DecodeBinaryIngestBatch, EncoderRepeatsKeysOnceAndIsSmallerThanJson) {
   EXPECT_LT(binary.size() * 2, json.size());
   auto d = DecodeBinaryIngestBatch(binary, ApiLimits{});
   ASSERT_TRUE(d.ok()) << d.status().ToString();
-  ASSERT_EQ(d->rows.size(), 1000u);
-  EXPECT_EQ(d->rows[999].values[9].first, "train/metric_9");
-  EXPECT_EQ(d->rows[999].values[9].second, 0.1 * 999 + 9);
+  ASSERT_EQ(store::HistoryRowsOf(*d).size(), 1000u);
+  EXPECT_EQ(store::HistoryRowsOf(*d)[999].values[9].first, "train/metric_9");
+  EXPECT_EQ(store::HistoryRowsOf(*d)[999].values[9].second, 0.1 * 999 + 9);
 }
 
 TEST(DecodeBinaryIngestBatch, EncoderDropsBadKeysAndKeepsTheLastOfARepeatedKey) {
@@ -188,9 +193,9 @@ TEST(DecodeBinaryIngestBatch, EncoderDropsBadKeysAndKeepsTheLastOfARepeatedKey) 
   EXPECT_EQ(stats.points, 2);
   auto d = DecodeBinaryIngestBatch(body, ApiLimits{});
   ASSERT_TRUE(d.ok()) << d.status().ToString();
-  ASSERT_EQ(d->rows[0].values.size(), 2u);
-  EXPECT_EQ(d->rows[0].values[0], (std::pair<std::string, double>("a", 4)));
-  EXPECT_EQ(d->rows[0].values[1].first, "bad\xEF\xBF\xBD");  // U+FFFD
+  ASSERT_EQ(store::HistoryRowsOf(*d)[0].values.size(), 2u);
+  EXPECT_EQ(store::HistoryRowsOf(*d)[0].values[0], (std::pair<std::string, double>("a", 4)));
+  EXPECT_EQ(store::HistoryRowsOf(*d)[0].values[1].first, "bad\xEF\xBF\xBD");  // U+FFFD
 }
 
 TEST(DecodeBinaryIngestBatch, EveryTruncationIsAnError) {

@@ -12,7 +12,7 @@ class BatchDecoder {
   explicit BatchDecoder(const ApiLimits& limits) : limits_(limits) {}
 
   Status DecodeValues(const bj::value* v, const std::string& path,
-                      std::vector<std::pair<std::string, double>>* out) {
+                      std::vector<store::IngestBatchBuilder::Cell>* out) {
     if (!v || !v->is_object()) return Status::InvalidArgument(path + ": expected an object");
     const auto& obj = v->get_object();
     out->reserve(obj.size());
@@ -35,7 +35,7 @@ class BatchDecoder {
                                        std::to_string(limits_.max_keys_per_batch) +
                                        " distinct keys (--max-keys-per-batch)");
       }
-      out->emplace_back(std::string(key), *d);
+      out->emplace_back(key, *d);
     }
     return Status::Ok();
   }
@@ -46,8 +46,8 @@ class BatchDecoder {
     const auto& obj = root.get_object();
     json::FieldReader r(obj, "");
     r.RejectUnknown({"seq", "history", "system", "console"});
-    store::IngestBatch batch;
-    batch.seq = r.Int("seq");
+    store::IngestBatchBuilder builder(r.Int("seq"));
+    store::IngestBatch& batch = builder.batch();
     const bj::array* history = r.OptArray("history");
     const bj::array* system = r.OptArray("system");
     const bj::array* console = r.OptArray("console");
@@ -60,39 +60,37 @@ class BatchDecoder {
                                      std::to_string(limits_.max_rows_per_batch) + " rows");
     }
     if (history) {
-      batch.rows.reserve(history->size());
       for (size_t i = 0; i < history->size(); ++i) {
         std::string path = "history[" + std::to_string(i) + "]";
         const auto& row = (*history)[i];
         if (!row.is_object()) return Status::InvalidArgument(path + ": expected an object");
         json::FieldReader rr(row.get_object(), path);
         rr.RejectUnknown({"step", "time", "values"});
-        store::HistoryRow h;
-        h.step = rr.OptInt("step").value_or(-1);
-        h.time_ms = rr.Int("time");
+        const int64_t step = rr.OptInt("step").value_or(store::kAssignStep);
+        const int64_t time_ms = rr.Int("time");
         if (!rr.ok()) return rr.status();
-        if (row.get_object().contains("step") && h.step < 0) {
+        if (row.get_object().contains("step") && step < 0) {
           return Status::InvalidArgument(path + ".step: must be >= 0");
         }
+        cells_.clear();
         COHORT_RETURN_IF_ERROR(
-            DecodeValues(row.get_object().if_contains("values"), path + ".values", &h.values));
-        batch.rows.push_back(std::move(h));
+            DecodeValues(row.get_object().if_contains("values"), path + ".values", &cells_));
+        builder.AddHistoryRow(step, time_ms, cells_);
       }
     }
     if (system) {
-      batch.system.reserve(system->size());
       for (size_t i = 0; i < system->size(); ++i) {
         std::string path = "system[" + std::to_string(i) + "]";
         const auto& row = (*system)[i];
         if (!row.is_object()) return Status::InvalidArgument(path + ": expected an object");
         json::FieldReader rr(row.get_object(), path);
         rr.RejectUnknown({"time", "values"});
-        store::SystemRow s;
-        s.time_ms = rr.Int("time");
+        const int64_t time_ms = rr.Int("time");
         if (!rr.ok()) return rr.status();
+        cells_.clear();
         COHORT_RETURN_IF_ERROR(
-            DecodeValues(row.get_object().if_contains("values"), path + ".values", &s.values));
-        batch.system.push_back(std::move(s));
+            DecodeValues(row.get_object().if_contains("values"), path + ".values", &cells_));
+        builder.AddSystemRow(time_ms, cells_);
       }
     }
     if (console) {
@@ -114,12 +112,13 @@ class BatchDecoder {
         batch.console.push_back(std::move(line));
       }
     }
-    return batch;
+    return builder.Finish();
   }
 
  private:
   const ApiLimits& limits_;
   std::unordered_set<std::string> keys_;
+  std::vector<store::IngestBatchBuilder::Cell> cells_;
 };
 
 }  // namespace

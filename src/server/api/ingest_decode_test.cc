@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "store/ingest_batch_rows_for_test.h"
+
 namespace cohort::api {
 namespace {
 
@@ -15,10 +17,10 @@ TEST(DecodeIngestBatch, ReadsRowsSystemAndConsole) {
                              ApiLimits{});
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   EXPECT_EQ(b->seq, 3);
-  ASSERT_EQ(b->rows.size(), 1u);
-  EXPECT_EQ(b->rows[0].step, 7);
-  EXPECT_EQ(b->rows[0].values[1].second, 1.0);
-  EXPECT_EQ(b->system[0].values[0].first, "gpu.0.temp");
+  ASSERT_EQ(store::HistoryRowsOf(*b).size(), 1u);
+  EXPECT_EQ(store::HistoryRowsOf(*b)[0].step, 7);
+  EXPECT_EQ(store::HistoryRowsOf(*b)[0].values[1].second, 1.0);
+  EXPECT_EQ(store::SystemRowsOf(*b)[0].values[0].first, "gpu.0.temp");
   EXPECT_EQ(b->console[0].stream, "stderr");
 }
 
@@ -26,7 +28,7 @@ TEST(DecodeIngestBatch, MissingStepMeansServerAssigned) {
   auto b = DecodeIngestBatch(R"({"seq": 1, "history": [{"time": 1, "values": {"a": 1}}]})",
                              ApiLimits{});
   ASSERT_TRUE(b.ok());
-  EXPECT_EQ(b->rows[0].step, -1);
+  EXPECT_EQ(store::HistoryRowsOf(*b)[0].step, -1);
 }
 
 TEST(DecodeIngestBatch, NonFiniteStringsBecomeDoubles) {
@@ -34,8 +36,8 @@ TEST(DecodeIngestBatch, NonFiniteStringsBecomeDoubles) {
       R"({"seq": 1, "history": [{"step": 0, "time": 1, "values": {"a": "NaN", "b": "-Infinity"}}]})",
       ApiLimits{});
   ASSERT_TRUE(b.ok());
-  EXPECT_TRUE(std::isnan(b->rows[0].values[0].second));
-  EXPECT_EQ(b->rows[0].values[1].second, -INFINITY);
+  EXPECT_TRUE(std::isnan(store::HistoryRowsOf(*b)[0].values[0].second));
+  EXPECT_EQ(store::HistoryRowsOf(*b)[0].values[1].second, -INFINITY);
 }
 
 TEST(DecodeIngestBatch, ErrorNamesRowAndKey) {

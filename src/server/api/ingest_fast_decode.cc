@@ -24,7 +24,7 @@ class FastHandler {
 
   explicit FastHandler(const ApiLimits* limits) : limits_(limits) {}
 
-  store::IngestBatch batch;
+  store::IngestBatchBuilder builder;
   bool seq_seen = false;
   size_t distinct_keys() const { return keys_.size(); }
 
@@ -40,14 +40,14 @@ class FastHandler {
         if (++rows_ > limits_->max_rows_per_batch) return false;
         row_fields_ = 0;
         state_ = State::kRow;
-        if (section_ == Section::kHistory) batch.rows.emplace_back();
-        if (section_ == Section::kSystem) batch.system.emplace_back();
-        if (section_ == Section::kConsole) batch.console.emplace_back();
+        row_step_ = store::kAssignStep;
+        row_time_ = 0;
+        row_values_.clear();
+        if (section_ == Section::kConsole) builder.batch().console.emplace_back();
         return true;
       case State::kRowValuesNext:
         state_ = State::kValues;
-        values_ =
-            section_ == Section::kHistory ? &batch.rows.back().values : &batch.system.back().values;
+        values_ = &row_values_;
         values_->reserve(previous_keys_.size());
         return true;
       default:
@@ -64,6 +64,7 @@ class FastHandler {
         // Required fields: time, and values (history, system) or text (console).
         const unsigned need = section_ == Section::kConsole ? (kTime | kText) : (kTime | kValues);
         if ((row_fields_ & need) != need) return false;
+        if (section_ != Section::kConsole) AddRow();
         state_ = State::kRowsArray;
         return true;
       }
@@ -230,20 +231,18 @@ class FastHandler {
   bool OnInt(int64_t i) {
     switch (state_) {
       case State::kSeqNext:
-        batch.seq = i;
+        builder.batch().seq = i;
         seq_seen = true;
         state_ = State::kRoot;
         return true;
       case State::kRowIntNext:
         if (row_field_ == kStep) {
           if (i < 0) return false;
-          batch.rows.back().step = i;
-        } else if (section_ == Section::kHistory) {
-          batch.rows.back().time_ms = i;
-        } else if (section_ == Section::kSystem) {
-          batch.system.back().time_ms = i;
+          row_step_ = i;
+        } else if (section_ == Section::kConsole) {
+          builder.batch().console.back().time_ms = i;
         } else {
-          batch.console.back().time_ms = i;
+          row_time_ = i;
         }
         state_ = State::kRow;
         return true;
@@ -267,7 +266,7 @@ class FastHandler {
       return false;
     }
     if (state_ != State::kRowStringNext) return false;
-    store::ConsoleLine& line = batch.console.back();
+    store::ConsoleLine& line = builder.batch().console.back();
     if (row_field_ == kStream) {
       if (text_ != "stdout" && text_ != "stderr") return false;
       line.stream = text_;
@@ -277,6 +276,17 @@ class FastHandler {
     }
     state_ = State::kRow;
     return true;
+  }
+
+  // Hands the history or system row read to the builder.
+  void AddRow() {
+    cells_.clear();
+    for (const auto& [key, value] : row_values_) cells_.emplace_back(key, value);
+    if (section_ == Section::kHistory) {
+      builder.AddHistoryRow(row_step_, row_time_, cells_);
+    } else {
+      builder.AddSystemRow(row_time_, cells_);
+    }
   }
 
   bool PutValue(double v) {
@@ -315,6 +325,11 @@ class FastHandler {
   RowField row_field_ = kTime;
   size_t rows_ = 0;
   std::vector<std::pair<std::string, double>>* values_ = nullptr;
+  // The history or system row being read (its fields come in any order).
+  int64_t row_step_ = store::kAssignStep;
+  int64_t row_time_ = 0;
+  std::vector<std::pair<std::string, double>> row_values_;
+  std::vector<store::IngestBatchBuilder::Cell> cells_;
   std::vector<std::string> previous_keys_;
   Section previous_section_ = Section::kNone;
   std::unordered_set<std::string> keys_;  // distinct keys of the batch
@@ -332,8 +347,8 @@ std::optional<store::IngestBatch> FastDecodeIngestBatch(std::string_view body,
   const size_t n = parser.write_some(false, body.data(), body.size(), ec);
   if (ec || n != body.size()) return std::nullopt;
   FastHandler& h = parser.handler();
-  if (!h.seq_seen || h.batch.seq <= 0) return std::nullopt;
-  return std::move(h.batch);
+  if (!h.seq_seen || h.builder.batch().seq <= 0) return std::nullopt;
+  return h.builder.Finish();
 }
 
 }  // namespace cohort::api

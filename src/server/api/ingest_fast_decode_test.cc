@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "server/api/ingest_decode.h"
+#include "store/ingest_batch_rows_for_test.h"
 
 namespace cohort::api {
 namespace {
@@ -33,19 +34,20 @@ void ExpectSameValues(const std::vector<std::pair<std::string, double>>& a,
   }
 }
 
+void ExpectSameRows(const std::vector<store::RowForTest>& a,
+                    const std::vector<store::RowForTest>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].step, b[i].step);
+    EXPECT_EQ(a[i].time_ms, b[i].time_ms);
+    ExpectSameValues(a[i].values, b[i].values);
+  }
+}
+
 void ExpectSameBatch(const store::IngestBatch& a, const store::IngestBatch& b) {
   EXPECT_EQ(a.seq, b.seq);
-  ASSERT_EQ(a.rows.size(), b.rows.size());
-  for (size_t i = 0; i < a.rows.size(); ++i) {
-    EXPECT_EQ(a.rows[i].step, b.rows[i].step);
-    EXPECT_EQ(a.rows[i].time_ms, b.rows[i].time_ms);
-    ExpectSameValues(a.rows[i].values, b.rows[i].values);
-  }
-  ASSERT_EQ(a.system.size(), b.system.size());
-  for (size_t i = 0; i < a.system.size(); ++i) {
-    EXPECT_EQ(a.system[i].time_ms, b.system[i].time_ms);
-    ExpectSameValues(a.system[i].values, b.system[i].values);
-  }
+  ExpectSameRows(store::HistoryRowsOf(a), store::HistoryRowsOf(b));
+  ExpectSameRows(store::SystemRowsOf(a), store::SystemRowsOf(b));
   ASSERT_EQ(a.console.size(), b.console.size());
   for (size_t i = 0; i < a.console.size(); ++i) {
     EXPECT_EQ(a.console[i].time_ms, b.console[i].time_ms);

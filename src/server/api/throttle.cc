@@ -48,11 +48,6 @@ int64_t RunKeyLimit(ApiContext* ctx, const std::string& entity) {
   return ctx->limiter ? ctx->limiter->KeysPerRun(entity) : limits::kDefaultKeysPerRun;
 }
 
-int64_t CountPoints(const store::IngestBatch& batch) {
-  int64_t n = 0;
-  for (const auto& row : batch.rows) n += int64_t(row.values.size());
-  for (const auto& row : batch.system) n += int64_t(row.values.size());
-  return n;
-}
+int64_t CountPoints(const store::IngestBatch& batch) { return batch.points(); }
 
 }  // namespace cohort::api

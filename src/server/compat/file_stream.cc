@@ -13,6 +13,7 @@
 // headers, which the clients honour; lines or values that cannot be stored are skipped, never
 // refused.
 #include <cstdio>
+#include <span>
 
 #include "core/clock.h"
 #include "core/json.h"
@@ -96,8 +97,8 @@ Result<StreamRequest> DecodeRequest(const std::string& body) {
 
 // The lines of a request turned into records, each with its offset.
 struct Decoded {
-  std::vector<std::pair<int64_t, store::HistoryRow>> history;
-  std::vector<std::pair<int64_t, store::SystemRow>> events;
+  std::vector<std::pair<int64_t, MetricRow>> history;
+  std::vector<std::pair<int64_t, MetricRow>> events;
   std::vector<std::pair<int64_t, store::ConsoleLine>> console;
   std::optional<bj::object> summary;
   std::string label_hint;
@@ -151,7 +152,8 @@ Decoded DecodeLines(const StreamRequest& req, bool shared, const api::ApiLimits&
 // re-sent lines that replace the stored ones). Empty positions: nothing offset-based to store.
 store::IngestBatch BuildBatch(const StreamRequest& req, const Decoded& d, const ClientWriter& cw,
                               bool* advances) {
-  store::IngestBatch b;
+  store::IngestBatchBuilder builder;
+  store::IngestBatch& b = builder.batch();
   *advances = false;
   auto position = [&](const FileChunk& chunk, std::string_view file) {
     int64_t pos = cw.Position(file);
@@ -161,17 +163,23 @@ store::IngestBatch BuildBatch(const StreamRequest& req, const Decoded& d, const 
     b.positions.push_back(store::StreamPosition{cw.Stream(file), pos, next});
     return pos;
   };
+  std::vector<store::IngestBatchBuilder::Cell> cells;
+  auto cells_of = [&cells](const MetricRow& row) {
+    cells.clear();
+    for (const auto& [key, value] : row.values) cells.emplace_back(key, value);
+    return std::span<const store::IngestBatchBuilder::Cell>(cells);
+  };
   int64_t hist_pos = position(req.history, kHistory);
   for (const auto& [index, row] : d.history) {
-    if (index >= hist_pos) b.rows.push_back(row);
+    if (index >= hist_pos) builder.AddHistoryRow(row.step, row.time_ms, cells_of(row));
   }
   int64_t events_pos = position(req.events, kEvents);
   for (const auto& [index, row] : d.events) {
-    if (index >= events_pos) b.system.push_back(row);
+    if (index >= events_pos) builder.AddSystemRow(row.time_ms, cells_of(row));
   }
   position(req.console, kConsole);
   for (const auto& [index, line] : d.console) b.console.push_back(line);
-  return b;
+  return builder.Finish();
 }
 
 bool Transient(StatusCode code) {

@@ -54,7 +54,8 @@ void Flatten(const std::string& key, const bj::value& v, int depth, const KeyLim
     return;
   }
   std::optional<double> d = json::ToDouble(v);
-  if (!d || key.empty() || key.size() > limits.max_key_bytes || key.starts_with("system/")) {
+  if (!d || key.empty() || key.size() > limits.max_key_bytes || key.starts_with("system/") ||
+      key.find('\0') != std::string::npos) {  // a NUL character: no store keeps it
     ++*skipped;
     return;
   }
@@ -154,10 +155,9 @@ std::optional<int64_t> ParseIsoMillis(std::string_view s) {
   return secs * 1000 + ms;
 }
 
-store::HistoryRow HistoryRowFromLine(const bj::object& line, int64_t now_ms,
-                                     const KeyLimits& limits, int64_t* skipped) {
-  store::HistoryRow row;
-  row.step = -1;
+MetricRow HistoryRowFromLine(const bj::object& line, int64_t now_ms, const KeyLimits& limits,
+                             int64_t* skipped) {
+  MetricRow row;
   row.time_ms = now_ms;
   if (const bj::value* step = line.if_contains("_step")) {
     if (step->is_int64() && step->get_int64() >= 0) {
@@ -195,7 +195,10 @@ SystemLine SystemRowFromLine(const bj::object& line, int64_t now_ms, const KeyLi
       key = key.substr(0, suffix);
     }
     std::optional<double> d = json::ToDouble(kv.value());
-    if (!d || key.empty() || key.size() > limits.max_key_bytes) continue;
+    if (!d || key.empty() || key.size() > limits.max_key_bytes ||
+        key.find('\0') != std::string_view::npos) {
+      continue;
+    }
     out.row.values.emplace_back(std::string(key), *d);
   }
   return out;

@@ -1,8 +1,8 @@
 // Translation of the vendor's file_stream lines and GraphQL JSON strings into Cohort records
 // (docs/compat.md, "Mapping"):
-//   - wandb-history.jsonl lines -> HistoryRow (_step -> step, _timestamp -> time, scalars only,
+//   - wandb-history.jsonl lines -> MetricRow (_step -> step, _timestamp -> time, scalars only,
 //     nested objects flattened with '.', media objects and strings skipped);
-//   - wandb-events.jsonl lines  -> SystemRow ("system.gpu.0.temp/l:rank_1" -> key "gpu.0.temp",
+//   - wandb-events.jsonl lines  -> MetricRow ("system.gpu.0.temp/l:rank_1" -> key "gpu.0.temp",
 //     label "rank_1");
 //   - output.log lines          -> ConsoleLine ("ERROR " prefix -> stderr, leading timestamp,
 //     "[label] " prefix in shared mode, or the structured form {"level","ts","label","content"});
@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "cohort/status.h"
+#include "store/ingest_batch.h"
 #include "store/types.h"
 
 namespace cohort::compat {
@@ -43,15 +44,22 @@ struct KeyLimits {
   size_t max_key_bytes = 256;
 };
 
+// The scalars of one history or system line: keys (system keys without "system/") and values.
+struct MetricRow {
+  int64_t step = store::kAssignStep;  // history lines: the server assigns the step when absent
+  int64_t time_ms = 0;
+  std::vector<std::pair<std::string, double>> values;
+};
+
 // A history line as a row. Keys that cannot be stored as scalars (strings, lists, media such as
 // {"_type": "histogram"}) are skipped and counted in *skipped.
-store::HistoryRow HistoryRowFromLine(const bj::object& line, int64_t now_ms,
+MetricRow HistoryRowFromLine(const bj::object& line, int64_t now_ms,
                                      const KeyLimits& limits, int64_t* skipped);
 
 // A system-metrics line as a row of this writer; `label` is the "/l:<label>" suffix of its keys
 // (empty when they have none). Keys that do not start with "system." are skipped.
 struct SystemLine {
-  store::SystemRow row;
+  MetricRow row;
   std::string label;
 };
 SystemLine SystemRowFromLine(const bj::object& line, int64_t now_ms, const KeyLimits& limits);

@@ -36,7 +36,7 @@ TEST(WandbLines, HistoryLineToRow) {
       R"("_timestamp":1700000000.25,"_wandb":{"runtime":1}})");
   ASSERT_TRUE(line.ok()) << line.status().ToString();
   int64_t skipped = 0;
-  store::HistoryRow row = HistoryRowFromLine(*line, 42, KeyLimits{}, &skipped);
+  MetricRow row = HistoryRowFromLine(*line, 42, KeyLimits{}, &skipped);
   EXPECT_EQ(row.step, 7);
   EXPECT_EQ(row.time_ms, 1700000000250);
   EXPECT_EQ(ValueOf(row.values, "loss"), 0.5);
@@ -57,7 +57,7 @@ TEST(WandbLines, HistoryLineWithoutStepOrTime) {
   auto line = ParseLine(R"({"loss":1,"system/cpu":3,"_timestamp":"soon"})");
   ASSERT_TRUE(line.ok());
   int64_t skipped = 0;
-  store::HistoryRow row = HistoryRowFromLine(*line, 42, KeyLimits{}, &skipped);
+  MetricRow row = HistoryRowFromLine(*line, 42, KeyLimits{}, &skipped);
   EXPECT_EQ(row.step, -1);  // the server assigns it
   EXPECT_EQ(row.time_ms, 42);
   ASSERT_EQ(row.values.size(), 1u);  // "system/" is reserved for system metrics

@@ -32,8 +32,9 @@
 
 #include "series/chunk.h"
 #include "series/tail.h"
-#include "store/batch_validate.h"
-#include "store/postgres/pg_rows.h"
+#include "store/ingest_plan.h"
+#include "store/postgres/pg_sql_conn.h"
+#include "store/run_ref.h"
 #include "store/postgres/pg_store.h"
 
 namespace cohort::store {
@@ -44,102 +45,8 @@ using pg::PgResult;
 
 namespace {
 
-constexpr std::string_view kSystemPrefix = "system/";
 constexpr int64_t kMinStep = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMaxStep = std::numeric_limits<int64_t>::max();
-// A batch's values grouped by series key, in one pass before the transaction; the points get
-// their steps once the writer's next step is known (AssignSteps). Rows usually carry the same
-// keys in the same order, so a key is first compared with the one at the same position in the
-// previous row before it is looked up.
-class GroupedBatch {
- public:
-  struct Series {
-    std::string key;  // system keys with their "system/" prefix
-    bool is_system = false;
-    std::vector<std::pair<uint32_t, double>> values;  // history: (row index, value)
-    std::vector<Point> points;                        // after AssignSteps
-  };
-
-  explicit GroupedBatch(const IngestBatch& batch) : batch_(batch) {
-    std::vector<size_t> previous_row;  // series index of each value position in the last row
-    for (uint32_t r = 0; r < batch.rows.size(); ++r) {
-      const auto& values = batch.rows[r].values;
-      for (size_t j = 0; j < values.size(); ++j) {
-        const std::string& key = values[j].first;
-        size_t at;
-        if (j < previous_row.size() && series_[previous_row[j]].key == key) {
-          at = previous_row[j];
-        } else {
-          at = Find(key, /*system=*/false);
-          if (j < previous_row.size()) {
-            previous_row[j] = at;
-          } else {
-            previous_row.push_back(at);
-          }
-        }
-        series_[at].values.emplace_back(r, values[j].second);
-      }
-    }
-    for (const SystemRow& row : batch.system) {
-      for (const auto& [key, value] : row.values) {
-        series_[Find(key, /*system=*/true)].points.push_back(
-            Point{row.time_ms, row.time_ms, value});
-      }
-    }
-    for (const Series& s : series_) keys_.push_back(s.key);
-  }
-
-  const std::vector<std::string>& keys() const { return keys_; }
-  std::vector<Series>& series() { return series_; }
-  int64_t points() const {
-    int64_t n = 0;
-    for (const Series& s : series_) n += int64_t(s.is_system ? s.points.size() : s.values.size());
-    return n;
-  }
-
-  // Rows without a step take the writer's next step in order; explicit steps move the next step
-  // past them. Fills every history series' points; returns the writer's new next step. System
-  // samples are indexed by time: their step is their time in ms.
-  int64_t AssignSteps(int64_t next_step) {
-    std::vector<int64_t> steps(batch_.rows.size());
-    for (size_t r = 0; r < batch_.rows.size(); ++r) {
-      int64_t step = batch_.rows[r].step;
-      if (step < 0) {
-        step = next_step++;
-      } else if (step >= next_step) {
-        next_step = step == kMaxStep ? step : step + 1;
-      }
-      steps[r] = step;
-    }
-    for (Series& s : series_) {
-      if (s.is_system) continue;
-      s.points.clear();
-      s.points.reserve(s.values.size());
-      for (const auto& [r, value] : s.values) {
-        s.points.push_back(Point{steps[r], batch_.rows[r].time_ms, value});
-      }
-    }
-    return next_step;
-  }
-
- private:
-  size_t Find(const std::string& key, bool system) {
-    auto& index = system ? system_index_ : index_;
-    auto [it, fresh] = index.try_emplace(key, series_.size());
-    if (fresh) {
-      Series s;
-      s.key = system ? std::string(kSystemPrefix) + key : key;
-      s.is_system = system;
-      series_.push_back(std::move(s));
-    }
-    return it->second;
-  }
-
-  const IngestBatch& batch_;
-  std::vector<Series> series_;
-  std::vector<std::string> keys_;
-  std::unordered_map<std::string_view, size_t> index_, system_index_;  // views into batch_
-};
 
 // The stored state of one series, read under its row lock.
 using SeriesState = pg::IngestCache::Series;
@@ -162,9 +69,6 @@ constexpr const char* kLockWriterAndSeries =
     "SELECT w.pk, w.run_pk, w.next_step, (SELECT count(*) FROM b), s.key, s.pk, s.next_idx, "
     "s.tail_idx, s.tail_count, s.tail_chunks FROM w LEFT JOIN s ON true";
 
-constexpr const char* kReadPositions =
-    "SELECT stream, next_offset FROM stream_positions WHERE writer_pk = $1 AND stream = ANY($2)";
-
 constexpr const char* kLockSeries =
     "SELECT key, pk, next_idx, tail_idx, tail_count, tail_chunks FROM series "
     "WHERE run_pk = $1 AND writer_pk = $2 AND key = ANY($3) FOR UPDATE";
@@ -172,30 +76,6 @@ constexpr const char* kLockSeries =
 constexpr const char* kCreateSeries =
     "INSERT INTO series (run_pk, writer_pk, key, is_system) SELECT $1, $2, t.k, t.sys "
     "FROM unnest($3::text[], $4::bool[]) AS t(k, sys) ON CONFLICT DO NOTHING RETURNING key, pk";
-
-// Of the keys a batch creates series for, how many the run has under no writer yet, and how
-// many distinct keys it holds.
-constexpr const char* kRunKeys =
-    "SELECT (SELECT count(DISTINCT key) FROM series WHERE run_pk = $1), "
-    "(SELECT count(*) FROM unnest($2::text[]) AS t(k) WHERE NOT EXISTS "
-    "(SELECT 1 FROM series WHERE run_pk = $1 AND key = t.k))";
-
-// Refuses a batch that would take its run past `max` distinct keys (IngestBatch::max_run_keys),
-// counted only when the batch brings series the writer has not had. Exact for one server; two
-// servers creating keys of one run at once may each pass the last few (documented).
-Status CheckRunKeyLimit(Conn* c, const RunRef& ref, int64_t run_pk,
-                        const std::vector<std::string>& missing, int64_t max) {
-  Params q;
-  q.Add(run_pk).AddTextArray(missing);
-  COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kRunKeys, q));
-  const int64_t keys = res.Int(0, 0), added = res.Int(0, 1);
-  if (added == 0 || keys + added <= max) return Status::Ok();
-  return Status::PayloadTooLarge(
-      "run " + ref.entity + "/" + ref.project + "/" + ref.run_id + " holds " +
-      std::to_string(keys) + " distinct keys and this batch adds " + std::to_string(added) +
-      " more (" + missing.front() + ", ...): the limit is " + std::to_string(max) +
-      " distinct keys per run (docs/operations.md, \"Limits\")");
-}
 
 // LATERAL with OFFSET 0: one index range scan per series, never a scan of the chunks table.
 constexpr const char* kReadTails =
@@ -416,26 +296,32 @@ std::shared_ptr<const pg::IngestCache::Writer> AfterBatch(
 // batch leaves them.
 Result<std::optional<IngestResult>> IngestFast(
     pg::Pool* pool, pg::GroupCommit* group, const std::string& group_key,
-    const pg::IngestCache::Writer& cached, const IngestBatch& batch, GroupedBatch& grouped,
+    const pg::IngestCache::Writer& cached, IngestPlan& plan,
     int64_t now_ms, std::unordered_map<std::string, SeriesState>* states, int64_t* next_step) {
+  const IngestBatch& batch = plan.batch();
   if (!batch.positions.empty()) return std::optional<IngestResult>();
-  for (const GroupedBatch::Series& gs : grouped.series()) {
-    if (!cached.series.contains(gs.key)) return std::optional<IngestResult>();
+  for (const KeyColumn& column : batch.columns) {
+    if (!cached.series.contains(column.key)) return std::optional<IngestResult>();
   }
-  *next_step = grouped.AssignSteps(cached.next_step);
+  *next_step = plan.AssignSteps(cached.next_step);
   std::vector<int64_t> e_pk, e_ni, e_ti, e_tc, e_tk;  // the state planned from
   BatchWrite write;
   states->clear();
-  for (const GroupedBatch::Series& gs : grouped.series()) {
-    SeriesState& s = (*states)[gs.key] = cached.series.at(gs.key);
+  std::vector<Point> points;
+  for (uint32_t c : plan.by_key()) {
+    const KeyColumn& column = batch.columns[c];
+    SeriesState& s = (*states)[column.key] = cached.series.at(column.key);
     s.tail.chunk_limit = series::TailChunkLimit(s.pk);
-    if (series::TailNeedsCompaction(s.tail, gs.points.size())) return std::optional<IngestResult>();
+    if (series::TailNeedsCompaction(s.tail, column.rows.size())) {
+      return std::optional<IngestResult>();
+    }
     e_pk.push_back(s.pk);
     e_ni.push_back(s.tail.next_idx);
     e_ti.push_back(s.tail.tail_idx);
     e_tc.push_back(s.tail.tail_count);
     e_tk.push_back(s.tail.tail_chunks);
-    COHORT_RETURN_IF_ERROR(write.Append(&s, gs.points, nullptr));
+    plan.Points(c, &points);
+    COHORT_RETURN_IF_ERROR(write.Append(&s, points, nullptr));
   }
   const ConsoleArrays console(batch.console);
   Params lock;
@@ -462,7 +348,7 @@ Result<std::optional<IngestResult>> IngestFast(
     }));
   }
   IngestResult result;
-  result.points = grouped.points();
+  result.points = batch.points();
   result.next_step = *next_step;
   return std::optional<IngestResult>(result);
 }
@@ -471,15 +357,17 @@ Result<std::optional<IngestResult>> IngestFast(
 
 Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string& label,
                                            const IngestBatch& batch, int64_t now_ms) {
-  COHORT_RETURN_IF_ERROR(ValidateBatch(batch));
-  GroupedBatch grouped(batch);
+  COHORT_ASSIGN_OR_RETURN(IngestPlan plan, IngestPlan::Make(batch));
+  std::vector<std::string> keys;
+  keys.reserve(batch.columns.size());
+  for (const KeyColumn& column : batch.columns) keys.push_back(column.key);
   const std::string cache_key = pg::IngestCache::Key(ref, label);
   const std::shared_ptr<const pg::IngestCache::Writer> cached = ingest_cache_.Get(cache_key);
   if (cached != nullptr) {
     std::unordered_map<std::string, SeriesState> states;
     int64_t next_step = 0;
     Result<std::optional<IngestResult>> fast =
-        IngestFast(primary_pool(), group_commit_.get(), cache_key, *cached, batch, grouped, now_ms,
+        IngestFast(primary_pool(), group_commit_.get(), cache_key, *cached, plan, now_ms,
                    &states, &next_step);
     if (fast.ok() && fast->has_value()) {
       fast_ingests_.fetch_add(1, std::memory_order_relaxed);
@@ -495,45 +383,27 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
 
   // The path that reads the writer's rows first: two round trips, more for new series,
   // compactions and stream positions.
-  // Fails unless every named stream of the (locked) writer is at its expected offset.
-  auto check_positions = [&](Conn* c, int64_t writer_pk) -> Status {
-    std::vector<std::string> streams;
-    for (const StreamPosition& sp : batch.positions) streams.push_back(sp.stream);
-    Params p;
-    p.Add(writer_pk).AddTextArray(streams);
-    COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kReadPositions, p));
-    std::map<std::string, int64_t> at;
-    for (int i = 0; i < res.rows(); ++i) at[res.Text(i, 0)] = res.Int(i, 1);
-    for (const StreamPosition& sp : batch.positions) {
-      const int64_t current = at.contains(sp.stream) ? at[sp.stream] : 0;
-      if (current != sp.expect) {
-        return Status::FailedPrecondition("stream '" + sp.stream + "' of writer '" + label +
-                                          "' is at " + std::to_string(current) + ", not " +
-                                          std::to_string(sp.expect));
-      }
-    }
-    return Status::Ok();
-  };
-
   std::shared_ptr<const pg::IngestCache::Writer> fresh;  // the writer after the batch
-  Result<IngestResult> stored = Write([&](Conn* c) -> Result<IngestResult> {
+  Result<IngestResult> stored = pg::RunTransaction(
+      primary_pool(), pg::TxnMode::kWrite, [&](Conn* c) -> Result<IngestResult> {
+    pg::SqlConn conn(c);
     IngestResult result;
     int64_t writer_pk = 0, run_pk = 0, next_step = 0;
     std::unordered_map<std::string, SeriesState> states;
     {
       Params p;
       p.Add(ref.entity).Add(ref.project).Add(ref.run_id).Add(label).Add(batch.seq).Add(now_ms);
-      p.AddTextArray(grouped.keys());
+      p.AddTextArray(keys);
       COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kLockWriterAndSeries, p));
       if (res.rows() == 0) {
-        COHORT_RETURN_IF_ERROR(LoadRun(c, ref).status());
-        return pg::WriterNotFound(ref, label);
+        COHORT_RETURN_IF_ERROR(LoadRun(conn, ref).status());
+        return WriterNotFound(ref, label);
       }
       writer_pk = res.Int(0, 0);
       run_pk = res.Int(0, 1);
       next_step = res.Int(0, 2);
       // Stream positions are compared before the seq, as on SQLite.
-      if (!batch.positions.empty()) COHORT_RETURN_IF_ERROR(check_positions(c, writer_pk));
+      COHORT_RETURN_IF_ERROR(CheckStreamPositions(conn, writer_pk, label, batch.positions));
       for (int i = 0; i < res.rows(); ++i) {
         if (res.IsNull(i, 4)) continue;
         states[res.Text(i, 4)] = SeriesState{
@@ -549,22 +419,21 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
       }
     }
 
-    next_step = grouped.AssignSteps(next_step);
-    result.points = grouped.points();
+    next_step = plan.AssignSteps(next_step);
+    result.points = batch.points();
 
     // Create the missing series. One that another server created meanwhile conflicts; a later
     // statement (a fresh snapshot) finds and locks it.
     std::vector<std::string> missing;
     std::vector<bool> missing_system;
-    for (const GroupedBatch::Series& gs : grouped.series()) {
-      if (!states.contains(gs.key)) {
-        missing.push_back(gs.key);
-        missing_system.push_back(gs.is_system);
+    for (uint32_t col : plan.by_key()) {
+      const KeyColumn& column = batch.columns[col];
+      if (!states.contains(column.key)) {
+        missing.push_back(column.key);
+        missing_system.push_back(column.system);
       }
     }
-    if (!missing.empty() && batch.max_run_keys > 0) {
-      COHORT_RETURN_IF_ERROR(CheckRunKeyLimit(c, ref, run_pk, missing, batch.max_run_keys));
-    }
+    COHORT_RETURN_IF_ERROR(CheckRunKeys(conn, ref, run_pk, missing, batch.max_run_keys));
     if (!missing.empty()) {
       Params q;
       q.Add(run_pk).Add(writer_pk).AddTextArray(missing).AddArray(missing_system);
@@ -586,10 +455,11 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     std::unordered_map<int64_t, std::vector<Point>> tails;  // series pk -> tail points
     {
       std::vector<int64_t> compact_pk, compact_from;
-      for (const GroupedBatch::Series& gs : grouped.series()) {
-        auto it = states.find(gs.key);
+      for (const KeyColumn& column : batch.columns) {
+        auto it = states.find(column.key);
         if (it != states.end()) it->second.tail.chunk_limit = series::TailChunkLimit(it->second.pk);
-        if (it != states.end() && series::TailNeedsCompaction(it->second.tail, gs.points.size())) {
+        if (it != states.end() &&
+            series::TailNeedsCompaction(it->second.tail, column.rows.size())) {
           compact_pk.push_back(it->second.pk);
           compact_from.push_back(it->second.tail.tail_idx);
         }
@@ -608,21 +478,24 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     }
 
     BatchWrite write;
-    for (const GroupedBatch::Series& gs : grouped.series()) {
-      auto it = states.find(gs.key);
+    std::vector<Point> points;
+    for (uint32_t col : plan.by_key()) {
+      const KeyColumn& column = batch.columns[col];
+      auto it = states.find(column.key);
       if (it == states.end()) {
         // Text the database had to sanitize (NUL bytes) comes back under another key.
-        return Status::InvalidArgument("batch: metric key '" + gs.key +
+        return Status::InvalidArgument("batch: metric key '" + column.key +
                                        "' cannot be stored (contains a NUL character)");
       }
       SeriesState& s = it->second;
       s.tail.chunk_limit = series::TailChunkLimit(s.pk);
-      const bool compact = series::TailNeedsCompaction(s.tail, gs.points.size());
+      const bool compact = series::TailNeedsCompaction(s.tail, column.rows.size());
       auto tail = tails.find(s.pk);
       if (compact && tail == tails.end()) {
-        return Status::Internal("series '" + gs.key + "': the tail to compact was not read");
+        return Status::Internal("series '" + column.key + "': the tail to compact was not read");
       }
-      COHORT_RETURN_IF_ERROR(write.Append(&s, gs.points, compact ? &tail->second : nullptr));
+      plan.Points(col, &points);
+      COHORT_RETURN_IF_ERROR(write.Append(&s, points, compact ? &tail->second : nullptr));
     }
 
     const ConsoleArrays console(batch.console);

@@ -1,36 +1,19 @@
-// PostgresStore: opening, runs and writers. Run listing is in pg_run_list.cc, data in
-// pg_series.cc, views and API keys in pg_meta.cc.
+// PostgresStore: opening, the transaction runner, and PostgreSQL's own SQL for run-list filters
+// (jsonb), console text search (LIKE, pg_trgm), the console index (numbered on the server) and
+// what an import leaves to redo. Ingest is in pg_ingest.cc, history in pg_history.cc.
 #include "store/postgres/pg_store.h"
 
-#include <set>
-
-#include "core/clock.h"
-#include "core/ids.h"
-#include "store/postgres/pg_rows.h"
-#include "store/postgres/pg_schema.h"
-#include "store/record_json.h"
-#include "store/run_state.h"
-#include "store/run_update.h"
+#include "store/postgres/pg_sql_conn.h"
 
 namespace cohort::store {
 
 using pg::Conn;
-using pg::Params;
-using pg::PgResult;
 
-namespace {
-
-const std::string kSelectRun = std::string("SELECT ") + pg::kRunColumns +
-                               " FROM runs r WHERE r.entity = $1 AND r.project = $2 AND "
-                               "r.run_id = $3";
-const std::string kSelectRunForUpdate = kSelectRun + " FOR UPDATE";
-
-}  // namespace
-
-// ---- opening ----
+// ---- opening and transactions ----
 
 PostgresStore::PostgresStore(const pg::PostgresOptions& options)
-    : primary_(
+    : SqlStore(sql::Engine::kPostgres),
+      primary_(
           std::make_unique<pg::Pool>(options.conninfo, options.pool_size, options.pool_timeout)),
       ingest_cache_enabled_(options.ingest_cache) {
   if (!options.read_conninfo.empty()) {
@@ -52,8 +35,8 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::Open(const pg::PostgresOpt
       return Status(lease.status().code(),
                     lease.status().message() + " (" + pg::DescribeConnInfo(options.conninfo) + ")");
     }
-    COHORT_RETURN_IF_ERROR(pg::Migrate(lease->get()));
   }
+  COHORT_RETURN_IF_ERROR(store->MigrateSchema());
   return store;
 }
 
@@ -62,291 +45,179 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::OpenUrl(const std::string&
   return Open(options);
 }
 
-// ---- shared helpers ----
-
-Result<RunRecord> PostgresStore::LoadRun(Conn* c, const RunRef& ref, bool lock) {
-  Params p;
-  p.Add(ref.entity).Add(ref.project).Add(ref.run_id);
-  COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(lock ? kSelectRunForUpdate : kSelectRun, p));
-  if (res.rows() == 0) return pg::RunNotFound(ref);
-  return pg::ReadRun(res, 0);
+Status PostgresStore::Run(Access access, const Work& work) {
+  pg::Pool* pool = primary_.get();
+  pg::TxnMode mode = pg::TxnMode::kWrite;
+  switch (access) {
+    case Access::kReadOne:
+      mode = pg::TxnMode::kAutocommit;
+      break;
+    case Access::kReadOneAny:
+      pool = read_pool();
+      mode = pg::TxnMode::kAutocommit;
+      break;
+    case Access::kRead:
+      mode = pg::TxnMode::kRead;
+      break;
+    case Access::kReadAny:
+      pool = read_pool();
+      mode = pg::TxnMode::kRead;
+      break;
+    case Access::kWrite:
+    case Access::kWriteShared:
+      break;
+  }
+  return pg::RunTransaction(pool, mode, [&](Conn* c) -> Status {
+    pg::SqlConn conn(c);
+    return work(conn);
+  });
 }
 
-Result<RunRecord> PostgresStore::LoadRunByPk(Conn* c, int64_t pk) {
-  static const std::string kSql =
-      std::string("SELECT ") + pg::kRunColumns + " FROM runs r WHERE r.pk = $1 FOR UPDATE";
-  Params p;
-  p.Add(pk);
-  COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kSql, p));
-  if (res.rows() == 0) return Status::NotFound("run #" + std::to_string(pk) + " not found");
-  return pg::ReadRun(res, 0);
-}
+// ---- run-list filters (jsonb copies of config and summary) ----
 
-Result<WriterRecord> PostgresStore::LoadWriter(Conn* c, int64_t run_pk, const RunRef& ref,
-                                               const std::string& label) {
-  static const std::string kSql = std::string("SELECT ") + pg::kWriterColumns +
-                                  " FROM writers w WHERE w.run_pk = $1 AND w.label = $2";
-  Params p;
-  p.Add(run_pk).Add(label);
-  COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kSql, p));
-  if (res.rows() == 0) return pg::WriterNotFound(ref, label);
-  return pg::ReadWriter(res, 0);
-}
+namespace {
 
-Result<std::vector<WriterRecord>> PostgresStore::LoadWriters(Conn* c, int64_t run_pk) {
-  static const std::string kSql = std::string("SELECT ") + pg::kWriterColumns +
-                                  " FROM writers w WHERE w.run_pk = $1 ORDER BY w.pk";
-  Params p;
-  p.Add(run_pk);
-  COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kSql, p));
-  std::vector<WriterRecord> out;
-  out.reserve(size_t(res.rows()));
-  for (int i = 0; i < res.rows(); ++i) out.push_back(pg::ReadWriter(res, i));
+std::vector<std::string> Texts(const std::vector<FilterValue>& values) {
+  std::vector<std::string> out;
+  for (const FilterValue& v : values) out.push_back(v.text);
   return out;
 }
 
-Status PostgresStore::RecomputeRunState(Conn* c, int64_t run_pk, int64_t now_ms) {
-  // Lock first, then read the writers in a later statement: under READ COMMITTED that statement
-  // sees every writer change committed by whoever held the run's lock before us.
-  COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRunByPk(c, run_pk));
-  COHORT_ASSIGN_OR_RETURN(std::vector<WriterRecord> writers, LoadWriters(c, run_pk));
-  RederiveRunState(writers, &run);
-  Params p;
-  p.Add(RunStateName(run.state)).Add(run.exit_code).Add(run.finished_ms);
-  p.Add(std::max(now_ms, run.updated_ms)).Add(run_pk);
-  return c
-      ->Exec(
-          "UPDATE runs SET state = $1, exit_code = $2, finished_ms = $3, updated_ms = $4 "
-          "WHERE pk = $5",
-          p)
-      .status();
+std::vector<double> Numbers(const std::vector<FilterValue>& values) {
+  std::vector<double> out;
+  for (const FilterValue& v : values) {
+    if (v.number) out.push_back(*v.number);
+  }
+  return out;
 }
 
-// ---- runs ----
+}  // namespace
 
-Result<std::pair<RunRecord, bool>> PostgresStore::UpsertRun(const RunUpsert& upsert) {
-  COHORT_RETURN_IF_ERROR(ValidateRunRef(upsert.ref, /*allow_empty_id=*/true));
-  const std::string tags_json = upsert.tags ? StringsToJson(*upsert.tags) : "[]";
-  std::string metadata = "{}";
-  if (upsert.metadata_json) {
-    COHORT_ASSIGN_OR_RETURN(metadata, MergeJsonObject("{}", *upsert.metadata_json, "metadata"));
+// tags is a jsonb array of strings: `?` tests for an element, `?|` for any of several.
+std::string PostgresStore::RunTagCondition(const RunPredicate& p, sql::Params* params) const {
+  switch (p.op) {
+    case FilterOp::kEq:
+      params->Add(p.values[0].text);
+      return "r.tags ? " + params->Last();
+    case FilterOp::kNe:
+      params->Add(p.values[0].text);
+      return "NOT (r.tags ? " + params->Last() + ")";
+    case FilterOp::kContains:
+      params->Add(p.values[0].text);
+      return "EXISTS (SELECT 1 FROM jsonb_array_elements_text(r.tags) t(v) WHERE strpos(t.v, " +
+             params->Last() + ") > 0)";
+    case FilterOp::kIn:
+      params->AddTextArray(Texts(p.values));
+      return "r.tags ?| " + params->Last();
+    case FilterOp::kNotIn:
+      params->AddTextArray(Texts(p.values));
+      return "NOT (r.tags ?| " + params->Last() + ")";
+    default:
+      return "false";  // refused by ParseFilter
   }
-  std::string new_config = "{}";
-  if (upsert.config_json) {
-    COHORT_ASSIGN_OR_RETURN(new_config, MergeJsonObject("{}", *upsert.config_json, "config"));
-  }
-  const int64_t now = NowMillis();
+}
 
-  // Inserts the run unless (entity, project, run_id) exists; returns its pk or 0.
-  auto insert = [&](Conn* c, const RunRef& ref) -> Result<int64_t> {
-    Params p;
-    p.Add(ref.entity).Add(ref.project).Add(ref.run_id);
-    p.Add(upsert.name.value_or("")).Add(upsert.group.value_or(""));
-    p.Add(upsert.job_type.value_or("")).Add(upsert.notes.value_or(""));
-    p.Add(upsert.host.value_or("")).AddJsonb(tags_json).Add(new_config).AddJsonb(new_config);
-    p.Add(metadata).Add(now);
-    COHORT_ASSIGN_OR_RETURN(
-        PgResult res,
-        c->Exec("INSERT INTO runs (entity, project, run_id, name, grp, job_type, notes, host, "
-                "tags, config, config_doc, metadata, created_ms, updated_ms, heartbeat_ms) "
-                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $13) "
-                "ON CONFLICT (entity, project, run_id) DO NOTHING RETURNING pk",
-                p));
-    return res.rows() == 0 ? int64_t{0} : res.Int(0, 0);
+// config.<key> / summary.<key>, with the cohort_json_* functions of the schema: values compare
+// the way SQLite's json_extract does. Runs without the key match != and not in, and nothing else.
+std::string PostgresStore::RunJsonCondition(const RunPredicate& p, sql::Params* params) const {
+  const std::string doc = p.field == FilterField::kConfig ? "r.config_doc" : "r.summary_doc";
+  params->AddTextArray(p.path);
+  const std::string v = "(" + doc + " #> " + params->Last() + ")";
+  auto match_any = [&] {
+    // Numbers compare as numbers, every operand also as text (a value logged as "1" or 1).
+    params->AddArray(Numbers(p.values));
+    const std::string numbers = params->Last();
+    params->AddTextArray(Texts(p.values));
+    return "coalesce(cohort_json_num(" + v + ") = ANY(" + numbers + ") OR cohort_json_str(" + v +
+           ") = ANY(" + params->Last() + "), false)";
   };
-
-  return Write([&](Conn* c) -> Result<std::pair<RunRecord, bool>> {
-    RunRef ref = upsert.ref;
-    if (ref.run_id.empty()) {
-      for (int attempt = 0; attempt < 16; ++attempt) {
-        ref.run_id = ids::RandomBase36(8);
-        COHORT_ASSIGN_OR_RETURN(int64_t pk, insert(c, ref));
-        if (pk != 0) {
-          COHORT_ASSIGN_OR_RETURN(RunRecord out, LoadRunByPk(c, pk));
-          return std::make_pair(std::move(out), true);
-        }
+  switch (p.op) {
+    case FilterOp::kEq:
+    case FilterOp::kIn:
+      return match_any();
+    case FilterOp::kNe:
+    case FilterOp::kNotIn:
+      return "NOT " + match_any();
+    case FilterOp::kContains:
+      params->Add(p.values[0].text);
+      return "strpos(cohort_json_cast_text(" + v + "), " + params->Last() + ") > 0";
+    case FilterOp::kLt:
+    case FilterOp::kGt: {
+      const char* cmp = p.op == FilterOp::kLt ? " < " : " > ";
+      const FilterValue& value = p.values[0];
+      if (value.number) {
+        params->Add(*value.number);
+        return "cohort_json_num(" + v + ")" + cmp + params->Last();
       }
-      return Status::Internal("could not draw an unused run id");
+      params->Add(value.text);
+      return "(jsonb_typeof(" + v + ") = 'string' AND (" + v + " #>> '{}') COLLATE \"C\"" + cmp +
+             params->Last() + ")";
     }
-    // Resume (lock and update) or create; a create that loses a race to another server finds
-    // the row on the next round and resumes it.
-    for (int round = 0; round < 3; ++round) {
-      Result<RunRecord> found = LoadRun(c, ref, /*lock=*/true);
-      if (!found.ok() && found.status().code() != StatusCode::kNotFound) return found.status();
-      if (!found.ok()) {
-        COHORT_ASSIGN_OR_RETURN(int64_t pk, insert(c, ref));
-        if (pk == 0) continue;
-        COHORT_ASSIGN_OR_RETURN(RunRecord out, LoadRunByPk(c, pk));
-        return std::make_pair(std::move(out), true);
-      }
-      RunRecord& r = *found;
-      COHORT_RETURN_IF_ERROR(ApplyRunUpsert(upsert, metadata, &r));
-      Params p;
-      p.Add(r.name).Add(r.group).Add(r.job_type).Add(r.notes).Add(r.host);
-      p.AddJsonb(StringsToJson(r.tags)).Add(r.config_json).AddJsonb(r.config_json);
-      p.Add(r.metadata_json).Add(now).Add(r.pk);
-      COHORT_RETURN_IF_ERROR(
-          c->Exec("UPDATE runs SET name = $1, grp = $2, job_type = $3, notes = $4, host = $5, "
-                  "tags = $6, config = $7, config_doc = $8, metadata = $9, "
-                  "updated_ms = greatest(updated_ms, $10) WHERE pk = $11",
-                  p)
-              .status());
-      COHORT_ASSIGN_OR_RETURN(RunRecord out, LoadRunByPk(c, r.pk));
-      return std::make_pair(std::move(out), false);
-    }
-    return Status::Unavailable("run '" + pg::RunName(ref) +
-                               "' is being created and deleted "
-                               "concurrently; retry");
-  });
-}
-
-Result<RunRecord> PostgresStore::GetRun(const RunRef& ref) {
-  return Read(pg::TxnMode::kAutocommit, [&](Conn* c) { return LoadRun(c, ref); });
-}
-
-Result<RunRecord> PostgresStore::PatchRun(const RunRef& ref, const RunPatch& patch) {
-  const int64_t now = NowMillis();
-  return Write([&](Conn* c) -> Result<RunRecord> {
-    COHORT_ASSIGN_OR_RETURN(RunRecord r, LoadRun(c, ref, /*lock=*/true));
-    COHORT_RETURN_IF_ERROR(ApplyRunPatch(patch, &r));
-    Params p;
-    p.Add(r.name).Add(r.group).Add(r.job_type).Add(r.notes).AddJsonb(StringsToJson(r.tags));
-    p.Add(r.config_json).AddJsonb(r.config_json).Add(r.summary_json).AddJsonb(r.summary_json);
-    p.Add(now).Add(r.pk);
-    COHORT_RETURN_IF_ERROR(
-        c->Exec("UPDATE runs SET name = $1, grp = $2, job_type = $3, notes = $4, tags = $5, "
-                "config = $6, config_doc = $7, summary = $8, summary_doc = $9, "
-                "updated_ms = greatest(updated_ms, $10) WHERE pk = $11",
-                p)
-            .status());
-    return LoadRunByPk(c, r.pk);
-  });
-}
-
-Status PostgresStore::DeleteRun(const RunRef& ref) {
-  return Write([&](Conn* c) -> Status {
-    COHORT_ASSIGN_OR_RETURN(RunRecord r, LoadRun(c, ref));
-    Params p;
-    p.Add(r.pk);
-    // Writers before the run: the lock order every ingest uses.
-    COHORT_RETURN_IF_ERROR(
-        c->Exec("SELECT pk FROM writers WHERE run_pk = $1 ORDER BY pk FOR UPDATE", p).status());
-    COHORT_ASSIGN_OR_RETURN(PgResult locked,
-                            c->Exec("SELECT pk FROM runs WHERE pk = $1 FOR UPDATE", p));
-    if (locked.rows() == 0) return pg::RunNotFound(ref);  // deleted meanwhile
-    static constexpr const char* kDeletes[] = {
-        "DELETE FROM chunks WHERE series_pk IN (SELECT pk FROM series WHERE run_pk = $1)",
-        "DELETE FROM series WHERE run_pk = $1",
-        "DELETE FROM console WHERE run_pk = $1",
-        "DELETE FROM batches WHERE writer_pk IN (SELECT pk FROM writers WHERE run_pk = $1)",
-        "DELETE FROM stream_positions WHERE writer_pk IN "
-        "(SELECT pk FROM writers WHERE run_pk = $1)",
-        "DELETE FROM run_files WHERE run_pk = $1",
-        "DELETE FROM writers WHERE run_pk = $1",
-        "DELETE FROM runs WHERE pk = $1",
-    };
-    for (const char* sql : kDeletes) COHORT_RETURN_IF_ERROR(c->Exec(sql, p).status());
-    return Status::Ok();
-  });
-}
-
-// ---- writers ----
-
-Result<WriterRecord> PostgresStore::JoinWriter(const RunRef& ref, const WriterJoin& join) {
-  if (join.label.empty()) return Status::InvalidArgument("writer: label is empty");
-  const int64_t now = NowMillis();
-  return Write([&](Conn* c) -> Result<WriterRecord> {
-    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(c, ref));
-    {
-      Params p;
-      p.Add(run.pk).Add(join.label).Add(join.primary).Add(join.update_finish_state);
-      p.Add(join.host).Add(join.pid).Add(IntsToJson(join.gpu_ids)).Add(now);
-      COHORT_RETURN_IF_ERROR(
-          c->Exec("INSERT INTO writers (run_pk, label, is_primary, update_finish_state, host, "
-                  "pid, gpu_ids, state, created_ms, heartbeat_ms) "
-                  "VALUES ($1, $2, $3, $4, $5, $6, $7, 'running', $8, $8) "
-                  "ON CONFLICT (run_pk, label) DO UPDATE SET is_primary = excluded.is_primary, "
-                  "update_finish_state = excluded.update_finish_state, host = excluded.host, "
-                  "pid = excluded.pid, gpu_ids = excluded.gpu_ids, state = 'running', "
-                  "exit_code = NULL, finished_ms = NULL, "
-                  "heartbeat_ms = excluded.heartbeat_ms",
-                  p)
-              .status());
-    }
-    // The run's lock, then the count in a later statement (sees writers joined concurrently).
-    COHORT_RETURN_IF_ERROR(LoadRunByPk(c, run.pk).status());
-    {
-      Params p;
-      p.Add(now).Add(run.pk);
-      COHORT_RETURN_IF_ERROR(
-          c->Exec("UPDATE runs SET writer_count = (SELECT count(*) FROM writers WHERE run_pk = "
-                  "runs.pk), heartbeat_ms = greatest(heartbeat_ms, $1) WHERE pk = $2",
-                  p)
-              .status());
-    }
-    COHORT_RETURN_IF_ERROR(RecomputeRunState(c, run.pk, now));
-    return LoadWriter(c, run.pk, ref, join.label);
-  });
-}
-
-Result<std::vector<WriterRecord>> PostgresStore::ListWriters(const RunRef& ref) {
-  return Read(pg::TxnMode::kRead, [&](Conn* c) -> Result<std::vector<WriterRecord>> {
-    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(c, ref));
-    return LoadWriters(c, run.pk);
-  });
-}
-
-Status PostgresStore::Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) {
-  return Write([&](Conn* c) -> Status {
-    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(c, ref));
-    Params p;
-    p.Add(now_ms).Add(run.pk).Add(label);
-    COHORT_ASSIGN_OR_RETURN(PgResult res,
-                            c->Exec("UPDATE writers SET heartbeat_ms = greatest(heartbeat_ms, $1) "
-                                    "WHERE run_pk = $2 AND label = $3",
-                                    p));
-    if (res.affected() == 0) return pg::WriterNotFound(ref, label);
-    Params q;
-    q.Add(now_ms).Add(run.pk);
-    return c->Exec("UPDATE runs SET heartbeat_ms = greatest(heartbeat_ms, $1) WHERE pk = $2", q)
-        .status();
-  });
-}
-
-Result<WriterRecord> PostgresStore::FinishWriter(const RunRef& ref, const std::string& label,
-                                                 RunState state, std::optional<int> exit_code,
-                                                 int64_t now_ms) {
-  if (!IsTerminal(state)) {
-    return Status::InvalidArgument("finish: state '" + std::string(RunStateName(state)) +
-                                   "' does not end a writer");
   }
-  return Write([&](Conn* c) -> Result<WriterRecord> {
-    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(c, ref));
-    Params p;
-    p.Add(RunStateName(state)).Add(exit_code).Add(now_ms).Add(run.pk).Add(label);
-    COHORT_ASSIGN_OR_RETURN(PgResult res,
-                            c->Exec("UPDATE writers SET state = $1, exit_code = $2, "
-                                    "finished_ms = $3 WHERE run_pk = $4 AND label = $5",
-                                    p));
-    if (res.affected() == 0) return pg::WriterNotFound(ref, label);
-    COHORT_RETURN_IF_ERROR(RecomputeRunState(c, run.pk, now_ms));
-    return LoadWriter(c, run.pk, ref, label);
+  return "false";
+}
+
+// ---- console ----
+
+// Console text search is a LIKE '%text%' (wildcards in the text escaped), which the trigram index
+// console_text_trgm answers where pg_trgm is installed and a scan otherwise.
+std::string PostgresStore::ConsoleTextCondition(const std::string& text,
+                                                sql::Params* params) const {
+  std::string pattern = "%";
+  for (char ch : text) {
+    if (ch == '%' || ch == '_' || ch == '\\') pattern += '\\';
+    pattern += ch;
+  }
+  pattern += '%';
+  params->Add(pattern);
+  return "c.text LIKE " + params->Last() + " ESCAPE '\\'";
+}
+
+Result<ConsoleIndex> PostgresStore::IndexConsole(const ConsoleQuery& q, int64_t stride) {
+  if (stride < 1) return Status::InvalidArgument("console index: stride must be >= 1");
+  return RunFor<ConsoleIndex>(Access::kReadAny, [&](sql::Conn& conn) -> Result<ConsoleIndex> {
+    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, q.run));
+    // Numbered on the server: only every stride-th id and the last one (with the count) travel.
+    sql::Params params;
+    std::string sql =
+        "SELECT id, rn, total FROM (SELECT c.id, row_number() OVER (ORDER BY c.id) AS rn, "
+        "count(*) OVER () AS total FROM console c" +
+        ConsoleFilter(q, run.pk, &params);
+    params.Add(stride);
+    sql += ") s WHERE rn % " + params.Last() + " = 0 OR rn = total ORDER BY id";
+    COHORT_ASSIGN_OR_RETURN(std::unique_ptr<sql::Rows> rows,
+                            conn.Query(sql, params, sql::Prepare::kOnce));
+    ConsoleIndex out;
+    out.last_id = q.after_id;
+    while (true) {
+      COHORT_ASSIGN_OR_RETURN(bool row, rows->Next());
+      if (!row) return out;
+      const int64_t id = rows->Int(0), rn = rows->Int(1);
+      out.total = rows->Int(2);
+      if (rn % stride == 0) out.stride_ids.push_back(id);
+      if (rn == out.total) out.last_id = id;
+    }
   });
 }
 
-Result<int64_t> PostgresStore::MarkStaleWritersCrashed(int64_t stale_before_ms, int64_t now_ms) {
-  return Write([&](Conn* c) -> Result<int64_t> {
-    Params p;
-    p.Add(now_ms).Add(stale_before_ms);
-    COHORT_ASSIGN_OR_RETURN(
-        PgResult res, c->Exec("UPDATE writers SET state = 'crashed', finished_ms = $1 "
-                              "WHERE state = 'running' AND heartbeat_ms < $2 RETURNING run_pk",
-                              p));
-    std::set<int64_t> runs;  // ordered: runs are locked in pk order
-    for (int i = 0; i < res.rows(); ++i) runs.insert(res.Int(i, 0));
-    for (int64_t run_pk : runs) COHORT_RETURN_IF_ERROR(RecomputeRunState(c, run_pk, now_ms));
-    return int64_t(res.rows());
-  });
+// ---- import ----
+
+Status PostgresStore::AfterImport(sql::Conn& conn) {
+  // Identity sequences past the imported keys; each run's console numbering past its lines.
+  for (const char* table : {"runs", "writers", "series", "views", "api_keys"}) {
+    const std::string t = table;
+    COHORT_RETURN_IF_ERROR(conn.Exec("SELECT setval(pg_get_serial_sequence('" + t +
+                                         "', 'pk'), coalesce((SELECT max(pk) FROM " + t +
+                                         "), 0) + 1, false)",
+                                     sql::Params(), sql::Prepare::kOnce)
+                               .status());
+  }
+  return conn
+      .Exec(
+          "UPDATE runs r SET console_next = m.id FROM (SELECT run_pk, max(id) AS id FROM "
+          "console GROUP BY run_pk) m WHERE r.pk = m.run_pk AND r.console_next < m.id",
+          sql::Params(), sql::Prepare::kOnce)
+      .status();
 }
 
 }  // namespace cohort::store

@@ -1,6 +1,9 @@
-// PostgresStore: the scale-out Store backend. Several `cohort server` processes may share one
-// database; every call is one transaction, so they see and keep the same semantics as one
-// SqliteStore (the conformance suite in store_conformance.h holds both to them).
+// PostgresStore: the scale-out Store backend over the shared SQL store (sql/sql_store.h).
+// Several `cohort server` processes may share one database; every call is one transaction, so
+// they see and keep the same semantics as one SqliteStore (the conformance suite in
+// store_conformance.h holds both to them). Its own parts: the connection pools and transaction
+// runner (pg_pool.h), the series write path (pipelined, with the ingest cache and group commit:
+// pg_ingest.cc), the history query (pg_history.cc) and console text search (LIKE, pg_trgm).
 //
 // Concurrency across servers: writes run in READ COMMITTED transactions that lock what they
 // read-modify-write, always in the order writer row -> series rows -> run row, so that two
@@ -16,7 +19,6 @@
 #pragma once
 
 #include <atomic>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,69 +28,25 @@
 #include "store/postgres/pg_ingest_cache.h"
 #include "store/postgres/pg_options.h"
 #include "store/postgres/pg_pool.h"
-#include "store/store.h"
+#include "store/sql/sql_store.h"
 
 namespace cohort::store {
 
-class PostgresStore final : public Store {
+class PostgresStore final : public SqlStore {
  public:
-  // Connects, applies schema migrations and keeps the connection for the pool.
+  // Connects and brings the schema to the latest version.
   static Result<std::unique_ptr<PostgresStore>> Open(const pg::PostgresOptions& options);
   // As Open, from a postgresql:// URL (pg_options.h).
   static Result<std::unique_ptr<PostgresStore>> OpenUrl(const std::string& url);
   ~PostgresStore() override;
 
-  Result<std::pair<RunRecord, bool>> UpsertRun(const RunUpsert& upsert) override;
-  Result<RunRecord> GetRun(const RunRef& ref) override;
-  Result<RunRecord> PatchRun(const RunRef& ref, const RunPatch& patch) override;
-  Result<RunPage> ListRuns(const RunQuery& query) override;
-  Result<std::vector<GroupInfo>> ListGroups(const std::string& entity,
-                                            const std::string& project) override;
-  Result<std::vector<ProjectInfo>> ListProjects(const std::string& entity) override;
-  Status DeleteRun(const RunRef& ref) override;
-
-  Result<WriterRecord> JoinWriter(const RunRef& ref, const WriterJoin& join) override;
-  Result<std::vector<WriterRecord>> ListWriters(const RunRef& ref) override;
-  Status Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) override;
-  Result<WriterRecord> FinishWriter(const RunRef& ref, const std::string& label, RunState state,
-                                    std::optional<int> exit_code, int64_t now_ms) override;
-  Result<int64_t> MarkStaleWritersCrashed(int64_t stale_before_ms, int64_t now_ms) override;
-
+  // pg_ingest.cc
   Result<IngestResult> Ingest(const RunRef& ref, const std::string& label, const IngestBatch& batch,
                               int64_t now_ms) override;
-  Result<std::vector<SeriesInfo>> ListSeries(const RunRef& ref) override;
+  // pg_history.cc
   Result<std::vector<SeriesData>> QueryHistory(const HistoryQuery& query) override;
-  Result<std::vector<ConsoleLine>> QueryConsole(const ConsoleQuery& query) override;
+  // pg_store.cc
   Result<ConsoleIndex> IndexConsole(const ConsoleQuery& query, int64_t stride) override;
-
-  // pg_compat.cc
-  Result<std::map<std::string, std::map<std::string, int64_t>>> ListStreamPositions(
-      const RunRef& ref) override;
-  Result<WriterRecord> RenameWriter(const RunRef& ref, const std::string& from,
-                                    const std::string& to) override;
-  Result<RunFile> PutRunFile(const RunRef& ref, const RunFile& file) override;
-  Result<std::vector<RunFile>> ListRunFiles(const RunRef& ref) override;
-  Result<RunFile> GetRunFile(const RunRef& ref, const std::string& name) override;
-
-  Result<ViewRecord> CreateView(const ViewRecord& view) override;
-  Result<std::vector<ViewRecord>> ListViews(const std::string& entity,
-                                            const std::string& project) override;
-  Result<ViewRecord> UpdateView(const ViewRecord& view) override;
-  Status DeleteView(const std::string& entity, const std::string& project, int64_t id) override;
-
-  Result<ApiKeyRecord> CreateApiKey(const ApiKeyRecord& key) override;
-  Result<ApiKeyRecord> FindApiKey(const std::string& hash) override;
-  Result<std::vector<ApiKeyRecord>> ListApiKeys(const std::string& entity) override;
-  Status RevokeApiKey(const std::string& entity, int64_t id) override;
-  Result<int64_t> CountApiKeys() override;
-  Result<std::optional<ApiKeyRecord>> CreateFirstApiKey(const ApiKeyRecord& key) override;
-  Result<int64_t> PruneBatches(int64_t stored_before_ms) override;
-
-  // pg_dump.cc
-  Status Export(const std::function<Status(const DumpRecord&)>& sink) override;
-  Result<int64_t> Import(const std::vector<DumpRecord>& records, const DumpHeader& from) override;
-  Status FinishImport() override;
-  Result<DumpCounts> CountRows() override;
 
   // Batches stored through the one-round-trip path of Ingest (pg_ingest.cc), for tests.
   int64_t fast_ingests() const { return fast_ingests_.load(std::memory_order_relaxed); }
@@ -99,33 +57,15 @@ class PostgresStore final : public Store {
   pg::Pool* primary_pool() { return primary_.get(); }
   pg::Pool* read_pool() { return reads_ ? reads_.get() : primary_.get(); }
 
+ protected:
+  Status Run(Access access, const Work& work) override;
+  std::string ConsoleTextCondition(const std::string& text, sql::Params* params) const override;
+  std::string RunTagCondition(const RunPredicate& p, sql::Params* params) const override;
+  std::string RunJsonCondition(const RunPredicate& p, sql::Params* params) const override;
+  Status AfterImport(sql::Conn& conn) override;
+
  private:
   explicit PostgresStore(const pg::PostgresOptions& options);
-
-  // Runs fn in a transaction on the primary / on the read pool (pg_pool.h RunTransaction).
-  template <typename Fn>
-  auto Write(Fn&& fn) {
-    return pg::RunTransaction(primary_.get(), pg::TxnMode::kWrite, std::forward<Fn>(fn));
-  }
-  template <typename Fn>
-  auto Read(pg::TxnMode mode, Fn&& fn) {
-    return pg::RunTransaction(primary_.get(), mode, std::forward<Fn>(fn));
-  }
-  template <typename Fn>
-  auto ReadReplica(pg::TxnMode mode, Fn&& fn) {
-    return pg::RunTransaction(read_pool(), mode, std::forward<Fn>(fn));
-  }
-
-  // Helpers run on a connection inside the caller's transaction (pg_store.cc). `lock` takes the
-  // row lock (FOR UPDATE).
-  static Result<RunRecord> LoadRun(pg::Conn* c, const RunRef& ref, bool lock = false);
-  static Result<RunRecord> LoadRunByPk(pg::Conn* c, int64_t pk);
-  static Result<WriterRecord> LoadWriter(pg::Conn* c, int64_t run_pk, const RunRef& ref,
-                                         const std::string& label);
-  static Result<std::vector<WriterRecord>> LoadWriters(pg::Conn* c, int64_t run_pk);
-  // Locks the run row, then recomputes its state from its writers (run_state.h) and stores it.
-  // Callers have locked (changed) the writer rows first.
-  static Status RecomputeRunState(pg::Conn* c, int64_t run_pk, int64_t now_ms);
 
   std::unique_ptr<pg::Pool> primary_;
   std::unique_ptr<pg::Pool> reads_;  // null: reads use primary_

@@ -1,6 +1,6 @@
 // Rows of the SQLite store's `chunks` table (docs/formats.md, "Series layout in the stores"):
-// the one place that writes a chunk row and reads a chunk's summary columns back, for ingest,
-// the re-cut (`cohort compact`) and the summary pages.
+// the one place that writes a chunk row and reads a chunk's summary columns back, for ingest and
+// the summary pages.
 //
 // Functions run on the caller's connection, inside its transaction; not thread-safe beyond that.
 #pragma once

@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include "store/sql/sql_dialect.h"
+
 namespace cohort::store::sqlite {
 
 Status SqliteError(int rc, std::string_view what) {
@@ -209,8 +211,20 @@ Result<Stmt> Db::Prepare(std::string_view sql) {
   return Stmt(stmt, nullptr);
 }
 
-Result<Stmt> Db::Cached(std::string_view sql) {
-  auto it = cache_.find(std::string(sql));
+Result<Stmt> Db::Cached(std::string_view sql) { return CachedAs(std::string(sql), sql); }
+
+Result<Stmt> Db::CachedShared(std::string_view shared_sql) {
+  // Keys of shared statements start with a byte no SQLite statement starts with.
+  std::string key = "\x01" + std::string(shared_sql);
+  if (auto it = cache_.find(key); it != cache_.end() && !it->second->in_use) {
+    it->second->in_use = true;
+    return Stmt(it->second->stmt, &it->second->in_use);
+  }
+  return CachedAs(std::move(key), sql::RenderForSqlite(shared_sql));
+}
+
+Result<Stmt> Db::CachedAs(std::string key, std::string_view sql) {
+  auto it = cache_.find(key);
   if (it == cache_.end()) {
     sqlite3_stmt* stmt = nullptr;
     int rc = sqlite3_prepare_v3(db_, sql.data(), int(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt,
@@ -220,7 +234,7 @@ Result<Stmt> Db::Cached(std::string_view sql) {
     }
     auto entry = std::make_unique<CacheEntry>();
     entry->stmt = stmt;
-    it = cache_.emplace(std::string(sql), std::move(entry)).first;
+    it = cache_.emplace(std::move(key), std::move(entry)).first;
   }
   CacheEntry& e = *it->second;
   if (e.in_use) return Prepare(sql);

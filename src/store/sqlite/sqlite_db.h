@@ -95,6 +95,9 @@ class Db {
   // A statement from the connection's cache (static SQL, prepared once). When the cached
   // statement is already in use (nested use), a fresh one is prepared instead.
   Result<Stmt> Cached(std::string_view sql);
+  // As Cached, for a statement in the shared syntax of sql/sql_conn.h: rendered for SQLite
+  // (sql/sql_dialect.h RenderForSqlite) when first prepared.
+  Result<Stmt> CachedShared(std::string_view shared_sql);
   // Runs a query expected to return one integer (0 when there is no row).
   Result<int64_t> QueryInt(std::string_view sql);
 
@@ -109,7 +112,8 @@ class Db {
     sqlite3_stmt* stmt = nullptr;
     bool in_use = false;
   };
-  std::unordered_map<std::string, std::unique_ptr<CacheEntry>> cache_;
+  Result<Stmt> CachedAs(std::string key, std::string_view sql);
+  std::unordered_map<std::string, std::unique_ptr<CacheEntry>> cache_;  // by SQL as given
 };
 
 // A transaction that rolls back unless committed. Move-only; used by the thread that owns its Db.

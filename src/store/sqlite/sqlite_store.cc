@@ -1,18 +1,10 @@
-// SqliteStore: opening, the connection pool, runs and writers. Run listing is in
-// sqlite_run_list.cc, data in sqlite_series.cc, views and API keys in sqlite_meta.cc.
+// SqliteStore: opening, the connections and transactions, and SQLite's own SQL for run-list
+// filters (json_extract), console text search (FTS5) and the console index. Ingest and history
+// are in sqlite_ingest.cc.
 #include "store/sqlite/sqlite_store.h"
 
-#include <map>
-#include <set>
-#include <tuple>
-
-#include "core/clock.h"
-#include "core/ids.h"
-#include "store/record_json.h"
-#include "store/run_state.h"
-#include "store/run_update.h"
-#include "store/sqlite/sqlite_rows.h"
-#include "store/sqlite/sqlite_schema.h"
+#include "store/sqlite/sqlite_sql_conn.h"
+#include "store/sqlite/sqlite_summary_pages.h"
 
 namespace cohort::store {
 
@@ -26,7 +18,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteOptions& opti
   if (options.path.empty()) return Status::InvalidArgument("sqlite: empty database path");
   std::unique_ptr<SqliteStore> store(new SqliteStore(options));
   COHORT_ASSIGN_OR_RETURN(store->writer_, store->OpenConnection(/*writer=*/true));
-  COHORT_RETURN_IF_ERROR(sqlite::Migrate(store->writer_.get()));
+  COHORT_RETURN_IF_ERROR(store->MigrateSchema());
   if (options.background_checkpoints) {
     COHORT_RETURN_IF_ERROR(
         store->checkpointer_.Start(store->writer_.get(), options.path, options.busy_timeout_ms));
@@ -48,7 +40,9 @@ Result<std::unique_ptr<Db>> SqliteStore::OpenConnection(bool writer) {
     }
     COHORT_RETURN_IF_ERROR(db->Exec(options_.synchronous_full ? "PRAGMA synchronous=FULL"
                                                               : "PRAGMA synchronous=NORMAL"));
-    COHORT_RETURN_IF_ERROR(db->Exec("PRAGMA cache_size=-32768; PRAGMA temp_store=MEMORY"));
+    // Deleting a run deletes what is under it (ON DELETE CASCADE, sql/sql_schema.cc).
+    COHORT_RETURN_IF_ERROR(
+        db->Exec("PRAGMA cache_size=-32768; PRAGMA temp_store=MEMORY; PRAGMA foreign_keys=ON"));
   } else {
     COHORT_RETURN_IF_ERROR(db->Exec("PRAGMA query_only=1; PRAGMA cache_size=-16384"));
   }
@@ -77,330 +71,182 @@ Result<SqliteStore::ReadLease> SqliteStore::AcquireReader() {
   return ReadLease(this, std::move(db));
 }
 
-// ---- shared helpers ----
-
-Result<RunRecord> SqliteStore::LoadRun(Db* db, const RunRef& ref) {
-  static const std::string kSql = std::string("SELECT ") + sqlite::kRunColumns +
-                                  " FROM runs r WHERE r.entity = ? AND r.project = ? AND "
-                                  "r.run_id = ?";
-  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(kSql));
-  st.Bind(ref.entity).Bind(ref.project).Bind(ref.run_id);
-  COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
-  if (!row) return sqlite::RunNotFound(ref);
-  return sqlite::ReadRun(st);
+Status SqliteStore::Run(Access access, const Work& work) {
+  switch (access) {
+    case Access::kReadOne:
+    case Access::kReadOneAny:
+    case Access::kRead:
+    case Access::kReadAny: {
+      COHORT_ASSIGN_OR_RETURN(ReadLease lease, AcquireReader());
+      sqlite::SqlConn conn(lease.get());
+      if (access == Access::kReadOne || access == Access::kReadOneAny) return work(conn);
+      COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(lease.get(), Txn::Mode::kRead));
+      return work(conn);  // ~Txn ends the read transaction
+    }
+    case Access::kWrite: {
+      std::lock_guard<std::mutex> lock(write_mu_);
+      COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(writer_.get(), Txn::Mode::kWrite));
+      sqlite::SqlConn conn(writer_.get());
+      COHORT_RETURN_IF_ERROR(work(conn));
+      return txn.Commit();
+    }
+    case Access::kWriteShared:
+      return group_.Run([&](Db* db) -> Result<bool> {
+        sqlite::SqlConn conn(db);
+        COHORT_RETURN_IF_ERROR(work(conn));
+        return true;
+      });
+  }
+  return Status::Internal("sqlite: unknown access");
 }
 
-Result<RunRecord> SqliteStore::LoadRunByPk(Db* db, int64_t pk) {
-  static const std::string kSql =
-      std::string("SELECT ") + sqlite::kRunColumns + " FROM runs r WHERE r.pk = ?";
-  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(kSql));
-  st.Bind(pk);
-  COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
-  if (!row) return Status::NotFound("run #" + std::to_string(pk) + " not found");
-  return sqlite::ReadRun(st);
-}
+// ---- run-list filters (json_extract over the JSON text) ----
 
-Result<WriterRecord> SqliteStore::LoadWriter(Db* db, int64_t run_pk, const RunRef& ref,
-                                             const std::string& label) {
-  static const std::string kSql = std::string("SELECT ") + sqlite::kWriterColumns +
-                                  " FROM writers w WHERE w.run_pk = ? AND w.label = ?";
-  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(kSql));
-  st.Bind(run_pk).Bind(label);
-  COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
-  if (!row) return sqlite::WriterNotFound(ref, label);
-  return sqlite::ReadWriter(st);
-}
+namespace {
 
-Result<std::vector<WriterRecord>> SqliteStore::LoadWriters(Db* db, int64_t run_pk) {
-  static const std::string kSql = std::string("SELECT ") + sqlite::kWriterColumns +
-                                  " FROM writers w WHERE w.run_pk = ? ORDER BY w.pk";
-  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(kSql));
-  st.Bind(run_pk);
-  std::vector<WriterRecord> out;
-  while (true) {
-    COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    out.push_back(sqlite::ReadWriter(st));
+// "$3, $4, ..." for `values`, added to `params`; numbers go both as number and text so that a
+// JSON value matches whether it was logged as 1 or "1".
+std::string ValueList(const std::vector<FilterValue>& values, bool json, sql::Params* params) {
+  std::string out;
+  for (const FilterValue& v : values) {
+    if (json && v.number) {
+      params->Add(*v.number);
+      out += (out.empty() ? "" : ", ") + params->Last();
+    }
+    params->Add(v.text);
+    out += (out.empty() ? "" : ", ") + params->Last();
   }
   return out;
 }
 
-Status SqliteStore::RecomputeRunState(Db* db, int64_t run_pk, int64_t now_ms) {
-  COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRunByPk(db, run_pk));
-  COHORT_ASSIGN_OR_RETURN(std::vector<WriterRecord> writers, LoadWriters(db, run_pk));
-  RederiveRunState(writers, &run);
-  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("UPDATE runs SET state = ?, exit_code = ?, "
-                                              "finished_ms = ?, updated_ms = ? WHERE pk = ?"));
-  st.Bind(RunStateName(run.state)).Bind(run.exit_code).Bind(run.finished_ms);
-  st.Bind(std::max(now_ms, run.updated_ms)).Bind(run_pk);
-  return st.Run();
+}  // namespace
+
+std::string SqliteStore::RunTagCondition(const RunPredicate& p, sql::Params* params) const {
+  const std::string each = "(SELECT 1 FROM json_each(r.tags) WHERE ";
+  switch (p.op) {
+    case FilterOp::kIn:
+      return "EXISTS " + each + "value IN (" + ValueList(p.values, false, params) + "))";
+    case FilterOp::kNotIn:
+      return "NOT EXISTS " + each + "value IN (" + ValueList(p.values, false, params) + "))";
+    default:
+      break;
+  }
+  params->Add(p.values[0].text);
+  switch (p.op) {
+    case FilterOp::kEq:
+      return "EXISTS " + each + "value = " + params->Last() + ")";
+    case FilterOp::kNe:
+      return "NOT EXISTS " + each + "value = " + params->Last() + ")";
+    default:  // kContains (others are refused by ParseFilter)
+      return "EXISTS " + each + "instr(value, " + params->Last() + ") > 0)";
+  }
 }
 
-// ---- runs ----
-
-Result<std::pair<RunRecord, bool>> SqliteStore::UpsertRun(const RunUpsert& upsert) {
-  COHORT_RETURN_IF_ERROR(ValidateRunRef(upsert.ref, /*allow_empty_id=*/true));
-  std::string tags_json = upsert.tags ? StringsToJson(*upsert.tags) : "[]";
-  std::string metadata = "{}";
-  if (upsert.metadata_json) {
-    COHORT_ASSIGN_OR_RETURN(metadata, MergeJsonObject("{}", *upsert.metadata_json, "metadata"));
-  }
-  const int64_t now = NowMillis();
-
-  std::lock_guard<std::mutex> lock(write_mu_);
-  Db* db = writer_.get();
-  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
-  RunRef ref = upsert.ref;
-  std::optional<RunRecord> existing;
-  if (ref.run_id.empty()) {
-    for (int attempt = 0;; ++attempt) {
-      ref.run_id = ids::RandomBase36(8);
-      Result<RunRecord> clash = LoadRun(db, ref);
-      if (!clash.ok() && clash.status().code() == StatusCode::kNotFound) break;
-      if (!clash.ok()) return clash.status();
-      if (attempt == 16) return Status::Internal("could not draw an unused run id");
-    }
-  } else {
-    Result<RunRecord> found = LoadRun(db, ref);
-    if (found.ok()) {
-      existing = std::move(found).value();
-    } else if (found.status().code() != StatusCode::kNotFound) {
-      return found.status();
+// config.<key> / summary.<key>: compares the extracted JSON value. Runs without the key match
+// != and not in, and nothing else.
+std::string SqliteStore::RunJsonCondition(const RunPredicate& p, sql::Params* params) const {
+  const std::string doc = p.field == FilterField::kConfig ? "r.config" : "r.summary";
+  params->Add(JsonPath(p.path));
+  const std::string v = "json_extract(" + doc + ", " + params->Last() + ")";
+  switch (p.op) {
+    case FilterOp::kEq:
+    case FilterOp::kIn:
+      return "coalesce(" + v + " IN (" + ValueList(p.values, true, params) + "), 0)";
+    case FilterOp::kNe:
+    case FilterOp::kNotIn:
+      return "NOT coalesce(" + v + " IN (" + ValueList(p.values, true, params) + "), 0)";
+    case FilterOp::kContains:
+      params->Add(p.values[0].text);
+      return "instr(CAST(" + v + " AS TEXT), " + params->Last() + ") > 0";
+    case FilterOp::kLt:
+    case FilterOp::kGt: {
+      const char* cmp = p.op == FilterOp::kLt ? " < " : " > ";
+      const FilterValue& value = p.values[0];
+      if (value.number) {
+        params->Add(*value.number);
+        return "(typeof(" + v + ") IN ('integer', 'real') AND " + v + cmp + params->Last() + ")";
+      }
+      params->Add(value.text);
+      return "(typeof(" + v + ") = 'text' AND " + v + cmp + params->Last() + ")";
     }
   }
-
-  int64_t pk = 0;
-  if (!existing) {
-    std::string config = "{}";
-    if (upsert.config_json) {
-      COHORT_ASSIGN_OR_RETURN(config, MergeJsonObject("{}", *upsert.config_json, "config"));
-    }
-    COHORT_ASSIGN_OR_RETURN(
-        Stmt st,
-        db->Cached("INSERT INTO runs (entity, project, run_id, name, grp, job_type, notes, "
-                   "host, tags, config, metadata, created_ms, updated_ms, heartbeat_ms) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
-    st.Bind(ref.entity).Bind(ref.project).Bind(ref.run_id);
-    st.Bind(upsert.name.value_or("")).Bind(upsert.group.value_or(""));
-    st.Bind(upsert.job_type.value_or("")).Bind(upsert.notes.value_or(""));
-    st.Bind(upsert.host.value_or("")).Bind(tags_json).Bind(config).Bind(metadata);
-    st.Bind(now).Bind(now).Bind(now);
-    COHORT_RETURN_IF_ERROR(st.Run());
-    pk = db->LastInsertRowid();
-  } else {
-    RunRecord& r = *existing;
-    pk = r.pk;
-    COHORT_RETURN_IF_ERROR(ApplyRunUpsert(upsert, metadata, &r));
-    COHORT_ASSIGN_OR_RETURN(
-        Stmt st, db->Cached("UPDATE runs SET name = ?, grp = ?, job_type = ?, notes = ?, host = ?, "
-                            "tags = ?, config = ?, metadata = ?, updated_ms = ? WHERE pk = ?"));
-    st.Bind(r.name).Bind(r.group).Bind(r.job_type).Bind(r.notes).Bind(r.host);
-    st.Bind(StringsToJson(r.tags)).Bind(r.config_json).Bind(r.metadata_json);
-    st.Bind(std::max(now, r.updated_ms)).Bind(pk);
-    COHORT_RETURN_IF_ERROR(st.Run());
-  }
-  COHORT_ASSIGN_OR_RETURN(RunRecord out, LoadRunByPk(db, pk));
-  COHORT_RETURN_IF_ERROR(txn.Commit());
-  return std::make_pair(std::move(out), !existing.has_value());
+  return "false";
 }
 
-Result<RunRecord> SqliteStore::GetRun(const RunRef& ref) {
-  COHORT_ASSIGN_OR_RETURN(ReadLease db, AcquireReader());
-  return LoadRun(db.get(), ref);
+// ---- console ----
+
+namespace {
+
+// Console text search: patterns of at least kMinFtsChars characters are looked up in the FTS5
+// trigram index (console_fts) and rechecked with instr(); shorter ones, which a trigram index
+// cannot answer, scan with instr() alone.
+constexpr int kMinFtsChars = 3;
+
+bool UsesFts(const std::string& text) {
+  int chars = 0;
+  for (unsigned char c : text) chars += (c & 0xC0) != 0x80;
+  return chars >= kMinFtsChars;
 }
 
-Result<RunRecord> SqliteStore::PatchRun(const RunRef& ref, const RunPatch& patch) {
-  const int64_t now = NowMillis();
-  std::lock_guard<std::mutex> lock(write_mu_);
-  Db* db = writer_.get();
-  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
-  COHORT_ASSIGN_OR_RETURN(RunRecord r, LoadRun(db, ref));
-  COHORT_RETURN_IF_ERROR(ApplyRunPatch(patch, &r));
-  COHORT_ASSIGN_OR_RETURN(
-      Stmt st, db->Cached("UPDATE runs SET name = ?, grp = ?, job_type = ?, notes = ?, tags = ?, "
-                          "config = ?, summary = ?, updated_ms = ? WHERE pk = ?"));
-  st.Bind(r.name).Bind(r.group).Bind(r.job_type).Bind(r.notes).Bind(StringsToJson(r.tags));
-  st.Bind(r.config_json).Bind(r.summary_json).Bind(std::max(now, r.updated_ms)).Bind(r.pk);
-  COHORT_RETURN_IF_ERROR(st.Run());
-  COHORT_ASSIGN_OR_RETURN(RunRecord out, LoadRunByPk(db, r.pk));
-  COHORT_RETURN_IF_ERROR(txn.Commit());
+// `text` as one FTS5 string (a phrase): quoted, inner quotes doubled.
+std::string FtsPhrase(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
   return out;
 }
 
-Status SqliteStore::DeleteRun(const RunRef& ref) {
-  std::lock_guard<std::mutex> lock(write_mu_);
-  Db* db = writer_.get();
-  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
-  COHORT_ASSIGN_OR_RETURN(RunRecord r, LoadRun(db, ref));
-  static constexpr const char* kDeletes[] = {
-      "DELETE FROM chunks WHERE series_pk IN (SELECT pk FROM series WHERE run_pk = ?)",
-      "DELETE FROM chunk_pages WHERE series_pk IN (SELECT pk FROM series WHERE run_pk = ?)",
-      "DELETE FROM series WHERE run_pk = ?",
-      "DELETE FROM console WHERE run_pk = ?",
-      "DELETE FROM batches WHERE writer_pk IN (SELECT pk FROM writers WHERE run_pk = ?)",
-      "DELETE FROM stream_positions WHERE writer_pk IN (SELECT pk FROM writers WHERE run_pk = ?)",
-      "DELETE FROM run_files WHERE run_pk = ?",
-      "DELETE FROM writers WHERE run_pk = ?",
-      "DELETE FROM runs WHERE pk = ?",
-  };
-  for (const char* sql : kDeletes) {
-    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(sql));
-    st.Bind(r.pk);
-    COHORT_RETURN_IF_ERROR(st.Run());
-  }
-  return txn.Commit();
+}  // namespace
+
+std::string SqliteStore::ConsoleTextCondition(const std::string& text, sql::Params* params) const {
+  params->Add(text);
+  const std::string substring = "instr(c.text, " + params->Last() + ") > 0";
+  if (!UsesFts(text)) return substring;
+  params->Add(FtsPhrase(text));
+  return "c.id IN (SELECT rowid FROM console_fts WHERE console_fts MATCH " + params->Last() +
+         ") AND " + substring;
 }
 
-// ---- writers ----
-
-Result<WriterRecord> SqliteStore::JoinWriter(const RunRef& ref, const WriterJoin& join) {
-  if (join.label.empty()) return Status::InvalidArgument("writer: label is empty");
-  const int64_t now = NowMillis();
-  std::lock_guard<std::mutex> lock(write_mu_);
-  Db* db = writer_.get();
-  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
-  COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db, ref));
-  {
-    COHORT_ASSIGN_OR_RETURN(
-        Stmt st,
-        db->Cached("INSERT INTO writers (run_pk, label, is_primary, update_finish_state, host, "
-                   "pid, gpu_ids, state, created_ms, heartbeat_ms) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?) "
-                   "ON CONFLICT (run_pk, label) DO UPDATE SET is_primary = excluded.is_primary, "
-                   "update_finish_state = excluded.update_finish_state, host = excluded.host, "
-                   "pid = excluded.pid, gpu_ids = excluded.gpu_ids, state = 'running', "
-                   "exit_code = NULL, finished_ms = NULL, heartbeat_ms = excluded.heartbeat_ms"));
-    st.Bind(run.pk).Bind(join.label).Bind(join.primary).Bind(join.update_finish_state);
-    st.Bind(join.host).Bind(join.pid).Bind(IntsToJson(join.gpu_ids)).Bind(now).Bind(now);
-    COHORT_RETURN_IF_ERROR(st.Run());
-  }
-  {
-    COHORT_ASSIGN_OR_RETURN(
-        Stmt st, db->Cached("UPDATE runs SET writer_count = (SELECT count(*) FROM writers "
-                            "WHERE run_pk = runs.pk), heartbeat_ms = max(heartbeat_ms, ?) "
-                            "WHERE pk = ?"));
-    st.Bind(now).Bind(run.pk);
-    COHORT_RETURN_IF_ERROR(st.Run());
-  }
-  COHORT_RETURN_IF_ERROR(RecomputeRunState(db, run.pk, now));
-  COHORT_ASSIGN_OR_RETURN(WriterRecord out, LoadWriter(db, run.pk, ref, join.label));
-  COHORT_RETURN_IF_ERROR(txn.Commit());
-  return out;
-}
-
-Result<std::vector<WriterRecord>> SqliteStore::ListWriters(const RunRef& ref) {
-  COHORT_ASSIGN_OR_RETURN(ReadLease db, AcquireReader());
-  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db.get(), Txn::Mode::kRead));
-  COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db.get(), ref));
-  return LoadWriters(db.get(), run.pk);
-}
-
-Status SqliteStore::Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) {
-  return group_.Run([&](Db* db) -> Result<bool> {
-    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db, ref));
-    {
-      COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("UPDATE writers SET heartbeat_ms = "
-                                                  "max(heartbeat_ms, ?) WHERE run_pk = ? AND "
-                                                  "label = ?"));
-      st.Bind(now_ms).Bind(run.pk).Bind(label);
-      COHORT_RETURN_IF_ERROR(st.Run());
-      if (db->Changes() == 0) return sqlite::WriterNotFound(ref, label);
+Result<ConsoleIndex> SqliteStore::IndexConsole(const ConsoleQuery& q, int64_t stride) {
+  if (stride < 1) return Status::InvalidArgument("console index: stride must be >= 1");
+  return RunFor<ConsoleIndex>(Access::kRead, [&](sql::Conn& conn) -> Result<ConsoleIndex> {
+    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, q.run));
+    // Only ids are read: without a text filter the row's text is never decoded. Without a
+    // filter the scan stays in the (run_pk, id) index; a label filter reads (run_pk, writer_pk,
+    // id) (the planner would walk the run's lines in id order and read every row for its
+    // writer), a stream filter (run_pk, stream, id); the ids of several writers are sorted.
+    std::string sql = "SELECT c.id FROM console c";
+    if (!q.labels.empty()) {
+      sql += " INDEXED BY console_by_writer";
+    } else if (!q.stream.empty()) {
+      sql += " INDEXED BY console_by_stream";
     }
-    COHORT_ASSIGN_OR_RETURN(
-        Stmt st, db->Cached("UPDATE runs SET heartbeat_ms = max(heartbeat_ms, ?) WHERE pk = ?"));
-    st.Bind(now_ms).Bind(run.pk);
-    COHORT_RETURN_IF_ERROR(st.Run());
-    return true;
+    sql::Params params;
+    sql += ConsoleFilter(q, run.pk, &params) + " ORDER BY c.id";
+    COHORT_ASSIGN_OR_RETURN(std::unique_ptr<sql::Rows> rows,
+                            conn.Query(sql, params, sql::Prepare::kOnce));
+    ConsoleIndex out;
+    out.last_id = q.after_id;
+    while (true) {
+      COHORT_ASSIGN_OR_RETURN(bool row, rows->Next());
+      if (!row) return out;
+      out.last_id = rows->Int(0);
+      if (++out.total % stride == 0) out.stride_ids.push_back(out.last_id);
+    }
   });
 }
 
-Result<int64_t> SqliteStore::Heartbeats(const std::vector<HeartbeatUpdate>& updates) {
-  if (updates.empty()) return int64_t{0};
-  int64_t updated = 0;
-  COHORT_RETURN_IF_ERROR(group_.Run([&](Db* db) -> Result<bool> {
-    updated = 0;
-    // Run keys once per run; each run's heartbeat moves to its writers' latest.
-    std::map<std::tuple<std::string, std::string, std::string>, std::pair<int64_t, int64_t>> runs;
-    COHORT_ASSIGN_OR_RETURN(Stmt run_pk,
-                            db->Cached("SELECT pk FROM runs WHERE entity = ? AND project = ? AND "
-                                       "run_id = ?"));
-    COHORT_ASSIGN_OR_RETURN(Stmt writer, db->Cached("UPDATE writers SET heartbeat_ms = "
-                                                    "max(heartbeat_ms, ?) WHERE run_pk = ? AND "
-                                                    "label = ?"));
-    for (const HeartbeatUpdate& u : updates) {
-      auto [it, fresh] = runs.try_emplace({u.ref.entity, u.ref.project, u.ref.run_id}, 0, 0);
-      if (fresh) {
-        run_pk.Reset();
-        run_pk.Bind(u.ref.entity).Bind(u.ref.project).Bind(u.ref.run_id);
-        COHORT_ASSIGN_OR_RETURN(bool row, run_pk.Step());
-        if (row) it->second.first = run_pk.Int(0);
-      }
-      if (it->second.first == 0) continue;  // the run is gone
-      writer.Reset();
-      writer.Bind(u.now_ms).Bind(it->second.first).Bind(u.label);
-      COHORT_RETURN_IF_ERROR(writer.Run());
-      if (db->Changes() == 0) continue;  // the writer is gone
-      ++updated;
-      it->second.second = std::max(it->second.second, u.now_ms);
-    }
-    COHORT_ASSIGN_OR_RETURN(
-        Stmt st, db->Cached("UPDATE runs SET heartbeat_ms = max(heartbeat_ms, ?) WHERE pk = ?"));
-    for (const auto& [key, pk_ms] : runs) {
-      if (pk_ms.first == 0 || pk_ms.second == 0) continue;
-      st.Reset();
-      st.Bind(pk_ms.second).Bind(pk_ms.first);
-      COHORT_RETURN_IF_ERROR(st.Run());
-    }
-    return true;
-  }));
-  return updated;
-}
+// ---- import ----
 
-Result<WriterRecord> SqliteStore::FinishWriter(const RunRef& ref, const std::string& label,
-                                               RunState state, std::optional<int> exit_code,
-                                               int64_t now_ms) {
-  if (!IsTerminal(state)) {
-    return Status::InvalidArgument("finish: state '" + std::string(RunStateName(state)) +
-                                   "' does not end a writer");
-  }
-  std::lock_guard<std::mutex> lock(write_mu_);
-  Db* db = writer_.get();
-  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
-  COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(db, ref));
-  {
-    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("UPDATE writers SET state = ?, exit_code = ?, "
-                                                "finished_ms = ? WHERE run_pk = ? AND label = ?"));
-    st.Bind(RunStateName(state)).Bind(exit_code).Bind(now_ms).Bind(run.pk).Bind(label);
-    COHORT_RETURN_IF_ERROR(st.Run());
-    if (db->Changes() == 0) return sqlite::WriterNotFound(ref, label);
-  }
-  COHORT_RETURN_IF_ERROR(RecomputeRunState(db, run.pk, now_ms));
-  COHORT_ASSIGN_OR_RETURN(WriterRecord out, LoadWriter(db, run.pk, ref, label));
-  COHORT_RETURN_IF_ERROR(txn.Commit());
-  return out;
-}
-
-Result<int64_t> SqliteStore::MarkStaleWritersCrashed(int64_t stale_before_ms, int64_t now_ms) {
-  std::lock_guard<std::mutex> lock(write_mu_);
-  Db* db = writer_.get();
-  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
-  std::set<int64_t> runs;
-  int64_t marked = 0;
-  {
-    COHORT_ASSIGN_OR_RETURN(
-        Stmt st, db->Cached("UPDATE writers SET state = 'crashed', finished_ms = ? "
-                            "WHERE state = 'running' AND heartbeat_ms < ? RETURNING run_pk"));
-    st.Bind(now_ms).Bind(stale_before_ms);
-    while (true) {
-      COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
-      if (!row) break;
-      runs.insert(st.Int(0));
-      ++marked;
-    }
-  }
-  for (int64_t run_pk : runs) COHORT_RETURN_IF_ERROR(RecomputeRunState(db, run_pk, now_ms));
-  COHORT_RETURN_IF_ERROR(txn.Commit());
-  return marked;
+Status SqliteStore::AfterImport(sql::Conn& conn) {
+  // Rowids continue after the highest one stored; nothing to move. Summary pages are not in
+  // dumps: build them for the sealed chunks of the imported series (those not paged yet). The
+  // write connection is the one FinishImport's transaction runs on.
+  (void)conn;
+  return sqlite::PageImportedChunks(writer_.get());
 }
 
 }  // namespace cohort::store

@@ -1,4 +1,7 @@
-// SqliteStore: the embedded Store backend, one SQLite database file in WAL mode.
+// SqliteStore: the embedded Store backend, one SQLite database file in WAL mode, over the shared
+// SQL store (sql/sql_store.h). Its own parts: the connections and commit mechanics, the series
+// write path (group commit, summary pages: sqlite_ingest.cc), the history query and console text
+// search (FTS5).
 //
 // Threading: every method is thread-safe. Writes go through one write connection guarded by a
 // mutex, each call in one BEGIN IMMEDIATE transaction, except that concurrent Ingest and
@@ -18,10 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "store/ingest_plan.h"
+#include "store/sql/sql_store.h"
 #include "store/sqlite/sqlite_checkpointer.h"
 #include "store/sqlite/sqlite_db.h"
 #include "store/sqlite/sqlite_group_commit.h"
-#include "store/store.h"
 
 namespace cohort::store {
 
@@ -38,68 +42,29 @@ struct SqliteOptions {
   bool background_checkpoints = true;
 };
 
-class SqliteStore final : public Store {
+class SqliteStore final : public SqlStore {
  public:
-  // Opens (creating if needed) the database and applies schema migrations.
+  // Opens (creating if needed) the database and brings its schema to the latest version.
   static Result<std::unique_ptr<SqliteStore>> Open(const SqliteOptions& options);
   ~SqliteStore() override;
 
-  Result<std::pair<RunRecord, bool>> UpsertRun(const RunUpsert& upsert) override;
-  Result<RunRecord> GetRun(const RunRef& ref) override;
-  Result<RunRecord> PatchRun(const RunRef& ref, const RunPatch& patch) override;
-  Result<RunPage> ListRuns(const RunQuery& query) override;
-  Result<std::vector<GroupInfo>> ListGroups(const std::string& entity,
-                                            const std::string& project) override;
-  Result<std::vector<ProjectInfo>> ListProjects(const std::string& entity) override;
-  Status DeleteRun(const RunRef& ref) override;
-
-  Result<WriterRecord> JoinWriter(const RunRef& ref, const WriterJoin& join) override;
-  Result<std::vector<WriterRecord>> ListWriters(const RunRef& ref) override;
-  Status Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) override;
-  Result<int64_t> Heartbeats(const std::vector<HeartbeatUpdate>& updates) override;
-  Result<WriterRecord> FinishWriter(const RunRef& ref, const std::string& label, RunState state,
-                                    std::optional<int> exit_code, int64_t now_ms) override;
-  Result<int64_t> MarkStaleWritersCrashed(int64_t stale_before_ms, int64_t now_ms) override;
-
+  // sqlite_ingest.cc
   Result<IngestResult> Ingest(const RunRef& ref, const std::string& label, const IngestBatch& batch,
                               int64_t now_ms) override;
-  Result<std::vector<SeriesInfo>> ListSeries(const RunRef& ref) override;
   Result<std::vector<SeriesData>> QueryHistory(const HistoryQuery& query) override;
-  Result<std::vector<ConsoleLine>> QueryConsole(const ConsoleQuery& query) override;
+  // sqlite_store.cc
   Result<ConsoleIndex> IndexConsole(const ConsoleQuery& query, int64_t stride) override;
-
-  // sqlite_compat.cc
-  Result<std::map<std::string, std::map<std::string, int64_t>>> ListStreamPositions(
-      const RunRef& ref) override;
-  Result<WriterRecord> RenameWriter(const RunRef& ref, const std::string& from,
-                                    const std::string& to) override;
-  Result<RunFile> PutRunFile(const RunRef& ref, const RunFile& file) override;
-  Result<std::vector<RunFile>> ListRunFiles(const RunRef& ref) override;
-  Result<RunFile> GetRunFile(const RunRef& ref, const std::string& name) override;
-
-  Result<ViewRecord> CreateView(const ViewRecord& view) override;
-  Result<std::vector<ViewRecord>> ListViews(const std::string& entity,
-                                            const std::string& project) override;
-  Result<ViewRecord> UpdateView(const ViewRecord& view) override;
-  Status DeleteView(const std::string& entity, const std::string& project, int64_t id) override;
-
-  Result<ApiKeyRecord> CreateApiKey(const ApiKeyRecord& key) override;
-  Result<ApiKeyRecord> FindApiKey(const std::string& hash) override;
-  Result<std::vector<ApiKeyRecord>> ListApiKeys(const std::string& entity) override;
-  Status RevokeApiKey(const std::string& entity, int64_t id) override;
-  Result<int64_t> CountApiKeys() override;
-  Result<std::optional<ApiKeyRecord>> CreateFirstApiKey(const ApiKeyRecord& key) override;
-  Result<int64_t> PruneBatches(int64_t stored_before_ms) override;
-
-  // sqlite_dump.cc
-  Status Export(const std::function<Status(const DumpRecord&)>& sink) override;
-  Result<int64_t> Import(const std::vector<DumpRecord>& records, const DumpHeader& from) override;
-  Status FinishImport() override;
-  Result<DumpCounts> CountRows() override;
 
   // Transactions and calls of the group commit so far (tests, benchmarks).
   sqlite::GroupCommit::Counters group_counters() const { return group_.counters(); }
   const sqlite::Checkpointer& checkpointer() const { return checkpointer_; }
+
+ protected:
+  Status Run(Access access, const Work& work) override;
+  std::string ConsoleTextCondition(const std::string& text, sql::Params* params) const override;
+  std::string RunTagCondition(const RunPredicate& p, sql::Params* params) const override;
+  std::string RunJsonCondition(const RunPredicate& p, sql::Params* params) const override;
+  Status AfterImport(sql::Conn& conn) override;
 
  private:
   // A read connection borrowed from the pool, returned when the lease goes away. The borrowing
@@ -120,22 +85,15 @@ class SqliteStore final : public Store {
 
   static constexpr size_t kMaxGroup = 256;  // calls per group-commit transaction at most
 
-  explicit SqliteStore(SqliteOptions options) : options_(std::move(options)) {}
+  explicit SqliteStore(SqliteOptions options)
+      : SqlStore(sql::Engine::kSqlite), options_(std::move(options)) {}
   Result<std::unique_ptr<sqlite::Db>> OpenConnection(bool writer);
   Result<ReadLease> AcquireReader();
 
-  // Helpers run inside a transaction on `db` (sqlite_store.cc).
-  static Result<RunRecord> LoadRun(sqlite::Db* db, const RunRef& ref);
-  static Result<RunRecord> LoadRunByPk(sqlite::Db* db, int64_t pk);
-  static Result<WriterRecord> LoadWriter(sqlite::Db* db, int64_t run_pk, const RunRef& ref,
-                                         const std::string& label);
-  static Result<std::vector<WriterRecord>> LoadWriters(sqlite::Db* db, int64_t run_pk);
-  // Recomputes a run's state from its writers (run_state.h) and stores it.
-  static Status RecomputeRunState(sqlite::Db* db, int64_t run_pk, int64_t now_ms);
   // The body of Ingest inside a (group's) write transaction: false when the batch is a
-  // duplicate and its changes are to be rolled back (sqlite_series.cc).
+  // duplicate and its changes are to be rolled back (sqlite_ingest.cc).
   static Result<bool> IngestInTxn(sqlite::Db* db, const RunRef& ref, const std::string& label,
-                                  const IngestBatch& batch, int64_t now_ms, IngestResult* out);
+                                  IngestPlan* plan, int64_t now_ms, IngestResult* out);
 
   SqliteOptions options_;
   std::mutex write_mu_;

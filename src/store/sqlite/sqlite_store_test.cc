@@ -12,7 +12,7 @@
 
 #include "series/tail.h"
 #include "store/dump_format.h"
-#include "store/sqlite/sqlite_schema.h"
+#include "store/sql/sql_schema.h"
 #include "store/store_conformance.h"
 #include "store/temp_dir_for_test.h"
 
@@ -56,6 +56,13 @@ struct RawDb {
   sqlite3* db = nullptr;
 };
 
+// A batch of `rows` history rows of key "m" at server-assigned steps, values 0, 1, ...
+IngestBatch Rows(int64_t seq, int rows) {
+  IngestBatchBuilder b(seq);
+  for (int i = 0; i < rows; ++i) b.AddHistoryRow(kAssignStep, 1, {{"m", double(i)}});
+  return b.Finish();
+}
+
 TEST(SqliteStoreTest, OpenAppliesMigrationsAndWal) {
   TempDir dir;
   const fs::path db = dir.path() / "a.db";
@@ -63,7 +70,7 @@ TEST(SqliteStoreTest, OpenAppliesMigrationsAndWal) {
   RawDb raw(db);
   EXPECT_EQ(raw.One("PRAGMA journal_mode"), "wal");
   EXPECT_EQ(raw.One("SELECT max(version) FROM schema_version"),
-            std::to_string(sqlite::LatestSchemaVersion()));
+            std::to_string(sql::LatestSchemaVersion()));
   EXPECT_EQ(raw.One("SELECT count(*) FROM schema_version"), "1");
 }
 
@@ -76,129 +83,6 @@ TEST(SqliteStoreTest, ReopenDoesNotMigrateAgain) {
   EXPECT_EQ(raw.One("SELECT count(*) FROM schema_version"), "1");
 }
 
-// A version-2 store (head chunks, no tail columns) upgraded to version 3: its last chunk, partly
-// filled, is taken as sealed and later batches append after it.
-TEST(SqliteStoreTest, UpgradeFromVersion2KeepsHeadChunksAndAppendsAfterThem) {
-  TempDir dir;
-  const fs::path db = dir.path() / "a.db";
-  const RunRef ref{"e", "p", "r"};
-  auto batch = [](int64_t seq, int rows) {
-    IngestBatch b{.seq = seq};
-    for (int i = 0; i < rows; ++i) {
-      b.rows.push_back(HistoryRow{.step = -1, .time_ms = 1, .values = {{"m", double(i)}}});
-    }
-    return b;
-  };
-  {
-    COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
-    ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
-    ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
-    ASSERT_TRUE(store->Ingest(ref, "w", batch(1, 1500), 1).ok());  // chunks of 1,024 and 476
-  }
-  {
-    // Back to the version-2 layout: the version-3 columns and index gone.
-    RawDb raw(db);
-    for (const char* sql :
-         {"DROP INDEX chunks_summary", "DROP INDEX console_by_writer",
-          "DROP INDEX console_by_stream", "DROP TRIGGER console_fts_insert",
-          "DROP TRIGGER console_fts_delete", "DROP TRIGGER console_fts_update",
-          "DROP TABLE console_fts", "DROP TABLE chunk_pages",
-          "ALTER TABLE series DROP COLUMN paged_upto", "DROP INDEX batches_by_stored",
-          "ALTER TABLE writers DROP COLUMN pruned_seq", "ALTER TABLE series DROP COLUMN next_idx",
-          "ALTER TABLE series DROP COLUMN tail_idx", "ALTER TABLE series DROP COLUMN tail_count",
-          "ALTER TABLE series DROP COLUMN tail_chunks", "UPDATE schema_version SET version = 2"}) {
-      ASSERT_EQ(raw.Exec(sql), SQLITE_OK) << sql << ": " << sqlite3_errmsg(raw.db);
-    }
-  }
-  COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
-  {
-    RawDb raw(db);
-    EXPECT_EQ(raw.One("SELECT max(version) FROM schema_version"),
-              std::to_string(sqlite::LatestSchemaVersion()));
-    EXPECT_EQ(raw.One("SELECT next_idx || ',' || tail_idx || ',' || tail_count FROM series"),
-              "2,2,0");
-  }
-  ASSERT_TRUE(store->Ingest(ref, "w", batch(2, 10), 2).ok());
-  ASSERT_TRUE(store->Ingest(ref, "w", batch(2, 10), 2).ok());  // a retry: stored once
-  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store->QueryHistory(HistoryQuery{.run = ref}));
-  ASSERT_EQ(hist.size(), 1u);
-  ASSERT_EQ(hist[0].points.size(), 1510u);
-  for (size_t i = 0; i < hist[0].points.size(); ++i) {
-    ASSERT_EQ(hist[0].points[i].step, int64_t(i));
-    ASSERT_EQ(hist[0].points[i].value, double(i < 1500 ? i : i - 1500));
-  }
-  RawDb raw(db);
-  EXPECT_EQ(raw.One("SELECT group_concat(idx || ':' || count) FROM (SELECT idx, count FROM "
-                    "chunks ORDER BY idx)"),
-            "0:1024,1:476,2:10");
-}
-
-// A version-3 store upgraded to version 4: the summary pages and console indexes are built over
-// the rows already there (text search finds lines stored before the upgrade) and kept up to
-// date.
-TEST(SqliteStoreTest, UpgradeFromVersion3IndexesExistingConsoleLinesAndChunks) {
-  TempDir dir;
-  const fs::path db = dir.path() / "a.db";
-  const RunRef ref{"e", "p", "r"};
-  {
-    COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
-    ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
-    ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
-    IngestBatch b{.seq = 1};
-    for (int i = 0; i < 3000; ++i) {
-      b.rows.push_back(HistoryRow{.step = -1, .time_ms = 1, .values = {{"m", double(i)}}});
-    }
-    b.console.push_back(ConsoleLine{.time_ms = 1, .stream = "stdout", .text = "epoch 1 done"});
-    b.console.push_back(ConsoleLine{.time_ms = 2, .stream = "stderr", .text = "CUDA oom at x"});
-    ASSERT_TRUE(store->Ingest(ref, "w", b, 1).ok());
-  }
-  {
-    RawDb raw(db);
-    for (const char* sql :
-         {"DROP INDEX chunks_summary", "DROP INDEX console_by_writer",
-          "DROP INDEX console_by_stream", "DROP TRIGGER console_fts_insert",
-          "DROP TRIGGER console_fts_delete", "DROP TRIGGER console_fts_update",
-          "DROP TABLE console_fts", "DROP TABLE chunk_pages",
-          "ALTER TABLE series DROP COLUMN paged_upto", "UPDATE schema_version SET version = 3"}) {
-      ASSERT_EQ(raw.Exec(sql), SQLITE_OK) << sql << ": " << sqlite3_errmsg(raw.db);
-    }
-    EXPECT_EQ(raw.One("SELECT count(*) FROM sqlite_master WHERE name LIKE 'console_fts%'"), "0");
-  }
-  COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
-  {
-    RawDb raw(db);
-    EXPECT_EQ(raw.One("SELECT max(version) FROM schema_version"), "4");
-    EXPECT_EQ(raw.One("SELECT count(*) FROM sqlite_master WHERE name = 'chunks_summary'"), "1");
-    // The sealed chunks stored before are paged by the migration.
-    EXPECT_EQ(raw.One("SELECT paged_upto = tail_idx AND tail_idx > 0 FROM series"), "1");
-    EXPECT_EQ(raw.One("SELECT sum(length(data)) / 104 FROM chunk_pages"),
-              raw.One("SELECT count(*) FROM chunks WHERE idx < (SELECT paged_upto FROM series)"));
-  }
-  IngestBatch b{.seq = 2};
-  for (int i = 0; i < 5000; ++i) {
-    b.rows.push_back(HistoryRow{.step = -1, .time_ms = 1, .values = {{"m", double(i)}}});
-  }
-  b.console.push_back(ConsoleLine{.time_ms = 3, .stream = "stderr", .text = "second oom here"});
-  ASSERT_TRUE(store->Ingest(ref, "w", b, 2).ok());
-  COHORT_ASSERT_OK_AND_ASSIGN(auto lines,
-                              store->QueryConsole(ConsoleQuery{.run = ref, .text = "oom"}));
-  ASSERT_EQ(lines.size(), 2u);
-  EXPECT_EQ(lines[0].text, "CUDA oom at x");  // stored before the upgrade
-  EXPECT_EQ(lines[1].text, "second oom here");
-  COHORT_ASSERT_OK_AND_ASSIGN(auto hist,
-                              store->QueryHistory(HistoryQuery{.run = ref, .buckets = 3}));
-  ASSERT_EQ(hist.size(), 1u);
-  int64_t total = 0;
-  for (const Bucket& bk : hist[0].buckets) total += bk.count;
-  EXPECT_EQ(total, 8000);
-  COHORT_ASSERT_OK_AND_ASSIGN(hist, store->QueryHistory(HistoryQuery{.run = ref}));
-  ASSERT_EQ(hist.size(), 1u);
-  ASSERT_EQ(hist[0].points.size(), 8000u);
-  for (size_t i = 0; i < 8000; ++i) ASSERT_EQ(hist[0].points[i].step, int64_t(i));
-}
-
-// Summary pages (sqlite_summary_pages.h): a series written in large batches keeps its sealed
-// chunks in pages, whose entries match the chunk rows one for one.
 TEST(SqliteStoreTest, ImportedSeriesGetSummaryPages) {
   TempDir dir;
   const RunRef ref{"e", "p", "r"};
@@ -206,13 +90,7 @@ TEST(SqliteStoreTest, ImportedSeriesGetSummaryPages) {
                               SqliteStore::Open(SqliteOptions{.path = dir.path() / "from.db"}));
   ASSERT_TRUE(from->UpsertRun(RunUpsert{.ref = ref}).ok());
   ASSERT_TRUE(from->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
-  for (int seq = 1; seq <= 5; ++seq) {
-    IngestBatch b{.seq = seq};
-    for (int i = 0; i < 10000; ++i) {
-      b.rows.push_back(HistoryRow{.step = -1, .time_ms = 1, .values = {{"m", double(i)}}});
-    }
-    ASSERT_TRUE(from->Ingest(ref, "w", b, 1).ok());
-  }
+  for (int seq = 1; seq <= 5; ++seq) ASSERT_TRUE(from->Ingest(ref, "w", Rows(seq, 10000), 1).ok());
   const fs::path to_path = dir.path() / "to.db";
   COHORT_ASSERT_OK_AND_ASSIGN(auto to, SqliteStore::Open(SqliteOptions{.path = to_path}));
   std::vector<DumpRecord> records;
@@ -241,13 +119,8 @@ TEST(SqliteStoreTest, SealedChunksAreListedInSummaryPages) {
   COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
   ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
   ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
-  for (int seq = 1; seq <= 10; ++seq) {
-    IngestBatch b{.seq = seq};
-    for (int i = 0; i < 10000; ++i) {
-      b.rows.push_back(HistoryRow{.step = -1, .time_ms = 1, .values = {{"m", double(i)}}});
-    }
-    ASSERT_TRUE(store->Ingest(ref, "w", b, 1).ok());
-  }
+  for (int seq = 1; seq <= 10; ++seq)
+    ASSERT_TRUE(store->Ingest(ref, "w", Rows(seq, 10000), 1).ok());
   RawDb raw(db);
   EXPECT_EQ(raw.One("SELECT paged_upto = tail_idx FROM series"), "1");
   EXPECT_EQ(raw.One("SELECT sum(length(data)) / 104 FROM chunk_pages"),
@@ -277,13 +150,13 @@ TEST(SqliteStoreTest, IngestGroupsCellsByKeyWhateverTheirOrderInTheRow) {
                               SqliteStore::Open(SqliteOptions{.path = dir.path() / "a.db"}));
   ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
   ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
-  IngestBatch b{.seq = 1};
-  b.rows.push_back(HistoryRow{.time_ms = 10, .values = {{"a", 1}, {"b", 2}}});
-  b.rows.push_back(HistoryRow{.time_ms = 11, .values = {{"b", 3}, {"a", 4}}});
-  b.rows.push_back(HistoryRow{.step = 5, .time_ms = 12, .values = {{"c", 5}}});
-  b.rows.push_back(HistoryRow{.time_ms = 13, .values = {{"a", 6}, {"c", 7}, {"b", 8}}});
-  b.system.push_back(SystemRow{.time_ms = 20, .values = {{"a", 9}}});
-  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, store->Ingest(ref, "w", b, 1));
+  IngestBatchBuilder b(1);
+  b.AddHistoryRow(kAssignStep, 10, {{"a", 1}, {"b", 2}});
+  b.AddHistoryRow(kAssignStep, 11, {{"b", 3}, {"a", 4}});
+  b.AddHistoryRow(5, 12, {{"c", 5}});
+  b.AddHistoryRow(kAssignStep, 13, {{"a", 6}, {"c", 7}, {"b", 8}});
+  b.AddSystemRow(20, {{"a", 9}});
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, store->Ingest(ref, "w", b.Finish(), 1));
   EXPECT_EQ(r.points, 9);
   EXPECT_EQ(r.next_step, 7);
   COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store->QueryHistory(HistoryQuery{
@@ -375,10 +248,10 @@ TEST(SqliteStoreTest, IngestFailingMidBatchRollsBackEarlierSeries) {
   ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
   ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
   auto batch = [](int64_t seq) {
-    IngestBatch b{.seq = seq};
-    b.rows.push_back(HistoryRow{.step = -1, .time_ms = 1, .values = {{"a", 1}, {"b", 2}}});
-    b.console.push_back(ConsoleLine{.time_ms = 1, .text = "x"});
-    return b;
+    IngestBatchBuilder b(seq);
+    b.AddHistoryRow(kAssignStep, 1, {{"a", 1}, {"b", 2}});
+    b.AddConsole(ConsoleLine{.time_ms = 1, .text = "x"});
+    return b.Finish();
   };
   ASSERT_TRUE(store->Ingest(ref, "w", batch(1), 1).ok());
   {
@@ -411,6 +284,57 @@ TEST(SqliteStoreTest, IngestFailingMidBatchRollsBackEarlierSeries) {
   EXPECT_EQ(a[0].points.size(), 1u);
   RawDb raw(db);
   EXPECT_EQ(raw.One("SELECT count(*) FROM batches"), "1");
+}
+
+// Deleting a run deletes everything under it through the foreign keys (ON DELETE CASCADE),
+// including SQLite's own tables (summary pages, the console's text index), and nothing of
+// another run.
+TEST(SqliteStoreTest, DeleteRunTakesEverythingUnderTheRunWithIt) {
+  TempDir dir;
+  const fs::path db = dir.path() / "a.db";
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
+  for (const char* id : {"gone", "kept"}) {
+    const RunRef ref{"e", "p", id};
+    ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
+    ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
+    IngestBatch b = Rows(1, 5000);  // sealed chunks: summary pages
+    b.console.push_back(ConsoleLine{.time_ms = 1, .text = std::string("line of ") + id});
+    ASSERT_TRUE(store->Ingest(ref, "w", b, 1).ok());
+    IngestBatch positioned;
+    positioned.positions.push_back(StreamPosition{"history", 0, 1});
+    ASSERT_TRUE(store->Ingest(ref, "w", positioned, 2).ok());
+    ASSERT_TRUE(store->PutRunFile(ref, RunFile{.name = "f.txt", .data = "x"}).ok());
+  }
+  RawDb raw(db);
+  auto counts = [&] {
+    std::string out;
+    for (const char* table : {"writers", "batches", "stream_positions", "series", "chunks",
+                              "chunk_pages", "console", "run_files"}) {
+      out += raw.One((std::string("SELECT count(*) FROM ") + table).c_str()) + " ";
+    }
+    return out;
+  };
+  const std::string before = counts();
+  COHORT_ASSERT_OK(store->DeleteRun(RunRef{"e", "p", "gone"}));
+  EXPECT_EQ(store->GetRun(RunRef{"e", "p", "gone"}).status().code(), StatusCode::kNotFound);
+  // Each table held the same rows for both runs: half of them are left.
+  std::string half;
+  for (size_t i = 0, j; i < before.size(); i = j + 1) {
+    j = before.find(' ', i);
+    half += std::to_string(std::stoll(before.substr(i, j - i)) / 2) + " ";
+  }
+  EXPECT_EQ(counts(), half);
+  EXPECT_NE(half.substr(0, 2), "0 ");
+  EXPECT_EQ(raw.Exec("INSERT INTO console_fts (console_fts) VALUES ('integrity-check')"),
+            SQLITE_OK)
+      << sqlite3_errmsg(raw.db);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto lines,
+                              store->QueryConsole(ConsoleQuery{.run = {"e", "p", "kept"},
+                                                               .text = "line of"}));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].text, "line of kept");
+  EXPECT_EQ(raw.One("SELECT count(*) FROM console_fts WHERE console_fts MATCH '\"of gone\"'"),
+            "0");
 }
 
 TEST(SqliteStoreTest, OpenStoreAcceptsSqliteUrlsAndBarePaths) {

@@ -94,7 +94,7 @@ Status AddToPages(Db* db, int64_t series_pk, const std::vector<series::ChunkWrit
   return Status::Ok();
 }
 
-Status PageExistingChunks(Db* db) {
+Status PageImportedChunks(Db* db) {
   std::vector<std::pair<int64_t, int64_t>> todo;  // (series pk, tail_idx)
   {
     COHORT_ASSIGN_OR_RETURN(Stmt st,

@@ -1,12 +1,12 @@
-// Summary pages of the SQLite store (schema version 4): the summaries of a series' sealed chunks
+// Summary pages of the SQLite store: the summaries of a series' sealed chunks
 // packed kChunksPerPage to a row of `chunk_pages`, so that a bucketed query over a long series
 // reads a few dozen rows instead of one index entry per chunk (docs/formats.md, "Series layout
 // in the stores").
 //
 // series.paged_upto is the invariant: every chunk of the series with idx < paged_upto is in a
 // page, and nothing at or above it is. Sealed chunks are never rewritten, so a page changes only
-// when chunks are sealed after the paged prefix. Series written before version 4 (or imported
-// from a dump) start with paged_upto = 0 and are read from `chunks` alone.
+// when chunks are sealed after the paged prefix. Series imported from a dump start with
+// paged_upto = 0 and are read from `chunks` alone until FinishImport pages them.
 //
 // Functions run on the caller's connection, inside its transaction; not thread-safe beyond that.
 #pragma once
@@ -28,9 +28,9 @@ inline constexpr int64_t kChunksPerPage = 32;
 Status AddToPages(Db* db, int64_t series_pk, const std::vector<series::ChunkWrite>& sealed,
                   const std::vector<int64_t>& pks);
 
-// Pages the sealed chunks (idx < tail_idx) of every series that has none paged yet (written
-// before schema version 4): run once by the version-4 migration, in its transaction.
-Status PageExistingChunks(Db* db);
+// Pages the sealed chunks (idx < tail_idx) of every series that has none paged yet (imported
+// from a dump): run by FinishImport, in its transaction.
+Status PageImportedChunks(Db* db);
 
 // Appends to `*out` the paged chunks of the series with idx < paged_upto whose summaries meet the
 // step range [lo, hi] and time range [tlo, thi], in idx order. kCorruption for a malformed page.

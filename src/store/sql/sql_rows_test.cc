@@ -1,4 +1,4 @@
-#include "store/sql_rows.h"
+#include "store/sql/sql_rows.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 // The select lists of the runs, writers, views and api_keys tables and the readers that turn one
-// result row into a record: the same in both SQL backends (SQLite, PostgreSQL), whose tables
-// have the same columns. The readers are templates over the backend's row accessor, a type with
+// result row into a record (the tables have the same columns in both engines). The readers are
+// templates over a row accessor, a type with
 //   std::string Text(int col); int64_t Int(int col); std::optional<int64_t> OptInt(int col)
-// (sqlite_rows.h wraps a statement, pg_rows.h a result row). Thread-safe (stateless).
+// (sql_conn.h Row; tests use a row in memory). Thread-safe (stateless).
 #pragma once
 
 #include <optional>

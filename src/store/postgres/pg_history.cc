@@ -1,5 +1,5 @@
-// PostgresStore: reading series back (series list, history) and the console. Writing them is
-// pg_ingest.cc.
+// PostgresStore: the history query (the chunks of the matching series in one statement, their
+// data loaded on demand). Writing series is pg_ingest.cc.
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "series/query.h"
-#include "store/postgres/pg_rows.h"
+#include "store/postgres/pg_sql_conn.h"
 #include "store/postgres/pg_store.h"
 
 namespace cohort::store {
@@ -41,26 +41,6 @@ series::ChunkSummary ReadSummary(const PgResult& res, int i, int c) {
 
 }  // namespace
 
-Result<std::vector<SeriesInfo>> PostgresStore::ListSeries(const RunRef& ref) {
-  return ReadReplica(pg::TxnMode::kRead, [&](Conn* c) -> Result<std::vector<SeriesInfo>> {
-    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(c, ref));
-    Params p;
-    p.Add(run.pk);
-    COHORT_ASSIGN_OR_RETURN(
-        PgResult res, c->Exec("SELECT s.key, w.label, s.count, coalesce(s.min_step, 0), "
-                              "coalesce(s.max_step, 0) FROM series s JOIN writers w ON "
-                              "w.pk = s.writer_pk WHERE s.run_pk = $1 ORDER BY s.key, w.label",
-                              p));
-    std::vector<SeriesInfo> out;
-    out.reserve(size_t(res.rows()));
-    for (int i = 0; i < res.rows(); ++i) {
-      out.push_back(
-          SeriesInfo{res.Text(i, 0), res.Text(i, 1), res.Int(i, 2), res.Int(i, 3), res.Int(i, 4)});
-    }
-    return out;
-  });
-}
-
 Result<std::vector<SeriesData>> PostgresStore::QueryHistory(const HistoryQuery& q) {
   if (q.buckets < 0) return Status::InvalidArgument("history: buckets must be >= 0");
   if (q.buckets == 0 && q.limit <= 0) return Status::InvalidArgument("history: limit must be > 0");
@@ -75,8 +55,10 @@ Result<std::vector<SeriesData>> PostgresStore::QueryHistory(const HistoryQuery& 
   const int64_t hi = q.max_step.value_or(kMaxStep);
   const int64_t tlo = q.min_time_ms.value_or(kMinStep), thi = q.max_time_ms.value_or(kMaxStep);
 
-  return ReadReplica(pg::TxnMode::kRead, [&](Conn* c) -> Result<std::vector<SeriesData>> {
-    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(c, q.run));
+  return pg::RunTransaction(read_pool(), pg::TxnMode::kRead,
+                            [&](Conn* c) -> Result<std::vector<SeriesData>> {
+    pg::SqlConn conn(c);
+    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, q.run));
     struct Match {
       int64_t pk;
       std::string key, writer;
@@ -171,100 +153,6 @@ Result<std::vector<SeriesData>> PostgresStore::QueryHistory(const HistoryQuery& 
       data.writer = m.writer;
       COHORT_RETURN_IF_ERROR(series::QuerySeries(m.chunks, load, q, &data));
       out.push_back(std::move(data));
-    }
-    return out;
-  });
-}
-
-namespace {
-
-// Console text search is a LIKE '%text%' (wildcards in the text escaped), which the trigram index
-// console_text_trgm answers where pg_trgm is installed (schema version 4) and a scan otherwise.
-std::string TextCondition(int param) {
-  return " AND c.text LIKE $" + std::to_string(param) + " ESCAPE '\\'";
-}
-
-std::string LikePattern(const std::string& text) {
-  std::string out = "%";
-  for (char ch : text) {
-    if (ch == '%' || ch == '_' || ch == '\\') out += '\\';
-    out += ch;
-  }
-  out += '%';
-  return out;
-}
-
-}  // namespace
-
-Result<std::vector<ConsoleLine>> PostgresStore::QueryConsole(const ConsoleQuery& q) {
-  std::string sql =
-      "SELECT c.id, c.time_ms, c.stream, c.text, w.label FROM console c JOIN writers w ON "
-      "w.pk = c.writer_pk WHERE c.run_pk = $1 AND c.id > $2";
-  int n = 2;  // placeholders used so far
-  if (!q.labels.empty()) {
-    sql += " AND c.writer_pk IN (SELECT pk FROM writers WHERE run_pk = $1 AND label = ANY($" +
-           std::to_string(++n) + "))";
-  }
-  if (!q.stream.empty()) sql += " AND c.stream = $" + std::to_string(++n);
-  if (!q.text.empty()) sql += TextCondition(++n);
-  sql += " ORDER BY c.id LIMIT $" + std::to_string(++n);
-
-  return ReadReplica(pg::TxnMode::kRead, [&](Conn* c) -> Result<std::vector<ConsoleLine>> {
-    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(c, q.run));
-    Params params;
-    params.Add(run.pk).Add(q.after_id);
-    if (!q.labels.empty()) params.AddTextArray(q.labels);
-    if (!q.stream.empty()) params.Add(q.stream);
-    if (!q.text.empty()) params.Add(LikePattern(q.text));
-    params.Add(int64_t{q.limit > 0 ? q.limit : 1000});
-    COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(sql, params));
-    std::vector<ConsoleLine> out;
-    out.reserve(size_t(res.rows()));
-    for (int i = 0; i < res.rows(); ++i) {
-      ConsoleLine line;
-      line.id = res.Int(i, 0);
-      line.time_ms = res.Int(i, 1);
-      line.stream = res.Text(i, 2);
-      line.text = res.Text(i, 3);
-      line.label = res.Text(i, 4);
-      out.push_back(std::move(line));
-    }
-    return out;
-  });
-}
-
-Result<ConsoleIndex> PostgresStore::IndexConsole(const ConsoleQuery& q, int64_t stride) {
-  if (stride < 1) return Status::InvalidArgument("console index: stride must be >= 1");
-  // Numbered on the server: only every stride-th id and the last one (with the count) travel.
-  std::string where = "c.run_pk = $1 AND c.id > $2";
-  int n = 3;  // $3 is the stride
-  if (!q.labels.empty()) {
-    where += " AND c.writer_pk IN (SELECT pk FROM writers WHERE run_pk = $1 AND label = ANY($" +
-             std::to_string(++n) + "))";
-  }
-  if (!q.stream.empty()) where += " AND c.stream = $" + std::to_string(++n);
-  if (!q.text.empty()) where += TextCondition(++n);
-  const std::string sql =
-      "SELECT id, rn, total FROM (SELECT c.id, row_number() OVER (ORDER BY c.id) AS rn, "
-      "count(*) OVER () AS total FROM console c WHERE " +
-      where + ") s WHERE rn % $3 = 0 OR rn = total ORDER BY id";
-
-  return ReadReplica(pg::TxnMode::kRead, [&](Conn* c) -> Result<ConsoleIndex> {
-    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(c, q.run));
-    Params params;
-    params.Add(run.pk).Add(q.after_id).Add(stride);
-    if (!q.labels.empty()) params.AddTextArray(q.labels);
-    if (!q.stream.empty()) params.Add(q.stream);
-    if (!q.text.empty()) params.Add(LikePattern(q.text));
-    COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(sql, params));
-    ConsoleIndex out;
-    out.last_id = q.after_id;
-    for (int i = 0; i < res.rows(); ++i) {
-      const int64_t id = res.Int(i, 0);
-      const int64_t rn = res.Int(i, 1);
-      out.total = res.Int(i, 2);
-      if (rn % stride == 0) out.stride_ids.push_back(id);
-      if (rn == out.total) out.last_id = id;
     }
     return out;
   });

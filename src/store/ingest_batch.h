@@ -1,0 +1,98 @@
+// The columnar ingest batch: the one in-memory form of what a writer sends in one request, from
+// the decoders (binary, JSON, W&B compat) to both stores. Keys are a table of columns (one per
+// distinct key of a section), each holding the rows that carry the key and the value in each;
+// steps and times are arrays indexed by row. No string per cell: a store reads a column as one
+// series' points (store/ingest_plan.h).
+//
+// Threading: plain values; IngestBatchBuilder belongs to one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "store/types.h"
+
+namespace cohort::store {
+
+inline constexpr int64_t kAssignStep = -1;  // history_step value: the writer's next step
+
+// The prefix of every system metric key as stored ("system/gpu.0.temp").
+inline constexpr std::string_view kSystemKeyPrefix = "system/";
+
+// One key of one batch section, as a column: the rows of the section that carry the key and the
+// value in each. Rows are strictly ascending (a key appears at most once per row).
+struct KeyColumn {
+  std::string key;      // as stored: user keys as logged; system keys WITH "system/"
+  bool system = false;  // rows index system_time_ms; else history_step/history_time_ms
+  std::vector<uint32_t> rows;
+  std::vector<double> values;  // same length as rows; any double (NaN, inf, -0.0 kept)
+};
+
+// Everything one writer sends in one request, applied atomically and at most once per seq.
+struct IngestBatch {
+  int64_t seq = 0;  // > 0, unique per writer; a seen seq is acknowledged and ignored. 0 only
+                    // together with `positions`, which then guard the batch instead.
+  std::vector<StreamPosition> positions;  // checked and advanced atomically with the batch
+  std::vector<int64_t> history_step;      // per history row; kAssignStep or >= 0
+  std::vector<int64_t> history_time_ms;   // per history row
+  std::vector<int64_t> system_time_ms;    // per system row
+  std::vector<KeyColumn> columns;         // distinct (key) over the batch; system keys are
+                                          // distinct from user keys by their prefix
+  std::vector<ConsoleLine> console;
+  // > 0: the run may hold at most this many distinct keys (history and system, all writers); a
+  // batch that would take it past them is refused whole with kPayloadTooLarge. Set by the
+  // server from the entity's tier (src/server/limits); 0: no limit.
+  int64_t max_run_keys = 0;
+
+  size_t history_rows() const { return history_step.size(); }
+  size_t system_rows() const { return system_time_ms.size(); }
+  int64_t points() const;  // sum of column sizes
+};
+
+// Builds a batch row by row (compat, the JSON decoders, tests, benchmarks): interns keys to
+// columns as it goes. Rows usually repeat the previous row's keys in the same order, so a key is
+// first compared with the one at the same position of the previous row of its section and only
+// looked up on a miss. A key given twice in one row keeps its last value.
+class IngestBatchBuilder {
+ public:
+  using Cell = std::pair<std::string_view, double>;
+
+  explicit IngestBatchBuilder(int64_t seq = 0) { batch_.seq = seq; }
+
+  // A history row at `step` (kAssignStep: the writer's next) and time.
+  void AddHistoryRow(int64_t step, int64_t time_ms, std::span<const Cell> cells);
+  void AddHistoryRow(int64_t step, int64_t time_ms, std::initializer_list<Cell> cells) {
+    AddHistoryRow(step, time_ms, std::span<const Cell>(cells.begin(), cells.size()));
+  }
+  // A system sample; keys WITHOUT the "system/" prefix ("gpu.0.temp"): the builder adds it.
+  void AddSystemRow(int64_t time_ms, std::span<const Cell> cells);
+  void AddSystemRow(int64_t time_ms, std::initializer_list<Cell> cells) {
+    AddSystemRow(time_ms, std::span<const Cell>(cells.begin(), cells.size()));
+  }
+  void AddConsole(ConsoleLine line) { batch_.console.push_back(std::move(line)); }
+
+  IngestBatch& batch() { return batch_; }  // seq, positions, max_run_keys may be set here
+  IngestBatch Finish() { return std::move(batch_); }
+
+ private:
+  struct Section {
+    bool system = false;
+    std::unordered_map<std::string, uint32_t> index;  // key as given -> column
+    std::vector<uint32_t> previous;                   // columns of the previous row, in order
+  };
+  void AddRow(Section* section, uint32_t row, std::span<const Cell> cells);
+  uint32_t Column(Section* section, std::string_view key, size_t position);
+
+  IngestBatch batch_;
+  Section history_{false, {}, {}};
+  Section system_{true, {}, {}};
+  std::string scratch_;
+};
+
+}  // namespace cohort::store

@@ -1,0 +1,351 @@
+#include "store/sql/sql_schema.h"
+
+#include <string>
+#include <vector>
+
+namespace cohort::store::sql {
+namespace {
+
+// The advisory lock key held while migrating a PostgreSQL database ("cohort" 0001).
+constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
+
+// Migrations are append-only: never edit one that has shipped; add a new one (sql_schema.h).
+//
+// Version 1, the pre-release baseline:
+//   runs      one row per run; (entity, project, run_id) unique. config/summary/metadata keep
+//             the JSON text exactly as written; tags is a JSON array of strings; writer_count is
+//             kept by JoinWriter. PostgreSQL also keeps jsonb copies of config and summary for
+//             run-list filters (config_doc, summary_doc, set by a trigger whenever config or
+//             summary is written) and console_next, which numbers the run's console lines under
+//             the run's row lock, so ids grow in commit order and a reader paging with after_id
+//             never skips a line that commits late.
+//   writers   one row per (run, label); next_step / last_seq let a writer resume; pruned_seq is
+//             the highest seq whose batches record was pruned (a batch at or below it is a
+//             duplicate). On PostgreSQL a writer's row lock serialises its batches across
+//             servers.
+//   batches   (writer, seq) of every stored batch: the exactly-once guard; batches_by_stored
+//             finds the records to prune.
+//   stream_positions  next offset per (writer, stream): the exactly-once guard of batches
+//             rebuilt from file_stream offsets (types.h StreamPosition).
+//   series    one row per (run, key, writer) with its point count and step range, and its
+//             tail (series/tail.h): chunks [tail_idx, next_idx) hold the tail_count points of
+//             recent batches until they are compacted into full chunks. SQLite: paged_upto,
+//             chunks below it are in chunk_pages.
+//   chunks    encoded chunks (series/chunk.h) with their summaries, indexes only growing.
+//             SQLite: a rowid (summary pages name it), NaN summaries as NULL, -0.0 as its 8
+//             bytes, the blob last so that reading summaries never touches overflow pages,
+//             and the covering index chunks_summary of the summaries in series order.
+//             PostgreSQL: keyed by (series, idx), data stored uncompressed (it is compressed
+//             already) and inline up to ~8 KB.
+//   chunk_pages  (SQLite) the summaries of sealed chunks packed 32 to a row with the page's
+//             step range (sqlite_summary_pages.h).
+//   console   console lines; id is the paging cursor (SQLite: the rowid, unique in the store;
+//             PostgreSQL: numbered per run from runs.console_next). line_no: a writer's line
+//             position (NULL: appended lines); a line re-sent at the same position replaces the
+//             stored one. Indexes by writer and by stream serve filters in line order. SQLite:
+//             console_fts, an FTS5 trigram index of the text (external content, kept by
+//             triggers); PostgreSQL: a pg_trgm GIN index where the extension can be created.
+//   run_files files uploaded to a run, data inline (bounded by the body limit).
+//   views     saved workspace views, name unique per project.
+//   api_keys  hashed API keys.
+// Everything under a run goes with it: foreign keys with ON DELETE CASCADE from writers, series,
+// console and run files to the run, from batches and stream positions to the writer, from chunks
+// (and pages) to the series. (series.writer_pk and console.writer_pk name a writer of the same
+// run; they go with the run.) Text that is compared or sorted is compared bytewise. Rows that
+// every ingest updates (runs, writers, series) have no index on the columns it changes, so that
+// PostgreSQL keeps those updates HOT.
+constexpr const char* kBaseline = R"sql(
+CREATE TABLE runs (
+  pk {{pk}},
+  entity {{key}} NOT NULL,
+  project {{key}} NOT NULL,
+  run_id {{key}} NOT NULL,
+  name {{key}} NOT NULL DEFAULT '',
+  grp {{key}} NOT NULL DEFAULT '',
+  job_type {{key}} NOT NULL DEFAULT '',
+  notes {{text}} NOT NULL DEFAULT '',
+  host {{key}} NOT NULL DEFAULT '',
+  tags {{json}} NOT NULL DEFAULT '[]',
+  config {{text}} NOT NULL DEFAULT '{}',
+  summary {{text}} NOT NULL DEFAULT '{}',
+  metadata {{text}} NOT NULL DEFAULT '{}',
+  state {{key}} NOT NULL DEFAULT 'pending',
+  exit_code {{int}},
+  created_ms {{int}} NOT NULL,
+  updated_ms {{int}} NOT NULL,
+  heartbeat_ms {{int}} NOT NULL DEFAULT 0,
+  finished_ms {{int}},
+  writer_count {{int}} NOT NULL DEFAULT 0,
+pg:   config_doc jsonb NOT NULL DEFAULT '{}',
+pg:   summary_doc jsonb NOT NULL DEFAULT '{}',
+pg:   console_next bigint NOT NULL DEFAULT 0,
+  UNIQUE (entity, project, run_id)
+){{hot}};
+CREATE INDEX runs_by_created ON runs (entity, project, created_ms, pk);
+CREATE INDEX runs_by_group ON runs (entity, project, grp, pk);
+sqlite: CREATE INDEX runs_by_updated ON runs (entity, project, updated_ms, pk);
+
+CREATE TABLE writers (
+  pk {{pk}},
+  run_pk {{int}} NOT NULL REFERENCES runs (pk) ON DELETE CASCADE,
+  label {{key}} NOT NULL,
+  is_primary {{bool}} NOT NULL,
+  update_finish_state {{bool}} NOT NULL,
+  host {{text}} NOT NULL DEFAULT '',
+  pid {{int}} NOT NULL DEFAULT 0,
+  gpu_ids {{text}} NOT NULL DEFAULT '[]',
+  state {{key}} NOT NULL,
+  exit_code {{int}},
+  created_ms {{int}} NOT NULL,
+  heartbeat_ms {{int}} NOT NULL,
+  finished_ms {{int}},
+  next_step {{int}} NOT NULL DEFAULT 0,
+  last_seq {{int}} NOT NULL DEFAULT 0,
+  pruned_seq {{int}} NOT NULL DEFAULT 0,
+  UNIQUE (run_pk, label)
+){{hot}};
+CREATE INDEX writers_running ON writers (pk) WHERE state = 'running';
+
+CREATE TABLE batches (
+  writer_pk {{int}} NOT NULL REFERENCES writers (pk) ON DELETE CASCADE,
+  seq {{int}} NOT NULL,
+  stored_ms {{int}} NOT NULL,
+  PRIMARY KEY (writer_pk, seq)
+){{norowid}};
+CREATE INDEX batches_by_stored ON batches (stored_ms);
+
+CREATE TABLE stream_positions (
+  writer_pk {{int}} NOT NULL REFERENCES writers (pk) ON DELETE CASCADE,
+  stream {{key}} NOT NULL,
+  next_offset {{int}} NOT NULL,
+  PRIMARY KEY (writer_pk, stream)
+){{norowid}};
+
+CREATE TABLE series (
+  pk {{pk}},
+  run_pk {{int}} NOT NULL REFERENCES runs (pk) ON DELETE CASCADE,
+  writer_pk {{int}} NOT NULL,
+  key {{key}} NOT NULL,
+  is_system {{bool}} NOT NULL,
+  count {{int}} NOT NULL DEFAULT 0,
+  min_step {{int}},
+  max_step {{int}},
+  next_idx {{int}} NOT NULL DEFAULT 0,
+  tail_idx {{int}} NOT NULL DEFAULT 0,
+  tail_count {{int}} NOT NULL DEFAULT 0,
+  tail_chunks {{int}} NOT NULL DEFAULT 0,
+sqlite:   paged_upto INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (run_pk, key, writer_pk)
+){{hot}};
+
+CREATE TABLE chunks (
+sqlite:   pk INTEGER PRIMARY KEY,
+  series_pk {{int}} NOT NULL REFERENCES series (pk) ON DELETE CASCADE,
+  idx {{int}} NOT NULL,
+  count {{int}} NOT NULL,
+  min_step {{int}} NOT NULL,
+  max_step {{int}} NOT NULL,
+  min_time {{int}} NOT NULL,
+  max_time {{int}} NOT NULL,
+  vmin {{real}},
+  vmax {{real}},
+  vsum {{real}},
+  vfirst {{real}},
+  vlast {{real}},
+  nan_count {{int}} NOT NULL,
+  data {{blob}} NOT NULL,
+sqlite:   UNIQUE (series_pk, idx)
+pg:   PRIMARY KEY (series_pk, idx)
+)
+pg: WITH (toast_tuple_target = 8160)
+;
+pg: ALTER TABLE chunks ALTER COLUMN data SET STORAGE EXTERNAL;
+sqlite: CREATE INDEX chunks_summary ON chunks (series_pk, idx, min_step, max_step, min_time,
+sqlite:   max_time, count, vmin, vmax, vsum, vfirst, vlast, nan_count);
+sqlite: CREATE TABLE chunk_pages (
+sqlite:   series_pk INTEGER NOT NULL REFERENCES series (pk) ON DELETE CASCADE,
+sqlite:   page INTEGER NOT NULL,
+sqlite:   min_step INTEGER NOT NULL,
+sqlite:   max_step INTEGER NOT NULL,
+sqlite:   data BLOB NOT NULL,
+sqlite:   UNIQUE (series_pk, page)
+sqlite: );
+
+CREATE TABLE console (
+sqlite:   id INTEGER PRIMARY KEY,
+  run_pk {{int}} NOT NULL REFERENCES runs (pk) ON DELETE CASCADE,
+pg:   id bigint NOT NULL,
+  writer_pk {{int}} NOT NULL,
+  time_ms {{int}} NOT NULL,
+  stream {{key}} NOT NULL,
+  text {{text}} NOT NULL,
+  line_no {{int}}
+pg:   , PRIMARY KEY (run_pk, id)
+);
+sqlite: CREATE INDEX console_by_run ON console (run_pk, id);
+CREATE INDEX console_by_writer ON console (run_pk, writer_pk, id);
+CREATE INDEX console_by_stream ON console (run_pk, stream, id);
+CREATE UNIQUE INDEX console_by_line ON console (writer_pk, line_no) WHERE line_no IS NOT NULL;
+sqlite: CREATE VIRTUAL TABLE console_fts USING fts5(text, content = 'console', content_rowid = 'id',
+sqlite:   tokenize = 'trigram case_sensitive 1');
+sqlite: CREATE TRIGGER console_fts_insert AFTER INSERT ON console BEGIN
+sqlite:   INSERT INTO console_fts (rowid, text) VALUES (new.id, new.text);
+sqlite: END;
+sqlite: CREATE TRIGGER console_fts_delete AFTER DELETE ON console BEGIN
+sqlite:   INSERT INTO console_fts (console_fts, rowid, text) VALUES ('delete', old.id, old.text);
+sqlite: END;
+sqlite: CREATE TRIGGER console_fts_update AFTER UPDATE OF text ON console BEGIN
+sqlite:   INSERT INTO console_fts (console_fts, rowid, text) VALUES ('delete', old.id, old.text);
+sqlite:   INSERT INTO console_fts (rowid, text) VALUES (new.id, new.text);
+sqlite: END;
+pg: DO $$
+pg: BEGIN
+pg:   IF EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm') THEN
+pg:     BEGIN
+pg:       CREATE EXTENSION IF NOT EXISTS pg_trgm;
+pg:       CREATE INDEX console_text_trgm ON console USING gin (text gin_trgm_ops);
+pg:     EXCEPTION WHEN insufficient_privilege OR feature_not_supported THEN
+pg:       RAISE NOTICE 'pg_trgm unavailable: console text search scans';
+pg:     END;
+pg:   END IF;
+pg: END
+pg: $$;
+
+CREATE TABLE run_files (
+  run_pk {{int}} NOT NULL REFERENCES runs (pk) ON DELETE CASCADE,
+  name {{key}} NOT NULL,
+  content_type {{text}} NOT NULL DEFAULT '',
+  size {{int}} NOT NULL,
+  updated_ms {{int}} NOT NULL,
+  data {{blob}} NOT NULL,
+  PRIMARY KEY (run_pk, name)
+);
+
+CREATE TABLE views (
+  pk {{pk}},
+  entity {{key}} NOT NULL,
+  project {{key}} NOT NULL,
+  name {{key}} NOT NULL,
+  spec {{text}} NOT NULL DEFAULT '{}',
+  created_ms {{int}} NOT NULL,
+  updated_ms {{int}} NOT NULL,
+  UNIQUE (entity, project, name)
+);
+
+CREATE TABLE api_keys (
+  pk {{pk}},
+  entity {{key}} NOT NULL,
+  name {{text}} NOT NULL DEFAULT '',
+  role {{text}} NOT NULL,
+  hash {{key}} NOT NULL UNIQUE,
+  prefix {{text}} NOT NULL DEFAULT '',
+  created_ms {{int}} NOT NULL,
+  revoked {{bool}} NOT NULL DEFAULT false
+);
+CREATE INDEX api_keys_by_entity ON api_keys (entity, pk);
+
+pg: -- The jsonb copy of JSON text: the escape \u0000, which jsonb refuses, as \ufffd (an escaped
+pg: -- backslash before it is left alone).
+pg: CREATE FUNCTION cohort_jsonb(t text) RETURNS jsonb
+pg: LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+pg:   SELECT regexp_replace(t, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\ufffd', 'g')::jsonb
+pg: $$;
+pg: CREATE FUNCTION cohort_runs_docs() RETURNS trigger LANGUAGE plpgsql AS $$
+pg: BEGIN
+pg:   NEW.config_doc := cohort_jsonb(NEW.config);
+pg:   NEW.summary_doc := cohort_jsonb(NEW.summary);
+pg:   RETURN NEW;
+pg: END
+pg: $$;
+pg: CREATE TRIGGER runs_docs BEFORE INSERT OR UPDATE OF config, summary ON runs
+pg:   FOR EACH ROW EXECUTE FUNCTION cohort_runs_docs();
+pg: -- Run-list filters on config.<key> / summary.<key> compare values the way SQLite's
+pg: -- json_extract does: numbers and booleans (1/0) as doubles, strings as text.
+pg: CREATE FUNCTION cohort_json_num(v jsonb) RETURNS double precision
+pg: LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+pg:   SELECT CASE jsonb_typeof(v)
+pg:     WHEN 'boolean' THEN CASE WHEN v = 'true'::jsonb THEN 1.0::float8 ELSE 0.0::float8 END
+pg:     WHEN 'number' THEN CASE
+pg:       WHEN abs(v::numeric) > 1e308 THEN sign(v::numeric)::float8 * 'Infinity'::float8
+pg:       WHEN abs(v::numeric) < 1e-307 THEN 0.0::float8
+pg:       ELSE v::float8 END
+pg:   END
+pg: $$;
+pg: -- The value as json_extract returns it for text comparison: strings unquoted, objects and
+pg: -- arrays as JSON text; numbers, booleans and null give NULL.
+pg: CREATE FUNCTION cohort_json_str(v jsonb) RETURNS text
+pg: LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+pg:   SELECT CASE jsonb_typeof(v)
+pg:     WHEN 'string' THEN v #>> '{}'
+pg:     WHEN 'object' THEN v::text
+pg:     WHEN 'array' THEN v::text
+pg:   END
+pg: $$;
+pg: -- CAST(json_extract(...) AS TEXT): numbers as written, booleans as 1/0, null as NULL.
+pg: CREATE FUNCTION cohort_json_cast_text(v jsonb) RETURNS text
+pg: LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+pg:   SELECT CASE jsonb_typeof(v)
+pg:     WHEN 'string' THEN v #>> '{}'
+pg:     WHEN 'boolean' THEN CASE WHEN v = 'true'::jsonb THEN '1' ELSE '0' END
+pg:     WHEN 'null' THEN NULL
+pg:     ELSE v::text
+pg:   END
+pg: $$;
+)sql";
+
+const std::vector<const char*>& Migrations() {
+  static const std::vector<const char*> kMigrations = {kBaseline};
+  return kMigrations;
+}
+
+Status TooNew(Engine engine, int64_t current) {
+  return Status::FailedPrecondition(
+      std::string(EngineName(engine)) + ": database schema version " + std::to_string(current) +
+      " is newer than this build supports (" + std::to_string(LatestSchemaVersion()) + ")");
+}
+
+}  // namespace
+
+int64_t LatestSchemaVersion() { return int64_t(Migrations().size()); }
+
+std::string SchemaScript(int64_t version, Engine engine) {
+  return RenderSchema(Migrations().at(size_t(version - 1)), engine);
+}
+
+Result<int64_t> SchemaVersion(Conn& conn) {
+  return QueryInt(conn, "SELECT coalesce(max(version), 0) FROM schema_version");
+}
+
+Status Migrate(Engine engine, const MigrationRunner& runner) {
+  // The common case, a database at this version already, takes no lock. (An empty database has
+  // no schema_version table: the query fails and the locked path below creates it.)
+  int64_t current = -1;
+  (void)runner.read([&](Conn& conn) -> Status {
+    COHORT_ASSIGN_OR_RETURN(current, SchemaVersion(conn));
+    return Status::Ok();
+  });
+  if (current > LatestSchemaVersion()) return TooNew(engine, current);
+  if (current == LatestSchemaVersion()) return Status::Ok();
+  return runner.write([&](Conn& conn) -> Status {
+    if (engine == Engine::kPostgres) {
+      // Held to the end of the transaction: whoever held it before us has committed.
+      COHORT_RETURN_IF_ERROR(
+          conn.Exec("SELECT pg_advisory_xact_lock($1)", Params().Add(kMigrationLockKey)).status());
+    }
+    COHORT_RETURN_IF_ERROR(conn.ExecScript(RenderSchema(
+        "CREATE TABLE IF NOT EXISTS schema_version (version {{int}} NOT NULL)", engine)));
+    COHORT_ASSIGN_OR_RETURN(int64_t at, SchemaVersion(conn));
+    if (at > LatestSchemaVersion()) return TooNew(engine, at);
+    if (at == LatestSchemaVersion()) return Status::Ok();  // someone else migrated meanwhile
+    for (int64_t v = at + 1; v <= LatestSchemaVersion(); ++v) {
+      COHORT_RETURN_IF_ERROR(conn.ExecScript(SchemaScript(v, engine)));
+    }
+    COHORT_RETURN_IF_ERROR(conn.Exec("DELETE FROM schema_version").status());
+    return conn
+        .Exec("INSERT INTO schema_version (version) VALUES ($1)",
+              Params().Add(LatestSchemaVersion()))
+        .status();
+  });
+}
+
+}  // namespace cohort::store::sql

@@ -1,0 +1,376 @@
+// SqlStore: the shared helpers, runs and writers. Run listing is in sql_run_list.cc; series,
+// console and stream positions in sql_store_data.cc; views, keys and files in
+// sql_store_meta.cc; retention and the dump in sql_store_admin.cc.
+#include "store/sql/sql_store.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "core/clock.h"
+#include "core/ids.h"
+#include "store/ingest_plan.h"
+#include "store/record_checks.h"
+#include "store/record_json.h"
+#include "store/run_ref.h"
+#include "store/run_state.h"
+#include "store/run_update.h"
+#include "store/sql/sql_rows.h"
+#include "store/sql/sql_schema.h"
+
+namespace cohort::store {
+
+using sql::Conn;
+using sql::Params;
+using sql::Row;
+
+namespace {
+
+const std::string kSelectRun = std::string("SELECT ") + kRunColumns +
+                               " FROM runs r WHERE r.entity = $1 AND r.project = $2 AND "
+                               "r.run_id = $3";
+const std::string kSelectRunForUpdate = kSelectRun + " FOR UPDATE";
+
+RunRecord ReadRun(const Row& row) { return ReadRunRow(row); }
+WriterRecord ReadWriter(const Row& row) { return ReadWriterRow(row); }
+
+}  // namespace
+
+Status SqlStore::MigrateSchema() {
+  sql::MigrationRunner runner;
+  runner.read = [this](const std::function<Status(Conn&)>& fn) {
+    return Run(Access::kReadOne, fn);
+  };
+  runner.write = [this](const std::function<Status(Conn&)>& fn) { return Run(Access::kWrite, fn); };
+  return sql::Migrate(engine_, runner);
+}
+
+// ---- shared helpers ----
+
+Result<RunRecord> SqlStore::LoadRun(Conn& conn, const RunRef& ref, bool lock) {
+  return sql::QueryOne<RunRecord>(conn, lock ? kSelectRunForUpdate : kSelectRun,
+                                  Params().Add(ref.entity).Add(ref.project).Add(ref.run_id),
+                                  ReadRun, RunNotFound(ref));
+}
+
+Result<RunRecord> SqlStore::LoadRunByPk(Conn& conn, int64_t pk) {
+  static const std::string kSql =
+      std::string("SELECT ") + kRunColumns + " FROM runs r WHERE r.pk = $1 FOR UPDATE";
+  return sql::QueryOne<RunRecord>(conn, kSql, Params().Add(pk), ReadRun,
+                                  Status::NotFound("run #" + std::to_string(pk) + " not found"));
+}
+
+Result<WriterRecord> SqlStore::LoadWriter(Conn& conn, int64_t run_pk, const RunRef& ref,
+                                          const std::string& label) {
+  static const std::string kSql = std::string("SELECT ") + kWriterColumns +
+                                  " FROM writers w WHERE w.run_pk = $1 AND w.label = $2";
+  return sql::QueryOne<WriterRecord>(conn, kSql, Params().Add(run_pk).Add(label), ReadWriter,
+                                     WriterNotFound(ref, label));
+}
+
+Result<std::vector<WriterRecord>> SqlStore::LoadWriters(Conn& conn, int64_t run_pk) {
+  static const std::string kSql =
+      std::string("SELECT ") + kWriterColumns + " FROM writers w WHERE w.run_pk = $1 ORDER BY w.pk";
+  return sql::QueryAll<WriterRecord>(conn, kSql, Params().Add(run_pk), ReadWriter);
+}
+
+Status SqlStore::RecomputeRunState(Conn& conn, int64_t run_pk, int64_t now_ms) {
+  // Lock first, then read the writers in a later statement: under READ COMMITTED that statement
+  // sees every writer change committed by whoever held the run's lock before us.
+  COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRunByPk(conn, run_pk));
+  COHORT_ASSIGN_OR_RETURN(std::vector<WriterRecord> writers, LoadWriters(conn, run_pk));
+  RederiveRunState(writers, &run);
+  return conn
+      .Exec(
+          "UPDATE runs SET state = $1, exit_code = $2, finished_ms = $3, "
+          "updated_ms = greatest(updated_ms, $4) WHERE pk = $5",
+          Params()
+              .Add(RunStateName(run.state))
+              .Add(run.exit_code)
+              .Add(run.finished_ms)
+              .Add(now_ms)
+              .Add(run_pk))
+      .status();
+}
+
+// ---- runs ----
+
+Result<std::pair<RunRecord, bool>> SqlStore::UpsertRun(const RunUpsert& upsert) {
+  COHORT_RETURN_IF_ERROR(ValidateRunRef(upsert.ref, /*allow_empty_id=*/true));
+  const std::string tags_json = upsert.tags ? StringsToJson(*upsert.tags) : "[]";
+  std::string metadata = "{}";
+  if (upsert.metadata_json) {
+    COHORT_ASSIGN_OR_RETURN(metadata, MergeJsonObject("{}", *upsert.metadata_json, "metadata"));
+  }
+  std::string new_config = "{}";
+  if (upsert.config_json) {
+    COHORT_ASSIGN_OR_RETURN(new_config, MergeJsonObject("{}", *upsert.config_json, "config"));
+  }
+  const int64_t now = NowMillis();
+
+  // Inserts the run unless (entity, project, run_id) exists; returns its pk or 0.
+  auto insert = [&](Conn& conn, const RunRef& ref) -> Result<int64_t> {
+    Params p;
+    p.Add(ref.entity).Add(ref.project).Add(ref.run_id);
+    p.Add(upsert.name.value_or("")).Add(upsert.group.value_or(""));
+    p.Add(upsert.job_type.value_or("")).Add(upsert.notes.value_or(""));
+    p.Add(upsert.host.value_or("")).AddJson(tags_json).Add(new_config).Add(metadata).Add(now);
+    COHORT_ASSIGN_OR_RETURN(
+        std::unique_ptr<sql::Rows> rows,
+        conn.Query("INSERT INTO runs (entity, project, run_id, name, grp, job_type, notes, host, "
+                   "tags, config, metadata, created_ms, updated_ms, heartbeat_ms) "
+                   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $12) "
+                   "ON CONFLICT (entity, project, run_id) DO NOTHING RETURNING pk",
+                   p));
+    COHORT_ASSIGN_OR_RETURN(bool row, rows->Next());
+    return row ? rows->Int(0) : int64_t{0};
+  };
+
+  using Out = std::pair<RunRecord, bool>;
+  return RunFor<Out>(Access::kWrite, [&](Conn& conn) -> Result<Out> {
+    RunRef ref = upsert.ref;
+    if (ref.run_id.empty()) {
+      for (int attempt = 0; attempt < 16; ++attempt) {
+        ref.run_id = ids::RandomBase36(8);
+        COHORT_ASSIGN_OR_RETURN(int64_t pk, insert(conn, ref));
+        if (pk == 0) continue;
+        COHORT_ASSIGN_OR_RETURN(RunRecord out, LoadRunByPk(conn, pk));
+        return Out(std::move(out), true);
+      }
+      return Status::Internal("could not draw an unused run id");
+    }
+    // Resume (lock and update) or create; a create that loses a race to another server finds
+    // the row on the next round and resumes it.
+    for (int round = 0; round < 3; ++round) {
+      Result<RunRecord> found = LoadRun(conn, ref, /*lock=*/true);
+      if (!found.ok() && found.status().code() != StatusCode::kNotFound) return found.status();
+      if (!found.ok()) {
+        COHORT_ASSIGN_OR_RETURN(int64_t pk, insert(conn, ref));
+        if (pk == 0) continue;
+        COHORT_ASSIGN_OR_RETURN(RunRecord out, LoadRunByPk(conn, pk));
+        return Out(std::move(out), true);
+      }
+      RunRecord& r = *found;
+      COHORT_RETURN_IF_ERROR(ApplyRunUpsert(upsert, metadata, &r));
+      Params p;
+      p.Add(r.name).Add(r.group).Add(r.job_type).Add(r.notes).Add(r.host);
+      p.AddJson(StringsToJson(r.tags)).Add(r.config_json).Add(r.metadata_json).Add(now).Add(r.pk);
+      COHORT_RETURN_IF_ERROR(
+          conn.Exec("UPDATE runs SET name = $1, grp = $2, job_type = $3, notes = $4, host = $5, "
+                    "tags = $6, config = $7, metadata = $8, "
+                    "updated_ms = greatest(updated_ms, $9) WHERE pk = $10",
+                    p)
+              .status());
+      COHORT_ASSIGN_OR_RETURN(RunRecord out, LoadRunByPk(conn, r.pk));
+      return Out(std::move(out), false);
+    }
+    return Status::Unavailable("run '" + RunName(ref) +
+                               "' is being created and deleted concurrently; retry");
+  });
+}
+
+Result<RunRecord> SqlStore::GetRun(const RunRef& ref) {
+  return RunFor<RunRecord>(Access::kReadOne, [&](Conn& conn) { return LoadRun(conn, ref); });
+}
+
+Result<RunRecord> SqlStore::PatchRun(const RunRef& ref, const RunPatch& patch) {
+  const int64_t now = NowMillis();
+  return RunFor<RunRecord>(Access::kWrite, [&](Conn& conn) -> Result<RunRecord> {
+    COHORT_ASSIGN_OR_RETURN(RunRecord r, LoadRun(conn, ref, /*lock=*/true));
+    COHORT_RETURN_IF_ERROR(ApplyRunPatch(patch, &r));
+    Params p;
+    p.Add(r.name).Add(r.group).Add(r.job_type).Add(r.notes).AddJson(StringsToJson(r.tags));
+    p.Add(r.config_json).Add(r.summary_json).Add(now).Add(r.pk);
+    COHORT_RETURN_IF_ERROR(
+        conn.Exec("UPDATE runs SET name = $1, grp = $2, job_type = $3, notes = $4, tags = $5, "
+                  "config = $6, summary = $7, updated_ms = greatest(updated_ms, $8) "
+                  "WHERE pk = $9",
+                  p)
+            .status());
+    return LoadRunByPk(conn, r.pk);
+  });
+}
+
+Status SqlStore::DeleteRun(const RunRef& ref) {
+  return Run(Access::kWrite, [&](Conn& conn) -> Status {
+    COHORT_ASSIGN_OR_RETURN(RunRecord r, LoadRun(conn, ref));
+    // Writers before the run: the lock order every ingest uses. Everything under the run goes
+    // with it (ON DELETE CASCADE, sql_schema.cc).
+    COHORT_RETURN_IF_ERROR(
+        conn.Exec("SELECT pk FROM writers WHERE run_pk = $1 ORDER BY pk FOR UPDATE",
+                  Params().Add(r.pk))
+            .status());
+    COHORT_ASSIGN_OR_RETURN(int64_t deleted,
+                            conn.Exec("DELETE FROM runs WHERE pk = $1", Params().Add(r.pk)));
+    if (deleted == 0) return RunNotFound(ref);  // deleted meanwhile
+    return Status::Ok();
+  });
+}
+
+// ---- writers ----
+
+Result<WriterRecord> SqlStore::JoinWriter(const RunRef& ref, const WriterJoin& join) {
+  if (join.label.empty()) return Status::InvalidArgument("writer: label is empty");
+  const int64_t now = NowMillis();
+  return RunFor<WriterRecord>(Access::kWrite, [&](Conn& conn) -> Result<WriterRecord> {
+    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, ref));
+    Params p;
+    p.Add(run.pk).Add(join.label).Add(join.primary).Add(join.update_finish_state);
+    p.Add(join.host).Add(join.pid).Add(IntsToJson(join.gpu_ids)).Add(now);
+    COHORT_RETURN_IF_ERROR(
+        conn.Exec("INSERT INTO writers (run_pk, label, is_primary, update_finish_state, host, "
+                  "pid, gpu_ids, state, created_ms, heartbeat_ms) "
+                  "VALUES ($1, $2, $3, $4, $5, $6, $7, 'running', $8, $8) "
+                  "ON CONFLICT (run_pk, label) DO UPDATE SET is_primary = excluded.is_primary, "
+                  "update_finish_state = excluded.update_finish_state, host = excluded.host, "
+                  "pid = excluded.pid, gpu_ids = excluded.gpu_ids, state = 'running', "
+                  "exit_code = NULL, finished_ms = NULL, heartbeat_ms = excluded.heartbeat_ms",
+                  p)
+            .status());
+    // The run's lock, then the count in a later statement (sees writers joined concurrently).
+    COHORT_RETURN_IF_ERROR(LoadRunByPk(conn, run.pk).status());
+    COHORT_RETURN_IF_ERROR(
+        conn.Exec("UPDATE runs SET writer_count = (SELECT count(*) FROM writers WHERE run_pk = "
+                  "runs.pk), heartbeat_ms = greatest(heartbeat_ms, $1) WHERE pk = $2",
+                  Params().Add(now).Add(run.pk))
+            .status());
+    COHORT_RETURN_IF_ERROR(RecomputeRunState(conn, run.pk, now));
+    return LoadWriter(conn, run.pk, ref, join.label);
+  });
+}
+
+Result<std::vector<WriterRecord>> SqlStore::ListWriters(const RunRef& ref) {
+  using Out = std::vector<WriterRecord>;
+  return RunFor<Out>(Access::kRead, [&](Conn& conn) -> Result<Out> {
+    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, ref));
+    return LoadWriters(conn, run.pk);
+  });
+}
+
+Status SqlStore::Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) {
+  return Run(Access::kWriteShared, [&](Conn& conn) -> Status {
+    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, ref));
+    COHORT_ASSIGN_OR_RETURN(int64_t changed,
+                            conn.Exec("UPDATE writers SET heartbeat_ms = "
+                                      "greatest(heartbeat_ms, $1) WHERE run_pk = $2 AND "
+                                      "label = $3",
+                                      Params().Add(now_ms).Add(run.pk).Add(label)));
+    if (changed == 0) return WriterNotFound(ref, label);
+    return conn
+        .Exec("UPDATE runs SET heartbeat_ms = greatest(heartbeat_ms, $1) WHERE pk = $2",
+              Params().Add(now_ms).Add(run.pk))
+        .status();
+  });
+}
+
+Result<int64_t> SqlStore::Heartbeats(const std::vector<HeartbeatUpdate>& updates) {
+  if (updates.empty()) return int64_t{0};
+  return RunFor<int64_t>(Access::kWriteShared, [&](Conn& conn) -> Result<int64_t> {
+    int64_t updated = 0;
+    // Run keys once per run; each run's heartbeat moves to its writers' latest. Runs are
+    // updated after every writer, in pk order (the lock order of sql_store.h).
+    std::map<std::tuple<std::string, std::string, std::string>, int64_t> run_pks;
+    std::map<int64_t, int64_t> run_ms;  // run pk -> latest heartbeat of its updated writers
+    // Writers in one order on every server, so that two servers' flushes cannot deadlock.
+    std::vector<const HeartbeatUpdate*> sorted;
+    for (const HeartbeatUpdate& u : updates) sorted.push_back(&u);
+    std::sort(sorted.begin(), sorted.end(), [](const HeartbeatUpdate* a, const HeartbeatUpdate* b) {
+      return std::tie(a->ref.entity, a->ref.project, a->ref.run_id, a->label) <
+             std::tie(b->ref.entity, b->ref.project, b->ref.run_id, b->label);
+    });
+    for (const HeartbeatUpdate* hb : sorted) {
+      const HeartbeatUpdate& u = *hb;
+      auto [it, fresh] = run_pks.try_emplace({u.ref.entity, u.ref.project, u.ref.run_id}, 0);
+      if (fresh) {
+        COHORT_ASSIGN_OR_RETURN(
+            it->second,
+            sql::QueryInt(conn,
+                          "SELECT pk FROM runs WHERE entity = $1 AND project = $2 AND "
+                          "run_id = $3",
+                          Params().Add(u.ref.entity).Add(u.ref.project).Add(u.ref.run_id)));
+      }
+      if (it->second == 0) continue;  // the run is gone
+      COHORT_ASSIGN_OR_RETURN(int64_t changed,
+                              conn.Exec("UPDATE writers SET heartbeat_ms = "
+                                        "greatest(heartbeat_ms, $1) WHERE run_pk = $2 AND "
+                                        "label = $3",
+                                        Params().Add(u.now_ms).Add(it->second).Add(u.label)));
+      if (changed == 0) continue;  // the writer is gone
+      ++updated;
+      int64_t& ms = run_ms[it->second];
+      ms = std::max(ms, u.now_ms);
+    }
+    for (const auto& [pk, ms] : run_ms) {
+      COHORT_RETURN_IF_ERROR(
+          conn.Exec("UPDATE runs SET heartbeat_ms = greatest(heartbeat_ms, $1) WHERE pk = $2",
+                    Params().Add(ms).Add(pk))
+              .status());
+    }
+    return updated;
+  });
+}
+
+Result<WriterRecord> SqlStore::FinishWriter(const RunRef& ref, const std::string& label,
+                                            RunState state, std::optional<int> exit_code,
+                                            int64_t now_ms) {
+  if (!IsTerminal(state)) {
+    return Status::InvalidArgument("finish: state '" + std::string(RunStateName(state)) +
+                                   "' does not end a writer");
+  }
+  return RunFor<WriterRecord>(Access::kWrite, [&](Conn& conn) -> Result<WriterRecord> {
+    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, ref));
+    COHORT_ASSIGN_OR_RETURN(
+        int64_t changed,
+        conn.Exec(
+            "UPDATE writers SET state = $1, exit_code = $2, finished_ms = $3 "
+            "WHERE run_pk = $4 AND label = $5",
+            Params().Add(RunStateName(state)).Add(exit_code).Add(now_ms).Add(run.pk).Add(label)));
+    if (changed == 0) return WriterNotFound(ref, label);
+    COHORT_RETURN_IF_ERROR(RecomputeRunState(conn, run.pk, now_ms));
+    return LoadWriter(conn, run.pk, ref, label);
+  });
+}
+
+Result<int64_t> SqlStore::MarkStaleWritersCrashed(int64_t stale_before_ms, int64_t now_ms) {
+  return RunFor<int64_t>(Access::kWrite, [&](Conn& conn) -> Result<int64_t> {
+    COHORT_ASSIGN_OR_RETURN(
+        std::vector<int64_t> marked,
+        sql::QueryAll<int64_t>(conn,
+                               "UPDATE writers SET state = 'crashed', finished_ms = $1 "
+                               "WHERE state = 'running' AND heartbeat_ms < $2 RETURNING run_pk",
+                               Params().Add(now_ms).Add(stale_before_ms),
+                               [](const Row& row) { return row.Int(0); }));
+    const std::set<int64_t> runs(marked.begin(), marked.end());  // locked in pk order
+    for (int64_t run_pk : runs) COHORT_RETURN_IF_ERROR(RecomputeRunState(conn, run_pk, now_ms));
+    return int64_t(marked.size());
+  });
+}
+
+Result<WriterRecord> SqlStore::RenameWriter(const RunRef& ref, const std::string& from,
+                                            const std::string& to) {
+  if (to.empty()) return Status::InvalidArgument("writer: label is empty");
+  return RunFor<WriterRecord>(Access::kWrite, [&](Conn& conn) -> Result<WriterRecord> {
+    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, ref));
+    COHORT_ASSIGN_OR_RETURN(
+        int64_t writer_pk,
+        sql::QueryOne<int64_t>(
+            conn, "SELECT pk FROM writers WHERE run_pk = $1 AND label = $2 FOR UPDATE",
+            Params().Add(run.pk).Add(from), [](const Row& row) { return row.Int(0); },
+            WriterNotFound(ref, from)));
+    if (from == to) return LoadWriter(conn, run.pk, ref, from);
+    COHORT_ASSIGN_OR_RETURN(
+        int64_t taken, sql::QueryInt(conn, "SELECT 1 FROM writers WHERE run_pk = $1 AND label = $2",
+                                     Params().Add(run.pk).Add(to)));
+    if (taken != 0) return WriterLabelTaken(ref, to);
+    Result<int64_t> updated =
+        conn.Exec("UPDATE writers SET label = $1 WHERE pk = $2", Params().Add(to).Add(writer_pk));
+    // A rename racing another server's join of the same label.
+    if (!updated.ok() && updated.status().code() == StatusCode::kAlreadyExists) {
+      return WriterLabelTaken(ref, to);
+    }
+    COHORT_RETURN_IF_ERROR(updated.status());
+    return LoadWriter(conn, run.pk, ref, to);
+  });
+}
+
+}  // namespace cohort::store

@@ -1,0 +1,146 @@
+// SqlStore: everything both SQL engines share, written once over the connection interface of
+// sql_conn.h: runs, writers and their states, stream positions, run files, views, API keys,
+// series listing, console queries, retention, the dump and deletion. An engine (SqliteStore,
+// PostgresStore) supplies how a call gets a connection and a transaction (Run), and the parts
+// where the engines really differ: the series write path (Ingest), the history query, console
+// text search, and what an import leaves to redo.
+//
+// Transactions. Every call runs in one transaction of the kind its Access names; a call that
+// fails changes nothing. The work of a call may run more than once (PostgreSQL runs a
+// transaction again after a deadlock or serialization failure, sql_store.h callers keep no
+// state across attempts). Writes lock rows in one order: writer rows, then series rows, then
+// the run row (PostgreSQL; a SQLite write transaction excludes every other writer).
+//
+// Threading: every method is thread-safe (the engine's Run hands each call its own connection).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "store/run_filter.h"
+#include "store/sql/sql_conn.h"
+#include "store/sql/sql_dialect.h"
+#include "store/store.h"
+
+namespace cohort::store {
+
+class SqlStore : public Store {
+ public:
+  Result<std::pair<RunRecord, bool>> UpsertRun(const RunUpsert& upsert) final;
+  Result<RunRecord> GetRun(const RunRef& ref) final;
+  Result<RunRecord> PatchRun(const RunRef& ref, const RunPatch& patch) final;
+  Result<RunPage> ListRuns(const RunQuery& query) final;
+  Result<std::vector<GroupInfo>> ListGroups(const std::string& entity,
+                                            const std::string& project) final;
+  Result<std::vector<ProjectInfo>> ListProjects(const std::string& entity) final;
+  Status DeleteRun(const RunRef& ref) final;
+
+  Result<WriterRecord> JoinWriter(const RunRef& ref, const WriterJoin& join) final;
+  Result<std::vector<WriterRecord>> ListWriters(const RunRef& ref) final;
+  Status Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) final;
+  Result<int64_t> Heartbeats(const std::vector<HeartbeatUpdate>& updates) final;
+  Result<WriterRecord> FinishWriter(const RunRef& ref, const std::string& label, RunState state,
+                                    std::optional<int> exit_code, int64_t now_ms) final;
+  Result<int64_t> MarkStaleWritersCrashed(int64_t stale_before_ms, int64_t now_ms) final;
+  Result<WriterRecord> RenameWriter(const RunRef& ref, const std::string& from,
+                                    const std::string& to) final;
+  Result<std::map<std::string, std::map<std::string, int64_t>>> ListStreamPositions(
+      const RunRef& ref) final;
+
+  Result<std::vector<SeriesInfo>> ListSeries(const RunRef& ref) final;
+  Result<std::vector<ConsoleLine>> QueryConsole(const ConsoleQuery& query) final;
+
+  Result<ViewRecord> CreateView(const ViewRecord& view) final;
+  Result<std::vector<ViewRecord>> ListViews(const std::string& entity,
+                                            const std::string& project) final;
+  Result<ViewRecord> UpdateView(const ViewRecord& view) final;
+  Status DeleteView(const std::string& entity, const std::string& project, int64_t id) final;
+  Result<ApiKeyRecord> CreateApiKey(const ApiKeyRecord& key) final;
+  Result<ApiKeyRecord> FindApiKey(const std::string& hash) final;
+  Result<std::vector<ApiKeyRecord>> ListApiKeys(const std::string& entity) final;
+  Status RevokeApiKey(const std::string& entity, int64_t id) final;
+  Result<int64_t> CountApiKeys() final;
+  Result<std::optional<ApiKeyRecord>> CreateFirstApiKey(const ApiKeyRecord& key) final;
+  Result<RunFile> PutRunFile(const RunRef& ref, const RunFile& file) final;
+  Result<std::vector<RunFile>> ListRunFiles(const RunRef& ref) final;
+  Result<RunFile> GetRunFile(const RunRef& ref, const std::string& name) final;
+
+  Result<int64_t> PruneBatches(int64_t stored_before_ms) final;
+  Status Export(const std::function<Status(const DumpRecord&)>& sink) final;
+  Result<int64_t> Import(const std::vector<DumpRecord>& records, const DumpHeader& from) final;
+  Status FinishImport() final;
+  Result<DumpCounts> CountRows() final;
+
+ protected:
+  // The transaction a call runs in.
+  enum class Access {
+    kReadOne,     // one statement, on the primary (read-your-writes)
+    kReadOneAny,  // one statement, may read a replica (the UI's lists)
+    kRead,        // several statements, one snapshot, on the primary
+    kReadAny,     // several statements, one snapshot, may read a replica
+    kWrite,       // a write transaction
+    kWriteShared  // a small write transaction that may share its commit with concurrent ones
+  };
+  using Work = std::function<Status(sql::Conn&)>;
+
+  explicit SqlStore(sql::Engine engine) : engine_(engine) {}
+  sql::Engine engine() const { return engine_; }
+
+  // Runs `work` on a connection in a transaction of kind `access`, committing when it succeeds
+  // and rolling back when it fails.
+  virtual Status Run(Access access, const Work& work) = 0;
+  // As Run, for work that produces a value.
+  template <typename T, typename Fn>
+  Result<T> RunFor(Access access, Fn&& fn) {
+    std::optional<T> out;
+    COHORT_RETURN_IF_ERROR(Run(access, [&](sql::Conn& conn) -> Status {
+      Result<T> r = fn(conn);
+      if (!r.ok()) return r.status();
+      out.emplace(std::move(r).value());
+      return Status::Ok();
+    }));
+    return std::move(*out);
+  }
+  // Brings the schema to the latest version (sql_schema.h), through Run.
+  Status MigrateSchema();
+
+  // ---- engine parts ----
+  // The condition on console alias `c` that keeps lines whose text contains `text` (case
+  // sensitive), its parameters added to `params`.
+  virtual std::string ConsoleTextCondition(const std::string& text, sql::Params* params) const = 0;
+  // The conditions of the run list on tags and on config./summary. keys (run_filter.h).
+  virtual std::string RunTagCondition(const RunPredicate& p, sql::Params* params) const = 0;
+  virtual std::string RunJsonCondition(const RunPredicate& p, sql::Params* params) const = 0;
+  // After the last Import, in FinishImport's transaction: what the engine derives from imported
+  // rows (SQLite: summary pages; PostgreSQL: identity sequences, console numbering).
+  virtual Status AfterImport(sql::Conn& conn) = 0;
+
+  // ---- shared helpers for the engines' own calls, inside their transactions ----
+  // `lock`: the row lock (FOR UPDATE) on PostgreSQL.
+  static Result<RunRecord> LoadRun(sql::Conn& conn, const RunRef& ref, bool lock = false);
+  static Result<RunRecord> LoadRunByPk(sql::Conn& conn, int64_t pk);  // locks it
+  static Result<WriterRecord> LoadWriter(sql::Conn& conn, int64_t run_pk, const RunRef& ref,
+                                         const std::string& label);
+  static Result<std::vector<WriterRecord>> LoadWriters(sql::Conn& conn, int64_t run_pk);
+  // Locks the run row, then recomputes its state from its writers (run_state.h) and stores it.
+  // Callers have changed (locked) the writer rows first.
+  static Status RecomputeRunState(sql::Conn& conn, int64_t run_pk, int64_t now_ms);
+  // Fails with kFailedPrecondition unless every stream of `positions` of the writer is at its
+  // expected offset (a stream never written is at 0); changes nothing.
+  static Status CheckStreamPositions(sql::Conn& conn, int64_t writer_pk, const std::string& label,
+                                     const std::vector<StreamPosition>& positions);
+  // The key budget (ingest_plan.h CheckKeyBudget) of a batch that creates series for `missing`
+  // keys (ordered) in run `run_pk`.
+  static Status CheckRunKeys(sql::Conn& conn, const RunRef& ref, int64_t run_pk,
+                             const std::vector<std::string>& missing, int64_t max);
+  // The WHERE clause of a console filter over `console c` (run, cursor, labels, stream, text),
+  // its parameters added to `params`.
+  std::string ConsoleFilter(const ConsoleQuery& q, int64_t run_pk, sql::Params* params) const;
+
+ private:
+  const sql::Engine engine_;
+};
+
+}  // namespace cohort::store

@@ -1,0 +1,344 @@
+// SqliteStore: the series write path (Ingest: group commit, chunks and summary pages) and the
+// history query (summary pages, then the chunks' covering summary index).
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "series/chunk.h"
+#include "series/query.h"
+#include "series/tail.h"
+#include "store/ingest_plan.h"
+#include "store/run_ref.h"
+#include "store/sqlite/sqlite_chunk_rows.h"
+#include "store/sqlite/sqlite_sql_conn.h"
+#include "store/sqlite/sqlite_store.h"
+#include "store/sqlite/sqlite_summary_pages.h"
+
+namespace cohort::store {
+
+using sqlite::Db;
+using sqlite::Stmt;
+using sqlite::Txn;
+
+namespace {
+
+constexpr int64_t kMinStep = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMaxStep = std::numeric_limits<int64_t>::max();
+
+// The writer a batch is for, read in the write transaction.
+struct WriterRow {
+  int64_t pk = 0, run_pk = 0, next_step = 0, pruned_seq = 0;
+};
+
+Result<WriterRow> FindWriter(Db* db, const RunRef& ref, const std::string& label) {
+  {
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("SELECT w.pk, w.run_pk, w.next_step, w.pruned_seq FROM writers w "
+                            "JOIN runs r ON r.pk = w.run_pk WHERE r.entity = ? AND "
+                            "r.project = ? AND r.run_id = ? AND w.label = ?"));
+    st.Bind(ref.entity).Bind(ref.project).Bind(ref.run_id).Bind(label);
+    COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (row) return WriterRow{st.Int(0), st.Int(1), st.Int(2), st.Int(3)};
+  }
+  COHORT_ASSIGN_OR_RETURN(
+      Stmt st, db->Cached("SELECT 1 FROM runs WHERE entity = ? AND project = ? AND run_id = ?"));
+  st.Bind(ref.entity).Bind(ref.project).Bind(ref.run_id);
+  COHORT_ASSIGN_OR_RETURN(bool run, st.Step());
+  return run ? WriterNotFound(ref, label) : RunNotFound(ref);
+}
+
+// The stored state of one series of a batch, read in the write transaction.
+struct SeriesRow {
+  int64_t pk = 0;  // 0: the series does not exist yet
+  series::TailState state;
+  int64_t paged_upto = 0;  // sqlite_summary_pages.h
+};
+
+Status ReadSeriesRow(Db* db, int64_t run_pk, int64_t writer_pk, const std::string& key,
+                     SeriesRow* out) {
+  COHORT_ASSIGN_OR_RETURN(
+      Stmt st, db->Cached("SELECT pk, next_idx, tail_idx, tail_count, tail_chunks, paged_upto "
+                          "FROM series WHERE run_pk = ? AND key = ? AND writer_pk = ?"));
+  st.Bind(run_pk).Bind(key).Bind(writer_pk);
+  COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+  *out = SeriesRow{};
+  if (row) {
+    out->pk = st.Int(0);
+    out->state = series::TailState{st.Int(1), st.Int(2), st.Int(3), st.Int(4)};
+    out->paged_upto = st.Int(5);
+  }
+  return Status::Ok();
+}
+
+// Appends `points` to the series (run, key, writer) in `*sr`, creating it when new: the points
+// become a chunk of the series' tail, or the tail and the points are compacted into full chunks
+// (series/tail.h). Runs inside the caller's write transaction.
+Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const KeyColumn& column,
+                    SeriesRow* sr, const std::vector<Point>& points, int64_t lo, int64_t hi) {
+  const std::string& key = column.key;
+  if (sr->pk == 0) {
+    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("INSERT INTO series (run_pk, writer_pk, key, "
+                                                "is_system) VALUES (?, ?, ?, ?)"));
+    st.Bind(run_pk).Bind(writer_pk).Bind(key).Bind(column.system);
+    COHORT_RETURN_IF_ERROR(st.Run());
+    sr->pk = db->LastInsertRowid();
+  }
+  const int64_t series_pk = sr->pk;
+  series::TailState& state = sr->state;
+  int64_t& paged_upto = sr->paged_upto;
+  state.chunk_limit = series::TailChunkLimit(series_pk);
+
+  std::vector<Point> tail;
+  const bool compact = series::TailNeedsCompaction(state, points.size());
+  if (compact) {
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st,
+        db->Cached("SELECT data FROM chunks WHERE series_pk = ? AND idx >= ? ORDER BY idx"));
+    st.Bind(series_pk).Bind(state.tail_idx);
+    tail.reserve(size_t(state.tail_count) + points.size());
+    while (true) {
+      COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      COHORT_ASSIGN_OR_RETURN(std::vector<Point> points, series::DecodeChunk(st.BlobView(0)));
+      tail.insert(tail.end(), points.begin(), points.end());
+    }
+    if (int64_t(tail.size()) != state.tail_count) {
+      return Status::Corruption("series '" + key + "': its tail holds " +
+                                std::to_string(tail.size()) + " points, the series row says " +
+                                std::to_string(state.tail_count));
+    }
+  }
+  // The paged prefix can grow only when no unpaged chunk lies before this plan's chunks: every
+  // sealed chunk is paged and the tail is empty or compacted away now.
+  const bool pageable =
+      paged_upto == state.tail_idx && (state.tail_idx == state.next_idx || compact);
+  COHORT_ASSIGN_OR_RETURN(series::TailAppend plan,
+                          series::PlanTailAppend(&state, points, compact ? &tail : nullptr));
+  if (plan.delete_hi > plan.delete_lo) {
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("DELETE FROM chunks WHERE series_pk = ? AND idx >= ? AND idx < ?"));
+    st.Bind(series_pk).Bind(plan.delete_lo).Bind(plan.delete_hi);
+    COHORT_RETURN_IF_ERROR(st.Run());
+  }
+  std::vector<int64_t> pks;  // rowids of the chunks written, in order
+  COHORT_RETURN_IF_ERROR(sqlite::InsertChunks(db, series_pk, plan.chunks, &pks));
+  // The chunks this plan seals come first (series/tail.h); only they are paged.
+  size_t sealed_count = 0;
+  while (pageable && sealed_count < plan.chunks.size() &&
+         plan.chunks[sealed_count].index < state.tail_idx) {
+    ++sealed_count;
+  }
+  pks.resize(sealed_count);
+  if (pageable) {
+    if (!pks.empty()) {
+      const std::vector<series::ChunkWrite> sealed(plan.chunks.begin(),
+                                                   plan.chunks.begin() + long(pks.size()));
+      COHORT_RETURN_IF_ERROR(sqlite::AddToPages(db, series_pk, sealed, pks));
+    }
+    paged_upto = state.tail_idx;
+  }
+
+  COHORT_ASSIGN_OR_RETURN(
+      Stmt st, db->Cached("UPDATE series SET count = count + ?, min_step = min(coalesce(min_step, "
+                          "?), ?), max_step = max(coalesce(max_step, ?), ?), next_idx = ?, "
+                          "tail_idx = ?, tail_count = ?, tail_chunks = ?, paged_upto = ? "
+                          "WHERE pk = ?"));
+  st.Bind(int64_t(points.size())).Bind(lo).Bind(lo).Bind(hi).Bind(hi);
+  st.Bind(state.next_idx).Bind(state.tail_idx).Bind(state.tail_count).Bind(state.tail_chunks);
+  st.Bind(paged_upto).Bind(series_pk);
+  return st.Run();
+}
+
+}  // namespace
+
+Result<IngestResult> SqliteStore::Ingest(const RunRef& ref, const std::string& label,
+                                         const IngestBatch& batch, int64_t now_ms) {
+  // Validated before it joins a group: a bad batch never costs the others anything.
+  COHORT_ASSIGN_OR_RETURN(IngestPlan plan, IngestPlan::Make(batch));
+  IngestResult result;
+  COHORT_RETURN_IF_ERROR(group_.Run([&](Db* db) -> Result<bool> {
+    result = IngestResult{};
+    return IngestInTxn(db, ref, label, &plan, now_ms, &result);
+  }));
+  return result;
+}
+
+Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::string& label,
+                                      IngestPlan* plan, int64_t now_ms, IngestResult* out) {
+  const IngestBatch& batch = plan->batch();
+  COHORT_ASSIGN_OR_RETURN(const WriterRow w, FindWriter(db, ref, label));
+  IngestResult& result = *out;
+  // Stream positions: compare, then advance (the whole call fails when one does not match).
+  if (!batch.positions.empty()) {
+    sqlite::SqlConn conn(db);
+    COHORT_RETURN_IF_ERROR(CheckStreamPositions(conn, w.pk, label, batch.positions));
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("INSERT INTO stream_positions (writer_pk, stream, next_offset) "
+                            "VALUES (?, ?, ?) ON CONFLICT (writer_pk, stream) DO UPDATE SET "
+                            "next_offset = excluded.next_offset"));
+    for (const StreamPosition& p : batch.positions) {
+      st.Reset();
+      st.Bind(w.pk).Bind(p.stream).Bind(p.next);
+      COHORT_RETURN_IF_ERROR(st.Run());
+    }
+  }
+  if (batch.seq > 0) {
+    // A seq at or below the writer's pruned_seq was stored before its record was pruned.
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("INSERT INTO batches (writer_pk, seq, stored_ms) SELECT ?, ?, ? "
+                            "WHERE ? > ? ON CONFLICT DO NOTHING"));
+    st.Bind(w.pk).Bind(batch.seq).Bind(now_ms).Bind(batch.seq).Bind(w.pruned_seq);
+    COHORT_RETURN_IF_ERROR(st.Run());
+    if (db->Changes() == 0) {  // stored before: acknowledge, change nothing
+      result.duplicate = true;
+      result.next_step = w.next_step;
+      return false;  // also undoes the stream positions advanced above
+    }
+  }
+
+  const int64_t next_step = plan->AssignSteps(w.next_step);
+  result.points = batch.points();
+  // The batch's series, in key order: those the writer has not had yet are charged against the
+  // run's key budget before any is created.
+  std::vector<SeriesRow> rows(batch.columns.size());
+  std::vector<std::string> missing;
+  for (uint32_t c : plan->by_key()) {
+    COHORT_RETURN_IF_ERROR(ReadSeriesRow(db, w.run_pk, w.pk, batch.columns[c].key, &rows[c]));
+    if (rows[c].pk == 0) missing.push_back(batch.columns[c].key);
+  }
+  if (!missing.empty() && batch.max_run_keys > 0) {
+    sqlite::SqlConn conn(db);
+    COHORT_RETURN_IF_ERROR(CheckRunKeys(conn, ref, w.run_pk, missing, batch.max_run_keys));
+  }
+  std::vector<Point> points;
+  for (uint32_t c : plan->by_key()) {
+    plan->Points(c, &points);
+    const auto [lo, hi] = plan->StepRange(c);
+    COHORT_RETURN_IF_ERROR(
+        AppendSeries(db, w.run_pk, w.pk, batch.columns[c], &rows[c], points, lo, hi));
+  }
+
+  if (!batch.console.empty()) {
+    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("INSERT INTO console (run_pk, writer_pk, time_ms, "
+                                                "stream, text) VALUES (?, ?, ?, ?, ?)"));
+    for (const ConsoleLine& line : batch.console) {
+      if (line.line >= 0) {  // numbered: replaces the line stored at that position
+        COHORT_ASSIGN_OR_RETURN(
+            Stmt up,
+            db->Cached("INSERT INTO console (run_pk, writer_pk, time_ms, stream, text, "
+                       "line_no) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (writer_pk, "
+                       "line_no) WHERE line_no IS NOT NULL DO UPDATE SET time_ms = "
+                       "excluded.time_ms, stream = excluded.stream, text = excluded.text"));
+        up.Bind(w.run_pk).Bind(w.pk).Bind(line.time_ms).Bind(line.stream).Bind(line.text);
+        up.Bind(line.line);
+        COHORT_RETURN_IF_ERROR(up.Run());
+        continue;
+      }
+      st.Bind(w.run_pk).Bind(w.pk).Bind(line.time_ms).Bind(line.stream).Bind(line.text);
+      COHORT_RETURN_IF_ERROR(st.Run());
+      st.Reset();
+    }
+  }
+  {
+    COHORT_ASSIGN_OR_RETURN(Stmt st,
+                            db->Cached("UPDATE writers SET heartbeat_ms = max(heartbeat_ms, ?), "
+                                       "next_step = ?, last_seq = max(last_seq, ?) WHERE pk = ?"));
+    st.Bind(now_ms).Bind(next_step).Bind(batch.seq).Bind(w.pk);
+    COHORT_RETURN_IF_ERROR(st.Run());
+  }
+  {
+    COHORT_ASSIGN_OR_RETURN(Stmt st,
+                            db->Cached("UPDATE runs SET updated_ms = max(updated_ms, ?), "
+                                       "heartbeat_ms = max(heartbeat_ms, ?) WHERE pk = ?"));
+    st.Bind(now_ms).Bind(now_ms).Bind(w.run_pk);
+    COHORT_RETURN_IF_ERROR(st.Run());
+  }
+  result.next_step = next_step;
+  return true;
+}
+
+Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q) {
+  if (q.buckets < 0) return Status::InvalidArgument("history: buckets must be >= 0");
+  if (q.buckets == 0 && q.limit <= 0) return Status::InvalidArgument("history: limit must be > 0");
+  const std::set<std::string> keys(q.keys.begin(), q.keys.end());
+  const std::set<std::string> writers(q.writers.begin(), q.writers.end());
+
+  COHORT_ASSIGN_OR_RETURN(ReadLease lease, AcquireReader());
+  Db* db = lease.get();
+  COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kRead));
+  sqlite::SqlConn conn(db);
+  COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, q.run));
+
+  struct Match {
+    int64_t pk;
+    std::string key, writer;
+    int64_t paged_upto;
+  };
+  std::vector<Match> matches;
+  {
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st,
+        db->Cached("SELECT s.pk, s.key, w.label, s.is_system, s.paged_upto FROM series s JOIN "
+                   "writers w ON w.pk = s.writer_pk WHERE s.run_pk = ? ORDER BY s.key, "
+                   "w.label"));
+    st.Bind(run.pk);
+    while (true) {
+      COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      std::string key = st.Text(1), label = st.Text(2);
+      const bool is_system = st.Int(3) != 0;
+      if (keys.empty() ? is_system : !keys.contains(key)) continue;
+      if (!writers.empty() && !writers.contains(label)) continue;
+      matches.push_back(Match{st.Int(0), std::move(key), std::move(label), st.Int(4)});
+    }
+  }
+
+  // Chunks whose step and time ranges meet the query's.
+  int64_t lo = q.min_step.value_or(kMinStep);
+  if (q.buckets == 0 && q.after_step != kMinStep) {
+    lo = std::max(lo, q.after_step == kMaxStep ? kMaxStep : q.after_step + 1);
+  }
+  const int64_t hi = q.max_step.value_or(kMaxStep);
+  const int64_t tlo = q.min_time_ms.value_or(kMinStep), thi = q.max_time_ms.value_or(kMaxStep);
+
+  COHORT_ASSIGN_OR_RETURN(Stmt blob, db->Prepare("SELECT data FROM chunks WHERE pk = ?"));
+  series::ChunkLoader load = [&blob](int64_t id) -> Result<std::string> {
+    blob.Reset();
+    blob.Bind(id);
+    COHORT_ASSIGN_OR_RETURN(bool row, blob.Step());
+    if (!row) return Status::Corruption("chunk #" + std::to_string(id) + " vanished");
+    std::string data = blob.Blob(0);
+    blob.Reset();
+    return data;
+  };
+
+  std::vector<SeriesData> out;
+  out.reserve(matches.size());
+  for (const Match& m : matches) {
+    // The paged prefix from its summary pages, the rest from the chunks' summary index.
+    std::vector<series::ChunkMeta> chunks;
+    COHORT_RETURN_IF_ERROR(sqlite::ReadPages(db, m.pk, m.paged_upto, lo, hi, tlo, thi, &chunks));
+    {
+      COHORT_ASSIGN_OR_RETURN(
+          Stmt st,
+          db->Cached("SELECT pk, count, min_step, max_step, min_time, max_time, vmin, "
+                     "vmax, vsum, vfirst, vlast, nan_count FROM chunks INDEXED BY "
+                     "chunks_summary WHERE series_pk = ? AND idx >= ? AND max_step >= ? AND "
+                     "min_step <= ? AND max_time >= ? AND min_time <= ? ORDER BY idx"));
+      st.Bind(m.pk).Bind(m.paged_upto).Bind(lo).Bind(hi).Bind(tlo).Bind(thi);
+      while (true) {
+        COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+        if (!row) break;
+        chunks.push_back(series::ChunkMeta{st.Int(0), sqlite::ReadChunkSummary(st, 1)});
+      }
+    }
+    SeriesData data;
+    data.key = m.key;
+    data.writer = m.writer;
+    COHORT_RETURN_IF_ERROR(series::QuerySeries(chunks, load, q, &data));
+    out.push_back(std::move(data));
+  }
+  return out;
+}
+
+}  // namespace cohort::store
