@@ -4,7 +4,7 @@
 #pragma once
 
 #include "cohort/status.h"
-#include "store/types.h"
+#include "store/ingest_batch.h"
 
 namespace cohort::store {
 

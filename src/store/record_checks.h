@@ -7,7 +7,8 @@
 #include <string>
 
 #include "cohort/status.h"
-#include "store/types.h"
+#include "store/meta_types.h"
+#include "store/run_types.h"
 
 namespace cohort::store {
 

@@ -15,8 +15,8 @@
 
 #include "cohort/status.h"
 #include "store/run_filter.h"
+#include "store/run_types.h"
 #include "store/sql_rows.h"
-#include "store/types.h"
 
 namespace cohort::store {
 

@@ -16,8 +16,12 @@
 #include <vector>
 
 #include "cohort/status.h"
+#include "store/console_types.h"
 #include "store/dump_format.h"
-#include "store/types.h"
+#include "store/history_types.h"
+#include "store/ingest_batch.h"
+#include "store/meta_types.h"
+#include "store/run_types.h"
 
 namespace cohort::store {
 

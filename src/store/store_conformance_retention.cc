@@ -10,7 +10,7 @@ namespace cohort::store {
 namespace {
 
 int64_t PointCount(Store& store, const RunRef& ref) {
-  auto hist = store.QueryHistory(HistoryQuery{.run = ref, .limit = 1000000});
+  auto hist = store.QueryHistory(HistoryQuery{.run = ref, .series = {.limit = 1000000}});
   if (!hist.ok()) return -1;
   int64_t n = 0;
   for (const SeriesData& s : *hist) n += int64_t(s.points.size());

@@ -602,8 +602,8 @@ TEST_F(PostgresStoreTest, SmallBatchesAreCompactedIntoFullChunksKeepingEveryPoin
     ASSERT_EQ(hist[0].points[i].step, i);
     ASSERT_EQ(hist[0].points[i].value, (i / kRows + 1) * 100 + i % kRows) << i;
   }
-  COHORT_ASSERT_OK_AND_ASSIGN(hist,
-                              store->QueryHistory(HistoryQuery{.run = Ref("run1"), .buckets = 3}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      hist, store->QueryHistory(HistoryQuery{.run = Ref("run1"), .series = {.buckets = 3}}));
   ASSERT_EQ(hist[0].buckets.size(), 3u);
   EXPECT_EQ(hist[0].buckets[0].count + hist[0].buckets[1].count + hist[0].buckets[2].count, total);
   EXPECT_EQ(hist[0].buckets[2].last, kBatches * 100 + kRows - 1);

@@ -46,7 +46,7 @@ void AppendInt(std::string* out, int64_t v) {
 // Appends points as [step,time,value],... : each point is written into a stack buffer with one
 // bounds check (not one per character), and `out` grows by large appends into room reserved
 // once (a raw read answers up to millions of points; see docs/benchmarks.md).
-void AppendPoints(std::string* out, const std::vector<store::Point>& points) {
+void AppendPoints(std::string* out, const std::vector<series::Point>& points) {
   constexpr size_t kMaxPointChars = 2 + 20 + 1 + 20 + 1 + kMaxDoubleChars + 1;
   constexpr size_t kTypicalPointChars = 48;  // 6-digit step, ms time, 17-digit value
   out->reserve(out->size() + points.size() * kTypicalPointChars + 16);
@@ -121,7 +121,7 @@ void AppendSeriesJson(std::string* out, const store::SeriesData& s, bool strip_s
 
 // Logs a damaged chunk the first time this process meets it (queries meet it again and again).
 void LogDamagedOnce(const store::RunRef& run, const store::SeriesData& s,
-                    const store::DamagedChunk& d) {
+                    const series::DamagedChunk& d) {
   static std::mutex mu;
   static std::set<std::string> seen;
   std::string id = run.entity + "/" + run.project + "/" + run.run_id + " " + s.key + " " +
@@ -142,7 +142,7 @@ void AppendWarnings(std::string* out, const store::RunRef& run,
                     const std::vector<store::SeriesData>& series) {
   bool first = true;
   for (const store::SeriesData& s : series) {
-    for (const store::DamagedChunk& d : s.damaged) {
+    for (const series::DamagedChunk& d : s.damaged) {
       LogDamagedOnce(run, s, d);
       out->append(first ? ",\"warnings\":[" : ",");
       first = false;
@@ -169,10 +169,10 @@ void AppendWarnings(std::string* out, const store::RunRef& run,
 // Fills the range/bucket/paging fields shared by history and system queries.
 Status ReadRangeParams(const http::HttpRequest& req, const ApiLimits& limits,
                        store::HistoryQuery* q) {
-  COHORT_ASSIGN_OR_RETURN(q->min_step, IntParam(req, "min_step"));
-  COHORT_ASSIGN_OR_RETURN(q->max_step, IntParam(req, "max_step"));
-  COHORT_ASSIGN_OR_RETURN(q->min_time_ms, IntParam(req, "min_time"));
-  COHORT_ASSIGN_OR_RETURN(q->max_time_ms, IntParam(req, "max_time"));
+  COHORT_ASSIGN_OR_RETURN(q->series.min_step, IntParam(req, "min_step"));
+  COHORT_ASSIGN_OR_RETURN(q->series.max_step, IntParam(req, "max_step"));
+  COHORT_ASSIGN_OR_RETURN(q->series.min_time_ms, IntParam(req, "min_time"));
+  COHORT_ASSIGN_OR_RETURN(q->series.max_time_ms, IntParam(req, "max_time"));
   COHORT_ASSIGN_OR_RETURN(auto buckets, IntParam(req, "buckets"));
   COHORT_ASSIGN_OR_RETURN(auto limit, IntParam(req, "limit"));
   COHORT_ASSIGN_OR_RETURN(auto after, IntParam(req, "after_step"));
@@ -180,16 +180,16 @@ Status ReadRangeParams(const http::HttpRequest& req, const ApiLimits& limits,
     if (*buckets < 1 || *buckets > limits.max_buckets) {
       return Status::InvalidArgument("buckets: expected 1.." + std::to_string(limits.max_buckets));
     }
-    q->buckets = int(*buckets);
+    q->series.buckets = int(*buckets);
   }
   if (limit) {
     if (*limit < 1 || *limit > limits.max_raw_points) {
       return Status::InvalidArgument("limit: expected 1.." + std::to_string(limits.max_raw_points));
     }
-    q->limit = *limit;
+    q->series.limit = *limit;
   }
-  if (after) q->after_step = *after;
-  if (q->min_step && q->max_step && *q->min_step > *q->max_step) {
+  if (after) q->series.after_step = *after;
+  if (q->series.min_step && q->series.max_step && *q->series.min_step > *q->series.max_step) {
     return Status::InvalidArgument("min_step: greater than max_step");
   }
   return Status::Ok();
@@ -203,7 +203,7 @@ http::HttpResponse Query(ApiContext* ctx, store::HistoryQuery& q, bool system) {
   std::string body = "{\"series\":[";
   for (size_t i = 0; i < res->size(); ++i) {
     if (i) body.push_back(',');
-    AppendSeriesJson(&body, (*res)[i], system, q.buckets > 0);
+    AppendSeriesJson(&body, (*res)[i], system, q.series.buckets > 0);
   }
   body.append("]");
   AppendWarnings(&body, q.run, *res);

@@ -120,8 +120,8 @@ class RunObject : public gql::Object {
         q.run = ref;
         q.keys = keys;
         q.writers = {cw_->label()};
-        q.min_step = last;
-        q.max_step = last;
+        q.series.min_step = last;
+        q.series.max_step = last;
         COHORT_ASSIGN_OR_RETURN(auto data, c_->api->store->QueryHistory(q));
         bj::object row;
         row["_step"] = last;

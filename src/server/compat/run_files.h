@@ -14,7 +14,8 @@
 #include "cohort/status.h"
 #include "server/api/context.h"
 #include "server/http/router.h"
-#include "store/types.h"
+#include "store/meta_types.h"
+#include "store/run_types.h"
 
 namespace cohort::compat {
 

@@ -57,7 +57,7 @@ class GroupedBatch {
     std::string key;  // system keys with their "system/" prefix
     bool is_system = false;
     std::vector<std::pair<uint32_t, double>> values;  // history: (row index, value)
-    std::vector<Point> points;                        // after AssignSteps
+    std::vector<series::Point> points;                // after AssignSteps
   };
 
   explicit GroupedBatch(const IngestBatch& batch) : batch_(batch) {
@@ -83,7 +83,7 @@ class GroupedBatch {
     for (const SystemRow& row : batch.system) {
       for (const auto& [key, value] : row.values) {
         series_[Find(key, /*system=*/true)].points.push_back(
-            Point{row.time_ms, row.time_ms, value});
+            series::Point{row.time_ms, row.time_ms, value});
       }
     }
     for (const Series& s : series_) keys_.push_back(s.key);
@@ -116,7 +116,7 @@ class GroupedBatch {
       s.points.clear();
       s.points.reserve(s.values.size());
       for (const auto& [r, value] : s.values) {
-        s.points.push_back(Point{steps[r], batch_.rows[r].time_ms, value});
+        s.points.push_back(series::Point{steps[r], batch_.rows[r].time_ms, value});
       }
     }
     return next_step;
@@ -282,7 +282,8 @@ class BatchWrite {
  public:
   // Plans appending `points` to `s` (updating it), series/tail.h: `tail` holds the points of
   // the tail when TailNeedsCompaction, else nullptr.
-  Status Append(SeriesState* s, const std::vector<Point>& points, const std::vector<Point>* tail) {
+  Status Append(SeriesState* s, const std::vector<series::Point>& points,
+                const std::vector<series::Point>* tail) {
     s->tail.chunk_limit = series::TailChunkLimit(s->pk);
     COHORT_ASSIGN_OR_RETURN(series::TailAppend plan,
                             series::PlanTailAppend(&s->tail, points, tail));
@@ -293,7 +294,7 @@ class BatchWrite {
     }
     for (series::ChunkWrite& w : plan.chunks) AddChunk(s->pk, w.index, std::move(w));
     int64_t lo = kMaxStep, hi = kMinStep;
-    for (const Point& p : points) {
+    for (const series::Point& p : points) {
       lo = std::min(lo, p.step);
       hi = std::max(hi, p.step);
     }
@@ -583,7 +584,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     }
 
     // Read the tails this batch compacts.
-    std::unordered_map<int64_t, std::vector<Point>> tails;  // series pk -> tail points
+    std::unordered_map<int64_t, std::vector<series::Point>> tails;  // series pk -> tail points
     {
       std::vector<int64_t> compact_pk, compact_from;
       for (const GroupedBatch::Series& gs : grouped.series()) {
@@ -599,9 +600,9 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
         q.AddArray(compact_pk).AddArray(compact_from);
         COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kReadTails, q));
         for (int i = 0; i < res.rows(); ++i) {
-          COHORT_ASSIGN_OR_RETURN(std::vector<Point> points,
+          COHORT_ASSIGN_OR_RETURN(std::vector<series::Point> points,
                                   series::DecodeChunk(res.BytesView(i, 1)));
-          std::vector<Point>& tail = tails[res.Int(i, 0)];
+          std::vector<series::Point>& tail = tails[res.Int(i, 0)];
           tail.insert(tail.end(), points.begin(), points.end());
         }
       }

@@ -1,4 +1,4 @@
-#include "store/types.h"
+#include "store/run_types.h"
 
 #include <array>
 
