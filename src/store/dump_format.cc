@@ -129,14 +129,6 @@ const std::vector<DumpTable>& DumpTables() {
   return kTables;
 }
 
-int DumpTableByName(std::string_view name) {
-  const auto& tables = DumpTables();
-  for (size_t i = 0; i < tables.size(); ++i) {
-    if (name == tables[i].name) return int(i);
-  }
-  return kDumpTableCount;
-}
-
 Status ValidateDumpRecord(const DumpRecord& rec) {
   if (rec.table < 0 || rec.table >= kDumpTableCount) {
     return Status::Corruption("dump: unknown table id " + std::to_string(rec.table));

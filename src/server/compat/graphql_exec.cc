@@ -41,25 +41,6 @@ class Executor {
     return out;
   }
 
-  // Whether the merged sub-selections of `sels` contain a field named `name`.
-  // A probe: it neither counts towards the field limit nor reports errors.
-  bool SubHas(const std::vector<const Selection*>& sels, std::string_view name) {
-    Grouped sub;
-    size_t collected = collected_;
-    bool ok = ok_;
-    size_t errors = errors_.size();
-    CollectSub(sels, &sub);
-    collected_ = collected;
-    ok_ = ok;
-    errors_.resize(errors);
-    for (const auto& [key, group] : sub) {
-      for (const Selection* s : group) {
-        if (s->name == name) return true;
-      }
-    }
-    return false;
-  }
-
  private:
   void AddError(std::string message, const bj::array& path) {
     if (errors_.size() >= 100) return;  // enough to diagnose; bounded answer
@@ -199,7 +180,7 @@ class Executor {
       }
       bj::object args;
       for (const Argument& a : f.args) args[a.name] = Coerce(a.value);
-      FieldInfo info(this, sels, std::move(args));
+      FieldInfo info(sels, std::move(args));
       Result<Resolved> r = obj.Resolve(info);
       if (!r.ok()) {
         AddError(r.status().message(), here);
@@ -288,10 +269,6 @@ std::string FieldInfo::StringArg(std::string_view n) const {
   const bj::value* v = args_.if_contains(n);
   if (v == nullptr || !v->is_string()) return {};
   return std::string(v->get_string());
-}
-
-bool FieldInfo::Wants(std::string_view n) const {
-  return const_cast<Executor*>(ex_)->SubHas(sels_, n);
 }
 
 Result<const Operation*> SelectOperation(const Document& doc, std::string_view operation_name) {

@@ -54,25 +54,20 @@ struct Resolved {
   }
 };
 
-class Executor;
-
-// The field being resolved: its selection (all selections merged under one response key),
-// arguments with variables substituted, and what its sub-selection asks for.
+// The field being resolved: its selection (all selections merged under one response key) and
+// its arguments with variables substituted.
 class FieldInfo {
  public:
-  FieldInfo(const Executor* ex, std::vector<const Selection*> sels, bj::object args)
-      : ex_(ex), sels_(std::move(sels)), args_(std::move(args)) {}
+  FieldInfo(std::vector<const Selection*> sels, bj::object args)
+      : sels_(std::move(sels)), args_(std::move(args)) {}
 
   const std::string& name() const { return sels_.front()->name; }
   const bj::object& args() const { return args_; }
   // An argument as a string; empty when absent, null or not a string.
   std::string StringArg(std::string_view n) const;
   const bj::value* Arg(std::string_view n) const { return args_.if_contains(n); }
-  // Whether the field's sub-selection asks for a field named `n` (at its first level).
-  bool Wants(std::string_view n) const;
 
  private:
-  const Executor* ex_;
   std::vector<const Selection*> sels_;
   bj::object args_;
 };

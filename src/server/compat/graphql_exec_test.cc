@@ -12,7 +12,6 @@ class TestRoot : public Object {
   Result<Resolved> Resolve(const FieldInfo& f) override {
     last_args = f.args();
     if (f.name() == "viewer") {
-      wants_entity = f.Wants("entity");
       return Resolved::Json(bj::object{{"entity", "alice"},
                                        {"username", "al"},
                                        {"teams", bj::object{{"edges", bj::array{}}}}});
@@ -26,7 +25,6 @@ class TestRoot : public Object {
     return Status::InvalidArgument("Cannot query field \"" + f.name() + "\" on type \"Query\"");
   }
   bj::object last_args;
-  bool wants_entity = false;
 };
 
 bj::object Exec(const std::string& query, bj::object variables = {},
@@ -107,16 +105,6 @@ TEST(GraphqlExec, OperationSelection) {
   EXPECT_TRUE(ambiguous.contains("errors"));
   bj::object sub = Exec("subscription S { viewer { entity } }");
   EXPECT_TRUE(sub.contains("errors"));
-}
-
-TEST(GraphqlExec, WantsLooksThroughFragments) {
-  auto doc = Parse("{ viewer { ...f } } fragment f on User { entity }");
-  ASSERT_TRUE(doc.ok());
-  TestRoot q, m;
-  ExecRequest req;
-  req.document = &*doc;
-  Execute(req, q, m);
-  EXPECT_TRUE(q.wants_entity);
 }
 
 TEST(GraphqlExec, FragmentCyclesAndUnknownFragmentsAreErrors) {
