@@ -3,6 +3,7 @@ import io
 import json
 import os
 import pathlib
+import re
 import select
 import subprocess
 import tempfile
@@ -18,6 +19,15 @@ COHORT_BIN = BUILD / "src" / "cli" / "cohort"
 # The first line of an ASan/LSan/TSan/UBSan report; a plain build never prints these.
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer",
                      ": runtime error: ")
+
+
+def project_version():
+    """The version in the top CMakeLists.txt (project(cohort VERSION ...)): the one place it is
+    written; the binaries, the Python package and the User-Agents take it from there."""
+    text = (ROOT / "CMakeLists.txt").read_text()
+    match = re.search(r"project\(cohort VERSION ([0-9][0-9A-Za-z.+-]*)", text)
+    assert match, "no project version in CMakeLists.txt"
+    return match.group(1)
 
 
 class Api:

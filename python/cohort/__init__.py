@@ -32,7 +32,8 @@ from .sdk import finish, init, log, login, setup, teardown  # noqa: E402
 from .settings import Settings  # noqa: E402
 from .api import Api, AuthError, NotFound  # noqa: E402  (read API: docs/python-api.md)
 
-__version__ = "0.1.0"
+#: The project version (CMakeLists.txt), compiled into the extension.
+__version__: str = _ext.VERSION
 
 #: The current run (set by init, None before init and after finish).
 run: Optional[Run] = None

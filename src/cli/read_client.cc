@@ -4,6 +4,7 @@
 
 #include "core/json.h"
 #include "core/user_config.h"
+#include "core/version.h"
 
 namespace cohort::cli {
 namespace bj = boost::json;
@@ -49,7 +50,8 @@ std::string RunPath::ApiPath() const {
 }
 
 ReadClient::ReadClient(std::string base_url, std::string api_key)
-    : http_(std::move(base_url), agent::HttpClientOptions{5.0, 120.0, "cohort-cli/0.1"}),
+    : http_(std::move(base_url),
+            agent::HttpClientOptions{5.0, 120.0, "cohort-cli/" + std::string(kVersion)}),
       api_key_(std::move(api_key)) {}
 
 Result<std::unique_ptr<ReadClient>> ReadClient::Open() {

@@ -36,7 +36,6 @@ struct ApiContext {
   limits::RateLimiter* limiter = nullptr;  // per-entity rate limits; null: none
   HeartbeatCoalescer* heartbeats = nullptr;  // coalesced heartbeats; null: straight to the store
   ApiLimits limits;
-  std::string version = "0.1.0";
 };
 
 namespace bj = boost::json;

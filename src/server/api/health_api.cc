@@ -1,4 +1,5 @@
 // Routes: GET /healthz, GET /metrics (no key needed).
+#include "core/version.h"
 #include "server/api/context.h"
 
 namespace cohort::api {
@@ -7,7 +8,7 @@ void RegisterHealthRoutes(http::Router& r, ApiContext* ctx) {
   r.Add("GET", "/healthz", [ctx](http::HttpRequest&) {
     // ingest_formats: the batch bodies POST .../batches reads (the agent picks binary when listed).
     return JsonResponse(200, bj::object{{"status", "ok"},
-                                        {"version", ctx->version},
+                                        {"version", kVersion},
                                         {"ingest_formats", bj::array{"json", "cohort-batch-v1"}}});
   });
   r.Add("GET", "/metrics", [ctx](http::HttpRequest&) {
