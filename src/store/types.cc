@@ -22,4 +22,8 @@ std::optional<RunState> ParseRunState(std::string_view s) {
   return std::nullopt;
 }
 
+const char* SessionKindName(SessionKind kind) {
+  return kind == SessionKind::kLoginToken ? "login" : "session";
+}
+
 }  // namespace cohort::store
