@@ -100,8 +100,8 @@ TEST_P(StoreConformanceTest, StepCounterNeverWrapsPastTheLargestStep) {
   MakeRun("run1");
   Join("run1", "w");
   IngestBatch top{.seq = 1};
-  top.rows.push_back(HistoryRow{.step = kMax - 1, .time_ms = 1, .values = {{"m", 1.0}}});
-  top.rows.push_back(HistoryRow{.step = -1, .time_ms = 2, .values = {{"m", 2.0}}});  // kMax
+  top.rows.push_back(HistoryRow{.step = kMax - 2, .time_ms = 1, .values = {{"m", 1.0}}});
+  top.rows.push_back(HistoryRow{.step = -1, .time_ms = 2, .values = {{"m", 2.0}}});  // kMax - 1
   COHORT_ASSERT_OK_AND_ASSIGN(IngestResult first, store().Ingest(Ref("run1"), "w", top, 10));
   EXPECT_EQ(first.next_step, kMax);
   // A row without a step now has none left: refused, naming the row, and nothing is stored.
@@ -116,8 +116,8 @@ TEST_P(StoreConformanceTest, StepCounterNeverWrapsPastTheLargestStep) {
                               store().QueryHistory(HistoryQuery{.run = Ref("run1"), .limit = 100}));
   ASSERT_EQ(hist.size(), 1u);
   ASSERT_EQ(hist[0].points.size(), 2u);
-  EXPECT_EQ(hist[0].points[0].step, kMax - 1);
-  EXPECT_EQ(hist[0].points[1].step, kMax);
+  EXPECT_EQ(hist[0].points[0].step, kMax - 2);
+  EXPECT_EQ(hist[0].points[1].step, kMax - 1);
   // The refused batch can be sent again with explicit steps.
   more.rows[1].step = 6;
   COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "w", more, 30).status());

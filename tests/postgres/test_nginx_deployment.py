@@ -212,6 +212,8 @@ def test_shared_run_through_nginx_survives_a_server_killed_mid_job(deployment):
         api = d.a.api()
         assert wait_for(lambda: sum(c for c in _counts(api, run_id)) > 200, timeout=60)
         d.b.kill9()  # mid-job: nginx moves its traffic to the other server
+        stored_at_kill = sum(_counts(api, run_id))
+        assert all(p.poll() is None for p, _ in writers.procs), "the job ended before the kill"
         time.sleep(1.5)
         d.b.start()
         results = writers.wait_all(timeout=180)
@@ -220,6 +222,9 @@ def test_shared_run_through_nginx_survives_a_server_killed_mid_job(deployment):
             assert "finish ok" in out, (spec, out[-2000:])
         checked = assert_exactly_once(api, run_id, specs, timeout=90)
         assert checked == 3 * 4 * steps
+        assert stored_at_kill < checked
+        print(f"nginx deployment: {stored_at_kill} of {checked} points stored when a server was "
+              f"killed; every point stored once")
         assert wait_for(lambda: set(writer_states(api, run_id).values()) == {"finished"},
                         timeout=30), writer_states(api, run_id)
         assert run_state(api, run_id) == "finished"

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import COHORT_BIN, ServerProcess
+from conftest import COHORT_BIN, Api, ServerProcess
 from pg_cluster import PgCluster
 
 PASSWORD = "Sup3rSecretPw"
@@ -31,7 +31,7 @@ def test_store_password_never_reaches_the_logs(cluster, tmp_path):
     ]
     for n, url in enumerate(forms):
         server = ServerProcess(tmp_path / str(n), ["--store", url]).start()
-        assert server.api().get("/healthz")[0] == 200
+        assert Api(server.url, "").get("/healthz")[0] == 200
         out = output_of(server)
         assert "listening on" in out and "***" in out, out
         assert PASSWORD not in out, out

@@ -106,7 +106,8 @@ TEST(SqliteStoreTest, UpgradeFromVersion2KeepsHeadChunksAndAppendsAfterThem) {
           "ALTER TABLE series DROP COLUMN paged_upto", "DROP INDEX batches_by_stored",
           "ALTER TABLE writers DROP COLUMN pruned_seq", "ALTER TABLE series DROP COLUMN next_idx",
           "ALTER TABLE series DROP COLUMN tail_idx", "ALTER TABLE series DROP COLUMN tail_count",
-          "ALTER TABLE series DROP COLUMN tail_chunks", "UPDATE schema_version SET version = 2"}) {
+          "ALTER TABLE series DROP COLUMN tail_chunks", "DROP TABLE sessions",
+          "UPDATE schema_version SET version = 2"}) {
       ASSERT_EQ(raw.Exec(sql), SQLITE_OK) << sql << ": " << sqlite3_errmsg(raw.db);
     }
   }
