@@ -110,6 +110,26 @@ def test_signature_computed_from_the_stored_key_hash_is_refused(tmp_path):
         server.stop()
 
 
+def test_large_uploads_pass_the_body_gate_only_with_a_valid_signature(tmp_path):
+    server = ServerProcess(tmp_path).start()
+    try:
+        key = server.config["api_key"]
+        url = upload_url(server, key, name="big.bin")
+        body = os.urandom(200 << 10)  # past the 16 KiB from which bodies wait for credentials
+        status, stored, _ = http(url, "PUT", raw=body)
+        assert status == 200 and stored["size"] == len(body), stored
+        parts = urllib.parse.urlsplit(url)
+        query = dict(urllib.parse.parse_qsl(parts.query))
+        query["s"] = "0" * 64
+        bad = parts._replace(query=urllib.parse.urlencode(query)).geturl()
+        status, payload, _ = http(bad, "PUT", raw=body)
+        assert status == 401 and "invalid signature" in payload["error"]["message"], payload
+        status, metrics, _ = http(server.url + "/metrics")
+        assert "cohort_http_bodies_refused_total 1" in metrics
+    finally:
+        server.stop()
+
+
 def test_servers_given_the_same_keys_accept_each_others_urls_and_keys_rotate(tmp_path):
     old = "a" * 40
     new = "b" * 40
