@@ -76,6 +76,18 @@ class Api:
         return self.call("DELETE", path, **kw)
 
 
+def login_link(ui_line):
+    """The one-time login link of `cohort server`'s second line ("Open the web UI: ..."): on a
+    terminal the link itself, otherwise the name of the 0600 file that holds it."""
+    m = re.search(r"(https?://\S+\?token=\S+)", ui_line)
+    if m:
+        return m.group(1)
+    m = re.search(r"login link in (\S+)", ui_line)
+    if m:
+        return pathlib.Path(m.group(1)).read_text().strip()
+    return None
+
+
 class ServerProcess:
     """`cohort server --port 0` in a private HOME and data directory."""
 
@@ -102,8 +114,8 @@ class ServerProcess:
             err = self.proc.stderr.read() if self.proc.poll() is not None else ""
             raise RuntimeError(f"server did not print its URL: {line!r} {err}")
         self.url = line
-        second = self.proc.stdout.readline().strip()
-        self.ui_url = second.split(": ", 1)[1] if ": " in second else None
+        self.ui_line = self.proc.stdout.readline().strip()
+        self.ui_url = login_link(self.ui_line)
         return self
 
     @property

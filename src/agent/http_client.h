@@ -27,6 +27,9 @@ struct HttpClientOptions {
   double connect_timeout_s = 5.0;
   double request_timeout_s = 120.0;
   std::string user_agent = "cohort-agent/" + std::string(kVersion);
+  // PEM file of the CAs trusted for https:// servers; empty: $COHORT_CA_BUNDLE when set, else
+  // the system's (a server behind a load balancer with a private CA).
+  std::string ca_file;
 };
 
 class HttpClient {

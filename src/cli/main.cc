@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   std::vector<cohort::cli::Runner> runners;
   runners.push_back(cohort::cli::AddServerCommand(app));
   runners.push_back(cohort::cli::AddLoginCommand(app));
+  runners.push_back(cohort::cli::AddLoginLinkCommand(app));
   runners.push_back(cohort::cli::AddKeysCommand(app));
   runners.push_back(cohort::cli::AddAgentCommand(app));
   runners.push_back(cohort::cli::AddSyncCommand(app));

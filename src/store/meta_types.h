@@ -35,4 +35,18 @@ struct ApiKeyRecord {
   bool revoked = false;
 };
 
+// A browser session or a one-time login token (server/api/auth.h), stored by the hash of its
+// secret so that every server sharing the store knows it. It acts for the API key `key_id` (with
+// that key's entity and role) until `expires_ms`, or until that key is revoked.
+enum class SessionKind { kLoginToken, kSession };
+struct SessionRecord {
+  std::string hash;  // hex SHA-256 of the secret
+  SessionKind kind = SessionKind::kSession;
+  int64_t key_id = 0;
+  int64_t created_ms = 0;
+  int64_t expires_ms = 0;
+};
+// The column value of a SessionKind in both stores' `sessions` table.
+const char* SessionKindName(SessionKind kind);
+
 }  // namespace cohort::store

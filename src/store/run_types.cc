@@ -1,5 +1,7 @@
 #include "store/run_types.h"
 
+#include "store/meta_types.h"
+
 #include <array>
 
 namespace cohort::store {
@@ -20,6 +22,10 @@ std::optional<RunState> ParseRunState(std::string_view s) {
     if (kStateNames[i] == s) return static_cast<RunState>(i);
   }
   return std::nullopt;
+}
+
+const char* SessionKindName(SessionKind kind) {
+  return kind == SessionKind::kLoginToken ? "login" : "session";
 }
 
 }  // namespace cohort::store

@@ -49,7 +49,10 @@ export async function startServer({ extraArgs = [], bin = null, dataDir = null, 
     });
   });
   const url = got[0].trim();
-  const m = /(https?:\/\/\S+\?token=(\S+))/.exec(got[1]);
+  // The one-time login link: on a terminal in the line itself, otherwise in a 0600 file it names.
+  const inFile = /login link in (\S+)/.exec(got[1]);
+  const link = inFile ? readFileSync(inFile[1], 'utf8').trim() : got[1];
+  const m = /(https?:\/\/\S+\?token=(\S+))/.exec(link);
   if (!m) throw new Error(`unexpected second line: ${got[1]}`);
   const config = JSON.parse(readFileSync(path.join(home, '.config/cohort/config.json'), 'utf8'));
   const onStop = [];

@@ -363,17 +363,13 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
   // Steps: rows without one take the writer's next step in order; explicit steps move the next
   // step past them.
   KeyGroups groups;
-  int64_t next_step = writer.next_step;
+  std::vector<int64_t> steps;
+  COHORT_ASSIGN_OR_RETURN(const int64_t next_step,
+                          AssignSteps(batch.rows, writer.next_step, &steps));
   groups.Assign(batch);
-  for (const HistoryRow& row : batch.rows) {
-    int64_t step = row.step;
-    if (step < 0) {
-      step = next_step++;
-    } else if (step >= next_step) {
-      next_step = step == kMaxStep ? step : step + 1;
-    }
-    groups.AddRow(row, step);
-    result.points += int64_t(row.values.size());
+  for (size_t r = 0; r < batch.rows.size(); ++r) {
+    groups.AddRow(batch.rows[r], steps[r]);
+    result.points += int64_t(batch.rows[r].values.size());
   }
   // System samples are indexed by time: their step is their time in ms.
   for (const SystemRow& row : batch.system) {
