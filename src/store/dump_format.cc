@@ -38,6 +38,7 @@ const std::vector<DumpTable>& DumpTables() {
         {"tags", T},
         {"config", T},
         {"summary", T},
+        {"summary_explicit", T},
         {"metadata", T},
         {"state", T},
         {"exit_code", I, true},
@@ -280,6 +281,22 @@ Status DumpFileWriter::Close() {
 
 // ---- DumpFileReader ----
 
+namespace {
+
+// A runs row of a version 1 dump has no summary_explicit: every summary key follows its series.
+void UpgradeV1RunRow(DumpRecord* rec) {
+  const auto& columns = DumpTables()[kDumpRuns].columns;
+  if (rec->values.size() + 1 != columns.size()) return;  // ValidateDumpRecord reports it
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (std::string_view(columns[i].name) == "summary_explicit") {
+      rec->values.insert(rec->values.begin() + long(i), DumpValue(std::string("[]")));
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 Result<bool> DumpFileReader::ReadFrame(char* kind, std::string* body) {
   char head[8];
   size_t got = std::fread(head, 1, 8, in_);
@@ -321,9 +338,10 @@ Result<bool> DumpFileReader::ReadFrame(char* kind, std::string* body) {
 Status DumpFileReader::Begin() {
   char magic[kDumpMagicSize];
   if (std::fread(magic, 1, kDumpMagicSize, in_) != kDumpMagicSize ||
-      std::memcmp(magic, kDumpMagic, kDumpMagicSize) != 0) {
+      std::memcmp(magic, kDumpMagic, kDumpMagicVersionAt) != 0) {
     return Status::InvalidArgument("dump: not a cohort store dump (bad magic)");
   }
+  const int magic_version = int(uint8_t(magic[kDumpMagicVersionAt]));
   offset_ = kDumpMagicSize;
   for (const DumpTable& t : DumpTables()) counts_[t.name] = 0;
   char kind = 0;
@@ -338,7 +356,8 @@ Status DumpFileReader::Begin() {
     return Status::Corruption("dump: bad header record");
   }
   header_.version = int((*o).at("version").as_int64());
-  if (header_.version != kDumpFormatVersion) {
+  if (header_.version != magic_version || header_.version < kOldestDumpFormatVersion ||
+      header_.version > kDumpFormatVersion) {
     return Status::FailedPrecondition("dump: format version " + std::to_string(header_.version) +
                                       " is not supported by this build (" +
                                       std::to_string(kDumpFormatVersion) + ")");
@@ -374,6 +393,7 @@ Result<bool> DumpFileReader::Next(DumpRecord* rec) {
     return Status::Corruption("dump: unknown record kind at offset " + std::to_string(offset_));
   }
   COHORT_RETURN_IF_ERROR(DecodeDumpRow(body, rec));
+  if (header_.version == 1 && rec->table == kDumpRuns) UpgradeV1RunRow(rec);
   ++counts_[DumpTables()[rec->table].name];
   return true;
 }

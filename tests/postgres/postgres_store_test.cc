@@ -112,10 +112,11 @@ TEST_F(PostgresStoreTest, UpgradeFromVersion3IndexesExistingConsoleLines) {
     ASSERT_NE(conn, nullptr);
     COHORT_ASSERT_OK(conn->ExecScript(
         "DROP INDEX console_by_writer; DROP INDEX console_by_stream; "
-        "DROP INDEX IF EXISTS console_text_trgm; UPDATE schema_version SET version = 3"));
+        "DROP INDEX IF EXISTS console_text_trgm; ALTER TABLE runs DROP COLUMN summary_explicit; "
+        "UPDATE schema_version SET version = 3"));
   }
   COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open());
-  EXPECT_EQ(QueryInt("SELECT max(version) FROM schema_version"), 4);
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM schema_version"), 5);
   EXPECT_EQ(QueryInt("SELECT count(*) FROM pg_indexes WHERE indexname IN ('console_by_writer', "
                      "'console_by_stream')"),
             2);

@@ -252,6 +252,11 @@ BEGIN
 END
 $$;
 )sql"},
+      // Version 5 (the summary's last values, store/run_summary.h): runs.summary_explicit, a
+      // JSON array of the summary keys set explicitly.
+      {5, R"sql(
+ALTER TABLE runs ADD COLUMN summary_explicit text NOT NULL DEFAULT '[]';
+)sql"},
   };
   return kMigrations;
 }

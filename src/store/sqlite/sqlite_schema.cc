@@ -239,6 +239,12 @@ CREATE TRIGGER console_fts_update AFTER UPDATE OF text ON console BEGIN
   INSERT INTO console_fts (rowid, text) VALUES (new.pk, new.text);
 END;
 )sql"},
+      // Version 5 (the summary's last values, store/run_summary.h):
+      //   runs.summary_explicit  a JSON array of the summary keys set explicitly; the other
+      //                          keys that have a series follow its last stored point.
+      {5, R"sql(
+ALTER TABLE runs ADD COLUMN summary_explicit TEXT NOT NULL DEFAULT '[]';
+)sql"},
   };
   return kMigrations;
 }

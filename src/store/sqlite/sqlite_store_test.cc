@@ -106,7 +106,8 @@ TEST(SqliteStoreTest, UpgradeFromVersion2KeepsHeadChunksAndAppendsAfterThem) {
           "ALTER TABLE series DROP COLUMN paged_upto", "DROP INDEX batches_by_stored",
           "ALTER TABLE writers DROP COLUMN pruned_seq", "ALTER TABLE series DROP COLUMN next_idx",
           "ALTER TABLE series DROP COLUMN tail_idx", "ALTER TABLE series DROP COLUMN tail_count",
-          "ALTER TABLE series DROP COLUMN tail_chunks", "UPDATE schema_version SET version = 2"}) {
+          "ALTER TABLE series DROP COLUMN tail_chunks", "ALTER TABLE runs DROP COLUMN summary_explicit",
+          "UPDATE schema_version SET version = 2"}) {
       ASSERT_EQ(raw.Exec(sql), SQLITE_OK) << sql << ": " << sqlite3_errmsg(raw.db);
     }
   }
@@ -159,7 +160,8 @@ TEST(SqliteStoreTest, UpgradeFromVersion3IndexesExistingConsoleLinesAndChunks) {
           "DROP INDEX console_by_stream", "DROP TRIGGER console_fts_insert",
           "DROP TRIGGER console_fts_delete", "DROP TRIGGER console_fts_update",
           "DROP TABLE console_fts", "DROP TABLE chunk_pages",
-          "ALTER TABLE series DROP COLUMN paged_upto", "UPDATE schema_version SET version = 3"}) {
+          "ALTER TABLE series DROP COLUMN paged_upto", "ALTER TABLE runs DROP COLUMN summary_explicit",
+          "UPDATE schema_version SET version = 3"}) {
       ASSERT_EQ(raw.Exec(sql), SQLITE_OK) << sql << ": " << sqlite3_errmsg(raw.db);
     }
     EXPECT_EQ(raw.One("SELECT count(*) FROM sqlite_master WHERE name LIKE 'console_fts%'"), "0");
@@ -167,7 +169,8 @@ TEST(SqliteStoreTest, UpgradeFromVersion3IndexesExistingConsoleLinesAndChunks) {
   COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
   {
     RawDb raw(db);
-    EXPECT_EQ(raw.One("SELECT max(version) FROM schema_version"), "4");
+    EXPECT_EQ(raw.One("SELECT max(version) FROM schema_version"),
+              std::to_string(sqlite::LatestSchemaVersion()));
     EXPECT_EQ(raw.One("SELECT count(*) FROM sqlite_master WHERE name = 'chunks_summary'"), "1");
     // The sealed chunks stored before are paged by the migration.
     EXPECT_EQ(raw.One("SELECT paged_upto = tail_idx AND tail_idx > 0 FROM series"), "1");
