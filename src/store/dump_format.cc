@@ -283,8 +283,9 @@ Status DumpFileWriter::Close() {
 
 namespace {
 
-// A runs row of a version 1 dump has no summary_explicit: every summary key follows its series.
-void UpgradeV1RunRow(DumpRecord* rec) {
+// A runs row written before runs.summary_explicit (one value fewer) reads as "[]": every summary
+// key follows its series.
+void AddSummaryExplicit(DumpRecord* rec) {
   const auto& columns = DumpTables()[kDumpRuns].columns;
   if (rec->values.size() + 1 != columns.size()) return;  // ValidateDumpRecord reports it
   for (size_t i = 0; i < columns.size(); ++i) {
@@ -338,10 +339,9 @@ Result<bool> DumpFileReader::ReadFrame(char* kind, std::string* body) {
 Status DumpFileReader::Begin() {
   char magic[kDumpMagicSize];
   if (std::fread(magic, 1, kDumpMagicSize, in_) != kDumpMagicSize ||
-      std::memcmp(magic, kDumpMagic, kDumpMagicVersionAt) != 0) {
+      std::memcmp(magic, kDumpMagic, kDumpMagicSize) != 0) {
     return Status::InvalidArgument("dump: not a cohort store dump (bad magic)");
   }
-  const int magic_version = int(uint8_t(magic[kDumpMagicVersionAt]));
   offset_ = kDumpMagicSize;
   for (const DumpTable& t : DumpTables()) counts_[t.name] = 0;
   char kind = 0;
@@ -356,8 +356,7 @@ Status DumpFileReader::Begin() {
     return Status::Corruption("dump: bad header record");
   }
   header_.version = int((*o).at("version").as_int64());
-  if (header_.version != magic_version || header_.version < kOldestDumpFormatVersion ||
-      header_.version > kDumpFormatVersion) {
+  if (header_.version != kDumpFormatVersion) {
     return Status::FailedPrecondition("dump: format version " + std::to_string(header_.version) +
                                       " is not supported by this build (" +
                                       std::to_string(kDumpFormatVersion) + ")");
@@ -393,7 +392,7 @@ Result<bool> DumpFileReader::Next(DumpRecord* rec) {
     return Status::Corruption("dump: unknown record kind at offset " + std::to_string(offset_));
   }
   COHORT_RETURN_IF_ERROR(DecodeDumpRow(body, rec));
-  if (header_.version == 1 && rec->table == kDumpRuns) UpgradeV1RunRow(rec);
+  if (rec->table == kDumpRuns) AddSummaryExplicit(rec);
   ++counts_[DumpTables()[rec->table].name];
   return true;
 }

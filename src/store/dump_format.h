@@ -71,23 +71,20 @@ Status ValidateDumpRecord(const DumpRecord& rec);
 // Rows per table name.
 using DumpCounts = std::map<std::string, int64_t>;
 
-// Version 2 added runs.summary_explicit; a version 1 dump is still read (its runs take "[]").
-inline constexpr int kDumpFormatVersion = 2;
-inline constexpr int kOldestDumpFormatVersion = 1;
-inline constexpr char kDumpMagic[] = "COHORTDUMP\n\x02\x00\x00\x00";  // 15 bytes + NUL
-inline constexpr size_t kDumpMagicSize = 15;
-inline constexpr size_t kDumpMagicVersionAt = 11;  // the version's low byte in the magic
-
 // The first record of a dump file.
 struct DumpHeader {
-  int version = kDumpFormatVersion;  // of the dump format
-  std::string source;                // "sqlite" | "postgres": the exporting backend
+  int version = 1;     // of the dump format
+  std::string source;  // "sqlite" | "postgres": the exporting backend
   int64_t created_ms = 0;
 };
 
 // How a dump's console ids were numbered: SQLite's are unique in the store, PostgreSQL's per
 // run (Store::Import needs to know when the target numbers them the other way).
 inline bool ConsoleIdsPerRun(const DumpHeader& h) { return h.source == "postgres"; }
+
+inline constexpr int kDumpFormatVersion = 1;
+inline constexpr char kDumpMagic[] = "COHORTDUMP\n\x01\x00\x00\x00";  // 15 bytes + NUL
+inline constexpr size_t kDumpMagicSize = 15;
 
 // Record payload encodings (exposed for tests and tools).
 std::string EncodeDumpRow(const DumpRecord& rec);

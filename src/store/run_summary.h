@@ -1,8 +1,9 @@
 // The run summary's last values, the same in every Store backend (docs/api.md, "Summary").
 //
 // A summary key that has a user series in the run and that nobody set explicitly follows the
-// last stored point of that series (the point with the highest step of the run's primary
-// writers), also when the process that logged it died before sending its last summary. A key is
+// last stored point of that series (the value at the highest step of the newest chunk of the
+// run's primary writer), also when the process that logged it died before sending its last
+// summary. A key is
 // explicitly set when a summary update (PATCH, a client's run.summary update, a W&B client's
 // wandb-summary.json) gives it a value that differs from that last stored point, or deletes it;
 // an update that carries the last stored value (what clients send as their automatic

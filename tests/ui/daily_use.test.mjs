@@ -75,7 +75,12 @@ async function seedAll() {
     const id = await makeRun(P, { name, group: 'sweep', job_type: 'train', config: { lr, batch_size: bs, model: 'resnet' } });
     ids[name] = id;
     const rows = [];
-    for (let s = 0; s < 100; s += every) rows.push({ step: s, time: T0 + s * 1000, values: { 'val/acc': 0.5 + s / 250 + lr, 'train/loss': 1 / (1 + s * lr) } });
+    for (let s = 0; s < 100; s += every) {
+      rows.push({ step: s, time: T0 + s * 1000, values: {
+        'val/acc': 0.5 + s / 250 + lr, 'val/loss': 2 / (1 + s * lr), 'train/loss': 1 / (1 + s * lr),
+        'train/grad_norm': 1 + (s % 5), 'train/lr': lr * (1 - s / 200),
+      } });
+    }
     const system = [];
     for (let t = 0; t < 100; t += 5) system.push({ time: T0 + t * 1000, values: { 'gpu.0.temp': 60 + (t % 7), 'gpu.0.memory_total_mb': 81920, cpu: 30 + (t % 11) } });
     await batch(P, id, 'rank_0', { seq: 1, history: rows, system });
@@ -228,32 +233,32 @@ describe('charts that never mislead', () => {
 
   test('hovering a chart moves nothing, the tooltip shows every line, a drag-zoom low on a chart zooms where it was dragged', async () => {
     await page.goto(href('&q=grid&sort=name'));
-    const acc = await drawn('val/acc');
+    // Five charts in rows of three: train/grad_norm, train/loss, train/lr | val/acc, val/loss.
     const loss = await drawn('train/loss');
-    const below = page.locator('section.panel').nth(2);
-    await below.scrollIntoViewIfNeeded();
-    await acc.scrollIntoViewIfNeeded();
-    const before = await below.boundingBox();
-    await hover(acc, 0.55);
-    const tip = acc.locator('.chart-tip');
+    const acc = await drawn('val/acc');
+    await loss.scrollIntoViewIfNeeded();
+    const before = await acc.boundingBox();
+    assert.ok(before.y > (await loss.boundingBox()).y + 100, 'val/acc is in the row below');
+    await hover(loss, 0.55);
+    const tip = loss.locator('.chart-tip');
     await tip.waitFor();
     // Three runs on grids of 1, 7 and 13 steps: each line's nearest value, not only the one
     // that has a point at this step.
     const rows = await tip.locator('.tip-row').evaluateAll((els) => els.map((e) => [e.dataset.series, e.querySelector('.tip-val').textContent]));
     assert.deepEqual(rows.map((r) => r[0]).sort(), ['grid-a', 'grid-b', 'grid-c']);
     for (const [, v] of rows) assert.match(v, /^\d/);
-    // The synced chart shows no tooltip and nothing below moved.
-    assert.equal(await loss.locator('.chart-tip').isVisible(), false);
-    assert.deepEqual(await below.boundingBox(), before);
+    // The synced charts show no tooltip and nothing below moved.
+    assert.equal(await acc.locator('.chart-tip').isVisible(), false);
+    assert.deepEqual(await acc.boundingBox(), before);
     await shot('24-tooltip');
-    // Drag-zoom in the top third of the second chart: the zoom is the dragged range.
-    const box = await loss.locator('.u-over').boundingBox();
+    // Drag-zoom in the top third of the chart in the lower row: the zoom is the dragged range.
+    const box = await acc.locator('.u-over').boundingBox();
     await page.mouse.move(box.x + box.width * 0.3, box.y + box.height * 0.15);
     await page.mouse.down();
     await page.mouse.move(box.x + box.width * 0.4, box.y + box.height * 0.15, { steps: 5 });
     await page.mouse.up();
-    await page.waitForFunction(() => new URL(location.href).searchParams.get('ch')?.includes('train/loss'));
-    const [z0, z1] = chartState()['train/loss'].z;
+    await page.waitForFunction(() => new URL(location.href).searchParams.get('ch')?.includes('val/acc'));
+    const [z0, z1] = chartState()['val/acc'].z;
     assert.ok(Math.abs(z0 - 29.7) < 2 && Math.abs(z1 - 39.6) < 2, `zoomed to ${z0}..${z1}`);
   });
 });
@@ -321,7 +326,7 @@ describe('the workspace charts the visible runs', () => {
     await page.getByLabel('filter field').selectOption('config.lr');
     await page.getByLabel('filter operator').selectOption('<');
     await page.getByLabel('filter value').fill('0.005');
-    await page.getByRole('button', { name: 'Add' }).click();
+    await page.getByRole('button', { name: 'Add', exact: true }).click();
     await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=runs-table] tr[data-run]')].map((r) => r.dataset.name).join() === 'grid-c');
     assert.match(await page.getByTestId('filter-chips').textContent(), /lr < 0.005/);
     // Created after an hour from now: nothing; the same clause through the API answers the same.
@@ -331,7 +336,7 @@ describe('the workspace charts the visible runs', () => {
     await page.getByLabel('filter field').selectOption('created');
     await page.getByLabel('filter operator').selectOption('>');
     await page.getByLabel('filter value').fill(when);
-    await page.getByRole('button', { name: 'Add' }).click();
+    await page.getByRole('button', { name: 'Add', exact: true }).click();
     await page.getByText('No run matches these filters.').waitFor();
     const fx = JSON.parse(new URL(page.url()).searchParams.get('fx'));
     const created = fx.find((c) => c.field === 'created');

@@ -27,7 +27,6 @@ struct ApiLimits {
   size_t max_rows_per_batch = 1000000;
   int max_buckets = 10000;
   int64_t max_raw_points = 1000000;
-  size_t max_runs_per_query = 200;  // runs= of the project-level series/history/system reads
 };
 
 struct ApiContext {

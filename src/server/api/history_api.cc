@@ -18,6 +18,8 @@ namespace cohort::api {
 namespace {
 
 constexpr std::string_view kSystemPrefix = "system/";
+// Runs one project-level read (runs=) may name.
+constexpr size_t kMaxRunsPerQuery = 200;
 
 // Writes a double as JSON at `p` (room for kMaxDoubleChars): shortest round-trip form,
 // non-finite values as strings. Returns the end.
@@ -258,19 +260,18 @@ Result<std::vector<std::string>> SystemKeys(ApiContext* ctx, const store::RunRef
 }
 
 // The runs named by `runs=` (comma-separated ids) of the project in the path: at least one, at
-// most limits.max_runs_per_query, each a valid id, each named once.
-Result<std::vector<store::RunRef>> RunsParam(const http::HttpRequest& req, const AuthContext& who,
-                                             const ApiLimits& limits) {
+// most kMaxRunsPerQuery, each a valid id, each named once.
+Result<std::vector<store::RunRef>> RunsParam(const http::HttpRequest& req, const AuthContext& who) {
   COHORT_ASSIGN_OR_RETURN(store::RunRef project, RunRefFromPath(req, who));
-  std::vector<std::string> ids = SplitCsv(req.QueryParam("runs"));
-  if (ids.empty()) return Status::InvalidArgument("runs: expected one or more run ids");
-  if (ids.size() > limits.max_runs_per_query) {
-    return Status::InvalidArgument("runs: at most " + std::to_string(limits.max_runs_per_query) +
-                                   " runs per request (got " + std::to_string(ids.size()) + ")");
+  std::vector<std::string> named = SplitCsv(req.QueryParam("runs"));
+  if (named.empty()) return Status::InvalidArgument("runs: expected one or more run ids");
+  if (named.size() > kMaxRunsPerQuery) {
+    return Status::InvalidArgument("runs: at most " + std::to_string(kMaxRunsPerQuery) +
+                                   " runs per request (got " + std::to_string(named.size()) + ")");
   }
   std::vector<store::RunRef> out;
   std::set<std::string> seen;
-  for (std::string& id : ids) {
+  for (std::string& id : named) {
     if (!ids::IsValidId(id)) return Status::InvalidArgument("runs: invalid run id '" + id + "'");
     if (!seen.insert(id).second) continue;
     out.push_back(store::RunRef{project.entity, project.project, std::move(id)});
@@ -292,7 +293,7 @@ void AppendMissing(std::string* body, const std::vector<std::string>& missing) {
 // query of each run, one answer whose series carry their run.
 http::HttpResponse QueryRuns(ApiContext* ctx, const http::HttpRequest& req, const AuthContext& who,
                              bool system) {
-  auto refs = RunsParam(req, who, ctx->limits);
+  auto refs = RunsParam(req, who);
   if (!refs.ok()) return ErrorResponse(refs.status());
   store::HistoryQuery q;
   for (const std::string& k : SplitCsv(req.QueryParam("keys"))) {
@@ -398,7 +399,7 @@ void RegisterHistoryRoutes(http::Router& r, ApiContext* ctx) {
   // instead of one per run.
   r.Add("GET", "/api/v1/series/{entity}/{project}",
         Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
-          auto refs = RunsParam(req, who, ctx->limits);
+          auto refs = RunsParam(req, who);
           if (!refs.ok()) return ErrorResponse(refs.status());
           bj::array runs;
           bj::array missing;

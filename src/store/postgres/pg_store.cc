@@ -10,6 +10,7 @@
 #include "store/postgres/pg_schema.h"
 #include "store/record_json.h"
 #include "store/run_state.h"
+#include "store/run_summary.h"
 #include "store/run_update.h"
 
 namespace cohort::store {
@@ -125,19 +126,19 @@ Status PostgresStore::RecomputeRunState(Conn* c, int64_t run_pk, int64_t now_ms)
 namespace {
 
 // The last point of each user series of the run's primary writers (of all writers when none is
-// primary): the value at the highest step of the chunk that reaches highest.
+// primary): the value at the highest step of the series' newest chunk (chunk indexes only grow,
+// so it holds what the writer stored last). One primary-key lookup per series.
 constexpr const char* kLastPointsSql =
     "SELECT s.key, c.vlast, c.max_step, c.max_time FROM series s "
     "JOIN writers w ON w.pk = s.writer_pk "
     "CROSS JOIN LATERAL (SELECT c2.vlast, c2.max_step, c2.max_time FROM chunks c2 "
-    "WHERE c2.series_pk = s.pk ORDER BY c2.max_step DESC, c2.idx DESC LIMIT 1) c "
+    "WHERE c2.series_pk = s.pk ORDER BY c2.idx DESC LIMIT 1) c "
     "WHERE s.run_pk = $1 AND NOT s.is_system AND (w.is_primary OR NOT EXISTS "
     "(SELECT 1 FROM writers w2 WHERE w2.run_pk = $1 AND w2.is_primary))";
 
-}  // namespace
-
-Result<LastPoints> PostgresStore::LoadLastPoints(Conn* c, int64_t run_pk,
-                                                 const std::set<std::string>* keys) {
+// The last stored point of each user series of the run's primary writers (`keys`: only those;
+// null: all). Callers hold the run's row lock.
+Result<LastPoints> LoadLastPoints(Conn* c, int64_t run_pk, const std::set<std::string>* keys) {
   Params p;
   p.Add(run_pk);
   static const std::string kByKeys = std::string(kLastPointsSql) + " AND s.key = ANY($2)";
@@ -150,7 +151,8 @@ Result<LastPoints> PostgresStore::LoadLastPoints(Conn* c, int64_t run_pk,
   return out;
 }
 
-Status PostgresStore::FollowSummary(Conn* c, int64_t run_pk) {
+// The run's summary following its last stored points (store/run_summary.h).
+Status FollowSummary(Conn* c, int64_t run_pk) {
   Params p;
   p.Add(run_pk);
   COHORT_ASSIGN_OR_RETURN(PgResult run,
@@ -164,6 +166,8 @@ Status PostgresStore::FollowSummary(Conn* c, int64_t run_pk) {
   q.Add(*next).AddJsonb(*next).Add(run_pk);
   return c->Exec("UPDATE runs SET summary = $1, summary_doc = $2 WHERE pk = $3", q).status();
 }
+
+}  // namespace
 
 // ---- runs ----
 

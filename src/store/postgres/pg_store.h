@@ -18,7 +18,6 @@
 #include <atomic>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -27,7 +26,6 @@
 #include "store/postgres/pg_ingest_cache.h"
 #include "store/postgres/pg_options.h"
 #include "store/postgres/pg_pool.h"
-#include "store/run_summary.h"
 #include "store/store.h"
 
 namespace cohort::store {
@@ -128,12 +126,6 @@ class PostgresStore final : public Store {
   // Locks the run row, then recomputes its state from its writers (run_state.h) and stores it.
   // Callers have locked (changed) the writer rows first.
   static Status RecomputeRunState(pg::Conn* c, int64_t run_pk, int64_t now_ms);
-  // The last stored point of each user series of the run's primary writers (`keys`: only
-  // those; null: all), and the run's summary following them (store/run_summary.h). Callers
-  // hold the run's row lock.
-  static Result<LastPoints> LoadLastPoints(pg::Conn* c, int64_t run_pk,
-                                           const std::set<std::string>* keys);
-  static Status FollowSummary(pg::Conn* c, int64_t run_pk);
 
   std::unique_ptr<pg::Pool> primary_;
   std::unique_ptr<pg::Pool> reads_;  // null: reads use primary_

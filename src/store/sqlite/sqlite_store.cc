@@ -11,6 +11,7 @@
 #include "core/ids.h"
 #include "store/record_json.h"
 #include "store/run_state.h"
+#include "store/run_summary.h"
 #include "store/run_update.h"
 #include "store/sqlite/sqlite_rows.h"
 #include "store/sqlite/sqlite_schema.h"
@@ -140,20 +141,20 @@ Status SqliteStore::RecomputeRunState(Db* db, int64_t run_pk, int64_t now_ms) {
 namespace {
 
 // The last point of each user series of the run's primary writers (of all writers when none is
-// primary): the value at the highest step of the chunk that reaches highest (a NaN value is
-// stored as NULL).
+// primary): the value at the highest step of the series' newest chunk (chunk indexes only grow,
+// so it holds what the writer stored last; a NaN value is stored as NULL). One index lookup per
+// series.
 constexpr const char* kLastPointsSql =
     "SELECT s.key, c.vlast, c.max_step, c.max_time, c.vlast IS NULL FROM series s "
     "JOIN writers w ON w.pk = s.writer_pk "
     "JOIN chunks c ON c.pk = (SELECT c2.pk FROM chunks c2 WHERE c2.series_pk = s.pk "
-    "ORDER BY c2.max_step DESC, c2.idx DESC LIMIT 1) "
+    "ORDER BY c2.idx DESC LIMIT 1) "
     "WHERE s.run_pk = ?1 AND s.is_system = 0 AND (w.is_primary = 1 OR NOT EXISTS "
     "(SELECT 1 FROM writers w2 WHERE w2.run_pk = ?1 AND w2.is_primary = 1))";
 
-}  // namespace
-
-Result<LastPoints> SqliteStore::LoadLastPoints(Db* db, int64_t run_pk,
-                                               const std::set<std::string>* keys) {
+// The last stored point of each user series of the run's primary writers (`keys`: only those;
+// null: all), inside the caller's transaction.
+Result<LastPoints> LoadLastPoints(Db* db, int64_t run_pk, const std::set<std::string>* keys) {
   LastPoints out;
   auto read = [&](Stmt& st) -> Status {
     while (true) {
@@ -178,7 +179,9 @@ Result<LastPoints> SqliteStore::LoadLastPoints(Db* db, int64_t run_pk,
   return out;
 }
 
-Status SqliteStore::FollowSummary(Db* db, int64_t run_pk) {
+// The run's summary following its last stored points (store/run_summary.h), inside the caller's
+// write transaction.
+Status FollowSummary(Db* db, int64_t run_pk) {
   std::string summary, explicit_keys;
   {
     COHORT_ASSIGN_OR_RETURN(Stmt st,
@@ -197,6 +200,8 @@ Status SqliteStore::FollowSummary(Db* db, int64_t run_pk) {
   st.Bind(*next).Bind(run_pk);
   return st.Run();
 }
+
+}  // namespace
 
 // ---- runs ----
 

@@ -15,11 +15,9 @@
 
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "store/run_summary.h"
 #include "store/sqlite/sqlite_checkpointer.h"
 #include "store/sqlite/sqlite_db.h"
 #include "store/sqlite/sqlite_group_commit.h"
@@ -134,11 +132,6 @@ class SqliteStore final : public Store {
   static Result<std::vector<WriterRecord>> LoadWriters(sqlite::Db* db, int64_t run_pk);
   // Recomputes a run's state from its writers (run_state.h) and stores it.
   static Status RecomputeRunState(sqlite::Db* db, int64_t run_pk, int64_t now_ms);
-  // The last stored point of each user series of the run's primary writers (`keys`: only
-  // those; null: all), and the run's summary following them (store/run_summary.h).
-  static Result<LastPoints> LoadLastPoints(sqlite::Db* db, int64_t run_pk,
-                                           const std::set<std::string>* keys);
-  static Status FollowSummary(sqlite::Db* db, int64_t run_pk);
   // The body of Ingest inside a (group's) write transaction: false when the batch is a
   // duplicate and its changes are to be rolled back (sqlite_series.cc).
   static Result<bool> IngestInTxn(sqlite::Db* db, const RunRef& ref, const std::string& label,

@@ -63,7 +63,7 @@ const REL_INCRS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5
   3600, 7200, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400, 30 * 86400];
 
 function xValue(x: number, mode: XMode): string {
-  if (mode === 'step') return `step ${fmtNum(x)}`;
+  if (mode === 'step') return `step ${fmtNum(Math.round(x))}`;
   if (mode === 'rel') return fmtRelTick(x, 0.001);
   return new Date(x * 1000).toLocaleTimeString();
 }

@@ -53,6 +53,9 @@ describe('format', () => {
     expect(fmtTick(-0.3, 0.1)).toBe('-0.3');
     const ticks = [0.5000, 0.5002, 0.5004].map((v) => fmtTick(v, 0.0002));
     expect(new Set(ticks).size).toBe(3);
+    expect([1, 1.25, 1.5, 1.75, 2].map((v) => fmtTick(v, 0.25))).toEqual(['1', '1.25', '1.5', '1.75', '2']);
+    expect(fmtTick(2.5e9, 2.5e8)).toBe('2.5G');
+    expect(fmtTick(2.75e9, 2.5e8)).toBe('2.75G');
   });
   it('relative-time ticks stay distinct on short runs', () => {
     expect([0, 0.2, 0.4, 0.6].map((s) => fmtRelTick(s, 0.2))).toEqual(['0s', '0.2s', '0.4s', '0.6s']);

@@ -108,10 +108,14 @@ export function naturalCompare(a: string, b: string): number {
 
 const SI = [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']] as const;
 
-/** Decimals that tell apart values `incr` apart. */
+/** Decimals that write multiples of `incr` exactly: 0.25 -> 2, 0.2 -> 1, 5 -> 0. */
 function decimalsFor(incr: number): number {
   if (!(incr > 0) || !Number.isFinite(incr)) return 0;
-  return Math.max(0, Math.min(12, Math.ceil(-Math.log10(incr) - 1e-9)));
+  for (let d = 0; d < 12; d++) {
+    const scaled = incr * 10 ** d;
+    if (Math.abs(scaled - Math.round(scaled)) < 1e-6 * Math.max(1, scaled)) return d;
+  }
+  return 12;
 }
 
 /**

@@ -19,7 +19,7 @@ const ROW = 18;
 const MAX_SCROLL_PX = 8_000_000; // under every browser's element height limit
 
 interface Page { after: number; start: number }
-interface Index { total: number; pages: Page[]; lastId: number }
+interface Index { total: number; pages: Page[]; lastId: number; /** the filter it counts */ key?: string }
 
 /** `label:x` tokens of the search bar, and the text that remains. */
 export function parseLogQuery(q: string): { labels: string[]; text: string } {
@@ -143,13 +143,13 @@ export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tic
     api.console(r.entity, r.project, r.id, { ...f, limit: STRIDE }, ctl.signal).then((res) => {
       if (gen !== filterGen.current || indexed) return;
       cache.current.set(0, res.lines);
-      setIndex({ total: res.lines.length, lastId: 0, pages: [{ after: 0, start: 0 }] });
+      setIndex({ total: res.lines.length, lastId: 0, pages: [{ after: 0, start: 0 }], key: filterKey });
     }, () => { /* the index reports errors */ });
     api.consoleIndex(r.entity, r.project, r.id, { ...f, stride: STRIDE }, ctl.signal)
       .then((ix) => {
         if (gen !== filterGen.current) return;
         indexed = true;
-        setIndex({ total: ix.total, lastId: ix.last_id, pages: ix.cursors.map((after, i) => ({ after, start: i * ix.stride })) });
+        setIndex({ total: ix.total, lastId: ix.last_id, pages: ix.cursors.map((after, i) => ({ after, start: i * ix.stride })), key: filterKey });
         setCounting(false);
         setError(null);
       }, (e) => { if ((e as Error).name !== 'AbortError') setError(e); });
@@ -167,7 +167,7 @@ export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tic
           if (!cur) return cur;
           // New lines start new pages after the old last one, which keeps its exact length.
           const pages = cur.pages.concat(ix.cursors.map((after, i) => ({ after, start: cur.total + i * ix.stride })));
-          return { total: cur.total + ix.total, lastId: ix.last_id, pages };
+          return { total: cur.total + ix.total, lastId: ix.last_id, pages, key: cur.key };
         });
       }, () => { /* the next tick retries */ });
   }, [tick]);
@@ -197,7 +197,8 @@ export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tic
   // `at`: the line shown in context, centred once its number is known.
   const placed = useRef(0);
   useEffect(() => {
-    if (!state.at || filtered || !whole || placed.current === state.at || !box.current || !index || counting) return;
+    // (The index of this filter: in the render that changes the filter, the old one is still here.)
+    if (!state.at || filtered || !whole || placed.current === state.at || !box.current || !index || index.key !== filterKey || counting) return;
     const n = lineNumberOf(whole.pages, wholeIds.current, state.at);
     if (n === null) { loadWholePage(pageHolding(whole.pages, state.at)); return; }
     placed.current = state.at;
@@ -206,7 +207,7 @@ export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tic
     el.scrollTop = total * ROW <= MAX_SCROLL_PX ? target * ROW
       : (target / Math.max(1, total - viewRows)) * (MAX_SCROLL_PX - viewRows * ROW);
     setScrollTop(el.scrollTop);
-  }, [state.at, filtered, whole, wholeVersion, index, counting]);
+  }, [state.at, filtered, whole, wholeVersion, index, counting, filterKey]);
 
   // Fetch the pages on screen (and the next one).
   useEffect(() => {

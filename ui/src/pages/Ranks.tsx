@@ -14,6 +14,12 @@ import { Empty, ErrorBox, Loading, StateBadge, useLoad } from '../components/com
 
 const AXIS_SPACE = 70;
 
+/** Member indexes in the natural order of their names (rank_2 before rank_10), whatever order
+ * the writers joined in. */
+export function inLabelOrder(names: string[]): number[] {
+  return names.map((_n, i) => i).sort((a, b) => names[a].localeCompare(names[b], undefined, { numeric: true }) || a - b);
+}
+
 /** The metric the view starts with: `loss` when logged, else the first key. */
 export function defaultRankKey(keys: string[]): string {
   if (keys.includes('loss')) return 'loss';
@@ -143,7 +149,7 @@ function RankBandChart({ scope, metric, tick, isolated, runName }: {
       </div>}
       {a && a.members.length > 1 && (
         <div class="rank-members" role="group" aria-label="ranks">
-          {a.members.map((m, i) => (
+          {inLabelOrder(names).map((i) => (
             <button key={ids[i]} type="button" class={`chip rank-chip${ids[i] === isolated ? ' on' : ''}`} data-member={ids[i]}
               aria-pressed={ids[i] === isolated} title="click: isolate this rank over the band" onClick={() => isolate(i)}>
               {names[i]}
@@ -217,7 +223,8 @@ function StragglerPanel({ scope, metric, tick, isolated, runName, runState }: {
             {!d.matrix?.times?.length ? <Empty>No timed steps yet.</Empty> : (
               <div class="heatmap" data-testid="heatmap" data-by={by} role="table" aria-label={`ranks by time, coloured by ${by === 'step_time' ? 'step time' : 'GPU utilisation'}`}
                 style={{ gridTemplateColumns: `minmax(120px, max-content) repeat(${d.matrix.times.length}, minmax(3px, 1fr))` }}>
-                {d.members.map((m, i) => {
+                {inLabelOrder(d.members.map((m) => memberName(m, multiRun, runName))).map((i) => {
+                  const m = d.members[i];
                   const id = memberId(m, multiRun);
                   return [
                     <div key={`h${i}`} role="rowheader" class={`heat-label mono small${flaggedSet.has(i) ? ' flagged' : ''}${id === isolated ? ' on' : ''}`} data-member={id}

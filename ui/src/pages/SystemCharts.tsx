@@ -111,7 +111,7 @@ export function SystemCharts({ runs, state, tick, syncKey, style }: {
           <table class="table kv-table" data-testid="constants">
             <tbody>
               {folded.map((f) => (
-                <tr key={f.title} data-metric={f.title}>
+                <tr key={f.title} data-metric={f.title} data-lines={JSON.stringify(f.rows.map((r) => r.name))}>
                   <th scope="row">{f.title}</th>
                   <td>{summarizeConstants(f.rows)}</td>
                 </tr>

@@ -114,7 +114,21 @@ export function WorkspaceCharts({ state, visible, eligible, charted, styles, leg
     return [...m.entries()].sort((a, b) => a[0].localeCompare(b[0], undefined, { numeric: true }));
   }, [series, idsKey]);
   const shown = charts.filter(([k]) => k.includes(keyFilter));
-  const styleOf = useMemo(() => (l: { run: string }) => styles.get(l.run) ?? styleAt(0), [styles]);
+  // A run's colour; the writers of a shared run told apart by dashes.
+  const multiWriter = useMemo(() => {
+    const out = new Set<string>();
+    for (const [id, ks] of series ?? []) {
+      const writers = new Set(ks.filter((k) => !k.key.startsWith('system/')).map((k) => k.writer));
+      if (writers.size > 1) out.add(id);
+    }
+    return out;
+  }, [series]);
+  const styleOf = useMemo(() => (l: { run: string; writer: string }) => {
+    const s = styles.get(l.run) ?? styleAt(0);
+    if (!multiWriter.has(l.run)) return s;
+    const n = /(\d+)$/.exec(l.writer);
+    return { color: s.color, dash: DASHES[(n ? Number(n[1]) : l.writer.length) % DASHES.length] };
+  }, [styles, multiWriter]);
   const configKeys = useMemo(() => [...configKeyStats(visible).entries()].filter(([, e]) => e.values.size > 1).map(([k]) => k).sort(), [visible]);
 
   return (
