@@ -14,8 +14,11 @@
 //   node bench/ui_bench.mjs [--reps 5] [--runs 10000] [--points 100000] [--charts 20] [--lines 1000000]
 //                           [--parts charts,runs,logs,visible,group] [--baseline-bin OLD_COHORT_BINARY]
 //                           [--bin COHORT_BINARY] [--ui-dir UI_DIST]
-// --bin / --ui-dir: measure another build (e.g. main's binary and ui/dist, as the baseline of a
-// before/after comparison on the same machine and load).
+// --bin / --ui-dir: measure another build (e.g. main's binary and ui/dist).
+// --baseline-ui DIR [--rounds 2]: also serve the same data with the UI in DIR (e.g. main's
+// ui/dist) from a second server on the same data directory, and measure every figure for both,
+// interleaved round by round (current, baseline, baseline, current, ...): a before/after
+// comparison at the same moment and load ("baseline" in the JSON).
 // --baseline-bin: also write a 1M-line log with that (older) binary, time its console index on a
 // fresh server, then reopen the same data with this build's binary and time it the same way
 // (a before/after comparison in one run: results baseline_index_* and current_index_*).
@@ -206,25 +209,8 @@ async function compareIndex(baselineBin) {
   return out;
 }
 
-const main = async () => {
-  const server = await startServer({ bin: args.bin ?? null, uiDir: args['ui-dir'] ?? null });
-  const entity = (await api(server, 'GET', '/api/v1/viewer')).entity;
-  console.error(`seeding: 1 run x ${CHARTS} keys x ${POINTS} points, ${RUNS} runs ...`);
-  let t = Date.now();
-  const runId = PARTS.has('charts') ? await seedCharts(server, entity) : null;
-  console.error(`  charts seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
-  t = Date.now();
-  if (PARTS.has('runs')) await seedRuns(server, entity);
-  console.error(`  runs seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
-  t = Date.now();
-  const logsRun = PARTS.has('logs') && LINES > 0 ? await seedLogs(server, entity) : null;
-  console.error(`  ${LINES} console lines seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
-  t = Date.now();
-  if (PARTS.has('visible')) await seedMetricRuns(server, entity, 'vis100', VISIBLE_RUNS, VISIBLE_KEYS, VISIBLE_STEPS);
-  if (PARTS.has('group')) await seedMetricRuns(server, entity, 'grp', GROUP_RUNS, GROUP_KEYS, GROUP_STEPS, 'G8');
-  console.error(`  visible/group runs seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
-
-  const browser = await launchBrowser();
+/** Every figure of PARTS on `server` (its own browser context), medians of REPS. */
+async function measure(browser, server, entity, { runId, logsRun }, isBaseline = false) {
   // Tall enough that all 20 charts are on screen (charts off screen load when scrolled to).
   const ctx = await browser.newContext({ viewport: { width: 1400, height: 2600 } });
   const page = await ctx.newPage();
@@ -352,7 +338,8 @@ const main = async () => {
 
   // 4. A workspace charting 100 visible runs; 5. a group page of 8 runs.
   if (PARTS.has('visible') || PARTS.has('group')) await page.setViewportSize({ width: 1400, height: 1400 });
-  if (PARTS.has('visible')) {
+  // (A baseline UI from before the workspace charted its visible runs has no such figure.)
+  if (PARTS.has('visible') && !isBaseline) {
     results.workspace_100_visible_runs_all_charts_drawn_ms = await chartsDrawn(page, `${server.url}/?p=${entity}/vis100`, VISIBLE_KEYS, '.selected-charts');
     results.workspace_100_visible_runs_lines = await page.locator('section.panel').first().locator('.legend-item, .legend-more').evaluateAll(
       (els) => els.reduce((n, e) => n + (e.classList.contains('legend-more') ? Number(/\d+/.exec(e.textContent)?.[0] ?? 0) : 1), 0));
@@ -361,10 +348,64 @@ const main = async () => {
     results.group_page_8x10_charts_drawn_ms = await chartsDrawn(page, `${server.url}/?p=${entity}/grp&group=G8`, GROUP_KEYS);
   }
 
+  await ctx.close();
+  return results;
+}
+
+const main = async () => {
+  const server = await startServer({ bin: args.bin ?? null, uiDir: args['ui-dir'] ?? null });
+  const entity = (await api(server, 'GET', '/api/v1/viewer')).entity;
+  console.error(`seeding: 1 run x ${CHARTS} keys x ${POINTS} points, ${RUNS} runs ...`);
+  let t = Date.now();
+  const runId = PARTS.has('charts') ? await seedCharts(server, entity) : null;
+  console.error(`  charts seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  t = Date.now();
+  if (PARTS.has('runs')) await seedRuns(server, entity);
+  console.error(`  runs seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  t = Date.now();
+  const logsRun = PARTS.has('logs') && LINES > 0 ? await seedLogs(server, entity) : null;
+  console.error(`  ${LINES} console lines seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  t = Date.now();
+  if (PARTS.has('visible')) await seedMetricRuns(server, entity, 'vis100', VISIBLE_RUNS, VISIBLE_KEYS, VISIBLE_STEPS);
+  if (PARTS.has('group')) await seedMetricRuns(server, entity, 'grp', GROUP_RUNS, GROUP_KEYS, GROUP_STEPS, 'G8');
+  console.error(`  visible/group runs seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+
+  const ids = { runId, logsRun };
+  const browser = await launchBrowser();
+  const results = {};
+  let baseline = null;
+  if (args['baseline-ui']) {
+    // The same data served with another UI (e.g. main's ui/dist) by a second server on the same
+    // data directory: each figure is measured for both, interleaved, in the same minutes.
+    baseline = await startServer({ bin: args.bin ?? null, uiDir: args['baseline-ui'], dataDir: path.join(server.dir, 'data'),
+      homeDir: path.join(server.dir, 'home') });
+  }
+  const rounds = baseline ? Number(args.rounds ?? 2) : 1;
+  const samples = { current: [], baseline: [] };
+  for (let r = 0; r < rounds; r++) {
+    const order = baseline ? (r % 2 ? ['baseline', 'current'] : ['current', 'baseline']) : ['current'];
+    for (const which of order) {
+      console.error(`  measuring ${which} (round ${r + 1} of ${rounds}) ...`);
+      samples[which].push(await measure(browser, which === 'current' ? server : baseline, entity, ids, which === 'baseline'));
+    }
+  }
+  const merge = (list) => {
+    const out = {};
+    for (const k of Object.keys(list[0] ?? {})) {
+      const xs = list.map((x) => x[k]);
+      out[k] = typeof xs[0] === 'number' ? median(xs) : xs[0];
+    }
+    return out;
+  };
+  Object.assign(results, merge(samples.current));
+  const baselineResults = baseline ? merge(samples.baseline) : null;
+  if (baseline) await baseline.stop();
+
   await browser.close();
   await server.stop();
   if (args['baseline-bin'] && PARTS.has('logs')) Object.assign(results, await compareIndex(args['baseline-bin']));
-  console.log(JSON.stringify({ reps: REPS, runs: RUNS, charts: CHARTS, points_per_chart: POINTS, results }, null, 2));
+  console.log(JSON.stringify({ reps: REPS, runs: RUNS, charts: CHARTS, points_per_chart: POINTS, results,
+    ...(baselineResults ? { baseline_ui: args['baseline-ui'], baseline: baselineResults } : {}) }, null, 2));
 };
 
 main().catch((e) => { console.error(e); process.exit(1); });

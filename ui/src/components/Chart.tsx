@@ -95,7 +95,16 @@ export function Chart(props: ChartProps) {
   // Structure: what forces a new uPlot (series count and kinds, axes).
   const structure = `${props.lines.map((l) => l.id + (l.emphasis ? '!' : '') + (l.dash?.join(',') ?? '')).join('|')}#${props.xMode}#${props.log}#${smoothOn}#${props.height ?? 220}`;
 
+  // What the drawing depends on: when a parent re-renders with none of it changed (another
+  // chart's zoom moved the URL), nothing is joined or drawn again.
+  const inputs = useRef<unknown[]>([]);
   useLayoutEffect(() => {
+    const now = [props.lines, props.smooth, props.log, props.xMode, props.zoom?.[0], props.zoom?.[1], hidden, structure];
+    if (plot.current && now.length === inputs.current.length && now.every((v, i) => v === inputs.current[i])) {
+      if (state.current) state.current.props = props;
+      return;
+    }
+    inputs.current = now;
     const joined = joinBands(props.lines.map((l) => l.band));
     const shown = props.lines.map((l) => !hidden.has(l.id));
     const prev = state.current;
@@ -128,7 +137,12 @@ export function Chart(props: ChartProps) {
       if (tip.current) tip.current.hidden = true;
     });
     let downX = 0;
-    p.over.addEventListener('mousedown', (e) => { downX = e.clientX; });
+    p.over.addEventListener('mousedown', (e) => {
+      downX = e.clientX;
+      // A drag that starts here (uPlot ends it on the document's mouseup, before the window's).
+      (p as any)._localDrag = true;
+      window.addEventListener('mouseup', () => { (p as any)._localDrag = false; }, { once: true });
+    });
     p.over.addEventListener('click', (e) => { if (Math.abs(e.clientX - downX) < 4) state.current?.props.onPlotClick?.(); });
   });
 
@@ -357,7 +371,11 @@ function makeOptions(
       }],
       setSelect: [(u) => {
         const sel = u.select;
-        if (sel.width > 4) {
+        // uPlot mirrors a drag on every chart of the sync group: only the chart dragged zooms
+        // (one URL update, one re-query).
+        const local = (u as any)._localDrag === true;
+        (u as any)._localDrag = false;
+        if (local && sel.width > 4) {
           const a = u.posToVal(sel.left, 'x');
           const b = u.posToVal(sel.left + sel.width, 'x');
           state.current?.props.onZoom?.([Math.min(a, b), Math.max(a, b)]);

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { batchedQuery, bucketsPerLine, lineId, loadLines, MAX_SERIES_PER_REQUEST, rangeFor, type LineSource } from './chartdata';
+import { batchedQuery, bucketsPerLine, lineId, loadLines, MAX_SERIES_PER_REQUEST, rangeFor, splitBatch, type LineSource } from './chartdata';
 import { bucketsToBand } from './series';
 
 const src = (o: Partial<LineSource> = {}): LineSource => ({
@@ -54,6 +54,18 @@ describe('chart queries', () => {
       expect(call[3].length * call[4].length).toBeLessThanOrEqual(MAX_SERIES_PER_REQUEST);
     }
     expect((historyOfRuns.mock.calls as unknown as [string, string, boolean, string[]][]).flatMap((c) => c[3])).toEqual(runs);
+  });
+  it('sends a batch as a few parallel requests of some size', () => {
+    const ks = (n: number) => Array.from({ length: n }, (_, i) => `k${i}`);
+    expect(splitBatch(['r'], ks(20))).toEqual([[['r'], ks(20).slice(0, 10)], [['r'], ks(20).slice(10)]]);
+    expect(splitBatch(['r'], ks(5))).toEqual([[['r'], ks(5)]]);
+    const runs = Array.from({ length: 100 }, (_, i) => `r${i}`);
+    const parts = splitBatch(runs, ks(12));
+    expect(parts.length).toBe(6);
+    expect(parts.flatMap(([, k]) => k)).toEqual(ks(12));
+    const byRuns = splitBatch(runs, ['a']);
+    expect(byRuns.length).toBe(6);
+    expect(byRuns.flatMap(([r]) => r)).toEqual(runs);
   });
   it('gives each line fewer buckets when many share a chart, never fewer than asked', () => {
     expect(bucketsPerLine(400, 1)).toBe(400);

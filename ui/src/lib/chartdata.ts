@@ -2,7 +2,7 @@
 // many lines, so that a chart of 100 runs stays a few MB) over the visible range (the whole
 // range, or a zoom). On a time axis a zoom is mapped back to the steps that hold it, so the
 // server still buckets only those steps. The charts of a page that load together share requests:
-// one per (history or system, writers, range) with every run and key they need
+// one per (history or system, writers, range) and up to MAX_SERIES_PER_REQUEST run x key series
 // (GET /api/v1/history/{entity}/{project}?runs=...&keys=...).
 import type { Api, RangeQuery } from './api';
 import type { ApiSeries } from './series';
@@ -154,7 +154,8 @@ export async function loadLines(api: Api, sources: LineSource[], o: LoadOptions)
 // when a page opens) share requests with all their runs and keys: one round trip and one pass
 // over the store instead of one per chart and run. A request holds at most MAX_SERIES_PER_REQUEST
 // (runs x keys), so that a workspace of 100 runs and 20 charts makes a few requests of bounded
-// size, answered in parallel.
+// size, answered in parallel (the server answers each request on one thread: a few moderate
+// requests use its cores where one large one would not).
 
 interface Pending {
   runs: Set<string>;
@@ -163,6 +164,10 @@ interface Pending {
 }
 const pending = new Map<string, Pending>();
 export const MAX_SERIES_PER_REQUEST = 800;
+/** A batch is sent as up to this many requests in parallel (the browser's connections per host),
+ * each of at least MIN_SERIES_PER_PART series: the server answers each request on one thread. */
+export const MAX_PARALLEL_PARTS = 6;
+const MIN_SERIES_PER_PART = 8;
 /** The server's cap on runs per request (ApiLimits::max_runs_per_query). */
 export const MAX_RUNS_PER_REQUEST = 200;
 
@@ -196,10 +201,12 @@ export function batchedQuery(
     p = batch;
     setTimeout(() => {
       if (pending.get(id) === batch) pending.delete(id);
-      api.historyOfRuns(entity, project, system, [...batch.runs], [...batch.keys], writers, range).then((res) => {
+      const parts = splitBatch([...batch.runs], [...batch.keys]);
+      Promise.all(parts.map(([rs, ks]) => api.historyOfRuns(entity, project, system, rs, ks, writers, range))).then((answers) => {
+        const all = answers.flatMap((a) => a.series);
         for (const w of batch.waiters) {
           const rs = new Set(w.runs), ks = new Set(w.keys);
-          w.resolve(res.series.filter((s) => rs.has(s.run ?? '') && (!ks.size || ks.has(s.key))));
+          w.resolve(all.filter((s) => rs.has(s.run ?? '') && (!ks.size || ks.has(s.key))));
         }
       }, (e) => batch.waiters.forEach((w) => w.reject(e)));
     }, 0);
@@ -207,4 +214,20 @@ export function batchedQuery(
   for (const r of runs) p.runs.add(r);
   for (const k of keys) p.keys.add(k);
   return new Promise((resolve, reject) => p!.waiters.push({ runs, keys, resolve, reject }));
+}
+
+/** The requests of one batch: up to MAX_PARALLEL_PARTS, split along keys (or runs, when there are
+ * fewer keys than parts), each of at least MIN_SERIES_PER_PART series. */
+export function splitBatch(runs: string[], keys: string[]): [string[], string[]][] {
+  const total = runs.length * Math.max(1, keys.length);
+  const parts = Math.max(1, Math.min(MAX_PARALLEL_PARTS, Math.floor(total / MIN_SERIES_PER_PART)));
+  if (parts === 1) return [[runs, keys]];
+  const chunk = <T,>(xs: T[], n: number): T[][] => {
+    const size = Math.ceil(xs.length / n);
+    const out: T[][] = [];
+    for (let i = 0; i < xs.length; i += size) out.push(xs.slice(i, i + size));
+    return out;
+  };
+  if (keys.length >= parts) return chunk(keys, parts).map((ks) => [runs, ks]);
+  return chunk(runs, parts).map((rs) => [rs, keys]);
 }

@@ -316,28 +316,31 @@ export interface ViewSpec {
 
 /** Flattened config keys (dotted) of the runs, with the number of distinct scalar values each
  * takes among them. */
-export function configKeyStats(runs: Run[], limit = 3000): Map<string, { runs: number; values: Set<string> }> {
+export function configKeyStats(runs: Run[], limit = 1000): Map<string, { runs: number; values: Set<string> }> {
   const out = new Map<string, { runs: number; values: Set<string> }>();
   const walk = (o: unknown, prefix: string) => {
     if (o && typeof o === 'object' && !Array.isArray(o)) {
-      for (const [k, v] of Object.entries(o as Record<string, unknown>)) walk(v, prefix ? `${prefix}.${k}` : k);
+      for (const k in o as Record<string, unknown>) walk((o as Record<string, unknown>)[k], prefix ? `${prefix}.${k}` : k);
       return;
     }
     if (!prefix || (typeof o !== 'number' && typeof o !== 'string' && typeof o !== 'boolean')) return;
     let e = out.get(prefix);
     if (!e) { e = { runs: 0, values: new Set() }; out.set(prefix, e); }
     e.runs++;
-    if (e.values.size < 1000) e.values.add(JSON.stringify(o));
+    if (e.values.size < 1000) e.values.add(typeof o === 'string' ? 's' + o : String(o));
   };
   for (let i = 0; i < runs.length && i < limit; i++) walk(runs[i].config ?? {}, '');
   return out;
 }
 
-/** Summary keys with scalar values, most common first (then by name). */
+/** Summary keys with scalar values, most common first (then by name), from the first `limit`
+ * runs. */
 export function summaryKeysOf(runs: Run[], limit = 3000): string[] {
   const count = new Map<string, number>();
   for (let i = 0; i < runs.length && i < limit; i++) {
-    for (const [k, v] of Object.entries(runs[i].summary ?? {})) {
+    const s = runs[i].summary ?? {};
+    for (const k in s) {
+      const v = s[k];
       if (typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean') count.set(k, (count.get(k) ?? 0) + 1);
     }
   }
@@ -361,7 +364,7 @@ export function defaultColumns(runs: Run[], maxConfig = 3, maxMetrics = 3): stri
     .filter(([k, e]) => e.values.size > 1 && !NOT_A_PARAMETER.test(k))
     .sort((a, b) => a[1].values.size - b[1].values.size || a[0].localeCompare(b[0]))
     .slice(0, maxConfig).map(([k]) => 'config.' + k);
-  const keys = summaryKeysOf(runs).filter((k) => !NOT_A_METRIC.test(k) && !k.startsWith('system/'));
+  const keys = summaryKeysOf(runs, 1000).filter((k) => !NOT_A_METRIC.test(k) && !k.startsWith('system/'));
   const main = keys.filter((k) => MAIN_METRIC.test(k));
   const rest = keys.filter((k) => !MAIN_METRIC.test(k));
   return [...varying, ...[...main, ...rest].slice(0, maxMetrics)];

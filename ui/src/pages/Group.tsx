@@ -1,7 +1,7 @@
 // Group page: the runs of one experiment side by side, and every metric of every process in one
 // chart (one line per process), with the min/max band + mean across processes on demand; the
 // Ranks section; the system metrics of every run on a time axis (with their own toolbar).
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
 import { api, type SeriesInfo } from '../lib/api';
 import { MAX_RUNS_PER_REQUEST, type LineSource } from '../lib/chartdata';
 import { runtimeOf, type Run } from '../lib/filters';
@@ -69,13 +69,17 @@ export function GroupPage({ state }: { state: AppState }) {
     .map(([r, ks]) => ({ run: r, keys: ks.filter((k) => k.key.startsWith('system/')), labels: [...new Set(ks.map((k) => k.writer))] }))
     .filter((x) => x.keys.length), [keys.data]);
 
+  // Line styles by run (stable functions: a chart redraws only when its data changes).
+  const order = (runs.data ?? []).map((r) => r.id).join(',');
+  const runIdx = useMemo(() => new Map((runs.data ?? []).map((r, i) => [r.id, i])), [order]);
+  const runStyle = useCallback((l: { run: string }) => styleAt(runIdx.get(l.run) ?? 0), [runIdx]);
+  const deviceStyle = useCallback((l: { run: string; key: string }) => ({ color: runStyle(l).color, dash: dashOfDevice(l.key) }), [runStyle]);
+
   if (runs.error && !runs.data) return <div class="page"><ErrorBox error={runs.error} retry={runs.reload} /></div>;
   if (!runs.data) return <div class="page"><Loading what="group" /></div>;
   const rs = runs.data;
-  const runIdx = new Map(rs.map((r, i) => [r.id, i]));
   const settings = settingsOf(state);
   const shown = charts.filter(([k]) => k.includes(q));
-  const runStyle = (l: { run: string }) => styleAt(runIdx.get(l.run) ?? 0);
   return (
     <div class="page group-page">
       <h1>Group {group} <span class="muted small">{rs.length} run{rs.length === 1 ? '' : 's'}</span>{running && <span class="live"> ● live</span>}</h1>
@@ -120,7 +124,7 @@ export function GroupPage({ state }: { state: AppState }) {
                 <ChartToolbar state={state} timeOnly label="system chart options" />
               </div>
               <SystemCharts runs={systemRuns} state={state} tick={running ? tick : 0} syncKey={`group-sys-${group}`}
-                style={(l) => { const s = runStyle(l); return { color: s.color, dash: dashOfDevice(l.key) }; }} />
+                style={deviceStyle} />
             </section>
           )}
         </>

@@ -8,7 +8,6 @@ import { fmtAgo, fmtDuration, fmtNum, fmtTime } from '../lib/format';
 import { navigate, update } from '../lib/nav';
 import { linkTo, type AppState } from '../lib/url';
 import { Link, StateBadge } from '../components/common';
-import { Swatch } from '../components/Chart';
 import type { LineStyle } from '../components/ChartPanel';
 
 export const ROW_H = 34;
@@ -34,8 +33,11 @@ export function RunsTable({ rows, state, columns, collapsed, setCollapsed, style
     const fit = () => {
       // Where the table starts on the page (its scroll container scrolled to the top).
       const top = el.getBoundingClientRect().top + (el.closest('.ws-main')?.scrollTop ?? 0);
-      setMaxH(Math.max(200, window.innerHeight - top - 16));
-      setHeight(el.clientHeight);
+      const max = Math.max(200, window.innerHeight - top - 16);
+      setMaxH(max);
+      // Never more than fits: the virtual rows render what this height shows (the CSS max-height
+      // holds the table until `max` applies).
+      setHeight(Math.min(el.clientHeight, max));
     };
     fit();
     const ro = new ResizeObserver(fit);
@@ -171,7 +173,8 @@ function Eye({ name, on, style, onClick }: { name: string; on: boolean; style?: 
     <button type="button" class={`eye${on ? ' on' : ''}`} tabIndex={-1} aria-pressed={on}
       aria-label={`${on ? 'hide' : 'show'} ${name} in charts`} title={on ? 'shown in the charts: click to hide' : 'hidden from the charts: click to show'}
       onClick={onClick}>
-      {on ? (style ? <Swatch color={style.color} dash={style.dash} /> : <span class="eye-open">◉</span>) : <span class="eye-closed">○</span>}
+      {on ? (style ? <span class="eye-line" style={{ borderTop: `3px ${!style.dash?.length ? 'solid' : style.dash[0] <= 2 ? 'dotted' : 'dashed'} ${style.color}` }} />
+        : <span class="eye-open">◉</span>) : <span class="eye-closed">○</span>}
     </button>
   );
 }

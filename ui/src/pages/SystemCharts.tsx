@@ -22,6 +22,7 @@ export interface SystemRun {
 }
 
 const PREFIX = 'system/';
+const byIndex = (_l: LoadedLine, i: number): LineStyle => styleAt(i);
 
 export function SystemCharts({ runs, state, tick, syncKey, style }: {
   runs: SystemRun[]; state: AppState; tick: number; syncKey: string;
@@ -100,7 +101,7 @@ export function SystemCharts({ runs, state, tick, syncKey, style }: {
             {s.charts.map((c) => (
               <ChartPanel key={c.id} id={c.id} title={c.title} settings={settings} tick={tick} syncKey={syncKey} height={180}
                 chart={state.charts[c.id]} fullscreen={state.full === c.id} sources={c.sources}
-                aggLabel={`mean of ${c.sources.length} series`} style={style ?? ((_l, i) => styleAt(i))} />
+                aggLabel={`mean of ${c.sources.length} series`} style={style ?? byIndex} />
             ))}
           </div>
         </details>

@@ -114,7 +114,7 @@ export function WorkspacePage({ state }: { state: AppState }) {
                 : <RunsTable rows={rows} state={state} columns={columns} collapsed={collapsed} setCollapsed={setCollapsed}
                     styleOf={(id) => styles.get(id)} />}
         {runs.length > 0 && shown.length > 0 && (
-          <WorkspaceCharts state={state} visible={shown} eligible={eligible.length} charted={charted} styles={styles} legend={legend} />
+          <WorkspaceCharts state={state} visible={shown} eligible={eligible.length} charted={charted} styles={styles} legend={legend} loaded={loaded} />
         )}
       </div>
     </div>

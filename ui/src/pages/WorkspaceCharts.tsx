@@ -46,8 +46,10 @@ export function runStyles(runs: Run[], by: string): { styles: Map<string, LineSt
   return { styles, legend: values.map((v, i) => ({ value: v, color: PALETTE[i % PALETTE.length] })) };
 }
 
-export function WorkspaceCharts({ state, visible, eligible, charted, styles, legend }: {
+export function WorkspaceCharts({ state, visible, eligible, charted, styles, legend, loaded }: {
   state: AppState;
+  /** Every run of the project is loaded: the charts wait for it rather than slow it down. */
+  loaded: boolean;
   /** The runs the table shows. */
   visible: Run[];
   /** How many of them are not hidden (charted up to MAX_CHART_RUNS). */
@@ -73,6 +75,7 @@ export function WorkspaceCharts({ state, visible, eligible, charted, styles, leg
   const [error, setError] = useState<unknown>(null);
   const idsKey = ids.join(',');
   useEffect(() => {
+    if (!loaded) return;
     if (!ids.length) { setSeries(new Map()); return; }
     const ctl = new AbortController();
     const parts: string[][] = [];
@@ -84,7 +87,7 @@ export function WorkspaceCharts({ state, visible, eligible, charted, styles, leg
       setError(null);
     }, (e) => { if ((e as Error).name !== 'AbortError') setError(e); });
     return () => ctl.abort();
-  }, [state.entity, state.project, idsKey, tick]);
+  }, [state.entity, state.project, idsKey, tick, loaded]);
 
   const [keyFilter, setKeyFilter] = useState('');
   const settings = settingsOf(state);
@@ -129,7 +132,8 @@ export function WorkspaceCharts({ state, visible, eligible, charted, styles, leg
     const n = /(\d+)$/.exec(l.writer);
     return { color: s.color, dash: DASHES[(n ? Number(n[1]) : l.writer.length) % DASHES.length] };
   }, [styles, multiWriter]);
-  const configKeys = useMemo(() => [...configKeyStats(visible).entries()].filter(([, e]) => e.values.size > 1).map(([k]) => k).sort(), [visible]);
+  // Colour by: the config keys whose value differs among the charted runs.
+  const configKeys = useMemo(() => [...configKeyStats(charted).entries()].filter(([, e]) => e.values.size > 1).map(([k]) => k).sort(), [idsKey]);
 
   return (
     <section class="selected-charts" aria-label="charts of the visible runs">
