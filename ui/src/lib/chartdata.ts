@@ -6,6 +6,7 @@
 // (GET /api/v1/history/{entity}/{project}?runs=...&keys=...).
 import type { Api, RangeQuery } from './api';
 import type { ApiSeries } from './series';
+import { naturalCompare } from './format';
 import { bucketsToBand, pointsToBand, stepRangeForX, type Band, type LineMode, type XMode } from './series';
 
 export interface LineSource {
@@ -145,7 +146,7 @@ export async function loadLines(api: Api, sources: LineSource[], o: LoadOptions)
   const flat = results.flat();
   const order = new Map(sources.map((s, i) => [s.run + '|' + s.key, i]));
   flat.sort((a, b) => (order.get(a.run + '|' + a.key)! - order.get(b.run + '|' + b.key)!)
-    || a.writer.localeCompare(b.writer, undefined, { numeric: true }));
+    || naturalCompare(a.writer, b.writer));
   return flat;
 }
 

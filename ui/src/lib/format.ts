@@ -101,9 +101,12 @@ export function fmtBytes(n: number | null | undefined): string {
   return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
 }
 
+// One collator for every comparison: String.localeCompare with options builds one per call.
+const collator = new Intl.Collator(undefined, { numeric: true });
+
 /** Natural order for labels and keys: rank_2 before rank_10. */
 export function naturalCompare(a: string, b: string): number {
-  return a.localeCompare(b, undefined, { numeric: true });
+  return collator.compare(a, b);
 }
 
 const SI = [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']] as const;

@@ -4,6 +4,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { columnLabel, describeClause, STATES, type Clause, type Op, type Run, type UiFilters } from '../lib/filters';
 import { update } from '../lib/nav';
+import { naturalCompare } from '../lib/format';
 import type { AppState } from '../lib/url';
 import { Popover } from '../components/ChartPanel';
 
@@ -178,7 +179,7 @@ function valuesOf(runs: Run[], field: string): string[] {
     else v = (r as unknown as Record<string, unknown>)[field === 'group' ? 'group' : field];
     if (typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean') out.add(String(v));
   }
-  return [...out].sort((a, b) => a.localeCompare(b, undefined, { numeric: true }));
+  return [...out].sort(naturalCompare);
 }
 
 // ---- columns ---------------------------------------------------------------------------------

@@ -7,7 +7,7 @@
 // it in context. Long lines scroll sideways instead of being cut.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, type ConsoleLine, type RunDetail } from '../lib/api';
-import { colorFor, fmtTime } from '../lib/format';
+import { colorFor, fmtTime, naturalCompare } from '../lib/format';
 import { update } from '../lib/nav';
 import { Link } from '../components/common';
 import { linkTo } from '../lib/url';
@@ -77,7 +77,7 @@ export function firstLineAt(scrollTop: number, total: number, viewRows: number):
 }
 
 export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tick: number }) {
-  const writerLabels = useMemo(() => (r.writers ?? []).map((w) => w.label).sort((a, b) => a.localeCompare(b, undefined, { numeric: true })), [r.writers]);
+  const writerLabels = useMemo(() => (r.writers ?? []).map((w) => w.label).sort(naturalCompare), [r.writers]);
   const [text, setText] = useState(state.lq);
   const debounced = useDebounced(text, 250);
   // A link that changes the search (back to the whole log, "Show in context") updates the box.
@@ -106,7 +106,8 @@ export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tic
   const [wholeVersion, setWholeVersion] = useState(0);
   const needWhole = filtered || state.at > 0;
   // (After the filtered index: the lines and their count come first, their numbers next.)
-  const wholeReady = needWhole && !counting;
+  // (and the index of this very filter: in the render that changes it, `counting` is still false)
+  const wholeReady = needWhole && !counting && index?.key === filterKey;
   useEffect(() => {
     if (!wholeReady) return;
     const ctl = new AbortController();

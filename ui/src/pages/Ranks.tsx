@@ -5,7 +5,7 @@
 // stragglers with their evidence and host. Re-queried on every live tick.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, type RankAggregate, type RankScope, type Stragglers } from '../lib/api';
-import { fmtNum, fmtTime } from '../lib/format';
+import { fmtNum, fmtTime, naturalCompare } from '../lib/format';
 import { update } from '../lib/nav';
 import { bucketAt, flagged, heatColor, heatRange, memberBand, memberId, memberName, rankBands, spansRuns, type BucketInfo } from '../lib/ranks';
 import type { AppState } from '../lib/url';
@@ -17,7 +17,7 @@ const AXIS_SPACE = 70;
 /** Member indexes in the natural order of their names (rank_2 before rank_10), whatever order
  * the writers joined in. */
 export function inLabelOrder(names: string[]): number[] {
-  return names.map((_n, i) => i).sort((a, b) => names[a].localeCompare(names[b], undefined, { numeric: true }) || a - b);
+  return names.map((_n, i) => i).sort((a, b) => naturalCompare(names[a], names[b]) || a - b);
 }
 
 /** The metric the view starts with: `loss` when logged, else the first key. */

@@ -8,6 +8,7 @@ import {
   type Run, type ViewSpec,
 } from '../lib/filters';
 import { update } from '../lib/nav';
+import { naturalCompare } from '../lib/format';
 import { useProjectRuns } from '../lib/runstore';
 import { linkTo, type AppState } from '../lib/url';
 import { Empty, ErrorBox, Link, Loading, useLoad } from '../components/common';
@@ -223,7 +224,7 @@ function Sidebar({ state, runs, loaded }: { state: AppState; runs: Run[]; loaded
             </div>
             {open.has(g) && (
               <ul class="group-runs">
-                {info.runs.slice().sort((a, b) => a.name.localeCompare(b.name, undefined, { numeric: true })).slice(0, 500).map((r) => (
+                {info.runs.slice().sort((a, b) => naturalCompare(a.name, b.name)).slice(0, 500).map((r) => (
                   <li key={r.id}>
                     <span class={`dot state-${r.state}`} title={r.state} />
                     <Link href={linkTo(state, { run: r.id, group: '' })}>{r.name || r.id}</Link>

@@ -5,7 +5,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, type SeriesInfo } from '../lib/api';
 import { MAX_RUNS_PER_REQUEST, type LineSource } from '../lib/chartdata';
 import { configKeyStats, type Run } from '../lib/filters';
-import { DASHES, fmtNum, PALETTE, styleAt } from '../lib/format';
+import { DASHES, fmtNum, naturalCompare, PALETTE, styleAt } from '../lib/format';
 import { update } from '../lib/nav';
 import type { AppState } from '../lib/url';
 import { Empty, ErrorBox, Loading, useTick } from '../components/common';
@@ -34,7 +34,7 @@ export function runStyles(runs: Run[], by: string): { styles: Map<string, LineSt
     runs.forEach((r, i) => styles.set(r.id, styleAt(i)));
     return { styles, legend: [] };
   }
-  const values = [...new Set(runs.map((r) => configValue(r, by)))].sort((a, b) => a.localeCompare(b, undefined, { numeric: true }));
+  const values = [...new Set(runs.map((r) => configValue(r, by)))].sort(naturalCompare);
   const index = new Map(values.map((v, i) => [v, i]));
   const within = new Map<string, number>();
   for (const r of runs) {
@@ -114,7 +114,7 @@ export function WorkspaceCharts({ state, visible, eligible, charted, styles, leg
         });
       }
     }
-    return [...m.entries()].sort((a, b) => a[0].localeCompare(b[0], undefined, { numeric: true }));
+    return [...m.entries()].sort((a, b) => naturalCompare(a[0], b[0]));
   }, [series, idsKey]);
   const shown = charts.filter(([k]) => k.includes(keyFilter));
   // A run's colour; the writers of a shared run told apart by dashes.
