@@ -113,6 +113,7 @@ TEST_F(PostgresStoreTest, UpgradeFromVersion3IndexesExistingConsoleLines) {
     COHORT_ASSERT_OK(
         conn->ExecScript("DROP INDEX console_by_writer; DROP INDEX console_by_stream; "
                          "DROP INDEX IF EXISTS console_text_trgm; DROP TABLE sessions; "
+                         "ALTER TABLE runs DROP COLUMN summary_explicit; "
                          "UPDATE schema_version SET version = 3"));
   }
   COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open());

@@ -266,6 +266,11 @@ CREATE TABLE sessions (
 );
 CREATE INDEX sessions_by_expiry ON sessions (expires_ms);
 )sql"},
+      // Version 6 (the summary's last values, store/run_summary.h): runs.summary_explicit, a
+      // JSON array of the summary keys set explicitly.
+      {6, R"sql(
+ALTER TABLE runs ADD COLUMN summary_explicit text NOT NULL DEFAULT '[]';
+)sql"},
   };
   return kMigrations;
 }

@@ -253,6 +253,12 @@ CREATE TABLE sessions (
 ) WITHOUT ROWID;
 CREATE INDEX sessions_by_expiry ON sessions (expires_ms);
 )sql"},
+      // Version 6 (the summary's last values, store/run_summary.h):
+      //   runs.summary_explicit  a JSON array of the summary keys set explicitly; the other
+      //                          keys that have a series follow its last stored point.
+      {6, R"sql(
+ALTER TABLE runs ADD COLUMN summary_explicit TEXT NOT NULL DEFAULT '[]';
+)sql"},
   };
   return kMigrations;
 }

@@ -107,6 +107,7 @@ TEST(SqliteStoreTest, UpgradeFromVersion2KeepsHeadChunksAndAppendsAfterThem) {
           "ALTER TABLE writers DROP COLUMN pruned_seq", "ALTER TABLE series DROP COLUMN next_idx",
           "ALTER TABLE series DROP COLUMN tail_idx", "ALTER TABLE series DROP COLUMN tail_count",
           "ALTER TABLE series DROP COLUMN tail_chunks", "DROP TABLE sessions",
+          "ALTER TABLE runs DROP COLUMN summary_explicit",
           "UPDATE schema_version SET version = 2"}) {
       ASSERT_EQ(raw.Exec(sql), SQLITE_OK) << sql << ": " << sqlite3_errmsg(raw.db);
     }
@@ -160,6 +161,7 @@ TEST(SqliteStoreTest, UpgradeFromVersion3IndexesExistingConsoleLinesAndChunks) {
                             "DROP TRIGGER console_fts_delete", "DROP TRIGGER console_fts_update",
                             "DROP TABLE console_fts", "DROP TABLE chunk_pages",
                             "ALTER TABLE series DROP COLUMN paged_upto", "DROP TABLE sessions",
+          "ALTER TABLE runs DROP COLUMN summary_explicit",
                             "UPDATE schema_version SET version = 3"}) {
       ASSERT_EQ(raw.Exec(sql), SQLITE_OK) << sql << ": " << sqlite3_errmsg(raw.db);
     }
