@@ -2,6 +2,8 @@
 # Installs every system package Cohort needs to build, run and test, idempotently.
 # Usage: scripts/install-deps.sh [--with-browser] [--with-postgres]
 # Runs apt-get only for packages that are missing. Needs root (or sudo).
+# nginx: tests/postgres/test_nginx_deployment.py runs deploy/nginx/cohort.conf with it (its own
+# instance on loopback); the package's service is not needed. openssl: that test's certificate.
 set -euo pipefail
 
 pkgs=(
@@ -12,6 +14,7 @@ pkgs=(
   clang-format clang-tidy clang-14 libclang-rt-14-dev
   python3 python3-venv python3-dev python3-torch
   postgresql nodejs npm chromium
+  nginx openssl
 )
 
 missing=()

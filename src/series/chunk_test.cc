@@ -23,9 +23,9 @@ using testing::RandomLength;
 using testing::RandomPoints;
 using testing::Rng;
 
-std::string EncodeAll(const std::vector<store::Point>& pts) {
+std::string EncodeAll(const std::vector<Point>& pts) {
   ChunkEncoder e;
-  for (const store::Point& p : pts) e.Append(p.step, p.time_ms, p.value);
+  for (const Point& p : pts) e.Append(p.step, p.time_ms, p.value);
   return e.Encode();
 }
 
@@ -42,7 +42,7 @@ std::string WithFixedCrc(std::string chunk) {
 // Chunks of every value mode, for the corruption tests.
 std::vector<std::string> SampleChunks() {
   std::vector<std::string> chunks;
-  std::vector<store::Point> pts;
+  std::vector<Point> pts;
   for (int i = 0; i < 200; ++i) pts.push_back({i, 1700000000000 + 100 * i + i % 5, 0});
   for (auto& p : pts) p.value = double(p.step % 17);  // integer
   chunks.push_back(EncodeAll(pts));
@@ -79,13 +79,13 @@ TEST(ChunkTest, RandomSequencesRoundTripBitForBit) {
 TEST(ChunkTest, SpecialDoublesRoundTripInEveryPosition) {
   const auto specials = testing::SpecialDoubles();
   // Each special alone, after a float32 run, after an integer run and among the others.
-  std::vector<std::vector<store::Point>> cases;
+  std::vector<std::vector<Point>> cases;
   for (double v : specials) {
     cases.push_back({{0, 0, v}});
     cases.push_back({{0, 0, 1.5}, {1, 1, 2.5}, {2, 2, v}, {3, 3, 0.25}});
     cases.push_back({{0, 0, 3}, {1, 1, 4}, {2, 2, v}, {3, 3, 5}});
   }
-  std::vector<store::Point> all;
+  std::vector<Point> all;
   for (size_t i = 0; i < specials.size(); ++i) all.push_back({int64_t(i), 0, specials[i]});
   cases.push_back(all);
   for (const auto& want : cases) {
@@ -97,7 +97,7 @@ TEST(ChunkTest, SpecialDoublesRoundTripInEveryPosition) {
 
 TEST(ChunkTest, Int64ExtremeStepsAndTimesRoundTrip) {
   const int64_t extremes[] = {kMin, kMax, 0, -1, 1, kMin + 1, kMax - 1};
-  std::vector<store::Point> want;
+  std::vector<Point> want;
   for (int64_t a : extremes) {
     for (int64_t b : extremes) want.push_back({a, b, 1.0});
   }
@@ -108,20 +108,20 @@ TEST(ChunkTest, Int64ExtremeStepsAndTimesRoundTrip) {
 }
 
 TEST(ChunkTest, IntegerValuesUseIntegerMode) {
-  std::vector<store::Point> pts;
+  std::vector<Point> pts;
   for (int i = 0; i < 100; ++i) pts.push_back({i, i, double(i * 3 - 50)});
   EXPECT_EQ(ModeOf(EncodeAll(pts)), ValueMode::kInteger);
 }
 
 TEST(ChunkTest, Float32ValuesUseAFloat32Mode) {
-  std::vector<store::Point> pts;
+  std::vector<Point> pts;
   for (int i = 0; i < 100; ++i) pts.push_back({i, i, double(float(std::sin(i * 0.1)))});
   const ValueMode m = ModeOf(EncodeAll(pts));
   EXPECT_TRUE(m == ValueMode::kXor32 || m == ValueMode::kFloat32Delta) << int(m);
 }
 
 TEST(ChunkTest, Float32DenormalsUseAFloat32Mode) {
-  std::vector<store::Point> pts;
+  std::vector<Point> pts;
   for (int i = 0; i < 50; ++i) {
     pts.push_back({i, i, double(std::numeric_limits<float>::denorm_min()) * (i + 1)});
   }
@@ -134,7 +134,7 @@ TEST(ChunkTest, Float32DenormalsUseAFloat32Mode) {
 }
 
 TEST(ChunkTest, OneDoubleValueDowngradesToA64BitMode) {
-  std::vector<store::Point> pts;
+  std::vector<Point> pts;
   for (int i = 0; i < 100; ++i) pts.push_back({i, i, double(i)});
   pts.push_back({100, 100, 0.1});
   const std::string enc = EncodeAll(pts);
@@ -146,7 +146,7 @@ TEST(ChunkTest, OneDoubleValueDowngradesToA64BitMode) {
 }
 
 TEST(ChunkTest, NegativeZeroIsNotCodedAsAnInteger) {
-  const std::vector<store::Point> pts = {{0, 0, 1.0}, {1, 1, -0.0}, {2, 2, 2.0}};
+  const std::vector<Point> pts = {{0, 0, 1.0}, {1, 1, -0.0}, {2, 2, 2.0}};
   const std::string enc = EncodeAll(pts);
   EXPECT_NE(ModeOf(enc), ValueMode::kInteger);
   auto got = DecodeChunk(enc);
@@ -155,14 +155,14 @@ TEST(ChunkTest, NegativeZeroIsNotCodedAsAnInteger) {
 }
 
 TEST(ChunkTest, RegularStepsTimesAndConstantValuesCostAlmostNothing) {
-  std::vector<store::Point> pts;
+  std::vector<Point> pts;
   for (int i = 0; i < kMaxChunkPoints; ++i) pts.push_back({i, 1700000000000 + 100 * i, 7.0});
   EXPECT_LT(EncodeAll(pts).size(), 40u);
 }
 
 TEST(ChunkTest, JitteredTimesCostUnderOneBytePerPoint) {
   Rng rng(7);
-  std::vector<store::Point> pts;
+  std::vector<Point> pts;
   for (int i = 0; i < kMaxChunkPoints; ++i) {
     pts.push_back({i, 1700000000000 + 100 * i + int64_t(rng() % 5), 7.0});
   }
@@ -173,43 +173,6 @@ TEST(ChunkTest, EncodeIsDeterministic) {
   Rng rng(99);
   const auto pts = RandomPoints(rng, 1000);
   EXPECT_EQ(EncodeAll(pts), EncodeAll(pts));
-}
-
-TEST(ChunkTest, ResumeThenAppendEqualsOneEncoder) {
-  for (uint64_t seed = 1; seed <= 1000; ++seed) {
-    Rng rng(seed);
-    const auto pts = RandomPoints(rng, RandomLength(rng, kMaxChunkPoints));
-    const size_t split = pts.empty() ? 0 : rng() % (pts.size() + 1);
-    ChunkEncoder whole, first;
-    for (size_t i = 0; i < pts.size(); ++i) {
-      whole.Append(pts[i].step, pts[i].time_ms, pts[i].value);
-      if (i < split) first.Append(pts[i].step, pts[i].time_ms, pts[i].value);
-    }
-    auto resumed = ChunkEncoder::Resume(first.Encode());
-    ASSERT_TRUE(resumed.ok()) << "seed " << seed << ": " << resumed.status().ToString();
-    for (size_t i = split; i < pts.size(); ++i) {
-      resumed->Append(pts[i].step, pts[i].time_ms, pts[i].value);
-    }
-    ASSERT_EQ(resumed->Encode(), whole.Encode()) << "seed " << seed << " split " << split;
-    ASSERT_EQ(resumed->count(), whole.count()) << "seed " << seed;
-    ASSERT_EQ(BitsOf(resumed->summary().sum), BitsOf(whole.summary().sum)) << "seed " << seed;
-  }
-}
-
-TEST(ChunkTest, ResumeOfAFullChunkIsFull) {
-  std::vector<store::Point> pts;
-  for (int i = 0; i < kMaxChunkPoints; ++i) pts.push_back({i, i, 1});
-  auto e = ChunkEncoder::Resume(EncodeAll(pts));
-  ASSERT_TRUE(e.ok());
-  EXPECT_TRUE(e->full());
-}
-
-TEST(ChunkTest, ResumeRejectsACorruptChunk) {
-  std::string enc = EncodeAll({{1, 2, 3.0}, {2, 3, 4.0}});
-  enc[enc.size() / 2] ^= 0x10;
-  auto e = ChunkEncoder::Resume(enc);
-  ASSERT_FALSE(e.ok());
-  EXPECT_EQ(e.status().code(), StatusCode::kCorruption);
 }
 
 TEST(ChunkTest, EverySingleByteChangeIsDetected) {
@@ -307,6 +270,78 @@ TEST(ChunkTest, RandomBytesAreRejectedWithoutCrashing) {
     if (!bytes.empty() && rng() % 2) bytes[0] = char(kChunkMagic | kChunkVersion);
     EXPECT_FALSE(DecodeChunk(bytes).ok()) << "iteration " << iter;  // the CRC is wrong
   }
+}
+
+TEST(ChunkIteratorTest, StepsThroughEveryPointInArrivalOrderAcrossReusedChunks) {
+  ChunkIterator it;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    Rng rng(seed);
+    // Lengths go up and down, so that a reused iterator meets shorter chunks after longer ones.
+    const auto pts = RandomPoints(rng, RandomLength(rng, kMaxChunkPoints));
+    ASSERT_TRUE(it.Reset(EncodeAll(pts)).ok()) << "seed " << seed;
+    ASSERT_EQ(it.size(), pts.size());
+    std::vector<Point> stepped;
+    while (it.Next()) {
+      ASSERT_EQ(it.index(), stepped.size());
+      stepped.push_back(it.At());
+    }
+    EXPECT_FALSE(it.Next()) << "an exhausted iterator stays exhausted";
+    ASSERT_EQ(DiffPoints(pts, stepped), "") << "seed " << seed;
+    ASSERT_EQ(DiffPoints(pts, it.points()), "") << "seed " << seed;
+  }
+}
+
+TEST(ChunkIteratorTest, EmptyChunkHasNoPoint) {
+  ChunkIterator it;
+  ASSERT_TRUE(it.Reset(EncodeAll({})).ok());
+  EXPECT_EQ(it.size(), 0u);
+  EXPECT_FALSE(it.Next());
+}
+
+TEST(ChunkIteratorTest, ADamagedChunkYieldsNoPointEvenAfterAGoodOne) {
+  ChunkIterator it;
+  for (const std::string& chunk : SampleChunks()) {
+    if (chunk.size() < 8) continue;
+    ASSERT_TRUE(it.Reset(chunk).ok());
+    std::string bad = chunk;
+    bad[bad.size() / 2] ^= 0x10;
+    const Status s = it.Reset(bad);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.code(), StatusCode::kCorruption);
+    EXPECT_EQ(it.size(), 0u);
+    EXPECT_FALSE(it.Next()) << "no point of a damaged chunk, not even a prefix";
+  }
+}
+
+TEST(ChunkIteratorTest, APayloadDamagedBehindAValidChecksumYieldsNoPoint) {
+  ChunkIterator it;
+  int refused = 0;
+  for (const std::string& chunk : SampleChunks()) {
+    if (chunk.size() < 12) continue;
+    // The last payload byte dropped, the checksum recomputed: only the payload checks see it.
+    const std::string bad =
+        WithFixedCrc(chunk.substr(0, chunk.size() - 5) + chunk.substr(chunk.size() - 4));
+    ASSERT_TRUE(it.Reset(chunk).ok());
+    if (it.Reset(bad).ok()) continue;
+    ++refused;
+    EXPECT_EQ(it.size(), 0u);
+    EXPECT_FALSE(it.Next());
+  }
+  EXPECT_GE(refused, 3);
+}
+
+TEST(ChunkIteratorTest, ResetStartsOverOnTheSameChunk) {
+  ChunkIterator it;
+  const std::string chunk = EncodeAll({{1, 10, 1.5}, {2, 20, 2.5}, {3, 30, 3.5}});
+  ASSERT_TRUE(it.Reset(chunk).ok());
+  ASSERT_TRUE(it.Next());
+  ASSERT_TRUE(it.Next());
+  EXPECT_EQ(it.At().step, 2);
+  ASSERT_TRUE(it.Reset(chunk).ok());
+  ASSERT_TRUE(it.Next());
+  EXPECT_EQ(it.At().step, 1);
+  EXPECT_EQ(it.At().time_ms, 10);
+  EXPECT_EQ(it.At().value, 1.5);
 }
 
 TEST(ChunkSummaryTest, FirstIsEarliestLowestStepLastIsLatestHighestStep) {

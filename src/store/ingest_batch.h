@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "store/types.h"
+#include "store/console_types.h"
 
 namespace cohort::store {
 
@@ -24,6 +24,18 @@ inline constexpr int64_t kAssignStep = -1;  // history_step value: the writer's 
 
 // The prefix of every system metric key as stored ("system/gpu.0.temp").
 inline constexpr std::string_view kSystemKeyPrefix = "system/";
+
+// A position in one of a writer's ordered input streams, for clients that number their lines
+// rather than their batches (the W&B file_stream offsets, src/server/compat). A batch carrying
+// positions is stored only when every named stream's stored next offset equals `expect` (a
+// stream never written counts as 0); each stream then moves to `next`. Otherwise Ingest fails
+// with kFailedPrecondition and stores nothing, so a batch rebuilt from re-sent (file, offset)
+// ranges is stored exactly once even when two requests race.
+struct StreamPosition {
+  std::string stream;
+  int64_t expect = 0;
+  int64_t next = 0;
+};
 
 // One key of one batch section, as a column: the rows of the section that carry the key and the
 // value in each. Rows are strictly ascending (a key appears at most once per row).
@@ -53,6 +65,12 @@ struct IngestBatch {
   size_t history_rows() const { return history_step.size(); }
   size_t system_rows() const { return system_time_ms.size(); }
   int64_t points() const;  // sum of column sizes
+};
+
+struct IngestResult {
+  bool duplicate = false;  // the seq had been stored before; nothing changed
+  int64_t points = 0;      // scalar points stored (history + system)
+  int64_t next_step = 0;   // the writer's next step after this batch
 };
 
 // Builds a batch row by row (compat, the JSON decoders, tests, benchmarks): interns keys to

@@ -96,13 +96,19 @@ Result<IngestPlan> IngestPlan::Make(const IngestBatch& batch) {
   return plan;
 }
 
-int64_t IngestPlan::AssignSteps(int64_t next_step) {
+Result<int64_t> IngestPlan::AssignSteps(int64_t next_step) {
   const std::vector<int64_t>& given = batch_->history_step;
   steps_.resize(given.size());
   for (size_t r = 0; r < given.size(); ++r) {
     int64_t step = given[r];
     if (step == kAssignStep) {
-      step = next_step == kMaxStep ? kMaxStep : next_step++;
+      if (next_step == kMaxStep) {
+        return Status::InvalidArgument(
+            "history[" + std::to_string(r) +
+            "].step: missing, and the writer's step counter is at its largest value (" +
+            std::to_string(kMaxStep) + "): send explicit steps");
+      }
+      step = next_step++;
     } else if (step >= next_step) {
       next_step = step == kMaxStep ? step : step + 1;
     }
@@ -111,20 +117,20 @@ int64_t IngestPlan::AssignSteps(int64_t next_step) {
   return next_step;
 }
 
-void IngestPlan::Points(uint32_t c, std::vector<Point>* out) const {
+void IngestPlan::Points(uint32_t c, std::vector<series::Point>* out) const {
   const KeyColumn& column = batch_->columns[c];
   out->clear();
   out->reserve(column.rows.size());
   if (column.system) {
     for (size_t i = 0; i < column.rows.size(); ++i) {
       const int64_t t = batch_->system_time_ms[column.rows[i]];
-      out->push_back(Point{t, t, column.values[i]});
+      out->push_back(series::Point{t, t, column.values[i]});
     }
     return;
   }
   for (size_t i = 0; i < column.rows.size(); ++i) {
     const uint32_t r = column.rows[i];
-    out->push_back(Point{steps_[r], batch_->history_time_ms[r], column.values[i]});
+    out->push_back(series::Point{steps_[r], batch_->history_time_ms[r], column.values[i]});
   }
 }
 

@@ -12,7 +12,8 @@
 
 #include "cohort/status.h"
 #include "store/ingest_batch.h"
-#include "store/types.h"
+#include "store/history_types.h"
+#include "store/run_types.h"
 
 namespace cohort::store {
 
@@ -36,13 +37,15 @@ class IngestPlan {
   const std::vector<uint32_t>& by_key() const { return by_key_; }
 
   // Gives history rows without a step the writer's next steps in order; an explicit step at or
-  // past the next step moves it past (saturating at INT64_MAX). May be called again (a retried
-  // transaction that read another next step). Returns the writer's next step after the batch.
-  int64_t AssignSteps(int64_t next_step);
+  // past the next step moves it past (the counter stays at INT64_MAX after a row at INT64_MAX).
+  // May be called again (a retried transaction that read another next step). Returns the
+  // writer's next step after the batch; kInvalidArgument naming the row ("history[i].step")
+  // when a row without a step finds the counter at INT64_MAX: it never wraps to a negative step.
+  Result<int64_t> AssignSteps(int64_t next_step);
 
   // The points of column `c`: history rows at their assigned steps (AssignSteps first), system
   // rows indexed by time (step = time in ms).
-  void Points(uint32_t c, std::vector<Point>* out) const;
+  void Points(uint32_t c, std::vector<series::Point>* out) const;
   // The lowest and highest step of column `c`'s points (AssignSteps first).
   std::pair<int64_t, int64_t> StepRange(uint32_t c) const;
 

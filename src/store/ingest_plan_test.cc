@@ -58,8 +58,8 @@ TEST(IngestPlanTest, StepsContinueFromTheWritersNextStepAndExplicitOnesMoveItPas
   const IngestBatch batch = b.Finish();
   Result<IngestPlan> plan = IngestPlan::Make(batch);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->AssignSteps(5), 12);
-  std::vector<Point> points;
+  EXPECT_EQ(plan->AssignSteps(5).value(), 12);
+  std::vector<series::Point> points;
   plan->Points(0, &points);
   ASSERT_EQ(points.size(), 4u);
   EXPECT_EQ(points[0].step, 5);
@@ -73,18 +73,30 @@ TEST(IngestPlanTest, StepsContinueFromTheWritersNextStepAndExplicitOnesMoveItPas
   ASSERT_EQ(points.size(), 1u);
   EXPECT_EQ(points[0].step, 500);
   // Assigned again (a retried transaction read another next step).
-  EXPECT_EQ(plan->AssignSteps(20), 22);
+  EXPECT_EQ(plan->AssignSteps(20).value(), 22);
   plan->Points(0, &points);
   EXPECT_EQ(points[0].step, 20);
   EXPECT_EQ(points[1].step, 10);
-  // The last step saturates.
+  // An explicit last step leaves the counter there; a row without a step then has none left:
+  // refused naming the row, never wrapped to a negative step.
   IngestBatchBuilder top(2);
   top.AddHistoryRow(kMax, 0, {{"x", 0}});
-  top.AddHistoryRow(kAssignStep, 0, {{"x", 1}});
   const IngestBatch top_batch = top.Finish();
   Result<IngestPlan> top_plan = IngestPlan::Make(top_batch);
   ASSERT_TRUE(top_plan.ok());
-  EXPECT_EQ(top_plan->AssignSteps(0), kMax);
+  EXPECT_EQ(top_plan->AssignSteps(0).value(), kMax);
+  IngestBatchBuilder over(3);
+  over.AddHistoryRow(kMax - 2, 0, {{"x", 0}});  // then kMax - 1, then none left
+  over.AddHistoryRow(kAssignStep, 1, {{"x", 1}});
+  over.AddHistoryRow(kAssignStep, 2, {{"x", 2}});
+  const IngestBatch over_batch = over.Finish();
+  Result<IngestPlan> over_plan = IngestPlan::Make(over_batch);
+  ASSERT_TRUE(over_plan.ok());
+  Result<int64_t> refused = over_plan->AssignSteps(0);
+  ASSERT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("history[2].step"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_EQ(over_plan->AssignSteps(kMax).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(IngestPlanTest, ColumnsComeInKeyOrder) {

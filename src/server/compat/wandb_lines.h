@@ -21,7 +21,6 @@
 
 #include "cohort/status.h"
 #include "store/ingest_batch.h"
-#include "store/types.h"
 
 namespace cohort::compat {
 

@@ -50,6 +50,9 @@ class PostgresStore final : public SqlStore {
 
   // Batches stored through the one-round-trip path of Ingest (pg_ingest.cc), for tests.
   int64_t fast_ingests() const { return fast_ingests_.load(std::memory_order_relaxed); }
+  // Tries of that path that found the writer's rows changed since this server planned the batch
+  // (another server wrote for the writer); each was planned again or took the reading path.
+  int64_t stale_ingests() const { return stale_ingests_.load(std::memory_order_relaxed); }
   // The group commit of those batches (PostgresOptions::group_commit); null when off.
   pg::GroupCommit* group_commit() { return group_commit_.get(); }
 
@@ -72,6 +75,7 @@ class PostgresStore final : public SqlStore {
   pg::IngestCache ingest_cache_;     // pg_ingest.cc
   const bool ingest_cache_enabled_;  // PostgresOptions::ingest_cache
   std::atomic<int64_t> fast_ingests_{0};
+  std::atomic<int64_t> stale_ingests_{0};
   std::unique_ptr<pg::GroupCommit> group_commit_;  // null: off; uses primary_
 };
 

@@ -1,5 +1,5 @@
 // SqlStore: listing runs (filters, sort, keyset pagination), groups and projects. The clauses of
-// the plain text fields are shared; each engine adds those on tags and JSON documents.
+// the plain fields are shared; each engine adds those on tags and JSON documents.
 #include <variant>
 
 #include "store/run_filter.h"
@@ -21,9 +21,18 @@ std::vector<std::string> Texts(const std::vector<FilterValue>& values) {
   return out;
 }
 
-// The condition of a filter on a plain text field (name, group, job type, state, host).
-std::string TextCondition(const RunPredicate& p, Params* params) {
+// The condition of a filter on a plain field: text (name, group, job type, state, host) or a
+// time in milliseconds (created, updated: ParseFilter allows ==, !=, <, > with a number only).
+std::string ColumnCondition(const RunPredicate& p, Params* params) {
   const std::string col = RunFilterColumn(p.field);
+  if (IsTimeField(p.field)) {
+    params->Add(int64_t(*p.values[0].number));
+    const char* cmp = p.op == FilterOp::kEq   ? " = "
+                      : p.op == FilterOp::kNe ? " <> "
+                      : p.op == FilterOp::kLt ? " < "
+                                              : " > ";
+    return col + cmp + params->Last();
+  }
   if (p.op == FilterOp::kIn || p.op == FilterOp::kNotIn) {
     params->AddTextArray(Texts(p.values));
     return col + (p.op == FilterOp::kIn ? " = ANY(" : " <> ALL(") + params->Last() + ")";
@@ -59,7 +68,7 @@ Result<RunPage> SqlStore::ListRuns(const RunQuery& query) {
     } else if (p.field == FilterField::kConfig || p.field == FilterField::kSummary) {
       where += RunJsonCondition(p, &params);
     } else {
-      where += TextCondition(p, &params);
+      where += ColumnCondition(p, &params);
     }
   }
   const std::string count_sql = "SELECT count(*) FROM runs r WHERE " + where;

@@ -14,7 +14,8 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 // Version 1, the pre-release baseline:
 //   runs      one row per run; (entity, project, run_id) unique. config/summary/metadata keep
 //             the JSON text exactly as written; tags is a JSON array of strings; writer_count is
-//             kept by JoinWriter. PostgreSQL also keeps jsonb copies of config and summary for
+//             kept by JoinWriter; summary_explicit is a JSON array of the summary keys set
+//             explicitly (the others follow their series' last stored point, run_summary.h). PostgreSQL also keeps jsonb copies of config and summary for
 //             run-list filters (config_doc, summary_doc, set by a trigger whenever config or
 //             summary is written) and console_next, which numbers the run's console lines under
 //             the run's row lock, so ids grow in commit order and a reader paging with after_id
@@ -26,7 +27,7 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //   batches   (writer, seq) of every stored batch: the exactly-once guard; batches_by_stored
 //             finds the records to prune.
 //   stream_positions  next offset per (writer, stream): the exactly-once guard of batches
-//             rebuilt from file_stream offsets (types.h StreamPosition).
+//             rebuilt from file_stream offsets (ingest_batch.h StreamPosition).
 //   series    one row per (run, key, writer) with its point count and step range, and its
 //             tail (series/tail.h): chunks [tail_idx, next_idx) hold the tail_count points of
 //             recent batches until they are compacted into full chunks. SQLite: paged_upto,
@@ -48,6 +49,9 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //   run_files files uploaded to a run, data inline (bounded by the body limit).
 //   views     saved workspace views, name unique per project.
 //   api_keys  hashed API keys.
+//   sessions  browser sessions (kind 'session') and one-time login tokens (kind 'login') by the
+//             SHA-256 of their secret, acting for the API key key_pk until expires_ms or until
+//             that key is revoked (sql_store_sessions.cc).
 // Everything under a run goes with it: foreign keys with ON DELETE CASCADE from writers, series,
 // console and run files to the run, from batches and stream positions to the writer, from chunks
 // (and pages) to the series. (series.writer_pk and console.writer_pk name a writer of the same
@@ -68,6 +72,7 @@ CREATE TABLE runs (
   tags {{json}} NOT NULL DEFAULT '[]',
   config {{text}} NOT NULL DEFAULT '{}',
   summary {{text}} NOT NULL DEFAULT '{}',
+  summary_explicit {{text}} NOT NULL DEFAULT '[]',
   metadata {{text}} NOT NULL DEFAULT '{}',
   state {{key}} NOT NULL DEFAULT 'pending',
   exit_code {{int}},
@@ -243,6 +248,15 @@ CREATE TABLE api_keys (
   revoked {{bool}} NOT NULL DEFAULT false
 );
 CREATE INDEX api_keys_by_entity ON api_keys (entity, pk);
+
+CREATE TABLE sessions (
+  hash {{key}} PRIMARY KEY,
+  kind {{key}} NOT NULL,
+  key_pk {{int}} NOT NULL REFERENCES api_keys (pk) ON DELETE CASCADE,
+  created_ms {{int}} NOT NULL,
+  expires_ms {{int}} NOT NULL
+){{norowid}};
+CREATE INDEX sessions_by_expiry ON sessions (expires_ms);
 
 pg: -- The jsonb copy of JSON text: the escape \u0000, which jsonb refuses, as \ufffd (an escaped
 pg: -- backslash before it is left alone).

@@ -14,6 +14,7 @@
 #include "store/record_json.h"
 #include "store/run_ref.h"
 #include "store/run_state.h"
+#include "store/run_summary.h"
 #include "store/run_update.h"
 #include "store/sql/sql_rows.h"
 #include "store/sql/sql_schema.h"
@@ -33,6 +34,55 @@ const std::string kSelectRunForUpdate = kSelectRun + " FOR UPDATE";
 
 RunRecord ReadRun(const Row& row) { return ReadRunRow(row); }
 WriterRecord ReadWriter(const Row& row) { return ReadWriterRow(row); }
+
+// The last point of each user series of the run's primary writers (of all writers when none is
+// primary): the value at the highest step of the series' newest chunk (chunk indexes only grow,
+// so it holds what the writer stored last; SQLite keeps a NaN as NULL, which reads as NaN). One
+// index lookup per series.
+constexpr const char* kLastPointsSql =
+    "SELECT s.key, c.vlast, c.max_step, c.max_time FROM series s "
+    "JOIN writers w ON w.pk = s.writer_pk "
+    "JOIN chunks c ON c.series_pk = s.pk AND c.idx = "
+    "(SELECT max(c2.idx) FROM chunks c2 WHERE c2.series_pk = s.pk) "
+    "WHERE s.run_pk = $1 AND NOT s.is_system AND (w.is_primary OR NOT EXISTS "
+    "(SELECT 1 FROM writers w2 WHERE w2.run_pk = $1 AND w2.is_primary))";
+
+// The last stored point of each user series of the run's primary writers (`keys`: only those;
+// null: all), inside the caller's transaction.
+Result<LastPoints> LoadLastPoints(Conn& conn, int64_t run_pk, const std::set<std::string>* keys) {
+  static const std::string kByKeys = std::string(kLastPointsSql) + " AND s.key = ANY($2)";
+  Params p;
+  p.Add(run_pk);
+  if (keys != nullptr) p.AddTextArray(std::vector<std::string>(keys->begin(), keys->end()));
+  COHORT_ASSIGN_OR_RETURN(std::unique_ptr<sql::Rows> rows,
+                          conn.Query(keys != nullptr ? kByKeys : kLastPointsSql, p));
+  LastPoints out;
+  while (true) {
+    COHORT_ASSIGN_OR_RETURN(bool row, rows->Next());
+    if (!row) return out;
+    out.Add(rows->Text(0), LastPoint{rows->Double(1), rows->Int(2), rows->Int(3)});
+  }
+}
+
+// The run's summary following its last stored points (store/run_summary.h), inside the caller's
+// write transaction, which holds the run's row lock.
+Status FollowSummary(Conn& conn, int64_t run_pk) {
+  struct Summary {
+    std::string json, explicit_keys;
+  };
+  COHORT_ASSIGN_OR_RETURN(
+      Summary run,
+      sql::QueryOne<Summary>(
+          conn, "SELECT summary, summary_explicit FROM runs WHERE pk = $1", Params().Add(run_pk),
+          [](const Row& row) { return Summary{row.Text(0), row.Text(1)}; },
+          Status::NotFound("run #" + std::to_string(run_pk) + " not found")));
+  COHORT_ASSIGN_OR_RETURN(LastPoints last, LoadLastPoints(conn, run_pk, nullptr));
+  std::optional<std::string> next =
+      FollowLastPoints(run.json, last, ExplicitKeysFromJson(run.explicit_keys));
+  if (!next) return Status::Ok();
+  return conn.Exec("UPDATE runs SET summary = $1 WHERE pk = $2", Params().Add(*next).Add(run_pk))
+      .status();
+}
 
 }  // namespace
 
@@ -177,14 +227,34 @@ Result<RunRecord> SqlStore::PatchRun(const RunRef& ref, const RunPatch& patch) {
   const int64_t now = NowMillis();
   return RunFor<RunRecord>(Access::kWrite, [&](Conn& conn) -> Result<RunRecord> {
     COHORT_ASSIGN_OR_RETURN(RunRecord r, LoadRun(conn, ref, /*lock=*/true));
+    // A summary key set to its series' last stored point keeps following it; any other value
+    // makes it explicit (store/run_summary.h).
+    std::optional<std::string> explicit_json;
+    if (patch.summary_json) {
+      COHORT_ASSIGN_OR_RETURN(std::set<std::string> keys, SummaryPatchKeys(*patch.summary_json));
+      COHORT_ASSIGN_OR_RETURN(LastPoints last, LoadLastPoints(conn, r.pk, &keys));
+      COHORT_ASSIGN_OR_RETURN(
+          std::string current,
+          sql::QueryOne<std::string>(conn, "SELECT summary_explicit FROM runs WHERE pk = $1",
+                                     Params().Add(r.pk),
+                                     [](const Row& row) { return row.Text(0); }, RunNotFound(ref)));
+      std::set<std::string> explicit_keys = ExplicitKeysFromJson(current);
+      COHORT_RETURN_IF_ERROR(ClassifySummaryPatch(*patch.summary_json, last, &explicit_keys));
+      explicit_json = ExplicitKeysToJson(explicit_keys);
+    }
     COHORT_RETURN_IF_ERROR(ApplyRunPatch(patch, &r));
     Params p;
     p.Add(r.name).Add(r.group).Add(r.job_type).Add(r.notes).AddJson(StringsToJson(r.tags));
     p.Add(r.config_json).Add(r.summary_json).Add(now).Add(r.pk);
+    if (explicit_json) {
+      p.Add(*explicit_json);
+    } else {
+      p.AddNull(sql::Type::kText);
+    }
     COHORT_RETURN_IF_ERROR(
         conn.Exec("UPDATE runs SET name = $1, grp = $2, job_type = $3, notes = $4, tags = $5, "
-                  "config = $6, summary = $7, updated_ms = greatest(updated_ms, $8) "
-                  "WHERE pk = $9",
+                  "config = $6, summary = $7, updated_ms = greatest(updated_ms, $8), "
+                  "summary_explicit = coalesce($10, summary_explicit) WHERE pk = $9",
                   p)
             .status());
     return LoadRunByPk(conn, r.pk);
@@ -326,7 +396,8 @@ Result<WriterRecord> SqlStore::FinishWriter(const RunRef& ref, const std::string
             "WHERE run_pk = $4 AND label = $5",
             Params().Add(RunStateName(state)).Add(exit_code).Add(now_ms).Add(run.pk).Add(label)));
     if (changed == 0) return WriterNotFound(ref, label);
-    COHORT_RETURN_IF_ERROR(RecomputeRunState(conn, run.pk, now_ms));
+    COHORT_RETURN_IF_ERROR(RecomputeRunState(conn, run.pk, now_ms));  // locks the run row first
+    COHORT_RETURN_IF_ERROR(FollowSummary(conn, run.pk));
     return LoadWriter(conn, run.pk, ref, label);
   });
 }
@@ -341,7 +412,10 @@ Result<int64_t> SqlStore::MarkStaleWritersCrashed(int64_t stale_before_ms, int64
                                Params().Add(now_ms).Add(stale_before_ms),
                                [](const Row& row) { return row.Int(0); }));
     const std::set<int64_t> runs(marked.begin(), marked.end());  // locked in pk order
-    for (int64_t run_pk : runs) COHORT_RETURN_IF_ERROR(RecomputeRunState(conn, run_pk, now_ms));
+    for (int64_t run_pk : runs) {
+      COHORT_RETURN_IF_ERROR(RecomputeRunState(conn, run_pk, now_ms));  // locks the run row first
+      COHORT_RETURN_IF_ERROR(FollowSummary(conn, run_pk));
+    }
     return int64_t(marked.size());
   });
 }

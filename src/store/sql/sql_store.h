@@ -1,9 +1,10 @@
 // SqlStore: everything both SQL engines share, written once over the connection interface of
-// sql_conn.h: runs, writers and their states, stream positions, run files, views, API keys,
-// series listing, console queries, retention, the dump and deletion. An engine (SqliteStore,
-// PostgresStore) supplies how a call gets a connection and a transaction (Run), and the parts
-// where the engines really differ: the series write path (Ingest), the history query, console
-// text search, and what an import leaves to redo.
+// sql_conn.h: runs (with the summary's last values, run_summary.h), writers and their states,
+// stream positions, run files, views, API keys, browser sessions, series listing, console
+// queries, retention, the dump and deletion. An engine (SqliteStore, PostgresStore) supplies how
+// a call gets a connection and a transaction (Run), and the parts where the engines really
+// differ: the series write path (Ingest), the history query, console text search, and what an
+// import leaves to redo.
 //
 // Transactions. Every call runs in one transaction of the kind its Access names; a call that
 // fails changes nothing. The work of a call may run more than once (PostgreSQL runs a
@@ -63,6 +64,12 @@ class SqlStore : public Store {
   Status RevokeApiKey(const std::string& entity, int64_t id) final;
   Result<int64_t> CountApiKeys() final;
   Result<std::optional<ApiKeyRecord>> CreateFirstApiKey(const ApiKeyRecord& key) final;
+  Status CreateSession(const SessionRecord& s) final;
+  Result<ApiKeyRecord> RedeemLoginToken(const std::string& token_hash,
+                                        const SessionRecord& session, int64_t now_ms) final;
+  Result<ApiKeyRecord> FindSession(const std::string& hash, int64_t now_ms) final;
+  Status DeleteSession(const std::string& hash) final;
+  Result<int64_t> PruneSessions(int64_t now_ms) final;
   Result<RunFile> PutRunFile(const RunRef& ref, const RunFile& file) final;
   Result<std::vector<RunFile>> ListRunFiles(const RunRef& ref) final;
   Result<RunFile> GetRunFile(const RunRef& ref, const std::string& name) final;

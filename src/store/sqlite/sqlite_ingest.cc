@@ -74,7 +74,7 @@ Status ReadSeriesRow(Db* db, int64_t run_pk, int64_t writer_pk, const std::strin
 // become a chunk of the series' tail, or the tail and the points are compacted into full chunks
 // (series/tail.h). Runs inside the caller's write transaction.
 Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const KeyColumn& column,
-                    SeriesRow* sr, const std::vector<Point>& points, int64_t lo, int64_t hi) {
+                    SeriesRow* sr, const std::vector<series::Point>& points, int64_t lo, int64_t hi) {
   const std::string& key = column.key;
   if (sr->pk == 0) {
     COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("INSERT INTO series (run_pk, writer_pk, key, "
@@ -88,7 +88,7 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const KeyColumn& 
   int64_t& paged_upto = sr->paged_upto;
   state.chunk_limit = series::TailChunkLimit(series_pk);
 
-  std::vector<Point> tail;
+  std::vector<series::Point> tail;
   const bool compact = series::TailNeedsCompaction(state, points.size());
   if (compact) {
     COHORT_ASSIGN_OR_RETURN(
@@ -99,7 +99,7 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const KeyColumn& 
     while (true) {
       COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
-      COHORT_ASSIGN_OR_RETURN(std::vector<Point> points, series::DecodeChunk(st.BlobView(0)));
+      COHORT_ASSIGN_OR_RETURN(std::vector<series::Point> points, series::DecodeChunk(st.BlobView(0)));
       tail.insert(tail.end(), points.begin(), points.end());
     }
     if (int64_t(tail.size()) != state.tail_count) {
@@ -196,7 +196,7 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
     }
   }
 
-  const int64_t next_step = plan->AssignSteps(w.next_step);
+  COHORT_ASSIGN_OR_RETURN(const int64_t next_step, plan->AssignSteps(w.next_step));
   result.points = batch.points();
   // The batch's series, in key order: those the writer has not had yet are charged against the
   // run's key budget before any is created.
@@ -210,7 +210,7 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
     sqlite::SqlConn conn(db);
     COHORT_RETURN_IF_ERROR(CheckRunKeys(conn, ref, w.run_pk, missing, batch.max_run_keys));
   }
-  std::vector<Point> points;
+  std::vector<series::Point> points;
   for (uint32_t c : plan->by_key()) {
     plan->Points(c, &points);
     const auto [lo, hi] = plan->StepRange(c);
@@ -258,8 +258,9 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
 }
 
 Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q) {
-  if (q.buckets < 0) return Status::InvalidArgument("history: buckets must be >= 0");
-  if (q.buckets == 0 && q.limit <= 0) return Status::InvalidArgument("history: limit must be > 0");
+  if (q.series.buckets < 0) return Status::InvalidArgument("history: buckets must be >= 0");
+  if (q.series.buckets == 0 && q.series.limit <= 0)
+    return Status::InvalidArgument("history: limit must be > 0");
   const std::set<std::string> keys(q.keys.begin(), q.keys.end());
   const std::set<std::string> writers(q.writers.begin(), q.writers.end());
 
@@ -294,12 +295,13 @@ Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q)
   }
 
   // Chunks whose step and time ranges meet the query's.
-  int64_t lo = q.min_step.value_or(kMinStep);
-  if (q.buckets == 0 && q.after_step != kMinStep) {
-    lo = std::max(lo, q.after_step == kMaxStep ? kMaxStep : q.after_step + 1);
+  int64_t lo = q.series.min_step.value_or(kMinStep);
+  if (q.series.buckets == 0 && q.series.after_step != kMinStep) {
+    lo = std::max(lo, q.series.after_step == kMaxStep ? kMaxStep : q.series.after_step + 1);
   }
-  const int64_t hi = q.max_step.value_or(kMaxStep);
-  const int64_t tlo = q.min_time_ms.value_or(kMinStep), thi = q.max_time_ms.value_or(kMaxStep);
+  const int64_t hi = q.series.max_step.value_or(kMaxStep);
+  const int64_t tlo = q.series.min_time_ms.value_or(kMinStep),
+                thi = q.series.max_time_ms.value_or(kMaxStep);
 
   COHORT_ASSIGN_OR_RETURN(Stmt blob, db->Prepare("SELECT data FROM chunks WHERE pk = ?"));
   series::ChunkLoader load = [&blob](int64_t id) -> Result<std::string> {
@@ -335,7 +337,7 @@ Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q)
     SeriesData data;
     data.key = m.key;
     data.writer = m.writer;
-    COHORT_RETURN_IF_ERROR(series::QuerySeries(chunks, load, q, &data));
+    COHORT_RETURN_IF_ERROR(series::QuerySeries(chunks, load, q.series, &data));
     out.push_back(std::move(data));
   }
   return out;

@@ -105,10 +105,11 @@ TEST(SqliteStoreTest, ImportedSeriesGetSummaryPages) {
   EXPECT_EQ(raw.One("SELECT paged_upto = tail_idx AND paged_upto > 0 FROM series"), "1");
   EXPECT_EQ(raw.One("SELECT sum(length(data)) / 104 FROM chunk_pages"),
             raw.One("SELECT count(*) FROM chunks WHERE idx < (SELECT paged_upto FROM series)"));
-  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, to->QueryHistory(HistoryQuery{.run = ref, .buckets = 50}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto hist, to->QueryHistory(HistoryQuery{.run = ref, .series = {.buckets = 50}}));
   ASSERT_EQ(hist.size(), 1u);
   int64_t total = 0;
-  for (const Bucket& bk : hist[0].buckets) total += bk.count;
+  for (const series::Bucket& bk : hist[0].buckets) total += bk.count;
   EXPECT_EQ(total, 50000);
 }
 
@@ -128,14 +129,15 @@ TEST(SqliteStoreTest, SealedChunksAreListedInSummaryPages) {
   EXPECT_EQ(raw.One("SELECT min(min_step) || ',' || max(max_step) FROM chunk_pages"),
             raw.One("SELECT min(min_step) || ',' || max(max_step) FROM chunks WHERE idx < "
                     "(SELECT paged_upto FROM series)"));
-  COHORT_ASSERT_OK_AND_ASSIGN(auto hist,
-                              store->QueryHistory(HistoryQuery{.run = ref, .buckets = 98}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto hist, store->QueryHistory(HistoryQuery{.run = ref, .series = {.buckets = 98}}));
   ASSERT_EQ(hist.size(), 1u);
   int64_t total = 0;
-  for (const Bucket& bk : hist[0].buckets) total += bk.count;
+  for (const series::Bucket& bk : hist[0].buckets) total += bk.count;
   EXPECT_EQ(total, 100000);
   COHORT_ASSERT_OK_AND_ASSIGN(
-      hist, store->QueryHistory(HistoryQuery{.run = ref, .min_step = 4000, .max_step = 4999}));
+      hist, store->QueryHistory(
+                HistoryQuery{.run = ref, .series = {.min_step = 4000, .max_step = 4999}}));
   ASSERT_EQ(hist[0].points.size(), 1000u);
   EXPECT_EQ(hist[0].points.front().step, 4000);
 }
@@ -163,7 +165,7 @@ TEST(SqliteStoreTest, IngestGroupsCellsByKeyWhateverTheirOrderInTheRow) {
                                              .run = ref, .keys = {"a", "b", "c", "system/a"}}));
   std::map<std::string, std::vector<std::pair<int64_t, double>>> got;
   for (const SeriesData& h : hist) {
-    for (const Point& p : h.points) got[h.key].push_back({p.step, p.value});
+    for (const series::Point& p : h.points) got[h.key].push_back({p.step, p.value});
   }
   using P = std::vector<std::pair<int64_t, double>>;
   EXPECT_EQ(got["a"], (P{{0, 1}, {1, 4}, {6, 6}}));
