@@ -95,6 +95,17 @@ std::string RenderForSqlite(std::string_view s) {
       } else if (EqualsLower(word, "for") && EqualsLower(Word(s, &after), "update")) {
         while (!out.empty() && IsSpace(out.back())) out.pop_back();
         k = after;
+        // FOR UPDATE OF a, b: the tables named go too.
+        size_t of = k;
+        SkipSpace(s, &of);
+        if (EqualsLower(Word(s, &of), "of")) {
+          do {
+            SkipSpace(s, &of);
+            if (Word(s, &of).empty()) break;
+            k = of;
+            SkipSpace(s, &of);
+          } while (of < s.size() && s[of] == ',' && ++of);
+        }
       } else {
         out.append(word);
       }

@@ -33,6 +33,22 @@ TEST(SqlDialectTest, SqliteDropsRowLocksButNotQuotedText) {
   EXPECT_EQ(RenderForSqlite("SELECT 'it''s $1' || $1"), "SELECT 'it''s $1' || ?1");
 }
 
+TEST(SqlDialectTest, SqliteRenderingIsCaseInsensitiveAndLeavesOtherDollarsAlone) {
+  EXPECT_EQ(RenderForSqlite("SELECT GREATEST(a, $1) FROM t WHERE k = any ( $2 ) for Update"),
+            "SELECT max(a, ?1) FROM t WHERE k IN (SELECT value FROM json_each(?2))");
+  // Dollar quoting and a dollar not followed by a digit are not parameters.
+  EXPECT_EQ(RenderForSqlite("SELECT $$x$$, $a, $1"), "SELECT $$x$$, $a, ?1");
+  // ANY over something other than one parameter is not rewritten.
+  EXPECT_EQ(RenderForSqlite("SELECT 1 WHERE a = ANY(b)"), "SELECT 1 WHERE a = ANY(b)");
+}
+
+TEST(SqlDialectTest, SqliteDropsTheTablesOfARowLock) {
+  EXPECT_EQ(RenderForSqlite("SELECT w.pk FROM w JOIN s ON true FOR UPDATE OF w, s"),
+            "SELECT w.pk FROM w JOIN s ON true");
+  EXPECT_EQ(RenderForSqlite("SELECT pk FROM w FOR UPDATE OF w) x"), "SELECT pk FROM w) x");
+  EXPECT_EQ(RenderForSqlite("SELECT pk FROM w FOR UPDATE) SELECT 1"), "SELECT pk FROM w) SELECT 1");
+}
+
 TEST(SqlDialectTest, SchemaLinesAndTypesFollowTheEngine) {
   const std::string ddl =
       "CREATE TABLE t (\n"
