@@ -135,18 +135,18 @@ TEST_P(StoreConformanceTest, BucketsCountNaNsAndKeepThemOutOfMinMaxAndSum) {
           .Ingest(Ref("run1"), "w", Values(1, "v", {1, 3, nan, nan, nan, nan, 5, nan}), 1)
           .status());
   COHORT_ASSERT_OK_AND_ASSIGN(auto hist,
-                              store().QueryHistory(HistoryQuery{.run = Ref("run1"), .buckets = 4}));
+                              store().QueryHistory(HistoryQuery{.run = Ref("run1"), .series = {.buckets = 4}}));
   ASSERT_EQ(hist.size(), 1u);
   ASSERT_EQ(hist[0].buckets.size(), 4u);
-  const Bucket& b0 = hist[0].buckets[0];  // steps 0-1: 1, 3
+  const series::Bucket& b0 = hist[0].buckets[0];  // steps 0-1: 1, 3
   EXPECT_EQ(b0.nan_count, 0);
   EXPECT_EQ(b0.sum, 4);
-  const Bucket& b1 = hist[0].buckets[1];  // steps 2-3: NaN, NaN
+  const series::Bucket& b1 = hist[0].buckets[1];  // steps 2-3: NaN, NaN
   EXPECT_EQ(b1.count, 2);
   EXPECT_EQ(b1.nan_count, 2);
   EXPECT_EQ(b1.sum, 0);
   EXPECT_TRUE(std::isnan(b1.last));
-  const Bucket& b3 = hist[0].buckets[3];  // steps 6-7: 5, NaN
+  const series::Bucket& b3 = hist[0].buckets[3];  // steps 6-7: 5, NaN
   EXPECT_EQ(b3.count, 2);
   EXPECT_EQ(b3.nan_count, 1);
   EXPECT_EQ(b3.min, 5);

@@ -329,7 +329,7 @@ http::HttpResponse QueryRuns(ApiContext* ctx, const http::HttpRequest& req, cons
     for (const store::SeriesData& s : *res) {
       if (!first_series) body.push_back(',');
       first_series = false;
-      AppendSeriesJson(&body, s, system, q.buckets > 0, ref.run_id);
+      AppendSeriesJson(&body, s, system, q.series.buckets > 0, ref.run_id);
     }
     AppendWarnings(&warnings, ref, *res, /*multi_run=*/true, &first_warning);
   }
