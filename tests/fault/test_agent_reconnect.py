@@ -1,8 +1,9 @@
 """A writer's connection to the node agent over a long run, and what happens when it breaks
 while frames the agent has made durable are still unacknowledged at the client: nothing may be
-stored twice, even when the agent has meanwhile uploaded the writer's `crashed` finish and
-removed its directory (docs/formats.md, "Agent protocol": a reconnect drops the frames up to
-the open reply's `last_frame` and resends the rest)."""
+stored twice, even when the agent has meanwhile recorded the writer as crashed and uploaded
+everything (docs/formats.md, "Agent protocol": a reconnect drops the frames up to the open
+reply's `last_frame` and resends the rest; the agent keeps the writer of a client that went
+away while its process runs on)."""
 import os
 import signal
 import threading
@@ -13,7 +14,7 @@ from fault_helpers import (FaultServer, Writers, assert_exactly_once, random_run
 from conftest import wait_for
 
 
-REMOVED_OR_KEPT = ("WAL removed", "keeping the writer for its return")
+KEPT = "keeping the writer for its return"
 
 
 def agent_log(server):
@@ -85,9 +86,10 @@ def test_frames_stored_after_the_client_gave_up_are_not_stored_again_once_the_wr
     # 2,000-key rows: its socket fills, the client's send times out and it drops the connection
     # with frames sent but unacknowledged. The client is then held (SIGSTOP) while the agent
     # resumes: it stores those frames, cannot ack them (the client is gone), records the writer
-    # as crashed, uploads everything and removes the writer's directory. Then the client
-    # resumes, reconnects and opens its session again: the agent must still report the frames
-    # of the session it stored, or the client resends them and they are stored twice.
+    # as crashed and uploads everything; its directory, which an earlier agent removed then, is
+    # kept while the client's process runs. Then the client resumes, reconnects and opens its
+    # session again: the agent must still report the frames of the session it stored, or the
+    # client resends them and they are stored twice.
     server = FaultServer(tmp_path).start()
     writers = Writers(server)
     run_id = random_run_id("rcn")
@@ -111,10 +113,12 @@ def test_frames_stored_after_the_client_gave_up_are_not_stored_again_once_the_wr
         os.kill(agent, signal.SIGCONT)
         stopped.remove(agent)
         # The agent stores what it read, records the writer as crashed and uploads everything;
-        # then it either removes the writer's directory or keeps it for the client.
+        # then, where it removed the writer's directory before, it keeps it for the client.
         api = server.api()
         assert wait_for(lambda: writer_states(api, run_id) == {"w": "crashed"}, timeout=30)
-        assert wait_for(lambda: any(m in agent_log(server) for m in REMOVED_OR_KEPT), timeout=30)
+        assert wait_for(lambda: KEPT in agent_log(server) or "WAL removed" in agent_log(server),
+                        timeout=30)
+        assert "WAL removed" not in agent_log(server), agent_log(server)
         os.kill(proc.pid, signal.SIGCONT)
         stopped.remove(proc.pid)
         assert proc.wait(timeout=120) == 0, (out.text()[-2000:], err.text()[-2000:])
@@ -125,10 +129,12 @@ def test_frames_stored_after_the_client_gave_up_are_not_stored_again_once_the_wr
         # The client came back to the agent (not to an in-process pipeline of its own), which
         # had kept the writer for it.
         assert log.count(f"open fault/{run_id} label w") == 2, log
-        assert f"keeping the writer for its return" in log, log
+        assert "the client that went away is back" in log, log
         assert_exactly_once(api, run_id, {"w": dict(writer=1, steps=steps, keys=keys)},
                             timeout=60)
         assert wait_for(lambda: writer_states(api, run_id) == {"w": "finished"}, timeout=30)
+        # Finished now: the directory kept for the client goes.
+        assert wait_for(lambda: "WAL removed" in agent_log(server), timeout=30), agent_log(server)
     finally:
         for pid in stopped:
             os.kill(pid, signal.SIGCONT)
