@@ -113,7 +113,7 @@ PyObject* ErrorTypeFor(cohort::StatusCode code) {
 struct PyRun {
   cohort::Run run;  // default: disabled (every call a no-op)
   bool finished = false;
-  int owner_pid = 0;             // the process that created (or unpickled) it
+  int owner_pid = 0;              // the process that created (or unpickled) it
   bool warned_past_step = false;  // a log at a step below the current one was reported
 };
 

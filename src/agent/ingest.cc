@@ -170,13 +170,14 @@ void WriterSession::Crash() {
   StopMonitor();
   if (finished_) return;
   finished_ = true;
-  auto gone = stream_->ClientGone(session_, client_, FinishBody(std::nullopt, "crashed"));
-  if (!gone.ok()) {
+  WriterStream::Gone gone = WriterStream::Gone::kCrashed;
+  Status st = stream_->ClientGone(session_, client_, FinishBody(std::nullopt, "crashed"), &gone);
+  if (!st.ok()) {
     Logf(LogLevel::kWarning, "{}: client gone without finish; its crash not recorded: {}",
-         stream_->dir(), gone.status().ToString());
+         stream_->dir(), st.ToString());
     return;
   }
-  switch (*gone) {
+  switch (gone) {
     case WriterStream::Gone::kBack:
       Logf(LogLevel::kInfo, "{}: client gone from this connection, back on another",
            stream_->dir());

@@ -114,8 +114,8 @@ Status WriterStream::OpenLog() {
 Status WriterStream::ScanUnacknowledged() {
   uint64_t max_seq = 0;
   int64_t count = 0;
-  bool finish = false;       // an unacknowledged finish record
-  bool last_finish = false;  // the log's last record is a finish (acknowledged or not)
+  bool finish = false;                    // an unacknowledged finish record
+  bool last_finish = false;               // the log's last record is a finish (acknowledged or not)
   std::map<uint64_t, uint64_t> uploaded;  // frames of the acknowledged records still here
   const wal::Position acknowledged = log_->acknowledged();
   // From the first record still in the log: the acknowledged ones tell what their sessions
@@ -425,9 +425,9 @@ Status WriterStream::FlushAcksImpl(bool force, int64_t min_interval_ms, bool app
     // too once it is sealed (the active one never; its records are read back at open). So the
     // frames are written when the acknowledged position enters a segment, and while it is in a
     // sealed one: not for every acknowledgement.
-    const bool frames = uploaded_frames_dirty_ &&
-                        (ack_pending_.segment != frames_saved_at_.segment ||
-                         ack_pending_.segment != log_->end().segment);
+    const bool frames =
+        uploaded_frames_dirty_ && (ack_pending_.segment != frames_saved_at_.segment ||
+                                   ack_pending_.segment != log_->end().segment);
     if (floor || frames) {
       const uint64_t old_floor = seq_floor_;
       if (floor) seq_floor_ = next_seq_ + kSeqReserve;
@@ -493,24 +493,25 @@ void WriterStream::Detach(uint64_t session) {
   if (attached_ > 0) --attached_;
 }
 
-Result<WriterStream::Gone> WriterStream::ClientGone(uint64_t session,
-                                                    const std::optional<ClientProcess>& process,
-                                                    std::string_view finish_body) {
+Status WriterStream::ClientGone(uint64_t session, const std::optional<ClientProcess>& process,
+                                std::string_view finish_body, Gone* gone) {
   std::lock_guard<std::mutex> clients(clients_mu_);
   // The caller's connection is attached still: another one means the client is back.
   auto it = attached_sessions_.find(session);
-  if (it != attached_sessions_.end() && it->second > 1) return Gone::kBack;
-  Gone gone = Gone::kCrashed;
+  if (it != attached_sessions_.end() && it->second > 1) {
+    *gone = Gone::kBack;
+    return Status::Ok();
+  }
+  *gone = Gone::kCrashed;
   if (process && process->Alive()) {
     away_[session] = *process;
     // Kept in memory even when the file cannot be written: this agent keeps the writer.
     Status st = WriteClientsLocked();
     if (!st.ok()) Logf(LogLevel::kWarning, "{}: {}", dir_, st.ToString());
-    gone = Gone::kKept;
+    *gone = Gone::kKept;
   }
   COHORT_RETURN_IF_ERROR(Append(RecordKind::kWriterFinish, session, 0, finish_body).status());
-  COHORT_RETURN_IF_ERROR(Sync());
-  return gone;
+  return Sync();
 }
 
 Result<bool> WriterStream::ClientBack(uint64_t session) {

@@ -134,12 +134,13 @@ class WriterStream {
     kKept,     // the process runs on: recorded in clients.json, then the finish appended
   };
   // The client of `session` went away without finishing. Unless it is back already (another
-  // connection of the session attached), appends the writer finish record `finish_body`, first
+  // connection of the session attached), appends (and syncs) the writer finish record
+  // `finish_body`, first
   // recording `process` in clients.json when it still runs: it may come back and re-open the
   // session, and the directory must outlive its finish until then. Atomic with respect to
   // Attach, so that a finish never lands after the returned client's join.
-  Result<Gone> ClientGone(uint64_t session, const std::optional<ClientProcess>& process,
-                          std::string_view finish_body);
+  Status ClientGone(uint64_t session, const std::optional<ClientProcess>& process,
+                    std::string_view finish_body, Gone* gone);
   // The client of `session` has re-opened it (its join is durable): no longer awaited. True
   // when it was.
   Result<bool> ClientBack(uint64_t session);
@@ -220,7 +221,7 @@ class WriterStream {
   uint64_t joined_seq_ = 0;       // persisted: the join whose NoteJoined set upload_offset_
   uint64_t upload_offset_ = 0;    // persisted; written under append_mu_, read by the Sender
   bool seq_state_dirty_ = false;  // joined_seq_ changed since seq.json was written
-  std::map<uint64_t, uint64_t> last_frame_;  // session -> highest frame stored
+  std::map<uint64_t, uint64_t> last_frame_;    // session -> highest frame stored
   std::map<uint64_t, uint64_t> saved_frames_;  // persisted: seq.json's "sessions"
   wal::Position frames_saved_at_;  // the acknowledged position saved_frames_ was written for
 
@@ -232,12 +233,12 @@ class WriterStream {
   wal::Position ahead_next_;
   wal::Position ahead_skipped_;  // past undecodable records PeekNext skipped (ack at Pop)
   std::map<uint64_t, uint64_t> uploaded_frames_;  // session -> highest frame done (or saved)
-  bool uploaded_frames_dirty_ = false;           // not all in saved_frames_
+  bool uploaded_frames_dirty_ = false;            // not all in saved_frames_
   wal::Position ack_pending_;
   wal::Position ack_written_;
   int64_t ack_written_ms_ = 0;
 
-  mutable std::mutex clients_mu_;  // guards the two below and clients.json; before mu_
+  mutable std::mutex clients_mu_;              // guards the two below and clients.json; before mu_
   std::map<uint64_t, int> attached_sessions_;  // session -> connections attached
   std::map<uint64_t, ClientProcess> away_;     // persisted: clients.json
 

@@ -57,6 +57,14 @@ class WriterStreamClientsTest : public ::testing::Test {
       ASSERT_TRUE(s->FlushAcks(true).ok());
     }
   }
+  // The client of `session` went away (the writer's crashed finish); what the stream did.
+  static WriterStream::Gone ClientGone(WriterStream* s, uint64_t session,
+                                       const std::optional<ClientProcess>& process) {
+    WriterStream::Gone gone = WriterStream::Gone::kBack;
+    Status st = s->ClientGone(session, process, R"({"state":"crashed"})", &gone);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return gone;
+  }
   std::vector<uint64_t> Segments() const {
     std::vector<uint64_t> out;
     for (const auto& e : fs::directory_iterator(dir_ + "/" + WriterStream::kWalDir)) {
@@ -149,9 +157,7 @@ TEST_F(WriterStreamClientsTest, AClientWhoseProcessRunsIsAwaitedAcrossReopenings
   s->Attach(7);
   auto self = ClientProcess::Find(getpid());
   ASSERT_TRUE(self);
-  auto gone = s->ClientGone(7, self, R"({"state":"crashed"})");
-  ASSERT_TRUE(gone.ok()) << gone.status().ToString();
-  EXPECT_EQ(*gone, WriterStream::Gone::kKept);
+  EXPECT_EQ(ClientGone(s.get(), 7, self), WriterStream::Gone::kKept);
   s->Detach(7);
   EXPECT_TRUE(s->progress().finish_appended);
   EXPECT_TRUE(fs::exists(dir_ + "/" + WriterStream::kClientsFile));
@@ -193,7 +199,7 @@ TEST_F(WriterStreamClientsTest, AClientWhoseProcessEndedIsNotAwaited) {
   auto process = ClientProcess::Find(child);
   ASSERT_TRUE(process);
   s->Attach(7);
-  EXPECT_EQ(*s->ClientGone(7, process, R"({"state":"crashed"})"), WriterStream::Gone::kKept);
+  EXPECT_EQ(ClientGone(s.get(), 7, process), WriterStream::Gone::kKept);
   s->Detach(7);
   EXPECT_TRUE(s->AwaitsLiveClient());
   kill(child, SIGKILL);
@@ -209,7 +215,7 @@ TEST_F(WriterStreamClientsTest, AClientWhoseProcessEndedIsNotAwaited) {
   ClientProcess earlier = *ClientProcess::Find(getpid());
   earlier.start_ticks += 1;
   s->Attach(8);
-  EXPECT_EQ(*s->ClientGone(8, earlier, R"({"state":"crashed"})"), WriterStream::Gone::kCrashed);
+  EXPECT_EQ(ClientGone(s.get(), 8, earlier), WriterStream::Gone::kCrashed);
   s->Detach(8);
   EXPECT_FALSE(s->AwaitsLiveClient());
 }
@@ -220,9 +226,7 @@ TEST_F(WriterStreamClientsTest, AClientBackOnAnotherConnectionRecordsNoCrash) {
   s->Attach(7);  // the connection the client gave up on, not yet ended at the agent
   s->Attach(7);  // the one it came back on
   const int64_t before = s->progress().appended_records;
-  auto gone = s->ClientGone(7, ClientProcess::Find(getpid()), R"({"state":"crashed"})");
-  ASSERT_TRUE(gone.ok());
-  EXPECT_EQ(*gone, WriterStream::Gone::kBack);
+  EXPECT_EQ(ClientGone(s.get(), 7, ClientProcess::Find(getpid())), WriterStream::Gone::kBack);
   EXPECT_EQ(s->progress().appended_records, before);
   EXPECT_FALSE(s->AwaitsLiveClient());
   s->Detach(7);

@@ -102,11 +102,13 @@ def test_frames_stored_after_the_client_gave_up_are_not_stored_again_once_the_wr
         assert wait_for(lambda: "logged 100" in out.text(), timeout=60), (out.text(), err.text())
         agent = writers.serving_agent()
         assert agent
-        connection = sockets(proc.pid)
-        assert connection
         os.kill(agent, signal.SIGSTOP)
         stopped.append(agent)
-        # The client gives up on the connection (its send times out): the socket is closed.
+        # The connection now (under load the client may have given up on an earlier one and
+        # be back already). The client gives up on it (its send times out): the socket is
+        # closed, and it cannot open another while the agent does not answer.
+        connection = sockets(proc.pid)
+        assert connection
         assert wait_for(lambda: not connection & sockets(proc.pid), timeout=30), err.text()
         os.kill(proc.pid, signal.SIGSTOP)
         stopped.append(proc.pid)
@@ -127,8 +129,9 @@ def test_frames_stored_after_the_client_gave_up_are_not_stored_again_once_the_wr
         assert "finish ok" in out.text(), out.text()[-2000:]
         log = agent_log(server)
         # The client came back to the agent (not to an in-process pipeline of its own), which
-        # had kept the writer for it.
-        assert log.count(f"open fault/{run_id} label w") == 2, log
+        # had kept the writer for it. (More opens when a reconnect failed: one made with the
+        # deadline of a flush that began before the client was stopped ends at once.)
+        assert log.count(f"open fault/{run_id} label w") >= 2, log
         assert "the client that went away is back" in log, log
         assert_exactly_once(api, run_id, {"w": dict(writer=1, steps=steps, keys=keys)},
                             timeout=60)
