@@ -135,10 +135,10 @@ class WriterStream {
   };
   // The client of `session` went away without finishing. Unless it is back already (another
   // connection of the session attached), appends (and syncs) the writer finish record
-  // `finish_body`, first
-  // recording `process` in clients.json when it still runs: it may come back and re-open the
-  // session, and the directory must outlive its finish until then. Atomic with respect to
-  // Attach, so that a finish never lands after the returned client's join.
+  // `finish_body`, first recording `process` in clients.json when it still runs: it may come
+  // back and re-open the session, and the directory must outlive its finish until then. *gone
+  // says which. Atomic with respect to Attach, so that a finish never lands after the returned
+  // client's join.
   Status ClientGone(uint64_t session, const std::optional<ClientProcess>& process,
                     std::string_view finish_body, Gone* gone);
   // The client of `session` has re-opened it (its join is durable): no longer awaited. True
