@@ -11,7 +11,8 @@
 //   zstd-19   bytes each): a series-sized window, more context than a chunk codec has
 // Sizes: bytes per point overall, per key (--keys: summed over runs), for the decimal keys
 // (every value, or all but 10%, a decimal of at most 6 places and 7 digits, not all
-// integers), and by value class. Speed: encode and decode of the whole corpus on one thread,
+// integers), and by value class; "(st+time)" is the part of cohort's bytes that steps and times
+// cost (the same chunks with regular steps and constant times are that much smaller). Speed: encode and decode of the whole corpus on one thread,
 // medians of --reps repetitions: thread CPU time (points per CPU second) and, where the kernel
 // lets a process count its own instructions, instructions per point (steadier on a loaded
 // machine).
@@ -373,24 +374,39 @@ int Main(int argc, char** argv) {
   std::vector<Result> results;
   for (const Codec& c : codecs) results.push_back(Measure(c, corpus, reps, &meter));
 
+  // The share of steps and times in the cohort codec's bytes: the same chunks with regular steps
+  // and one time (whose streams cost nothing) hold the values and the headers alone.
+  std::vector<size_t> values_only;
+  for (const Series& s : corpus) {
+    Series v = s;
+    for (size_t i = 0; i < v.points.size(); ++i) v.points[i].step = int64_t(i), v.points[i].time_ms = 0;
+    std::vector<std::string> blobs;
+    codecs[0].encode(v, &blobs);
+    size_t b = 0;
+    for (const auto& blob : blobs) b += blob.size();
+    values_only.push_back(b);
+  }
+
   // Sizes by class and overall.
   std::vector<Class> cls;
   for (const Series& s : corpus) cls.push_back(Classify(s));
   std::printf("\n%-22s %9s", "bytes/point", "points");
   for (const Codec& c : codecs) std::printf(" %9s", c.name);
-  std::printf("\n");
+  std::printf(" %9s\n", "(st+time)");
   auto row = [&](const char* label, const std::function<bool(size_t)>& take) {
     size_t n = 0;
     std::vector<size_t> b(kCodecs, 0);
+    size_t v = 0;
     for (size_t s = 0; s < corpus.size(); ++s) {
       if (!take(s)) continue;
       n += corpus[s].points.size();
       for (size_t c = 0; c < kCodecs; ++c) b[c] += results[c].bytes[s];
+      v += values_only[s];
     }
     if (n == 0) return;
     std::printf("%-22s %9zu", label, n);
     for (size_t c = 0; c < kCodecs; ++c) std::printf(" %9.3f", double(b[c]) / double(n));
-    std::printf("\n");
+    std::printf(" %9.3f\n", (double(b[0]) - double(v)) / double(n));
   };
   row("all", [](size_t) { return true; });
   row("user keys", [&](size_t s) { return !corpus[s].system; });

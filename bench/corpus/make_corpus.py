@@ -37,8 +37,8 @@ RUNS = [
     ["digits-mlp", "--seed", "2", "--lr", "0.02", "--epochs", "90"],
     ["digits-mlp", "--seed", "3", "--lr", "0.1", "--epochs", "90"],
     ["digits-cnn", "--seed", "1", "--epochs", "200"],
-    ["chars-gru", "--seed", "1", "--steps", "4000"],
-    ["hf-trainer", "--seed", "1", "--steps", "3000"],
+    ["chars-gru", "--seed", "1", "--steps", "2000"],
+    ["hf-trainer", "--seed", "1", "--steps", "2000"],
 ]
 
 
@@ -120,10 +120,13 @@ def write_corpus(series, path):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", default=str(HERE / "training.corpus.zst"))
-    p.add_argument("--only", type=int, default=0, help="run only the first N runs (testing)")
+    p.add_argument("--select", default="", help="run only these runs (indexes into RUNS: 3,4)")
     p.add_argument("--home", default="", help="keep the server's HOME here (default: temporary)")
     p.add_argument("--export-only", action="store_true",
                    help="export what the server in --home holds, without training")
+    p.add_argument("--replace-from", default="",
+                   help="with --export-only: a second server HOME whose runs replace the "
+                        "first one's of the same name (runs redone with --select)")
     a = p.parse_args()
     build = pathlib.Path(os.environ.get("COHORT_BUILD_DIR", ROOT / "build"))
     cohort_bin = build / "src" / "cli" / "cohort"
@@ -135,7 +138,8 @@ def main():
                        COHORT_BUILD_DIR=str(build), PYTHONPATH=str(ROOT / "python"),
                        TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1",
                        TRANSFORMERS_OFFLINE="1", COHORT_AGENT_IDLE_S="5")
-            for args in [] if a.export_only else RUNS[:a.only or len(RUNS)]:
+            chosen = [RUNS[int(i)] for i in a.select.split(",")] if a.select else RUNS
+            for args in [] if a.export_only else chosen:
                 t0 = time.time()
                 subprocess.run([sys.executable, str(HERE / "runs.py"), *args,
                                 "--out", str(home / "hf")], env=env, check=True)
@@ -145,6 +149,16 @@ def main():
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+        if a.replace_from:
+            proc, _, url, key = start_server(pathlib.Path(a.replace_from), cohort_bin)
+            try:
+                api = Api(url, key)
+                redone = export(api, api.get("/api/v1/viewer")["entity"])
+            finally:
+                proc.terminate()
+                proc.wait(timeout=30)
+            names = {s[0] for s in redone}
+            series = [s for s in series if s[0] not in names] + redone
     out = pathlib.Path(a.out)
     write_corpus(series, out)
     total = sum(len(s[4]) for s in series)

@@ -147,7 +147,7 @@ def digits_cnn(args):
                    "val/top2": round((out.topk(2, 1).indices == yv[:, None]).any(1)
                                      .float().mean().item(), 4),
                    "val/confidence": probs.max(1).values.mean().item()}
-        run.log(val, step=step)
+        run.log(val, commit=False)  # joins the next step's row
     run.summary["best_val_acc"] = val["val/acc"]
     run.finish()
 
@@ -224,7 +224,7 @@ def chars_gru(args):
                 vy = val_ids[1:n + 1].view(-1, seq)[:64]
                 vl = F.cross_entropy(model(vx).reshape(-1, len(vocab)), vy.reshape(-1)).item()
             model.train()
-            run.log({"val/loss": vl, "val/bpc": round(vl / math.log(2), 3)}, step=step)
+            run.log({"val/loss": vl, "val/bpc": round(vl / math.log(2), 3)}, commit=False)
     run.finish()
 
 

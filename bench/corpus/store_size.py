@@ -7,7 +7,12 @@ per second of logging time, history and system rows together), stops the server 
 of every table and index (dbstat) per point.
 
     .venv/bin/python bench/corpus/store_size.py [--bin build/src/cli/cohort] [--corpus FILE]
-                                                [--keep DIR] [--window-ms 1000]
+                                                [--keep DIR] [--window-ms 1000] [--postgres]
+
+With --postgres the server stores into a throwaway PostgreSQL cluster
+(tests/postgres/pg_cluster.py) instead, and the report is PostgreSQL's: the relations' sizes as
+the job left them (autovacuum as configured: the steady state a live server sees), their live
+and dead tuples, and the sizes again after VACUUM.
 """
 import argparse
 import collections
@@ -114,6 +119,24 @@ def replay(api, entity, series, window_ms):
     return batches
 
 
+PG_SIZES = """SELECT c.relname, pg_total_relation_size(c.oid), pg_relation_size(c.oid),
+  coalesce(pg_total_relation_size(c.reltoastrelid), 0), coalesce(s.n_live_tup, 0),
+  coalesce(s.n_dead_tup, 0)
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+WHERE n.nspname = 'public' AND c.relkind = 'r' ORDER BY 2 DESC"""
+
+
+def pg_report(pg, points, label):
+    rows = [r.split("|") for r in pg.psql("cohort", PG_SIZES).split("\n") if r.strip()]
+    total = sum(int(r[1]) for r in rows)
+    print(f"PostgreSQL, {label}: all tables with indexes and TOAST {total} bytes = "
+          f"{total / points:.3f} B/point")
+    for name, tot, heap, toast, live, dead in rows[:6]:
+        print(f"  {name:18s} {int(tot) / points:7.3f} B/point (heap {int(heap) / points:.3f}, "
+              f"TOAST {int(toast) / points:.3f}; {live} live, {dead} dead rows)")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--bin", default=str(pathlib.Path(os.environ.get("COHORT_BUILD_DIR",
@@ -122,7 +145,14 @@ def main():
     p.add_argument("--corpus", default=str(HERE / "training.corpus.zst"))
     p.add_argument("--window-ms", type=int, default=1000)
     p.add_argument("--keep", default="", help="leave the server's HOME here")
+    p.add_argument("--postgres", action="store_true", help="a PostgreSQL store (see above)")
     a = p.parse_args()
+    pg = None
+    if a.postgres:
+        sys.path.insert(0, str(ROOT / "tests" / "postgres"))
+        from pg_cluster import PgCluster
+        pg = PgCluster(durable=True).__enter__()
+        pg.create_database("cohort")
     series = read_corpus(a.corpus)
     points = sum(len(s[4]) for s in series)
     with tempfile.TemporaryDirectory(prefix="cohort-store-size-") as tmp:
@@ -130,8 +160,10 @@ def main():
         home.mkdir(parents=True, exist_ok=True)
         data = home / "data"
         env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME="", XDG_DATA_HOME="")
-        proc = subprocess.Popen([a.bin, "server", "--port", "0", "--data-dir", str(data)],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+        argv = [a.bin, "server", "--port", "0", "--data-dir", str(data)]
+        if pg:
+            argv += ["--store", pg.url("cohort")]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                                 text=True)
         try:
             url = proc.stdout.readline().strip()
@@ -146,6 +178,19 @@ def main():
         finally:
             proc.terminate()
             proc.wait(timeout=60)
+        if pg:
+            print(f"store_size: {a.bin}: {points} points in {len(series)} series, {batches} "
+                  f"batches ({took:.1f} s)")
+            stored = pg.psql("cohort", "SELECT sum(count), sum(length(data)), count(*) "
+                                       "FROM chunks").strip().split("|")
+            print(f"chunk blobs: {stored[1]} bytes = {int(stored[1]) / points:.3f} B/point in "
+                  f"{stored[2]} chunks ({points / int(stored[2]):.0f} points/chunk); "
+                  f"{stored[0]} points stored")
+            pg_report(pg, points, "as the job left them")
+            pg.psql("cohort", "VACUUM")
+            pg_report(pg, points, "after VACUUM")
+            pg.__exit__(None, None, None)
+            return
         files = {f.name: f.stat().st_size for f in data.iterdir() if f.is_file()}
         total = sum(files.values())
         db = sqlite3.connect(f"file:{data / 'cohort.db'}?mode=ro", uri=True)

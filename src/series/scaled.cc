@@ -80,16 +80,16 @@ int CandidateDivisors(const double* v, size_t n, uint64_t* out, int max) {
     const double x = v[j * n / take];
     uint64_t q;
     if (!SmallestDenominator(x, &q)) {
-      ++missed;
+      // Non-finite values and -0.0 are exceptions of any divisor; anything else unexplained in
+      // the sample would be one too: not worth a try when that is a quarter of the sample.
+      if (++missed * 4 > int(take)) return 0;
       continue;
     }
     ++found;
     const uint64_t g = std::gcd(lcm, q);
     if (__builtin_mul_overflow(lcm / g, q, &lcm) || lcm > kMaxDivisor) return 0;
   }
-  // Non-finite values and -0.0 are exceptions of any divisor; anything else unexplained in the
-  // sample would be one too: not worth a try when that is a quarter of the sample.
-  if (found == 0 || missed * 4 > int(take)) return 0;
+  if (found == 0) return 0;
   int count = 0;
   out[count++] = lcm;
   const uint64_t ten = PowerOfTenAbove(lcm);
