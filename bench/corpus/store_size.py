@@ -93,13 +93,16 @@ def replay(api, entity, series, window_ms):
     for (run, writer), members in writers.items():
         api.post(f"/api/v1/runs/{entity}/corpus", {"id": run, "name": run})
         api.post(f"/api/v1/runs/{entity}/corpus/{run}/writers", {"label": writer})
-        rows = {}  # (kind, step, time) -> values
+        rows = {}  # (time, system, step) -> rows of values (a point repeated: a second row)
         for _, _, system, key, steps, times, values in members:
             for st, t, v in zip(steps, times, values):
-                rows.setdefault((t, int(system), st if not system else 0), {})[key] = json_value(v)
+                same = rows.setdefault((t, int(system), st if not system else 0), [{}])
+                if key in same[-1]:
+                    same.append({})
+                same[-1][key] = json_value(v)
         seq = 0
         current, body = None, None
-        for (t, system, st), vals in sorted(rows.items()):
+        for (t, system, st), vals in ((k, r) for k, rs in sorted(rows.items()) for r in rs):
             if t // window_ms != current:
                 if body:
                     seq += 1

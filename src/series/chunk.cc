@@ -23,6 +23,9 @@ using internal::StreamCode;
 using internal::StreamHeader;
 
 constexpr size_t kCrcSize = 4;
+// In place of the step stream's header: every step equals its time (system metrics, whose step
+// is their sample time); there is no step payload. (An order of 3 is no integer stream's.)
+constexpr uint8_t kStepsAreTimes = 0x30;
 
 Status Corrupt(std::string what) { return Status::Corruption("series chunk: " + std::move(what)); }
 
@@ -112,8 +115,10 @@ std::string ChunkEncoder::Encode() const {
     coding::PutFixed32(&out, crc32c::Value(out));
     return out;
   }
-  const StreamCode step_code = internal::PlanStream(steps_.data(), n);
-  const StreamCode time_code = internal::PlanStream(times_.data(), n);
+  const bool steps_are_times = steps_ == times_;
+  const StreamCode step_code =
+      steps_are_times ? StreamCode{} : internal::PlanStream(steps_.data(), n, false);
+  const StreamCode time_code = internal::PlanStream(times_.data(), n, false);
 
   // Price every value mode the chunk allows and keep the cheapest (ties: the earlier tried).
   thread_local EncodeScratch scratch;
@@ -188,7 +193,11 @@ std::string ChunkEncoder::Encode() const {
 
   out.push_back(char(mode));
   coding::PutVarint64(&out, n);
-  internal::WriteStreamHeader(step_code, steps_.data(), n, &out);
+  if (steps_are_times) {
+    out.push_back(char(kStepsAreTimes));
+  } else {
+    internal::WriteStreamHeader(step_code, steps_.data(), n, &out);
+  }
   internal::WriteStreamHeader(time_code, times_.data(), n, &out);
   if (mode == ValueMode::kScaled) {
     const std::vector<uint16_t>& ex = scratch.best_exceptions;
@@ -201,7 +210,7 @@ std::string ChunkEncoder::Encode() const {
   }
   if (!xor_mode) internal::WriteStreamHeader(value_code, best.data(), n, &out);
   // Each stream's payload starts on a byte; the value payload runs to the checksum.
-  const uint64_t step_bytes = step_code.payload_bytes();
+  const uint64_t step_bytes = steps_are_times ? 0 : step_code.payload_bytes();
   const uint64_t time_bytes = time_code.payload_bytes();
   const uint64_t value_bytes = xor_mode ? (best_bits + 7) / 8 : value_code.payload_bytes();
   coding::PutVarint64(&out, step_bytes);
@@ -209,7 +218,7 @@ std::string ChunkEncoder::Encode() const {
   const size_t start = out.size();
   out.resize(start + step_bytes + time_bytes + value_bytes + 8);  // 8: slack for the writers
   char* dst = out.data() + start;
-  internal::WriteStreamPayload(step_code, steps_.data(), n, dst);
+  if (!steps_are_times) internal::WriteStreamPayload(step_code, steps_.data(), n, dst);
   internal::WriteStreamPayload(time_code, times_.data(), n, dst + step_bytes);
   dst += step_bytes + time_bytes;
   if (xor_mode) {
@@ -278,7 +287,9 @@ Status DecodeBody(std::string_view in, std::vector<store::Point>* out) {
     return body.empty() ? Status::Ok() : Corrupt("bytes after an empty chunk");
   }
   StreamHeader steps, times, values;
-  if (!internal::ParseStreamHeader(&body, n, &steps) ||
+  const bool steps_are_times = !body.empty() && uint8_t(body[0]) == kStepsAreTimes;
+  if (steps_are_times) body.remove_prefix(1);
+  if ((!steps_are_times && !internal::ParseStreamHeader(&body, n, &steps)) ||
       !internal::ParseStreamHeader(&body, n, &times)) {
     return Corrupt("bad step or time stream header");
   }
@@ -316,14 +327,17 @@ Status DecodeBody(std::string_view in, std::vector<store::Point>* out) {
   out->resize(n);
   store::Point* p = out->data();
   const char* load_end = in.data() + in.size();
-  const bool steps_ok = internal::DecodeStream(steps, body.substr(0, step_bytes), load_end, n,
+  const bool steps_ok =
+      steps_are_times ? step_bytes == 0
+                      : internal::DecodeStream(steps, body.substr(0, step_bytes), load_end, n,
                                                [p](size_t i, uint64_t x) {
                                                  p[i].step = int64_t(x);
                                                  return 0u;
                                                });
   const bool times_ok = internal::DecodeStream(times, body.substr(step_bytes, time_bytes), load_end,
-                                               n, [p](size_t i, uint64_t x) {
+                                               n, [p, steps_are_times](size_t i, uint64_t x) {
                                                  p[i].time_ms = int64_t(x);
+                                                 if (steps_are_times) p[i].step = int64_t(x);
                                                  return 0u;
                                                });
   if (!steps_ok || !times_ok) return Corrupt("step or time payload truncated or overlong");

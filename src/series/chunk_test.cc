@@ -59,6 +59,8 @@ std::vector<std::string> SampleChunks() {
   pts[3].value = std::numeric_limits<double>::quiet_NaN();     // with exceptions
   pts[150].value = -0.0;
   chunks.push_back(EncodeAll(pts));
+  for (auto& p : pts) p.step = p.time_ms;  // steps are the times
+  chunks.push_back(EncodeAll(pts));
   chunks.push_back(EncodeAll({}));
   chunks.push_back(EncodeAll({{kMin, kMax, -0.0}}));
   return chunks;
@@ -247,6 +249,24 @@ TEST(ChunkTest, JitteredTimesCostUnderOneBytePerPoint) {
     pts.push_back({i, 1700000000000 + 100 * i + int64_t(rng() % 5), 7.0});
   }
   EXPECT_LT(EncodeAll(pts).size(), size_t(kMaxChunkPoints));
+}
+
+TEST(ChunkTest, StepsEqualToTimesAreNotStoredTwice) {
+  Rng rng(9);
+  std::vector<store::Point> pts, shifted;
+  for (int i = 0; i < kMaxChunkPoints; ++i) {  // system metrics: the step is the sample time
+    const int64_t t = 1700000000000 + 1000 * i + int64_t(rng() % 9);
+    pts.push_back({t, t, double(i % 7)});
+    shifted.push_back({t + 1, t, double(i % 7)});
+  }
+  const std::string same = EncodeAll(pts), apart = EncodeAll(shifted);
+  EXPECT_LT(same.size() + 300, apart.size());  // the jittered stream once, not twice
+  auto got = DecodeChunk(same);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(DiffPoints(pts, *got), "");
+  got = DecodeChunk(apart);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(DiffPoints(shifted, *got), "");
 }
 
 TEST(ChunkTest, EncodeIsDeterministic) {

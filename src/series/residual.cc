@@ -107,7 +107,7 @@ StreamCode PlanFrameOfReference(const int64_t* x, size_t n) {
   return zero;
 }
 
-StreamCode PlanStream(const int64_t* x, size_t n) {
+StreamCode PlanStream(const int64_t* x, size_t n, bool frame_of_reference) {
   StreamCode one;  // order 1
   one.header_bytes = HeaderBytes(one, x, n);
   if (n < 2) return one;
@@ -138,6 +138,7 @@ StreamCode PlanStream(const int64_t* x, size_t n) {
   FitClasses(hist, &two);
   two.header_bytes = HeaderBytes(two, x, n);
   const StreamCode& delta = two.total_bits() < one.total_bits() ? two : one;
+  if (!frame_of_reference) return delta;
   const StreamCode zero = PlanFrameOfReference(x, n);
   return zero.total_bits() < delta.total_bits() ? zero : delta;
 }

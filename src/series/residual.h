@@ -49,8 +49,9 @@ struct StreamCode {
   uint64_t total_bits() const { return 8 * (header_bytes + payload_bytes()); }
 };
 
-// Picks order, base and classes for x[0..n), n >= 1, minimising header and payload size.
-StreamCode PlanStream(const int64_t* x, size_t n);
+// Picks order, base and classes for x[0..n), n >= 1, minimising header and payload size. Order 0
+// is priced only when `frame_of_reference` (values; steps and times, which grow, never use it).
+StreamCode PlanStream(const int64_t* x, size_t n, bool frame_of_reference = true);
 void WriteStreamHeader(const StreamCode& c, const int64_t* x, size_t n, std::string* out);
 // Writes the payload of x[0..n) as planned by PlanStream: c.payload_bytes() bytes at `dst`.
 void WriteStreamPayload(const StreamCode& c, const int64_t* x, size_t n, char* dst);
