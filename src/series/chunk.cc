@@ -177,6 +177,8 @@ std::string ChunkEncoder::Encode() const {
     uint64_t divisors[2];
     const int count = internal::CandidateDivisors(values_.data(), n, divisors, 2);
     for (int c = 0; c < count; ++c) {
+      // The power of ten above the sample's divisor only helps with exceptions that it removes.
+      if (c > 0 && divisor == divisors[0] && scratch.best_exceptions.empty()) break;
       if (!internal::ScaleValues(values_.data(), n, divisors[c], n / kMaxExceptionShare,
                                  candidate.data(), &scratch.exceptions)) {
         continue;
