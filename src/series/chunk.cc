@@ -337,11 +337,13 @@ Status DecodeBody(std::string_view in, std::vector<store::Point>* out) {
                                                  return 0u;
                                                });
   const bool times_ok = internal::DecodeStream(times, body.substr(step_bytes, time_bytes), load_end,
-                                               n, [p, steps_are_times](size_t i, uint64_t x) {
+                                               n, [p](size_t i, uint64_t x) {
                                                  p[i].time_ms = int64_t(x);
-                                                 if (steps_are_times) p[i].step = int64_t(x);
                                                  return 0u;
                                                });
+  if (steps_are_times) {
+    for (size_t i = 0; i < n; ++i) p[i].step = p[i].time_ms;
+  }
   if (!steps_ok || !times_ok) return Corrupt("step or time payload truncated or overlong");
   const std::string_view value_payload = body.substr(step_bytes + time_bytes);
   bool clean = true;  // the payload held exactly the values, each valid for its mode
