@@ -12,10 +12,10 @@
 // Sizes: bytes per point overall, per key (--keys: summed over runs), for the decimal keys
 // (every value, or all but 10%, a decimal of at most 6 places and 7 digits, not all
 // integers), and by value class; "(st+time)" is the part of cohort's bytes that steps and times
-// cost (the same chunks with regular steps and constant times are that much smaller). Speed: encode and decode of the whole corpus on one thread,
-// medians of --reps repetitions: thread CPU time (points per CPU second) and, where the kernel
-// lets a process count its own instructions, instructions per point (steadier on a loaded
-// machine).
+// cost (the same chunks with regular steps and constant times are that much smaller). Speed: encode
+// and decode of the whole corpus on one thread, medians of --reps repetitions: thread CPU time
+// (points per CPU second) and, where the kernel lets a process count its own instructions,
+// instructions per point (steadier on a loaded machine).
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
@@ -34,8 +34,8 @@
 #include <string>
 #include <vector>
 
-#include "gorilla.h"
 #include "core/coding.h"
+#include "gorilla.h"
 #include "series/chunk.h"
 
 namespace cohort::bench {
@@ -319,13 +319,12 @@ Result Measure(const Codec& c, const std::vector<Series>& corpus, int reps, Mete
   }
   for (size_t s = 0; s < corpus.size(); ++s) {  // bit-exact round trip of every point
     out.clear();
-    r.roundtrip &= c.decode(r.blobs[s], 0, r.blobs[s].size(), &out) &&
-                   out.size() == corpus[s].points.size() &&
-                   std::equal(out.begin(), out.end(), corpus[s].points.begin(),
-                              [](const RawPoint& a, const RawPoint& b) {
-                                return a.step == b.step && a.time_ms == b.time_ms &&
-                                       a.bits == b.bits;
-                              });
+    r.roundtrip &=
+        c.decode(r.blobs[s], 0, r.blobs[s].size(), &out) && out.size() == corpus[s].points.size() &&
+        std::equal(out.begin(), out.end(), corpus[s].points.begin(),
+                   [](const RawPoint& a, const RawPoint& b) {
+                     return a.step == b.step && a.time_ms == b.time_ms && a.bits == b.bits;
+                   });
     size_t b = 0;
     for (const auto& blob : r.blobs[s]) b += blob.size();
     r.bytes.push_back(b);
@@ -379,7 +378,8 @@ int Main(int argc, char** argv) {
   std::vector<size_t> values_only;
   for (const Series& s : corpus) {
     Series v = s;
-    for (size_t i = 0; i < v.points.size(); ++i) v.points[i].step = int64_t(i), v.points[i].time_ms = 0;
+    for (size_t i = 0; i < v.points.size(); ++i)
+      v.points[i].step = int64_t(i), v.points[i].time_ms = 0;
     std::vector<std::string> blobs;
     codecs[0].encode(v, &blobs);
     size_t b = 0;
@@ -421,9 +421,8 @@ int Main(int argc, char** argv) {
       keys[(corpus[s].system ? "system/" : "") + corpus[s].key].push_back(s);
     }
     for (const auto& [key, members] : keys) {
-      row(key.c_str(), [&](size_t s) {
-        return std::find(members.begin(), members.end(), s) != members.end();
-      });
+      row(key.c_str(),
+          [&](size_t s) { return std::find(members.begin(), members.end(), s) != members.end(); });
     }
   }
   if (per_series) {

@@ -300,8 +300,8 @@ Status DecodeBody(std::string_view in, std::vector<store::Point>* out) {
   exceptions.clear();
   if (mode == ValueMode::kScaled) {
     uint64_t count = 0;
-    if (!coding::GetVarint64(&body, &divisor) || divisor == 0 ||
-        divisor > internal::kMaxDivisor || !coding::GetVarint64(&body, &count) || count > n) {
+    if (!coding::GetVarint64(&body, &divisor) || divisor == 0 || divisor > internal::kMaxDivisor ||
+        !coding::GetVarint64(&body, &count) || count > n) {
       return Corrupt("bad divisor or exception count");
     }
     uint64_t pos = 0;
@@ -329,13 +329,13 @@ Status DecodeBody(std::string_view in, std::vector<store::Point>* out) {
   out->resize(n);
   store::Point* p = out->data();
   const char* load_end = in.data() + in.size();
-  const bool steps_ok =
-      steps_are_times ? step_bytes == 0
-                      : internal::DecodeStream(steps, body.substr(0, step_bytes), load_end, n,
-                                               [p](size_t i, uint64_t x) {
-                                                 p[i].step = int64_t(x);
-                                                 return 0u;
-                                               });
+  const bool steps_ok = steps_are_times
+                            ? step_bytes == 0
+                            : internal::DecodeStream(steps, body.substr(0, step_bytes), load_end, n,
+                                                     [p](size_t i, uint64_t x) {
+                                                       p[i].step = int64_t(x);
+                                                       return 0u;
+                                                     });
   const bool times_ok = internal::DecodeStream(times, body.substr(step_bytes, time_bytes), load_end,
                                                n, [p](size_t i, uint64_t x) {
                                                  p[i].time_ms = int64_t(x);
@@ -386,10 +386,11 @@ Status DecodeBody(std::string_view in, std::vector<store::Point>* out) {
     case ValueMode::kScaled: {
       internal::NearestRounding rounding;
       const double d = double(divisor);
-      clean = internal::DecodeStream(values, value_payload, load_end, n, [p, d](size_t i, uint64_t x) {
-        p[i].value = internal::ScaledValue(int64_t(x), d);
-        return unsigned(!internal::IntegerInRange(int64_t(x)));
-      });
+      clean =
+          internal::DecodeStream(values, value_payload, load_end, n, [p, d](size_t i, uint64_t x) {
+            p[i].value = internal::ScaledValue(int64_t(x), d);
+            return unsigned(!internal::IntegerInRange(int64_t(x)));
+          });
       for (size_t j = 0; j < exceptions.size(); ++j) {
         p[exceptions[j]].value =
             coding::BitsDouble(coding::DecodeFixed64(exception_values.data() + 8 * j));

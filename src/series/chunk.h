@@ -41,8 +41,8 @@ enum class ValueMode : uint8_t {
   kInteger = 2,       // residual-coded integers; every value an integer in [-2^53, 2^53], no -0.0
   kFloat32Delta = 3,  // residual-coded order-preserving float32 patterns; exact float32 values
   kFloat64Delta = 4,  // residual-coded order-preserving 64-bit patterns; any double
-  kScaled = 5,        // residual-coded integers x over one divisor D (decimals: D = 10^e), v = x / D;
-                      // any double, the values that are not such ratios kept as exceptions
+  kScaled = 5,  // residual-coded integers x over one divisor D (decimals: D = 10^e), v = x / D;
+                // any double, the values that are not such ratios kept as exceptions
 };
 
 // Summary of a chunk, kept beside it so that coarse queries need not decode it.

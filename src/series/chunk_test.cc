@@ -200,8 +200,10 @@ TEST(ChunkTest, ScaledModeExceptionsKeepEveryBit) {
     for (int i = 0; i < n; ++i) pts.push_back({i, i, double(int(rng() % 5000)) / 100});
     // Exceptions anywhere, the first and last positions included, up to a fifth of the chunk.
     for (int e = int(rng() % (n / 5 + 1)); e > 0; --e) {
-      pts[rng() % 2 ? 0 : rng() % 3 ? size_t(rng() % n) : size_t(n - 1)].value =
-          specials[rng() % specials.size()];
+      pts[rng() % 2   ? 0
+          : rng() % 3 ? size_t(rng() % n)
+                      : size_t(n - 1)]
+          .value = specials[rng() % specials.size()];
     }
     const std::string enc = EncodeAll(pts);
     auto got = DecodeChunk(enc);

@@ -9,12 +9,12 @@
 //   order 2: r[i] = ((x[i] - x[i-1]) - (x[i-1] - x[i-2])) - base    for i in [2, n)
 // in wrapping 64-bit arithmetic, so any int64 sequence round-trips. Order 0 is frame of
 // reference: base is the minimum and r[i] is written as it is (unsigned); the residuals of orders
-// 1 and 2 are zigzagged. Each falls in the first of k <= 8 classes whose width (bits) holds it. The payload is the class
-// selectors (s = bit width of k-1 bits each: none for k = 1, 1 bit for k = 2, 2 bits for k <= 4,
-// 3 bits for k <= 8), zero-padded to a byte, then every residual in its class's width,
-// zero-padded to a byte; bits are packed least-significant first. Fixed-width selectors put every
-// selector, and every value once the widths before it are summed, at a computable position, so a
-// decoder has no chain of dependent variable-length reads. The encoder fits order, base, k and
+// 1 and 2 are zigzagged. Each falls in the first of k <= 8 classes whose width (bits) holds it. The
+// payload is the class selectors (s = bit width of k-1 bits each: none for k = 1, 1 bit for k = 2,
+// 2 bits for k <= 4, 3 bits for k <= 8), zero-padded to a byte, then every residual in its class's
+// width, zero-padded to a byte; bits are packed least-significant first. Fixed-width selectors put
+// every selector, and every value once the widths before it are summed, at a computable position,
+// so a decoder has no chain of dependent variable-length reads. The encoder fits order, base, k and
 // the class widths to each stream: a stream of equal deltas has an empty payload.
 // Internal to src/series; pure functions and plain values.
 #pragma once

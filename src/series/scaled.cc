@@ -9,11 +9,11 @@
 namespace cohort::series::internal {
 namespace {
 
-constexpr int kSamples = 32;                     // values sampled to find the divisor
+constexpr int kSamples = 32;  // values sampled to find the divisor
 // The largest denominator searched: decimals of 6 places, counts up to a million. (Not more:
 // every float32 is a ratio with a power-of-two denominator, and those have their own modes.)
 constexpr uint64_t kMaxSampleDenominator = 1u << 20;
-constexpr double kLimit = 9007199254740992.0;    // 2^53
+constexpr double kLimit = 9007199254740992.0;  // 2^53
 
 // The integer x with x / d == v bit for bit, if there is one in [-2^53, 2^53].
 inline bool Scale(double v, double dd, int64_t* x) {

@@ -42,9 +42,7 @@ class NearestRounding {
 };
 
 // The value of integer x (|x| <= 2^53) over divisor d (1..2^53), under NearestRounding.
-inline double ScaledValue(int64_t x, double divisor) {
-  return static_cast<double>(x) / divisor;
-}
+inline double ScaledValue(int64_t x, double divisor) { return static_cast<double>(x) / divisor; }
 
 // Up to `max` divisors worth pricing for values v[0..n) (most promising first); none when too
 // few sampled values are ratios of integers with a small denominator.

@@ -302,7 +302,9 @@ TEST(TailTest, SealingAFinishedWritersTailLeavesAlignedSealedChunks) {
     EXPECT_EQ(s.state.tail_count, 0);
     EXPECT_EQ(s.state.tail_chunks, 0);
     EXPECT_EQ(s.state.tail_idx, s.state.next_idx);
-    if (before == 0) EXPECT_TRUE(plan.chunks.empty());
+    if (before == 0) {
+      EXPECT_TRUE(plan.chunks.empty());
+    }
     for (const ChunkWrite& w : plan.chunks) {  // dense steps: each chunk inside one window
       EXPECT_EQ(w.summary.min_step / kMaxChunkPoints, w.summary.max_step / kMaxChunkPoints);
     }

@@ -35,8 +35,7 @@ std::string Chunk(const std::vector<store::Point>& points) {
 
 void ChunkSeeds(const fs::path& dir) {
   std::vector<std::pair<std::string, std::vector<store::Point>>> sets;
-  std::vector<store::Point> regular, integers, floats32, mixed, extremes, decimals, ratios,
-      system;
+  std::vector<store::Point> regular, integers, floats32, mixed, extremes, decimals, ratios, system;
   for (int i = 0; i < 300; ++i) {
     regular.push_back({i, 1700000000000 + i * 1000, std::exp(-i / 100.0)});
     integers.push_back({i * 3, 1700000000000 + i * 997, double(i % 17)});
@@ -61,9 +60,9 @@ void ChunkSeeds(const fs::path& dir) {
               {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), 1e308},
               {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), -1e308},
               {0, 0, 9007199254740992.0}};
-  sets = {{"regular", regular}, {"integers", integers}, {"float32", floats32},
-          {"mixed", mixed},     {"extremes", extremes}, {"one", {{0, 1, 2.0}}},
-          {"decimals", decimals}, {"ratios", ratios}, {"system", system}};
+  sets = {{"regular", regular},   {"integers", integers}, {"float32", floats32},
+          {"mixed", mixed},       {"extremes", extremes}, {"one", {{0, 1, 2.0}}},
+          {"decimals", decimals}, {"ratios", ratios},     {"system", system}};
   for (const auto& [name, points] : sets) {
     std::string chunk = Chunk(points);
     Write(dir, name + ".chunk", std::string(1, '\0') + chunk);

@@ -280,7 +280,8 @@ TEST(SqliteStoreTest, FinishingAWriterSealsItsTails) {
   for (int seq = 1; seq <= 25; ++seq) {  // 25 batches of 90 rows: a tail of small chunks
     IngestBatch b{.seq = seq};
     for (int i = 0; i < 90; ++i, ++step) {
-      b.rows.push_back(HistoryRow{.step = step, .time_ms = 1000 + 10 * step,
+      b.rows.push_back(HistoryRow{.step = step,
+                                  .time_ms = 1000 + 10 * step,
                                   .values = {{"acc", double(step % 1000) / 1000},
                                              {"loss", step == 77 ? -0.0 : 1.0 / (1 + step)}}});
     }
