@@ -217,10 +217,10 @@ Codec CohortCodec() {
           },
           [](const std::vector<std::string>& blobs, size_t first, size_t count,
              std::vector<RawPoint>* out) {
-            thread_local std::vector<store::Point> pts;
+            thread_local series::ChunkIterator it;
             for (size_t b = first; b < first + count; ++b) {
-              if (!series::DecodeChunkInto(blobs[b], &pts).ok()) return false;
-              for (const store::Point& p : pts) {
+              if (!it.Reset(blobs[b]).ok()) return false;
+              for (const series::Point& p : it.points()) {
                 out->push_back({p.step, p.time_ms, coding::DoubleBits(p.value)});
               }
             }

@@ -8,8 +8,7 @@
 // (default /tmp) per run.
 //
 //   ninja -C build e2e_ingest_store_bench
-//   build/bench/e2e_ingest_store_bench --benchmark_repetitions=5 \
-//       --benchmark_report_aggregates_only
+//   build/bench/e2e_ingest_store_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>

@@ -37,10 +37,10 @@ struct Member {
 
 // A float32 loss curve per member (steps 0..kSteps-1, 100 ms apart), member-specific noise and
 // offset.
-std::vector<store::Point> MemberPoints(int m) {
+std::vector<Point> MemberPoints(int m) {
   std::mt19937_64 rng(99 + uint64_t(m));
   std::normal_distribution<double> noise(0.0, 1.0);
-  std::vector<store::Point> pts(static_cast<size_t>(kSteps));
+  std::vector<Point> pts(static_cast<size_t>(kSteps));
   for (int64_t i = 0; i < kSteps; ++i) {
     const double v = 2.0 * std::exp(-double(i) / 200000.0) + 0.5 + 0.01 * m + 0.02 * noise(rng);
     pts[size_t(i)] = {i, 1700000000000 + 100 * i + int64_t(rng() % 5), double(float(v))};
@@ -57,7 +57,7 @@ Member BuildMember(int m) {
     out.data.push_back(e.Encode());
     e = ChunkEncoder();
   };
-  for (const store::Point& p : MemberPoints(m)) {
+  for (const Point& p : MemberPoints(m)) {
     e.Append(p.step, p.time_ms, p.value);
     if (e.full()) flush();
   }
@@ -82,7 +82,7 @@ void Aggregate(benchmark::State& state, const AggregateGrid& grid) {
   size_t out_buckets = 0;
   for (auto _ : state) {
     loads = 0;
-    std::vector<std::vector<store::Bucket>> per(members.size());
+    std::vector<std::vector<Bucket>> per(members.size());
     for (size_t m = 0; m < members.size(); ++m) {
       const Member& mem = members[m];
       auto loader = [&](int64_t id) -> Result<std::string> {
@@ -90,11 +90,11 @@ void Aggregate(benchmark::State& state, const AggregateGrid& grid) {
         return mem.data[size_t(id)];
       };
       for (const GridPart& part : parts) {
-        store::HistoryQuery q;
+        SeriesQuery q;
         q.min_step = part.min_step;
         q.max_step = part.max_step;
         q.buckets = part.buckets;
-        store::SeriesData d;
+        SeriesResult d;
         if (!QuerySeries(mem.metas, loader, q, &d).ok()) state.SkipWithError("query failed");
         per[m].insert(per[m].end(), d.buckets.begin(), d.buckets.end());
       }
@@ -138,19 +138,21 @@ void BM_NaivePerPoint64x1M(benchmark::State& state) {
   const auto& members = Members();
   auto grid = ChooseAggregateGrid(0, kSteps - 1, kBuckets, kMaxChunkPoints);
   if (!grid.ok()) return state.SkipWithError("grid");
-  std::vector<store::Point> pts;
+  ChunkIterator it;
   for (auto _ : state) {
-    std::vector<std::vector<store::Bucket>> per(members.size());
+    std::vector<std::vector<Bucket>> per(members.size());
     for (size_t m = 0; m < members.size(); ++m) {
       std::vector<ChunkSummary> acc(size_t(grid->count));
       for (const std::string& c : members[m].data) {
-        if (!DecodeChunkInto(c, &pts).ok()) state.SkipWithError("decode");
-        for (const store::Point& p : pts)
+        if (!it.Reset(c).ok()) state.SkipWithError("decode");
+        while (it.Next()) {
+          const Point& p = it.At();
           acc[size_t(grid->Slot(p.step))].Add(p.step, p.time_ms, p.value);
+        }
       }
       for (const ChunkSummary& s : acc) {
         if (s.count == 0) continue;
-        store::Bucket b;
+        Bucket b;
         b.step_min = s.min_step, b.step_max = s.max_step, b.time_min = s.min_time;
         b.time_max = s.max_time, b.count = s.count, b.nan_count = s.nan_count;
         b.min = s.min, b.max = s.max, b.sum = s.sum;
@@ -248,14 +250,14 @@ void BM_RankAggregateSqlite64x1M(benchmark::State& state) {
     }
     auto grid = ChooseAggregateGrid(lo, hi, kBuckets, kMaxChunkPoints);
     if (!grid.ok()) return state.SkipWithError("grid");
-    std::vector<std::vector<store::Bucket>> per(index.size());
+    std::vector<std::vector<Bucket>> per(index.size());
     for (const GridPart& part : GridParts(*grid)) {
       store::HistoryQuery q;
       q.run = kRef;
       q.keys = {"loss"};
-      q.min_step = part.min_step;
-      q.max_step = part.max_step;
-      q.buckets = part.buckets;
+      q.series.min_step = part.min_step;
+      q.series.max_step = part.max_step;
+      q.series.buckets = part.buckets;
       auto data = db->QueryHistory(q);
       if (!data.ok()) return state.SkipWithError("query");
       for (auto& d : *data) {

@@ -1,6 +1,6 @@
 // Series chunk benchmarks: encode/decode throughput and bytes per point for realistic training
-// curves, ingest through AppendToSeries, and history queries (10M points -> 1,000 buckets; one
-// key's 100k raw points) over an in-memory chunk store.
+// curves, ingest through the tail layout (series/tail.h), and history queries (10M points -> 1,000
+// buckets; one key's 100k raw points) over an in-memory chunk store.
 //
 //   cmake -S . -B build -G Ninja -DCOHORT_BUILD_BENCH=ON && ninja -C build series_bench
 //   build/bench/series_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "series/append.h"
 #include "series/chunk.h"
 #include "series/query.h"
+#include "series/tail.h"
 
 namespace cohort::series {
 namespace {
@@ -36,15 +36,15 @@ enum CurveKind { kLossF32, kLrCosineF32, kLrCosineF64, kEpoch, kGlobalStep, kGpu
 const char* const kCurveNames[] = {"loss_f32",  "lr_cosine_f32", "lr_cosine_f64",
                                    "epoch_int", "global_step",   "gpu_temp_int"};
 
-std::vector<store::Point> MakeCurve(int curve, int64_t n) {
+std::vector<Point> MakeCurve(int curve, int64_t n) {
   std::mt19937_64 rng(1234 + uint64_t(curve));
   std::normal_distribution<double> noise(0.0, 1.0);
   std::uniform_int_distribution<int> jitter(0, 4);
-  std::vector<store::Point> pts(static_cast<size_t>(n));
+  std::vector<Point> pts(static_cast<size_t>(n));
   int64_t t = 1700000000000;
   double temp = 60;
   for (int64_t i = 0; i < n; ++i) {
-    store::Point& p = pts[size_t(i)];
+    Point& p = pts[size_t(i)];
     p.step = i;
     p.time_ms = t + 100 * i + jitter(rng);
     const double x = double(i);
@@ -74,17 +74,17 @@ std::vector<store::Point> MakeCurve(int curve, int64_t n) {
   return pts;
 }
 
-const std::vector<store::Point>& Curve(int curve) {
-  static std::map<int, std::vector<store::Point>> cache;
+const std::vector<Point>& Curve(int curve) {
+  static std::map<int, std::vector<Point>> cache;
   auto it = cache.find(curve);
   if (it == cache.end()) it = cache.emplace(curve, MakeCurve(curve, kCurvePoints)).first;
   return it->second;
 }
 
-std::vector<std::string> EncodeChunks(const std::vector<store::Point>& pts) {
+std::vector<std::string> EncodeChunks(const std::vector<Point>& pts) {
   std::vector<std::string> chunks;
   ChunkEncoder e;
-  for (const store::Point& p : pts) {
+  for (const Point& p : pts) {
     e.Append(p.step, p.time_ms, p.value);
     if (e.full()) {
       chunks.push_back(e.Encode());
@@ -131,11 +131,11 @@ BENCHMARK(BM_EncodeMix)->Unit(benchmark::kMillisecond);
 void BM_Decode(benchmark::State& state) {
   const int curve = int(state.range(0));
   const auto chunks = EncodeChunks(Curve(curve));
-  std::vector<store::Point> out;
+  ChunkIterator it;
   for (auto _ : state) {
     for (const auto& c : chunks) {
-      if (!DecodeChunkInto(c, &out).ok()) state.SkipWithError("decode failed");
-      benchmark::DoNotOptimize(out.data());
+      if (!it.Reset(c).ok()) state.SkipWithError("decode failed");
+      benchmark::DoNotOptimize(it.points().data());
     }
   }
   state.SetLabel(kCurveNames[curve]);
@@ -143,20 +143,48 @@ void BM_Decode(benchmark::State& state) {
 }
 BENCHMARK(BM_Decode)->DenseRange(0, kCurveCount - 1)->Unit(benchmark::kMillisecond);
 
-// Ingest as a store does it: batches of `range(0)` points appended to the head chunk (Resume,
-// Append, Encode per batch).
+// Decoding and then stepping through every point with the iterator (a reader's whole cost).
+void BM_DecodeAndStep(benchmark::State& state) {
+  const auto chunks = EncodeChunks(Curve(kLossF32));
+  ChunkIterator it;
+  for (auto _ : state) {
+    double sum = 0;
+    for (const auto& c : chunks) {
+      if (!it.Reset(c).ok()) state.SkipWithError("decode failed");
+      while (it.Next()) sum += it.At().value;
+    }
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(Curve(kLossF32).size()));
+}
+BENCHMARK(BM_DecodeAndStep)->Unit(benchmark::kMillisecond);
+
+// Ingest as a store does it (series/tail.h): batches of `range(0)` points, each appended as a
+// tail chunk; when the tail is due, its chunks are decoded and compacted with the batch.
 void BM_AppendBatches(benchmark::State& state) {
   const size_t batch = size_t(state.range(0));
   const auto& all = Curve(kLossF32);
-  const std::vector<store::Point> pts(all.begin(), all.begin() + 64 * kMaxChunkPoints);
+  const std::vector<Point> pts(all.begin(), all.begin() + 64 * kMaxChunkPoints);
   for (auto _ : state) {
-    std::optional<StoredChunk> head;
+    TailState tail_state;
+    std::map<int64_t, std::string> chunks;  // index -> encoded chunk
+    std::vector<Point> tail;
     for (size_t i = 0; i < pts.size(); i += batch) {
-      const std::vector<store::Point> b(pts.begin() + long(i),
-                                        pts.begin() + long(std::min(pts.size(), i + batch)));
-      auto w = AppendToSeries(head, b);
-      if (!w.ok()) state.SkipWithError("append failed");
-      head = StoredChunk{w->back().index, std::move(w->back().data)};
+      const std::vector<Point> b(pts.begin() + long(i),
+                                 pts.begin() + long(std::min(pts.size(), i + batch)));
+      const bool compact = TailNeedsCompaction(tail_state, b.size());
+      if (compact) {
+        tail.clear();
+        for (auto it = chunks.lower_bound(tail_state.tail_idx); it != chunks.end(); ++it) {
+          auto decoded = DecodeChunk(it->second);
+          if (!decoded.ok()) state.SkipWithError("decode failed");
+          tail.insert(tail.end(), decoded->begin(), decoded->end());
+        }
+      }
+      auto plan = PlanTailAppend(&tail_state, b, compact ? &tail : nullptr);
+      if (!plan.ok()) state.SkipWithError("append failed");
+      chunks.erase(chunks.lower_bound(plan->delete_lo), chunks.lower_bound(plan->delete_hi));
+      for (ChunkWrite& w : plan->chunks) chunks[w.index] = std::move(w.data);
     }
   }
   state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(pts.size()));
@@ -176,19 +204,9 @@ struct MemStore {
   }
 };
 
-MemStore BuildStore(const std::vector<store::Point>& pts) {
-  MemStore m;
-  auto w = AppendToSeries(std::nullopt, pts);
-  for (auto& cw : *w) {
-    m.metas.push_back({cw.index, cw.summary});
-    m.data.push_back(std::move(cw.data));
-  }
-  return m;
-}
-
 // A store of `pts` in chunks of `per_chunk` points (at most kMaxChunkPoints), as a backend holds
-// it after AppendToSeries when per_chunk == kMaxChunkPoints.
-MemStore BuildStoreChunked(const std::vector<store::Point>& pts, size_t per_chunk) {
+// its sealed chunks of consecutive steps when per_chunk == kMaxChunkPoints.
+MemStore BuildStoreChunked(const std::vector<Point>& pts, size_t per_chunk) {
   MemStore m;
   ChunkEncoder e;
   auto flush = [&] {
@@ -196,7 +214,7 @@ MemStore BuildStoreChunked(const std::vector<store::Point>& pts, size_t per_chun
     m.data.push_back(e.Encode());
     e = ChunkEncoder();
   };
-  for (const store::Point& p : pts) {
+  for (const Point& p : pts) {
     e.Append(p.step, p.time_ms, p.value);
     if (size_t(e.count()) == per_chunk) flush();
   }
@@ -213,11 +231,11 @@ void BM_QueryBuckets10M(benchmark::State& state) {
     stores[per_chunk] = BuildStoreChunked(MakeCurve(kLossF32, 10'000'000), size_t(per_chunk));
   }
   const MemStore& m = stores[per_chunk];
-  store::HistoryQuery q;
+  SeriesQuery q;
   q.buckets = int(state.range(0));
   int64_t loads = 0;
   for (auto _ : state) {
-    store::SeriesData out;
+    SeriesResult out;
     int64_t n_loads = 0;
     auto loader = [&](int64_t id) -> Result<std::string> {
       ++n_loads;
@@ -242,11 +260,11 @@ BENCHMARK(BM_QueryBuckets10M)
 // One key's 100k points, raw (target <= 20 ms).
 void BM_QueryRaw100k(benchmark::State& state) {
   const auto& all = Curve(kLossF32);
-  static const MemStore m = BuildStore({all.begin(), all.begin() + 100000});
-  store::HistoryQuery q;
+  static const MemStore m = BuildStoreChunked({all.begin(), all.begin() + 100000}, kMaxChunkPoints);
+  SeriesQuery q;
   q.limit = 100000;
   for (auto _ : state) {
-    store::SeriesData out;
+    SeriesResult out;
     if (!QuerySeries(m.metas, m.Loader(), q, &out).ok()) state.SkipWithError("query failed");
     benchmark::DoNotOptimize(out.points.data());
   }

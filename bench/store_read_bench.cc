@@ -140,7 +140,7 @@ BENCHMARK(BM_ConsoleFirstPage)->DenseRange(0, 4)->Unit(benchmark::kMillisecond);
 void BM_RawRead1M(benchmark::State& state) {
   Store* db = Db(state);
   if (!db) return;
-  HistoryQuery q{.run = kRef, .keys = {"loss"}, .limit = kPoints};
+  HistoryQuery q{.run = kRef, .keys = {"loss"}, .series = {.limit = kPoints}};
   size_t n = 0;
   for (auto _ : state) {
     auto data = db->QueryHistory(q);

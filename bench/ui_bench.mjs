@@ -4,11 +4,21 @@
 //   2. a workspace of 10,000 runs: filter (name search, state, job type) and sort (server
 //      column, summary metric) times, from the input event until the table shows the result;
 //   3. a log of 1,000,000 console lines: the console index, the first screen of the Logs tab,
-//      a jump to the middle, and a label filter.
+//      a jump to the middle, and a label filter;
+//   4. a workspace charting 100 visible runs (5 metrics x 1,000 steps each): navigation until
+//      every chart shows its 100 lines;
+//   5. a group page of 8 runs (10 metrics x 5,000 steps each): navigation until every chart is
+//      drawn with its 8 lines.
 // Prints medians of N repetitions as JSON and a table.
 //
 //   node bench/ui_bench.mjs [--reps 5] [--runs 10000] [--points 100000] [--charts 20] [--lines 1000000]
-//                           [--parts charts,runs,logs] [--baseline-bin OLD_COHORT_BINARY]
+//                           [--parts charts,runs,logs,visible,group] [--baseline-bin OLD_COHORT_BINARY]
+//                           [--bin COHORT_BINARY] [--ui-dir UI_DIST]
+// --bin / --ui-dir: measure another build (e.g. main's binary and ui/dist).
+// --baseline-ui DIR [--rounds 2]: also serve the same data with the UI in DIR (e.g. main's
+// ui/dist) from a second server on the same data directory, and measure every figure for both,
+// interleaved round by round (current, baseline, baseline, current, ...): a before/after
+// comparison at the same moment and load ("baseline" in the JSON).
 // --baseline-bin: also write a 1M-line log with that (older) binary, time its console index on a
 // fresh server, then reopen the same data with this build's binary and time it the same way
 // (a before/after comparison in one run: results baseline_index_* and current_index_*).
@@ -26,7 +36,9 @@ const RUNS = Number(args.runs ?? 10000);
 const POINTS = Number(args.points ?? 100000);
 const CHARTS = Number(args.charts ?? 20);
 const LINES = Number(args.lines ?? 1000000);
-const PARTS = new Set((args.parts ?? 'charts,runs,logs').split(','));
+const PARTS = new Set((args.parts ?? 'charts,runs,logs,visible,group').split(','));
+const VISIBLE_RUNS = 100, VISIBLE_KEYS = 5, VISIBLE_STEPS = 1000;
+const GROUP_RUNS = 8, GROUP_KEYS = 10, GROUP_STEPS = 5000;
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
 
@@ -55,6 +67,49 @@ async function seedCharts(server, entity) {
   }
   await api(server, 'POST', `${base}/writers/rank_0/finish`, { exit_code: 0 });
   return run.id;
+}
+
+/** `n` runs of `keys` metrics x `steps` steps in project `project` (group `group` when given). */
+async function seedMetricRuns(server, entity, project, n, keys, steps, group = '') {
+  const t0 = Date.now() - 3_600_000;
+  const ids = [];
+  await pool(8, Array.from({ length: n }, (_, i) => i), async (i) => {
+    const run = await api(server, 'POST', `/api/v1/runs/${entity}/${project}`, {
+      name: `${project}-${String(i).padStart(3, '0')}`, group, job_type: 'train', config: { lr: [0.1, 0.03, 0.01, 0.003][i % 4], seed: i },
+    });
+    const base = `/api/v1/runs/${entity}/${project}/${run.id}`;
+    await api(server, 'POST', `${base}/writers`, { label: 'rank_0' });
+    const history = [];
+    for (let s = 0; s < steps; s++) {
+      const values = {};
+      for (let k = 0; k < keys; k++) values[`m/metric_${k}`] = Math.exp(-s / (steps / 4 + 50 * i)) + 0.05 * Math.sin(s / (20 + k) + i);
+      history.push({ step: s, time: t0 + s * 100, values });
+    }
+    await api(server, 'POST', `${base}/writers/rank_0/batches`, { seq: 1, history });
+    await api(server, 'POST', `${base}/writers/rank_0/finish`, { exit_code: 0 });
+    ids[i] = run.id;
+  });
+  return ids;
+}
+
+/** ms from navigating to `url` until `n` chart panels show their points (after a warm-up),
+ * scrolling `scrollTo` (a selector) into view as soon as it exists. Medians of REPS. */
+async function chartsDrawn(page, url, n, scrollTo = null) {
+  const xs = [];
+  for (let i = 0; i < REPS + 1; i++) {
+    await page.goto('about:blank');
+    await page.goto(url);
+    if (scrollTo) {
+      await page.waitForSelector(scrollTo, { timeout: 60000 });
+      await page.evaluate((sel) => document.querySelector(sel).scrollIntoView(), scrollTo);
+    }
+    await page.waitForFunction((n) => document.querySelectorAll('section.panel .chart canvas').length >= n
+      && [...document.querySelectorAll('section.panel .panel-meta')].filter((e) => e.textContent.includes('points')).length >= n,
+    n, { polling: 'raf', timeout: 60000 });
+    const ms = await page.evaluate(() => performance.now());
+    if (i > 0) xs.push(ms);
+  }
+  return median(xs);
 }
 
 async function seedRuns(server, entity) {
@@ -154,21 +209,8 @@ async function compareIndex(baselineBin) {
   return out;
 }
 
-const main = async () => {
-  const server = await startServer();
-  const entity = (await api(server, 'GET', '/api/v1/viewer')).entity;
-  console.error(`seeding: 1 run x ${CHARTS} keys x ${POINTS} points, ${RUNS} runs ...`);
-  let t = Date.now();
-  const runId = PARTS.has('charts') ? await seedCharts(server, entity) : null;
-  console.error(`  charts seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
-  t = Date.now();
-  if (PARTS.has('runs')) await seedRuns(server, entity);
-  console.error(`  runs seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
-  t = Date.now();
-  const logsRun = PARTS.has('logs') && LINES > 0 ? await seedLogs(server, entity) : null;
-  console.error(`  ${LINES} console lines seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
-
-  const browser = await launchBrowser();
+/** Every figure of PARTS on `server` (its own browser context), medians of REPS. */
+async function measure(browser, server, entity, { runId, logsRun }, isBaseline = false) {
   // Tall enough that all 20 charts are on screen (charts off screen load when scrolled to).
   const ctx = await browser.newContext({ viewport: { width: 1400, height: 2600 } });
   const page = await ctx.newPage();
@@ -294,10 +336,76 @@ const main = async () => {
     results.logs_1m_text_search_shown_ms = median(searches);
   }
 
+  // 4. A workspace charting 100 visible runs; 5. a group page of 8 runs.
+  if (PARTS.has('visible') || PARTS.has('group')) await page.setViewportSize({ width: 1400, height: 1400 });
+  // (A baseline UI from before the workspace charted its visible runs has no such figure.)
+  if (PARTS.has('visible') && !isBaseline) {
+    results.workspace_100_visible_runs_all_charts_drawn_ms = await chartsDrawn(page, `${server.url}/?p=${entity}/vis100`, VISIBLE_KEYS, '.selected-charts');
+    results.workspace_100_visible_runs_lines = await page.locator('section.panel').first().locator('.legend-item, .legend-more').evaluateAll(
+      (els) => els.reduce((n, e) => n + (e.classList.contains('legend-more') ? Number(/\d+/.exec(e.textContent)?.[0] ?? 0) : 1), 0));
+  }
+  if (PARTS.has('group')) {
+    results.group_page_8x10_charts_drawn_ms = await chartsDrawn(page, `${server.url}/?p=${entity}/grp&group=G8`, GROUP_KEYS);
+  }
+
+  await ctx.close();
+  return results;
+}
+
+const main = async () => {
+  const server = await startServer({ bin: args.bin ?? null, uiDir: args['ui-dir'] ?? null });
+  const entity = (await api(server, 'GET', '/api/v1/viewer')).entity;
+  console.error(`seeding: 1 run x ${CHARTS} keys x ${POINTS} points, ${RUNS} runs ...`);
+  let t = Date.now();
+  const runId = PARTS.has('charts') ? await seedCharts(server, entity) : null;
+  console.error(`  charts seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  t = Date.now();
+  if (PARTS.has('runs')) await seedRuns(server, entity);
+  console.error(`  runs seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  t = Date.now();
+  const logsRun = PARTS.has('logs') && LINES > 0 ? await seedLogs(server, entity) : null;
+  console.error(`  ${LINES} console lines seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  t = Date.now();
+  if (PARTS.has('visible')) await seedMetricRuns(server, entity, 'vis100', VISIBLE_RUNS, VISIBLE_KEYS, VISIBLE_STEPS);
+  if (PARTS.has('group')) await seedMetricRuns(server, entity, 'grp', GROUP_RUNS, GROUP_KEYS, GROUP_STEPS, 'G8');
+  console.error(`  visible/group runs seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+
+  const ids = { runId, logsRun };
+  const browser = await launchBrowser();
+  const results = {};
+  let baseline = null;
+  if (args['baseline-ui']) {
+    // The same data served with another UI (e.g. main's ui/dist) by a second server on the same
+    // data directory: each figure is measured for both, interleaved, in the same minutes.
+    baseline = await startServer({ bin: args.bin ?? null, uiDir: args['baseline-ui'], dataDir: path.join(server.dir, 'data'),
+      homeDir: path.join(server.dir, 'home') });
+  }
+  const rounds = baseline ? Number(args.rounds ?? 2) : 1;
+  const samples = { current: [], baseline: [] };
+  for (let r = 0; r < rounds; r++) {
+    const order = baseline ? (r % 2 ? ['baseline', 'current'] : ['current', 'baseline']) : ['current'];
+    for (const which of order) {
+      console.error(`  measuring ${which} (round ${r + 1} of ${rounds}) ...`);
+      samples[which].push(await measure(browser, which === 'current' ? server : baseline, entity, ids, which === 'baseline'));
+    }
+  }
+  const merge = (list) => {
+    const out = {};
+    for (const k of Object.keys(list[0] ?? {})) {
+      const xs = list.map((x) => x[k]);
+      out[k] = typeof xs[0] === 'number' ? median(xs) : xs[0];
+    }
+    return out;
+  };
+  Object.assign(results, merge(samples.current));
+  const baselineResults = baseline ? merge(samples.baseline) : null;
+  if (baseline) await baseline.stop();
+
   await browser.close();
   await server.stop();
   if (args['baseline-bin'] && PARTS.has('logs')) Object.assign(results, await compareIndex(args['baseline-bin']));
-  console.log(JSON.stringify({ reps: REPS, runs: RUNS, charts: CHARTS, points_per_chart: POINTS, results }, null, 2));
+  console.log(JSON.stringify({ reps: REPS, runs: RUNS, charts: CHARTS, points_per_chart: POINTS, results,
+    ...(baselineResults ? { baseline_ui: args['baseline-ui'], baseline: baselineResults } : {}) }, null, 2));
 };
 
 main().catch((e) => { console.error(e); process.exit(1); });

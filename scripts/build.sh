@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Configures and builds everything into build/ (override with BUILD_DIR). Extra arguments go to
-# CMake's configure step, e.g. scripts/build.sh -DCOHORT_SANITIZE=address,undefined
+# CMake's configure step, e.g. scripts/build.sh -DCOHORT_SANITIZE=address,undefined.
+# COHORT_WERROR=ON|OFF (environment) sets the CMake option of that name (warnings are errors;
+# scripts/test.sh turns it on); unset, the build directory keeps what it was configured with.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
 # Let clones in other directories (CI) reuse cached objects.
 export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
-if [ ! -f "$build/build.ninja" ] || [ $# -gt 0 ]; then
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" "$@"
+args=("$@")
+if [ -n "${COHORT_WERROR:-}" ]; then
+  args+=("-DCOHORT_WERROR=$COHORT_WERROR")
+fi
+if [ ! -f "$build/build.ninja" ] || [ ${#args[@]} -gt 0 ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" "${args[@]}"
 fi
 jobs="${BUILD_JOBS:-$(nproc)}"
 cmake --build "$build" -j "$jobs"

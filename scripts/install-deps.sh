@@ -2,6 +2,8 @@
 # Installs every system package Cohort needs to build, run and test, idempotently.
 # Usage: scripts/install-deps.sh [--with-browser] [--with-postgres]
 # Runs apt-get only for packages that are missing. Needs root (or sudo).
+# nginx: tests/postgres/test_nginx_deployment.py runs deploy/nginx/cohort.conf with it (its own
+# instance on loopback); the package's service is not needed. openssl: that test's certificate.
 set -euo pipefail
 
 pkgs=(
@@ -14,6 +16,7 @@ pkgs=(
   # torch's BLAS: Debian's reference BLAS makes the corpus trainings (bench/corpus) ~20x slower
   libopenblas0-serial zstd
   postgresql nodejs npm chromium
+  nginx openssl
 )
 
 missing=()

@@ -3,6 +3,7 @@ import io
 import json
 import os
 import pathlib
+import re
 import select
 import subprocess
 import tempfile
@@ -18,6 +19,15 @@ COHORT_BIN = BUILD / "src" / "cli" / "cohort"
 # The first line of an ASan/LSan/TSan/UBSan report; a plain build never prints these.
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer",
                      ": runtime error: ")
+
+
+def project_version():
+    """The version in the top CMakeLists.txt (project(cohort VERSION ...)): the one place it is
+    written; the binaries, the Python package and the User-Agents take it from there."""
+    text = (ROOT / "CMakeLists.txt").read_text()
+    match = re.search(r"project\(cohort VERSION ([0-9][0-9A-Za-z.+-]*)", text)
+    assert match, "no project version in CMakeLists.txt"
+    return match.group(1)
 
 
 class Api:
@@ -66,6 +76,18 @@ class Api:
         return self.call("DELETE", path, **kw)
 
 
+def login_link(ui_line):
+    """The one-time login link of `cohort server`'s second line ("Open the web UI: ..."): on a
+    terminal the link itself, otherwise the name of the 0600 file that holds it."""
+    m = re.search(r"(https?://\S+\?token=\S+)", ui_line)
+    if m:
+        return m.group(1)
+    m = re.search(r"login link in (\S+)", ui_line)
+    if m:
+        return pathlib.Path(m.group(1)).read_text().strip()
+    return None
+
+
 class ServerProcess:
     """`cohort server --port 0` in a private HOME and data directory."""
 
@@ -92,8 +114,8 @@ class ServerProcess:
             err = self.proc.stderr.read() if self.proc.poll() is not None else ""
             raise RuntimeError(f"server did not print its URL: {line!r} {err}")
         self.url = line
-        second = self.proc.stdout.readline().strip()
-        self.ui_url = second.split(": ", 1)[1] if ": " in second else None
+        self.ui_line = self.proc.stdout.readline().strip()
+        self.ui_url = login_link(self.ui_line)
         return self
 
     @property

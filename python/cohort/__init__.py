@@ -27,12 +27,14 @@ from .errors import AuthenticationError, CommError, Error, UsageError
 
 _ext._set_hooks(_convert, dict(errors.ERROR_TYPES), Error)
 
-from ._run import Config, Run, Summary  # noqa: E402
+from ._run import Run  # noqa: E402
+from ._synced import Config, Summary  # noqa: E402
 from .sdk import finish, init, log, login, setup, teardown  # noqa: E402
 from .settings import Settings  # noqa: E402
 from .api import Api, AuthError, NotFound  # noqa: E402  (read API: docs/python-api.md)
 
-__version__ = "0.1.0"
+#: The project version (CMakeLists.txt), compiled into the extension.
+__version__: str = _ext.VERSION
 
 #: The current run (set by init, None before init and after finish).
 run: Optional[Run] = None

@@ -1,159 +1,21 @@
-"""``cohort.Run`` and its dict-like ``config`` and ``summary``.
+"""``cohort.Run``, and a run handed to another process (pickling).
 
 ``Run`` subclasses the extension's handle, so ``run.log`` is the C++ method itself. Everything
-else (context manager, pickling, config/summary objects, finish bookkeeping) lives here.
+else (context manager, pickling, finish bookkeeping) lives here; its ``config`` and ``summary``
+are in ``_synced``, the registry of live runs in ``_state``.
 """
 from __future__ import annotations
 
 import os
 import threading
 import warnings
-from typing import Any, Dict, Iterator, List, Mapping, MutableMapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _state
+from ._client_settings import native_settings
 from ._native import native
-from ._values import to_json
+from ._synced import Config, Summary
 from .settings import Settings
-
-
-class _SyncedDict(MutableMapping):
-    """A dict whose changes are sent to the run (config or summary).
-
-    Items read and write as keys or attributes (``c["lr"]``, ``c.lr``). Each assignment sends
-    the changed keys; ``update`` sends all its keys at once. A deleted key is sent as null,
-    which removes it on the server.
-    """
-
-    _what = "config"
-
-    def __init__(self, run: Optional["Run"] = None, items: Optional[Mapping[str, Any]] = None):
-        object.__setattr__(self, "_run", run)
-        object.__setattr__(self, "_items", dict(items or {}))
-        object.__setattr__(self, "_lock", threading.Lock())
-
-    # -- sync ---------------------------------------------------------------------------------
-    def _send(self, changes: Mapping[str, Any]) -> None:
-        run = self._run
-        if run is None or run.disabled or not changes:
-            return
-        text = to_json(changes)
-        if self._what == "config":
-            run._update_config(text)
-        else:
-            run._update_summary(text)
-
-    def _set_many(self, changes: Mapping[str, Any]) -> None:
-        for key in changes:
-            if not isinstance(key, str):
-                raise TypeError(f"{self._what}: keys must be str, got {type(key).__name__}")
-        with self._lock:
-            self._send(changes)
-            self._items.update(changes)
-
-    # -- MutableMapping -------------------------------------------------------------------------
-    def __getitem__(self, key: str) -> Any:
-        return self._items[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self._set_many({key: value})
-
-    def __delitem__(self, key: str) -> None:
-        with self._lock:
-            if key not in self._items:
-                raise KeyError(key)
-            self._send({key: None})
-            del self._items[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(list(self._items))
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._items
-
-    # -- attribute access ------------------------------------------------------------------------
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        try:
-            return self._items[name]
-        except KeyError:
-            raise AttributeError(f"{self._what} has no key {name!r}") from None
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name.startswith("_"):
-            object.__setattr__(self, name, value)
-        else:
-            self[name] = value
-
-    def __delattr__(self, name: str) -> None:
-        try:
-            del self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    # -- dict-like extras ------------------------------------------------------------------------
-    def update(self, other: Any = None, allow_val_change: Optional[bool] = None,
-               **kwargs: Any) -> None:
-        """Sets many keys with one message to the server (``allow_val_change`` is accepted for
-        compatibility; values may always change)."""
-        changes: Dict[str, Any] = {}
-        if other is not None:
-            if isinstance(other, Mapping):
-                changes.update(other)
-            elif hasattr(other, "keys"):
-                changes.update({k: other[k] for k in other.keys()})
-            elif hasattr(other, "__dict__"):
-                changes.update({k: v for k, v in vars(other).items() if not k.startswith("_")})
-            else:
-                changes.update(other)
-        changes.update(kwargs)
-        self._set_many(changes)
-
-    def setdefaults(self, defaults: Mapping[str, Any]) -> None:
-        """Sets the keys of ``defaults`` that are not set yet."""
-        self._set_many({k: v for k, v in defaults.items() if k not in self._items})
-
-    def as_dict(self) -> Dict[str, Any]:
-        """A copy of the items as a plain dict."""
-        return dict(self._items)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._items!r})"
-
-    def __reduce__(self):
-        return (type(self), (None, dict(self._items)))
-
-
-class Config(_SyncedDict):
-    """``run.config``: the run's hyperparameters. In shared mode only the primary's reach the
-    server (the client library drops the workers')."""
-
-    _what = "config"
-
-
-class Summary(_SyncedDict):
-    """``run.summary``: values that describe the run as a whole (final accuracy, ...)."""
-
-    _what = "summary"
-
-
-def _exit_state_for(exc: Optional[BaseException]) -> Tuple[int, str]:
-    """(exit code, forced state) for an exception leaving a run's scope."""
-    if exc is None:
-        return 0, ""
-    if isinstance(exc, SystemExit):
-        code = exc.code
-        if code is None:
-            return 0, ""
-        if isinstance(code, bool) or not isinstance(code, int):
-            return 1, ""
-        return code, ""
-    if isinstance(exc, KeyboardInterrupt):
-        return 130, "killed"
-    return 1, ""
 
 
 class Run(native.Run):
@@ -295,7 +157,7 @@ class Run(native.Run):
         return self
 
     def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> bool:
-        code, state = _exit_state_for(exc)
+        code, state = _state.exit_state_for(exc)
         self._finish_with(code, state)
         return False
 
@@ -303,7 +165,7 @@ class Run(native.Run):
     def __reduce__(self):
         """A Run sent to another process (multiprocessing, pickle) becomes, there, a writer of
         the same run labelled ``<this label>-<pid>``."""
-        return (_state.restore_run, (self._handoff_state(),))
+        return (restore_run, (self._handoff_state(),))
 
     def _handoff_state(self) -> Dict[str, Any]:
         s = self._settings.to_dict(non_default=True)
@@ -329,6 +191,46 @@ class Run(native.Run):
         return f"<cohort.Run {self.path} label={self.label!r} {state}>"
 
 
+def join_as_child(state: Dict[str, Any], label: str) -> Run:
+    """Joins the run described by ``state`` (a pickled Run) as a worker writer ``label``."""
+    s = Settings(**state.get("settings", {}))
+    s.x_label = label
+    s.x_primary = False
+    s.x_update_finish_state = False
+    ns = native_settings(s, mode=state.get("mode") or "", shared=True,
+                         entity=state.get("entity") or None, project=state.get("project"),
+                         run_id=state["id"], directory=state.get("dir"))
+    run = Run(ns, settings=s, init_args={"id": state["id"], "project": state.get("project"),
+                                         "entity": state.get("entity"),
+                                         "name": state.get("name")})
+    run._joined_from = state.get("label")
+    if not run.disabled:
+        _state.install_hooks()
+    _state.register(run, make_current=False)
+    return run
+
+
+def restore_run(state: Dict[str, Any]) -> Run:
+    """Unpickles a Run: in the process that made it, the run itself; elsewhere a writer of the
+    same run (labelled ``<label>-<pid>``, not primary, never ending the run)."""
+    pid = os.getpid()
+    if state.get("parent_pid") == pid:
+        for run in _state.live():
+            if run.id == state["id"] and isinstance(run, Run) and run.label == state["label"]:
+                return run
+    label = f"{state['label']}-{pid}"
+    key = (state["id"], label)
+    existing = _state.unpickled(key)
+    if isinstance(existing, Run):
+        return existing
+    if state.get("disabled"):
+        restored = Run(local_id=state.get("id"), init_args={"name": state.get("name")})
+    else:
+        restored = join_as_child(state, label)
+    _state.note_unpickled(key, restored)
+    return restored
+
+
 def live_runs() -> List[Run]:
     """Runs of this process that have not finished (for tests and tools)."""
-    return list(_state.live())
+    return [r for r in _state.live() if isinstance(r, Run)]

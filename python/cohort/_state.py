@@ -14,8 +14,11 @@ that end them with the right exit code whatever way the process ends.
   own (``Run._pid`` differs), so ``cohort.init()`` in that child returns the inherited run
   instead of finishing it.
 
-A Run unpickled in another process (``restore_run``) joins the same run as a worker writer,
-labelled ``<parent label>-<pid>``; ``cohort.init()`` there returns it.
+A Run unpickled in another process (``_run.restore_run``) joins the same run as a worker
+writer, labelled ``<parent label>-<pid>``; ``cohort.init()`` there returns it.
+
+This module imports no other module of the package that imports it back: it knows runs only
+through what ``LiveRun`` names (``cohort.Run`` in ``_run.py`` has all of it).
 """
 from __future__ import annotations
 
@@ -25,16 +28,36 @@ import signal
 import sys
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Protocol, Tuple
 
-if TYPE_CHECKING:
-    from ._run import Run
+from ._synced import Config, Summary
+
+
+class LiveRun(Protocol):
+    """What the registry uses of a run (``cohort.Run``)."""
+
+    _pid: int
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def finished(self) -> bool: ...
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def summary(self) -> Summary: ...
+
+    def _finish_with(self, exit_code: int, state: str) -> None: ...
+
 
 _lock = threading.RLock()
-_live: List["Run"] = []          # runs of this process not finished yet (strong references)
-_current: Optional["Run"] = None  # cohort.run
-_adopted: Optional["Run"] = None  # a run received from the parent (pickled or forked)
-_unpickled: "weakref.WeakValueDictionary[Tuple[str, str], Run]" = weakref.WeakValueDictionary()
+_live: List[LiveRun] = []          # runs of this process not finished yet (strong references)
+_current: Optional[LiveRun] = None  # cohort.run
+_adopted: Optional[LiveRun] = None  # a run received from the parent (pickled or forked)
+_unpickled: "weakref.WeakValueDictionary[Tuple[str, str], LiveRun]" = weakref.WeakValueDictionary()
 
 _exit_code: Optional[int] = None
 _exit_state = ""
@@ -46,7 +69,7 @@ _sigterm_installed = False
 
 
 # -- registry ------------------------------------------------------------------------------------
-def register(run: "Run", make_current: bool = True) -> None:
+def register(run: LiveRun, make_current: bool = True) -> None:
     """Adds a started run to the live set (and makes it cohort.run)."""
     global _current
     with _lock:
@@ -58,7 +81,7 @@ def register(run: "Run", make_current: bool = True) -> None:
         _publish(run)
 
 
-def forget(run: "Run") -> None:
+def forget(run: LiveRun) -> None:
     """Removes a finished run; cohort.run goes back to None when it was the current one."""
     global _current, _adopted
     with _lock:
@@ -73,27 +96,26 @@ def forget(run: "Run") -> None:
         _publish(None)
 
 
-def live() -> List["Run"]:
+def live() -> List[LiveRun]:
     with _lock:
         return list(_live)
 
 
-def current() -> Optional["Run"]:
+def current() -> Optional[LiveRun]:
     return _current
 
 
-def _publish(run: Optional["Run"]) -> None:
+def _publish(run: Optional[LiveRun]) -> None:
     """Sets the module attributes cohort.run, cohort.config and cohort.summary."""
     package = sys.modules.get(__name__.rpartition(".")[0])
     if package is None:
         return
-    from ._run import Config, Summary
     package.run = run
     package.config = run.config if run is not None else Config()
     package.summary = run.summary if run is not None else Summary()
 
 
-def adopted_run(explicit_only: bool = False) -> Optional["Run"]:
+def adopted_run(explicit_only: bool = False) -> Optional[LiveRun]:
     """A run this process received from its parent and may return from init(): one passed to
     it (unpickled), else (unless ``explicit_only``) the current run inherited through fork()."""
     run = _adopted
@@ -105,7 +127,7 @@ def adopted_run(explicit_only: bool = False) -> Optional["Run"]:
     return None
 
 
-def adopt(run: "Run") -> None:
+def adopt(run: LiveRun) -> None:
     """Makes ``run`` (inherited from the parent) this process's own."""
     global _adopted
     run._pid = os.getpid()
@@ -116,8 +138,19 @@ def adopt(run: "Run") -> None:
 
 # -- exit codes ----------------------------------------------------------------------------------
 def exit_state_for(exc: Optional[BaseException]) -> Tuple[int, str]:
-    from ._run import _exit_state_for
-    return _exit_state_for(exc)
+    """(exit code, forced state) for an exception leaving a run's scope or the process."""
+    if exc is None:
+        return 0, ""
+    if isinstance(exc, SystemExit):
+        code = exc.code
+        if code is None:
+            return 0, ""
+        if isinstance(code, bool) or not isinstance(code, int):
+            return 1, ""
+        return code, ""
+    if isinstance(exc, KeyboardInterrupt):
+        return 130, "killed"
+    return 1, ""
 
 
 def finish_all(exit_code: int, state: str = "") -> None:
@@ -242,30 +275,17 @@ def install_hooks() -> None:
 
 
 # -- runs handed to other processes -------------------------------------------------------------
-def restore_run(state: Dict[str, Any]) -> "Run":
-    """Unpickles a Run: in the process that made it, the run itself; elsewhere a writer of the
-    same run (labelled ``<label>-<pid>``, not primary, never ending the run)."""
-    from . import sdk
-    from ._run import Run
-
-    pid = os.getpid()
-    if state.get("parent_pid") == pid:
-        for run in live():
-            if run.id == state["id"] and run.label == state["label"]:
-                return run
-    label = f"{state['label']}-{pid}"
-    key = (state["id"], label)
+def unpickled(key: Tuple[str, str]) -> Optional[LiveRun]:
+    """The unfinished run this process already restored for (run id, label), if any."""
     with _lock:
-        existing = _unpickled.get(key)
-        if existing is not None and not existing.finished:
-            return existing
-    if state.get("disabled"):
-        run = Run(local_id=state.get("id"), init_args={"name": state.get("name")})
-    else:
-        run = sdk.join_as_child(state, label)
+        run = _unpickled.get(key)
+        return run if run is not None and not run.finished else None
+
+
+def note_unpickled(key: Tuple[str, str], run: LiveRun) -> None:
+    """Records a run restored from a pickle; init() returns it (the first one unfinished)."""
     global _adopted
     with _lock:
         _unpickled[key] = run
         if _adopted is None or _adopted.finished:
             _adopted = run
-    return run

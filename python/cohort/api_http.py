@@ -18,6 +18,7 @@ import time
 import urllib.parse
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from ._native import native
 from .errors import AuthenticationError, CommError, Error, UsageError
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8787"
@@ -143,7 +144,7 @@ class Transport:
         q = {k: v for k, v in (query or {}).items() if v is not None and v != ""}
         url = self._prefix + path + ("?" + urllib.parse.urlencode(q) if q else "")
         headers = {"Authorization": "Bearer " + self._key, "Accept": "application/json",
-                   "User-Agent": "cohort-python-api/0.1"}
+                   "User-Agent": "cohort-python-api/" + native.VERSION}
         for throttled in range(_THROTTLE_RETRIES + 1):
             status, body, retry_after = self._send(path, url, headers)
             if status not in (429, 503) or throttled == _THROTTLE_RETRIES:

@@ -11,10 +11,11 @@ import warnings
 from typing import Any, Dict, Optional, Sequence, Union
 
 from . import _state
+from ._client_settings import effective_mode, native_settings
 from ._native import native
+from ._run import Run
 from ._values import config_dict, to_json
 from .errors import UsageError
-from ._run import Run
 from .settings import Settings, coerce_settings
 
 # init() arguments of the seed SDK that have no meaning here; accepted and ignored.
@@ -31,66 +32,6 @@ _RESUME = {None: "", False: "", True: "allow", "auto": "allow", "allow": "allow"
 def _random_id() -> str:
     alphabet = string.ascii_lowercase + string.digits
     return "".join(random.choice(alphabet) for _ in range(8))
-
-
-def _effective_mode(mode: Optional[str], settings: Settings) -> tuple:
-    """(client mode or "", shared) from init(mode=) and Settings(mode=)."""
-    from .settings import _normalize_mode
-    mode = _normalize_mode(mode)
-    shared = mode == "shared" or settings.mode == "shared"
-    chosen = ""
-    for m in (mode, settings.mode):
-        if m is not None and m != "shared":
-            chosen = m
-            break
-    return chosen, shared
-
-
-def _native_settings(settings: Settings, *, mode: str = "", shared: bool = False,
-                     entity: Optional[str] = None, project: Optional[str] = None,
-                     run_id: Optional[str] = None, name: Optional[str] = None,
-                     group: Optional[str] = None, job_type: Optional[str] = None,
-                     notes: Optional[str] = None, tags: Optional[Sequence[str]] = None,
-                     config_json: str = "", resume: str = "",
-                     directory: Optional[str] = None) -> Any:
-    ns = native.Settings()
-    ns.base_url = settings.base_url or ""
-    ns.api_key = settings.api_key or ""
-    ns.entity = entity or settings.entity or ""
-    ns.project = project or settings.project or ""
-    ns.run_id = run_id or settings.run_id or ""
-    ns.name = name or settings.run_name or ""
-    ns.group = group or settings.run_group or ""
-    ns.job_type = job_type or settings.run_job_type or ""
-    ns.notes = notes or settings.run_notes or ""
-    ns.tags = [str(t) for t in (tags if tags is not None else settings.run_tags or [])]
-    ns.config_json = config_json
-    ns.resume = resume
-    ns.mode = mode
-    ns.dir = str(directory or settings.root_dir or "")
-    ns.shared = shared
-    ns.label = settings.x_label or ""
-    if settings.x_primary is not None:
-        ns.primary = settings.x_primary
-    elif not shared:
-        ns.primary = True  # a run of its own: its only writer is its primary
-    if settings.x_update_finish_state is not None:
-        ns.update_finish_state = settings.x_update_finish_state
-    if settings.x_stats_gpu_device_ids is not None:
-        ns.stats_gpu_device_ids = list(settings.x_stats_gpu_device_ids)
-    if settings.x_disable_stats:
-        ns.stats_sampling_interval_s = 0.0
-    elif settings.x_stats_sampling_interval is not None:
-        ns.stats_sampling_interval_s = settings.x_stats_sampling_interval
-    if settings.console is not None and settings.console.lower() in ("off", "false", "none"):
-        ns.capture_console = False
-    if settings.init_timeout is not None:
-        ns.init_timeout_s = settings.init_timeout
-    if settings.finish_timeout is not None:
-        ns.finish_timeout_s = settings.finish_timeout
-    ns.transport = settings.x_agent or ""
-    ns.handle_sigterm = False  # the package installs its own handler (_state.py)
-    return ns
 
 
 def init(entity: Optional[str] = None, project: Optional[str] = None,
@@ -120,7 +61,7 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
     if resume not in _RESUME:
         raise UsageError(f"init: resume must be one of allow, must, never, auto, True or False; "
                          f"got {resume!r}")
-    client_mode, shared = _effective_mode(mode, s)
+    client_mode, shared = effective_mode(mode, s)
 
     # A run received from the parent process: one passed explicitly (unpickled) is returned
     # unless the arguments name another run; one merely inherited through fork() (the parent's
@@ -147,7 +88,7 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
                  "notes": notes, "id": id, "mode": mode, "dir": str(dir) if dir else None}
     if isinstance(tags, str):
         tags = [tags]
-    ns = _native_settings(s, mode=client_mode, shared=shared, entity=entity, project=project,
+    ns = native_settings(s, mode=client_mode, shared=shared, entity=entity, project=project,
                           run_id=id, name=name, group=group, job_type=job_type, notes=notes,
                           tags=tags, config_json=to_json(cfg) if cfg else "",
                           resume=_RESUME[resume], directory=dir)
@@ -155,25 +96,6 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
     if not run.disabled:
         _state.install_hooks()
     _state.register(run)
-    return run
-
-
-def join_as_child(state: Dict[str, Any], label: str) -> Run:
-    """Joins the run described by ``state`` (a pickled Run) as a worker writer ``label``."""
-    s = Settings(**state.get("settings", {}))
-    s.x_label = label
-    s.x_primary = False
-    s.x_update_finish_state = False
-    ns = _native_settings(s, mode=state.get("mode") or "", shared=True,
-                          entity=state.get("entity") or None, project=state.get("project"),
-                          run_id=state["id"], directory=state.get("dir"))
-    run = Run(ns, settings=s, init_args={"id": state["id"], "project": state.get("project"),
-                                         "entity": state.get("entity"),
-                                         "name": state.get("name")})
-    run._joined_from = state.get("label")
-    if not run.disabled:
-        _state.install_hooks()
-    _state.register(run, make_current=False)
     return run
 
 
@@ -208,8 +130,8 @@ def setup(settings: Union[Settings, Dict[str, Any], None] = None) -> None:
     cannot start: runs then use the in-process sender.
     """
     s = coerce_settings(settings)
-    client_mode, _ = _effective_mode(None, s)
-    ns = _native_settings(s, mode=client_mode)
+    client_mode, _ = effective_mode(None, s)
+    ns = native_settings(s, mode=client_mode)
     try:
         native.setup(ns)
     except Exception as e:  # noqa: BLE001 - setup is an optimisation, never fatal

@@ -31,6 +31,7 @@
 #include <utility>
 
 #include "cohort/cohort.h"
+#include "core/version.h"
 
 #ifdef Py_LIMITED_API
 #define COHORT_FLOAT_VALUE(o) PyFloat_AsDouble(o)
@@ -376,6 +377,7 @@ void SetTags(PyRun& self, const std::vector<std::string>& tags) {
 
 NB_MODULE(_cohort, m) {
   m.doc() = "Native core of the cohort package (C++ client library bindings).";
+  m.attr("VERSION") = std::string(cohort::kVersion);  // the project version (core/version.h)
 
   nb::class_<cohort::Settings>(m, "Settings",
                                "cohort::Settings: every field of the C++ client's init settings.")

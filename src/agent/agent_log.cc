@@ -14,14 +14,9 @@ namespace {
 
 std::atomic<int> g_level{int(LogLevel::kInfo)};
 
-std::mutex& SinkMutex() {
+std::mutex& StderrMutex() {
   static auto* mu = new std::mutex();
   return *mu;
-}
-
-std::function<void(LogLevel, std::string_view)>& Sink() {
-  static auto* sink = new std::function<void(LogLevel, std::string_view)>();
-  return *sink;
 }
 
 std::string_view LevelName(LogLevel level) {
@@ -38,11 +33,6 @@ std::string_view LevelName(LogLevel level) {
 
 void SetLogLevel(LogLevel level) { g_level.store(int(level)); }
 
-void SetLogSink(std::function<void(LogLevel, std::string_view)> sink) {
-  std::lock_guard<std::mutex> lock(SinkMutex());
-  Sink() = std::move(sink);
-}
-
 bool LogEnabled(LogLevel level) { return int(level) >= g_level.load(std::memory_order_relaxed); }
 
 void LogLine(LogLevel level, std::string_view text) {
@@ -55,16 +45,12 @@ void LogLine(LogLevel level, std::string_view text) {
   strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
   std::string line = fmt::format("{}.{:03d}Z cohort[{}] {}: {}\n", stamp, int(now % 1000),
                                  int(getpid()), LevelName(level), text);
-  std::lock_guard<std::mutex> lock(SinkMutex());
-  if (Sink()) {
-    Sink()(level, line);
-  } else {
-    size_t off = 0;
-    while (off < line.size()) {
-      ssize_t n = write(STDERR_FILENO, line.data() + off, line.size() - off);
-      if (n <= 0) break;
-      off += size_t(n);
-    }
+  std::lock_guard<std::mutex> lock(StderrMutex());
+  size_t off = 0;
+  while (off < line.size()) {
+    ssize_t n = write(STDERR_FILENO, line.data() + off, line.size() - off);
+    if (n <= 0) break;
+    off += size_t(n);
   }
 }
 

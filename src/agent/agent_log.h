@@ -1,12 +1,11 @@
 // Diagnostics of the agent and of the in-process sender: one line per event, "time level text",
-// to a sink that defaults to stderr. The agent's stderr is its log file; inside a training
-// process (in-process mode) the client library raises the threshold so that only warnings reach
-// the user's console. Thread-safe (one mutex around the sink).
+// to stderr. The agent's stderr is its log file; inside a training process (in-process mode) the
+// client library raises the threshold so that only warnings reach the user's console.
+// Thread-safe (one mutex keeps each line whole).
 #pragma once
 
 #include <fmt/format.h>
 
-#include <functional>
 #include <string_view>
 
 namespace cohort::agent {
@@ -15,8 +14,6 @@ enum class LogLevel { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
 
 // Lines below `level` are dropped. Default kInfo.
 void SetLogLevel(LogLevel level);
-// Replaces the sink (null: stderr). The sink is called under the logger's mutex.
-void SetLogSink(std::function<void(LogLevel, std::string_view line)> sink);
 bool LogEnabled(LogLevel level);
 void LogLine(LogLevel level, std::string_view text);
 

@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <cstdlib>
 #include <mutex>
 
 #include "agent/backoff.h"
@@ -72,6 +73,9 @@ std::string EscapePathSegment(std::string_view s) {
 HttpClient::HttpClient(std::string base_url, HttpClientOptions options)
     : base_url_(std::move(base_url)), options_(std::move(options)) {
   while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();
+  if (options_.ca_file.empty()) {
+    if (const char* ca = std::getenv("COHORT_CA_BUNDLE"); ca != nullptr) options_.ca_file = ca;
+  }
   GlobalInitOnce();
 }
 
@@ -117,6 +121,7 @@ Result<HttpResponse> HttpClient::Request(std::string_view method, std::string_vi
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, long(options_.connect_timeout_s * 1000));
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, long(options_.request_timeout_s * 1000));
   curl_easy_setopt(c, CURLOPT_USERAGENT, options_.user_agent.c_str());
+  if (!options_.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, options_.ca_file.c_str());
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, OnBody);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &response.body);

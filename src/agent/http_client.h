@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "cohort/status.h"
+#include "core/version.h"
 
 namespace cohort::agent {
 
@@ -25,7 +26,10 @@ struct HttpResponse {
 struct HttpClientOptions {
   double connect_timeout_s = 5.0;
   double request_timeout_s = 120.0;
-  std::string user_agent = "cohort-agent/0.1";
+  std::string user_agent = "cohort-agent/" + std::string(kVersion);
+  // PEM file of the CAs trusted for https:// servers; empty: $COHORT_CA_BUNDLE when set, else
+  // the system's (a server behind a load balancer with a private CA).
+  std::string ca_file;
 };
 
 class HttpClient {

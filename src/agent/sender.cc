@@ -164,15 +164,6 @@ void Sender::Wake() {
   cv_.notify_all();
 }
 
-bool Sender::Drained() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& e : entries_) {
-    UploadProgress p = e->stream->progress();
-    if (p.done_seq < p.appended_seq) return false;
-  }
-  return true;
-}
-
 bool Sender::BackingOff() const {
   return retry_at_ms_.load(std::memory_order_relaxed) > MonoMillis();
 }

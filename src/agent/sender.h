@@ -87,8 +87,6 @@ class Sender {
   // New durable records are available (call after WriterStream::Sync).
   void Wake();
 
-  // True when no stream has records left to upload.
-  bool Drained() const;
   // True while the server is failing and the Sender waits before its next attempt. Takes no
   // lock: WriterStream::WaitFor predicates call it under the stream's lock, and the upload
   // thread reads streams under the Sender's lock.

@@ -12,6 +12,7 @@ using Runner = std::function<int()>;
 
 Runner AddServerCommand(CLI::App& app);
 Runner AddLoginCommand(CLI::App& app);
+Runner AddLoginLinkCommand(CLI::App& app);  // in login_cmd.cc
 Runner AddKeysCommand(CLI::App& app);
 Runner AddAgentCommand(CLI::App& app);
 Runner AddSyncCommand(CLI::App& app);

@@ -1,9 +1,11 @@
 // `cohort login`: store a server URL and API key for clients on this account.
+// `cohort login-link`: a one-time link that signs a browser in to the web UI.
 #include <cstdio>
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/read_client.h"
 #include "core/user_config.h"
 
 namespace cohort::cli {
@@ -34,6 +36,29 @@ Runner AddLoginCommand(CLI::App& app) {
       return 1;
     }
     std::printf("Saved to %s\n", UserConfigPath().c_str());
+    return 0;
+  };
+}
+
+Runner AddLoginLinkCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "login-link",
+      "Print a one-time link that signs a browser in to the web UI with this account's key "
+      "(COHORT_BASE_URL / COHORT_API_KEY or the `cohort login` config); it works once, within "
+      "15 minutes, on any server of the store");
+  return [cmd]() -> int {
+    if (!cmd->parsed()) return -1;
+    auto client = ReadClient::Open();
+    if (!client.ok()) {
+      std::fprintf(stderr, "cohort login-link: %s\n", client.status().message().c_str());
+      return 1;
+    }
+    auto made = (*client)->Post("/api/v1/login-tokens", boost::json::object{});
+    if (!made.ok()) {
+      std::fprintf(stderr, "cohort login-link: %s\n", made.status().message().c_str());
+      return 1;
+    }
+    std::printf("%s%s\n", (*client)->base_url().c_str(), StrField(*made, "path").c_str());
     return 0;
   };
 }

@@ -1,16 +1,19 @@
 // The `cohort` binary: one executable, one subcommand per file in src/cli.
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Cohort: experiment tracking for distributed training"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "cohort 0.1.0");
+  app.set_version_flag("--version", "cohort " + std::string(cohort::kVersion));
   std::vector<cohort::cli::Runner> runners;
   runners.push_back(cohort::cli::AddServerCommand(app));
   runners.push_back(cohort::cli::AddLoginCommand(app));
+  runners.push_back(cohort::cli::AddLoginLinkCommand(app));
   runners.push_back(cohort::cli::AddKeysCommand(app));
   runners.push_back(cohort::cli::AddAgentCommand(app));
   runners.push_back(cohort::cli::AddSyncCommand(app));

@@ -5,6 +5,7 @@
 // unless --resume or --force says so. Progress goes to stderr: a bar on a terminal, else a line
 // every few seconds; at the end the row count of every table is checked against the source's.
 // Run them with the servers of both stores stopped (docs/operations.md).
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,16 +42,6 @@ std::string NormalizeUrl(const std::string& url) {
   return url;
 }
 
-// A URL for messages: the password of a postgresql:// URL replaced by "***".
-std::string Redact(const std::string& url) {
-  if (!IsPostgresUrl(url)) return url;
-  const size_t scheme = url.find("://") + 3;
-  const size_t at = url.find('@', scheme);
-  const size_t colon = url.find(':', scheme);
-  if (at == std::string::npos || colon == std::string::npos || colon > at) return url;
-  return url.substr(0, colon + 1) + "***" + url.substr(at);
-}
-
 std::string SqlitePath(const std::string& url) {
   std::string path = url.starts_with("sqlite://") ? url.substr(9) : url;
   return path.substr(0, path.find('?'));
@@ -66,7 +57,7 @@ Result<std::unique_ptr<Store>> Open(const std::string& raw_url, bool must_exist)
   auto s = store::OpenStore(url);
   if (!s.ok()) {
     return Status(s.status().code(),
-                  "cannot open store '" + Redact(url) + "': " + s.status().message());
+                  "cannot open store '" + store::RedactUrl(url) + "': " + s.status().message());
   }
   return s;
 }
@@ -157,9 +148,9 @@ Status CheckTargetEmpty(Store* target, const std::string& url, bool resume, bool
   COHORT_ASSIGN_OR_RETURN(DumpCounts counts, target->CountRows());
   if (Total(counts) == 0 || resume || force) return Status::Ok();
   return Status::FailedPrecondition(
-      "target store '" + Redact(url) + "' is not empty (" + std::to_string(counts["runs"]) +
-      " runs, " + std::to_string(counts["api_keys"]) + " API keys, " +
-      std::to_string(Total(counts)) +
+      "target store '" + store::RedactUrl(url) + "' is not empty (" +
+      std::to_string(counts["runs"]) + " runs, " + std::to_string(counts["api_keys"]) +
+      " API keys, " + std::to_string(Total(counts)) +
       " rows in all); pass --resume to continue an interrupted copy of the same source, or "
       "--force to merge into it");
 }
@@ -203,8 +194,12 @@ int RunExport(const Opts& o) {
   auto counts = (*src)->CountRows();
   if (!counts.ok()) return Fail("export", counts.status());
   const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  // The dump holds everything the store does (key hashes included): private, mode 0600.
+  std::remove(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  std::FILE* f = fd < 0 ? nullptr : ::fdopen(fd, "wb");
   if (f == nullptr) {
+    if (fd >= 0) ::close(fd);
     return Fail("export", Status::IOError("cannot create '" + tmp + "': " + std::strerror(errno)));
   }
   DumpHeader header{.source = IsPostgresUrl(NormalizeUrl(o.store_url)) ? "postgres" : "sqlite",

@@ -4,6 +4,7 @@
 
 #include "core/json.h"
 #include "core/user_config.h"
+#include "core/version.h"
 
 namespace cohort::cli {
 namespace bj = boost::json;
@@ -49,7 +50,8 @@ std::string RunPath::ApiPath() const {
 }
 
 ReadClient::ReadClient(std::string base_url, std::string api_key)
-    : http_(std::move(base_url), agent::HttpClientOptions{5.0, 120.0, "cohort-cli/0.1"}),
+    : http_(std::move(base_url),
+            agent::HttpClientOptions{5.0, 120.0, "cohort-cli/" + std::string(kVersion), ""}),
       api_key_(std::move(api_key)) {}
 
 Result<std::unique_ptr<ReadClient>> ReadClient::Open() {
@@ -90,6 +92,23 @@ Result<bj::value> ReadClient::Get(std::string_view path, const Query& query) {
   auto parsed = json::Parse(res->body);
   if (!parsed.ok()) {
     return Status::Internal("GET " + std::string(path) +
+                            ": the server's answer is not JSON: " + parsed.status().message());
+  }
+  return std::move(*parsed);
+}
+
+Result<bj::value> ReadClient::Post(std::string_view path, const bj::object& body) {
+  auto res = http_.Request("POST", path, bj::serialize(body), api_key_);
+  if (!res.ok()) {
+    return Status::Unavailable("cannot reach the server at " + http_.base_url() + ": " +
+                               res.status().message());
+  }
+  if (res->status < 200 || res->status >= 300) {
+    return StatusFor(res->status, res->body, "POST " + std::string(path));
+  }
+  auto parsed = json::Parse(res->body);
+  if (!parsed.ok()) {
+    return Status::Internal("POST " + std::string(path) +
                             ": the server's answer is not JSON: " + parsed.status().message());
   }
   return std::move(*parsed);

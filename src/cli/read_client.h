@@ -1,6 +1,6 @@
-// ReadClient: the terminal commands' reading side of the HTTP API (docs/api.md). It finds the
-// server and key like the client library does (COHORT_BASE_URL / COHORT_API_KEY, else the user
-// config file that `cohort login` writes, else http://127.0.0.1:8787), GETs JSON over one
+// ReadClient: the terminal commands' side of the HTTP API (reads, and the odd POST) (docs/api.md).
+// It finds the server and key like the client library does (COHORT_BASE_URL / COHORT_API_KEY, else
+// the user config file that `cohort login` writes, else http://127.0.0.1:8787), GETs JSON over one
 // kept-alive connection and turns error answers into Status values with the server's message.
 // Also parses the RUN argument of the commands ("entity/project/run_id" or "project/run_id").
 //
@@ -38,6 +38,9 @@ class ReadClient {
   // kPermissionDenied / kInvalidArgument from the answer's status, with the server's message;
   // kUnavailable when the server cannot be reached.
   Result<boost::json::value> Get(std::string_view path, const Query& query = {});
+
+  // POST `path` with a JSON body -> the parsed answer; errors as Get.
+  Result<boost::json::value> Post(std::string_view path, const boost::json::object& body);
 
   // The entity of the API key (GET /api/v1/viewer), fetched once.
   Result<std::string> Entity();

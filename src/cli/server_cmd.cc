@@ -1,16 +1,22 @@
 // `cohort server`: run the server (API + web UI) on the embedded SQLite store or PostgreSQL.
+#include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <thread>
 
 #include "cli/commands.h"
 #include "core/user_config.h"
+#include "server/api/auth.h"
 #include "server/server_app.h"
+#include "store/store.h"
 
 namespace cohort::cli {
 namespace {
@@ -23,6 +29,27 @@ namespace {
 void KeepFreedMemory() {
   mallopt(M_MMAP_THRESHOLD, 16 << 20);
   mallopt(M_TRIM_THRESHOLD, 64 << 20);
+}
+
+// Writes `text` to `path` with mode 0600 (replacing the file).
+Status WritePrivateFile(const std::string& path, const std::string& text) {
+  ::unlink(path.c_str());
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::IOError("cannot write " + path + ": " + std::strerror(errno));
+  bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size());
+  ::close(fd);
+  if (!ok) return Status::IOError("cannot write " + path);
+  return Status::Ok();
+}
+
+// A secret is shown only on a terminal; otherwise (a log, journald, a container's output) it is
+// written to a 0600 file in the data directory and the file is named instead. Returns what to
+// print in its place.
+std::string ShowSecret(FILE* stream, const std::string& secret, const std::string& file) {
+  if (::isatty(::fileno(stream))) return secret;
+  Status s = WritePrivateFile(file, secret + "\n");
+  if (!s.ok()) return "(not shown: " + s.message() + ")";
+  return "in " + file + " (mode 0600)";
 }
 
 // The directory of the running executable.
@@ -50,6 +77,7 @@ std::string FindUiDir() {
 Runner AddServerCommand(CLI::App& app) {
   auto cfg = std::make_shared<server::ServerConfig>();
   cfg->http.port = 8787;
+  cfg->http.max_connections = 0;  // derived from the open-file limit (server_app.h)
   auto* cmd = app.add_subcommand("server", "Run the Cohort server (HTTP API and web UI)");
   cmd->add_option("--address", cfg->http.address, "Address to bind (use 0.0.0.0 for all)")
       ->envname("COHORT_ADDRESS")
@@ -84,13 +112,23 @@ Runner AddServerCommand(CLI::App& app) {
       ->envname("COHORT_READ_THREADS")
       ->capture_default_str();
   cmd->add_option("--max-connections", cfg->http.max_connections,
-                  "Concurrent connections; more get 503")
-      ->envname("COHORT_MAX_CONNECTIONS")
-      ->capture_default_str();
+                  "Concurrent connections; more get 503 (default: 20000, or the open-file limit "
+                  "minus 64 when that is lower)")
+      ->envname("COHORT_MAX_CONNECTIONS");
   cmd->add_option("--max-body-bytes", cfg->http.max_body_bytes,
                   "Largest request body; larger get 413")
       ->envname("COHORT_MAX_BODY_BYTES")
       ->capture_default_str();
+  cmd->add_option("--max-body-bytes-in-flight", cfg->http.max_body_bytes_in_flight,
+                  "Request bodies of 16 KiB or more being received or handled, all connections "
+                  "together (declared lengths); beyond: 503 + Retry-After")
+      ->envname("COHORT_MAX_BODY_BYTES_IN_FLIGHT")
+      ->capture_default_str();
+  cmd->add_option("--signing-key-file", cfg->signing_key_file,
+                  "Keys signing upload URLs, one a line, the first signs (default: "
+                  "<data-dir>/signing.key, made at first start); COHORT_SIGNING_KEYS "
+                  "(comma-separated) takes precedence")
+      ->envname("COHORT_SIGNING_KEY_FILE");
   cmd->add_option("--idle-timeout", cfg->http.idle_timeout_seconds,
                   "Seconds before an idle keep-alive connection is closed")
       ->envname("COHORT_IDLE_TIMEOUT")
@@ -131,7 +169,8 @@ Runner AddServerCommand(CLI::App& app) {
                 "Print every route (METHOD PATTERN, one a line) and exit; the security tests "
                 "enumerate the API with it");
   cmd->add_flag("!--no-user-config", cfg->write_user_config,
-                "Do not write the admin key and URL to the user's config file");
+                "Do not write the admin key made at first start to the user's config file (it is "
+                "shown instead: on a terminal, else in <data-dir>/admin-key)");
 
   return [cmd, cfg, list_routes]() -> int {
     if (!cmd->parsed()) return -1;
@@ -157,16 +196,38 @@ Runner AddServerCommand(CLI::App& app) {
       std::fprintf(stderr, "cohort server: %s\n", s.ToString().c_str());
       return 1;
     }
-    std::printf("%s\nOpen the web UI: %s\n", app.url().c_str(), app.ui_url().c_str());
+    const std::string data_dir = app.data_dir();
+    std::string ui_line;
+    if (app.ui_url().empty()) {
+      ui_line = app.ui_home() + " (no login link: no admin key of the entity)";
+    } else if (::isatty(STDOUT_FILENO)) {
+      ui_line = app.ui_url() + "  (one-time link, valid " +
+                std::to_string(api::kLoginTokenLifetime.count()) +
+                " minutes; `cohort login-link` makes another)";
+    } else {
+      ui_line = app.ui_home() + " (one-time login link " +
+                ShowSecret(stdout, app.ui_url(), data_dir + "/login-link") + ")";
+    }
+    std::printf("%s\nOpen the web UI: %s\n", app.url().c_str(), ui_line.c_str());
     std::fflush(stdout);
-    std::fprintf(
-        stderr, "cohort server: listening on %s (store %s)\n", app.url().c_str(),
-        cfg->store_url.empty() ? (cfg->data_dir + "/cohort.db").c_str() : cfg->store_url.c_str());
+    std::fprintf(stderr, "cohort server: listening on %s (store %s)\n", app.url().c_str(),
+                 store::RedactUrl(app.store_url()).c_str());
+    for (const std::string& note : app.notes()) {
+      std::fprintf(stderr, "cohort server: %s\n", note.c_str());
+    }
     if (!app.bootstrap_key().empty()) {
-      std::fprintf(stderr,
-                   "cohort server: created the admin key and saved it to %s\n"
-                   "               (clients on this account use it automatically)\n",
-                   cfg->write_user_config ? UserConfigPath().c_str() : "(not saved)");
+      if (app.wrote_user_config()) {
+        std::fprintf(stderr,
+                     "cohort server: created the admin key and saved it to %s\n"
+                     "               (clients on this account use it automatically)\n",
+                     UserConfigPath().c_str());
+      } else {
+        std::fprintf(stderr,
+                     "cohort server: created the admin key %s\n"
+                     "               (not saved to the user config: --no-user-config; shown "
+                     "once)\n",
+                     ShowSecret(stderr, app.bootstrap_key(), data_dir + "/admin-key").c_str());
+      }
     }
     std::thread waiter([&] {
       int sig = 0;

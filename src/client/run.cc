@@ -21,6 +21,7 @@
 #include "client/spawn.h"
 #include "core/clock.h"
 #include "core/json.h"
+#include "core/version.h"
 
 namespace cohort {
 namespace {
@@ -180,7 +181,7 @@ Result<agent::OpenRequest> BuildOpenRequest(const client::ResolvedSettings& rs) 
       run["config"] = std::move(config);
     }
     bj::object meta;
-    meta["sdk"] = "cohort-cpp/0.1.0";
+    meta["sdk"] = "cohort-cpp/" + std::string(kVersion);
     if (rs.rank) meta["rank"] = *rs.rank;
     if (rs.local_rank) meta["local_rank"] = *rs.local_rank;
     if (rs.world_size) meta["world_size"] = *rs.world_size;

@@ -43,9 +43,9 @@ std::vector<double> StepTimeColumns(const TimeColumns& c,
   return out;
 }
 
-std::vector<std::pair<int64_t, int64_t>> BucketCorners(const std::vector<store::Bucket>& buckets) {
+std::vector<std::pair<int64_t, int64_t>> BucketCorners(const std::vector<series::Bucket>& buckets) {
   std::vector<std::pair<int64_t, int64_t>> out;
-  for (const store::Bucket& b : buckets) {
+  for (const series::Bucket& b : buckets) {
     if (b.count <= 0) continue;
     if (out.empty() || out.back().first != b.step_min) out.push_back({b.step_min, b.time_min});
     if (b.step_max != b.step_min) out.push_back({b.step_max, b.time_max});
@@ -54,10 +54,10 @@ std::vector<std::pair<int64_t, int64_t>> BucketCorners(const std::vector<store::
 }
 
 std::vector<double> MeanColumns(const TimeColumns& c,
-                                const std::vector<std::vector<store::Bucket>>& series) {
+                                const std::vector<std::vector<series::Bucket>>& series) {
   std::vector<double> sum(size_t(c.count), 0), n(size_t(c.count), 0);
   for (const auto& buckets : series) {
-    for (const store::Bucket& b : buckets) {
+    for (const series::Bucket& b : buckets) {
       const int64_t valid = b.count - b.nan_count;
       if (valid <= 0) continue;
       const int col = c.Column(b.time_min + (b.time_max - b.time_min) / 2);

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "store/types.h"
+#include "series/types.h"
 
 namespace cohort::insight {
 
@@ -32,11 +32,11 @@ std::vector<double> StepTimeColumns(const TimeColumns& c,
                                     const std::vector<std::pair<int64_t, int64_t>>& samples);
 
 // Corner samples of step buckets (in step order), for StepTimeColumns.
-std::vector<std::pair<int64_t, int64_t>> BucketCorners(const std::vector<store::Bucket>& buckets);
+std::vector<std::pair<int64_t, int64_t>> BucketCorners(const std::vector<series::Bucket>& buckets);
 
 // Mean value per column (NaN where none) of step buckets, each placed in the column of its
 // middle time and weighted by its non-NaN points.
 std::vector<double> MeanColumns(const TimeColumns& c,
-                                const std::vector<std::vector<store::Bucket>>& series);
+                                const std::vector<std::vector<series::Bucket>>& series);
 
 }  // namespace cohort::insight

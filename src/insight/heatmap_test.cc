@@ -35,7 +35,7 @@ TEST(HeatmapTest, StepTimeColumnsFromPoints) {
 }
 
 TEST(HeatmapTest, BucketCornersFeedStepTimes) {
-  std::vector<store::Bucket> b(2);
+  std::vector<series::Bucket> b(2);
   b[0].step_min = 0, b[0].step_max = 9, b[0].time_min = 0, b[0].time_max = 90, b[0].count = 10;
   b[1].step_min = 10, b[1].step_max = 19, b[1].time_min = 100, b[1].time_max = 460, b[1].count = 10;
   auto corners = BucketCorners(b);
@@ -45,7 +45,7 @@ TEST(HeatmapTest, BucketCornersFeedStepTimes) {
 }
 
 TEST(HeatmapTest, MeanColumnsWeightsByPointsAndSkipsNaN) {
-  std::vector<store::Bucket> gpu0(2), gpu1(1);
+  std::vector<series::Bucket> gpu0(2), gpu1(1);
   gpu0[0].time_min = 0, gpu0[0].time_max = 10, gpu0[0].count = 2, gpu0[0].sum = 180;
   gpu0[1].time_min = 150, gpu0[1].time_max = 150, gpu0[1].count = 1, gpu0[1].nan_count = 1;
   gpu1[0].time_min = 20, gpu1[0].time_max = 20, gpu1[0].count = 1, gpu1[0].sum = 60;

@@ -36,20 +36,20 @@ void EnvDouble(const char* name, double* out) {
 }
 
 // The member's clock points sorted by step, one per step (the earliest time of a step).
-std::vector<store::Point> SortedClock(const std::vector<store::Point>& clock) {
-  std::vector<store::Point> c = clock;
-  std::sort(c.begin(), c.end(), [](const store::Point& a, const store::Point& b) {
+std::vector<series::Point> SortedClock(const std::vector<series::Point>& clock) {
+  std::vector<series::Point> c = clock;
+  std::sort(c.begin(), c.end(), [](const series::Point& a, const series::Point& b) {
     return a.step != b.step ? a.step < b.step : a.time_ms < b.time_ms;
   });
   c.erase(
       std::unique(c.begin(), c.end(),
-                  [](const store::Point& a, const store::Point& b) { return a.step == b.step; }),
+                  [](const series::Point& a, const series::Point& b) { return a.step == b.step; }),
       c.end());
   return c;
 }
 
 // Median ms per step over the last `window` intervals of a sorted clock.
-Signal TimestampStepTime(const std::vector<store::Point>& c, int window) {
+Signal TimestampStepTime(const std::vector<series::Point>& c, int window) {
   Signal s;
   std::vector<double> per_step;
   for (size_t i = 1; i < c.size(); ++i) {
@@ -115,7 +115,7 @@ StragglerReport DetectStragglers(const std::vector<MemberSignals>& members,
   const int window = std::max(opt.window, 2);
 
   // Clocks, explicit values and the step-time source.
-  std::vector<std::vector<store::Point>> clocks(members.size());
+  std::vector<std::vector<series::Point>> clocks(members.size());
   int with_explicit = 0, with_clock = 0;
   for (size_t i = 0; i < members.size(); ++i) {
     clocks[i] = SortedClock(members[i].clock);
@@ -158,7 +158,7 @@ StragglerReport DetectStragglers(const std::vector<MemberSignals>& members,
   // Lag: steps that every member with a clock logged, latest `window` of them.
   std::map<int64_t, std::vector<std::pair<size_t, int64_t>>> by_step;
   for (size_t i = 0; i < members.size(); ++i) {
-    for (const store::Point& p : clocks[i]) by_step[p.step].push_back({i, p.time_ms});
+    for (const series::Point& p : clocks[i]) by_step[p.step].push_back({i, p.time_ms});
   }
   std::vector<std::vector<double>> lags(members.size());
   int common = 0;

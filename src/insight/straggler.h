@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "store/types.h"
+#include "series/types.h"
 
 namespace cohort::insight {
 
@@ -34,7 +34,7 @@ StragglerOptions StragglerOptionsFromEnv();
 struct MemberSignals {
   // Points of the reference key over the member's window (its last `window` steps, plus the one
   // before so that the first step has a duration), in any order; step and time_ms are used.
-  std::vector<store::Point> clock;
+  std::vector<series::Point> clock;
   std::vector<double> step_time_s;  // explicit perf/step_time values (seconds) in the window
   std::vector<double> throughput;   // explicit perf/throughput values in the window
   std::optional<double> gpu_util;   // mean GPU utilisation (percent) over the window's time span

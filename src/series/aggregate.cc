@@ -104,12 +104,12 @@ double MedianOf(std::vector<double>* v) {
   return lower + (upper - lower) / 2;
 }
 
-std::vector<AggregateBucket> AggregateMembers(
-    const AggregateGrid& grid, const std::vector<std::vector<store::Bucket>>& members,
-    bool per_member) {
+std::vector<AggregateBucket> AggregateMembers(const AggregateGrid& grid,
+                                              const std::vector<std::vector<Bucket>>& members,
+                                              bool per_member) {
   std::vector<Acc> acc(size_t(std::max<int64_t>(grid.count, 0)));
   for (size_t m = 0; m < members.size(); ++m) {
-    for (const store::Bucket& b : members[m]) {
+    for (const Bucket& b : members[m]) {
       if (b.count <= 0) continue;
       const int64_t slot = grid.Slot(b.step_min);
       if (slot < 0 || slot >= grid.count) continue;  // outside the grid: not ours to place

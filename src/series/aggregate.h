@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "cohort/status.h"
-#include "store/types.h"
+#include "series/types.h"
 
 namespace cohort::series {
 
@@ -35,7 +35,7 @@ struct AggregateGrid {
   int64_t Slot(int64_t step) const;
 };
 
-// A step range and bucket count for one bucketed history query (HistoryQuery::min_step,
+// A step range and bucket count for one bucketed history query (SeriesQuery::min_step,
 // max_step, buckets) whose Bucketer buckets coincide with grid buckets.
 struct GridPart {
   int64_t min_step = 0, max_step = 0;
@@ -76,9 +76,9 @@ struct AggregateBucket {
 // bucketed history queries of GridParts(grid) return them (each bucket inside one grid bucket;
 // order free). Returns the non-empty buckets in
 // step order. Ties for min/max go to the lowest member index.
-std::vector<AggregateBucket> AggregateMembers(
-    const AggregateGrid& grid, const std::vector<std::vector<store::Bucket>>& members,
-    bool per_member);
+std::vector<AggregateBucket> AggregateMembers(const AggregateGrid& grid,
+                                              const std::vector<std::vector<Bucket>>& members,
+                                              bool per_member);
 
 // Median of `v` (mean of the two middle values for an even size); NaN for an empty vector.
 // Reorders `v`.

@@ -9,59 +9,30 @@
 #include <string>
 #include <vector>
 
-#include "series/append.h"
 #include "series/chunk.h"
 #include "series/query.h"
+#include "series/series_test_util.h"
 
 namespace cohort::series {
 namespace {
 
 using Rng = std::mt19937_64;
+using testing::Chunked;
+using testing::MemSeries;
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// A series stored in memory the way a backend stores it: chunks appended by AppendToSeries.
-struct MemSeries {
-  std::vector<ChunkMeta> metas;
-  std::map<int64_t, std::string> data;
-  int loads = 0;
-
-  ChunkLoader Loader() {
-    return [this](int64_t id) -> Result<std::string> {
-      ++loads;
-      return data.at(id);
-    };
-  }
-};
-
-MemSeries Build(const std::vector<store::Point>& pts, size_t batch) {
-  MemSeries m;
-  for (size_t i = 0; i < pts.size(); i += batch) {
-    const size_t len = std::min(batch, pts.size() - i);
-    std::optional<StoredChunk> head;
-    if (!m.metas.empty()) head = StoredChunk{m.metas.back().id, m.data[m.metas.back().id]};
-    auto w = AppendToSeries(head, {pts.begin() + long(i), pts.begin() + long(i + len)});
-    EXPECT_TRUE(w.ok());
-    for (const ChunkWrite& cw : *w) {
-      if (!cw.replaces) m.metas.push_back({cw.index, {}});
-      m.metas[size_t(cw.index)].summary = cw.summary;
-      m.data[cw.index] = cw.data;
-    }
-  }
-  return m;
-}
-
 // Buckets every member on `grid` through the ordinary history query.
-std::vector<std::vector<store::Bucket>> BucketMembers(std::vector<MemSeries>& members,
-                                                      const AggregateGrid& grid) {
-  std::vector<std::vector<store::Bucket>> out;
+std::vector<std::vector<Bucket>> BucketMembers(std::vector<MemSeries>& members,
+                                               const AggregateGrid& grid) {
+  std::vector<std::vector<Bucket>> out;
   for (MemSeries& m : members) {
     out.emplace_back();
     for (const GridPart& part : GridParts(grid)) {
-      store::HistoryQuery q;
+      SeriesQuery q;
       q.min_step = part.min_step;
       q.max_step = part.max_step;
       q.buckets = part.buckets;
-      store::SeriesData d;
+      SeriesResult d;
       EXPECT_TRUE(QuerySeries(m.metas, m.Loader(), q, &d).ok());
       out.back().insert(out.back().end(), d.buckets.begin(), d.buckets.end());
     }
@@ -175,12 +146,12 @@ struct Expected {
 };
 
 std::map<int64_t, Expected> BruteForce(const AggregateGrid& grid,
-                                       const std::vector<std::vector<store::Point>>& members) {
+                                       const std::vector<std::vector<Point>>& members) {
   // Points outside the grid's clip range are not aggregated.
   std::map<int64_t, Expected> out;
   std::map<int64_t, std::map<int, std::pair<double, int64_t>>> per_member;  // slot -> m -> sum,n
   for (size_t m = 0; m < members.size(); ++m) {
-    for (const store::Point& p : members[m]) {
+    for (const Point& p : members[m]) {
       if (p.step < grid.clip_lo || p.step > grid.clip_hi) continue;
       const int64_t slot = grid.Slot(p.step);
       Expected& e = out[slot];
@@ -214,7 +185,7 @@ TEST(AggregateTest, EqualsBruteForceOverRandomMembers) {
     Rng rng(seed);
     const int n_members = 1 + int(rng() % 7);
     const int64_t n_steps = 1 + int64_t(rng() % 20000);
-    std::vector<std::vector<store::Point>> pts(static_cast<size_t>(n_members));
+    std::vector<std::vector<Point>> pts(static_cast<size_t>(n_members));
     std::vector<MemSeries> series;
     for (auto& member : pts) {
       const int64_t start = int64_t(rng() % 50);
@@ -224,7 +195,7 @@ TEST(AggregateTest, EqualsBruteForceOverRandomMembers) {
         member.push_back({s, 1700000000000 + s * 10,
                           (double(rng() % 1000) / 1000.0 < nan_rate) ? kNaN : std::round(v)});
       }
-      series.push_back(Build(member, 1 + rng() % 3000));
+      series.push_back(Chunked(member));
     }
     const int n = 1 + int(rng() % 1500);
     const int64_t lo = seed % 2 ? 0 : int64_t(rng() % uint64_t(n_steps));
@@ -261,11 +232,11 @@ TEST(AggregateTest, OneStepBucketsGiveExactPerStepMedianAndExtremes) {
   // 5 ranks, 200 steps: rank r logs 10*r + step%7; rank 3 is an outlier at +1000.
   std::vector<MemSeries> series;
   for (int r = 0; r < 5; ++r) {
-    std::vector<store::Point> pts;
+    std::vector<Point> pts;
     for (int64_t s = 0; s < 200; ++s) {
       pts.push_back({s, s, 10.0 * r + double(s % 7) + (r == 3 ? 1000 : 0)});
     }
-    series.push_back(Build(pts, 64));
+    series.push_back(Chunked(pts));
   }
   auto grid = ChooseAggregateGrid(0, 199, 1000, kMaxChunkPoints);
   ASSERT_TRUE(grid.ok());
@@ -290,7 +261,7 @@ TEST(AggregateTest, OneStepBucketsGiveExactPerStepMedianAndExtremes) {
 
 TEST(AggregateTest, NoOutlierWithFewerThanThreeMembers) {
   std::vector<MemSeries> series;
-  for (int r = 0; r < 2; ++r) series.push_back(Build({{0, 0, double(r * 100)}}, 1));
+  for (int r = 0; r < 2; ++r) series.push_back(Chunked({{0, 0, double(r * 100)}}));
   auto grid = ChooseAggregateGrid(0, 0, 10, kMaxChunkPoints);
   ASSERT_TRUE(grid.ok());
   auto got = AggregateMembers(*grid, BucketMembers(series, *grid), false);
@@ -301,8 +272,8 @@ TEST(AggregateTest, NoOutlierWithFewerThanThreeMembers) {
 
 TEST(AggregateTest, NaNOnlyMemberCountsPointsButNotMembers) {
   std::vector<MemSeries> series;
-  series.push_back(Build({{0, 0, 1.0}, {1, 1, 3.0}}, 2));
-  series.push_back(Build({{0, 0, kNaN}, {1, 1, kNaN}}, 2));
+  series.push_back(Chunked({{0, 0, 1.0}, {1, 1, 3.0}}));
+  series.push_back(Chunked({{0, 0, kNaN}, {1, 1, kNaN}}));
   auto grid = ChooseAggregateGrid(0, 1, 1, kMaxChunkPoints);
   ASSERT_TRUE(grid.ok());
   auto got = AggregateMembers(*grid, BucketMembers(series, *grid), true);
@@ -319,9 +290,9 @@ TEST(AggregateTest, AlignedChunksAreReadFromSummariesOnly) {
   // that is a multiple of the chunk size, no chunk straddles a bucket and none is decoded.
   std::vector<MemSeries> series;
   for (int r = 0; r < 4; ++r) {
-    std::vector<store::Point> pts;
+    std::vector<Point> pts;
     for (int64_t s = 0; s < 100000; ++s) pts.push_back({s, s * 5, double(r) + double(s % 13)});
-    series.push_back(Build(pts, 700));
+    series.push_back(Chunked(pts));
   }
   auto grid = ChooseAggregateGrid(0, 99999, 90, kMaxChunkPoints);
   ASSERT_TRUE(grid.ok());

@@ -35,12 +35,12 @@ void Bucketer::AddSummary(const ChunkSummary& s) {
   acc_[Index(s.min_step)].Merge(s);
 }
 
-void Bucketer::AddPoint(const store::Point& p) {
+void Bucketer::AddPoint(const Point& p) {
   if (p.step < lo_ || p.step > hi_) return;
   acc_[Index(p.step)].Add(p.step, p.time_ms, p.value);
 }
 
-void Bucketer::AddPoints(const store::Point* points, size_t n, int64_t min_time, int64_t max_time) {
+void Bucketer::AddPoints(const Point* points, size_t n, int64_t min_time, int64_t max_time) {
   if (min_time == std::numeric_limits<int64_t>::min() &&
       max_time == std::numeric_limits<int64_t>::max()) {
     AddPointsIn<false>(points, n, min_time, max_time);  // no time filter: a simpler loop
@@ -50,9 +50,8 @@ void Bucketer::AddPoints(const store::Point* points, size_t n, int64_t min_time,
 }
 
 template <bool kTimeFilter>
-void Bucketer::AddPointsIn(const store::Point* points, size_t n, int64_t min_time,
-                           int64_t max_time) {
-  auto wanted = [&](const store::Point& p) {
+void Bucketer::AddPointsIn(const Point* points, size_t n, int64_t min_time, int64_t max_time) {
+  auto wanted = [&](const Point& p) {
     return (!kTimeFilter || (p.time_ms >= min_time && p.time_ms <= max_time)) && p.step >= lo_ &&
            p.step <= hi_;
   };
@@ -72,14 +71,14 @@ void Bucketer::AddPointsIn(const store::Point* points, size_t n, int64_t min_tim
       bucket_hi = uint64_t(hi_) - first < width_ - 1 ? hi_ : int64_t(first + (width_ - 1));
     }
     ChunkSummary& acc = acc_[b];
-    const store::Point& p0 = points[i];
+    const Point& p0 = points[i];
     int64_t count = 0, nans = 0;
     int64_t min_step = p0.step, max_step = p0.step, min_t = p0.time_ms, max_t = p0.time_ms;
     int64_t min_key = std::numeric_limits<int64_t>::max();  // order-preserving value patterns
     int64_t max_key = std::numeric_limits<int64_t>::min();
     double first = p0.value, last = p0.value, sum = acc.sum;
     for (; i < n; ++i) {
-      const store::Point& p = points[i];
+      const Point& p = points[i];
       if (p.step < bucket_lo || p.step > bucket_hi) break;
       if (kTimeFilter && (p.time_ms < min_time || p.time_ms > max_time)) continue;
       const uint64_t bits = coding::DoubleBits(p.value);
@@ -119,11 +118,11 @@ void Bucketer::AddPointsIn(const store::Point* points, size_t n, int64_t min_tim
   }
 }
 
-std::vector<store::Bucket> Bucketer::Finish() const {
-  std::vector<store::Bucket> out;
+std::vector<Bucket> Bucketer::Finish() const {
+  std::vector<Bucket> out;
   for (const ChunkSummary& s : acc_) {
     if (s.count == 0) continue;
-    store::Bucket b;
+    Bucket b;
     b.step_min = s.min_step;
     b.step_max = s.max_step;
     b.time_min = s.min_time;

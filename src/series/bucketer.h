@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "series/chunk.h"
-#include "store/types.h"
+#include "series/types.h"
 
 namespace cohort::series {
 
@@ -26,20 +26,20 @@ class Bucketer {
   // True when every step of `s` lies in [lo, hi] and in one bucket (or `s` is empty).
   bool FitsOneBucket(const ChunkSummary& s) const;
   void AddSummary(const ChunkSummary& s);  // requires FitsOneBucket(s)
-  void AddPoint(const store::Point& p);    // points outside [lo, hi] are ignored
+  void AddPoint(const Point& p);           // points outside [lo, hi] are ignored
   // Adds `n` points in order, skipping those outside [lo, hi] or outside [min_time, max_time].
   // Same result as AddPoint on each, faster for runs of nearby steps.
-  void AddPoints(const store::Point* points, size_t n, int64_t min_time, int64_t max_time);
+  void AddPoints(const Point* points, size_t n, int64_t min_time, int64_t max_time);
   // The non-empty buckets in step order. NaN values count in `count` but not in min/max/sum; a
   // bucket of only NaN has min = +inf and max = -inf, as in ChunkSummary.
-  std::vector<store::Bucket> Finish() const;
+  std::vector<Bucket> Finish() const;
 
   size_t bucket_count() const { return acc_.size(); }
 
  private:
   size_t Index(int64_t step) const;  // requires lo_ <= step <= hi_
   template <bool kTimeFilter>
-  void AddPointsIn(const store::Point* points, size_t n, int64_t min_time, int64_t max_time);
+  void AddPointsIn(const Point* points, size_t n, int64_t min_time, int64_t max_time);
 
   int64_t lo_, hi_;
   uint64_t width_;  // 0: one bucket spans the whole range (width 2^64 does not fit)

@@ -17,7 +17,7 @@ using testing::kMax;
 using testing::kMin;
 using testing::Rng;
 
-ChunkSummary SummaryOf(const std::vector<store::Point>& pts) {
+ChunkSummary SummaryOf(const std::vector<Point>& pts) {
   ChunkSummary s;
   for (const auto& p : pts) s.Add(p.step, p.time_ms, p.value);
   return s;
@@ -74,7 +74,7 @@ TEST(BucketerTest, ExtremeRangesMatchBruteForce) {
     for (int64_t hi : ends) {
       if (lo > hi) continue;
       for (int n : {1, 2, 3, 7, 1000}) {
-        std::vector<store::Point> pts;
+        std::vector<Point> pts;
         for (int i = 0; i < 200; ++i) {
           const int64_t s = i % 3 == 0 ? ends[rng() % 7] : int64_t(rng());
           pts.push_back({s, int64_t(rng() % 100), double(i)});
@@ -155,7 +155,7 @@ TEST(BucketerTest, SummariesGiveTheSameBucketsAsPoints) {
     size_t summaries = 0;
     for (size_t i = 0; i < pts.size();) {
       const size_t len = std::min<size_t>(pts.size() - i, 1 + rng() % 64);
-      const std::vector<store::Point> chunk(pts.begin() + long(i), pts.begin() + long(i + len));
+      const std::vector<Point> chunk(pts.begin() + long(i), pts.begin() + long(i + len));
       const ChunkSummary s = SummaryOf(chunk);
       if (by_summaries.FitsOneBucket(s)) {
         by_summaries.AddSummary(s);

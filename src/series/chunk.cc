@@ -239,26 +239,9 @@ std::string ChunkEncoder::Encode() const {
   return out;
 }
 
-Result<ChunkEncoder> ChunkEncoder::Resume(std::string_view encoded) {
-  std::vector<store::Point> points;
-  COHORT_RETURN_IF_ERROR(DecodeChunkInto(encoded, &points));
-  ChunkEncoder e;
-  e.steps_.reserve(points.size());
-  e.times_.reserve(points.size());
-  e.values_.reserve(points.size());
-  for (const store::Point& p : points) e.Append(p.step, p.time_ms, p.value);
-  return e;
-}
-
-Result<std::vector<store::Point>> DecodeChunk(std::string_view encoded) {
-  std::vector<store::Point> points;
-  COHORT_RETURN_IF_ERROR(DecodeChunkInto(encoded, &points));
-  return points;
-}
-
 namespace {
 
-Status DecodeBody(std::string_view in, std::vector<store::Point>* out) {
+Status DecodeBody(std::string_view in, std::vector<Point>* out) {
   if (in.size() < 3 + kCrcSize) {
     return Corrupt("truncated (" + std::to_string(in.size()) + " bytes)");
   }
@@ -327,7 +310,7 @@ Status DecodeBody(std::string_view in, std::vector<store::Point>* out) {
     return Corrupt("bad stream lengths");
   }
   out->resize(n);
-  store::Point* p = out->data();
+  Point* p = out->data();
   const char* load_end = in.data() + in.size();
   const bool steps_ok = steps_are_times
                             ? step_bytes == 0
@@ -404,10 +387,19 @@ Status DecodeBody(std::string_view in, std::vector<store::Point>* out) {
 
 }  // namespace
 
-Status DecodeChunkInto(std::string_view encoded, std::vector<store::Point>* out) {
-  Status s = DecodeBody(encoded, out);
-  if (!s.ok()) out->clear();
+ChunkIterator::ChunkIterator() { points_.reserve(kMaxChunkPoints); }
+
+Status ChunkIterator::Reset(std::string_view encoded) {
+  next_ = 0;
+  Status s = DecodeBody(encoded, &points_);
+  if (!s.ok()) points_.clear();
   return s;
+}
+
+Result<std::vector<Point>> DecodeChunk(std::string_view encoded) {
+  std::vector<Point> points;
+  COHORT_RETURN_IF_ERROR(DecodeBody(encoded, &points));
+  return points;
 }
 
 }  // namespace cohort::series

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "cohort/status.h"
-#include "store/types.h"
+#include "series/types.h"
 
 namespace cohort::series {
 
@@ -80,8 +80,6 @@ class ChunkEncoder {
   // The encoded chunk (header + payload + CRC): a deterministic function of the appended points.
   // O(count()), cheap enough to call after every batch.
   std::string Encode() const;
-  // Rebuilds an encoder from an encoded chunk so that appending can continue.
-  static Result<ChunkEncoder> Resume(std::string_view encoded);
 
  private:
   ChunkSummary summary_;
@@ -93,10 +91,42 @@ class ChunkEncoder {
   bool all_float32_ = true;  // every value is exactly a float32
 };
 
-// Decodes every point of a chunk, in arrival order. kCorruption on a bad checksum, version or
-// truncated payload.
-Result<std::vector<store::Point>> DecodeChunk(std::string_view encoded);
-// As DecodeChunk, into `*out` (replacing its contents; lets a caller reuse one buffer).
-Status DecodeChunkInto(std::string_view encoded, std::vector<store::Point>* out);
+// Steps through the points of encoded chunks in arrival order, one chunk after another, reusing
+// its buffer (no allocation per chunk):
+//
+//   ChunkIterator it;
+//   COHORT_RETURN_IF_ERROR(it.Reset(bytes));
+//   while (it.Next()) Use(it.At());
+//
+// Reset checks the whole chunk (header, checksum, and that the payload holds exactly its points)
+// and decodes it at once: a damaged chunk yields no point at all, never a prefix, and decoding
+// the streams of a chunk in one pass each is what makes the codec fast. Next and At then step
+// point by point; points() hands the decoded points to batch consumers (Bucketer::AddPoints).
+// Single-threaded (external synchronisation).
+class ChunkIterator {
+ public:
+  ChunkIterator();
+
+  // Starts on `encoded` (not referenced after the call), before its first point. kCorruption on
+  // a bad checksum, version or payload, leaving the iterator empty.
+  Status Reset(std::string_view encoded);
+  // Advances to the next point; false (and At() invalid) after the last.
+  bool Next() { return ++next_ <= points_.size(); }
+  // The current point; valid after a Next() that returned true.
+  const Point& At() const { return points_[next_ - 1]; }
+  // Position of the current point in the chunk (arrival order), from 0.
+  size_t index() const { return next_ - 1; }
+  // Every point of the chunk, in arrival order, whatever the position.
+  const std::vector<Point>& points() const { return points_; }
+  size_t size() const { return points_.size(); }
+
+ private:
+  std::vector<Point> points_;
+  size_t next_ = 0;  // 1 + index of the current point; 0 before the first
+};
+
+// Every point of a chunk, in arrival order (a ChunkIterator's points()). kCorruption on a bad
+// checksum, version or payload.
+Result<std::vector<Point>> DecodeChunk(std::string_view encoded);
 
 }  // namespace cohort::series

@@ -24,9 +24,9 @@ using testing::RandomLength;
 using testing::RandomPoints;
 using testing::Rng;
 
-std::string EncodeAll(const std::vector<store::Point>& pts) {
+std::string EncodeAll(const std::vector<Point>& pts) {
   ChunkEncoder e;
-  for (const store::Point& p : pts) e.Append(p.step, p.time_ms, p.value);
+  for (const Point& p : pts) e.Append(p.step, p.time_ms, p.value);
   return e.Encode();
 }
 
@@ -43,7 +43,7 @@ std::string WithFixedCrc(std::string chunk) {
 // Chunks of every value mode, for the corruption tests.
 std::vector<std::string> SampleChunks() {
   std::vector<std::string> chunks;
-  std::vector<store::Point> pts;
+  std::vector<Point> pts;
   for (int i = 0; i < 200; ++i) pts.push_back({i, 1700000000000 + 100 * i + i % 5, 0});
   for (auto& p : pts) p.value = double(p.step % 17);  // integer
   chunks.push_back(EncodeAll(pts));
@@ -86,13 +86,13 @@ TEST(ChunkTest, RandomSequencesRoundTripBitForBit) {
 TEST(ChunkTest, SpecialDoublesRoundTripInEveryPosition) {
   const auto specials = testing::SpecialDoubles();
   // Each special alone, after a float32 run, after an integer run and among the others.
-  std::vector<std::vector<store::Point>> cases;
+  std::vector<std::vector<Point>> cases;
   for (double v : specials) {
     cases.push_back({{0, 0, v}});
     cases.push_back({{0, 0, 1.5}, {1, 1, 2.5}, {2, 2, v}, {3, 3, 0.25}});
     cases.push_back({{0, 0, 3}, {1, 1, 4}, {2, 2, v}, {3, 3, 5}});
   }
-  std::vector<store::Point> all;
+  std::vector<Point> all;
   for (size_t i = 0; i < specials.size(); ++i) all.push_back({int64_t(i), 0, specials[i]});
   cases.push_back(all);
   for (const auto& want : cases) {
@@ -104,7 +104,7 @@ TEST(ChunkTest, SpecialDoublesRoundTripInEveryPosition) {
 
 TEST(ChunkTest, Int64ExtremeStepsAndTimesRoundTrip) {
   const int64_t extremes[] = {kMin, kMax, 0, -1, 1, kMin + 1, kMax - 1};
-  std::vector<store::Point> want;
+  std::vector<Point> want;
   for (int64_t a : extremes) {
     for (int64_t b : extremes) want.push_back({a, b, 1.0});
   }
@@ -115,20 +115,20 @@ TEST(ChunkTest, Int64ExtremeStepsAndTimesRoundTrip) {
 }
 
 TEST(ChunkTest, IntegerValuesUseIntegerMode) {
-  std::vector<store::Point> pts;
+  std::vector<Point> pts;
   for (int i = 0; i < 100; ++i) pts.push_back({i, i, double(i * 3 - 50)});
   EXPECT_EQ(ModeOf(EncodeAll(pts)), ValueMode::kInteger);
 }
 
 TEST(ChunkTest, Float32ValuesUseAFloat32Mode) {
-  std::vector<store::Point> pts;
+  std::vector<Point> pts;
   for (int i = 0; i < 100; ++i) pts.push_back({i, i, double(float(std::sin(i * 0.1)))});
   const ValueMode m = ModeOf(EncodeAll(pts));
   EXPECT_TRUE(m == ValueMode::kXor32 || m == ValueMode::kFloat32Delta) << int(m);
 }
 
 TEST(ChunkTest, Float32DenormalsUseAFloat32Mode) {
-  std::vector<store::Point> pts;
+  std::vector<Point> pts;
   for (int i = 0; i < 50; ++i) {
     pts.push_back({i, i, double(std::numeric_limits<float>::denorm_min()) * (i + 1)});
   }
@@ -141,7 +141,7 @@ TEST(ChunkTest, Float32DenormalsUseAFloat32Mode) {
 }
 
 TEST(ChunkTest, OneDoubleAmongIntegersIsAnExceptionOfTheScaledMode) {
-  std::vector<store::Point> pts;
+  std::vector<Point> pts;
   for (int i = 0; i < 100; ++i) pts.push_back({i, i, double(i)});
   pts.push_back({100, 100, std::acos(-1.0)});
   const std::string enc = EncodeAll(pts);
@@ -153,7 +153,7 @@ TEST(ChunkTest, OneDoubleAmongIntegersIsAnExceptionOfTheScaledMode) {
 }
 
 TEST(ChunkTest, DoublesThatAreNotRatiosUseA64BitMode) {
-  std::vector<store::Point> pts;
+  std::vector<Point> pts;
   for (int i = 0; i < 100; ++i) pts.push_back({i, i, std::sqrt(2.0 + i)});
   const std::string enc = EncodeAll(pts);
   const ValueMode m = ModeOf(enc);
@@ -165,7 +165,7 @@ TEST(ChunkTest, DoublesThatAreNotRatiosUseA64BitMode) {
 
 TEST(ChunkTest, ShortDecimalsUseTheScaledModeAtAFewBitsAPoint) {
   Rng rng(5);
-  std::vector<store::Point> pts;
+  std::vector<Point> pts;
   for (int i = 0; i < kMaxChunkPoints; ++i) {  // an accuracy rounded to 3 places
     pts.push_back({i, 1700000000000 + 100 * i, double(900 + int(rng() % 64)) / 1000});
   }
@@ -179,7 +179,7 @@ TEST(ChunkTest, ShortDecimalsUseTheScaledModeAtAFewBitsAPoint) {
 
 TEST(ChunkTest, RatiosOfACountUseTheScaledMode) {
   Rng rng(6);
-  std::vector<store::Point> pts;
+  std::vector<Point> pts;
   for (int i = 0; i < 300; ++i) {  // 100. * correct / 360, as the PyTorch examples compute it
     pts.push_back({i, i, 100.0 * double(300 + rng() % 60) / 360});
   }
@@ -195,7 +195,7 @@ TEST(ChunkTest, ScaledModeExceptionsKeepEveryBit) {
   const auto specials = testing::SpecialDoubles();
   Rng rng(8);
   for (int round = 0; round < 200; ++round) {
-    std::vector<store::Point> pts;
+    std::vector<Point> pts;
     const int n = 1 + int(rng() % kMaxChunkPoints);
     for (int i = 0; i < n; ++i) pts.push_back({i, i, double(int(rng() % 5000)) / 100});
     // Exceptions anywhere, the first and last positions included, up to a fifth of the chunk.
@@ -213,7 +213,7 @@ TEST(ChunkTest, ScaledModeExceptionsKeepEveryBit) {
 }
 
 TEST(ChunkTest, ScaledModeIsTheSameInEveryRoundingMode) {
-  std::vector<store::Point> pts;
+  std::vector<Point> pts;
   for (int i = 0; i < 500; ++i) pts.push_back({i, i, double(i * 7 % 1000) / 1000 + 0.001});
   const std::string nearest = EncodeAll(pts);
   ASSERT_EQ(ModeOf(nearest), ValueMode::kScaled);
@@ -230,7 +230,7 @@ TEST(ChunkTest, ScaledModeIsTheSameInEveryRoundingMode) {
 }
 
 TEST(ChunkTest, NegativeZeroIsNotCodedAsAnInteger) {
-  const std::vector<store::Point> pts = {{0, 0, 1.0}, {1, 1, -0.0}, {2, 2, 2.0}};
+  const std::vector<Point> pts = {{0, 0, 1.0}, {1, 1, -0.0}, {2, 2, 2.0}};
   const std::string enc = EncodeAll(pts);
   EXPECT_NE(ModeOf(enc), ValueMode::kInteger);
   auto got = DecodeChunk(enc);
@@ -239,14 +239,14 @@ TEST(ChunkTest, NegativeZeroIsNotCodedAsAnInteger) {
 }
 
 TEST(ChunkTest, RegularStepsTimesAndConstantValuesCostAlmostNothing) {
-  std::vector<store::Point> pts;
+  std::vector<Point> pts;
   for (int i = 0; i < kMaxChunkPoints; ++i) pts.push_back({i, 1700000000000 + 100 * i, 7.0});
   EXPECT_LT(EncodeAll(pts).size(), 40u);
 }
 
 TEST(ChunkTest, JitteredTimesCostUnderOneBytePerPoint) {
   Rng rng(7);
-  std::vector<store::Point> pts;
+  std::vector<Point> pts;
   for (int i = 0; i < kMaxChunkPoints; ++i) {
     pts.push_back({i, 1700000000000 + 100 * i + int64_t(rng() % 5), 7.0});
   }
@@ -255,7 +255,7 @@ TEST(ChunkTest, JitteredTimesCostUnderOneBytePerPoint) {
 
 TEST(ChunkTest, StepsEqualToTimesAreNotStoredTwice) {
   Rng rng(9);
-  std::vector<store::Point> pts, shifted;
+  std::vector<Point> pts, shifted;
   for (int i = 0; i < kMaxChunkPoints; ++i) {  // system metrics: the step is the sample time
     const int64_t t = 1700000000000 + 1000 * i + int64_t(rng() % 9);
     pts.push_back({t, t, double(i % 7)});
@@ -275,43 +275,6 @@ TEST(ChunkTest, EncodeIsDeterministic) {
   Rng rng(99);
   const auto pts = RandomPoints(rng, 1000);
   EXPECT_EQ(EncodeAll(pts), EncodeAll(pts));
-}
-
-TEST(ChunkTest, ResumeThenAppendEqualsOneEncoder) {
-  for (uint64_t seed = 1; seed <= 1000; ++seed) {
-    Rng rng(seed);
-    const auto pts = RandomPoints(rng, RandomLength(rng, kMaxChunkPoints));
-    const size_t split = pts.empty() ? 0 : rng() % (pts.size() + 1);
-    ChunkEncoder whole, first;
-    for (size_t i = 0; i < pts.size(); ++i) {
-      whole.Append(pts[i].step, pts[i].time_ms, pts[i].value);
-      if (i < split) first.Append(pts[i].step, pts[i].time_ms, pts[i].value);
-    }
-    auto resumed = ChunkEncoder::Resume(first.Encode());
-    ASSERT_TRUE(resumed.ok()) << "seed " << seed << ": " << resumed.status().ToString();
-    for (size_t i = split; i < pts.size(); ++i) {
-      resumed->Append(pts[i].step, pts[i].time_ms, pts[i].value);
-    }
-    ASSERT_EQ(resumed->Encode(), whole.Encode()) << "seed " << seed << " split " << split;
-    ASSERT_EQ(resumed->count(), whole.count()) << "seed " << seed;
-    ASSERT_EQ(BitsOf(resumed->summary().sum), BitsOf(whole.summary().sum)) << "seed " << seed;
-  }
-}
-
-TEST(ChunkTest, ResumeOfAFullChunkIsFull) {
-  std::vector<store::Point> pts;
-  for (int i = 0; i < kMaxChunkPoints; ++i) pts.push_back({i, i, 1});
-  auto e = ChunkEncoder::Resume(EncodeAll(pts));
-  ASSERT_TRUE(e.ok());
-  EXPECT_TRUE(e->full());
-}
-
-TEST(ChunkTest, ResumeRejectsACorruptChunk) {
-  std::string enc = EncodeAll({{1, 2, 3.0}, {2, 3, 4.0}});
-  enc[enc.size() / 2] ^= 0x10;
-  auto e = ChunkEncoder::Resume(enc);
-  ASSERT_FALSE(e.ok());
-  EXPECT_EQ(e.status().code(), StatusCode::kCorruption);
 }
 
 TEST(ChunkTest, EverySingleByteChangeIsDetected) {
@@ -412,6 +375,78 @@ TEST(ChunkTest, RandomBytesAreRejectedWithoutCrashing) {
     if (!bytes.empty() && rng() % 2) bytes[0] = char(kChunkMagic | kChunkVersion);
     EXPECT_FALSE(DecodeChunk(bytes).ok()) << "iteration " << iter;  // the CRC is wrong
   }
+}
+
+TEST(ChunkIteratorTest, StepsThroughEveryPointInArrivalOrderAcrossReusedChunks) {
+  ChunkIterator it;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    Rng rng(seed);
+    // Lengths go up and down, so that a reused iterator meets shorter chunks after longer ones.
+    const auto pts = RandomPoints(rng, RandomLength(rng, kMaxChunkPoints));
+    ASSERT_TRUE(it.Reset(EncodeAll(pts)).ok()) << "seed " << seed;
+    ASSERT_EQ(it.size(), pts.size());
+    std::vector<Point> stepped;
+    while (it.Next()) {
+      ASSERT_EQ(it.index(), stepped.size());
+      stepped.push_back(it.At());
+    }
+    EXPECT_FALSE(it.Next()) << "an exhausted iterator stays exhausted";
+    ASSERT_EQ(DiffPoints(pts, stepped), "") << "seed " << seed;
+    ASSERT_EQ(DiffPoints(pts, it.points()), "") << "seed " << seed;
+  }
+}
+
+TEST(ChunkIteratorTest, EmptyChunkHasNoPoint) {
+  ChunkIterator it;
+  ASSERT_TRUE(it.Reset(EncodeAll({})).ok());
+  EXPECT_EQ(it.size(), 0u);
+  EXPECT_FALSE(it.Next());
+}
+
+TEST(ChunkIteratorTest, ADamagedChunkYieldsNoPointEvenAfterAGoodOne) {
+  ChunkIterator it;
+  for (const std::string& chunk : SampleChunks()) {
+    if (chunk.size() < 8) continue;
+    ASSERT_TRUE(it.Reset(chunk).ok());
+    std::string bad = chunk;
+    bad[bad.size() / 2] ^= 0x10;
+    const Status s = it.Reset(bad);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.code(), StatusCode::kCorruption);
+    EXPECT_EQ(it.size(), 0u);
+    EXPECT_FALSE(it.Next()) << "no point of a damaged chunk, not even a prefix";
+  }
+}
+
+TEST(ChunkIteratorTest, APayloadDamagedBehindAValidChecksumYieldsNoPoint) {
+  ChunkIterator it;
+  int refused = 0;
+  for (const std::string& chunk : SampleChunks()) {
+    if (chunk.size() < 12) continue;
+    // The last payload byte dropped, the checksum recomputed: only the payload checks see it.
+    const std::string bad =
+        WithFixedCrc(chunk.substr(0, chunk.size() - 5) + chunk.substr(chunk.size() - 4));
+    ASSERT_TRUE(it.Reset(chunk).ok());
+    if (it.Reset(bad).ok()) continue;
+    ++refused;
+    EXPECT_EQ(it.size(), 0u);
+    EXPECT_FALSE(it.Next());
+  }
+  EXPECT_GE(refused, 3);
+}
+
+TEST(ChunkIteratorTest, ResetStartsOverOnTheSameChunk) {
+  ChunkIterator it;
+  const std::string chunk = EncodeAll({{1, 10, 1.5}, {2, 20, 2.5}, {3, 30, 3.5}});
+  ASSERT_TRUE(it.Reset(chunk).ok());
+  ASSERT_TRUE(it.Next());
+  ASSERT_TRUE(it.Next());
+  EXPECT_EQ(it.At().step, 2);
+  ASSERT_TRUE(it.Reset(chunk).ok());
+  ASSERT_TRUE(it.Next());
+  EXPECT_EQ(it.At().step, 1);
+  EXPECT_EQ(it.At().time_ms, 10);
+  EXPECT_EQ(it.At().value, 1.5);
 }
 
 TEST(ChunkSummaryTest, FirstIsEarliestLowestStepLastIsLatestHighestStep) {

@@ -21,30 +21,28 @@ bool Overlaps(const ChunkSummary& s, const Range& r) {
          s.max_time >= r.min_time && s.min_time <= r.max_time;
 }
 
-// Loads and decodes one chunk into `*points`, checking it against its summary. A chunk that does
-// not decode (bad checksum, damaged payload, wrong point count) is recorded in `out->damaged`
-// and `*points` is left empty: the caller skips it. The loader's errors are returned.
-Status LoadChunk(const ChunkMeta& c, const ChunkLoader& load, std::vector<store::Point>* points,
-                 store::SeriesData* out) {
+// Loads one chunk into `*it`, checking it against its summary. A chunk that does not decode
+// (bad checksum, damaged payload, wrong point count) is recorded in `out->damaged` and false is
+// returned: the caller skips it. The loader's errors are returned.
+Result<bool> LoadChunk(const ChunkMeta& c, const ChunkLoader& load, ChunkIterator* it,
+                       SeriesResult* out) {
   COHORT_ASSIGN_OR_RETURN(std::string data, load(c.id));
-  Status s = DecodeChunkInto(data, points);
+  Status s = it->Reset(data);
   std::string reason;
   if (!s.ok()) {
     reason = s.message();
-  } else if (int64_t(points->size()) != c.summary.count) {
-    reason = "holds " + std::to_string(points->size()) + " points, its summary says " +
+  } else if (int64_t(it->size()) != c.summary.count) {
+    reason = "holds " + std::to_string(it->size()) + " points, its summary says " +
              std::to_string(c.summary.count);
   }
-  if (!reason.empty()) {
-    points->clear();
-    out->damaged.push_back(
-        store::DamagedChunk{c.summary.min_step, c.summary.max_step, c.summary.count, reason});
-  }
-  return Status::Ok();
+  if (reason.empty()) return true;
+  out->damaged.push_back(
+      DamagedChunk{c.summary.min_step, c.summary.max_step, c.summary.count, std::move(reason)});
+  return false;
 }
 
 Status QueryBuckets(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
-                    const store::HistoryQuery& q, Range r, store::SeriesData* out) {
+                    const SeriesQuery& q, Range r, SeriesResult* out) {
   if (q.buckets > kMaxQueryBuckets) {
     return Status::InvalidArgument("at most " + std::to_string(kMaxQueryBuckets) + " buckets");
   }
@@ -60,7 +58,7 @@ Status QueryBuckets(const std::vector<ChunkMeta>& chunks, const ChunkLoader& loa
   if (r.min_step > r.max_step || r.min_time > r.max_time) return Status::Ok();
 
   Bucketer bucketer(r.min_step, r.max_step, q.buckets);
-  std::vector<store::Point> points;
+  ChunkIterator it;
   for (const ChunkMeta& c : chunks) {
     const ChunkSummary& s = c.summary;
     if (!Overlaps(s, r)) continue;
@@ -68,8 +66,8 @@ Status QueryBuckets(const std::vector<ChunkMeta>& chunks, const ChunkLoader& loa
       bucketer.AddSummary(s);
       continue;
     }
-    COHORT_RETURN_IF_ERROR(LoadChunk(c, load, &points, out));
-    bucketer.AddPoints(points.data(), points.size(), r.min_time, r.max_time);
+    COHORT_ASSIGN_OR_RETURN(const bool loaded, LoadChunk(c, load, &it, out));
+    if (loaded) bucketer.AddPoints(it.points().data(), it.size(), r.min_time, r.max_time);
   }
   out->buckets = bucketer.Finish();
   return Status::Ok();
@@ -77,7 +75,7 @@ Status QueryBuckets(const std::vector<ChunkMeta>& chunks, const ChunkLoader& loa
 
 // A point with its arrival position, for a stable order across chunks.
 struct Arrival {
-  store::Point p;
+  Point p;
   uint32_t chunk;  // index in `chunks`
   uint32_t pos;    // index in the chunk
 };
@@ -111,9 +109,8 @@ size_t PageEnd(size_t n, size_t limit, const StepAt& step_at) {
 // straight into the answer, chunk after chunk, with no merge (stably sorted within a chunk when
 // its steps are not in order).
 Status QueryRawDisjoint(const std::vector<ChunkMeta>& chunks, const std::vector<uint32_t>& order,
-                        const ChunkLoader& load, const Range& r, size_t limit,
-                        std::vector<store::Point>* points, store::SeriesData* out) {
-  std::vector<store::Point>& held = out->points;
+                        const ChunkLoader& load, const Range& r, size_t limit, SeriesResult* out) {
+  std::vector<Point>& held = out->points;
   // Room for every point of the chunks read (at most one chunk past the limit), reserved once:
   // growing a 100k-point answer by doubling copies it and touches twice the memory.
   size_t room = 0;
@@ -122,29 +119,33 @@ Status QueryRawDisjoint(const std::vector<ChunkMeta>& chunks, const std::vector<
     room += size_t(std::max<int64_t>(chunks[ci].summary.count, 0));
   }
   held.reserve(std::min(room, limit + size_t(kMaxChunkPoints)));  // a summary may be damaged
+  ChunkIterator it;
   bool stopped_early = false;
   for (uint32_t ci : order) {
     if (held.size() > limit) {  // every unread chunk lies above every held point
       stopped_early = true;
       break;
     }
-    COHORT_RETURN_IF_ERROR(LoadChunk(chunks[ci], load, points, out));
-    auto by_step = [](const store::Point& a, const store::Point& b) { return a.step < b.step; };
-    if (!std::is_sorted(points->begin(), points->end(), by_step)) {
-      std::stable_sort(points->begin(), points->end(), by_step);
-    }
+    COHORT_ASSIGN_OR_RETURN(const bool loaded, LoadChunk(chunks[ci], load, &it, out));
+    if (!loaded) continue;
+    const size_t first = held.size();
     const ChunkSummary& s = chunks[ci].summary;
     if (s.min_step >= r.min_step && s.max_step <= r.max_step && s.min_time >= r.min_time &&
         s.max_time <= r.max_time) {
-      held.insert(held.end(), points->begin(), points->end());
-      continue;
-    }
-    for (const store::Point& p : *points) {
-      if (p.step < r.min_step || p.step > r.max_step || p.time_ms < r.min_time ||
-          p.time_ms > r.max_time) {
-        continue;
+      held.insert(held.end(), it.points().begin(), it.points().end());
+    } else {
+      while (it.Next()) {
+        const Point& p = it.At();
+        if (p.step < r.min_step || p.step > r.max_step || p.time_ms < r.min_time ||
+            p.time_ms > r.max_time) {
+          continue;
+        }
+        held.push_back(p);
       }
-      held.push_back(p);
+    }
+    auto by_step = [](const Point& a, const Point& b) { return a.step < b.step; };
+    if (!std::is_sorted(held.begin() + long(first), held.end(), by_step)) {
+      std::stable_sort(held.begin() + long(first), held.end(), by_step);
     }
   }
   const size_t end = PageEnd(held.size(), limit, [&](size_t i) { return held[i].step; });
@@ -153,8 +154,8 @@ Status QueryRawDisjoint(const std::vector<ChunkMeta>& chunks, const std::vector<
   return Status::Ok();
 }
 
-Status QueryRaw(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
-                const store::HistoryQuery& q, Range r, store::SeriesData* out) {
+Status QueryRaw(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load, const SeriesQuery& q,
+                Range r, SeriesResult* out) {
   if (q.limit < 1) return Status::InvalidArgument("limit must be at least 1");
   if (q.after_step == kMaxInt) return Status::Ok();
   r.min_step = std::max(q.min_step.value_or(kMinInt), q.after_step + 1);
@@ -171,14 +172,14 @@ Status QueryRaw(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     return chunks[a].summary.min_step < chunks[b].summary.min_step;
   });
-  std::vector<store::Point> points;
   bool disjoint = true;  // the usual layout: each chunk's steps above the previous chunk's
   for (size_t k = 1; k < order.size() && disjoint; ++k) {
     disjoint = chunks[order[k]].summary.min_step > chunks[order[k - 1]].summary.max_step;
   }
-  if (disjoint) return QueryRawDisjoint(chunks, order, load, r, limit, &points, out);
+  if (disjoint) return QueryRawDisjoint(chunks, order, load, r, limit, out);
 
   std::vector<Arrival> held;
+  ChunkIterator it;
   int64_t held_max = kMinInt;
   bool stopped_early = false;
   for (uint32_t ci : order) {
@@ -186,14 +187,15 @@ Status QueryRaw(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
       stopped_early = true;
       break;
     }
-    COHORT_RETURN_IF_ERROR(LoadChunk(chunks[ci], load, &points, out));
-    for (size_t j = 0; j < points.size(); ++j) {
-      const store::Point& p = points[j];
+    COHORT_ASSIGN_OR_RETURN(const bool loaded, LoadChunk(chunks[ci], load, &it, out));
+    if (!loaded) continue;
+    while (it.Next()) {
+      const Point& p = it.At();
       if (p.step < r.min_step || p.step > r.max_step || p.time_ms < r.min_time ||
           p.time_ms > r.max_time) {
         continue;
       }
-      held.push_back({p, ci, uint32_t(j)});
+      held.push_back({p, ci, uint32_t(it.index())});
       held_max = std::max(held_max, p.step);
     }
   }
@@ -211,7 +213,7 @@ Status QueryRaw(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
 }  // namespace
 
 Status QuerySeries(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
-                   const store::HistoryQuery& q, store::SeriesData* out) {
+                   const SeriesQuery& q, SeriesResult* out) {
   out->points.clear();
   out->buckets.clear();
   out->damaged.clear();

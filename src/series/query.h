@@ -10,7 +10,7 @@
 
 #include "cohort/status.h"
 #include "series/chunk.h"
-#include "store/types.h"
+#include "series/types.h"
 
 namespace cohort::series {
 
@@ -22,14 +22,14 @@ struct ChunkMeta {
 // Loads the encoded bytes of a chunk by ChunkMeta::id.
 using ChunkLoader = std::function<Result<std::string>(int64_t id)>;
 
-// Largest HistoryQuery::buckets QuerySeries accepts (bucket memory is O(buckets)).
+// Largest SeriesQuery::buckets QuerySeries accepts (bucket memory is O(buckets)).
 inline constexpr int kMaxQueryBuckets = 100000;
 
-// Answers `q` (step/time range, buckets or raw paging; keys/writers are the caller's business)
-// for one series from the metadata of its chunks whose step range intersects the query range
-// (the caller may pass all chunks of the series), given in series order (chunk index order, which
-// is arrival order). Fills `out->points` (raw, sorted by step, stable for equal steps, at most
-// q.limit, with out->more) or `out->buckets`; clears the other and leaves key/writer alone.
+// Answers `q` (step/time range, buckets or raw paging) for one series from the metadata of its
+// chunks whose step range intersects the query range (the caller may pass all chunks of the
+// series), given in series order (chunk index order, which is arrival order). Fills
+// `out->points` (raw, sorted by step, stable for equal steps, at most q.limit, with out->more)
+// or `out->buckets`, and clears the other.
 // With buckets and no explicit step range, the range is the series' own [min_step, max_step].
 // Time filters apply to points; a chunk's summary stands in for its points only when the chunk
 // lies inside the time range and within one bucket, so buckets mode loads only the chunks that
@@ -42,6 +42,6 @@ inline constexpr int kMaxQueryBuckets = 100000;
 // the loader's errors are passed on. A chunk that fails its checksum or does not decode to its
 // summary's point count is skipped and named in out->damaged; the rest is answered.
 Status QuerySeries(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
-                   const store::HistoryQuery& q, store::SeriesData* out);
+                   const SeriesQuery& q, SeriesResult* out);
 
 }  // namespace cohort::series

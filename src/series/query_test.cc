@@ -8,56 +8,22 @@
 #include <string>
 #include <vector>
 
-#include "series/append.h"
 #include "series/series_test_util.h"
 
 namespace cohort::series {
 namespace {
 
 using testing::BruteForceBuckets;
+using testing::Chunked;
 using testing::DiffBuckets;
 using testing::DiffPoints;
 using testing::kMax;
 using testing::kMin;
+using testing::MemSeries;
 using testing::Rng;
 
-// A series stored in memory the way a backend would: chunk bytes by id, metadata in order.
-struct MemSeries {
-  std::vector<ChunkMeta> metas;
-  std::map<int64_t, std::string> data;
-  int loads = 0;
-
-  ChunkLoader Loader() {
-    return [this](int64_t id) -> Result<std::string> {
-      ++loads;
-      auto it = data.find(id);
-      if (it == data.end()) return Status::NotFound("no chunk " + std::to_string(id));
-      return it->second;
-    };
-  }
-};
-
-// Appends `pts` in batches of random size (1..max_batch) through AppendToSeries.
-MemSeries Build(const std::vector<store::Point>& pts, Rng& rng, size_t max_batch = 5000) {
-  MemSeries m;
-  for (size_t i = 0; i < pts.size();) {
-    const size_t len = std::min<size_t>(pts.size() - i, 1 + rng() % max_batch);
-    std::optional<StoredChunk> head;
-    if (!m.metas.empty()) head = StoredChunk{m.metas.back().id, m.data[m.metas.back().id]};
-    auto w = AppendToSeries(head, {pts.begin() + long(i), pts.begin() + long(i + len)});
-    EXPECT_TRUE(w.ok());
-    for (const ChunkWrite& cw : *w) {
-      if (!cw.replaces) m.metas.push_back({cw.index, {}});
-      m.metas[size_t(cw.index)].summary = cw.summary;
-      m.data[cw.index] = cw.data;
-    }
-    i += len;
-  }
-  return m;
-}
-
-std::vector<store::Point> Sequential(size_t n) {
-  std::vector<store::Point> pts;
+std::vector<Point> Sequential(size_t n) {
+  std::vector<Point> pts;
   for (size_t i = 0; i < n; ++i) {
     pts.push_back({int64_t(i), 1700000000000 + 100 * int64_t(i), double(i % 1000)});
   }
@@ -65,14 +31,14 @@ std::vector<store::Point> Sequential(size_t n) {
 }
 
 // Every point with step in [lo, hi] and time in [tmin, tmax], sorted by step, stable.
-std::vector<store::Point> BruteForceRaw(std::vector<store::Point> pts, int64_t lo, int64_t hi,
-                                        int64_t tmin, int64_t tmax) {
-  std::vector<store::Point> out;
+std::vector<Point> BruteForceRaw(std::vector<Point> pts, int64_t lo, int64_t hi, int64_t tmin,
+                                 int64_t tmax) {
+  std::vector<Point> out;
   for (const auto& p : pts) {
     if (p.step >= lo && p.step <= hi && p.time_ms >= tmin && p.time_ms <= tmax) out.push_back(p);
   }
   std::stable_sort(out.begin(), out.end(),
-                   [](const store::Point& a, const store::Point& b) { return a.step < b.step; });
+                   [](const Point& a, const Point& b) { return a.step < b.step; });
   return out;
 }
 
@@ -81,18 +47,18 @@ TEST(QueryTest, BucketsEqualBruteForce) {
     Rng rng(seed);
     auto pts = testing::RandomPoints(rng, rng() % 20000);
     testing::MakeSumsExact(rng, &pts);
-    MemSeries m = Build(pts, rng);
+    MemSeries m = Chunked(pts);
     for (int round = 0; round < 5; ++round) {
-      store::HistoryQuery q;
+      SeriesQuery q;
       q.buckets = 1 + int(rng() % 1200);
       if (!pts.empty() && rng() % 2) q.min_step = pts[rng() % pts.size()].step;
       if (!pts.empty() && rng() % 2) q.max_step = pts[rng() % pts.size()].step;
       if (!pts.empty() && rng() % 3 == 0) q.min_time_ms = pts[rng() % pts.size()].time_ms;
       if (!pts.empty() && rng() % 3 == 0) q.max_time_ms = pts[rng() % pts.size()].time_ms;
-      store::SeriesData out;
+      SeriesResult out;
       Status s = QuerySeries(m.metas, m.Loader(), q, &out);
       ASSERT_TRUE(s.ok()) << "seed " << seed << ": " << s.ToString();
-      std::vector<store::Bucket> want;
+      std::vector<Bucket> want;
       if (!pts.empty()) {
         int64_t lo = kMax, hi = kMin;
         for (const auto& p : pts) {
@@ -113,27 +79,25 @@ TEST(QueryTest, BucketsEqualBruteForce) {
 }
 
 TEST(QueryTest, BucketsReadSummariesForChunksInsideOneBucket) {
-  Rng rng(1);
   const auto pts = Sequential(100 * kMaxChunkPoints);
-  MemSeries m = Build(pts, rng, 100000);
+  MemSeries m = Chunked(pts);
   ASSERT_EQ(m.metas.size(), 100u);
-  store::HistoryQuery q;
+  SeriesQuery q;
   q.buckets = 10;
-  store::SeriesData out;
+  SeriesResult out;
   ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
   EXPECT_LE(m.loads, q.buckets - 1);
   EXPECT_EQ(DiffBuckets(BruteForceBuckets(pts, 0, int64_t(pts.size()) - 1, 10), out.buckets), "");
 }
 
 TEST(QueryTest, TimeRangeLoadsOnlyTheChunksItCuts) {
-  Rng rng(2);
   const auto pts = Sequential(20 * kMaxChunkPoints);
-  MemSeries m = Build(pts, rng, 100000);
-  store::HistoryQuery q;
+  MemSeries m = Chunked(pts);
+  SeriesQuery q;
   q.buckets = 1;
   q.min_time_ms = pts[5 * kMaxChunkPoints + 17].time_ms;
   q.max_time_ms = pts[9 * kMaxChunkPoints + 3].time_ms;
-  store::SeriesData out;
+  SeriesResult out;
   ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
   EXPECT_EQ(m.loads, 2);
   EXPECT_EQ(DiffBuckets(BruteForceBuckets(pts, 0, int64_t(pts.size()) - 1, 1, *q.min_time_ms,
@@ -149,8 +113,8 @@ TEST(QueryTest, RawPagesCoverEveryPointExactlyOnce) {
     if (rng() % 2) {  // few distinct steps: many equal steps across chunks
       for (auto& p : pts) p.step = int64_t(rng() % 50) - 25;
     }
-    MemSeries m = Build(pts, rng);
-    store::HistoryQuery q;
+    MemSeries m = Chunked(pts);
+    SeriesQuery q;
     q.limit = 1 + int64_t(rng() % 700 + pts.size() / 25);  // at most ~25 pages of re-reads
     if (!pts.empty() && rng() % 3 == 0) q.min_step = pts[rng() % pts.size()].step;
     if (!pts.empty() && rng() % 3 == 0) q.max_step = pts[rng() % pts.size()].step;
@@ -160,10 +124,10 @@ TEST(QueryTest, RawPagesCoverEveryPointExactlyOnce) {
     const auto want =
         BruteForceRaw(pts, std::max(q.min_step.value_or(kMin), kMin + 1), q.max_step.value_or(kMax),
                       q.min_time_ms.value_or(kMin), q.max_time_ms.value_or(kMax));
-    std::vector<store::Point> got;
+    std::vector<Point> got;
     for (int page = 0;; ++page) {
       ASSERT_LE(page, int(pts.size())) << "seed " << seed << ": paging does not end";
-      store::SeriesData out;
+      SeriesResult out;
       Status s = QuerySeries(m.metas, m.Loader(), q, &out);
       ASSERT_TRUE(s.ok()) << "seed " << seed << ": " << s.ToString();
       const bool one_step =
@@ -179,13 +143,11 @@ TEST(QueryTest, RawPagesCoverEveryPointExactlyOnce) {
 }
 
 TEST(QueryTest, RawPageEndsBeforeASplitStep) {
-  Rng rng(1);
-  const std::vector<store::Point> pts = {{1, 0, 1}, {1, 0, 2}, {2, 0, 3},
-                                         {2, 0, 4}, {2, 0, 5}, {3, 0, 6}};
-  MemSeries m = Build(pts, rng);
-  store::HistoryQuery q;
+  const std::vector<Point> pts = {{1, 0, 1}, {1, 0, 2}, {2, 0, 3}, {2, 0, 4}, {2, 0, 5}, {3, 0, 6}};
+  MemSeries m = Chunked(pts);
+  SeriesQuery q;
   q.limit = 3;
-  store::SeriesData out;
+  SeriesResult out;
   ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
   ASSERT_EQ(out.points.size(), 2u);
   EXPECT_TRUE(out.more);
@@ -197,13 +159,12 @@ TEST(QueryTest, RawPageEndsBeforeASplitStep) {
 }
 
 TEST(QueryTest, RawPageHoldsAWholeStepLargerThanTheLimit) {
-  Rng rng(1);
-  std::vector<store::Point> pts(5, {7, 0, 1});
+  std::vector<Point> pts(5, {7, 0, 1});
   pts.push_back({8, 0, 2});
-  MemSeries m = Build(pts, rng);
-  store::HistoryQuery q;
+  MemSeries m = Chunked(pts);
+  SeriesQuery q;
   q.limit = 2;
-  store::SeriesData out;
+  SeriesResult out;
   ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
   EXPECT_EQ(out.points.size(), 5u);
   EXPECT_TRUE(out.more);
@@ -211,16 +172,16 @@ TEST(QueryTest, RawPageHoldsAWholeStepLargerThanTheLimit) {
 
 TEST(QueryTest, RawEqualStepsKeepArrivalOrderAcrossChunks) {
   MemSeries m;
-  auto add = [&](int64_t id, const std::vector<store::Point>& pts) {
-    auto w = AppendToSeries(std::nullopt, pts);
-    ASSERT_TRUE(w.ok());
-    m.metas.push_back({id, (*w)[0].summary});
-    m.data[id] = (*w)[0].data;
+  auto add = [&](int64_t id, const std::vector<Point>& pts) {
+    ChunkEncoder enc;
+    for (const Point& p : pts) enc.Append(p.step, p.time_ms, p.value);
+    m.metas.push_back({id, enc.summary()});
+    m.data[id] = enc.Encode();
   };
   add(10, {{5, 0, 1}, {9, 0, 2}});
   add(11, {{3, 0, 3}, {5, 0, 4}});
-  store::HistoryQuery q;
-  store::SeriesData out;
+  SeriesQuery q;
+  SeriesResult out;
   ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
   ASSERT_EQ(out.points.size(), 4u);
   EXPECT_EQ(out.points[0].value, 3);
@@ -231,11 +192,10 @@ TEST(QueryTest, RawEqualStepsKeepArrivalOrderAcrossChunks) {
 }
 
 TEST(QueryTest, RawStopsLoadingOnceThePageIsFull) {
-  Rng rng(4);
-  MemSeries m = Build(Sequential(50 * kMaxChunkPoints), rng, 100000);
-  store::HistoryQuery q;
+  MemSeries m = Chunked(Sequential(50 * kMaxChunkPoints));
+  SeriesQuery q;
   q.limit = 100;
-  store::SeriesData out;
+  SeriesResult out;
   ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
   EXPECT_EQ(out.points.size(), 100u);
   EXPECT_TRUE(out.more);
@@ -243,23 +203,21 @@ TEST(QueryTest, RawStopsLoadingOnceThePageIsFull) {
 }
 
 TEST(QueryTest, LoaderErrorsArePassedOn) {
-  Rng rng(5);
-  MemSeries m = Build(Sequential(100), rng);
+  MemSeries m = Chunked(Sequential(100));
   m.data.clear();
-  store::HistoryQuery q;
-  store::SeriesData out;
+  SeriesQuery q;
+  SeriesResult out;
   EXPECT_EQ(QuerySeries(m.metas, m.Loader(), q, &out).code(), StatusCode::kNotFound);
 }
 
 TEST(QueryTest, ACorruptChunkIsSkippedAndNamedInBucketedQueries) {
-  Rng rng(6);
-  MemSeries m = Build(Sequential(3000), rng, 1024);
+  MemSeries m = Chunked(Sequential(3000));
   ASSERT_GE(m.metas.size(), 2u);
   m.data.begin()->second[5] ^= 1;
   const ChunkSummary bad = m.metas[0].summary;
-  store::HistoryQuery q;
+  SeriesQuery q;
   q.buckets = 7;  // buckets straddle chunks: the damaged one must be decoded
-  store::SeriesData out;
+  SeriesResult out;
   ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
   ASSERT_EQ(out.damaged.size(), 1u);
   EXPECT_EQ(out.damaged[0].min_step, bad.min_step);
@@ -267,23 +225,22 @@ TEST(QueryTest, ACorruptChunkIsSkippedAndNamedInBucketedQueries) {
   EXPECT_EQ(out.damaged[0].count, bad.count);
   EXPECT_NE(out.damaged[0].reason.find("checksum"), std::string::npos) << out.damaged[0].reason;
   int64_t total = 0;
-  for (const store::Bucket& b : out.buckets) total += b.count;
+  for (const Bucket& b : out.buckets) total += b.count;
   EXPECT_EQ(total, 3000 - bad.count);
 }
 
 TEST(QueryTest, ACorruptChunkIsSkippedInRawPagesAndTheRestIsServed) {
-  Rng rng(8);
-  MemSeries m = Build(Sequential(3000), rng, 1024);
+  MemSeries m = Chunked(Sequential(3000));
   ASSERT_GE(m.metas.size(), 2u);
   m.data.begin()->second[5] ^= 1;
   const ChunkSummary bad = m.metas[0].summary;
-  store::HistoryQuery q;
+  SeriesQuery q;
   q.limit = 100000;
-  store::SeriesData out;
+  SeriesResult out;
   ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
   ASSERT_EQ(out.damaged.size(), 1u);
   EXPECT_EQ(int64_t(out.points.size()), 3000 - bad.count);
-  for (const store::Point& p : out.points) {
+  for (const Point& p : out.points) {
     EXPECT_TRUE(p.step < bad.min_step || p.step > bad.max_step) << p.step;
   }
   // A page that does not reach the damaged chunk reports nothing.
@@ -293,11 +250,10 @@ TEST(QueryTest, ACorruptChunkIsSkippedInRawPagesAndTheRestIsServed) {
 }
 
 TEST(QueryTest, ASummaryThatDisagreesWithItsChunkIsSkippedAsDamaged) {
-  Rng rng(7);
-  MemSeries m = Build(Sequential(100), rng);
+  MemSeries m = Chunked(Sequential(100));
   m.metas[0].summary.count = 99;
-  store::HistoryQuery q;
-  store::SeriesData out;
+  SeriesQuery q;
+  SeriesResult out;
   ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
   ASSERT_EQ(out.damaged.size(), 1u);
   EXPECT_NE(out.damaged[0].reason.find("summary says 99"), std::string::npos);
@@ -305,8 +261,8 @@ TEST(QueryTest, ASummaryThatDisagreesWithItsChunkIsSkippedAsDamaged) {
 
 TEST(QueryTest, AnEmptySeriesGivesNothing) {
   MemSeries m;
-  store::HistoryQuery q;
-  store::SeriesData out;
+  SeriesQuery q;
+  SeriesResult out;
   out.points.push_back({1, 1, 1});
   ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
   EXPECT_TRUE(out.points.empty());
@@ -318,8 +274,8 @@ TEST(QueryTest, AnEmptySeriesGivesNothing) {
 
 TEST(QueryTest, BadLimitsAndBucketCountsAreInvalid) {
   MemSeries m;
-  store::HistoryQuery q;
-  store::SeriesData out;
+  SeriesQuery q;
+  SeriesResult out;
   q.limit = 0;
   EXPECT_EQ(QuerySeries(m.metas, m.Loader(), q, &out).code(), StatusCode::kInvalidArgument);
   q.limit = 10;
@@ -328,11 +284,10 @@ TEST(QueryTest, BadLimitsAndBucketCountsAreInvalid) {
 }
 
 TEST(QueryTest, AfterStepAtInt64MaxGivesNothing) {
-  Rng rng(8);
-  MemSeries m = Build({{kMax, 0, 1}}, rng);
-  store::HistoryQuery q;
+  MemSeries m = Chunked({{kMax, 0, 1}});
+  SeriesQuery q;
   q.after_step = kMax;
-  store::SeriesData out;
+  SeriesResult out;
   ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
   EXPECT_TRUE(out.points.empty());
   EXPECT_FALSE(out.more);

@@ -7,12 +7,15 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/coding.h"
-#include "store/types.h"
+#include "series/chunk.h"
+#include "series/query.h"
+#include "series/types.h"
 
 namespace cohort::series::testing {
 
@@ -65,8 +68,8 @@ inline std::vector<double> SpecialDoubles() {
 // A random sequence of `n` points from one of several families of steps, times and values
 // (chosen by the RNG), including sorted, out-of-order, equal and extreme int64 steps/times, and
 // float32, integer, smooth, noisy, special and arbitrary-bit values, sometimes mixed mid-way.
-inline std::vector<store::Point> RandomPoints(Rng& rng, size_t n) {
-  std::vector<store::Point> pts(n);
+inline std::vector<Point> RandomPoints(Rng& rng, size_t n) {
+  std::vector<Point> pts(n);
   auto pick = [&](int k) { return int(rng() % uint64_t(k)); };
   const std::vector<double> specials = SpecialDoubles();
   const int64_t extremes[] = {kMin, kMax, 0, -1, 1, kMin + 1, kMax - 1};
@@ -79,7 +82,7 @@ inline std::vector<store::Point> RandomPoints(Rng& rng, size_t n) {
   std::normal_distribution<double> noise(0, 1);
   const size_t mix_at = n ? rng() % n : 0;
   for (size_t i = 0; i < n; ++i) {
-    store::Point& p = pts[i];
+    Point& p = pts[i];
     const int64_t ii = int64_t(i);
     switch (step_kind) {
       case 0:
@@ -189,13 +192,12 @@ inline size_t RandomLength(Rng& rng, size_t max) {
   }
 }
 
-inline bool SamePoint(const store::Point& a, const store::Point& b) {
+inline bool SamePoint(const Point& a, const Point& b) {
   return a.step == b.step && a.time_ms == b.time_ms && BitsOf(a.value) == BitsOf(b.value);
 }
 
 // Empty when equal bit for bit, else a description of the first difference.
-inline std::string DiffPoints(const std::vector<store::Point>& want,
-                              const std::vector<store::Point>& got) {
+inline std::string DiffPoints(const std::vector<Point>& want, const std::vector<Point>& got) {
   if (want.size() != got.size()) {
     return "size " + std::to_string(got.size()) + " != " + std::to_string(want.size());
   }
@@ -212,23 +214,22 @@ inline std::string DiffPoints(const std::vector<store::Point>& want,
 
 // Reference bucketing, written independently of Bucketer: folds `pts` (in arrival order) with
 // lo <= step <= hi and min_time <= time <= max_time into ceil((hi - lo + 1) / n)-wide buckets.
-inline std::vector<store::Bucket> BruteForceBuckets(const std::vector<store::Point>& pts,
-                                                    int64_t lo, int64_t hi, int n,
-                                                    int64_t min_time = kMin,
-                                                    int64_t max_time = kMax) {
+inline std::vector<Bucket> BruteForceBuckets(const std::vector<Point>& pts, int64_t lo, int64_t hi,
+                                             int n, int64_t min_time = kMin,
+                                             int64_t max_time = kMax) {
   const __int128 width = (__int128(hi) - lo + 1 + n - 1) / n;
   struct Acc {
-    store::Bucket b;
+    Bucket b;
     bool any = false;
   };
   std::vector<Acc> acc(size_t((__int128(hi) - lo) / width + 1));
   auto less = [](double a, double b) {  // -0.0 before +0.0
     return a < b || (a == b && std::signbit(a) && !std::signbit(b));
   };
-  for (const store::Point& p : pts) {
+  for (const Point& p : pts) {
     if (p.step < lo || p.step > hi || p.time_ms < min_time || p.time_ms > max_time) continue;
     Acc& a = acc[size_t((__int128(p.step) - lo) / width)];
-    store::Bucket& b = a.b;
+    Bucket& b = a.b;
     if (!a.any) {
       a.any = true;
       b.step_min = b.step_max = p.step;
@@ -249,7 +250,7 @@ inline std::vector<store::Bucket> BruteForceBuckets(const std::vector<store::Poi
     if (less(b.max, p.value)) b.max = p.value;
     b.sum += p.value;
   }
-  std::vector<store::Bucket> out;
+  std::vector<Bucket> out;
   for (const Acc& a : acc) {
     if (a.any) out.push_back(a.b);
   }
@@ -257,14 +258,13 @@ inline std::vector<store::Bucket> BruteForceBuckets(const std::vector<store::Poi
 }
 
 // Empty when equal (doubles bit for bit), else the first difference.
-inline std::string DiffBuckets(const std::vector<store::Bucket>& want,
-                               const std::vector<store::Bucket>& got) {
+inline std::string DiffBuckets(const std::vector<Bucket>& want, const std::vector<Bucket>& got) {
   if (want.size() != got.size()) {
     return "bucket count " + std::to_string(got.size()) + " != " + std::to_string(want.size());
   }
   for (size_t i = 0; i < want.size(); ++i) {
-    const store::Bucket& w = want[i];
-    const store::Bucket& g = got[i];
+    const Bucket& w = want[i];
+    const Bucket& g = got[i];
     const bool same = w.step_min == g.step_min && w.step_max == g.step_max &&
                       w.time_min == g.time_min && w.time_max == g.time_max && w.count == g.count &&
                       BitsOf(w.min) == BitsOf(g.min) && BitsOf(w.max) == BitsOf(g.max) &&
@@ -287,8 +287,8 @@ inline std::string DiffBuckets(const std::vector<store::Bucket>& want,
 
 // Replaces values by small integers, signed zeros, infinities of one sign and NaN, so that every
 // grouping of a sum is exact and bucket sums can be compared bit for bit.
-inline void MakeSumsExact(Rng& rng, std::vector<store::Point>* pts) {
-  for (store::Point& p : *pts) {
+inline void MakeSumsExact(Rng& rng, std::vector<Point>* pts) {
+  for (Point& p : *pts) {
     const uint64_t r = rng() % 40;
     p.value = r == 0   ? std::nan("")
               : r == 1 ? -0.0
@@ -296,6 +296,37 @@ inline void MakeSumsExact(Rng& rng, std::vector<store::Point>* pts) {
               : r == 3 ? std::numeric_limits<double>::infinity()
                        : double(int64_t(rng() % 2001) - 1000) / 8;
   }
+}
+
+// A series held in memory the way a store holds it: chunk bytes by id, metadata in order.
+struct MemSeries {
+  std::vector<ChunkMeta> metas;
+  std::map<int64_t, std::string> data;
+  int loads = 0;  // chunks loaded through Loader()
+
+  ChunkLoader Loader() {
+    return [this](int64_t id) -> Result<std::string> {
+      ++loads;
+      auto it = data.find(id);
+      if (it == data.end()) return Status::NotFound("no chunk " + std::to_string(id));
+      return it->second;
+    };
+  }
+};
+
+// `pts` (in order) cut into full chunks of kMaxChunkPoints points and a last partial one.
+inline MemSeries Chunked(const std::vector<Point>& pts) {
+  MemSeries m;
+  for (size_t i = 0; i < pts.size(); i += size_t(kMaxChunkPoints)) {
+    ChunkEncoder enc;
+    for (size_t j = i; j < std::min(pts.size(), i + size_t(kMaxChunkPoints)); ++j) {
+      enc.Append(pts[j].step, pts[j].time_ms, pts[j].value);
+    }
+    const int64_t id = int64_t(m.metas.size());
+    m.metas.push_back({id, enc.summary()});
+    m.data[id] = enc.Encode();
+  }
+  return m;
 }
 
 }  // namespace cohort::series::testing

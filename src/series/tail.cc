@@ -26,7 +26,7 @@ int EdgeLevel(uint64_t a, uint64_t b) {
 
 }  // namespace
 
-std::vector<std::pair<size_t, size_t>> CutAligned(const std::vector<store::Point>& points,
+std::vector<std::pair<size_t, size_t>> CutAligned(const std::vector<Point>& points,
                                                   LastChunk last) {
   std::vector<std::pair<size_t, size_t>> out;
   const size_t n = points.size();
@@ -77,12 +77,12 @@ bool TailNeedsCompaction(const TailState& s, size_t new_points) {
   return s.tail_count + int64_t(new_points) >= kMaxTailPoints || s.tail_chunks + 1 > chunk_limit;
 }
 
-Result<TailAppend> PlanTailAppend(TailState* s, const std::vector<store::Point>& points,
-                                  const std::vector<store::Point>* tail) {
+Result<TailAppend> PlanTailAppend(TailState* s, const std::vector<Point>& points,
+                                  const std::vector<Point>* tail) {
   TailAppend out;
   if (points.empty()) return out;
   const bool compact = TailNeedsCompaction(*s, points.size());
-  std::vector<store::Point> merged;
+  std::vector<Point> merged;
   if (compact) {
     if (tail == nullptr || int64_t(tail->size()) != s->tail_count) {
       return Status::InvalidArgument(
@@ -97,7 +97,7 @@ Result<TailAppend> PlanTailAppend(TailState* s, const std::vector<store::Point>&
     s->tail_idx = s->next_idx;
     s->tail_count = s->tail_chunks = 0;
   }
-  const std::vector<store::Point>& all = compact ? merged : points;
+  const std::vector<Point>& all = compact ? merged : points;
   // What is sealed (series/tail.h): a compaction seals every chunk but the last (complete
   // windows) and the last one when it is full; a batch of kMinSealedPoints or more on an empty
   // tail seals all of its chunks (written once); other points join the tail, cut only into full
@@ -116,7 +116,6 @@ Result<TailAppend> PlanTailAppend(TailState* s, const std::vector<store::Point>&
     }
     ChunkWrite w;
     w.index = s->next_idx++;
-    w.replaces = false;
     w.summary = enc.summary();
     w.data = enc.Encode();
     const bool last = r + 1 == ranges.size();
@@ -132,7 +131,7 @@ Result<TailAppend> PlanTailAppend(TailState* s, const std::vector<store::Point>&
   return out;
 }
 
-Result<TailAppend> PlanTailSeal(TailState* s, const std::vector<store::Point>& tail) {
+Result<TailAppend> PlanTailSeal(TailState* s, const std::vector<Point>& tail) {
   TailAppend out;
   if (s->tail_chunks == 0) return out;
   if (int64_t(tail.size()) != s->tail_count) {
@@ -149,7 +148,6 @@ Result<TailAppend> PlanTailSeal(TailState* s, const std::vector<store::Point>& t
     for (size_t i = first; i < last; ++i) enc.Append(tail[i].step, tail[i].time_ms, tail[i].value);
     ChunkWrite w;
     w.index = s->next_idx++;
-    w.replaces = false;
     w.summary = enc.summary();
     w.data = enc.Encode();
     out.chunks.push_back(std::move(w));

@@ -21,13 +21,13 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "cohort/status.h"
-#include "series/append.h"
 #include "series/chunk.h"
-#include "store/types.h"
+#include "series/types.h"
 
 namespace cohort::series {
 
@@ -71,12 +71,18 @@ enum class LastChunk {
 // a full chunk ends at the coarsest window edge that leaves it at least kMinSealedPoints points
 // (else the latest edge; none: where it is full); the last chunk as `last` says. Every point is
 // in exactly one range; ranges are consecutive.
-std::vector<std::pair<size_t, size_t>> CutAligned(const std::vector<store::Point>& points,
-                                                  LastChunk last);
+std::vector<std::pair<size_t, size_t>> CutAligned(const std::vector<Point>& points, LastChunk last);
 
 // True when appending `new_points` points compacts the tail: the caller reads the points of the
 // chunks [tail_idx, next_idx) and passes them to PlanTailAppend.
 bool TailNeedsCompaction(const TailState& s, size_t new_points);
+
+// One encoded chunk for a store to insert at `index` of its series, with its summary.
+struct ChunkWrite {
+  int64_t index = 0;  // chunk position in the series
+  ChunkSummary summary;
+  std::string data;
+};
 
 // What a store writes for one append, in its transaction: first delete the chunks
 // [delete_lo, delete_hi) (when delete_hi > delete_lo), then insert `chunks` (all new indexes).
@@ -89,8 +95,8 @@ struct TailAppend {
 // tail's points when TailNeedsCompaction(*s, points.size()), else it is ignored (pass nullptr).
 // kInvalidArgument when compaction is due and `tail` is missing or does not hold tail_count
 // points.
-Result<TailAppend> PlanTailAppend(TailState* s, const std::vector<store::Point>& points,
-                                  const std::vector<store::Point>* tail);
+Result<TailAppend> PlanTailAppend(TailState* s, const std::vector<Point>& points,
+                                  const std::vector<Point>* tail);
 
 // Plans sealing the whole tail of the series in `*s` (its points, in order, in `tail`) when its
 // writer finishes: the tail's chunks are re-cut as a large batch is (every chunk at window edges,
@@ -99,6 +105,6 @@ Result<TailAppend> PlanTailAppend(TailState* s, const std::vector<store::Point>&
 // the plan) when the tail is empty; a tail of one chunk is rewritten too (cut at window edges,
 // under a new index, so that the store's summary pages can take it). kInvalidArgument when
 // `tail` does not hold tail_count points.
-Result<TailAppend> PlanTailSeal(TailState* s, const std::vector<store::Point>& tail);
+Result<TailAppend> PlanTailSeal(TailState* s, const std::vector<Point>& tail);
 
 }  // namespace cohort::series

@@ -14,8 +14,8 @@ namespace {
 using testing::BitsOf;
 using testing::Rng;
 
-std::vector<store::Point> Ramp(int64_t from, size_t n) {
-  std::vector<store::Point> pts;
+std::vector<Point> Ramp(int64_t from, size_t n) {
+  std::vector<Point> pts;
   for (size_t i = 0; i < n; ++i) {
     const int64_t s = from + int64_t(i);
     pts.push_back({s, 1000 * s, double(float(1.0 / double(s + 1)))});
@@ -29,8 +29,8 @@ struct Stored {
   std::map<int64_t, std::string> chunks;
 
   // Appends as a store does: reads the tail when compaction is due, applies the plan.
-  TailAppend Append(const std::vector<store::Point>& points) {
-    std::vector<store::Point> tail;
+  TailAppend Append(const std::vector<Point>& points) {
+    std::vector<Point> tail;
     const bool compact = TailNeedsCompaction(state, points.size());
     if (compact) {
       for (auto it = chunks.lower_bound(state.tail_idx); it != chunks.end(); ++it) {
@@ -43,7 +43,6 @@ struct Stored {
     EXPECT_TRUE(plan.ok()) << plan.status().ToString();
     for (int64_t i = plan->delete_lo; i < plan->delete_hi; ++i) EXPECT_EQ(chunks.erase(i), 1u);
     for (const ChunkWrite& w : plan->chunks) {
-      EXPECT_FALSE(w.replaces);
       EXPECT_TRUE(chunks.emplace(w.index, w.data).second) << "index reused: " << w.index;
     }
     return *plan;
@@ -51,7 +50,7 @@ struct Stored {
 
   // Seals the tail as a store does when the series' writer finishes.
   TailAppend Seal() {
-    std::vector<store::Point> tail;
+    std::vector<Point> tail;
     for (auto it = chunks.lower_bound(state.tail_idx); it != chunks.end(); ++it) {
       auto pts = DecodeChunk(it->second);
       EXPECT_TRUE(pts.ok());
@@ -66,8 +65,8 @@ struct Stored {
     return *plan;
   }
 
-  std::vector<store::Point> All() const {
-    std::vector<store::Point> out;
+  std::vector<Point> All() const {
+    std::vector<Point> out;
     for (const auto& [idx, data] : chunks) {
       auto pts = DecodeChunk(data);
       EXPECT_TRUE(pts.ok());
@@ -77,7 +76,7 @@ struct Stored {
   }
 };
 
-void ExpectSamePoints(const std::vector<store::Point>& got, const std::vector<store::Point>& want) {
+void ExpectSamePoints(const std::vector<Point>& got, const std::vector<Point>& want) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_EQ(got[i].step, want[i].step) << "at " << i;
@@ -240,7 +239,7 @@ TEST(TailTest, RandomBatchSizesFromAnOffsetSealAlignedChunks) {
 }
 
 TEST(TailTest, SparseStepsAreCutAtCoarseEdgesIntoAtLeastHalfFullChunks) {
-  std::vector<store::Point> pts;
+  std::vector<Point> pts;
   for (int64_t i = 0; i < 10000; ++i) pts.push_back({5 + 10 * i, i, 1.0});
   const auto ranges = CutAligned(pts, LastChunk::kKeep);
   size_t next = 0;
@@ -268,7 +267,7 @@ TEST(TailTest, SparseTinyBatchesAreNotSealedInSmallChunks) {
     EXPECT_GE(pts->size(), size_t(kMinSealedPoints)) << "sealed chunk " << idx;
   }
   EXPECT_GE(s.state.tail_idx, 1);  // something was sealed
-  std::vector<store::Point> want;
+  std::vector<Point> want;
   for (int64_t i = 0; i < 3000; ++i) want.push_back({i * 1000, i, double(i)});
   ExpectSamePoints(s.All(), want);
 }
@@ -278,7 +277,7 @@ TEST(TailTest, StepsGoingBackKeepEveryPointInOrder) {
   s.Append(Ramp(5000, 700));
   s.Append(Ramp(100, 3000));  // a rewind: steps below the stored ones
   s.Append(Ramp(3100, 5000));
-  std::vector<store::Point> want = Ramp(5000, 700);
+  std::vector<Point> want = Ramp(5000, 700);
   for (const auto& p : Ramp(100, 3000)) want.push_back(p);
   for (const auto& p : Ramp(3100, 5000)) want.push_back(p);
   ExpectSamePoints(s.All(), want);
@@ -289,7 +288,7 @@ TEST(TailTest, SealingAFinishedWritersTailLeavesAlignedSealedChunks) {
   for (int round = 0; round < 50; ++round) {
     Stored s;
     s.state.chunk_limit = 16;
-    std::vector<store::Point> want;
+    std::vector<Point> want;
     int64_t step = int64_t(rng() % 3000);
     for (int b = int(rng() % 40); b > 0; --b) {  // small batches: a tail of many chunks
       const auto batch = Ramp(step, 1 + rng() % 200);

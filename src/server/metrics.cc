@@ -93,7 +93,7 @@ double Metrics::IngestRate() {
   return double(total) / double(rate_ring_.size() - 1);
 }
 
-std::string Metrics::RenderPrometheus() {
+std::string Metrics::RenderPrometheus(bool with_entities) {
   double rate = IngestRate();
   std::function<std::map<std::string, double>()> gauges;
   std::string out;
@@ -140,7 +140,7 @@ std::string Metrics::RenderPrometheus() {
   for (const auto& [reason, v] : rejected_) {
     out += fmt::format("cohort_rejected_requests_total{{reason=\"{}\"}} {}\n", Escape(reason), v);
   }
-  if (text_) out += text_();
+  if (with_entities && text_) out += text_();
   return out;
 }
 

@@ -27,10 +27,12 @@ class Metrics {
 
   // Gauges read at render time (connections open, ...), name -> value.
   void SetGaugeSource(std::function<std::map<std::string, double>()> source);
-  // Prometheus text appended at render time (per-entity usage of the rate limiter, ...).
+  // Prometheus text appended at render time for callers allowed to see it (per-entity usage of
+  // the rate limiter: it names every entity).
   void SetTextSource(std::function<std::string()> source);
 
-  std::string RenderPrometheus();
+  // `with_entities`: include the text source's per-entity series.
+  std::string RenderPrometheus(bool with_entities);
   // Points ingested per second over the last ~10 s.
   double IngestRate();
 

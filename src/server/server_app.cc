@@ -2,16 +2,21 @@
 
 #include <pwd.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "core/clock.h"
-#include "core/ids.h"
 #include "core/user_config.h"
 #include "server/compat/compat.h"
+#include "server/compat/run_files.h"
 #include "server/http/static_files.h"
 
 namespace cohort::server {
@@ -31,21 +36,29 @@ std::string DefaultEntity() {
   return out.empty() ? "local" : out.substr(0, 64);
 }
 
-void RaiseOpenFileLimit(int max_connections) {
+int RaiseOpenFileLimit() {
   rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return kDefaultMaxConnections + kReservedDescriptors;
   if (rl.rlim_cur < rl.rlim_max) {
     rlimit raised = rl;
     raised.rlim_cur = rl.rlim_max;
     if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
   }
+  if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > rlim_t(INT_MAX)) return INT_MAX;
+  return int(rl.rlim_cur);
+}
+
+int ResolveMaxConnections(int requested, int open_file_limit, std::string* warning) {
   // Each connection is one descriptor; the store, logs and listeners need some more.
-  if (rl.rlim_cur != RLIM_INFINITY && rlim_t(max_connections) + 64 > rl.rlim_cur) {
-    std::fprintf(stderr,
-                 "cohort server: warning: the open-file limit (%llu) is below --max-connections "
-                 "(%d) + 64; raise it (ulimit -n, LimitNOFILE=) or lower --max-connections\n",
-                 static_cast<unsigned long long>(rl.rlim_cur), max_connections);
+  const int fits = std::max(1, open_file_limit - kReservedDescriptors);
+  if (requested <= 0) return std::min(kDefaultMaxConnections, fits);
+  if (requested > fits) {
+    *warning = "the open-file limit (" + std::to_string(open_file_limit) +
+               ") is below --max-connections (" + std::to_string(requested) + ") + " +
+               std::to_string(kReservedDescriptors) +
+               "; raise it (ulimit -n, LimitNOFILE=) or lower --max-connections";
   }
+  return requested;
 }
 
 namespace {
@@ -92,37 +105,137 @@ ServerApp::~ServerApp() { Stop(); }
 Status ServerApp::Bootstrap() {
   auto count = store_->CountApiKeys();
   if (!count.ok()) return count.status();
-  std::string url = this->url();
-  auto existing = LoadUserConfig();
-  if (*count == 0) {
-    // Several servers may start on one empty database at once: the store creates the key only
-    // while there is none, atomically, so exactly one of them bootstraps.
-    std::string secret = api::NewApiKeySecret();
-    store::ApiKeyRecord rec;
-    rec.entity = config_.entity;
-    rec.name = "local-admin";
-    rec.role = store::KeyRole::kAdmin;
-    rec.hash = api::HashApiKey(secret);
-    rec.prefix = secret.substr(0, 7);
-    rec.created_ms = NowMillis();
-    auto created = store_->CreateFirstApiKey(rec);
-    if (!created.ok()) return created.status();
-    if (created->has_value()) {
-      bootstrap_key_ = std::move(secret);
-      if (config_.write_user_config) {
-        COHORT_RETURN_IF_ERROR(SaveUserConfig({url, bootstrap_key_}));
-      }
-      return Status::Ok();
-    }
-  }
-  // Later starts: keep the local config pointing at this server if its key is ours.
-  if (config_.write_user_config && existing.ok() && !existing->api_key.empty() &&
-      existing->base_url != url) {
-    if (store_->FindApiKey(api::HashApiKey(existing->api_key)).ok()) {
-      COHORT_RETURN_IF_ERROR(SaveUserConfig({url, existing->api_key}));
-    }
+  if (*count > 0) return Status::Ok();  // joining a store with keys: the user config is left alone
+  // Several servers may start on one empty database at once: the store creates the key only
+  // while there is none, atomically, so exactly one of them bootstraps.
+  std::string secret = api::NewApiKeySecret();
+  store::ApiKeyRecord rec;
+  rec.entity = config_.entity;
+  rec.name = "local-admin";
+  rec.role = store::KeyRole::kAdmin;
+  rec.hash = api::HashApiKey(secret);
+  rec.prefix = secret.substr(0, 7);
+  rec.created_ms = NowMillis();
+  auto created = store_->CreateFirstApiKey(rec);
+  if (!created.ok()) return created.status();
+  if (!created->has_value()) return Status::Ok();
+  bootstrap_key_ = std::move(secret);
+  bootstrap_key_id_ = (*created)->id;
+  if (config_.write_user_config) {
+    COHORT_RETURN_IF_ERROR(SaveUserConfig({url(), bootstrap_key_}));
+    wrote_user_config_ = true;
   }
   return Status::Ok();
+}
+
+Status ServerApp::MakeLoginToken() {
+  int64_t key_id = bootstrap_key_id_;
+  if (key_id == 0) {  // the oldest admin key of the entity that is not revoked
+    COHORT_ASSIGN_OR_RETURN(std::vector<store::ApiKeyRecord> keys,
+                            store_->ListApiKeys(config_.entity));
+    for (const store::ApiKeyRecord& k : keys) {
+      if (!k.revoked && k.role == store::KeyRole::kAdmin) {
+        key_id = k.id;
+        break;
+      }
+    }
+  }
+  if (key_id == 0) {
+    notes_.push_back("no admin key of entity '" + config_.entity +
+                     "' to make a login link for (--entity; `cohort login-link` with any key)");
+    return Status::Ok();
+  }
+  COHORT_ASSIGN_OR_RETURN(login_token_, auth_->CreateLoginToken(key_id));
+  return Status::Ok();
+}
+
+Status ServerApp::PrepareDataDir() {
+  namespace fs = std::filesystem;
+  const std::string& dir = config_.data_dir;
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    std::error_code ec;
+    fs::create_directories(fs::path(dir).parent_path(), ec);
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      return Status::IOError("cannot create data directory " + dir + ": " + std::strerror(errno));
+    }
+  }
+  // A directory (and its files) that an older version left readable by other users is made
+  // private: it holds the API key hashes, the signing keys and all data.
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Status::IOError("data directory " + dir + " is not a directory");
+  }
+  if (st.st_uid != ::geteuid()) return Status::Ok();  // not ours to change
+  bool tightened = false;
+  if ((st.st_mode & 077) != 0) {
+    if (::chmod(dir.c_str(), 0700) != 0) {
+      return Status::IOError("cannot make data directory " + dir +
+                             " private: " + std::strerror(errno));
+    }
+    tightened = true;
+  }
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    struct stat fst {};
+    if (::lstat(e.path().c_str(), &fst) != 0 || !S_ISREG(fst.st_mode)) continue;
+    if ((fst.st_mode & 077) != 0 && fst.st_uid == ::geteuid()) {
+      if (::chmod(e.path().c_str(), fst.st_mode & 0700) == 0) tightened = true;
+    }
+  }
+  if (tightened) {
+    notes_.push_back("made the data directory " + dir + " and its files private (0700/0600)");
+  }
+  return Status::Ok();
+}
+
+Status ServerApp::LoadSigningKeys() {
+  const std::string file = config_.signing_key_file.empty() ? config_.data_dir + "/signing.key"
+                                                            : config_.signing_key_file;
+  bool created = false;
+  COHORT_ASSIGN_OR_RETURN(
+      api::SigningKeys keys,
+      api::SigningKeys::Load(file, std::getenv(api::kSigningKeysEnv), &created));
+  signing_keys_ = std::make_unique<api::SigningKeys>(std::move(keys));
+  if (created && !config_.store_url.starts_with("sqlite")) {
+    notes_.push_back("created the URL signing key file " + file +
+                     ": every server of this store must use the same keys (copy the file, or set " +
+                     api::kSigningKeysEnv + "), or upload URLs made by one are refused by another");
+  }
+  return Status::Ok();
+}
+
+std::optional<http::HttpResponse> ServerApp::AdmitBody(const http::HttpRequest& head) {
+  if (!api::ExtractApiKey(head).empty()) {
+    auto who = auth_->Authenticate(head);
+    if (who.ok()) return std::nullopt;
+    metrics_.AddRejected("unauthenticated");
+    return api::ErrorResponse(who.status());
+  }
+  if (head.HasQueryParam("s")) {
+    Status s = compat::CheckSignedUpload(&ctx_, head);
+    if (s.ok()) return std::nullopt;
+    metrics_.AddRejected("unauthenticated");
+    return api::ErrorResponse(s);
+  }
+  metrics_.AddRejected("unauthenticated");
+  return api::ErrorResponse(Status::Unauthenticated(
+      "a request body of " + std::to_string(http::kGatedBodyBytes) +
+      " bytes or more needs an API key: send 'Authorization: Bearer <key>'"));
+}
+
+Status ServerApp::Ready() {
+  if (!accepting_.load()) return Status::Unavailable("the server is starting or shutting down");
+  constexpr auto kRecheck = std::chrono::seconds(1);
+  std::lock_guard lock(ready_mu_);
+  const auto now = std::chrono::steady_clock::now();
+  if (now - ready_checked_ >= kRecheck) {
+    auto keys = store_->CountApiKeys();
+    ready_status_ =
+        keys.ok() ? Status::Ok()
+                  : Status::Unavailable("the store does not answer: " + keys.status().message());
+    ready_checked_ = now;
+  }
+  return ready_status_;
 }
 
 std::vector<std::pair<std::string, std::string>> ServerApp::RouteTable() {
@@ -151,13 +264,12 @@ Status ServerApp::StartLimiter() {
 }
 
 Status ServerApp::Start() {
-  RaiseOpenFileLimit(config_.http.max_connections);
-  std::error_code ec;
-  std::filesystem::create_directories(config_.data_dir, ec);
-  if (ec) {
-    return Status::IOError("cannot create data directory " + config_.data_dir + ": " +
-                           ec.message());
-  }
+  std::string warning;
+  config_.http.max_connections =
+      ResolveMaxConnections(config_.http.max_connections, RaiseOpenFileLimit(), &warning);
+  if (!warning.empty()) notes_.push_back("warning: " + warning);
+  COHORT_RETURN_IF_ERROR(PrepareDataDir());
+  COHORT_RETURN_IF_ERROR(LoadSigningKeys());
   auto store = store::OpenStore(config_.store_url);
   if (!store.ok()) return store.status();
   store_ = std::move(store).value();
@@ -171,6 +283,8 @@ Status ServerApp::Start() {
   ctx_.metrics = &metrics_;
   ctx_.limiter = limiter_.get();
   ctx_.limits = config_.limits;
+  ctx_.signing_keys = signing_keys_.get();
+  ctx_.ready = [this] { return Ready(); };
 
   router_ = std::make_unique<http::Router>();
   RegisterRoutes(*router_, &ctx_);
@@ -178,35 +292,40 @@ Status ServerApp::Start() {
     router_->Add("GET", "/{path...}", http::StaticFiles(config_.ui_dir));
   } else {
     router_->Add("GET", "/", [](http::HttpRequest&) {
-      return http::HttpResponse::Text(
+      http::HttpResponse page = http::HttpResponse::Text(
           200,
           "<!doctype html><title>Cohort</title><h1>Cohort</h1><p>The web UI is not built. "
           "The API is at <a href=\"/api/v1/viewer\">/api/v1</a>.</p>",
           "text/html; charset=utf-8");
+      http::AddPageSecurityHeaders(&page);
+      return page;
     });
   }
 
   http_ = std::make_unique<http::HttpServer>(config_.http, router_.get());
   http_->SetObserver([this](const std::string& route, const std::string& method, int status,
                             int64_t ns) { metrics_.ObserveRequest(route, method, status, ns); });
+  http_->SetBodyGate([this](const http::HttpRequest& head) { return AdmitBody(head); });
   metrics_.SetGaugeSource([this] {
     const auto& st = http_->stats();
     return std::map<std::string, double>{
         {"cohort_http_connections_open", double(st.connections_open.load())},
         {"cohort_http_connections_total", double(st.connections_total.load())},
         {"cohort_http_connections_rejected_total", double(st.connections_rejected.load())},
+        {"cohort_http_body_bytes_in_flight", double(st.body_bytes_in_flight.load())},
+        {"cohort_http_bodies_refused_total", double(st.bodies_refused_total.load())},
     };
   });
   COHORT_RETURN_IF_ERROR(http_->Start());
   COHORT_RETURN_IF_ERROR(Bootstrap());
-  auth_->SetUiToken(ids::RandomHex(16),
-                    api::AuthContext{config_.entity, store::KeyRole::kAdmin, "browser-session", 0});
+  COHORT_RETURN_IF_ERROR(MakeLoginToken());
   sweeper_ = std::thread([this] { SweepLoop(); });
+  accepting_.store(true);
   return Status::Ok();
 }
 
 std::string ServerApp::ui_url() const {
-  return url() + "/?token=" + (auth_ ? auth_->ui_token() : std::string());
+  return login_token_.empty() ? std::string() : url() + "/?token=" + login_token_;
 }
 
 std::string ServerApp::url() const {
@@ -237,6 +356,7 @@ void ServerApp::SweepLoop() {
                    marked.status().ToString().c_str());
     }
     PruneBatchesIfDue(now);
+    PruneSessionsIfDue(now);
     lock.lock();
   }
 }
@@ -254,7 +374,20 @@ void ServerApp::PruneBatchesIfDue(int64_t now_ms) {
   }
 }
 
+void ServerApp::PruneSessionsIfDue(int64_t now_ms) {
+  if (now_ms < next_session_prune_ms_) return;
+  constexpr int64_t kHourMs = 3600 * 1000;
+  next_session_prune_ms_ = now_ms + kHourMs;
+  auto pruned = store_->PruneSessions(now_ms);
+  if (!pruned.ok()) {
+    std::fprintf(stderr, "cohort: pruning expired sessions failed: %s\n",
+                 pruned.status().ToString().c_str());
+    next_session_prune_ms_ = now_ms + kHourMs / 12;
+  }
+}
+
 void ServerApp::Stop() {
+  accepting_.store(false);
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;

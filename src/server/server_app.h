@@ -1,16 +1,21 @@
-// ServerApp: `cohort server` put together — opens the store, makes sure an admin key exists
-// (writing it to the user's config at first start), registers the API and UI routes, runs the
-// HTTP server and the background sweeper that marks writers with stale heartbeats crashed.
+// ServerApp: `cohort server` put together — makes the data directory private, loads the URL
+// signing keys, opens the store, makes sure an admin key exists (writing it to the user's config
+// when this server created it), makes a one-time login link, registers the API and UI routes,
+// runs the HTTP server (large bodies only after authentication) and the background sweeper that
+// marks writers with stale heartbeats crashed and prunes old records and sessions.
 //
 // Threading: Start/Stop from one thread; the app runs on its own threads in between.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cohort/status.h"
 #include "server/api/context.h"
@@ -35,8 +40,18 @@ struct ServerConfig {
   std::string limits_file;   // JSON tiers and entity assignments; empty: built-in tiers
   std::string default_tier;  // overrides the file's (or built-in) default tier; empty: keep
   std::string entity;        // entity of the bootstrap admin key; default: the OS user name
+  // Write the admin key this server creates (first start on an empty store) and its URL to the
+  // user's config file. A server that finds keys in the store never writes the file.
   bool write_user_config = true;
+  // Keys signing upload URLs (api/signing_keys.h); default: <data_dir>/signing.key. The
+  // environment variable COHORT_SIGNING_KEYS, when set, takes precedence.
+  std::string signing_key_file;
 };
+
+// The most connections by default, and the descriptors kept for everything else (store, logs,
+// listeners) when the default is derived from the open-file limit.
+inline constexpr int kDefaultMaxConnections = 20000;
+inline constexpr int kReservedDescriptors = 64;
 
 class ServerApp {
  public:
@@ -45,23 +60,42 @@ class ServerApp {
 
   Status Start();
   std::string url() const;  // http://address:port
-  // The web UI link with the one-click login token (valid while this server runs).
+  // The web UI link with a one-time login token made at start (api/auth.h): used once, within
+  // api::kLoginTokenLifetime. Empty when the entity has no admin key to log in with.
   std::string ui_url() const;
+  const std::string& data_dir() const { return config_.data_dir; }
+  const std::string& store_url() const { return config_.store_url; }
+  // The web UI without a token.
+  std::string ui_home() const { return url() + "/"; }
   // Every (method, pattern) the server routes, the web UI's catch-all included.
   static std::vector<std::pair<std::string, std::string>> RouteTable();
   // Set at first start: the new admin key (shown once).
   const std::string& bootstrap_key() const { return bootstrap_key_; }
+  // Whether Start wrote bootstrap_key() to the user's config file.
+  bool wrote_user_config() const { return wrote_user_config_; }
+  // Notes for the operator gathered by Start (a signing key file created, permissions
+  // tightened, the connection limit derived), one line each.
+  const std::vector<std::string>& notes() const { return notes_; }
   void Stop();
   void Wait();
 
  private:
+  Status PrepareDataDir();
+  Status LoadSigningKeys();
   Status Bootstrap();
+  Status MakeLoginToken();
   Status StartLimiter();
+  // The body gate of the HTTP server: large bodies need a valid key or a signed upload URL.
+  std::optional<http::HttpResponse> AdmitBody(const http::HttpRequest& head);
+  // /healthz readiness: not stopping, and the store answered (checked at most once a second).
+  Status Ready();
   void SweepLoop();
   void PruneBatchesIfDue(int64_t now_ms);
+  void PruneSessionsIfDue(int64_t now_ms);
 
   ServerConfig config_;
   std::unique_ptr<store::Store> store_;
+  std::unique_ptr<api::SigningKeys> signing_keys_;
   std::unique_ptr<api::Authenticator> auth_;
   std::unique_ptr<limits::RateLimiter> limiter_;
   std::unique_ptr<api::HeartbeatCoalescer> heartbeats_;
@@ -70,16 +104,28 @@ class ServerApp {
   std::unique_ptr<http::Router> router_;
   std::unique_ptr<http::HttpServer> http_;
   std::string bootstrap_key_;
+  int64_t bootstrap_key_id_ = 0;
+  bool wrote_user_config_ = false;
+  std::string login_token_;
+  std::vector<std::string> notes_;
   std::thread sweeper_;
-  int64_t next_prune_ms_ = 0;  // sweeper thread only
+  int64_t next_prune_ms_ = 0;          // sweeper thread only
+  int64_t next_session_prune_ms_ = 0;  // sweeper thread only
+  std::atomic<bool> accepting_{false};
+  std::mutex ready_mu_;  // guards the two below
+  std::chrono::steady_clock::time_point ready_checked_{};
+  Status ready_status_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
 };
 
-// Raises the soft RLIMIT_NOFILE to the hard limit; warns on stderr when it is still below
-// max_connections plus a margin.
-void RaiseOpenFileLimit(int max_connections);
+// Raises the soft RLIMIT_NOFILE to the hard limit and returns it (INT_MAX when unlimited).
+int RaiseOpenFileLimit();
+// The connection limit: `requested` when > 0, else kDefaultMaxConnections bounded by what the
+// open-file limit leaves after kReservedDescriptors. *warning is set when `requested` does not
+// fit the limit.
+int ResolveMaxConnections(int requested, int open_file_limit, std::string* warning);
 // Prometheus text of the rate limiter's per-entity counters.
 std::string RenderEntityUsage(const std::vector<limits::EntityUsage>& usage);
 

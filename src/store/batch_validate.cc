@@ -1,5 +1,7 @@
 #include "store/batch_validate.h"
 
+#include <limits>
+#include <string>
 #include <string_view>
 
 namespace cohort::store {
@@ -44,6 +46,28 @@ Status ValidateBatch(const IngestBatch& batch) {
     }
   }
   return Status::Ok();
+}
+
+Result<int64_t> AssignSteps(const std::vector<HistoryRow>& rows, int64_t next_step,
+                            std::vector<int64_t>* steps) {
+  constexpr int64_t kMaxStep = std::numeric_limits<int64_t>::max();
+  steps->resize(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    int64_t step = rows[r].step;
+    if (step < 0) {
+      if (next_step == kMaxStep) {
+        return Status::InvalidArgument(
+            "history[" + std::to_string(r) +
+            "].step: missing, and the writer's step counter is at its largest value (" +
+            std::to_string(kMaxStep) + "): send explicit steps");
+      }
+      step = next_step++;
+    } else if (step >= next_step) {
+      next_step = step == kMaxStep ? step : step + 1;
+    }
+    (*steps)[r] = step;
+  }
+  return next_step;
 }
 
 }  // namespace cohort::store

@@ -38,6 +38,7 @@ const std::vector<DumpTable>& DumpTables() {
         {"tags", T},
         {"config", T},
         {"summary", T},
+        {"summary_explicit", T},
         {"metadata", T},
         {"state", T},
         {"exit_code", I, true},
@@ -127,14 +128,6 @@ const std::vector<DumpTable>& DumpTables() {
         {"revoked", I}}},
   };
   return kTables;
-}
-
-int DumpTableByName(std::string_view name) {
-  const auto& tables = DumpTables();
-  for (size_t i = 0; i < tables.size(); ++i) {
-    if (name == tables[i].name) return int(i);
-  }
-  return kDumpTableCount;
 }
 
 Status ValidateDumpRecord(const DumpRecord& rec) {
@@ -280,6 +273,23 @@ Status DumpFileWriter::Close() {
 
 // ---- DumpFileReader ----
 
+namespace {
+
+// A runs row written before runs.summary_explicit (one value fewer) reads as "[]": every summary
+// key follows its series.
+void AddSummaryExplicit(DumpRecord* rec) {
+  const auto& columns = DumpTables()[kDumpRuns].columns;
+  if (rec->values.size() + 1 != columns.size()) return;  // ValidateDumpRecord reports it
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (std::string_view(columns[i].name) == "summary_explicit") {
+      rec->values.insert(rec->values.begin() + long(i), DumpValue(std::string("[]")));
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 Result<bool> DumpFileReader::ReadFrame(char* kind, std::string* body) {
   char head[8];
   size_t got = std::fread(head, 1, 8, in_);
@@ -374,6 +384,7 @@ Result<bool> DumpFileReader::Next(DumpRecord* rec) {
     return Status::Corruption("dump: unknown record kind at offset " + std::to_string(offset_));
   }
   COHORT_RETURN_IF_ERROR(DecodeDumpRow(body, rec));
+  if (rec->table == kDumpRuns) AddSummaryExplicit(rec);
   ++counts_[DumpTables()[rec->table].name];
   return true;
 }

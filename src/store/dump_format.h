@@ -53,8 +53,6 @@ enum DumpTableId : int {
 };
 
 const std::vector<DumpTable>& DumpTables();
-// kDumpTableCount when `name` is no table.
-int DumpTableByName(std::string_view name);
 
 // NULL, an integer (also booleans, 0/1), a double (bit-exact: NaN payloads, -0.0) or bytes (text
 // or blob, as the column's type says).

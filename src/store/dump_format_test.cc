@@ -33,7 +33,9 @@ std::FILE* WriteDump(const std::vector<DumpRecord>& rows, bool close = true, lon
   DumpFileWriter w(f, DumpHeader{.source = "sqlite", .created_ms = 42});
   EXPECT_TRUE(w.Begin().ok());
   for (const auto& r : rows) EXPECT_TRUE(w.Add(r).ok());
-  if (close) EXPECT_TRUE(w.Close().ok());
+  if (close) {
+    EXPECT_TRUE(w.Close().ok());
+  }
   std::fclose(f);
   if (cut > 0) {
     EXPECT_EQ(::truncate(path.c_str(), long(w.bytes()) - cut), 0);

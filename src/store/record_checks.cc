@@ -40,6 +40,24 @@ Status ApiKeyNotFound(const std::string& entity, int64_t id) {
                           "' not found");
 }
 
+Status ValidateSession(const SessionRecord& s) {
+  if (s.hash.empty()) return Status::InvalidArgument("session: hash is required");
+  if (s.expires_ms <= s.created_ms) {
+    return Status::InvalidArgument("session: expires_ms must be after created_ms");
+  }
+  return Status::Ok();
+}
+
+Status SessionKeyGone(int64_t key_id) {
+  return Status::NotFound("api key " + std::to_string(key_id) + " not found or revoked");
+}
+
+Status LoginTokenInvalid() {
+  return Status::NotFound("login token unknown, already used or expired");
+}
+
+Status SessionNotFound() { return Status::NotFound("session not found, expired or revoked"); }
+
 Status ValidateFileName(const std::string& name) {
   if (name.empty() || name.size() > 1024) {
     return Status::InvalidArgument("file: name must be 1-1024 bytes");

@@ -7,7 +7,8 @@
 #include <string>
 
 #include "cohort/status.h"
-#include "store/types.h"
+#include "store/meta_types.h"
+#include "store/run_types.h"
 
 namespace cohort::store {
 
@@ -22,6 +23,15 @@ Status ValidateApiKey(const ApiKeyRecord& key);
 // AlreadyExists: a key with the hash exists.
 Status ApiKeyHashTaken();
 Status ApiKeyNotFound(const std::string& entity, int64_t id);
+
+// InvalidArgument unless hash is set and the session expires after it was created.
+Status ValidateSession(const SessionRecord& s);
+// NotFound: the key a session or login token is for does not exist or is revoked.
+Status SessionKeyGone(int64_t key_id);
+// NotFound: a login token that is unknown, used, expired, or whose key is revoked.
+Status LoginTokenInvalid();
+// NotFound: no live session with that hash.
+Status SessionNotFound();
 
 // InvalidArgument unless the name is 1-1024 bytes without control characters.
 Status ValidateFileName(const std::string& name);

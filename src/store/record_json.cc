@@ -23,7 +23,13 @@ Result<std::string> MergeJsonObject(std::string_view base, std::string_view patc
       merged[kv.key()] = kv.value();
     }
   }
-  return json::Serialize(merged);
+  std::string text = json::Serialize(merged);
+  if (text.size() > kMaxRunDocumentBytes) {
+    return Status::PayloadTooLarge(std::string(what) + ": " + std::to_string(text.size()) +
+                                   " bytes as JSON after merging; the limit is " +
+                                   std::to_string(kMaxRunDocumentBytes) + " bytes");
+  }
+  return text;
 }
 
 std::string StringsToJson(const std::vector<std::string>& v) {

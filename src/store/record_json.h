@@ -11,9 +11,14 @@
 
 namespace cohort::store {
 
+// The largest config, summary or metadata of a run, as JSON text: what the API and the W&B layer
+// answer for one run stays bounded.
+inline constexpr size_t kMaxRunDocumentBytes = 1 << 20;
+
 // Merges the JSON object `patch` into the JSON object `base` key by key (top level): a key in
 // `patch` replaces the key in `base`, a null value deletes it. kInvalidArgument naming `what`
-// when `patch` is not a JSON object; a `base` that is not an object counts as {}.
+// when `patch` is not a JSON object; a `base` that is not an object counts as {};
+// kPayloadTooLarge naming `what` when the result is over kMaxRunDocumentBytes.
 Result<std::string> MergeJsonObject(std::string_view base, std::string_view patch,
                                     std::string_view what);
 

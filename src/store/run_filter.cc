@@ -39,7 +39,8 @@ Status ParseField(const Filter& f, RunPredicate* p) {
       {"name", FilterField::kName},        {"group", FilterField::kGroup},
       {"job_type", FilterField::kJobType}, {"state", FilterField::kState},
       {"host", FilterField::kHost},        {"tag", FilterField::kTag},
-      {"tags", FilterField::kTag},
+      {"tags", FilterField::kTag},        {"created", FilterField::kCreated},
+      {"updated", FilterField::kUpdated},
   };
   for (const auto& [name, value] : kPlain) {
     if (field == name) {
@@ -57,7 +58,8 @@ Status ParseField(const Filter& f, RunPredicate* p) {
   } else {
     return Status::InvalidArgument(
         "filter: unknown field '" + field +
-        "' (use name, group, job_type, state, tag, host, config.<key>, summary.<key>)");
+        "' (use name, group, job_type, state, tag, host, created, updated, config.<key>, "
+        "summary.<key>)");
   }
   while (true) {
     size_t dot = rest.find('.');
@@ -86,6 +88,23 @@ Result<RunPredicate> ParseFilter(const Filter& f) {
   }
   if (p.field == FilterField::kTag && (p.op == FilterOp::kLt || p.op == FilterOp::kGt)) {
     return Status::InvalidArgument("filter on 'tag': op '" + f.op + "' is not supported");
+  }
+  if (IsTimeField(p.field)) {
+    if (p.op != FilterOp::kEq && p.op != FilterOp::kNe && p.op != FilterOp::kLt &&
+        p.op != FilterOp::kGt) {
+      return Status::InvalidArgument("filter on '" + f.field + "': op '" + f.op +
+                                     "' is not supported (use ==, !=, <, >)");
+    }
+    int64_t ms = 0;
+    const std::string& v = f.values[0];
+    auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), ms);
+    if (v.empty() || ec != std::errc() || ptr != v.data() + v.size()) {
+      return Status::InvalidArgument("filter on '" + f.field +
+                                     "': expected milliseconds since 1970 (an integer), got '" +
+                                     v + "'");
+    }
+    p.values.push_back(FilterValue{v, double(ms)});
+    return p;
   }
   const bool json = p.field == FilterField::kConfig || p.field == FilterField::kSummary;
   for (const std::string& v : f.values) {

@@ -11,11 +11,27 @@
 #include <vector>
 
 #include "cohort/status.h"
-#include "store/types.h"
+#include "store/run_types.h"
 
 namespace cohort::store {
 
-enum class FilterField { kName, kGroup, kJobType, kState, kHost, kTag, kConfig, kSummary };
+enum class FilterField {
+  kName,
+  kGroup,
+  kJobType,
+  kState,
+  kHost,
+  kTag,
+  kConfig,
+  kSummary,
+  kCreated,  // created_ms: ==, !=, <, > against integer milliseconds since 1970
+  kUpdated,  // updated_ms: the same
+};
+
+// created / updated: compared as integers (FilterValue::number holds the operand).
+inline bool IsTimeField(FilterField f) {
+  return f == FilterField::kCreated || f == FilterField::kUpdated;
+}
 enum class FilterOp { kEq, kNe, kIn, kNotIn, kContains, kLt, kGt };
 
 // One filter operand: its text, and its number when the text is one (JSON fields compare

@@ -52,6 +52,10 @@ const char* RunFilterColumn(FilterField field) {
       return "r.state";
     case FilterField::kHost:
       return "r.host";
+    case FilterField::kCreated:
+      return "r.created_ms";
+    case FilterField::kUpdated:
+      return "r.updated_ms";
     default:
       return nullptr;
   }

@@ -15,8 +15,8 @@
 
 #include "cohort/status.h"
 #include "store/run_filter.h"
+#include "store/run_types.h"
 #include "store/sql_rows.h"
-#include "store/types.h"
 
 namespace cohort::store {
 
@@ -61,8 +61,8 @@ void AddRunPredicates(const RunListPlan& plan, Where* where, TagFn tag, JsonFn j
 
 // The SQL expression that a sort field orders by.
 std::string RunSortExpr(RunSortField sort, const SqlDialect& dialect);
-// The column of a filter on a plain text field (name, group, job type, state, host); nullptr
-// for tag, config and summary.
+// The column of a filter on a plain field (name, group, job type, state, host as text; created,
+// updated as integers, IsTimeField); nullptr for tag, config and summary.
 const char* RunFilterColumn(FilterField field);
 
 // The condition that keeps the rows after the cursor: (key, r.pk) after (key_param, pk_param).

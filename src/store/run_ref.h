@@ -6,7 +6,7 @@
 #include <string>
 
 #include "cohort/status.h"
-#include "store/types.h"
+#include "store/run_types.h"
 
 namespace cohort::store {
 

@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "store/types.h"
+#include "store/run_types.h"
 
 namespace cohort::store {
 

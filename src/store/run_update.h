@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cohort/status.h"
-#include "store/types.h"
+#include "store/run_types.h"
 
 namespace cohort::store {
 

@@ -8,9 +8,10 @@
 #include <optional>
 #include <string>
 
+#include "store/meta_types.h"
 #include "store/record_json.h"
 #include "store/run_state.h"
-#include "store/types.h"
+#include "store/run_types.h"
 
 namespace cohort::store {
 

@@ -13,11 +13,16 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cohort/status.h"
+#include "store/console_types.h"
 #include "store/dump_format.h"
-#include "store/types.h"
+#include "store/history_types.h"
+#include "store/ingest_batch.h"
+#include "store/meta_types.h"
+#include "store/run_types.h"
 
 namespace cohort::store {
 
@@ -116,6 +121,25 @@ class Store {
   // nullopt (and creates nothing) when such a key exists.
   virtual Result<std::optional<ApiKeyRecord>> CreateFirstApiKey(const ApiKeyRecord& key) = 0;
 
+  // ---- browser sessions and one-time login tokens (types.h SessionRecord) ----
+  // Stores a login token or a session for key `s.key_id`; kNotFound when that key does not exist
+  // or is revoked.
+  virtual Status CreateSession(const SessionRecord& s) = 0;
+  // Consumes the login token whose hash is `token_hash` and stores `session` for the token's key,
+  // atomically: of several calls with one token, exactly one succeeds. kNotFound (and nothing
+  // changed) when the token is unknown, used, expired at `now_ms`, or its key is revoked.
+  // Returns the key the session acts for.
+  virtual Result<ApiKeyRecord> RedeemLoginToken(const std::string& token_hash,
+                                                const SessionRecord& session, int64_t now_ms) = 0;
+  // The key a session acts for; kNotFound unless the session exists, has not expired at `now_ms`
+  // and its key is not revoked.
+  virtual Result<ApiKeyRecord> FindSession(const std::string& hash, int64_t now_ms) = 0;
+  // Ends a session (logout) or drops a login token; kNotFound when there is none.
+  virtual Status DeleteSession(const std::string& hash) = 0;
+  // Deletes the sessions and login tokens that expired at `now_ms` or whose key is revoked.
+  // Returns how many.
+  virtual Result<int64_t> PruneSessions(int64_t now_ms) = 0;
+
   // ---- retention ----
   // Forgets the exactly-once records (writer, seq) of batches stored before `stored_before_ms`.
   // A writer keeps the highest forgotten seq: a batch that arrives later with a seq at or below
@@ -141,5 +165,9 @@ class Store {
 // Opens a store from a URL: "sqlite:///path/to/cohort.db" or a bare path (SQLite),
 // "postgresql://..." (PostgreSQL). Applies schema migrations.
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url);
+
+// The URL as it may be shown (logs, errors): a password in the user part
+// ("postgresql://user:secret@host") or in a "password=" parameter is replaced by "***".
+std::string RedactUrl(std::string_view url);
 
 }  // namespace cohort::store

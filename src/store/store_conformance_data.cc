@@ -138,7 +138,7 @@ TEST_P(StoreConformanceTest, ServerAssignedStepsContinueAcrossBatches) {
   COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1")}));
   ASSERT_EQ(hist.size(), 1u);
   std::vector<int64_t> steps;
-  for (const Point& p : hist[0].points) steps.push_back(p.step);
+  for (const series::Point& p : hist[0].points) steps.push_back(p.step);
   EXPECT_EQ(steps, (std::vector<int64_t>{0, 1, 2, 4, 10, 11, 12, 13}));
 }
 
@@ -160,8 +160,8 @@ TEST_P(StoreConformanceTest, NonFiniteValuesRoundTrip) {
   EXPECT_EQ(hist[0].points[4].value, 1.5);
   EXPECT_EQ(hist[0].points[5].value, std::numeric_limits<double>::min());
   // Buckets survive NaN and infinities too.
-  COHORT_ASSERT_OK_AND_ASSIGN(hist,
-                              store().QueryHistory(HistoryQuery{.run = Ref("run1"), .buckets = 1}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      hist, store().QueryHistory(HistoryQuery{.run = Ref("run1"), .series = {.buckets = 1}}));
   ASSERT_EQ(hist[0].buckets.size(), 1u);
   EXPECT_EQ(hist[0].buckets[0].count, 6);
   EXPECT_EQ(hist[0].buckets[0].max, kInf);
@@ -241,15 +241,15 @@ TEST_P(StoreConformanceTest, HistoryRawPagesByStep) {
   MakeRun("run1");
   Join("run1", "w");
   ASSERT_TRUE(store().Ingest(Ref("run1"), "w", Rows(1, "loss", 250), 1).ok());
-  HistoryQuery q{.run = Ref("run1"), .limit = 100};
+  HistoryQuery q{.run = Ref("run1"), .series = {.limit = 100}};
   std::vector<int64_t> steps;
   for (int page = 0; page < 5; ++page) {
     COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(q));
     ASSERT_EQ(hist.size(), 1u);
-    for (const Point& p : hist[0].points) steps.push_back(p.step);
+    for (const series::Point& p : hist[0].points) steps.push_back(p.step);
     if (!hist[0].more) break;
     ASSERT_FALSE(hist[0].points.empty());
-    q.after_step = hist[0].points.back().step;
+    q.series.after_step = hist[0].points.back().step;
   }
   ASSERT_EQ(steps.size(), 250u);
   for (int i = 0; i < 250; ++i) EXPECT_EQ(steps[i], i);
@@ -270,7 +270,7 @@ TEST_P(StoreConformanceTest, MisalignedLargeBatchesKeepEveryPointOnce) {
     }
     ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, seq).ok());
   }
-  HistoryQuery q{.run = Ref("run1"), .limit = 1000000};
+  HistoryQuery q{.run = Ref("run1"), .series = {.limit = 1000000}};
   COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(q));
   ASSERT_EQ(hist.size(), 1u);
   ASSERT_EQ(int64_t(hist[0].points.size()), step - 700);
@@ -279,12 +279,12 @@ TEST_P(StoreConformanceTest, MisalignedLargeBatchesKeepEveryPointOnce) {
     ASSERT_EQ(hist[0].points[i].value, double(700 + int64_t(i)));
   }
   COHORT_ASSERT_OK_AND_ASSIGN(
-      auto buckets,
-      store().QueryHistory(HistoryQuery{
-          .run = Ref("run1"), .min_step = 0, .max_step = 1024 * 30 - 1, .buckets = 30}));
+      auto buckets, store().QueryHistory(HistoryQuery{
+                        .run = Ref("run1"),
+                        .series = {.min_step = 0, .max_step = 1024 * 30 - 1, .buckets = 30}}));
   ASSERT_EQ(buckets.size(), 1u);
   int64_t total = 0;
-  for (const Bucket& bk : buckets[0].buckets) {
+  for (const series::Bucket& bk : buckets[0].buckets) {
     EXPECT_EQ(bk.step_min / 1024, bk.step_max / 1024);
     total += bk.count;
   }
@@ -295,36 +295,36 @@ TEST_P(StoreConformanceTest, BucketsEqualBruteForceAcrossChunks) {
   MakeRun("run1");
   Join("run1", "w");
   // 12,345 points in batches of 1,000: several chunks, a partly filled head.
-  std::vector<Point> all;
+  std::vector<series::Point> all;
   for (int seq = 1; seq <= 13; ++seq) {
     IngestBatch b{.seq = seq};
     for (int i = 0; i < 1000 && int(all.size()) < 12345; ++i) {
       const int64_t step = int64_t(all.size());
       const double v = std::sin(step * 0.01) * 100 + (step % 97) - (step % 13 == 0 ? 500 : 0);
       b.rows.push_back(HistoryRow{.step = -1, .time_ms = 10 * step, .values = {{"m", v}}});
-      all.push_back(Point{step, 10 * step, v});
+      all.push_back(series::Point{step, 10 * step, v});
     }
     ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, seq).ok());
   }
   for (int n : {1, 7, 100, 1000}) {
-    COHORT_ASSERT_OK_AND_ASSIGN(
-        auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1"), .buckets = n}));
+    COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{
+                                               .run = Ref("run1"), .series = {.buckets = n}}));
     ASSERT_EQ(hist.size(), 1u);
     const int64_t lo = 0, hi = int64_t(all.size()) - 1;
     const int64_t width = (hi - lo + 1 + n - 1) / n;
-    std::map<int64_t, Bucket> expect;
-    for (const Point& p : all) {
+    std::map<int64_t, series::Bucket> expect;
+    for (const series::Point& p : all) {
       auto [it, fresh] = expect.try_emplace((p.step - lo) / width);
-      Bucket& b = it->second;
+      series::Bucket& b = it->second;
       if (fresh) {
-        b = Bucket{.step_min = p.step,
-                   .step_max = p.step,
-                   .time_min = p.time_ms,
-                   .time_max = p.time_ms,
-                   .min = p.value,
-                   .max = p.value,
-                   .first = p.value,
-                   .last = p.value};
+        b = series::Bucket{.step_min = p.step,
+                           .step_max = p.step,
+                           .time_min = p.time_ms,
+                           .time_max = p.time_ms,
+                           .min = p.value,
+                           .max = p.value,
+                           .first = p.value,
+                           .last = p.value};
       }
       b.count++;
       b.min = std::min(b.min, p.value);
@@ -337,7 +337,7 @@ TEST_P(StoreConformanceTest, BucketsEqualBruteForceAcrossChunks) {
     ASSERT_EQ(hist[0].buckets.size(), expect.size()) << n;
     size_t i = 0;
     for (const auto& [index, e] : expect) {
-      const Bucket& got = hist[0].buckets[i++];
+      const series::Bucket& got = hist[0].buckets[i++];
       EXPECT_EQ(got.count, e.count) << n << " bucket " << index;
       EXPECT_EQ(got.min, e.min) << n << " bucket " << index;
       EXPECT_EQ(got.max, e.max) << n << " bucket " << index;
@@ -364,11 +364,11 @@ TEST_P(StoreConformanceTest, NegativeZeroSummariesKeepTheirSign) {
     ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, seq).ok());
   }
   for (int n : {1, 3, 6}) {
-    COHORT_ASSERT_OK_AND_ASSIGN(
-        auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1"), .buckets = n}));
+    COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{
+                                               .run = Ref("run1"), .series = {.buckets = n}}));
     ASSERT_EQ(hist.size(), 1u);
     ASSERT_FALSE(hist[0].buckets.empty());
-    for (const Bucket& bk : hist[0].buckets) {
+    for (const series::Bucket& bk : hist[0].buckets) {
       EXPECT_TRUE(bk.min == 0 && std::signbit(bk.min)) << n << " min " << bk.min;
       EXPECT_TRUE(bk.max == 0 && std::signbit(bk.max)) << n << " max " << bk.max;
       EXPECT_TRUE(bk.first == 0 && std::signbit(bk.first)) << n << " first " << bk.first;
@@ -383,7 +383,7 @@ TEST_P(StoreConformanceTest, NegativeZeroSummariesKeepTheirSign) {
 TEST_P(StoreConformanceTest, TailCompactionKeepsEveryPointOnce) {
   MakeRun("run1");
   Join("run1", "w");
-  std::vector<Point> all;
+  std::vector<series::Point> all;
   const int sizes[] = {1, 3, 50, 700, 1, 1, 200, 999, 5, 2};
   int64_t seq = 0;
   for (int round = 0; round < 12; ++round) {
@@ -393,7 +393,7 @@ TEST_P(StoreConformanceTest, TailCompactionKeepsEveryPointOnce) {
         const int64_t step = int64_t(all.size());
         const double v = std::cos(double(step) * 0.003) + double(step % 7);
         b.rows.push_back(HistoryRow{.step = -1, .time_ms = step, .values = {{"m", v}}});
-        all.push_back(Point{step, step, v});
+        all.push_back(series::Point{step, step, v});
       }
       ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, seq).ok());
       if (seq % 7 == 0) {  // a retry: acknowledged, stored once
@@ -405,19 +405,19 @@ TEST_P(StoreConformanceTest, TailCompactionKeepsEveryPointOnce) {
   COHORT_ASSERT_OK_AND_ASSIGN(auto series, store().ListSeries(Ref("run1")));
   ASSERT_EQ(series.size(), 1u);
   EXPECT_EQ(series[0].count, int64_t(all.size()));
-  COHORT_ASSERT_OK_AND_ASSIGN(
-      auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1"), .limit = 1000000}));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{
+                                             .run = Ref("run1"), .series = {.limit = 1000000}}));
   ASSERT_EQ(hist.size(), 1u);
   ASSERT_EQ(hist[0].points.size(), all.size());
   for (size_t i = 0; i < all.size(); ++i) {
     ASSERT_EQ(hist[0].points[i].step, all[i].step) << i;
     ASSERT_EQ(hist[0].points[i].value, all[i].value) << i;
   }
-  COHORT_ASSERT_OK_AND_ASSIGN(
-      auto buckets, store().QueryHistory(HistoryQuery{.run = Ref("run1"), .buckets = 10}));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto buckets, store().QueryHistory(HistoryQuery{
+                                                .run = Ref("run1"), .series = {.buckets = 10}}));
   ASSERT_EQ(buckets.size(), 1u);
   int64_t counted = 0;
-  for (const Bucket& b : buckets[0].buckets) counted += b.count;
+  for (const series::Bucket& b : buckets[0].buckets) counted += b.count;
   EXPECT_EQ(counted, int64_t(all.size()));
 }
 
@@ -430,24 +430,25 @@ TEST_P(StoreConformanceTest, HistoryFiltersByStepAndTimeRange) {
   }
   ASSERT_TRUE(store().Ingest(Ref("run1"), "w", b, 1).ok());
   COHORT_ASSERT_OK_AND_ASSIGN(
-      auto hist,
-      store().QueryHistory(HistoryQuery{.run = Ref("run1"), .min_step = 4090, .max_step = 4200}));
+      auto hist, store().QueryHistory(HistoryQuery{
+                     .run = Ref("run1"), .series = {.min_step = 4090, .max_step = 4200}}));
   ASSERT_EQ(hist.size(), 1u);
   ASSERT_EQ(hist[0].points.size(), 111u);
   EXPECT_EQ(hist[0].points.front().step, 4090);
   EXPECT_EQ(hist[0].points.back().step, 4200);
 
   COHORT_ASSERT_OK_AND_ASSIGN(
-      hist,
-      store().QueryHistory(HistoryQuery{
-          .run = Ref("run1"), .min_time_ms = 100000 + 10 * 10, .max_time_ms = 100000 + 19 * 10}));
+      hist, store().QueryHistory(HistoryQuery{
+                .run = Ref("run1"),
+                .series = {.min_time_ms = 100000 + 10 * 10, .max_time_ms = 100000 + 19 * 10}}));
   ASSERT_EQ(hist[0].points.size(), 10u);
   EXPECT_EQ(hist[0].points.front().step, 10);
   EXPECT_EQ(hist[0].points.back().step, 19);
 
   COHORT_ASSERT_OK_AND_ASSIGN(
-      hist, store().QueryHistory(HistoryQuery{
-                .run = Ref("run1"), .min_step = 1000, .max_step = 1999, .buckets = 10}));
+      hist,
+      store().QueryHistory(HistoryQuery{
+          .run = Ref("run1"), .series = {.min_step = 1000, .max_step = 1999, .buckets = 10}}));
   ASSERT_EQ(hist[0].buckets.size(), 10u);
   EXPECT_EQ(hist[0].buckets[0].step_min, 1000);
   EXPECT_EQ(hist[0].buckets[0].count, 100);

@@ -139,7 +139,7 @@ TEST_P(StoreConformanceTest, DumpRoundTripKeepsEveryRead) {
 
   ExpectSameHistory(store(), *copy, HistoryQuery{.run = ref});
   ExpectSameHistory(store(), *copy, HistoryQuery{.run = ref, .keys = {"system/gpu.0.temp"}});
-  ExpectSameHistory(store(), *copy, HistoryQuery{.run = ref, .buckets = 10});
+  ExpectSameHistory(store(), *copy, HistoryQuery{.run = ref, .series = {.buckets = 10}});
 
   COHORT_ASSERT_OK_AND_ASSIGN(auto ca, store().QueryConsole(ConsoleQuery{.run = ref}));
   COHORT_ASSERT_OK_AND_ASSIGN(auto cb, copy->QueryConsole(ConsoleQuery{.run = ref}));

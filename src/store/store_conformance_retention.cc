@@ -1,16 +1,18 @@
-// Conformance cases for the bootstrap key (CreateFirstApiKey) and batch retention
-// (PruneBatches).
+// Conformance cases for the bootstrap key (CreateFirstApiKey), batch retention (PruneBatches)
+// and the bounds every store keeps (the step counter, the size of run documents).
 #include <atomic>
+#include <limits>
 #include <thread>
 #include <vector>
 
+#include "store/record_json.h"
 #include "store/store_conformance.h"
 
 namespace cohort::store {
 namespace {
 
 int64_t PointCount(Store& store, const RunRef& ref) {
-  auto hist = store.QueryHistory(HistoryQuery{.run = ref, .limit = 1000000});
+  auto hist = store.QueryHistory(HistoryQuery{.run = ref, .series = {.limit = 1000000}});
   if (!hist.ok()) return -1;
   int64_t n = 0;
   for (const SeriesData& s : *hist) n += int64_t(s.points.size());
@@ -93,4 +95,56 @@ TEST_P(StoreConformanceTest, PrunedBatchRecordsStillRejectRetries) {
 }
 
 }  // namespace
+TEST_P(StoreConformanceTest, StepCounterNeverWrapsPastTheLargestStep) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  MakeRun("run1");
+  Join("run1", "w");
+  IngestBatch top{.seq = 1};
+  top.rows.push_back(HistoryRow{.step = kMax - 2, .time_ms = 1, .values = {{"m", 1.0}}});
+  top.rows.push_back(HistoryRow{.step = -1, .time_ms = 2, .values = {{"m", 2.0}}});  // kMax - 1
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult first, store().Ingest(Ref("run1"), "w", top, 10));
+  EXPECT_EQ(first.next_step, kMax);
+  // A row without a step now has none left: refused, naming the row, and nothing is stored.
+  IngestBatch more{.seq = 2};
+  more.rows.push_back(HistoryRow{.step = 5, .time_ms = 3, .values = {{"m", 3.0}}});
+  more.rows.push_back(HistoryRow{.step = -1, .time_ms = 4, .values = {{"m", 4.0}}});
+  auto refused = store().Ingest(Ref("run1"), "w", more, 20);
+  ASSERT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("history[1].step"), std::string::npos)
+      << refused.status().message();
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hist,
+                              store().QueryHistory(HistoryQuery{.run = Ref("run1"), .series = {.limit = 100}}));
+  ASSERT_EQ(hist.size(), 1u);
+  ASSERT_EQ(hist[0].points.size(), 2u);
+  EXPECT_EQ(hist[0].points[0].step, kMax - 2);
+  EXPECT_EQ(hist[0].points[1].step, kMax - 1);
+  // The refused batch can be sent again with explicit steps.
+  more.rows[1].step = 6;
+  COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "w", more, 30).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto writers, store().ListWriters(Ref("run1")));
+  EXPECT_EQ(writers[0].next_step, kMax);
+  EXPECT_EQ(writers[0].last_seq, 2);
+}
+
+TEST_P(StoreConformanceTest, RunDocumentsAreBounded) {
+  MakeRun("run1");
+  const std::string big = "{\"blob\":\"" + std::string(kMaxRunDocumentBytes, 'x') + "\"}";
+  auto created = store().UpsertRun(RunUpsert{.ref = Ref("run2"), .config_json = big});
+  EXPECT_EQ(created.status().code(), StatusCode::kPayloadTooLarge);
+  EXPECT_NE(created.status().message().find("config:"), std::string::npos);
+  EXPECT_EQ(store().GetRun(Ref("run2")).status().code(), StatusCode::kNotFound);
+  auto patched = store().PatchRun(Ref("run1"), RunPatch{.summary_json = big});
+  EXPECT_EQ(patched.status().code(), StatusCode::kPayloadTooLarge);
+  EXPECT_NE(patched.status().message().find("summary:"), std::string::npos);
+  // Merging small patches into a document near the limit is refused too.
+  const std::string half = "{\"a\":\"" + std::string(kMaxRunDocumentBytes / 2, 'a') + "\"}";
+  COHORT_ASSERT_OK(store().PatchRun(Ref("run1"), RunPatch{.config_json = half}).status());
+  const std::string other = "{\"b\":\"" + std::string(kMaxRunDocumentBytes / 2, 'b') + "\"}";
+  EXPECT_EQ(store().PatchRun(Ref("run1"), RunPatch{.config_json = other}).status().code(),
+            StatusCode::kPayloadTooLarge);
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run, store().GetRun(Ref("run1")));
+  EXPECT_EQ(run.config_json.find("\"b\""), std::string::npos);
+  EXPECT_EQ(run.summary_json, "{}");
+}
+
 }  // namespace cohort::store

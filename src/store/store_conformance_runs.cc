@@ -374,6 +374,37 @@ TEST_P(StoreConformanceTest, ListRunsFiltersWithEachOp) {
   EXPECT_EQ(list({{"summary.acc", "<", {"0.8"}}}), (V{"r3"}));
 }
 
+TEST_P(StoreConformanceTest, ListRunsFiltersByCreationAndUpdateTime) {
+  std::vector<int64_t> created;
+  for (const char* id : {"t1", "t2", "t3"}) {
+    created.push_back(MakeRun(id).created_ms);
+    const int64_t t = NowMillis();
+    while (NowMillis() == t) {  // distinct creation times
+    }
+  }
+  auto list = [&](std::vector<Filter> filters) -> std::vector<std::string> {
+    RunQuery q{.entity = kEntity, .project = kProject, .filters = std::move(filters)};
+    q.sort = "created";
+    q.descending = false;
+    auto page = store().ListRuns(q);
+    EXPECT_TRUE(page.ok()) << page.status().ToString();
+    return page.ok() ? Ids(*page) : std::vector<std::string>{"<error>"};
+  };
+  using V = std::vector<std::string>;
+  const std::string second = std::to_string(created[1]);
+  EXPECT_EQ(list({{"created", ">", {second}}}), (V{"t3"}));
+  EXPECT_EQ(list({{"created", "<", {second}}}), (V{"t1"}));
+  EXPECT_EQ(list({{"created", "==", {second}}}), (V{"t2"}));
+  EXPECT_EQ(list({{"created", "!=", {second}}}), (V{"t1", "t3"}));
+  EXPECT_EQ(list({{"updated", ">", {std::to_string(created[0] - 1)}}}), (V{"t1", "t2", "t3"}));
+  RunQuery bad{.entity = kEntity, .project = kProject, .filters = {{"created", ">", {"2024-01"}}}};
+  auto r = store().ListRuns(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("milliseconds"), std::string::npos);
+  bad.filters = {{"created", "~", {"1"}}};
+  EXPECT_EQ(store().ListRuns(bad).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST_P(StoreConformanceTest, ListRunsRejectsUnknownFieldOrOp) {
   RunQuery q{.entity = kEntity, .project = kProject};
   q.filters = {{"colour", "==", {"red"}}};

@@ -1,4 +1,11 @@
 // OpenStore: picks a Store backend from a URL.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -46,6 +53,31 @@ Result<SqliteOptions> ParseSqliteTarget(std::string_view target) {
 
 }  // namespace
 
+std::string RedactUrl(std::string_view url) {
+  std::string out(url);
+  // scheme://user:password@host
+  if (size_t scheme = out.find("://"); scheme != std::string::npos) {
+    const size_t start = scheme + 3;
+    const size_t end = std::min(out.find_first_of("/?#", start), out.size());
+    const size_t at = out.rfind('@', end == 0 ? 0 : end - 1);
+    if (at != std::string::npos && at >= start && at < end) {
+      const size_t colon = out.find(':', start);
+      if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
+    }
+  }
+  // ...?password=secret&...
+  for (size_t q = out.find('?'); q != std::string::npos && q < out.size();) {
+    const size_t name = q + 1;
+    const size_t amp = std::min(out.find('&', name), out.size());
+    constexpr std::string_view kPassword = "password=";
+    if (std::string_view(out).substr(name, kPassword.size()) == kPassword) {
+      out.replace(name + kPassword.size(), amp - name - kPassword.size(), "***");
+    }
+    q = out.find('&', name);
+  }
+  return out;
+}
+
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url) {
   std::string_view target = url;
   if (target.starts_with("postgresql://") || target.starts_with("postgres://")) {
@@ -56,18 +88,27 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& url) {
     // sqlite:///abs/path.db -> /abs/path.db; sqlite://relative.db -> relative.db
     target.remove_prefix(9);
   } else if (target.find("://") != std::string_view::npos) {
-    return Status::InvalidArgument("store url '" + url +
+    return Status::InvalidArgument("store url '" + RedactUrl(url) +
                                    "': unknown scheme (use sqlite:///path.db or postgresql://)");
   }
   COHORT_ASSIGN_OR_RETURN(SqliteOptions options, ParseSqliteTarget(target));
   std::filesystem::path parent = std::filesystem::path(options.path).parent_path();
-  if (!parent.empty()) {
-    std::error_code ec;
+  std::error_code ec;
+  if (!parent.empty() && !std::filesystem::exists(parent, ec)) {
     std::filesystem::create_directories(parent, ec);
     if (ec) {
       return Status::IOError("store: cannot create directory " + parent.string() + ": " +
                              ec.message());
     }
+    ::chmod(parent.c_str(), 0700);  // it will hold the database
+  }
+  // A new database file is private (0600); SQLite gives its -wal and -shm files the mode of the
+  // database file.
+  if (int fd = ::open(options.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      fd >= 0) {
+    ::close(fd);
+  } else if (errno != EEXIST) {
+    return Status::IOError("store: cannot create " + options.path + ": " + std::strerror(errno));
   }
   COHORT_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStore> store, SqliteStore::Open(options));
   return std::unique_ptr<Store>(std::move(store));

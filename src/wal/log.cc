@@ -273,10 +273,7 @@ void Log::Publish(uint64_t old_segment, uint64_t old_end) {
     active_ = writer_->segment();
   }
   end_ = writer_->end();
-  if (writer_->synced_end() != durable_end_) {
-    durable_end_ = writer_->synced_end();
-    durable_cv_.notify_all();
-  }
+  durable_end_ = writer_->synced_end();
 }
 
 Result<Position> Log::Append(std::string_view payload) {
@@ -307,7 +304,6 @@ Status Log::Close() {
     sealed_[active_] = s.ok() ? end_.offset : durable_end_.offset;
     if (s.ok()) durable_end_ = end_;
     active_ = 0;
-    durable_cv_.notify_all();
   }
   writer_.reset();
   lock_.reset();
@@ -345,13 +341,6 @@ std::unique_ptr<Reader> Log::NewReader(Position from) {
 
 std::unique_ptr<Reader> Log::ReadUnacknowledged() { return NewReader(acknowledged()); }
 
-bool Log::WaitForDurable(Position position, std::chrono::milliseconds timeout) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  return durable_cv_.wait_for(lock, timeout, [&] {
-    return durable_end_ > position || active_ == 0;
-  }) && durable_end_ > position;
-}
-
 Position Log::end() const {
   std::lock_guard<std::mutex> lock(mu_);
   return end_;
@@ -365,25 +354,6 @@ Position Log::durable_end() const {
 Position Log::acknowledged() const {
   std::lock_guard<std::mutex> lock(mu_);
   return ack_;
-}
-
-LogStats Log::Stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  LogStats st;
-  st.end = end_;
-  st.durable_end = durable_end_;
-  st.acknowledged = ack_;
-  auto add = [&](uint64_t segment, uint64_t size) {
-    ++st.segments;
-    st.disk_bytes += size;
-    if (segment < ack_.segment) return;
-    uint64_t from =
-        segment == ack_.segment ? std::max(ack_.offset, kSegmentHeaderSize) : kSegmentHeaderSize;
-    if (size > from) st.unacknowledged_bytes += size - from;
-  };
-  for (const auto& [segment, size] : sealed_) add(segment, size);
-  if (active_ != 0) add(active_, end_.offset);
-  return st;
 }
 
 }  // namespace cohort::wal

@@ -27,8 +27,6 @@
 // continues with the next segment.
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -75,15 +73,6 @@ struct RecoveryReport {
   std::string ToString() const;
 };
 
-struct LogStats {
-  Position end;           // just past the last appended record
-  Position durable_end;   // just past the last durable record
-  Position acknowledged;  // as last marked (or recovered)
-  uint64_t segments = 0;
-  uint64_t disk_bytes = 0;            // bytes in the log's segment files
-  uint64_t unacknowledged_bytes = 0;  // of those, bytes at or after `acknowledged` (approx.)
-};
-
 class Log {
  public:
   static Result<std::unique_ptr<Log>> Open(const std::string& dir, LogOptions options = {});
@@ -117,14 +106,9 @@ class Log {
   // A reader from the acknowledged position: what is still to be sent.
   std::unique_ptr<Reader> ReadUnacknowledged();
 
-  // Blocks until durable_end() passes `position`, the log is closed, or `timeout` elapses;
-  // true in the first case. Lets a sender sleep until there is something new to read.
-  bool WaitForDurable(Position position, std::chrono::milliseconds timeout) const;
-
   Position end() const;
   Position durable_end() const;
   Position acknowledged() const;
-  LogStats Stats() const;
 
  private:
   class Source;
@@ -160,7 +144,6 @@ class Log {
   Position end_;
   Position durable_end_;
   Position ack_;
-  mutable std::condition_variable durable_cv_;  // durable_end_ advanced or the log closed
 };
 
 }  // namespace cohort::wal

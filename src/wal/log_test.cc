@@ -66,21 +66,6 @@ TEST(Log, ReadersSeeOnlyDurableRecords) {
   EXPECT_EQ(r.payload, "second");
 }
 
-TEST(Log, WaitForDurableWakesWhenASyncLandsAndTimesOutOtherwise) {
-  TempDir dir;
-  auto log = MustOpen(dir.path());
-  Position start = log->durable_end();
-  EXPECT_FALSE(log->WaitForDurable(start, std::chrono::milliseconds(20)));
-  std::thread syncer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    ASSERT_TRUE(log->Append("x").ok());
-    ASSERT_TRUE(log->Sync().ok());
-  });
-  EXPECT_TRUE(log->WaitForDurable(start, std::chrono::seconds(30)));
-  syncer.join();
-  EXPECT_GT(log->durable_end(), start);
-}
-
 TEST(Log, ReaderFollowsRolls) {
   TempDir dir;
   NoSyncFileSystem fs;
@@ -414,21 +399,6 @@ TEST(Log, CloseLetsReadersDrainAndRefusesAppends) {
   ASSERT_TRUE(log->Close().ok());  // syncs
   EXPECT_TRUE(SamePayloads(Unacknowledged(log.get()), (std::vector<std::string>{"a"})));
   EXPECT_EQ(log->Append("b").status().code(), StatusCode::kFailedPrecondition);
-}
-
-TEST(Log, StatsCountUnacknowledgedBytes) {
-  TempDir dir;
-  NoSyncFileSystem fs;
-  auto log = MustOpen(dir.path(), {.fs = &fs, .segment_size = 4096});
-  std::vector<Position> ends;
-  for (int i = 0; i < 40; ++i) ends.push_back(log->Append(Payload(i, 991)).value());
-  ASSERT_TRUE(log->Sync().ok());
-  LogStats st = log->Stats();
-  EXPECT_EQ(st.unacknowledged_bytes, 40u * 1000u);
-  ASSERT_TRUE(log->MarkAcknowledged(ends[19]).ok());
-  st = log->Stats();
-  EXPECT_EQ(st.unacknowledged_bytes, 20u * 1000u);
-  EXPECT_EQ(st.segments, SegmentsIn(dir.path()).size());
 }
 
 TEST(Log, OneAppenderAndOneReaderAcknowledgerRunConcurrently) {

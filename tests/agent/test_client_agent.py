@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, COHORT_BIN, ServerProcess, wait_for
+from conftest import BUILD, COHORT_BIN, ServerProcess, project_version, wait_for
 
 CLIENT_BUILD = pathlib.Path(os.environ.get("COHORT_CLIENT_BUILD_DIR", BUILD))
 EXAMPLE = CLIENT_BUILD / "src" / "client" / "cohort_example_cpp"
@@ -146,6 +146,7 @@ def test_init_log_finish_delivers_ten_thousand_points(server, client):
     assert info["state"] == "finished"
     assert info["config"]["steps"] == 1000
     assert info["summary"]["final_loss"] > 0
+    assert info["metadata"]["sdk"] == "cohort-cpp/" + project_version()
     status, me = api.get("/api/v1/viewer")
     status, lines = api.get(f"/api/v1/runs/{me['entity']}/e2e/{run_id}/console")
     assert any(l["text"].startswith("step 900 loss") for l in lines["lines"])

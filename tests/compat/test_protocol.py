@@ -298,3 +298,35 @@ def test_file_stream_is_never_fatal_for_recoverable_input(wire, api, entity):
                          raw=b"{not json")[0] == 400
     bad_key = type(wire)(wire.url, "ck_" + "0" * 40)
     assert bad_key.file_stream(entity, "proj", "ghost", {})[0] == 401
+
+
+def test_summary_of_a_client_that_died_follows_its_last_stored_point(tmp_path):
+    """A stock client sent its summary at step 24 and history up to step 99, then died (no
+    `complete`, no more requests). Once its heartbeats stop, the server ends the writer as
+    crashed and the run's summary shows the last stored loss, not the step-24 value that was
+    last sent; a key the client set to something else than its series holds stays as set."""
+    from conftest import ServerProcess, wait_for
+    from .compat_helpers import WandbWire
+
+    s = ServerProcess(tmp_path, ["--heartbeat-timeout", "2", "--sweep-interval", "1"]).start()
+    try:
+        api = s.api()
+        entity = api.get("/api/v1/viewer")[1]["entity"]
+        wire = WandbWire(s.url, s.config["api_key"])
+        wire.upsert("dies")
+        loss = [10.0 / (i + 1) for i in range(100)]
+        first = {"files": {
+            "wandb-history.jsonl": {"offset": 0, "content": [history_line(i, loss=loss[i], acc=i / 100) for i in range(25)]},
+            "wandb-summary.json": {"offset": 0, "content": [json.dumps({"loss": loss[24], "acc": 0.24, "best": 0.5})]}}}
+        assert wire.file_stream(entity, "proj", "dies", first)[0] == 200
+        rest = {"files": {"wandb-history.jsonl": {
+            "offset": 25, "content": [history_line(i, loss=loss[i], acc=i / 100) for i in range(25, 100)]}}}
+        assert wire.file_stream(entity, "proj", "dies", rest)[0] == 200
+        assert get_run(api, entity, "dies")["summary"]["loss"] == loss[24]  # what it sent, so far
+        run = wait_for(lambda: (r := get_run(api, entity, "dies"))["state"] == "crashed" and r, timeout=20)
+        assert run, "the writer was never marked crashed"
+        assert run["summary"]["loss"] == loss[99]
+        assert run["summary"]["acc"] == 0.99
+        assert run["summary"]["best"] == 0.5
+    finally:
+        s.stop()

@@ -84,3 +84,52 @@ def test_child_that_raises_ends_its_writer_failed_and_the_run_goes_on(client, me
     assert (writers[child]["state"], writers[child]["exit_code"]) == ("failed", 1)
     run = wait_until(lambda: (r := view.get())["state"] == "finished" and r, what="finished")
     assert run["exit_code"] == 0  # the child never ends the run
+
+
+PICKLED_PARENT = """
+import pickle
+import subprocess
+import sys
+
+import cohort
+
+CHILD = '''
+import pickle
+import sys
+
+import cohort
+
+run = pickle.load(sys.stdin.buffer)
+assert cohort.init() is run, "init() returns the run received from the parent"
+run.log({{"child": 2.0}})
+run.finish()
+print(run.label)
+'''
+
+run = cohort.init(project="{project}")
+child = subprocess.run([sys.executable, "-c", CHILD], input=pickle.dumps(run),
+                       capture_output=True, timeout=120)
+sys.stderr.write(child.stderr.decode())
+run.log({{"parent": 1.0}})
+run.finish()
+print(run.label, child.returncode, child.stdout.decode().strip())
+"""
+
+
+def test_run_pickled_and_restored_in_a_fresh_process_still_logs(client):
+    # Not multiprocessing: the bytes of pickle.dumps(run) go to an unrelated interpreter.
+    proc = assert_ok(client.python(PICKLED_PARENT.format(project=PROJECT)))
+    parent, code, child = proc.stdout.split()
+    assert code == "0", proc.stderr
+    assert child.startswith(parent + "-")
+    runs = client.runs()
+    assert len(runs) == 1, runs
+    view = client.run_view(runs[0]["id"])
+    hist = wait_until(lambda: (h := view.history(keys=["child", "parent"])) and len(h) == 2 and h,
+                      what="both writers' points")
+    assert hist[("child", child)] == [(0, 2.0)]
+    assert hist[("parent", parent)] == [(0, 1.0)]
+    writers = wait_until(lambda: (w := view.writers()) and
+                         all(x["state"] == "finished" for x in w.values()) and w,
+                         what="finished writers")
+    assert not writers[child]["primary"] and not writers[child]["update_finish_state"]

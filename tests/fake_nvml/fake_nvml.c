@@ -19,6 +19,11 @@
  *   SM_CLOCK        1400 + i         MHz, nvmlDeviceGetClockInfo(NVML_CLOCK_SM or GRAPHICS)
  *   MEM_CLOCK       5000 + i         MHz, nvmlDeviceGetClockInfo(NVML_CLOCK_MEM)
  *
+ *   FAKE_NVML_WOBBLE=1             utilisation, temperature and power change from one reading
+ *                                  to the next (a counter per device and reading; as a real
+ *                                  GPU's do), memory and clocks stay put (the web UI's tests
+ *                                  chart the former and fold the latter away as constants)
+ *
  * Built with FAKE_NVML_MINIMAL it lacks nvmlErrorString, the power and the clock functions, as
  * an old driver might. fakeNvmlLiveInits() (not NVML) returns the successful nvmlInit_v2 calls
  * not yet matched by nvmlShutdown. Not thread-safe: the tests call it from one thread.
@@ -67,6 +72,16 @@ static nvmlReturn_t Value(nvmlDevice_t d, const char* name, unsigned long long f
   if (v != NULL && strcmp(v, "err") == 0) return NVML_ERROR_NOT_SUPPORTED;
   *out = (v != NULL && v[0] != '\0') ? strtoull(v, NULL, 10) : fallback;
   return NVML_SUCCESS;
+}
+
+/* With FAKE_NVML_WOBBLE=1: 0..range-1, the next of a sequence per device and reading kind;
+ * otherwise 0. */
+enum { kWobbleUtil, kWobbleTemp, kWobblePower, kWobbleKinds };
+static unsigned int Wobble(nvmlDevice_t d, int kind, unsigned int range) {
+  static unsigned int calls[FAKE_MAX_DEVICES][kWobbleKinds];
+  const char* v = getenv("FAKE_NVML_WOBBLE");
+  if (v == NULL || strcmp(v, "1") != 0 || range == 0) return 0;
+  return (calls[d->index][kind]++ * 7u + d->index) % range;
 }
 
 /* Narrows a Value() to the unsigned int most NVML getters return. */
@@ -118,8 +133,9 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
   r = UintValue(device, "UTIL_GPU", 50 + device->index, &gpu);
   if (r == NVML_SUCCESS) r = UintValue(device, "UTIL_MEMORY", 20 + device->index, &memory);
   if (r != NVML_SUCCESS) return r;
-  utilization->gpu = gpu;
-  utilization->memory = memory;
+  const unsigned int w = Wobble(device, kWobbleUtil, 10);
+  utilization->gpu = gpu + w > 100 ? 100 : gpu + w;
+  utilization->memory = memory + w > 100 ? 100 : memory + w;
   return NVML_SUCCESS;
 }
 
@@ -144,7 +160,9 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device,
   if (sensor != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
   nvmlReturn_t r = CheckDevice(device);
   if (r != NVML_SUCCESS) return r;
-  return UintValue(device, "TEMP", 40 + device->index, temp_c);
+  r = UintValue(device, "TEMP", 40 + device->index, temp_c);
+  if (r == NVML_SUCCESS) *temp_c += Wobble(device, kWobbleTemp, 6);
+  return r;
 }
 
 #ifndef FAKE_NVML_MINIMAL
@@ -169,7 +187,9 @@ FAKE_EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power_mw) {
   nvmlReturn_t r = CheckDevice(device);
   if (r != NVML_SUCCESS) return r;
-  return UintValue(device, "POWER_MW", 100000 + 10000ull * device->index, power_mw);
+  r = UintValue(device, "POWER_MW", 100000 + 10000ull * device->index, power_mw);
+  if (r == NVML_SUCCESS) *power_mw += 1000u * Wobble(device, kWobblePower, 9);
+  return r;
 }
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device,

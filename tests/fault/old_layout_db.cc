@@ -83,19 +83,20 @@ uint64_t Fnv(uint64_t h, const void* p, size_t n) {
 int Digest(const std::string& path) {
   auto store = store::SqliteStore::Open(store::SqliteOptions{.path = path});
   if (!store.ok()) return Die(store.status().ToString());
-  auto raw = (*store)->QueryHistory(store::HistoryQuery{.run = kRun, .limit = 1 << 30});
+  auto raw = (*store)->QueryHistory(store::HistoryQuery{.run = kRun, .series = {.limit = 1 << 30}});
   if (!raw.ok()) return Die(raw.status().ToString());
-  auto buckets = (*store)->QueryHistory(store::HistoryQuery{.run = kRun, .buckets = 1000});
+  auto buckets =
+      (*store)->QueryHistory(store::HistoryQuery{.run = kRun, .series = {.buckets = 1000}});
   if (!buckets.ok()) return Die(buckets.status().ToString());
   for (size_t i = 0; i < raw->size(); ++i) {
     const store::SeriesData& s = (*raw)[i];
     uint64_t h = 14695981039346656037ull;
-    for (const store::Point& p : s.points) {
+    for (const series::Point& p : s.points) {
       h = Fnv(h, &p.step, 8);
       h = Fnv(h, &p.time_ms, 8);
       h = Fnv(h, &p.value, 8);
     }
-    for (const store::Bucket& b : (*buckets)[i].buckets) {
+    for (const series::Bucket& b : (*buckets)[i].buckets) {
       for (int64_t v : {b.step_min, b.step_max, b.time_min, b.time_max, b.count, b.nan_count}) {
         h = Fnv(h, &v, 8);
       }

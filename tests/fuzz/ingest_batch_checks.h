@@ -13,7 +13,7 @@
 #include "core/json.h"
 #include "fuzz_check.h"
 #include "server/api/context.h"
-#include "store/types.h"
+#include "store/ingest_batch.h"
 
 namespace cohort::fuzz {
 

@@ -27,15 +27,15 @@ void Write(const fs::path& dir, const std::string& name, const std::string& byte
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-std::string Chunk(const std::vector<store::Point>& points) {
+std::string Chunk(const std::vector<series::Point>& points) {
   series::ChunkEncoder e;
   for (const auto& p : points) e.Append(p.step, p.time_ms, p.value);
   return e.Encode();
 }
 
 void ChunkSeeds(const fs::path& dir) {
-  std::vector<std::pair<std::string, std::vector<store::Point>>> sets;
-  std::vector<store::Point> regular, integers, floats32, mixed, extremes, decimals, ratios, system;
+  std::vector<std::pair<std::string, std::vector<series::Point>>> sets;
+  std::vector<series::Point> regular, integers, floats32, mixed, extremes, decimals, ratios, system;
   for (int i = 0; i < 300; ++i) {
     regular.push_back({i, 1700000000000 + i * 1000, std::exp(-i / 100.0)});
     integers.push_back({i * 3, 1700000000000 + i * 997, double(i % 17)});

@@ -1,10 +1,11 @@
 """The HTTP API of the real `cohort server` binary over a real socket (docs/api.md)."""
 import json
 import math
+import subprocess
 import time
 import urllib.parse
 
-from conftest import Api, wait_for
+from conftest import COHORT_BIN, Api, project_version, wait_for
 
 P = "/api/v1/runs/{e}/proj"
 
@@ -45,6 +46,14 @@ def history(api, run, **params):
 def test_healthz_answers_without_key(server):
     status, body = Api(server.url, "").get("/healthz")
     assert status == 200 and body["status"] == "ok"
+
+
+def test_healthz_and_cli_report_the_project_version(server):
+    status, body = Api(server.url, "").get("/healthz")
+    assert status == 200 and body["version"] == project_version()
+    out = subprocess.run([str(COHORT_BIN), "--version"], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "cohort " + project_version()
 
 
 def test_first_start_writes_admin_key_to_private_config(server):

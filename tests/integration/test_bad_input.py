@@ -136,6 +136,22 @@ def test_negative_step_is_400(api, run):
     assert_error(status, body, 400, "history[0].step")
 
 
+def test_step_counter_overflow_is_400_naming_the_row_and_nothing_is_stored(api, run):
+    top = 2**63 - 1
+    status, body = ingest(api, run, "w", {"seq": 1, "history": [
+        {"step": top, "time": 1, "values": {"a": 1}}]})
+    assert status == 200, body
+    # The writer's step counter now has no step left for a row without one.
+    status, body = ingest(api, run, "w", {"seq": 2, "history": [
+        {"step": 3, "time": 2, "values": {"a": 2}}, {"time": 3, "values": {"a": 3}}],
+        "console": [{"time": 3, "stream": "stdout", "text": "kept?"}]})
+    assert_error(status, body, 400, "history[1].step")
+    series = history(api, run, keys="a")
+    assert [p[0] for p in series[0]["points"]] == [top]
+    _, lines = api.get(f"{runs_path(api)}/{run['id']}/console")
+    assert lines["lines"] == []
+
+
 def test_unknown_route_is_404_json_and_wrong_method_405(api):
     status, body = api.get("/api/v1/nothing/here")
     assert status == 404 and "error" in body

@@ -53,3 +53,81 @@ def test_large_raw_read_returns_every_double_exactly_across_write_buffers(api):
         else:
             assert isinstance(gv, float) or v == int(v)
             assert struct.pack("<d", float(gv)) == struct.pack("<d", v), (step, v, gv)
+
+
+def _run_with_writer(api, base, name, label="w"):
+    status, run = api.post(base, {"name": name})
+    assert status in (200, 201), run
+    status, w = api.post(f"{base}/{run['id']}/writers", {"label": label})
+    assert status in (200, 201), w
+    return run["id"]
+
+
+def test_bucket_without_a_finite_value_answers_null_statistics_and_its_nan_count(api):
+    """NaN steps are gaps: a bucket of NaN (or only infinities) has no min, max or mean; the
+    mean of a bucket with some NaN is the mean of its numbers (docs/api.md, "History")."""
+    status, me = api.get("/api/v1/viewer")
+    base = P.format(e=me["entity"])
+    run = _run_with_writer(api, base, "nan-buckets")
+    values = [1.0, 3.0, "NaN", "NaN", "NaN", "NaN", 5.0, "NaN", "Infinity", "Infinity"]
+    rows = [{"step": i, "time": 1000 + i, "values": {"x": v}} for i, v in enumerate(values)]
+    status, body = api.post(f"{base}/{run}/writers/w/batches", {"seq": 1, "history": rows})
+    assert status == 200, body
+    status, body = api.get(f"{base}/{run}/history?keys=x&buckets=5")
+    assert status == 200, body
+    b = body["series"][0]["buckets"]
+    assert [x["count"] for x in b] == [2, 2, 2, 2, 2]
+    assert (b[0]["min"], b[0]["max"], b[0]["mean"], b[0]["nan_count"]) == (1.0, 3.0, 2.0, 0)
+    for nan_only in (b[1], b[2]):
+        assert (nan_only["min"], nan_only["max"], nan_only["mean"], nan_only["nan_count"]) == (None, None, None, 2)
+        assert nan_only["last"] == "NaN"
+    assert (b[3]["min"], b[3]["max"], b[3]["mean"], b[3]["nan_count"]) == (5.0, 5.0, 5.0, 1)
+    assert (b[4]["min"], b[4]["max"], b[4]["mean"], b[4]["nan_count"]) == (None, None, None, 0)
+
+
+def test_project_level_reads_answer_several_runs_at_once(api):
+    """GET /api/v1/series|history|system/{entity}/{project}?runs=...: one request for the web
+    UI's charts of many runs; each series names its run; runs that do not exist are listed."""
+    status, me = api.get("/api/v1/viewer")
+    base = P.format(e=me["entity"])
+    a = _run_with_writer(api, base, "multi-a")
+    b = _run_with_writer(api, base, "multi-b", label="rank_1")
+    for run, label, k in ((a, "w", 1.0), (b, "rank_1", 10.0)):
+        rows = [{"step": s, "time": 1000 + s, "values": {"loss": k * s, "acc": s}} for s in range(10)]
+        system = [{"time": 1000 + s, "values": {"gpu.0.temp": 50 + s + k}} for s in range(3)]
+        status, body = api.post(f"{base}/{run}/writers/{label}/batches", {"seq": 1, "history": rows, "system": system})
+        assert status == 200, body
+    project = f"{me['entity']}/proj"
+
+    status, body = api.get(f"/api/v1/series/{project}?runs={a},{b},gone1")
+    assert status == 200, body
+    assert body["missing"] == ["gone1"]
+    keys = {r["run"]: sorted((k["key"], k["writer"]) for k in r["keys"]) for r in body["runs"]}
+    assert keys[a] == [("acc", "w"), ("loss", "w"), ("system/gpu.0.temp", "w")]
+    assert keys[b] == [("acc", "rank_1"), ("loss", "rank_1"), ("system/gpu.0.temp", "rank_1")]
+
+    status, body = api.get(f"/api/v1/history/{project}?runs={a},{b}&keys=loss&buckets=2&min_step=0&max_step=9")
+    assert status == 200, body
+    got = {(s["run"], s["key"], s["writer"]): s["buckets"] for s in body["series"]}
+    assert set(got) == {(a, "loss", "w"), (b, "loss", "rank_1")}
+    assert [x["max"] for x in got[(b, "loss", "rank_1")]] == [40.0, 90.0]
+    assert body["missing"] == []
+    # Raw points and the same answer as the run's own route.
+    status, body = api.get(f"/api/v1/history/{project}?runs={a}&keys=acc")
+    status, own = api.get(f"{base}/{a}/history?keys=acc")
+    assert body["series"][0]["points"] == own["series"][0]["points"]
+    # System metrics: keys without their prefix; every system key when none is named.
+    status, body = api.get(f"/api/v1/system/{project}?runs={a},{b}&keys=gpu.0.temp&buckets=1")
+    assert status == 200, body
+    assert sorted((s["run"], s["key"]) for s in body["series"]) == sorted([(a, "gpu.0.temp"), (b, "gpu.0.temp")])
+    status, body = api.get(f"/api/v1/system/{project}?runs={a},{b}&buckets=1")
+    assert sorted((s["run"], s["key"], s["buckets"][0]["min"]) for s in body["series"]) == sorted(
+        [(a, "gpu.0.temp", 51.0), (b, "gpu.0.temp", 60.0)])
+
+    status, body = api.get(f"/api/v1/history/{project}")
+    assert status == 400 and "runs" in body["error"]["message"]
+    many = ",".join(f"r{i}" for i in range(201))
+    status, body = api.get(f"/api/v1/history/{project}?runs={many}")
+    assert status == 400 and "at most 200" in body["error"]["message"]
+    status, body = api.get(f"/api/v1/history/{project}?runs=a/b")
+    assert status == 400 and "invalid run id" in body["error"]["message"]

@@ -6,6 +6,7 @@ import pytest
 
 import sdk_helpers  # noqa: F401  (makes `cohort` importable)
 import cohort
+from conftest import project_version
 
 
 @pytest.fixture(autouse=True)
@@ -23,6 +24,10 @@ def test_module_exports_the_seed_api():
     for name in ("init", "log", "finish", "setup", "Settings", "Run", "run", "config", "summary",
                  "login", "require", "Error", "UsageError", "CommError", "teardown"):
         assert hasattr(cohort, name), name
+
+
+def test_version_is_the_project_version():
+    assert cohort.__version__ == project_version()
 
 
 def test_run_is_none_before_init_and_after_finish():

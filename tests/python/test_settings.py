@@ -7,7 +7,7 @@ import pytest
 
 import sdk_helpers  # noqa: F401
 import cohort
-from cohort import sdk
+from cohort import _client_settings as cs
 
 
 def test_seed_shared_mode_fields_are_accepted():
@@ -96,8 +96,8 @@ def test_shared_worker_maps_to_the_client_settings():
                         x_update_finish_state=False, x_stats_gpu_device_ids=[0, 1],
                         x_stats_sampling_interval=0.25, init_timeout=3, finish_timeout=4,
                         x_agent="inprocess", console="off")
-    mode, shared = sdk._effective_mode(None, s)
-    ns = sdk._native_settings(s, mode=mode, shared=shared, run_id="abc123")
+    mode, shared = cs.effective_mode(None, s)
+    ns = cs.native_settings(s, mode=mode, shared=shared, run_id="abc123")
     assert (mode, ns.shared, ns.label, ns.primary, ns.update_finish_state) == (
         "", True, "rank_2", False, False)
     assert ns.stats_gpu_device_ids == [0, 1]
@@ -107,20 +107,20 @@ def test_shared_worker_maps_to_the_client_settings():
 
 
 def test_plain_run_writer_is_primary_and_shared_defaults_are_left_to_torchrun():
-    plain = sdk._native_settings(cohort.Settings())
+    plain = cs.native_settings(cohort.Settings())
     assert plain.primary is True and plain.shared is False
-    shared = sdk._native_settings(cohort.Settings(mode="shared"), shared=True)
+    shared = cs.native_settings(cohort.Settings(mode="shared"), shared=True)
     assert shared.primary is None and shared.update_finish_state is None
     assert shared.label == ""  # the C++ client makes it rank_<RANK> or <host>-<random>
 
 
 def test_init_mode_wins_over_settings_mode_but_keeps_shared():
-    mode, shared = sdk._effective_mode("offline", cohort.Settings(mode="shared"))
+    mode, shared = cs.effective_mode("offline", cohort.Settings(mode="shared"))
     assert (mode, shared) == ("offline", True)
-    mode, shared = sdk._effective_mode("disabled", cohort.Settings(mode="online"))
+    mode, shared = cs.effective_mode("disabled", cohort.Settings(mode="online"))
     assert (mode, shared) == ("disabled", False)
 
 
 def test_disable_stats_sets_a_zero_interval():
-    ns = sdk._native_settings(cohort.Settings(x_disable_stats=True))
+    ns = cs.native_settings(cohort.Settings(x_disable_stats=True))
     assert ns.stats_sampling_interval_s == 0.0

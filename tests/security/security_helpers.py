@@ -58,3 +58,12 @@ def metric(text, name, **labels):
             total += float(m.group(4))
             found = True
     return total if found else None
+
+
+def rss_bytes(pid):
+    """Resident memory of process `pid` (VmRSS)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmRSS for {pid}")

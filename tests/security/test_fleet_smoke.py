@@ -30,7 +30,7 @@ def test_500_agents_and_50_logging_runs_are_served_without_errors(tmp_path):
         assert load["heartbeats"] >= 500, out
         assert out["idle"]["chart_queries"] >= 1 and load["chart_queries"] >= 1, out
         assert load["server_rss_max_mb"] > 0 and load["server_cpu_cores"] > 0, out
-        text = http(s.url + "/metrics")[1]
+        text = http(s.url + "/metrics", key=s.config["api_key"])[1]  # admin: per entity
         assert metric(text, "cohort_entity_points_total", entity="fleet") >= 20000
         assert metric(text, "cohort_http_connections_total") >= 550
     finally:

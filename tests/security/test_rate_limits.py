@@ -56,7 +56,7 @@ def test_request_bucket_answers_429_with_retry_after_and_json(limited):
     # After Retry-After the bucket has a token again.
     time.sleep(int(headers["Retry-After"]))
     assert http(limited.url + "/api/v1/viewer", key=bob)[0] == 200
-    text = http(limited.url + "/metrics")[1]
+    text = http(limited.url + "/metrics", key=limited.config["api_key"])[1]  # admin: per entity
     assert metric(text, "cohort_entity_rate_limited_total", entity="bob", tier="tiny",
                   bucket="requests") == len(refused)
     assert metric(text, "cohort_entity_requests_total", entity="bob", tier="tiny") == len(ok) + 1
@@ -92,7 +92,7 @@ def test_points_bucket_refuses_ingest_and_compat_file_stream(limited):
     status, keys, _ = http(base + "/r1/keys", key=bob)
     assert status == 200
     assert {k["key"]: k["count"] for k in keys["keys"]} == {f"k{j}": 10 for j in range(10)}
-    text = http(limited.url + "/metrics")[1]
+    text = http(limited.url + "/metrics", key=limited.config["api_key"])[1]  # admin: per entity
     assert metric(text, "cohort_entity_points_total", entity="bob") == 100
     assert metric(text, "cohort_entity_rate_limited_total", entity="bob", bucket="points") == 2
     assert metric(text, "cohort_rejected_requests_total", reason="rate_limited_points") == 2
@@ -156,7 +156,7 @@ def test_agent_under_low_tier_slows_down_and_loses_nothing(tmp_path):
         counts = user_counts(api, entity, run_id)
         assert len(counts) == 10 and all(c == 1000 for c in counts.values()), counts
         assert elapsed >= 3.5, elapsed
-        text = http(server.url + "/metrics")[1]
+        text = http(server.url + "/metrics", key=server.config["api_key"])[1]
         refused = metric(text, "cohort_entity_rate_limited_total", entity=entity,
                          bucket="points")
         # It was throttled, and it honoured Retry-After instead of hammering the server.

@@ -68,7 +68,7 @@ QUERY = {
 KEY_SCOPED = {
     ("GET", "/api/v1/viewer"), ("GET", "/api/v1/projects"), ("GET", "/api/v1/keys"),
     ("POST", "/api/v1/keys"), ("DELETE", "/api/v1/keys/{id}"), ("POST", "/graphql"),
-    ("POST", "/api/v1/sessions"),
+    ("POST", "/api/v1/sessions"), ("DELETE", "/api/v1/sessions"), ("POST", "/api/v1/login-tokens"),
 }
 
 
@@ -183,6 +183,15 @@ def test_key_scoped_routes_show_only_the_callers_entity(server, victim):
     # The UI token exchange needs the server's token, not a key.
     status, payload, _ = http(url + "/api/v1/sessions", "POST", {"token": bob}, key=bob)
     assert status in (401, 403), payload
+    # A login link bob makes signs a browser in as bob; bob cannot end alice's session.
+    status, made, _ = http(url + "/api/v1/login-tokens", "POST", {}, key=bob)
+    assert status == 201, made
+    status, session, _ = http(url + "/api/v1/sessions", "POST", {"token": made["token"]})
+    assert status == 201, session
+    assert http(url + "/api/v1/viewer", key=session["key"])[1]["entity"] == "bob"
+    status, payload, _ = http(url + "/api/v1/sessions", "DELETE", key=bob)
+    assert status == 400, payload  # an API key is not a session; nothing is ended
+    assert http(url + "/api/v1/viewer", key=session["key"])[0] == 200
     # GraphQL: alice's project and run are invisible, and mutations on them are refused.
     gql = """query P($e: String, $p: String!, $r: String!) { project(entityName: $e, name: $p)
              { run(name: $r) { id name config } } }"""

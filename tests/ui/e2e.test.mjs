@@ -46,6 +46,15 @@ async function legendOf(title) {
   return panel.locator('.legend-item').evaluateAll((els) => els.map((e) => e.getAttribute('data-series')));
 }
 
+/** The lines of a system metric: its chart's legend, or, when every line of it stayed constant
+ * (a machine at 100% CPU all along), the lines its row in the Constants table names. */
+async function metricLines(title) {
+  await page.locator(`section.panel[data-chart="${title}"], [data-testid=constants] tr[data-metric="${title}"]`).first().waitFor({ timeout: 15000 });
+  const folded = page.locator(`[data-testid=constants] tr[data-metric="${title}"]`);
+  if (await folded.count()) return JSON.parse(await folded.getAttribute('data-lines'));
+  return legendOf(title);
+}
+
 async function selectView(name) {
   const select = page.getByTestId('view-select');
   await select.waitFor();
@@ -169,36 +178,74 @@ describe('web UI', () => {
     await shot('05-group');
   });
 
-  test("the System tab shows every label's GPU series, per device", async () => {
+  test("the System tab: one chart per metric with a line per label and GPU, constants folded away", async () => {
     await page.goto(href(`&run=${seeded.shared}&tab=system`));
     // rank_0 samples GPUs 0 and 1; ranks 1 and 3 are on GPU 1, rank 2 on GPU 0.
-    assert.deepEqual(await legendOf('GPU 0 temperature (°C)'), ['rank_0', 'rank_2']);
-    assert.deepEqual(await legendOf('GPU 1 temperature (°C)'), ['rank_0', 'rank_1', 'rank_3']);
-    assert.deepEqual(await legendOf('GPU 1 utilisation (%)'), ['rank_0', 'rank_1', 'rank_3']);
-    assert.deepEqual(await legendOf('CPU (%)'), ['rank_0', 'rank_1', 'rank_2', 'rank_3']);
+    assert.deepEqual(await legendOf('GPU temperature (°C)'), ['rank_0 · GPU 0', 'rank_2 · GPU 0', 'rank_0 · GPU 1', 'rank_1 · GPU 1', 'rank_3 · GPU 1']);
+    assert.deepEqual(await legendOf('GPU utilisation (%)'), ['rank_0 · GPU 0', 'rank_2 · GPU 0', 'rank_0 · GPU 1', 'rank_1 · GPU 1', 'rank_3 · GPU 1']);
+    assert.deepEqual(await metricLines('CPU (%)'), ['rank_0', 'rank_1', 'rank_2', 'rank_3']);
+    // What never changes (the fake GPUs' total memory and clocks) is a table, not flat charts.
+    const constants = page.getByTestId('constants');
+    assert.match(await constants.textContent(), /GPU memory total \(MB\)\s*16384/);
+    assert.equal(await page.locator('section.panel[data-chart="GPU memory total (MB)"]').count(), 0);
+    // Far fewer charts than one per device and metric, all named with their units.
+    const titles = await page.locator('section.panel').evaluateAll((els) => els.map((e) => e.dataset.chart));
+    assert.ok(titles.length <= 16, `${titles.length} charts: ${titles}`);
+    for (const t of titles) assert.doesNotMatch(t, /_|^gpu\./, `chart title ${t}`);
     await shot('06-system-shared');
-    // The rank-0-only run still shows all four GPUs of its machine.
+    // The rank-0-only run still shows all four GPUs of its machine, in one chart per metric.
     await page.goto(href(`&run=${seeded.rank0}&tab=system`));
-    await page.locator('details[data-section="GPU 3"]').waitFor();
+    assert.deepEqual(await legendOf('GPU temperature (°C)'), ['GPU 0', 'GPU 1', 'GPU 2', 'GPU 3']);
     const sections = await page.locator('details.chart-section').evaluateAll((els) => els.map((e) => e.getAttribute('data-section')));
-    assert.deepEqual(sections.filter((s) => s.startsWith('GPU')), ['GPU 0', 'GPU 1', 'GPU 2', 'GPU 3']);
+    assert.equal(sections[0], 'GPU');
   });
 
-  test("the group page shows every run's system metrics: GPUs per device, CPU, memory", async () => {
+  test("the group page shows every run's system metrics: a line per run and GPU, CPU, memory", async () => {
     await page.goto(href('&group=DDP'));
     const sys = page.getByTestId('group-system');
     await sys.waitFor();
     // Each process samples its own GPU: ranks 0 and 2 on GPU 0, ranks 1 and 3 on GPU 1.
-    assert.deepEqual(await legendOf('GPU 0 temperature (°C)'), ['ddp-rank0', 'ddp-rank2']);
-    assert.deepEqual(await legendOf('GPU 1 utilisation (%)'), ['ddp-rank1', 'ddp-rank3']);
-    assert.deepEqual(await legendOf('GPU 1 power (W)'), ['ddp-rank1', 'ddp-rank3']);
-    assert.deepEqual(await legendOf('GPU 0 memory allocated (%)'), ['ddp-rank0', 'ddp-rank2']);
-    assert.deepEqual(await legendOf('CPU (%)'), ['ddp-rank0', 'ddp-rank1', 'ddp-rank2', 'ddp-rank3']);
-    assert.deepEqual(await legendOf('memory (%)'), ['ddp-rank0', 'ddp-rank1', 'ddp-rank2', 'ddp-rank3']);
+    assert.deepEqual(await legendOf('GPU temperature (°C)'), ['ddp-rank0 · GPU 0', 'ddp-rank1 · GPU 1', 'ddp-rank2 · GPU 0', 'ddp-rank3 · GPU 1']);
+    assert.deepEqual(await legendOf('GPU power (W)'), ['ddp-rank0 · GPU 0', 'ddp-rank1 · GPU 1', 'ddp-rank2 · GPU 0', 'ddp-rank3 · GPU 1']);
+    assert.deepEqual(await metricLines('CPU (%)'), ['ddp-rank0', 'ddp-rank1', 'ddp-rank2', 'ddp-rank3']);
+    assert.deepEqual(await metricLines('memory (%)'), ['ddp-rank0', 'ddp-rank1', 'ddp-rank2', 'ddp-rank3']);
     const sections = await sys.locator('details.chart-section').evaluateAll((els) => els.map((e) => e.getAttribute('data-section')));
-    assert.deepEqual(sections.slice(0, 3), ['GPU 0', 'GPU 1', 'CPU & memory']);
-    await sys.locator('section.panel[data-chart="GPU 0 temperature (°C)"]').scrollIntoViewIfNeeded();
+    assert.deepEqual(sections.slice(0, 2), ['GPU', 'CPU & memory']);
+    await sys.locator('section.panel[data-chart="GPU temperature (°C)"]').scrollIntoViewIfNeeded();
     await shot('05b-group-system');
+  });
+
+  test("a crashed writer's summary is its last stored point, in the API, the table and the group's card", async () => {
+    const id = seeded.ddp.rank2;
+    const run = await api(server, 'GET', `/api/v1/runs/${entity}/${PROJECT}/${id}`);
+    const hist = await api(server, 'GET', `/api/v1/runs/${entity}/${PROJECT}/${id}/history?keys=loss`);
+    const points = hist.series[0].points;
+    const last = points[points.length - 1];
+    assert.equal(last[0], 149, 'rank 2 died at step 150');
+    assert.equal(run.summary.loss, last[2], `summary ${run.summary.loss}, last stored point ${last[2]}`);
+    const shown = (v) => String(Number(v.toPrecision(5)));
+    await page.goto(href('&q=ddp-rank2&cols=loss'));
+    const cell = page.locator('tr[data-name="ddp-rank2"] td').last();
+    await cell.waitFor();
+    assert.equal((await cell.textContent()).trim(), shown(last[2]));
+    await page.goto(href('&group=DDP'));
+    const card = page.locator('.run-card[data-name="ddp-rank2"] [data-key="loss"] dd');
+    await card.waitFor();
+    assert.equal((await card.textContent()).trim(), shown(last[2]));
+  });
+
+  test('the overview of a crashed run: how its writer ended and the last lines it printed to stderr', async () => {
+    await page.goto(href(`&run=${seeded.shared}`));
+    const ended = page.locator('[data-testid=ended-writers] .ended-writer[data-writer="rank_2"]');
+    await ended.waitFor();
+    // SIGKILL leaves no exit status; the page says what that means.
+    assert.match(await ended.getByTestId('exit-status').textContent(), /no exit status.*SIGKILL/);
+    const tail = ended.getByTestId('stderr-tail');
+    await tail.waitFor();
+    const text = await tail.textContent();
+    assert.match(text, /NCCL communicator was aborted on rank 2/);
+    assert.match(text, /File "train.py", line 88/);
+    await shot('09c-crashed-overview');
   });
 
   test('files uploaded the W&B way (createRunFiles + signed PUT) are listed on the run page and download', async () => {
@@ -281,16 +328,14 @@ describe('web UI', () => {
     assert.deepEqual(await legendOf('loss'), ['rank_0', 'rank_1', 'rank_2', 'rank_3']);
   });
 
-  test('selected runs overlay in the workspace charts, and a running one updates live', async () => {
-    await page.goto(href(''));
-    await page.getByLabel('select live-run').check();
+  test('the workspace charts the visible runs, and a running one updates live', async () => {
+    await page.goto(href('&q=live-run'));
     const meta = page.locator('section.panel[data-chart="loss"] .panel-meta');
     const n = await rawPoints(meta);
     await page.evaluate(() => { window.__noReload = true; });
     await more(5);
     await meta.filter({ hasText: new RegExp(`^${n + 5} raw points$`) }).waitFor({ timeout: 15000 });
     assert.equal(await page.evaluate(() => window.__noReload), true, 'the page was not reloaded');
-    await page.getByLabel('select live-run').uncheck();
   });
 
   test('a running run updates without a reload: new points, then its crash', async () => {
@@ -306,9 +351,11 @@ describe('web UI', () => {
     const ranks = await fetch(`${server.url}/api/v1/runs/${entity}/${PROJECT}/${seeded.live}/ranks/aggregate?key=loss&buckets=10`,
       { headers: { Authorization: `Bearer ${server.key}` } });
     if (ranks.status === 200) {
+      // One writer: nothing to compare across ranks, and the tab says so (while it updates).
       await page.getByRole('tab', { name: 'Ranks' }).click();
       const rmeta = page.getByTestId('rank-meta');
       await rmeta.filter({ hasText: new RegExp(`^1 rank · ${n + 10} buckets`) }).waitFor({ timeout: 15000 });
+      await page.getByTestId('one-writer').waitFor();
       await more(5);
       await rmeta.filter({ hasText: new RegExp(`^1 rank · ${n + 15} buckets`) }).waitFor({ timeout: 15000 });
     }
@@ -319,12 +366,12 @@ describe('web UI', () => {
     await shot('10-live-crashed');
   });
 
-  test('selected runs overlay in the workspace charts', async () => {
-    await page.goto(href(''));
-    await page.getByLabel('select ddp-rank0').check();
-    await page.getByLabel('select ddp-rank2').check();
-    assert.match(page.url(), /sel=/);
-    // The chart redraws after the selection's data arrives: poll its legend.
+  test('visible runs overlay in the workspace charts; the eye leaves one out', async () => {
+    await page.goto(href('&q=ddp-rank&sort=name'));
+    await page.getByRole('button', { name: 'hide ddp-rank1 in charts' }).click();
+    await page.getByRole('button', { name: 'hide ddp-rank3 in charts' }).click();
+    assert.match(page.url(), /hide=/);
+    // The chart redraws after the data of the new set arrives: poll its legend.
     const want = ['ddp-rank0', 'ddp-rank2'];
     const deadline = Date.now() + 10000;
     let got = await legendOf('loss');
@@ -436,6 +483,17 @@ describe('web UI', () => {
     assert.equal(await panel.locator('.rank-members [data-member="rank_3"]').getAttribute('aria-pressed'), 'true');
     await page.getByTestId('rank-clear').click();
     await page.waitForFunction(() => !location.search.includes('rank='));
+    // rank_2 died at step 120 while the others went on: the warning names the ranks and says
+    // that rank_2 crashed (not "member 2").
+    const desync = page.getByTestId('desync');
+    await desync.waitFor({ timeout: 15000 });
+    const warning = await desync.textContent();
+    assert.match(warning, /rank_2 is at step 119 \(crashed/);
+    assert.doesNotMatch(warning, /member/);
+    // Another metric: the header and the straggler analysis follow it, never the previous one.
+    await page.getByLabel('rank metric').selectOption('train/acc');
+    await page.getByTestId('rank-title').filter({ hasText: /^train\/acc across ranks$/ }).waitFor({ timeout: 15000 });
+    await page.getByTestId('stragglers').locator('h2', { hasText: 'key train/acc' }).waitFor({ timeout: 15000 });
   });
 
   test('Ranks tab: the slowed rank, and only it, is flagged with evidence and host; heatmap of ranks x time', async (t) => {
@@ -448,6 +506,9 @@ describe('web UI', () => {
     assert.deepEqual(flaggedRows, ['rank_3']);
     const row = list.locator('tr[data-straggler="rank_3"]');
     assert.match(await row.textContent(), /step_time/);
+    // The evidence is readable whole: nothing cut off.
+    const clipped = await row.locator('td.evidence li').evaluateAll((els) => els.filter((e) => e.scrollWidth > e.clientWidth + 1).length);
+    assert.equal(clipped, 0);
     assert.notEqual((await row.locator('td').nth(1).textContent()).trim(), '—', 'the host is shown');
     const heat = page.getByTestId('heatmap');
     await heat.waitFor();

@@ -26,11 +26,13 @@ export function findBinary() {
 /** Starts `cohort server --port 0`; resolves once it printed its URL and login link. */
 /** `dataDir`, `homeDir`: keep the data and the HOME there (not removed at stop), e.g. to reopen
  * the same store with another binary. */
-export async function startServer({ extraArgs = [], bin = null, dataDir = null, homeDir = null } = {}) {
+/** `uiDir`: the web UI to serve (default: $COHORT_UI_DIR, else this tree's ui/dist; another
+ * build's, e.g. to see a browser test fail on the UI before a fix). */
+export async function startServer({ extraArgs = [], bin = null, dataDir = null, homeDir = null, uiDir: ui = null } = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), 'cohort-ui-'));
   const home = homeDir ?? path.join(dir, 'home');
   const data = dataDir ?? path.join(dir, 'data');
-  const uiDir = path.join(ROOT, 'ui/dist');
+  const uiDir = ui ?? process.env.COHORT_UI_DIR ?? path.join(ROOT, 'ui/dist');
   if (!existsSync(path.join(uiDir, 'index.html'))) throw new Error('ui/dist is missing: run scripts/build-ui.sh');
   const proc = spawn(bin ?? findBinary(), ['server', '--port', '0', '--data-dir', data, '--ui-dir', uiDir, ...extraArgs], {
     env: { ...process.env, HOME: home },
@@ -49,7 +51,10 @@ export async function startServer({ extraArgs = [], bin = null, dataDir = null, 
     });
   });
   const url = got[0].trim();
-  const m = /(https?:\/\/\S+\?token=(\S+))/.exec(got[1]);
+  // The one-time login link: on a terminal in the line itself, otherwise in a 0600 file it names.
+  const inFile = /login link in (\S+)/.exec(got[1]);
+  const link = inFile ? readFileSync(inFile[1], 'utf8').trim() : got[1];
+  const m = /(https?:\/\/\S+\?token=(\S+))/.exec(link);
   if (!m) throw new Error(`unexpected second line: ${got[1]}`);
   const config = JSON.parse(readFileSync(path.join(home, '.config/cohort/config.json'), 'utf8'));
   const onStop = [];

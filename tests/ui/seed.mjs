@@ -266,7 +266,7 @@ class SdkProcesses {
       HOME: path.join(server.dir, 'home'), XDG_RUNTIME_DIR: path.join(server.dir, 'run'), XDG_CONFIG_HOME: '', XDG_DATA_HOME: '',
       COHORT_BASE_URL: server.url, COHORT_API_KEY: server.key, COHORT_PROJECT: project,
       COHORT_BUILD_DIR: build, COHORT_BIN: findBinary(), COHORT_AGENT_IDLE_S: '10',
-      COHORT_NVML_LIBRARY: nvml, FAKE_NVML_DEVICE_COUNT: '4',
+      COHORT_NVML_LIBRARY: nvml, FAKE_NVML_DEVICE_COUNT: '4', FAKE_NVML_WOBBLE: '1',
       PYTHONPATH: path.join(ROOT, 'python'), PYTHONUNBUFFERED: '1', SEED_STEPS: String(steps),
     });
     mkdirSync(env.XDG_RUNTIME_DIR, { recursive: true, mode: 0o700 });

@@ -101,6 +101,10 @@ function Main({ viewer, onSignOut }: { viewer: Viewer; onSignOut: () => void }) 
   return (
     <div class="app">
       <header class="topbar">
+        {/* The first tab stop: straight to the runs (the table takes the arrow keys from there). */}
+        {page === 'workspace' && (
+          <a class="skip-link" href="#runs" onClick={(e) => { e.preventDefault(); window.dispatchEvent(new Event('cohort:focus-runs')); }}>Skip to the runs table</a>
+        )}
         <Link class="brand" href="/">Cohort</Link>
         <nav class="crumbs" aria-label="breadcrumbs">
           {s.entity && <span class="crumb">{s.entity}</span>}

@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include "core/clock.h"
 #include "core/ids.h"
 
 namespace cohort::api {
@@ -74,6 +75,8 @@ std::string ExtractApiKey(const http::HttpRequest& req) {
   return {};
 }
 
+bool IsSessionSecret(std::string_view secret) { return secret.starts_with("cs_"); }
+
 Authenticator::Authenticator(store::Store* store, int cache_seconds)
     : store_(store), ttl_(cache_seconds) {}
 
@@ -88,46 +91,82 @@ Result<AuthContext> Authenticator::Authenticate(const http::HttpRequest& req) {
   auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(mu_);
-    if (auto s = sessions_.find(hash); s != sessions_.end()) return s->second;
     auto it = cache_.find(hash);
     if (it != cache_.end() && it->second.expires > now) return it->second.ctx;
   }
-  auto rec = store_->FindApiKey(hash);
+  const bool session = IsSessionSecret(key);
+  auto rec = session ? store_->FindSession(hash, NowMillis()) : store_->FindApiKey(hash);
   if (!rec.ok()) {
     if (rec.status().code() == StatusCode::kNotFound) {
-      return Status::Unauthenticated("invalid or revoked API key");
+      return Status::Unauthenticated(session ? "browser session expired, ended or revoked: "
+                                               "open a new login link (`cohort login-link`)"
+                                             : "invalid or revoked API key");
     }
     return rec.status();
   }
-  AuthContext ctx{rec->entity, rec->role, rec->name, rec->id};
+  AuthContext ctx{rec->entity, rec->role, session ? "browser-session" : rec->name, rec->id,
+                  session};
   std::lock_guard lock(mu_);
   if (cache_.size() > 10000) cache_.clear();
   cache_[hash] = Entry{ctx, now + ttl_};
   return ctx;
 }
 
-void Authenticator::SetUiToken(std::string token, AuthContext ctx) {
-  std::lock_guard lock(mu_);
-  ui_token_ = std::move(token);
-  ui_ctx_ = std::move(ctx);
+Result<std::string> Authenticator::CreateLoginToken(int64_t key_id) {
+  const int64_t now = NowMillis();
+  std::string secret = ids::RandomHex(20);
+  store::SessionRecord token{
+      .hash = HashApiKey(secret),
+      .kind = store::SessionKind::kLoginToken,
+      .key_id = key_id,
+      .created_ms = now,
+      .expires_ms =
+          now + std::chrono::duration_cast<std::chrono::milliseconds>(kLoginTokenLifetime).count()};
+  COHORT_RETURN_IF_ERROR(store_->CreateSession(token));
+  return secret;
 }
 
 Result<std::string> Authenticator::OpenSession(std::string_view token) {
-  std::lock_guard lock(mu_);
-  if (ui_token_.empty() || token.size() != ui_token_.size()) {
-    return Status::Unauthenticated("invalid UI token: open the link `cohort server` printed");
+  if (token.empty() || token.size() > 256) {
+    return Status::Unauthenticated("invalid login token: open the link `cohort server` printed");
   }
-  unsigned diff = 0;  // constant-time comparison
-  for (size_t i = 0; i < token.size(); ++i) diff |= unsigned(token[i] ^ ui_token_[i]);
-  if (diff != 0) {
-    return Status::Unauthenticated("invalid UI token: open the link `cohort server` printed");
-  }
-  if (sessions_.size() > 10000) sessions_.clear();
+  const int64_t now = NowMillis();
   std::string secret = "cs_" + ids::RandomHex(20);
-  AuthContext ctx = ui_ctx_;
-  ctx.key_name = "browser-session";
-  sessions_[HashApiKey(secret)] = ctx;
+  store::SessionRecord session{
+      .hash = HashApiKey(secret),
+      .kind = store::SessionKind::kSession,
+      .key_id = 0,  // the token's, set by RedeemLoginToken
+      .created_ms = now,
+      .expires_ms =
+          now + std::chrono::duration_cast<std::chrono::milliseconds>(kSessionLifetime).count()};
+  auto key = store_->RedeemLoginToken(HashApiKey(token), session, now);
+  if (!key.ok()) {
+    if (key.status().code() == StatusCode::kNotFound) {
+      return Status::Unauthenticated(
+          "login link unknown, already used or expired (links work once, for " +
+          std::to_string(kLoginTokenLifetime.count()) +
+          " minutes): make a new one with `cohort login-link`");
+    }
+    return key.status();
+  }
   return secret;
+}
+
+Status Authenticator::CloseSession(const http::HttpRequest& req) {
+  std::string secret = ExtractApiKey(req);
+  if (!IsSessionSecret(secret)) {
+    return Status::InvalidArgument("logout: the request carries no browser session");
+  }
+  std::string hash = HashApiKey(secret);
+  {
+    std::lock_guard lock(mu_);
+    cache_.erase(hash);
+  }
+  Status s = store_->DeleteSession(hash);
+  if (s.code() == StatusCode::kNotFound) {
+    return Status::Unauthenticated("browser session expired, ended or revoked");
+  }
+  return s;
 }
 
 void Authenticator::Invalidate() {

@@ -3,7 +3,14 @@
 // Keys look like "ck_<40 hex>"; the store keeps only their SHA-256 (hex). Accepts
 // "Authorization: Bearer <key>" and "Authorization: Basic base64(api:<key>)" (the form W&B
 // clients send). Lookups are cached for a few seconds so that a busy ingest path does not hit
-// the store per request; revocation takes effect within that time.
+// the store per request; revocation takes effect within that time (at once on the server that
+// revoked).
+//
+// Browser sessions ("cs_<40 hex>") come from one-time login tokens: a token is made for an API
+// key (at server start for the admin key, or by POST /api/v1/login-tokens), used once within
+// kLoginTokenLifetime, and exchanged for a session that acts for the same key until
+// kSessionLifetime has passed, the session is ended (logout) or the key is revoked. Tokens and
+// sessions live in the store (hashed), so every server sharing it accepts them.
 //
 // Threading: thread-safe.
 #pragma once
@@ -23,8 +30,13 @@ struct AuthContext {
   std::string entity;
   store::KeyRole role = store::KeyRole::kMember;
   std::string key_name;
-  int64_t key_id = 0;
+  int64_t key_id = 0;    // the API key (a session's: the key it acts for)
+  bool session = false;  // a browser session, not the key itself
 };
+
+// How long a login token may wait to be used, and how long a session lasts.
+inline constexpr std::chrono::minutes kLoginTokenLifetime{15};
+inline constexpr std::chrono::hours kSessionLifetime{24 * 7};
 
 // Hex SHA-256 of a key's secret.
 std::string HashApiKey(std::string_view key);
@@ -39,12 +51,15 @@ class Authenticator {
   // Drops cached lookups (after a revocation through this server).
   void Invalidate();
 
-  // Browser sessions: in-memory secrets handed out in exchange for the server's UI token
-  // (printed at start, like Jupyter's), valid until the server stops.
-  void SetUiToken(std::string token, AuthContext ctx);
-  const std::string& ui_token() const { return ui_token_; }
-  // Returns a new session secret when `token` is the UI token.
+  // A new one-time login token for API key `key_id` (which must not be revoked); returns the
+  // token's secret.
+  Result<std::string> CreateLoginToken(int64_t key_id);
+  // Uses up the login token `token` and returns the secret of a new session for its key;
+  // kUnauthenticated when the token is unknown, used or expired.
   Result<std::string> OpenSession(std::string_view token);
+  // Ends the session whose secret the request carries (logout); kInvalidArgument when it
+  // carries an API key instead, kUnauthenticated when no live session.
+  Status CloseSession(const http::HttpRequest& req);
 
  private:
   struct Entry {
@@ -54,11 +69,11 @@ class Authenticator {
   store::Store* store_;
   std::chrono::seconds ttl_;
   std::mutex mu_;
-  std::unordered_map<std::string, Entry> cache_;  // hash -> entry
-  std::string ui_token_;
-  AuthContext ui_ctx_;
-  std::unordered_map<std::string, AuthContext> sessions_;  // hash of session secret -> ctx
+  std::unordered_map<std::string, Entry> cache_;  // hash of a key or session secret -> entry
 };
+
+// Whether a secret is a browser session's (by its prefix).
+bool IsSessionSecret(std::string_view secret);
 
 // The key in a request's Authorization header, or empty.
 std::string ExtractApiKey(const http::HttpRequest& req);

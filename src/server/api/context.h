@@ -11,6 +11,7 @@
 #include "core/json.h"
 #include "server/api/auth.h"
 #include "server/api/heartbeat_coalescer.h"
+#include "server/api/signing_keys.h"
 #include "server/http/message.h"
 #include "server/http/router.h"
 #include "server/limits/rate_limiter.h"
@@ -35,8 +36,10 @@ struct ApiContext {
   server::Metrics* metrics = nullptr;
   limits::RateLimiter* limiter = nullptr;  // per-entity rate limits; null: none
   HeartbeatCoalescer* heartbeats = nullptr;  // coalesced heartbeats; null: straight to the store
+  const SigningKeys* signing_keys = nullptr;  // signs upload URLs; null: none are handed out
+  // Readiness for GET /healthz: Ok when the server takes requests; null: always ready.
+  std::function<Status()> ready;
   ApiLimits limits;
-  std::string version = "0.1.0";
 };
 
 namespace bj = boost::json;

@@ -1,6 +1,7 @@
 // Routes: series of a run — keys, history (raw or bucketed), system metrics per label.
 #include <fmt/compile.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cinttypes>
 #include <cmath>
@@ -10,12 +11,15 @@
 #include <set>
 
 #include "core/clock.h"
+#include "core/ids.h"
 #include "server/api/context.h"
 
 namespace cohort::api {
 namespace {
 
 constexpr std::string_view kSystemPrefix = "system/";
+// Runs one project-level read (runs=) may name.
+constexpr size_t kMaxRunsPerQuery = 200;
 
 // Writes a double as JSON at `p` (room for kMaxDoubleChars): shortest round-trip form,
 // non-finite values as strings. Returns the end.
@@ -37,6 +41,15 @@ void AppendDouble(std::string* out, double d) {
   out->append(buf, size_t(WriteDouble(buf, d) - buf));
 }
 
+// A bucket statistic: the number, or null when the bucket has none.
+void AppendStat(std::string* out, bool known, double d) {
+  if (known) {
+    AppendDouble(out, d);
+  } else {
+    out->append("null");
+  }
+}
+
 void AppendInt(std::string* out, int64_t v) {
   char buf[24];
   auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
@@ -46,7 +59,7 @@ void AppendInt(std::string* out, int64_t v) {
 // Appends points as [step,time,value],... : each point is written into a stack buffer with one
 // bounds check (not one per character), and `out` grows by large appends into room reserved
 // once (a raw read answers up to millions of points; see docs/benchmarks.md).
-void AppendPoints(std::string* out, const std::vector<store::Point>& points) {
+void AppendPoints(std::string* out, const std::vector<series::Point>& points) {
   constexpr size_t kMaxPointChars = 2 + 20 + 1 + 20 + 1 + kMaxDoubleChars + 1;
   constexpr size_t kTypicalPointChars = 48;  // 6-digit step, ms time, 17-digit value
   out->reserve(out->size() + points.size() * kTypicalPointChars + 16);
@@ -72,12 +85,19 @@ void AppendPoints(std::string* out, const std::vector<store::Point>& points) {
 
 // Serialises one series directly to text: raw reads of millions of points must not build a
 // JSON value tree.
+// `run`: the run's id, written first when the answer spans several runs (empty: not written).
 void AppendSeriesJson(std::string* out, const store::SeriesData& s, bool strip_system_prefix,
-                      bool bucketed) {
+                      bool bucketed, std::string_view run = {}) {
   std::string key = s.key;
   if (strip_system_prefix && key.rfind(kSystemPrefix, 0) == 0)
     key = key.substr(kSystemPrefix.size());
-  out->append("{\"key\":");
+  out->append("{");
+  if (!run.empty()) {
+    out->append("\"run\":");
+    out->append(bj::serialize(bj::value(run)));
+    out->push_back(',');
+  }
+  out->append("\"key\":");
   out->append(bj::serialize(bj::value(key)));
   out->append(",\"writer\":");
   out->append(bj::serialize(bj::value(s.writer)));
@@ -97,12 +117,20 @@ void AppendSeriesJson(std::string* out, const store::SeriesData& s, bool strip_s
       AppendInt(out, b.time_max);
       out->append(",\"count\":");
       AppendInt(out, b.count);
+      out->append(",\"nan_count\":");
+      AppendInt(out, b.nan_count);
+      // A bucket without a finite value (every point NaN, or only infinities) has no statistics:
+      // null, never a number a chart would draw (docs/api.md, "History"). NaN points are in
+      // neither min, max nor the sum.
+      const int64_t valued = b.count - b.nan_count;
+      const bool finite = valued > 0 && (std::isfinite(b.min) || std::isfinite(b.max));
+      const double mean = valued > 0 ? b.sum / double(valued) : 0;
       out->append(",\"min\":");
-      AppendDouble(out, b.min);
+      AppendStat(out, finite, b.min);
       out->append(",\"max\":");
-      AppendDouble(out, b.max);
+      AppendStat(out, finite, b.max);
       out->append(",\"mean\":");
-      AppendDouble(out, b.count ? b.sum / double(b.count) : 0);
+      AppendStat(out, finite && std::isfinite(mean), mean);
       out->append(",\"first\":");
       AppendDouble(out, b.first);
       out->append(",\"last\":");
@@ -121,7 +149,7 @@ void AppendSeriesJson(std::string* out, const store::SeriesData& s, bool strip_s
 
 // Logs a damaged chunk the first time this process meets it (queries meet it again and again).
 void LogDamagedOnce(const store::RunRef& run, const store::SeriesData& s,
-                    const store::DamagedChunk& d) {
+                    const series::DamagedChunk& d) {
   static std::mutex mu;
   static std::set<std::string> seen;
   std::string id = run.entity + "/" + run.project + "/" + run.run_id + " " + s.key + " " +
@@ -138,15 +166,21 @@ void LogDamagedOnce(const store::RunRef& run, const store::SeriesData& s,
 
 // Appends `,"warnings":[...]` naming each damaged chunk a query skipped (nothing when none):
 // {"key", "writer", "min_step", "max_step", "points", "message"}.
+// `multi_run`: the answer spans several runs, so each warning names its run.
 void AppendWarnings(std::string* out, const store::RunRef& run,
-                    const std::vector<store::SeriesData>& series) {
-  bool first = true;
+                    const std::vector<store::SeriesData>& series, bool multi_run, bool* first) {
   for (const store::SeriesData& s : series) {
-    for (const store::DamagedChunk& d : s.damaged) {
+    for (const series::DamagedChunk& d : s.damaged) {
       LogDamagedOnce(run, s, d);
-      out->append(first ? ",\"warnings\":[" : ",");
-      first = false;
-      out->append("{\"key\":");
+      out->append(*first ? ",\"warnings\":[" : ",");
+      *first = false;
+      out->push_back('{');
+      if (multi_run) {
+        out->append("\"run\":");
+        out->append(bj::serialize(bj::value(run.run_id)));
+        out->push_back(',');
+      }
+      out->append("\"key\":");
       out->append(bj::serialize(bj::value(s.key)));
       out->append(",\"writer\":");
       out->append(bj::serialize(bj::value(s.writer)));
@@ -163,16 +197,15 @@ void AppendWarnings(std::string* out, const store::RunRef& run,
       out->push_back('}');
     }
   }
-  if (!first) out->push_back(']');
 }
 
 // Fills the range/bucket/paging fields shared by history and system queries.
 Status ReadRangeParams(const http::HttpRequest& req, const ApiLimits& limits,
                        store::HistoryQuery* q) {
-  COHORT_ASSIGN_OR_RETURN(q->min_step, IntParam(req, "min_step"));
-  COHORT_ASSIGN_OR_RETURN(q->max_step, IntParam(req, "max_step"));
-  COHORT_ASSIGN_OR_RETURN(q->min_time_ms, IntParam(req, "min_time"));
-  COHORT_ASSIGN_OR_RETURN(q->max_time_ms, IntParam(req, "max_time"));
+  COHORT_ASSIGN_OR_RETURN(q->series.min_step, IntParam(req, "min_step"));
+  COHORT_ASSIGN_OR_RETURN(q->series.max_step, IntParam(req, "max_step"));
+  COHORT_ASSIGN_OR_RETURN(q->series.min_time_ms, IntParam(req, "min_time"));
+  COHORT_ASSIGN_OR_RETURN(q->series.max_time_ms, IntParam(req, "max_time"));
   COHORT_ASSIGN_OR_RETURN(auto buckets, IntParam(req, "buckets"));
   COHORT_ASSIGN_OR_RETURN(auto limit, IntParam(req, "limit"));
   COHORT_ASSIGN_OR_RETURN(auto after, IntParam(req, "after_step"));
@@ -180,16 +213,16 @@ Status ReadRangeParams(const http::HttpRequest& req, const ApiLimits& limits,
     if (*buckets < 1 || *buckets > limits.max_buckets) {
       return Status::InvalidArgument("buckets: expected 1.." + std::to_string(limits.max_buckets));
     }
-    q->buckets = int(*buckets);
+    q->series.buckets = int(*buckets);
   }
   if (limit) {
     if (*limit < 1 || *limit > limits.max_raw_points) {
       return Status::InvalidArgument("limit: expected 1.." + std::to_string(limits.max_raw_points));
     }
-    q->limit = *limit;
+    q->series.limit = *limit;
   }
-  if (after) q->after_step = *after;
-  if (q->min_step && q->max_step && *q->min_step > *q->max_step) {
+  if (after) q->series.after_step = *after;
+  if (q->series.min_step && q->series.max_step && *q->series.min_step > *q->series.max_step) {
     return Status::InvalidArgument("min_step: greater than max_step");
   }
   return Status::Ok();
@@ -203,12 +236,121 @@ http::HttpResponse Query(ApiContext* ctx, store::HistoryQuery& q, bool system) {
   std::string body = "{\"series\":[";
   for (size_t i = 0; i < res->size(); ++i) {
     if (i) body.push_back(',');
-    AppendSeriesJson(&body, (*res)[i], system, q.buckets > 0);
+    AppendSeriesJson(&body, (*res)[i], system, q.series.buckets > 0);
   }
   body.append("]");
-  AppendWarnings(&body, q.run, *res);
+  bool first_warning = true;
+  AppendWarnings(&body, q.run, *res, /*multi_run=*/false, &first_warning);
+  if (!first_warning) body.push_back(']');
   body.append("}");
   return http::HttpResponse::Json(200, std::move(body));
+}
+
+// The keys (with their "system/" prefix) of every system series of the run.
+Result<std::vector<std::string>> SystemKeys(ApiContext* ctx, const store::RunRef& ref) {
+  COHORT_ASSIGN_OR_RETURN(std::vector<store::SeriesInfo> series, ctx->store->ListSeries(ref));
+  std::vector<std::string> keys;
+  for (const auto& s : series) {
+    if (s.key.rfind(kSystemPrefix, 0) == 0 &&
+        std::find(keys.begin(), keys.end(), s.key) == keys.end()) {
+      keys.push_back(s.key);
+    }
+  }
+  return keys;
+}
+
+// The runs named by `runs=` (comma-separated ids) of the project in the path: at least one, at
+// most kMaxRunsPerQuery, each a valid id, each named once.
+Result<std::vector<store::RunRef>> RunsParam(const http::HttpRequest& req, const AuthContext& who) {
+  COHORT_ASSIGN_OR_RETURN(store::RunRef project, RunRefFromPath(req, who));
+  std::vector<std::string> named = SplitCsv(req.QueryParam("runs"));
+  if (named.empty()) return Status::InvalidArgument("runs: expected one or more run ids");
+  if (named.size() > kMaxRunsPerQuery) {
+    return Status::InvalidArgument("runs: at most " + std::to_string(kMaxRunsPerQuery) +
+                                   " runs per request (got " + std::to_string(named.size()) + ")");
+  }
+  std::vector<store::RunRef> out;
+  std::set<std::string> seen;
+  for (std::string& id : named) {
+    if (!ids::IsValidId(id)) return Status::InvalidArgument("runs: invalid run id '" + id + "'");
+    if (!seen.insert(id).second) continue;
+    out.push_back(store::RunRef{project.entity, project.project, std::move(id)});
+  }
+  return out;
+}
+
+// Appends `,"missing":[ids]` for runs that do not exist (deleted since the caller listed them).
+void AppendMissing(std::string* body, const std::vector<std::string>& missing) {
+  body->append(",\"missing\":[");
+  for (size_t i = 0; i < missing.size(); ++i) {
+    if (i) body->push_back(',');
+    body->append(bj::serialize(bj::value(missing[i])));
+  }
+  body->push_back(']');
+}
+
+// GET /api/v1/{history,system}/{entity}/{project}?runs=a,b&keys=...: the history (or system)
+// query of each run, one answer whose series carry their run.
+http::HttpResponse QueryRuns(ApiContext* ctx, const http::HttpRequest& req, const AuthContext& who,
+                             bool system) {
+  auto refs = RunsParam(req, who);
+  if (!refs.ok()) return ErrorResponse(refs.status());
+  store::HistoryQuery q;
+  for (const std::string& k : SplitCsv(req.QueryParam("keys"))) {
+    q.keys.push_back(system ? std::string(kSystemPrefix) + k : k);
+  }
+  q.writers = SplitCsv(req.QueryParam(system ? "labels" : "writers"));
+  if (Status s = ReadRangeParams(req, ctx->limits, &q); !s.ok()) return ErrorResponse(s);
+  std::string body = "{\"series\":[";
+  std::string warnings;
+  bool first_series = true, first_warning = true;
+  std::vector<std::string> missing;
+  const std::vector<std::string> named_keys = q.keys;
+  for (const store::RunRef& ref : *refs) {
+    q.run = ref;
+    if (system && named_keys.empty()) {  // every system series of the run
+      auto keys = SystemKeys(ctx, ref);
+      if (!keys.ok() && keys.status().code() == StatusCode::kNotFound) {
+        missing.push_back(ref.run_id);
+        continue;
+      }
+      if (!keys.ok()) return ErrorResponse(keys.status());
+      if (keys->empty()) continue;
+      q.keys = std::move(keys).value();
+    }
+    int64_t t0 = MonoNanos();
+    auto res = ctx->store->QueryHistory(q);
+    ctx->metrics->ObserveStore(system ? "query_system" : "query_history", MonoNanos() - t0);
+    if (!res.ok() && res.status().code() == StatusCode::kNotFound) {
+      missing.push_back(ref.run_id);
+      continue;
+    }
+    if (!res.ok()) return ErrorResponse(res.status());
+    for (const store::SeriesData& s : *res) {
+      if (!first_series) body.push_back(',');
+      first_series = false;
+      AppendSeriesJson(&body, s, system, q.series.buckets > 0, ref.run_id);
+    }
+    AppendWarnings(&warnings, ref, *res, /*multi_run=*/true, &first_warning);
+  }
+  body.append("]");
+  AppendMissing(&body, missing);
+  body.append(warnings);
+  if (!first_warning) body.push_back(']');
+  body.append("}");
+  return http::HttpResponse::Json(200, std::move(body));
+}
+
+bj::array SeriesJson(const std::vector<store::SeriesInfo>& series) {
+  bj::array out;
+  for (const auto& s : series) {
+    out.push_back(bj::object{{"key", s.key},
+                             {"writer", s.writer},
+                             {"count", s.count},
+                             {"min_step", s.min_step},
+                             {"max_step", s.max_step}});
+  }
+  return out;
 }
 
 }  // namespace
@@ -220,15 +362,7 @@ void RegisterHistoryRoutes(http::Router& r, ApiContext* ctx) {
           if (!ref.ok()) return ErrorResponse(ref.status());
           auto series = ctx->store->ListSeries(*ref);
           if (!series.ok()) return ErrorResponse(series.status());
-          bj::array out;
-          for (const auto& s : *series) {
-            out.push_back(bj::object{{"key", s.key},
-                                     {"writer", s.writer},
-                                     {"count", s.count},
-                                     {"min_step", s.min_step},
-                                     {"max_step", s.max_step}});
-          }
-          return JsonResponse(200, bj::object{{"keys", std::move(out)}});
+          return JsonResponse(200, bj::object{{"keys", SeriesJson(*series)}});
         }));
   r.Add("GET", base + "/history",
         Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
@@ -250,20 +384,44 @@ void RegisterHistoryRoutes(http::Router& r, ApiContext* ctx) {
           std::vector<std::string> keys = SplitCsv(req.QueryParam("keys"));
           if (keys.empty()) {
             // Every system series of the selected labels.
-            auto series = ctx->store->ListSeries(*ref);
-            if (!series.ok()) return ErrorResponse(series.status());
-            for (const auto& s : *series) {
-              if (s.key.rfind(kSystemPrefix, 0) == 0 &&
-                  std::find(q.keys.begin(), q.keys.end(), s.key) == q.keys.end()) {
-                q.keys.push_back(s.key);
-              }
-            }
+            auto all = SystemKeys(ctx, *ref);
+            if (!all.ok()) return ErrorResponse(all.status());
+            q.keys = std::move(all).value();
             if (q.keys.empty()) return JsonResponse(200, bj::object{{"series", bj::array{}}});
           } else {
             for (const auto& k : keys) q.keys.push_back(std::string(kSystemPrefix) + k);
           }
           if (Status s = ReadRangeParams(req, ctx->limits, &q); !s.ok()) return ErrorResponse(s);
           return Query(ctx, q, true);
+        }));
+
+  // Several runs of a project at once (the web UI's workspace and group charts): one request
+  // instead of one per run.
+  r.Add("GET", "/api/v1/series/{entity}/{project}",
+        Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
+          auto refs = RunsParam(req, who);
+          if (!refs.ok()) return ErrorResponse(refs.status());
+          bj::array runs;
+          bj::array missing;
+          for (const store::RunRef& ref : *refs) {
+            auto series = ctx->store->ListSeries(ref);
+            if (!series.ok() && series.status().code() == StatusCode::kNotFound) {
+              missing.push_back(bj::value(ref.run_id));
+              continue;
+            }
+            if (!series.ok()) return ErrorResponse(series.status());
+            runs.push_back(bj::object{{"run", ref.run_id}, {"keys", SeriesJson(*series)}});
+          }
+          return JsonResponse(
+              200, bj::object{{"runs", std::move(runs)}, {"missing", std::move(missing)}});
+        }));
+  r.Add("GET", "/api/v1/history/{entity}/{project}",
+        Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
+          return QueryRuns(ctx, req, who, /*system=*/false);
+        }));
+  r.Add("GET", "/api/v1/system/{entity}/{project}",
+        Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
+          return QueryRuns(ctx, req, who, /*system=*/true);
         }));
 }
 

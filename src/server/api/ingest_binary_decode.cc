@@ -59,7 +59,7 @@ class BinaryDecoder {
 
   Result<store::IngestBatch> Decode() {
     store::IngestBatch batch;
-    uint64_t seq;
+    uint64_t seq = 0;
     if (!Varint(&seq, "seq")) return Error();
     if (seq == 0 || seq > uint64_t(INT64_MAX)) {
       return Status::InvalidArgument("seq: must be > 0 (and fit in 63 bits)");
@@ -142,7 +142,7 @@ class BinaryDecoder {
   }
 
   bool ReadKeys() {
-    uint64_t n;
+    uint64_t n = 0;
     if (!Count(&n, 2, "key count")) return false;
     if (n > limits_.max_keys_per_batch) {
       too_large_ = true;
@@ -154,7 +154,7 @@ class BinaryDecoder {
     seen.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       std::string where = "keys[" + std::to_string(i) + "]";
-      uint64_t len;
+      uint64_t len = 0;
       if (!Varint(&len, where)) return false;
       if (len > in_.size()) return Truncated(where);
       std::string_view key = in_.substr(0, len);
@@ -187,19 +187,19 @@ class BinaryDecoder {
     }
     *step = -1;
     if (flags & kHasStep) {
-      uint64_t s;
+      uint64_t s = 0;
       if (!Varint(&s)) return Truncated(where());
       if (s > uint64_t(INT64_MAX)) return Fail(where() + ".step: must fit in 63 bits");
       *step = int64_t(s);
     }
-    uint64_t dt;
+    uint64_t dt = 0;
     if (!Varint(&dt)) return Truncated(where());
     prev_time_ = int64_t(uint64_t(prev_time_) + uint64_t(coding::UnZigZag(dt)));
     *time_ms = prev_time_;
     if (flags & kSameKeys) {
       if (i == 0) return Fail(where() + ": repeats the keys of a previous row, but is the first");
     } else {
-      uint64_t n;
+      uint64_t n = 0;
       if (!Varint(&n)) return Truncated(where());
       if (n > keys_.size()) {
         return Fail(where() + ": " + std::to_string(n) + " cells but only " +
@@ -208,7 +208,7 @@ class BinaryDecoder {
       prev_keys_.resize(n);
       ++row_id_;
       for (size_t k = 0; k < n; ++k) {
-        uint64_t idx;
+        uint64_t idx = 0;
         if (!Varint(&idx)) return Truncated(where());
         if (idx >= keys_.size()) {
           return Fail(where() + ": key index " + std::to_string(idx) + " out of range (" +
@@ -235,7 +235,7 @@ class BinaryDecoder {
 
   bool ReadLine(size_t i, store::ConsoleLine* line) {
     std::string where = "console[" + std::to_string(i) + "]";
-    uint64_t dt;
+    uint64_t dt = 0;
     if (!Varint(&dt, where)) return false;
     prev_time_ = int64_t(uint64_t(prev_time_) + uint64_t(coding::UnZigZag(dt)));
     line->time_ms = prev_time_;
@@ -244,7 +244,7 @@ class BinaryDecoder {
     in_.remove_prefix(1);
     if (stream > 1) return Fail(where + ".stream: " + std::to_string(stream) + " is not 0 or 1");
     line->stream = stream ? "stderr" : "stdout";
-    uint64_t len;
+    uint64_t len = 0;
     if (!Varint(&len, where)) return false;
     if (len > in_.size()) return Truncated(where + ".text");
     if (len > limits_.max_console_line_bytes) {

@@ -202,7 +202,9 @@ TEST(DecodeBinaryIngestBatch, EveryTruncationIsAnError) {
         n > kBinaryBatchHeaderBytes ? Seal(cut.substr(kBinaryBatchHeaderBytes)) : cut;
     auto d = DecodeBinaryIngestBatch(sealed, ApiLimits{});
     EXPECT_FALSE(d.ok()) << "accepted a body cut to " << n << " bytes";
-    if (!d.ok()) EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
+    if (!d.ok()) {
+      EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
+    }
   }
   ExpectError(DecodeError(body.substr(0, 7)), StatusCode::kInvalidArgument, "truncated header");
   ExpectError(DecodeError(Seal(Payload({"a"}, Bytes({1, 1, 0, 2, 1, 0})))),

@@ -7,7 +7,7 @@
 
 #include "cohort/status.h"
 #include "server/api/context.h"
-#include "store/types.h"
+#include "store/ingest_batch.h"
 
 namespace cohort::api {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "server/api/context.h"
-#include "store/types.h"
+#include "store/ingest_batch.h"
 
 namespace cohort::api {
 

@@ -1,16 +1,27 @@
-// Routes: API keys of the caller's entity (admin keys only) — list, create, revoke.
+// Routes: API keys of the caller's entity (admin keys only, not browser sessions) — list,
+// create, revoke.
 #include <charconv>
 
 #include "core/clock.h"
 #include "server/api/context.h"
 
 namespace cohort::api {
+namespace {
+
+// A browser session must not outlive itself by making keys (nor list or revoke them).
+Status RefuseSessions(const AuthContext& who) {
+  if (!who.session) return Status::Ok();
+  return Status::PermissionDenied("API keys are managed with an API key, not a browser session");
+}
+
+}  // namespace
 
 void RegisterKeyRoutes(http::Router& r, ApiContext* ctx) {
   r.Add("GET", "/api/v1/keys",
         Authed(
             ctx,
             [ctx](http::HttpRequest&, const AuthContext& who) {
+              if (Status s = RefuseSessions(who); !s.ok()) return ErrorResponse(s);
               auto keys = ctx->store->ListApiKeys(who.entity);
               if (!keys.ok()) return ErrorResponse(keys.status());
               bj::array out;
@@ -30,6 +41,7 @@ void RegisterKeyRoutes(http::Router& r, ApiContext* ctx) {
         Authed(
             ctx,
             [ctx](http::HttpRequest& req, const AuthContext& who) {
+              if (Status s = RefuseSessions(who); !s.ok()) return ErrorResponse(s);
               auto body = ParseBodyObject(req);
               if (!body.ok()) return ErrorResponse(body.status());
               json::FieldReader rd(*body, "");
@@ -60,6 +72,9 @@ void RegisterKeyRoutes(http::Router& r, ApiContext* ctx) {
         Authed(
             ctx,
             [ctx](http::HttpRequest& req, const AuthContext& who) {
+              if (Status refused = RefuseSessions(who); !refused.ok()) {
+                return ErrorResponse(refused);
+              }
               std::string s = req.PathParam("id");
               int64_t id = 0;
               auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), id);

@@ -207,7 +207,7 @@ http::HttpResponse Aggregate(ApiContext* ctx, http::HttpRequest& req, const Auth
   if (key.empty()) return ErrorResponse(Status::InvalidArgument("key: required"));
   auto buckets = BoundedInt(req, "buckets", 1000, 1, ctx->limits.max_buckets);
   if (!buckets.ok()) return ErrorResponse(buckets.status());
-  store::HistoryQuery range;
+  series::SeriesQuery range;
   for (auto [name, field] :
        {std::pair{"min_step", &range.min_step}, std::pair{"max_step", &range.max_step},
         std::pair{"min_time", &range.min_time_ms}, std::pair{"max_time", &range.max_time_ms}}) {
@@ -253,17 +253,14 @@ http::HttpResponse Aggregate(ApiContext* ctx, http::HttpRequest& req, const Auth
   auto grid = series::ChooseAggregateGrid(lo, hi, int(*buckets), series::kMaxChunkPoints);
   if (!grid.ok()) return ErrorResponse(grid.status());
 
-  std::vector<std::vector<store::Bucket>> per(members->size());
+  std::vector<std::vector<series::Bucket>> per(members->size());
   const std::vector<series::GridPart> parts = series::GridParts(*grid);
   for (const RunSlice& s : slices) {
     for (const series::GridPart& part : parts) {
-      store::HistoryQuery q = range;
-      q.run = s.run;
-      q.keys = {key};
-      q.writers = s.labels;
-      q.min_step = part.min_step;
-      q.max_step = part.max_step;
-      q.buckets = part.buckets;
+      store::HistoryQuery q{.run = s.run, .keys = {key}, .writers = s.labels, .series = range};
+      q.series.min_step = part.min_step;
+      q.series.max_step = part.max_step;
+      q.series.buckets = part.buckets;
       auto data = ctx->store->QueryHistory(q);
       if (!data.ok()) return ErrorResponse(data.status());
       for (auto& d : *data) {
@@ -440,8 +437,8 @@ http::HttpResponse Stragglers(ApiContext* ctx, http::HttpRequest& req, const Aut
         from = std::min(from, it->second.max_step - opt.window);
       }
       if (q.keys.empty()) continue;
-      q.min_step = from;
-      q.limit = std::min<int64_t>(ctx->limits.max_raw_points, int64_t(opt.window) * 8 + 64);
+      q.series.min_step = from;
+      q.series.limit = std::min<int64_t>(ctx->limits.max_raw_points, int64_t(opt.window) * 8 + 64);
       auto data = ctx->store->QueryHistory(q);
       if (!data.ok()) return ErrorResponse(data.status());
       for (const auto& d : *data) {
@@ -461,9 +458,9 @@ http::HttpResponse Stragglers(ApiContext* ctx, http::HttpRequest& req, const Aut
         g.run = slices[si].run;
         g.writers = {label};
         g.keys = gpu_keys[size_t(m)];
-        g.min_time_ms = sig.clock.front().time_ms;
-        g.max_time_ms = sig.clock.back().time_ms;
-        g.buckets = 1;
+        g.series.min_time_ms = sig.clock.front().time_ms;
+        g.series.max_time_ms = sig.clock.back().time_ms;
+        g.series.buckets = 1;
         auto gd = ctx->store->QueryHistory(g);
         if (!gd.ok()) return ErrorResponse(gd.status());
         double sum = 0;
@@ -487,8 +484,8 @@ http::HttpResponse Stragglers(ApiContext* ctx, http::HttpRequest& req, const Aut
   // Two step buckets per column: enough samples for every column, and coarse enough that a long
   // series is read from chunk summaries (see the grid's rounding).
   const int fine = int(std::min<int64_t>(*columns * 2, 10000));
-  std::vector<std::vector<store::Bucket>> clock_b(members->size()), steps_b(members->size());
-  std::vector<std::vector<std::vector<store::Bucket>>> gpu_b(members->size());
+  std::vector<std::vector<series::Bucket>> clock_b(members->size()), steps_b(members->size());
+  std::vector<std::vector<std::vector<series::Bucket>>> gpu_b(members->size());
   bool any_gpu = false;
   // Per member, keys with the same step range share queries; each range is laid on an aligned
   // grid (series/aggregate.h) so that stored chunks are read as summaries where possible.
@@ -514,16 +511,16 @@ http::HttpResponse Stragglers(ApiContext* ctx, http::HttpRequest& req, const Aut
           q.run = s.run;
           q.writers = {label};
           q.keys = keys;
-          q.min_step = part.min_step;
-          q.max_step = part.max_step;
-          q.buckets = part.buckets;
-          q.min_time_ms = *min_time;
-          q.max_time_ms = *max_time;
+          q.series.min_step = part.min_step;
+          q.series.max_step = part.max_step;
+          q.series.buckets = part.buckets;
+          q.series.min_time_ms = *min_time;
+          q.series.max_time_ms = *max_time;
           auto data = ctx->store->QueryHistory(q);
           if (!data.ok()) return ErrorResponse(data.status());
           for (auto& d : *data) {
             if (d.writer != label) continue;
-            std::vector<store::Bucket>* dst = nullptr;
+            std::vector<series::Bucket>* dst = nullptr;
             if (d.key == key) {
               dst = &clock_b[size_t(m)];
             } else if (d.key == kStepTimeKey) {

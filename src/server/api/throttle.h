@@ -8,7 +8,7 @@
 #include <string>
 
 #include "server/http/message.h"
-#include "store/types.h"
+#include "store/ingest_batch.h"
 
 namespace cohort::api {
 

@@ -74,8 +74,6 @@ http::HttpResponse HandleGraphql(api::ApiContext* ctx, http::HttpRequest& req) {
   c.who = *who;
   c.client = ClientFromRequest(req);
   c.base_url = BaseUrl(req);
-  std::string key = api::ExtractApiKey(req);
-  if (!key.empty()) c.key_hash = api::HashApiKey(key);
   c.now_ms = NowMillis();
   auto query_root = MakeQueryRoot(&c);
   auto mutation_root = MakeMutationRoot(&c);

@@ -35,29 +35,11 @@ class Executor {
     std::set<std::string> active;
     CollectInto(op_.selections, &fields, 0, &active);
     bj::value data = ok_ ? bj::value(ExecuteObject(root, fields, bj::array{})) : bj::value(nullptr);
+    if (!ok_) data = nullptr;  // over a limit: no partial answer
     bj::object out;
     out["data"] = std::move(data);
     if (!errors_.empty()) out["errors"] = std::move(errors_);
     return out;
-  }
-
-  // Whether the merged sub-selections of `sels` contain a field named `name`.
-  // A probe: it neither counts towards the field limit nor reports errors.
-  bool SubHas(const std::vector<const Selection*>& sels, std::string_view name) {
-    Grouped sub;
-    size_t collected = collected_;
-    bool ok = ok_;
-    size_t errors = errors_.size();
-    CollectSub(sels, &sub);
-    collected_ = collected;
-    ok_ = ok;
-    errors_.resize(errors);
-    for (const auto& [key, group] : sub) {
-      for (const Selection* s : group) {
-        if (s->name == name) return true;
-      }
-    }
-    return false;
   }
 
  private:
@@ -173,6 +155,36 @@ class Executor {
     for (const Selection* s : sels) CollectInto(s->selections, out, 0, &active);
   }
 
+  // Counts a leaf value of the answer against max_answer_bytes; aborts past it.
+  void Charge(const bj::value& v) {
+    answer_bytes_ += ApproxJsonBytes(v);
+    if (answer_bytes_ > limits_.max_answer_bytes) {
+      Abort("answer too large: more than " + std::to_string(limits_.max_answer_bytes) +
+            " bytes (ask for fewer fields or aliases)");
+    }
+  }
+
+  // About the length of `v` as JSON text (strings without escapes).
+  static size_t ApproxJsonBytes(const bj::value& v) {
+    switch (v.kind()) {
+      case bj::kind::string:
+        return v.get_string().size() + 2;
+      case bj::kind::array: {
+        size_t n = 2;
+        for (const bj::value& item : v.get_array()) n += ApproxJsonBytes(item) + 1;
+        return n;
+      }
+      case bj::kind::object: {
+        size_t n = 2;
+        for (const auto& kv : v.get_object())
+          n += kv.key().size() + 4 + ApproxJsonBytes(kv.value());
+        return n;
+      }
+      default:
+        return 8;
+    }
+  }
+
   void Abort(std::string message) {
     if (!ok_) return;
     ok_ = false;
@@ -197,9 +209,14 @@ class Executor {
         out[key] = bj::string(obj.TypeName());
         continue;
       }
+      if (++resolved_ > limits_.max_resolutions) {
+        Abort("query too complex: more than " + std::to_string(limits_.max_resolutions) +
+              " fields resolved (fewer aliases or list items)");
+        break;
+      }
       bj::object args;
       for (const Argument& a : f.args) args[a.name] = Coerce(a.value);
-      FieldInfo info(this, sels, std::move(args));
+      FieldInfo info(sels, std::move(args));
       Result<Resolved> r = obj.Resolve(info);
       if (!r.ok()) {
         AddError(r.status().message(), here);
@@ -243,7 +260,11 @@ class Executor {
       case Resolved::Kind::kJson:
         break;
     }
-    if (!HasSubselection(sels)) return std::move(r.json);
+    if (!HasSubselection(sels)) {
+      Charge(r.json);
+      if (!ok_) return nullptr;
+      return std::move(r.json);
+    }
     Grouped sub;
     CollectSub(sels, &sub);
     if (!ok_) return nullptr;
@@ -270,6 +291,8 @@ class Executor {
         if (!ok_) return nullptr;
         out[key] = Project(*field, sub);
       } else {
+        Charge(*field);
+        if (!ok_) return nullptr;
         out[key] = *field;
       }
     }
@@ -281,6 +304,8 @@ class Executor {
   const ExecLimits& limits_;
   bj::array errors_;
   size_t collected_ = 0;
+  size_t resolved_ = 0;
+  size_t answer_bytes_ = 0;
   bool ok_ = true;
 };
 
@@ -288,10 +313,6 @@ std::string FieldInfo::StringArg(std::string_view n) const {
   const bj::value* v = args_.if_contains(n);
   if (v == nullptr || !v->is_string()) return {};
   return std::string(v->get_string());
-}
-
-bool FieldInfo::Wants(std::string_view n) const {
-  return const_cast<Executor*>(ex_)->SubHas(sels_, n);
 }
 
 Result<const Operation*> SelectOperation(const Document& doc, std::string_view operation_name) {

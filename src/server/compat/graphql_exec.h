@@ -5,8 +5,11 @@
 // answered, unknown ones as null), or another resolver object. Errors become entries of the
 // response's "errors" array with the field's path, and the field is null.
 //
-// Bounded: the number of collected fields per request and the depth of fragment expansion are
-// capped (ExecLimits), so a small document cannot expand into an exponentially large answer.
+// Bounded: the number of collected fields per request, the depth of fragment expansion, the
+// number of fields resolved and the size of the answer are capped (ExecLimits), so a small
+// document cannot expand into an exponentially large answer, nor ask for one large value under
+// hundreds of aliases. A request over a limit is answered {"data": null, "errors": [...]} with a
+// message naming the limit.
 //
 // Threading: Execute is reentrant; resolver objects are used by the calling thread only.
 #pragma once
@@ -54,25 +57,20 @@ struct Resolved {
   }
 };
 
-class Executor;
-
-// The field being resolved: its selection (all selections merged under one response key),
-// arguments with variables substituted, and what its sub-selection asks for.
+// The field being resolved: its selection (all selections merged under one response key) and
+// its arguments with variables substituted.
 class FieldInfo {
  public:
-  FieldInfo(const Executor* ex, std::vector<const Selection*> sels, bj::object args)
-      : ex_(ex), sels_(std::move(sels)), args_(std::move(args)) {}
+  FieldInfo(std::vector<const Selection*> sels, bj::object args)
+      : sels_(std::move(sels)), args_(std::move(args)) {}
 
   const std::string& name() const { return sels_.front()->name; }
   const bj::object& args() const { return args_; }
   // An argument as a string; empty when absent, null or not a string.
   std::string StringArg(std::string_view n) const;
   const bj::value* Arg(std::string_view n) const { return args_.if_contains(n); }
-  // Whether the field's sub-selection asks for a field named `n` (at its first level).
-  bool Wants(std::string_view n) const;
 
  private:
-  const Executor* ex_;
   std::vector<const Selection*> sels_;
   bj::object args_;
 };
@@ -86,8 +84,10 @@ class Object {
 };
 
 struct ExecLimits {
-  size_t max_fields = 20000;   // collected fields in the whole request
-  int max_fragment_depth = 32; // nested fragment spreads
+  size_t max_fields = 20000;           // collected fields in the whole request
+  int max_fragment_depth = 32;         // nested fragment spreads
+  size_t max_resolutions = 5000;       // fields handed to resolvers in the whole request
+  size_t max_answer_bytes = 16 << 20;  // JSON text of the data, approximately
 };
 
 struct ExecRequest {

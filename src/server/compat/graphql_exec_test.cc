@@ -12,7 +12,6 @@ class TestRoot : public Object {
   Result<Resolved> Resolve(const FieldInfo& f) override {
     last_args = f.args();
     if (f.name() == "viewer") {
-      wants_entity = f.Wants("entity");
       return Resolved::Json(bj::object{{"entity", "alice"},
                                        {"username", "al"},
                                        {"teams", bj::object{{"edges", bj::array{}}}}});
@@ -23,10 +22,10 @@ class TestRoot : public Object {
       return Resolved::List({std::make_shared<TestRoot>(), nullptr});
     }
     if (f.name() == "nothing") return Resolved::Of(nullptr);
+    if (f.name() == "big") return Resolved::Json(bj::string(std::string(100000, 'c')));
     return Status::InvalidArgument("Cannot query field \"" + f.name() + "\" on type \"Query\"");
   }
   bj::object last_args;
-  bool wants_entity = false;
 };
 
 bj::object Exec(const std::string& query, bj::object variables = {},
@@ -109,16 +108,6 @@ TEST(GraphqlExec, OperationSelection) {
   EXPECT_TRUE(sub.contains("errors"));
 }
 
-TEST(GraphqlExec, WantsLooksThroughFragments) {
-  auto doc = Parse("{ viewer { ...f } } fragment f on User { entity }");
-  ASSERT_TRUE(doc.ok());
-  TestRoot q, m;
-  ExecRequest req;
-  req.document = &*doc;
-  Execute(req, q, m);
-  EXPECT_TRUE(q.wants_entity);
-}
-
 TEST(GraphqlExec, FragmentCyclesAndUnknownFragmentsAreErrors) {
   bj::object cycle = Exec("{ viewer { ...a } } fragment a on User { ...b } fragment b on User { ...a }");
   ASSERT_TRUE(cycle.contains("errors"));
@@ -146,6 +135,40 @@ TEST(GraphqlExec, ExponentialFragmentExpansionIsCapped) {
   bj::object wide = Exec(aliases);
   ASSERT_TRUE(wide.contains("errors"));
   EXPECT_NE(bj::serialize(wide["errors"]).find("too complex"), std::string::npos);
+}
+
+TEST(GraphqlExec, OneLargeValueUnderManyAliasesIsCappedWithoutPartialData) {
+  // 400 aliases of a 100 KB value: a 40 MB answer from a 4 KB query.
+  std::string query = "{";
+  for (int i = 0; i < 400; ++i) query += " a" + std::to_string(i) + ": big";
+  query += " }";
+  ExecLimits limits;
+  limits.max_answer_bytes = 1 << 20;
+  bj::object out = Exec(query, {}, "", limits);
+  ASSERT_TRUE(out.contains("errors"));
+  EXPECT_TRUE(out.at("data").is_null());
+  const std::string text = bj::serialize(out);
+  EXPECT_LT(text.size(), 4096u);
+  EXPECT_NE(text.find("answer too large: more than 1048576 bytes"), std::string::npos) << text;
+  // Under the cap the same field answers.
+  out = Exec("{ a: big b: big }", {}, "", limits);
+  EXPECT_FALSE(out.contains("errors"));
+  EXPECT_EQ(out.at("data").at("b").as_string().size(), 100000u);
+}
+
+TEST(GraphqlExec, FieldResolutionsPerRequestAreCapped) {
+  std::string query = "{";
+  for (int i = 0; i < 50; ++i) query += " c" + std::to_string(i) + ": child { viewer { entity } }";
+  query += " }";
+  ExecLimits limits;
+  limits.max_resolutions = 60;  // 50 children + 50 viewers is over
+  bj::object out = Exec(query, {}, "", limits);
+  ASSERT_TRUE(out.contains("errors"));
+  EXPECT_TRUE(out.at("data").is_null());
+  EXPECT_NE(bj::serialize(out).find("more than 60 fields resolved"), std::string::npos);
+  limits.max_resolutions = 100;
+  out = Exec(query, {}, "", limits);
+  EXPECT_FALSE(out.contains("errors")) << bj::serialize(out);
 }
 
 }  // namespace

@@ -189,7 +189,9 @@ TEST(GraphqlParser, BinaryGarbageNeverCrashes) {
       text.push_back(kAlphabet[(state >> 16) % (sizeof(kAlphabet) - 1)]);
     }
     auto doc = Parse(text);  // must return, ok or not
-    if (!doc.ok()) EXPECT_EQ(doc.status().code(), StatusCode::kInvalidArgument);
+    if (!doc.ok()) {
+      EXPECT_EQ(doc.status().code(), StatusCode::kInvalidArgument);
+    }
   }
 }
 

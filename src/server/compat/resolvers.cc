@@ -257,8 +257,8 @@ class MutationRoot : public gql::Object {
     }
     bj::array files;
     for (const std::string& name : names) {
-      COHORT_ASSIGN_OR_RETURN(std::string url, UploadUrl(c_->base_url, c_->who, c_->key_hash,
-                                                         ref, name, c_->now_ms));
+      COHORT_ASSIGN_OR_RETURN(std::string url, UploadUrl(c_->api->signing_keys, c_->base_url,
+                                                         c_->who, ref, name, c_->now_ms));
       files.push_back(bj::object{{"name", name}, {"uploadUrl", url}});
     }
     return gql::Resolved::Json(bj::object{{"runID", BucketId(ref)},

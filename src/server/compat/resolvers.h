@@ -23,7 +23,6 @@ struct GqlContext {
   api::AuthContext who;
   ClientId client;
   std::string base_url;  // for upload URLs
-  std::string key_hash;  // the caller's key hash (signs upload URLs)
   int64_t now_ms = 0;
 };
 

@@ -120,8 +120,8 @@ class RunObject : public gql::Object {
         q.run = ref;
         q.keys = keys;
         q.writers = {cw_->label()};
-        q.min_step = last;
-        q.max_step = last;
+        q.series.min_step = last;
+        q.series.max_step = last;
         COHORT_ASSIGN_OR_RETURN(auto data, c_->api->store->QueryHistory(q));
         bj::object row;
         row["_step"] = last;
@@ -156,7 +156,7 @@ class RunObject : public gql::Object {
     bj::array edges;
     for (const std::string& name : names) {
       if (name.empty()) continue;
-      auto upload = UploadUrl(c_->base_url, c_->who, c_->key_hash, ref, name, c_->now_ms);
+      auto upload = UploadUrl(c_->api->signing_keys, c_->base_url, c_->who, ref, name, c_->now_ms);
       std::string download = DownloadUrl(c_->base_url, ref, name);
       bj::object node{{"id", name},
                       {"name", name},

@@ -1,9 +1,5 @@
 #include "server/compat/run_files.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include <charconv>
 
 #include "core/clock.h"
@@ -13,26 +9,11 @@
 namespace cohort::compat {
 namespace {
 
-std::string Hex(const unsigned char* p, size_t n) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(n * 2);
-  for (size_t i = 0; i < n; ++i) {
-    out.push_back(kHex[p[i] >> 4]);
-    out.push_back(kHex[p[i] & 15]);
-  }
-  return out;
-}
-
-std::string Sign(const std::string& key_hash, const store::RunRef& ref, const std::string& name,
-                 int64_t expires_s) {
-  std::string msg = "PUT\n" + ref.entity + "\n" + ref.project + "\n" + ref.run_id + "\n" + name +
-                    "\n" + std::to_string(expires_s);
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), key_hash.data(), int(key_hash.size()),
-       reinterpret_cast<const unsigned char*>(msg.data()), msg.size(), md, &len);
-  return Hex(md, len);
+// What an upload URL's signature covers.
+std::string SignedText(int64_t key_id, const store::RunRef& ref, const std::string& name,
+                       int64_t expires_s) {
+  return "PUT\n" + std::to_string(key_id) + "\n" + ref.entity + "\n" + ref.project + "\n" +
+         ref.run_id + "\n" + name + "\n" + std::to_string(expires_s);
 }
 
 std::optional<int64_t> ParseInt(const std::string& s) {
@@ -42,7 +23,7 @@ std::optional<int64_t> ParseInt(const std::string& s) {
   return v;
 }
 
-// Checks the signature of an upload URL.
+// Checks the signature of an upload URL, and that the key it was made for is not revoked.
 Status CheckSignature(api::ApiContext* ctx, const http::HttpRequest& req,
                       const store::RunRef& ref, const std::string& name) {
   auto key_id = ParseInt(req.QueryParam("k"));
@@ -51,17 +32,17 @@ Status CheckSignature(api::ApiContext* ctx, const http::HttpRequest& req,
   if (!key_id || !expires || sig.empty()) {
     return Status::Unauthenticated("upload: the URL is not signed; ask CreateRunFiles for one");
   }
+  if (ctx->signing_keys == nullptr ||
+      !ctx->signing_keys->Verify(SignedText(*key_id, ref, name, *expires), sig)) {
+    return Status::Unauthenticated("upload: invalid signature");
+  }
   if (*expires * 1000 < NowMillis()) return Status::Unauthenticated("upload: the URL expired");
   auto keys = ctx->store->ListApiKeys(ref.entity);
   if (!keys.ok()) return keys.status();
   for (const store::ApiKeyRecord& k : *keys) {
-    if (k.id != *key_id || k.revoked) continue;
-    std::string want = Sign(k.hash, ref, name, *expires);
-    if (want.size() == sig.size() && CRYPTO_memcmp(want.data(), sig.data(), sig.size()) == 0) {
-      return Status::Ok();
-    }
+    if (k.id == *key_id && !k.revoked) return Status::Ok();
   }
-  return Status::Unauthenticated("upload: invalid signature");
+  return Status::Unauthenticated("upload: the key that asked for this URL is revoked");
 }
 
 // A content type that is safe to serve from the UI's origin: text as plain text, everything
@@ -125,18 +106,46 @@ Status ValidateUploadName(std::string_view name) {
   return Status::Ok();
 }
 
-Result<std::string> UploadUrl(const std::string& base_url, const api::AuthContext& who,
-                              const std::string& key_hash, const store::RunRef& ref,
+Result<std::string> UploadUrl(const api::SigningKeys* keys, const std::string& base_url,
+                              const api::AuthContext& who, const store::RunRef& ref,
                               const std::string& name, int64_t now_ms, int64_t ttl_s) {
   COHORT_RETURN_IF_ERROR(ValidateUploadName(name));
-  if (who.key_id <= 0 || key_hash.empty()) {
+  if (who.key_id <= 0 || who.session) {
     return Status::FailedPrecondition("uploads need an API key, not a browser session");
   }
+  if (keys == nullptr) return Status::FailedPrecondition("uploads: the server has no signing key");
   int64_t expires = now_ms / 1000 + ttl_s;
   return base_url + "/files/" + EscapePath(ref.entity) + "/" + EscapePath(ref.project) + "/" +
          EscapePath(ref.run_id) + "/upload/" + EscapePath(name) +
          "?k=" + std::to_string(who.key_id) + "&x=" + std::to_string(expires) +
-         "&s=" + Sign(key_hash, ref, name, expires);
+         "&s=" + keys->Sign(SignedText(who.key_id, ref, name, expires));
+}
+
+Status CheckSignedUpload(api::ApiContext* ctx, const http::HttpRequest& head) {
+  // /files/{entity}/{project}/{run}/upload/{name...}, each segment percent-decoded as the router
+  // does.
+  std::string_view path = head.target;
+  path = path.substr(0, path.find('?'));
+  constexpr std::string_view kPrefix = "/files/";
+  if (head.method != "PUT" || !path.starts_with(kPrefix)) {
+    return Status::Unauthenticated("this request needs an API key");
+  }
+  path.remove_prefix(kPrefix.size());
+  std::vector<std::string> segments;
+  for (size_t start = 0; start <= path.size();) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    segments.push_back(http::PercentDecode(path.substr(start, end - start)));
+    start = end + 1;
+  }
+  if (segments.size() < 5 || segments[3] != "upload") {
+    return Status::Unauthenticated("this request needs an API key");
+  }
+  store::RunRef ref{segments[0], segments[1], segments[2]};
+  std::string name = segments[4];
+  for (size_t i = 5; i < segments.size(); ++i) name += "/" + segments[i];
+  COHORT_RETURN_IF_ERROR(ValidateUploadName(name));
+  return CheckSignature(ctx, head, ref, name);
 }
 
 std::string DownloadUrl(const std::string& base_url, const store::RunRef& ref,

@@ -20,7 +20,7 @@
 #include <string_view>
 
 #include "cohort/status.h"
-#include "store/types.h"
+#include "store/ingest_batch.h"
 
 namespace cohort::compat {
 

@@ -30,6 +30,7 @@
 #include <exception>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -46,7 +47,7 @@ namespace {
 constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 constexpr size_t kFirstReadBytes = 512;                // buffer for the first byte of a request
 constexpr size_t kKeepBufferBytes = 8 << 10;           // larger idle buffers are released
-constexpr size_t kDirectBodyBytes = 16 << 10;          // bodies read without the parser
+constexpr size_t kBodyReadBytes = 256 << 10;           // a large body grows by this much per read
 constexpr auto kLingerTime = std::chrono::seconds(1);  // draining after an early error answer
 constexpr size_t kLingerMaxBytes = 4 << 20;
 constexpr std::chrono::milliseconds kAcceptBackoff{50};
@@ -171,6 +172,36 @@ HttpResponse ReadErrorResponse(const beast::error_code& ec) {
   return HttpResponse::Error(400, "bad_request", "malformed request: " + ec.message());
 }
 
+// A body's share of ServerOptions::max_body_bytes_in_flight, released when it goes out of scope
+// (after the request was answered).
+class BodyReservation {
+ public:
+  explicit BodyReservation(ServerStats* stats) : stats_(stats) {}
+  ~BodyReservation() { Release(); }
+  BodyReservation(const BodyReservation&) = delete;
+  BodyReservation& operator=(const BodyReservation&) = delete;
+
+  void Release() {
+    if (bytes_ > 0) stats_->body_bytes_in_flight.fetch_sub(bytes_, std::memory_order_relaxed);
+    bytes_ = 0;
+  }
+  // Reserves `bytes` unless that would take the total past `limit`.
+  bool Take(uint64_t bytes, size_t limit) {
+    const int64_t want = static_cast<int64_t>(std::min<uint64_t>(bytes, limit + uint64_t{1}));
+    int64_t now = stats_->body_bytes_in_flight.load(std::memory_order_relaxed);
+    do {
+      if (now + want > static_cast<int64_t>(limit)) return false;
+    } while (!stats_->body_bytes_in_flight.compare_exchange_weak(now, now + want,
+                                                                 std::memory_order_relaxed));
+    bytes_ = want;
+    return true;
+  }
+
+ private:
+  ServerStats* stats_;
+  int64_t bytes_ = 0;
+};
+
 // One accepted socket, shared by its session coroutine and the registry used by Stop().
 struct Connection {
   explicit Connection(tcp::socket socket) : stream(std::move(socket)) {}
@@ -197,6 +228,7 @@ struct HttpServer::Impl {
   asio::awaitable<void> AcceptLoop();
   asio::awaitable<void> Session(std::shared_ptr<Connection> conn, bool reject);
   asio::awaitable<HttpResponse> RunHandler(HttpRequest* req);
+  asio::awaitable<std::optional<HttpResponse>> RunGate(const HttpRequest* head);
   asio::awaitable<void> LingerAndClose(Connection& conn);
   void Spawn(std::shared_ptr<Connection> conn, bool reject);
   void Unregister(uint64_t id, bool counted);
@@ -205,6 +237,7 @@ struct HttpServer::Impl {
   const ServerOptions options;
   const Router* const router;
   RequestObserver observer;
+  BodyGate body_gate;
   ServerStats stats;
   uint16_t port = 0;
   std::atomic<bool> stopping{false};
@@ -284,6 +317,18 @@ asio::awaitable<HttpResponse> HttpServer::Impl::RunHandler(HttpRequest* req) {
   co_return HttpResponse::Error(500, "internal", "internal server error");
 }
 
+asio::awaitable<std::optional<HttpResponse>> HttpServer::Impl::RunGate(const HttpRequest* head) {
+  if (stopping) co_return HttpResponse::Error(503, "unavailable", "server is shutting down");
+  try {
+    co_return body_gate(*head);
+  } catch (const std::exception& e) {
+    LogError("body gate for " + head->method + " " + head->path + " threw: " + e.what());
+  } catch (...) {
+    LogError("body gate for " + head->method + " " + head->path + " threw a non-exception");
+  }
+  co_return HttpResponse::Error(500, "internal", "internal server error");
+}
+
 asio::awaitable<void> HttpServer::Impl::LingerAndClose(Connection& conn) {
   // Half-close and drain what the client still sends, so that closing with unread data does
   // not reset the connection before the client has read our answer.
@@ -353,6 +398,51 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
     parser.body_limit(static_cast<uint64_t>(options.max_body_bytes));
     auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser, kUseTuple);
     ec = hec;
+    // The request's head, for the body gate and then the handler.
+    HttpRequest req;
+    bool target_ok = false;
+    if (!ec) {
+      const auto& head = parser.get();
+      req.method = std::string(head.method_string());
+      req.target = std::string(head.target());
+      req.remote_address = remote;
+      req.headers.reserve(std::distance(head.begin(), head.end()));
+      for (const auto& field : head) {
+        req.headers.emplace_back(ToLower(field.name_string()), std::string(field.value()));
+      }
+      target_ok = ParseTarget(&req);
+    }
+    const bool gated = !ec && !parser.is_done() &&
+                       (parser.chunked() || !parser.content_length() ||
+                        *parser.content_length() >= kGatedBodyBytes);
+    BodyReservation reservation(&stats);
+    std::optional<HttpResponse> refused;
+    if (gated && !target_ok) {
+      refused = HttpResponse::Error(400, "bad_request", "malformed request target");
+    } else if (gated && body_gate) {
+      const bool read_pool =
+          parser.get().method() == bhttp::verb::get || parser.get().method() == bhttp::verb::head;
+      refused = co_await asio::co_spawn(read_pool ? readers.get_executor() : workers.get_executor(),
+                                        RunGate(&req), asio::use_awaitable);
+    }
+    if (gated && !refused && parser.content_length() &&
+        !reservation.Take(*parser.content_length(), options.max_body_bytes_in_flight)) {
+      refused =
+          HttpResponse::Error(503, "unavailable", "too many request bodies in flight; retry later");
+      refused->headers.emplace_back("Retry-After", "1");
+    }
+    if (refused) {
+      // Refused before a byte of its body was read: answer, then close (the body is not read).
+      stats.bodies_refused_total.fetch_add(1, std::memory_order_relaxed);
+      stats.requests_total.fetch_add(1, std::memory_order_relaxed);
+      int status = refused->status;
+      BeastResponse res = ToBeast(std::move(*refused), parser.get().version(), false, false);
+      stream.expires_after(std::chrono::seconds(options.write_timeout_seconds));
+      auto [wec, wn] = co_await bhttp::async_write(stream, res, kUseTuple);
+      if (observer) observer("unmatched", req.method, status, 0);
+      if (!wec) co_await LingerAndClose(*conn);
+      co_return;
+    }
     if (!ec && !parser.is_done() &&
         beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -360,23 +450,31 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
           stream, asio::buffer(kContinue.data(), kContinue.size()), kUseTuple);
       ec = cec;
     }
-    // A large body of known length is read straight into its final string (one copy from the
-    // socket, no growing buffer, no parser pass over the bytes); anything else (chunked, small)
-    // goes through the parser.
+    // A large body of known length is read straight into its final string (no parser pass over
+    // the bytes), which grows as the bytes arrive: its capacity is reserved (address space, not
+    // memory) but only what was received is ever written. Anything else (chunked, small) goes
+    // through the parser.
     std::string direct_body;
     bool direct = false;
     if (!ec && !parser.is_done() && !parser.chunked() && parser.content_length() &&
-        *parser.content_length() >= kDirectBodyBytes) {
+        *parser.content_length() >= kGatedBodyBytes) {
       const size_t length = static_cast<size_t>(*parser.content_length());
-      direct_body.resize(length);
-      const size_t have = std::min(buffer.size(), length);
+      direct_body.reserve(length);
+      size_t have = std::min(buffer.size(), length);
+      direct_body.resize(have);
       asio::buffer_copy(asio::buffer(direct_body.data(), have), buffer.data());
       buffer.consume(have);
-      if (have < length) {
-        auto [bec, bn] = co_await asio::async_read(
-            stream, asio::buffer(direct_body.data() + have, length - have), kUseTuple);
-        ec = bec;
+      while (have < length) {
+        direct_body.resize(std::min(length, have + kBodyReadBytes));
+        auto [bec, bn] = co_await stream.async_read_some(
+            asio::buffer(direct_body.data() + have, direct_body.size() - have), kUseTuple);
+        if (bec) {
+          ec = bec;
+          break;
+        }
+        have += bn;
       }
+      direct_body.resize(have);
       direct = true;
     } else if (!ec && !parser.is_done()) {
       auto [bec, bn] = co_await bhttp::async_read(stream, buffer, parser, kUseTuple);
@@ -401,22 +499,13 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
     }
 
     BeastRequest breq = parser.release();
-    if (direct) breq.body() = std::move(direct_body);
-    HttpRequest req;
-    req.method = std::string(breq.method_string());
-    req.target = std::string(breq.target());
-    req.remote_address = remote;
-    req.headers.reserve(std::distance(breq.begin(), breq.end()));
-    for (const auto& field : breq) {
-      req.headers.emplace_back(ToLower(field.name_string()), std::string(field.value()));
-    }
-    req.body = std::move(breq.body());
+    req.body = direct ? std::move(direct_body) : std::move(breq.body());
     bool head = breq.method() == bhttp::verb::head;
     bool keep_alive = breq.keep_alive();
     unsigned version = breq.version();
 
     HttpResponse resp;
-    if (!ParseTarget(&req)) {
+    if (!target_ok) {
       resp = HttpResponse::Error(400, "bad_request", "malformed request target");
     } else {
       stream.expires_never();
@@ -424,6 +513,8 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
                                                             : workers.get_executor();
       resp = co_await asio::co_spawn(pool, RunHandler(&req), asio::use_awaitable);
     }
+    std::string().swap(req.body);  // the body is done with: free it and its reservation
+    reservation.Release();
     stats.requests_total.fetch_add(1, std::memory_order_relaxed);
     keep_alive = keep_alive && !stopping && !WantsClose(resp);
     int status = resp.status;
@@ -470,6 +561,8 @@ HttpServer::HttpServer(ServerOptions options, const Router* router)
 HttpServer::~HttpServer() { Stop(); }
 
 void HttpServer::SetObserver(RequestObserver observer) { impl_->observer = std::move(observer); }
+
+void HttpServer::SetBodyGate(BodyGate gate) { impl_->body_gate = std::move(gate); }
 
 Status HttpServer::Start() {
   Impl& s = *impl_;

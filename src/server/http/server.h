@@ -13,8 +13,15 @@
 // throwing handler) are JSON bodies as HttpResponse::Error makes them. A handler can close the
 // connection after its response with a "Connection: close" header.
 //
-// Threading: construct, SetObserver() and Start() once from one thread; Stop() from any thread
-// except a handler's (it waits for running handlers); the Router must be complete before
+// Request bodies: a body of known length of at least kGatedBodyBytes, and every chunked body, is
+// read only after the body gate (SetBodyGate) accepted the request's head, before any body byte
+// is read and before "100 Continue" is sent: a client without credentials cannot make the server
+// hold memory for a body it announces. Such a body's buffer grows as its bytes arrive (never
+// allocated and filled up front), and its declared length is reserved from a budget of
+// `max_body_bytes_in_flight` shared by all connections: beyond it, 503 with Retry-After.
+//
+// Threading: construct, SetObserver(), SetBodyGate() and Start() once from one thread; Stop() from
+// any thread except a handler's (it waits for running handlers); the Router must be complete before
 // Start().
 #pragma once
 
@@ -22,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cohort/status.h"
@@ -39,6 +47,9 @@ struct ServerOptions {
   int worker_threads = 32;
   int read_threads = 2;    // handlers of GET and HEAD
   size_t max_body_bytes = 32 << 20;
+  // Bodies of known length being received or handled, all connections together (declared
+  // lengths of bodies of at least kGatedBodyBytes).
+  size_t max_body_bytes_in_flight = size_t{256} << 20;
   size_t max_header_bytes = 16 << 10;
   int max_connections = 20000;
   int idle_timeout_seconds = 120;    // keep-alive connections idle longer are closed
@@ -46,13 +57,23 @@ struct ServerOptions {
   int write_timeout_seconds = 60;    // a response must be written whole within this
 };
 
+// Bodies at least this large (and every chunked body) pass the body gate before they are read.
+inline constexpr size_t kGatedBodyBytes = 16 << 10;
+
 // Counters the server keeps; read them at any time (relaxed atomics).
 struct ServerStats {
   std::atomic<int64_t> connections_open{0};
   std::atomic<int64_t> connections_total{0};
   std::atomic<int64_t> connections_rejected{0};
   std::atomic<int64_t> requests_total{0};
+  std::atomic<int64_t> body_bytes_in_flight{0};  // reserved by bodies being received or handled
+  std::atomic<int64_t> bodies_refused_total{0};  // refused by the gate or the in-flight budget
 };
+
+// Decides, from a request's head (method, target, path, query, headers, remote address; no
+// body), whether its body may be read: nullopt accepts it, a response refuses it (it is sent and
+// the connection closed). Runs on the handler pool of the request's method. Must be thread-safe.
+using BodyGate = std::function<std::optional<HttpResponse>(const HttpRequest& head)>;
 
 // Called after each request with its route pattern (or "unmatched"), method, status and
 // duration; used for /metrics. Must be thread-safe.
@@ -68,6 +89,8 @@ class HttpServer {
 
   // Call before Start(). Errors the layer answers itself are reported as route "unmatched".
   void SetObserver(RequestObserver observer);
+  // Call before Start(). Without a gate every body is read.
+  void SetBodyGate(BodyGate gate);
   // Binds (SO_REUSEADDR) and starts serving in background threads. Returns once listening, or
   // an error (bad address: kInvalidArgument; bind/listen failed: kIOError).
   Status Start();

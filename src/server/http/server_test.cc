@@ -184,6 +184,7 @@ class ServerTest : public ::testing::Test {
 
   void Start(ServerOptions options = {}) {
     server_ = std::make_unique<HttpServer>(options, &router_);
+    if (gate_) server_->SetBodyGate(gate_);
     Status st = server_->Start();
     ASSERT_TRUE(st.ok()) << st.ToString();
     ASSERT_NE(server_->port(), 0);
@@ -191,7 +192,20 @@ class ServerTest : public ::testing::Test {
 
   uint16_t port() const { return server_->port(); }
 
+  // A gate that lets a body in only with "Authorization: yes", and counts its calls.
+  void GateOnAuthorization() {
+    gate_ = [this](const HttpRequest& head) -> std::optional<HttpResponse> {
+      gate_calls_.fetch_add(1);
+      gate_saw_body_ = gate_saw_body_ || !head.body.empty();
+      if (head.Header("authorization") == "yes" && head.path == "/echo") return std::nullopt;
+      return HttpResponse::Error(401, "unauthenticated", "no key");
+    };
+  }
+
   Router router_;
+  BodyGate gate_;
+  std::atomic<int> gate_calls_{0};
+  std::atomic<bool> gate_saw_body_{false};
   std::unique_ptr<HttpServer> server_;
 };
 
@@ -360,6 +374,123 @@ TEST_F(ServerTest, ExpectContinueGetsInterimResponseBeforeBody) {
   ASSERT_TRUE(resp.has_value());
   EXPECT_EQ(resp->status, 200);
   EXPECT_EQ(resp->body, "abc");
+}
+
+TEST_F(ServerTest, BodyGateRefusesALargeBodyBeforeReadingIt) {
+  GateOnAuthorization();
+  Start();
+  TestClient client(port());
+  // 32 MiB announced, no byte of it sent: the answer comes at once, not after a timeout.
+  auto t0 = Clock::now();
+  ASSERT_TRUE(client.Send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 33554432\r\n\r\n"));
+  auto resp = client.Read();
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->status, 401);
+  EXPECT_LT(SecondsSince(t0), 2.0);
+  EXPECT_EQ(resp->Header("connection"), "close");
+  EXPECT_TRUE(client.WaitClosed(milliseconds(3000)));
+  EXPECT_EQ(gate_calls_.load(), 1);
+  EXPECT_FALSE(gate_saw_body_.load());
+  EXPECT_EQ(server_->stats().body_bytes_in_flight.load(), 0);
+  EXPECT_EQ(server_->stats().bodies_refused_total.load(), 1);
+}
+
+TEST_F(ServerTest, BodyGateRefusesBeforeContinueAndChunkedBodiesToo) {
+  GateOnAuthorization();
+  Start();
+  {
+    TestClient client(port());
+    ASSERT_TRUE(
+        client.Send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1048576\r\n"
+                    "Expect: 100-continue\r\n\r\n"));
+    auto resp = client.Read(/*head=*/false, /*interim=*/true);
+    ASSERT_TRUE(resp.has_value());
+    EXPECT_EQ(resp->status, 401);  // no "100 Continue" first
+  }
+  {
+    TestClient client(port());
+    ASSERT_TRUE(client.Send(
+        "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"));
+    auto resp = client.Read();
+    ASSERT_TRUE(resp.has_value());
+    EXPECT_EQ(resp->status, 401);
+  }
+  EXPECT_EQ(gate_calls_.load(), 2);
+}
+
+TEST_F(ServerTest, SmallBodiesDoNotPassTheGate) {
+  GateOnAuthorization();
+  Start();
+  TestClient client(port());
+  const std::string body(kGatedBodyBytes - 1, 's');
+  ASSERT_TRUE(client.Send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body));
+  auto resp = client.Read();
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->status, 200);
+  EXPECT_EQ(resp->body, body);
+  EXPECT_EQ(gate_calls_.load(), 0);
+}
+
+TEST_F(ServerTest, AdmittedLargeBodyArrivingInPiecesIsReadWhole) {
+  GateOnAuthorization();
+  Start();
+  TestClient client(port());
+  std::string body;
+  for (int i = 0; body.size() < (3u << 20); ++i) body += std::to_string(i) + ",";
+  ASSERT_TRUE(
+      client.Send("POST /echo HTTP/1.1\r\nHost: t\r\nAuthorization: yes\r\n"
+                  "Content-Length: " +
+                  std::to_string(body.size()) + "\r\n\r\n"));
+  // Slices of odd sizes with pauses, so that reads end mid-slice.
+  for (size_t at = 0; at < body.size();) {
+    size_t n = std::min<size_t>(body.size() - at, 700001);
+    ASSERT_TRUE(client.Send(std::string_view(body).substr(at, n)));
+    at += n;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  auto resp = client.Read();
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->status, 200);
+  EXPECT_EQ(resp->body.size(), body.size());
+  EXPECT_TRUE(resp->body == body);
+  EXPECT_EQ(server_->stats().body_bytes_in_flight.load(), 0);  // released after the answer
+}
+
+TEST_F(ServerTest, BodiesBeyondTheInFlightBudgetGet503UntilOthersFinish) {
+  GateOnAuthorization();
+  ServerOptions options;
+  options.max_body_bytes_in_flight = 100 << 10;
+  Start(options);
+  const std::string body(80 << 10, 'b');
+  const std::string head =
+      "POST /echo HTTP/1.1\r\nHost: t\r\nAuthorization: yes\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n";
+  TestClient first(port());
+  ASSERT_TRUE(first.Send(head + body.substr(0, 1000)));  // holds its 80 KiB reservation
+  for (int i = 0; i < 200 && server_->stats().body_bytes_in_flight.load() == 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_EQ(server_->stats().body_bytes_in_flight.load(), int64_t(body.size()));
+  {
+    TestClient second(port());
+    ASSERT_TRUE(second.Send(head));
+    auto resp = second.Read();
+    ASSERT_TRUE(resp.has_value());
+    EXPECT_EQ(resp->status, 503);
+    EXPECT_EQ(resp->Header("retry-after"), "1");
+  }
+  ASSERT_TRUE(first.Send(body.substr(1000)));
+  auto done = first.Read();
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->status, 200);
+  EXPECT_EQ(done->body.size(), body.size());
+  TestClient third(port());
+  ASSERT_TRUE(third.Send(head + body));
+  auto again = third.Read();
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->status, 200);
 }
 
 TEST_F(ServerTest, ConnectionsBeyondLimitGet503WithRetryAfter) {

@@ -109,7 +109,7 @@ HttpResponse ServeFile(const fs::path& path, std::string_view name, std::string_
   HttpResponse resp =
       HttpResponse::Text(200, std::move(body), std::string(ContentTypeForPath(name)));
   resp.headers.emplace_back("Cache-Control", std::string(cache));
-  resp.headers.emplace_back("X-Content-Type-Options", "nosniff");
+  AddPageSecurityHeaders(&resp);
   return resp;
 }
 
@@ -151,6 +151,13 @@ HttpResponse Serve(const Config& config, const HttpRequest& req) {
 }
 
 }  // namespace
+
+void AddPageSecurityHeaders(HttpResponse* resp) {
+  resp->headers.emplace_back("Content-Security-Policy", std::string(kPageContentSecurityPolicy));
+  resp->headers.emplace_back("X-Frame-Options", "DENY");
+  resp->headers.emplace_back("Referrer-Policy", "no-referrer");
+  resp->headers.emplace_back("X-Content-Type-Options", "nosniff");
+}
 
 std::string_view ContentTypeForPath(std::string_view file_name) {
   size_t slash = file_name.rfind('/');

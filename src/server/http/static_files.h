@@ -10,7 +10,8 @@
 //   - an unknown path with an extension: 404 JSON;
 //   - a path with a ".." segment, a leading '/', a backslash or a NUL byte: 400 JSON; a segment
 //     starting with '.' (hidden files): 404 JSON.
-// Symbolic links under root_dir are followed (the operator put them there).
+// Symbolic links under root_dir are followed (the operator put them there). Every file carries
+// the headers of AddPageSecurityHeaders.
 //
 // Threading: the returned handler is stateless apart from its configuration and may run on any
 // number of threads at once.
@@ -24,6 +25,18 @@
 namespace cohort::http {
 
 Handler StaticFiles(std::string root_dir, std::string index_file = "index.html");
+
+// The Content-Security-Policy of the web UI: its own scripts, styles and API only, images also
+// from data: and blob: URLs (charts), and never inside a frame.
+inline constexpr std::string_view kPageContentSecurityPolicy =
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+    "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'";
+
+// Adds the headers of a page of the web UI: the CSP above, "X-Frame-Options: DENY" (older
+// browsers), "Referrer-Policy: no-referrer" (a login token in the address never leaves in a
+// Referer) and "X-Content-Type-Options: nosniff".
+void AddPageSecurityHeaders(HttpResponse* resp);
 
 // The Content-Type served for a file name, by extension ("application/octet-stream" when
 // unknown).

@@ -133,6 +133,20 @@ TEST_F(StaticFilesTest, MissingIndexGives404) {
   EXPECT_EQ(Get("some/route").status, 404);
 }
 
+TEST_F(StaticFilesTest, PagesAndAssetsCarryTheSecurityHeaders) {
+  for (const char* path : {"", "runs/acme/x", "index.html", "assets/app-1a2b.js"}) {
+    HttpResponse r = Get(path);
+    ASSERT_EQ(r.status, 200) << path;
+    const std::string csp = HeaderOf(r, "Content-Security-Policy");
+    EXPECT_NE(csp.find("frame-ancestors 'none'"), std::string::npos) << path;
+    EXPECT_NE(csp.find("script-src 'self'"), std::string::npos) << path;
+    EXPECT_EQ(csp.find("unsafe-inline"), std::string::npos) << path;
+    EXPECT_EQ(HeaderOf(r, "X-Frame-Options"), "DENY") << path;
+    EXPECT_EQ(HeaderOf(r, "Referrer-Policy"), "no-referrer") << path;
+    EXPECT_EQ(HeaderOf(r, "X-Content-Type-Options"), "nosniff") << path;
+  }
+}
+
 TEST(ContentTypeTest, UnknownExtensionIsOctetStream) {
   EXPECT_EQ(ContentTypeForPath("a/b.unknownext"), "application/octet-stream");
   EXPECT_EQ(ContentTypeForPath("noext"), "application/octet-stream");

@@ -95,25 +95,30 @@ void GroupCommit::Write(std::vector<Call*> group) {
       }
     }
     int failed = -1;  // the statement whose own error ended the last attempt
+    std::vector<PgResult> answers;
     const Status status = RunTransaction(pool_, TxnMode::kWrite, [&](Conn* conn) -> Status {
       failed = -1;
       Result<std::vector<PgResult>> results = conn->ExecPipeline(statements, /*commit=*/true);
       if (!results.ok() && !conn->broken() && !IsRetryableSqlState(conn->last_sqlstate())) {
         failed = conn->failed_statement();
       }
+      if (results.ok()) answers = std::move(*results);
       return results.status();
     });
     if (status.ok()) {
-      for (Call* c : group) c->answer = Answer{Outcome::kCommitted, Status::Ok()};
+      for (Call* c : group) c->answer = Answer{Outcome::kCommitted, Status::Ok(), {}};
+      for (size_t i = 0; i < owner.size() && i < answers.size(); ++i) {
+        owner[i]->answer.results.push_back(std::move(answers[i]));
+      }
       return;
     }
     if (failed < 0 || size_t(failed) >= owner.size()) {  // the transaction itself failed
-      for (Call* c : group) c->answer = Answer{Outcome::kFailed, status};
+      for (Call* c : group) c->answer = Answer{Outcome::kFailed, status, {}};
       return;
     }
     // One member's statement failed: nothing committed. Refuse it, write the others again.
     Call* bad = owner[size_t(failed)];
-    bad->answer = Answer{Outcome::kRefused, status};
+    bad->answer = Answer{Outcome::kRefused, status, {}};
     group.erase(std::find(group.begin(), group.end(), bad));
   }
 }

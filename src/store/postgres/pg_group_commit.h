@@ -4,9 +4,10 @@
 // transaction: one COMMIT (one WAL flush) for all of them. A batch that finds a slot free starts
 // its transaction at once, so a lone batch pays no extra wait.
 //
-// A member is a batch's statements in two parts: `lock` statements that lock and check what the
-// batch was planned from (they fail, writing nothing, when it is stale or the batch is a
-// duplicate) and `write` statements. The group goes out as one pipeline (one round trip):
+// A member is a batch's statements in two parts: `lock` statements that lock (and read) the rows
+// the batch was planned from, and `write` statements (which check the plan against those rows
+// and write nothing when it is stale, pg_ingest.cc). The group goes out as one pipeline (one
+// round trip):
 //   BEGIN; every member's lock statements, by lock_order; every member's write statements, by
 //   (write_order, lock_order); COMMIT
 // so that row locks are always taken in one global order (writers by pk, then runs by pk: the
@@ -58,7 +59,8 @@ class GroupCommit {
   };
   struct Answer {
     Outcome outcome = Outcome::kFailed;
-    Status status;  // the error unless kCommitted
+    Status status;                  // the error unless kCommitted
+    std::vector<PgResult> results;  // kCommitted: of the member's lock, then write statements
   };
 
   // At most `max_in_flight` (>= 1) group transactions at once, of at most `max_group` members.

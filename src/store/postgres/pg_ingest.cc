@@ -11,14 +11,16 @@
 // Arrays travel as binary parameters, so a batch costs the same few round trips at any size.
 //
 // The fast path: when this server wrote the writer's last batch (pg_ingest_cache.h), the batch
-// is planned from that state before the transaction, and BEGIN, a statement that locks the
-// writer and its series and records (writer, seq), the final statement (3.) and COMMIT go in
-// one pipeline (one round trip). The first statement fails when the locked rows differ from the
-// cached state or the seq was stored, which aborts the pipeline; the batch then takes the path
-// above. Compactions, new series and stream positions take that path too. With group commit
+// is planned from that state before the transaction, and BEGIN, a statement that locks and reads
+// the writer and its series rows, the final statement (3.) guarded by a check of that state and
+// of the seq, and COMMIT go in one pipeline (one round trip). No statement fails on a stale plan
+// or a duplicate: the guarded statement then changes nothing, and the rows read under the locks
+// tell a duplicate (acknowledged at once) from a stale plan (another server wrote for the
+// writer: the batch is planned again from those rows and sent once more, then takes the path
+// above). Compactions, new series and stream positions take that path too. With group commit
 // (PostgresOptions::group_commit, pg_group_commit.h) fast-path batches of different writers that
-// arrive together share one pipeline and one COMMIT; each keeps its own lock-and-check statement,
-// so a stale or duplicate batch is refused alone (and takes the path above) and the others commit.
+// arrive together share one pipeline and one COMMIT; each keeps its own lock and guarded write,
+// so a stale or duplicate batch writes nothing and the others commit.
 //
 // Chunk layout: sealed chunks followed by a tail of per-batch chunks that is compacted now and
 // then (series/tail.h, shared with the SQLite store).
@@ -57,7 +59,7 @@ class GroupedBatch {
     std::string key;  // system keys with their "system/" prefix
     bool is_system = false;
     std::vector<std::pair<uint32_t, double>> values;  // history: (row index, value)
-    std::vector<Point> points;                        // after AssignSteps
+    std::vector<series::Point> points;                // after AssignSteps
   };
 
   explicit GroupedBatch(const IngestBatch& batch) : batch_(batch) {
@@ -83,7 +85,7 @@ class GroupedBatch {
     for (const SystemRow& row : batch.system) {
       for (const auto& [key, value] : row.values) {
         series_[Find(key, /*system=*/true)].points.push_back(
-            Point{row.time_ms, row.time_ms, value});
+            series::Point{row.time_ms, row.time_ms, value});
       }
     }
     for (const Series& s : series_) keys_.push_back(s.key);
@@ -91,6 +93,7 @@ class GroupedBatch {
 
   const std::vector<std::string>& keys() const { return keys_; }
   std::vector<Series>& series() { return series_; }
+  const std::vector<Series>& series() const { return series_; }
   int64_t points() const {
     int64_t n = 0;
     for (const Series& s : series_) n += int64_t(s.is_system ? s.points.size() : s.values.size());
@@ -98,25 +101,17 @@ class GroupedBatch {
   }
 
   // Rows without a step take the writer's next step in order; explicit steps move the next step
-  // past them. Fills every history series' points; returns the writer's new next step. System
-  // samples are indexed by time: their step is their time in ms.
-  int64_t AssignSteps(int64_t next_step) {
-    std::vector<int64_t> steps(batch_.rows.size());
-    for (size_t r = 0; r < batch_.rows.size(); ++r) {
-      int64_t step = batch_.rows[r].step;
-      if (step < 0) {
-        step = next_step++;
-      } else if (step >= next_step) {
-        next_step = step == kMaxStep ? step : step + 1;
-      }
-      steps[r] = step;
-    }
+  // past them (store::AssignSteps). Fills every history series' points; returns the writer's
+  // new next step. System samples are indexed by time: their step is their time in ms.
+  Result<int64_t> AssignSteps(int64_t next_step) {
+    std::vector<int64_t> steps;
+    COHORT_ASSIGN_OR_RETURN(next_step, store::AssignSteps(batch_.rows, next_step, &steps));
     for (Series& s : series_) {
       if (s.is_system) continue;
       s.points.clear();
       s.points.reserve(s.values.size());
       for (const auto& [r, value] : s.values) {
-        s.points.push_back(Point{steps[r], batch_.rows[r].time_ms, value});
+        s.points.push_back(series::Point{steps[r], batch_.rows[r].time_ms, value});
       }
     }
     return next_step;
@@ -206,48 +201,76 @@ constexpr const char* kReadTails =
 // The final statement, with the parts a batch needs (every part costs executor work even when
 // empty): deleting compacted tail chunks, stream positions, console lines. Parameters are numbered
 // the same in every variant (unused ones are sent empty).
-const std::string& WriteBatchSql(bool deletes, bool positions, bool console) {
+//
+// `guarded` (the one-round-trip path): the statement first checks, under the row locks that
+// kFastLock took, that the writer ($38: next step) and the batch's series ($39..$43: pk,
+// next_idx, tail_idx, tail_count, tail_chunks) are in the state the batch was planned from and
+// that the seq is new, records (writer, seq) only then, and makes every change depend on that
+// record: a stale plan or a duplicate changes nothing and no statement fails. It answers one row,
+// the number of batches recorded (1: stored, 0: nothing written).
+const std::string& WriteBatchSql(bool deletes, bool positions, bool console, bool guarded) {
   static const std::vector<std::string> kVariants = [] {
     std::vector<std::string> out;
-    for (int mask = 0; mask < 8; ++mask) {
+    for (int mask = 0; mask < 16; ++mask) {
+      const bool guard = mask & 8;
+      const std::string g = guard ? " AND EXISTS (SELECT 1 FROM b)" : "";
       std::string sql = "WITH ";
+      if (guard) {
+        sql +=
+            "ok AS (SELECT 1 FROM writers w WHERE w.pk = $2 AND w.next_step = $38 AND "
+            "$5 > w.pruned_seq AND (SELECT count(*) FROM series s JOIN unnest($39::int8[], "
+            "$40::int8[], $41::int8[], $42::int8[], $43::int8[]) AS e(pk, ni, ti, tc, tk) "
+            "ON s.pk = e.pk WHERE s.writer_pk = $2 AND s.next_idx = e.ni AND s.tail_idx = e.ti "
+            "AND s.tail_count = e.tc AND s.tail_chunks = e.tk) = cardinality($39::int8[])), "
+            "b AS (INSERT INTO batches (writer_pk, seq, stored_ms) SELECT $2, $5, $3 FROM ok "
+            "ON CONFLICT DO NOTHING RETURNING 1), ";
+      }
       if (mask & 1) {
         sql +=
             "del AS (DELETE FROM chunks c USING unnest($29::int8[], $30::int8[], $31::int8[]) "
-            "AS d(pk, lo, hi) WHERE c.series_pk = d.pk AND c.idx >= d.lo AND c.idx < d.hi), ";
+            "AS d(pk, lo, hi) WHERE c.series_pk = d.pk AND c.idx >= d.lo AND c.idx < d.hi" +
+            g + "), ";
       }
       sql +=
           "ch AS (INSERT INTO chunks (series_pk, idx, count, min_step, max_step, min_time, "
           "max_time, vmin, vmax, vsum, vfirst, vlast, nan_count, data) "
           "SELECT * FROM unnest($7::int8[], $8::int8[], $9::int8[], $10::int8[], $11::int8[], "
           "$12::int8[], $13::int8[], $14::float8[], $15::float8[], $16::float8[], $17::float8[], "
-          "$18::float8[], $19::int8[], $20::bytea[])), "
+          "$18::float8[], $19::int8[], $20::bytea[])" +
+          (guard ? std::string(" WHERE EXISTS (SELECT 1 FROM b)") : std::string()) + "), " +
           "se AS (UPDATE series s SET count = s.count + v.n, min_step = least(s.min_step, v.lo), "
           "max_step = greatest(s.max_step, v.hi), next_idx = v.ni, tail_idx = v.ti, "
           "tail_count = v.tc, tail_chunks = v.tk FROM unnest($21::int8[], $22::int8[], "
           "$23::int8[], $24::int8[], $25::int8[], $26::int8[], $27::int8[], $28::int8[]) "
-          "AS v(pk, n, lo, hi, ni, ti, tc, tk) WHERE s.pk = v.pk), "
+          "AS v(pk, n, lo, hi, ni, ti, tc, tk) WHERE s.pk = v.pk" +
+          g + "), " +
           "wr AS (UPDATE writers SET heartbeat_ms = greatest(heartbeat_ms, $3), next_step = $4, "
-          "last_seq = greatest(last_seq, $5) WHERE pk = $2)";
+          "last_seq = greatest(last_seq, $5) WHERE pk = $2" +
+          g + ")";
       if (mask & 2) {
         sql +=
             ", sp AS (INSERT INTO stream_positions (writer_pk, stream, next_offset) "
-            "SELECT $2, t.s, t.n FROM unnest($36::text[], $37::int8[]) AS t(s, n) "
-            "ON CONFLICT (writer_pk, stream) DO UPDATE SET next_offset = excluded.next_offset)";
+            "SELECT $2, t.s, t.n FROM unnest($36::text[], $37::int8[]) AS t(s, n)" +
+            (guard ? std::string(" WHERE EXISTS (SELECT 1 FROM b)") : std::string()) +
+            " ON CONFLICT (writer_pk, stream) DO UPDATE SET next_offset = excluded.next_offset)";
       }
       const std::string run_update =
           "UPDATE runs SET updated_ms = greatest(updated_ms, $3), "
           "heartbeat_ms = greatest(heartbeat_ms, $3), console_next = console_next + $6 "
-          "WHERE pk = $1";
+          "WHERE pk = $1" +
+          g;
+      const std::string console_insert =
+          "INSERT INTO console (run_pk, id, writer_pk, time_ms, stream, text, line_no) "
+          "SELECT $1, ru.base + t.ord, $2, t.time_ms, t.stream, t.text, "
+          "nullif(t.line_no, -1) FROM ru, unnest($32::int8[], $33::text[], $34::text[], "
+          "$35::int8[]) WITH ORDINALITY AS t(time_ms, stream, text, line_no, ord) "
+          "ON CONFLICT (writer_pk, line_no) WHERE line_no IS NOT NULL DO UPDATE SET "
+          "time_ms = excluded.time_ms, stream = excluded.stream, text = excluded.text";
       if (mask & 4) {  // console ids come from the run row, under its lock
-        sql += ", ru AS (" + run_update +
-               " RETURNING console_next - $6 AS base) "
-               "INSERT INTO console (run_pk, id, writer_pk, time_ms, stream, text, line_no) "
-               "SELECT $1, ru.base + t.ord, $2, t.time_ms, t.stream, t.text, "
-               "nullif(t.line_no, -1) FROM ru, unnest($32::int8[], $33::text[], $34::text[], "
-               "$35::int8[]) WITH ORDINALITY AS t(time_ms, stream, text, line_no, ord) "
-               "ON CONFLICT (writer_pk, line_no) WHERE line_no IS NOT NULL DO UPDATE SET "
-               "time_ms = excluded.time_ms, stream = excluded.stream, text = excluded.text";
+        sql += ", ru AS (" + run_update + " RETURNING console_next - $6 AS base) ";
+        sql += guard ? ", co AS (" + console_insert + ") SELECT count(*) FROM b" : console_insert;
+      } else if (guard) {
+        sql += ", ru AS (" + run_update + ") SELECT count(*) FROM b";
       } else {
         sql += " " + run_update;
       }
@@ -255,34 +278,31 @@ const std::string& WriteBatchSql(bool deletes, bool positions, bool console) {
     }
     return out;
   }();
-  return kVariants[(deletes ? 1 : 0) | (positions ? 2 : 0) | (console ? 4 : 0)];
+  return kVariants[(deletes ? 1 : 0) | (positions ? 2 : 0) | (console ? 4 : 0) | (guarded ? 8 : 0)];
 }
 
-// The fast path's first statement: locks the writer row ($1, of run $2) and the batch's series
-// rows in the state the batch was planned from ($5: the writer's next step; $6..$10: each
-// series' pk, next_idx, tail_idx, tail_count, tail_chunks) and records (writer, seq) ($3, $4:
-// now). FOR UPDATE reads the latest version of each row, so the comparison holds even when this
-// statement waited for another server's transaction. When anything differs (or the seq was
-// stored before) it fails with division_by_zero, which aborts the pipeline before the write:
-// nothing is changed and the batch takes the path that reads the rows.
+// The one-round-trip path's first statement: locks the writer row ($1, of run $2) and the
+// batch's series rows ($3: their pks) and reads them. FOR UPDATE reads the latest version of each
+// row, even when this statement waited for another server's transaction, so the guarded write
+// that follows (WriteBatchSql) sees them as they are and nobody changes them until COMMIT. When
+// the write stored nothing, these rows tell whether the batch was a duplicate (the rows are as
+// planned) or the plan was stale (they are not; the batch is planned again from them). The writer
+// is locked before its series (s reads w), the order of every other path. One row per series
+// (series columns NULL when the writer has none of them); no row: no such writer.
 constexpr const char* kFastLock =
-    "WITH w AS (SELECT pk, next_step, pruned_seq FROM writers WHERE pk = $1 AND run_pk = $2 "
-    "FOR UPDATE), "
-    "b AS (INSERT INTO batches (writer_pk, seq, stored_ms) SELECT pk, $3, $4 FROM w "
-    "WHERE $3 > w.pruned_seq ON CONFLICT DO NOTHING RETURNING 1), "
-    "s AS (SELECT s.pk FROM series s JOIN unnest($6::int8[], $7::int8[], $8::int8[], "
-    "$9::int8[], $10::int8[]) AS e(pk, ni, ti, tc, tk) ON s.pk = e.pk WHERE s.writer_pk = $1 "
-    "AND s.next_idx = e.ni AND s.tail_idx = e.ti AND s.tail_count = e.tc AND "
-    "s.tail_chunks = e.tk FOR UPDATE OF s) "
-    "SELECT 1 / ((SELECT count(*) FROM w WHERE next_step = $5) * (SELECT count(*) FROM b) * "
-    "((SELECT count(*) FROM s) = cardinality($6::int8[]))::int)::int";
+    "WITH w AS (SELECT pk, next_step FROM writers WHERE pk = $1 AND run_pk = $2 FOR UPDATE), "
+    "s AS (SELECT s.key, s.pk, s.next_idx, s.tail_idx, s.tail_count, s.tail_chunks FROM series s "
+    "JOIN w ON s.writer_pk = w.pk WHERE s.pk = ANY($3::int8[]) FOR UPDATE OF s) "
+    "SELECT w.next_step, s.key, s.pk, s.next_idx, s.tail_idx, s.tail_count, s.tail_chunks "
+    "FROM w LEFT JOIN s ON true";
 
 // Everything the batch's final statement writes, as column arrays.
 class BatchWrite {
  public:
   // Plans appending `points` to `s` (updating it), series/tail.h: `tail` holds the points of
   // the tail when TailNeedsCompaction, else nullptr.
-  Status Append(SeriesState* s, const std::vector<Point>& points, const std::vector<Point>* tail) {
+  Status Append(SeriesState* s, const std::vector<series::Point>& points,
+                const std::vector<series::Point>* tail) {
     s->tail.chunk_limit = series::TailChunkLimit(s->pk);
     COHORT_ASSIGN_OR_RETURN(series::TailAppend plan,
                             series::PlanTailAppend(&s->tail, points, tail));
@@ -293,7 +313,7 @@ class BatchWrite {
     }
     for (series::ChunkWrite& w : plan.chunks) AddChunk(s->pk, w.index, std::move(w));
     int64_t lo = kMaxStep, hi = kMinStep;
-    for (const Point& p : points) {
+    for (const series::Point& p : points) {
       lo = std::min(lo, p.step);
       hi = std::max(hi, p.step);
     }
@@ -407,29 +427,74 @@ std::shared_ptr<const pg::IngestCache::Writer> AfterBatch(
   return w;
 }
 
-// The fast path, in one round trip on `pool` when `cached` holds the writer's state: nullopt
-// when it does not apply (a series it does not know, a compaction, stream positions) or when
-// `group` refused it (the state was stale, the seq stored: nothing of it was written), an error
-// when it failed (without `group`: also a stale state; nothing was written unless the connection
-// failed after COMMIT was sent). With `group` the batch shares a transaction with concurrent
-// batches (pg_group_commit.h); `group_key` names its writer. Fills *states and *next_step as the
-// batch leaves them.
-Result<std::optional<IngestResult>> IngestFast(
-    pg::Pool* pool, pg::GroupCommit* group, const std::string& group_key,
-    const pg::IngestCache::Writer& cached, const IngestBatch& batch, GroupedBatch& grouped,
-    int64_t now_ms, std::unordered_map<std::string, SeriesState>* states, int64_t* next_step) {
-  if (!batch.positions.empty()) return std::optional<IngestResult>();
-  for (const GroupedBatch::Series& gs : grouped.series()) {
-    if (!cached.series.contains(gs.key)) return std::optional<IngestResult>();
+// What the one-round-trip path did with a batch.
+struct FastOutcome {
+  enum class Kind {
+    kNotApplicable,  // not tried (a series it does not know, a compaction, stream positions)
+    kStored,         // stored and committed
+    kDuplicate,      // stored before: acknowledged, nothing written
+    kStale,          // planned from a state the rows no longer have: nothing written
+  };
+  Kind kind = Kind::kNotApplicable;
+  IngestResult result;  // kStored, kDuplicate
+  // kStored: the writer as the batch left it. kStale: the writer as its locked rows were
+  // (without the batch's series that it does not have), null when the writer is gone.
+  std::shared_ptr<const pg::IngestCache::Writer> writer;
+};
+
+// Reads kFastLock's answer into the writer's state over `cached`; sets *as_planned when it
+// matches what the batch was planned from (`e_*`).
+std::shared_ptr<const pg::IngestCache::Writer> ReadLocked(
+    const PgResult& res, const pg::IngestCache::Writer& cached, const std::vector<int64_t>& e_pk,
+    const std::vector<int64_t>& e_ni, const std::vector<int64_t>& e_ti,
+    const std::vector<int64_t>& e_tc, const std::vector<int64_t>& e_tk, const GroupedBatch& grouped,
+    bool* as_planned) {
+  *as_planned = false;
+  if (res.rows() == 0) return nullptr;
+  auto w = std::make_shared<pg::IngestCache::Writer>(cached);
+  w->next_step = res.Int(0, 0);
+  std::unordered_map<int64_t, size_t> planned;  // series pk -> index in e_*
+  for (size_t i = 0; i < e_pk.size(); ++i) planned[e_pk[i]] = i;
+  size_t matching = 0;
+  for (const GroupedBatch::Series& gs : grouped.series()) w->series.erase(gs.key);
+  for (int r = 0; r < res.rows(); ++r) {
+    if (res.IsNull(r, 1)) continue;
+    const SeriesState state{res.Int(r, 2), series::TailState{res.Int(r, 3), res.Int(r, 4),
+                                                             res.Int(r, 5), res.Int(r, 6)}};
+    w->series[res.Text(r, 1)] = state;
+    auto it = planned.find(state.pk);
+    if (it != planned.end() && state.tail.next_idx == e_ni[it->second] &&
+        state.tail.tail_idx == e_ti[it->second] && state.tail.tail_count == e_tc[it->second] &&
+        state.tail.tail_chunks == e_tk[it->second]) {
+      ++matching;
+    }
   }
-  *next_step = grouped.AssignSteps(cached.next_step);
-  std::vector<int64_t> e_pk, e_ni, e_ti, e_tc, e_tk;  // the state planned from
-  BatchWrite write;
-  states->clear();
+  *as_planned = w->next_step == cached.next_step && matching == e_pk.size();
+  return w;
+}
+
+// The one-round-trip path, when `cached` holds the writer's state: the batch is planned from it
+// and BEGIN, kFastLock, the guarded write (WriteBatchSql) and COMMIT go out in one pipeline on
+// `pool`, or with `group` in a transaction shared with concurrent batches (pg_group_commit.h;
+// `group_key` names the writer). No statement fails when the plan is stale or the batch a
+// duplicate: the write then changes nothing and the locked rows tell which it was. An error:
+// the transaction failed (nothing written unless the connection failed after COMMIT was sent).
+Result<FastOutcome> IngestFast(pg::Pool* pool, pg::GroupCommit* group, const std::string& group_key,
+                               const pg::IngestCache::Writer& cached, const IngestBatch& batch,
+                               GroupedBatch& grouped, int64_t now_ms) {
+  FastOutcome out;
+  if (!batch.positions.empty()) return out;
   for (const GroupedBatch::Series& gs : grouped.series()) {
-    SeriesState& s = (*states)[gs.key] = cached.series.at(gs.key);
+    if (!cached.series.contains(gs.key)) return out;
+  }
+  COHORT_ASSIGN_OR_RETURN(const int64_t next_step, grouped.AssignSteps(cached.next_step));
+  std::vector<int64_t> e_pk, e_ni, e_ti, e_tc, e_tk;  // the state planned from
+  std::unordered_map<std::string, SeriesState> states;
+  BatchWrite write;
+  for (const GroupedBatch::Series& gs : grouped.series()) {
+    SeriesState& s = states[gs.key] = cached.series.at(gs.key);
     s.tail.chunk_limit = series::TailChunkLimit(s.pk);
-    if (series::TailNeedsCompaction(s.tail, gs.points.size())) return std::optional<IngestResult>();
+    if (series::TailNeedsCompaction(s.tail, gs.points.size())) return out;
     e_pk.push_back(s.pk);
     e_ni.push_back(s.tail.next_idx);
     e_ti.push_back(s.tail.tail_idx);
@@ -439,11 +504,13 @@ Result<std::optional<IngestResult>> IngestFast(
   }
   const ConsoleArrays console(batch.console);
   Params lock;
-  lock.Add(cached.writer_pk).Add(cached.run_pk).Add(batch.seq).Add(now_ms).Add(cached.next_step);
-  lock.AddArray(e_pk).AddArray(e_ni).AddArray(e_ti).AddArray(e_tc).AddArray(e_tk);
+  lock.Add(cached.writer_pk).Add(cached.run_pk).AddArray(e_pk);
   Params p;
-  AddWriteParams(&p, cached.run_pk, cached.writer_pk, now_ms, *next_step, batch, write, console);
-  const std::string& sql = WriteBatchSql(false, false, !console.times.empty());
+  AddWriteParams(&p, cached.run_pk, cached.writer_pk, now_ms, next_step, batch, write, console);
+  p.Add(cached.next_step).AddArray(e_pk).AddArray(e_ni).AddArray(e_ti).AddArray(e_tc);
+  p.AddArray(e_tk);
+  const std::string& sql = WriteBatchSql(false, false, !console.times.empty(), /*guarded=*/true);
+  std::vector<PgResult> results;
   if (group != nullptr) {
     pg::GroupCommit::Member member;
     member.lock.push_back({kFastLock, &lock});
@@ -452,19 +519,36 @@ Result<std::optional<IngestResult>> IngestFast(
     member.write_order = cached.run_pk;
     member.key = group_key;
     pg::GroupCommit::Answer answer = group->Run(member);
-    if (answer.outcome == pg::GroupCommit::Outcome::kRefused) {
-      return std::optional<IngestResult>();
-    }
+    if (answer.outcome == pg::GroupCommit::Outcome::kRefused) return out;  // an SQL error
     COHORT_RETURN_IF_ERROR(answer.status);
+    results = std::move(answer.results);
   } else {
     COHORT_RETURN_IF_ERROR(pg::RunTransaction(pool, pg::TxnMode::kWrite, [&](Conn* c) -> Status {
-      return c->ExecPipeline({{kFastLock, &lock}, {sql, &p}}, true).status();
+      COHORT_ASSIGN_OR_RETURN(results, c->ExecPipeline({{kFastLock, &lock}, {sql, &p}}, true));
+      return Status::Ok();
     }));
   }
-  IngestResult result;
-  result.points = grouped.points();
-  result.next_step = *next_step;
-  return std::optional<IngestResult>(result);
+  if (results.size() != 2 || results[1].rows() != 1) {
+    return Status::Internal("postgres: unexpected answer to a batch's pipeline");
+  }
+  if (results[1].Int(0, 0) == 1) {
+    out.kind = FastOutcome::Kind::kStored;
+    out.result.points = grouped.points();
+    out.result.next_step = next_step;
+    out.writer = AfterBatch(&cached, cached.writer_pk, cached.run_pk, next_step, states);
+    return out;
+  }
+  bool as_planned = false;
+  out.writer = ReadLocked(results[0], cached, e_pk, e_ni, e_ti, e_tc, e_tk, grouped, &as_planned);
+  if (as_planned) {  // the rows are as planned, so the seq was stored before
+    out.kind = FastOutcome::Kind::kDuplicate;
+    out.result.duplicate = true;
+    out.result.next_step = cached.next_step;
+    out.writer = nullptr;  // the cached state stays right
+    return out;
+  }
+  out.kind = FastOutcome::Kind::kStale;
+  return out;
 }
 
 }  // namespace
@@ -474,23 +558,34 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
   COHORT_RETURN_IF_ERROR(ValidateBatch(batch));
   GroupedBatch grouped(batch);
   const std::string cache_key = pg::IngestCache::Key(ref, label);
-  const std::shared_ptr<const pg::IngestCache::Writer> cached = ingest_cache_.Get(cache_key);
-  if (cached != nullptr) {
-    std::unordered_map<std::string, SeriesState> states;
-    int64_t next_step = 0;
-    Result<std::optional<IngestResult>> fast =
-        IngestFast(primary_pool(), group_commit_.get(), cache_key, *cached, batch, grouped, now_ms,
-                   &states, &next_step);
-    if (fast.ok() && fast->has_value()) {
-      fast_ingests_.fetch_add(1, std::memory_order_relaxed);
-      ingest_cache_.Put(cache_key, AfterBatch(cached.get(), cached->writer_pk, cached->run_pk,
-                                              next_step, states));
-      return std::move(**fast);
+  std::shared_ptr<const pg::IngestCache::Writer> cached = ingest_cache_.Get(cache_key);
+  // The one-round-trip path; when the plan was stale (another server wrote for the writer
+  // meanwhile), once more planned from the rows as they were read under their locks.
+  for (int attempt = 0; cached != nullptr && attempt < 2; ++attempt) {
+    Result<FastOutcome> fast =
+        IngestFast(primary_pool(), group_commit_.get(), cache_key, *cached, batch, grouped, now_ms);
+    if (!fast.ok()) {
+      ingest_cache_.Erase(cache_key);
+      // A failed fast transaction may have committed before its connection failed; the path
+      // below then finds (writer, seq) stored. Without a seq it cannot tell: report the failure.
+      if (batch.seq <= 0) return fast.status();
+      cached = nullptr;
+      break;
     }
-    ingest_cache_.Erase(cache_key);
-    // A failed fast transaction may have committed before its connection failed; the path
-    // below then finds (writer, seq) stored. Without a seq it cannot tell: report the failure.
-    if (!fast.ok() && batch.seq <= 0) return fast.status();
+    if (fast->kind == FastOutcome::Kind::kStored) {
+      fast_ingests_.fetch_add(1, std::memory_order_relaxed);
+      ingest_cache_.Put(cache_key, std::move(fast->writer));
+      return std::move(fast->result);
+    }
+    if (fast->kind == FastOutcome::Kind::kDuplicate) return std::move(fast->result);
+    if (fast->kind == FastOutcome::Kind::kNotApplicable) break;
+    stale_ingests_.fetch_add(1, std::memory_order_relaxed);
+    cached = std::move(fast->writer);
+    if (cached == nullptr) {
+      ingest_cache_.Erase(cache_key);
+    } else {
+      ingest_cache_.Put(cache_key, cached);
+    }
   }
 
   // The path that reads the writer's rows first: two round trips, more for new series,
@@ -549,7 +644,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
       }
     }
 
-    next_step = grouped.AssignSteps(next_step);
+    COHORT_ASSIGN_OR_RETURN(next_step, grouped.AssignSteps(next_step));
     result.points = grouped.points();
 
     // Create the missing series. One that another server created meanwhile conflicts; a later
@@ -583,7 +678,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     }
 
     // Read the tails this batch compacts.
-    std::unordered_map<int64_t, std::vector<Point>> tails;  // series pk -> tail points
+    std::unordered_map<int64_t, std::vector<series::Point>> tails;  // series pk -> tail points
     {
       std::vector<int64_t> compact_pk, compact_from;
       for (const GroupedBatch::Series& gs : grouped.series()) {
@@ -599,9 +694,9 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
         q.AddArray(compact_pk).AddArray(compact_from);
         COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kReadTails, q));
         for (int i = 0; i < res.rows(); ++i) {
-          COHORT_ASSIGN_OR_RETURN(std::vector<Point> points,
+          COHORT_ASSIGN_OR_RETURN(std::vector<series::Point> points,
                                   series::DecodeChunk(res.BytesView(i, 1)));
-          std::vector<Point>& tail = tails[res.Int(i, 0)];
+          std::vector<series::Point>& tail = tails[res.Int(i, 0)];
           tail.insert(tail.end(), points.begin(), points.end());
         }
       }
@@ -628,8 +723,8 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     const ConsoleArrays console(batch.console);
     Params p;
     AddWriteParams(&p, run_pk, writer_pk, now_ms, next_step, batch, write, console);
-    const std::string& sql =
-        WriteBatchSql(write.has_deletes(), !batch.positions.empty(), !console.times.empty());
+    const std::string& sql = WriteBatchSql(write.has_deletes(), !batch.positions.empty(),
+                                           !console.times.empty(), /*guarded=*/false);
     COHORT_RETURN_IF_ERROR(c->ExecAndCommit(sql, p).status());
     result.next_step = next_step;
     // Series the batch did not touch keep their cached state (checked when used).

@@ -4,6 +4,8 @@
 #include <string_view>
 #include <vector>
 
+#include "store/store.h"
+
 namespace cohort::store::pg {
 namespace {
 
@@ -104,7 +106,8 @@ Result<ConnInfo> ReadConnInfo(const ConnInfo& primary, std::string_view hosts) {
 Result<PostgresOptions> ParsePostgresUrl(const std::string& url) {
   std::string_view u = url;
   if (!u.starts_with("postgresql://") && !u.starts_with("postgres://")) {
-    return Status::InvalidArgument("store url '" + url + "' is not postgresql://...");
+    return Status::InvalidArgument("store url '" + store::RedactUrl(url) +
+                                   "' is not postgresql://...");
   }
   PostgresOptions options;
   std::string libpq_url(u.substr(0, u.find('?')));

@@ -9,8 +9,8 @@
 #include "cohort/status.h"
 #include "store/postgres/pg_conn.h"
 #include "store/run_ref.h"
+#include "store/run_types.h"
 #include "store/sql_rows.h"
-#include "store/types.h"
 
 namespace cohort::store::pg {
 

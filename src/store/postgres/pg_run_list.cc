@@ -61,6 +61,14 @@ std::vector<double> Numbers(const std::vector<FilterValue>& values) {
 
 void AddTextColumn(const RunPredicate& p, Where* w) {
   const std::string col = RunFilterColumn(p.field);
+  if (IsTimeField(p.field)) {  // ParseFilter allows ==, !=, <, > only
+    const char* cmp = p.op == FilterOp::kEq   ? " = "
+                      : p.op == FilterOp::kNe ? " <> "
+                      : p.op == FilterOp::kLt ? " < "
+                                              : " > ";
+    w->And(col + cmp + w->Param(int64_t(*p.values[0].number)));
+    return;
+  }
   switch (p.op) {
     case FilterOp::kEq:
       w->And(col + " = " + w->Param(p.values[0].text));

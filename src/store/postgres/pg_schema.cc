@@ -252,6 +252,25 @@ BEGIN
 END
 $$;
 )sql"},
+      // Version 5 (browser sessions in the store), as SQLite's version 5: one row per one-time
+      // login token (kind 'login') or session (kind 'session'), by the SHA-256 of its secret,
+      // acting for the API key key_pk until expires_ms or until that key is revoked
+      // (pg_sessions.cc).
+      {5, R"sql(
+CREATE TABLE sessions (
+  hash text COLLATE "C" PRIMARY KEY,
+  kind text NOT NULL,
+  key_pk bigint NOT NULL,
+  created_ms bigint NOT NULL,
+  expires_ms bigint NOT NULL
+);
+CREATE INDEX sessions_by_expiry ON sessions (expires_ms);
+)sql"},
+      // Version 6 (the summary's last values, store/run_summary.h): runs.summary_explicit, a
+      // JSON array of the summary keys set explicitly.
+      {6, R"sql(
+ALTER TABLE runs ADD COLUMN summary_explicit text NOT NULL DEFAULT '[]';
+)sql"},
   };
   return kMigrations;
 }

@@ -62,18 +62,20 @@ Result<std::vector<SeriesInfo>> PostgresStore::ListSeries(const RunRef& ref) {
 }
 
 Result<std::vector<SeriesData>> PostgresStore::QueryHistory(const HistoryQuery& q) {
-  if (q.buckets < 0) return Status::InvalidArgument("history: buckets must be >= 0");
-  if (q.buckets == 0 && q.limit <= 0) return Status::InvalidArgument("history: limit must be > 0");
+  if (q.series.buckets < 0) return Status::InvalidArgument("history: buckets must be >= 0");
+  if (q.series.buckets == 0 && q.series.limit <= 0)
+    return Status::InvalidArgument("history: limit must be > 0");
   const std::set<std::string> keys(q.keys.begin(), q.keys.end());
   const std::set<std::string> writers(q.writers.begin(), q.writers.end());
 
   // Chunks whose step and time ranges meet the query's.
-  int64_t lo = q.min_step.value_or(kMinStep);
-  if (q.buckets == 0 && q.after_step != kMinStep) {
-    lo = std::max(lo, q.after_step == kMaxStep ? kMaxStep : q.after_step + 1);
+  int64_t lo = q.series.min_step.value_or(kMinStep);
+  if (q.series.buckets == 0 && q.series.after_step != kMinStep) {
+    lo = std::max(lo, q.series.after_step == kMaxStep ? kMaxStep : q.series.after_step + 1);
   }
-  const int64_t hi = q.max_step.value_or(kMaxStep);
-  const int64_t tlo = q.min_time_ms.value_or(kMinStep), thi = q.max_time_ms.value_or(kMaxStep);
+  const int64_t hi = q.series.max_step.value_or(kMaxStep);
+  const int64_t tlo = q.series.min_time_ms.value_or(kMinStep),
+                thi = q.series.max_time_ms.value_or(kMaxStep);
 
   return ReadReplica(pg::TxnMode::kRead, [&](Conn* c) -> Result<std::vector<SeriesData>> {
     COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(c, q.run));
@@ -142,7 +144,7 @@ Result<std::vector<SeriesData>> PostgresStore::QueryHistory(const HistoryQuery& 
           return data;
         }
         std::vector<int64_t> ids = {id};
-        if (q.buckets == 0 && position.contains(id)) {
+        if (q.series.buckets == 0 && position.contains(id)) {
           for (size_t i = position[id] + 1; i < m.chunks.size() && ids.size() < kRawPrefetchChunks;
                ++i) {
             ids.push_back(m.chunks[i].id);
@@ -169,7 +171,7 @@ Result<std::vector<SeriesData>> PostgresStore::QueryHistory(const HistoryQuery& 
       SeriesData data;
       data.key = m.key;
       data.writer = m.writer;
-      COHORT_RETURN_IF_ERROR(series::QuerySeries(m.chunks, load, q, &data));
+      COHORT_RETURN_IF_ERROR(series::QuerySeries(m.chunks, load, q.series, &data));
       out.push_back(std::move(data));
     }
     return out;

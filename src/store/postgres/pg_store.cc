@@ -10,6 +10,7 @@
 #include "store/postgres/pg_schema.h"
 #include "store/record_json.h"
 #include "store/run_state.h"
+#include "store/run_summary.h"
 #include "store/run_update.h"
 
 namespace cohort::store {
@@ -122,6 +123,52 @@ Status PostgresStore::RecomputeRunState(Conn* c, int64_t run_pk, int64_t now_ms)
       .status();
 }
 
+namespace {
+
+// The last point of each user series of the run's primary writers (of all writers when none is
+// primary): the value at the highest step of the series' newest chunk (chunk indexes only grow,
+// so it holds what the writer stored last). One primary-key lookup per series.
+constexpr const char* kLastPointsSql =
+    "SELECT s.key, c.vlast, c.max_step, c.max_time FROM series s "
+    "JOIN writers w ON w.pk = s.writer_pk "
+    "CROSS JOIN LATERAL (SELECT c2.vlast, c2.max_step, c2.max_time FROM chunks c2 "
+    "WHERE c2.series_pk = s.pk ORDER BY c2.idx DESC LIMIT 1) c "
+    "WHERE s.run_pk = $1 AND NOT s.is_system AND (w.is_primary OR NOT EXISTS "
+    "(SELECT 1 FROM writers w2 WHERE w2.run_pk = $1 AND w2.is_primary))";
+
+// The last stored point of each user series of the run's primary writers (`keys`: only those;
+// null: all). Callers hold the run's row lock.
+Result<LastPoints> LoadLastPoints(Conn* c, int64_t run_pk, const std::set<std::string>* keys) {
+  Params p;
+  p.Add(run_pk);
+  static const std::string kByKeys = std::string(kLastPointsSql) + " AND s.key = ANY($2)";
+  if (keys) p.AddTextArray(std::vector<std::string>(keys->begin(), keys->end()));
+  COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(keys ? kByKeys : kLastPointsSql, p));
+  LastPoints out;
+  for (int i = 0; i < res.rows(); ++i) {
+    out.Add(res.Text(i, 0), LastPoint{res.Double(i, 1), res.Int(i, 2), res.Int(i, 3)});
+  }
+  return out;
+}
+
+// The run's summary following its last stored points (store/run_summary.h).
+Status FollowSummary(Conn* c, int64_t run_pk) {
+  Params p;
+  p.Add(run_pk);
+  COHORT_ASSIGN_OR_RETURN(PgResult run,
+                          c->Exec("SELECT summary, summary_explicit FROM runs WHERE pk = $1", p));
+  if (run.rows() == 0) return Status::Ok();
+  COHORT_ASSIGN_OR_RETURN(LastPoints last, LoadLastPoints(c, run_pk, nullptr));
+  std::optional<std::string> next =
+      store::FollowLastPoints(run.Text(0, 0), last, ExplicitKeysFromJson(run.Text(0, 1)));
+  if (!next) return Status::Ok();
+  Params q;
+  q.Add(*next).AddJsonb(*next).Add(run_pk);
+  return c->Exec("UPDATE runs SET summary = $1, summary_doc = $2 WHERE pk = $3", q).status();
+}
+
+}  // namespace
+
 // ---- runs ----
 
 Result<std::pair<RunRecord, bool>> PostgresStore::UpsertRun(const RunUpsert& upsert) {
@@ -208,15 +255,36 @@ Result<RunRecord> PostgresStore::PatchRun(const RunRef& ref, const RunPatch& pat
   const int64_t now = NowMillis();
   return Write([&](Conn* c) -> Result<RunRecord> {
     COHORT_ASSIGN_OR_RETURN(RunRecord r, LoadRun(c, ref, /*lock=*/true));
+    // A summary key set to its series' last stored point keeps following it; any other value
+    // makes it explicit (store/run_summary.h).
+    std::optional<std::string> explicit_json;
+    if (patch.summary_json) {
+      COHORT_ASSIGN_OR_RETURN(std::set<std::string> keys, SummaryPatchKeys(*patch.summary_json));
+      COHORT_ASSIGN_OR_RETURN(LastPoints last, LoadLastPoints(c, r.pk, &keys));
+      Params q;
+      q.Add(r.pk);
+      COHORT_ASSIGN_OR_RETURN(PgResult cur,
+                              c->Exec("SELECT summary_explicit FROM runs WHERE pk = $1", q));
+      std::set<std::string> explicit_keys =
+          ExplicitKeysFromJson(cur.rows() ? cur.Text(0, 0) : "[]");
+      COHORT_RETURN_IF_ERROR(ClassifySummaryPatch(*patch.summary_json, last, &explicit_keys));
+      explicit_json = ExplicitKeysToJson(explicit_keys);
+    }
     COHORT_RETURN_IF_ERROR(ApplyRunPatch(patch, &r));
     Params p;
     p.Add(r.name).Add(r.group).Add(r.job_type).Add(r.notes).AddJsonb(StringsToJson(r.tags));
     p.Add(r.config_json).AddJsonb(r.config_json).Add(r.summary_json).AddJsonb(r.summary_json);
     p.Add(now).Add(r.pk);
+    if (explicit_json) {
+      p.Add(*explicit_json);
+    } else {
+      p.AddNull(pg::kTextOid);
+    }
     COHORT_RETURN_IF_ERROR(
         c->Exec("UPDATE runs SET name = $1, grp = $2, job_type = $3, notes = $4, tags = $5, "
                 "config = $6, config_doc = $7, summary = $8, summary_doc = $9, "
-                "updated_ms = greatest(updated_ms, $10) WHERE pk = $11",
+                "updated_ms = greatest(updated_ms, $10), "
+                "summary_explicit = coalesce($12, summary_explicit) WHERE pk = $11",
                 p)
             .status());
     return LoadRunByPk(c, r.pk);
@@ -329,7 +397,8 @@ Result<WriterRecord> PostgresStore::FinishWriter(const RunRef& ref, const std::s
                                     "finished_ms = $3 WHERE run_pk = $4 AND label = $5",
                                     p));
     if (res.affected() == 0) return pg::WriterNotFound(ref, label);
-    COHORT_RETURN_IF_ERROR(RecomputeRunState(c, run.pk, now_ms));
+    COHORT_RETURN_IF_ERROR(RecomputeRunState(c, run.pk, now_ms));  // locks the run row first
+    COHORT_RETURN_IF_ERROR(FollowSummary(c, run.pk));
     return LoadWriter(c, run.pk, ref, label);
   });
 }
@@ -344,7 +413,10 @@ Result<int64_t> PostgresStore::MarkStaleWritersCrashed(int64_t stale_before_ms, 
                               p));
     std::set<int64_t> runs;  // ordered: runs are locked in pk order
     for (int i = 0; i < res.rows(); ++i) runs.insert(res.Int(i, 0));
-    for (int64_t run_pk : runs) COHORT_RETURN_IF_ERROR(RecomputeRunState(c, run_pk, now_ms));
+    for (int64_t run_pk : runs) {
+      COHORT_RETURN_IF_ERROR(RecomputeRunState(c, run_pk, now_ms));  // locks the run row first
+      COHORT_RETURN_IF_ERROR(FollowSummary(c, run_pk));
+    }
     return int64_t(res.rows());
   });
 }

@@ -84,6 +84,14 @@ class PostgresStore final : public Store {
   Result<std::optional<ApiKeyRecord>> CreateFirstApiKey(const ApiKeyRecord& key) override;
   Result<int64_t> PruneBatches(int64_t stored_before_ms) override;
 
+  // pg_sessions.cc
+  Status CreateSession(const SessionRecord& s) override;
+  Result<ApiKeyRecord> RedeemLoginToken(const std::string& token_hash, const SessionRecord& session,
+                                        int64_t now_ms) override;
+  Result<ApiKeyRecord> FindSession(const std::string& hash, int64_t now_ms) override;
+  Status DeleteSession(const std::string& hash) override;
+  Result<int64_t> PruneSessions(int64_t now_ms) override;
+
   // pg_dump.cc
   Status Export(const std::function<Status(const DumpRecord&)>& sink) override;
   Result<int64_t> Import(const std::vector<DumpRecord>& records, const DumpHeader& from) override;
@@ -92,6 +100,9 @@ class PostgresStore final : public Store {
 
   // Batches stored through the one-round-trip path of Ingest (pg_ingest.cc), for tests.
   int64_t fast_ingests() const { return fast_ingests_.load(std::memory_order_relaxed); }
+  // Tries of that path that found the writer's rows changed since this server planned the batch
+  // (another server wrote for the writer); each was planned again or took the reading path.
+  int64_t stale_ingests() const { return stale_ingests_.load(std::memory_order_relaxed); }
   // The group commit of those batches (PostgresOptions::group_commit); null when off.
   pg::GroupCommit* group_commit() { return group_commit_.get(); }
 
@@ -132,6 +143,7 @@ class PostgresStore final : public Store {
   pg::IngestCache ingest_cache_;     // pg_ingest.cc
   const bool ingest_cache_enabled_;  // PostgresOptions::ingest_cache
   std::atomic<int64_t> fast_ingests_{0};
+  std::atomic<int64_t> stale_ingests_{0};
   std::unique_ptr<pg::GroupCommit> group_commit_;  // null: off; uses primary_
 };
 

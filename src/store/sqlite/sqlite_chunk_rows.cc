@@ -50,7 +50,7 @@ Status SealWriterTails(Db* db, int64_t writer_pk) {
       tails.push_back({st.Int(0), st.Int(5), {st.Int(1), st.Int(2), st.Int(3), st.Int(4)}});
     }
   }
-  std::vector<Point> points;
+  std::vector<series::Point> points;
   for (Tail& t : tails) {
     points.clear();
     {
@@ -61,7 +61,7 @@ Status SealWriterTails(Db* db, int64_t writer_pk) {
       while (true) {
         COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
         if (!row) break;
-        COHORT_ASSIGN_OR_RETURN(std::vector<Point> chunk, series::DecodeChunk(st.BlobView(0)));
+        COHORT_ASSIGN_OR_RETURN(std::vector<series::Point> chunk, series::DecodeChunk(st.BlobView(0)));
         points.insert(points.end(), chunk.begin(), chunk.end());
       }
     }

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "cohort/status.h"
-#include "series/append.h"
 #include "series/chunk.h"
+#include "series/tail.h"
 #include "store/sqlite/sqlite_db.h"
 
 namespace cohort::store::sqlite {

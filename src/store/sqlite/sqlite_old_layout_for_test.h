@@ -14,7 +14,7 @@
 #include "series/chunk.h"
 #include "store/sqlite/sqlite_db.h"
 #include "store/sqlite/sqlite_summary_pages.h"
-#include "store/types.h"
+#include "store/store.h"
 
 namespace cohort::store::sqlite {
 
@@ -35,7 +35,7 @@ inline Status MakeOldLayout(const std::string& path, int64_t batch_rows) {
     }
   }
   for (int64_t pk : series) {
-    std::vector<Point> points;
+    std::vector<series::Point> points;
     {
       COHORT_ASSIGN_OR_RETURN(
           auto st, db->Prepare("SELECT data FROM chunks WHERE series_pk = ? ORDER BY idx"));

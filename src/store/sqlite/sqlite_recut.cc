@@ -67,23 +67,23 @@ Result<bool> RecutSeries(Db* db, int64_t series_pk, RecutCounts* counts) {
   if (straddling == 0) return false;
 
   // Every point of the series in chunk (arrival) order.
-  std::vector<store::Point> points;
+  std::vector<series::Point> points;
   int64_t chunks_before = 0;
   {
     COHORT_ASSIGN_OR_RETURN(
         Stmt st, db->Cached("SELECT count, data FROM chunks WHERE series_pk = ? ORDER BY idx"));
     st.Bind(series_pk);
-    std::vector<store::Point> chunk;
+    series::ChunkIterator chunk;
     while (true) {
       COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
       ++chunks_before;
-      Status s = series::DecodeChunkInto(st.BlobView(1), &chunk);
+      Status s = chunk.Reset(st.BlobView(1));
       if (!s.ok() || int64_t(chunk.size()) != st.Int(0)) {
         ++counts->series_damaged;
         return false;
       }
-      points.insert(points.end(), chunk.begin(), chunk.end());
+      points.insert(points.end(), chunk.points().begin(), chunk.points().end());
     }
   }
 

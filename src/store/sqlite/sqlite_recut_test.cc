@@ -76,18 +76,18 @@ std::string Snapshot(Store* store, int64_t points) {
   auto add_points = [&](const std::vector<SeriesData>& series) {
     for (const SeriesData& s : series) {
       out += s.key + "/" + s.writer + (s.more ? " more\n" : "\n");
-      for (const Point& p : s.points) {
+      for (const series::Point& p : s.points) {
         out += std::to_string(p.step) + "," + std::to_string(p.time_ms) + "," + bits(p.value) + ";";
       }
       out += "\n";
     }
   };
-  auto all = store->QueryHistory(HistoryQuery{.run = kRun, .limit = points + 1000});
+  auto all = store->QueryHistory(HistoryQuery{.run = kRun, .series = {.limit = points + 1000}});
   if (!all.ok()) return "error: " + all.status().ToString();
   add_points(*all);
   for (int64_t after = INT64_MIN;;) {
-    auto page = store->QueryHistory(
-        HistoryQuery{.run = kRun, .keys = {"noisy"}, .limit = 777, .after_step = after});
+    auto page = store->QueryHistory(HistoryQuery{
+        .run = kRun, .keys = {"noisy"}, .series = {.limit = 777, .after_step = after}});
     if (!page.ok() || page->empty()) return "error: paging";
     add_points(*page);
     if (!(*page)[0].more) break;
@@ -99,13 +99,13 @@ std::string Snapshot(Store* store, int64_t points) {
   // decoded points and re-cut pages keep it.
   auto zbits = [&bits](double d) { return bits(d == 0 ? 0.0 : d); };
   for (int buckets : {1000, int((points + 4095) / 4096)}) {
-    HistoryQuery q{.run = kRun, .buckets = buckets};
-    if (buckets != 1000) q.min_step = 0, q.max_step = buckets * int64_t{4096} - 1;
+    HistoryQuery q{.run = kRun, .series = {.buckets = buckets}};
+    if (buckets != 1000) q.series.min_step = 0, q.series.max_step = buckets * int64_t{4096} - 1;
     auto b = store->QueryHistory(q);
     if (!b.ok()) return "error: " + b.status().ToString();
     for (const SeriesData& s : *b) {
       out += s.key + " buckets\n";
-      for (const Bucket& k : s.buckets) {
+      for (const series::Bucket& k : s.buckets) {
         out += std::to_string(k.step_min) + "," + std::to_string(k.step_max) + "," +
                std::to_string(k.time_min) + "," + std::to_string(k.time_max) + "," +
                std::to_string(k.count) + "," + std::to_string(k.nan_count) + "," + zbits(k.min) +
@@ -124,9 +124,10 @@ std::string Snapshot(Store* store, int64_t points) {
 // The bucket sums of the noisy key (1,000 buckets), for a relative comparison.
 std::vector<double> NoisySums(Store* store) {
   std::vector<double> out;
-  auto b = store->QueryHistory(HistoryQuery{.run = kRun, .keys = {"noisy"}, .buckets = 1000});
+  auto b = store->QueryHistory(
+      HistoryQuery{.run = kRun, .keys = {"noisy"}, .series = {.buckets = 1000}});
   if (b.ok()) {
-    for (const Bucket& k : (*b)[0].buckets) out.push_back(k.sum);
+    for (const series::Bucket& k : (*b)[0].buckets) out.push_back(k.sum);
   }
   return out;
 }

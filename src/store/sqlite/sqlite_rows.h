@@ -6,9 +6,9 @@
 
 #include "cohort/status.h"
 #include "store/run_ref.h"
+#include "store/run_types.h"
 #include "store/sql_rows.h"
 #include "store/sqlite/sqlite_db.h"
-#include "store/types.h"
 
 namespace cohort::store::sqlite {
 

@@ -66,7 +66,11 @@ void AddTextColumn(const RunPredicate& p, Where* w) {
       w->And(col + " NOT IN (" + w->List(p.values, false) + ")");
       return;
   }
-  w->binds.emplace_back(p.values[0].text);
+  if (IsTimeField(p.field)) {
+    w->binds.emplace_back(int64_t(*p.values[0].number));
+  } else {
+    w->binds.emplace_back(p.values[0].text);
+  }
 }
 
 void AddTag(const RunPredicate& p, Where* w) {

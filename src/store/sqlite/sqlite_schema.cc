@@ -239,6 +239,26 @@ CREATE TRIGGER console_fts_update AFTER UPDATE OF text ON console BEGIN
   INSERT INTO console_fts (rowid, text) VALUES (new.pk, new.text);
 END;
 )sql"},
+      // Version 5 (browser sessions in the store, so that every server sharing it knows them;
+      // sqlite_sessions.cc): one row per one-time login token (kind 'login') or session (kind
+      // 'session'), by the SHA-256 of its secret, acting for the API key key_pk until
+      // expires_ms or until that key is revoked.
+      {5, R"sql(
+CREATE TABLE sessions (
+  hash TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  key_pk INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL,
+  expires_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX sessions_by_expiry ON sessions (expires_ms);
+)sql"},
+      // Version 6 (the summary's last values, store/run_summary.h):
+      //   runs.summary_explicit  a JSON array of the summary keys set explicitly; the other
+      //                          keys that have a series follow its last stored point.
+      {6, R"sql(
+ALTER TABLE runs ADD COLUMN summary_explicit TEXT NOT NULL DEFAULT '[]';
+)sql"},
   };
   return kMigrations;
 }

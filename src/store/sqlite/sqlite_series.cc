@@ -33,7 +33,7 @@ constexpr int64_t kMaxStep = std::numeric_limits<int64_t>::max();
 // The points of one batch, grouped by series key.
 struct SeriesPoints {
   bool is_system = false;
-  std::vector<Point> points;
+  std::vector<series::Point> points;
 };
 
 // The distinct keys of one run against IngestBatch::max_run_keys, counted only when a batch
@@ -86,14 +86,15 @@ class KeyGroups {
   // Call for the rows in the order Assign() saw them, history rows first.
   void AddRow(const HistoryRow& row, int64_t step) {
     for (const auto& [key, value] : row.values) {
-      groups_[cells_[next_cell_++]]->points.points.push_back(Point{step, row.time_ms, value});
+      groups_[cells_[next_cell_++]]->points.points.push_back(
+          series::Point{step, row.time_ms, value});
     }
   }
   // System samples are indexed by time: their step is their time in ms.
   void AddSystemRow(const SystemRow& row) {
     for (const auto& [key, value] : row.values) {
       groups_[cells_[next_cell_++]]->points.points.push_back(
-          Point{row.time_ms, row.time_ms, value});
+          series::Point{row.time_ms, row.time_ms, value});
     }
   }
 
@@ -202,7 +203,7 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const std::string
   }
   state.chunk_limit = series::TailChunkLimit(series_pk);
 
-  std::vector<Point> tail;
+  std::vector<series::Point> tail;
   const bool compact = series::TailNeedsCompaction(state, sp.points.size());
   if (compact) {
     COHORT_ASSIGN_OR_RETURN(
@@ -213,7 +214,8 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const std::string
     while (true) {
       COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
-      COHORT_ASSIGN_OR_RETURN(std::vector<Point> points, series::DecodeChunk(st.BlobView(0)));
+      COHORT_ASSIGN_OR_RETURN(std::vector<series::Point> points,
+                              series::DecodeChunk(st.BlobView(0)));
       tail.insert(tail.end(), points.begin(), points.end());
     }
     if (int64_t(tail.size()) != state.tail_count) {
@@ -253,7 +255,7 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const std::string
   }
 
   int64_t lo = kMaxStep, hi = kMinStep;
-  for (const Point& p : sp.points) {
+  for (const series::Point& p : sp.points) {
     lo = std::min(lo, p.step);
     hi = std::max(hi, p.step);
   }
@@ -361,17 +363,13 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
   // Steps: rows without one take the writer's next step in order; explicit steps move the next
   // step past them.
   KeyGroups groups;
-  int64_t next_step = writer.next_step;
+  std::vector<int64_t> steps;
+  COHORT_ASSIGN_OR_RETURN(const int64_t next_step,
+                          AssignSteps(batch.rows, writer.next_step, &steps));
   groups.Assign(batch);
-  for (const HistoryRow& row : batch.rows) {
-    int64_t step = row.step;
-    if (step < 0) {
-      step = next_step++;
-    } else if (step >= next_step) {
-      next_step = step == kMaxStep ? step : step + 1;
-    }
-    groups.AddRow(row, step);
-    result.points += int64_t(row.values.size());
+  for (size_t r = 0; r < batch.rows.size(); ++r) {
+    groups.AddRow(batch.rows[r], steps[r]);
+    result.points += int64_t(batch.rows[r].values.size());
   }
   // System samples are indexed by time: their step is their time in ms.
   for (const SystemRow& row : batch.system) {
@@ -441,8 +439,9 @@ Result<std::vector<SeriesInfo>> SqliteStore::ListSeries(const RunRef& ref) {
 }
 
 Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q) {
-  if (q.buckets < 0) return Status::InvalidArgument("history: buckets must be >= 0");
-  if (q.buckets == 0 && q.limit <= 0) return Status::InvalidArgument("history: limit must be > 0");
+  if (q.series.buckets < 0) return Status::InvalidArgument("history: buckets must be >= 0");
+  if (q.series.buckets == 0 && q.series.limit <= 0)
+    return Status::InvalidArgument("history: limit must be > 0");
   const std::set<std::string> keys(q.keys.begin(), q.keys.end());
   const std::set<std::string> writers(q.writers.begin(), q.writers.end());
 
@@ -476,12 +475,13 @@ Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q)
   }
 
   // Chunks whose step and time ranges meet the query's.
-  int64_t lo = q.min_step.value_or(kMinStep);
-  if (q.buckets == 0 && q.after_step != kMinStep) {
-    lo = std::max(lo, q.after_step == kMaxStep ? kMaxStep : q.after_step + 1);
+  int64_t lo = q.series.min_step.value_or(kMinStep);
+  if (q.series.buckets == 0 && q.series.after_step != kMinStep) {
+    lo = std::max(lo, q.series.after_step == kMaxStep ? kMaxStep : q.series.after_step + 1);
   }
-  const int64_t hi = q.max_step.value_or(kMaxStep);
-  const int64_t tlo = q.min_time_ms.value_or(kMinStep), thi = q.max_time_ms.value_or(kMaxStep);
+  const int64_t hi = q.series.max_step.value_or(kMaxStep);
+  const int64_t tlo = q.series.min_time_ms.value_or(kMinStep),
+                thi = q.series.max_time_ms.value_or(kMaxStep);
 
   COHORT_ASSIGN_OR_RETURN(Stmt blob, db->Prepare("SELECT data FROM chunks WHERE pk = ?"));
   series::ChunkLoader load = [&blob](int64_t id) -> Result<std::string> {
@@ -517,7 +517,7 @@ Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q)
     SeriesData data;
     data.key = m.key;
     data.writer = m.writer;
-    COHORT_RETURN_IF_ERROR(series::QuerySeries(chunks, load, q, &data));
+    COHORT_RETURN_IF_ERROR(series::QuerySeries(chunks, load, q.series, &data));
     out.push_back(std::move(data));
   }
   return out;

@@ -2,6 +2,7 @@
 // sqlite_run_list.cc, data in sqlite_series.cc, views and API keys in sqlite_meta.cc.
 #include "store/sqlite/sqlite_store.h"
 
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -10,6 +11,7 @@
 #include "core/ids.h"
 #include "store/record_json.h"
 #include "store/run_state.h"
+#include "store/run_summary.h"
 #include "store/run_update.h"
 #include "store/sqlite/sqlite_chunk_rows.h"
 #include "store/sqlite/sqlite_rows.h"
@@ -137,6 +139,71 @@ Status SqliteStore::RecomputeRunState(Db* db, int64_t run_pk, int64_t now_ms) {
   return st.Run();
 }
 
+namespace {
+
+// The last point of each user series of the run's primary writers (of all writers when none is
+// primary): the value at the highest step of the series' newest chunk (chunk indexes only grow,
+// so it holds what the writer stored last; a NaN value is stored as NULL). One index lookup per
+// series.
+constexpr const char* kLastPointsSql =
+    "SELECT s.key, c.vlast, c.max_step, c.max_time, c.vlast IS NULL FROM series s "
+    "JOIN writers w ON w.pk = s.writer_pk "
+    "JOIN chunks c ON c.pk = (SELECT c2.pk FROM chunks c2 WHERE c2.series_pk = s.pk "
+    "ORDER BY c2.idx DESC LIMIT 1) "
+    "WHERE s.run_pk = ?1 AND s.is_system = 0 AND (w.is_primary = 1 OR NOT EXISTS "
+    "(SELECT 1 FROM writers w2 WHERE w2.run_pk = ?1 AND w2.is_primary = 1))";
+
+// The last stored point of each user series of the run's primary writers (`keys`: only those;
+// null: all), inside the caller's transaction.
+Result<LastPoints> LoadLastPoints(Db* db, int64_t run_pk, const std::set<std::string>* keys) {
+  LastPoints out;
+  auto read = [&](Stmt& st) -> Status {
+    while (true) {
+      COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) return Status::Ok();
+      const double v = st.Int(4) != 0 ? std::numeric_limits<double>::quiet_NaN() : st.Double(1);
+      out.Add(st.Text(0), LastPoint{v, st.Int(2), st.Int(3)});
+    }
+  };
+  if (keys == nullptr) {
+    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(kLastPointsSql));
+    st.Bind(run_pk);
+    COHORT_RETURN_IF_ERROR(read(st));
+    return out;
+  }
+  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(std::string(kLastPointsSql) + " AND s.key = ?2"));
+  for (const std::string& key : *keys) {
+    st.Reset();
+    st.Bind(run_pk).Bind(key);
+    COHORT_RETURN_IF_ERROR(read(st));
+  }
+  return out;
+}
+
+// The run's summary following its last stored points (store/run_summary.h), inside the caller's
+// write transaction.
+Status FollowSummary(Db* db, int64_t run_pk) {
+  std::string summary, explicit_keys;
+  {
+    COHORT_ASSIGN_OR_RETURN(Stmt st,
+                            db->Cached("SELECT summary, summary_explicit FROM runs WHERE pk = ?"));
+    st.Bind(run_pk);
+    COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) return Status::Ok();
+    summary = st.Text(0);
+    explicit_keys = st.Text(1);
+  }
+  COHORT_ASSIGN_OR_RETURN(LastPoints last, LoadLastPoints(db, run_pk, nullptr));
+  std::optional<std::string> next =
+      store::FollowLastPoints(summary, last, ExplicitKeysFromJson(explicit_keys));
+  if (!next) return Status::Ok();
+  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("UPDATE runs SET summary = ? WHERE pk = ?"));
+  st.Bind(*next).Bind(run_pk);
+  return st.Run();
+}
+
+}  // namespace
+
 // ---- runs ----
 
 Result<std::pair<RunRecord, bool>> SqliteStore::UpsertRun(const RunUpsert& upsert) {
@@ -216,12 +283,32 @@ Result<RunRecord> SqliteStore::PatchRun(const RunRef& ref, const RunPatch& patch
   Db* db = writer_.get();
   COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
   COHORT_ASSIGN_OR_RETURN(RunRecord r, LoadRun(db, ref));
+  // A summary key set to its series' last stored point keeps following it; any other value
+  // makes it explicit (store/run_summary.h).
+  std::optional<std::string> explicit_json;
+  if (patch.summary_json) {
+    COHORT_ASSIGN_OR_RETURN(std::set<std::string> keys, SummaryPatchKeys(*patch.summary_json));
+    COHORT_ASSIGN_OR_RETURN(LastPoints last, LoadLastPoints(db, r.pk, &keys));
+    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("SELECT summary_explicit FROM runs WHERE pk = ?"));
+    st.Bind(r.pk);
+    COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+    std::set<std::string> explicit_keys = ExplicitKeysFromJson(row ? st.Text(0) : "[]");
+    COHORT_RETURN_IF_ERROR(ClassifySummaryPatch(*patch.summary_json, last, &explicit_keys));
+    explicit_json = ExplicitKeysToJson(explicit_keys);
+  }
   COHORT_RETURN_IF_ERROR(ApplyRunPatch(patch, &r));
   COHORT_ASSIGN_OR_RETURN(
       Stmt st, db->Cached("UPDATE runs SET name = ?, grp = ?, job_type = ?, notes = ?, tags = ?, "
-                          "config = ?, summary = ?, updated_ms = ? WHERE pk = ?"));
+                          "config = ?, summary = ?, summary_explicit = coalesce(?, "
+                          "summary_explicit), updated_ms = ? WHERE pk = ?"));
   st.Bind(r.name).Bind(r.group).Bind(r.job_type).Bind(r.notes).Bind(StringsToJson(r.tags));
-  st.Bind(r.config_json).Bind(r.summary_json).Bind(std::max(now, r.updated_ms)).Bind(r.pk);
+  st.Bind(r.config_json).Bind(r.summary_json);
+  if (explicit_json) {
+    st.Bind(*explicit_json);
+  } else {
+    st.BindNull();
+  }
+  st.Bind(std::max(now, r.updated_ms)).Bind(r.pk);
   COHORT_RETURN_IF_ERROR(st.Run());
   COHORT_ASSIGN_OR_RETURN(RunRecord out, LoadRunByPk(db, r.pk));
   COHORT_RETURN_IF_ERROR(txn.Commit());
@@ -375,6 +462,7 @@ Result<WriterRecord> SqliteStore::FinishWriter(const RunRef& ref, const std::str
     COHORT_RETURN_IF_ERROR(st.Run());
     if (db->Changes() == 0) return sqlite::WriterNotFound(ref, label);
   }
+  COHORT_RETURN_IF_ERROR(FollowSummary(db, run.pk));
   COHORT_RETURN_IF_ERROR(RecomputeRunState(db, run.pk, now_ms));
   COHORT_ASSIGN_OR_RETURN(WriterRecord out, LoadWriter(db, run.pk, ref, label));
   // A finished writer's series keep no small tail chunks (series::PlanTailSeal).
@@ -401,7 +489,10 @@ Result<int64_t> SqliteStore::MarkStaleWritersCrashed(int64_t stale_before_ms, in
       ++marked;
     }
   }
-  for (int64_t run_pk : runs) COHORT_RETURN_IF_ERROR(RecomputeRunState(db, run_pk, now_ms));
+  for (int64_t run_pk : runs) {
+    COHORT_RETURN_IF_ERROR(FollowSummary(db, run_pk));
+    COHORT_RETURN_IF_ERROR(RecomputeRunState(db, run_pk, now_ms));
+  }
   COHORT_RETURN_IF_ERROR(txn.Commit());
   return marked;
 }

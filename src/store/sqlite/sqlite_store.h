@@ -91,6 +91,14 @@ class SqliteStore final : public Store {
   Result<std::optional<ApiKeyRecord>> CreateFirstApiKey(const ApiKeyRecord& key) override;
   Result<int64_t> PruneBatches(int64_t stored_before_ms) override;
 
+  // sqlite_sessions.cc
+  Status CreateSession(const SessionRecord& s) override;
+  Result<ApiKeyRecord> RedeemLoginToken(const std::string& token_hash, const SessionRecord& session,
+                                        int64_t now_ms) override;
+  Result<ApiKeyRecord> FindSession(const std::string& hash, int64_t now_ms) override;
+  Status DeleteSession(const std::string& hash) override;
+  Result<int64_t> PruneSessions(int64_t now_ms) override;
+
   // sqlite_dump.cc
   Status Export(const std::function<Status(const DumpRecord&)>& sink) override;
   Result<int64_t> Import(const std::vector<DumpRecord>& records, const DumpHeader& from) override;

@@ -107,7 +107,9 @@ TEST(SqliteStoreTest, UpgradeFromVersion2KeepsHeadChunksAndAppendsAfterThem) {
           "ALTER TABLE series DROP COLUMN paged_upto", "DROP INDEX batches_by_stored",
           "ALTER TABLE writers DROP COLUMN pruned_seq", "ALTER TABLE series DROP COLUMN next_idx",
           "ALTER TABLE series DROP COLUMN tail_idx", "ALTER TABLE series DROP COLUMN tail_count",
-          "ALTER TABLE series DROP COLUMN tail_chunks", "UPDATE schema_version SET version = 2"}) {
+          "ALTER TABLE series DROP COLUMN tail_chunks", "DROP TABLE sessions",
+          "ALTER TABLE runs DROP COLUMN summary_explicit",
+          "UPDATE schema_version SET version = 2"}) {
       ASSERT_EQ(raw.Exec(sql), SQLITE_OK) << sql << ": " << sqlite3_errmsg(raw.db);
     }
   }
@@ -155,12 +157,13 @@ TEST(SqliteStoreTest, UpgradeFromVersion3IndexesExistingConsoleLinesAndChunks) {
   }
   {
     RawDb raw(db);
-    for (const char* sql :
-         {"DROP INDEX chunks_summary", "DROP INDEX console_by_writer",
-          "DROP INDEX console_by_stream", "DROP TRIGGER console_fts_insert",
-          "DROP TRIGGER console_fts_delete", "DROP TRIGGER console_fts_update",
-          "DROP TABLE console_fts", "DROP TABLE chunk_pages",
-          "ALTER TABLE series DROP COLUMN paged_upto", "UPDATE schema_version SET version = 3"}) {
+    for (const char* sql : {"DROP INDEX chunks_summary", "DROP INDEX console_by_writer",
+                            "DROP INDEX console_by_stream", "DROP TRIGGER console_fts_insert",
+                            "DROP TRIGGER console_fts_delete", "DROP TRIGGER console_fts_update",
+                            "DROP TABLE console_fts", "DROP TABLE chunk_pages",
+                            "ALTER TABLE series DROP COLUMN paged_upto", "DROP TABLE sessions",
+          "ALTER TABLE runs DROP COLUMN summary_explicit",
+                            "UPDATE schema_version SET version = 3"}) {
       ASSERT_EQ(raw.Exec(sql), SQLITE_OK) << sql << ": " << sqlite3_errmsg(raw.db);
     }
     EXPECT_EQ(raw.One("SELECT count(*) FROM sqlite_master WHERE name LIKE 'console_fts%'"), "0");
@@ -168,7 +171,8 @@ TEST(SqliteStoreTest, UpgradeFromVersion3IndexesExistingConsoleLinesAndChunks) {
   COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
   {
     RawDb raw(db);
-    EXPECT_EQ(raw.One("SELECT max(version) FROM schema_version"), "4");
+    EXPECT_EQ(raw.One("SELECT max(version) FROM schema_version"),
+              std::to_string(sqlite::LatestSchemaVersion()));
     EXPECT_EQ(raw.One("SELECT count(*) FROM sqlite_master WHERE name = 'chunks_summary'"), "1");
     // The sealed chunks stored before are paged by the migration.
     EXPECT_EQ(raw.One("SELECT paged_upto = tail_idx AND tail_idx > 0 FROM series"), "1");
@@ -186,11 +190,11 @@ TEST(SqliteStoreTest, UpgradeFromVersion3IndexesExistingConsoleLinesAndChunks) {
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0].text, "CUDA oom at x");  // stored before the upgrade
   EXPECT_EQ(lines[1].text, "second oom here");
-  COHORT_ASSERT_OK_AND_ASSIGN(auto hist,
-                              store->QueryHistory(HistoryQuery{.run = ref, .buckets = 3}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto hist, store->QueryHistory(HistoryQuery{.run = ref, .series = {.buckets = 3}}));
   ASSERT_EQ(hist.size(), 1u);
   int64_t total = 0;
-  for (const Bucket& bk : hist[0].buckets) total += bk.count;
+  for (const series::Bucket& bk : hist[0].buckets) total += bk.count;
   EXPECT_EQ(total, 8000);
   COHORT_ASSERT_OK_AND_ASSIGN(hist, store->QueryHistory(HistoryQuery{.run = ref}));
   ASSERT_EQ(hist.size(), 1u);
@@ -228,10 +232,11 @@ TEST(SqliteStoreTest, ImportedSeriesGetSummaryPages) {
   EXPECT_EQ(raw.One("SELECT paged_upto = tail_idx AND paged_upto > 0 FROM series"), "1");
   EXPECT_EQ(raw.One("SELECT sum(length(data)) / 104 FROM chunk_pages"),
             raw.One("SELECT count(*) FROM chunks WHERE idx < (SELECT paged_upto FROM series)"));
-  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, to->QueryHistory(HistoryQuery{.run = ref, .buckets = 50}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto hist, to->QueryHistory(HistoryQuery{.run = ref, .series = {.buckets = 50}}));
   ASSERT_EQ(hist.size(), 1u);
   int64_t total = 0;
-  for (const Bucket& bk : hist[0].buckets) total += bk.count;
+  for (const series::Bucket& bk : hist[0].buckets) total += bk.count;
   EXPECT_EQ(total, 50000);
 }
 
@@ -256,14 +261,15 @@ TEST(SqliteStoreTest, SealedChunksAreListedInSummaryPages) {
   EXPECT_EQ(raw.One("SELECT min(min_step) || ',' || max(max_step) FROM chunk_pages"),
             raw.One("SELECT min(min_step) || ',' || max(max_step) FROM chunks WHERE idx < "
                     "(SELECT paged_upto FROM series)"));
-  COHORT_ASSERT_OK_AND_ASSIGN(auto hist,
-                              store->QueryHistory(HistoryQuery{.run = ref, .buckets = 98}));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto hist, store->QueryHistory(HistoryQuery{.run = ref, .series = {.buckets = 98}}));
   ASSERT_EQ(hist.size(), 1u);
   int64_t total = 0;
-  for (const Bucket& bk : hist[0].buckets) total += bk.count;
+  for (const series::Bucket& bk : hist[0].buckets) total += bk.count;
   EXPECT_EQ(total, 100000);
   COHORT_ASSERT_OK_AND_ASSIGN(
-      hist, store->QueryHistory(HistoryQuery{.run = ref, .min_step = 4000, .max_step = 4999}));
+      hist, store->QueryHistory(
+                HistoryQuery{.run = ref, .series = {.min_step = 4000, .max_step = 4999}}));
   ASSERT_EQ(hist[0].points.size(), 1000u);
   EXPECT_EQ(hist[0].points.front().step, 4000);
 }
@@ -295,9 +301,9 @@ TEST(SqliteStoreTest, FinishingAWriterSealsItsTails) {
       "ON w.pk = s.writer_pk WHERE w.label = 'other')");
   ASSERT_NE(raw.One("SELECT min(tail_chunks) FROM series"), "0");
   COHORT_ASSERT_OK_AND_ASSIGN(auto raw_before,
-                              store->QueryHistory(HistoryQuery{.run = ref, .limit = 100000}));
+                              store->QueryHistory(HistoryQuery{.run = ref, .series = {.limit = 100000}}));
   COHORT_ASSERT_OK_AND_ASSIGN(auto buckets_before,
-                              store->QueryHistory(HistoryQuery{.run = ref, .buckets = 7}));
+                              store->QueryHistory(HistoryQuery{.run = ref, .series = {.buckets = 7}}));
 
   ASSERT_TRUE(store->FinishWriter(ref, "w", RunState::kFinished, 0, 5).ok());
   // w's series: no tail, every chunk paged and inside one 1,024-step window; the other writer's
@@ -317,15 +323,15 @@ TEST(SqliteStoreTest, FinishingAWriterSealsItsTails) {
                     "JOIN writers w ON w.pk = s.writer_pk WHERE w.label = 'other')"),
             other_chunks);
   COHORT_ASSERT_OK_AND_ASSIGN(auto raw_after,
-                              store->QueryHistory(HistoryQuery{.run = ref, .limit = 100000}));
+                              store->QueryHistory(HistoryQuery{.run = ref, .series = {.limit = 100000}}));
   COHORT_ASSERT_OK_AND_ASSIGN(auto buckets_after,
-                              store->QueryHistory(HistoryQuery{.run = ref, .buckets = 7}));
+                              store->QueryHistory(HistoryQuery{.run = ref, .series = {.buckets = 7}}));
   ASSERT_EQ(raw_after.size(), raw_before.size());
   for (size_t s = 0; s < raw_after.size(); ++s) {
     ASSERT_EQ(raw_after[s].points.size(), raw_before[s].points.size());
     for (size_t i = 0; i < raw_after[s].points.size(); ++i) {
-      const Point& a = raw_after[s].points[i];
-      const Point& b = raw_before[s].points[i];
+      const series::Point& a = raw_after[s].points[i];
+      const series::Point& b = raw_before[s].points[i];
       ASSERT_TRUE(a.step == b.step && a.time_ms == b.time_ms &&
                   std::memcmp(&a.value, &b.value, 8) == 0)
           << raw_after[s].key << " point " << i;
@@ -370,7 +376,7 @@ TEST(SqliteStoreTest, IngestGroupsCellsByKeyWhateverTheirOrderInTheRow) {
                                              .run = ref, .keys = {"a", "b", "c", "system/a"}}));
   std::map<std::string, std::vector<std::pair<int64_t, double>>> got;
   for (const SeriesData& h : hist) {
-    for (const Point& p : h.points) got[h.key].push_back({p.step, p.value});
+    for (const series::Point& p : h.points) got[h.key].push_back({p.step, p.value});
   }
   using P = std::vector<std::pair<int64_t, double>>;
   EXPECT_EQ(got["a"], (P{{0, 1}, {1, 4}, {6, 6}}));

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "cohort/status.h"
-#include "series/append.h"
 #include "series/query.h"
+#include "series/tail.h"
 #include "store/sqlite/sqlite_db.h"
 
 namespace cohort::store::sqlite {

@@ -1,17 +1,21 @@
 // A uPlot line chart that does not lie: every line is drawn with the exact min/max band of the
 // buckets it summarises (painted under the lines), the line is the bucket mean or last value,
-// smoothing is drawn over a faded raw line and never replaces the band. Dragging selects an x
-// range and asks the owner to query it again (ChartPanel re-fetches with buckets = pixels).
+// a bucket without a finite value is a gap the line never crosses, smoothing is drawn over a
+// faded raw line and never replaces the band. Hovering shows a tooltip over the plot (each
+// line's nearest point, whatever its step grid) and moves nothing else on the page. Dragging
+// selects an x range and asks the owner to query it again (ChartPanel re-fetches).
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { fmtDuration, fmtNum, withAlpha } from '../lib/format';
-import { joinBands, lowerBound, smooth as smoothValues, yExtent, type Band, type Joined, type XMode } from '../lib/series';
+import { fmtNum, fmtRelTick, fmtTick, withAlpha } from '../lib/format';
+import { joinBands, lowerBound, nearestIndex, smooth as smoothValues, yExtent, type Band, type Cell, type Joined, type XMode } from '../lib/series';
 
 export interface ChartLine {
   id: string;
   label: string;
   color: string;
+  /** Canvas dash pattern ([] or absent: solid). */
+  dash?: number[];
   band: Band;
   /** Drawn bold (an aggregate across processes). */
   emphasis?: boolean;
@@ -34,33 +38,84 @@ export interface ChartProps {
   onCursor?: (x: number | null) => void;
   /** A click on the plot that is not the end of a drag-zoom. */
   onPlotClick?: () => void;
+  /** Hidden line ids, when the owner keeps them (in the URL); else the chart keeps its own. */
+  hidden?: Set<string>;
+  onHidden?: (hidden: Set<string>) => void;
+  /** Legend entries shown before "+N more" (the rest on demand). */
+  legendMax?: number;
 }
 
+/** The font of the axes' values, also used to size the y axis to its widest label. */
+export const AXIS_FONT = '11px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+const TICK_SIZE = 4;
+const AXIS_GAP = 4;
+const TOOLTIP_ROWS = 12;
+
+/** Step ticks: integers only (1, 2, 5 x 10^k). */
+const STEP_INCRS = (() => {
+  const out: number[] = [];
+  for (let e = 0; e <= 15; e++) for (const m of [1, 2, 5]) out.push(m * 10 ** e);
+  return out;
+})();
+
+/** Relative-time ticks: sub-second steps, then seconds, minutes, hours, days. */
+const REL_INCRS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800,
+  3600, 7200, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400, 30 * 86400];
+
 function xValue(x: number, mode: XMode): string {
-  if (mode === 'step') return `step ${fmtNum(x)}`;
-  if (mode === 'rel') return fmtDuration(x * 1000);
+  if (mode === 'step') return `step ${fmtNum(Math.round(x))}`;
+  if (mode === 'rel') return fmtRelTick(x, 0.001);
   return new Date(x * 1000).toLocaleTimeString();
 }
 
+let measureCtx: CanvasRenderingContext2D | null = null;
+function textWidth(s: string): number {
+  if (!measureCtx) measureCtx = document.createElement('canvas').getContext('2d');
+  if (!measureCtx) return s.length * 7;
+  measureCtx.font = AXIS_FONT;
+  return measureCtx.measureText(s).width;
+}
+
+type State = {
+  joined: Joined; lines: ChartLine[]; shown: boolean[]; props: ChartProps; smoothOn: boolean;
+  hovered: boolean; yTicks: string[]; xTicks: string[]; ySize: number;
+};
+type StateRef = { current?: State };
+
 export function Chart(props: ChartProps) {
   const holder = useRef<HTMLDivElement>(null);
+  const tip = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
-  const state = useRef<{ joined: Joined; lines: ChartLine[]; shown: boolean[]; props: ChartProps; smoothOn: boolean }>();
-  const legendVals = useRef<(HTMLSpanElement | null)[]>([]);
-  const cursorX = useRef<HTMLSpanElement>(null);
-  const [hidden, setHidden] = useState<Set<string>>(new Set());
+  const state = useRef<State>();
+  const [ownHidden, setOwnHidden] = useState<Set<string>>(new Set());
+  const hidden = props.hidden ?? ownHidden;
+  const [legendOpen, setLegendOpen] = useState(false);
 
   const smoothOn = props.smooth > 0;
   // Structure: what forces a new uPlot (series count and kinds, axes).
-  const structure = `${props.lines.map((l) => l.id + (l.emphasis ? '!' : '')).join('|')}#${props.xMode}#${props.log}#${smoothOn}#${props.height ?? 220}`;
+  const structure = `${props.lines.map((l) => l.id + (l.emphasis ? '!' : '') + (l.dash?.join(',') ?? '')).join('|')}#${props.xMode}#${props.log}#${smoothOn}#${props.height ?? 220}`;
 
+  // What the drawing depends on: when a parent re-renders with none of it changed (another
+  // chart's zoom moved the URL), nothing is joined or drawn again.
+  const inputs = useRef<unknown[]>([]);
   useLayoutEffect(() => {
+    const now = [props.lines, props.smooth, props.log, props.xMode, props.zoom?.[0], props.zoom?.[1], hidden, structure];
+    if (plot.current && now.length === inputs.current.length && now.every((v, i) => v === inputs.current[i])) {
+      if (state.current) state.current.props = props;
+      return;
+    }
+    inputs.current = now;
     const joined = joinBands(props.lines.map((l) => l.band));
     const shown = props.lines.map((l) => !hidden.has(l.id));
-    state.current = { joined, lines: props.lines, shown, props, smoothOn };
-    const data = buildData(joined, props.smooth);
+    const prev = state.current;
+    state.current = {
+      joined, lines: props.lines, shown, props, smoothOn,
+      hovered: prev?.hovered ?? false, yTicks: prev?.yTicks ?? [], xTicks: prev?.xTicks ?? [], ySize: prev?.ySize ?? 0,
+    };
+    const data = buildData(joined, props.smooth, props.log);
     const u = plot.current;
     if (u && (u as any)._structure === structure) {
+      syncShown(u);
       u.setData(data as uPlot.AlignedData, false);
       applyScale(u);
       return;
@@ -69,16 +124,36 @@ export function Chart(props: ChartProps) {
     plot.current = null;
     if (!holder.current) return;
     const width = Math.max(200, holder.current.clientWidth);
-    const opts = makeOptions(width, props, smoothOn, state, legendVals, cursorX);
+    const opts = makeOptions(width, props, smoothOn, state, holder, tip);
     const p = new uPlot(opts, data as uPlot.AlignedData, holder.current);
     (p as any)._structure = structure;
     plot.current = p;
+    syncShown(p);
     applyScale(p);
     p.over.addEventListener('dblclick', () => state.current?.props.onZoom?.(null));
+    p.over.addEventListener('mouseenter', () => { if (state.current) state.current.hovered = true; });
+    p.over.addEventListener('mouseleave', () => {
+      if (state.current) state.current.hovered = false;
+      if (tip.current) tip.current.hidden = true;
+    });
     let downX = 0;
-    p.over.addEventListener('mousedown', (e) => { downX = e.clientX; });
+    p.over.addEventListener('mousedown', (e) => {
+      downX = e.clientX;
+      // A drag that starts here (uPlot ends it on the document's mouseup, before the window's).
+      (p as any)._localDrag = true;
+      window.addEventListener('mouseup', () => { (p as any)._localDrag = false; }, { once: true });
+    });
     p.over.addEventListener('click', (e) => { if (Math.abs(e.clientX - downX) < 4) state.current?.props.onPlotClick?.(); });
   });
+
+  function syncShown(u: uPlot) {
+    const st = state.current!;
+    st.lines.forEach((_l, j) => {
+      for (const si of seriesIndexes(j, st.smoothOn)) {
+        if (u.series[si] && u.series[si].show !== st.shown[j]) u.setSeries(si, { show: st.shown[j] }, false);
+      }
+    });
+  }
 
   function applyScale(u: uPlot) {
     const z = state.current!.props.zoom;
@@ -111,40 +186,50 @@ export function Chart(props: ChartProps) {
       next.clear();
       if (othersShown) props.lines.forEach((l, j) => { if (j !== i) next.add(l.id); });
     } else if (next.has(id)) next.delete(id); else next.add(id);
-    setHidden(next);
-    const u = plot.current;
-    if (u && state.current) {
-      props.lines.forEach((l, j) => {
-        const show = !next.has(l.id);
-        state.current!.shown[j] = show;
-        for (const si of seriesIndexes(j, smoothOn)) if (u.series[si].show !== show) u.setSeries(si, { show });
-      });
-      u.redraw(true);
-    }
+    if (props.onHidden) props.onHidden(next); else setOwnHidden(next);
   };
 
+  const max = props.legendMax ?? 8;
+  const legendLines = legendOpen ? props.lines : props.lines.slice(0, max);
+  const more = props.lines.length - legendLines.length;
   return (
     <div class="chart">
-      <div ref={holder} class="chart-plot" role="img" aria-label={props.ariaLabel ?? 'chart'} />
+      <div class="chart-plot-wrap">
+        <div ref={holder} class="chart-plot" role="img" aria-label={props.ariaLabel ?? 'chart'} />
+        <div ref={tip} class="chart-tip" role="tooltip" hidden />
+      </div>
       <div class="legend" role="group" aria-label="series">
-        <span class="legend-x" ref={cursorX} />
-        {props.lines.map((l, i) => (
+        {legendLines.map((l, i) => (
           <button
             type="button"
             key={l.id}
             class={`legend-item${hidden.has(l.id) ? ' off' : ''}${l.emphasis ? ' emph' : ''}`}
             aria-pressed={!hidden.has(l.id)}
-            title="click: show/hide · shift+click: only this one"
+            title={`${l.label} · click: show/hide · shift+click: only this one`}
             data-series={l.label}
+            data-line={l.id}
             onClick={(e) => toggle(i, (e as MouseEvent).shiftKey)}
           >
-            <span class="swatch" style={{ background: l.color }} />
+            <Swatch color={l.color} dash={l.dash} />
             <span class="legend-label">{l.label}</span>
-            <span class="legend-val" ref={(el) => { legendVals.current[i] = el; }} />
           </button>
         ))}
+        {(more > 0 || legendOpen) && props.lines.length > max && (
+          <button type="button" class="legend-more link" aria-expanded={legendOpen} onClick={() => setLegendOpen(!legendOpen)}>
+            {legendOpen ? 'fewer' : `+${more} more`}
+          </button>
+        )}
       </div>
     </div>
+  );
+}
+
+/** A legend swatch: the line's colour and dash pattern. */
+export function Swatch({ color, dash }: { color: string; dash?: number[] }) {
+  return (
+    <svg class="swatch-line" width="18" height="8" aria-hidden="true">
+      <line x1="0" y1="4" x2="18" y2="4" stroke={color} stroke-width="3" stroke-dasharray={dash?.length ? dash.join(' ') : undefined} />
+    </svg>
   );
 }
 
@@ -153,11 +238,13 @@ function seriesIndexes(j: number, smoothOn: boolean): number[] {
   return smoothOn ? [1 + 2 * j, 2 + 2 * j] : [1 + j];
 }
 
-function buildData(j: Joined, smoothW: number): (number | null)[][] {
-  const data: (number | null)[][] = [j.x];
-  for (const line of j.line) {
+function buildData(j: Joined, smoothW: number, log: boolean): Cell[][] {
+  const data: Cell[][] = [j.x];
+  for (const raw of j.line) {
+    // A log axis cannot show zero or less: those points are gaps there, not a plunge.
+    const line = log ? raw.map((v) => (typeof v === 'number' && v <= 0 ? null : v)) : raw;
     if (smoothW > 0) {
-      data.push(smoothValues(line, smoothW));
+      data.push(smoothCells(line, smoothW));
       data.push(line);
     } else {
       data.push(line);
@@ -166,11 +253,20 @@ function buildData(j: Joined, smoothW: number): (number | null)[][] {
   return data;
 }
 
-type StateRef = { current?: { joined: Joined; lines: ChartLine[]; shown: boolean[]; props: ChartProps; smoothOn: boolean } };
+/** Smoothing over a joined column: undefined cells (another line's x) stay undefined. */
+function smoothCells(cells: Cell[], w: number): Cell[] {
+  const idx: number[] = [];
+  const vals: (number | null)[] = [];
+  cells.forEach((v, i) => { if (v !== undefined) { idx.push(i); vals.push(v); } });
+  const sm = smoothValues(vals, w);
+  const out = new Array<Cell>(cells.length).fill(undefined);
+  idx.forEach((i, k) => { out[i] = sm[k]; });
+  return out;
+}
 
 function makeOptions(
   width: number, props: ChartProps, smoothOn: boolean, state: StateRef,
-  legendVals: { current: (HTMLSpanElement | null)[] }, cursorX: { current: HTMLSpanElement | null },
+  holder: { current: HTMLDivElement | null }, tip: { current: HTMLDivElement | null },
 ): uPlot.Options {
   const css = getComputedStyle(document.documentElement);
   const axisColor = css.getPropertyValue('--muted').trim() || '#888';
@@ -180,8 +276,20 @@ function makeOptions(
     ? (_u: uPlot, splits: number[]) => splits.map((v) => (Math.abs(Math.log10(v) - Math.round(Math.log10(v))) < 1e-9 ? v : null))
     : undefined;
   const yAxis: uPlot.Axis = {
-    stroke: axisColor, grid: { stroke: gridColor, width: 1 }, ticks: { stroke: gridColor }, size: 56,
-    values: (_u, splits) => splits.map((s) => (s === null ? '' : fmtNum(s))),
+    stroke: axisColor, font: AXIS_FONT, gap: AXIS_GAP,
+    grid: { stroke: gridColor, width: 1 }, ticks: { stroke: gridColor, size: TICK_SIZE },
+    values: (_u, splits, _ax, _space, incr) => {
+      const out = splits.map((s) => (s === null ? '' : props.log ? fmtTick(s, s) : fmtTick(s, incr)));
+      if (state.current) state.current.yTicks = out.filter(Boolean);
+      return out;
+    },
+    // As wide as the widest label: never clipped, never wasted.
+    size: (_u, values) => {
+      const w = Math.ceil(Math.max(0, ...(values ?? []).map(textWidth))) + TICK_SIZE + AXIS_GAP + 6;
+      const size = Math.max(24, w);
+      if (state.current) state.current.ySize = size;
+      return size;
+    },
   };
   // (uPlot's defaults are replaced by explicit undefined values: set the filters only when used.)
   if (decades) {
@@ -189,20 +297,32 @@ function makeOptions(
     yAxis.grid!.filter = decades;
     yAxis.ticks!.filter = decades;
   }
+  const many = props.lines.length;
   const series: uPlot.Series[] = [{}];
   props.lines.forEach((l) => {
-    // Dots only where they do not crowd: raw points at least ~6 px apart on average.
+    // Dots only where they do not crowd: raw points at least ~6 px apart on average, or alone
+    // between gaps (a point with a gap on each side has no segment to show it).
     const pts = l.band.raw && l.band.x.length <= width / 6;
+    const w = l.emphasis ? 2.5 : many > 30 ? 1 : 1.5;
+    const dash = l.dash?.length ? l.dash : undefined;
     if (smoothOn) {
-      series.push({ label: l.label, stroke: l.color, width: l.emphasis ? 2.5 : 1.5, points: { show: false }, spanGaps: true });
-      series.push({ label: l.label + ' (raw)', stroke: withAlpha(l.color, 0.35), width: 1, points: { show: pts, size: 4 }, spanGaps: true });
+      series.push({ label: l.label, stroke: l.color, width: w, dash, points: { show: false }, spanGaps: false });
+      series.push({ label: l.label + ' (raw)', stroke: withAlpha(l.color, 0.35), width: 1, dash, points: { show: pts, size: 4 }, spanGaps: false });
     } else {
-      series.push({ label: l.label, stroke: l.color, width: l.emphasis ? 2.5 : 1.5, points: { show: pts, size: 5, fill: l.color }, spanGaps: true });
+      series.push({ label: l.label, stroke: l.color, width: w, dash, points: { show: pts, size: 5, fill: l.color }, spanGaps: false });
     }
   });
-  const xAxis: uPlot.Axis = { stroke: axisColor, grid: { stroke: gridColor, width: 1 }, ticks: { stroke: gridColor } };
-  if (props.xMode === 'rel') xAxis.values = (_u, splits) => splits.map((s) => fmtDuration(s * 1000));
-  if (props.xMode === 'step') xAxis.values = (_u, splits) => splits.map((s) => fmtNum(s));
+  const xAxis: uPlot.Axis = {
+    stroke: axisColor, font: AXIS_FONT, gap: AXIS_GAP, grid: { stroke: gridColor, width: 1 }, ticks: { stroke: gridColor, size: TICK_SIZE },
+  };
+  const keepX = (vals: string[]) => { if (state.current) state.current.xTicks = vals.filter(Boolean); return vals; };
+  if (props.xMode === 'step') {
+    xAxis.incrs = STEP_INCRS;
+    xAxis.values = (_u, splits, _ax, _space, incr) => keepX(splits.map((s) => (Number.isInteger(s) ? fmtTick(s, Math.max(1, incr)) : '')));
+  } else if (props.xMode === 'rel') {
+    xAxis.incrs = REL_INCRS;
+    xAxis.values = (_u, splits, _ax, _space, incr) => keepX(splits.map((s) => fmtRelTick(s, incr)));
+  }
   return {
     width,
     height: props.height ?? 220,
@@ -239,9 +359,23 @@ function makeOptions(
     series,
     hooks: {
       drawAxes: [(u) => drawBands(u, state)],
+      draw: [(u) => {
+        // For tests and tools: what the axes show (their labels are drawn on the canvas).
+        const st = state.current, el = holder.current;
+        if (!st || !el) return;
+        el.dataset.yticks = st.yTicks.join('|');
+        el.dataset.xticks = st.xTicks.join('|');
+        el.dataset.yaxis = String(Math.round(st.ySize));
+        el.dataset.font = AXIS_FONT;
+        el.dataset.plotLeft = String(Math.round(u.bbox.left / (window.devicePixelRatio || 1)));
+      }],
       setSelect: [(u) => {
         const sel = u.select;
-        if (sel.width > 4) {
+        // uPlot mirrors a drag on every chart of the sync group: only the chart dragged zooms
+        // (one URL update, one re-query).
+        const local = (u as any)._localDrag === true;
+        (u as any)._localDrag = false;
+        if (local && sel.width > 4) {
           const a = u.posToVal(sel.left, 'x');
           const b = u.posToVal(sel.left + sel.width, 'x');
           state.current?.props.onZoom?.([Math.min(a, b), Math.max(a, b)]);
@@ -251,24 +385,64 @@ function makeOptions(
       setCursor: [(u) => {
         const st = state.current;
         if (!st) return;
-        const i = u.cursor.idx;
-        if (cursorX.current) cursorX.current.textContent = i === null || i === undefined ? '' : xValue(st.joined.x[i], st.props.xMode);
-        st.props.onCursor?.(i === null || i === undefined ? null : st.joined.x[i]);
-        st.lines.forEach((_l, j) => {
-          const el = legendVals.current[j];
-          if (!el) return;
-          if (i === null || i === undefined) { el.textContent = ''; return; }
-          const v = st.joined.line[j][i];
-          const lo = st.joined.min[j][i], hi = st.joined.max[j][i];
-          el.textContent = v === null ? '' : (lo !== null && hi !== null && lo !== hi ? `${fmtNum(v)} [${fmtNum(lo)} … ${fmtNum(hi)}]` : fmtNum(v));
-        });
+        const left = u.cursor.left;
+        const x = left === undefined || left === null || left < 0 ? null : u.posToVal(left, 'x');
+        st.props.onCursor?.(x);
+        showTooltip(u, st, x, tip.current);
       }],
     },
   };
 }
 
+/** The tooltip of the chart under the mouse: the x, then each shown line's nearest point. */
+function showTooltip(u: uPlot, st: State, x: number | null, el: HTMLDivElement | null) {
+  if (!el) return;
+  if (x === null || !st.hovered) { el.hidden = true; return; }
+  const rows: { label: string; color: string; dash?: number[]; v: number | null; lo: number | null; hi: number | null; at: number }[] = [];
+  st.lines.forEach((l, j) => {
+    if (!st.shown[j]) return;
+    const i = nearestIndex(l.band, x);
+    if (i === null) return;
+    rows.push({ label: l.label, color: l.color, dash: l.dash, v: l.band.line[i], lo: l.band.min[i], hi: l.band.max[i], at: l.band.x[i] });
+  });
+  if (!rows.length) { el.hidden = true; return; }
+  // The lines nearest the cursor's height first when they do not all fit.
+  const yAt = u.cursor.top !== undefined && u.cursor.top !== null && u.cursor.top >= 0 ? u.posToVal(u.cursor.top, 'y') : null;
+  rows.sort((a, b) => (b.v ?? -Infinity) - (a.v ?? -Infinity));
+  let shownRows = rows;
+  if (rows.length > TOOLTIP_ROWS && yAt !== null) {
+    let best = 0;
+    rows.forEach((r, i) => { if (r.v !== null && Math.abs(r.v - yAt) < Math.abs((rows[best].v ?? Infinity) - yAt)) best = i; });
+    const start = Math.max(0, Math.min(rows.length - TOOLTIP_ROWS, best - Math.floor(TOOLTIP_ROWS / 2)));
+    shownRows = rows.slice(start, start + TOOLTIP_ROWS);
+  } else if (rows.length > TOOLTIP_ROWS) {
+    shownRows = rows.slice(0, TOOLTIP_ROWS);
+  }
+  const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]!));
+  let html = `<div class="tip-x">${esc(xValue(x, st.props.xMode))}</div>`;
+  for (const r of shownRows) {
+    const val = r.v === null ? '<span class="tip-gap">NaN/∞</span>'
+      : esc(fmtNum(r.v)) + (r.lo !== null && r.hi !== null && r.lo !== r.hi ? ` <span class="muted">[${esc(fmtNum(r.lo))} … ${esc(fmtNum(r.hi))}]</span>` : '');
+    const dash = r.dash?.length ? ` stroke-dasharray="${r.dash.join(' ')}"` : '';
+    html += `<div class="tip-row" data-series="${esc(r.label)}"><svg width="14" height="6"><line x1="0" y1="3" x2="14" y2="3" stroke="${esc(r.color)}" stroke-width="3"${dash}/></svg>`
+      + `<span class="tip-label">${esc(r.label)}</span><span class="tip-val">${val}</span></div>`;
+  }
+  if (shownRows.length < rows.length) html += `<div class="muted">+${rows.length - shownRows.length} more lines</div>`;
+  el.innerHTML = html;
+  el.hidden = false;
+  // Beside the cursor, inside the plot; flipped to the left near the right edge.
+  const dpr = window.devicePixelRatio || 1;
+  const plotLeft = u.bbox.left / dpr, plotTop = u.bbox.top / dpr, plotW = u.bbox.width / dpr;
+  const cx = plotLeft + (u.cursor.left ?? 0);
+  const w = el.offsetWidth;
+  const left = cx + 14 + w > plotLeft + plotW ? Math.max(0, cx - 14 - w) : cx + 14;
+  el.style.left = `${left}px`;
+  el.style.top = `${plotTop + 4}px`;
+}
+
 /** Paints each shown line's min/max band under the lines, from the band's own points (so that
- * other lines' x values never split it), breaking only at real gaps (NaN buckets). */
+ * other lines' x values never split it), breaking only at real gaps (buckets without a finite
+ * value). Many lines get fainter bands. */
 function drawBands(u: uPlot, state: StateRef) {
   const st = state.current;
   if (!st) return;
@@ -278,6 +452,7 @@ function drawBands(u: uPlot, state: StateRef) {
   const xmin = u.scales.x.min ?? -Infinity, xmax = u.scales.x.max ?? Infinity;
   const floor = u.scales.y.min ?? 0;
   const y = (v: number) => u.valToPos(props.log ? Math.max(v, floor) : v, 'y', true);
+  const alpha = Math.max(0.04, 0.16 * Math.min(1, 8 / Math.max(1, lines.length)));
   ctx.save();
   ctx.beginPath();
   ctx.rect(left, top, width, height);
@@ -288,7 +463,7 @@ function drawBands(u: uPlot, state: StateRef) {
     const { x, min: mn, max: mx } = line.band;
     const i0 = Math.max(0, lowerBound(x, xmin) - 1);
     const i1 = Math.min(x.length - 1, lowerBound(x, xmax));
-    ctx.fillStyle = withAlpha(line.color, line.emphasis ? 0.24 : 0.16);
+    ctx.fillStyle = withAlpha(line.color, line.emphasis ? alpha * 1.5 : alpha);
     ctx.strokeStyle = withAlpha(line.color, 0.4);
     ctx.lineWidth = 1;
     let i = i0;

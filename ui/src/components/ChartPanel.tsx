@@ -1,11 +1,15 @@
 // A chart with its data: loads when scrolled into view, asks for as many buckets as the plot
-// has pixels, re-queries the visible range on zoom and on every live tick, and can add the
-// aggregate across processes (min/max band + mean) over the individual lines.
+// has pixels (fewer per line when many lines share it), re-queries the visible range on zoom and
+// on every live tick, and can add the aggregate across processes (min/max band + mean) over the
+// individual lines. Its own log scale, smoothing, zoom and hidden lines live in the URL (`ch`),
+// and it can fill the window (`full`).
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError } from '../lib/api';
-import { loadLines, type LineSource, type LoadedLine } from '../lib/chartdata';
-import { colorFor } from '../lib/format';
+import { bucketsPerLine, commonStepRange, loadLines, type LineSource, type LoadedLine } from '../lib/chartdata';
+import { colorFor, fmtNum } from '../lib/format';
+import { update, updateChart } from '../lib/nav';
 import { aggregateBands, bucketWidth, xExtent, type Band, type LineMode, type XMode } from '../lib/series';
+import type { ChartState } from '../lib/url';
 import { Chart, type ChartLine } from './Chart';
 
 export interface ChartSettings {
@@ -16,15 +20,23 @@ export interface ChartSettings {
   agg: boolean;
 }
 
+export interface LineStyle { color: string; dash?: number[] }
+
 export interface ChartPanelProps {
+  /** The chart's id in the URL's chart state (unique on its page). */
+  id: string;
   title: string;
   sources: LineSource[];
   settings: ChartSettings;
+  /** This chart's own state from the URL (zoom, hidden lines, log, smoothing). */
+  chart?: ChartState;
+  /** True when the URL shows this chart full screen. */
+  fullscreen?: boolean;
   tick?: number;
   height?: number;
   syncKey?: string;
   aggLabel?: string;
-  color?: (l: LoadedLine, i: number) => string;
+  style?: (l: LoadedLine, i: number) => LineStyle;
 }
 
 const AXIS_SPACE = 72; // y axis + padding: the plot's width in pixels is the container's minus this
@@ -33,12 +45,19 @@ export function ChartPanel(p: ChartPanelProps) {
   const box = useRef<HTMLDivElement>(null);
   const [visible, setVisible] = useState(false);
   const [width, setWidth] = useState(0);
-  const [zoom, setZoom] = useState<[number, number] | null>(null);
   const [lines, setLines] = useState<LoadedLine[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [loading, setLoading] = useState(false);
+  const [menu, setMenu] = useState(false);
   const previous = useRef(new Map<string, Band>());
   const { xMode, line: lineMode } = p.settings;
+  const cs = p.chart ?? {};
+  const zoom = cs.z ?? null;
+  const log = cs.log ?? p.settings.log;
+  const smooth = cs.sm ?? p.settings.smooth;
+  const hidden = useMemo(() => new Set(cs.h ?? []), [(cs.h ?? []).join('\u0000')]);
+  const full = !!p.fullscreen;
+  const height = full ? Math.max(240, window.innerHeight - 150) : p.height ?? 220;
 
   useEffect(() => {
     const el = box.current;
@@ -57,16 +76,23 @@ export function ChartPanel(p: ChartPanelProps) {
     return () => { io.disconnect(); ro.disconnect(); };
   }, []);
 
-  // A zoom is in x units: a new axis kind drops it.
-  useEffect(() => setZoom(null), [xMode]);
+  // Escape leaves full screen.
+  useEffect(() => {
+    if (!full) return;
+    const onKey = (e: KeyboardEvent) => { if (e.key === 'Escape') update({ full: '' }); };
+    window.addEventListener('keydown', onKey);
+    box.current?.querySelector<HTMLButtonElement>('.panel-close')?.focus();
+    return () => window.removeEventListener('keydown', onKey);
+  }, [full]);
 
   const sourcesKey = JSON.stringify(p.sources.map(({ name: _n, ...s }) => s));
+  const runs = new Set(p.sources.map((s) => s.run)).size;
   useEffect(() => {
-    if (!visible || width <= 0 || !p.sources.length) return;
+    if ((!visible && !full) || width <= 0 || !p.sources.length) return;
     const ctl = new AbortController();
     setLoading(true);
     loadLines(api, p.sources, {
-      buckets: Math.max(10, width - AXIS_SPACE), xMode, lineMode, range: zoom,
+      buckets: bucketsPerLine(width - AXIS_SPACE, p.sources.length), xMode, lineMode, range: zoom,
       previous: previous.current, signal: ctl.signal,
     }).then((ls) => {
       if (ctl.signal.aborted) return;
@@ -80,67 +106,102 @@ export function ChartPanel(p: ChartPanelProps) {
       setLoading(false);
     });
     return () => ctl.abort();
-  }, [visible, width, sourcesKey, xMode, lineMode, zoom?.[0], zoom?.[1], p.tick]);
+  }, [visible, full, width, sourcesKey, xMode, lineMode, zoom?.[0], zoom?.[1], p.tick]);
 
   const chartLines = useMemo<ChartLine[]>(() => {
     if (!lines) return [];
-    const color = p.color ?? ((l: LoadedLine, i: number) => (lines.length > 1 ? colorFor(l.writer || l.label, undefined) : colorFor('', i)));
-    const ls: ChartLine[] = lines.map((l, i) => ({ id: l.id, label: l.label, color: color(l, i), band: l.band, noBand: p.settings.agg && lines.length > 1 }));
-    if (p.settings.agg && lines.length > 1) {
+    const style = p.style ?? ((l: LoadedLine, i: number) => ({ color: lines.length > 1 ? colorFor(l.writer || l.label) : colorFor('', i) }));
+    const agg = p.settings.agg && lines.length > 1;
+    const ls: ChartLine[] = lines.map((l, i) => ({ id: l.id, label: l.label, ...style(l, i), band: l.band, noBand: agg }));
+    if (agg) {
       const bands = lines.map((l) => l.band);
       const n = Math.max(10, width - AXIS_SPACE);
-      let lo: number, hi: number;
-      const common = stepRangeOf(p.sources);
+      const common = commonStepRange(p.sources);
+      const aggColor = toHex(getComputedStyle(document.documentElement).getPropertyValue('--fg').trim() || '#222');
+      const label = p.aggLabel ?? `mean of ${lines.length}`;
       if (xMode === 'step' && !zoom && common) {
         // Exactly the server's bucket grid: one bin per bucket of every process.
-        const w = bucketWidth(common[0], common[1], n);
-        lo = common[0];
-        hi = common[0] + Math.ceil((common[1] - common[0] + 1) / w) * w;
-        const agg = aggregateBands(bands, lo, hi, Math.ceil((hi - lo) / w));
-        ls.push({ id: '__agg', label: p.aggLabel ?? `mean of ${lines.length}`, color: 'var-agg', band: agg, emphasis: true });
+        const w = bucketWidth(common[0], common[1], bucketsPerLine(n, p.sources.length));
+        const lo = common[0];
+        const hi = common[0] + Math.ceil((common[1] - common[0] + 1) / w) * w;
+        ls.push({ id: '__agg', label, color: aggColor, band: aggregateBands(bands, lo, hi, Math.ceil((hi - lo) / w)), emphasis: true });
       } else {
         const ext = zoom ?? xExtent(bands);
         if (ext) {
-          [lo, hi] = ext;
-          const agg = aggregateBands(bands, lo, hi === lo ? lo + 1 : hi, n);
-          ls.push({ id: '__agg', label: p.aggLabel ?? `mean of ${lines.length}`, color: 'var-agg', band: agg, emphasis: true });
+          const [lo, hi] = ext;
+          ls.push({ id: '__agg', label, color: aggColor, band: aggregateBands(bands, lo, hi === lo ? lo + 1 : hi, n), emphasis: true });
         }
       }
-      const aggColor = getComputedStyle(document.documentElement).getPropertyValue('--fg').trim() || '#222';
-      for (const l of ls) if (l.color === 'var-agg') l.color = toHex(aggColor);
     }
     return ls;
-  }, [lines, p.settings.agg, width, xMode, zoom?.[0], zoom?.[1]]);
+  }, [lines, p.settings.agg, width, xMode, zoom?.[0], zoom?.[1], p.style]);
 
   const points = lines?.reduce((a, l) => a + l.band.points, 0) ?? 0;
+  const nan = lines?.reduce((a, l) => a + l.band.nan, 0) ?? 0;
+  const inf = lines?.reduce((a, l) => a + l.band.inf, 0) ?? 0;
   const raw = lines?.every((l) => l.band.raw) ?? false;
+  const setChart = (patch: Partial<ChartState>, replace = false) => updateChart(p.id, patch, replace);
 
   return (
-    <section class="panel" ref={box} data-chart={p.title} aria-busy={loading}>
+    <section class={`panel${full ? ' fullscreen' : ''}`} ref={box} data-chart={p.title} data-chart-id={p.id} aria-busy={loading}
+      role={full ? 'dialog' : undefined} aria-modal={full ? true : undefined} aria-label={full ? `${p.title}, full screen` : undefined}>
       <header class="panel-head">
         <h3 title={p.title}>{p.title}</h3>
-        <span class="panel-meta">
+        <span class="panel-meta" data-testid="panel-meta">
           {lines && (raw ? `${points.toLocaleString()} raw points` : `${points.toLocaleString()} points, min/max bands`)}
         </span>
-        {zoom && <button type="button" class="small" onClick={() => setZoom(null)}>Reset zoom</button>}
+        {lines && (nan > 0 || inf > 0) && (
+          <span class="nonfinite" data-testid="nonfinite" title="points that are not numbers or infinite: drawn as gaps">
+            {[nan > 0 ? `${nan.toLocaleString()} NaN` : '', inf > 0 ? `${inf.toLocaleString()} ±Inf` : ''].filter(Boolean).join(' · ')}
+          </span>
+        )}
+        {zoom && <button type="button" class="small" onClick={() => setChart({ z: undefined })}>Reset zoom</button>}
+        <button type="button" class={`small toggle${cs.log !== undefined ? ' set' : ''}`} aria-pressed={log} title="log scale (this chart)"
+          onClick={() => setChart({ log: log === p.settings.log ? !log : undefined })}>log</button>
+        <span class="picker">
+          <button type="button" class={`small toggle${cs.sm !== undefined ? ' set' : ''}`} aria-expanded={menu} aria-label={`smoothing of ${p.title}`}
+            title="smoothing (this chart)" onClick={() => setMenu(!menu)}>{smooth > 0 ? `~${fmtNum(smooth)}` : '~'}</button>
+          {menu && (
+            <Popover onClose={() => setMenu(false)} label="smoothing">
+              <label class="row">smoothing{' '}
+                <input type="range" min="0" max="0.99" step="0.01" value={smooth} aria-label={`smoothing of ${p.title} (slider)`}
+                  onInput={(e) => setChart({ sm: Number((e.target as HTMLInputElement).value) }, true)} />
+                <span class="mono">{smooth.toFixed(2)}</span>
+              </label>
+              {cs.sm !== undefined && <button type="button" class="link" onClick={() => setChart({ sm: undefined })}>use the page's ({p.settings.smooth.toFixed(2)})</button>}
+            </Popover>
+          )}
+        </span>
+        {full
+          ? <button type="button" class="small panel-close" onClick={() => update({ full: '' })} aria-label="close full screen">✕ Close</button>
+          : <button type="button" class="small" onClick={() => update({ full: p.id })} aria-label={`show ${p.title} full screen`} title="full screen">⤢</button>}
       </header>
       {error ? <div class="error" role="alert">{error}</div>
-        : !lines ? <div class="chart-skeleton" style={{ height: (p.height ?? 220) + 'px' }}>{visible ? 'Loading…' : ''}</div>
-          : !lines.length ? <div class="empty" style={{ height: (p.height ?? 220) + 'px' }}>No data in this range</div>
-            : <Chart lines={chartLines} xMode={xMode} log={p.settings.log} smooth={p.settings.smooth} height={p.height}
-                zoom={zoom} onZoom={setZoom} syncKey={p.syncKey} ariaLabel={`${p.title} chart`} />}
+        : !lines ? <div class="chart-skeleton" style={{ height: height + 'px' }}>{visible ? 'Loading…' : ''}</div>
+          : !lines.length ? <div class="empty" style={{ height: height + 'px' }}>No data in this range</div>
+            : <Chart lines={chartLines} xMode={xMode} log={log} smooth={smooth} height={height}
+                zoom={zoom} onZoom={(z) => setChart({ z: z ?? undefined })} syncKey={full ? undefined : p.syncKey}
+                ariaLabel={`${p.title} chart`} hidden={hidden}
+                onHidden={(h) => setChart({ h: [...h] })} legendMax={full ? 40 : runs > 1 ? 6 : 8} />}
     </section>
   );
 }
 
-function stepRangeOf(sources: LineSource[]): [number, number] | null {
-  let lo = Infinity, hi = -Infinity;
-  for (const s of sources) {
-    if (!s.stepRange) continue;
-    lo = Math.min(lo, s.stepRange[0]);
-    hi = Math.max(hi, s.stepRange[1]);
-  }
-  return lo <= hi ? [lo, hi] : null;
+/** A small panel that closes on Escape and on a click outside it. */
+export function Popover({ onClose, label, children, class: cls }: { onClose: () => void; label: string; children: preact.ComponentChildren; class?: string }) {
+  const ref = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const onDown = (e: MouseEvent) => {
+      const el = ref.current;
+      // A click on the button that opened it toggles it itself.
+      if (el && !el.contains(e.target as Node) && !el.parentElement?.contains(e.target as Node)) onClose();
+    };
+    const onKey = (e: KeyboardEvent) => { if (e.key === 'Escape') { e.stopPropagation(); onClose(); } };
+    document.addEventListener('mousedown', onDown, true);
+    document.addEventListener('keydown', onKey, true);
+    return () => { document.removeEventListener('mousedown', onDown, true); document.removeEventListener('keydown', onKey, true); };
+  }, [onClose]);
+  return <div ref={ref} class={`popover${cls ? ' ' + cls : ''}`} role="dialog" aria-label={label}>{children}</div>;
 }
 
 /** CSS colours (#rgb, #rrggbb, rgb()) to #rrggbb for the canvas alpha helper. */

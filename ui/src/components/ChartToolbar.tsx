@@ -1,18 +1,30 @@
 // Chart options shared by every chart of a page, kept in the URL: x axis, log scale, smoothing,
-// line (bucket mean or last value), and the aggregate across processes where it applies.
+// line (bucket mean or last value), and the aggregate across processes where it applies. A chart
+// can override log scale and smoothing for itself (ChartPanel).
 import { update } from '../lib/nav';
-import type { AppState } from '../lib/url';
+import type { AppState, ChartState } from '../lib/url';
 import type { ChartSettings } from './ChartPanel';
 
 export function settingsOf(s: AppState): ChartSettings {
   return { xMode: s.x, log: s.log, smooth: s.smooth, line: s.line, agg: s.agg };
 }
 
-export function ChartToolbar({ state, aggregate, aggLabel, timeOnly }: { state: AppState; aggregate?: boolean; aggLabel?: string; timeOnly?: boolean }) {
+/** Zooms are in x units: a new x axis drops them (and keeps the charts' other settings). */
+export function withoutZooms(charts: Record<string, ChartState>): Record<string, ChartState> {
+  return Object.fromEntries(Object.entries(charts).map(([k, v]) => [k, { ...v, z: undefined }]));
+}
+
+export function ChartToolbar({ state, aggregate, aggLabel, timeOnly, label = 'chart options' }: {
+  state: AppState; aggregate?: boolean; aggLabel?: string;
+  /** Charts on a time axis only (system metrics): no "step". */
+  timeOnly?: boolean;
+  label?: string;
+}) {
   return (
-    <div class="toolbar" role="toolbar" aria-label="chart options">
+    <div class="toolbar" role="toolbar" aria-label={label}>
       <label>x axis{' '}
-        <select aria-label="x axis" value={timeOnly && state.x === 'step' ? 'rel' : state.x} onChange={(e) => update({ x: (e.target as HTMLSelectElement).value as AppState['x'] })}>
+        <select aria-label="x axis" value={timeOnly && state.x === 'step' ? 'rel' : state.x}
+          onChange={(e) => update({ x: (e.target as HTMLSelectElement).value as AppState['x'], charts: withoutZooms(state.charts) })}>
           {!timeOnly && <option value="step">step</option>}
           <option value="rel">relative time</option>
           <option value="wall">wall time</option>

@@ -3,8 +3,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError } from '../lib/api';
 import { onLinkClick } from '../lib/nav';
 
-export function Link(p: { href: string; class?: string; children: ComponentChildren; title?: string; 'data-testid'?: string }) {
-  return <a href={p.href} class={p.class} title={p.title} data-testid={p['data-testid']} onClick={onLinkClick}>{p.children}</a>;
+export function Link(p: { href: string; class?: string; children: ComponentChildren; title?: string; 'data-testid'?: string; tabIndex?: number }) {
+  return <a href={p.href} class={p.class} title={p.title} data-testid={p['data-testid']} tabIndex={p.tabIndex} onClick={onLinkClick}>{p.children}</a>;
 }
 
 export function StateBadge({ state }: { state: string }) {

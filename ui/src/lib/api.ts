@@ -63,7 +63,7 @@ export interface Stragglers {
   thresholds: Record<string, number>;
   members: StragglerMember[];
   stragglers: number[];
-  desync: { flagged: boolean; step_gap: number; start_gap: number; reason: string };
+  desync: { flagged: boolean; step_gap: number; start_gap: number; reason: string; ahead?: number | null; behind?: number | null };
   matrix: { time_min: number; bucket_ms: number; times: number[]; step_time_ms: (number | null)[][]; gpu_util: (number | null)[][] | null };
 }
 /** Where rank routes look: one shared run's writers, or the writers of a group's runs. */
@@ -169,6 +169,23 @@ export class Api {
     p.set('keys', keys.join(','));
     if (writers.length) p.set('writers', writers.join(','));
     return this.get<{ series: ApiSeries[] }>(`${runPath(entity, project, run)}/history?${p}`, signal).then((r) => r.series);
+  }
+
+  /** The series of several runs of a project at once (`GET /api/v1/series/...`). */
+  seriesOfRuns(entity: string, project: string, runs: string[], signal?: AbortSignal) {
+    const p = new URLSearchParams({ runs: runs.join(',') });
+    return this.get<{ runs: { run: string; keys: SeriesInfo[] }[]; missing: string[] }>(
+      `/api/v1/series/${enc(entity)}/${enc(project)}?${p}`, signal);
+  }
+
+  /** History (or system metrics) of several runs of a project in one request; each series names
+   * its run. `keys` empty: every user key (system: every system key). */
+  historyOfRuns(entity: string, project: string, system: boolean, runs: string[], keys: string[], writers: string[], range: RangeQuery, signal?: AbortSignal) {
+    const p = rangeParams(range);
+    p.set('runs', runs.join(','));
+    if (keys.length) p.set('keys', keys.join(','));
+    if (writers.length) p.set(system ? 'labels' : 'writers', writers.join(','));
+    return this.get<{ series: ApiSeries[]; missing: string[] }>(`/api/v1/${system ? 'system' : 'history'}/${enc(entity)}/${enc(project)}?${p}`, signal);
   }
 
   system(entity: string, project: string, run: string, keys: string[], labels: string[], range: RangeQuery, signal?: AbortSignal) {

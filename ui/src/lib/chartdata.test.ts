@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { batchedQuery, lineId, loadLines, rangeFor, type LineSource } from './chartdata';
+import { batchedQuery, bucketsPerLine, lineId, loadLines, MAX_SERIES_PER_REQUEST, rangeFor, splitBatch, type LineSource } from './chartdata';
 import { bucketsToBand } from './series';
 
 const src = (o: Partial<LineSource> = {}): LineSource => ({
@@ -27,20 +27,52 @@ describe('chart queries', () => {
     expect(rangeFor([src()], { buckets: 100, xMode: 'wall', lineMode: 'mean', range: [10, 18] }))
       .toEqual({ buckets: 100, min_time: 10000, max_time: 18000 });
   });
-  it('batches the charts of one run into one request and hands each its series', async () => {
-    const history = vi.fn(async (_e: string, _p: string, _r: string, keys: string[]) =>
-      keys.map((k) => ({ key: k, writer: 'rank_0', buckets: [{ step_min: 0, step_max: 0, time_min: 0, time_max: 0, count: 1, min: 1, max: 1, mean: 1, first: 1, last: 1 }] })));
-    const api = { history, system: vi.fn() } as any;
+  it('batches the charts of a page into one request over every run and key, and hands each its series', async () => {
+    const historyOfRuns = vi.fn(async (_e: string, _p: string, _sys: boolean, runs: string[], keys: string[]) => ({
+      missing: [],
+      series: runs.flatMap((r) => keys.map((k) => ({ run: r, key: k, writer: 'rank_0', buckets: [{ step_min: 0, step_max: 0, time_min: 0, time_max: 0, count: 1, min: 1, max: 1, mean: 1, first: 1, last: 1 }] }))),
+    }));
+    const api = { historyOfRuns } as any;
     const o = { buckets: 100, xMode: 'step' as const, lineMode: 'mean' as const, range: null };
     const [a, b] = await Promise.all([
-      loadLines(api, [src({ key: 'a' })], o),
+      loadLines(api, [src({ key: 'a' }), src({ key: 'a', run: 'r2' })], o),
       loadLines(api, [src({ key: 'b' })], o),
     ]);
-    expect(history).toHaveBeenCalledTimes(1);
-    expect(history.mock.calls[0][3]).toEqual(['a', 'b']);
-    expect(a.map((l) => l.id)).toEqual([lineId('r', 'a', 'rank_0')]);
+    expect(historyOfRuns).toHaveBeenCalledTimes(1);
+    expect(historyOfRuns.mock.calls[0][3]).toEqual(['r', 'r2']);
+    expect(historyOfRuns.mock.calls[0][4]).toEqual(['a', 'b']);
+    expect(a.map((l) => l.id)).toEqual([lineId('r', 'a', 'rank_0'), lineId('r2', 'a', 'rank_0')]);
     expect(b.map((l) => l.label)).toEqual(['rank_0']);
-    await batchedQuery(api, false, 'e', 'p', 'r', ['c'], [], { buckets: 5 });
-    expect(history).toHaveBeenCalledTimes(2);
+    await batchedQuery(api, false, 'e', 'p', ['r'], ['c'], [], { buckets: 5 });
+    expect(historyOfRuns).toHaveBeenCalledTimes(2);
+  });
+  it('splits a request that would carry too many series', async () => {
+    const historyOfRuns = vi.fn(async () => ({ missing: [], series: [] }));
+    const runs = Array.from({ length: 300 }, (_, i) => `r${i}`);
+    await batchedQuery({ historyOfRuns } as any, false, 'e', 'p', runs, ['a', 'b', 'c', 'd'], [], { buckets: 5 });
+    for (const call of historyOfRuns.mock.calls as unknown as [string, string, boolean, string[], string[]][]) {
+      expect(call[3].length * call[4].length).toBeLessThanOrEqual(MAX_SERIES_PER_REQUEST);
+    }
+    expect((historyOfRuns.mock.calls as unknown as [string, string, boolean, string[]][]).flatMap((c) => c[3])).toEqual(runs);
+  });
+  it('sends a batch as a few parallel requests of some size', () => {
+    const ks = (n: number) => Array.from({ length: n }, (_, i) => `k${i}`);
+    expect(splitBatch(['r'], ks(20))).toEqual([[['r'], ks(20).slice(0, 10)], [['r'], ks(20).slice(10)]]);
+    expect(splitBatch(['r'], ks(5))).toEqual([[['r'], ks(5)]]);
+    const runs = Array.from({ length: 100 }, (_, i) => `r${i}`);
+    const parts = splitBatch(runs, ks(12));
+    expect(parts.length).toBe(6);
+    expect(parts.flatMap(([, k]) => k)).toEqual(ks(12));
+    const byRuns = splitBatch(runs, ['a']);
+    expect(byRuns.length).toBe(6);
+    expect(byRuns.flatMap(([r]) => r)).toEqual(runs);
+  });
+  it('gives each line fewer buckets when many share a chart, never fewer than asked', () => {
+    expect(bucketsPerLine(400, 1)).toBe(400);
+    expect(bucketsPerLine(400, 20)).toBe(400);
+    expect(bucketsPerLine(400, 100)).toBe(160);
+    expect(bucketsPerLine(1200, 40)).toBe(400);
+    expect(bucketsPerLine(1200, 1000)).toBe(60);
+    expect(bucketsPerLine(40, 1000)).toBe(40);
   });
 });

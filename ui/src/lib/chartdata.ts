@@ -1,8 +1,12 @@
-// Fetching chart lines: one request per run for all the lines of a chart, with buckets = the
-// chart's width in pixels over the visible range (the whole range, or a zoom). On a time axis a
-// zoom is mapped back to the steps that hold it, so the server still buckets only those steps.
+// Fetching chart lines: buckets = the chart's width in pixels (fewer per line when a chart has
+// many lines, so that a chart of 100 runs stays a few MB) over the visible range (the whole
+// range, or a zoom). On a time axis a zoom is mapped back to the steps that hold it, so the
+// server still buckets only those steps. The charts of a page that load together share requests:
+// one per (history or system, writers, range) and up to MAX_SERIES_PER_REQUEST run x key series
+// (GET /api/v1/history/{entity}/{project}?runs=...&keys=...).
 import type { Api, RangeQuery } from './api';
 import type { ApiSeries } from './series';
+import { naturalCompare } from './format';
 import { bucketsToBand, pointsToBand, stepRangeForX, type Band, type LineMode, type XMode } from './series';
 
 export interface LineSource {
@@ -15,7 +19,7 @@ export interface LineSource {
   writers?: string[];
   /** ms the relative-time axis counts from (the run's start). */
   originMs: number;
-  /** Step range of the whole series (from /keys) to align bucket grids across lines. */
+  /** Step range of the whole series (from the series list) to align bucket grids across lines. */
   stepRange?: [number, number];
   /** Line label for a writer. */
   name: (writer: string) => string;
@@ -24,6 +28,7 @@ export interface LineSource {
 export interface LoadedLine {
   id: string;
   run: string;
+  key: string;
   writer: string;
   label: string;
   band: Band;
@@ -40,11 +45,20 @@ export interface LoadOptions {
   signal?: AbortSignal;
 }
 
+/** A line's id: stable across reloads, printable (it goes into the URL for hidden lines). */
 export function lineId(run: string, key: string, writer: string) {
-  return `${run}\u0000${key}\u0000${writer}`;
+  return `${run}|${key}|${writer}`;
 }
 
-/** The range parameters of the request for one run's lines. */
+/** Bucket budget of one chart: pixels, but at most `total` over all its lines (and at least
+ * `min` per line): exact min/max bands either way, coarser when many lines share a chart. */
+export function bucketsPerLine(pixels: number, lines: number, total = 16000, min = 60): number {
+  const px = Math.max(10, Math.round(pixels));
+  if (lines <= 1) return px;
+  return Math.max(Math.min(min, px), Math.min(px, Math.floor(total / lines)));
+}
+
+/** The range parameters of the request for a chart's lines. */
 export function rangeFor(sources: LineSource[], o: LoadOptions): RangeQuery {
   const q: RangeQuery = { buckets: Math.max(1, Math.min(10000, Math.round(o.buckets))) };
   const common = commonStepRange(sources);
@@ -70,7 +84,7 @@ export function rangeFor(sources: LineSource[], o: LoadOptions): RangeQuery {
   let lo = Infinity, hi = -Infinity;
   for (const s of sources) {
     for (const [id, band] of o.previous ?? []) {
-      if (!id.startsWith(s.run + '\u0000' + s.key + '\u0000')) continue;
+      if (!id.startsWith(s.run + '|' + s.key + '|')) continue;
       const r = stepRangeForX(band, o.range[0], o.range[1]);
       if (r) { lo = Math.min(lo, r[0]); hi = Math.max(hi, r[1]); }
     }
@@ -79,7 +93,7 @@ export function rangeFor(sources: LineSource[], o: LoadOptions): RangeQuery {
   return q;
 }
 
-function commonStepRange(sources: LineSource[]): [number, number] | null {
+export function commonStepRange(sources: LineSource[]): [number, number] | null {
   let lo = Infinity, hi = -Infinity;
   for (const s of sources) {
     if (!s.stepRange) continue;
@@ -89,73 +103,132 @@ function commonStepRange(sources: LineSource[]): [number, number] | null {
   return lo <= hi ? [lo, hi] : null;
 }
 
-/** Loads every line of a chart: sources grouped per run (and system or not), one request each. */
+/**
+ * Loads every line of a chart. On the relative-time axis each run's lines are queried with that
+ * run's origin, so the sources are grouped by (entity, project, system, origin) when zoomed on
+ * that axis; otherwise by (entity, project, system): one batched request for all the runs.
+ */
 export async function loadLines(api: Api, sources: LineSource[], o: LoadOptions): Promise<LoadedLine[]> {
   const groups = new Map<string, LineSource[]>();
   for (const s of sources) {
-    const k = `${s.entity}/${s.project}/${s.run}/${s.system}`;
+    const perOrigin = o.xMode === 'rel' && o.range ? `/${s.originMs}` : '';
+    const k = `${s.entity}/${s.project}/${s.system}${perOrigin}`;
     let g = groups.get(k);
     if (!g) { g = []; groups.set(k, g); }
     g.push(s);
   }
   const results = await Promise.all([...groups.values()].map(async (g) => {
     const first = g[0];
-    const keys = [...new Set(g.map((s) => s.key))];
     const writers = g.some((s) => !s.writers) ? [] : [...new Set(g.flatMap((s) => s.writers!))];
     const range = rangeFor(g, o);
-    const series = await batchedQuery(api, first.system, first.entity, first.project, first.run, keys, writers, range);
+    const wanted = new Map<string, LineSource[]>();  // run|key -> sources
+    for (const s of g) {
+      const k = s.run + '|' + s.key;
+      if (!wanted.has(k)) wanted.set(k, []);
+      wanted.get(k)!.push(s);
+    }
+    const series = await batchedQuery(api, first.system, first.entity, first.project,
+      [...new Set(g.map((s) => s.run))], [...new Set(g.map((s) => s.key))], writers, range);
     if (o.signal?.aborted) throw new DOMException('aborted', 'AbortError');
     const out: LoadedLine[] = [];
     for (const sr of series) {
-      if (!keys.includes(sr.key)) continue;
-      const src = g.find((s) => s.key === sr.key && (!s.writers || s.writers.includes(sr.writer)));
+      const run = sr.run ?? first.run;
+      const src = wanted.get(run + '|' + sr.key)?.find((s) => !s.writers || s.writers.includes(sr.writer));
       if (!src) continue;
       const band = sr.buckets
         ? bucketsToBand(sr.buckets, o.xMode, o.lineMode, src.originMs)
         : pointsToBand(sr.points ?? [], o.xMode, src.originMs);
-      out.push({ id: lineId(src.run, src.key, sr.writer), run: src.run, writer: sr.writer, label: src.name(sr.writer), band });
+      out.push({ id: lineId(run, src.key, sr.writer), run, key: src.key, writer: sr.writer, label: src.name(sr.writer), band });
     }
     return out;
   }));
-  // Keep the order of the sources, then writers by label.
+  // Keep the order of the sources, then writers in natural order.
   const flat = results.flat();
-  const order = new Map(sources.map((s, i) => [s.run + '\u0000' + s.key, i]));
-  flat.sort((a, b) => (order.get(a.run + '\u0000' + a.id.split('\u0000')[1])! - order.get(b.run + '\u0000' + b.id.split('\u0000')[1])!)
-    || a.writer.localeCompare(b.writer, undefined, { numeric: true }));
+  const order = new Map(sources.map((s, i) => [s.run + '|' + s.key, i]));
+  flat.sort((a, b) => (order.get(a.run + '|' + a.key)! - order.get(b.run + '|' + b.key)!)
+    || naturalCompare(a.writer, b.writer));
   return flat;
 }
 
 // ---- request batching --------------------------------------------------------------------
-// Charts of one page that load together (same run, writers, range and bucket count: the usual
-// case when a run page opens) share one request with all their keys: one round trip and one
-// store read instead of twenty.
+// Charts of one page that load together (same writers, range and bucket count: the usual case
+// when a page opens) share requests with all their runs and keys: one round trip and one pass
+// over the store instead of one per chart and run. A request holds at most MAX_SERIES_PER_REQUEST
+// (runs x keys), so that a workspace of 100 runs and 20 charts makes a few requests of bounded
+// size, answered in parallel (the server answers each request on one thread: a few moderate
+// requests use its cores where one large one would not).
 
 interface Pending {
+  runs: Set<string>;
   keys: Set<string>;
-  waiters: { resolve: (s: ApiSeries[]) => void; reject: (e: unknown) => void }[];
+  waiters: { runs: string[]; keys: string[]; resolve: (s: ApiSeries[]) => void; reject: (e: unknown) => void }[];
 }
 const pending = new Map<string, Pending>();
-const MAX_KEYS_PER_REQUEST = 64;
+export const MAX_SERIES_PER_REQUEST = 800;
+/** A batch is sent as up to this many requests in parallel (the browser's connections per host),
+ * each of at least MIN_SERIES_PER_PART series: the server answers each request on one thread. */
+export const MAX_PARALLEL_PARTS = 6;
+const MIN_SERIES_PER_PART = 8;
+/** The server's cap on runs per request (ApiLimits::max_runs_per_query). */
+export const MAX_RUNS_PER_REQUEST = 200;
+
+function size(runs: Set<string>, keys: Set<string>, addRuns: string[], addKeys: string[]) {
+  let r = runs.size, k = keys.size;
+  for (const x of addRuns) if (!runs.has(x)) r++;
+  for (const x of addKeys) if (!keys.has(x)) k++;
+  return { r, k };
+}
 
 export function batchedQuery(
-  api: Api, system: boolean, entity: string, project: string, run: string,
-  keys: string[], writers: string[], range: RangeQuery,
+  api: Api, system: boolean, entity: string, project: string,
+  runs: string[], keys: string[], writers: string[], range: RangeQuery,
 ): Promise<ApiSeries[]> {
-  const id = JSON.stringify([system, entity, project, run, writers, range]);
+  // One chart with more runs than a request may carry: split by runs.
+  if (runs.length > MAX_RUNS_PER_REQUEST || runs.length * Math.max(1, keys.length) > MAX_SERIES_PER_REQUEST) {
+    const per = Math.max(1, Math.min(MAX_RUNS_PER_REQUEST, Math.floor(MAX_SERIES_PER_REQUEST / Math.max(1, keys.length))));
+    const parts: Promise<ApiSeries[]>[] = [];
+    for (let i = 0; i < runs.length; i += per) {
+      parts.push(batchedQuery(api, system, entity, project, runs.slice(i, i + per), keys, writers, range));
+    }
+    return Promise.all(parts).then((xs) => xs.flat());
+  }
+  // A query of every key (keys empty) never shares a request with one that names keys.
+  const id = JSON.stringify([system, entity, project, writers, range, keys.length === 0]);
   let p = pending.get(id);
-  if (!p || p.keys.size + keys.length > MAX_KEYS_PER_REQUEST) {
-    const batch: Pending = { keys: new Set(), waiters: [] };
+  const grown = p ? size(p.runs, p.keys, runs, keys) : null;
+  if (!p || (grown && (grown.r > MAX_RUNS_PER_REQUEST || grown.r * Math.max(1, grown.k) > MAX_SERIES_PER_REQUEST))) {
+    const batch: Pending = { runs: new Set(), keys: new Set(), waiters: [] };
     pending.set(id, batch);
     p = batch;
     setTimeout(() => {
       if (pending.get(id) === batch) pending.delete(id);
-      const ks = [...batch.keys];
-      const req = system
-        ? api.system(entity, project, run, ks, writers, range)
-        : api.history(entity, project, run, ks, writers, range);
-      req.then((series) => batch.waiters.forEach((w) => w.resolve(series)), (e) => batch.waiters.forEach((w) => w.reject(e)));
+      const parts = splitBatch([...batch.runs], [...batch.keys]);
+      Promise.all(parts.map(([rs, ks]) => api.historyOfRuns(entity, project, system, rs, ks, writers, range))).then((answers) => {
+        const all = answers.flatMap((a) => a.series);
+        for (const w of batch.waiters) {
+          const rs = new Set(w.runs), ks = new Set(w.keys);
+          w.resolve(all.filter((s) => rs.has(s.run ?? '') && (!ks.size || ks.has(s.key))));
+        }
+      }, (e) => batch.waiters.forEach((w) => w.reject(e)));
     }, 0);
   }
+  for (const r of runs) p.runs.add(r);
   for (const k of keys) p.keys.add(k);
-  return new Promise((resolve, reject) => p!.waiters.push({ resolve, reject }));
+  return new Promise((resolve, reject) => p!.waiters.push({ runs, keys, resolve, reject }));
+}
+
+/** The requests of one batch: up to MAX_PARALLEL_PARTS, split along keys (or runs, when there are
+ * fewer keys than parts), each of at least MIN_SERIES_PER_PART series. */
+export function splitBatch(runs: string[], keys: string[]): [string[], string[]][] {
+  const total = runs.length * Math.max(1, keys.length);
+  const parts = Math.max(1, Math.min(MAX_PARALLEL_PARTS, Math.floor(total / MIN_SERIES_PER_PART)));
+  if (parts === 1) return [[runs, keys]];
+  const chunk = <T,>(xs: T[], n: number): T[][] => {
+    const size = Math.ceil(xs.length / n);
+    const out: T[][] = [];
+    for (let i = 0; i < xs.length; i += size) out.push(xs.slice(i, i + size));
+    return out;
+  };
+  if (keys.length >= parts) return chunk(keys, parts).map((ks) => [runs, ks]);
+  return chunk(runs, parts).map((rs) => [rs, keys]);
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  clausesToUi, DEFAULT_VIEWS, EMPTY_FILTERS, filterRuns, groupRows, matchClause, sortRuns, toApiQuery, uiToClauses,
+  clausesToUi, columnSort, columnValue, DEFAULT_VIEWS, defaultColumns, describeClause, EMPTY_FILTERS, filterRuns, groupRows, matchClause, sortRuns, toApiQuery, uiToClauses,
   type Run, type UiFilters,
 } from './filters';
 
@@ -80,11 +80,34 @@ describe('sorting and grouping', () => {
     const h = rows[0];
     expect(h.kind === 'group' && h.states).toEqual({ finished: 2, crashed: 1 });
   });
-  it('sorts 10,000 runs fast', () => {
+  it('sorts 10,000 runs by a summary metric, missing values last', () => {
+    // (How fast is measured by bench/ui_bench.mjs, not here.)
     const many: Run[] = [];
-    for (let i = 0; i < 10000; i++) many.push(run(`r${i}`, { created_ms: (i * 7919) % 10007, summary: { loss: Math.sin(i) } }));
-    const t0 = performance.now();
-    sortRuns(filterRuns(many, { ...EMPTY_FILTERS, name: '1' }), '-summary.loss');
-    expect(performance.now() - t0).toBeLessThan(300);
+    for (let i = 0; i < 10000; i++) many.push(run(`r${i}`, { created_ms: (i * 7919) % 10007, summary: i % 10 ? { loss: Math.sin(i) } : {} }));
+    const sorted = sortRuns(filterRuns(many, { ...EMPTY_FILTERS, name: '1' }), '-summary.loss');
+    const losses = sorted.map((r) => r.summary.loss as number | undefined);
+    const firstMissing = losses.findIndex((v) => v === undefined);
+    for (let i = 1; i < firstMissing; i++) expect(losses[i - 1]! >= losses[i]!).toBe(true);
+    expect(losses.slice(firstMissing).every((v) => v === undefined)).toBe(true);
+  });
+});
+
+describe('filter builder and default columns', () => {
+  it('filters by creation time as the server does (ms since 1970)', () => {
+    expect(filterRuns(runs, { ...EMPTY_FILTERS, extra: [{ field: 'created', op: '>', value: 2 }] }).map((r) => r.id)).toEqual(['main', 'w1']);
+    expect(filterRuns(runs, { ...EMPTY_FILTERS, extra: [{ field: 'created', op: '<', value: 2 }] }).map((r) => r.id)).toEqual(['shared']);
+    expect(describeClause({ field: 'created', op: '>', value: Date.UTC(2026, 0, 2, 3, 4) })).toBe('created after 2026-01-02 03:04');
+    expect(describeClause({ field: 'config.lr', op: '<', value: 0.01 })).toBe('lr < 0.01');
+  });
+  it('defaults to the config keys that vary, then the main metrics (never lr or step)', () => {
+    const sweep = [0.1, 0.01, 0.001].flatMap((lr, i) => [32, 64].map((bs, j) => run(`s${i}${j}`, {
+      config: { lr, batch_size: bs, model: 'resnet', seed: i * 2 + j },
+      summary: { lr: lr / 10, step: 100, 'train/loss': 0.5, acc: 0.9, epoch: 3, throughput: 10 },
+    })));
+    expect(defaultColumns(sweep)).toEqual(['config.batch_size', 'config.lr', 'acc', 'train/loss', 'throughput']);
+    expect(columnValue(sweep[0], 'config.lr')).toBe(0.1);
+    expect(columnValue(sweep[0], 'acc')).toBe(0.9);
+    expect(columnSort('config.lr')).toBe('config.lr');
+    expect(columnSort('acc')).toBe('summary.acc');
   });
 });

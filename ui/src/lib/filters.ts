@@ -184,6 +184,17 @@ export function matchClause(run: Run, c: Clause): boolean {
       default: return false;
     }
   }
+  if (c.field === 'created' || c.field === 'updated') {
+    const t = c.field === 'created' ? run.created_ms : run.updated_ms;
+    const n = Number(vals[0]);
+    switch (c.op) {
+      case '==': return t === n;
+      case '!=': return t !== n;
+      case '<': return t < n;
+      case '>': return t > n;
+      default: return false;
+    }
+  }
   const t = textOf(run, c.field);
   switch (c.op) {
     case '==': return t === vals[0];
@@ -299,4 +310,90 @@ export interface ViewSpec {
   sort?: string;
   columns?: string[];
   panels?: string[];
+}
+
+// ---- the filter builder and the default columns -------------------------------------------
+
+/** Flattened config keys (dotted) of the runs, with the number of distinct scalar values each
+ * takes among them. */
+export function configKeyStats(runs: Run[], limit = 1000): Map<string, { runs: number; values: Set<string> }> {
+  const out = new Map<string, { runs: number; values: Set<string> }>();
+  const walk = (o: unknown, prefix: string) => {
+    if (o && typeof o === 'object' && !Array.isArray(o)) {
+      for (const k in o as Record<string, unknown>) walk((o as Record<string, unknown>)[k], prefix ? `${prefix}.${k}` : k);
+      return;
+    }
+    if (!prefix || (typeof o !== 'number' && typeof o !== 'string' && typeof o !== 'boolean')) return;
+    let e = out.get(prefix);
+    if (!e) { e = { runs: 0, values: new Set() }; out.set(prefix, e); }
+    e.runs++;
+    if (e.values.size < 1000) e.values.add(typeof o === 'string' ? 's' + o : String(o));
+  };
+  for (let i = 0; i < runs.length && i < limit; i++) walk(runs[i].config ?? {}, '');
+  return out;
+}
+
+/** Summary keys with scalar values, most common first (then by name), from the first `limit`
+ * runs. */
+export function summaryKeysOf(runs: Run[], limit = 3000): string[] {
+  const count = new Map<string, number>();
+  for (let i = 0; i < runs.length && i < limit; i++) {
+    const s = runs[i].summary ?? {};
+    for (const k in s) {
+      const v = s[k];
+      if (typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean') count.set(k, (count.get(k) ?? 0) + 1);
+    }
+  }
+  return [...count.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([k]) => k);
+}
+
+// Config keys that differ between runs without being what an experiment varies.
+const NOT_A_PARAMETER = /(^|[._])(seed|random_seed|rank|local_rank|global_rank|world_rank|run_id|id|uuid|name|run_name|path|dir|output_dir|log_dir|timestamp|time|date|host|hostname)$/i;
+// A metric people look at first (loss, accuracy, ...) and the bookkeeping ones nobody sorts by.
+const MAIN_METRIC = /(^|[/_.\-])(loss|acc|accuracy|f1|auc|score|reward|return|perplexity|ppl|error|err|bleu|rouge|map|iou|precision|recall)($|[/_.\-])/i;
+const NOT_A_METRIC = /^_|(^|[/_.\-])(lr|learning_rate|epoch|epochs|step|global_step|steps|time|timestamp|runtime|iter|iteration|batch|samples)($|[/_.\-])/i;
+
+/**
+ * The table's default columns: config keys whose value varies across the runs (fewest distinct
+ * values first: a sweep's parameters; not seeds, ranks, ids or paths), then the main metrics of the summary (loss, accuracy,
+ * ... before other common keys; never the learning rate or the step). Config columns are named
+ * `config.<key>`, summary ones by their key.
+ */
+export function defaultColumns(runs: Run[], maxConfig = 3, maxMetrics = 3): string[] {
+  const varying = [...configKeyStats(runs).entries()]
+    .filter(([k, e]) => e.values.size > 1 && !NOT_A_PARAMETER.test(k))
+    .sort((a, b) => a[1].values.size - b[1].values.size || a[0].localeCompare(b[0]))
+    .slice(0, maxConfig).map(([k]) => 'config.' + k);
+  const keys = summaryKeysOf(runs, 1000).filter((k) => !NOT_A_METRIC.test(k) && !k.startsWith('system/'));
+  const main = keys.filter((k) => MAIN_METRIC.test(k));
+  const rest = keys.filter((k) => !MAIN_METRIC.test(k));
+  return [...varying, ...[...main, ...rest].slice(0, maxMetrics)];
+}
+
+/** A column's header and value: `config.<key>` reads the config, anything else the summary. */
+export function columnLabel(col: string): string {
+  return col.startsWith('config.') ? col.slice(7) : col;
+}
+
+export function columnValue(run: Run, col: string): unknown {
+  if (col.startsWith('config.')) return jsonAt(run.config, col.slice(7).split('.'));
+  return run.summary?.[col];
+}
+
+/** The sort key of a column (sortRuns). */
+export function columnSort(col: string): string {
+  return col.startsWith('config.') ? col : 'summary.' + col;
+}
+
+/** A clause in words, for the chips of the filter bar. */
+export function describeClause(c: Clause): string {
+  const field = c.field.startsWith('config.') ? c.field.slice(7) : c.field.startsWith('summary.') ? c.field.slice(8) : c.field;
+  if (c.field === 'created' || c.field === 'updated') {
+    const when = new Date(Number(c.value)).toISOString().slice(0, 16).replace('T', ' ');
+    const op = c.op === '<' ? 'before' : c.op === '>' ? 'after' : c.op === '==' ? 'at' : 'not at';
+    return `${c.field} ${op} ${when}`;
+  }
+  const op = c.op === '~' ? 'contains' : c.op;
+  const v = c.values ? c.values.join(' | ') : String(c.value);
+  return `${field} ${op} ${v}`;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { colorFor, flatten, fmtBytes, fmtDuration, fmtNum, PALETTE, prefixOf, withAlpha } from './format';
+import { colorFor, flatten, fmtBytes, fmtDuration, fmtNum, fmtRelTick, fmtTick, PALETTE, prefixOf, signalOfExit, styleAt, withAlpha } from './format';
 
 describe('format', () => {
   it('durations', () => {
@@ -32,5 +32,41 @@ describe('format', () => {
   it('colours rank_N by N', () => {
     expect(colorFor('rank_3')).toBe(PALETTE[3]);
     expect(withAlpha('#ff0000', 0.5)).toBe('rgba(255, 0, 0, 0.5)');
+  });
+  it('20 colours, then dashes', () => {
+    expect(PALETTE.length).toBe(20);
+    expect(new Set(PALETTE).size).toBe(20);
+    expect(styleAt(3)).toEqual({ color: PALETTE[3], dash: [] });
+    expect(styleAt(23).color).toBe(PALETTE[3]);
+    expect(styleAt(23).dash.length).toBeGreaterThan(0);
+  });
+  it('axis ticks: short, and distinct at their increment', () => {
+    expect(fmtTick(6e-4, 1e-4)).toBe('6e-4');
+    expect(fmtTick(6.5e-4, 5e-5)).toBe('6.5e-4');
+    expect(fmtTick(1e-7, 1e-7)).toBe('1e-7');
+    expect(fmtTick(3.2e9, 1e8)).toBe('3.2G');
+    expect(fmtTick(1e9, 5e8)).toBe('1G');
+    expect(fmtTick(12000, 2000)).toBe('12k');
+    expect(fmtTick(0.25, 0.05)).toBe('0.25');
+    expect(fmtTick(1500, 500)).toBe('1500');
+    expect(fmtTick(0, 0.1)).toBe('0');
+    expect(fmtTick(-0.3, 0.1)).toBe('-0.3');
+    const ticks = [0.5000, 0.5002, 0.5004].map((v) => fmtTick(v, 0.0002));
+    expect(new Set(ticks).size).toBe(3);
+    expect([1, 1.25, 1.5, 1.75, 2].map((v) => fmtTick(v, 0.25))).toEqual(['1', '1.25', '1.5', '1.75', '2']);
+    expect(fmtTick(2.5e9, 2.5e8)).toBe('2.5G');
+    expect(fmtTick(2.75e9, 2.5e8)).toBe('2.75G');
+  });
+  it('relative-time ticks stay distinct on short runs', () => {
+    expect([0, 0.2, 0.4, 0.6].map((s) => fmtRelTick(s, 0.2))).toEqual(['0s', '0.2s', '0.4s', '0.6s']);
+    expect(fmtRelTick(90, 30)).toBe('1m 30s');
+    expect(fmtRelTick(120, 60)).toBe('2m');
+    expect(fmtRelTick(7200, 3600)).toBe('2h');
+  });
+  it('names the signal behind an exit code', () => {
+    expect(signalOfExit(137)).toBe('SIGKILL');
+    expect(signalOfExit(143)).toBe('SIGTERM');
+    expect(signalOfExit(1)).toBeNull();
+    expect(signalOfExit(null)).toBeNull();
   });
 });

@@ -1,9 +1,20 @@
-// Formatting helpers and the colour palette. Pure functions.
+// Formatting helpers, the colour palette and line dashes. Pure functions.
 
+/** 20 colours, distinguishable on light and dark backgrounds; past 20 lines, dashes tell apart. */
 export const PALETTE = [
   '#2f7de1', '#e8590c', '#2b9348', '#c2255c', '#7048e8', '#0c8599', '#e67700', '#5c940d',
   '#d6336c', '#1971c2', '#862e9c', '#a61e4d', '#087f5b', '#364fc7', '#b35c00', '#495057',
+  '#f03e3e', '#15aabf', '#94d82d', '#be4bdb',
 ];
+
+/** Dash patterns (canvas setLineDash), cycled once every palette colour has been used. */
+export const DASHES: number[][] = [[], [6, 3], [2, 3], [10, 3, 2, 3], [1, 5]];
+
+/** Colour and dash of the i-th line: 20 colours, then the same colours dashed. */
+export function styleAt(i: number): { color: string; dash: number[] } {
+  const n = Math.max(0, Math.floor(i));
+  return { color: PALETTE[n % PALETTE.length], dash: DASHES[Math.floor(n / PALETTE.length) % DASHES.length] };
+}
 
 /** A stable colour for a label: rank_N gets palette[N], others a hash. */
 export function colorFor(label: string, index?: number): string {
@@ -88,4 +99,87 @@ export function fmtBytes(n: number | null | undefined): string {
   let v = n / 1000, i = 0;
   while (v >= 1000 && i < units.length - 1) { v /= 1000; i++; }
   return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
+}
+
+// One collator for every comparison: String.localeCompare with options builds one per call.
+const collator = new Intl.Collator(undefined, { numeric: true });
+
+/** Natural order for labels and keys: rank_2 before rank_10. */
+export function naturalCompare(a: string, b: string): number {
+  return collator.compare(a, b);
+}
+
+const SI = [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']] as const;
+
+/** Decimals that write multiples of `incr` exactly: 0.25 -> 2, 0.2 -> 1, 5 -> 0. */
+function decimalsFor(incr: number): number {
+  if (!(incr > 0) || !Number.isFinite(incr)) return 0;
+  for (let d = 0; d < 12; d++) {
+    const scaled = incr * 10 ** d;
+    if (Math.abs(scaled - Math.round(scaled)) < 1e-6 * Math.max(1, scaled)) return d;
+  }
+  return 12;
+}
+
+/**
+ * An axis tick: short (6e-4, 3.2G, 0.25, 1,500) and exact enough that ticks `incr` apart stay
+ * distinct. Small magnitudes use a mantissa and exponent, large ones an SI suffix.
+ */
+export function fmtTick(v: number, incr: number): string {
+  if (!Number.isFinite(v)) return '';
+  if (v === 0 || Math.abs(v) < Math.abs(incr) * 1e-9) return '0';
+  const a = Math.abs(v);
+  const step = Math.abs(incr) > 0 ? Math.abs(incr) : a;
+  if (a >= 1e4) {
+    for (const [unit, suffix] of SI) {
+      if (a >= unit) {
+        const d = decimalsFor(step / unit);
+        return trimZeros((v / unit).toFixed(Math.min(d, 3))) + suffix;
+      }
+    }
+  }
+  if (a < 1e-3) {
+    const e = Math.floor(Math.log10(a));
+    const d = Math.max(0, Math.min(6, decimalsFor(step / Math.pow(10, e))));
+    return `${trimZeros((v / Math.pow(10, e)).toFixed(d))}e${e}`;
+  }
+  const d = decimalsFor(step);
+  return trimZeros(v.toFixed(Math.min(d, 10)));
+}
+
+function trimZeros(s: string): string {
+  return s.includes('.') ? s.replace(/\.?0+$/, '') : s;
+}
+
+/** A tick of the relative-time axis (seconds since the run's start), precise to `incr`. */
+export function fmtRelTick(sec: number, incr: number): string {
+  if (!Number.isFinite(sec)) return '';
+  const neg = sec < 0;
+  let s = Math.abs(sec);
+  let out: string;
+  if (incr < 1) {
+    out = `${trimZeros(s.toFixed(Math.min(3, decimalsFor(incr))))}s`;
+  } else if (s < 60) {
+    out = `${Math.round(s)}s`;
+  } else if (s < 3600) {
+    s = Math.round(s);
+    const m = Math.floor(s / 60), r = s % 60;
+    out = incr >= 60 && r === 0 ? `${m}m` : `${m}m ${String(r).padStart(2, '0')}s`;
+  } else {
+    const m = Math.round(s / 60);
+    const h = Math.floor(m / 60), r = m % 60;
+    out = incr >= 3600 && r === 0 ? `${h}h` : `${h}h ${String(r).padStart(2, '0')}m`;
+  }
+  return neg ? '-' + out : out;
+}
+
+/** The signal of an exit code that follows the shell's 128 + N convention, e.g. 137 -> SIGKILL. */
+export function signalOfExit(code: number | null | undefined): string | null {
+  if (code === null || code === undefined || code <= 128 || code > 128 + 64) return null;
+  const names: Record<number, string> = {
+    1: 'SIGHUP', 2: 'SIGINT', 3: 'SIGQUIT', 4: 'SIGILL', 6: 'SIGABRT', 7: 'SIGBUS', 8: 'SIGFPE', 9: 'SIGKILL',
+    10: 'SIGUSR1', 11: 'SIGSEGV', 12: 'SIGUSR2', 13: 'SIGPIPE', 14: 'SIGALRM', 15: 'SIGTERM',
+  };
+  const n = code - 128;
+  return names[n] ?? `signal ${n}`;
 }

@@ -1,6 +1,6 @@
 // Navigation: the URL is the app's state. pushState/replaceState plus a change event.
 import { useEffect, useState } from 'preact/hooks';
-import { decodeState, encodeState, structuredCloneState, type AppState } from './url';
+import { decodeState, encodeState, pruneCharts, structuredCloneState, type AppState, type ChartState } from './url';
 
 const EVENT = 'cohort:navigate';
 
@@ -18,6 +18,15 @@ export function navigate(href: string, replace = false) {
 export function update(patch: Partial<AppState>, replace = false) {
   const next = { ...structuredCloneState(currentState()), ...patch };
   navigate('/' + encodeState(next), replace);
+}
+
+/** Merges `patch` into one chart's state (undefined fields are dropped; null clears the chart). */
+export function updateChart(id: string, patch: Partial<ChartState> | null, replace = false) {
+  const cur = currentState();
+  const charts = { ...cur.charts };
+  if (patch === null) delete charts[id];
+  else charts[id] = { ...(charts[id] ?? {}), ...patch };
+  update({ charts: pruneCharts(charts) }, replace);
 }
 
 export function useAppState(): AppState {

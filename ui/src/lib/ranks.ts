@@ -2,7 +2,7 @@
 // chart bands (min..max band with the mean line, the median line, one member's own line), the
 // member under the cursor that holds the min/max/outlier, and the heatmap's colour scale.
 import type { RankAggregate, RankBucket, RankMember, Stragglers } from './api';
-import { num, type Band } from './series';
+import { emptyBand, num, type Band } from './series';
 
 /** A member's name as shown: the label, prefixed by the run's name when members span runs. */
 export function memberName(m: RankMember, multiRun: boolean, runName?: (run: string) => string): string {
@@ -16,10 +16,6 @@ export function memberId(m: RankMember, multiRun: boolean): string {
 
 export function spansRuns(members: RankMember[]): boolean {
   return new Set(members.map((m) => m.run)).size > 1;
-}
-
-function emptyBand(): Band {
-  return { x: [], line: [], min: [], max: [], stepMin: [], stepMax: [], raw: false, points: 0 };
 }
 
 /** x of a bucket on the step axis: its last step (as the history charts do). */

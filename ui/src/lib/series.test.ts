@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  aggregateBands, bucketsToBand, bucketWidth, joinBands, num, pointsToBand, smooth, stepRangeForX, yExtent,
+  aggregateBands, bucketsToBand, bucketWidth, joinBands, nearestIndex, num, pointsToBand, smooth, stepRangeForX, yExtent,
   type ApiBucket,
 } from './series';
 
@@ -28,6 +28,14 @@ describe('bucket -> band', () => {
     const band = bucketsToBand([b(0, 0, 1, 'NaN', 'NaN', 'NaN', 'NaN'), b(1, 1, 1, 2, 2, 2, 2), b(2, 2, 1, 'Infinity', 'Infinity', 'Infinity', 'Infinity')], 'step');
     expect(band.line).toEqual([null, 2, null]);
     expect(band.min).toEqual([null, 2, null]);
+    expect(band.inf).toBe(1);
+    // The server's bucket without a finite value: null statistics, its NaN count.
+    const nanBucket = { ...b(10, 19, 10, null, null, null, 'NaN'), nan_count: 10 };
+    const half = { ...b(20, 29, 10, 1, 3, 2, 3), nan_count: 4 };
+    const g = bucketsToBand([b(0, 9, 10, 1, 5, 2, 3), nanBucket, half], 'step', 'last');
+    expect(g.line).toEqual([3, null, 3]);
+    expect(g.min).toEqual([1, null, 1]);
+    expect(g.nan).toBe(14);
     expect(num('NaN')).toBeNull();
     expect(num(Infinity)).toBeNull();
     expect(num(0)).toBe(0);
@@ -64,13 +72,20 @@ describe('smoothing', () => {
 });
 
 describe('join and aggregate', () => {
-  it('aligns bands on the union of x with nulls elsewhere', () => {
-    const a = pointsToBand([[0, 0, 1], [2, 0, 3]], 'step');
-    const c = pointsToBand([[1, 0, 5], [2, 0, 6]], 'step');
+  it('aligns bands on the union of x: undefined where a line has no point, null at its gaps', () => {
+    const a = pointsToBand([[0, 0, 1], [2, 0, 3], [3, 0, 'NaN']], 'step');
+    const c = pointsToBand([[1, 0, 5], [2, 0, 6], [3, 0, 7]], 'step');
     const j = joinBands([a, c]);
-    expect(j.x).toEqual([0, 1, 2]);
-    expect(j.line[0]).toEqual([1, null, 3]);
-    expect(j.line[1]).toEqual([null, 5, 6]);
+    expect(j.x).toEqual([0, 1, 2, 3]);
+    expect(j.line[0]).toEqual([1, undefined, 3, null]);
+    expect(j.line[1]).toEqual([undefined, 5, 6, 7]);
+  });
+  it("finds each line's nearest point, whatever its step grid", () => {
+    const a = pointsToBand([[0, 0, 1], [10, 0, 2], [20, 0, 3]], 'step');
+    expect(nearestIndex(a, 4)).toBe(0);
+    expect(nearestIndex(a, 6)).toBe(1);
+    expect(nearestIndex(a, 99)).toBe(2);
+    expect(nearestIndex(a, -5)).toBe(0);
   });
   it('aggregates min of mins, max of maxes and the mean of process means per bin', () => {
     const p1 = bucketsToBand([b(0, 9, 10, 0, 4, 2, 2), b(10, 19, 10, 1, 5, 3, 3)], 'step');

@@ -10,6 +10,9 @@ export interface ApiBucket {
   time_min: number;
   time_max: number;
   count: number;
+  /** NaN points in the bucket (in neither min, max nor mean). */
+  nan_count?: number;
+  /** null when the bucket holds no finite value (docs/api.md, "History"). */
   min: ApiNumber;
   max: ApiNumber;
   mean: ApiNumber;
@@ -18,6 +21,8 @@ export interface ApiBucket {
 }
 
 export interface ApiSeries {
+  /** The run, in answers that span several runs. */
+  run?: string;
   key: string;
   writer: string;
   buckets?: ApiBucket[];
@@ -41,12 +46,23 @@ export interface Band {
   raw: boolean;
   /** Total points summarised. */
   points: number;
+  /** NaN points among them (gaps), and points or buckets with infinite values (gaps too). */
+  nan: number;
+  inf: number;
 }
+
+/** A value at one x of a joined chart: a number, null (a gap: nothing finite there) or
+ * undefined (this line has no point at that x; the line runs on across it). */
+export type Cell = number | null | undefined;
 
 /** API numbers: finite numbers stay, "NaN"/"Infinity"/null become null (not drawable). */
 export function num(v: ApiNumber | undefined): number | null {
   if (typeof v === 'number') return Number.isFinite(v) ? v : null;
   return null;
+}
+
+function isInfinite(v: ApiNumber | undefined): boolean {
+  return v === 'Infinity' || v === '-Infinity' || (typeof v === 'number' && Math.abs(v) === Infinity);
 }
 
 /** x of a bucket: its last step, or its last time (ms -> s) for the time axes. */
@@ -77,19 +93,28 @@ export function bucketsToBand(
   let sorted = true;
   for (let i = 1; i < n; i++) if (xs[i] < xs[i - 1]) { sorted = false; break; }
   if (!sorted) idx.sort((a, b) => xs[a] - xs[b] || a - b);
-  const out: Band = { x: [], line: [], min: [], max: [], stepMin: [], stepMax: [], raw: true, points: 0 };
+  const out = emptyBand();
+  out.raw = true;
   for (const i of idx) {
     const b = buckets[i];
     const lo = num(b.min);
     const hi = num(b.max);
-    const v = num(lineMode === 'last' ? b.last : b.mean);
+    // A bucket without a finite mean (all NaN, or infinities) is a gap, whatever its last
+    // point was: the line never crosses it.
+    const mean = num(b.mean);
+    const v = mean === null ? null : num(lineMode === 'last' ? b.last : b.mean);
     out.x.push(xs[i]);
     out.line.push(v);
-    out.min.push(lo !== null && hi !== null ? lo : v);
-    out.max.push(lo !== null && hi !== null ? hi : v);
+    out.min.push(v === null ? null : lo !== null && hi !== null ? lo : v);
+    out.max.push(v === null ? null : lo !== null && hi !== null ? hi : v);
     out.stepMin.push(b.step_min);
     out.stepMax.push(b.step_max);
     out.points += b.count;
+    const nans = b.nan_count ?? 0;
+    out.nan += nans;
+    // Infinities: raw points, or buckets whose extremes are infinite or that hold values but no
+    // finite statistic (the count of infinite points is not known past a bucket).
+    if (isInfinite(b.min) || isInfinite(b.max) || (b.count > nans && b.mean === null)) out.inf += 1;
     if (b.count > 1) out.raw = false;
   }
   return out;
@@ -98,10 +123,14 @@ export function bucketsToBand(
 /** Raw points -> a band with min = max = value (nothing to hide). */
 export function pointsToBand(points: [number, number, ApiNumber][], mode: XMode, originMs = 0): Band {
   const buckets: ApiBucket[] = points.map(([s, t, v]) => ({
-    step_min: s, step_max: s, time_min: t, time_max: t, count: 1,
+    step_min: s, step_max: s, time_min: t, time_max: t, count: 1, nan_count: v === 'NaN' ? 1 : 0,
     min: v, max: v, mean: v, first: v, last: v,
   }));
   return bucketsToBand(buckets, mode, 'mean', originMs);
+}
+
+export function emptyBand(): Band {
+  return { x: [], line: [], min: [], max: [], stepMin: [], stepMax: [], raw: false, points: 0, nan: 0, inf: 0 };
 }
 
 export function seriesToBand(s: ApiSeries, mode: XMode, lineMode: LineMode, originMs = 0): Band {
@@ -129,12 +158,13 @@ export function smooth(values: (number | null)[], weight: number): (number | nul
   return out;
 }
 
-/** Columns aligned on one x array (uPlot's data layout); null where a band has no value at x. */
+/** Columns aligned on one x array (uPlot's data layout): null where a band has a gap at x,
+ * undefined where it has no point at x (uPlot runs a line across undefined, never across null). */
 export interface Joined {
   x: number[];
-  line: (number | null)[][];
-  min: (number | null)[][];
-  max: (number | null)[][];
+  line: Cell[][];
+  min: Cell[][];
+  max: Cell[][];
 }
 
 /** Aligns several bands on the union of their x values (merge of sorted arrays). */
@@ -146,17 +176,20 @@ export function joinBands(bands: Band[]): Joined {
   for (let i = 0; i < all.length; i++) if (i === 0 || all[i] !== all[i - 1]) x.push(all[i]);
   const out: Joined = { x, line: [], min: [], max: [] };
   for (const b of bands) {
-    const line = new Array<number | null>(x.length).fill(null);
-    const min = new Array<number | null>(x.length).fill(null);
-    const max = new Array<number | null>(x.length).fill(null);
+    const line = new Array<Cell>(x.length).fill(undefined);
+    const min = new Array<Cell>(x.length).fill(undefined);
+    const max = new Array<Cell>(x.length).fill(undefined);
     let j = 0;
     for (let i = 0; i < b.x.length; i++) {
       while (x[j] < b.x[i]) j++;
       // Duplicate x within one band (time axis, same ms): keep the extremes, the last line value.
-      line[j] = b.line[i] ?? line[j];
+      const v = b.line[i];
+      line[j] = v === null ? (typeof line[j] === 'number' ? line[j] : null) : v;
       const lo = b.min[i], hi = b.max[i];
-      if (lo !== null) min[j] = min[j] === null ? lo : Math.min(min[j] as number, lo);
-      if (hi !== null) max[j] = max[j] === null ? hi : Math.max(max[j] as number, hi);
+      if (lo !== null) min[j] = typeof min[j] !== 'number' ? lo : Math.min(min[j] as number, lo);
+      else if (min[j] === undefined) min[j] = null;
+      if (hi !== null) max[j] = typeof max[j] !== 'number' ? hi : Math.max(max[j] as number, hi);
+      else if (max[j] === undefined) max[j] = null;
     }
     out.line.push(line);
     out.min.push(min);
@@ -206,7 +239,8 @@ export function aggregateBands(bands: Band[], lo: number, hi: number, bins: numb
     }
     flush();
   }
-  const out: Band = { x: [], line: [], min: [], max: [], stepMin: [], stepMax: [], raw, points };
+  const out: Band = { ...emptyBand(), raw, points };
+  for (const b of bands) { out.nan += b.nan; out.inf += b.inf; }
   for (let k = 0; k < n; k++) {
     if (cntX[k] === 0) continue;
     out.x.push(sumX[k] / cntX[k]);
@@ -262,11 +296,12 @@ export function yExtent(j: Joined, shown: boolean[], x0: number, x1: number, log
     for (let i = i0; i < j.x.length && j.x[i] <= x1; i++) {
       let a = mn[i] ?? ln[i];
       const b = mx[i] ?? ln[i];
+      const l = ln[i];
       // On a log axis the band's non-positive part cannot be drawn: fall back to the line, then
       // to the band's top.
-      if (logScale && a !== null && a <= 0) a = ln[i] !== null && ln[i]! > 0 ? ln[i] : b;
-      if (a !== null && (!logScale || a > 0) && a < lo) lo = a;
-      if (b !== null && (!logScale || b > 0) && b > hi) hi = b;
+      if (logScale && typeof a === 'number' && a <= 0) a = typeof l === 'number' && l > 0 ? l : b;
+      if (typeof a === 'number' && (!logScale || a > 0) && a < lo) lo = a;
+      if (typeof b === 'number' && (!logScale || b > 0) && b > hi) hi = b;
     }
   }
   return lo <= hi ? [lo, hi] : null;
@@ -284,4 +319,14 @@ export function lowerBound(a: number[], v: number): number {
 /** Width of the server's buckets for [lo, hi] in n buckets (inclusive integer steps). */
 export function bucketWidth(lo: number, hi: number, n: number): number {
   return Math.max(1, Math.ceil((hi - lo + 1) / Math.max(1, n)));
+}
+
+/** Index of the point of `b` nearest to x (null when the band is empty). */
+export function nearestIndex(b: Band, x: number): number | null {
+  const n = b.x.length;
+  if (!n) return null;
+  const i = lowerBound(b.x, x);
+  if (i <= 0) return 0;
+  if (i >= n) return n - 1;
+  return x - b.x[i - 1] <= b.x[i] - x ? i - 1 : i;
 }

@@ -6,8 +6,10 @@ describe('URL state', () => {
     const s = structuredCloneState(DEFAULT_STATE);
     Object.assign(s, {
       entity: 'alice', project: 'my.proj', run: 'k3v9', tab: 'logs', view: '3', groupBy: 'job_type', sort: '-summary.loss',
-      columns: ['loss', 'acc'], selected: ['a', 'b'], x: 'rel', log: true, smooth: 0.6, agg: true, line: 'last',
+      columns: ['loss', 'config.lr'], hide: ['a', 'b'], cby: 'optimizer.name', x: 'rel', log: true, smooth: 0.6, agg: true, line: 'last',
       labels: ['rank_0', 'rank_2'], lq: 'error: x&y', stream: 'stderr', rkey: 'train/loss', rank: 'run1/rank_3',
+      charts: { 'train/loss': { z: [10, 20.5], h: ['r|train/loss|rank_0'], log: true, sm: 0.5 }, 'sys:gpu.temp': { log: false } },
+      full: 'train/loss', at: 1234,
     });
     s.filters = { jobType: { op: '!=', value: 'worker' }, states: ['crashed'], tags: ['a b'], name: 'ddp', extra: [{ field: 'config.lr', op: '<', value: 1 }] };
     const enc = encodeState(s);
@@ -15,7 +17,9 @@ describe('URL state', () => {
   });
   it('writes nothing for defaults and decodes junk to defaults', () => {
     expect(encodeState(DEFAULT_STATE)).toBe('');
-    const d = decodeState('?tab=nope&x=zzz&smooth=7&fx=%7Bbad&stream=x');
+    const d = decodeState('?tab=nope&x=zzz&smooth=7&fx=%7Bbad&stream=x&ch=%7B%22a%22%3A%7B%22z%22%3A%5B5%2C1%5D%2C%22sm%22%3A3%7D%7D&at=-4');
+    expect(d.charts).toEqual({});
+    expect(d.at).toBe(0);
     expect(d.tab).toBe('overview');
     expect(d.x).toBe('step');
     expect(d.smooth).toBe(0);
@@ -40,5 +44,12 @@ describe('URL state', () => {
     expect(l.filters.jobType).toEqual({ op: '!=', value: 'worker' });
     const other = decodeState(linkTo(s, { project: 'c', run: '' }).slice(1));
     expect(other.filters.jobType).toBeNull();
+    // A chart's zoom and the line shown in context belong to their page.
+    const z = decodeState('?p=a/b&run=x&ch=%7B%22loss%22%3A%7B%22z%22%3A%5B1%2C2%5D%7D%7D&full=loss&at=5');
+    expect(z.charts).toEqual({ loss: { z: [1, 2] } });
+    const away = decodeState(linkTo(z, { run: 'y' }).slice(1));
+    expect(away.charts).toEqual({});
+    expect(away.full).toBe('');
+    expect(away.at).toBe(0);
   });
 });

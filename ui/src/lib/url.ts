@@ -9,6 +9,17 @@ import type { LineMode, XMode } from './series';
 export type Tab = 'overview' | 'charts' | 'system' | 'logs' | 'ranks';
 export const TABS: Tab[] = ['overview', 'charts', 'system', 'logs', 'ranks'];
 
+/** One chart's own settings (per-chart overrides of the page's, and its view). */
+export interface ChartState {
+  /** The x range shown (a zoom), in the page's x units. */
+  z?: [number, number];
+  /** Lines hidden (lineKey of chartdata.ts). */
+  h?: string[];
+  /** Log scale / smoothing of this chart, overriding the toolbar's. */
+  log?: boolean;
+  sm?: number;
+}
+
 export interface AppState {
   entity: string;
   project: string;
@@ -19,8 +30,9 @@ export interface AppState {
   filters: UiFilters;
   groupBy: '' | 'group' | 'job_type';
   sort: string;
-  columns: string[]; // summary keys shown as columns
-  selected: string[]; // run ids overlaid in the workspace charts
+  columns: string[]; // table columns: summary keys, or config.<key> / summary.<key>
+  hide: string[]; // workspace: visible runs left out of the charts (the eye toggle)
+  cby: string; // workspace: colour the runs' lines by this config field ('' by run)
   x: XMode;
   log: boolean;
   smooth: number;
@@ -31,14 +43,17 @@ export interface AppState {
   stream: '' | 'stdout' | 'stderr';
   rkey: string; // ranks: the metric compared across ranks ('' the default)
   rank: string; // ranks: the isolated member (label, or run/label on a group page)
+  charts: Record<string, ChartState>; // per chart (by its id): zoom, hidden lines, log, smoothing
+  full: string; // the chart shown full screen ('' none)
+  at: number; // logs: the console line shown in context (its id; 0 none)
 }
 
 export const DEFAULT_STATE: AppState = {
   entity: '', project: '', run: '', group: '', tab: 'overview', view: '',
   filters: { jobType: null, states: [], tags: [], name: '', extra: [] },
-  groupBy: '', sort: '-created', columns: [], selected: [],
+  groupBy: '', sort: '-created', columns: [], hide: [], cby: '',
   x: 'step', log: false, smooth: 0, agg: false, line: 'mean',
-  labels: [], lq: '', stream: '', rkey: '', rank: '',
+  labels: [], lq: '', stream: '', rkey: '', rank: '', charts: {}, full: '', at: 0,
 };
 
 export type Page = 'projects' | 'workspace' | 'group' | 'run';
@@ -84,7 +99,8 @@ export function decodeState(search: string): AppState {
   if (by === 'group' || by === 'job_type') s.groupBy = by;
   s.sort = p.get('sort') || DEFAULT_STATE.sort;
   s.columns = csv(p.get('cols'));
-  s.selected = csv(p.get('sel'));
+  s.hide = csv(p.get('hide'));
+  s.cby = p.get('cby') ?? '';
   const x = p.get('x');
   if (x === 'rel' || x === 'wall' || x === 'step') s.x = x;
   s.log = p.get('log') === '1';
@@ -98,7 +114,49 @@ export function decodeState(search: string): AppState {
   s.stream = st === 'stdout' || st === 'stderr' ? st : '';
   s.rkey = p.get('rkey') ?? '';
   s.rank = p.get('rank') ?? '';
+  s.charts = decodeCharts(p.get('ch'));
+  s.full = p.get('full') ?? '';
+  const at = Number(p.get('at'));
+  s.at = Number.isInteger(at) && at > 0 ? at : 0;
   return s;
+}
+
+function finite(v: unknown): v is number {
+  return typeof v === 'number' && Number.isFinite(v);
+}
+
+/** `ch`: {"chart id": {"z": [a, b], "h": [...], "log": true, "sm": 0.6}}; what does not parse
+ * (a hand-edited link) is left out. */
+export function decodeCharts(text: string | null): Record<string, ChartState> {
+  const out: Record<string, ChartState> = {};
+  if (!text) return out;
+  let parsed: unknown;
+  try { parsed = JSON.parse(text); } catch { return out; }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return out;
+  for (const [id, v] of Object.entries(parsed as Record<string, any>)) {
+    if (!v || typeof v !== 'object') continue;
+    const cs: ChartState = {};
+    if (Array.isArray(v.z) && v.z.length === 2 && finite(v.z[0]) && finite(v.z[1]) && v.z[0] < v.z[1]) cs.z = [v.z[0], v.z[1]];
+    if (Array.isArray(v.h)) cs.h = v.h.filter((x: unknown) => typeof x === 'string');
+    if (typeof v.log === 'boolean') cs.log = v.log;
+    if (finite(v.sm) && v.sm >= 0 && v.sm < 1) cs.sm = v.sm;
+    if (Object.keys(cs).length) out[id] = cs;
+  }
+  return out;
+}
+
+/** Drops empty chart entries (and empty hidden lists) so that the URL stays short. */
+export function pruneCharts(charts: Record<string, ChartState>): Record<string, ChartState> {
+  const out: Record<string, ChartState> = {};
+  for (const [id, cs] of Object.entries(charts)) {
+    const c: ChartState = { ...cs };
+    if (c.h && !c.h.length) delete c.h;
+    if (c.z === undefined) delete c.z;
+    if (c.log === undefined) delete c.log;
+    if (c.sm === undefined) delete c.sm;
+    if (Object.keys(c).length) out[id] = c;
+  }
+  return out;
 }
 
 /** Only what differs from the defaults goes into the URL, in a stable order. */
@@ -118,7 +176,8 @@ export function encodeState(s: AppState): string {
   if (s.groupBy) p.set('by', s.groupBy);
   if (s.sort && s.sort !== DEFAULT_STATE.sort) p.set('sort', s.sort);
   if (s.columns.length) p.set('cols', s.columns.join(','));
-  if (s.selected.length) p.set('sel', s.selected.join(','));
+  if (s.hide.length) p.set('hide', s.hide.join(','));
+  if (s.cby) p.set('cby', s.cby);
   if (s.x !== 'step') p.set('x', s.x);
   if (s.log) p.set('log', '1');
   if (s.smooth > 0) p.set('smooth', String(s.smooth));
@@ -129,6 +188,10 @@ export function encodeState(s: AppState): string {
   if (s.stream) p.set('stream', s.stream);
   if (s.rkey) p.set('rkey', s.rkey);
   if (s.rank) p.set('rank', s.rank);
+  const charts = pruneCharts(s.charts);
+  if (Object.keys(charts).length) p.set('ch', JSON.stringify(charts));
+  if (s.full) p.set('full', s.full);
+  if (s.at) p.set('at', String(s.at));
   const q = p.toString();
   return q ? `?${q}` : '';
 }
@@ -141,7 +204,8 @@ export function structuredCloneState(s: AppState): AppState {
       states: [...s.filters.states], tags: [...s.filters.tags], name: s.filters.name,
       extra: s.filters.extra.map((c) => ({ ...c })),
     },
-    columns: [...s.columns], selected: [...s.selected], labels: [...s.labels],
+    columns: [...s.columns], hide: [...s.hide], labels: [...s.labels],
+    charts: Object.fromEntries(Object.entries(s.charts).map(([k, v]) => [k, { ...v, h: v.h ? [...v.h] : undefined, z: v.z ? [v.z[0], v.z[1]] as [number, number] : undefined }])),
   };
 }
 
@@ -156,11 +220,15 @@ export function linkTo(cur: AppState, patch: Partial<AppState>): string {
     if (patch.lq === undefined) next.lq = '';
     if (patch.stream === undefined) next.stream = '';
     if (patch.rank === undefined) next.rank = '';
+    if (patch.charts === undefined) next.charts = {};
+    if (patch.full === undefined) next.full = '';
+    if (patch.at === undefined) next.at = 0;
   }
   if (patch.project !== undefined && patch.project !== cur.project) {
     next.view = patch.view ?? '';
     next.filters = patch.filters ?? structuredCloneState(DEFAULT_STATE).filters;
-    next.selected = [];
+    next.hide = [];
+    next.cby = '';
     next.columns = [];
     next.groupBy = '';
     next.sort = DEFAULT_STATE.sort;

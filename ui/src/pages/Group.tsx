@@ -1,16 +1,19 @@
 // Group page: the runs of one experiment side by side, and every metric of every process in one
-// chart (one line per process), with the min/max band + mean across processes on demand.
-import { useEffect, useMemo, useState } from 'preact/hooks';
+// chart (one line per process), with the min/max band + mean across processes on demand; the
+// Ranks section; the system metrics of every run on a time axis (with their own toolbar).
+import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
 import { api, type SeriesInfo } from '../lib/api';
-import type { LineSource } from '../lib/chartdata';
+import { MAX_RUNS_PER_REQUEST, type LineSource } from '../lib/chartdata';
 import { runtimeOf, type Run } from '../lib/filters';
-import { colorFor, flatten, fmtDuration, fmtNum, prefixOf } from '../lib/format';
+import { flatten, fmtDuration, fmtNum, naturalCompare, prefixOf, signalOfExit, styleAt } from '../lib/format';
 import { linkTo, type AppState } from '../lib/url';
 import { Empty, ErrorBox, Link, Loading, StateBadge, useLoad, useTick } from '../components/common';
 import { ChartPanel } from '../components/ChartPanel';
 import { ChartToolbar, settingsOf } from '../components/ChartToolbar';
-import { arrangeSystemKeys, LIVE_MS } from './Run';
+import { Swatch } from '../components/Chart';
+import { LIVE_MS } from './Run';
 import { RanksView } from './Ranks';
+import { SystemCharts } from './SystemCharts';
 
 export function GroupPage({ state }: { state: AppState }) {
   const { entity, project, group } = state;
@@ -25,44 +28,26 @@ export function GroupPage({ state }: { state: AppState }) {
       cursor = page.next_cursor ?? undefined;
     } while (cursor && out.length < 5000);
     // Side by side in name order (ranks in order: rank2 before rank10), not start order.
-    return out.sort((a, b) => (a.name || a.id).localeCompare(b.name || b.id, undefined, { numeric: true }));
+    return out.sort((a, b) => naturalCompare(a.name || a.id, b.name || b.id));
   }, [entity, project, group, tick]);
   useEffect(() => { if (runs.data) setRunning(runs.data.some((r) => r.state === 'running')); }, [runs.data]);
-  const ids = (runs.data ?? []).map((r) => r.id).join(',');
+  const ids = (runs.data ?? []).slice(0, MAX_RUNS_PER_REQUEST).map((r) => r.id).join(',');
+  // The series of every run in one request.
   const keys = useLoad(async (signal) => {
-    const rs = runs.data ?? [];
-    return Promise.all(rs.slice(0, 64).map((r) => api.keys(entity, project, r.id, signal).then((k) => [r, k] as const)));
+    const rs = (runs.data ?? []).slice(0, MAX_RUNS_PER_REQUEST);
+    if (!rs.length) return [] as (readonly [Run, SeriesInfo[]])[];
+    const res = await api.seriesOfRuns(entity, project, rs.map((r) => r.id), signal);
+    const by = new Map(res.runs.map((x) => [x.run, x.keys]));
+    return rs.map((r) => [r, by.get(r.id) ?? []] as const);
   }, [ids, running ? tick : 0]);
   const [q, setQ] = useState('');
   const [ranksOpen, setRanksOpen] = useState(!!(state.rkey || state.rank));
-
-  // System series (GPU temperature/utilisation/memory/power per device, CPU, memory, ...): one
-  // chart per key across the group, one line per run and label; x is time.
-  const system = useMemo(() => {
-    const m = new Map<string, LineSource[]>();
-    for (const [r, ks] of keys.data ?? []) {
-      const labels = new Map<string, Set<string>>();
-      for (const k of ks as SeriesInfo[]) {
-        if (!k.key.startsWith('system/')) continue;
-        const key = k.key.slice(7);
-        if (!labels.has(key)) labels.set(key, new Set());
-        labels.get(key)!.add(k.writer);
-      }
-      const name = r.name || r.id;
-      const multi = new Set([...labels.values()].flatMap((x) => [...x])).size > 1;
-      for (const key of labels.keys()) {
-        if (!m.has(key)) m.set(key, []);
-        m.get(key)!.push({ entity, project, run: r.id, key, system: true, originMs: r.created_ms, name: (w) => (multi ? `${name} · ${w}` : name) });
-      }
-    }
-    return { sources: m, sections: arrangeSystemKeys([...m.keys()]) };
-  }, [keys.data]);
 
   const charts = useMemo(() => {
     const m = new Map<string, LineSource[]>();
     for (const [r, ks] of keys.data ?? []) {
       const per = new Map<string, { writers: Set<string>; range: [number, number] }>();
-      for (const k of ks as SeriesInfo[]) {
+      for (const k of ks) {
         if (k.key.startsWith('system/')) continue;
         const cur = per.get(k.key);
         if (cur) { cur.writers.add(k.writer); cur.range = [Math.min(cur.range[0], k.min_step), Math.max(cur.range[1], k.max_step)]; }
@@ -77,14 +62,22 @@ export function GroupPage({ state }: { state: AppState }) {
     }
     return [...m.entries()].sort((a, b) => {
       const pa = prefixOf(a[0]), pb = prefixOf(b[0]);
-      return pa === pb ? a[0].localeCompare(b[0], undefined, { numeric: true }) : pa.localeCompare(pb);
+      return pa === pb ? naturalCompare(a[0], b[0]) : pa.localeCompare(pb);
     });
   }, [keys.data]);
+  const systemRuns = useMemo(() => (keys.data ?? [])
+    .map(([r, ks]) => ({ run: r, keys: ks.filter((k) => k.key.startsWith('system/')), labels: [...new Set(ks.map((k) => k.writer))] }))
+    .filter((x) => x.keys.length), [keys.data]);
+
+  // Line styles by run (stable functions: a chart redraws only when its data changes).
+  const order = (runs.data ?? []).map((r) => r.id).join(',');
+  const runIdx = useMemo(() => new Map((runs.data ?? []).map((r, i) => [r.id, i])), [order]);
+  const runStyle = useCallback((l: { run: string }) => styleAt(runIdx.get(l.run) ?? 0), [runIdx]);
+  const deviceStyle = useCallback((l: { run: string; key: string }) => ({ color: runStyle(l).color, dash: dashOfDevice(l.key) }), [runStyle]);
 
   if (runs.error && !runs.data) return <div class="page"><ErrorBox error={runs.error} retry={runs.reload} /></div>;
   if (!runs.data) return <div class="page"><Loading what="group" /></div>;
   const rs = runs.data;
-  const runIdx = new Map(rs.map((r, i) => [r.id, i]));
   const settings = settingsOf(state);
   const shown = charts.filter(([k]) => k.includes(q));
   return (
@@ -92,49 +85,47 @@ export function GroupPage({ state }: { state: AppState }) {
       <h1>Group {group} <span class="muted small">{rs.length} run{rs.length === 1 ? '' : 's'}</span>{running && <span class="live"> ● live</span>}</h1>
       {!rs.length ? <Empty>No run in this group.</Empty> : (
         <div class="cards" data-testid="group-runs">
-          {rs.map((r, i) => <RunCard key={r.id} r={r} state={state} color={colorFor('', i)} />)}
+          {rs.map((r, i) => <RunCard key={r.id} r={r} state={state} index={i} />)}
         </div>
       )}
       {rs.length > 0 && (
         <>
-          <div class="section-head sticky">
-            <h2>Metrics</h2>
-            <input type="search" placeholder="filter metrics" aria-label="filter metrics" value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} />
-            <ChartToolbar state={state} aggregate={rs.length > 1} />
-          </div>
-          {keys.error ? <ErrorBox error={keys.error} /> : !keys.data ? <Loading what="metrics" /> : !shown.length ? <Empty>No metrics logged in this group{q ? ' match this filter' : ''}.</Empty> : (
-            <div class="grid">
-              {shown.map(([key, sources]) => (
-                <ChartPanel key={key} title={key} sources={sources} settings={settings} tick={running ? tick : 0} syncKey={`group-${group}`}
-                  aggLabel={`mean of ${sources.length} processes`} color={(l) => colorFor('', runIdx.get(l.run) ?? 0)} />
-              ))}
+          {/* The toolbar sticks within its section only: it never covers the sections below. */}
+          <section class="group-metrics" aria-label="metrics">
+            <div class="section-head sticky">
+              <h2>Metrics</h2>
+              <input type="search" placeholder="filter metrics" aria-label="filter metrics" value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} />
+              <ChartToolbar state={state} aggregate={rs.length > 1} />
             </div>
-          )}
+            {keys.error ? <ErrorBox error={keys.error} /> : !keys.data ? <Loading what="metrics" /> : !shown.length ? <Empty>No metrics logged in this group{q ? ' match this filter' : ''}.</Empty> : (
+              <div class="grid">
+                {shown.map(([key, sources]) => (
+                  <ChartPanel key={key} id={key} title={key} sources={sources} settings={settings} tick={running ? tick : 0} syncKey={`group-${group}`}
+                    chart={state.charts[key]} fullscreen={state.full === key}
+                    aggLabel={`mean of ${sources.length} processes`} style={runStyle} />
+                ))}
+              </div>
+            )}
+          </section>
           {keys.data && charts.length > 0 && (
             <details class="chart-section" data-section="Ranks" open={ranksOpen}
               onToggle={(e) => setRanksOpen((e.currentTarget as HTMLDetailsElement).open)}>
               <summary><h2>Ranks <span class="muted small">one metric across every process: band, median, outliers, stragglers</span></h2></summary>
               {ranksOpen && <RanksView scope={{ entity, project, group }} state={state} tick={running ? tick : 0} keys={charts.map(([k]) => k)}
-                runName={(id) => { const r = rs.find((x) => x.id === id); return r?.name || id; }} />}
+                runName={(id) => { const r = rs.find((x) => x.id === id); return r?.name || id; }}
+                runState={(id) => rs.find((x) => x.id === id)?.state} />}
             </details>
           )}
-          {system.sections.length > 0 && (
-            <div data-testid="group-system">
-              <div class="section-head"><h2>System</h2><span class="muted small">per run and label; x axis: time</span></div>
-              {system.sections.map((sec) => (
-                <details open key={sec.section} class="chart-section" data-section={sec.section}>
-                  <summary><h2>{sec.section}</h2></summary>
-                  <div class="grid">
-                    {sec.charts.map((c) => (
-                      <ChartPanel key={c.key} title={c.title} sources={system.sources.get(c.key)!} height={180}
-                        settings={{ ...settings, xMode: settings.xMode === 'step' ? 'rel' : settings.xMode }}
-                        tick={running ? tick : 0} syncKey={`group-sys-${group}`}
-                        aggLabel={`mean of ${system.sources.get(c.key)!.length} runs`} color={(l) => colorFor('', runIdx.get(l.run) ?? 0)} />
-                    ))}
-                  </div>
-                </details>
-              ))}
-            </div>
+          {systemRuns.length > 0 && (
+            <section class="group-system" data-testid="group-system" aria-label="system metrics">
+              <div class="section-head sticky">
+                <h2>System</h2>
+                <span class="muted small">per run, label and device</span>
+                <ChartToolbar state={state} timeOnly label="system chart options" />
+              </div>
+              <SystemCharts runs={systemRuns} state={state} tick={running ? tick : 0} syncKey={`group-sys-${group}`}
+                style={deviceStyle} />
+            </section>
           )}
         </>
       )}
@@ -142,12 +133,28 @@ export function GroupPage({ state }: { state: AppState }) {
   );
 }
 
-function RunCard({ r, state, color }: { r: Run; state: AppState; color: string }) {
-  const summary = flatten(r.summary ?? {}).filter(([, v]) => typeof v !== 'object').slice(0, 6);
+/** Devices of one run told apart by dashes: GPU 0 solid, GPU 1 dashed, ... */
+function dashOfDevice(key: string): number[] {
+  const m = /^gpu\.(\d+)\./.exec(key);
+  const n = m ? Number(m[1]) : 0;
+  return [[], [6, 3], [2, 3], [10, 3, 2, 3]][n % 4];
+}
+
+/** Main metrics (loss, accuracy, ...) first, then the rest in natural order. */
+function summaryRows(summary: Record<string, unknown>): [string, unknown][] {
+  const main = /(^|[/_.-])(loss|acc|accuracy|f1|auc|score|reward|perplexity|error)($|[/_.-])/i;
+  return flatten(summary ?? {}).filter(([, v]) => typeof v !== 'object')
+    .sort((a, b) => Number(main.test(b[0])) - Number(main.test(a[0])) || naturalCompare(a[0], b[0]));
+}
+
+function RunCard({ r, state, index }: { r: Run; state: AppState; index: number }) {
+  const summary = summaryRows(r.summary).slice(0, 6);
+  const s = styleAt(index);
+  const sig = signalOfExit(r.exit_code);
   return (
     <article class="card run-card" data-run={r.id} data-name={r.name}>
       <header>
-        <span class="swatch" style={{ background: color }} />
+        <Swatch color={s.color} dash={s.dash} />
         <Link href={linkTo(state, { run: r.id, group: '' })} class="run-link">{r.name || r.id}</Link>
         <StateBadge state={r.state} />
       </header>
@@ -156,8 +163,8 @@ function RunCard({ r, state, color }: { r: Run; state: AppState; color: string }
         <div><dt>host</dt><dd>{r.host || '—'}</dd></div>
         <div><dt>writers</dt><dd>{r.writer_count}</dd></div>
         <div><dt>runtime</dt><dd>{fmtDuration(runtimeOf(r))}</dd></div>
-        <div><dt>exit code</dt><dd>{r.exit_code ?? '—'}</dd></div>
-        {summary.map(([k, v]) => <div key={k}><dt>{k}</dt><dd class="mono">{fmtNum(v)}</dd></div>)}
+        <div><dt>exit code</dt><dd>{r.exit_code ?? '—'}{sig ? ` (${sig})` : ''}</dd></div>
+        {summary.map(([k, v]) => <div key={k} data-key={k}><dt>{k}</dt><dd class="mono">{fmtNum(v)}</dd></div>)}
       </dl>
     </article>
   );

@@ -2,10 +2,15 @@
 // search bar), stream and text; stderr highlighted. Virtual scrolling over any number of lines:
 // the server's console index gives the cursor of every 1,000th line, so the view fetches only
 // the pages on screen, and a scroll bar scaled past the browser's height limit spans 1M lines.
+// A filtered view keeps every line's number in the whole log (found from the whole log's index
+// and the page that holds the line), and a click on a line shows it whole, with a way back to
+// it in context. Long lines scroll sideways instead of being cut.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, type ConsoleLine, type RunDetail } from '../lib/api';
-import { colorFor, fmtTime } from '../lib/format';
+import { colorFor, fmtTime, naturalCompare } from '../lib/format';
 import { update } from '../lib/nav';
+import { Link } from '../components/common';
+import { linkTo } from '../lib/url';
 import type { AppState } from '../lib/url';
 import { ErrorBox, useDebounced } from '../components/common';
 
@@ -14,7 +19,7 @@ const ROW = 18;
 const MAX_SCROLL_PX = 8_000_000; // under every browser's element height limit
 
 interface Page { after: number; start: number }
-interface Index { total: number; pages: Page[]; lastId: number }
+interface Index { total: number; pages: Page[]; lastId: number; /** the filter it counts */ key?: string }
 
 /** `label:x` tokens of the search bar, and the text that remains. */
 export function parseLogQuery(q: string): { labels: string[]; text: string } {
@@ -33,6 +38,35 @@ export function pageOfLine(pages: Page[], i: number): number {
   return ans;
 }
 
+/** The number (0-based) in the whole log of the line `id`, given the whole log's pages and the
+ * ids of the page that holds it; null when that page is not loaded or lacks the line. */
+export function lineNumberOf(pages: Page[], pageIds: Map<number, number[]>, id: number): number | null {
+  const p = pageHolding(pages, id);
+  const ids = pageIds.get(p);
+  if (!ids) return null;
+  const i = lowerBoundIds(ids, id);
+  return i < ids.length && ids[i] === id ? pages[p].start + i : null;
+}
+
+/** The page (of the whole log) that holds line `id`: the last one whose cursor is below it. */
+export function pageHolding(pages: Page[], id: number): number {
+  let lo = 0, hi = pages.length - 1, ans = 0;
+  while (lo <= hi) {
+    const m = (lo + hi) >> 1;
+    if (pages[m].after < id) { ans = m; lo = m + 1; } else hi = m - 1;
+  }
+  return ans;
+}
+
+function lowerBoundIds(a: number[], v: number): number {
+  let lo = 0, hi = a.length;
+  while (lo < hi) {
+    const m = (lo + hi) >> 1;
+    if (a[m] < v) lo = m + 1; else hi = m;
+  }
+  return lo;
+}
+
 /** First visible line for a scroll position, exact below the height limit, scaled above it. */
 export function firstLineAt(scrollTop: number, total: number, viewRows: number): number {
   const full = total * ROW;
@@ -43,9 +77,11 @@ export function firstLineAt(scrollTop: number, total: number, viewRows: number):
 }
 
 export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tick: number }) {
-  const writerLabels = useMemo(() => (r.writers ?? []).map((w) => w.label).sort((a, b) => a.localeCompare(b, undefined, { numeric: true })), [r.writers]);
+  const writerLabels = useMemo(() => (r.writers ?? []).map((w) => w.label).sort(naturalCompare), [r.writers]);
   const [text, setText] = useState(state.lq);
   const debounced = useDebounced(text, 250);
+  // A link that changes the search (back to the whole log, "Show in context") updates the box.
+  useEffect(() => { if (state.lq !== text && state.lq !== debounced) setText(state.lq); }, [state.lq]);
   useEffect(() => { if (debounced !== state.lq) update({ lq: debounced }, true); }, [debounced]);
   const parsed = parseLogQuery(state.lq);
   const labels = [...new Set([...state.labels, ...parsed.labels])];
@@ -59,6 +95,40 @@ export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tic
   const [follow, setFollow] = useState(false);
   const [counting, setCounting] = useState(true);
   const filterGen = useRef(0);
+  const filtered = labels.length > 0 || !!state.stream || !!parsed.text;
+  const [selected, setSelected] = useState<{ line: ConsoleLine; n: number | null } | null>(null);
+
+  // The whole log's index and the ids of its pages that hold lines on screen: line numbers of a
+  // filtered view, and the place of a line shown in context (`at`).
+  const [whole, setWhole] = useState<Index | null>(null);
+  const wholeIds = useRef(new Map<number, number[]>());
+  const wholePending = useRef(new Set<number>());
+  const [wholeVersion, setWholeVersion] = useState(0);
+  const needWhole = filtered || state.at > 0;
+  // (After the filtered index: the lines and their count come first, their numbers next.)
+  // (and the index of this very filter: in the render that changes it, `counting` is still false)
+  const wholeReady = needWhole && !counting && index?.key === filterKey;
+  useEffect(() => {
+    if (!wholeReady) return;
+    const ctl = new AbortController();
+    api.consoleIndex(r.entity, r.project, r.id, { stride: STRIDE }, ctl.signal).then((ix) => {
+      wholeIds.current = new Map();
+      wholePending.current = new Set();
+      setWhole({ total: ix.total, lastId: ix.last_id, pages: ix.cursors.map((after, i) => ({ after, start: i * ix.stride })) });
+    }, () => { /* numbers stay unknown ("…") */ });
+    return () => ctl.abort();
+  }, [r.id, wholeReady, tick && needWhole ? Math.floor(tick / 4) : 0]);
+  const loadWholePage = (p: number) => {
+    const w = whole;
+    if (!w || wholeIds.current.has(p) || wholePending.current.has(p)) return;
+    wholePending.current.add(p);
+    const end = p + 1 < w.pages.length ? w.pages[p + 1].start : w.total;
+    api.console(r.entity, r.project, r.id, { after: w.pages[p].after, limit: Math.max(1, end - w.pages[p].start) }).then((res) => {
+      wholePending.current.delete(p);
+      wholeIds.current.set(p, res.lines.map((l) => l.id));
+      setWholeVersion((v) => v + 1);
+    }, () => { wholePending.current.delete(p); });
+  };
 
   // A new filter: a new index, an empty cache.
   useEffect(() => {
@@ -74,13 +144,13 @@ export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tic
     api.console(r.entity, r.project, r.id, { ...f, limit: STRIDE }, ctl.signal).then((res) => {
       if (gen !== filterGen.current || indexed) return;
       cache.current.set(0, res.lines);
-      setIndex({ total: res.lines.length, lastId: 0, pages: [{ after: 0, start: 0 }] });
+      setIndex({ total: res.lines.length, lastId: 0, pages: [{ after: 0, start: 0 }], key: filterKey });
     }, () => { /* the index reports errors */ });
     api.consoleIndex(r.entity, r.project, r.id, { ...f, stride: STRIDE }, ctl.signal)
       .then((ix) => {
         if (gen !== filterGen.current) return;
         indexed = true;
-        setIndex({ total: ix.total, lastId: ix.last_id, pages: ix.cursors.map((after, i) => ({ after, start: i * ix.stride })) });
+        setIndex({ total: ix.total, lastId: ix.last_id, pages: ix.cursors.map((after, i) => ({ after, start: i * ix.stride })), key: filterKey });
         setCounting(false);
         setError(null);
       }, (e) => { if ((e as Error).name !== 'AbortError') setError(e); });
@@ -98,7 +168,7 @@ export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tic
           if (!cur) return cur;
           // New lines start new pages after the old last one, which keeps its exact length.
           const pages = cur.pages.concat(ix.cursors.map((after, i) => ({ after, start: cur.total + i * ix.stride })));
-          return { total: cur.total + ix.total, lastId: ix.last_id, pages };
+          return { total: cur.total + ix.total, lastId: ix.last_id, pages, key: cur.key };
         });
       }, () => { /* the next tick retries */ });
   }, [tick]);
@@ -124,6 +194,21 @@ export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tic
   useEffect(() => {
     if (follow && box.current) box.current.scrollTop = box.current.scrollHeight;
   }, [follow, total]);
+
+  // `at`: the line shown in context, centred once its number is known.
+  const placed = useRef(0);
+  useEffect(() => {
+    // (The index of this filter: in the render that changes the filter, the old one is still here.)
+    if (!state.at || filtered || !whole || placed.current === state.at || !box.current || !index || index.key !== filterKey || counting) return;
+    const n = lineNumberOf(whole.pages, wholeIds.current, state.at);
+    if (n === null) { loadWholePage(pageHolding(whole.pages, state.at)); return; }
+    placed.current = state.at;
+    const el = box.current;
+    const target = Math.max(0, n - Math.floor(viewRows / 2));
+    el.scrollTop = total * ROW <= MAX_SCROLL_PX ? target * ROW
+      : (target / Math.max(1, total - viewRows)) * (MAX_SCROLL_PX - viewRows * ROW);
+    setScrollTop(el.scrollTop);
+  }, [state.at, filtered, whole, wholeVersion, index, counting, filterKey]);
 
   // Fetch the pages on screen (and the next one).
   useEffect(() => {
@@ -158,17 +243,34 @@ export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tic
     update({ labels: cur.includes(l) ? cur.filter((x) => x !== l) : [...cur, l] });
   };
 
+  // The number of a line in the whole log: its position when unfiltered, else looked up.
+  const numberOf = (i: number, line: ConsoleLine): number | null => {
+    if (!filtered) return i;
+    if (!whole) return null;
+    const n = lineNumberOf(whole.pages, wholeIds.current, line.id);
+    if (n === null) loadWholePage(pageHolding(whole.pages, line.id));
+    return n;
+  };
+  void wholeVersion;
   const rows = [];
   for (let i = first; i < last; i++) {
     const line = lineAt(i);
-    rows.push(line ? (
-      <div key={i} class={`log-line ${line.stream}`} data-label={line.label} data-stream={line.stream} role="row">
-        <span class="log-n">{i + 1}</span>
+    if (!line) {
+      rows.push(<div key={i} class="log-line placeholder" role="row"><span class="log-n">{filtered ? '' : i + 1}</span><span class="log-text muted">…</span></div>);
+      continue;
+    }
+    const n = numberOf(i, line);
+    const isSel = selected?.line.id === line.id || state.at === line.id;
+    rows.push(
+      <div key={i} class={`log-line ${line.stream}${isSel ? ' sel' : ''}`} data-label={line.label} data-stream={line.stream} data-id={line.id}
+        data-n={n === null ? '' : n + 1} role="row" aria-selected={isSel}
+        onClick={() => setSelected(selected?.line.id === line.id ? null : { line, n })}>
+        <span class="log-n" title={filtered ? 'line number in the whole log' : undefined}>{n === null ? '…' : n + 1}</span>
         <span class="log-t" title={fmtTime(line.time)}>{fmtTime(line.time).slice(11)}</span>
         <span class="log-label" style={{ color: colorFor(line.label) }}>{line.label}</span>
         <span class="log-text">{highlight(line.text, parsed.text)}</span>
-      </div>
-    ) : <div key={i} class="log-line placeholder" role="row"><span class="log-n">{i + 1}</span><span class="log-text muted">…</span></div>);
+      </div>,
+    );
   }
   void version;
   const windowTop = total * ROW <= MAX_SCROLL_PX ? first * ROW : scrollTop;
@@ -207,6 +309,19 @@ export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tic
           <div class="log-spacer" style={{ height: spacer + 'px' }} />
           <div class="log-window" style={{ transform: `translateY(${windowTop}px)` }}>{rows}</div>
         </div>
+      )}
+      {selected && (
+        <section class="log-detail" data-testid="log-detail" aria-label="the selected line">
+          <header>
+            <strong>Line {selected.n === null ? '…' : (selected.n + 1).toLocaleString()}</strong>
+            <span class="muted"> · {selected.line.label} · {selected.line.stream} · {fmtTime(selected.line.time)}</span>
+            <span class="spacer" />
+            {filtered && <Link href={linkTo(state, { lq: '', labels: [], stream: '', at: selected.line.id })} data-testid="in-context">Show in context</Link>}
+            <button type="button" class="small" onClick={() => navigator.clipboard?.writeText(selected.line.text)}>Copy</button>
+            <button type="button" class="small" aria-label="close" onClick={() => setSelected(null)}>✕</button>
+          </header>
+          <pre class="log-full">{selected.line.text}</pre>
+        </section>
       )}
     </div>
   );

@@ -5,7 +5,7 @@
 // stragglers with their evidence and host. Re-queried on every live tick.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, type RankAggregate, type RankScope, type Stragglers } from '../lib/api';
-import { fmtNum, fmtTime } from '../lib/format';
+import { fmtNum, fmtTime, naturalCompare } from '../lib/format';
 import { update } from '../lib/nav';
 import { bucketAt, flagged, heatColor, heatRange, memberBand, memberId, memberName, rankBands, spansRuns, type BucketInfo } from '../lib/ranks';
 import type { AppState } from '../lib/url';
@@ -14,14 +14,22 @@ import { Empty, ErrorBox, Loading, StateBadge, useLoad } from '../components/com
 
 const AXIS_SPACE = 70;
 
+/** Member indexes in the natural order of their names (rank_2 before rank_10), whatever order
+ * the writers joined in. */
+export function inLabelOrder(names: string[]): number[] {
+  return names.map((_n, i) => i).sort((a, b) => naturalCompare(names[a], names[b]) || a - b);
+}
+
 /** The metric the view starts with: `loss` when logged, else the first key. */
 export function defaultRankKey(keys: string[]): string {
   if (keys.includes('loss')) return 'loss';
   return [...keys].sort()[0] ?? '';
 }
 
-export function RanksView({ scope, state, keys, tick, runName }: {
+export function RanksView({ scope, state, keys, tick, runName, runState }: {
   scope: RankScope; state: AppState; keys: string[]; tick: number; runName?: (run: string) => string;
+  /** A member run's state (group pages), to say which one crashed. */
+  runState?: (run: string) => string | undefined;
 }) {
   const key = state.rkey && keys.includes(state.rkey) ? state.rkey : defaultRankKey(keys);
   if (!keys.length) return <Empty>No metric logged yet: the Ranks view compares one metric across ranks.</Empty>;
@@ -37,9 +45,21 @@ export function RanksView({ scope, state, keys, tick, runName }: {
         {state.rank && <button type="button" class="link" data-testid="rank-clear" onClick={() => update({ rank: '' })}>show all ranks</button>}
       </div>
       <RankBandChart scope={scope} metric={key} tick={tick} isolated={state.rank} runName={runName} />
-      <StragglerPanel scope={scope} tick={tick} isolated={state.rank} runName={runName} />
+      <StragglerPanel scope={scope} metric={key} tick={tick} isolated={state.rank} runName={runName} runState={runState} />
     </div>
   );
+}
+
+/** The desynchronisation warning in words: which rank is behind, which ahead, and why when the
+ * one behind stopped (crashed, killed, ...). */
+export function desyncText(d: Stragglers, name: (i: number) => string, stateOf: (i: number) => string | undefined): string {
+  const a = d.desync.ahead, b = d.desync.behind;
+  if (a === null || a === undefined || b === null || b === undefined || !d.members[a] || !d.members[b]) {
+    return d.desync.reason || `ranks are ${d.desync.step_gap} steps apart`;
+  }
+  const st = stateOf(b);
+  const stopped = st && st !== 'running' ? ` (${st}: it stopped there)` : '';
+  return `${name(b)} is at step ${fmtNum(d.members[b].last_step)}${stopped}, ${name(a)} at step ${fmtNum(d.members[a].last_step)}: ${fmtNum(d.desync.step_gap)} steps apart`;
 }
 
 function useWidth(): [preact.RefObject<HTMLDivElement>, number] {
@@ -93,7 +113,8 @@ function RankBandChart({ scope, metric, tick, isolated, runName }: {
   return (
     <section class="panel rank-band" data-chart={`ranks:${metric}`} aria-busy={!a && !agg.error}>
       <header class="panel-head">
-        <h3>{metric} across ranks</h3>
+        {/* The metric of the data shown: while another one loads, say so rather than mix them. */}
+        <h3 data-testid="rank-title">{a && a.key !== metric ? `${a.key} across ranks (loading ${metric}…)` : `${metric} across ranks`}</h3>
         <span class="panel-meta" data-testid="rank-meta">
           {a && `${a.members.length} rank${a.members.length === 1 ? '' : 's'} · ${a.buckets.length} buckets${a.exact ? ' (exact per step)' : ` of ${fmtNum(a.bucket_width)} steps`}`}
         </span>
@@ -101,6 +122,7 @@ function RankBandChart({ scope, metric, tick, isolated, runName }: {
       <div ref={box}>
         {agg.error && !a ? <ErrorBox error={agg.error} retry={agg.reload} />
           : !a ? <Loading what="aggregate" />
+            : a.members.length === 1 ? <Empty><span data-testid="one-writer">This run has one writer ({names[0]}): there are no ranks to compare. A shared run with several writers, or a group of runs, has them.</span></Empty>
             : !a.buckets.length ? <Empty>No points of {metric} yet.</Empty>
               : (
                 <Chart lines={lines} xMode="step" log={false} smooth={0} zoom={null} height={240}
@@ -114,7 +136,7 @@ function RankBandChart({ scope, metric, tick, isolated, runName }: {
                   onPlotClick={() => { if (hover) isolate(hover.outlier?.member ?? hover.maxMember); }} />
               )}
       </div>
-      <div class="rank-hover small" data-testid="rank-hover" aria-live="polite">
+      {(!a || a.members.length > 1) && <div class="rank-hover small" data-testid="rank-hover" aria-live="polite">
         {hover ? (
           <>
             <span>steps {fmtNum(hover.bucket.step_min)}–{fmtNum(hover.bucket.step_max)}</span>
@@ -124,10 +146,10 @@ function RankBandChart({ scope, metric, tick, isolated, runName }: {
             <span class="muted"> (click the chart to isolate the outlier)</span>
           </>
         ) : <span class="muted">Hover the chart: which rank holds the min, the max and the outlier.</span>}
-      </div>
-      {a && a.members.length > 0 && (
+      </div>}
+      {a && a.members.length > 1 && (
         <div class="rank-members" role="group" aria-label="ranks">
-          {a.members.map((m, i) => (
+          {inLabelOrder(names).map((i) => (
             <button key={ids[i]} type="button" class={`chip rank-chip${ids[i] === isolated ? ' on' : ''}`} data-member={ids[i]}
               aria-pressed={ids[i] === isolated} title="click: isolate this rank over the band" onClick={() => isolate(i)}>
               {names[i]}
@@ -139,11 +161,13 @@ function RankBandChart({ scope, metric, tick, isolated, runName }: {
   );
 }
 
-function StragglerPanel({ scope, tick, isolated, runName }: { scope: RankScope; tick: number; isolated: string; runName?: (run: string) => string }) {
+function StragglerPanel({ scope, metric, tick, isolated, runName, runState }: {
+  scope: RankScope; metric: string; tick: number; isolated: string; runName?: (run: string) => string; runState?: (run: string) => string | undefined;
+}) {
   const [box, width] = useWidth();
   const columns = Math.max(10, Math.min(240, Math.floor((width - 180) / 10)));
-  const s = useLoad((signal) => (width > 0 ? api.stragglers(scope, { columns }, signal) : Promise.resolve(null as Stragglers | null)),
-    [JSON.stringify(scope), columns, tick]);
+  const s = useLoad((signal) => (width > 0 ? api.stragglers(scope, { columns, key: metric }, signal) : Promise.resolve(null as Stragglers | null)),
+    [JSON.stringify(scope), columns, tick, metric]);
   const [by, setBy] = useState<'step_time' | 'gpu_util'>('step_time');
   const d = s.data;
   const multiRun = d ? spansRuns(d.members) : false;
@@ -154,13 +178,16 @@ function StragglerPanel({ scope, tick, isolated, runName }: { scope: RankScope; 
   const hasGpu = d ? (d.matrix?.gpu_util ?? []).some((r) => r.some((v) => v !== null)) : false;
   const unit = by === 'step_time' ? 'ms/step' : '% GPU';
 
+  const nameOf = (i: number) => (d ? memberName(d.members[i], multiRun, runName) : '');
+  const stateOf = (i: number) => (d ? d.members[i]?.state ?? (multiRun ? runState?.(d.members[i].run) : undefined) : undefined);
   return (
     <div ref={box} class="stragglers">
-      {s.error && !d ? <ErrorBox error={s.error} retry={s.reload} /> : !d ? <Loading what="straggler analysis" /> : (
+      {s.error && !d ? <ErrorBox error={s.error} retry={s.reload} /> : !d ? <Loading what="straggler analysis" />
+        : d.members.length === 1 ? null : (
         <>
           <section data-testid="stragglers">
             <h2>Stragglers <span class="muted small">window: last {d.window} steps · key {d.key || '—'}</span></h2>
-            {d.desync?.flagged && <div class="warn" data-testid="desync">Desynchronised: {d.desync.reason || `ranks are ${d.desync.step_gap} steps apart`}</div>}
+            {d.desync?.flagged && <div class="warn" data-testid="desync">Desynchronised: {desyncText(d, nameOf, stateOf)}</div>}
             {!flags.length ? <p class="muted" data-testid="no-stragglers">No straggler: every rank is within the thresholds (z ≥ {d.thresholds?.z}, {d.thresholds?.ratio}× the median).</p> : (
               <table class="table">
                 <thead><tr><th>Rank</th><th>Host</th><th>State</th><th>Evidence</th><th /></tr></thead>
@@ -173,7 +200,7 @@ function StragglerPanel({ scope, tick, isolated, runName }: { scope: RankScope; 
                         <td class="mono">{memberName(m, multiRun, runName)}</td>
                         <td>{m.host || '—'}</td>
                         <td>{m.state ? <StateBadge state={m.state} /> : '—'}</td>
-                        <td><ul class="reasons">{reasons.map((r, k) => <li key={k}>{r}</li>)}</ul></td>
+                        <td class="evidence"><ul class="reasons">{reasons.map((r, k) => <li key={k}>{r}</li>)}</ul></td>
                         <td><button type="button" class="link" onClick={() => update({ rank: id === isolated ? '' : id })}>{id === isolated ? 'show all' : 'isolate'}</button></td>
                       </tr>
                     );
@@ -196,7 +223,8 @@ function StragglerPanel({ scope, tick, isolated, runName }: { scope: RankScope; 
             {!d.matrix?.times?.length ? <Empty>No timed steps yet.</Empty> : (
               <div class="heatmap" data-testid="heatmap" data-by={by} role="table" aria-label={`ranks by time, coloured by ${by === 'step_time' ? 'step time' : 'GPU utilisation'}`}
                 style={{ gridTemplateColumns: `minmax(120px, max-content) repeat(${d.matrix.times.length}, minmax(3px, 1fr))` }}>
-                {d.members.map((m, i) => {
+                {inLabelOrder(d.members.map((m) => memberName(m, multiRun, runName))).map((i) => {
+                  const m = d.members[i];
                   const id = memberId(m, multiRun);
                   return [
                     <div key={`h${i}`} role="rowheader" class={`heat-label mono small${flaggedSet.has(i) ? ' flagged' : ''}${id === isolated ? ' on' : ''}`} data-member={id}

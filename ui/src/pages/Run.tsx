@@ -2,11 +2,12 @@
 // grouped by prefix (one line per writer), system metrics per device and per label, logs.
 // A running run refreshes every few seconds without a reload.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api, type RunDetail, type RunFile, type SeriesInfo } from '../lib/api';
+import { api, type ConsoleLine, type RunDetail, type RunFile, type SeriesInfo, type Writer } from '../lib/api';
 import type { LineSource } from '../lib/chartdata';
 import { runtimeOf } from '../lib/filters';
-import { flatten, fmtAgo, fmtBytes, fmtDuration, fmtNum, fmtTime, prefixOf } from '../lib/format';
+import { flatten, fmtAgo, fmtBytes, fmtDuration, fmtNum, fmtTime, naturalCompare, prefixOf, signalOfExit } from '../lib/format';
 import { update } from '../lib/nav';
+import { SystemCharts } from './SystemCharts';
 import { linkTo, TABS, type AppState, type Tab } from '../lib/url';
 import { Empty, ErrorBox, Link, Loading, StateBadge, useLoad, useTick } from '../components/common';
 import { ChartPanel } from '../components/ChartPanel';
@@ -38,7 +39,7 @@ export function RunPage({ state }: { state: AppState }) {
       {run.error ? <ErrorBox error={run.error} /> : null}
       <Tabs state={state} counts={counts} />
       <div role="tabpanel" id={`panel-${state.tab}`} aria-labelledby={`tab-${state.tab}`} class="tabpanel">
-        {state.tab === 'overview' && <Overview r={r} />}
+        {state.tab === 'overview' && <Overview r={r} state={state} />}
         {state.tab === 'charts' && <ChartsTab r={r} state={state} keys={keys.data} error={keys.error} tick={running ? tick : 0} />}
         {state.tab === 'system' && <SystemTab r={r} state={state} keys={keys.data} error={keys.error} tick={running ? tick : 0} />}
         {state.tab === 'logs' && <LogsTab r={r} state={state} tick={running ? tick : 0} />}
@@ -68,7 +69,7 @@ function RunHeader({ r, state, live }: { r: RunDetail; state: AppState; live: bo
         <div><dt>host</dt><dd>{r.host || '—'}</dd></div>
         <div><dt>created</dt><dd title={fmtTime(r.created_ms)}>{fmtAgo(r.created_ms)}</dd></div>
         <div><dt>runtime</dt><dd>{fmtDuration(runtimeOf(r))}</dd></div>
-        <div><dt>exit code</dt><dd data-testid="exit-code">{r.exit_code ?? '—'}</dd></div>
+        <div><dt>exit code</dt><dd data-testid="exit-code">{r.exit_code ?? '—'}{signalOfExit(r.exit_code) ? ` (${signalOfExit(r.exit_code)})` : ''}</dd></div>
         <div><dt>writers</dt><dd>{r.writer_count}</dd></div>
         {r.tags?.length ? <div><dt>tags</dt><dd>{r.tags.map((t) => <span class="chip" key={t}>{t}</span>)}</dd></div> : null}
       </dl>
@@ -105,17 +106,25 @@ function Tabs({ state, counts }: { state: AppState; counts: { charts: number; sy
 
 // ---- overview ------------------------------------------------------------------------------
 
-function Overview({ r }: { r: RunDetail }) {
+/** Writers in label order (rank_2 before rank_10), whatever order they joined in. */
+export function sortedWriters(ws: Writer[] | undefined): Writer[] {
+  return [...(ws ?? [])].sort((a, b) => naturalCompare(a.label, b.label));
+}
+
+function Overview({ r, state }: { r: RunDetail; state: AppState }) {
   const now = Date.now();
+  const writers = sortedWriters(r.writers);
+  const ended = writers.filter((w) => w.state === 'crashed' || w.state === 'failed' || w.state === 'killed');
   return (
     <div class="overview">
+      {ended.length > 0 && <EndedWriters r={r} writers={ended} state={state} />}
       <section>
         <h2>Writers</h2>
-        {!r.writers?.length ? <Empty>No writer has joined this run.</Empty> : (
+        {!writers.length ? <Empty>No writer has joined this run.</Empty> : (
           <table class="table writers" data-testid="writers">
             <thead><tr><th>Label</th><th>Role</th><th>Host</th><th class="num">PID</th><th>GPUs</th><th>State</th><th class="num">Exit code</th><th>Last heartbeat</th></tr></thead>
             <tbody>
-              {r.writers.map((w) => (
+              {writers.map((w) => (
                 <tr key={w.label} data-writer={w.label} data-state={w.state}>
                   <td class="mono">{w.label}</td>
                   <td>{w.primary ? 'primary' : 'worker'}{w.update_finish_state && !w.primary ? ' (updates state)' : ''}</td>
@@ -123,7 +132,7 @@ function Overview({ r }: { r: RunDetail }) {
                   <td class="num">{w.pid || '—'}</td>
                   <td>{w.gpu_ids?.length ? w.gpu_ids.join(', ') : '—'}</td>
                   <td><StateBadge state={w.state} />{w.state !== 'running' && w.finished_ms ? <span class="muted small"> {fmtTime(w.finished_ms).slice(11)}</span> : null}</td>
-                  <td class="num">{w.exit_code ?? '—'}</td>
+                  <td class="num">{w.exit_code ?? '—'}{signalOfExit(w.exit_code) ? ` (${signalOfExit(w.exit_code)})` : ''}</td>
                   <td title={fmtTime(w.heartbeat_ms)}>{fmtAgo(w.heartbeat_ms, now)}</td>
                 </tr>
               ))}
@@ -137,6 +146,64 @@ function Overview({ r }: { r: RunDetail }) {
       </div>
       <Files r={r} />
       {r.notes ? <section><h2>Notes</h2><p class="notes">{r.notes}</p></section> : null}
+    </div>
+  );
+}
+
+/** How a writer ended, in words: its exit code and the signal behind it when there is one. */
+export function howItEnded(w: Writer): string {
+  const sig = signalOfExit(w.exit_code);
+  if (sig) return `exit code ${w.exit_code}: killed by ${sig}`;
+  if (w.exit_code !== null && w.exit_code !== undefined) return `exit code ${w.exit_code}`;
+  if (w.state === 'crashed') {
+    return 'no exit status: the process vanished without finishing (killed by SIGKILL, e.g. the out-of-memory killer, or its machine or agent was lost)';
+  }
+  return 'no exit status';
+}
+
+/** The last `n` stderr lines of one writer (the console index finds where they start). */
+async function lastStderr(r: RunDetail, label: string, n: number, signal: AbortSignal): Promise<{ lines: ConsoleLine[]; total: number }> {
+  const stride = 10;
+  const f = { labels: [label], stream: 'stderr' };
+  const ix = await api.consoleIndex(r.entity, r.project, r.id, { ...f, stride }, signal);
+  if (!ix.total) return { lines: [], total: 0 };
+  const start = Math.max(0, ix.total - n);
+  const page = Math.floor(start / stride);
+  const res = await api.console(r.entity, r.project, r.id, { ...f, after: ix.cursors[page], limit: n + stride }, signal);
+  return { lines: res.lines.slice(start - page * stride, start - page * stride + n), total: ix.total };
+}
+
+/** Writers that crashed, failed or were killed: when, how (exit code, signal), and the last lines
+ * they printed to stderr. */
+function EndedWriters({ r, writers, state }: { r: RunDetail; writers: Writer[]; state: AppState }) {
+  return (
+    <section class="ended-writers" data-testid="ended-writers">
+      <h2>{writers.length === 1 ? `Writer ${writers[0].label} ${writers[0].state}` : `${writers.length} writers did not finish`}</h2>
+      {writers.map((w) => <EndedWriter key={w.label} r={r} w={w} state={state} />)}
+    </section>
+  );
+}
+
+function EndedWriter({ r, w, state }: { r: RunDetail; w: Writer; state: AppState }) {
+  const tail = useLoad((signal) => lastStderr(r, w.label, 10, signal), [r.id, w.label, w.finished_ms]);
+  const lifetime = w.finished_ms ? w.finished_ms - w.created_ms : null;
+  return (
+    <div class="ended-writer card" data-writer={w.label}>
+      <p>
+        <strong class="mono">{w.label}</strong> <StateBadge state={w.state} />
+        {w.finished_ms ? <> at {fmtTime(w.finished_ms)}{lifetime !== null ? ` (after ${fmtDuration(lifetime)})` : ''}</> : null}
+        {w.host ? <> on {w.host}{w.pid ? ` (pid ${w.pid})` : ''}</> : null}
+      </p>
+      <p data-testid="exit-status">{howItEnded(w)}</p>
+      {tail.error ? <ErrorBox error={tail.error} /> : !tail.data ? <Loading what="stderr" /> : !tail.data.lines.length ? (
+        <p class="muted">It printed nothing to stderr.</p>
+      ) : (
+        <>
+          <div class="muted small">Last {tail.data.lines.length} of its {tail.data.total.toLocaleString()} stderr line{tail.data.total === 1 ? '' : 's'}:</div>
+          <pre class="stderr-tail" data-testid="stderr-tail">{tail.data.lines.map((l) => l.text).join('\n')}</pre>
+        </>
+      )}
+      <Link href={linkTo(state, { tab: 'logs', labels: [w.label], stream: 'stderr' })}>All of {w.label}'s stderr in Logs</Link>
     </div>
   );
 }
@@ -187,7 +254,8 @@ function Files({ r }: { r: RunDetail }) {
 
 function KeyValues({ title, obj }: { title: string; obj: Record<string, unknown> }) {
   const [q, setQ] = useState('');
-  const rows = flatten(obj ?? {});
+  // Keys in order (train/loss after train/acc, lr_2 before lr_10), not in the order they came.
+  const rows = flatten(obj ?? {}).sort((a, b) => naturalCompare(a[0], b[0]));
   const shown = rows.filter(([k]) => k.toLowerCase().includes(q.toLowerCase()));
   return (
     <section class="kv" data-testid={`kv-${title.toLowerCase()}`}>
@@ -197,7 +265,7 @@ function KeyValues({ title, obj }: { title: string; obj: Record<string, unknown>
       </div>
       {!rows.length ? <Empty>No {title.toLowerCase()}.</Empty> : (
         <table class="table kv-table">
-          <tbody>{shown.map(([k, v]) => <tr key={k}><th scope="row" class="mono">{k}</th><td class="mono">{fmtNum(v)}</td></tr>)}</tbody>
+          <tbody>{shown.map(([k, v]) => <tr key={k} data-key={k}><th scope="row" class="mono">{k}</th><td class="mono">{fmtNum(v)}</td></tr>)}</tbody>
         </table>
       )}
     </section>
@@ -217,7 +285,7 @@ function ChartsTab({ r, state, keys, error, tick }: { r: RunDetail; state: AppSt
       else per.set(k.key, { writers: [k.writer], range: [k.min_step, k.max_step] });
     }
     const bySection = new Map<string, [string, { writers: string[]; range: [number, number] }][]>();
-    for (const e of [...per.entries()].sort((a, b) => a[0].localeCompare(b[0], undefined, { numeric: true }))) {
+    for (const e of [...per.entries()].sort((a, b) => naturalCompare(a[0], b[0]))) {
       const p = prefixOf(e[0]);
       if (!bySection.has(p)) bySection.set(p, []);
       bySection.get(p)!.push(e);
@@ -228,6 +296,7 @@ function ChartsTab({ r, state, keys, error, tick }: { r: RunDetail; state: AppSt
   if (!keys) return <Loading what="metrics" />;
   if (!sections.length) return <Empty>This run has logged no metrics yet{r.state === 'running' ? ' (the page refreshes by itself)' : ''}.</Empty>;
   const multi = (r.writers?.length ?? 0) > 1;
+  const runName = r.name || r.id;
   const settings = settingsOf(state);
   return (
     <div>
@@ -243,9 +312,12 @@ function ChartsTab({ r, state, keys, error, tick }: { r: RunDetail; state: AppSt
             <summary><h2>{section || 'Charts'} <span class="muted small">{shown.length}</span></h2></summary>
             <div class="grid">
               {shown.map(([key, info]) => (
-                <ChartPanel key={key} title={key} settings={settings} tick={tick} syncKey={`run-${r.id}`}
+                <ChartPanel key={key} id={key} title={key} settings={settings} tick={tick} syncKey={`run-${r.id}`}
+                  chart={state.charts[key]} fullscreen={state.full === key}
                   aggLabel={`mean of ${info.writers.length} writers`}
-                  sources={[{ entity: r.entity, project: r.project, run: r.id, key, system: false, originMs: r.created_ms, stepRange: info.range, name: (w) => w } as LineSource]} />
+                  // One writer: the line is the run (never an internal writer id).
+                  sources={[{ entity: r.entity, project: r.project, run: r.id, key, system: false, originMs: r.created_ms, stepRange: info.range,
+                    name: (w) => (multi ? w : runName) } as LineSource]} />
               ))}
             </div>
           </details>
@@ -257,57 +329,17 @@ function ChartsTab({ r, state, keys, error, tick }: { r: RunDetail; state: AppSt
 
 // ---- system --------------------------------------------------------------------------------
 
-const GPU_METRICS: [string, string][] = [
-  ['temp', 'temperature (°C)'], ['gpu', 'utilisation (%)'], ['memory_allocated', 'memory allocated (%)'],
-  ['memory', 'memory (%)'], ['power_watts', 'power (W)'], ['power_percent', 'power (%)'],
-];
-const SYSTEM_TITLES: Record<string, string> = {
-  cpu: 'CPU (%)', memory: 'memory (%)', 'network.sent_mb': 'network sent (MB)', 'network.recv_mb': 'network received (MB)',
-  'proc.memory.rss_mb': 'process RSS (MB)', disk: 'disk (%)',
-};
-
-export interface SysChart { section: string; key: string; title: string; order: number }
-
-/** System keys (without "system/") arranged in sections: one per GPU, CPU & memory, network, disk, other. */
-export function arrangeSystemKeys(keys: string[]): { section: string; charts: SysChart[] }[] {
-  const charts: SysChart[] = [];
-  for (const key of keys) {
-    const g = /^gpu\.(\d+)\.(.+)$/.exec(key);
-    if (g) {
-      const i = GPU_METRICS.findIndex(([m]) => m === g[2]);
-      charts.push({ section: `GPU ${g[1]}`, key, title: `GPU ${g[1]} ${i >= 0 ? GPU_METRICS[i][1] : g[2]}`, order: Number(g[1]) * 100 + (i >= 0 ? i : 50) });
-      continue;
-    }
-    const section = key.startsWith('network') ? 'Network' : key.startsWith('disk') ? 'Disk' : /^(cpu|memory|proc)/.test(key) ? 'CPU & memory' : 'Other';
-    const base = { 'CPU & memory': 10000, Network: 20000, Disk: 30000, Other: 40000 }[section]!;
-    charts.push({ section, key, title: SYSTEM_TITLES[key] ?? key, order: base + (key === 'cpu' ? 0 : key === 'memory' ? 1 : 2) });
-  }
-  charts.sort((a, b) => a.order - b.order || a.key.localeCompare(b.key, undefined, { numeric: true }));
-  const out: { section: string; charts: SysChart[] }[] = [];
-  for (const c of charts) {
-    if (!out.length || out[out.length - 1].section !== c.section) out.push({ section: c.section, charts: [] });
-    out[out.length - 1].charts.push(c);
-  }
-  return out;
-}
-
 function SystemTab({ r, state, keys, error, tick }: { r: RunDetail; state: AppState; keys: SeriesInfo[] | null; error: unknown; tick: number }) {
-  const { sections, labels } = useMemo(() => {
-    const names = new Set<string>();
+  const labels = useMemo(() => {
     const ls = new Set<string>();
-    for (const k of keys ?? []) {
-      if (!k.key.startsWith('system/')) continue;
-      names.add(k.key.slice(7));
-      ls.add(k.writer);
-    }
-    return { sections: arrangeSystemKeys([...names]), labels: [...ls].sort((a, b) => a.localeCompare(b, undefined, { numeric: true })) };
+    for (const k of keys ?? []) if (k.key.startsWith('system/')) ls.add(k.writer);
+    return [...ls].sort(naturalCompare);
   }, [keys]);
   const [only, setOnly] = useState<string[]>([]);
   if (error && !keys) return <ErrorBox error={error} />;
   if (!keys) return <Loading what="system metrics" />;
-  if (!sections.length) return <Empty>No system metrics for this run: the agent samples CPU, memory, network and GPUs of every writer.</Empty>;
-  const settings = { ...settingsOf(state), xMode: state.x === 'step' ? 'rel' as const : state.x };
-  const writers = only.length ? only : undefined;
+  if (!labels.length) return <Empty>No system metrics for this run: the agent samples CPU, memory, network and GPUs of every writer.</Empty>;
+  const writers = only.length ? only : labels;
   return (
     <div>
       <div class="section-head sticky">
@@ -325,19 +357,10 @@ function SystemTab({ r, state, keys, error, tick }: { r: RunDetail; state: AppSt
             </label>
           ))}
         </fieldset>
-        <ChartToolbar state={state} timeOnly aggregate={labels.length > 1} aggLabel="min/max band + mean across labels" />
+        <ChartToolbar state={state} timeOnly aggregate={labels.length > 1} aggLabel="min/max band + mean across labels" label="system chart options" />
       </div>
-      {sections.map((s) => (
-        <details open key={s.section} class="chart-section" data-section={s.section}>
-          <summary><h2>{s.section}</h2></summary>
-          <div class="grid">
-            {s.charts.map((c) => (
-              <ChartPanel key={c.key} title={c.title} settings={settings} tick={tick} syncKey={`sys-${r.id}`} height={180}
-                sources={[{ entity: r.entity, project: r.project, run: r.id, key: c.key, system: true, writers, originMs: r.created_ms, name: (w) => w }]} />
-            ))}
-          </div>
-        </details>
-      ))}
+      <SystemCharts state={state} tick={tick} syncKey={`sys-${r.id}`}
+        runs={[{ run: r, keys: keys.filter((k) => k.key.startsWith('system/')), labels: writers }]} />
     </div>
   );
 }

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { firstLineAt, pageOfLine, parseLogQuery } from './Logs';
-import { arrangeSystemKeys } from './Run';
+import { firstLineAt, lineNumberOf, pageHolding, pageOfLine, parseLogQuery } from './Logs';
 
 describe('logs', () => {
   it('reads label: tokens out of the search bar', () => {
@@ -24,14 +23,16 @@ describe('logs', () => {
     const mid = firstLineAt((8_000_000 - rows * 18) / 2, total, rows);
     expect(Math.abs(mid - (total - rows) / 2)).toBeLessThanOrEqual(1);
   });
-});
-
-describe('system metrics layout', () => {
-  it('puts GPU series per device in a fixed order, then CPU/memory, network, disk', () => {
-    const out = arrangeSystemKeys(['network.sent_mb', 'gpu.1.temp', 'gpu.0.power_watts', 'cpu', 'gpu.0.temp', 'memory', 'gpu.0.gpu', 'disk.used', 'gpu.10.temp', 'weird']);
-    expect(out.map((s) => s.section)).toEqual(['GPU 0', 'GPU 1', 'GPU 10', 'CPU & memory', 'Network', 'Disk', 'Other']);
-    expect(out[0].charts.map((c) => c.key)).toEqual(['gpu.0.temp', 'gpu.0.gpu', 'gpu.0.power_watts']);
-    expect(out[0].charts[0].title).toBe('GPU 0 temperature (°C)');
-    expect(out[3].charts.map((c) => c.key)).toEqual(['cpu', 'memory']);
+  it('numbers a filtered line by its place in the whole log', () => {
+    // Whole log: pages of 1000 lines; page 1 starts after id 1500 and holds ids 1501, 1503, ...
+    const pages = [{ after: 0, start: 0 }, { after: 1500, start: 1000 }, { after: 4000, start: 2000 }];
+    expect(pageHolding(pages, 1)).toBe(0);
+    expect(pageHolding(pages, 1500)).toBe(0);
+    expect(pageHolding(pages, 1501)).toBe(1);
+    expect(pageHolding(pages, 9999)).toBe(2);
+    const ids = new Map([[1, [1501, 1503, 1507, 1600]]]);
+    expect(lineNumberOf(pages, ids, 1507)).toBe(1002);
+    expect(lineNumberOf(pages, ids, 1502)).toBeNull(); // not a line of that page
+    expect(lineNumberOf(pages, ids, 20)).toBeNull(); // its page is not loaded
   });
 });

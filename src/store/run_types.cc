@@ -1,4 +1,6 @@
-#include "store/types.h"
+#include "store/run_types.h"
+
+#include "store/meta_types.h"
 
 #include <array>
 
@@ -20,6 +22,10 @@ std::optional<RunState> ParseRunState(std::string_view s) {
     if (kStateNames[i] == s) return static_cast<RunState>(i);
   }
   return std::nullopt;
+}
+
+const char* SessionKindName(SessionKind kind) {
+  return kind == SessionKind::kLoginToken ? "login" : "session";
 }
 
 }  // namespace cohort::store

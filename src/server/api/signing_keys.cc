@@ -1,0 +1,131 @@
+#include "server/api/signing_keys.h"
+
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/ids.h"
+
+namespace cohort::api {
+namespace {
+
+std::string Hmac(const std::string& key, std::string_view message) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), int(key.size()),
+       reinterpret_cast<const unsigned char*>(message.data()), message.size(), md, &len);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(len * 2);
+  for (unsigned i = 0; i < len; ++i) {
+    out.push_back(kHex[md[i] >> 4]);
+    out.push_back(kHex[md[i] & 15]);
+  }
+  return out;
+}
+
+std::string Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return std::string(s);
+}
+
+std::vector<std::string> Split(std::string_view text, char sep) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    size_t end = text.find(sep);
+    std::string part = Trim(text.substr(0, end));
+    if (!part.empty() && part.front() != '#') out.push_back(std::move(part));
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+  return out;
+}
+
+// Creates `file` (mode 0600, exclusively) holding one new key; false when it exists already.
+Result<bool> CreateKeyFile(const std::string& file) {
+  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (errno == EEXIST) return false;
+    return Status::IOError("cannot create signing key file " + file + ": " + std::strerror(errno));
+  }
+  const std::string text = ids::RandomHex(32) + "\n";
+  bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok) {
+    ::unlink(file.c_str());
+    return Status::IOError("cannot write signing key file " + file);
+  }
+  return true;
+}
+
+Result<std::string> ReadKeyFile(const std::string& file) {
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return Status::IOError("cannot read signing key file " + file + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || (st.st_mode & 077) != 0) {
+    ::close(fd);
+    return Status::FailedPrecondition("signing key file " + file +
+                                      " is readable by other users: chmod 600 it");
+  }
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof(buf))) > 0) text.append(buf, size_t(n));
+  ::close(fd);
+  if (n < 0) return Status::IOError("cannot read signing key file " + file);
+  return text;
+}
+
+}  // namespace
+
+Result<SigningKeys> SigningKeys::FromKeys(std::vector<std::string> keys, std::string_view source) {
+  if (keys.empty()) return Status::InvalidArgument(std::string(source) + ": no signing key");
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i].size() < kMinSigningKeyBytes) {
+      return Status::InvalidArgument(std::string(source) + ": signing key " +
+                                     std::to_string(i + 1) + " is shorter than " +
+                                     std::to_string(kMinSigningKeyBytes) + " characters");
+    }
+  }
+  SigningKeys out;
+  out.keys_ = std::move(keys);
+  return out;
+}
+
+Result<SigningKeys> SigningKeys::Load(const std::string& file, const char* env_value,
+                                      bool* created) {
+  *created = false;
+  if (env_value != nullptr) return FromKeys(Split(env_value, ','), kSigningKeysEnv);
+  COHORT_ASSIGN_OR_RETURN(*created, CreateKeyFile(file));
+  COHORT_ASSIGN_OR_RETURN(std::string text, ReadKeyFile(file));
+  return FromKeys(Split(text, '\n'), file);
+}
+
+std::string SigningKeys::Sign(std::string_view message) const {
+  return Hmac(keys_.front(), message);
+}
+
+bool SigningKeys::Verify(std::string_view message, std::string_view signature) const {
+  bool match = false;
+  for (const std::string& key : keys_) {
+    const std::string want = Hmac(key, message);
+    match |= want.size() == signature.size() &&
+             CRYPTO_memcmp(want.data(), signature.data(), want.size()) == 0;
+  }
+  return match;
+}
+
+}  // namespace cohort::api

@@ -1,0 +1,109 @@
+"""What `cohort server` does at start besides serving: it writes the user's config only when it
+made the admin key (a server joining a store with keys, or a restart, leaves it alone; with
+--no-user-config the key is shown instead), and its connection limit fits the open-file limit
+by default."""
+import json
+import os
+import resource
+import socket
+import subprocess
+import time
+
+from conftest import COHORT_BIN, Api, ServerProcess
+
+
+def config_path(home):
+    return home / ".config" / "cohort" / "config.json"
+
+
+def test_servers_joining_a_store_with_keys_leave_the_user_config_alone(tmp_path):
+    store = f"sqlite://{tmp_path / 'shared.db'}"
+    home = tmp_path / "home"
+    first = ServerProcess(home, ["--store", store]).start()
+    try:
+        cfg = json.loads(config_path(home).read_text())
+        assert cfg["base_url"] == first.url  # it made the key: it says where it is
+        # The operator points clients at the load balancer.
+        r = subprocess.run([str(COHORT_BIN), "login", "--host", "https://lb.example.com",
+                            cfg["api_key"]], env=first.env, capture_output=True, text=True,
+                           timeout=30)
+        assert r.returncode == 0, r.stderr
+        pointed = config_path(home).read_text()
+        # A second server of the same store on this account, on another port.
+        second = ServerProcess(home, ["--store", store]).start()
+        try:
+            assert Api(second.url, cfg["api_key"]).get("/api/v1/viewer")[0] == 200
+        finally:
+            second.stop()
+    finally:
+        first.stop()
+    restarted = ServerProcess(home, ["--store", store]).start()
+    restarted.stop()
+    assert config_path(home).read_text() == pointed
+    assert json.loads(pointed)["base_url"] == "https://lb.example.com"
+
+
+def test_no_user_config_shows_the_key_it_made(tmp_path):
+    server = ServerProcess(tmp_path, ["--no-user-config"]).start()
+    try:
+        assert not config_path(tmp_path).exists()
+        server.stop()
+        err = server.proc.stderr.read()
+        key_file = server.data_dir / "admin-key"
+        assert f"created the admin key in {key_file} (mode 0600)" in err, err
+        assert oct(key_file.stat().st_mode & 0o777) == "0o600"
+        key = key_file.read_text().strip()
+        assert key.startswith("ck_") and key not in err
+    finally:
+        server.stop()
+    again = ServerProcess(tmp_path, ["--no-user-config"]).start()
+    try:
+        assert Api(again.url, key).get("/api/v1/viewer")[0] == 200
+    finally:
+        again.stop()
+
+
+def limited_server(tmp_path, limit, extra=()):
+    def preexec():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+    env = dict(os.environ, HOME=str(tmp_path), XDG_CONFIG_HOME="", XDG_DATA_HOME="")
+    proc = subprocess.Popen([str(COHORT_BIN), "server", "--port", "0", "--data-dir",
+                             str(tmp_path / "data"), *extra], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, preexec_fn=preexec)
+    url = proc.stdout.readline().strip()
+    assert url.startswith("http://"), proc.stderr.read()
+    return proc, url
+
+
+def stop(proc):
+    proc.terminate()
+    proc.wait(timeout=10)
+    return proc.stderr.read()
+
+
+def test_default_connection_limit_fits_the_open_file_limit(tmp_path):
+    limit = 200
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert hard == resource.RLIM_INFINITY or hard >= 400
+    proc, url = limited_server(tmp_path, limit)
+    host, port = url.split("//")[1].split(":")
+    conns = []
+    try:
+        # 200 descriptors minus the 64 kept for the store, logs and listeners.
+        for _ in range(limit - 64):
+            conns.append(socket.create_connection((host, int(port)), timeout=10))
+        time.sleep(0.5)
+        extra = socket.create_connection((host, int(port)), timeout=10)
+        extra.settimeout(10)
+        answer = extra.recv(4096)
+        extra.close()
+        assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
+    finally:
+        for c in conns:
+            c.close()
+        err = stop(proc)
+    assert "warning" not in err, err
+    # An explicit limit above what the descriptors allow is kept, with a warning.
+    proc, url = limited_server(tmp_path, limit, ["--max-connections", "5000"])
+    err = stop(proc)
+    assert "open-file limit (200) is below --max-connections (5000) + 64" in err, err
