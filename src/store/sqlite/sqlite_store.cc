@@ -13,6 +13,7 @@
 #include "store/run_state.h"
 #include "store/run_summary.h"
 #include "store/run_update.h"
+#include "store/sqlite/sqlite_chunk_rows.h"
 #include "store/sqlite/sqlite_rows.h"
 #include "store/sqlite/sqlite_schema.h"
 
@@ -464,6 +465,8 @@ Result<WriterRecord> SqliteStore::FinishWriter(const RunRef& ref, const std::str
   COHORT_RETURN_IF_ERROR(FollowSummary(db, run.pk));
   COHORT_RETURN_IF_ERROR(RecomputeRunState(db, run.pk, now_ms));
   COHORT_ASSIGN_OR_RETURN(WriterRecord out, LoadWriter(db, run.pk, ref, label));
+  // A finished writer's series keep no small tail chunks (series::PlanTailSeal).
+  COHORT_RETURN_IF_ERROR(sqlite::SealWriterTails(db, out.pk));
   COHORT_RETURN_IF_ERROR(txn.Commit());
   return out;
 }
