@@ -13,6 +13,8 @@ pkgs=(
   libcli11-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang-format clang-tidy clang-14 libclang-rt-14-dev
   python3 python3-venv python3-dev python3-torch
+  # torch's BLAS: Debian's reference BLAS makes the corpus trainings (bench/corpus) ~20x slower
+  libopenblas0-serial zstd
   postgresql nodejs npm chromium
   nginx openssl
 )

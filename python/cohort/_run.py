@@ -21,9 +21,10 @@ from .settings import Settings
 class Run(native.Run):
     """A run, or this process's writer in a shared run. Made by :func:`cohort.init`.
 
-    ``run.log(dict, step=None, commit=True)`` logs numbers (nested dicts are flattened as
-    ``a/b``); ``run.config`` and ``run.summary`` are dicts that sync to the server;
-    ``run.finish()`` ends the writer. As a context manager the run finishes at the end of the
+    ``run.log(dict, step=None, commit=None)`` logs numbers (nested dicts are flattened as
+    ``a/b``; with ``step``, commit defaults to False, so calls at that step merge into its row);
+    ``run.config`` and ``run.summary`` are dicts that sync to the server; ``run.finish()`` ends
+    the writer. As a context manager the run finishes at the end of the
     block, as failed (exit code 1) when an exception leaves it.
     """
 

@@ -113,7 +113,8 @@ PyObject* ErrorTypeFor(cohort::StatusCode code) {
 struct PyRun {
   cohort::Run run;  // default: disabled (every call a no-op)
   bool finished = false;
-  int owner_pid = 0;  // the process that created (or unpickled) it
+  int owner_pid = 0;              // the process that created (or unpickled) it
+  bool warned_past_step = false;  // a log at a step below the current one was reported
 };
 
 // Per-thread conversion buffer of Run.log. `values` keeps its strings between calls, and a
@@ -276,7 +277,9 @@ void RunLog(PyRun& self, nb::handle data, nb::handle step, nb::handle commit) {
     }
     step_value = int64_t(v);
   }
-  bool do_commit = true;
+  // As in the seed's SDK: with an explicit step, commit defaults to false, so that more calls at
+  // that step merge into its row; the step moves on when a higher one is logged (or commit).
+  bool do_commit = step.is_none();
   if (!commit.is_none()) {
     int t = PyObject_IsTrue(commit.ptr());
     if (t < 0) throw nb::python_error();
@@ -295,12 +298,25 @@ void RunLog(PyRun& self, nb::handle data, nb::handle step, nb::handle commit) {
   s.n = 0;
   s.prefix.clear();
   bool ok = CollectDict(s, d, 0);
+  int64_t current = 0;
   if (ok) {
     if (s.values.size() != s.n) s.values.resize(s.n);
+    if (step_value) current = self.run.step();
     self.run.Log(s.values, step_value, do_commit);
   }
   s.busy = false;
   if (!ok) throw nb::python_error();
+  if (step_value && *step_value < current && !self.warned_past_step) {
+    // Once per run, as the seed's SDK does; run.dropped counts every value dropped.
+    self.warned_past_step = true;
+    if (PyErr_WarnFormat(PyExc_UserWarning, 1,
+                         "cohort: log at step %lld, below the run's current step %lld: dropped "
+                         "(steps only increase; run.dropped counts the values dropped)",
+                         static_cast<long long>(*step_value),
+                         static_cast<long long>(current)) != 0) {
+      throw nb::python_error();
+    }
+  }
 }
 
 std::optional<std::string> RunFinish(PyRun& self, int exit_code, std::string_view state) {
@@ -420,7 +436,8 @@ NB_MODULE(_cohort, m) {
            "Starts or joins a run (cohort::Init); returns within settings.init_timeout_s.")
       .def("log", &RunLog, "data"_a.none(), "step"_a.none() = nb::none(),
            "commit"_a.none() = nb::none(),
-           "Logs a dict of key -> number at the writer's current step.")
+           "Logs a dict of key -> number at the writer's current step (or `step`); commit "
+           "(default: True without `step`, False with it) then moves on to the next step.")
       .def(
           "_update_config",
           [](PyRun& self, std::string_view json) { UpdateJson(self, json, false); }, "json"_a)

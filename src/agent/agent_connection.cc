@@ -98,6 +98,9 @@ bool AgentConnection::Handle(const Frame& frame) {
       if (!req.ok()) return SendError(req.status());
       OpenReply reply;
       session_ = ingest_->Open(*req, &reply);
+      // Its process, from the kernel (not the request): while it runs, a writer it leaves
+      // without finishing is kept for its return.
+      if (session_) session_->set_client(ClientProcess::Find(PeerPid(fd_)));
       Logf(LogLevel::kInfo, "open {}/{} label {} (pid {}): {}", req->project, req->run_id,
            req->label, req->pid, reply.ok ? "ok" : reply.error);
       last_frame_ = acked_frame_ = reply.last_frame;

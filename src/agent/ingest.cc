@@ -50,13 +50,13 @@ std::string PathComponent(std::string_view s) {
 WriterSession::WriterSession(Ingest* ingest, std::shared_ptr<WriterStream> stream, Sender* sender,
                              uint64_t session)
     : ingest_(ingest), stream_(std::move(stream)), sender_(sender), session_(session) {
-  stream_->Attach();
+  stream_->Attach(session_);
 }
 
 WriterSession::~WriterSession() {
   if (!finished_) Crash();
   StopMonitor();
-  stream_->Detach();
+  stream_->Detach(session_);
   ingest_->SessionEnded(stream_.get());
 }
 
@@ -94,7 +94,9 @@ Status WriterSession::Log(uint64_t frame, std::string_view batch) {
   if (finished_) return Status::FailedPrecondition("writer already finished");
   // Cheap structural check so that one bad client cannot poison the WAL.
   COHORT_RETURN_IF_ERROR(DecodeLogBatch(batch).status());
-  return stream_->Append(RecordKind::kBatch, session_, frame, batch).status();
+  // A frame the session stored already (another connection of the client got it there first)
+  // is not stored again.
+  return stream_->AppendFrame(RecordKind::kBatch, session_, frame, batch).status();
 }
 
 Status WriterSession::Update(uint64_t frame, std::string_view json_text) {
@@ -119,7 +121,7 @@ Status WriterSession::Update(uint64_t frame, std::string_view json_text) {
           "\"notes\" strings and a \"tags\" array of strings");
     }
   }
-  return stream_->Append(RecordKind::kRunPatch, session_, frame, json_text).status();
+  return stream_->AppendFrame(RecordKind::kRunPatch, session_, frame, json_text).status();
 }
 
 Status WriterSession::Sync(bool wake_sender) {
@@ -168,11 +170,29 @@ void WriterSession::Crash() {
   StopMonitor();
   if (finished_) return;
   finished_ = true;
-  Logf(LogLevel::kInfo, "{}: client gone without finish: writer crashed", stream_->dir());
-  if (stream_->Append(RecordKind::kWriterFinish, session_, 0, FinishBody(std::nullopt, "crashed"))
-          .ok()) {
-    (void)Sync();
+  WriterStream::Gone gone = WriterStream::Gone::kCrashed;
+  Status st = stream_->ClientGone(session_, client_, FinishBody(std::nullopt, "crashed"), &gone);
+  if (!st.ok()) {
+    Logf(LogLevel::kWarning, "{}: client gone without finish; its crash not recorded: {}",
+         stream_->dir(), st.ToString());
+    return;
   }
+  switch (gone) {
+    case WriterStream::Gone::kBack:
+      Logf(LogLevel::kInfo, "{}: client gone from this connection, back on another",
+           stream_->dir());
+      return;
+    case WriterStream::Gone::kCrashed:
+      Logf(LogLevel::kInfo, "{}: client gone without finish: writer crashed", stream_->dir());
+      break;
+    case WriterStream::Gone::kKept:
+      Logf(LogLevel::kInfo,
+           "{}: client gone without finish: writer crashed; its process (pid {}) runs on and "
+           "may re-open the session",
+           stream_->dir(), client_->pid);
+      break;
+  }
+  WakeSender();
 }
 
 // ---- Ingest ----
@@ -295,6 +315,12 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
     session->finished_ = true;  // nothing to crash: the writer never started
     return nullptr;
   }
+  // Its join is durable: a client that went away is back.
+  if (auto back = stream->ClientBack(req.session); !back.ok()) {
+    Logf(LogLevel::kWarning, "{}: {}", dir, back.status().ToString());
+  } else if (*back) {
+    Logf(LogLevel::kInfo, "{}: the client that went away is back (pid {})", dir, req.pid);
+  }
 
   if (options_.system_monitor && req.stats_interval_s > 0) {
     monitor::MonitorConfig mc;
@@ -400,12 +426,31 @@ void Ingest::Tick() {
       StreamSlot& slot = it->second;
       if (slot.stream->attached() > 0) {
         slot.idle_since_ms = 0;
+        slot.kept = false;
         ++it;
         continue;
       }
       UploadProgress p = slot.stream->progress();
       bool drained = p.done_seq >= p.appended_seq;
       if (slot.sender && drained && (p.complete || !p.rejected.ok())) {
+        std::vector<int> ended;
+        bool keep = p.rejected.ok() && slot.stream->AwaitsLiveClient(&ended);
+        for (int pid : ended) {
+          Logf(LogLevel::kInfo, "{}: the process of the client away (pid {}) has ended",
+               slot.stream->dir(), pid);
+        }
+        if (keep) {
+          if (!slot.kept) {
+            Logf(LogLevel::kInfo,
+                 "{}: writer uploaded and finished (crashed), its client away: keeping the "
+                 "writer for its return",
+                 slot.stream->dir());
+          }
+          slot.kept = true;
+          slot.idle_since_ms = 0;
+          ++it;
+          continue;
+        }
         to_remove.push_back(slot);
         it = streams_.erase(it);
         continue;

@@ -5,6 +5,9 @@
 // it to the Sender of its server (one per base URL), runs a system-monitor Sampler for it, and
 // turns client calls into WAL records: open -> run upsert + writer join, log -> batch, update ->
 // run patch, finish -> writer finish, a connection lost without finish -> finish "crashed".
+// A writer whose client went away without finishing while its process runs on is kept (its
+// directory, and with it what each session stored) until the client is back or its process has
+// ended: the client re-opens its session and resends only the frames not stored.
 //
 // Threading: Ingest and WriterSession are thread-safe. A WriterSession is used by one client
 // connection at a time (its calls are serialised by the caller) and must be destroyed before
@@ -16,10 +19,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "agent/client_process.h"
 #include "agent/protocol.h"
 #include "agent/sender.h"
 #include "agent/writer_stream.h"
@@ -59,12 +64,16 @@ class WriterSession {
   // Stops the monitor, appends the writer's finish record, syncs, then waits up to
   // request.wait_ms for the upload (less when the server is failing).
   Result<FinishReply> Finish(uint64_t frame, const FinishRequest& request);
-  // The client vanished without finishing: records finish state "crashed" at once.
+  // The client vanished without finishing: records finish state "crashed" at once (unless it
+  // is back already on another connection), and keeps the writer for its return while its
+  // process (set_client) runs.
   void Crash();
   // The agent is going away while the client lives: stop without recording anything (the
   // client reconnects to the next agent and carries on).
   void Release();
 
+  // The process of the client (an agent connection's peer); none in-process.
+  void set_client(std::optional<ClientProcess> process) { client_ = std::move(process); }
   bool finished() const { return finished_; }
   const std::string& dir() const;
   WriterStream* stream() const { return stream_.get(); }
@@ -82,6 +91,7 @@ class WriterSession {
   const uint64_t session_;
   std::shared_ptr<monitor::RootPids> pids_;
   std::unique_ptr<monitor::Sampler> sampler_;
+  std::optional<ClientProcess> client_;
   bool finished_ = false;
 };
 
@@ -118,6 +128,7 @@ class Ingest {
     std::shared_ptr<WriterStream> stream;
     Sender* sender = nullptr;   // null when offline
     int64_t idle_since_ms = 0;  // when it was last seen without clients and uploaded
+    bool kept = false;          // finished and uploaded, kept for a client away (logged)
   };
 
   Sender* SenderFor(const std::string& base_url);  // requires mu_

@@ -2,15 +2,18 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <thread>
 
 #include "agent/agent_log.h"
+#include "agent/fake_cohort_server_for_test.h"
 #include "agent/fake_http_server_for_test.h"
 #include "core/clock.h"
 
@@ -18,6 +21,7 @@ namespace cohort::agent {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::FakeCohortServer;
 using testing::FakeHttpServer;
 using testing::FakeRequest;
 using testing::FakeResponse;
@@ -167,6 +171,87 @@ TEST_F(IngestTest, OpenOfTheWriterBeingMovedWaitsAndGetsTheNewStream) {
   EXPECT_EQ(ingest.stream_count(), 1u);
   a->Release();
   b->Release();
+}
+
+// One history row at `step` with key "loss".
+std::string Batch(int64_t step) {
+  LogBatch b;
+  b.keys = {"loss"};
+  b.cells = {{0, double(step)}};
+  b.history = {{.step = step, .time_ms = 1, .begin = 0, .count = 1}};
+  std::string out;
+  EncodeLogBatch(b, &out);
+  return out;
+}
+
+bool Eventually(const std::function<bool()>& done) {
+  for (int i = 0; i < 1000 && !done(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+// A client whose connection ended without finish while its process runs on (it gave up on a
+// stalled agent) comes back and re-opens its session: the agent has recorded the writer as
+// crashed and uploaded everything, but kept its directory, so the open reply still says what
+// the session stored and nothing is stored twice; the writer ends finished, then goes.
+TEST_F(IngestTest, AWriterWhoseClientWentAwayIsKeptForItsReturnAndNothingIsStoredTwice) {
+  FakeCohortServer server;
+  Ingest ingest(Options());
+  const OpenRequest request = Request(server.url(), "rank_0", false);
+  OpenReply reply;
+  auto session = ingest.Open(request, &reply);
+  ASSERT_TRUE(session) << reply.error;
+  session->set_client(ClientProcess::Find(getpid()));
+  for (int64_t f = 1; f <= 3; ++f) ASSERT_TRUE(session->Log(uint64_t(f), Batch(f - 1)).ok());
+  ASSERT_TRUE(session->Sync().ok());
+  const std::string dir = session->dir();
+  session.reset();  // gone without finish, its acks unread
+
+  ASSERT_TRUE(Eventually([&] { return server.writers()["rank_0"].state == "crashed"; }));
+  ASSERT_TRUE(Eventually([&] { return ingest.Idle(); }));
+  ingest.Tick();
+  EXPECT_EQ(ingest.stream_count(), 1u);
+  EXPECT_TRUE(fs::exists(dir));
+
+  session = ingest.Open(request, &reply);
+  ASSERT_TRUE(session) << reply.error;
+  EXPECT_EQ(reply.last_frame, 3u);
+  ASSERT_TRUE(session->Log(3, Batch(2)).ok());  // resent all the same: not stored again
+  ASSERT_TRUE(session->Log(4, Batch(3)).ok());
+  FinishRequest finish;
+  finish.exit_code = 0;
+  finish.wait_ms = 10000;
+  auto finished = session->Finish(5, finish);
+  ASSERT_TRUE(finished.ok()) << finished.status().ToString();
+  EXPECT_TRUE(finished->uploaded);
+  session.reset();
+  ingest.Tick();
+  EXPECT_EQ(ingest.stream_count(), 0u);
+  EXPECT_FALSE(fs::exists(dir));
+  EXPECT_EQ(server.writers()["rank_0"].state, "finished");
+  EXPECT_EQ(server.point_count("rank_0"), 4u);
+  EXPECT_EQ(server.overwritten_points(), 0);
+}
+
+TEST_F(IngestTest, AWriterWhoseClientProcessEndedIsRemovedOnceUploaded) {
+  FakeCohortServer server;
+  Ingest ingest(Options());
+  OpenReply reply;
+  auto session = ingest.Open(Request(server.url(), "rank_0", false), &reply);
+  ASSERT_TRUE(session) << reply.error;
+  ClientProcess ended = *ClientProcess::Find(getpid());
+  ended.start_ticks += 1;  // an earlier process that had this pid
+  session->set_client(ended);
+  ASSERT_TRUE(session->Log(1, Batch(0)).ok());
+  ASSERT_TRUE(session->Sync().ok());
+  const std::string dir = session->dir();
+  session.reset();
+  ASSERT_TRUE(Eventually([&] { return server.writers()["rank_0"].state == "crashed"; }));
+  ASSERT_TRUE(Eventually([&] { return ingest.Idle(); }));
+  ingest.Tick();
+  EXPECT_EQ(ingest.stream_count(), 0u);
+  EXPECT_FALSE(fs::exists(dir));
 }
 
 }  // namespace

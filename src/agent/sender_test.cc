@@ -337,7 +337,7 @@ TEST_F(SenderTest, HeartbeatsAttachedJoinedStreams) {
   ASSERT_TRUE(s.ok());
   ASSERT_TRUE((*s)->Append(RecordKind::kWriterJoin, 1, 1, "{}").ok());
   ASSERT_TRUE((*s)->Sync().ok());
-  (*s)->Attach();
+  (*s)->Attach(0);
   SenderOptions o = FastOptions();
   o.heartbeat_interval_s = 0.1;
   Sender sender(server.url(), o);
@@ -355,7 +355,7 @@ TEST_F(SenderTest, HeartbeatsAttachedJoinedStreams) {
 TEST_F(SenderTest, BackingOffInsideAStreamWaitDoesNotDeadlockTheUploadThread) {
   FakeHttpServer server(Ok);
   auto stream = MakeStream(server.url(), "alice", 1);
-  stream->Attach();
+  stream->Attach(0);
   Sender sender(server.url(), FastOptions());
   sender.Add(stream);
   sender.Start();

@@ -117,6 +117,13 @@ Result<size_t> ReadSome(int fd, char* buf, size_t n, int64_t deadline_ms) {
   }
 }
 
+int PeerPid(int fd) {
+  struct ucred cred {};
+  socklen_t len = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof cred) return 0;
+  return cred.pid;
+}
+
 Status EnsurePrivateDir(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);

@@ -35,6 +35,10 @@ Status WriteAll(int fd, const char* data, size_t n, int64_t deadline_ms);
 // the byte count, 0 at end of stream; kDeadlineExceeded when nothing came; kUnavailable on errors.
 Result<size_t> ReadSome(int fd, char* buf, size_t n, int64_t deadline_ms);
 
+// The pid of the process at the other end of a Unix socket (SO_PEERCRED, as this process's pid
+// namespace sees it); 0 when unknown.
+int PeerPid(int fd);
+
 // mkdir -p with mode 0700, then checks that `dir` belongs to this user and is not accessible to
 // others (kPermissionDenied otherwise).
 Status EnsurePrivateDir(const std::string& dir);

@@ -142,7 +142,8 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
       continue;
     }
     ++report.uploaded;
-    if (p.complete) {
+    // A writer kept for a client away (crashed while its process runs on) stays until then.
+    if (p.complete && !s->AwaitsLiveClient()) {
       if (s->Remove().ok()) ++report.removed;
     } else {
       (void)s->Close();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <utility>
 
 #include "agent/agent_log.h"
 #include "core/clock.h"
@@ -77,6 +78,7 @@ Result<std::shared_ptr<WriterStream>> WriterStream::Create(const std::string& di
       wal::WriteFileAtomically(fs, wal::JoinPath(dir, kMetaFile), target.ToJson()));
   ::chmod(wal::JoinPath(dir, kMetaFile).c_str(), 0600);
   COHORT_RETURN_IF_ERROR(s->ScanUnacknowledged());
+  s->LoadClientsOrWarn();
   return s;
 }
 
@@ -93,6 +95,7 @@ Result<std::shared_ptr<WriterStream>> WriterStream::OpenExisting(const std::stri
   std::shared_ptr<WriterStream> s(new WriterStream(dir, std::move(target)));
   COHORT_RETURN_IF_ERROR(s->OpenLog());
   COHORT_RETURN_IF_ERROR(s->ScanUnacknowledged());
+  s->LoadClientsOrWarn();
   return s;
 }
 
@@ -111,18 +114,29 @@ Status WriterStream::OpenLog() {
 Status WriterStream::ScanUnacknowledged() {
   uint64_t max_seq = 0;
   int64_t count = 0;
-  bool finish = false;
-  auto reader = log_->ReadUnacknowledged();
+  bool finish = false;                    // an unacknowledged finish record
+  bool last_finish = false;               // the log's last record is a finish (acknowledged or not)
+  std::map<uint64_t, uint64_t> uploaded;  // frames of the acknowledged records still here
+  const wal::Position acknowledged = log_->acknowledged();
+  // From the first record still in the log: the acknowledged ones tell what their sessions
+  // stored (those that left the log are in seq.json).
+  auto reader = log_->NewReader(wal::Position{});
   wal::Record rec;
   while (true) {
     COHORT_ASSIGN_OR_RETURN(bool more, reader->Next(&rec));
     if (!more) break;
     auto r = DecodeRecord(rec.payload);
     if (!r.ok()) continue;  // Peek reports it when it gets there
+    const bool done = rec.next <= acknowledged;
+    if (r->session != 0) {
+      uint64_t& f = last_frame_[r->session];
+      f = std::max(f, r->frame);
+      if (done) uploaded[r->session] = std::max(uploaded[r->session], r->frame);
+    }
+    last_finish = r->kind == RecordKind::kWriterFinish;
+    if (done) continue;
     max_seq = std::max(max_seq, r->seq);
     ++count;
-    uint64_t& f = last_frame_[r->session];
-    f = std::max(f, r->frame);
     if (r->kind == RecordKind::kWriterFinish) finish = true;
   }
   if (Status st = LoadSeqState(max_seq); !st.ok()) {
@@ -138,15 +152,25 @@ Status WriterStream::ScanUnacknowledged() {
     // an open (which a client's Init waits for) costs no extra fsync.
     next_seq_ = std::max({max_seq + 1, time_base, seq_floor_});
   }
+  {
+    std::lock_guard<std::mutex> lock(append_mu_);
+    for (const auto& [session, frame] : saved_frames_) {
+      uploaded[session] = std::max(uploaded[session], frame);
+      last_frame_[session] = std::max(last_frame_[session], frame);
+    }
+  }
+  uploaded_frames_ = std::move(uploaded);
   reader_ = log_->ReadUnacknowledged();
-  ack_written_ = ack_pending_ = log_->acknowledged();
+  ack_written_ = ack_pending_ = frames_saved_at_ = acknowledged;
   std::lock_guard<std::mutex> lock(mu_);
   progress_.appended_seq = max_seq;
   progress_.done_seq = 0;
   progress_.appended_records = count;
-  progress_.finish_appended = finish || already_finished_;
+  // A finish acknowledged earlier: its directory outlived it (a crash while removing it, or it
+  // was kept for a client away).
+  progress_.finish_appended = finish || last_finish || already_finished_;
   progress_.entity = target_.entity;
-  progress_.complete = already_finished_ && max_seq == 0;
+  progress_.complete = progress_.finish_appended && count == 0;
   return Status::Ok();
 }
 
@@ -168,11 +192,25 @@ Status WriterStream::LoadSeqState(uint64_t max_seq_in_wal) {
   int64_t joined = r.OptInt("joined_seq").value_or(0);
   int64_t offset = r.OptInt("upload_offset").value_or(0);
   int64_t legacy = r.OptInt("legacy_upto").value_or(0);
+  std::map<uint64_t, uint64_t> frames;
+  if (const bj::array* sessions = r.OptArray("sessions")) {
+    for (const bj::value& v : *sessions) {
+      if (!v.is_object()) return Status::Corruption(dir_ + "/" + kSeqFile + ": bad sessions");
+      json::FieldReader e(v.as_object(), "sessions[]");
+      int64_t session = e.Int("session");
+      int64_t frame = e.Int("frame");
+      if (!e.ok() || session <= 0 || frame < 0) {
+        return Status::Corruption(dir_ + "/" + kSeqFile + ": bad sessions entry");
+      }
+      frames[uint64_t(session)] = uint64_t(frame);
+    }
+  }
   if (!r.ok()) return Status::Corruption(dir_ + "/" + kSeqFile + ": " + r.status().message());
   if (floor < 0 || joined < 0 || offset < 0 || legacy < 0) {
     return Status::Corruption(dir_ + "/" + kSeqFile + ": negative value");
   }
   std::lock_guard<std::mutex> lock(append_mu_);
+  saved_frames_ = std::move(frames);
   seq_floor_ = uint64_t(floor);
   joined_seq_ = uint64_t(joined);
   upload_offset_ = uint64_t(offset);
@@ -186,6 +224,13 @@ Status WriterStream::WriteSeqStateLocked() {
   o["joined_seq"] = int64_t(joined_seq_);
   o["upload_offset"] = int64_t(upload_offset_);
   if (legacy_upto_ > 0) o["legacy_upto"] = int64_t(legacy_upto_);
+  if (!saved_frames_.empty()) {
+    bj::array sessions;
+    for (const auto& [session, frame] : saved_frames_) {
+      sessions.push_back(bj::object{{"session", int64_t(session)}, {"frame", int64_t(frame)}});
+    }
+    o["sessions"] = std::move(sessions);
+  }
   Status st = wal::WriteFileAtomically(wal::FileSystem::Default(), wal::JoinPath(dir_, kSeqFile),
                                        bj::serialize(o));
   if (st.ok()) seq_state_dirty_ = false;
@@ -236,6 +281,11 @@ Status WriterStream::PersistSeqStateIfDirty() {
 Result<uint64_t> WriterStream::Append(RecordKind kind, uint64_t session, uint64_t frame,
                                       std::string_view body) {
   std::lock_guard<std::mutex> lock(append_mu_);
+  return AppendLocked(kind, session, frame, body);
+}
+
+Result<uint64_t> WriterStream::AppendLocked(RecordKind kind, uint64_t session, uint64_t frame,
+                                            std::string_view body) {
   if (!log_) return Status::FailedPrecondition(dir_ + ": stream closed");
   uint64_t seq = next_seq_;
   COHORT_RETURN_IF_ERROR(log_->Append(EncodeRecord(kind, seq, session, frame, body)).status());
@@ -244,14 +294,33 @@ Result<uint64_t> WriterStream::Append(RecordKind kind, uint64_t session, uint64_
     uint64_t& f = last_frame_[session];
     f = std::max(f, frame);
   }
+  if (kind == RecordKind::kWriterJoin && already_finished_) {
+    // The writer runs again (its client came back after its crash was recorded): a later open
+    // must not take it for finished.
+    wal::FileSystem* fs = wal::FileSystem::Default();
+    Status s = fs->Remove(wal::JoinPath(dir_, kFinishedMarker));
+    if (s.ok() || s.code() == StatusCode::kNotFound) s = fs->SyncDir(dir_);
+    if (!s.ok()) Logf(LogLevel::kWarning, "{}: {}", dir_, s.ToString());
+    already_finished_ = false;
+  }
   {
     std::lock_guard<std::mutex> plock(mu_);
     progress_.appended_seq = seq;
     ++progress_.appended_records;
     if (kind == RecordKind::kWriterFinish) progress_.finish_appended = true;
+    if (kind == RecordKind::kWriterJoin) progress_.finish_appended = false;
     progress_.complete = false;
   }
   return seq;
+}
+
+Result<bool> WriterStream::AppendFrame(RecordKind kind, uint64_t session, uint64_t frame,
+                                       std::string_view body) {
+  std::lock_guard<std::mutex> lock(append_mu_);
+  auto it = last_frame_.find(session);
+  if (session != 0 && it != last_frame_.end() && frame <= it->second) return false;
+  COHORT_RETURN_IF_ERROR(AppendLocked(kind, session, frame, body).status());
+  return true;
 }
 
 Status WriterStream::Sync() {
@@ -313,6 +382,13 @@ Result<bool> WriterStream::PeekNext(const Record** record) {
 void WriterStream::Pop() {
   if (!peeked_) return;
   uint64_t seq = peeked_->seq;
+  if (peeked_->session != 0) {
+    uint64_t& f = uploaded_frames_[peeked_->session];
+    if (peeked_->frame > f) {
+      f = peeked_->frame;
+      uploaded_frames_dirty_ = true;
+    }
+  }
   ack_pending_ = std::max({ack_pending_, peeked_next_, ahead_skipped_});
   ahead_skipped_ = wal::Position{};
   peeked_.reset();
@@ -343,9 +419,27 @@ Status WriterStream::FlushAcksImpl(bool force, int64_t min_interval_ms, bool app
     // opening's: seq.json's floor must be above them first (every seq is below next_seq_).
     std::unique_lock<std::mutex> lock(append_mu_, std::defer_lock);
     if (!append_mu_held) lock.lock();
-    if (seq_floor_ < next_seq_) {
-      seq_floor_ = next_seq_ + kSeqReserve;
-      COHORT_RETURN_IF_ERROR(WriteSeqStateLocked());
+    const bool floor = seq_floor_ < next_seq_;
+    // And what they tell of their sessions' frames must be in seq.json before their segment can
+    // go: MarkAcknowledged deletes the segments below the acknowledged position's and that one
+    // too once it is sealed (the active one never; its records are read back at open). So the
+    // frames are written when the acknowledged position enters a segment, and while it is in a
+    // sealed one: not for every acknowledgement.
+    const bool frames =
+        uploaded_frames_dirty_ && (ack_pending_.segment != frames_saved_at_.segment ||
+                                   ack_pending_.segment != log_->end().segment);
+    if (floor || frames) {
+      const uint64_t old_floor = seq_floor_;
+      if (floor) seq_floor_ = next_seq_ + kSeqReserve;
+      std::map<uint64_t, uint64_t> old_frames = std::exchange(saved_frames_, uploaded_frames_);
+      Status st = WriteSeqStateLocked();
+      if (!st.ok()) {
+        seq_floor_ = old_floor;
+        saved_frames_ = std::move(old_frames);
+        return st;
+      }
+      frames_saved_at_ = ack_pending_;
+      uploaded_frames_dirty_ = false;
     }
   }
   Status s = log_->MarkAcknowledged(ack_pending_);
@@ -384,14 +478,128 @@ UploadProgress WriterStream::WaitFor(const std::function<bool(const UploadProgre
   return progress_;
 }
 
-void WriterStream::Attach() {
+void WriterStream::Attach(uint64_t session) {
+  std::lock_guard<std::mutex> clients(clients_mu_);
+  ++attached_sessions_[session];
   std::lock_guard<std::mutex> lock(mu_);
   ++attached_;
 }
 
-void WriterStream::Detach() {
+void WriterStream::Detach(uint64_t session) {
+  std::lock_guard<std::mutex> clients(clients_mu_);
+  auto it = attached_sessions_.find(session);
+  if (it != attached_sessions_.end() && --it->second <= 0) attached_sessions_.erase(it);
   std::lock_guard<std::mutex> lock(mu_);
   if (attached_ > 0) --attached_;
+}
+
+Status WriterStream::ClientGone(uint64_t session, const std::optional<ClientProcess>& process,
+                                std::string_view finish_body, Gone* gone) {
+  std::lock_guard<std::mutex> clients(clients_mu_);
+  // The caller's connection is attached still: another one means the client is back.
+  auto it = attached_sessions_.find(session);
+  if (it != attached_sessions_.end() && it->second > 1) {
+    *gone = Gone::kBack;
+    return Status::Ok();
+  }
+  *gone = Gone::kCrashed;
+  if (process && process->Alive()) {
+    away_[session] = *process;
+    // Kept in memory even when the file cannot be written: this agent keeps the writer.
+    Status st = WriteClientsLocked();
+    if (!st.ok()) Logf(LogLevel::kWarning, "{}: {}", dir_, st.ToString());
+    *gone = Gone::kKept;
+  }
+  COHORT_RETURN_IF_ERROR(Append(RecordKind::kWriterFinish, session, 0, finish_body).status());
+  return Sync();
+}
+
+Result<bool> WriterStream::ClientBack(uint64_t session) {
+  std::lock_guard<std::mutex> clients(clients_mu_);
+  if (away_.erase(session) == 0) return false;
+  COHORT_RETURN_IF_ERROR(WriteClientsLocked());
+  return true;
+}
+
+bool WriterStream::AwaitsLiveClient(std::vector<int>* ended) {
+  std::lock_guard<std::mutex> clients(clients_mu_);
+  bool live = false;
+  for (auto it = away_.begin(); it != away_.end();) {
+    if (it->second.Alive()) {
+      live = true;
+      ++it;
+      continue;
+    }
+    if (ended) ended->push_back(it->second.pid);
+    it = away_.erase(it);
+  }
+  return live;
+}
+
+Status WriterStream::WriteClientsLocked() {
+  wal::FileSystem* fs = wal::FileSystem::Default();
+  const std::string path = wal::JoinPath(dir_, kClientsFile);
+  if (away_.empty()) {
+    Status s = fs->Remove(path);
+    if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
+    return Status::Ok();
+  }
+  bj::array clients;
+  for (const auto& [session, p] : away_) {
+    clients.push_back(bj::object{{"session", int64_t(session)},
+                                 {"pid", p.pid},
+                                 {"start_ticks", int64_t(p.start_ticks)},
+                                 {"boot_id", p.boot_id}});
+  }
+  bj::object o;
+  o["version"] = 1;
+  o["clients"] = std::move(clients);
+  return wal::WriteFileAtomically(fs, path, bj::serialize(o));
+}
+
+void WriterStream::LoadClientsOrWarn() {
+  // Unreadable (damage, which the atomic write rules out otherwise): as if no client were away.
+  if (Status st = LoadClients(); !st.ok()) {
+    Logf(LogLevel::kWarning, "{}: {}; no client is awaited", dir_, st.ToString());
+  }
+}
+
+Status WriterStream::LoadClients() {
+  auto text = wal::ReadFileToString(wal::FileSystem::Default(), wal::JoinPath(dir_, kClientsFile),
+                                    kMaxMetaBytes);
+  if (!text.ok()) {
+    return text.status().code() == StatusCode::kNotFound ? Status::Ok() : text.status();
+  }
+  const std::string what = dir_ + "/" + kClientsFile;
+  auto v = json::Parse(*text);
+  if (!v.ok() || !v->is_object()) return Status::Corruption(what + ": not a JSON object");
+  json::FieldReader r(v->as_object(), kClientsFile);
+  if (r.Int("version") != 1 && r.ok()) {
+    return Status::FailedPrecondition(what + ": unsupported version");
+  }
+  std::map<uint64_t, ClientProcess> away;
+  if (const bj::array* clients = r.OptArray("clients")) {
+    for (const bj::value& c : *clients) {
+      if (!c.is_object()) return Status::Corruption(what + ": a client is not an object");
+      json::FieldReader e(c.as_object(), "clients[]");
+      ClientProcess p;
+      int64_t session = e.Int("session");
+      int64_t pid = e.Int("pid");
+      int64_t start = e.Int("start_ticks");
+      p.boot_id = e.String("boot_id");
+      if (!e.ok()) return Status::Corruption(what + ": " + e.status().message());
+      if (session <= 0 || pid <= 0 || pid > INT32_MAX || start < 0) {
+        return Status::Corruption(what + ": a client entry is out of range");
+      }
+      p.pid = int(pid);
+      p.start_ticks = uint64_t(start);
+      away[uint64_t(session)] = std::move(p);
+    }
+  }
+  if (!r.ok()) return Status::Corruption(what + ": " + r.status().message());
+  std::lock_guard<std::mutex> clients(clients_mu_);
+  away_ = std::move(away);
+  return Status::Ok();
 }
 
 int WriterStream::attached() const {

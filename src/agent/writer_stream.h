@@ -21,6 +21,19 @@
 // (at once when the offset changes; otherwise by the next Peek, off the join's critical path),
 // so a join re-sent after a crash keeps the offset and retries keep their uploaded seqs.
 //
+// Frames: the records a client's frames became carry the client's session and frame number, so
+// that a client coming back after its connection broke learns what its session stored
+// (LastFrame) and resends only the rest. Acknowledged records leave the WAL, so seq.json also
+// keeps, per session, the highest frame uploaded, written before an acknowledgement can delete
+// a segment holding a frame it does not cover yet (the active segment is never deleted; its
+// records are read back at open). Append drops a client frame not above its session's last one,
+// so a frame is stored once even when two connections of the same client overlap.
+//
+// Clients away: a client that went away without finishing while its process runs on (it gave
+// up on a stalled agent) comes back and re-opens its session; clients.json names such clients
+// (ClientGone), so that the writer's directory, and with it what its sessions stored, is kept
+// until each one is back or its process has ended.
+//
 // Threading: all methods are thread-safe. Append/Sync are serialised among themselves; the
 // upload-side methods (Peek/Pop/FlushAcks) are meant for one Sender thread; progress is guarded
 // by a mutex with a condition variable that WaitFor() sleeps on.
@@ -34,7 +47,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "agent/client_process.h"
 #include "agent/record.h"
 #include "cohort/status.h"
 #include "wal/log.h"
@@ -79,6 +95,7 @@ class WriterStream {
   static constexpr char kWalDir[] = "wal";
   static constexpr char kFinishedMarker[] = "FINISHED";
   static constexpr char kSeqFile[] = "seq.json";
+  static constexpr char kClientsFile[] = "clients.json";
   static constexpr uint64_t kSeqReserve = uint64_t{1} << 20;
 
   // Opens the stream in `dir`, creating it (and meta.json from `target`) when absent. An
@@ -101,9 +118,36 @@ class WriterStream {
   // ---- appending ----
   // Appends one record; it is durable after the next Sync(). Returns its seq.
   Result<uint64_t> Append(RecordKind kind, uint64_t session, uint64_t frame, std::string_view body);
+  // Appends the record of a client's frame (a batch or a run patch) unless the session already
+  // stored a frame numbered `frame` or higher: false then, and nothing appended.
+  Result<bool> AppendFrame(RecordKind kind, uint64_t session, uint64_t frame,
+                           std::string_view body);
   Status Sync();
-  // Highest frame of `session` among the records appended (durable after Sync).
+  // Highest frame of `session` stored: appended to this directory since it was created,
+  // whether still in the WAL or uploaded and acknowledged (durable after Sync).
   uint64_t LastFrame(uint64_t session) const;
+
+  // ---- clients ----
+  enum class Gone {
+    kBack,     // another connection of the session is attached: nothing recorded
+    kCrashed,  // the finish record appended
+    kKept,     // the process runs on: recorded in clients.json, then the finish appended
+  };
+  // The client of `session` went away without finishing. Unless it is back already (another
+  // connection of the session attached), appends (and syncs) the writer finish record
+  // `finish_body`, first recording `process` in clients.json when it still runs: it may come
+  // back and re-open the session, and the directory must outlive its finish until then. *gone
+  // says which. Atomic with respect to Attach, so that a finish never lands after the returned
+  // client's join.
+  Status ClientGone(uint64_t session, const std::optional<ClientProcess>& process,
+                    std::string_view finish_body, Gone* gone);
+  // The client of `session` has re-opened it (its join is durable): no longer awaited. True
+  // when it was.
+  Result<bool> ClientBack(uint64_t session);
+  // Whether the process of a client away still runs. Those whose process ended are forgotten
+  // (clients.json is left for Remove; a later reader finds them ended too); their pids are
+  // added to *ended when given.
+  bool AwaitsLiveClient(std::vector<int>* ended = nullptr);
 
   // ---- uploading (one Sender thread) ----
   // The next durable record not yet uploaded: true and *record set (valid until Pop), false
@@ -137,9 +181,10 @@ class WriterStream {
   UploadProgress WaitFor(const std::function<bool(const UploadProgress&)>& done,
                          int64_t deadline_ms) const;
 
-  // Clients attached (connections or in-process runs); heartbeats are sent while > 0.
-  void Attach();
-  void Detach();
+  // Clients attached (connections or in-process runs) by session; heartbeats are sent while
+  // attached() > 0.
+  void Attach(uint64_t session);
+  void Detach(uint64_t session);
   int attached() const;
 
   // Closes the WAL (syncing it). Appends fail afterwards.
@@ -154,6 +199,11 @@ class WriterStream {
   Status LoadSeqState(uint64_t max_seq_in_wal);
   Status WriteSeqStateLocked();  // append_mu_ held
   Status PersistSeqStateIfDirty();
+  Result<uint64_t> AppendLocked(RecordKind kind, uint64_t session, uint64_t frame,
+                                std::string_view body);  // append_mu_ held
+  Status LoadClients();
+  void LoadClientsOrWarn();
+  Status WriteClientsLocked();  // clients_mu_ held
   Status FlushAcksImpl(bool force, int64_t min_interval_ms, bool append_mu_held);
   // The next decodable record from reader_ into *out (false: none now); undecodable ones are
   // logged and skipped, *skipped set past them.
@@ -171,7 +221,9 @@ class WriterStream {
   uint64_t joined_seq_ = 0;       // persisted: the join whose NoteJoined set upload_offset_
   uint64_t upload_offset_ = 0;    // persisted; written under append_mu_, read by the Sender
   bool seq_state_dirty_ = false;  // joined_seq_ changed since seq.json was written
-  std::map<uint64_t, uint64_t> last_frame_;  // session -> highest frame appended
+  std::map<uint64_t, uint64_t> last_frame_;    // session -> highest frame stored
+  std::map<uint64_t, uint64_t> saved_frames_;  // persisted: seq.json's "sessions"
+  wal::Position frames_saved_at_;  // the acknowledged position saved_frames_ was written for
 
   // Upload side (Sender thread only).
   std::unique_ptr<wal::Reader> reader_;
@@ -180,9 +232,15 @@ class WriterStream {
   std::optional<Record> ahead_;  // PeekNext's record, the next Peek's after Pop
   wal::Position ahead_next_;
   wal::Position ahead_skipped_;  // past undecodable records PeekNext skipped (ack at Pop)
+  std::map<uint64_t, uint64_t> uploaded_frames_;  // session -> highest frame done (or saved)
+  bool uploaded_frames_dirty_ = false;            // not all in saved_frames_
   wal::Position ack_pending_;
   wal::Position ack_written_;
   int64_t ack_written_ms_ = 0;
+
+  mutable std::mutex clients_mu_;              // guards the two below and clients.json; before mu_
+  std::map<uint64_t, int> attached_sessions_;  // session -> connections attached
+  std::map<uint64_t, ClientProcess> away_;     // persisted: clients.json
 
   mutable std::mutex mu_;  // guards progress_ and attached_
   mutable std::condition_variable cv_;

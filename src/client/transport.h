@@ -32,8 +32,8 @@ class Transport {
   // transport is broken; the caller reconnects.
   virtual Status Send(agent::MessageType type, uint64_t frame, std::string_view body,
                       int64_t deadline_ms) = 0;
-  // The highest frame acknowledged so far, after reading acks until `deadline_ms` or until
-  // `want` is acknowledged (deadline in the past: only what already arrived).
+  // The highest frame acknowledged so far, after reading every ack that already arrived and
+  // then, while `want` is not acknowledged, until `deadline_ms` (in the past: no waiting).
   virtual Result<uint64_t> Acked(uint64_t want, int64_t deadline_ms) = 0;
   // Sends the finish frame and waits for its reply.
   virtual Result<agent::FinishReply> Finish(uint64_t frame, const agent::FinishRequest& request,

@@ -9,6 +9,7 @@
 #include "core/crc32c.h"
 #include "series/bits.h"
 #include "series/residual.h"
+#include "series/scaled.h"
 #include "series/value_bits.h"
 #include "series/xor.h"
 
@@ -22,6 +23,9 @@ using internal::StreamCode;
 using internal::StreamHeader;
 
 constexpr size_t kCrcSize = 4;
+// In place of the step stream's header: every step equals its time (system metrics, whose step
+// is their sample time); there is no step payload. (An order of 3 is no integer stream's.)
+constexpr uint8_t kStepsAreTimes = 0x30;
 
 Status Corrupt(std::string what) { return Status::Corruption("series chunk: " + std::move(what)); }
 
@@ -33,7 +37,22 @@ bool LessWithSignedZero(double a, double b) {
 struct EncodeScratch {
   std::vector<int64_t> best, candidate;  // residual-coded values: the cheapest so far, the next
   std::vector<uint64_t> patterns;        // XOR-coded patterns
+  std::vector<uint16_t> exceptions, best_exceptions;  // kScaled: positions of exceptions
 };
+
+// A chunk whose values are more than this share exceptions is not worth the scaled mode.
+constexpr size_t kMaxExceptionShare = 4;  // 1/4
+
+int VarintLength(uint64_t v) { return v < 128 ? 1 : 1 + (63 - std::countl_zero(v)) / 7; }
+
+// The bytes of the scaled mode's divisor and exception list (docs/formats.md).
+uint64_t ScaledHeaderBytes(uint64_t divisor, const std::vector<uint16_t>& exceptions) {
+  uint64_t bytes = uint64_t(VarintLength(divisor)) + uint64_t(VarintLength(exceptions.size()));
+  for (size_t j = 0; j < exceptions.size(); ++j) {
+    bytes += uint64_t(VarintLength(j == 0 ? exceptions[0] : exceptions[j] - exceptions[j - 1] - 1));
+  }
+  return bytes + 8 * exceptions.size();
+}
 
 }  // namespace
 
@@ -96,8 +115,10 @@ std::string ChunkEncoder::Encode() const {
     coding::PutFixed32(&out, crc32c::Value(out));
     return out;
   }
-  const StreamCode step_code = internal::PlanStream(steps_.data(), n);
-  const StreamCode time_code = internal::PlanStream(times_.data(), n);
+  const bool steps_are_times = steps_ == times_;
+  const StreamCode step_code =
+      steps_are_times ? StreamCode{} : internal::PlanStream(steps_.data(), n, false);
+  const StreamCode time_code = internal::PlanStream(times_.data(), n, false);
 
   // Price every value mode the chunk allows and keep the cheapest (ties: the earlier tried).
   thread_local EncodeScratch scratch;
@@ -110,9 +131,10 @@ std::string ChunkEncoder::Encode() const {
   ValueMode mode = ValueMode::kXor64;
   uint64_t best_bits = ~uint64_t{0};
   StreamCode value_code;
-  auto try_stream = [&](ValueMode m) {
+  uint64_t divisor = 0;  // kScaled
+  auto try_stream = [&](ValueMode m, uint64_t extra_bytes = 0) {
     const StreamCode c = internal::PlanStream(candidate.data(), n);
-    const uint64_t bits = c.total_bits();
+    const uint64_t bits = c.total_bits() + 8 * extra_bytes;
     if (bits < best_bits) {
       best_bits = bits;
       mode = m;
@@ -149,15 +171,48 @@ std::string ChunkEncoder::Encode() const {
     try_stream(ValueMode::kFloat64Delta);
     try_xor(ValueMode::kXor64, std::integral_constant<int, 64>());
   }
+  if (!all_integer_) {
+    // Integers over a divisor: short decimals, ratios of counts (NaN, -0.0 and the rest as
+    // exceptions). Priced last: it must beat the modes above by a bit to be chosen.
+    uint64_t divisors[2];
+    const int count = internal::CandidateDivisors(values_.data(), n, divisors, 2);
+    for (int c = 0; c < count; ++c) {
+      // The power of ten above the sample's divisor only helps with exceptions that it removes.
+      if (c > 0 && divisor == divisors[0] && scratch.best_exceptions.empty()) break;
+      if (!internal::ScaleValues(values_.data(), n, divisors[c], n / kMaxExceptionShare,
+                                 candidate.data(), &scratch.exceptions)) {
+        continue;
+      }
+      const uint64_t before = best_bits;
+      try_stream(ValueMode::kScaled, ScaledHeaderBytes(divisors[c], scratch.exceptions));
+      if (best_bits < before) {
+        divisor = divisors[c];
+        scratch.best_exceptions.swap(scratch.exceptions);
+      }
+    }
+  }
   const bool xor_mode = mode == ValueMode::kXor32 || mode == ValueMode::kXor64;
 
   out.push_back(char(mode));
   coding::PutVarint64(&out, n);
-  internal::WriteStreamHeader(step_code, steps_.data(), n, &out);
+  if (steps_are_times) {
+    out.push_back(char(kStepsAreTimes));
+  } else {
+    internal::WriteStreamHeader(step_code, steps_.data(), n, &out);
+  }
   internal::WriteStreamHeader(time_code, times_.data(), n, &out);
+  if (mode == ValueMode::kScaled) {
+    const std::vector<uint16_t>& ex = scratch.best_exceptions;
+    coding::PutVarint64(&out, divisor);
+    coding::PutVarint64(&out, ex.size());
+    for (size_t j = 0; j < ex.size(); ++j) {
+      coding::PutVarint64(&out, j == 0 ? ex[0] : uint64_t(ex[j] - ex[j - 1] - 1));
+    }
+    for (uint16_t pos : ex) coding::PutFixed64(&out, coding::DoubleBits(values_[pos]));
+  }
   if (!xor_mode) internal::WriteStreamHeader(value_code, best.data(), n, &out);
   // Each stream's payload starts on a byte; the value payload runs to the checksum.
-  const uint64_t step_bytes = step_code.payload_bytes();
+  const uint64_t step_bytes = steps_are_times ? 0 : step_code.payload_bytes();
   const uint64_t time_bytes = time_code.payload_bytes();
   const uint64_t value_bytes = xor_mode ? (best_bits + 7) / 8 : value_code.payload_bytes();
   coding::PutVarint64(&out, step_bytes);
@@ -165,7 +220,7 @@ std::string ChunkEncoder::Encode() const {
   const size_t start = out.size();
   out.resize(start + step_bytes + time_bytes + value_bytes + 8);  // 8: slack for the writers
   char* dst = out.data() + start;
-  internal::WriteStreamPayload(step_code, steps_.data(), n, dst);
+  if (!steps_are_times) internal::WriteStreamPayload(step_code, steps_.data(), n, dst);
   internal::WriteStreamPayload(time_code, times_.data(), n, dst + step_bytes);
   dst += step_bytes + time_bytes;
   if (xor_mode) {
@@ -202,7 +257,7 @@ Status DecodeBody(std::string_view in, std::vector<Point>* out) {
   std::string_view body = in.substr(1, body_size - 1);
   const uint8_t mode_byte = uint8_t(body[0]);
   body.remove_prefix(1);
-  if (mode_byte > uint8_t(ValueMode::kFloat64Delta)) {
+  if (mode_byte > uint8_t(ValueMode::kScaled)) {
     return Corrupt("unknown value mode " + std::to_string(mode_byte));
   }
   const ValueMode mode = ValueMode(mode_byte);
@@ -217,10 +272,34 @@ Status DecodeBody(std::string_view in, std::vector<Point>* out) {
     return body.empty() ? Status::Ok() : Corrupt("bytes after an empty chunk");
   }
   StreamHeader steps, times, values;
-  if (!internal::ParseStreamHeader(&body, n, &steps) ||
+  const bool steps_are_times = !body.empty() && uint8_t(body[0]) == kStepsAreTimes;
+  if (steps_are_times) body.remove_prefix(1);
+  if ((!steps_are_times && !internal::ParseStreamHeader(&body, n, &steps)) ||
       !internal::ParseStreamHeader(&body, n, &times)) {
     return Corrupt("bad step or time stream header");
   }
+  uint64_t divisor = 1;
+  thread_local std::vector<uint16_t> exceptions;
+  exceptions.clear();
+  if (mode == ValueMode::kScaled) {
+    uint64_t count = 0;
+    if (!coding::GetVarint64(&body, &divisor) || divisor == 0 || divisor > internal::kMaxDivisor ||
+        !coding::GetVarint64(&body, &count) || count > n) {
+      return Corrupt("bad divisor or exception count");
+    }
+    uint64_t pos = 0;
+    for (uint64_t j = 0; j < count; ++j) {
+      uint64_t gap = 0;
+      if (!coding::GetVarint64(&body, &gap) || gap >= n - pos) {
+        return Corrupt("bad exception position");
+      }
+      pos += gap;
+      exceptions.push_back(uint16_t(pos++));
+    }
+    if (body.size() < 8 * count) return Corrupt("truncated exceptions");
+  }
+  const std::string_view exception_values = body.substr(0, 8 * exceptions.size());
+  body.remove_prefix(exception_values.size());
   const bool xor_mode = mode == ValueMode::kXor32 || mode == ValueMode::kXor64;
   if (!xor_mode && !internal::ParseStreamHeader(&body, n, &values)) {
     return Corrupt("bad value stream header");
@@ -233,16 +312,21 @@ Status DecodeBody(std::string_view in, std::vector<Point>* out) {
   out->resize(n);
   Point* p = out->data();
   const char* load_end = in.data() + in.size();
-  const bool steps_ok = internal::DecodeStream(steps, body.substr(0, step_bytes), load_end, n,
-                                               [p](size_t i, uint64_t x) {
-                                                 p[i].step = int64_t(x);
-                                                 return 0u;
-                                               });
+  const bool steps_ok = steps_are_times
+                            ? step_bytes == 0
+                            : internal::DecodeStream(steps, body.substr(0, step_bytes), load_end, n,
+                                                     [p](size_t i, uint64_t x) {
+                                                       p[i].step = int64_t(x);
+                                                       return 0u;
+                                                     });
   const bool times_ok = internal::DecodeStream(times, body.substr(step_bytes, time_bytes), load_end,
                                                n, [p](size_t i, uint64_t x) {
                                                  p[i].time_ms = int64_t(x);
                                                  return 0u;
                                                });
+  if (steps_are_times) {
+    for (size_t i = 0; i < n; ++i) p[i].step = p[i].time_ms;
+  }
   if (!steps_ok || !times_ok) return Corrupt("step or time payload truncated or overlong");
   const std::string_view value_payload = body.substr(step_bytes + time_bytes);
   bool clean = true;  // the payload held exactly the values, each valid for its mode
@@ -282,6 +366,20 @@ Status DecodeBody(std::string_view in, std::vector<Point>* out) {
         return 0u;
       });
       break;
+    case ValueMode::kScaled: {
+      internal::NearestRounding rounding;
+      const double d = double(divisor);
+      clean =
+          internal::DecodeStream(values, value_payload, load_end, n, [p, d](size_t i, uint64_t x) {
+            p[i].value = internal::ScaledValue(int64_t(x), d);
+            return unsigned(!internal::IntegerInRange(int64_t(x)));
+          });
+      for (size_t j = 0; j < exceptions.size(); ++j) {
+        p[exceptions[j]].value =
+            coding::BitsDouble(coding::DecodeFixed64(exception_values.data() + 8 * j));
+      }
+      break;
+    }
   }
   if (!clean) return Corrupt("value payload truncated, overlong or out of range for its mode");
   return Status::Ok();

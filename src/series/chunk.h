@@ -6,7 +6,8 @@
 // smaller), bit-packed in classes of widths the encoder fits to each stream; a regular sequence
 // costs no bits at all. Values are coded in one of several modes (ValueMode), chosen per chunk by
 // size: Gorilla XOR of the 64-bit or the float32 patterns, or the same integer streams over the
-// integers or over order-preserving float bit patterns. The encoded form carries a
+// integers, over order-preserving float bit patterns, or over integers x of values x / D (short
+// decimals, ratios of counts; series/scaled.h). The encoded form carries a
 // magic/version byte, the mode, the point count and a CRC-32C, and every double round-trips bit
 // for bit (NaN payloads, -0.0, infinities, denormals).
 //
@@ -31,7 +32,7 @@ namespace cohort::series {
 inline constexpr int kMaxChunkPoints = 1024;
 // First byte of an encoded chunk: magic in the high nibble, format version in the low nibble.
 inline constexpr uint8_t kChunkMagic = 0xC0;
-inline constexpr uint8_t kChunkVersion = 1;
+inline constexpr uint8_t kChunkVersion = 2;
 
 // How a chunk codes its values (second byte of an encoded chunk).
 enum class ValueMode : uint8_t {
@@ -40,6 +41,8 @@ enum class ValueMode : uint8_t {
   kInteger = 2,       // residual-coded integers; every value an integer in [-2^53, 2^53], no -0.0
   kFloat32Delta = 3,  // residual-coded order-preserving float32 patterns; exact float32 values
   kFloat64Delta = 4,  // residual-coded order-preserving 64-bit patterns; any double
+  kScaled = 5,  // residual-coded integers x over one divisor D (decimals: D = 10^e), v = x / D;
+                // any double, the values that are not such ratios kept as exceptions
 };
 
 // Summary of a chunk, kept beside it so that coarse queries need not decode it.

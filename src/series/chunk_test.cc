@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cfenv>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -50,9 +51,15 @@ std::vector<std::string> SampleChunks() {
   chunks.push_back(EncodeAll(pts));
   for (auto& p : pts) p.value = 1.0 / (1 + p.step);  // double
   chunks.push_back(EncodeAll(pts));
-  for (auto& p : pts) p.value = p.step % 2 ? 0.1 : 0.7;  // alternating: XOR wins
+  for (auto& p : pts) p.value = p.step % 2 ? 1.0 / 3 : 0.7;  // alternating doubles: XOR wins
   chunks.push_back(EncodeAll(pts));
   for (auto& p : pts) p.value = double(float(p.step % 2 ? 0.1 : 0.7));
+  chunks.push_back(EncodeAll(pts));
+  for (auto& p : pts) p.value = double(p.step % 1000) / 1000;  // decimals: scaled
+  pts[3].value = std::numeric_limits<double>::quiet_NaN();     // with exceptions
+  pts[150].value = -0.0;
+  chunks.push_back(EncodeAll(pts));
+  for (auto& p : pts) p.step = p.time_ms;  // steps are the times
   chunks.push_back(EncodeAll(pts));
   chunks.push_back(EncodeAll({}));
   chunks.push_back(EncodeAll({{kMin, kMax, -0.0}}));
@@ -133,16 +140,93 @@ TEST(ChunkTest, Float32DenormalsUseAFloat32Mode) {
   EXPECT_EQ(DiffPoints(pts, *got), "");
 }
 
-TEST(ChunkTest, OneDoubleValueDowngradesToA64BitMode) {
+TEST(ChunkTest, OneDoubleAmongIntegersIsAnExceptionOfTheScaledMode) {
   std::vector<Point> pts;
   for (int i = 0; i < 100; ++i) pts.push_back({i, i, double(i)});
-  pts.push_back({100, 100, 0.1});
+  pts.push_back({100, 100, std::acos(-1.0)});
+  const std::string enc = EncodeAll(pts);
+  EXPECT_EQ(ModeOf(enc), ValueMode::kScaled);
+  EXPECT_LT(enc.size(), 50u);  // the integers in a few bytes, pi in 8
+  auto got = DecodeChunk(enc);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(DiffPoints(pts, *got), "");
+}
+
+TEST(ChunkTest, DoublesThatAreNotRatiosUseA64BitMode) {
+  std::vector<Point> pts;
+  for (int i = 0; i < 100; ++i) pts.push_back({i, i, std::sqrt(2.0 + i)});
   const std::string enc = EncodeAll(pts);
   const ValueMode m = ModeOf(enc);
   EXPECT_TRUE(m == ValueMode::kXor64 || m == ValueMode::kFloat64Delta) << int(m);
   auto got = DecodeChunk(enc);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(DiffPoints(pts, *got), "");
+}
+
+TEST(ChunkTest, ShortDecimalsUseTheScaledModeAtAFewBitsAPoint) {
+  Rng rng(5);
+  std::vector<Point> pts;
+  for (int i = 0; i < kMaxChunkPoints; ++i) {  // an accuracy rounded to 3 places
+    pts.push_back({i, 1700000000000 + 100 * i, double(900 + int(rng() % 64)) / 1000});
+  }
+  const std::string enc = EncodeAll(pts);
+  EXPECT_EQ(ModeOf(enc), ValueMode::kScaled);
+  EXPECT_LT(enc.size(), size_t(kMaxChunkPoints) * 6 / 8 + 40);  // 6 bits a value (64 levels)
+  auto got = DecodeChunk(enc);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(DiffPoints(pts, *got), "");
+}
+
+TEST(ChunkTest, RatiosOfACountUseTheScaledMode) {
+  Rng rng(6);
+  std::vector<Point> pts;
+  for (int i = 0; i < 300; ++i) {  // 100. * correct / 360, as the PyTorch examples compute it
+    pts.push_back({i, i, 100.0 * double(300 + rng() % 60) / 360});
+  }
+  const std::string enc = EncodeAll(pts);
+  EXPECT_EQ(ModeOf(enc), ValueMode::kScaled);
+  EXPECT_LT(enc.size(), 300u * 10 / 8);  // 10 bits a value; as doubles, 50-64
+  auto got = DecodeChunk(enc);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(DiffPoints(pts, *got), "");
+}
+
+TEST(ChunkTest, ScaledModeExceptionsKeepEveryBit) {
+  const auto specials = testing::SpecialDoubles();
+  Rng rng(8);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<Point> pts;
+    const int n = 1 + int(rng() % kMaxChunkPoints);
+    for (int i = 0; i < n; ++i) pts.push_back({i, i, double(int(rng() % 5000)) / 100});
+    // Exceptions anywhere, the first and last positions included, up to a fifth of the chunk.
+    for (int e = int(rng() % (n / 5 + 1)); e > 0; --e) {
+      pts[rng() % 2   ? 0
+          : rng() % 3 ? size_t(rng() % n)
+                      : size_t(n - 1)]
+          .value = specials[rng() % specials.size()];
+    }
+    const std::string enc = EncodeAll(pts);
+    auto got = DecodeChunk(enc);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(DiffPoints(pts, *got), "") << "round " << round << " mode " << int(ModeOf(enc));
+  }
+}
+
+TEST(ChunkTest, ScaledModeIsTheSameInEveryRoundingMode) {
+  std::vector<Point> pts;
+  for (int i = 0; i < 500; ++i) pts.push_back({i, i, double(i * 7 % 1000) / 1000 + 0.001});
+  const std::string nearest = EncodeAll(pts);
+  ASSERT_EQ(ModeOf(nearest), ValueMode::kScaled);
+  for (int mode : {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO}) {
+    ASSERT_EQ(std::fesetround(mode), 0);
+    const std::string enc = EncodeAll(pts);
+    auto got = DecodeChunk(nearest);
+    EXPECT_EQ(std::fegetround(), mode);  // restored
+    std::fesetround(FE_TONEAREST);
+    EXPECT_EQ(enc, nearest) << "rounding mode " << mode;
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(DiffPoints(pts, *got), "") << "rounding mode " << mode;
+  }
 }
 
 TEST(ChunkTest, NegativeZeroIsNotCodedAsAnInteger) {
@@ -167,6 +251,24 @@ TEST(ChunkTest, JitteredTimesCostUnderOneBytePerPoint) {
     pts.push_back({i, 1700000000000 + 100 * i + int64_t(rng() % 5), 7.0});
   }
   EXPECT_LT(EncodeAll(pts).size(), size_t(kMaxChunkPoints));
+}
+
+TEST(ChunkTest, StepsEqualToTimesAreNotStoredTwice) {
+  Rng rng(9);
+  std::vector<Point> pts, shifted;
+  for (int i = 0; i < kMaxChunkPoints; ++i) {  // system metrics: the step is the sample time
+    const int64_t t = 1700000000000 + 1000 * i + int64_t(rng() % 9);
+    pts.push_back({t, t, double(i % 7)});
+    shifted.push_back({t + 1, t, double(i % 7)});
+  }
+  const std::string same = EncodeAll(pts), apart = EncodeAll(shifted);
+  EXPECT_LT(same.size() + 300, apart.size());  // the jittered stream once, not twice
+  auto got = DecodeChunk(same);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(DiffPoints(pts, *got), "");
+  got = DecodeChunk(apart);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(DiffPoints(shifted, *got), "");
 }
 
 TEST(ChunkTest, EncodeIsDeterministic) {
@@ -213,8 +315,11 @@ TEST(ChunkTest, ErrorsSayWhatIsWrong) {
   bad_crc.back() ^= 1;
   EXPECT_NE(DecodeChunk(bad_crc).status().message().find("checksum"), std::string::npos);
   std::string bad_version = chunk;
-  bad_version[0] = char(kChunkMagic | 2);
-  EXPECT_NE(DecodeChunk(WithFixedCrc(bad_version)).status().message().find("version 2"),
+  bad_version[0] = char(kChunkMagic | (kChunkVersion + 1));
+  EXPECT_NE(DecodeChunk(WithFixedCrc(bad_version)).status().message().find("version 3"),
+            std::string::npos);
+  bad_version[0] = char(kChunkMagic | 1);  // the pre-release format 1, never shipped
+  EXPECT_NE(DecodeChunk(WithFixedCrc(bad_version)).status().message().find("version 1"),
             std::string::npos);
   std::string bad_magic = chunk;
   bad_magic[0] = 0x01;

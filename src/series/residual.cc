@@ -83,8 +83,8 @@ void FitClasses(const uint32_t (&hist)[kMaxWidth + 1], StreamCode* code) {
 }
 
 uint64_t HeaderBytes(const StreamCode& c, const int64_t* x, size_t n) {
-  uint64_t bytes =
-      1 + uint64_t(c.k) + VarintLength(coding::ZigZag(x[0])) + VarintLength(coding::ZigZag(c.base));
+  uint64_t bytes = 1 + uint64_t(c.k) + VarintLength(coding::ZigZag(c.base));
+  if (c.order > 0) bytes += VarintLength(coding::ZigZag(x[0]));
   if (c.order == 2 && n >= 2) {
     bytes += VarintLength(coding::ZigZag(int64_t(uint64_t(x[1]) - uint64_t(x[0]))));
   }
@@ -93,7 +93,21 @@ uint64_t HeaderBytes(const StreamCode& c, const int64_t* x, size_t n) {
 
 }  // namespace
 
-StreamCode PlanStream(const int64_t* x, size_t n) {
+// Order 0 (frame of reference): base = min, every x[i] - base written unsigned.
+StreamCode PlanFrameOfReference(const int64_t* x, size_t n) {
+  StreamCode zero;
+  zero.order = 0;
+  zero.base = *std::min_element(x, x + n);
+  uint32_t h[2][kMaxWidth + 1] = {};
+  for (size_t i = 0; i < n; ++i) ++h[i & 1][BitWidth(uint64_t(x[i]) - uint64_t(zero.base))];
+  uint32_t hist[kMaxWidth + 1];
+  for (int w = 0; w <= kMaxWidth; ++w) hist[w] = h[0][w] + h[1][w];
+  FitClasses(hist, &zero);
+  zero.header_bytes = HeaderBytes(zero, x, n);
+  return zero;
+}
+
+StreamCode PlanStream(const int64_t* x, size_t n, bool frame_of_reference) {
   StreamCode one;  // order 1
   one.header_bytes = HeaderBytes(one, x, n);
   if (n < 2) return one;
@@ -123,13 +137,16 @@ StreamCode PlanStream(const int64_t* x, size_t n) {
   for (int w = 0; w <= kMaxWidth; ++w) hist[w] = h2[0][w] + h2[1][w];
   FitClasses(hist, &two);
   two.header_bytes = HeaderBytes(two, x, n);
-  return two.total_bits() < one.total_bits() ? two : one;
+  const StreamCode& delta = two.total_bits() < one.total_bits() ? two : one;
+  if (!frame_of_reference) return delta;
+  const StreamCode zero = PlanFrameOfReference(x, n);
+  return zero.total_bits() < delta.total_bits() ? zero : delta;
 }
 
 void WriteStreamHeader(const StreamCode& c, const int64_t* x, size_t n, std::string* out) {
   out->push_back(char(c.order << 4 | c.k));
   for (int i = 0; i < c.k; ++i) out->push_back(char(c.widths[i]));
-  coding::PutVarint64(out, coding::ZigZag(x[0]));
+  if (c.order > 0) coding::PutVarint64(out, coding::ZigZag(x[0]));
   if (c.order == 2 && n >= 2) {
     coding::PutVarint64(out, coding::ZigZag(int64_t(uint64_t(x[1]) - uint64_t(x[0]))));
   }
@@ -147,12 +164,18 @@ void WriteStreamPayload(const StreamCode& c, const int64_t* x, size_t n, char* d
   BitWriter values(dst + (c.selector_bits + 7) / 8);
   const int selector_width = c.selector_width();
   const uint64_t base = uint64_t(c.base);
-  auto put = [&](uint64_t diff) {
-    const uint64_t z = Zz(diff, base);
+  auto field = [&](uint64_t z) {
     const int cls = class_of_width[BitWidth(z)];
     selectors.Write(uint64_t(cls), selector_width);
     values.Write(z, c.widths[cls]);
   };
+  auto put = [&](uint64_t diff) { field(Zz(diff, base)); };
+  if (c.order == 0) {
+    for (size_t i = 0; i < n; ++i) field(uint64_t(x[i]) - base);
+    selectors.Finish();
+    values.Finish();
+    return;
+  }
   uint64_t prev = uint64_t(x[1]) - uint64_t(x[0]);
   if (c.order == 1) put(prev);
   for (size_t i = 2; i < n; ++i) {
@@ -172,7 +195,7 @@ bool ParseStreamHeader(std::string_view* in, size_t n, StreamHeader* h) {
   StreamCode& c = h->code;
   c.order = order_k >> 4;
   c.k = order_k & 0x0F;
-  if (c.order < 1 || c.order > 2 || c.k < 1 || c.k > kMaxClasses) return false;
+  if (c.order > 2 || c.k < 1 || c.k > kMaxClasses) return false;
   if (in->size() < size_t(c.k)) return false;
   for (int i = 0; i < c.k; ++i) {
     c.widths[i] = uint8_t((*in)[size_t(i)]);
@@ -180,8 +203,11 @@ bool ParseStreamHeader(std::string_view* in, size_t n, StreamHeader* h) {
   }
   in->remove_prefix(size_t(c.k));
   uint64_t v;
-  if (!coding::GetVarint64(in, &v)) return false;
-  h->x0 = uint64_t(coding::UnZigZag(v));
+  h->x0 = h->d0 = 0;
+  if (c.order > 0) {
+    if (!coding::GetVarint64(in, &v)) return false;
+    h->x0 = uint64_t(coding::UnZigZag(v));
+  }
   if (c.order == 2 && n >= 2) {
     if (!coding::GetVarint64(in, &v)) return false;
     h->d0 = uint64_t(coding::UnZigZag(v));

@@ -1,17 +1,20 @@
 // Residual streams: the coding of a sequence of int64 (steps, times, and values in the integer
 // and delta modes) inside a chunk (docs/formats.md, "Series chunks").
 //
-// A stream of n values x[0..n) is coded as a small byte header (order, classes, x[0], for order 2
-// the first delta, and a base) and m = n - order residuals in the stream's payload:
+// A stream of n values x[0..n) is coded as a small byte header (order, classes, for orders 1 and 2
+// x[0], for order 2 the first delta, and a base) and m = n - order residuals in the stream's
+// payload:
+//   order 0: r[i] = x[i] - base                                     for i in [0, n)
 //   order 1: r[i] = (x[i] - x[i-1]) - base                          for i in [1, n)
 //   order 2: r[i] = ((x[i] - x[i-1]) - (x[i-1] - x[i-2])) - base    for i in [2, n)
-// in wrapping 64-bit arithmetic, so any int64 sequence round-trips. Each residual is zigzagged
-// and falls in the first of k <= 8 classes whose width (bits) holds it. The payload is the class
-// selectors (s = bit width of k-1 bits each: none for k = 1, 1 bit for k = 2, 2 bits for k <= 4,
-// 3 bits for k <= 8), zero-padded to a byte, then every residual in its class's width,
-// zero-padded to a byte; bits are packed least-significant first. Fixed-width selectors put every
-// selector, and every value once the widths before it are summed, at a computable position, so a
-// decoder has no chain of dependent variable-length reads. The encoder fits order, base, k and
+// in wrapping 64-bit arithmetic, so any int64 sequence round-trips. Order 0 is frame of
+// reference: base is the minimum and r[i] is written as it is (unsigned); the residuals of orders
+// 1 and 2 are zigzagged. Each falls in the first of k <= 8 classes whose width (bits) holds it. The
+// payload is the class selectors (s = bit width of k-1 bits each: none for k = 1, 1 bit for k = 2,
+// 2 bits for k <= 4, 3 bits for k <= 8), zero-padded to a byte, then every residual in its class's
+// width, zero-padded to a byte; bits are packed least-significant first. Fixed-width selectors put
+// every selector, and every value once the widths before it are summed, at a computable position,
+// so a decoder has no chain of dependent variable-length reads. The encoder fits order, base, k and
 // the class widths to each stream: a stream of equal deltas has an empty payload.
 // Internal to src/series; pure functions and plain values.
 #pragma once
@@ -33,7 +36,7 @@ inline constexpr int kMaxClasses = 8;
 inline constexpr int kMaxWidth = 64;
 
 struct StreamCode {
-  int order = 1;                     // 1: deltas; 2: deltas of deltas
+  int order = 1;                     // 0: frame of reference; 1: deltas; 2: deltas of deltas
   int k = 1;                         // classes, 1..kMaxClasses
   uint8_t widths[kMaxClasses] = {};  // bits per class, strictly increasing, <= kMaxWidth
   int64_t base = 0;                  // subtracted from every difference before zigzag
@@ -46,8 +49,9 @@ struct StreamCode {
   uint64_t total_bits() const { return 8 * (header_bytes + payload_bytes()); }
 };
 
-// Picks order, base and classes for x[0..n), n >= 1, minimising header and payload size.
-StreamCode PlanStream(const int64_t* x, size_t n);
+// Picks order, base and classes for x[0..n), n >= 1, minimising header and payload size. Order 0
+// is priced only when `frame_of_reference` (values; steps and times, which grow, never use it).
+StreamCode PlanStream(const int64_t* x, size_t n, bool frame_of_reference = true);
 void WriteStreamHeader(const StreamCode& c, const int64_t* x, size_t n, std::string* out);
 // Writes the payload of x[0..n) as planned by PlanStream: c.payload_bytes() bytes at `dst`.
 void WriteStreamPayload(const StreamCode& c, const int64_t* x, size_t n, char* dst);
@@ -111,7 +115,9 @@ inline uint64_t FastBound(const uint8_t* v, const uint8_t* load_end) {
 // Folds residual z into the running value x (and, for order 2, its difference d).
 template <int kOrder>
 COHORT_SERIES_INLINE void Integrate(uint64_t z, uint64_t base, uint64_t* x, uint64_t* d) {
-  if constexpr (kOrder == 1) {
+  if constexpr (kOrder == 0) {
+    *x = base + z;
+  } else if constexpr (kOrder == 1) {
     *x += base + uint64_t(coding::UnZigZag(z));
   } else {
     *d += base + uint64_t(coding::UnZigZag(z));
@@ -242,6 +248,7 @@ bool DecodeStream(const StreamHeader& h, std::string_view payload, const char* l
   }
   const auto* p = reinterpret_cast<const uint8_t*>(payload.data());
   const auto* end = reinterpret_cast<const uint8_t*>(load_end);
+  if (c.order == 0) return detail::DecodeResiduals<0>(c, p, payload.size(), end, n, 0, 0, 0, emit);
   if (emit(0, h.x0)) return false;
   if (c.order == 1) {
     return detail::DecodeResiduals<1>(c, p, payload.size(), end, n - 1, h.x0, 0, 1, emit);

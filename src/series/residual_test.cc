@@ -41,9 +41,12 @@ std::vector<int64_t> WithResidualWidths(Rng& rng, size_t n, const std::vector<in
 bool RoundTripWith(StreamCode c, const std::vector<int64_t>& x, std::vector<int64_t>* got) {
   c.selector_bits = c.value_bits = 0;
   for (size_t i = size_t(c.order); i < x.size(); ++i) {
-    uint64_t d = uint64_t(x[i]) - uint64_t(x[i - 1]);
-    if (c.order == 2) d -= uint64_t(x[i - 1]) - uint64_t(x[i - 2]);
-    const uint64_t z = coding::ZigZag(int64_t(d - uint64_t(c.base)));
+    uint64_t z = uint64_t(x[i]) - uint64_t(c.base);  // order 0: unsigned, no zigzag
+    if (c.order > 0) {
+      uint64_t d = uint64_t(x[i]) - uint64_t(x[i - 1]);
+      if (c.order == 2) d -= uint64_t(x[i - 1]) - uint64_t(x[i - 2]);
+      z = coding::ZigZag(int64_t(d - uint64_t(c.base)));
+    }
     int cls = 0;
     while (cls < c.k - 1 && c.widths[cls] < std::bit_width(z)) ++cls;
     c.selector_bits += uint64_t(c.selector_width());
@@ -104,6 +107,32 @@ TEST(ResidualTest, EveryClassCountRoundTrips) {
       }
     }
   }
+}
+
+TEST(ResidualTest, NoisyLevelsUseFrameOfReference) {
+  Rng rng(13);
+  for (size_t n : {1u, 2u, 3u, 100u, 1024u}) {
+    std::vector<int64_t> x(n);
+    for (auto& v : x) v = 937 + int64_t(rng() % 64);  // 6 bits of noise around a level
+    std::vector<int64_t> got;
+    bool ok = false;
+    const StreamCode c = RoundTrip(x, &got, &ok);
+    ASSERT_TRUE(ok) << "n " << n;
+    ASSERT_EQ(got, x);
+    if (n >= 100) {
+      EXPECT_EQ(c.order, 0) << "n " << n;
+      EXPECT_LE(c.payload_bytes(), (6 * n + 7) / 8);  // deltas would need 7 bits
+    }
+  }
+  // The full int64 range: minimum INT64_MIN, residuals up to 2^64 - 1.
+  std::vector<int64_t> wide = {INT64_MIN, INT64_MAX, 0, -1, INT64_MIN, 1};
+  StreamCode c;
+  c.order = 0;
+  c.base = INT64_MIN;
+  c.widths[0] = 64;
+  std::vector<int64_t> got;
+  ASSERT_TRUE(RoundTripWith(c, wide, &got));
+  EXPECT_EQ(got, wide);
 }
 
 TEST(ResidualTest, ArbitraryInt64SequencesRoundTrip) {

@@ -75,7 +75,7 @@ inline std::vector<Point> RandomPoints(Rng& rng, size_t n) {
   const int64_t extremes[] = {kMin, kMax, 0, -1, 1, kMin + 1, kMax - 1};
   const int step_kind = pick(8);
   const int time_kind = pick(5);
-  const int value_kind = pick(11);
+  const int value_kind = pick(13);
   const int64_t start = int64_t(rng() % 1000000) - 1000;
   const int64_t stride = 1 + pick(20);
   const int64_t t0 = 1700000000000 + int64_t(rng() % 1000000000);
@@ -162,6 +162,13 @@ inline std::vector<Point> RandomPoints(Rng& rng, size_t n) {
         break;
       case 9:
         p.value = 60 + (pick(20) == 0 ? double(pick(5)) : 0);
+        break;
+      case 10:  // short decimals with specials among them: the scaled mode's exceptions
+        p.value = pick(16) == 0 ? specials[size_t(pick(int(specials.size())))]
+                                : double(int64_t(rng() % 20000) - 10000) / 1000;
+        break;
+      case 11:  // percentages of a count, as a script computes them
+        p.value = 100.0 * double(rng() % 361) / 360;
         break;
       default:
         p.value = i == mix_at ? Bits(rng()) : double(i % 3);

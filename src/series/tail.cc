@@ -131,4 +131,30 @@ Result<TailAppend> PlanTailAppend(TailState* s, const std::vector<Point>& points
   return out;
 }
 
+Result<TailAppend> PlanTailSeal(TailState* s, const std::vector<Point>& tail) {
+  TailAppend out;
+  if (s->tail_chunks == 0) return out;
+  if (int64_t(tail.size()) != s->tail_count) {
+    return Status::InvalidArgument("series tail: sealing needs the tail's " +
+                                   std::to_string(s->tail_count) + " points, got " +
+                                   std::to_string(tail.size()));
+  }
+  out.delete_lo = s->tail_idx;
+  out.delete_hi = s->next_idx;
+  const auto ranges = CutAligned(tail, LastChunk::kCutAtAnyEdge);
+  out.chunks.reserve(ranges.size());
+  for (const auto& [first, last] : ranges) {
+    ChunkEncoder enc;
+    for (size_t i = first; i < last; ++i) enc.Append(tail[i].step, tail[i].time_ms, tail[i].value);
+    ChunkWrite w;
+    w.index = s->next_idx++;
+    w.summary = enc.summary();
+    w.data = enc.Encode();
+    out.chunks.push_back(std::move(w));
+  }
+  s->tail_idx = s->next_idx;
+  s->tail_count = s->tail_chunks = 0;
+  return out;
+}
+
 }  // namespace cohort::series

@@ -98,4 +98,13 @@ struct TailAppend {
 Result<TailAppend> PlanTailAppend(TailState* s, const std::vector<Point>& points,
                                   const std::vector<Point>* tail);
 
+// Plans sealing the whole tail of the series in `*s` (its points, in order, in `tail`) when its
+// writer finishes: the tail's chunks are re-cut as a large batch is (every chunk at window edges,
+// all sealed) and `*s` is left with an empty tail. A finished writer's series then keeps no small
+// chunks, whose summaries and headers cost more than their points. Nothing to do (no chunks in
+// the plan) when the tail is empty; a tail of one chunk is rewritten too (cut at window edges,
+// under a new index, so that the store's summary pages can take it). kInvalidArgument when
+// `tail` does not hold tail_count points.
+Result<TailAppend> PlanTailSeal(TailState* s, const std::vector<Point>& tail);
+
 }  // namespace cohort::series

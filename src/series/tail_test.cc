@@ -12,6 +12,7 @@ namespace cohort::series {
 namespace {
 
 using testing::BitsOf;
+using testing::Rng;
 
 std::vector<Point> Ramp(int64_t from, size_t n) {
   std::vector<Point> pts;
@@ -39,6 +40,23 @@ struct Stored {
       }
     }
     auto plan = PlanTailAppend(&state, points, compact ? &tail : nullptr);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    for (int64_t i = plan->delete_lo; i < plan->delete_hi; ++i) EXPECT_EQ(chunks.erase(i), 1u);
+    for (const ChunkWrite& w : plan->chunks) {
+      EXPECT_TRUE(chunks.emplace(w.index, w.data).second) << "index reused: " << w.index;
+    }
+    return *plan;
+  }
+
+  // Seals the tail as a store does when the series' writer finishes.
+  TailAppend Seal() {
+    std::vector<Point> tail;
+    for (auto it = chunks.lower_bound(state.tail_idx); it != chunks.end(); ++it) {
+      auto pts = DecodeChunk(it->second);
+      EXPECT_TRUE(pts.ok());
+      tail.insert(tail.end(), pts->begin(), pts->end());
+    }
+    auto plan = PlanTailSeal(&state, tail);
     EXPECT_TRUE(plan.ok()) << plan.status().ToString();
     for (int64_t i = plan->delete_lo; i < plan->delete_hi; ++i) EXPECT_EQ(chunks.erase(i), 1u);
     for (const ChunkWrite& w : plan->chunks) {
@@ -263,6 +281,45 @@ TEST(TailTest, StepsGoingBackKeepEveryPointInOrder) {
   for (const auto& p : Ramp(100, 3000)) want.push_back(p);
   for (const auto& p : Ramp(3100, 5000)) want.push_back(p);
   ExpectSamePoints(s.All(), want);
+}
+
+TEST(TailTest, SealingAFinishedWritersTailLeavesAlignedSealedChunks) {
+  Rng rng(21);
+  for (int round = 0; round < 50; ++round) {
+    Stored s;
+    s.state.chunk_limit = 16;
+    std::vector<Point> want;
+    int64_t step = int64_t(rng() % 3000);
+    for (int b = int(rng() % 40); b > 0; --b) {  // small batches: a tail of many chunks
+      const auto batch = Ramp(step, 1 + rng() % 200);
+      step += int64_t(batch.size());
+      want.insert(want.end(), batch.begin(), batch.end());
+      s.Append(batch);
+    }
+    const int64_t before = s.state.tail_chunks;
+    const TailAppend plan = s.Seal();
+    EXPECT_EQ(s.state.tail_count, 0);
+    EXPECT_EQ(s.state.tail_chunks, 0);
+    EXPECT_EQ(s.state.tail_idx, s.state.next_idx);
+    if (before == 0) {
+      EXPECT_TRUE(plan.chunks.empty());
+    }
+    for (const ChunkWrite& w : plan.chunks) {  // dense steps: each chunk inside one window
+      EXPECT_EQ(w.summary.min_step / kMaxChunkPoints, w.summary.max_step / kMaxChunkPoints);
+    }
+    ExpectSamePoints(s.All(), want);
+    if (before == 0) continue;
+    s.Append(Ramp(step, 10));  // a writer that comes back starts a new tail
+    EXPECT_EQ(s.state.tail_chunks, 1);
+  }
+}
+
+TEST(TailTest, SealingWithoutTheTailPointsIsRejected) {
+  TailState st{/*next_idx=*/32, /*tail_idx=*/0, /*tail_count=*/32, /*tail_chunks=*/32};
+  auto plan = PlanTailSeal(&st, Ramp(0, 1));
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.next_idx, 32);  // unchanged
 }
 
 TEST(TailTest, CompactionWithoutTheTailPointsIsRejected) {

@@ -3,6 +3,7 @@
 //
 //   cohort_fault_writer --writer W --steps N [--keys K] [--sleep-ms MS] [--shared]
 //                       [--primary 0|1] [--label L] [--finish-timeout S] [--init-timeout S]
+//                       [--summary-every N]
 //
 // Step s of key "k<j>" carries Value(W, s, j) = W * 1e6 + s * 16 + j (exact in a double). The
 // run id comes from COHORT_RUN_ID, the rest of the target from the environment and the config
@@ -32,6 +33,7 @@ struct Flags {
   std::string label;
   double finish_timeout_s = 30;
   double init_timeout_s = 5;
+  int summary_every = 0;  // > 0: a summary update (its own frame, flushed at once) every N steps
 };
 
 Flags ParseFlags(int argc, char** argv) {
@@ -59,6 +61,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.finish_timeout_s = std::atof(v);
     else if (a == "--init-timeout")
       f.init_timeout_s = std::atof(v);
+    else if (a == "--summary-every")
+      f.summary_every = std::atoi(v);
     else
       std::fprintf(stderr, "unknown flag %s\n", a.c_str());
   }
@@ -101,6 +105,10 @@ int main(int argc, char** argv) {
       values[size_t(k)].second = flags.writer * 1e6 + step * 16.0 + k;
     }
     run->Log(values);
+    if (flags.summary_every > 0 && (step + 1) % flags.summary_every == 0) {
+      cohort::Status st = run->UpdateSummary("{\"summary_step\": " + std::to_string(step) + "}");
+      if (!st.ok()) std::printf("summary error: %s\n", st.ToString().c_str());
+    }
     if ((step + 1) % 100 == 0) {
       std::printf("logged %d\n", step + 1);
       std::fflush(stdout);

@@ -35,12 +35,21 @@ std::string Chunk(const std::vector<series::Point>& points) {
 
 void ChunkSeeds(const fs::path& dir) {
   std::vector<std::pair<std::string, std::vector<series::Point>>> sets;
-  std::vector<series::Point> regular, integers, floats32, mixed, extremes;
+  std::vector<series::Point> regular, integers, floats32, mixed, extremes, decimals, ratios, system;
   for (int i = 0; i < 300; ++i) {
     regular.push_back({i, 1700000000000 + i * 1000, std::exp(-i / 100.0)});
     integers.push_back({i * 3, 1700000000000 + i * 997, double(i % 17)});
     floats32.push_back({i, 1700000000000 + i, double(float(i) / 7.0f)});
+    // Scaled mode: decimals with exceptions (NaN, -0.0, infinity, a non-decimal), ratios.
+    decimals.push_back({i, 1700000000000 + i * 10, double((i * 37) % 1000) / 1000});
+    ratios.push_back({i, 1700000000000 + i * 10, 100.0 * double(i % 97) / 360});
+    const int64_t t = 1700000000000 + i * 1000 + i % 7;  // a system metric: step = time
+    system.push_back({t, t, double(i % 9) * 0.5});
   }
+  decimals[0].value = std::numeric_limits<double>::quiet_NaN();
+  decimals[7].value = -0.0;
+  decimals[150].value = std::numeric_limits<double>::infinity();
+  decimals[299].value = std::acos(-1.0);
   mixed = {{5, 10, 1.5},
            {3, 9, -0.0},
            {7, 11, std::numeric_limits<double>::quiet_NaN()},
@@ -51,8 +60,9 @@ void ChunkSeeds(const fs::path& dir) {
               {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), 1e308},
               {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), -1e308},
               {0, 0, 9007199254740992.0}};
-  sets = {{"regular", regular}, {"integers", integers}, {"float32", floats32},
-          {"mixed", mixed},     {"extremes", extremes}, {"one", {{0, 1, 2.0}}}};
+  sets = {{"regular", regular},   {"integers", integers}, {"float32", floats32},
+          {"mixed", mixed},       {"extremes", extremes}, {"one", {{0, 1, 2.0}}},
+          {"decimals", decimals}, {"ratios", ratios},     {"system", system}};
   for (const auto& [name, points] : sets) {
     std::string chunk = Chunk(points);
     Write(dir, name + ".chunk", std::string(1, '\0') + chunk);

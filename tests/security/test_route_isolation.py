@@ -54,6 +54,9 @@ SCOPED = {
     ("GET", "/api/v1/runs/{entity}/{project}/{run}/ranks/stragglers"): None,
     ("GET", "/api/v1/groups/{entity}/{project}/ranks/aggregate"): None,
     ("GET", "/api/v1/groups/{entity}/{project}/ranks/stragglers"): None,
+    ("GET", "/api/v1/series/{entity}/{project}"): None,
+    ("GET", "/api/v1/history/{entity}/{project}"): None,
+    ("GET", "/api/v1/system/{entity}/{project}"): None,
 }
 
 # Query parameters a probe needs so that the route gets past parameter checks to its data.
@@ -62,6 +65,9 @@ QUERY = {
     "/api/v1/runs/{entity}/{project}/{run}/ranks/stragglers": "?key=x",
     "/api/v1/groups/{entity}/{project}/ranks/aggregate": "?group=G&key=x",
     "/api/v1/groups/{entity}/{project}/ranks/stragglers": "?group=G&key=x",
+    "/api/v1/series/{entity}/{project}": "?runs={run}",
+    "/api/v1/history/{entity}/{project}": "?runs={run}",
+    "/api/v1/system/{entity}/{project}": "?runs={run}",
 }
 
 # Routes scoped by the key itself; each has its own check in test_key_scoped_routes.
@@ -144,9 +150,9 @@ def victim(server):
 
 
 def fill(pattern, v):
-    return (pattern.replace("{entity}", v.entity).replace("{project}", "proj")
-            .replace("{run}", v.run).replace("{label}", "w").replace("{id}", str(v.view))
-            .replace("{name...}", "notes.txt")) + QUERY.get(pattern, "")
+    return ((pattern + QUERY.get(pattern, "")).replace("{entity}", v.entity)
+            .replace("{project}", "proj").replace("{run}", v.run).replace("{label}", "w")
+            .replace("{id}", str(v.view)).replace("{name...}", "notes.txt"))
 
 
 @pytest.mark.parametrize("basic", [False, True], ids=["bearer", "basic"])

@@ -66,6 +66,7 @@ class PostgresStore final : public SqlStore {
   std::string RunTagCondition(const RunPredicate& p, sql::Params* params) const override;
   std::string RunJsonCondition(const RunPredicate& p, sql::Params* params) const override;
   Status AfterImport(sql::Conn& conn) override;
+  Status AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) override;
 
  private:
   explicit PostgresStore(const pg::PostgresOptions& options);

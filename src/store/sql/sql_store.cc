@@ -398,7 +398,9 @@ Result<WriterRecord> SqlStore::FinishWriter(const RunRef& ref, const std::string
     if (changed == 0) return WriterNotFound(ref, label);
     COHORT_RETURN_IF_ERROR(RecomputeRunState(conn, run.pk, now_ms));  // locks the run row first
     COHORT_RETURN_IF_ERROR(FollowSummary(conn, run.pk));
-    return LoadWriter(conn, run.pk, ref, label);
+    COHORT_ASSIGN_OR_RETURN(WriterRecord out, LoadWriter(conn, run.pk, ref, label));
+    COHORT_RETURN_IF_ERROR(AfterWriterFinished(conn, out.pk));
+    return out;
   });
 }
 

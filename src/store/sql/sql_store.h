@@ -123,6 +123,10 @@ class SqlStore : public Store {
   // After the last Import, in FinishImport's transaction: what the engine derives from imported
   // rows (SQLite: summary pages; PostgreSQL: identity sequences, console numbering).
   virtual Status AfterImport(sql::Conn& conn) = 0;
+  // In FinishWriter's transaction, after the writer `writer_pk` ended: what the engine does with
+  // a finished writer's series (SQLite: seals their tails, sqlite_chunk_rows.h SealWriterTails;
+  // PostgreSQL: nothing yet, docs/benchmarks.md).
+  virtual Status AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) = 0;
 
   // ---- shared helpers for the engines' own calls, inside their transactions ----
   // `lock`: the row lock (FOR UPDATE) on PostgreSQL.

@@ -20,6 +20,11 @@ namespace cohort::store::sqlite {
 Status InsertChunks(Db* db, int64_t series_pk, const std::vector<series::ChunkWrite>& chunks,
                     std::vector<int64_t>* pks);
 
+// Seals the tails of every series of the writer `writer_pk` (series::PlanTailSeal: re-cut at
+// window edges, sealed, paged): run when the writer finishes, in the finishing transaction. The
+// series rows' tail columns are updated; query answers do not change.
+Status SealWriterTails(Db* db, int64_t writer_pk);
+
 // The summary of the current row of `st`, whose columns from `col` on are, in this order:
 // count, min_step, max_step, min_time, max_time, vmin, vmax, vsum, vfirst, vlast, nan_count.
 series::ChunkSummary ReadChunkSummary(const Stmt& st, int col);

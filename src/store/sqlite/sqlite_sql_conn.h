@@ -19,6 +19,8 @@ class SqlConn final : public sql::Conn {
   Result<int64_t> Exec(std::string_view sql, const sql::Params& params,
                        sql::Prepare prepare) override;
   Status ExecScript(std::string_view sql) override { return db_->Exec(sql); }
+  // The connection, for SQLite's own parts of a shared call (SqliteStore's hooks).
+  Db* db() const { return db_; }
 
  private:
   Result<Stmt> Bound(std::string_view sql, const sql::Params& params, sql::Prepare prepare);

@@ -3,6 +3,7 @@
 // are in sqlite_ingest.cc.
 #include "store/sqlite/sqlite_store.h"
 
+#include "store/sqlite/sqlite_chunk_rows.h"
 #include "store/sqlite/sqlite_sql_conn.h"
 #include "store/sqlite/sqlite_summary_pages.h"
 
@@ -243,10 +244,15 @@ Result<ConsoleIndex> SqliteStore::IndexConsole(const ConsoleQuery& q, int64_t st
 
 Status SqliteStore::AfterImport(sql::Conn& conn) {
   // Rowids continue after the highest one stored; nothing to move. Summary pages are not in
-  // dumps: build them for the sealed chunks of the imported series (those not paged yet). The
-  // write connection is the one FinishImport's transaction runs on.
-  (void)conn;
-  return sqlite::PageImportedChunks(writer_.get());
+  // dumps: build them for the sealed chunks of the imported series (those not paged yet).
+  return sqlite::PageImportedChunks(static_cast<sqlite::SqlConn&>(conn).db());
+}
+
+// ---- finished writers ----
+
+Status SqliteStore::AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) {
+  // A finished writer's series keep no small tail chunks (series::PlanTailSeal).
+  return sqlite::SealWriterTails(static_cast<sqlite::SqlConn&>(conn).db(), writer_pk);
 }
 
 }  // namespace cohort::store

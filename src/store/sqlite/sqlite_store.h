@@ -65,6 +65,7 @@ class SqliteStore final : public SqlStore {
   std::string RunTagCondition(const RunPredicate& p, sql::Params* params) const override;
   std::string RunJsonCondition(const RunPredicate& p, sql::Params* params) const override;
   Status AfterImport(sql::Conn& conn) override;
+  Status AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) override;
 
  private:
   // A read connection borrowed from the pool, returned when the lease goes away. The borrowing

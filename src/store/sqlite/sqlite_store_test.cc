@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -140,6 +141,84 @@ TEST(SqliteStoreTest, SealedChunksAreListedInSummaryPages) {
                 HistoryQuery{.run = ref, .series = {.min_step = 4000, .max_step = 4999}}));
   ASSERT_EQ(hist[0].points.size(), 1000u);
   EXPECT_EQ(hist[0].points.front().step, 4000);
+}
+
+TEST(SqliteStoreTest, FinishingAWriterSealsItsTails) {
+  TempDir dir;
+  const fs::path db = dir.path() / "a.db";
+  const RunRef ref{"e", "p", "r"};
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
+  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
+  ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
+  ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "other"}).ok());
+  int64_t step = 0;
+  for (int seq = 1; seq <= 25; ++seq) {  // 25 batches of 90 rows: a tail of small chunks
+    IngestBatchBuilder b(seq), first_rows(seq);  // "other" gets the batch's first 3 rows
+    for (int i = 0; i < 90; ++i, ++step) {
+      const std::initializer_list<IngestBatchBuilder::Cell> cells = {
+          {"acc", double(step % 1000) / 1000}, {"loss", step == 77 ? -0.0 : 1.0 / (1 + step)}};
+      b.AddHistoryRow(step, 1000 + 10 * step, cells);
+      if (i < 3) first_rows.AddHistoryRow(step, 1000 + 10 * step, cells);
+    }
+    ASSERT_TRUE(store->Ingest(ref, "w", b.Finish(), 1).ok());
+    ASSERT_TRUE(store->Ingest(ref, "other", first_rows.Finish(), 1).ok());
+  }
+  RawDb raw(db);
+  const std::string other_chunks = raw.One(
+      "SELECT count(*) FROM chunks WHERE series_pk IN (SELECT s.pk FROM series s JOIN writers w "
+      "ON w.pk = s.writer_pk WHERE w.label = 'other')");
+  ASSERT_NE(raw.One("SELECT min(tail_chunks) FROM series"), "0");
+  COHORT_ASSERT_OK_AND_ASSIGN(auto raw_before,
+                              store->QueryHistory(HistoryQuery{.run = ref, .series = {.limit = 100000}}));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto buckets_before,
+                              store->QueryHistory(HistoryQuery{.run = ref, .series = {.buckets = 7}}));
+
+  ASSERT_TRUE(store->FinishWriter(ref, "w", RunState::kFinished, 0, 5).ok());
+  // w's series: no tail, every chunk paged and inside one 1,024-step window; the other writer's
+  // series untouched.
+  EXPECT_EQ(raw.One("SELECT group_concat(tail_chunks || '/' || tail_count || '/' || "
+                    "(next_idx = tail_idx) || '/' || (paged_upto = tail_idx)) FROM series s JOIN "
+                    "writers w ON w.pk = s.writer_pk WHERE w.label = 'w'"),
+            "0/0/1/1,0/0/1/1");
+  EXPECT_EQ(raw.One("SELECT count(*) FROM chunks c JOIN series s ON s.pk = c.series_pk JOIN "
+                    "writers w ON w.pk = s.writer_pk WHERE w.label = 'w'"),
+            "6");  // 2,250 steps: windows [0, 1024), [1024, 2048), [2048, 2250) per key
+  EXPECT_EQ(raw.One("SELECT count(*) FROM chunks c JOIN series s ON s.pk = c.series_pk JOIN "
+                    "writers w ON w.pk = s.writer_pk WHERE w.label = 'w' AND "
+                    "c.min_step / 1024 != c.max_step / 1024"),
+            "0");
+  EXPECT_EQ(raw.One("SELECT count(*) FROM chunks WHERE series_pk IN (SELECT s.pk FROM series s "
+                    "JOIN writers w ON w.pk = s.writer_pk WHERE w.label = 'other')"),
+            other_chunks);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto raw_after,
+                              store->QueryHistory(HistoryQuery{.run = ref, .series = {.limit = 100000}}));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto buckets_after,
+                              store->QueryHistory(HistoryQuery{.run = ref, .series = {.buckets = 7}}));
+  ASSERT_EQ(raw_after.size(), raw_before.size());
+  for (size_t s = 0; s < raw_after.size(); ++s) {
+    ASSERT_EQ(raw_after[s].points.size(), raw_before[s].points.size());
+    for (size_t i = 0; i < raw_after[s].points.size(); ++i) {
+      const series::Point& a = raw_after[s].points[i];
+      const series::Point& b = raw_before[s].points[i];
+      ASSERT_TRUE(a.step == b.step && a.time_ms == b.time_ms &&
+                  std::memcmp(&a.value, &b.value, 8) == 0)
+          << raw_after[s].key << " point " << i;
+    }
+    ASSERT_EQ(buckets_after[s].buckets.size(), buckets_before[s].buckets.size());
+    for (size_t i = 0; i < buckets_after[s].buckets.size(); ++i) {
+      EXPECT_EQ(buckets_after[s].buckets[i].count, buckets_before[s].buckets[i].count);
+      EXPECT_EQ(buckets_after[s].buckets[i].min, buckets_before[s].buckets[i].min);
+      EXPECT_EQ(buckets_after[s].buckets[i].max, buckets_before[s].buckets[i].max);
+    }
+  }
+  // The writer comes back: a new tail after the sealed chunks.
+  ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
+  IngestBatchBuilder b(100);
+  b.AddHistoryRow(step, 1, {{"acc", 0.5}});
+  ASSERT_TRUE(store->Ingest(ref, "w", b.Finish(), 1).ok());
+  EXPECT_EQ(raw.One("SELECT tail_chunks FROM series WHERE key = 'acc' AND writer_pk = (SELECT pk "
+                    "FROM writers WHERE label = 'w')"),
+            "1");
 }
 
 // IngestInTxn groups cells by key matching each cell against the previous row's cell at the

@@ -1,0 +1,220 @@
+"""Bytes per point of a store holding the metrics corpus (bench/README.md, issue 22).
+
+Starts `cohort server` (SQLite, port 0, a temporary data directory), replays the corpus through
+the JSON ingest API the way the agent uploads a run (each writer's rows in time order, one batch
+per second of logging time, history and system rows together), stops the server cleanly
+(SIGTERM) and reports the data directory's size, the chunk bytes, and SQLite's own accounting
+of every table and index (dbstat) per point.
+
+    .venv/bin/python bench/corpus/store_size.py [--bin build/src/cli/cohort] [--corpus FILE]
+                                                [--keep DIR] [--window-ms 1000] [--postgres]
+
+With --postgres the server stores into a throwaway PostgreSQL cluster
+(tests/postgres/pg_cluster.py) instead, and the report is PostgreSQL's: the relations' sizes as
+the job left them (autovacuum as configured: the steady state a live server sees), their live
+and dead tuples, and the sizes again after VACUUM.
+"""
+import argparse
+import collections
+import json
+import math
+import os
+import pathlib
+import sqlite3
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def read_corpus(path):
+    raw = subprocess.run(["zstd", "-dc", str(path)], check=True, capture_output=True).stdout
+    if raw[:8] != b"CCORPUS1":
+        sys.exit(f"store_size: {path} is not a corpus")
+    pos = 8
+    (count,) = struct.unpack_from("<I", raw, pos)
+    pos += 4
+
+    def s16():
+        nonlocal pos
+        (n,) = struct.unpack_from("<H", raw, pos)
+        pos += 2 + n
+        return raw[pos - n:pos].decode()
+
+    series = []
+    for _ in range(count):
+        run, writer = s16(), s16()
+        system = raw[pos] == 1
+        pos += 1
+        key = s16()
+        (n,) = struct.unpack_from("<I", raw, pos)
+        pos += 4
+        steps = struct.unpack_from(f"<{n}q", raw, pos)
+        times = struct.unpack_from(f"<{n}q", raw, pos + 8 * n)
+        values = struct.unpack_from(f"<{n}d", raw, pos + 16 * n)
+        pos += 24 * n
+        series.append((run, writer, system, key, steps, times, values))
+    return series
+
+
+def json_value(v):
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    return v
+
+
+class Api:
+    def __init__(self, url, key):
+        self.url, self.key = url, key
+
+    def post(self, path, body):
+        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(),
+                                     method="POST",
+                                     headers={"Authorization": f"Bearer {self.key}",
+                                              "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return json.loads(r.read())
+
+
+def replay(api, entity, series, window_ms):
+    """Each (run, writer): its history rows keyed by (step, time), system rows by time, in time
+    order, one batch per window of window_ms."""
+    writers = collections.defaultdict(list)
+    for s in series:
+        writers[(s[0], s[1])].append(s)
+    batches = 0
+    for (run, writer), members in writers.items():
+        api.post(f"/api/v1/runs/{entity}/corpus", {"id": run, "name": run})
+        api.post(f"/api/v1/runs/{entity}/corpus/{run}/writers", {"label": writer})
+        rows = {}  # (time, system, step) -> rows of values (a point repeated: a second row)
+        for _, _, system, key, steps, times, values in members:
+            for st, t, v in zip(steps, times, values):
+                same = rows.setdefault((t, int(system), st if not system else 0), [{}])
+                if key in same[-1]:
+                    same.append({})
+                same[-1][key] = json_value(v)
+        seq = 0
+        current, body = None, None
+        for (t, system, st), vals in ((k, r) for k, rs in sorted(rows.items()) for r in rs):
+            if t // window_ms != current:
+                if body:
+                    seq += 1
+                    body["seq"] = seq
+                    api.post(f"/api/v1/runs/{entity}/corpus/{run}/writers/{writer}/batches", body)
+                current, body = t // window_ms, {"history": [], "system": []}
+            if system:
+                body["system"].append({"time": t, "values": vals})
+            else:
+                body["history"].append({"step": st, "time": t, "values": vals})
+        if body:
+            seq += 1
+            body["seq"] = seq
+            api.post(f"/api/v1/runs/{entity}/corpus/{run}/writers/{writer}/batches", body)
+        api.post(f"/api/v1/runs/{entity}/corpus/{run}/writers/{writer}/finish", {"exit_code": 0})
+        batches += seq
+    return batches
+
+
+PG_SIZES = """SELECT c.relname, pg_total_relation_size(c.oid), pg_relation_size(c.oid),
+  coalesce(pg_total_relation_size(c.reltoastrelid), 0), coalesce(s.n_live_tup, 0),
+  coalesce(s.n_dead_tup, 0)
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+WHERE n.nspname = 'public' AND c.relkind = 'r' ORDER BY 2 DESC"""
+
+
+def pg_report(pg, points, label):
+    rows = [r.split("|") for r in pg.psql("cohort", PG_SIZES).split("\n") if r.strip()]
+    total = sum(int(r[1]) for r in rows)
+    print(f"PostgreSQL, {label}: all tables with indexes and TOAST {total} bytes = "
+          f"{total / points:.3f} B/point")
+    for name, tot, heap, toast, live, dead in rows[:6]:
+        print(f"  {name:18s} {int(tot) / points:7.3f} B/point (heap {int(heap) / points:.3f}, "
+              f"TOAST {int(toast) / points:.3f}; {live} live, {dead} dead rows)")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--bin", default=str(pathlib.Path(os.environ.get("COHORT_BUILD_DIR",
+                                                                     ROOT / "build"))
+                                        / "src" / "cli" / "cohort"))
+    p.add_argument("--corpus", default=str(HERE / "training.corpus.zst"))
+    p.add_argument("--window-ms", type=int, default=1000)
+    p.add_argument("--keep", default="", help="leave the server's HOME here")
+    p.add_argument("--postgres", action="store_true", help="a PostgreSQL store (see above)")
+    a = p.parse_args()
+    pg = None
+    if a.postgres:
+        sys.path.insert(0, str(ROOT / "tests" / "postgres"))
+        from pg_cluster import PgCluster
+        pg = PgCluster(durable=True).__enter__()
+        pg.create_database("cohort")
+    series = read_corpus(a.corpus)
+    points = sum(len(s[4]) for s in series)
+    with tempfile.TemporaryDirectory(prefix="cohort-store-size-") as tmp:
+        home = pathlib.Path(a.keep or tmp)
+        home.mkdir(parents=True, exist_ok=True)
+        data = home / "data"
+        env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME="", XDG_DATA_HOME="")
+        argv = [a.bin, "server", "--port", "0", "--data-dir", str(data)]
+        if pg:
+            argv += ["--store", pg.url("cohort")]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                text=True)
+        try:
+            url = proc.stdout.readline().strip()
+            key = json.loads((home / ".config/cohort/config.json").read_text())["api_key"]
+            api = Api(url, key)
+            req = urllib.request.Request(url + "/api/v1/viewer",
+                                         headers={"Authorization": f"Bearer {key}"})
+            entity = json.loads(urllib.request.urlopen(req).read())["entity"]
+            t0 = time.time()
+            batches = replay(api, entity, series, a.window_ms)
+            took = time.time() - t0
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+        if pg:
+            print(f"store_size: {a.bin}: {points} points in {len(series)} series, {batches} "
+                  f"batches ({took:.1f} s)")
+            stored = pg.psql("cohort", "SELECT sum(count), sum(length(data)), count(*) "
+                                       "FROM chunks").strip().split("|")
+            print(f"chunk blobs: {stored[1]} bytes = {int(stored[1]) / points:.3f} B/point in "
+                  f"{stored[2]} chunks ({points / int(stored[2]):.0f} points/chunk); "
+                  f"{stored[0]} points stored")
+            pg_report(pg, points, "as the job left them")
+            pg.psql("cohort", "VACUUM")
+            pg_report(pg, points, "after VACUUM")
+            pg.__exit__(None, None, None)
+            return
+        files = {f.name: f.stat().st_size for f in data.iterdir() if f.is_file()}
+        total = sum(files.values())
+        db = sqlite3.connect(f"file:{data / 'cohort.db'}?mode=ro", uri=True)
+        stored = db.execute("SELECT sum(count), sum(length(data)), count(*) FROM chunks").fetchone()
+        page = db.execute("PRAGMA page_size").fetchone()[0]
+        objects = db.execute("SELECT name, sum(pgsize), sum(payload), sum(unused), count(*) "
+                             "FROM dbstat GROUP BY name ORDER BY 2 DESC").fetchall()
+        db.close()
+    print(f"store_size: {a.bin}: {points} points in {len(series)} series, {batches} batches "
+          f"({took:.1f} s)")
+    if stored[0] != points:
+        sys.exit(f"store_size: the store holds {stored[0]} points, the corpus {points}")
+    print(f"data directory after a clean stop: {total} bytes = {total / points:.3f} B/point "
+          f"({', '.join(f'{n} {s}' for n, s in sorted(files.items()))})")
+    print(f"chunk blobs: {stored[1]} bytes = {stored[1] / points:.3f} B/point in {stored[2]} "
+          f"chunks ({points / stored[2]:.0f} points/chunk)")
+    print(f"page size {page}; by table/index (dbstat): pages B/point, payload B/point, unused")
+    for name, size, payload, unused, pages in objects:
+        print(f"  {name:28s} {pages:6d} pages {size / points:7.3f} {payload / points:7.3f} "
+              f"{unused / points:7.3f}")
+
+
+if __name__ == "__main__":
+    main()
