@@ -6,6 +6,7 @@
 #include "agent/agent_paths.h"
 #include "agent/monitor/default_sources.h"
 #include "agent/monitor/sampler.h"
+#include "core/batch_format.h"
 #include "core/clock.h"
 #include "core/json.h"
 
@@ -71,7 +72,7 @@ void WriterSession::StopMonitor() {
 
 void WriterSession::OnSamples(int64_t time_ms,
                               const std::vector<std::pair<std::string, double>>& samples) {
-  LogBatch b;
+  batch::Batch b;
   b.keys.reserve(samples.size());
   b.cells.reserve(samples.size());
   for (const auto& [key, value] : samples) {
@@ -81,7 +82,7 @@ void WriterSession::OnSamples(int64_t time_ms,
   b.system.push_back(
       {.step = 0, .time_ms = time_ms, .begin = 0, .count = uint32_t(samples.size())});
   std::string body;
-  EncodeLogBatch(b, &body);
+  batch::Encode(b, &body);
   auto seq = stream_->Append(RecordKind::kBatch, 0, 0, body);
   if (seq.ok() && stream_->Sync().ok()) {
     if (sender_) sender_->Wake();
@@ -92,8 +93,11 @@ void WriterSession::OnSamples(int64_t time_ms,
 
 Status WriterSession::Log(uint64_t frame, std::string_view batch) {
   if (finished_) return Status::FailedPrecondition("writer already finished");
-  // Cheap structural check so that one bad client cannot poison the WAL.
-  COHORT_RETURN_IF_ERROR(DecodeLogBatch(batch).status());
+  // The header and checksum only (no decoding): the client encoded the batch once, and the
+  // server checks it again; a frame damaged on its way is refused here, not stored.
+  if (Status s = batch::CheckHeader(batch); !s.ok()) {
+    return Status(s.code(), "log frame " + std::to_string(frame) + ": " + s.message());
+  }
   // A frame the session stored already (another connection of the client got it there first)
   // is not stored again.
   return stream_->AppendFrame(RecordKind::kBatch, session_, frame, batch).status();
@@ -504,8 +508,6 @@ SenderStats Ingest::stats() const {
     total.records_skipped += st.records_skipped;
     total.points += st.points;
     total.retries += st.retries;
-    total.binary_batches += st.binary_batches;
-    total.prepared_batches += st.prepared_batches;
     total.backoff_s = std::max(total.backoff_s, st.backoff_s);
   }
   return total;

@@ -7,7 +7,7 @@
 
 #include "agent/agent_log.h"
 #include "agent/fake_cohort_server_for_test.h"
-#include "agent/protocol.h"
+#include "core/batch_format.h"
 #include "agent/writer_stream.h"
 
 namespace cohort::agent {
@@ -41,14 +41,14 @@ class SyncTest : public ::testing::Test {
     EXPECT_TRUE((*s)->Append(RecordKind::kRunUpsert, 1, 0, R"({"id":"run1"})").ok());
     EXPECT_TRUE((*s)->Append(RecordKind::kWriterJoin, 1, 0, "{\"label\":\"" + label + "\"}").ok());
     for (int i = 0; i < batches; ++i) {
-      LogBatch b;
+      batch::Batch b;
       for (int k = 0; k < 10; ++k) {
         b.keys.push_back("k" + std::to_string(k));
         b.cells.push_back({uint32_t(k), double(i * 10 + k)});
       }
       b.history.push_back({.step = i, .time_ms = 1, .begin = 0, .count = 10});
       std::string body;
-      EncodeLogBatch(b, &body);
+      batch::Encode(b, &body);
       EXPECT_TRUE((*s)->Append(RecordKind::kBatch, 1, uint64_t(i + 1), body).ok());
     }
     if (finished) {

@@ -139,11 +139,19 @@ Status WriterStream::ScanUnacknowledged() {
     ++count;
     if (r->kind == RecordKind::kWriterFinish) finish = true;
   }
-  if (Status st = LoadSeqState(max_seq); !st.ok()) {
-    // Damaged: go on as for a stream from before seq.json rather than strand its records.
-    Logf(LogLevel::kWarning, "{}: {}; renumbering from the WAL and the clock", dir_, st.ToString());
-    std::lock_guard<std::mutex> lock(append_mu_);
-    legacy_upto_ = max_seq;
+  if (Status st = LoadSeqState(); !st.ok()) {
+    // Damaged (the file is replaced atomically, so only outside damage does this): the floor,
+    // the join that decided the upload offset and the offset are unknown. Go on rather than
+    // strand the records: seqs continue above the WAL's and the clock, and the next join the
+    // server acknowledges decides the offset anew, so that every record after it uploads above
+    // what the server holds: none is ever taken for a retry of other data (lost), at the price
+    // of storing twice the few records the server had stored but not yet acknowledged here.
+    const std::string aside = wal::JoinPath(dir_, std::string(kSeqFile) + ".corrupt");
+    Status moved = fs_->Rename(wal::JoinPath(dir_, kSeqFile), aside);
+    Logf(LogLevel::kWarning,
+         "{}: {}; set aside as {}{}: numbering from the WAL and the clock, the upload offset "
+         "decided again by the next join",
+         dir_, st.ToString(), aside, moved.ok() ? "" : " (failed: " + moved.ToString() + ")");
   }
   uint64_t time_base = uint64_t(NowMillis()) << kSeqTimeShift;
   {
@@ -174,16 +182,11 @@ Status WriterStream::ScanUnacknowledged() {
   return Status::Ok();
 }
 
-Status WriterStream::LoadSeqState(uint64_t max_seq_in_wal) {
-  auto text = wal::ReadFileToString(wal::FileSystem::Default(), wal::JoinPath(dir_, kSeqFile),
-                                    kMaxMetaBytes);
+Status WriterStream::LoadSeqState() {
+  auto text = wal::ReadFileToString(fs_, wal::JoinPath(dir_, kSeqFile), kMaxMetaBytes);
   if (!text.ok()) {
-    if (text.status().code() != StatusCode::kNotFound) return text.status();
-    // Absent: a new stream (empty WAL), or one written before seq.json existed, whose records
-    // may have been uploaded already (unacknowledged): those keep the seqs they were sent with.
-    std::lock_guard<std::mutex> lock(append_mu_);
-    legacy_upto_ = max_seq_in_wal;
-    return Status::Ok();
+    // Absent: nothing of this stream was acknowledged yet and no join changed its offset.
+    return text.status().code() == StatusCode::kNotFound ? Status::Ok() : text.status();
   }
   auto v = json::Parse(*text);
   if (!v.ok() || !v->is_object()) return Status::Corruption(dir_ + "/" + kSeqFile + ": not JSON");
@@ -191,7 +194,6 @@ Status WriterStream::LoadSeqState(uint64_t max_seq_in_wal) {
   int64_t floor = r.Int("floor");
   int64_t joined = r.OptInt("joined_seq").value_or(0);
   int64_t offset = r.OptInt("upload_offset").value_or(0);
-  int64_t legacy = r.OptInt("legacy_upto").value_or(0);
   std::map<uint64_t, uint64_t> frames;
   if (const bj::array* sessions = r.OptArray("sessions")) {
     for (const bj::value& v : *sessions) {
@@ -206,7 +208,7 @@ Status WriterStream::LoadSeqState(uint64_t max_seq_in_wal) {
     }
   }
   if (!r.ok()) return Status::Corruption(dir_ + "/" + kSeqFile + ": " + r.status().message());
-  if (floor < 0 || joined < 0 || offset < 0 || legacy < 0) {
+  if (floor < 0 || joined < 0 || offset < 0) {
     return Status::Corruption(dir_ + "/" + kSeqFile + ": negative value");
   }
   std::lock_guard<std::mutex> lock(append_mu_);
@@ -214,7 +216,6 @@ Status WriterStream::LoadSeqState(uint64_t max_seq_in_wal) {
   seq_floor_ = uint64_t(floor);
   joined_seq_ = uint64_t(joined);
   upload_offset_ = uint64_t(offset);
-  legacy_upto_ = uint64_t(legacy);
   return Status::Ok();
 }
 
@@ -223,7 +224,6 @@ Status WriterStream::WriteSeqStateLocked() {
   o["floor"] = int64_t(seq_floor_);
   o["joined_seq"] = int64_t(joined_seq_);
   o["upload_offset"] = int64_t(upload_offset_);
-  if (legacy_upto_ > 0) o["legacy_upto"] = int64_t(legacy_upto_);
   if (!saved_frames_.empty()) {
     bj::array sessions;
     for (const auto& [session, frame] : saved_frames_) {
@@ -239,9 +239,8 @@ Status WriterStream::WriteSeqStateLocked() {
 
 Status WriterStream::NoteJoined(uint64_t join_seq, uint64_t server_last_seq) {
   uint64_t offset = upload_offset_;
-  // Decided when this join was first sent; or a join of a stream from before seq.json, which
-  // may have been sent (with its batches) by the earlier version: keep what it did.
-  if (join_seq == joined_seq_ || join_seq <= legacy_upto_) return Status::Ok();
+  // Decided when this join was first sent (a re-send after a crash): keep what it decided.
+  if (join_seq == joined_seq_) return Status::Ok();
   // Every record after the join has seq > join_seq: lift the first above server_last_seq.
   if (server_last_seq > join_seq) offset = std::max(offset, server_last_seq - join_seq);
   if (offset != upload_offset_) {
@@ -369,16 +368,6 @@ Result<bool> WriterStream::Peek(const Record** record) {
   return true;
 }
 
-Result<bool> WriterStream::PeekNext(const Record** record) {
-  if (!peeked_) return false;
-  if (!ahead_) {
-    COHORT_ASSIGN_OR_RETURN(bool found, ReadRecord(&ahead_, &ahead_next_, &ahead_skipped_));
-    if (!found) return false;
-  }
-  *record = &*ahead_;
-  return true;
-}
-
 void WriterStream::Pop() {
   if (!peeked_) return;
   uint64_t seq = peeked_->seq;
@@ -389,14 +378,8 @@ void WriterStream::Pop() {
       uploaded_frames_dirty_ = true;
     }
   }
-  ack_pending_ = std::max({ack_pending_, peeked_next_, ahead_skipped_});
-  ahead_skipped_ = wal::Position{};
+  ack_pending_ = std::max(ack_pending_, peeked_next_);
   peeked_.reset();
-  if (ahead_) {
-    peeked_ = std::move(ahead_);
-    peeked_next_ = ahead_next_;
-    ahead_.reset();
-  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     progress_.done_seq = std::max(progress_.done_seq, seq);

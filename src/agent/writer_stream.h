@@ -153,12 +153,6 @@ class WriterStream {
   // The next durable record not yet uploaded: true and *record set (valid until Pop), false
   // when there is none now. Undecodable records are skipped (and logged).
   Result<bool> Peek(const Record** record);
-  // The durable record after the peeked one (call after Peek returned true, before Pop): true
-  // and *record set (valid until the Pop after next; that Pop's Peek returns it), false when
-  // there is none now. Lets the Sender prepare the next upload while the current one is in
-  // flight; it reads ahead only, acknowledges nothing. Not concurrently with the other
-  // upload-side methods.
-  Result<bool> PeekNext(const Record** record);
   // Marks the peeked record done (acknowledged by the server or skipped for good).
   void Pop();
   // The server acknowledged the join record `join_seq`; the writer's `server_last_seq` came with
@@ -196,7 +190,7 @@ class WriterStream {
   WriterStream(std::string dir, WriterTarget target);
   Status OpenLog();
   Status ScanUnacknowledged();
-  Status LoadSeqState(uint64_t max_seq_in_wal);
+  Status LoadSeqState();
   Status WriteSeqStateLocked();  // append_mu_ held
   Status PersistSeqStateIfDirty();
   Result<uint64_t> AppendLocked(RecordKind kind, uint64_t session, uint64_t frame,
@@ -211,13 +205,13 @@ class WriterStream {
 
   const std::string dir_;
   WriterTarget target_;
+  wal::FileSystem* const fs_ = wal::FileSystem::Default();
   bool already_finished_ = false;
   std::unique_ptr<wal::Log> log_;
 
   mutable std::mutex append_mu_;  // serialises Append/Sync; guards the two below
   uint64_t next_seq_ = 1;
   uint64_t seq_floor_ = 0;        // persisted: every seq that left the WAL is below it
-  uint64_t legacy_upto_ = 0;      // persisted: records up to it predate seq.json (never lifted)
   uint64_t joined_seq_ = 0;       // persisted: the join whose NoteJoined set upload_offset_
   uint64_t upload_offset_ = 0;    // persisted; written under append_mu_, read by the Sender
   bool seq_state_dirty_ = false;  // joined_seq_ changed since seq.json was written
@@ -229,9 +223,6 @@ class WriterStream {
   std::unique_ptr<wal::Reader> reader_;
   std::optional<Record> peeked_;
   wal::Position peeked_next_;
-  std::optional<Record> ahead_;  // PeekNext's record, the next Peek's after Pop
-  wal::Position ahead_next_;
-  wal::Position ahead_skipped_;  // past undecodable records PeekNext skipped (ack at Pop)
   std::map<uint64_t, uint64_t> uploaded_frames_;  // session -> highest frame done (or saved)
   bool uploaded_frames_dirty_ = false;            // not all in saved_frames_
   wal::Position ack_pending_;

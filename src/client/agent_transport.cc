@@ -155,7 +155,12 @@ Result<agent::OpenReply> AgentTransport::AwaitOpen(int64_t deadline_ms) {
 
 Status AgentTransport::Send(MessageType type, uint64_t frame, std::string_view body,
                             int64_t deadline_ms) {
-  return SendRaw(type, agent::NumberedPayload(frame, body), deadline_ms);
+  if (!broken_.ok()) return broken_;
+  out_.clear();
+  agent::AppendNumberedFrame(type, frame, body, &out_);
+  Status s = agent::WriteAll(fd_, out_.data(), out_.size(), deadline_ms);
+  if (!s.ok()) broken_ = Status::Unavailable("agent connection: " + s.message());
+  return broken_;
 }
 
 Result<uint64_t> AgentTransport::Acked(uint64_t want, int64_t deadline_ms) {

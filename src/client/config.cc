@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "core/ids.h"
+#include "core/limits.h"
 #include "core/user_config.h"
 
 namespace cohort::client {
@@ -44,8 +45,8 @@ std::string Pick(const std::string& field, const Environment& env, std::string_v
 }
 
 Status CheckLabel(const std::string& label) {
-  if (label.empty() || label.size() > kMaxLabelBytes) {
-    return Status::InvalidArgument("label: must be 1.." + std::to_string(kMaxLabelBytes) +
+  if (label.empty() || label.size() > limits::kMaxLabelBytes) {
+    return Status::InvalidArgument("label: must be 1.." + std::to_string(limits::kMaxLabelBytes) +
                                    " bytes");
   }
   if (label == "." || label == "..") return Status::InvalidArgument("label: may not be . or ..");

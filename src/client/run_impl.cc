@@ -243,7 +243,7 @@ Status Run::Impl::EnqueueSummary(bj::object summary) {
   return Status::Ok();
 }
 
-void Run::Impl::NoteLastValuesLocked(const agent::LogBatch& batch) {
+void Run::Impl::NoteLastValuesLocked(const batch::Batch& batch) {
   // The last cell of each key in the batch (cells are in logging order), then one map write
   // per distinct key.
   last_cell_of_key.assign(batch.keys.size(), UINT32_MAX);
@@ -281,9 +281,9 @@ void Run::Impl::EnqueueLastValuesLocked() {
 void Run::Impl::DrainBufferLocked(bool final) {
   while (buffer.Take(&scratch)) {
     if (auto_summary) NoteLastValuesLocked(scratch);
-    encoded.clear();
-    agent::EncodeLogBatch(scratch, &encoded);
-    PendingFrame f{next_frame++, agent::MessageType::kLog, encoded};
+    // Encoded once, here: the frame's body is the batch the agent stores and the server reads.
+    PendingFrame f{next_frame++, agent::MessageType::kLog, {}};
+    batch::Encode(scratch, &f.body);
     frame_bytes += f.body.size();
     frames.push_back(std::move(f));
   }

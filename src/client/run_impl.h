@@ -30,6 +30,7 @@
 #include "client/log_buffer.h"
 #include "client/transport.h"
 #include "cohort/cohort.h"
+#include "core/batch_format.h"
 
 namespace cohort {
 
@@ -92,7 +93,7 @@ struct Run::Impl {
   // Moves buffered data into frames; with `final` (Finish) also the pending last-value summary,
   // otherwise at most every kSummaryIntervalMs. Requires mu.
   void DrainBufferLocked(bool final = false);
-  void NoteLastValuesLocked(const agent::LogBatch& batch);  // requires mu
+  void NoteLastValuesLocked(const batch::Batch& batch);  // requires mu
   void EnqueueLastValuesLocked();                           // requires mu
   bool EnsureTransport(int64_t mono_deadline_ms);           // requires io_mu; monotonic
   void DropTransport(const Status& why);                    // requires io_mu
@@ -120,8 +121,7 @@ struct Run::Impl {
   size_t frame_bytes = 0;           // guarded by mu
   uint64_t next_frame = 1;          // guarded by mu
   bool stop = false;                // guarded by mu
-  agent::LogBatch scratch;          // guarded by mu
-  std::string encoded;              // guarded by mu
+  batch::Batch scratch;             // guarded by mu
   // Last-value summary (only for the writer that controls the run): the last logged value of
   // each key not yet sent, and the keys the user set explicitly (never overwritten).
   bool auto_summary = false;                              // set before the flusher starts

@@ -46,8 +46,14 @@ class RunTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (int pid = AgentPid(); pid > 0) kill(pid, SIGTERM);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // The agent may still be deleting the directories of writers it finished uploading: let it
+    // exit before removing the tree, so that the two never delete the same files.
+    if (int pid = AgentPid(); pid > 0) {
+      kill(pid, SIGTERM);
+      for (int i = 0; i < 500 && kill(pid, 0) == 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
     fs::remove_all(root_);
   }
 
@@ -350,6 +356,23 @@ TEST_F(RunTest, SummaryKeepsTheLastLoggedValueUnlessSetExplicitly) {
   EXPECT_EQ(*json::ToDouble(summary.at("acc")), 0.99);  // set by hand: kept
   EXPECT_EQ(summary["nan_metric"], "NaN");
   EXPECT_EQ(summary["inf_metric"], "-Infinity");
+}
+
+// A key the server refuses (here the reserved system/ prefix) is dropped at the call and counted;
+// before, it reached a batch that the agent acknowledged and the server then refused whole,
+// losing every other key of that batch.
+TEST_F(RunTest, AKeyTheServerRefusesIsDroppedAtTheCallAndTheRestOfTheBatchArrives) {
+  FakeCohortServer server;
+  auto run = Init(Base(server.url(), "agent"));
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  for (int step = 0; step < 20; ++step) {
+    run->Log({{"loss", double(step)}, {"system/gpu.0.temp", 50.0}, {"acc", step / 20.0}});
+  }
+  EXPECT_EQ(run->dropped(), 20);
+  ASSERT_TRUE(run->Finish().ok());
+  EXPECT_EQ(server.point_count("w0"), 40u);
+  EXPECT_EQ(server.points().count({"w0", "loss", 19}), 1u);
+  EXPECT_TRUE(server.system_keys("w0").empty());
 }
 
 TEST_F(RunTest, SharedWorkerSendsNoLastValueSummary) {
