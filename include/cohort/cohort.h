@@ -57,7 +57,9 @@ struct Settings {
   double init_timeout_s = 30.0;    // Init returns within this even when the server is down
   double finish_timeout_s = 30.0;  // Finish returns within this
 
-  // "agent" (default; spawn or reuse the node agent) or "inprocess" (COHORT_AGENT=inprocess).
+  // "agent" (default; reuse or spawn the machine's shared agent, else start a private one) or
+  // "private" (a private agent of this process alone, `cohort agent --private`; "inprocess" is
+  // the same; COHORT_AGENT=private).
   std::string transport;
 
   // Init installs, once per process, a SIGTERM handler that ends every live run as "killed"

@@ -71,6 +71,7 @@ AgentOptions AgentOptionsFromEnv() {
 }
 
 int RunAgent(const AgentOptions& options) {
+  if (options.private_fd >= 0) return RunPrivateAgent(options);
   if (options.detach) {
     pid_t pid = fork();  // no threads exist yet in this fresh process
     if (pid < 0) return 1;

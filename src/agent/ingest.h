@@ -1,5 +1,5 @@
 // Ingest: what the node agent does with the writers its clients open, independent of how they
-// reach it: the agent's socket server and the client library's in-process mode both drive it.
+// reach it: the shared agent's socket server and a private agent's one connection both drive it.
 //
 // For each writer (run id + label) it keeps a WriterStream in <data dir>/<run>/<label>/, hands
 // it to the Sender of its server (one per base URL), runs a system-monitor Sampler for it, and
@@ -73,7 +73,7 @@ class WriterSession {
   // client reconnects to the next agent and carries on).
   void Release();
 
-  // The process of the client (an agent connection's peer); none in-process.
+  // The process of the client (an agent connection's peer); none when unknown.
   void set_client(std::optional<ClientProcess> process) { client_ = std::move(process); }
   bool finished() const { return finished_; }
   const std::string& dir() const;

@@ -3,8 +3,8 @@
 //
 // On disk, a writer directory (<data dir>/<run>/<label>/) holds meta.json (WriterTarget: where
 // and as whom to upload) and wal/ (a wal::Log of Records, record.h). Appenders (an agent
-// connection, the system monitor, the in-process transport) add records; the Sender reads the
-// durable ones in order, uploads them and acknowledges them, which lets the WAL delete them.
+// connection, the system monitor) add records; the Sender reads the durable ones in order,
+// uploads them and acknowledges them, which lets the WAL delete them.
 // When the writer's finish record has been acknowledged the stream is complete and its
 // directory can be removed.
 //
@@ -175,8 +175,7 @@ class WriterStream {
   UploadProgress WaitFor(const std::function<bool(const UploadProgress&)>& done,
                          int64_t deadline_ms) const;
 
-  // Clients attached (connections or in-process runs) by session; heartbeats are sent while
-  // attached() > 0.
+  // Clients attached (connections) by session; heartbeats are sent while attached() > 0.
   void Attach(uint64_t session);
   void Detach(uint64_t session);
   int attached() const;

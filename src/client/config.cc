@@ -112,9 +112,10 @@ Result<ResolvedSettings> ResolveSettings(const Settings& in, const Environment& 
                                    "'");
   }
   s.transport = Pick(in.transport, env, "COHORT_AGENT", "agent");
-  if (s.transport != "agent" && s.transport != "inprocess") {
-    return Status::InvalidArgument("transport: expected agent or inprocess, got '" + s.transport +
-                                   "'");
+  if (s.transport == "inprocess") s.transport = "private";  // the name of the mode it replaced
+  if (s.transport != "agent" && s.transport != "private") {
+    return Status::InvalidArgument("transport: expected agent, private or inprocess, got '" +
+                                   s.transport + "'");
   }
 
   // Server and identity: settings, then environment, then the config file, then defaults.

@@ -372,7 +372,7 @@ Result<Run> Init(const Settings& settings) {
   COHORT_ASSIGN_OR_RETURN(agent::OpenRequest open, BuildOpenRequest(rs));
   open.wait_ms = deadline - agent::MonoMillis();
   if (!agent::LogEnabled(agent::LogLevel::kDebug) && std::getenv("COHORT_DEBUG") == nullptr) {
-    // Inside a training process only warnings of the in-process sender reach the console.
+    // Inside a training process only the client library's warnings reach the console.
     agent::SetLogLevel(agent::LogLevel::kWarning);
   }
   const bool handle_sigterm = rs.settings.handle_sigterm;

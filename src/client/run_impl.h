@@ -1,6 +1,7 @@
 // Run::Impl: the state behind a cohort::Run: the resolved settings, the LogBuffer that Log()
-// appends to, the queue of numbered frames not yet acknowledged, the Transport to the agent
-// (or the in-process fallback), the flush thread and the console capture.
+// appends to, the queue of numbered frames not yet acknowledged, the transport to the agent (the
+// machine's shared agent, or a private agent of this process), the flush thread and the console
+// capture.
 //
 // Threading:
 //   - Log/Print touch only `buffer` (its own short lock) and atomics.
@@ -49,7 +50,7 @@ struct Run::Impl {
   explicit Impl(client::ResolvedSettings resolved);
   ~Impl();  // finishes the run (exit code 0) if nobody did
 
-  // Connects (or spawns the agent, or falls back in-process) and opens the writer, all before
+  // Connects (or spawns the shared agent, or starts a private one) and opens the writer, all before
   // `deadline_ms` (agent::MonoMillis clock, as every deadline here). Sets entity/run_name/offline
   // from the reply.
   Status Start(int64_t deadline_ms);
@@ -97,20 +98,19 @@ struct Run::Impl {
   void EnqueueLastValuesLocked();                           // requires mu
   bool EnsureTransport(int64_t mono_deadline_ms);           // requires io_mu; monotonic
   void DropTransport(const Status& why);                    // requires io_mu
-  Result<agent::OpenReply> OpenOn(client::Transport* t, const agent::OpenRequest& req,
+  Result<agent::OpenReply> OpenOn(client::AgentTransport* t, const agent::OpenRequest& req,
                                   int64_t deadline_ms);
   // Start's way back to an agent that holds the writer's WAL: reads the answer to the open
   // outstanding on `*t`, or opens again on a new connection when that one broke, until
   // `deadline_ms`.
   Result<agent::OpenReply> AwaitAgentOpen(std::unique_ptr<client::AgentTransport>* t,
                                           int64_t deadline_ms);
-  std::unique_ptr<client::Transport> MakeInProcess();
   void StartFlusher();
   void StopFlusher();
 
   std::mutex io_mu;
-  std::unique_ptr<client::Transport> transport;  // guarded by io_mu
-  bool in_process_fallback = false;              // guarded by io_mu
+  std::unique_ptr<client::AgentTransport> transport;  // guarded by io_mu
+  bool private_agent = false;  // guarded by io_mu; reconnects start a private agent too
   int64_t next_connect_ms = 0;                   // monotonic; guarded by io_mu
   int connect_failures = 0;                      // guarded by io_mu
   uint64_t sent_upto = 0;                        // guarded by io_mu
