@@ -3,7 +3,6 @@
 #include <filesystem>
 
 #include "agent/agent_log.h"
-#include "agent/agent_paths.h"
 #include "agent/monitor/default_sources.h"
 #include "agent/monitor/sampler.h"
 #include "core/batch_format.h"
@@ -201,7 +200,8 @@ void WriterSession::Crash() {
 
 // ---- Ingest ----
 
-Ingest::Ingest(IngestOptions options) : options_(std::move(options)) {}
+Ingest::Ingest(IngestOptions options)
+    : options_(std::move(options)), fs_(options_.fs ? options_.fs : wal::FileSystem::Default()) {}
 
 Ingest::~Ingest() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -285,7 +285,7 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
         moving_.erase(dir);
         moved_.notify_all();
       };
-      auto created = WriterStream::Create(dir, target);
+      auto created = WriterStream::Create(dir, target, fs_);
       if (!created.ok()) {
         end_move();
         reply->error = created.status().ToString();
@@ -392,20 +392,20 @@ void Ingest::SessionEnded(WriterStream* stream) {
 
 int Ingest::RecoverDir(const std::string& data_dir) {
   int resumed = 0;
-  for (const std::string& run : ListSubdirectories(NormalizeDir(data_dir))) {
-    for (const std::string& dir : ListSubdirectories(run)) {
-      std::error_code ec;
-      if (!fs::exists(fs::path(dir) / WriterStream::kMetaFile, ec)) continue;
+  for (const std::string& run : ChildPaths(fs_, NormalizeDir(data_dir))) {
+    for (const std::string& dir : ChildPaths(fs_, run)) {
+      auto meta = fs_->Exists(wal::JoinPath(dir, WriterStream::kMetaFile));
+      if (!meta.ok() || !*meta) continue;
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (streams_.count(dir) || moving_.count(dir)) continue;  // ours, or being moved
       }
-      auto stream = WriterStream::OpenExisting(dir);
+      auto stream = WriterStream::OpenExisting(dir, fs_);
       if (!stream.ok()) {
         if (stream.status().code() != StatusCode::kFailedPrecondition) {
           Logf(LogLevel::kWarning, "{}: cannot resume: {}", dir, stream.status().ToString());
         }
-        continue;  // held by a live process (in-process client or another agent)
+        continue;  // held by a live process (a private agent or another agent)
       }
       std::lock_guard<std::mutex> lock(mu_);
       Sender* sender =
@@ -423,9 +423,9 @@ int Ingest::RecoverDir(const std::string& data_dir) {
 
 void Ingest::Tick() {
   std::vector<StreamSlot> to_remove, to_close;
+  const int64_t now = NowMillis();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    int64_t now = NowMillis();
     for (auto it = streams_.begin(); it != streams_.end();) {
       StreamSlot& slot = it->second;
       if (slot.stream->attached() > 0) {
@@ -455,8 +455,12 @@ void Ingest::Tick() {
           ++it;
           continue;
         }
-        to_remove.push_back(slot);
-        it = streams_.erase(it);
+        if (now >= slot.remove_after_ms) {
+          to_remove.push_back(slot);
+          it = streams_.erase(it);
+        } else {
+          ++it;
+        }
         continue;
       }
       if (!slot.sender || drained) {
@@ -474,8 +478,19 @@ void Ingest::Tick() {
   for (StreamSlot& slot : to_remove) {
     slot.sender->Remove(slot.stream.get());
     Status s = slot.stream->Remove();
-    Logf(LogLevel::kInfo, "{}: writer uploaded and finished; WAL removed{}", slot.stream->dir(),
-         s.ok() ? "" : " (" + s.ToString() + ")");
+    if (s.ok()) {
+      Logf(LogLevel::kInfo, "{}: writer uploaded and finished; WAL removed", slot.stream->dir());
+      continue;
+    }
+    // Nothing is lost (every record was acknowledged) and nothing was deleted: keep the stream
+    // and try again later.
+    Logf(LogLevel::kWarning,
+         "{}: writer uploaded and finished, but its directory cannot be removed ({}); kept, "
+         "trying again in {:.0f}s",
+         slot.stream->dir(), s.ToString(), options_.remove_retry_s);
+    slot.remove_after_ms = now + int64_t(options_.remove_retry_s * 1000);
+    std::lock_guard<std::mutex> lock(mu_);
+    streams_.emplace(slot.stream->dir(), std::move(slot));
   }
   for (StreamSlot& slot : to_close) {
     if (slot.sender) slot.sender->Remove(slot.stream.get());

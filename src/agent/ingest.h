@@ -38,9 +38,13 @@ namespace cohort::agent {
 
 struct IngestOptions {
   std::string data_dir;  // default WAL root when a client names none
+  // The file system of the writer directories (meta.json, seq.json, FINISHED, the WALs); null:
+  // the machine's. Tests inject faults below it (wal/fault_file_system.h).
+  wal::FileSystem* fs = nullptr;
   SenderOptions sender;
   bool system_monitor = true;  // false: ignore stats_interval_s (tests)
   double orphan_close_s = 60;  // close an unfinished, uploaded stream nobody uses after this
+  double remove_retry_s = 60;  // a finished writer whose directory could not be removed: retry
 };
 
 class Ingest;
@@ -130,12 +134,14 @@ class Ingest {
     Sender* sender = nullptr;   // null when offline
     int64_t idle_since_ms = 0;  // when it was last seen without clients and uploaded
     bool kept = false;          // finished and uploaded, kept for a client away (logged)
+    int64_t remove_after_ms = 0;  // a failed removal is tried again from this time on
   };
 
   Sender* SenderFor(const std::string& base_url);  // requires mu_
   void SessionEnded(WriterStream* stream);
 
   const IngestOptions options_;
+  wal::FileSystem* const fs_;
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Sender>> senders_;  // by base URL
   std::map<std::string, StreamSlot> streams_;               // by directory

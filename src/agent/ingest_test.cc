@@ -17,6 +17,7 @@
 #include "agent/fake_http_server_for_test.h"
 #include "core/batch_format.h"
 #include "core/clock.h"
+#include "wal/fault_file_system.h"
 
 namespace cohort::agent {
 namespace {
@@ -253,6 +254,49 @@ TEST_F(IngestTest, AWriterWhoseClientProcessEndedIsRemovedOnceUploaded) {
   ingest.Tick();
   EXPECT_EQ(ingest.stream_count(), 0u);
   EXPECT_FALSE(fs::exists(dir));
+}
+
+// A writer that is uploaded and finished has its directory removed, FINISHED marker first. When
+// that marker cannot be written the agent says so, deletes nothing (every record is on the
+// server: nothing is lost) and tries again later, and the directory goes once the disk works.
+TEST_F(IngestTest, AFailedFinishedMarkerIsLoggedKeepsTheDirectoryAndIsRetried) {
+  FakeHttpServer server([](const FakeRequest& r) -> FakeResponse {
+    if (r.path.ends_with("/writers")) return {201, R"({"label":"rank_0","next_step":0})", {}};
+    return {200, R"({"duplicate":false,"points":1})", {}};
+  });
+  wal::FaultInjectingFileSystem faults(wal::FileSystem::Default());
+  IngestOptions o = Options();
+  o.fs = &faults;
+  o.remove_retry_s = 0.2;
+  Ingest ingest(o);
+  OpenReply reply;
+  auto session = ingest.Open(Request(server.url(), "rank_0", /*offline=*/false), &reply);
+  ASSERT_TRUE(session) << reply.error;
+  const std::string dir = session->dir();
+  FinishRequest finish;
+  finish.exit_code = 0;
+  finish.wait_ms = 5000;
+  auto done = session->Finish(1, finish);
+  ASSERT_TRUE(done.ok() && done->uploaded) << (done.ok() ? "not uploaded" : done.status().ToString());
+  session.reset();
+  faults.FailWrite(1, EIO, 0, /*sticky=*/true, "FINISHED");
+  SetLogLevel(LogLevel::kWarning);
+  ::testing::internal::CaptureStderr();
+  ingest.Tick();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  SetLogLevel(LogLevel::kError);
+  EXPECT_NE(log.find("its directory cannot be removed"), std::string::npos) << log;
+  EXPECT_NE(log.find("cannot write the FINISHED marker"), std::string::npos) << log;
+  EXPECT_TRUE(fs::exists(dir + "/meta.json"));
+  EXPECT_EQ(ingest.stream_count(), 1u);
+  faults.ClearFaults();
+  const int64_t until = NowMillis() + 5000;
+  while (fs::exists(dir) && NowMillis() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ingest.Tick();
+  }
+  EXPECT_FALSE(fs::exists(dir));
+  EXPECT_EQ(ingest.stream_count(), 0u);
 }
 
 // The agent checks a log frame's batch (header and checksum, no decoding) and stores it byte for

@@ -1,10 +1,7 @@
 #include "agent/writer_stream.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <utility>
 
 #include "agent/agent_log.h"
@@ -15,7 +12,6 @@ namespace cohort::agent {
 namespace {
 
 namespace bj = boost::json;
-namespace fs = std::filesystem;
 
 constexpr uint64_t kMaxMetaBytes = 1 << 20;
 constexpr int kSeqTimeShift = 20;
@@ -53,8 +49,17 @@ Result<WriterTarget> WriterTarget::Parse(std::string_view text) {
   return t;
 }
 
-WriterStream::WriterStream(std::string dir, WriterTarget target)
-    : dir_(std::move(dir)), target_(std::move(target)) {}
+std::vector<std::string> ChildPaths(wal::FileSystem* fs, const std::string& dir) {
+  std::vector<std::string> out;
+  auto names = fs->ListDir(dir);
+  if (!names.ok()) return out;
+  for (const std::string& name : *names) out.push_back(wal::JoinPath(dir, name));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+WriterStream::WriterStream(std::string dir, WriterTarget target, wal::FileSystem* fs)
+    : dir_(std::move(dir)), target_(std::move(target)), fs_(fs) {}
 
 void WriterStream::Retarget(const std::string& base_url, const std::string& api_key) {
   if (!base_url.empty()) target_.base_url = base_url;
@@ -66,24 +71,23 @@ WriterStream::~WriterStream() {
 }
 
 Result<std::shared_ptr<WriterStream>> WriterStream::Create(const std::string& dir,
-                                                           const WriterTarget& target) {
-  wal::FileSystem* fs = wal::FileSystem::Default();
+                                                           const WriterTarget& target,
+                                                           wal::FileSystem* fs) {
   COHORT_RETURN_IF_ERROR(fs->CreateDir(dir));
-  ::chmod(dir.c_str(), 0700);  // meta.json holds the API key
-  std::shared_ptr<WriterStream> s(new WriterStream(dir, target));
+  COHORT_RETURN_IF_ERROR(fs->SetPermissions(dir, 0700));  // meta.json holds the API key
+  std::shared_ptr<WriterStream> s(new WriterStream(dir, target, fs));
   // Take the WAL (and its lock) before touching meta.json, so that a stream another process
   // holds is left alone.
   COHORT_RETURN_IF_ERROR(s->OpenLog());
   COHORT_RETURN_IF_ERROR(
-      wal::WriteFileAtomically(fs, wal::JoinPath(dir, kMetaFile), target.ToJson()));
-  ::chmod(wal::JoinPath(dir, kMetaFile).c_str(), 0600);
+      wal::WriteFileAtomically(fs, wal::JoinPath(dir, kMetaFile), target.ToJson(), 0600));
   COHORT_RETURN_IF_ERROR(s->ScanUnacknowledged());
   s->LoadClientsOrWarn();
   return s;
 }
 
-Result<std::shared_ptr<WriterStream>> WriterStream::OpenExisting(const std::string& dir) {
-  wal::FileSystem* fs = wal::FileSystem::Default();
+Result<std::shared_ptr<WriterStream>> WriterStream::OpenExisting(const std::string& dir,
+                                                                 wal::FileSystem* fs) {
   auto text = wal::ReadFileToString(fs, wal::JoinPath(dir, kMetaFile), kMaxMetaBytes);
   if (!text.ok()) {
     if (text.status().code() == StatusCode::kNotFound) {
@@ -92,7 +96,7 @@ Result<std::shared_ptr<WriterStream>> WriterStream::OpenExisting(const std::stri
     return text.status();
   }
   COHORT_ASSIGN_OR_RETURN(WriterTarget target, WriterTarget::Parse(*text));
-  std::shared_ptr<WriterStream> s(new WriterStream(dir, std::move(target)));
+  std::shared_ptr<WriterStream> s(new WriterStream(dir, std::move(target), fs));
   COHORT_RETURN_IF_ERROR(s->OpenLog());
   COHORT_RETURN_IF_ERROR(s->ScanUnacknowledged());
   s->LoadClientsOrWarn();
@@ -102,12 +106,12 @@ Result<std::shared_ptr<WriterStream>> WriterStream::OpenExisting(const std::stri
 Status WriterStream::OpenLog() {
   wal::LogOptions options;
   options.segment_size = 16ull << 20;
+  options.fs = fs_;
   COHORT_ASSIGN_OR_RETURN(log_, wal::Log::Open(wal::JoinPath(dir_, kWalDir), options));
   if (!log_->recovery().clean()) {
     Logf(LogLevel::kWarning, "{}: WAL recovery: {}", dir_, log_->recovery().ToString());
   }
-  std::error_code ec;
-  already_finished_ = fs::exists(fs::path(dir_) / kFinishedMarker, ec);
+  COHORT_ASSIGN_OR_RETURN(already_finished_, fs_->Exists(wal::JoinPath(dir_, kFinishedMarker)));
   return Status::Ok();
 }
 
@@ -231,8 +235,7 @@ Status WriterStream::WriteSeqStateLocked() {
     }
     o["sessions"] = std::move(sessions);
   }
-  Status st = wal::WriteFileAtomically(wal::FileSystem::Default(), wal::JoinPath(dir_, kSeqFile),
-                                       bj::serialize(o));
+  Status st = wal::WriteFileAtomically(fs_, wal::JoinPath(dir_, kSeqFile), bj::serialize(o));
   if (st.ok()) seq_state_dirty_ = false;
   return st;
 }
@@ -296,9 +299,8 @@ Result<uint64_t> WriterStream::AppendLocked(RecordKind kind, uint64_t session, u
   if (kind == RecordKind::kWriterJoin && already_finished_) {
     // The writer runs again (its client came back after its crash was recorded): a later open
     // must not take it for finished.
-    wal::FileSystem* fs = wal::FileSystem::Default();
-    Status s = fs->Remove(wal::JoinPath(dir_, kFinishedMarker));
-    if (s.ok() || s.code() == StatusCode::kNotFound) s = fs->SyncDir(dir_);
+    Status s = fs_->Remove(wal::JoinPath(dir_, kFinishedMarker));
+    if (s.ok() || s.code() == StatusCode::kNotFound) s = fs_->SyncDir(dir_);
     if (!s.ok()) Logf(LogLevel::kWarning, "{}: {}", dir_, s.ToString());
     already_finished_ = false;
   }
@@ -520,7 +522,7 @@ bool WriterStream::AwaitsLiveClient(std::vector<int>* ended) {
 }
 
 Status WriterStream::WriteClientsLocked() {
-  wal::FileSystem* fs = wal::FileSystem::Default();
+  wal::FileSystem* const fs = fs_;
   const std::string path = wal::JoinPath(dir_, kClientsFile);
   if (away_.empty()) {
     Status s = fs->Remove(path);
@@ -548,8 +550,7 @@ void WriterStream::LoadClientsOrWarn() {
 }
 
 Status WriterStream::LoadClients() {
-  auto text = wal::ReadFileToString(wal::FileSystem::Default(), wal::JoinPath(dir_, kClientsFile),
-                                    kMaxMetaBytes);
+  auto text = wal::ReadFileToString(fs_, wal::JoinPath(dir_, kClientsFile), kMaxMetaBytes);
   if (!text.ok()) {
     return text.status().code() == StatusCode::kNotFound ? Status::Ok() : text.status();
   }
@@ -602,17 +603,21 @@ Status WriterStream::Close() {
 }
 
 Status WriterStream::Remove() {
-  {
-    // Mark first: a crash while deleting leaves a directory the next agent knows is done.
-    std::FILE* f = std::fopen((fs::path(dir_) / kFinishedMarker).c_str(), "w");
-    if (f) std::fclose(f);
+  // Mark first, durably: a crash while deleting leaves a directory the next agent knows is done.
+  // Without the mark nothing is deleted (every record was acknowledged: keeping it loses nothing).
+  Status marked = wal::WriteFileAtomically(fs_, wal::JoinPath(dir_, kFinishedMarker), "");
+  if (!marked.ok()) {
+    return Status(marked.code(), dir_ + ": cannot write the " + kFinishedMarker +
+                                     " marker: " + marked.message());
   }
   (void)Close();
-  std::error_code ec;
-  fs::remove_all(dir_, ec);
-  if (ec) return Status::IOError("remove " + dir_ + ": " + ec.message());
-  fs::path parent = fs::path(dir_).parent_path();
-  if (fs::is_empty(parent, ec) && !ec) fs::remove(parent, ec);
+  COHORT_RETURN_IF_ERROR(fs_->RemoveAll(dir_));
+  const size_t slash = dir_.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    const std::string parent = dir_.substr(0, slash);
+    auto left = fs_->ListDir(parent);
+    if (left.ok() && left->empty()) (void)fs_->Remove(parent);  // rmdir of the empty run dir
+  }
   return Status::Ok();
 }
 

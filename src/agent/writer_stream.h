@@ -34,6 +34,9 @@
 // (ClientGone), so that the writer's directory, and with it what its sessions stored, is kept
 // until each one is back or its process has ended.
 //
+// Every file of the directory is read and written through the wal::FileSystem given at opening
+// (the WAL's too), so that tests can inject faults below it.
+//
 // Threading: all methods are thread-safe. Append/Sync are serialised among themselves; the
 // upload-side methods (Peek/Pop/FlushAcks) are meant for one Sender thread; progress is guarded
 // by a mutex with a condition variable that WaitFor() sleeps on.
@@ -56,6 +59,10 @@
 #include "wal/log.h"
 
 namespace cohort::agent {
+
+// The full paths of the entries of `dir` (sorted); empty when it cannot be listed (for a file,
+// say). Writer directories are <data dir>/<run>/<label>.
+std::vector<std::string> ChildPaths(wal::FileSystem* fs, const std::string& dir);
 
 // Where a writer's records go; persisted as the directory's meta.json.
 struct WriterTarget {
@@ -101,10 +108,12 @@ class WriterStream {
   // Opens the stream in `dir`, creating it (and meta.json from `target`) when absent. An
   // existing stream keeps its records; its meta.json is replaced by `target`.
   // kFailedPrecondition when another process holds the directory.
-  static Result<std::shared_ptr<WriterStream>> Create(const std::string& dir,
-                                                      const WriterTarget& target);
+  static Result<std::shared_ptr<WriterStream>> Create(
+      const std::string& dir, const WriterTarget& target,
+      wal::FileSystem* fs = wal::FileSystem::Default());
   // Opens an existing stream (recovery, `cohort sync`). kNotFound without meta.json.
-  static Result<std::shared_ptr<WriterStream>> OpenExisting(const std::string& dir);
+  static Result<std::shared_ptr<WriterStream>> OpenExisting(
+      const std::string& dir, wal::FileSystem* fs = wal::FileSystem::Default());
   ~WriterStream();
 
   const WriterTarget& target() const { return target_; }
@@ -112,8 +121,6 @@ class WriterStream {
   // handed to a Sender; not thread-safe.
   void Retarget(const std::string& base_url, const std::string& api_key);
   const std::string& dir() const { return dir_; }
-  // A writer whose finish record was acknowledged earlier but whose directory survived a crash.
-  bool already_finished() const { return already_finished_; }
 
   // ---- appending ----
   // Appends one record; it is durable after the next Sync(). Returns its seq.
@@ -182,11 +189,14 @@ class WriterStream {
 
   // Closes the WAL (syncing it). Appends fail afterwards.
   Status Close();
-  // Closes and deletes the directory (and the run directory above it when left empty).
+  // Writes the FINISHED marker (synced, with its directory), then closes the stream and deletes
+  // the directory (and the run directory above it when left empty). When the marker cannot be
+  // written nothing is deleted and the error is returned: every record was acknowledged, so
+  // keeping the directory loses nothing, and the caller tries again later.
   Status Remove();
 
  private:
-  WriterStream(std::string dir, WriterTarget target);
+  WriterStream(std::string dir, WriterTarget target, wal::FileSystem* fs);
   Status OpenLog();
   Status ScanUnacknowledged();
   Status LoadSeqState();
@@ -204,7 +214,7 @@ class WriterStream {
 
   const std::string dir_;
   WriterTarget target_;
-  wal::FileSystem* const fs_ = wal::FileSystem::Default();
+  wal::FileSystem* const fs_;
   bool already_finished_ = false;
   std::unique_ptr<wal::Log> log_;
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "core/clock.h"
+#include "wal/fault_file_system.h"
 
 namespace cohort::agent {
 namespace {
@@ -260,6 +261,35 @@ TEST_F(WriterStreamTest, CompleteAfterFinishIsDone) {
   EXPECT_TRUE((*s)->progress().complete);
 }
 
+// A writer whose finish record was acknowledged, reopened without a FINISHED marker (a crash,
+// or a disk that refused the marker, before the removal): complete, so the directory can go.
+// One whose last acknowledged record is not a finish is not.
+TEST_F(WriterStreamTest, ReopenedWithItsFinishAcknowledgedAndNoMarkerIsComplete) {
+  for (bool finished : {true, false}) {
+    SCOPED_TRACE(finished ? "finished" : "not finished");
+    {
+      auto s = WriterStream::Create(dir_, target_);
+      ASSERT_TRUE(s.ok());
+      ASSERT_TRUE((*s)->Append(RecordKind::kBatch, 1, 1, "x").ok());
+      if (finished) {
+        ASSERT_TRUE((*s)->Append(RecordKind::kWriterFinish, 1, 2, "{}").ok());
+      }
+      ASSERT_TRUE((*s)->Sync().ok());
+      const Record* rec = nullptr;
+      while (*(*s)->Peek(&rec)) (*s)->Pop();
+      EXPECT_EQ((*s)->progress().complete, finished);
+      ASSERT_TRUE((*s)->FlushAcks(true).ok());
+      ASSERT_TRUE((*s)->Close().ok());
+    }
+    EXPECT_FALSE(fs::exists(dir_ + "/" + WriterStream::kFinishedMarker));
+    auto again = WriterStream::OpenExisting(dir_);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_EQ((*again)->progress().appended_records, 0);
+    EXPECT_EQ((*again)->progress().complete, finished);
+    ASSERT_TRUE((*again)->Remove().ok());
+  }
+}
+
 TEST_F(WriterStreamTest, SecondOpenOfSameDirectoryIsRefused) {
   auto a = WriterStream::Create(dir_, target_);
   ASSERT_TRUE(a.ok());
@@ -274,6 +304,27 @@ TEST_F(WriterStreamTest, RemoveDeletesWriterAndEmptyRunDirectory) {
   ASSERT_TRUE((*s)->Remove().ok());
   EXPECT_FALSE(fs::exists(dir_));
   EXPECT_FALSE(fs::exists(root_ + "/run1"));
+}
+
+// The FINISHED marker is written and synced before anything is deleted; when it cannot be
+// written (here: EIO on its write), nothing is deleted and the error says so; a later try works.
+TEST_F(WriterStreamTest, AFailedFinishedMarkerDeletesNothingAndALaterRemoveWorks) {
+  wal::FaultInjectingFileSystem faults(wal::FileSystem::Default());
+  auto s = WriterStream::Create(dir_, target_, &faults);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE((*s)->Append(RecordKind::kWriterFinish, 1, 1, "{}").ok());
+  ASSERT_TRUE((*s)->Sync().ok());
+  faults.FailWrite(1, EIO, 0, /*sticky=*/true, WriterStream::kFinishedMarker);
+  Status st = (*s)->Remove();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("cannot write the FINISHED marker"), std::string::npos)
+      << st.ToString();
+  EXPECT_TRUE(fs::exists(dir_ + "/meta.json"));
+  EXPECT_TRUE(fs::exists(dir_ + "/wal"));
+  EXPECT_FALSE(fs::exists(dir_ + "/FINISHED"));
+  faults.ClearFaults();
+  ASSERT_TRUE((*s)->Remove().ok());
+  EXPECT_FALSE(fs::exists(dir_));
 }
 
 TEST_F(WriterStreamTest, MetaFileIsPrivate) {
