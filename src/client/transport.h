@@ -38,8 +38,9 @@ class AgentTransport {
   // Sends a numbered frame (kLog, kUpdate, kFlush). kUnavailable / kDeadlineExceeded when the
   // transport is broken; the caller reconnects.
   Status Send(agent::MessageType type, uint64_t frame, std::string_view body, int64_t deadline_ms);
-  // The highest frame acknowledged so far, after reading acks until `deadline_ms` or until
-  // `want` is acknowledged (deadline in the past: only what already arrived).
+  // The highest frame acknowledged so far, after reading every ack that already arrived and
+  // then until `want` is acknowledged or `deadline_ms` (deadline in the past: only what already
+  // arrived).
   Result<uint64_t> Acked(uint64_t want, int64_t deadline_ms);
   // Sends the finish frame and waits for its reply.
   Result<agent::FinishReply> Finish(uint64_t frame, const agent::FinishRequest& request,
