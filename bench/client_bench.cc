@@ -124,7 +124,7 @@ void BM_LogBufferOnly(benchmark::State& state) {
   for (int k = 0; k < 10; ++k) {
     points.push_back({cohort::KeyId{buf.Intern("metric_" + std::to_string(k))}, 0.1 * k});
   }
-  cohort::agent::LogBatch batch;
+  cohort::batch::Batch batch;
   int64_t n = 0;
   for (auto _ : state) {
     if (++n % 6000 == 0) {

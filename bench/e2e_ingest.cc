@@ -4,7 +4,7 @@
 // port (temporary HOME, its own agent socket, as bench/client_bench.cc).
 //
 //   ninja -C build e2e_ingest cohort
-//   build/bench/e2e_ingest [--reps 3] [--steps-total 400000] [--keys 10] [--formats binary,json]
+//   build/bench/e2e_ingest [--reps 3] [--steps-total 400000] [--keys 10]
 //
 // Scenarios: 1 client; 4 clients, each its own run; 4 writers of one shared run. A repetition
 // starts the clients, lets each Init (not timed), then releases them at once; the time runs from
@@ -12,8 +12,8 @@
 // server has acknowledged every point (durable: committed to SQLite). The stored count is then
 // checked through the HTTP API (points stored == points logged, or the program fails).
 // Per process CPU (utime + stime): clients (wait4), the agent and the server (/proc/PID/stat).
-// Each format runs with its own agent (COHORT_INGEST_FORMAT=json forces the JSON body), so the
-// JSON figure is the baseline of the same run. Prints one line per repetition and medians.
+// The data travels as batch v2 all the way (the client encodes it once; the agent stores and
+// posts those bytes). Prints one line per repetition and medians.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -298,7 +298,6 @@ int main(int argc, char** argv) {
   }
   int reps = 3, keys = 10;
   int64_t total_steps = 400000;  // per scenario: steps x keys points in all (4M at 10 keys)
-  std::vector<std::string> formats = {"binary", "json"};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--reps")
@@ -307,14 +306,8 @@ int main(int argc, char** argv) {
       keys = std::atoi(argv[i + 1]);
     else if (a == "--steps-total")
       total_steps = std::atoll(argv[i + 1]);
-    else if (a == "--formats") {
-      formats.clear();
-      std::stringstream ss(argv[i + 1]);
-      for (std::string f; std::getline(ss, f, ',');) formats.push_back(f);
-    } else {
-      std::fprintf(stderr,
-                   "usage: e2e_ingest [--reps N] [--keys K] [--steps-total S] "
-                   "[--formats binary,json]\n");
+    else {
+      std::fprintf(stderr, "usage: e2e_ingest [--reps N] [--keys K] [--steps-total S]\n");
       return 64;
     }
   }
@@ -328,7 +321,7 @@ int main(int argc, char** argv) {
   unsetenv("XDG_DATA_HOME");
   for (const char* v :
        {"COHORT_BASE_URL", "COHORT_API_KEY", "COHORT_ENTITY", "COHORT_PROJECT", "COHORT_RUN_ID",
-        "COHORT_MODE", "COHORT_AGENT", "COHORT_DIR", "RANK", "COHORT_INGEST_FORMAT"}) {
+        "COHORT_MODE", "COHORT_AGENT", "COHORT_DIR", "RANK"}) {
     unsetenv(v);
   }
   setenv("COHORT_AGENT_SOCKET", (g_root + "/sock/agent.sock").c_str(), 1);
@@ -365,15 +358,10 @@ int main(int argc, char** argv) {
                                 {"4 clients, 4 runs", 4, false},
                                 {"4 writers, 1 shared run", 4, true}};
   std::vector<std::string> summary;
-  for (const std::string& format : formats) {
-    StopAgent();  // the next Init spawns an agent with this format's environment
-    if (format == "json") {
-      setenv("COHORT_INGEST_FORMAT", "json", 1);
-    } else {
-      unsetenv("COHORT_INGEST_FORMAT");
-    }
+  const std::string format = "batch v2";
+  {
     for (const Scenario& sc : scenarios) {
-      std::printf("%s, %s:\n", format.c_str(), sc.name);
+      std::printf("%s:\n", sc.name);
       std::vector<double> rate, wall, client, agent, server;
       for (int rep = 0; rep < reps; ++rep) {
         Sample s = RunOnce(self, &api, sc.clients, sc.shared, total_steps / sc.clients, keys, rep);

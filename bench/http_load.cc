@@ -3,7 +3,8 @@
 //   http_load ingest --url URL --key KEY --clients 4 --batches 200 --rows 100 --keys 10
 //       N client threads, each with its own run and writer on one keep-alive connection, send
 //       pre-encoded ingest batches; prints points/s and batch latency percentiles as JSON.
-//       --format binary sends the agent's binary batch body (docs/formats.md) instead of JSON.
+//       --format binary sends batch v2 bodies (docs/formats.md, what the agent posts) instead of
+//       JSON.
 //   http_load query --url URL --key KEY --points 1000000 --repeat 20
 //       writes one series of N points, then times a raw read of all of it (paged) and a
 //       1,000-bucket chart query; prints medians as JSON.
@@ -28,7 +29,8 @@
 #include <thread>
 #include <vector>
 
-#include "agent/batch_binary.h"
+#include "core/batch_format.h"
+#include "core/limits.h"
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -80,11 +82,13 @@ class Conn {
 
   std::pair<int, std::string> Call(http::verb verb, const std::string& target,
                                    const std::string& body = {},
-                                   const char* content_type = "application/json") {
+                                   const char* content_type = "application/json",
+                                   int64_t batch_seq = 0) {
     http::request<http::string_body> req{verb, target, 11};
     req.set(http::field::host, host_);
     req.set(http::field::authorization, "Bearer " + key_);
     req.set(http::field::content_type, content_type);
+    if (batch_seq > 0) req.set(cohort::limits::kBatchSeqHeader, std::to_string(batch_seq));
     req.keep_alive(true);
     req.body() = body;
     req.prepare_payload();
@@ -158,11 +162,10 @@ std::string EncodeBatch(int64_t seq, int64_t first_step, int rows, int keys, std
   return out;
 }
 
-// The same batch in the agent's binary encoding (agent/batch_binary.h).
-std::string EncodeBatchBinary(int64_t seq, int64_t first_step, int rows, int keys,
-                              std::mt19937_64& rng) {
+// The same batch as batch v2 (core/batch_format.h); its seq goes in the Cohort-Batch-Seq header.
+std::string EncodeBatchBinary(int64_t first_step, int rows, int keys, std::mt19937_64& rng) {
   std::normal_distribution<float> noise(0.f, 0.02f);
-  cohort::agent::LogBatch b;
+  cohort::batch::Batch b;
   for (int k = 0; k < keys; ++k) b.keys.push_back("m" + std::to_string(k));
   for (int r = 0; r < rows; ++r) {
     int64_t step = first_step + r;
@@ -174,7 +177,7 @@ std::string EncodeBatchBinary(int64_t seq, int64_t first_step, int rows, int key
     }
   }
   std::string out;
-  cohort::agent::AppendBatchBinary(b, seq, &out);
+  cohort::batch::Encode(b, &out);
   return out;
 }
 
@@ -190,7 +193,7 @@ int Ingest(const Args& a) {
   for (int c = 0; c < a.clients; ++c) {
     std::mt19937_64 rng(c);
     for (int b = 0; b < a.batches; ++b) {
-      bodies[c].push_back(binary ? EncodeBatchBinary(b + 1, int64_t(b) * a.rows, a.rows, a.keys, rng)
+      bodies[c].push_back(binary ? EncodeBatchBinary(int64_t(b) * a.rows, a.rows, a.keys, rng)
                                  : EncodeBatch(b + 1, int64_t(b) * a.rows, a.rows, a.keys, rng));
     }
   }
@@ -201,9 +204,12 @@ int Ingest(const Args& a) {
   for (int c = 0; c < a.clients; ++c) {
     threads.emplace_back([&, c] {
       Conn conn(a.url, a.key);
+      int64_t seq = 0;
       for (const auto& body : bodies[c]) {
         auto s = Clock::now();
-        auto [status, resp] = conn.Call(http::verb::post, paths[c], body, content_type);
+        ++seq;
+        auto [status, resp] =
+            conn.Call(http::verb::post, paths[c], body, content_type, binary ? seq : 0);
         lat[c].push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
         if (status != 200) ++failures[c];
       }

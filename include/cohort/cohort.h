@@ -57,7 +57,9 @@ struct Settings {
   double init_timeout_s = 30.0;    // Init returns within this even when the server is down
   double finish_timeout_s = 30.0;  // Finish returns within this
 
-  // "agent" (default; spawn or reuse the node agent) or "inprocess" (COHORT_AGENT=inprocess).
+  // "agent" (default; reuse or spawn the machine's shared agent, else start a private one) or
+  // "private" (a private agent of this process alone, `cohort agent --private`; "inprocess" is
+  // the same; COHORT_AGENT=private).
   std::string transport;
 
   // Init installs, once per process, a SIGTERM handler that ends every live run as "killed"
@@ -103,7 +105,8 @@ class Run {
   // Points with an invalid KeyId are counted in dropped().
   void Log(std::span<const Point> points, std::optional<int64_t> step = std::nullopt,
            bool commit = true);
-  // Interns `key` (1..256 bytes) for Log(span<const Point>); an invalid KeyId otherwise.
+  // Interns `key` for Log(span<const Point>); an invalid KeyId when the key breaks the key rule
+  // (1..256 bytes of UTF-8, no NUL byte, not starting with "system/": docs/api.md).
   KeyId Key(std::string_view key);
 
   // Merges keys into the run's config / summary (JSON object text). Only the primary writer's
@@ -140,7 +143,9 @@ class Run {
   const std::string& label() const;
   std::string url() const;  // the run's page on the server
   int64_t step() const;     // the writer's current step
-  int64_t dropped() const;  // values ignored (out-of-order steps)
+  // Values ignored: out-of-order steps, and keys the server would refuse (the key rule above),
+  // which are dropped at the call so that the rest of a batch is never refused with them.
+  int64_t dropped() const;
   bool offline() const;     // true when the run is buffering locally (server unreachable/offline)
 
   struct Impl;

@@ -127,7 +127,7 @@ def setup(settings: Union[Settings, Dict[str, Any], None] = None) -> None:
     process or by its children (a ``multiprocessing.Pool``) connect to it at once.
 
     Call it in the parent before starting child processes. Never raises for an agent that
-    cannot start: runs then use the in-process sender.
+    cannot start: runs then start a private agent each.
     """
     s = coerce_settings(settings)
     client_mode, _ = effective_mode(None, s)

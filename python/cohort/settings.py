@@ -28,7 +28,7 @@ _FIELDS: Dict[str, Any] = {
     "x_stats_gpu_device_ids": None,     # GPUs the system monitor samples (default all)
     "x_stats_sampling_interval": None,  # seconds between system samples (default 15, 0 off)
     "x_disable_stats": None,            # True: no system metrics for this writer
-    "x_agent": None,                    # "agent" (default) or "inprocess"
+    "x_agent": None,                    # "agent" (default), "private" (or "inprocess")
     "init_timeout": None,               # seconds init() may take (default 30)
     "finish_timeout": None,             # seconds finish() may take (default 30)
     "console": None,                    # "off": do not capture stdout/stderr lines
@@ -99,8 +99,8 @@ def _check_field(name: str, value: Any) -> Any:
             raise ValueError(f"Settings: {name} must be > 0")
         return float(value)
     if name == "x_agent":
-        if value not in ("agent", "inprocess"):
-            raise ValueError("Settings: x_agent must be 'agent' or 'inprocess'")
+        if value not in ("agent", "private", "inprocess"):
+            raise ValueError("Settings: x_agent must be 'agent', 'private' or 'inprocess'")
         return value
     if name == "run_tags":
         if isinstance(value, str):

@@ -31,6 +31,8 @@
 #include <utility>
 
 #include "cohort/cohort.h"
+#include "core/limits.h"
+#include "core/metric_key.h"
 #include "core/version.h"
 
 #ifdef Py_LIMITED_API
@@ -66,8 +68,8 @@ using namespace nb::literals;
 
 namespace {
 
-constexpr size_t kMaxKeyBytes = 256;  // the server's key length limit (docs/api.md)
-constexpr int kMaxDepth = 32;         // nested dicts in one log call
+constexpr size_t kMaxKeyBytes = cohort::limits::kMaxKeyBytes;
+constexpr int kMaxDepth = 32;  // nested dicts in one log call
 
 // Python objects the package registers at import (module state; never freed).
 PyObject* g_converter = nullptr;    // converter(key: str, value) -> float | dict
@@ -146,22 +148,32 @@ inline bool SameBytes(const std::string& a, size_t offset, const char* b, size_t
   return n == 0 || std::memcmp(a.data() + offset, b, n) == 0;
 }
 
-// Adds (prefix + key, v). False with a Python error set for an empty or too long key.
+// Adds (prefix + key, v). False with a Python error set (ValueError naming the key) for a key
+// that breaks the key rule (core/metric_key.h): the server would refuse it, and it must be
+// refused here, before the agent acknowledges the batch it would be in.
 inline bool AppendScalar(LogScratch& s, const char* k, size_t kl, double v) {
   const size_t pl = s.prefix.size();
   if (kl == 0 || pl + kl > kMaxKeyBytes) [[unlikely]] {
+    static_assert(kMaxKeyBytes == 256, "the message names the limit");
     SetKeyError(PyExc_ValueError, FullKey(s, k, kl),
                 kl == 0 ? "keys must not be empty" : "keys must be at most 256 bytes (UTF-8)");
     return false;
   }
   if (s.n == s.values.size()) s.values.emplace_back();
-  auto& slot = s.values[s.n++];
+  auto& slot = s.values[s.n];
   std::string& dst = slot.first;
+  // A slot holding this key already holds a key that passed the rule: a training loop that
+  // logs the same keys every step checks each key once.
   if (dst.size() != pl + kl || !SameBytes(dst, pl, k, kl) ||
       !SameBytes(dst, 0, s.prefix.data(), pl)) {
-    dst.assign(s.prefix);
-    dst.append(k, kl);
+    std::string key = FullKey(s, k, kl);
+    if (std::string_view why = cohort::InvalidKeyReason(key); !why.empty()) [[unlikely]] {
+      SetKeyError(PyExc_ValueError, key, std::string(why).c_str());
+      return false;
+    }
+    dst.swap(key);
   }
+  ++s.n;
   slot.second = v;
   return true;
 }

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include "agent/ingest.h"
 #include "agent/socket_io.h"
 #include "core/clock.h"
+#include "wal/file.h"
 
 namespace cohort::agent {
 namespace {
@@ -35,18 +35,27 @@ struct Client {
   std::thread thread;
 };
 
-// Holds an exclusive flock on `path`; -1 when another process has it.
-int TakeLock(const std::string& path) {
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) return -1;
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    close(fd);
-    return -1;
+// Takes the agent lock (an exclusive flock of `path`) and writes this process's pid into the
+// file (clients and tests read it); null when another process holds it.
+std::unique_ptr<wal::FileLock> TakeLock(wal::FileSystem* fs, const std::string& path) {
+  auto lock = fs->LockFile(path);
+  if (!lock.ok()) {
+    if (lock.status().code() != StatusCode::kFailedPrecondition) {
+      Logf(LogLevel::kError, "agent: {}", lock.status().ToString());
+    }
+    return nullptr;
   }
-  std::string pid = std::to_string(getpid()) + "\n";
-  (void)!ftruncate(fd, 0);
-  (void)!pwrite(fd, pid.data(), pid.size(), 0);
-  return fd;
+  auto file = fs->NewWritableFile(path, wal::WriteMode::kTruncate);
+  Status s = file.ok() ? (*file)->Append(std::to_string(getpid()) + "\n") : file.status();
+  if (file.ok()) {
+    Status c = (*file)->Close();
+    if (s.ok()) s = c;
+  }
+  if (!s.ok()) {
+    // The agent runs (it holds the lock); only its pid is not where clients look for it.
+    Logf(LogLevel::kWarning, "agent: cannot write its pid into {}: {}", path, s.ToString());
+  }
+  return std::move(*lock);
 }
 
 std::string Env(const char* name) {
@@ -71,6 +80,7 @@ AgentOptions AgentOptionsFromEnv() {
 }
 
 int RunAgent(const AgentOptions& options) {
+  if (options.private_fd >= 0) return RunPrivateAgent(options);
   if (options.detach) {
     pid_t pid = fork();  // no threads exist yet in this fresh process
     if (pid < 0) return 1;
@@ -87,15 +97,14 @@ int RunAgent(const AgentOptions& options) {
     Logf(LogLevel::kError, "agent: {}", st.ToString());
     return 1;
   }
-  int lock_fd = TakeLock(paths.lock);
-  if (lock_fd < 0) {
+  std::unique_ptr<wal::FileLock> lock = TakeLock(wal::FileSystem::Default(), paths.lock);
+  if (!lock) {
     Logf(LogLevel::kInfo, "agent: another agent holds {}; exiting", paths.lock);
     return 0;
   }
   auto listen_fd = ListenUnix(paths.socket);
   if (!listen_fd.ok()) {
     Logf(LogLevel::kError, "agent: {}", listen_fd.status().ToString());
-    close(lock_fd);
     return listen_fd.status().code() == StatusCode::kAlreadyExists ? 0 : 1;
   }
   if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
@@ -176,7 +185,7 @@ int RunAgent(const AgentOptions& options) {
   clients.clear();
   ingest->Tick();
   ingest.reset();
-  close(lock_fd);
+  lock.reset();
   Logf(LogLevel::kInfo, "agent: stopped");
   return 0;
 }

@@ -125,6 +125,7 @@ bool AgentConnection::Handle(const Frame& frame) {
         if (!req.ok()) return SendError(req.status());
         auto reply = session_->Finish(number, *req);
         if (!reply.ok()) return SendError(reply.status());
+        finished_.store(true);
         last_frame_ = acked_frame_ = std::max(last_frame_, number);
         need_sync_ = false;
         return Send(MessageType::kAck, NumberedPayload(acked_frame_, "")) &&

@@ -26,6 +26,8 @@ class AgentConnection {
   void Serve();
   void Stop() { stop_.store(true); }
   bool done() const { return done_.load(); }
+  // The client's finish was handled (its writer ended normally), for the private agent.
+  bool finished() const { return finished_.load(); }
 
  private:
   // Handles one frame; false ends the connection.
@@ -41,6 +43,7 @@ class AgentConnection {
   bool need_sync_ = false;
   std::atomic<bool> stop_{false};
   std::atomic<bool> done_{false};
+  std::atomic<bool> finished_{false};
 };
 
 }  // namespace cohort::agent

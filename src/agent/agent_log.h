@@ -1,6 +1,6 @@
-// Diagnostics of the agent and of the in-process sender: one line per event, "time level text",
-// to stderr. The agent's stderr is its log file; inside a training process (in-process mode) the
-// client library raises the threshold so that only warnings reach the user's console.
+// Diagnostics of the agent and of the client library: one line per event, "time level text",
+// to stderr. The agent's stderr is its log file; inside a training process the client library
+// raises the threshold so that only warnings reach the user's console.
 // Thread-safe (one mutex keeps each line whole).
 #pragma once
 

@@ -1,7 +1,9 @@
 // A stand-in for the `cohort` binary in tests of this directory and of src/client: it runs
-// `agent` (RunAgent with AgentOptionsFromEnv) and `sync PATH...` (RunSync), nothing else.
+// `agent [--private --fd N]` (RunAgent with AgentOptionsFromEnv) and `sync PATH...` (RunSync),
+// nothing else.
 // Tests point COHORT_BIN at it.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -11,7 +13,11 @@
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "agent") == 0) {
-    return cohort::agent::RunAgent(cohort::agent::AgentOptionsFromEnv());
+    cohort::agent::AgentOptions options = cohort::agent::AgentOptionsFromEnv();
+    for (int i = 2; i + 1 < argc; ++i) {
+      if (std::strcmp(argv[i], "--fd") == 0) options.private_fd = std::atoi(argv[i + 1]);
+    }
+    return cohort::agent::RunAgent(options);
   }
   if (argc >= 2 && std::strcmp(argv[1], "sync") == 0) {
     std::vector<std::string> paths(argv + 2, argv + argc);

@@ -2,9 +2,7 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 
 #include "core/user_config.h"
 
@@ -37,20 +35,6 @@ AgentPaths DefaultAgentPaths() {
     dir = "/tmp/cohort-" + std::to_string(getuid());
   }
   return AgentPathsFor(dir + "/agent.sock");
-}
-
-std::vector<std::string> ListSubdirectories(const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> out;
-  std::error_code ec;
-  fs::directory_iterator it(dir, ec), end;
-  while (!ec && it != end) {
-    std::error_code type_ec;
-    if (it->is_directory(type_ec)) out.push_back(it->path().string());
-    it.increment(ec);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 std::string DefaultAgentDataDir() {

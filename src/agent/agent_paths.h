@@ -21,9 +21,6 @@ AgentPaths DefaultAgentPaths();
 // Paths around a given socket file.
 AgentPaths AgentPathsFor(const std::string& socket_path);
 
-// The subdirectories of `dir` (full paths, sorted); empty when it cannot be read.
-std::vector<std::string> ListSubdirectories(const std::string& dir);
-
 // $COHORT_DIR, else $XDG_DATA_HOME/cohort/agent, else $HOME/.local/share/cohort/agent.
 std::string DefaultAgentDataDir();
 

@@ -1,6 +1,8 @@
 // FakeCohortServer: just enough of the Cohort HTTP API (docs/api.md) for end-to-end tests of the
 // agent and the client library: viewer, run upsert, writer join/heartbeat/finish, batches with
 // the server's exactly-once rule per (writer, seq). It records what a real server would store.
+// Batches are batch v2 bodies with their seq in the Cohort-Batch-Seq header, read with the
+// server's own decoder (server/api/ingest_binary_decode.h).
 //
 // Threading: all accessors are thread-safe (FakeHttpServer runs handlers under its mutex; this
 // class keeps its own mutex for the stored state).
@@ -15,6 +17,7 @@
 
 #include "agent/fake_http_server_for_test.h"
 #include "core/json.h"
+#include "server/api/ingest_binary_decode.h"
 
 namespace cohort::agent::testing {
 
@@ -107,7 +110,8 @@ class FakeCohortServer {
     std::lock_guard<std::mutex> lock(mu_);
     auto p = Split(r.path);  // api v1 runs e p run writers label verb
     if (r.path == "/api/v1/viewer") return {200, R"({"entity":"alice","role":"admin"})", {}};
-    auto body = json::Parse(r.body.empty() ? "{}" : r.body);
+    const bool batch = p.size() == 9 && p[8] == "batches";
+    auto body = json::Parse(r.body.empty() || batch ? "{}" : r.body);
     if (!body.ok() || !body->is_object()) return {400, R"({"error":{"code":"invalid_argument"}})", {}};
     const auto& o = body->as_object();
     if (p.size() == 5 && p[2] == "runs" && r.method == "POST") {  // upsert
@@ -155,33 +159,40 @@ class FakeCohortServer {
         return {200, "{}", {}};
       }
       if (p[8] == "batches") {
-        int64_t seq = o.at("seq").as_int64();
-        if (!seqs_[label].insert(seq).second) {
+        auto seq = api::ParseBatchSeqHeader(r.batch_seq);
+        if (!api::IsBinaryBatchContentType(r.content_type) || !seq.ok()) {
+          return {415, R"({"error":{"code":"unsupported_media_type"}})", {}};
+        }
+        auto batch = api::DecodeBinaryIngestBatch(r.body, *seq, api::ApiLimits{});
+        if (!batch.ok()) {
+          return {400, "{\"error\":{\"code\":\"invalid_argument\",\"message\":" +
+                           json::Serialize(boost::json::value(batch.status().message())) + "}}",
+                  {}};
+        }
+        if (!seqs_[label].insert(*seq).second) {
           ++duplicates_;
-          return {200, R"({"duplicate":true})", {}};
+          return {200, R"({"duplicate":true,"points":0})", {}};
         }
-        if (auto* h = o.if_contains("history")) {
-          for (auto& row : h->as_array()) {
-            int64_t step = row.at("step").as_int64();
-            for (auto& kv : row.at("values").as_object()) {
-              auto key = std::make_tuple(label, std::string(kv.key()), step);
-              if (points_.count(key)) ++overwritten_;
-              points_[key] = *json::ToDouble(kv.value());
-            }
-            w.next_step = std::max(w.next_step, step + 1);
+        std::vector<int64_t> steps = batch->history_step;
+        for (int64_t& step : steps) {
+          if (step < 0) step = w.next_step;  // the server assigns it
+          w.next_step = std::max(w.next_step, step + 1);
+        }
+        for (const auto& c : batch->columns) {
+          if (c.system) {
+            system_[label].insert(c.key.substr(7));  // without "system/"
+            continue;
+          }
+          for (size_t i = 0; i < c.rows.size(); ++i) {
+            auto key = std::make_tuple(label, c.key, steps[c.rows[i]]);
+            if (points_.count(key)) ++overwritten_;
+            points_[key] = c.values[i];
           }
         }
-        if (auto* s = o.if_contains("system")) {
-          for (auto& row : s->as_array()) {
-            for (auto& kv : row.at("values").as_object()) system_[label].insert(kv.key());
-          }
-        }
-        if (auto* c = o.if_contains("console")) {
-          for (auto& line : c->as_array()) {
-            console_.emplace_back(label, std::string(line.at("text").as_string()));
-          }
-        }
-        return {200, R"({"duplicate":false})", {}};
+        for (const auto& line : batch->console) console_.emplace_back(label, line.text);
+        return {200,
+                "{\"duplicate\":false,\"points\":" + std::to_string(batch->points()) + "}",
+                {}};
       }
     }
     return {404, R"({"error":{"code":"not_found"}})", {}};

@@ -25,6 +25,8 @@ struct FakeRequest {
   std::string method;
   std::string path;
   std::string authorization;
+  std::string content_type;
+  std::string batch_seq;  // the Cohort-Batch-Seq header
   std::string body;
   int64_t time_ms = 0;
 };
@@ -142,6 +144,8 @@ class FakeHttpServer {
         for (char& c : lower) c = char(tolower(c));
         if (lower.rfind("content-length:", 0) == 0) content_length = std::stoul(line.substr(15));
         if (lower.rfind("authorization:", 0) == 0) req.authorization = line.substr(15);
+        if (lower.rfind("content-type:", 0) == 0) req.content_type = line.substr(14);
+        if (lower.rfind("cohort-batch-seq:", 0) == 0) req.batch_seq = line.substr(18);
         pos = next;
       }
       size_t body_start = header_end + 4;

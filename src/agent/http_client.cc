@@ -85,7 +85,8 @@ HttpClient::~HttpClient() {
 
 Result<HttpResponse> HttpClient::Request(std::string_view method, std::string_view path,
                                          std::string_view body, std::string_view api_key,
-                                         std::string_view content_type) {
+                                         std::string_view content_type,
+                                         std::string_view extra_header) {
   if (aborted_.load()) return Status::Unavailable("http: aborted");
   if (!curl_) {
     curl_ = curl_easy_init();
@@ -106,6 +107,8 @@ Result<HttpResponse> HttpClient::Request(std::string_view method, std::string_vi
   list = curl_slist_append(list, content_type_header.c_str());
   list = curl_slist_append(list, "Accept: application/json");
   list = curl_slist_append(list, "Expect:");  // no 100-continue round trip for large bodies
+  std::string extra(extra_header);
+  if (!extra.empty()) list = curl_slist_append(list, extra.c_str());
   std::string auth;
   if (!api_key.empty()) {
     auth = "Authorization: Bearer ";

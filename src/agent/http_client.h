@@ -40,12 +40,14 @@ class HttpClient {
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
-  // Sends `method` `path` (starting with "/") with a body (empty: none) of `content_type` and
-  // the API key as a bearer token. Any HTTP status is a Result value; kUnavailable when no
-  // answer came (connection refused, timeout, reset), kInternal when libcurl could not be set up.
+  // Sends `method` `path` (starting with "/") with a body (empty: none) of `content_type`, the
+  // API key as a bearer token and `extra_header` ("Name: value"; empty: none). Any HTTP status
+  // is a Result value; kUnavailable when no answer came (connection refused, timeout, reset),
+  // kInternal when libcurl could not be set up.
   Result<HttpResponse> Request(std::string_view method, std::string_view path,
                                std::string_view body, std::string_view api_key,
-                               std::string_view content_type = "application/json");
+                               std::string_view content_type = "application/json",
+                               std::string_view extra_header = {});
 
   void Abort() { aborted_.store(true); }
   bool aborted() const { return aborted_.load(); }

@@ -3,9 +3,9 @@
 #include <filesystem>
 
 #include "agent/agent_log.h"
-#include "agent/agent_paths.h"
 #include "agent/monitor/default_sources.h"
 #include "agent/monitor/sampler.h"
+#include "core/batch_format.h"
 #include "core/clock.h"
 #include "core/json.h"
 
@@ -71,7 +71,7 @@ void WriterSession::StopMonitor() {
 
 void WriterSession::OnSamples(int64_t time_ms,
                               const std::vector<std::pair<std::string, double>>& samples) {
-  LogBatch b;
+  batch::Batch b;
   b.keys.reserve(samples.size());
   b.cells.reserve(samples.size());
   for (const auto& [key, value] : samples) {
@@ -81,7 +81,7 @@ void WriterSession::OnSamples(int64_t time_ms,
   b.system.push_back(
       {.step = 0, .time_ms = time_ms, .begin = 0, .count = uint32_t(samples.size())});
   std::string body;
-  EncodeLogBatch(b, &body);
+  batch::Encode(b, &body);
   auto seq = stream_->Append(RecordKind::kBatch, 0, 0, body);
   if (seq.ok() && stream_->Sync().ok()) {
     if (sender_) sender_->Wake();
@@ -92,8 +92,11 @@ void WriterSession::OnSamples(int64_t time_ms,
 
 Status WriterSession::Log(uint64_t frame, std::string_view batch) {
   if (finished_) return Status::FailedPrecondition("writer already finished");
-  // Cheap structural check so that one bad client cannot poison the WAL.
-  COHORT_RETURN_IF_ERROR(DecodeLogBatch(batch).status());
+  // The header and checksum only (no decoding): the client encoded the batch once, and the
+  // server checks it again; a frame damaged on its way is refused here, not stored.
+  if (Status s = batch::CheckHeader(batch); !s.ok()) {
+    return Status(s.code(), "log frame " + std::to_string(frame) + ": " + s.message());
+  }
   // A frame the session stored already (another connection of the client got it there first)
   // is not stored again.
   return stream_->AppendFrame(RecordKind::kBatch, session_, frame, batch).status();
@@ -197,7 +200,8 @@ void WriterSession::Crash() {
 
 // ---- Ingest ----
 
-Ingest::Ingest(IngestOptions options) : options_(std::move(options)) {}
+Ingest::Ingest(IngestOptions options)
+    : options_(std::move(options)), fs_(options_.fs ? options_.fs : wal::FileSystem::Default()) {}
 
 Ingest::~Ingest() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -281,7 +285,7 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
         moving_.erase(dir);
         moved_.notify_all();
       };
-      auto created = WriterStream::Create(dir, target);
+      auto created = WriterStream::Create(dir, target, fs_);
       if (!created.ok()) {
         end_move();
         reply->error = created.status().ToString();
@@ -388,20 +392,20 @@ void Ingest::SessionEnded(WriterStream* stream) {
 
 int Ingest::RecoverDir(const std::string& data_dir) {
   int resumed = 0;
-  for (const std::string& run : ListSubdirectories(NormalizeDir(data_dir))) {
-    for (const std::string& dir : ListSubdirectories(run)) {
-      std::error_code ec;
-      if (!fs::exists(fs::path(dir) / WriterStream::kMetaFile, ec)) continue;
+  for (const std::string& run : ChildPaths(fs_, NormalizeDir(data_dir))) {
+    for (const std::string& dir : ChildPaths(fs_, run)) {
+      auto meta = fs_->Exists(wal::JoinPath(dir, WriterStream::kMetaFile));
+      if (!meta.ok() || !*meta) continue;
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (streams_.count(dir) || moving_.count(dir)) continue;  // ours, or being moved
       }
-      auto stream = WriterStream::OpenExisting(dir);
+      auto stream = WriterStream::OpenExisting(dir, fs_);
       if (!stream.ok()) {
         if (stream.status().code() != StatusCode::kFailedPrecondition) {
           Logf(LogLevel::kWarning, "{}: cannot resume: {}", dir, stream.status().ToString());
         }
-        continue;  // held by a live process (in-process client or another agent)
+        continue;  // held by a live process (a private agent or another agent)
       }
       std::lock_guard<std::mutex> lock(mu_);
       Sender* sender =
@@ -419,9 +423,9 @@ int Ingest::RecoverDir(const std::string& data_dir) {
 
 void Ingest::Tick() {
   std::vector<StreamSlot> to_remove, to_close;
+  const int64_t now = NowMillis();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    int64_t now = NowMillis();
     for (auto it = streams_.begin(); it != streams_.end();) {
       StreamSlot& slot = it->second;
       if (slot.stream->attached() > 0) {
@@ -451,8 +455,12 @@ void Ingest::Tick() {
           ++it;
           continue;
         }
-        to_remove.push_back(slot);
-        it = streams_.erase(it);
+        if (now >= slot.remove_after_ms) {
+          to_remove.push_back(slot);
+          it = streams_.erase(it);
+        } else {
+          ++it;
+        }
         continue;
       }
       if (!slot.sender || drained) {
@@ -470,8 +478,19 @@ void Ingest::Tick() {
   for (StreamSlot& slot : to_remove) {
     slot.sender->Remove(slot.stream.get());
     Status s = slot.stream->Remove();
-    Logf(LogLevel::kInfo, "{}: writer uploaded and finished; WAL removed{}", slot.stream->dir(),
-         s.ok() ? "" : " (" + s.ToString() + ")");
+    if (s.ok()) {
+      Logf(LogLevel::kInfo, "{}: writer uploaded and finished; WAL removed", slot.stream->dir());
+      continue;
+    }
+    // Nothing is lost (every record was acknowledged) and nothing was deleted: keep the stream
+    // and try again later.
+    Logf(LogLevel::kWarning,
+         "{}: writer uploaded and finished, but its directory cannot be removed ({}); kept, "
+         "trying again in {:.0f}s",
+         slot.stream->dir(), s.ToString(), options_.remove_retry_s);
+    slot.remove_after_ms = now + int64_t(options_.remove_retry_s * 1000);
+    std::lock_guard<std::mutex> lock(mu_);
+    streams_.emplace(slot.stream->dir(), std::move(slot));
   }
   for (StreamSlot& slot : to_close) {
     if (slot.sender) slot.sender->Remove(slot.stream.get());
@@ -504,8 +523,6 @@ SenderStats Ingest::stats() const {
     total.records_skipped += st.records_skipped;
     total.points += st.points;
     total.retries += st.retries;
-    total.binary_batches += st.binary_batches;
-    total.prepared_batches += st.prepared_batches;
     total.backoff_s = std::max(total.backoff_s, st.backoff_s);
   }
   return total;

@@ -1,5 +1,5 @@
 // Ingest: what the node agent does with the writers its clients open, independent of how they
-// reach it: the agent's socket server and the client library's in-process mode both drive it.
+// reach it: the shared agent's socket server and a private agent's one connection both drive it.
 //
 // For each writer (run id + label) it keeps a WriterStream in <data dir>/<run>/<label>/, hands
 // it to the Sender of its server (one per base URL), runs a system-monitor Sampler for it, and
@@ -38,9 +38,13 @@ namespace cohort::agent {
 
 struct IngestOptions {
   std::string data_dir;  // default WAL root when a client names none
+  // The file system of the writer directories (meta.json, seq.json, FINISHED, the WALs); null:
+  // the machine's. Tests inject faults below it (wal/fault_file_system.h).
+  wal::FileSystem* fs = nullptr;
   SenderOptions sender;
   bool system_monitor = true;  // false: ignore stats_interval_s (tests)
   double orphan_close_s = 60;  // close an unfinished, uploaded stream nobody uses after this
+  double remove_retry_s = 60;  // a finished writer whose directory could not be removed: retry
 };
 
 class Ingest;
@@ -52,7 +56,8 @@ class WriterSession {
   WriterSession(const WriterSession&) = delete;
   WriterSession& operator=(const WriterSession&) = delete;
 
-  // Appends a log frame's LogBatch (validated) as a batch record; durable after Sync().
+  // Appends a log frame's batch v2 as a batch record, byte for byte, after checking its header
+  // and checksum; durable after Sync().
   Status Log(uint64_t frame, std::string_view batch);
   // Appends a run patch: `json` must be {"config": {...}} and/or {"summary": {...}}.
   Status Update(uint64_t frame, std::string_view json);
@@ -72,7 +77,7 @@ class WriterSession {
   // client reconnects to the next agent and carries on).
   void Release();
 
-  // The process of the client (an agent connection's peer); none in-process.
+  // The process of the client (an agent connection's peer); none when unknown.
   void set_client(std::optional<ClientProcess> process) { client_ = std::move(process); }
   bool finished() const { return finished_; }
   const std::string& dir() const;
@@ -129,12 +134,14 @@ class Ingest {
     Sender* sender = nullptr;   // null when offline
     int64_t idle_since_ms = 0;  // when it was last seen without clients and uploaded
     bool kept = false;          // finished and uploaded, kept for a client away (logged)
+    int64_t remove_after_ms = 0;  // a failed removal is tried again from this time on
   };
 
   Sender* SenderFor(const std::string& base_url);  // requires mu_
   void SessionEnded(WriterStream* stream);
 
   const IngestOptions options_;
+  wal::FileSystem* const fs_;
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Sender>> senders_;  // by base URL
   std::map<std::string, StreamSlot> streams_;               // by directory

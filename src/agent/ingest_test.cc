@@ -15,7 +15,9 @@
 #include "agent/agent_log.h"
 #include "agent/fake_cohort_server_for_test.h"
 #include "agent/fake_http_server_for_test.h"
+#include "core/batch_format.h"
 #include "core/clock.h"
+#include "wal/fault_file_system.h"
 
 namespace cohort::agent {
 namespace {
@@ -175,12 +177,12 @@ TEST_F(IngestTest, OpenOfTheWriterBeingMovedWaitsAndGetsTheNewStream) {
 
 // One history row at `step` with key "loss".
 std::string Batch(int64_t step) {
-  LogBatch b;
+  batch::Batch b;
   b.keys = {"loss"};
   b.cells = {{0, double(step)}};
   b.history = {{.step = step, .time_ms = 1, .begin = 0, .count = 1}};
   std::string out;
-  EncodeLogBatch(b, &out);
+  batch::Encode(b, &out);
   return out;
 }
 
@@ -252,6 +254,87 @@ TEST_F(IngestTest, AWriterWhoseClientProcessEndedIsRemovedOnceUploaded) {
   ingest.Tick();
   EXPECT_EQ(ingest.stream_count(), 0u);
   EXPECT_FALSE(fs::exists(dir));
+}
+
+// A writer that is uploaded and finished has its directory removed, FINISHED marker first. When
+// that marker cannot be written the agent says so, deletes nothing (every record is on the
+// server: nothing is lost) and tries again later, and the directory goes once the disk works.
+TEST_F(IngestTest, AFailedFinishedMarkerIsLoggedKeepsTheDirectoryAndIsRetried) {
+  FakeHttpServer server([](const FakeRequest& r) -> FakeResponse {
+    if (r.path.ends_with("/writers")) return {201, R"({"label":"rank_0","next_step":0})", {}};
+    return {200, R"({"duplicate":false,"points":1})", {}};
+  });
+  wal::FaultInjectingFileSystem faults(wal::FileSystem::Default());
+  IngestOptions o = Options();
+  o.fs = &faults;
+  o.remove_retry_s = 0.2;
+  Ingest ingest(o);
+  OpenReply reply;
+  auto session = ingest.Open(Request(server.url(), "rank_0", /*offline=*/false), &reply);
+  ASSERT_TRUE(session) << reply.error;
+  const std::string dir = session->dir();
+  FinishRequest finish;
+  finish.exit_code = 0;
+  finish.wait_ms = 5000;
+  auto done = session->Finish(1, finish);
+  ASSERT_TRUE(done.ok() && done->uploaded) << (done.ok() ? "not uploaded" : done.status().ToString());
+  session.reset();
+  faults.FailWrite(1, EIO, 0, /*sticky=*/true, "FINISHED");
+  SetLogLevel(LogLevel::kWarning);
+  ::testing::internal::CaptureStderr();
+  ingest.Tick();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  SetLogLevel(LogLevel::kError);
+  EXPECT_NE(log.find("its directory cannot be removed"), std::string::npos) << log;
+  EXPECT_NE(log.find("cannot write the FINISHED marker"), std::string::npos) << log;
+  EXPECT_TRUE(fs::exists(dir + "/meta.json"));
+  EXPECT_EQ(ingest.stream_count(), 1u);
+  faults.ClearFaults();
+  const int64_t until = NowMillis() + 5000;
+  while (fs::exists(dir) && NowMillis() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ingest.Tick();
+  }
+  EXPECT_FALSE(fs::exists(dir));
+  EXPECT_EQ(ingest.stream_count(), 0u);
+}
+
+// The agent checks a log frame's batch (header and checksum, no decoding) and stores it byte for
+// byte: the WAL record's body is the client's batch, which the Sender posts as it is.
+TEST_F(IngestTest, LogStoresTheBatchVerbatimAndRefusesADamagedOne) {
+  Ingest ingest(Options());
+  OpenReply reply;
+  auto session = ingest.Open(Request("http://127.0.0.1:1", "rank_0", /*offline=*/true), &reply);
+  ASSERT_TRUE(session) << reply.error;
+  batch::Batch b;
+  b.keys = {"loss"};
+  b.cells = {{0, 0.5}};
+  b.history = {{.step = 3, .time_ms = 1, .begin = 0, .count = 1}};
+  std::string good;
+  batch::Encode(b, &good);
+  std::string damaged = good;
+  damaged.back() ^= 1;
+  Status refused = session->Log(2, damaged);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("log frame 2: binary batch: bad checksum"), std::string::npos)
+      << refused.ToString();
+  std::string old = good;
+  old[4] = 1;
+  EXPECT_NE(session->Log(2, old).message().find("version 1 is not supported"), std::string::npos);
+  ASSERT_TRUE(session->Log(3, good).ok());
+  ASSERT_TRUE(session->Sync().ok());
+  WriterStream* stream = session->stream();
+  const Record* rec = nullptr;
+  std::vector<Record> records;
+  while (*stream->Peek(&rec)) {
+    records.push_back(*rec);
+    stream->Pop();
+  }
+  ASSERT_EQ(records.size(), 3u);  // run upsert, writer join, the one good batch
+  EXPECT_EQ(records[2].kind, RecordKind::kBatch);
+  EXPECT_EQ(records[2].frame, 3u);
+  EXPECT_EQ(records[2].body, good);
+  session->Release();
 }
 
 }  // namespace

@@ -3,50 +3,13 @@
 #include <limits>
 #include <string>
 
-#include "agent/byte_reader.h"
 #include "core/coding.h"
-#include "core/crc32c.h"
 #include "core/json.h"
 
 namespace cohort::agent {
 namespace {
 
 namespace bj = boost::json;
-constexpr uint8_t kLogBatchVersion = 1;
-
-void PutCells(const LogBatch& b, const LogBatch::Row& row, std::string* out) {
-  coding::PutVarint64(out, row.count);
-  for (uint32_t i = row.begin; i < row.begin + row.count; ++i) {
-    coding::PutVarint64(out, b.cells[i].key);
-    coding::PutFixed64(out, coding::DoubleBits(b.cells[i].value));
-  }
-}
-
-bool ReadRows(ByteReader* r, bool with_step, LogBatch* b) {
-  // The fewest bytes one encoded row takes: (step,) time and cell count, one varint each.
-  uint64_t n = r->Count(with_step ? 3 : 2);
-  auto& rows = with_step ? b->history : b->system;
-  rows.reserve(n);
-  for (uint64_t i = 0; i < n && r->ok(); ++i) {
-    LogBatch::Row row;
-    if (with_step) row.step = coding::UnZigZag(r->Varint());
-    row.time_ms = int64_t(r->Varint());
-    uint64_t count = r->Count(9);
-    row.begin = uint32_t(b->cells.size());
-    row.count = uint32_t(count);
-    for (uint64_t c = 0; c < count && r->ok(); ++c) {
-      LogBatch::Cell cell;
-      uint64_t key = r->Varint();
-      if (key >= b->keys.size()) return false;
-      cell.key = uint32_t(key);
-      cell.value = r->Double();
-      b->cells.push_back(cell);
-    }
-    rows.push_back(row);
-  }
-  return r->ok();
-}
-
 Result<bj::object> ParseObject(std::string_view json, std::string_view what) {
   auto v = json::Parse(json);
   if (!v.ok()) return Status::InvalidArgument(std::string(what) + ": " + v.status().message());
@@ -91,12 +54,20 @@ std::string_view MessageTypeName(MessageType type) {
 }
 
 void AppendFrame(MessageType type, std::string_view payload, std::string* out) {
-  uint8_t t = uint8_t(type);
-  uint32_t crc = crc32c::Extend(crc32c::Value(&t, 1), payload.data(), payload.size());
   coding::PutFixed32(out, uint32_t(payload.size() + 1));
-  coding::PutFixed32(out, crc);
-  out->push_back(char(t));
+  out->push_back(char(type));
   out->append(payload);
+}
+
+void AppendNumberedFrame(MessageType type, uint64_t frame, std::string_view body,
+                         std::string* out) {
+  std::string number;  // at most 10 bytes: no allocation
+  coding::PutVarint64(&number, frame);
+  out->reserve(out->size() + kFrameHeaderBytes + 1 + number.size() + body.size());
+  coding::PutFixed32(out, uint32_t(1 + number.size() + body.size()));
+  out->push_back(char(type));
+  out->append(number);
+  out->append(body);
 }
 
 void FrameDecoder::Feed(const char* data, size_t n) {
@@ -115,13 +86,11 @@ Result<bool> FrameDecoder::Next(Frame* frame) {
   if (avail < kFrameHeaderBytes) return false;
   const char* p = buf_.data() + pos_;
   uint32_t len = coding::DecodeFixed32(p);
-  uint32_t crc = coding::DecodeFixed32(p + 4);
   if (len == 0 || len > kMaxFrameBytes) {
     return Status::Corruption("agent frame length " + std::to_string(len) + " out of range");
   }
   if (avail < kFrameHeaderBytes + len) return false;
   const char* body = p + kFrameHeaderBytes;
-  if (crc32c::Value(body, len) != crc) return Status::Corruption("agent frame checksum mismatch");
   frame->type = MessageType(uint8_t(body[0]));
   frame->payload.assign(body + 1, len - 1);
   pos_ += kFrameHeaderBytes + len;
@@ -142,78 +111,6 @@ Status SplitNumbered(std::string_view payload, uint64_t* frame, std::string_view
   }
   *body = payload;
   return Status::Ok();
-}
-
-size_t LogBatch::points() const {
-  size_t n = 0;
-  for (const Row& r : history) n += r.count;
-  for (const Row& r : system) n += r.count;
-  return n;
-}
-
-void LogBatch::clear() {
-  keys.clear();
-  cells.clear();
-  history.clear();
-  system.clear();
-  console.clear();
-}
-
-void EncodeLogBatch(const LogBatch& b, std::string* out) {
-  out->push_back(char(kLogBatchVersion));
-  coding::PutVarint64(out, b.keys.size());
-  for (const std::string& k : b.keys) {
-    coding::PutVarint64(out, k.size());
-    out->append(k);
-  }
-  coding::PutVarint64(out, b.history.size());
-  for (const LogBatch::Row& row : b.history) {
-    coding::PutVarint64(out, coding::ZigZag(row.step));
-    coding::PutVarint64(out, uint64_t(row.time_ms));
-    PutCells(b, row, out);
-  }
-  coding::PutVarint64(out, b.system.size());
-  for (const LogBatch::Row& row : b.system) {
-    coding::PutVarint64(out, uint64_t(row.time_ms));
-    PutCells(b, row, out);
-  }
-  coding::PutVarint64(out, b.console.size());
-  for (const LogBatch::Line& line : b.console) {
-    coding::PutVarint64(out, uint64_t(line.time_ms));
-    out->push_back(line.is_stderr ? 1 : 0);
-    coding::PutVarint64(out, line.text.size());
-    out->append(line.text);
-  }
-}
-
-Result<LogBatch> DecodeLogBatch(std::string_view data) {
-  ByteReader r(data);
-  LogBatch b;
-  if (r.Byte() != kLogBatchVersion) {
-    return Status::Corruption("log batch: unknown format version");
-  }
-  uint64_t nkeys = r.Count(1);
-  b.keys.reserve(nkeys);
-  for (uint64_t i = 0; i < nkeys && r.ok(); ++i) {
-    uint64_t len = r.Varint();
-    b.keys.emplace_back(r.Bytes(len));
-  }
-  b.cells.reserve(data.size() / 9);
-  if (!r.ok() || !ReadRows(&r, true, &b) || !ReadRows(&r, false, &b)) {
-    return Status::Corruption("log batch: malformed rows");
-  }
-  uint64_t nlines = r.Count(3);
-  b.console.reserve(nlines);
-  for (uint64_t i = 0; i < nlines && r.ok(); ++i) {
-    LogBatch::Line line;
-    line.time_ms = int64_t(r.Varint());
-    line.is_stderr = r.Byte() != 0;
-    uint64_t len = r.Varint();
-    line.text = std::string(r.Bytes(len));
-    b.console.push_back(std::move(line));
-  }
-  if (!r.ok() || !r.done()) return Status::Corruption("log batch: malformed console lines");
-  return b;
 }
 
 // ---- JSON control messages ----

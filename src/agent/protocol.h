@@ -2,9 +2,11 @@
 // (docs/formats.md, "Agent protocol").
 //
 // A connection carries frames in both directions:
-//   frame = u32 length (LE, of type+payload) | u32 crc32c (of type+payload) | u8 type | payload
+//   frame = u32 length (LE, of type+payload) | u8 type | payload
+// A Unix stream socket is a reliable local stream, so frames carry no checksum of their own.
 // Control messages (hello, open, finish and their replies) carry a JSON object; log frames carry
-// a LogBatch in a compact binary encoding, which the agent stores verbatim in its WAL.
+// a batch v2 (core/batch_format.h), checksummed by the client that encoded it, which the agent
+// checks (header and checksum, no decoding) and stores verbatim in its WAL.
 //
 // Every data-bearing client message (log, update, flush, finish) starts with a frame number
 // (varint, 1, 2, 3, ... per client session). The agent answers with cumulative acks ("every frame
@@ -21,19 +23,20 @@
 #include <vector>
 
 #include "cohort/status.h"
+#include "core/limits.h"
 
 namespace cohort::agent {
 
-inline constexpr uint32_t kProtocolVersion = 1;
-inline constexpr size_t kFrameHeaderBytes = 8;
-inline constexpr size_t kMaxFrameBytes = size_t{64} << 20;
+inline constexpr uint32_t kProtocolVersion = 2;
+inline constexpr size_t kFrameHeaderBytes = 4;
+inline constexpr size_t kMaxFrameBytes = limits::kMaxFrameBytes;
 
 enum class MessageType : uint8_t {
   kHello = 1,        // client -> agent, JSON HelloMessage
   kHelloReply = 2,   // agent -> client, JSON HelloMessage
   kOpen = 3,         // client -> agent, JSON OpenRequest
   kOpenReply = 4,    // agent -> client, JSON OpenReply
-  kLog = 5,          // client -> agent, varint frame + LogBatch
+  kLog = 5,          // client -> agent, varint frame + batch v2
   kUpdate = 6,       // client -> agent, varint frame + JSON run patch ({"config": {...}}, {"name": ..})
   kFlush = 7,        // client -> agent, varint frame; answered by an ack once durable
   kFinish = 8,       // client -> agent, varint frame + JSON FinishRequest
@@ -51,6 +54,10 @@ struct Frame {
 
 // Appends one encoded frame to `out`.
 void AppendFrame(MessageType type, std::string_view payload, std::string* out);
+// Appends the frame of a numbered payload (NumberedPayload(frame, body)) without building the
+// payload apart: `body` is copied once.
+void AppendNumberedFrame(MessageType type, uint64_t frame, std::string_view body,
+                         std::string* out);
 
 // Splits a byte stream into frames. Feed bytes as they arrive, then call Next until it returns
 // false. Not thread-safe (one reader per connection).
@@ -58,7 +65,7 @@ class FrameDecoder {
  public:
   void Feed(const char* data, size_t n);
   // True and `*frame` set when a whole frame was buffered; false when more bytes are needed.
-  // kCorruption for a bad checksum or an oversized length: the stream cannot be trusted after.
+  // kCorruption for a length of 0 or above kMaxFrameBytes: the stream cannot be trusted after.
   Result<bool> Next(Frame* frame);
   size_t buffered() const { return buf_.size() - pos_; }
 
@@ -73,43 +80,6 @@ class FrameDecoder {
 std::string NumberedPayload(uint64_t frame, std::string_view body);
 // Splits such a payload. kCorruption when the frame number is truncated.
 Status SplitNumbered(std::string_view payload, uint64_t* frame, std::string_view* body);
-
-// ---- LogBatch: the data of one log frame and of one WAL batch record ----
-
-// Metric rows, system rows and console lines, with keys as indices into a per-batch key table
-// so that the batch is self-contained. Plain value type.
-struct LogBatch {
-  struct Cell {
-    uint32_t key = 0;  // index into keys
-    double value = 0;
-  };
-  struct Row {
-    int64_t step = 0;  // history rows only
-    int64_t time_ms = 0;
-    uint32_t begin = 0;  // first cell in cells
-    uint32_t count = 0;  // number of cells
-  };
-  struct Line {
-    int64_t time_ms = 0;
-    bool is_stderr = false;
-    std::string text;
-  };
-
-  std::vector<std::string> keys;
-  std::vector<Cell> cells;
-  std::vector<Row> history;
-  std::vector<Row> system;
-  std::vector<Line> console;
-
-  bool empty() const { return history.empty() && system.empty() && console.empty(); }
-  size_t points() const;  // cells referenced by history and system rows
-  void clear();
-};
-
-// Appends the binary encoding of `batch` (format version 1) to `out`.
-void EncodeLogBatch(const LogBatch& batch, std::string* out);
-// Decodes a LogBatch; kCorruption when malformed (bad key index, truncation, cell ranges).
-Result<LogBatch> DecodeLogBatch(std::string_view data);
 
 // ---- control messages (JSON) ----
 

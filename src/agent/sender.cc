@@ -5,11 +5,9 @@
 #include <optional>
 
 #include "agent/agent_log.h"
-#include "agent/batch_binary.h"
-#include "agent/batch_json.h"
-#include "agent/protocol.h"
 #include "core/clock.h"
 #include "core/json.h"
+#include "core/limits.h"
 
 namespace cohort::agent {
 namespace {
@@ -44,6 +42,14 @@ std::string ErrorText(const HttpResponse& r) {
     }
   }
   return "HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 200);
+}
+
+// The "points" of an ingest answer ({"duplicate", "points", "next_step"}); 0 when absent.
+int64_t PointsOf(const HttpResponse& r) {
+  auto v = json::Parse(r.body);
+  if (!v.ok() || !v->is_object()) return 0;
+  const bj::value* p = v->as_object().if_contains("points");
+  return p && p->is_int64() ? p->as_int64() : 0;
 }
 
 StatusCode CodeForHttp(int status) {
@@ -105,11 +111,6 @@ void Sender::Start() {
   if (started_) return;
   started_ = true;
   stop_ = false;
-  {
-    std::lock_guard<std::mutex> prep_lock(prep_mu_);
-    prep_stop_ = false;
-  }
-  prep_thread_ = std::thread([this] { PrepLoop(); });
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -122,12 +123,6 @@ void Sender::Stop() {
   http_.Abort();
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  {
-    std::lock_guard<std::mutex> prep_lock(prep_mu_);
-    prep_stop_ = true;
-  }
-  prep_cv_.notify_all();
-  if (prep_thread_.joinable()) prep_thread_.join();
   std::lock_guard<std::mutex> lock(mu_);
   started_ = false;
   for (auto& e : entries_) (void)e->stream->FlushAcks(true);
@@ -253,8 +248,6 @@ void Sender::Turn(Entry* e) {
       if (a.outcome == Outcome::kDone) {
         ++stats_.records_done;
         stats_.points += a.points;
-        if (a.binary) ++stats_.binary_batches;
-        if (a.prepared) ++stats_.prepared_batches;
       } else if (a.outcome == Outcome::kSkip || a.outcome == Outcome::kReject) {
         ++stats_.records_skipped;
       } else {
@@ -315,80 +308,10 @@ void Sender::Turn(Entry* e) {
   }
 }
 
-void Sender::StartPrepare(WriterStream* s) {
-  {
-    std::lock_guard<std::mutex> lock(prep_mu_);
-    prep_job_ = s;
-  }
-  prep_cv_.notify_all();
-}
-
-void Sender::FinishPrepare() {
-  std::unique_lock<std::mutex> lock(prep_mu_);
-  prep_cv_.wait(lock, [&] { return prep_job_ == nullptr; });
-}
-
-void Sender::PrepLoop() {
-  std::unique_lock<std::mutex> lock(prep_mu_);
-  while (true) {
-    prep_cv_.wait(lock, [&] { return prep_job_ != nullptr || prep_stop_; });
-    if (prep_job_ == nullptr) return;  // stopping, nothing handed over
-    WriterStream* s = prep_job_;
-    lock.unlock();
-    Prepare(s);
-    lock.lock();
-    prep_job_ = nullptr;
-    prep_cv_.notify_all();
-  }
-}
-
-void Sender::Prepare(WriterStream* s) {
-  prepared_.ready = false;
-  prepared_.body.clear();
-  const Record* next = nullptr;
-  auto found = s->PeekNext(&next);
-  // A read error is left for Peek to report when it gets to that record.
-  if (!found.ok() || !*found || next->kind != RecordKind::kBatch) return;
-  const int64_t seq = int64_t(s->UploadSeq(next->seq));
-  prepared_.stats = BatchJsonStats{};
-  if (!TranscodeLogBatchBinary(next->body, seq, &prepared_.body, &prepared_.stats)) {
-    prepared_.body.clear();  // the general path, on the upload thread, when its turn comes
-    return;
-  }
-  prepared_.stream = s;
-  prepared_.record_seq = next->seq;
-  prepared_.upload_seq = seq;
-  prepared_.ready = true;
-}
-
 Result<HttpResponse> Sender::Call(std::string_view method, const std::string& path,
                                   std::string_view body, const std::string& api_key,
-                                  std::string_view content_type) {
-  return http_.Request(method, path, body, api_key, content_type);
-}
-
-void Sender::DetectIngestFormat() {
-  if (const char* v = std::getenv("COHORT_INGEST_FORMAT"); v && std::string_view(v) == "json") {
-    format_ = IngestFormat::kJson;
-    return;
-  }
-  auto r = Call("GET", "/healthz", "", "");
-  if (!r.ok()) return;  // no answer: JSON for now, ask again before the next batch
-  format_ = IngestFormat::kJson;
-  if (r->status == 200) {
-    auto v = json::Parse(r->body);
-    if (v.ok() && v->is_object()) {
-      if (auto* f = v->as_object().if_contains("ingest_formats"); f && f->is_array()) {
-        for (const bj::value& name : f->as_array()) {
-          if (name.is_string() && name.as_string() == kBinaryBatchFormatName) {
-            format_ = IngestFormat::kBinary;
-          }
-        }
-      }
-    }
-  }
-  Logf(LogLevel::kInfo, "{}: uploading batches as {}", base_url_,
-       format_ == IngestFormat::kBinary ? "binary (cohort-batch-v1)" : "JSON");
+                                  std::string_view content_type, std::string_view extra_header) {
+  return http_.Request(method, path, body, api_key, content_type, extra_header);
 }
 
 Result<std::string> Sender::EntityFor(WriterStream* s) {
@@ -506,63 +429,27 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
       return a;
     }
     case RecordKind::kBatch: {
-      auto skip = [](Status status) {
+      // The WAL bytes as they are: the batch v2 the client encoded; its seq travels outside.
+      const uint64_t seq = s->UploadSeq(rec.seq);
+      std::string seq_header(limits::kBatchSeqHeader);
+      seq_header += ": " + std::to_string(seq);
+      auto r = Call("POST", WriterPath(*entity, t) + "/batches", rec.body, t.api_key,
+                    limits::kBatchMediaType, seq_header);
+      if (r.ok() && r->status == 415) {
+        // A server that does not read batch v2 (an older build): nothing else to send it; the
+        // records wait in the WAL and go again after the longest backoff.
         Attempt a;
-        a.outcome = Outcome::kSkip;
-        a.status = std::move(status);
+        a.outcome = Outcome::kRetry;
+        a.delay_s = options_.backoff.max_s;
+        a.status = Status::FailedPrecondition(
+            "batch seq " + std::to_string(seq) + ": the server does not read " +
+            std::string(limits::kBatchFormatName) + " (" + ErrorText(*r) +
+            "); upgrade the server: the records stay in the WAL and are sent again");
+        Logf(LogLevel::kWarning, "{}: {}", s->dir(), a.status.message());
         return a;
-      };
-      const std::string path = WriterPath(*entity, t) + "/batches";
-      const int64_t seq = int64_t(s->UploadSeq(rec.seq));
-      std::string body;
-      std::optional<LogBatch> batch;
-      if (format_ == IngestFormat::kUnknown) DetectIngestFormat();
-      if (format_ == IngestFormat::kBinary) {
-        // Encoded ahead while the previous batch was in flight; else straight from the WAL
-        // record when it can; else through a decoded LogBatch.
-        BatchJsonStats stats;
-        const bool prepared = prepared_.ready && prepared_.stream == s &&
-                              prepared_.record_seq == rec.seq && prepared_.upload_seq == seq;
-        if (prepared) {
-          body_.swap(prepared_.body);
-          stats = prepared_.stats;
-        } else {
-          body_.clear();
-          if (!TranscodeLogBatchBinary(rec.body, seq, &body_, &stats)) {
-            body_.clear();
-            auto decoded = DecodeLogBatch(rec.body);
-            if (!decoded.ok()) return skip(decoded.status());
-            batch = std::move(*decoded);
-            stats = AppendBatchBinary(*batch, seq, &body_);
-          }
-        }
-        prepared_.ready = false;
-        StartPrepare(s);
-        auto r = Call("POST", path, body_, t.api_key, kBinaryBatchContentType);
-        FinishPrepare();
-        if (r.ok() && r->status == 415) {
-          Logf(LogLevel::kWarning, "{}: the server refuses binary batches ({}); sending JSON",
-               base_url_, ErrorText(*r));
-          format_ = IngestFormat::kJson;
-        } else if (r.ok() && r->status == 400) {
-          Logf(LogLevel::kWarning, "{}: binary batch seq {} refused ({}); retrying it as JSON",
-               s->dir(), seq, ErrorText(*r));
-        } else {
-          Attempt a = Classify(r, what);
-          a.points = stats.points;
-          a.binary = true;
-          a.prepared = prepared;
-          return a;
-        }
       }
-      if (!batch) {
-        auto decoded = DecodeLogBatch(rec.body);
-        if (!decoded.ok()) return skip(decoded.status());
-        batch = std::move(*decoded);
-      }
-      BatchJsonStats stats = AppendBatchJson(*batch, seq, &body);
-      Attempt a = Classify(Call("POST", path, body, t.api_key), what);
-      a.points = stats.points;
+      Attempt a = Classify(r, what);
+      if (a.outcome == Outcome::kDone) a.points = PointsOf(*r);
       return a;
     }
     case RecordKind::kRunPatch:

@@ -6,6 +6,8 @@
 //   2xx                      done; the WAL may drop it
 //   network error, 408, 5xx  retry after an exponential backoff with jitter (Retry-After wins)
 //   429                      retry after Retry-After (or the backoff when absent)
+//   415 to a batch           a server that does not read batch v2: retry after the longest
+//                            backoff, with a warning (the records are kept)
 //   401, 403                 the stream pauses (its key is wrong; keeping the data beats
 //                            dropping it) and retries later; with stop_on_auth_error the
 //                            stream fails instead (cohort sync)
@@ -14,23 +16,14 @@
 // It also sends heartbeats for streams that have clients attached and that it has not talked to
 // for heartbeat_interval_s.
 //
-// Batch bodies: binary (batch_binary.h) when the server lists "cohort-batch-v1" in GET /healthz's
-// "ingest_formats" (asked once, before the first batch), else JSON (batch_json.h). A 415 answer
-// to a binary batch switches this Sender to JSON for good; a 400 answer to one is retried at
-// once as JSON (a record is never skipped for its encoding alone). COHORT_INGEST_FORMAT=json
-// forces JSON.
-//
-// Encode-ahead: while a binary batch is in flight, a second thread (the prep worker) reads the
-// stream's next record from the WAL (WriterStream::PeekNext) and encodes it, so the agent's
-// share of a batch overlaps the server's instead of alternating with it. Only one request is in
-// flight at a time and records still go out strictly in order, one after the other's answer
-// (the server assigns implicit steps and checks console stream positions in arrival order); a
-// prepared body is used only for the record, upload seq and stream it was made for.
+// Batch records go out as they are in the WAL: the record's body is the batch v2 the client
+// encoded (core/batch_format.h), posted with Content-Type application/vnd.cohort.batch and the
+// upload seq in the Cohort-Batch-Seq header; nothing is decoded or encoded again. A server that
+// does not read batch v2 answers 415: a warning says so, the records stay in the WAL, and the
+// Sender tries again after its longest backoff (until the server is upgraded).
 //
 // Threading: all public methods are thread-safe. One background thread does the uploads;
 // Remove() waits until that thread no longer touches the stream, so the caller may then close it.
-// The prep worker touches a stream only between the upload thread's StartPrepare and
-// FinishPrepare (inside a Turn, while the upload thread waits for an answer and holds no lock).
 #pragma once
 
 #include <atomic>
@@ -44,7 +37,6 @@
 #include <vector>
 
 #include "agent/backoff.h"
-#include "agent/batch_json.h"
 #include "agent/http_client.h"
 #include "agent/writer_stream.h"
 
@@ -65,8 +57,6 @@ struct SenderStats {
   int64_t records_skipped = 0;
   int64_t points = 0;
   int64_t retries = 0;
-  int64_t binary_batches = 0;    // batches acknowledged in the binary encoding
-  int64_t prepared_batches = 0;  // of those, sent with a body encoded ahead (encode-ahead)
   double backoff_s = 0;          // current wait before the next attempt (0: none)
 };
 
@@ -108,9 +98,7 @@ class Sender {
     Outcome outcome = Outcome::kDone;
     double delay_s = 0;
     Status status;
-    int64_t points = 0;
-    bool binary = false;    // a batch sent in the binary encoding
-    bool prepared = false;  // ... with a body encoded ahead
+    int64_t points = 0;  // a batch's points, as the server counted them
   };
 
   void Loop();
@@ -122,43 +110,14 @@ class Sender {
   Result<std::string> EntityFor(WriterStream* stream);
   Result<HttpResponse> Call(std::string_view method, const std::string& path, std::string_view body,
                             const std::string& api_key,
-                            std::string_view content_type = "application/json");
-  // Asks the server which batch encodings it reads (sets format_); thread only.
-  void DetectIngestFormat();
-
-  // The next record's binary body, encoded ahead by the prep worker.
-  struct Prepared {
-    const WriterStream* stream = nullptr;
-    uint64_t record_seq = 0;
-    int64_t upload_seq = 0;
-    std::string body;
-    BatchJsonStats stats;
-    bool ready = false;
-  };
-  // Hands `s` to the prep worker, which encodes the record after the peeked one into
-  // prepared_; FinishPrepare waits until it is done. Upload thread only, between them it must
-  // not touch `s` nor prepared_.
-  void StartPrepare(WriterStream* s);
-  void FinishPrepare();
-  void PrepLoop();
-  void Prepare(WriterStream* s);  // on the prep worker
-
-  enum class IngestFormat { kUnknown, kJson, kBinary };
+                            std::string_view content_type = "application/json",
+                            std::string_view extra_header = {});
 
   const std::string base_url_;
   const SenderOptions options_;
   HttpClient http_;                               // used only by the thread
   Backoff backoff_;                               // used only by the thread
   std::map<std::string, std::string> entities_;   // api key -> entity; thread only
-  IngestFormat format_ = IngestFormat::kUnknown;  // thread only
-  std::string body_;                              // binary batch body; thread only
-  Prepared prepared_;  // the prep worker's while a job runs, else the upload thread's
-
-  std::mutex prep_mu_;  // guards the three below; never held with mu_
-  std::condition_variable prep_cv_;
-  WriterStream* prep_job_ = nullptr;  // set by StartPrepare, cleared when the job is done
-  bool prep_stop_ = false;
-  std::thread prep_thread_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -3,18 +3,17 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <future>
 #include <thread>
 
 #include "agent/agent_log.h"
-#include "agent/batch_binary.h"
 #include "agent/fake_http_server_for_test.h"
-#include "agent/protocol.h"
+#include "core/batch_format.h"
 #include "core/clock.h"
-#include "core/coding.h"
-#include "core/json.h"
+#include "core/limits.h"
 
 namespace cohort::agent {
 namespace {
@@ -25,12 +24,12 @@ using testing::FakeRequest;
 using testing::FakeResponse;
 
 std::string BatchBody(double loss) {
-  LogBatch b;
+  batch::Batch b;
   b.keys = {"loss"};
   b.cells = {{0, loss}};
   b.history = {{.step = 0, .time_ms = 1, .begin = 0, .count = 1}};
   std::string out;
-  EncodeLogBatch(b, &out);
+  batch::Encode(b, &out);
   return out;
 }
 
@@ -94,7 +93,9 @@ std::vector<std::string> Paths(const std::vector<FakeRequest>& reqs) {
   return out;
 }
 
-TEST_F(SenderTest, UploadsRecordsInOrderWithTheirSeq) {
+// Batches go out as the WAL holds them: the client's batch v2 bytes, unchanged, with the seq in
+// the Cohort-Batch-Seq header; nothing is asked of the server first.
+TEST_F(SenderTest, UploadsRecordsInOrderWithTheirSeqAndTheWalBytesAsTheBody) {
   FakeHttpServer server(Ok);
   auto stream = MakeStream(server.url(), "alice", 2);
   Sender sender(server.url(), FastOptions());
@@ -102,22 +103,20 @@ TEST_F(SenderTest, UploadsRecordsInOrderWithTheirSeq) {
   sender.Start();
   ASSERT_TRUE(WaitComplete(stream.get(), 5000));
   auto reqs = server.requests();
-  // Before its first batch the Sender asks which bodies the server reads (this one lists no
-  // "ingest_formats": JSON).
   EXPECT_EQ(Paths(reqs), (std::vector<std::string>{
                              "POST /api/v1/runs/alice/p",
                              "POST /api/v1/runs/alice/p/run1/writers",
-                             "GET /healthz",
                              "POST /api/v1/runs/alice/p/run1/writers/rank_0/batches",
                              "POST /api/v1/runs/alice/p/run1/writers/rank_0/batches",
                              "POST /api/v1/runs/alice/p/run1/writers/rank_0/finish",
                          }));
   EXPECT_EQ(reqs[0].authorization, "Bearer ck_test");
-  auto b1 = json::Parse(reqs[3].body);
-  auto b2 = json::Parse(reqs[4].body);
-  ASSERT_TRUE(b1.ok() && b2.ok());
-  EXPECT_EQ(b2->at("seq").as_int64(), b1->at("seq").as_int64() + 1);
-  EXPECT_EQ(b2->at("history").at(0).at("values").at("loss").to_number<double>(), 1.0);
+  for (int i = 0; i < 2; ++i) {
+    const FakeRequest& b = reqs[2 + i];
+    EXPECT_EQ(b.content_type, limits::kBatchMediaType);
+    EXPECT_EQ(b.body, BatchBody(i));  // byte for byte what was appended
+  }
+  EXPECT_EQ(std::stoull(reqs[3].batch_seq), std::stoull(reqs[2].batch_seq) + 1);
   UploadProgress p = stream->progress();
   EXPECT_TRUE(p.joined);
   EXPECT_EQ(p.next_step, 5);
@@ -125,82 +124,54 @@ TEST_F(SenderTest, UploadsRecordsInOrderWithTheirSeq) {
   EXPECT_EQ(server.connections(), 1u);  // keep-alive
 }
 
-// A server that reads binary batches; `batch_status(i)` answers the i-th batch request.
-FakeHttpServer::Handler BinaryServer(std::function<int(int)> batch_status) {
-  auto calls = std::make_shared<int>(0);
-  return [calls, batch_status](const FakeRequest& r) -> FakeResponse {
-    if (r.path == "/healthz") return {200, R"({"ingest_formats":["json","cohort-batch-v1"]})", {}};
-    if (r.path.ends_with("/batches")) {
-      int status = batch_status((*calls)++);
-      if (status != 200) return {status, R"({"error":{"code":"unavailable"}})", {}};
-      return {200, R"({"duplicate":false,"points":1,"next_step":1})", {}};
-    }
+TEST_F(SenderTest, CountsThePointsTheServerStored) {
+  FakeHttpServer server([](const FakeRequest& r) -> FakeResponse {
+    if (r.path.ends_with("/batches")) return {200, R"({"duplicate":false,"points":3})", {}};
     return Ok(r);
-  };
-}
-
-// The seq of a binary batch body (after the 12-byte header).
-uint64_t BinarySeq(const std::string& body) {
-  std::string_view in(body);
-  in.remove_prefix(std::min<size_t>(12, in.size()));
-  uint64_t seq = 0;
-  EXPECT_TRUE(coding::GetVarint64(&in, &seq));
-  return seq;
-}
-
-// The bodies and seqs of the batch requests, each checked against a fresh encoding of the
-// batch `loss` it carries (BatchBody(i) for the i-th distinct seq).
-std::vector<uint64_t> CheckBinaryBatches(const std::vector<FakeRequest>& reqs) {
-  std::vector<uint64_t> seqs;
-  uint64_t first = 0;
-  for (const FakeRequest& r : reqs) {
-    if (!r.path.ends_with("/batches")) continue;
-    uint64_t seq = BinarySeq(r.body);
-    if (seqs.empty()) first = seq;
-    seqs.push_back(seq);
-    auto batch = DecodeLogBatch(BatchBody(double(seq - first)));
-    EXPECT_TRUE(batch.ok());
-    std::string expected;
-    AppendBatchBinary(*batch, int64_t(seq), &expected);
-    EXPECT_EQ(r.body, expected) << "batch seq " << seq;
-  }
-  return seqs;
-}
-
-TEST_F(SenderTest, EncodesTheNextBinaryBatchWhileOneIsInFlight) {
-  FakeHttpServer server(BinaryServer([](int) { return 200; }));
-  auto stream = MakeStream(server.url(), "alice", 8);
-  Sender sender(server.url(), FastOptions());
-  sender.Add(stream);
-  sender.Start();
-  ASSERT_TRUE(WaitComplete(stream.get(), 5000));
-  std::vector<uint64_t> seqs = CheckBinaryBatches(server.requests());
-  ASSERT_EQ(seqs.size(), 8u);
-  for (size_t i = 1; i < seqs.size(); ++i) EXPECT_EQ(seqs[i], seqs[0] + i);
-  SenderStats st = sender.stats();
-  EXPECT_EQ(st.binary_batches, 8);
-  // Every batch but the first (after the join, which is not a batch) was encoded ahead.
-  EXPECT_EQ(st.prepared_batches, 7);
-  EXPECT_EQ(server.connections(), 1u);  // still one request at a time on one connection
-}
-
-TEST_F(SenderTest, RetriedBinaryBatchGoesOutAgainBeforeTheOneEncodedAhead) {
-  // The second batch fails once (503) while the third is being encoded ahead.
-  FakeHttpServer server(BinaryServer([](int i) { return i == 1 ? 503 : 200; }));
+  });
   auto stream = MakeStream(server.url(), "alice", 4);
   Sender sender(server.url(), FastOptions());
   sender.Add(stream);
   sender.Start();
   ASSERT_TRUE(WaitComplete(stream.get(), 5000));
-  std::vector<uint64_t> seqs = CheckBinaryBatches(server.requests());
-  ASSERT_EQ(seqs.size(), 5u);
-  const uint64_t s0 = seqs[0];
-  EXPECT_EQ(seqs, (std::vector<uint64_t>{s0, s0 + 1, s0 + 1, s0 + 2, s0 + 3}));
-  SenderStats st = sender.stats();
-  EXPECT_EQ(st.binary_batches, 4);
-  EXPECT_EQ(st.retries, 1);
-  // The retried batch was encoded again (what was ready was the one after it); the rest ahead.
-  EXPECT_EQ(st.prepared_batches, 2);
+  EXPECT_EQ(sender.stats().points, 12);
+}
+
+// A server that does not read batch v2 (415) is an error the agent says clearly; it keeps the
+// records and sends them again later, never as another encoding and never skipped.
+TEST_F(SenderTest, UnsupportedBatchFormatKeepsTheRecordsAndRetriesLater) {
+  std::atomic<bool> upgraded{false};
+  FakeHttpServer server([&](const FakeRequest& r) -> FakeResponse {
+    if (r.path.ends_with("/batches") && !upgraded) {
+      return {415,
+              R"({"error":{"code":"unsupported_media_type","message":"binary batch version 2 is not supported"}})",
+              {}};
+    }
+    return Ok(r);
+  });
+  auto stream = MakeStream(server.url(), "alice", 2);
+  Sender sender(server.url(), FastOptions());
+  sender.Add(stream);
+  sender.Start();
+  UploadProgress p =
+      stream->WaitFor([](const UploadProgress& p) { return p.failures >= 1; }, NowMillis() + 5000);
+  EXPECT_EQ(p.last_failure.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(p.last_failure.message().find("does not read cohort-batch-v2"), std::string::npos)
+      << p.last_failure.ToString();
+  EXPECT_NE(p.last_failure.message().find("records stay in the WAL"), std::string::npos);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(stream->progress().done_records, 2);  // the upsert and the join; no batch skipped
+  upgraded = true;
+  ASSERT_TRUE(WaitComplete(stream.get(), 5000));
+  int batches = 0;
+  for (const auto& r : server.requests()) {
+    if (r.path.ends_with("/batches")) {
+      ++batches;
+      EXPECT_EQ(r.content_type, limits::kBatchMediaType);
+    }
+  }
+  EXPECT_GE(batches, 3);  // refused ones, then both after the upgrade
+  EXPECT_EQ(sender.stats().records_skipped, 0);
 }
 
 TEST_F(SenderTest, ResolvesTheEntityOfTheKey) {
@@ -238,7 +209,8 @@ TEST_F(SenderTest, HonoursRetryAfterOn429) {
   }
   ASSERT_EQ(batches.size(), 2u);
   EXPECT_GE(batches[1].time_ms - batches[0].time_ms, 950);
-  EXPECT_EQ(batches[0].body, batches[1].body);  // same seq: the retry is idempotent
+  EXPECT_EQ(batches[0].body, batches[1].body);  // same body and seq: the retry is idempotent
+  EXPECT_EQ(batches[0].batch_seq, batches[1].batch_seq);
   EXPECT_EQ(stream->progress().failures, 1);
 }
 

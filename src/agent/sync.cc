@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <thread>
@@ -16,18 +15,15 @@
 namespace cohort::agent {
 namespace {
 
-namespace fs = std::filesystem;
-
-void FindWriters(const fs::path& dir, int depth, std::vector<std::string>* out) {
-  std::error_code ec;
-  if (fs::exists(dir / WriterStream::kMetaFile, ec)) {
-    out->push_back(dir.string());
+void FindWriters(wal::FileSystem* fs, const std::string& dir, int depth,
+                 std::vector<std::string>* out) {
+  auto meta = fs->Exists(wal::JoinPath(dir, WriterStream::kMetaFile));
+  if (meta.ok() && *meta) {
+    out->push_back(dir);
     return;
   }
   if (depth == 0) return;
-  for (const std::string& sub : ListSubdirectories(dir.string())) {
-    FindWriters(sub, depth - 1, out);
-  }
+  for (const std::string& sub : ChildPaths(fs, dir)) FindWriters(fs, sub, depth - 1, out);
 }
 
 void DrawProgress(int64_t done, int64_t total, int64_t points, bool final) {
@@ -43,25 +39,27 @@ void DrawProgress(int64_t done, int64_t total, int64_t points, bool final) {
 
 }  // namespace
 
-std::vector<std::string> FindWriterDirs(const std::string& path) {
+std::vector<std::string> FindWriterDirs(const std::string& path, wal::FileSystem* fs) {
   std::vector<std::string> out;
-  FindWriters(fs::path(path), 3, &out);
+  FindWriters(fs, path, 3, &out);
   std::sort(out.begin(), out.end());
   return out;
 }
 
 Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOptions& options) {
+  wal::FileSystem* fs = options.fs ? options.fs : wal::FileSystem::Default();
   std::vector<std::string> roots = paths;
   if (roots.empty()) roots.push_back(DefaultAgentDataDir());
   SyncReport report;
   std::vector<std::string> dirs;
   for (const std::string& root : roots) {
-    std::error_code ec;
-    if (!fs::exists(root, ec)) {
+    auto exists = fs->Exists(root);
+    if (!exists.ok()) return exists.status();
+    if (!*exists) {
       if (paths.empty()) return report;  // no data dir yet: nothing to sync
       return Status::NotFound(root + ": no such directory");
     }
-    for (auto& d : FindWriterDirs(root)) dirs.push_back(std::move(d));
+    for (auto& d : FindWriterDirs(root, fs)) dirs.push_back(std::move(d));
   }
   std::sort(dirs.begin(), dirs.end());
   dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
@@ -73,7 +71,7 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
   std::vector<std::shared_ptr<WriterStream>> streams;
   int64_t total = 0;
   for (const std::string& dir : dirs) {
-    auto s = WriterStream::OpenExisting(dir);
+    auto s = WriterStream::OpenExisting(dir, fs);
     if (!s.ok()) {
       if (s.status().code() == StatusCode::kFailedPrecondition) {
         ++report.skipped_in_use;
@@ -144,7 +142,12 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
     ++report.uploaded;
     // A writer kept for a client away (crashed while its process runs on) stays until then.
     if (p.complete && !s->AwaitsLiveClient()) {
-      if (s->Remove().ok()) ++report.removed;
+      if (Status removed = s->Remove(); removed.ok()) {
+        ++report.removed;
+      } else {
+        // Every record is on the server; only the directory is left for the next sync.
+        report.errors.push_back(s->dir() + ": uploaded, but not removed: " + removed.ToString());
+      }
     } else {
       (void)s->Close();
     }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cohort/status.h"
+#include "wal/file.h"
 
 namespace cohort::agent {
 
@@ -25,6 +26,9 @@ struct SyncOptions {
   bool progress = true;  // a progress bar on stderr
   // Give up when no record could be uploaded for this long (server down). 0: never.
   double give_up_after_s = 60;
+  // The file system of the writer directories; null: the machine's. Tests inject faults below it
+  // (wal/fault_file_system.h).
+  wal::FileSystem* fs = nullptr;
 };
 
 struct SyncReport {
@@ -38,10 +42,12 @@ struct SyncReport {
 };
 
 // Uploads every writer WAL found under `paths`. The Result is an error only when nothing could
-// be attempted (no such path); per-writer failures are listed in SyncReport::errors.
+// be attempted (no such path); per-writer failures are listed in SyncReport::errors (also an
+// uploaded, finished writer whose directory could not be removed: the next sync removes it).
 Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOptions& options);
 
 // Writer directories (those holding meta.json) at or below `path`, at most three levels down.
-std::vector<std::string> FindWriterDirs(const std::string& path);
+std::vector<std::string> FindWriterDirs(const std::string& path,
+                                        wal::FileSystem* fs = wal::FileSystem::Default());
 
 }  // namespace cohort::agent

@@ -7,8 +7,9 @@
 
 #include "agent/agent_log.h"
 #include "agent/fake_cohort_server_for_test.h"
-#include "agent/protocol.h"
+#include "core/batch_format.h"
 #include "agent/writer_stream.h"
+#include "wal/fault_file_system.h"
 
 namespace cohort::agent {
 namespace {
@@ -41,14 +42,14 @@ class SyncTest : public ::testing::Test {
     EXPECT_TRUE((*s)->Append(RecordKind::kRunUpsert, 1, 0, R"({"id":"run1"})").ok());
     EXPECT_TRUE((*s)->Append(RecordKind::kWriterJoin, 1, 0, "{\"label\":\"" + label + "\"}").ok());
     for (int i = 0; i < batches; ++i) {
-      LogBatch b;
+      batch::Batch b;
       for (int k = 0; k < 10; ++k) {
         b.keys.push_back("k" + std::to_string(k));
         b.cells.push_back({uint32_t(k), double(i * 10 + k)});
       }
       b.history.push_back({.step = i, .time_ms = 1, .begin = 0, .count = 10});
       std::string body;
-      EncodeLogBatch(b, &body);
+      batch::Encode(b, &body);
       EXPECT_TRUE((*s)->Append(RecordKind::kBatch, 1, uint64_t(i + 1), body).ok());
     }
     if (finished) {
@@ -130,6 +131,37 @@ TEST_F(SyncTest, InterruptedSyncIsResumedWithoutDuplicates) {
   EXPECT_EQ(report->uploaded, 1);
   // The first three batches were acknowledged before: they are not sent again.
   EXPECT_EQ(server.point_count("rank_0"), 30u);
+}
+
+// An uploaded, finished writer whose FINISHED marker cannot be written (EIO) is reported and
+// kept whole (every record is on the server: nothing is lost); the next sync sends nothing again
+// and removes it.
+TEST_F(SyncTest, AWriterThatCannotBeRemovedIsReportedAndRemovedByTheNextSync) {
+  FakeCohortServer server;
+  const std::string dir = MakeOfflineWriter("rank_0", 3, true);
+  wal::FaultInjectingFileSystem faults(wal::FileSystem::Default());
+  faults.FailWrite(1, EIO, 0, /*sticky=*/true, WriterStream::kFinishedMarker);
+  SyncOptions o = Options(server);
+  o.fs = &faults;
+  auto first = RunSync({root_}, o);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->uploaded, 1);
+  EXPECT_EQ(first->removed, 0);
+  ASSERT_EQ(first->errors.size(), 1u);
+  EXPECT_NE(first->errors[0].find("not removed"), std::string::npos) << first->errors[0];
+  EXPECT_NE(first->errors[0].find("FINISHED"), std::string::npos) << first->errors[0];
+  EXPECT_TRUE(fs::exists(dir + "/meta.json"));
+  EXPECT_EQ(server.point_count("rank_0"), 30u);
+  const size_t requests = server.http().requests().size();
+
+  faults.ClearFaults();
+  auto second = RunSync({root_}, o);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_TRUE(second->errors.empty()) << second->errors[0];
+  EXPECT_EQ(second->removed, 1);
+  EXPECT_EQ(second->records, 0);
+  EXPECT_EQ(server.http().requests().size(), requests);
+  EXPECT_FALSE(fs::exists(root_ + "/run1"));
 }
 
 TEST_F(SyncTest, MissingPathIsAnError) {

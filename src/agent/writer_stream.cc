@@ -1,10 +1,7 @@
 #include "agent/writer_stream.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <utility>
 
 #include "agent/agent_log.h"
@@ -15,7 +12,6 @@ namespace cohort::agent {
 namespace {
 
 namespace bj = boost::json;
-namespace fs = std::filesystem;
 
 constexpr uint64_t kMaxMetaBytes = 1 << 20;
 constexpr int kSeqTimeShift = 20;
@@ -53,8 +49,17 @@ Result<WriterTarget> WriterTarget::Parse(std::string_view text) {
   return t;
 }
 
-WriterStream::WriterStream(std::string dir, WriterTarget target)
-    : dir_(std::move(dir)), target_(std::move(target)) {}
+std::vector<std::string> ChildPaths(wal::FileSystem* fs, const std::string& dir) {
+  std::vector<std::string> out;
+  auto names = fs->ListDir(dir);
+  if (!names.ok()) return out;
+  for (const std::string& name : *names) out.push_back(wal::JoinPath(dir, name));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+WriterStream::WriterStream(std::string dir, WriterTarget target, wal::FileSystem* fs)
+    : dir_(std::move(dir)), target_(std::move(target)), fs_(fs) {}
 
 void WriterStream::Retarget(const std::string& base_url, const std::string& api_key) {
   if (!base_url.empty()) target_.base_url = base_url;
@@ -66,24 +71,23 @@ WriterStream::~WriterStream() {
 }
 
 Result<std::shared_ptr<WriterStream>> WriterStream::Create(const std::string& dir,
-                                                           const WriterTarget& target) {
-  wal::FileSystem* fs = wal::FileSystem::Default();
+                                                           const WriterTarget& target,
+                                                           wal::FileSystem* fs) {
   COHORT_RETURN_IF_ERROR(fs->CreateDir(dir));
-  ::chmod(dir.c_str(), 0700);  // meta.json holds the API key
-  std::shared_ptr<WriterStream> s(new WriterStream(dir, target));
+  COHORT_RETURN_IF_ERROR(fs->SetPermissions(dir, 0700));  // meta.json holds the API key
+  std::shared_ptr<WriterStream> s(new WriterStream(dir, target, fs));
   // Take the WAL (and its lock) before touching meta.json, so that a stream another process
   // holds is left alone.
   COHORT_RETURN_IF_ERROR(s->OpenLog());
   COHORT_RETURN_IF_ERROR(
-      wal::WriteFileAtomically(fs, wal::JoinPath(dir, kMetaFile), target.ToJson()));
-  ::chmod(wal::JoinPath(dir, kMetaFile).c_str(), 0600);
+      wal::WriteFileAtomically(fs, wal::JoinPath(dir, kMetaFile), target.ToJson(), 0600));
   COHORT_RETURN_IF_ERROR(s->ScanUnacknowledged());
   s->LoadClientsOrWarn();
   return s;
 }
 
-Result<std::shared_ptr<WriterStream>> WriterStream::OpenExisting(const std::string& dir) {
-  wal::FileSystem* fs = wal::FileSystem::Default();
+Result<std::shared_ptr<WriterStream>> WriterStream::OpenExisting(const std::string& dir,
+                                                                 wal::FileSystem* fs) {
   auto text = wal::ReadFileToString(fs, wal::JoinPath(dir, kMetaFile), kMaxMetaBytes);
   if (!text.ok()) {
     if (text.status().code() == StatusCode::kNotFound) {
@@ -92,7 +96,7 @@ Result<std::shared_ptr<WriterStream>> WriterStream::OpenExisting(const std::stri
     return text.status();
   }
   COHORT_ASSIGN_OR_RETURN(WriterTarget target, WriterTarget::Parse(*text));
-  std::shared_ptr<WriterStream> s(new WriterStream(dir, std::move(target)));
+  std::shared_ptr<WriterStream> s(new WriterStream(dir, std::move(target), fs));
   COHORT_RETURN_IF_ERROR(s->OpenLog());
   COHORT_RETURN_IF_ERROR(s->ScanUnacknowledged());
   s->LoadClientsOrWarn();
@@ -102,12 +106,12 @@ Result<std::shared_ptr<WriterStream>> WriterStream::OpenExisting(const std::stri
 Status WriterStream::OpenLog() {
   wal::LogOptions options;
   options.segment_size = 16ull << 20;
+  options.fs = fs_;
   COHORT_ASSIGN_OR_RETURN(log_, wal::Log::Open(wal::JoinPath(dir_, kWalDir), options));
   if (!log_->recovery().clean()) {
     Logf(LogLevel::kWarning, "{}: WAL recovery: {}", dir_, log_->recovery().ToString());
   }
-  std::error_code ec;
-  already_finished_ = fs::exists(fs::path(dir_) / kFinishedMarker, ec);
+  COHORT_ASSIGN_OR_RETURN(already_finished_, fs_->Exists(wal::JoinPath(dir_, kFinishedMarker)));
   return Status::Ok();
 }
 
@@ -139,11 +143,19 @@ Status WriterStream::ScanUnacknowledged() {
     ++count;
     if (r->kind == RecordKind::kWriterFinish) finish = true;
   }
-  if (Status st = LoadSeqState(max_seq); !st.ok()) {
-    // Damaged: go on as for a stream from before seq.json rather than strand its records.
-    Logf(LogLevel::kWarning, "{}: {}; renumbering from the WAL and the clock", dir_, st.ToString());
-    std::lock_guard<std::mutex> lock(append_mu_);
-    legacy_upto_ = max_seq;
+  if (Status st = LoadSeqState(); !st.ok()) {
+    // Damaged (the file is replaced atomically, so only outside damage does this): the floor,
+    // the join that decided the upload offset and the offset are unknown. Go on rather than
+    // strand the records: seqs continue above the WAL's and the clock, and the next join the
+    // server acknowledges decides the offset anew, so that every record after it uploads above
+    // what the server holds: none is ever taken for a retry of other data (lost), at the price
+    // of storing twice the few records the server had stored but not yet acknowledged here.
+    const std::string aside = wal::JoinPath(dir_, std::string(kSeqFile) + ".corrupt");
+    Status moved = fs_->Rename(wal::JoinPath(dir_, kSeqFile), aside);
+    Logf(LogLevel::kWarning,
+         "{}: {}; set aside as {}{}: numbering from the WAL and the clock, the upload offset "
+         "decided again by the next join",
+         dir_, st.ToString(), aside, moved.ok() ? "" : " (failed: " + moved.ToString() + ")");
   }
   uint64_t time_base = uint64_t(NowMillis()) << kSeqTimeShift;
   {
@@ -174,16 +186,11 @@ Status WriterStream::ScanUnacknowledged() {
   return Status::Ok();
 }
 
-Status WriterStream::LoadSeqState(uint64_t max_seq_in_wal) {
-  auto text = wal::ReadFileToString(wal::FileSystem::Default(), wal::JoinPath(dir_, kSeqFile),
-                                    kMaxMetaBytes);
+Status WriterStream::LoadSeqState() {
+  auto text = wal::ReadFileToString(fs_, wal::JoinPath(dir_, kSeqFile), kMaxMetaBytes);
   if (!text.ok()) {
-    if (text.status().code() != StatusCode::kNotFound) return text.status();
-    // Absent: a new stream (empty WAL), or one written before seq.json existed, whose records
-    // may have been uploaded already (unacknowledged): those keep the seqs they were sent with.
-    std::lock_guard<std::mutex> lock(append_mu_);
-    legacy_upto_ = max_seq_in_wal;
-    return Status::Ok();
+    // Absent: nothing of this stream was acknowledged yet and no join changed its offset.
+    return text.status().code() == StatusCode::kNotFound ? Status::Ok() : text.status();
   }
   auto v = json::Parse(*text);
   if (!v.ok() || !v->is_object()) return Status::Corruption(dir_ + "/" + kSeqFile + ": not JSON");
@@ -191,7 +198,6 @@ Status WriterStream::LoadSeqState(uint64_t max_seq_in_wal) {
   int64_t floor = r.Int("floor");
   int64_t joined = r.OptInt("joined_seq").value_or(0);
   int64_t offset = r.OptInt("upload_offset").value_or(0);
-  int64_t legacy = r.OptInt("legacy_upto").value_or(0);
   std::map<uint64_t, uint64_t> frames;
   if (const bj::array* sessions = r.OptArray("sessions")) {
     for (const bj::value& v : *sessions) {
@@ -206,7 +212,7 @@ Status WriterStream::LoadSeqState(uint64_t max_seq_in_wal) {
     }
   }
   if (!r.ok()) return Status::Corruption(dir_ + "/" + kSeqFile + ": " + r.status().message());
-  if (floor < 0 || joined < 0 || offset < 0 || legacy < 0) {
+  if (floor < 0 || joined < 0 || offset < 0) {
     return Status::Corruption(dir_ + "/" + kSeqFile + ": negative value");
   }
   std::lock_guard<std::mutex> lock(append_mu_);
@@ -214,7 +220,6 @@ Status WriterStream::LoadSeqState(uint64_t max_seq_in_wal) {
   seq_floor_ = uint64_t(floor);
   joined_seq_ = uint64_t(joined);
   upload_offset_ = uint64_t(offset);
-  legacy_upto_ = uint64_t(legacy);
   return Status::Ok();
 }
 
@@ -223,7 +228,6 @@ Status WriterStream::WriteSeqStateLocked() {
   o["floor"] = int64_t(seq_floor_);
   o["joined_seq"] = int64_t(joined_seq_);
   o["upload_offset"] = int64_t(upload_offset_);
-  if (legacy_upto_ > 0) o["legacy_upto"] = int64_t(legacy_upto_);
   if (!saved_frames_.empty()) {
     bj::array sessions;
     for (const auto& [session, frame] : saved_frames_) {
@@ -231,17 +235,15 @@ Status WriterStream::WriteSeqStateLocked() {
     }
     o["sessions"] = std::move(sessions);
   }
-  Status st = wal::WriteFileAtomically(wal::FileSystem::Default(), wal::JoinPath(dir_, kSeqFile),
-                                       bj::serialize(o));
+  Status st = wal::WriteFileAtomically(fs_, wal::JoinPath(dir_, kSeqFile), bj::serialize(o));
   if (st.ok()) seq_state_dirty_ = false;
   return st;
 }
 
 Status WriterStream::NoteJoined(uint64_t join_seq, uint64_t server_last_seq) {
   uint64_t offset = upload_offset_;
-  // Decided when this join was first sent; or a join of a stream from before seq.json, which
-  // may have been sent (with its batches) by the earlier version: keep what it did.
-  if (join_seq == joined_seq_ || join_seq <= legacy_upto_) return Status::Ok();
+  // Decided when this join was first sent (a re-send after a crash): keep what it decided.
+  if (join_seq == joined_seq_) return Status::Ok();
   // Every record after the join has seq > join_seq: lift the first above server_last_seq.
   if (server_last_seq > join_seq) offset = std::max(offset, server_last_seq - join_seq);
   if (offset != upload_offset_) {
@@ -297,9 +299,8 @@ Result<uint64_t> WriterStream::AppendLocked(RecordKind kind, uint64_t session, u
   if (kind == RecordKind::kWriterJoin && already_finished_) {
     // The writer runs again (its client came back after its crash was recorded): a later open
     // must not take it for finished.
-    wal::FileSystem* fs = wal::FileSystem::Default();
-    Status s = fs->Remove(wal::JoinPath(dir_, kFinishedMarker));
-    if (s.ok() || s.code() == StatusCode::kNotFound) s = fs->SyncDir(dir_);
+    Status s = fs_->Remove(wal::JoinPath(dir_, kFinishedMarker));
+    if (s.ok() || s.code() == StatusCode::kNotFound) s = fs_->SyncDir(dir_);
     if (!s.ok()) Logf(LogLevel::kWarning, "{}: {}", dir_, s.ToString());
     already_finished_ = false;
   }
@@ -369,16 +370,6 @@ Result<bool> WriterStream::Peek(const Record** record) {
   return true;
 }
 
-Result<bool> WriterStream::PeekNext(const Record** record) {
-  if (!peeked_) return false;
-  if (!ahead_) {
-    COHORT_ASSIGN_OR_RETURN(bool found, ReadRecord(&ahead_, &ahead_next_, &ahead_skipped_));
-    if (!found) return false;
-  }
-  *record = &*ahead_;
-  return true;
-}
-
 void WriterStream::Pop() {
   if (!peeked_) return;
   uint64_t seq = peeked_->seq;
@@ -389,14 +380,8 @@ void WriterStream::Pop() {
       uploaded_frames_dirty_ = true;
     }
   }
-  ack_pending_ = std::max({ack_pending_, peeked_next_, ahead_skipped_});
-  ahead_skipped_ = wal::Position{};
+  ack_pending_ = std::max(ack_pending_, peeked_next_);
   peeked_.reset();
-  if (ahead_) {
-    peeked_ = std::move(ahead_);
-    peeked_next_ = ahead_next_;
-    ahead_.reset();
-  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     progress_.done_seq = std::max(progress_.done_seq, seq);
@@ -537,7 +522,7 @@ bool WriterStream::AwaitsLiveClient(std::vector<int>* ended) {
 }
 
 Status WriterStream::WriteClientsLocked() {
-  wal::FileSystem* fs = wal::FileSystem::Default();
+  wal::FileSystem* const fs = fs_;
   const std::string path = wal::JoinPath(dir_, kClientsFile);
   if (away_.empty()) {
     Status s = fs->Remove(path);
@@ -565,8 +550,7 @@ void WriterStream::LoadClientsOrWarn() {
 }
 
 Status WriterStream::LoadClients() {
-  auto text = wal::ReadFileToString(wal::FileSystem::Default(), wal::JoinPath(dir_, kClientsFile),
-                                    kMaxMetaBytes);
+  auto text = wal::ReadFileToString(fs_, wal::JoinPath(dir_, kClientsFile), kMaxMetaBytes);
   if (!text.ok()) {
     return text.status().code() == StatusCode::kNotFound ? Status::Ok() : text.status();
   }
@@ -619,17 +603,21 @@ Status WriterStream::Close() {
 }
 
 Status WriterStream::Remove() {
-  {
-    // Mark first: a crash while deleting leaves a directory the next agent knows is done.
-    std::FILE* f = std::fopen((fs::path(dir_) / kFinishedMarker).c_str(), "w");
-    if (f) std::fclose(f);
+  // Mark first, durably: a crash while deleting leaves a directory the next agent knows is done.
+  // Without the mark nothing is deleted (every record was acknowledged: keeping it loses nothing).
+  Status marked = wal::WriteFileAtomically(fs_, wal::JoinPath(dir_, kFinishedMarker), "");
+  if (!marked.ok()) {
+    return Status(marked.code(), dir_ + ": cannot write the " + kFinishedMarker +
+                                     " marker: " + marked.message());
   }
   (void)Close();
-  std::error_code ec;
-  fs::remove_all(dir_, ec);
-  if (ec) return Status::IOError("remove " + dir_ + ": " + ec.message());
-  fs::path parent = fs::path(dir_).parent_path();
-  if (fs::is_empty(parent, ec) && !ec) fs::remove(parent, ec);
+  COHORT_RETURN_IF_ERROR(fs_->RemoveAll(dir_));
+  const size_t slash = dir_.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    const std::string parent = dir_.substr(0, slash);
+    auto left = fs_->ListDir(parent);
+    if (left.ok() && left->empty()) (void)fs_->Remove(parent);  // rmdir of the empty run dir
+  }
   return Status::Ok();
 }
 

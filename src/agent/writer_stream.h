@@ -3,8 +3,8 @@
 //
 // On disk, a writer directory (<data dir>/<run>/<label>/) holds meta.json (WriterTarget: where
 // and as whom to upload) and wal/ (a wal::Log of Records, record.h). Appenders (an agent
-// connection, the system monitor, the in-process transport) add records; the Sender reads the
-// durable ones in order, uploads them and acknowledges them, which lets the WAL delete them.
+// connection, the system monitor) add records; the Sender reads the durable ones in order,
+// uploads them and acknowledges them, which lets the WAL delete them.
 // When the writer's finish record has been acknowledged the stream is complete and its
 // directory can be removed.
 //
@@ -34,6 +34,9 @@
 // (ClientGone), so that the writer's directory, and with it what its sessions stored, is kept
 // until each one is back or its process has ended.
 //
+// Every file of the directory is read and written through the wal::FileSystem given at opening
+// (the WAL's too), so that tests can inject faults below it.
+//
 // Threading: all methods are thread-safe. Append/Sync are serialised among themselves; the
 // upload-side methods (Peek/Pop/FlushAcks) are meant for one Sender thread; progress is guarded
 // by a mutex with a condition variable that WaitFor() sleeps on.
@@ -56,6 +59,10 @@
 #include "wal/log.h"
 
 namespace cohort::agent {
+
+// The full paths of the entries of `dir` (sorted); empty when it cannot be listed (for a file,
+// say). Writer directories are <data dir>/<run>/<label>.
+std::vector<std::string> ChildPaths(wal::FileSystem* fs, const std::string& dir);
 
 // Where a writer's records go; persisted as the directory's meta.json.
 struct WriterTarget {
@@ -101,10 +108,12 @@ class WriterStream {
   // Opens the stream in `dir`, creating it (and meta.json from `target`) when absent. An
   // existing stream keeps its records; its meta.json is replaced by `target`.
   // kFailedPrecondition when another process holds the directory.
-  static Result<std::shared_ptr<WriterStream>> Create(const std::string& dir,
-                                                      const WriterTarget& target);
+  static Result<std::shared_ptr<WriterStream>> Create(
+      const std::string& dir, const WriterTarget& target,
+      wal::FileSystem* fs = wal::FileSystem::Default());
   // Opens an existing stream (recovery, `cohort sync`). kNotFound without meta.json.
-  static Result<std::shared_ptr<WriterStream>> OpenExisting(const std::string& dir);
+  static Result<std::shared_ptr<WriterStream>> OpenExisting(
+      const std::string& dir, wal::FileSystem* fs = wal::FileSystem::Default());
   ~WriterStream();
 
   const WriterTarget& target() const { return target_; }
@@ -112,8 +121,6 @@ class WriterStream {
   // handed to a Sender; not thread-safe.
   void Retarget(const std::string& base_url, const std::string& api_key);
   const std::string& dir() const { return dir_; }
-  // A writer whose finish record was acknowledged earlier but whose directory survived a crash.
-  bool already_finished() const { return already_finished_; }
 
   // ---- appending ----
   // Appends one record; it is durable after the next Sync(). Returns its seq.
@@ -153,12 +160,6 @@ class WriterStream {
   // The next durable record not yet uploaded: true and *record set (valid until Pop), false
   // when there is none now. Undecodable records are skipped (and logged).
   Result<bool> Peek(const Record** record);
-  // The durable record after the peeked one (call after Peek returned true, before Pop): true
-  // and *record set (valid until the Pop after next; that Pop's Peek returns it), false when
-  // there is none now. Lets the Sender prepare the next upload while the current one is in
-  // flight; it reads ahead only, acknowledges nothing. Not concurrently with the other
-  // upload-side methods.
-  Result<bool> PeekNext(const Record** record);
   // Marks the peeked record done (acknowledged by the server or skipped for good).
   void Pop();
   // The server acknowledged the join record `join_seq`; the writer's `server_last_seq` came with
@@ -181,22 +182,24 @@ class WriterStream {
   UploadProgress WaitFor(const std::function<bool(const UploadProgress&)>& done,
                          int64_t deadline_ms) const;
 
-  // Clients attached (connections or in-process runs) by session; heartbeats are sent while
-  // attached() > 0.
+  // Clients attached (connections) by session; heartbeats are sent while attached() > 0.
   void Attach(uint64_t session);
   void Detach(uint64_t session);
   int attached() const;
 
   // Closes the WAL (syncing it). Appends fail afterwards.
   Status Close();
-  // Closes and deletes the directory (and the run directory above it when left empty).
+  // Writes the FINISHED marker (synced, with its directory), then closes the stream and deletes
+  // the directory (and the run directory above it when left empty). When the marker cannot be
+  // written nothing is deleted and the error is returned: every record was acknowledged, so
+  // keeping the directory loses nothing, and the caller tries again later.
   Status Remove();
 
  private:
-  WriterStream(std::string dir, WriterTarget target);
+  WriterStream(std::string dir, WriterTarget target, wal::FileSystem* fs);
   Status OpenLog();
   Status ScanUnacknowledged();
-  Status LoadSeqState(uint64_t max_seq_in_wal);
+  Status LoadSeqState();
   Status WriteSeqStateLocked();  // append_mu_ held
   Status PersistSeqStateIfDirty();
   Result<uint64_t> AppendLocked(RecordKind kind, uint64_t session, uint64_t frame,
@@ -211,13 +214,13 @@ class WriterStream {
 
   const std::string dir_;
   WriterTarget target_;
+  wal::FileSystem* const fs_;
   bool already_finished_ = false;
   std::unique_ptr<wal::Log> log_;
 
   mutable std::mutex append_mu_;  // serialises Append/Sync; guards the two below
   uint64_t next_seq_ = 1;
   uint64_t seq_floor_ = 0;        // persisted: every seq that left the WAL is below it
-  uint64_t legacy_upto_ = 0;      // persisted: records up to it predate seq.json (never lifted)
   uint64_t joined_seq_ = 0;       // persisted: the join whose NoteJoined set upload_offset_
   uint64_t upload_offset_ = 0;    // persisted; written under append_mu_, read by the Sender
   bool seq_state_dirty_ = false;  // joined_seq_ changed since seq.json was written
@@ -229,9 +232,6 @@ class WriterStream {
   std::unique_ptr<wal::Reader> reader_;
   std::optional<Record> peeked_;
   wal::Position peeked_next_;
-  std::optional<Record> ahead_;  // PeekNext's record, the next Peek's after Pop
-  wal::Position ahead_next_;
-  wal::Position ahead_skipped_;  // past undecodable records PeekNext skipped (ack at Pop)
   std::map<uint64_t, uint64_t> uploaded_frames_;  // session -> highest frame done (or saved)
   bool uploaded_frames_dirty_ = false;            // not all in saved_frames_
   wal::Position ack_pending_;

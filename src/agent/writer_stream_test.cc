@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "core/clock.h"
+#include "wal/fault_file_system.h"
 
 namespace cohort::agent {
 namespace {
@@ -117,13 +118,22 @@ TEST_F(WriterStreamTest, AcknowledgingRecordsPersistsAFloorAboveThem) {
   EXPECT_GT(floor, seq);  // the WAL no longer holds `seq`; the floor stands for it
 }
 
-TEST_F(WriterStreamTest, DamagedSeqFileStillOpensAndKeepsPendingSeqs) {
+// seq.json is replaced atomically, so only outside damage makes it unreadable. Then the offset
+// its join decided is unknown: the stream must not strand its records, nor upload any of them at
+// a seq the server may take for a retry of other data (lost). The file is set aside, seqs go on
+// above the WAL's, and the next join the server acknowledges decides the offset anew, lifting
+// every record after it above what the server holds.
+TEST_F(WriterStreamTest, DamagedSeqFileIsSetAsideAndTheNextJoinDecidesTheOffset) {
   uint64_t join = 0, batch = 0;
   {
     auto s = WriterStream::Create(dir_, target_);
     ASSERT_TRUE(s.ok());
     join = *(*s)->Append(RecordKind::kWriterJoin, 1, 0, "{}");
     batch = *(*s)->Append(RecordKind::kBatch, 1, 1, "x");
+    // What the lost seq.json said: the join was acknowledged with a large offset (a writer of
+    // this label with a clock far ahead) and the batch went out at batch + offset.
+    ASSERT_TRUE((*s)->NoteJoined(join, join + 1000000).ok());
+    ASSERT_GT((*s)->UploadSeq(batch), join + 1000000);
     ASSERT_TRUE((*s)->Close().ok());
   }
   std::FILE* f = std::fopen((dir_ + "/seq.json").c_str(), "w");
@@ -132,9 +142,13 @@ TEST_F(WriterStreamTest, DamagedSeqFileStillOpensAndKeepsPendingSeqs) {
   std::fclose(f);
   auto s = WriterStream::OpenExisting(dir_);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  // The pending records may have been sent already: they keep their seqs whatever the join says.
-  ASSERT_TRUE((*s)->NoteJoined(join, batch + 100).ok());
-  EXPECT_EQ((*s)->UploadSeq(batch), batch);
+  EXPECT_TRUE(fs::exists(dir_ + "/seq.json.corrupt"));
+  EXPECT_FALSE(fs::exists(dir_ + "/seq.json"));
+  // The join is sent again; the server holds the batch at its old upload seq: the batch goes
+  // above it (stored twice at worst, never dropped as a duplicate of something else).
+  const uint64_t server_last = join + 1000000 + (batch - join);
+  ASSERT_TRUE((*s)->NoteJoined(join, server_last).ok());
+  EXPECT_GT((*s)->UploadSeq(batch), server_last);
   EXPECT_GT(*(*s)->Append(RecordKind::kBatch, 1, 2, "y"), batch);
 }
 
@@ -222,67 +236,6 @@ TEST_F(WriterStreamTest, AcknowledgedRecordsAreNotReadAgain) {
   EXPECT_EQ(rec->frame, 2u);
 }
 
-TEST_F(WriterStreamTest, PeekNextReadsAheadWithoutAcknowledging) {
-  {
-    auto s = WriterStream::Create(dir_, target_);
-    ASSERT_TRUE(s.ok());
-    for (uint64_t f = 1; f <= 3; ++f) {
-      ASSERT_TRUE((*s)->Append(RecordKind::kBatch, 1, f, "x" + std::to_string(f)).ok());
-    }
-    ASSERT_TRUE((*s)->Sync().ok());
-    const Record* rec = nullptr;
-    const Record* next = nullptr;
-    EXPECT_FALSE(*(*s)->PeekNext(&next));  // nothing peeked yet
-    ASSERT_TRUE(*(*s)->Peek(&rec));
-    EXPECT_EQ(rec->frame, 1u);
-    ASSERT_TRUE(*(*s)->PeekNext(&next));
-    EXPECT_EQ(next->frame, 2u);
-    EXPECT_EQ(next->body, "x2");
-    const Record* again = nullptr;
-    ASSERT_TRUE(*(*s)->PeekNext(&again));
-    EXPECT_EQ(again, next);  // read once
-    ASSERT_TRUE(*(*s)->Peek(&rec));
-    EXPECT_EQ(rec->frame, 1u);  // Peek still answers the first
-    (*s)->Pop();
-    EXPECT_EQ((*s)->progress().done_records, 1);
-    ASSERT_TRUE(*(*s)->Peek(&rec));
-    EXPECT_EQ(rec->frame, 2u);  // the one read ahead
-    EXPECT_EQ(rec->body, "x2");
-    ASSERT_TRUE(*(*s)->PeekNext(&next));
-    EXPECT_EQ(next->frame, 3u);
-    ASSERT_TRUE((*s)->FlushAcks(true).ok());
-    ASSERT_TRUE((*s)->Close().ok());
-  }
-  // Only the popped record was acknowledged: the ones read ahead come back.
-  auto s = WriterStream::OpenExisting(dir_);
-  ASSERT_TRUE(s.ok());
-  const Record* rec = nullptr;
-  ASSERT_TRUE(*(*s)->Peek(&rec));
-  EXPECT_EQ(rec->frame, 2u);
-}
-
-TEST_F(WriterStreamTest, PeekNextSeesARecordSyncedLater) {
-  auto s = WriterStream::Create(dir_, target_);
-  ASSERT_TRUE(s.ok());
-  ASSERT_TRUE((*s)->Append(RecordKind::kBatch, 1, 1, "a").ok());
-  ASSERT_TRUE((*s)->Sync().ok());
-  const Record* rec = nullptr;
-  const Record* next = nullptr;
-  ASSERT_TRUE(*(*s)->Peek(&rec));
-  EXPECT_FALSE(*(*s)->PeekNext(&next));
-  ASSERT_TRUE((*s)->Append(RecordKind::kBatch, 1, 2, "b").ok());
-  EXPECT_FALSE(*(*s)->PeekNext(&next));  // not durable yet
-  ASSERT_TRUE((*s)->Sync().ok());
-  ASSERT_TRUE(*(*s)->PeekNext(&next));
-  EXPECT_EQ(next->frame, 2u);
-  (*s)->Pop();
-  ASSERT_TRUE(*(*s)->Peek(&rec));
-  EXPECT_EQ(rec->body, "b");
-  (*s)->Pop();
-  EXPECT_FALSE(*(*s)->Peek(&rec));
-  EXPECT_EQ((*s)->progress().done_records, 2);
-}
-
 TEST_F(WriterStreamTest, UnsyncedRecordsAreNotPeeked) {
   auto s = WriterStream::Create(dir_, target_);
   ASSERT_TRUE(s.ok());
@@ -308,6 +261,35 @@ TEST_F(WriterStreamTest, CompleteAfterFinishIsDone) {
   EXPECT_TRUE((*s)->progress().complete);
 }
 
+// A writer whose finish record was acknowledged, reopened without a FINISHED marker (a crash,
+// or a disk that refused the marker, before the removal): complete, so the directory can go.
+// One whose last acknowledged record is not a finish is not.
+TEST_F(WriterStreamTest, ReopenedWithItsFinishAcknowledgedAndNoMarkerIsComplete) {
+  for (bool finished : {true, false}) {
+    SCOPED_TRACE(finished ? "finished" : "not finished");
+    {
+      auto s = WriterStream::Create(dir_, target_);
+      ASSERT_TRUE(s.ok());
+      ASSERT_TRUE((*s)->Append(RecordKind::kBatch, 1, 1, "x").ok());
+      if (finished) {
+        ASSERT_TRUE((*s)->Append(RecordKind::kWriterFinish, 1, 2, "{}").ok());
+      }
+      ASSERT_TRUE((*s)->Sync().ok());
+      const Record* rec = nullptr;
+      while (*(*s)->Peek(&rec)) (*s)->Pop();
+      EXPECT_EQ((*s)->progress().complete, finished);
+      ASSERT_TRUE((*s)->FlushAcks(true).ok());
+      ASSERT_TRUE((*s)->Close().ok());
+    }
+    EXPECT_FALSE(fs::exists(dir_ + "/" + WriterStream::kFinishedMarker));
+    auto again = WriterStream::OpenExisting(dir_);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_EQ((*again)->progress().appended_records, 0);
+    EXPECT_EQ((*again)->progress().complete, finished);
+    ASSERT_TRUE((*again)->Remove().ok());
+  }
+}
+
 TEST_F(WriterStreamTest, SecondOpenOfSameDirectoryIsRefused) {
   auto a = WriterStream::Create(dir_, target_);
   ASSERT_TRUE(a.ok());
@@ -322,6 +304,27 @@ TEST_F(WriterStreamTest, RemoveDeletesWriterAndEmptyRunDirectory) {
   ASSERT_TRUE((*s)->Remove().ok());
   EXPECT_FALSE(fs::exists(dir_));
   EXPECT_FALSE(fs::exists(root_ + "/run1"));
+}
+
+// The FINISHED marker is written and synced before anything is deleted; when it cannot be
+// written (here: EIO on its write), nothing is deleted and the error says so; a later try works.
+TEST_F(WriterStreamTest, AFailedFinishedMarkerDeletesNothingAndALaterRemoveWorks) {
+  wal::FaultInjectingFileSystem faults(wal::FileSystem::Default());
+  auto s = WriterStream::Create(dir_, target_, &faults);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE((*s)->Append(RecordKind::kWriterFinish, 1, 1, "{}").ok());
+  ASSERT_TRUE((*s)->Sync().ok());
+  faults.FailWrite(1, EIO, 0, /*sticky=*/true, WriterStream::kFinishedMarker);
+  Status st = (*s)->Remove();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("cannot write the FINISHED marker"), std::string::npos)
+      << st.ToString();
+  EXPECT_TRUE(fs::exists(dir_ + "/meta.json"));
+  EXPECT_TRUE(fs::exists(dir_ + "/wal"));
+  EXPECT_FALSE(fs::exists(dir_ + "/FINISHED"));
+  faults.ClearFaults();
+  ASSERT_TRUE((*s)->Remove().ok());
+  EXPECT_FALSE(fs::exists(dir_));
 }
 
 TEST_F(WriterStreamTest, MetaFileIsPrivate) {

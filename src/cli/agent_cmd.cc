@@ -19,7 +19,14 @@ Runner AddAgentCommand(CLI::App& app) {
                   "Exit after this many seconds with no client and nothing to upload")
       ->capture_default_str();
   cmd->add_flag("--verbose", o->verbose, "Debug lines in the agent log");
-  return [cmd, o]() -> int {
+  auto private_mode = std::make_shared<bool>(false);
+  auto* fd = cmd->add_option("--fd", o->private_fd,
+                             "With --private: the descriptor of the one client connection");
+  auto* priv = cmd->add_flag("--private", *private_mode,
+                             "The agent of one training process (its client starts it)");
+  priv->needs(fd);
+  fd->needs(priv);
+  return [cmd, o, private_mode]() -> int {
     if (!cmd->parsed()) return -1;
     return agent::RunAgent(*o);
   };

@@ -1,6 +1,6 @@
 // Init against an agent that holds the writer's WAL but whose answer to the open is late or
-// lost: the in-process fallback cannot open that WAL (its lock is the agent's), so Init must go
-// back to the agent until init_timeout instead of failing with "wal/LOCK is locked by another
+// lost: the private-agent fallback cannot open that WAL (its lock is the agent's), so Init must
+// go back to the agent until init_timeout instead of failing with "wal/LOCK is locked by another
 // user" (docs/reliability.md, "Faults"). The agent is a scripted fake on a real Unix socket (the
 // agent protocol is our seam) that takes the real WAL lock of the writer's directory, as the
 // agent does when it opens a writer.
@@ -21,6 +21,7 @@
 #include "agent/protocol.h"
 #include "agent/socket_io.h"
 #include "client/fake_agent_for_test.h"
+#include "client/private_agents_for_test.h"
 #include "cohort/cohort.h"
 #include "wal/file.h"
 #include "wal/log.h"
@@ -122,9 +123,14 @@ class AgentOpenRetryTest : public ::testing::Test {
       unsetenv(v);
     }
     setenv("COHORT_AGENT_SOCKET", (root_ + "/agent.sock").c_str(), 1);
-    setenv("COHORT_BIN", "/nonexistent/cohort", 1);  // never spawn a real agent here
+    // A private agent when the fake fails the client; the fake is the only shared agent (its
+    // socket answers, so none is spawned).
+    setenv("COHORT_BIN", COHORT_TEST_AGENT_BIN, 1);
   }
-  void TearDown() override { fs::remove_all(root_); }
+  void TearDown() override {
+    client::testing::StopAndWait(client::testing::PrivateAgentPids(root_ + "/data"));
+    fs::remove_all(root_);
+  }
 
   Settings Base(double init_timeout_s) {
     Settings s;
@@ -157,12 +163,12 @@ TEST_F(AgentOpenRetryTest, AgentThatTookTheWalAndHungUpIsOpenedAgainInsteadOfFai
   EXPECT_EQ(fake.opens(), 2);
   run->Log({{"x", 1.0}});
   ASSERT_TRUE(run->Finish().ok());
-  EXPECT_EQ(fake.finishes(), 1);  // the run went through the agent, not in-process
+  EXPECT_EQ(fake.finishes(), 1);  // the run went through the agent, not a private one
 }
 
 TEST_F(AgentOpenRetryTest, LateAnswerOfAnAgentHoldingTheWalStillStartsTheRunThroughIt) {
   // Init 6 s: the agent may wait ~4.5 s and is asked to answer 1.5 s before the deadline; the
-  // client tries in-process 0.75 s before it (the WAL is locked) and goes on reading: the answer
+  // client tries a private agent 0.75 s before it (the WAL is locked) and goes on reading: the answer
   // comes ~0.4 s before the deadline.
   ScriptedAgent fake(root_ + "/agent.sock", {OpenBehaviour::kLockThenLate}, /*late_ms=*/1100);
   int64_t start = MonoMillis();
@@ -174,7 +180,7 @@ TEST_F(AgentOpenRetryTest, LateAnswerOfAnAgentHoldingTheWalStillStartsTheRunThro
   EXPECT_EQ(fake.finishes(), 1);
 }
 
-TEST_F(AgentOpenRetryTest, StuckAgentThatNeverTookTheWalFallsBackInProcessWithinInitTimeout) {
+TEST_F(AgentOpenRetryTest, StuckAgentThatNeverTookTheWalFallsBackToAPrivateAgentInTime) {
   ScriptedAgent fake(root_ + "/agent.sock", {OpenBehaviour::kNeverAnswer});
   int64_t start = MonoMillis();
   auto run = Init(Base(2));
@@ -183,7 +189,7 @@ TEST_F(AgentOpenRetryTest, StuckAgentThatNeverTookTheWalFallsBackInProcessWithin
   EXPECT_FALSE(fake.holds_lock());
   EXPECT_EQ(fake.finishes(), 0);
   run->Log({{"x", 1.0}});
-  (void)run->Finish();  // in-process, against a server that is not there: bounded, not checked
+  (void)run->Finish();  // a private agent, against a server that is not there: bounded
   EXPECT_EQ(fake.finishes(), 0);
 }
 

@@ -15,14 +15,24 @@ Result<std::unique_ptr<AgentTransport>> AgentTransport::Connect(const std::strin
   int64_t left = std::max<int64_t>(1, deadline_ms - agent::MonoMillis());
   COHORT_ASSIGN_OR_RETURN(int fd,
                           agent::ConnectUnix(socket_path, int(std::min<int64_t>(left, 5000))));
+  return FromDescriptor(fd, deadline_ms);
+}
+
+Result<std::unique_ptr<AgentTransport>> AgentTransport::FromDescriptor(int fd,
+                                                                       int64_t deadline_ms) {
   std::unique_ptr<AgentTransport> t(new AgentTransport(fd));
+  COHORT_RETURN_IF_ERROR(t->Hello(deadline_ms));
+  return t;
+}
+
+Status AgentTransport::Hello(int64_t deadline_ms) {
   agent::HelloMessage hello;
   hello.pid = getpid();
-  COHORT_RETURN_IF_ERROR(t->SendRaw(MessageType::kHello, agent::ToJson(hello), deadline_ms));
-  COHORT_RETURN_IF_ERROR(t->Pump(deadline_ms, [&] { return t->hello_reply_.has_value(); }));
-  if (!t->hello_reply_) return Status::DeadlineExceeded("agent: no hello reply");
-  t->agent_pid_ = t->hello_reply_->pid;
-  return t;
+  COHORT_RETURN_IF_ERROR(SendRaw(MessageType::kHello, agent::ToJson(hello), deadline_ms));
+  COHORT_RETURN_IF_ERROR(Pump(deadline_ms, [&] { return hello_reply_.has_value(); }));
+  if (!hello_reply_) return Status::DeadlineExceeded("agent: no hello reply");
+  agent_pid_ = hello_reply_->pid;
+  return Status::Ok();
 }
 
 AgentTransport::~AgentTransport() {
@@ -118,7 +128,7 @@ int64_t AgentWaitBudgetMs(int64_t wait_ms, int64_t left_ms) {
   // sent it, and its answer takes a while to reach us. Leave it a quarter of the time left,
   // between kMinOpenMarginMs and kMaxOpenMarginMs, so that its answer is here before our
   // deadline. A late open answer was the cause of Init failing under load: the agent then
-  // holds the writer's WAL (locked) while the caller falls back in-process, and that fallback
+  // holds the writer's WAL (locked) while the caller falls back to a private agent, which
   // cannot open the WAL (Run::Impl::Start now waits for the agent then). A late finish answer
   // fails Finish.
   return std::max<int64_t>(0, std::min(wait_ms, left_ms - AgentTransport::AnswerMarginMs(left_ms)));
@@ -155,7 +165,12 @@ Result<agent::OpenReply> AgentTransport::AwaitOpen(int64_t deadline_ms) {
 
 Status AgentTransport::Send(MessageType type, uint64_t frame, std::string_view body,
                             int64_t deadline_ms) {
-  return SendRaw(type, agent::NumberedPayload(frame, body), deadline_ms);
+  if (!broken_.ok()) return broken_;
+  out_.clear();
+  agent::AppendNumberedFrame(type, frame, body, &out_);
+  Status s = agent::WriteAll(fd_, out_.data(), out_.size(), deadline_ms);
+  if (!s.ok()) broken_ = Status::Unavailable("agent connection: " + s.message());
+  return broken_;
 }
 
 Result<uint64_t> AgentTransport::Acked(uint64_t want, int64_t deadline_ms) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "core/ids.h"
+#include "core/limits.h"
 #include "core/user_config.h"
 
 namespace cohort::client {
@@ -44,8 +45,8 @@ std::string Pick(const std::string& field, const Environment& env, std::string_v
 }
 
 Status CheckLabel(const std::string& label) {
-  if (label.empty() || label.size() > kMaxLabelBytes) {
-    return Status::InvalidArgument("label: must be 1.." + std::to_string(kMaxLabelBytes) +
+  if (label.empty() || label.size() > limits::kMaxLabelBytes) {
+    return Status::InvalidArgument("label: must be 1.." + std::to_string(limits::kMaxLabelBytes) +
                                    " bytes");
   }
   if (label == "." || label == "..") return Status::InvalidArgument("label: may not be . or ..");
@@ -111,9 +112,10 @@ Result<ResolvedSettings> ResolveSettings(const Settings& in, const Environment& 
                                    "'");
   }
   s.transport = Pick(in.transport, env, "COHORT_AGENT", "agent");
-  if (s.transport != "agent" && s.transport != "inprocess") {
-    return Status::InvalidArgument("transport: expected agent or inprocess, got '" + s.transport +
-                                   "'");
+  if (s.transport == "inprocess") s.transport = "private";  // the name of the mode it replaced
+  if (s.transport != "agent" && s.transport != "private") {
+    return Status::InvalidArgument("transport: expected agent, private or inprocess, got '" +
+                                   s.transport + "'");
   }
 
   // Server and identity: settings, then environment, then the config file, then defaults.

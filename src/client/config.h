@@ -21,7 +21,6 @@ namespace cohort::client {
 
 inline constexpr char kDefaultBaseUrl[] = "http://127.0.0.1:8787";
 inline constexpr char kDefaultProject[] = "uncategorized";
-inline constexpr size_t kMaxLabelBytes = 128;
 
 // Environment variables, read-only.
 class Environment {

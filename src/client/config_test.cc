@@ -82,7 +82,7 @@ TEST_F(ConfigTest, EnvironmentWinsOverFile) {
   EXPECT_FALSE(r->run_id_generated);
   EXPECT_EQ(r->settings.mode, "offline");
   EXPECT_EQ(r->settings.dir, "/data/x");
-  EXPECT_EQ(r->settings.transport, "inprocess");
+  EXPECT_EQ(r->settings.transport, "private");  // the name of the mode a private agent replaced
 }
 
 TEST_F(ConfigTest, SettingsWinOverEnvironment) {

@@ -1,4 +1,4 @@
-// A training process for run_test.cc's exit-path tests: starts a run (in-process sender, the
+// A training process for run_test.cc's exit-path tests: starts a run (a private agent, the
 // server given as argv[1]), logs 10 steps of one key, then ends as argv[2] says without calling
 // Finish:
 //   return        return 5 from main
@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   s.api_key = "ck_test";
   s.project = "p";
   s.label = "w0";
-  s.transport = "inprocess";
+  s.transport = "private";
   s.capture_console = false;
   s.stats_sampling_interval_s = 0;
   s.init_timeout_s = 10;

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 
+#include "core/metric_key.h"
+
 namespace cohort::client {
 namespace {
-
-constexpr size_t kMaxKeyBytes = 256;
 
 // Wall clock in ms from the coarse clock: a few ns instead of tens, and ms resolution is
 // all the data model keeps anyway (coarse ticks are 1-4 ms).
@@ -24,7 +24,7 @@ LogBuffer::LogBuffer(Limits limits) : limits_(limits) {}
 uint32_t LogBuffer::InternLocked(std::string_view key) {
   auto it = ids_.find(key);
   if (it != ids_.end()) return it->second;
-  if (key.empty() || key.size() > kMaxKeyBytes) return kInvalidKey;
+  if (!InvalidKeyReason(key).empty()) return kInvalidKey;
   uint32_t id = uint32_t(keys_.size());
   keys_.emplace_back(key);
   ids_.emplace(std::string(key), id);
@@ -154,7 +154,24 @@ bool LogBuffer::AddConsole(int64_t time_ms, bool is_stderr, std::string text) {
   return console_bytes_ >= limits_.flush_console_bytes;
 }
 
-bool LogBuffer::Take(agent::LogBatch* out) {
+void LogBuffer::TakeConsoleLocked(batch::Batch* out) {
+  size_t n = 0, bytes = 0;
+  while (n < console_.size() &&
+         (n == 0 || bytes + console_[n].text.size() <= limits_.max_frame_console_bytes)) {
+    bytes += console_[n++].text.size();
+  }
+  if (n == console_.size()) {
+    out->console.swap(console_);
+    console_bytes_ = 0;
+    return;
+  }
+  out->console.assign(std::make_move_iterator(console_.begin()),
+                      std::make_move_iterator(console_.begin() + long(n)));
+  console_.erase(console_.begin(), console_.begin() + long(n));
+  console_bytes_ -= bytes;
+}
+
+bool LogBuffer::Take(batch::Batch* out) {
   std::lock_guard<std::mutex> take_lock(take_mu_);
   out->clear();
   {
@@ -165,8 +182,7 @@ bool LogBuffer::Take(agent::LogBatch* out) {
     if (whole) {
       out->cells.swap(cells_);
       out->history.swap(rows_);
-      out->console.swap(console_);
-      console_bytes_ = 0;
+      TakeConsoleLocked(out);
       row_open_ = false;
     } else {
       // Take whole rows until a limit is reached (at least one row).
@@ -198,8 +214,7 @@ bool LogBuffer::Take(agent::LogBatch* out) {
       cells_.erase(cells_.begin(), cells_.begin() + long(ncells));
       for (auto& r : rows_) r.begin -= uint32_t(ncells);
       if (rows_.empty()) row_open_ = false;
-      out->console.swap(console_);
-      console_bytes_ = 0;
+      TakeConsoleLocked(out);
     }
     // The batch's key table, copied under the lock (keys_ may grow meanwhile).
     if (local_of_.size() < keys_.size()) local_of_.resize(keys_.size(), 0);

@@ -7,8 +7,11 @@
 //     a higher one closes the current step and becomes current;
 //   - commit=false accumulates into the current step (one row while it stays in the buffer).
 //
-// Take() moves the pending data out as a self-contained LogBatch (its own key table) for the
-// flush thread.
+// Keys follow the one key rule (core/metric_key.h): a value whose key breaks it is dropped and
+// counted in dropped() at the call, so that nothing the server would refuse is ever acknowledged.
+//
+// Take() moves the pending data out as a self-contained batch::Batch (its own key table) for
+// the flush thread, which encodes it once (core/batch_format.h).
 //
 // Threading: Log/AddConsole/accessors are thread-safe and hold one mutex for a few hundred
 // nanoseconds at most; Take() is for one flush thread at a time (it has its own scratch).
@@ -23,20 +26,22 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/protocol.h"
 #include "cohort/cohort.h"
+#include "core/batch_format.h"
+#include "core/limits.h"
 
 namespace cohort::client {
 
 class LogBuffer {
  public:
   struct Limits {
-    size_t flush_cells = 65536;  // Log() asks for a flush at this many pending cells
-    size_t flush_keys = 4096;    // ... or this many distinct keys in the batch
-    size_t flush_console_bytes = 256 << 10;
+    size_t flush_cells = limits::kClientFlushCells;  // Log() asks for a flush at this many cells
+    size_t flush_keys = limits::kClientFlushKeys;    // ... or distinct keys in the batch
+    size_t flush_console_bytes = limits::kClientFlushConsoleBytes;
     size_t max_pending_cells = 8 << 20;  // beyond this, values are dropped (flusher stuck)
-    size_t max_frame_cells = 100000;     // cells per taken batch
-    size_t max_frame_keys = 8192;        // distinct keys per taken batch (server: 10,000)
+    size_t max_frame_cells = limits::kClientMaxBatchCells;  // cells per taken batch
+    size_t max_frame_keys = limits::kClientMaxBatchKeys;    // distinct keys per taken batch
+    size_t max_frame_console_bytes = limits::kClientMaxBatchConsoleBytes;
   };
 
   LogBuffer() : LogBuffer(Limits{}) {}
@@ -46,15 +51,16 @@ class LogBuffer {
   bool Log(const Values& values, std::optional<int64_t> step, bool commit);
   // The same with keys interned by Intern() (no string work; unknown ids are dropped).
   bool Log(std::span<const Point> points, std::optional<int64_t> step, bool commit);
-  // The id of `key` (1..256 bytes) for Log(span<const Point>); kInvalidKey otherwise. Ids stay
+  // The id of `key` for Log(span<const Point>); kInvalidKey when it breaks the key rule. Ids stay
   // valid for the buffer's life (a forked child keeps them).
   uint32_t Intern(std::string_view key);
   static constexpr uint32_t kInvalidKey = UINT32_MAX;
   bool AddConsole(int64_t time_ms, bool is_stderr, std::string text);
 
-  // Moves pending data (at most limits.max_frame_cells cells) into `out` (cleared first).
-  // False when nothing is pending.
-  bool Take(agent::LogBatch* out);
+  // Moves pending data (at most limits.max_frame_cells cells, max_frame_keys keys and
+  // max_frame_console_bytes of console text) into `out` (cleared first). False when nothing is
+  // pending.
+  bool Take(batch::Batch* out);
 
   // Raises the current step to `step` (a re-joined writer continues where it was).
   void AdvanceStepTo(int64_t step);
@@ -84,6 +90,7 @@ class LogBuffer {
   uint32_t InternLocked(std::string_view key);
   void MarkKeyLocked(uint32_t id);
   void RecountKeysLocked();
+  void TakeConsoleLocked(batch::Batch* out);
 
   const Limits limits_;
   mutable std::mutex mu_;
@@ -94,9 +101,9 @@ class LogBuffer {
   size_t last_call_size_ = SIZE_MAX;     // keys in the previous call (SIZE_MAX: unusable)
   uint32_t last_call_generation_ = 0;    // batch generation its keys were counted in
   // Pending data, keys as global ids.
-  std::vector<agent::LogBatch::Cell> cells_;
-  std::vector<agent::LogBatch::Row> rows_;
-  std::vector<agent::LogBatch::Line> console_;
+  std::vector<batch::Batch::Cell> cells_;
+  std::vector<batch::Batch::Row> rows_;
+  std::vector<batch::Batch::Line> console_;
   size_t console_bytes_ = 0;
   // Distinct keys of the pending data.
   std::vector<uint32_t> key_mark_;  // id -> batch generation that last used it

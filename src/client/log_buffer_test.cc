@@ -8,7 +8,7 @@ namespace cohort::client {
 namespace {
 
 // step -> key -> value, from a taken batch.
-std::map<int64_t, std::map<std::string, double>> Rows(const agent::LogBatch& b) {
+std::map<int64_t, std::map<std::string, double>> Rows(const batch::Batch& b) {
   std::map<int64_t, std::map<std::string, double>> out;
   for (const auto& r : b.history) {
     for (uint32_t i = r.begin; i < r.begin + r.count; ++i) {
@@ -23,7 +23,7 @@ TEST(LogBufferTest, CommitAdvancesTheStep) {
   buf.Log({{"loss", 1}}, std::nullopt, true);
   buf.Log({{"loss", 2}}, std::nullopt, true);
   EXPECT_EQ(buf.step(), 2);
-  agent::LogBatch b;
+  batch::Batch b;
   ASSERT_TRUE(buf.Take(&b));
   auto rows = Rows(b);
   EXPECT_EQ(rows[0]["loss"], 1);
@@ -36,7 +36,7 @@ TEST(LogBufferTest, NoCommitAccumulatesIntoOneRow) {
   buf.Log({{"acc", 0.5}}, std::nullopt, false);
   buf.Log({{"lr", 0.1}}, std::nullopt, true);
   EXPECT_EQ(buf.step(), 1);
-  agent::LogBatch b;
+  batch::Batch b;
   ASSERT_TRUE(buf.Take(&b));
   ASSERT_EQ(b.history.size(), 1u);
   EXPECT_EQ(b.history[0].count, 3u);
@@ -52,7 +52,7 @@ TEST(LogBufferTest, ExplicitHigherStepJumpsAndLowerStepIsDropped) {
   EXPECT_EQ(buf.step(), 11);
   buf.Log({{"a", 4}}, 11, false);
   buf.Log({{"b", 5}}, 11, true);
-  agent::LogBatch b;
+  batch::Batch b;
   ASSERT_TRUE(buf.Take(&b));
   auto rows = Rows(b);
   EXPECT_EQ(rows.size(), 2u);
@@ -72,7 +72,7 @@ TEST(LogBufferTest, InvalidKeysAreDroppedOthersKept) {
   LogBuffer buf;
   buf.Log({{"", 1}, {std::string(300, 'k'), 2}, {"ok", 3}}, std::nullopt, true);
   EXPECT_EQ(buf.dropped(), 2);
-  agent::LogBatch b;
+  batch::Batch b;
   ASSERT_TRUE(buf.Take(&b));
   EXPECT_EQ(b.keys, (std::vector<std::string>{"ok"}));
 }
@@ -82,7 +82,7 @@ TEST(LogBufferTest, ChangingKeyOrderStillMapsCorrectly) {
   buf.Log({{"a", 1}, {"b", 2}}, std::nullopt, true);
   buf.Log({{"b", 3}, {"a", 4}}, std::nullopt, true);
   buf.Log({{"c", 5}}, std::nullopt, true);
-  agent::LogBatch b;
+  batch::Batch b;
   ASSERT_TRUE(buf.Take(&b));
   auto rows = Rows(b);
   EXPECT_EQ(rows[1]["a"], 4);
@@ -93,7 +93,7 @@ TEST(LogBufferTest, ChangingKeyOrderStillMapsCorrectly) {
 TEST(LogBufferTest, TakenBatchHasOnlyItsOwnKeys) {
   LogBuffer buf;
   buf.Log({{"a", 1}}, std::nullopt, true);
-  agent::LogBatch b;
+  batch::Batch b;
   ASSERT_TRUE(buf.Take(&b));
   buf.Log({{"b", 2}}, std::nullopt, true);
   ASSERT_TRUE(buf.Take(&b));
@@ -108,7 +108,7 @@ TEST(LogBufferTest, LargeBacklogIsTakenInBoundedFrames) {
   LogBuffer buf(limits);
   for (int i = 0; i < 250; ++i) buf.Log({{"x", double(i)}}, std::nullopt, true);
   int64_t total = 0, frames = 0, last_step = -1;
-  agent::LogBatch b;
+  batch::Batch b;
   while (buf.Take(&b)) {
     ++frames;
     EXPECT_LE(b.cells.size(), 100u);
@@ -134,7 +134,7 @@ TEST(LogBufferTest, AsksForFlushAtThreshold) {
 TEST(LogBufferTest, ConsoleLinesAreTakenWithTheBatch) {
   LogBuffer buf;
   buf.AddConsole(5, true, "oops");
-  agent::LogBatch b;
+  batch::Batch b;
   ASSERT_TRUE(buf.Take(&b));
   ASSERT_EQ(b.console.size(), 1u);
   EXPECT_TRUE(b.console[0].is_stderr);
@@ -161,13 +161,40 @@ TEST(LogBufferTest, InternedPointsShareTheKeyTableWithStringLogs) {
   buf.Log(later, 7, true);
   EXPECT_EQ(buf.dropped(), 2);  // the invalid and the unknown id
   EXPECT_EQ(buf.step(), 8);
-  agent::LogBatch b;
+  batch::Batch b;
   ASSERT_TRUE(buf.Take(&b));
   EXPECT_EQ(b.keys.size(), 2u);
   auto rows = Rows(b);
   EXPECT_EQ(rows[0], (std::map<std::string, double>{{"loss", 1.5}}));
   EXPECT_EQ(rows[1], (std::map<std::string, double>{{"loss", 2.5}, {"acc", 0.5}}));
   EXPECT_EQ(rows[7], (std::map<std::string, double>{{"acc", 0.75}}));
+}
+
+// The key rule (core/metric_key.h) is applied at the call: a key the server would refuse never
+// reaches a batch, so it can never make the server refuse the batch (and its other keys) after
+// the agent acknowledged it.
+TEST(LogBufferTest, KeysTheServerWouldRefuseAreDroppedAtTheCallAndTheRestKept) {
+  LogBuffer buf;
+  buf.Log({{"loss", 1}, {"system/gpu.0.temp", 2}, {std::string("a\0b", 3), 3}, {"bad\xff", 4},
+           {"acc", 5}},
+          std::nullopt, true);
+  EXPECT_EQ(buf.Intern("system/cpu"), LogBuffer::kInvalidKey);
+  EXPECT_EQ(buf.dropped(), 3);
+  batch::Batch b;
+  ASSERT_TRUE(buf.Take(&b));
+  EXPECT_EQ(Rows(b)[0], (std::map<std::string, double>{{"loss", 1}, {"acc", 5}}));
+}
+
+TEST(LogBufferTest, ConsoleTextIsTakenInBoundedBatches) {
+  LogBuffer::Limits limits;
+  limits.max_frame_console_bytes = 10;
+  LogBuffer buf(limits);
+  for (int i = 0; i < 5; ++i) buf.AddConsole(i, false, "1234");
+  std::vector<size_t> sizes;
+  batch::Batch b;
+  while (buf.Take(&b)) sizes.push_back(b.console.size());
+  EXPECT_EQ(sizes, (std::vector<size_t>{2, 2, 1}));
+  EXPECT_TRUE(buf.empty());
 }
 
 TEST(LogBufferTest, InternedPointsBehindTheStepAreDropped) {

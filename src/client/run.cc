@@ -21,6 +21,8 @@
 #include "client/spawn.h"
 #include "core/clock.h"
 #include "core/json.h"
+#include "core/limits.h"
+#include "core/utf8.h"
 #include "core/version.h"
 
 namespace cohort {
@@ -264,7 +266,7 @@ Status CheckRunField(std::string_view field, std::string_view value, size_t max_
     return Status::InvalidArgument(std::string(field) + ": must be " + (allow_empty ? "0" : "1") +
                                    ".." + std::to_string(max_bytes) + " bytes");
   }
-  if (!json::IsValidUtf8(value)) {
+  if (!utf8::IsValid(value)) {
     return Status::InvalidArgument(std::string(field) + ": not valid UTF-8");
   }
   return Status::Ok();
@@ -281,7 +283,7 @@ Status Run::PatchFields(std::string body_json) {
 }
 
 Status Run::SetName(std::string_view name) {
-  COHORT_RETURN_IF_ERROR(CheckRunField("name", name, 256, false));
+  COHORT_RETURN_IF_ERROR(CheckRunField("name", name, limits::kMaxRunNameBytes, false));
   if (!impl_) return Status::Ok();
   bj::object body;
   body["name"] = name;
@@ -291,21 +293,21 @@ Status Run::SetName(std::string_view name) {
 }
 
 Status Run::SetGroup(std::string_view group) {
-  COHORT_RETURN_IF_ERROR(CheckRunField("group", group, 256, true));
+  COHORT_RETURN_IF_ERROR(CheckRunField("group", group, limits::kMaxGroupBytes, true));
   bj::object body;
   body["group"] = group;
   return PatchFields(bj::serialize(body));
 }
 
 Status Run::SetJobType(std::string_view job_type) {
-  COHORT_RETURN_IF_ERROR(CheckRunField("job_type", job_type, 128, true));
+  COHORT_RETURN_IF_ERROR(CheckRunField("job_type", job_type, limits::kMaxJobTypeBytes, true));
   bj::object body;
   body["job_type"] = job_type;
   return PatchFields(bj::serialize(body));
 }
 
 Status Run::SetNotes(std::string_view notes) {
-  COHORT_RETURN_IF_ERROR(CheckRunField("notes", notes, 64 << 10, true));
+  COHORT_RETURN_IF_ERROR(CheckRunField("notes", notes, limits::kMaxNotesBytes, true));
   bj::object body;
   body["notes"] = notes;
   return PatchFields(bj::serialize(body));
@@ -314,7 +316,7 @@ Status Run::SetNotes(std::string_view notes) {
 Status Run::SetTags(const std::vector<std::string>& tags) {
   bj::array arr;
   for (const auto& t : tags) {
-    COHORT_RETURN_IF_ERROR(CheckRunField("tags", t, 128, false));
+    COHORT_RETURN_IF_ERROR(CheckRunField("tags", t, limits::kMaxTagBytes, false));
     arr.emplace_back(t);
   }
   bj::object body;
@@ -370,7 +372,7 @@ Result<Run> Init(const Settings& settings) {
   COHORT_ASSIGN_OR_RETURN(agent::OpenRequest open, BuildOpenRequest(rs));
   open.wait_ms = deadline - agent::MonoMillis();
   if (!agent::LogEnabled(agent::LogLevel::kDebug) && std::getenv("COHORT_DEBUG") == nullptr) {
-    // Inside a training process only warnings of the in-process sender reach the console.
+    // Inside a training process only the client library's warnings reach the console.
     agent::SetLogLevel(agent::LogLevel::kWarning);
   }
   const bool handle_sigterm = rs.settings.handle_sigterm;

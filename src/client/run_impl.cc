@@ -72,13 +72,7 @@ Run::Impl::~Impl() {
   if (!finished.load() && !child_pending.load()) (void)Finish(0, {});
 }
 
-std::unique_ptr<client::Transport> Run::Impl::MakeInProcess() {
-  agent::IngestOptions io;
-  io.data_dir = rs.settings.dir;
-  return std::make_unique<client::InProcessTransport>(io);
-}
-
-Result<agent::OpenReply> Run::Impl::OpenOn(client::Transport* t, const agent::OpenRequest& req,
+Result<agent::OpenReply> Run::Impl::OpenOn(client::AgentTransport* t, const agent::OpenRequest& req,
                                            int64_t deadline_ms) {
   agent::OpenRequest r = req;
   r.wait_ms = std::max<int64_t>(0, std::min(r.wait_ms, deadline_ms - MonoMs() - 20));
@@ -113,16 +107,17 @@ Result<agent::OpenReply> Run::Impl::AwaitAgentOpen(std::unique_ptr<client::Agent
 Status Run::Impl::Start(int64_t deadline_ms) {
   std::lock_guard<std::mutex> io(io_mu);
   std::unique_ptr<client::AgentTransport> agent_t;
-  std::unique_ptr<client::Transport> t;
+  std::unique_ptr<client::AgentTransport> t;
   Result<agent::OpenReply> reply = Status::Unavailable("no agent");
-  if (rs.settings.transport == "agent") {
+  const bool shared = rs.settings.transport == "agent";
+  if (shared) {
     auto a = client::ConnectOrSpawnAgent(paths, rs.settings.dir, true,
                                          std::min(deadline_ms, MonoMs() + kSpawnBudgetMs));
     if (a.ok()) {
       agent_t = std::move(*a);
       // The agent is asked to answer `margin` before the deadline. If its answer is not here
       // half that margin before it, it may not have taken the writer's WAL yet (a stuck agent):
-      // the in-process pipeline gets the rest of the time.
+      // a private agent gets the rest of the time.
       const int64_t answer_by =
           deadline_ms - client::AgentTransport::AnswerMarginMs(deadline_ms - MonoMs()) / 2;
       agent::OpenRequest r = open;
@@ -130,21 +125,22 @@ Status Run::Impl::Start(int64_t deadline_ms) {
       Status sent = agent_t->SendOpen(r, deadline_ms);
       reply = sent.ok() ? agent_t->AwaitOpen(answer_by) : Result<agent::OpenReply>(sent);
     } else {
-      agent::Logf(agent::LogLevel::kDebug, "no agent ({}); running in-process",
+      agent::Logf(agent::LogLevel::kDebug, "no shared agent ({}); starting a private agent",
                   a.status().ToString());
     }
   }
   if (reply.ok()) {
     t = std::move(agent_t);
-  } else {  // no agent, or it failed us: the same pipeline, in this process
-    std::unique_ptr<client::Transport> local = MakeInProcess();
-    Result<agent::OpenReply> local_reply = OpenOn(local.get(), open, deadline_ms);
-    if (rs.settings.transport == "agent" && WalLockedByAnother(local_reply)) {
-      // The agent holds the writer's WAL: it took our open and its answer is late, or the
-      // connection broke after it took it. Only the agent can serve this writer now: go on
+  } else {  // no shared agent, or it failed us: a private agent of this process
+    auto local = client::StartPrivateAgent(rs.settings.dir, deadline_ms);
+    if (!local.ok()) return local.status();
+    Result<agent::OpenReply> local_reply = OpenOn(local->get(), open, deadline_ms);
+    if (shared && WalLockedByAnother(local_reply)) {
+      // The shared agent holds the writer's WAL: it took our open and its answer is late, or
+      // the connection broke after it took it. Only that agent can serve this writer now: go on
       // waiting for it (reconnecting if need be) until the deadline, rather than failing Init
       // with the lock error.
-      local.reset();
+      local->reset();
       agent::Logf(agent::LogLevel::kDebug, "cohort: the agent holds the WAL ({}); waiting for it",
                   reply.status().ToString());
       reply = AwaitAgentOpen(&agent_t, deadline_ms);
@@ -157,9 +153,9 @@ Status Run::Impl::Start(int64_t deadline_ms) {
       }
     } else {
       agent_t.reset();
-      t = std::move(local);
+      t = std::move(*local);
       reply = std::move(local_reply);
-      in_process_fallback = rs.settings.transport == "agent";
+      private_agent = true;
     }
   }
   if (!reply.ok()) return reply.status();
@@ -243,7 +239,7 @@ Status Run::Impl::EnqueueSummary(bj::object summary) {
   return Status::Ok();
 }
 
-void Run::Impl::NoteLastValuesLocked(const agent::LogBatch& batch) {
+void Run::Impl::NoteLastValuesLocked(const batch::Batch& batch) {
   // The last cell of each key in the batch (cells are in logging order), then one map write
   // per distinct key.
   last_cell_of_key.assign(batch.keys.size(), UINT32_MAX);
@@ -281,9 +277,9 @@ void Run::Impl::EnqueueLastValuesLocked() {
 void Run::Impl::DrainBufferLocked(bool final) {
   while (buffer.Take(&scratch)) {
     if (auto_summary) NoteLastValuesLocked(scratch);
-    encoded.clear();
-    agent::EncodeLogBatch(scratch, &encoded);
-    PendingFrame f{next_frame++, agent::MessageType::kLog, encoded};
+    // Encoded once, here: the frame's body is the batch the agent stores and the server reads.
+    PendingFrame f{next_frame++, agent::MessageType::kLog, {}};
+    batch::Encode(scratch, &f.body);
     frame_bytes += f.body.size();
     frames.push_back(std::move(f));
   }
@@ -317,13 +313,9 @@ void Run::Impl::FlushLoop() {
 
 void Run::Impl::DropTransport(const Status& why) {
   if (!transport) return;
-  if (transport->in_process()) {
-    // A local failure (disk full...): keep the frames, try again a little later.
-    next_connect_ms = MonoMs() + 1000;
-    agent::Logf(agent::LogLevel::kWarning, "cohort: cannot store data locally: {}", why.ToString());
-    return;
-  }
-  agent::Logf(agent::LogLevel::kDebug, "cohort: agent connection lost: {}", why.ToString());
+  agent::Logf(private_agent ? agent::LogLevel::kWarning : agent::LogLevel::kDebug,
+              "cohort: {}agent connection lost: {}", private_agent ? "private " : "",
+              why.ToString());
   // Acks the agent sent before it went are still readable: take them, or the frames they
   // cover would be sent again (and stored twice) after the reconnect.
   (void)transport->Acked(UINT64_MAX, 0);
@@ -348,9 +340,9 @@ bool Run::Impl::EnsureTransport(int64_t mono_deadline_ms) {
   run["resume"] = "allow";
   reopen.run_json = bj::serialize(run);
   reopen.wait_ms = 0;
-  std::unique_ptr<client::Transport> t;
+  std::unique_ptr<client::AgentTransport> t;
   Result<agent::OpenReply> reply = Status::Unavailable("no agent");
-  if (!in_process_fallback && rs.settings.transport == "agent") {
+  if (!private_agent && rs.settings.transport == "agent") {
     auto a = client::ConnectOrSpawnAgent(paths, rs.settings.dir, true,
                                          std::min(deadline_ms, now + 3000));
     if (a.ok()) {
@@ -358,9 +350,17 @@ bool Run::Impl::EnsureTransport(int64_t mono_deadline_ms) {
       reply = t->Open(reopen, deadline_ms);
     }
   }
+  bool started_private = false;
   if (!t || !reply.ok() || !reply->ok) {
-    t = MakeInProcess();
-    reply = t->Open(reopen, deadline_ms);
+    t.reset();
+    auto local = client::StartPrivateAgent(rs.settings.dir, deadline_ms);
+    if (local.ok()) {
+      t = std::move(*local);
+      reply = t->Open(reopen, deadline_ms);
+      started_private = true;
+    } else {
+      reply = local.status();
+    }
   }
   if (!reply.ok() || !reply->ok) {
     ++connect_failures;
@@ -369,7 +369,7 @@ bool Run::Impl::EnsureTransport(int64_t mono_deadline_ms) {
                 reply.ok() ? reply->error : reply.status().ToString());
     return false;
   }
-  if (t->in_process()) in_process_fallback = true;
+  if (started_private) private_agent = true;
   connect_failures = 0;
   transport = std::move(t);
   sent_upto = reply->last_frame;
@@ -520,7 +520,7 @@ void Run::Impl::ForkChild() {
   sent_upto = 0;
   next_connect_ms = 0;
   connect_failures = 0;
-  in_process_fallback = false;
+  private_agent = false;
   io_mu.unlock();
   (void)flusher.release();
   if (capture) {

@@ -1,6 +1,7 @@
 // Run::Impl: the state behind a cohort::Run: the resolved settings, the LogBuffer that Log()
-// appends to, the queue of numbered frames not yet acknowledged, the Transport to the agent
-// (or the in-process fallback), the flush thread and the console capture.
+// appends to, the queue of numbered frames not yet acknowledged, the transport to the agent (the
+// machine's shared agent, or a private agent of this process), the flush thread and the console
+// capture.
 //
 // Threading:
 //   - Log/Print touch only `buffer` (its own short lock) and atomics.
@@ -30,6 +31,7 @@
 #include "client/log_buffer.h"
 #include "client/transport.h"
 #include "cohort/cohort.h"
+#include "core/batch_format.h"
 
 namespace cohort {
 
@@ -48,7 +50,7 @@ struct Run::Impl {
   explicit Impl(client::ResolvedSettings resolved);
   ~Impl();  // finishes the run (exit code 0) if nobody did
 
-  // Connects (or spawns the agent, or falls back in-process) and opens the writer, all before
+  // Connects (or spawns the shared agent, or starts a private one) and opens the writer, all before
   // `deadline_ms` (agent::MonoMillis clock, as every deadline here). Sets entity/run_name/offline
   // from the reply.
   Status Start(int64_t deadline_ms);
@@ -92,24 +94,23 @@ struct Run::Impl {
   // Moves buffered data into frames; with `final` (Finish) also the pending last-value summary,
   // otherwise at most every kSummaryIntervalMs. Requires mu.
   void DrainBufferLocked(bool final = false);
-  void NoteLastValuesLocked(const agent::LogBatch& batch);  // requires mu
+  void NoteLastValuesLocked(const batch::Batch& batch);  // requires mu
   void EnqueueLastValuesLocked();                           // requires mu
   bool EnsureTransport(int64_t mono_deadline_ms);           // requires io_mu; monotonic
   void DropTransport(const Status& why);                    // requires io_mu
-  Result<agent::OpenReply> OpenOn(client::Transport* t, const agent::OpenRequest& req,
+  Result<agent::OpenReply> OpenOn(client::AgentTransport* t, const agent::OpenRequest& req,
                                   int64_t deadline_ms);
   // Start's way back to an agent that holds the writer's WAL: reads the answer to the open
   // outstanding on `*t`, or opens again on a new connection when that one broke, until
   // `deadline_ms`.
   Result<agent::OpenReply> AwaitAgentOpen(std::unique_ptr<client::AgentTransport>* t,
                                           int64_t deadline_ms);
-  std::unique_ptr<client::Transport> MakeInProcess();
   void StartFlusher();
   void StopFlusher();
 
   std::mutex io_mu;
-  std::unique_ptr<client::Transport> transport;  // guarded by io_mu
-  bool in_process_fallback = false;              // guarded by io_mu
+  std::unique_ptr<client::AgentTransport> transport;  // guarded by io_mu
+  bool private_agent = false;  // guarded by io_mu; reconnects start a private agent too
   int64_t next_connect_ms = 0;                   // monotonic; guarded by io_mu
   int connect_failures = 0;                      // guarded by io_mu
   uint64_t sent_upto = 0;                        // guarded by io_mu
@@ -120,8 +121,7 @@ struct Run::Impl {
   size_t frame_bytes = 0;           // guarded by mu
   uint64_t next_frame = 1;          // guarded by mu
   bool stop = false;                // guarded by mu
-  agent::LogBatch scratch;          // guarded by mu
-  std::string encoded;              // guarded by mu
+  batch::Batch scratch;             // guarded by mu
   // Last-value summary (only for the writer that controls the run): the last logged value of
   // each key not yet sent, and the keys the user set explicitly (never overwritten).
   bool auto_summary = false;                              // set before the flusher starts

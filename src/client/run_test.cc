@@ -1,6 +1,7 @@
 // End-to-end tests of the client library: Init -> Log -> Finish against a fake Cohort server,
-// in-process and through a spawned agent (the stand-in binary from src/agent), including a
-// server that is down at Init, an agent killed mid-run, console capture and fork.
+// through a private agent and through the spawned shared agent (the stand-in binary from
+// src/agent), including a server that is down at Init, an agent killed mid-run, console capture
+// and fork.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "agent/fake_cohort_server_for_test.h"
+#include "client/private_agents_for_test.h"
 #include "cohort/cohort.h"
 #include "core/clock.h"
 #include "core/json.h"
@@ -46,8 +48,12 @@ class RunTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (int pid = AgentPid(); pid > 0) kill(pid, SIGTERM);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // Agents may still be deleting the directories of writers they finished uploading: let the
+    // shared one and the private ones of this test's runs exit before removing the tree, so
+    // that they never delete the same files.
+    std::vector<int> agents = client::testing::PrivateAgentPids(root_ + "/data");
+    if (int pid = AgentPid(); pid > 0) agents.push_back(pid);
+    client::testing::StopAndWait(agents);
     fs::remove_all(root_);
   }
 
@@ -92,7 +98,9 @@ class RunTest : public ::testing::Test {
   std::string root_;
 };
 
-TEST_F(RunTest, InProcessRunUploadsEveryPoint) {
+// "inprocess" (the mode's old name) is a private agent: another process, over a socketpair; no
+// shared agent is started.
+TEST_F(RunTest, InProcessRunUploadsEveryPointThroughAPrivateAgent) {
   FakeCohortServer server;
   auto run = Init(Base(server.url(), "inprocess"));
   ASSERT_TRUE(run.ok()) << run.status().ToString();
@@ -105,6 +113,44 @@ TEST_F(RunTest, InProcessRunUploadsEveryPoint) {
   EXPECT_EQ(server.points().at({"w0", "k3", 512}), 5123.0);
   EXPECT_EQ(server.writers().at("w0").state, "finished");
   EXPECT_EQ(server.overwritten_points(), 0);
+  EXPECT_EQ(AgentPid(), 0);  // no shared agent
+}
+
+// The shared agent's socket cannot be used (its directory would be a regular file): the run
+// starts a private agent and uploads everything all the same.
+TEST_F(RunTest, ARunWhoseSharedAgentSocketIsUnusableStillUploads) {
+  FakeCohortServer server;
+  { std::ofstream(root_ + "/not-a-dir") << "x"; }
+  setenv("COHORT_AGENT_SOCKET", (root_ + "/not-a-dir/agent.sock").c_str(), 1);
+  auto run = Init(Base(server.url(), "agent"));
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  LogSteps(*run, 0, 100);
+  ASSERT_TRUE(run->Finish().ok());
+  EXPECT_EQ(server.point_count("w0"), 1000u);
+  EXPECT_EQ(server.writers().at("w0").state, "finished");
+}
+
+// A private agent outlives its training process to finish the uploads: here the server comes up
+// only after the process exited.
+TEST_F(RunTest, APrivateAgentFinishesTheUploadsAfterItsProcessExited) {
+  const int port = FakeHttpServer::FreePort();
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  setenv("COHORT_BACKOFF_MAX_S", "0.3", 1);
+  std::string probe_url = url;
+  char* argv[] = {const_cast<char*>(COHORT_TEST_EXIT_PROBE_BIN), probe_url.data(),
+                  const_cast<char*>("return"), nullptr};
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv, environ), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  unsetenv("COHORT_BACKOFF_MAX_S");
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 5);
+  FakeCohortServer server(port);
+  EXPECT_TRUE(WaitFor([&] { return server.writers().count("w0") &&
+                                   server.writers().at("w0").state == "failed"; },
+                      20000));
+  EXPECT_EQ(server.point_count("w0"), 10u);
 }
 
 TEST_F(RunTest, AgentRunUploadsEveryPointAndAgentExitsWhenIdle) {
@@ -350,6 +396,23 @@ TEST_F(RunTest, SummaryKeepsTheLastLoggedValueUnlessSetExplicitly) {
   EXPECT_EQ(*json::ToDouble(summary.at("acc")), 0.99);  // set by hand: kept
   EXPECT_EQ(summary["nan_metric"], "NaN");
   EXPECT_EQ(summary["inf_metric"], "-Infinity");
+}
+
+// A key the server refuses (here the reserved system/ prefix) is dropped at the call and counted;
+// before, it reached a batch that the agent acknowledged and the server then refused whole,
+// losing every other key of that batch.
+TEST_F(RunTest, AKeyTheServerRefusesIsDroppedAtTheCallAndTheRestOfTheBatchArrives) {
+  FakeCohortServer server;
+  auto run = Init(Base(server.url(), "agent"));
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  for (int step = 0; step < 20; ++step) {
+    run->Log({{"loss", double(step)}, {"system/gpu.0.temp", 50.0}, {"acc", step / 20.0}});
+  }
+  EXPECT_EQ(run->dropped(), 20);
+  ASSERT_TRUE(run->Finish().ok());
+  EXPECT_EQ(server.point_count("w0"), 40u);
+  EXPECT_EQ(server.points().count({"w0", "loss", 19}), 1u);
+  EXPECT_TRUE(server.system_keys("w0").empty());
 }
 
 TEST_F(RunTest, SharedWorkerSendsNoLastValueSummary) {

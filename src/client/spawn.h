@@ -1,6 +1,7 @@
-// Starting the node agent on demand: find the `cohort` binary, launch `cohort agent` detached
-// from the training process (posix_spawn + exec, a new session, no inherited descriptors; never
-// a bare fork of the training process), and wait, bounded, until its socket answers.
+// Starting agents on demand: find the `cohort` binary, launch `cohort agent` detached from the
+// training process (posix_spawn + exec, a new session, no inherited descriptors; never a bare
+// fork of the training process), and wait, bounded, until its socket answers; or launch a
+// private agent (`cohort agent --private --fd 3`) for this process alone, over a socketpair.
 // Free functions; thread-safe.
 #pragma once
 
@@ -23,6 +24,18 @@ Result<std::string> FindCohortBinary();
 // COHORT_AGENT_DETACH=1 (it forks away and its first process exits at once, which this reaps).
 Status SpawnAgent(const std::string& binary, const agent::AgentPaths& paths,
                   const std::string& data_dir);
+
+// Launches a private agent for this process (agent/agent.h RunPrivateAgent): `binary agent
+// --private --fd 3`, its descriptor 3 one end of a new socketpair, in a new session (it outlives
+// this process to finish its uploads), stdio on /dev/null and <data_dir>/agent.log, with
+// COHORT_DIR=data_dir. Returns this process's end of the socketpair (close-on-exec). The child
+// is reaped off this thread when it exits.
+Result<int> SpawnPrivateAgent(const std::string& binary, const std::string& data_dir);
+
+// FindCohortBinary + SpawnPrivateAgent + the protocol's hello, before `deadline_ms`
+// (agent::MonoMillis clock). An error names what to set when no binary can be found.
+Result<std::unique_ptr<AgentTransport>> StartPrivateAgent(const std::string& data_dir,
+                                                          int64_t deadline_ms);
 
 // Connects to the agent at `paths`; when nobody answers and `allow_spawn`, spawns one and
 // retries until `deadline_ms` (agent::MonoMillis clock).

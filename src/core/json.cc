@@ -309,29 +309,4 @@ void FieldReader::RejectUnknown(std::initializer_list<std::string_view> allowed)
   }
 }
 
-bool IsValidUtf8(std::string_view s) {
-  size_t i = 0, n = s.size();
-  while (i < n) {
-    unsigned char c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    int len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (len == 0 || i + len > n) return false;
-    uint32_t cp = c & (0xFF >> (len + 1));
-    for (int k = 1; k < len; ++k) {
-      unsigned char cc = s[i + k];
-      if ((cc >> 6) != 0x2) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += len;
-  }
-  return true;
-}
-
 }  // namespace cohort::json

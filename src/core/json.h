@@ -67,7 +67,4 @@ class FieldReader {
   Status status_;
 };
 
-// True when `s` is valid UTF-8.
-bool IsValidUtf8(std::string_view s);
-
 }  // namespace cohort::json

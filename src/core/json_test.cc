@@ -46,12 +46,6 @@ TEST(FieldReader, RejectsUnknownField) {
   EXPECT_EQ(r.status().message(), "bogus: unknown field");
 }
 
-TEST(Utf8, AcceptsMultibyteAndRejectsSurrogates) {
-  EXPECT_TRUE(IsValidUtf8("h\xc3\xa9llo \xf0\x9f\x98\x80"));
-  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));
-  EXPECT_FALSE(IsValidUtf8("\xc3"));
-}
-
 namespace cohort::json {
 namespace {
 

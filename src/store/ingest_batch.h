@@ -16,14 +16,15 @@
 #include <utility>
 #include <vector>
 
+#include "core/limits.h"
 #include "store/console_types.h"
 
 namespace cohort::store {
 
 inline constexpr int64_t kAssignStep = -1;  // history_step value: the writer's next step
 
-// The prefix of every system metric key as stored ("system/gpu.0.temp").
-inline constexpr std::string_view kSystemKeyPrefix = "system/";
+// The prefix of every system metric key as stored ("system/gpu.0.temp"), core/limits.h.
+using limits::kSystemKeyPrefix;
 
 // A position in one of a writer's ordered input streams, for clients that number their lines
 // rather than their batches (the W&B file_stream offsets, src/server/compat). A batch carrying

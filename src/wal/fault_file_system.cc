@@ -238,6 +238,24 @@ Status FaultInjectingFileSystem::Truncate(const std::string& path, uint64_t size
 
 Status FaultInjectingFileSystem::CreateDir(const std::string& dir) { return base_->CreateDir(dir); }
 
+Result<bool> FaultInjectingFileSystem::Exists(const std::string& path) {
+  return base_->Exists(path);
+}
+
+Status FaultInjectingFileSystem::RemoveAll(const std::string& path) {
+  COHORT_RETURN_IF_ERROR(base_->RemoveAll(path));
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string prefix = path + "/";
+  for (auto it = tracked_.begin(); it != tracked_.end();) {
+    it = it->first == path || it->first.rfind(prefix, 0) == 0 ? tracked_.erase(it) : std::next(it);
+  }
+  return Status::Ok();
+}
+
+Status FaultInjectingFileSystem::SetPermissions(const std::string& path, uint32_t mode) {
+  return base_->SetPermissions(path, mode);
+}
+
 Status FaultInjectingFileSystem::SyncDir(const std::string& dir) {
   COHORT_RETURN_IF_ERROR(base_->SyncDir(dir));
   std::string d = dir;

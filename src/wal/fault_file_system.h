@@ -60,6 +60,9 @@ class FaultInjectingFileSystem final : public FileSystem {
   Status Remove(const std::string& path) override;
   Status Truncate(const std::string& path, uint64_t size) override;
   Status CreateDir(const std::string& dir) override;
+  Result<bool> Exists(const std::string& path) override;
+  Status RemoveAll(const std::string& path) override;
+  Status SetPermissions(const std::string& path, uint32_t mode) override;
   Status SyncDir(const std::string& dir) override;
   Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override;
 

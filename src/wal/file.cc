@@ -1,5 +1,6 @@
 #include "wal/file.h"
 
+#include <filesystem>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -171,7 +172,7 @@ class PosixFileSystem final : public FileSystem {
   }
 
   Status Remove(const std::string& path) override {
-    if (::unlink(path.c_str()) != 0) return ErrnoStatus("unlink", path, errno);
+    if (::remove(path.c_str()) != 0) return ErrnoStatus("remove", path, errno);
     return Status::Ok();
   }
 
@@ -195,6 +196,25 @@ class PosixFileSystem final : public FileSystem {
     struct stat st;
     if (::stat(dir.c_str(), &st) != 0) return ErrnoStatus("stat", dir, errno);
     if (!S_ISDIR(st.st_mode)) return Status::FailedPrecondition(dir + " is not a directory");
+    return Status::Ok();
+  }
+
+  Result<bool> Exists(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0) return true;
+    if (errno == ENOENT || errno == ENOTDIR) return false;
+    return ErrnoStatus("stat", path, errno);
+  }
+
+  Status RemoveAll(const std::string& path) override {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+    if (ec) return ErrnoStatus("remove", path, ec.value());
+    return Status::Ok();
+  }
+
+  Status SetPermissions(const std::string& path, uint32_t mode) override {
+    if (::chmod(path.c_str(), mode_t(mode)) != 0) return ErrnoStatus("chmod", path, errno);
     return Status::Ok();
   }
 
@@ -273,11 +293,13 @@ Result<std::string> ReadFileToString(FileSystem* fs, const std::string& path, ui
   return out;
 }
 
-Status WriteFileAtomically(FileSystem* fs, const std::string& path, std::string_view contents) {
+Status WriteFileAtomically(FileSystem* fs, const std::string& path, std::string_view contents,
+                           std::optional<uint32_t> permissions) {
   std::string tmp = path + ".tmp";
   COHORT_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file,
                           fs->NewWritableFile(tmp, WriteMode::kTruncate));
-  Status s = file->Append(contents);
+  Status s = permissions ? fs->SetPermissions(tmp, *permissions) : Status::Ok();
+  if (s.ok()) s = file->Append(contents);
   if (s.ok()) s = file->Sync();
   Status c = file->Close();
   if (s.ok()) s = c;

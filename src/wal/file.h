@@ -1,6 +1,6 @@
-// File-system seam of the write-ahead log: the few file operations the WAL needs, behind small
-// interfaces so that tests can inject faults (see fault_file_system.h) and so that the WAL never
-// calls the operating system directly.
+// File-system seam of the write-ahead log and of the agent: the few file operations they need,
+// behind small interfaces so that tests can inject faults (see fault_file_system.h) and so that
+// neither calls the operating system directly for its files.
 //
 // Threading: a FileSystem is safe to use from any number of threads. A WritableFile or
 // SequentialFile is a single-threaded object (external synchronisation); distinct file objects
@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,11 +75,17 @@ class FileSystem {
   virtual Result<uint64_t> FileSize(const std::string& path) = 0;
   // Atomically replaces `to` with `from` (rename(2)); durable only after SyncDir.
   virtual Status Rename(const std::string& from, const std::string& to) = 0;
-  // kNotFound when the path does not exist.
+  // Removes a file or an empty directory. kNotFound when the path does not exist.
   virtual Status Remove(const std::string& path) = 0;
   virtual Status Truncate(const std::string& path, uint64_t size) = 0;
   // Creates `dir` and its missing parents; OK when it exists.
   virtual Status CreateDir(const std::string& dir) = 0;
+  // True when `path` exists (a file or a directory).
+  virtual Result<bool> Exists(const std::string& path) = 0;
+  // Removes `path` and, for a directory, everything in it; OK when it does not exist.
+  virtual Status RemoveAll(const std::string& path) = 0;
+  // Sets the permission bits of `path` (chmod), e.g. 0600 for a file that holds a secret.
+  virtual Status SetPermissions(const std::string& path, uint32_t mode) = 0;
   // Makes the entries of `dir` (creations, renames, removals) durable (fsync of the directory).
   virtual Status SyncDir(const std::string& dir) = 0;
   // Takes an exclusive advisory lock on `path` (created if missing). kFailedPrecondition when
@@ -96,8 +103,10 @@ std::string JoinPath(std::string_view dir, std::string_view name);
 Result<std::string> ReadFileToString(FileSystem* fs, const std::string& path, uint64_t max_size);
 
 // Replaces `path` with `contents` so that a crash leaves either the old or the new file: writes
-// `path`.tmp, syncs it, renames it over `path` and syncs the directory.
-Status WriteFileAtomically(FileSystem* fs, const std::string& path, std::string_view contents);
+// `path`.tmp (with `permissions` set before any byte is written, when given), syncs it, renames
+// it over `path` and syncs the directory.
+Status WriteFileAtomically(FileSystem* fs, const std::string& path, std::string_view contents,
+                           std::optional<uint32_t> permissions = std::nullopt);
 
 // The Status for a failed system call: kUnavailable for a full disk or quota (ENOSPC, EDQUOT:
 // retry later), kNotFound for ENOENT, kAlreadyExists for EEXIST, else kIOError. The message

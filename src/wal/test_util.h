@@ -147,6 +147,11 @@ class NoSyncFileSystem final : public FileSystem {
     return base_->Truncate(path, size);
   }
   Status CreateDir(const std::string& dir) override { return base_->CreateDir(dir); }
+  Result<bool> Exists(const std::string& path) override { return base_->Exists(path); }
+  Status RemoveAll(const std::string& path) override { return base_->RemoveAll(path); }
+  Status SetPermissions(const std::string& path, uint32_t mode) override {
+    return base_->SetPermissions(path, mode);
+  }
   Status SyncDir(const std::string&) override { return Status::Ok(); }
   Result<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
     return base_->LockFile(path);

@@ -162,15 +162,43 @@ def test_finish_is_bounded_when_the_agent_is_killed(client):
     assert float(out.strip().splitlines()[-1]) < 3.5
 
 
-def test_init_falls_back_in_process_when_no_agent_can_start(client):
+def test_a_run_whose_shared_agent_socket_is_unusable_still_uploads(client):
+    # The shared agent's socket directory would be a regular file: no shared agent can start,
+    # the run starts a private agent (`cohort agent --private`) and uploads all the same.
+    blocker = client.tmp / "not-a-dir"
+    blocker.write_text("x")
     t0 = time.monotonic()
     assert_ok(client.python(HEADER + (
-        "r = cohort.init(project='life', settings=cohort.Settings(init_timeout=5))\n"
+        "r = cohort.init(project='life', settings=cohort.Settings(init_timeout=10))\n"
         "for i in range(10):\n    r.log({'x': i})\n"
-        "r.finish()\n"), env={"COHORT_BIN": "/bin/false"}))
+        "r.finish()\n"), env={"COHORT_AGENT_SOCKET": str(blocker / "agent.sock")}))
     assert time.monotonic() - t0 < 30
     view = only_run(client)
     assert final(view)["state"] == "finished"
-    hist = wait_until(lambda: (h := view.history(keys=["x"])) and
-                      sum(len(p) for p in h.values()) == 10 and h, what="10 points")
-    assert client.agent_pids() == []
+    wait_until(lambda: (h := view.history(keys=["x"])) and
+               sum(len(p) for p in h.values()) == 10 and h, what="10 points")
+    # The private agent exits once its uploads are done.
+    wait_until(lambda: client.agent_pids() == [], what="the private agent to exit")
+
+
+def test_x_agent_inprocess_runs_a_private_agent(client):
+    assert_ok(client.python(HEADER + (
+        "r = cohort.init(project='life', settings=cohort.Settings(x_agent='inprocess'))\n"
+        "for i in range(10):\n    r.log({'x': i})\n"
+        "r.finish()\n")))
+    view = only_run(client)
+    assert final(view)["state"] == "finished"
+    wait_until(lambda: (h := view.history(keys=["x"])) and
+               sum(len(p) for p in h.values()) == 10 and h, what="10 points")
+    sock = client.server.home / "run" / "cohort" / "agent.sock"
+    assert not sock.exists(), "a private agent listens on no socket"
+
+
+def test_without_a_cohort_binary_init_fails_naming_cohort_bin(client):
+    r = client.python(HEADER + (
+        "try:\n"
+        "    cohort.init(project='life', settings=cohort.Settings(init_timeout=5))\n"
+        "except Exception as e:\n"
+        "    print('init failed:', e)\n"), env={"COHORT_BIN": "/nonexistent/cohort"})
+    assert_ok(r)
+    assert "init failed:" in r.stdout and "COHORT_BIN" in r.stdout, r.stdout

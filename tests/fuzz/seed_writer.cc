@@ -1,6 +1,6 @@
 // Writes the binary seed inputs of the fuzz targets (see tests/fuzz/CMakeLists.txt): encoded
-// chunks, WAL segments and agent protocol streams, made by the real encoders, each prefixed by
-// the mode bytes its fuzzer reads first. The text seeds (HTTP, ingest, GraphQL) are written by
+// chunks, WAL segments, agent protocol streams and batch v2 bodies, made by the real encoders,
+// each prefixed by the mode bytes its fuzzer reads first. The text seeds (HTTP, ingest, GraphQL) are written by
 // hand. Usage: fuzz_seed_writer <corpus dir>   (writes into <dir>/chunk, <dir>/wal, ...)
 #include <cmath>
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent/protocol.h"
+#include "core/batch_format.h"
 #include "core/coding.h"
 #include "series/chunk.h"
 #include "wal/format.h"
@@ -105,15 +106,55 @@ void WalSeeds(const fs::path& dir) {
       std::string("\x07\x11", 2) + "one\n*two\nthree" + std::string("\x00\x00\x30\x00\x01\x07", 6));
 }
 
-void ProtocolSeeds(const fs::path& dir) {
-  agent::LogBatch b;
+batch::Batch SampleBatch() {
+  batch::Batch b;
   b.keys = {"loss", "acc", "gpu.0.util"};
   b.cells = {{0, 0.5}, {1, 0.9}, {2, 77}};
   b.history = {{10, 1700000000000, 0, 2}};
   b.system = {{0, 1700000000500, 2, 1}};
   b.console = {{1700000000600, false, "epoch 1"}, {1700000000700, true, "warning"}};
+  return b;
+}
+
+// Batch v2 bodies (core/batch_format.h) for the binary decoder; the first byte is the fuzzer's
+// mode (bit 0: recompute the checksum).
+void IngestBinarySeeds(const fs::path& dir) {
+  auto write = [&](const std::string& name, const batch::Batch& b, char mode = 0) {
+    std::string body;
+    batch::Encode(b, &body);
+    Write(dir, name, std::string(1, mode) + body);
+  };
+  batch::Batch full = SampleBatch();
+  full.keys.push_back("caf\xc3\xa9");
+  full.cells.push_back({3, -0.0});
+  full.cells.push_back({0, std::numeric_limits<double>::quiet_NaN()});
+  full.cells.push_back({1, std::numeric_limits<double>::infinity()});
+  full.history.push_back({11, 1700000000007, 3, 1});
+  full.history.push_back({-1, 1699999999990, 4, 2});  // time back, no step
+  full.history.push_back({12, 1700000000100, 4, 2});  // the same keys as the previous row
+  write("full.bin", full);
+  write("full_fixcrc.bin", full, 1);
+  batch::Batch history = full;
+  history.system.clear();
+  history.console.clear();
+  write("history_only.bin", history);
+  batch::Batch system = full;
+  system.history.clear();
+  system.console.clear();
+  write("system_only.bin", system);
+  batch::Batch console;
+  console.console = full.console;
+  write("console_only.bin", console);
+  write("empty.bin", batch::Batch{});
+  std::string old;
+  batch::Encode(full, &old);
+  old[4] = 1;  // a version this build does not read
+  Write(dir, "bad_version.bin", std::string(1, '\1') + old);
+}
+
+void ProtocolSeeds(const fs::path& dir) {
   std::string batch;
-  agent::EncodeLogBatch(b, &batch);
+  batch::Encode(SampleBatch(), &batch);
   agent::OpenRequest open;
   open.session = 42;
   open.base_url = "http://127.0.0.1:1";
@@ -125,7 +166,8 @@ void ProtocolSeeds(const fs::path& dir) {
   finish.exit_code = 0;
 
   std::string stream;
-  agent::AppendFrame(agent::MessageType::kHello, agent::ToJson(agent::HelloMessage{1, 123}),
+  agent::AppendFrame(agent::MessageType::kHello,
+                     agent::ToJson(agent::HelloMessage{agent::kProtocolVersion, 123}),
                      &stream);
   agent::AppendFrame(agent::MessageType::kOpen, agent::ToJson(open), &stream);
   agent::AppendFrame(agent::MessageType::kLog, agent::NumberedPayload(1, batch), &stream);
@@ -159,5 +201,6 @@ int main(int argc, char** argv) {
   ChunkSeeds(root / "chunk");
   WalSeeds(root / "wal");
   ProtocolSeeds(root / "protocol");
+  IngestBinarySeeds(root / "ingest_binary");
   return 0;
 }

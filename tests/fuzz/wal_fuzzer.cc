@@ -66,6 +66,9 @@ class MemoryFileSystem final : public wal::FileSystem {
   Status Remove(const std::string&) override { return ReadOnly(); }
   Status Truncate(const std::string&, uint64_t) override { return ReadOnly(); }
   Status CreateDir(const std::string&) override { return ReadOnly(); }
+  Result<bool> Exists(const std::string& p) override { return files_.count(p) > 0; }
+  Status RemoveAll(const std::string&) override { return ReadOnly(); }
+  Status SetPermissions(const std::string&, uint32_t) override { return ReadOnly(); }
   Status SyncDir(const std::string&) override { return ReadOnly(); }
   Result<std::unique_ptr<wal::FileLock>> LockFile(const std::string&) override {
     return ReadOnly();

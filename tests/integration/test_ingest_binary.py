@@ -1,9 +1,11 @@
-"""The binary batch body of POST .../batches (docs/formats.md, "Binary ingest batch") against the
-real `cohort server`: the same data sent as JSON and as binary is stored identically, duplicates
-are acknowledged once, and bad bodies get JSON errors naming the problem.
+"""The binary batch body of POST .../batches (docs/formats.md, "Batch v2") against the real
+`cohort server`: the same data sent as JSON and as binary is stored identically, duplicates are
+acknowledged once, and bad bodies (or a missing Cohort-Batch-Seq header) get JSON errors naming
+the problem.
 
-The encoder below is written from the format's documentation, independently of the agent's C++
-encoder (which src/server/api/ingest_binary_decode_test.cc round-trips).
+The encoder below is written from the format's documentation, independently of the client
+library's C++ encoder (core/batch_format.h, which src/server/api/ingest_binary_decode_test.cc
+round-trips).
 """
 import math
 import struct
@@ -46,16 +48,15 @@ def zigzag(v):
     return (v << 1) ^ (v >> 63) if v >= 0 else ((-v) << 1) - 1
 
 
-def encode(seq, history=(), system=(), console=(), version=1):
+def encode(history=(), system=(), console=(), version=2):
     """history: [(step or None, time_ms, {key: value})], system: [(time_ms, {key: value})],
-    console: [(time_ms, "stdout"|"stderr", text)]."""
+    console: [(time_ms, "stdout"|"stderr", text)]. The seq goes in the Cohort-Batch-Seq header."""
     keys = []
     for row in list(history) + [(None,) + tuple(r) for r in system]:
         for k in row[2]:
             if k not in keys:
                 keys.append(k)
-    p = bytearray(varint(seq))
-    p += varint(len(keys))
+    p = bytearray(varint(len(keys)))
     for k in keys:
         kb = k.encode()
         p += varint(len(kb)) + kb
@@ -104,9 +105,11 @@ def setup_run(api, labels):
     return base
 
 
-def post_binary(api, base, label, body, content_type=CONTENT_TYPE):
-    return api.post(f"{base}/writers/{label}/batches", raw=body,
-                    headers={"Content-Type": content_type})
+def post_binary(api, base, label, body, seq=1, content_type=CONTENT_TYPE):
+    headers = {"Content-Type": content_type}
+    if seq is not None:
+        headers["Cohort-Batch-Seq"] = str(seq)
+    return api.post(f"{base}/writers/{label}/batches", raw=body, headers=headers)
 
 
 HISTORY = [
@@ -162,7 +165,7 @@ def test_binary_and_json_bodies_store_identical_data(api):
     base = setup_run(api, ["j", "b"])
     status, rj = api.post(f"{base}/writers/j/batches", json_body(1))
     assert status == 200, rj
-    status, rb = post_binary(api, base, "b", encode(1, HISTORY, SYSTEM, CONSOLE))
+    status, rb = post_binary(api, base, "b", encode(HISTORY, SYSTEM, CONSOLE), seq=1)
     assert status == 200, rb
     assert rb == rj == {"duplicate": False, "points": 11, "next_step": 5}
     from_json, from_binary = stored(api, base, "j"), stored(api, base, "b")
@@ -173,25 +176,27 @@ def test_binary_and_json_bodies_store_identical_data(api):
 
 def test_binary_duplicate_seq_is_acknowledged_and_stored_once(api):
     base = setup_run(api, ["b"])
-    body = encode(7, HISTORY[:2])
-    status, first = post_binary(api, base, "b", body)
+    body = encode(HISTORY[:2])
+    status, first = post_binary(api, base, "b", body, seq=7)
     assert status == 200 and first["duplicate"] is False and first["points"] == 4
-    status, again = post_binary(api, base, "b", body)
+    status, again = post_binary(api, base, "b", body, seq=7)
     assert status == 200 and again["duplicate"] is True, again
     assert len(stored(api, base, "b")["loss"]) == 2
 
 
 def test_unknown_binary_version_is_415_naming_the_version(api):
     base = setup_run(api, ["b"])
-    status, body = post_binary(api, base, "b", encode(1, HISTORY, version=9))
-    assert status == 415, body
-    assert body["error"]["code"] == "unsupported_media_type"
-    assert "version 9" in body["error"]["message"]
+    for version in (1, 9):
+        status, body = post_binary(api, base, "b", encode(HISTORY, version=version))
+        assert status == 415, body
+        assert body["error"]["code"] == "unsupported_media_type"
+        assert f"version {version}" in body["error"]["message"]
+        assert "cohort-batch-v2" in body["error"]["message"]
 
 
 def test_bad_binary_bodies_are_400_naming_the_problem_and_store_nothing(api):
     base = setup_run(api, ["b"])
-    good = encode(1, HISTORY, SYSTEM, CONSOLE)
+    good = encode(HISTORY, SYSTEM, CONSOLE)
     corrupt = bytearray(good)
     corrupt[-1] ^= 1
     cases = {
@@ -203,17 +208,26 @@ def test_bad_binary_bodies_are_400_naming_the_problem_and_store_nothing(api):
     payload = good[12:-3]
     cases["truncated in"] = (good[:8] + struct.pack("<I", crc32c(payload)) + payload)
     # A key index out of range: one key, a row naming key 5.
-    p = varint(1) + varint(1) + varint(1) + b"a" + varint(1) + bytes([0]) + varint(2) + \
+    p = varint(1) + varint(1) + b"a" + varint(1) + bytes([0]) + varint(2) + \
         varint(1) + varint(5) + struct.pack("<d", 1.0) + varint(0) + varint(0)
-    cases["key index 5 out of range"] = b"CBAT\x01\x00\x00\x00" + struct.pack("<I", crc32c(p)) + p
+    cases["key index 5 out of range"] = b"CBAT\x02\x00\x00\x00" + struct.pack("<I", crc32c(p)) + p
+    # A key the key rule refuses (the reserved system/ prefix), named with its place.
+    cases["keys[2]: key 'system/cpu' starts with"] = encode(
+        [(0, 1, {"loss": 1.0, "acc": 2.0, "system/cpu": 3.0})])
     for needle, body in cases.items():
         status, answer = post_binary(api, base, "b", body)
         assert status == 400, (needle, answer)
         assert needle in answer["error"]["message"], (needle, answer)
+    # The seq travels in a header, required with this content type.
+    for seq, needle in ((None, "Cohort-Batch-Seq header: required"),
+                        ("0", "Cohort-Batch-Seq header: must be > 0"),
+                        ("x1", "Cohort-Batch-Seq header: expected a decimal integer")):
+        status, answer = post_binary(api, base, "b", good, seq=seq)
+        assert status == 400 and needle in answer["error"]["message"], (seq, answer)
     status, keys = api.get(f"{base}/keys")
     assert status == 200 and keys["keys"] == []
 
 
 def test_healthz_lists_the_binary_format(server):
     status, body = Api(server.url, "").get("/healthz")
-    assert status == 200 and "cohort-batch-v1" in body["ingest_formats"]
+    assert status == 200 and body["ingest_formats"] == ["json", "cohort-batch-v2"]

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/json.h"
+#include "core/limits.h"
 #include "server/api/auth.h"
 #include "server/api/heartbeat_coalescer.h"
 #include "server/api/signing_keys.h"
@@ -20,14 +21,16 @@
 
 namespace cohort::api {
 
+// The server's limits, defaults from core/limits.h (one place for every tier); fields so that a
+// flag (--max-keys-per-batch) or a test can change one.
 struct ApiLimits {
-  size_t max_keys_per_batch = 10000;
-  size_t max_key_bytes = 256;
-  size_t max_label_bytes = 128;
-  size_t max_console_line_bytes = 64 << 10;
-  size_t max_rows_per_batch = 1000000;
-  int max_buckets = 10000;
-  int64_t max_raw_points = 1000000;
+  size_t max_keys_per_batch = limits::kMaxKeysPerBatch;
+  size_t max_key_bytes = limits::kMaxKeyBytes;
+  size_t max_label_bytes = limits::kMaxLabelBytes;
+  size_t max_console_line_bytes = limits::kMaxConsoleLineBytes;
+  size_t max_rows_per_batch = limits::kMaxRowsPerBatch;
+  int max_buckets = limits::kMaxBuckets;
+  int64_t max_raw_points = limits::kMaxRawPoints;
 };
 
 struct ApiContext {

@@ -1,5 +1,6 @@
 // Routes: GET /healthz (readiness, no key), GET /metrics (no key; per-entity series only for an
 // admin key).
+#include "core/limits.h"
 #include "core/version.h"
 #include "server/api/context.h"
 
@@ -17,10 +18,11 @@ void RegisterHealthRoutes(http::Router& r, ApiContext* ctx) {
         return resp;
       }
     }
-    // ingest_formats: the batch bodies POST .../batches reads (the agent picks binary when listed).
-    return JsonResponse(200, bj::object{{"status", "ok"},
-                                        {"version", kVersion},
-                                        {"ingest_formats", bj::array{"json", "cohort-batch-v1"}}});
+    // ingest_formats: the batch bodies POST .../batches reads (docs/api.md, "Ingest").
+    return JsonResponse(
+        200, bj::object{{"status", "ok"},
+                        {"version", kVersion},
+                        {"ingest_formats", bj::array{"json", bj::string(limits::kBatchFormatName)}}});
   });
   r.Add("GET", "/metrics", [ctx](http::HttpRequest& req) {
     // Series that name entities (and so list every entity with its activity) need an admin key.

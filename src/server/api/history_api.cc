@@ -12,12 +12,13 @@
 
 #include "core/clock.h"
 #include "core/ids.h"
+#include "core/limits.h"
 #include "server/api/context.h"
 
 namespace cohort::api {
 namespace {
 
-constexpr std::string_view kSystemPrefix = "system/";
+constexpr std::string_view kSystemPrefix = limits::kSystemKeyPrefix;
 // Runs one project-level read (runs=) may name.
 constexpr size_t kMaxRunsPerQuery = 200;
 

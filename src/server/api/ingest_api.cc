@@ -1,42 +1,53 @@
 // Route: POST /api/v1/runs/{entity}/{project}/{run}/writers/{label}/batches — one writer's
 // history rows, system samples and console lines, stored atomically and at most once per seq.
-// The body is JSON (docs/api.md) or, with Content-Type application/vnd.cohort.batch, the binary
-// batch encoding the agent sends (docs/formats.md, "Binary ingest batch"); a binary version this
-// server does not read is answered 415, so that a client can fall back to JSON.
-#include <unordered_set>
-
+// The body is JSON (docs/api.md) or, with Content-Type application/vnd.cohort.batch, a batch v2
+// (docs/formats.md) with its seq in the Cohort-Batch-Seq header: what the agent posts, byte for
+// byte the batch the client encoded. A binary version this server does not read is answered
+// 415. Both decoders yield the columnar batch (store/ingest_batch.h), limits checked once.
+#include "core/batch_format.h"
 #include "core/clock.h"
+#include "core/limits.h"
 #include "server/api/context.h"
 #include "server/api/ingest_binary_decode.h"
 #include "server/api/ingest_decode.h"
 #include "server/api/throttle.h"
 
 namespace cohort::api {
+namespace {
+
+Result<store::IngestBatch> DecodeBody(const http::HttpRequest& req, const ApiLimits& limits) {
+  if (!IsBinaryBatchContentType(req.Header("content-type"))) {
+    return DecodeIngestBatch(req.body, limits);
+  }
+  COHORT_ASSIGN_OR_RETURN(int64_t seq, ParseBatchSeqHeader(req.Header("cohort-batch-seq")));
+  return DecodeBinaryIngestBatch(req.body, seq, limits);
+}
+
+}  // namespace
 
 void RegisterIngestRoutes(http::Router& r, ApiContext* ctx) {
   r.Add("POST", "/api/v1/runs/{entity}/{project}/{run}/writers/{label}/batches",
         Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
           auto ref = RunRefFromPath(req, who);
           if (!ref.ok()) return ErrorResponse(ref.status());
-          const bool binary = IsBinaryBatchContentType(req.Header("content-type"));
-          if (binary) {
-            auto version = BinaryBatchVersion(req.body);
-            if (version && *version != kBinaryBatchVersion) {
+          if (IsBinaryBatchContentType(req.Header("content-type"))) {
+            auto version = batch::Version(req.body);
+            if (version && *version != limits::kBatchVersion) {
               ctx->metrics->AddRejected("bad_batch");
-              return http::HttpResponse::Error(415, "unsupported_media_type",
-                                               "binary batch version " + std::to_string(*version) +
-                                                   " is not supported (this server reads version " +
-                                                   std::to_string(kBinaryBatchVersion) +
-                                                   "); send JSON instead");
+              return http::HttpResponse::Error(
+                  415, "unsupported_media_type",
+                  "binary batch version " + std::to_string(*version) +
+                      " is not supported (this server reads version " +
+                      std::to_string(limits::kBatchVersion) + ", " +
+                      std::string(limits::kBatchFormatName) + ")");
             }
           }
-          auto batch = binary ? DecodeBinaryIngestBatch(req.body, ctx->limits)
-                              : DecodeIngestBatch(req.body, ctx->limits);
+          auto batch = DecodeBody(req, ctx->limits);
           if (!batch.ok()) {
             ctx->metrics->AddRejected("bad_batch");
             return ErrorResponse(batch.status());
           }
-          if (auto refused = ThrottlePoints(ctx, who.entity, CountPoints(*batch))) {
+          if (auto refused = ThrottlePoints(ctx, who.entity, batch->points())) {
             return std::move(*refused);
           }
           batch->max_run_keys = RunKeyLimit(ctx, who.entity);

@@ -1,103 +1,60 @@
 #include "server/api/ingest_binary_decode.h"
 
-#include <cstring>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
+#include "core/batch_format.h"
 #include "core/coding.h"
-#include "core/crc32c.h"
+#include "core/limits.h"
+#include "core/metric_key.h"
+#include "core/utf8.h"
 
 namespace cohort::api {
 namespace {
 
-// Row flags (docs/formats.md, "Binary ingest batch").
-constexpr uint8_t kHasStep = 1;   // history rows: a step follows (else the server assigns it)
-constexpr uint8_t kSameKeys = 2;  // the row's keys are the previous row's (of its section)
+using store::IngestBatch;
+using store::KeyColumn;
 
-// True when `s` is well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF),
-// as the JSON parser requires of strings.
-bool IsValidUtf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const auto* end = p + s.size();
-  while (p < end) {
-    unsigned char c = *p;
-    if (c < 0x80) {
-      ++p;
-      continue;
-    }
-    size_t n;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      n = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 3;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return false;
-    }
-    if (size_t(end - p) < n || p[1] < lo || p[1] > hi) return false;
-    for (size_t k = 2; k < n; ++k) {
-      if (p[k] < 0x80 || p[k] > 0xBF) return false;
-    }
-    p += n;
-  }
-  return true;
-}
+constexpr uint32_t kNoColumn = UINT32_MAX;
 
-// Reads the payload after the header. Each method returns false at the first problem and leaves
-// the message in error_.
+// Reads the payload after the header into a columnar batch. Each method returns false at the
+// first problem and leaves the message in error_.
 class BinaryDecoder {
  public:
-  BinaryDecoder(std::string_view payload, const ApiLimits& limits)
-      : in_(payload), limits_(limits) {}
+  BinaryDecoder(std::string_view payload, const ApiLimits& limits, IngestBatch* batch)
+      : in_(payload), limits_(limits), batch_(*batch) {}
 
-  Result<store::IngestBatch> Decode() {
-    store::IngestBatch batch;
-    uint64_t seq = 0;
-    if (!Varint(&seq, "seq")) return Error();
-    if (seq == 0 || seq > uint64_t(INT64_MAX)) {
-      return Status::InvalidArgument("seq: must be > 0 (and fit in 63 bits)");
-    }
-    batch.seq = int64_t(seq);
+  Status Decode() {
     if (!ReadKeys()) return Error();
-
     uint64_t history = 0, system = 0, console = 0;
-    if (!Count(&history, 2, "history count")) return Error();
-    if (!CheckRows(history)) return Error();
-    batch.history_step.resize(history);
-    batch.history_time_ms.resize(history);
+    if (!Count(&history, 2, "history count") || !CheckRows(history)) return Error();
+    batch_.history_step.resize(history);
+    batch_.history_time_ms.resize(history);
     for (size_t i = 0; i < history; ++i) {
-      if (!ReadRow(true, i, &batch.history_step[i], &batch.history_time_ms[i], &batch)) {
-        return Error();
-      }
+      if (!ReadRow(true, i, &batch_.history_step[i], &batch_.history_time_ms[i])) return Error();
     }
-    if (!Count(&system, 2, "system count")) return Error();
-    if (!CheckRows(history + system)) return Error();
-    batch.system_time_ms.resize(system);
+    if (!Count(&system, 2, "system count") || !CheckRows(history + system)) return Error();
+    batch_.system_time_ms.resize(system);
     prev_time_ = 0;
-    prev_keys_.clear();
+    prev_columns_.clear();
     for (size_t i = 0; i < system; ++i) {
-      int64_t step;
-      if (!ReadRow(false, i, &step, &batch.system_time_ms[i], &batch)) return Error();
+      int64_t step = 0;
+      if (!ReadRow(false, i, &step, &batch_.system_time_ms[i])) return Error();
     }
-    if (!Count(&console, 3, "console count")) return Error();
-    if (!CheckRows(history + system + console)) return Error();
-    batch.console.resize(console);
+    if (!Count(&console, 3, "console count") || !CheckRows(history + system + console)) {
+      return Error();
+    }
+    batch_.console.resize(console);
     prev_time_ = 0;
     for (size_t i = 0; i < console; ++i) {
-      if (!ReadLine(i, &batch.console[i])) return Error();
+      if (!ReadLine(i, &batch_.console[i])) return Error();
     }
     if (!in_.empty()) {
       return Status::InvalidArgument("binary batch: " + std::to_string(in_.size()) +
                                      " unexpected bytes after the console lines");
     }
-    return batch;
+    return Status::Ok();
   }
 
  private:
@@ -158,37 +115,56 @@ class BinaryDecoder {
       if (len > in_.size()) return Truncated(where);
       std::string_view key = in_.substr(0, len);
       in_.remove_prefix(len);
-      if (key.empty()) return Fail(where + ": empty key");
       if (key.size() > limits_.max_key_bytes) {
         return Fail(where + ": key longer than " + std::to_string(limits_.max_key_bytes) +
                     " bytes");
       }
-      if (!IsValidUtf8(key)) return Fail(where + ": key is not valid UTF-8");
+      if (std::string_view why = InvalidKeyReason(key); !why.empty()) {
+        // Name the key only when it is printable text.
+        const bool show =
+            !key.empty() && utf8::IsValid(key) && key.find('\0') == std::string_view::npos;
+        return Fail(where + ": key " + (show ? "'" + std::string(key) + "' " : "") +
+                    std::string(why));
+      }
       if (!seen.insert(key).second) {
         return Fail(where + ": key '" + std::string(key) + "' appears twice in the key table");
       }
-      keys_.emplace_back(key);
+      keys_.push_back(key);
     }
-    last_row_.assign(n, SIZE_MAX);
-    history_column_.assign(n, -1);
-    system_column_.assign(n, -1);
+    history_column_.assign(n, kNoColumn);
+    system_column_.assign(n, kNoColumn);
     return true;
   }
 
-  // Reads row `i` of its section into the batch's columns: one column per key-table entry and
-  // section, made when the section first names the key.
-  bool ReadRow(bool history, size_t i, int64_t* step, int64_t* time_ms, store::IngestBatch* batch) {
+  // The column of key `k` in the section, made at its first use.
+  uint32_t ColumnOf(uint32_t k, bool history) {
+    uint32_t& c = history ? history_column_[k] : system_column_[k];
+    if (c == kNoColumn) {
+      c = uint32_t(batch_.columns.size());
+      KeyColumn& col = batch_.columns.emplace_back();
+      col.system = !history;
+      if (history) {
+        col.key.assign(keys_[k]);
+      } else {
+        col.key.reserve(limits::kSystemKeyPrefix.size() + keys_[k].size());
+        col.key.assign(limits::kSystemKeyPrefix);
+        col.key.append(keys_[k]);
+      }
+    }
+    return c;
+  }
+
+  bool ReadRow(bool history, size_t i, int64_t* step, int64_t* time_ms) {
     const char* section = history ? "history" : "system";
     auto where = [&] { return std::string(section) + "[" + std::to_string(i) + "]"; };
     if (in_.empty()) return Truncated(where());
     const uint8_t flags = uint8_t(in_[0]);
     in_.remove_prefix(1);
-    const uint8_t allowed = history ? (kHasStep | kSameKeys) : kSameKeys;
-    if (flags & ~allowed) {
-      return Fail(where() + ": unknown row flags 0x" + Hex(flags));
-    }
+    const uint8_t allowed = history ? (batch::kRowHasStep | batch::kRowSameKeys)
+                                    : batch::kRowSameKeys;
+    if (flags & ~allowed) return Fail(where() + ": unknown row flags 0x" + Hex(flags));
     *step = store::kAssignStep;
-    if (flags & kHasStep) {
+    if (flags & batch::kRowHasStep) {
       uint64_t s = 0;
       if (!Varint(&s)) return Truncated(where());
       if (s > uint64_t(INT64_MAX)) return Fail(where() + ".step: must fit in 63 bits");
@@ -198,7 +174,7 @@ class BinaryDecoder {
     if (!Varint(&dt)) return Truncated(where());
     prev_time_ = int64_t(uint64_t(prev_time_) + uint64_t(coding::UnZigZag(dt)));
     *time_ms = prev_time_;
-    if (flags & kSameKeys) {
+    if (flags & batch::kRowSameKeys) {
       if (i == 0) return Fail(where() + ": repeats the keys of a previous row, but is the first");
     } else {
       uint64_t n = 0;
@@ -207,8 +183,7 @@ class BinaryDecoder {
         return Fail(where() + ": " + std::to_string(n) + " cells but only " +
                     std::to_string(keys_.size()) + " keys");
       }
-      prev_keys_.resize(n);
-      ++row_id_;
+      prev_columns_.resize(n);
       for (size_t k = 0; k < n; ++k) {
         uint64_t idx = 0;
         if (!Varint(&idx)) return Truncated(where());
@@ -216,30 +191,34 @@ class BinaryDecoder {
           return Fail(where() + ": key index " + std::to_string(idx) + " out of range (" +
                       std::to_string(keys_.size()) + " keys)");
         }
-        if (last_row_[idx] == row_id_) {
-          return Fail(where() + ": key '" + keys_[idx] + "' appears twice in the row");
+        const uint32_t c = ColumnOf(uint32_t(idx), history);
+        const std::vector<uint32_t>& rows = batch_.columns[c].rows;
+        // Not yet given a value in this row: the column's rows are ascending.
+        if (!rows.empty() && rows.back() == uint32_t(i)) {
+          return Fail(where() + ": key '" + std::string(keys_[idx]) +
+                      "' appears twice in the row");
         }
-        last_row_[idx] = row_id_;
-        prev_keys_[k] = uint32_t(idx);
+        // Reserve the row now so a repeat later in this key list is seen; the value follows.
+        batch_.columns[c].rows.push_back(uint32_t(i));
+        prev_columns_[k] = c;
       }
     }
-    const size_t n = prev_keys_.size();
+    const size_t n = prev_columns_.size();
     if (in_.size() / 8 < n) return Truncated(where() + " values");
-    std::vector<int32_t>& column_of = history ? history_column_ : system_column_;
     const char* p = in_.data();
-    for (size_t k = 0; k < n; ++k) {
-      const uint32_t idx = prev_keys_[k];
-      if (column_of[idx] < 0) {
-        column_of[idx] = int32_t(batch->columns.size());
-        store::KeyColumn column;
-        column.system = !history;
-        column.key = history ? keys_[idx] : std::string(store::kSystemKeyPrefix) + keys_[idx];
-        batch->columns.push_back(std::move(column));
+    if (flags & batch::kRowSameKeys) {
+      for (size_t k = 0; k < n; ++k) {
+        KeyColumn& col = batch_.columns[prev_columns_[k]];
+        col.rows.push_back(uint32_t(i));
+        col.values.push_back(coding::BitsDouble(coding::DecodeFixed64(p)));
+        p += 8;
       }
-      store::KeyColumn& column = batch->columns[size_t(column_of[idx])];
-      column.rows.push_back(uint32_t(i));
-      column.values.push_back(coding::BitsDouble(coding::DecodeFixed64(p)));
-      p += 8;
+    } else {
+      for (size_t k = 0; k < n; ++k) {
+        batch_.columns[prev_columns_[k]].values.push_back(
+            coding::BitsDouble(coding::DecodeFixed64(p)));
+        p += 8;
+      }
     }
     in_.remove_prefix(n * 8);
     return true;
@@ -265,7 +244,7 @@ class BinaryDecoder {
     }
     std::string_view text = in_.substr(0, len);
     in_.remove_prefix(len);
-    if (!IsValidUtf8(text)) return Fail(where + ".text: not valid UTF-8");
+    if (!utf8::IsValid(text)) return Fail(where + ".text: not valid UTF-8");
     line->text.assign(text);
     return true;
   }
@@ -277,11 +256,11 @@ class BinaryDecoder {
 
   std::string_view in_;
   const ApiLimits& limits_;
-  std::vector<std::string> keys_;
-  std::vector<size_t> last_row_;  // per key: the row that named it last (duplicate check)
-  size_t row_id_ = 0;
-  std::vector<uint32_t> prev_keys_;  // the key indices of the previous row of the section
-  std::vector<int32_t> history_column_, system_column_;  // per key: its column, -1: none yet
+  IngestBatch& batch_;
+  std::vector<std::string_view> keys_;       // into the body
+  std::vector<uint32_t> history_column_;     // per key: its history column (kNoColumn: none)
+  std::vector<uint32_t> system_column_;      // per key: its system column
+  std::vector<uint32_t> prev_columns_;       // the columns of the previous row of the section
   int64_t prev_time_ = 0;
   bool too_large_ = false;
   std::string error_;
@@ -289,56 +268,49 @@ class BinaryDecoder {
 
 }  // namespace
 
-std::optional<uint8_t> BinaryBatchVersion(std::string_view body) {
-  if (body.size() < kBinaryBatchMagic.size() + 1 || !body.starts_with(kBinaryBatchMagic)) {
-    return std::nullopt;
+Result<int64_t> ParseBatchSeqHeader(std::string_view value) {
+  const std::string name(limits::kBatchSeqHeader);
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  if (value.empty()) {
+    return Status::InvalidArgument(name + " header: required with Content-Type " +
+                                   std::string(limits::kBatchMediaType));
   }
-  return uint8_t(body[kBinaryBatchMagic.size()]);
+  uint64_t seq = 0;
+  for (char c : value) {
+    if (c < '0' || c > '9' || value.size() > 19) {
+      return Status::InvalidArgument(name + " header: expected a decimal integer in 1..2^63-1");
+    }
+    seq = seq * 10 + uint64_t(c - '0');
+  }
+  if (seq == 0 || seq > uint64_t(INT64_MAX)) {
+    return Status::InvalidArgument(name + " header: must be > 0 (and fit in 63 bits)");
+  }
+  return int64_t(seq);
 }
 
 bool IsBinaryBatchContentType(std::string_view content_type) {
   std::string_view type = content_type.substr(0, content_type.find(';'));
   while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
-  if (type.size() != kBinaryBatchContentType.size()) return false;
+  if (type.size() != limits::kBatchMediaType.size()) return false;
   for (size_t i = 0; i < type.size(); ++i) {
     char c = type[i];
     if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
-    if (c != kBinaryBatchContentType[i]) return false;
+    if (c != limits::kBatchMediaType[i]) return false;
   }
   return true;
 }
 
-Result<store::IngestBatch> DecodeBinaryIngestBatch(std::string_view body, const ApiLimits& limits) {
-  if (body.size() < kBinaryBatchHeaderBytes) {
-    if (!body.starts_with(kBinaryBatchMagic.substr(0, std::min(body.size(), size_t(4))))) {
-      return Status::InvalidArgument("binary batch: does not start with \"CBAT\"");
-    }
-    return Status::InvalidArgument("binary batch: truncated header (" +
-                                   std::to_string(body.size()) + " of " +
-                                   std::to_string(kBinaryBatchHeaderBytes) + " bytes)");
+Result<store::IngestBatch> DecodeBinaryIngestBatch(std::string_view body, int64_t seq,
+                                                             const ApiLimits& limits) {
+  if (Status s = batch::CheckHeader(body); !s.ok()) {
+    return s.code() == StatusCode::kFailedPrecondition ? Status::InvalidArgument(s.message()) : s;
   }
-  if (!body.starts_with(kBinaryBatchMagic)) {
-    return Status::InvalidArgument("binary batch: does not start with \"CBAT\"");
-  }
-  const uint8_t version = uint8_t(body[4]);
-  if (version != kBinaryBatchVersion) {
-    return Status::InvalidArgument("binary batch: unknown version " + std::to_string(version) +
-                                   " (this server reads version " +
-                                   std::to_string(kBinaryBatchVersion) + ")");
-  }
-  if (body[5] != 0 || body[6] != 0 || body[7] != 0) {
-    return Status::InvalidArgument("binary batch: unknown header flags (bytes 5-7 must be 0)");
-  }
-  const std::string_view payload = body.substr(kBinaryBatchHeaderBytes);
-  const uint32_t want = coding::DecodeFixed32(body.data() + 8);
-  const uint32_t got = crc32c::Value(payload);
-  if (want != got) {
-    return Status::InvalidArgument("binary batch: bad checksum (CRC-32C of the " +
-                                   std::to_string(payload.size()) +
-                                   " payload bytes does not match the header)");
-  }
-  BinaryDecoder d(payload, limits);
-  return d.Decode();
+  IngestBatch batch;
+  batch.seq = seq;
+  BinaryDecoder d(body.substr(batch::kHeaderBytes), limits, &batch);
+  COHORT_RETURN_IF_ERROR(d.Decode());
+  return batch;
 }
 
 }  // namespace cohort::api

@@ -1,17 +1,16 @@
-// Decoding of the binary ingest batch body (docs/formats.md, "Binary ingest batch"): what the
-// agent sends to POST .../writers/{label}/batches with Content-Type
-// application/vnd.cohort.batch. Versioned, CRC-32C checksummed, a key table once per batch and
-// rows that carry key indices (or repeat the previous row's keys) and raw IEEE-754 doubles.
+// Decoding of a binary batch body (batch v2, docs/formats.md; core/batch_format.h): what the
+// agent posts to POST .../writers/{label}/batches with Content-Type
+// application/vnd.cohort.batch, byte for byte the batch the client library encoded, and the
+// batch's seq in the Cohort-Batch-Seq header.
 //
-// The result is the same store::IngestBatch that the JSON decoders (ingest_decode.h) yield for
-// the same data, within the same limits (ApiLimits: rows, distinct keys, key bytes, console
-// line bytes). Every error names the problem and where it is ("history[3]: key index 12 out of
-// range (11 keys)"); limits are kPayloadTooLarge (413), everything else kInvalidArgument (400).
-// Pure; thread-safe.
+// The result is the columnar batch (store/ingest_batch.h) that the JSON decoder
+// (ingest_decode.h) yields for the same data, within the same limits (ApiLimits), checked once
+// here: one column per key of the key table and section, filled straight from the rows. Every
+// error names the problem and where it is ("history[3]: key index 12 out of range (11 keys)");
+// limits are kPayloadTooLarge (413), everything else kInvalidArgument (400). Pure; thread-safe.
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string_view>
 
 #include "cohort/status.h"
@@ -20,16 +19,12 @@
 
 namespace cohort::api {
 
-inline constexpr std::string_view kBinaryBatchContentType = "application/vnd.cohort.batch";
-inline constexpr std::string_view kBinaryBatchMagic = "CBAT";
-inline constexpr uint8_t kBinaryBatchVersion = 1;
-inline constexpr size_t kBinaryBatchHeaderBytes = 12;  // magic, version, flags, reserved, crc
+// The batch's seq from the Cohort-Batch-Seq header's value: a decimal integer in 1..2^63-1.
+// kInvalidArgument naming the header otherwise (also when it is absent: an empty value).
+Result<int64_t> ParseBatchSeqHeader(std::string_view value);
 
-// The format version a body announces (its 5th byte), or nullopt when it does not start with
-// the magic. The route answers 415 for a version it does not read.
-std::optional<uint8_t> BinaryBatchVersion(std::string_view body);
-
-Result<store::IngestBatch> DecodeBinaryIngestBatch(std::string_view body, const ApiLimits& limits);
+Result<store::IngestBatch> DecodeBinaryIngestBatch(std::string_view body, int64_t seq,
+                                                             const ApiLimits& limits);
 
 // True when `content_type` (a Content-Type header value, parameters allowed) names the binary
 // batch format.

@@ -3,35 +3,29 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <limits>
+#include <map>
 
-#include "agent/batch_binary.h"
-#include "agent/batch_json.h"
+#include "core/batch_format.h"
 #include "core/coding.h"
 #include "core/crc32c.h"
 #include "server/api/ingest_decode.h"
-#include "store/ingest_batch_rows_for_test.h"
 
 namespace cohort::api {
 namespace {
 
-using agent::LogBatch;
+using store::IngestBatch;
+using store::kAssignStep;
 
 // A batch with every kind of content: two history rows with the same keys, one with other
 // keys, a row without a step, system rows, console lines, non-finite values.
-LogBatch SampleBatch() {
-  LogBatch b;
+batch::Batch SampleBatch() {
+  batch::Batch b;
   b.keys = {"loss", "acc", "lr", "gpu.0.temp", "caf\xC3\xA9"};
-  auto row = [&](std::vector<LogBatch::Row>* rows, int64_t step, int64_t time,
+  auto row = [&](std::vector<batch::Batch::Row>* rows, int64_t step, int64_t time,
                  std::vector<std::pair<uint32_t, double>> cells) {
-    LogBatch::Row r;
-    r.step = step;
-    r.time_ms = time;
-    r.begin = uint32_t(b.cells.size());
-    r.count = uint32_t(cells.size());
+    rows->push_back({step, time, uint32_t(b.cells.size()), uint32_t(cells.size())});
     for (auto [k, v] : cells) b.cells.push_back({k, v});
-    rows->push_back(r);
   };
   row(&b.history, 0, 1700000000000, {{0, 2.5}, {1, 0.25}});
   row(&b.history, 1, 1700000000007, {{0, 2.25}, {1, -0.0}});
@@ -44,15 +38,31 @@ LogBatch SampleBatch() {
   return b;
 }
 
-std::string Encode(const LogBatch& b, int64_t seq = 9) {
+std::string Encode(const batch::Batch& b) {
   std::string out;
-  agent::AppendBatchBinary(b, seq, &out);
+  batch::Encode(b, &out);
   return out;
 }
 
+// The values of one section by row, key -> value bits, from the columns.
+std::map<uint32_t, std::map<std::string, uint64_t>> Cells(const IngestBatch& b, bool system) {
+  std::map<uint32_t, std::map<std::string, uint64_t>> out;
+  for (const auto& c : b.columns) {
+    if (c.system != system) continue;
+    EXPECT_EQ(c.rows.size(), c.values.size());
+    for (size_t i = 0; i < c.rows.size(); ++i) {
+      EXPECT_TRUE(i == 0 || c.rows[i - 1] < c.rows[i]) << c.key;
+      out[c.rows[i]][c.key] = coding::DoubleBits(c.values[i]);
+    }
+  }
+  return out;
+}
+
+uint64_t Bits(double d) { return coding::DoubleBits(d); }
+
 // Header + `payload`, with a correct checksum.
-std::string Seal(std::string_view payload, uint8_t version = kBinaryBatchVersion) {
-  std::string out(kBinaryBatchMagic);
+std::string Seal(std::string_view payload, uint8_t version = limits::kBatchVersion) {
+  std::string out(batch::kMagic);
   out.push_back(char(version));
   out.append(3, '\0');
   coding::PutFixed32(&out, crc32c::Value(payload));
@@ -60,10 +70,9 @@ std::string Seal(std::string_view payload, uint8_t version = kBinaryBatchVersion
   return out;
 }
 
-// A payload: seq 1, the given keys, then `rest` (history, system, console sections).
+// A payload: the given keys, then `rest` (history, system, console sections).
 std::string Payload(std::vector<std::string> keys, std::string_view rest) {
   std::string p;
-  coding::PutVarint64(&p, 1);
   coding::PutVarint64(&p, keys.size());
   for (const auto& k : keys) {
     coding::PutVarint64(&p, k.size());
@@ -86,7 +95,7 @@ std::string Bytes(std::initializer_list<int> bytes) {
 }
 
 Status DecodeError(std::string_view body, const ApiLimits& limits = {}) {
-  auto r = DecodeBinaryIngestBatch(body, limits);
+  auto r = DecodeBinaryIngestBatch(body, 1, limits);
   EXPECT_FALSE(r.ok());
   return r.ok() ? Status::Ok() : r.status();
 }
@@ -96,32 +105,27 @@ void ExpectError(const Status& s, StatusCode code, std::string_view text) {
   EXPECT_NE(s.message().find(text), std::string::npos) << s.ToString();
 }
 
-bool SameBits(double a, double b) { return coding::DoubleBits(a) == coding::DoubleBits(b); }
-
-TEST(DecodeBinaryIngestBatch, RoundTripsEveryField) {
-  auto d = DecodeBinaryIngestBatch(Encode(SampleBatch()), ApiLimits{});
+TEST(DecodeBinaryIngestBatch, RoundTripsEveryFieldIntoColumns) {
+  auto d = DecodeBinaryIngestBatch(Encode(SampleBatch()), 9, ApiLimits{});
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->seq, 9);
-  ASSERT_EQ(store::HistoryRowsOf(*d).size(), 4u);
-  EXPECT_EQ(store::HistoryRowsOf(*d)[0].step, 0);
-  EXPECT_EQ(store::HistoryRowsOf(*d)[0].time_ms, 1700000000000);
-  ASSERT_EQ(store::HistoryRowsOf(*d)[0].values.size(), 2u);
-  EXPECT_EQ(store::HistoryRowsOf(*d)[0].values[0].first, "loss");
-  EXPECT_EQ(store::HistoryRowsOf(*d)[0].values[0].second, 2.5);
-  EXPECT_EQ(store::HistoryRowsOf(*d)[1].step, 1);
-  EXPECT_EQ(store::HistoryRowsOf(*d)[1].values[1].first, "acc");
-  EXPECT_TRUE(SameBits(store::HistoryRowsOf(*d)[1].values[1].second, -0.0));
-  EXPECT_EQ(store::HistoryRowsOf(*d)[2].time_ms, 1699999999990);  // time going back: negative delta
-  EXPECT_EQ(store::HistoryRowsOf(*d)[2].values[0].second, 1e-300);
-  EXPECT_EQ(store::HistoryRowsOf(*d)[2].values[1].first, "caf\xC3\xA9");
-  EXPECT_EQ(store::HistoryRowsOf(*d)[2].values[1].second, std::numeric_limits<double>::infinity());
-  EXPECT_EQ(store::HistoryRowsOf(*d)[3].step, -1);  // the server assigns it
-  EXPECT_TRUE(std::isnan(store::HistoryRowsOf(*d)[3].values[0].second));
-  ASSERT_EQ(store::SystemRowsOf(*d).size(), 2u);
-  EXPECT_EQ(store::SystemRowsOf(*d)[0].values[0],
-            (std::pair<std::string, double>("gpu.0.temp", 61)));
-  EXPECT_EQ(store::SystemRowsOf(*d)[1].time_ms, 1700000000002);
-  EXPECT_EQ(store::SystemRowsOf(*d)[1].values[0].second, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(d->history_step, (std::vector<int64_t>{0, 1, 5, kAssignStep}));
+  EXPECT_EQ(d->history_time_ms,
+            (std::vector<int64_t>{1700000000000, 1700000000007, 1699999999990, 1700000000100}));
+  EXPECT_EQ(d->system_time_ms, (std::vector<int64_t>{1700000000001, 1700000000002}));
+  // One column per key and section: loss, acc, lr, café in history; gpu.0.temp in system.
+  ASSERT_EQ(d->columns.size(), 5u);
+  EXPECT_EQ(d->points(), 9);
+  auto history = Cells(*d, false);
+  EXPECT_EQ(history[0], (std::map<std::string, uint64_t>{{"loss", Bits(2.5)}, {"acc", Bits(0.25)}}));
+  EXPECT_EQ(history[1]["acc"], Bits(-0.0));
+  EXPECT_EQ(history[2], (std::map<std::string, uint64_t>{
+                            {"lr", Bits(1e-300)},
+                            {"caf\xC3\xA9", Bits(std::numeric_limits<double>::infinity())}}));
+  EXPECT_EQ(history[3]["loss"], Bits(std::numeric_limits<double>::quiet_NaN()));
+  auto system = Cells(*d, true);
+  EXPECT_EQ(system[0], (std::map<std::string, uint64_t>{{"system/gpu.0.temp", Bits(61)}}));
+  EXPECT_EQ(system[1]["system/gpu.0.temp"], Bits(-std::numeric_limits<double>::infinity()));
   ASSERT_EQ(d->console.size(), 2u);
   EXPECT_EQ(d->console[0].stream, "stdout");
   EXPECT_EQ(d->console[1].stream, "stderr");
@@ -129,73 +133,76 @@ TEST(DecodeBinaryIngestBatch, RoundTripsEveryField) {
   EXPECT_EQ(d->console[1].time_ms, 1700000000004);
 }
 
-TEST(DecodeBinaryIngestBatch, YieldsWhatTheJsonBodyYields) {
-  LogBatch b = SampleBatch();
-  b.history.pop_back();  // JSON cannot say "no step" from a LogBatch row (it sends -1)
-  std::string json;
-  agent::AppendBatchJson(b, 9, &json);
-  auto from_json = DecodeIngestBatch(json, ApiLimits{});
-  auto from_binary = DecodeBinaryIngestBatch(Encode(b), ApiLimits{});
-  ASSERT_TRUE(from_json.ok()) << from_json.status().ToString();
-  ASSERT_TRUE(from_binary.ok()) << from_binary.status().ToString();
-  ASSERT_EQ(store::HistoryRowsOf(*from_json).size(), store::HistoryRowsOf(*from_binary).size());
-  for (size_t i = 0; i < store::HistoryRowsOf(*from_json).size(); ++i) {
-    EXPECT_EQ(store::HistoryRowsOf(*from_json)[i].step, store::HistoryRowsOf(*from_binary)[i].step);
-    EXPECT_EQ(store::HistoryRowsOf(*from_json)[i].time_ms,
-              store::HistoryRowsOf(*from_binary)[i].time_ms);
-    ASSERT_EQ(store::HistoryRowsOf(*from_json)[i].values.size(),
-              store::HistoryRowsOf(*from_binary)[i].values.size());
-    for (size_t k = 0; k < store::HistoryRowsOf(*from_json)[i].values.size(); ++k) {
-      EXPECT_EQ(store::HistoryRowsOf(*from_json)[i].values[k].first,
-                store::HistoryRowsOf(*from_binary)[i].values[k].first);
-      // Bit for bit, except that the agent's JSON writes -0.0 as "-0", read back as +0.0 (the
-      // binary body keeps the sign: RoundTripsEveryField).
-      const double a = store::HistoryRowsOf(*from_json)[i].values[k].second;
-      const double b = store::HistoryRowsOf(*from_binary)[i].values[k].second;
-      EXPECT_TRUE(SameBits(a, b) || (a == 0 && b == 0)) << i << " " << k;
-    }
-  }
-  ASSERT_EQ(store::SystemRowsOf(*from_json).size(), store::SystemRowsOf(*from_binary).size());
-  EXPECT_EQ(store::SystemRowsOf(*from_json)[1].values, store::SystemRowsOf(*from_binary)[1].values);
-  ASSERT_EQ(from_json->console.size(), from_binary->console.size());
-  EXPECT_EQ(from_json->console[1].text, from_binary->console[1].text);
-  EXPECT_EQ(from_json->console[1].stream, from_binary->console[1].stream);
+TEST(DecodeBinaryIngestBatch, AKeyInBothSectionsHasAColumnInEach) {
+  batch::Batch b;
+  b.keys = {"temp"};
+  b.cells = {{0, 1}, {0, 2}};
+  b.history = {{0, 1, 0, 1}};
+  b.system = {{0, 1, 1, 1}};
+  auto d = DecodeBinaryIngestBatch(Encode(b), 1, ApiLimits{});
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->columns.size(), 2u);
+  EXPECT_EQ(d->columns[0].key, "temp");
+  EXPECT_FALSE(d->columns[0].system);
+  EXPECT_EQ(d->columns[1].key, "system/temp");
+  EXPECT_TRUE(d->columns[1].system);
 }
 
-TEST(DecodeBinaryIngestBatch, EncoderRepeatsKeysOnceAndIsSmallerThanJson) {
-  LogBatch b;
+TEST(DecodeBinaryIngestBatch, YieldsWhatTheJsonBodyYields) {
+  const std::string json = R"({"seq": 9,
+      "history": [{"step": 0, "time": 1700000000000, "values": {"loss": 2.5, "acc": 0.25}},
+                  {"step": 1, "time": 1700000000007, "values": {"loss": 2.25, "acc": -1}},
+                  {"time": 1700000000100, "values": {"loss": "NaN"}}],
+      "system": [{"time": 1700000000001, "values": {"gpu.0.temp": 61}}],
+      "console": [{"time": 1700000000003, "stream": "stderr", "text": "warn \u20ac"}]})";
+  batch::Batch b;
+  b.keys = {"loss", "acc", "gpu.0.temp"};
+  b.cells = {{0, 2.5}, {1, 0.25}, {0, 2.25}, {1, -1}, {0, std::nan("")}, {2, 61}};
+  b.history = {{0, 1700000000000, 0, 2}, {1, 1700000000007, 2, 2}, {-1, 1700000000100, 4, 1}};
+  b.system = {{0, 1700000000001, 5, 1}};
+  b.console = {{1700000000003, true, "warn \xE2\x82\xAC"}};
+  auto from_json = DecodeIngestBatch(json, ApiLimits{});
+  auto from_binary = DecodeBinaryIngestBatch(Encode(b), 9, ApiLimits{});
+  ASSERT_TRUE(from_json.ok()) << from_json.status().ToString();
+  ASSERT_TRUE(from_binary.ok()) << from_binary.status().ToString();
+  EXPECT_EQ(from_json->seq, from_binary->seq);
+  EXPECT_EQ(from_json->history_step, from_binary->history_step);
+  EXPECT_EQ(from_json->history_time_ms, from_binary->history_time_ms);
+  EXPECT_EQ(from_json->system_time_ms, from_binary->system_time_ms);
+  EXPECT_EQ(Cells(*from_json, false), Cells(*from_binary, false));
+  EXPECT_EQ(Cells(*from_json, true), Cells(*from_binary, true));
+  ASSERT_EQ(from_json->console.size(), 1u);
+  EXPECT_EQ(from_json->console[0].text, from_binary->console[0].text);
+  EXPECT_EQ(from_json->console[0].stream, from_binary->console[0].stream);
+}
+
+TEST(DecodeBinaryIngestBatch, RowsRepeatKeysOnceAndTheBodyIsSmallerThanJson) {
+  batch::Batch b;
   for (int k = 0; k < 10; ++k) b.keys.push_back("train/metric_" + std::to_string(k));
+  std::string json = R"({"seq": 1, "history": [)";
   for (int r = 0; r < 1000; ++r) {
     b.history.push_back({r, 1700000000000 + r, uint32_t(b.cells.size()), 10});
-    for (uint32_t k = 0; k < 10; ++k) b.cells.push_back({k, 0.1 * r + k});
+    json += std::string(r ? "," : "") + "{\"step\": " + std::to_string(r) +
+            ", \"time\": " + std::to_string(1700000000000 + r) + ", \"values\": {";
+    for (uint32_t k = 0; k < 10; ++k) {
+      b.cells.push_back({k, 0.1 * r + k});
+      json += std::string(k ? ", " : "") + "\"train/metric_" + std::to_string(k) +
+              "\": " + std::to_string(0.1 * r + k);
+    }
+    json += "}}";
   }
-  std::string json;
-  agent::AppendBatchJson(b, 1, &json);
-  const std::string binary = Encode(b, 1);
+  json += "]}";
+  const std::string binary = Encode(b);
   // 10 values of 8 bytes plus a flag byte, a step and a time delta per row.
   EXPECT_LT(binary.size(), 1000u * 86 + 300);
   EXPECT_LT(binary.size() * 2, json.size());
-  auto d = DecodeBinaryIngestBatch(binary, ApiLimits{});
+  auto d = DecodeBinaryIngestBatch(binary, 1, ApiLimits{});
   ASSERT_TRUE(d.ok()) << d.status().ToString();
-  ASSERT_EQ(store::HistoryRowsOf(*d).size(), 1000u);
-  EXPECT_EQ(store::HistoryRowsOf(*d)[999].values[9].first, "train/metric_9");
-  EXPECT_EQ(store::HistoryRowsOf(*d)[999].values[9].second, 0.1 * 999 + 9);
-}
-
-TEST(DecodeBinaryIngestBatch, EncoderDropsBadKeysAndKeepsTheLastOfARepeatedKey) {
-  LogBatch b;
-  b.keys = {"", std::string(300, 'k'), "a", "bad\xFF"};
-  b.history.push_back({0, 1, 0, 5});
-  b.cells = {{0, 1}, {1, 2}, {2, 3}, {2, 4}, {3, 5}};
-  std::string body;
-  agent::BatchJsonStats stats = agent::AppendBatchBinary(b, 1, &body);
-  EXPECT_EQ(stats.dropped_keys, 2);
-  EXPECT_EQ(stats.points, 2);
-  auto d = DecodeBinaryIngestBatch(body, ApiLimits{});
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
-  ASSERT_EQ(store::HistoryRowsOf(*d)[0].values.size(), 2u);
-  EXPECT_EQ(store::HistoryRowsOf(*d)[0].values[0], (std::pair<std::string, double>("a", 4)));
-  EXPECT_EQ(store::HistoryRowsOf(*d)[0].values[1].first, "bad\xEF\xBF\xBD");  // U+FFFD
+  ASSERT_EQ(d->history_rows(), 1000u);
+  ASSERT_EQ(d->columns.size(), 10u);
+  EXPECT_EQ(d->columns[9].key, "train/metric_9");
+  EXPECT_EQ(d->columns[9].rows.size(), 1000u);
+  EXPECT_EQ(d->columns[9].values[999], 0.1 * 999 + 9);
 }
 
 TEST(DecodeBinaryIngestBatch, EveryTruncationIsAnError) {
@@ -203,9 +210,8 @@ TEST(DecodeBinaryIngestBatch, EveryTruncationIsAnError) {
   for (size_t n = 0; n < body.size(); ++n) {
     std::string cut = body.substr(0, n);
     // Re-seal so the checksum passes and the payload's own truncation is what fails.
-    std::string sealed =
-        n > kBinaryBatchHeaderBytes ? Seal(cut.substr(kBinaryBatchHeaderBytes)) : cut;
-    auto d = DecodeBinaryIngestBatch(sealed, ApiLimits{});
+    std::string sealed = n > batch::kHeaderBytes ? Seal(cut.substr(batch::kHeaderBytes)) : cut;
+    auto d = DecodeBinaryIngestBatch(sealed, 1, ApiLimits{});
     EXPECT_FALSE(d.ok()) << "accepted a body cut to " << n << " bytes";
     if (!d.ok()) {
       EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
@@ -222,10 +228,8 @@ TEST(DecodeBinaryIngestBatch, BadMagicVersionFlagsAndChecksum) {
   bad[0] = 'X';
   ExpectError(DecodeError(bad), StatusCode::kInvalidArgument, "does not start with");
   bad = body;
-  bad[4] = 2;
-  ExpectError(DecodeError(bad), StatusCode::kInvalidArgument, "unknown version 2");
-  EXPECT_EQ(BinaryBatchVersion(bad), std::optional<uint8_t>(2));
-  EXPECT_EQ(BinaryBatchVersion("{\"seq\":1}"), std::nullopt);
+  bad[4] = 1;
+  ExpectError(DecodeError(bad), StatusCode::kInvalidArgument, "version 1 is not supported");
   bad = body;
   bad[5] = 1;
   ExpectError(DecodeError(bad), StatusCode::kInvalidArgument, "header flags");
@@ -252,11 +256,15 @@ TEST(DecodeBinaryIngestBatch, BadKeyTables) {
   ExpectError(DecodeError(Seal(Payload({"a", "a"}, none))), StatusCode::kInvalidArgument,
               "appears twice in the key table");
   ExpectError(DecodeError(Seal(Payload({""}, none))), StatusCode::kInvalidArgument,
-              "keys[0]: empty key");
+              "keys[0]: key is empty");
   ExpectError(DecodeError(Seal(Payload({std::string(257, 'k')}, none))),
               StatusCode::kInvalidArgument, "key longer than 256 bytes");
   ExpectError(DecodeError(Seal(Payload({"ok", "\xC0\xAF"}, none))), StatusCode::kInvalidArgument,
               "keys[1]: key is not valid UTF-8");
+  ExpectError(DecodeError(Seal(Payload({std::string("a\0b", 3)}, none))),
+              StatusCode::kInvalidArgument, "keys[0]: key contains a NUL byte");
+  ExpectError(DecodeError(Seal(Payload({"ok", "system/x"}, none))), StatusCode::kInvalidArgument,
+              "keys[1]: key 'system/x' starts with \"system/\"");
   ApiLimits limits;
   limits.max_keys_per_batch = 2;
   ExpectError(DecodeError(Seal(Payload({"a", "b", "c"}, none)), limits),
@@ -270,7 +278,7 @@ TEST(DecodeBinaryIngestBatch, TooManyRowsIsPayloadTooLarge) {
                      Bytes({1, 0, 2, 1, 0}) + Double(3) + Bytes({0});
   ExpectError(DecodeError(Seal(Payload({"a"}, rest)), limits), StatusCode::kPayloadTooLarge,
               "more than 2 rows");
-  EXPECT_TRUE(DecodeBinaryIngestBatch(Seal(Payload({"a"}, rest)), ApiLimits{}).ok());
+  EXPECT_TRUE(DecodeBinaryIngestBatch(Seal(Payload({"a"}, rest)), 1, ApiLimits{}).ok());
 }
 
 TEST(DecodeBinaryIngestBatch, MalformedRows) {
@@ -287,9 +295,6 @@ TEST(DecodeBinaryIngestBatch, MalformedRows) {
               "history count 100 exceeds what the remaining");
   ExpectError(DecodeError(Seal(Payload({"a"}, Bytes({0, 0, 0, 7})))), StatusCode::kInvalidArgument,
               "1 unexpected bytes after the console lines");
-  std::string zero_seq = Payload({"a"}, Bytes({0, 0, 0}));
-  zero_seq[0] = 0;
-  ExpectError(DecodeError(Seal(zero_seq)), StatusCode::kInvalidArgument, "seq: must be > 0");
 }
 
 TEST(DecodeBinaryIngestBatch, MalformedConsoleLines) {
@@ -303,9 +308,20 @@ TEST(DecodeBinaryIngestBatch, MalformedConsoleLines) {
               StatusCode::kInvalidArgument, "console[0].text: longer than 2 bytes");
 }
 
+TEST(DecodeBinaryIngestBatch, SeqHeader) {
+  EXPECT_EQ(*ParseBatchSeqHeader("17"), 17);
+  EXPECT_EQ(*ParseBatchSeqHeader(" 9223372036854775807 "), INT64_MAX);
+  for (const char* bad : {"", "0", "-1", "1x", "9223372036854775808", "99999999999999999999"}) {
+    auto r = ParseBatchSeqHeader(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("Cohort-Batch-Seq header"), std::string::npos);
+  }
+}
+
 TEST(DecodeBinaryIngestBatch, ContentTypeMatching) {
   EXPECT_TRUE(IsBinaryBatchContentType("application/vnd.cohort.batch"));
-  EXPECT_TRUE(IsBinaryBatchContentType("Application/Vnd.Cohort.Batch; v=1"));
+  EXPECT_TRUE(IsBinaryBatchContentType("Application/Vnd.Cohort.Batch; v=2"));
   EXPECT_FALSE(IsBinaryBatchContentType("application/json"));
   EXPECT_FALSE(IsBinaryBatchContentType(""));
   EXPECT_FALSE(IsBinaryBatchContentType("application/vnd.cohort.batchx"));

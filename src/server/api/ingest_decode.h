@@ -1,6 +1,9 @@
-// Decoding and validation of an ingest batch body (docs/api.md, "Ingest"): a streaming fast path
-// (ingest_fast_decode.h) for well-formed batches, else a JSON tree decoder. Every error names
-// the offending field ("history[3].values.loss: expected a number"). Pure; thread-safe.
+// Decoding of a JSON ingest batch body (docs/api.md, "Ingest"), the public route for people and
+// other languages: one streaming pass (a SAX handler, no JSON tree) straight into the columnar
+// batch (store/ingest_batch.h), the same one the binary decoder (ingest_binary_decode.h) yields
+// for the same data, within the same limits (ApiLimits), checked once here. Every error names
+// the offending field ("history[3].values.loss: expected a number"); limits are
+// kPayloadTooLarge (413), everything else kInvalidArgument (400). Pure; thread-safe.
 #pragma once
 
 #include <string_view>
@@ -11,10 +14,7 @@
 
 namespace cohort::api {
 
-Result<store::IngestBatch> DecodeIngestBatch(std::string_view body, const ApiLimits& limits);
-
-// The tree decoder alone (what DecodeIngestBatch falls back to); for tests that compare the two.
-Result<store::IngestBatch> DecodeIngestBatchWithTree(std::string_view body,
-                                                     const ApiLimits& limits);
+Result<store::IngestBatch> DecodeIngestBatch(std::string_view body,
+                                                       const ApiLimits& limits);
 
 }  // namespace cohort::api

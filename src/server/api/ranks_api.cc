@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "core/clock.h"
+#include "core/limits.h"
 #include "insight/heatmap.h"
 #include "insight/straggler.h"
 #include "series/aggregate.h"
@@ -19,7 +20,7 @@
 namespace cohort::api {
 namespace {
 
-constexpr std::string_view kSystemPrefix = "system/";
+constexpr std::string_view kSystemPrefix = limits::kSystemKeyPrefix;
 constexpr std::string_view kPerfPrefix = "perf/";
 constexpr const char* kStepTimeKey = "perf/step_time";
 constexpr const char* kThroughputKey = "perf/throughput";
@@ -312,7 +313,7 @@ http::HttpResponse Aggregate(ApiContext* ctx, http::HttpRequest& req, const Auth
 
 bool IsGpuUtilKey(const std::string& key) {
   // system/gpu.<index>.gpu (src/agent/monitor/nvml_source.cc)
-  const std::string_view p = "system/gpu.";
+  static const std::string p = std::string(kSystemPrefix) + "gpu.";
   if (key.rfind(p, 0) != 0 || key.size() < p.size() + 5) return false;
   const std::string_view rest = std::string_view(key).substr(p.size());
   const size_t dot = rest.find('.');

@@ -1,6 +1,7 @@
 // Routes: runs — create-or-resume, get, patch, delete, list with filters and paging.
 #include "core/clock.h"
 #include "core/ids.h"
+#include "core/limits.h"
 #include "server/api/context.h"
 
 namespace cohort::api {
@@ -24,12 +25,12 @@ http::HttpResponse CreateRun(ApiContext* ctx, http::HttpRequest& req, const Auth
   store::RunUpsert up;
   up.ref = *ref;
   up.ref.run_id = r.OptString("id", 64).value_or("");
-  up.name = r.OptString("name", 256);
-  up.group = r.OptString("group", 256);
-  up.job_type = r.OptString("job_type", 128);
-  up.notes = r.OptString("notes", 64 << 10);
-  up.host = r.OptString("host", 256);
-  up.tags = r.OptStringArray("tags", 128);
+  up.name = r.OptString("name", limits::kMaxRunNameBytes);
+  up.group = r.OptString("group", limits::kMaxGroupBytes);
+  up.job_type = r.OptString("job_type", limits::kMaxJobTypeBytes);
+  up.notes = r.OptString("notes", limits::kMaxNotesBytes);
+  up.host = r.OptString("host", limits::kMaxHostBytes);
+  up.tags = r.OptStringArray("tags", limits::kMaxTagBytes);
   up.config_json = ObjectText(r, "config");
   up.metadata_json = ObjectText(r, "metadata");
   std::string resume = r.OptString("resume", 16).value_or("allow");
@@ -41,8 +42,9 @@ http::HttpResponse CreateRun(ApiContext* ctx, http::HttpRequest& req, const Auth
     return ErrorResponse(
         Status::InvalidArgument("id: 1-64 characters of letters, digits, '_', '-', '.'"));
   }
-  if (up.tags && up.tags->size() > 256) {
-    return ErrorResponse(Status::InvalidArgument("tags: at most 256 tags"));
+  if (up.tags && up.tags->size() > limits::kMaxTags) {
+    return ErrorResponse(
+        Status::InvalidArgument("tags: at most " + std::to_string(limits::kMaxTags) + " tags"));
   }
   if (resume != "allow" && !up.ref.run_id.empty()) {
     auto existing = ctx->store->GetRun(up.ref);
@@ -80,11 +82,11 @@ http::HttpResponse PatchRun(ApiContext* ctx, http::HttpRequest& req, const AuthC
   json::FieldReader r(*body, "");
   r.RejectUnknown({"name", "group", "job_type", "notes", "tags", "config", "summary"});
   store::RunPatch patch;
-  patch.name = r.OptString("name", 256);
-  patch.group = r.OptString("group", 256);
-  patch.job_type = r.OptString("job_type", 128);
-  patch.notes = r.OptString("notes", 64 << 10);
-  patch.tags = r.OptStringArray("tags", 128);
+  patch.name = r.OptString("name", limits::kMaxRunNameBytes);
+  patch.group = r.OptString("group", limits::kMaxGroupBytes);
+  patch.job_type = r.OptString("job_type", limits::kMaxJobTypeBytes);
+  patch.notes = r.OptString("notes", limits::kMaxNotesBytes);
+  patch.tags = r.OptStringArray("tags", limits::kMaxTagBytes);
   patch.config_json = ObjectText(r, "config");
   patch.summary_json = ObjectText(r, "summary");
   if (!r.ok()) return ErrorResponse(r.status());

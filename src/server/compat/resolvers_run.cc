@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/json.h"
+#include "core/limits.h"
 #include "server/compat/client_writers.h"
 #include "server/compat/resolvers.h"
 #include "server/compat/run_files.h"
@@ -111,7 +112,7 @@ class RunObject : public gql::Object {
       int64_t last = -1;
       std::vector<std::string> keys;
       for (const store::SeriesInfo& s : series) {
-        if (s.writer != cw_->label() || s.key.starts_with("system/") || s.count == 0) continue;
+        if (s.writer != cw_->label() || s.key.starts_with(limits::kSystemKeyPrefix) || s.count == 0) continue;
         last = std::max(last, s.max_step);
         keys.push_back(s.key);
       }

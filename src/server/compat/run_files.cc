@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "core/clock.h"
+#include "core/utf8.h"
 #include "server/api/throttle.h"
 #include "server/compat/compat_context.h"
 
@@ -82,7 +83,7 @@ Status ValidateUploadName(std::string_view name) {
   if (name.empty() || name.size() > 1024) {
     return Status::InvalidArgument("file name: must be 1-1024 bytes");
   }
-  if (!json::IsValidUtf8(name)) return Status::InvalidArgument("file name: not valid UTF-8");
+  if (!utf8::IsValid(name)) return Status::InvalidArgument("file name: not valid UTF-8");
   for (char c : name) {
     unsigned char u = static_cast<unsigned char>(c);
     if (u < 0x20 || u == 0x7f) {

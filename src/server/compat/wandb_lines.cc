@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "core/json.h"
+#include "core/limits.h"
+#include "core/metric_key.h"
 
 namespace cohort::compat {
 namespace {
@@ -54,8 +56,8 @@ void Flatten(const std::string& key, const bj::value& v, int depth, const KeyLim
     return;
   }
   std::optional<double> d = json::ToDouble(v);
-  if (!d || key.empty() || key.size() > limits.max_key_bytes || key.starts_with("system/") ||
-      key.find('\0') != std::string::npos) {  // a NUL character: no store keeps it
+  // The key rule of every tier (core/metric_key.h): such a key is skipped, not stored.
+  if (!d || key.size() > limits.max_key_bytes || !InvalidKeyReason(key).empty()) {
     ++*skipped;
     return;
   }
@@ -195,10 +197,7 @@ SystemLine SystemRowFromLine(const bj::object& line, int64_t now_ms, const KeyLi
       key = key.substr(0, suffix);
     }
     std::optional<double> d = json::ToDouble(kv.value());
-    if (!d || key.empty() || key.size() > limits.max_key_bytes ||
-        key.find('\0') != std::string_view::npos) {
-      continue;
-    }
+    if (!d || key.size() > limits.max_key_bytes || !InvalidKeyReason(key).empty()) continue;
     out.row.values.emplace_back(std::string(key), *d);
   }
   return out;
@@ -299,7 +298,7 @@ bj::object CleanSummary(bj::object summary) {
 }
 
 bool IsValidLabel(std::string_view label) {
-  if (label.empty() || label.size() > 128) return false;
+  if (label.empty() || label.size() > limits::kMaxLabelBytes) return false;
   for (char c : label) {
     if (static_cast<unsigned char>(c) < 0x20 || c == '/') return false;
   }

@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "cohort/status.h"
+#include "core/limits.h"
 #include "store/ingest_batch.h"
 
 namespace cohort::compat {
@@ -40,7 +41,7 @@ std::optional<int64_t> SecondsToMillis(const bj::value& v);
 std::optional<int64_t> ParseIsoMillis(std::string_view s);
 
 struct KeyLimits {
-  size_t max_key_bytes = 256;
+  size_t max_key_bytes = limits::kMaxKeyBytes;
 };
 
 // The scalars of one history or system line: keys (system keys without "system/") and values.

@@ -202,13 +202,17 @@ export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tic
     if (!state.at || filtered || !whole || placed.current === state.at || !box.current || !index || index.key !== filterKey || counting) return;
     const n = lineNumberOf(whole.pages, wholeIds.current, state.at);
     if (n === null) { loadWholePage(pageHolding(whole.pages, state.at)); return; }
-    placed.current = state.at;
     const el = box.current;
-    const target = Math.max(0, n - Math.floor(viewRows / 2));
+    // Centred on the view's height now: one measured while the view was not laid out yet (0 px)
+    // would put the line at the top, with nothing before it. Not laid out: the next render places.
+    if (el.clientHeight < ROW) return;
+    placed.current = state.at;
+    const rows = Math.ceil(el.clientHeight / ROW) + 1;
+    const target = Math.max(0, n - Math.floor(rows / 2));
     el.scrollTop = total * ROW <= MAX_SCROLL_PX ? target * ROW
-      : (target / Math.max(1, total - viewRows)) * (MAX_SCROLL_PX - viewRows * ROW);
+      : (target / Math.max(1, total - rows)) * (MAX_SCROLL_PX - rows * ROW);
     setScrollTop(el.scrollTop);
-  }, [state.at, filtered, whole, wholeVersion, index, counting, filterKey]);
+  }, [state.at, filtered, whole, wholeVersion, index, counting, filterKey, viewH]);
 
   // Fetch the pages on screen (and the next one).
   useEffect(() => {

@@ -25,6 +25,9 @@ export function RunsTable({ rows, state, columns, collapsed, setCollapsed, style
   const [maxH, setMaxH] = useState(0);
   const [focusRow, setFocusRow] = useState(-1);
   const wantFocus = useRef(false);
+  // The row a key press moved to but that is not focused yet (its render is pending): the next
+  // key press (a fast typist, key repeat) moves on from there, not from the row it was sent to.
+  const pendingRow = useRef(-1);
 
   // The table takes the page's height below it (less when its rows need less).
   useLayoutEffect(() => {
@@ -89,12 +92,14 @@ export function RunsTable({ rows, state, columns, collapsed, setCollapsed, style
       setScrollTop(el.scrollTop);
     }
     wantFocus.current = true;
+    pendingRow.current = j;
     setFocusRow(j);
   };
   useEffect(() => {
     if (!wantFocus.current || focusRow < 0) return;
     wantFocus.current = false;
     scroller.current?.querySelector<HTMLElement>(`tr[data-index="${focusRow}"]`)?.focus();
+    pendingRow.current = -1;
   });
   // "Skip to the runs" (the page's first tab stop) lands here.
   useEffect(() => {
@@ -102,7 +107,10 @@ export function RunsTable({ rows, state, columns, collapsed, setCollapsed, style
     window.addEventListener('cohort:focus-runs', onSkip);
     return () => window.removeEventListener('cohort:focus-runs', onSkip);
   });
-  const onKey = (e: KeyboardEvent, i: number, row: GroupedRow) => {
+  const onKey = (e: KeyboardEvent, sent: number, sentRow: GroupedRow) => {
+    const pending = pendingRow.current >= 0 && pendingRow.current < rows.length;
+    const i = pending ? pendingRow.current : sent;
+    const row = pending ? rows[i] : sentRow;
     const page = Math.max(1, Math.floor(height / ROW_H) - 1);
     if (e.key === 'ArrowDown') moveTo(i + 1);
     else if (e.key === 'ArrowUp') moveTo(i - 1);

@@ -1,0 +1,74 @@
+// Limits and names of the data model and its formats, defined once for every tier: the client
+// library, the agent, the server (API and W&B compat) and the CLI. docs/api.md ("Limits") and
+// docs/formats.md give them to users. Where a tier stops earlier than another on purpose (the
+// client flushes long before a batch reaches the server's limits), the constant says so in its
+// name and is derived from, or checked against, the other.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace cohort::limits {
+
+// ---- metric keys (every key of a batch, history and system alike) ----
+inline constexpr size_t kMaxKeyBytes = 256;
+// System metrics (the agent's monitor) are stored under this prefix; batches carry their keys
+// without it, and no logged key may start with it.
+inline constexpr std::string_view kSystemKeyPrefix = "system/";
+
+// ---- one ingest batch (binary or JSON body, one agent log frame) ----
+inline constexpr size_t kMaxKeysPerBatch = 10000;     // distinct keys (--max-keys-per-batch)
+inline constexpr size_t kMaxRowsPerBatch = 1000000;   // history + system rows + console lines
+inline constexpr size_t kMaxConsoleLineBytes = 64 << 10;
+// The HTTP server's default request body limit (--max-body-bytes); a binary batch is sent as
+// one body, so it is also the largest batch the client library and the agent accept.
+inline constexpr size_t kMaxBodyBytes = 32 << 20;
+inline constexpr size_t kMaxBatchBytes = kMaxBodyBytes;
+
+// ---- the client library: flushes early, so that its batches stay far below the above ----
+inline constexpr size_t kClientFlushCells = 65536;        // a flush is due at this many values
+inline constexpr size_t kClientFlushKeys = 4096;          // ... or distinct keys
+inline constexpr size_t kClientFlushConsoleBytes = 256 << 10;
+inline constexpr size_t kClientMaxBatchCells = 100000;    // values in one batch
+inline constexpr size_t kClientMaxBatchKeys = kMaxKeysPerBatch;
+inline constexpr size_t kClientMaxBatchConsoleBytes = 4 << 20;
+// 9 bytes per value at most (an index and 8 bytes), the key table and the console text: a
+// batch the client makes always fits the server's body limit.
+static_assert(kClientMaxBatchCells * 10 + kClientMaxBatchKeys * (kMaxKeyBytes + 2) +
+                      kClientMaxBatchConsoleBytes + (1 << 20) <
+                  kMaxBatchBytes,
+              "client batches must fit the server's body limit");
+static_assert(kClientFlushKeys <= kClientMaxBatchKeys && kClientFlushCells <= kClientMaxBatchCells);
+
+// ---- the agent protocol (docs/formats.md, "Agent protocol") and the WAL ----
+// A frame: type byte, frame number (varint) and a batch; control messages are far smaller.
+inline constexpr size_t kMaxFrameBytes = kMaxBatchBytes + 16;
+// A WAL record: a frame's body plus the record header (u8 kind, u64 seq, u64 session, varint).
+inline constexpr size_t kMaxWalRecordBytes = 64 << 20;
+static_assert(kMaxFrameBytes + 32 <= kMaxWalRecordBytes, "a frame must fit one WAL record");
+
+// ---- runs and writers (docs/api.md) ----
+inline constexpr size_t kMaxLabelBytes = 128;
+inline constexpr size_t kMaxRunNameBytes = 256;
+inline constexpr size_t kMaxGroupBytes = 256;
+inline constexpr size_t kMaxJobTypeBytes = 128;
+inline constexpr size_t kMaxNotesBytes = 64 << 10;
+inline constexpr size_t kMaxHostBytes = 256;
+inline constexpr size_t kMaxTags = 256;
+inline constexpr size_t kMaxTagBytes = 128;
+
+// ---- reads ----
+inline constexpr int kMaxBuckets = 10000;
+inline constexpr int64_t kMaxRawPoints = 1000000;
+
+// ---- the binary batch format (docs/formats.md, "Batch v2") ----
+inline constexpr std::string_view kBatchMediaType = "application/vnd.cohort.batch";
+// What GET /healthz lists in "ingest_formats" for the binary batch this build reads and writes.
+inline constexpr std::string_view kBatchFormatName = "cohort-batch-v2";
+inline constexpr uint8_t kBatchVersion = 2;
+// The HTTP header that carries a binary batch's seq (the batch bytes do not: the agent assigns
+// it when it appends the batch to its WAL).
+inline constexpr std::string_view kBatchSeqHeader = "Cohort-Batch-Seq";
+
+}  // namespace cohort::limits
