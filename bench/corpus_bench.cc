@@ -420,8 +420,9 @@ int Main(int argc, char** argv) {
     for (size_t s = 0; s < corpus.size(); ++s) {
       keys[(corpus[s].system ? "system/" : "") + corpus[s].key].push_back(s);
     }
-    for (const auto& [key, members] : keys) {
-      row(key.c_str(),
+    for (const auto& entry : keys) {  // not a structured binding: clang 14 cannot capture one
+      const std::vector<size_t>& members = entry.second;
+      row(entry.first.c_str(),
           [&](size_t s) { return std::find(members.begin(), members.end(), s) != members.end(); });
     }
   }

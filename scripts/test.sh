@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Quick start command (2): installs what is missing, builds, and runs every test suite:
-# C++ unit tests (ctest), the web UI tests, and the cross-process suites under tests/ (pytest,
-# real binaries on free ports). Every suite runs even when an earlier one failed; the exit code
+# C++ unit tests (ctest), the lock-rule check (clang -Wthread-safety), the fuzz smoke, the web UI
+# tests, and the cross-process suites under tests/ (pytest, real binaries on free ports). Every suite runs even when an earlier one failed; the exit code
 # is non-zero when any failed. Extra arguments go to pytest. The build treats compiler warnings as
 # errors (COHORT_WERROR=ON, the CI's setting; COHORT_WERROR=OFF scripts/test.sh to override).
 set -uo pipefail
@@ -18,6 +18,9 @@ failed=()
 echo "== C++ unit tests (ctest)"
 # Every test runs once: a test that fails, fails the suite (a flaky one is fixed at its root).
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --timeout 300 || failed+=(ctest)
+
+echo "== lock rules (scripts/check-thread-safety.sh: clang's thread-safety analysis as errors)"
+"$root/scripts/check-thread-safety.sh" "$build" || failed+=(thread-safety)
 
 echo "== fuzz smoke (scripts/fuzz.sh: libFuzzer targets, ${FUZZ_SECONDS:-10} s each)"
 # The HTTP target needs a clang build of the whole server: it runs in .ci/run's extended mode;

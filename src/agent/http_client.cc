@@ -53,23 +53,6 @@ int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 
 }  // namespace
 
-std::string EscapePathSegment(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '-' || c == '_' || c == '.' || c == '~';
-    if (plain) {
-      out.push_back(char(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
-}
-
 HttpClient::HttpClient(std::string base_url, HttpClientOptions options)
     : base_url_(std::move(base_url)), options_(std::move(options)) {
   while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();

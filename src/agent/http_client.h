@@ -60,7 +60,4 @@ class HttpClient {
   std::atomic<bool> aborted_{false};
 };
 
-// "a/b c" -> "a%2Fb%20c": one path segment, percent-encoded.
-std::string EscapePathSegment(std::string_view s);
-
 }  // namespace cohort::agent

@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/limits.h"
+#include "core/text_encoding.h"
 
 namespace cohort::agent {
 namespace {
@@ -15,15 +16,15 @@ namespace {
 namespace bj = boost::json;
 
 std::string RunsPath(const std::string& entity, const WriterTarget& t) {
-  return "/api/v1/runs/" + EscapePathSegment(entity) + "/" + EscapePathSegment(t.project);
+  return "/api/v1/runs/" + PercentEncode(entity) + "/" + PercentEncode(t.project);
 }
 
 std::string RunPath(const std::string& entity, const WriterTarget& t) {
-  return RunsPath(entity, t) + "/" + EscapePathSegment(t.run_id);
+  return RunsPath(entity, t) + "/" + PercentEncode(t.run_id);
 }
 
 std::string WriterPath(const std::string& entity, const WriterTarget& t) {
-  return RunPath(entity, t) + "/writers/" + EscapePathSegment(t.label);
+  return RunPath(entity, t) + "/writers/" + PercentEncode(t.label);
 }
 
 std::string ErrorText(const HttpResponse& r) {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "core/json.h"
+#include "core/text_encoding.h"
 #include "core/user_config.h"
 #include "core/version.h"
 
@@ -45,8 +46,8 @@ Status StatusFor(int http_status, const std::string& body, std::string_view what
 }  // namespace
 
 std::string RunPath::ApiPath() const {
-  return "/api/v1/runs/" + agent::EscapePathSegment(entity) + "/" +
-         agent::EscapePathSegment(project) + "/" + agent::EscapePathSegment(run_id);
+  return "/api/v1/runs/" + PercentEncode(entity) + "/" + PercentEncode(project) + "/" +
+         PercentEncode(run_id);
 }
 
 ReadClient::ReadClient(std::string base_url, std::string api_key)
@@ -78,7 +79,7 @@ Result<bj::value> ReadClient::Get(std::string_view path, const Query& query) {
     target += sep;
     target += name;
     target += '=';
-    target += agent::EscapePathSegment(value);
+    target += PercentEncode(value);
     sep = '&';
   }
   auto res = http_.Request("GET", target, "", api_key_);

@@ -8,6 +8,7 @@
 #include "cli/output.h"
 #include "cli/read_client.h"
 #include "core/json.h"
+#include "core/text_encoding.h"
 
 namespace cohort::cli {
 namespace {
@@ -35,10 +36,9 @@ Status ListProject(ReadClient& client, const LsOpts& o, const std::string& entit
     Query q = {{"group", o.group}, {"job_type", o.job_type}, {"state", o.state},
                {"tag", o.tag},     {"sort", o.sort},         {"limit", std::to_string(page)},
                {"cursor", cursor}};
-    COHORT_ASSIGN_OR_RETURN(bj::value res,
-                            client.Get("/api/v1/runs/" + agent::EscapePathSegment(entity) + "/" +
-                                           agent::EscapePathSegment(project),
-                                       q));
+    COHORT_ASSIGN_OR_RETURN(
+        bj::value res,
+        client.Get("/api/v1/runs/" + PercentEncode(entity) + "/" + PercentEncode(project), q));
     *total += IntField(res, "total");
     for (const bj::value& run : res.as_object().at("runs").as_array()) {
       std::string state = StrField(run, "state");

@@ -4,6 +4,8 @@
 
 #include <random>
 
+#include "core/text_encoding.h"
+
 namespace cohort::ids {
 namespace {
 
@@ -35,16 +37,9 @@ std::string RandomBase36(size_t n) {
 }
 
 std::string RandomHex(size_t bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
   std::string raw(bytes, '\0');
   FillRandom(reinterpret_cast<unsigned char*>(raw.data()), raw.size());
-  std::string out;
-  out.reserve(bytes * 2);
-  for (unsigned char c : raw) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 15]);
-  }
-  return out;
+  return HexLower(raw);
 }
 
 bool IsValidId(std::string_view s) {

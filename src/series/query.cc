@@ -223,4 +223,18 @@ Status QuerySeries(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load
   return QueryRaw(chunks, load, q, r, out);
 }
 
+Result<ChunkRange> ChunkRangeOf(const SeriesQuery& q) {
+  if (q.buckets < 0) return Status::InvalidArgument("history: buckets must be >= 0");
+  if (q.buckets == 0 && q.limit <= 0) return Status::InvalidArgument("history: limit must be > 0");
+  ChunkRange r;
+  r.min_step = q.min_step.value_or(kMinStep);
+  if (q.buckets == 0 && q.after_step != kMinStep) {
+    r.min_step = std::max(r.min_step, q.after_step == kMaxStep ? kMaxStep : q.after_step + 1);
+  }
+  r.max_step = q.max_step.value_or(kMaxStep);
+  r.min_time = q.min_time_ms.value_or(kMinStep);
+  r.max_time = q.max_time_ms.value_or(kMaxStep);
+  return r;
+}
+
 }  // namespace cohort::series

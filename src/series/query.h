@@ -44,4 +44,12 @@ inline constexpr int kMaxQueryBuckets = 100000;
 Status QuerySeries(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
                    const SeriesQuery& q, SeriesResult* out);
 
+// The part of a series that `q` reads (inclusive): a store selects the chunks whose step and time
+// ranges meet it and hands them to QuerySeries (no other chunk can hold a point of the answer).
+struct ChunkRange {
+  int64_t min_step = kMinStep, max_step = kMaxStep, min_time = kMinStep, max_time = kMaxStep;
+};
+// kInvalidArgument, naming the field, for buckets < 0 or, when paging raw points, limit < 1.
+Result<ChunkRange> ChunkRangeOf(const SeriesQuery& q);
+
 }  // namespace cohort::series

@@ -295,3 +295,41 @@ TEST(QueryTest, AfterStepAtInt64MaxGivesNothing) {
 
 }  // namespace
 }  // namespace cohort::series
+
+namespace cohort::series {
+namespace {
+
+TEST(ChunkRangeOfTest, RawPagesStartAfterTheCursorAndBucketsIgnoreIt) {
+  SeriesQuery q;
+  q.limit = 10;
+  q.after_step = 41;
+  q.min_step = 10;
+  q.max_time_ms = 500;
+  auto raw = ChunkRangeOf(q);
+  ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+  EXPECT_EQ(raw->min_step, 42);
+  EXPECT_EQ(raw->max_step, kMaxStep);
+  EXPECT_EQ(raw->min_time, kMinStep);
+  EXPECT_EQ(raw->max_time, 500);
+
+  q.after_step = kMaxStep;  // a cursor at the last step: nothing after it, and no overflow
+  EXPECT_EQ(ChunkRangeOf(q)->min_step, kMaxStep);
+
+  q.buckets = 5;
+  q.after_step = 41;
+  EXPECT_EQ(ChunkRangeOf(q)->min_step, 10);
+}
+
+TEST(ChunkRangeOfTest, RefusesNegativeBucketsAndAnEmptyPage) {
+  SeriesQuery q;
+  q.buckets = -1;
+  EXPECT_EQ(ChunkRangeOf(q).status().code(), StatusCode::kInvalidArgument);
+  q.buckets = 0;
+  q.limit = 0;
+  auto r = ChunkRangeOf(q);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("limit"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cohort::series

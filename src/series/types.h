@@ -4,11 +4,16 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace cohort::series {
+
+// The range of steps (and of times, in ms) a series may hold; a query without bounds reads it all.
+inline constexpr int64_t kMinStep = std::numeric_limits<int64_t>::min();
+inline constexpr int64_t kMaxStep = std::numeric_limits<int64_t>::max();
 
 // One scalar point of a series.
 struct Point {

@@ -8,8 +8,6 @@
 namespace cohort::store {
 namespace {
 
-constexpr int64_t kMaxStep = std::numeric_limits<int64_t>::max();
-
 Status CheckColumn(const IngestBatch& batch, const KeyColumn& c) {
   const std::string_view key = c.key;
   const char* what = c.system ? "system metric key" : "metric key";
@@ -102,15 +100,15 @@ Result<int64_t> IngestPlan::AssignSteps(int64_t next_step) {
   for (size_t r = 0; r < given.size(); ++r) {
     int64_t step = given[r];
     if (step == kAssignStep) {
-      if (next_step == kMaxStep) {
+      if (next_step == series::kMaxStep) {
         return Status::InvalidArgument(
             "history[" + std::to_string(r) +
             "].step: missing, and the writer's step counter is at its largest value (" +
-            std::to_string(kMaxStep) + "): send explicit steps");
+            std::to_string(series::kMaxStep) + "): send explicit steps");
       }
       step = next_step++;
     } else if (step >= next_step) {
-      next_step = step == kMaxStep ? step : step + 1;
+      next_step = step == series::kMaxStep ? step : step + 1;
     }
     steps_[r] = step;
   }

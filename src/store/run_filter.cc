@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "core/text_encoding.h"
+
 namespace cohort::store {
 namespace {
 
@@ -168,14 +170,7 @@ std::string EncodeRunCursor(const RunCursor& c) {
     raw += 's';
     raw += std::to_string(c.pk) + ":" + std::get<std::string>(c.key);
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(raw.size() * 2);
-  for (unsigned char ch : raw) {
-    out += kHex[ch >> 4];
-    out += kHex[ch & 15];
-  }
-  return out;
+  return HexLower(raw);
 }
 
 Result<RunCursor> DecodeRunCursor(const std::string& text) {

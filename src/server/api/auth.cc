@@ -4,50 +4,15 @@
 
 #include "core/clock.h"
 #include "core/ids.h"
+#include "core/text_encoding.h"
 
 namespace cohort::api {
-namespace {
-
-std::string Base64Decode(std::string_view in) {
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+' || c == '-') return 62;
-    if (c == '/' || c == '_') return 63;
-    return -1;
-  };
-  std::string out;
-  int bits = 0;
-  uint32_t acc = 0;
-  for (char c : in) {
-    if (c == '=') break;
-    int v = val(c);
-    if (v < 0) return {};
-    acc = (acc << 6) | uint32_t(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(char((acc >> bits) & 0xFF));
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string HashApiKey(std::string_view key) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(key.data(), key.size(), md, &len, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(len * 2);
-  for (unsigned i = 0; i < len; ++i) {
-    out.push_back(kHex[md[i] >> 4]);
-    out.push_back(kHex[md[i] & 15]);
-  }
-  return out;
+  return HexLower(std::string_view(reinterpret_cast<const char*>(md), len));
 }
 
 std::string NewApiKeySecret() { return "ck_" + ids::RandomHex(20); }

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/ids.h"
+#include "core/text_encoding.h"
 
 namespace cohort::api {
 namespace {
@@ -20,14 +21,7 @@ std::string Hmac(const std::string& key, std::string_view message) {
   unsigned int len = 0;
   HMAC(EVP_sha256(), key.data(), int(key.size()),
        reinterpret_cast<const unsigned char*>(message.data()), message.size(), md, &len);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(len * 2);
-  for (unsigned i = 0; i < len; ++i) {
-    out.push_back(kHex[md[i] >> 4]);
-    out.push_back(kHex[md[i] & 15]);
-  }
-  return out;
+  return HexLower(std::string_view(reinterpret_cast<const char*>(md), len));
 }
 
 std::string Trim(std::string_view s) {

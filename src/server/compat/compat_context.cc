@@ -4,56 +4,11 @@
 #include <ctime>
 
 #include "core/ids.h"
+#include "core/text_encoding.h"
 #include "server/compat/wandb_lines.h"
 
 namespace cohort::compat {
 namespace {
-
-std::string Base64(std::string_view in) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
-    out.push_back(kAlphabet[v >> 18]);
-    out.push_back(kAlphabet[(v >> 12) & 63]);
-    out.push_back(kAlphabet[(v >> 6) & 63]);
-    out.push_back(kAlphabet[v & 63]);
-  }
-  if (i < in.size()) {
-    uint32_t v = uint8_t(in[i]) << 16;
-    if (i + 1 < in.size()) v |= uint8_t(in[i + 1]) << 8;
-    out.push_back(kAlphabet[v >> 18]);
-    out.push_back(kAlphabet[(v >> 12) & 63]);
-    out.push_back(i + 1 < in.size() ? kAlphabet[(v >> 6) & 63] : '=');
-    out.push_back('=');
-  }
-  return out;
-}
-
-std::string Unbase64(std::string_view in) {
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    int v = (c >= 'A' && c <= 'Z')   ? c - 'A'
-            : (c >= 'a' && c <= 'z') ? c - 'a' + 26
-            : (c >= '0' && c <= '9') ? c - '0' + 52
-            : (c == '+' || c == '-') ? 62
-            : (c == '/' || c == '_') ? 63
-                                     : -1;
-    if (c == '=') break;
-    if (v < 0) return {};
-    acc = (acc << 6) | uint32_t(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(char((acc >> bits) & 0xFF));
-    }
-  }
-  return out;
-}
 
 bool IsClientIdChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -145,11 +100,11 @@ http::HttpResponse Backpressure(int retry_after_s, std::string_view message) {
 }
 
 std::string BucketId(const store::RunRef& ref) {
-  return Base64("Run:v1:" + ref.run_id + ":" + ref.project + ":" + ref.entity);
+  return Base64Encode("Run:v1:" + ref.run_id + ":" + ref.project + ":" + ref.entity);
 }
 
 bool ParseBucketId(std::string_view id, store::RunRef* out) {
-  std::string text = Unbase64(id);
+  std::string text = Base64Decode(id);
   if (!text.starts_with("Run:v1:")) return false;
   std::string_view rest = std::string_view(text).substr(7);
   size_t a = rest.find(':');

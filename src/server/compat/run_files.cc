@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "core/clock.h"
+#include "core/text_encoding.h"
 #include "core/utf8.h"
 #include "server/api/throttle.h"
 #include "server/compat/compat_context.h"
@@ -62,23 +63,6 @@ std::string ServedType(const std::string& name, bool* attachment) {
 
 }  // namespace
 
-std::string EscapePath(std::string_view name) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (char c : name) {
-    bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                 c == '-' || c == '_' || c == '.' || c == '~' || c == '/';
-    if (plain) {
-      out.push_back(c);
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[(static_cast<unsigned char>(c) >> 4) & 15]);
-      out.push_back(kHex[static_cast<unsigned char>(c) & 15]);
-    }
-  }
-  return out;
-}
-
 Status ValidateUploadName(std::string_view name) {
   if (name.empty() || name.size() > 1024) {
     return Status::InvalidArgument("file name: must be 1-1024 bytes");
@@ -116,9 +100,10 @@ Result<std::string> UploadUrl(const api::SigningKeys* keys, const std::string& b
   }
   if (keys == nullptr) return Status::FailedPrecondition("uploads: the server has no signing key");
   int64_t expires = now_ms / 1000 + ttl_s;
-  return base_url + "/files/" + EscapePath(ref.entity) + "/" + EscapePath(ref.project) + "/" +
-         EscapePath(ref.run_id) + "/upload/" + EscapePath(name) +
-         "?k=" + std::to_string(who.key_id) + "&x=" + std::to_string(expires) +
+  return base_url + "/files/" + PercentEncode(ref.entity, true) + "/" +
+         PercentEncode(ref.project, true) + "/" + PercentEncode(ref.run_id, true) + "/upload/" +
+         PercentEncode(name, true) + "?k=" + std::to_string(who.key_id) +
+         "&x=" + std::to_string(expires) +
          "&s=" + keys->Sign(SignedText(who.key_id, ref, name, expires));
 }
 
@@ -151,8 +136,9 @@ Status CheckSignedUpload(api::ApiContext* ctx, const http::HttpRequest& head) {
 
 std::string DownloadUrl(const std::string& base_url, const store::RunRef& ref,
                         const std::string& name) {
-  return base_url + "/api/v1/runs/" + EscapePath(ref.entity) + "/" + EscapePath(ref.project) +
-         "/" + EscapePath(ref.run_id) + "/files/" + EscapePath(name);
+  return base_url + "/api/v1/runs/" + PercentEncode(ref.entity, true) + "/" +
+         PercentEncode(ref.project, true) + "/" + PercentEncode(ref.run_id, true) + "/files/" +
+         PercentEncode(name, true);
 }
 
 void RegisterRunFileRoutes(http::Router& r, api::ApiContext* ctx) {

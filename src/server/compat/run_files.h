@@ -40,9 +40,6 @@ std::string DownloadUrl(const std::string& base_url, const store::RunRef& ref,
 // kInvalidArgument naming the problem otherwise.
 Status ValidateUploadName(std::string_view name);
 
-// "a b/c.txt" -> "a%20b/c.txt": each path segment percent-encoded, '/' kept.
-std::string EscapePath(std::string_view name);
-
 void RegisterRunFileRoutes(http::Router& r, api::ApiContext* ctx);
 
 }  // namespace cohort::compat

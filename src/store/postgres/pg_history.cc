@@ -18,8 +18,6 @@ using pg::PgResult;
 
 namespace {
 
-constexpr int64_t kMinStep = std::numeric_limits<int64_t>::min();
-constexpr int64_t kMaxStep = std::numeric_limits<int64_t>::max();
 // Raw history reads fetch this many chunks per round trip.
 constexpr size_t kRawPrefetchChunks = 16;
 
@@ -42,20 +40,9 @@ series::ChunkSummary ReadSummary(const PgResult& res, int i, int c) {
 }  // namespace
 
 Result<std::vector<SeriesData>> PostgresStore::QueryHistory(const HistoryQuery& q) {
-  if (q.series.buckets < 0) return Status::InvalidArgument("history: buckets must be >= 0");
-  if (q.series.buckets == 0 && q.series.limit <= 0)
-    return Status::InvalidArgument("history: limit must be > 0");
+  COHORT_ASSIGN_OR_RETURN(const series::ChunkRange range, series::ChunkRangeOf(q.series));
   const std::set<std::string> keys(q.keys.begin(), q.keys.end());
   const std::set<std::string> writers(q.writers.begin(), q.writers.end());
-
-  // Chunks whose step and time ranges meet the query's.
-  int64_t lo = q.series.min_step.value_or(kMinStep);
-  if (q.series.buckets == 0 && q.series.after_step != kMinStep) {
-    lo = std::max(lo, q.series.after_step == kMaxStep ? kMaxStep : q.series.after_step + 1);
-  }
-  const int64_t hi = q.series.max_step.value_or(kMaxStep);
-  const int64_t tlo = q.series.min_time_ms.value_or(kMinStep),
-                thi = q.series.max_time_ms.value_or(kMaxStep);
 
   return pg::RunTransaction(read_pool(), pg::TxnMode::kRead,
                             [&](Conn* c) -> Result<std::vector<SeriesData>> {
@@ -97,7 +84,11 @@ Result<std::vector<SeriesData>> PostgresStore::QueryHistory(const HistoryQuery& 
         index[matches[i].pk] = i;
       }
       Params p;
-      p.AddArray(pks).Add(lo).Add(hi).Add(tlo).Add(thi);
+      p.AddArray(pks)
+          .Add(range.min_step)
+          .Add(range.max_step)
+          .Add(range.min_time)
+          .Add(range.max_time);
       COHORT_ASSIGN_OR_RETURN(
           PgResult res,
           c->Exec("SELECT series_pk, idx, count, min_step, max_step, min_time, max_time, vmin, "

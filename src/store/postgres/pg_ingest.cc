@@ -47,8 +47,6 @@ using pg::PgResult;
 
 namespace {
 
-constexpr int64_t kMinStep = std::numeric_limits<int64_t>::min();
-constexpr int64_t kMaxStep = std::numeric_limits<int64_t>::max();
 // The stored state of one series, read under its row lock.
 using SeriesState = pg::IngestCache::Series;
 
@@ -198,7 +196,7 @@ class BatchWrite {
       del_hi_.push_back(plan.delete_hi);
     }
     for (series::ChunkWrite& w : plan.chunks) AddChunk(s->pk, w.index, std::move(w));
-    int64_t lo = kMaxStep, hi = kMinStep;
+    int64_t lo = series::kMaxStep, hi = series::kMinStep;
     for (const series::Point& p : points) {
       lo = std::min(lo, p.step);
       hi = std::max(hi, p.step);

@@ -22,9 +22,6 @@ using sqlite::Txn;
 
 namespace {
 
-constexpr int64_t kMinStep = std::numeric_limits<int64_t>::min();
-constexpr int64_t kMaxStep = std::numeric_limits<int64_t>::max();
-
 // The writer a batch is for, read in the write transaction.
 struct WriterRow {
   int64_t pk = 0, run_pk = 0, next_step = 0, pruned_seq = 0;
@@ -258,9 +255,7 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
 }
 
 Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q) {
-  if (q.series.buckets < 0) return Status::InvalidArgument("history: buckets must be >= 0");
-  if (q.series.buckets == 0 && q.series.limit <= 0)
-    return Status::InvalidArgument("history: limit must be > 0");
+  COHORT_ASSIGN_OR_RETURN(const series::ChunkRange range, series::ChunkRangeOf(q.series));
   const std::set<std::string> keys(q.keys.begin(), q.keys.end());
   const std::set<std::string> writers(q.writers.begin(), q.writers.end());
 
@@ -294,15 +289,6 @@ Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q)
     }
   }
 
-  // Chunks whose step and time ranges meet the query's.
-  int64_t lo = q.series.min_step.value_or(kMinStep);
-  if (q.series.buckets == 0 && q.series.after_step != kMinStep) {
-    lo = std::max(lo, q.series.after_step == kMaxStep ? kMaxStep : q.series.after_step + 1);
-  }
-  const int64_t hi = q.series.max_step.value_or(kMaxStep);
-  const int64_t tlo = q.series.min_time_ms.value_or(kMinStep),
-                thi = q.series.max_time_ms.value_or(kMaxStep);
-
   COHORT_ASSIGN_OR_RETURN(Stmt blob, db->Prepare("SELECT data FROM chunks WHERE pk = ?"));
   series::ChunkLoader load = [&blob](int64_t id) -> Result<std::string> {
     blob.Reset();
@@ -319,7 +305,8 @@ Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q)
   for (const Match& m : matches) {
     // The paged prefix from its summary pages, the rest from the chunks' summary index.
     std::vector<series::ChunkMeta> chunks;
-    COHORT_RETURN_IF_ERROR(sqlite::ReadPages(db, m.pk, m.paged_upto, lo, hi, tlo, thi, &chunks));
+    COHORT_RETURN_IF_ERROR(sqlite::ReadPages(db, m.pk, m.paged_upto, range.min_step, range.max_step,
+                                             range.min_time, range.max_time, &chunks));
     {
       COHORT_ASSIGN_OR_RETURN(
           Stmt st,
@@ -327,7 +314,12 @@ Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q)
                      "vmax, vsum, vfirst, vlast, nan_count FROM chunks INDEXED BY "
                      "chunks_summary WHERE series_pk = ? AND idx >= ? AND max_step >= ? AND "
                      "min_step <= ? AND max_time >= ? AND min_time <= ? ORDER BY idx"));
-      st.Bind(m.pk).Bind(m.paged_upto).Bind(lo).Bind(hi).Bind(tlo).Bind(thi);
+      st.Bind(m.pk)
+          .Bind(m.paged_upto)
+          .Bind(range.min_step)
+          .Bind(range.max_step)
+          .Bind(range.min_time)
+          .Bind(range.max_time);
       while (true) {
         COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
         if (!row) break;
