@@ -4,18 +4,18 @@
 
 #include <atomic>
 #include <ctime>
-#include <mutex>
 #include <string>
 
 #include "core/clock.h"
+#include "core/mutex.h"
 
 namespace cohort::agent {
 namespace {
 
 std::atomic<int> g_level{int(LogLevel::kInfo)};
 
-std::mutex& StderrMutex() {
-  static auto* mu = new std::mutex();
+Mutex& StderrMutex() {
+  static auto* mu = new Mutex();
   return *mu;
 }
 
@@ -45,7 +45,7 @@ void LogLine(LogLevel level, std::string_view text) {
   strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
   std::string line = fmt::format("{}.{:03d}Z cohort[{}] {}: {}\n", stamp, int(now % 1000),
                                  int(getpid()), LevelName(level), text);
-  std::lock_guard<std::mutex> lock(StderrMutex());
+  MutexLock lock(&StderrMutex());
   size_t off = 0;
   while (off < line.size()) {
     ssize_t n = write(STDERR_FILENO, line.data() + off, line.size() - off);

@@ -5,11 +5,10 @@
 // server's own decoder (server/api/ingest_binary_decode.h).
 //
 // Threading: all accessors are thread-safe (FakeHttpServer runs handlers under its mutex; this
-// class keeps its own mutex for the stored state).
+// class keeps its own, mu_, for the stored state, taken after FakeHttpServer's).
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <tuple>
@@ -17,6 +16,7 @@
 
 #include "agent/fake_http_server_for_test.h"
 #include "core/json.h"
+#include "core/mutex.h"
 #include "server/api/ingest_binary_decode.h"
 
 namespace cohort::agent::testing {
@@ -40,56 +40,56 @@ class FakeCohortServer {
 
   // (label, key, step) -> value of stored history points.
   std::map<std::tuple<std::string, std::string, int64_t>, double> points() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return points_;
   }
   size_t point_count(const std::string& label) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     size_t n = 0;
     for (const auto& [k, v] : points_) n += std::get<0>(k) == label;
     return n;
   }
   int64_t duplicate_batches() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return duplicates_;
   }
   // Points stored twice for the same (label, key, step): must stay 0.
   int64_t overwritten_points() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return overwritten_;
   }
   std::vector<std::pair<std::string, std::string>> console() const {  // (label, text)
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return console_;
   }
   std::set<std::string> system_keys(const std::string& label) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = system_.find(label);
     return it == system_.end() ? std::set<std::string>{} : it->second;
   }
   std::map<std::string, Writer> writers() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return writers_;
   }
   std::string run_config() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return json::Serialize(config_);
   }
   // The run's summary and name/group/job_type/notes/tags as merged from PATCH requests.
   std::string run_summary() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return json::Serialize(summary_);
   }
   std::string run_fields() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return json::Serialize(fields_);
   }
   bool run_exists() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return run_exists_;
   }
   void set_run_exists(bool v) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     run_exists_ = v;
   }
 
@@ -107,7 +107,7 @@ class FakeCohortServer {
   }
 
   FakeResponse Handle(const FakeRequest& r) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto p = Split(r.path);  // api v1 runs e p run writers label verb
     if (r.path == "/api/v1/viewer") return {200, R"({"entity":"alice","role":"admin"})", {}};
     const bool batch = p.size() == 9 && p[8] == "batches";
@@ -198,18 +198,18 @@ class FakeCohortServer {
     return {404, R"({"error":{"code":"not_found"}})", {}};
   }
 
-  mutable std::mutex mu_;
-  std::map<std::tuple<std::string, std::string, int64_t>, double> points_;
-  std::map<std::string, std::set<int64_t>> seqs_;
-  std::map<std::string, std::set<std::string>> system_;
-  std::vector<std::pair<std::string, std::string>> console_;
-  std::map<std::string, Writer> writers_;
-  boost::json::object config_;
-  boost::json::object summary_;
-  boost::json::object fields_;
-  bool run_exists_ = false;
-  int64_t duplicates_ = 0;
-  int64_t overwritten_ = 0;
+  mutable Mutex mu_;
+  std::map<std::tuple<std::string, std::string, int64_t>, double> points_ COHORT_GUARDED_BY(mu_);
+  std::map<std::string, std::set<int64_t>> seqs_ COHORT_GUARDED_BY(mu_);
+  std::map<std::string, std::set<std::string>> system_ COHORT_GUARDED_BY(mu_);
+  std::vector<std::pair<std::string, std::string>> console_ COHORT_GUARDED_BY(mu_);
+  std::map<std::string, Writer> writers_ COHORT_GUARDED_BY(mu_);
+  boost::json::object config_ COHORT_GUARDED_BY(mu_);
+  boost::json::object summary_ COHORT_GUARDED_BY(mu_);
+  boost::json::object fields_ COHORT_GUARDED_BY(mu_);
+  bool run_exists_ COHORT_GUARDED_BY(mu_) = false;
+  int64_t duplicates_ COHORT_GUARDED_BY(mu_) = 0;
+  int64_t overwritten_ COHORT_GUARDED_BY(mu_) = 0;
   FakeHttpServer http_;  // last: stops (joins its threads) before the state above goes
 };
 

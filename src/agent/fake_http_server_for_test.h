@@ -3,7 +3,7 @@
 // and answers with whatever the test's handler returns.
 //
 // Threading: one accept thread plus one thread per connection; requests() and the handler are
-// guarded by an internal mutex (the handler runs under it, so it may touch test state freely).
+// guarded by mu_ (the handler runs under it, so it may touch test state freely).
 #pragma once
 
 #include <arpa/inet.h>
@@ -13,11 +13,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "core/mutex.h"
 
 namespace cohort::agent::testing {
 
@@ -65,7 +67,7 @@ class FakeHttpServer {
     close(listen_fd_);
     std::vector<std::thread> threads;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       for (int fd : conn_fds_) shutdown(fd, SHUT_RDWR);
       threads.swap(conn_threads_);
     }
@@ -89,11 +91,11 @@ class FakeHttpServer {
   int port() const { return port_; }
 
   std::vector<FakeRequest> requests() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return requests_;
   }
   size_t connections() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return conn_threads_.size();
   }
 
@@ -104,7 +106,7 @@ class FakeHttpServer {
       if (poll(&p, 1, 50) <= 0) continue;
       int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) continue;
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       conn_fds_.push_back(fd);
       conn_threads_.emplace_back([this, fd] { Serve(fd); });
     }
@@ -162,7 +164,7 @@ class FakeHttpServer {
       req.time_ms = Now();
       FakeResponse resp;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         requests_.push_back(req);
         resp = handler_(req);
       }
@@ -184,15 +186,15 @@ class FakeHttpServer {
     close(fd);
   }
 
-  Handler handler_;
+  Handler handler_ COHORT_GUARDED_BY(mu_);  // called under mu_
   int listen_fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::thread accept_thread_;
-  mutable std::mutex mu_;
-  std::vector<FakeRequest> requests_;
-  std::vector<int> conn_fds_;
-  std::vector<std::thread> conn_threads_;
+  mutable Mutex mu_;
+  std::vector<FakeRequest> requests_ COHORT_GUARDED_BY(mu_);
+  std::vector<int> conn_fds_ COHORT_GUARDED_BY(mu_);
+  std::vector<std::thread> conn_threads_ COHORT_GUARDED_BY(mu_);
 };
 
 }  // namespace cohort::agent::testing

@@ -204,7 +204,7 @@ Ingest::Ingest(IngestOptions options)
     : options_(std::move(options)), fs_(options_.fs ? options_.fs : wal::FileSystem::Default()) {}
 
 Ingest::~Ingest() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto& [url, sender] : senders_) sender->Stop();
   for (auto& [dir, slot] : streams_) {
     if (slot.sender) slot.sender->Remove(slot.stream.get());
@@ -257,10 +257,10 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
   Sender* sender = nullptr;
   std::unique_ptr<WriterSession> session;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     // Another open is moving this writer to another server or mode: wait until the new stream
     // is in place, so that this open sees the old stream or the new one, never the move.
-    moved_.wait(lock, [&] { return moving_.count(dir) == 0; });
+    while (moving_.count(dir) != 0) moved_.Wait(mu_);
     auto it = streams_.find(dir);
     if (it != streams_.end() && it->second.stream->target().base_url == req.base_url &&
         it->second.stream->target().offline == req.offline) {
@@ -275,15 +275,16 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
         moved = true;
         // Remove waits for an upload of this stream in flight, up to a request timeout: not
         // under mu_, which every other open, Tick() and the agent's status need.
-        lock.unlock();
+        lock.Unlock();
         if (old.sender) old.sender->Remove(old.stream.get());
         (void)old.stream->Close();
-        lock.lock();
+        lock.Lock();
       }
       auto end_move = [&] {
+        mu_.AssertHeld();  // called below, under the lock
         if (!moved) return;
         moving_.erase(dir);
-        moved_.notify_all();
+        moved_.SignalAll();
       };
       auto created = WriterStream::Create(dir, target, fs_);
       if (!created.ok()) {
@@ -384,7 +385,7 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
 }
 
 void Ingest::SessionEnded(WriterStream* stream) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto& [dir, slot] : streams_) {
     if (slot.stream.get() == stream) slot.idle_since_ms = 0;
   }
@@ -397,7 +398,7 @@ int Ingest::RecoverDir(const std::string& data_dir) {
       auto meta = fs_->Exists(wal::JoinPath(dir, WriterStream::kMetaFile));
       if (!meta.ok() || !*meta) continue;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         if (streams_.count(dir) || moving_.count(dir)) continue;  // ours, or being moved
       }
       auto stream = WriterStream::OpenExisting(dir, fs_);
@@ -407,7 +408,7 @@ int Ingest::RecoverDir(const std::string& data_dir) {
         }
         continue;  // held by a live process (a private agent or another agent)
       }
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       Sender* sender =
           (*stream)->target().offline ? nullptr : SenderFor((*stream)->target().base_url);
       streams_[dir] = StreamSlot{*stream, sender, 0};
@@ -425,7 +426,7 @@ void Ingest::Tick() {
   std::vector<StreamSlot> to_remove, to_close;
   const int64_t now = NowMillis();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (auto it = streams_.begin(); it != streams_.end();) {
       StreamSlot& slot = it->second;
       if (slot.stream->attached() > 0) {
@@ -489,7 +490,7 @@ void Ingest::Tick() {
          "trying again in {:.0f}s",
          slot.stream->dir(), s.ToString(), options_.remove_retry_s);
     slot.remove_after_ms = now + int64_t(options_.remove_retry_s * 1000);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     streams_.emplace(slot.stream->dir(), std::move(slot));
   }
   for (StreamSlot& slot : to_close) {
@@ -499,7 +500,7 @@ void Ingest::Tick() {
 }
 
 bool Ingest::Idle() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const auto& [dir, slot] : streams_) {
     if (slot.stream->attached() > 0) return false;
     UploadProgress p = slot.stream->progress();
@@ -509,12 +510,12 @@ bool Ingest::Idle() const {
 }
 
 size_t Ingest::stream_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return streams_.size();
 }
 
 SenderStats Ingest::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   SenderStats total;
   for (const auto& [url, s] : senders_) {
     SenderStats st = s->stats();

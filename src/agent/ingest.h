@@ -14,11 +14,9 @@
 // the Ingest.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -28,6 +26,7 @@
 #include "agent/protocol.h"
 #include "agent/sender.h"
 #include "agent/writer_stream.h"
+#include "core/mutex.h"
 
 namespace cohort::monitor {
 class Sampler;
@@ -109,19 +108,20 @@ class Ingest {
 
   // Opens (or re-attaches to) a writer and fills `reply`. Waits up to request.wait_ms for the
   // server to confirm the writer. An error reply (reply->ok false) comes with a null session.
-  std::unique_ptr<WriterSession> Open(const OpenRequest& request, OpenReply* reply);
+  std::unique_ptr<WriterSession> Open(const OpenRequest& request, OpenReply* reply)
+      COHORT_EXCLUDES(mu_);
 
   // Resumes the upload of every writer directory under `data_dir` that no process holds.
   // Returns how many were resumed.
-  int RecoverDir(const std::string& data_dir);
+  int RecoverDir(const std::string& data_dir) COHORT_EXCLUDES(mu_);
 
   // Housekeeping, call every second or so: removes complete streams, closes idle ones.
-  void Tick();
+  void Tick() COHORT_EXCLUDES(mu_);
   // No client attached and nothing left that could be uploaded now.
-  bool Idle() const;
-  size_t stream_count() const;
+  bool Idle() const COHORT_EXCLUDES(mu_);
+  size_t stream_count() const COHORT_EXCLUDES(mu_);
   // Sum over the Senders.
-  SenderStats stats() const;
+  SenderStats stats() const COHORT_EXCLUDES(mu_);
 
   // <data_dir>/<run>/<label> with both components made safe for a path.
   static std::string WriterDir(const std::string& data_dir, const std::string& run_id,
@@ -137,18 +137,21 @@ class Ingest {
     int64_t remove_after_ms = 0;  // a failed removal is tried again from this time on
   };
 
-  Sender* SenderFor(const std::string& base_url);  // requires mu_
-  void SessionEnded(WriterStream* stream);
+  Sender* SenderFor(const std::string& base_url) COHORT_REQUIRES(mu_);
+  void SessionEnded(WriterStream* stream) COHORT_EXCLUDES(mu_);
 
   const IngestOptions options_;
   wal::FileSystem* const fs_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Sender>> senders_;  // by base URL
-  std::map<std::string, StreamSlot> streams_;               // by directory
+  // Taken before the Senders' and the streams' locks.
+  mutable Mutex mu_;
+  // By base URL.
+  std::map<std::string, std::unique_ptr<Sender>> senders_ COHORT_GUARDED_BY(mu_);
+  // By directory.
+  std::map<std::string, StreamSlot> streams_ COHORT_GUARDED_BY(mu_);
   // Directories whose writer an Open is moving to another server or mode (its old stream out
   // of streams_, the new one not in yet); other opens of them wait on moved_.
-  std::set<std::string> moving_;
-  std::condition_variable moved_;
+  std::set<std::string> moving_ COHORT_GUARDED_BY(mu_);
+  CondVar moved_;
 };
 
 // `dir` without "." / ".." components or trailing slashes, so equal directories compare equal.

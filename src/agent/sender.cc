@@ -108,7 +108,7 @@ Sender::Sender(std::string base_url, SenderOptions options)
 Sender::~Sender() { Stop(); }
 
 void Sender::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (started_) return;
   started_ = true;
   stop_ = false;
@@ -117,14 +117,14 @@ void Sender::Start() {
 
 void Sender::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!started_) return;
     stop_ = true;
   }
   http_.Abort();
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   started_ = false;
   for (auto& e : entries_) (void)e->stream->FlushAcks(true);
 }
@@ -133,15 +133,15 @@ void Sender::Add(std::shared_ptr<WriterStream> stream) {
   auto e = std::make_unique<Entry>();
   e->stream = std::move(stream);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     entries_.push_back(std::move(e));
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void Sender::Remove(const WriterStream* stream) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return busy_ == nullptr || busy_->stream.get() != stream; });
+  MutexLock lock(&mu_);
+  while (busy_ != nullptr && busy_->stream.get() == stream) cv_.Wait(mu_);
   for (size_t i = 0; i < entries_.size(); ++i) {
     if (entries_[i]->stream.get() == stream) {
       (void)entries_[i]->stream->FlushAcks(true);
@@ -154,10 +154,10 @@ void Sender::Remove(const WriterStream* stream) {
 
 void Sender::Wake() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++wake_generation_;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 bool Sender::BackingOff() const {
@@ -165,23 +165,23 @@ bool Sender::BackingOff() const {
 }
 
 size_t Sender::stream_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return entries_.size();
 }
 
 SenderStats Sender::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   SenderStats s = stats_;
   s.backoff_s = std::max(0.0, double(retry_at_ms_.load() - MonoMillis()) / 1000.0);
   return s;
 }
 
 void Sender::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (!stop_) {
     int64_t now = MonoMillis();
     if (int64_t retry_at = retry_at_ms_.load(); now < retry_at) {
-      cv_.wait_for(lock, std::chrono::milliseconds(retry_at - now));
+      cv_.WaitFor(mu_, std::chrono::milliseconds(retry_at - now));
       continue;
     }
     // Pick the next entry with work, round robin.
@@ -207,17 +207,17 @@ void Sender::Loop() {
       }
     }
     if (!pick) {
-      cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(1, next_event - now)));
+      cv_.WaitFor(mu_, std::chrono::milliseconds(std::max<int64_t>(1, next_event - now)));
       continue;
     }
     busy_ = pick;
     uint64_t generation = wake_generation_;
-    lock.unlock();
+    lock.Unlock();
     Turn(pick);
-    lock.lock();
+    lock.Lock();
     if (pick->idle_generation == UINT64_MAX) pick->idle_generation = generation;
     busy_ = nullptr;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
 }
 
@@ -238,13 +238,13 @@ void Sender::Turn(Entry* e) {
     }
     if (!s->progress().rejected.ok()) {  // the server refused this writer: drop its records
       s->Pop();
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ++stats_.records_skipped;
       continue;
     }
     Attempt a = Upload(e, *rec);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ++stats_.requests;
       if (a.outcome == Outcome::kDone) {
         ++stats_.records_done;
@@ -282,7 +282,7 @@ void Sender::Turn(Entry* e) {
         });
         Logf(LogLevel::kInfo, "{}: upload failed, retrying in {:.2f}s: {}", s->dir(), a.delay_s,
              a.status.ToString());
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         retry_at_ms_ = MonoMillis() + int64_t(a.delay_s * 1000);
         (void)s->FlushAcks(false);
         return;

@@ -27,11 +27,9 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,6 +37,7 @@
 #include "agent/backoff.h"
 #include "agent/http_client.h"
 #include "agent/writer_stream.h"
+#include "core/mutex.h"
 
 namespace cohort::agent {
 
@@ -67,22 +66,22 @@ class Sender {
   Sender(const Sender&) = delete;
   Sender& operator=(const Sender&) = delete;
 
-  void Start();
+  void Start() COHORT_EXCLUDES(mu_);
   // Aborts a request in flight, ends the thread and writes the acknowledged positions.
-  void Stop();
+  void Stop() COHORT_EXCLUDES(mu_);
 
-  void Add(std::shared_ptr<WriterStream> stream);
+  void Add(std::shared_ptr<WriterStream> stream) COHORT_EXCLUDES(mu_);
   // Forgets `stream`, waiting for the upload thread to let go of it first.
-  void Remove(const WriterStream* stream);
+  void Remove(const WriterStream* stream) COHORT_EXCLUDES(mu_);
   // New durable records are available (call after WriterStream::Sync).
-  void Wake();
+  void Wake() COHORT_EXCLUDES(mu_);
 
   // True while the server is failing and the Sender waits before its next attempt. Takes no
   // lock: WriterStream::WaitFor predicates call it under the stream's lock, and the upload
   // thread reads streams under the Sender's lock.
   bool BackingOff() const;
-  size_t stream_count() const;
-  SenderStats stats() const;
+  size_t stream_count() const COHORT_EXCLUDES(mu_);
+  SenderStats stats() const COHORT_EXCLUDES(mu_);
   const std::string& base_url() const { return base_url_; }
 
  private:
@@ -101,9 +100,9 @@ class Sender {
     int64_t points = 0;  // a batch's points, as the server counted them
   };
 
-  void Loop();
-  // Uploads up to records_per_turn records of `e`. Runs on the thread without mu_.
-  void Turn(Entry* e);
+  void Loop() COHORT_EXCLUDES(mu_);
+  // Uploads up to records_per_turn records of `e` (the thread's busy_ entry).
+  void Turn(Entry* e) COHORT_EXCLUDES(mu_);
   Attempt Upload(Entry* e, const Record& record);
   Attempt Classify(const Result<HttpResponse>& response, std::string_view what);
   void Heartbeat(Entry* e);
@@ -119,18 +118,20 @@ class Sender {
   Backoff backoff_;                               // used only by the thread
   std::map<std::string, std::string> entities_;   // api key -> entity; thread only
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<Entry>> entries_;
-  size_t next_ = 0;        // round-robin cursor
-  Entry* busy_ = nullptr;  // the entry the thread works on (without mu_)
-  uint64_t wake_generation_ = 1;
+  // Taken before a stream's locks (Loop reads progress() under it, Stop flushes acks).
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::vector<std::unique_ptr<Entry>> entries_ COHORT_GUARDED_BY(mu_);
+  size_t next_ COHORT_GUARDED_BY(mu_) = 0;  // round-robin cursor
+  // The entry the thread works on, without mu_: its fields are the thread's until it is reset.
+  Entry* busy_ COHORT_GUARDED_BY(mu_) = nullptr;
+  uint64_t wake_generation_ COHORT_GUARDED_BY(mu_) = 1;
   // Server-wide backoff (monotonic clock, like all its timers); written under mu_, read anywhere.
   std::atomic<int64_t> retry_at_ms_{0};
-  bool stop_ = false;
-  bool started_ = false;
-  SenderStats stats_;
-  std::thread thread_;
+  bool stop_ COHORT_GUARDED_BY(mu_) = false;
+  bool started_ COHORT_GUARDED_BY(mu_) = false;
+  SenderStats stats_ COHORT_GUARDED_BY(mu_);
+  std::thread thread_;  // started by Start() under mu_, joined by Stop()
 };
 
 }  // namespace cohort::agent

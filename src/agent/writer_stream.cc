@@ -121,6 +121,7 @@ Status WriterStream::ScanUnacknowledged() {
   bool finish = false;                    // an unacknowledged finish record
   bool last_finish = false;               // the log's last record is a finish (acknowledged or not)
   std::map<uint64_t, uint64_t> uploaded;  // frames of the acknowledged records still here
+  std::map<uint64_t, uint64_t> stored;    // frames of every record still here
   const wal::Position acknowledged = log_->acknowledged();
   // From the first record still in the log: the acknowledged ones tell what their sessions
   // stored (those that left the log are in seq.json).
@@ -133,7 +134,7 @@ Status WriterStream::ScanUnacknowledged() {
     if (!r.ok()) continue;  // Peek reports it when it gets there
     const bool done = rec.next <= acknowledged;
     if (r->session != 0) {
-      uint64_t& f = last_frame_[r->session];
+      uint64_t& f = stored[r->session];
       f = std::max(f, r->frame);
       if (done) uploaded[r->session] = std::max(uploaded[r->session], r->frame);
     }
@@ -159,22 +160,26 @@ Status WriterStream::ScanUnacknowledged() {
   }
   uint64_t time_base = uint64_t(NowMillis()) << kSeqTimeShift;
   {
-    std::lock_guard<std::mutex> lock(append_mu_);
+    MutexLock lock(&append_mu_);
     // seq.json is written when acknowledgements first remove records (FlushAcks), not here:
     // an open (which a client's Init waits for) costs no extra fsync.
     next_seq_ = std::max({max_seq + 1, time_base, seq_floor_});
   }
   {
-    std::lock_guard<std::mutex> lock(append_mu_);
+    MutexLock lock(&append_mu_);
+    for (const auto& [session, frame] : stored) {
+      last_frame_[session] = std::max(last_frame_[session], frame);
+    }
     for (const auto& [session, frame] : saved_frames_) {
       uploaded[session] = std::max(uploaded[session], frame);
       last_frame_[session] = std::max(last_frame_[session], frame);
     }
+    frames_saved_at_ = acknowledged;
   }
   uploaded_frames_ = std::move(uploaded);
   reader_ = log_->ReadUnacknowledged();
-  ack_written_ = ack_pending_ = frames_saved_at_ = acknowledged;
-  std::lock_guard<std::mutex> lock(mu_);
+  ack_written_ = ack_pending_ = acknowledged;
+  MutexLock lock(&mu_);
   progress_.appended_seq = max_seq;
   progress_.done_seq = 0;
   progress_.appended_records = count;
@@ -215,7 +220,7 @@ Status WriterStream::LoadSeqState() {
   if (floor < 0 || joined < 0 || offset < 0) {
     return Status::Corruption(dir_ + "/" + kSeqFile + ": negative value");
   }
-  std::lock_guard<std::mutex> lock(append_mu_);
+  MutexLock lock(&append_mu_);
   saved_frames_ = std::move(frames);
   seq_floor_ = uint64_t(floor);
   joined_seq_ = uint64_t(joined);
@@ -241,12 +246,19 @@ Status WriterStream::WriteSeqStateLocked() {
 }
 
 Status WriterStream::NoteJoined(uint64_t join_seq, uint64_t server_last_seq) {
-  uint64_t offset = upload_offset_;
+  // Only this (the Sender's) thread changes the two after opening: they stay as read here.
+  uint64_t current_offset, joined_seq;
+  {
+    MutexLock lock(&append_mu_);
+    current_offset = upload_offset_;
+    joined_seq = joined_seq_;
+  }
+  uint64_t offset = current_offset;
   // Decided when this join was first sent (a re-send after a crash): keep what it decided.
-  if (join_seq == joined_seq_) return Status::Ok();
+  if (join_seq == joined_seq) return Status::Ok();
   // Every record after the join has seq > join_seq: lift the first above server_last_seq.
   if (server_last_seq > join_seq) offset = std::max(offset, server_last_seq - join_seq);
-  if (offset != upload_offset_) {
+  if (offset != current_offset) {
     // The records before the join were uploaded with the old offset: a crash must not have them
     // re-sent with the new one.
     COHORT_RETURN_IF_ERROR(FlushAcks(true));
@@ -255,7 +267,7 @@ Status WriterStream::NoteJoined(uint64_t join_seq, uint64_t server_last_seq) {
          "seq + {}",
          dir_, server_last_seq, join_seq, offset);
   }
-  std::lock_guard<std::mutex> lock(append_mu_);
+  MutexLock lock(&append_mu_);
   if (offset == upload_offset_) {
     // The usual case: the offset stands. Recording which join decided it can wait until just
     // before the next record is uploaded (Peek), so that the writer's confirmation, which a
@@ -276,13 +288,13 @@ Status WriterStream::NoteJoined(uint64_t join_seq, uint64_t server_last_seq) {
 }
 
 Status WriterStream::PersistSeqStateIfDirty() {
-  std::lock_guard<std::mutex> lock(append_mu_);
+  MutexLock lock(&append_mu_);
   return seq_state_dirty_ ? WriteSeqStateLocked() : Status::Ok();
 }
 
 Result<uint64_t> WriterStream::Append(RecordKind kind, uint64_t session, uint64_t frame,
                                       std::string_view body) {
-  std::lock_guard<std::mutex> lock(append_mu_);
+  MutexLock lock(&append_mu_);
   return AppendLocked(kind, session, frame, body);
 }
 
@@ -305,7 +317,7 @@ Result<uint64_t> WriterStream::AppendLocked(RecordKind kind, uint64_t session, u
     already_finished_ = false;
   }
   {
-    std::lock_guard<std::mutex> plock(mu_);
+    MutexLock plock(&mu_);
     progress_.appended_seq = seq;
     ++progress_.appended_records;
     if (kind == RecordKind::kWriterFinish) progress_.finish_appended = true;
@@ -317,7 +329,7 @@ Result<uint64_t> WriterStream::AppendLocked(RecordKind kind, uint64_t session, u
 
 Result<bool> WriterStream::AppendFrame(RecordKind kind, uint64_t session, uint64_t frame,
                                        std::string_view body) {
-  std::lock_guard<std::mutex> lock(append_mu_);
+  MutexLock lock(&append_mu_);
   auto it = last_frame_.find(session);
   if (session != 0 && it != last_frame_.end() && frame <= it->second) return false;
   COHORT_RETURN_IF_ERROR(AppendLocked(kind, session, frame, body).status());
@@ -325,13 +337,13 @@ Result<bool> WriterStream::AppendFrame(RecordKind kind, uint64_t session, uint64
 }
 
 Status WriterStream::Sync() {
-  std::lock_guard<std::mutex> lock(append_mu_);
+  MutexLock lock(&append_mu_);
   if (!log_) return Status::FailedPrecondition(dir_ + ": stream closed");
   return log_->Sync();
 }
 
 uint64_t WriterStream::LastFrame(uint64_t session) const {
-  std::lock_guard<std::mutex> lock(append_mu_);
+  MutexLock lock(&append_mu_);
   auto it = last_frame_.find(session);
   return it == last_frame_.end() ? 0 : it->second;
 }
@@ -383,67 +395,81 @@ void WriterStream::Pop() {
   ack_pending_ = std::max(ack_pending_, peeked_next_);
   peeked_.reset();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     progress_.done_seq = std::max(progress_.done_seq, seq);
     ++progress_.done_records;
     progress_.complete = progress_.finish_appended && progress_.done_seq >= progress_.appended_seq;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 Status WriterStream::FlushAcks(bool force, int64_t min_interval_ms) {
-  return FlushAcksImpl(force, min_interval_ms, /*append_mu_held=*/false);
+  const int64_t now = MonoNanos() / 1000000;
+  if (!AcksDue(force, min_interval_ms, now)) return Status::Ok();
+  {
+    MutexLock lock(&append_mu_);
+    COHORT_RETURN_IF_ERROR(SaveSeqStateForAcksLocked());
+  }
+  return WriteAcks(now);
 }
 
-Status WriterStream::FlushAcksImpl(bool force, int64_t min_interval_ms, bool append_mu_held) {
-  if (!log_ || ack_pending_ <= ack_written_) return Status::Ok();
-  int64_t now = MonoNanos() / 1000000;
-  if (!force && now - ack_written_ms_ < min_interval_ms) return Status::Ok();
-  {
-    // Acknowledged records leave the WAL, whose highest seq then no longer bounds the next
-    // opening's: seq.json's floor must be above them first (every seq is below next_seq_).
-    std::unique_lock<std::mutex> lock(append_mu_, std::defer_lock);
-    if (!append_mu_held) lock.lock();
-    const bool floor = seq_floor_ < next_seq_;
-    // And what they tell of their sessions' frames must be in seq.json before their segment can
-    // go: MarkAcknowledged deletes the segments below the acknowledged position's and that one
-    // too once it is sealed (the active one never; its records are read back at open). So the
-    // frames are written when the acknowledged position enters a segment, and while it is in a
-    // sealed one: not for every acknowledgement.
-    const bool frames =
-        uploaded_frames_dirty_ && (ack_pending_.segment != frames_saved_at_.segment ||
-                                   ack_pending_.segment != log_->end().segment);
-    if (floor || frames) {
-      const uint64_t old_floor = seq_floor_;
-      if (floor) seq_floor_ = next_seq_ + kSeqReserve;
-      std::map<uint64_t, uint64_t> old_frames = std::exchange(saved_frames_, uploaded_frames_);
-      Status st = WriteSeqStateLocked();
-      if (!st.ok()) {
-        seq_floor_ = old_floor;
-        saved_frames_ = std::move(old_frames);
-        return st;
-      }
-      frames_saved_at_ = ack_pending_;
-      uploaded_frames_dirty_ = false;
+Status WriterStream::FlushAcksLocked(bool force, int64_t min_interval_ms) {
+  const int64_t now = MonoNanos() / 1000000;
+  if (!AcksDue(force, min_interval_ms, now)) return Status::Ok();
+  COHORT_RETURN_IF_ERROR(SaveSeqStateForAcksLocked());
+  return WriteAcks(now);
+}
+
+bool WriterStream::AcksDue(bool force, int64_t min_interval_ms, int64_t now_ms) const {
+  if (!log_ || ack_pending_ <= ack_written_) return false;
+  return force || now_ms - ack_written_ms_ >= min_interval_ms;
+}
+
+Status WriterStream::SaveSeqStateForAcksLocked() {
+  // Acknowledged records leave the WAL, whose highest seq then no longer bounds the next
+  // opening's: seq.json's floor must be above them first (every seq is below next_seq_).
+  const bool floor = seq_floor_ < next_seq_;
+  // And what they tell of their sessions' frames must be in seq.json before their segment can
+  // go: MarkAcknowledged deletes the segments below the acknowledged position's and that one
+  // too once it is sealed (the active one never; its records are read back at open). So the
+  // frames are written when the acknowledged position enters a segment, and while it is in a
+  // sealed one: not for every acknowledgement.
+  const bool frames = uploaded_frames_dirty_ && (ack_pending_.segment != frames_saved_at_.segment ||
+                                                 ack_pending_.segment != log_->end().segment);
+  if (floor || frames) {
+    const uint64_t old_floor = seq_floor_;
+    if (floor) seq_floor_ = next_seq_ + kSeqReserve;
+    std::map<uint64_t, uint64_t> old_frames = std::exchange(saved_frames_, uploaded_frames_);
+    Status st = WriteSeqStateLocked();
+    if (!st.ok()) {
+      seq_floor_ = old_floor;
+      saved_frames_ = std::move(old_frames);
+      return st;
     }
+    frames_saved_at_ = ack_pending_;
+    uploaded_frames_dirty_ = false;
   }
+  return Status::Ok();
+}
+
+Status WriterStream::WriteAcks(int64_t now_ms) {
   Status s = log_->MarkAcknowledged(ack_pending_);
   if (s.ok() || s.code() != StatusCode::kInvalidArgument) ack_written_ = ack_pending_;
-  ack_written_ms_ = now;
+  ack_written_ms_ = now_ms;
   return s;
 }
 
 UploadProgress WriterStream::progress() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return progress_;
 }
 
 void WriterStream::Update(const std::function<void(UploadProgress*)>& change) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     change(&progress_);
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 UploadProgress WriterStream::WaitFor(const std::function<bool(const UploadProgress&)>& done,
@@ -454,33 +480,33 @@ UploadProgress WriterStream::WaitFor(const std::function<bool(const UploadProgre
   using Clock = std::chrono::steady_clock;
   const Clock::time_point until =
       Clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, deadline_ms - NowMillis()));
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (!done(progress_)) {
     Clock::time_point now = Clock::now();
     if (now >= until) break;
-    cv_.wait_until(lock, std::min(until, now + std::chrono::milliseconds(100)));
+    cv_.WaitUntil(mu_, std::min(until, now + std::chrono::milliseconds(100)));
   }
   return progress_;
 }
 
 void WriterStream::Attach(uint64_t session) {
-  std::lock_guard<std::mutex> clients(clients_mu_);
+  MutexLock clients(&clients_mu_);
   ++attached_sessions_[session];
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++attached_;
 }
 
 void WriterStream::Detach(uint64_t session) {
-  std::lock_guard<std::mutex> clients(clients_mu_);
+  MutexLock clients(&clients_mu_);
   auto it = attached_sessions_.find(session);
   if (it != attached_sessions_.end() && --it->second <= 0) attached_sessions_.erase(it);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (attached_ > 0) --attached_;
 }
 
 Status WriterStream::ClientGone(uint64_t session, const std::optional<ClientProcess>& process,
                                 std::string_view finish_body, Gone* gone) {
-  std::lock_guard<std::mutex> clients(clients_mu_);
+  MutexLock clients(&clients_mu_);
   // The caller's connection is attached still: another one means the client is back.
   auto it = attached_sessions_.find(session);
   if (it != attached_sessions_.end() && it->second > 1) {
@@ -500,14 +526,14 @@ Status WriterStream::ClientGone(uint64_t session, const std::optional<ClientProc
 }
 
 Result<bool> WriterStream::ClientBack(uint64_t session) {
-  std::lock_guard<std::mutex> clients(clients_mu_);
+  MutexLock clients(&clients_mu_);
   if (away_.erase(session) == 0) return false;
   COHORT_RETURN_IF_ERROR(WriteClientsLocked());
   return true;
 }
 
 bool WriterStream::AwaitsLiveClient(std::vector<int>* ended) {
-  std::lock_guard<std::mutex> clients(clients_mu_);
+  MutexLock clients(&clients_mu_);
   bool live = false;
   for (auto it = away_.begin(); it != away_.end();) {
     if (it->second.Alive()) {
@@ -581,21 +607,21 @@ Status WriterStream::LoadClients() {
     }
   }
   if (!r.ok()) return Status::Corruption(what + ": " + r.status().message());
-  std::lock_guard<std::mutex> clients(clients_mu_);
+  MutexLock clients(&clients_mu_);
   away_ = std::move(away);
   return Status::Ok();
 }
 
 int WriterStream::attached() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return attached_;
 }
 
 Status WriterStream::Close() {
-  std::lock_guard<std::mutex> lock(append_mu_);
+  MutexLock lock(&append_mu_);
   if (!log_) return Status::Ok();
   if (seq_state_dirty_) (void)WriteSeqStateLocked();
-  (void)FlushAcksImpl(true, 0, /*append_mu_held=*/true);
+  (void)FlushAcksLocked(true, 0);
   Status s = log_->Close();
   reader_.reset();
   log_.reset();

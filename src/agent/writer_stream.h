@@ -39,15 +39,14 @@
 //
 // Threading: all methods are thread-safe. Append/Sync are serialised among themselves; the
 // upload-side methods (Peek/Pop/FlushAcks) are meant for one Sender thread; progress is guarded
-// by a mutex with a condition variable that WaitFor() sleeps on.
+// by a mutex with a condition variable that WaitFor() sleeps on. What each mutex guards, and
+// their order, are in the COHORT_GUARDED_BY / COHORT_ACQUIRED_BEFORE annotations below.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,6 +55,7 @@
 #include "agent/client_process.h"
 #include "agent/record.h"
 #include "cohort/status.h"
+#include "core/mutex.h"
 #include "wal/log.h"
 
 namespace cohort::agent {
@@ -124,15 +124,16 @@ class WriterStream {
 
   // ---- appending ----
   // Appends one record; it is durable after the next Sync(). Returns its seq.
-  Result<uint64_t> Append(RecordKind kind, uint64_t session, uint64_t frame, std::string_view body);
+  Result<uint64_t> Append(RecordKind kind, uint64_t session, uint64_t frame, std::string_view body)
+      COHORT_EXCLUDES(append_mu_);
   // Appends the record of a client's frame (a batch or a run patch) unless the session already
   // stored a frame numbered `frame` or higher: false then, and nothing appended.
-  Result<bool> AppendFrame(RecordKind kind, uint64_t session, uint64_t frame,
-                           std::string_view body);
-  Status Sync();
+  Result<bool> AppendFrame(RecordKind kind, uint64_t session, uint64_t frame, std::string_view body)
+      COHORT_EXCLUDES(append_mu_);
+  Status Sync() COHORT_EXCLUDES(append_mu_);
   // Highest frame of `session` stored: appended to this directory since it was created,
   // whether still in the WAL or uploaded and acknowledged (durable after Sync).
-  uint64_t LastFrame(uint64_t session) const;
+  uint64_t LastFrame(uint64_t session) const COHORT_EXCLUDES(append_mu_);
 
   // ---- clients ----
   enum class Gone {
@@ -147,14 +148,14 @@ class WriterStream {
   // says which. Atomic with respect to Attach, so that a finish never lands after the returned
   // client's join.
   Status ClientGone(uint64_t session, const std::optional<ClientProcess>& process,
-                    std::string_view finish_body, Gone* gone);
+                    std::string_view finish_body, Gone* gone) COHORT_EXCLUDES(clients_mu_);
   // The client of `session` has re-opened it (its join is durable): no longer awaited. True
   // when it was.
-  Result<bool> ClientBack(uint64_t session);
+  Result<bool> ClientBack(uint64_t session) COHORT_EXCLUDES(clients_mu_);
   // Whether the process of a client away still runs. Those whose process ended are forgotten
   // (clients.json is left for Remove; a later reader finds them ended too); their pids are
   // added to *ended when given.
-  bool AwaitsLiveClient(std::vector<int>* ended = nullptr);
+  bool AwaitsLiveClient(std::vector<int>* ended = nullptr) COHORT_EXCLUDES(clients_mu_);
 
   // ---- uploading (one Sender thread) ----
   // The next durable record not yet uploaded: true and *record set (valid until Pop), false
@@ -166,29 +167,33 @@ class WriterStream {
   // it. Raises the upload offset so that the records after the join upload above it, persists
   // the decision (after flushing the acks of the records before the join), and keeps the offset
   // decided earlier for the same join (a re-send after a crash).
-  Status NoteJoined(uint64_t join_seq, uint64_t server_last_seq);
-  // The seq a record is uploaded with.
-  uint64_t UploadSeq(uint64_t seq) const { return seq + upload_offset_; }
+  Status NoteJoined(uint64_t join_seq, uint64_t server_last_seq) COHORT_EXCLUDES(append_mu_);
+  // The seq a record is uploaded with. Without append_mu_ (which Append and Sync hold over their
+  // I/O): only NoteJoined, on this same Sender thread, changes upload_offset_ after opening.
+  uint64_t UploadSeq(uint64_t seq) const COHORT_NO_THREAD_SAFETY_ANALYSIS {
+    return seq + upload_offset_;
+  }
   // Writes the acknowledged position to the WAL (at most every `min_interval_ms` unless
   // `force`), letting it delete uploaded segments.
-  Status FlushAcks(bool force, int64_t min_interval_ms = 250);
+  Status FlushAcks(bool force, int64_t min_interval_ms = 250) COHORT_EXCLUDES(append_mu_);
 
   // ---- progress ----
-  UploadProgress progress() const;
-  void Update(const std::function<void(UploadProgress*)>& change);  // then wakes waiters
+  UploadProgress progress() const COHORT_EXCLUDES(mu_);
+  // Then wakes waiters.
+  void Update(const std::function<void(UploadProgress*)>& change) COHORT_EXCLUDES(mu_);
   // Waits until `done(progress)` or `deadline_ms` (NowMillis clock); returns the last progress.
   // `done` runs under the stream's lock: it must take no lock that is held while calling into
   // this stream (the Sender's, for one: Sender::Loop reads progress() under it).
   UploadProgress WaitFor(const std::function<bool(const UploadProgress&)>& done,
-                         int64_t deadline_ms) const;
+                         int64_t deadline_ms) const COHORT_EXCLUDES(mu_);
 
   // Clients attached (connections) by session; heartbeats are sent while attached() > 0.
-  void Attach(uint64_t session);
-  void Detach(uint64_t session);
-  int attached() const;
+  void Attach(uint64_t session) COHORT_EXCLUDES(clients_mu_, mu_);
+  void Detach(uint64_t session) COHORT_EXCLUDES(clients_mu_, mu_);
+  int attached() const COHORT_EXCLUDES(mu_);
 
   // Closes the WAL (syncing it). Appends fail afterwards.
-  Status Close();
+  Status Close() COHORT_EXCLUDES(append_mu_);
   // Writes the FINISHED marker (synced, with its directory), then closes the stream and deletes
   // the directory (and the run directory above it when left empty). When the marker cannot be
   // written nothing is deleted and the error is returned: every record was acknowledged, so
@@ -198,16 +203,22 @@ class WriterStream {
  private:
   WriterStream(std::string dir, WriterTarget target, wal::FileSystem* fs);
   Status OpenLog();
-  Status ScanUnacknowledged();
-  Status LoadSeqState();
-  Status WriteSeqStateLocked();  // append_mu_ held
-  Status PersistSeqStateIfDirty();
+  Status ScanUnacknowledged() COHORT_EXCLUDES(append_mu_, mu_);
+  Status LoadSeqState() COHORT_EXCLUDES(append_mu_);
+  Status WriteSeqStateLocked() COHORT_REQUIRES(append_mu_);
+  Status PersistSeqStateIfDirty() COHORT_EXCLUDES(append_mu_);
   Result<uint64_t> AppendLocked(RecordKind kind, uint64_t session, uint64_t frame,
-                                std::string_view body);  // append_mu_ held
-  Status LoadClients();
-  void LoadClientsOrWarn();
-  Status WriteClientsLocked();  // clients_mu_ held
-  Status FlushAcksImpl(bool force, int64_t min_interval_ms, bool append_mu_held);
+                                std::string_view body) COHORT_REQUIRES(append_mu_);
+  Status LoadClients() COHORT_EXCLUDES(clients_mu_);
+  void LoadClientsOrWarn() COHORT_EXCLUDES(clients_mu_);
+  Status WriteClientsLocked() COHORT_REQUIRES(clients_mu_);
+  // FlushAcks for Close, which holds append_mu_.
+  Status FlushAcksLocked(bool force, int64_t min_interval_ms) COHORT_REQUIRES(append_mu_);
+  // The parts of FlushAcks: whether an acknowledgement is due at `now_ms`; seq.json brought up
+  // to date for it; the acknowledgement written to the WAL.
+  bool AcksDue(bool force, int64_t min_interval_ms, int64_t now_ms) const;
+  Status SaveSeqStateForAcksLocked() COHORT_REQUIRES(append_mu_);
+  Status WriteAcks(int64_t now_ms);
   // The next decodable record from reader_ into *out (false: none now); undecodable ones are
   // logged and skipped, *skipped set past them.
   Result<bool> ReadRecord(std::optional<Record>* out, wal::Position* next, wal::Position* skipped);
@@ -216,17 +227,26 @@ class WriterStream {
   WriterTarget target_;
   wal::FileSystem* const fs_;
   bool already_finished_ = false;
+
+  // Set by OpenLog; Close resets it under append_mu_, after the Sender let go of the stream.
   std::unique_ptr<wal::Log> log_;
 
-  mutable std::mutex append_mu_;  // serialises Append/Sync; guards the two below
-  uint64_t next_seq_ = 1;
-  uint64_t seq_floor_ = 0;        // persisted: every seq that left the WAL is below it
-  uint64_t joined_seq_ = 0;       // persisted: the join whose NoteJoined set upload_offset_
-  uint64_t upload_offset_ = 0;    // persisted; written under append_mu_, read by the Sender
-  bool seq_state_dirty_ = false;  // joined_seq_ changed since seq.json was written
-  std::map<uint64_t, uint64_t> last_frame_;    // session -> highest frame stored
-  std::map<uint64_t, uint64_t> saved_frames_;  // persisted: seq.json's "sessions"
-  wal::Position frames_saved_at_;  // the acknowledged position saved_frames_ was written for
+  mutable Mutex append_mu_;  // serialises Append/Sync
+  uint64_t next_seq_ COHORT_GUARDED_BY(append_mu_) = 1;
+  // Persisted: every seq that left the WAL is below it.
+  uint64_t seq_floor_ COHORT_GUARDED_BY(append_mu_) = 0;
+  // Persisted: the join whose NoteJoined set upload_offset_.
+  uint64_t joined_seq_ COHORT_GUARDED_BY(append_mu_) = 0;
+  // Persisted; the Sender reads it without the lock (UploadSeq).
+  uint64_t upload_offset_ COHORT_GUARDED_BY(append_mu_) = 0;
+  // joined_seq_ changed since seq.json was written.
+  bool seq_state_dirty_ COHORT_GUARDED_BY(append_mu_) = false;
+  // Session -> highest frame stored.
+  std::map<uint64_t, uint64_t> last_frame_ COHORT_GUARDED_BY(append_mu_);
+  // Persisted: seq.json's "sessions".
+  std::map<uint64_t, uint64_t> saved_frames_ COHORT_GUARDED_BY(append_mu_);
+  // The acknowledged position saved_frames_ was written for.
+  wal::Position frames_saved_at_ COHORT_GUARDED_BY(append_mu_);
 
   // Upload side (Sender thread only).
   std::unique_ptr<wal::Reader> reader_;
@@ -238,14 +258,18 @@ class WriterStream {
   wal::Position ack_written_;
   int64_t ack_written_ms_ = 0;
 
-  mutable std::mutex clients_mu_;              // guards the two below and clients.json; before mu_
-  std::map<uint64_t, int> attached_sessions_;  // session -> connections attached
-  std::map<uint64_t, ClientProcess> away_;     // persisted: clients.json
+  // Also guards clients.json. ClientGone appends under it.
+  mutable Mutex clients_mu_ COHORT_ACQUIRED_BEFORE(append_mu_, mu_);
+  // Session -> connections attached.
+  std::map<uint64_t, int> attached_sessions_ COHORT_GUARDED_BY(clients_mu_);
+  // Persisted: clients.json.
+  std::map<uint64_t, ClientProcess> away_ COHORT_GUARDED_BY(clients_mu_);
 
-  mutable std::mutex mu_;  // guards progress_ and attached_
-  mutable std::condition_variable cv_;
-  UploadProgress progress_;
-  int attached_ = 0;
+  // Taken last (Append updates progress_ under append_mu_).
+  mutable Mutex mu_ COHORT_ACQUIRED_AFTER(append_mu_);
+  mutable CondVar cv_;  // progress_ changed
+  UploadProgress progress_ COHORT_GUARDED_BY(mu_);
+  int attached_ COHORT_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace cohort::agent

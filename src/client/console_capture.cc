@@ -4,13 +4,13 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include <condition_variable>
+#include <chrono>
 #include <cstdio>
-#include <mutex>
 #include <vector>
 
 #include "client/line_splitter.h"
 #include "core/clock.h"
+#include "core/mutex.h"
 
 namespace cohort::client {
 namespace {
@@ -31,20 +31,22 @@ void WriteFully(int fd, const char* data, size_t n) {
 
 // State shared by the capture object and its thread (which may outlive it, see header).
 struct ConsoleCapture::Shared {
-  Sink sink;
+  explicit Shared(Sink s) : sink(std::move(s)) {}
+
+  Sink sink COHORT_GUARDED_BY(mu);  // called under mu
   int saved[2] = {-1, -1};  // original fds 1 and 2 (close-on-exec copies)
   int read[2] = {-1, -1};   // pipe read ends
   int wake[2] = {-1, -1};   // self-pipe to interrupt poll
   pid_t owner = 0;
-  std::mutex mu;            // guards sink_enabled and the sink call
-  bool sink_enabled = true;
-  std::mutex done_mu;
-  std::condition_variable done_cv;
-  bool done = false;
+  Mutex mu;
+  bool sink_enabled COHORT_GUARDED_BY(mu) = true;
+  Mutex done_mu;
+  CondVar done_cv;
+  bool done COHORT_GUARDED_BY(done_mu) = false;
 
-  void Emit(bool is_stderr, std::vector<std::string>* lines) {
+  void Emit(bool is_stderr, std::vector<std::string>* lines) COHORT_EXCLUDES(mu) {
     if (lines->empty()) return;
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     if (sink_enabled && sink) {
       int64_t now = NowMillis();
       for (auto& l : *lines) sink(is_stderr, now, std::move(l));
@@ -52,7 +54,7 @@ struct ConsoleCapture::Shared {
     lines->clear();
   }
 
-  void Loop() {
+  void Loop() COHORT_EXCLUDES(mu, done_mu) {
     LineSplitter splitters[2];
     std::vector<std::string> lines;
     bool open[2] = {true, true};
@@ -92,9 +94,9 @@ struct ConsoleCapture::Shared {
     }
     close(wake[0]);
     close(wake[1]);
-    std::lock_guard<std::mutex> lock(done_mu);
+    MutexLock lock(&done_mu);
     done = true;
-    done_cv.notify_all();
+    done_cv.SignalAll();
   }
 };
 
@@ -103,8 +105,7 @@ Result<std::unique_ptr<ConsoleCapture>> ConsoleCapture::Start(Sink sink) {
   if (!g_active.compare_exchange_strong(expected, true)) {
     return Status::FailedPrecondition("console capture already active in this process");
   }
-  auto sh = std::make_shared<Shared>();
-  sh->sink = std::move(sink);
+  auto sh = std::make_shared<Shared>(std::move(sink));
   sh->owner = getpid();
   auto fail = [&](const char* what) -> Status {
     for (int s = 0; s < 2; ++s) {
@@ -153,12 +154,14 @@ void ConsoleCapture::Stop(int64_t wait_ms) {
   char c = 1;
   (void)!write(shared_->wake[1], &c, 1);
   {
-    std::unique_lock<std::mutex> lock(shared_->done_mu);
-    shared_->done_cv.wait_for(lock, std::chrono::milliseconds(wait_ms),
-                              [&] { return shared_->done; });
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+    MutexLock lock(&shared_->done_mu);
+    while (!shared_->done) {
+      if (!shared_->done_cv.WaitUntil(shared_->done_mu, until)) break;  // waited wait_ms
+    }
   }
   {
-    std::lock_guard<std::mutex> lock(shared_->mu);
+    MutexLock lock(&shared_->mu);
     shared_->sink_enabled = false;
   }
   g_active.store(false);

@@ -33,7 +33,7 @@ uint32_t LogBuffer::InternLocked(std::string_view key) {
 }
 
 uint32_t LogBuffer::Intern(std::string_view key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return InternLocked(key);
 }
 
@@ -85,7 +85,7 @@ bool LogBuffer::EndCallLocked(bool commit) {
 }
 
 bool LogBuffer::Log(const Values& values, std::optional<int64_t> step, bool commit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!BeginCallLocked(step, values.size())) return cells_.size() >= limits_.flush_cells;
   if (!values.empty()) {
     const size_t n = values.size();
@@ -125,7 +125,7 @@ bool LogBuffer::Log(const Values& values, std::optional<int64_t> step, bool comm
 }
 
 bool LogBuffer::Log(std::span<const Point> points, std::optional<int64_t> step, bool commit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!BeginCallLocked(step, points.size())) return cells_.size() >= limits_.flush_cells;
   if (!points.empty()) {
     const size_t n = points.size();
@@ -148,7 +148,7 @@ bool LogBuffer::Log(std::span<const Point> points, std::optional<int64_t> step, 
 }
 
 bool LogBuffer::AddConsole(int64_t time_ms, bool is_stderr, std::string text) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   console_bytes_ += text.size();
   console_.push_back({time_ms, is_stderr, std::move(text)});
   return console_bytes_ >= limits_.flush_console_bytes;
@@ -172,10 +172,10 @@ void LogBuffer::TakeConsoleLocked(batch::Batch* out) {
 }
 
 bool LogBuffer::Take(batch::Batch* out) {
-  std::lock_guard<std::mutex> take_lock(take_mu_);
+  MutexLock take_lock(&take_mu_);
   out->clear();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (rows_.empty() && console_.empty()) return false;
     const bool whole =
         cells_.size() <= limits_.max_frame_cells && batch_keys_.size() <= limits_.max_frame_keys;
@@ -247,7 +247,7 @@ bool LogBuffer::Take(batch::Batch* out) {
 }
 
 void LogBuffer::AdvanceStepTo(int64_t step) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (step > step_) {
     step_ = step;
     row_open_ = false;
@@ -255,33 +255,33 @@ void LogBuffer::AdvanceStepTo(int64_t step) {
 }
 
 int64_t LogBuffer::step() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return step_;
 }
 
 int64_t LogBuffer::dropped() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return dropped_;
 }
 
 bool LogBuffer::empty() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return rows_.empty() && console_.empty();
 }
 
 size_t LogBuffer::pending_cells() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return cells_.size();
 }
 
 void LogBuffer::LockForFork() {
-  take_mu_.lock();
-  mu_.lock();
+  take_mu_.Lock();
+  mu_.Lock();
 }
 
 void LogBuffer::UnlockAfterFork() {
-  mu_.unlock();
-  take_mu_.unlock();
+  mu_.Unlock();
+  take_mu_.Unlock();
 }
 
 void LogBuffer::ResetInChild() {

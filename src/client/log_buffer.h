@@ -18,7 +18,6 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -29,6 +28,7 @@
 #include "cohort/cohort.h"
 #include "core/batch_format.h"
 #include "core/limits.h"
+#include "core/mutex.h"
 
 namespace cohort::client {
 
@@ -48,32 +48,36 @@ class LogBuffer {
   explicit LogBuffer(Limits limits);
 
   // Returns true when the buffer is big enough that it should be flushed now.
-  bool Log(const Values& values, std::optional<int64_t> step, bool commit);
+  bool Log(const Values& values, std::optional<int64_t> step, bool commit) COHORT_EXCLUDES(mu_);
   // The same with keys interned by Intern() (no string work; unknown ids are dropped).
-  bool Log(std::span<const Point> points, std::optional<int64_t> step, bool commit);
+  bool Log(std::span<const Point> points, std::optional<int64_t> step, bool commit)
+      COHORT_EXCLUDES(mu_);
   // The id of `key` for Log(span<const Point>); kInvalidKey when it breaks the key rule. Ids stay
   // valid for the buffer's life (a forked child keeps them).
-  uint32_t Intern(std::string_view key);
+  uint32_t Intern(std::string_view key) COHORT_EXCLUDES(mu_);
   static constexpr uint32_t kInvalidKey = UINT32_MAX;
-  bool AddConsole(int64_t time_ms, bool is_stderr, std::string text);
+  bool AddConsole(int64_t time_ms, bool is_stderr, std::string text) COHORT_EXCLUDES(mu_);
 
   // Moves pending data (at most limits.max_frame_cells cells, max_frame_keys keys and
   // max_frame_console_bytes of console text) into `out` (cleared first). False when nothing is
   // pending.
-  bool Take(batch::Batch* out);
+  bool Take(batch::Batch* out) COHORT_EXCLUDES(take_mu_, mu_);
 
   // Raises the current step to `step` (a re-joined writer continues where it was).
-  void AdvanceStepTo(int64_t step);
-  int64_t step() const;
-  int64_t dropped() const;
-  bool empty() const;
-  size_t pending_cells() const;
+  void AdvanceStepTo(int64_t step) COHORT_EXCLUDES(mu_);
+  int64_t step() const COHORT_EXCLUDES(mu_);
+  int64_t dropped() const COHORT_EXCLUDES(mu_);
+  bool empty() const COHORT_EXCLUDES(mu_);
+  size_t pending_cells() const COHORT_EXCLUDES(mu_);
 
-  // fork() support: the prepare handler locks, the parent and child handlers unlock; the child
-  // then drops the parent's pending data and restarts its step count (it is a new writer).
-  void LockForFork();
-  void UnlockAfterFork();
-  void ResetInChild();
+  // fork() support: the prepare handler locks, the parent and child handlers unlock; the child,
+  // before it unlocks, drops the parent's pending data and restarts its step count (it is a new
+  // writer). fork_take_mu() and fork_mu() name the two locks in the fork handlers' annotations.
+  void LockForFork() COHORT_ACQUIRE(take_mu_, mu_);
+  void UnlockAfterFork() COHORT_RELEASE(mu_, take_mu_);
+  void ResetInChild() COHORT_REQUIRES(mu_);
+  Mutex& fork_take_mu() COHORT_RETURN_CAPABILITY(take_mu_) { return take_mu_; }
+  Mutex& fork_mu() COHORT_RETURN_CAPABILITY(mu_) { return mu_; }
 
  private:
   struct Hash {
@@ -85,38 +89,43 @@ class LogBuffer {
     bool operator()(std::string_view a, std::string_view b) const { return a == b; }
   };
   // Steps rules shared by both Log()s: false when the call is dropped (step in the past).
-  bool BeginCallLocked(std::optional<int64_t> step, size_t count);
-  bool EndCallLocked(bool commit);
-  uint32_t InternLocked(std::string_view key);
-  void MarkKeyLocked(uint32_t id);
-  void RecountKeysLocked();
-  void TakeConsoleLocked(batch::Batch* out);
+  bool BeginCallLocked(std::optional<int64_t> step, size_t count) COHORT_REQUIRES(mu_);
+  bool EndCallLocked(bool commit) COHORT_REQUIRES(mu_);
+  uint32_t InternLocked(std::string_view key) COHORT_REQUIRES(mu_);
+  void MarkKeyLocked(uint32_t id) COHORT_REQUIRES(mu_);
+  void RecountKeysLocked() COHORT_REQUIRES(mu_);
+  void TakeConsoleLocked(batch::Batch* out) COHORT_REQUIRES(mu_);
 
   const Limits limits_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_ COHORT_ACQUIRED_AFTER(take_mu_);
   // Keys, by id.
-  std::vector<std::string> keys_;
-  std::unordered_map<std::string, uint32_t, Hash, Eq> ids_;
-  std::vector<uint32_t> last_call_ids_;  // ids of the previous call's keys, by position
-  size_t last_call_size_ = SIZE_MAX;     // keys in the previous call (SIZE_MAX: unusable)
-  uint32_t last_call_generation_ = 0;    // batch generation its keys were counted in
+  std::vector<std::string> keys_ COHORT_GUARDED_BY(mu_);
+  std::unordered_map<std::string, uint32_t, Hash, Eq> ids_ COHORT_GUARDED_BY(mu_);
+  // Ids of the previous call's keys, by position.
+  std::vector<uint32_t> last_call_ids_ COHORT_GUARDED_BY(mu_);
+  // Keys in the previous call (SIZE_MAX: unusable).
+  size_t last_call_size_ COHORT_GUARDED_BY(mu_) = SIZE_MAX;
+  // Batch generation its keys were counted in.
+  uint32_t last_call_generation_ COHORT_GUARDED_BY(mu_) = 0;
   // Pending data, keys as global ids.
-  std::vector<batch::Batch::Cell> cells_;
-  std::vector<batch::Batch::Row> rows_;
-  std::vector<batch::Batch::Line> console_;
-  size_t console_bytes_ = 0;
-  // Distinct keys of the pending data.
-  std::vector<uint32_t> key_mark_;  // id -> batch generation that last used it
-  std::vector<uint32_t> batch_keys_;
-  uint32_t batch_generation_ = 1;
+  std::vector<batch::Batch::Cell> cells_ COHORT_GUARDED_BY(mu_);
+  std::vector<batch::Batch::Row> rows_ COHORT_GUARDED_BY(mu_);
+  std::vector<batch::Batch::Line> console_ COHORT_GUARDED_BY(mu_);
+  size_t console_bytes_ COHORT_GUARDED_BY(mu_) = 0;
+  // Distinct keys of the pending data; key_mark_: id -> batch generation that last used it.
+  std::vector<uint32_t> key_mark_ COHORT_GUARDED_BY(mu_);
+  std::vector<uint32_t> batch_keys_ COHORT_GUARDED_BY(mu_);
+  uint32_t batch_generation_ COHORT_GUARDED_BY(mu_) = 1;
   // Steps.
-  int64_t step_ = 0;
-  bool row_open_ = false;  // rows_.back() is the uncommitted row of step_
-  int64_t dropped_ = 0;
+  int64_t step_ COHORT_GUARDED_BY(mu_) = 0;
+  // rows_.back() is the uncommitted row of step_.
+  bool row_open_ COHORT_GUARDED_BY(mu_) = false;
+  int64_t dropped_ COHORT_GUARDED_BY(mu_) = 0;
 
   // Take() scratch (flush thread).
-  std::mutex take_mu_;
-  std::vector<uint32_t> local_of_;  // global id -> local id + 1 (0: not in this batch)
+  Mutex take_mu_;
+  // Global id -> local id + 1 (0: not in this batch).
+  std::vector<uint32_t> local_of_ COHORT_GUARDED_BY(take_mu_);
 };
 
 }  // namespace cohort::client

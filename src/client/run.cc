@@ -22,6 +22,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/limits.h"
+#include "core/mutex.h"
 #include "core/utf8.h"
 #include "core/version.h"
 
@@ -35,9 +36,10 @@ namespace bj = boost::json;
 // with the process's real exit status. Leaked on purpose: the hooks may run
 // during static destruction.
 struct Registry {
-  std::mutex mu;
-  std::vector<std::shared_ptr<Run::Impl>> runs;
-  std::vector<std::shared_ptr<Run::Impl>> forking;  // held between prepare and parent/child
+  Mutex mu;
+  std::vector<std::shared_ptr<Run::Impl>> runs COHORT_GUARDED_BY(mu);
+  // Held between prepare and parent/child.
+  std::vector<std::shared_ptr<Run::Impl>> forking COHORT_GUARDED_BY(mu);
 };
 
 Registry& Runs() {
@@ -45,33 +47,36 @@ Registry& Runs() {
   return *r;
 }
 
-void ForkPrepare() {
+// The pthread_atfork handlers hold Runs().mu and every forking run's locks from ForkPrepare to
+// ForkParent/ForkChild. Not analysed: the runs' locks are taken and released per element of a
+// list, which the analysis cannot pair.
+void ForkPrepare() COHORT_NO_THREAD_SAFETY_ANALYSIS {
   Registry& r = Runs();
-  r.mu.lock();
+  r.mu.Lock();
   r.forking.clear();
   r.forking = r.runs;
   for (auto& impl : r.forking) impl->ForkPrepare();
 }
 
-void ForkParent() {
+void ForkParent() COHORT_NO_THREAD_SAFETY_ANALYSIS {  // see ForkPrepare
   Registry& r = Runs();
   for (auto it = r.forking.rbegin(); it != r.forking.rend(); ++it) (*it)->ForkParent();
   r.forking.clear();
-  r.mu.unlock();
+  r.mu.Unlock();
 }
 
-void ForkChild() {
+void ForkChild() COHORT_NO_THREAD_SAFETY_ANALYSIS {  // see ForkPrepare
   Registry& r = Runs();
   for (auto it = r.forking.rbegin(); it != r.forking.rend(); ++it) (*it)->ForkChild();
   r.forking.clear();
-  r.mu.unlock();
+  r.mu.Unlock();
 }
 
 // Finishes every live run this process owns that nobody finished.
 void FinishLiveRuns(int exit_code, std::string_view state) {
   std::vector<std::shared_ptr<Run::Impl>> live;
   {
-    std::lock_guard<std::mutex> lock(Runs().mu);
+    MutexLock lock(&Runs().mu);
     live = Runs().runs;
   }
   for (auto& impl : live) {
@@ -119,7 +124,7 @@ void InstallProcessHooks(bool handle_sigterm) {
 }
 
 void Register(const std::shared_ptr<Run::Impl>& impl) {
-  std::lock_guard<std::mutex> lock(Runs().mu);
+  MutexLock lock(&Runs().mu);
   auto& runs = Runs().runs;
   runs.erase(std::remove_if(runs.begin(), runs.end(), [](auto& r) { return r->finished.load(); }),
              runs.end());
@@ -127,7 +132,7 @@ void Register(const std::shared_ptr<Run::Impl>& impl) {
 }
 
 void Unregister(const Run::Impl* impl) {
-  std::lock_guard<std::mutex> lock(Runs().mu);
+  MutexLock lock(&Runs().mu);
   auto& runs = Runs().runs;
   runs.erase(std::remove_if(runs.begin(), runs.end(), [&](auto& r) { return r.get() == impl; }),
              runs.end());

@@ -59,12 +59,12 @@ Run::Impl::Impl(client::ResolvedSettings resolved)
 }
 
 const std::string& Run::Impl::current_name() {
-  std::lock_guard<std::mutex> lock(name_mu);
+  MutexLock lock(&name_mu);
   return names.empty() ? run_name : names.back();
 }
 
 void Run::Impl::SetLocalName(std::string name) {
-  std::lock_guard<std::mutex> lock(name_mu);
+  MutexLock lock(&name_mu);
   names.push_back(std::move(name));
 }
 
@@ -105,7 +105,7 @@ Result<agent::OpenReply> Run::Impl::AwaitAgentOpen(std::unique_ptr<client::Agent
 }
 
 Status Run::Impl::Start(int64_t deadline_ms) {
-  std::lock_guard<std::mutex> io(io_mu);
+  MutexLock io(&io_mu);
   std::unique_ptr<client::AgentTransport> agent_t;
   std::unique_ptr<client::AgentTransport> t;
   Result<agent::OpenReply> reply = Status::Unavailable("no agent");
@@ -179,7 +179,7 @@ Status Run::Impl::Start(int64_t deadline_ms) {
 
 void Run::Impl::StartFlusher() {
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     stop = false;
   }
   flusher = std::make_unique<std::thread>([this] { FlushLoop(); });
@@ -187,18 +187,18 @@ void Run::Impl::StartFlusher() {
 
 void Run::Impl::StopFlusher() {
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     stop = true;
   }
-  cv.notify_all();
+  cv.SignalAll();
   if (flusher && flusher->joinable()) flusher->join();
   flusher.reset();
 }
 
 void Run::Impl::RequestFlush() {
   if (flush_requested.load(std::memory_order_relaxed) || flush_requested.exchange(true)) return;
-  std::lock_guard<std::mutex> lock(mu);
-  cv.notify_one();
+  MutexLock lock(&mu);
+  cv.Signal();
 }
 
 void Run::Impl::AddConsoleLine(bool is_stderr, int64_t time_ms, std::string line) {
@@ -209,7 +209,7 @@ void Run::Impl::AddConsoleLine(bool is_stderr, int64_t time_ms, std::string line
 Status Run::Impl::EnqueueUpdate(std::string body) {
   if (finished.load()) return Status::FailedPrecondition("run already finished");
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     DrainBufferLocked();  // what was logged before the update goes first
     PendingFrame f{next_frame++, agent::MessageType::kUpdate, std::move(body)};
     frame_bytes += f.body.size();
@@ -222,7 +222,7 @@ Status Run::Impl::EnqueueUpdate(std::string body) {
 Status Run::Impl::EnqueueSummary(bj::object summary) {
   if (finished.load()) return Status::FailedPrecondition("run already finished");
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     DrainBufferLocked();  // what was logged before the update goes first
     for (const auto& kv : summary) {
       std::string key(kv.key());
@@ -300,14 +300,17 @@ void Run::Impl::DrainBufferLocked(bool final) {
 }
 
 void Run::Impl::FlushLoop() {
-  std::unique_lock<std::mutex> lock(mu);
+  MutexLock lock(&mu);
   while (!stop) {
-    cv.wait_for(lock, std::chrono::milliseconds(kFlushIntervalMs),
-                [&] { return stop || flush_requested.load(); });
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kFlushIntervalMs);
+    while (!stop && !flush_requested.load()) {
+      if (!cv.WaitUntil(mu, until)) break;  // the interval is over
+    }
     if (stop) break;
-    lock.unlock();
+    lock.Unlock();
     FlushOnce(MonoMs() + kIoBudgetMs);
-    lock.lock();
+    lock.Lock();
   }
 }
 
@@ -321,7 +324,7 @@ void Run::Impl::DropTransport(const Status& why) {
   (void)transport->Acked(UINT64_MAX, 0);
   uint64_t acked = transport->acked();
   transport.reset();
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(&mu);
   while (!frames.empty() && frames.front().number <= acked) {
     frame_bytes -= frames.front().body.size();
     frames.pop_front();
@@ -373,7 +376,7 @@ bool Run::Impl::EnsureTransport(int64_t mono_deadline_ms) {
   connect_failures = 0;
   transport = std::move(t);
   sent_upto = reply->last_frame;
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(&mu);
   while (!frames.empty() && frames.front().number <= reply->last_frame) {
     frame_bytes -= frames.front().body.size();
     frames.pop_front();
@@ -382,17 +385,17 @@ bool Run::Impl::EnsureTransport(int64_t mono_deadline_ms) {
 }
 
 void Run::Impl::FlushOnce(int64_t mono_deadline_ms) {
-  std::lock_guard<std::mutex> io(io_mu);
+  MutexLock io(&io_mu);
   flush_requested.store(false);
   std::vector<const PendingFrame*> to_send;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     DrainBufferLocked();
     if (frames.empty() && !transport) return;
   }
   if (!EnsureTransport(mono_deadline_ms)) return;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     // Deque elements stay put while others are pushed at the back, and only this thread pops.
     for (const PendingFrame& f : frames) {
       if (f.number > sent_upto) to_send.push_back(&f);
@@ -411,7 +414,7 @@ void Run::Impl::FlushOnce(int64_t mono_deadline_ms) {
     DropTransport(acked.status());
     return;
   }
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(&mu);
   while (!frames.empty() && frames.front().number <= *acked) {
     frame_bytes -= frames.front().body.size();
     frames.pop_front();
@@ -419,7 +422,7 @@ void Run::Impl::FlushOnce(int64_t mono_deadline_ms) {
 }
 
 Status Run::Impl::Finish(int exit_code, std::string_view state) {
-  std::lock_guard<std::mutex> fin(finish_mu);
+  MutexLock fin(&finish_mu);
   if (finished.load()) return Status::Ok();
   if (child_pending.exchange(false)) {  // a forked child that never logged: nothing to end
     finished.store(true);
@@ -433,11 +436,11 @@ Status Run::Impl::Finish(int exit_code, std::string_view state) {
   StopFlusher();
   finished.store(true);  // later Log calls are no-ops
 
-  std::lock_guard<std::mutex> io(io_mu);
+  MutexLock io(&io_mu);
   Status result = Status::DeadlineExceeded("finish: the agent did not confirm in time");
   while (MonoMs() < deadline) {
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       DrainBufferLocked(/*final=*/true);
     }
     if (!EnsureTransport(deadline)) {
@@ -448,7 +451,7 @@ Status Run::Impl::Finish(int exit_code, std::string_view state) {
     std::vector<const PendingFrame*> to_send;
     uint64_t finish_frame;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       for (const PendingFrame& f : frames) {
         if (f.number > sent_upto) to_send.push_back(&f);
       }
@@ -479,7 +482,7 @@ Status Run::Impl::Finish(int exit_code, std::string_view state) {
   }
   transport.reset();
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     frames.clear();
     frame_bytes = 0;
   }
@@ -489,17 +492,17 @@ Status Run::Impl::Finish(int exit_code, std::string_view state) {
 // ---- fork ----
 
 void Run::Impl::ForkPrepare() {
-  finish_mu.lock();
-  io_mu.lock();
-  mu.lock();
+  finish_mu.Lock();
+  io_mu.Lock();
+  mu.Lock();
   buffer.LockForFork();
 }
 
 void Run::Impl::ForkParent() {
   buffer.UnlockAfterFork();
-  mu.unlock();
-  io_mu.unlock();
-  finish_mu.unlock();
+  mu.Unlock();
+  io_mu.Unlock();
+  finish_mu.Unlock();
 }
 
 void Run::Impl::ForkChild() {
@@ -511,8 +514,9 @@ void Run::Impl::ForkChild() {
   frame_bytes = 0;
   next_frame = 1;
   stop = false;
-  new (&cv) std::condition_variable();  // waiters of the parent's copy do not exist here
-  mu.unlock();
+  new (&cv) CondVar();  // waiters of the parent's copy do not exist here
+  summary_dirty.clear();
+  mu.Unlock();
   if (transport) {
     transport->AbandonInChild();
     (void)transport.release();
@@ -521,23 +525,22 @@ void Run::Impl::ForkChild() {
   next_connect_ms = 0;
   connect_failures = 0;
   private_agent = false;
-  io_mu.unlock();
+  io_mu.Unlock();
   (void)flusher.release();
   if (capture) {
     capture->RestoreInChild();
     (void)capture.release();
   }
-  summary_dirty.clear();
   auto_summary = false;  // a forked child is a worker of the parent's run
   owner_pid = getpid();
   if (!finished.load()) child_pending.store(true);
-  finish_mu.unlock();
+  finish_mu.Unlock();
 }
 
 bool Run::Impl::StartInChild() {
   bool expected = true;
   if (!child_pending.compare_exchange_strong(expected, false)) return false;
-  std::lock_guard<std::mutex> io(io_mu);
+  MutexLock io(&io_mu);
   std::string label = rs.settings.label + "-" + std::to_string(getpid());
   rs.settings.label = label;
   rs.settings.primary = false;

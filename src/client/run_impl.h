@@ -8,16 +8,14 @@
 //   - `mu` guards the frame queue and the flags; turning buffered data into frames happens
 //     under it so that frames are numbered in the order the data was logged.
 //   - `io_mu` serialises use of `transport` (the flush thread, Finish, the fork handlers).
-//   Lock order: io_mu, then mu, then the buffer's locks.
+//   Lock order: finish_mu, io_mu, mu, then the buffer's locks (COHORT_ACQUIRED_AFTER below).
 #pragma once
 
 #include <atomic>
 #include <boost/json/object.hpp>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -32,6 +30,7 @@
 #include "client/transport.h"
 #include "cohort/cohort.h"
 #include "core/batch_format.h"
+#include "core/mutex.h"
 
 namespace cohort {
 
@@ -53,25 +52,25 @@ struct Run::Impl {
   // Connects (or spawns the shared agent, or starts a private one) and opens the writer, all before
   // `deadline_ms` (agent::MonoMillis clock, as every deadline here). Sets entity/run_name/offline
   // from the reply.
-  Status Start(int64_t deadline_ms);
-  Status Finish(int exit_code, std::string_view state);
+  Status Start(int64_t deadline_ms) COHORT_EXCLUDES(io_mu, mu);
+  Status Finish(int exit_code, std::string_view state) COHORT_EXCLUDES(finish_mu, io_mu, mu);
 
-  void RequestFlush();
-  Status EnqueueUpdate(std::string body);
+  void RequestFlush() COHORT_EXCLUDES(mu);
+  Status EnqueueUpdate(std::string body) COHORT_EXCLUDES(mu);
   // Sends summary keys the user set; those keys are then never overwritten by last values.
-  Status EnqueueSummary(boost::json::object summary);
+  Status EnqueueSummary(boost::json::object summary) COHORT_EXCLUDES(mu);
   // The run's display name: Init's (or the server's), then the latest SetName.
-  const std::string& current_name();
-  void SetLocalName(std::string name);
-  void AddConsoleLine(bool is_stderr, int64_t time_ms, std::string line);
+  const std::string& current_name() COHORT_EXCLUDES(name_mu);
+  void SetLocalName(std::string name) COHORT_EXCLUDES(name_mu);
+  void AddConsoleLine(bool is_stderr, int64_t time_ms, std::string line) COHORT_EXCLUDES(mu);
 
-  // fork() handlers (see run.cc).
-  void ForkPrepare();
-  void ForkParent();
-  void ForkChild();
+  // fork() handlers (see run.cc): every lock is held from ForkPrepare to ForkParent/ForkChild.
+  void ForkPrepare() COHORT_ACQUIRE(finish_mu, io_mu, mu, buffer.fork_take_mu(), buffer.fork_mu());
+  void ForkParent() COHORT_RELEASE(finish_mu, io_mu, mu, buffer.fork_take_mu(), buffer.fork_mu());
+  void ForkChild() COHORT_RELEASE(finish_mu, io_mu, mu, buffer.fork_take_mu(), buffer.fork_mu());
   // First use in a forked child: a new session and label, a new flush thread. True when this
   // call started it (false when it was started already or is not a pending child).
-  bool StartInChild();
+  bool StartInChild() COHORT_EXCLUDES(io_mu, mu);
 
   // ---- immutable after Start (apart from the fork child's re-labelling) ----
   client::ResolvedSettings rs;
@@ -88,16 +87,18 @@ struct Run::Impl {
   std::atomic<bool> flush_requested{false};
 
  private:
-  void FlushLoop();
-  // Moves buffered data into frames, (re)connects if needed, sends, reads acks.
-  void FlushOnce(int64_t mono_deadline_ms);  // deadline on the monotonic clock (MonoNanos)
+  void FlushLoop() COHORT_EXCLUDES(io_mu, mu);
+  // Moves buffered data into frames, (re)connects if needed, sends, reads acks. The deadline is
+  // on the monotonic clock (MonoNanos).
+  void FlushOnce(int64_t mono_deadline_ms) COHORT_EXCLUDES(io_mu, mu);
   // Moves buffered data into frames; with `final` (Finish) also the pending last-value summary,
-  // otherwise at most every kSummaryIntervalMs. Requires mu.
-  void DrainBufferLocked(bool final = false);
-  void NoteLastValuesLocked(const batch::Batch& batch);  // requires mu
-  void EnqueueLastValuesLocked();                           // requires mu
-  bool EnsureTransport(int64_t mono_deadline_ms);           // requires io_mu; monotonic
-  void DropTransport(const Status& why);                    // requires io_mu
+  // otherwise at most every kSummaryIntervalMs.
+  void DrainBufferLocked(bool final = false) COHORT_REQUIRES(mu);
+  void NoteLastValuesLocked(const batch::Batch& batch) COHORT_REQUIRES(mu);
+  void EnqueueLastValuesLocked() COHORT_REQUIRES(mu);
+  // The deadline is on the monotonic clock.
+  bool EnsureTransport(int64_t mono_deadline_ms) COHORT_REQUIRES(io_mu) COHORT_EXCLUDES(mu);
+  void DropTransport(const Status& why) COHORT_REQUIRES(io_mu) COHORT_EXCLUDES(mu);
   Result<agent::OpenReply> OpenOn(client::AgentTransport* t, const agent::OpenRequest& req,
                                   int64_t deadline_ms);
   // Start's way back to an agent that holds the writer's WAL: reads the answer to the open
@@ -105,35 +106,38 @@ struct Run::Impl {
   // `deadline_ms`.
   Result<agent::OpenReply> AwaitAgentOpen(std::unique_ptr<client::AgentTransport>* t,
                                           int64_t deadline_ms);
-  void StartFlusher();
-  void StopFlusher();
+  void StartFlusher() COHORT_EXCLUDES(mu);
+  void StopFlusher() COHORT_EXCLUDES(mu);
 
-  std::mutex io_mu;
-  std::unique_ptr<client::AgentTransport> transport;  // guarded by io_mu
-  bool private_agent = false;  // guarded by io_mu; reconnects start a private agent too
-  int64_t next_connect_ms = 0;                   // monotonic; guarded by io_mu
-  int connect_failures = 0;                      // guarded by io_mu
-  uint64_t sent_upto = 0;                        // guarded by io_mu
+  Mutex io_mu COHORT_ACQUIRED_AFTER(finish_mu);
+  std::unique_ptr<client::AgentTransport> transport COHORT_GUARDED_BY(io_mu);
+  // Reconnects start a private agent too.
+  bool private_agent COHORT_GUARDED_BY(io_mu) = false;
+  int64_t next_connect_ms COHORT_GUARDED_BY(io_mu) = 0;  // monotonic
+  int connect_failures COHORT_GUARDED_BY(io_mu) = 0;
+  uint64_t sent_upto COHORT_GUARDED_BY(io_mu) = 0;
 
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<PendingFrame> frames;  // guarded by mu; numbers ascending, acked ones popped
-  size_t frame_bytes = 0;           // guarded by mu
-  uint64_t next_frame = 1;          // guarded by mu
-  bool stop = false;                // guarded by mu
-  batch::Batch scratch;             // guarded by mu
+  Mutex mu COHORT_ACQUIRED_AFTER(io_mu);
+  CondVar cv;  // stop or flush_requested set
+  // Numbers ascending, acked ones popped.
+  std::deque<PendingFrame> frames COHORT_GUARDED_BY(mu);
+  size_t frame_bytes COHORT_GUARDED_BY(mu) = 0;
+  uint64_t next_frame COHORT_GUARDED_BY(mu) = 1;
+  bool stop COHORT_GUARDED_BY(mu) = false;
+  batch::Batch scratch COHORT_GUARDED_BY(mu);
   // Last-value summary (only for the writer that controls the run): the last logged value of
   // each key not yet sent, and the keys the user set explicitly (never overwritten).
-  bool auto_summary = false;                              // set before the flusher starts
-  std::unordered_map<std::string, double> summary_dirty;  // guarded by mu
-  std::unordered_set<std::string> summary_explicit;       // guarded by mu
-  int64_t summary_sent_ms = 0;                            // monotonic; guarded by mu
-  std::vector<uint32_t> last_cell_of_key;                 // guarded by mu (scratch)
+  bool auto_summary = false;  // set before the flusher starts
+  std::unordered_map<std::string, double> summary_dirty COHORT_GUARDED_BY(mu);
+  std::unordered_set<std::string> summary_explicit COHORT_GUARDED_BY(mu);
+  int64_t summary_sent_ms COHORT_GUARDED_BY(mu) = 0;             // monotonic
+  std::vector<uint32_t> last_cell_of_key COHORT_GUARDED_BY(mu);  // scratch
 
-  std::mutex name_mu;
-  std::deque<std::string> names;  // guarded by name_mu; never shrinks (name() returns refs)
+  Mutex name_mu;
+  // Never shrinks (name() returns refs).
+  std::deque<std::string> names COHORT_GUARDED_BY(name_mu);
 
-  std::mutex finish_mu;  // serialises Finish
+  Mutex finish_mu;  // serialises Finish
   std::unique_ptr<std::thread> flusher;
   std::unique_ptr<client::ConsoleCapture> capture;
 };

@@ -6,8 +6,9 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <mutex>
 #include <thread>
+
+#include "core/mutex.h"
 
 namespace cohort::client {
 namespace {
@@ -35,15 +36,15 @@ void OnSigterm(int) {
   errno = saved;
 }
 
-std::mutex& InstallMutex() {
-  static auto* mu = new std::mutex();
+Mutex& InstallMutex() {
+  static auto* mu = new Mutex();
   return *mu;
 }
 
 }  // namespace
 
 void SigtermWatcher::Install(std::function<void()> on_sigterm) {
-  std::lock_guard<std::mutex> lock(InstallMutex());
+  MutexLock lock(&InstallMutex());
   if (!g_installed.load()) {
     struct sigaction current;
     if (sigaction(SIGTERM, nullptr, &current) != 0) return;

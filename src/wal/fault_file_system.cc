@@ -72,41 +72,41 @@ FaultInjectingFileSystem::FaultInjectingFileSystem(FileSystem* base) : base_(bas
 
 void FaultInjectingFileSystem::FailWrite(int nth, int err, size_t written_first, bool sticky,
                                          std::string path_filter) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   write_fault_ = Fault{std::max(nth, 1), err, written_first, sticky, false, std::move(path_filter)};
 }
 
 void FaultInjectingFileSystem::FailSync(int nth, int err, std::string path_filter) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   sync_fault_ = Fault{std::max(nth, 1), err, 0, false, false, std::move(path_filter)};
 }
 
 void FaultInjectingFileSystem::FailTruncates(int err) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   truncate_err_ = err;
 }
 
 void FaultInjectingFileSystem::ClearFaults() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   write_fault_ = Fault{};
   sync_fault_ = Fault{};
   truncate_err_ = 0;
 }
 
 int FaultInjectingFileSystem::writes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return writes_;
 }
 
 int FaultInjectingFileSystem::syncs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return syncs_;
 }
 
 Status FaultInjectingFileSystem::Crash() {
   std::map<std::string, Tracked> tracked;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++epoch_;
     tracked.swap(tracked_);
   }
@@ -127,7 +127,7 @@ Status FaultInjectingFileSystem::Crash() {
 
 bool FaultInjectingFileSystem::ShouldFailWrite(const std::string& path, int* err,
                                                size_t* written_first) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++writes_;
   Fault& f = write_fault_;
   if (f.countdown == 0 && !f.firing) return false;
@@ -145,7 +145,7 @@ bool FaultInjectingFileSystem::ShouldFailWrite(const std::string& path, int* err
 }
 
 bool FaultInjectingFileSystem::ShouldFailSync(const std::string& path, int* err) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++syncs_;
   Fault& f = sync_fault_;
   if (f.countdown == 0) return false;
@@ -156,23 +156,23 @@ bool FaultInjectingFileSystem::ShouldFailSync(const std::string& path, int* err)
 }
 
 int FaultInjectingFileSystem::TruncateError() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return truncate_err_;
 }
 
 bool FaultInjectingFileSystem::Crashed(uint64_t epoch) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return epoch != epoch_;
 }
 
 void FaultInjectingFileSystem::OnSynced(const std::string& path, uint64_t size) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = tracked_.find(path);
   if (it != tracked_.end()) it->second.synced = size;
 }
 
 void FaultInjectingFileSystem::OnTruncated(const std::string& path, uint64_t size) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = tracked_.find(path);
   if (it != tracked_.end()) it->second.synced = std::min(it->second.synced, size);
 }
@@ -181,7 +181,7 @@ Result<std::unique_ptr<WritableFile>> FaultInjectingFileSystem::NewWritableFile(
     const std::string& path, WriteMode mode) {
   Result<uint64_t> old_size = base_->FileSize(path);
   COHORT_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, base_->NewWritableFile(path, mode));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = tracked_.find(path);
   if (it == tracked_.end()) {
     // A file that existed before and was not written through us counts as fully durable.
@@ -209,7 +209,7 @@ Result<uint64_t> FaultInjectingFileSystem::FileSize(const std::string& path) {
 
 Status FaultInjectingFileSystem::Rename(const std::string& from, const std::string& to) {
   COHORT_RETURN_IF_ERROR(base_->Rename(from, to));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = tracked_.find(from);
   if (it != tracked_.end()) {
     Tracked t = it->second;
@@ -224,7 +224,7 @@ Status FaultInjectingFileSystem::Rename(const std::string& from, const std::stri
 
 Status FaultInjectingFileSystem::Remove(const std::string& path) {
   COHORT_RETURN_IF_ERROR(base_->Remove(path));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   tracked_.erase(path);
   return Status::Ok();
 }
@@ -244,7 +244,7 @@ Result<bool> FaultInjectingFileSystem::Exists(const std::string& path) {
 
 Status FaultInjectingFileSystem::RemoveAll(const std::string& path) {
   COHORT_RETURN_IF_ERROR(base_->RemoveAll(path));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const std::string prefix = path + "/";
   for (auto it = tracked_.begin(); it != tracked_.end();) {
     it = it->first == path || it->first.rfind(prefix, 0) == 0 ? tracked_.erase(it) : std::next(it);
@@ -260,7 +260,7 @@ Status FaultInjectingFileSystem::SyncDir(const std::string& dir) {
   COHORT_RETURN_IF_ERROR(base_->SyncDir(dir));
   std::string d = dir;
   while (d.size() > 1 && d.back() == '/') d.pop_back();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto& [path, t] : tracked_) {
     if (ParentDir(path) == d) t.durable_entry = true;
   }

@@ -11,17 +11,17 @@
 // The crash model is deliberately simple: renames and removals take effect at once and are
 // durable, and a rename makes its target's directory entry durable. Reads are never faulted.
 //
-// Threading: thread-safe; all bookkeeping is under one mutex. Counters count calls made
-// through this object only.
+// Threading: thread-safe; all bookkeeping is under mu_ (see COHORT_GUARDED_BY). Counters count
+// calls made through this object only.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "core/mutex.h"
 #include "wal/file.h"
 
 namespace cohort::wal {
@@ -84,22 +84,24 @@ class FaultInjectingFileSystem final : public FileSystem {
   };
 
   // Decides whether a write/sync of `path` fails now; fills *err / *written_first.
-  bool ShouldFailWrite(const std::string& path, int* err, size_t* written_first);
-  bool ShouldFailSync(const std::string& path, int* err);
-  int TruncateError();
-  bool Crashed(uint64_t epoch) const;
-  void OnSynced(const std::string& path, uint64_t size);
-  void OnTruncated(const std::string& path, uint64_t size);
+  bool ShouldFailWrite(const std::string& path, int* err, size_t* written_first)
+      COHORT_EXCLUDES(mu_);
+  bool ShouldFailSync(const std::string& path, int* err) COHORT_EXCLUDES(mu_);
+  int TruncateError() COHORT_EXCLUDES(mu_);
+  bool Crashed(uint64_t epoch) const COHORT_EXCLUDES(mu_);
+  void OnSynced(const std::string& path, uint64_t size) COHORT_EXCLUDES(mu_);
+  void OnTruncated(const std::string& path, uint64_t size) COHORT_EXCLUDES(mu_);
 
   FileSystem* base_;
-  mutable std::mutex mu_;
-  Fault write_fault_;
-  Fault sync_fault_;
-  int truncate_err_ = 0;
-  int writes_ = 0;
-  int syncs_ = 0;
-  uint64_t epoch_ = 0;  // incremented by Crash(); file objects of older epochs are dead
-  std::map<std::string, Tracked> tracked_;
+  mutable Mutex mu_;
+  Fault write_fault_ COHORT_GUARDED_BY(mu_);
+  Fault sync_fault_ COHORT_GUARDED_BY(mu_);
+  int truncate_err_ COHORT_GUARDED_BY(mu_) = 0;
+  int writes_ COHORT_GUARDED_BY(mu_) = 0;
+  int syncs_ COHORT_GUARDED_BY(mu_) = 0;
+  // Incremented by Crash(); file objects of older epochs are dead.
+  uint64_t epoch_ COHORT_GUARDED_BY(mu_) = 0;
+  std::map<std::string, Tracked> tracked_ COHORT_GUARDED_BY(mu_);
 };
 
 }  // namespace cohort::wal

@@ -36,7 +36,7 @@ class Log::Source final : public SegmentSource {
   explicit Source(Log* log) : log_(log) {}
 
   std::optional<Extent> GetExtent(uint64_t segment) override {
-    std::lock_guard<std::mutex> lock(log_->mu_);
+    MutexLock lock(&log_->mu_);
     auto it = log_->sealed_.find(segment);
     if (it != log_->sealed_.end()) return Extent{it->second, true};
     if (segment != 0 && segment == log_->active_) {
@@ -46,7 +46,7 @@ class Log::Source final : public SegmentSource {
   }
 
   std::optional<uint64_t> NextSegment(uint64_t after) override {
-    std::lock_guard<std::mutex> lock(log_->mu_);
+    MutexLock lock(&log_->mu_);
     auto it = log_->sealed_.upper_bound(after);
     if (it != log_->sealed_.end()) return it->first;
     if (log_->active_ > after) return log_->active_;
@@ -85,7 +85,10 @@ Result<std::unique_ptr<Log>> Log::Open(const std::string& dir, LogOptions option
   }
   std::unique_ptr<Log> log(new Log(fs, dir, options));
   COHORT_ASSIGN_OR_RETURN(log->lock_, fs->LockFile(JoinPath(dir, kLockFileName)));
-  COHORT_RETURN_IF_ERROR(log->Recover());
+  {
+    MutexLock lock(&log->append_mu_);
+    COHORT_RETURN_IF_ERROR(log->Recover());
+  }
   return log;
 }
 
@@ -102,6 +105,7 @@ Status Log::DistrustAckFile(Status why) {
   Status s = fs_->Rename(path, path + std::string(kCorruptSuffix));
   if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
   COHORT_RETURN_IF_ERROR(fs_->SyncDir(dir_));
+  MutexLock lock(&mu_);
   ack_ = Position{};
   return Status::Ok();
 }
@@ -127,6 +131,7 @@ Status Log::Recover() {
     if (ack.status().code() != StatusCode::kCorruption) return ack.status();
     COHORT_RETURN_IF_ERROR(DistrustAckFile(ack.status()));
   } else if (ack->has_value()) {
+    MutexLock lock(&mu_);
     ack_ = **ack;
   }
 
@@ -144,27 +149,27 @@ Status Log::Recover() {
                                 " has an unreadable header (" + header.message() +
                                 "); its records cannot be read");
     }
+    MutexLock lock(&mu_);
     sealed_[segment] = size;
   }
   if (segments.empty()) {
-    COHORT_ASSIGN_OR_RETURN(writer_,
-                            Writer::Create(fs_, dir_, std::max(kFirstSegment, ack_.segment + 1),
-                                           options_.segment_size));
+    const uint64_t first = std::max(kFirstSegment, acknowledged().segment + 1);
+    COHORT_ASSIGN_OR_RETURN(writer_, Writer::Create(fs_, dir_, first, options_.segment_size));
   } else {
     COHORT_RETURN_IF_ERROR(RecoverLastSegment(segments.back()));
   }
 
   // The ack file is only ever written for durable positions, so one beyond the end of the log
   // cannot be trusted; believing it could let new records count as acknowledged.
-  if (ack_ > writer_->end()) {
+  if (const Position ack = acknowledged(); ack > writer_->end()) {
     COHORT_RETURN_IF_ERROR(DistrustAckFile(
-        Status::Corruption("acknowledged position " + ack_.ToString() +
+        Status::Corruption("acknowledged position " + ack.ToString() +
                            " is beyond the end of the log " + writer_->end().ToString())));
   }
 
   std::vector<uint64_t> doomed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     active_ = writer_->segment();
     end_ = writer_->end();
     durable_end_ = writer_->synced_end();
@@ -180,6 +185,7 @@ Status Log::Recover() {
                               " acknowledged segment(s) left by an interrupted clean-up");
     COHORT_RETURN_IF_ERROR(fs_->SyncDir(dir_));
   }
+  MutexLock lock(&mu_);
   recovery_.segments = sealed_.size() + 1;
   return Status::Ok();
 }
@@ -247,7 +253,10 @@ Status Log::RecoverLastSegment(uint64_t last) {
   // Never append behind damage: a reader resynchronising past it would skip the new records of
   // the damaged block. Seal the segment and go on in a new one.
   COHORT_RETURN_IF_ERROR(resumed->Close());
-  sealed_[last] = valid_end;
+  {
+    MutexLock lock(&mu_);
+    sealed_[last] = valid_end;
+  }
   recovery_.notes.push_back("segment " + std::to_string(last) +
                             " is damaged; appends go to segment " + std::to_string(last + 1));
   COHORT_ASSIGN_OR_RETURN(writer_, Writer::Create(fs_, dir_, last + 1, options_.segment_size));
@@ -267,7 +276,7 @@ std::vector<uint64_t> Log::TakeAcknowledgedSegmentsLocked() {
 }
 
 void Log::Publish(uint64_t old_segment, uint64_t old_end) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (writer_->segment() != old_segment) {
     sealed_[old_segment] = old_end;
     active_ = writer_->segment();
@@ -277,7 +286,7 @@ void Log::Publish(uint64_t old_segment, uint64_t old_end) {
 }
 
 Result<Position> Log::Append(std::string_view payload) {
-  std::lock_guard<std::mutex> lock(append_mu_);
+  MutexLock lock(&append_mu_);
   if (writer_ == nullptr) return Status::FailedPrecondition("WAL " + dir_ + " is closed");
   const uint64_t segment = writer_->segment();
   const uint64_t old_end = writer_->end().offset;
@@ -287,7 +296,7 @@ Result<Position> Log::Append(std::string_view payload) {
 }
 
 Status Log::Sync() {
-  std::lock_guard<std::mutex> lock(append_mu_);
+  MutexLock lock(&append_mu_);
   if (writer_ == nullptr) return Status::FailedPrecondition("WAL " + dir_ + " is closed");
   Status s = writer_->Sync();
   Publish(writer_->segment(), writer_->end().offset);
@@ -295,11 +304,11 @@ Status Log::Sync() {
 }
 
 Status Log::Close() {
-  std::lock_guard<std::mutex> lock(append_mu_);
+  MutexLock lock(&append_mu_);
   if (writer_ == nullptr) return Status::Ok();
   Status s = writer_->Close();
   {
-    std::lock_guard<std::mutex> state_lock(mu_);
+    MutexLock state_lock(&mu_);
     // Readers may drain what is durable; nothing more will come.
     sealed_[active_] = s.ok() ? end_.offset : durable_end_.offset;
     if (s.ok()) durable_end_ = end_;
@@ -311,9 +320,9 @@ Status Log::Close() {
 }
 
 Status Log::MarkAcknowledged(Position acknowledged) {
-  std::lock_guard<std::mutex> ack_lock(ack_mu_);
+  MutexLock ack_lock(&ack_mu_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (acknowledged <= ack_) return Status::Ok();
     if (acknowledged > durable_end_) {
       return Status::InvalidArgument("cannot acknowledge " + acknowledged.ToString() +
@@ -323,7 +332,7 @@ Status Log::MarkAcknowledged(Position acknowledged) {
   COHORT_RETURN_IF_ERROR(WriteAckFile(fs_, dir_, acknowledged));
   std::vector<uint64_t> doomed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ack_ = acknowledged;
     doomed = TakeAcknowledgedSegmentsLocked();
   }
@@ -342,17 +351,17 @@ std::unique_ptr<Reader> Log::NewReader(Position from) {
 std::unique_ptr<Reader> Log::ReadUnacknowledged() { return NewReader(acknowledged()); }
 
 Position Log::end() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return end_;
 }
 
 Position Log::durable_end() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return durable_end_;
 }
 
 Position Log::acknowledged() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return ack_;
 }
 

@@ -30,12 +30,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cohort/status.h"
+#include "core/mutex.h"
 #include "wal/file.h"
 #include "wal/format.h"
 #include "wal/reader.h"
@@ -114,16 +114,17 @@ class Log {
   class Source;
 
   Log(FileSystem* fs, std::string dir, LogOptions options);
-  Status Recover();
+  // Runs from Open, which holds append_mu_ (nothing else can see the Log yet).
+  Status Recover() COHORT_REQUIRES(append_mu_);
   // Recovers the last segment: fills sealed_ / writer_ and the report.
-  Status RecoverLastSegment(uint64_t last);
+  Status RecoverLastSegment(uint64_t last) COHORT_REQUIRES(append_mu_);
   // Sets an untrustworthy ack file aside and forgets the acknowledged position.
-  Status DistrustAckFile(Status why);
+  Status DistrustAckFile(Status why) COHORT_EXCLUDES(mu_);
   // Copies the writer's positions (and a roll from `old_segment`, which ended at `old_end`)
   // into the reader-visible state.
-  void Publish(uint64_t old_segment, uint64_t old_end);
-  // Removes and returns the sealed segments wholly below ack_. Requires mu_.
-  std::vector<uint64_t> TakeAcknowledgedSegmentsLocked();
+  void Publish(uint64_t old_segment, uint64_t old_end) COHORT_REQUIRES(append_mu_);
+  // Removes and returns the sealed segments wholly below ack_.
+  std::vector<uint64_t> TakeAcknowledgedSegmentsLocked() COHORT_REQUIRES(mu_);
   std::string SegmentPath(uint64_t segment) const;
 
   FileSystem* const fs_;
@@ -133,17 +134,20 @@ class Log {
   RecoveryReport recovery_;
   std::unique_ptr<Source> source_;
 
-  std::mutex append_mu_;  // serialises Append / Sync / Close; guards writer_
-  std::unique_ptr<Writer> writer_;
+  Mutex append_mu_;  // serialises Append / Sync / Close
+  std::unique_ptr<Writer> writer_ COHORT_GUARDED_BY(append_mu_);
 
-  std::mutex ack_mu_;  // serialises MarkAcknowledged (the ack file)
+  Mutex ack_mu_;  // serialises MarkAcknowledged (the ack file)
 
-  mutable std::mutex mu_;  // guards what readers see; held only for bookkeeping, never for I/O
-  std::map<uint64_t, uint64_t> sealed_;  // segment number -> final size
-  uint64_t active_ = 0;                  // the segment being appended to (0 after Close)
-  Position end_;
-  Position durable_end_;
-  Position ack_;
+  // What readers see; held only for bookkeeping, never for I/O. Taken after the two above.
+  mutable Mutex mu_ COHORT_ACQUIRED_AFTER(append_mu_, ack_mu_);
+  // Segment number -> final size.
+  std::map<uint64_t, uint64_t> sealed_ COHORT_GUARDED_BY(mu_);
+  // The segment being appended to (0 after Close).
+  uint64_t active_ COHORT_GUARDED_BY(mu_) = 0;
+  Position end_ COHORT_GUARDED_BY(mu_);
+  Position durable_end_ COHORT_GUARDED_BY(mu_);
+  Position ack_ COHORT_GUARDED_BY(mu_);
 };
 
 }  // namespace cohort::wal

@@ -150,22 +150,22 @@ std::vector<ProcStat> FindProcessTree(const std::string& proc_root, const std::v
 }
 
 void RootPids::Set(std::vector<int> pids) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   pids_ = std::move(pids);
 }
 
 void RootPids::Add(int pid) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (std::find(pids_.begin(), pids_.end(), pid) == pids_.end()) pids_.push_back(pid);
 }
 
 void RootPids::Remove(int pid) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   pids_.erase(std::remove(pids_.begin(), pids_.end(), pid), pids_.end());
 }
 
 std::vector<int> RootPids::Get() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return pids_;
 }
 

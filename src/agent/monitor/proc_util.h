@@ -5,13 +5,13 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "cohort/status.h"
+#include "core/mutex.h"
 
 namespace cohort::monitor {
 
@@ -67,8 +67,8 @@ class RootPids {
   std::vector<int> Get() const;
 
  private:
-  mutable std::mutex mu_;
-  std::vector<int> pids_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<int> pids_ COHORT_GUARDED_BY(mu_);
 };
 
 }  // namespace cohort::monitor

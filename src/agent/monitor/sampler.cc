@@ -16,15 +16,15 @@ Sampler::Sampler(std::vector<std::unique_ptr<MonitorSource>> sources, Callback c
 Sampler::~Sampler() { Stop(); }
 
 Status Sampler::Start() {
-  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
+  MutexLock lifecycle(&lifecycle_mu_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (running_ && !stop_) return Status::FailedPrecondition("sampler already running");
   }
   // A thread asked to stop from inside its callback may still need joining.
   if (thread_.joinable()) thread_.join();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = false;
     running_ = true;
   }
@@ -35,23 +35,23 @@ Status Sampler::Start() {
 void Sampler::Stop() {
   if (std::this_thread::get_id() == loop_thread_id_.load()) {
     // Called from the callback: joining here would wait on ourselves.
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
     return;
   }
-  std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
+  MutexLock lifecycle(&lifecycle_mu_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   running_ = false;
 }
 
 bool Sampler::running() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return running_ && !stop_;
 }
 
@@ -62,8 +62,11 @@ void Sampler::Loop() {
   Clock::time_point next = Clock::now() + first_delay_;
   while (true) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (cv_.wait_until(lock, next, [this] { return stop_; })) break;
+      MutexLock lock(&mu_);
+      while (!stop_) {
+        if (!cv_.WaitUntil(mu_, next)) break;  // time for the next batch
+      }
+      if (stop_) break;
     }
     SampleBatch batch = SampleOnce();
     if (!batch.samples.empty() && callback_) callback_(std::move(batch));
@@ -89,12 +92,12 @@ void Sampler::OpenSourcesLocked() {
 }
 
 void Sampler::OpenSources() {
-  std::lock_guard<std::mutex> lock(sources_mu_);
+  MutexLock lock(&sources_mu_);
   OpenSourcesLocked();
 }
 
 SampleBatch Sampler::SampleOnce(int64_t now_ms) {
-  std::lock_guard<std::mutex> lock(sources_mu_);
+  MutexLock lock(&sources_mu_);
   OpenSourcesLocked();
   SampleBatch batch;
   batch.time_ms = now_ms;
@@ -109,14 +112,14 @@ SampleBatch Sampler::SampleOnce(int64_t now_ms) {
 SampleBatch Sampler::SampleOnce() { return SampleOnce(NowMillis()); }
 
 std::vector<std::string> Sampler::active_sources() const {
-  std::lock_guard<std::mutex> lock(sources_mu_);
+  MutexLock lock(&sources_mu_);
   std::vector<std::string> names;
   for (const MonitorSource* s : active_) names.emplace_back(s->name());
   return names;
 }
 
 std::vector<std::pair<std::string, Status>> Sampler::skipped_sources() const {
-  std::lock_guard<std::mutex> lock(sources_mu_);
+  MutexLock lock(&sources_mu_);
   return skipped_;
 }
 

@@ -15,11 +15,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -27,6 +25,7 @@
 
 #include "agent/monitor/source.h"
 #include "cohort/status.h"
+#include "core/mutex.h"
 
 namespace cohort::monitor {
 
@@ -53,48 +52,48 @@ class Sampler {
 
   // Starts the sampling thread; the first batch comes first_delay later. kFailedPrecondition
   // when already running. May be called again after Stop().
-  Status Start();
+  Status Start() COHORT_EXCLUDES(lifecycle_mu_, mu_);
   // Ends the sampling thread promptly (it waits on a condition variable, never a sleep).
   // Idempotent; a no-op when not running.
-  void Stop();
-  bool running() const;
+  void Stop() COHORT_EXCLUDES(lifecycle_mu_, mu_);
+  bool running() const COHORT_EXCLUDES(mu_);
 
   // Samples every usable source now, on the calling thread, opening the sources first if
   // that has not happened yet. Does not call the callback.
-  SampleBatch SampleOnce(int64_t now_ms);
-  SampleBatch SampleOnce();  // at NowMillis()
+  SampleBatch SampleOnce(int64_t now_ms) COHORT_EXCLUDES(sources_mu_);
+  SampleBatch SampleOnce() COHORT_EXCLUDES(sources_mu_);  // at NowMillis()
 
   // Opens the sources now if that has not happened yet (otherwise a no-op).
-  void OpenSources();
+  void OpenSources() COHORT_EXCLUDES(sources_mu_);
   // Names of the sources that opened; empty before they are opened.
-  std::vector<std::string> active_sources() const;
+  std::vector<std::string> active_sources() const COHORT_EXCLUDES(sources_mu_);
   // (name, Open() status) of each source that failed to open and is skipped.
-  std::vector<std::pair<std::string, Status>> skipped_sources() const;
+  std::vector<std::pair<std::string, Status>> skipped_sources() const COHORT_EXCLUDES(sources_mu_);
 
   std::chrono::milliseconds interval() const { return interval_; }
 
  private:
-  void Loop();
-  void OpenSourcesLocked();  // requires sources_mu_
+  void Loop() COHORT_EXCLUDES(mu_, sources_mu_);
+  void OpenSourcesLocked() COHORT_REQUIRES(sources_mu_);
 
   const std::chrono::milliseconds interval_;
   const std::chrono::milliseconds first_delay_;
   const Callback callback_;
 
-  mutable std::mutex sources_mu_;  // guards the four members below
-  std::vector<std::unique_ptr<MonitorSource>> sources_;
-  bool opened_ = false;
-  std::vector<MonitorSource*> active_;
-  std::vector<std::pair<std::string, Status>> skipped_;
+  mutable Mutex sources_mu_;
+  std::vector<std::unique_ptr<MonitorSource>> sources_ COHORT_GUARDED_BY(sources_mu_);
+  bool opened_ COHORT_GUARDED_BY(sources_mu_) = false;
+  std::vector<MonitorSource*> active_ COHORT_GUARDED_BY(sources_mu_);
+  std::vector<std::pair<std::string, Status>> skipped_ COHORT_GUARDED_BY(sources_mu_);
 
-  std::mutex lifecycle_mu_;  // serialises Start() and Stop(); guards thread_
-  std::thread thread_;
+  Mutex lifecycle_mu_;  // serialises Start() and Stop()
+  std::thread thread_ COHORT_GUARDED_BY(lifecycle_mu_);
   std::atomic<std::thread::id> loop_thread_id_{};
 
-  mutable std::mutex mu_;  // guards stop_ and running_; cv_ waits on it
-  std::condition_variable cv_;
-  bool stop_ = false;
-  bool running_ = false;
+  mutable Mutex mu_ COHORT_ACQUIRED_AFTER(lifecycle_mu_);
+  CondVar cv_;  // stop_ set
+  bool stop_ COHORT_GUARDED_BY(mu_) = false;
+  bool running_ COHORT_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace cohort::monitor
