@@ -34,13 +34,13 @@ void Metrics::Histogram::Observe(double seconds) {
 
 void Metrics::ObserveRequest(const std::string& route, const std::string& method, int status,
                              int64_t duration_ns) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   ++requests_[{route, method, status}];
   request_latency_[route].Observe(double(duration_ns) / 1e9);
 }
 
 void Metrics::ObserveStore(const std::string& op, int64_t duration_ns) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   store_latency_[op].Observe(double(duration_ns) / 1e9);
 }
 
@@ -55,7 +55,7 @@ void Metrics::RollRate(int64_t now_ms) {
 }
 
 void Metrics::AddIngest(int64_t points, bool duplicate) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   ++ingest_batches_;
   if (duplicate) {
     ++ingest_duplicates_;
@@ -67,22 +67,22 @@ void Metrics::AddIngest(int64_t points, bool duplicate) {
 }
 
 void Metrics::AddRejected(const std::string& reason) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   ++rejected_[reason];
 }
 
 void Metrics::SetGaugeSource(std::function<std::map<std::string, double>()> source) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   gauges_ = std::move(source);
 }
 
 void Metrics::SetTextSource(std::function<std::string()> source) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   text_ = std::move(source);
 }
 
 double Metrics::IngestRate() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   RollRate(NowMillis());
   int64_t total = 0;
   // Complete seconds only: skip the current one.
@@ -97,7 +97,7 @@ std::string Metrics::RenderPrometheus(bool with_entities) {
   double rate = IngestRate();
   std::function<std::map<std::string, double>()> gauges;
   std::string out;
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   gauges = gauges_;
   if (gauges) {
     for (const auto& [name, value] : gauges()) {

@@ -9,9 +9,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <tuple>
+
+#include "core/mutex.h"
 
 namespace cohort::server {
 
@@ -20,21 +21,22 @@ class Metrics {
   Metrics();
 
   void ObserveRequest(const std::string& route, const std::string& method, int status,
-                      int64_t duration_ns);
-  void ObserveStore(const std::string& op, int64_t duration_ns);
-  void AddIngest(int64_t points, bool duplicate);
-  void AddRejected(const std::string& reason);
+                      int64_t duration_ns) COHORT_EXCLUDES(mu_);
+  void ObserveStore(const std::string& op, int64_t duration_ns) COHORT_EXCLUDES(mu_);
+  void AddIngest(int64_t points, bool duplicate) COHORT_EXCLUDES(mu_);
+  void AddRejected(const std::string& reason) COHORT_EXCLUDES(mu_);
 
-  // Gauges read at render time (connections open, ...), name -> value.
-  void SetGaugeSource(std::function<std::map<std::string, double>()> source);
+  // Gauges read at render time (connections open, ...), name -> value. The sources run with
+  // mu_ held: they must not call back into Metrics.
+  void SetGaugeSource(std::function<std::map<std::string, double>()> source) COHORT_EXCLUDES(mu_);
   // Prometheus text appended at render time for callers allowed to see it (per-entity usage of
   // the rate limiter: it names every entity).
-  void SetTextSource(std::function<std::string()> source);
+  void SetTextSource(std::function<std::string()> source) COHORT_EXCLUDES(mu_);
 
   // `with_entities`: include the text source's per-entity series.
-  std::string RenderPrometheus(bool with_entities);
+  std::string RenderPrometheus(bool with_entities) COHORT_EXCLUDES(mu_);
   // Points ingested per second over the last ~10 s.
-  double IngestRate();
+  double IngestRate() COHORT_EXCLUDES(mu_);
 
  private:
   static constexpr std::array<double, 12> kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
@@ -45,19 +47,21 @@ class Metrics {
     double sum = 0;
     void Observe(double seconds);
   };
-  void RollRate(int64_t now_ms);
+  void RollRate(int64_t now_ms) COHORT_REQUIRES(mu_);
 
-  std::mutex mu_;
-  std::map<std::tuple<std::string, std::string, int>, uint64_t> requests_;
-  std::map<std::string, Histogram> request_latency_;
-  std::map<std::string, Histogram> store_latency_;
-  std::map<std::string, uint64_t> rejected_;
-  uint64_t ingest_points_ = 0, ingest_batches_ = 0, ingest_duplicates_ = 0;
+  Mutex mu_;
+  std::map<std::tuple<std::string, std::string, int>, uint64_t> requests_ COHORT_GUARDED_BY(mu_);
+  std::map<std::string, Histogram> request_latency_ COHORT_GUARDED_BY(mu_);
+  std::map<std::string, Histogram> store_latency_ COHORT_GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> rejected_ COHORT_GUARDED_BY(mu_);
+  uint64_t ingest_points_ COHORT_GUARDED_BY(mu_) = 0;
+  uint64_t ingest_batches_ COHORT_GUARDED_BY(mu_) = 0;
+  uint64_t ingest_duplicates_ COHORT_GUARDED_BY(mu_) = 0;
   // Ring of per-second point counts for the rate gauge.
-  std::array<int64_t, 10> rate_ring_{};
-  int64_t rate_second_ = 0;
-  std::function<std::map<std::string, double>()> gauges_;
-  std::function<std::string()> text_;
+  std::array<int64_t, 10> rate_ring_ COHORT_GUARDED_BY(mu_){};
+  int64_t rate_second_ COHORT_GUARDED_BY(mu_) = 0;
+  std::function<std::map<std::string, double>()> gauges_ COHORT_GUARDED_BY(mu_);
+  std::function<std::string()> text_ COHORT_GUARDED_BY(mu_);
 };
 
 }  // namespace cohort::server

@@ -226,7 +226,7 @@ std::optional<http::HttpResponse> ServerApp::AdmitBody(const http::HttpRequest& 
 Status ServerApp::Ready() {
   if (!accepting_.load()) return Status::Unavailable("the server is starting or shutting down");
   constexpr auto kRecheck = std::chrono::seconds(1);
-  std::lock_guard lock(ready_mu_);
+  MutexLock lock(&ready_mu_);
   const auto now = std::chrono::steady_clock::now();
   if (now - ready_checked_ >= kRecheck) {
     auto keys = store_->CountApiKeys();
@@ -336,16 +336,16 @@ std::string ServerApp::url() const {
 }
 
 void ServerApp::SweepLoop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   while (!stopping_) {
-    cv_.wait_for(lock, std::chrono::seconds(config_.sweep_interval_s));
+    cv_.WaitFor(mu_, std::chrono::seconds(config_.sweep_interval_s));
     if (stopping_) break;
-    lock.unlock();
+    lock.Unlock();
     // Heartbeats answered so far must be in the store before it is searched for stale writers;
     // when they cannot be written, no writer is marked crashed this time.
     if (Status s = heartbeats_->Flush(); !s.ok()) {
       std::fprintf(stderr, "cohort: writing heartbeats failed: %s\n", s.ToString().c_str());
-      lock.lock();
+      lock.Lock();
       continue;
     }
     int64_t now = NowMillis();
@@ -357,7 +357,7 @@ void ServerApp::SweepLoop() {
     }
     PruneBatchesIfDue(now);
     PruneSessionsIfDue(now);
-    lock.lock();
+    lock.Lock();
   }
 }
 
@@ -389,11 +389,11 @@ void ServerApp::PruneSessionsIfDue(int64_t now_ms) {
 void ServerApp::Stop() {
   accepting_.store(false);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (http_) http_->Stop();
   if (sweeper_.joinable()) sweeper_.join();
   if (heartbeats_) heartbeats_->Stop();  // writes what is pending

@@ -9,15 +9,14 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cohort/status.h"
+#include "core/mutex.h"
 #include "server/api/context.h"
 #include "server/http/server.h"
 #include "server/limits/rate_limiter.h"
@@ -76,7 +75,7 @@ class ServerApp {
   // Notes for the operator gathered by Start (a signing key file created, permissions
   // tightened, the connection limit derived), one line each.
   const std::vector<std::string>& notes() const { return notes_; }
-  void Stop();
+  void Stop() COHORT_EXCLUDES(mu_);
   void Wait();
 
  private:
@@ -88,8 +87,8 @@ class ServerApp {
   // The body gate of the HTTP server: large bodies need a valid key or a signed upload URL.
   std::optional<http::HttpResponse> AdmitBody(const http::HttpRequest& head);
   // /healthz readiness: not stopping, and the store answered (checked at most once a second).
-  Status Ready();
-  void SweepLoop();
+  Status Ready() COHORT_EXCLUDES(ready_mu_);
+  void SweepLoop() COHORT_EXCLUDES(mu_);
   void PruneBatchesIfDue(int64_t now_ms);
   void PruneSessionsIfDue(int64_t now_ms);
 
@@ -112,12 +111,12 @@ class ServerApp {
   int64_t next_prune_ms_ = 0;          // sweeper thread only
   int64_t next_session_prune_ms_ = 0;  // sweeper thread only
   std::atomic<bool> accepting_{false};
-  std::mutex ready_mu_;  // guards the two below
-  std::chrono::steady_clock::time_point ready_checked_{};
-  Status ready_status_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
+  Mutex ready_mu_;
+  std::chrono::steady_clock::time_point ready_checked_ COHORT_GUARDED_BY(ready_mu_){};
+  Status ready_status_ COHORT_GUARDED_BY(ready_mu_);
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ COHORT_GUARDED_BY(mu_) = false;
 };
 
 // Raises the soft RLIMIT_NOFILE to the hard limit and returns it (INT_MAX when unlimited).

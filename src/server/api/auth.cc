@@ -54,10 +54,12 @@ Result<AuthContext> Authenticator::Authenticate(const http::HttpRequest& req) {
   if (key.size() > 256) return Status::Unauthenticated("invalid API key");
   std::string hash = HashApiKey(key);
   auto now = std::chrono::steady_clock::now();
+  uint64_t generation;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     auto it = cache_.find(hash);
     if (it != cache_.end() && it->second.expires > now) return it->second.ctx;
+    generation = generation_;
   }
   const bool session = IsSessionSecret(key);
   auto rec = session ? store_->FindSession(hash, NowMillis()) : store_->FindApiKey(hash);
@@ -71,7 +73,8 @@ Result<AuthContext> Authenticator::Authenticate(const http::HttpRequest& req) {
   }
   AuthContext ctx{rec->entity, rec->role, session ? "browser-session" : rec->name, rec->id,
                   session};
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
+  if (generation != generation_) return ctx;  // revoked or logged out meanwhile: not cached
   if (cache_.size() > 10000) cache_.clear();
   cache_[hash] = Entry{ctx, now + ttl_};
   return ctx;
@@ -123,11 +126,13 @@ Status Authenticator::CloseSession(const http::HttpRequest& req) {
     return Status::InvalidArgument("logout: the request carries no browser session");
   }
   std::string hash = HashApiKey(secret);
-  {
-    std::lock_guard lock(mu_);
-    cache_.erase(hash);
-  }
   Status s = store_->DeleteSession(hash);
+  {
+    // After the store forgot it: a lookup that read it before is not cached any more.
+    MutexLock lock(&mu_);
+    cache_.erase(hash);
+    ++generation_;
+  }
   if (s.code() == StatusCode::kNotFound) {
     return Status::Unauthenticated("browser session expired, ended or revoked");
   }
@@ -135,8 +140,9 @@ Status Authenticator::CloseSession(const http::HttpRequest& req) {
 }
 
 void Authenticator::Invalidate() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   cache_.clear();
+  ++generation_;
 }
 
 }  // namespace cohort::api

@@ -16,11 +16,11 @@
 #pragma once
 
 #include <chrono>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
 #include "cohort/status.h"
+#include "core/mutex.h"
 #include "server/http/message.h"
 #include "store/store.h"
 
@@ -47,9 +47,9 @@ class Authenticator {
  public:
   explicit Authenticator(store::MetaStore* store, int cache_seconds = 5);
 
-  Result<AuthContext> Authenticate(const http::HttpRequest& req);
+  Result<AuthContext> Authenticate(const http::HttpRequest& req) COHORT_EXCLUDES(mu_);
   // Drops cached lookups (after a revocation through this server).
-  void Invalidate();
+  void Invalidate() COHORT_EXCLUDES(mu_);
 
   // A new one-time login token for API key `key_id` (which must not be revoked); returns the
   // token's secret.
@@ -59,7 +59,7 @@ class Authenticator {
   Result<std::string> OpenSession(std::string_view token);
   // Ends the session whose secret the request carries (logout); kInvalidArgument when it
   // carries an API key instead, kUnauthenticated when no live session.
-  Status CloseSession(const http::HttpRequest& req);
+  Status CloseSession(const http::HttpRequest& req) COHORT_EXCLUDES(mu_);
 
  private:
   struct Entry {
@@ -68,8 +68,12 @@ class Authenticator {
   };
   store::MetaStore* store_;
   std::chrono::seconds ttl_;
-  std::mutex mu_;
-  std::unordered_map<std::string, Entry> cache_;  // hash of a key or session secret -> entry
+  Mutex mu_;
+  // Hash of a key or session secret -> entry.
+  std::unordered_map<std::string, Entry> cache_ COHORT_GUARDED_BY(mu_);
+  // Moved on by Invalidate and CloseSession: a lookup read from the store before one of them
+  // is not cached after it (it could bring a revoked key or an ended session back).
+  uint64_t generation_ COHORT_GUARDED_BY(mu_) = 0;
 };
 
 // Whether a secret is a browser session's (by its prefix).

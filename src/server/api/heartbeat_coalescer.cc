@@ -19,17 +19,17 @@ std::string HeartbeatCoalescer::Key(const store::RunRef& ref, const std::string&
 }
 
 void HeartbeatCoalescer::Start() {
-  std::lock_guard lock(loop_mu_);
+  MutexLock lock(&loop_mu_);
   if (flusher_.joinable() || stopping_) return;
   flusher_ = std::thread([this] { FlushLoop(); });
 }
 
 void HeartbeatCoalescer::Stop() {
   {
-    std::lock_guard lock(loop_mu_);
+    MutexLock lock(&loop_mu_);
     stopping_ = true;
   }
-  loop_cv_.notify_all();
+  loop_cv_.SignalAll();
   if (flusher_.joinable()) flusher_.join();
   if (Status s = Flush(); !s.ok()) {
     std::fprintf(stderr, "cohort: writing heartbeats failed: %s\n", s.ToString().c_str());
@@ -37,16 +37,16 @@ void HeartbeatCoalescer::Stop() {
 }
 
 void HeartbeatCoalescer::FlushLoop() {
-  std::unique_lock lock(loop_mu_);
+  MutexLock lock(&loop_mu_);
   while (!stopping_) {
-    loop_cv_.wait_for(lock, std::chrono::milliseconds(flush_interval_ms_));
+    loop_cv_.WaitFor(loop_mu_, std::chrono::milliseconds(flush_interval_ms_));
     if (stopping_) break;
-    lock.unlock();
+    lock.Unlock();
     if (Status s = Flush(); !s.ok()) {
       std::fprintf(stderr, "cohort: writing heartbeats failed (kept for the next try): %s\n",
                    s.ToString().c_str());
     }
-    lock.lock();
+    lock.Lock();
   }
 }
 
@@ -54,7 +54,7 @@ Status HeartbeatCoalescer::Record(const store::RunRef& ref, const std::string& l
                                   int64_t now_ms) {
   std::string key = Key(ref, label);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (known_.contains(key)) {
       auto [it, fresh] =
           pending_.try_emplace(std::move(key), store::HeartbeatUpdate{ref, label, now_ms});
@@ -65,7 +65,7 @@ Status HeartbeatCoalescer::Record(const store::RunRef& ref, const std::string& l
   // Not known: read the run's writers (a read connection; never waits for writes).
   COHORT_ASSIGN_OR_RETURN(std::vector<store::WriterRecord> writers, store_->ListWriters(ref));
   bool exists = false;
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (known_.size() + writers.size() > kMaxKnown) known_.clear();
   for (const store::WriterRecord& w : writers) {
     exists = exists || w.label == label;
@@ -82,10 +82,10 @@ Status HeartbeatCoalescer::Record(const store::RunRef& ref, const std::string& l
 }
 
 Status HeartbeatCoalescer::Flush() {
-  std::lock_guard flush_lock(flush_mu_);
+  MutexLock flush_lock(&flush_mu_);
   std::unordered_map<std::string, store::HeartbeatUpdate> batch;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     batch.swap(pending_);
   }
   if (batch.empty()) return Status::Ok();
@@ -93,7 +93,7 @@ Status HeartbeatCoalescer::Flush() {
   updates.reserve(batch.size());
   for (const auto& [key, u] : batch) updates.push_back(u);
   Result<int64_t> updated = store_->Heartbeats(updates);
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   ++flushes_;
   if (!updated.ok()) {
     // Keep them for the next flush (a newer heartbeat recorded meanwhile wins).
@@ -110,12 +110,12 @@ Status HeartbeatCoalescer::Flush() {
 }
 
 size_t HeartbeatCoalescer::pending() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return pending_.size();
 }
 
 int64_t HeartbeatCoalescer::flushes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return flushes_;
 }
 

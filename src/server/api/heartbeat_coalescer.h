@@ -14,9 +14,7 @@
 // Threading: thread-safe. Flush() may run on any thread (the flusher, the sweeper, Stop()).
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -24,6 +22,7 @@
 #include <vector>
 
 #include "cohort/status.h"
+#include "core/mutex.h"
 #include "store/store.h"
 
 namespace cohort::api {
@@ -38,39 +37,41 @@ class HeartbeatCoalescer {
   HeartbeatCoalescer& operator=(const HeartbeatCoalescer&) = delete;
 
   // Starts the thread that flushes every flush interval.
-  void Start();
+  void Start() COHORT_EXCLUDES(loop_mu_);
   // Stops the flusher and writes what is pending. Idempotent.
-  void Stop();
+  void Stop() COHORT_EXCLUDES(loop_mu_, flush_mu_, mu_);
 
   // Remembers the heartbeat of (ref, label) at now_ms. kNotFound when there is no such writer;
   // other errors come from the store's read.
-  Status Record(const store::RunRef& ref, const std::string& label, int64_t now_ms);
+  Status Record(const store::RunRef& ref, const std::string& label, int64_t now_ms)
+      COHORT_EXCLUDES(mu_);
   // Writes every pending heartbeat to the store (one Store::Heartbeats call). On an error the
   // heartbeats stay pending for the next flush.
-  Status Flush();
+  Status Flush() COHORT_EXCLUDES(flush_mu_, mu_);
 
   // Pending heartbeats (distinct writers) and flushes so far, for tests and /metrics.
-  size_t pending() const;
-  int64_t flushes() const;
+  size_t pending() const COHORT_EXCLUDES(mu_);
+  int64_t flushes() const COHORT_EXCLUDES(mu_);
 
  private:
   static constexpr size_t kMaxKnown = 1 << 20;  // known writers kept, at most
 
   static std::string Key(const store::RunRef& ref, const std::string& label);
-  void FlushLoop();
+  void FlushLoop() COHORT_EXCLUDES(loop_mu_, flush_mu_, mu_);
 
   store::WriterStore* const store_;
   const int flush_interval_ms_;
 
-  mutable std::mutex mu_;  // guards the members below
-  std::unordered_map<std::string, store::HeartbeatUpdate> pending_;
-  std::unordered_set<std::string> known_;  // writers that exist (as last read)
-  int64_t flushes_ = 0;
+  mutable Mutex mu_ COHORT_ACQUIRED_AFTER(flush_mu_);
+  std::unordered_map<std::string, store::HeartbeatUpdate> pending_ COHORT_GUARDED_BY(mu_);
+  // Writers that exist (as last read).
+  std::unordered_set<std::string> known_ COHORT_GUARDED_BY(mu_);
+  int64_t flushes_ COHORT_GUARDED_BY(mu_) = 0;
 
-  std::mutex flush_mu_;  // one flush at a time (keeps failed heartbeats' re-queue ordered)
-  std::mutex loop_mu_;   // guards stopping_
-  std::condition_variable loop_cv_;
-  bool stopping_ = false;
+  Mutex flush_mu_;  // one flush at a time (keeps failed heartbeats' re-queue ordered)
+  Mutex loop_mu_;
+  CondVar loop_cv_;
+  bool stopping_ COHORT_GUARDED_BY(loop_mu_) = false;
   std::thread flusher_;
 };
 

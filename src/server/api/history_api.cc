@@ -7,12 +7,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <set>
 
 #include "core/clock.h"
 #include "core/ids.h"
 #include "core/limits.h"
+#include "core/mutex.h"
 #include "server/api/context.h"
 
 namespace cohort::api {
@@ -151,12 +151,12 @@ void AppendSeriesJson(std::string* out, const store::SeriesData& s, bool strip_s
 // Logs a damaged chunk the first time this process meets it (queries meet it again and again).
 void LogDamagedOnce(const store::RunRef& run, const store::SeriesData& s,
                     const series::DamagedChunk& d) {
-  static std::mutex mu;
-  static std::set<std::string> seen;
+  static Mutex mu;
+  static std::set<std::string> seen COHORT_GUARDED_BY(mu);
   std::string id = run.entity + "/" + run.project + "/" + run.run_id + " " + s.key + " " +
                    s.writer + " " + std::to_string(d.min_step) + ".." + std::to_string(d.max_step);
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     if (seen.size() > 100000 || !seen.insert(id).second) return;
   }
   std::fprintf(stderr,

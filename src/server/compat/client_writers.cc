@@ -2,9 +2,9 @@
 
 #include <array>
 #include <functional>
-#include <mutex>
 
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "server/compat/wandb_lines.h"
 
 namespace cohort::compat {
@@ -100,8 +100,8 @@ namespace {
 // Binding and renaming of one client are serialised within the process, so that concurrent
 // first requests of a client (its GraphQL and file_stream goroutines, retries) never bind it
 // twice. Striped by (run, client).
-std::mutex& BindMutex(const store::RunRecord& run, const ClientId& client) {
-  static std::array<std::mutex, 64> stripes;
+Mutex& BindMutex(const store::RunRecord& run, const ClientId& client) {
+  static std::array<Mutex, 64> stripes;
   size_t h = std::hash<std::string>{}(run.entity + "/" + run.project + "/" + run.run_id + "/" +
                                       client.key);
   return stripes[h % stripes.size()];
@@ -113,7 +113,7 @@ Status ClientWriter::Ensure(std::string_view label_hint) {
   bool want_rename = client_.shared && !label_hint.empty() && label_hint != label_ &&
                      IsValidLabel(label_hint);
   if (bound() && !(want_rename && label_ == DefaultLabel(client_, run_))) return Status::Ok();
-  std::lock_guard<std::mutex> lock(BindMutex(run_, client_));
+  MutexLock lock(&BindMutex(run_, client_));
   COHORT_RETURN_IF_ERROR(Load());  // what other requests did before we held the lock
   if (!bound()) COHORT_RETURN_IF_ERROR(Bind());
   if (!bound()) return Status::Unavailable("could not bind client '" + client_.key + "'");
@@ -127,7 +127,7 @@ Status ClientWriter::Ensure(std::string_view label_hint) {
 Status ClientWriter::Rejoin(bool primary, bool update_finish_state, bool only_if_ended) {
   // Under the client's lock and on fresh state: joining a label that a concurrent request has
   // just renamed would create a stray writer.
-  std::lock_guard<std::mutex> lock(BindMutex(run_, client_));
+  MutexLock lock(&BindMutex(run_, client_));
   COHORT_RETURN_IF_ERROR(Load());
   if (!bound()) return Status::FailedPrecondition("client is not bound to a writer");
   if (only_if_ended && !store::IsTerminal(writer_.state)) return Status::Ok();

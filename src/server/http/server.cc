@@ -25,15 +25,15 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <exception>
 #include <limits>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
+
+#include "core/mutex.h"
 
 namespace cohort::http {
 
@@ -231,8 +231,8 @@ struct HttpServer::Impl {
   asio::awaitable<std::optional<HttpResponse>> RunGate(const HttpRequest* head);
   asio::awaitable<void> LingerAndClose(Connection& conn);
   void Spawn(std::shared_ptr<Connection> conn, bool reject);
-  void Unregister(uint64_t id, bool counted);
-  void CloseAll();
+  void Unregister(uint64_t id, bool counted) COHORT_EXCLUDES(conns_mu);
+  void CloseAll() COHORT_EXCLUDES(conns_mu);
 
   const ServerOptions options;
   const Router* const router;
@@ -242,14 +242,15 @@ struct HttpServer::Impl {
   uint16_t port = 0;
   std::atomic<bool> stopping{false};
 
-  std::mutex conns_mu;  // guards conns and next_conn_id
-  std::unordered_map<uint64_t, std::weak_ptr<Connection>> conns;
-  uint64_t next_conn_id = 0;
+  // Never held across a co_await (a coroutine may resume on another thread).
+  Mutex conns_mu;
+  std::unordered_map<uint64_t, std::weak_ptr<Connection>> conns COHORT_GUARDED_BY(conns_mu);
+  uint64_t next_conn_id COHORT_GUARDED_BY(conns_mu) = 0;
 
-  std::mutex stop_mu;  // serializes Start/Stop; guards started, stopped
-  std::condition_variable stopped_cv;
-  bool started = false;
-  bool stopped = false;
+  Mutex stop_mu COHORT_ACQUIRED_BEFORE(conns_mu);  // serializes Start/Stop
+  CondVar stopped_cv;
+  bool started COHORT_GUARDED_BY(stop_mu) = false;
+  bool stopped COHORT_GUARDED_BY(stop_mu) = false;
 
   // Destroyed in reverse order: the acceptor before the io_context, and pending coroutine
   // frames (owned by the io_context) while the members above are still alive.
@@ -257,7 +258,7 @@ struct HttpServer::Impl {
   asio::thread_pool readers;
   asio::io_context ioc;
   tcp::acceptor acceptor;
-  std::vector<std::thread> io_threads;
+  std::vector<std::thread> io_threads COHORT_GUARDED_BY(stop_mu);
 };
 
 void HttpServer::Impl::Spawn(std::shared_ptr<Connection> conn, bool reject) {
@@ -299,7 +300,7 @@ asio::awaitable<void> HttpServer::Impl::AcceptLoop() {
 
 void HttpServer::Impl::Unregister(uint64_t id, bool counted) {
   {
-    std::lock_guard lock(conns_mu);
+    MutexLock lock(&conns_mu);
     conns.erase(id);
   }
   if (counted) stats.connections_open.fetch_sub(1, std::memory_order_relaxed);
@@ -348,7 +349,7 @@ asio::awaitable<void> HttpServer::Impl::LingerAndClose(Connection& conn) {
 asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn, bool reject) {
   uint64_t id;
   {
-    std::lock_guard lock(conns_mu);
+    MutexLock lock(&conns_mu);
     id = next_conn_id++;
     conns.emplace(id, conn);
   }
@@ -539,7 +540,7 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
 void HttpServer::Impl::CloseAll() {
   std::vector<std::shared_ptr<Connection>> open;
   {
-    std::lock_guard lock(conns_mu);
+    MutexLock lock(&conns_mu);
     stopping = true;
     for (auto& [id, weak] : conns) {
       if (auto c = weak.lock()) open.push_back(std::move(c));
@@ -566,7 +567,7 @@ void HttpServer::SetBodyGate(BodyGate gate) { impl_->body_gate = std::move(gate)
 
 Status HttpServer::Start() {
   Impl& s = *impl_;
-  std::lock_guard lock(s.stop_mu);
+  MutexLock lock(&s.stop_mu);
   if (s.started || s.stopped) return Status::FailedPrecondition("server already started");
   if (s.router == nullptr) return Status::InvalidArgument("no router");
   try {
@@ -624,7 +625,7 @@ const ServerStats& HttpServer::stats() const { return impl_->stats; }
 
 void HttpServer::Stop() {
   Impl& s = *impl_;
-  std::lock_guard lock(s.stop_mu);
+  MutexLock lock(&s.stop_mu);
   if (s.stopped) return;
   if (s.started) {
     s.CloseAll();
@@ -636,13 +637,13 @@ void HttpServer::Stop() {
     s.readers.join();
   }
   s.stopped = true;
-  s.stopped_cv.notify_all();
+  s.stopped_cv.SignalAll();
 }
 
 void HttpServer::Wait() {
   Impl& s = *impl_;
-  std::unique_lock lock(s.stop_mu);
-  s.stopped_cv.wait(lock, [&s] { return s.stopped; });
+  MutexLock lock(&s.stop_mu);
+  while (!s.stopped) s.stopped_cv.Wait(s.stop_mu);
 }
 
 }  // namespace cohort::http

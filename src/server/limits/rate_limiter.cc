@@ -141,7 +141,7 @@ RateLimiter::State& RateLimiter::StateFor(std::string_view entity) {
 }
 
 Decision RateLimiter::AdmitRequest(std::string_view entity, double now_s) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   State& st = StateFor(entity);
   Decision d;
   d.tier = st.tier_name;
@@ -166,7 +166,7 @@ Decision RateLimiter::AdmitRequest(std::string_view entity, double now_s) {
 }
 
 Decision RateLimiter::AdmitPoints(std::string_view entity, int64_t points, double now_s) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   State& st = StateFor(entity);
   Decision d;
   d.tier = st.tier_name;
@@ -202,7 +202,7 @@ Decision RateLimiter::AdmitPoints(std::string_view entity, int64_t points) {
 }
 
 std::vector<EntityUsage> RateLimiter::Usage() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<EntityUsage> out;
   out.reserve(states_.size());
   for (const auto& [name, st] : states_) out.push_back(st.usage);

@@ -20,13 +20,13 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "cohort/status.h"
+#include "core/mutex.h"
 
 namespace cohort::limits {
 
@@ -82,9 +82,9 @@ class RateLimiter {
   explicit RateLimiter(LimitsConfig config);
 
   // Charges one request to `entity`. now_s: a monotonic clock in seconds.
-  Decision AdmitRequest(std::string_view entity, double now_s);
+  Decision AdmitRequest(std::string_view entity, double now_s) COHORT_EXCLUDES(mu_);
   // Charges `points` ingested values to `entity`.
-  Decision AdmitPoints(std::string_view entity, int64_t points, double now_s);
+  Decision AdmitPoints(std::string_view entity, int64_t points, double now_s) COHORT_EXCLUDES(mu_);
   // The same with the steady clock.
   Decision AdmitRequest(std::string_view entity);
   Decision AdmitPoints(std::string_view entity, int64_t points);
@@ -92,7 +92,7 @@ class RateLimiter {
   std::string TierOf(std::string_view entity) const;
   // The tier's distinct keys per run for `entity` (0: unlimited).
   int64_t KeysPerRun(std::string_view entity) const;
-  std::vector<EntityUsage> Usage() const;
+  std::vector<EntityUsage> Usage() const COHORT_EXCLUDES(mu_);
 
  private:
   struct Bucket {
@@ -105,11 +105,11 @@ class RateLimiter {
     Bucket requests, points;
     EntityUsage usage;
   };
-  State& StateFor(std::string_view entity);
+  State& StateFor(std::string_view entity) COHORT_REQUIRES(mu_);
 
   const LimitsConfig config_;
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, State> states_;
+  mutable Mutex mu_;
+  std::unordered_map<std::string, State> states_ COHORT_GUARDED_BY(mu_);
 };
 
 }  // namespace cohort::limits

@@ -7,11 +7,11 @@ namespace cohort::store::pg {
 
 GroupCommit::Answer GroupCommit::Run(const Member& member) {
   Call me{&member, Answer{}, false, false, {}};
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   queue_.push_back(&me);
   while (!me.done) {
     if (me.taken || leading_ >= max_in_flight_) {
-      me.wake.wait(lock);
+      me.wake.Wait(mu_);
       continue;
     }
     // Lead: take what waits, in arrival order, one call per key (a later call of a key already
@@ -28,13 +28,13 @@ GroupCommit::Answer GroupCommit::Run(const Member& member) {
         ++it;
       }
     }
-    lock.unlock();
+    lock.Unlock();
     Write(group);
-    lock.lock();
+    lock.Lock();
     size_t committed = 0;
     for (Call* c : group) {
       c->done = true;
-      if (c != &me) c->wake.notify_one();
+      if (c != &me) c->wake.Signal();
       switch (c->answer.outcome) {
         case Outcome::kCommitted:
           ++committed;
@@ -53,18 +53,18 @@ GroupCommit::Answer GroupCommit::Run(const Member& member) {
     --leading_;
     // The next leader: the first waiting call (only it, so that a group's end wakes no more
     // threads than it must on a busy machine).
-    if (!queue_.empty()) queue_.front()->wake.notify_one();
+    if (!queue_.empty()) queue_.front()->wake.Signal();
   }
   return me.answer;
 }
 
 GroupCommit::Counters GroupCommit::counters() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return counters_;
 }
 
 size_t GroupCommit::queued() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return queue_.size();
 }
 

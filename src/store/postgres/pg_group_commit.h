@@ -27,15 +27,14 @@
 // transaction is over. Leaders borrow one pooled connection per group.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "cohort/status.h"
+#include "core/mutex.h"
 #include "store/postgres/pg_conn.h"
 #include "store/postgres/pg_pool.h"
 
@@ -70,7 +69,7 @@ class GroupCommit {
   GroupCommit& operator=(const GroupCommit&) = delete;
 
   // Writes `member` in a transaction shared with concurrent members; returns when it is over.
-  Answer Run(const Member& member);
+  Answer Run(const Member& member) COHORT_EXCLUDES(mu_);
 
   // Counters for tests and benchmarks.
   struct Counters {
@@ -80,29 +79,30 @@ class GroupCommit {
     int64_t failed = 0;        // members of groups whose transaction failed
     size_t largest_group = 0;  // most members committed in one transaction
   };
-  Counters counters() const;
+  Counters counters() const COHORT_EXCLUDES(mu_);
   // Members waiting for a transaction now (tests).
-  size_t queued() const;
+  size_t queued() const COHORT_EXCLUDES(mu_);
 
  private:
+  // taken and done are guarded by mu_; answer is filled by the leader of the call's group.
   struct Call {
     const Member* member;
     Answer answer;
     bool taken = false;  // in a group being written
     bool done = false;
-    std::condition_variable wake;  // done, or may lead (waited on with mu_)
+    CondVar wake;  // done, or may lead (waited on with mu_)
   };
-  // Writes one group (the leader, without mu_); fills every call's answer.
-  void Write(std::vector<Call*> group);
+  // Writes one group (the leader); fills every call's answer.
+  void Write(std::vector<Call*> group) COHORT_EXCLUDES(mu_);
 
   Pool* const pool_;
   const int max_in_flight_;
   const size_t max_group_;
 
-  mutable std::mutex mu_;    // guards the members below and every queued Call
-  std::deque<Call*> queue_;  // calls waiting for a transaction
-  int leading_ = 0;          // groups being written
-  Counters counters_;
+  mutable Mutex mu_;                                // also guards every queued Call
+  std::deque<Call*> queue_ COHORT_GUARDED_BY(mu_);  // calls waiting for a transaction
+  int leading_ COHORT_GUARDED_BY(mu_) = 0;          // groups being written
+  Counters counters_ COHORT_GUARDED_BY(mu_);
 };
 
 }  // namespace cohort::store::pg

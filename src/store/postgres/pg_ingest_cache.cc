@@ -14,19 +14,19 @@ std::string IngestCache::Key(const RunRef& ref, const std::string& label) {
 }
 
 std::shared_ptr<const IngestCache::Writer> IngestCache::Get(const std::string& key) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = writers_.find(key);
   return it == writers_.end() ? nullptr : it->second;
 }
 
 void IngestCache::Put(const std::string& key, std::shared_ptr<const Writer> writer) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (writers_.size() >= kMaxWriters && !writers_.contains(key)) writers_.clear();
   writers_[key] = std::move(writer);
 }
 
 void IngestCache::Erase(const std::string& key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   writers_.erase(key);
 }
 

@@ -9,10 +9,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
+#include "core/mutex.h"
 #include "series/tail.h"
 #include "store/store.h"
 
@@ -36,13 +36,13 @@ class IngestCache {
 
   static std::string Key(const RunRef& ref, const std::string& label);
 
-  std::shared_ptr<const Writer> Get(const std::string& key) const;
-  void Put(const std::string& key, std::shared_ptr<const Writer> writer);
-  void Erase(const std::string& key);
+  std::shared_ptr<const Writer> Get(const std::string& key) const COHORT_EXCLUDES(mu_);
+  void Put(const std::string& key, std::shared_ptr<const Writer> writer) COHORT_EXCLUDES(mu_);
+  void Erase(const std::string& key) COHORT_EXCLUDES(mu_);
 
  private:
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, std::shared_ptr<const Writer>> writers_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const Writer>> writers_ COHORT_GUARDED_BY(mu_);
 };
 
 }  // namespace cohort::store::pg

@@ -18,15 +18,18 @@ Pool::Pool(ConnInfo info, int max_size, std::chrono::milliseconds acquire_timeou
 Pool::~Pool() = default;
 
 int Pool::open() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return open_;
 }
 
 Result<Pool::Lease> Pool::Acquire() {
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    const bool got = returned_.wait_for(lock, acquire_timeout_,
-                                        [this] { return !idle_.empty() || open_ < max_size_; });
+    MutexLock lock(&mu_);
+    const auto deadline = std::chrono::steady_clock::now() + acquire_timeout_;
+    while (idle_.empty() && open_ >= max_size_) {
+      if (!returned_.WaitUntil(mu_, deadline)) break;  // timed out: check once more below
+    }
+    const bool got = !idle_.empty() || open_ < max_size_;
     if (!got) {
       return Status::Unavailable(
           "postgres: all " + std::to_string(max_size_) + " pooled connections stayed busy for " +
@@ -41,9 +44,9 @@ Result<Pool::Lease> Pool::Acquire() {
   }
   Result<std::unique_ptr<Conn>> conn = Conn::Connect(info_);
   if (!conn.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     --open_;
-    returned_.notify_one();
+    returned_.Signal();
     return conn.status();
   }
   return Lease(this, std::move(conn).value());
@@ -51,13 +54,13 @@ Result<Pool::Lease> Pool::Acquire() {
 
 void Pool::Return(std::unique_ptr<Conn> conn) {
   if (conn != nullptr && (conn->broken() || conn->in_transaction())) conn.reset();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (conn != nullptr) {
     idle_.push_back(std::move(conn));
   } else {
     --open_;
   }
-  returned_.notify_one();
+  returned_.Signal();
 }
 
 namespace internal {

@@ -8,16 +8,15 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "cohort/status.h"
+#include "core/mutex.h"
 #include "store/postgres/pg_conn.h"
 
 namespace cohort::store::pg {
@@ -46,22 +45,22 @@ class Pool {
 
   // An idle connection, a new one while fewer than max_size are open, or the first one returned
   // within acquire_timeout. kUnavailable when none comes or connecting fails.
-  Result<Lease> Acquire();
+  Result<Lease> Acquire() COHORT_EXCLUDES(mu_);
 
   int max_size() const { return max_size_; }
   // Connections open now (lent and idle).
-  int open() const;
+  int open() const COHORT_EXCLUDES(mu_);
 
  private:
-  void Return(std::unique_ptr<Conn> conn);
+  void Return(std::unique_ptr<Conn> conn) COHORT_EXCLUDES(mu_);
 
   const ConnInfo info_;
   const int max_size_;
   const std::chrono::milliseconds acquire_timeout_;
-  mutable std::mutex mu_;
-  std::condition_variable returned_;
-  std::vector<std::unique_ptr<Conn>> idle_;  // guarded by mu_
-  int open_ = 0;                             // guarded by mu_: lent + idle + being opened
+  mutable Mutex mu_;
+  CondVar returned_;
+  std::vector<std::unique_ptr<Conn>> idle_ COHORT_GUARDED_BY(mu_);
+  int open_ COHORT_GUARDED_BY(mu_) = 0;  // lent + idle + being opened
 };
 
 // What a call does on its connection: kAutocommit runs statements one by one (single-statement

@@ -18,11 +18,11 @@ Status Checkpointer::Start(Db* writer, const std::string& path, int busy_timeout
 
 void Checkpointer::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
   if (writer_ != nullptr) {
     sqlite3_wal_hook(writer_->raw(), nullptr, nullptr);
@@ -37,27 +37,27 @@ int Checkpointer::WalHook(void* self, sqlite3* db, const char* name, int frames)
     // The thread has not kept up: checkpoint here, as SQLite's own hook would.
     int log = 0, done = 0;
     sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
-    std::lock_guard lock(c->mu_);
+    MutexLock lock(&c->mu_);
     ++c->by_writer_;
     return SQLITE_OK;
   }
   if (frames >= kStartFrames) {
-    std::lock_guard lock(c->mu_);
+    MutexLock lock(&c->mu_);
     if (!c->wanted_) {
       c->wanted_ = true;
-      c->cv_.notify_one();
+      c->cv_.Signal();
     }
   }
   return SQLITE_OK;
 }
 
 void Checkpointer::Loop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   while (true) {
-    cv_.wait(lock, [this] { return wanted_ || stopping_; });
+    while (!(wanted_ || stopping_)) cv_.Wait(mu_);
     if (stopping_) return;
     wanted_ = false;
-    lock.unlock();
+    lock.Unlock();
     int log = 0, done = 0;
     int rc =
         sqlite3_wal_checkpoint_v2(own_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
@@ -65,18 +65,18 @@ void Checkpointer::Loop() {
       std::fprintf(stderr, "cohort: sqlite checkpoint failed: %s\n",
                    SqliteError(rc, sqlite3_errmsg(own_->raw())).ToString().c_str());
     }
-    lock.lock();
+    lock.Lock();
     ++background_;
   }
 }
 
 int64_t Checkpointer::background_checkpoints() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return background_;
 }
 
 int64_t Checkpointer::writer_checkpoints() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return by_writer_;
 }
 

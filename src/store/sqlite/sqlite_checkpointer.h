@@ -20,13 +20,12 @@
 // Start/Stop from the owner's thread.
 #pragma once
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "cohort/status.h"
+#include "core/mutex.h"
 #include "store/sqlite/sqlite_db.h"
 
 namespace cohort::store::sqlite {
@@ -46,26 +45,27 @@ class Checkpointer {
   Status Start(Db* writer, const std::string& path, int busy_timeout_ms);
   // Stops the thread (after the checkpoint it may be running) and gives `writer` its automatic
   // checkpoints back. Idempotent.
-  void Stop();
+  void Stop() COHORT_EXCLUDES(mu_);
 
   // Checkpoints run by the thread and by the writer itself so far (tests, benchmarks).
-  int64_t background_checkpoints() const;
-  int64_t writer_checkpoints() const;
+  int64_t background_checkpoints() const COHORT_EXCLUDES(mu_);
+  int64_t writer_checkpoints() const COHORT_EXCLUDES(mu_);
 
  private:
   static int WalHook(void* self, sqlite3* db, const char* name, int frames);
-  void Loop();
+  void Loop() COHORT_EXCLUDES(mu_);
 
   Db* writer_ = nullptr;
   std::unique_ptr<Db> own_;
   std::thread thread_;
 
-  mutable std::mutex mu_;  // guards the members below
-  std::condition_variable cv_;
-  bool wanted_ = false;
-  bool stopping_ = false;
-  int64_t background_ = 0;
-  int64_t by_writer_ = 0;
+  // Taken inside the store's write lock (WalHook runs in the writer's COMMIT).
+  mutable Mutex mu_;
+  CondVar cv_;
+  bool wanted_ COHORT_GUARDED_BY(mu_) = false;
+  bool stopping_ COHORT_GUARDED_BY(mu_) = false;
+  int64_t background_ COHORT_GUARDED_BY(mu_) = 0;
+  int64_t by_writer_ COHORT_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace cohort::store::sqlite

@@ -6,11 +6,11 @@ namespace cohort::store::sqlite {
 
 Status GroupCommit::Run(const Work& work) {
   Call me{&work, Status::Ok(), false};
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   queue_.push_back(&me);
   while (!me.done) {
     if (leading_) {
-      cv_.wait(lock);
+      cv_.Wait(mu_);
       continue;
     }
     // Lead: take what waits (this call among it, unless more than max_group_ came first).
@@ -20,31 +20,31 @@ Status GroupCommit::Run(const Work& work) {
       group.push_back(queue_.front());
       queue_.pop_front();
     }
-    lock.unlock();
+    lock.Unlock();
     Commit(group);
-    lock.lock();
+    lock.Lock();
     for (Call* c : group) c->done = true;
     leading_ = false;
     ++counters_.transactions;
     counters_.calls += int64_t(group.size());
     counters_.largest_group = std::max(counters_.largest_group, group.size());
-    cv_.notify_all();  // the group's callers, and the next leader
+    cv_.SignalAll();  // the group's callers, and the next leader
   }
   return me.status;
 }
 
 GroupCommit::Counters GroupCommit::counters() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return counters_;
 }
 
 size_t GroupCommit::queued() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return queue_.size();
 }
 
 void GroupCommit::Commit(const std::vector<Call*>& group) {
-  std::lock_guard write_lock(*write_mu_);
+  MutexLock write_lock(write_mu_);
   Db* db = writer_->get();
   auto fail_all = [&](const Status& s) {
     for (Call* c : group) c->status = s;

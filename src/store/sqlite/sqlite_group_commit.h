@@ -13,18 +13,17 @@
 //
 // Threading: Run() may be called from any number of threads. The leader of a group holds
 // `write_mu` (the mutex that guards the write connection, also taken directly by the store's
-// other write calls) while it writes the group.
+// other write calls) while it writes the group, never with mu_ (the annotations below).
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "cohort/status.h"
+#include "core/mutex.h"
 #include "store/sqlite/sqlite_db.h"
 
 namespace cohort::store::sqlite {
@@ -37,13 +36,13 @@ class GroupCommit {
 
   // `write_mu` guards `*writer` (the store's write connection, which may be replaced while
   // write_mu is held). At most `max_group` calls share one transaction.
-  GroupCommit(std::mutex* write_mu, std::unique_ptr<Db>* writer, size_t max_group = 256)
+  GroupCommit(Mutex* write_mu, std::unique_ptr<Db>* writer, size_t max_group = 256)
       : write_mu_(write_mu), writer_(writer), max_group_(max_group) {}
   GroupCommit(const GroupCommit&) = delete;
   GroupCommit& operator=(const GroupCommit&) = delete;
 
   // Runs `work` in a transaction shared with concurrent calls; returns once it committed.
-  Status Run(const Work& work);
+  Status Run(const Work& work) COHORT_EXCLUDES(mu_, *write_mu_);
 
   // Counters for tests and benchmarks: transactions written and calls committed in them.
   struct Counters {
@@ -51,28 +50,28 @@ class GroupCommit {
     int64_t calls = 0;
     size_t largest_group = 0;
   };
-  Counters counters() const;
+  Counters counters() const COHORT_EXCLUDES(mu_);
   // Calls waiting for a transaction now (tests).
-  size_t queued() const;
+  size_t queued() const COHORT_EXCLUDES(mu_);
 
  private:
   struct Call {
     const Work* work;
-    Status status;
-    bool done = false;
+    Status status;      // written by the leader of its group (while done is false)
+    bool done = false;  // under mu_
   };
-  // Writes one group in one transaction (the leader, without mu_).
-  void Commit(const std::vector<Call*>& group);
+  // Writes one group in one transaction (the leader).
+  void Commit(const std::vector<Call*>& group) COHORT_EXCLUDES(mu_, *write_mu_);
 
-  std::mutex* const write_mu_;
-  std::unique_ptr<Db>* const writer_;
+  Mutex* const write_mu_;
+  std::unique_ptr<Db>* const writer_ COHORT_PT_GUARDED_BY(*write_mu_);
   const size_t max_group_;
 
-  mutable std::mutex mu_;  // guards the members below
-  std::condition_variable cv_;
-  std::deque<Call*> queue_;  // calls waiting for a transaction
-  bool leading_ = false;     // a leader is writing a group
-  Counters counters_;
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<Call*> queue_ COHORT_GUARDED_BY(mu_);  // calls waiting for a transaction
+  bool leading_ COHORT_GUARDED_BY(mu_) = false;     // a leader is writing a group
+  Counters counters_ COHORT_GUARDED_BY(mu_);
 };
 
 }  // namespace cohort::store::sqlite

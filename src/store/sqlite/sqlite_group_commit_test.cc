@@ -99,7 +99,7 @@ class GroupCommitTest : public ::testing::Test {
   }
 
   fs::path dir_;
-  std::mutex write_mu_;
+  Mutex write_mu_;
   std::unique_ptr<Db> writer_;
   std::unique_ptr<Db> reader_;
   std::unique_ptr<GroupCommit> group_;

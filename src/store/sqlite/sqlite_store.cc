@@ -18,9 +18,14 @@ using sqlite::Txn;
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteOptions& options) {
   if (options.path.empty()) return Status::InvalidArgument("sqlite: empty database path");
   std::unique_ptr<SqliteStore> store(new SqliteStore(options));
-  COHORT_ASSIGN_OR_RETURN(store->writer_, store->OpenConnection(/*writer=*/true));
+  COHORT_ASSIGN_OR_RETURN(std::unique_ptr<Db> writer, store->OpenConnection(/*writer=*/true));
+  {
+    MutexLock lock(&store->write_mu_);  // uncontended: the store is not shared yet
+    store->writer_ = std::move(writer);
+  }
   COHORT_RETURN_IF_ERROR(store->MigrateSchema());
   if (options.background_checkpoints) {
+    MutexLock lock(&store->write_mu_);  // Start configures the write connection
     COHORT_RETURN_IF_ERROR(
         store->checkpointer_.Start(store->writer_.get(), options.path, options.busy_timeout_ms));
   }
@@ -52,7 +57,7 @@ Result<std::unique_ptr<Db>> SqliteStore::OpenConnection(bool writer) {
 
 SqliteStore::ReadLease::~ReadLease() {
   if (db_ == nullptr) return;
-  std::lock_guard<std::mutex> lock(owner_->pool_mu_);
+  MutexLock lock(&owner_->pool_mu_);
   if (int(owner_->idle_readers_.size()) < owner_->options_.read_connections) {
     owner_->idle_readers_.push_back(std::move(db_));
   }
@@ -60,7 +65,7 @@ SqliteStore::ReadLease::~ReadLease() {
 
 Result<SqliteStore::ReadLease> SqliteStore::AcquireReader() {
   {
-    std::lock_guard<std::mutex> lock(pool_mu_);
+    MutexLock lock(&pool_mu_);
     if (!idle_readers_.empty()) {
       std::unique_ptr<Db> db = std::move(idle_readers_.back());
       idle_readers_.pop_back();
@@ -85,7 +90,7 @@ Status SqliteStore::Run(Access access, const Work& work) {
       return work(conn);  // ~Txn ends the read transaction
     }
     case Access::kWrite: {
-      std::lock_guard<std::mutex> lock(write_mu_);
+      MutexLock lock(&write_mu_);
       COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(writer_.get(), Txn::Mode::kWrite));
       sqlite::SqlConn conn(writer_.get());
       COHORT_RETURN_IF_ERROR(work(conn));

@@ -17,10 +17,10 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "core/mutex.h"
 #include "store/ingest_plan.h"
 #include "store/sql/sql_store.h"
 #include "store/sqlite/sqlite_checkpointer.h"
@@ -97,13 +97,13 @@ class SqliteStore final : public SqlStore {
                                   IngestPlan* plan, int64_t now_ms, IngestResult* out);
 
   SqliteOptions options_;
-  std::mutex write_mu_;
-  std::unique_ptr<sqlite::Db> writer_;  // guarded by write_mu_
+  Mutex write_mu_;
+  std::unique_ptr<sqlite::Db> writer_ COHORT_GUARDED_BY(write_mu_);
   sqlite::GroupCommit group_{&write_mu_, &writer_,
                              options_.group_commit ? kMaxGroup : 1};  // Ingest, heartbeats
   sqlite::Checkpointer checkpointer_;  // WAL checkpoints off the write path; stops first
-  std::mutex pool_mu_;
-  std::vector<std::unique_ptr<sqlite::Db>> idle_readers_;  // guarded by pool_mu_
+  Mutex pool_mu_;
+  std::vector<std::unique_ptr<sqlite::Db>> idle_readers_ COHORT_GUARDED_BY(pool_mu_);
 };
 
 }  // namespace cohort::store
