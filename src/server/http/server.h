@@ -44,8 +44,8 @@ struct ServerOptions {
   // Handlers of POST, PUT, PATCH, DELETE, ... Most of them wait for the store (a group commit,
   // a pooled connection) rather than compute, so there are many: with few, heartbeats answered
   // from memory queue behind ingest, and a group commit groups at most this many batches.
-  int worker_threads = 32;
-  int read_threads = 2;    // handlers of GET and HEAD
+  int worker_threads = 256;  // docs/reliability.md, "--worker-threads default 32 → 256"
+  int read_threads = 2;      // handlers of GET and HEAD
   size_t max_body_bytes = 32 << 20;
   // Bodies of known length being received or handled, all connections together (declared
   // lengths of bodies of at least kGatedBodyBytes).
