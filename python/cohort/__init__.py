@@ -32,6 +32,8 @@ from ._synced import Config, Summary  # noqa: E402
 from .sdk import finish, init, log, login, setup, teardown  # noqa: E402
 from .settings import Settings  # noqa: E402
 from .api import Api, AuthError, NotFound  # noqa: E402  (read API: docs/python-api.md)
+from .api_artifacts import ArtifactVersion  # noqa: E402  (what run.use_artifact returns)
+from .artifact_download import VerificationError  # noqa: E402
 
 #: The project version (CMakeLists.txt), compiled into the extension.
 __version__: str = _ext.VERSION
@@ -51,7 +53,7 @@ def require(*args: object, **kwargs: object) -> None:
 
 
 __all__ = [
-    "Api", "AuthError", "NotFound",
+    "Api", "ArtifactVersion", "AuthError", "NotFound", "VerificationError",
     "AuthenticationError", "CommError", "Config", "Error", "Run", "Settings", "Summary",
     "UsageError", "config", "finish", "init", "log", "login", "require", "run", "setup",
     "summary", "teardown", "__version__",
