@@ -414,6 +414,26 @@ class PublicRun:
         (case-sensitive substring) only when given."""
         return list(self.scan_logs(label=label, grep=grep, stream=stream))
 
+    def logged_artifacts(self) -> List[ArtifactVersion]:
+        """The artifact versions this run logged (lineage ``output``)."""
+        return self._artifacts("output")
+
+    def used_artifacts(self) -> List[ArtifactVersion]:
+        """The artifact versions this run used (``use_artifact``; lineage ``input``)."""
+        return self._artifacts("input")
+
+    def _artifacts(self, direction: str) -> List[ArtifactVersion]:
+        listed = self._api._t.get(self._base + "/artifacts")["artifacts"]
+        out, seen = [], set()
+        for a in listed:
+            key = (a["name"], a["version"])
+            if a.get("direction") != direction or key in seen:
+                continue
+            seen.add(key)
+            out.append(ArtifactVersion(self._api._t, dict(a, entity=self.entity,
+                                                          project=self.project)))
+        return out
+
     def aggregate(self, key: str, samples: Optional[int] = None,
                   writers: Optional[Sequence[str]] = None):
         """`key` across the writers of this (shared) run: see ``rank_aggregate``."""

@@ -74,6 +74,9 @@ class ArtifactVersion:
 
     def __init__(self, transport: Transport, data: Dict[str, Any]):
         self._t = transport
+        #: What the last download()/get_path() did: {"root", "files", "bytes",
+        #: "fetched_bytes"} (bytes that came from the server, not the cache or a partial file).
+        self.last_download: Optional[Dict[str, Any]] = None
         self._load(data)
 
     def _load(self, data: Dict[str, Any]) -> None:
@@ -177,6 +180,8 @@ class ArtifactVersion:
                 tasks.append(self._blob_task(entry, target, bar))
         dl.run_parallel(tasks, self._t, workers)
         bar.finish()
+        self.last_download = {"root": root, "files": bar.done_files, "bytes": bar.done_bytes,
+                              "fetched_bytes": bar.fetched_bytes}
         return targets
 
     def _blob_task(self, entry: ArtifactFile, target: str, bar: dl.Progress):

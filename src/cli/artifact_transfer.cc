@@ -1,11 +1,10 @@
 #include "cli/artifact_transfer.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <set>
 
 #include "core/limits.h"
+#include "core/sha256.h"
 #include "core/text_encoding.h"
 
 namespace cohort::cli {
@@ -71,29 +70,6 @@ Result<std::string> ReadAt(wal::SequentialFile& file, uint64_t* pos, uint64_t of
 }
 
 }  // namespace
-
-Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
-  EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), EVP_sha256(), nullptr);
-}
-
-Sha256::~Sha256() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
-
-void Sha256::Update(std::string_view bytes) {
-  EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), bytes.data(), bytes.size());
-}
-
-std::string Sha256::HexDigest() {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), md, &len);
-  return HexLower(std::string_view(reinterpret_cast<const char*>(md), len));
-}
-
-bool IsSha256Hex(std::string_view text) {
-  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
 
 std::string ArtifactRef::CollectionPath() const {
   return "/api/v1/artifacts/" + PercentEncode(entity) + "/" + PercentEncode(project) + "/" +
@@ -176,7 +152,7 @@ Result<std::string> Sha256OfFile(wal::FileSystem* fs, const std::string& path,
     h.Update(got);
     if (on_bytes) on_bytes(got.size());
   }
-  return h.HexDigest();
+  return h.FinishHex();
 }
 
 Result<UploadResult> UploadBlob(ReadClient& client, wal::FileSystem* fs, std::string_view entity,
@@ -224,6 +200,7 @@ Result<UploadResult> UploadBlob(ReadClient& client, wal::FileSystem* fs, std::st
     }
     COHORT_RETURN_IF_ERROR(sent);
     ++result.parts_sent;
+    result.bytes_sent += len;
     if (progress) progress(len);
   }
   bj::object body{{"size", file.size}};
@@ -290,7 +267,7 @@ Status DownloadVerified(ReadClient& client, wal::FileSystem* fs, const std::stri
   }
   COHORT_RETURN_IF_ERROR(out->Sync());
   COHORT_RETURN_IF_ERROR(out->Close());
-  std::string digest = h.HexDigest();
+  std::string digest = h.FinishHex();
   if (digest != sha256) {
     COHORT_RETURN_IF_ERROR(fs->Remove(part));
     if (resumed > 0) {  // the bytes an earlier download left were bad: once more, afresh

@@ -1,10 +1,9 @@
 // The byte-moving side of `cohort artifact put|get` (docs/cli.md, docs/artifacts.md): SHA-256 of
 // local files, blob uploads in parts of limits::kBlobPartBytes (status, the missing parts read
 // from disk one at a time, complete) and ranged, verified, resumable downloads. All file I/O goes
-// through the injected wal::FileSystem; the HTTP side is a ReadClient.
+// through the injected wal::FileSystem; the HTTP side is a ReadClient; digests are core/sha256.
 //
-// Threading: the functions are thread-compatible (one ReadClient per thread); Sha256 is a
-// single-threaded object.
+// Threading: the functions are thread-compatible (one ReadClient per thread).
 #pragma once
 
 #include <cstdint>
@@ -19,24 +18,6 @@
 #include "wal/file.h"
 
 namespace cohort::cli {
-
-// An incremental SHA-256 (OpenSSL EVP).
-class Sha256 {
- public:
-  Sha256();
-  ~Sha256();
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-  void Update(std::string_view bytes);
-  // 64 lowercase hex digits; the object is spent afterwards.
-  std::string HexDigest();
-
- private:
-  void* ctx_;  // EVP_MD_CTX*
-};
-
-// True for 64 lowercase hex digits.
-bool IsSha256Hex(std::string_view text);
 
 // "[[entity/]project/]name[:version_or_alias]" with the project required (from `default_project`
 // when the text has none); the entity defaults to the API key's. Without ":", "latest".
@@ -76,6 +57,7 @@ struct UploadResult {
   bool already_stored = false;  // the entity held the blob: nothing was sent
   int parts_sent = 0;
   int parts_skipped = 0;  // stored by an earlier, interrupted upload
+  uint64_t bytes_sent = 0;
 };
 
 // Makes the entity hold `file`'s blob: GET its status, PUT each missing part (read from disk one
