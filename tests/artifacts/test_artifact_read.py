@@ -193,7 +193,7 @@ print(json.dumps({{"version": v.version, "aliases": v.aliases, "root": root,
                    "files": sorted(f.path for f in v.files()), "path": path,
                    "label": run.label, "id": run.id}}))
 try:
-    run.use_artifact("resnet:v0", type="dataset")
+    cohort.use_artifact("resnet:v0", type="dataset")  # the current run's
 except cohort.UsageError as e:
     print("TYPE-ERROR", e)
 run.finish()
