@@ -38,6 +38,10 @@ class AuthError(AuthenticationError):
     code = "unauthenticated"
 
 
+class Unreachable(CommError):
+    """No answer came: the server cannot be reached, or the connection dropped."""
+
+
 def config_path() -> str:
     """The user's config file, as the C++ client resolves it."""
     xdg = os.environ.get("XDG_CONFIG_HOME")
@@ -137,7 +141,8 @@ class Transport:
             except (ConnectionError, http.client.HTTPException, OSError) as e:
                 self.close()
                 last = e
-        raise CommError(f"{method} {path}: cannot reach the server at {self.base_url}: {last}")
+        raise Unreachable(f"{method} {path}: cannot reach the server at {self.base_url}: "
+                          f"{last}")
 
     def _headers(self, accept: str = "application/json") -> Dict[str, str]:
         return {"Authorization": "Bearer " + self._key, "Accept": accept,
@@ -196,15 +201,15 @@ class Transport:
                     self.close()
                     last = e
             if resp is None:
-                raise CommError(f"GET {path}: cannot reach the server at {self.base_url}: "
-                                f"{last}")
+                raise Unreachable(f"GET {path}: cannot reach the server at {self.base_url}: "
+                                  f"{last}")
             if 200 <= resp.status < 300:
                 return resp
             try:
                 answer = resp.read()
             except (ConnectionError, http.client.HTTPException, OSError) as e:
                 self.close()
-                raise CommError(f"GET {path}: the connection dropped: {e}") from e
+                raise Unreachable(f"GET {path}: the connection dropped: {e}") from e
             if resp.status in (429, 503) and throttled < _THROTTLE_RETRIES:
                 retry_after = _retry_after(resp)
                 time.sleep(min(_MAX_WAIT_S, retry_after if retry_after is not None else 1.0))

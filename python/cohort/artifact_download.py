@@ -34,7 +34,7 @@ import urllib.parse
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Callable, List, Optional, Sequence
 
-from .api_http import Transport
+from .api_http import Transport, Unreachable
 from .errors import CommError, Error, UsageError
 
 CHUNK_BYTES = 8 << 20   # one ranged GET (the blob part size of uploads, docs/artifacts.md)
@@ -259,8 +259,8 @@ def _fetch_into(t: Transport, url_path: str, part: str, have: int, size: int, h,
             end = min(size, have + CHUNK_BYTES) - 1
             try:
                 got = _fetch_range(t, url_path, have, end, out, h, progress, stop)
-            except CommError as e:
-                if "cannot reach" not in str(e) or failures >= RETRIES:
+            except Unreachable:
+                if failures >= RETRIES:
                     raise
                 got = 0
             have += got
