@@ -153,7 +153,8 @@ int RunShow(const std::string& text, bool as_json) {
   if (files) {
     for (const bj::value& f : *files) {
       std::string ref_uri = StrField(f, "ref");
-      ft.AddRow({StrField(f, "path"), Bytes(uint64_t(IntField(f, "size"))),
+      int64_t size = IntField(f, "size", -1);
+      ft.AddRow({StrField(f, "path"), size < 0 ? "-" : Bytes(uint64_t(size)),
                  ref_uri.empty() ? StrField(f, "sha256") : ref_uri});
     }
   }
