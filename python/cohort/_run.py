@@ -164,7 +164,7 @@ class Run(native.Run):
             v = api_artifacts.read_version(t, entity, project, name, version)
         else:
             v = api_artifacts.use_version(t, entity, project, name, version, self.id,
-                                          self.label)
+                                          self.label, self.project)
         _check_type(v, type)
         return v
 

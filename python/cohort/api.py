@@ -430,8 +430,7 @@ class PublicRun:
             if a.get("direction") != direction or key in seen:
                 continue
             seen.add(key)
-            out.append(ArtifactVersion(self._api._t, dict(a, entity=self.entity,
-                                                          project=self.project)))
+            out.append(ArtifactVersion(self._api._t, a))  # of any project of the entity
         return out
 
     def aggregate(self, key: str, samples: Optional[int] = None,

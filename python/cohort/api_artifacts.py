@@ -287,8 +287,9 @@ def read_version(t: Transport, entity: str, project: str, name: str,
 
 
 def use_version(t: Transport, entity: str, project: str, name: str, version: str,
-                run_id: str, writer: str) -> ArtifactVersion:
-    """POST .../use: records that run `run_id` (writer `writer`) used the version."""
-    body = {"run": run_id, "writer": writer}
+                run_id: str, writer: str, run_project: str) -> ArtifactVersion:
+    """POST .../use: records that run `run_id` of `run_project` (writer `writer`) used the
+    version."""
+    body = {"run": run_id, "project": run_project, "writer": writer}
     return ArtifactVersion(t, t.post(collection_api_path(entity, project, name) + "/" +
                                      quote(version) + "/use", body))

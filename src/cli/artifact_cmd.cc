@@ -101,9 +101,13 @@ int RunLs(const std::string& project_text) {
   Table t({"NAME", "TYPE", "VERSIONS", "LATEST", "ALIASES", "SIZE", "UPDATED"});
   if (collections) {
     for (const bj::value& c : *collections) {
+      const bj::value* latest = c.as_object().if_contains("latest");
+      bool has_latest = latest && latest->is_object();
       t.AddRow({StrField(c, "name"), StrField(c, "type"),
-                std::to_string(IntField(c, "version_count")), StrField(c, "latest"),
-                Join(ArrayField(c, "aliases")), Bytes(uint64_t(IntField(c, "size"))),
+                std::to_string(IntField(c, "version_count")),
+                has_latest ? StrField(*latest, "version") : "-",
+                has_latest ? Join(ArrayField(*latest, "aliases")) : "-",
+                has_latest ? Bytes(uint64_t(IntField(*latest, "size"))) : "-",
                 FormatTime(IntField(c, "updated_ms"))});
     }
   }
