@@ -102,6 +102,11 @@ class Progress:
             self._last = now
             self._print(self._line(now), end="" if self.tty else "\n")
 
+    def rewind(self, nbytes: int) -> None:
+        """`nbytes` done so far are to be done again (a bad partial file was dropped)."""
+        with self._lock:
+            self.done_bytes -= nbytes
+
     def _line(self, now: float) -> str:
         mib = 1 << 20
         rate = self.fetched_bytes / mib / max(now - self._start, 1e-3)
@@ -232,6 +237,7 @@ def fetch_blob(t: Transport, url_path: str, sha256: str, size: int, what: str,
                 break
             os.remove(part)
             if resumed and attempt == 0:
+                progress.rewind(size)
                 continue  # the partial file of an earlier download was bad: once more, afresh
             raise VerificationError(
                 f"{what}: the downloaded bytes have SHA-256 {digest}, not {sha256} as the "

@@ -209,7 +209,8 @@ int RunGet(const std::string& text, std::string root) {
   uint64_t total = 0;
   std::vector<const bj::value*> blobs;
   int refs = 0;
-  for (const bj::value& f : files ? *files : bj::array()) {
+  static const bj::array kNone;
+  for (const bj::value& f : files ? *files : kNone) {  // pointers into *files are kept below
     if (!StrField(f, "ref").empty()) {
       ++refs;
       continue;
