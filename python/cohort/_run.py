@@ -15,6 +15,7 @@ from . import _state
 from ._client_settings import native_settings
 from ._native import native
 from ._synced import Config, Summary
+from .errors import UsageError
 from .settings import Settings
 
 
@@ -151,7 +152,11 @@ class Run(native.Run):
 
         entity, project, name, version = api_artifacts.parse_artifact_path(artifact)
         entity = entity or self.entity or None
-        project = project or self.project
+        project = (project or self.project or self._init_args.get("project")
+                   or self._settings.project)
+        if not project:
+            raise UsageError(f"use_artifact({artifact!r}): the run has no project: give "
+                             "'project/name:alias'")
         t = self._artifact_transport()
         if entity is None:
             entity = t.get("/api/v1/viewer")["entity"]
@@ -189,6 +194,9 @@ class Run(native.Run):
                 return
             self._py_finished = True
         _state.forget(self)
+        http = getattr(self, "_artifacts_http", None)
+        if http is not None:
+            http.close()  # reopened if a version read through it is used later
         error = self._finish(exit_code, state)
         if error:
             warnings.warn(f"cohort: run {self.id}: finish did not complete: {error}",

@@ -236,3 +236,22 @@ def test_use_artifact_records_lineage_with_the_writer_label(srv, entity, tmp_pat
     assert {f.path for f in used[0].files()} == set(FILES)
     assert capi.run(f"{entity}/{PROJECT}/consumer1").logged_artifacts() == []
     capi.close()
+
+
+def test_a_disabled_run_reads_the_version_without_recording_the_use(srv, entity, cache,
+                                                                    tmp_path):
+    log_version(srv.api(), entity, PROJECT, "resnet", {"m.bin": b"weights"})
+    assert os.environ.get("COHORT_MODE") == "disabled"  # sdk_helpers: no agent in-process
+    run = cohort.init(project=PROJECT, settings=cohort.Settings(
+        base_url=srv.url, api_key=srv.config["api_key"]))
+    try:
+        with pytest.warns(RuntimeWarning, match="is not recorded"):
+            v = run.use_artifact("resnet:latest")
+        assert v.version == "v0"
+        assert open(v.get_path("m.bin", root=str(tmp_path / "o")), "rb").read() == b"weights"
+    finally:
+        run.finish()
+    status, version = srv.api().get(f"/api/v1/artifacts/{entity}/{PROJECT}/resnet/v0")
+    assert status == 200 and version["used_by"] == []
+    with pytest.raises(cohort.UsageError, match="no run"):
+        cohort.use_artifact("resnet")
