@@ -234,8 +234,8 @@ int RunGet(const std::string& text, std::string root) {
       }
     }
     std::string url = exact.VersionPath() + "/files/" + PercentEncode(path, true);
-    Status s = DownloadVerified(**client, fs, url, *dest, sha, size,
-                                [&](uint64_t n) { progress.Add(n); });
+    Status s =
+        DownloadVerified(**client, fs, url, *dest, sha, size, [&](uint64_t n) { progress.Add(n); });
     if (!s.ok()) {
       progress.Finish();
       return Fail("get", s);
@@ -273,8 +273,8 @@ int RunPut(const PutOpts& o) {
   if (!project.ok()) return Fail("put", project.status());
   auto ref = ParseArtifactRef(**client, project->first + "/" + project->second + "/" + o.name);
   if (!ref.ok() || o.name.find(':') != std::string::npos) {
-    return Fail("put", ref.ok() ? Status::InvalidArgument("--name: no ':' (use --alias)")
-                                : ref.status());
+    return Fail("put",
+                ref.ok() ? Status::InvalidArgument("--name: no ':' (use --alias)") : ref.status());
   }
   auto files = CollectFiles(fs, o.path);
   if (!files.ok()) return Fail("put", files.status());

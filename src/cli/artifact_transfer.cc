@@ -29,13 +29,13 @@ std::vector<std::string> SplitSlash(std::string_view text) {
 bool ValidName(std::string_view name) {
   if (name.empty() || name.size() > 128 || name[0] == '.') return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
   });
 }
 
-Status CollectDir(wal::FileSystem* fs, const std::string& dir, const std::string& prefix,
-                  int depth, std::vector<LocalFile>* out) {
+Status CollectDir(wal::FileSystem* fs, const std::string& dir, const std::string& prefix, int depth,
+                  std::vector<LocalFile>* out) {
   if (depth > 64) return Status::InvalidArgument(dir + ": directories nested more than 64 deep");
   COHORT_ASSIGN_OR_RETURN(std::vector<std::string> names, fs->ListDir(dir));
   std::sort(names.begin(), names.end());
@@ -76,7 +76,9 @@ std::string ArtifactRef::CollectionPath() const {
          PercentEncode(name);
 }
 
-std::string ArtifactRef::VersionPath() const { return CollectionPath() + "/" + PercentEncode(version); }
+std::string ArtifactRef::VersionPath() const {
+  return CollectionPath() + "/" + PercentEncode(version);
+}
 
 Result<ArtifactRef> ParseArtifactRef(ReadClient& client, std::string_view text) {
   std::vector<std::string> parts = SplitSlash(text);

@@ -30,8 +30,7 @@ struct ArtifactRef {
 Result<ArtifactRef> ParseArtifactRef(ReadClient& client, std::string_view text);
 
 // "entity/project" or "project" (the API key's entity).
-Result<std::pair<std::string, std::string>> ParseProject(ReadClient& client,
-                                                         std::string_view text);
+Result<std::pair<std::string, std::string>> ParseProject(ReadClient& client, std::string_view text);
 
 // A file to upload: its path inside the version and on disk, its size and SHA-256.
 struct LocalFile {

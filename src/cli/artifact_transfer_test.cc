@@ -58,8 +58,8 @@ TEST(Sha256OfFile, MatchesTheDigestOfTheBytesAndCountsThem) {
   std::string bytes = wal::testing::Payload(7, (3 << 20) + 17);  // more than one read block
   Write(dir.File("f"), bytes);
   uint64_t seen = 0;
-  auto digest = Sha256OfFile(wal::FileSystem::Default(), dir.File("f"),
-                             [&](uint64_t n) { seen += n; });
+  auto digest =
+      Sha256OfFile(wal::FileSystem::Default(), dir.File("f"), [&](uint64_t n) { seen += n; });
   ASSERT_TRUE(digest.ok()) << digest.status().message();
   EXPECT_EQ(*digest, Sha256::Hex(bytes));
   EXPECT_EQ(seen, bytes.size());

@@ -110,8 +110,7 @@ Result<bj::value> ReadClient::Post(std::string_view path, const bj::object& body
 }
 
 Result<agent::HttpResponse> ReadClient::Send(std::string_view method, std::string_view path,
-                                             std::string_view body,
-                                             std::string_view content_type,
+                                             std::string_view body, std::string_view content_type,
                                              std::string_view extra_header) {
   auto res = http_.Request(method, path, body, api_key_, content_type, extra_header);
   if (!res.ok()) {
