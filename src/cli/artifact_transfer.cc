@@ -41,7 +41,9 @@ Status CollectDir(wal::FileSystem* fs, const std::string& dir, const std::string
   std::sort(names.begin(), names.end());
   for (const std::string& n : names) {
     std::string disk = wal::JoinPath(dir, n);
-    std::string name = prefix.empty() ? n : prefix + "/" + n;
+    std::string name = prefix;
+    if (!name.empty()) name += '/';
+    name += n;
     if (fs->ListDir(disk).ok()) {
       COHORT_RETURN_IF_ERROR(CollectDir(fs, disk, name, depth + 1, out));
       continue;
@@ -193,7 +195,11 @@ Result<UploadResult> UploadBlob(ReadClient& client, wal::FileSystem* fs, std::st
       COHORT_ASSIGN_OR_RETURN(reader, fs->NewSequentialFile(file.disk_path));
     }
     COHORT_ASSIGN_OR_RETURN(std::string bytes, ReadAt(*reader, &pos, offset, len, file.disk_path));
-    std::string path = base + "/parts/" + std::to_string(n) + "?" + size_q;
+    std::string path = base;
+    path += "/parts/";
+    path += std::to_string(n);
+    path += '?';
+    path += size_q;
     Status sent;
     for (int attempt = 0; attempt <= kRangeRetries; ++attempt) {
       auto res = client.Send("PUT", path, bytes, "application/octet-stream");
