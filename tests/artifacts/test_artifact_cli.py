@@ -43,7 +43,8 @@ def tree(root):
 
 
 BIG = pattern(2 * PART + 777, "cli")
-FILES = {"model.bin": BIG, "cfg/config.json": b'{"a": 1}', "notes.txt": b"hello\n"}
+FILES = {"model.bin": BIG, "cfg/config.json": b'{"a": 1}', "notes.txt": b"hello\n",
+         "cfg/empty": b""}
 
 
 @pytest.fixture
@@ -87,7 +88,7 @@ def test_put_ls_show_get_round_trip(srv, entity, src, tmp_path):
     assert get.returncode == 0, get.stderr
     assert get.stdout.strip() == str(tmp_path / "dl")
     assert tree(tmp_path / "dl") == FILES
-    assert "3 files downloaded and verified" in get.stderr
+    assert "4 files downloaded and verified" in get.stderr
 
     # Default root, relative to the working directory.
     get = cohort(srv, "artifact", "get", f"{PROJECT}/resnet", cwd=tmp_path)
