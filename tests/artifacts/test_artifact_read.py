@@ -255,3 +255,28 @@ def test_a_disabled_run_reads_the_version_without_recording_the_use(srv, entity,
     assert status == 200 and version["used_by"] == []
     with pytest.raises(cohort.UsageError, match="no run"):
         cohort.use_artifact("resnet")
+
+
+def test_references_file_ones_are_copied_and_checked_others_left_out(srv, entity, capi, cache,
+                                                                     tmp_path):
+    local = tmp_path / "shared" / "train.csv"
+    local.parent.mkdir()
+    local.write_bytes(b"x,y\n1,2\n")
+    refs = [{"path": "data/train.csv", "ref": local.as_uri(), "digest": sha(local.read_bytes()),
+             "size": local.stat().st_size},
+            {"path": "data/remote.csv", "ref": "s3://bucket/remote.csv", "digest": "etag-1",
+             "size": 99}]
+    log_version(srv.api(), entity, PROJECT, "ds", {"readme.md": b"# data"}, type="dataset",
+                refs=refs)
+    v = capi.artifact(f"{PROJECT}/ds")
+    by = {f.path: f for f in v.files()}
+    assert by["data/remote.csv"].ref == "s3://bucket/remote.csv" and by["data/remote.csv"].digest \
+        == "etag-1" and not by["data/remote.csv"].sha256
+    root = v.download(str(tmp_path / "out"))
+    assert tree(root) == {"readme.md": b"# data", "data/train.csv": b"x,y\n1,2\n"}
+    with pytest.raises(cohort.UsageError, match="s3://bucket/remote.csv"):
+        v.get_path("data/remote.csv")
+    local.write_bytes(b"x,y\n9,9\n")  # same size, other bytes: the reference changed
+    with pytest.raises(cohort.VerificationError, match="changed"):
+        v.get_path("data/train.csv", root=str(tmp_path / "again"))
+    assert not (tmp_path / "again" / "data" / "train.csv").exists()
