@@ -72,6 +72,11 @@ class BlobStore {
 
   // Removes a blob; OK when there is none.
   virtual Status Delete(std::string_view sha256) = 0;
+  // Removes a blob unless `keep`, asked after the blob was moved out of readers' reach, says to
+  // keep it (then it is put back). A blob published again meanwhile (an upload that recorded it
+  // after `keep` answered) stays. Returns whether it was removed.
+  virtual Result<bool> DeleteUnless(std::string_view sha256,
+                                    const std::function<Result<bool>()>& keep) = 0;
   // Calls `fn(sha256, size)` for every stored blob, in no particular order.
   virtual Status ListBlobs(const std::function<Status(std::string_view, uint64_t)>& fn) = 0;
   // Drops unfinished uploads whose first part arrived before `started_before_ms`. Returns how

@@ -164,3 +164,41 @@ TEST_F(BlobStoreTest, ListDeleteAndDropOldUploads) {
 
 }  // namespace
 }  // namespace cohort::blob
+
+namespace cohort::blob {
+namespace {
+
+TEST_F(BlobStoreTest, DeleteUnlessAsksWithTheBlobOutOfReachAndPutsItBack) {
+  const std::string data = Bytes(5000, 7);
+  const std::string sha = Sha256::Hex(data);
+  Upload(data);
+  bool asked = false;
+  auto kept = store_->DeleteUnless(sha, [&]() -> Result<bool> {
+    asked = true;
+    EXPECT_EQ(store_->Stat(sha).status().code(), StatusCode::kNotFound);  // out of reach
+    return true;
+  });
+  ASSERT_TRUE(kept.ok());
+  EXPECT_TRUE(asked);
+  EXPECT_FALSE(*kept);
+  EXPECT_EQ(*store_->Read(sha, 0, data.size()), data);
+  // A publication while the question is asked wins: the blob stays.
+  auto raced = store_->DeleteUnless(sha, [&]() -> Result<bool> {
+    Upload(data);
+    return false;
+  });
+  ASSERT_TRUE(raced.ok());
+  EXPECT_EQ(*store_->Read(sha, 0, data.size()), data);
+  // An error keeps it too.
+  auto failed = store_->DeleteUnless(sha, []() -> Result<bool> { return Status::IOError("x"); });
+  EXPECT_FALSE(failed.ok());
+  EXPECT_EQ(*store_->Read(sha, 0, data.size()), data);
+  auto gone = store_->DeleteUnless(sha, []() -> Result<bool> { return false; });
+  ASSERT_TRUE(gone.ok());
+  EXPECT_TRUE(*gone);
+  EXPECT_EQ(store_->Stat(sha).status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(*store_->DeleteUnless(sha, []() -> Result<bool> { return false; }));
+}
+
+}  // namespace
+}  // namespace cohort::blob

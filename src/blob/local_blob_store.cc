@@ -238,6 +238,35 @@ class LocalBlobStore final : public BlobStore {
     return fs_->SyncDir(BlobDir(sha256));
   }
 
+  Result<bool> DeleteUnless(std::string_view sha256,
+                            const std::function<Result<bool>()>& keep) override {
+    COHORT_RETURN_IF_ERROR(CheckDigest(sha256));
+    const std::string trash_dir = JoinPath(root_, "trash");
+    COHORT_RETURN_IF_ERROR(fs_->CreateDir(trash_dir));
+    const std::string trash = JoinPath(trash_dir, std::string(sha256) + "." +
+                                                      std::to_string(NowMillis()));
+    Status moved = fs_->Rename(BlobPath(sha256), trash);
+    if (!moved.ok()) {
+      if (moved.code() == StatusCode::kNotFound) return false;
+      return moved;
+    }
+    Result<bool> kept = keep();
+    if (!kept.ok() || *kept) {
+      // Back in place, unless a publication put the same bytes there meanwhile.
+      if (!Stat(sha256).ok()) {
+        COHORT_RETURN_IF_ERROR(fs_->Rename(trash, BlobPath(sha256)));
+        COHORT_RETURN_IF_ERROR(fs_->SyncDir(BlobDir(sha256)));
+      } else {
+        COHORT_RETURN_IF_ERROR(fs_->Remove(trash));
+      }
+      if (!kept.ok()) return kept.status();
+      return false;
+    }
+    COHORT_RETURN_IF_ERROR(fs_->Remove(trash));
+    COHORT_RETURN_IF_ERROR(fs_->SyncDir(BlobDir(sha256)));
+    return true;
+  }
+
   Status ListBlobs(const std::function<Status(std::string_view, uint64_t)>& fn) override {
     const std::string top = JoinPath(root_, "sha256");
     COHORT_ASSIGN_OR_RETURN(std::vector<std::string> fans, fs_->ListDir(top));

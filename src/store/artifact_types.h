@@ -64,6 +64,13 @@ struct ArtifactDraft {
   int64_t created_ms = 0;
 };
 
+// A blob an entity holds (the `blobs` table).
+struct HeldBlob {
+  std::string entity, sha256;
+  int64_t size = 0;
+  int64_t created_ms = 0;
+};
+
 // A blob an entity holds, named by the MD5 a W&B client gave it.
 struct BlobByMd5 {
   std::string sha256;

@@ -182,6 +182,17 @@ class ArtifactStore {
   // The blobs the entity holds by the MD5s (base64) of their uploads.
   virtual Result<std::map<std::string, BlobByMd5>> BlobsByMd5(
       const std::string& entity, const std::vector<std::string>& md5s) = 0;
+  // ---- garbage collection (docs/artifacts.md, "Garbage collection") ----
+  // Blobs held since before `recorded_before_ms` that nothing of their entity references (a
+  // version's file or W&B manifest, a draft's manifest).
+  virtual Result<std::vector<HeldBlob>> UnreferencedBlobs(int64_t recorded_before_ms) = 0;
+  // Forgets that the entity holds the blob when it still is unreferenced and recorded before
+  // `recorded_before_ms`, atomically with respect to commits (which lock the rows they
+  // reference). Returns whether it did.
+  virtual Result<bool> ForgetBlob(const std::string& entity, const std::string& sha256,
+                                  int64_t recorded_before_ms) = 0;
+  // Whether any entity holds the blob.
+  virtual Result<bool> BlobHeldByAnyEntity(const std::string& sha256) = 0;
   // ---- drafts: versions the W&B clients create before they upload ----
   virtual Result<ArtifactDraft> CreateArtifactDraft(const ArtifactDraft& draft) = 0;
   // kNotFound unless the entity has the draft.

@@ -320,3 +320,35 @@ TEST_P(StoreConformanceTest, ConcurrentCommitsToOneCollectionGetDistinctVersions
 }
 
 }  // namespace cohort::store
+
+namespace cohort::store {
+
+TEST_P(StoreConformanceTest, GarbageCollectionForgetsOnlyUnreferencedOldBlobs) {
+  for (const char* c : {"kept", "dropped", "young"}) {
+    COHORT_ASSERT_OK(store().RecordBlob(kEntity, Sha256::Hex(c), int64_t(std::string(c).size()),
+                                        std::string(c) == "young" ? kNow + 100 : kNow));
+  }
+  COHORT_ASSERT_OK(store().RecordBlob("other", Sha256::Hex("dropped"), 7, kNow));
+  COHORT_ASSERT_OK(store().CommitArtifact(Commit("m", {Blob("a", "kept")})).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto unreferenced, store().UnreferencedBlobs(kNow + 50));
+  std::vector<std::pair<std::string, std::string>> got;
+  for (const HeldBlob& b : unreferenced) got.emplace_back(b.entity, b.sha256);
+  EXPECT_EQ(got, (std::vector<std::pair<std::string, std::string>>{
+                     {kEntity, Sha256::Hex("dropped")}, {"other", Sha256::Hex("dropped")}}));
+  // A referenced or young blob is never forgotten, even when asked.
+  EXPECT_FALSE(*store().ForgetBlob(kEntity, Sha256::Hex("kept"), kNow + 50));
+  EXPECT_FALSE(*store().ForgetBlob(kEntity, Sha256::Hex("young"), kNow + 50));
+  EXPECT_TRUE(*store().ForgetBlob(kEntity, Sha256::Hex("dropped"), kNow + 50));
+  EXPECT_FALSE(*store().ForgetBlob(kEntity, Sha256::Hex("dropped"), kNow + 50));
+  EXPECT_TRUE(*store().BlobHeldByAnyEntity(Sha256::Hex("dropped")));  // "other" holds it
+  EXPECT_TRUE(*store().ForgetBlob("other", Sha256::Hex("dropped"), kNow + 50));
+  EXPECT_FALSE(*store().BlobHeldByAnyEntity(Sha256::Hex("dropped")));
+  // A commit after the record was forgotten must upload again.
+  EXPECT_EQ(store().CommitArtifact(Commit("m", {Blob("a", "dropped")})).status().code(),
+            StatusCode::kFailedPrecondition);
+  // Deleting the version that referenced a blob makes it collectable.
+  COHORT_ASSERT_OK(store().DeleteArtifactVersion(kEntity, kProject, "m", "v0"));
+  EXPECT_TRUE(*store().ForgetBlob(kEntity, Sha256::Hex("kept"), kNow + 50));
+}
+
+}  // namespace cohort::store

@@ -222,3 +222,36 @@ def test_an_upload_resumes_after_the_server_is_killed(tmp_path):
         assert status == 200 and hashlib.sha256(body).hexdigest() == sha
     finally:
         server.stop()
+
+
+def test_gc_removes_only_what_no_version_references_while_the_server_runs(server, api):
+    import subprocess
+    from conftest import COHORT_BIN
+    old, kept = os.urandom(3000), os.urandom(4000)
+    sha_old, sha_kept = upload(api, old), upload(api, kept)
+    assert commit(api, "m", [{"path": "w", "sha256": sha_old, "size": len(old)}])[0] == 201
+    assert commit(api, "m", [{"path": "w", "sha256": sha_kept, "size": len(kept)}])[0] == 201
+    blob_file = server.data_dir / "blobs" / "sha256" / sha_old[:2] / sha_old
+
+    def gc(*args):
+        r = subprocess.run([str(COHORT_BIN), "gc", "--data-dir", str(server.data_dir), *args],
+                           capture_output=True, text=True, env=server.env, timeout=60)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+    # Referenced by v0: nothing to remove; young blobs are kept by the grace period.
+    assert gc("--grace-hours", "0").startswith("would remove 0 blob record(s)")
+    assert api.delete(f"{arts(api)}/m/v0")[0] == 200
+    assert gc().startswith("would remove 0 blob record(s)")  # 24 h of grace by default
+    out = gc("--grace-hours", "0")
+    assert out.startswith("would remove 1 blob record(s) no version references and up to 1 file"), out
+    assert blob_file.exists()  # a dry run removes nothing
+    out = gc("--grace-hours", "0", "--apply")
+    assert out.startswith("removed 1 blob record(s) no version references and 1 file(s)"), out
+    assert not blob_file.exists()
+    assert api.get(f"{blob_path(api, sha_old)}?size={len(old)}")[1]["stored"] is False
+    f = api.get(f"{arts(api)}/m/latest")[1]["files"][0]
+    status, _, body = raw(api, "GET", f["url"])
+    assert status == 200 and body == kept
+    # What was collected can be uploaded and committed again.
+    assert upload(api, old) == sha_old
+    assert commit(api, "m", [{"path": "w", "sha256": sha_old, "size": len(old)}])[0] == 201

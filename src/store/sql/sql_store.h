@@ -78,6 +78,10 @@ class SqlStore : public Store {
                     int64_t now_ms, const std::string& md5) final;
   Result<std::map<std::string, BlobByMd5>> BlobsByMd5(const std::string& entity,
                                                       const std::vector<std::string>& md5s) final;
+  Result<std::vector<HeldBlob>> UnreferencedBlobs(int64_t recorded_before_ms) final;
+  Result<bool> ForgetBlob(const std::string& entity, const std::string& sha256,
+                          int64_t recorded_before_ms) final;
+  Result<bool> BlobHeldByAnyEntity(const std::string& sha256) final;
   Result<ArtifactDraft> CreateArtifactDraft(const ArtifactDraft& draft) final;
   Result<ArtifactDraft> GetArtifactDraft(const std::string& entity, int64_t pk) final;
   Status SetArtifactDraftManifest(const std::string& entity, int64_t pk,

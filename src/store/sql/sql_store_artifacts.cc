@@ -249,6 +249,72 @@ Result<std::map<std::string, BlobByMd5>> SqlStore::BlobsByMd5(const std::string&
 }
 
 namespace {
+// The condition that blob row `b` is referenced by something of its entity.
+constexpr const char* kBlobReferenced =
+    "(EXISTS (SELECT 1 FROM artifact_files f JOIN artifact_versions v ON v.pk = f.version_pk "
+    "JOIN artifact_collections c ON c.pk = v.collection_pk "
+    "WHERE f.sha256 = b.sha256 AND c.entity = b.entity) "
+    "OR EXISTS (SELECT 1 FROM artifact_versions v JOIN artifact_collections c "
+    "ON c.pk = v.collection_pk WHERE v.client_manifest = b.sha256 AND c.entity = b.entity) "
+    "OR EXISTS (SELECT 1 FROM artifact_drafts d WHERE d.manifest_sha256 = b.sha256 "
+    "AND d.entity = b.entity))";
+}  // namespace
+
+Result<std::vector<HeldBlob>> SqlStore::UnreferencedBlobs(int64_t recorded_before_ms) {
+  static const std::string kSql =
+      std::string("SELECT b.entity, b.sha256, b.size, b.created_ms FROM blobs b "
+                  "WHERE b.created_ms < $1 AND NOT ") +
+      kBlobReferenced + " ORDER BY b.entity, b.sha256";
+  using Out = std::vector<HeldBlob>;
+  return RunFor<Out>(Access::kReadOne, [&](Conn& conn) {
+    return sql::QueryAll<HeldBlob>(conn, kSql, Params().Add(recorded_before_ms),
+                                   [](const Row& row) {
+                                     return HeldBlob{row.Text(0), row.Text(1), row.Int(2),
+                                                     row.Int(3)};
+                                   });
+  });
+}
+
+Result<bool> SqlStore::ForgetBlob(const std::string& entity, const std::string& sha256,
+                                  int64_t recorded_before_ms) {
+  static const std::string kCheck = std::string("SELECT 1 FROM blobs b WHERE b.entity = $1 AND "
+                                                "b.sha256 = $2 AND b.created_ms < $3 AND NOT ") +
+                                    kBlobReferenced;
+  return RunFor<bool>(Access::kWrite, [&](Conn& conn) -> Result<bool> {
+    // The row lock first (a commit referencing the blob holds it until it commits), then the
+    // check, in a statement that sees what committed before the lock was granted.
+    COHORT_ASSIGN_OR_RETURN(
+        int64_t exists,
+        sql::QueryInt(conn,
+                      "SELECT 1 FROM blobs WHERE entity = $1 AND sha256 = $2 FOR UPDATE",
+                      Params().Add(entity).Add(sha256)));
+    if (exists == 0) return false;
+    COHORT_ASSIGN_OR_RETURN(
+        int64_t unreferenced,
+        sql::QueryInt(conn, kCheck, Params().Add(entity).Add(sha256).Add(recorded_before_ms)));
+    if (unreferenced == 0) return false;
+    COHORT_RETURN_IF_ERROR(
+        conn.Exec("DELETE FROM blob_md5 WHERE entity = $1 AND sha256 = $2",
+                  Params().Add(entity).Add(sha256))
+            .status());
+    COHORT_RETURN_IF_ERROR(conn.Exec("DELETE FROM blobs WHERE entity = $1 AND sha256 = $2",
+                                     Params().Add(entity).Add(sha256))
+                               .status());
+    return true;
+  });
+}
+
+Result<bool> SqlStore::BlobHeldByAnyEntity(const std::string& sha256) {
+  return RunFor<bool>(Access::kReadOne, [&](Conn& conn) -> Result<bool> {
+    COHORT_ASSIGN_OR_RETURN(int64_t n, sql::QueryInt(conn,
+                                                     "SELECT 1 FROM blobs WHERE sha256 = $1 "
+                                                     "LIMIT 1",
+                                                     Params().Add(sha256)));
+    return n != 0;
+  });
+}
+
+namespace {
 constexpr const char* kDraftColumns =
     "pk, entity, project, name, type, client_digest, spec, manifest_sha256, version_pk, "
     "created_ms";
