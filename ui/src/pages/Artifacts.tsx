@@ -93,8 +93,8 @@ export function ProjectArtifacts({ state }: { state: AppState }) {
             <li key={c.name} class="group-item" data-collection={c.name}>
               <div class="group-row">
                 <Link href={artifactHref(state, state.project, c.name, '')} class="group-name">{c.name}</Link>
-                <span class="count" title={`${c.version_count} version${c.version_count === 1 ? '' : 's'}`}>{c.version_count}</span>
                 <span class="muted small">{c.type}</span>
+                <span class="count">{c.version_count} version{c.version_count === 1 ? '' : 's'}</span>
               </div>
             </li>
           ))}
@@ -115,8 +115,8 @@ export function ArtifactPage({ state }: { state: AppState }) {
   return (
     <div class="page artifact-page" data-testid="artifact-page">
       <header class="run-head">
-        <h1><span class="mono">{art}</span>{d ? <span class="mono" data-testid="artifact-version">:{d.version}</span> : null}
-          {d ? <> <span class="chip">{d.type}</span> <Aliases aliases={d.aliases} /></> : null}</h1>
+        <h1><span class="artifact-title"><span class="mono">{art}</span>{d ? <span class="mono" data-testid="artifact-version">:{d.version}</span> : null}</span>
+          {d ? <><span class="chip" title="type">{d.type}</span><span><Aliases aliases={d.aliases} /></span></> : null}</h1>
         {d ? <VersionFacts d={d} state={state} /> : null}
       </header>
       <div class="artifact-layout">
