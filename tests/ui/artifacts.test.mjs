@@ -84,7 +84,10 @@ describe('artifacts in the web UI', () => {
     assert.deepEqual(await attrs(rows.nth(0).locator('[data-alias]'), 'data-alias'), ['latest']);
     assert.deepEqual(await attrs(rows.nth(1).locator('[data-alias]'), 'data-alias'), ['best']);
     assert.equal(await rows.nth(1).getAttribute('aria-current'), 'true');
-    assert.equal((await rows.nth(1).locator('td').nth(3).textContent()).trim(), seeded.producer);
+    // The producing run, by name once looked up, linked by id.
+    assert.equal(await rows.nth(1).locator('td[data-run]').getAttribute('data-run'), seeded.producer);
+    await rows.nth(1).locator('td[data-run]').getByRole('link', { name: 'producer' }).waitFor();
+    await page.getByTestId('artifact-logged-by').getByRole('link', { name: 'producer' }).waitFor();
     // Files (sorted by path) with sizes; description; metadata as key/value rows.
     const files = page.getByTestId('artifact-files');
     assert.deepEqual(await attrs(files.locator('tr[data-file]'), 'data-file'), ['config/params.json', 'model.bin']);

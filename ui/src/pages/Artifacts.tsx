@@ -112,37 +112,58 @@ export function ArtifactPage({ state }: { state: AppState }) {
   const versions = useLoad((signal) => api.artifactVersions(entity, project, art, signal), [entity, project, art]);
   const detail = useLoad((signal) => api.artifact(entity, project, art, ver, signal), [entity, project, art, ver]);
   const d = detail.data;
+  // Run names for the versions' and the lineage's runs (ids are shown until they come, and when a
+  // run cannot be read); at most 50 runs are looked up.
+  const runs = new Map<string, { project: string; run: string }>();
+  for (const v of versions.data ?? []) if (v.run) runs.set(`${v.project}/${v.run}`, { project: v.project, run: v.run });
+  for (const e of d ? [...(d.produced_by ? [d.produced_by] : []), ...d.used_by] : []) runs.set(`${e.project}/${e.run}`, e);
+  const runKeys = [...runs.keys()].sort().slice(0, 50);
+  const names = useLoad(async (signal) => {
+    const out: RunNames = {};
+    await Promise.all(runKeys.map(async (k) => {
+      const { project: p, run } = runs.get(k)!;
+      try { const r = await api.run(entity, p, run, signal); out[k] = r.name || r.id; } catch { /* shown by id */ }
+    }));
+    return out;
+  }, [entity, runKeys.join(',')]).data ?? {};
   return (
     <div class="page artifact-page" data-testid="artifact-page">
       <header class="run-head">
         <h1><span class="artifact-title"><span class="mono">{art}</span>{d ? <span class="mono" data-testid="artifact-version">:{d.version}</span> : null}</span>
           {d ? <><span class="chip" title="type">{d.type}</span><span><Aliases aliases={d.aliases} /></span></> : null}</h1>
-        {d ? <VersionFacts d={d} state={state} /> : null}
+        {d ? <VersionFacts d={d} state={state} names={names} /> : null}
       </header>
       <div class="artifact-layout">
-        <VersionList state={state} versions={versions.data} error={versions.error} reload={versions.reload} shown={d?.version ?? ''} />
+        <VersionList state={state} names={names} versions={versions.data} error={versions.error} reload={versions.reload} shown={d?.version ?? ''} />
         <div class="artifact-main">
-          {detail.error ? <ErrorBox error={detail.error} retry={detail.reload} /> : !d ? <Loading what="version" /> : <VersionDetail d={d} state={state} />}
+          {detail.error ? <ErrorBox error={detail.error} retry={detail.reload} /> : !d ? <Loading what="version" /> : <VersionDetail d={d} state={state} names={names} />}
         </div>
       </div>
     </div>
   );
 }
 
-function VersionFacts({ d, state }: { d: ArtifactDetail; state: AppState }) {
+/** Run names by `project/run`. */
+type RunNames = Record<string, string>;
+
+function RunLink({ state, project, run, names }: { state: AppState; project: string; run: string; names: RunNames }) {
+  return <Link href={runHref(state, project, run)} title={`run ${run}`}>{names[`${project}/${run}`] ?? run}</Link>;
+}
+
+function VersionFacts({ d, state, names }: { d: ArtifactDetail; state: AppState; names: RunNames }) {
   return (
     <dl class="facts">
       <div><dt>digest</dt><dd class="mono" title={d.digest}>{d.digest.slice(0, 16)}…</dd></div>
       <div><dt>size</dt><dd data-testid="artifact-size">{fmtBytes(d.size)}</dd></div>
       <div><dt>files</dt><dd>{d.file_count}</dd></div>
       <div><dt>created</dt><dd title={fmtTime(d.created_ms)}>{fmtTime(d.created_ms)}</dd></div>
-      <div><dt>logged by</dt><dd>{d.produced_by ? <Link href={runHref(state, d.produced_by.project, d.produced_by.run)}>{d.produced_by.run}</Link> : d.run ? <Link href={runHref(state, d.project, d.run)}>{d.run}</Link> : '—'}
+      <div><dt>logged by</dt><dd data-testid="artifact-logged-by">{d.produced_by ? <RunLink state={state} project={d.produced_by.project} run={d.produced_by.run} names={names} /> : d.run ? <RunLink state={state} project={d.project} run={d.run} names={names} /> : '—'}
         {d.writer ? <span class="muted small"> ({d.writer})</span> : null}</dd></div>
     </dl>
   );
 }
 
-function VersionList({ state, versions, error, reload, shown }: { state: AppState; versions: ArtifactVersion[] | null; error: unknown; reload: () => void; shown: string }) {
+function VersionList({ state, names, versions, error, reload, shown }: { state: AppState; names: RunNames; versions: ArtifactVersion[] | null; error: unknown; reload: () => void; shown: string }) {
   return (
     <aside class="artifact-versions" aria-label="versions">
       <h2>Versions {versions ? <span class="muted small">{versions.length}</span> : null}</h2>
@@ -155,7 +176,7 @@ function VersionList({ state, versions, error, reload, shown }: { state: AppStat
                 <td class="mono"><Link href={artifactHref(state, v.project, v.name, v.version)}>{v.version}</Link></td>
                 <td><Aliases aliases={v.aliases} /></td>
                 <td class="num">{fmtBytes(v.size)}</td>
-                <td class="mono">{v.run ? <Link href={runHref(state, v.project, v.run)}>{v.run}</Link> : '—'}</td>
+                <td data-run={v.run ?? ''}>{v.run ? <RunLink state={state} project={v.project} run={v.run} names={names} /> : '—'}</td>
                 <td title={fmtTime(v.created_ms)}>{fmtAgo(v.created_ms)}</td>
               </tr>
             ))}
@@ -166,12 +187,12 @@ function VersionList({ state, versions, error, reload, shown }: { state: AppStat
   );
 }
 
-function VersionDetail({ d, state }: { d: ArtifactDetail; state: AppState }) {
+function VersionDetail({ d, state, names }: { d: ArtifactDetail; state: AppState; names: RunNames }) {
   const meta = flatten(d.metadata ?? {}).sort((a, b) => naturalCompare(a[0], b[0]));
   return (
     <>
       {d.description ? <section><h2>Description</h2><p class="notes" data-testid="artifact-description">{d.description}</p></section> : null}
-      <Lineage d={d} state={state} />
+      <Lineage d={d} state={state} names={names} />
       <Files d={d} />
       <section class="kv" data-testid="artifact-metadata">
         <h2>Metadata</h2>
@@ -239,19 +260,11 @@ function Files({ d }: { d: ArtifactDetail }) {
   );
 }
 
-/** Producing run -> this version -> the runs that used it, as boxes and arrows. Run names are
- * looked up (ids are shown until then, and when a run cannot be read). */
-function Lineage({ d, state }: { d: ArtifactDetail; state: AppState }) {
-  const edges: LineageEdge[] = [...(d.produced_by ? [d.produced_by] : []), ...d.used_by];
-  const names = useLoad(async (signal) => {
-    const out: Record<string, string> = {};
-    await Promise.all(edges.slice(0, 50).map(async (e) => {
-      try { const r = await api.run(d.entity, e.project, e.run, signal); out[`${e.project}/${e.run}`] = r.name || r.id; } catch { /* shown by id */ }
-    }));
-    return out;
-  }, [d.entity, d.project, d.name, d.version]);
+/** Producing run -> this version -> the runs that used it, as boxes and arrows, each run box a
+ * link to its run (by name once looked up). */
+function Lineage({ d, state, names }: { d: ArtifactDetail; state: AppState; names: RunNames }) {
   const runBox = (e: LineageEdge, role: 'producer' | 'consumer') => {
-    const name = names.data?.[`${e.project}/${e.run}`];
+    const name = names[`${e.project}/${e.run}`];
     return (
       <div key={`${e.project}/${e.run}/${e.writer ?? ''}`} class="lineage-node lineage-run card" data-role={role} data-run={e.run}>
         <div class="muted small">run{e.project !== d.project ? ` in ${e.project}` : ''}</div>
