@@ -9,6 +9,7 @@ import { ProjectsPage } from './pages/Projects';
 import { WorkspacePage } from './pages/Workspace';
 import { GroupPage } from './pages/Group';
 import { RunPage } from './pages/Run';
+import { ArtifactPage } from './pages/Artifacts';
 
 type Auth = { kind: 'checking' } | { kind: 'ok'; viewer: Viewer } | { kind: 'login'; message?: string };
 
@@ -96,8 +97,8 @@ function Main({ viewer, onSignOut }: { viewer: Viewer; onSignOut: () => void }) 
   const page = pageOf(s);
   // A bare URL opens the viewer's projects.
   useEffect(() => {
-    document.title = ['Cohort', s.project, s.group, s.run].filter(Boolean).reverse().join(' · ');
-  }, [s.project, s.group, s.run]);
+    document.title = ['Cohort', s.project, s.group, s.run, s.art && `${s.art}:${s.ver || 'latest'}`].filter(Boolean).reverse().join(' · ');
+  }, [s.project, s.group, s.run, s.art, s.ver]);
   return (
     <div class="app">
       <header class="topbar">
@@ -110,7 +111,8 @@ function Main({ viewer, onSignOut }: { viewer: Viewer; onSignOut: () => void }) 
           {s.entity && <span class="crumb">{s.entity}</span>}
           {s.project && <Link href={linkTo(s, { run: '', group: '', project: s.project })}>{s.project}</Link>}
           {s.group && <span class="crumb">group <Link href={linkTo(s, { run: '', group: s.group })}>{s.group}</Link></span>}
-          {s.run && <span class="crumb">run {s.run}</span>}
+          {s.run && !s.art && <span class="crumb">run {s.run}</span>}
+          {s.art && <span class="crumb">artifact <Link href={linkTo(s, { art: s.art, ver: '' })}>{s.art}</Link></span>}
         </nav>
         <span class="spacer" />
         <span class="who" title={`key ${viewer.key_name}`}>{viewer.entity} · {viewer.role}</span>
@@ -121,6 +123,7 @@ function Main({ viewer, onSignOut }: { viewer: Viewer; onSignOut: () => void }) 
         {page === 'workspace' && <WorkspacePage key={`${s.entity}/${s.project}`} state={s} />}
         {page === 'group' && <GroupPage key={`${s.entity}/${s.project}/${s.group}`} state={s} />}
         {page === 'run' && <RunPage key={`${s.entity}/${s.project}/${s.run}`} state={s} />}
+        {page === 'artifact' && <ArtifactPage key={`${s.entity}/${s.project}/${s.art}`} state={s} />}
       </main>
     </div>
   );

@@ -71,6 +71,24 @@ export type RankScope = { entity: string; project: string; run: string } | { ent
 
 export interface Viewer { entity: string; role: string; key_name: string }
 
+/** Artifacts (docs/artifacts.md): a version of a collection, as listed. */
+export interface ArtifactVersion {
+  entity: string; project: string; name: string; type: string; version: string; index: number;
+  digest: string; size: number; file_count: number; aliases: string[]; metadata: Record<string, unknown>;
+  created_ms: number; description: string | null; run: string | null; writer: string | null;
+}
+/** A file of a version: a stored blob (`sha256`, `url` a server path) or a reference (`ref`). */
+export interface ArtifactFile { path: string; size: number | null; sha256?: string; url?: string; ref?: string; digest?: string | null }
+export interface LineageEdge { project: string; run: string; writer: string | null; used_ms: number }
+export interface ArtifactDetail extends ArtifactVersion {
+  files: ArtifactFile[];
+  produced_by: LineageEdge | null;
+  used_by: LineageEdge[];
+}
+export interface ArtifactCollection { name: string; type: string; version_count: number; created_ms: number; updated_ms: number; latest: ArtifactVersion | null }
+/** A version a run logged (`output`) or used (`input`). */
+export interface RunArtifact extends ArtifactVersion { direction: 'output' | 'input'; used_ms: number; used_by_writer: string | null }
+
 export interface RangeQuery {
   min_step?: number;
   max_step?: number;
@@ -214,11 +232,16 @@ export class Api {
   }
 
   /** A run file's bytes, fetched with the browser's key (a plain link carries no key). */
-  async fileBlob(entity: string, project: string, run: string, name: string): Promise<Blob> {
+  fileBlob(entity: string, project: string, run: string, name: string): Promise<Blob> {
+    return this.blobAt(`${runPath(entity, project, run)}/files/${name.split('/').map(enc).join('/')}`);
+  }
+
+  /** The bytes at a server path (a file's `url`), fetched with the browser's key. */
+  async blobAt(path: string): Promise<Blob> {
     const headers: Record<string, string> = {};
     if (this.key) headers.Authorization = `Bearer ${this.key}`;
     this.requests++;
-    const resp = await fetch(`${this.base}${runPath(entity, project, run)}/files/${name.split('/').map(enc).join('/')}`, { headers });
+    const resp = await fetch(`${this.base}${path}`, { headers });
     if (!resp.ok) {
       let msg = `${resp.status} ${resp.statusText}`, code = 'error';
       try { const j = JSON.parse(await resp.text()); msg = j?.error?.message ?? msg; code = j?.error?.code ?? code; } catch { /* not JSON */ }
@@ -243,6 +266,20 @@ export class Api {
     if (q.columns) p.set('columns', String(q.columns));
     if (q.window) p.set('window', String(q.window));
     return this.get<Stragglers>(`${rankBase(scope)}/stragglers?${rankScopeParams(scope, p)}`, signal);
+  }
+
+  artifactCollections(entity: string, project: string, signal?: AbortSignal) {
+    return this.get<{ collections: ArtifactCollection[] }>(`/api/v1/artifacts/${enc(entity)}/${enc(project)}`, signal).then((r) => r.collections);
+  }
+  artifactVersions(entity: string, project: string, name: string, signal?: AbortSignal) {
+    return this.get<{ versions: ArtifactVersion[] }>(`${artifactPath(entity, project, name)}/versions`, signal).then((r) => r.versions);
+  }
+  /** One version, by `v<N>` or an alias. */
+  artifact(entity: string, project: string, name: string, version: string, signal?: AbortSignal) {
+    return this.get<ArtifactDetail>(`${artifactPath(entity, project, name)}/${enc(version)}`, signal);
+  }
+  runArtifacts(entity: string, project: string, run: string, signal?: AbortSignal) {
+    return this.get<{ artifacts: RunArtifact[] }>(runPath(entity, project, run) + '/artifacts', signal).then((r) => r.artifacts);
   }
 
   views(entity: string, project: string) {
@@ -289,6 +326,7 @@ function rankScopeParams(s: RankScope, p: URLSearchParams): string {
 
 const enc = encodeURIComponent;
 function runPath(e: string, p: string, r: string) { return `/api/v1/runs/${enc(e)}/${enc(p)}/${enc(r)}`; }
+function artifactPath(e: string, p: string, n: string) { return `/api/v1/artifacts/${enc(e)}/${enc(p)}/${enc(n)}`; }
 
 function readKey(): string | null {
   try { return localStorage.getItem(KEY_STORAGE); } catch { return null; }

@@ -33,6 +33,24 @@ describe('URL state', () => {
     expect(pageOf(decodeState('?p=a/b&run=x&tab=system'))).toBe('run');
     expect(decodeState('?p=a/b/c').project).toBe('b/c');
   });
+  it('names an artifact page by collection and version; links elsewhere drop them', () => {
+    const s = decodeState('?p=a/b&art=mnist.model-1&ver=v3');
+    expect(pageOf(s)).toBe('artifact');
+    expect([s.art, s.ver]).toEqual(['mnist.model-1', 'v3']);
+    expect(decodeState(encodeState(s))).toEqual(s);
+    // A version without a collection means nothing.
+    expect(decodeState('?p=a/b&ver=v3').ver).toBe('');
+    // The run page's Artifacts tab round-trips; a link to an artifact leaves the run and its tab.
+    const run = decodeState('?p=a/b&run=x&tab=artifacts');
+    expect(run.tab).toBe('artifacts');
+    const art = decodeState(linkTo(run, { run: '', art: 'm', ver: 'v0' }).slice(1));
+    expect([pageOf(art), art.art, art.ver, art.run, art.tab]).toEqual(['artifact', 'm', 'v0', '', 'overview']);
+    // From the artifact page: to a run, to the project (breadcrumb), to another version.
+    expect(pageOf(decodeState(linkTo(s, { run: 'r1' }).slice(1)))).toBe('run');
+    const home = decodeState(linkTo(s, { run: '', group: '', project: 'b' }).slice(1));
+    expect([pageOf(home), home.art, home.ver]).toEqual(['workspace', '', '']);
+    expect(decodeState(linkTo(s, { art: 'mnist.model-1', ver: 'v1' }).slice(1)).ver).toBe('v1');
+  });
   it('links keep chart options and drop page-specific state', () => {
     const s = decodeState('?p=a/b&run=x&tab=logs&labels=rank_0&x=wall&jt=!worker');
     const l = decodeState(linkTo(s, { run: 'y' }).slice(1));

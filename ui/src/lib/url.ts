@@ -6,8 +6,8 @@
 import type { Clause, UiFilters } from './filters';
 import type { LineMode, XMode } from './series';
 
-export type Tab = 'overview' | 'charts' | 'system' | 'logs' | 'ranks';
-export const TABS: Tab[] = ['overview', 'charts', 'system', 'logs', 'ranks'];
+export type Tab = 'overview' | 'charts' | 'system' | 'logs' | 'ranks' | 'artifacts';
+export const TABS: Tab[] = ['overview', 'charts', 'system', 'logs', 'ranks', 'artifacts'];
 
 /** One chart's own settings (per-chart overrides of the page's, and its view). */
 export interface ChartState {
@@ -25,6 +25,8 @@ export interface AppState {
   project: string;
   run: string;
   group: string;
+  art: string; // artifact page: the collection's name ('' none)
+  ver: string; // artifact page: the version shown ('' the latest)
   tab: Tab;
   view: string; // saved view id ('' none)
   filters: UiFilters;
@@ -49,16 +51,17 @@ export interface AppState {
 }
 
 export const DEFAULT_STATE: AppState = {
-  entity: '', project: '', run: '', group: '', tab: 'overview', view: '',
+  entity: '', project: '', run: '', group: '', art: '', ver: '', tab: 'overview', view: '',
   filters: { jobType: null, states: [], tags: [], name: '', extra: [] },
   groupBy: '', sort: '-created', columns: [], hide: [], cby: '',
   x: 'step', log: false, smooth: 0, agg: false, line: 'mean',
   labels: [], lq: '', stream: '', rkey: '', rank: '', charts: {}, full: '', at: 0,
 };
 
-export type Page = 'projects' | 'workspace' | 'group' | 'run';
+export type Page = 'projects' | 'workspace' | 'group' | 'run' | 'artifact';
 
 export function pageOf(s: AppState): Page {
+  if (s.entity && s.project && s.art) return 'artifact';
   if (s.entity && s.project && s.run) return 'run';
   if (s.entity && s.project && s.group) return 'group';
   if (s.entity && s.project) return 'workspace';
@@ -78,6 +81,8 @@ export function decodeState(search: string): AppState {
   }
   s.run = p.get('run') ?? '';
   s.group = p.get('group') ?? '';
+  s.art = p.get('art') ?? '';
+  s.ver = s.art ? p.get('ver') ?? '' : '';
   const tab = p.get('tab') as Tab | null;
   if (tab && TABS.includes(tab)) s.tab = tab;
   s.view = p.get('view') ?? '';
@@ -165,6 +170,8 @@ export function encodeState(s: AppState): string {
   if (s.entity && s.project) p.set('p', `${s.entity}/${s.project}`);
   if (s.run) p.set('run', s.run);
   if (s.group) p.set('group', s.group);
+  if (s.art) p.set('art', s.art);
+  if (s.art && s.ver) p.set('ver', s.ver);
   if (s.run && s.tab !== 'overview') p.set('tab', s.tab);
   if (s.view) p.set('view', s.view);
   const f = s.filters;
@@ -213,8 +220,10 @@ export function structuredCloneState(s: AppState): AppState {
 export function linkTo(cur: AppState, patch: Partial<AppState>): string {
   const base: AppState = structuredCloneState(cur);
   const next = { ...base, ...patch };
-  if (patch.run !== undefined || patch.group !== undefined || patch.project !== undefined) {
-    // Leaving a page: its tab and log filters do not follow.
+  if (patch.run !== undefined || patch.group !== undefined || patch.project !== undefined || patch.art !== undefined) {
+    // Leaving a page: its tab and log filters do not follow (nor the artifact shown).
+    if (patch.art === undefined) next.art = '';
+    if (patch.ver === undefined) next.ver = '';
     if (patch.tab === undefined) next.tab = 'overview';
     if (patch.labels === undefined) next.labels = [];
     if (patch.lq === undefined) next.lq = '';

@@ -14,6 +14,7 @@ import { linkTo, type AppState } from '../lib/url';
 import { Empty, ErrorBox, Link, Loading, useLoad } from '../components/common';
 import { Popover } from '../components/ChartPanel';
 import { FilterBar } from './FilterBar';
+import { ProjectArtifacts } from './Artifacts';
 import { RunsTable, StateDots } from './RunsTable';
 import { MAX_CHART_RUNS, runStyles, WorkspaceCharts } from './WorkspaceCharts';
 
@@ -210,7 +211,7 @@ function Sidebar({ state, runs, loaded }: { state: AppState; runs: Run[]; loaded
   const ungrouped = runs.filter((r) => !r.group).length;
   const toggle = (g: string) => { const n = new Set(open); if (n.has(g)) n.delete(g); else n.add(g); setOpen(n); };
   return (
-    <aside class="sidebar" aria-label="groups">
+    <aside class="sidebar" aria-label="groups and artifacts">
       <h2>Groups</h2>
       {!loaded && !runs.length ? <Loading /> : !groups.length ? <div class="muted">No groups. Runs started with <code>group="…"</code> appear here.</div> : null}
       <ul class="groups" data-testid="groups">
@@ -237,6 +238,7 @@ function Sidebar({ state, runs, loaded }: { state: AppState; runs: Run[]; loaded
         ))}
       </ul>
       {ungrouped > 0 && <div class="muted small">{ungrouped} run{ungrouped === 1 ? '' : 's'} without a group</div>}
+      <ProjectArtifacts state={state} />
     </aside>
   );
 }
