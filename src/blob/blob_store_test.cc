@@ -202,3 +202,30 @@ TEST_F(BlobStoreTest, DeleteUnlessAsksWithTheBlobOutOfReachAndPutsItBack) {
 
 }  // namespace
 }  // namespace cohort::blob
+
+#include <thread>
+
+namespace cohort::blob {
+namespace {
+
+// A regression test: the first parts of a new upload arriving at once both made "started"
+// through one temporary file, and one of them failed.
+TEST_F(BlobStoreTest, FirstPartsOfANewUploadArriveAtOnce) {
+  for (int round = 0; round < 8; ++round) {
+    const std::string data = Bytes(2 * kPart, 100 + round);
+    const std::string sha = Sha256::Hex(data);
+    Status a, b;
+    std::thread t1([&] { a = store_->PutPart(sha, data.size(), 0, Part(data, 0)); });
+    std::thread t2([&] { b = store_->PutPart(sha, data.size(), 1, Part(data, 1)); });
+    t1.join();
+    t2.join();
+    ASSERT_TRUE(a.ok()) << a.ToString();
+    ASSERT_TRUE(b.ok()) << b.ToString();
+    auto verified = store_->Verify(sha, data.size());
+    ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+    ASSERT_TRUE((*verified)->Publish().ok());
+  }
+}
+
+}  // namespace
+}  // namespace cohort::blob

@@ -136,9 +136,17 @@ class LocalBlobStore final : public BlobStore {
     const std::string started = JoinPath(dir, "started");
     COHORT_ASSIGN_OR_RETURN(bool has_started, fs_->Exists(started));
     if (!has_started) {
-      // Two first parts at once both write it: either time will do.
-      COHORT_RETURN_IF_ERROR(
-          wal::WriteFileAtomically(fs_, started, std::to_string(NowMillis())));
+      // Created exclusively: of parts arriving at once, one writes the time, the others find
+      // it made. (A crash before the time is written leaves an upload the sweep never drops.)
+      Result<std::unique_ptr<wal::WritableFile>> file =
+          fs_->NewWritableFile(started, wal::WriteMode::kCreateExclusive);
+      if (file.ok()) {
+        COHORT_RETURN_IF_ERROR((*file)->Append(std::to_string(NowMillis())));
+        COHORT_RETURN_IF_ERROR((*file)->Sync());
+        COHORT_RETURN_IF_ERROR((*file)->Close());
+      } else if (file.status().code() != StatusCode::kAlreadyExists) {
+        return file.status();
+      }
     }
     {
       COHORT_ASSIGN_OR_RETURN(auto data, fs_->NewWritableFile(JoinPath(dir, "data"),
