@@ -71,4 +71,18 @@ inline constexpr uint8_t kBatchVersion = 2;
 // it when it appends the batch to its WAL).
 inline constexpr std::string_view kBatchSeqHeader = "Cohort-Batch-Seq";
 
+// ---- artifacts and the blob store (docs/artifacts.md) ----
+// A blob is uploaded in parts of this size, all but the last full (one part per request body).
+inline constexpr size_t kBlobPartBytes = size_t{8} << 20;
+static_assert(kBlobPartBytes <= kMaxBodyBytes, "a blob part must fit one request body");
+// Collection and alias names: 1 to this many bytes of A-Z a-z 0-9 . _ -
+inline constexpr size_t kMaxArtifactNameBytes = 128;
+// Files in one version's manifest; a bigger set is split into several artifacts.
+inline constexpr size_t kMaxArtifactFiles = 100000;
+// Aliases given with one version.
+inline constexpr size_t kMaxArtifactAliases = 64;
+// An artifact's metadata (JSON text) and description.
+inline constexpr size_t kMaxArtifactMetadataBytes = 1 << 20;
+inline constexpr size_t kMaxArtifactDescriptionBytes = 64 << 10;
+
 }  // namespace cohort::limits

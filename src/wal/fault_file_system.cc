@@ -41,6 +41,22 @@ class FaultWritableFile final : public WritableFile {
     return base_->Append(data);
   }
 
+  // Faulted like Append. For the crash model a file written out of order is durable up to its
+  // size at the last Sync, as if it had been appended.
+  Status WriteAt(uint64_t offset, std::string_view data) override {
+    if (fs_->Crashed(epoch_)) return CrashedStatus(path_);
+    int err = 0;
+    size_t written_first = 0;
+    if (fs_->ShouldFailWrite(path_, &err, &written_first)) {
+      written_first = std::min(written_first, data.size());
+      if (written_first > 0) {
+        COHORT_RETURN_IF_ERROR(base_->WriteAt(offset, data.substr(0, written_first)));
+      }
+      return ErrnoStatus("write", path_, err);
+    }
+    return base_->WriteAt(offset, data);
+  }
+
   Status Sync() override {
     if (fs_->Crashed(epoch_)) return CrashedStatus(path_);
     int err = 0;

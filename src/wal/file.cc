@@ -47,6 +47,25 @@ class PosixWritableFile final : public WritableFile {
     return Status::Ok();
   }
 
+  Status WriteAt(uint64_t offset, std::string_view data) override {
+    if (fd_ < 0) return Status::FailedPrecondition("write " + path_ + ": file is closed");
+    const char* p = data.data();
+    size_t left = data.size();
+    uint64_t at = offset;
+    while (left > 0) {
+      ssize_t n = ::pwrite(fd_, p, left, off_t(at));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus("write", path_, errno);
+      }
+      p += n;
+      left -= size_t(n);
+      at += uint64_t(n);
+      size_ = std::max(size_, at);
+    }
+    return Status::Ok();
+  }
+
   Status Sync() override {
     if (fd_ < 0) return Status::FailedPrecondition("sync " + path_ + ": file is closed");
     if (::fdatasync(fd_) != 0) return ErrnoStatus("fdatasync", path_, errno);

@@ -27,6 +27,10 @@ class WritableFile {
   virtual ~WritableFile() = default;
 
   virtual Status Append(std::string_view data) = 0;
+  // Writes all of `data` at `offset` (pwrite), growing the file as needed; Size() becomes the
+  // larger of itself and offset + data.size(). For files filled out of order (the parts of a
+  // blob upload); the same failure rules as Append.
+  virtual Status WriteAt(uint64_t offset, std::string_view data) = 0;
   // Makes every byte appended so far durable (fdatasync). A failed Sync leaves the durability
   // of unsynced bytes unknown; callers must not retry it as if nothing happened.
   virtual Status Sync() = 0;

@@ -162,6 +162,9 @@ class NoSyncFileSystem final : public FileSystem {
    public:
     explicit File(std::unique_ptr<WritableFile> base) : base_(std::move(base)) {}
     Status Append(std::string_view data) override { return base_->Append(data); }
+    Status WriteAt(uint64_t offset, std::string_view data) override {
+      return base_->WriteAt(offset, data);
+    }
     Status Sync() override { return Status::Ok(); }
     Status Truncate(uint64_t size) override { return base_->Truncate(size); }
     Status Close() override { return base_->Close(); }

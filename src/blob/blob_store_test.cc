@@ -1,0 +1,166 @@
+#include "blob/blob_store.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <set>
+
+#include "core/limits.h"
+#include "core/sha256.h"
+#include "wal/fault_file_system.h"
+#include "wal/file.h"
+#include "wal/test_util.h"
+
+namespace cohort::blob {
+namespace {
+
+constexpr uint64_t kPart = limits::kBlobPartBytes;
+
+std::string Bytes(size_t n, int seed) {
+  std::string s(n, '\0');
+  uint32_t x = uint32_t(seed) * 2654435761u + 1;
+  for (size_t i = 0; i < n; ++i) {
+    x = x * 1103515245u + 12345u;
+    s[i] = char(x >> 24);
+  }
+  return s;
+}
+
+std::string Part(const std::string& data, int64_t n) {
+  return data.substr(size_t(n) * kPart, PartLength(data.size(), n));
+}
+
+class BlobStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto opened = OpenLocalBlobStore(&fault_, dir_.path() + "/blobs");
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    store_ = std::move(*opened);
+  }
+
+  // Uploads every part of `data`, verifies and publishes it.
+  void Upload(const std::string& data) {
+    const std::string sha = Sha256::Hex(data);
+    for (int64_t n = 0; n < PartCount(data.size()); ++n) {
+      ASSERT_TRUE(store_->PutPart(sha, data.size(), n, Part(data, n)).ok());
+    }
+    auto verified = store_->Verify(sha, data.size());
+    ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+    ASSERT_TRUE((*verified)->Publish().ok());
+  }
+
+  wal::testing::TempDir dir_;
+  wal::FaultInjectingFileSystem fault_{wal::FileSystem::Default()};
+  std::unique_ptr<BlobStore> store_;
+};
+
+TEST(BlobPartsTest, CountsAndLengths) {
+  EXPECT_EQ(PartCount(0), 0);
+  EXPECT_EQ(PartCount(1), 1);
+  EXPECT_EQ(PartCount(kPart), 1);
+  EXPECT_EQ(PartCount(kPart + 1), 2);
+  EXPECT_EQ(PartLength(kPart + 1, 0), kPart);
+  EXPECT_EQ(PartLength(kPart + 1, 1), 1u);
+  EXPECT_TRUE(CheckPart(kPart + 1, 1, 1).ok());
+  Status wrong = CheckPart(kPart + 1, 0, 5);
+  EXPECT_EQ(wrong.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(wrong.message().find("is 8388608 bytes, not 5"), std::string::npos) << wrong.message();
+  EXPECT_EQ(CheckPart(10, 1, 0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckPart(10, -1, 10).code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(BlobStoreTest, PartsInAnyOrderThenReadBack) {
+  const std::string data = Bytes(2 * kPart + 12345, 1);
+  const std::string sha = Sha256::Hex(data);
+  EXPECT_EQ(store_->Stat(sha).status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(store_->PutPart(sha, data.size(), 2, Part(data, 2)).ok());
+  ASSERT_TRUE(store_->PutPart(sha, data.size(), 0, Part(data, 0)).ok());
+  EXPECT_EQ(*store_->ListParts(sha, data.size()), (std::vector<int64_t>{0, 2}));
+  // Not readable before it is complete, verified and published.
+  auto early = store_->Verify(sha, data.size());
+  ASSERT_EQ(early.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(early.status().message().find("part 1 of 3 is missing"), std::string::npos);
+  ASSERT_TRUE(store_->PutPart(sha, data.size(), 1, Part(data, 1)).ok());
+  auto verified = store_->Verify(sha, data.size());
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  EXPECT_EQ(store_->Stat(sha).status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE((*verified)->Publish().ok());
+  ASSERT_TRUE((*verified)->Publish().ok());  // again: already published
+  EXPECT_EQ(*store_->Stat(sha), data.size());
+  EXPECT_EQ(*store_->Read(sha, 0, data.size()), data);
+  EXPECT_EQ(*store_->Read(sha, kPart - 3, 10), data.substr(kPart - 3, 10));
+  EXPECT_EQ(*store_->Read(sha, data.size() - 4, 100), data.substr(data.size() - 4));
+  EXPECT_TRUE(store_->ListParts(sha, data.size())->empty());  // the upload is gone
+}
+
+TEST_F(BlobStoreTest, TheEmptyBlob) {
+  const std::string sha = Sha256::Hex("");
+  auto verified = store_->Verify(sha, 0);
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  ASSERT_TRUE((*verified)->Publish().ok());
+  EXPECT_EQ(*store_->Stat(sha), 0u);
+  EXPECT_EQ(*store_->Read(sha, 0, 10), "");
+}
+
+TEST_F(BlobStoreTest, BytesThatAreNotTheAnnouncedBlobAreRefusedAndDropped) {
+  const std::string data = Bytes(1000, 2);
+  const std::string claimed = Sha256::Hex("something else");
+  ASSERT_TRUE(store_->PutPart(claimed, data.size(), 0, data).ok());
+  auto verified = store_->Verify(claimed, data.size());
+  ASSERT_EQ(verified.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(verified.status().message().find(Sha256::Hex(data)), std::string::npos);
+  EXPECT_NE(verified.status().message().find("upload the file again"), std::string::npos);
+  EXPECT_TRUE(store_->ListParts(claimed, data.size())->empty());
+  EXPECT_EQ(store_->Stat(claimed).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(BlobStoreTest, BadPartsAndDigestsAreRefused) {
+  const std::string sha = Sha256::Hex("x");
+  EXPECT_EQ(store_->PutPart(sha, 10, 0, "short").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->PutPart(sha, 10, 1, "0123456789").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->PutPart("../../etc/passwd", 10, 0, "0123456789").code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->Stat(std::string(64, 'A')).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->Read("..", 0, 1).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(BlobStoreTest, AFailedPartWriteIsNotListedAndCanBeSentAgain) {
+  const std::string data = Bytes(kPart + 10, 3);
+  const std::string sha = Sha256::Hex(data);
+  fault_.FailWrite(1, ENOSPC, 100, false, "/data");
+  Status failed = store_->PutPart(sha, data.size(), 0, Part(data, 0));
+  EXPECT_EQ(failed.code(), StatusCode::kUnavailable) << failed.ToString();
+  EXPECT_TRUE(store_->ListParts(sha, data.size())->empty());
+  fault_.FailSync(1, EIO, "/data");
+  EXPECT_FALSE(store_->PutPart(sha, data.size(), 1, Part(data, 1)).ok());
+  EXPECT_TRUE(store_->ListParts(sha, data.size())->empty());
+  Upload(data);
+  EXPECT_EQ(*store_->Read(sha, 0, data.size()), data);
+}
+
+TEST_F(BlobStoreTest, ListDeleteAndDropOldUploads) {
+  const std::string a = Bytes(100, 4), b = Bytes(200, 5);
+  Upload(a);
+  Upload(b);
+  std::set<std::pair<std::string, uint64_t>> listed;
+  ASSERT_TRUE(store_
+                  ->ListBlobs([&](std::string_view sha, uint64_t size) {
+                    listed.emplace(std::string(sha), size);
+                    return Status::Ok();
+                  })
+                  .ok());
+  EXPECT_EQ(listed, (std::set<std::pair<std::string, uint64_t>>{{Sha256::Hex(a), 100},
+                                                                 {Sha256::Hex(b), 200}}));
+  ASSERT_TRUE(store_->Delete(Sha256::Hex(a)).ok());
+  ASSERT_TRUE(store_->Delete(Sha256::Hex(a)).ok());  // again: nothing to do
+  EXPECT_EQ(store_->Stat(Sha256::Hex(a)).status().code(), StatusCode::kNotFound);
+
+  const std::string c = Bytes(kPart + 1, 6);
+  ASSERT_TRUE(store_->PutPart(Sha256::Hex(c), c.size(), 0, Part(c, 0)).ok());
+  EXPECT_EQ(*store_->DropUploadsStartedBefore(0), 0);  // started after 0
+  EXPECT_EQ(*store_->DropUploadsStartedBefore(int64_t(1) << 62), 1);
+  EXPECT_TRUE(store_->ListParts(Sha256::Hex(c), c.size())->empty());
+}
+
+}  // namespace
+}  // namespace cohort::blob

@@ -1,0 +1,292 @@
+// The local blob store: files under a root directory (docs/artifacts.md, "local").
+//
+//   <root>/sha256/<first two hex digits>/<sha256>      published blobs
+//   <root>/uploads/<sha256>-<size>/data                the upload's bytes, parts at their offsets
+//   <root>/uploads/<sha256>-<size>/part-<n>            empty: part n is in `data`, synced
+//   <root>/uploads/<sha256>-<size>/started             when the first part arrived (ms, text)
+//
+// A part is written at its offset and synced before its marker is created and the directory
+// synced, so a marker always names durable bytes. Publishing renames `data` into place (it was
+// synced part by part) and syncs the blob's directory; verifying reads `data` through SHA-256.
+#include <algorithm>
+#include <charconv>
+
+#include "blob/blob_store.h"
+#include "core/clock.h"
+#include "core/limits.h"
+#include "core/sha256.h"
+#include "wal/file.h"
+
+namespace cohort::blob {
+
+int64_t PartCount(uint64_t size) {
+  return int64_t((size + limits::kBlobPartBytes - 1) / limits::kBlobPartBytes);
+}
+
+uint64_t PartLength(uint64_t size, int64_t part) {
+  if (part < 0 || part >= PartCount(size)) return 0;
+  uint64_t start = uint64_t(part) * limits::kBlobPartBytes;
+  return std::min<uint64_t>(limits::kBlobPartBytes, size - start);
+}
+
+Status CheckPart(uint64_t size, int64_t part, uint64_t length) {
+  int64_t count = PartCount(size);
+  if (part < 0 || part >= count) {
+    return Status::InvalidArgument("part " + std::to_string(part) + ": a blob of " +
+                                   std::to_string(size) + " bytes has parts 0 to " +
+                                   std::to_string(count - 1));
+  }
+  if (length != PartLength(size, part)) {
+    return Status::InvalidArgument("part " + std::to_string(part) + " of a blob of " +
+                                   std::to_string(size) + " bytes is " +
+                                   std::to_string(PartLength(size, part)) + " bytes, not " +
+                                   std::to_string(length));
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+using wal::FileSystem;
+using wal::JoinPath;
+
+Status CheckDigest(std::string_view sha256) {
+  if (!IsSha256Hex(sha256)) {
+    return Status::InvalidArgument("blob digest: expected 64 lowercase hex digits (SHA-256)");
+  }
+  return Status::Ok();
+}
+
+constexpr std::string_view kPartPrefix = "part-";
+
+class LocalBlobStore;
+
+class LocalVerifiedBlob final : public VerifiedBlob {
+ public:
+  LocalVerifiedBlob(LocalBlobStore* store, std::string sha256, std::string upload_dir)
+      : store_(store), sha256_(std::move(sha256)), upload_dir_(std::move(upload_dir)) {}
+  Status Publish() override;
+
+ private:
+  LocalBlobStore* store_;
+  std::string sha256_;
+  std::string upload_dir_;
+};
+
+class LocalBlobStore final : public BlobStore {
+ public:
+  LocalBlobStore(FileSystem* fs, std::string root) : fs_(fs), root_(std::move(root)) {}
+
+  Status Init() {
+    COHORT_RETURN_IF_ERROR(fs_->CreateDir(JoinPath(root_, "sha256")));
+    return fs_->CreateDir(JoinPath(root_, "uploads"));
+  }
+
+  std::string BlobDir(std::string_view sha256) const {
+    return JoinPath(JoinPath(root_, "sha256"), sha256.substr(0, 2));
+  }
+  std::string BlobPath(std::string_view sha256) const {
+    return JoinPath(BlobDir(sha256), sha256);
+  }
+  std::string UploadDir(std::string_view sha256, uint64_t size) const {
+    return JoinPath(JoinPath(root_, "uploads"), std::string(sha256) + "-" + std::to_string(size));
+  }
+
+  Result<uint64_t> Stat(std::string_view sha256) override {
+    COHORT_RETURN_IF_ERROR(CheckDigest(sha256));
+    Result<uint64_t> size = fs_->FileSize(BlobPath(sha256));
+    if (!size.ok() && size.status().code() == StatusCode::kNotFound) {
+      return Status::NotFound("blob " + std::string(sha256) + " is not stored");
+    }
+    return size;
+  }
+
+  Result<std::vector<int64_t>> ListParts(std::string_view sha256, uint64_t size) override {
+    COHORT_RETURN_IF_ERROR(CheckDigest(sha256));
+    std::vector<int64_t> parts;
+    Result<std::vector<std::string>> names = fs_->ListDir(UploadDir(sha256, size));
+    if (!names.ok()) {
+      if (names.status().code() == StatusCode::kNotFound) return parts;
+      return names.status();
+    }
+    const int64_t count = PartCount(size);
+    for (const std::string& name : *names) {
+      if (!name.starts_with(kPartPrefix)) continue;
+      int64_t n = -1;
+      const char* begin = name.data() + kPartPrefix.size();
+      auto [p, ec] = std::from_chars(begin, name.data() + name.size(), n);
+      if (ec == std::errc() && p == name.data() + name.size() && n >= 0 && n < count) {
+        parts.push_back(n);
+      }
+    }
+    std::sort(parts.begin(), parts.end());
+    return parts;
+  }
+
+  Status PutPart(std::string_view sha256, uint64_t size, int64_t part,
+                 std::string_view bytes) override {
+    COHORT_RETURN_IF_ERROR(CheckDigest(sha256));
+    COHORT_RETURN_IF_ERROR(CheckPart(size, part, bytes.size()));
+    const std::string dir = UploadDir(sha256, size);
+    COHORT_RETURN_IF_ERROR(fs_->CreateDir(dir));
+    const std::string started = JoinPath(dir, "started");
+    COHORT_ASSIGN_OR_RETURN(bool has_started, fs_->Exists(started));
+    if (!has_started) {
+      // Two first parts at once both write it: either time will do.
+      COHORT_RETURN_IF_ERROR(
+          wal::WriteFileAtomically(fs_, started, std::to_string(NowMillis())));
+    }
+    {
+      COHORT_ASSIGN_OR_RETURN(auto data, fs_->NewWritableFile(JoinPath(dir, "data"),
+                                                              wal::WriteMode::kAppend));
+      COHORT_RETURN_IF_ERROR(
+          data->WriteAt(uint64_t(part) * limits::kBlobPartBytes, bytes));
+      COHORT_RETURN_IF_ERROR(data->Sync());
+      COHORT_RETURN_IF_ERROR(data->Close());
+    }
+    {
+      COHORT_ASSIGN_OR_RETURN(
+          auto marker, fs_->NewWritableFile(JoinPath(dir, std::string(kPartPrefix) +
+                                                              std::to_string(part)),
+                                            wal::WriteMode::kTruncate));
+      COHORT_RETURN_IF_ERROR(marker->Close());
+    }
+    return fs_->SyncDir(dir);
+  }
+
+  Result<std::unique_ptr<VerifiedBlob>> Verify(std::string_view sha256, uint64_t size) override {
+    COHORT_RETURN_IF_ERROR(CheckDigest(sha256));
+    const std::string dir = UploadDir(sha256, size);
+    COHORT_ASSIGN_OR_RETURN(std::vector<int64_t> parts, ListParts(sha256, size));
+    const int64_t count = PartCount(size);
+    for (int64_t n = 0; n < count; ++n) {
+      if (n >= int64_t(parts.size()) || parts[size_t(n)] != n) {
+        return Status::FailedPrecondition("blob " + std::string(sha256) + ": part " +
+                                          std::to_string(n) + " of " + std::to_string(count) +
+                                          " is missing; upload it, then complete again");
+      }
+    }
+    const std::string data = JoinPath(dir, "data");
+    if (count == 0) {
+      // The empty blob has no part: its file is made here.
+      COHORT_RETURN_IF_ERROR(fs_->CreateDir(dir));
+      COHORT_ASSIGN_OR_RETURN(auto empty, fs_->NewWritableFile(data, wal::WriteMode::kTruncate));
+      COHORT_RETURN_IF_ERROR(empty->Sync());
+      COHORT_RETURN_IF_ERROR(empty->Close());
+    }
+    Sha256 hash;
+    uint64_t read = 0;
+    {
+      COHORT_ASSIGN_OR_RETURN(auto in, fs_->NewSequentialFile(data));
+      std::string scratch(1 << 20, '\0');
+      while (true) {
+        COHORT_ASSIGN_OR_RETURN(std::string_view got, in->Read(scratch.size(), scratch.data()));
+        if (got.empty()) break;
+        hash.Update(got);
+        read += got.size();
+      }
+    }
+    std::string actual = hash.FinishHex();
+    if (read != size || actual != sha256) {
+      (void)fs_->RemoveAll(dir);
+      return Status::InvalidArgument(
+          "the uploaded bytes (" + std::to_string(read) + " bytes, SHA-256 " + actual +
+          ") are not the blob announced (" + std::to_string(size) + " bytes, SHA-256 " +
+          std::string(sha256) + "); upload the file again");
+    }
+    return std::unique_ptr<VerifiedBlob>(
+        new LocalVerifiedBlob(this, std::string(sha256), dir));
+  }
+
+  Status PublishUpload(const std::string& sha256, const std::string& upload_dir) {
+    const std::string dir = BlobDir(sha256);
+    COHORT_RETURN_IF_ERROR(fs_->CreateDir(dir));
+    Status moved = fs_->Rename(JoinPath(upload_dir, "data"), BlobPath(sha256));
+    if (!moved.ok()) {
+      // Published meanwhile by a verification of the same upload.
+      if (moved.code() == StatusCode::kNotFound && Stat(sha256).ok()) return Status::Ok();
+      return moved;
+    }
+    COHORT_RETURN_IF_ERROR(fs_->SyncDir(dir));
+    return fs_->RemoveAll(upload_dir);
+  }
+
+  Result<std::string> Read(std::string_view sha256, uint64_t offset, uint64_t length) override {
+    COHORT_RETURN_IF_ERROR(CheckDigest(sha256));
+    Result<std::unique_ptr<wal::SequentialFile>> in = fs_->NewSequentialFile(BlobPath(sha256));
+    if (!in.ok()) {
+      if (in.status().code() == StatusCode::kNotFound) {
+        return Status::NotFound("blob " + std::string(sha256) + " is not stored");
+      }
+      return in.status();
+    }
+    COHORT_RETURN_IF_ERROR((*in)->Skip(offset));
+    std::string out(length, '\0');
+    COHORT_ASSIGN_OR_RETURN(std::string_view got, (*in)->Read(length, out.data()));
+    out.resize(got.size());
+    return out;
+  }
+
+  Status Delete(std::string_view sha256) override {
+    COHORT_RETURN_IF_ERROR(CheckDigest(sha256));
+    Status s = fs_->Remove(BlobPath(sha256));
+    if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
+    return fs_->SyncDir(BlobDir(sha256));
+  }
+
+  Status ListBlobs(const std::function<Status(std::string_view, uint64_t)>& fn) override {
+    const std::string top = JoinPath(root_, "sha256");
+    COHORT_ASSIGN_OR_RETURN(std::vector<std::string> fans, fs_->ListDir(top));
+    for (const std::string& fan : fans) {
+      COHORT_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(JoinPath(top, fan)));
+      for (const std::string& name : names) {
+        if (!IsSha256Hex(name)) continue;
+        Result<uint64_t> size = fs_->FileSize(JoinPath(JoinPath(top, fan), name));
+        if (!size.ok()) {
+          if (size.status().code() == StatusCode::kNotFound) continue;  // deleted meanwhile
+          return size.status();
+        }
+        COHORT_RETURN_IF_ERROR(fn(name, *size));
+      }
+    }
+    return Status::Ok();
+  }
+
+  Result<int64_t> DropUploadsStartedBefore(int64_t started_before_ms) override {
+    const std::string top = JoinPath(root_, "uploads");
+    COHORT_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(top));
+    int64_t dropped = 0;
+    for (const std::string& name : names) {
+      const std::string dir = JoinPath(top, name);
+      Result<std::string> text = wal::ReadFileToString(fs_, JoinPath(dir, "started"), 64);
+      int64_t started = 0;
+      if (text.ok()) {
+        std::from_chars(text->data(), text->data() + text->size(), started);
+      }
+      // An upload dir without a start time was made by a part that is being written, or by a
+      // crash before its time was: either way old only once it has a time.
+      if (!text.ok() || started >= started_before_ms) continue;
+      COHORT_RETURN_IF_ERROR(fs_->RemoveAll(dir));
+      ++dropped;
+    }
+    return dropped;
+  }
+
+  std::string Describe() const override { return "local " + root_; }
+
+ private:
+  FileSystem* fs_;
+  const std::string root_;
+};
+
+Status LocalVerifiedBlob::Publish() { return store_->PublishUpload(sha256_, upload_dir_); }
+
+}  // namespace
+
+Result<std::unique_ptr<BlobStore>> OpenLocalBlobStore(wal::FileSystem* fs, std::string root) {
+  auto store = std::make_unique<LocalBlobStore>(fs, std::move(root));
+  COHORT_RETURN_IF_ERROR(store->Init());
+  return std::unique_ptr<BlobStore>(std::move(store));
+}
+
+}  // namespace cohort::blob

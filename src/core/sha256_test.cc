@@ -1,0 +1,34 @@
+#include "core/sha256.h"
+
+#include <gtest/gtest.h>
+
+namespace cohort {
+namespace {
+
+TEST(Sha256Test, KnownDigests) {
+  EXPECT_EQ(Sha256::Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(Sha256::Hex("hello\n"),
+            "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03");
+}
+
+TEST(Sha256Test, StreamingEqualsOneShotAndStartsOver) {
+  std::string data(100000, 'x');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = char(i * 31 + 7);
+  Sha256 h;
+  h.Update(std::string_view(data).substr(0, 12345));
+  h.Update(std::string_view(data).substr(12345));
+  EXPECT_EQ(h.FinishHex(), Sha256::Hex(data));
+  h.Update("hello\n");
+  EXPECT_EQ(h.FinishHex(), Sha256::Hex("hello\n"));
+}
+
+TEST(Sha256Test, IsSha256Hex) {
+  EXPECT_TRUE(IsSha256Hex(Sha256::Hex("a")));
+  EXPECT_FALSE(IsSha256Hex(""));
+  EXPECT_FALSE(IsSha256Hex(std::string(63, 'a')));
+  EXPECT_FALSE(IsSha256Hex(std::string(64, 'A')));
+  EXPECT_FALSE(IsSha256Hex(std::string(63, 'a') + "g"));
+}
+
+}  // namespace
+}  // namespace cohort
