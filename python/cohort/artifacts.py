@@ -333,9 +333,7 @@ class Artifact:
         wait())."""
         out = {}
         for path, e in sorted(self._entries.items()):
-            if e["kind"] == "ref" and "local" not in e:
-                out[path] = {"ref": e["ref"], "digest": e.get("digest"), "size": e.get("size")}
-            elif e["kind"] == "ref":
+            if e["kind"] == "ref":
                 out[path] = {"ref": e["ref"], "digest": e.get("digest"), "size": e.get("size")}
             else:
                 out[path] = {"sha256": e.get("sha256"), "size": e.get("size")}

@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <set>
 
-#include "agent/sha256.h"
 #include "core/json.h"
+#include "core/limits.h"
+#include "core/sha256.h"
 #include "core/utf8.h"
 
 namespace cohort::agent {
@@ -12,11 +13,11 @@ namespace {
 
 namespace bj = boost::json;
 
-constexpr size_t kMaxNameBytes = 128;
+constexpr size_t kMaxNameBytes = limits::kMaxArtifactNameBytes;
 constexpr size_t kMaxPathBytes = 1024;
 constexpr size_t kMaxUriBytes = 4096;
-constexpr size_t kMaxDescriptionBytes = 64 << 10;
-constexpr size_t kMaxAliases = 64;
+constexpr size_t kMaxDescriptionBytes = limits::kMaxArtifactDescriptionBytes;
+constexpr size_t kMaxAliases = limits::kMaxArtifactAliases;
 
 bool NameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
@@ -151,12 +152,6 @@ Status ValidateArtifactPath(std::string_view path) {
   return Status::Ok();
 }
 
-bool IsSha256Hex(std::string_view s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
-
 Result<ArtifactIntent> ParseArtifactIntent(std::string_view text) {
   COHORT_ASSIGN_OR_RETURN(bj::object o, ParseObject(text, "artifact"));
   json::FieldReader r(o, "artifact");
@@ -184,6 +179,14 @@ Result<ArtifactIntent> ParseArtifactIntent(std::string_view text) {
   }
   for (const auto& a : in.aliases) COHORT_RETURN_IF_ERROR(ValidateAliasName(a));
   if (!files) return Status::InvalidArgument("artifact.files: required");
+  if (files->size() > limits::kMaxArtifactFiles) {
+    return Status::InvalidArgument("artifact.files: more than " +
+                                   std::to_string(limits::kMaxArtifactFiles) +
+                                   " files; split the set into several artifacts");
+  }
+  if (in.metadata_json.size() > limits::kMaxArtifactMetadataBytes) {
+    return Status::InvalidArgument("artifact.metadata: larger than 1 MiB");
+  }
   std::set<std::string_view> seen;
   for (size_t i = 0; i < files->size(); ++i) {
     const std::string where = "artifact.files[" + std::to_string(i) + "]";
@@ -208,7 +211,7 @@ Result<ArtifactIntent> ParseArtifactIntent(std::string_view text) {
         return Status::InvalidArgument(where + ": a reference has no sha256 or source");
       }
     } else {
-      if (!IsSha256Hex(e.sha256)) {
+      if (!cohort::IsSha256Hex(e.sha256)) {
         return Status::InvalidArgument(where + ".sha256: expected 64 lowercase hex digits");
       }
       if (e.size < 0) return Status::InvalidArgument(where + ".size: required, >= 0");
@@ -252,7 +255,7 @@ std::string ManifestDigest(const ArtifactIntent& intent) {
     line += "\n";
     h.Update(line);
   }
-  return h.HexDigest();
+  return h.FinishHex();
 }
 
 // ---- status ----

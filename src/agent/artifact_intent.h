@@ -59,7 +59,6 @@ Status ValidateAliasName(std::string_view alias, bool user_alias = true);
 // Paths inside a version: relative, '/'-separated, no empty/./.. segment, no backslash or
 // control character, at most 1024 bytes (the rules of run files).
 Status ValidateArtifactPath(std::string_view path);
-bool IsSha256Hex(std::string_view s);
 
 // Parses and checks an intent (every name, path, digest and size; unique paths; a blob has an
 // absolute source). kInvalidArgument naming the field otherwise.

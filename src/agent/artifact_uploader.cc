@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <optional>
 #include <set>
 
 #include "agent/agent_log.h"
@@ -68,15 +70,41 @@ bj::object TargetJson(const ArtifactTarget& t) {
                     {"project", t.project}};
 }
 
+// The environment's settings over `options` (operators, and the tests that kill an agent in the
+// middle of an upload).
+ArtifactUploaderOptions WithEnvironment(ArtifactUploaderOptions options) {
+  auto number = [](const char* name) -> std::optional<int64_t> {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return std::nullopt;
+    char* end = nullptr;
+    long long n = std::strtoll(v, &end, 10);
+    if (!end || *end != '\0' || n < 0) return std::nullopt;
+    return int64_t(n);
+  };
+  if (auto n = number("COHORT_ARTIFACT_PARTS"); n && *n > 0) {
+    options.parallel_parts = int(std::min<int64_t>(*n, 64));
+  }
+  if (auto n = number("COHORT_ARTIFACT_PART_DELAY_MS")) options.part_delay_ms = *n;
+  if (const char* v = std::getenv("COHORT_BACKOFF_MAX_S"); v && *v) {
+    char* end = nullptr;
+    double max_s = std::strtod(v, &end);
+    if (end && *end == '\0' && max_s > 0) {
+      options.backoff.max_s = max_s;
+      options.backoff.initial_s = std::min(options.backoff.initial_s, max_s);
+    }
+  }
+  return options;
+}
+
 }  // namespace
 
 // ---- the part pool ----
 
 class ArtifactUploader::PartPool {
  public:
-  PartPool(int threads, HttpClientOptions http, wal::FileSystem* fs,
+  PartPool(int threads, HttpClientOptions http, wal::FileSystem* fs, int64_t delay_ms,
            std::function<void(const PartJob&)> on_done)
-      : http_(std::move(http)), fs_(fs), on_done_(std::move(on_done)) {
+      : http_(std::move(http)), fs_(fs), delay_ms_(delay_ms), on_done_(std::move(on_done)) {
     for (int i = 0; i < std::max(1, threads); ++i) workers_.emplace_back([this] { Work(); });
   }
   ~PartPool() {
@@ -161,12 +189,14 @@ class ArtifactUploader::PartPool {
       return Status::FailedPrecondition(job.source + ": the file is shorter than when it was "
                                                      "hashed: log the artifact again");
     }
+    if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
     auto r = client->Request("PUT", job.path, *buf, job.api_key, "application/octet-stream");
     return HttpStatus(r, "PUT part");
   }
 
   const HttpClientOptions http_;
   wal::FileSystem* const fs_;
+  const int64_t delay_ms_;
   const std::function<void(const PartJob&)> on_done_;
   Mutex mu_;
   CondVar cv_;
@@ -184,7 +214,7 @@ ArtifactUploader::ArtifactUploader(std::string root, wal::FileSystem* fs,
                                    ArtifactUploaderOptions options)
     : root_(std::move(root)),
       fs_(fs ? fs : wal::FileSystem::Default()),
-      options_(std::move(options)),
+      options_(WithEnvironment(std::move(options))),
       backoff_(options_.backoff) {}
 
 ArtifactUploader::~ArtifactUploader() { Stop(); }
@@ -205,6 +235,7 @@ void ArtifactUploader::Start() {
   started_ = true;
   stop_ = false;
   pool_ = std::make_unique<PartPool>(options_.parallel_parts, options_.http, fs_,
+                                     options_.part_delay_ms,
                                      [this](const PartJob& job) {
                                        parts_uploaded_.fetch_add(1);
                                        Progress(job.id, [&](ArtifactStatus* s) {
@@ -503,7 +534,7 @@ Status ArtifactUploader::UploadBlob(const std::string& id, const Entry& e,
   }
   json::FieldReader rd(v->as_object(), "blob");
   const bool stored = rd.OptBool("stored").value_or(false);
-  int64_t part_bytes = rd.OptInt("part_bytes").value_or(limits::kBlobPartBytes);
+  int64_t part_bytes = rd.OptInt("part_bytes").value_or(int64_t(limits::kBlobPartBytes));
   std::vector<int64_t> held = rd.OptIntArray("parts").value_or(std::vector<int64_t>{});
   if (!rd.ok() || part_bytes <= 0) {
     return Status::Unavailable("blob " + f.path + ": unexpected answer: " + r->body.substr(0, 200));

@@ -53,9 +53,11 @@ struct ArtifactTarget {
 struct ArtifactUploaderOptions {
   HttpClientOptions http;
   Backoff::Options backoff;
-  int parallel_parts = 4;       // parts in flight for the whole agent
+  int parallel_parts = 4;       // parts in flight for the whole agent; $COHORT_ARTIFACT_PARTS
   double auth_pause_s = 300;    // after 401/403
   double keep_done_s = 86400;   // how long a committed or failed intent's file is kept
+  // A pause before each part (a slow link, for tests); $COHORT_ARTIFACT_PART_DELAY_MS.
+  int64_t part_delay_ms = 0;
 };
 
 class ArtifactUploader {

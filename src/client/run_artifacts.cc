@@ -12,7 +12,7 @@
 
 #include "agent/agent_log.h"
 #include "agent/artifact_intent.h"
-#include "agent/sha256.h"
+#include "agent/file_digest.h"
 #include "agent/socket_io.h"
 #include "client/run_impl.h"
 #include "core/ids.h"
@@ -295,6 +295,11 @@ void Run::Impl::AwaitArtifactsForFinish(int64_t mono_deadline_ms) {
     }
   }
   if (ids.empty()) return;
+  if (rs.settings.mode == "offline") {
+    Err("cohort: " + std::to_string(ids.size()) +
+        " artifact version(s) kept in the agent's WAL: `cohort sync` uploads them (offline run)\n");
+    return;
+  }
   const bool tty = isatty(2) == 1;
   std::map<std::string, int64_t> files_shown;
   int64_t last_draw = 0;

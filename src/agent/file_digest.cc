@@ -1,49 +1,16 @@
-#include "agent/sha256.h"
+#include "agent/file_digest.h"
 
-#include <openssl/evp.h>
-
+#include <memory>
 #include <string>
+
+#include "core/sha256.h"
 
 namespace cohort::agent {
 namespace {
 
 constexpr size_t kChunkBytes = 1 << 20;
 
-std::string Hex(const unsigned char* md, unsigned len) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(len * 2);
-  for (unsigned i = 0; i < len; ++i) {
-    out.push_back(kHex[md[i] >> 4]);
-    out.push_back(kHex[md[i] & 15]);
-  }
-  return out;
-}
-
 }  // namespace
-
-Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
-  EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), EVP_sha256(), nullptr);
-}
-
-Sha256::~Sha256() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
-
-void Sha256::Update(std::string_view data) {
-  EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), data.data(), data.size());
-}
-
-std::string Sha256::HexDigest() {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned len = 0;
-  EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), md, &len);
-  return Hex(md, len);
-}
-
-std::string Sha256Hex(std::string_view data) {
-  Sha256 h;
-  h.Update(data);
-  return h.HexDigest();
-}
 
 Result<FileDigest> HashFile(wal::FileSystem* fs, const std::string& path,
                             const std::string& copy_to,
@@ -69,7 +36,7 @@ Result<FileDigest> HashFile(wal::FileSystem* fs, const std::string& path,
     COHORT_RETURN_IF_ERROR(out->Sync());
     COHORT_RETURN_IF_ERROR(out->Close());
   }
-  d.sha256 = h.HexDigest();
+  d.sha256 = h.FinishHex();
   return d;
 }
 

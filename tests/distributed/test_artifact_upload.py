@@ -1,0 +1,152 @@
+"""Artifact uploads through the node agent (docs/artifacts.md, issue 14): a real training process
+(the Python SDK) logs a multi-part artifact against a real `cohort server`, its real agent is
+killed with SIGKILL in the middle of the upload, a new agent resumes it from its WAL (the parts
+the server holds are not sent again), and the version is committed with the digest of its
+manifest; logging the unchanged file again answers the same version with no part uploaded.
+"""
+import hashlib
+import json
+import os
+import signal
+
+from conftest import wait_for
+from dist_helpers import client  # noqa: F401  (fixture)
+
+PART = 8 << 20
+
+
+def manifest_digest(entries):
+    """docs/artifacts.md "Digests": the version digest of blob entries [(path, sha, size)]."""
+    h = hashlib.sha256(b"cohort-artifact-manifest-v1\n")
+    for path, sha, size in sorted(entries):
+        h.update(f"{path}\t{sha}\t{size}\n".encode())
+    return h.hexdigest()
+
+
+SCRIPT = r"""
+import json, sys
+import cohort
+
+path = sys.argv[1]
+run = cohort.init(project="arts", settings=cohort.Settings(finish_timeout=120))
+art = cohort.Artifact("ckpt", "model", metadata={"epoch": 1})
+art.add_file(path, "model.bin")
+run.log_artifact(art, aliases=["best"])
+print("LOGGED", flush=True)
+art.wait(timeout=120)
+print("COMMITTED", json.dumps({"version": art.version, "digest": art.digest, "size": art.size,
+                               "state": art._state}), flush=True)
+again = run.log_artifact(path, name="ckpt", type="model")  # the same file, as model.bin
+again.wait(timeout=60)
+print("RELOGGED", json.dumps({"version": again.version, "digest": again.digest,
+                              "state": again._state}), flush=True)
+run.finish()
+print("FINISHED", flush=True)
+"""
+
+
+def read_line(proc, prefix):
+    while True:
+        line = proc.stdout.readline()
+        assert line, f"the script ended before {prefix}: {proc.stderr.read()[-4000:]}"
+        if line.startswith(prefix):
+            return line[len(prefix):].strip()
+
+
+def test_artifact_upload_survives_agent_sigkill_and_relog_uploads_nothing(client, tmp_path):
+    data = os.urandom(20 << 20)  # 3 parts: 8 + 8 + 4 MiB
+    src = tmp_path / "model.bin"
+    src.write_bytes(data)
+    sha = hashlib.sha256(data).hexdigest()
+    script = tmp_path / "log_artifact.py"
+    script.write_text(SCRIPT)
+    # One part at a time, slowly: the agent is killed with parts stored and parts missing.
+    proc = client.popen([script, src], env={"COHORT_ARTIFACT_PARTS": "1",
+                                            "COHORT_ARTIFACT_PART_DELAY_MS": "300",
+                                            "COHORT_BACKOFF_MAX_S": "1"})
+    try:
+        read_line(proc, "LOGGED")
+        blob = f"/api/v1/blobs/{client.entity}/{sha}?size={len(data)}"
+
+        def some_parts():
+            status, body = client.api.get(blob)
+            return status == 200 and not body["stored"] and len(body["parts"]) >= 1 and body
+        held = wait_for(some_parts, timeout=60)
+        assert held, client.api.get(blob)
+        pids = client.agent_pids()
+        assert pids, "no agent serves the training process"
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        status, body = client.api.get(blob)
+        assert not body["stored"] and len(body["parts"]) < 3, body
+
+        committed = json.loads(read_line(proc, "COMMITTED"))
+        expected = manifest_digest([("model.bin", sha, len(data))])
+        assert committed["version"] == "v0", committed
+        assert committed["digest"] == expected, committed
+        assert committed["size"] == len(data), committed
+        # The new agent sent only what the server did not hold.
+        assert committed["state"]["parts_uploaded"] < 3, committed
+        assert client.agent_pids() and not set(client.agent_pids()) & set(pids)
+
+        relogged = json.loads(read_line(proc, "RELOGGED"))
+        assert relogged["version"] == "v0" and relogged["digest"] == expected, relogged
+        assert relogged["state"]["created"] is False, relogged
+        assert relogged["state"]["parts_uploaded"] == 0, relogged
+        read_line(proc, "FINISHED")
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()[-4000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    # The server's view: the version, its alias, its file, the bytes.
+    path = f"/api/v1/artifacts/{client.entity}/arts/ckpt"
+    version = client.get(f"{path}/v0")
+    assert version["digest"] == expected and version["size"] == len(data), version
+    assert set(version["aliases"]) >= {"best", "latest"}, version
+    assert [(f["path"], f["sha256"], f["size"]) for f in version["files"]] == [
+        ("model.bin", sha, len(data))], version
+    status, listing = client.api.get(f"{path}/versions")
+    assert status == 200 and len(listing["versions"]) == 1, listing
+    # The staged copies are gone once committed.
+    staging = [p for p in client.server.home.rglob("%artifacts/staging/*")]
+    assert staging == [], staging
+
+
+def test_log_artifact_refuses_bad_names_at_the_call(client, tmp_path):
+    code = r"""
+import cohort
+for bad in ["", ".hidden", "a/b", "x" * 129, "sp ace"]:
+    try:
+        cohort.Artifact(bad, "model")
+    except ValueError as e:
+        print("REFUSED", repr(bad)[:20], e)
+    else:
+        print("ACCEPTED", repr(bad))
+art = cohort.Artifact("ok", "model")
+for bad in ["../x", "/abs", "a//b", "a\\b"]:
+    try:
+        art.add_reference("s3://bucket/key", name=bad)
+    except ValueError as e:
+        print("REFUSED", e)
+    else:
+        print("ACCEPTED", repr(bad))
+run = cohort.init(project="arts")
+for alias in ["latest2", "v3", "versions", "bad alias"]:
+    try:
+        run.log_artifact(cohort.Artifact("x", "model").add_reference("s3://b/k"), aliases=[alias])
+    except ValueError as e:
+        print("REFUSED", e)
+    else:
+        print("ACCEPTED", alias)
+run.finish()
+"""
+    out = client.python(code, timeout=60)
+    assert out.returncode == 0, out.stderr[-4000:]
+    lines = out.stdout.splitlines()
+    accepted = [l for l in lines if l.startswith("ACCEPTED")]
+    assert accepted == ["ACCEPTED latest2"], lines
+    assert sum(l.startswith("REFUSED") for l in lines) == 5 + 4 + 3, lines
+    assert any("reserved" in l for l in lines), lines
+    assert any("'..' segments" in l for l in lines), lines
