@@ -77,7 +77,11 @@ class LocalBlobStore final : public BlobStore {
  public:
   LocalBlobStore(FileSystem* fs, std::string root) : fs_(fs), root_(std::move(root)) {}
 
+  // The root is private (0700, also when found open): what is under it is reachable by this
+  // user only, whatever the modes of the files.
   Status Init() {
+    COHORT_RETURN_IF_ERROR(fs_->CreateDir(root_));
+    COHORT_RETURN_IF_ERROR(fs_->SetPermissions(root_, 0700));
     COHORT_RETURN_IF_ERROR(fs_->CreateDir(JoinPath(root_, "sha256")));
     return fs_->CreateDir(JoinPath(root_, "uploads"));
   }

@@ -93,6 +93,10 @@ Runner AddServerCommand(CLI::App& app) {
                   "Store URL: sqlite:///path/cohort.db (default: <data-dir>/cohort.db) or "
                   "postgresql://user@host/db")
       ->envname("COHORT_STORE");
+  cmd->add_option("--blob-dir", cfg->blob_dir,
+                  "Directory of artifact files (the blob store; default: <data-dir>/blobs). "
+                  "Servers sharing one PostgreSQL store must share it too")
+      ->envname("COHORT_BLOB_DIR");
   cmd->add_option("--ui-dir", cfg->ui_dir,
                   "Directory of the built web UI (default: found "
                   "next to the binary)")
@@ -210,8 +214,9 @@ Runner AddServerCommand(CLI::App& app) {
     }
     std::printf("%s\nOpen the web UI: %s\n", app.url().c_str(), ui_line.c_str());
     std::fflush(stdout);
-    std::fprintf(stderr, "cohort server: listening on %s (store %s)\n", app.url().c_str(),
-                 store::RedactUrl(app.store_url()).c_str());
+    std::fprintf(stderr, "cohort server: listening on %s (store %s, blobs %s)\n",
+                 app.url().c_str(), store::RedactUrl(app.store_url()).c_str(),
+                 app.blob_store_name().c_str());
     for (const std::string& note : app.notes()) {
       std::fprintf(stderr, "cohort server: %s\n", note.c_str());
     }

@@ -13,11 +13,13 @@
 #include <cstring>
 #include <filesystem>
 
+#include "blob/blob_store.h"
 #include "core/clock.h"
 #include "core/user_config.h"
 #include "server/compat/compat.h"
 #include "server/compat/run_files.h"
 #include "server/http/static_files.h"
+#include "wal/file.h"
 
 namespace cohort::server {
 
@@ -263,6 +265,10 @@ Status ServerApp::StartLimiter() {
   return Status::Ok();
 }
 
+std::string ServerApp::blob_store_name() const {
+  return blobs_ ? blobs_->Describe() : std::string("none");
+}
+
 Status ServerApp::Start() {
   std::string warning;
   config_.http.max_connections =
@@ -273,6 +279,11 @@ Status ServerApp::Start() {
   auto store = store::OpenStore(config_.store_url);
   if (!store.ok()) return store.status();
   store_ = std::move(store).value();
+  if (config_.blob_dir.empty()) config_.blob_dir = config_.data_dir + "/blobs";
+  auto blobs = blob::OpenLocalBlobStore(wal::FileSystem::Default(), config_.blob_dir);
+  if (!blobs.ok()) return blobs.status();
+  blobs_ = std::move(blobs).value();
+  ctx_.blobs = blobs_.get();
   auth_ = std::make_unique<api::Authenticator>(store_.get());
   COHORT_RETURN_IF_ERROR(StartLimiter());
   heartbeats_ = std::make_unique<api::HeartbeatCoalescer>(store_.get());

@@ -23,12 +23,17 @@
 #include "server/metrics.h"
 #include "store/store.h"
 
+namespace cohort::blob {
+class BlobStore;
+}
+
 namespace cohort::server {
 
 struct ServerConfig {
   http::ServerOptions http;
   std::string data_dir;   // default: UserDataDir()/server
   std::string store_url;  // default: sqlite://<data_dir>/cohort.db
+  std::string blob_dir;   // the blob store (artifact files); default: <data_dir>/blobs
   std::string ui_dir;     // built web UI; empty: none
   int heartbeat_timeout_s = 300;
   int sweep_interval_s = 5;
@@ -64,6 +69,8 @@ class ServerApp {
   std::string ui_url() const;
   const std::string& data_dir() const { return config_.data_dir; }
   const std::string& store_url() const { return config_.store_url; }
+  // Where the blobs are ("local /path"), for the start-up line.
+  std::string blob_store_name() const;
   // The web UI without a token.
   std::string ui_home() const { return url() + "/"; }
   // Every (method, pattern) the server routes, the web UI's catch-all included.
@@ -94,6 +101,7 @@ class ServerApp {
 
   ServerConfig config_;
   std::unique_ptr<store::Store> store_;
+  std::unique_ptr<blob::BlobStore> blobs_;
   std::unique_ptr<api::SigningKeys> signing_keys_;
   std::unique_ptr<api::Authenticator> auth_;
   std::unique_ptr<limits::RateLimiter> limiter_;

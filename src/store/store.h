@@ -1,6 +1,7 @@
 // The persistence interfaces of the server, one per concern: RunStore (runs), WriterStore
 // (writers, their states and stream positions), DataStore (metrics and console lines), MetaStore
-// (saved views, API keys, browser sessions, run files) and AdminStore (retention, dump). Store is
+// (saved views, API keys, browser sessions, run files), AdminStore (retention, dump) and
+// ArtifactStore (artifact versions, aliases, lineage, blobs held). Store is
 // all of them, as a backend implements them: SqliteStore (embedded) and PostgresStore (scale-out), both over the
 // shared SQL store (sql/sql_store.h), both passing the conformance suite in store_conformance.h.
 // Code that needs one concern takes that interface.
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "cohort/status.h"
+#include "store/artifact_types.h"
 #include "store/console_types.h"
 #include "store/dump_format.h"
 #include "store/history_types.h"
@@ -167,12 +169,74 @@ class AdminStore {
   virtual Result<DumpCounts> CountRows() = 0;
 };
 
+// Artifacts (docs/artifacts.md): versions of collections, their manifests, aliases and lineage,
+// and which blobs each entity holds. The bytes are in a blob store (blob/blob_store.h), not here.
+class ArtifactStore {
+ public:
+  virtual ~ArtifactStore() = default;
+  // ---- blobs an entity holds ----
+  // Records that `entity` holds the blob (it uploaded it, checked). Idempotent.
+  virtual Status RecordBlob(const std::string& entity, const std::string& sha256, int64_t size,
+                            int64_t now_ms) = 0;
+  // The size of each of `sha256s` the entity holds (absent: not held).
+  virtual Result<std::map<std::string, int64_t>> HeldBlobs(
+      const std::string& entity, const std::vector<std::string>& sha256s) = 0;
+
+  // ---- versions ----
+  // Logs a version in one transaction: checks the commit (ValidateArtifactCommit), that the
+  // entity holds every blob with exactly its size (kFailedPrecondition naming the first file it
+  // does not hold; kInvalidArgument for a size that differs), that the collection's type is
+  // `type` (kAlreadyExists otherwise) and that the run exists (kNotFound). When the digest is
+  // the latest version's, returns that version (created = false) with the aliases added;
+  // otherwise stores version latest + 1, moves "latest" and the aliases to it and records the
+  // run's "output" edge.
+  virtual Result<ArtifactLogged> CommitArtifact(const ArtifactCommit& commit) = 0;
+  virtual Result<std::vector<ArtifactCollection>> ListArtifactCollections(
+      const std::string& entity, const std::string& project) = 0;
+  // Newest first.
+  virtual Result<std::vector<ArtifactVersion>> ListArtifactVersions(
+      const std::string& entity, const std::string& project, const std::string& name) = 0;
+  // A version by "v<N>" or by alias; kNotFound naming it otherwise.
+  virtual Result<ArtifactVersion> GetArtifactVersion(const std::string& entity,
+                                                     const std::string& project,
+                                                     const std::string& name,
+                                                     const std::string& version_or_alias) = 0;
+  // The manifest of a version (from GetArtifactVersion), by path.
+  virtual Result<std::vector<ArtifactFile>> ListArtifactFiles(const ArtifactVersion& version) = 0;
+  virtual Result<ArtifactFile> GetArtifactFile(const ArtifactVersion& version,
+                                               const std::string& path) = 0;
+  // The runs that logged and used a version, oldest first.
+  virtual Result<std::vector<ArtifactUse>> ListArtifactUses(const ArtifactVersion& version) = 0;
+  // Records that `run` (any project of the version's entity) used the version: an "input" edge
+  // (once per run and writer). Returns the version.
+  virtual Result<ArtifactVersion> UseArtifact(const std::string& project, const std::string& name,
+                                              const std::string& version_or_alias,
+                                              const RunRef& run, const std::string& writer,
+                                              int64_t now_ms) = 0;
+  // Sets (or moves) `alias` (ValidateAliasName) to a version of the same collection.
+  virtual Result<ArtifactVersion> SetArtifactAlias(const std::string& entity,
+                                                   const std::string& project,
+                                                   const std::string& name,
+                                                   const std::string& alias,
+                                                   const std::string& version_or_alias) = 0;
+  // kNotFound when the collection has no such alias.
+  virtual Status DeleteArtifactAlias(const std::string& entity, const std::string& project,
+                                     const std::string& name, const std::string& alias) = 0;
+  // Deletes version "v<N>" with its aliases and edges; "latest" moves to the newest remaining
+  // version. Its blobs stay until a garbage collection finds them unreferenced.
+  virtual Status DeleteArtifactVersion(const std::string& entity, const std::string& project,
+                                       const std::string& name, const std::string& version) = 0;
+  // The versions a run logged or used (its lineage edges), oldest first.
+  virtual Result<std::vector<RunArtifact>> ListRunArtifacts(const RunRef& ref) = 0;
+};
+
 // Every concern: what a backend implements and the server holds.
 class Store : public RunStore,
               public WriterStore,
               public DataStore,
               public MetaStore,
-              public AdminStore {};
+              public AdminStore,
+              public ArtifactStore {};
 
 // Opens a store from a URL: "sqlite:///path/to/cohort.db" or a bare path (SQLite),
 // "postgresql://..." (PostgreSQL). Creates the schema of a new database (sql/sql_schema.h).

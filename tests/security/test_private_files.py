@@ -46,8 +46,10 @@ def test_data_directory_and_every_file_in_it_are_private(tmp_path):
         names = sorted(p.name for p in data.iterdir())
         for must in ("cohort.db", "cohort.db-wal", "cohort.db-shm", "signing.key", "login-link"):
             assert must in names, names
+        assert "blobs" in names, names
         for p in data.iterdir():
-            assert mode(p) == 0o600, (p.name, oct(mode(p)))
+            # Files 0600; directories (the blob store's) 0700.
+            assert mode(p) == (0o700 if p.is_dir() else 0o600), (p.name, oct(mode(p)))
         # A dump holds everything the store does.
         out = tmp_path / "dumps"
         r = subprocess.run([str(COHORT_BIN), "export", "--store", str(data / "cohort.db"),
@@ -70,7 +72,7 @@ def test_a_data_directory_left_open_is_made_private_at_start(tmp_path):
     server = ServerProcess(tmp_path).start()
     try:
         assert mode(data) == 0o700
-        assert all(mode(p) == 0o600 for p in data.iterdir()), [
+        assert all(mode(p) == (0o700 if p.is_dir() else 0o600) for p in data.iterdir()), [
             (p.name, oct(mode(p))) for p in data.iterdir()]
         server.stop()
         assert "made the data directory" in server.proc.stderr.read()

@@ -4,6 +4,7 @@ console, files, views or keys, through every route the server has, compat routes
 The routes come from the server itself (`cohort server --list-routes`); a route that this file
 does not probe fails test_every_route_has_an_isolation_probe, so a new route cannot ship
 without its isolation check."""
+import hashlib
 import json
 import subprocess
 import urllib.parse
@@ -57,6 +58,19 @@ SCOPED = {
     ("GET", "/api/v1/series/{entity}/{project}"): None,
     ("GET", "/api/v1/history/{entity}/{project}"): None,
     ("GET", "/api/v1/system/{entity}/{project}"): None,
+    ("GET", "/api/v1/blobs/{entity}/{sha256}"): None,
+    ("PUT", "/api/v1/blobs/{entity}/{sha256}/parts/{part}"): b"private",
+    ("POST", "/api/v1/blobs/{entity}/{sha256}/complete"): {"size": 7},
+    ("GET", "/api/v1/artifacts/{entity}/{project}"): None,
+    ("POST", "/api/v1/artifacts/{entity}/{project}/{name}"): {"type": "model", "files": []},
+    ("GET", "/api/v1/artifacts/{entity}/{project}/{name}/versions"): None,
+    ("GET", "/api/v1/artifacts/{entity}/{project}/{name}/{version}"): None,
+    ("DELETE", "/api/v1/artifacts/{entity}/{project}/{name}/{version}"): None,
+    ("GET", "/api/v1/artifacts/{entity}/{project}/{name}/{version}/files/{path...}"): None,
+    ("POST", "/api/v1/artifacts/{entity}/{project}/{name}/{version}/use"): {"run": "x"},
+    ("PUT", "/api/v1/artifacts/{entity}/{project}/{name}/aliases/{alias}"): {"version": "v0"},
+    ("DELETE", "/api/v1/artifacts/{entity}/{project}/{name}/aliases/{alias}"): None,
+    ("GET", "/api/v1/runs/{entity}/{project}/{run}/artifacts"): None,
 }
 
 # Query parameters a probe needs so that the route gets past parameter checks to its data.
@@ -68,6 +82,8 @@ QUERY = {
     "/api/v1/series/{entity}/{project}": "?runs={run}",
     "/api/v1/history/{entity}/{project}": "?runs={run}",
     "/api/v1/system/{entity}/{project}": "?runs={run}",
+    "/api/v1/blobs/{entity}/{sha256}": "?size=7",
+    "/api/v1/blobs/{entity}/{sha256}/parts/{part}": "?size=7",
 }
 
 # Routes scoped by the key itself; each has its own check in test_key_scoped_routes.
@@ -114,6 +130,17 @@ class Victim:
         status, body, _ = http(f"{self.url}/files/{self.entity}/proj/{self.run}/upload/notes.txt",
                                "PUT", raw=b"private", key=self.key)
         assert status == 200, body
+        # A model checkpoint: its blob, a version with an alias, a use.
+        self.sha = hashlib.sha256(b"private").hexdigest()
+        blob = f"/api/v1/blobs/{self.entity}/{self.sha}"
+        status, body, _ = http(f"{self.url}{blob}/parts/0?size=7", "PUT", raw=b"private",
+                               key=self.key)
+        assert status == 200, body
+        self.call("POST", f"{blob}/complete", {"size": 7}, 200)
+        arts = f"/api/v1/artifacts/{self.entity}/proj/model"
+        self.call("POST", arts, {"type": "model", "run": self.run, "aliases": ["best"],
+                                 "files": [{"path": "w.pt", "sha256": self.sha, "size": 7}]}, 201)
+        self.call("POST", f"{arts}/v0/use", {"run": self.run}, 200)
         self.key_id = self.get("/api/v1/keys")["keys"][0]["id"]
         self.snapshot = self.state()
 
@@ -141,6 +168,11 @@ class Victim:
             "files": [(f["name"], f["size"]) for f in self.get(f"{base}/{self.run}/files")["files"]],
             "file": (status, file_body),
             "api_keys": [(k["id"], k["revoked"]) for k in self.get("/api/v1/keys")["keys"]],
+            "artifacts": self.get(f"/api/v1/artifacts/{self.entity}/proj"),
+            "version": self.get(f"/api/v1/artifacts/{self.entity}/proj/model/v0"),
+            "blob": self.get(f"/api/v1/blobs/{self.entity}/{self.sha}?size=7"),
+            "blob_bytes": http(f"{self.url}/api/v1/artifacts/{self.entity}/proj/model/v0/files/"
+                               "w.pt", key=self.key)[:2],
         }
 
 
@@ -152,7 +184,9 @@ def victim(server):
 def fill(pattern, v):
     return ((pattern + QUERY.get(pattern, "")).replace("{entity}", v.entity)
             .replace("{project}", "proj").replace("{run}", v.run).replace("{label}", "w")
-            .replace("{id}", str(v.view)).replace("{name...}", "notes.txt"))
+            .replace("{id}", str(v.view)).replace("{name...}", "notes.txt")
+            .replace("{sha256}", v.sha).replace("{part}", "0").replace("{name}", "model")
+            .replace("{version}", "v0").replace("{alias}", "best").replace("{path...}", "w.pt"))
 
 
 @pytest.mark.parametrize("basic", [False, True], ids=["bearer", "basic"])

@@ -175,6 +175,8 @@ void RegisterApiRoutes(http::Router& r, ApiContext* ctx) {
   RegisterSessionRoutes(r, ctx);
   RegisterConsoleIndexRoutes(r, ctx);
   RegisterRanksRoutes(r, ctx);
+  RegisterBlobRoutes(r, ctx);
+  RegisterArtifactRoutes(r, ctx);
   // Unknown API paths answer JSON 404 even when the web UI's catch-all serves other paths.
   r.Add("GET", "/api/{rest...}", [](http::HttpRequest& req) {
     return ErrorResponse(Status::NotFound("no API route " + req.path));

@@ -19,6 +19,10 @@
 #include "server/metrics.h"
 #include "store/store.h"
 
+namespace cohort::blob {
+class BlobStore;
+}
+
 namespace cohort::api {
 
 // The server's limits, defaults from core/limits.h (one place for every tier); fields so that a
@@ -35,6 +39,7 @@ struct ApiLimits {
 
 struct ApiContext {
   store::Store* store = nullptr;
+  blob::BlobStore* blobs = nullptr;  // artifact (and media) bytes; null: those routes answer 503
   Authenticator* auth = nullptr;
   server::Metrics* metrics = nullptr;
   limits::RateLimiter* limiter = nullptr;  // per-entity rate limits; null: none
@@ -91,6 +96,8 @@ void RegisterKeyRoutes(http::Router& r, ApiContext* ctx);
 void RegisterSessionRoutes(http::Router& r, ApiContext* ctx);
 void RegisterConsoleIndexRoutes(http::Router& r, ApiContext* ctx);
 void RegisterRanksRoutes(http::Router& r, ApiContext* ctx);
+void RegisterBlobRoutes(http::Router& r, ApiContext* ctx);
+void RegisterArtifactRoutes(http::Router& r, ApiContext* ctx);
 
 // All of the above.
 void RegisterApiRoutes(http::Router& r, ApiContext* ctx);

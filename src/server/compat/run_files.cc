@@ -4,7 +4,7 @@
 
 #include "core/clock.h"
 #include "core/text_encoding.h"
-#include "core/utf8.h"
+#include "store/artifact_types.h"
 #include "server/api/throttle.h"
 #include "server/compat/compat_context.h"
 
@@ -64,31 +64,7 @@ std::string ServedType(const std::string& name, bool* attachment) {
 }  // namespace
 
 Status ValidateUploadName(std::string_view name) {
-  if (name.empty() || name.size() > 1024) {
-    return Status::InvalidArgument("file name: must be 1-1024 bytes");
-  }
-  if (!utf8::IsValid(name)) return Status::InvalidArgument("file name: not valid UTF-8");
-  for (char c : name) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      return Status::InvalidArgument("file name: control characters are not allowed");
-    }
-    if (c == '\\') return Status::InvalidArgument("file name: backslashes are not allowed");
-  }
-  if (name.front() == '/') return Status::InvalidArgument("file name: must be a relative path");
-  size_t start = 0;
-  while (true) {
-    size_t slash = name.find('/', start);
-    std::string_view seg = name.substr(start, slash == std::string_view::npos ? name.npos
-                                                                                : slash - start);
-    if (seg.empty()) return Status::InvalidArgument("file name: empty path segment");
-    if (seg == "." || seg == "..") {
-      return Status::InvalidArgument("file name: '.' and '..' segments are not allowed");
-    }
-    if (slash == std::string_view::npos) break;
-    start = slash + 1;
-  }
-  return Status::Ok();
+  return store::ValidateRelativePath("file name", name);
 }
 
 Result<std::string> UploadUrl(const api::SigningKeys* keys, const std::string& base_url,

@@ -52,6 +52,13 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //   sessions  browser sessions (kind 'session') and one-time login tokens (kind 'login') by the
 //             SHA-256 of their secret, acting for the API key key_pk until expires_ms or until
 //             that key is revoked (sql_store_sessions.cc).
+//   blobs     the blobs (blob/blob_store.h) each entity holds: uploaded and checked once by it.
+//   artifact_collections  (entity, project, name) with its type; next_index numbers versions.
+//   artifact_versions  vN of a collection: digest, size, file count, metadata, who logged it
+//             (run id and writer label as text: a version outlives the run that logged it).
+//   artifact_files  the manifest: path -> blob (sha256, size) or reference (ref, ref_digest).
+//   artifact_aliases  alias -> version, unique per collection ("latest" among them).
+//   artifact_uses  lineage edges run -> version ('output') and version -> run ('input').
 // Everything under a run goes with it: foreign keys with ON DELETE CASCADE from writers, series,
 // console and run files to the run, from batches and stream positions to the writer, from chunks
 // (and pages) to the series. (series.writer_pk and console.writer_pk name a writer of the same
@@ -257,6 +264,70 @@ CREATE TABLE sessions (
   expires_ms {{int}} NOT NULL
 ){{norowid}};
 CREATE INDEX sessions_by_expiry ON sessions (expires_ms);
+
+CREATE TABLE blobs (
+  entity {{key}} NOT NULL,
+  sha256 {{key}} NOT NULL,
+  size {{int}} NOT NULL,
+  created_ms {{int}} NOT NULL,
+  PRIMARY KEY (entity, sha256)
+){{norowid}};
+
+CREATE TABLE artifact_collections (
+  pk {{pk}},
+  entity {{key}} NOT NULL,
+  project {{key}} NOT NULL,
+  name {{key}} NOT NULL,
+  type {{key}} NOT NULL,
+  next_index {{int}} NOT NULL DEFAULT 0,
+  created_ms {{int}} NOT NULL,
+  updated_ms {{int}} NOT NULL,
+  UNIQUE (entity, project, name)
+);
+
+CREATE TABLE artifact_versions (
+  pk {{pk}},
+  collection_pk {{int}} NOT NULL REFERENCES artifact_collections (pk) ON DELETE CASCADE,
+  idx {{int}} NOT NULL,
+  digest {{key}} NOT NULL,
+  size {{int}} NOT NULL,
+  file_count {{int}} NOT NULL,
+  description {{text}},
+  metadata {{text}} NOT NULL DEFAULT '{}',
+  run_id {{key}} NOT NULL DEFAULT '',
+  writer {{key}} NOT NULL DEFAULT '',
+  created_ms {{int}} NOT NULL,
+  UNIQUE (collection_pk, idx)
+);
+
+CREATE TABLE artifact_files (
+  version_pk {{int}} NOT NULL REFERENCES artifact_versions (pk) ON DELETE CASCADE,
+  path {{key}} NOT NULL,
+  sha256 {{key}},
+  size {{int}},
+  ref {{text}},
+  ref_digest {{text}},
+  PRIMARY KEY (version_pk, path)
+){{norowid}};
+CREATE INDEX artifact_files_by_blob ON artifact_files (sha256);
+
+CREATE TABLE artifact_aliases (
+  collection_pk {{int}} NOT NULL REFERENCES artifact_collections (pk) ON DELETE CASCADE,
+  alias {{key}} NOT NULL,
+  version_pk {{int}} NOT NULL REFERENCES artifact_versions (pk) ON DELETE CASCADE,
+  PRIMARY KEY (collection_pk, alias)
+){{norowid}};
+CREATE INDEX artifact_aliases_by_version ON artifact_aliases (version_pk);
+
+CREATE TABLE artifact_uses (
+  version_pk {{int}} NOT NULL REFERENCES artifact_versions (pk) ON DELETE CASCADE,
+  run_pk {{int}} NOT NULL REFERENCES runs (pk) ON DELETE CASCADE,
+  writer {{key}} NOT NULL DEFAULT '',
+  direction {{key}} NOT NULL,
+  used_ms {{int}} NOT NULL,
+  PRIMARY KEY (version_pk, run_pk, writer, direction)
+){{norowid}};
+CREATE INDEX artifact_uses_by_run ON artifact_uses (run_pk);
 
 pg: -- The jsonb copy of JSON text: the escape \u0000, which jsonb refuses, as \ufffd (an escaped
 pg: -- backslash before it is left alone).

@@ -74,6 +74,35 @@ class SqlStore : public Store {
   Result<std::vector<RunFile>> ListRunFiles(const RunRef& ref) final;
   Result<RunFile> GetRunFile(const RunRef& ref, const std::string& name) final;
 
+  Status RecordBlob(const std::string& entity, const std::string& sha256, int64_t size,
+                    int64_t now_ms) final;
+  Result<std::map<std::string, int64_t>> HeldBlobs(const std::string& entity,
+                                                   const std::vector<std::string>& sha256s) final;
+  Result<ArtifactLogged> CommitArtifact(const ArtifactCommit& commit) final;
+  Result<std::vector<ArtifactCollection>> ListArtifactCollections(
+      const std::string& entity, const std::string& project) final;
+  Result<std::vector<ArtifactVersion>> ListArtifactVersions(const std::string& entity,
+                                                            const std::string& project,
+                                                            const std::string& name) final;
+  Result<ArtifactVersion> GetArtifactVersion(const std::string& entity, const std::string& project,
+                                             const std::string& name,
+                                             const std::string& version_or_alias) final;
+  Result<std::vector<ArtifactFile>> ListArtifactFiles(const ArtifactVersion& version) final;
+  Result<ArtifactFile> GetArtifactFile(const ArtifactVersion& version,
+                                       const std::string& path) final;
+  Result<std::vector<ArtifactUse>> ListArtifactUses(const ArtifactVersion& version) final;
+  Result<ArtifactVersion> UseArtifact(const std::string& project, const std::string& name,
+                                      const std::string& version_or_alias, const RunRef& run,
+                                      const std::string& writer, int64_t now_ms) final;
+  Result<ArtifactVersion> SetArtifactAlias(const std::string& entity, const std::string& project,
+                                           const std::string& name, const std::string& alias,
+                                           const std::string& version_or_alias) final;
+  Status DeleteArtifactAlias(const std::string& entity, const std::string& project,
+                             const std::string& name, const std::string& alias) final;
+  Status DeleteArtifactVersion(const std::string& entity, const std::string& project,
+                               const std::string& name, const std::string& version) final;
+  Result<std::vector<RunArtifact>> ListRunArtifacts(const RunRef& ref) final;
+
   Result<int64_t> PruneBatches(int64_t stored_before_ms) final;
   Status Export(const std::function<Status(const DumpRecord&)>& sink) final;
   Result<int64_t> Import(const std::vector<DumpRecord>& records, const DumpHeader& from) final;

@@ -1,0 +1,101 @@
+// Artifacts as a Store keeps them (docs/artifacts.md): collections, versions with their
+// manifests, aliases, lineage, and the blobs an entity holds. Plain values, and the checks and
+// digests every backend applies the same way. Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cohort/status.h"
+
+namespace cohort::store {
+
+// One entry of a version's manifest: a blob (sha256 and size) or a reference (ref, with the
+// digest and size when known).
+struct ArtifactFile {
+  std::string path;
+  std::string sha256;      // empty for a reference
+  int64_t size = -1;       // bytes; -1: unknown (references only)
+  std::string ref;         // the URI of a reference; empty for a blob
+  std::string ref_digest;  // a reference's checksum or ETag; may be empty
+};
+
+// What logging a version asks for (Store::CommitArtifact).
+struct ArtifactCommit {
+  std::string entity, project, name, type;
+  std::optional<std::string> description;
+  std::string metadata_json = "{}";  // a JSON object
+  std::vector<std::string> aliases;  // besides "latest"
+  std::string run_id;                // the producing run (of the same project); empty: none
+  std::string writer;                // its writer's label; may be empty
+  std::vector<ArtifactFile> files;
+  int64_t now_ms = 0;
+};
+
+struct ArtifactVersion {
+  int64_t pk = 0;
+  std::string entity, project, name, type;
+  int64_t index = 0;  // the N of vN
+  std::string digest;
+  int64_t size = 0;  // bytes of its blobs and references of known size
+  int64_t file_count = 0;
+  std::optional<std::string> description;
+  std::string metadata_json = "{}";
+  int64_t created_ms = 0;
+  std::string run_id, writer;        // who logged it; empty when logged outside a run
+  std::vector<std::string> aliases;  // sorted
+};
+
+struct ArtifactLogged {
+  ArtifactVersion version;
+  bool created = false;  // false: the latest version had this digest already
+};
+
+struct ArtifactCollection {
+  std::string entity, project, name, type;
+  int64_t version_count = 0;
+  int64_t created_ms = 0, updated_ms = 0;
+  std::optional<ArtifactVersion> latest;  // without files; none when every version was deleted
+};
+
+// A lineage edge: a run (and writer) that logged ("output") or used ("input") a version.
+struct ArtifactUse {
+  std::string entity, project, run_id, writer;
+  std::string direction;  // "output" | "input"
+  int64_t used_ms = 0;
+};
+
+struct RunArtifact {
+  ArtifactVersion version;
+  std::string direction;  // "output" | "input"
+  std::string writer;
+  int64_t used_ms = 0;
+};
+
+// Checks of names: `what` names the field in the error ("artifact name", "alias").
+// 1 to limits::kMaxArtifactNameBytes bytes of A-Z a-z 0-9 . _ -, not starting with '.'.
+Status ValidateArtifactName(std::string_view what, std::string_view name);
+// An alias a user may set: a valid name that is not reserved ("latest" moves by itself;
+// "versions", "aliases" and v<digits> name other things).
+Status ValidateAliasName(std::string_view alias);
+// A relative '/'-separated path: 1-1024 bytes of UTF-8, no empty, "." or ".." segment, no
+// leading '/', no backslash, no control character. `what` names it in the error.
+Status ValidateRelativePath(std::string_view what, std::string_view path);
+// Everything about a commit that can be checked without the database: names, paths (unique),
+// digests, sizes, references, metadata (a JSON object), limits.
+Status ValidateArtifactCommit(const ArtifactCommit& commit);
+
+// The version digest of a manifest (docs/artifacts.md, "Digests"): files in any order.
+std::string ManifestDigest(const std::vector<ArtifactFile>& files);
+
+// Parses "v<digits>" into the index; nullopt for anything else (an alias).
+std::optional<int64_t> ParseVersionName(std::string_view s);
+std::string VersionName(int64_t index);
+
+Status ArtifactNotFound(std::string_view entity, std::string_view project, std::string_view name,
+                        std::string_view version_or_alias = "");
+
+}  // namespace cohort::store

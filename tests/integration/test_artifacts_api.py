@@ -1,0 +1,224 @@
+"""Artifacts and the blob store through the real `cohort server` over a real socket
+(docs/artifacts.md): resumable part uploads checked before publication, versions deduplicated
+by digest, aliases, lineage, ranged downloads, bad input refused with nothing half-committed,
+and another entity seeing nothing."""
+import hashlib
+import os
+import signal
+import urllib.error
+import urllib.request
+
+from conftest import ServerProcess
+from test_api import entity, join, make_run
+from test_isolation import create_key
+
+PART = 8 << 20
+
+
+def raw(api, method, path, data=None, headers=None):
+    """(status, headers, body bytes) of a request with the API key."""
+    req = urllib.request.Request(api.url + path, data=data, method=method)
+    req.add_header("Authorization", "Bearer " + api.key)
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, dict(resp.headers), resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
+
+
+def blob_path(api, sha):
+    return f"/api/v1/blobs/{entity(api)}/{sha}"
+
+
+def upload(api, data, parts=None):
+    """Uploads `data` part by part (all parts, or those listed) and completes it."""
+    sha = hashlib.sha256(data).hexdigest()
+    count = (len(data) + PART - 1) // PART
+    for n in (range(count) if parts is None else parts):
+        status, _, body = raw(api, "PUT", f"{blob_path(api, sha)}/parts/{n}?size={len(data)}",
+                              data[n * PART:(n + 1) * PART])
+        assert status == 200, body
+    if parts is None:
+        status, done = api.post(f"{blob_path(api, sha)}/complete", {"size": len(data)})
+        assert status == 200, done
+        assert done["stored"] is True
+    return sha
+
+
+def arts(api):
+    return f"/api/v1/artifacts/{entity(api)}/proj"
+
+
+def commit(api, name, files, **fields):
+    return api.post(f"{arts(api)}/{name}", dict(type=fields.pop("type", "model"), files=files,
+                                                **fields))
+
+
+def test_parts_in_any_order_are_checked_then_committed_and_served_in_ranges(server, api):
+    data = os.urandom(2 * PART + 12345)
+    sha = hashlib.sha256(data).hexdigest()
+    status, st = api.get(f"{blob_path(api, sha)}?size={len(data)}")
+    assert status == 200 and st == {"sha256": sha, "size": len(data), "stored": False,
+                                    "part_bytes": PART, "parts": []}
+    upload(api, data, parts=[2, 0])
+    assert api.get(f"{blob_path(api, sha)}?size={len(data)}")[1]["parts"] == [0, 2]
+    # Completing with a part missing names it; a commit before completion is refused.
+    status, err = api.post(f"{blob_path(api, sha)}/complete", {"size": len(data)})
+    assert status == 409 and "part 1 of 3 is missing" in err["error"]["message"]
+    files = [{"path": "model.pt", "sha256": sha, "size": len(data)}]
+    status, err = commit(api, "ckpt", files)
+    assert status == 409 and "model.pt" in err["error"]["message"], err
+    upload(api, data, parts=[1])
+    status, done = api.post(f"{blob_path(api, sha)}/complete", {"size": len(data)})
+    assert status == 200 and done["stored"] is True
+
+    run = make_run(api, name="trainer")
+    join(api, run, "rank0")
+    status, v0 = commit(api, "ckpt", files, run=run["id"], writer="rank0",
+                        metadata={"epoch": 3}, aliases=["best"], description="first")
+    assert status == 201, v0
+    assert (v0["version"], v0["index"], v0["created"], v0["size"], v0["file_count"]) == \
+        ("v0", 0, True, len(data), 1)
+    assert v0["aliases"] == ["best", "latest"] and v0["metadata"] == {"epoch": 3}
+    assert v0["run"] == run["id"] and v0["writer"] == "rank0"
+
+    status, got = api.get(f"{arts(api)}/ckpt/latest")
+    assert status == 200 and got["digest"] == v0["digest"]
+    assert got["produced_by"]["run"] == run["id"] and got["used_by"] == []
+    [f] = got["files"]
+    assert f["sha256"] == sha and f["size"] == len(data)
+    # Large files come in ranges; a range across a part boundary; the tail.
+    status, hdrs, body = raw(api, "GET", f["url"])
+    assert status == 200 and body == data and hdrs["ETag"] == f'"{sha}"'
+    status, hdrs, body = raw(api, "GET", f["url"], headers={"Range": f"bytes={PART - 5}-{PART + 4}"})
+    assert status == 206 and body == data[PART - 5:PART + 5]
+    assert hdrs["Content-Range"] == f"bytes {PART - 5}-{PART + 4}/{len(data)}"
+    status, _, body = raw(api, "GET", f["url"], headers={"Range": "bytes=-7"})
+    assert status == 206 and body == data[-7:]
+    status, hdrs, _ = raw(api, "GET", f["url"], headers={"Range": f"bytes={len(data)}-"})
+    assert status == 416 and hdrs["Content-Range"] == f"bytes */{len(data)}"
+    whole = b"".join(raw(api, "GET", f["url"], headers={"Range": f"bytes={o}-{o + PART - 1}"})[2]
+                     for o in range(0, len(data), PART))
+    assert hashlib.sha256(whole).hexdigest() == sha
+
+    # The same manifest again is the same version: nothing new.
+    status, again = commit(api, "ckpt", files, aliases=["prod"])
+    assert status == 200 and again["created"] is False and again["version"] == "v0"
+    assert again["aliases"] == ["best", "latest", "prod"]
+    # Another entity sees nothing of it.
+    other = server.api(create_key(server, "rival"))
+    assert other.get(f"/api/v1/artifacts/{entity(api)}/proj/ckpt/v0")[0] == 404
+    assert other.get(f"/api/v1/blobs/{entity(api)}/{sha}?size={len(data)}")[0] == 404
+    status, err = other.post(f"/api/v1/artifacts/rival/proj/stolen", {"type": "model",
+                                                                      "files": files})
+    assert status == 409, err  # rival does not hold the blob: it must upload it
+
+
+def test_bytes_that_are_not_the_blob_are_refused_and_dropped(server, api):
+    data = os.urandom(1000)
+    claimed = hashlib.sha256(b"something else").hexdigest()
+    status, _, _ = raw(api, "PUT", f"{blob_path(api, claimed)}/parts/0?size=1000", data)
+    assert status == 200
+    status, err = api.post(f"{blob_path(api, claimed)}/complete", {"size": 1000})
+    assert status == 400 and "upload the file again" in err["error"]["message"]
+    assert hashlib.sha256(data).hexdigest() in err["error"]["message"]
+    assert api.get(f"{blob_path(api, claimed)}?size=1000")[1] == {
+        "sha256": claimed, "size": 1000, "stored": False, "part_bytes": PART, "parts": []}
+    # A part of the wrong length never lands.
+    status, _, body = raw(api, "PUT", f"{blob_path(api, claimed)}/parts/0?size=1000", data[:10])
+    assert status == 400 and b"1000 bytes, not 10" in body
+
+
+def test_bad_manifests_are_refused_with_nothing_committed(server, api):
+    sha = upload(api, b"weights")
+    good = {"path": "w.bin", "sha256": sha, "size": 7}
+    cases = [
+        ("a/b", [good], "artifact name"),
+        ("..", [good], "artifact name"),
+        ("bad\x01", [good], "artifact name"),
+        ("ok", [dict(good, path="../escape")], "'.' and '..'"),
+        ("ok", [dict(good, path="/abs")], "relative"),
+        ("ok", [dict(good, path="a\x07b")], "control characters"),
+        ("ok", [dict(good, size=8)], "the manifest says 8 bytes"),
+        ("ok", [good, good], "appears twice"),
+        ("ok", [dict(good, sha256="ab" * 32)], "not uploaded"),
+        ("ok", [{"path": "r", "ref": "ftp://x/y"}], "ref must be"),
+    ]
+    for name, files, words in cases:
+        status, err = commit(api, name.replace("\x01", "%01").replace("/", "%2F"), files)
+        assert status in (400, 404, 409), (name, files, err)
+        if status != 404:
+            assert words in err["error"]["message"], (name, files, err)
+    status, err = commit(api, "ok", [good], aliases=["v2"])
+    assert status == 400 and "reserved" in err["error"]["message"]
+    status, err = commit(api, "ok", [good], run="no-such-run")
+    assert status == 404
+    assert api.get(arts(api))[1] == {"collections": []}
+    # The type is the collection's.
+    assert commit(api, "ok", [good])[0] == 201
+    status, err = commit(api, "ok", [dict(good, path="other")], type="dataset")
+    assert status == 409 and 'is of type "model"' in err["error"]["message"]
+    assert len(api.get(f"{arts(api)}/ok/versions")[1]["versions"]) == 1
+
+
+def test_versions_aliases_lineage_and_deletion(server, api):
+    producer = make_run(api, name="producer")
+    consumer = make_run(api, name="consumer")
+    shas = [upload(api, f"epoch-{i}".encode()) for i in range(3)]
+    for i, sha in enumerate(shas):
+        status, v = commit(api, "ckpt", [{"path": "model.pt", "sha256": sha, "size": 7}],
+                           run=producer["id"])
+        assert status == 201 and v["version"] == f"v{i}"
+    status, cols = api.get(arts(api))
+    assert [(c["name"], c["type"], c["version_count"], c["latest"]["version"])
+            for c in cols["collections"]] == [("ckpt", "model", 3, "v2")]
+    assert [v["version"] for v in api.get(f"{arts(api)}/ckpt/versions")[1]["versions"]] == \
+        ["v2", "v1", "v0"]
+
+    status, moved = api.put(f"{arts(api)}/ckpt/aliases/best", {"version": "v1"})
+    assert status == 200 and moved["aliases"] == ["best"]
+    assert api.get(f"{arts(api)}/ckpt/best")[1]["version"] == "v1"
+    assert api.put(f"{arts(api)}/ckpt/aliases/latest", {"version": "v0"})[0] == 400
+
+    status, used = api.post(f"{arts(api)}/ckpt/best/use", {"run": consumer["id"],
+                                                            "writer": "rank3"})
+    assert status == 200 and used["version"] == "v1"
+    status, runs_arts = api.get(f"/api/v1/runs/{entity(api)}/proj/{consumer['id']}/artifacts")
+    assert [(a["name"], a["version"], a["direction"], a["used_by_writer"])
+            for a in runs_arts["artifacts"]] == [("ckpt", "v1", "input", "rank3")]
+    status, prod_arts = api.get(f"/api/v1/runs/{entity(api)}/proj/{producer['id']}/artifacts")
+    assert [(a["version"], a["direction"]) for a in prod_arts["artifacts"]] == \
+        [("v0", "output"), ("v1", "output"), ("v2", "output")]
+    v1 = api.get(f"{arts(api)}/ckpt/v1")[1]
+    assert [(u["run"], u["writer"]) for u in v1["used_by"]] == [(consumer["id"], "rank3")]
+
+    assert api.delete(f"{arts(api)}/ckpt/v2")[0] == 200
+    assert api.get(f"{arts(api)}/ckpt/latest")[1]["version"] == "v1"
+    assert api.delete(f"{arts(api)}/ckpt/v2")[0] == 404
+    assert api.delete(f"{arts(api)}/ckpt/aliases/best")[0] == 200
+    assert api.get(f"{arts(api)}/ckpt/best")[0] == 404
+
+
+def test_an_upload_resumes_after_the_server_is_killed(tmp_path):
+    server = ServerProcess(tmp_path).start()
+    try:
+        api = server.api()
+        data = os.urandom(PART + 100)
+        sha = upload(api, data, parts=[0])
+        server.stop(signal.SIGKILL)
+        server = ServerProcess(tmp_path).start()
+        api = server.api()
+        assert api.get(f"{blob_path(api, sha)}?size={len(data)}")[1]["parts"] == [0]
+        upload(api, data, parts=[1])
+        assert api.post(f"{blob_path(api, sha)}/complete", {"size": len(data)})[0] == 200
+        assert commit(api, "m", [{"path": "f", "sha256": sha, "size": len(data)}])[0] == 201
+        server.stop(signal.SIGKILL)
+        server = ServerProcess(tmp_path).start()
+        api = server.api()
+        f = api.get(f"{arts(api)}/m/latest")[1]["files"][0]
+        status, _, body = raw(api, "GET", f["url"])
+        assert status == 200 and hashlib.sha256(body).hexdigest() == sha
+    finally:
+        server.stop()
