@@ -59,8 +59,10 @@ bj::object FileJson(const ArtifactFileEntry& f, bool with_source) {
 
 bj::object IntentJson(const ArtifactIntent& in, bool local) {
   bj::object o;
-  if (local) o["id"] = in.id;
-  o["name"] = in.name;
+  if (local) {
+    o["id"] = in.id;
+    o["name"] = in.name;  // the commit names it in its URL
+  }
   o["type"] = in.type;
   if (!in.description.empty()) o["description"] = in.description;
   auto meta = json::Parse(in.metadata_json);

@@ -3,7 +3,7 @@
 // whole way: the client writes it (kArtifact frame), the agent stores those bytes in the writer's
 // WAL (RecordKind::kArtifact) and in its uploader's intent file, and the commit body of
 // POST /api/v1/artifacts/{entity}/{project}/{name} is the same object without the fields that
-// only this machine can use ("id", "staging", each file's "source").
+// only this machine can use ("id", "staging", each file's "source") and the name (in its URL).
 //
 //   {"id": "<32 hex>", "name": "model", "type": "model", "description": "...",
 //    "metadata": {...}, "aliases": ["best"], "run": "<run id>", "writer": "<label>",
@@ -64,7 +64,7 @@ Status ValidateArtifactPath(std::string_view path);
 // absolute source). kInvalidArgument naming the field otherwise.
 Result<ArtifactIntent> ParseArtifactIntent(std::string_view json);
 std::string ToJson(const ArtifactIntent& intent);
-// The body of the commit request: the intent without id, staging and sources.
+// The body of the commit request: the intent without id, name, staging and sources.
 std::string CommitBody(const ArtifactIntent& intent);
 // The version digest the server computes (docs/artifacts.md "Digests").
 std::string ManifestDigest(const ArtifactIntent& intent);

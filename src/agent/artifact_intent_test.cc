@@ -38,6 +38,7 @@ TEST(ArtifactIntentTest, CommitBodyLeavesOutWhatOnlyThisMachineUses) {
   ASSERT_TRUE(body.ok());
   const auto& o = body->as_object();
   EXPECT_FALSE(o.contains("id"));
+  EXPECT_FALSE(o.contains("name"));  // in the commit's URL
   EXPECT_FALSE(o.contains("staging"));
   EXPECT_EQ(o.at("run").as_string(), "r1");
   const auto& f = o.at("files").as_array()[0].as_object();

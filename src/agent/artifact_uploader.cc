@@ -359,6 +359,18 @@ bool ArtifactUploader::LoadLocked(const std::string& id, bool take_pending) {
   return true;
 }
 
+std::optional<ArtifactStatus> ArtifactUploader::FileStatus(const std::string& id) const {
+  auto text = wal::ReadFileToString(fs_, IntentPath(id), kMaxIntentFileBytes);
+  if (!text.ok()) return std::nullopt;
+  auto v = json::Parse(*text);
+  if (!v.ok() || !v->is_object()) return std::nullopt;
+  const bj::value* st = v->as_object().if_contains("status");
+  if (!st || !st->is_object()) return std::nullopt;
+  auto status = ParseArtifactStatus(bj::serialize(st->as_object()));
+  if (!status.ok()) return std::nullopt;
+  return std::move(*status);
+}
+
 int ArtifactUploader::Recover() {
   auto names = fs_->ListDir(wal::JoinPath(root_, kIntentsDir));
   if (!names.ok()) return 0;
@@ -399,9 +411,15 @@ std::vector<ArtifactStatus> ArtifactUploader::StatusOf(const std::vector<std::st
   MutexLock lock(&mu_);
   for (const auto& id : ids) {
     auto it = entries_.find(id);
-    if (it == entries_.end() && !id.empty() && ValidateArtifactName(id, "id").ok() &&
-        LoadLocked(id, /*take_pending=*/false)) {
-      it = entries_.find(id);
+    if (it == entries_.end() && !id.empty() && ValidateArtifactName(id, "id").ok()) {
+      // Finished: loaded (and kept); pending elsewhere (another agent's, or one left by a dead
+      // agent and not taken yet): as its file says.
+      if (LoadLocked(id, /*take_pending=*/false)) {
+        it = entries_.find(id);
+      } else if (auto st = FileStatus(id)) {
+        out.push_back(std::move(*st));
+        continue;
+      }
     }
     if (it != entries_.end()) {
       out.push_back(it->second.status);

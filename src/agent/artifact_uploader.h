@@ -29,6 +29,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -138,6 +139,8 @@ class ArtifactUploader {
                               const ArtifactStatus& status);
   // Loads <id>.json (pending ones only with `lock`); false when it is not there or held.
   bool LoadLocked(const std::string& id, bool take_pending) COHORT_REQUIRES(mu_);
+  // The status saved in <id>.json, without taking the intent.
+  std::optional<ArtifactStatus> FileStatus(const std::string& id) const;
 
   const std::string root_;
   wal::FileSystem* const fs_;
