@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import signal
+import subprocess
 
 from conftest import wait_for
 from dist_helpers import client  # noqa: F401  (fixture)
@@ -150,3 +151,84 @@ run.finish()
     assert sum(l.startswith("REFUSED") for l in lines) == 5 + 4 + 3, lines
     assert any("reserved" in l for l in lines), lines
     assert any("'..' segments" in l for l in lines), lines
+
+
+FINISH_SCRIPT = r"""
+import sys
+import cohort
+
+path, timeout = sys.argv[1], float(sys.argv[2])
+run = cohort.init(project="arts", settings=cohort.Settings(finish_timeout=timeout))
+art = cohort.Artifact("fin", "dataset")
+art.add_file(path, "data.bin")
+art.add_reference("s3://bucket/extra.csv", digest="etag", size=5)
+run.log_artifact(art)
+run.finish()  # no wait(): finish waits for the upload (within its timeout)
+print("FINISHED", flush=True)
+"""
+
+
+def test_finish_waits_for_the_upload_and_shows_a_line_per_file(client, tmp_path):
+    src = tmp_path / "data.bin"
+    src.write_bytes(os.urandom((8 << 20) + 100))
+    script = tmp_path / "finish.py"
+    script.write_text(FINISH_SCRIPT)
+    out = client.run([script, src, "60"], timeout=120)
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "FINISHED" in out.stdout
+    # Not a terminal: lines, and the outcome.
+    assert "cohort: artifact fin committed as v0" in out.stderr, out.stderr[-4000:]
+    # Committed when finish returned: no waiting here.
+    version = client.get(f"/api/v1/artifacts/{client.entity}/arts/fin/v0")
+    assert version["file_count"] == 2 and version["size"] == (8 << 20) + 100 + 5, version
+
+
+def test_finish_past_its_timeout_says_what_is_left_and_the_agent_finishes_it(client, tmp_path):
+    src = tmp_path / "data.bin"
+    src.write_bytes(os.urandom(3 << 20))
+    script = tmp_path / "finish.py"
+    script.write_text(FINISH_SCRIPT)
+    # Slow parts: the upload outlives the 2 s finish timeout and the training process.
+    out = client.run([script, src, "2"], timeout=120,
+                     env={"COHORT_ARTIFACT_PART_DELAY_MS": "8000"})
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "not uploaded within finish_timeout; the agent goes on uploading it" in out.stderr, \
+        out.stderr[-4000:]
+    path = f"/api/v1/artifacts/{client.entity}/arts/fin/v0"
+    assert client.get(path, missing=True) is None  # not yet: the process has gone
+    assert wait_for(lambda: client.get(path, missing=True), timeout=60), "the agent did not " \
+        "finish the upload"
+
+
+OFFLINE_SCRIPT = r"""
+import sys
+import cohort
+
+run = cohort.init(project="arts", mode="offline")
+art = cohort.Artifact("off", "model")
+art.add_file(sys.argv[1], "w.bin")
+run.log_artifact(art, aliases=["best"])
+run.finish()
+print("FINISHED", run.id, flush=True)
+"""
+
+
+def test_an_offline_run_keeps_its_versions_for_cohort_sync(client, tmp_path):
+    src = tmp_path / "w.bin"
+    data = os.urandom((8 << 20) + 7)
+    src.write_bytes(data)
+    script = tmp_path / "offline.py"
+    script.write_text(OFFLINE_SCRIPT)
+    out = client.run([script, src], timeout=120)
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "`cohort sync` uploads them" in out.stderr, out.stderr[-4000:]
+    path = f"/api/v1/artifacts/{client.entity}/arts/off/v0"
+    assert client.get(path, missing=True) is None
+    client.stop_agents()  # sync takes what no live agent holds
+    sync = subprocess.run([str(client.env["COHORT_BIN"]), "sync"], env=client.env,
+                          capture_output=True, text=True, timeout=120)
+    assert sync.returncode == 0, sync.stderr[-4000:]
+    version = client.get(path)
+    sha = hashlib.sha256(data).hexdigest()
+    assert version["digest"] == manifest_digest([("w.bin", sha, len(data))]), version
+    assert "best" in version["aliases"], version
