@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 
 from conftest import wait_for
 from dist_helpers import client  # noqa: F401  (fixture)
@@ -232,3 +233,43 @@ def test_an_offline_run_keeps_its_versions_for_cohort_sync(client, tmp_path):
     sha = hashlib.sha256(data).hexdigest()
     assert version["digest"] == manifest_digest([("w.bin", sha, len(data))]), version
     assert "best" in version["aliases"], version
+
+
+def test_finish_on_a_terminal_draws_a_progress_bar(client, tmp_path):
+    import pty
+    import threading
+    src = tmp_path / "data.bin"
+    src.write_bytes(os.urandom((16 << 20) + 1))
+    script = tmp_path / "finish.py"
+    script.write_text(FINISH_SCRIPT)
+    master, slave = pty.openpty()
+    chunks = []
+
+    def drain():
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            chunks.append(data)
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    # Slow parts, so that the bar is drawn while the upload goes on.
+    env = client._env({"COHORT_ARTIFACT_PARTS": "1", "COHORT_ARTIFACT_PART_DELAY_MS": "500"})
+    proc = subprocess.Popen([sys.executable, str(script), str(src), "60"], env=env,
+                            cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=slave, text=True)
+    os.close(slave)
+    try:
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    reader.join(timeout=10)
+    os.close(master)
+    text = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0, text[-4000:]
+    assert "FINISHED" in out
+    assert "\rcohort: uploading artifacts [" in text, text[-2000:]
+    assert "cohort: artifact fin committed as v0" in text, text[-2000:]
