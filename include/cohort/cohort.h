@@ -88,10 +88,10 @@ struct Point {
 // An artifact version to log (docs/artifacts.md): files hashed (SHA-256) and staged by the
 // client, uploaded by the node agent in the background.
 struct ArtifactFile {
-  std::string path;         // inside the version ("model.pt", "data/train.csv")
-  std::string source;       // the file on this machine
-  bool immutable = false;   // true: uploaded from `source` itself (no staged copy); it must not
-                            // change until the version is committed (else the upload fails)
+  std::string path;        // inside the version ("model.pt", "data/train.csv")
+  std::string source;      // the file on this machine
+  bool immutable = false;  // true: uploaded from `source` itself (no staged copy); it must not
+                           // change until the version is committed (else the upload fails)
 };
 struct ArtifactReference {
   std::string path;    // inside the version
@@ -103,7 +103,7 @@ struct Artifact {
   std::string name;  // 1-128 bytes of A-Z a-z 0-9 . _ -, not starting with '.'
   std::string type;  // "model", "dataset", ... (same rules)
   std::string description;
-  std::string metadata_json;  // a JSON object; empty: none
+  std::string metadata_json;         // a JSON object; empty: none
   std::vector<std::string> aliases;  // besides "latest", which moves by itself
   std::vector<ArtifactFile> files;
   std::vector<ArtifactReference> references;
@@ -113,13 +113,13 @@ struct ArtifactVersion {
   std::string id;     // the intent's id (LogArtifact's answer)
   std::string state;  // "hashing", "queued", "pending", "committed", "failed"
   std::string name;
-  std::string version;  // committed: "v3"
-  std::string digest;   // committed: the version's digest
-  int64_t size = 0;     // committed: bytes
-  bool created = false; // committed: a new version (false: same digest as the latest)
+  std::string version;   // committed: "v3"
+  std::string digest;    // committed: the version's digest
+  int64_t size = 0;      // committed: bytes
+  bool created = false;  // committed: a new version (false: same digest as the latest)
   int64_t files_done = 0, files_total = 0, bytes_done = 0, bytes_total = 0;
   int64_t parts_uploaded = 0;  // parts the agent sent (0 when the server held every file)
-  std::string error;  // failed: why (the server's message)
+  std::string error;           // failed: why (the server's message)
 };
 
 class Run {

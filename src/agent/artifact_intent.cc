@@ -142,8 +142,8 @@ Status ValidateArtifactPath(std::string_view path) {
   size_t start = 0;
   while (true) {
     const size_t slash = path.find('/', start);
-    std::string_view seg = path.substr(start, slash == std::string_view::npos ? path.npos
-                                                                              : slash - start);
+    std::string_view seg =
+        path.substr(start, slash == std::string_view::npos ? path.npos : slash - start);
     if (seg.empty() || seg == "." || seg == "..") {
       return Status::InvalidArgument("artifact file path '" + p +
                                      "': empty, '.' and '..' segments are not allowed");
@@ -231,9 +231,7 @@ Result<ArtifactIntent> ParseArtifactIntent(std::string_view text) {
   return in;
 }
 
-std::string ToJson(const ArtifactIntent& intent) {
-  return bj::serialize(IntentJson(intent, true));
-}
+std::string ToJson(const ArtifactIntent& intent) { return bj::serialize(IntentJson(intent, true)); }
 
 std::string CommitBody(const ArtifactIntent& intent) {
   return bj::serialize(IntentJson(intent, false));

@@ -80,14 +80,14 @@ struct ArtifactStatus {
   int64_t files_done = 0;
   int64_t bytes_total = 0;
   int64_t bytes_done = 0;
-  std::string current;      // the file being uploaded
-  std::string version;      // committed: "v3"
-  std::string digest;       // committed: the version's digest
-  int64_t size = 0;         // committed: the version's size
-  bool created = false;     // committed: a new version (false: the same digest as latest)
+  std::string current;         // the file being uploaded
+  std::string version;         // committed: "v3"
+  std::string digest;          // committed: the version's digest
+  int64_t size = 0;            // committed: the version's size
+  bool created = false;        // committed: a new version (false: the same digest as latest)
   int64_t parts_uploaded = 0;  // parts this agent PUT for the intent (0 when all were held)
-  std::string error;        // failed: the server's message
-  std::string last_failure; // pending: the last transient failure (retried)
+  std::string error;           // failed: the server's message
+  std::string last_failure;    // pending: the last transient failure (retried)
 
   bool terminal() const { return state == "committed" || state == "failed"; }
 };

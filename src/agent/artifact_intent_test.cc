@@ -30,9 +30,9 @@ TEST(ArtifactIntentTest, ParsesBlobsAndReferencesAndRoundTrips) {
 }
 
 TEST(ArtifactIntentTest, CommitBodyLeavesOutWhatOnlyThisMachineUses) {
-  auto in = ParseArtifactIntent(Intent(R"([{"path": "m", "sha256": ")" + kSha +
-                                           R"(", "size": 1, "source": "/tmp/x"}])",
-                                       R"( "staging": "/s/abc123", "run": "r1",)"));
+  auto in = ParseArtifactIntent(
+      Intent(R"([{"path": "m", "sha256": ")" + kSha + R"(", "size": 1, "source": "/tmp/x"}])",
+             R"( "staging": "/s/abc123", "run": "r1",)"));
   ASSERT_TRUE(in.ok()) << in.status().ToString();
   auto body = json::Parse(CommitBody(*in));
   ASSERT_TRUE(body.ok());
@@ -56,11 +56,10 @@ TEST(ArtifactIntentTest, RefusesBadNamesPathsAndDigestsNamingTheProblem) {
   } cases[] = {
       {R"({"id": "a", "name": "a/b", "type": "model", "files": )" + ok_file + "}", "a/b"},
       {R"({"id": "a", "name": ".x", "type": "model", "files": )" + ok_file + "}", "'.'"},
-      {R"({"id": "a", "name": "x", "type": "model", "aliases": ["v3"], "files": )" + ok_file +
-           "}",
+      {R"({"id": "a", "name": "x", "type": "model", "aliases": ["v3"], "files": )" + ok_file + "}",
        "reserved"},
-      {R"({"id": "a", "name": "x", "type": "model", "aliases": ["latest"], "files": )" +
-           ok_file + "}",
+      {R"({"id": "a", "name": "x", "type": "model", "aliases": ["latest"], "files": )" + ok_file +
+           "}",
        "reserved"},
       {Intent(R"([{"path": "../m", "sha256": ")" + kSha + R"(", "size": 1, "source": "/x"}])"),
        "'..'"},
@@ -68,8 +67,7 @@ TEST(ArtifactIntentTest, RefusesBadNamesPathsAndDigestsNamingTheProblem) {
       {Intent(R"([{"path": "m", "sha256": ")" + kSha + R"(", "size": 1, "source": "rel"}])"),
        "absolute"},
       {Intent(R"([{"path": "m", "ref": "ftp://x/y"}])"), "ftp://"},
-      {Intent(R"([{"path": "m", "ref": "s3://b/k"}, {"path": "m", "ref": "s3://b/j"}])"),
-       "twice"},
+      {Intent(R"([{"path": "m", "ref": "s3://b/k"}, {"path": "m", "ref": "s3://b/j"}])"), "twice"},
       {Intent("[]", R"( "surprise": 1,)"), "surprise"},
   };
   for (const auto& c : cases) {

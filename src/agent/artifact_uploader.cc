@@ -171,8 +171,8 @@ class ArtifactUploader::PartPool {
   Status Put(HttpClient* client, const PartJob& job, std::string* buf) {
     auto in = fs_->NewSequentialFile(job.source);
     if (!in.ok()) {
-      return Status::FailedPrecondition(job.source + ": cannot read the file: " +
-                                        in.status().message());
+      return Status::FailedPrecondition(job.source +
+                                        ": cannot read the file: " + in.status().message());
     }
     buf->resize(size_t(job.length));
     COHORT_RETURN_IF_ERROR((*in)->Skip(uint64_t(job.offset)));
@@ -181,13 +181,15 @@ class ArtifactUploader::PartPool {
       const size_t want = std::min(kReadChunk, buf->size() - have);
       auto got = (*in)->Read(want, buf->data() + have);
       if (!got.ok()) return Status::FailedPrecondition(job.source + ": " + got.status().message());
-      if (got->data() != buf->data() + have) std::copy(got->begin(), got->end(), buf->data() + have);
+      if (got->data() != buf->data() + have)
+        std::copy(got->begin(), got->end(), buf->data() + have);
       have += got->size();
       if (got->size() < want) break;
     }
     if (have != buf->size()) {
-      return Status::FailedPrecondition(job.source + ": the file is shorter than when it was "
-                                                     "hashed: log the artifact again");
+      return Status::FailedPrecondition(job.source +
+                                        ": the file is shorter than when it was "
+                                        "hashed: log the artifact again");
     }
     if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
     auto r = client->Request("PUT", job.path, *buf, job.api_key, "application/octet-stream");
@@ -235,8 +237,7 @@ void ArtifactUploader::Start() {
   started_ = true;
   stop_ = false;
   pool_ = std::make_unique<PartPool>(options_.parallel_parts, options_.http, fs_,
-                                     options_.part_delay_ms,
-                                     [this](const PartJob& job) {
+                                     options_.part_delay_ms, [this](const PartJob& job) {
                                        parts_uploaded_.fetch_add(1);
                                        Progress(job.id, [&](ArtifactStatus* s) {
                                          s->bytes_done += job.length;
@@ -302,8 +303,8 @@ Status ArtifactUploader::Accept(const ArtifactTarget& target, std::string_view i
     ++e.status.files_total;
     e.status.bytes_total += f.size;
   }
-  COHORT_RETURN_IF_ERROR(wal::WriteFileAtomically(
-      fs_, IntentPath(id), FileJson(target, intent_json, e.status), 0600));
+  COHORT_RETURN_IF_ERROR(
+      wal::WriteFileAtomically(fs_, IntentPath(id), FileJson(target, intent_json, e.status), 0600));
   e.lock = std::move(file_lock);
   Logf(LogLevel::kInfo, "artifact {} ({}): {} file(s), {} bytes to upload", e.intent.name, id,
        e.intent.files.size(), e.status.bytes_total);
@@ -392,7 +393,8 @@ void ArtifactUploader::Tick() {
     MutexLock lock(&mu_);
     const int64_t now = NowMillis();
     for (auto it = entries_.begin(); it != entries_.end();) {
-      if (it->second.done_ms > 0 && now - it->second.done_ms > int64_t(options_.keep_done_s * 1000)) {
+      if (it->second.done_ms > 0 &&
+          now - it->second.done_ms > int64_t(options_.keep_done_s * 1000)) {
         forget.push_back(it->first);
         it = entries_.erase(it);
       } else {
@@ -481,8 +483,8 @@ void ArtifactUploader::Loop() {
       continue;  // Finish took it off the queue
     }
     if (Transient(st)) {
-      const bool auth = st.code() == StatusCode::kUnauthenticated ||
-                        st.code() == StatusCode::kPermissionDenied;
+      const bool auth =
+          st.code() == StatusCode::kUnauthenticated || st.code() == StatusCode::kPermissionDenied;
       const double delay = auth ? options_.auth_pause_s : backoff_.NextDelay();
       e.retry_at_ms = MonoMs() + int64_t(delay * 1000);
       e.status.last_failure = st.message();
@@ -541,8 +543,7 @@ Status ArtifactUploader::Attempt(const std::string& id, Entry* e) {
 Status ArtifactUploader::UploadBlob(const std::string& id, const Entry& e,
                                     const ArtifactFileEntry& f) {
   const ArtifactTarget& t = e.target;
-  const std::string blob =
-      "/api/v1/blobs/" + PercentEncode(t.entity) + "/" + f.sha256;
+  const std::string blob = "/api/v1/blobs/" + PercentEncode(t.entity) + "/" + f.sha256;
   const std::string size_q = "?size=" + std::to_string(f.size);
   auto r = Call(t.base_url, "GET", blob + size_q, "", t.api_key);
   COHORT_RETURN_IF_ERROR(HttpStatus(r, "blob " + f.path));
@@ -595,8 +596,8 @@ Status ArtifactUploader::UploadBlob(const std::string& id, const Entry& e,
   }
   Progress(id, [&](ArtifactStatus* s) { s->bytes_done += held_bytes; });
   if (!jobs.empty()) COHORT_RETURN_IF_ERROR(pool_->Run(std::move(jobs)));
-  auto c = Call(t.base_url, "POST", blob + "/complete",
-                bj::serialize(bj::object{{"size", f.size}}), t.api_key);
+  auto c = Call(t.base_url, "POST", blob + "/complete", bj::serialize(bj::object{{"size", f.size}}),
+                t.api_key);
   if (c.ok() && c->status == 409) {
     // A part went missing meanwhile: ask again which ones are there.
     return Status::Unavailable("blob " + f.path + ": " + ErrorText(*c));

@@ -54,9 +54,9 @@ struct ArtifactTarget {
 struct ArtifactUploaderOptions {
   HttpClientOptions http;
   Backoff::Options backoff;
-  int parallel_parts = 4;       // parts in flight for the whole agent; $COHORT_ARTIFACT_PARTS
-  double auth_pause_s = 300;    // after 401/403
-  double keep_done_s = 86400;   // how long a committed or failed intent's file is kept
+  int parallel_parts = 4;      // parts in flight for the whole agent; $COHORT_ARTIFACT_PARTS
+  double auth_pause_s = 300;   // after 401/403
+  double keep_done_s = 86400;  // how long a committed or failed intent's file is kept
   // A pause before each part (a slow link, for tests); $COHORT_ARTIFACT_PART_DELAY_MS.
   int64_t part_delay_ms = 0;
 };
@@ -106,17 +106,17 @@ class ArtifactUploader {
     ArtifactTarget target;
     ArtifactStatus status;
     std::unique_ptr<wal::FileLock> lock;
-    int64_t done_ms = 0;     // wall clock of the outcome; 0: pending
-    int64_t retry_at_ms = 0; // monotonic: not before
+    int64_t done_ms = 0;      // wall clock of the outcome; 0: pending
+    int64_t retry_at_ms = 0;  // monotonic: not before
   };
   struct PartJob {
     std::string base_url;
     std::string api_key;
-    std::string path;     // request path
-    std::string source;   // file
+    std::string path;    // request path
+    std::string source;  // file
     int64_t offset = 0;
     int64_t length = 0;
-    std::string id;       // intent, for progress
+    std::string id;  // intent, for progress
   };
   class PartPool;
 

@@ -55,9 +55,8 @@ class ArtifactUploaderTest : public ::testing::Test {
     return path;
   }
 
-  ArtifactIntent IntentFor(const std::string& id, const std::string& name,
-                           const std::string& type, const std::string& path,
-                           const std::string& file_path = "model.bin") {
+  ArtifactIntent IntentFor(const std::string& id, const std::string& name, const std::string& type,
+                           const std::string& path, const std::string& file_path = "model.bin") {
     std::ifstream in(path, std::ios::binary);
     std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     ArtifactIntent i;

@@ -137,10 +137,9 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
   // Then the artifact versions handed over (and those recovered), while they make progress.
   if (uploader->pending() > 0) {
     if (options.progress) {
-      std::string line = "cohort sync: uploading " + std::to_string(uploader->pending()) +
-                         " artifact version(s)" +
-                         (recovered ? " (" + std::to_string(recovered) + " left by an agent)" : "") +
-                         "\n";
+      std::string line =
+          "cohort sync: uploading " + std::to_string(uploader->pending()) + " artifact version(s)" +
+          (recovered ? " (" + std::to_string(recovered) + " left by an agent)" : "") + "\n";
       (void)!write(STDERR_FILENO, line.data(), line.size());
     }
     int64_t last_parts = -1, last_ms = NowMillis();

@@ -191,8 +191,8 @@ Result<uint64_t> AgentTransport::Acked(uint64_t want, int64_t deadline_ms) {
 Result<std::vector<agent::ArtifactStatus>> AgentTransport::ArtifactStatus(
     const std::vector<std::string>& ids, int64_t deadline_ms) {
   artifact_reply_.reset();
-  COHORT_RETURN_IF_ERROR(SendRaw(MessageType::kArtifactStatus,
-                                 agent::ArtifactStatusRequestJson(ids), deadline_ms));
+  COHORT_RETURN_IF_ERROR(
+      SendRaw(MessageType::kArtifactStatus, agent::ArtifactStatusRequestJson(ids), deadline_ms));
   Status s = Pump(deadline_ms, [&] { return artifact_reply_.has_value(); });
   if (artifact_reply_) return std::move(*artifact_reply_);
   if (!s.ok()) return s;

@@ -106,7 +106,7 @@ Status CheckArtifact(const Artifact& a) {
 }  // namespace
 
 void Run::Impl::ForgetArtifactsInChild() {
-  new (&art_mu) Mutex();  // a parent's thread may have held it
+  new (&art_mu) Mutex();                      // a parent's thread may have held it
   new (&hashers) std::vector<std::thread>();  // the old one leaked: never joined here
   artifacts.clear();
 }
@@ -192,8 +192,8 @@ Result<std::string> Run::Impl::LogArtifact(const Artifact& artifact) {
       if (stage && !f.immutable) copy = e.source = in.staging + "/" + std::to_string(i);
       auto d = agent::HashFile(fs, source, copy);
       if (!d.ok()) {
-        st = Status(d.status().code(), "artifact " + artifact.name + ": " + f.path + ": " +
-                                           d.status().message());
+        st = Status(d.status().code(),
+                    "artifact " + artifact.name + ": " + f.path + ": " + d.status().message());
         break;
       }
       e.sha256 = d->sha256;
@@ -271,8 +271,8 @@ Result<ArtifactVersion> Run::Impl::WaitArtifact(const std::string& id, double ti
                                         "the agent goes on uploading it");
     }
     if (MonoMs() >= deadline) {
-      return Status::DeadlineExceeded("artifact " + st->name + ": not committed yet (" +
-                                      st->state + ", " + Bytes(st->bytes_done) + " of " +
+      return Status::DeadlineExceeded("artifact " + st->name + ": not committed yet (" + st->state +
+                                      ", " + Bytes(st->bytes_done) + " of " +
                                       Bytes(st->bytes_total) + ")");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
@@ -319,8 +319,7 @@ void Run::Impl::AwaitArtifactsForFinish(int64_t mono_deadline_ms) {
       done += a.bytes_done;
       total += a.bytes_total;
       all = all && Terminal(a);
-      if (!tty && (a.files_done != files_shown[a.id] || Terminal(a)) &&
-          files_shown[a.id] != -1) {
+      if (!tty && (a.files_done != files_shown[a.id] || Terminal(a)) && files_shown[a.id] != -1) {
         files_shown[a.id] = Terminal(a) ? -1 : a.files_done;
         if (a.state == "committed") {
           Err("cohort: artifact " + a.name + " committed as " + a.version + "\n");
@@ -343,8 +342,9 @@ void Run::Impl::AwaitArtifactsForFinish(int64_t mono_deadline_ms) {
           (all ? "\n" : ""));
       if (all) {
         for (const auto& a : now) {
-          Err(a.state == "committed" ? "cohort: artifact " + a.name + " committed as " + a.version + "\n"
-                                     : "cohort: artifact " + a.name + " failed: " + a.error + "\n");
+          Err(a.state == "committed"
+                  ? "cohort: artifact " + a.name + " committed as " + a.version + "\n"
+                  : "cohort: artifact " + a.name + " failed: " + a.error + "\n");
         }
       }
     }
@@ -354,7 +354,8 @@ void Run::Impl::AwaitArtifactsForFinish(int64_t mono_deadline_ms) {
       for (const auto& a : now) {
         if (Terminal(a)) continue;
         Err("cohort: artifact " + a.name + ": " + Bytes(a.bytes_total - a.bytes_done) + " of " +
-            Bytes(a.bytes_total) + " not uploaded within finish_timeout; the agent goes on "
+            Bytes(a.bytes_total) +
+            " not uploaded within finish_timeout; the agent goes on "
             "uploading it (it keeps the intent across restarts)\n");
       }
       return;

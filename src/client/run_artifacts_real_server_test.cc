@@ -89,7 +89,9 @@ TEST_F(RunArtifactsRealServerTest, LogArtifactHashesStagesUploadsAndCommits) {
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   const std::string a = Write("a.bin", (8 << 20) + 5, 1);  // 2 parts
   const std::string b = Write("b.txt", 100, 2);
-  Artifact art{.name = "ckpt", .type = "model", .metadata_json = R"({"epoch": 1})",
+  Artifact art{.name = "ckpt",
+               .type = "model",
+               .metadata_json = R"({"epoch": 1})",
                .aliases = {"best"},
                .files = {{"model/a.bin", a}, {"b.txt", b, /*immutable=*/true}},
                .references = {{"data/train.csv", "s3://bucket/train.csv", "etag", 99}}};

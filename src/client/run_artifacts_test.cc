@@ -106,7 +106,8 @@ TEST_F(RunArtifactsTest, TheAgentTakesTheIntentAndAFailureComesBackWithTheServer
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   ASSERT_FALSE(run->artifact_staging_dir().empty());
   const std::string f = File("model.bin", std::string(1000, 'x'));
-  auto id = run->LogArtifact(Artifact{.name = "ckpt", .type = "model", .files = {{"model.bin", f}}});
+  auto id =
+      run->LogArtifact(Artifact{.name = "ckpt", .type = "model", .files = {{"model.bin", f}}});
   ASSERT_TRUE(id.ok()) << id.status().ToString();
   auto v = run->WaitArtifact(*id, 20);
   ASSERT_FALSE(v.ok());
