@@ -168,6 +168,17 @@ class Run(native.Run):
                 warnings.warn(f"cohort: artifact {a.name} was not logged: {a._error}",
                               RuntimeWarning, stacklevel=4)
 
+    def _note_artifact_outcomes(self) -> None:
+        """After the native finish: what it saw of each version (committed ones mark their
+        files as held by the server in the hash cache, so they are not copied again)."""
+        for a in self._artifacts:
+            if a._id is None or a._error is not None or a.version is not None:
+                continue
+            try:
+                a._note_state(self._artifact_state(a._id))
+            except Exception:  # noqa: BLE001 - best effort: only the cache misses it
+                pass
+
     # -- lifecycle -------------------------------------------------------------------------------
     def finish(self, exit_code: Optional[int] = None, quiet: Optional[bool] = None) -> None:
         """Ends this writer: flushes what is pending (bounded by ``finish_timeout``) and reports
@@ -182,6 +193,7 @@ class Run(native.Run):
         _state.forget(self)
         self._settle_artifacts()
         error = self._finish(exit_code, state)
+        self._note_artifact_outcomes()
         if error:
             warnings.warn(f"cohort: run {self.id}: finish did not complete: {error}",
                           RuntimeWarning, stacklevel=3)

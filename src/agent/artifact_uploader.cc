@@ -587,7 +587,9 @@ Status ArtifactUploader::UploadBlob(const std::string& id, const Entry& e,
     PartJob j;
     j.base_url = t.base_url;
     j.api_key = t.api_key;
-    j.path = blob + "/parts/" + std::to_string(n) + size_q;
+    j.path = blob;
+    j.path += "/parts/" + std::to_string(n);
+    j.path += size_q;
     j.source = f.source;
     j.offset = off;
     j.length = len;
@@ -643,7 +645,7 @@ void ArtifactUploader::Finish(const std::string& id, ArtifactStatus outcome) {
     auto it = entries_.find(id);
     if (it == entries_.end()) return;
     Entry& e = it->second;
-    e.status = outcome;
+    e.status = std::move(outcome);
     e.done_ms = NowMillis();
     queue_.erase(std::remove(queue_.begin(), queue_.end(), id), queue_.end());
     file = FileJson(e.target, e.intent_json, e.status);
