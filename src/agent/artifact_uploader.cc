@@ -231,6 +231,16 @@ std::string ArtifactUploader::LockPath(const std::string& id) const {
   return wal::JoinPath(wal::JoinPath(root_, kIntentsDir), id + ".lock");
 }
 
+Status ArtifactUploader::PrepareDirs() {
+  // Private like the writer directories: intents hold the API key, staging holds user data.
+  for (const std::string& dir :
+       {root_, wal::JoinPath(root_, kIntentsDir), wal::JoinPath(root_, kStagingDir)}) {
+    COHORT_RETURN_IF_ERROR(fs_->CreateDir(dir));
+    COHORT_RETURN_IF_ERROR(fs_->SetPermissions(dir, 0700));
+  }
+  return Status::Ok();
+}
+
 void ArtifactUploader::Start() {
   MutexLock lock(&mu_);
   if (started_) return;
@@ -287,7 +297,7 @@ Status ArtifactUploader::Accept(const ArtifactTarget& target, std::string_view i
   MutexLock lock(&mu_);
   if (entries_.count(id)) return Status::Ok();  // handed again (a re-read WAL record)
   if (LoadLocked(id, /*take_pending=*/true)) return Status::Ok();
-  COHORT_RETURN_IF_ERROR(fs_->CreateDir(wal::JoinPath(root_, kIntentsDir)));
+  COHORT_RETURN_IF_ERROR(PrepareDirs());
   // The lock before the file: an agent scanning for abandoned intents must not take it.
   COHORT_ASSIGN_OR_RETURN(std::unique_ptr<wal::FileLock> file_lock, fs_->LockFile(LockPath(id)));
   Entry e;
@@ -597,6 +607,13 @@ Status ArtifactUploader::UploadBlob(const std::string& id, const Entry& e,
     jobs.push_back(std::move(j));
   }
   Progress(id, [&](ArtifactStatus* s) { s->bytes_done += held_bytes; });
+  if (have.empty() && jobs.size() > 1) {
+    // A new upload starts with one part, then the others go in parallel: the server sets an
+    // upload up with its first part, and first parts arriving together race there (main at
+    // 0b3974d: both write uploads/<sha>-<size>/started.tmp, one rename fails, HTTP 404).
+    COHORT_RETURN_IF_ERROR(pool_->Run({jobs.front()}));
+    jobs.erase(jobs.begin());
+  }
   if (!jobs.empty()) COHORT_RETURN_IF_ERROR(pool_->Run(std::move(jobs)));
   auto c = Call(t.base_url, "POST", blob + "/complete", bj::serialize(bj::object{{"size", f.size}}),
                 t.api_key);

@@ -213,6 +213,9 @@ Ingest::Ingest(IngestOptions options)
     artifacts_ = std::make_unique<ArtifactUploader>(
         wal::JoinPath(NormalizeDir(options_.data_dir), ArtifactUploader::kDirName), fs_,
         options_.artifacts);
+    if (Status st = artifacts_->PrepareDirs(); !st.ok()) {
+      Logf(LogLevel::kWarning, "artifact uploads: {}", st.ToString());
+    }
     artifacts_->Start();
   }
 }

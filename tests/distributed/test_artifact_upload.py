@@ -64,7 +64,7 @@ def test_artifact_upload_survives_agent_sigkill_and_relog_uploads_nothing(client
     script.write_text(SCRIPT)
     # One part at a time, slowly: the agent is killed with parts stored and parts missing.
     proc = client.popen([script, src], env={"COHORT_ARTIFACT_PARTS": "1",
-                                            "COHORT_ARTIFACT_PART_DELAY_MS": "300",
+                                            "COHORT_ARTIFACT_PART_DELAY_MS": "500",
                                             "COHORT_BACKOFF_MAX_S": "1"})
     try:
         read_line(proc, "LOGGED")
