@@ -49,6 +49,12 @@ enum DumpTableId : int {
   kDumpRunFiles,
   kDumpViews,
   kDumpApiKeys,
+  kDumpBlobs,
+  kDumpArtifactCollections,
+  kDumpArtifactVersions,
+  kDumpArtifactFiles,
+  kDumpArtifactAliases,
+  kDumpArtifactUses,
   kDumpTableCount,
 };
 

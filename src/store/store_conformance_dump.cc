@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/sha256.h"
 #include "store/store_conformance.h"
 
 namespace cohort::store {
@@ -53,6 +54,19 @@ void Populate(Store& s, const RunRef& ref) {
                                           .hash = "ab12",
                                           .prefix = "ck_"})
                   .ok());
+  // Two versions of a checkpoint (a blob and a reference), an alias, a use.
+  const std::string sha = Sha256::Hex("weights");
+  ASSERT_TRUE(s.RecordBlob(ref.entity, sha, 7, 50).ok());
+  for (const char* etag : {"e1", "e2"}) {
+    ArtifactCommit c{.entity = ref.entity, .project = ref.project, .name = "ckpt", .type = "model"};
+    c.run_id = ref.run_id;
+    c.writer = "rank_0";
+    c.aliases = {"best"};
+    c.files = {ArtifactFile{.path = "w.pt", .sha256 = sha, .size = 7},
+               ArtifactFile{.path = "data", .ref = "s3://b/k", .ref_digest = etag}};
+    ASSERT_TRUE(s.CommitArtifact(c).ok());
+  }
+  ASSERT_TRUE(s.UseArtifact(ref.project, "ckpt", "v0", ref, "rank_1", 60).ok());
 }
 
 Result<int64_t> CopyInto(Store& from, Store& to, const DumpHeader& header, size_t batch = 7) {
@@ -161,6 +175,24 @@ TEST_P(StoreConformanceTest, DumpRoundTripKeepsEveryRead) {
   EXPECT_EQ(key.role, KeyRole::kAdmin);
   COHORT_ASSERT_OK_AND_ASSIGN(auto positions, copy->ListStreamPositions(ref));
   EXPECT_EQ(positions["rank_1"]["out"], 2);
+  COHORT_ASSERT_OK_AND_ASSIGN(ArtifactVersion best,
+                              copy->GetArtifactVersion(ref.entity, ref.project, "ckpt", "best"));
+  EXPECT_EQ(best.index, 1);
+  EXPECT_EQ(best.aliases, (std::vector<std::string>{"best", "latest"}));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto files, copy->ListArtifactFiles(best));
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].ref_digest, "e2");
+  EXPECT_EQ(files[1].sha256, Sha256::Hex("weights"));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto used, copy->ListRunArtifacts(ref));
+  EXPECT_EQ(used.size(), 3u);  // v0 and v1 logged, v0 used
+  COHORT_ASSERT_OK_AND_ASSIGN(auto held, copy->HeldBlobs(ref.entity, {Sha256::Hex("weights")}));
+  EXPECT_EQ(held.size(), 1u);
+  // Keys continue past the imported ones: the next version is v2.
+  ArtifactCommit next_version{.entity = ref.entity, .project = ref.project, .name = "ckpt",
+                              .type = "model"};
+  next_version.files = {ArtifactFile{.path = "w.pt", .sha256 = Sha256::Hex("weights"), .size = 7}};
+  COHORT_ASSERT_OK_AND_ASSIGN(ArtifactLogged v2, copy->CommitArtifact(next_version));
+  EXPECT_EQ(v2.version.index, 2);
 
   // Exactly-once survives: a retried batch is a duplicate; the next one is stored.
   IngestBatchBuilder retry_rows(3);

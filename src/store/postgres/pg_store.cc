@@ -204,7 +204,8 @@ Result<ConsoleIndex> PostgresStore::IndexConsole(const ConsoleQuery& q, int64_t 
 
 Status PostgresStore::AfterImport(sql::Conn& conn) {
   // Identity sequences past the imported keys; each run's console numbering past its lines.
-  for (const char* table : {"runs", "writers", "series", "views", "api_keys"}) {
+  for (const char* table : {"runs", "writers", "series", "views", "api_keys",
+                            "artifact_collections", "artifact_versions"}) {
     const std::string t = table;
     COHORT_RETURN_IF_ERROR(conn.Exec("SELECT setval(pg_get_serial_sequence('" + t +
                                          "', 'pk'), coalesce((SELECT max(pk) FROM " + t +
