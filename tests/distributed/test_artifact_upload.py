@@ -7,6 +7,7 @@ manifest; logging the unchanged file again answers the same version with no part
 import hashlib
 import json
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -273,3 +274,43 @@ def test_finish_on_a_terminal_draws_a_progress_bar(client, tmp_path):
     assert "FINISHED" in out
     assert "\rcohort: uploading artifacts [" in text, text[-2000:]
     assert "cohort: artifact fin committed as v0" in text, text[-2000:]
+
+
+def test_artifact_upload_survives_a_server_sigkill(tmp_path):
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "fault"))
+    from fault_helpers import FaultServer
+    from dist_helpers import Client
+    server = FaultServer(tmp_path / "srv").start()
+    c = Client(server, tmp_path)
+    data = os.urandom(20 << 20)
+    src = tmp_path / "model.bin"
+    src.write_bytes(data)
+    sha = hashlib.sha256(data).hexdigest()
+    script = tmp_path / "log_artifact.py"
+    script.write_text(SCRIPT)
+    proc = c.popen([script, src], env={"COHORT_ARTIFACT_PARTS": "1",
+                                       "COHORT_ARTIFACT_PART_DELAY_MS": "500",
+                                       "COHORT_BACKOFF_MAX_S": "1"})
+    try:
+        read_line(proc, "LOGGED")
+        blob = f"/api/v1/blobs/{c.entity}/{sha}?size={len(data)}"
+
+        def some_parts():
+            status, body = c.api.get(blob)
+            return status == 200 and not body["stored"] and len(body["parts"]) >= 1 and body
+        assert wait_for(some_parts, timeout=60), c.api.get(blob)
+        server.kill9()
+        server.start()  # same port, same data directory
+        committed = json.loads(read_line(proc, "COMMITTED"))
+        assert committed["digest"] == manifest_digest([("model.bin", sha, len(data))]), committed
+        assert committed["version"] == "v0", committed
+        read_line(proc, "FINISHED")
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()[-4000:]
+        version = c.get(f"/api/v1/artifacts/{c.entity}/arts/ckpt/v0")
+        assert version["size"] == len(data), version
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        c.stop_agents()
+        server.stop()
