@@ -357,6 +357,7 @@ class Artifact:
 
     def _prepare(self) -> None:
         """The background part of log_artifact: hash, stage, hand to the agent."""
+        staging = ""
         try:
             staging_root = self._run._artifact_staging_dir
             staging = os.path.join(staging_root, self._id) if staging_root else ""
@@ -406,6 +407,8 @@ class Artifact:
             self._run._log_artifact_intent(json.dumps(intent))
         except BaseException as e:  # noqa: BLE001 - reported by wait() and finish()
             self._error = e
+            if staging:  # nothing was handed over: the copies made so far go
+                shutil.rmtree(staging, ignore_errors=True)
         finally:
             if self._tmp_dir:
                 shutil.rmtree(self._tmp_dir, ignore_errors=True)

@@ -2,6 +2,7 @@
 hash cache keyed by (device, inode, size, mtime). The upload itself is
 tests/distributed/test_artifact_upload.py (a real server and agent)."""
 import hashlib
+import json
 import os
 
 import pytest
@@ -96,3 +97,55 @@ def test_hash_file_copies_in_the_same_pass(tmp_path):
     d = artifacts._hash_file(str(src), str(tmp_path / "copy"))
     assert d == {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
     assert (tmp_path / "copy").read_bytes() == data
+
+
+class _FakeRun:
+    """Just what Artifact's background thread uses of a run (no agent)."""
+
+    def __init__(self, staging, fail_with=None):
+        self._artifact_staging_dir = str(staging)
+        self.entity = "alice"
+        self.url = "http://127.0.0.1:1/alice/p/runs/r"
+        self.fail_with = fail_with
+        self.intents = []
+
+    def _log_artifact_intent(self, text):
+        if self.fail_with:
+            raise self.fail_with
+        self.intents.append(text)
+        return "id"
+
+
+def test_the_background_thread_hashes_stages_and_hands_over_one_intent(tmp_path, monkeypatch):
+    monkeypatch.setattr(artifacts, "_cache", artifacts.HashCache(str(tmp_path / "c.sqlite")))
+    data = os.urandom(1 << 20)
+    (tmp_path / "m.bin").write_bytes(data)
+    (tmp_path / "i.bin").write_bytes(b"immutable")
+    run = _FakeRun(tmp_path / "staging")
+    art = cohort.Artifact("a", "model").add_file(str(tmp_path / "m.bin"))
+    art.add_file(str(tmp_path / "i.bin"), policy="immutable")
+    art.add_reference((tmp_path / "i.bin").as_uri(), name="ref.bin")
+    artifacts.log_artifact(run, art, aliases=["best", "latest"])
+    assert art._join(30) and art._error is None, art._error
+    intent = json.loads(run.intents[0])
+    assert intent["aliases"] == ["best"]  # latest moves by itself
+    files = {f["path"]: f for f in intent["files"]}
+    assert files["m.bin"]["sha256"] == hashlib.sha256(data).hexdigest()
+    staged = files["m.bin"]["source"]
+    assert staged.startswith(str(tmp_path / "staging" / intent["id"]))
+    assert open(staged, "rb").read() == data  # the copy made while hashing
+    assert files["i.bin"]["source"] == str(tmp_path / "i.bin")  # immutable: in place
+    assert files["ref.bin"] == {"path": "ref.bin", "ref": (tmp_path / "i.bin").as_uri(),
+                                "digest": hashlib.sha256(b"immutable").hexdigest(), "size": 9}
+    assert art.manifest["m.bin"]["sha256"] == files["m.bin"]["sha256"]
+
+
+def test_a_failed_hand_over_removes_the_staged_copies_and_wait_says_why(tmp_path, monkeypatch):
+    monkeypatch.setattr(artifacts, "_cache", artifacts.HashCache(str(tmp_path / "c.sqlite")))
+    (tmp_path / "m.bin").write_bytes(b"x" * 100)
+    run = _FakeRun(tmp_path / "staging", fail_with=cohort.UsageError("boom"))
+    art = cohort.Artifact("a", "model").add_file(str(tmp_path / "m.bin"))
+    artifacts.log_artifact(run, art)
+    with pytest.raises(cohort.ArtifactError, match="boom"):
+        art.wait(timeout=30)
+    assert not (tmp_path / "staging" / art._id).exists()
