@@ -391,6 +391,8 @@ int ArtifactUploader::Recover() {
     if (!name.ends_with(".json")) continue;
     const std::string id = name.substr(0, name.size() - 5);
     if (entries_.count(id)) continue;
+    // Held by a live agent: not even read (its manifest may be large), until it lets go.
+    if (!fs_->LockFile(LockPath(id)).ok()) continue;
     if (LoadLocked(id, true) && !entries_.at(id).status.terminal()) ++taken;
   }
   return taken;
