@@ -174,6 +174,23 @@ def hash_cache() -> HashCache:
     return _cache
 
 
+def _write_owner(staging: str) -> None:
+    """Names this process as the owner of a staging directory until the agent has the intent
+    (docs/formats.md, "Artifact intents"): if it dies before, the agent deletes the copies."""
+    try:
+        with open("/proc/self/stat") as f:
+            stat = f.read()
+        start_ticks = stat[stat.rindex(")") + 2:].split()[19]
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot_id = f.read().strip()
+    except (OSError, ValueError, IndexError):
+        return  # no /proc: the directory is kept (never deleted under a live client)
+    tmp = os.path.join(staging, ".owner.tmp")
+    with open(tmp, "w") as f:
+        f.write(f"{os.getpid()} {start_ticks} {boot_id}\n")
+    os.replace(tmp, os.path.join(staging, ".owner"))
+
+
 def _hash_file(path: str, copy_to: Optional[str]) -> Dict[str, Any]:
     """SHA-256 and size of `path`, read once; the bytes also go to `copy_to` when given."""
     h = hashlib.sha256()
@@ -363,6 +380,7 @@ class Artifact:
             staging = os.path.join(staging_root, self._id) if staging_root else ""
             if staging:
                 os.makedirs(staging, mode=0o700, exist_ok=True)
+                _write_owner(staging)
             cache = hash_cache()
             server, entity = self._server(), self._run.entity
             files = []

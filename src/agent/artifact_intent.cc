@@ -1,6 +1,9 @@
 #include "agent/artifact_intent.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include "core/json.h"
@@ -256,6 +259,54 @@ std::string ManifestDigest(const ArtifactIntent& intent) {
     h.Update(line);
   }
   return h.FinishHex();
+}
+
+// ---- staging ----
+
+std::string StagingOwnerText(const StagingOwner& o) {
+  return std::to_string(o.pid) + " " + std::to_string(o.start_ticks) + " " + o.boot_id + "\n";
+}
+
+std::optional<StagingOwner> ParseStagingOwner(std::string_view text) {
+  StagingOwner o;
+  std::string t(text);
+  const size_t a = t.find(' ');
+  const size_t b = a == std::string::npos ? a : t.find(' ', a + 1);
+  if (b == std::string::npos) return std::nullopt;
+  char* end = nullptr;
+  o.pid = std::strtoll(t.c_str(), &end, 10);
+  if (end != t.c_str() + a || o.pid <= 0) return std::nullopt;
+  o.start_ticks = std::strtoull(t.c_str() + a + 1, &end, 10);
+  if (end != t.c_str() + b) return std::nullopt;
+  o.boot_id = t.substr(b + 1);
+  while (!o.boot_id.empty() && (o.boot_id.back() == '\n' || o.boot_id.back() == ' ')) {
+    o.boot_id.pop_back();
+  }
+  return o;
+}
+
+std::optional<StagingOwner> ThisProcessAsOwner(wal::FileSystem* fs) {
+  auto stat = wal::ReadFileToString(fs, "/proc/self/stat", 1 << 16);
+  auto boot = wal::ReadFileToString(fs, "/proc/sys/kernel/random/boot_id", 256);
+  if (!stat.ok() || !boot.ok()) return std::nullopt;
+  // After the command's closing parenthesis: field 3 onwards; start time is field 22.
+  const size_t close = stat->rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::vector<std::string> fields;
+  size_t at = close + 2;
+  while (at < stat->size()) {
+    size_t sp = stat->find(' ', at);
+    if (sp == std::string::npos) sp = stat->size();
+    fields.push_back(stat->substr(at, sp - at));
+    at = sp + 1;
+  }
+  if (fields.size() < 20) return std::nullopt;
+  StagingOwner o;
+  o.pid = int64_t(getpid());
+  o.start_ticks = std::strtoull(fields[19].c_str(), nullptr, 10);  // field 22
+  o.boot_id = *boot;
+  while (!o.boot_id.empty() && o.boot_id.back() == '\n') o.boot_id.pop_back();
+  return o;
 }
 
 // ---- status ----

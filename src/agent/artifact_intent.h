@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cohort/status.h"
+#include "wal/file.h"
 
 namespace cohort::agent {
 
@@ -68,6 +69,24 @@ std::string ToJson(const ArtifactIntent& intent);
 std::string CommitBody(const ArtifactIntent& intent);
 // The version digest the server computes (docs/artifacts.md "Digests").
 std::string ManifestDigest(const ArtifactIntent& intent);
+
+// ---- staging ----
+
+// A client that copies files into <staging dir>/<id>/ first writes this file there, naming its
+// process; the agent removes it once the intent is durable in its WAL. A staging directory
+// that still has it after its process ended was never handed over (the client died while
+// hashing): the agent deletes it.
+inline constexpr char kStagingOwnerFile[] = ".owner";
+struct StagingOwner {
+  int64_t pid = 0;
+  uint64_t start_ticks = 0;  // /proc/<pid>/stat field 22
+  std::string boot_id;       // /proc/sys/kernel/random/boot_id
+};
+// "<pid> <start_ticks> <boot_id>\n"
+std::string StagingOwnerText(const StagingOwner& owner);
+std::optional<StagingOwner> ParseStagingOwner(std::string_view text);
+// This process, read from /proc through `fs`; nullopt when /proc cannot be read.
+std::optional<StagingOwner> ThisProcessAsOwner(wal::FileSystem* fs);
 
 // ---- status (agent -> client) ----
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "agent/agent_log.h"
+#include "agent/client_process.h"
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/limits.h"
@@ -398,8 +399,53 @@ int ArtifactUploader::Recover() {
   return taken;
 }
 
+bool ArtifactUploader::InStaging(const std::string& dir) const {
+  const std::string mine = staging_dir() + "/";
+  return dir.size() > mine.size() && dir.starts_with(mine) &&
+         dir.find('/', mine.size()) == std::string::npos && dir.find("..") == std::string::npos;
+}
+
+void ArtifactUploader::ReleaseStaging(const std::string& dir) {
+  if (!InStaging(dir)) return;
+  Status st = fs_->Remove(wal::JoinPath(dir, kStagingOwnerFile));
+  if (!st.ok() && st.code() != StatusCode::kNotFound) {
+    Logf(LogLevel::kWarning, "artifact staging {}: {}", dir, st.ToString());
+  }
+}
+
+int ArtifactUploader::RemoveOrphanedStaging() {
+  auto names = fs_->ListDir(staging_dir());
+  if (!names.ok()) return 0;
+  int removed = 0;
+  for (const std::string& name : *names) {
+    const std::string dir = wal::JoinPath(staging_dir(), name);
+    {
+      MutexLock lock(&mu_);
+      if (entries_.count(name)) continue;  // an intent of ours: removed after its outcome
+    }
+    auto text = wal::ReadFileToString(fs_, wal::JoinPath(dir, kStagingOwnerFile), 4096);
+    if (!text.ok()) continue;  // handed over (or unknown): kept
+    auto owner = ParseStagingOwner(*text);
+    if (!owner || owner->pid > INT32_MAX) continue;
+    ClientProcess p{int(owner->pid), owner->start_ticks, owner->boot_id};
+    if (p.Alive()) continue;
+    if (Status st = fs_->RemoveAll(dir); st.ok()) {
+      ++removed;
+      Logf(LogLevel::kInfo,
+           "artifact staging {}: its client (pid {}) ended before handing the version over; "
+           "removed",
+           dir, owner->pid);
+    }
+  }
+  return removed;
+}
+
 void ArtifactUploader::Tick() {
   Recover();
+  if (const int64_t now = MonoMs(); now - orphans_checked_ms_ >= 60000) {
+    orphans_checked_ms_ = now;
+    RemoveOrphanedStaging();
+  }
   std::vector<std::string> forget;
   {
     MutexLock lock(&mu_);
@@ -673,9 +719,7 @@ void ArtifactUploader::Finish(const std::string& id, ArtifactStatus outcome) {
   Status st = wal::WriteFileAtomically(fs_, IntentPath(id), file, 0600);
   if (!st.ok()) Logf(LogLevel::kWarning, "artifact {}: outcome not saved: {}", id, st.ToString());
   // Only a directory of our own staging area is ever removed.
-  const std::string mine = staging_dir() + "/";
-  if (!staging.empty() && staging.starts_with(mine) && staging.size() > mine.size() &&
-      staging.find("/..") == std::string::npos) {
+  if (InStaging(staging)) {
     if (Status rm = fs_->RemoveAll(staging); !rm.ok()) {
       Logf(LogLevel::kWarning, "artifact {}: staged copies not removed: {}", id, rm.ToString());
     }

@@ -95,6 +95,14 @@ class ArtifactUploader {
   // keep_done_s (their files too).
   void Tick() COHORT_EXCLUDES(mu_);
 
+  // The intent that names `dir` (a staging directory of a client) is durable in a WAL: removes
+  // the client's owner file, so the directory is never taken for an orphan. Only directories
+  // under staging_dir() are touched.
+  void ReleaseStaging(const std::string& dir);
+  // Deletes the staging directories whose owner file names a process that has ended (a client
+  // that died before it handed its intent over). Tick does it every minute. Returns how many.
+  int RemoveOrphanedStaging() COHORT_EXCLUDES(mu_);
+
   // One status per id, in order ("unknown" for an id this agent has not seen).
   std::vector<ArtifactStatus> StatusOf(const std::vector<std::string>& ids) COHORT_EXCLUDES(mu_);
   // Intents accepted or recovered and not yet committed or failed.
@@ -136,6 +144,8 @@ class ArtifactUploader {
       COHORT_EXCLUDES(mu_);
   // Writes the outcome into the intent file and deletes the staged copies.
   void Finish(const std::string& id, ArtifactStatus outcome) COHORT_EXCLUDES(mu_);
+  // A directory right under staging_dir() (never anything else is deleted).
+  bool InStaging(const std::string& dir) const;
   std::string IntentPath(const std::string& id) const;
   std::string LockPath(const std::string& id) const;
   static std::string FileJson(const ArtifactTarget& target, std::string_view intent_json,
@@ -163,6 +173,7 @@ class ArtifactUploader {
   bool stop_ COHORT_GUARDED_BY(mu_) = false;
   bool started_ COHORT_GUARDED_BY(mu_) = false;
   std::thread thread_;
+  int64_t orphans_checked_ms_ = 0;  // Tick's thread only
 };
 
 }  // namespace cohort::agent

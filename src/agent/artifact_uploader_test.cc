@@ -190,5 +190,33 @@ TEST_F(ArtifactUploaderTest, ATypeThatIsNotTheCollectionsFailsWithTheServersMess
   EXPECT_NE(s.error.find("HTTP 409"), std::string::npos) << s.error;
 }
 
+TEST_F(ArtifactUploaderTest, StagingLeftByAClientThatEndedBeforeHandingItOverIsRemoved) {
+  ArtifactUploader up(root_ + "/agent/%artifacts", nullptr);
+  ASSERT_TRUE(up.PrepareDirs().ok());
+  auto me = ThisProcessAsOwner(wal::FileSystem::Default());
+  ASSERT_TRUE(me.has_value());
+  StagingOwner gone = *me;
+  gone.start_ticks += 1;  // this pid, another start: a process that has ended
+  auto stage = [&](const std::string& id, const std::optional<StagingOwner>& owner) {
+    const std::string dir = up.staging_dir() + "/" + id;
+    fs::create_directories(dir);
+    std::ofstream(dir + "/0") << "copy";
+    if (owner) std::ofstream(dir + "/" + kStagingOwnerFile) << StagingOwnerText(*owner);
+    return dir;
+  };
+  const std::string orphan = stage("dead", gone);
+  const std::string live = stage("live", *me);
+  const std::string handed = stage("handed", std::nullopt);
+  const std::string released = stage("released", gone);
+  up.ReleaseStaging(released);              // its intent became durable at the agent
+  up.ReleaseStaging(root_ + "/elsewhere");  // outside the staging area: ignored
+  EXPECT_EQ(up.RemoveOrphanedStaging(), 1);
+  EXPECT_FALSE(fs::exists(orphan));
+  EXPECT_TRUE(fs::exists(live + "/0"));
+  EXPECT_TRUE(fs::exists(handed + "/0"));
+  EXPECT_TRUE(fs::exists(released + "/0"));
+  EXPECT_FALSE(fs::exists(released + "/" + kStagingOwnerFile));
+}
+
 }  // namespace
 }  // namespace cohort::agent

@@ -131,11 +131,21 @@ Status WriterSession::Artifact(uint64_t frame, std::string_view json_text) {
   if (finished_) return Status::FailedPrecondition("writer already finished");
   auto intent = ParseArtifactIntent(json_text);
   if (!intent.ok()) return intent.status();
-  return stream_->AppendFrame(RecordKind::kArtifact, session_, frame, json_text).status();
+  COHORT_RETURN_IF_ERROR(
+      stream_->AppendFrame(RecordKind::kArtifact, session_, frame, json_text).status());
+  if (!intent->staging.empty()) staged_.push_back(intent->staging);
+  return Status::Ok();
 }
 
 Status WriterSession::Sync(bool wake_sender) {
   COHORT_RETURN_IF_ERROR(stream_->Sync());
+  if (!staged_.empty()) {
+    // The intents are durable: their staging directories are the uploader's now.
+    if (ArtifactUploader* up = ingest_->artifacts()) {
+      for (const std::string& dir : staged_) up->ReleaseStaging(dir);
+    }
+    staged_.clear();
+  }
   if (wake_sender) WakeSender();
   return Status::Ok();
 }

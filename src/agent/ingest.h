@@ -102,6 +102,9 @@ class WriterSession {
   std::unique_ptr<monitor::Sampler> sampler_;
   std::optional<ClientProcess> client_;
   bool finished_ = false;
+  // Staging directories of intents appended since the last Sync: their owner files go once the
+  // intents are durable.
+  std::vector<std::string> staged_;
 };
 
 class Ingest {

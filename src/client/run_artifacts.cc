@@ -181,6 +181,12 @@ Result<std::string> Run::Impl::LogArtifact(const Artifact& artifact) {
     if (stage) {
       in.staging = staging_root + "/" + id;
       st = fs->CreateDir(in.staging);
+      // Named ours until the agent has the intent: a crash here leaves it for the agent to
+      // delete once this process is gone.
+      if (auto owner = agent::ThisProcessAsOwner(fs); st.ok() && owner) {
+        st = wal::WriteFileAtomically(fs, in.staging + "/" + agent::kStagingOwnerFile,
+                                      agent::StagingOwnerText(*owner));
+      }
     }
     for (size_t i = 0; st.ok() && i < artifact.files.size(); ++i) {
       const ArtifactFile& f = artifact.files[i];
