@@ -30,9 +30,11 @@ _ext._set_hooks(_convert, dict(errors.ERROR_TYPES), Error)
 from ._run import Run  # noqa: E402
 from .artifacts import Artifact, ArtifactError  # noqa: E402
 from ._synced import Config, Summary  # noqa: E402
-from .sdk import finish, init, log, login, setup, teardown  # noqa: E402
+from .sdk import finish, init, log, login, setup, teardown, use_artifact  # noqa: E402
 from .settings import Settings  # noqa: E402
 from .api import Api, AuthError, NotFound  # noqa: E402  (read API: docs/python-api.md)
+from .api_artifacts import ArtifactVersion  # noqa: E402  (what run.use_artifact returns)
+from .artifact_download import VerificationError  # noqa: E402
 
 #: The project version (CMakeLists.txt), compiled into the extension.
 __version__: str = _ext.VERSION
@@ -52,8 +54,9 @@ def require(*args: object, **kwargs: object) -> None:
 
 
 __all__ = [
-    "Api", "Artifact", "ArtifactError", "AuthError", "NotFound",
+    "Api", "Artifact", "ArtifactError", "ArtifactVersion", "AuthError", "NotFound",
+    "VerificationError",
     "AuthenticationError", "CommError", "Config", "Error", "Run", "Settings", "Summary",
     "UsageError", "config", "finish", "init", "log", "login", "require", "run", "setup",
-    "summary", "teardown", "__version__",
+    "summary", "teardown", "use_artifact", "__version__",
 ]

@@ -140,7 +140,51 @@ class Run(native.Run):
         """Accepted for compatibility; gradients and parameters are not logged automatically."""
         return None
 
-    # -- artifacts -------------------------------------------------------------------------------
+    # -- artifacts (docs/python-api.md, "Artifacts") --------------------------------------------
+    def use_artifact(self, artifact: str, type: Optional[str] = None) -> Any:
+        """Records that this run (this writer) uses an artifact version and returns it (a
+        ``cohort.ArtifactVersion``: ``download()``, ``get_path(name)``, ``files()``, ...).
+
+        `artifact`: ``"name:alias"``, ``"name:v3"``, ``"name"`` (its ``latest``), or with
+        ``"project/"`` or ``"entity/project/"`` in front (default: this run's). With `type`,
+        a collection of another type is an error. An offline or disabled run reads the version
+        from the server without recording the use (a warning says so)."""
+        from . import api_artifacts
+        from .api import _check_type
+
+        entity, project, name, version = api_artifacts.parse_artifact_path(artifact)
+        entity = entity or self.entity or None
+        project = (project or self.project or self._init_args.get("project")
+                   or self._settings.project)
+        if not project:
+            raise UsageError(f"use_artifact({artifact!r}): the run has no project: give "
+                             "'project/name:alias'")
+        t = self._artifact_transport()
+        if entity is None:
+            entity = t.get("/api/v1/viewer")["entity"]
+        if type is not None:  # before the use is recorded
+            _check_type(api_artifacts.read_version(t, entity, project, name, version), type)
+        if self.disabled or self.offline:
+            warnings.warn(f"cohort: run {self.id} is {'disabled' if self.disabled else 'offline'}"
+                          f": its use of {artifact!r} is not recorded", RuntimeWarning,
+                          stacklevel=2)
+            v = api_artifacts.read_version(t, entity, project, name, version)
+        else:
+            v = api_artifacts.use_version(t, entity, project, name, version, self.id,
+                                          self.label, self.project)
+        _check_type(v, type)
+        return v
+
+    def _artifact_transport(self) -> Any:
+        from .api_http import Transport, resolve
+
+        t = getattr(self, "_artifacts_http", None)
+        if t is None:
+            url, key = resolve(self._settings.base_url, self._settings.api_key)
+            t = self._artifacts_http = Transport(url, key)
+        return t
+
+    # -- logging artifacts (docs/python-api.md, "Logging artifacts") ------------------------------
     def log_artifact(self, artifact_or_path: Any, name: Optional[str] = None,
                      type: Optional[str] = None, aliases: Optional[List[str]] = None) -> Any:
         """Logs a version of an artifact (a ``cohort.Artifact``, or a file or directory path
@@ -192,6 +236,9 @@ class Run(native.Run):
             self._py_finished = True
         _state.forget(self)
         self._settle_artifacts()
+        http = getattr(self, "_artifacts_http", None)
+        if http is not None:
+            http.close()  # reopened if a version read through it is used later
         error = self._finish(exit_code, state)
         self._note_artifact_outcomes()
         if error:

@@ -23,11 +23,13 @@ import json
 import re
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
-from . import api_history
+from . import api_artifacts, api_history
+from .api_artifacts import ArtifactCollection, ArtifactVersion
 from .api_http import AuthError, NotFound, Transport, quote, resolve
 from .errors import UsageError
 
-__all__ = ["Api", "AuthError", "Group", "NotFound", "PublicRun", "Runs"]
+__all__ = ["Api", "ArtifactCollection", "ArtifactVersion", "AuthError", "Group", "NotFound",
+           "PublicRun", "Runs"]
 
 _OPS = {"$eq": "==", "$ne": "!=", "$in": "in", "$nin": "not in", "$gt": ">", "$lt": "<",
         "$contains": "~", "$regex": "~"}
@@ -194,6 +196,47 @@ class Api:
         if info is None:
             raise NotFound(f"group {name!r} has no runs in {entity}/{project}")
         return Group(self, entity, project, info)
+
+    # -- artifacts (docs/python-api.md, "Artifacts") --------------------------------------------
+    def _artifact_project(self, entity: Optional[str], project: Optional[str],
+                          what: str) -> List[str]:
+        if project is None:
+            project = self._default_project
+        if not project:
+            raise UsageError(f"{what}: no project: give 'entity/project/name' or project=")
+        if entity is None:
+            return self._split(project, 2)
+        return [entity, project]
+
+    def artifact(self, path: str, type: Optional[str] = None) -> ArtifactVersion:
+        """A version, ``'entity/project/name:alias'`` (also ``project/name:v3``; without
+        ``:``, ``latest``). NotFound when it is absent; UsageError when `type` is given and
+        the collection's differs."""
+        entity, project, name, version = api_artifacts.parse_artifact_path(path)
+        entity, project = self._artifact_project(entity, project, f"artifact {path!r}")
+        v = api_artifacts.read_version(self._t, entity, project, name, version)
+        _check_type(v, type)
+        return v
+
+    def artifact_versions(self, name: str, project: Optional[str] = None
+                          ) -> List[ArtifactVersion]:
+        """The versions of collection `name` (``'entity/project/name'`` or `name` with
+        ``project='entity/project'``), newest first."""
+        entity, proj, coll, version = api_artifacts.parse_artifact_path(name)
+        if ":" in name:
+            raise UsageError(f"artifact_versions: expected a collection name, got {name!r}")
+        if proj is not None and entity is None and project is not None:
+            raise UsageError(f"artifact_versions: {name!r} names a project and project= too")
+        if proj is not None:
+            entity, proj = self._artifact_project(entity, proj, "artifact_versions")
+        else:
+            entity, proj = self._artifact_project(None, project, "artifact_versions")
+        return api_artifacts.list_versions(self._t, entity, proj, coll)
+
+    def artifact_collections(self, project: Optional[str] = None) -> List[ArtifactCollection]:
+        """The artifact collections of project ``'entity/project'`` (or ``'project'``)."""
+        entity, proj = self._artifact_project(None, project, "artifact_collections")
+        return api_artifacts.list_collections(self._t, entity, proj)
 
 
 class Runs:
@@ -371,6 +414,25 @@ class PublicRun:
         (case-sensitive substring) only when given."""
         return list(self.scan_logs(label=label, grep=grep, stream=stream))
 
+    def logged_artifacts(self) -> List[ArtifactVersion]:
+        """The artifact versions this run logged (lineage ``output``)."""
+        return self._artifacts("output")
+
+    def used_artifacts(self) -> List[ArtifactVersion]:
+        """The artifact versions this run used (``use_artifact``; lineage ``input``)."""
+        return self._artifacts("input")
+
+    def _artifacts(self, direction: str) -> List[ArtifactVersion]:
+        listed = self._api._t.get(self._base + "/artifacts")["artifacts"]
+        out, seen = [], set()
+        for a in listed:
+            key = (a["name"], a["version"])
+            if a.get("direction") != direction or key in seen:
+                continue
+            seen.add(key)
+            out.append(ArtifactVersion(self._api._t, a))  # of any project of the entity
+        return out
+
     def aggregate(self, key: str, samples: Optional[int] = None,
                   writers: Optional[Sequence[str]] = None):
         """`key` across the writers of this (shared) run: see ``rank_aggregate``."""
@@ -405,6 +467,11 @@ class Group:
     def __repr__(self) -> str:
         return f"<Group {self.entity}/{self.project}/{self.name} ({self.run_count} runs)>"
 
+
+
+def _check_type(v: ArtifactVersion, type: Optional[str]) -> None:
+    if type is not None and v.type != type:
+        raise UsageError(f"artifact {v.qualified_name} has type {v.type!r}, not {type!r}")
 
 
 _AGG_COLUMNS = ["step", "step_max", "mean", "min", "max", "median", "spread", "members", "count"]

@@ -38,6 +38,10 @@ class AuthError(AuthenticationError):
     code = "unauthenticated"
 
 
+class Unreachable(CommError):
+    """No answer came: the server cannot be reached, or the connection dropped."""
+
+
 def config_path() -> str:
     """The user's config file, as the C++ client resolves it."""
     xdg = os.environ.get("XDG_CONFIG_HOME")
@@ -81,7 +85,7 @@ def _error_for(status: int, payload: Any, what: str) -> Error:
         err: Error = NotFound(text)
     elif status in (401, 403):
         err = AuthError(text)
-    elif status in (400, 405, 409, 413):
+    elif status in (400, 405, 409, 413, 416, 422):
         err = UsageError(text)
     else:
         err = CommError(text)
@@ -90,7 +94,8 @@ def _error_for(status: int, payload: Any, what: str) -> Error:
 
 
 class Transport:
-    """GETs JSON from one server over a kept-alive connection (reconnects when it drops)."""
+    """Talks JSON (and streams file bytes) with one server over a kept-alive connection
+    (reconnects when it drops)."""
 
     def __init__(self, base_url: str, api_key: str, timeout: float = 60.0):
         parsed = urllib.parse.urlsplit(base_url)
@@ -105,6 +110,11 @@ class Transport:
         self._timeout = timeout
         self._conn: Optional[http.client.HTTPConnection] = None
 
+    def clone(self) -> "Transport":
+        """A new transport to the same server with the same key (a connection of its own, for
+        another thread)."""
+        return Transport(self.base_url, self._key, self._timeout)
+
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
@@ -117,46 +127,110 @@ class Transport:
             self._conn = cls(self._host, self._port, timeout=self._timeout)
         return self._conn
 
-    def _send(self, path: str, url: str, headers: Dict[str, str]):
+    def _send(self, path: str, url: str, headers: Dict[str, str], method: str = "GET",
+              body: Optional[bytes] = None):
         """One request: (status, body, Retry-After seconds or None)."""
         last: Optional[BaseException] = None
         for _ in range(2):  # a kept-alive connection the server closed: retry once
             conn = self._connect()
             try:
-                conn.request("GET", url, headers=headers)
+                conn.request(method, url, body=body, headers=headers)
                 resp = conn.getresponse()
-                body = resp.read()
-                retry = resp.getheader("Retry-After")
-                try:
-                    retry_after = float(retry) if retry else None
-                except ValueError:
-                    retry_after = None
-                return resp.status, body, retry_after
+                data = resp.read()
+                return resp.status, data, _retry_after(resp)
             except (ConnectionError, http.client.HTTPException, OSError) as e:
                 self.close()
                 last = e
-        raise CommError(f"GET {path}: cannot reach the server at {self.base_url}: {last}")
+        raise Unreachable(f"{method} {path}: cannot reach the server at {self.base_url}: "
+                          f"{last}")
+
+    def _headers(self, accept: str = "application/json") -> Dict[str, str]:
+        return {"Authorization": "Bearer " + self._key, "Accept": accept,
+                "User-Agent": "cohort-python-api/" + native.VERSION}
 
     def get(self, path: str, query: Optional[Mapping[str, Any]] = None) -> Any:
         """GET path?query -> the decoded JSON body; raises NotFound, AuthError, UsageError or
         CommError (with the server's message) otherwise. A 429 or 503 answer is retried
         after its Retry-After (at most 30 s, 5 times) before it becomes a CommError."""
+        return self.call("GET", path, query)
+
+    def post(self, path: str, body: Any) -> Any:
+        """POST path with a JSON body -> the decoded JSON answer; errors as ``get``."""
+        return self.call("POST", path, None, body)
+
+    def call(self, method: str, path: str, query: Optional[Mapping[str, Any]] = None,
+             body: Any = None) -> Any:
+        """`method` path?query with an optional JSON body -> the decoded JSON answer."""
         q = {k: v for k, v in (query or {}).items() if v is not None and v != ""}
         url = self._prefix + path + ("?" + urllib.parse.urlencode(q) if q else "")
-        headers = {"Authorization": "Bearer " + self._key, "Accept": "application/json",
-                   "User-Agent": "cohort-python-api/" + native.VERSION}
+        headers = self._headers()
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
         for throttled in range(_THROTTLE_RETRIES + 1):
-            status, body, retry_after = self._send(path, url, headers)
+            status, answer, retry_after = self._send(path, url, headers, method, data)
             if status not in (429, 503) or throttled == _THROTTLE_RETRIES:
                 break
             time.sleep(min(_MAX_WAIT_S, retry_after if retry_after is not None else 1.0))
-        try:
-            payload = json.loads(body) if body else None
-        except ValueError:
-            payload = body.decode("utf-8", "replace")
+        payload = _decode(answer)
         if status >= 300:
-            raise _error_for(status, payload, f"GET {path}")
+            raise _error_for(status, payload, f"{method} {path}")
         return payload
+
+    def stream(self, path: str, headers: Optional[Mapping[str, str]] = None
+               ) -> http.client.HTTPResponse:
+        """GET path with extra `headers` (e.g. Range) -> the open response of a 2xx answer,
+        for the caller to read to its end before the next request on this transport; the
+        error of any other answer as ``get`` raises it (429 and 503 are retried the same
+        way). An unreachable server (or a connection that drops before the answer) is a
+        CommError."""
+        url = self._prefix + path
+        all_headers = self._headers("*/*")
+        all_headers.update(headers or {})
+        for throttled in range(_THROTTLE_RETRIES + 1):
+            last: Optional[BaseException] = None
+            resp = None
+            for _ in range(2):
+                conn = self._connect()
+                try:
+                    conn.request("GET", url, headers=all_headers)
+                    resp = conn.getresponse()
+                    break
+                except (ConnectionError, http.client.HTTPException, OSError) as e:
+                    self.close()
+                    last = e
+            if resp is None:
+                raise Unreachable(f"GET {path}: cannot reach the server at {self.base_url}: "
+                                  f"{last}")
+            if 200 <= resp.status < 300:
+                return resp
+            try:
+                answer = resp.read()
+            except (ConnectionError, http.client.HTTPException, OSError) as e:
+                self.close()
+                raise Unreachable(f"GET {path}: the connection dropped: {e}") from e
+            if resp.status in (429, 503) and throttled < _THROTTLE_RETRIES:
+                retry_after = _retry_after(resp)
+                time.sleep(min(_MAX_WAIT_S, retry_after if retry_after is not None else 1.0))
+                continue
+            raise _error_for(resp.status, _decode(answer), f"GET {path}")
+        raise AssertionError("unreachable")
+
+
+def _retry_after(resp: http.client.HTTPResponse) -> Optional[float]:
+    retry = resp.getheader("Retry-After")
+    try:
+        return float(retry) if retry else None
+    except ValueError:
+        return None
+
+
+def _decode(body: bytes) -> Any:
+    try:
+        return json.loads(body) if body else None
+    except ValueError:
+        return body.decode("utf-8", "replace")
 
 
 def quote(segment: str) -> str:

@@ -80,8 +80,8 @@ def check_path(path: Any) -> str:
 # ---- the hash cache ----------------------------------------------------------------------------
 
 def _cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "cohort")
+    from .artifact_download import cache_dir  # $COHORT_CACHE_DIR, $XDG_CACHE_HOME/cohort, ...
+    return cache_dir()
 
 
 class HashCache:

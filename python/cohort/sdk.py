@@ -110,6 +110,15 @@ def log(data: Dict[str, Any], step: Optional[int] = None, commit: Optional[bool]
     run.log(data, step, commit)
 
 
+def use_artifact(artifact: str, type: Optional[str] = None) -> Any:
+    """``run.use_artifact`` of the current run (``cohort.run``)."""
+    run = _state.current() or _state.adopted_run()
+    if run is None:
+        raise UsageError("cohort.use_artifact: no run; call cohort.init() first (or read it "
+                         "with cohort.Api().artifact(...))")
+    return run.use_artifact(artifact, type=type)
+
+
 def finish(exit_code: Optional[int] = None, quiet: Optional[bool] = None) -> None:
     """Finishes the current run (``cohort.run``), if any."""
     run = _state.current()

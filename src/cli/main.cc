@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   runners.push_back(cohort::cli::AddSyncCommand(app));
   runners.push_back(cohort::cli::AddRunsCommand(app));
   runners.push_back(cohort::cli::AddLogsCommand(app));
+  runners.push_back(cohort::cli::AddArtifactCommand(app));
   runners.push_back(cohort::cli::AddStoreDumpCommands(app));
   CLI11_PARSE(app, argc, argv);
   for (auto& run : runners) {

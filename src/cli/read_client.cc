@@ -36,6 +36,13 @@ Status StatusFor(int http_status, const std::string& body, std::string_view what
       return Status::PermissionDenied(text);
     case 404:
       return Status::NotFound(text);
+    case 409:
+      return Status::FailedPrecondition(text);
+    case 413:
+      return Status::PayloadTooLarge(text);
+    case 416:
+    case 422:
+      return Status::InvalidArgument(text);
     case 429:
       return Status::ResourceExhausted(text);
     default:
@@ -99,17 +106,29 @@ Result<bj::value> ReadClient::Get(std::string_view path, const Query& query) {
 }
 
 Result<bj::value> ReadClient::Post(std::string_view path, const bj::object& body) {
-  auto res = http_.Request("POST", path, bj::serialize(body), api_key_);
+  return SendJson("POST", path, body);
+}
+
+Result<agent::HttpResponse> ReadClient::Send(std::string_view method, std::string_view path,
+                                             std::string_view body, std::string_view content_type,
+                                             std::string_view extra_header) {
+  auto res = http_.Request(method, path, body, api_key_, content_type, extra_header);
   if (!res.ok()) {
     return Status::Unavailable("cannot reach the server at " + http_.base_url() + ": " +
                                res.status().message());
   }
   if (res->status < 200 || res->status >= 300) {
-    return StatusFor(res->status, res->body, "POST " + std::string(path));
+    return StatusFor(res->status, res->body, std::string(method) + " " + std::string(path));
   }
-  auto parsed = json::Parse(res->body);
+  return std::move(*res);
+}
+
+Result<bj::value> ReadClient::SendJson(std::string_view method, std::string_view path,
+                                       const bj::object& body) {
+  COHORT_ASSIGN_OR_RETURN(agent::HttpResponse res, Send(method, path, bj::serialize(body)));
+  auto parsed = json::Parse(res.body);
   if (!parsed.ok()) {
-    return Status::Internal("POST " + std::string(path) +
+    return Status::Internal(std::string(method) + " " + std::string(path) +
                             ": the server's answer is not JSON: " + parsed.status().message());
   }
   return std::move(*parsed);

@@ -42,6 +42,17 @@ class ReadClient {
   // POST `path` with a JSON body -> the parsed answer; errors as Get.
   Result<boost::json::value> Post(std::string_view path, const boost::json::object& body);
 
+  // `method` `path` with a body of `content_type` and an extra header ("Range: bytes=0-9"; empty:
+  // none) -> the raw answer of a 2xx status; any other status is an error as for Get.
+  Result<agent::HttpResponse> Send(std::string_view method, std::string_view path,
+                                   std::string_view body = {},
+                                   std::string_view content_type = "application/json",
+                                   std::string_view extra_header = {});
+
+  // `method` (POST, PUT, DELETE) `path` with a JSON body -> the parsed answer; errors as Get.
+  Result<boost::json::value> SendJson(std::string_view method, std::string_view path,
+                                      const boost::json::object& body);
+
   // The entity of the API key (GET /api/v1/viewer), fetched once.
   Result<std::string> Entity();
 

@@ -32,3 +32,14 @@ TEST(Sha256Test, IsSha256Hex) {
 
 }  // namespace
 }  // namespace cohort
+
+#include "core/md5.h"
+
+namespace cohort {
+namespace {
+TEST(Md5Test, Base64AsTheWandbClientsNameFiles) {
+  // The digest the vendor's SDK sends for "hello\n" (docs of its wire format).
+  EXPECT_EQ(Md5Base64("hello\n"), "sZRqySSS0jR8YjW00mERhA==");
+}
+}  // namespace
+}  // namespace cohort

@@ -16,6 +16,7 @@
 #include "blob/blob_store.h"
 #include "core/clock.h"
 #include "core/user_config.h"
+#include "server/compat/artifacts_compat.h"
 #include "server/compat/compat.h"
 #include "server/compat/run_files.h"
 #include "server/http/static_files.h"
@@ -214,7 +215,8 @@ std::optional<http::HttpResponse> ServerApp::AdmitBody(const http::HttpRequest& 
     return api::ErrorResponse(who.status());
   }
   if (head.HasQueryParam("s")) {
-    Status s = compat::CheckSignedUpload(&ctx_, head);
+    Status s = compat::CheckSignedArtifactUpload(&ctx_, head);
+    if (s.code() == StatusCode::kNotFound) s = compat::CheckSignedUpload(&ctx_, head);
     if (s.ok()) return std::nullopt;
     metrics_.AddRejected("unauthenticated");
     return api::ErrorResponse(s);

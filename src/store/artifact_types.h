@@ -33,6 +33,8 @@ struct ArtifactCommit {
   std::string writer;                // its writer's label; may be empty
   std::vector<ArtifactFile> files;
   int64_t now_ms = 0;
+  // Logged by a W&B client: its digest and the blob of the manifest it uploaded.
+  std::string client_digest, client_manifest;
 };
 
 struct ArtifactVersion {
@@ -47,6 +49,25 @@ struct ArtifactVersion {
   int64_t created_ms = 0;
   std::string run_id, writer;        // who logged it; empty when logged outside a run
   std::vector<std::string> aliases;  // sorted
+  std::string client_digest, client_manifest;  // ArtifactCommit's
+};
+
+// A version a W&B client is uploading: created first, committed when its files and manifest
+// are there (server/compat/artifacts_compat.cc).
+struct ArtifactDraft {
+  int64_t pk = 0;
+  std::string entity, project, name, type;
+  std::string client_digest;
+  std::string spec_json = "{}";  // description, metadata, aliases, run, writer
+  std::string manifest_sha256;   // empty until the manifest is uploaded
+  std::optional<int64_t> version_pk;  // once committed
+  int64_t created_ms = 0;
+};
+
+// A blob an entity holds, named by the MD5 a W&B client gave it.
+struct BlobByMd5 {
+  std::string sha256;
+  int64_t size = 0;
 };
 
 struct ArtifactLogged {

@@ -147,7 +147,9 @@ const std::vector<DumpTable>& DumpTables() {
         {"metadata", T},
         {"run_id", T},
         {"writer", T},
-        {"created_ms", I}}},
+        {"created_ms", I},
+        {"client_digest", T, true},
+        {"client_manifest", T, true}}},
       {"artifact_files",
        {{"version_pk", I},
         {"path", T},
@@ -158,6 +160,7 @@ const std::vector<DumpTable>& DumpTables() {
       {"artifact_aliases", {{"collection_pk", I}, {"alias", T}, {"version_pk", I}}},
       {"artifact_uses",
        {{"version_pk", I}, {"run_pk", I}, {"writer", T}, {"direction", T}, {"used_ms", I}}},
+      {"blob_md5", {{"entity", T}, {"md5", T}, {"sha256", T}, {"size", I}}},
   };
   return kTables;
 }

@@ -55,6 +55,7 @@ enum DumpTableId : int {
   kDumpArtifactFiles,
   kDumpArtifactAliases,
   kDumpArtifactUses,
+  kDumpBlobMd5,
   kDumpTableCount,
 };
 

@@ -175,9 +175,21 @@ class ArtifactStore {
  public:
   virtual ~ArtifactStore() = default;
   // ---- blobs an entity holds ----
-  // Records that `entity` holds the blob (it uploaded it, checked). Idempotent.
+  // Records that `entity` holds the blob (it uploaded it, checked), and its MD5 (base64) when
+  // not empty (the W&B clients name files by it). Idempotent.
   virtual Status RecordBlob(const std::string& entity, const std::string& sha256, int64_t size,
-                            int64_t now_ms) = 0;
+                            int64_t now_ms, const std::string& md5 = "") = 0;
+  // The blobs the entity holds by the MD5s (base64) of their uploads.
+  virtual Result<std::map<std::string, BlobByMd5>> BlobsByMd5(
+      const std::string& entity, const std::vector<std::string>& md5s) = 0;
+  // ---- drafts: versions the W&B clients create before they upload ----
+  virtual Result<ArtifactDraft> CreateArtifactDraft(const ArtifactDraft& draft) = 0;
+  // kNotFound unless the entity has the draft.
+  virtual Result<ArtifactDraft> GetArtifactDraft(const std::string& entity, int64_t pk) = 0;
+  virtual Status SetArtifactDraftManifest(const std::string& entity, int64_t pk,
+                                          const std::string& sha256) = 0;
+  virtual Status SetArtifactDraftVersion(const std::string& entity, int64_t pk,
+                                         int64_t version_pk) = 0;
   // The size of each of `sha256s` the entity holds (absent: not held).
   virtual Result<std::map<std::string, int64_t>> HeldBlobs(
       const std::string& entity, const std::vector<std::string>& sha256s) = 0;
@@ -201,6 +213,9 @@ class ArtifactStore {
                                                      const std::string& project,
                                                      const std::string& name,
                                                      const std::string& version_or_alias) = 0;
+  // A version by its key (the W&B clients' artifact ids); kNotFound unless it is the entity's.
+  virtual Result<ArtifactVersion> GetArtifactVersionByPk(const std::string& entity,
+                                                         int64_t pk) = 0;
   // The manifest of a version (from GetArtifactVersion), by path.
   virtual Result<std::vector<ArtifactFile>> ListArtifactFiles(const ArtifactVersion& version) = 0;
   virtual Result<ArtifactFile> GetArtifactFile(const ArtifactVersion& version,

@@ -94,6 +94,14 @@ KEY_SCOPED = {
 }
 
 
+# Routes authorised by a signed URL alone (the W&B clients' artifact uploads and downloads):
+# no key opens them, and a signature opens only what it signs (test_signed_artifact_routes).
+SIGNED = {
+    ("PUT", "/artifacts-upload/{entity}/{draft}/{kind}/{md5}"),
+    ("GET", "/artifacts-download/{entity}/{sha256}"),
+}
+
+
 def server_routes():
     out = subprocess.run([str(COHORT_BIN), "server", "--list-routes"], capture_output=True,
                          text=True, check=True, timeout=30).stdout
@@ -103,7 +111,7 @@ def server_routes():
 def test_every_route_has_an_isolation_probe():
     routes = server_routes()
     assert len(routes) >= 30, routes
-    known = PUBLIC | set(SCOPED) | KEY_SCOPED
+    known = PUBLIC | set(SCOPED) | KEY_SCOPED | SIGNED
     assert routes - known == set(), "routes without an isolation probe in this file"
     assert known - routes == set(), "probes of routes the server no longer has"
 
@@ -294,3 +302,20 @@ def test_public_routes_leak_nothing(server, victim):
     assert status == 200 and not body
     status, body, _ = http(url + f"/api/v1/runs/{victim.entity}/proj/{victim.run}")
     assert status == 401  # no key at all
+
+
+def test_signed_artifact_routes_open_nothing_without_their_signature(server, victim):
+    bob = create_key(server, "bob")
+    md5 = "0" * 32
+    for method, path, raw in [
+        ("PUT", f"/artifacts-upload/{victim.entity}/1/file/{md5}", b"evil"),
+        ("PUT", f"/artifacts-upload/{victim.entity}/1/manifest/{md5}?k=1&x=99999999999&s=forged",
+         b"evil"),
+        ("GET", f"/artifacts-download/{victim.entity}/{victim.sha}", None),
+        ("GET", f"/artifacts-download/{victim.entity}/{victim.sha}?k=1&x=99999999999&s=forged",
+         None),
+    ]:
+        for key in (bob, None):
+            status, payload, _ = http(server.url + path, method, raw=raw, key=key)
+            assert status == 401, (method, path, status, payload)
+    assert victim.state() == victim.snapshot

@@ -171,13 +171,12 @@ bool ParseRange(std::string_view header, uint64_t size, uint64_t* first, uint64_
   return true;
 }
 
-http::HttpResponse ServeFile(ApiContext* ctx, const http::HttpRequest& req,
-                             const store::ArtifactFile& f) {
-  if (!f.ref.empty()) {
-    return ErrorResponse(Status::FailedPrecondition(
-        "\"" + f.path + "\" is a reference to " + f.ref + "; fetch it from there"));
-  }
-  const uint64_t size = uint64_t(f.size);
+}  // namespace
+
+http::HttpResponse ServeBlobBytes(ApiContext* ctx, const http::HttpRequest& req,
+                                  const std::string& sha256, uint64_t size,
+                                  const std::string& path) {
+  const store::ArtifactFile f{.path = path, .sha256 = sha256, .size = int64_t(size)};
   uint64_t first = 0, last = size == 0 ? 0 : size - 1;
   bool ranged = false;
   std::string_view range = req.Header("range");
@@ -218,6 +217,17 @@ http::HttpResponse ServeFile(ApiContext* ctx, const http::HttpRequest& req,
                                                    std::to_string(size));
   }
   return resp;
+}
+
+namespace {
+
+http::HttpResponse ServeFile(ApiContext* ctx, const http::HttpRequest& req,
+                             const store::ArtifactFile& f) {
+  if (!f.ref.empty()) {
+    return ErrorResponse(Status::FailedPrecondition(
+        "\"" + f.path + "\" is a reference to " + f.ref + "; fetch it from there"));
+  }
+  return ServeBlobBytes(ctx, req, f.sha256, uint64_t(f.size), f.path);
 }
 
 }  // namespace

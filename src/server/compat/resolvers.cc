@@ -3,6 +3,7 @@
 #include "server/compat/resolvers.h"
 
 #include "core/json.h"
+#include "server/compat/artifacts_compat.h"
 #include "server/compat/client_writers.h"
 #include "server/compat/run_files.h"
 #include "server/compat/wandb_lines.h"
@@ -14,8 +15,10 @@ namespace {
 // answers. The vendor's clients probe to decide which optional features to use.
 const std::vector<std::pair<std::string, std::vector<std::string>>>& KnownTypes() {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> kTypes = {
-      {"Query", {"viewer", "serverInfo", "project", "model", "entity"}},
-      {"Mutation", {"upsertBucket", "createRunFiles", "markRunFilesUploaded"}},
+      {"Query", {"viewer", "serverInfo", "project", "model", "entity", "artifact"}},
+      {"Mutation",
+       {"upsertBucket", "createRunFiles", "markRunFilesUploaded", "createArtifact",
+        "createArtifactManifest", "createArtifactFiles", "commitArtifact", "useArtifact"}},
       {"ServerInfo", {"cliVersionInfo", "latestLocalVersionInfo", "features"}},
       {"ServerSettings", {}},
   };
@@ -114,6 +117,7 @@ class QueryRoot : public gql::Object {
                                             {"features", ServerFeatures()}});
     }
     if (n == "__type") return gql::Resolved::Json(TypeJson(f.StringArg("name")));
+    if (n == "artifact") return ResolveArtifactById(c_, f);
     if (n == "project" || n == "model") {
       COHORT_ASSIGN_OR_RETURN(store::RunRef ref, CompatRunRef(c_->who, f.StringArg("entityName"),
                                                               f.StringArg("name"), ""));
@@ -144,6 +148,7 @@ class MutationRoot : public gql::Object {
     if (n == "upsertBucket") return UpsertBucket(f);
     if (n == "createRunFiles") return CreateRunFiles(f);
     if (n == "markRunFilesUploaded") return gql::Resolved::Json(bj::object{{"success", true}});
+    if (IsArtifactMutation(n)) return ResolveArtifactMutation(c_, f);
     return Status::InvalidArgument("Cannot query field \"" + n + "\" on type \"Mutation\"");
   }
 

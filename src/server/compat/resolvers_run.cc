@@ -4,6 +4,7 @@
 
 #include "core/json.h"
 #include "core/limits.h"
+#include "server/compat/artifacts_compat.h"
 #include "server/compat/client_writers.h"
 #include "server/compat/resolvers.h"
 #include "server/compat/run_files.h"
@@ -204,6 +205,7 @@ class ProjectObject : public gql::Object {
       }
       return gql::Resolved::Of(MakeRunObject(c_, std::move(run).value()));
     }
+    if (IsProjectArtifactField(n)) return ResolveProjectArtifactField(c_, ref_, f);
     return gql::Resolved::Json(nullptr);
   }
 

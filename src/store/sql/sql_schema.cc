@@ -59,6 +59,11 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //   artifact_files  the manifest: path -> blob (sha256, size) or reference (ref, ref_digest).
 //   artifact_aliases  alias -> version, unique per collection ("latest" among them).
 //   artifact_uses  lineage edges run -> version ('output') and version -> run ('input').
+//   blob_md5  the W&B clients name files by MD5: which blob an entity's MD5 is.
+//   artifact_drafts  versions the W&B clients are uploading (created, then committed): spec
+//             holds the commit's fields as JSON, version_pk the version once committed.
+//             artifact_versions.client_digest / client_manifest: the W&B digest and the blob of
+//             the manifest that client uploaded (served back byte for byte).
 // Everything under a run goes with it: foreign keys with ON DELETE CASCADE from writers, series,
 // console and run files to the run, from batches and stream positions to the writer, from chunks
 // (and pages) to the series. (series.writer_pk and console.writer_pk name a writer of the same
@@ -297,6 +302,8 @@ CREATE TABLE artifact_versions (
   run_id {{key}} NOT NULL DEFAULT '',
   writer {{key}} NOT NULL DEFAULT '',
   created_ms {{int}} NOT NULL,
+  client_digest {{key}},
+  client_manifest {{key}},
   UNIQUE (collection_pk, idx)
 );
 
@@ -328,6 +335,27 @@ CREATE TABLE artifact_uses (
   PRIMARY KEY (version_pk, run_pk, writer, direction)
 ){{norowid}};
 CREATE INDEX artifact_uses_by_run ON artifact_uses (run_pk);
+
+CREATE TABLE blob_md5 (
+  entity {{key}} NOT NULL,
+  md5 {{key}} NOT NULL,
+  sha256 {{key}} NOT NULL,
+  size {{int}} NOT NULL,
+  PRIMARY KEY (entity, md5)
+){{norowid}};
+
+CREATE TABLE artifact_drafts (
+  pk {{pk}},
+  entity {{key}} NOT NULL,
+  project {{key}} NOT NULL,
+  name {{key}} NOT NULL,
+  type {{key}} NOT NULL,
+  client_digest {{key}} NOT NULL,
+  spec {{text}} NOT NULL DEFAULT '{}',
+  manifest_sha256 {{key}},
+  version_pk {{int}} REFERENCES artifact_versions (pk) ON DELETE SET NULL,
+  created_ms {{int}} NOT NULL
+);
 
 pg: -- The jsonb copy of JSON text: the escape \u0000, which jsonb refuses, as \ufffd (an escaped
 pg: -- backslash before it is left alone).

@@ -75,7 +75,14 @@ class SqlStore : public Store {
   Result<RunFile> GetRunFile(const RunRef& ref, const std::string& name) final;
 
   Status RecordBlob(const std::string& entity, const std::string& sha256, int64_t size,
-                    int64_t now_ms) final;
+                    int64_t now_ms, const std::string& md5) final;
+  Result<std::map<std::string, BlobByMd5>> BlobsByMd5(const std::string& entity,
+                                                      const std::vector<std::string>& md5s) final;
+  Result<ArtifactDraft> CreateArtifactDraft(const ArtifactDraft& draft) final;
+  Result<ArtifactDraft> GetArtifactDraft(const std::string& entity, int64_t pk) final;
+  Status SetArtifactDraftManifest(const std::string& entity, int64_t pk,
+                                  const std::string& sha256) final;
+  Status SetArtifactDraftVersion(const std::string& entity, int64_t pk, int64_t version_pk) final;
   Result<std::map<std::string, int64_t>> HeldBlobs(const std::string& entity,
                                                    const std::vector<std::string>& sha256s) final;
   Result<ArtifactLogged> CommitArtifact(const ArtifactCommit& commit) final;
@@ -87,6 +94,7 @@ class SqlStore : public Store {
   Result<ArtifactVersion> GetArtifactVersion(const std::string& entity, const std::string& project,
                                              const std::string& name,
                                              const std::string& version_or_alias) final;
+  Result<ArtifactVersion> GetArtifactVersionByPk(const std::string& entity, int64_t pk) final;
   Result<std::vector<ArtifactFile>> ListArtifactFiles(const ArtifactVersion& version) final;
   Result<ArtifactFile> GetArtifactFile(const ArtifactVersion& version,
                                        const std::string& path) final;

@@ -21,8 +21,9 @@ using VersionDigest = std::pair<int64_t, std::string>;  // pk, digest
 // A version with its collection, from column 0 (aliases are loaded apart).
 constexpr const char* kVersionColumns =
     "v.pk, c.entity, c.project, c.name, c.type, v.idx, v.digest, v.size, v.file_count, "
-    "v.description, v.metadata, v.created_ms, v.run_id, v.writer";
-constexpr int kVersionColumnCount = 14;
+    "v.description, v.metadata, v.created_ms, v.run_id, v.writer, v.client_digest, "
+    "v.client_manifest";
+constexpr int kVersionColumnCount = 16;
 constexpr const char* kVersionFrom =
     " FROM artifact_versions v JOIN artifact_collections c ON c.pk = v.collection_pk ";
 
@@ -42,6 +43,8 @@ ArtifactVersion ReadVersion(const Row& row, int at = 0) {
   v.created_ms = row.Int(at + 11);
   v.run_id = row.Text(at + 12);
   v.writer = row.Text(at + 13);
+  if (!row.IsNull(at + 14)) v.client_digest = row.Text(at + 14);
+  if (!row.IsNull(at + 15)) v.client_manifest = row.Text(at + 15);
   return v;
 }
 
@@ -207,16 +210,111 @@ Status RecordUse(Conn& conn, int64_t version_pk, int64_t run_pk, const std::stri
 }  // namespace
 
 Status SqlStore::RecordBlob(const std::string& entity, const std::string& sha256, int64_t size,
-                            int64_t now_ms) {
+                            int64_t now_ms, const std::string& md5) {
   if (!IsSha256Hex(sha256) || size < 0) {
     return Status::InvalidArgument("blob: expected a SHA-256 (64 lowercase hex digits) and a size");
   }
   return Run(Access::kWrite, [&](Conn& conn) -> Status {
+    COHORT_RETURN_IF_ERROR(
+        conn.Exec("INSERT INTO blobs (entity, sha256, size, created_ms) VALUES ($1, $2, $3, $4) "
+                  "ON CONFLICT DO NOTHING",
+                  Params().Add(entity).Add(sha256).Add(size).Add(now_ms))
+            .status());
+    if (md5.empty()) return Status::Ok();
     return conn
-        .Exec("INSERT INTO blobs (entity, sha256, size, created_ms) VALUES ($1, $2, $3, $4) "
-              "ON CONFLICT DO NOTHING",
-              Params().Add(entity).Add(sha256).Add(size).Add(now_ms))
+        .Exec("INSERT INTO blob_md5 (entity, md5, sha256, size) VALUES ($1, $2, $3, $4) "
+              "ON CONFLICT (entity, md5) DO UPDATE SET sha256 = excluded.sha256, "
+              "size = excluded.size",
+              Params().Add(entity).Add(md5).Add(sha256).Add(size))
         .status();
+  });
+}
+
+Result<std::map<std::string, BlobByMd5>> SqlStore::BlobsByMd5(const std::string& entity,
+                                                              const std::vector<std::string>& md5s) {
+  using Out = std::map<std::string, BlobByMd5>;
+  using Md5Row = std::pair<std::string, BlobByMd5>;
+  return RunFor<Out>(Access::kReadOne, [&](Conn& conn) -> Result<Out> {
+    COHORT_ASSIGN_OR_RETURN(
+        auto rows, sql::QueryAll<Md5Row>(
+                       conn,
+                       "SELECT m.md5, m.sha256, m.size FROM blob_md5 m JOIN blobs b ON "
+                       "b.entity = m.entity AND b.sha256 = m.sha256 "
+                       "WHERE m.entity = $1 AND m.md5 = ANY($2)",
+                       Params().Add(entity).AddTextArray(md5s), [](const Row& row) {
+                         return Md5Row(row.Text(0), BlobByMd5{row.Text(1), row.Int(2)});
+                       }));
+    return Out(rows.begin(), rows.end());
+  });
+}
+
+namespace {
+constexpr const char* kDraftColumns =
+    "pk, entity, project, name, type, client_digest, spec, manifest_sha256, version_pk, "
+    "created_ms";
+ArtifactDraft ReadDraft(const Row& row) {
+  ArtifactDraft d;
+  d.pk = row.Int(0);
+  d.entity = row.Text(1);
+  d.project = row.Text(2);
+  d.name = row.Text(3);
+  d.type = row.Text(4);
+  d.client_digest = row.Text(5);
+  d.spec_json = row.Text(6);
+  if (!row.IsNull(7)) d.manifest_sha256 = row.Text(7);
+  d.version_pk = row.OptInt(8);
+  d.created_ms = row.Int(9);
+  return d;
+}
+}  // namespace
+
+Result<ArtifactDraft> SqlStore::CreateArtifactDraft(const ArtifactDraft& d) {
+  COHORT_RETURN_IF_ERROR(ValidateArtifactName("artifact name", d.name));
+  COHORT_RETURN_IF_ERROR(ValidateArtifactName("artifact type", d.type));
+  static const std::string kSql =
+      std::string("INSERT INTO artifact_drafts (entity, project, name, type, client_digest, "
+                  "spec, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ") +
+      kDraftColumns;
+  return RunFor<ArtifactDraft>(Access::kWrite, [&](Conn& conn) {
+    return sql::QueryOne<ArtifactDraft>(
+        conn, kSql,
+        Params().Add(d.entity).Add(d.project).Add(d.name).Add(d.type).Add(d.client_digest)
+            .Add(d.spec_json).Add(d.created_ms),
+        ReadDraft, Status::Internal("artifact draft insert returned no row"));
+  });
+}
+
+Result<ArtifactDraft> SqlStore::GetArtifactDraft(const std::string& entity, int64_t pk) {
+  static const std::string kSql = std::string("SELECT ") + kDraftColumns +
+                                  " FROM artifact_drafts WHERE pk = $1 AND entity = $2";
+  return RunFor<ArtifactDraft>(Access::kReadOne, [&](Conn& conn) {
+    return sql::QueryOne<ArtifactDraft>(conn, kSql, Params().Add(pk).Add(entity), ReadDraft,
+                                        Status::NotFound("artifact " + std::to_string(pk) +
+                                                         " not found"));
+  });
+}
+
+Status SqlStore::SetArtifactDraftManifest(const std::string& entity, int64_t pk,
+                                          const std::string& sha256) {
+  return Run(Access::kWrite, [&](Conn& conn) -> Status {
+    COHORT_ASSIGN_OR_RETURN(
+        int64_t n, conn.Exec("UPDATE artifact_drafts SET manifest_sha256 = $3 WHERE pk = $1 AND "
+                             "entity = $2",
+                             Params().Add(pk).Add(entity).Add(sha256)));
+    if (n == 0) return Status::NotFound("artifact " + std::to_string(pk) + " not found");
+    return Status::Ok();
+  });
+}
+
+Status SqlStore::SetArtifactDraftVersion(const std::string& entity, int64_t pk,
+                                         int64_t version_pk) {
+  return Run(Access::kWrite, [&](Conn& conn) -> Status {
+    COHORT_ASSIGN_OR_RETURN(
+        int64_t n, conn.Exec("UPDATE artifact_drafts SET version_pk = $3 WHERE pk = $1 AND "
+                             "entity = $2",
+                             Params().Add(pk).Add(entity).Add(version_pk)));
+    if (n == 0) return Status::NotFound("artifact " + std::to_string(pk) + " not found");
+    return Status::Ok();
   });
 }
 
@@ -273,13 +371,21 @@ Result<ArtifactLogged> SqlStore::CommitArtifact(const ArtifactCommit& c) {
         p.AddNull(sql::Type::kText);
       }
       p.Add(c.metadata_json).Add(c.run_id).Add(c.writer).Add(c.now_ms);
+      for (const std::string* client : {&c.client_digest, &c.client_manifest}) {
+        if (client->empty()) {
+          p.AddNull(sql::Type::kText);
+        } else {
+          p.Add(*client);
+        }
+      }
       COHORT_ASSIGN_OR_RETURN(
           version_pk,
           sql::QueryOne<int64_t>(
               conn,
               "INSERT INTO artifact_versions (collection_pk, idx, digest, size, file_count, "
-              "description, metadata, run_id, writer, created_ms) "
-              "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING pk",
+              "description, metadata, run_id, writer, created_ms, client_digest, "
+              "client_manifest) "
+              "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING pk",
               p, [](const Row& row) { return row.Int(0); },
               Status::Internal("artifact version insert returned no row")));
       COHORT_RETURN_IF_ERROR(
@@ -365,6 +471,16 @@ Result<ArtifactVersion> SqlStore::GetArtifactVersion(const std::string& entity,
                                                      const std::string& version_or_alias) {
   return RunFor<ArtifactVersion>(Access::kRead, [&](Conn& conn) {
     return FindVersion(conn, entity, project, name, version_or_alias);
+  });
+}
+
+Result<ArtifactVersion> SqlStore::GetArtifactVersionByPk(const std::string& entity, int64_t pk) {
+  return RunFor<ArtifactVersion>(Access::kRead, [&](Conn& conn) -> Result<ArtifactVersion> {
+    Result<ArtifactVersion> v = LoadVersionByPk(conn, pk);
+    if (!v.ok() || v->entity != entity) {
+      return Status::NotFound("artifact version " + std::to_string(pk) + " not found");
+    }
+    return v;
   });
 }
 

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 
+import art_helpers  # noqa: F401  (paths: tests/, tests/python, tests/distributed)
 from conftest import wait_for
 from dist_helpers import client  # noqa: F401  (fixture)
 

@@ -1,0 +1,78 @@
+// The byte-moving side of `cohort artifact put|get` (docs/cli.md, docs/artifacts.md): SHA-256 of
+// local files, blob uploads in parts of limits::kBlobPartBytes (status, the missing parts read
+// from disk one at a time, complete) and ranged, verified, resumable downloads. All file I/O goes
+// through the injected wal::FileSystem; the HTTP side is a ReadClient; digests are core/sha256.
+//
+// Threading: the functions are thread-compatible (one ReadClient per thread).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/read_client.h"
+#include "cohort/status.h"
+#include "wal/file.h"
+
+namespace cohort::cli {
+
+// "[[entity/]project/]name[:version_or_alias]" with the project required (from `default_project`
+// when the text has none); the entity defaults to the API key's. Without ":", "latest".
+struct ArtifactRef {
+  std::string entity, project, name, version = "latest";
+  std::string CollectionPath() const;  // /api/v1/artifacts/<entity>/<project>/<name>
+  std::string VersionPath() const;     // CollectionPath() + "/" + version
+  std::string Text() const { return entity + "/" + project + "/" + name + ":" + version; }
+};
+Result<ArtifactRef> ParseArtifactRef(ReadClient& client, std::string_view text);
+
+// "entity/project" or "project" (the API key's entity).
+Result<std::pair<std::string, std::string>> ParseProject(ReadClient& client, std::string_view text);
+
+// A file to upload: its path inside the version and on disk, its size and SHA-256.
+struct LocalFile {
+  std::string name, disk_path;
+  uint64_t size = 0;
+  std::string sha256;
+};
+
+// The files of `path`: the file itself (named by its base name) or, for a directory, every file
+// under it (named by their paths relative to it, '/'-separated, sorted). Sizes are filled in,
+// digests are not.
+Result<std::vector<LocalFile>> CollectFiles(wal::FileSystem* fs, const std::string& path);
+
+// The SHA-256 of a file, read in 1 MiB blocks; `on_bytes` (optional) after each block.
+Result<std::string> Sha256OfFile(wal::FileSystem* fs, const std::string& path,
+                                 const std::function<void(uint64_t)>& on_bytes = {});
+
+// Bytes moved so far, for progress; called after each part or range with the bytes it moved.
+using ProgressFn = std::function<void(uint64_t bytes)>;
+
+// The outcome of an upload.
+struct UploadResult {
+  bool already_stored = false;  // the entity held the blob: nothing was sent
+  int parts_sent = 0;
+  int parts_skipped = 0;  // stored by an earlier, interrupted upload
+  uint64_t bytes_sent = 0;
+};
+
+// Makes the entity hold `file`'s blob: GET its status, PUT each missing part (read from disk one
+// at a time), POST complete. The file must still have `file.size` bytes and `file.sha256`.
+Result<UploadResult> UploadBlob(ReadClient& client, wal::FileSystem* fs, std::string_view entity,
+                                const LocalFile& file, const ProgressFn& progress = {});
+
+// Downloads `size` bytes from `url_path` into `dest` in ranged GETs of kBlobPartBytes, through
+// `dest`.part (continued where an earlier download stopped), checks them against `sha256` and
+// renames the part file into place. On a mismatch the part file is removed, `dest` is not made
+// and the answer is kCorruption naming both digests.
+Status DownloadVerified(ReadClient& client, wal::FileSystem* fs, const std::string& url_path,
+                        const std::string& dest, std::string_view sha256, uint64_t size,
+                        const ProgressFn& progress = {});
+
+// The parent directory of a '/'-separated path ("" for none).
+std::string ParentDir(std::string_view path);
+
+}  // namespace cohort::cli

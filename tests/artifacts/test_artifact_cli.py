@@ -1,0 +1,167 @@
+"""`cohort artifact put|ls|show|get` (docs/cli.md): the real binary against a real server, a
+round trip of a directory with a multi-part file, uploads that resume, downloads that verify."""
+import json
+import os
+import subprocess
+
+import pytest
+
+import art_helpers
+from art_helpers import PART, pattern, sha, stored_blob, upload_blob
+from conftest import COHORT_BIN, ServerProcess
+
+PROJECT = "clip"
+
+
+@pytest.fixture
+def srv(tmp_path):
+    s = ServerProcess(tmp_path / "home").start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def entity(srv):
+    status, me = srv.api().get("/api/v1/viewer")
+    assert status == 200, me
+    return me["entity"]
+
+
+def cohort(srv, *args, cwd=None):
+    env = {k: v for k, v in srv.env.items() if k not in ("COHORT_BASE_URL", "COHORT_API_KEY")}
+    return subprocess.run([str(COHORT_BIN), *map(str, args)], env=env, cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+def tree(root):
+    out = {}
+    for dirpath, _, names in os.walk(root):
+        for n in names:
+            full = os.path.join(dirpath, n)
+            out[os.path.relpath(full, root)] = open(full, "rb").read()
+    return out
+
+
+BIG = pattern(2 * PART + 777, "cli")
+FILES = {"model.bin": BIG, "cfg/config.json": b'{"a": 1}', "notes.txt": b"hello\n",
+         "cfg/empty": b""}
+
+
+@pytest.fixture
+def src(tmp_path):
+    d = tmp_path / "src"
+    for name, data in FILES.items():
+        (d / name).parent.mkdir(parents=True, exist_ok=True)
+        (d / name).write_bytes(data)
+    return d
+
+
+def test_put_ls_show_get_round_trip(srv, entity, src, tmp_path):
+    out = cohort(srv, "artifact", "put", src, "--name", "resnet", "--type", "model",
+                 "--project", f"{entity}/{PROJECT}", "--alias", "best", "--alias", "prod",
+                 "--description", "epoch 3", "--metadata", '{"epoch": 3}')
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"{entity}/{PROJECT}/resnet:v0"
+
+    status, v = srv.api().get(f"/api/v1/artifacts/{entity}/{PROJECT}/resnet/v0")
+    assert status == 200, v
+    assert {f["path"]: (f["sha256"], f["size"]) for f in v["files"]} == \
+        {p: (sha(d), len(d)) for p, d in FILES.items()}
+    assert set(v["aliases"]) == {"best", "prod", "latest"} and v["metadata"] == {"epoch": 3}
+
+    ls = cohort(srv, "artifact", "ls", PROJECT)  # the key's entity
+    assert ls.returncode == 0, ls.stderr
+    header, *rows = [line.split() for line in ls.stdout.strip().splitlines()]
+    assert header[:2] == ["NAME", "TYPE"] and [r[:2] for r in rows] == [["resnet", "model"]]
+
+    show = cohort(srv, "artifact", "show", f"{entity}/{PROJECT}/resnet:best")
+    assert show.returncode == 0, show.stderr
+    assert show.stdout.startswith(f"{entity}/{PROJECT}/resnet:v0\n")
+    for p, d in FILES.items():
+        assert p in show.stdout and sha(d) in show.stdout
+    assert "epoch 3" in show.stdout and v["digest"] in show.stdout
+    as_json = cohort(srv, "artifact", "show", "--json", f"{PROJECT}/resnet")
+    assert as_json.returncode == 0 and json.loads(as_json.stdout)["digest"] == v["digest"]
+
+    get = cohort(srv, "artifact", "get", f"{entity}/{PROJECT}/resnet:prod", "--root",
+                 tmp_path / "dl")
+    assert get.returncode == 0, get.stderr
+    assert get.stdout.strip() == str(tmp_path / "dl")
+    assert tree(tmp_path / "dl") == FILES
+    assert "4 files downloaded and verified" in get.stderr
+
+    # Default root, relative to the working directory.
+    get = cohort(srv, "artifact", "get", f"{PROJECT}/resnet", cwd=tmp_path)
+    assert get.returncode == 0, get.stderr
+    assert tree(tmp_path / "artifacts" / "resnet:v0") == FILES
+
+
+def test_put_of_unchanged_files_is_the_same_version_and_sends_nothing(srv, entity, src):
+    args = ("artifact", "put", src, "--name", "resnet", "--type", "model", "-p", PROJECT)
+    assert cohort(srv, *args).returncode == 0
+    again = cohort(srv, *args, "--alias", "again")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == f"{entity}/{PROJECT}/resnet:v0"
+    assert "(0 B sent)" in again.stderr and "no new version" in again.stderr
+    (src / "notes.txt").write_bytes(b"changed\n")
+    third = cohort(srv, *args)
+    assert third.returncode == 0, third.stderr
+    assert third.stdout.strip() == f"{entity}/{PROJECT}/resnet:v1"
+    assert "(8 B sent)" in third.stderr  # only the changed file
+
+
+def test_put_resumes_an_upload_whose_first_part_is_stored(srv, entity, tmp_path):
+    data = pattern(PART + 5000, "resume")
+    (tmp_path / "m.bin").write_bytes(data)
+    api = srv.api()
+    digest, size = sha(data), len(data)
+    status, body = api.put(f"/api/v1/blobs/{entity}/{digest}/parts/0?size={size}",
+                           raw=data[:PART], headers={"Content-Type": "application/octet-stream"})
+    assert status == 200, body
+    out = cohort(srv, "artifact", "put", tmp_path / "m.bin", "--name", "m", "--type", "model",
+                 "-p", PROJECT)
+    assert out.returncode == 0, out.stderr
+    assert "(4.9 KiB sent)" in out.stderr  # the second part only
+    status, v = api.get(f"/api/v1/artifacts/{entity}/{PROJECT}/m/latest")
+    assert status == 200 and v["files"][0]["sha256"] == digest and v["files"][0]["path"] == "m.bin"
+
+
+def test_get_of_a_corrupted_blob_fails_and_keeps_no_file(srv, entity, tmp_path):
+    data = pattern(PART + 3, "bad")
+    art_helpers.log_version(srv.api(), entity, PROJECT, "bad", {"w.bin": data})
+    blob = stored_blob(srv, sha(data))
+    os.chmod(blob, 0o644)
+    corrupted = bytearray(blob.read_bytes())
+    corrupted[5] ^= 1
+    blob.write_bytes(bytes(corrupted))
+    out = cohort(srv, "artifact", "get", f"{PROJECT}/bad", "--root", tmp_path / "dl")
+    assert out.returncode != 0
+    assert sha(data) in out.stderr and sha(bytes(corrupted)) in out.stderr
+    assert "not kept" in out.stderr
+    assert not (tmp_path / "dl" / "w.bin").exists()
+    assert not (tmp_path / "dl" / "w.bin.part").exists()
+
+
+def test_get_resumes_from_a_part_file(srv, entity, tmp_path):
+    data = pattern(2 * PART + 9, "getresume")
+    art_helpers.log_version(srv.api(), entity, PROJECT, "r", {"w.bin": data})
+    (tmp_path / "dl").mkdir()
+    (tmp_path / "dl" / "w.bin.part").write_bytes(data[:PART + 1])
+    out = cohort(srv, "artifact", "get", f"{PROJECT}/r", "--root", tmp_path / "dl")
+    assert out.returncode == 0, out.stderr
+    assert tree(tmp_path / "dl") == {"w.bin": data}
+
+
+@pytest.mark.parametrize("args,message", [
+    (["show", "just-a-name"], "expected entity/project/name"),
+    (["show", f"{PROJECT}/bad name"], "must be 1-128 characters"),
+    (["show", f"{PROJECT}/missing:v3"], "missing"),
+    (["put", "/nonexistent/file", "--name", "x", "--type", "model", "-p", PROJECT],
+     "no such file"),
+    (["put", "/etc/hostname", "--name", "x", "--type", "model", "-p", PROJECT, "--metadata",
+      "[1]"], "--metadata: expected a JSON object"),
+])
+def test_bad_arguments_name_the_problem(srv, entity, args, message):
+    out = cohort(srv, "artifact", *args)
+    assert out.returncode != 0
+    assert message in out.stderr, out.stderr

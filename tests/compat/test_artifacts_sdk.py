@@ -1,0 +1,90 @@
+"""The vendor's Python SDK logs and uses artifacts against Cohort, unchanged (docs/compat.md,
+"Artifacts"): `run.log_artifact` becomes a Cohort artifact version that Cohort's API serves
+byte for byte, an unchanged artifact logged again is the same version with nothing uploaded,
+and `use_artifact(...).download()` in another run gets verified files and records lineage."""
+import hashlib
+import pathlib
+import urllib.request
+
+import pytest
+
+from .compat_helpers import run_python, sdk_env
+
+pytestmark = pytest.mark.timeout(600)
+
+LOG = r'''
+import pathlib, sys, wandb
+root, project = pathlib.Path(sys.argv[1]), sys.argv[2]
+run = wandb.init(project=project, id="producer")
+art = wandb.Artifact("ckpt", type="model", description="epoch 1", metadata={"epoch": 1})
+art.add_dir(str(root / "model"))
+with art.new_file("notes/readme.txt") as f:
+    f.write("trained on digits\n")
+run.log_artifact(art, aliases=["best"])
+art.wait()
+print("LOGGED", art.version, art.digest)
+again = wandb.Artifact("ckpt", type="model", description="epoch 1", metadata={"epoch": 1})
+again.add_dir(str(root / "model"))
+with again.new_file("notes/readme.txt") as f:
+    f.write("trained on digits\n")
+run.log_artifact(again)
+again.wait()
+print("AGAIN", again.version)
+run.finish()
+'''
+
+USE = r'''
+import pathlib, sys, wandb
+out, project = pathlib.Path(sys.argv[1]), sys.argv[2]
+run = wandb.init(project=project, id="consumer")
+art = run.use_artifact("ckpt:best")
+path = art.download(root=str(out))
+print("DOWNLOADED", art.version, sorted(p.relative_to(path).as_posix()
+                                        for p in pathlib.Path(path).rglob("*") if p.is_file()))
+run.finish()
+'''
+
+
+def cohort_get(server, path):
+    req = urllib.request.Request(server.url + path)
+    req.add_header("Authorization", "Bearer " + server.config["api_key"])
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return resp.read()
+
+
+def test_log_artifact_then_use_artifact_download(server, api, tmp_path):
+    import json
+    model = tmp_path / "data" / "model"
+    (model / "sub").mkdir(parents=True)
+    weights = bytes(range(256)) * 4000  # 1 MB
+    (model / "weights.bin").write_bytes(weights)
+    (model / "sub" / "config.json").write_text('{"layers": 4}')
+    env = sdk_env(server, tmp_path)
+    r = run_python(LOG, env, tmp_path, args=(tmp_path / "data", "arts"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "LOGGED v0" in r.stdout, r.stdout + r.stderr
+    assert "AGAIN v0" in r.stdout, r.stdout + r.stderr
+
+    entity = json.loads(cohort_get(server, "/api/v1/viewer"))["entity"]
+    base = f"/api/v1/artifacts/{entity}/arts/ckpt"
+    version = json.loads(cohort_get(server, f"{base}/best"))
+    assert version["version"] == "v0" and version["type"] == "model"
+    assert version["aliases"] == ["best", "latest"]
+    assert version["metadata"] == {"epoch": 1} and version["description"] == "epoch 1"
+    assert version["produced_by"]["run"] == "producer"
+    files = {f["path"]: f for f in version["files"]}
+    assert sorted(files) == ["notes/readme.txt", "sub/config.json", "weights.bin"]
+    assert files["weights.bin"]["sha256"] == hashlib.sha256(weights).hexdigest()
+    assert cohort_get(server, files["weights.bin"]["url"]) == weights
+    assert len(json.loads(cohort_get(server, f"{base}/versions"))["versions"]) == 1
+
+    # Another process, another cache: the files come from the server, checked by the SDK.
+    env2 = sdk_env(server, tmp_path / "consumer")
+    out = tmp_path / "downloaded"
+    r = run_python(USE, env2, tmp_path, args=(out, "arts"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "DOWNLOADED v0 ['notes/readme.txt', 'sub/config.json', 'weights.bin']" in r.stdout, \
+        r.stdout + r.stderr
+    assert (out / "weights.bin").read_bytes() == weights
+    used = json.loads(cohort_get(server, f"{base}/v0"))["used_by"]
+    assert [u["run"] for u in used] == ["consumer"]
