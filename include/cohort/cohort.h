@@ -85,6 +85,43 @@ struct Point {
   double value = 0;
 };
 
+// An artifact version to log (docs/artifacts.md): files hashed (SHA-256) and staged by the
+// client, uploaded by the node agent in the background.
+struct ArtifactFile {
+  std::string path;        // inside the version ("model.pt", "data/train.csv")
+  std::string source;      // the file on this machine
+  bool immutable = false;  // true: uploaded from `source` itself (no staged copy); it must not
+                           // change until the version is committed (else the upload fails)
+};
+struct ArtifactReference {
+  std::string path;    // inside the version
+  std::string uri;     // file://, s3://, http(s)://
+  std::string digest;  // checksum or ETag when known
+  int64_t size = -1;   // -1: unknown
+};
+struct Artifact {
+  std::string name;  // 1-128 bytes of A-Z a-z 0-9 . _ -, not starting with '.'
+  std::string type;  // "model", "dataset", ... (same rules)
+  std::string description;
+  std::string metadata_json;         // a JSON object; empty: none
+  std::vector<std::string> aliases;  // besides "latest", which moves by itself
+  std::vector<ArtifactFile> files;
+  std::vector<ArtifactReference> references;
+};
+// Where a logged version stands (Run::ArtifactState / WaitArtifact).
+struct ArtifactVersion {
+  std::string id;     // the intent's id (LogArtifact's answer)
+  std::string state;  // "hashing", "queued", "pending", "committed", "failed"
+  std::string name;
+  std::string version;   // committed: "v3"
+  std::string digest;    // committed: the version's digest
+  int64_t size = 0;      // committed: bytes
+  bool created = false;  // committed: a new version (false: same digest as the latest)
+  int64_t files_done = 0, files_total = 0, bytes_done = 0, bytes_total = 0;
+  int64_t parts_uploaded = 0;  // parts the agent sent (0 when the server held every file)
+  std::string error;           // failed: why (the server's message)
+};
+
 class Run {
  public:
   Run();  // a disabled run: every call is a cheap no-op
@@ -133,7 +170,27 @@ class Run {
   // Runs nobody finished are finished when the process exits: through exit() or a return from
   // main with that exit status (0 finished, else failed), after an uncaught exception
   // (std::terminate) as crashed, and on SIGTERM as killed (see Settings::handle_sigterm).
+  //
+  // Finish first waits (within finish_timeout_s) for the versions this run logged to be
+  // committed, drawing their progress on stderr (a bar on a terminal, a line per file
+  // otherwise); past the timeout it says what remains: the agent goes on uploading it.
   Status Finish(int exit_code = 0, std::string_view state = {});
+
+  // ---- artifacts (docs/artifacts.md) ----
+  // Checks the names and paths at once (kInvalidArgument), then hashes the files (SHA-256) and
+  // copies those not `immutable` into the agent's staging directory on a background thread,
+  // and hands the version to the agent, which uploads it. Returns the version's id at once.
+  Result<std::string> LogArtifact(const Artifact& artifact);
+  // Hands the agent a manifest whose files are hashed and staged already (the Python SDK): an
+  // artifact intent (docs/formats.md); "run" and "writer" are set here. Returns its id.
+  Result<std::string> LogArtifactIntent(std::string_view intent_json);
+  // The state of a version this run logged (asks the agent).
+  Result<ArtifactVersion> ArtifactState(const std::string& id);
+  // Waits until the version is committed or failed, or `timeout_s` passed (< 0: no limit;
+  // kDeadlineExceeded then). A failed version is kFailedPrecondition with the server's message.
+  Result<ArtifactVersion> WaitArtifact(const std::string& id, double timeout_s = -1);
+  // Where clients stage copies of artifact files for the agent (empty when unknown).
+  std::string artifact_staging_dir() const;
 
   bool disabled() const;
   const std::string& id() const;

@@ -28,6 +28,7 @@ from .errors import AuthenticationError, CommError, Error, UsageError
 _ext._set_hooks(_convert, dict(errors.ERROR_TYPES), Error)
 
 from ._run import Run  # noqa: E402
+from .artifacts import Artifact, ArtifactError  # noqa: E402
 from ._synced import Config, Summary  # noqa: E402
 from .sdk import finish, init, log, login, setup, teardown, use_artifact  # noqa: E402
 from .settings import Settings  # noqa: E402
@@ -53,7 +54,8 @@ def require(*args: object, **kwargs: object) -> None:
 
 
 __all__ = [
-    "Api", "ArtifactVersion", "AuthError", "NotFound", "VerificationError",
+    "Api", "Artifact", "ArtifactError", "ArtifactVersion", "AuthError", "NotFound",
+    "VerificationError",
     "AuthenticationError", "CommError", "Config", "Error", "Run", "Settings", "Summary",
     "UsageError", "config", "finish", "init", "log", "login", "require", "run", "setup",
     "summary", "teardown", "use_artifact", "__version__",

@@ -7,6 +7,7 @@ are in ``_synced``, the registry of live runs in ``_state``.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -43,6 +44,7 @@ class Run(native.Run):
         self._finish_lock = threading.Lock()
         self._py_finished = False
         self._joined_from: Optional[str] = None  # parent's label when joined as a child writer
+        self._artifacts: List[Any] = []  # logged by this process (cohort.Artifact)
         self._config = Config(self, config or {})
         self._summary = Summary(self)
 
@@ -182,6 +184,45 @@ class Run(native.Run):
             t = self._artifacts_http = Transport(url, key)
         return t
 
+    # -- logging artifacts (docs/python-api.md, "Logging artifacts") ------------------------------
+    def log_artifact(self, artifact_or_path: Any, name: Optional[str] = None,
+                     type: Optional[str] = None, aliases: Optional[List[str]] = None) -> Any:
+        """Logs a version of an artifact (a ``cohort.Artifact``, or a file or directory path
+        with ``name``/``type``) and returns the ``Artifact`` at once: hashing, staging and the
+        upload happen in the background (``artifact.wait()`` blocks until it is committed;
+        ``finish()`` waits within its timeout). ``latest`` moves by itself; ``aliases`` adds
+        others."""
+        from .artifacts import log_artifact
+        if self._py_finished:
+            raise UsageError("log_artifact: this run is finished")
+        if self.disabled:
+            raise UsageError("log_artifact: this run is disabled (mode='disabled')")
+        artifact = log_artifact(self, artifact_or_path, name=name, type=type, aliases=aliases)
+        self._artifacts.append(artifact)
+        return artifact
+
+    def _settle_artifacts(self) -> None:
+        """Before the native finish: every logged artifact handed to the agent (its hashing
+        threads joined), errors reported."""
+        for a in self._artifacts:
+            if a._thread is not None and a._thread.is_alive():
+                sys.stderr.write(f"cohort: hashing artifact {a.name} before finishing...\n")
+                a._join(None)
+            if a._error is not None:
+                warnings.warn(f"cohort: artifact {a.name} was not logged: {a._error}",
+                              RuntimeWarning, stacklevel=4)
+
+    def _note_artifact_outcomes(self) -> None:
+        """After the native finish: what it saw of each version (committed ones mark their
+        files as held by the server in the hash cache, so they are not copied again)."""
+        for a in self._artifacts:
+            if a._id is None or a._error is not None or a.version is not None:
+                continue
+            try:
+                a._note_state(self._artifact_state(a._id))
+            except Exception:  # noqa: BLE001 - best effort: only the cache misses it
+                pass
+
     # -- lifecycle -------------------------------------------------------------------------------
     def finish(self, exit_code: Optional[int] = None, quiet: Optional[bool] = None) -> None:
         """Ends this writer: flushes what is pending (bounded by ``finish_timeout``) and reports
@@ -194,10 +235,12 @@ class Run(native.Run):
                 return
             self._py_finished = True
         _state.forget(self)
+        self._settle_artifacts()
         http = getattr(self, "_artifacts_http", None)
         if http is not None:
             http.close()  # reopened if a version read through it is used later
         error = self._finish(exit_code, state)
+        self._note_artifact_outcomes()
         if error:
             warnings.warn(f"cohort: run {self.id}: finish did not complete: {error}",
                           RuntimeWarning, stacklevel=3)

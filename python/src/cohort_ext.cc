@@ -401,6 +401,56 @@ void SetTags(PyRun& self, const std::vector<std::string>& tags) {
   if (!st.ok()) Raise(st, "run");
 }
 
+// An ArtifactVersion as a dict (the Python SDK's Artifact reads it).
+nb::dict ArtifactDict(const cohort::ArtifactVersion& v) {
+  nb::dict d;
+  d["id"] = v.id;
+  d["state"] = v.state;
+  d["name"] = v.name;
+  d["version"] = v.version;
+  d["digest"] = v.digest;
+  d["size"] = v.size;
+  d["created"] = v.created;
+  d["files_done"] = v.files_done;
+  d["files_total"] = v.files_total;
+  d["bytes_done"] = v.bytes_done;
+  d["bytes_total"] = v.bytes_total;
+  d["parts_uploaded"] = v.parts_uploaded;
+  d["error"] = v.error;
+  return d;
+}
+
+std::string LogArtifactIntent(PyRun& self, std::string_view json) {
+  if (self.finished) {
+    PyErr_SetString(ErrorTypeFor(cohort::StatusCode::kFailedPrecondition),
+                    "log_artifact: this run is finished");
+    throw nb::python_error();
+  }
+  auto id = self.run.LogArtifactIntent(json);
+  if (!id.ok()) Raise(id.status(), "log_artifact");
+  return *id;
+}
+
+nb::dict ArtifactState(PyRun& self, const std::string& id) {
+  std::optional<cohort::Result<cohort::ArtifactVersion>> r;
+  {
+    nb::gil_scoped_release release;
+    r.emplace(self.run.ArtifactState(id));
+  }
+  if (!r->ok()) Raise(r->status(), "artifact");
+  return ArtifactDict(r->value());
+}
+
+nb::dict WaitArtifact(PyRun& self, const std::string& id, double timeout_s) {
+  std::optional<cohort::Result<cohort::ArtifactVersion>> r;
+  {
+    nb::gil_scoped_release release;
+    r.emplace(self.run.WaitArtifact(id, timeout_s));
+  }
+  if (!r->ok()) Raise(r->status(), "artifact");
+  return ArtifactDict(r->value());
+}
+
 }  // namespace
 
 NB_MODULE(_cohort, m) {
@@ -467,6 +517,15 @@ NB_MODULE(_cohort, m) {
       .def("_finish", &RunFinish, "exit_code"_a = 0, "state"_a = "",
            "Ends this writer; returns None, or the error text when the agent did not confirm "
            "within finish_timeout_s.")
+      .def("_log_artifact_intent", &LogArtifactIntent, "json"_a,
+           "Hands an artifact intent (hashed, staged) to the agent; returns its id at once.")
+      .def("_artifact_state", &ArtifactState, "id"_a,
+           "The state of a version this run logged (a dict; asks the agent).")
+      .def("_wait_artifact", &WaitArtifact, "id"_a, "timeout_s"_a = -1.0,
+           "Waits until the version is committed (a dict), raising when it failed or the "
+           "timeout (seconds; < 0: none) passed.")
+      .def_prop_ro("_artifact_staging_dir",
+                   [](const PyRun& self) { return self.run.artifact_staging_dir(); })
       .def_prop_ro("_native_finished", [](const PyRun& self) { return self.finished; })
       .def_prop_ro("_owner_pid", [](const PyRun& self) { return self.owner_pid; })
       .def_prop_ro("disabled", [](const PyRun& self) { return self.run.disabled(); })

@@ -106,8 +106,20 @@ bool AgentConnection::Handle(const Frame& frame) {
       last_frame_ = acked_frame_ = reply.last_frame;
       return Send(MessageType::kOpenReply, ToJson(reply)) && reply.ok;
     }
+    case MessageType::kArtifactStatus: {
+      auto ids = ParseArtifactStatusRequest(frame.payload);
+      if (!ids.ok()) return SendError(ids.status());
+      std::vector<ArtifactStatus> statuses;
+      if (ArtifactUploader* up = ingest_->artifacts()) {
+        statuses = up->StatusOf(*ids);
+      } else {
+        for (const auto& id : *ids) statuses.push_back(ArtifactStatus{.id = id});
+      }
+      return Send(MessageType::kArtifactStatusReply, ArtifactStatusReplyJson(statuses));
+    }
     case MessageType::kLog:
     case MessageType::kUpdate:
+    case MessageType::kArtifact:
     case MessageType::kFlush:
     case MessageType::kFinish: {
       if (!session_) return SendError(Status::FailedPrecondition("no writer open"));
@@ -120,6 +132,8 @@ bool AgentConnection::Handle(const Frame& frame) {
         if (number > last_frame_) s = session_->Log(number, body);
       } else if (frame.type == MessageType::kUpdate) {
         if (number > last_frame_) s = session_->Update(number, body);
+      } else if (frame.type == MessageType::kArtifact) {
+        if (number > last_frame_) s = session_->Artifact(number, body);
       } else if (frame.type == MessageType::kFinish) {
         auto req = ParseFinishRequest(body);
         if (!req.ok()) return SendError(req.status());

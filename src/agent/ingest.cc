@@ -127,8 +127,25 @@ Status WriterSession::Update(uint64_t frame, std::string_view json_text) {
   return stream_->AppendFrame(RecordKind::kRunPatch, session_, frame, json_text).status();
 }
 
+Status WriterSession::Artifact(uint64_t frame, std::string_view json_text) {
+  if (finished_) return Status::FailedPrecondition("writer already finished");
+  auto intent = ParseArtifactIntent(json_text);
+  if (!intent.ok()) return intent.status();
+  COHORT_RETURN_IF_ERROR(
+      stream_->AppendFrame(RecordKind::kArtifact, session_, frame, json_text).status());
+  if (!intent->staging.empty()) staged_.push_back(intent->staging);
+  return Status::Ok();
+}
+
 Status WriterSession::Sync(bool wake_sender) {
   COHORT_RETURN_IF_ERROR(stream_->Sync());
+  if (!staged_.empty()) {
+    // The intents are durable: their staging directories are the uploader's now.
+    if (ArtifactUploader* up = ingest_->artifacts()) {
+      for (const std::string& dir : staged_) up->ReleaseStaging(dir);
+    }
+    staged_.clear();
+  }
   if (wake_sender) WakeSender();
   return Status::Ok();
 }
@@ -201,11 +218,22 @@ void WriterSession::Crash() {
 // ---- Ingest ----
 
 Ingest::Ingest(IngestOptions options)
-    : options_(std::move(options)), fs_(options_.fs ? options_.fs : wal::FileSystem::Default()) {}
+    : options_(std::move(options)), fs_(options_.fs ? options_.fs : wal::FileSystem::Default()) {
+  if (!options_.data_dir.empty()) {
+    artifacts_ = std::make_unique<ArtifactUploader>(
+        wal::JoinPath(NormalizeDir(options_.data_dir), ArtifactUploader::kDirName), fs_,
+        options_.artifacts);
+    if (Status st = artifacts_->PrepareDirs(); !st.ok()) {
+      Logf(LogLevel::kWarning, "artifact uploads: {}", st.ToString());
+    }
+    artifacts_->Start();
+  }
+}
 
 Ingest::~Ingest() {
   MutexLock lock(&mu_);
   for (auto& [url, sender] : senders_) sender->Stop();
+  if (artifacts_) artifacts_->Stop();
   for (auto& [dir, slot] : streams_) {
     if (slot.sender) slot.sender->Remove(slot.stream.get());
     (void)slot.stream->Close();
@@ -228,7 +256,9 @@ std::string Ingest::WriterDir(const std::string& data_dir, const std::string& ru
 Sender* Ingest::SenderFor(const std::string& base_url) {
   auto& s = senders_[base_url];
   if (!s) {
-    s = std::make_unique<Sender>(base_url, options_.sender);
+    SenderOptions so = options_.sender;
+    so.artifacts = artifacts_.get();
+    s = std::make_unique<Sender>(base_url, so);
     s->Start();
   }
   return s.get();
@@ -242,6 +272,7 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
   std::string data_dir = req.data_dir.empty() ? options_.data_dir : req.data_dir;
   std::string dir = WriterDir(data_dir, req.run_id, req.label);
   reply->wal_dir = dir;
+  if (artifacts_) reply->artifact_staging_dir = artifacts_->staging_dir();
 
   WriterTarget target;
   target.base_url = req.base_url;
@@ -393,6 +424,11 @@ void Ingest::SessionEnded(WriterStream* stream) {
 
 int Ingest::RecoverDir(const std::string& data_dir) {
   int resumed = 0;
+  if (artifacts_ && NormalizeDir(data_dir) == NormalizeDir(options_.data_dir)) {
+    if (int n = artifacts_->Recover(); n > 0) {
+      Logf(LogLevel::kInfo, "{}: resuming {} artifact upload(s)", artifacts_->root(), n);
+    }
+  }
   for (const std::string& run : ChildPaths(fs_, NormalizeDir(data_dir))) {
     for (const std::string& dir : ChildPaths(fs_, run)) {
       auto meta = fs_->Exists(wal::JoinPath(dir, WriterStream::kMetaFile));
@@ -423,6 +459,7 @@ int Ingest::RecoverDir(const std::string& data_dir) {
 }
 
 void Ingest::Tick() {
+  if (artifacts_) artifacts_->Tick();
   std::vector<StreamSlot> to_remove, to_close;
   const int64_t now = NowMillis();
   {
@@ -500,6 +537,7 @@ void Ingest::Tick() {
 }
 
 bool Ingest::Idle() const {
+  if (artifacts_ && artifacts_->pending() > 0) return false;
   MutexLock lock(&mu_);
   for (const auto& [dir, slot] : streams_) {
     if (slot.stream->attached() > 0) return false;

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/artifact_uploader.h"
 #include "agent/client_process.h"
 #include "agent/protocol.h"
 #include "agent/sender.h"
@@ -44,6 +45,7 @@ struct IngestOptions {
   bool system_monitor = true;  // false: ignore stats_interval_s (tests)
   double orphan_close_s = 60;  // close an unfinished, uploaded stream nobody uses after this
   double remove_retry_s = 60;  // a finished writer whose directory could not be removed: retry
+  ArtifactUploaderOptions artifacts;  // the uploader lives in <data_dir>/%artifacts
 };
 
 class Ingest;
@@ -60,6 +62,9 @@ class WriterSession {
   Status Log(uint64_t frame, std::string_view batch);
   // Appends a run patch: `json` must be {"config": {...}} and/or {"summary": {...}}.
   Status Update(uint64_t frame, std::string_view json);
+  // Appends an artifact intent (checked: artifact_intent.h) as it is; the Sender hands it to the
+  // agent's ArtifactUploader in its turn, after the run's earlier records.
+  Status Artifact(uint64_t frame, std::string_view json);
   // Makes everything appended durable and lets the Sender see it (group commit). With
   // wake_sender false the caller calls WakeSender() itself, e.g. after it acknowledged the
   // client: then the server can never hold data whose ack the client has not been sent.
@@ -97,6 +102,9 @@ class WriterSession {
   std::unique_ptr<monitor::Sampler> sampler_;
   std::optional<ClientProcess> client_;
   bool finished_ = false;
+  // Staging directories of intents appended since the last Sync: their owner files go once the
+  // intents are durable.
+  std::vector<std::string> staged_;
 };
 
 class Ingest {
@@ -122,6 +130,8 @@ class Ingest {
   size_t stream_count() const COHORT_EXCLUDES(mu_);
   // Sum over the Senders.
   SenderStats stats() const COHORT_EXCLUDES(mu_);
+  // The agent's artifact uploader (null without a data_dir).
+  ArtifactUploader* artifacts() const { return artifacts_.get(); }
 
   // <data_dir>/<run>/<label> with both components made safe for a path.
   static std::string WriterDir(const std::string& data_dir, const std::string& run_id,
@@ -142,6 +152,8 @@ class Ingest {
 
   const IngestOptions options_;
   wal::FileSystem* const fs_;
+  // Stopped after the Senders (which hand it intents).
+  std::unique_ptr<ArtifactUploader> artifacts_;
   // Taken before the Senders' and the streams' locks.
   mutable Mutex mu_;
   // By base URL.

@@ -49,6 +49,12 @@ std::string_view MessageTypeName(MessageType type) {
       return "finish_reply";
     case MessageType::kError:
       return "error";
+    case MessageType::kArtifact:
+      return "artifact";
+    case MessageType::kArtifactStatus:
+      return "artifact_status";
+    case MessageType::kArtifactStatusReply:
+      return "artifact_status_reply";
   }
   return "unknown";
 }
@@ -209,6 +215,7 @@ std::string ToJson(const OpenReply& m) {
   o["last_frame"] = m.last_frame;
   o["confirmed"] = m.confirmed;
   o["wal_dir"] = m.wal_dir;
+  if (!m.artifact_staging_dir.empty()) o["artifact_staging_dir"] = m.artifact_staging_dir;
   return bj::serialize(o);
 }
 
@@ -228,6 +235,7 @@ Result<OpenReply> ParseOpenReply(std::string_view text) {
   }
   m.confirmed = r.OptBool("confirmed").value_or(false);
   m.wal_dir = r.OptString("wal_dir").value_or("");
+  m.artifact_staging_dir = r.OptString("artifact_staging_dir").value_or("");
   if (!r.ok()) return r.status();
   return m;
 }

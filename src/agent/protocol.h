@@ -8,7 +8,7 @@
 // a batch v2 (core/batch_format.h), checksummed by the client that encoded it, which the agent
 // checks (header and checksum, no decoding) and stores verbatim in its WAL.
 //
-// Every data-bearing client message (log, update, flush, finish) starts with a frame number
+// Every data-bearing client message (log, update, flush, finish, artifact) starts with a frame number
 // (varint, 1, 2, 3, ... per client session). The agent answers with cumulative acks ("every frame
 // up to N is durable in the WAL"), so a client can pipeline and, after reconnecting to a new
 // agent, resend exactly the frames the old one had not made durable.
@@ -43,6 +43,9 @@ enum class MessageType : uint8_t {
   kAck = 9,          // agent -> client, varint frame: every frame <= it is durable
   kFinishReply = 10, // agent -> client, JSON FinishReply
   kError = 11,       // agent -> client, JSON {"code": "...", "message": "..."}; then it closes
+  kArtifact = 12,    // client -> agent, varint frame + JSON artifact intent (artifact_intent.h)
+  kArtifactStatus = 13,       // client -> agent, JSON {"ids": [...]}
+  kArtifactStatusReply = 14,  // agent -> client, JSON {"artifacts": [ArtifactStatus...]}
 };
 
 std::string_view MessageTypeName(MessageType type);
@@ -76,7 +79,7 @@ class FrameDecoder {
 
 // ---- frame-numbered payloads ----
 
-// Payload of kLog / kUpdate / kFlush / kFinish: varint frame number, then `body`.
+// Payload of kLog / kUpdate / kFlush / kFinish / kArtifact: varint frame number, then `body`.
 std::string NumberedPayload(uint64_t frame, std::string_view body);
 // Splits such a payload. kCorruption when the frame number is truncated.
 Status SplitNumbered(std::string_view payload, uint64_t* frame, std::string_view* body);
@@ -117,6 +120,7 @@ struct OpenReply {
   uint64_t last_frame = 0; // highest frame of this session already durable at the agent
   bool confirmed = false;  // the server acknowledged the run and the writer
   std::string wal_dir;     // where this writer's records are kept
+  std::string artifact_staging_dir;  // where the client stages copies of artifact files
 };
 
 struct FinishRequest {

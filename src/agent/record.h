@@ -26,6 +26,7 @@ enum class RecordKind : uint8_t {
   kBatch = 3,         // POST .../{run}/writers/{label}/batches       body: batch v2
   kRunPatch = 4,      // PATCH .../{run}                              body: {"config"|"summary"}
   kWriterFinish = 5,  // POST .../{run}/writers/{label}/finish        body: {"exit_code","state"}
+  kArtifact = 6,      // handed to the agent's ArtifactUploader      body: artifact intent JSON
 };
 
 std::string_view RecordKindName(RecordKind kind);

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "agent/agent_log.h"
+#include "agent/artifact_uploader.h"
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/limits.h"
@@ -457,10 +458,37 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
       return Classify(Call("PATCH", RunPath(*entity, t), rec.body, t.api_key), what);
     case RecordKind::kWriterFinish:
       return Classify(Call("POST", WriterPath(*entity, t) + "/finish", rec.body, t.api_key), what);
+    case RecordKind::kArtifact:
+      return HandArtifact(t, *entity, rec);
   }
   Attempt a;
   a.outcome = Outcome::kSkip;
   a.status = Status::Internal("unknown record kind");
+  return a;
+}
+
+Sender::Attempt Sender::HandArtifact(const WriterTarget& t, const std::string& entity,
+                                     const Record& rec) {
+  Attempt a;
+  if (!options_.artifacts) {
+    // Kept in the WAL, never dropped: an agent with an uploader takes it later.
+    a.outcome = Outcome::kRetry;
+    a.delay_s = options_.backoff.max_s;
+    a.status = Status::FailedPrecondition(
+        "artifact seq " + std::to_string(rec.seq) +
+        ": this process does not upload artifacts; the intent stays in the WAL for the agent");
+    return a;
+  }
+  Status st = options_.artifacts->Accept(ArtifactTarget{t.base_url, t.api_key, entity, t.project},
+                                         rec.body);
+  if (st.ok()) return a;
+  a.status = st;
+  if (st.code() == StatusCode::kInvalidArgument) {
+    a.outcome = Outcome::kSkip;  // the agent checked it when it took the frame: not expected
+  } else {
+    a.outcome = Outcome::kRetry;  // the disk: try again
+    a.delay_s = backoff_.NextDelay();
+  }
   return a;
 }
 

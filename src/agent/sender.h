@@ -8,6 +8,8 @@
 //   429                      retry after Retry-After (or the backoff when absent)
 //   415 to a batch           a server that does not read batch v2: retry after the longest
 //                            backoff, with a warning (the records are kept)
+//   artifact intent          handed to the ArtifactUploader (durable in its own directory),
+//                            which uploads it in the background; the stream goes on at once
 //   401, 403                 the stream pauses (its key is wrong; keeping the data beats
 //                            dropping it) and retries later; with stop_on_auth_error the
 //                            stream fails instead (cohort sync)
@@ -41,7 +43,12 @@
 
 namespace cohort::agent {
 
+class ArtifactUploader;
+
 struct SenderOptions {
+  // Where artifact intents (RecordKind::kArtifact) are handed; null: they wait in the WAL (the
+  // Sender retries them after its longest backoff) and nothing is dropped.
+  ArtifactUploader* artifacts = nullptr;
   HttpClientOptions http;
   Backoff::Options backoff;
   double heartbeat_interval_s = 30;
@@ -106,6 +113,8 @@ class Sender {
   Attempt Upload(Entry* e, const Record& record);
   Attempt Classify(const Result<HttpResponse>& response, std::string_view what);
   void Heartbeat(Entry* e);
+  // Hands an artifact intent record to options_.artifacts.
+  Attempt HandArtifact(const WriterTarget& t, const std::string& entity, const Record& rec);
   Result<std::string> EntityFor(WriterStream* stream);
   Result<HttpResponse> Call(std::string_view method, const std::string& path, std::string_view body,
                             const std::string& api_key,

@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <thread>
 
 #include "agent/agent_paths.h"
+#include "agent/artifact_uploader.h"
 #include "agent/sender.h"
 #include "agent/writer_stream.h"
 #include "core/clock.h"
@@ -65,8 +67,23 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
   dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
   report.writers = int(dirs.size());
 
+  // Artifact intents (in the WALs, or left by an agent in <data dir>/%artifacts) are uploaded by
+  // an uploader of this process, in the data dir of the first writer (or the first path).
+  std::string data_dir;
+  if (!dirs.empty()) {
+    data_dir = std::filesystem::path(dirs.front()).parent_path().parent_path().string();
+  } else {
+    data_dir = roots.front();
+  }
+  ArtifactUploaderOptions ao;
+  ao.auth_pause_s = 5;
+  auto uploader = std::make_unique<ArtifactUploader>(
+      wal::JoinPath(data_dir, ArtifactUploader::kDirName), fs, ao);
+  uploader->Start();
+  const int recovered = uploader->Recover();
   SenderOptions so;
   so.stop_on_auth_error = true;
+  so.artifacts = uploader.get();
   std::map<std::string, std::unique_ptr<Sender>> senders;
   std::vector<std::shared_ptr<WriterStream>> streams;
   int64_t total = 0;
@@ -116,6 +133,31 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  // Then the artifact versions handed over (and those recovered), while they make progress.
+  if (uploader->pending() > 0) {
+    if (options.progress) {
+      std::string line =
+          "cohort sync: uploading " + std::to_string(uploader->pending()) + " artifact version(s)" +
+          (recovered ? " (" + std::to_string(recovered) + " left by an agent)" : "") + "\n";
+      (void)!write(STDERR_FILENO, line.data(), line.size());
+    }
+    int64_t last_parts = -1, last_ms = NowMillis();
+    while (uploader->pending() > 0) {
+      const int64_t now = NowMillis();
+      if (uploader->parts_uploaded() != last_parts) {
+        last_parts = uploader->parts_uploaded();
+        last_ms = now;
+      }
+      if (options.give_up_after_s > 0 && now - last_ms > options.give_up_after_s * 1000) {
+        report.errors.push_back(std::to_string(uploader->pending()) +
+                                " artifact version(s) not uploaded: no progress for " +
+                                std::to_string(int(options.give_up_after_s)) +
+                                "s (kept for the next sync or agent)");
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
   }
   for (auto& [url, sender] : senders) {
     sender->Stop();

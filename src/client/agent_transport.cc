@@ -97,6 +97,12 @@ Status AgentTransport::Pump(int64_t deadline_ms, const std::function<bool()>& un
           finish_reply_ = *r;
           break;
         }
+        case MessageType::kArtifactStatusReply: {
+          auto r = agent::ParseArtifactStatusReply(f.payload);
+          if (!r.ok()) return fail(r.status());
+          artifact_reply_ = std::move(*r);
+          break;
+        }
         case MessageType::kAck: {
           uint64_t frame = 0;
           std::string_view rest;
@@ -180,6 +186,17 @@ Result<uint64_t> AgentTransport::Acked(uint64_t want, int64_t deadline_ms) {
   if (s.ok()) s = Pump(deadline_ms, [&] { return acked_ >= want; });
   if (!s.ok()) return s;
   return acked_;
+}
+
+Result<std::vector<agent::ArtifactStatus>> AgentTransport::ArtifactStatus(
+    const std::vector<std::string>& ids, int64_t deadline_ms) {
+  artifact_reply_.reset();
+  COHORT_RETURN_IF_ERROR(
+      SendRaw(MessageType::kArtifactStatus, agent::ArtifactStatusRequestJson(ids), deadline_ms));
+  Status s = Pump(deadline_ms, [&] { return artifact_reply_.has_value(); });
+  if (artifact_reply_) return std::move(*artifact_reply_);
+  if (!s.ok()) return s;
+  return Status::DeadlineExceeded("agent: no artifact status reply in time");
 }
 
 Result<agent::FinishReply> AgentTransport::Finish(uint64_t frame,

@@ -165,6 +165,7 @@ Status Run::Impl::Start(int64_t deadline_ms) {
   buffer.AdvanceStepTo(reply->next_step);
   offline.store(rs.settings.mode == "offline" || !reply->confirmed);
   sent_upto = reply->last_frame;
+  NoteStaging(reply->artifact_staging_dir);
   transport = std::move(t);
   StartFlusher();
   if (rs.settings.capture_console) {
@@ -376,6 +377,7 @@ bool Run::Impl::EnsureTransport(int64_t mono_deadline_ms) {
   connect_failures = 0;
   transport = std::move(t);
   sent_upto = reply->last_frame;
+  NoteStaging(reply->artifact_staging_dir);
   MutexLock lock(&mu);
   while (!frames.empty() && frames.front().number <= reply->last_frame) {
     frame_bytes -= frames.front().body.size();
@@ -433,6 +435,9 @@ Status Run::Impl::Finish(int exit_code, std::string_view state) {
     capture->Stop(200);
     capture.reset();
   }
+  // The versions logged first (the flusher still sends their frames), leaving the finish itself
+  // a quarter of the time (at most 5 s).
+  AwaitArtifactsForFinish(deadline - std::min<int64_t>(5000, (deadline - MonoMs()) / 4));
   StopFlusher();
   finished.store(true);  // later Log calls are no-ops
 
@@ -531,6 +536,7 @@ void Run::Impl::ForkChild() {
     capture->RestoreInChild();
     (void)capture.release();
   }
+  ForgetArtifactsInChild();
   auto_summary = false;  // a forked child is a worker of the parent's run
   owner_pid = getpid();
   if (!finished.load()) child_pending.store(true);

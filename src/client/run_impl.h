@@ -15,6 +15,7 @@
 #include <boost/json/object.hpp>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -64,6 +65,19 @@ struct Run::Impl {
   void SetLocalName(std::string name) COHORT_EXCLUDES(name_mu);
   void AddConsoleLine(bool is_stderr, int64_t time_ms, std::string line) COHORT_EXCLUDES(mu);
 
+  // ---- artifacts (run_artifacts.cc) ----
+  // Queues an intent frame (sets its "run" and "writer"); returns its id.
+  Result<std::string> EnqueueArtifactIntent(std::string_view intent_json)
+      COHORT_EXCLUDES(mu, art_mu);
+  // Hashes and stages `artifact` on a background thread, then queues its intent.
+  Result<std::string> LogArtifact(const Artifact& artifact) COHORT_EXCLUDES(mu, art_mu);
+  // Asks the agent (when connected) and returns the latest known state of `id`.
+  Result<ArtifactVersion> ArtifactState(const std::string& id, int64_t mono_deadline_ms)
+      COHORT_EXCLUDES(io_mu, mu, art_mu);
+  Result<ArtifactVersion> WaitArtifact(const std::string& id, double timeout_s)
+      COHORT_EXCLUDES(io_mu, mu, art_mu);
+  std::string staging_dir() const COHORT_EXCLUDES(art_mu);
+
   // fork() handlers (see run.cc): every lock is held from ForkPrepare to ForkParent/ForkChild.
   void ForkPrepare() COHORT_ACQUIRE(finish_mu, io_mu, mu, buffer.fork_take_mu(), buffer.fork_mu());
   void ForkParent() COHORT_RELEASE(finish_mu, io_mu, mu, buffer.fork_take_mu(), buffer.fork_mu());
@@ -108,6 +122,13 @@ struct Run::Impl {
                                           int64_t deadline_ms);
   void StartFlusher() COHORT_EXCLUDES(mu);
   void StopFlusher() COHORT_EXCLUDES(mu);
+  // Finish's part: joins the hashing threads, then waits until `mono_deadline_ms` for the
+  // versions this run logged, drawing progress on stderr; says what is left past it.
+  void AwaitArtifactsForFinish(int64_t mono_deadline_ms) COHORT_EXCLUDES(io_mu, mu, art_mu);
+  // Refreshes `artifacts` from the agent for `ids` (io_mu held by the caller).
+  void QueryArtifactsLocked(const std::vector<std::string>& ids, int64_t mono_deadline_ms)
+      COHORT_REQUIRES(io_mu) COHORT_EXCLUDES(mu, art_mu);
+  void NoteStaging(const std::string& dir) COHORT_EXCLUDES(art_mu);
 
   Mutex io_mu COHORT_ACQUIRED_AFTER(finish_mu);
   std::unique_ptr<client::AgentTransport> transport COHORT_GUARDED_BY(io_mu);
@@ -136,6 +157,15 @@ struct Run::Impl {
   Mutex name_mu;
   // Never shrinks (name() returns refs).
   std::deque<std::string> names COHORT_GUARDED_BY(name_mu);
+
+  // Artifacts this run logged, by id: their last known state. Taken after mu and io_mu.
+  mutable Mutex art_mu COHORT_ACQUIRED_AFTER(mu);
+  std::map<std::string, ArtifactVersion> artifacts COHORT_GUARDED_BY(art_mu);
+  std::string artifact_staging COHORT_GUARDED_BY(art_mu);
+  std::vector<std::thread> hashers COHORT_GUARDED_BY(art_mu);
+  bool artifacts_closed COHORT_GUARDED_BY(art_mu) = false;  // Finish took the hashers
+  // A forked child: the parent's hashing threads do not exist here (leaked, never joined).
+  void ForgetArtifactsInChild() COHORT_NO_THREAD_SAFETY_ANALYSIS;
 
   Mutex finish_mu;  // serialises Finish
   std::unique_ptr<std::thread> flusher;

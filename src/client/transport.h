@@ -17,7 +17,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "agent/artifact_intent.h"
 #include "agent/protocol.h"
 #include "cohort/status.h"
 
@@ -45,6 +47,9 @@ class AgentTransport {
   // Sends the finish frame and waits for its reply.
   Result<agent::FinishReply> Finish(uint64_t frame, const agent::FinishRequest& request,
                                     int64_t deadline_ms);
+  // Asks the agent for the state of artifact intents (kArtifactStatus) and waits for the reply.
+  Result<std::vector<agent::ArtifactStatus>> ArtifactStatus(const std::vector<std::string>& ids,
+                                                            int64_t deadline_ms);
   // The highest acknowledgement received, also after the transport broke.
   uint64_t acked() const { return acked_; }
   // In a forked child: forget everything shared with the parent (the descriptor) without
@@ -79,6 +84,7 @@ class AgentTransport {
   bool read_done_ = false;  // end of stream or read error; reads stop
   std::optional<agent::OpenReply> open_reply_;
   std::optional<agent::FinishReply> finish_reply_;
+  std::optional<std::vector<agent::ArtifactStatus>> artifact_reply_;
   std::optional<agent::HelloMessage> hello_reply_;
 };
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "agent/artifact_intent.h"
 #include "agent/protocol.h"
 #include "core/batch_format.h"
 #include "core/coding.h"
@@ -71,8 +72,15 @@ void CheckPayload(MessageType type, std::string_view payload) {
       FUZZ_CHECK(!s.ok(), "an error frame parsed as OK");
       return;
     }
+    case MessageType::kArtifactStatus:
+      CheckParsed(ParseArtifactStatusRequest(payload));
+      return;
+    case MessageType::kArtifactStatusReply:
+      CheckParsed(ParseArtifactStatusReply(payload));
+      return;
     case MessageType::kLog:
     case MessageType::kUpdate:
+    case MessageType::kArtifact:
     case MessageType::kFlush:
     case MessageType::kFinish:
     case MessageType::kAck: {
@@ -82,6 +90,15 @@ void CheckPayload(MessageType type, std::string_view payload) {
       FUZZ_CHECK(NumberedPayload(frame, body).size() <= payload.size() + 10, "varint size");
       if (type == MessageType::kLog) CheckLogBatch(body);
       if (type == MessageType::kFinish) CheckParsed(ParseFinishRequest(body));
+      if (type == MessageType::kArtifact) {
+        auto intent = ParseArtifactIntent(body);
+        CheckParsed(intent);
+        if (intent.ok()) {
+          auto again = ParseArtifactIntent(ToJson(*intent));
+          FUZZ_CHECK(again.ok() && ToJson(*again) == ToJson(*intent),
+                     "an artifact intent changed in a round trip");
+        }
+      }
       return;
     }
   }

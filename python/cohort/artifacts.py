@@ -1,0 +1,518 @@
+"""``cohort.Artifact`` and ``run.log_artifact``: versioned sets of files (docs/python-api.md,
+docs/artifacts.md).
+
+``run.log_artifact`` returns at once. A background thread (never the training thread) hashes the
+files (SHA-256, ``hashlib``) and copies those added with the default policy ``"mutable"`` into the
+node agent's staging directory in the same read pass, so that a file the job overwrites later
+cannot change the version; then it hands the manifest to the agent, which writes it to its WAL and
+uploads it in the background. ``artifact.wait()`` blocks until the version is committed.
+
+Hashes are cached under the user's cache directory, keyed by (device, inode, size, mtime), so an
+unchanged 2 GB checkpoint logged again is not read again; a file whose blob this server is known
+to hold (an earlier version of it was committed) is not copied either.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import sqlite3
+import tempfile
+import threading
+import time
+import urllib.parse
+import uuid
+from typing import IO, Any, Dict, Iterator, List, Optional
+
+from .errors import Error
+
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+_RESERVED_ALIAS = re.compile(r"^(latest|versions|aliases|v[0-9]+)$")
+_CHUNK = 1 << 20
+_POLICIES = ("mutable", "immutable")
+
+
+class ArtifactError(Error):
+    """A logged artifact version could not be committed (the message is the server's or the
+    reason the files could not be read)."""
+
+
+def _check_name(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{what}: expected a str, got {type(value).__name__}")
+    if not _NAME.match(value) or value.startswith("."):
+        raise ValueError(f"{what} {value!r}: must be 1-128 characters of A-Z a-z 0-9 . _ -, "
+                         f"not starting with '.'")
+    return value
+
+
+def check_alias(alias: Any) -> str:
+    _check_name(alias, "alias")
+    if _RESERVED_ALIAS.match(alias):
+        raise ValueError(f"alias {alias!r}: reserved (latest moves by itself; versions, aliases "
+                         f"and v<N> are not aliases)")
+    return alias
+
+
+def check_path(path: Any) -> str:
+    """A path inside a version: relative, '/'-separated, no empty, '.' or '..' segment, no
+    backslash or control character, at most 1024 bytes."""
+    if not isinstance(path, str):
+        raise ValueError(f"artifact file name: expected a str, got {type(path).__name__}")
+    raw = path.encode("utf-8", "surrogatepass")
+    if not raw or len(raw) > 1024:
+        raise ValueError(f"artifact file name {path!r}: must be 1-1024 bytes")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
+        raise ValueError(f"artifact file name {path!r}: control characters are not allowed")
+    if "\\" in path:
+        raise ValueError(f"artifact file name {path!r}: backslashes are not allowed (use '/')")
+    if path.startswith("/"):
+        raise ValueError(f"artifact file name {path!r}: must be relative")
+    if any(seg in ("", ".", "..") for seg in path.split("/")):
+        raise ValueError(f"artifact file name {path!r}: empty, '.' and '..' segments are not "
+                         f"allowed")
+    return path
+
+
+# ---- the hash cache ----------------------------------------------------------------------------
+
+def _cache_dir() -> str:
+    from .artifact_download import cache_dir  # $COHORT_CACHE_DIR, $XDG_CACHE_HOME/cohort, ...
+    return cache_dir()
+
+
+class HashCache:
+    """SHA-256 of files by (st_dev, st_ino, size, mtime_ns), and which servers hold which blobs,
+    in one SQLite file under the user's cache directory (safe across processes)."""
+
+    def __init__(self, path: Optional[str] = None) -> None:
+        self.path = path or os.path.join(_cache_dir(), "artifact-hashes.sqlite")
+        self._lock = threading.Lock()
+
+    def _connect(self) -> Optional[sqlite3.Connection]:
+        try:
+            os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=10)
+            db.execute("CREATE TABLE IF NOT EXISTS hashes (dev INTEGER, ino INTEGER, size INTEGER,"
+                       " mtime_ns INTEGER, sha256 TEXT, PRIMARY KEY (dev, ino, size, mtime_ns))")
+            db.execute("CREATE TABLE IF NOT EXISTS held (server TEXT, entity TEXT, sha256 TEXT,"
+                       " PRIMARY KEY (server, entity, sha256))")
+            return db
+        except (OSError, sqlite3.Error):
+            return None  # no cache: everything is hashed (and copied)
+
+    @staticmethod
+    def key(st: os.stat_result) -> tuple:
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def lookup(self, st: os.stat_result) -> Optional[str]:
+        with self._lock:
+            db = self._connect()
+            if db is None:
+                return None
+            try:
+                row = db.execute("SELECT sha256 FROM hashes WHERE dev=? AND ino=? AND size=? AND "
+                                 "mtime_ns=?", self.key(st)).fetchone()
+                return row[0] if row else None
+            except sqlite3.Error:
+                return None
+            finally:
+                db.close()
+
+    def store(self, st: os.stat_result, sha256: str) -> None:
+        with self._lock:
+            db = self._connect()
+            if db is None:
+                return
+            try:
+                with db:
+                    db.execute("INSERT OR REPLACE INTO hashes VALUES (?, ?, ?, ?, ?)",
+                               (*self.key(st), sha256))
+            except sqlite3.Error:
+                pass
+            finally:
+                db.close()
+
+    def held(self, server: str, entity: str, sha256: str) -> bool:
+        with self._lock:
+            db = self._connect()
+            if db is None:
+                return False
+            try:
+                return db.execute("SELECT 1 FROM held WHERE server=? AND entity=? AND sha256=?",
+                                  (server, entity, sha256)).fetchone() is not None
+            except sqlite3.Error:
+                return False
+            finally:
+                db.close()
+
+    def note_held(self, server: str, entity: str, digests: List[str]) -> None:
+        with self._lock:
+            db = self._connect()
+            if db is None:
+                return
+            try:
+                with db:
+                    db.executemany("INSERT OR IGNORE INTO held VALUES (?, ?, ?)",
+                                   [(server, entity, d) for d in digests])
+            except sqlite3.Error:
+                pass
+            finally:
+                db.close()
+
+
+_cache: Optional[HashCache] = None
+
+
+def hash_cache() -> HashCache:
+    global _cache
+    if _cache is None:
+        _cache = HashCache()
+    return _cache
+
+
+def _write_owner(staging: str) -> None:
+    """Names this process as the owner of a staging directory until the agent has the intent
+    (docs/formats.md, "Artifact intents"): if it dies before, the agent deletes the copies."""
+    try:
+        with open("/proc/self/stat") as f:
+            stat = f.read()
+        start_ticks = stat[stat.rindex(")") + 2:].split()[19]
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot_id = f.read().strip()
+    except (OSError, ValueError, IndexError):
+        return  # no /proc: the directory is kept (never deleted under a live client)
+    tmp = os.path.join(staging, ".owner.tmp")
+    with open(tmp, "w") as f:
+        f.write(f"{os.getpid()} {start_ticks} {boot_id}\n")
+    os.replace(tmp, os.path.join(staging, ".owner"))
+
+
+def _hash_file(path: str, copy_to: Optional[str]) -> Dict[str, Any]:
+    """SHA-256 and size of `path`, read once; the bytes also go to `copy_to` when given."""
+    h = hashlib.sha256()
+    size = 0
+    out = open(copy_to, "wb") if copy_to else None
+    try:
+        with open(path, "rb") as f:
+            while True:
+                chunk = f.read(_CHUNK)
+                if not chunk:
+                    break
+                h.update(chunk)
+                size += len(chunk)
+                if out:
+                    out.write(chunk)
+        if out:
+            out.flush()
+            os.fsync(out.fileno())
+    finally:
+        if out:
+            out.close()
+    return {"sha256": h.hexdigest(), "size": size}
+
+
+# ---- Artifact ----------------------------------------------------------------------------------
+
+class Artifact:
+    """A version of an artifact to log: ``cohort.Artifact(name, type, description=None,
+    metadata=None)``, then ``add_file``/``add_dir``/``add_reference``/``new_file`` and
+    ``run.log_artifact(artifact)``. After ``wait()``: ``version`` ("v3"), ``digest``, ``size``."""
+
+    def __init__(self, name: str, type: str, description: Optional[str] = None,
+                 metadata: Optional[Dict[str, Any]] = None) -> None:
+        self.name = _check_name(name, "artifact name")
+        self.type = _check_name(type, "artifact type")
+        if description is not None and not isinstance(description, str):
+            raise ValueError("artifact description: expected a str")
+        self.description = description or ""
+        if metadata is None:
+            metadata = {}
+        if not isinstance(metadata, dict):
+            raise ValueError("artifact metadata: expected a dict")
+        try:
+            json.dumps(metadata, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"artifact metadata: not JSON-serializable: {e}") from None
+        self.metadata = metadata
+        self._entries: Dict[str, Dict[str, Any]] = {}
+        self._tmp_dir: Optional[str] = None
+        self._id: Optional[str] = None
+        self._run: Any = None
+        self._thread: Optional[threading.Thread] = None
+        self._error: Optional[BaseException] = None
+        self._state: Dict[str, Any] = {}
+        self.aliases: List[str] = []
+        self.version: Optional[str] = None
+        self.digest: Optional[str] = None
+        self.size: Optional[int] = None
+
+    def __repr__(self) -> str:
+        v = self.version or ("logging" if self._id else "draft")
+        return f"<cohort.Artifact {self.name}:{v} type={self.type} files={len(self._entries)}>"
+
+    # -- building ----------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._id is not None:
+            raise ValueError(f"artifact {self.name}: already logged; make a new Artifact")
+
+    def _add(self, name: str, entry: Dict[str, Any]) -> None:
+        check_path(name)
+        if name in self._entries:
+            raise ValueError(f"artifact {self.name}: the file name {name!r} is added twice")
+        self._entries[name] = entry
+
+    def add_file(self, local_path: str, name: Optional[str] = None,
+                 policy: str = "mutable") -> "Artifact":
+        """Adds a file as ``name`` (default: its base name). ``policy="mutable"`` (default)
+        copies it while hashing, so later changes to the file do not affect the version;
+        ``"immutable"`` uploads it in place (it must not change until the version is
+        committed)."""
+        self._check_open()
+        if policy not in _POLICIES:
+            raise ValueError(f"add_file: policy must be 'mutable' or 'immutable', not {policy!r}")
+        local_path = os.fspath(local_path)
+        if not os.path.isfile(local_path):
+            raise ValueError(f"add_file: {local_path!r} is not a file")
+        self._add(name if name is not None else os.path.basename(local_path),
+                  {"kind": "file", "source": os.path.abspath(local_path), "policy": policy})
+        return self
+
+    def add_dir(self, local_path: str, name: Optional[str] = None,
+                policy: str = "mutable") -> "Artifact":
+        """Adds every file under a directory, as ``name/relative/path`` (default: at the
+        version's top)."""
+        self._check_open()
+        local_path = os.fspath(local_path)
+        if not os.path.isdir(local_path):
+            raise ValueError(f"add_dir: {local_path!r} is not a directory")
+        prefix = name.strip("/") + "/" if name else ""
+        for root, dirs, files in os.walk(local_path):
+            dirs.sort()
+            for f in sorted(files):
+                full = os.path.join(root, f)
+                rel = os.path.relpath(full, local_path).replace(os.sep, "/")
+                self.add_file(full, prefix + rel, policy=policy)
+        return self
+
+    def add_reference(self, uri: str, name: Optional[str] = None, digest: Optional[str] = None,
+                      size: Optional[int] = None) -> "Artifact":
+        """Adds a reference: ``file://`` (its SHA-256 and size are computed when logged),
+        ``s3://`` or ``http(s)://`` (stored as given, with ``digest``, e.g. an ETag, and
+        ``size`` when known). No bytes are uploaded."""
+        self._check_open()
+        if not isinstance(uri, str):
+            raise ValueError("add_reference: expected a URI string")
+        parsed = urllib.parse.urlparse(uri)
+        if parsed.scheme not in ("file", "s3", "http", "https"):
+            raise ValueError(f"add_reference {uri!r}: only file://, s3://, http:// and https:// "
+                             f"references are supported")
+        if size is not None and (not isinstance(size, int) or size < 0):
+            raise ValueError("add_reference: size must be a non-negative int")
+        if digest is not None and not isinstance(digest, str):
+            raise ValueError("add_reference: digest must be a str")
+        entry: Dict[str, Any] = {"kind": "ref", "ref": uri, "digest": digest, "size": size}
+        if parsed.scheme == "file":
+            local = urllib.parse.unquote(parsed.path)
+            if not os.path.isfile(local):
+                raise ValueError(f"add_reference {uri!r}: not a file")
+            entry["local"] = local
+        default = os.path.basename(parsed.path.rstrip("/")) or parsed.netloc
+        self._add(name if name is not None else default, entry)
+        return self
+
+    @contextlib.contextmanager
+    def new_file(self, name: str, mode: str = "w", encoding: Optional[str] = None) -> Iterator[IO]:
+        """``with artifact.new_file("config.yaml") as f: f.write(...)``: a file written into a
+        temporary directory owned by the artifact, added as ``name`` when the block ends."""
+        self._check_open()
+        check_path(name)
+        if "r" in mode and "+" not in mode:
+            raise ValueError("new_file: mode must be a write mode ('w', 'wb', ...)")
+        if name in self._entries:
+            raise ValueError(f"artifact {self.name}: the file name {name!r} is added twice")
+        if self._tmp_dir is None:
+            self._tmp_dir = tempfile.mkdtemp(prefix="cohort-artifact-")
+        path = os.path.join(self._tmp_dir, *name.split("/"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, mode, encoding=encoding if "b" not in mode else None) as f:
+            yield f
+        # Copied while hashed (mutable): the temporary directory goes once logged.
+        self._add(name, {"kind": "file", "source": path, "policy": "mutable"})
+
+    @property
+    def manifest(self) -> Dict[str, Dict[str, Any]]:
+        """path -> {"sha256", "size"} or {"ref", "digest", "size"} (digests and sizes of files
+        are known once the artifact was hashed: after log_artifact's hashing, e.g. after
+        wait())."""
+        out = {}
+        for path, e in sorted(self._entries.items()):
+            if e["kind"] == "ref":
+                out[path] = {"ref": e["ref"], "digest": e.get("digest"), "size": e.get("size")}
+            else:
+                out[path] = {"sha256": e.get("sha256"), "size": e.get("size")}
+        return out
+
+    # -- logging -------------------------------------------------------------------------------
+    def _start(self, run: Any, aliases: List[str]) -> None:
+        if not self._entries:
+            raise ValueError(f"artifact {self.name}: no files added")
+        self._check_open()
+        self.aliases = aliases
+        self._run = run
+        self._id = uuid.uuid4().hex
+        self._thread = threading.Thread(target=self._prepare, name=f"cohort-artifact-{self.name}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _server(self) -> str:
+        url = getattr(self._run, "url", "") or ""
+        return url.rsplit("/", 4)[0] if url.count("/") >= 4 else url
+
+    def _prepare(self) -> None:
+        """The background part of log_artifact: hash, stage, hand to the agent."""
+        staging = ""
+        try:
+            staging_root = self._run._artifact_staging_dir
+            staging = os.path.join(staging_root, self._id) if staging_root else ""
+            if staging:
+                os.makedirs(staging, mode=0o700, exist_ok=True)
+                _write_owner(staging)
+            cache = hash_cache()
+            server, entity = self._server(), self._run.entity
+            files = []
+            for i, (path, e) in enumerate(sorted(self._entries.items())):
+                if e["kind"] == "ref":
+                    ref = {"path": path, "ref": e["ref"]}
+                    if "local" in e:
+                        st = os.stat(e["local"])
+                        sha = cache.lookup(st)
+                        if sha is None:
+                            sha = _hash_file(e["local"], None)["sha256"]
+                            cache.store(st, sha)
+                        e["digest"], e["size"] = sha, st.st_size
+                    if e.get("digest"):
+                        ref["digest"] = e["digest"]
+                    if e.get("size") is not None:
+                        ref["size"] = e["size"]
+                    files.append(ref)
+                    continue
+                source = e["source"]
+                st = os.stat(source)
+                sha = cache.lookup(st)
+                copy = staging and e["policy"] == "mutable" and not (
+                    sha and cache.held(server, entity, sha))
+                if sha is None or copy:
+                    target = os.path.join(staging, str(i)) if copy else None
+                    d = _hash_file(source, target)
+                    sha, size = d["sha256"], d["size"]
+                    cache.store(st, sha)
+                    if target:
+                        source = target
+                else:
+                    size = st.st_size
+                e["sha256"], e["size"] = sha, size
+                files.append({"path": path, "sha256": sha, "size": size, "source": source})
+            intent = {"id": self._id, "name": self.name, "type": self.type,
+                      "metadata": self.metadata, "aliases": self.aliases, "files": files}
+            if self.description:
+                intent["description"] = self.description
+            if staging:
+                intent["staging"] = staging
+            self._run._log_artifact_intent(json.dumps(intent))
+        except BaseException as e:  # noqa: BLE001 - reported by wait() and finish()
+            self._error = e
+            if staging:  # nothing was handed over: the copies made so far go
+                shutil.rmtree(staging, ignore_errors=True)
+        finally:
+            if self._tmp_dir:
+                shutil.rmtree(self._tmp_dir, ignore_errors=True)
+                self._tmp_dir = None
+
+    def _join(self, timeout: Optional[float]) -> bool:
+        if self._thread is None:
+            return True
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def wait(self, timeout: Optional[float] = None) -> "Artifact":
+        """Blocks until the version is committed (then ``version``, ``digest`` and ``size`` are
+        set) and returns the artifact. Raises ArtifactError when the upload or the commit
+        failed (with the server's message), CommError when ``timeout`` (seconds) passed."""
+        if self._id is None:
+            raise ValueError(f"artifact {self.name}: not logged (run.log_artifact first)")
+        start = time.monotonic()
+        if not self._join(timeout):
+            from .errors import CommError
+            raise CommError(f"artifact {self.name}: still hashing after {timeout} s")
+        if self._error is not None:
+            raise ArtifactError(f"artifact {self.name}: {self._error}") from self._error
+        left = -1.0 if timeout is None else max(0.0, timeout - (time.monotonic() - start))
+        try:
+            state = self._run._wait_artifact(self._id, left)
+        except Error as e:
+            if getattr(e, "code", None) == "failed_precondition":
+                raise ArtifactError(str(e)) from None
+            raise
+        self._note_state(state)
+        return self
+
+    def _note_state(self, state: Dict[str, Any]) -> None:
+        self._state = state
+        if state.get("state") == "committed":
+            self.version = state.get("version")
+            self.digest = state.get("digest")
+            self.size = state.get("size")
+            held = [e["sha256"] for e in self._entries.values() if e.get("sha256")]
+            hash_cache().note_held(self._server(), self._run.entity, held)
+
+    @property
+    def state(self) -> Dict[str, Any]:
+        """Where the upload stands: {"state": "hashing"|"queued"|"pending"|"committed"|"failed",
+        "bytes_done", "bytes_total", "files_done", "files_total", "version", "error", ...}."""
+        if self._id is None:
+            return {"state": "draft"}
+        if self._thread is not None and self._thread.is_alive():
+            return {"state": "hashing"}
+        if self._error is not None:
+            return {"state": "failed", "error": str(self._error)}
+        state = self._run._artifact_state(self._id)
+        self._note_state(state)
+        return state
+
+
+def log_artifact(run: Any, artifact_or_path: Any, name: Optional[str] = None,
+                 type: Optional[str] = None, aliases: Optional[List[str]] = None) -> Artifact:
+    """run.log_artifact: see Run.log_artifact."""
+    if aliases is None:
+        aliases = []
+    if isinstance(aliases, str) or not all(isinstance(a, str) for a in aliases):
+        raise ValueError("log_artifact: aliases must be a list of str")
+    aliases = [a for a in aliases if a != "latest"]  # latest moves by itself
+    for a in aliases:
+        check_alias(a)
+    if isinstance(artifact_or_path, Artifact):
+        artifact = artifact_or_path
+        if name is not None and name != artifact.name:
+            _check_name(name, "artifact name")
+            artifact.name = name
+        if type is not None and type != artifact.type:
+            artifact.type = _check_name(type, "artifact type")
+    elif isinstance(artifact_or_path, (str, os.PathLike)):
+        path = os.fspath(artifact_or_path)
+        default = re.sub(r"[^A-Za-z0-9_.-]", "-", os.path.basename(os.path.abspath(path)))
+        artifact = Artifact(name or default.lstrip(".") or "artifact", type or "unspecified")
+        if os.path.isdir(path):
+            artifact.add_dir(path)
+        elif os.path.isfile(path):
+            artifact.add_file(path)
+        else:
+            raise ValueError(f"log_artifact: {path!r} is neither a file nor a directory")
+    else:
+        raise ValueError("log_artifact: expected a cohort.Artifact or a path, got "
+                         f"{artifact_or_path.__class__.__name__}")
+    artifact._start(run, list(dict.fromkeys(aliases)))
+    return artifact

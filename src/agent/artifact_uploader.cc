@@ -1,0 +1,733 @@
+#include "agent/artifact_uploader.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+#include <set>
+
+#include "agent/agent_log.h"
+#include "agent/client_process.h"
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/limits.h"
+#include "core/text_encoding.h"
+
+namespace cohort::agent {
+namespace {
+
+namespace bj = boost::json;
+
+constexpr uint64_t kMaxIntentFileBytes = 64 << 20;
+constexpr size_t kReadChunk = 1 << 20;
+
+int64_t MonoMs() { return MonoNanos() / 1000000; }
+
+// "HTTP 409 conflict: file model.pt: upload it first" from the server's error JSON.
+std::string ErrorText(const HttpResponse& r) {
+  auto v = json::Parse(r.body);
+  if (v.ok() && v->is_object()) {
+    if (const bj::value* e = v->as_object().if_contains("error"); e && e->is_object()) {
+      const bj::object& eo = e->as_object();
+      std::string out = "HTTP " + std::to_string(r.status);
+      if (auto* m = eo.if_contains("message"); m && m->is_string()) {
+        out += ": " + std::string(m->as_string());
+      }
+      return out;
+    }
+  }
+  return "HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 300);
+}
+
+// Transient outcomes are retried (kUnavailable, kResourceExhausted, kUnauthenticated and
+// kPermissionDenied: a key being fixed); the others fail the intent.
+Status HttpStatus(const Result<HttpResponse>& r, const std::string& what) {
+  if (!r.ok()) return Status::Unavailable(what + ": " + r.status().message());
+  const int code = r->status;
+  if (code >= 200 && code < 300) return Status::Ok();
+  const std::string text = what + ": " + ErrorText(*r);
+  if (code == 408 || code == 429 || code >= 500) return Status::ResourceExhausted(text);
+  if (code == 401) return Status::Unauthenticated(text);
+  if (code == 403) return Status::PermissionDenied(text);
+  return Status::FailedPrecondition(text);
+}
+
+bool Transient(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kUnavailable:
+    case StatusCode::kResourceExhausted:
+    case StatusCode::kUnauthenticated:
+    case StatusCode::kPermissionDenied:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bj::object TargetJson(const ArtifactTarget& t) {
+  return bj::object{{"base_url", t.base_url},
+                    {"api_key", t.api_key},
+                    {"entity", t.entity},
+                    {"project", t.project}};
+}
+
+// The environment's settings over `options` (operators, and the tests that kill an agent in the
+// middle of an upload).
+ArtifactUploaderOptions WithEnvironment(ArtifactUploaderOptions options) {
+  auto number = [](const char* name) -> std::optional<int64_t> {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return std::nullopt;
+    char* end = nullptr;
+    long long n = std::strtoll(v, &end, 10);
+    if (!end || *end != '\0' || n < 0) return std::nullopt;
+    return int64_t(n);
+  };
+  if (auto n = number("COHORT_ARTIFACT_PARTS"); n && *n > 0) {
+    options.parallel_parts = int(std::min<int64_t>(*n, 64));
+  }
+  if (auto n = number("COHORT_ARTIFACT_PART_DELAY_MS")) options.part_delay_ms = *n;
+  if (const char* v = std::getenv("COHORT_BACKOFF_MAX_S"); v && *v) {
+    char* end = nullptr;
+    double max_s = std::strtod(v, &end);
+    if (end && *end == '\0' && max_s > 0) {
+      options.backoff.max_s = max_s;
+      options.backoff.initial_s = std::min(options.backoff.initial_s, max_s);
+    }
+  }
+  return options;
+}
+
+}  // namespace
+
+// ---- the part pool ----
+
+class ArtifactUploader::PartPool {
+ public:
+  PartPool(int threads, HttpClientOptions http, wal::FileSystem* fs, int64_t delay_ms,
+           std::function<void(const PartJob&)> on_done)
+      : http_(std::move(http)), fs_(fs), delay_ms_(delay_ms), on_done_(std::move(on_done)) {
+    for (int i = 0; i < std::max(1, threads); ++i) workers_.emplace_back([this] { Work(); });
+  }
+  ~PartPool() {
+    Abort();
+    for (auto& t : workers_) t.join();
+  }
+
+  // Uploads every job, at most one per worker at a time; the first failure (the others that
+  // were not started yet are dropped). Called by one thread at a time.
+  Status Run(std::vector<PartJob> jobs) COHORT_EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    first_error_ = Status::Ok();
+    left_ = jobs.size();
+    for (auto& j : jobs) queue_.push_back(std::move(j));
+    cv_.SignalAll();
+    while (left_ > 0 && !aborted_) cv_.Wait(mu_);
+    queue_.clear();
+    if (aborted_) return Status::Unavailable("the uploader is stopping");
+    return first_error_;
+  }
+
+  void Abort() COHORT_EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    aborted_ = true;
+    for (HttpClient* c : clients_) c->Abort();
+    cv_.SignalAll();
+  }
+
+ private:
+  void Work() COHORT_EXCLUDES(mu_) {
+    std::map<std::string, std::unique_ptr<HttpClient>> clients;  // by base URL
+    std::string buf;
+    MutexLock lock(&mu_);
+    while (!aborted_) {
+      if (queue_.empty()) {
+        cv_.Wait(mu_);
+        continue;
+      }
+      PartJob job = std::move(queue_.front());
+      queue_.pop_front();
+      const bool skip = !first_error_.ok();
+      HttpClient* client = nullptr;
+      if (!skip) {
+        auto& c = clients[job.base_url];
+        if (!c) {
+          c = std::make_unique<HttpClient>(job.base_url, http_);
+          clients_.push_back(c.get());
+        }
+        client = c.get();
+      }
+      lock.Unlock();
+      Status st = skip ? Status::Ok() : Put(client, job, &buf);
+      if (st.ok() && !skip) on_done_(job);
+      lock.Lock();
+      if (!st.ok() && first_error_.ok()) first_error_ = st;
+      if (--left_ == 0) cv_.SignalAll();
+    }
+    for (auto& [url, c] : clients) {
+      clients_.erase(std::remove(clients_.begin(), clients_.end(), c.get()), clients_.end());
+    }
+  }
+
+  // Reads the part [offset, offset + length) of the source (never the whole file) and PUTs it.
+  Status Put(HttpClient* client, const PartJob& job, std::string* buf) {
+    auto in = fs_->NewSequentialFile(job.source);
+    if (!in.ok()) {
+      return Status::FailedPrecondition(job.source +
+                                        ": cannot read the file: " + in.status().message());
+    }
+    buf->resize(size_t(job.length));
+    COHORT_RETURN_IF_ERROR((*in)->Skip(uint64_t(job.offset)));
+    size_t have = 0;
+    while (have < buf->size()) {
+      const size_t want = std::min(kReadChunk, buf->size() - have);
+      auto got = (*in)->Read(want, buf->data() + have);
+      if (!got.ok()) return Status::FailedPrecondition(job.source + ": " + got.status().message());
+      if (got->data() != buf->data() + have)
+        std::copy(got->begin(), got->end(), buf->data() + have);
+      have += got->size();
+      if (got->size() < want) break;
+    }
+    if (have != buf->size()) {
+      return Status::FailedPrecondition(job.source +
+                                        ": the file is shorter than when it was "
+                                        "hashed: log the artifact again");
+    }
+    if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
+    auto r = client->Request("PUT", job.path, *buf, job.api_key, "application/octet-stream");
+    return HttpStatus(r, "PUT part");
+  }
+
+  const HttpClientOptions http_;
+  wal::FileSystem* const fs_;
+  const int64_t delay_ms_;
+  const std::function<void(const PartJob&)> on_done_;
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<PartJob> queue_ COHORT_GUARDED_BY(mu_);
+  size_t left_ COHORT_GUARDED_BY(mu_) = 0;
+  Status first_error_ COHORT_GUARDED_BY(mu_);
+  bool aborted_ COHORT_GUARDED_BY(mu_) = false;
+  std::vector<HttpClient*> clients_ COHORT_GUARDED_BY(mu_);
+  std::vector<std::thread> workers_;
+};
+
+// ---- the uploader ----
+
+ArtifactUploader::ArtifactUploader(std::string root, wal::FileSystem* fs,
+                                   ArtifactUploaderOptions options)
+    : root_(std::move(root)),
+      fs_(fs ? fs : wal::FileSystem::Default()),
+      options_(WithEnvironment(std::move(options))),
+      backoff_(options_.backoff) {}
+
+ArtifactUploader::~ArtifactUploader() { Stop(); }
+
+std::string ArtifactUploader::staging_dir() const { return wal::JoinPath(root_, kStagingDir); }
+
+std::string ArtifactUploader::IntentPath(const std::string& id) const {
+  return wal::JoinPath(wal::JoinPath(root_, kIntentsDir), id + ".json");
+}
+
+std::string ArtifactUploader::LockPath(const std::string& id) const {
+  return wal::JoinPath(wal::JoinPath(root_, kIntentsDir), id + ".lock");
+}
+
+Status ArtifactUploader::PrepareDirs() {
+  // Private like the writer directories: intents hold the API key, staging holds user data.
+  for (const std::string& dir :
+       {root_, wal::JoinPath(root_, kIntentsDir), wal::JoinPath(root_, kStagingDir)}) {
+    COHORT_RETURN_IF_ERROR(fs_->CreateDir(dir));
+    COHORT_RETURN_IF_ERROR(fs_->SetPermissions(dir, 0700));
+  }
+  return Status::Ok();
+}
+
+void ArtifactUploader::Start() {
+  MutexLock lock(&mu_);
+  if (started_) return;
+  started_ = true;
+  stop_ = false;
+  pool_ = std::make_unique<PartPool>(options_.parallel_parts, options_.http, fs_,
+                                     options_.part_delay_ms, [this](const PartJob& job) {
+                                       parts_uploaded_.fetch_add(1);
+                                       Progress(job.id, [&](ArtifactStatus* s) {
+                                         s->bytes_done += job.length;
+                                         ++s->parts_uploaded;
+                                       });
+                                     });
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void ArtifactUploader::Stop() {
+  {
+    MutexLock lock(&mu_);
+    if (!started_) return;
+    stop_ = true;
+  }
+  cv_.SignalAll();
+  if (pool_) pool_->Abort();
+  {
+    MutexLock lock(&clients_mu_);
+    for (auto& [url, c] : clients_) c->Abort();
+  }
+  if (thread_.joinable()) thread_.join();
+  pool_.reset();
+  {
+    MutexLock lock(&clients_mu_);
+    clients_.clear();  // aborted for good
+  }
+  MutexLock lock(&mu_);
+  started_ = false;
+}
+
+std::string ArtifactUploader::FileJson(const ArtifactTarget& target, std::string_view intent_json,
+                                       const ArtifactStatus& status) {
+  bj::object o;
+  o["version"] = 1;
+  o["target"] = TargetJson(target);
+  auto intent = json::Parse(intent_json);
+  o["intent"] = intent.ok() ? std::move(*intent) : bj::value(bj::object());
+  auto st = json::Parse(ToJson(status));
+  o["status"] = st.ok() ? std::move(*st) : bj::value(bj::object());
+  return bj::serialize(o);
+}
+
+Status ArtifactUploader::Accept(const ArtifactTarget& target, std::string_view intent_json) {
+  COHORT_ASSIGN_OR_RETURN(ArtifactIntent intent, ParseArtifactIntent(intent_json));
+  const std::string id = intent.id;
+  MutexLock lock(&mu_);
+  if (entries_.count(id)) return Status::Ok();  // handed again (a re-read WAL record)
+  if (LoadLocked(id, /*take_pending=*/true)) return Status::Ok();
+  COHORT_RETURN_IF_ERROR(PrepareDirs());
+  // The lock before the file: an agent scanning for abandoned intents must not take it.
+  COHORT_ASSIGN_OR_RETURN(std::unique_ptr<wal::FileLock> file_lock, fs_->LockFile(LockPath(id)));
+  Entry e;
+  e.intent = std::move(intent);
+  e.intent_json = std::string(intent_json);
+  e.target = target;
+  e.status.id = id;
+  e.status.state = "pending";
+  e.status.name = e.intent.name;
+  std::set<std::string> blobs;
+  for (const auto& f : e.intent.files) {
+    if (f.is_ref() || !blobs.insert(f.sha256).second) continue;
+    ++e.status.files_total;
+    e.status.bytes_total += f.size;
+  }
+  COHORT_RETURN_IF_ERROR(
+      wal::WriteFileAtomically(fs_, IntentPath(id), FileJson(target, intent_json, e.status), 0600));
+  e.lock = std::move(file_lock);
+  Logf(LogLevel::kInfo, "artifact {} ({}): {} file(s), {} bytes to upload", e.intent.name, id,
+       e.intent.files.size(), e.status.bytes_total);
+  entries_.emplace(id, std::move(e));
+  queue_.push_back(id);
+  cv_.SignalAll();
+  return Status::Ok();
+}
+
+bool ArtifactUploader::LoadLocked(const std::string& id, bool take_pending) {
+  auto text = wal::ReadFileToString(fs_, IntentPath(id), kMaxIntentFileBytes);
+  if (!text.ok()) return false;
+  auto v = json::Parse(*text);
+  if (!v.ok() || !v->is_object()) {
+    Logf(LogLevel::kWarning, "{}: not a JSON object; ignored", IntentPath(id));
+    return false;
+  }
+  const bj::object& o = v->as_object();
+  Entry e;
+  const bj::value* t = o.if_contains("target");
+  const bj::value* in = o.if_contains("intent");
+  const bj::value* st = o.if_contains("status");
+  if (!t || !t->is_object() || !in || !in->is_object() || !st || !st->is_object()) return false;
+  json::FieldReader tr(t->as_object(), "target");
+  e.target.base_url = tr.String("base_url");
+  e.target.api_key = tr.OptString("api_key").value_or("");
+  e.target.entity = tr.String("entity");
+  e.target.project = tr.String("project");
+  e.intent_json = bj::serialize(in->as_object());
+  auto intent = ParseArtifactIntent(e.intent_json);
+  auto status = ParseArtifactStatus(bj::serialize(st->as_object()));
+  if (!tr.ok() || !intent.ok() || !status.ok()) {
+    Logf(LogLevel::kWarning, "{}: unreadable intent file; ignored", IntentPath(id));
+    return false;
+  }
+  e.intent = std::move(*intent);
+  e.status = std::move(*status);
+  if (e.status.terminal()) {
+    e.done_ms = NowMillis();
+  } else {
+    if (!take_pending) return false;
+    auto l = fs_->LockFile(LockPath(id));
+    if (!l.ok()) return false;  // another live agent uploads it
+    e.lock = std::move(*l);
+    // Progress restarts from what the server holds.
+    e.status.bytes_done = e.status.files_done = 0;
+    e.status.current.clear();
+    queue_.push_back(id);
+    Logf(LogLevel::kInfo, "artifact {} ({}): resuming its upload", e.intent.name, id);
+  }
+  entries_.emplace(id, std::move(e));
+  cv_.SignalAll();
+  return true;
+}
+
+std::optional<ArtifactStatus> ArtifactUploader::FileStatus(const std::string& id) const {
+  auto text = wal::ReadFileToString(fs_, IntentPath(id), kMaxIntentFileBytes);
+  if (!text.ok()) return std::nullopt;
+  auto v = json::Parse(*text);
+  if (!v.ok() || !v->is_object()) return std::nullopt;
+  const bj::value* st = v->as_object().if_contains("status");
+  if (!st || !st->is_object()) return std::nullopt;
+  auto status = ParseArtifactStatus(bj::serialize(st->as_object()));
+  if (!status.ok()) return std::nullopt;
+  return std::move(*status);
+}
+
+int ArtifactUploader::Recover() {
+  auto names = fs_->ListDir(wal::JoinPath(root_, kIntentsDir));
+  if (!names.ok()) return 0;
+  int taken = 0;
+  MutexLock lock(&mu_);
+  for (const std::string& name : *names) {
+    if (!name.ends_with(".json")) continue;
+    const std::string id = name.substr(0, name.size() - 5);
+    if (entries_.count(id)) continue;
+    // Held by a live agent: not even read (its manifest may be large), until it lets go.
+    if (!fs_->LockFile(LockPath(id)).ok()) continue;
+    if (LoadLocked(id, true) && !entries_.at(id).status.terminal()) ++taken;
+  }
+  return taken;
+}
+
+bool ArtifactUploader::InStaging(const std::string& dir) const {
+  const std::string mine = staging_dir() + "/";
+  return dir.size() > mine.size() && dir.starts_with(mine) &&
+         dir.find('/', mine.size()) == std::string::npos && dir.find("..") == std::string::npos;
+}
+
+void ArtifactUploader::ReleaseStaging(const std::string& dir) {
+  if (!InStaging(dir)) return;
+  Status st = fs_->Remove(wal::JoinPath(dir, kStagingOwnerFile));
+  if (!st.ok() && st.code() != StatusCode::kNotFound) {
+    Logf(LogLevel::kWarning, "artifact staging {}: {}", dir, st.ToString());
+  }
+}
+
+int ArtifactUploader::RemoveOrphanedStaging() {
+  auto names = fs_->ListDir(staging_dir());
+  if (!names.ok()) return 0;
+  int removed = 0;
+  for (const std::string& name : *names) {
+    const std::string dir = wal::JoinPath(staging_dir(), name);
+    {
+      MutexLock lock(&mu_);
+      if (entries_.count(name)) continue;  // an intent of ours: removed after its outcome
+    }
+    auto text = wal::ReadFileToString(fs_, wal::JoinPath(dir, kStagingOwnerFile), 4096);
+    if (!text.ok()) continue;  // handed over (or unknown): kept
+    auto owner = ParseStagingOwner(*text);
+    if (!owner || owner->pid > INT32_MAX) continue;
+    ClientProcess p{int(owner->pid), owner->start_ticks, owner->boot_id};
+    if (p.Alive()) continue;
+    if (Status st = fs_->RemoveAll(dir); st.ok()) {
+      ++removed;
+      Logf(LogLevel::kInfo,
+           "artifact staging {}: its client (pid {}) ended before handing the version over; "
+           "removed",
+           dir, owner->pid);
+    }
+  }
+  return removed;
+}
+
+void ArtifactUploader::Tick() {
+  Recover();
+  if (const int64_t now = MonoMs(); now - orphans_checked_ms_ >= 60000) {
+    orphans_checked_ms_ = now;
+    RemoveOrphanedStaging();
+  }
+  std::vector<std::string> forget;
+  {
+    MutexLock lock(&mu_);
+    const int64_t now = NowMillis();
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      if (it->second.done_ms > 0 &&
+          now - it->second.done_ms > int64_t(options_.keep_done_s * 1000)) {
+        forget.push_back(it->first);
+        it = entries_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const auto& id : forget) {
+    (void)fs_->Remove(IntentPath(id));
+    (void)fs_->Remove(LockPath(id));
+  }
+}
+
+std::vector<ArtifactStatus> ArtifactUploader::StatusOf(const std::vector<std::string>& ids) {
+  std::vector<ArtifactStatus> out;
+  MutexLock lock(&mu_);
+  for (const auto& id : ids) {
+    auto it = entries_.find(id);
+    if (it == entries_.end() && !id.empty() && ValidateArtifactName(id, "id").ok()) {
+      // Finished: loaded (and kept); pending elsewhere (another agent's, or one left by a dead
+      // agent and not taken yet): as its file says.
+      if (LoadLocked(id, /*take_pending=*/false)) {
+        it = entries_.find(id);
+      } else if (auto st = FileStatus(id)) {
+        out.push_back(std::move(*st));
+        continue;
+      }
+    }
+    if (it != entries_.end()) {
+      out.push_back(it->second.status);
+    } else {
+      ArtifactStatus s;
+      s.id = id;
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+int ArtifactUploader::pending() const {
+  MutexLock lock(&mu_);
+  int n = 0;
+  for (const auto& [id, e] : entries_) n += e.status.terminal() ? 0 : 1;
+  return n;
+}
+
+void ArtifactUploader::Progress(const std::string& id,
+                                const std::function<void(ArtifactStatus*)>& change) {
+  MutexLock lock(&mu_);
+  auto it = entries_.find(id);
+  if (it != entries_.end()) change(&it->second.status);
+}
+
+void ArtifactUploader::Loop() {
+  MutexLock lock(&mu_);
+  while (!stop_) {
+    // The first pending intent whose retry time has come.
+    const int64_t now = MonoMs();
+    int64_t next = now + 1000;
+    std::string pick;
+    for (const std::string& id : queue_) {
+      const Entry& e = entries_.at(id);
+      if (e.retry_at_ms <= now) {
+        pick = id;
+        break;
+      }
+      next = std::min(next, e.retry_at_ms);
+    }
+    if (pick.empty()) {
+      cv_.WaitFor(mu_, std::chrono::milliseconds(std::max<int64_t>(1, next - now)));
+      continue;
+    }
+    Entry snapshot;
+    {
+      const Entry& e = entries_.at(pick);
+      snapshot.intent = e.intent;
+      snapshot.target = e.target;
+    }
+    lock.Unlock();
+    Status st = Attempt(pick, &snapshot);
+    lock.Lock();
+    if (stop_) break;
+    Entry& e = entries_.at(pick);
+    if (st.ok()) {
+      backoff_.Reset();
+      continue;  // Finish took it off the queue
+    }
+    if (Transient(st)) {
+      const bool auth =
+          st.code() == StatusCode::kUnauthenticated || st.code() == StatusCode::kPermissionDenied;
+      const double delay = auth ? options_.auth_pause_s : backoff_.NextDelay();
+      e.retry_at_ms = MonoMs() + int64_t(delay * 1000);
+      e.status.last_failure = st.message();
+      // To the back: another intent may get through meanwhile.
+      queue_.erase(std::find(queue_.begin(), queue_.end(), pick));
+      queue_.push_back(pick);
+      Logf(LogLevel::kInfo, "artifact {} ({}): upload failed, retrying in {:.2f}s: {}",
+           e.intent.name, pick, delay, st.ToString());
+      continue;
+    }
+    ArtifactStatus failed = e.status;
+    failed.state = "failed";
+    failed.error = st.message();
+    failed.current.clear();
+    lock.Unlock();
+    Logf(LogLevel::kError, "artifact {} ({}): failed: {}", snapshot.intent.name, pick,
+         st.ToString());
+    Finish(pick, std::move(failed));
+    lock.Lock();
+  }
+}
+
+Result<HttpResponse> ArtifactUploader::Call(const std::string& base_url, std::string_view method,
+                                            const std::string& path, std::string_view body,
+                                            const std::string& api_key) {
+  HttpClient* client;
+  {
+    MutexLock lock(&clients_mu_);
+    auto& c = clients_[base_url];
+    if (!c) c = std::make_unique<HttpClient>(base_url, options_.http);
+    client = c.get();
+  }
+  return client->Request(method, path, body, api_key);
+}
+
+Status ArtifactUploader::Attempt(const std::string& id, Entry* e) {
+  Progress(id, [](ArtifactStatus* s) {
+    s->bytes_done = 0;
+    s->files_done = 0;
+  });
+  std::set<std::string> done;
+  for (const auto& f : e->intent.files) {
+    if (f.is_ref() || !done.insert(f.sha256).second) continue;
+    {
+      MutexLock lock(&mu_);
+      if (stop_) return Status::Unavailable("the uploader is stopping");
+    }
+    Progress(id, [&](ArtifactStatus* s) { s->current = f.path; });
+    COHORT_RETURN_IF_ERROR(UploadBlob(id, *e, f));
+    Progress(id, [&](ArtifactStatus* s) { ++s->files_done; });
+  }
+  COHORT_RETURN_IF_ERROR(Commit(id, *e));
+  return Status::Ok();
+}
+
+Status ArtifactUploader::UploadBlob(const std::string& id, const Entry& e,
+                                    const ArtifactFileEntry& f) {
+  const ArtifactTarget& t = e.target;
+  const std::string blob = "/api/v1/blobs/" + PercentEncode(t.entity) + "/" + f.sha256;
+  const std::string size_q = "?size=" + std::to_string(f.size);
+  auto r = Call(t.base_url, "GET", blob + size_q, "", t.api_key);
+  COHORT_RETURN_IF_ERROR(HttpStatus(r, "blob " + f.path));
+  auto v = json::Parse(r->body);
+  if (!v.ok() || !v->is_object()) {
+    return Status::Unavailable("blob " + f.path + ": the server's answer is not a JSON object");
+  }
+  json::FieldReader rd(v->as_object(), "blob");
+  const bool stored = rd.OptBool("stored").value_or(false);
+  int64_t part_bytes = rd.OptInt("part_bytes").value_or(int64_t(limits::kBlobPartBytes));
+  std::vector<int64_t> held = rd.OptIntArray("parts").value_or(std::vector<int64_t>{});
+  if (!rd.ok() || part_bytes <= 0) {
+    return Status::Unavailable("blob " + f.path + ": unexpected answer: " + r->body.substr(0, 200));
+  }
+  if (stored) {
+    Progress(id, [&](ArtifactStatus* s) { s->bytes_done += f.size; });
+    return Status::Ok();
+  }
+  // The source must still be what was hashed (a changed file fails, it is not committed).
+  auto size = fs_->FileSize(f.source);
+  if (!size.ok()) {
+    return Status::FailedPrecondition(f.path + ": cannot read " + f.source + ": " +
+                                      size.status().message());
+  }
+  if (int64_t(*size) != f.size) {
+    return Status::FailedPrecondition(f.path + ": " + f.source + " has " + std::to_string(*size) +
+                                      " bytes, not the " + std::to_string(f.size) +
+                                      " it had when hashed: log the artifact again");
+  }
+  const int64_t parts = std::max<int64_t>(1, (f.size + part_bytes - 1) / part_bytes);
+  std::set<int64_t> have(held.begin(), held.end());
+  std::vector<PartJob> jobs;
+  int64_t held_bytes = 0;
+  for (int64_t n = 0; n < parts; ++n) {
+    const int64_t off = n * part_bytes;
+    const int64_t len = std::min(f.size, off + part_bytes) - off;
+    if (have.count(n)) {
+      held_bytes += len;
+      continue;
+    }
+    PartJob j;
+    j.base_url = t.base_url;
+    j.api_key = t.api_key;
+    j.path = blob;
+    j.path += "/parts/" + std::to_string(n);
+    j.path += size_q;
+    j.source = f.source;
+    j.offset = off;
+    j.length = len;
+    j.id = id;
+    jobs.push_back(std::move(j));
+  }
+  Progress(id, [&](ArtifactStatus* s) { s->bytes_done += held_bytes; });
+  if (have.empty() && jobs.size() > 1) {
+    // A new upload starts with one part, then the others go in parallel: the server sets an
+    // upload up with its first part, and first parts arriving together race there (main at
+    // 0b3974d: both write uploads/<sha>-<size>/started.tmp, one rename fails, HTTP 404).
+    COHORT_RETURN_IF_ERROR(pool_->Run({jobs.front()}));
+    jobs.erase(jobs.begin());
+  }
+  if (!jobs.empty()) COHORT_RETURN_IF_ERROR(pool_->Run(std::move(jobs)));
+  auto c = Call(t.base_url, "POST", blob + "/complete", bj::serialize(bj::object{{"size", f.size}}),
+                t.api_key);
+  if (c.ok() && c->status == 409) {
+    // A part went missing meanwhile: ask again which ones are there.
+    return Status::Unavailable("blob " + f.path + ": " + ErrorText(*c));
+  }
+  return HttpStatus(c, f.path);
+}
+
+Status ArtifactUploader::Commit(const std::string& id, const Entry& e) {
+  const ArtifactTarget& t = e.target;
+  Progress(id, [](ArtifactStatus* s) { s->current.clear(); });
+  const std::string path = "/api/v1/artifacts/" + PercentEncode(t.entity) + "/" +
+                           PercentEncode(t.project) + "/" + PercentEncode(e.intent.name);
+  auto r = Call(t.base_url, "POST", path, CommitBody(e.intent), t.api_key);
+  COHORT_RETURN_IF_ERROR(HttpStatus(r, "commit of " + e.intent.name));
+  auto v = json::Parse(r->body);
+  ArtifactStatus done;
+  {
+    MutexLock lock(&mu_);
+    done = entries_.at(id).status;
+  }
+  done.state = "committed";
+  done.current.clear();
+  done.last_failure.clear();
+  done.bytes_done = done.bytes_total;
+  done.files_done = done.files_total;
+  if (v.ok() && v->is_object()) {
+    json::FieldReader rd(v->as_object(), "version");
+    done.version = rd.OptString("version", 64).value_or("");
+    done.digest = rd.OptString("digest", 128).value_or("");
+    done.size = rd.OptInt("size").value_or(0);
+    done.created = rd.OptBool("created").value_or(r->status == 201);
+  }
+  Logf(LogLevel::kInfo, "artifact {} ({}): committed as {} ({})", e.intent.name, id, done.version,
+       done.created ? "new" : "same as latest");
+  Finish(id, std::move(done));
+  return Status::Ok();
+}
+
+void ArtifactUploader::Finish(const std::string& id, ArtifactStatus outcome) {
+  std::string file, staging;
+  {
+    MutexLock lock(&mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return;
+    Entry& e = it->second;
+    e.status = std::move(outcome);
+    e.done_ms = NowMillis();
+    queue_.erase(std::remove(queue_.begin(), queue_.end(), id), queue_.end());
+    file = FileJson(e.target, e.intent_json, e.status);
+    staging = e.intent.staging;
+  }
+  Status st = wal::WriteFileAtomically(fs_, IntentPath(id), file, 0600);
+  if (!st.ok()) Logf(LogLevel::kWarning, "artifact {}: outcome not saved: {}", id, st.ToString());
+  // Only a directory of our own staging area is ever removed.
+  if (InStaging(staging)) {
+    if (Status rm = fs_->RemoveAll(staging); !rm.ok()) {
+      Logf(LogLevel::kWarning, "artifact {}: staged copies not removed: {}", id, rm.ToString());
+    }
+  }
+  cv_.SignalAll();
+  MutexLock lock(&mu_);
+  auto it = entries_.find(id);
+  if (it != entries_.end()) it->second.lock.reset();
+}
+
+}  // namespace cohort::agent

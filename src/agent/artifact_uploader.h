@@ -1,0 +1,179 @@
+// ArtifactUploader: the node agent's background upload of artifact versions (docs/artifacts.md
+// "Who does what", docs/formats.md "Artifact intents").
+//
+// The Sender hands it each artifact intent it meets in a writer's WAL (RecordKind::kArtifact),
+// after the run's earlier records (so the run exists on the server). Accept() records the intent
+// durably in <root>/intents/<id>.json (with the server, key and entity to use; mode 0600) under
+// an exclusive lock <id>.lock, then the upload runs in the background, per intent:
+//   for each blob: GET /api/v1/blobs/{entity}/{sha256}?size=N (stored? which parts?), PUT the
+//   missing parts (kBlobPartBytes each, read from the source file through the wal::FileSystem,
+//   at most `parallel_parts` in flight for the whole agent), POST .../complete;
+//   then POST /api/v1/artifacts/{entity}/{project}/{name} with the commit body.
+// Network errors, 408, 429 and 5xx retry the intent after a backoff (the server's part list says
+// what is left, so nothing stored is sent again); 401/403 retry after a long pause; any other
+// 4xx fails the intent with the server's message. After the commit (or a failure) the staged
+// copies are deleted and the outcome is written to the intent file, kept `keep_done_s` so that
+// clients can ask for it (StatusOf) and a re-handed intent is not uploaded twice.
+//
+// After a kill -9 a new agent's Recover() (and every Tick) takes over the pending intents whose
+// lock no live process holds.
+//
+// Threading: all public methods are thread-safe. One thread walks the intents; a pool of
+// `parallel_parts` threads PUTs parts. Lock order: mu_ only (no other lock is held while taking
+// it, and none is taken under it).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "agent/artifact_intent.h"
+#include "agent/backoff.h"
+#include "agent/http_client.h"
+#include "core/mutex.h"
+#include "wal/file.h"
+
+namespace cohort::agent {
+
+// Where and as whom an intent is uploaded (the run and writer are in the intent).
+struct ArtifactTarget {
+  std::string base_url;
+  std::string api_key;
+  std::string entity;  // resolved (never empty)
+  std::string project;
+};
+
+struct ArtifactUploaderOptions {
+  HttpClientOptions http;
+  Backoff::Options backoff;
+  int parallel_parts = 4;      // parts in flight for the whole agent; $COHORT_ARTIFACT_PARTS
+  double auth_pause_s = 300;   // after 401/403
+  double keep_done_s = 86400;  // how long a committed or failed intent's file is kept
+  // A pause before each part (a slow link, for tests); $COHORT_ARTIFACT_PART_DELAY_MS.
+  int64_t part_delay_ms = 0;
+};
+
+class ArtifactUploader {
+ public:
+  static constexpr char kDirName[] = "%artifacts";  // under the data dir; no run dir is named so
+  static constexpr char kIntentsDir[] = "intents";
+  static constexpr char kStagingDir[] = "staging";
+
+  // `root` is <data dir>/%artifacts. The file system is the agent's (tests inject faults).
+  ArtifactUploader(std::string root, wal::FileSystem* fs, ArtifactUploaderOptions options = {});
+  ~ArtifactUploader();  // Stop()
+  ArtifactUploader(const ArtifactUploader&) = delete;
+  ArtifactUploader& operator=(const ArtifactUploader&) = delete;
+
+  void Start() COHORT_EXCLUDES(mu_);
+  // Aborts requests in flight and ends the threads; pending intents stay on disk.
+  void Stop() COHORT_EXCLUDES(mu_);
+
+  const std::string& root() const { return root_; }
+  // Creates root, intents/ and staging/ (mode 0700). Accept does it too; the agent calls it at
+  // start so that clients can stage files.
+  Status PrepareDirs();
+  // Where clients stage copies: <root>/staging (one directory per intent id).
+  std::string staging_dir() const;
+
+  // Records `intent_json` durably for upload to `target`. Idempotent by the intent's id (an
+  // intent handed again after a restart is not uploaded twice). kInvalidArgument for an intent
+  // that does not parse (never retried); other errors are the disk's (retry later).
+  Status Accept(const ArtifactTarget& target, std::string_view intent_json) COHORT_EXCLUDES(mu_);
+  // Takes over the pending intents under root that no live process holds; loads the outcome of
+  // finished ones. Returns how many pending intents were taken.
+  int Recover() COHORT_EXCLUDES(mu_);
+  // Housekeeping (call every second or so): Recover(), and forgets finished intents older than
+  // keep_done_s (their files too).
+  void Tick() COHORT_EXCLUDES(mu_);
+
+  // The intent that names `dir` (a staging directory of a client) is durable in a WAL: removes
+  // the client's owner file, so the directory is never taken for an orphan. Only directories
+  // under staging_dir() are touched.
+  void ReleaseStaging(const std::string& dir);
+  // Deletes the staging directories whose owner file names a process that has ended (a client
+  // that died before it handed its intent over). Tick does it every minute. Returns how many.
+  int RemoveOrphanedStaging() COHORT_EXCLUDES(mu_);
+
+  // One status per id, in order ("unknown" for an id this agent has not seen).
+  std::vector<ArtifactStatus> StatusOf(const std::vector<std::string>& ids) COHORT_EXCLUDES(mu_);
+  // Intents accepted or recovered and not yet committed or failed.
+  int pending() const COHORT_EXCLUDES(mu_);
+  // Parts PUT since the start (tests: a re-logged artifact uploads none).
+  int64_t parts_uploaded() const { return parts_uploaded_.load(); }
+
+ private:
+  struct Entry {
+    ArtifactIntent intent;
+    std::string intent_json;  // the client's text, as stored
+    ArtifactTarget target;
+    ArtifactStatus status;
+    std::unique_ptr<wal::FileLock> lock;
+    int64_t done_ms = 0;      // wall clock of the outcome; 0: pending
+    int64_t retry_at_ms = 0;  // monotonic: not before
+  };
+  struct PartJob {
+    std::string base_url;
+    std::string api_key;
+    std::string path;    // request path
+    std::string source;  // file
+    int64_t offset = 0;
+    int64_t length = 0;
+    std::string id;  // intent, for progress
+  };
+  class PartPool;
+
+  void Loop() COHORT_EXCLUDES(mu_);
+  // One attempt at an intent: OK when committed; the status says whether to retry.
+  Status Attempt(const std::string& id, Entry* snapshot) COHORT_EXCLUDES(mu_);
+  Status UploadBlob(const std::string& id, const Entry& e, const ArtifactFileEntry& f)
+      COHORT_EXCLUDES(mu_);
+  Status Commit(const std::string& id, const Entry& e) COHORT_EXCLUDES(mu_);
+  Result<HttpResponse> Call(const std::string& base_url, std::string_view method,
+                            const std::string& path, std::string_view body,
+                            const std::string& api_key);
+  void Progress(const std::string& id, const std::function<void(ArtifactStatus*)>& change)
+      COHORT_EXCLUDES(mu_);
+  // Writes the outcome into the intent file and deletes the staged copies.
+  void Finish(const std::string& id, ArtifactStatus outcome) COHORT_EXCLUDES(mu_);
+  // A directory right under staging_dir() (never anything else is deleted).
+  bool InStaging(const std::string& dir) const;
+  std::string IntentPath(const std::string& id) const;
+  std::string LockPath(const std::string& id) const;
+  static std::string FileJson(const ArtifactTarget& target, std::string_view intent_json,
+                              const ArtifactStatus& status);
+  // Loads <id>.json (pending ones only with `lock`); false when it is not there or held.
+  bool LoadLocked(const std::string& id, bool take_pending) COHORT_REQUIRES(mu_);
+  // The status saved in <id>.json, without taking the intent.
+  std::optional<ArtifactStatus> FileStatus(const std::string& id) const;
+
+  const std::string root_;
+  wal::FileSystem* const fs_;
+  const ArtifactUploaderOptions options_;
+  std::atomic<int64_t> parts_uploaded_{0};
+
+  // The walking thread's own; other threads only Abort() them (clients_mu_).
+  Backoff backoff_;
+  Mutex clients_mu_;
+  std::map<std::string, std::unique_ptr<HttpClient>> clients_ COHORT_GUARDED_BY(clients_mu_);
+  std::unique_ptr<PartPool> pool_;
+
+  mutable Mutex mu_ COHORT_ACQUIRED_AFTER(clients_mu_);
+  CondVar cv_;
+  std::map<std::string, Entry> entries_ COHORT_GUARDED_BY(mu_);
+  std::deque<std::string> queue_ COHORT_GUARDED_BY(mu_);  // pending ids, in order
+  bool stop_ COHORT_GUARDED_BY(mu_) = false;
+  bool started_ COHORT_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+  int64_t orphans_checked_ms_ = 0;  // Tick's thread only
+};
+
+}  // namespace cohort::agent

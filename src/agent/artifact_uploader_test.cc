@@ -1,0 +1,222 @@
+// ArtifactUploader against a real Cohort server (server::ServerApp in this process, on a free
+// port, its own data directory): multi-part upload and commit, resumption by a new uploader after
+// the first stopped in the middle (only the missing parts are sent), a re-logged version that
+// sends nothing, and failures carried with the server's message.
+#include "agent/artifact_uploader.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <thread>
+
+#include "core/clock.h"
+#include "core/limits.h"
+#include "core/sha256.h"
+#include "server/server_app.h"
+
+namespace cohort::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ArtifactUploaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cohort-uploader-XXXXXX";
+    root_ = mkdtemp(tmpl);
+    server::ServerConfig c;
+    c.data_dir = root_ + "/server";
+    c.http.port = 0;
+    c.http.worker_threads = 8;
+    c.write_user_config = false;
+    c.entity = "alice";
+    c.sweep_interval_s = 3600;
+    app_ = std::make_unique<server::ServerApp>(c);
+    Status st = app_->Start();
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    target_ = ArtifactTarget{app_->url(), app_->bootstrap_key(), "alice", "p"};
+  }
+
+  void TearDown() override {
+    if (app_) app_->Stop();
+    fs::remove_all(root_);
+  }
+
+  std::string WriteFile(const std::string& name, size_t bytes, uint32_t seed) {
+    std::string data(bytes, '\0');
+    std::mt19937 rng(seed);
+    for (auto& c : data) c = char(rng());
+    const std::string path = root_ + "/" + name;
+    std::ofstream(path, std::ios::binary) << data;
+    return path;
+  }
+
+  ArtifactIntent IntentFor(const std::string& id, const std::string& name, const std::string& type,
+                           const std::string& path, const std::string& file_path = "model.bin") {
+    std::ifstream in(path, std::ios::binary);
+    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ArtifactIntent i;
+    i.id = id;
+    i.name = name;
+    i.type = type;
+    ArtifactFileEntry f;
+    f.path = file_path;
+    f.sha256 = Sha256::Hex(data);
+    f.size = int64_t(data.size());
+    f.source = path;
+    i.files.push_back(f);
+    return i;
+  }
+
+  static ArtifactStatus WaitDone(ArtifactUploader& u, const std::string& id, int64_t ms = 30000) {
+    const int64_t deadline = NowMillis() + ms;
+    ArtifactStatus s;
+    while (NowMillis() < deadline) {
+      s = u.StatusOf({id})[0];
+      if (s.terminal()) return s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return s;
+  }
+
+  static bool WaitFor(const std::function<bool()>& cond, int64_t ms) {
+    const int64_t deadline = NowMillis() + ms;
+    while (NowMillis() < deadline) {
+      if (cond()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return cond();
+  }
+
+  std::string root_;
+  std::unique_ptr<server::ServerApp> app_;
+  ArtifactTarget target_;
+};
+
+TEST_F(ArtifactUploaderTest, UploadsAMultiPartFileAndCommitsTheVersion) {
+  const size_t size = 2 * limits::kBlobPartBytes + 12345;  // 3 parts
+  const std::string file = WriteFile("model.bin", size, 1);
+  ArtifactIntent in = IntentFor("a1", "ckpt", "model", file);
+  ArtifactUploader up(root_ + "/agent/%artifacts", nullptr);
+  up.Start();
+  ASSERT_TRUE(up.Accept(target_, ToJson(in)).ok());
+  ArtifactStatus s = WaitDone(up, "a1");
+  ASSERT_EQ(s.state, "committed") << s.error << s.last_failure;
+  EXPECT_EQ(s.version, "v0");
+  EXPECT_EQ(s.digest, ManifestDigest(in));
+  EXPECT_EQ(s.size, int64_t(size));
+  EXPECT_TRUE(s.created);
+  EXPECT_EQ(s.parts_uploaded, 3);
+  EXPECT_EQ(s.bytes_done, int64_t(size));
+  // Handed again (a WAL record read twice): the same outcome, nothing sent.
+  ASSERT_TRUE(up.Accept(target_, ToJson(in)).ok());
+  EXPECT_EQ(up.parts_uploaded(), 3);
+  // A new version with the same file: committed as the same version, no part sent.
+  ArtifactIntent again = IntentFor("a2", "ckpt", "model", file);
+  ASSERT_TRUE(up.Accept(target_, ToJson(again)).ok());
+  ArtifactStatus s2 = WaitDone(up, "a2");
+  ASSERT_EQ(s2.state, "committed") << s2.error;
+  EXPECT_EQ(s2.version, "v0");
+  EXPECT_FALSE(s2.created);
+  EXPECT_EQ(s2.parts_uploaded, 0);
+  EXPECT_EQ(up.parts_uploaded(), 3);
+  EXPECT_EQ(up.pending(), 0);
+}
+
+TEST_F(ArtifactUploaderTest, ANewUploaderResumesAfterTheFirstStoppedMidUpload) {
+  const size_t size = 3 * limits::kBlobPartBytes;  // 3 parts
+  const std::string file = WriteFile("big.bin", size, 2);
+  ArtifactIntent in = IntentFor("r1", "ckpt", "model", file);
+  const std::string dir = root_ + "/agent/%artifacts";
+  int64_t first_parts = 0;
+  {
+    ArtifactUploaderOptions o;
+    o.parallel_parts = 1;
+    o.part_delay_ms = 200;
+    ArtifactUploader up(dir, nullptr, o);
+    up.Start();
+    ASSERT_TRUE(up.Accept(target_, ToJson(in)).ok());
+    ASSERT_TRUE(WaitFor([&] { return up.parts_uploaded() >= 1; }, 30000));
+    up.Stop();  // the agent goes away with the intent pending
+    first_parts = up.parts_uploaded();
+    ASSERT_LT(first_parts, 3);
+  }
+  ArtifactUploader next(dir, nullptr);
+  EXPECT_EQ(next.StatusOf({"r1"})[0].state, "pending");  // read back from its file
+  next.Start();
+  EXPECT_EQ(next.Recover(), 1);
+  ArtifactStatus s = WaitDone(next, "r1");
+  ASSERT_EQ(s.state, "committed") << s.error << s.last_failure;
+  EXPECT_EQ(s.digest, ManifestDigest(in));
+  // Only the parts the server did not hold.
+  EXPECT_EQ(next.parts_uploaded(), 3 - first_parts);
+}
+
+TEST_F(ArtifactUploaderTest, AFileThatChangedFailsTheVersionWithTheServersMessage) {
+  const std::string file = WriteFile("m.bin", 1000, 3);
+  ArtifactIntent in = IntentFor("c1", "ckpt", "model", file);
+  // Same size, other bytes: the server's check of the SHA-256 refuses it.
+  WriteFile("m.bin", 1000, 4);
+  ArtifactUploader up(root_ + "/agent/%artifacts", nullptr);
+  up.Start();
+  ASSERT_TRUE(up.Accept(target_, ToJson(in)).ok());
+  ArtifactStatus s = WaitDone(up, "c1");
+  ASSERT_EQ(s.state, "failed");
+  EXPECT_NE(s.error.find("HTTP 400"), std::string::npos) << s.error;
+  EXPECT_NE(s.error.find("upload the file again"), std::string::npos) << s.error;
+  // Another size: refused before anything is sent.
+  WriteFile("m.bin", 999, 5);
+  ASSERT_TRUE(up.Accept(target_, ToJson(IntentFor("c2", "ckpt", "model", root_ + "/m.bin"))).ok());
+  std::ofstream(root_ + "/m.bin", std::ios::app) << "more";
+  ArtifactStatus s2 = WaitDone(up, "c2");
+  ASSERT_EQ(s2.state, "failed");
+  EXPECT_NE(s2.error.find("log the artifact again"), std::string::npos) << s2.error;
+}
+
+TEST_F(ArtifactUploaderTest, ATypeThatIsNotTheCollectionsFailsWithTheServersMessage) {
+  const std::string file = WriteFile("t.bin", 100, 6);
+  ArtifactUploader up(root_ + "/agent/%artifacts", nullptr);
+  up.Start();
+  ASSERT_TRUE(up.Accept(target_, ToJson(IntentFor("t1", "coll", "model", file))).ok());
+  ASSERT_EQ(WaitDone(up, "t1").state, "committed");
+  const std::string other = WriteFile("u.bin", 100, 7);
+  ASSERT_TRUE(up.Accept(target_, ToJson(IntentFor("t2", "coll", "dataset", other))).ok());
+  ArtifactStatus s = WaitDone(up, "t2");
+  ASSERT_EQ(s.state, "failed");
+  EXPECT_NE(s.error.find("HTTP 409"), std::string::npos) << s.error;
+}
+
+TEST_F(ArtifactUploaderTest, StagingLeftByAClientThatEndedBeforeHandingItOverIsRemoved) {
+  ArtifactUploader up(root_ + "/agent/%artifacts", nullptr);
+  ASSERT_TRUE(up.PrepareDirs().ok());
+  auto me = ThisProcessAsOwner(wal::FileSystem::Default());
+  ASSERT_TRUE(me.has_value());
+  StagingOwner gone = *me;
+  gone.start_ticks += 1;  // this pid, another start: a process that has ended
+  auto stage = [&](const std::string& id, const std::optional<StagingOwner>& owner) {
+    const std::string dir = up.staging_dir() + "/" + id;
+    fs::create_directories(dir);
+    std::ofstream(dir + "/0") << "copy";
+    if (owner) std::ofstream(dir + "/" + kStagingOwnerFile) << StagingOwnerText(*owner);
+    return dir;
+  };
+  const std::string orphan = stage("dead", gone);
+  const std::string live = stage("live", *me);
+  const std::string handed = stage("handed", std::nullopt);
+  const std::string released = stage("released", gone);
+  up.ReleaseStaging(released);              // its intent became durable at the agent
+  up.ReleaseStaging(root_ + "/elsewhere");  // outside the staging area: ignored
+  EXPECT_EQ(up.RemoveOrphanedStaging(), 1);
+  EXPECT_FALSE(fs::exists(orphan));
+  EXPECT_TRUE(fs::exists(live + "/0"));
+  EXPECT_TRUE(fs::exists(handed + "/0"));
+  EXPECT_TRUE(fs::exists(released + "/0"));
+  EXPECT_FALSE(fs::exists(released + "/" + kStagingOwnerFile));
+}
+
+}  // namespace
+}  // namespace cohort::agent

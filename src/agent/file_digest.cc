@@ -1,0 +1,43 @@
+#include "agent/file_digest.h"
+
+#include <memory>
+#include <string>
+
+#include "core/sha256.h"
+
+namespace cohort::agent {
+namespace {
+
+constexpr size_t kChunkBytes = 1 << 20;
+
+}  // namespace
+
+Result<FileDigest> HashFile(wal::FileSystem* fs, const std::string& path,
+                            const std::string& copy_to,
+                            const std::function<void(int64_t)>& on_bytes) {
+  COHORT_ASSIGN_OR_RETURN(std::unique_ptr<wal::SequentialFile> in, fs->NewSequentialFile(path));
+  std::unique_ptr<wal::WritableFile> out;
+  if (!copy_to.empty()) {
+    COHORT_ASSIGN_OR_RETURN(out, fs->NewWritableFile(copy_to, wal::WriteMode::kTruncate));
+  }
+  Sha256 h;
+  FileDigest d;
+  std::string buf(kChunkBytes, '\0');
+  while (true) {
+    COHORT_ASSIGN_OR_RETURN(std::string_view got, in->Read(buf.size(), buf.data()));
+    if (got.empty()) break;
+    h.Update(got);
+    if (out) COHORT_RETURN_IF_ERROR(out->Append(got));
+    d.size += int64_t(got.size());
+    if (on_bytes) on_bytes(int64_t(got.size()));
+    if (got.size() < buf.size()) break;
+  }
+  if (out) {
+    COHORT_RETURN_IF_ERROR(out->Sync());
+    COHORT_RETURN_IF_ERROR(out->Close());
+  }
+  d.sha256 = h.FinishHex();
+  return d;
+}
+
+}  // namespace cohort::agent

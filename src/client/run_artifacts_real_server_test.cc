@@ -1,0 +1,139 @@
+// Run::LogArtifact end to end against a real Cohort server (server::ServerApp in this process on
+// a free port) through the real agent (the stand-in binary): files hashed and staged off the
+// caller's thread, uploaded, committed; the staged copies removed; the same files again answer
+// the same version with nothing uploaded.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "agent/artifact_intent.h"
+#include "client/private_agents_for_test.h"
+#include "cohort/cohort.h"
+#include "core/sha256.h"
+#include "server/server_app.h"
+
+namespace cohort {
+namespace {
+
+namespace fs = std::filesystem;
+
+class RunArtifactsRealServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cohort-artreal-XXXXXX";
+    root_ = mkdtemp(tmpl);
+    setenv("HOME", root_.c_str(), 1);
+    unsetenv("XDG_CONFIG_HOME");
+    unsetenv("XDG_DATA_HOME");
+    for (const char* v :
+         {"COHORT_BASE_URL", "COHORT_API_KEY", "COHORT_ENTITY", "COHORT_PROJECT", "COHORT_RUN_ID",
+          "COHORT_MODE", "COHORT_AGENT", "RANK", "TORCHELASTIC_RUN_ID"}) {
+      unsetenv(v);
+    }
+    setenv("COHORT_AGENT_SOCKET", (root_ + "/sock/agent.sock").c_str(), 1);
+    setenv("COHORT_DIR", (root_ + "/data").c_str(), 1);
+    setenv("COHORT_BIN", COHORT_TEST_AGENT_BIN, 1);
+    setenv("COHORT_AGENT_IDLE_S", "3", 1);
+    server::ServerConfig c;
+    c.data_dir = root_ + "/server";
+    c.http.port = 0;
+    c.http.worker_threads = 8;
+    c.write_user_config = false;
+    c.entity = "alice";
+    c.sweep_interval_s = 3600;
+    app_ = std::make_unique<server::ServerApp>(c);
+    Status st = app_->Start();
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+
+  void TearDown() override {
+    std::vector<int> agents = client::testing::PrivateAgentPids(root_ + "/data");
+    std::ifstream in(root_ + "/sock/agent.lock");
+    int pid = 0;
+    in >> pid;
+    if (pid > 0 && kill(pid, 0) == 0) agents.push_back(pid);
+    client::testing::StopAndWait(agents);
+    if (app_) app_->Stop();
+    fs::remove_all(root_);
+  }
+
+  std::string Write(const std::string& name, size_t n, uint32_t seed) {
+    std::string data(n, '\0');
+    std::mt19937 rng(seed);
+    for (auto& c : data) c = char(rng());
+    const std::string path = root_ + "/" + name;
+    std::ofstream(path, std::ios::binary) << data;
+    return path;
+  }
+
+  std::string root_;
+  std::unique_ptr<server::ServerApp> app_;
+};
+
+TEST_F(RunArtifactsRealServerTest, LogArtifactHashesStagesUploadsAndCommits) {
+  Settings s;
+  s.base_url = app_->url();
+  s.api_key = app_->bootstrap_key();
+  s.project = "p";
+  s.label = "w0";
+  s.transport = "agent";
+  s.capture_console = false;
+  s.stats_sampling_interval_s = 0;
+  s.init_timeout_s = 10;
+  s.finish_timeout_s = 20;
+  auto run = Init(s);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  const std::string a = Write("a.bin", (8 << 20) + 5, 1);  // 2 parts
+  const std::string b = Write("b.txt", 100, 2);
+  Artifact art{.name = "ckpt",
+               .type = "model",
+               .metadata_json = R"({"epoch": 1})",
+               .aliases = {"best"},
+               .files = {{"model/a.bin", a}, {"b.txt", b, /*immutable=*/true}},
+               .references = {{"data/train.csv", "s3://bucket/train.csv", "etag", 99}}};
+  auto id = run->LogArtifact(art);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  auto v = run->WaitArtifact(*id, 60);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->version, "v0");
+  EXPECT_TRUE(v->created);
+  EXPECT_EQ(v->parts_uploaded, 3);
+  // The digest the contract defines, from the files' own SHA-256.
+  agent::ArtifactIntent expect;
+  auto file = [](const std::string& path, const std::string& source) {
+    std::ifstream in(source, std::ios::binary);
+    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    agent::ArtifactFileEntry e;
+    e.path = path;
+    e.sha256 = Sha256::Hex(data);
+    e.size = int64_t(data.size());
+    return e;
+  };
+  expect.files = {file("model/a.bin", a), file("b.txt", b)};
+  agent::ArtifactFileEntry ref;
+  ref.path = "data/train.csv";
+  ref.ref = "s3://bucket/train.csv";
+  ref.digest = "etag";
+  ref.size = 99;
+  expect.files.push_back(ref);
+  EXPECT_EQ(v->digest, agent::ManifestDigest(expect));
+  EXPECT_EQ(v->size, int64_t((8 << 20) + 5 + 100 + 99));  // references count with their size
+  EXPECT_FALSE(fs::exists(run->artifact_staging_dir() + "/" + *id));
+  // The same files again: the same version, nothing uploaded.
+  art.aliases = {};
+  auto again = run->LogArtifact(art);
+  ASSERT_TRUE(again.ok());
+  auto v2 = run->WaitArtifact(*again, 60);
+  ASSERT_TRUE(v2.ok()) << v2.status().ToString();
+  EXPECT_EQ(v2->version, "v0");
+  EXPECT_FALSE(v2->created);
+  EXPECT_EQ(v2->parts_uploaded, 0);
+  EXPECT_TRUE(run->Finish().ok());
+}
+
+}  // namespace
+}  // namespace cohort

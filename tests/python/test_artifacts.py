@@ -1,0 +1,151 @@
+"""cohort.Artifact without a server: building a version, the checks made at the call, and the
+hash cache keyed by (device, inode, size, mtime). The upload itself is
+tests/distributed/test_artifact_upload.py (a real server and agent)."""
+import hashlib
+import json
+import os
+
+import pytest
+
+import sdk_helpers  # noqa: F401  (puts the package on the path)
+import cohort
+from cohort import artifacts
+
+
+def test_building_a_version(tmp_path):
+    (tmp_path / "model.pt").write_bytes(b"weights")
+    d = tmp_path / "tok"
+    (d / "sub").mkdir(parents=True)
+    (d / "vocab.txt").write_text("a b")
+    (d / "sub" / "merges.txt").write_text("ab")
+    art = cohort.Artifact("mnist-cnn", "model", description="epoch 3", metadata={"epoch": 3})
+    art.add_file(str(tmp_path / "model.pt"))
+    art.add_file(str(tmp_path / "model.pt"), name="copies/model.pt", policy="immutable")
+    art.add_dir(str(d), name="tokenizer")
+    art.add_reference("s3://bucket/train.csv", digest="etag1", size=12)
+    with art.new_file("config.yaml") as f:
+        f.write("lr: 0.1\n")
+    assert sorted(art.manifest) == ["config.yaml", "copies/model.pt", "model.pt",
+                                    "tokenizer/sub/merges.txt", "tokenizer/vocab.txt",
+                                    "train.csv"]
+    assert art.manifest["train.csv"] == {"ref": "s3://bucket/train.csv", "digest": "etag1",
+                                         "size": 12}
+    assert art.manifest["model.pt"] == {"sha256": None, "size": None}  # hashed when logged
+
+
+@pytest.mark.parametrize("name", ["", ".x", "a/b", "a b", "x" * 129, "é"])
+def test_bad_names_are_value_errors_at_the_call(name):
+    with pytest.raises(ValueError):
+        cohort.Artifact(name, "model")
+    with pytest.raises(ValueError):
+        cohort.Artifact("ok", name)
+
+
+def test_bad_additions_are_value_errors_at_the_call(tmp_path):
+    f = tmp_path / "f"
+    f.write_text("x")
+    art = cohort.Artifact("ok", "model")
+    for bad in ["../x", "/abs", "a//b", "a\\b", "a/./b", "tab\there"]:
+        with pytest.raises(ValueError):
+            art.add_file(str(f), name=bad)
+    with pytest.raises(ValueError, match="not a file"):
+        art.add_file(str(tmp_path / "missing"))
+    with pytest.raises(ValueError, match="policy"):
+        art.add_file(str(f), policy="sometimes")
+    with pytest.raises(ValueError, match="only file://"):
+        art.add_reference("ftp://host/x")
+    art.add_file(str(f), name="f")
+    with pytest.raises(ValueError, match="twice"):
+        art.add_file(str(f), name="f")
+    with pytest.raises(ValueError, match="JSON"):
+        cohort.Artifact("ok", "model", metadata={"x": object()})
+    for alias in ["latest2x", "best", "v1.0"]:
+        assert artifacts.check_alias(alias) == alias
+    for alias in ["v3", "versions", "aliases", "latest", "a b"]:
+        with pytest.raises(ValueError):
+            artifacts.check_alias(alias)
+
+
+def test_log_artifact_on_a_disabled_run_is_refused(tmp_path):
+    run = cohort.init(mode="disabled")
+    with pytest.raises(ValueError, match="disabled"):
+        run.log_artifact(cohort.Artifact("a", "model").add_reference("s3://b/k"))
+    run.finish()
+
+
+def test_hash_cache_keys_by_device_inode_size_and_mtime(tmp_path):
+    cache = artifacts.HashCache(str(tmp_path / "cache.sqlite"))
+    f = tmp_path / "ckpt"
+    f.write_bytes(b"a" * 1000)
+    st = os.stat(f)
+    assert cache.lookup(st) is None
+    digest = hashlib.sha256(b"a" * 1000).hexdigest()
+    cache.store(st, digest)
+    assert cache.lookup(os.stat(f)) == digest
+    f.write_bytes(b"b" * 1001)  # another size (and mtime): not the cached file any more
+    assert cache.lookup(os.stat(f)) is None
+    assert not cache.held("http://s", "alice", digest)
+    cache.note_held("http://s", "alice", [digest])
+    assert cache.held("http://s", "alice", digest)
+    assert not cache.held("http://s", "bob", digest)
+
+
+def test_hash_file_copies_in_the_same_pass(tmp_path):
+    src = tmp_path / "src"
+    data = os.urandom(3 << 20)
+    src.write_bytes(data)
+    d = artifacts._hash_file(str(src), str(tmp_path / "copy"))
+    assert d == {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+    assert (tmp_path / "copy").read_bytes() == data
+
+
+class _FakeRun:
+    """Just what Artifact's background thread uses of a run (no agent)."""
+
+    def __init__(self, staging, fail_with=None):
+        self._artifact_staging_dir = str(staging)
+        self.entity = "alice"
+        self.url = "http://127.0.0.1:1/alice/p/runs/r"
+        self.fail_with = fail_with
+        self.intents = []
+
+    def _log_artifact_intent(self, text):
+        if self.fail_with:
+            raise self.fail_with
+        self.intents.append(text)
+        return "id"
+
+
+def test_the_background_thread_hashes_stages_and_hands_over_one_intent(tmp_path, monkeypatch):
+    monkeypatch.setattr(artifacts, "_cache", artifacts.HashCache(str(tmp_path / "c.sqlite")))
+    data = os.urandom(1 << 20)
+    (tmp_path / "m.bin").write_bytes(data)
+    (tmp_path / "i.bin").write_bytes(b"immutable")
+    run = _FakeRun(tmp_path / "staging")
+    art = cohort.Artifact("a", "model").add_file(str(tmp_path / "m.bin"))
+    art.add_file(str(tmp_path / "i.bin"), policy="immutable")
+    art.add_reference((tmp_path / "i.bin").as_uri(), name="ref.bin")
+    artifacts.log_artifact(run, art, aliases=["best", "latest"])
+    assert art._join(30) and art._error is None, art._error
+    intent = json.loads(run.intents[0])
+    assert intent["aliases"] == ["best"]  # latest moves by itself
+    files = {f["path"]: f for f in intent["files"]}
+    assert files["m.bin"]["sha256"] == hashlib.sha256(data).hexdigest()
+    staged = files["m.bin"]["source"]
+    assert staged.startswith(str(tmp_path / "staging" / intent["id"]))
+    assert open(staged, "rb").read() == data  # the copy made while hashing
+    assert files["i.bin"]["source"] == str(tmp_path / "i.bin")  # immutable: in place
+    assert files["ref.bin"] == {"path": "ref.bin", "ref": (tmp_path / "i.bin").as_uri(),
+                                "digest": hashlib.sha256(b"immutable").hexdigest(), "size": 9}
+    assert art.manifest["m.bin"]["sha256"] == files["m.bin"]["sha256"]
+
+
+def test_a_failed_hand_over_removes_the_staged_copies_and_wait_says_why(tmp_path, monkeypatch):
+    monkeypatch.setattr(artifacts, "_cache", artifacts.HashCache(str(tmp_path / "c.sqlite")))
+    (tmp_path / "m.bin").write_bytes(b"x" * 100)
+    run = _FakeRun(tmp_path / "staging", fail_with=cohort.UsageError("boom"))
+    art = cohort.Artifact("a", "model").add_file(str(tmp_path / "m.bin"))
+    artifacts.log_artifact(run, art)
+    with pytest.raises(cohort.ArtifactError, match="boom"):
+        art.wait(timeout=30)
+    assert not (tmp_path / "staging" / art._id).exists()
