@@ -1,0 +1,127 @@
+"""The SDK's artifact path (docs/benchmarks.md, "Artifacts"): a training process logs a SIZE_MB
+file with `run.log_artifact` (hashed and staged off the training thread, handed to the node
+agent, uploaded in the background), waits for the version, then logs the unchanged file again;
+against the disk's own write bandwidth (dd with fdatasync) in the same run. Peak RSS of the
+agent and the server (VmHWM). A fresh server per repetition, loopback only.
+
+Usage: /usr/bin/python3 bench/artifact_sdk_bench.py [REPEATS]   (SIZE_MB, default 2048)
+"""
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BUILD = pathlib.Path(os.environ.get("BUILD_DIR", ROOT / "build"))
+COHORT = BUILD / "src" / "cli" / "cohort"
+SIZE_MB = int(os.environ.get("SIZE_MB", "2048"))
+
+SCRIPT = r"""
+import json, sys, time
+import cohort
+path = sys.argv[1]
+run = cohort.init(project="bench", settings=cohort.Settings(finish_timeout=600))
+t0 = time.time()
+art = cohort.Artifact("big", "model")
+art.add_file(path, "weights.bin")
+run.log_artifact(art)
+t1 = time.time()
+art.wait(timeout=600)
+t2 = time.time()
+again = cohort.Artifact("big", "model")
+again.add_file(path, "weights.bin")
+run.log_artifact(again)
+again.wait(timeout=600)
+t3 = time.time()
+run.finish()
+print(json.dumps({"log_call_s": t1 - t0, "committed_s": t2 - t0, "relog_s": t3 - t2,
+                  "version": art.version, "again": again.version}))
+"""
+
+
+def hwm_mb(pid):
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmHWM"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+
+
+def one(tmp, data_file):
+    t0 = time.time()
+    subprocess.run(["dd", f"if={data_file}", f"of={tmp}/copy", "bs=8M", "conv=fdatasync",
+                    "status=none"], check=True)
+    disk_mbs = SIZE_MB / (time.time() - t0)
+    os.remove(f"{tmp}/copy")
+    home = pathlib.Path(tmp) / "home"
+    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME="", XDG_DATA_HOME="",
+               XDG_RUNTIME_DIR=str(home / "run"), XDG_CACHE_HOME=str(home / "cache"))
+    (home / "run").mkdir(parents=True, mode=0o700)
+    server = subprocess.Popen([str(COHORT), "server", "--port", "0", "--data-dir",
+                               f"{tmp}/data"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, env=env, text=True)
+    try:
+        server.stdout.readline()
+        env.update({"PYTHONPATH": str(ROOT / "python"), "COHORT_BUILD_DIR": str(BUILD),
+                    "COHORT_BIN": str(COHORT), "COHORT_AGENT_IDLE_S": "5"})
+        script = pathlib.Path(tmp) / "log.py"
+        script.write_text(SCRIPT)
+        proc = subprocess.Popen(["/usr/bin/python3", str(script), data_file], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        agent_peak = 0.0
+        while proc.poll() is None:
+            out = subprocess.run(["pgrep", "-f", "^cohort agent"], capture_output=True,
+                                 text=True).stdout.split()
+            for pid in out:
+                try:  # this run's agent: the one with this HOME
+                    environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+                except OSError:
+                    continue
+                if f"HOME={home}".encode() in environ:
+                    agent_peak = max(agent_peak, hwm_mb(int(pid)) or 0)
+            time.sleep(0.2)
+        stdout, stderr = proc.communicate()
+        if proc.returncode != 0:
+            raise RuntimeError(stderr[-3000:])
+        row = json.loads(stdout.strip().splitlines()[-1])
+        row.update(disk_write_mbs=disk_mbs, upload_mbs=SIZE_MB / row["committed_s"],
+                   agent_peak_mb=agent_peak, server_peak_mb=hwm_mb(server.pid))
+        return row
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def main():
+    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    rows = []
+    with tempfile.TemporaryDirectory() as base:
+        data_file = f"{base}/weights.bin"
+        with open(data_file, "wb") as f:
+            for _ in range(SIZE_MB):
+                f.write(os.urandom(1 << 20))
+        for rep in range(repeats):
+            tmp = f"{base}/rep{rep}"
+            os.mkdir(tmp)
+            rows.append(one(tmp, data_file))
+            subprocess.run(["rm", "-rf", tmp])
+            print(f"repetition {rep + 1}: {json.dumps(rows[-1])}", file=sys.stderr)
+    med = lambda k: statistics.median(r[k] for r in rows)
+    print(f"| SDK path ({SIZE_MB} MiB, median of {len(rows)}) | value |")
+    print("| --- | --- |")
+    print(f"| disk write, dd with fdatasync | {med('disk_write_mbs'):.0f} MiB/s |")
+    print(f"| `run.log_artifact` returns | {med('log_call_s') * 1000:.1f} ms |")
+    print(f"| logged to committed (hash + stage, agent upload, commit) | {med('committed_s'):.1f} s, "
+          f"{med('upload_mbs'):.0f} MiB/s, {100 * med('upload_mbs') / med('disk_write_mbs'):.0f}% of disk write |")
+    print(f"| log the unchanged file again, to committed | {med('relog_s'):.2f} s "
+          f"(version {rows[-1]['again']}, same as {rows[-1]['version']}) |")
+    print(f"| peak RSS: agent / server | {med('agent_peak_mb'):.0f} / {med('server_peak_mb'):.0f} MiB |")
+
+
+if __name__ == "__main__":
+    main()
