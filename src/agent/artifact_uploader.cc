@@ -86,14 +86,7 @@ ArtifactUploaderOptions WithEnvironment(ArtifactUploaderOptions options) {
     options.parallel_parts = int(std::min<int64_t>(*n, 64));
   }
   if (auto n = number("COHORT_ARTIFACT_PART_DELAY_MS")) options.part_delay_ms = *n;
-  if (const char* v = std::getenv("COHORT_BACKOFF_MAX_S"); v && *v) {
-    char* end = nullptr;
-    double max_s = std::strtod(v, &end);
-    if (end && *end == '\0' && max_s > 0) {
-      options.backoff.max_s = max_s;
-      options.backoff.initial_s = std::min(options.backoff.initial_s, max_s);
-    }
-  }
+  options.backoff = BackoffOptionsFromEnvironment(options.backoff);
   return options;
 }
 

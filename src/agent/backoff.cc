@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 
@@ -49,6 +50,18 @@ std::optional<double> ParseRetryAfter(std::string_view value, int64_t now_ms) {
   if (end == nullptr || *end != '\0') return std::nullopt;
   int64_t at_ms = int64_t(timegm(&tm)) * 1000;
   return std::max(0.0, double(at_ms - now_ms) / 1000.0);
+}
+
+Backoff::Options BackoffOptionsFromEnvironment(Backoff::Options options) {
+  if (const char* v = std::getenv("COHORT_BACKOFF_MAX_S"); v && *v) {
+    char* end = nullptr;
+    double max_s = std::strtod(v, &end);
+    if (end && *end == '\0' && max_s > 0) {
+      options.max_s = max_s;
+      options.initial_s = std::min(options.initial_s, max_s);
+    }
+  }
+  return options;
 }
 
 }  // namespace cohort::agent

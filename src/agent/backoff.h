@@ -38,6 +38,11 @@ class Backoff {
   int failures_ = 0;
 };
 
+// Applies $COHORT_BACKOFF_MAX_S (a positive number of seconds) to `options`: it caps the retry
+// backoff of the agent's uploads (batches and artifacts), i.e. how soon after a server outage
+// they resume at the latest. For operators and the fault tests. Unset or malformed: unchanged.
+Backoff::Options BackoffOptionsFromEnvironment(Backoff::Options options);
+
 // Parses a Retry-After value: delta-seconds ("120") or an HTTP-date ("Wed, 21 Oct 2015
 // 07:28:00 GMT", relative to `now_ms`). Never negative; nullopt when unparseable.
 std::optional<double> ParseRetryAfter(std::string_view value, int64_t now_ms);

@@ -87,14 +87,7 @@ int64_t MonoMillis() { return MonoNanos() / 1000000; }
 SenderOptions WithEnvironment(SenderOptions options) {
   // COHORT_BACKOFF_MAX_S caps the retry backoff (default 30 s): how soon after a server outage
   // the uploads resume at the latest. For operators, and for the fault tests (tests/fault).
-  if (const char* v = std::getenv("COHORT_BACKOFF_MAX_S"); v && *v) {
-    char* end = nullptr;
-    double max_s = std::strtod(v, &end);
-    if (end && *end == '\0' && max_s > 0) {
-      options.backoff.max_s = max_s;
-      options.backoff.initial_s = std::min(options.backoff.initial_s, max_s);
-    }
-  }
+  options.backoff = BackoffOptionsFromEnvironment(options.backoff);
   return options;
 }
 
