@@ -323,6 +323,26 @@ describe('the workspace charts the visible runs', () => {
     await page.goto(href('&q=grid'));
     await page.locator('tr[data-name="grid-a"]').waitFor();
     await page.getByRole('button', { name: '+ Filter' }).click();
+    // An operator and a value chosen right after the field, before the next paint (a fast user, a
+    // loaded machine), survive the paint: the field's reset must not come later and wipe them.
+    const kept = await page.evaluate(async () => {
+      const q = (l) => document.querySelector(`[aria-label="${l}"]`);
+      const field = q('filter field');
+      field.value = 'config.lr';
+      field.dispatchEvent(new Event('change', { bubbles: true }));
+      await Promise.resolve(); await Promise.resolve();
+      await new Promise((r) => setTimeout(r, 0));
+      const op = q('filter operator');
+      op.value = '<';
+      op.dispatchEvent(new Event('change', { bubbles: true }));
+      const value = q('filter value');
+      value.value = '0.004';
+      value.dispatchEvent(new Event('input', { bubbles: true }));
+      await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+      await new Promise((r) => setTimeout(r, 50));
+      return [q('filter operator').value, q('filter value').value];
+    });
+    assert.deepEqual(kept, ['<', '0.004']);
     await page.getByLabel('filter field').selectOption('config.lr');
     await page.getByLabel('filter operator').selectOption('<');
     await page.getByLabel('filter value').fill('0.005');

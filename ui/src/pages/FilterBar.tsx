@@ -120,7 +120,15 @@ function FilterBuilder({ runs, configKeys, summaryKeys, onAdd }: { runs: Run[]; 
   const [op, setOp] = useState<Op>('>');
   const [value, setValue] = useState('');
   const [err, setErr] = useState('');
-  useEffect(() => { setOp(OPS[kind][0].op); setValue(''); setErr(''); }, [field]);
+  // A new field resets the operator and the value in the same event, not in an effect: an effect
+  // runs after the paint and would wipe an operator or value chosen in between (a fast user, a
+  // loaded machine).
+  const chooseField = (next: string) => {
+    setField(next);
+    setOp(OPS[next ? kindOf(runs, next) : 'text'][0].op);
+    setValue('');
+    setErr('');
+  };
   const add = (e: Event) => {
     e.preventDefault();
     if (!field) { setErr('choose a field'); return; }
@@ -136,7 +144,7 @@ function FilterBuilder({ runs, configKeys, summaryKeys, onAdd }: { runs: Run[]; 
     } else if (v === '') { setErr('enter a value'); return; }
     onAdd({ field, op, value: v });
     setOpen(false);
-    setField('');
+    chooseField('');
   };
   return (
     <span class="fgroup picker">
@@ -144,7 +152,7 @@ function FilterBuilder({ runs, configKeys, summaryKeys, onAdd }: { runs: Run[]; 
       {open && (
         <Popover onClose={() => setOpen(false)} label="add a filter" class="filter-builder">
           <form onSubmit={add} class="builder-form">
-            <select aria-label="filter field" value={field} onChange={(e) => setField((e.target as HTMLSelectElement).value)}>
+            <select aria-label="filter field" value={field} onChange={(e) => chooseField((e.target as HTMLSelectElement).value)}>
               <option value="">field…</option>
               {fields.map((f) => <option key={f.field} value={f.field}>{f.label}</option>)}
             </select>
