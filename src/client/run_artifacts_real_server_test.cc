@@ -24,20 +24,7 @@ namespace fs = std::filesystem;
 class RunArtifactsRealServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/cohort-artreal-XXXXXX";
-    root_ = mkdtemp(tmpl);
-    setenv("HOME", root_.c_str(), 1);
-    unsetenv("XDG_CONFIG_HOME");
-    unsetenv("XDG_DATA_HOME");
-    for (const char* v :
-         {"COHORT_BASE_URL", "COHORT_API_KEY", "COHORT_ENTITY", "COHORT_PROJECT", "COHORT_RUN_ID",
-          "COHORT_MODE", "COHORT_AGENT", "RANK", "TORCHELASTIC_RUN_ID"}) {
-      unsetenv(v);
-    }
-    setenv("COHORT_AGENT_SOCKET", (root_ + "/sock/agent.sock").c_str(), 1);
-    setenv("COHORT_DIR", (root_ + "/data").c_str(), 1);
-    setenv("COHORT_BIN", COHORT_TEST_AGENT_BIN, 1);
-    setenv("COHORT_AGENT_IDLE_S", "3", 1);
+    root_ = client::testing::IsolateClientEnvironment("/tmp/cohort-artreal-XXXXXX", COHORT_TEST_AGENT_BIN);
     server::ServerConfig c;
     c.data_dir = root_ + "/server";
     c.http.port = 0;
@@ -51,12 +38,7 @@ class RunArtifactsRealServerTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    std::vector<int> agents = client::testing::PrivateAgentPids(root_ + "/data");
-    std::ifstream in(root_ + "/sock/agent.lock");
-    int pid = 0;
-    in >> pid;
-    if (pid > 0 && kill(pid, 0) == 0) agents.push_back(pid);
-    client::testing::StopAndWait(agents);
+    client::testing::StopAgents(root_);
     if (app_) app_->Stop();
     fs::remove_all(root_);
   }

@@ -31,30 +31,14 @@ using agent::testing::FakeHttpServer;
 class RunTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/cohort-run-XXXXXX";
-    root_ = mkdtemp(tmpl);
-    setenv("HOME", root_.c_str(), 1);
-    unsetenv("XDG_CONFIG_HOME");
-    unsetenv("XDG_DATA_HOME");
-    for (const char* v :
-         {"COHORT_BASE_URL", "COHORT_API_KEY", "COHORT_ENTITY", "COHORT_PROJECT", "COHORT_RUN_ID",
-          "COHORT_MODE", "COHORT_AGENT", "RANK", "TORCHELASTIC_RUN_ID"}) {
-      unsetenv(v);
-    }
-    setenv("COHORT_AGENT_SOCKET", (root_ + "/sock/agent.sock").c_str(), 1);
-    setenv("COHORT_DIR", (root_ + "/data").c_str(), 1);
-    setenv("COHORT_BIN", COHORT_TEST_AGENT_BIN, 1);
-    setenv("COHORT_AGENT_IDLE_S", "3", 1);
+    root_ = client::testing::IsolateClientEnvironment("/tmp/cohort-run-XXXXXX", COHORT_TEST_AGENT_BIN);
   }
 
   void TearDown() override {
     // Agents may still be deleting the directories of writers they finished uploading: let the
     // shared one and the private ones of this test's runs exit before removing the tree, so
     // that they never delete the same files.
-    std::vector<int> agents = client::testing::PrivateAgentPids(root_ + "/data");
-    if (int pid = AgentPid(); pid > 0) agents.push_back(pid);
-    client::testing::StopAndWait(agents);
-    fs::remove_all(root_);
+    client::testing::StopAgentsAndRemove(root_);
   }
 
   Settings Base(const std::string& url, const std::string& transport) {
@@ -71,12 +55,7 @@ class RunTest : public ::testing::Test {
     return s;
   }
 
-  int AgentPid() {
-    std::ifstream in(root_ + "/sock/agent.lock");
-    int pid = 0;
-    in >> pid;
-    return pid > 0 && kill(pid, 0) == 0 ? pid : 0;
-  }
+  int AgentPid() { return client::testing::SharedAgentPid(root_); }
 
   static void LogSteps(cohort::Run& run, int from, int to) {
     for (int step = from; step < to; ++step) {
