@@ -5,15 +5,17 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="$root/.venv"
 req="$root/python/requirements-dev.txt"
+nodeps="$root/python/requirements-nodeps.txt"
 if [ ! -x "$venv/bin/python" ]; then
   echo "setup-venv: creating $venv"
   /usr/bin/python3 -m venv --system-site-packages "$venv"
 fi
 stamp="$venv/.requirements.sha256"
-want="$(sha256sum "$req" | cut -d' ' -f1)"
+want="$(cat "$req" "$nodeps" | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "setup-venv: installing $(grep -vc '^#' "$req") packages"
   "$venv/bin/python" -m pip install -q --upgrade pip
   "$venv/bin/python" -m pip install -q -r "$req"
+  "$venv/bin/python" -m pip install -q --no-deps -r "$nodeps"
   echo "$want" > "$stamp"
 fi
