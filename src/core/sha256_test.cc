@@ -41,5 +41,16 @@ TEST(Md5Test, Base64AsTheWandbClientsNameFiles) {
   // The digest the vendor's SDK sends for "hello\n" (docs of its wire format).
   EXPECT_EQ(Md5Base64("hello\n"), "sZRqySSS0jR8YjW00mERhA==");
 }
+
+TEST(Md5Test, PiecesGiveTheDigestOfTheWholeAndTheObjectStartsOver) {
+  Md5 md5;
+  md5.Update("hel");
+  md5.Update("");
+  md5.Update("lo\n");
+  EXPECT_EQ(md5.FinishBase64(), "sZRqySSS0jR8YjW00mERhA==");
+  md5.Update("hello\n");
+  EXPECT_EQ(md5.FinishBase64(), "sZRqySSS0jR8YjW00mERhA==");
+  EXPECT_EQ(md5.FinishBase64(), Md5Base64(""));
+}
 }  // namespace
 }  // namespace cohort

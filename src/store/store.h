@@ -182,6 +182,9 @@ class ArtifactStore {
   // The blobs the entity holds by the MD5s (base64) of their uploads.
   virtual Result<std::map<std::string, BlobByMd5>> BlobsByMd5(
       const std::string& entity, const std::vector<std::string>& md5s) = 0;
+  // The MD5s (base64) recorded for blobs the entity holds, by SHA-256 (absent: none recorded).
+  virtual Result<std::map<std::string, std::string>> Md5sOfBlobs(
+      const std::string& entity, const std::vector<std::string>& sha256s) = 0;
   // ---- garbage collection (docs/artifacts.md, "Garbage collection") ----
   // Blobs held since before `recorded_before_ms` that nothing of their entity references (a
   // version's file or W&B manifest, a draft's manifest).

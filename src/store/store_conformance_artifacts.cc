@@ -289,6 +289,23 @@ TEST_P(StoreConformanceTest, BlobsAreHeldPerEntity) {
   EXPECT_EQ(store().RecordBlob(kEntity, "xyz", 1, kNow).code(), StatusCode::kInvalidArgument);
 }
 
+TEST_P(StoreConformanceTest, BlobMd5sAreLookedUpBothWaysPerEntity) {
+  const std::string a = Sha256::Hex("a"), b = Sha256::Hex("b"), c = Sha256::Hex("c");
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, a, 1, kNow, "md5-of-a"));
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, b, 1, kNow));  // no MD5 known
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, b, 1, kNow, "md5-of-b"));  // learnt later
+  COHORT_ASSERT_OK(store().RecordBlob("other", c, 1, kNow, "md5-of-c"));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto by_md5,
+                              store().BlobsByMd5(kEntity, {"md5-of-a", "md5-of-b", "md5-of-c"}));
+  ASSERT_EQ(by_md5.size(), 2u);
+  EXPECT_EQ(by_md5.at("md5-of-a").sha256, a);
+  EXPECT_EQ(by_md5.at("md5-of-b").sha256, b);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto by_sha, store().Md5sOfBlobs(kEntity, {a, b, c}));
+  EXPECT_EQ(by_sha, (std::map<std::string, std::string>{{a, "md5-of-a"}, {b, "md5-of-b"}}));
+  COHORT_ASSERT_OK_AND_ASSIGN(by_sha, store().Md5sOfBlobs("other", {a, c}));
+  EXPECT_EQ(by_sha, (std::map<std::string, std::string>{{c, "md5-of-c"}}));
+}
+
 TEST_P(StoreConformanceTest, ConcurrentCommitsToOneCollectionGetDistinctVersions) {
   constexpr int kThreads = 4, kEach = 5;
   for (int t = 0; t < kThreads; ++t) {

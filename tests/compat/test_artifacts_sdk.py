@@ -4,6 +4,7 @@ byte for byte, an unchanged artifact logged again is the same version with nothi
 and `use_artifact(...).download()` in another run gets verified files and records lineage."""
 import hashlib
 import pathlib
+import urllib.error
 import urllib.request
 
 import pytest
@@ -88,3 +89,72 @@ def test_log_artifact_then_use_artifact_download(server, api, tmp_path):
     assert (out / "weights.bin").read_bytes() == weights
     used = json.loads(cohort_get(server, f"{base}/v0"))["used_by"]
     assert [u["run"] for u in used] == ["consumer"]
+
+
+DOWNLOAD_COHORT_VERSION = r'''
+import pathlib, sys, wandb
+out, project = pathlib.Path(sys.argv[1]), sys.argv[2]
+art = wandb.Api().artifact(f"{project}/dataset:latest")
+path = art.download(root=str(out))
+print("DOWNLOADED", art.version, sorted(p.relative_to(path).as_posix()
+                                        for p in pathlib.Path(path).rglob("*") if p.is_file()))
+'''
+
+
+def upload_blob(api, entity, data):
+    digest, size = hashlib.sha256(data).hexdigest(), len(data)
+    status, st = api.get(f"/api/v1/blobs/{entity}/{digest}?size={size}")
+    assert status == 200, st
+    part = st["part_bytes"]
+    for n in range((size + part - 1) // part):
+        status, body = api.put(f"/api/v1/blobs/{entity}/{digest}/parts/{n}?size={size}",
+                               raw=data[n * part:(n + 1) * part],
+                               headers={"Content-Type": "application/octet-stream"})
+        assert status == 200, body
+    status, body = api.post(f"/api/v1/blobs/{entity}/{digest}/complete", {"size": size})
+    assert status == 200 and body["stored"], body
+    return digest
+
+
+def test_vendor_sdk_downloads_a_version_logged_by_cohort(server, api, tmp_path):
+    """A version logged through Cohort's own API (as Cohort's SDK and `cohort artifact put` do)
+    has no W&B manifest: the server makes one, with each file's real MD5 (computed once by
+    reading the blob, then recorded), and the vendor's SDK downloads the files byte for byte."""
+    import base64
+    import json
+    entity = json.loads(cohort_get(server, "/api/v1/viewer"))["entity"]
+    files = {"train/shard-0.bin": bytes(range(256)) * 36000,  # 9 MB: more than one 8 MiB read
+             "labels.txt": b"cat\ndog\n"}
+    body = {"type": "dataset", "aliases": ["prod"], "metadata": {"rows": 2},
+            "files": [{"path": p, "sha256": upload_blob(api, entity, d), "size": len(d)}
+                      for p, d in files.items()]}
+    status, answer = api.post(f"/api/v1/artifacts/{entity}/cv/dataset", body)
+    assert status in (200, 201), answer
+
+    out = tmp_path / "out"
+    env = sdk_env(server, tmp_path)
+    for attempt in range(2):  # the second time the MD5s are looked up, not computed
+        r = run_python(DOWNLOAD_COHORT_VERSION, env, tmp_path, args=(out, "cv"))
+        assert r.returncode == 0 and "DOWNLOADED" in r.stdout, r.stdout[-3000:] + r.stderr[-5000:]
+        assert "DOWNLOADED v0 ['labels.txt', 'train/shard-0.bin']" in r.stdout, r.stdout
+        for path, data in files.items():
+            assert (out / path).read_bytes() == data, path
+        for p in [p for p in out.rglob("*") if p.is_file()]:
+            p.unlink()
+    # What the server made: the W&B layout, real MD5s and sizes.
+    gql = {"query": "query($e:String!,$p:String!){project(name:$p,entityName:$e){"
+                    "artifact(name:\"dataset:v0\"){currentManifest{file{directUrl}}}}}",
+           "variables": {"e": entity, "p": "cv"}}
+    status, answer = api.post("/graphql", gql)
+    assert status == 200, answer
+    url = answer["data"]["project"]["artifact"]["currentManifest"]["file"]["directUrl"]
+    with urllib.request.urlopen(url, timeout=30) as resp:  # no credentials: the URL is signed
+        manifest = json.loads(resp.read())
+    assert manifest["storagePolicy"] == "wandb-storage-policy-v1"
+    assert manifest["contents"] == {
+        p: {"digest": base64.b64encode(hashlib.md5(d).digest()).decode(), "size": len(d)}
+        for p, d in files.items()}
+    # A tampered signature is refused.
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(url[:-2] + ("00" if not url.endswith("00") else "11"), timeout=30)
+    assert err.value.code == 401

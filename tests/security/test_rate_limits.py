@@ -147,6 +147,7 @@ def test_agent_under_low_tier_slows_down_and_loses_nothing(tmp_path):
         # burst would pass at once and leave the bucket in debt).
         r = subprocess.run([str(EXAMPLE), "--steps", "1000", "--keys", "10", "--sleep-ms", "2"],
                            env=env, capture_output=True, text=True, timeout=60)
+        produced_s = time.monotonic() - started
         assert r.returncode == 0, r.stderr
         run_id = next(l.split()[1] for l in r.stdout.splitlines() if l.startswith("run "))
         # 10,000 points at 2,000/s after a 2,000 burst: about 4 s to deliver all of them.
@@ -159,9 +160,13 @@ def test_agent_under_low_tier_slows_down_and_loses_nothing(tmp_path):
         text = http(server.url + "/metrics", key=server.config["api_key"])[1]
         refused = metric(text, "cohort_entity_rate_limited_total", entity=entity,
                          bucket="points")
-        # It was throttled, and it honoured Retry-After instead of hammering the server.
-        assert refused and refused >= 1, text
-        assert refused <= 4 * elapsed, (refused, elapsed)
+        # It was throttled when it logged faster than the rate (the usual case: ~2 s of logging
+        # for 4 s of allowance; a machine so loaded that the example itself took longer never
+        # exceeded the rate, and then no refusal is due), and it honoured Retry-After instead of
+        # hammering the server.
+        if produced_s < 0.8 * (10000 - rate) / rate:
+            assert refused and refused >= 1, (produced_s, text)
+        assert (refused or 0) <= 4 * elapsed, (refused, elapsed)
     finally:
         pid_file = server.home / "run" / "cohort" / "agent.lock"
         try:

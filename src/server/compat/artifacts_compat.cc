@@ -7,6 +7,7 @@
 #include "core/md5.h"
 #include "core/sha256.h"
 #include "core/text_encoding.h"
+#include "server/compat/artifact_manifest.h"
 #include "server/compat/compat_context.h"
 #include "server/compat/wandb_lines.h"
 
@@ -176,8 +177,13 @@ bj::object VersionFragment(GqlContext* c, const store::ArtifactVersion& v) {
     o["currentManifest"] = bj::object{
         {"id", Base64Encode("ArtifactManifest:" + std::to_string(v.pk))},
         {"file", bj::object{{"directUrl", DownloadUrl(c, v.client_manifest)}}}};
+  } else if (std::string url = MadeManifestUrl(c, v.pk); !url.empty()) {
+    // Logged by Cohort's SDK: a manifest made when it is asked for (artifact_manifest.h).
+    o["currentManifest"] = bj::object{
+        {"id", Base64Encode("ArtifactManifest:" + std::to_string(v.pk))},
+        {"file", bj::object{{"directUrl", std::move(url)}}}};
   } else {
-    o["currentManifest"] = nullptr;  // logged by Cohort's SDK: no W&B manifest to serve
+    o["currentManifest"] = nullptr;
   }
   return o;
 }

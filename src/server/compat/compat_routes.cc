@@ -11,6 +11,7 @@
 #include "server/compat/compat.h"
 #include "server/compat/graphql_exec.h"
 #include "server/compat/resolvers.h"
+#include "server/compat/artifact_manifest.h"
 #include "server/compat/artifacts_compat.h"
 #include "server/compat/run_files.h"
 
@@ -91,6 +92,7 @@ void RegisterCompatRoutes(http::Router& router, api::ApiContext* ctx) {
   RegisterFileStreamRoute(router, ctx);
   RegisterRunFileRoutes(router, ctx);
   RegisterArtifactCompatRoutes(router, ctx);
+  RegisterArtifactManifestRoute(router, ctx);
   // The vendor's clients also send their own OpenTelemetry metrics and logs to the base URL;
   // they are not run data and are discarded.
   router.Add("POST", "/sdk/otel/{rest...}", [](http::HttpRequest&) {

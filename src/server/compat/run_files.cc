@@ -7,6 +7,7 @@
 #include "store/artifact_types.h"
 #include "server/api/throttle.h"
 #include "server/compat/compat_context.h"
+#include "server/compat/signed_url.h"
 
 namespace cohort::compat {
 namespace {
@@ -18,33 +19,12 @@ std::string SignedText(int64_t key_id, const store::RunRef& ref, const std::stri
          ref.run_id + "\n" + name + "\n" + std::to_string(expires_s);
 }
 
-std::optional<int64_t> ParseInt(const std::string& s) {
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
 // Checks the signature of an upload URL, and that the key it was made for is not revoked.
 Status CheckSignature(api::ApiContext* ctx, const http::HttpRequest& req,
                       const store::RunRef& ref, const std::string& name) {
-  auto key_id = ParseInt(req.QueryParam("k"));
-  auto expires = ParseInt(req.QueryParam("x"));
-  std::string sig = req.QueryParam("s");
-  if (!key_id || !expires || sig.empty()) {
-    return Status::Unauthenticated("upload: the URL is not signed; ask CreateRunFiles for one");
-  }
-  if (ctx->signing_keys == nullptr ||
-      !ctx->signing_keys->Verify(SignedText(*key_id, ref, name, *expires), sig)) {
-    return Status::Unauthenticated("upload: invalid signature");
-  }
-  if (*expires * 1000 < NowMillis()) return Status::Unauthenticated("upload: the URL expired");
-  auto keys = ctx->store->ListApiKeys(ref.entity);
-  if (!keys.ok()) return keys.status();
-  for (const store::ApiKeyRecord& k : *keys) {
-    if (k.id == *key_id && !k.revoked) return Status::Ok();
-  }
-  return Status::Unauthenticated("upload: the key that asked for this URL is revoked");
+  return CheckSignedUrl(ctx, req, "upload", ref.entity, [&](int64_t key_id, int64_t expires) {
+    return SignedText(key_id, ref, name, expires);
+  });
 }
 
 // A content type that is safe to serve from the UI's origin: text as plain text, everything

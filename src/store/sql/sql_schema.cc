@@ -343,6 +343,7 @@ CREATE TABLE blob_md5 (
   size {{int}} NOT NULL,
   PRIMARY KEY (entity, md5)
 ){{norowid}};
+CREATE INDEX blob_md5_by_sha256 ON blob_md5 (entity, sha256);
 
 CREATE TABLE artifact_drafts (
   pk {{pk}},

@@ -78,6 +78,8 @@ class SqlStore : public Store {
                     int64_t now_ms, const std::string& md5) final;
   Result<std::map<std::string, BlobByMd5>> BlobsByMd5(const std::string& entity,
                                                       const std::vector<std::string>& md5s) final;
+  Result<std::map<std::string, std::string>> Md5sOfBlobs(
+      const std::string& entity, const std::vector<std::string>& sha256s) override;
   Result<std::vector<HeldBlob>> UnreferencedBlobs(int64_t recorded_before_ms) final;
   Result<bool> ForgetBlob(const std::string& entity, const std::string& sha256,
                           int64_t recorded_before_ms) final;

@@ -248,6 +248,23 @@ Result<std::map<std::string, BlobByMd5>> SqlStore::BlobsByMd5(const std::string&
   });
 }
 
+Result<std::map<std::string, std::string>> SqlStore::Md5sOfBlobs(
+    const std::string& entity, const std::vector<std::string>& sha256s) {
+  using Out = std::map<std::string, std::string>;
+  using ShaRow = std::pair<std::string, std::string>;
+  return RunFor<Out>(Access::kReadOne, [&](Conn& conn) -> Result<Out> {
+    COHORT_ASSIGN_OR_RETURN(
+        auto rows, sql::QueryAll<ShaRow>(
+                       conn,
+                       "SELECT m.sha256, m.md5 FROM blob_md5 m JOIN blobs b ON "
+                       "b.entity = m.entity AND b.sha256 = m.sha256 "
+                       "WHERE m.entity = $1 AND m.sha256 = ANY($2)",
+                       Params().Add(entity).AddTextArray(sha256s),
+                       [](const Row& row) { return ShaRow(row.Text(0), row.Text(1)); }));
+    return Out(rows.begin(), rows.end());
+  });
+}
+
 namespace {
 // The condition that blob row `b` is referenced by something of its entity.
 constexpr const char* kBlobReferenced =
