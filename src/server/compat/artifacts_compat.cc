@@ -5,6 +5,7 @@
 #include "blob/blob_store.h"
 #include "core/clock.h"
 #include "core/md5.h"
+#include "server/compat/artifact_uploads.h"
 #include "core/sha256.h"
 #include "core/text_encoding.h"
 #include "server/compat/compat_context.h"
@@ -53,8 +54,9 @@ std::string Query(int64_t key_id, int64_t expires, const std::string& sig) {
   return "?k=" + std::to_string(key_id) + "&x=" + std::to_string(expires) + "&s=" + sig;
 }
 
+// `file`: the file's name in the artifact, only to name it in errors (not signed).
 Result<std::string> UploadUrl(GqlContext* c, int64_t draft, const std::string& kind,
-                              const std::string& md5_b64) {
+                              const std::string& md5_b64, const std::string& file = "") {
   if (c->who.key_id <= 0 || c->who.session) {
     return Status::FailedPrecondition("uploads need an API key, not a browser session");
   }
@@ -68,7 +70,8 @@ Result<std::string> UploadUrl(GqlContext* c, int64_t draft, const std::string& k
   const std::string sig =
       c->api->signing_keys->Sign(UploadText(c->who.key_id, c->who.entity, draft, kind, hex, expires));
   return c->base_url + "/artifacts-upload/" + PercentEncode(c->who.entity, false) + "/" +
-         std::to_string(draft) + "/" + kind + "/" + hex + Query(c->who.key_id, expires, sig);
+         std::to_string(draft) + "/" + kind + "/" + hex + Query(c->who.key_id, expires, sig) +
+         (file.empty() ? "" : "&f=" + PercentEncode(file, false));
 }
 
 std::string DownloadUrl(GqlContext* c, const std::string& sha256) {
@@ -384,7 +387,7 @@ Result<gql::Resolved> CreateArtifactFiles(GqlContext* c, const gql::FieldInfo& f
     if (stored) {
       node["uploadUrl"] = nullptr;  // the entity has these bytes: nothing to upload
     } else {
-      COHORT_ASSIGN_OR_RETURN(std::string url, UploadUrl(c, d.pk, "file", md5));
+      COHORT_ASSIGN_OR_RETURN(std::string url, UploadUrl(c, d.pk, "file", md5, name));
       node["uploadUrl"] = url;
     }
     edges.push_back(bj::object{{"node", std::move(node)}});
@@ -696,34 +699,14 @@ void RegisterArtifactCompatRoutes(http::Router& r, api::ApiContext* ctx) {
           }
           auto draft = ctx->store->GetArtifactDraft(p->entity, p->draft);
           if (!draft.ok()) return api::ErrorResponse(draft.status());
-          const std::string md5 = Md5Base64(req.body);
-          if (HexLower(Base64Decode(md5)) != p->md5_hex) {
-            return api::ErrorResponse(Status::InvalidArgument(
-                "the uploaded bytes have MD5 " + HexLower(Base64Decode(md5)) + ", not " +
-                p->md5_hex + ": the file changed while it was uploaded"));
-          }
-          const std::string sha = Sha256::Hex(req.body);
-          const uint64_t size = req.body.size();
-          if (!ctx->blobs->Stat(sha).ok()) {
-            for (int64_t n = 0; n < blob::PartCount(size); ++n) {
-              std::string_view part = std::string_view(req.body).substr(
-                  size_t(n) * limits::kBlobPartBytes, blob::PartLength(size, n));
-              if (Status s = ctx->blobs->PutPart(sha, size, n, part); !s.ok()) {
-                return api::ErrorResponse(s);
-              }
-            }
-            auto verified = ctx->blobs->Verify(sha, size);
-            if (!verified.ok()) return api::ErrorResponse(verified.status());
-            if (Status s = ctx->store->RecordBlob(p->entity, sha, int64_t(size), NowMillis(), md5);
-                !s.ok()) {
-              return api::ErrorResponse(s);
-            }
-            if (Status s = (*verified)->Publish(); !s.ok()) return api::ErrorResponse(s);
-          } else if (Status s =
-                         ctx->store->RecordBlob(p->entity, sha, int64_t(size), NowMillis(), md5);
-                     !s.ok()) {
-            return api::ErrorResponse(s);
-          }
+          const std::string file = req.QueryParam("f");
+          const std::string what = p->kind == "manifest" ? "the artifact manifest"
+                                   : file.empty()        ? "the artifact file"
+                                                         : "artifact file \"" + file + "\"";
+          auto stored = StreamIntoBlobStore(ctx, req.body_reader, p->entity, p->md5_hex, what);
+          if (!stored.ok()) return api::ErrorResponse(stored.status());
+          const std::string& sha = stored->sha256;
+          const uint64_t size = stored->size;
           if (p->kind == "manifest") {
             if (Status s = ctx->store->SetArtifactDraftManifest(p->entity, p->draft, sha);
                 !s.ok()) {
@@ -733,7 +716,9 @@ void RegisterArtifactCompatRoutes(http::Router& r, api::ApiContext* ctx) {
           auto resp = api::JsonResponse(200, bj::object{{"sha256", sha}, {"size", int64_t(size)}});
           resp.headers.emplace_back("ETag", "\"" + p->md5_hex + "\"");
           return resp;
-        }));
+        }),
+        http::RouteOptions{.stream_body = true,
+                           .streamed_body_memory_bytes = limits::kBlobPartBytes});
 
   r.Add("GET", "/artifacts-download/{entity}/{sha256}",
         Guarded("artifact download", [ctx](http::HttpRequest& req) {

@@ -214,6 +214,107 @@ struct Connection {
   beast::tcp_stream stream;
 };
 
+// The body of a streamed request (RouteOptions::stream_body), read from the connection as the
+// handler asks: Next, on the handler's thread, starts a read on the connection's strand (its
+// session coroutine is suspended meanwhile, waiting for the handler) and waits for it. The
+// bytes that arrived with the head are handed out first; "100 Continue" is sent before the
+// first read from the socket when the client asked for it.
+class SocketBodyReader final : public BodyReader {
+ public:
+  SocketBodyReader(std::shared_ptr<Connection> conn, uint64_t length, std::string arrived,
+                   bool send_continue, std::chrono::seconds read_timeout)
+      : conn_(std::move(conn)),
+        length_(length),
+        arrived_(std::move(arrived)),
+        send_continue_(send_continue),
+        read_timeout_(read_timeout) {}
+
+  uint64_t length() const override { return length_; }
+  uint64_t received() const override { return received_; }
+  bool complete() const { return received_ == length_; }
+  bool failed() const { return !failure_.ok(); }
+
+  Result<std::string_view> Next() override {
+    if (!failure_.ok()) return failure_;
+    if (!arrived_.empty()) {
+      chunk_ = std::move(arrived_);
+      arrived_.clear();
+      received_ += chunk_.size();
+      return std::string_view(chunk_);
+    }
+    if (received_ == length_) return std::string_view();
+    chunk_.resize(static_cast<size_t>(std::min<uint64_t>(kBodyChunkBytes, length_ - received_)));
+    {
+      MutexLock lock(&mu_);
+      done_ = false;
+    }
+    asio::post(conn_->stream.get_executor(), [this] { StartRead(); });
+    beast::error_code ec;
+    size_t n = 0;
+    {
+      MutexLock lock(&mu_);
+      while (!done_) cv_.Wait(mu_);
+      ec = ec_;
+      n = n_;
+    }
+    if (ec) {
+      const std::string where = " after " + std::to_string(received_) + " of " +
+                                std::to_string(length_) + " bytes of the request body";
+      if (ec == beast::error::timeout) {
+        failure_ = Status::DeadlineExceeded("no byte arrived for " +
+                                            std::to_string(read_timeout_.count()) + " s" + where);
+      } else if (ec == asio::error::operation_aborted) {
+        failure_ = Status::Unavailable("the server is stopping" + where);
+      } else {
+        failure_ = Status::IOError("the connection closed (" + ec.message() + ")" + where);
+      }
+      return failure_;
+    }
+    received_ += n;
+    return std::string_view(chunk_.data(), n);
+  }
+
+ private:
+  // On the connection's strand.
+  void StartRead() {
+    if (send_continue_) {
+      send_continue_ = false;
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      conn_->stream.expires_after(read_timeout_);
+      asio::async_write(conn_->stream, asio::buffer(kContinue.data(), kContinue.size()),
+                        [this](beast::error_code ec, size_t) {
+                          if (ec) return Finish(ec, 0);
+                          StartRead();
+                        });
+      return;
+    }
+    conn_->stream.expires_after(read_timeout_);
+    conn_->stream.async_read_some(asio::buffer(chunk_.data(), chunk_.size()),
+                                  [this](beast::error_code ec, size_t n) { Finish(ec, n); });
+  }
+  void Finish(beast::error_code ec, size_t n) {
+    MutexLock lock(&mu_);
+    ec_ = ec;
+    n_ = n;
+    done_ = true;
+    cv_.SignalAll();
+  }
+
+  std::shared_ptr<Connection> conn_;
+  const uint64_t length_;
+  std::string arrived_;
+  bool send_continue_;  // strand only, once reads begin
+  const std::chrono::seconds read_timeout_;
+  uint64_t received_ = 0;
+  std::string chunk_;
+  Status failure_;
+  Mutex mu_;
+  CondVar cv_;
+  bool done_ COHORT_GUARDED_BY(mu_) = false;
+  beast::error_code ec_ COHORT_GUARDED_BY(mu_);
+  size_t n_ COHORT_GUARDED_BY(mu_) = 0;
+};
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -230,6 +331,12 @@ struct HttpServer::Impl {
   asio::awaitable<HttpResponse> RunHandler(HttpRequest* req);
   asio::awaitable<std::optional<HttpResponse>> RunGate(const HttpRequest* head);
   asio::awaitable<void> LingerAndClose(Connection& conn);
+  // Runs the handler of a streamed body (RouteOptions::stream_body) and answers. False when the
+  // connection is done with (closed, or to be closed by the caller's return).
+  asio::awaitable<bool> ServeStreamed(const std::shared_ptr<Connection>& conn,
+                                      beast::flat_buffer& buffer,
+                                      bhttp::request_parser<bhttp::string_body>& parser,
+                                      HttpRequest& req, BodyReservation& reservation);
   void Spawn(std::shared_ptr<Connection> conn, bool reject);
   void Unregister(uint64_t id, bool counted) COHORT_EXCLUDES(conns_mu);
   void CloseAll() COHORT_EXCLUDES(conns_mu);
@@ -346,6 +453,65 @@ asio::awaitable<void> HttpServer::Impl::LingerAndClose(Connection& conn) {
   conn.Close();
 }
 
+asio::awaitable<bool> HttpServer::Impl::ServeStreamed(
+    const std::shared_ptr<Connection>& conn, beast::flat_buffer& buffer,
+    bhttp::request_parser<bhttp::string_body>& parser, HttpRequest& req,
+    BodyReservation& reservation) {
+  const auto& head = parser.get();
+  const bool keep_alive_asked = head.keep_alive();
+  const unsigned version = head.version();
+  // A request without Content-Length (and not chunked: refused before) has no body.
+  const uint64_t length = parser.is_done() ? 0 : parser.content_length().value_or(0);
+  const size_t arrived_bytes = static_cast<size_t>(std::min<uint64_t>(buffer.size(), length));
+  const bool expect_continue =
+      arrived_bytes < length && beast::iequals(head[bhttp::field::expect], "100-continue");
+  std::string arrived(arrived_bytes, '\0');
+  asio::buffer_copy(asio::buffer(arrived.data(), arrived.size()), buffer.data());
+  buffer.consume(arrived_bytes);
+  SocketBodyReader reader(conn, length, std::move(arrived), expect_continue,
+                          std::chrono::seconds(options.request_timeout_seconds));
+  req.body_reader = &reader;
+  const auto started_at = std::chrono::steady_clock::now();
+  conn->stream.expires_never();
+  HttpResponse resp =
+      co_await asio::co_spawn(workers.get_executor(), RunHandler(&req), asio::use_awaitable);
+  req.body_reader = nullptr;
+  reservation.Release();
+  stats.requests_total.fetch_add(1, std::memory_order_relaxed);
+  const std::string route = req.route.empty() ? std::string("unmatched") : req.route;
+  auto observe = [&](int status) {
+    if (!observer) return;
+    observer(route, req.method, status,
+             std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::steady_clock::now() - started_at)
+                 .count());
+  };
+  if (reader.failed()) {
+    // The body was cut (closed, timed out, stopping): nobody is left to answer.
+    observe(resp.status);
+    conn->Close();
+    co_return false;
+  }
+  const bool complete = reader.complete();
+  const bool keep_alive = keep_alive_asked && complete && !stopping && !WantsClose(resp);
+  const int status = resp.status;
+  BeastResponse res = ToBeast(std::move(resp), version, false, keep_alive);
+  conn->stream.expires_after(std::chrono::seconds(options.write_timeout_seconds));
+  auto [wec, wn] = co_await bhttp::async_write(conn->stream, res, kUseTuple);
+  observe(status);
+  if (wec) co_return false;
+  if (!complete) {
+    // Answered before the whole body was read (a refusal): the rest is not read.
+    co_await LingerAndClose(*conn);
+    co_return false;
+  }
+  if (!keep_alive) {
+    conn->Close();
+    co_return false;
+  }
+  co_return true;
+}
+
 asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn, bool reject) {
   uint64_t id;
   {
@@ -396,7 +562,9 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
     bhttp::request_parser<bhttp::string_body> parser;
     parser.header_limit(static_cast<uint32_t>(
         std::min<size_t>(options.max_header_bytes, std::numeric_limits<uint32_t>::max())));
-    parser.body_limit(static_cast<uint64_t>(options.max_body_bytes));
+    // No limit while the head is read: whether --max-body-bytes applies depends on the route
+    // (a streamed body has none), known once the head is.
+    parser.body_limit(boost::none);
     auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser, kUseTuple);
     ec = hec;
     // The request's head, for the body gate and then the handler.
@@ -413,6 +581,14 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
       }
       target_ok = ParseTarget(&req);
     }
+    const RouteOptions* route_options = !ec && target_ok ? router->Options(req) : nullptr;
+    const bool streamed = route_options != nullptr && route_options->stream_body;
+    if (!ec && !streamed) {
+      parser.body_limit(static_cast<uint64_t>(options.max_body_bytes));  // checked as it is read
+      if (parser.content_length() && *parser.content_length() > options.max_body_bytes) {
+        ec = bhttp::error::body_limit;  // answered 413 below, before a byte of it is read
+      }
+    }
     const bool gated = !ec && !parser.is_done() &&
                        (parser.chunked() || !parser.content_length() ||
                         *parser.content_length() >= kGatedBodyBytes);
@@ -426,8 +602,19 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
       refused = co_await asio::co_spawn(read_pool ? readers.get_executor() : workers.get_executor(),
                                         RunGate(&req), asio::use_awaitable);
     }
+    if (!ec && streamed && !refused && !parser.is_done() && !parser.content_length()) {
+      refused = HttpResponse::Error(411, "length_required",
+                                    "this route needs the body's length: send Content-Length, "
+                                    "not a chunked body");
+    }
+    // A streamed body holds at most the route's buffer in memory, not its length.
+    const uint64_t reserve =
+        streamed && parser.content_length()
+            ? std::min<uint64_t>(*parser.content_length(),
+                                 route_options->streamed_body_memory_bytes + kBodyChunkBytes)
+            : parser.content_length().value_or(0);
     if (gated && !refused && parser.content_length() &&
-        !reservation.Take(*parser.content_length(), options.max_body_bytes_in_flight)) {
+        !reservation.Take(reserve, options.max_body_bytes_in_flight)) {
       refused =
           HttpResponse::Error(503, "unavailable", "too many request bodies in flight; retry later");
       refused->headers.emplace_back("Retry-After", "1");
@@ -443,6 +630,10 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
       if (observer) observer("unmatched", req.method, status, 0);
       if (!wec) co_await LingerAndClose(*conn);
       co_return;
+    }
+    if (streamed && !ec) {
+      if (!co_await ServeStreamed(conn, buffer, parser, req, reservation)) co_return;
+      continue;
     }
     if (!ec && !parser.is_done() &&
         beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
