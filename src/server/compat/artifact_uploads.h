@@ -12,12 +12,16 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cohort/status.h"
 #include "server/api/context.h"
 #include "server/http/message.h"
 
 namespace cohort::compat {
+
+// The 16 bytes of an MD5 given as 32 lowercase hex digits; empty when `hex` is not that.
+std::string Md5FromHex(std::string_view hex);
 
 struct StreamedBlob {
   std::string sha256;   // hex
@@ -33,5 +37,16 @@ struct StreamedBlob {
 Result<StreamedBlob> StreamIntoBlobStore(api::ApiContext* ctx, http::BodyReader* body,
                                          const std::string& entity, std::string_view md5_hex,
                                          std::string_view what);
+
+// The vendor's multipart upload of a file of 2 GiB or more (docs/compat.md, "Artifacts"): each
+// part was uploaded (StreamIntoBlobStore) as a blob of its own that `entity` holds, found here by
+// its MD5; they are read in order into the blob of the whole file, whose MD5 must be `md5_hex`,
+// recorded for the entity and published. The part blobs stay until `cohort gc` (nothing
+// references them). Errors: kFailedPrecondition naming a part that was not uploaded,
+// kPayloadTooLarge over --max-artifact-file-bytes, kInvalidArgument on an MD5 mismatch.
+Result<StreamedBlob> AssembleMultipartUpload(api::ApiContext* ctx, const std::string& entity,
+                                             std::string_view md5_hex,
+                                             const std::vector<std::string>& part_md5_hex,
+                                             std::string_view what);
 
 }  // namespace cohort::compat

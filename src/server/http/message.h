@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -83,6 +84,12 @@ struct HttpResponse {
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
+  // A body sent in pieces as they are made (a large download), instead of `body`: the server
+  // sends `streamed_length` as Content-Length, then calls this on the handler pool for the next
+  // piece until that many bytes went out. An error, an empty piece before the end or one past
+  // it closes the connection (the client sees a short body). Null: `body` is the body.
+  std::function<Result<std::string>()> body_source;
+  uint64_t streamed_length = 0;
 
   static HttpResponse Json(int status, std::string body);
   static HttpResponse Text(int status, std::string body, std::string content_type = "text/plain");

@@ -120,7 +120,7 @@ BeastResponse ToBeast(HttpResponse&& resp, unsigned version, bool head, bool kee
   if (bodiless) {
     res.prepare_payload();
   } else if (head) {
-    res.content_length(resp.body.size());
+    res.content_length(resp.body_source ? resp.streamed_length : resp.body.size());
   } else {
     res.body() = std::move(resp.body);
     res.prepare_payload();
@@ -331,6 +331,10 @@ struct HttpServer::Impl {
   asio::awaitable<HttpResponse> RunHandler(HttpRequest* req);
   asio::awaitable<std::optional<HttpResponse>> RunGate(const HttpRequest* head);
   asio::awaitable<void> LingerAndClose(Connection& conn);
+  // Writes a response; a streamed body (HttpResponse::body_source) piece by piece, each made on
+  // the read pool. An error when the response could not be written whole.
+  asio::awaitable<beast::error_code> WriteResponse(Connection& conn, HttpResponse&& resp,
+                                                   unsigned version, bool head, bool keep_alive);
   // Runs the handler of a streamed body (RouteOptions::stream_body) and answers. False when the
   // connection is done with (closed, or to be closed by the caller's return).
   asio::awaitable<bool> ServeStreamed(const std::shared_ptr<Connection>& conn,
@@ -453,6 +457,53 @@ asio::awaitable<void> HttpServer::Impl::LingerAndClose(Connection& conn) {
   conn.Close();
 }
 
+asio::awaitable<beast::error_code> HttpServer::Impl::WriteResponse(Connection& conn,
+                                                                   HttpResponse&& resp,
+                                                                   unsigned version, bool head,
+                                                                   bool keep_alive) {
+  std::function<Result<std::string>()> source = std::move(resp.body_source);
+  const uint64_t length = resp.streamed_length;
+  const bool bodiless = resp.status < 200 || resp.status == 204 || resp.status == 304;
+  BeastResponse res = ToBeast(std::move(resp), version, head || source != nullptr, keep_alive);
+  if (source && !bodiless) res.content_length(length);
+  if (bodiless) source = nullptr;
+  conn.stream.expires_after(std::chrono::seconds(options.write_timeout_seconds));
+  if (!source || head) {
+    auto [wec, wn] = co_await bhttp::async_write(conn.stream, res, kUseTuple);
+    co_return wec;
+  }
+  bhttp::response_serializer<bhttp::string_body> serializer(res);
+  auto [hec, hn] = co_await bhttp::async_write_header(conn.stream, serializer, kUseTuple);
+  if (hec) co_return hec;
+  uint64_t sent = 0;
+  while (sent < length) {
+    Status made;
+    std::string piece;
+    auto make = [&]() -> asio::awaitable<void> {
+      Result<std::string> next = source();
+      if (next.ok()) {
+        piece = std::move(next).value();
+      } else {
+        made = next.status();
+      }
+      co_return;
+    };
+    co_await asio::co_spawn(readers.get_executor(), make(), asio::use_awaitable);
+    if (!made.ok() || piece.empty() || piece.size() > length - sent) {
+      LogError("streamed response body ended early: " +
+               (made.ok() ? std::string("a piece of the wrong size") : made.ToString()));
+      co_return beast::error_code(asio::error::broken_pipe);
+    }
+    conn.stream.expires_after(std::chrono::seconds(options.write_timeout_seconds));
+    auto [wec, wn] =
+        co_await asio::async_write(conn.stream, asio::buffer(piece.data(), piece.size()),
+                                   kUseTuple);
+    if (wec) co_return wec;
+    sent += piece.size();
+  }
+  co_return beast::error_code();
+}
+
 asio::awaitable<bool> HttpServer::Impl::ServeStreamed(
     const std::shared_ptr<Connection>& conn, beast::flat_buffer& buffer,
     bhttp::request_parser<bhttp::string_body>& parser, HttpRequest& req,
@@ -495,9 +546,7 @@ asio::awaitable<bool> HttpServer::Impl::ServeStreamed(
   const bool complete = reader.complete();
   const bool keep_alive = keep_alive_asked && complete && !stopping && !WantsClose(resp);
   const int status = resp.status;
-  BeastResponse res = ToBeast(std::move(resp), version, false, keep_alive);
-  conn->stream.expires_after(std::chrono::seconds(options.write_timeout_seconds));
-  auto [wec, wn] = co_await bhttp::async_write(conn->stream, res, kUseTuple);
+  beast::error_code wec = co_await WriteResponse(*conn, std::move(resp), version, false, keep_alive);
   observe(status);
   if (wec) co_return false;
   if (!complete) {
@@ -710,9 +759,7 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
     stats.requests_total.fetch_add(1, std::memory_order_relaxed);
     keep_alive = keep_alive && !stopping && !WantsClose(resp);
     int status = resp.status;
-    BeastResponse res = ToBeast(std::move(resp), version, head, keep_alive);
-    stream.expires_after(std::chrono::seconds(options.write_timeout_seconds));
-    auto [wec, wn] = co_await bhttp::async_write(stream, res, kUseTuple);
+    beast::error_code wec = co_await WriteResponse(*conn, std::move(resp), version, head, keep_alive);
     if (observer) {
       auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                     std::chrono::steady_clock::now() - started_at)

@@ -101,6 +101,20 @@ class StreamTest : public ::testing::Test {
         },
         streamed);
     router_.Add("POST", "/echo", [](HttpRequest& req) { return HttpResponse::Text(200, req.body); });
+    // 1 MiB of Pattern() in pieces of 100 KiB made as they are sent; ?fail: fails after 300 KiB.
+    router_.Add("GET", "/download", [](HttpRequest& req) {
+      HttpResponse resp = HttpResponse::Text(200, "", "application/octet-stream");
+      resp.streamed_length = 1 << 20;
+      const bool fail = req.HasQueryParam("fail");
+      resp.body_source = [fail, body = Pattern(1 << 20), offset = size_t{0}]() mutable
+          -> Result<std::string> {
+        if (fail && offset >= (300 << 10)) return Status::IOError("disk gone");
+        std::string piece = body.substr(offset, 100 << 10);
+        offset += piece.size();
+        return piece;
+      };
+      return resp;
+    });
   }
 
   void Start(ServerOptions options) {
@@ -238,6 +252,27 @@ TEST_F(StreamTest, AChunkedBodyToAStreamedRouteGets411) {
   ASSERT_TRUE(resp.has_value());
   EXPECT_EQ(resp->status, 411);
   EXPECT_NE(resp->body.find("Content-Length"), std::string::npos);
+}
+
+TEST_F(StreamTest, AStreamedResponseIsSentWholeAndAFailingOneIsCutShort) {
+  Start({});
+  TestClient client(port());
+  auto resp = client.Get("/download");
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->status, 200);
+  EXPECT_EQ(resp->Header("content-length"), std::to_string(1 << 20));
+  EXPECT_TRUE(resp->body == Pattern(1 << 20));
+  auto again = client.Get("/download");  // keep-alive after a streamed answer
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->body.size(), size_t(1) << 20);
+  ASSERT_TRUE(client.Send("HEAD /download HTTP/1.1\r\nHost: t\r\n\r\n"));
+  auto head = client.Read(/*head=*/true);
+  ASSERT_TRUE(head.has_value());
+  EXPECT_EQ(head->Header("content-length"), std::to_string(1 << 20));
+
+  TestClient failing(port());
+  ASSERT_TRUE(failing.Send("GET /download?fail=1 HTTP/1.1\r\nHost: t\r\n\r\n"));
+  EXPECT_FALSE(failing.Read().has_value());  // the connection closes before 1 MiB came
 }
 
 TEST(StringBodyReaderTest, HandsOutTheBodyInChunksThenEmpty) {
