@@ -4,9 +4,11 @@ client, with the server's memory far below the file's size; an upload whose byte
 the MD5 announced stores nothing; --max-artifact-file-bytes refuses a bigger file naming it."""
 import base64
 import hashlib
+import http.client
 import json
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -126,6 +128,21 @@ def put(url, data):
         return e.code, e.read().decode()
 
 
+def put_announcing(url, length):
+    """Sends only the head of a PUT of `length` bytes and reads the answer: a refusal comes
+    before any of the body is read."""
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    try:
+        conn.putrequest("PUT", parts.path + "?" + parts.query)
+        conn.putheader("Content-Length", str(length))
+        conn.endheaders()
+        resp = conn.getresponse()
+        return resp.status, resp.read().decode()
+    finally:
+        conn.close()
+
+
 def b64md5(data):
     return base64.b64encode(hashlib.md5(data).digest()).decode()
 
@@ -167,7 +184,7 @@ def test_max_artifact_file_bytes_refuses_bigger_files_naming_them(tmp_path):
         status, out = file_urls(wire, art, [{"name": "too/big.bin", "md5": b64md5(big)}])
         assert status == 200 and "errors" not in out, out
         url = out["data"]["createArtifactFiles"]["files"]["edges"][0]["node"]["uploadUrl"]
-        status, text = put(url, big)
+        status, text = put_announcing(url, len(big))
         assert status == 413, text
         assert '\\"too/big.bin\\"' in text and str(10 * MB) in text, text
         assert "--max-artifact-file-bytes" in text
