@@ -1,5 +1,5 @@
-// HttpServer on Boost.Beast: the only translation unit of the HTTP layer that includes Beast and
-// Asio. One coroutine per connection runs on that connection's strand of the io_context; route
+// HttpServer on Boost.Beast: with connection.{h,cc}, the only code of the HTTP layer that
+// includes Beast and Asio. One coroutine per connection runs on that connection's strand of the io_context; route
 // handlers run on a separate thread pool and the coroutine resumes on its strand afterwards.
 #include "server/http/server.h"
 
@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "core/mutex.h"
+#include "server/http/connection.h"
 
 namespace cohort::http {
 
@@ -43,6 +44,9 @@ namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
 
 namespace {
+
+using internal::Connection;
+using internal::SocketBodyReader;
 
 constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 constexpr size_t kFirstReadBytes = 512;                // buffer for the first byte of a request
@@ -200,119 +204,6 @@ class BodyReservation {
  private:
   ServerStats* stats_;
   int64_t bytes_ = 0;
-};
-
-// One accepted socket, shared by its session coroutine and the registry used by Stop().
-struct Connection {
-  explicit Connection(tcp::socket socket) : stream(std::move(socket)) {}
-  // Call on the connection's strand.
-  void Close() {
-    beast::error_code ec;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream.close();
-  }
-  beast::tcp_stream stream;
-};
-
-// The body of a streamed request (RouteOptions::stream_body), read from the connection as the
-// handler asks: Next, on the handler's thread, starts a read on the connection's strand (its
-// session coroutine is suspended meanwhile, waiting for the handler) and waits for it. The
-// bytes that arrived with the head are handed out first; "100 Continue" is sent before the
-// first read from the socket when the client asked for it.
-class SocketBodyReader final : public BodyReader {
- public:
-  SocketBodyReader(std::shared_ptr<Connection> conn, uint64_t length, std::string arrived,
-                   bool send_continue, std::chrono::seconds read_timeout)
-      : conn_(std::move(conn)),
-        length_(length),
-        arrived_(std::move(arrived)),
-        send_continue_(send_continue),
-        read_timeout_(read_timeout) {}
-
-  uint64_t length() const override { return length_; }
-  uint64_t received() const override { return received_; }
-  bool complete() const { return received_ == length_; }
-  bool failed() const { return !failure_.ok(); }
-
-  Result<std::string_view> Next() override {
-    if (!failure_.ok()) return failure_;
-    if (!arrived_.empty()) {
-      chunk_ = std::move(arrived_);
-      arrived_.clear();
-      received_ += chunk_.size();
-      return std::string_view(chunk_);
-    }
-    if (received_ == length_) return std::string_view();
-    chunk_.resize(static_cast<size_t>(std::min<uint64_t>(kBodyChunkBytes, length_ - received_)));
-    {
-      MutexLock lock(&mu_);
-      done_ = false;
-    }
-    asio::post(conn_->stream.get_executor(), [this] { StartRead(); });
-    beast::error_code ec;
-    size_t n = 0;
-    {
-      MutexLock lock(&mu_);
-      while (!done_) cv_.Wait(mu_);
-      ec = ec_;
-      n = n_;
-    }
-    if (ec) {
-      const std::string where = " after " + std::to_string(received_) + " of " +
-                                std::to_string(length_) + " bytes of the request body";
-      if (ec == beast::error::timeout) {
-        failure_ = Status::DeadlineExceeded("no byte arrived for " +
-                                            std::to_string(read_timeout_.count()) + " s" + where);
-      } else if (ec == asio::error::operation_aborted) {
-        failure_ = Status::Unavailable("the server is stopping" + where);
-      } else {
-        failure_ = Status::IOError("the connection closed (" + ec.message() + ")" + where);
-      }
-      return failure_;
-    }
-    received_ += n;
-    return std::string_view(chunk_.data(), n);
-  }
-
- private:
-  // On the connection's strand.
-  void StartRead() {
-    if (send_continue_) {
-      send_continue_ = false;
-      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      conn_->stream.expires_after(read_timeout_);
-      asio::async_write(conn_->stream, asio::buffer(kContinue.data(), kContinue.size()),
-                        [this](beast::error_code ec, size_t) {
-                          if (ec) return Finish(ec, 0);
-                          StartRead();
-                        });
-      return;
-    }
-    conn_->stream.expires_after(read_timeout_);
-    conn_->stream.async_read_some(asio::buffer(chunk_.data(), chunk_.size()),
-                                  [this](beast::error_code ec, size_t n) { Finish(ec, n); });
-  }
-  void Finish(beast::error_code ec, size_t n) {
-    MutexLock lock(&mu_);
-    ec_ = ec;
-    n_ = n;
-    done_ = true;
-    cv_.SignalAll();
-  }
-
-  std::shared_ptr<Connection> conn_;
-  const uint64_t length_;
-  std::string arrived_;
-  bool send_continue_;  // strand only, once reads begin
-  const std::chrono::seconds read_timeout_;
-  uint64_t received_ = 0;
-  std::string chunk_;
-  Status failure_;
-  Mutex mu_;
-  CondVar cv_;
-  bool done_ COHORT_GUARDED_BY(mu_) = false;
-  beast::error_code ec_ COHORT_GUARDED_BY(mu_);
-  size_t n_ COHORT_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace
