@@ -313,6 +313,9 @@ def test_the_stock_client_uploads_a_2gib_file_multipart(server, tmp_path):
     r = run_python(LOG_2GIB, env, tmp_path, timeout=900, args=(path,))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "LOGGED v0" in r.stdout, r.stdout + r.stderr
+    peak = peak_rss_bytes(server.proc.pid)
+    print(f"server peak RSS after the 2 GiB multipart upload: {peak / 2**20:.1f} MiB")
+    assert peak < 512 * 2**20, f"the server's peak RSS was {peak} bytes"
     entity = json.loads(cohort_get(server, "/api/v1/viewer"))["entity"]
     version = json.loads(cohort_get(server, f"/api/v1/artifacts/{entity}/huge/huge/v0"))
     assert version["files"][0]["sha256"] == digest
