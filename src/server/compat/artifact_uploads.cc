@@ -49,7 +49,8 @@ class BlobPartWriter {
     written_ += bytes.size();
     while (!bytes.empty()) {
       const uint64_t length = blob::PartLength(size_, part_index_);
-      const size_t take = static_cast<size_t>(std::min<uint64_t>(length - part_.size(), bytes.size()));
+      const size_t take =
+          static_cast<size_t>(std::min<uint64_t>(length - part_.size(), bytes.size()));
       part_.append(bytes.substr(0, take));
       bytes.remove_prefix(take);
       if (part_.size() == length) {

@@ -24,7 +24,7 @@ namespace cohort::compat {
 std::string Md5FromHex(std::string_view hex);
 
 struct StreamedBlob {
-  std::string sha256;   // hex
+  std::string sha256;  // hex
   uint64_t size = 0;
   std::string md5_raw;  // the 16 digest bytes
 };

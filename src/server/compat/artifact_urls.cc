@@ -13,8 +13,8 @@ constexpr int64_t kUrlTtlSeconds = 24 * 3600;
 
 std::string UploadText(int64_t key_id, const std::string& entity, int64_t draft,
                        const std::string& kind, const std::string& md5_hex, int64_t expires) {
-  return "ARTIFACT-PUT\n" + std::to_string(key_id) + "\n" + entity + "\n" +
-         std::to_string(draft) + "\n" + kind + "\n" + md5_hex + "\n" + std::to_string(expires);
+  return "ARTIFACT-PUT\n" + std::to_string(key_id) + "\n" + entity + "\n" + std::to_string(draft) +
+         "\n" + kind + "\n" + md5_hex + "\n" + std::to_string(expires);
 }
 std::string DownloadText(int64_t key_id, const std::string& entity, const std::string& sha256,
                          int64_t expires) {
@@ -37,8 +37,8 @@ Result<std::string> UploadUrl(GqlContext* c, int64_t draft, const std::string& k
   if (md5.size() != 16) return Status::InvalidArgument("md5: expected the base64 of 16 bytes");
   const std::string hex = HexLower(md5);
   const int64_t expires = c->now_ms / 1000 + kUrlTtlSeconds;
-  const std::string sig =
-      c->api->signing_keys->Sign(UploadText(c->who.key_id, c->who.entity, draft, kind, hex, expires));
+  const std::string sig = c->api->signing_keys->Sign(
+      UploadText(c->who.key_id, c->who.entity, draft, kind, hex, expires));
   return c->base_url + "/artifacts-upload/" + PercentEncode(c->who.entity, false) + "/" +
          std::to_string(draft) + "/" + kind + "/" + hex + Query(c->who.key_id, expires, sig) +
          (file.empty() ? "" : "&f=" + PercentEncode(file, false));
@@ -49,8 +49,8 @@ std::string DownloadUrl(GqlContext* c, const std::string& sha256) {
   const int64_t expires = c->now_ms / 1000 + kUrlTtlSeconds;
   const std::string sig =
       c->api->signing_keys->Sign(DownloadText(c->who.key_id, c->who.entity, sha256, expires));
-  return c->base_url + "/artifacts-download/" + PercentEncode(c->who.entity, false) + "/" +
-         sha256 + Query(c->who.key_id, expires, sig);
+  return c->base_url + "/artifacts-download/" + PercentEncode(c->who.entity, false) + "/" + sha256 +
+         Query(c->who.key_id, expires, sig);
 }
 
 Status CheckSignedText(api::ApiContext* ctx, const http::HttpRequest& req,
@@ -86,7 +86,6 @@ int64_t MultipartPartNumber(std::string_view kind) {
   if (ec != std::errc() || e != kind.data() + kind.size()) return 0;
   return n >= 1 && n <= kMaxMultipartParts ? n : 0;
 }
-
 
 Result<UploadPath> ParseUploadPath(const std::string& entity, const std::string& draft,
                                    const std::string& kind, const std::string& md5_hex) {

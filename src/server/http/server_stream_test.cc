@@ -89,9 +89,9 @@ class StreamTest : public ::testing::Test {
         "PUT", "/picky",
         [](HttpRequest& req) {
           if (req.body_reader->length() > 1000) {
-            return HttpResponse::Error(413, "payload_too_large",
-                                       "over 1000 bytes: " +
-                                           std::to_string(req.body_reader->length()));
+            return HttpResponse::Error(
+                413, "payload_too_large",
+                "over 1000 bytes: " + std::to_string(req.body_reader->length()));
           }
           while (true) {
             auto chunk = req.body_reader->Next();
@@ -100,14 +100,15 @@ class StreamTest : public ::testing::Test {
           return HttpResponse::Text(200, "taken");
         },
         streamed);
-    router_.Add("POST", "/echo", [](HttpRequest& req) { return HttpResponse::Text(200, req.body); });
+    router_.Add("POST", "/echo",
+                [](HttpRequest& req) { return HttpResponse::Text(200, req.body); });
     // 1 MiB of Pattern() in pieces of 100 KiB made as they are sent; ?fail: fails after 300 KiB.
     router_.Add("GET", "/download", [](HttpRequest& req) {
       HttpResponse resp = HttpResponse::Text(200, "", "application/octet-stream");
       resp.streamed_length = 1 << 20;
       const bool fail = req.HasQueryParam("fail");
-      resp.body_source = [fail, body = Pattern(1 << 20), offset = size_t{0}]() mutable
-          -> Result<std::string> {
+      resp.body_source = [fail, body = Pattern(1 << 20),
+                          offset = size_t{0}]() mutable -> Result<std::string> {
         if (fail && offset >= (300 << 10)) return Status::IOError("disk gone");
         std::string piece = body.substr(offset, 100 << 10);
         offset += piece.size();
@@ -246,8 +247,9 @@ TEST_F(StreamTest, AHandlerRefusingFromTheLengthAnswersBeforeTheBodyAndNoContinu
 TEST_F(StreamTest, AChunkedBodyToAStreamedRouteGets411) {
   Start({});
   TestClient client(port());
-  ASSERT_TRUE(client.Send(
-      "PUT /stream HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"));
+  ASSERT_TRUE(
+      client.Send("PUT /stream HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: "
+                  "chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"));
   auto resp = client.Read();
   ASSERT_TRUE(resp.has_value());
   EXPECT_EQ(resp->status, 411);
