@@ -65,6 +65,14 @@ class BlobStore {
   // the upload's parts are then dropped). The result is published with VerifiedBlob::Publish.
   virtual Result<std::unique_ptr<VerifiedBlob>> Verify(std::string_view sha256,
                                                        uint64_t size) = 0;
+  // Verify for an upload whose SHA-256 was not known while its parts were stored (a request
+  // body hashed as it streamed in): its parts were put under `upload_name` (64 lowercase hex
+  // digits made up by the caller, unique to the upload) and `size`; they are checked to be the
+  // bytes of `sha256`, which the result publishes. On a mismatch the parts are dropped. This
+  // base version handles only upload_name == sha256 (kFailedPrecondition otherwise); a backend
+  // overrides it.
+  virtual Result<std::unique_ptr<VerifiedBlob>> VerifyAs(std::string_view upload_name,
+                                                         uint64_t size, std::string_view sha256);
 
   // Bytes [offset, offset + length) of a blob (fewer at its end); kNotFound without the blob.
   virtual Result<std::string> Read(std::string_view sha256, uint64_t offset,

@@ -114,6 +114,28 @@ TEST_F(BlobStoreTest, BytesThatAreNotTheAnnouncedBlobAreRefusedAndDropped) {
   EXPECT_EQ(store_->Stat(claimed).status().code(), StatusCode::kNotFound);
 }
 
+TEST_F(BlobStoreTest, AnUploadStoredUnderAMadeUpNameIsVerifiedAsItsBlob) {
+  const std::string data = Bytes(kPart + 100, 7);
+  const std::string sha = Sha256::Hex(data);
+  const std::string name(64, 'a');  // the stream's own name: its SHA-256 came at the end
+  for (int64_t n = 0; n < PartCount(data.size()); ++n) {
+    ASSERT_TRUE(store_->PutPart(name, data.size(), n, Part(data, n)).ok());
+  }
+  auto wrong = store_->VerifyAs(name, data.size(), std::string(64, 'b'));
+  EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(store_->ListParts(name, data.size())->empty());  // dropped
+  for (int64_t n = 0; n < PartCount(data.size()); ++n) {
+    ASSERT_TRUE(store_->PutPart(name, data.size(), n, Part(data, n)).ok());
+  }
+  auto verified = store_->VerifyAs(name, data.size(), sha);
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  EXPECT_EQ(store_->Stat(sha).status().code(), StatusCode::kNotFound);  // not before Publish
+  ASSERT_TRUE((*verified)->Publish().ok());
+  EXPECT_EQ(*store_->Stat(sha), data.size());
+  EXPECT_EQ(*store_->Read(sha, 0, data.size()), data);
+  EXPECT_EQ(store_->Stat(name).status().code(), StatusCode::kNotFound);
+}
+
 TEST_F(BlobStoreTest, BadPartsAndDigestsAreRefused) {
   const std::string sha = Sha256::Hex("x");
   EXPECT_EQ(store_->PutPart(sha, 10, 0, "short").code(), StatusCode::kInvalidArgument);

@@ -45,6 +45,13 @@ Status CheckPart(uint64_t size, int64_t part, uint64_t length) {
   return Status::Ok();
 }
 
+Result<std::unique_ptr<VerifiedBlob>> BlobStore::VerifyAs(std::string_view upload_name,
+                                                          uint64_t size, std::string_view sha256) {
+  if (upload_name == sha256) return Verify(sha256, size);
+  return Status::FailedPrecondition("the blob store " + Describe() +
+                                    " cannot verify an upload stored under another name");
+}
+
 namespace {
 
 using wal::FileSystem;
@@ -167,9 +174,15 @@ class LocalBlobStore final : public BlobStore {
   }
 
   Result<std::unique_ptr<VerifiedBlob>> Verify(std::string_view sha256, uint64_t size) override {
+    return VerifyAs(sha256, size, sha256);
+  }
+
+  Result<std::unique_ptr<VerifiedBlob>> VerifyAs(std::string_view upload_name, uint64_t size,
+                                                 std::string_view sha256) override {
     COHORT_RETURN_IF_ERROR(CheckDigest(sha256));
-    const std::string dir = UploadDir(sha256, size);
-    COHORT_ASSIGN_OR_RETURN(std::vector<int64_t> parts, ListParts(sha256, size));
+    COHORT_RETURN_IF_ERROR(CheckDigest(upload_name));
+    const std::string dir = UploadDir(upload_name, size);
+    COHORT_ASSIGN_OR_RETURN(std::vector<int64_t> parts, ListParts(upload_name, size));
     const int64_t count = PartCount(size);
     for (int64_t n = 0; n < count; ++n) {
       if (n >= int64_t(parts.size()) || parts[size_t(n)] != n) {

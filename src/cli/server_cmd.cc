@@ -128,6 +128,12 @@ Runner AddServerCommand(CLI::App& app) {
                   "together (declared lengths); beyond: 503 + Retry-After")
       ->envname("COHORT_MAX_BODY_BYTES_IN_FLIGHT")
       ->capture_default_str();
+  cmd->add_option("--max-artifact-file-bytes", cfg->limits.max_artifact_file_bytes,
+                  "Largest file of an artifact version (uploads, commits and W&B uploads of a "
+                  "bigger one are refused with 413 naming the file)")
+      ->envname("COHORT_MAX_ARTIFACT_FILE_BYTES")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--signing-key-file", cfg->signing_key_file,
                   "Keys signing upload URLs, one a line, the first signs (default: "
                   "<data-dir>/signing.key, made at first start); COHORT_SIGNING_KEYS "

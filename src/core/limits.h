@@ -75,6 +75,9 @@ inline constexpr std::string_view kBatchSeqHeader = "Cohort-Batch-Seq";
 // A blob is uploaded in parts of this size, all but the last full (one part per request body).
 inline constexpr size_t kBlobPartBytes = size_t{8} << 20;
 static_assert(kBlobPartBytes <= kMaxBodyBytes, "a blob part must fit one request body");
+// The largest file of an artifact version by default (--max-artifact-file-bytes): a commit,
+// upload or W&B createArtifactFiles of a bigger file is refused naming the file and the limit.
+inline constexpr uint64_t kDefaultMaxArtifactFileBytes = uint64_t{64} << 30;
 // Collection and alias names: 1 to this many bytes of A-Z a-z 0-9 . _ -
 inline constexpr size_t kMaxArtifactNameBytes = 128;
 // Files in one version's manifest; a bigger set is split into several artifacts.

@@ -11,7 +11,7 @@ namespace cohort {
 // The base64 (standard alphabet, padded) of the MD5 of `data`.
 std::string Md5Base64(std::string_view data);
 
-// MD5 of bytes that arrive in pieces. Not thread-safe.
+// MD5 of bytes that arrive in pieces (a streamed upload).
 class Md5 {
  public:
   Md5();
@@ -20,8 +20,8 @@ class Md5 {
   Md5& operator=(const Md5&) = delete;
 
   void Update(std::string_view data);
-  // Md5Base64 of everything updated so far; the object starts over.
-  std::string FinishBase64();
+  // The 16 digest bytes of everything updated so far; the object starts over.
+  std::string FinishRaw();
 
  private:
   struct Ctx;

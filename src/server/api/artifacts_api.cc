@@ -12,9 +12,9 @@
 namespace cohort::api {
 namespace {
 
-// A file is served whole (no Range) up to this size; larger ones are read in ranges (the SDK
-// and the CLI ask for kBlobPartBytes at a time).
-constexpr uint64_t kMaxWholeDownloadBytes = uint64_t{64} << 20;
+// A file asked for whole (no Range) is read into memory up to this size; a larger one is sent
+// in parts of this size as they are read (the SDK and the CLI ask for ranges anyway).
+constexpr uint64_t kMaxWholeDownloadBytes = limits::kBlobPartBytes;
 
 std::string ArtifactPath(const store::ArtifactVersion& v) {
   return "/api/v1/artifacts/" + PercentEncode(v.entity, true) + "/" +
@@ -94,7 +94,8 @@ Result<store::ArtifactFile> ReadManifestEntry(const bj::value& v, size_t i) {
   return f;
 }
 
-Result<store::ArtifactCommit> ReadCommit(const http::HttpRequest& req, const CollectionPath& p) {
+Result<store::ArtifactCommit> ReadCommit(const http::HttpRequest& req, const CollectionPath& p,
+                                         const ApiLimits& limits) {
   COHORT_ASSIGN_OR_RETURN(bj::object body, ParseBodyObject(req));
   json::FieldReader r(body, "");
   r.RejectUnknown({"type", "description", "metadata", "aliases", "run", "writer", "files"});
@@ -119,6 +120,10 @@ Result<store::ArtifactCommit> ReadCommit(const http::HttpRequest& req, const Col
   c.files.reserve(files->size());
   for (size_t i = 0; i < files->size(); ++i) {
     COHORT_ASSIGN_OR_RETURN(store::ArtifactFile f, ReadManifestEntry((*files)[i], i));
+    if (f.ref.empty() && f.size > 0) {  // references are not stored here: no limit
+      COHORT_RETURN_IF_ERROR(CheckArtifactFileSize(limits, "file \"" + f.path + "\"",
+                                                   uint64_t(f.size)));
+    }
     c.files.push_back(std::move(f));
   }
   c.now_ms = NowMillis();
@@ -190,20 +195,32 @@ http::HttpResponse ServeBlobBytes(ApiContext* ctx, const http::HttpRequest& req,
     }
     ranged = true;
     if (last - first + 1 > limits::kBlobPartBytes * 4) last = first + limits::kBlobPartBytes * 4 - 1;
-  } else if (size > kMaxWholeDownloadBytes) {
-    return ErrorResponse(Status::PayloadTooLarge(
-        "\"" + f.path + "\" is " + std::to_string(size) +
-        " bytes: download it in ranges (Range: bytes=a-b), as `cohort artifact get` and the "
-        "SDK do"));
   }
   const uint64_t length = size == 0 ? 0 : last - first + 1;
-  auto bytes = ctx->blobs->Read(f.sha256, first, length);
-  if (!bytes.ok()) return ErrorResponse(bytes.status());
-  if (bytes->size() != length) {
-    return ErrorResponse(Status::Corruption("blob " + f.sha256 + " is shorter than recorded"));
+  http::HttpResponse resp;
+  if (!ranged && size > kMaxWholeDownloadBytes) {
+    // Sent in parts as they are read: a whole download of any size holds one part in memory.
+    resp = http::HttpResponse::Text(200, "", "application/octet-stream");
+    resp.streamed_length = size;
+    resp.body_source = [blobs = ctx->blobs, sha256, size, offset = uint64_t{0}]() mutable
+        -> Result<std::string> {
+      COHORT_ASSIGN_OR_RETURN(std::string part,
+                              blobs->Read(sha256, offset, std::min<uint64_t>(
+                                                              limits::kBlobPartBytes,
+                                                              size - offset)));
+      offset += part.size();
+      return part;
+    };
   }
-  auto resp = http::HttpResponse::Text(ranged ? 206 : 200, std::move(*bytes),
-                                       "application/octet-stream");
+  if (!resp.body_source) {
+    auto bytes = ctx->blobs->Read(f.sha256, first, length);
+    if (!bytes.ok()) return ErrorResponse(bytes.status());
+    if (bytes->size() != length) {
+      return ErrorResponse(Status::Corruption("blob " + f.sha256 + " is shorter than recorded"));
+    }
+    resp = http::HttpResponse::Text(ranged ? 206 : 200, std::move(*bytes),
+                                    "application/octet-stream");
+  }
   resp.headers.emplace_back("Accept-Ranges", "bytes");
   resp.headers.emplace_back("ETag", "\"" + f.sha256 + "\"");
   resp.headers.emplace_back("X-Content-Type-Options", "nosniff");
@@ -262,7 +279,7 @@ void RegisterArtifactRoutes(http::Router& r, ApiContext* ctx) {
           auto p = ProjectFromPath(req, who);
           if (!p.ok()) return ErrorResponse(p.status());
           if (auto refused = ThrottleRequest(ctx, p->entity)) return std::move(*refused);
-          auto commit = ReadCommit(req, *p);
+          auto commit = ReadCommit(req, *p, ctx->limits);
           if (!commit.ok()) return ErrorResponse(commit.status());
           if (Status s = CheckBlobsReadable(ctx, *commit); !s.ok()) return ErrorResponse(s);
           auto logged = ctx->store->CommitArtifact(*commit);

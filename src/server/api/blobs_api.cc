@@ -23,11 +23,14 @@ Status CheckBlobPath(const http::HttpRequest& req, const AuthContext& who, ApiCo
   return Status::Ok();
 }
 
-Result<int64_t> SizeParam(const http::HttpRequest& req) {
+// The ?size=N of the blob, within --max-artifact-file-bytes (kPayloadTooLarge otherwise).
+Result<int64_t> SizeParam(const http::HttpRequest& req, const ApiLimits& limits) {
   COHORT_ASSIGN_OR_RETURN(std::optional<int64_t> size, IntParam(req, "size"));
   if (!size || *size < 0) {
     return Status::InvalidArgument("size: the blob's size in bytes is required (?size=N)");
   }
+  COHORT_RETURN_IF_ERROR(CheckArtifactFileSize(limits, "blob " + req.PathParam("sha256"),
+                                               uint64_t(*size)));
   return *size;
 }
 
@@ -62,7 +65,7 @@ void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
 
   r.Add("GET", base, Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
           if (Status s = CheckBlobPath(req, who, ctx); !s.ok()) return ErrorResponse(s);
-          auto size = SizeParam(req);
+          auto size = SizeParam(req, ctx->limits);
           if (!size.ok()) return ErrorResponse(size.status());
           const std::string sha = req.PathParam("sha256");
           auto held = Held(ctx, who.entity, sha, *size);
@@ -82,7 +85,7 @@ void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
   r.Add("PUT", base + "/parts/{part}",
         Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
           if (Status s = CheckBlobPath(req, who, ctx); !s.ok()) return ErrorResponse(s);
-          auto size = SizeParam(req);
+          auto size = SizeParam(req, ctx->limits);
           if (!size.ok()) return ErrorResponse(size.status());
           const std::string part_text = req.PathParam("part");
           int64_t part = -1;
@@ -119,6 +122,11 @@ void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
           int64_t size = fields.Int("size");
           if (!fields.ok()) return ErrorResponse(fields.status());
           if (size < 0) return ErrorResponse(Status::InvalidArgument("size: must be 0 or more"));
+          if (Status s = CheckArtifactFileSize(ctx->limits, "blob " + req.PathParam("sha256"),
+                                               uint64_t(size));
+              !s.ok()) {
+            return ErrorResponse(s);
+          }
           const std::string sha = req.PathParam("sha256");
           auto held = Held(ctx, who.entity, sha, size);
           if (!held.ok()) return ErrorResponse(held.status());

@@ -37,6 +37,14 @@ http::HttpResponse ErrorResponse(const Status& s) {
   return resp;
 }
 
+Status CheckArtifactFileSize(const ApiLimits& limits, std::string_view what, uint64_t size) {
+  if (size <= limits.max_artifact_file_bytes) return Status::Ok();
+  return Status::PayloadTooLarge(std::string(what) + " has " + std::to_string(size) +
+                                 " bytes, over this server's limit of " +
+                                 std::to_string(limits.max_artifact_file_bytes) +
+                                 " bytes per artifact file (--max-artifact-file-bytes)");
+}
+
 http::HttpResponse JsonResponse(int status, const bj::value& v) {
   return http::HttpResponse::Json(status, bj::serialize(v));
 }

@@ -35,7 +35,12 @@ struct ApiLimits {
   size_t max_rows_per_batch = limits::kMaxRowsPerBatch;
   int max_buckets = limits::kMaxBuckets;
   int64_t max_raw_points = limits::kMaxRawPoints;
+  uint64_t max_artifact_file_bytes = limits::kDefaultMaxArtifactFileBytes;
 };
+
+// kPayloadTooLarge naming `what` (a file, a blob) and the limit unless `size` is within
+// --max-artifact-file-bytes.
+Status CheckArtifactFileSize(const ApiLimits& limits, std::string_view what, uint64_t size);
 
 struct ApiContext {
   store::Store* store = nullptr;

@@ -34,7 +34,7 @@ Result<std::string> ComputeMd5(blob::BlobStore* blobs, const std::string& sha256
     md5.Update(bytes);
     offset += bytes.size();
   }
-  return md5.FinishBase64();
+  return Base64Encode(md5.FinishRaw());
 }
 
 // The manifest JSON of `v`, in the layout the vendor's SDK writes (storage layout V2).

@@ -1,20 +1,21 @@
 #include "server/compat/artifacts_compat.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "blob/blob_store.h"
 #include "core/clock.h"
-#include "core/md5.h"
 #include "core/sha256.h"
 #include "core/text_encoding.h"
 #include "server/compat/artifact_manifest.h"
+#include "server/compat/artifact_uploads.h"
+#include "server/compat/artifact_urls.h"
 #include "server/compat/compat_context.h"
 #include "server/compat/wandb_lines.h"
 
 namespace cohort::compat {
 namespace {
 
-constexpr int64_t kUrlTtlSeconds = 24 * 3600;
 // The largest manifest read at commit.
 constexpr uint64_t kMaxManifestBytes = uint64_t{64} << 20;
 
@@ -39,93 +40,7 @@ Result<ParsedId> ParseArtifactId(const std::string& id) {
   return Status::NotFound("artifact id \"" + id + "\" not found");
 }
 
-// ---- signed URLs: uploads of a draft's files and manifest, downloads of blobs ----
-std::string UploadText(int64_t key_id, const std::string& entity, int64_t draft,
-                       const std::string& kind, const std::string& md5_hex, int64_t expires) {
-  return "ARTIFACT-PUT\n" + std::to_string(key_id) + "\n" + entity + "\n" +
-         std::to_string(draft) + "\n" + kind + "\n" + md5_hex + "\n" + std::to_string(expires);
-}
-std::string DownloadText(int64_t key_id, const std::string& entity, const std::string& sha256,
-                         int64_t expires) {
-  return "ARTIFACT-GET\n" + std::to_string(key_id) + "\n" + entity + "\n" + sha256 + "\n" +
-         std::to_string(expires);
-}
-std::string Query(int64_t key_id, int64_t expires, const std::string& sig) {
-  return "?k=" + std::to_string(key_id) + "&x=" + std::to_string(expires) + "&s=" + sig;
-}
-
-Result<std::string> UploadUrl(GqlContext* c, int64_t draft, const std::string& kind,
-                              const std::string& md5_b64) {
-  if (c->who.key_id <= 0 || c->who.session) {
-    return Status::FailedPrecondition("uploads need an API key, not a browser session");
-  }
-  if (c->api->signing_keys == nullptr) {
-    return Status::FailedPrecondition("uploads: the server has no signing key");
-  }
-  std::string md5 = Base64Decode(md5_b64);
-  if (md5.size() != 16) return Status::InvalidArgument("md5: expected the base64 of 16 bytes");
-  const std::string hex = HexLower(md5);
-  const int64_t expires = c->now_ms / 1000 + kUrlTtlSeconds;
-  const std::string sig =
-      c->api->signing_keys->Sign(UploadText(c->who.key_id, c->who.entity, draft, kind, hex, expires));
-  return c->base_url + "/artifacts-upload/" + PercentEncode(c->who.entity, false) + "/" +
-         std::to_string(draft) + "/" + kind + "/" + hex + Query(c->who.key_id, expires, sig);
-}
-
-std::string DownloadUrl(GqlContext* c, const std::string& sha256) {
-  if (c->api->signing_keys == nullptr || c->who.key_id <= 0) return "";
-  const int64_t expires = c->now_ms / 1000 + kUrlTtlSeconds;
-  const std::string sig =
-      c->api->signing_keys->Sign(DownloadText(c->who.key_id, c->who.entity, sha256, expires));
-  return c->base_url + "/artifacts-download/" + PercentEncode(c->who.entity, false) + "/" +
-         sha256 + Query(c->who.key_id, expires, sig);
-}
-
-// Checks a signed URL's signature, expiry and that its key is not revoked.
-Status CheckSignedText(api::ApiContext* ctx, const http::HttpRequest& req,
-                       const std::function<std::string(int64_t, int64_t)>& text) {
-  int64_t key_id = 0, expires = 0;
-  std::string k = req.QueryParam("k"), x = req.QueryParam("x"), sig = req.QueryParam("s");
-  auto num = [](const std::string& s, int64_t* out) {
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-    return !s.empty() && ec == std::errc() && p == s.data() + s.size();
-  };
-  if (!num(k, &key_id) || !num(x, &expires) || sig.empty()) {
-    return Status::Unauthenticated("artifact file: the URL is not signed; ask the API for one");
-  }
-  if (ctx->signing_keys == nullptr || !ctx->signing_keys->Verify(text(key_id, expires), sig)) {
-    return Status::Unauthenticated("artifact file: invalid signature");
-  }
-  if (expires * 1000 < NowMillis()) return Status::Unauthenticated("artifact file: URL expired");
-  return Status::Ok();
-}
-
-Status CheckKeyLive(api::ApiContext* ctx, const std::string& entity, int64_t key_id) {
-  COHORT_ASSIGN_OR_RETURN(auto keys, ctx->store->ListApiKeys(entity));
-  for (const store::ApiKeyRecord& key : keys) {
-    if (key.id == key_id && !key.revoked) return Status::Ok();
-  }
-  return Status::Unauthenticated("artifact file: the key that asked for this URL is revoked");
-}
-
-struct UploadPath {
-  std::string entity;
-  int64_t draft = 0;
-  std::string kind, md5_hex;
-};
-
-Result<UploadPath> ParseUploadPath(const std::string& entity, const std::string& draft,
-                                   const std::string& kind, const std::string& md5_hex) {
-  UploadPath p{entity, 0, kind, md5_hex};
-  auto [e, ec] = std::from_chars(draft.data(), draft.data() + draft.size(), p.draft);
-  if (ec != std::errc() || e != draft.data() + draft.size() || p.draft <= 0) {
-    return Status::NotFound("no such artifact upload");
-  }
-  if ((kind != "file" && kind != "manifest") || md5_hex.size() != 32) {
-    return Status::NotFound("no such artifact upload");
-  }
-  return p;
-}
+using namespace artifact_urls;  // NOLINT: the signed URLs of artifact_urls.h
 
 // ---- what the answers hold ----
 bj::object ProjectJson(const std::string& entity, const std::string& project) {
@@ -369,13 +284,23 @@ Result<gql::Resolved> CreateArtifactFiles(GqlContext* c, const gql::FieldInfo& f
     const store::ArtifactDraft& d = drafts.at(id);
     const std::string name = StringField(spec, "name").value_or("");
     COHORT_RETURN_IF_ERROR(store::ValidateRelativePath("file name", name));
-    if (const bj::value* parts = spec.if_contains("uploadPartsInput"); parts && !parts->is_null()) {
-      return Status::InvalidArgument(
-          "createArtifactFiles: \"" + name +
-          "\" is 2 GiB or more; Cohort's W&B compatibility does not take multipart uploads yet "
-          "(log it with Cohort's SDK)");
-    }
     const std::string md5 = StringField(spec, "md5").value_or("");
+    const bj::value* parts = spec.if_contains("uploadPartsInput");
+    if (parts != nullptr && parts->is_null()) parts = nullptr;
+    if (parts != nullptr && (!parts->is_array() || parts->get_array().empty() ||
+                             int64_t(parts->get_array().size()) >= kMaxMultipartParts)) {
+      return Status::InvalidArgument("createArtifactFiles: \"" + name +
+                                     "\": uploadPartsInput must list 1 to " +
+                                     std::to_string(kMaxMultipartParts - 1) + " parts");
+    }
+    if (parts != nullptr) {  // all parts but the last are full: at least this big
+      const uint64_t at_least = (parts->get_array().size() - 1) * kVendorPartBytes + 1;
+      COHORT_RETURN_IF_ERROR(api::CheckArtifactFileSize(
+          c->api->limits,
+          "artifact file \"" + name + "\" (" + std::to_string(parts->get_array().size()) +
+              " parts of 100 MiB: at least)",
+          at_least));
+    }
     bj::object node{{"__typename", "File"},
                     {"id", Base64Encode("File:" + std::to_string(d.pk) + ":" + name)},
                     {"name", name},
@@ -390,8 +315,32 @@ Result<gql::Resolved> CreateArtifactFiles(GqlContext* c, const gql::FieldInfo& f
     if (stored) {
       node["uploadUrl"] = nullptr;  // the entity has these bytes: nothing to upload
     } else {
-      COHORT_ASSIGN_OR_RETURN(std::string url, UploadUrl(c, d.pk, "file", md5));
+      COHORT_ASSIGN_OR_RETURN(std::string url, UploadUrl(c, d.pk, "file", md5, name));
       node["uploadUrl"] = url;
+      if (parts != nullptr) {
+        bj::array urls;
+        int64_t number = 0;
+        for (const bj::value& part : parts->get_array()) {
+          const bj::object* po = part.is_object() ? &part.get_object() : nullptr;
+          const std::string hex = po ? StringField(*po, "hexMD5").value_or("") : "";
+          ++number;
+          const bj::value* pn = po ? po->if_contains("partNumber") : nullptr;
+          if (pn == nullptr || !pn->is_int64() || pn->get_int64() != number ||
+              Md5FromHex(hex).empty()) {
+            return Status::InvalidArgument("createArtifactFiles: \"" + name + "\": part " +
+                                           std::to_string(number) +
+                                           " needs partNumber " + std::to_string(number) +
+                                           " and a hexMD5 of 32 hex digits");
+          }
+          COHORT_ASSIGN_OR_RETURN(
+              std::string part_url,
+              UploadUrl(c, d.pk, "part-" + std::to_string(number),
+                        Base64Encode(Md5FromHex(hex)), name));
+          urls.push_back(bj::object{{"partNumber", number}, {"uploadUrl", part_url}});
+        }
+        node["uploadMultipartUrls"] =
+            bj::object{{"uploadID", HexLower(Base64Decode(md5))}, {"uploadUrlParts", urls}};
+      }
     }
     edges.push_back(bj::object{{"node", std::move(node)}});
   }
@@ -440,6 +389,11 @@ Result<std::vector<store::ArtifactFile>> ManifestFiles(GqlContext* c,
       file.ref = *ref;
       file.ref_digest = digest;
     } else {
+      if (file.size > 0) {
+        COHORT_RETURN_IF_ERROR(api::CheckArtifactFileSize(
+            c->api->limits, "artifact " + d.name + ": file \"" + file.path + "\"",
+            uint64_t(file.size)));
+      }
       auto it = held.find(digest);
       if (it == held.end()) {
         return Status::FailedPrecondition("artifact " + d.name + ": file \"" + file.path +
@@ -520,6 +474,51 @@ Result<gql::Resolved> UseArtifact(GqlContext* c, const gql::FieldInfo& f) {
   return gql::Resolved::Json(bj::object{{"artifact", VersionFragment(c, v)}});
 }
 
+// completeMultipartUploadArtifact: the parts (each stored as a blob by its PUT) assembled into
+// the file's blob, checked against the file's MD5 (uploadID and storagePath are its hex).
+Result<gql::Resolved> CompleteMultipartUpload(GqlContext* c, const gql::FieldInfo& f) {
+  COHORT_ASSIGN_OR_RETURN(const bj::object* in, InputArg(f));
+  COHORT_ASSIGN_OR_RETURN(store::ArtifactDraft d,
+                          DraftOfId(c, StringField(*in, "artifactID").value_or("")));
+  const std::string md5_hex = StringField(*in, "uploadID").value_or("");
+  const std::string md5 = Base64Encode(Md5FromHex(md5_hex));
+  if (Md5FromHex(md5_hex).empty()) {
+    return Status::InvalidArgument("completeMultipartUploadArtifact: unknown uploadID \"" +
+                                   md5_hex + "\"");
+  }
+  if (StringField(*in, "completeMultipartAction").value_or("Complete") != "Complete") {
+    return gql::Resolved::Json(bj::object{{"digest", nullptr}});  // aborted: parts go with gc
+  }
+  if (c->api->blobs == nullptr) return Status::Unavailable("this server has no blob store");
+  COHORT_ASSIGN_OR_RETURN(auto held, c->api->store->BlobsByMd5(d.entity, {md5}));
+  if (auto it = held.find(md5); it != held.end() && c->api->blobs->Stat(it->second.sha256).ok()) {
+    return gql::Resolved::Json(bj::object{{"digest", md5}});  // completed before (a retry)
+  }
+  std::vector<std::pair<int64_t, std::string>> numbered;
+  if (const bj::value* parts = in->if_contains("completedParts"); parts && parts->is_array()) {
+    for (const bj::value& part : parts->get_array()) {
+      if (!part.is_object()) continue;
+      const bj::value* n = part.get_object().if_contains("partNumber");
+      std::string hex = StringField(part.get_object(), "hexMD5").value_or("");
+      if (hex.size() == 34 && hex.front() == '"' && hex.back() == '"') hex = hex.substr(1, 32);
+      numbered.emplace_back(n && n->is_int64() ? n->get_int64() : 0, std::move(hex));
+    }
+  }
+  std::sort(numbered.begin(), numbered.end());
+  std::vector<std::string> part_md5s;
+  for (size_t k = 0; k < numbered.size(); ++k) {
+    if (numbered[k].first != int64_t(k + 1)) {
+      return Status::InvalidArgument("completeMultipartUploadArtifact: completedParts must be "
+                                     "parts 1 to N, each once");
+    }
+    part_md5s.push_back(numbered[k].second);
+  }
+  COHORT_ASSIGN_OR_RETURN(StreamedBlob blob,
+                          AssembleMultipartUpload(c->api, d.entity, md5_hex, part_md5s,
+                                                  "the multipart upload " + md5_hex));
+  return gql::Resolved::Json(bj::object{{"digest", Base64Encode(blob.md5_raw)}});
+}
+
 }  // namespace
 
 bool IsArtifactMutation(const std::string& name) {
@@ -536,8 +535,9 @@ Result<gql::Resolved> ResolveArtifactMutation(GqlContext* c, const gql::FieldInf
   if (n == "createArtifactFiles") return CreateArtifactFiles(c, f);
   if (n == "commitArtifact") return CommitArtifact(c, f);
   if (n == "useArtifact") return UseArtifact(c, f);
-  return Status::InvalidArgument(n + ": incremental, distributed and multipart artifact uploads "
-                                     "are not supported by Cohort yet");
+  if (n == "completeMultipartUploadArtifact") return CompleteMultipartUpload(c, f);
+  return Status::InvalidArgument(n + ": incremental and distributed artifact uploads are not "
+                                     "supported by Cohort yet");
 }
 
 Result<gql::Resolved> ResolveArtifactById(GqlContext* c, const gql::FieldInfo& f) {
@@ -702,34 +702,17 @@ void RegisterArtifactCompatRoutes(http::Router& r, api::ApiContext* ctx) {
           }
           auto draft = ctx->store->GetArtifactDraft(p->entity, p->draft);
           if (!draft.ok()) return api::ErrorResponse(draft.status());
-          const std::string md5 = Md5Base64(req.body);
-          if (HexLower(Base64Decode(md5)) != p->md5_hex) {
-            return api::ErrorResponse(Status::InvalidArgument(
-                "the uploaded bytes have MD5 " + HexLower(Base64Decode(md5)) + ", not " +
-                p->md5_hex + ": the file changed while it was uploaded"));
+          const std::string file = req.QueryParam("f");
+          std::string what = p->kind == "manifest" ? "the artifact manifest"
+                             : file.empty()        ? "the artifact file"
+                                                   : "artifact file \"" + file + "\"";
+          if (int64_t part = MultipartPartNumber(p->kind); part > 0) {
+            what = "part " + std::to_string(part) + " of " + what;
           }
-          const std::string sha = Sha256::Hex(req.body);
-          const uint64_t size = req.body.size();
-          if (!ctx->blobs->Stat(sha).ok()) {
-            for (int64_t n = 0; n < blob::PartCount(size); ++n) {
-              std::string_view part = std::string_view(req.body).substr(
-                  size_t(n) * limits::kBlobPartBytes, blob::PartLength(size, n));
-              if (Status s = ctx->blobs->PutPart(sha, size, n, part); !s.ok()) {
-                return api::ErrorResponse(s);
-              }
-            }
-            auto verified = ctx->blobs->Verify(sha, size);
-            if (!verified.ok()) return api::ErrorResponse(verified.status());
-            if (Status s = ctx->store->RecordBlob(p->entity, sha, int64_t(size), NowMillis(), md5);
-                !s.ok()) {
-              return api::ErrorResponse(s);
-            }
-            if (Status s = (*verified)->Publish(); !s.ok()) return api::ErrorResponse(s);
-          } else if (Status s =
-                         ctx->store->RecordBlob(p->entity, sha, int64_t(size), NowMillis(), md5);
-                     !s.ok()) {
-            return api::ErrorResponse(s);
-          }
+          auto stored = StreamIntoBlobStore(ctx, req.body_reader, p->entity, p->md5_hex, what);
+          if (!stored.ok()) return api::ErrorResponse(stored.status());
+          const std::string& sha = stored->sha256;
+          const uint64_t size = stored->size;
           if (p->kind == "manifest") {
             if (Status s = ctx->store->SetArtifactDraftManifest(p->entity, p->draft, sha);
                 !s.ok()) {
@@ -739,7 +722,9 @@ void RegisterArtifactCompatRoutes(http::Router& r, api::ApiContext* ctx) {
           auto resp = api::JsonResponse(200, bj::object{{"sha256", sha}, {"size", int64_t(size)}});
           resp.headers.emplace_back("ETag", "\"" + p->md5_hex + "\"");
           return resp;
-        }));
+        }),
+        http::RouteOptions{.stream_body = true,
+                           .streamed_body_memory_bytes = limits::kBlobPartBytes});
 
   r.Add("GET", "/artifacts-download/{entity}/{sha256}",
         Guarded("artifact download", [ctx](http::HttpRequest& req) {

@@ -4,8 +4,10 @@
 //
 // Logging: createArtifact makes a draft (store ArtifactDraft), or answers COMMITTED when the
 // collection's latest version has the client's digest; createArtifactFiles hands out a signed
-// upload URL per file whose MD5 the entity does not hold yet; each PUT is checked against its MD5
-// and stored as a blob (SHA-256 computed here); createArtifactManifest's URL takes the manifest;
+// upload URL per file whose MD5 the entity does not hold yet (and per part, for the multipart
+// upload of a file of 2 GiB or more, which completeMultipartUploadArtifact assembles); each PUT
+// is streamed into the blob store, checked against its MD5 (artifact_uploads.h);
+// createArtifactManifest's URL takes the manifest;
 // commitArtifact reads the manifest, maps each entry to its blob by MD5 and commits the version.
 // A file or manifest that never arrived fails the commit with an error naming it: nothing is
 // committed, and the client's artifact.wait() raises it.

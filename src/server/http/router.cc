@@ -14,6 +14,7 @@ struct Route {
   std::string pattern;
   std::vector<std::string> param_names;  // in pattern order; the catch-all name last
   Handler handler;
+  RouteOptions options;
 };
 
 using RouteMap = std::map<std::string, Route, std::less<>>;  // method -> route
@@ -124,11 +125,13 @@ struct Router::Node {
 Router::Router() : root_(std::make_unique<Node>()) {}
 Router::~Router() = default;
 
-void Router::Add(std::string_view method, std::string_view pattern, Handler handler) {
+void Router::Add(std::string_view method, std::string_view pattern, Handler handler,
+                 RouteOptions options) {
   routes_.emplace_back(std::string(method), std::string(pattern));
   Route route;
   route.pattern = std::string(pattern);
   route.handler = std::move(handler);
+  route.options = options;
   Node* node = root_.get();
   std::vector<std::string_view> segs = SplitSegments(pattern);
   for (size_t i = 0; i < segs.size(); ++i) {
@@ -150,6 +153,16 @@ void Router::Add(std::string_view method, std::string_view pattern, Handler hand
     node = child.get();
   }
   node->routes[std::string(method)] = std::move(route);
+}
+
+const RouteOptions* Router::Options(const HttpRequest& head) const {
+  std::vector<std::string> segments;
+  for (std::string_view seg : SplitSegments(RawPath(head))) segments.push_back(PercentDecode(seg));
+  MatchState st;
+  st.method = head.method;
+  st.segments = &segments;
+  const Route* route = root_->Find(0, &st);
+  return route == nullptr ? nullptr : &route->options;
 }
 
 HttpResponse Router::Dispatch(HttpRequest& req) const {

@@ -25,6 +25,19 @@ namespace cohort::http {
 
 using Handler = std::function<HttpResponse(HttpRequest&)>;
 
+// How the server treats a route's requests.
+struct RouteOptions {
+  // The body is not read before the handler runs: the handler reads it through
+  // HttpRequest::body_reader as it arrives, whatever its size (--max-body-bytes does not apply;
+  // the handler refuses what it does not want, from BodyReader::length(), before reading). A
+  // chunked body is refused with 411: the length must be known.
+  bool stream_body = false;
+  // For a streamed body: the most bytes of it the handler holds in memory at once. That much
+  // (or the body's length, if smaller) is reserved from ServerOptions::max_body_bytes_in_flight
+  // while the handler runs.
+  size_t streamed_body_memory_bytes = 0;
+};
+
 class Router {
  public:
   Router();
@@ -32,7 +45,11 @@ class Router {
   Router(const Router&) = delete;
   Router& operator=(const Router&) = delete;
 
-  void Add(std::string_view method, std::string_view pattern, Handler handler);
+  void Add(std::string_view method, std::string_view pattern, Handler handler,
+           RouteOptions options = {});
+  // The options of the route a request (its head: method, target, path) would be dispatched to;
+  // null when there is none.
+  const RouteOptions* Options(const HttpRequest& head) const;
   // Finds the route, fills req.path_params and req.route, and runs the handler.
   HttpResponse Dispatch(HttpRequest& req) const;
   // Every (method, pattern) added, in the order added (tests enumerate the API with it).

@@ -1,5 +1,5 @@
-// HttpServer on Boost.Beast: the only translation unit of the HTTP layer that includes Beast and
-// Asio. One coroutine per connection runs on that connection's strand of the io_context; route
+// HttpServer on Boost.Beast: with connection.{h,cc}, the only code of the HTTP layer that
+// includes Beast and Asio. One coroutine per connection runs on that connection's strand of the io_context; route
 // handlers run on a separate thread pool and the coroutine resumes on its strand afterwards.
 #include "server/http/server.h"
 
@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "core/mutex.h"
+#include "server/http/connection.h"
 
 namespace cohort::http {
 
@@ -43,6 +44,9 @@ namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
 
 namespace {
+
+using internal::Connection;
+using internal::SocketBodyReader;
 
 constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 constexpr size_t kFirstReadBytes = 512;                // buffer for the first byte of a request
@@ -120,7 +124,7 @@ BeastResponse ToBeast(HttpResponse&& resp, unsigned version, bool head, bool kee
   if (bodiless) {
     res.prepare_payload();
   } else if (head) {
-    res.content_length(resp.body.size());
+    res.content_length(resp.body_source ? resp.streamed_length : resp.body.size());
   } else {
     res.body() = std::move(resp.body);
     res.prepare_payload();
@@ -202,18 +206,6 @@ class BodyReservation {
   int64_t bytes_ = 0;
 };
 
-// One accepted socket, shared by its session coroutine and the registry used by Stop().
-struct Connection {
-  explicit Connection(tcp::socket socket) : stream(std::move(socket)) {}
-  // Call on the connection's strand.
-  void Close() {
-    beast::error_code ec;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream.close();
-  }
-  beast::tcp_stream stream;
-};
-
 }  // namespace
 
 struct HttpServer::Impl {
@@ -230,6 +222,16 @@ struct HttpServer::Impl {
   asio::awaitable<HttpResponse> RunHandler(HttpRequest* req);
   asio::awaitable<std::optional<HttpResponse>> RunGate(const HttpRequest* head);
   asio::awaitable<void> LingerAndClose(Connection& conn);
+  // Writes a response; a streamed body (HttpResponse::body_source) piece by piece, each made on
+  // the read pool. An error when the response could not be written whole.
+  asio::awaitable<beast::error_code> WriteResponse(Connection& conn, HttpResponse&& resp,
+                                                   unsigned version, bool head, bool keep_alive);
+  // Runs the handler of a streamed body (RouteOptions::stream_body) and answers. False when the
+  // connection is done with (closed, or to be closed by the caller's return).
+  asio::awaitable<bool> ServeStreamed(const std::shared_ptr<Connection>& conn,
+                                      beast::flat_buffer& buffer,
+                                      bhttp::request_parser<bhttp::string_body>& parser,
+                                      HttpRequest& req, BodyReservation& reservation);
   void Spawn(std::shared_ptr<Connection> conn, bool reject);
   void Unregister(uint64_t id, bool counted) COHORT_EXCLUDES(conns_mu);
   void CloseAll() COHORT_EXCLUDES(conns_mu);
@@ -346,6 +348,110 @@ asio::awaitable<void> HttpServer::Impl::LingerAndClose(Connection& conn) {
   conn.Close();
 }
 
+asio::awaitable<beast::error_code> HttpServer::Impl::WriteResponse(Connection& conn,
+                                                                   HttpResponse&& resp,
+                                                                   unsigned version, bool head,
+                                                                   bool keep_alive) {
+  std::function<Result<std::string>()> source = std::move(resp.body_source);
+  const uint64_t length = resp.streamed_length;
+  const bool bodiless = resp.status < 200 || resp.status == 204 || resp.status == 304;
+  BeastResponse res = ToBeast(std::move(resp), version, head || source != nullptr, keep_alive);
+  if (source && !bodiless) res.content_length(length);
+  if (bodiless) source = nullptr;
+  conn.stream.expires_after(std::chrono::seconds(options.write_timeout_seconds));
+  if (!source || head) {
+    auto [wec, wn] = co_await bhttp::async_write(conn.stream, res, kUseTuple);
+    co_return wec;
+  }
+  bhttp::response_serializer<bhttp::string_body> serializer(res);
+  auto [hec, hn] = co_await bhttp::async_write_header(conn.stream, serializer, kUseTuple);
+  if (hec) co_return hec;
+  uint64_t sent = 0;
+  while (sent < length) {
+    Status made;
+    std::string piece;
+    auto make = [&]() -> asio::awaitable<void> {
+      Result<std::string> next = source();
+      if (next.ok()) {
+        piece = std::move(next).value();
+      } else {
+        made = next.status();
+      }
+      co_return;
+    };
+    co_await asio::co_spawn(readers.get_executor(), make(), asio::use_awaitable);
+    if (!made.ok() || piece.empty() || piece.size() > length - sent) {
+      LogError("streamed response body ended early: " +
+               (made.ok() ? std::string("a piece of the wrong size") : made.ToString()));
+      co_return beast::error_code(asio::error::broken_pipe);
+    }
+    conn.stream.expires_after(std::chrono::seconds(options.write_timeout_seconds));
+    auto [wec, wn] =
+        co_await asio::async_write(conn.stream, asio::buffer(piece.data(), piece.size()),
+                                   kUseTuple);
+    if (wec) co_return wec;
+    sent += piece.size();
+  }
+  co_return beast::error_code();
+}
+
+asio::awaitable<bool> HttpServer::Impl::ServeStreamed(
+    const std::shared_ptr<Connection>& conn, beast::flat_buffer& buffer,
+    bhttp::request_parser<bhttp::string_body>& parser, HttpRequest& req,
+    BodyReservation& reservation) {
+  const auto& head = parser.get();
+  const bool keep_alive_asked = head.keep_alive();
+  const unsigned version = head.version();
+  // A request without Content-Length (and not chunked: refused before) has no body.
+  const uint64_t length = parser.is_done() ? 0 : parser.content_length().value_or(0);
+  const size_t arrived_bytes = static_cast<size_t>(std::min<uint64_t>(buffer.size(), length));
+  const bool expect_continue =
+      arrived_bytes < length && beast::iequals(head[bhttp::field::expect], "100-continue");
+  std::string arrived(arrived_bytes, '\0');
+  asio::buffer_copy(asio::buffer(arrived.data(), arrived.size()), buffer.data());
+  buffer.consume(arrived_bytes);
+  SocketBodyReader reader(conn, length, std::move(arrived), expect_continue,
+                          std::chrono::seconds(options.request_timeout_seconds));
+  req.body_reader = &reader;
+  const auto started_at = std::chrono::steady_clock::now();
+  conn->stream.expires_never();
+  HttpResponse resp =
+      co_await asio::co_spawn(workers.get_executor(), RunHandler(&req), asio::use_awaitable);
+  req.body_reader = nullptr;
+  reservation.Release();
+  stats.requests_total.fetch_add(1, std::memory_order_relaxed);
+  const std::string route = req.route.empty() ? std::string("unmatched") : req.route;
+  auto observe = [&](int status) {
+    if (!observer) return;
+    observer(route, req.method, status,
+             std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::steady_clock::now() - started_at)
+                 .count());
+  };
+  if (reader.failed()) {
+    // The body was cut (closed, timed out, stopping): nobody is left to answer.
+    observe(resp.status);
+    conn->Close();
+    co_return false;
+  }
+  const bool complete = reader.complete();
+  const bool keep_alive = keep_alive_asked && complete && !stopping && !WantsClose(resp);
+  const int status = resp.status;
+  beast::error_code wec = co_await WriteResponse(*conn, std::move(resp), version, false, keep_alive);
+  observe(status);
+  if (wec) co_return false;
+  if (!complete) {
+    // Answered before the whole body was read (a refusal): the rest is not read.
+    co_await LingerAndClose(*conn);
+    co_return false;
+  }
+  if (!keep_alive) {
+    conn->Close();
+    co_return false;
+  }
+  co_return true;
+}
+
 asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn, bool reject) {
   uint64_t id;
   {
@@ -396,7 +502,9 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
     bhttp::request_parser<bhttp::string_body> parser;
     parser.header_limit(static_cast<uint32_t>(
         std::min<size_t>(options.max_header_bytes, std::numeric_limits<uint32_t>::max())));
-    parser.body_limit(static_cast<uint64_t>(options.max_body_bytes));
+    // No limit while the head is read: whether --max-body-bytes applies depends on the route
+    // (a streamed body has none), known once the head is.
+    parser.body_limit(boost::none);
     auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser, kUseTuple);
     ec = hec;
     // The request's head, for the body gate and then the handler.
@@ -413,6 +521,14 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
       }
       target_ok = ParseTarget(&req);
     }
+    const RouteOptions* route_options = !ec && target_ok ? router->Options(req) : nullptr;
+    const bool streamed = route_options != nullptr && route_options->stream_body;
+    if (!ec && !streamed) {
+      parser.body_limit(static_cast<uint64_t>(options.max_body_bytes));  // checked as it is read
+      if (parser.content_length() && *parser.content_length() > options.max_body_bytes) {
+        ec = bhttp::error::body_limit;  // answered 413 below, before a byte of it is read
+      }
+    }
     const bool gated = !ec && !parser.is_done() &&
                        (parser.chunked() || !parser.content_length() ||
                         *parser.content_length() >= kGatedBodyBytes);
@@ -426,8 +542,19 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
       refused = co_await asio::co_spawn(read_pool ? readers.get_executor() : workers.get_executor(),
                                         RunGate(&req), asio::use_awaitable);
     }
+    if (!ec && streamed && !refused && !parser.is_done() && !parser.content_length()) {
+      refused = HttpResponse::Error(411, "length_required",
+                                    "this route needs the body's length: send Content-Length, "
+                                    "not a chunked body");
+    }
+    // A streamed body holds at most the route's buffer in memory, not its length.
+    const uint64_t reserve =
+        streamed && parser.content_length()
+            ? std::min<uint64_t>(*parser.content_length(),
+                                 route_options->streamed_body_memory_bytes + kBodyChunkBytes)
+            : parser.content_length().value_or(0);
     if (gated && !refused && parser.content_length() &&
-        !reservation.Take(*parser.content_length(), options.max_body_bytes_in_flight)) {
+        !reservation.Take(reserve, options.max_body_bytes_in_flight)) {
       refused =
           HttpResponse::Error(503, "unavailable", "too many request bodies in flight; retry later");
       refused->headers.emplace_back("Retry-After", "1");
@@ -443,6 +570,10 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
       if (observer) observer("unmatched", req.method, status, 0);
       if (!wec) co_await LingerAndClose(*conn);
       co_return;
+    }
+    if (streamed && !ec) {
+      if (!co_await ServeStreamed(conn, buffer, parser, req, reservation)) co_return;
+      continue;
     }
     if (!ec && !parser.is_done() &&
         beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
@@ -519,9 +650,7 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
     stats.requests_total.fetch_add(1, std::memory_order_relaxed);
     keep_alive = keep_alive && !stopping && !WantsClose(resp);
     int status = resp.status;
-    BeastResponse res = ToBeast(std::move(resp), version, head, keep_alive);
-    stream.expires_after(std::chrono::seconds(options.write_timeout_seconds));
-    auto [wec, wn] = co_await bhttp::async_write(stream, res, kUseTuple);
+    beast::error_code wec = co_await WriteResponse(*conn, std::move(resp), version, head, keep_alive);
     if (observer) {
       auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                     std::chrono::steady_clock::now() - started_at)

@@ -20,6 +20,15 @@
 // allocated and filled up front), and its declared length is reserved from a budget of
 // `max_body_bytes_in_flight` shared by all connections: beyond it, 503 with Retry-After.
 //
+// Streamed bodies: a route registered with RouteOptions::stream_body gets its body through
+// HttpRequest::body_reader, read from the socket as the handler asks (after the gate, in chunks
+// of kBodyChunkBytes, "100 Continue" sent at the first read), so max_body_bytes does not apply
+// and only the route's streamed_body_memory_bytes is reserved from the in-flight budget. The
+// length must be known (a chunked body gets 411); each read waits at most
+// request_timeout_seconds; a cut connection is an error of BodyReader::Next and is not answered.
+// A handler that answers before reading the whole body has its connection closed after the
+// answer. Responses may be streamed too (HttpResponse::body_source: a large download).
+//
 // Threading: construct, SetObserver(), SetBodyGate() and Start() once from one thread; Stop() from
 // any thread except a handler's (it waits for running handlers); the Router must be complete before
 // Start().
