@@ -21,8 +21,8 @@
 // lock no live process holds.
 //
 // Threading: all public methods are thread-safe. One thread walks the intents; a pool of
-// `parallel_parts` threads PUTs parts; one thread empties the trash. Lock order: mu_ only (no other lock is held while taking
-// it, and none is taken under it).
+// `parallel_parts` threads PUTs parts; one thread empties the trash. Lock order: mu_ only (no
+// other lock is held while taking it, and none is taken under it).
 #pragma once
 
 #include <atomic>
@@ -56,7 +56,10 @@ struct ArtifactTarget {
 struct ArtifactUploaderOptions {
   HttpClientOptions http;
   Backoff::Options backoff;
-  int parallel_parts = 4;      // parts in flight for the whole agent; $COHORT_ARTIFACT_PARTS
+  // Parts in flight for the whole agent; $COHORT_ARTIFACT_PARTS. Two keep the server's disk busy
+  // on loopback; each costs the server its body buffered (a 2 GiB upload with 4: 119 MiB peak
+  // RSS, with 2: 87 MiB; docs/benchmarks.md "Artifacts").
+  int parallel_parts = 2;
   double auth_pause_s = 300;   // after 401/403
   double keep_done_s = 86400;  // how long a committed or failed intent's file is kept
   // A pause before each part (a slow link, for tests); $COHORT_ARTIFACT_PART_DELAY_MS.
