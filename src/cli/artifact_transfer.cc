@@ -20,7 +20,7 @@ constexpr int kRangeRetries = 5;
 // The download's writer syncs every this many bytes, so that the disk writes while the next
 // ranges are fetched and hashed instead of all at the end.
 constexpr uint64_t kSyncEveryBytes = 64 << 20;
-constexpr size_t kQueuedRanges = 2;  // ranges received and not written yet (8 MiB each)
+constexpr size_t kQueuedRanges = 1;  // a range received and not written yet (8 MiB)
 
 // Appends what a download receives to its file on a thread of its own (syncing as it goes):
 // fetching and hashing the next range overlaps writing this one.
