@@ -84,8 +84,8 @@ class ArtifactUploader {
   void Stop() COHORT_EXCLUDES(mu_);
 
   const std::string& root() const { return root_; }
-  // Creates root, intents/, staging/ and trash/ (mode 0700). Accept does it too; the agent calls it at
-  // start so that clients can stage files.
+  // Creates root, intents/, staging/ and trash/ (mode 0700). Accept does it too; the agent calls it
+  // at start so that clients can stage files.
   Status PrepareDirs();
   // Where clients stage copies: <root>/staging (one directory per intent id).
   std::string staging_dir() const;
