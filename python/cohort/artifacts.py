@@ -206,9 +206,8 @@ def _hash_file(path: str, copy_to: Optional[str]) -> Dict[str, Any]:
                 size += len(chunk)
                 if out:
                     out.write(chunk)
-        if out:
-            out.flush()
-            os.fsync(out.fileno())
+        # The copy is not synced (as HashFile in C++): a machine crash before the commit leaves
+        # a damaged copy that the size or SHA-256 checks refuse; the version then fails.
     finally:
         if out:
             out.close()

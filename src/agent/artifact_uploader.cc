@@ -228,7 +228,8 @@ std::string ArtifactUploader::LockPath(const std::string& id) const {
 Status ArtifactUploader::PrepareDirs() {
   // Private like the writer directories: intents hold the API key, staging holds user data.
   for (const std::string& dir :
-       {root_, wal::JoinPath(root_, kIntentsDir), wal::JoinPath(root_, kStagingDir)}) {
+       {root_, wal::JoinPath(root_, kIntentsDir), wal::JoinPath(root_, kStagingDir),
+        wal::JoinPath(root_, kTrashDir)}) {
     COHORT_RETURN_IF_ERROR(fs_->CreateDir(dir));
     COHORT_RETURN_IF_ERROR(fs_->SetPermissions(dir, 0700));
   }
@@ -249,6 +250,8 @@ void ArtifactUploader::Start() {
                                        });
                                      });
   thread_ = std::thread([this] { Loop(); });
+  trash_waiting_ = true;  // what an earlier agent left
+  trash_thread_ = std::thread([this] { EmptyTrashLoop(); });
 }
 
 void ArtifactUploader::Stop() {
@@ -264,6 +267,7 @@ void ArtifactUploader::Stop() {
     for (auto& [url, c] : clients_) c->Abort();
   }
   if (thread_.joinable()) thread_.join();
+  if (trash_thread_.joinable()) trash_thread_.join();
   pool_.reset();
   {
     MutexLock lock(&clients_mu_);
@@ -696,8 +700,54 @@ Status ArtifactUploader::Commit(const std::string& id, const Entry& e) {
   return Status::Ok();
 }
 
+void ArtifactUploader::EmptyTrashLoop() {
+  const std::string trash = wal::JoinPath(root_, kTrashDir);
+  MutexLock lock(&mu_);
+  while (!stop_) {
+    if (!trash_waiting_) {
+      cv_.Wait(mu_);
+      continue;
+    }
+    trash_waiting_ = false;
+    lock.Unlock();
+    auto names = fs_->ListDir(trash);
+    for (size_t i = 0; names.ok() && i < names->size(); ++i) {
+      if (Status st = fs_->RemoveAll(wal::JoinPath(trash, (*names)[i])); !st.ok()) {
+        Logf(LogLevel::kWarning, "artifact staging: {}", st.ToString());
+      }
+    }
+    lock.Lock();
+  }
+}
+
+void ArtifactUploader::DiscardStaging(const std::string& id, const std::string& staging) {
+  // Only a directory of our own staging area is ever removed.
+  if (!InStaging(staging)) return;
+  const std::string to = wal::JoinPath(wal::JoinPath(root_, kTrashDir), id);
+  Status st = fs_->CreateDir(wal::JoinPath(root_, kTrashDir));
+  if (st.ok()) st = fs_->Rename(staging, to);
+  if (st.ok()) {
+    MutexLock lock(&mu_);
+    trash_waiting_ = true;
+    cv_.SignalAll();
+    return;
+  }
+  if (st.code() == StatusCode::kNotFound) return;  // removed already (a re-handed intent)
+  if (Status rm = fs_->RemoveAll(staging); !rm.ok()) {
+    Logf(LogLevel::kWarning, "artifact {}: staged copies not removed: {}", id, rm.ToString());
+  }
+}
+
 void ArtifactUploader::Finish(const std::string& id, ArtifactStatus outcome) {
   std::string file, staging;
+  {
+    MutexLock lock(&mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) return;
+    staging = it->second.intent.staging;
+  }
+  // Out of staging before the outcome is told: nothing reads the copies any more.
+  DiscardStaging(id, staging);
   {
     MutexLock lock(&mu_);
     auto it = entries_.find(id);
@@ -707,16 +757,9 @@ void ArtifactUploader::Finish(const std::string& id, ArtifactStatus outcome) {
     e.done_ms = NowMillis();
     queue_.erase(std::remove(queue_.begin(), queue_.end(), id), queue_.end());
     file = FileJson(e.target, e.intent_json, e.status);
-    staging = e.intent.staging;
   }
   Status st = wal::WriteFileAtomically(fs_, IntentPath(id), file, 0600);
   if (!st.ok()) Logf(LogLevel::kWarning, "artifact {}: outcome not saved: {}", id, st.ToString());
-  // Only a directory of our own staging area is ever removed.
-  if (InStaging(staging)) {
-    if (Status rm = fs_->RemoveAll(staging); !rm.ok()) {
-      Logf(LogLevel::kWarning, "artifact {}: staged copies not removed: {}", id, rm.ToString());
-    }
-  }
   cv_.SignalAll();
   MutexLock lock(&mu_);
   auto it = entries_.find(id);

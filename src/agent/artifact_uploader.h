@@ -12,15 +12,17 @@
 // Network errors, 408, 429 and 5xx retry the intent after a backoff (the server's part list says
 // what is left, so nothing stored is sent again); 401/403 retry after a long pause; any other
 // 4xx fails the intent with the server's message. After the commit (or a failure) the staged
-// copies are deleted and the outcome is written to the intent file, kept `keep_done_s` so that
-// clients can ask for it (StatusOf) and a re-handed intent is not uploaded twice.
+// copies are moved to <root>/trash (a rename: deleting a 2 GiB file takes seconds, which the next
+// intent must not wait for) and deleted there by a thread of their own, and the outcome is
+// written to the intent file, kept `keep_done_s` so that clients can ask for it (StatusOf) and a
+// re-handed intent is not uploaded twice.
 //
 // After a kill -9 a new agent's Recover() (and every Tick) takes over the pending intents whose
 // lock no live process holds.
 //
 // Threading: all public methods are thread-safe. One thread walks the intents; a pool of
-// `parallel_parts` threads PUTs parts. Lock order: mu_ only (no other lock is held while taking
-// it, and none is taken under it).
+// `parallel_parts` threads PUTs parts; one thread empties the trash. Lock order: mu_ only (no
+// other lock is held while taking it, and none is taken under it).
 #pragma once
 
 #include <atomic>
@@ -54,7 +56,10 @@ struct ArtifactTarget {
 struct ArtifactUploaderOptions {
   HttpClientOptions http;
   Backoff::Options backoff;
-  int parallel_parts = 4;      // parts in flight for the whole agent; $COHORT_ARTIFACT_PARTS
+  // Parts in flight for the whole agent; $COHORT_ARTIFACT_PARTS. Two keep the server's disk busy
+  // on loopback; each costs the server its body buffered (a 2 GiB upload with 4: 119 MiB peak
+  // RSS, with 2: 87 MiB; docs/benchmarks.md "Artifacts").
+  int parallel_parts = 2;
   double auth_pause_s = 300;   // after 401/403
   double keep_done_s = 86400;  // how long a committed or failed intent's file is kept
   // A pause before each part (a slow link, for tests); $COHORT_ARTIFACT_PART_DELAY_MS.
@@ -66,6 +71,7 @@ class ArtifactUploader {
   static constexpr char kDirName[] = "%artifacts";  // under the data dir; no run dir is named so
   static constexpr char kIntentsDir[] = "intents";
   static constexpr char kStagingDir[] = "staging";
+  static constexpr char kTrashDir[] = "trash";  // staged copies of finished intents, being deleted
 
   // `root` is <data dir>/%artifacts. The file system is the agent's (tests inject faults).
   ArtifactUploader(std::string root, wal::FileSystem* fs, ArtifactUploaderOptions options = {});
@@ -78,8 +84,8 @@ class ArtifactUploader {
   void Stop() COHORT_EXCLUDES(mu_);
 
   const std::string& root() const { return root_; }
-  // Creates root, intents/ and staging/ (mode 0700). Accept does it too; the agent calls it at
-  // start so that clients can stage files.
+  // Creates root, intents/, staging/ and trash/ (mode 0700). Accept does it too; the agent calls it
+  // at start so that clients can stage files.
   Status PrepareDirs();
   // Where clients stage copies: <root>/staging (one directory per intent id).
   std::string staging_dir() const;
@@ -132,6 +138,11 @@ class ArtifactUploader {
   class PartPool;
 
   void Loop() COHORT_EXCLUDES(mu_);
+  // The trash thread: deletes what is in <root>/trash whenever something was moved there.
+  void EmptyTrashLoop() COHORT_EXCLUDES(mu_);
+  // Moves a finished intent's staging directory to the trash (deletes it in place when it
+  // cannot be moved).
+  void DiscardStaging(const std::string& id, const std::string& staging) COHORT_EXCLUDES(mu_);
   // One attempt at an intent: OK when committed; the status says whether to retry.
   Status Attempt(const std::string& id, Entry* snapshot) COHORT_EXCLUDES(mu_);
   Status UploadBlob(const std::string& id, const Entry& e, const ArtifactFileEntry& f)
@@ -172,7 +183,9 @@ class ArtifactUploader {
   std::deque<std::string> queue_ COHORT_GUARDED_BY(mu_);  // pending ids, in order
   bool stop_ COHORT_GUARDED_BY(mu_) = false;
   bool started_ COHORT_GUARDED_BY(mu_) = false;
+  bool trash_waiting_ COHORT_GUARDED_BY(mu_) = true;  // something to delete (at start: leftovers)
   std::thread thread_;
+  std::thread trash_thread_;
   int64_t orphans_checked_ms_ = 0;  // Tick's thread only
 };
 

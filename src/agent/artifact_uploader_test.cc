@@ -170,8 +170,11 @@ TEST_F(ArtifactUploaderTest, AFileThatChangedFailsTheVersionWithTheServersMessag
   EXPECT_NE(s.error.find("upload the file again"), std::string::npos) << s.error;
   // Another size: refused before anything is sent.
   WriteFile("m.bin", 999, 5);
-  ASSERT_TRUE(up.Accept(target_, ToJson(IntentFor("c2", "ckpt", "model", root_ + "/m.bin"))).ok());
+  ArtifactIntent grown = IntentFor("c2", "ckpt", "model", root_ + "/m.bin");
+  // Grown after it was hashed (before the upload starts: appended after Accept, a fast uploader
+  // read the 999 bytes first and committed them).
   std::ofstream(root_ + "/m.bin", std::ios::app) << "more";
+  ASSERT_TRUE(up.Accept(target_, ToJson(grown)).ok());
   ArtifactStatus s2 = WaitDone(up, "c2");
   ASSERT_EQ(s2.state, "failed");
   EXPECT_NE(s2.error.find("log the artifact again"), std::string::npos) << s2.error;
@@ -216,6 +219,29 @@ TEST_F(ArtifactUploaderTest, StagingLeftByAClientThatEndedBeforeHandingItOverIsR
   EXPECT_TRUE(fs::exists(handed + "/0"));
   EXPECT_TRUE(fs::exists(released + "/0"));
   EXPECT_FALSE(fs::exists(released + "/" + kStagingOwnerFile));
+}
+
+// A committed version's staged copies leave the staging area before the outcome is told (a
+// rename), and the trash thread deletes them: the next intent never waits for a 2 GiB unlink.
+TEST_F(ArtifactUploaderTest, StagedCopiesGoToTheTrashBeforeTheOutcomeAndAreDeletedThere) {
+  ArtifactUploader up(root_ + "/agent/%artifacts", nullptr);
+  ASSERT_TRUE(up.PrepareDirs().ok());
+  const std::string trash = up.root() + "/" + ArtifactUploader::kTrashDir;
+  fs::create_directories(trash + "/left-by-an-earlier-agent");
+  std::ofstream(trash + "/left-by-an-earlier-agent/0") << "old copy";
+  const std::string staging = up.staging_dir() + "/s1";
+  fs::create_directories(staging);
+  const std::string copy = WriteFile("agent/%artifacts/staging/s1/0", 3 * 1024, 5);
+  ArtifactIntent in = IntentFor("s1", "staged", "model", copy);
+  in.staging = staging;
+  up.Start();
+  ASSERT_TRUE(up.Accept(target_, ToJson(in)).ok());
+  ArtifactStatus s = WaitDone(up, "s1");
+  ASSERT_EQ(s.state, "committed") << s.error << s.last_failure;
+  EXPECT_FALSE(fs::exists(staging));  // moved out before "committed" was told
+  EXPECT_TRUE(WaitFor([&] { return fs::exists(trash) && fs::is_empty(trash); }, 30000))
+      << "the trash thread deletes the copies (and what an earlier agent left)";
+  EXPECT_TRUE(fs::exists(up.staging_dir()));
 }
 
 }  // namespace

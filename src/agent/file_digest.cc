@@ -32,10 +32,12 @@ Result<FileDigest> HashFile(wal::FileSystem* fs, const std::string& path,
     if (on_bytes) on_bytes(int64_t(got.size()));
     if (got.size() < buf.size()) break;
   }
-  if (out) {
-    COHORT_RETURN_IF_ERROR(out->Sync());
-    COHORT_RETURN_IF_ERROR(out->Close());
-  }
+  // The copy is not synced: it lives until its version is committed (seconds to minutes), and
+  // syncing it made the disk write every staged byte before the upload could start, for nothing
+  // when the copy is deleted first. A crash of the machine (not of a process) before the commit
+  // leaves a damaged copy, which the agent's size check or the server's SHA-256 check refuses:
+  // the version fails, saying to log it again (docs/artifacts.md).
+  if (out) COHORT_RETURN_IF_ERROR(out->Close());
   d.sha256 = h.FinishHex();
   return d;
 }

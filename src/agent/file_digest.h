@@ -18,7 +18,7 @@ struct FileDigest {
 };
 
 // Reads `path` once, hashing it; with a non-empty `copy_to`, writes the bytes to that new file
-// too (synced before returning). `on_bytes` (optional) is told of each chunk's size (progress).
+// too (not synced: see HashFile). `on_bytes` (optional) is told of each chunk's size (progress).
 Result<FileDigest> HashFile(wal::FileSystem* fs, const std::string& path,
                             const std::string& copy_to = {},
                             const std::function<void(int64_t)>& on_bytes = nullptr);

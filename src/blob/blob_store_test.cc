@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <set>
 
 #include "core/limits.h"
@@ -247,6 +248,95 @@ TEST_F(BlobStoreTest, FirstPartsOfANewUploadArriveAtOnce) {
     ASSERT_TRUE(verified.ok()) << verified.status().ToString();
     ASSERT_TRUE((*verified)->Publish().ok());
   }
+}
+
+// What completing an upload reads back is seen by changing the upload's file behind the store's
+// back (same size): bytes it does not read again cannot fail the check.
+class BlobStoreHashingTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<BlobStore> Open() {
+    auto opened = OpenLocalBlobStore(wal::FileSystem::Default(), dir_.path() + "/blobs");
+    EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+    return opened.ok() ? std::move(*opened) : nullptr;
+  }
+  // Overwrites one byte of the upload's data at `offset`.
+  void Scribble(const std::string& sha, uint64_t size, uint64_t offset) {
+    const std::string path =
+        dir_.path() + "/blobs/uploads/" + sha + "-" + std::to_string(size) + "/data";
+    FILE* f = std::fopen(path.c_str(), "r+b");
+    ASSERT_NE(f, nullptr) << path;
+    ASSERT_EQ(std::fseek(f, long(offset), SEEK_SET), 0);
+    const int c = std::fgetc(f);
+    ASSERT_EQ(std::fseek(f, long(offset), SEEK_SET), 0);
+    std::fputc(c ^ 0xff, f);
+    std::fclose(f);
+  }
+  wal::testing::TempDir dir_;
+};
+
+TEST_F(BlobStoreHashingTest, PartsInOrderAreNotReadBackAtCompletion) {
+  auto store = Open();
+  const std::string data = Bytes(3 * kPart + 5, 40);
+  const std::string sha = Sha256::Hex(data);
+  for (int64_t n = 0; n < 4; ++n)
+    ASSERT_TRUE(store->PutPart(sha, data.size(), n, Part(data, n)).ok());
+  Scribble(sha, data.size(), kPart + 7);  // hashed when it arrived: not read again
+  auto verified = store->Verify(sha, data.size());
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  ASSERT_TRUE((*verified)->Publish().ok());
+}
+
+TEST_F(BlobStoreHashingTest, PartsOutOfOrderAreHashedWhenTheGapCloses) {
+  auto store = Open();
+  const std::string data = Bytes(3 * kPart, 41);
+  const std::string sha = Sha256::Hex(data);
+  for (int64_t n : {2, 1, 0}) ASSERT_TRUE(store->PutPart(sha, data.size(), n, Part(data, n)).ok());
+  auto verified = store->Verify(sha, data.size());
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  ASSERT_TRUE((*verified)->Publish().ok());
+}
+
+TEST_F(BlobStoreHashingTest, APartReplacedWithOtherBytesAfterItWasHashedIsRefused) {
+  auto store = Open();
+  const std::string data = Bytes(3 * kPart, 42);
+  const std::string sha = Sha256::Hex(data);
+  for (int64_t n = 0; n < 3; ++n)
+    ASSERT_TRUE(store->PutPart(sha, data.size(), n, Part(data, n)).ok());
+  ASSERT_TRUE(store->PutPart(sha, data.size(), 1, Bytes(kPart, 7)).ok());
+  auto verified = store->Verify(sha, data.size());
+  ASSERT_FALSE(verified.ok());
+  EXPECT_EQ(verified.status().code(), StatusCode::kInvalidArgument);
+  // Sent again right, after the refusal dropped the parts: stored.
+  for (int64_t n = 0; n < 3; ++n)
+    ASSERT_TRUE(store->PutPart(sha, data.size(), n, Part(data, n)).ok());
+  ASSERT_TRUE(store->PutPart(sha, data.size(), 1, Part(data, 1)).ok());  // again, same bytes
+  verified = store->Verify(sha, data.size());
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  ASSERT_TRUE((*verified)->Publish().ok());
+}
+
+TEST_F(BlobStoreHashingTest, AfterARestartCompletionReadsTheWholeUpload) {
+  const std::string data = Bytes(2 * kPart, 43);
+  const std::string sha = Sha256::Hex(data);
+  {
+    auto store = Open();
+    for (int64_t n = 0; n < 2; ++n)
+      ASSERT_TRUE(store->PutPart(sha, data.size(), n, Part(data, n)).ok());
+  }
+  auto store = Open();  // a new server: no hash in memory, the whole file is read
+  auto verified = store->Verify(sha, data.size());
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  ASSERT_TRUE((*verified)->Publish().ok());
+  // And a byte changed on disk before completion is caught then.
+  const std::string other = Bytes(2 * kPart, 44);
+  const std::string other_sha = Sha256::Hex(other);
+  for (int64_t n = 0; n < 2; ++n)
+    ASSERT_TRUE(store->PutPart(other_sha, other.size(), n, Part(other, n)).ok());
+  auto restarted = Open();
+  Scribble(other_sha, other.size(), 3);
+  auto refused = restarted->Verify(other_sha, other.size());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

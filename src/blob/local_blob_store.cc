@@ -7,11 +7,15 @@
 //
 // A part is written at its offset and synced before its marker is created and the directory
 // synced, so a marker always names durable bytes. Publishing renames `data` into place (it was
-// synced part by part) and syncs the blob's directory; verifying reads `data` through SHA-256.
+// synced part by part) and syncs the blob's directory. Verifying finishes the SHA-256 computed
+// while the parts arrived in order (upload_hash.h), reading only what it lacks: nothing when the
+// parts came in order, all of `data` after a restart or when a part was sent again.
 #include <algorithm>
 #include <charconv>
+#include <optional>
 
 #include "blob/blob_store.h"
+#include "blob/upload_hash.h"
 #include "core/clock.h"
 #include "core/limits.h"
 #include "core/sha256.h"
@@ -139,6 +143,28 @@ class LocalBlobStore final : public BlobStore {
     COHORT_RETURN_IF_ERROR(CheckDigest(sha256));
     COHORT_RETURN_IF_ERROR(CheckPart(size, part, bytes.size()));
     const std::string dir = UploadDir(sha256, size);
+    hashes_.BeginPart(dir, part);
+    Status written = WritePart(dir, part, bytes);
+    hashes_.EndPart(
+        dir, part, bytes, written.ok(), PartCount(size),
+        [&](int64_t n) {
+          Result<bool> e = fs_->Exists(JoinPath(dir, std::string(kPartPrefix) +
+                                                         std::to_string(n)));
+          return e.ok() && *e;
+        },
+        [&](int64_t n, Sha256* hash) -> Status {
+          const uint64_t start = uint64_t(n) * limits::kBlobPartBytes;
+          Result<uint64_t> end = HashFrom(JoinPath(dir, "data"), start, hash, PartLength(size, n));
+          if (!end.ok() || *end != start + PartLength(size, n)) {
+            return Status::Internal("part " + std::to_string(n) + " not read back");
+          }
+          return Status::Ok();
+        });
+    return written;
+  }
+
+  // Writes part `part` at its offset of `dir`/data, syncs it, then marks it.
+  Status WritePart(const std::string& dir, int64_t part, std::string_view bytes) {
     COHORT_RETURN_IF_ERROR(fs_->CreateDir(dir));
     const std::string started = JoinPath(dir, "started");
     COHORT_ASSIGN_OR_RETURN(bool has_started, fs_->Exists(started));
@@ -199,19 +225,19 @@ class LocalBlobStore final : public BlobStore {
       COHORT_RETURN_IF_ERROR(empty->Sync());
       COHORT_RETURN_IF_ERROR(empty->Close());
     }
-    Sha256 hash;
-    uint64_t read = 0;
-    {
-      COHORT_ASSIGN_OR_RETURN(auto in, fs_->NewSequentialFile(data));
-      std::string scratch(1 << 20, '\0');
-      while (true) {
-        COHORT_ASSIGN_OR_RETURN(std::string_view got, in->Read(scratch.size(), scratch.data()));
-        if (got.empty()) break;
-        hash.Update(got);
-        read += got.size();
-      }
+    // The hash of the parts that came in order, then the rest read back; a mismatch after a
+    // shortcut is checked again on the whole file before anything is refused.
+    std::optional<UploadHashes::Prefix> prefix = hashes_.Take(dir);
+    Sha256 fresh;
+    Sha256* hash = prefix ? prefix->hash.get() : &fresh;
+    const uint64_t start =
+        prefix ? std::min(size, uint64_t(prefix->parts) * limits::kBlobPartBytes) : 0;
+    COHORT_ASSIGN_OR_RETURN(uint64_t read, HashFrom(data, start, hash));
+    std::string actual = hash->FinishHex();
+    if ((read != size || actual != sha256) && start > 0) {
+      COHORT_ASSIGN_OR_RETURN(read, HashFrom(data, 0, &fresh));
+      actual = fresh.FinishHex();
     }
-    std::string actual = hash.FinishHex();
     if (read != size || actual != sha256) {
       (void)fs_->RemoveAll(dir);
       return Status::InvalidArgument(
@@ -223,7 +249,26 @@ class LocalBlobStore final : public BlobStore {
         new LocalVerifiedBlob(this, std::string(sha256), dir));
   }
 
+  // Feeds `path` from `offset` to its end (at most `length` bytes) into `hash`; the offset plus
+  // the bytes read.
+  Result<uint64_t> HashFrom(const std::string& path, uint64_t offset, Sha256* hash,
+                            uint64_t length = UINT64_MAX) {
+    COHORT_ASSIGN_OR_RETURN(auto in, fs_->NewSequentialFile(path));
+    COHORT_RETURN_IF_ERROR(in->Skip(offset));
+    std::string scratch(1 << 20, '\0');
+    uint64_t read = offset;
+    while (read - offset < length) {
+      const size_t want = size_t(std::min<uint64_t>(scratch.size(), length - (read - offset)));
+      COHORT_ASSIGN_OR_RETURN(std::string_view got, in->Read(want, scratch.data()));
+      if (got.empty()) break;
+      hash->Update(got);
+      read += got.size();
+    }
+    return read;
+  }
+
   Status PublishUpload(const std::string& sha256, const std::string& upload_dir) {
+    hashes_.Forget(upload_dir);
     const std::string dir = BlobDir(sha256);
     COHORT_RETURN_IF_ERROR(fs_->CreateDir(dir));
     Status moved = fs_->Rename(JoinPath(upload_dir, "data"), BlobPath(sha256));
@@ -320,6 +365,7 @@ class LocalBlobStore final : public BlobStore {
       // An upload dir without a start time was made by a part that is being written, or by a
       // crash before its time was: either way old only once it has a time.
       if (!text.ok() || started >= started_before_ms) continue;
+      hashes_.Forget(dir);
       COHORT_RETURN_IF_ERROR(fs_->RemoveAll(dir));
       ++dropped;
     }
@@ -331,6 +377,7 @@ class LocalBlobStore final : public BlobStore {
  private:
   FileSystem* fs_;
   const std::string root_;
+  UploadHashes hashes_;
 };
 
 Status LocalVerifiedBlob::Publish() { return store_->PublishUpload(sha256_, upload_dir_); }

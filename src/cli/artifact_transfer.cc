@@ -1,9 +1,12 @@
 #include "cli/artifact_transfer.h"
 
 #include <algorithm>
+#include <deque>
 #include <set>
+#include <thread>
 
 #include "core/limits.h"
+#include "core/mutex.h"
 #include "core/sha256.h"
 #include "core/text_encoding.h"
 
@@ -14,6 +17,83 @@ namespace {
 
 constexpr size_t kReadBlockBytes = 1 << 20;
 constexpr int kRangeRetries = 5;
+// The download's writer syncs every this many bytes, so that the disk writes while the next
+// ranges are fetched and hashed instead of all at the end.
+constexpr uint64_t kSyncEveryBytes = 64 << 20;
+constexpr size_t kQueuedRanges = 1;  // a range received and not written yet (8 MiB)
+
+// Appends what a download receives to its file on a thread of its own (syncing as it goes):
+// fetching and hashing the next range overlaps writing this one.
+class BackgroundWriter {
+ public:
+  explicit BackgroundWriter(wal::WritableFile* out) : out_(out) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~BackgroundWriter() { (void)Finish(); }
+  BackgroundWriter(const BackgroundWriter&) = delete;
+  BackgroundWriter& operator=(const BackgroundWriter&) = delete;
+
+  // Queues `bytes` (waits while kQueuedRanges are queued); the writer's first error, if any.
+  Status Push(std::string bytes) COHORT_EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    while (error_.ok() && queue_.size() >= kQueuedRanges) cv_.Wait(mu_);
+    if (!error_.ok()) return error_;
+    queue_.push_back(std::move(bytes));
+    cv_.SignalAll();
+    return Status::Ok();
+  }
+  // Writes what is queued, syncs, and ends the thread; the first error.
+  Status Finish() COHORT_EXCLUDES(mu_) {
+    {
+      MutexLock lock(&mu_);
+      done_ = true;
+      cv_.SignalAll();
+    }
+    if (thread_.joinable()) thread_.join();
+    MutexLock lock(&mu_);
+    return error_;
+  }
+
+ private:
+  void Loop() COHORT_EXCLUDES(mu_) {
+    uint64_t unsynced = 0;
+    MutexLock lock(&mu_);
+    while (error_.ok()) {
+      if (queue_.empty()) {
+        if (done_) break;
+        cv_.Wait(mu_);
+        continue;
+      }
+      std::string bytes = std::move(queue_.front());
+      queue_.pop_front();
+      cv_.SignalAll();
+      lock.Unlock();
+      Status st = out_->Append(bytes);
+      unsynced += bytes.size();
+      if (st.ok() && unsynced >= kSyncEveryBytes) {
+        st = out_->Sync();
+        unsynced = 0;
+      }
+      lock.Lock();
+      if (!st.ok()) error_ = st;
+    }
+    if (error_.ok()) {
+      lock.Unlock();
+      Status st = out_->Sync();
+      lock.Lock();
+      if (!st.ok()) error_ = st;
+    }
+    cv_.SignalAll();
+  }
+
+  wal::WritableFile* const out_;
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<std::string> queue_ COHORT_GUARDED_BY(mu_);
+  bool done_ COHORT_GUARDED_BY(mu_) = false;
+  Status error_ COHORT_GUARDED_BY(mu_);
+  std::thread thread_;
+};
 
 std::vector<std::string> SplitSlash(std::string_view text) {
   std::vector<std::string> parts;
@@ -251,6 +331,7 @@ Status DownloadVerified(ReadClient& client, wal::FileSystem* fs, const std::stri
   }
   COHORT_ASSIGN_OR_RETURN(auto out, fs->NewWritableFile(part, wal::WriteMode::kAppend));
   int failures = 0;
+  BackgroundWriter writer(out.get());
   while (have < size) {
     uint64_t end = std::min<uint64_t>(size, have + limits::kBlobPartBytes) - 1;
     std::string range = "Range: bytes=" + std::to_string(have) + "-" + std::to_string(end);
@@ -267,13 +348,14 @@ Status DownloadVerified(ReadClient& client, wal::FileSystem* fs, const std::stri
                               std::to_string(res->body.size()) + " (HTTP " +
                               std::to_string(res->status) + ")");
     }
-    COHORT_RETURN_IF_ERROR(out->Append(res->body));
     h.Update(res->body);
-    have += res->body.size();
+    const size_t got = res->body.size();
+    COHORT_RETURN_IF_ERROR(writer.Push(std::move(res->body)));
+    have += got;
     failures = 0;
-    if (progress) progress(res->body.size());
+    if (progress) progress(got);
   }
-  COHORT_RETURN_IF_ERROR(out->Sync());
+  COHORT_RETURN_IF_ERROR(writer.Finish());  // written and synced
   COHORT_RETURN_IF_ERROR(out->Close());
   std::string digest = h.FinishHex();
   if (digest != sha256) {

@@ -24,6 +24,9 @@ namespace {
 namespace bj = boost::json;
 
 constexpr int64_t kPollMs = 100;
+// WaitArtifact asks again after 5 ms, then twice as long each time up to kPollMs: a version that
+// is committed at once (nothing to upload) is seen within milliseconds.
+constexpr int64_t kFirstWaitPollMs = 5;
 constexpr int64_t kQueryBudgetMs = 2000;
 
 int64_t MonoMs() { return agent::MonoMillis(); }
@@ -264,6 +267,7 @@ Result<ArtifactVersion> Run::Impl::ArtifactState(const std::string& id, int64_t 
 
 Result<ArtifactVersion> Run::Impl::WaitArtifact(const std::string& id, double timeout_s) {
   const int64_t deadline = timeout_s < 0 ? INT64_MAX : MonoMs() + int64_t(timeout_s * 1000);
+  int64_t poll_ms = kFirstWaitPollMs;
   while (true) {
     auto st = ArtifactState(id, std::min(deadline, MonoMs() + kQueryBudgetMs));
     if (!st.ok()) return st.status();
@@ -281,7 +285,9 @@ Result<ArtifactVersion> Run::Impl::WaitArtifact(const std::string& id, double ti
                                       ", " + Bytes(st->bytes_done) + " of " +
                                       Bytes(st->bytes_total) + ")");
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(std::min(poll_ms, std::max<int64_t>(1, deadline - MonoMs()))));
+    poll_ms = std::min(kPollMs, poll_ms * 2);
   }
 }
 

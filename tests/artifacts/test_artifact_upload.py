@@ -315,3 +315,53 @@ def test_artifact_upload_survives_a_server_sigkill(tmp_path):
             proc.wait()
         c.stop_agents()
         server.stop()
+
+
+OVERWRITE_SCRIPT = r"""
+import json, sys
+import cohort
+
+path = sys.argv[1]
+run = cohort.init(project="arts", settings=cohort.Settings(finish_timeout=120))
+art = cohort.Artifact("mutable", "model")
+art.add_file(path, "model.bin")  # the default policy: copied while hashed (not synced)
+run.log_artifact(art)
+art._thread.join()  # hashed, copied and handed to the agent
+print("STAGED", flush=True)
+sys.stdin.readline()  # the test rewrites the file in place meanwhile
+art.wait(timeout=120)
+print("COMMITTED", json.dumps({"version": art.version, "digest": art.digest}), flush=True)
+run.finish()
+"""
+
+
+def test_a_file_rewritten_in_place_after_logging_does_not_change_the_version(client, tmp_path):
+    # What a job that saves its checkpoint again does (same inode, truncated and rewritten) while
+    # the agent still uploads the version: the version keeps the bytes that were logged.
+    data = os.urandom((8 << 20) + 4096)  # 2 parts
+    src = tmp_path / "model.bin"
+    src.write_bytes(data)
+    sha = hashlib.sha256(data).hexdigest()
+    script = tmp_path / "overwrite.py"
+    script.write_text(OVERWRITE_SCRIPT)
+    proc = client.popen([script, src], env={"COHORT_ARTIFACT_PARTS": "1",
+                                            "COHORT_ARTIFACT_PART_DELAY_MS": "300"},
+                        stdin=subprocess.PIPE)
+    try:
+        read_line(proc, "STAGED")
+        inode = src.stat().st_ino
+        with open(src, "wb") as f:  # in place: the same inode
+            f.write(os.urandom(len(data)))
+        assert src.stat().st_ino == inode
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        committed = json.loads(read_line(proc, "COMMITTED"))
+        assert committed["version"] == "v0", committed
+        assert committed["digest"] == manifest_digest([("model.bin", sha, len(data))]), committed
+        status, body = client.api.get(f"/api/v1/blobs/{client.entity}/{sha}?size={len(data)}")
+        assert status == 200 and body["stored"], body  # the server checked the logged bytes
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()[-4000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()

@@ -1,0 +1,70 @@
+// UploadHashes: the SHA-256 of an upload computed while its parts arrive, so that completing it
+// does not read the whole blob back (docs/artifacts.md, "Uploads").
+//
+// Parts are hashed in order: a part that arrives next in order is hashed from the request's
+// bytes once it is durable, and so are the parts after it that arrived earlier (read back from
+// the store, where the page cache usually still has them). A part is never hashed while a PUT of
+// it is being written, and a part sent again after it was hashed (or while it is being hashed)
+// spoils the upload's state: it is dropped, and the store reads the whole blob at completion, as
+// it does after a server restart (the state is in memory only). A state is only a shortcut: the
+// store compares the final digest with the announced one and, when they differ, reads the whole
+// blob before it refuses anything.
+//
+// Threading: thread-safe. Hashing happens outside the lock, by one thread per upload at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cohort/status.h"
+#include "core/mutex.h"
+#include "core/sha256.h"
+
+namespace cohort::blob {
+
+class UploadHashes {
+ public:
+  // The hash of the parts [0, parts) of an upload.
+  struct Prefix {
+    std::unique_ptr<Sha256> hash;
+    int64_t parts = 0;
+  };
+  // Whether part n is durable in the store (its marker exists).
+  using StoredFn = std::function<bool(int64_t part)>;
+  // Feeds part n's bytes, read back from the store, into `hash` (in small reads: parts are
+  // large).
+  using HashStoredFn = std::function<Status(int64_t part, Sha256* hash)>;
+
+  // A PUT of `part` of `upload` (any key naming one upload) is about to write it.
+  void BeginPart(const std::string& upload, int64_t part) COHORT_EXCLUDES(mu_);
+  // That PUT ended: `bytes` are durable when `durable`. Hashes them when the part is next in
+  // order, then the following parts that `stored` says are durable (read with `hash_stored`), up to
+  // `part_count`.
+  void EndPart(const std::string& upload, int64_t part, std::string_view bytes, bool durable,
+               int64_t part_count, const StoredFn& stored, const HashStoredFn& hash_stored)
+      COHORT_EXCLUDES(mu_);
+  // Takes the upload's state for its completion; nullopt when there is none worth using (none,
+  // spoiled, or a part being written or hashed).
+  std::optional<Prefix> Take(const std::string& upload) COHORT_EXCLUDES(mu_);
+  void Forget(const std::string& upload) COHORT_EXCLUDES(mu_);
+  size_t size() const COHORT_EXCLUDES(mu_);
+
+ private:
+  struct State {
+    std::unique_ptr<Sha256> hash = std::make_unique<Sha256>();
+    int64_t next = 0;                // parts [0, next) are in `hash`
+    bool hashing = false;            // a thread is hashing part `next`
+    bool spoiled = false;            // a hashed part was written again: drop at the end
+    std::map<int64_t, int> writing;  // parts being written, by how many PUTs
+  };
+
+  mutable Mutex mu_;
+  std::map<std::string, std::unique_ptr<State>> states_ COHORT_GUARDED_BY(mu_);
+};
+
+}  // namespace cohort::blob

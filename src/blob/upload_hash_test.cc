@@ -1,0 +1,102 @@
+#include "blob/upload_hash.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace cohort::blob {
+namespace {
+
+// An upload of parts "p0", "p1", ... whose durable bytes are in `stored_`.
+class UploadHashesTest : public ::testing::Test {
+ protected:
+  static constexpr int64_t kParts = 4;
+
+  void Put(int64_t n, const std::string& bytes) {
+    hashes_.BeginPart("u", n);
+    stored_[n] = bytes;
+    hashes_.EndPart(
+        "u", n, bytes, true, kParts, [&](int64_t k) { return stored_.count(k) > 0; },
+        [&](int64_t k, Sha256* hash) {
+          ++reads_;
+          hash->Update(stored_.at(k));
+          return Status::Ok();
+        });
+  }
+  std::string HexOf(int64_t parts) {
+    std::string all;
+    for (int64_t n = 0; n < parts; ++n) all += stored_.at(n);
+    return Sha256::Hex(all);
+  }
+
+  UploadHashes hashes_;
+  std::map<int64_t, std::string> stored_;
+  int reads_ = 0;
+};
+
+TEST_F(UploadHashesTest, PartsInOrderAreHashedFromTheRequestsBytes) {
+  for (int64_t n = 0; n < kParts; ++n) Put(n, "p" + std::to_string(n));
+  EXPECT_EQ(reads_, 0);
+  auto prefix = hashes_.Take("u");
+  ASSERT_TRUE(prefix.has_value());
+  EXPECT_EQ(prefix->parts, kParts);
+  EXPECT_EQ(prefix->hash->FinishHex(), HexOf(kParts));
+  EXPECT_EQ(hashes_.size(), 0u);  // taken
+}
+
+TEST_F(UploadHashesTest, PartsThatCameEarlyAreReadBackWhenTheirTurnComes) {
+  Put(2, "p2");
+  Put(1, "p1");
+  EXPECT_EQ(reads_, 0);  // part 0 is not there: nothing can be hashed yet
+  Put(0, "p0");
+  EXPECT_EQ(reads_, 2);  // parts 1 and 2, after part 0
+  auto prefix = hashes_.Take("u");
+  ASSERT_TRUE(prefix.has_value());
+  EXPECT_EQ(prefix->parts, 3);  // part 3 never came: the store reads it at completion
+  EXPECT_EQ(prefix->hash->FinishHex(), HexOf(3));
+}
+
+TEST_F(UploadHashesTest, APartSentAgainAfterItWasHashedSpoilsTheState) {
+  Put(0, "p0");
+  Put(1, "p1");
+  Put(1, "other bytes");
+  EXPECT_FALSE(hashes_.Take("u").has_value());  // the store reads everything
+  EXPECT_EQ(hashes_.size(), 0u);
+}
+
+TEST_F(UploadHashesTest, APartBeingWrittenIsNotReadAndBlocksTheTake) {
+  Put(0, "p0");
+  hashes_.BeginPart("u", 1);  // a PUT of part 1 is writing it
+  stored_[1] = "half";
+  Put(2, "p2");  // not next: nothing is read
+  EXPECT_EQ(reads_, 0);
+  EXPECT_FALSE(hashes_.Take("u").has_value());  // completion while a part is being written
+}
+
+TEST_F(UploadHashesTest, TwoPutsOfOnePartAtOnceSpoilTheState) {
+  hashes_.BeginPart("u", 0);
+  hashes_.BeginPart("u", 0);
+  for (int i = 0; i < 2; ++i) {
+    hashes_.EndPart(
+        "u", 0, "p0", true, kParts, [](int64_t) { return false; },
+        [](int64_t, Sha256*) { return Status::Ok(); });
+  }
+  EXPECT_FALSE(hashes_.Take("u").has_value());
+  EXPECT_EQ(hashes_.size(), 0u);
+}
+
+TEST_F(UploadHashesTest, AFailedWriteIsNotHashedAndForgetDropsTheState) {
+  hashes_.BeginPart("u", 0);
+  hashes_.EndPart(
+      "u", 0, "p0", /*durable=*/false, kParts, [](int64_t) { return false; },
+      [](int64_t, Sha256*) { return Status::Ok(); });
+  EXPECT_FALSE(hashes_.Take("u").has_value());  // nothing hashed: no shortcut
+  Put(0, "p0");
+  EXPECT_EQ(hashes_.size(), 1u);
+  hashes_.Forget("u");
+  EXPECT_EQ(hashes_.size(), 0u);
+}
+
+}  // namespace
+}  // namespace cohort::blob
