@@ -12,6 +12,7 @@
 #include "blob/s3_blob_store.h"
 
 #include <charconv>
+#include <future>
 #include <map>
 
 #include "blob/s3_client.h"
@@ -58,6 +59,7 @@ Status CheckDigest(std::string_view sha256) {
 }
 
 constexpr std::string_view kPartPrefix = "part-";
+constexpr int kDeleteWorkers = 4;  // deletions in flight at once
 // A multipart upload has at most 10000 parts: the most a blob published by copying its parts
 // can have.
 constexpr int64_t kMaxParts = 10000;
@@ -152,8 +154,10 @@ class S3BlobStore final : public BlobStore {
 
   Status DropUpload(std::string_view sha256, uint64_t size) {
     COHORT_ASSIGN_OR_RETURN(auto parts, Parts(sha256, size));
-    for (const auto& [n, o] : parts) COHORT_RETURN_IF_ERROR(s3_.DeleteObject(o.key));
-    return Status::Ok();
+    std::vector<std::string> keys;
+    for (const auto& [n, o] : parts) keys.push_back(o.key);
+    return ParallelFor(keys.size(), kDeleteWorkers,
+                       [&](size_t i) { return s3_.DeleteObject(keys[i]); });
   }
 
   Result<std::unique_ptr<VerifiedBlob>> Verify(std::string_view sha256, uint64_t size) override {
@@ -167,26 +171,36 @@ class S3BlobStore final : public BlobStore {
                                           " is missing; upload it, then complete again");
       }
     }
+    // Part n + 1 is fetched while part n is hashed: two parts (16 MiB) in memory at most.
+    struct Fetched {
+      Result<std::string> bytes = std::string();
+      std::string etag;
+    };
+    auto fetch = [this, sha256, size](int64_t n) {
+      Fetched f;
+      // One byte more than the part's length is asked for, to see a part that is too long.
+      f.bytes = s3_.GetRange(PartKey(sha256, size, n), 0, PartLength(size, n) + 1, &f.etag);
+      return f;
+    };
     Sha256 hash;
     uint64_t read = 0;
     std::vector<std::string> etags;
+    std::future<Fetched> next;
+    if (count > 0) next = std::async(std::launch::async, fetch, 0);
     for (int64_t n = 0; n < count; ++n) {
-      std::string etag;
-      const std::string key = PartKey(sha256, size, n);
-      // A part is at most kBlobPartBytes: one part in memory at a time. One byte more than
-      // expected is asked for, to see a part that is too long.
-      Result<std::string> bytes = s3_.GetRange(key, 0, PartLength(size, n) + 1, &etag);
-      if (!bytes.ok()) {
-        if (bytes.status().code() == StatusCode::kNotFound) {
+      Fetched part = next.get();
+      if (n + 1 < count) next = std::async(std::launch::async, fetch, n + 1);
+      if (!part.bytes.ok()) {
+        if (part.bytes.status().code() == StatusCode::kNotFound) {
           return Status::FailedPrecondition("blob " + std::string(sha256) + ": part " +
                                             std::to_string(n) + " of " + std::to_string(count) +
                                             " is missing; upload it, then complete again");
         }
-        return bytes.status();
+        return part.bytes.status();
       }
-      hash.Update(*bytes);
-      read += bytes->size();
-      etags.push_back(etag);
+      hash.Update(*part.bytes);
+      read += part.bytes->size();
+      etags.push_back(std::move(part.etag));
     }
     std::string actual = hash.FinishHex();
     if (read != size || actual != sha256) {

@@ -103,6 +103,7 @@ constexpr std::string_view kEmptySha256 =
 constexpr uint64_t kMaxSingleCopyBytes = uint64_t{5} << 30;
 constexpr uint64_t kCopyPartBytes = uint64_t{1} << 30;
 constexpr int kMaxAttempts = 5;
+constexpr int kCopyWorkers = 4;  // part copies in flight at once
 
 void GlobalInitOnce() {
   static std::once_flag once;
@@ -180,6 +181,32 @@ size_t OnHeader(char* data, size_t size, size_t n, void* user) {
 }
 
 }  // namespace
+
+Status ParallelFor(size_t n, int workers, const std::function<Status(size_t)>& fn) {
+  Mutex mu;
+  size_t next = 0;
+  Status first;
+  auto work = [&] {
+    while (true) {
+      size_t i;
+      {
+        MutexLock lock(&mu);
+        if (next >= n || !first.ok()) return;
+        i = next++;
+      }
+      Status s = fn(i);
+      if (!s.ok()) {
+        MutexLock lock(&mu);
+        if (first.ok()) first = s;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int w = 1; w < workers && size_t(w) < n; ++w) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  return first;
+}
 
 struct S3Client::Request {
   std::string method;  // GET, PUT, POST, DELETE, HEAD
@@ -293,7 +320,8 @@ Result<S3Client::Response> S3Client::SendOnce(const Request& req) {
   } else {
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req.method.c_str());
     if (req.method == "PUT" || req.method == "POST") {
-      curl_easy_setopt(c, CURLOPT_POSTFIELDS, req.body.data());
+      // Never null: a null body would make libcurl read the body from stdin.
+      curl_easy_setopt(c, CURLOPT_POSTFIELDS, req.body.empty() ? "" : req.body.data());
       curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(req.body.size()));
     }
   }
@@ -465,8 +493,8 @@ Status S3Client::Compose(const std::string& dst, const std::vector<Source>& sour
     (void)Send(Request{.method = "DELETE", .key = dst, .query = {{"uploadId", upload_id}}});
     return s;
   };
-  std::string complete = "<CompleteMultipartUpload>";
-  for (size_t i = 0; i < sources.size(); ++i) {
+  std::vector<std::string> etags(sources.size());
+  Status copied = ParallelFor(sources.size(), kCopyWorkers, [&](size_t i) -> Status {
     const Source& src = sources[i];
     Request req{.method = "PUT",
                 .key = dst,
@@ -480,13 +508,17 @@ Status S3Client::Compose(const std::string& dst, const std::vector<Source>& sour
                                        std::to_string(src.offset + src.length - 1));
     }
     std::sort(req.amz_headers.begin(), req.amz_headers.end());
-    Result<Response> r = Send(req);
-    if (!r.ok()) return abort(r.status());
-    const std::string etag = XmlText(r->body, "ETag");
-    if (r->http != 200 || etag.empty() || !r->code.empty()) {
-      return abort(Failure("UploadPartCopy " + src.key + " ->", dst, *r));
+    COHORT_ASSIGN_OR_RETURN(Response r, Send(req));
+    etags[i] = XmlText(r.body, "ETag");
+    if (r.http != 200 || etags[i].empty() || !r.code.empty()) {
+      return Failure("UploadPartCopy " + src.key + " ->", dst, r);
     }
-    complete += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + etag +
+    return Status::Ok();
+  });
+  if (!copied.ok()) return abort(copied);
+  std::string complete = "<CompleteMultipartUpload>";
+  for (size_t i = 0; i < sources.size(); ++i) {
+    complete += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + etags[i] +
                 "</ETag></Part>";
   }
   complete += "</CompleteMultipartUpload>";

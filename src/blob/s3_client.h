@@ -37,6 +37,10 @@ std::string Authorization(std::string_view access_key, std::string_view secret_k
 std::string AmzDateNow();
 }  // namespace sigv4
 
+// Runs fn(0) .. fn(n - 1) on up to `workers` threads (requests to the object store overlap);
+// the first error stops handing out more and is returned.
+Status ParallelFor(size_t n, int workers, const std::function<Status(size_t)>& fn);
+
 struct S3Object {
   std::string key;
   uint64_t size = 0;

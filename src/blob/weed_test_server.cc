@@ -91,6 +91,7 @@ Result<std::unique_ptr<WeedServerForTest>> WeedServerForTest::Start() {
                                    "-ip.bind=127.0.0.1",
                                    "-master.port=" + std::to_string(p[0]),
                                    "-master.volumeSizeLimitMB=1024",
+                                   "-volume.max=0",
                                    "-volume.port=" + std::to_string(p[1]),
                                    "-filer.port=" + std::to_string(p[2]),
                                    "-s3",

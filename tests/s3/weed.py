@@ -121,6 +121,7 @@ class Weed:
         self.proc = subprocess.Popen(
             [self.binary, "server", f"-dir={self.dir / 'data'}", "-ip=127.0.0.1",
              "-ip.bind=127.0.0.1", f"-master.port={p[0]}", "-master.volumeSizeLimitMB=1024",
+             "-volume.max=0",
              f"-volume.port={p[1]}", f"-filer.port={p[2]}", "-s3", f"-s3.port={p[3]}",
              f"-s3.config={self.dir / 's3.json'}"],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
