@@ -103,7 +103,8 @@ constexpr std::string_view kEmptySha256 =
 constexpr uint64_t kMaxSingleCopyBytes = uint64_t{5} << 30;
 constexpr uint64_t kCopyPartBytes = uint64_t{1} << 30;
 constexpr int kMaxAttempts = 5;
-constexpr int kCopyWorkers = 4;  // part copies in flight at once
+constexpr int kCopyWorkers = 4;
+constexpr uint64_t kMaxReserveBytes = uint64_t{64} << 20;  // part copies in flight at once
 
 void GlobalInitOnce() {
   static std::once_flag once;
@@ -216,6 +217,9 @@ struct S3Client::Request {
   std::string_view body;
   bool sign_body = true;  // false: UNSIGNED-PAYLOAD
   std::string range;      // "bytes=a-b"
+  // The most body bytes expected back (a ranged GET), reserved at once: a body grown by
+  // doubling would leave 1 + 2 + ... + 16 MiB of freed blocks in the allocator's arenas per part.
+  uint64_t expect_bytes = 0;
 };
 
 struct S3Client::Response {
@@ -303,6 +307,7 @@ Result<S3Client::Response> S3Client::SendOnce(const Request& req) {
   add("Content-Type: application/octet-stream");
   if (!req.range.empty()) add("Range: " + req.range);
   Response r;
+  r.body.reserve(std::min<uint64_t>(req.expect_bytes, kMaxReserveBytes));
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
@@ -406,7 +411,7 @@ Result<std::string> S3Client::GetRange(const std::string& key, uint64_t offset, 
     COHORT_RETURN_IF_ERROR(HeadObject(key).status());
     return std::string();
   }
-  Request req{.method = "GET", .key = key};
+  Request req{.method = "GET", .key = key, .expect_bytes = length};
   req.range = "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + length - 1);
   COHORT_ASSIGN_OR_RETURN(Response r, Send(req));
   if (r.http == 416) {  // past the end (or an empty object)
