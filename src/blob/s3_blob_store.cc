@@ -30,9 +30,10 @@ Status CheckS3Config(const S3Config& c) {
   std::string_view rest = std::string_view(c.endpoint).substr(c.endpoint.find("://") + 3);
   if (rest.empty() || rest.front() == '/' ||
       rest.find_first_not_of('/', rest.find('/')) != std::string_view::npos) {
-    return Status::InvalidArgument("--blob-s3-endpoint: expected http(s)://host[:port] without a "
-                                   "path (the bucket is --blob-s3-bucket), got \"" +
-                                   c.endpoint + "\"");
+    return Status::InvalidArgument(
+        "--blob-s3-endpoint: expected http(s)://host[:port] without a "
+        "path (the bucket is --blob-s3-bucket), got \"" +
+        c.endpoint + "\"");
   }
   if (c.bucket.empty() || c.bucket.find('/') != std::string::npos) {
     return Status::InvalidArgument("--blob-s3-bucket: a bucket name is needed (no '/')");
@@ -92,9 +93,7 @@ class S3VerifiedBlob final : public VerifiedBlob {
 
 class S3BlobStore final : public BlobStore {
  public:
-  explicit S3BlobStore(S3Config config) : s3_(std::move(config)) {
-    prefix_ = s3_.config().prefix;
-  }
+  explicit S3BlobStore(S3Config config) : s3_(std::move(config)) { prefix_ = s3_.config().prefix; }
 
   Status Init() { return s3_.CheckOrCreateBucket(); }
 
@@ -305,7 +304,8 @@ class S3BlobStore final : public BlobStore {
     COHORT_RETURN_IF_ERROR(s3_.ListObjects(top, [&](const S3Object& o) {
       std::string_view rest = std::string_view(o.key).substr(top.size());
       const std::string upload(rest.substr(0, rest.find('/')));
-      auto [it, fresh] = uploads.try_emplace(upload, o.last_modified_ms, std::vector<std::string>{});
+      auto [it, fresh] =
+          uploads.try_emplace(upload, o.last_modified_ms, std::vector<std::string>{});
       it->second.first = std::min(it->second.first, o.last_modified_ms);
       it->second.second.push_back(o.key);
       return Status::Ok();

@@ -1,9 +1,10 @@
 // What only the S3 backend does: its SigV4 signature, its settings' checks, its errors with bad
 // credentials, and refusing to publish a part replaced after it was verified. The BlobStore
 // contract itself runs on both backends in blob_store_test.cc.
+#include "blob/s3_blob_store.h"
+
 #include <gtest/gtest.h>
 
-#include "blob/s3_blob_store.h"
 #include "blob/s3_client.h"
 #include "blob/weed_test_server.h"
 #include "core/limits.h"
@@ -21,9 +22,9 @@ TEST(S3SigV4Test, MatchesAwsDocumentedExample) {
       {"range", "bytes=0-9"},
       {"x-amz-content-sha256", empty},
       {"x-amz-date", "20130524T000000Z"}};
-  const std::string auth = sigv4::Authorization(
-      "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "us-east-1",
-      "20130524T000000Z", "GET", "/test.txt", "", headers, empty);
+  const std::string auth =
+      sigv4::Authorization("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                           "us-east-1", "20130524T000000Z", "GET", "/test.txt", "", headers, empty);
   EXPECT_EQ(auth,
             "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, "
             "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "

@@ -75,8 +75,8 @@ std::string Authorization(std::string_view access_key, std::string_view secret_k
                           signed_headers + "\n" + std::string(payload_hash);
   const std::string date(amz_date.substr(0, 8));
   const std::string scope = date + "/" + std::string(region) + "/s3/aws4_request";
-  const std::string to_sign = "AWS4-HMAC-SHA256\n" + std::string(amz_date) + "\n" + scope +
-                              "\n" + Sha256::Hex(canonical);
+  const std::string to_sign =
+      "AWS4-HMAC-SHA256\n" + std::string(amz_date) + "\n" + scope + "\n" + Sha256::Hex(canonical);
   std::string key = Hmac("AWS4" + std::string(secret_key), date);
   key = Hmac(key, region);
   key = Hmac(key, "s3");
@@ -128,8 +128,8 @@ std::string XmlText(std::string_view xml, std::string_view tag, size_t* from = n
       continue;
     }
     static constexpr std::pair<std::string_view, char> kEntities[] = {
-        {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''},
-        {"&#34;", '"'}};
+        {"&amp;", '&'},  {"&lt;", '<'},    {"&gt;", '>'},
+        {"&quot;", '"'}, {"&apos;", '\''}, {"&#34;", '"'}};
     bool done = false;
     for (const auto& [name, c] : kEntities) {
       if (raw.substr(i).starts_with(name)) {
@@ -210,9 +210,9 @@ Status ParallelFor(size_t n, int workers, const std::function<Status(size_t)>& f
 }
 
 struct S3Client::Request {
-  std::string method;  // GET, PUT, POST, DELETE, HEAD
-  std::string key;     // empty: the bucket
-  std::vector<std::pair<std::string, std::string>> query;  // raw names and values
+  std::string method;                                            // GET, PUT, POST, DELETE, HEAD
+  std::string key;                                               // empty: the bucket
+  std::vector<std::pair<std::string, std::string>> query;        // raw names and values
   std::vector<std::pair<std::string, std::string>> amz_headers;  // x-amz-* (lowercase names)
   std::string_view body;
   bool sign_body = true;  // false: UNSIGNED-PAYLOAD
@@ -286,9 +286,9 @@ Result<S3Client::Response> S3Client::SendOnce(const Request& req) {
       {"host", host_}, {"x-amz-content-sha256", payload_hash}, {"x-amz-date", amz_date}};
   for (const auto& h : req.amz_headers) signed_headers.push_back(h);
   std::sort(signed_headers.begin(), signed_headers.end());
-  const std::string authorization = sigv4::Authorization(
-      config_.access_key, config_.secret_key, config_.region, amz_date, req.method, uri,
-      canonical_query, signed_headers, payload_hash);
+  const std::string authorization =
+      sigv4::Authorization(config_.access_key, config_.secret_key, config_.region, amz_date,
+                           req.method, uri, canonical_query, signed_headers, payload_hash);
 
   std::string endpoint = config_.endpoint;
   while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
@@ -338,8 +338,8 @@ Result<S3Client::Response> S3Client::SendOnce(const Request& req) {
   curl_slist_free_all(headers);
   if (rc != CURLE_OK) {
     curl_easy_cleanup(c);
-    return Status::Unavailable("S3 " + req.method + " " + config_.endpoint + "/" +
-                               config_.bucket + "/" + req.key + ": " + curl_easy_strerror(rc) +
+    return Status::Unavailable("S3 " + req.method + " " + config_.endpoint + "/" + config_.bucket +
+                               "/" + req.key + ": " + curl_easy_strerror(rc) +
                                " (is --blob-s3-endpoint right and the object store up?)");
   }
   GiveBack(c);
@@ -361,25 +361,26 @@ Result<S3Client::Response> S3Client::Send(const Request& req) {
       last = r.status();
       continue;
     }
-    const bool transient = r->http >= 500 || r->http == 429 || r->code == "SlowDown" ||
-                           r->code == "InternalError";
+    const bool transient =
+        r->http >= 500 || r->http == 429 || r->code == "SlowDown" || r->code == "InternalError";
     if (!transient) return r;
     last = Failure(req.method, req.key, *r);
   }
-  return Status(last.code(), last.message() + " (after " + std::to_string(kMaxAttempts) +
-                                 " attempts)");
+  return Status(last.code(),
+                last.message() + " (after " + std::to_string(kMaxAttempts) + " attempts)");
 }
 
 Status S3Client::Failure(std::string_view op, const std::string& key, const Response& r) const {
-  std::string msg = "S3 " + std::string(op) + " " + config_.bucket + "/" + key + ": " +
-                    std::to_string(r.http);
+  std::string msg =
+      "S3 " + std::string(op) + " " + config_.bucket + "/" + key + ": " + std::to_string(r.http);
   if (!r.code.empty()) msg += " " + r.code;
   if (!r.message.empty()) msg += ": " + r.message;
   if (r.http == 403 || r.code == "InvalidAccessKeyId" || r.code == "SignatureDoesNotMatch" ||
       r.code == "AccessDenied") {
-    msg += " (check the credentials: --blob-s3-access-key / COHORT_S3_ACCESS_KEY and "
-           "--blob-s3-secret-key / COHORT_S3_SECRET_KEY, and that they may use bucket " +
-           config_.bucket + ")";
+    msg +=
+        " (check the credentials: --blob-s3-access-key / COHORT_S3_ACCESS_KEY and "
+        "--blob-s3-secret-key / COHORT_S3_SECRET_KEY, and that they may use bucket " +
+        config_.bucket + ")";
   }
   if (r.http == 404 || r.code == "NoSuchKey") return Status::NotFound(msg);
   if (r.http == 412 || r.code == "PreconditionFailed") return Status::FailedPrecondition(msg);
@@ -394,8 +395,8 @@ Status S3Client::CheckOrCreateBucket() {
   COHORT_ASSIGN_OR_RETURN(Response made, Send(Request{.method = "PUT"}));
   if (made.http == 200 || made.code == "BucketAlreadyOwnedByYou") return Status::Ok();
   Status s = Failure("CreateBucket", "", made);
-  return Status(s.code(), "bucket " + config_.bucket + " does not exist and could not be made: " +
-                              s.message());
+  return Status(s.code(), "bucket " + config_.bucket +
+                              " does not exist and could not be made: " + s.message());
 }
 
 Status S3Client::PutObject(const std::string& key, std::string_view bytes) {

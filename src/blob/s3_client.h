@@ -78,7 +78,7 @@ class S3Client {
   // is gone.
   struct Source {
     std::string key;
-    std::string etag;  // empty: any
+    std::string etag;                 // empty: any
     uint64_t offset = 0, length = 0;  // a range of it; length 0: all of it
   };
   Status Compose(const std::string& dst, const std::vector<Source>& sources);

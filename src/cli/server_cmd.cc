@@ -79,8 +79,7 @@ void AddBlobS3Options(CLI::App* cmd, blob::S3Config* s3) {
                   "Keep artifact files in an S3-compatible object store at this URL "
                   "(http(s)://host[:port]) instead of --blob-dir (docs/operations.md)")
       ->envname("COHORT_BLOB_S3_ENDPOINT");
-  cmd->add_option("--blob-s3-bucket", s3->bucket,
-                  "The bucket (made at start when missing)")
+  cmd->add_option("--blob-s3-bucket", s3->bucket, "The bucket (made at start when missing)")
       ->envname("COHORT_BLOB_S3_BUCKET");
   cmd->add_option("--blob-s3-prefix", s3->prefix, "Key prefix inside the bucket (e.g. cohort/)")
       ->envname("COHORT_BLOB_S3_PREFIX");
