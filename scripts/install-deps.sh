@@ -44,3 +44,14 @@ if [ ${#clean[@]} -gt 0 ]; then
 else
   echo "install-deps: all system packages present"
 fi
+
+# SeaweedFS `weed`, the S3-compatible server the S3 blob-store tests start (built once into
+# ~/.cache/cohort/weed; docs/operations.md, "SeaweedFS for tests"). Without it those tests skip
+# and say why; COHORT_SKIP_WEED=1 skips the build here.
+if [ -z "${COHORT_SKIP_WEED:-}" ]; then
+  if weed="$("$(dirname "$0")/build-weed.sh")"; then
+    echo "install-deps: SeaweedFS weed at $weed"
+  else
+    echo "install-deps: could not build SeaweedFS weed (see above); the S3 tests will skip" >&2
+  fi
+fi

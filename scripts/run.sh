@@ -8,7 +8,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-scripts/install-deps.sh >&2
+COHORT_SKIP_WEED=1 scripts/install-deps.sh >&2  # weed is for the S3 tests only
 scripts/setup-venv.sh >&2
 scripts/build.sh >&2
 build="${BUILD_DIR:-$root/build}"

@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <set>
 
+#include "blob/s3_blob_store.h"
+#include "blob/weed_test_server.h"
 #include "core/limits.h"
 #include "core/sha256.h"
 #include "wal/fault_file_system.h"
@@ -31,9 +34,52 @@ std::string Part(const std::string& data, int64_t n) {
   return data.substr(size_t(n) * kPart, PartLength(data.size(), n));
 }
 
-class BlobStoreTest : public ::testing::Test {
+// The weed of this test process, started by the first S3 test (each ctest test is a process)
+// and stopped at exit.
+Result<std::unique_ptr<WeedServerForTest>>* weed_started = nullptr;
+
+WeedServerForTest* Weed(std::string* why_not) {
+  if (weed_started == nullptr) {
+    weed_started = new Result<std::unique_ptr<WeedServerForTest>>(WeedServerForTest::Start());
+  }
+  if (!weed_started->ok()) {
+    *why_not = weed_started->status().ToString();
+    return nullptr;
+  }
+  return weed_started->value().get();
+}
+
+class WeedEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    if (weed_started != nullptr && weed_started->ok()) weed_started->value().reset();
+  }
+};
+::testing::Environment* const weed_environment =
+    ::testing::AddGlobalTestEnvironment(new WeedEnvironment);
+
+// The BlobStore contract, run on every backend: "local" (files) and "s3" (a real SeaweedFS
+// weed; skipped, saying why, when weed is not built: scripts/build-weed.sh).
+class BlobStoreTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
+    if (GetParam() == "s3") {
+      std::string why_not;
+      WeedServerForTest* weed = Weed(&why_not);
+      if (weed == nullptr) {
+        std::printf("SKIPPED the S3 backend: %s\n", why_not.c_str());
+        GTEST_SKIP() << "the S3 backend: " << why_not;
+      }
+      const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+      std::string prefix = std::string(info->name()) + "/";
+      for (char& c : prefix) {
+        if (c != '/' && !std::isalnum(static_cast<unsigned char>(c))) c = '-';
+      }
+      auto opened = OpenS3BlobStore(weed->Config("blob-test", prefix));
+      ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+      store_ = std::move(*opened);
+      return;
+    }
     auto opened = OpenLocalBlobStore(&fault_, dir_.path() + "/blobs");
     ASSERT_TRUE(opened.ok()) << opened.status().ToString();
     store_ = std::move(*opened);
@@ -55,6 +101,14 @@ class BlobStoreTest : public ::testing::Test {
   std::unique_ptr<BlobStore> store_;
 };
 
+// Cases that need the local backend (its injected file system).
+class LocalBlobStoreTest : public BlobStoreTest {};
+
+INSTANTIATE_TEST_SUITE_P(Backends, BlobStoreTest, ::testing::Values("local", "s3"),
+                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Local, LocalBlobStoreTest, ::testing::Values("local"),
+                         [](const auto& info) { return info.param; });
+
 TEST(BlobPartsTest, CountsAndLengths) {
   EXPECT_EQ(PartCount(0), 0);
   EXPECT_EQ(PartCount(1), 1);
@@ -70,7 +124,7 @@ TEST(BlobPartsTest, CountsAndLengths) {
   EXPECT_EQ(CheckPart(10, -1, 10).code(), StatusCode::kInvalidArgument);
 }
 
-TEST_F(BlobStoreTest, PartsInAnyOrderThenReadBack) {
+TEST_P(BlobStoreTest, PartsInAnyOrderThenReadBack) {
   const std::string data = Bytes(2 * kPart + 12345, 1);
   const std::string sha = Sha256::Hex(data);
   EXPECT_EQ(store_->Stat(sha).status().code(), StatusCode::kNotFound);
@@ -94,7 +148,7 @@ TEST_F(BlobStoreTest, PartsInAnyOrderThenReadBack) {
   EXPECT_TRUE(store_->ListParts(sha, data.size())->empty());  // the upload is gone
 }
 
-TEST_F(BlobStoreTest, TheEmptyBlob) {
+TEST_P(BlobStoreTest, TheEmptyBlob) {
   const std::string sha = Sha256::Hex("");
   auto verified = store_->Verify(sha, 0);
   ASSERT_TRUE(verified.ok()) << verified.status().ToString();
@@ -103,7 +157,7 @@ TEST_F(BlobStoreTest, TheEmptyBlob) {
   EXPECT_EQ(*store_->Read(sha, 0, 10), "");
 }
 
-TEST_F(BlobStoreTest, BytesThatAreNotTheAnnouncedBlobAreRefusedAndDropped) {
+TEST_P(BlobStoreTest, BytesThatAreNotTheAnnouncedBlobAreRefusedAndDropped) {
   const std::string data = Bytes(1000, 2);
   const std::string claimed = Sha256::Hex("something else");
   ASSERT_TRUE(store_->PutPart(claimed, data.size(), 0, data).ok());
@@ -115,7 +169,7 @@ TEST_F(BlobStoreTest, BytesThatAreNotTheAnnouncedBlobAreRefusedAndDropped) {
   EXPECT_EQ(store_->Stat(claimed).status().code(), StatusCode::kNotFound);
 }
 
-TEST_F(BlobStoreTest, AnUploadStoredUnderAMadeUpNameIsVerifiedAsItsBlob) {
+TEST_P(BlobStoreTest, AnUploadStoredUnderAMadeUpNameIsVerifiedAsItsBlob) {
   const std::string data = Bytes(kPart + 100, 7);
   const std::string sha = Sha256::Hex(data);
   const std::string name(64, 'a');  // the stream's own name: its SHA-256 came at the end
@@ -137,7 +191,7 @@ TEST_F(BlobStoreTest, AnUploadStoredUnderAMadeUpNameIsVerifiedAsItsBlob) {
   EXPECT_EQ(store_->Stat(name).status().code(), StatusCode::kNotFound);
 }
 
-TEST_F(BlobStoreTest, BadPartsAndDigestsAreRefused) {
+TEST_P(BlobStoreTest, BadPartsAndDigestsAreRefused) {
   const std::string sha = Sha256::Hex("x");
   EXPECT_EQ(store_->PutPart(sha, 10, 0, "short").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(store_->PutPart(sha, 10, 1, "0123456789").code(), StatusCode::kInvalidArgument);
@@ -147,7 +201,7 @@ TEST_F(BlobStoreTest, BadPartsAndDigestsAreRefused) {
   EXPECT_EQ(store_->Read("..", 0, 1).status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST_F(BlobStoreTest, AFailedPartWriteIsNotListedAndCanBeSentAgain) {
+TEST_P(LocalBlobStoreTest, AFailedPartWriteIsNotListedAndCanBeSentAgain) {
   const std::string data = Bytes(kPart + 10, 3);
   const std::string sha = Sha256::Hex(data);
   fault_.FailWrite(1, ENOSPC, 100, false, "/data");
@@ -161,7 +215,7 @@ TEST_F(BlobStoreTest, AFailedPartWriteIsNotListedAndCanBeSentAgain) {
   EXPECT_EQ(*store_->Read(sha, 0, data.size()), data);
 }
 
-TEST_F(BlobStoreTest, ListDeleteAndDropOldUploads) {
+TEST_P(BlobStoreTest, ListDeleteAndDropOldUploads) {
   const std::string a = Bytes(100, 4), b = Bytes(200, 5);
   Upload(a);
   Upload(b);
@@ -191,7 +245,7 @@ TEST_F(BlobStoreTest, ListDeleteAndDropOldUploads) {
 namespace cohort::blob {
 namespace {
 
-TEST_F(BlobStoreTest, DeleteUnlessAsksWithTheBlobOutOfReachAndPutsItBack) {
+TEST_P(BlobStoreTest, DeleteUnlessAsksWithTheBlobOutOfReachAndPutsItBack) {
   const std::string data = Bytes(5000, 7);
   const std::string sha = Sha256::Hex(data);
   Upload(data);
@@ -233,7 +287,7 @@ namespace {
 
 // A regression test: the first parts of a new upload arriving at once both made "started"
 // through one temporary file, and one of them failed.
-TEST_F(BlobStoreTest, FirstPartsOfANewUploadArriveAtOnce) {
+TEST_P(BlobStoreTest, FirstPartsOfANewUploadArriveAtOnce) {
   for (int round = 0; round < 8; ++round) {
     const std::string data = Bytes(2 * kPart, 100 + round);
     const std::string sha = Sha256::Hex(data);

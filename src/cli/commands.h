@@ -4,6 +4,10 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+namespace cohort::blob {
+struct S3Config;
+}
+
 namespace cohort::cli {
 
 // Each Add* registers a subcommand; the returned function runs it (after parsing) and gives
@@ -22,5 +26,9 @@ Runner AddLogsCommand(CLI::App& app);
 Runner AddArtifactCommand(CLI::App& app);  // artifact ls | show | get | put
 Runner AddGcCommand(CLI::App& app);        // gc: unreferenced artifact files
 Runner AddStoreDumpCommands(CLI::App& app);  // export | import | migrate (whole store)
+
+// Adds the S3 blob store's options (--blob-s3-*, credentials from the environment) to `cmd`
+// (`cohort server` and `cohort gc`; in server_cmd.cc).
+void AddBlobS3Options(CLI::App* cmd, blob::S3Config* s3);
 
 }  // namespace cohort::cli

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "blob/blob_store.h"
+#include "blob/s3_blob_store.h"
 #include "cli/commands.h"
 #include "core/clock.h"
 #include "core/user_config.h"
@@ -21,6 +22,7 @@ namespace cohort::cli {
 Runner AddGcCommand(CLI::App& app) {
   struct Opts {
     std::string data_dir, store_url, blob_dir;
+    blob::S3Config s3;
     double grace_hours = 24;
     bool apply = false;
   };
@@ -32,6 +34,7 @@ Runner AddGcCommand(CLI::App& app) {
       ->envname("COHORT_STORE");
   cmd->add_option("--blob-dir", o->blob_dir, "Blob directory (default: <data-dir>/blobs)")
       ->envname("COHORT_BLOB_DIR");
+  AddBlobS3Options(cmd, &o->s3);
   cmd->add_option("--grace-hours", o->grace_hours,
                   "Keep blobs and uploads younger than this (uploads still to be committed)")
       ->capture_default_str()
@@ -41,13 +44,13 @@ Runner AddGcCommand(CLI::App& app) {
     if (!cmd->parsed()) return -1;
     const std::string dir = o->data_dir.empty() ? UserDataDir() + "/server" : o->data_dir;
     const std::string url = o->store_url.empty() ? "sqlite://" + dir + "/cohort.db" : o->store_url;
-    const std::string blob_dir = o->blob_dir.empty() ? dir + "/blobs" : o->blob_dir;
     auto store = store::OpenStore(url);
     if (!store.ok()) {
       std::fprintf(stderr, "cohort gc: %s\n", store.status().ToString().c_str());
       return 1;
     }
-    auto blobs = blob::OpenLocalBlobStore(wal::FileSystem::Default(), blob_dir);
+    auto blobs = blob::OpenConfiguredBlobStore(wal::FileSystem::Default(), o->blob_dir,
+                                               dir + "/blobs", o->s3);
     if (!blobs.ok()) {
       std::fprintf(stderr, "cohort gc: %s\n", blobs.status().ToString().c_str());
       return 1;

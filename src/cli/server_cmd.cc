@@ -74,6 +74,26 @@ std::string FindUiDir() {
 
 }  // namespace
 
+void AddBlobS3Options(CLI::App* cmd, blob::S3Config* s3) {
+  cmd->add_option("--blob-s3-endpoint", s3->endpoint,
+                  "Keep artifact files in an S3-compatible object store at this URL "
+                  "(http(s)://host[:port]) instead of --blob-dir (docs/operations.md)")
+      ->envname("COHORT_BLOB_S3_ENDPOINT");
+  cmd->add_option("--blob-s3-bucket", s3->bucket, "The bucket (made at start when missing)")
+      ->envname("COHORT_BLOB_S3_BUCKET");
+  cmd->add_option("--blob-s3-prefix", s3->prefix, "Key prefix inside the bucket (e.g. cohort/)")
+      ->envname("COHORT_BLOB_S3_PREFIX");
+  cmd->add_option("--blob-s3-region", s3->region, "Region the requests are signed for")
+      ->envname("COHORT_BLOB_S3_REGION")
+      ->capture_default_str();
+  cmd->add_option("--blob-s3-access-key", s3->access_key,
+                  "Access key id (prefer the environment variable)")
+      ->envname("COHORT_S3_ACCESS_KEY");
+  cmd->add_option("--blob-s3-secret-key", s3->secret_key,
+                  "Secret access key (prefer the environment variable: a flag shows in ps)")
+      ->envname("COHORT_S3_SECRET_KEY");
+}
+
 Runner AddServerCommand(CLI::App& app) {
   auto cfg = std::make_shared<server::ServerConfig>();
   cfg->http.port = 8787;
@@ -97,6 +117,7 @@ Runner AddServerCommand(CLI::App& app) {
                   "Directory of artifact files (the blob store; default: <data-dir>/blobs). "
                   "Servers sharing one PostgreSQL store must share it too")
       ->envname("COHORT_BLOB_DIR");
+  AddBlobS3Options(cmd, &cfg->blob_s3);
   cmd->add_option("--ui-dir", cfg->ui_dir,
                   "Directory of the built web UI (default: found "
                   "next to the binary)")

@@ -281,8 +281,8 @@ Status ServerApp::Start() {
   auto store = store::OpenStore(config_.store_url);
   if (!store.ok()) return store.status();
   store_ = std::move(store).value();
-  if (config_.blob_dir.empty()) config_.blob_dir = config_.data_dir + "/blobs";
-  auto blobs = blob::OpenLocalBlobStore(wal::FileSystem::Default(), config_.blob_dir);
+  auto blobs = blob::OpenConfiguredBlobStore(wal::FileSystem::Default(), config_.blob_dir,
+                                             config_.data_dir + "/blobs", config_.blob_s3);
   if (!blobs.ok()) return blobs.status();
   blobs_ = std::move(blobs).value();
   ctx_.blobs = blobs_.get();

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "blob/s3_blob_store.h"
 #include "cohort/status.h"
 #include "core/mutex.h"
 #include "server/api/context.h"
@@ -34,6 +35,7 @@ struct ServerConfig {
   std::string data_dir;   // default: UserDataDir()/server
   std::string store_url;  // default: sqlite://<data_dir>/cohort.db
   std::string blob_dir;   // the blob store (artifact files); default: <data_dir>/blobs
+  blob::S3Config blob_s3;  // an S3 blob store instead (exclusive with blob_dir)
   std::string ui_dir;     // built web UI; empty: none
   int heartbeat_timeout_s = 300;
   int sweep_interval_s = 5;

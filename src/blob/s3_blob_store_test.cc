@@ -1,0 +1,149 @@
+// What only the S3 backend does: its SigV4 signature, its settings' checks, its errors with bad
+// credentials, and refusing to publish a part replaced after it was verified. The BlobStore
+// contract itself runs on both backends in blob_store_test.cc.
+#include "blob/s3_blob_store.h"
+
+#include <gtest/gtest.h>
+
+#include "blob/s3_client.h"
+#include "blob/weed_test_server.h"
+#include "core/limits.h"
+#include "core/sha256.h"
+
+namespace cohort::blob {
+namespace {
+
+// The example of AWS's "Signature Calculations for the Authorization Header" (GET Object with a
+// Range, us-east-1, 20130524T000000Z); the signature is the one AWS documents.
+TEST(S3SigV4Test, MatchesAwsDocumentedExample) {
+  const std::string empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+  std::vector<std::pair<std::string, std::string>> headers = {
+      {"host", "examplebucket.s3.amazonaws.com"},
+      {"range", "bytes=0-9"},
+      {"x-amz-content-sha256", empty},
+      {"x-amz-date", "20130524T000000Z"}};
+  const std::string auth =
+      sigv4::Authorization("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                           "us-east-1", "20130524T000000Z", "GET", "/test.txt", "", headers, empty);
+  EXPECT_EQ(auth,
+            "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, "
+            "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "
+            "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
+  EXPECT_EQ(sigv4::UriEncode("a b/c~d", true), "a%20b/c~d");
+  EXPECT_EQ(sigv4::UriEncode("a b/c", false), "a%20b%2Fc");
+}
+
+TEST(S3ConfigTest, MissingOrMalformedSettingsAreNamed) {
+  S3Config c;
+  c.endpoint = "http://127.0.0.1:1";
+  c.bucket = "b";
+  c.access_key = "a";
+  c.secret_key = "s";
+  EXPECT_TRUE(CheckS3Config(c).ok());
+  S3Config no_scheme = c;
+  no_scheme.endpoint = "127.0.0.1:9000";
+  EXPECT_NE(CheckS3Config(no_scheme).message().find("--blob-s3-endpoint"), std::string::npos);
+  S3Config with_path = c;
+  with_path.endpoint = "http://host/bucket";
+  EXPECT_NE(CheckS3Config(with_path).message().find("without a path"), std::string::npos);
+  S3Config no_bucket = c;
+  no_bucket.bucket = "";
+  EXPECT_NE(CheckS3Config(no_bucket).message().find("--blob-s3-bucket"), std::string::npos);
+  S3Config no_secret = c;
+  no_secret.secret_key = "";
+  Status s = CheckS3Config(no_secret);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("COHORT_S3_SECRET_KEY"), std::string::npos);
+}
+
+TEST(S3ConfigTest, AnEndpointNobodyAnswersIsNamed) {
+  S3Config c;
+  c.endpoint = "http://127.0.0.1:1";
+  c.bucket = "b";
+  c.access_key = "a";
+  c.secret_key = "s";
+  auto opened = OpenS3BlobStore(c);
+  ASSERT_FALSE(opened.ok());
+  EXPECT_EQ(opened.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(opened.status().message().find("http://127.0.0.1:1"), std::string::npos)
+      << opened.status().message();
+  EXPECT_NE(opened.status().message().find("--blob-s3-endpoint"), std::string::npos);
+}
+
+class S3BlobStoreTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto started = WeedServerForTest::Start();
+    if (!started.ok()) {
+      why_not_ = new std::string(started.status().ToString());
+      return;
+    }
+    weed_ = started->release();
+  }
+  static void TearDownTestSuite() {
+    delete weed_;
+    weed_ = nullptr;
+  }
+  void SetUp() override {
+    if (weed_ == nullptr) {
+      std::printf("SKIPPED the S3 backend: %s\n", why_not_->c_str());
+      GTEST_SKIP() << "the S3 backend: " << *why_not_;
+    }
+  }
+  static WeedServerForTest* weed_;
+  static std::string* why_not_;
+};
+WeedServerForTest* S3BlobStoreTest::weed_ = nullptr;
+std::string* S3BlobStoreTest::why_not_ = nullptr;
+
+TEST_F(S3BlobStoreTest, BadCredentialsAreNamedAndTheSecretIsNot) {
+  S3Config c = weed_->Config("blob-test");
+  c.secret_key = "not-the-secret";
+  auto opened = OpenS3BlobStore(c);
+  ASSERT_FALSE(opened.ok());
+  const std::string& m = opened.status().message();
+  EXPECT_NE(m.find("403"), std::string::npos) << m;
+  EXPECT_NE(m.find("SignatureDoesNotMatch"), std::string::npos) << m;
+  EXPECT_NE(m.find("COHORT_S3_SECRET_KEY"), std::string::npos) << m;
+  EXPECT_EQ(m.find("not-the-secret"), std::string::npos) << m;
+  c = weed_->Config("blob-test");
+  c.access_key = "nobody";
+  opened = OpenS3BlobStore(c);
+  ASSERT_FALSE(opened.ok());
+  EXPECT_NE(opened.status().message().find("InvalidAccessKeyId"), std::string::npos)
+      << opened.status().message();
+}
+
+TEST_F(S3BlobStoreTest, TheBucketIsMadeWhenMissingAndBlobsLiveUnderThePrefix) {
+  auto opened = OpenS3BlobStore(weed_->Config("made-at-open", "team/cohort"));
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  const std::string data = "hello";
+  const std::string sha = Sha256::Hex(data);
+  ASSERT_TRUE((*opened)->PutPart(sha, data.size(), 0, data).ok());
+  auto verified = (*opened)->Verify(sha, data.size());
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  ASSERT_TRUE((*verified)->Publish().ok());
+  S3Client raw(weed_->Config("made-at-open"));
+  auto size = raw.HeadObject("team/cohort/sha256/" + sha.substr(0, 2) + "/" + sha);
+  ASSERT_TRUE(size.ok()) << size.status().ToString();
+  EXPECT_EQ(*size, data.size());
+  EXPECT_EQ((*opened)->Describe(), "s3 " + weed_->endpoint() + "/made-at-open/team/cohort/");
+}
+
+TEST_F(S3BlobStoreTest, APartReplacedAfterVerificationIsNotPublished) {
+  auto opened = OpenS3BlobStore(weed_->Config("blob-test", "replaced"));
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  BlobStore& store = **opened;
+  const std::string data(1000, 'a');
+  const std::string sha = Sha256::Hex(data);
+  ASSERT_TRUE(store.PutPart(sha, data.size(), 0, data).ok());
+  auto verified = store.Verify(sha, data.size());
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  ASSERT_TRUE(store.PutPart(sha, data.size(), 0, std::string(1000, 'b')).ok());
+  Status published = (*verified)->Publish();
+  EXPECT_EQ(published.code(), StatusCode::kFailedPrecondition) << published.ToString();
+  EXPECT_EQ(store.Stat(sha).status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace cohort::blob

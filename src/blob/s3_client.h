@@ -1,0 +1,105 @@
+// S3Client: the few S3 REST calls the S3 blob store makes (objects, listing, server-side copy,
+// multipart uploads), path-style, signed with AWS Signature Version 4, over libcurl. Transient
+// failures (connection errors, HTTP 5xx, 429) are retried a bounded number of times with backoff.
+// Errors name the operation, the key, the HTTP status and the S3 error code; never the secret.
+//
+// Threading: thread-safe; each call takes a libcurl handle from a pool (keep-alive per handle).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "blob/s3_blob_store.h"
+#include "cohort/status.h"
+#include "core/mutex.h"
+
+namespace cohort::blob {
+
+// SigV4 building blocks, exposed for tests and presigning.
+namespace sigv4 {
+// RFC 3986 unreserved characters kept, everything else %XX (uppercase); '/' kept if `keep_slash`.
+std::string UriEncode(std::string_view s, bool keep_slash);
+// The Authorization header value of a request. `headers`: lowercase names, trimmed values,
+// sorted by name, each signed (host, x-amz-content-sha256, x-amz-date and any x-amz-*).
+// `query`: already encoded name=value pairs sorted by name.
+std::string Authorization(std::string_view access_key, std::string_view secret_key,
+                          std::string_view region, std::string_view amz_date,
+                          std::string_view method, std::string_view canonical_uri,
+                          std::string_view canonical_query,
+                          const std::vector<std::pair<std::string, std::string>>& headers,
+                          std::string_view payload_hash);
+// "20261202T205711Z" for now.
+std::string AmzDateNow();
+}  // namespace sigv4
+
+// Runs fn(0) .. fn(n - 1) on up to `workers` threads (requests to the object store overlap);
+// the first error stops handing out more and is returned.
+Status ParallelFor(size_t n, int workers, const std::function<Status(size_t)>& fn);
+
+struct S3Object {
+  std::string key;
+  uint64_t size = 0;
+  int64_t last_modified_ms = 0;
+  std::string etag;
+};
+
+class S3Client {
+ public:
+  explicit S3Client(S3Config config);
+  ~S3Client();
+  S3Client(const S3Client&) = delete;
+  S3Client& operator=(const S3Client&) = delete;
+
+  const S3Config& config() const { return config_; }
+
+  // Lists one key of the bucket; creates the bucket when it does not exist.
+  Status CheckOrCreateBucket();
+  Status PutObject(const std::string& key, std::string_view bytes);
+  // Bytes [offset, offset + length) (fewer at the end; "" past it); kNotFound without the object.
+  // `etag`, when given, receives the object's ETag.
+  Result<std::string> GetRange(const std::string& key, uint64_t offset, uint64_t length,
+                               std::string* etag = nullptr);
+  // The object's size; kNotFound without it.
+  Result<uint64_t> HeadObject(const std::string& key);
+  // OK when there is none.
+  Status DeleteObject(const std::string& key);
+  // Every object whose key starts with `prefix`, ascending by key, page by page.
+  Status ListObjects(const std::string& prefix, const std::function<Status(const S3Object&)>& fn);
+  // Server-side copy of `size` bytes (a multipart copy above 5 GiB); kNotFound without `src`.
+  Status CopyObject(const std::string& src, const std::string& dst, uint64_t size);
+  // Makes `dst` the concatenation of `sources` (each at least 5 MiB but the last; at most
+  // 10000) by a multipart upload of server-side part copies; a source whose ETag is given is
+  // copied only while it still has it (kFailedPrecondition otherwise). kNotFound when a source
+  // is gone.
+  struct Source {
+    std::string key;
+    std::string etag;                 // empty: any
+    uint64_t offset = 0, length = 0;  // a range of it; length 0: all of it
+  };
+  Status Compose(const std::string& dst, const std::vector<Source>& sources);
+
+  // "s3 http://host:port/bucket/prefix"
+  std::string Describe() const;
+
+  struct Response;
+  struct Request;
+
+ private:
+  Result<Response> Send(const Request& request);
+  Result<Response> SendOnce(const Request& request);
+  void* TakeHandle();
+  void GiveBack(void* handle);
+  Status Failure(std::string_view op, const std::string& key, const Response& r) const;
+
+  const S3Config config_;
+  std::string host_;  // host[:port], as signed
+  Mutex mu_;
+  std::vector<void*> idle_ COHORT_GUARDED_BY(mu_);  // CURL*
+};
+
+}  // namespace cohort::blob
