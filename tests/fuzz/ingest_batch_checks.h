@@ -1,7 +1,7 @@
 // The checks that the ingest fuzz targets (ingest_fuzzer.cc: JSON bodies, ingest_binary_fuzzer.cc:
-// batch v2 bodies) make of what a batch decoder returns: an error is a 400 or 413 with a message,
+// batch v3 bodies) make of what a batch decoder returns: an error is a 400 or 413 with a message,
 // a decoded batch keeps the limits it was decoded under, and a decoded batch encoded again as
-// batch v2 (core/batch_format.h) decodes to the same columns bit for bit. Each check that fails
+// batch v3 (core/batch_format.h) decodes to the same columns bit for bit. Each check that fails
 // aborts (fuzz_check.h). Header-only; pure functions.
 #pragma once
 
@@ -148,7 +148,7 @@ inline batch::Batch ToEncoderBatch(const IngestBatch& in) {
   return out;
 }
 
-// Encodes `decoded` again as batch v2 and decodes that: the same batch.
+// Encodes `decoded` again as batch v3 and decodes that: the same batch.
 inline void CheckReencodes(const IngestBatch& decoded, const api::ApiLimits& limits) {
   std::string again;
   batch::EncodeStats stats = batch::Encode(ToEncoderBatch(decoded), &again);
