@@ -602,6 +602,12 @@ NB_MODULE(_cohort, m) {
           out.append(nb::make_tuple(nb::str(s.values[i].first.data(), s.values[i].first.size()),
                                     s.values[i].second));
         }
+        for (size_t i = 0; i < s.nh; ++i) {  // histograms: (key, ("histogram", bins, lo, hi))
+          const auto& [k, h] = s.histograms[i];
+          out.append(nb::make_tuple(
+              nb::str(k.data(), k.size()),
+              nb::make_tuple("histogram", h.counts.size(), h.low(), h.high())));
+        }
         return out;
       },
       "data"_a);

@@ -131,9 +131,10 @@ Status LogBuffer::Log(const Values& values,
   MutexLock lock(&mu_);
   if (histograms.empty()) {
     // The common case: scalars only. Keys new to the run are checked against histogram keys
-    // (a key repeated from the previous call was checked then).
-    bool same = values.size() == last_call_size_;
-    for (size_t i = 0; same && i < values.size(); ++i) {
+    // (a key repeated from the previous call was checked then); nothing to check while the run
+    // has no histogram key.
+    bool same = !has_histogram_keys_ || values.size() == last_call_size_;
+    for (size_t i = 0; same && has_histogram_keys_ && i < values.size(); ++i) {
       same = keys_[last_call_ids_[i]] == values[i].first;
     }
     if (!same) COHORT_RETURN_IF_ERROR(CheckTypesLocked(values, histograms));
@@ -155,6 +156,7 @@ Status LogBuffer::Log(const Values& values,
   for (const auto& [key, h] : histograms) {
     const uint32_t id = InternLocked(key);  // valid: checked above
     key_type_[id] = kHistogram;
+    has_histogram_keys_ = true;
     hists_.push_back({.step = step_, .time_ms = now, .key = id, .value = h});
   }
   hist_words_ += words;

@@ -128,6 +128,7 @@ class LogBuffer {
   // Per key id: the type it was logged with (a key has one type per run).
   enum KeyType : uint8_t { kUntyped = 0, kScalar = 1, kHistogram = 2 };
   std::vector<uint8_t> key_type_ COHORT_GUARDED_BY(mu_);
+  bool has_histogram_keys_ COHORT_GUARDED_BY(mu_) = false;
   size_t console_bytes_ COHORT_GUARDED_BY(mu_) = 0;
   // Distinct keys of the pending data; key_mark_: id -> batch generation that last used it.
   std::vector<uint32_t> key_mark_ COHORT_GUARDED_BY(mu_);

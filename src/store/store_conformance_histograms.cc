@@ -2,6 +2,7 @@
 // key and run (across writers, nothing of a refused batch written), a step logged again keeps
 // the last, the histogram query (keys, writers, step range, buckets: exact sums for equal bins,
 // re-binned for different ones) and the store dump round trip of the histograms table.
+#include <cmath>
 #include <numeric>
 
 #include "store/store_conformance.h"

@@ -59,6 +59,14 @@ inline void CheckSameBatch(const IngestBatch& a, const IngestBatch& b) {
       FUZZ_CHECK(SameDouble(c.values[i], d.values[i]), "column '%s' value %zu", c.key.c_str(), i);
     }
   }
+  FUZZ_CHECK(a.histograms.size() == b.histograms.size(), "histogram counts differ");
+  for (size_t i = 0; i < a.histograms.size(); ++i) {
+    const HistogramPoint &x = a.histograms[i], &y = b.histograms[i];
+    FUZZ_CHECK(x.key == y.key && x.step == y.step && x.time_ms == y.time_ms &&
+                   x.value.edges == y.value.edges && x.value.counts == y.value.counts &&
+                   (!x.value.uniform() || (x.value.lo == y.value.lo && x.value.hi == y.value.hi)),
+               "histograms[%zu] differs", i);
+  }
   FUZZ_CHECK(a.console.size() == b.console.size(), "console sizes differ");
   for (size_t i = 0; i < a.console.size(); ++i) {
     FUZZ_CHECK(a.console[i].time_ms == b.console[i].time_ms &&
@@ -145,6 +153,11 @@ inline batch::Batch ToEncoderBatch(const IngestBatch& in) {
   add_rows(history, &out.history, &in.history_step, in.history_time_ms);
   add_rows(system, &out.system, nullptr, in.system_time_ms);
   for (const auto& l : in.console) out.console.push_back({l.time_ms, l.stream == "stderr", l.text});
+  for (const HistogramPoint& h : in.histograms) {
+    auto [it, added] = index.emplace(h.key, uint32_t(out.keys.size()));
+    if (added) out.keys.push_back(h.key);
+    out.histograms.push_back({h.step, h.time_ms, it->second, h.value});
+  }
   return out;
 }
 
