@@ -21,7 +21,7 @@ BUILD = pathlib.Path(os.environ.get("BUILD_DIR", ROOT / "build"))
 COHORT = BUILD / "src" / "cli" / "cohort"
 
 SCRIPT = r"""
-import json, statistics, time
+import json, os, statistics, time
 import numpy as np
 import torch
 import cohort
@@ -37,7 +37,7 @@ def p50(fn, n):
         out.append(time.perf_counter() - t0)
     return statistics.median(out) * 1e6
 ready = cohort.Histogram(t, num_bins=64)
-res = {
+res = {} if os.environ.get("QUERY_ONLY") else {
   "histc_us": p50(lambda i: torch.histc(t, bins=64, min=-5, max=5), 200),
   "aminmax_us": p50(lambda i: torch.aminmax(t), 200),
   "cohort_histogram_and_log_us": p50(lambda i: run.log({"h": cohort.Histogram(t, num_bins=64)}), 200),
@@ -45,6 +45,8 @@ res = {
   "log_scalar_us": p50(lambda i: run.log({"s": float(i)}), 2000),
 }
 try:
+    if os.environ.get("QUERY_ONLY"):
+        raise ImportError("QUERY_ONLY")
     import wandb
     res["wandb_histogram_us"] = p50(lambda i: wandb.Histogram(a), 200)
     res["wandb_histogram_from_tensor_us"] = p50(lambda i: wandb.Histogram(t), 50)
@@ -110,6 +112,15 @@ def main():
                 time.sleep(0.5)
             res["query_all_ms"], res["query_all_bytes"], _ = timed(path)
             res["query_500_buckets_ms"], res["query_500_buckets_bytes"], _ = timed(path + "&buckets=500")
+            # The same reads with curl (request to last byte, no JSON parsing in Python).
+            for name, u in (("curl_all_ms", path), ("curl_500_buckets_ms", path + "&buckets=500")):
+                times = []
+                for _ in range(20):
+                    out = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{time_total}",
+                                          "-H", "Authorization: Bearer " + cfg["api_key"], u],
+                                         capture_output=True, text=True, check=True).stdout
+                    times.append(float(out) * 1000)
+                res[name] = statistics.median(times)
         finally:
             server.terminate()
             server.wait(timeout=30)
