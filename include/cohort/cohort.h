@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "cohort/histogram.h"
 #include "cohort/status.h"
 
 namespace cohort {
@@ -72,6 +73,8 @@ struct Settings {
 
 // One logged value map: key -> value. Nested keys are written "a/b".
 using Values = std::vector<std::pair<std::string, double>>;
+// Histogram values of one log call: key -> histogram (cohort/histogram.h).
+using Histograms = std::vector<std::pair<std::string, Histogram>>;
 
 // A key interned by Run::Key(): logging by KeyId costs no string work at all (the fast path of
 // Run::Log). A KeyId is valid for the run that made it (and runs sharing its state: copies,
@@ -145,6 +148,13 @@ class Run {
   // Interns `key` for Log(span<const Point>); an invalid KeyId when the key breaks the key rule
   // (1..256 bytes of UTF-8, no NUL byte, not starting with "system/": docs/api.md).
   KeyId Key(std::string_view key);
+  // Logs values and histograms in one call: the same step rules, one step for all of them. A
+  // key has one type per run: kInvalidArgument naming the key (and nothing of the call logged)
+  // when a histogram is invalid (cohort/histogram.h), its key breaks the key rule, or a key was
+  // logged before with the other type by this writer (the server refuses the same across
+  // writers). Scalars logged by the other Log()s under a histogram key are dropped (counted).
+  Status Log(const Values& values, const Histograms& histograms,
+             std::optional<int64_t> step = std::nullopt, bool commit = true);
 
   // Merges keys into the run's config / summary (JSON object text). Only the primary writer's
   // config reaches the server in shared mode.

@@ -30,7 +30,9 @@ _ext._set_hooks(_convert, dict(errors.ERROR_TYPES), Error)
 from ._run import Run  # noqa: E402
 from .artifacts import Artifact, ArtifactError  # noqa: E402
 from ._synced import Config, Summary  # noqa: E402
-from .sdk import finish, init, log, login, setup, teardown, use_artifact  # noqa: E402
+from .sdk import (finish, init, log, login, setup, teardown, unwatch,  # noqa: E402
+                  use_artifact, watch)
+from .histogram import Histogram  # noqa: E402
 from .settings import Settings  # noqa: E402
 from .api import Api, AuthError, NotFound  # noqa: E402  (read API: docs/python-api.md)
 from .api_artifacts import ArtifactVersion  # noqa: E402  (what run.use_artifact returns)
@@ -54,9 +56,9 @@ def require(*args: object, **kwargs: object) -> None:
 
 
 __all__ = [
-    "Api", "Artifact", "ArtifactError", "ArtifactVersion", "AuthError", "NotFound",
+    "Api", "Artifact", "ArtifactError", "Histogram", "ArtifactVersion", "AuthError", "NotFound",
     "VerificationError",
     "AuthenticationError", "CommError", "Config", "Error", "Run", "Settings", "Summary",
     "UsageError", "config", "finish", "init", "log", "login", "require", "run", "setup",
-    "summary", "teardown", "use_artifact", "__version__",
+    "summary", "teardown", "unwatch", "use_artifact", "watch", "__version__",
 ]

@@ -136,9 +136,20 @@ class Run(native.Run):
         """Accepted for compatibility; Cohort keeps steps per writer and every series raw."""
         return None
 
-    def watch(self, *args: Any, **kwargs: Any) -> None:
-        """Accepted for compatibility; gradients and parameters are not logged automatically."""
-        return None
+    def watch(self, models: Any, criterion: Any = None, log: Optional[str] = "gradients",
+              log_freq: int = 1000, idx: Optional[int] = None, log_graph: bool = False,
+              num_bins: int = 64) -> None:
+        """Logs histograms of a torch model's (or list of models') gradients
+        (``gradients/<name>``), parameters (``parameters/<name>``) or both (``log="all"``) every
+        ``log_freq``-th training forward pass, at the step of the loop's next ``log``.
+        ``criterion`` and ``log_graph`` are accepted for compatibility and ignored."""
+        from ._watch import watch
+        watch(self, models, criterion, log, log_freq, idx, log_graph, num_bins)
+
+    def unwatch(self, models: Any = None) -> None:
+        """Removes the hooks of ``watch`` (of every watched model when ``models`` is None)."""
+        from ._watch import unwatch
+        unwatch(self, models)
 
     # -- artifacts (docs/python-api.md, "Artifacts") --------------------------------------------
     def use_artifact(self, artifact: str, type: Optional[str] = None) -> Any:
@@ -235,6 +246,8 @@ class Run(native.Run):
                 return
             self._py_finished = True
         _state.forget(self)
+        if self.__dict__.get("_watches"):
+            self.unwatch()
         self._settle_artifacts()
         http = getattr(self, "_artifacts_http", None)
         if http is not None:

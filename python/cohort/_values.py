@@ -13,7 +13,9 @@ import math
 import numbers
 import os
 import sys
-from typing import Any, Dict, Mapping, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
+
+from .histogram import Histogram
 
 _HINT = ("log numbers: int, float, bool, numpy scalars, 0-d numpy arrays or tensors, "
          "or dicts of them")
@@ -28,12 +30,20 @@ def _describe(value: Any) -> str:
     return name
 
 
-def convert(key: str, value: Any) -> Union[float, Dict[str, Any]]:
+def convert(key: str, value: Any
+            ) -> Union[float, Dict[str, Any], Tuple[float, float, bytes, Optional[bytes]]]:
     """Converts one logged value that is not a float, int, bool or dict.
 
-    Returns a float, or a dict whose items are logged under ``key/...``. Raises TypeError naming
-    ``key`` for anything else.
+    Returns a float, a dict whose items are logged under ``key/...``, or a histogram as the
+    extension takes it (``Histogram._for_log``). Raises TypeError naming ``key`` for anything
+    else.
     """
+    if isinstance(value, Histogram):
+        return value._for_log()
+    if getattr(value, "_type", None) == "histogram" or type(value).__name__ == "Histogram":
+        converted = _foreign_histogram(value)
+        if converted is not None:
+            return converted._for_log()
     if isinstance(value, Mapping):
         return dict(value)
     np = sys.modules.get("numpy")
@@ -58,6 +68,15 @@ def convert(key: str, value: Any) -> Union[float, Dict[str, Any]]:
         raise TypeError(f"log: key {key!r}: cannot log a {type(value).__name__} ({value!r:.40}); "
                         f"{_HINT}")
     raise TypeError(f"log: key {key!r}: cannot log a {_describe(value)}; {_HINT}")
+
+
+def _foreign_histogram(value: Any) -> Optional[Histogram]:
+    """A histogram object of another SDK (``wandb.Histogram``: ``.histogram`` counts and
+    ``.bins`` edges), as a cohort.Histogram; None when it does not look like one."""
+    counts, edges = getattr(value, "histogram", None), getattr(value, "bins", None)
+    if counts is None or edges is None:
+        return None
+    return Histogram(np_histogram=(counts, edges))
 
 
 def jsonable(value: Any, _depth: int = 0) -> Any:

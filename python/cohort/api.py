@@ -362,6 +362,23 @@ class PublicRun:
         """Every series: [{"key", "writer", "count", "min_step", "max_step"}]."""
         return api_history.list_series(self._api._t, self._base)
 
+    def histogram_keys(self) -> List[Dict[str, Any]]:
+        """Every histogram key per writer: [{"key", "writer", "type", "count", "min_step",
+        "max_step"}]."""
+        return api_history.list_histogram_keys(self._api._t, self._base)
+
+    def histograms(self, key: Union[str, Sequence[str]],
+                   writers: Optional[Sequence[str]] = None, min_step: Optional[int] = None,
+                   max_step: Optional[int] = None, samples: Optional[int] = None):
+        """The histograms logged under `key` (or keys) as a pandas DataFrame with columns
+        ``key``, ``writer``, ``step``, ``time`` (ms), ``edges`` (bins + 1 floats) and ``counts``
+        (bins floats), ordered by key, writer and step. With ``samples=N``, a writer with more
+        than N steps in the range gets N buckets of neighbouring steps, their counts summed
+        (``last_step``, ``merged`` and ``exact`` say what each row holds: exact is False where
+        steps with different bins were re-binned onto their union range, an approximation)."""
+        return api_history.histogram_frame(self._api._t, self._base, key, writers, min_step,
+                                           max_step, samples)
+
     def history(self, keys: Optional[Sequence[str]] = None,
                 writers: Optional[Sequence[str]] = None, samples: Optional[int] = None,
                 x_axis: str = "step"):

@@ -14,7 +14,7 @@ Single-threaded, like the Transport it uses.
 from __future__ import annotations
 
 import bisect
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .api_http import Transport, number
 from .errors import UsageError
@@ -28,8 +28,9 @@ SeriesPage = Tuple[str, List[List[Any]]]
 
 
 def list_series(t: Transport, run_path: str) -> List[Dict[str, Any]]:
-    """[{"key", "writer", "count", "min_step", "max_step"}] of every series (system included)."""
-    return t.get(run_path + "/keys")["keys"]
+    """[{"key", "writer", "type", "count", "min_step", "max_step"}] of every scalar series
+    (system included); histogram keys are left out (:func:`list_histogram_keys`)."""
+    return [k for k in t.get(run_path + "/keys")["keys"] if k.get("type", "scalar") == "scalar"]
 
 
 def user_series(t: Transport, run_path: str, keys: Optional[Sequence[str]],
@@ -259,3 +260,47 @@ def system_frame(t: Transport, run_path: str, labels: Optional[Sequence[str]],
         return pd.DataFrame(columns=["label", "time"])
     df = pd.DataFrame(rows)
     return df.sort_values(["time", "label"], kind="stable").reset_index(drop=True)
+
+
+# -- histograms (GET .../{run}/histograms, docs/api.md "Histograms") ----------------------------
+def list_histogram_keys(t: Transport, run_path: str) -> List[Dict[str, Any]]:
+    """[{"key", "writer", "type", "count", "min_step", "max_step"}] of every histogram key."""
+    return [k for k in t.get(run_path + "/keys")["keys"] if k.get("type") == "histogram"]
+
+
+def _edges(step: Dict[str, Any]) -> List[float]:
+    if "edges" in step:
+        return step["edges"]
+    lo, hi, n = step["lo"], step["hi"], len(step["counts"])
+    return [lo + (hi - lo) * i / n for i in range(n)] + [hi]
+
+
+def histogram_frame(t: Transport, run_path: str, key: Union[str, Sequence[str]],
+                    writers: Optional[Sequence[str]], min_step: Optional[int],
+                    max_step: Optional[int], samples: Optional[int]):
+    """A pandas DataFrame of histograms (see PublicRun.histograms)."""
+    import pandas as pd  # only the DataFrame readers need pandas
+    keys = _check_keys(key)
+    if not keys:
+        raise UsageError("histograms: name at least one key")
+    writers = _check_keys(writers, "writers")
+    if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int)
+                                or samples < 1):
+        raise UsageError(f"samples: expected an int >= 1, got {samples!r}")
+    data = t.get(run_path + "/histograms", {
+        "keys": ",".join(keys), "writers": ",".join(writers) if writers else None,
+        "min_step": min_step, "max_step": max_step, "buckets": samples})
+    rows: List[Dict[str, Any]] = []
+    for h in data["histograms"]:
+        for s in h["steps"]:
+            row = {"key": h["key"], "writer": h["writer"], "step": s["step"],
+                   "time": s["time_ms"], "edges": _edges(s), "counts": s["counts"]}
+            if samples is not None:
+                row["last_step"] = s.get("last_step", s["step"])
+                row["merged"] = s.get("merged", 1)
+                row["exact"] = s.get("exact", True)
+            rows.append(row)
+    columns = ["key", "writer", "step", "time", "edges", "counts"]
+    if samples is not None:
+        columns += ["last_step", "merged", "exact"]
+    return pd.DataFrame(rows, columns=columns)

@@ -110,6 +110,22 @@ def log(data: Dict[str, Any], step: Optional[int] = None, commit: Optional[bool]
     run.log(data, step, commit)
 
 
+def watch(models: Any, criterion: Any = None, log: Optional[str] = "gradients",
+          log_freq: int = 1000, idx: Optional[int] = None, log_graph: bool = False) -> None:
+    """``run.watch`` of the current run (``cohort.run``)."""
+    run = _state.current() or _state.adopted_run()
+    if run is None:
+        raise UsageError("cohort.watch: no run; call cohort.init() first")
+    run.watch(models, criterion, log=log, log_freq=log_freq, idx=idx, log_graph=log_graph)
+
+
+def unwatch(models: Any = None) -> None:
+    """``run.unwatch`` of the current run, if any."""
+    run = _state.current() or _state.adopted_run()
+    if run is not None:
+        run.unwatch(models)
+
+
 def use_artifact(artifact: str, type: Optional[str] = None) -> Any:
     """``run.use_artifact`` of the current run (``cohort.run``)."""
     run = _state.current() or _state.adopted_run()

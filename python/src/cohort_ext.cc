@@ -125,6 +125,8 @@ struct PyRun {
 struct LogScratch {
   cohort::Values values;
   size_t n = 0;
+  cohort::Histograms histograms;  // the first nh are this call's
+  size_t nh = 0;
   std::string prefix;  // "a/b/" inside nested dicts, else empty
   bool busy = false;
 };
@@ -180,6 +182,44 @@ inline bool AppendScalar(LogScratch& s, const char* k, size_t kl, double v) {
 
 bool CollectDict(LogScratch& s, PyObject* dict, int depth);
 
+// Reads `n` float64 values (native byte order) from a bytes object.
+bool ReadDoubles(PyObject* bytes, std::vector<double>* out, const std::string& key) {
+  char* data = nullptr;
+  Py_ssize_t len = 0;
+  if (!PyBytes_Check(bytes) || PyBytes_AsStringAndSize(bytes, &data, &len) != 0 || len % 8 != 0) {
+    PyErr_Clear();
+    SetKeyError(PyExc_TypeError, key, "histogram: counts and edges must be float64 bytes");
+    return false;
+  }
+  out->resize(size_t(len) / 8);
+  if (len > 0) std::memcpy(out->data(), data, size_t(len));
+  return true;
+}
+
+// A histogram from the converter: (lo: float, hi: float, counts: bytes, edges: bytes | None),
+// counts and edges float64 in native byte order (cohort.Histogram).
+bool AppendHistogram(LogScratch& s, const std::string& key, PyObject* t) {
+  if (PyTuple_GET_SIZE(t) != 4) {
+    SetKeyError(PyExc_TypeError, key, "histogram: the converter must return a 4-tuple");
+    return false;
+  }
+  if (s.nh == s.histograms.size()) s.histograms.emplace_back();
+  auto& [k, h] = s.histograms[s.nh];
+  k = key;
+  h.lo = PyFloat_AsDouble(PyTuple_GET_ITEM(t, 0));
+  h.hi = PyFloat_AsDouble(PyTuple_GET_ITEM(t, 1));
+  if (PyErr_Occurred()) return false;
+  if (!ReadDoubles(PyTuple_GET_ITEM(t, 2), &h.counts, key)) return false;
+  PyObject* edges = PyTuple_GET_ITEM(t, 3);
+  if (edges == Py_None) {
+    h.edges.clear();
+  } else if (!ReadDoubles(edges, &h.edges, key)) {
+    return false;
+  }
+  ++s.nh;
+  return true;
+}
+
 // Recurses into `dict` under prefix + key + "/".
 bool CollectNested(LogScratch& s, const char* k, size_t kl, PyObject* dict, int depth) {
   if (depth >= kMaxDepth) {
@@ -221,10 +261,13 @@ bool CollectValue(LogScratch& s, const char* k, size_t kl, PyObject* v, int dept
   bool ok;
   if (PyFloat_Check(r)) {
     ok = AppendScalar(s, k, kl, COHORT_FLOAT_VALUE(r));
+  } else if (PyTuple_Check(r)) {
+    ok = AppendHistogram(s, full, r);
   } else if (PyDict_Check(r)) {
     ok = CollectNested(s, k, kl, r, depth);  // `r` stays alive (owned here) during the recursion
   } else {
-    SetKeyError(PyExc_TypeError, full, "the value converter returned neither float nor dict");
+    SetKeyError(PyExc_TypeError, full,
+                "the value converter returned neither float, histogram tuple nor dict");
     ok = false;
   }
   Py_DECREF(r);
@@ -308,16 +351,20 @@ void RunLog(PyRun& self, nb::handle data, nb::handle step, nb::handle commit) {
   LogScratch& s = shared.busy ? local : shared;  // a converter that logs (re-entrant call)
   s.busy = true;
   s.n = 0;
+  s.nh = 0;
   s.prefix.clear();
   bool ok = CollectDict(s, d, 0);
   int64_t current = 0;
+  cohort::Status logged;
   if (ok) {
     if (s.values.size() != s.n) s.values.resize(s.n);
+    if (s.histograms.size() != s.nh) s.histograms.resize(s.nh);
     if (step_value) current = self.run.step();
-    self.run.Log(s.values, step_value, do_commit);
+    logged = self.run.Log(s.values, s.histograms, step_value, do_commit);
   }
   s.busy = false;
   if (!ok) throw nb::python_error();
+  if (!logged.ok()) Raise(logged, "log");
   if (step_value && *step_value < current && !self.warned_past_step) {
     // Once per run, as the seed's SDK does; run.dropped counts every value dropped.
     self.warned_past_step = true;
@@ -554,6 +601,12 @@ NB_MODULE(_cohort, m) {
         for (size_t i = 0; i < s.n; ++i) {
           out.append(nb::make_tuple(nb::str(s.values[i].first.data(), s.values[i].first.size()),
                                     s.values[i].second));
+        }
+        for (size_t i = 0; i < s.nh; ++i) {  // histograms: (key, ("histogram", bins, lo, hi))
+          const auto& [k, h] = s.histograms[i];
+          out.append(nb::make_tuple(
+              nb::str(k.data(), k.size()),
+              nb::make_tuple("histogram", h.counts.size(), h.low(), h.high())));
         }
         return out;
       },

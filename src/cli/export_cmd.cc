@@ -231,6 +231,7 @@ int RunExport(const ExportOpts& o) {
   int64_t total_points = 0;
   for (const bj::value& s : listed->as_object().at("keys").as_array()) {
     std::string key = StrField(s, "key"), writer = StrField(s, "writer");
+    if (s.as_object().contains("type") && StrField(s, "type") != "scalar") continue;
     if (want_keys.empty() && key.rfind(limits::kSystemKeyPrefix, 0) == 0) continue;
     if (!wanted(want_keys, key) || !wanted(want_writers, writer)) continue;
     by_writer[writer].push_back({key, IntField(s, "count")});

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/histogram.h"
 #include "core/metric_key.h"
 
 namespace cohort::client {
@@ -29,6 +30,7 @@ uint32_t LogBuffer::InternLocked(std::string_view key) {
   keys_.emplace_back(key);
   ids_.emplace(std::string(key), id);
   key_mark_.push_back(0);
+  key_type_.push_back(kUntyped);
   return id;
 }
 
@@ -81,11 +83,88 @@ bool LogBuffer::EndCallLocked(bool commit) {
     row_open_ = false;
     ++step_;
   }
-  return cells_.size() >= limits_.flush_cells || batch_keys_.size() >= limits_.flush_keys;
+  return cells_.size() >= limits_.flush_cells || batch_keys_.size() >= limits_.flush_keys ||
+         hist_words_ >= limits::kClientMaxBatchHistogramWords / 2;
 }
 
 bool LogBuffer::Log(const Values& values, std::optional<int64_t> step, bool commit) {
   MutexLock lock(&mu_);
+  return LogValuesLocked(values, step, commit);
+}
+
+Status LogBuffer::CheckTypesLocked(const Values& values,
+                                   std::span<const std::pair<std::string, Histogram>> histograms) {
+  for (const auto& [key, h] : histograms) {
+    if (std::string_view why = InvalidKeyReason(key); !why.empty()) {
+      return Status::InvalidArgument("key '" + key + "': " + std::string(why));
+    }
+    if (std::string why = histogram::InvalidReason(h); !why.empty()) {
+      return Status::InvalidArgument("histogram '" + key + "': " + why);
+    }
+    auto it = ids_.find(key);
+    if (it != ids_.end() && key_type_[it->second] == kScalar) {
+      return Status::InvalidArgument("key '" + key +
+                                     "' was logged as a scalar and cannot be logged as a "
+                                     "histogram (a key has one type per run)");
+    }
+    for (const auto& v : values) {
+      if (v.first == key) {
+        return Status::InvalidArgument("key '" + key +
+                                       "' is logged as a scalar and as a histogram in one call");
+      }
+    }
+  }
+  for (const auto& v : values) {
+    auto it = ids_.find(v.first);
+    if (it != ids_.end() && key_type_[it->second] == kHistogram) {
+      return Status::InvalidArgument("key '" + v.first +
+                                     "' was logged as a histogram and cannot be logged as a "
+                                     "scalar (a key has one type per run)");
+    }
+  }
+  return Status::Ok();
+}
+
+Status LogBuffer::Log(const Values& values,
+                      std::span<const std::pair<std::string, Histogram>> histograms,
+                      std::optional<int64_t> step, bool commit, bool* flush) {
+  MutexLock lock(&mu_);
+  if (histograms.empty()) {
+    // The common case: scalars only. Keys new to the run are checked against histogram keys
+    // (a key repeated from the previous call was checked then); nothing to check while the run
+    // has no histogram key.
+    bool same = !has_histogram_keys_ || values.size() == last_call_size_;
+    for (size_t i = 0; same && has_histogram_keys_ && i < values.size(); ++i) {
+      same = keys_[last_call_ids_[i]] == values[i].first;
+    }
+    if (!same) COHORT_RETURN_IF_ERROR(CheckTypesLocked(values, histograms));
+    *flush = LogValuesLocked(values, step, commit);
+    return Status::Ok();
+  }
+  COHORT_RETURN_IF_ERROR(CheckTypesLocked(values, histograms));
+  size_t words = 0;
+  for (const auto& h : histograms) words += limits::HistogramWords(h.second.bins());
+  if (hist_words_ + words > 2 * limits::kClientMaxBatchHistogramWords ||
+      (step && (*step < step_ || *step < 0))) {
+    dropped_ += int64_t(histograms.size());
+    *flush = LogValuesLocked(values, step, commit);
+    return Status::Ok();
+  }
+  // The values first (they settle the step), then the histograms at that step.
+  LogValuesLocked(values, step, /*commit=*/false);
+  const int64_t now = CoarseNowMillis();
+  for (const auto& [key, h] : histograms) {
+    const uint32_t id = InternLocked(key);  // valid: checked above
+    key_type_[id] = kHistogram;
+    has_histogram_keys_ = true;
+    hists_.push_back({.step = step_, .time_ms = now, .key = id, .value = h});
+  }
+  hist_words_ += words;
+  *flush = EndCallLocked(commit);
+  return Status::Ok();
+}
+
+bool LogBuffer::LogValuesLocked(const Values& values, std::optional<int64_t> step, bool commit) {
   if (!BeginCallLocked(step, values.size())) return cells_.size() >= limits_.flush_cells;
   if (!values.empty()) {
     const size_t n = values.size();
@@ -105,11 +184,12 @@ bool LogBuffer::Log(const Values& values, std::optional<int64_t> step, bool comm
         uint32_t id = last_call_ids_[i];
         if (id == kInvalidKey || keys_[id] != key) {
           id = InternLocked(key);
-          if (id == kInvalidKey) {
+          if (id == kInvalidKey || key_type_[id] == kHistogram) {
             ++dropped_;
             all_valid = false;
             continue;
           }
+          key_type_[id] = kScalar;
           last_call_ids_[i] = id;
         }
         MarkKeyLocked(id);
@@ -133,7 +213,8 @@ bool LogBuffer::Log(std::span<const Point> points, std::optional<int64_t> step, 
     uint32_t added = 0;
     for (size_t i = 0; i < n; ++i) {
       const uint32_t id = points[i].key.index;
-      if (id >= nkeys) continue;  // invalid, or never interned here
+      if (id >= nkeys || key_type_[id] == kHistogram) continue;  // invalid, never interned
+      key_type_[id] = kScalar;                                   // here, or a histogram key
       if (key_mark_[id] != batch_generation_) {
         key_mark_[id] = batch_generation_;
         batch_keys_.push_back(id);
@@ -171,12 +252,32 @@ void LogBuffer::TakeConsoleLocked(batch::Batch* out) {
   console_bytes_ -= bytes;
 }
 
+void LogBuffer::TakeHistogramsLocked(batch::Batch* out) {
+  if (hist_words_ <= limits::kClientMaxBatchHistogramWords) {
+    out->histograms.swap(hists_);
+    hists_.clear();
+    hist_words_ = 0;
+    return;
+  }
+  size_t n = 0, words = 0;
+  while (n < hists_.size()) {
+    const size_t w = limits::HistogramWords(hists_[n].value.bins());
+    if (n > 0 && words + w > limits::kClientMaxBatchHistogramWords) break;
+    words += w;
+    ++n;
+  }
+  out->histograms.assign(std::make_move_iterator(hists_.begin()),
+                         std::make_move_iterator(hists_.begin() + long(n)));
+  hists_.erase(hists_.begin(), hists_.begin() + long(n));
+  hist_words_ -= words;
+}
+
 bool LogBuffer::Take(batch::Batch* out) {
   MutexLock take_lock(&take_mu_);
   out->clear();
   {
     MutexLock lock(&mu_);
-    if (rows_.empty() && console_.empty()) return false;
+    if (rows_.empty() && console_.empty() && hists_.empty()) return false;
     const bool whole =
         cells_.size() <= limits_.max_frame_cells && batch_keys_.size() <= limits_.max_frame_keys;
     if (whole) {
@@ -233,8 +334,17 @@ bool LogBuffer::Take(batch::Batch* out) {
         }
       }
     }
+    TakeHistogramsLocked(out);
+    for (auto& h : out->histograms) {
+      uint32_t& local = local_of_[h.key];
+      if (local == 0) {
+        out->keys.push_back(keys_[h.key]);
+        local = uint32_t(out->keys.size());
+      }
+    }
     RecountKeysLocked();
   }
+  for (auto& h : out->histograms) h.key = local_of_[h.key] - 1;
   // Remap to local ids, then reset the scratch for the next call.
   for (auto& c : out->cells) c.key = local_of_[c.key] - 1;
   std::fill(local_of_.begin(), local_of_.end(), 0);
@@ -266,7 +376,7 @@ int64_t LogBuffer::dropped() const {
 
 bool LogBuffer::empty() const {
   MutexLock lock(&mu_);
-  return rows_.empty() && console_.empty();
+  return rows_.empty() && console_.empty() && hists_.empty();
 }
 
 size_t LogBuffer::pending_cells() const {
@@ -289,6 +399,8 @@ void LogBuffer::ResetInChild() {
   rows_.clear();
   console_.clear();
   console_bytes_ = 0;
+  hists_.clear();
+  hist_words_ = 0;
   RecountKeysLocked();
   step_ = 0;
   row_open_ = false;

@@ -49,6 +49,11 @@ class LogBuffer {
 
   // Returns true when the buffer is big enough that it should be flushed now.
   bool Log(const Values& values, std::optional<int64_t> step, bool commit) COHORT_EXCLUDES(mu_);
+  // Values and histograms of one call (cohort.h Run::Log with histograms): kInvalidArgument
+  // naming the key, and nothing logged, for an invalid histogram or key, or a key logged
+  // before with the other type. *flush: whether the buffer should be flushed now.
+  Status Log(const Values& values, std::span<const std::pair<std::string, Histogram>> histograms,
+             std::optional<int64_t> step, bool commit, bool* flush) COHORT_EXCLUDES(mu_);
   // The same with keys interned by Intern() (no string work; unknown ids are dropped).
   bool Log(std::span<const Point> points, std::optional<int64_t> step, bool commit)
       COHORT_EXCLUDES(mu_);
@@ -91,6 +96,12 @@ class LogBuffer {
   // Steps rules shared by both Log()s: false when the call is dropped (step in the past).
   bool BeginCallLocked(std::optional<int64_t> step, size_t count) COHORT_REQUIRES(mu_);
   bool EndCallLocked(bool commit) COHORT_REQUIRES(mu_);
+  bool LogValuesLocked(const Values& values, std::optional<int64_t> step, bool commit)
+      COHORT_REQUIRES(mu_);
+  Status CheckTypesLocked(const Values& values,
+                          std::span<const std::pair<std::string, Histogram>> histograms)
+      COHORT_REQUIRES(mu_);
+  void TakeHistogramsLocked(batch::Batch* out) COHORT_REQUIRES(mu_);
   uint32_t InternLocked(std::string_view key) COHORT_REQUIRES(mu_);
   void MarkKeyLocked(uint32_t id) COHORT_REQUIRES(mu_);
   void RecountKeysLocked() COHORT_REQUIRES(mu_);
@@ -111,6 +122,13 @@ class LogBuffer {
   std::vector<batch::Batch::Cell> cells_ COHORT_GUARDED_BY(mu_);
   std::vector<batch::Batch::Row> rows_ COHORT_GUARDED_BY(mu_);
   std::vector<batch::Batch::Line> console_ COHORT_GUARDED_BY(mu_);
+  // Pending histograms (key: global id) and their size (limits::HistogramWords).
+  std::vector<batch::Batch::HistogramRow> hists_ COHORT_GUARDED_BY(mu_);
+  size_t hist_words_ COHORT_GUARDED_BY(mu_) = 0;
+  // Per key id: the type it was logged with (a key has one type per run).
+  enum KeyType : uint8_t { kUntyped = 0, kScalar = 1, kHistogram = 2 };
+  std::vector<uint8_t> key_type_ COHORT_GUARDED_BY(mu_);
+  bool has_histogram_keys_ COHORT_GUARDED_BY(mu_) = false;
   size_t console_bytes_ COHORT_GUARDED_BY(mu_) = 0;
   // Distinct keys of the pending data; key_mark_: id -> batch generation that last used it.
   std::vector<uint32_t> key_mark_ COHORT_GUARDED_BY(mu_);

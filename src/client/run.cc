@@ -238,6 +238,17 @@ void Run::Log(std::span<const Point> points, std::optional<int64_t> step, bool c
   if (impl->buffer.Log(points, step, commit)) impl->RequestFlush();
 }
 
+Status Run::Log(const Values& values, const Histograms& histograms, std::optional<int64_t> step,
+                bool commit) {
+  Impl* impl = impl_.get();
+  if (impl == nullptr || impl->finished.load(std::memory_order_relaxed)) return Status::Ok();
+  if (impl->child_pending.load(std::memory_order_relaxed)) StartForkedChild(impl);
+  bool flush = false;
+  COHORT_RETURN_IF_ERROR(impl->buffer.Log(values, histograms, step, commit, &flush));
+  if (flush) impl->RequestFlush();
+  return Status::Ok();
+}
+
 KeyId Run::Key(std::string_view key) {
   if (!impl_) return KeyId{};
   return KeyId{impl_->buffer.Intern(key)};

@@ -5,6 +5,7 @@
 
 #include "core/coding.h"
 #include "core/crc32c.h"
+#include "core/histogram.h"
 #include "core/limits.h"
 #include "core/metric_key.h"
 #include "core/utf8.h"
@@ -95,6 +96,7 @@ void Batch::clear() {
   history.clear();
   system.clear();
   console.clear();
+  histograms.clear();
 }
 
 EncodeStats Encode(const Batch& b, std::string* out) {
@@ -103,6 +105,7 @@ EncodeStats Encode(const Batch& b, std::string* out) {
   size_t text_bytes = 0;
   for (const auto& k : b.keys) text_bytes += k.size() + 2;
   for (const auto& l : b.console) text_bytes += l.text.size() + 8;
+  for (const auto& h : b.histograms) text_bytes += limits::HistogramWords(h.value.bins()) * 8;
   out->reserve(start + kHeaderBytes + b.cells.size() * 9 +
                (b.history.size() + b.system.size()) * 6 + text_bytes + 16);
   out->append(kMagic);
@@ -155,6 +158,38 @@ EncodeStats Encode(const Batch& b, std::string* out) {
     }
     coding::PutVarint64(out, text.size());
     out->append(text);
+  }
+
+  // Histograms: valid ones only (the client checks them at the log call already).
+  size_t valid = 0;
+  for (const Batch::HistogramRow& h : b.histograms) {
+    const bool ok = h.step >= 0 && h.key < out_key.size() && out_key[h.key] != kNoKey &&
+                    histogram::InvalidReason(h.value).empty();
+    valid += ok;
+  }
+  coding::PutVarint64(out, valid);
+  prev_time = 0;
+  for (const Batch::HistogramRow& h : b.histograms) {
+    if (!(h.step >= 0 && h.key < out_key.size() && out_key[h.key] != kNoKey &&
+          histogram::InvalidReason(h.value).empty())) {
+      ++stats.dropped_histograms;
+      continue;
+    }
+    const Histogram& v = h.value;
+    out->push_back(char(kHistogramHasStep | (v.uniform() ? 0 : kHistogramEdges)));
+    coding::PutVarint64(out, uint64_t(h.step));
+    coding::PutVarint64(out, coding::ZigZag(int64_t(uint64_t(h.time_ms) - uint64_t(prev_time))));
+    prev_time = h.time_ms;
+    coding::PutVarint64(out, out_key[h.key]);
+    coding::PutVarint64(out, v.counts.size());
+    if (v.uniform()) {
+      coding::PutFixed64(out, coding::DoubleBits(v.lo));
+      coding::PutFixed64(out, coding::DoubleBits(v.hi));
+    } else {
+      for (double e : v.edges) coding::PutFixed64(out, coding::DoubleBits(e));
+    }
+    for (double c : v.counts) coding::PutFixed64(out, coding::DoubleBits(c));
+    ++stats.histograms;
   }
 
   const uint32_t crc = crc32c::Value(out->data() + payload, out->size() - payload);

@@ -1,12 +1,12 @@
-// Batch v2: the one binary form of a batch of logged data (docs/formats.md, "Batch v2"). The
+// Batch v3: the one binary form of a batch of logged data (docs/formats.md, "Batch v3"). The
 // client library encodes it once; it is the payload of the client's log frame (after the frame
 // number), the body of the agent's WAL batch record and the HTTP body the agent's Sender posts
 // (Content-Type application/vnd.cohort.batch, its seq in the Cohort-Batch-Seq header), byte for
 // byte. The server decodes it (src/server/api/ingest_binary_decode.h); the agent only checks
 // its header and checksum (CheckBatchHeader).
 //
-//   header   "CBAT" | u8 version 2 | u8 flags 0 | u16 reserved 0 | u32 crc32c of the payload
-//   payload  key table, history rows, system rows, console lines (formats.md)
+//   header   "CBAT" | u8 version 3 | u8 flags 0 | u16 reserved 0 | u32 crc32c of the payload
+//   payload  key table, history rows, system rows, console lines, histograms (formats.md)
 //
 // Pure functions and value types; thread-safe.
 #pragma once
@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cohort/histogram.h"
 #include "cohort/status.h"
 
 namespace cohort::batch {
@@ -27,6 +28,9 @@ inline constexpr size_t kHeaderBytes = 12;  // magic, version, flags, reserved, 
 inline constexpr uint8_t kRowHasStep = 1;   // history rows: a step follows (else the server
                                             // assigns the writer's next step)
 inline constexpr uint8_t kRowSameKeys = 2;  // the keys of the previous row of the section
+// Histogram row flags.
+inline constexpr uint8_t kHistogramHasStep = 1;  // required: a histogram row carries its step
+inline constexpr uint8_t kHistogramEdges = 2;    // explicit edges follow (else lo, hi)
 
 // What the encoder takes: rows whose values refer to a per-batch key table. A plain value type
 // that a caller fills (the client's LogBuffer, the agent's system monitor, tests).
@@ -47,22 +51,35 @@ struct Batch {
     std::string text;
   };
 
+  struct HistogramRow {
+    int64_t step = 0;  // >= 0: the step of the history rows logged with it
+    int64_t time_ms = 0;
+    uint32_t key = 0;  // index into keys
+    Histogram value;
+  };
+
   std::vector<std::string> keys;  // system rows' keys without "system/"
   std::vector<Cell> cells;
   std::vector<Row> history;
   std::vector<Row> system;
   std::vector<Line> console;
+  std::vector<HistogramRow> histograms;
 
-  bool empty() const { return history.empty() && system.empty() && console.empty(); }
+  bool empty() const {
+    return history.empty() && system.empty() && console.empty() && histograms.empty();
+  }
   void clear();
 };
 
 struct EncodeStats {
   int64_t points = 0;        // values written
   int64_t dropped_keys = 0;  // values left out: their key breaks the key rule (metric_key.h)
+  int64_t histograms = 0;          // histograms written
+  int64_t dropped_histograms = 0;  // left out: invalid (core/histogram.h), a negative step or
+                                   // a key that breaks the key rule
 };
 
-// Appends the batch v2 encoding of `batch` (header, checksum included) to `out`. The result is
+// Appends the batch v3 encoding of `batch` (header, checksum included) to `out`. The result is
 // always a batch the server accepts for its form: values of an invalid key are left out
 // (counted), a key repeated within one row keeps its last value, a repeated key table entry is
 // merged, console text is made valid UTF-8 (U+FFFD) and cut to the line limit. Values keep their
@@ -74,7 +91,7 @@ std::optional<uint8_t> Version(std::string_view bytes);
 
 // Checks a batch's header and checksum without decoding it (what the agent does with a log
 // frame): kInvalidArgument naming the problem ("binary batch: bad checksum ..."); a version
-// other than 2 is kFailedPrecondition ("binary batch version 1 is not supported ...").
+// other than 3 is kFailedPrecondition ("binary batch version 1 is not supported ...").
 Status CheckHeader(std::string_view bytes);
 
 }  // namespace cohort::batch

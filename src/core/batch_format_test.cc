@@ -40,16 +40,49 @@ TEST(BatchEncode, LayoutOfASmallBatch) {
   EncodeStats stats = Encode(b, &out);
   EXPECT_EQ(stats.points, 5);
   EXPECT_EQ(stats.dropped_keys, 0);
-  ASSERT_EQ(out.substr(0, 8), std::string("CBAT\x02\0\0\0", 8));
+  ASSERT_EQ(out.substr(0, 8), std::string("CBAT\x03\0\0\0", 8));
   const std::string want =
       Bytes({2, 1, 'a', 1, 'b'}) +                              // key table
       Bytes({2}) +                                              // 2 history rows
       Bytes({kRowHasStep, 7, 200, 1, 2, 0, 1}) + Bits(1.5) + Bits(-0.0) +  // zz(100) = 200
       Bytes({kRowHasStep | kRowSameKeys, 8, 1}) + Bits(2.5) + Bits(3) +    // zz(-1) = 1
       Bytes({1, 0, 10, 1, 0}) + Bits(4) +                       // 1 system row, zz(5) = 10
-      Bytes({1, 6, 1, 2, 'h', 'i'});                            // console: zz(3), stderr, "hi"
+      Bytes({1, 6, 1, 2, 'h', 'i'}) +                           // console: zz(3), stderr, "hi"
+      Bytes({0});                                               // no histograms
   EXPECT_EQ(Payload(out), want);
   EXPECT_EQ(coding::DecodeFixed32(out.data() + 8), crc32c::Value(want));
+}
+
+TEST(BatchEncode, LayoutOfHistograms) {
+  Batch b;
+  b.keys = {"h", "", "g"};
+  Histogram uniform;
+  uniform.lo = -1;
+  uniform.hi = 1;
+  uniform.counts = {3, 4};
+  Histogram edges;
+  edges.edges = {0, 1, 5};
+  edges.counts = {0.5, 2};
+  Histogram invalid;
+  invalid.lo = 1;
+  invalid.hi = 0;
+  invalid.counts = {1};
+  b.histograms = {{.step = 4, .time_ms = 10, .key = 0, .value = uniform},
+                  {.step = 5, .time_ms = 9, .key = 2, .value = edges},
+                  {.step = 6, .time_ms = 9, .key = 1, .value = uniform},   // invalid key
+                  {.step = 6, .time_ms = 9, .key = 0, .value = invalid},   // empty range
+                  {.step = -1, .time_ms = 9, .key = 0, .value = uniform}}; // no step
+  std::string out;
+  EncodeStats stats = Encode(b, &out);
+  EXPECT_EQ(stats.histograms, 2);
+  EXPECT_EQ(stats.dropped_histograms, 3);
+  const std::string want =
+      Bytes({2, 1, 'h', 1, 'g'}) + Bytes({0, 0, 0}) +  // keys; no rows, system rows, lines
+      Bytes({2}) +                                     // 2 histograms
+      Bytes({kHistogramHasStep, 4, 20, 0, 2}) + Bits(-1) + Bits(1) + Bits(3) + Bits(4) +
+      Bytes({kHistogramHasStep | kHistogramEdges, 5, 1, 1, 2}) + Bits(0) + Bits(1) + Bits(5) +
+      Bits(0.5) + Bits(2);
+  EXPECT_EQ(Payload(out), want);
 }
 
 TEST(BatchEncode, InvalidKeysAreLeftOutRepeatsMergedAndTheLastValueOfARowWins) {
@@ -63,7 +96,7 @@ TEST(BatchEncode, InvalidKeysAreLeftOutRepeatsMergedAndTheLastValueOfARowWins) {
   EXPECT_EQ(stats.points, 2);
   // Keys "a" and "ok"; one row without a step (the server assigns it), "a" = 4 (its last value).
   EXPECT_EQ(Payload(out), Bytes({2, 1, 'a', 2, 'o', 'k', 1, 0, 0, 2, 0, 1}) + Bits(4) + Bits(6) +
-                              Bytes({0, 0}));
+                              Bytes({0, 0, 0}));  // no system rows, lines, histograms
 }
 
 TEST(BatchEncode, ConsoleTextIsMadeValidAndCutToTheLineLimit) {
@@ -85,15 +118,15 @@ TEST(BatchCheckHeader, NamesTheProblem) {
   std::string good;
   Encode(b, &good);
   ASSERT_TRUE(CheckHeader(good).ok());
-  EXPECT_EQ(Version(good), std::optional<uint8_t>(2));
+  EXPECT_EQ(Version(good), std::optional<uint8_t>(3));
   EXPECT_EQ(Version("{\"seq\": 1}"), std::nullopt);
   auto message = [](std::string_view bytes) { return CheckHeader(bytes).message(); };
   EXPECT_NE(message(good.substr(0, 7)).find("truncated header (7 of 12 bytes)"), std::string::npos);
   EXPECT_NE(message("XBAT" + good.substr(4)).find("does not start with"), std::string::npos);
   std::string bad = good;
-  bad[4] = 1;
+  bad[4] = 2;  // the version before histograms
   EXPECT_EQ(CheckHeader(bad).code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(message(bad).find("version 1 is not supported"), std::string::npos);
+  EXPECT_NE(message(bad).find("version 2 is not supported"), std::string::npos);
   bad = good;
   bad[6] = 1;
   EXPECT_NE(message(bad).find("header flags"), std::string::npos);

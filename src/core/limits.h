@@ -36,7 +36,7 @@ inline constexpr size_t kClientMaxBatchConsoleBytes = 4 << 20;
 // 9 bytes per value at most (an index and 8 bytes), the key table and the console text: a
 // batch the client makes always fits the server's body limit.
 static_assert(kClientMaxBatchCells * 10 + kClientMaxBatchKeys * (kMaxKeyBytes + 2) +
-                      kClientMaxBatchConsoleBytes + (1 << 20) <
+                      kClientMaxBatchConsoleBytes + (1 << 20) + (8 << 19) <
                   kMaxBatchBytes,
               "client batches must fit the server's body limit");
 static_assert(kClientFlushKeys <= kClientMaxBatchKeys && kClientFlushCells <= kClientMaxBatchCells);
@@ -47,6 +47,13 @@ inline constexpr size_t kMaxFrameBytes = kMaxBatchBytes + 16;
 // A WAL record: a frame's body plus the record header (u8 kind, u64 seq, u64 session, varint).
 inline constexpr size_t kMaxWalRecordBytes = 64 << 20;
 static_assert(kMaxFrameBytes + 32 <= kMaxWalRecordBytes, "a frame must fit one WAL record");
+
+// ---- histogram values (include/cohort/histogram.h) ----
+inline constexpr size_t kMaxHistogramBins = 512;
+// What histograms may take of one client batch, in 8-byte words: a histogram of n bins costs
+// 2n + 6 (explicit edges, counts and its row header at most); a flush is due at half of it.
+inline constexpr size_t kClientMaxBatchHistogramWords = 1 << 19;
+inline constexpr size_t HistogramWords(size_t bins) { return 2 * bins + 6; }
 
 // ---- runs and writers (docs/api.md) ----
 inline constexpr size_t kMaxLabelBytes = 128;
@@ -62,11 +69,11 @@ inline constexpr size_t kMaxTagBytes = 128;
 inline constexpr int kMaxBuckets = 10000;
 inline constexpr int64_t kMaxRawPoints = 1000000;
 
-// ---- the binary batch format (docs/formats.md, "Batch v2") ----
+// ---- the binary batch format (docs/formats.md, "Batch v3") ----
 inline constexpr std::string_view kBatchMediaType = "application/vnd.cohort.batch";
 // What GET /healthz lists in "ingest_formats" for the binary batch this build reads and writes.
-inline constexpr std::string_view kBatchFormatName = "cohort-batch-v2";
-inline constexpr uint8_t kBatchVersion = 2;
+inline constexpr std::string_view kBatchFormatName = "cohort-batch-v3";
+inline constexpr uint8_t kBatchVersion = 3;
 // The HTTP header that carries a binary batch's seq (the batch bytes do not: the agent assigns
 // it when it appends the batch to its WAL).
 inline constexpr std::string_view kBatchSeqHeader = "Cohort-Batch-Seq";

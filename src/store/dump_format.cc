@@ -161,6 +161,17 @@ const std::vector<DumpTable>& DumpTables() {
       {"artifact_uses",
        {{"version_pk", I}, {"run_pk", I}, {"writer", T}, {"direction", T}, {"used_ms", I}}},
       {"blob_md5", {{"entity", T}, {"md5", T}, {"sha256", T}, {"size", I}}},
+      {"histograms",
+       {{"run_pk", I},
+        {"key", T},
+        {"writer_pk", I},
+        {"step", I},
+        {"time_ms", I},
+        {"bins", I},
+        {"lo", D},
+        {"hi", D},
+        {"edges", B},
+        {"counts", B}}},
   };
   return kTables;
 }

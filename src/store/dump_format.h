@@ -56,6 +56,7 @@ enum DumpTableId : int {
   kDumpArtifactAliases,
   kDumpArtifactUses,
   kDumpBlobMd5,
+  kDumpHistograms,
   kDumpTableCount,
 };
 

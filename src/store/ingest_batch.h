@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "cohort/histogram.h"
 #include "core/limits.h"
 #include "store/console_types.h"
 
@@ -47,6 +48,16 @@ struct KeyColumn {
   std::vector<double> values;  // same length as rows; any double (NaN, inf, -0.0 kept)
 };
 
+// One histogram value of a batch (a history value of type histogram, docs/formats.md): at an
+// explicit step, valid (core/histogram.h). A key has one type in a run: a batch that logs a key
+// as a histogram that the run has as a scalar (or the reverse) is refused whole.
+struct HistogramPoint {
+  std::string key;
+  int64_t step = 0;
+  int64_t time_ms = 0;
+  Histogram value;
+};
+
 // Everything one writer sends in one request, applied atomically and at most once per seq.
 struct IngestBatch {
   int64_t seq = 0;  // > 0, unique per writer; a seen seq is acknowledged and ignored. 0 only
@@ -58,6 +69,7 @@ struct IngestBatch {
   std::vector<KeyColumn> columns;         // distinct (key) over the batch; system keys are
                                           // distinct from user keys by their prefix
   std::vector<ConsoleLine> console;
+  std::vector<HistogramPoint> histograms;  // in any order; one per (key, step) is kept: the last
   // > 0: the run may hold at most this many distinct keys (history and system, all writers); a
   // batch that would take it past them is refused whole with kPayloadTooLarge. Set by the
   // server from the entity's tier (src/server/limits); 0: no limit.
@@ -95,6 +107,7 @@ class IngestBatchBuilder {
     AddSystemRow(time_ms, std::span<const Cell>(cells.begin(), cells.size()));
   }
   void AddConsole(ConsoleLine line) { batch_.console.push_back(std::move(line)); }
+  void AddHistogram(HistogramPoint h) { batch_.histograms.push_back(std::move(h)); }
 
   IngestBatch& batch() { return batch_; }  // seq, positions, max_run_keys may be set here
   IngestBatch Finish() { return std::move(batch_); }

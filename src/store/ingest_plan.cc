@@ -5,6 +5,8 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "core/histogram.h"
+
 namespace cohort::store {
 namespace {
 
@@ -75,6 +77,24 @@ Status ValidateBatch(const IngestBatch& batch) {
       return Status::InvalidArgument("batch: key '" + c.key + "' has two columns");
     }
   }
+  for (size_t i = 0; i < batch.histograms.size(); ++i) {
+    const HistogramPoint& h = batch.histograms[i];
+    const std::string where = "batch: histograms[" + std::to_string(i) + "]";
+    if (h.key.empty() || h.key.find('\0') != std::string::npos ||
+        h.key.starts_with(kSystemKeyPrefix)) {
+      return Status::InvalidArgument(where + ": key '" + h.key +
+                                     "' is empty, holds a NUL character or starts with system/");
+    }
+    if (h.step < 0) return Status::InvalidArgument(where + ".step: must be >= 0");
+    if (std::string why = histogram::InvalidReason(h.value); !why.empty()) {
+      return Status::InvalidArgument(where + " (key '" + h.key + "'): " + why);
+    }
+    if (keys.contains(h.key)) {
+      return Status::InvalidArgument("batch: key '" + h.key +
+                                     "' is logged as a scalar and as a histogram (a key has one "
+                                     "type)");
+    }
+  }
   for (const ConsoleLine& line : batch.console) {
     if (line.stream != "stdout" && line.stream != "stderr") {
       return Status::InvalidArgument("batch: console stream '" + line.stream +
@@ -111,6 +131,9 @@ Result<int64_t> IngestPlan::AssignSteps(int64_t next_step) {
       next_step = step == series::kMaxStep ? step : step + 1;
     }
     steps_[r] = step;
+  }
+  for (const HistogramPoint& h : batch_->histograms) {
+    if (h.step >= next_step) next_step = h.step == series::kMaxStep ? h.step : h.step + 1;
   }
   return next_step;
 }

@@ -25,6 +25,7 @@
 #include "store/artifact_types.h"
 #include "store/console_types.h"
 #include "store/dump_format.h"
+#include "store/histogram_types.h"
 #include "store/history_types.h"
 #include "store/ingest_batch.h"
 #include "store/meta_types.h"
@@ -89,6 +90,10 @@ class DataStore {
   // Series of a run (user and system), with counts and step ranges.
   virtual Result<std::vector<SeriesInfo>> ListSeries(const RunRef& ref) = 0;
   virtual Result<std::vector<SeriesData>> QueryHistory(const HistoryQuery& query) = 0;
+  // Histogram keys of a run per writer, with their step counts and ranges (SeriesInfo).
+  virtual Result<std::vector<SeriesInfo>> ListHistograms(const RunRef& ref) = 0;
+  // Histogram values by key and writer (histogram_types.h), in key, writer, step order.
+  virtual Result<std::vector<HistogramSeries>> QueryHistograms(const HistogramQuery& query) = 0;
   virtual Result<std::vector<ConsoleLine>> QueryConsole(const ConsoleQuery& query) = 0;
   // Counts the lines of a console filter (query.limit is ignored) and returns the id of every
   // `stride`-th one (stride >= 1) without reading the lines themselves: the web UI's log index.

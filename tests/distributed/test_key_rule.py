@@ -1,4 +1,4 @@
-"""The key rule at the call (docs/formats.md, "Batch v2"): a key the server would refuse (the
+"""The key rule at the call (docs/formats.md, "Batch v3"): a key the server would refuse (the
 reserved system/ prefix, a NUL byte, an empty key) is refused by the SDK when it is logged, before
 the agent acknowledges anything, so that the rest of the batch is stored. Before this rule a
 `system/...` key passed the SDK and the agent, was acknowledged, and the server then refused the

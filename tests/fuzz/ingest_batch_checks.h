@@ -1,7 +1,7 @@
 // The checks that the ingest fuzz targets (ingest_fuzzer.cc: JSON bodies, ingest_binary_fuzzer.cc:
-// batch v2 bodies) make of what a batch decoder returns: an error is a 400 or 413 with a message,
+// batch v3 bodies) make of what a batch decoder returns: an error is a 400 or 413 with a message,
 // a decoded batch keeps the limits it was decoded under, and a decoded batch encoded again as
-// batch v2 (core/batch_format.h) decodes to the same columns bit for bit. Each check that fails
+// batch v3 (core/batch_format.h) decodes to the same columns bit for bit. Each check that fails
 // aborts (fuzz_check.h). Header-only; pure functions.
 #pragma once
 
@@ -58,6 +58,14 @@ inline void CheckSameBatch(const IngestBatch& a, const IngestBatch& b) {
     for (size_t i = 0; i < c.values.size(); ++i) {
       FUZZ_CHECK(SameDouble(c.values[i], d.values[i]), "column '%s' value %zu", c.key.c_str(), i);
     }
+  }
+  FUZZ_CHECK(a.histograms.size() == b.histograms.size(), "histogram counts differ");
+  for (size_t i = 0; i < a.histograms.size(); ++i) {
+    const HistogramPoint &x = a.histograms[i], &y = b.histograms[i];
+    FUZZ_CHECK(x.key == y.key && x.step == y.step && x.time_ms == y.time_ms &&
+                   x.value.edges == y.value.edges && x.value.counts == y.value.counts &&
+                   (!x.value.uniform() || (x.value.lo == y.value.lo && x.value.hi == y.value.hi)),
+               "histograms[%zu] differs", i);
   }
   FUZZ_CHECK(a.console.size() == b.console.size(), "console sizes differ");
   for (size_t i = 0; i < a.console.size(); ++i) {
@@ -145,10 +153,15 @@ inline batch::Batch ToEncoderBatch(const IngestBatch& in) {
   add_rows(history, &out.history, &in.history_step, in.history_time_ms);
   add_rows(system, &out.system, nullptr, in.system_time_ms);
   for (const auto& l : in.console) out.console.push_back({l.time_ms, l.stream == "stderr", l.text});
+  for (const HistogramPoint& h : in.histograms) {
+    auto [it, added] = index.emplace(h.key, uint32_t(out.keys.size()));
+    if (added) out.keys.push_back(h.key);
+    out.histograms.push_back({h.step, h.time_ms, it->second, h.value});
+  }
   return out;
 }
 
-// Encodes `decoded` again as batch v2 and decodes that: the same batch.
+// Encodes `decoded` again as batch v3 and decodes that: the same batch.
 inline void CheckReencodes(const IngestBatch& decoded, const api::ApiLimits& limits) {
   std::string again;
   batch::EncodeStats stats = batch::Encode(ToEncoderBatch(decoded), &again);

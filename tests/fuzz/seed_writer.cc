@@ -1,5 +1,5 @@
 // Writes the binary seed inputs of the fuzz targets (see tests/fuzz/CMakeLists.txt): encoded
-// chunks, WAL segments, agent protocol streams and batch v2 bodies, made by the real encoders,
+// chunks, WAL segments, agent protocol streams and batch v3 bodies, made by the real encoders,
 // each prefixed by the mode bytes its fuzzer reads first. The text seeds (HTTP, ingest, GraphQL) are written by
 // hand. Usage: fuzz_seed_writer <corpus dir>   (writes into <dir>/chunk, <dir>/wal, ...)
 #include <cmath>
@@ -116,7 +116,7 @@ batch::Batch SampleBatch() {
   return b;
 }
 
-// Batch v2 bodies (core/batch_format.h) for the binary decoder; the first byte is the fuzzer's
+// Batch v3 bodies (core/batch_format.h) for the binary decoder; the first byte is the fuzzer's
 // mode (bit 0: recompute the checksum).
 void IngestBinarySeeds(const fs::path& dir) {
   auto write = [&](const std::string& name, const batch::Batch& b, char mode = 0) {

@@ -291,7 +291,7 @@ def test_public_routes_leak_nothing(server, victim):
     status, body, _ = http(url + "/healthz")
     # Server facts only (what it is, which ingest bodies it reads), nothing of any tenant.
     assert status == 200 and set(body) <= {"status", "version", "ingest_formats"}
-    assert body["ingest_formats"] == ["json", "cohort-batch-v2"]
+    assert body["ingest_formats"] == ["json", "cohort-batch-v3"]
     status, text, _ = http(url + "/metrics")
     assert status == 200 and victim.run not in text and "secret" not in text
     assert victim.key not in text

@@ -177,6 +177,7 @@ void RegisterApiRoutes(http::Router& r, ApiContext* ctx) {
   RegisterWriterRoutes(r, ctx);
   RegisterIngestRoutes(r, ctx);
   RegisterHistoryRoutes(r, ctx);
+  RegisterHistogramRoutes(r, ctx);
   RegisterConsoleRoutes(r, ctx);
   RegisterViewRoutes(r, ctx);
   RegisterKeyRoutes(r, ctx);

@@ -95,6 +95,7 @@ void RegisterGroupRoutes(http::Router& r, ApiContext* ctx);
 void RegisterWriterRoutes(http::Router& r, ApiContext* ctx);
 void RegisterIngestRoutes(http::Router& r, ApiContext* ctx);
 void RegisterHistoryRoutes(http::Router& r, ApiContext* ctx);
+void RegisterHistogramRoutes(http::Router& r, ApiContext* ctx);
 void RegisterConsoleRoutes(http::Router& r, ApiContext* ctx);
 void RegisterViewRoutes(http::Router& r, ApiContext* ctx);
 void RegisterKeyRoutes(http::Router& r, ApiContext* ctx);

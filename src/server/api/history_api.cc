@@ -342,11 +342,13 @@ http::HttpResponse QueryRuns(ApiContext* ctx, const http::HttpRequest& req, cons
   return http::HttpResponse::Json(200, std::move(body));
 }
 
-bj::array SeriesJson(const std::vector<store::SeriesInfo>& series) {
+bj::array SeriesJson(const std::vector<store::SeriesInfo>& series,
+                     std::string_view type = "scalar") {
   bj::array out;
   for (const auto& s : series) {
     out.push_back(bj::object{{"key", s.key},
                              {"writer", s.writer},
+                             {"type", type},
                              {"count", s.count},
                              {"min_step", s.min_step},
                              {"max_step", s.max_step}});
@@ -363,7 +365,11 @@ void RegisterHistoryRoutes(http::Router& r, ApiContext* ctx) {
           if (!ref.ok()) return ErrorResponse(ref.status());
           auto series = ctx->store->ListSeries(*ref);
           if (!series.ok()) return ErrorResponse(series.status());
-          return JsonResponse(200, bj::object{{"keys", SeriesJson(*series)}});
+          auto histograms = ctx->store->ListHistograms(*ref);
+          if (!histograms.ok()) return ErrorResponse(histograms.status());
+          bj::array keys = SeriesJson(*series);
+          for (bj::value& h : SeriesJson(*histograms, "histogram")) keys.push_back(std::move(h));
+          return JsonResponse(200, bj::object{{"keys", std::move(keys)}});
         }));
   r.Add("GET", base + "/history",
         Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {

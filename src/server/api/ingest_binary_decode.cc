@@ -6,6 +6,7 @@
 
 #include "core/batch_format.h"
 #include "core/coding.h"
+#include "core/histogram.h"
 #include "core/limits.h"
 #include "core/metric_key.h"
 #include "core/utf8.h"
@@ -50,9 +51,19 @@ class BinaryDecoder {
     for (size_t i = 0; i < console; ++i) {
       if (!ReadLine(i, &batch_.console[i])) return Error();
     }
+    uint64_t histograms = 0;
+    if (!Count(&histograms, 21, "histogram count") ||
+        !CheckRows(history + system + console + histograms)) {
+      return Error();
+    }
+    batch_.histograms.resize(histograms);
+    prev_time_ = 0;
+    for (size_t i = 0; i < histograms; ++i) {
+      if (!ReadHistogram(i, &batch_.histograms[i])) return Error();
+    }
     if (!in_.empty()) {
       return Status::InvalidArgument("binary batch: " + std::to_string(in_.size()) +
-                                     " unexpected bytes after the console lines");
+                                     " unexpected bytes after the histograms");
     }
     return Status::Ok();
   }
@@ -246,6 +257,61 @@ class BinaryDecoder {
     in_.remove_prefix(len);
     if (!utf8::IsValid(text)) return Fail(where + ".text: not valid UTF-8");
     line->text.assign(text);
+    return true;
+  }
+
+  bool Double(double* d) {
+    if (in_.size() < 8) return false;
+    *d = coding::BitsDouble(coding::DecodeFixed64(in_.data()));
+    in_.remove_prefix(8);
+    return true;
+  }
+
+  bool ReadHistogram(size_t i, store::HistogramPoint* h) {
+    const std::string where = "histograms[" + std::to_string(i) + "]";
+    if (in_.empty()) return Truncated(where);
+    const uint8_t flags = uint8_t(in_[0]);
+    in_.remove_prefix(1);
+    if (flags & ~(batch::kHistogramHasStep | batch::kHistogramEdges)) {
+      return Fail(where + ": unknown flags 0x" + Hex(flags));
+    }
+    if (!(flags & batch::kHistogramHasStep)) return Fail(where + ": a histogram needs a step");
+    uint64_t step = 0, dt = 0, k = 0, n = 0;
+    if (!Varint(&step, where) || !Varint(&dt, where) || !Varint(&k, where)) return false;
+    if (step > uint64_t(INT64_MAX)) return Fail(where + ".step: must fit in 63 bits");
+    h->step = int64_t(step);
+    prev_time_ = int64_t(uint64_t(prev_time_) + uint64_t(coding::UnZigZag(dt)));
+    h->time_ms = prev_time_;
+    if (k >= keys_.size()) {
+      return Fail(where + ": key index " + std::to_string(k) + " out of range (" +
+                  std::to_string(keys_.size()) + " keys)");
+    }
+    h->key.assign(keys_[k]);
+    if (history_column_[k] != kNoColumn) {
+      return Fail(where + ": key '" + h->key +
+                  "' is logged as a scalar and as a histogram in the same batch (a key has "
+                  "one type)");
+    }
+    if (!Varint(&n, where)) return false;
+    if (n == 0 || n > limits::kMaxHistogramBins) {
+      return Fail(where + " (key '" + h->key + "'): " + std::to_string(n) +
+                  " bins (1 to " + std::to_string(limits::kMaxHistogramBins) + ")");
+    }
+    Histogram& v = h->value;
+    const bool edges = flags & batch::kHistogramEdges;
+    if (in_.size() / 8 < (edges ? 2 * n + 1 : n + 2)) return Truncated(where);
+    if (edges) {
+      v.edges.resize(n + 1);
+      for (double& e : v.edges) Double(&e);
+    } else {
+      Double(&v.lo);
+      Double(&v.hi);
+    }
+    v.counts.resize(n);
+    for (double& c : v.counts) Double(&c);
+    if (std::string why = histogram::InvalidReason(v); !why.empty()) {
+      return Fail(where + " (key '" + h->key + "'): " + why);
+    }
     return true;
   }
 

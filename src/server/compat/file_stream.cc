@@ -171,7 +171,13 @@ store::IngestBatch BuildBatch(const StreamRequest& req, const Decoded& d, const 
   };
   int64_t hist_pos = position(req.history, kHistory);
   for (const auto& [index, row] : d.history) {
-    if (index >= hist_pos) builder.AddHistoryRow(row.step, row.time_ms, cells_of(row));
+    if (index < hist_pos) continue;
+    builder.AddHistoryRow(row.step, row.time_ms, cells_of(row));
+    // Histograms need the line's step (the vendor's clients always send _step).
+    if (row.step < 0) continue;
+    for (const auto& [key, h] : row.histograms) {
+      builder.AddHistogram(store::HistogramPoint{key, row.step, row.time_ms, h});
+    }
   }
   int64_t events_pos = position(req.events, kEvents);
   for (const auto& [index, row] : d.events) {

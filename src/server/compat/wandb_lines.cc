@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/histogram.h"
 #include "core/json.h"
 #include "core/limits.h"
 #include "core/metric_key.h"
@@ -41,17 +42,63 @@ bool IsInternalKey(std::string_view k) {
   return false;
 }
 
-// Adds the scalars of `v` under `key`, flattening plain objects with '.'.
+bool Numbers(const bj::value* v, std::vector<double>* out) {
+  if (v == nullptr || !v->is_array()) return false;
+  out->clear();
+  for (const bj::value& x : v->get_array()) {
+    std::optional<double> d = json::ToDouble(x);
+    if (!d) return false;
+    out->push_back(*d);
+  }
+  return true;
+}
+
+// A vendor histogram value, or nullopt when it is not a valid one.
+std::optional<Histogram> ParseHistogram(const bj::object& o) {
+  Histogram h;
+  if (!Numbers(o.if_contains("values"), &h.counts)) return std::nullopt;
+  if (const bj::value* packed = o.if_contains("packedBins"); packed && packed->is_object()) {
+    const bj::object& p = packed->get_object();
+    std::optional<double> min, size;
+    if (const bj::value* v = p.if_contains("min")) min = json::ToDouble(*v);
+    if (const bj::value* v = p.if_contains("size")) size = json::ToDouble(*v);
+    if (!min || !size) return std::nullopt;
+    h.lo = *min;
+    h.hi = *min + *size * double(h.counts.size());
+  } else if (!Numbers(o.if_contains("bins"), &h.edges)) {
+    return std::nullopt;
+  }
+  if (h.edges.size() == 2 && h.counts.size() == 1 && h.edges[0] == h.edges[1]) {
+    h.lo = h.edges[0] - 0.5;
+    h.hi = h.edges[0] + 0.5;
+    h.edges.clear();
+  }
+  if (!histogram::InvalidReason(h).empty()) return std::nullopt;
+  return h;
+}
+
+// Adds the scalars (and histograms) of `v` under `key`, flattening plain objects with '.'.
 void Flatten(const std::string& key, const bj::value& v, int depth, const KeyLimits& limits,
-             std::vector<std::pair<std::string, double>>* out, int64_t* skipped) {
+             MetricRow* row, int64_t* skipped) {
+  auto* out = &row->values;
   if (v.is_object()) {
     const bj::object& o = v.get_object();
-    if (o.contains("_type") || depth >= 8) {  // media, histograms, tables: not scalars
+    if (const bj::value* type = o.if_contains("_type")) {
+      std::optional<Histogram> h;
+      if (type->is_string() && type->get_string() == "histogram") h = ParseHistogram(o);
+      if (h && key.size() <= limits.max_key_bytes && InvalidKeyReason(key).empty()) {
+        row->histograms.emplace_back(key, std::move(*h));
+      } else {
+        ++*skipped;  // media, tables, invalid histograms
+      }
+      return;
+    }
+    if (depth >= 8) {
       ++*skipped;
       return;
     }
     for (const auto& kv : o) {
-      Flatten(key + "." + std::string(kv.key()), kv.value(), depth + 1, limits, out, skipped);
+      Flatten(key + "." + std::string(kv.key()), kv.value(), depth + 1, limits, row, skipped);
     }
     return;
   }
@@ -175,7 +222,7 @@ MetricRow HistoryRowFromLine(const bj::object& line, int64_t now_ms, const KeyLi
   }
   for (const auto& kv : line) {
     if (IsInternalKey(kv.key())) continue;
-    Flatten(std::string(kv.key()), kv.value(), 0, limits, &row.values, skipped);
+    Flatten(std::string(kv.key()), kv.value(), 0, limits, &row, skipped);
   }
   return row;
 }

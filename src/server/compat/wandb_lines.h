@@ -49,10 +49,14 @@ struct MetricRow {
   int64_t step = store::kAssignStep;  // history lines: the server assigns the step when absent
   int64_t time_ms = 0;
   std::vector<std::pair<std::string, double>> values;
+  // History values {"_type": "histogram", "values": [counts], "bins": [edges]} (or
+  // "packedBins": {"min", "size", "count"}): stored as histograms (store/ingest_batch.h). One
+  // bin whose two edges are equal (the vendor's histogram of equal values) becomes [v-0.5, v+0.5].
+  std::vector<std::pair<std::string, Histogram>> histograms;
 };
 
-// A history line as a row. Keys that cannot be stored as scalars (strings, lists, media such as
-// {"_type": "histogram"}) are skipped and counted in *skipped.
+// A history line as a row. Keys that cannot be stored as scalars or histograms (strings, lists,
+// media, invalid histograms) are skipped and counted in *skipped.
 MetricRow HistoryRowFromLine(const bj::object& line, int64_t now_ms,
                                      const KeyLimits& limits, int64_t* skipped);
 

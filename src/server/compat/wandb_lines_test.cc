@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 namespace cohort::compat {
 namespace {
@@ -51,6 +52,31 @@ TEST(WandbLines, HistoryLineToRow) {
   EXPECT_FALSE(Has(row.values, "_runtime"));
   EXPECT_FALSE(Has(row.values, "_step"));
   EXPECT_EQ(skipped, 3);  // s, h, list
+}
+
+TEST(WandbLines, HistogramValuesBecomeHistograms) {
+  auto line = ParseLine(
+      R"({"h":{"_type":"histogram","values":[1,2],"bins":[0,0.5,1]},)"
+      R"("p":{"_type":"histogram","values":[3,4,5],"packedBins":{"min":-1,"size":0.5,"count":3}},)"
+      R"("same":{"_type":"histogram","values":[10],"bins":[2,2]},)"
+      R"("nested":{"g":{"_type":"histogram","values":[1],"bins":[0,1]}},)"
+      R"("bad":{"_type":"histogram","values":[1,NaN],"bins":[0,1,2]},)"
+      R"("img":{"_type":"image-file","path":"x.png"},"_step":3})");
+  ASSERT_TRUE(line.ok()) << line.status().ToString();
+  int64_t skipped = 0;
+  MetricRow row = HistoryRowFromLine(*line, 42, KeyLimits{}, &skipped);
+  EXPECT_EQ(skipped, 2);  // bad, img
+  ASSERT_EQ(row.histograms.size(), 4u);
+  std::map<std::string, Histogram> by_key(row.histograms.begin(), row.histograms.end());
+  EXPECT_EQ(by_key["h"].edges, (std::vector<double>{0, 0.5, 1}));
+  EXPECT_EQ(by_key["h"].counts, (std::vector<double>{1, 2}));
+  EXPECT_TRUE(by_key["p"].uniform());
+  EXPECT_EQ(by_key["p"].lo, -1);
+  EXPECT_EQ(by_key["p"].hi, 0.5);
+  EXPECT_EQ(by_key["same"].lo, 1.5);
+  EXPECT_EQ(by_key["same"].hi, 2.5);
+  EXPECT_EQ(by_key["nested.g"].counts, (std::vector<double>{1}));
+  EXPECT_TRUE(row.values.empty());
 }
 
 TEST(WandbLines, HistoryLineWithoutStepOrTime) {

@@ -368,7 +368,7 @@ Result<FastOutcome> IngestFast(pg::Pool* pool, pg::GroupCommit* group, const std
                                int64_t now_ms) {
   const IngestBatch& batch = plan.batch();
   FastOutcome out;
-  if (!batch.positions.empty()) return out;
+  if (!batch.positions.empty() || !batch.histograms.empty()) return out;
   for (const KeyColumn& column : batch.columns) {
     if (!cached.series.contains(column.key)) return out;
   }
@@ -530,6 +530,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
         missing_system.push_back(column.system);
       }
     }
+    COHORT_RETURN_IF_ERROR(CheckKeyTypes(conn, run_pk, batch, missing));
     COHORT_RETURN_IF_ERROR(CheckRunKeys(conn, ref, run_pk, missing, batch.max_run_keys));
     if (!missing.empty()) {
       Params q;
@@ -595,6 +596,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
       COHORT_RETURN_IF_ERROR(write.Append(&s, points, compact ? &tail->second : nullptr));
     }
 
+    COHORT_RETURN_IF_ERROR(WriteHistograms(conn, run_pk, writer_pk, batch));
     const ConsoleArrays console(batch.console);
     Params p;
     AddWriteParams(&p, run_pk, writer_pk, now_ms, next_step, batch, write, console);

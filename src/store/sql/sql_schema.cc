@@ -46,6 +46,10 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //             stored one. Indexes by writer and by stream serve filters in line order. SQLite:
 //             console_fts, an FTS5 trigram index of the text (external content, kept by
 //             triggers); PostgreSQL: a pg_trgm GIN index where the extension can be created.
+//   histograms  histogram values, one per (run, key, writer, step) (a step logged again keeps
+//             the last): uniform bins over [lo, hi] when edges is empty, else edges holds the
+//             bins + 1 explicit edges (f64 LE); counts per core/histogram.h EncodeCounts. A key
+//             has one type per run: no key is both here and in series.
 //   run_files files uploaded to a run, data inline (bounded by the body limit).
 //   views     saved workspace views, name unique per project.
 //   api_keys  hashed API keys.
@@ -227,6 +231,20 @@ pg:     END;
 pg:   END IF;
 pg: END
 pg: $$;
+
+CREATE TABLE histograms (
+  run_pk {{int}} NOT NULL REFERENCES runs (pk) ON DELETE CASCADE,
+  key {{key}} NOT NULL,
+  writer_pk {{int}} NOT NULL,
+  step {{int}} NOT NULL,
+  time_ms {{int}} NOT NULL,
+  bins {{int}} NOT NULL,
+  lo {{real}} NOT NULL,
+  hi {{real}} NOT NULL,
+  edges {{blob}} NOT NULL,
+  counts {{blob}} NOT NULL,
+  PRIMARY KEY (run_pk, key, writer_pk, step)
+){{norowid}};
 
 CREATE TABLE run_files (
   run_pk {{int}} NOT NULL REFERENCES runs (pk) ON DELETE CASCADE,

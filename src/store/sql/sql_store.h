@@ -52,6 +52,8 @@ class SqlStore : public Store {
 
   Result<std::vector<SeriesInfo>> ListSeries(const RunRef& ref) final;
   Result<std::vector<ConsoleLine>> QueryConsole(const ConsoleQuery& query) final;
+  Result<std::vector<SeriesInfo>> ListHistograms(const RunRef& ref) final;
+  Result<std::vector<HistogramSeries>> QueryHistograms(const HistogramQuery& query) final;
 
   Result<ViewRecord> CreateView(const ViewRecord& view) final;
   Result<std::vector<ViewRecord>> ListViews(const std::string& entity,
@@ -172,6 +174,14 @@ class SqlStore : public Store {
   virtual Status AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) = 0;
 
   // ---- shared helpers for the engines' own calls, inside their transactions ----
+  // One type per key and run (sql_store_histograms.cc): kInvalidArgument naming the key and both
+  // types when one of the batch's histogram keys is a scalar series of the run (any writer), or
+  // one of `new_scalar_keys` (scalar series the batch creates) a histogram key of the run.
+  static Status CheckKeyTypes(sql::Conn& conn, int64_t run_pk, const IngestBatch& batch,
+                              const std::vector<std::string>& new_scalar_keys);
+  // Stores the batch's histograms for the writer (a step stored before is replaced).
+  static Status WriteHistograms(sql::Conn& conn, int64_t run_pk, int64_t writer_pk,
+                                const IngestBatch& batch);
   // `lock`: the row lock (FOR UPDATE) on PostgreSQL.
   static Result<RunRecord> LoadRun(sql::Conn& conn, const RunRef& ref, bool lock = false);
   static Result<RunRecord> LoadRunByPk(sql::Conn& conn, int64_t pk);  // locks it

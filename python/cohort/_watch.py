@@ -1,0 +1,113 @@
+"""``run.watch(models)``: histograms of a torch model's gradients and parameters.
+
+Every ``log_freq``-th forward pass of a watched model (a forward hook counts them) its
+parameters are logged as ``parameters/<name>`` and, during the backward pass that follows, each
+parameter's gradient as ``gradients/<name>`` (a hook on the parameter tensor sees the gradient
+as autograd computes it). Both go to the run's current step without committing it
+(``commit=False``), so they share the step of the training loop's next ``run.log``. The
+histograms are computed with ``torch.histc`` on the tensors' device (cohort.Histogram).
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Dict, List, Optional
+
+from .errors import UsageError
+from .histogram import Histogram
+
+_LOG_CHOICES = ("gradients", "parameters", "all", None)
+
+
+class _Watch:
+    """One watched model: its hooks and its forward-pass counter."""
+
+    def __init__(self, run: Any, model: Any, prefix: str, log: Optional[str], log_freq: int,
+                 num_bins: int) -> None:
+        self.run = run
+        self.model = model
+        self.log_freq = log_freq
+        self.num_bins = num_bins
+        self.calls = 0
+        self.grads_due = False
+        self.handles: List[Any] = []
+        self.parameters = log in ("parameters", "all")
+        self.gradients = log in ("gradients", "all")
+        self.named = [(prefix + name, p) for name, p in model.named_parameters()]
+        self.handles.append(model.register_forward_hook(self._after_forward))
+        if self.gradients:
+            for name, p in self.named:
+                if p.requires_grad:
+                    self.handles.append(p.register_hook(self._grad_hook(name)))
+
+    def _after_forward(self, module: Any, inputs: Any, output: Any) -> None:
+        if not module.training:
+            return
+        self.calls += 1
+        due = self.calls % self.log_freq == 0
+        self.grads_due = due and self.gradients
+        if due and self.parameters:
+            self.run.log({"parameters/" + name: Histogram(p, num_bins=self.num_bins)
+                          for name, p in self.named}, commit=False)
+
+    def _grad_hook(self, name: str) -> Any:
+        key = "gradients/" + name
+
+        def hook(grad: Any) -> None:
+            if self.grads_due and grad is not None:
+                self.run.log({key: Histogram(grad, num_bins=self.num_bins)}, commit=False)
+            return None
+
+        return hook
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+        self.handles.clear()
+
+
+def _models(models: Any) -> List[Any]:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        raise UsageError("watch: needs torch (import torch first); models must be "
+                         "torch.nn.Module")
+    items = list(models) if isinstance(models, (list, tuple)) else [models]
+    for m in items:
+        if not isinstance(m, torch.nn.Module):
+            raise UsageError(f"watch: expected torch.nn.Module, got {type(m).__name__}")
+    return items
+
+
+def watch(run: Any, models: Any, criterion: Any = None, log: Optional[str] = "gradients",
+          log_freq: int = 1000, idx: Optional[int] = None, log_graph: bool = False,
+          num_bins: int = 64) -> None:
+    """See :meth:`cohort.Run.watch`."""
+    if log not in _LOG_CHOICES:
+        raise UsageError(f"watch: log must be 'gradients', 'parameters', 'all' or None, "
+                         f"got {log!r}")
+    if isinstance(log_freq, bool) or not isinstance(log_freq, int) or log_freq < 1:
+        raise UsageError(f"watch: log_freq must be an int >= 1, got {log_freq!r}")
+    items = _models(models)
+    watches: Dict[int, _Watch] = run.__dict__.setdefault("_watches", {})
+    for i, m in enumerate(items):
+        if id(m) in watches:
+            watches.pop(id(m)).remove()
+        # Several models: names are prefixed graph_<i>_ as the seed SDK does, so they stay apart.
+        n = i if idx is None else idx + i
+        prefix = f"graph_{n}_" if len(items) > 1 or idx else ""
+        if log is None:
+            continue
+        watches[id(m)] = _Watch(run, m, prefix, log, log_freq, num_bins)
+
+
+def unwatch(run: Any, models: Any = None) -> None:
+    """See :meth:`cohort.Run.unwatch`."""
+    watches: Dict[int, _Watch] = run.__dict__.get("_watches", {})
+    if models is None:
+        for w in watches.values():
+            w.remove()
+        watches.clear()
+        return
+    for m in (models if isinstance(models, (list, tuple)) else [models]):
+        w = watches.pop(id(m), None)
+        if w is not None:
+            w.remove()

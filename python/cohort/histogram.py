@@ -1,0 +1,169 @@
+"""``cohort.Histogram``: a histogram value for ``run.log`` (docs/python.md, "Histograms").
+
+The bins and counts are computed where the data is: numpy for arrays and sequences,
+``torch.histc`` on the tensor's own device for tensors (only the counts and the range leave it).
+NaN and infinite values are left out of the counts (``dropped`` says how many); counts given
+with ``np_histogram`` must be finite and >= 0. numpy and torch are looked up in ``sys.modules``:
+never imported here.
+"""
+from __future__ import annotations
+
+import math
+import struct
+import sys
+from typing import Any, List, Optional, Sequence, Tuple
+
+#: The most bins a histogram may have (core/limits.h kMaxHistogramBins).
+MAX_BINS = 512
+
+
+def _check_bins(num_bins: Any) -> int:
+    if isinstance(num_bins, bool) or not isinstance(num_bins, int):
+        raise TypeError(f"Histogram: num_bins must be an int, got {type(num_bins).__name__}")
+    if not 1 <= num_bins <= MAX_BINS:
+        raise ValueError(f"Histogram: num_bins must be 1..{MAX_BINS}, got {num_bins}")
+    return num_bins
+
+
+def _doubles(values: Sequence[float]) -> bytes:
+    return struct.pack(f"={len(values)}d", *values)
+
+
+def _widen(lo: float, hi: float) -> Tuple[float, float]:
+    """A range for values that are all equal (or none): one unit around them, as numpy does."""
+    if lo < hi:
+        return lo, hi
+    return lo - 0.5, hi + 0.5
+
+
+class Histogram:
+    """A histogram of ``sequence`` (a list, numpy array or torch tensor) in ``num_bins`` uniform
+    bins over the range of its finite values, or given as ``np_histogram=(counts, edges)``
+    (what ``numpy.histogram`` returns: ``len(edges) == len(counts) + 1``, ascending edges).
+
+    ``run.log({"grad/w": cohort.Histogram(t), "loss": 0.1})`` logs it at the same step as the
+    scalars of the call.
+    """
+
+    __slots__ = ("_lo", "_hi", "_counts", "_edges", "dropped")
+
+    def __init__(self, sequence: Any = None, np_histogram: Optional[Tuple[Any, Any]] = None,
+                 num_bins: int = 64) -> None:
+        num_bins = _check_bins(num_bins)
+        self.dropped = 0  # NaN / infinite values left out of the counts
+        self._edges: Optional[bytes] = None
+        if np_histogram is not None:
+            if sequence is not None:
+                raise ValueError("Histogram: give either a sequence or np_histogram, not both")
+            self._from_counts(*np_histogram)
+            return
+        if sequence is None:
+            raise ValueError("Histogram: give a sequence (list, numpy array, tensor) or "
+                             "np_histogram=(counts, edges)")
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(sequence, torch.Tensor):
+            self._from_tensor(torch, sequence, num_bins)
+            return
+        np = sys.modules.get("numpy")
+        if np is not None:
+            self._from_numpy(np, sequence, num_bins)
+            return
+        self._from_python(sequence, num_bins)
+
+    # -- construction ----------------------------------------------------------------------------
+    def _from_counts(self, counts: Any, edges: Any) -> None:
+        counts = [float(c) for c in _as_list(counts)]
+        edges = [float(e) for e in _as_list(edges)]
+        if not 1 <= len(counts) <= MAX_BINS:
+            raise ValueError(f"Histogram: {len(counts)} counts (1..{MAX_BINS} bins)")
+        if len(edges) != len(counts) + 1:
+            raise ValueError(f"Histogram: {len(counts)} counts need {len(counts) + 1} edges, "
+                             f"got {len(edges)}")
+        for i, c in enumerate(counts):
+            if not math.isfinite(c) or c < 0:
+                raise ValueError(f"Histogram: count {i} is {c} (counts must be finite and >= 0)")
+        for i, e in enumerate(edges):
+            if not math.isfinite(e) or (i and not e > edges[i - 1]):
+                raise ValueError(f"Histogram: edges must be finite and strictly ascending "
+                                 f"(edge {i} is {e})")
+        self._lo, self._hi = edges[0], edges[-1]
+        self._counts = _doubles(counts)
+        self._edges = _doubles(edges)
+
+    def _from_tensor(self, torch: Any, t: Any, num_bins: int) -> None:
+        t = t.detach()
+        if t.is_complex():
+            raise TypeError("Histogram: complex tensors are not supported")
+        if not t.is_floating_point():
+            t = t.to(torch.float32 if t.element_size() <= 2 else torch.float64)
+        elif t.dtype in (torch.float16, torch.bfloat16):
+            t = t.float()
+        t = t.reshape(-1)
+        n = t.numel()
+        if n:
+            lo_hi = torch.stack(torch.aminmax(t)).tolist()  # one transfer of two numbers
+            if not (math.isfinite(lo_hi[0]) and math.isfinite(lo_hi[1])):
+                t = t[torch.isfinite(t)]
+                self.dropped = n - t.numel()
+                lo_hi = torch.stack(torch.aminmax(t)).tolist() if t.numel() else [0.0, 0.0]
+        else:
+            lo_hi = [0.0, 0.0]
+        lo, hi = _widen(float(lo_hi[0]), float(lo_hi[1]))
+        counts = torch.histc(t, bins=num_bins, min=lo, max=hi)
+        self._lo, self._hi = lo, hi
+        self._counts = counts.to(device="cpu", dtype=torch.float64).numpy().tobytes()
+
+    def _from_numpy(self, np: Any, sequence: Any, num_bins: int) -> None:
+        a = np.asarray(sequence)
+        if a.dtype.kind not in "biuf":
+            raise TypeError(f"Histogram: cannot make a histogram of dtype {a.dtype}")
+        a = a.astype(np.float64, copy=False).reshape(-1)
+        finite = np.isfinite(a)
+        if not finite.all():
+            self.dropped = int(a.size - finite.sum())
+            a = a[finite]
+        lo, hi = _widen(float(a.min()), float(a.max())) if a.size else (-0.5, 0.5)
+        counts, _ = np.histogram(a, bins=num_bins, range=(lo, hi))
+        self._lo, self._hi = lo, hi
+        self._counts = counts.astype(np.float64).tobytes()
+
+    def _from_python(self, sequence: Any, num_bins: int) -> None:
+        values = [float(v) for v in sequence]
+        finite = [v for v in values if math.isfinite(v)]
+        self.dropped = len(values) - len(finite)
+        lo, hi = _widen(min(finite), max(finite)) if finite else (-0.5, 0.5)
+        counts = [0.0] * num_bins
+        width = (hi - lo) / num_bins
+        for v in finite:
+            counts[min(int((v - lo) / width), num_bins - 1)] += 1
+        self._lo, self._hi = lo, hi
+        self._counts = _doubles(counts)
+
+    # -- reading ---------------------------------------------------------------------------------
+    @property
+    def histogram(self) -> List[float]:
+        """The counts, one per bin."""
+        return list(struct.unpack(f"={len(self._counts) // 8}d", self._counts))
+
+    @property
+    def bins(self) -> List[float]:
+        """The bins + 1 edges."""
+        if self._edges is not None:
+            return list(struct.unpack(f"={len(self._edges) // 8}d", self._edges))
+        n = len(self._counts) // 8
+        return [self._lo + (self._hi - self._lo) * i / n for i in range(n)] + [self._hi]
+
+    def _for_log(self) -> Tuple[float, float, bytes, Optional[bytes]]:
+        """What the extension logs: (lo, hi, counts, edges or None), float64 native order."""
+        return (self._lo, self._hi, self._counts, self._edges)
+
+    def __repr__(self) -> str:
+        return (f"cohort.Histogram({len(self._counts) // 8} bins over [{self._lo:g}, "
+                f"{self._hi:g}], {sum(self.histogram):g} values)")
+
+
+def _as_list(x: Any) -> List[Any]:
+    tolist = getattr(x, "tolist", None)
+    if tolist is not None:
+        x = tolist()
+    return list(x)

@@ -1,0 +1,78 @@
+// LogBuffer with histograms (cohort.h Run::Log(values, histograms)): the call's step, the batch's
+// key table, one type per key, invalid histograms refused whole.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "client/log_buffer.h"
+
+namespace cohort::client {
+namespace {
+
+Histogram H(std::vector<double> counts) {
+  Histogram h;
+  h.lo = 0;
+  h.hi = 1;
+  h.counts = std::move(counts);
+  return h;
+}
+
+TEST(LogBufferHistogramTest, HistogramsTakeTheStepOfTheirCallAndTheirKeysJoinTheTable) {
+  LogBuffer buf;
+  bool flush = false;
+  const Histograms first = {{"grad", H({1, 2})}};
+  ASSERT_TRUE(buf.Log({{"loss", 0.5}}, first, std::nullopt, true, &flush).ok());
+  const Histograms only = {{"grad", H({3})}, {"act", H({4})}};
+  ASSERT_TRUE(buf.Log({}, only, std::nullopt, true, &flush).ok());  // a call of histograms only
+  ASSERT_TRUE(buf.Log({{"loss", 0.4}}, {}, 7, true, &flush).ok());
+  EXPECT_EQ(buf.step(), 8);
+  batch::Batch b;
+  ASSERT_TRUE(buf.Take(&b));
+  ASSERT_EQ(b.histograms.size(), 3u);
+  EXPECT_EQ(b.histograms[0].step, 0);
+  EXPECT_EQ(b.keys[b.histograms[0].key], "grad");
+  EXPECT_EQ(b.histograms[0].value.counts, (std::vector<double>{1, 2}));
+  EXPECT_EQ(b.histograms[1].step, 1);
+  EXPECT_EQ(b.keys[b.histograms[1].key], "grad");
+  EXPECT_EQ(b.histograms[2].step, 1);
+  EXPECT_EQ(b.keys[b.histograms[2].key], "act");
+  ASSERT_EQ(b.history.size(), 2u);  // the call of histograms only has no scalar row
+  EXPECT_EQ(b.history[0].step, 0);
+  EXPECT_EQ(b.history[1].step, 7);
+  std::string encoded;
+  batch::EncodeStats stats = batch::Encode(b, &encoded);
+  EXPECT_EQ(stats.histograms, 3);
+  EXPECT_EQ(stats.dropped_histograms, 0);
+  EXPECT_FALSE(buf.Take(&b));
+}
+
+TEST(LogBufferHistogramTest, AKeyHasOneTypeAndABadCallLogsNothing) {
+  LogBuffer buf;
+  bool flush = false;
+  ASSERT_TRUE(buf.Log({{"loss", 1}}, {}, std::nullopt, true, &flush).ok());
+  const Histograms as_hist = {{"loss", H({1})}};
+  Status s = buf.Log({{"acc", 1}}, as_hist, std::nullopt, true, &flush);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("'loss' was logged as a scalar"), std::string::npos) << s.message();
+  const Histograms grad = {{"grad", H({1})}};
+  ASSERT_TRUE(buf.Log({}, grad, std::nullopt, true, &flush).ok());
+  s = buf.Log({{"grad", 2}}, {}, std::nullopt, true, &flush);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("'grad' was logged as a histogram"), std::string::npos);
+  // The plain scalar Log() drops such a value and counts it.
+  buf.Log({{"grad", 2}}, std::nullopt, true);
+  EXPECT_EQ(buf.dropped(), 1);
+  const Histograms bad = {{"ok", H({1})}, {"nan", H({std::nan("")})}};
+  s = buf.Log({{"x", 1}}, bad, std::nullopt, true, &flush);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("histogram 'nan': count 0 is nan"), std::string::npos)
+      << s.message();
+  batch::Batch b;
+  ASSERT_TRUE(buf.Take(&b));
+  EXPECT_EQ(b.histograms.size(), 1u);  // grad only: the refused calls logged nothing
+  for (const auto& k : b.keys) EXPECT_NE(k, "x");
+}
+
+}  // namespace
+}  // namespace cohort::client
