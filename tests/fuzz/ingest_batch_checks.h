@@ -23,6 +23,7 @@
 namespace cohort::fuzz {
 
 using store::IngestBatch;
+using store::HistogramPoint;
 using store::KeyColumn;
 
 // The small limits the targets decode under, so that the fuzzer reaches them.

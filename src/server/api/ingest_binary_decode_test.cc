@@ -275,7 +275,7 @@ TEST(DecodeBinaryIngestBatch, TooManyRowsIsPayloadTooLarge) {
   ApiLimits limits;
   limits.max_rows_per_batch = 2;
   std::string rest = Bytes({2, 0, 2, 1, 0}) + Double(1) + Bytes({2, 2}) + Double(2) +
-                     Bytes({1, 0, 2, 1, 0}) + Double(3) + Bytes({0});
+                     Bytes({1, 0, 2, 1, 0}) + Double(3) + Bytes({0, 0});
   ExpectError(DecodeError(Seal(Payload({"a"}, rest)), limits), StatusCode::kPayloadTooLarge,
               "more than 2 rows");
   EXPECT_TRUE(DecodeBinaryIngestBatch(Seal(Payload({"a"}, rest)), 1, ApiLimits{}).ok());
@@ -294,7 +294,9 @@ TEST(DecodeBinaryIngestBatch, MalformedRows) {
   ExpectError(DecodeError(Seal(Payload({"a"}, Bytes({100, 0, 0})))), StatusCode::kInvalidArgument,
               "history count 100 exceeds what the remaining");
   ExpectError(DecodeError(Seal(Payload({"a"}, Bytes({0, 0, 0, 7})))), StatusCode::kInvalidArgument,
-              "1 unexpected bytes after the console lines");
+              "histogram count 7 exceeds what the remaining 0 bytes can hold");
+  ExpectError(DecodeError(Seal(Payload({"a"}, Bytes({0, 0, 0, 0, 7})))),
+              StatusCode::kInvalidArgument, "1 unexpected bytes after the histograms");
 }
 
 TEST(DecodeBinaryIngestBatch, MalformedConsoleLines) {
