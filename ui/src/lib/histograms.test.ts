@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { naturalCompare, prefixOf } from './format';
 import {
-  binsOf, bucketsFor, columnSpan, distribution, groupHistKeys, heat, heatColour, heatmap, heatmapRows, nearestPoint,
+  binsOf, bucketsFor, fractionBelow, columnSpan, distribution, groupHistKeys, heat, heatColour, heatmap, heatmapRows, nearestPoint,
   PERCENTILES, percentiles, rowAt, valueExtent, xExtent, type ApiHistogram,
 } from './histograms';
 
@@ -56,6 +56,14 @@ describe('percentiles from bins', () => {
   it('a histogram that counts nothing (every value was NaN): nulls, not zeros', () => {
     const b = binsOf({ step: 0, time_ms: 0, lo: -0.5, hi: 0.5, counts: [0, 0, 0] })!;
     expect(percentiles(b)).toEqual(PERCENTILES.map(() => null));
+  });
+  it('the fraction of values below a value (the cursor\'s percentile)', () => {
+    const b = binsOf({ step: 0, time_ms: 0, lo: 0, hi: 4, counts: [1, 1, 0, 2] })!;
+    expect(fractionBelow(b, -1)).toBe(0);
+    expect(fractionBelow(b, 1.5)).toBe(0.375);
+    expect(fractionBelow(b, 3)).toBe(0.5);
+    expect(fractionBelow(b, 9)).toBe(1);
+    expect(fractionBelow(binsOf({ step: 0, time_ms: 0, lo: 0, hi: 1, counts: [0] })!, 0.5)).toBeNull();
   });
   it('percentiles are monotonic and inside the range', () => {
     const b = binsOf({ step: 0, time_ms: 0, lo: -3, hi: 3, counts: [1, 5, 20, 40, 20, 5, 1, 0] })!;

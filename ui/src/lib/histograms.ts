@@ -92,6 +92,19 @@ export function percentiles(b: Bins, ps: number[] = PERCENTILES): (number | null
   });
 }
 
+/** The fraction (0..1) of the counted values below `v` (values spread evenly over their bin);
+ * null when the histogram counts nothing. */
+export function fractionBelow(b: Bins, v: number): number | null {
+  if (!(b.total > 0) || !Number.isFinite(v)) return null;
+  let below = 0;
+  for (let i = 0; i < b.counts.length; i++) {
+    const a = b.edges[i], e = b.edges[i + 1], c = b.counts[i];
+    if (v >= e) below += c;
+    else if (v > a) below += (c * (v - a)) / (e - a);
+  }
+  return Math.max(0, Math.min(1, below / b.total));
+}
+
 /** One drawn column: a step (or a bucket of merged steps) with its percentiles. */
 export interface HistPoint {
   /** x on the step axis: the bucket's last step (as the history charts place a bucket). */
