@@ -26,6 +26,8 @@ export interface HistogramChartProps {
   height?: number;
   color?: string;
   ariaLabel?: string;
+  /** Names the data (e.g. its writer) in the plot's `data-drawn-for`, for tests and tools. */
+  id?: string;
   onZoom?: (range: [number, number] | null) => void;
 }
 
@@ -189,6 +191,7 @@ function makeOptions(
           el.dataset.cells = heatView ? String(drawn.cells) : '';
           el.dataset.bands = heatView ? '' : String(drawn.cells);
           el.dataset.yticks = ticks.join('|');
+          el.dataset.drawnFor = `${st.props.id ?? ''}|${st.props.view}|${st.props.log ? 'log' : 'linear'}`;
         }
       }],
       setSelect: [(u) => {
@@ -321,16 +324,16 @@ function showTip(u: uPlot, st: State, el: HTMLDivElement | null, holder: HTMLDiv
     if (r !== null && col) {
       const w = (st.grid.hi - st.grid.lo) / st.grid.rows;
       const a = st.grid.lo + r * w, b = a + w;
-      html += row('bin', esc(`${fmtNum(a)} … ${fmtNum(b)}`), ` data-bin="${r}"`);
+      html += row('bin', esc(`${fmtNum(a)} … ${fmtNum(b)}`), ` data-bin="${r}" data-lo="${a}" data-hi="${b}"`);
       html += row('count', esc(fmtNum(Math.round(col[r] * 100) / 100)) + (log ? ' <span class="muted">(log colour)</span>' : ''), ` data-count="${col[r]}"`);
     }
-    html += row('median', esc(fmtNum(p.q[MEDIAN])));
+    html += row('median', esc(fmtNum(p.q[MEDIAN])), ` data-q="median" data-v="${p.q[MEDIAN]}"`);
     html += row('values', esc(fmtNum(p.total)));
   } else {
-    for (let k = p.q.length - 1; k >= 0; k--) html += row(PERCENTILE_LABELS[k], esc(fmtNum(p.q[k])), ` data-q="${PERCENTILE_LABELS[k]}"`);
+    for (let k = p.q.length - 1; k >= 0; k--) html += row(PERCENTILE_LABELS[k], esc(fmtNum(p.q[k])), ` data-q="${PERCENTILE_LABELS[k]}" data-v="${p.q[k]}"`);
     const f = p.bins ? fractionBelow(p.bins, y) : null;
     if (f !== null) html += row(`at ${fmtNum(y)}`, esc(`${Math.round(f * 100)}% below`), ' data-cursor="1"');
-    html += row('values', esc(fmtNum(p.total)));
+    html += row('values', esc(fmtNum(p.total)), ` data-total="${p.total}"`);
   }
   el.innerHTML = html;
   el.hidden = false;

@@ -139,7 +139,7 @@ function HistogramPanel({ r, histKey, writers, state, tick }: { r: RunDetail; hi
       {error ? <div class="error" role="alert">{error}</div>
         : !d ? <div class="chart-skeleton" style={{ height: height + 'px' }}>{visible ? 'Loading…' : ''}</div>
           : !d.points.length ? <div class="empty" style={{ height: height + 'px' }}>No histogram of {data!.writer} in this range</div>
-            : <HistogramChart dist={d} view={state.hview} log={state.hlog} height={height}
+            : <HistogramChart dist={d} id={data!.writer} view={state.hview} log={state.hlog} height={height}
                 ariaLabel={`${histKey} of ${data!.writer}, ${state.hview === 'heatmap' ? 'heatmap of steps by bins' : 'distribution over steps'}`}
                 onZoom={(z) => setZoom(z)} />}
     </section>
