@@ -63,7 +63,7 @@ export function HistogramChart(props: HistogramChartProps) {
   const state = useRef<State>({ props, grid: null, hovered: false });
   const height = props.height ?? 220;
   // The heatmap's grid: rows as the histograms' bins, at most one per 2 pixels of height.
-  const grid = useMemo(() => (props.view === 'heatmap' ? heatmap(props.dist.points, heatmapRows(props.dist.points, (height - 30) / 2)) : null),
+  const grid = useMemo(() => (props.view === 'heatmap' ? heatmap(props.dist.points, heatmapRows(props.dist.points, valueExtent(props.dist.points), (height - 30) / 2)) : null),
     [props.dist, props.view, height]);
 
   useLayoutEffect(() => {

@@ -151,12 +151,23 @@ describe('heatmap', () => {
     expect(rowAt(h, 3)).toBe(4);
     expect(rowAt(h, 100)).toBeNull();
   });
-  it('rows follow the widest histogram within bounds', () => {
+  it('rows: one per narrowest bin over the range, so shared bins map one to one; within bounds', () => {
     const d = distribution(hist);
-    expect(heatmapRows(d.points, 100)).toBe(8);
+    // bins of width 1 (step 0) and 1 (the merged bucket) over [0, 4]
+    expect(heatmapRows(d.points, valueExtent(d.points), 100)).toBe(4);
     const wide = distribution({ key: 'k', writer: 'w', count: 1, steps: [{ step: 0, time_ms: 0, lo: 0, hi: 1, counts: new Array(64).fill(1) }] });
-    expect(heatmapRows(wide.points, 100)).toBe(64);
-    expect(heatmapRows(wide.points, 40)).toBe(40);
+    expect(heatmapRows(wide.points, valueExtent(wide.points), 100)).toBe(64);
+    expect(heatmapRows(wide.points, valueExtent(wide.points), 40)).toBe(40);
+    // every value in one bin of 64 over [6.5, 7.5]: the range is that bin, one row
+    const one = distribution({ key: 'k', writer: 'w', count: 1, steps: [{ step: 0, time_ms: 0, lo: 6.5, hi: 7.5, counts: Array.from({ length: 64 }, (_, i) => (i === 32 ? 100 : 0)) }] });
+    expect(heatmapRows(one.points, valueExtent(one.points), 100)).toBe(1);
+    const g = heatmap(one.points, 1)!;
+    expect(Array.from(g.cells[0]!)).toEqual([100]);
+    // moving ranges keep the finest resolution: [0, 1] and [10, 12] in 4 bins each -> 0.25 wide
+    const moving = distribution({ key: 'k', writer: 'w', count: 2, steps: [
+      { step: 0, time_ms: 0, lo: 0, hi: 1, counts: [1, 1, 1, 1] }, { step: 1, time_ms: 0, lo: 10, hi: 12, counts: [1, 1, 1, 1] }] });
+    expect(heatmapRows(moving.points, valueExtent(moving.points), 1000)).toBe(48);
+    expect(heatmapRows([], null, 100)).toBe(1);
     expect(heatmap([], 4)).toBeNull();
   });
   it('heat: linear or log, 0 for an empty cell; colours brighten with heat', () => {

@@ -243,13 +243,27 @@ export function heatmap(points: HistPoint[], rows: number, range: [number, numbe
   return { lo, hi, rows, cells, max };
 }
 
-/** The grid rows of a heatmap: as many as the widest histogram's bins (so no bin is split in
- * two rows' worth of detail it does not have), within [8, maxRows] (the plot's height in pixels
- * / 2). */
-export function heatmapRows(points: HistPoint[], maxRows: number): number {
-  let bins = 0;
-  for (const p of points) if (p.bins) bins = Math.max(bins, p.bins.counts.length);
-  return Math.max(1, Math.min(Math.max(8, Math.floor(maxRows)), Math.max(8, bins)));
+/** The grid rows of a heatmap over `range`: one per narrowest bin among the columns, so that
+ * histograms sharing their bins (fixed edges, or merged steps) map one bin to one row and their
+ * counts stay exact, and histograms whose ranges move from step to step keep their own
+ * resolution; within [1, maxRows] (the plot's height in pixels / 2). */
+export function heatmapRows(points: HistPoint[], range: [number, number] | null, maxRows: number): number {
+  if (!range) return 1;
+  let w = Infinity;
+  for (const p of points) {
+    if (!p.bins || !(p.total > 0)) continue;
+    const { edges } = p.bins;
+    for (let i = 0; i + 1 < edges.length; i++) {
+      const d = edges[i + 1] - edges[i];
+      if (d > 0 && d < w) w = d;
+    }
+  }
+  const cap = Math.max(1, Math.floor(maxRows));
+  if (!Number.isFinite(w)) return Math.min(cap, 8);
+  const n = (range[1] - range[0]) / w;
+  // A whole number of bins up to rounding: exactly that many rows.
+  const rows = Math.abs(n - Math.round(n)) < 1e-6 * Math.max(1, n) ? Math.round(n) : Math.ceil(n);
+  return Math.max(1, Math.min(cap, rows));
 }
 
 /** Heat of a cell, 0..1: count / max, or log(1 + count) / log(1 + max) on a log scale; 0 for an
