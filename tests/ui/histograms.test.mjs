@@ -1,6 +1,7 @@
 // Browser tests of the run page's Histograms tab: a real `cohort server` (port 0) seeded by the
 // real Python SDK (tests/ui/seed_sdk.py `hist`: a shared run whose writers rank_0 and rank_1 log
-// `cohort.Histogram` values through `run.log`, through the node agent), checked in Debian's
+// `cohort.Histogram` values through `run.log`, through the node agent; COHORT_UI_SEED=http: the
+// same through the HTTP API's binary batches, tests/ui/seed_hist_http.mjs), checked in Debian's
 // Chromium: keys grouped by prefix, a 10,000-step series fetched as buckets sized to the plot
 // and drawn as distribution bands, the hover text (step and percentiles, the bin and count),
 // the heatmap with its log colour scale, the writer switch, a histogram whose values are all
@@ -13,13 +14,14 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { api, launchBrowser, ROOT, startServer } from './harness.mjs';
+import { seedHistogramsWithHttp } from './seed_hist_http.mjs';
 import { seedHistogramsWithSdk } from './seed.mjs';
 
 const SHOTS = path.join(ROOT, 'artifacts/ui');
 const PROJECT = 'hist-demo';
 const STEPS = 10000;
-const skip = process.env.COHORT_UI_SEED === 'http'
-  ? 'histograms are ingested in binary batches only: this suite seeds with the Python SDK (COHORT_UI_SEED=http set)' : false;
+// COHORT_UI_SEED=http: the same scenario through the HTTP API (binary batches), no SDK needed.
+const SEED = process.env.COHORT_UI_SEED === 'http' ? 'http' : 'sdk';
 let server, browser, page, entity, runId;
 const pageErrors = [];
 const requests = [];
@@ -85,12 +87,13 @@ async function paintedAt(key, x, x0, x1) {
 }
 
 before(async () => {
-  if (skip) return;
   mkdirSync(SHOTS, { recursive: true });
   server = await startServer();
   entity = (await api(server, 'GET', '/api/v1/viewer')).entity;
   try {
-    runId = await seedHistogramsWithSdk(server, entity, PROJECT, { steps: STEPS });
+    runId = SEED === 'http'
+      ? await seedHistogramsWithHttp(server, entity, PROJECT, { steps: STEPS })
+      : await seedHistogramsWithSdk(server, entity, PROJECT, { steps: STEPS });
   } catch (e) {
     server.dumpLogs('histogram seed failed');
     throw e;
@@ -109,7 +112,7 @@ after(async () => {
   await server?.stop();
 });
 
-describe('histograms in the web UI', { skip }, () => {
+describe(`histograms in the web UI (seeded by ${SEED === 'http' ? 'the HTTP API' : 'the Python SDK'})`, () => {
   test('the tab lists the histogram keys grouped by prefix, each with its writer', async () => {
     await page.goto(runUrl());
     await page.getByTestId('histograms').waitFor();
