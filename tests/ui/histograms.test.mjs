@@ -53,10 +53,11 @@ async function hover(key, fx, fy = 0.5) {
   await page.mouse.move(box.x + box.width * fx, box.y + box.height * fy, { steps: 4 });
   const tip = p.locator('[data-testid=hist-tip]:not([hidden])');
   await tip.waitFor();
-  await page.waitForFunction((k) => {
-    const el = document.querySelector(`section.hist-panel[data-hist="${k}"]`);
-    return el?.querySelector('.chart-plot')?.dataset.hoverStep !== undefined;
-  }, key);
+  // The tooltip of the final position (not of a move on the way there).
+  await page.waitForFunction(([k, left]) => {
+    const el = document.querySelector(`section.hist-panel[data-hist="${k}"] .chart-plot`);
+    return el?.dataset.hoverStep !== undefined && Math.abs(Number(el.dataset.hoverLeft) - left) <= 1;
+  }, [key, box.width * fx]);
   return tip.evaluate((el) => ({
     text: el.textContent,
     step: Number(el.querySelector('.tip-x').dataset.step),

@@ -81,7 +81,7 @@ export function HistogramChart(props: HistogramChartProps) {
     p.over.addEventListener('mouseleave', () => {
       state.current.hovered = false;
       if (tip.current) tip.current.hidden = true;
-      if (holder.current) delete holder.current.dataset.hoverStep;
+      if (holder.current) { delete holder.current.dataset.hoverStep; delete holder.current.dataset.hoverLeft; }
     });
     p.over.addEventListener('mousedown', () => { (p as any)._localDrag = true; });
   }, [grid, props.dist, props.view, props.log, height, props.color]);
@@ -337,7 +337,8 @@ function showTip(u: uPlot, st: State, el: HTMLDivElement | null, holder: HTMLDiv
   }
   el.innerHTML = html;
   el.hidden = false;
-  if (holder) holder.dataset.hoverStep = String(p.step);
+  // For tests and tools: the step shown and where the cursor was (px from the plot's left).
+  if (holder) { holder.dataset.hoverStep = String(p.step); holder.dataset.hoverLeft = String(Math.round(left)); }
   const dpr = window.devicePixelRatio || 1;
   const plotLeft = u.bbox.left / dpr, plotTop = u.bbox.top / dpr, plotW = u.bbox.width / dpr;
   const cx = plotLeft + left;
