@@ -1,0 +1,59 @@
+"""cohort.integrations.accelerate.CohortTracker with a real Accelerator (accelerate 0.29 from
+PyPI, Debian's torch 1.13): init_trackers' config, accelerator.log at explicit steps and without,
+str values into the summary, get_tracker, end_training finishing the run."""
+import pytest
+
+from integ_helpers import client, finished_run, read_api, result, run_script  # noqa: F401
+
+pytestmark = pytest.mark.timeout(300)
+
+TRAIN = r'''
+import json, torch
+from accelerate import Accelerator
+import cohort
+from cohort.integrations.accelerate import CohortTracker
+
+tracker = CohortTracker(project="acc-integ", name="acc", group="accelerate")
+assert tracker._run is None            # nothing started before the Accelerator
+accelerator = Accelerator(cpu=True, log_with=[tracker])
+accelerator.init_trackers("ignored-project-name", config={"lr": 0.1, "epochs": 2})
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(32, 4)
+data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True)),
+                                   batch_size=8)
+model, opt, data = accelerator.prepare(model, opt, data)
+losses, step = [], 0
+for epoch in range(2):
+    for xb, yb in data:
+        loss = torch.nn.functional.mse_loss(model(xb), yb)
+        accelerator.backward(loss)
+        opt.step(); opt.zero_grad()
+        step += 10
+        losses.append(loss.item())
+        accelerator.log({"loss": loss.item(), "lr": 0.1, "nested": {"epoch": epoch}}, step=step)
+    accelerator.log({"phase": "epoch-end", "epoch_loss": sum(losses[-4:]) / 4})
+run = accelerator.get_tracker("cohort", unwrap=True)
+assert isinstance(run, cohort.Run) and accelerator.get_tracker("cohort") is tracker
+info = {"id": run.id, "losses": losses}
+accelerator.end_training()
+assert run.finished
+print("RESULT " + json.dumps(info))
+'''
+
+
+def test_accelerate_tracker(client):
+    info = result(run_script(client, TRAIN))
+    api = read_api(client)
+    run = finished_run(api, f"acc-integ/{info['id']}")
+    assert run.name == "acc" and run.group == "accelerate"
+    assert run.config == {"lr": 0.1, "epochs": 2}
+    h = run.history()
+    rows = h[h["loss"].notna()]
+    assert rows["step"].tolist() == list(range(10, 90, 10))
+    assert rows["loss"].tolist() == info["losses"]
+    assert rows["nested/epoch"].tolist() == [0] * 4 + [1] * 4
+    # Without a step: into the current step's row (the SDK's rule), which it then commits.
+    assert h.loc[h["epoch_loss"].notna(), "step"].tolist() == [40, 80]
+    assert run.summary["phase"] == "epoch-end"
