@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from integ_helpers import (LIGHTNING_PATCH, client, finished_run, read_api,  # noqa: F401
-                           result, run_script)
+                           result, run_ranks, run_script)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -114,3 +114,73 @@ def test_lightning_logger(client, log_model):
     assert sum("latest" in a for a in aliases.values()) == 1, aliases
     newest = max(versions, key=lambda v: int(v.version[1:]))
     assert "latest" in newest.aliases
+
+
+DDP = LIGHTNING_PATCH + r'''
+import json, os, sys, torch
+import lightning.pytorch as pl
+import cohort
+from cohort.integrations.lightning import CohortLogger
+from lightning.fabric.loggers.logger import _DummyExperiment
+
+mode = sys.argv[1] or None
+torch.manual_seed(0)
+
+class Tiny(pl.LightningModule):
+    def __init__(self, lr=0.05):
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = torch.nn.Linear(8, 1)
+    def training_step(self, batch, _):
+        x, y = batch
+        loss = torch.nn.functional.mse_loss(self.net(x), y)
+        self.log("train_loss", loss)
+        self.log("rank", float(self.global_rank))   # this rank's own value
+        return loss
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
+
+x = torch.randn(64, 8)
+data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True)),
+                                   batch_size=16)
+logger = CohortLogger(project="lt-ddp", name="ddp", mode=mode)
+trainer = pl.Trainer(max_epochs=2, logger=logger, accelerator="cpu", devices=2,
+                     strategy="ddp", log_every_n_steps=1, enable_checkpointing=False,
+                     enable_progress_bar=False, enable_model_summary=False)
+trainer.fit(Tiny(), data)
+assert torch.distributed.get_world_size() == 2
+exp = logger.experiment
+dummy = isinstance(exp, _DummyExperiment)
+print("RESULT " + json.dumps({"rank": trainer.global_rank, "dummy": dummy,
+                              "id": None if dummy else exp.id,
+                              "label": None if dummy else exp.label}))
+if not dummy:
+    exp.finish()
+'''
+
+
+@pytest.mark.parametrize("mode", ["shared", "rank0"])
+def test_lightning_logger_on_two_ranks(client, mode):
+    env = {"GROUP_RANK": "0"}  # with RANK, LOCAL_RANK, ...: Lightning's torchelastic environment
+    outs = run_ranks(client, DDP, 2, mode if mode == "shared" else "", env=env)
+    infos = sorted((result(o) for o in outs), key=lambda i: i["rank"])
+    api = read_api(client)
+    if mode == "rank0":
+        assert [i["dummy"] for i in infos] == [False, True]
+        run = finished_run(api, f"lt-ddp/{infos[0]['id']}")
+        assert [r.id for r in api.runs("lt-ddp")] == [run.id] and not run.shared
+        h = run.history(keys=["train_loss", "rank"])
+        assert h["step"].tolist() == [0, 1, 2, 3] and set(h["rank"]) == {0.0}
+        return
+    assert [i["dummy"] for i in infos] == [False, False]
+    assert infos[0]["id"] == infos[1]["id"]
+    assert [i["label"] for i in infos] == ["rank_0", "rank_1"]
+    run = finished_run(api, f"lt-ddp/{infos[0]['id']}", writers=2)
+    writers = {w["label"]: w for w in run.writers}
+    assert writers["rank_0"]["primary"] and not writers["rank_1"]["primary"]
+    assert run.config["lr"] == 0.05
+    h = run.history(keys=["train_loss", "rank", "trainer/global_step"])
+    for rank in (0, 1):
+        part = h[h["writer"] == f"rank_{rank}"]
+        assert part["step"].tolist() == [0, 1, 2, 3], part
+        assert set(part["rank"]) == {float(rank)}        # each rank's own values
