@@ -3,7 +3,8 @@ PyPI, Debian's torch 1.13): init_trackers' config, accelerator.log at explicit s
 str values into the summary, get_tracker, end_training finishing the run."""
 import pytest
 
-from integ_helpers import client, finished_run, read_api, result, run_script  # noqa: F401
+from integ_helpers import (client, finished_run, read_api, result, run_ranks,  # noqa: F401
+                           run_script)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -57,3 +58,56 @@ def test_accelerate_tracker(client):
     # Without a step: into the current step's row (the SDK's rule), which it then commits.
     assert h.loc[h["epoch_loss"].notna(), "step"].tolist() == [40, 80]
     assert run.summary["phase"] == "epoch-end"
+
+
+DDP = r'''
+import json, os, sys, torch
+from accelerate import Accelerator
+import cohort
+from cohort.integrations.accelerate import CohortTracker
+
+mode = sys.argv[1] or None
+tracker = CohortTracker(project="acc-ddp", name="ddp", mode=mode)
+accelerator = Accelerator(cpu=True, log_with=[tracker])
+assert accelerator.num_processes == 2
+accelerator.init_trackers("acc-ddp", config={"lr": 0.1})
+rank = accelerator.process_index
+for step in range(3):
+    values = {"loss": 1.0 / (step + 1), "rank": float(rank)}
+    if mode == "shared":
+        tracker.log(values, step=step)        # on every process (the Accelerator's tracker
+                                              # list is filled on the main process only)
+    else:
+        accelerator.log(values, step=step)                          # main process only
+run = tracker.tracker
+print("RESULT " + json.dumps({"rank": rank, "id": run.id if run else None,
+                              "label": run.label if run else None}))
+accelerator.wait_for_everyone()
+if mode == "shared":
+    tracker.finish()            # every process ends its writer
+else:
+    accelerator.end_training()  # the main process ends the run
+'''
+
+
+@pytest.mark.parametrize("mode", ["shared", "main"])
+def test_accelerate_tracker_on_two_processes(client, mode):
+    outs = run_ranks(client, DDP, 2, mode if mode == "shared" else "")
+    infos = sorted((result(o) for o in outs), key=lambda i: i["rank"])
+    api = read_api(client)
+    if mode == "main":
+        assert infos[1]["id"] is None
+        run = finished_run(api, f"acc-ddp/{infos[0]['id']}")
+        assert [r.id for r in api.runs("acc-ddp")] == [run.id]
+        assert run.config == {"lr": 0.1}
+        h = run.history()
+        assert h["step"].tolist() == [0, 1, 2] and set(h["rank"]) == {0.0}
+        return
+    assert infos[0]["id"] == infos[1]["id"]
+    assert [i["label"] for i in infos] == ["rank_0", "rank_1"]
+    run = finished_run(api, f"acc-ddp/{infos[0]['id']}", writers=2)
+    assert run.config == {"lr": 0.1}
+    h = run.history()
+    for rank in (0, 1):
+        part = h[h["writer"] == f"rank_{rank}"]
+        assert part["step"].tolist() == [0, 1, 2] and set(part["rank"]) == {float(rank)}
