@@ -111,3 +111,30 @@ def test_accelerate_tracker_on_two_processes(client, mode):
     for rank in (0, 1):
         part = h[h["writer"] == f"rank_{rank}"]
         assert part["step"].tolist() == [0, 1, 2] and set(part["rank"]) == {float(rank)}
+
+
+ADOPT = r'''
+import json
+from accelerate import Accelerator
+import cohort
+from cohort.integrations.accelerate import CohortTracker
+
+run = cohort.init(project="acc-adopt", name="mine", config={"mine": 1})
+tracker = CohortTracker()                      # no run given: the process's current run
+accelerator = Accelerator(cpu=True, log_with=[tracker])
+accelerator.init_trackers("acc-adopt", config={"lr": 0.5})
+accelerator.log({"x": 1.0}, step=3)
+assert tracker.tracker is run
+accelerator.end_training()
+assert run.finished
+print("RESULT " + json.dumps({"id": run.id}))
+'''
+
+
+def test_accelerate_tracker_uses_the_current_run(client):
+    info = result(run_script(client, ADOPT))
+    api = read_api(client)
+    run = finished_run(api, f"acc-adopt/{info['id']}")
+    assert [r.id for r in api.runs("acc-adopt")] == [info["id"]]
+    assert run.name == "mine" and run.config == {"mine": 1, "lr": 0.5}
+    assert run.history()["step"].tolist() == [3]
