@@ -102,3 +102,15 @@ def finished_run(api, path, writers=1, timeout=30):
             return r
         return None
     return wait_until(done, timeout=timeout, what=f"run {path} finished")
+
+
+def artifact_versions(api, name, project, count, timeout=30):
+    """The versions of an artifact once `count` are committed (finish() waits for uploads only
+    within its timeout; the agent may commit the last ones after the process exited)."""
+    def ready():
+        try:
+            vs = api.artifact_versions(name, project=project)
+        except cohort.NotFound:
+            return None
+        return vs if len(vs) >= count else None
+    return wait_until(ready, timeout=timeout, what=f"{count} versions of {project}/{name}")

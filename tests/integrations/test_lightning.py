@@ -6,8 +6,8 @@ import hashlib
 
 import pytest
 
-from integ_helpers import (LIGHTNING_PATCH, client, finished_run, read_api,  # noqa: F401
-                           result, run_ranks, run_script)
+from integ_helpers import (LIGHTNING_PATCH, artifact_versions, client,  # noqa: F401
+                           finished_run, read_api, result, run_ranks, run_script)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -94,7 +94,7 @@ def test_lightning_logger(client, log_model):
 
     # Checkpoints: every ModelCheckpoint file a version of model-<run id>, byte for byte.
     name = f"model-{info['id']}"
-    versions = api.artifact_versions(name, project="lt-integ")
+    versions = artifact_versions(api, name, "lt-integ", 3)
     checkpoints = sorted(out.glob("*.ckpt"))
     assert [p.name for p in checkpoints] == ["epoch=0.ckpt", "epoch=1.ckpt", "epoch=2.ckpt"]
     assert len(versions) == 3, versions

@@ -10,8 +10,8 @@ import pathlib
 
 import pytest
 
-from integ_helpers import (client, finished_run, read_api, result, run_ranks,  # noqa: F401
-                           run_script)
+from integ_helpers import (artifact_versions, client, finished_run, read_api,  # noqa: F401
+                           result, run_ranks, run_script)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -96,7 +96,7 @@ def test_trainer_logs_like_the_vendor_callback_with_checkpoints(client):
 
     # Checkpoints: one version per saved directory, byte for byte, with the vendor's aliases.
     name = f"checkpoint-{info['id']}"
-    versions = {v.version: v for v in api.artifact_versions(name, project="hf-integ")}
+    versions = {v.version: v for v in artifact_versions(api, name, "hf-integ", 2)}
     assert sorted(versions) == ["v0", "v1"], versions
     for version, step in (("v0", 3), ("v1", 6)):
         v = versions[version]
@@ -112,7 +112,7 @@ def test_trainer_logs_like_the_vendor_callback_with_checkpoints(client):
         assert got.read_bytes() == (ckpt / "model.safetensors").read_bytes()
         assert v.run == info["id"]
     # The final model (log_model="checkpoint" includes the end): the last weights.
-    final = api.artifact(f"hf-integ/model-{info['id']}:latest")
+    final = artifact_versions(api, f"model-{info['id']}", "hf-integ", 1)[0]
     files = {f.path: f.sha256 for f in final.files()}
     assert {"config.json", "model.safetensors"} <= set(files), files
     assert files["model.safetensors"] == sha(out / "checkpoint-6" / "model.safetensors")
