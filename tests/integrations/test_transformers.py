@@ -39,7 +39,8 @@ args = TrainingArguments(output_dir=out, max_steps=6, logging_steps=1, save_step
                          per_device_eval_batch_size=8, learning_rate=3e-3, run_name="hf-integ",
                          report_to="none", use_cpu=True, save_safetensors=True, disable_tqdm=True)
 cb = CohortCallback(watch="all", log_freq=2, log_model="checkpoint", group="hf")
-Trainer(model=model, args=args, train_dataset=Data(32), eval_dataset=Data(8), callbacks=[cb]).train()
+Trainer(model=model, args=args, train_dataset=Data(32), eval_dataset=Data(8),
+        callbacks=[cb]).train()
 run = cb.run
 print("RESULT " + json.dumps({"id": run.id, "project": run.project, "name": run.name}))
 run.finish()

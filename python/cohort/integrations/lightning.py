@@ -40,12 +40,6 @@ import cohort
 
 from ._common import StepValues, check_mode, start_run
 
-try:  # typing only
-    from lightning.pytorch.callbacks import ModelCheckpoint
-except ImportError:  # pragma: no cover
-    ModelCheckpoint = Any  # type: ignore
-
-
 def _rank() -> int:
     return int(rank_zero_only.rank or 0)
 
