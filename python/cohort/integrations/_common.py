@@ -43,8 +43,10 @@ def shared_run_id(explicit: Optional[str], rank: int, world_size: int) -> Option
     te = os.environ.get("TORCHELASTIC_RUN_ID")
     if te and te != "none":
         return None
+    # The process group decides, not the environment: every rank must take part in the
+    # broadcast or none (a launcher may set WORLD_SIZE in some processes only).
     dist = _dist()
-    if world_size <= 1 or dist is None or dist.get_world_size() <= 1:
+    if dist is None or dist.get_world_size() <= 1:
         return None
     from ..sdk import _random_id
     box = [_random_id() if rank == 0 else None]
