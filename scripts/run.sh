@@ -10,7 +10,11 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 COHORT_SKIP_WEED=1 scripts/install-deps.sh >&2  # weed is for the S3 tests only
 scripts/setup-venv.sh >&2
-scripts/build.sh >&2
+# Only what this command runs: the `cohort` binary (server and agent), the Python extension
+# and the web UI; scripts/test.sh builds the tests, benchmarks and fuzzers.
+BUILD_TARGETS="cohort _cohort" scripts/build.sh >&2
+echo "run.sh: the Python SDK is installed in $root/.venv; run training scripts with" >&2
+echo "  $root/.venv/bin/python train.py   (or: source $root/.venv/bin/activate)" >&2
 build="${BUILD_DIR:-$root/build}"
 args=(server --port "${PORT:-8787}")
 [ -n "${DATA_DIR:-}" ] && args+=(--data-dir "$DATA_DIR")
