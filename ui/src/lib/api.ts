@@ -3,7 +3,7 @@
 
 import type { Clause, Run, ViewSpec } from './filters';
 import { toApiQuery } from './filters';
-import type { ApiHistogram } from './histograms';
+import { withSharedEdges, type ApiHistogram } from './histograms';
 import type { ApiSeries } from './series';
 
 const KEY_STORAGE = 'cohort.key';
@@ -194,7 +194,7 @@ export class Api {
     const p = rangeParams(range);
     if (keys.length) p.set('keys', keys.join(','));
     if (writers.length) p.set('writers', writers.join(','));
-    return this.get<{ histograms: ApiHistogram[] }>(`${runPath(entity, project, run)}/histograms?${p}`, signal).then((r) => r.histograms);
+    return this.get<{ histograms: ApiHistogram[] }>(`${runPath(entity, project, run)}/histograms?${p}`, signal).then((r) => r.histograms.map(withSharedEdges));
   }
 
   history(entity: string, project: string, run: string, keys: string[], writers: string[], range: RangeQuery, signal?: AbortSignal) {
