@@ -9,6 +9,15 @@ constexpr uint32_t kNoColumn = UINT32_MAX;
 
 }  // namespace
 
+std::vector<std::string> IngestBatch::histogram_keys() const {
+  std::vector<std::string> keys;
+  keys.reserve(histograms.size());
+  for (const HistogramPoint& h : histograms) keys.push_back(h.key);
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
+}
+
 int64_t IngestBatch::points() const {
   int64_t n = 0;
   for (const KeyColumn& c : columns) n += int64_t(c.rows.size());

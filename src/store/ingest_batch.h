@@ -70,7 +70,8 @@ struct IngestBatch {
                                           // distinct from user keys by their prefix
   std::vector<ConsoleLine> console;
   std::vector<HistogramPoint> histograms;  // in any order; one per (key, step) is kept: the last
-  // > 0: the run may hold at most this many distinct keys (history and system, all writers); a
+  // > 0: the run may hold at most this many distinct keys (history, system and histogram keys,
+  // all writers); a
   // batch that would take it past them is refused whole with kPayloadTooLarge. Set by the
   // server from the entity's tier (src/server/limits); 0: no limit.
   int64_t max_run_keys = 0;
@@ -78,6 +79,7 @@ struct IngestBatch {
   size_t history_rows() const { return history_step.size(); }
   size_t system_rows() const { return system_time_ms.size(); }
   int64_t points() const;  // sum of column sizes
+  std::vector<std::string> histogram_keys() const;  // distinct, sorted
 };
 
 struct IngestResult {

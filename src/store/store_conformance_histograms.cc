@@ -260,3 +260,46 @@ TEST_P(StoreConformanceTest, DumpRoundTripKeepsHistograms) {
 }
 
 }  // namespace cohort::store
+
+namespace cohort::store {
+
+// Histogram keys are keys of the run: the key budget (max_run_keys) counts them with the
+// scalar ones, so that histograms cannot grow a run's keys without bound.
+TEST_P(StoreConformanceTest, HistogramKeysCountAgainstTheRunKeyBudget) {
+  MakeRun("run1");
+  Join("run1", "w");
+  const RunRef ref = Ref("run1");
+  auto batch = [](int64_t seq, std::vector<std::string> scalars, std::vector<std::string> hists) {
+    IngestBatchBuilder b(seq);
+    std::vector<IngestBatchBuilder::Cell> cells;
+    for (const std::string& k : scalars) cells.emplace_back(k, 1.0);
+    if (!cells.empty()) b.AddHistoryRow(seq, 1, cells);
+    for (const std::string& k : hists) {
+      Histogram h;
+      h.lo = 0;
+      h.hi = 1;
+      h.counts = {1, 2};
+      b.AddHistogram({k, seq, 1, h});
+    }
+    b.batch().max_run_keys = 3;
+    return b.Finish();
+  };
+  ASSERT_TRUE(store().Ingest(ref, "w", batch(1, {"loss"}, {"grad/a"}), 1).ok());
+  auto over = store().Ingest(ref, "w", batch(2, {}, {"grad/b", "grad/c"}), 2);  // 4 keys
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), StatusCode::kPayloadTooLarge);
+  EXPECT_NE(over.status().message().find("holds 2 distinct keys"), std::string::npos)
+      << over.status().ToString();
+  EXPECT_NE(over.status().message().find("grad/b"), std::string::npos);
+  // A scalar past the budget, with histogram keys already there, is refused too.
+  ASSERT_TRUE(store().Ingest(ref, "w", batch(3, {}, {"grad/b"}), 3).ok());  // the 3rd key
+  auto scalar = store().Ingest(ref, "w", batch(4, {"acc"}, {}), 4);
+  ASSERT_FALSE(scalar.ok());
+  EXPECT_EQ(scalar.status().code(), StatusCode::kPayloadTooLarge);
+  // Known keys at new steps are not new keys.
+  EXPECT_TRUE(store().Ingest(ref, "w", batch(5, {"loss"}, {"grad/a", "grad/b"}), 5).ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hists, store().ListHistograms(ref));
+  EXPECT_EQ(hists.size(), 2u);
+}
+
+}  // namespace cohort::store

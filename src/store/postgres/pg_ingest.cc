@@ -531,7 +531,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
       }
     }
     COHORT_RETURN_IF_ERROR(CheckKeyTypes(conn, run_pk, batch, missing));
-    COHORT_RETURN_IF_ERROR(CheckRunKeys(conn, ref, run_pk, missing, batch.max_run_keys));
+    COHORT_RETURN_IF_ERROR(CheckRunKeys(conn, ref, run_pk, missing, batch));
     if (!missing.empty()) {
       Params q;
       q.Add(run_pk).Add(writer_pk).AddTextArray(missing).AddArray(missing_system);

@@ -196,9 +196,9 @@ class SqlStore : public Store {
   static Status CheckStreamPositions(sql::Conn& conn, int64_t writer_pk, const std::string& label,
                                      const std::vector<StreamPosition>& positions);
   // The key budget (ingest_plan.h CheckKeyBudget) of a batch that creates series for `missing`
-  // keys (ordered) in run `run_pk`.
+  // keys (ordered) in run `run_pk` and logs histograms: histogram keys count as keys of the run.
   static Status CheckRunKeys(sql::Conn& conn, const RunRef& ref, int64_t run_pk,
-                             const std::vector<std::string>& missing, int64_t max);
+                             const std::vector<std::string>& missing, const IngestBatch& batch);
   // The WHERE clause of a console filter over `console c` (run, cursor, labels, stream, text),
   // its parameters added to `params`.
   std::string ConsoleFilter(const ConsoleQuery& q, int64_t run_pk, sql::Params* params) const;

@@ -17,12 +17,6 @@ using sql::Row;
 
 namespace {
 
-std::vector<std::string> DistinctHistogramKeys(const IngestBatch& batch) {
-  std::set<std::string> keys;
-  for (const HistogramPoint& h : batch.histograms) keys.insert(h.key);
-  return {keys.begin(), keys.end()};
-}
-
 Status MixedTypes(const std::string& key, const char* logged, const char* stored) {
   return Status::InvalidArgument("key '" + key + "' is a " + std::string(stored) +
                                  " in this run and cannot be logged as a " + logged +
@@ -38,7 +32,7 @@ Status SqlStore::CheckKeyTypes(Conn& conn, int64_t run_pk, const IngestBatch& ba
         std::vector<std::string> scalars,
         sql::QueryAll<std::string>(
             conn, "SELECT key FROM series WHERE run_pk = $1 AND key = ANY($2) LIMIT 1",
-            Params().Add(run_pk).AddTextArray(DistinctHistogramKeys(batch)),
+            Params().Add(run_pk).AddTextArray(batch.histogram_keys()),
             [](const Row& row) { return row.Text(0); }));
     if (!scalars.empty()) return MixedTypes(scalars[0], "histogram", "scalar");
   }

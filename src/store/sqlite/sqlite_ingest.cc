@@ -206,7 +206,7 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
   if (!missing.empty() || !batch.histograms.empty()) {
     sqlite::SqlConn conn(db);
     COHORT_RETURN_IF_ERROR(CheckKeyTypes(conn, w.run_pk, batch, missing));
-    COHORT_RETURN_IF_ERROR(CheckRunKeys(conn, ref, w.run_pk, missing, batch.max_run_keys));
+    COHORT_RETURN_IF_ERROR(CheckRunKeys(conn, ref, w.run_pk, missing, batch));
   }
   std::vector<series::Point> points;
   for (uint32_t c : plan->by_key()) {
