@@ -314,7 +314,8 @@ Status ArtifactUploader::Accept(const ArtifactTarget& target, std::string_view i
   COHORT_RETURN_IF_ERROR(
       wal::WriteFileAtomically(fs_, IntentPath(id), FileJson(target, intent_json, e.status), 0600));
   e.lock = std::move(file_lock);
-  Logf(e.intent.media ? LogLevel::kDebug : LogLevel::kInfo, "artifact {} ({}): {} file(s), {} bytes to upload", e.intent.name, id,
+  Logf(e.intent.media ? LogLevel::kDebug : LogLevel::kInfo,
+       "artifact {} ({}): {} file(s), {} bytes to upload", e.intent.name, id,
        e.intent.files.size(), e.status.bytes_total);
   entries_.emplace(id, std::move(e));
   queue_.push_back(id);

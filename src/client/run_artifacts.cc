@@ -138,7 +138,7 @@ Result<std::string> Run::Impl::EnqueueArtifactIntent(std::string_view intent_jso
   std::string body = bj::serialize(o);
   // The agent checks it again; a bad intent here is the caller's, named at the call.
   COHORT_ASSIGN_OR_RETURN(agent::ArtifactIntent intent, agent::ParseArtifactIntent(body));
-  {
+  if (!intent.media) {  // media blobs: nothing to wait for at Finish (the agent uploads them)
     MutexLock lock(&art_mu);
     ArtifactVersion& a = artifacts[intent.id];
     a.id = intent.id;
