@@ -36,7 +36,7 @@ export interface RunDetail extends Run {
 
 export interface Project { entity: string; project: string; runs: number; created_ms: number; updated_ms: number }
 export interface GroupInfo { group: string; runs: number; states: Record<string, number>; job_types: Record<string, number>; created_ms: number; updated_ms: number }
-export interface SeriesInfo { key: string; writer: string; type?: 'scalar' | 'histogram'; count: number; min_step: number; max_step: number }
+export interface SeriesInfo { key: string; writer: string; type?: 'scalar' | 'histogram' | 'image' | 'audio' | 'video' | 'table' | 'html'; count: number; min_step: number; max_step: number }
 export interface View { id: number; name: string; spec: ViewSpec; created_ms: number; updated_ms: number }
 export interface ConsoleLine { id: number; label: string; stream: 'stdout' | 'stderr'; time: number; text: string }
 export interface ConsoleIndex { total: number; stride: number; cursors: number[]; last_id: number }
@@ -179,7 +179,7 @@ export class Api {
   }
 
   keys(entity: string, project: string, run: string, signal?: AbortSignal) {
-    // Scalar series only: histogram keys (type "histogram") are not line charts.
+    // Scalar series only: histogram and media keys (other types) are not line charts.
     return this.get<{ keys: SeriesInfo[] }>(runPath(entity, project, run) + '/keys', signal).then((r) =>
       r.keys.filter((k) => (k.type ?? 'scalar') === 'scalar'),
     );
