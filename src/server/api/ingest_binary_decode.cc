@@ -375,7 +375,8 @@ class BinaryDecoder {
     }
     if (!String(&m->caption, limits::kMaxMediaCaptionBytes, where + ".caption")) return false;
     constexpr uint64_t kMax = uint64_t(INT64_MAX);
-    if (index > kMax || size > kMax || width > kMax || height > kMax || duration > kMax) {
+    if (index > UINT32_MAX) return Fail(where + ".index: must be below 2^32");
+    if (size > kMax || width > kMax || height > kMax || duration > kMax) {
       return Fail(where + ": a number does not fit in 63 bits");
     }
     m->key.assign(keys_[k]);
