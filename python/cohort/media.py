@@ -185,7 +185,7 @@ class Image(_Media):
             import numpy as np
             a = self._array
             if a.dtype != np.uint8:
-                a = np.rint(a * 255.0).astype(np.uint8)
+                a = np.rint(a.astype(np.float64) * 255.0).astype(np.uint8)
             im = PILImage.fromarray(a)
         buf = io.BytesIO()
         im.save(buf, format="PNG", compress_level=3)

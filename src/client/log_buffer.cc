@@ -27,7 +27,8 @@ std::string TypePhrase(uint8_t t) {
   if (t == 2) return "a histogram";
   const std::string_view name = batch::MediaTypeName(batch::MediaType(t >= 16 ? t - 16 : 0));
   if (name.empty()) return "another type";
-  return (name == "image" || name == "audio" || name == "html" ? "an " : "a ") + std::string(name);
+  if (name == "audio" || name == "html") return std::string(name);
+  return (name == "image" ? "an " : "a ") + std::string(name);
 }
 }  // namespace
 

@@ -26,8 +26,10 @@ Status Mixed(const std::string& key, const std::string& logged, const std::strin
                                  " (a key has one type per run; log it under another key)");
 }
 
+// "an image", "a video", "a table", "audio", "html".
 std::string Article(const std::string& type) {
-  return (type == "image" || type == "audio" || type == "html" ? "an " : "a ") + type;
+  if (type == "audio" || type == "html") return type;
+  return (type == "image" ? "an " : "a ") + type;
 }
 
 MediaRecord ReadRecord(const Row& row) {
