@@ -334,8 +334,8 @@ bool ClaimMedia(PyRun& self, const LogScratch& s,
       }
     }
     cohort::Status st = self.run.ClaimMediaKey(key, type_name);
-    if (!st.ok()) {
-      PyErr_SetString(PyExc_ValueError, ("log: " + st.message()).c_str());
+    if (!st.ok()) {  // the type the histogram path raises (cohort.UsageError, a ValueError)
+      PyErr_SetString(ErrorTypeFor(st.code()), ("log: " + st.message()).c_str());
       return false;
     }
   }

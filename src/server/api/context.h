@@ -36,7 +36,7 @@ struct ApiLimits {
   int max_buckets = limits::kMaxBuckets;
   int64_t max_raw_points = limits::kMaxRawPoints;
   uint64_t max_artifact_file_bytes = limits::kDefaultMaxArtifactFileBytes;
-  // Media (docs/operations.md "Media limits"): bytes per media file (a row naming a bigger blob
+  // Media (docs/operations.md, `cohort server` flags): bytes per media file (a row naming a bigger blob
   // is refused), rows per (key, step) of a writer, bytes of all the media rows of one run.
   uint64_t max_media_file_bytes = limits::kDefaultMaxMediaFileBytes;
   int64_t max_media_per_step = limits::kDefaultMaxMediaPerStep;
