@@ -1,7 +1,7 @@
 // The checks that the ingest fuzz targets (ingest_fuzzer.cc: JSON bodies, ingest_binary_fuzzer.cc:
-// batch v3 bodies) make of what a batch decoder returns: an error is a 400 or 413 with a message,
+// batch v4 bodies) make of what a batch decoder returns: an error is a 400 or 413 with a message,
 // a decoded batch keeps the limits it was decoded under, and a decoded batch encoded again as
-// batch v3 (core/batch_format.h) decodes to the same columns bit for bit. Each check that fails
+// batch v4 (core/batch_format.h) decodes to the same columns bit for bit. Each check that fails
 // aborts (fuzz_check.h). Header-only; pure functions.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Writes the binary seed inputs of the fuzz targets (see tests/fuzz/CMakeLists.txt): encoded
-// chunks, WAL segments, agent protocol streams and batch v3 bodies, made by the real encoders,
+// chunks, WAL segments, agent protocol streams and batch v4 bodies, made by the real encoders,
 // each prefixed by the mode bytes its fuzzer reads first. The text seeds (HTTP, ingest, GraphQL) are written by
 // hand. Usage: fuzz_seed_writer <corpus dir>   (writes into <dir>/chunk, <dir>/wal, ...)
 #include <cmath>

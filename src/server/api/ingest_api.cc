@@ -1,6 +1,6 @@
 // Route: POST /api/v1/runs/{entity}/{project}/{run}/writers/{label}/batches — one writer's
 // history rows, system samples and console lines, stored atomically and at most once per seq.
-// The body is JSON (docs/api.md) or, with Content-Type application/vnd.cohort.batch, a batch v3
+// The body is JSON (docs/api.md) or, with Content-Type application/vnd.cohort.batch, a batch v4
 // (docs/formats.md) with its seq in the Cohort-Batch-Seq header: what the agent posts, byte for
 // byte the batch the client encoded. A binary version this server does not read is answered
 // 415. Both decoders yield the columnar batch (store/ingest_batch.h), limits checked once.
