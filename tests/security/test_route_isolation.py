@@ -196,7 +196,8 @@ def victim(server):
 def fill(pattern, v):
     return ((pattern + QUERY.get(pattern, "")).replace("{entity}", v.entity)
             .replace("{project}", "proj").replace("{run}", v.run).replace("{label}", "w")
-            .replace("{id}", str(v.view)).replace("{name...}", "notes.txt").replace("{key...}", "t")
+            .replace("{id}", str(v.view)).replace("{name...}", "notes.txt")
+            .replace("{key...}", "t")
             .replace("{sha256}", v.sha).replace("{part}", "0").replace("{name}", "model")
             .replace("{version}", "v0").replace("{alias}", "best").replace("{path...}", "w.pt"))
 
