@@ -150,7 +150,9 @@ Result<std::string> Run::Impl::EnqueueArtifactIntent(std::string_view intent_jso
   }
   {
     MutexLock lock(&mu);
-    DrainBufferLocked();  // what was logged before goes first
+    // What was logged before goes first. Not for media: their rows are logged after the intent
+    // (so they follow it in any case), and a batch cut per media set would only be smaller.
+    if (!intent.media) DrainBufferLocked();
     PendingFrame f{next_frame++, agent::MessageType::kArtifact, std::move(body)};
     frame_bytes += f.body.size();
     frames.push_back(std::move(f));
