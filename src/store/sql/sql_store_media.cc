@@ -124,7 +124,8 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk,
   if (batch.max_run_media_bytes > 0) {
     COHORT_ASSIGN_OR_RETURN(
         int64_t stored,
-        sql::QueryOne<int64_t>(conn, "SELECT coalesce(sum(size), 0) FROM media WHERE run_pk = $1",
+        sql::QueryOne<int64_t>(conn, "SELECT CAST(coalesce(sum(size), 0) AS BIGINT) FROM media "
+                               "WHERE run_pk = $1",
                                Params().Add(run_pk), [](const Row& row) { return row.Int(0); },
                                Status::Internal("media: no aggregate row")));
     if (stored + bytes > batch.max_run_media_bytes) {
