@@ -146,7 +146,7 @@ TEST(BatchEncode, InvalidKeysAreLeftOutRepeatsMergedAndTheLastValueOfARowWins) {
   EXPECT_EQ(stats.points, 2);
   // Keys "a" and "ok"; one row without a step (the server assigns it), "a" = 4 (its last value).
   EXPECT_EQ(Payload(out), Bytes({2, 1, 'a', 2, 'o', 'k', 1, 0, 0, 2, 0, 1}) + Bits(4) + Bits(6) +
-                              Bytes({0, 0, 0}));  // no system rows, lines, histograms
+                              Bytes({0, 0, 0, 0}));  // no system rows, lines, histograms, media
 }
 
 TEST(BatchEncode, ConsoleTextIsMadeValidAndCutToTheLineLimit) {
@@ -168,15 +168,15 @@ TEST(BatchCheckHeader, NamesTheProblem) {
   std::string good;
   Encode(b, &good);
   ASSERT_TRUE(CheckHeader(good).ok());
-  EXPECT_EQ(Version(good), std::optional<uint8_t>(3));
+  EXPECT_EQ(Version(good), std::optional<uint8_t>(4));
   EXPECT_EQ(Version("{\"seq\": 1}"), std::nullopt);
   auto message = [](std::string_view bytes) { return CheckHeader(bytes).message(); };
   EXPECT_NE(message(good.substr(0, 7)).find("truncated header (7 of 12 bytes)"), std::string::npos);
   EXPECT_NE(message("XBAT" + good.substr(4)).find("does not start with"), std::string::npos);
   std::string bad = good;
-  bad[4] = 2;  // the version before histograms
+  bad[4] = 3;  // the version before media rows
   EXPECT_EQ(CheckHeader(bad).code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(message(bad).find("version 2 is not supported"), std::string::npos);
+  EXPECT_NE(message(bad).find("version 3 is not supported"), std::string::npos);
   bad = good;
   bad[6] = 1;
   EXPECT_NE(message(bad).find("header flags"), std::string::npos);
