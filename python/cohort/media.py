@@ -121,8 +121,11 @@ class Image(_Media):
         if isinstance(data_or_path, (str, os.PathLike)):
             self._path, self._mime = _read_path(data_or_path, "Image", _IMAGE_MIME)
             return
-        pil = sys.modules.get("PIL.Image")
-        if pil is not None and isinstance(data_or_path, pil.Image):
+        # A PIL image (PIL.Image is imported: its class made the value; the worker thread may be
+        # importing it for the first time meanwhile, so the module is not peeked at otherwise).
+        pil_class = getattr(sys.modules.get("PIL.Image"), "Image", None) if type(
+            data_or_path).__module__.startswith("PIL.") else None
+        if isinstance(pil_class, type) and isinstance(data_or_path, pil_class):
             self._pil = data_or_path.copy()
             self.width, self.height = self._pil.size
             return

@@ -61,7 +61,8 @@ TEST(LogBufferMediaTest, AKeyHasOneType) {
   h.lo = 0;
   h.hi = 1;
   h.counts = {1};
-  ASSERT_TRUE(buf.Log({}, {{"grad", h}}, std::nullopt, true, &flush).ok());
+  const Histograms grad = {{"grad", h}};
+  ASSERT_TRUE(buf.Log({}, grad, std::nullopt, true, &flush).ok());
   Status s = buf.ClaimMedia("loss", batch::MediaType::kImage);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("key 'loss' was logged as a scalar and cannot be logged as an "
@@ -80,7 +81,8 @@ TEST(LogBufferMediaTest, AKeyHasOneType) {
   EXPECT_NE(s.message().find("key 'clip' was logged as audio and cannot be logged as a scalar"),
             std::string::npos)
       << s.ToString();
-  s = buf.Log({}, {{"clip", h}}, std::nullopt, true, &flush);
+  const Histograms clip = {{"clip", h}};
+  s = buf.Log({}, clip, std::nullopt, true, &flush);
   EXPECT_NE(s.message().find("as audio and cannot be logged as a histogram"), std::string::npos)
       << s.ToString();
   // The fast path (scalars only, keys known) drops a value under a media key and counts it.

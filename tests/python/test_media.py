@@ -24,12 +24,14 @@ def _pixels(data):
 
 def test_images_of_every_layout_encode_to_png_with_their_pixels():
     rng = np.random.default_rng(0)
-    hwc = rng.integers(0, 256, size=(5, 4, 3), dtype=np.uint8)
+    hwc = rng.integers(0, 256, size=(5, 6, 3), dtype=np.uint8)
     data, mime, w, h, _ = cohort.Image(hwc)._encode()
-    assert (mime, w, h) == ("image/png", 4, 5) and data.startswith(b"\x89PNG")
+    assert (mime, w, h) == ("image/png", 6, 5) and data.startswith(b"\x89PNG")
     assert np.array_equal(_pixels(data), hwc)
-    chw = hwc.transpose(2, 0, 1).copy()
+    chw = hwc.transpose(2, 0, 1).copy()  # (3, 5, 6): channels first
     assert np.array_equal(_pixels(cohort.Image(chw)._encode()[0]), hwc)
+    # HWC wins when both readings fit (as the seed's SDK does): (3, 5, 4) is 3 rows of RGBA.
+    assert cohort.Image(np.zeros((3, 5, 4), dtype=np.uint8)).height == 3
     grey = rng.integers(0, 256, size=(3, 7), dtype=np.uint8)
     assert np.array_equal(_pixels(cohort.Image(grey[None])._encode()[0]), grey)  # 1HW
     rgba = rng.random((2, 3, 4))
