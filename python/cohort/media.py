@@ -447,6 +447,9 @@ class _Worker:
                     else:
                         self._pending.pop(id(run), None)
                     self._cv.notify_all()
+                # Nothing of the set outlives its hand-over here: a waiting worker must not keep
+                # the run (or its arrays) alive until the interpreter exits.
+                run = key = mset = None
 
     def drain(self, run: Any, timeout: Optional[float]) -> bool:
         """Waits until every set `run` logged was handed over; False after `timeout` seconds."""
