@@ -273,3 +273,33 @@ def test_two_gloo_ranks_in_shared_mode_log_media_under_their_labels(client):
     keys = client.get(view.path + "/keys")["keys"]
     assert not [k for k in keys if k["key"] == "samples" and k["type"] != "image"], keys
     assert len(_rows(client, view, keys="samples")) == 12
+
+
+OFFLINE = r"""
+import numpy as np
+import cohort
+run = cohort.init(project="media", mode="offline")
+for step in range(3):
+    run.log({"loss": float(step), "img": cohort.Image(np.full((2, 3), 50 * step, dtype=np.uint8)),
+             "t": cohort.Table(columns=["s"], data=[[step]])})
+run.finish()
+print("RUN", run.id)
+"""
+
+
+def test_an_offline_run_keeps_its_media_for_cohort_sync(client):
+    import subprocess
+    proc = assert_ok(client.python(OFFLINE))
+    run_id = _run_id(proc)
+    view = client.run_view(run_id, project="media")
+    assert view.get()["state"] == "absent"
+    client.stop_agents()  # sync takes what no live agent holds
+    sync = subprocess.run([str(client.env["COHORT_BIN"]), "sync"], env=client.env,
+                          capture_output=True, text=True, timeout=120)
+    assert sync.returncode == 0, sync.stderr[-4000:]
+    wait_until(lambda: len(_rows(client, view, keys="img")) == 3 and _all_uploaded(client, view),
+               what="the synced media")
+    for r in _rows(client, view, keys="img"):
+        want = np.full((2, 3), 50 * r["step"], dtype=np.uint8)
+        assert np.array_equal(_pixels(_download(client, r["url"])[2]), want), r
+    assert client.get(view.path + "/tables/t")["data"] == [[2]]
