@@ -37,6 +37,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 MAX_CAPTION_BYTES = 4096
 #: Media of one key at one step (the server's default --max-media-per-step).
 MAX_PER_STEP = 1024
+#: Media sets the worker hands to the agent in one intent (what is queued when it looks).
+MAX_SETS_PER_INTENT = 16
 
 _IMAGE_MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
                ".gif": "image/gif", ".webp": "image/webp", ".bmp": "image/bmp"}
@@ -437,31 +439,52 @@ class _Worker:
     def _loop(self) -> None:
         idle = 0.001
         while True:
-            try:
-                run, key, mset, step = self._items.popleft()
-            except IndexError:
+            # The sets of one run queued now, up to MAX_SETS_PER_INTENT: one hand-over (one
+            # staging directory, one intent for the agent) for all of them.
+            batch: List[Tuple[str, _MediaSet, int]] = []
+            run = None
+            while len(batch) < MAX_SETS_PER_INTENT:
+                try:
+                    item = self._items[0]
+                except IndexError:
+                    break
+                if run is not None and item[0] is not run:
+                    break
+                self._items.popleft()
+                run = item[0]
+                batch.append(item[1:])
+                item = None
+            if not batch:
                 time.sleep(idle)
                 idle = min(idle * 2, 0.05)
                 continue
             idle = 0.001
+            done = 0
             try:
-                _hand_over(run, key, mset, step)
-                self.sets += 1
+                for key, step, error in _hand_over(run, batch):
+                    done += 1
+                    if error is None:
+                        self.sets += 1
+                    else:
+                        self.failures += 1
+                        warnings.warn(f"cohort: media {key!r} at step {step} was not logged: "
+                                      f"{error}", RuntimeWarning, stacklevel=1)
             except Exception as e:  # noqa: BLE001 - reported, the worker goes on
-                self.failures += 1
-                warnings.warn(f"cohort: media {key!r} at step {step} was not logged: {e}",
+                self.failures += len(batch) - done
+                warnings.warn(f"cohort: {len(batch) - done} media set(s) of keys "
+                              f"{sorted({k for k, _, _ in batch[done:]})} were not logged: {e}",
                               RuntimeWarning, stacklevel=1)
             finally:
                 with self._cv:
-                    n = self._pending.get(id(run), 1) - 1
-                    if n:
+                    n = self._pending.get(id(run), len(batch)) - len(batch)
+                    if n > 0:
                         self._pending[id(run)] = n
                     else:
                         self._pending.pop(id(run), None)
                     self._cv.notify_all()
-                # Nothing of the set outlives its hand-over here: a waiting worker must not keep
-                # the run (or its arrays) alive until the interpreter exits.
-                run = key = mset = None
+                # Nothing of the sets outlives their hand-over here: a waiting worker must not
+                # keep the run (or its arrays) alive until the interpreter exits.
+                run = batch = None
 
     def drain(self, run: Any, timeout: Optional[float]) -> bool:
         """Waits until every set `run` logged was handed over; False after `timeout` seconds."""
@@ -512,9 +535,11 @@ def stats() -> Dict[str, int]:
     return {"sets": w.sets, "failures": w.failures, "waits": w.waits, "queued": len(w._items)}
 
 
-def _hand_over(run: Any, key: str, mset: _MediaSet, step: int) -> None:
-    """Encodes and hashes the set, writes each file into a staging directory, hands the files to
-    the agent (a media intent: it uploads their blobs) and logs the rows."""
+def _hand_over(run: Any, sets: List[Tuple[str, _MediaSet, int]]
+               ) -> List[Tuple[str, int, Optional[BaseException]]]:
+    """Encodes and hashes the sets of one run, writes each file into a staging directory, hands
+    the files to the agent (one media intent: it uploads their blobs), then logs each set's rows.
+    Returns (key, step, error or None) per set: a set that cannot be encoded is left out."""
     if getattr(run, "_py_finished", False) and getattr(run, "_native_finished", False):
         raise RuntimeError("the run finished before its media were encoded")
     from .artifacts import _write_owner
@@ -522,28 +547,44 @@ def _hand_over(run: Any, key: str, mset: _MediaSet, step: int) -> None:
     root = run._artifact_staging_dir or ""
     staging = os.path.join(root, media_id) if root else tempfile.mkdtemp(prefix="cohort-media-")
     handed = False
+    out: List[Tuple[str, int, Optional[BaseException]]] = []
     try:
         if root:
             os.makedirs(staging, mode=0o700, exist_ok=True)
             _write_owner(staging)
         files: List[Dict[str, Any]] = []
-        rows: List[Tuple[str, int, str, int, int, int, str]] = []
-        for i, m in enumerate(mset.items):
-            data, mime, width, height, duration_ms = m._encode()
-            sha = hashlib.sha256(data).hexdigest()
-            path = os.path.join(staging, str(i))
-            with open(path, "wb") as f:
-                f.write(data)
-            files.append({"path": str(i), "sha256": sha, "size": len(data), "source": path})
-            rows.append((sha, len(data), mime, int(width), int(height), int(duration_ms),
-                         m.caption or ""))
-        intent: Dict[str, Any] = {"id": media_id, "name": "media", "type": "media",
-                                  "media": True, "files": files}
-        if root:
-            intent["staging"] = staging
-        run._log_artifact_intent(json.dumps(intent))
-        handed = True
-        run._log_media(key, mset._cohort_media_type, step, rows)
+        encoded = []  # (key, set, step, rows) of the sets that encoded
+        for j, (key, mset, step) in enumerate(sets):
+            try:
+                rows: List[Tuple[str, int, str, int, int, int, str]] = []
+                for i, m in enumerate(mset.items):
+                    data, mime, width, height, duration_ms = m._encode()
+                    sha = hashlib.sha256(data).hexdigest()
+                    name = f"{j}-{i}"
+                    path = os.path.join(staging, name)
+                    with open(path, "wb") as f:
+                        f.write(data)
+                    files.append({"path": name, "sha256": sha, "size": len(data),
+                                  "source": path})
+                    rows.append((sha, len(data), mime, int(width), int(height),
+                                 int(duration_ms), m.caption or ""))
+                encoded.append((key, mset, step, rows))
+            except Exception as e:  # noqa: BLE001 - this set only
+                out.append((key, step, e))
+        if files:
+            intent: Dict[str, Any] = {"id": media_id, "name": "media", "type": "media",
+                                      "media": True, "files": files}
+            if root:
+                intent["staging"] = staging
+            run._log_artifact_intent(json.dumps(intent))
+            handed = True
+        for key, mset, step, rows in encoded:
+            try:
+                run._log_media(key, mset._cohort_media_type, step, rows)
+                out.append((key, step, None))
+            except Exception as e:  # noqa: BLE001 - this set only
+                out.append((key, step, e))
+        return out
     finally:
         if not handed:
             shutil.rmtree(staging, ignore_errors=True)
