@@ -303,3 +303,24 @@ def test_an_offline_run_keeps_its_media_for_cohort_sync(client):
         want = np.full((2, 3), 50 * r["step"], dtype=np.uint8)
         assert np.array_equal(_pixels(_download(client, r["url"])[2]), want), r
     assert client.get(view.path + "/tables/t")["data"] == [[2]]
+
+
+NO_FINISH = r"""
+import numpy as np
+import cohort
+run = cohort.init(project="media")
+for step in range(20):
+    run.log({"img": [cohort.Image(np.full((2, 2), step, dtype=np.uint8))] * 3})
+print("RUN", run.id)
+# No finish: the exit path finishes the run, after the worker handed everything over.
+"""
+
+
+def test_media_queued_at_exit_are_handed_over_before_the_run_ends(client):
+    proc = assert_ok(client.python(NO_FINISH))
+    view = client.run_view(_run_id(proc), project="media")
+    wait_until(lambda: view.get()["state"] == "finished", what="run finished")
+    wait_until(lambda: len(_rows(client, view)) == 60 and _all_uploaded(client, view),
+               what="every set logged before the exit")
+    rows = _rows(client, view)
+    assert [(r["step"], r["index"]) for r in rows] == [(s, i) for s in range(20) for i in range(3)]
