@@ -275,7 +275,7 @@ TEST(DecodeBinaryIngestBatch, TooManyRowsIsPayloadTooLarge) {
   ApiLimits limits;
   limits.max_rows_per_batch = 2;
   std::string rest = Bytes({2, 0, 2, 1, 0}) + Double(1) + Bytes({2, 2}) + Double(2) +
-                     Bytes({1, 0, 2, 1, 0}) + Double(3) + Bytes({0, 0});
+                     Bytes({1, 0, 2, 1, 0}) + Double(3) + Bytes({0, 0, 0});  // no media
   ExpectError(DecodeError(Seal(Payload({"a"}, rest)), limits), StatusCode::kPayloadTooLarge,
               "more than 2 rows");
   EXPECT_TRUE(DecodeBinaryIngestBatch(Seal(Payload({"a"}, rest)), 1, ApiLimits{}).ok());
