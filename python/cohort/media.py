@@ -110,11 +110,24 @@ class _Media:
 class Image(_Media):
     """An image: a numpy array or torch tensor (HW grey, HWC or CHW with 1, 3 or 4 channels;
     uint8, or float in [0, 1]), a PIL image, or the path of a PNG, JPEG, GIF, WebP or BMP file
-    (logged as it is). Arrays are encoded as PNG with Pillow."""
+    (logged as it is). Arrays are encoded as PNG with Pillow (``mode``: converted to L, LA, RGB
+    or RGBA first). The arguments are the seed SDK's (``Image(data, mode=None, caption=None)``);
+    its annotations (``boxes``, ``masks``, ``classes``) are accepted and not stored yet."""
     _cohort_media_type = "image"
 
-    def __init__(self, data_or_path: Any, caption: Optional[str] = None,
-                 mode: Optional[str] = None) -> None:
+    # The seed SDK's annotations (boxes, masks, classes, ...) are not stored yet.
+    _IGNORED = ("grouping", "classes", "boxes", "masks", "file_type", "normalize")
+
+    def __init__(self, data_or_path: Any, mode: Optional[str] = None,
+                 caption: Optional[str] = None, **ignored: Any) -> None:
+        unknown = set(ignored) - set(self._IGNORED)
+        if unknown:
+            raise TypeError(f"Image: unexpected argument(s) {', '.join(sorted(unknown))}")
+        if any(v is not None for v in ignored.values()):
+            warnings.warn(f"cohort.Image: {', '.join(sorted(ignored))} not stored (the image "
+                          "is)", RuntimeWarning, stacklevel=2)
+        if mode is not None and mode not in ("L", "LA", "RGB", "RGBA"):
+            raise ValueError(f"Image: mode {mode!r}: expected L, LA, RGB or RGBA")
         self.caption = _caption(caption, "Image")
         self._path: Optional[str] = None
         self._mime = "image/png"
@@ -193,6 +206,8 @@ class Image(_Media):
             if a.dtype != np.uint8:
                 a = np.rint(a.astype(np.float64) * 255.0).astype(np.uint8)
             im = PILImage.fromarray(a)
+            if self._mode is not None and im.mode != self._mode:
+                im = im.convert(self._mode)
         buf = io.BytesIO()
         im.save(buf, format="PNG", compress_level=3)
         return buf.getvalue(), "image/png", im.size[0], im.size[1], 0

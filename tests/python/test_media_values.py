@@ -153,3 +153,17 @@ def test_a_disabled_run_accepts_media_and_logs_nothing():
     run = cohort.init(mode="disabled")
     run.log({"img": cohort.Image(np.zeros((2, 2), dtype=np.uint8)), "x": 1.0})
     run.finish()
+
+
+def test_image_takes_the_seed_sdks_arguments():
+    a = np.zeros((2, 3, 3), dtype=np.uint8)
+    a[..., 0] = 255
+    grey = cohort.Image(a, "L", caption="red as grey")
+    assert grey.caption == "red as grey"
+    assert _pixels(grey._encode()[0]).shape == (2, 3)  # converted to one channel
+    with pytest.warns(RuntimeWarning, match="boxes not stored"):
+        cohort.Image(a, boxes={"predictions": {}})
+    with pytest.raises(TypeError, match="unexpected argument"):
+        cohort.Image(a, colour="red")
+    with pytest.raises(ValueError, match="mode 'CMYK'"):
+        cohort.Image(a, mode="CMYK")
