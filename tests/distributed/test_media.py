@@ -210,6 +210,24 @@ def test_media_logged_with_scalars_are_stored_and_read_back(client):
     assert list(run.table("eval/preds", step=0)["id"]) == [0, 1]
     assert {k["type"] for k in run.media_keys()} == {"image", "table", "audio", "video", "html"}
 
+    # The CLI: `cohort media ls` lists the rows, `cohort media get` writes the checked files.
+    import subprocess
+    cli = [str(client.env["COHORT_BIN"]), "media"]
+    ls = subprocess.run(cli + ["ls", f"media/{run_id}", "--key", "samples,eval/preds",
+                               "--min-step", "2"], env=client.env, capture_output=True,
+                        text=True, timeout=60)
+    assert ls.returncode == 0, ls.stderr
+    lines = ls.stdout.splitlines()
+    assert lines[0].split()[:5] == ["KEY", "WRITER", "STEP", "INDEX", "TYPE"], lines
+    assert len(lines) == 1 + 1 + 5, lines  # header, the table, five images of step 2
+    assert "4 rows x 5 cols" in ls.stdout and "8x6" not in ls.stdout and "6x8" in ls.stdout
+    get = subprocess.run(cli + ["get", f"media/{run_id}", "--key", "samples", "--max-step", "0",
+                                "--out", str(tmp / "cli")], env=client.env, capture_output=True,
+                         text=True, timeout=60)
+    assert get.returncode == 0 and "5 file(s)" in get.stderr, get.stderr
+    got = tmp / "cli" / "samples" / media[0]["writer"] / "0_0.png"
+    assert got.read_bytes() == first.read_bytes()
+
 
 JOB = r"""
 import json, os, sys
