@@ -1,6 +1,7 @@
 """The GraphQL endpoint: the probes and queries the vendor's clients send, uploads through the
 URLs it hands out, and hostile or unknown input that must be answered with errors, never a
 crash."""
+import hashlib
 import json
 import urllib.parse
 
@@ -136,13 +137,13 @@ def test_create_run_files_and_upload(wire, api, entity):
     status, listing = api.get(f"/api/v1/runs/{entity}/proj/f1/files")
     assert status == 200
     files = {f["name"]: f for f in listing["files"]}
-    assert sorted(files) == sorted(names)
+    # A media file (media/...) becomes a blob the entity holds, named by its SHA-256 (the media
+    # rows of the history lines name it; docs/compat.md), not a run file: one copy.
+    assert sorted(files) == ["config.yaml"]
     assert files["config.yaml"]["size"] == 8
-    path = urllib.parse.urlsplit(files["media/images/a b.png"]["url"]).path
-    status, body, headers = wire._request("GET", path, headers={
-        "Authorization": "Bearer " + api.key})
-    assert status == 200 and body == b"\x89PNG\x00\x01"
-    assert headers["Content-Disposition"] == "attachment"  # never rendered in the UI's origin
+    sha = hashlib.sha256(b"\x89PNG\x00\x01").hexdigest()
+    status, blob = api.get(f"/api/v1/blobs/{entity}/{sha}?size=6")
+    assert status == 200 and blob["stored"] is True, blob
     status, text = api.get(f"/api/v1/runs/{entity}/proj/f1/files/config.yaml")
     assert text == "lr: 0.2\n"
     assert api.get(f"/api/v1/runs/{entity}/proj/f1/files/missing")[0] == 404
