@@ -3,7 +3,6 @@ URLs it hands out, and hostile or unknown input that must be answered with error
 crash."""
 import hashlib
 import json
-import urllib.parse
 
 PROBE = """
    query ProbeServerCapabilities {
