@@ -87,6 +87,8 @@ def watch(run: Any, models: Any, criterion: Any = None, log: Optional[str] = "gr
     if isinstance(log_freq, bool) or not isinstance(log_freq, int) or log_freq < 1:
         raise UsageError(f"watch: log_freq must be an int >= 1, got {log_freq!r}")
     items = _models(models)
+    if getattr(run, "disabled", False):
+        return  # checked like any other call; no hooks: nothing would keep their histograms
     watches: Dict[int, _Watch] = run.__dict__.setdefault("_watches", {})
     for i, m in enumerate(items):
         if id(m) in watches:

@@ -242,6 +242,7 @@ class Artifact:
         self._id: Optional[str] = None
         self._run: Any = None
         self._thread: Optional[threading.Thread] = None
+        self._previous: Optional["Artifact"] = None  # logged before this one by the same run
         self._error: Optional[BaseException] = None
         self._state: Dict[str, Any] = {}
         self.aliases: List[str] = []
@@ -363,6 +364,14 @@ class Artifact:
         self.aliases = aliases
         self._run = run
         self._id = uuid.uuid4().hex
+        # Versions reach the agent in the order they were logged (it commits them in that
+        # order), whichever finishes hashing first: "latest" and moved aliases ("best") then
+        # end on the version logged last, as the seed's SDK does.
+        self._previous = getattr(run, "_last_logged_artifact", None)
+        try:
+            run._last_logged_artifact = self
+        except AttributeError:
+            pass
         self._thread = threading.Thread(target=self._prepare, name=f"cohort-artifact-{self.name}",
                                         daemon=True)
         self._thread.start()
@@ -421,6 +430,9 @@ class Artifact:
                 intent["description"] = self.description
             if staging:
                 intent["staging"] = staging
+            previous, self._previous = self._previous, None
+            if previous is not None and previous._thread is not None:
+                previous._thread.join()
             self._run._log_artifact_intent(json.dumps(intent))
         except BaseException as e:  # noqa: BLE001 - reported by wait() and finish()
             self._error = e

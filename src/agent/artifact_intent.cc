@@ -16,8 +16,7 @@ namespace {
 
 namespace bj = boost::json;
 
-constexpr size_t kMaxNameBytes = limits::kMaxArtifactNameBytes;
-constexpr size_t kMaxPathBytes = 1024;
+constexpr size_t kMaxPathBytes = kMaxRelativePathBytes;
 constexpr size_t kMaxUriBytes = 4096;
 constexpr size_t kMaxDescriptionBytes = limits::kMaxArtifactDescriptionBytes;
 constexpr size_t kMaxAliases = limits::kMaxArtifactAliases;
@@ -25,12 +24,6 @@ constexpr size_t kMaxAliases = limits::kMaxArtifactAliases;
 bool NameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
          c == '_' || c == '-';
-}
-
-bool ReservedAlias(std::string_view a) {
-  if (a == "latest" || a == "versions" || a == "aliases") return true;
-  return a.size() > 1 && a[0] == 'v' &&
-         std::all_of(a.begin() + 1, a.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 Result<bj::object> ParseObject(std::string_view json, std::string_view what) {
@@ -93,71 +86,6 @@ int64_t ArtifactIntent::blob_bytes() const {
   return n;
 }
 
-Status ValidateArtifactName(std::string_view name, std::string_view what) {
-  const std::string w(what);
-  if (name.empty() || name.size() > kMaxNameBytes) {
-    return Status::InvalidArgument(w + " '" + std::string(name.substr(0, 200)) +
-                                   "': must be 1-128 bytes");
-  }
-  if (name.front() == '.') {
-    return Status::InvalidArgument(w + " '" + std::string(name) + "': must not start with '.'");
-  }
-  for (char c : name) {
-    if (!NameChar(c)) {
-      return Status::InvalidArgument(w + " '" + std::string(name) +
-                                     "': only A-Z a-z 0-9 . _ - are allowed");
-    }
-  }
-  return Status::Ok();
-}
-
-Status ValidateAliasName(std::string_view alias, bool user_alias) {
-  COHORT_RETURN_IF_ERROR(ValidateArtifactName(alias, "alias"));
-  if (user_alias && ReservedAlias(alias)) {
-    return Status::InvalidArgument(
-        "alias '" + std::string(alias) +
-        "': reserved (latest moves by itself; versions, aliases and v<N> are not aliases)");
-  }
-  return Status::Ok();
-}
-
-Status ValidateArtifactPath(std::string_view path) {
-  const std::string p(path.substr(0, 200));
-  if (path.empty() || path.size() > kMaxPathBytes) {
-    return Status::InvalidArgument("artifact file path '" + p + "': must be 1-1024 bytes");
-  }
-  if (!utf8::IsValid(path)) {
-    return Status::InvalidArgument("artifact file path: not valid UTF-8");
-  }
-  for (char c : path) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      return Status::InvalidArgument("artifact file path '" + p +
-                                     "': control characters are not allowed");
-    }
-    if (c == '\\') {
-      return Status::InvalidArgument("artifact file path '" + p +
-                                     "': backslashes are not allowed (use '/')");
-    }
-  }
-  if (path.front() == '/') {
-    return Status::InvalidArgument("artifact file path '" + p + "': must be relative");
-  }
-  size_t start = 0;
-  while (true) {
-    const size_t slash = path.find('/', start);
-    std::string_view seg =
-        path.substr(start, slash == std::string_view::npos ? path.npos : slash - start);
-    if (seg.empty() || seg == "." || seg == "..") {
-      return Status::InvalidArgument("artifact file path '" + p +
-                                     "': empty, '.' and '..' segments are not allowed");
-    }
-    if (slash == std::string_view::npos) break;
-    start = slash + 1;
-  }
-  return Status::Ok();
-}
-
 Result<ArtifactIntent> ParseArtifactIntent(std::string_view text) {
   COHORT_ASSIGN_OR_RETURN(bj::object o, ParseObject(text, "artifact"));
   json::FieldReader r(o, "artifact");
@@ -179,8 +107,8 @@ Result<ArtifactIntent> ParseArtifactIntent(std::string_view text) {
   if (in.id.empty() || !std::all_of(in.id.begin(), in.id.end(), NameChar)) {
     return Status::InvalidArgument("artifact.id: expected 1-64 bytes of A-Z a-z 0-9 . _ -");
   }
-  COHORT_RETURN_IF_ERROR(ValidateArtifactName(in.name));
-  COHORT_RETURN_IF_ERROR(ValidateArtifactName(in.type, "artifact type"));
+  COHORT_RETURN_IF_ERROR(ValidateArtifactName("artifact name", in.name));
+  COHORT_RETURN_IF_ERROR(ValidateArtifactName("artifact type", in.type));
   if (in.aliases.size() > kMaxAliases) {
     return Status::InvalidArgument("artifact.aliases: at most 64");
   }
@@ -208,7 +136,7 @@ Result<ArtifactIntent> ParseArtifactIntent(std::string_view text) {
     e.source = f.OptString("source", 4096).value_or("");
     e.size = f.OptInt("size").value_or(-1);
     if (!f.ok()) return f.status();
-    COHORT_RETURN_IF_ERROR(ValidateArtifactPath(e.path));
+    COHORT_RETURN_IF_ERROR(ValidateRelativePath("artifact file path", e.path));
     if (e.is_ref()) {
       if (!KnownScheme(e.ref)) {
         return Status::InvalidArgument(where + ".ref '" + e.ref +

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cohort/status.h"
+#include "core/artifact_names.h"
 #include "wal/file.h"
 
 namespace cohort::agent {
@@ -55,15 +56,7 @@ struct ArtifactIntent {
   int64_t blob_bytes() const;  // sum of the blobs' sizes
 };
 
-// Collection and alias names (docs/artifacts.md "Names"): 1-128 bytes of A-Z a-z 0-9 . _ -,
-// not starting with '.'. Aliases also must not be latest/versions/aliases/v<digits> when
-// `user_alias` (latest is set by the server itself).
-Status ValidateArtifactName(std::string_view name, std::string_view what = "artifact name");
-Status ValidateAliasName(std::string_view alias, bool user_alias = true);
-// Paths inside a version: relative, '/'-separated, no empty/./.. segment, no backslash or
-// control character, at most 1024 bytes (the rules of run files).
-Status ValidateArtifactPath(std::string_view path);
-
+// Names, aliases and paths follow core/artifact_names.h.
 // Parses and checks an intent (every name, path, digest and size; unique paths; a blob has an
 // absolute source). kInvalidArgument naming the field otherwise.
 Result<ArtifactIntent> ParseArtifactIntent(std::string_view json);

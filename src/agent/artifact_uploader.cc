@@ -469,7 +469,7 @@ std::vector<ArtifactStatus> ArtifactUploader::StatusOf(const std::vector<std::st
   MutexLock lock(&mu_);
   for (const auto& id : ids) {
     auto it = entries_.find(id);
-    if (it == entries_.end() && !id.empty() && ValidateArtifactName(id, "id").ok()) {
+    if (it == entries_.end() && !id.empty() && ValidateArtifactName("id", id).ok()) {
       // Finished: loaded (and kept); pending elsewhere (another agent's, or one left by a dead
       // agent and not taken yet): as its file says.
       if (LoadLocked(id, /*take_pending=*/false)) {

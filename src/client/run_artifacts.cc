@@ -79,9 +79,9 @@ std::string Absolute(const std::string& path) {
 
 // Checks what the caller can be told at the call: names, paths, duplicates, metadata.
 Status CheckArtifact(const Artifact& a) {
-  COHORT_RETURN_IF_ERROR(agent::ValidateArtifactName(a.name));
-  COHORT_RETURN_IF_ERROR(agent::ValidateArtifactName(a.type, "artifact type"));
-  for (const auto& alias : a.aliases) COHORT_RETURN_IF_ERROR(agent::ValidateAliasName(alias));
+  COHORT_RETURN_IF_ERROR(ValidateArtifactName("artifact name", a.name));
+  COHORT_RETURN_IF_ERROR(ValidateArtifactName("artifact type", a.type));
+  for (const auto& alias : a.aliases) COHORT_RETURN_IF_ERROR(ValidateAliasName(alias));
   if (!a.metadata_json.empty()) {
     auto m = json::Parse(a.metadata_json);
     if (!m.ok() || !m->is_object()) {
@@ -90,14 +90,14 @@ Status CheckArtifact(const Artifact& a) {
   }
   std::set<std::string> paths;
   for (const auto& f : a.files) {
-    COHORT_RETURN_IF_ERROR(agent::ValidateArtifactPath(f.path));
+    COHORT_RETURN_IF_ERROR(ValidateRelativePath("artifact file path", f.path));
     if (f.source.empty()) return Status::InvalidArgument("artifact file " + f.path + ": no source");
     if (!paths.insert(f.path).second) {
       return Status::InvalidArgument("artifact: the path '" + f.path + "' is given twice");
     }
   }
   for (const auto& r : a.references) {
-    COHORT_RETURN_IF_ERROR(agent::ValidateArtifactPath(r.path));
+    COHORT_RETURN_IF_ERROR(ValidateRelativePath("artifact file path", r.path));
     if (!paths.insert(r.path).second) {
       return Status::InvalidArgument("artifact: the path '" + r.path + "' is given twice");
     }

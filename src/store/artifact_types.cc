@@ -24,56 +24,6 @@ bool IsReferenceUri(std::string_view uri) {
 }
 }  // namespace
 
-Status ValidateArtifactName(std::string_view what, std::string_view name) {
-  if (name.empty() || name.size() > limits::kMaxArtifactNameBytes) {
-    return Invalid(what, "must be 1-" + std::to_string(limits::kMaxArtifactNameBytes) +
-                             " bytes, got " + std::to_string(name.size()));
-  }
-  for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-';
-    if (!ok) {
-      return Invalid(what, "\"" + std::string(name) +
-                               "\" has a character other than A-Z a-z 0-9 . _ - (no '/', "
-                               "spaces or control characters)");
-    }
-  }
-  if (name.front() == '.') return Invalid(what, "must not start with '.'");
-  return Status::Ok();
-}
-
-Status ValidateAliasName(std::string_view alias) {
-  COHORT_RETURN_IF_ERROR(ValidateArtifactName("alias", alias));
-  if (alias == "latest" || alias == "versions" || alias == "aliases" ||
-      ParseVersionName(alias).has_value()) {
-    return Invalid("alias", "\"" + std::string(alias) +
-                                "\" is reserved (latest moves by itself; v<N> names versions)");
-  }
-  return Status::Ok();
-}
-
-Status ValidateRelativePath(std::string_view what, std::string_view path) {
-  if (path.empty() || path.size() > 1024) return Invalid(what, "must be 1-1024 bytes");
-  if (!utf8::IsValid(path)) return Invalid(what, "not valid UTF-8");
-  for (char c : path) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) return Invalid(what, "control characters are not allowed");
-    if (c == '\\') return Invalid(what, "backslashes are not allowed");
-  }
-  if (path.front() == '/') return Invalid(what, "must be a relative path");
-  size_t start = 0;
-  while (true) {
-    size_t slash = path.find('/', start);
-    std::string_view seg =
-        path.substr(start, slash == std::string_view::npos ? path.npos : slash - start);
-    if (seg.empty()) return Invalid(what, "empty path segment");
-    if (seg == "." || seg == "..") return Invalid(what, "'.' and '..' segments are not allowed");
-    if (slash == std::string_view::npos) break;
-    start = slash + 1;
-  }
-  return Status::Ok();
-}
-
 Status ValidateArtifactCommit(const ArtifactCommit& c) {
   COHORT_RETURN_IF_ERROR(ValidateArtifactName("artifact name", c.name));
   COHORT_RETURN_IF_ERROR(ValidateArtifactName("artifact type", c.type));
@@ -147,17 +97,6 @@ std::string ManifestDigest(const std::vector<ArtifactFile>& files) {
   }
   return h.FinishHex();
 }
-
-std::optional<int64_t> ParseVersionName(std::string_view s) {
-  if (s.size() < 2 || s.size() > 19 || s[0] != 'v') return std::nullopt;
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data() + 1, s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v < 0) return std::nullopt;
-  if (s.size() > 2 && s[1] == '0') return std::nullopt;  // "v01" is not v1
-  return v;
-}
-
-std::string VersionName(int64_t index) { return "v" + std::to_string(index); }
 
 Status ArtifactNotFound(std::string_view entity, std::string_view project, std::string_view name,
                         std::string_view version_or_alias) {

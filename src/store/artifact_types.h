@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cohort/status.h"
+#include "core/artifact_names.h"
 
 namespace cohort::store {
 
@@ -103,25 +104,12 @@ struct RunArtifact {
   int64_t used_ms = 0;
 };
 
-// Checks of names: `what` names the field in the error ("artifact name", "alias").
-// 1 to limits::kMaxArtifactNameBytes bytes of A-Z a-z 0-9 . _ -, not starting with '.'.
-Status ValidateArtifactName(std::string_view what, std::string_view name);
-// An alias a user may set: a valid name that is not reserved ("latest" moves by itself;
-// "versions", "aliases" and v<digits> name other things).
-Status ValidateAliasName(std::string_view alias);
-// A relative '/'-separated path: 1-1024 bytes of UTF-8, no empty, "." or ".." segment, no
-// leading '/', no backslash, no control character. `what` names it in the error.
-Status ValidateRelativePath(std::string_view what, std::string_view path);
 // Everything about a commit that can be checked without the database: names, paths (unique),
 // digests, sizes, references, metadata (a JSON object), limits.
 Status ValidateArtifactCommit(const ArtifactCommit& commit);
 
 // The version digest of a manifest (docs/artifacts.md, "Digests"): files in any order.
 std::string ManifestDigest(const std::vector<ArtifactFile>& files);
-
-// Parses "v<digits>" into the index; nullopt for anything else (an alias).
-std::optional<int64_t> ParseVersionName(std::string_view s);
-std::string VersionName(int64_t index);
 
 Status ArtifactNotFound(std::string_view entity, std::string_view project, std::string_view name,
                         std::string_view version_or_alias = "");

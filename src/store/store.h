@@ -191,7 +191,7 @@ class ArtifactStore {
   // Records that `entity` holds the blob (it uploaded it, checked), and its MD5 (base64) when
   // not empty (the W&B clients name files by it). Idempotent.
   virtual Status RecordBlob(const std::string& entity, const std::string& sha256, int64_t size,
-                            int64_t now_ms, const std::string& md5 = "") = 0;
+                            int64_t now_ms, const std::string& md5) = 0;
   // The blobs the entity holds by the MD5s (base64) of their uploads.
   virtual Result<std::map<std::string, BlobByMd5>> BlobsByMd5(
       const std::string& entity, const std::vector<std::string>& md5s) = 0;

@@ -40,7 +40,7 @@ TEST_P(StoreConformanceTest, ArtifactVersionsAreNumberedAndDeduplicatedByDigest)
   MakeRun("r1");
   for (const char* content : {"weights-1", "weights-2", "config"}) {
     COHORT_ASSERT_OK(store().RecordBlob(kEntity, Sha256::Hex(content),
-                                        int64_t(std::string(content).size()), kNow));
+                                        int64_t(std::string(content).size()), kNow, ""));
   }
   COHORT_ASSERT_OK_AND_ASSIGN(
       ArtifactLogged v0,
@@ -120,14 +120,14 @@ TEST_P(StoreConformanceTest, ArtifactVersionsAreNumberedAndDeduplicatedByDigest)
 
 TEST_P(StoreConformanceTest, ArtifactCommitRefusesWhatItCannotKeepAndStoresNothing) {
   MakeRun("r1");
-  COHORT_ASSERT_OK(store().RecordBlob(kEntity, Sha256::Hex("abc"), 3, kNow));
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, Sha256::Hex("abc"), 3, kNow, ""));
   // A blob the entity does not hold: named, nothing committed.
   Result<ArtifactLogged> missing =
       store().CommitArtifact(Commit("ds", {Blob("a", "abc"), Blob("b", "not uploaded")}, "r1"));
   ASSERT_EQ(missing.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(missing.status().message().find("\"b\""), std::string::npos);
   // Another entity holding it is not enough.
-  COHORT_ASSERT_OK(store().RecordBlob("other", Sha256::Hex("zzz"), 3, kNow));
+  COHORT_ASSERT_OK(store().RecordBlob("other", Sha256::Hex("zzz"), 3, kNow, ""));
   EXPECT_EQ(store().CommitArtifact(Commit("ds", {Blob("z", "zzz")})).status().code(),
             StatusCode::kFailedPrecondition);
   // A manifest that lies about a size.
@@ -198,7 +198,7 @@ TEST_P(StoreConformanceTest, ArtifactReferencesAndTheEmptyVersion) {
 }
 
 TEST_P(StoreConformanceTest, ArtifactAliasesMoveAndDeletingLatestMovesIt) {
-  for (const char* c : {"a", "b", "c"}) COHORT_ASSERT_OK(store().RecordBlob(kEntity, Sha256::Hex(c), 1, kNow));
+  for (const char* c : {"a", "b", "c"}) COHORT_ASSERT_OK(store().RecordBlob(kEntity, Sha256::Hex(c), 1, kNow, ""));
   for (const char* c : {"a", "b", "c"}) {
     COHORT_ASSERT_OK(store().CommitArtifact(Commit("m", {Blob("f", c)})).status());
   }
@@ -229,7 +229,7 @@ TEST_P(StoreConformanceTest, ArtifactAliasesMoveAndDeletingLatestMovesIt) {
   EXPECT_EQ(store().DeleteArtifactVersion(kEntity, kProject, "m", "v2").code(),
             StatusCode::kNotFound);
   // Numbers are never reused: the next version is v3.
-  COHORT_ASSERT_OK(store().RecordBlob(kEntity, Sha256::Hex("d"), 1, kNow));
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, Sha256::Hex("d"), 1, kNow, ""));
   COHORT_ASSERT_OK_AND_ASSIGN(ArtifactLogged next, store().CommitArtifact(Commit("m", {Blob("f", "d")})));
   EXPECT_EQ(next.version.index, 3);
 }
@@ -237,7 +237,7 @@ TEST_P(StoreConformanceTest, ArtifactAliasesMoveAndDeletingLatestMovesIt) {
 TEST_P(StoreConformanceTest, ArtifactLineageOfRunsThatLogAndUse) {
   MakeRun("producer");
   RunRecord consumer = MakeRun("consumer");
-  COHORT_ASSERT_OK(store().RecordBlob(kEntity, Sha256::Hex("w"), 1, kNow));
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, Sha256::Hex("w"), 1, kNow, ""));
   COHORT_ASSERT_OK(store().CommitArtifact(Commit("m", {Blob("f", "w")}, "producer")).status());
   COHORT_ASSERT_OK_AND_ASSIGN(
       ArtifactVersion used,
@@ -280,19 +280,19 @@ TEST_P(StoreConformanceTest, ArtifactLineageOfRunsThatLogAndUse) {
 }
 
 TEST_P(StoreConformanceTest, BlobsAreHeldPerEntity) {
-  COHORT_ASSERT_OK(store().RecordBlob(kEntity, Sha256::Hex("a"), 1, kNow));
-  COHORT_ASSERT_OK(store().RecordBlob(kEntity, Sha256::Hex("a"), 1, kNow));  // idempotent
-  COHORT_ASSERT_OK(store().RecordBlob("other", Sha256::Hex("b"), 1, kNow));
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, Sha256::Hex("a"), 1, kNow, ""));
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, Sha256::Hex("a"), 1, kNow, ""));  // idempotent
+  COHORT_ASSERT_OK(store().RecordBlob("other", Sha256::Hex("b"), 1, kNow, ""));
   COHORT_ASSERT_OK_AND_ASSIGN(
       auto held, store().HeldBlobs(kEntity, {Sha256::Hex("a"), Sha256::Hex("b"), Sha256::Hex("c")}));
   EXPECT_EQ(held, (std::map<std::string, int64_t>{{Sha256::Hex("a"), 1}}));
-  EXPECT_EQ(store().RecordBlob(kEntity, "xyz", 1, kNow).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store().RecordBlob(kEntity, "xyz", 1, kNow, "").code(), StatusCode::kInvalidArgument);
 }
 
 TEST_P(StoreConformanceTest, BlobMd5sAreLookedUpBothWaysPerEntity) {
   const std::string a = Sha256::Hex("a"), b = Sha256::Hex("b"), c = Sha256::Hex("c");
   COHORT_ASSERT_OK(store().RecordBlob(kEntity, a, 1, kNow, "md5-of-a"));
-  COHORT_ASSERT_OK(store().RecordBlob(kEntity, b, 1, kNow));  // no MD5 known
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, b, 1, kNow, ""));  // no MD5 known
   COHORT_ASSERT_OK(store().RecordBlob(kEntity, b, 1, kNow, "md5-of-b"));  // learnt later
   COHORT_ASSERT_OK(store().RecordBlob("other", c, 1, kNow, "md5-of-c"));
   COHORT_ASSERT_OK_AND_ASSIGN(auto by_md5,
@@ -311,7 +311,7 @@ TEST_P(StoreConformanceTest, ConcurrentCommitsToOneCollectionGetDistinctVersions
   for (int t = 0; t < kThreads; ++t) {
     for (int i = 0; i < kEach; ++i) {
       std::string c = "w" + std::to_string(t) + "-" + std::to_string(i);
-      COHORT_ASSERT_OK(store().RecordBlob(kEntity, Sha256::Hex(c), int64_t(c.size()), kNow));
+      COHORT_ASSERT_OK(store().RecordBlob(kEntity, Sha256::Hex(c), int64_t(c.size()), kNow, ""));
     }
   }
   std::vector<std::thread> threads;
@@ -343,9 +343,9 @@ namespace cohort::store {
 TEST_P(StoreConformanceTest, GarbageCollectionForgetsOnlyUnreferencedOldBlobs) {
   for (const char* c : {"kept", "dropped", "young"}) {
     COHORT_ASSERT_OK(store().RecordBlob(kEntity, Sha256::Hex(c), int64_t(std::string(c).size()),
-                                        std::string(c) == "young" ? kNow + 100 : kNow));
+                                        std::string(c) == "young" ? kNow + 100 : kNow, ""));
   }
-  COHORT_ASSERT_OK(store().RecordBlob("other", Sha256::Hex("dropped"), 7, kNow));
+  COHORT_ASSERT_OK(store().RecordBlob("other", Sha256::Hex("dropped"), 7, kNow, ""));
   COHORT_ASSERT_OK(store().CommitArtifact(Commit("m", {Blob("a", "kept")})).status());
   COHORT_ASSERT_OK_AND_ASSIGN(auto unreferenced, store().UnreferencedBlobs(kNow + 50));
   std::vector<std::pair<std::string, std::string>> got;

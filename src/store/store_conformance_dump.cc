@@ -56,7 +56,7 @@ void Populate(Store& s, const RunRef& ref) {
                   .ok());
   // Two versions of a checkpoint (a blob and a reference), an alias, a use.
   const std::string sha = Sha256::Hex("weights");
-  ASSERT_TRUE(s.RecordBlob(ref.entity, sha, 7, 50).ok());
+  ASSERT_TRUE(s.RecordBlob(ref.entity, sha, 7, 50, "").ok());
   for (const char* etag : {"e1", "e2"}) {
     ArtifactCommit c{.entity = ref.entity, .project = ref.project, .name = "ckpt", .type = "model"};
     c.run_id = ref.run_id;

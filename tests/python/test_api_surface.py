@@ -179,7 +179,14 @@ def test_module_config_is_detached_before_init():
 def test_seed_compat_helpers_are_no_ops():
     run = disabled()
     assert run.define_metric("loss", step_metric="epoch") is None
-    assert run.watch(object()) is None
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Linear(2, 1)
+    assert run.watch(model, log="all", log_freq=1) is None
+    # A disabled run adds no hooks to the model: its training loop costs what it did.
+    assert not model._forward_hooks and not model.weight._backward_hooks
+    model(torch.ones(1, 2)).sum().backward()
+    with pytest.raises(cohort.UsageError, match="torch.nn.Module"):
+        run.watch(object())  # misuse is still named, as in any other mode
     assert cohort.require("service") is None
     cohort.setup(cohort.Settings(mode="disabled"))
 

@@ -35,11 +35,11 @@ SCOPED = {
     ("POST", "/api/v1/runs/{entity}/{project}/{run}/writers/{label}/batches"): {
         "seq": 99, "history": [{"step": 5, "time": 1, "values": {"x": 666}}]},
     ("GET", "/api/v1/runs/{entity}/{project}/{run}/keys"): None,
-    ("GET", "/api/v1/runs/{entity}/{project}/{run}/histograms"): None,
     ("GET", "/api/v1/runs/{entity}/{project}/{run}/media"): None,
     ("GET", "/api/v1/runs/{entity}/{project}/{run}/media/{sha256}"): None,
     ("GET", "/api/v1/runs/{entity}/{project}/{run}/tables/{key...}"): None,
     ("GET", "/api/v1/runs/{entity}/{project}/{run}/history"): None,
+    ("GET", "/api/v1/runs/{entity}/{project}/{run}/histograms"): None,
     ("GET", "/api/v1/runs/{entity}/{project}/{run}/system"): None,
     ("GET", "/api/v1/runs/{entity}/{project}/{run}/console"): None,
     ("GET", "/api/v1/runs/{entity}/{project}/{run}/console/index"): None,
@@ -87,6 +87,7 @@ QUERY = {
     "/api/v1/history/{entity}/{project}": "?runs={run}",
     "/api/v1/system/{entity}/{project}": "?runs={run}",
     "/api/v1/blobs/{entity}/{sha256}": "?size=7",
+    "/api/v1/runs/{entity}/{project}/{run}/histograms": "?keys=x",
     "/api/v1/blobs/{entity}/{sha256}/parts/{part}": "?size=7",
 }
 
@@ -103,6 +104,7 @@ KEY_SCOPED = {
 SIGNED = {
     ("PUT", "/artifacts-upload/{entity}/{draft}/{kind}/{md5}"),
     ("GET", "/artifacts-download/{entity}/{sha256}"),
+    ("GET", "/artifacts-manifest/{entity}/{version}"),
 }
 
 
@@ -319,6 +321,8 @@ def test_signed_artifact_routes_open_nothing_without_their_signature(server, vic
         ("GET", f"/artifacts-download/{victim.entity}/{victim.sha}", None),
         ("GET", f"/artifacts-download/{victim.entity}/{victim.sha}?k=1&x=99999999999&s=forged",
          None),
+        ("GET", f"/artifacts-manifest/{victim.entity}/1", None),
+        ("GET", f"/artifacts-manifest/{victim.entity}/1?k=1&x=99999999999&s=forged", None),
     ]:
         for key in (bob, None):
             status, payload, _ = http(server.url + path, method, raw=raw, key=key)

@@ -251,6 +251,41 @@ export async function seedWithSdk(server, entity, project, { steps = 300, stragg
   }
 }
 
+/**
+ * The histograms scenario (seed_sdk.py `hist`): one shared run "hist-shared" whose writers
+ * rank_0 and rank_1 log histograms with `cohort.Histogram` through `run.log`. Resolves to the run
+ * id once both processes finished and the server holds every step (the agent delivers after the
+ * processes exit).
+ */
+export async function seedHistogramsWithSdk(server, entity, project, { steps = 10000 } = {}) {
+  const sdk = new SdkProcesses(server, project, 0);
+  try {
+    const id = `hist${Date.now().toString(36)}`;
+    const env = { SEED_HIST_STEPS: String(steps) };
+    const primary = sdk.start(['hist', '0', id], env);
+    await primary.ready;
+    const worker = sdk.start(['hist', '1', id], env);
+    await worker.ready;
+    for (const p of [primary, worker]) {
+      const rc = await p.exited;
+      if (rc !== 0) throw new Error(`seed_sdk.py hist exited with ${rc}`);
+    }
+    const want = { 'gradients/fc1.weight|rank_0': steps, 'gradients/fc1.weight|rank_1': 200, 'gradients/nan|rank_0': 30,
+      'parameters/fc1.weight|rank_0': 50, 'parameters/const|rank_0': 20, 'parameters/single|rank_0': 1 };
+    const deadline = Date.now() + 60000;
+    for (;;) {
+      const { keys } = await api(server, 'GET', `/api/v1/runs/${entity}/${project}/${id}/keys`);
+      const have = Object.fromEntries(keys.filter((k) => k.type === 'histogram').map((k) => [`${k.key}|${k.writer}`, k.count]));
+      if (Object.entries(want).every(([k, n]) => have[k] === n)) return id;
+      if (Date.now() > deadline) throw new Error(`seed: histograms never all arrived: ${JSON.stringify(have)}`);
+      await new Promise((res) => setTimeout(res, 200));
+    }
+  } catch (e) {
+    sdk.killAll();
+    throw new Error(`${e.message}\n${sdk.output()}`);
+  }
+}
+
 class SdkProcesses {
   constructor(server, project, steps) {
     this.procs = [];

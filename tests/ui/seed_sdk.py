@@ -11,6 +11,8 @@ COHORT_NVML_LIBRARY) and capturing every print as console lines:
                                                 `crash` (SIGKILL), `finish`
     python seed_sdk.py slow RANK RUN_ID         a shared run of 4 ranks where rank 3 takes 4x
                                                 longer per step (the straggler to be found)
+    python seed_sdk.py hist RANK RUN_ID         a shared run of 2 writers logging histograms
+                                                (tests/ui/histograms.test.mjs; see hist())
 
 A crashing rank prints its error to stderr and dies by SIGKILL without finish(): the agent sees
 its connection drop and reports the writer crashed, as it would for a real crash. Each process
@@ -165,6 +167,59 @@ def slow(rank, run_id):
     run.finish()
 
 
+HIST_STEPS = int(os.environ.get("SEED_HIST_STEPS", "10000"))
+HIST_EDGES = [-3 + 6 * i / 48 for i in range(49)]
+
+
+def hist_center(rank, step):
+    """The centre of gradients/fc1.weight at a step: rank 0 drifts from -1 to 1 over its steps,
+    rank 1 sits around 2 (the writer switch must show it)."""
+    return -1 + 2 * step / (HIST_STEPS - 1) if rank == 0 else 2.0
+
+
+def normal_counts(mu, sigma, edges, n=1000):
+    """Counts of n values of N(mu, sigma) in the bins (the expected counts, rounded)."""
+    cdf = [0.5 * (1 + math.erf((e - mu) / (sigma * math.sqrt(2)))) for e in edges]
+    return [round(n * (cdf[i + 1] - cdf[i])) for i in range(len(edges) - 1)]
+
+
+def hist(rank, run_id):
+    """Shared run "hist-shared", histograms logged with cohort.Histogram through run.log:
+    rank_0: gradients/fc1.weight every step for HIST_STEPS steps (fixed edges over [-3, 3], 48
+    bins: merged buckets add up exactly), centre drifting from -1 to 1; parameters/fc1.weight
+    from raw values (50 steps); parameters/const, every value 7.0 (20 steps: the SDK widens the
+    range to [6.5, 7.5]); parameters/single at step 5 only; gradients/nan over 30 steps whose
+    steps 10..19 hold only NaN (a histogram that counts nothing). rank_1: gradients/fc1.weight for
+    200 steps around 2."""
+    settings = cohort.Settings(mode="shared", x_label=f"rank_{rank}", x_primary=rank == 0,
+                               x_update_finish_state=rank == 0, x_stats_sampling_interval=1.0)
+    if rank == 0:
+        run = cohort.init(project=PROJECT, id=run_id, name="hist-shared", job_type="train",
+                          config=CONFIG, settings=settings)
+    else:
+        run = cohort.init(project=PROJECT, id=run_id, settings=settings)
+    ready(run)
+    steps = HIST_STEPS if rank == 0 else 200
+    rnd = random.Random(7 + rank)
+    for step in range(steps):
+        counts = normal_counts(hist_center(rank, step), 0.5, HIST_EDGES)
+        values = {"loss": 1.0 / (1 + step) + 0.01 * rank,
+                  "gradients/fc1.weight": cohort.Histogram(np_histogram=(counts, HIST_EDGES))}
+        if rank == 0 and step < 50:
+            values["parameters/fc1.weight"] = cohort.Histogram(
+                [rnd.gauss(0.1 * step, 1.0) for _ in range(200)], num_bins=32)
+        if rank == 0 and step < 20:
+            values["parameters/const"] = cohort.Histogram([7.0] * 100)
+        if rank == 0 and step == 5:
+            values["parameters/single"] = cohort.Histogram([0.5, 1.5, 1.5, 2.5], num_bins=3)
+        if rank == 0 and step < 30:
+            nan = 10 <= step < 20
+            values["gradients/nan"] = cohort.Histogram(
+                [float("nan")] * 50 if nan else [rnd.uniform(-1, 1) for _ in range(50)], num_bins=16)
+        run.log(values, step=step)
+    run.finish()
+
+
 def main(argv):
     what = argv[1]
     if what == "ddp":
@@ -177,6 +232,8 @@ def main(argv):
         live()
     elif what == "slow":
         slow(int(argv[2]), argv[3])
+    elif what == "hist":
+        hist(int(argv[2]), argv[3])
     else:
         raise SystemExit(f"seed_sdk.py: unknown scenario {what!r}")
 

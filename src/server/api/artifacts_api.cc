@@ -19,7 +19,7 @@ constexpr uint64_t kMaxWholeDownloadBytes = limits::kBlobPartBytes;
 std::string ArtifactPath(const store::ArtifactVersion& v) {
   return "/api/v1/artifacts/" + PercentEncode(v.entity, true) + "/" +
          PercentEncode(v.project, true) + "/" + PercentEncode(v.name, true) + "/" +
-         store::VersionName(v.index);
+         VersionName(v.index);
 }
 
 bj::array Strings(const std::vector<std::string>& v) {
@@ -33,7 +33,7 @@ bj::object VersionJson(const store::ArtifactVersion& v) {
                {"project", v.project},
                {"name", v.name},
                {"type", v.type},
-               {"version", store::VersionName(v.index)},
+               {"version", VersionName(v.index)},
                {"index", v.index},
                {"digest", v.digest},
                {"size", v.size},
@@ -69,7 +69,7 @@ Result<CollectionPath> ProjectFromPath(const http::HttpRequest& req, const AuthC
   CollectionPath p{ref.entity, ref.project, ""};
   if (req.path_params.count("name")) {
     p.name = req.PathParam("name");
-    COHORT_RETURN_IF_ERROR(store::ValidateArtifactName("artifact name", p.name));
+    COHORT_RETURN_IF_ERROR(ValidateArtifactName("artifact name", p.name));
   }
   return p;
 }

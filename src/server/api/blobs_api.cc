@@ -134,7 +134,8 @@ void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
           auto verified = ctx->blobs->Verify(sha, uint64_t(size));
           if (!verified.ok()) return ErrorResponse(verified.status());
           // Recorded before it is published (docs/artifacts.md, "Garbage collection").
-          if (Status s = ctx->store->RecordBlob(who.entity, sha, size, NowMillis()); !s.ok()) {
+          if (Status s = ctx->store->RecordBlob(who.entity, sha, size, NowMillis(), /*md5=*/"");
+              !s.ok()) {
             return ErrorResponse(s);
           }
           if (Status s = (*verified)->Publish(); !s.ok()) return ErrorResponse(s);

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <string_view>
 
@@ -30,9 +29,6 @@ std::string UploadText(int64_t key_id, const std::string& entity, int64_t draft,
                        const std::string& kind, const std::string& md5_hex, int64_t expires);
 std::string DownloadText(int64_t key_id, const std::string& entity, const std::string& sha256,
                          int64_t expires);
-// "?k=<key>&x=<expires>&s=<signature>".
-std::string Query(int64_t key_id, int64_t expires, const std::string& sig);
-
 // The URL for uploading bytes of MD5 `md5_b64` (base64) as `kind` of the draft; `file`: the
 // file's name in the artifact, only to name it in errors (not signed). Needs an API key.
 Result<std::string> UploadUrl(GqlContext* c, int64_t draft, const std::string& kind,
@@ -40,11 +36,7 @@ Result<std::string> UploadUrl(GqlContext* c, int64_t draft, const std::string& k
 // The URL for downloading a blob; empty without a signing key or an API key.
 std::string DownloadUrl(GqlContext* c, const std::string& sha256);
 
-// Checks a signed URL's signature and expiry; `text(key_id, expires)` makes the text signed.
-Status CheckSignedText(api::ApiContext* ctx, const http::HttpRequest& req,
-                       const std::function<std::string(int64_t, int64_t)>& text);
-// kUnauthenticated when the key that asked for a URL is revoked.
-Status CheckKeyLive(api::ApiContext* ctx, const std::string& entity, int64_t key_id);
+// The routes check these URLs with CheckSignedUrl (signed_url.h) over UploadText/DownloadText.
 
 // N of an upload kind "part-N" (a part of a multipart upload, 1-based); 0 for another kind.
 int64_t MultipartPartNumber(std::string_view kind);

@@ -11,6 +11,7 @@
 #include "server/compat/artifact_uploads.h"
 #include "server/compat/artifact_urls.h"
 #include "server/compat/compat_context.h"
+#include "server/compat/signed_url.h"
 #include "server/compat/wandb_lines.h"
 
 namespace cohort::compat {
@@ -173,15 +174,15 @@ Result<gql::Resolved> CreateArtifact(GqlContext* c, const gql::FieldInfo& f) {
   d.type = StringField(*in, "artifactTypeName").value_or("");
   d.client_digest = StringField(*in, "digest").value_or("");
   d.created_ms = c->now_ms;
-  COHORT_RETURN_IF_ERROR(store::ValidateArtifactName("artifactCollectionName", d.name));
-  COHORT_RETURN_IF_ERROR(store::ValidateArtifactName("artifactTypeName", d.type));
+  COHORT_RETURN_IF_ERROR(ValidateArtifactName("artifactCollectionName", d.name));
+  COHORT_RETURN_IF_ERROR(ValidateArtifactName("artifactTypeName", d.type));
   bj::array aliases;
   if (const bj::value* list = in->if_contains("aliases"); list && list->is_array()) {
     for (const bj::value& a : list->get_array()) {
       if (!a.is_object()) continue;
       auto alias = StringField(a.get_object(), "alias");
       if (!alias || *alias == "latest") continue;
-      COHORT_RETURN_IF_ERROR(store::ValidateAliasName(*alias));
+      COHORT_RETURN_IF_ERROR(ValidateAliasName(*alias));
       aliases.push_back(bj::string(*alias));
     }
   }
@@ -283,7 +284,7 @@ Result<gql::Resolved> CreateArtifactFiles(GqlContext* c, const gql::FieldInfo& f
     }
     const store::ArtifactDraft& d = drafts.at(id);
     const std::string name = StringField(spec, "name").value_or("");
-    COHORT_RETURN_IF_ERROR(store::ValidateRelativePath("file name", name));
+    COHORT_RETURN_IF_ERROR(ValidateRelativePath("file name", name));
     const std::string md5 = StringField(spec, "md5").value_or("");
     const bj::value* parts = spec.if_contains("uploadPartsInput");
     if (parts != nullptr && parts->is_null()) parts = nullptr;
@@ -467,7 +468,7 @@ Result<gql::Resolved> UseArtifact(GqlContext* c, const gql::FieldInfo& f) {
   if (!ref.run_id.empty()) {
     COHORT_RETURN_IF_ERROR(EnsureRun(c->api->store, ref).status());
     COHORT_RETURN_IF_ERROR(c->api->store
-                               ->UseArtifact(v.project, v.name, store::VersionName(v.index), ref,
+                               ->UseArtifact(v.project, v.name, VersionName(v.index), ref,
                                              "", c->now_ms)
                                .status());
   }
@@ -676,7 +677,7 @@ Status CheckSignedArtifactUpload(api::ApiContext* ctx, const http::HttpRequest& 
   }
   if (seg.size() != 4) return Status::Unauthenticated("this request needs an API key");
   COHORT_ASSIGN_OR_RETURN(UploadPath p, ParseUploadPath(seg[0], seg[1], seg[2], seg[3]));
-  return CheckSignedText(ctx, head, [&](int64_t key, int64_t expires) {
+  return CheckSignedUrl(ctx, head, "artifact file", p.entity, [&](int64_t key, int64_t expires) {
     return UploadText(key, p.entity, p.draft, p.kind, p.md5_hex, expires);
   });
 }
@@ -687,16 +688,11 @@ void RegisterArtifactCompatRoutes(http::Router& r, api::ApiContext* ctx) {
           auto p = ParseUploadPath(req.PathParam("entity"), req.PathParam("draft"),
                                    req.PathParam("kind"), req.PathParam("md5"));
           if (!p.ok()) return api::ErrorResponse(p.status());
-          Status signed_ok = CheckSignedText(ctx, req, [&](int64_t key, int64_t expires) {
-            return UploadText(key, p->entity, p->draft, p->kind, p->md5_hex, expires);
-          });
+          Status signed_ok =
+              CheckSignedUrl(ctx, req, "artifact file", p->entity, [&](int64_t key, int64_t x) {
+                return UploadText(key, p->entity, p->draft, p->kind, p->md5_hex, x);
+              });
           if (!signed_ok.ok()) return api::ErrorResponse(signed_ok);
-          int64_t key_id = 0;
-          std::string k = req.QueryParam("k");
-          std::from_chars(k.data(), k.data() + k.size(), key_id);
-          if (Status s = CheckKeyLive(ctx, p->entity, key_id); !s.ok()) {
-            return api::ErrorResponse(s);
-          }
           if (ctx->blobs == nullptr) {
             return api::ErrorResponse(Status::Unavailable("this server has no blob store"));
           }
@@ -731,9 +727,10 @@ void RegisterArtifactCompatRoutes(http::Router& r, api::ApiContext* ctx) {
           const std::string entity = req.PathParam("entity");
           const std::string sha = req.PathParam("sha256");
           if (!IsSha256Hex(sha)) return api::ErrorResponse(Status::NotFound("no such file"));
-          Status signed_ok = CheckSignedText(ctx, req, [&](int64_t key, int64_t expires) {
-            return DownloadText(key, entity, sha, expires);
-          });
+          Status signed_ok =
+              CheckSignedUrl(ctx, req, "artifact file", entity, [&](int64_t key, int64_t x) {
+                return DownloadText(key, entity, sha, x);
+              });
           if (!signed_ok.ok()) return api::ErrorResponse(signed_ok);
           auto held = ctx->store->HeldBlobs(entity, {sha});
           if (!held.ok()) return api::ErrorResponse(held.status());

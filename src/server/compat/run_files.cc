@@ -46,7 +46,7 @@ std::string ServedType(const std::string& name, bool* attachment) {
 }  // namespace
 
 Status ValidateUploadName(std::string_view name) {
-  return store::ValidateRelativePath("file name", name);
+  return ValidateRelativePath("file name", name);
 }
 
 Result<std::string> UploadUrl(const api::SigningKeys* keys, const std::string& base_url,

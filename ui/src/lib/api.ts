@@ -3,6 +3,7 @@
 
 import type { Clause, Run, ViewSpec } from './filters';
 import { toApiQuery } from './filters';
+import type { ApiHistogram } from './histograms';
 import type { ApiSeries } from './series';
 
 const KEY_STORAGE = 'cohort.key';
@@ -36,7 +37,7 @@ export interface RunDetail extends Run {
 
 export interface Project { entity: string; project: string; runs: number; created_ms: number; updated_ms: number }
 export interface GroupInfo { group: string; runs: number; states: Record<string, number>; job_types: Record<string, number>; created_ms: number; updated_ms: number }
-export interface SeriesInfo { key: string; writer: string; type?: 'scalar' | 'histogram' | 'image' | 'audio' | 'video' | 'table' | 'html'; count: number; min_step: number; max_step: number }
+export interface SeriesInfo { key: string; writer: string; type?: 'scalar' | 'histogram' | 'image' | 'audio' | 'video' | 'table' | 'html' | string; count: number; min_step: number; max_step: number }
 export interface View { id: number; name: string; spec: ViewSpec; created_ms: number; updated_ms: number }
 export interface ConsoleLine { id: number; label: string; stream: 'stdout' | 'stderr'; time: number; text: string }
 export interface ConsoleIndex { total: number; stride: number; cursors: number[]; last_id: number }
@@ -193,9 +194,20 @@ export class Api {
 
   keys(entity: string, project: string, run: string, signal?: AbortSignal) {
     // Scalar series only: histogram and media keys (other types) are not line charts.
-    return this.get<{ keys: SeriesInfo[] }>(runPath(entity, project, run) + '/keys', signal).then((r) =>
-      r.keys.filter((k) => (k.type ?? 'scalar') === 'scalar'),
-    );
+    return this.allKeys(entity, project, run, signal).then((ks) => ks.filter((k) => (k.type ?? 'scalar') === 'scalar'));
+  }
+
+  /** Every key of the run per writer, with its type (scalar, histogram, image, audio, video, html, table; readers skip others). */
+  allKeys(entity: string, project: string, run: string, signal?: AbortSignal) {
+    return this.get<{ keys: SeriesInfo[] }>(runPath(entity, project, run) + '/keys', signal).then((r) => r.keys);
+  }
+
+  /** Histograms of a run over a step range, neighbouring steps merged into at most `buckets`. */
+  histograms(entity: string, project: string, run: string, keys: string[], writers: string[], range: RangeQuery, signal?: AbortSignal) {
+    const p = rangeParams(range);
+    if (keys.length) p.set('keys', keys.join(','));
+    if (writers.length) p.set('writers', writers.join(','));
+    return this.get<{ histograms: ApiHistogram[] }>(`${runPath(entity, project, run)}/histograms?${p}`, signal).then((r) => r.histograms);
   }
 
   /** Media keys per writer (types image, audio, video, html, table). */

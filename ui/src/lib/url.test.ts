@@ -9,7 +9,7 @@ describe('URL state', () => {
       columns: ['loss', 'config.lr'], hide: ['a', 'b'], cby: 'optimizer.name', x: 'rel', log: true, smooth: 0.6, agg: true, line: 'last',
       labels: ['rank_0', 'rank_2'], lq: 'error: x&y', stream: 'stderr', rkey: 'train/loss', rank: 'run1/rank_3',
       charts: { 'train/loss': { z: [10, 20.5], h: ['r|train/loss|rank_0'], log: true, sm: 0.5 }, 'sys:gpu.temp': { log: false } },
-      full: 'train/loss', at: 1234,
+      full: 'train/loss', at: 1234, hview: 'heatmap', hlog: true, hw: { 'gradients/fc.weight': 'rank_1' },
     });
     s.filters = { jobType: { op: '!=', value: 'worker' }, states: ['crashed'], tags: ['a b'], name: 'ddp', extra: [{ field: 'config.lr', op: '<', value: 1 }] };
     const enc = encodeState(s);
@@ -69,5 +69,14 @@ describe('URL state', () => {
     expect(away.charts).toEqual({});
     expect(away.full).toBe('');
     expect(away.at).toBe(0);
+  });
+  it('the Histograms tab: view and log scale kept, the per-key writer left with its run', () => {
+    const h = decodeState('?p=a/b&run=x&tab=histograms&hv=heatmap&hlog=1&hw=%7B%22gradients%2Fw%22%3A%22rank_1%22%7D');
+    expect([h.tab, h.hview, h.hlog, h.hw]).toEqual(['histograms', 'heatmap', true, { 'gradients/w': 'rank_1' }]);
+    expect(decodeState(encodeState(h))).toEqual(h);
+    const away = decodeState(linkTo(h, { run: 'y' }).slice(1));
+    expect([away.hview, away.hlog, away.hw]).toEqual(['heatmap', true, {}]);
+    const junk = decodeState('?hv=pie&hw=%5B1%5D&hlog=yes');
+    expect([junk.hview, junk.hlog, junk.hw]).toEqual(['bands', false, {}]);
   });
 });

@@ -6,8 +6,8 @@
 import type { Clause, UiFilters } from './filters';
 import type { LineMode, XMode } from './series';
 
-export type Tab = 'overview' | 'charts' | 'system' | 'logs' | 'ranks' | 'media' | 'artifacts';
-export const TABS: Tab[] = ['overview', 'charts', 'system', 'logs', 'ranks', 'media', 'artifacts'];
+export type Tab = 'overview' | 'charts' | 'histograms' | 'system' | 'logs' | 'ranks' | 'media' | 'artifacts';
+export const TABS: Tab[] = ['overview', 'charts', 'histograms', 'system', 'logs', 'ranks', 'media', 'artifacts'];
 
 /** One chart's own settings (per-chart overrides of the page's, and its view). */
 export interface ChartState {
@@ -48,6 +48,9 @@ export interface AppState {
   charts: Record<string, ChartState>; // per chart (by its id): zoom, hidden lines, log, smoothing
   full: string; // the chart shown full screen ('' none)
   at: number; // logs: the console line shown in context (its id; 0 none)
+  hview: 'bands' | 'heatmap'; // histograms: distribution bands or steps x bins heatmap
+  hlog: boolean; // histograms: the heatmap's colour on a log scale of counts
+  hw: Record<string, string>; // histograms: the writer shown per key (absent: the first)
 }
 
 export const DEFAULT_STATE: AppState = {
@@ -56,6 +59,7 @@ export const DEFAULT_STATE: AppState = {
   groupBy: '', sort: '-created', columns: [], hide: [], cby: '',
   x: 'step', log: false, smooth: 0, agg: false, line: 'mean',
   labels: [], lq: '', stream: '', rkey: '', rank: '', charts: {}, full: '', at: 0,
+  hview: 'bands', hlog: false, hw: {},
 };
 
 export type Page = 'projects' | 'workspace' | 'group' | 'run' | 'artifact';
@@ -123,7 +127,23 @@ export function decodeState(search: string): AppState {
   s.full = p.get('full') ?? '';
   const at = Number(p.get('at'));
   s.at = Number.isInteger(at) && at > 0 ? at : 0;
+  s.hview = p.get('hv') === 'heatmap' ? 'heatmap' : 'bands';
+  s.hlog = p.get('hlog') === '1';
+  s.hw = decodeStringMap(p.get('hw'));
   return s;
+}
+
+/** `hw`: {"key": "writer"}; what does not parse is left out. */
+function decodeStringMap(text: string | null): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!text) return out;
+  try {
+    const parsed = JSON.parse(text);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
+      for (const [k, v] of Object.entries(parsed)) if (typeof v === 'string' && v) out[k] = v;
+    }
+  } catch { /* a hand-edited link */ }
+  return out;
 }
 
 function finite(v: unknown): v is number {
@@ -199,6 +219,9 @@ export function encodeState(s: AppState): string {
   if (Object.keys(charts).length) p.set('ch', JSON.stringify(charts));
   if (s.full) p.set('full', s.full);
   if (s.at) p.set('at', String(s.at));
+  if (s.hview !== 'bands') p.set('hv', s.hview);
+  if (s.hlog) p.set('hlog', '1');
+  if (Object.keys(s.hw).length) p.set('hw', JSON.stringify(s.hw));
   const q = p.toString();
   return q ? `?${q}` : '';
 }
@@ -211,7 +234,7 @@ export function structuredCloneState(s: AppState): AppState {
       states: [...s.filters.states], tags: [...s.filters.tags], name: s.filters.name,
       extra: s.filters.extra.map((c) => ({ ...c })),
     },
-    columns: [...s.columns], hide: [...s.hide], labels: [...s.labels],
+    columns: [...s.columns], hide: [...s.hide], labels: [...s.labels], hw: { ...s.hw },
     charts: Object.fromEntries(Object.entries(s.charts).map(([k, v]) => [k, { ...v, h: v.h ? [...v.h] : undefined, z: v.z ? [v.z[0], v.z[1]] as [number, number] : undefined }])),
   };
 }
@@ -232,6 +255,7 @@ export function linkTo(cur: AppState, patch: Partial<AppState>): string {
     if (patch.charts === undefined) next.charts = {};
     if (patch.full === undefined) next.full = '';
     if (patch.at === undefined) next.at = 0;
+    if (patch.hw === undefined) next.hw = {};
   }
   if (patch.project !== undefined && patch.project !== cur.project) {
     next.view = patch.view ?? '';

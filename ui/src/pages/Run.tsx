@@ -1,6 +1,6 @@
 // Run page: overview (state, exit code, writers, config, summary), charts of every metric key
-// grouped by prefix (one line per writer), system metrics per device and per label, logs, and the
-// media it logged (Media.tsx), the artifacts it logged and used (Artifacts.tsx).
+// grouped by prefix (one line per writer), histograms (Histograms.tsx), system metrics per device and per label, logs, the
+// media it logged (Media.tsx), and the artifacts it logged and used (Artifacts.tsx).
 // A running run refreshes every few seconds without a reload.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, type ConsoleLine, type RunDetail, type RunFile, type SeriesInfo, type Writer } from '../lib/api';
@@ -13,6 +13,7 @@ import { linkTo, TABS, type AppState, type Tab } from '../lib/url';
 import { Empty, ErrorBox, Link, Loading, StateBadge, useLoad, useTick } from '../components/common';
 import { ChartPanel } from '../components/ChartPanel';
 import { ChartToolbar, settingsOf } from '../components/ChartToolbar';
+import { HistogramsTab } from './Histograms';
 import { LogsTab } from './Logs';
 import { RanksView } from './Ranks';
 import { RunArtifactsTab } from './Artifacts';
@@ -30,12 +31,19 @@ export function RunPage({ state }: { state: AppState }) {
   useEffect(() => {
     if (r) setRunning(r.state === 'running' || r.writers?.some((w) => w.state === 'running'));
   }, [r]);
-  const keys = useLoad((signal) => api.keys(entity, project, runId, signal), [entity, project, runId, tick]);
+  // Every key with its type: scalars are charted, histograms have their own tab (other types are
+  // skipped, as docs/api.md asks of readers).
+  const allKeys = useLoad((signal) => api.allKeys(entity, project, runId, signal), [entity, project, runId, tick]);
+  const keys = useMemo(() => ({
+    data: allKeys.data ? allKeys.data.filter((k) => (k.type ?? 'scalar') === 'scalar') : null,
+    hists: allKeys.data ? allKeys.data.filter((k) => k.type === 'histogram') : null,
+    error: allKeys.error,
+  }), [allKeys.data, allKeys.error]);
 
   if (run.error && !r) return <div class="page"><ErrorBox error={run.error} retry={run.reload} /></div>;
   if (!r) return <div class="page"><Loading what="run" /></div>;
 
-  const counts = countKeys(keys.data ?? []);
+  const counts = { ...countKeys(keys.data ?? []), histograms: new Set((keys.hists ?? []).map((k) => k.key)).size };
   return (
     <div class="page run-page" data-run-state={r.state}>
       <RunHeader r={r} state={state} live={running} />
@@ -44,6 +52,7 @@ export function RunPage({ state }: { state: AppState }) {
       <div role="tabpanel" id={`panel-${state.tab}`} aria-labelledby={`tab-${state.tab}`} class="tabpanel">
         {state.tab === 'overview' && <Overview r={r} state={state} />}
         {state.tab === 'charts' && <ChartsTab r={r} state={state} keys={keys.data} error={keys.error} tick={running ? tick : 0} />}
+        {state.tab === 'histograms' && <HistogramsTab r={r} state={state} keys={keys.hists} error={keys.error} tick={running ? tick : 0} />}
         {state.tab === 'system' && <SystemTab r={r} state={state} keys={keys.data} error={keys.error} tick={running ? tick : 0} />}
         {state.tab === 'logs' && <LogsTab r={r} state={state} tick={running ? tick : 0} />}
         {state.tab === 'ranks' && (keys.error && !keys.data ? <ErrorBox error={keys.error} /> : !keys.data ? <Loading what="metrics" /> : (
@@ -82,9 +91,9 @@ function RunHeader({ r, state, live }: { r: RunDetail; state: AppState; live: bo
   );
 }
 
-function Tabs({ state, counts }: { state: AppState; counts: { charts: number; system: number } }) {
+function Tabs({ state, counts }: { state: AppState; counts: { charts: number; histograms: number; system: number } }) {
   const refs = useRef<(HTMLButtonElement | null)[]>([]);
-  const label: Record<Tab, string> = { overview: 'Overview', charts: `Charts (${counts.charts})`, system: `System (${counts.system})`, logs: 'Logs', ranks: 'Ranks', media: 'Media', artifacts: 'Artifacts' };
+  const label: Record<Tab, string> = { overview: 'Overview', charts: `Charts (${counts.charts})`, histograms: `Histograms (${counts.histograms})`, system: `System (${counts.system})`, logs: 'Logs', ranks: 'Ranks', media: 'Media', artifacts: 'Artifacts' };
   const onKey = (e: KeyboardEvent, i: number) => {
     let j = -1;
     if (e.key === 'ArrowRight') j = (i + 1) % TABS.length;

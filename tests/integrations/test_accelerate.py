@@ -1,0 +1,140 @@
+"""cohort.integrations.accelerate.CohortTracker with a real Accelerator (accelerate 0.29 from
+PyPI, Debian's torch 1.13): init_trackers' config, accelerator.log at explicit steps and without,
+str values into the summary, get_tracker, end_training finishing the run."""
+import pytest
+
+from integ_helpers import (client, finished_run, read_api, result, run_ranks,  # noqa: F401
+                           run_script)
+
+pytestmark = pytest.mark.timeout(300)
+
+TRAIN = r'''
+import json, torch
+from accelerate import Accelerator
+import cohort
+from cohort.integrations.accelerate import CohortTracker
+
+tracker = CohortTracker(project="acc-integ", name="acc", group="accelerate")
+assert tracker._run is None            # nothing started before the Accelerator
+accelerator = Accelerator(cpu=True, log_with=[tracker])
+accelerator.init_trackers("ignored-project-name", config={"lr": 0.1, "epochs": 2})
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(32, 4)
+data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True)),
+                                   batch_size=8)
+model, opt, data = accelerator.prepare(model, opt, data)
+losses, step = [], 0
+for epoch in range(2):
+    for xb, yb in data:
+        loss = torch.nn.functional.mse_loss(model(xb), yb)
+        accelerator.backward(loss)
+        opt.step(); opt.zero_grad()
+        step += 10
+        losses.append(loss.item())
+        accelerator.log({"loss": loss.item(), "lr": 0.1, "nested": {"epoch": epoch}}, step=step)
+    accelerator.log({"phase": "epoch-end", "epoch_loss": sum(losses[-4:]) / 4})
+run = accelerator.get_tracker("cohort", unwrap=True)
+assert isinstance(run, cohort.Run) and accelerator.get_tracker("cohort") is tracker
+info = {"id": run.id, "losses": losses}
+accelerator.end_training()
+assert run.finished
+print("RESULT " + json.dumps(info))
+'''
+
+
+def test_accelerate_tracker(client):
+    info = result(run_script(client, TRAIN))
+    api = read_api(client)
+    run = finished_run(api, f"acc-integ/{info['id']}")
+    assert run.name == "acc" and run.group == "accelerate"
+    assert run.config == {"lr": 0.1, "epochs": 2}
+    h = run.history()
+    rows = h[h["loss"].notna()]
+    assert rows["step"].tolist() == list(range(10, 90, 10))
+    assert rows["loss"].tolist() == info["losses"]
+    assert rows["nested/epoch"].tolist() == [0] * 4 + [1] * 4
+    # Without a step: into the current step's row (the SDK's rule), which it then commits.
+    assert h.loc[h["epoch_loss"].notna(), "step"].tolist() == [40, 80]
+    assert run.summary["phase"] == "epoch-end"
+
+
+DDP = r'''
+import json, os, sys, torch
+from accelerate import Accelerator
+import cohort
+from cohort.integrations.accelerate import CohortTracker
+
+mode = sys.argv[1] or None
+tracker = CohortTracker(project="acc-ddp", name="ddp", mode=mode)
+accelerator = Accelerator(cpu=True, log_with=[tracker])
+assert accelerator.num_processes == 2
+accelerator.init_trackers("acc-ddp", config={"lr": 0.1})
+rank = accelerator.process_index
+for step in range(3):
+    values = {"loss": 1.0 / (step + 1), "rank": float(rank)}
+    if mode == "shared":
+        tracker.log(values, step=step)        # on every process (the Accelerator's tracker
+                                              # list is filled on the main process only)
+    else:
+        accelerator.log(values, step=step)                          # main process only
+run = tracker.tracker
+print("RESULT " + json.dumps({"rank": rank, "id": run.id if run else None,
+                              "label": run.label if run else None}))
+accelerator.wait_for_everyone()
+if mode == "shared":
+    tracker.finish()            # every process ends its writer
+else:
+    accelerator.end_training()  # the main process ends the run
+'''
+
+
+@pytest.mark.parametrize("mode", ["shared", "main"])
+def test_accelerate_tracker_on_two_processes(client, mode):
+    outs = run_ranks(client, DDP, 2, mode if mode == "shared" else "")
+    infos = sorted((result(o) for o in outs), key=lambda i: i["rank"])
+    api = read_api(client)
+    if mode == "main":
+        assert infos[1]["id"] is None
+        run = finished_run(api, f"acc-ddp/{infos[0]['id']}")
+        assert [r.id for r in api.runs("acc-ddp")] == [run.id]
+        assert run.config == {"lr": 0.1}
+        h = run.history()
+        assert h["step"].tolist() == [0, 1, 2] and set(h["rank"]) == {0.0}
+        return
+    assert infos[0]["id"] == infos[1]["id"]
+    assert [i["label"] for i in infos] == ["rank_0", "rank_1"]
+    run = finished_run(api, f"acc-ddp/{infos[0]['id']}", writers=2)
+    assert run.config == {"lr": 0.1}
+    h = run.history()
+    for rank in (0, 1):
+        part = h[h["writer"] == f"rank_{rank}"]
+        assert part["step"].tolist() == [0, 1, 2] and set(part["rank"]) == {float(rank)}
+
+
+ADOPT = r'''
+import json
+from accelerate import Accelerator
+import cohort
+from cohort.integrations.accelerate import CohortTracker
+
+run = cohort.init(project="acc-adopt", name="mine", config={"mine": 1})
+tracker = CohortTracker()                      # no run given: the process's current run
+accelerator = Accelerator(cpu=True, log_with=[tracker])
+accelerator.init_trackers("acc-adopt", config={"lr": 0.5})
+accelerator.log({"x": 1.0}, step=3)
+assert tracker.tracker is run
+accelerator.end_training()
+assert run.finished
+print("RESULT " + json.dumps({"id": run.id}))
+'''
+
+
+def test_accelerate_tracker_uses_the_current_run(client):
+    info = result(run_script(client, ADOPT))
+    api = read_api(client)
+    run = finished_run(api, f"acc-adopt/{info['id']}")
+    assert [r.id for r in api.runs("acc-adopt")] == [info["id"]]
+    assert run.name == "mine" and run.config == {"mine": 1, "lr": 0.5}
+    assert run.history()["step"].tolist() == [3]
