@@ -192,8 +192,8 @@ TEST_P(StoreConformanceTest, MediaRowsKeepTheirBlobsFromGarbageCollection) {
   MakeRun("run1");
   Join("run1", "w");
   const std::string held = Sha256::Hex("pixels"), loose = Sha256::Hex("loose");
-  COHORT_ASSERT_OK(store().RecordBlob(kEntity, held, 6, 1000));
-  COHORT_ASSERT_OK(store().RecordBlob(kEntity, loose, 5, 1000));
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, held, 6, 1000, ""));
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, loose, 5, 1000, ""));
   IngestBatchBuilder b(1);
   b.AddMedia(Media("img", 0, 0, "image", "pixels"));
   COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "w", b.Finish(), 2000).status());

@@ -122,7 +122,8 @@ Status PutMediaBlob(api::ApiContext* ctx, const std::string& entity, std::string
   }
   COHORT_ASSIGN_OR_RETURN(auto verified, ctx->blobs->Verify(sha, size));
   // Recorded before it is published (docs/artifacts.md, "Garbage collection").
-  COHORT_RETURN_IF_ERROR(ctx->store->RecordBlob(entity, sha, int64_t(size), NowMillis()));
+  COHORT_RETURN_IF_ERROR(
+      ctx->store->RecordBlob(entity, sha, int64_t(size), NowMillis(), /*md5=*/""));
   return verified->Publish();
 }
 
