@@ -3,6 +3,7 @@ URLs it hands out, and hostile or unknown input that must be answered with error
 crash."""
 import hashlib
 import json
+import urllib.parse
 
 PROBE = """
    query ProbeServerCapabilities {
@@ -136,10 +137,15 @@ def test_create_run_files_and_upload(wire, api, entity):
     status, listing = api.get(f"/api/v1/runs/{entity}/proj/f1/files")
     assert status == 200
     files = {f["name"]: f for f in listing["files"]}
-    # A media file (media/...) becomes a blob the entity holds, named by its SHA-256 (the media
-    # rows of the history lines name it; docs/compat.md), not a run file: one copy.
-    assert sorted(files) == ["config.yaml"]
+    assert sorted(files) == sorted(names)
     assert files["config.yaml"]["size"] == 8
+    path = urllib.parse.urlsplit(files["media/images/a b.png"]["url"]).path
+    status, body, headers = wire._request("GET", path, headers={
+        "Authorization": "Bearer " + api.key})
+    assert status == 200 and body == b"\x89PNG\x00\x01"
+    assert headers["Content-Disposition"] == "attachment"  # never rendered in the UI's origin
+    # A vendor media file (media/images/x.png) is also a blob the entity holds (the media rows of
+    # the history lines name it by SHA-256; docs/compat.md).
     sha = hashlib.sha256(b"\x89PNG\x00\x01").hexdigest()
     status, blob = api.get(f"/api/v1/blobs/{entity}/{sha}?size=6")
     assert status == 200 and blob["stored"] is True, blob

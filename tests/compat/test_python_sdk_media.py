@@ -1,7 +1,7 @@
 """The vendor's Python SDK logging media into Cohort (issue 15): `wandb.Image`, `wandb.Audio`,
 `wandb.Html` and `wandb.Table` values, unchanged clients pointed at the server; their history
-values become media rows and the files they upload become the blobs (one copy, in the blob
-store), checked through Cohort's own routes (.../keys types, .../media rows, the download, the
+values become media rows and the files they upload become the blobs they name (kept as run
+files too), checked through Cohort's own routes (.../keys types, .../media rows, the download, the
 table)."""
 import hashlib
 import io
@@ -65,6 +65,3 @@ def test_wandb_media_values_are_stored_as_media(server, api, entity, tmp_path):
     assert status == 200, table
     assert table["step"] == 1 and table["columns"] == ["a", "b"], table
     assert table["data"] == [[1, "x"], [2, "y"]], table
-    # One copy: the media files are blobs, not run files.
-    status, files = api.get(base + "/files")
-    assert status == 200 and not [f for f in files["files"] if f["name"].startswith("media/")]

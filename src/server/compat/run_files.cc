@@ -101,9 +101,21 @@ std::string DownloadUrl(const std::string& base_url, const store::RunRef& ref,
 
 namespace {
 
-// A media file of the vendor's clients (an upload under media/): kept as a blob the entity holds,
-// which the media rows of the history lines name by SHA-256 (wandb_lines.h), not as a run file:
-// one copy, in the blob store like every media file (docs/formats.md "Media").
+// Whether an upload is a media file of the vendor's clients that a history line's media value
+// names (media/images/x.png, media/audio/, media/videos/, media/html/, media/table/x.table.json;
+// not masks or other files in deeper folders).
+bool IsVendorMediaFile(std::string_view name) {
+  for (std::string_view dir : {"media/images/", "media/audio/", "media/videos/", "media/html/",
+                               "media/table/"}) {
+    if (name.starts_with(dir) && name.find('/', dir.size()) == std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// A media file of the vendor's clients: also kept as a blob the entity holds, which the media
+// rows of the history lines name by SHA-256 (wandb_lines.h), so that it is served like every
+// media file (docs/formats.md "Media"). The run file stays too (a second copy for now: other
+// files of the run may refer to it by path, e.g. a table's image cells).
 Status PutMediaBlob(api::ApiContext* ctx, const std::string& entity, std::string_view body) {
   if (uint64_t(body.size()) > ctx->limits.max_media_file_bytes) {
     return Status::PayloadTooLarge("media file of " + std::to_string(body.size()) +
@@ -146,15 +158,13 @@ void RegisterRunFileRoutes(http::Router& r, api::ApiContext* ctx) {
             return api::ErrorResponse(s);
           }
           if (auto refused = api::ThrottleRequest(ctx, ref.entity)) return std::move(*refused);
-          if (name.starts_with("media/") && ctx->blobs != nullptr) {
+          if (IsVendorMediaFile(name) && ctx->blobs != nullptr) {
             // The run must be the caller's (a signed URL names it; the key was checked above).
             auto run = ctx->store->GetRun(ref);
             if (!run.ok()) return api::ErrorResponse(run.status());
             if (Status s = PutMediaBlob(ctx, ref.entity, req.body); !s.ok()) {
               return api::ErrorResponse(s);
             }
-            return api::JsonResponse(200, bj::object{{"name", name},
-                                                     {"size", int64_t(req.body.size())}});
           }
           store::RunFile file;
           file.name = name;
