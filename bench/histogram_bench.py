@@ -2,7 +2,9 @@
 histogram of a 1M-element tensor (cohort.Histogram + run.log, and run.log of a ready
 histogram), against torch.histc alone and the vendor SDK's wandb.Histogram of the same data
 (the peer; its constructor only, no wandb run); and the read side: GET .../histograms of
-10,000 steps x 64 bins (every step, and 500 buckets). A fresh server, loopback only.
+10,000 steps x 64 bins (every step, and 500 buckets), with edges shared by every step (sent once) and, as the
+baseline, edges that differ at every step (sent per step). A fresh server, loopback only.
+QUERY_ONLY=1 skips the logging measurements.
 
 Usage: python3 bench/histogram_bench.py   (the venv's python: torch, numpy, wandb)
 """
@@ -57,7 +59,11 @@ rng = np.random.default_rng(0)
 edges = np.linspace(-4, 4, 65)
 for step in range(10_000):
     counts = rng.integers(0, 1000, size=64)
-    run.log({"q": cohort.Histogram(np_histogram=(counts, edges))}, step=10_000 + step)
+    # "q": the same edges at every step (what watch() and np.histogram over a fixed range give);
+    # "qv": the baseline, edges that differ at every step (each step must carry its own).
+    run.log({"q": cohort.Histogram(np_histogram=(counts, edges)),
+             "qv": cohort.Histogram(np_histogram=(counts, edges + step * 1e-6))},
+            step=10_000 + step)
 print("RUN", run.id)
 run.finish()
 print(json.dumps(res))
@@ -112,8 +118,11 @@ def main():
                 time.sleep(0.5)
             res["query_all_ms"], res["query_all_bytes"], _ = timed(path)
             res["query_500_buckets_ms"], res["query_500_buckets_bytes"], _ = timed(path + "&buckets=500")
+            varied = path.replace("keys=q", "keys=qv")
+            res["query_all_varied_edges_bytes"] = timed(varied, 1)[1]
             # The same reads with curl (request to last byte, no JSON parsing in Python).
-            for name, u in (("curl_all_ms", path), ("curl_500_buckets_ms", path + "&buckets=500")):
+            for name, u in (("curl_all_ms", path), ("curl_all_varied_edges_ms", varied),
+                            ("curl_500_buckets_ms", path + "&buckets=500")):
                 times = []
                 for _ in range(20):
                     out = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{time_total}",

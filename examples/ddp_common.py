@@ -30,6 +30,8 @@ def parse_args(description: str, extra: Optional[callable] = None) -> argparse.N
                    help="system metrics period in seconds (default 15)")
     p.add_argument("--step-time", type=float, default=0.0,
                    help="extra seconds per step, to stand for real work")
+    p.add_argument("--watch-freq", type=int, default=0,
+                   help="log gradient and parameter histograms every N steps (run.watch)")
     p.add_argument("--local_rank", "--local-rank", type=int,
                    default=int(os.environ.get("LOCAL_RANK", "0")))
     if extra is not None:
@@ -73,6 +75,8 @@ def train(args: argparse.Namespace, run=None, rank: int = 0, on_step=None) -> fl
     loss_fn = nn.MSELoss()
     step = 0
     loss = torch.tensor(0.0)
+    if run is not None and getattr(args, "watch_freq", 0):
+        run.watch(model, log="all", log_freq=args.watch_freq)
     for epoch in range(args.epochs):
         for batch, (x, y) in enumerate(batches(rank + 1000 * epoch, args.batches,
                                               args.batch_size)):

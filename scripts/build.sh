@@ -3,6 +3,9 @@
 # CMake's configure step, e.g. scripts/build.sh -DCOHORT_SANITIZE=address,undefined.
 # COHORT_WERROR=ON|OFF (environment) sets the CMake option of that name (warnings are errors;
 # scripts/test.sh turns it on); unset, the build directory keeps what it was configured with.
+# BUILD_TARGETS (environment, space-separated) builds only those targets and what they need
+# (scripts/run.sh: the `cohort` binary and the Python extension; tests, benchmarks and fuzzers
+# are left to scripts/test.sh).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
@@ -17,7 +20,9 @@ if [ ! -f "$build/build.ninja" ] || [ ${#args[@]} -gt 0 ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" "${args[@]}"
 fi
 jobs="${BUILD_JOBS:-$(nproc)}"
-cmake --build "$build" -j "$jobs"
+targets=()
+for t in ${BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$build" -j "$jobs" "${targets[@]}"
 # The web UI (TypeScript, npm); the server serves ui/dist.
 if [ -x "$root/scripts/build-ui.sh" ]; then
   "$root/scripts/build-ui.sh"

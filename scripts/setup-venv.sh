@@ -19,3 +19,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$venv/bin/python" -m pip install -q --no-deps -r "$nodeps"
   echo "$want" > "$stamp"
 fi
+# The SDK from this checkout, importable by the venv's Python (`import cohort`): the package is
+# python/ and it finds its extension and the `cohort` binary in build/ (cohort/_native.py).
+site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+pth="$site/cohort-checkout.pth"
+if [ ! -f "$pth" ] || [ "$(cat "$pth")" != "$root/python" ]; then
+  echo "$root/python" > "$pth"
+fi

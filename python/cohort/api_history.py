@@ -268,9 +268,11 @@ def list_histogram_keys(t: Transport, run_path: str) -> List[Dict[str, Any]]:
     return [k for k in t.get(run_path + "/keys")["keys"] if k.get("type") == "histogram"]
 
 
-def _edges(step: Dict[str, Any]) -> List[float]:
+def _edges(step: Dict[str, Any], shared: Optional[List[float]]) -> List[float]:
     if "edges" in step:
         return step["edges"]
+    if shared is not None:  # the edges every step of the series has, sent once
+        return list(shared)
     lo, hi, n = step["lo"], step["hi"], len(step["counts"])
     return [lo + (hi - lo) * i / n for i in range(n)] + [hi]
 
@@ -294,7 +296,8 @@ def histogram_frame(t: Transport, run_path: str, key: Union[str, Sequence[str]],
     for h in data["histograms"]:
         for s in h["steps"]:
             row = {"key": h["key"], "writer": h["writer"], "step": s["step"],
-                   "time": s["time_ms"], "edges": _edges(s), "counts": s["counts"]}
+                   "time": s["time_ms"], "edges": _edges(s, h.get("edges")),
+                   "counts": s["counts"]}
             if samples is not None:
                 row["last_step"] = s.get("last_step", s["step"])
                 row["merged"] = s.get("merged", 1)

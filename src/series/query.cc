@@ -210,6 +210,20 @@ Status QueryRaw(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load, c
   return Status::Ok();
 }
 
+// Keeps the last of each run of equal steps (points sorted by step, equal steps in arrival
+// order). A page never ends inside such a run (PageEnd), so each page keeps the right point.
+void KeepLatestPerStep(std::vector<Point>* points) {
+  size_t kept = 0;
+  for (size_t i = 0; i < points->size(); ++i) {
+    if (kept > 0 && (*points)[kept - 1].step == (*points)[i].step) {
+      (*points)[kept - 1] = (*points)[i];
+    } else {
+      (*points)[kept++] = (*points)[i];
+    }
+  }
+  points->resize(kept);
+}
+
 }  // namespace
 
 Status QuerySeries(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
@@ -220,7 +234,9 @@ Status QuerySeries(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load
   out->more = false;
   const Range r{kMinInt, kMaxInt, q.min_time_ms.value_or(kMinInt), q.max_time_ms.value_or(kMaxInt)};
   if (q.buckets > 0) return QueryBuckets(chunks, load, q, r, out);
-  return QueryRaw(chunks, load, q, r, out);
+  COHORT_RETURN_IF_ERROR(QueryRaw(chunks, load, q, r, out));
+  if (q.latest_per_step) KeepLatestPerStep(&out->points);
+  return Status::Ok();
 }
 
 Result<ChunkRange> ChunkRangeOf(const SeriesQuery& q) {

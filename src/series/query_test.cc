@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
@@ -115,6 +116,7 @@ TEST(QueryTest, RawPagesCoverEveryPointExactlyOnce) {
     }
     MemSeries m = Chunked(pts);
     SeriesQuery q;
+    q.latest_per_step = false;  // every stored point
     q.limit = 1 + int64_t(rng() % 700 + pts.size() / 25);  // at most ~25 pages of re-reads
     if (!pts.empty() && rng() % 3 == 0) q.min_step = pts[rng() % pts.size()].step;
     if (!pts.empty() && rng() % 3 == 0) q.max_step = pts[rng() % pts.size()].step;
@@ -146,6 +148,7 @@ TEST(QueryTest, RawPageEndsBeforeASplitStep) {
   const std::vector<Point> pts = {{1, 0, 1}, {1, 0, 2}, {2, 0, 3}, {2, 0, 4}, {2, 0, 5}, {3, 0, 6}};
   MemSeries m = Chunked(pts);
   SeriesQuery q;
+  q.latest_per_step = false;  // every stored point
   q.limit = 3;
   SeriesResult out;
   ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
@@ -163,6 +166,7 @@ TEST(QueryTest, RawPageHoldsAWholeStepLargerThanTheLimit) {
   pts.push_back({8, 0, 2});
   MemSeries m = Chunked(pts);
   SeriesQuery q;
+  q.latest_per_step = false;  // every stored point
   q.limit = 2;
   SeriesResult out;
   ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
@@ -181,6 +185,7 @@ TEST(QueryTest, RawEqualStepsKeepArrivalOrderAcrossChunks) {
   add(10, {{5, 0, 1}, {9, 0, 2}});
   add(11, {{3, 0, 3}, {5, 0, 4}});
   SeriesQuery q;
+  q.latest_per_step = false;
   SeriesResult out;
   ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
   ASSERT_EQ(out.points.size(), 4u);
@@ -189,6 +194,44 @@ TEST(QueryTest, RawEqualStepsKeepArrivalOrderAcrossChunks) {
   EXPECT_EQ(out.points[2].value, 4);
   EXPECT_EQ(out.points[3].value, 2);
   EXPECT_FALSE(out.more);
+  // By default a step answers its latest arrival (the later chunk's), once.
+  q.latest_per_step = true;
+  ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
+  ASSERT_EQ(out.points.size(), 3u);
+  EXPECT_EQ(out.points[0].value, 3);
+  EXPECT_EQ(out.points[1].value, 4);
+  EXPECT_EQ(out.points[2].value, 2);
+}
+
+// With the default (latest per step), pages still cover every step once, each with the value
+// that arrived last, whatever the page size and however equal steps spread over chunks.
+TEST(QueryTest, RawPagesAnswerEachStepsLatestArrivalOnce) {
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    Rng rng(seed);
+    auto pts = testing::RandomPoints(rng, rng() % 5000);
+    for (auto& p : pts) p.step = int64_t(rng() % 300);
+    MemSeries m = Chunked(pts);
+    std::map<int64_t, double> want;  // arrival order: a later point replaces an earlier one
+    for (const Point& p : pts) want[p.step] = p.value;
+    SeriesQuery q;
+    q.limit = 1 + int64_t(rng() % 120);
+    std::vector<Point> got;
+    for (int page = 0;; ++page) {
+      ASSERT_LE(page, int(pts.size()) + 1) << "seed " << seed;
+      SeriesResult out;
+      ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok()) << "seed " << seed;
+      got.insert(got.end(), out.points.begin(), out.points.end());
+      if (!out.more) break;
+      q.after_step = out.points.back().step;
+    }
+    ASSERT_EQ(got.size(), want.size()) << "seed " << seed;
+    size_t i = 0;
+    for (const auto& [step, value] : want) {
+      ASSERT_EQ(got[i].step, step) << "seed " << seed;
+      ASSERT_TRUE(std::memcmp(&got[i].value, &value, sizeof value) == 0) << "seed " << seed;
+      ++i;
+    }
+  }
 }
 
 TEST(QueryTest, RawStopsLoadingOnceThePageIsFull) {

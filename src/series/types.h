@@ -46,6 +46,10 @@ struct SeriesQuery {
   int buckets = 0;                 // > 0: bucketed; 0: raw points
   int64_t limit = 100000;          // raw: points per page
   int64_t after_step = INT64_MIN;  // raw paging cursor: only steps > after_step
+  // Raw mode: a step logged again (a writer re-logging a key at a step it already sent) answers
+  // one point, the latest arrival, as a history row holds one value per key. False: every
+  // stored point, equal steps in arrival order. (Buckets summarise every stored point.)
+  bool latest_per_step = true;
 };
 
 // The answer of a SeriesQuery.

@@ -91,6 +91,34 @@ TEST_P(StoreConformanceTest, DuplicateSeqIsStoredOnce) {
   EXPECT_EQ(lines.size(), 2u);
 }
 
+// A writer that logs a key again at a step it already sent (its client flushed the step's row
+// in between) gets one value per step in the history, the later one, as a step is one row.
+TEST_P(StoreConformanceTest, AKeyLoggedAgainAtAStepAnswersItsLatestValue) {
+  MakeRun("run1");
+  Join("run1", "rank_0", false, false);
+  IngestBatchBuilder first(1), second(2);
+  first.AddHistoryRow(3, 1, {{"a", 1}, {"b", 1}});
+  first.AddHistoryRow(4, 1, {{"a", 10}});
+  second.AddHistoryRow(3, 2, {{"a", 2}});
+  const IngestBatch b1 = first.Finish(), b2 = second.Finish();
+  ASSERT_TRUE(store().Ingest(Ref("run1"), "rank_0", b1, 1).ok());
+  ASSERT_TRUE(store().Ingest(Ref("run1"), "rank_0", b2, 2).ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1"), .keys = {"a"}}));
+  ASSERT_EQ(hist.size(), 1u);
+  ASSERT_EQ(hist[0].points.size(), 2u);
+  EXPECT_EQ(hist[0].points[0].step, 3);
+  EXPECT_EQ(hist[0].points[0].value, 2);
+  EXPECT_EQ(hist[0].points[1].value, 10);
+  // Every stored point, for those who ask.
+  HistoryQuery all{.run = Ref("run1"), .keys = {"a"}};
+  all.series.latest_per_step = false;
+  COHORT_ASSERT_OK_AND_ASSIGN(hist, store().QueryHistory(all));
+  ASSERT_EQ(hist[0].points.size(), 3u);
+  EXPECT_EQ(hist[0].points[0].value, 1);
+  EXPECT_EQ(hist[0].points[1].value, 2);
+}
+
 TEST_P(StoreConformanceTest, TwoWritersAtTheSameStepAreBothKept) {
   MakeRun("run1");
   Join("run1", "rank_3", false, false);

@@ -102,8 +102,14 @@ def test_histograms_logged_with_scalars_are_stored_and_read_back(client):
         assert s["hi"] == pytest.approx((data + step).max())
     lst = h[("list", writer)]["steps"][0]
     assert (lst["lo"], lst["hi"], lst["counts"]) == (1, 3, [1, 2, 3])  # NaN and inf left out
-    given = h[("given", writer)]["steps"][0]
-    assert given["edges"] == [0, 0.5, 2, 10] and given["counts"] == [1, 0, 5]
+    # Explicit edges that every step shares come once, for the series, not once per step.
+    given_series = h[("given", writer)]
+    assert given_series["edges"] == [0, 0.5, 2, 10]
+    given = given_series["steps"][0]
+    assert "edges" not in given and "lo" not in given and given["counts"] == [1, 0, 5]
+    assert len(given_series["steps"]) == 5
+    # Steps with bins of their own keep them each (here: uniform bins over each step's range).
+    assert "edges" not in h[("np", writer)]
     tensor = h[("tensor", writer)]["steps"][0]
     assert (tensor["lo"], tensor["hi"]) == (0, 999) and tensor["counts"] == [100] * 10
 

@@ -131,3 +131,22 @@ def test_project_level_reads_answer_several_runs_at_once(api):
     assert status == 400 and "at most 200" in body["error"]["message"]
     status, body = api.get(f"/api/v1/history/{project}?runs=a/b")
     assert status == 400 and "invalid run id" in body["error"]["message"]
+
+
+def test_a_key_logged_again_at_a_step_reads_back_as_one_row_with_the_later_value(api):
+    """A client that flushed a step's row and then logged a key again at that step (the SDK's
+    timer flush falls between two run.log calls of one step) sends the step twice; the history
+    holds one value per key and step, the later one, and the other keys of the step stay."""
+    status, me = api.get("/api/v1/viewer")
+    base = P.format(e=me["entity"])
+    path = f"{base}/{_run_with_writer(api, base, 'relog')}"
+    batches = [[{"step": 3, "time": 1, "values": {"a": 1, "b": 1}}],
+               [{"step": 3, "time": 2, "values": {"a": 2}},
+                {"step": 4, "time": 3, "values": {"a": 4, "b": 4}}]]
+    for seq, rows in enumerate(batches, 1):
+        status, body = api.post(f"{path}/writers/w/batches", {"seq": seq, "history": rows})
+        assert status == 200, body
+    status, body = api.get(f"{path}/history?keys=a,b")
+    assert status == 200, body
+    got = {s["key"]: [(p[0], p[2]) for p in s["points"]] for s in body["series"]}
+    assert got == {"a": [(3, 2), (4, 4)], "b": [(3, 1), (4, 4)]}, got

@@ -26,7 +26,7 @@ def test_non_finite_values_are_left_out_and_counted():
     assert sum(h.histogram) == 2 and h.bins[0] == 2.5 and h.bins[-1] == 3.5
 
 
-def test_torch_tensor_counts_come_from_histc_and_equal_numpy():
+def test_torch_tensor_counts_equal_numpy():
     torch = pytest.importorskip("torch")
     t = torch.randn(10000, dtype=torch.float64)
     t[5] = float("nan")
@@ -40,6 +40,23 @@ def test_torch_tensor_counts_come_from_histc_and_equal_numpy():
     assert np.abs(np.array(h.histogram) - counts).sum() <= 4
     ints = cohort.Histogram(torch.arange(10), num_bins=10)
     assert ints.histogram == [1] * 10
+    # float32 on the CPU (the bincount path): bin edges land where numpy puts them, the
+    # largest value in the last bin, the smallest in the first.
+    f = torch.arange(1000, dtype=torch.float32)
+    assert cohort.Histogram(f, num_bins=10).histogram == [100] * 10
+    assert cohort.Histogram(f, num_bins=7).histogram == np.histogram(f.numpy(), bins=7)[0].tolist()
+    big = torch.randn(200_000) * 3 + 1
+    got = np.array(cohort.Histogram(big, num_bins=64).histogram)
+    want, _ = np.histogram(big.numpy(), bins=64, range=(float(big.min()), float(big.max())))
+    assert got.sum() == 200_000 and np.abs(got - want).sum() <= 8
+    assert np.abs(got - torch.histc(big, 64, float(big.min()), float(big.max())).numpy()).sum() <= 8
+    # Larger than the scratch buffers (1M elements): binned in chunks, float64 kept as such.
+    long = torch.randn(2_500_001, dtype=torch.float64)
+    got = np.array(cohort.Histogram(long, num_bins=32).histogram)
+    want, _ = np.histogram(long.numpy(), bins=32, range=(float(long.min()), float(long.max())))
+    assert got.sum() == 2_500_001 and np.abs(got - want).sum() <= 8
+    same = cohort.Histogram(torch.full((5,), 2.0), num_bins=4)
+    assert sum(same.histogram) == 5 and same.bins[0] < 2.0 < same.bins[-1]
 
 
 def test_np_histogram_pairs_keep_their_edges_and_refuse_bad_counts():

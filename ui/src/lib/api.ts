@@ -3,7 +3,7 @@
 
 import type { Clause, Run, ViewSpec } from './filters';
 import { toApiQuery } from './filters';
-import type { ApiHistogram } from './histograms';
+import { withSharedEdges, type ApiHistogram } from './histograms';
 import type { ApiSeries } from './series';
 
 const KEY_STORAGE = 'cohort.key';
@@ -207,7 +207,7 @@ export class Api {
     const p = rangeParams(range);
     if (keys.length) p.set('keys', keys.join(','));
     if (writers.length) p.set('writers', writers.join(','));
-    return this.get<{ histograms: ApiHistogram[] }>(`${runPath(entity, project, run)}/histograms?${p}`, signal).then((r) => r.histograms);
+    return this.get<{ histograms: ApiHistogram[] }>(`${runPath(entity, project, run)}/histograms?${p}`, signal).then((r) => r.histograms.map(withSharedEdges));
   }
 
   /** Media keys per writer (types image, audio, video, html, table). */

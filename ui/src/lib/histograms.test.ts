@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { naturalCompare, prefixOf } from './format';
 import {
   binsOf, bucketsFor, fractionBelow, columnSpan, distribution, groupHistKeys, heat, heatColour, heatmap, heatmapRows, nearestPoint,
-  PERCENTILES, percentiles, rowAt, valueExtent, xExtent, type ApiHistogram,
+  PERCENTILES, percentiles, rowAt, valueExtent, withSharedEdges, xExtent, type ApiHistogram,
 } from './histograms';
 
 const close = (a: (number | null)[], b: number[], eps = 1e-9) => {
@@ -203,5 +203,21 @@ describe('keys and buckets', () => {
     expect(bucketsFor(612.7)).toBe(612);
     expect(bucketsFor(0)).toBe(1);
     expect(bucketsFor(50000)).toBe(10000);
+  });
+});
+
+describe('withSharedEdges', () => {
+  it("gives steps without bins of their own the series' edges, sent once", () => {
+    const h: ApiHistogram = {
+      key: 'k', writer: 'w', count: 2, edges: [0, 1, 5],
+      steps: [{ step: 0, time_ms: 1, counts: [1, 2] }, { step: 1, time_ms: 2, counts: [3, 4] }],
+    };
+    const out = withSharedEdges(h);
+    expect(out.steps.map((s) => binsOf(s)?.edges)).toEqual([[0, 1, 5], [0, 1, 5]]);
+    expect(binsOf(out.steps[1])?.total).toBe(7);
+    // Steps with their own bins and series without shared edges are left as they are.
+    const own: ApiHistogram = { key: 'k', writer: 'w', count: 1, steps: [{ step: 0, time_ms: 1, lo: 0, hi: 2, counts: [1, 1] }] };
+    expect(withSharedEdges(own)).toBe(own);
+    expect(binsOf(withSharedEdges({ ...own, edges: [9, 9.5, 10] }).steps[0])?.edges).toEqual([0, 1, 2]);
   });
 });

@@ -20,7 +20,18 @@ export interface ApiHistStep {
   counts: ApiNumber[];
 }
 
-export interface ApiHistogram { run?: string; key: string; writer: string; count: number; steps: ApiHistStep[] }
+export interface ApiHistogram {
+  run?: string; key: string; writer: string; count: number; steps: ApiHistStep[];
+  /** The explicit edges every step shares, sent once (steps then carry neither edges nor lo/hi). */
+  edges?: ApiNumber[];
+}
+
+/** Gives each step of `h` the series' shared edges when the server sent them once. */
+export function withSharedEdges(h: ApiHistogram): ApiHistogram {
+  if (!h.edges) return h;
+  const edges = h.edges;
+  return { ...h, steps: h.steps.map((s) => (s.edges || s.lo !== undefined ? s : { ...s, edges })) };
+}
 
 /** The percentiles drawn, as TensorBoard's distributions do (the normal distribution's
  * -inf, -1.5, -1, -0.5, 0, 0.5, 1, 1.5 and +inf sigma points): min, 7%, 16%, 31%, median, 69%,
