@@ -105,8 +105,10 @@ describe('run page, Media tab', () => {
     assert.deepEqual(await keys.evaluateAll((b) => b.map((x) => x.dataset.key)), ['clip', 'page', 'preds', 'samples']);
     await page.locator('.media-key[data-key="samples"]').click();
     const images = page.locator('[data-testid="media-key"][data-key="samples"] [data-testid="media-image"]');
-    await images.nth(3).waitFor();
-    await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="media-image"]')].every((i) => i.complete && i.naturalWidth > 0));
+    await page.waitForFunction(() => {
+      const imgs = [...document.querySelectorAll('[data-testid="media-image"]')];
+      return imgs.length === 4 && imgs.every((i) => i.complete && i.naturalWidth > 0);
+    });
     assert.equal(await page.getByTestId('media-step').textContent(), '2');
     // rank_0 then rank_1, each its two images: 80 + 10 r (+ 100 for the second).
     assert.deepEqual(await centres(images), [[80, 80, 80], [180, 180, 180], [90, 90, 90], [190, 190, 190]]);
@@ -118,9 +120,14 @@ describe('run page, Media tab', () => {
     const slider = page.getByTestId('media-step-slider');
     await slider.fill('0');
     await page.getByText('r0 s0').waitFor();
+    await page.getByText('r1 s0').waitFor();
     assert.equal(await page.getByTestId('media-step').textContent(), '0');
     const images = page.locator('[data-testid="media-image"]');
-    await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="media-image"]')].every((i) => i.complete && i.naturalWidth > 0));
+    // Every image of the step, fetched and decoded (each set's bytes arrive on their own).
+    await page.waitForFunction(() => {
+      const imgs = [...document.querySelectorAll('[data-testid="media-image"]')];
+      return imgs.length === 4 && imgs.every((i) => i.complete && i.naturalWidth > 0);
+    });
     assert.deepEqual(await centres(images), [[0, 0, 0], [100, 100, 100], [10, 10, 10], [110, 110, 110]]);
     await page.locator('[data-testid="media-writers"] input[data-writer="rank_0"]').uncheck();
     await page.waitForFunction(() => document.querySelectorAll('[data-testid="media-image"]').length === 2);
