@@ -125,6 +125,19 @@ struct ArtifactVersion {
   std::string error;           // failed: why (the server's message)
 };
 
+// One media value (docs/python.md "Media"): an image, audio clip, video, html page or table
+// whose encoded bytes are a blob named by SHA-256. The client hands the bytes to the agent as a
+// file first (Run::LogArtifactIntent with "media": true), then logs the row (Run::LogMedia).
+struct MediaValue {
+  std::string sha256;       // 64 lowercase hex digits
+  int64_t size = 0;         // bytes
+  std::string mime;         // "image/png", "audio/wav", "video/mp4", "text/html", ...
+  int64_t width = 0;        // images, video: pixels; tables: columns
+  int64_t height = 0;       // images, video: pixels; tables: rows
+  int64_t duration_ms = 0;  // audio, video
+  std::string caption;
+};
+
 class Run {
  public:
   Run();  // a disabled run: every call is a cheap no-op
@@ -155,6 +168,17 @@ class Run {
   // writers). Scalars logged by the other Log()s under a histogram key are dropped (counted).
   Status Log(const Values& values, const Histograms& histograms,
              std::optional<int64_t> step = std::nullopt, bool commit = true);
+
+  // Claims `key` for media of `type` ("image", "audio", "video", "html", "table") in this
+  // writer: kInvalidArgument naming the key when it breaks the key rule or was logged with
+  // another type (a scalar, a histogram, another media type). The Python SDK claims at the
+  // log call, then encodes off the training thread and calls LogMedia.
+  Status ClaimMediaKey(std::string_view key, std::string_view type);
+  // Logs one step's set of media under `key` (index 0..n-1) at `step` (>= 0), claiming the key
+  // as ClaimMediaKey does. kInvalidArgument naming the key for a bad row (digest, size, MIME
+  // type, caption), nothing of the set logged.
+  Status LogMedia(std::string_view key, std::string_view type, int64_t step,
+                  const std::vector<MediaValue>& set);
 
   // Merges keys into the run's config / summary (JSON object text). Only the primary writer's
   // config reaches the server in shared mode.

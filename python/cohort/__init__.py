@@ -25,7 +25,9 @@ from ._native import native as _ext
 from ._values import convert as _convert
 from .errors import AuthenticationError, CommError, Error, UsageError
 
-_ext._set_hooks(_convert, dict(errors.ERROR_TYPES), Error)
+from .media import sink as _media_sink  # noqa: E402
+
+_ext._set_hooks(_convert, dict(errors.ERROR_TYPES), Error, _media_sink)
 
 from ._run import Run  # noqa: E402
 from .artifacts import Artifact, ArtifactError  # noqa: E402
@@ -33,6 +35,7 @@ from ._synced import Config, Summary  # noqa: E402
 from .sdk import (finish, init, log, login, setup, teardown, unwatch,  # noqa: E402
                   use_artifact, watch)
 from .histogram import Histogram  # noqa: E402
+from .media import Audio, Html, Image, Table, Video  # noqa: E402
 from .settings import Settings  # noqa: E402
 from .api import Api, AuthError, NotFound  # noqa: E402  (read API: docs/python-api.md)
 from .api_artifacts import ArtifactVersion  # noqa: E402  (what run.use_artifact returns)
@@ -57,6 +60,7 @@ def require(*args: object, **kwargs: object) -> None:
 
 __all__ = [
     "Api", "Artifact", "ArtifactError", "Histogram", "ArtifactVersion", "AuthError", "NotFound",
+    "Audio", "Html", "Image", "Table", "Video",
     "VerificationError",
     "AuthenticationError", "CommError", "Config", "Error", "Run", "Settings", "Summary",
     "UsageError", "config", "finish", "init", "log", "login", "require", "run", "setup",

@@ -249,6 +249,10 @@ class Run(native.Run):
         if self.__dict__.get("_watches"):
             self.unwatch()
         self._settle_artifacts()
+        from .media import drain
+        if not drain(self, self._settings.finish_timeout or 30):
+            warnings.warn(f"cohort: run {self.id}: media still encoding after finish_timeout; "
+                          "the rest is not logged", RuntimeWarning, stacklevel=3)
         http = getattr(self, "_artifacts_http", None)
         if http is not None:
             http.close()  # reopened if a version read through it is used later

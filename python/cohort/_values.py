@@ -16,6 +16,7 @@ import sys
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from .histogram import Histogram
+from .media import media_set
 
 _HINT = ("log numbers: int, float, bool, numpy scalars, 0-d numpy arrays or tensors, "
          "or dicts of them")
@@ -34,12 +35,17 @@ def convert(key: str, value: Any
             ) -> Union[float, Dict[str, Any], Tuple[float, float, bytes, Optional[bytes]]]:
     """Converts one logged value that is not a float, int, bool or dict.
 
-    Returns a float, a dict whose items are logged under ``key/...``, or a histogram as the
-    extension takes it (``Histogram._for_log``). Raises TypeError naming ``key`` for anything
+    Returns a float, a dict whose items are logged under ``key/...``, a histogram as the
+    extension takes it (``Histogram._for_log``), or a media set (``cohort.Image`` & co., or a
+    list of them: ``media.media_set``) that the extension hands to ``media.sink``. Raises TypeError naming ``key`` for anything
     else.
     """
     if isinstance(value, Histogram):
         return value._for_log()
+    if isinstance(value, (list, tuple)) or hasattr(value, "_cohort_media_type"):
+        mset = media_set(key, value)
+        if mset is not None:
+            return mset
     if getattr(value, "_type", None) == "histogram" or type(value).__name__ == "Histogram":
         converted = _foreign_histogram(value)
         if converted is not None:

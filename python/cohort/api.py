@@ -379,6 +379,29 @@ class PublicRun:
         return api_history.histogram_frame(self._api._t, self._base, key, writers, min_step,
                                            max_step, samples)
 
+    def media_keys(self) -> List[Dict[str, Any]]:
+        """Every media key per writer: [{"key", "writer", "type" (image, audio, video, html,
+        table), "count", "min_step", "max_step"}]."""
+        return [k for k in self._api._t.get(self._base + "/keys")["keys"]
+                if k.get("type") in ("image", "audio", "video", "html", "table")]
+
+    def media(self, key: Union[str, Sequence[str], None] = None,
+              writers: Optional[Sequence[str]] = None, min_step: Optional[int] = None,
+              max_step: Optional[int] = None):
+        """The media rows logged under `key` (or keys; None: every media key), ordered by key,
+        writer, step and index: a list of dicts (key, writer, step, index, type, mime, sha256,
+        size, caption, width/height/duration_ms or nrows/ncols, uploaded, url) with
+        ``download(root)`` (each file to ``root/<key>/<writer>/<step>_<index><ext>``, checked
+        against its SHA-256), ``read()`` per row and ``to_dataframe()``."""
+        from . import api_media
+        return api_media.media(self._api._t, self._base, key, writers, min_step, max_step)
+
+    def table(self, key: str, step: Optional[int] = None, writer: Optional[str] = None):
+        """The table logged under `key` at `step` (default: the latest; of the first writer by
+        label, or `writer`) as a pandas DataFrame."""
+        from . import api_media
+        return api_media.table(self._api._t, self._base, key, step, writer)
+
     def history(self, keys: Optional[Sequence[str]] = None,
                 writers: Optional[Sequence[str]] = None, samples: Optional[int] = None,
                 x_axis: str = "step"):

@@ -20,6 +20,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 #include <unistd.h>
 
@@ -28,7 +29,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "cohort/cohort.h"
 #include "core/limits.h"
@@ -73,6 +76,10 @@ constexpr int kMaxDepth = 32;  // nested dicts in one log call
 
 // Python objects the package registers at import (module state; never freed).
 PyObject* g_converter = nullptr;    // converter(key: str, value) -> float | dict
+// media_sink(run, key: str, media_set, step: int): hands one key's media set of a log call to
+// the package's encoding worker (cohort/media.py); media sets are what the converter returns
+// for cohort.Image & co. (objects with a `_cohort_media_type` str attribute).
+PyObject* g_media_sink = nullptr;
 PyObject* g_error_types = nullptr;  // dict: status code name -> exception type
 PyObject* g_default_error = nullptr;
 
@@ -127,6 +134,7 @@ struct LogScratch {
   size_t n = 0;
   cohort::Histograms histograms;  // the first nh are this call's
   size_t nh = 0;
+  std::vector<std::pair<std::string, PyObject*>> media;  // owned references; this call's
   std::string prefix;  // "a/b/" inside nested dicts, else empty
   bool busy = false;
 };
@@ -265,6 +273,9 @@ bool CollectValue(LogScratch& s, const char* k, size_t kl, PyObject* v, int dept
     ok = AppendHistogram(s, full, r);
   } else if (PyDict_Check(r)) {
     ok = CollectNested(s, k, kl, r, depth);  // `r` stays alive (owned here) during the recursion
+  } else if (PyObject_HasAttrString(r, "_cohort_media_type")) {
+    s.media.emplace_back(std::move(full), r);  // the reference moves into the scratch
+    return true;
   } else {
     SetKeyError(PyExc_TypeError, full,
                 "the value converter returned neither float, histogram tuple nor dict");
@@ -290,6 +301,64 @@ bool CollectDict(LogScratch& s, PyObject* dict, int depth) {
     if (!CollectValue(s, p, size_t(len), v, depth)) return false;
   }
   return true;
+}
+
+// Claims the media keys of a call (a key has one type: cohort::Run::ClaimMediaKey), before
+// anything of the call is logged. False with a Python error set.
+bool ClaimMedia(PyRun& self, const LogScratch& s,
+                const std::vector<std::pair<std::string, nb::object>>& media) {
+  for (const auto& [key, obj] : media) {
+    PyObject* t = PyObject_GetAttrString(obj.ptr(), "_cohort_media_type");
+    if (t == nullptr) return false;
+    Py_ssize_t len = 0;
+    const char* type = PyUnicode_Check(t) ? PyUnicode_AsUTF8AndSize(t, &len) : nullptr;
+    std::string type_name = type != nullptr ? std::string(type, size_t(len)) : std::string();
+    Py_DECREF(t);
+    if (type == nullptr) {
+      PyErr_Clear();
+      SetKeyError(PyExc_TypeError, key, "media: _cohort_media_type must be a str");
+      return false;
+    }
+    for (size_t i = 0; i < s.n; ++i) {
+      if (s.values[i].first == key) {
+        SetKeyError(PyExc_ValueError, key, ("logged as a scalar and as " + type_name +
+                                            " in one call (a key has one type)").c_str());
+        return false;
+      }
+    }
+    for (size_t i = 0; i < s.nh; ++i) {
+      if (s.histograms[i].first == key) {
+        SetKeyError(PyExc_ValueError, key, ("logged as a histogram and as " + type_name +
+                                            " in one call (a key has one type)").c_str());
+        return false;
+      }
+    }
+    cohort::Status st = self.run.ClaimMediaKey(key, type_name);
+    if (!st.ok()) {  // the type the histogram path raises (cohort.UsageError, a ValueError)
+      PyErr_SetString(ErrorTypeFor(st.code()), ("log: " + st.message()).c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+// Hands the call's media sets to the package's worker (media_sink), which encodes and hashes
+// them off this thread and logs their rows at `step`.
+void HandMedia(PyRun& self, const std::vector<std::pair<std::string, nb::object>>& media,
+               int64_t step) {
+  if (g_media_sink == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "log: media given but no media worker is registered");
+    throw nb::python_error();
+  }
+  nb::object run = nb::find(&self);
+  for (const auto& [key, obj] : media) {
+    nb::str k(key.data(), key.size());
+    nb::object step_obj = nb::int_(step);
+    PyObject* r = PyObject_CallFunctionObjArgs(g_media_sink, run.ptr(), k.ptr(), obj.ptr(),
+                                               step_obj.ptr(), nullptr);
+    if (r == nullptr) throw nb::python_error();
+    Py_DECREF(r);
+  }
 }
 
 // The hot path: run.log(data, step=None, commit=None).
@@ -356,15 +425,26 @@ void RunLog(PyRun& self, nb::handle data, nb::handle step, nb::handle commit) {
   bool ok = CollectDict(s, d, 0);
   int64_t current = 0;
   cohort::Status logged;
+  // The media of the call (owned here until handed to the sink).
+  std::vector<std::pair<std::string, nb::object>> media;
+  media.reserve(s.media.size());
+  for (auto& [key, obj] : s.media) media.emplace_back(std::move(key), nb::steal(obj));
+  s.media.clear();
+  if (ok && !media.empty()) {
+    ok = ClaimMedia(self, s, media);
+  }
   if (ok) {
     if (s.values.size() != s.n) s.values.resize(s.n);
     if (s.histograms.size() != s.nh) s.histograms.resize(s.nh);
-    if (step_value) current = self.run.step();
+    if (step_value || !media.empty()) current = self.run.step();
     logged = self.run.Log(s.values, s.histograms, step_value, do_commit);
   }
   s.busy = false;
   if (!ok) throw nb::python_error();
   if (!logged.ok()) Raise(logged, "log");
+  if (!media.empty() && !(step_value && *step_value < current)) {
+    HandMedia(self, media, step_value.value_or(current));
+  }
   if (step_value && *step_value < current && !self.warned_past_step) {
     // Once per run, as the seed's SDK does; run.dropped counts every value dropped.
     self.warned_past_step = true;
@@ -478,6 +558,18 @@ std::string LogArtifactIntent(PyRun& self, std::string_view json) {
   return *id;
 }
 
+void LogMediaRows(PyRun& self, const std::string& key, const std::string& type, int64_t step,
+                  const std::vector<std::tuple<std::string, int64_t, std::string, int64_t, int64_t,
+                                               int64_t, std::string>>& rows) {
+  std::vector<cohort::MediaValue> set(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    auto& v = set[i];
+    std::tie(v.sha256, v.size, v.mime, v.width, v.height, v.duration_ms, v.caption) = rows[i];
+  }
+  cohort::Status st = self.run.LogMedia(key, type, step, set);
+  if (!st.ok()) Raise(st, "log");
+}
+
 nb::dict ArtifactState(PyRun& self, const std::string& id) {
   std::optional<cohort::Result<cohort::ArtifactVersion>> r;
   {
@@ -566,6 +658,9 @@ NB_MODULE(_cohort, m) {
            "within finish_timeout_s.")
       .def("_log_artifact_intent", &LogArtifactIntent, "json"_a,
            "Hands an artifact intent (hashed, staged) to the agent; returns its id at once.")
+      .def("_log_media", &LogMediaRows, "key"_a, "type"_a, "step"_a, "rows"_a,
+           "Logs one key's media set at `step` (rows: (sha256, size, mime, width, height, "
+           "duration_ms, caption) tuples) after its blobs were handed over (cohort/media.py).")
       .def("_artifact_state", &ArtifactState, "id"_a,
            "The state of a version this run logged (a dict; asks the agent).")
       .def("_wait_artifact", &WaitArtifact, "id"_a, "timeout_s"_a = -1.0,
@@ -596,7 +691,11 @@ NB_MODULE(_cohort, m) {
         }
         LogScratch s;
         s.busy = true;
-        if (!CollectDict(s, data.ptr(), 0)) throw nb::python_error();
+        const bool collected = CollectDict(s, data.ptr(), 0);
+        std::vector<std::pair<std::string, nb::object>> media;
+        for (auto& [key, obj] : s.media) media.emplace_back(std::move(key), nb::steal(obj));
+        s.media.clear();
+        if (!collected) throw nb::python_error();
         nb::list out;
         for (size_t i = 0; i < s.n; ++i) {
           out.append(nb::make_tuple(nb::str(s.values[i].first.data(), s.values[i].first.size()),
@@ -607,6 +706,9 @@ NB_MODULE(_cohort, m) {
           out.append(nb::make_tuple(
               nb::str(k.data(), k.size()),
               nb::make_tuple("histogram", h.counts.size(), h.low(), h.high())));
+        }
+        for (const auto& [key, obj] : media) {  // media: (key, media set)
+          out.append(nb::make_tuple(nb::str(key.data(), key.size()), obj));
         }
         return out;
       },
@@ -626,11 +728,14 @@ NB_MODULE(_cohort, m) {
 
   m.def(
       "_set_hooks",
-      [](nb::object converter, nb::dict error_types, nb::object default_error) {
+      [](nb::object converter, nb::dict error_types, nb::object default_error,
+         nb::object media_sink) {
         ReplaceRef(&g_converter, converter.is_none() ? nullptr : converter.release().ptr());
         ReplaceRef(&g_error_types, error_types.release().ptr());
         ReplaceRef(&g_default_error, default_error.release().ptr());
+        ReplaceRef(&g_media_sink, media_sink.is_none() ? nullptr : media_sink.release().ptr());
       },
       "converter"_a.none(), "error_types"_a, "default_error"_a,
+      "media_sink"_a.none() = nb::none(),
       "Registers the value converter and the exception types (by status code name).");
 }

@@ -69,6 +69,7 @@ bj::object IntentJson(const ArtifactIntent& in, bool local) {
   if (!in.run.empty()) o["run"] = in.run;
   if (!in.writer.empty()) o["writer"] = in.writer;
   if (local && !in.staging.empty()) o["staging"] = in.staging;
+  if (in.media) o["media"] = true;
   bj::array files;
   for (const auto& f : in.files) files.push_back(FileJson(f, local));
   o["files"] = std::move(files);
@@ -89,8 +90,9 @@ Result<ArtifactIntent> ParseArtifactIntent(std::string_view text) {
   COHORT_ASSIGN_OR_RETURN(bj::object o, ParseObject(text, "artifact"));
   json::FieldReader r(o, "artifact");
   r.RejectUnknown({"id", "name", "type", "description", "metadata", "aliases", "run", "writer",
-                   "staging", "files"});
+                   "staging", "files", "media"});
   ArtifactIntent in;
+  in.media = r.OptBool("media").value_or(false);
   in.id = r.String("id", 64);
   in.name = r.String("name", 256);
   in.type = r.String("type", 256);

@@ -49,6 +49,9 @@ struct ArtifactIntent {
   std::string writer;
   std::string staging;  // empty: nothing staged
   std::vector<ArtifactFileEntry> files;
+  // true: media blobs (docs/formats.md "Media"): the agent uploads the files' blobs and commits
+  // no version (the media rows travel in a batch of the same writer, after this intent).
+  bool media = false;
 
   int64_t blob_bytes() const;  // sum of the blobs' sizes
 };

@@ -314,7 +314,8 @@ Status ArtifactUploader::Accept(const ArtifactTarget& target, std::string_view i
   COHORT_RETURN_IF_ERROR(
       wal::WriteFileAtomically(fs_, IntentPath(id), FileJson(target, intent_json, e.status), 0600));
   e.lock = std::move(file_lock);
-  Logf(LogLevel::kInfo, "artifact {} ({}): {} file(s), {} bytes to upload", e.intent.name, id,
+  Logf(e.intent.media ? LogLevel::kDebug : LogLevel::kInfo,
+       "artifact {} ({}): {} file(s), {} bytes to upload", e.intent.name, id,
        e.intent.files.size(), e.status.bytes_total);
   entries_.emplace(id, std::move(e));
   queue_.push_back(id);
@@ -672,6 +673,23 @@ Status ArtifactUploader::UploadBlob(const std::string& id, const Entry& e,
 Status ArtifactUploader::Commit(const std::string& id, const Entry& e) {
   const ArtifactTarget& t = e.target;
   Progress(id, [](ArtifactStatus* s) { s->current.clear(); });
+  if (e.intent.media) {
+    // Media blobs (docs/formats.md "Media"): uploaded, held by the entity; the rows that name
+    // them come in the writer's batches. No version to commit.
+    ArtifactStatus done;
+    {
+      MutexLock lock(&mu_);
+      done = entries_.at(id).status;
+    }
+    done.state = "committed";
+    done.current.clear();
+    done.last_failure.clear();
+    done.bytes_done = done.bytes_total;
+    done.files_done = done.files_total;
+    Logf(LogLevel::kDebug, "media {}: {} blob(s) uploaded", id, e.intent.files.size());
+    Finish(id, std::move(done));
+    return Status::Ok();
+  }
   const std::string path = "/api/v1/artifacts/" + PercentEncode(t.entity) + "/" +
                            PercentEncode(t.project) + "/" + PercentEncode(e.intent.name);
   auto r = Call(t.base_url, "POST", path, CommitBody(e.intent), t.api_key);

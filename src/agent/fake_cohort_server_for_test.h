@@ -1,7 +1,7 @@
 // FakeCohortServer: just enough of the Cohort HTTP API (docs/api.md) for end-to-end tests of the
 // agent and the client library: viewer, run upsert, writer join/heartbeat/finish, batches with
 // the server's exactly-once rule per (writer, seq). It records what a real server would store.
-// Batches are batch v3 bodies with their seq in the Cohort-Batch-Seq header, read with the
+// Batches are batch v4 bodies with their seq in the Cohort-Batch-Seq header, read with the
 // server's own decoder (server/api/ingest_binary_decode.h).
 //
 // Threading: all accessors are thread-safe (FakeHttpServer runs handlers under its mutex; this

@@ -57,7 +57,7 @@ class WriterSession {
   WriterSession(const WriterSession&) = delete;
   WriterSession& operator=(const WriterSession&) = delete;
 
-  // Appends a log frame's batch v3 as a batch record, byte for byte, after checking its header
+  // Appends a log frame's batch v4 as a batch record, byte for byte, after checking its header
   // and checksum; durable after Sync().
   Status Log(uint64_t frame, std::string_view batch);
   // Appends a run patch: `json` must be {"config": {...}} and/or {"summary": {...}}.

@@ -5,7 +5,7 @@
 //   frame = u32 length (LE, of type+payload) | u8 type | payload
 // A Unix stream socket is a reliable local stream, so frames carry no checksum of their own.
 // Control messages (hello, open, finish and their replies) carry a JSON object; log frames carry
-// a batch v3 (core/batch_format.h), checksummed by the client that encoded it, which the agent
+// a batch v4 (core/batch_format.h), checksummed by the client that encoded it, which the agent
 // checks (header and checksum, no decoding) and stores verbatim in its WAL.
 //
 // Every data-bearing client message (log, update, flush, finish, artifact) starts with a frame number
@@ -36,7 +36,7 @@ enum class MessageType : uint8_t {
   kHelloReply = 2,   // agent -> client, JSON HelloMessage
   kOpen = 3,         // client -> agent, JSON OpenRequest
   kOpenReply = 4,    // agent -> client, JSON OpenReply
-  kLog = 5,          // client -> agent, varint frame + batch v3
+  kLog = 5,          // client -> agent, varint frame + batch v4
   kUpdate = 6,       // client -> agent, varint frame + JSON run patch ({"config": {...}}, {"name": ..})
   kFlush = 7,        // client -> agent, varint frame; answered by an ack once durable
   kFinish = 8,       // client -> agent, varint frame + JSON FinishRequest

@@ -7,7 +7,7 @@
 // retries and restarts, and sent as the batch's "seq" so that the server stores it once.
 // `session`/`frame` name the client frame the record came from (0/0 for records the agent made
 // itself, e.g. system samples or a crash finish), so that a client that reconnects learns which
-// of its frames are already durable. `body` is a batch v3 (kBatch, core/batch_format.h), posted
+// of its frames are already durable. `body` is a batch v4 (kBatch, core/batch_format.h), posted
 // as it is, or a JSON object (the others).
 // Pure functions; thread-safe.
 #pragma once
@@ -23,7 +23,7 @@ namespace cohort::agent {
 enum class RecordKind : uint8_t {
   kRunUpsert = 1,     // POST /api/v1/runs/{entity}/{project}          body: run JSON
   kWriterJoin = 2,    // POST .../{run}/writers                       body: writer JSON
-  kBatch = 3,         // POST .../{run}/writers/{label}/batches       body: batch v3
+  kBatch = 3,         // POST .../{run}/writers/{label}/batches       body: batch v4
   kRunPatch = 4,      // PATCH .../{run}                              body: {"config"|"summary"}
   kWriterFinish = 5,  // POST .../{run}/writers/{label}/finish        body: {"exit_code","state"}
   kArtifact = 6,      // handed to the agent's ArtifactUploader      body: artifact intent JSON

@@ -424,14 +424,14 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
       return a;
     }
     case RecordKind::kBatch: {
-      // The WAL bytes as they are: the batch v3 the client encoded; its seq travels outside.
+      // The WAL bytes as they are: the batch v4 the client encoded; its seq travels outside.
       const uint64_t seq = s->UploadSeq(rec.seq);
       std::string seq_header(limits::kBatchSeqHeader);
       seq_header += ": " + std::to_string(seq);
       auto r = Call("POST", WriterPath(*entity, t) + "/batches", rec.body, t.api_key,
                     limits::kBatchMediaType, seq_header);
       if (r.ok() && r->status == 415) {
-        // A server that does not read batch v3 (an older build): nothing else to send it; the
+        // A server that does not read batch v4 (an older build): nothing else to send it; the
         // records wait in the WAL and go again after the longest backoff.
         Attempt a;
         a.outcome = Outcome::kRetry;

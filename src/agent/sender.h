@@ -6,7 +6,7 @@
 //   2xx                      done; the WAL may drop it
 //   network error, 408, 5xx  retry after an exponential backoff with jitter (Retry-After wins)
 //   429                      retry after Retry-After (or the backoff when absent)
-//   415 to a batch           a server that does not read batch v3: retry after the longest
+//   415 to a batch           a server that does not read batch v4: retry after the longest
 //                            backoff, with a warning (the records are kept)
 //   artifact intent          handed to the ArtifactUploader (durable in its own directory),
 //                            which uploads it in the background; the stream goes on at once
@@ -18,10 +18,10 @@
 // It also sends heartbeats for streams that have clients attached and that it has not talked to
 // for heartbeat_interval_s.
 //
-// Batch records go out as they are in the WAL: the record's body is the batch v3 the client
+// Batch records go out as they are in the WAL: the record's body is the batch v4 the client
 // encoded (core/batch_format.h), posted with Content-Type application/vnd.cohort.batch and the
 // upload seq in the Cohort-Batch-Seq header; nothing is decoded or encoded again. A server that
-// does not read batch v3 answers 415: a warning says so, the records stay in the WAL, and the
+// does not read batch v4 answers 415: a warning says so, the records stay in the WAL, and the
 // Sender tries again after its longest backoff (until the server is upgraded).
 //
 // Threading: all public methods are thread-safe. One background thread does the uploads;

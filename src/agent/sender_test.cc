@@ -93,7 +93,7 @@ std::vector<std::string> Paths(const std::vector<FakeRequest>& reqs) {
   return out;
 }
 
-// Batches go out as the WAL holds them: the client's batch v3 bytes, unchanged, with the seq in
+// Batches go out as the WAL holds them: the client's batch v4 bytes, unchanged, with the seq in
 // the Cohort-Batch-Seq header; nothing is asked of the server first.
 TEST_F(SenderTest, UploadsRecordsInOrderWithTheirSeqAndTheWalBytesAsTheBody) {
   FakeHttpServer server(Ok);
@@ -137,14 +137,14 @@ TEST_F(SenderTest, CountsThePointsTheServerStored) {
   EXPECT_EQ(sender.stats().points, 12);
 }
 
-// A server that does not read batch v3 (415) is an error the agent says clearly; it keeps the
+// A server that does not read batch v4 (415) is an error the agent says clearly; it keeps the
 // records and sends them again later, never as another encoding and never skipped.
 TEST_F(SenderTest, UnsupportedBatchFormatKeepsTheRecordsAndRetriesLater) {
   std::atomic<bool> upgraded{false};
   FakeHttpServer server([&](const FakeRequest& r) -> FakeResponse {
     if (r.path.ends_with("/batches") && !upgraded) {
       return {415,
-              R"({"error":{"code":"unsupported_media_type","message":"binary batch version 3 is not supported"}})",
+              R"({"error":{"code":"unsupported_media_type","message":"binary batch version 4 is not supported"}})",
               {}};
     }
     return Ok(r);
@@ -156,7 +156,7 @@ TEST_F(SenderTest, UnsupportedBatchFormatKeepsTheRecordsAndRetriesLater) {
   UploadProgress p =
       stream->WaitFor([](const UploadProgress& p) { return p.failures >= 1; }, NowMillis() + 5000);
   EXPECT_EQ(p.last_failure.code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(p.last_failure.message().find("does not read cohort-batch-v3"), std::string::npos)
+  EXPECT_NE(p.last_failure.message().find("does not read cohort-batch-v4"), std::string::npos)
       << p.last_failure.ToString();
   EXPECT_NE(p.last_failure.message().find("records stay in the WAL"), std::string::npos);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   runners.push_back(cohort::cli::AddSyncCommand(app));
   runners.push_back(cohort::cli::AddRunsCommand(app));
   runners.push_back(cohort::cli::AddLogsCommand(app));
+  runners.push_back(cohort::cli::AddMediaCommand(app));
   runners.push_back(cohort::cli::AddArtifactCommand(app));
   runners.push_back(cohort::cli::AddGcCommand(app));
   runners.push_back(cohort::cli::AddStoreDumpCommands(app));

@@ -155,6 +155,22 @@ Runner AddServerCommand(CLI::App& app) {
       ->envname("COHORT_MAX_ARTIFACT_FILE_BYTES")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_option("--max-media-file-bytes", cfg->limits.max_media_file_bytes,
+                  "Largest media file (image, audio, video, html, table) a batch may name; a "
+                  "bigger one refuses the batch with 413 naming the key")
+      ->envname("COHORT_MAX_MEDIA_FILE_BYTES")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-media-per-step", cfg->limits.max_media_per_step,
+                  "Media of one key at one step of one writer (a list of images is one set)")
+      ->envname("COHORT_MAX_MEDIA_PER_STEP")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-run-media-bytes", cfg->limits.max_run_media_bytes,
+                  "Bytes of media one run may hold, all writers together (beyond: 413)")
+      ->envname("COHORT_MAX_RUN_MEDIA_BYTES")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--signing-key-file", cfg->signing_key_file,
                   "Keys signing upload URLs, one a line, the first signs (default: "
                   "<data-dir>/signing.key, made at first start); COHORT_SIGNING_KEYS "

@@ -20,6 +20,18 @@ int64_t CoarseNowMillis() {
 
 }  // namespace
 
+namespace {
+// "a scalar", "a histogram", "an image", ... for a key type of LogBuffer (media: 16 + type).
+std::string TypePhrase(uint8_t t) {
+  if (t == 1) return "a scalar";
+  if (t == 2) return "a histogram";
+  const std::string_view name = batch::MediaTypeName(batch::MediaType(t >= 16 ? t - 16 : 0));
+  if (name.empty()) return "another type";
+  if (name == "audio" || name == "html") return std::string(name);
+  return (name == "image" ? "an " : "a ") + std::string(name);
+}
+}  // namespace
+
 LogBuffer::LogBuffer(Limits limits) : limits_(limits) {}
 
 uint32_t LogBuffer::InternLocked(std::string_view key) {
@@ -102,10 +114,12 @@ Status LogBuffer::CheckTypesLocked(const Values& values,
       return Status::InvalidArgument("histogram '" + key + "': " + why);
     }
     auto it = ids_.find(key);
-    if (it != ids_.end() && key_type_[it->second] == kScalar) {
-      return Status::InvalidArgument("key '" + key +
-                                     "' was logged as a scalar and cannot be logged as a "
-                                     "histogram (a key has one type per run)");
+    if (it != ids_.end() && key_type_[it->second] != kUntyped &&
+        key_type_[it->second] != kHistogram) {
+      return Status::InvalidArgument("key '" + key + "' was logged as " +
+                                     TypePhrase(key_type_[it->second]) +
+                                     " and cannot be logged as a histogram (a key has one type "
+                                     "per run)");
     }
     for (const auto& v : values) {
       if (v.first == key) {
@@ -116,10 +130,11 @@ Status LogBuffer::CheckTypesLocked(const Values& values,
   }
   for (const auto& v : values) {
     auto it = ids_.find(v.first);
-    if (it != ids_.end() && key_type_[it->second] == kHistogram) {
-      return Status::InvalidArgument("key '" + v.first +
-                                     "' was logged as a histogram and cannot be logged as a "
-                                     "scalar (a key has one type per run)");
+    if (it != ids_.end() && key_type_[it->second] >= kHistogram) {
+      return Status::InvalidArgument("key '" + v.first + "' was logged as " +
+                                     TypePhrase(key_type_[it->second]) +
+                                     " and cannot be logged as a scalar (a key has one type per "
+                                     "run)");
     }
   }
   return Status::Ok();
@@ -184,7 +199,7 @@ bool LogBuffer::LogValuesLocked(const Values& values, std::optional<int64_t> ste
         uint32_t id = last_call_ids_[i];
         if (id == kInvalidKey || keys_[id] != key) {
           id = InternLocked(key);
-          if (id == kInvalidKey || key_type_[id] == kHistogram) {
+          if (id == kInvalidKey || key_type_[id] >= kHistogram) {
             ++dropped_;
             all_valid = false;
             continue;
@@ -213,8 +228,8 @@ bool LogBuffer::Log(std::span<const Point> points, std::optional<int64_t> step, 
     uint32_t added = 0;
     for (size_t i = 0; i < n; ++i) {
       const uint32_t id = points[i].key.index;
-      if (id >= nkeys || key_type_[id] == kHistogram) continue;  // invalid, never interned
-      key_type_[id] = kScalar;                                   // here, or a histogram key
+      if (id >= nkeys || key_type_[id] >= kHistogram) continue;  // invalid, never interned
+      key_type_[id] = kScalar;                                   // here, or a typed key
       if (key_mark_[id] != batch_generation_) {
         key_mark_[id] = batch_generation_;
         batch_keys_.push_back(id);
@@ -252,6 +267,73 @@ void LogBuffer::TakeConsoleLocked(batch::Batch* out) {
   console_bytes_ -= bytes;
 }
 
+Status LogBuffer::ClaimMediaLocked(std::string_view key, batch::MediaType type, uint32_t* id) {
+  if (std::string_view why = InvalidKeyReason(key); !why.empty()) {
+    return Status::InvalidArgument("key '" + std::string(key) + "': " + std::string(why));
+  }
+  *id = InternLocked(key);
+  const uint8_t want = uint8_t(kMediaBase + uint8_t(type));
+  uint8_t& have = key_type_[*id];
+  if (have != kUntyped && have != want) {
+    return Status::InvalidArgument("key '" + std::string(key) + "' was logged as " +
+                                   TypePhrase(have) + " and cannot be logged as " +
+                                   TypePhrase(want) + " (a key has one type per run)");
+  }
+  have = want;
+  has_histogram_keys_ = true;
+  return Status::Ok();
+}
+
+Status LogBuffer::ClaimMedia(std::string_view key, batch::MediaType type) {
+  MutexLock lock(&mu_);
+  uint32_t id = 0;
+  return ClaimMediaLocked(key, type, &id);
+}
+
+Status LogBuffer::LogMedia(std::string_view key, batch::MediaType type, int64_t step,
+                           std::vector<batch::MediaRow> rows, bool* flush) {
+  *flush = false;
+  if (step < 0) return Status::InvalidArgument("media '" + std::string(key) + "': step < 0");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    batch::MediaRow& m = rows[i];
+    m.type = type;
+    m.step = step;
+    m.index = uint32_t(i);
+    if (std::string why = batch::InvalidMediaReason(m); !why.empty()) {
+      return Status::InvalidArgument("media '" + std::string(key) + "'[" + std::to_string(i) +
+                                     "]: " + why);
+    }
+  }
+  MutexLock lock(&mu_);
+  uint32_t id = 0;
+  COHORT_RETURN_IF_ERROR(ClaimMediaLocked(key, type, &id));
+  if (media_.size() + rows.size() > 4 * limits::kClientMaxBatchMedia) {
+    dropped_ += int64_t(rows.size());  // the flusher is stuck: counted, never silent
+    return Status::ResourceExhausted("media '" + std::string(key) +
+                                     "': too many media waiting for the agent");
+  }
+  const int64_t now = CoarseNowMillis();
+  for (batch::MediaRow& m : rows) {
+    m.key = id;
+    m.time_ms = now;
+    media_.push_back(std::move(m));
+  }
+  *flush = media_.size() >= limits::kClientMaxBatchMedia / 4;
+  return Status::Ok();
+}
+
+void LogBuffer::TakeMediaLocked(batch::Batch* out) {
+  if (media_.size() <= limits::kClientMaxBatchMedia) {
+    out->media.swap(media_);
+    media_.clear();
+    return;
+  }
+  const long n = long(limits::kClientMaxBatchMedia);
+  out->media.assign(std::make_move_iterator(media_.begin()),
+                    std::make_move_iterator(media_.begin() + n));
+  media_.erase(media_.begin(), media_.begin() + n);
+}
+
 void LogBuffer::TakeHistogramsLocked(batch::Batch* out) {
   if (hist_words_ <= limits::kClientMaxBatchHistogramWords) {
     out->histograms.swap(hists_);
@@ -277,7 +359,7 @@ bool LogBuffer::Take(batch::Batch* out) {
   out->clear();
   {
     MutexLock lock(&mu_);
-    if (rows_.empty() && console_.empty() && hists_.empty()) return false;
+    if (rows_.empty() && console_.empty() && hists_.empty() && media_.empty()) return false;
     const bool whole =
         cells_.size() <= limits_.max_frame_cells && batch_keys_.size() <= limits_.max_frame_keys;
     if (whole) {
@@ -342,9 +424,18 @@ bool LogBuffer::Take(batch::Batch* out) {
         local = uint32_t(out->keys.size());
       }
     }
+    TakeMediaLocked(out);
+    for (auto& m : out->media) {
+      uint32_t& local = local_of_[m.key];
+      if (local == 0) {
+        out->keys.push_back(keys_[m.key]);
+        local = uint32_t(out->keys.size());
+      }
+    }
     RecountKeysLocked();
   }
   for (auto& h : out->histograms) h.key = local_of_[h.key] - 1;
+  for (auto& m : out->media) m.key = local_of_[m.key] - 1;
   // Remap to local ids, then reset the scratch for the next call.
   for (auto& c : out->cells) c.key = local_of_[c.key] - 1;
   std::fill(local_of_.begin(), local_of_.end(), 0);
@@ -376,7 +467,7 @@ int64_t LogBuffer::dropped() const {
 
 bool LogBuffer::empty() const {
   MutexLock lock(&mu_);
-  return rows_.empty() && console_.empty() && hists_.empty();
+  return rows_.empty() && console_.empty() && hists_.empty() && media_.empty();
 }
 
 size_t LogBuffer::pending_cells() const {
@@ -401,6 +492,7 @@ void LogBuffer::ResetInChild() {
   console_bytes_ = 0;
   hists_.clear();
   hist_words_ = 0;
+  media_.clear();
   RecountKeysLocked();
   step_ = 0;
   row_open_ = false;

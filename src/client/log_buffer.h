@@ -62,6 +62,14 @@ class LogBuffer {
   uint32_t Intern(std::string_view key) COHORT_EXCLUDES(mu_);
   static constexpr uint32_t kInvalidKey = UINT32_MAX;
   bool AddConsole(int64_t time_ms, bool is_stderr, std::string text) COHORT_EXCLUDES(mu_);
+  // Claims `key` for media of `type` (a key has one type per run): kInvalidArgument naming the
+  // key when it breaks the key rule or was logged with another type.
+  Status ClaimMedia(std::string_view key, batch::MediaType type) COHORT_EXCLUDES(mu_);
+  // Appends one step's media set under `key` (claimed as above; rows' key and index are set
+  // here). kInvalidArgument naming the key and row for an invalid row, nothing appended.
+  // *flush: whether the buffer should be flushed now.
+  Status LogMedia(std::string_view key, batch::MediaType type, int64_t step,
+                  std::vector<batch::MediaRow> rows, bool* flush) COHORT_EXCLUDES(mu_);
 
   // Moves pending data (at most limits.max_frame_cells cells, max_frame_keys keys and
   // max_frame_console_bytes of console text) into `out` (cleared first). False when nothing is
@@ -98,6 +106,9 @@ class LogBuffer {
   bool EndCallLocked(bool commit) COHORT_REQUIRES(mu_);
   bool LogValuesLocked(const Values& values, std::optional<int64_t> step, bool commit)
       COHORT_REQUIRES(mu_);
+  Status ClaimMediaLocked(std::string_view key, batch::MediaType type, uint32_t* id)
+      COHORT_REQUIRES(mu_);
+  void TakeMediaLocked(batch::Batch* out) COHORT_REQUIRES(mu_);
   Status CheckTypesLocked(const Values& values,
                           std::span<const std::pair<std::string, Histogram>> histograms)
       COHORT_REQUIRES(mu_);
@@ -125,9 +136,13 @@ class LogBuffer {
   // Pending histograms (key: global id) and their size (limits::HistogramWords).
   std::vector<batch::Batch::HistogramRow> hists_ COHORT_GUARDED_BY(mu_);
   size_t hist_words_ COHORT_GUARDED_BY(mu_) = 0;
-  // Per key id: the type it was logged with (a key has one type per run).
-  enum KeyType : uint8_t { kUntyped = 0, kScalar = 1, kHistogram = 2 };
+  // Pending media rows (key: global id).
+  std::vector<batch::MediaRow> media_ COHORT_GUARDED_BY(mu_);
+  // Per key id: the type it was logged with (a key has one type per run); media types are
+  // kMediaBase + batch::MediaType.
+  enum KeyType : uint8_t { kUntyped = 0, kScalar = 1, kHistogram = 2, kMediaBase = 16 };
   std::vector<uint8_t> key_type_ COHORT_GUARDED_BY(mu_);
+  // Some key has a type other than scalar (a histogram or media key).
   bool has_histogram_keys_ COHORT_GUARDED_BY(mu_) = false;
   size_t console_bytes_ COHORT_GUARDED_BY(mu_) = 0;
   // Distinct keys of the pending data; key_mark_: id -> batch generation that last used it.

@@ -19,6 +19,7 @@
 #include "client/run_impl.h"
 #include "client/sigterm_watcher.h"
 #include "client/spawn.h"
+#include "core/batch_format.h"
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/limits.h"
@@ -236,6 +237,39 @@ void Run::Log(std::span<const Point> points, std::optional<int64_t> step, bool c
   if (impl == nullptr || impl->finished.load(std::memory_order_relaxed)) return;
   if (impl->child_pending.load(std::memory_order_relaxed)) StartForkedChild(impl);
   if (impl->buffer.Log(points, step, commit)) impl->RequestFlush();
+}
+
+Status Run::ClaimMediaKey(std::string_view key, std::string_view type) {
+  Impl* impl = impl_.get();
+  if (impl == nullptr || impl->finished.load(std::memory_order_relaxed)) return Status::Ok();
+  auto t = batch::ParseMediaType(type);
+  if (!t) return Status::InvalidArgument("media type '" + std::string(type) + "': unknown");
+  return impl->buffer.ClaimMedia(key, *t);
+}
+
+Status Run::LogMedia(std::string_view key, std::string_view type, int64_t step,
+                     const std::vector<MediaValue>& set) {
+  Impl* impl = impl_.get();
+  if (impl == nullptr || impl->finished.load(std::memory_order_relaxed)) return Status::Ok();
+  if (impl->child_pending.load(std::memory_order_relaxed)) StartForkedChild(impl);
+  auto t = batch::ParseMediaType(type);
+  if (!t) return Status::InvalidArgument("media type '" + std::string(type) + "': unknown");
+  std::vector<batch::MediaRow> rows(set.size());
+  for (size_t i = 0; i < set.size(); ++i) {
+    const MediaValue& v = set[i];
+    batch::MediaRow& r = rows[i];
+    r.sha256 = v.sha256;
+    r.size = v.size;
+    r.mime = v.mime;
+    r.width = v.width;
+    r.height = v.height;
+    r.duration_ms = v.duration_ms;
+    r.caption = v.caption;
+  }
+  bool flush = false;
+  COHORT_RETURN_IF_ERROR(impl->buffer.LogMedia(key, *t, step, std::move(rows), &flush));
+  if (flush) impl->RequestFlush();
+  return Status::Ok();
 }
 
 Status Run::Log(const Values& values, const Histograms& histograms, std::optional<int64_t> step,

@@ -138,7 +138,7 @@ Result<std::string> Run::Impl::EnqueueArtifactIntent(std::string_view intent_jso
   std::string body = bj::serialize(o);
   // The agent checks it again; a bad intent here is the caller's, named at the call.
   COHORT_ASSIGN_OR_RETURN(agent::ArtifactIntent intent, agent::ParseArtifactIntent(body));
-  {
+  if (!intent.media) {  // media blobs: nothing to wait for at Finish (the agent uploads them)
     MutexLock lock(&art_mu);
     ArtifactVersion& a = artifacts[intent.id];
     a.id = intent.id;
@@ -150,7 +150,9 @@ Result<std::string> Run::Impl::EnqueueArtifactIntent(std::string_view intent_jso
   }
   {
     MutexLock lock(&mu);
-    DrainBufferLocked();  // what was logged before goes first
+    // What was logged before goes first. Not for media: their rows are logged after the intent
+    // (so they follow it in any case), and a batch cut per media set would only be smaller.
+    if (!intent.media) DrainBufferLocked();
     PendingFrame f{next_frame++, agent::MessageType::kArtifact, std::move(body)};
     frame_bytes += f.body.size();
     frames.push_back(std::move(f));

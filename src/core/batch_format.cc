@@ -88,6 +88,86 @@ class RowWriter {
   EncodeStats* stats_;
 };
 
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+bool IsSha256Hex(std::string_view s) {
+  if (s.size() != 64) return false;
+  for (char c : s) {
+    if (HexDigit(c) < 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string_view MediaTypeName(MediaType type) {
+  switch (type) {
+    case MediaType::kImage: return "image";
+    case MediaType::kAudio: return "audio";
+    case MediaType::kVideo: return "video";
+    case MediaType::kHtml: return "html";
+    case MediaType::kTable: return "table";
+  }
+  return {};
+}
+
+std::optional<MediaType> ParseMediaType(std::string_view name) {
+  for (uint8_t t = 1; t <= 5; ++t) {
+    if (MediaTypeName(MediaType(t)) == name) return MediaType(t);
+  }
+  return std::nullopt;
+}
+
+std::string InvalidMediaReason(const MediaRow& row) {
+  if (MediaTypeName(row.type).empty()) return "unknown media type " + std::to_string(int(row.type));
+  if (row.step < 0) return "step " + std::to_string(row.step) + " is negative";
+  if (!IsSha256Hex(row.sha256)) return "sha256: expected 64 lowercase hex digits";
+  if (row.size < 0) return "size: must be >= 0";
+  if (row.width < 0 || row.height < 0 || row.duration_ms < 0) {
+    return "width, height and duration_ms must be >= 0";
+  }
+  if (row.mime.empty() || row.mime.size() > limits::kMaxMediaMimeBytes) {
+    return "mime: 1 to " + std::to_string(limits::kMaxMediaMimeBytes) + " bytes";
+  }
+  for (char c : row.mime) {
+    if (uint8_t(c) <= 0x20 || uint8_t(c) >= 0x7f || c == ';' || c == ',' || c == '"') {
+      return "mime: '" + row.mime + "' is not a plain type/subtype";
+    }
+  }
+  if (row.mime.find('/') == std::string::npos) {
+    return "mime: '" + row.mime + "' is not a plain type/subtype";
+  }
+  if (row.caption.size() > limits::kMaxMediaCaptionBytes) {
+    return "caption: longer than " + std::to_string(limits::kMaxMediaCaptionBytes) + " bytes";
+  }
+  if (!utf8::IsValid(row.caption)) return "caption: not valid UTF-8";
+  return {};
+}
+
+namespace {
+void AppendMediaRow(const MediaRow& m, uint32_t key, int64_t prev_time_ms, std::string* out) {
+  out->push_back(0);  // flags
+  coding::PutVarint64(out, uint64_t(m.step));
+  coding::PutVarint64(out, coding::ZigZag(int64_t(uint64_t(m.time_ms) - uint64_t(prev_time_ms))));
+  coding::PutVarint64(out, key);
+  out->push_back(char(m.type));
+  coding::PutVarint64(out, m.index);
+  for (size_t i = 0; i + 1 < m.sha256.size(); i += 2) {
+    out->push_back(char(HexDigit(m.sha256[i]) << 4 | HexDigit(m.sha256[i + 1])));
+  }
+  coding::PutVarint64(out, uint64_t(m.size));
+  coding::PutVarint64(out, m.mime.size());
+  out->append(m.mime);
+  coding::PutVarint64(out, uint64_t(m.width));
+  coding::PutVarint64(out, uint64_t(m.height));
+  coding::PutVarint64(out, uint64_t(m.duration_ms));
+  coding::PutVarint64(out, m.caption.size());
+  out->append(m.caption);
+}
 }  // namespace
 
 void Batch::clear() {
@@ -97,6 +177,7 @@ void Batch::clear() {
   system.clear();
   console.clear();
   histograms.clear();
+  media.clear();
 }
 
 EncodeStats Encode(const Batch& b, std::string* out) {
@@ -106,6 +187,7 @@ EncodeStats Encode(const Batch& b, std::string* out) {
   for (const auto& k : b.keys) text_bytes += k.size() + 2;
   for (const auto& l : b.console) text_bytes += l.text.size() + 8;
   for (const auto& h : b.histograms) text_bytes += limits::HistogramWords(h.value.bins()) * 8;
+  for (const auto& m : b.media) text_bytes += 96 + m.mime.size() + m.caption.size();
   out->reserve(start + kHeaderBytes + b.cells.size() * 9 +
                (b.history.size() + b.system.size()) * 6 + text_bytes + 16);
   out->append(kMagic);
@@ -190,6 +272,24 @@ EncodeStats Encode(const Batch& b, std::string* out) {
     }
     for (double c : v.counts) coding::PutFixed64(out, coding::DoubleBits(c));
     ++stats.histograms;
+  }
+
+  // Media rows: valid ones only (the client checks them at the log call already).
+  auto media_ok = [&](const MediaRow& m) {
+    return m.key < out_key.size() && out_key[m.key] != kNoKey && InvalidMediaReason(m).empty();
+  };
+  valid = 0;
+  for (const MediaRow& m : b.media) valid += media_ok(m);
+  coding::PutVarint64(out, valid);
+  prev_time = 0;
+  for (const MediaRow& m : b.media) {
+    if (!media_ok(m)) {
+      ++stats.dropped_media;
+      continue;
+    }
+    AppendMediaRow(m, out_key[m.key], prev_time, out);
+    prev_time = m.time_ms;
+    ++stats.media;
   }
 
   const uint32_t crc = crc32c::Value(out->data() + payload, out->size() - payload);

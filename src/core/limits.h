@@ -36,7 +36,8 @@ inline constexpr size_t kClientMaxBatchConsoleBytes = 4 << 20;
 // 9 bytes per value at most (an index and 8 bytes), the key table and the console text: a
 // batch the client makes always fits the server's body limit.
 static_assert(kClientMaxBatchCells * 10 + kClientMaxBatchKeys * (kMaxKeyBytes + 2) +
-                      kClientMaxBatchConsoleBytes + (1 << 20) + (8 << 19) <
+                      kClientMaxBatchConsoleBytes + (1 << 20) + (8 << 19) +
+                      4096 * (4096 + 128 + 96) <
                   kMaxBatchBytes,
               "client batches must fit the server's body limit");
 static_assert(kClientFlushKeys <= kClientMaxBatchKeys && kClientFlushCells <= kClientMaxBatchCells);
@@ -55,6 +56,22 @@ inline constexpr size_t kMaxHistogramBins = 512;
 inline constexpr size_t kClientMaxBatchHistogramWords = 1 << 19;
 inline constexpr size_t HistogramWords(size_t bins) { return 2 * bins + 6; }
 
+// ---- media values: images, audio, video, html, tables (docs/formats.md "Batch v4") ----
+// A media row names a blob (SHA-256) the agent uploads to the blob store beside the batch; the
+// batch carries only the row. Caption and MIME type of a row, bytes.
+inline constexpr size_t kMaxMediaCaptionBytes = 4096;
+inline constexpr size_t kMaxMediaMimeBytes = 128;
+// Defaults of the server's per-deployment media limits (--max-media-file-bytes,
+// --max-media-per-step, --max-run-media-bytes; docs/operations.md).
+inline constexpr uint64_t kDefaultMaxMediaFileBytes = uint64_t{64} << 20;
+inline constexpr int64_t kDefaultMaxMediaPerStep = 1024;
+inline constexpr uint64_t kDefaultMaxRunMediaBytes = uint64_t{10} << 30;
+// Media rows in one client batch (a flush is due at a quarter of it).
+inline constexpr size_t kClientMaxBatchMedia = 4096;
+// Rows of a table a reader gets per request (GET .../tables/{key}?limit=).
+inline constexpr int64_t kMaxTableRowsPerPage = 10000;
+inline constexpr int64_t kDefaultTableRowsPerPage = 1000;
+
 // ---- runs and writers (docs/api.md) ----
 inline constexpr size_t kMaxLabelBytes = 128;
 inline constexpr size_t kMaxRunNameBytes = 256;
@@ -69,11 +86,11 @@ inline constexpr size_t kMaxTagBytes = 128;
 inline constexpr int kMaxBuckets = 10000;
 inline constexpr int64_t kMaxRawPoints = 1000000;
 
-// ---- the binary batch format (docs/formats.md, "Batch v3") ----
+// ---- the binary batch format (docs/formats.md, "Batch v4") ----
 inline constexpr std::string_view kBatchMediaType = "application/vnd.cohort.batch";
 // What GET /healthz lists in "ingest_formats" for the binary batch this build reads and writes.
-inline constexpr std::string_view kBatchFormatName = "cohort-batch-v3";
-inline constexpr uint8_t kBatchVersion = 3;
+inline constexpr std::string_view kBatchFormatName = "cohort-batch-v4";
+inline constexpr uint8_t kBatchVersion = 4;
 // The HTTP header that carries a binary batch's seq (the batch bytes do not: the agent assigns
 // it when it appends the batch to its WAL).
 inline constexpr std::string_view kBatchSeqHeader = "Cohort-Batch-Seq";

@@ -172,6 +172,21 @@ const std::vector<DumpTable>& DumpTables() {
         {"hi", D},
         {"edges", B},
         {"counts", B}}},
+      {"media",
+       {{"run_pk", I},
+        {"key", T},
+        {"writer_pk", I},
+        {"step", I},
+        {"idx", I},
+        {"time_ms", I},
+        {"type", T},
+        {"mime", T},
+        {"sha256", T},
+        {"size", I},
+        {"width", I},
+        {"height", I},
+        {"duration_ms", I},
+        {"caption", T}}},
   };
   return kTables;
 }

@@ -57,6 +57,7 @@ enum DumpTableId : int {
   kDumpArtifactUses,
   kDumpBlobMd5,
   kDumpHistograms,
+  kDumpMedia,
   kDumpTableCount,
 };
 

@@ -18,6 +18,15 @@ std::vector<std::string> IngestBatch::histogram_keys() const {
   return keys;
 }
 
+std::vector<std::string> IngestBatch::media_keys() const {
+  std::vector<std::string> keys;
+  keys.reserve(media.size());
+  for (const MediaPoint& m : media) keys.push_back(m.key);
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
+}
+
 int64_t IngestBatch::points() const {
   int64_t n = 0;
   for (const KeyColumn& c : columns) n += int64_t(c.rows.size());

@@ -58,6 +58,25 @@ struct HistogramPoint {
   Histogram value;
 };
 
+// One media value of a batch (docs/formats.md "Media"): a row naming a blob by SHA-256, at an
+// explicit step. Types are batch::MediaType's names ("image", "audio", "video", "html",
+// "table"); a key has one type in a run (scalar, histogram or one media type). One row per
+// (key, step, index) is kept: a row logged again at the same place replaces the stored one.
+struct MediaPoint {
+  std::string key;
+  int64_t step = 0;
+  int64_t time_ms = 0;
+  int64_t index = 0;
+  std::string type;
+  std::string sha256;
+  int64_t size = 0;
+  std::string mime;
+  int64_t width = 0;   // tables: columns
+  int64_t height = 0;  // tables: rows
+  int64_t duration_ms = 0;
+  std::string caption;
+};
+
 // Everything one writer sends in one request, applied atomically and at most once per seq.
 struct IngestBatch {
   int64_t seq = 0;  // > 0, unique per writer; a seen seq is acknowledged and ignored. 0 only
@@ -70,8 +89,13 @@ struct IngestBatch {
                                           // distinct from user keys by their prefix
   std::vector<ConsoleLine> console;
   std::vector<HistogramPoint> histograms;  // in any order; one per (key, step) is kept: the last
-  // > 0: the run may hold at most this many distinct keys (history, system and histogram keys,
-  // all writers); a
+  std::vector<MediaPoint> media;           // in any order; one per (key, step, index): the last
+  // > 0: limits on the batch's media, from the server's flags (0: none): rows per (key, step)
+  // and the bytes of all the run's media rows (kPayloadTooLarge naming the limit).
+  int64_t max_media_per_step = 0;
+  int64_t max_run_media_bytes = 0;
+  // > 0: the run may hold at most this many distinct keys (history, system, histogram and media
+  // keys, all writers); a
   // batch that would take it past them is refused whole with kPayloadTooLarge. Set by the
   // server from the entity's tier (src/server/limits); 0: no limit.
   int64_t max_run_keys = 0;
@@ -80,6 +104,7 @@ struct IngestBatch {
   size_t system_rows() const { return system_time_ms.size(); }
   int64_t points() const;  // sum of column sizes
   std::vector<std::string> histogram_keys() const;  // distinct, sorted
+  std::vector<std::string> media_keys() const;      // distinct, sorted
 };
 
 struct IngestResult {
@@ -110,6 +135,7 @@ class IngestBatchBuilder {
   }
   void AddConsole(ConsoleLine line) { batch_.console.push_back(std::move(line)); }
   void AddHistogram(HistogramPoint h) { batch_.histograms.push_back(std::move(h)); }
+  void AddMedia(MediaPoint m) { batch_.media.push_back(std::move(m)); }
 
   IngestBatch& batch() { return batch_; }  // seq, positions, max_run_keys may be set here
   IngestBatch Finish() { return std::move(batch_); }

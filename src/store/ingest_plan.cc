@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <limits>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
+#include "core/batch_format.h"
 #include "core/histogram.h"
 
 namespace cohort::store {
@@ -95,6 +97,45 @@ Status ValidateBatch(const IngestBatch& batch) {
                                      "type)");
     }
   }
+  std::unordered_set<std::string_view> histogram_keys;
+  for (const HistogramPoint& h : batch.histograms) histogram_keys.insert(h.key);
+  std::unordered_map<std::string_view, std::string_view> media_types;
+  for (size_t i = 0; i < batch.media.size(); ++i) {
+    const MediaPoint& m = batch.media[i];
+    const std::string where = "batch: media[" + std::to_string(i) + "]";
+    if (m.key.empty() || m.key.find('\0') != std::string::npos ||
+        m.key.starts_with(kSystemKeyPrefix)) {
+      return Status::InvalidArgument(where + ": key '" + m.key +
+                                     "' is empty, holds a NUL character or starts with system/");
+    }
+    auto type = batch::ParseMediaType(m.type);
+    if (!type) return Status::InvalidArgument(where + ": unknown media type '" + m.type + "'");
+    if (m.index < 0) return Status::InvalidArgument(where + ".index: must be >= 0");
+    batch::MediaRow row;
+    row.type = *type;
+    row.step = m.step;
+    row.sha256 = m.sha256;
+    row.size = m.size;
+    row.mime = m.mime;
+    row.width = m.width;
+    row.height = m.height;
+    row.duration_ms = m.duration_ms;
+    row.caption = m.caption;
+    if (std::string why = batch::InvalidMediaReason(row); !why.empty()) {
+      return Status::InvalidArgument(where + " (key '" + m.key + "'): " + why);
+    }
+    if (keys.contains(m.key) || histogram_keys.contains(m.key)) {
+      return Status::InvalidArgument("batch: key '" + m.key + "' is logged as " +
+                                     (keys.contains(m.key) ? "a scalar" : "a histogram") +
+                                     " and as " + m.type + " (a key has one type)");
+    }
+    auto [it, added] = media_types.emplace(m.key, m.type);
+    if (!added && it->second != m.type) {
+      return Status::InvalidArgument("batch: key '" + m.key + "' is logged as " +
+                                     std::string(it->second) + " and as " + m.type +
+                                     " (a key has one type)");
+    }
+  }
   for (const ConsoleLine& line : batch.console) {
     if (line.stream != "stdout" && line.stream != "stderr") {
       return Status::InvalidArgument("batch: console stream '" + line.stream +
@@ -134,6 +175,9 @@ Result<int64_t> IngestPlan::AssignSteps(int64_t next_step) {
   }
   for (const HistogramPoint& h : batch_->histograms) {
     if (h.step >= next_step) next_step = h.step == series::kMaxStep ? h.step : h.step + 1;
+  }
+  for (const MediaPoint& m : batch_->media) {
+    if (m.step >= next_step) next_step = m.step == series::kMaxStep ? m.step : m.step + 1;
   }
   return next_step;
 }

@@ -28,6 +28,7 @@
 #include "store/histogram_types.h"
 #include "store/history_types.h"
 #include "store/ingest_batch.h"
+#include "store/media_types.h"
 #include "store/meta_types.h"
 #include "store/run_types.h"
 
@@ -94,6 +95,13 @@ class DataStore {
   virtual Result<std::vector<SeriesInfo>> ListHistograms(const RunRef& ref) = 0;
   // Histogram values by key and writer (histogram_types.h), in key, writer, step order.
   virtual Result<std::vector<HistogramSeries>> QueryHistograms(const HistogramQuery& query) = 0;
+  // Media keys of a run per writer, with their type, row counts and step ranges.
+  virtual Result<std::vector<MediaKeyInfo>> ListMedia(const RunRef& ref) = 0;
+  // Media rows (media_types.h) in key, writer, step, index order; at most query.limit.
+  virtual Result<std::vector<MediaRecord>> QueryMedia(const MediaQuery& query) = 0;
+  // A media row of the run whose blob is `sha256` (the first by key, step, index); kNotFound
+  // when the run has none.
+  virtual Result<MediaRecord> FindMedia(const RunRef& ref, const std::string& sha256) = 0;
   virtual Result<std::vector<ConsoleLine>> QueryConsole(const ConsoleQuery& query) = 0;
   // Counts the lines of a console filter (query.limit is ignored) and returns the id of every
   // `stride`-th one (stride >= 1) without reading the lines themselves: the web UI's log index.
@@ -192,7 +200,7 @@ class ArtifactStore {
       const std::string& entity, const std::vector<std::string>& sha256s) = 0;
   // ---- garbage collection (docs/artifacts.md, "Garbage collection") ----
   // Blobs held since before `recorded_before_ms` that nothing of their entity references (a
-  // version's file or W&B manifest, a draft's manifest).
+  // version's file or W&B manifest, a draft's manifest, a media row of one of its runs).
   virtual Result<std::vector<HeldBlob>> UnreferencedBlobs(int64_t recorded_before_ms) = 0;
   // Forgets that the entity holds the blob when it still is unreferenced and recorded before
   // `recorded_before_ms`, atomically with respect to commits (which lock the rows they

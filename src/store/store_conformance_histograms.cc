@@ -263,8 +263,8 @@ TEST_P(StoreConformanceTest, DumpRoundTripKeepsHistograms) {
 
 namespace cohort::store {
 
-// Histogram keys are keys of the run: the key budget (max_run_keys) counts them with the
-// scalar ones, so that histograms cannot grow a run's keys without bound.
+// Histogram and media keys are keys of the run: the key budget (max_run_keys) counts them with
+// the scalar ones, so that they cannot grow a run's keys without bound.
 TEST_P(StoreConformanceTest, HistogramKeysCountAgainstTheRunKeyBudget) {
   MakeRun("run1");
   Join("run1", "w");
@@ -296,6 +296,21 @@ TEST_P(StoreConformanceTest, HistogramKeysCountAgainstTheRunKeyBudget) {
   auto scalar = store().Ingest(ref, "w", batch(4, {"acc"}, {}), 4);
   ASSERT_FALSE(scalar.ok());
   EXPECT_EQ(scalar.status().code(), StatusCode::kPayloadTooLarge);
+  // Media keys are keys of the run as well.
+  IngestBatchBuilder m(6);
+  MediaPoint image;
+  image.key = "samples";
+  image.step = 6;
+  image.type = "image";
+  image.sha256 = std::string(64, 'a');
+  image.size = 1;
+  image.mime = "image/png";
+  m.AddMedia(image);
+  m.batch().max_run_keys = 3;
+  auto media = store().Ingest(ref, "w", m.Finish(), 6);
+  ASSERT_FALSE(media.ok());
+  EXPECT_EQ(media.status().code(), StatusCode::kPayloadTooLarge) << media.status().ToString();
+  EXPECT_NE(media.status().message().find("samples"), std::string::npos);
   // Known keys at new steps are not new keys.
   EXPECT_TRUE(store().Ingest(ref, "w", batch(5, {"loss"}, {"grad/a", "grad/b"}), 5).ok());
   COHORT_ASSERT_OK_AND_ASSIGN(auto hists, store().ListHistograms(ref));

@@ -1,9 +1,9 @@
-"""What the real agent uploads (docs/formats.md, "Batch v3"): the batch v3 bytes the client
+"""What the real agent uploads (docs/formats.md, "Batch v4"): the batch v4 bytes the client
 library encoded, as they are in the WAL, with the seq in the Cohort-Batch-Seq header; every point
-exactly once. A server that does not read batch v3 (415) gets a clear warning in the agent's log;
+exactly once. A server that does not read batch v4 (415) gets a clear warning in the agent's log;
 the records are kept and sent again once the server reads them. The training process is
 examples/cpp/train.cc; the agent is the real one. The 415 case uses a small fake server in this
-file (a real `cohort server` reads batch v3, so it cannot show it); it decodes the bodies with a
+file (a real `cohort server` reads batch v4, so it cannot show it); it decodes the bodies with a
 decoder written from the format's documentation.
 """
 import json
@@ -51,8 +51,8 @@ def _varint(data, at):
 
 
 def history_points(body):
-    """The number of history values in a batch v3 body (checks the magic and version)."""
-    assert body[:4] == b"CBAT" and body[4] == 3, body[:12]
+    """The number of history values in a batch v4 body (checks the magic and version)."""
+    assert body[:4] == b"CBAT" and body[4] == 4, body[:12]
     at = 12
     nkeys, at = _varint(body, at)
     for _ in range(nkeys):
@@ -134,7 +134,7 @@ class OldServer:
                         fake.refused += 1
                         return self.answer(415, {"error": {
                             "code": "unsupported_media_type",
-                            "message": "binary batch version 3 is not supported"}})
+                            "message": "binary batch version 4 is not supported"}})
                     seq = int(self.headers["Cohort-Batch-Seq"])
                     points = history_points(body)
                     fake.points.setdefault(seq, points)
@@ -168,12 +168,12 @@ def test_a_server_that_does_not_read_batch_v2_gets_a_clear_error_and_loses_nothi
             time.sleep(1)
             assert not old.points  # nothing taken while the server refused the format
             log = agent_log(c.home)
-            assert "the server does not read cohort-batch-v3" in log, log
+            assert "the server does not read cohort-batch-v4" in log, log
             assert "records stay in the WAL" in log, log
             old.upgrade()
             assert p.wait(timeout=60) == 0, p.stderr.read()
             assert wait_for(lambda: old.finished, timeout=30)
-            # Every point arrived once, as batch v3 (never another encoding).
+            # Every point arrived once, as batch v4 (never another encoding).
             assert sum(old.points.values()) == 30000, (old.points, agent_log(c.home))
             assert old.content_types == {BINARY}, old.content_types
         finally:

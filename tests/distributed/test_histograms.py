@@ -1,6 +1,6 @@
 """Histograms end to end (issue 15): cohort.Histogram from lists, numpy arrays, np_histogram
 pairs and torch tensors, logged with scalars in one call by a real training process, through the
-real agent (batch v3) and server (SQLite store), read back through the routes
+real agent (batch v4) and server (SQLite store), read back through the routes
 (.../keys with types, .../histograms with buckets) and cohort.Api; one type per key (a Python
 exception in the writer, a refused batch across writers); run.watch on a real torch model; the
 shared mode with two writers."""

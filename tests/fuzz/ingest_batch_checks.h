@@ -1,7 +1,7 @@
 // The checks that the ingest fuzz targets (ingest_fuzzer.cc: JSON bodies, ingest_binary_fuzzer.cc:
-// batch v3 bodies) make of what a batch decoder returns: an error is a 400 or 413 with a message,
+// batch v4 bodies) make of what a batch decoder returns: an error is a 400 or 413 with a message,
 // a decoded batch keeps the limits it was decoded under, and a decoded batch encoded again as
-// batch v3 (core/batch_format.h) decodes to the same columns bit for bit. Each check that fails
+// batch v4 (core/batch_format.h) decodes to the same columns bit for bit. Each check that fails
 // aborts (fuzz_check.h). Header-only; pure functions.
 #pragma once
 
@@ -24,6 +24,7 @@ namespace cohort::fuzz {
 
 using store::IngestBatch;
 using store::HistogramPoint;
+using store::MediaPoint;
 using store::KeyColumn;
 
 // The small limits the targets decode under, so that the fuzzer reaches them.
@@ -67,6 +68,16 @@ inline void CheckSameBatch(const IngestBatch& a, const IngestBatch& b) {
                    x.value.edges == y.value.edges && x.value.counts == y.value.counts &&
                    (!x.value.uniform() || (x.value.lo == y.value.lo && x.value.hi == y.value.hi)),
                "histograms[%zu] differs", i);
+  }
+  FUZZ_CHECK(a.media.size() == b.media.size(), "media counts differ");
+  for (size_t i = 0; i < a.media.size(); ++i) {
+    const MediaPoint &x = a.media[i], &y = b.media[i];
+    FUZZ_CHECK(x.key == y.key && x.step == y.step && x.time_ms == y.time_ms &&
+                   x.index == y.index && x.type == y.type && x.sha256 == y.sha256 &&
+                   x.size == y.size && x.mime == y.mime && x.width == y.width &&
+                   x.height == y.height && x.duration_ms == y.duration_ms &&
+                   x.caption == y.caption,
+               "media[%zu] differs", i);
   }
   FUZZ_CHECK(a.console.size() == b.console.size(), "console sizes differ");
   for (size_t i = 0; i < a.console.size(); ++i) {
@@ -159,14 +170,33 @@ inline batch::Batch ToEncoderBatch(const IngestBatch& in) {
     if (added) out.keys.push_back(h.key);
     out.histograms.push_back({h.step, h.time_ms, it->second, h.value});
   }
+  for (const MediaPoint& m : in.media) {
+    auto [it, added] = index.emplace(m.key, uint32_t(out.keys.size()));
+    if (added) out.keys.push_back(m.key);
+    batch::MediaRow r;
+    r.step = m.step;
+    r.time_ms = m.time_ms;
+    r.key = it->second;
+    r.index = uint32_t(m.index);
+    r.type = *batch::ParseMediaType(m.type);
+    r.sha256 = m.sha256;
+    r.size = m.size;
+    r.mime = m.mime;
+    r.width = m.width;
+    r.height = m.height;
+    r.duration_ms = m.duration_ms;
+    r.caption = m.caption;
+    out.media.push_back(std::move(r));
+  }
   return out;
 }
 
-// Encodes `decoded` again as batch v3 and decodes that: the same batch.
+// Encodes `decoded` again as batch v4 and decodes that: the same batch.
 inline void CheckReencodes(const IngestBatch& decoded, const api::ApiLimits& limits) {
   std::string again;
   batch::EncodeStats stats = batch::Encode(ToEncoderBatch(decoded), &again);
   FUZZ_CHECK(stats.dropped_keys == 0 && stats.points == decoded.points(), "encoder dropped values");
+  FUZZ_CHECK(stats.dropped_media == 0, "encoder dropped media rows");
   auto redecoded = api::DecodeBinaryIngestBatch(again, decoded.seq, limits);
   FUZZ_CHECK(redecoded.ok(), "re-encoded batch does not decode: %s",
              redecoded.status().ToString().c_str());

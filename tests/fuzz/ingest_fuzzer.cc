@@ -4,7 +4,7 @@
 //  - server/api/ingest_decode.h DecodeIngestBatch (the streaming decoder): an error is a 400 or
 //    413 status with a message; a decoded batch respects every limit it was given (small limits
 //    here, so that the fuzzer reaches them) and the key rule;
-//  - the two decoders agree: a decoded JSON batch, encoded as batch v3, decodes with the binary
+//  - the two decoders agree: a decoded JSON batch, encoded as batch v4, decodes with the binary
 //    decoder to the same columns, bit for bit.
 #include <cstdint>
 #include <string>

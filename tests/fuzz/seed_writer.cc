@@ -1,5 +1,5 @@
 // Writes the binary seed inputs of the fuzz targets (see tests/fuzz/CMakeLists.txt): encoded
-// chunks, WAL segments, agent protocol streams and batch v3 bodies, made by the real encoders,
+// chunks, WAL segments, agent protocol streams and batch v4 bodies, made by the real encoders,
 // each prefixed by the mode bytes its fuzzer reads first. The text seeds (HTTP, ingest, GraphQL) are written by
 // hand. Usage: fuzz_seed_writer <corpus dir>   (writes into <dir>/chunk, <dir>/wal, ...)
 #include <cmath>
@@ -116,7 +116,7 @@ batch::Batch SampleBatch() {
   return b;
 }
 
-// Batch v3 bodies (core/batch_format.h) for the binary decoder; the first byte is the fuzzer's
+// Batch v4 bodies (core/batch_format.h) for the binary decoder; the first byte is the fuzzer's
 // mode (bit 0: recompute the checksum).
 void IngestBinarySeeds(const fs::path& dir) {
   auto write = [&](const std::string& name, const batch::Batch& b, char mode = 0) {
@@ -146,6 +146,34 @@ void IngestBinarySeeds(const fs::path& dir) {
   console.console = full.console;
   write("console_only.bin", console);
   write("empty.bin", batch::Batch{});
+  // Media rows (batch v4): an image set of two and a table, beside the scalars.
+  batch::Batch media = full;
+  media.keys.push_back("samples");
+  media.keys.push_back("eval/preds");
+  batch::MediaRow image;
+  image.step = 12;
+  image.time_ms = 1700000000200;
+  image.key = uint32_t(media.keys.size() - 2);
+  image.type = batch::MediaType::kImage;
+  image.sha256 = std::string(64, 'a');
+  image.size = 4096;
+  image.mime = "image/png";
+  image.width = 64;
+  image.height = 48;
+  image.caption = "caf\xc3\xa9";
+  media.media.push_back(image);
+  image.index = 1;
+  image.sha256 = std::string(64, 'b');
+  media.media.push_back(image);
+  batch::MediaRow table = image;
+  table.key = uint32_t(media.keys.size() - 1);
+  table.index = 0;
+  table.type = batch::MediaType::kTable;
+  table.mime = "application/json";
+  table.caption.clear();
+  media.media.push_back(table);
+  write("media.bin", media);
+  write("media_fixcrc.bin", media, 1);
   std::string old;
   batch::Encode(full, &old);
   old[4] = 1;  // a version this build does not read

@@ -1,4 +1,4 @@
-"""The binary batch body of POST .../batches (docs/formats.md, "Batch v3") against the real
+"""The binary batch body of POST .../batches (docs/formats.md, "Batch v4") against the real
 `cohort server`: the same data sent as JSON and as binary is stored identically, duplicates are
 acknowledged once, and bad bodies (or a missing Cohort-Batch-Seq header) get JSON errors naming
 the problem.
@@ -48,7 +48,7 @@ def zigzag(v):
     return (v << 1) ^ (v >> 63) if v >= 0 else ((-v) << 1) - 1
 
 
-def encode(history=(), system=(), console=(), version=3):
+def encode(history=(), system=(), console=(), version=4):
     """history: [(step or None, time_ms, {key: value})], system: [(time_ms, {key: value})],
     console: [(time_ms, "stdout"|"stderr", text)]. The seq goes in the Cohort-Batch-Seq header."""
     keys = []
@@ -88,6 +88,7 @@ def encode(history=(), system=(), console=(), version=3):
         p += varint(len(tb)) + tb
         prev_time = t
     p += varint(0)  # no histograms (tests/distributed/test_histograms.py logs them)
+    p += varint(0)  # no media rows (tests/distributed/test_media.py logs them)
     return b"CBAT" + bytes([version, 0, 0, 0]) + struct.pack("<I", crc32c(bytes(p))) + bytes(p)
 
 
@@ -187,12 +188,12 @@ def test_binary_duplicate_seq_is_acknowledged_and_stored_once(api):
 
 def test_unknown_binary_version_is_415_naming_the_version(api):
     base = setup_run(api, ["b"])
-    for version in (1, 2, 9):
+    for version in (1, 2, 3, 9):
         status, body = post_binary(api, base, "b", encode(HISTORY, version=version))
         assert status == 415, body
         assert body["error"]["code"] == "unsupported_media_type"
         assert f"version {version}" in body["error"]["message"]
-        assert "cohort-batch-v3" in body["error"]["message"]
+        assert "cohort-batch-v4" in body["error"]["message"]
 
 
 def test_bad_binary_bodies_are_400_naming_the_problem_and_store_nothing(api):
@@ -211,7 +212,7 @@ def test_bad_binary_bodies_are_400_naming_the_problem_and_store_nothing(api):
     # A key index out of range: one key, a row naming key 5.
     p = varint(1) + varint(1) + b"a" + varint(1) + bytes([0]) + varint(2) + \
         varint(1) + varint(5) + struct.pack("<d", 1.0) + varint(0) + varint(0)
-    cases["key index 5 out of range"] = b"CBAT\x03\x00\x00\x00" + struct.pack("<I", crc32c(p)) + p
+    cases["key index 5 out of range"] = b"CBAT\x04\x00\x00\x00" + struct.pack("<I", crc32c(p)) + p
     # A key the key rule refuses (the reserved system/ prefix), named with its place.
     cases["keys[2]: key 'system/cpu' starts with"] = encode(
         [(0, 1, {"loss": 1.0, "acc": 2.0, "system/cpu": 3.0})])
@@ -231,4 +232,4 @@ def test_bad_binary_bodies_are_400_naming_the_problem_and_store_nothing(api):
 
 def test_healthz_lists_the_binary_format(server):
     status, body = Api(server.url, "").get("/healthz")
-    assert status == 200 and body["ingest_formats"] == ["json", "cohort-batch-v3"]
+    assert status == 200 and body["ingest_formats"] == ["json", "cohort-batch-v4"]

@@ -35,6 +35,9 @@ SCOPED = {
     ("POST", "/api/v1/runs/{entity}/{project}/{run}/writers/{label}/batches"): {
         "seq": 99, "history": [{"step": 5, "time": 1, "values": {"x": 666}}]},
     ("GET", "/api/v1/runs/{entity}/{project}/{run}/keys"): None,
+    ("GET", "/api/v1/runs/{entity}/{project}/{run}/media"): None,
+    ("GET", "/api/v1/runs/{entity}/{project}/{run}/media/{sha256}"): None,
+    ("GET", "/api/v1/runs/{entity}/{project}/{run}/tables/{key...}"): None,
     ("GET", "/api/v1/runs/{entity}/{project}/{run}/history"): None,
     ("GET", "/api/v1/runs/{entity}/{project}/{run}/histograms"): None,
     ("GET", "/api/v1/runs/{entity}/{project}/{run}/system"): None,
@@ -196,6 +199,7 @@ def fill(pattern, v):
     return ((pattern + QUERY.get(pattern, "")).replace("{entity}", v.entity)
             .replace("{project}", "proj").replace("{run}", v.run).replace("{label}", "w")
             .replace("{id}", str(v.view)).replace("{name...}", "notes.txt")
+            .replace("{key...}", "t")
             .replace("{sha256}", v.sha).replace("{part}", "0").replace("{name}", "model")
             .replace("{version}", "v0").replace("{alias}", "best").replace("{path...}", "w.pt"))
 
@@ -294,7 +298,7 @@ def test_public_routes_leak_nothing(server, victim):
     status, body, _ = http(url + "/healthz")
     # Server facts only (what it is, which ingest bodies it reads), nothing of any tenant.
     assert status == 200 and set(body) <= {"status", "version", "ingest_formats"}
-    assert body["ingest_formats"] == ["json", "cohort-batch-v3"]
+    assert body["ingest_formats"] == ["json", "cohort-batch-v4"]
     status, text, _ = http(url + "/metrics")
     assert status == 200 and victim.run not in text and "secret" not in text
     assert victim.key not in text

@@ -1,8 +1,9 @@
 // The histograms scenario of seed_sdk.py `hist` written through the HTTP API instead of the SDK
 // (COHORT_UI_SEED=http, for a machine without the Python extension built): histograms are
-// ingested in binary batches only (docs/formats.md "Batch v3"), so this encodes them as the
-// client library does -- header "CBAT", version 3, CRC-32C of the payload; a key table, no
-// history/system/console rows, the histogram rows -- and posts them with `Cohort-Batch-Seq`.
+// ingested in binary batches only (docs/formats.md "Batch v4"), so this encodes them as the
+// client library does -- header "CBAT", version 4, CRC-32C of the payload; a key table, no
+// history/system/console rows, the histogram rows, no media rows -- and posts them with
+// `Cohort-Batch-Seq`.
 // The scalar `loss` goes in the same batches. Same keys, writers, steps and values as the SDK seed.
 import { api } from './harness.mjs';
 
@@ -39,7 +40,7 @@ class Out {
   str(s) { const b = new TextEncoder().encode(s); this.varint(b.length); this.bytes.push(...b); }
 }
 
-/** A batch v3 of history rows ({step, time, values: {key: number}}) and histogram rows ({step,
+/** A batch v4 of history rows ({step, time, values: {key: number}}) and histogram rows ({step,
  * time, key, lo, hi | edges, counts}). */
 export function encodeBatch(history, rows) {
   const keys = [...new Set([...history.flatMap((h) => Object.keys(h.values)), ...rows.map((r) => r.key)])];
@@ -72,9 +73,10 @@ export function encodeBatch(history, rows) {
     if (r.edges) for (const e of r.edges) p.f64(e); else { p.f64(r.lo); p.f64(r.hi); }
     for (const c of r.counts) p.f64(c);
   }
+  p.varint(0); // media rows
   const payload = Uint8Array.from(p.bytes);
   const out = new Uint8Array(12 + payload.length);
-  out.set([0x43, 0x42, 0x41, 0x54, 3, 0, 0, 0], 0); // "CBAT", version 3, flags, reserved
+  out.set([0x43, 0x42, 0x41, 0x54, 4, 0, 0, 0], 0); // "CBAT", version 4, flags, reserved
   new DataView(out.buffer).setUint32(8, crc32c(payload), true);
   out.set(payload, 12);
   return out;

@@ -178,6 +178,7 @@ void RegisterApiRoutes(http::Router& r, ApiContext* ctx) {
   RegisterIngestRoutes(r, ctx);
   RegisterHistoryRoutes(r, ctx);
   RegisterHistogramRoutes(r, ctx);
+  RegisterMediaRoutes(r, ctx);
   RegisterConsoleRoutes(r, ctx);
   RegisterViewRoutes(r, ctx);
   RegisterKeyRoutes(r, ctx);

@@ -36,7 +36,17 @@ struct ApiLimits {
   int max_buckets = limits::kMaxBuckets;
   int64_t max_raw_points = limits::kMaxRawPoints;
   uint64_t max_artifact_file_bytes = limits::kDefaultMaxArtifactFileBytes;
+  // Media (docs/operations.md, `cohort server` flags): bytes per media file (a row naming a bigger blob
+  // is refused), rows per (key, step) of a writer, bytes of all the media rows of one run.
+  uint64_t max_media_file_bytes = limits::kDefaultMaxMediaFileBytes;
+  int64_t max_media_per_step = limits::kDefaultMaxMediaPerStep;
+  uint64_t max_run_media_bytes = limits::kDefaultMaxRunMediaBytes;
 };
+
+// kPayloadTooLarge naming the row and the limit when a media row of the batch names a blob
+// above --max-media-file-bytes; else sets the batch's media limits from `limits`
+// (ingest_api.cc).
+Status CheckMediaLimits(const ApiLimits& limits, store::IngestBatch* batch);
 
 // kPayloadTooLarge naming `what` (a file, a blob) and the limit unless `size` is within
 // --max-artifact-file-bytes.
@@ -96,6 +106,7 @@ void RegisterWriterRoutes(http::Router& r, ApiContext* ctx);
 void RegisterIngestRoutes(http::Router& r, ApiContext* ctx);
 void RegisterHistoryRoutes(http::Router& r, ApiContext* ctx);
 void RegisterHistogramRoutes(http::Router& r, ApiContext* ctx);
+void RegisterMediaRoutes(http::Router& r, ApiContext* ctx);
 void RegisterConsoleRoutes(http::Router& r, ApiContext* ctx);
 void RegisterViewRoutes(http::Router& r, ApiContext* ctx);
 void RegisterKeyRoutes(http::Router& r, ApiContext* ctx);

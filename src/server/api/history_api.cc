@@ -369,6 +369,16 @@ void RegisterHistoryRoutes(http::Router& r, ApiContext* ctx) {
           if (!histograms.ok()) return ErrorResponse(histograms.status());
           bj::array keys = SeriesJson(*series);
           for (bj::value& h : SeriesJson(*histograms, "histogram")) keys.push_back(std::move(h));
+          auto media = ctx->store->ListMedia(*ref);
+          if (!media.ok()) return ErrorResponse(media.status());
+          for (const store::MediaKeyInfo& m : *media) {
+            keys.push_back(bj::object{{"key", m.key},
+                                      {"writer", m.writer},
+                                      {"type", m.type},
+                                      {"count", m.count},
+                                      {"min_step", m.min_step},
+                                      {"max_step", m.max_step}});
+          }
           return JsonResponse(200, bj::object{{"keys", std::move(keys)}});
         }));
   r.Add("GET", base + "/history",

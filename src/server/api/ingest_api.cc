@@ -1,6 +1,6 @@
 // Route: POST /api/v1/runs/{entity}/{project}/{run}/writers/{label}/batches — one writer's
 // history rows, system samples and console lines, stored atomically and at most once per seq.
-// The body is JSON (docs/api.md) or, with Content-Type application/vnd.cohort.batch, a batch v3
+// The body is JSON (docs/api.md) or, with Content-Type application/vnd.cohort.batch, a batch v4
 // (docs/formats.md) with its seq in the Cohort-Batch-Seq header: what the agent posts, byte for
 // byte the batch the client encoded. A binary version this server does not read is answered
 // 415. Both decoders yield the columnar batch (store/ingest_batch.h), limits checked once.
@@ -51,6 +51,10 @@ void RegisterIngestRoutes(http::Router& r, ApiContext* ctx) {
             return std::move(*refused);
           }
           batch->max_run_keys = RunKeyLimit(ctx, who.entity);
+          if (Status s = CheckMediaLimits(ctx->limits, &*batch); !s.ok()) {
+            ctx->metrics->AddRejected("bad_batch");
+            return ErrorResponse(s);
+          }
           int64_t t0 = MonoNanos();
           auto res = ctx->store->Ingest(*ref, req.PathParam("label"), *batch, NowMillis());
           ctx->metrics->ObserveStore("ingest", MonoNanos() - t0);
@@ -60,6 +64,21 @@ void RegisterIngestRoutes(http::Router& r, ApiContext* ctx) {
                                               {"points", res->points},
                                               {"next_step", res->next_step}});
         }));
+}
+
+Status CheckMediaLimits(const ApiLimits& limits, store::IngestBatch* batch) {
+  for (size_t i = 0; i < batch->media.size(); ++i) {
+    const store::MediaPoint& m = batch->media[i];
+    if (uint64_t(m.size) > limits.max_media_file_bytes) {
+      return Status::PayloadTooLarge(
+          "media[" + std::to_string(i) + "] (key '" + m.key + "'): " + std::to_string(m.size) +
+          " bytes, more than the limit of " + std::to_string(limits.max_media_file_bytes) +
+          " bytes per media file (--max-media-file-bytes)");
+    }
+  }
+  batch->max_media_per_step = limits.max_media_per_step;
+  batch->max_run_media_bytes = int64_t(limits.max_run_media_bytes);
+  return Status::Ok();
 }
 
 }  // namespace cohort::api

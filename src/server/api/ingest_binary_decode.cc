@@ -28,6 +28,7 @@ class BinaryDecoder {
 
   Status Decode() {
     if (!ReadKeys()) return Error();
+    histogram_key_.assign(keys_.size(), false);
     uint64_t history = 0, system = 0, console = 0;
     if (!Count(&history, 2, "history count") || !CheckRows(history)) return Error();
     batch_.history_step.resize(history);
@@ -61,9 +62,20 @@ class BinaryDecoder {
     for (size_t i = 0; i < histograms; ++i) {
       if (!ReadHistogram(i, &batch_.histograms[i])) return Error();
     }
+    uint64_t media = 0;
+    if (!Count(&media, 43, "media count") ||
+        !CheckRows(history + system + console + histograms + media)) {
+      return Error();
+    }
+    media_type_.assign(keys_.size(), 0);
+    batch_.media.resize(media);
+    prev_time_ = 0;
+    for (size_t i = 0; i < media; ++i) {
+      if (!ReadMedia(i, &batch_.media[i])) return Error();
+    }
     if (!in_.empty()) {
       return Status::InvalidArgument("binary batch: " + std::to_string(in_.size()) +
-                                     " unexpected bytes after the histograms");
+                                     " unexpected bytes after the media rows");
     }
     return Status::Ok();
   }
@@ -287,6 +299,7 @@ class BinaryDecoder {
                   std::to_string(keys_.size()) + " keys)");
     }
     h->key.assign(keys_[k]);
+    histogram_key_[k] = true;
     if (history_column_[k] != kNoColumn) {
       return Fail(where + ": key '" + h->key +
                   "' is logged as a scalar and as a histogram in the same batch (a key has "
@@ -315,6 +328,89 @@ class BinaryDecoder {
     return true;
   }
 
+  bool String(std::string* s, size_t max, const std::string& where) {
+    uint64_t len = 0;
+    if (!Varint(&len, where)) return false;
+    if (len > in_.size()) return Truncated(where);
+    if (len > max) {
+      return Fail(where + ": longer than " + std::to_string(max) + " bytes");
+    }
+    s->assign(in_.substr(0, len));
+    in_.remove_prefix(len);
+    return true;
+  }
+
+  bool ReadMedia(size_t i, store::MediaPoint* m) {
+    const std::string where = "media[" + std::to_string(i) + "]";
+    if (in_.empty()) return Truncated(where);
+    const uint8_t flags = uint8_t(in_[0]);
+    in_.remove_prefix(1);
+    if (flags != 0) return Fail(where + ": unknown flags 0x" + Hex(flags));
+    uint64_t step = 0, dt = 0, k = 0, index = 0, size = 0, width = 0, height = 0, duration = 0;
+    if (!Varint(&step, where) || !Varint(&dt, where) || !Varint(&k, where)) return false;
+    if (step > uint64_t(INT64_MAX)) return Fail(where + ".step: must fit in 63 bits");
+    prev_time_ = int64_t(uint64_t(prev_time_) + uint64_t(coding::UnZigZag(dt)));
+    if (k >= keys_.size()) {
+      return Fail(where + ": key index " + std::to_string(k) + " out of range (" +
+                  std::to_string(keys_.size()) + " keys)");
+    }
+    if (in_.empty()) return Truncated(where);
+    const uint8_t type = uint8_t(in_[0]);
+    in_.remove_prefix(1);
+    const std::string_view type_name = batch::MediaTypeName(batch::MediaType(type));
+    if (type_name.empty()) return Fail(where + ": unknown media type " + std::to_string(type));
+    if (!Varint(&index, where)) return false;
+    if (in_.size() < 32) return Truncated(where);
+    static constexpr char kDigits[] = "0123456789abcdef";
+    m->sha256.resize(64);
+    for (size_t b = 0; b < 32; ++b) {
+      m->sha256[2 * b] = kDigits[uint8_t(in_[b]) >> 4];
+      m->sha256[2 * b + 1] = kDigits[uint8_t(in_[b]) & 15];
+    }
+    in_.remove_prefix(32);
+    if (!Varint(&size, where)) return false;
+    if (!String(&m->mime, limits::kMaxMediaMimeBytes, where + ".mime")) return false;
+    if (!Varint(&width, where) || !Varint(&height, where) || !Varint(&duration, where)) {
+      return false;
+    }
+    if (!String(&m->caption, limits::kMaxMediaCaptionBytes, where + ".caption")) return false;
+    constexpr uint64_t kMax = uint64_t(INT64_MAX);
+    if (index > UINT32_MAX) return Fail(where + ".index: must be below 2^32");
+    if (size > kMax || width > kMax || height > kMax || duration > kMax) {
+      return Fail(where + ": a number does not fit in 63 bits");
+    }
+    m->key.assign(keys_[k]);
+    m->step = int64_t(step);
+    m->time_ms = prev_time_;
+    m->index = int64_t(index);
+    m->type.assign(type_name);
+    m->size = int64_t(size);
+    m->width = int64_t(width);
+    m->height = int64_t(height);
+    m->duration_ms = int64_t(duration);
+    batch::MediaRow row;
+    row.type = batch::MediaType(type);
+    row.sha256 = m->sha256;
+    row.size = m->size;
+    row.mime = m->mime;
+    row.caption = m->caption;
+    if (std::string why = batch::InvalidMediaReason(row); !why.empty()) {
+      return Fail(where + " (key '" + m->key + "'): " + why);
+    }
+    if (history_column_[k] != kNoColumn || histogram_key_[k]) {
+      return Fail(where + ": key '" + m->key + "' is logged as " +
+                  (histogram_key_[k] ? "a histogram" : "a scalar") + " and as " +
+                  std::string(type_name) + " in the same batch (a key has one type)");
+    }
+    if (media_type_[k] != 0 && media_type_[k] != type) {
+      return Fail(where + ": key '" + m->key + "' is logged as " +
+                  std::string(batch::MediaTypeName(batch::MediaType(media_type_[k]))) +
+                  " and as " + std::string(type_name) + " in the same batch (a key has one type)");
+    }
+    media_type_[k] = type;
+    return true;
+  }
+
   static std::string Hex(uint8_t b) {
     static constexpr char kDigits[] = "0123456789abcdef";
     return {kDigits[b >> 4], kDigits[b & 15]};
@@ -326,6 +422,8 @@ class BinaryDecoder {
   std::vector<std::string_view> keys_;       // into the body
   std::vector<uint32_t> history_column_;     // per key: its history column (kNoColumn: none)
   std::vector<uint32_t> system_column_;      // per key: its system column
+  std::vector<bool> histogram_key_;          // per key: a histogram row names it
+  std::vector<uint8_t> media_type_;          // per key: the media type of its rows (0: none)
   std::vector<uint32_t> prev_columns_;       // the columns of the previous row of the section
   int64_t prev_time_ = 0;
   bool too_large_ = false;

@@ -1,4 +1,4 @@
-// Decoding of a binary batch body (batch v3, docs/formats.md; core/batch_format.h): what the
+// Decoding of a binary batch body (batch v4, docs/formats.md; core/batch_format.h): what the
 // agent posts to POST .../writers/{label}/batches with Content-Type
 // application/vnd.cohort.batch, byte for byte the batch the client library encoded, and the
 // batch's seq in the Cohort-Batch-Seq header.

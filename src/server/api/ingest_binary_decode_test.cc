@@ -275,7 +275,7 @@ TEST(DecodeBinaryIngestBatch, TooManyRowsIsPayloadTooLarge) {
   ApiLimits limits;
   limits.max_rows_per_batch = 2;
   std::string rest = Bytes({2, 0, 2, 1, 0}) + Double(1) + Bytes({2, 2}) + Double(2) +
-                     Bytes({1, 0, 2, 1, 0}) + Double(3) + Bytes({0, 0});
+                     Bytes({1, 0, 2, 1, 0}) + Double(3) + Bytes({0, 0, 0});  // no media
   ExpectError(DecodeError(Seal(Payload({"a"}, rest)), limits), StatusCode::kPayloadTooLarge,
               "more than 2 rows");
   EXPECT_TRUE(DecodeBinaryIngestBatch(Seal(Payload({"a"}, rest)), 1, ApiLimits{}).ok());
@@ -296,7 +296,101 @@ TEST(DecodeBinaryIngestBatch, MalformedRows) {
   ExpectError(DecodeError(Seal(Payload({"a"}, Bytes({0, 0, 0, 7})))), StatusCode::kInvalidArgument,
               "histogram count 7 exceeds what the remaining 0 bytes can hold");
   ExpectError(DecodeError(Seal(Payload({"a"}, Bytes({0, 0, 0, 0, 7})))),
-              StatusCode::kInvalidArgument, "1 unexpected bytes after the histograms");
+              StatusCode::kInvalidArgument, "media count 7 exceeds what the remaining 0 bytes");
+  ExpectError(DecodeError(Seal(Payload({"a"}, Bytes({0, 0, 0, 0, 0, 7})))),
+              StatusCode::kInvalidArgument, "1 unexpected bytes after the media rows");
+}
+
+batch::MediaRow Media(uint32_t key, uint32_t index, batch::MediaType type, int64_t step) {
+  batch::MediaRow m;
+  m.step = step;
+  m.time_ms = 1700000000000 + step;
+  m.key = key;
+  m.index = index;
+  m.type = type;
+  m.sha256 = std::string(63, 'c') + std::to_string(index % 10);
+  m.size = 1000 + index;
+  m.mime = type == batch::MediaType::kTable ? "application/json" : "image/png";
+  m.width = 64;
+  m.height = 32;
+  m.duration_ms = 0;
+  m.caption = "sample " + std::to_string(index) + " \xC3\xA9";
+  return m;
+}
+
+TEST(DecodeBinaryIngestBatch, MediaRowsRoundTrip) {
+  batch::Batch b = SampleBatch();
+  b.keys.push_back("samples");  // 5
+  b.keys.push_back("preds");    // 6
+  b.media = {Media(5, 0, batch::MediaType::kImage, 7), Media(5, 1, batch::MediaType::kImage, 7),
+             Media(6, 0, batch::MediaType::kTable, 8)};
+  auto d = DecodeBinaryIngestBatch(Encode(b), 3, ApiLimits{});
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->media.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    const batch::MediaRow& want = b.media[i];
+    const store::MediaPoint& got = d->media[i];
+    EXPECT_EQ(got.key, b.keys[want.key]);
+    EXPECT_EQ(got.step, want.step);
+    EXPECT_EQ(got.time_ms, want.time_ms);
+    EXPECT_EQ(got.index, int64_t(want.index));
+    EXPECT_EQ(got.type, batch::MediaTypeName(want.type));
+    EXPECT_EQ(got.sha256, want.sha256);
+    EXPECT_EQ(got.size, want.size);
+    EXPECT_EQ(got.mime, want.mime);
+    EXPECT_EQ(got.width, want.width);
+    EXPECT_EQ(got.height, want.height);
+    EXPECT_EQ(got.caption, want.caption);
+  }
+  EXPECT_EQ(d->points(), 9);  // the scalars are there too
+}
+
+TEST(DecodeBinaryIngestBatch, AMediaKeyHasOneTypeInABatch) {
+  batch::Batch b = SampleBatch();  // key 0 ("loss") is a scalar of the history rows
+  b.media = {Media(0, 0, batch::MediaType::kImage, 1)};
+  ExpectError(DecodeError(Encode(b)), StatusCode::kInvalidArgument,
+              "media[0]: key 'loss' is logged as a scalar and as image in the same batch");
+  b = SampleBatch();
+  b.keys.push_back("m");
+  b.media = {Media(5, 0, batch::MediaType::kImage, 1), Media(5, 1, batch::MediaType::kAudio, 1)};
+  ExpectError(DecodeError(Encode(b)), StatusCode::kInvalidArgument,
+              "media[1]: key 'm' is logged as image and as audio in the same batch");
+  b = SampleBatch();
+  b.keys.push_back("h");
+  Histogram h;
+  h.lo = 0;
+  h.hi = 1;
+  h.counts = {1};
+  b.histograms = {{.step = 1, .time_ms = 1, .key = 5, .value = h}};
+  b.media = {Media(5, 0, batch::MediaType::kVideo, 1)};
+  ExpectError(DecodeError(Encode(b)), StatusCode::kInvalidArgument,
+              "key 'h' is logged as a histogram and as video");
+}
+
+TEST(DecodeBinaryIngestBatch, MalformedMediaRows) {
+  const std::string digest(32, char(0xcd));
+  auto row = [&](int flags, int type, std::string_view mime, std::string_view caption) {
+    return Bytes({0, 0, 0, 0, 1, flags, 2, 0, 0, type, 0}) + digest + Bytes({5}) +
+           Bytes({int(mime.size())}) + std::string(mime) + Bytes({1, 1, 0}) +
+           Bytes({int(caption.size())}) + std::string(caption);
+  };
+  EXPECT_TRUE(DecodeBinaryIngestBatch(Seal(Payload({"a"}, row(0, 1, "image/png", "c"))), 1,
+                                      ApiLimits{})
+                  .ok());
+  ExpectError(DecodeError(Seal(Payload({"a"}, row(4, 1, "image/png", "")))),
+              StatusCode::kInvalidArgument, "media[0]: unknown flags 0x04");
+  ExpectError(DecodeError(Seal(Payload({"a"}, row(0, 9, "image/png", "")))),
+              StatusCode::kInvalidArgument, "media[0]: unknown media type 9");
+  ExpectError(DecodeError(Seal(Payload({"a"}, row(0, 1, "png", "")))),
+              StatusCode::kInvalidArgument, "media[0] (key 'a'): mime: 'png'");
+  ExpectError(DecodeError(Seal(Payload({"a"}, row(0, 1, "image/png", "\xFF")))),
+              StatusCode::kInvalidArgument, "caption: not valid UTF-8");
+  const std::string whole = Seal(Payload({"a"}, row(0, 1, "image/png", "cap")));
+  for (size_t n = batch::kHeaderBytes + 9; n < whole.size(); ++n) {
+    auto d = DecodeBinaryIngestBatch(Seal(whole.substr(batch::kHeaderBytes, n - batch::kHeaderBytes)),
+                                     1, ApiLimits{});
+    EXPECT_FALSE(d.ok()) << "accepted a media row cut to " << n << " bytes";
+  }
 }
 
 TEST(DecodeBinaryIngestBatch, MalformedConsoleLines) {

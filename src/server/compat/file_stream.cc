@@ -178,6 +178,11 @@ store::IngestBatch BuildBatch(const StreamRequest& req, const Decoded& d, const 
     for (const auto& [key, h] : row.histograms) {
       builder.AddHistogram(store::HistogramPoint{key, row.step, row.time_ms, h});
     }
+    for (store::MediaPoint m : row.media) {
+      m.step = row.step;
+      m.time_ms = row.time_ms;
+      builder.AddMedia(std::move(m));
+    }
   }
   int64_t events_pos = position(req.events, kEvents);
   for (const auto& [index, row] : d.events) {

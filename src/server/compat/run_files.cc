@@ -2,7 +2,9 @@
 
 #include <charconv>
 
+#include "blob/blob_store.h"
 #include "core/clock.h"
+#include "core/sha256.h"
 #include "core/text_encoding.h"
 #include "store/artifact_types.h"
 #include "server/api/throttle.h"
@@ -97,6 +99,48 @@ std::string DownloadUrl(const std::string& base_url, const store::RunRef& ref,
          PercentEncode(name, true);
 }
 
+namespace {
+
+// Whether an upload is a media file of the vendor's clients that a history line's media value
+// names (media/images/x.png, media/audio/, media/videos/, media/html/, media/table/x.table.json;
+// not masks or other files in deeper folders).
+bool IsVendorMediaFile(std::string_view name) {
+  for (std::string_view dir : {"media/images/", "media/audio/", "media/videos/", "media/html/",
+                               "media/table/"}) {
+    if (name.starts_with(dir) && name.find('/', dir.size()) == std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// A media file of the vendor's clients: also kept as a blob the entity holds, which the media
+// rows of the history lines name by SHA-256 (wandb_lines.h), so that it is served like every
+// media file (docs/formats.md "Media"). The run file stays too (a second copy for now: other
+// files of the run may refer to it by path, e.g. a table's image cells).
+Status PutMediaBlob(api::ApiContext* ctx, const std::string& entity, std::string_view body) {
+  if (uint64_t(body.size()) > ctx->limits.max_media_file_bytes) {
+    return Status::PayloadTooLarge("media file of " + std::to_string(body.size()) +
+                                   " bytes, more than the limit of " +
+                                   std::to_string(ctx->limits.max_media_file_bytes) +
+                                   " (--max-media-file-bytes)");
+  }
+  const std::string sha = Sha256::Hex(body);
+  const uint64_t size = body.size();
+  COHORT_ASSIGN_OR_RETURN(auto held, ctx->store->HeldBlobs(entity, {sha}));
+  if (held.contains(sha) && ctx->blobs->Stat(sha).ok()) return Status::Ok();
+  int64_t part = 0;
+  for (uint64_t off = 0; off < size || part == 0; off += limits::kBlobPartBytes, ++part) {
+    const std::string_view bytes = body.substr(off, limits::kBlobPartBytes);
+    COHORT_RETURN_IF_ERROR(ctx->blobs->PutPart(sha, size, part, bytes));
+  }
+  COHORT_ASSIGN_OR_RETURN(auto verified, ctx->blobs->Verify(sha, size));
+  // Recorded before it is published (docs/artifacts.md, "Garbage collection").
+  COHORT_RETURN_IF_ERROR(
+      ctx->store->RecordBlob(entity, sha, int64_t(size), NowMillis(), /*md5=*/""));
+  return verified->Publish();
+}
+
+}  // namespace
+
 void RegisterRunFileRoutes(http::Router& r, api::ApiContext* ctx) {
   // Uploads: signed URL (what the vendor's clients use) or an API key.
   r.Add("PUT", "/files/{entity}/{project}/{run}/upload/{name...}",
@@ -114,6 +158,14 @@ void RegisterRunFileRoutes(http::Router& r, api::ApiContext* ctx) {
             return api::ErrorResponse(s);
           }
           if (auto refused = api::ThrottleRequest(ctx, ref.entity)) return std::move(*refused);
+          if (IsVendorMediaFile(name) && ctx->blobs != nullptr) {
+            // The run must be the caller's (a signed URL names it; the key was checked above).
+            auto run = ctx->store->GetRun(ref);
+            if (!run.ok()) return api::ErrorResponse(run.status());
+            if (Status s = PutMediaBlob(ctx, ref.entity, req.body); !s.ok()) {
+              return api::ErrorResponse(s);
+            }
+          }
           store::RunFile file;
           file.name = name;
           file.content_type = std::string(req.Header("content-type")).substr(0, 128);

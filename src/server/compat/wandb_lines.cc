@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/batch_format.h"
 #include "core/histogram.h"
 #include "core/json.h"
 #include "core/limits.h"
@@ -77,6 +78,74 @@ std::optional<Histogram> ParseHistogram(const bj::object& o) {
   return h;
 }
 
+// The MIME type of a vendor media file by its extension (the type's usual one otherwise).
+std::string MimeOf(std::string_view path, std::string_view type) {
+  static constexpr std::pair<std::string_view, std::string_view> kByExt[] = {
+      {".png", "image/png"},   {".jpg", "image/jpeg"},  {".jpeg", "image/jpeg"},
+      {".gif", "image/gif"},   {".webp", "image/webp"}, {".bmp", "image/bmp"},
+      {".wav", "audio/wav"},   {".mp3", "audio/mpeg"},  {".ogg", "audio/ogg"},
+      {".flac", "audio/flac"}, {".mp4", "video/mp4"},   {".webm", "video/webm"},
+      {".html", "text/html"},  {".json", "application/json"}};
+  for (const auto& [ext, mime] : kByExt) {
+    if (path.ends_with(ext)) return std::string(mime);
+  }
+  if (type == "image") return "image/png";
+  if (type == "audio") return "audio/wav";
+  if (type == "video") return "video/mp4";
+  if (type == "html") return "text/html";
+  return "application/json";
+}
+
+int64_t IntOf(const bj::object& o, std::string_view key) {
+  const bj::value* v = o.if_contains(key);
+  if (v == nullptr) return 0;
+  std::optional<double> d = json::ToDouble(*v);
+  return d && *d >= 0 && *d < 9.0e15 ? int64_t(*d) : 0;
+}
+
+// A vendor media file value ({"_type": "image-file", "path", "sha256", "size", "width",
+// "height", "caption"}; tables: "table-file" with "ncols", "nrows"), or nullopt when it is not
+// a valid one. Its bytes are the file the client uploads under `path` (run_files.cc keeps media/
+// uploads in the blob store).
+std::optional<store::MediaPoint> ParseMedia(const bj::object& o, std::string_view vendor_type) {
+  static constexpr std::pair<std::string_view, std::string_view> kTypes[] = {
+      {"image-file", "image"}, {"audio-file", "audio"}, {"video-file", "video"},
+      {"html-file", "html"},   {"table-file", "table"}};
+  store::MediaPoint m;
+  for (const auto& [vendor, type] : kTypes) {
+    if (vendor == vendor_type) m.type = std::string(type);
+  }
+  if (m.type.empty()) return std::nullopt;
+  const bj::value* sha = o.if_contains("sha256");
+  const bj::value* path = o.if_contains("path");
+  if (sha == nullptr || !sha->is_string() || path == nullptr || !path->is_string()) {
+    return std::nullopt;
+  }
+  m.sha256 = std::string(sha->get_string());
+  m.size = IntOf(o, "size");
+  m.mime = MimeOf(std::string_view(path->get_string()), m.type);
+  if (m.type == "table") {
+    m.width = IntOf(o, "ncols");
+    m.height = IntOf(o, "nrows");
+  } else {
+    m.width = IntOf(o, "width");
+    m.height = IntOf(o, "height");
+  }
+  if (const bj::value* c = o.if_contains("caption"); c != nullptr && c->is_string()) {
+    m.caption = std::string(c->get_string());
+  }
+  batch::MediaRow row;
+  row.type = *batch::ParseMediaType(m.type);
+  row.sha256 = m.sha256;
+  row.size = m.size;
+  row.mime = m.mime;
+  row.width = m.width;
+  row.height = m.height;
+  row.caption = m.caption;
+  if (!batch::InvalidMediaReason(row).empty()) return std::nullopt;
+  return m;
+}
+
 // Adds the scalars (and histograms) of `v` under `key`, flattening plain objects with '.'.
 void Flatten(const std::string& key, const bj::value& v, int depth, const KeyLimits& limits,
              MetricRow* row, int64_t* skipped) {
@@ -85,11 +154,17 @@ void Flatten(const std::string& key, const bj::value& v, int depth, const KeyLim
     const bj::object& o = v.get_object();
     if (const bj::value* type = o.if_contains("_type")) {
       std::optional<Histogram> h;
+      std::optional<store::MediaPoint> m;
       if (type->is_string() && type->get_string() == "histogram") h = ParseHistogram(o);
-      if (h && key.size() <= limits.max_key_bytes && InvalidKeyReason(key).empty()) {
+      if (type->is_string() && !h) m = ParseMedia(o, std::string_view(type->get_string()));
+      const bool key_ok = key.size() <= limits.max_key_bytes && InvalidKeyReason(key).empty();
+      if (h && key_ok) {
         row->histograms.emplace_back(key, std::move(*h));
+      } else if (m && key_ok) {
+        m->key = key;
+        row->media.push_back(std::move(*m));
       } else {
-        ++*skipped;  // media, tables, invalid histograms
+        ++*skipped;  // sets of images, other types, invalid histograms and media
       }
       return;
     }

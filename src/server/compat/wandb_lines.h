@@ -53,6 +53,10 @@ struct MetricRow {
   // "packedBins": {"min", "size", "count"}): stored as histograms (store/ingest_batch.h). One
   // bin whose two edges are equal (the vendor's histogram of equal values) becomes [v-0.5, v+0.5].
   std::vector<std::pair<std::string, Histogram>> histograms;
+  // History values {"_type": "image-file" | "audio-file" | "video-file" | "html-file" |
+  // "table-file", "path", "sha256", "size", ...}: media rows (docs/compat.md; the files come
+  // through the upload route, which keeps media/ files in the blob store). Step set by the caller.
+  std::vector<store::MediaPoint> media;
 };
 
 // A history line as a row. Keys that cannot be stored as scalars or histograms (strings, lists,

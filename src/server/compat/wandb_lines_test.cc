@@ -79,6 +79,38 @@ TEST(WandbLines, HistogramValuesBecomeHistograms) {
   EXPECT_TRUE(row.values.empty());
 }
 
+TEST(WandbLines, MediaFileValuesBecomeMediaRows) {
+  const std::string sha(64, 'e');
+  auto line = ParseLine(
+      R"({"img":{"_type":"image-file","path":"media/images/img_3_ab.png","sha256":")" + sha +
+      R"(","size":120,"width":6,"height":4,"format":"png","caption":"cat"},)"
+      R"("tab":{"_type":"table-file","path":"media/table/tab_3_cd.table.json","sha256":")" +
+      sha + R"(","size":99,"ncols":2,"nrows":7},)"
+      R"("clip":{"_type":"audio-file","path":"media/audio/clip_3.wav","sha256":")" + sha +
+      R"(","size":1644},)"
+      R"("set":{"_type":"images/separated","count":2,"filenames":["a.png","b.png"]},)"
+      R"("bad":{"_type":"image-file","path":"x.png","sha256":"XYZ","size":1},"_step":3})");
+  ASSERT_TRUE(line.ok()) << line.status().ToString();
+  int64_t skipped = 0;
+  MetricRow row = HistoryRowFromLine(*line, 42, KeyLimits{}, &skipped);
+  EXPECT_EQ(skipped, 2);  // the set of images (no digests), the bad digest
+  ASSERT_EQ(row.media.size(), 3u);
+  std::map<std::string, store::MediaPoint> by_key;
+  for (const auto& m : row.media) by_key[m.key] = m;
+  EXPECT_EQ(by_key["img"].type, "image");
+  EXPECT_EQ(by_key["img"].mime, "image/png");
+  EXPECT_EQ(by_key["img"].sha256, sha);
+  EXPECT_EQ(by_key["img"].size, 120);
+  EXPECT_EQ(by_key["img"].width, 6);
+  EXPECT_EQ(by_key["img"].height, 4);
+  EXPECT_EQ(by_key["img"].caption, "cat");
+  EXPECT_EQ(by_key["tab"].type, "table");
+  EXPECT_EQ(by_key["tab"].mime, "application/json");
+  EXPECT_EQ(by_key["tab"].width, 2);
+  EXPECT_EQ(by_key["tab"].height, 7);
+  EXPECT_EQ(by_key["clip"].mime, "audio/wav");
+}
+
 TEST(WandbLines, HistoryLineWithoutStepOrTime) {
   auto line = ParseLine(R"({"loss":1,"system/cpu":3,"_timestamp":"soon"})");
   ASSERT_TRUE(line.ok());

@@ -368,7 +368,7 @@ Result<FastOutcome> IngestFast(pg::Pool* pool, pg::GroupCommit* group, const std
                                int64_t now_ms) {
   const IngestBatch& batch = plan.batch();
   FastOutcome out;
-  if (!batch.positions.empty() || !batch.histograms.empty()) return out;
+  if (!batch.positions.empty() || !batch.histograms.empty() || !batch.media.empty()) return out;
   for (const KeyColumn& column : batch.columns) {
     if (!cached.series.contains(column.key)) return out;
   }
@@ -597,6 +597,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     }
 
     COHORT_RETURN_IF_ERROR(WriteHistograms(conn, run_pk, writer_pk, batch));
+    COHORT_RETURN_IF_ERROR(WriteMedia(conn, run_pk, writer_pk, batch));
     const ConsoleArrays console(batch.console);
     Params p;
     AddWriteParams(&p, run_pk, writer_pk, now_ms, next_step, batch, write, console);

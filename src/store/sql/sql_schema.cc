@@ -50,6 +50,11 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //             the last): uniform bins over [lo, hi] when edges is empty, else edges holds the
 //             bins + 1 explicit edges (f64 LE); counts per core/histogram.h EncodeCounts. A key
 //             has one type per run: no key is both here and in series.
+//   media     media values (image, audio, video, html, table), one row per (run, key, writer,
+//             step, idx) (a place logged again keeps the last): the blob (sha256, size, in the
+//             blob store; `blobs` records that the entity holds it once uploaded), its MIME type,
+//             width/height (tables: columns/rows), duration_ms, caption. A key has one type per
+//             run: no key is here with two types, nor here and in series or histograms.
 //   run_files files uploaded to a run, data inline (bounded by the body limit).
 //   views     saved workspace views, name unique per project.
 //   api_keys  hashed API keys.
@@ -245,6 +250,25 @@ CREATE TABLE histograms (
   counts {{blob}} NOT NULL,
   PRIMARY KEY (run_pk, key, writer_pk, step)
 ){{norowid}};
+
+CREATE TABLE media (
+  run_pk {{int}} NOT NULL REFERENCES runs (pk) ON DELETE CASCADE,
+  key {{key}} NOT NULL,
+  writer_pk {{int}} NOT NULL,
+  step {{int}} NOT NULL,
+  idx {{int}} NOT NULL,
+  time_ms {{int}} NOT NULL,
+  type {{text}} NOT NULL,
+  mime {{text}} NOT NULL,
+  sha256 {{text}} NOT NULL,
+  size {{int}} NOT NULL,
+  width {{int}} NOT NULL,
+  height {{int}} NOT NULL,
+  duration_ms {{int}} NOT NULL,
+  caption {{text}} NOT NULL,
+  PRIMARY KEY (run_pk, key, writer_pk, step, idx)
+){{norowid}};
+CREATE INDEX media_sha256 ON media (sha256);
 
 CREATE TABLE run_files (
   run_pk {{int}} NOT NULL REFERENCES runs (pk) ON DELETE CASCADE,

@@ -54,6 +54,9 @@ class SqlStore : public Store {
   Result<std::vector<ConsoleLine>> QueryConsole(const ConsoleQuery& query) final;
   Result<std::vector<SeriesInfo>> ListHistograms(const RunRef& ref) final;
   Result<std::vector<HistogramSeries>> QueryHistograms(const HistogramQuery& query) final;
+  Result<std::vector<MediaKeyInfo>> ListMedia(const RunRef& ref) final;
+  Result<std::vector<MediaRecord>> QueryMedia(const MediaQuery& query) final;
+  Result<MediaRecord> FindMedia(const RunRef& ref, const std::string& sha256) final;
 
   Result<ViewRecord> CreateView(const ViewRecord& view) final;
   Result<std::vector<ViewRecord>> ListViews(const std::string& entity,
@@ -175,13 +178,22 @@ class SqlStore : public Store {
 
   // ---- shared helpers for the engines' own calls, inside their transactions ----
   // One type per key and run (sql_store_histograms.cc): kInvalidArgument naming the key and both
-  // types when one of the batch's histogram keys is a scalar series of the run (any writer), or
-  // one of `new_scalar_keys` (scalar series the batch creates) a histogram key of the run.
+  // types when one of the batch's histogram or media keys is stored with another type in the
+  // run (any writer: a scalar series, histograms, media of another type), or one of
+  // `new_scalar_keys` (scalar series the batch creates) a histogram or media key of the run.
   static Status CheckKeyTypes(sql::Conn& conn, int64_t run_pk, const IngestBatch& batch,
                               const std::vector<std::string>& new_scalar_keys);
   // Stores the batch's histograms for the writer (a step stored before is replaced).
   static Status WriteHistograms(sql::Conn& conn, int64_t run_pk, int64_t writer_pk,
                                 const IngestBatch& batch);
+  // The media part of CheckKeyTypes (sql_store_media.cc).
+  static Status CheckMediaKeyTypes(sql::Conn& conn, int64_t run_pk, const IngestBatch& batch,
+                                   const std::vector<std::string>& new_scalar_keys);
+  // Stores the batch's media rows for the writer (sql_store_media.cc; a (key, step, index)
+  // stored before is replaced), after checking the media limits of the batch
+  // (max_media_per_step, max_run_media_bytes: kPayloadTooLarge).
+  static Status WriteMedia(sql::Conn& conn, int64_t run_pk, int64_t writer_pk,
+                           const IngestBatch& batch);
   // `lock`: the row lock (FOR UPDATE) on PostgreSQL.
   static Result<RunRecord> LoadRun(sql::Conn& conn, const RunRef& ref, bool lock = false);
   static Result<RunRecord> LoadRunByPk(sql::Conn& conn, int64_t pk);  // locks it

@@ -266,7 +266,8 @@ Result<std::map<std::string, std::string>> SqlStore::Md5sOfBlobs(
 }
 
 namespace {
-// The condition that blob row `b` is referenced by something of its entity.
+// The condition that blob row `b` is referenced by something of its entity: an artifact file or
+// manifest, a draft, a media row of one of its runs.
 constexpr const char* kBlobReferenced =
     "(EXISTS (SELECT 1 FROM artifact_files f JOIN artifact_versions v ON v.pk = f.version_pk "
     "JOIN artifact_collections c ON c.pk = v.collection_pk "
@@ -274,7 +275,9 @@ constexpr const char* kBlobReferenced =
     "OR EXISTS (SELECT 1 FROM artifact_versions v JOIN artifact_collections c "
     "ON c.pk = v.collection_pk WHERE v.client_manifest = b.sha256 AND c.entity = b.entity) "
     "OR EXISTS (SELECT 1 FROM artifact_drafts d WHERE d.manifest_sha256 = b.sha256 "
-    "AND d.entity = b.entity))";
+    "AND d.entity = b.entity) "
+    "OR EXISTS (SELECT 1 FROM media m JOIN runs r ON r.pk = m.run_pk WHERE m.sha256 = b.sha256 "
+    "AND r.entity = b.entity))";
 }  // namespace
 
 Result<std::vector<HeldBlob>> SqlStore::UnreferencedBlobs(int64_t recorded_before_ms) {

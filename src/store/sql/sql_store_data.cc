@@ -108,7 +108,9 @@ Status SqlStore::CheckStreamPositions(Conn& conn, int64_t writer_pk, const std::
 Status SqlStore::CheckRunKeys(Conn& conn, const RunRef& ref, int64_t run_pk,
                               const std::vector<std::string>& missing, const IngestBatch& batch) {
   const int64_t max = batch.max_run_keys;
-  if (max <= 0 || (missing.empty() && batch.histograms.empty())) return Status::Ok();
+  if (max <= 0 || (missing.empty() && batch.histograms.empty() && batch.media.empty())) {
+    return Status::Ok();
+  }
   // The keys of `missing` the run has under another writer are not new to it.
   std::vector<std::string> known;
   if (!missing.empty()) {
@@ -122,22 +124,28 @@ Status SqlStore::CheckRunKeys(Conn& conn, const RunRef& ref, int64_t run_pk,
   for (const std::string& key : missing) {
     if (std::find(known.begin(), known.end(), key) == known.end()) added.push_back(key);
   }
-  // Histogram keys the run has not had (one index seek each: the batch's keys are few).
-  for (const std::string& key : batch.histogram_keys()) {
-    COHORT_ASSIGN_OR_RETURN(
-        std::vector<int64_t> held,
-        sql::QueryAll<int64_t>(conn,
-                               "SELECT 1 FROM histograms WHERE run_pk = $1 AND key = $2 LIMIT 1",
-                               Params().Add(run_pk).Add(key),
-                               [](const Row& row) { return row.Int(0); }));
-    if (held.empty()) added.push_back(key);
+  // Histogram and media keys the run has not had (one index seek each: the batch's keys are
+  // few; both tables' keys start with (run_pk, key)).
+  for (const auto& [table, keys] : {std::pair{"histograms", batch.histogram_keys()},
+                                    std::pair{"media", batch.media_keys()}}) {
+    for (const std::string& key : keys) {
+      COHORT_ASSIGN_OR_RETURN(
+          std::vector<int64_t> held,
+          sql::QueryAll<int64_t>(conn,
+                                 std::string("SELECT 1 FROM ") + table +
+                                     " WHERE run_pk = $1 AND key = $2 LIMIT 1",
+                                 Params().Add(run_pk).Add(key),
+                                 [](const Row& row) { return row.Int(0); }));
+      if (held.empty()) added.push_back(key);
+    }
   }
   if (added.empty()) return Status::Ok();
   COHORT_ASSIGN_OR_RETURN(
       int64_t run_keys,
       sql::QueryInt(conn,
                     "SELECT (SELECT count(DISTINCT key) FROM series WHERE run_pk = $1) + "
-                    "(SELECT count(DISTINCT key) FROM histograms WHERE run_pk = $1)",
+                    "(SELECT count(DISTINCT key) FROM histograms WHERE run_pk = $1) + "
+                    "(SELECT count(DISTINCT key) FROM media WHERE run_pk = $1)",
                     Params().Add(run_pk)));
   return CheckKeyBudget(ref, run_keys, int64_t(added.size()), added.front(), max);
 }

@@ -49,7 +49,10 @@ Status SqlStore::CheckKeyTypes(Conn& conn, int64_t run_pk, const IngestBatch& ba
             [](const Row& row) { return row.Text(0); }));
     if (!histograms.empty()) return MixedTypes(histograms[0], "scalar", "histogram");
   }
-  return Status::Ok();
+  if (batch.media.empty() && new_scalar_keys.empty() && batch.histograms.empty()) {
+    return Status::Ok();
+  }
+  return CheckMediaKeyTypes(conn, run_pk, batch, new_scalar_keys);
 }
 
 Status SqlStore::WriteHistograms(Conn& conn, int64_t run_pk, int64_t writer_pk,

@@ -203,7 +203,7 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
     COHORT_RETURN_IF_ERROR(ReadSeriesRow(db, w.run_pk, w.pk, batch.columns[c].key, &rows[c]));
     if (rows[c].pk == 0) missing.push_back(batch.columns[c].key);
   }
-  if (!missing.empty() || !batch.histograms.empty()) {
+  if (!missing.empty() || !batch.histograms.empty() || !batch.media.empty()) {
     sqlite::SqlConn conn(db);
     COHORT_RETURN_IF_ERROR(CheckKeyTypes(conn, w.run_pk, batch, missing));
     COHORT_RETURN_IF_ERROR(CheckRunKeys(conn, ref, w.run_pk, missing, batch));
@@ -216,9 +216,10 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
         AppendSeries(db, w.run_pk, w.pk, batch.columns[c], &rows[c], points, lo, hi));
   }
 
-  if (!batch.histograms.empty()) {
+  if (!batch.histograms.empty() || !batch.media.empty()) {
     sqlite::SqlConn conn(db);
     COHORT_RETURN_IF_ERROR(WriteHistograms(conn, w.run_pk, w.pk, batch));
+    COHORT_RETURN_IF_ERROR(WriteMedia(conn, w.run_pk, w.pk, batch));
   }
   if (!batch.console.empty()) {
     COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("INSERT INTO console (run_pk, writer_pk, time_ms, "

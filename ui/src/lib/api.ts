@@ -37,10 +37,23 @@ export interface RunDetail extends Run {
 
 export interface Project { entity: string; project: string; runs: number; created_ms: number; updated_ms: number }
 export interface GroupInfo { group: string; runs: number; states: Record<string, number>; job_types: Record<string, number>; created_ms: number; updated_ms: number }
-export interface SeriesInfo { key: string; writer: string; type?: 'scalar' | 'histogram' | string; count: number; min_step: number; max_step: number }
+export interface SeriesInfo { key: string; writer: string; type?: 'scalar' | 'histogram' | 'image' | 'audio' | 'video' | 'table' | 'html' | string; count: number; min_step: number; max_step: number }
 export interface View { id: number; name: string; spec: ViewSpec; created_ms: number; updated_ms: number }
 export interface ConsoleLine { id: number; label: string; stream: 'stdout' | 'stderr'; time: number; text: string }
 export interface ConsoleIndex { total: number; stride: number; cursors: number[]; last_id: number }
+export type MediaType = 'image' | 'audio' | 'video' | 'html' | 'table';
+export const MEDIA_TYPES: MediaType[] = ['image', 'audio', 'video', 'html', 'table'];
+/** One media row (GET .../media): a blob of the run with its place and shape. */
+export interface MediaRow {
+  key: string; writer: string; step: number; index: number; time_ms: number; type: MediaType; mime: string;
+  sha256: string; size: number; caption: string; uploaded: boolean; url: string;
+  width?: number; height?: number; duration_ms?: number; nrows?: number; ncols?: number;
+}
+/** A page of a logged table (GET .../tables/{key}). */
+export interface TablePage {
+  key: string; writer: string; step: number; columns: string[]; nrows: number; ncols: number;
+  offset: number; limit: number; data: unknown[][]; caption: string;
+}
 export interface RunFile { name: string; size: number; content_type: string; updated_ms: number; url: string }
 /** Rank aggregation (docs/api.md "Rank aggregation"): a member is one (run, writer) series. */
 export interface RankMember { run: string; writer: string; host: string; state?: string }
@@ -180,11 +193,11 @@ export class Api {
   }
 
   keys(entity: string, project: string, run: string, signal?: AbortSignal) {
-    // Scalar series only: histogram keys (type "histogram") are not line charts.
+    // Scalar series only: histogram and media keys (other types) are not line charts.
     return this.allKeys(entity, project, run, signal).then((ks) => ks.filter((k) => (k.type ?? 'scalar') === 'scalar'));
   }
 
-  /** Every key of the run per writer, with its type (scalar, histogram; readers skip others). */
+  /** Every key of the run per writer, with its type (scalar, histogram, image, audio, video, html, table; readers skip others). */
   allKeys(entity: string, project: string, run: string, signal?: AbortSignal) {
     return this.get<{ keys: SeriesInfo[] }>(runPath(entity, project, run) + '/keys', signal).then((r) => r.keys);
   }
@@ -195,6 +208,25 @@ export class Api {
     if (keys.length) p.set('keys', keys.join(','));
     if (writers.length) p.set('writers', writers.join(','));
     return this.get<{ histograms: ApiHistogram[] }>(`${runPath(entity, project, run)}/histograms?${p}`, signal).then((r) => r.histograms.map(withSharedEdges));
+  }
+
+  /** Media keys per writer (types image, audio, video, html, table). */
+  mediaKeys(entity: string, project: string, run: string, signal?: AbortSignal) {
+    return this.get<{ keys: SeriesInfo[] }>(runPath(entity, project, run) + '/keys', signal).then((r) =>
+      r.keys.filter((k) => MEDIA_TYPES.includes(k.type as MediaType)),
+    );
+  }
+
+  /** The media rows of `key` (every step and writer), in writer, step, index order. */
+  media(entity: string, project: string, run: string, key: string, signal?: AbortSignal) {
+    const p = new URLSearchParams({ keys: key });
+    return this.get<{ media: MediaRow[]; truncated: boolean }>(`${runPath(entity, project, run)}/media?${p}`, signal);
+  }
+
+  /** Rows [offset, offset + limit) of the table `key` at `step` of `writer`. */
+  table(entity: string, project: string, run: string, key: string, step: number, writer: string, offset: number, limit: number, signal?: AbortSignal) {
+    const p = new URLSearchParams({ step: String(step), writers: writer, offset: String(offset), limit: String(limit) });
+    return this.get<TablePage>(`${runPath(entity, project, run)}/tables/${key.split('/').map(enc).join('/')}?${p}`, signal);
   }
 
   history(entity: string, project: string, run: string, keys: string[], writers: string[], range: RangeQuery, signal?: AbortSignal) {

@@ -6,8 +6,8 @@
 import type { Clause, UiFilters } from './filters';
 import type { LineMode, XMode } from './series';
 
-export type Tab = 'overview' | 'charts' | 'histograms' | 'system' | 'logs' | 'ranks' | 'artifacts';
-export const TABS: Tab[] = ['overview', 'charts', 'histograms', 'system', 'logs', 'ranks', 'artifacts'];
+export type Tab = 'overview' | 'charts' | 'histograms' | 'system' | 'logs' | 'ranks' | 'media' | 'artifacts';
+export const TABS: Tab[] = ['overview', 'charts', 'histograms', 'system', 'logs', 'ranks', 'media', 'artifacts'];
 
 /** One chart's own settings (per-chart overrides of the page's, and its view). */
 export interface ChartState {

@@ -1,6 +1,6 @@
 // Run page: overview (state, exit code, writers, config, summary), charts of every metric key
-// grouped by prefix (one line per writer), histograms (Histograms.tsx), system metrics per device and per label, logs, and the
-// artifacts it logged and used (Artifacts.tsx).
+// grouped by prefix (one line per writer), histograms (Histograms.tsx), system metrics per device and per label, logs, the
+// media it logged (Media.tsx), and the artifacts it logged and used (Artifacts.tsx).
 // A running run refreshes every few seconds without a reload.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, type ConsoleLine, type RunDetail, type RunFile, type SeriesInfo, type Writer } from '../lib/api';
@@ -17,6 +17,7 @@ import { HistogramsTab } from './Histograms';
 import { LogsTab } from './Logs';
 import { RanksView } from './Ranks';
 import { RunArtifactsTab } from './Artifacts';
+import { MediaTab } from './Media';
 
 export const LIVE_MS = 2500;
 
@@ -58,6 +59,7 @@ export function RunPage({ state }: { state: AppState }) {
           <RanksView scope={{ entity, project, run: runId }} state={state} tick={running ? tick : 0}
             keys={[...new Set(keys.data.filter((k) => !k.key.startsWith('system/')).map((k) => k.key))].sort()} />
         ))}
+        {state.tab === 'media' && <MediaTab r={r} tick={running ? tick : 0} />}
         {state.tab === 'artifacts' && <RunArtifactsTab r={r} state={state} tick={running ? tick : 0} />}
       </div>
     </div>
@@ -91,7 +93,7 @@ function RunHeader({ r, state, live }: { r: RunDetail; state: AppState; live: bo
 
 function Tabs({ state, counts }: { state: AppState; counts: { charts: number; histograms: number; system: number } }) {
   const refs = useRef<(HTMLButtonElement | null)[]>([]);
-  const label: Record<Tab, string> = { overview: 'Overview', charts: `Charts (${counts.charts})`, histograms: `Histograms (${counts.histograms})`, system: `System (${counts.system})`, logs: 'Logs', ranks: 'Ranks', artifacts: 'Artifacts' };
+  const label: Record<Tab, string> = { overview: 'Overview', charts: `Charts (${counts.charts})`, histograms: `Histograms (${counts.histograms})`, system: `System (${counts.system})`, logs: 'Logs', ranks: 'Ranks', media: 'Media', artifacts: 'Artifacts' };
   const onKey = (e: KeyboardEvent, i: number) => {
     let j = -1;
     if (e.key === 'ArrowRight') j = (i + 1) % TABS.length;

@@ -1,0 +1,605 @@
+"""Media values for ``run.log``: ``cohort.Image``, ``Audio``, ``Video``, ``Html`` and ``Table``
+(docs/python.md, "Media").
+
+A media value is checked when it is made (shape, dtype, range, file type, table shape: a
+ValueError naming the problem, and ``run.log`` names the key), and encoded (PNG with Pillow, WAV
+with the standard library's ``wave``, tables as JSON) and hashed (SHA-256) later, on a worker
+thread of this process: the training thread pays for a copy of the data, not for the encoding.
+The worker writes each encoded file into the node agent's staging directory and hands it over as
+a media intent (the agent uploads the blob to the server's blob store, as it does artifact
+files); then it logs the rows (key, step, index, type, MIME type, size, digest, ...) that the
+run's next batch carries. Its queue is bounded: when the encoding falls behind, ``run.log``
+waits for room (counted in ``stats()["waits"]``, with a warning), nothing is dropped.
+
+numpy, torch, PIL and pandas are looked up in ``sys.modules`` or imported when a value needs
+them, never at ``import cohort``.
+"""
+from __future__ import annotations
+
+import collections
+import hashlib
+import io
+import json
+import math
+import numbers
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import uuid
+import warnings
+import wave
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+#: Caption bytes (core/limits.h kMaxMediaCaptionBytes).
+MAX_CAPTION_BYTES = 4096
+#: Media of one key at one step (the server's default --max-media-per-step).
+MAX_PER_STEP = 1024
+#: Media sets the worker hands to the agent in one intent (what is queued when it looks).
+MAX_SETS_PER_INTENT = 16
+
+_IMAGE_MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
+               ".gif": "image/gif", ".webp": "image/webp", ".bmp": "image/bmp"}
+_AUDIO_MIME = {".wav": "audio/wav", ".mp3": "audio/mpeg", ".ogg": "audio/ogg",
+               ".flac": "audio/flac", ".m4a": "audio/mp4"}
+_VIDEO_MIME = {".mp4": "video/mp4", ".webm": "video/webm", ".ogv": "video/ogg",
+               ".ogg": "video/ogg", ".gif": "image/gif", ".mov": "video/quicktime"}
+# The first bytes of each kind of file (a file that does not start so is refused).
+_MAGIC = {"image/png": [b"\x89PNG\r\n\x1a\n"], "image/jpeg": [b"\xff\xd8\xff"],
+          "image/gif": [b"GIF87a", b"GIF89a"], "image/bmp": [b"BM"],
+          "audio/wav": [b"RIFF"], "audio/flac": [b"fLaC"], "audio/ogg": [b"OggS"],
+          "video/ogg": [b"OggS"], "video/webm": [b"\x1a\x45\xdf\xa3"]}
+
+
+def _caption(caption: Any, what: str) -> str:
+    if caption is None:
+        return ""
+    if not isinstance(caption, str):
+        caption = str(caption)
+    if len(caption.encode("utf-8", "surrogatepass")) > MAX_CAPTION_BYTES:
+        raise ValueError(f"{what}: caption longer than {MAX_CAPTION_BYTES} bytes")
+    return caption
+
+
+def _read_path(path: Any, what: str, mimes: Dict[str, str], fmt: Optional[str] = None
+               ) -> Tuple[str, str]:
+    """(absolute path, MIME type) of a media file, checked: it exists, its extension (or
+    `fmt`) is a known kind, and its first bytes are that kind's."""
+    p = os.path.abspath(os.fspath(path))
+    if not os.path.isfile(p):
+        raise ValueError(f"{what}: {p!r} is not a file")
+    ext = "." + fmt.lower().lstrip(".") if fmt else os.path.splitext(p)[1].lower()
+    mime = mimes.get(ext)
+    if mime is None:
+        raise ValueError(f"{what}: {p!r}: unsupported file type {ext or '(none)'!r}; expected "
+                         f"one of {', '.join(sorted(mimes))}")
+    magic = _MAGIC.get(mime)
+    if magic:
+        with open(p, "rb") as f:
+            head = f.read(16)
+        if not any(head.startswith(m) for m in magic):
+            raise ValueError(f"{what}: {p!r} is not a {mime} file (its first bytes do not match)")
+    return p, mime
+
+
+def _as_numpy(value: Any) -> Any:
+    """numpy array of a torch tensor or array-like (a copy: the caller may change the original
+    before the worker encodes it)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return value.detach().to("cpu").numpy().copy()
+    import numpy as np
+    return np.array(value, copy=True)
+
+
+class _Media:
+    """Base of the media types: what the log path and the worker need."""
+    _cohort_media_type = ""
+    caption = ""
+
+    def _encode(self) -> Tuple[bytes, str, int, int, int]:
+        """(bytes, MIME type, width, height, duration_ms): on the worker thread."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<cohort.{type(self).__name__}{' ' + repr(self.caption) if self.caption else ''}>"
+
+
+class Image(_Media):
+    """An image: a numpy array or torch tensor (HW grey, HWC or CHW with 1, 3 or 4 channels;
+    uint8, or float in [0, 1]), a PIL image, or the path of a PNG, JPEG, GIF, WebP or BMP file
+    (logged as it is). Arrays are encoded as PNG with Pillow (``mode``: converted to L, LA, RGB
+    or RGBA first). The arguments are the seed SDK's (``Image(data, mode=None, caption=None)``);
+    its annotations (``boxes``, ``masks``, ``classes``) are accepted and not stored yet."""
+    _cohort_media_type = "image"
+
+    # The seed SDK's annotations (boxes, masks, classes, ...) are not stored yet.
+    _IGNORED = ("grouping", "classes", "boxes", "masks", "file_type", "normalize")
+
+    def __init__(self, data_or_path: Any, mode: Optional[str] = None,
+                 caption: Optional[str] = None, **ignored: Any) -> None:
+        unknown = set(ignored) - set(self._IGNORED)
+        if unknown:
+            raise TypeError(f"Image: unexpected argument(s) {', '.join(sorted(unknown))}")
+        if any(v is not None for v in ignored.values()):
+            warnings.warn(f"cohort.Image: {', '.join(sorted(ignored))} not stored (the image "
+                          "is)", RuntimeWarning, stacklevel=2)
+        if mode is not None and mode not in ("L", "LA", "RGB", "RGBA"):
+            raise ValueError(f"Image: mode {mode!r}: expected L, LA, RGB or RGBA")
+        self.caption = _caption(caption, "Image")
+        self._path: Optional[str] = None
+        self._mime = "image/png"
+        self._pil = None
+        self._array = None
+        self._mode = mode
+        if isinstance(data_or_path, (str, os.PathLike)):
+            self._path, self._mime = _read_path(data_or_path, "Image", _IMAGE_MIME)
+            return
+        # A PIL image (PIL.Image is imported: its class made the value; the worker thread may be
+        # importing it for the first time meanwhile, so the module is not peeked at otherwise).
+        pil_class = getattr(sys.modules.get("PIL.Image"), "Image", None) if type(
+            data_or_path).__module__.startswith("PIL.") else None
+        if isinstance(pil_class, type) and isinstance(data_or_path, pil_class):
+            self._pil = data_or_path.copy()
+            self.width, self.height = self._pil.size
+            return
+        self._array = self._check_array(_as_numpy(data_or_path))
+        self.height, self.width = int(self._array.shape[0]), int(self._array.shape[1])
+
+    @staticmethod
+    def _check_array(a: Any) -> Any:
+        import numpy as np
+        if a.ndim == 3 and a.shape[-1] not in (1, 3, 4) and a.shape[0] in (1, 3, 4):
+            a = np.ascontiguousarray(a.transpose(1, 2, 0))  # CHW -> HWC
+        if a.ndim == 3 and a.shape[-1] == 1:
+            a = a[:, :, 0]
+        if a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[-1] not in (3, 4)):
+            raise ValueError(f"Image: expected HW, HWC or CHW with 1, 3 or 4 channels, got shape "
+                             f"{tuple(a.shape)}")
+        if a.shape[0] == 0 or a.shape[1] == 0:
+            raise ValueError(f"Image: empty image of shape {tuple(a.shape)}")
+        kind = a.dtype.kind
+        if kind == "b":
+            return a.astype(np.uint8) * 255
+        if a.dtype == np.uint8:
+            return a
+        if kind in "iu":
+            lo, hi = int(a.min()), int(a.max())
+            if lo < 0 or hi > 255:
+                raise ValueError(f"Image: integer pixels must be 0..255, got {lo}..{hi} "
+                                 f"(dtype {a.dtype})")
+            return a.astype(np.uint8)
+        if kind == "f":
+            lo, hi = float(a.min()), float(a.max())
+            if not (math.isfinite(lo) and math.isfinite(hi)):
+                raise ValueError("Image: float pixels must be finite (found NaN or infinity)")
+            if lo < 0 or hi > 1:
+                raise ValueError(f"Image: float pixels must be in [0, 1], got {lo:g}..{hi:g}")
+            return a  # scaled on the worker
+        raise ValueError(f"Image: unsupported dtype {a.dtype} (uint8, or float in [0, 1])")
+
+    def _encode(self) -> Tuple[bytes, str, int, int, int]:
+        if self._path is not None:
+            with open(self._path, "rb") as f:
+                data = f.read()
+            width = height = 0
+            try:
+                from PIL import Image as PILImage
+                with PILImage.open(io.BytesIO(data)) as im:
+                    width, height = im.size
+            except Exception:  # noqa: BLE001 - sizes are optional for files
+                pass
+            return data, self._mime, width, height, 0
+        try:
+            from PIL import Image as PILImage
+        except ImportError:
+            raise RuntimeError("cohort.Image of an array needs Pillow (pip install Pillow)") from None
+        if self._pil is not None:
+            im = self._pil
+            if im.mode not in ("1", "L", "LA", "P", "RGB", "RGBA", "I", "I;16"):
+                im = im.convert("RGBA")
+        else:
+            import numpy as np
+            a = self._array
+            if a.dtype != np.uint8:
+                a = np.rint(a.astype(np.float64) * 255.0).astype(np.uint8)
+            im = PILImage.fromarray(a)
+            if self._mode is not None and im.mode != self._mode:
+                im = im.convert(self._mode)
+        buf = io.BytesIO()
+        im.save(buf, format="PNG", compress_level=3)
+        return buf.getvalue(), "image/png", im.size[0], im.size[1], 0
+
+
+class Audio(_Media):
+    """Audio: a numpy array (samples, or samples x channels; float in [-1, 1] or int16) with
+    its ``sample_rate``, encoded as 16-bit PCM WAV, or the path of a WAV, MP3, OGG, FLAC or M4A
+    file (logged as it is)."""
+    _cohort_media_type = "audio"
+
+    def __init__(self, data_or_path: Any, sample_rate: Optional[int] = None,
+                 caption: Optional[str] = None) -> None:
+        self.caption = _caption(caption, "Audio")
+        self._path: Optional[str] = None
+        self._array = None
+        self.sample_rate = sample_rate
+        if isinstance(data_or_path, (str, os.PathLike)):
+            self._path, self._mime = _read_path(data_or_path, "Audio", _AUDIO_MIME)
+            return
+        if sample_rate is None or isinstance(sample_rate, bool) or not isinstance(
+                sample_rate, numbers.Integral) or not 1 <= int(sample_rate) <= 1_000_000:
+            raise ValueError("Audio: an array needs sample_rate (an int, 1..1000000 Hz)")
+        self.sample_rate = int(sample_rate)
+        a = _as_numpy(data_or_path)
+        if a.ndim == 2 and a.shape[0] <= 16 < a.shape[1]:
+            a = a.T  # channels x samples
+        if a.ndim not in (1, 2) or a.shape[0] == 0 or (a.ndim == 2 and not 1 <= a.shape[1] <= 16):
+            raise ValueError(f"Audio: expected samples or samples x channels (1..16), got shape "
+                             f"{tuple(a.shape)}")
+        if a.dtype.kind == "f":
+            lo, hi = float(a.min()), float(a.max())
+            if not (math.isfinite(lo) and math.isfinite(hi)):
+                raise ValueError("Audio: samples must be finite (found NaN or infinity)")
+            if lo < -1 or hi > 1:
+                raise ValueError(f"Audio: float samples must be in [-1, 1], got {lo:g}..{hi:g}")
+        elif str(a.dtype) != "int16":
+            raise ValueError(f"Audio: unsupported dtype {a.dtype} (float in [-1, 1] or int16)")
+        self._array = a
+
+    def _encode(self) -> Tuple[bytes, str, int, int, int]:
+        if self._path is not None:
+            with open(self._path, "rb") as f:
+                data = f.read()
+            duration = 0
+            if self._mime == "audio/wav":
+                try:
+                    with wave.open(io.BytesIO(data)) as w:
+                        duration = int(round(1000.0 * w.getnframes() / w.getframerate()))
+                except Exception:  # noqa: BLE001 - a WAV wave cannot read: no duration
+                    pass
+            return data, self._mime, 0, 0, duration
+        import numpy as np
+        a = self._array
+        if a.dtype.kind == "f":
+            a = np.rint(np.clip(a, -1.0, 1.0) * 32767.0).astype("<i2")
+        else:
+            a = a.astype("<i2")
+        channels = 1 if a.ndim == 1 else a.shape[1]
+        buf = io.BytesIO()
+        with wave.open(buf, "wb") as w:
+            w.setnchannels(channels)
+            w.setsampwidth(2)
+            w.setframerate(self.sample_rate)
+            w.writeframes(np.ascontiguousarray(a).tobytes())
+        duration = int(round(1000.0 * a.shape[0] / self.sample_rate))
+        return buf.getvalue(), "audio/wav", 0, 0, duration
+
+
+class Video(_Media):
+    """A video file (MP4, WebM, OGG, GIF, MOV), logged as it is; ``format`` overrides the file's
+    extension. Arrays of frames are not encoded here: write them to a file first."""
+    _cohort_media_type = "video"
+
+    def __init__(self, data_or_path: Any, caption: Optional[str] = None, fps: int = 4,
+                 format: Optional[str] = None) -> None:
+        self.caption = _caption(caption, "Video")
+        self.fps = fps
+        if not isinstance(data_or_path, (str, os.PathLike)):
+            raise ValueError("Video: arrays of frames are not encoded by cohort; write them to a "
+                             ".mp4 or .gif file (e.g. imageio.mimwrite(path, frames, fps=fps)) "
+                             "and log cohort.Video(path)")
+        self._path, self._mime = _read_path(data_or_path, "Video", _VIDEO_MIME, format)
+
+    def _encode(self) -> Tuple[bytes, str, int, int, int]:
+        with open(self._path, "rb") as f:
+            return f.read(), self._mime, 0, 0, 0
+
+
+class Html(_Media):
+    """An HTML page: its text, or the path of a .html file. It is served sandboxed (it never
+    runs in the UI's origin)."""
+    _cohort_media_type = "html"
+
+    def __init__(self, data: Any, inject: bool = True, caption: Optional[str] = None) -> None:
+        self.caption = _caption(caption, "Html")
+        if isinstance(data, os.PathLike) or (
+                isinstance(data, str) and data.lower().endswith((".html", ".htm"))
+                and "<" not in data and os.path.isfile(data)):
+            with open(os.fspath(data), "rb") as f:
+                self._bytes = f.read()
+        elif isinstance(data, str):
+            self._bytes = data.encode("utf-8")
+        elif hasattr(data, "read"):
+            text = data.read()
+            self._bytes = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        else:
+            raise ValueError(f"Html: expected HTML text or a path, got {type(data).__name__}")
+
+    def _encode(self) -> Tuple[bytes, str, int, int, int]:
+        return self._bytes, "text/html", 0, 0, 0
+
+
+def _cell(v: Any, row: int, col: str) -> Any:
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    if isinstance(v, numbers.Real):
+        f = float(v)
+        return f if math.isfinite(f) else None
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(v, np.generic):
+        return _cell(v.item(), row, col)
+    raise ValueError(f"Table: row {row}, column {col!r}: a {type(v).__name__} cannot be a cell "
+                     "(numbers, strings, booleans or None)")
+
+
+class Table(_Media):
+    """A table: ``columns`` (names) and ``data`` (rows of cells: numbers, strings, booleans or
+    None; NaN and infinities become None), or a pandas ``dataframe``. Stored as a JSON document
+    ``{"columns": [...], "data": [[...], ...]}``; read back with ``Run.table(key)``."""
+    _cohort_media_type = "table"
+
+    def __init__(self, columns: Optional[Sequence[Any]] = None,
+                 data: Optional[Sequence[Sequence[Any]]] = None, rows: Any = None,
+                 dataframe: Any = None, caption: Optional[str] = None) -> None:
+        self.caption = _caption(caption, "Table")
+        if data is None and rows is not None:
+            data = rows
+        if dataframe is not None:
+            if data is not None:
+                raise ValueError("Table: give data or dataframe, not both")
+            columns = [str(c) for c in dataframe.columns]
+            data = dataframe.itertuples(index=False, name=None)
+        if data is None:
+            data = []
+        data = list(data)
+        if columns is None:
+            width = len(data[0]) if data else 0
+            columns = [str(i) for i in range(width)]
+        if isinstance(columns, str):
+            raise ValueError("Table: columns must be a list of names, not a str")
+        self.columns = [str(c) for c in columns]
+        if len(set(self.columns)) != len(self.columns):
+            raise ValueError(f"Table: repeated column names in {self.columns}")
+        out: List[List[Any]] = []
+        n = len(self.columns)
+        for i, row in enumerate(data):
+            if isinstance(row, (str, bytes)) or not hasattr(row, "__len__"):
+                raise ValueError(f"Table: row {i} is not a sequence of cells")
+            if len(row) != n:
+                raise ValueError(f"Table: row {i} has {len(row)} cells, expected {n} (one per "
+                                 "column)")
+            out.append([_cell(v, i, self.columns[j]) for j, v in enumerate(row)])
+        self.data = out
+
+    def _encode(self) -> Tuple[bytes, str, int, int, int]:
+        text = json.dumps({"columns": self.columns, "data": self.data}, allow_nan=False,
+                          separators=(",", ":"), ensure_ascii=False)
+        return text.encode("utf-8"), "application/json", len(self.columns), len(self.data), 0
+
+
+class _MediaSet:
+    """One key's media of one log call (the converter's answer for media values)."""
+
+    def __init__(self, items: List[_Media]) -> None:
+        self.items = items
+        self._cohort_media_type = items[0]._cohort_media_type
+
+
+def media_set(key: str, value: Any) -> Optional[_MediaSet]:
+    """The media set of a logged value, None when it is not media. TypeError/ValueError naming
+    the key for a list that mixes media types or has too many."""
+    if isinstance(value, _Media):
+        return _MediaSet([value])
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], _Media):
+        if not all(isinstance(v, _Media) for v in value):
+            raise TypeError(f"log: key {key!r}: a list of media must hold media only")
+        types = sorted({v._cohort_media_type for v in value})
+        if len(types) > 1:
+            raise TypeError(f"log: key {key!r}: a list of media must be of one type, got "
+                            f"{', '.join(types)}")
+        if len(value) > MAX_PER_STEP:
+            raise ValueError(f"log: key {key!r}: {len(value)} media in one step (at most "
+                             f"{MAX_PER_STEP})")
+        return _MediaSet(list(value))
+    return None
+
+
+# -- the worker ---------------------------------------------------------------------------------
+def _queue_size() -> int:
+    try:
+        return max(1, int(os.environ.get("COHORT_MEDIA_QUEUE", "64")))
+    except ValueError:
+        return 64
+
+
+class _Worker:
+    """One thread per process that encodes, hashes, stages and hands over media sets in the
+    order they were logged.
+
+    The training thread only appends to a deque: it never wakes the worker (a wake-up and the
+    GIL hand-over it starts cost ~100 us, twice what logging an image may take). The worker
+    polls, every millisecond while there is work and backing off to every 50 ms when idle; it
+    wakes the training thread only when that thread waits (the queue full, or ``finish``)."""
+
+    def __init__(self) -> None:
+        self._items: "collections.deque[Tuple[Any, str, _MediaSet, int]]" = collections.deque()
+        self.max_items = _queue_size()
+        self._cv = threading.Condition()
+        self._pending: Dict[int, int] = {}  # id(run) -> sets not yet handed over
+        self._thread: Optional[threading.Thread] = None
+        self.waits = 0     # log calls that waited for room in the queue
+        self.failures = 0  # sets that could not be encoded or handed over (warned)
+        self.sets = 0      # sets handed over
+
+    def put(self, run: Any, key: str, mset: _MediaSet, step: int) -> None:
+        with self._cv:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="cohort-media",
+                                                daemon=True)
+                self._thread.start()
+            self._pending[id(run)] = self._pending.get(id(run), 0) + 1
+            if len(self._items) >= self.max_items:
+                self.waits += 1
+                if self.waits == 1 or self.waits % 1000 == 0:
+                    warnings.warn(f"cohort: media encoding is behind; log() waits for room in "
+                                  f"its queue ({self.waits} waits so far, COHORT_MEDIA_QUEUE="
+                                  f"{self.max_items})", RuntimeWarning, stacklevel=4)
+                self._cv.wait_for(lambda: len(self._items) < self.max_items)
+            self._items.append((run, key, mset, step))
+
+    def _loop(self) -> None:
+        idle = 0.001
+        while True:
+            # The sets of one run queued now, up to MAX_SETS_PER_INTENT: one hand-over (one
+            # staging directory, one intent for the agent) for all of them.
+            batch: List[Tuple[str, _MediaSet, int]] = []
+            run = None
+            while len(batch) < MAX_SETS_PER_INTENT:
+                try:
+                    item = self._items[0]
+                except IndexError:
+                    break
+                if run is not None and item[0] is not run:
+                    break
+                self._items.popleft()
+                run = item[0]
+                batch.append(item[1:])
+                item = None
+            if not batch:
+                time.sleep(idle)
+                idle = min(idle * 2, 0.05)
+                continue
+            idle = 0.001
+            done = 0
+            try:
+                for key, step, error in _hand_over(run, batch):
+                    done += 1
+                    if error is None:
+                        self.sets += 1
+                    else:
+                        self.failures += 1
+                        warnings.warn(f"cohort: media {key!r} at step {step} was not logged: "
+                                      f"{error}", RuntimeWarning, stacklevel=1)
+            except Exception as e:  # noqa: BLE001 - reported, the worker goes on
+                self.failures += len(batch) - done
+                warnings.warn(f"cohort: {len(batch) - done} media set(s) of keys "
+                              f"{sorted({k for k, _, _ in batch[done:]})} were not logged: {e}",
+                              RuntimeWarning, stacklevel=1)
+            finally:
+                with self._cv:
+                    n = self._pending.get(id(run), len(batch)) - len(batch)
+                    if n > 0:
+                        self._pending[id(run)] = n
+                    else:
+                        self._pending.pop(id(run), None)
+                    self._cv.notify_all()
+                # Nothing of the sets outlives their hand-over here: a waiting worker must not
+                # keep the run (or its arrays) alive until the interpreter exits.
+                run = batch = None
+
+    def drain(self, run: Any, timeout: Optional[float]) -> bool:
+        """Waits until every set `run` logged was handed over; False after `timeout` seconds."""
+        with self._cv:
+            return self._cv.wait_for(lambda: id(run) not in self._pending, timeout)
+
+
+_worker: Optional[_Worker] = None
+_worker_lock = threading.Lock()
+
+
+def _get_worker() -> _Worker:
+    global _worker
+    with _worker_lock:
+        if _worker is None:
+            _worker = _Worker()
+        return _worker
+
+
+def _after_fork_in_child() -> None:
+    global _worker, _worker_lock
+    _worker = None  # the parent's queue and thread are not this process's
+    _worker_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def sink(run: Any, key: str, mset: _MediaSet, step: int) -> None:
+    """The extension's media sink: one key's set of one ``run.log`` call at `step`."""
+    if getattr(run, "disabled", False):
+        return
+    _get_worker().put(run, key, mset, step)
+
+
+def drain(run: Any, timeout: Optional[float]) -> bool:
+    """Before ``finish``: waits for the run's media to be handed to the agent."""
+    w = _worker
+    return True if w is None else w.drain(run, timeout)
+
+
+def stats() -> Dict[str, int]:
+    """The worker's counters: sets handed over, failures, log calls that waited for room."""
+    w = _worker
+    if w is None:
+        return {"sets": 0, "failures": 0, "waits": 0, "queued": 0}
+    return {"sets": w.sets, "failures": w.failures, "waits": w.waits, "queued": len(w._items)}
+
+
+def _hand_over(run: Any, sets: List[Tuple[str, _MediaSet, int]]
+               ) -> List[Tuple[str, int, Optional[BaseException]]]:
+    """Encodes and hashes the sets of one run, writes each file into a staging directory, hands
+    the files to the agent (one media intent: it uploads their blobs), then logs each set's rows.
+    Returns (key, step, error or None) per set: a set that cannot be encoded is left out."""
+    if getattr(run, "_py_finished", False) and getattr(run, "_native_finished", False):
+        raise RuntimeError("the run finished before its media were encoded")
+    from .artifacts import _write_owner
+    media_id = uuid.uuid4().hex
+    root = run._artifact_staging_dir or ""
+    staging = os.path.join(root, media_id) if root else tempfile.mkdtemp(prefix="cohort-media-")
+    handed = False
+    out: List[Tuple[str, int, Optional[BaseException]]] = []
+    try:
+        if root:
+            os.makedirs(staging, mode=0o700, exist_ok=True)
+            _write_owner(staging)
+        files: List[Dict[str, Any]] = []
+        encoded = []  # (key, set, step, rows) of the sets that encoded
+        for j, (key, mset, step) in enumerate(sets):
+            try:
+                rows: List[Tuple[str, int, str, int, int, int, str]] = []
+                for i, m in enumerate(mset.items):
+                    data, mime, width, height, duration_ms = m._encode()
+                    sha = hashlib.sha256(data).hexdigest()
+                    name = f"{j}-{i}"
+                    path = os.path.join(staging, name)
+                    with open(path, "wb") as f:
+                        f.write(data)
+                    files.append({"path": name, "sha256": sha, "size": len(data),
+                                  "source": path})
+                    rows.append((sha, len(data), mime, int(width), int(height),
+                                 int(duration_ms), m.caption or ""))
+                encoded.append((key, mset, step, rows))
+            except Exception as e:  # noqa: BLE001 - this set only
+                out.append((key, step, e))
+        if files:
+            intent: Dict[str, Any] = {"id": media_id, "name": "media", "type": "media",
+                                      "media": True, "files": files}
+            if root:
+                intent["staging"] = staging
+            run._log_artifact_intent(json.dumps(intent))
+            handed = True
+        for key, mset, step, rows in encoded:
+            try:
+                run._log_media(key, mset._cohort_media_type, step, rows)
+                out.append((key, step, None))
+            except Exception as e:  # noqa: BLE001 - this set only
+                out.append((key, step, e))
+        return out
+    finally:
+        if not handed:
+            shutil.rmtree(staging, ignore_errors=True)

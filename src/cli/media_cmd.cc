@@ -1,0 +1,159 @@
+// `cohort media ls RUN [--key K] [--label L] [--min-step N] [--max-step N]`: a run's media rows
+// (images, audio, video, html, tables); `cohort media get RUN [same filters] [--out DIR]`: their
+// bytes into DIR/<key>/<writer>/<step>_<index><ext>, each checked against its SHA-256
+// (docs/cli.md, docs/api.md "Media").
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/output.h"
+#include "cli/read_client.h"
+#include "core/sha256.h"
+#include "wal/file.h"
+
+namespace cohort::cli {
+namespace {
+
+namespace bj = boost::json;
+
+struct MediaOpts {
+  std::string run, keys, labels, out = ".", min_step, max_step;
+};
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "cohort media: %s\n", s.message().c_str());
+  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+std::string Extension(std::string_view mime) {
+  static constexpr std::pair<std::string_view, std::string_view> kExt[] = {
+      {"image/png", ".png"},  {"image/jpeg", ".jpg"}, {"image/gif", ".gif"},
+      {"image/webp", ".webp"}, {"image/bmp", ".bmp"}, {"audio/wav", ".wav"},
+      {"audio/mpeg", ".mp3"}, {"audio/ogg", ".ogg"}, {"audio/flac", ".flac"},
+      {"audio/mp4", ".m4a"},  {"video/mp4", ".mp4"}, {"video/webm", ".webm"},
+      {"video/ogg", ".ogv"},  {"video/quicktime", ".mov"}, {"text/html", ".html"},
+      {"application/json", ".json"}};
+  for (const auto& [m, e] : kExt) {
+    if (m == mime) return std::string(e);
+  }
+  return "";
+}
+
+// The rows of the filters, in key, writer, step, index order.
+Result<bj::array> Rows(ReadClient& client, const RunPath& ref, const MediaOpts& o) {
+  COHORT_ASSIGN_OR_RETURN(bj::value body,
+                          client.Get(ref.ApiPath() + "/media", {{"keys", o.keys},
+                                                                {"writers", o.labels},
+                                                                {"min_step", o.min_step},
+                                                                {"max_step", o.max_step}}));
+  const bj::value* media = body.as_object().if_contains("media");
+  if (media == nullptr || !media->is_array()) {
+    return Status::Unavailable("the server's answer has no media list");
+  }
+  return media->as_array();
+}
+
+int List(ReadClient& client, const RunPath& ref, const MediaOpts& o) {
+  auto rows = Rows(client, ref, o);
+  if (!rows.ok()) return Fail(rows.status());
+  Table t({"KEY", "WRITER", "STEP", "INDEX", "TYPE", "MIME", "SIZE", "SHAPE", "CAPTION"});
+  for (const bj::value& r : *rows) {
+    std::string shape;
+    if (StrField(r, "type") == "table") {
+      shape = std::to_string(IntField(r, "nrows")) + " rows x " +
+              std::to_string(IntField(r, "ncols")) + " cols";
+    } else if (IntField(r, "width") > 0) {
+      shape = std::to_string(IntField(r, "width")) + "x" + std::to_string(IntField(r, "height"));
+    } else if (IntField(r, "duration_ms") > 0) {
+      shape = FormatDuration(IntField(r, "duration_ms"));
+    }
+    const bj::value* up = r.as_object().if_contains("uploaded");
+    std::string size = std::to_string(IntField(r, "size"));
+    if (up != nullptr && up->is_bool() && !up->as_bool()) size += " (uploading)";
+    t.AddRow({StrField(r, "key"), StrField(r, "writer"), std::to_string(IntField(r, "step")),
+              std::to_string(IntField(r, "index")), StrField(r, "type"), StrField(r, "mime"),
+              size, shape, StrField(r, "caption")});
+  }
+  if (t.rows() == 0) {
+    std::fprintf(stderr, "no media in %s for these filters\n", ref.Text().c_str());
+    return 0;
+  }
+  t.Print(stdout);
+  return 0;
+}
+
+// Creates every directory of `path` under the file system.
+Status MakeDirs(wal::FileSystem* fs, const std::string& path) {
+  for (size_t at = path.find('/', 1); at != std::string::npos; at = path.find('/', at + 1)) {
+    COHORT_ASSIGN_OR_RETURN(bool exists, fs->Exists(path.substr(0, at)));
+    if (!exists) COHORT_RETURN_IF_ERROR(fs->CreateDir(path.substr(0, at)));
+  }
+  COHORT_ASSIGN_OR_RETURN(bool exists, fs->Exists(path));
+  return exists ? Status::Ok() : fs->CreateDir(path);
+}
+
+int Get(ReadClient& client, const RunPath& ref, const MediaOpts& o) {
+  auto rows = Rows(client, ref, o);
+  if (!rows.ok()) return Fail(rows.status());
+  wal::FileSystem* fs = wal::FileSystem::Default();
+  int64_t files = 0, bytes = 0;
+  for (const bj::value& r : *rows) {
+    const std::string url = StrField(r, "url"), sha = StrField(r, "sha256");
+    auto resp = client.Send("GET", url);
+    if (!resp.ok()) return Fail(resp.status());
+    if (Sha256::Hex(resp->body) != sha) {
+      return Fail(Status::Corruption(StrField(r, "key") + " step " +
+                                     std::to_string(IntField(r, "step")) +
+                                     ": the bytes do not match their sha256 " + sha));
+    }
+    const std::string dir = o.out + "/" + StrField(r, "key") + "/" + StrField(r, "writer");
+    if (Status s = MakeDirs(fs, dir); !s.ok()) return Fail(s);
+    const std::string path = dir + "/" + std::to_string(IntField(r, "step")) + "_" +
+                             std::to_string(IntField(r, "index")) +
+                             Extension(StrField(r, "mime"));
+    if (Status s = wal::WriteFileAtomically(fs, path, resp->body); !s.ok()) return Fail(s);
+    ++files;
+    bytes += int64_t(resp->body.size());
+  }
+  std::fprintf(stderr, "%lld file(s), %lld bytes into %s\n", static_cast<long long>(files),
+               static_cast<long long>(bytes), o.out.c_str());
+  return 0;
+}
+
+int RunMedia(const MediaOpts& o, bool get) {
+  auto client = ReadClient::Open();
+  if (!client.ok()) return Fail(client.status());
+  auto ref = (*client)->ParseRun(o.run);
+  if (!ref.ok()) return Fail(ref.status());
+  return get ? Get(**client, *ref, o) : List(**client, *ref, o);
+}
+
+void AddFilters(CLI::App* cmd, MediaOpts* o) {
+  cmd->add_option("run", o->run, "entity/project/run_id or project/run_id")->required();
+  cmd->add_option("-k,--key", o->keys, "Only these keys (comma-separated)");
+  cmd->add_option("-l,--label", o->labels, "Only these writers (comma-separated labels)");
+  cmd->add_option("--min-step", o->min_step, "First step");
+  cmd->add_option("--max-step", o->max_step, "Last step");
+}
+
+}  // namespace
+
+Runner AddMediaCommand(CLI::App& app) {
+  auto o = std::make_shared<MediaOpts>();
+  auto* media = app.add_subcommand("media", "List or download a run's images, audio, video, "
+                                            "html and tables");
+  media->require_subcommand(1);
+  auto* ls = media->add_subcommand("ls", "List a run's media rows");
+  AddFilters(ls, o.get());
+  auto* get = media->add_subcommand("get", "Download a run's media files, checked by SHA-256");
+  AddFilters(get, o.get());
+  get->add_option("-o,--out", o->out, "Directory to write <key>/<writer>/<step>_<index><ext> in")
+      ->capture_default_str();
+  return [media, ls, get, o]() -> int {
+    if (!media->parsed()) return -1;
+    return RunMedia(*o, get->parsed() && !ls->parsed());
+  };
+}
+
+}  // namespace cohort::cli

@@ -1,0 +1,215 @@
+// Routes: media values of a run (docs/api.md "Media"): the rows (GET .../{run}/media), a row's
+// bytes from the blob store with its MIME type, sandboxed (GET .../{run}/media/{sha256}), and a
+// table's rows with paging (GET .../{run}/tables/{key...}).
+#include <algorithm>
+#include <cmath>
+
+#include "blob/blob_store.h"
+#include "core/clock.h"
+#include "core/sha256.h"
+#include "core/text_encoding.h"
+#include "server/api/context.h"
+#include "server/metrics.h"
+
+namespace cohort::api {
+namespace {
+
+std::string RunBase(const store::RunRef& ref) {
+  return "/api/v1/runs/" + PercentEncode(ref.entity) + "/" + PercentEncode(ref.project) + "/" +
+         PercentEncode(ref.run_id);
+}
+
+Status ReadRange(const http::HttpRequest& req, int64_t* min_step, int64_t* max_step) {
+  COHORT_ASSIGN_OR_RETURN(auto lo, IntParam(req, "min_step"));
+  COHORT_ASSIGN_OR_RETURN(auto hi, IntParam(req, "max_step"));
+  if (lo) *min_step = *lo;
+  if (hi) *max_step = *hi;
+  if (*min_step > *max_step) return Status::InvalidArgument("min_step: greater than max_step");
+  return Status::Ok();
+}
+
+// Whether the entity holds each blob (recorded and readable): the agent uploads a media blob
+// beside the batch that names it, so a row may arrive before its bytes.
+Result<std::map<std::string, int64_t>> Held(ApiContext* ctx, const std::string& entity,
+                                            const std::vector<store::MediaRecord>& rows) {
+  std::vector<std::string> shas;
+  for (const auto& m : rows) shas.push_back(m.sha256);
+  std::sort(shas.begin(), shas.end());
+  shas.erase(std::unique(shas.begin(), shas.end()), shas.end());
+  if (shas.empty()) return std::map<std::string, int64_t>{};
+  return ctx->store->HeldBlobs(entity, shas);
+}
+
+bj::object RowJson(const store::MediaRecord& m, const std::string& base, bool uploaded) {
+  bj::object o{{"key", m.key},
+               {"writer", m.writer},
+               {"step", m.step},
+               {"index", m.index},
+               {"time_ms", m.time_ms},
+               {"type", m.type},
+               {"mime", m.mime},
+               {"sha256", m.sha256},
+               {"size", m.size},
+               {"caption", m.caption},
+               {"uploaded", uploaded},
+               {"url", base + "/media/" + m.sha256}};
+  if (m.type == "table") {
+    o["ncols"] = m.width;
+    o["nrows"] = m.height;
+  } else {
+    o["width"] = m.width;
+    o["height"] = m.height;
+    o["duration_ms"] = m.duration_ms;
+  }
+  return o;
+}
+
+// The row's blob must be readable: kNotFound naming it when its upload has not completed.
+Status CheckUploaded(ApiContext* ctx, const std::string& entity, const store::MediaRecord& m) {
+  if (ctx->blobs == nullptr) return Status::Unavailable("this server has no blob store");
+  COHORT_ASSIGN_OR_RETURN(auto held, ctx->store->HeldBlobs(entity, {m.sha256}));
+  if (!held.contains(m.sha256)) {
+    return Status::NotFound("media '" + m.key + "' step " + std::to_string(m.step) +
+                            ": blob " + m.sha256 +
+                            " is not uploaded yet (the agent uploads it after the batch)");
+  }
+  return Status::Ok();
+}
+
+http::HttpResponse ServeMedia(ApiContext* ctx, const http::HttpRequest& req,
+                              const store::RunRef& ref, const std::string& sha256) {
+  if (!IsSha256Hex(sha256)) {
+    return ErrorResponse(Status::InvalidArgument("sha256: expected 64 lowercase hex digits"));
+  }
+  auto row = ctx->store->FindMedia(ref, sha256);
+  if (!row.ok()) return ErrorResponse(row.status());
+  if (Status s = CheckUploaded(ctx, ref.entity, *row); !s.ok()) return ErrorResponse(s);
+  std::string name = row->key.substr(row->key.rfind('/') + 1);
+  http::HttpResponse resp = ServeBlobBytes(ctx, req, sha256, uint64_t(row->size), name);
+  if (resp.status >= 300) return resp;
+  // The row's type, never sniffed, and a sandbox: the bytes never run in the UI's origin.
+  resp.content_type = row->mime;
+  for (auto& [h, v] : resp.headers) {
+    if (h == "Content-Disposition") v = "inline; filename*=UTF-8''" + PercentEncode(name, false);
+  }
+  resp.headers.emplace_back("Cache-Control", "private, max-age=31536000, immutable");
+  return resp;
+}
+
+// A table document ({"columns": [...], "data": [[...], ...]}) paged: rows [offset, offset +
+// limit).
+Result<bj::object> TablePage(ApiContext* ctx, const std::string& entity,
+                             const store::MediaRecord& m, int64_t offset, int64_t limit) {
+  COHORT_RETURN_IF_ERROR(CheckUploaded(ctx, entity, m));
+  COHORT_ASSIGN_OR_RETURN(std::string text, ctx->blobs->Read(m.sha256, 0, uint64_t(m.size)));
+  auto doc = json::Parse(text);
+  if (!doc.ok() || !doc->is_object()) {
+    return Status::Corruption("table '" + m.key + "' step " + std::to_string(m.step) +
+                              ": its blob is not a JSON object");
+  }
+  bj::object& o = doc->as_object();
+  const bj::value* columns = o.if_contains("columns");
+  const bj::value* data = o.if_contains("data");
+  if (columns == nullptr || !columns->is_array() || data == nullptr || !data->is_array()) {
+    return Status::Corruption("table '" + m.key + "': its document has no columns or data array");
+  }
+  const bj::array& rows = data->as_array();
+  const int64_t n = int64_t(rows.size());
+  bj::array page;
+  for (int64_t i = std::min(offset, n); i < std::min(n, offset + limit); ++i) {
+    page.push_back(rows[size_t(i)]);
+  }
+  return bj::object{{"key", m.key},     {"writer", m.writer}, {"step", m.step},
+                    {"index", m.index}, {"caption", m.caption}, {"columns", *columns},
+                    {"nrows", n},       {"ncols", int64_t(columns->as_array().size())},
+                    {"offset", offset}, {"limit", limit},     {"data", std::move(page)}};
+}
+
+}  // namespace
+
+void RegisterMediaRoutes(http::Router& r, ApiContext* ctx) {
+  const std::string base = "/api/v1/runs/{entity}/{project}/{run}";
+  r.Add("GET", base + "/media", Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
+          auto ref = RunRefFromPath(req, who);
+          if (!ref.ok()) return ErrorResponse(ref.status());
+          store::MediaQuery q;
+          q.run = *ref;
+          q.keys = SplitCsv(req.QueryParam("keys"));
+          q.writers = SplitCsv(req.QueryParam("writers"));
+          if (Status s = ReadRange(req, &q.min_step, &q.max_step); !s.ok()) return ErrorResponse(s);
+          auto limit = IntParam(req, "limit");
+          if (!limit.ok()) return ErrorResponse(limit.status());
+          if (*limit) {
+            if (**limit < 1 || **limit > q.limit) {
+              return ErrorResponse(
+                  Status::InvalidArgument("limit: expected 1.." + std::to_string(q.limit)));
+            }
+            q.limit = **limit;
+          }
+          const int64_t t0 = MonoNanos();
+          auto rows = ctx->store->QueryMedia(q);
+          ctx->metrics->ObserveStore("query_media", MonoNanos() - t0);
+          if (!rows.ok()) return ErrorResponse(rows.status());
+          auto held = Held(ctx, ref->entity, *rows);
+          if (!held.ok()) return ErrorResponse(held.status());
+          const std::string run_base = RunBase(*ref);
+          bj::array out;
+          for (const auto& m : *rows) out.push_back(RowJson(m, run_base, held->contains(m.sha256)));
+          return JsonResponse(200, bj::object{{"media", std::move(out)},
+                                              {"truncated", int64_t(rows->size()) >= q.limit}});
+        }));
+  r.Add("GET", base + "/media/{sha256}",
+        Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
+          auto ref = RunRefFromPath(req, who);
+          if (!ref.ok()) return ErrorResponse(ref.status());
+          return ServeMedia(ctx, req, *ref, req.PathParam("sha256"));
+        }));
+  r.Add("GET", base + "/tables/{key...}",
+        Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
+          auto ref = RunRefFromPath(req, who);
+          if (!ref.ok()) return ErrorResponse(ref.status());
+          const std::string key = req.PathParam("key");
+          auto step = IntParam(req, "step");
+          auto offset = IntParam(req, "offset");
+          auto limit = IntParam(req, "limit");
+          for (const auto* p : {&step, &offset, &limit}) {
+            if (!p->ok()) return ErrorResponse(p->status());
+          }
+          const int64_t off = offset->value_or(0);
+          const int64_t lim = limit->value_or(limits::kDefaultTableRowsPerPage);
+          if (off < 0) return ErrorResponse(Status::InvalidArgument("offset: must be >= 0"));
+          if (lim < 1 || lim > limits::kMaxTableRowsPerPage) {
+            return ErrorResponse(Status::InvalidArgument(
+                "limit: expected 1.." + std::to_string(limits::kMaxTableRowsPerPage)));
+          }
+          store::MediaQuery q;
+          q.run = *ref;
+          q.keys = {key};
+          q.writers = SplitCsv(req.QueryParam("writers"));
+          if (*step) q.min_step = q.max_step = **step;
+          auto rows = ctx->store->QueryMedia(q);
+          if (!rows.ok()) return ErrorResponse(rows.status());
+          if (rows->empty()) {
+            return ErrorResponse(Status::NotFound(
+                "table '" + key + "'" + (*step ? " at step " + std::to_string(**step) : "") +
+                ": not found in this run"));
+          }
+          // The latest step (or the one asked for), its first writer in label order, index 0.
+          const store::MediaRecord* pick = &rows->front();
+          for (const auto& m : *rows) {
+            if (m.step > pick->step || (m.step == pick->step && m.writer == pick->writer &&
+                                        m.index < pick->index)) {
+              pick = &m;
+            }
+          }
+          if (pick->type != "table") {
+            return ErrorResponse(Status::InvalidArgument("key '" + key + "' is " + pick->type +
+                                                         " media, not a table"));
+          }
+          auto page = TablePage(ctx, ref->entity, *pick, off, lim);
+          if (!page.ok()) return ErrorResponse(page.status());
+          return JsonResponse(200, *page);
+        }));
+}
+
+}  // namespace cohort::api

@@ -1,0 +1,242 @@
+// Conformance cases: media values (issue 15) — stored with the batch's scalars per writer, a
+// place (key, step, index) logged again keeps the last, one type per key and run (media types,
+// scalars and histograms; across writers; nothing of a refused batch written), the media limits,
+// the reads (keys, rows by key/writer/step, one row by blob), the blobs a media row keeps from
+// garbage collection, and the store dump round trip of the media table.
+#include "core/sha256.h"
+#include "store/store_conformance.h"
+
+namespace cohort::store {
+namespace {
+
+MediaPoint Media(const std::string& key, int64_t step, int64_t index, const std::string& type,
+                 const std::string& content, const std::string& caption = "") {
+  MediaPoint m;
+  m.key = key;
+  m.step = step;
+  m.time_ms = 100 + step;
+  m.index = index;
+  m.type = type;
+  m.sha256 = Sha256::Hex(content);
+  m.size = int64_t(content.size());
+  m.mime = type == "image" ? "image/png" : type == "table" ? "application/json" : "audio/wav";
+  m.width = type == "image" ? 4 : 2;
+  m.height = 3;
+  m.duration_ms = type == "audio" ? 1500 : 0;
+  m.caption = caption;
+  return m;
+}
+
+}  // namespace
+
+TEST_P(StoreConformanceTest, MediaRowsAreStoredPerWriterWithTheirBatch) {
+  MakeRun("run1");
+  Join("run1", "rank_0");
+  Join("run1", "rank_1", /*primary=*/false);
+  IngestBatchBuilder b0(1);
+  b0.AddHistoryRow(0, 10, {{"loss", 0.5}});
+  b0.AddMedia(Media("samples", 0, 0, "image", "a", "first"));
+  b0.AddMedia(Media("samples", 0, 1, "image", "b"));
+  b0.AddMedia(Media("preds", 0, 0, "table", "{\"columns\":[]}"));
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, store().Ingest(Ref("run1"), "rank_0", b0.Finish(), 1));
+  EXPECT_EQ(r.next_step, 1);
+  // A media row at a later step moves the writer's step on, as histograms do.
+  IngestBatchBuilder b1(1);
+  b1.AddMedia(Media("samples", 5, 0, "image", "c", "rank 1"));
+  COHORT_ASSERT_OK_AND_ASSIGN(r, store().Ingest(Ref("run1"), "rank_1", b1.Finish(), 2));
+  EXPECT_EQ(r.next_step, 6);
+  // The same seq again changes nothing.
+  IngestBatchBuilder again(1);
+  again.AddMedia(Media("samples", 5, 0, "image", "zzz"));
+  COHORT_ASSERT_OK_AND_ASSIGN(r, store().Ingest(Ref("run1"), "rank_1", again.Finish(), 3));
+  EXPECT_TRUE(r.duplicate);
+
+  COHORT_ASSERT_OK_AND_ASSIGN(auto keys, store().ListMedia(Ref("run1")));
+  ASSERT_EQ(keys.size(), 3u);
+  EXPECT_EQ(keys[0].key, "preds");
+  EXPECT_EQ(keys[0].type, "table");
+  EXPECT_EQ(keys[1].key, "samples");
+  EXPECT_EQ(keys[1].writer, "rank_0");
+  EXPECT_EQ(keys[1].count, 2);
+  EXPECT_EQ(keys[2].writer, "rank_1");
+  EXPECT_EQ(keys[2].min_step, 5);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto series, store().ListSeries(Ref("run1")));
+  ASSERT_EQ(series.size(), 1u);  // media are not scalar series
+  EXPECT_EQ(series[0].key, "loss");
+
+  COHORT_ASSERT_OK_AND_ASSIGN(auto rows,
+                              store().QueryMedia(MediaQuery{.run = Ref("run1"), .keys = {"samples"}}));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].writer, "rank_0");
+  EXPECT_EQ(rows[0].index, 0);
+  EXPECT_EQ(rows[0].caption, "first");
+  EXPECT_EQ(rows[0].sha256, Sha256::Hex("a"));
+  EXPECT_EQ(rows[0].mime, "image/png");
+  EXPECT_EQ(rows[0].width, 4);
+  EXPECT_EQ(rows[0].height, 3);
+  EXPECT_EQ(rows[0].time_ms, 100);
+  EXPECT_EQ(rows[1].index, 1);
+  EXPECT_EQ(rows[2].writer, "rank_1");
+  EXPECT_EQ(rows[2].sha256, Sha256::Hex("c"));  // not the duplicate's
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      rows, store().QueryMedia(MediaQuery{.run = Ref("run1"), .writers = {"rank_1"}}));
+  ASSERT_EQ(rows.size(), 1u);
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      rows, store().QueryMedia(MediaQuery{.run = Ref("run1"), .min_step = 1, .max_step = 4}));
+  EXPECT_TRUE(rows.empty());
+
+  COHORT_ASSERT_OK_AND_ASSIGN(MediaRecord found, store().FindMedia(Ref("run1"), Sha256::Hex("b")));
+  EXPECT_EQ(found.key, "samples");
+  EXPECT_EQ(found.index, 1);
+  EXPECT_EQ(store().FindMedia(Ref("run1"), Sha256::Hex("nope")).status().code(),
+            StatusCode::kNotFound);
+
+  // A place logged again keeps the last.
+  IngestBatchBuilder b2(2);
+  b2.AddMedia(Media("samples", 0, 1, "image", "b2", "replaced"));
+  COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "rank_0", b2.Finish(), 4).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      rows, store().QueryMedia(MediaQuery{.run = Ref("run1"), .keys = {"samples"},
+                                          .writers = {"rank_0"}}));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].caption, "replaced");
+  EXPECT_EQ(rows[1].sha256, Sha256::Hex("b2"));
+}
+
+TEST_P(StoreConformanceTest, MediaKeysHaveOneTypePerRun) {
+  MakeRun("run1");
+  Join("run1", "a");
+  Join("run1", "b", /*primary=*/false);
+  IngestBatchBuilder first(1);
+  first.AddHistoryRow(0, 1, {{"loss", 1}});
+  first.AddMedia(Media("img", 0, 0, "image", "x"));
+  COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "a", first.Finish(), 1).status());
+
+  // Another writer logs "img" as audio: refused whole, naming the key and both types.
+  IngestBatchBuilder audio(1);
+  audio.AddHistoryRow(0, 1, {{"acc", 1}});
+  audio.AddMedia(Media("img", 0, 0, "audio", "y"));
+  Status s = store().Ingest(Ref("run1"), "b", audio.Finish(), 2).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("key 'img' is an image"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("as audio"), std::string::npos) << s.ToString();
+  // ... as a scalar, and a scalar key as media, and a histogram key.
+  IngestBatchBuilder scalar(2);
+  scalar.AddHistoryRow(0, 1, {{"img", 1}});
+  s = store().Ingest(Ref("run1"), "b", scalar.Finish(), 2).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("key 'img' is an image"), std::string::npos) << s.ToString();
+  IngestBatchBuilder on_scalar(3);
+  on_scalar.AddMedia(Media("loss", 0, 0, "table", "t"));
+  s = store().Ingest(Ref("run1"), "b", on_scalar.Finish(), 2).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("key 'loss' is a scalar"), std::string::npos) << s.ToString();
+  IngestBatchBuilder hist(4);
+  Histogram h;
+  h.lo = 0;
+  h.hi = 1;
+  h.counts = {1};
+  hist.AddHistogram({"img", 0, 1, h});
+  s = store().Ingest(Ref("run1"), "b", hist.Finish(), 2).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("key 'img' is an image"), std::string::npos) << s.ToString();
+  // Within one batch.
+  IngestBatchBuilder mixed(5);
+  mixed.AddMedia(Media("new", 0, 0, "image", "p"));
+  mixed.AddMedia(Media("new", 0, 1, "video", "q"));
+  s = store().Ingest(Ref("run1"), "b", mixed.Finish(), 2).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("'new'"), std::string::npos) << s.ToString();
+
+  // Nothing of the refused batches was written.
+  COHORT_ASSERT_OK_AND_ASSIGN(auto rows, store().QueryMedia(MediaQuery{.run = Ref("run1")}));
+  ASSERT_EQ(rows.size(), 1u);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto series, store().ListSeries(Ref("run1")));
+  ASSERT_EQ(series.size(), 1u);
+  // A bad row (digest) is refused naming its place and key.
+  IngestBatchBuilder bad(6);
+  MediaPoint m = Media("other", 0, 0, "image", "r");
+  m.sha256 = "xyz";
+  bad.AddMedia(m);
+  s = store().Ingest(Ref("run1"), "b", bad.Finish(), 2).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("media[0] (key 'other'): sha256"), std::string::npos)
+      << s.ToString();
+}
+
+TEST_P(StoreConformanceTest, MediaLimitsRefuseTheBatch) {
+  MakeRun("run1");
+  Join("run1", "w");
+  IngestBatchBuilder many(1);
+  for (int i = 0; i < 3; ++i) many.AddMedia(Media("img", 0, i, "image", std::to_string(i)));
+  many.batch().max_media_per_step = 2;
+  Status s = store().Ingest(Ref("run1"), "w", many.Finish(), 1).status();
+  EXPECT_EQ(s.code(), StatusCode::kPayloadTooLarge);
+  EXPECT_NE(s.message().find("more than 2 media in one step"), std::string::npos) << s.ToString();
+
+  IngestBatchBuilder first(2);
+  first.AddMedia(Media("img", 0, 0, "image", "0123456789"));
+  first.batch().max_run_media_bytes = 15;
+  COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "w", first.Finish(), 1).status());
+  IngestBatchBuilder over(3);
+  over.AddMedia(Media("img", 1, 0, "image", "0123456789"));
+  over.batch().max_run_media_bytes = 15;
+  s = store().Ingest(Ref("run1"), "w", over.Finish(), 1).status();
+  EXPECT_EQ(s.code(), StatusCode::kPayloadTooLarge);
+  EXPECT_NE(s.message().find("budget of 15"), std::string::npos) << s.ToString();
+  COHORT_ASSERT_OK_AND_ASSIGN(auto rows, store().QueryMedia(MediaQuery{.run = Ref("run1")}));
+  EXPECT_EQ(rows.size(), 1u);
+}
+
+TEST_P(StoreConformanceTest, MediaRowsKeepTheirBlobsFromGarbageCollection) {
+  MakeRun("run1");
+  Join("run1", "w");
+  const std::string held = Sha256::Hex("pixels"), loose = Sha256::Hex("loose");
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, held, 6, 1000, ""));
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, loose, 5, 1000, ""));
+  IngestBatchBuilder b(1);
+  b.AddMedia(Media("img", 0, 0, "image", "pixels"));
+  COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "w", b.Finish(), 2000).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto unreferenced, store().UnreferencedBlobs(5000));
+  ASSERT_EQ(unreferenced.size(), 1u);
+  EXPECT_EQ(unreferenced[0].sha256, loose);
+  // Once the run is gone, its media's blobs may go too.
+  COHORT_ASSERT_OK(store().DeleteRun(Ref("run1")));
+  COHORT_ASSERT_OK_AND_ASSIGN(unreferenced, store().UnreferencedBlobs(5000));
+  EXPECT_EQ(unreferenced.size(), 2u);
+}
+
+TEST_P(StoreConformanceTest, DumpRoundTripKeepsMedia) {
+  MakeRun("run1");
+  Join("run1", "w");
+  IngestBatchBuilder bb(1);
+  bb.AddMedia(Media("img", 3, 0, "image", "a", "caption é"));
+  bb.AddMedia(Media("clip", 4, 0, "audio", "b"));
+  COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "w", bb.Finish(), 1).status());
+  std::vector<DumpRecord> records;
+  COHORT_ASSERT_OK(store().Export([&](const DumpRecord& rec) {
+    records.push_back(rec);
+    return Status::Ok();
+  }));
+  auto target = GetParam().make_target();
+  COHORT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> copy, target->Open());
+  const DumpHeader header{.source = GetParam().name == "postgres" ? "postgres" : "sqlite"};
+  COHORT_ASSERT_OK(copy->Import(records, header).status());
+  COHORT_ASSERT_OK(copy->FinishImport());
+  COHORT_ASSERT_OK_AND_ASSIGN(DumpCounts counts, copy->CountRows());
+  EXPECT_EQ(counts["media"], 2);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto a, store().QueryMedia(MediaQuery{.run = Ref("run1")}));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto b, copy->QueryMedia(MediaQuery{.run = Ref("run1")}));
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(a[i].key, b[i].key);
+    EXPECT_EQ(a[i].step, b[i].step);
+    EXPECT_EQ(a[i].type, b[i].type);
+    EXPECT_EQ(a[i].sha256, b[i].sha256);
+    EXPECT_EQ(a[i].caption, b[i].caption);
+    EXPECT_EQ(a[i].duration_ms, b[i].duration_ms);
+  }
+}
+
+}  // namespace cohort::store

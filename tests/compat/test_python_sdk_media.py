@@ -1,0 +1,67 @@
+"""The vendor's Python SDK logging media into Cohort (issue 15): `wandb.Image`, `wandb.Audio`,
+`wandb.Html` and `wandb.Table` values, unchanged clients pointed at the server; their history
+values become media rows and the files they upload become the blobs they name (kept as run
+files too), checked through Cohort's own routes (.../keys types, .../media rows, the download, the
+table)."""
+import hashlib
+import io
+import urllib.request
+
+import numpy as np
+import pytest
+
+from .compat_helpers import run_python, sdk_env
+
+pytestmark = pytest.mark.timeout(600)
+PIL = pytest.importorskip("PIL.Image")
+
+SCRIPT = r'''
+import sys, wave
+import numpy as np
+import wandb
+run_id, project = sys.argv[1], sys.argv[2]
+with wave.open("clip.wav", "wb") as w:   # raw arrays need soundfile in the vendor's SDK
+    w.setnchannels(1)
+    w.setsampwidth(2)
+    w.setframerate(8000)
+    w.writeframes(bytes(1600))
+run = wandb.init(project=project, id=run_id)
+for step in range(2):
+    px = np.full((6, 4, 3), 60 * step + 5, dtype=np.uint8)
+    run.log({"loss": 1.0 / (step + 1), "img": wandb.Image(px, caption=f"s{step}"),
+             "tab": wandb.Table(columns=["a", "b"], data=[[step, "x"], [step + 1, "y"]]),
+             "clip": wandb.Audio("clip.wav"),
+             "page": wandb.Html("<p>step</p>")})
+run.finish()
+'''
+
+
+def test_wandb_media_values_are_stored_as_media(server, api, entity, tmp_path):
+    env = sdk_env(server, tmp_path)
+    proc = run_python(SCRIPT, env, tmp_path, args=("media01", "sdkmedia"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    base = f"/api/v1/runs/{entity}/sdkmedia/media01"
+    status, keys = api.get(base + "/keys")
+    assert status == 200, keys
+    types = {k["key"]: k["type"] for k in keys["keys"]}
+    assert types["loss"] == "scalar" and types["img"] == "image" and types["tab"] == "table", types
+    assert types["clip"] == "audio" and types["page"] == "html", types
+    status, body = api.get(base + "/media?keys=img")
+    assert status == 200, body
+    rows = body["media"]
+    assert [r["step"] for r in rows] == [0, 1] and rows[1]["caption"] == "s1", rows
+    assert all(r["uploaded"] for r in rows), rows  # the client uploaded its files at finish
+    for r in rows:
+        req = urllib.request.Request(server.url + r["url"])
+        req.add_header("Authorization", "Bearer " + server.config["api_key"])
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            data = resp.read()
+            assert resp.headers["Content-Type"] == "image/png"
+        assert hashlib.sha256(data).hexdigest() == r["sha256"]
+        with PIL.open(io.BytesIO(data)) as im:
+            assert np.array_equal(np.asarray(im)[..., :3],
+                                  np.full((6, 4, 3), 60 * r["step"] + 5, dtype=np.uint8))
+    status, table = api.get(base + "/tables/tab")
+    assert status == 200, table
+    assert table["step"] == 1 and table["columns"] == ["a", "b"], table
+    assert table["data"] == [[1, "x"], [2, "y"]], table

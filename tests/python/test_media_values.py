@@ -1,0 +1,169 @@
+"""cohort.Image, Audio, Video, Html and Table without a server: what each accepts (layouts,
+dtypes, files), what it refuses at construction (naming the problem), what it encodes (PNG pixels,
+WAV samples, the table document) and how ``run.log``'s converter turns media and lists of media
+into one step's set."""
+import io
+import json
+import wave
+
+import numpy as np
+import pytest
+
+import sdk_helpers  # noqa: F401  (puts the package on sys.path)
+import cohort
+from cohort._values import convert
+from cohort.media import _MediaSet
+
+PILImage = pytest.importorskip("PIL.Image", reason="cohort.Image encodes arrays with Pillow")
+
+
+def _pixels(data):
+    with PILImage.open(io.BytesIO(data)) as im:
+        return np.asarray(im)
+
+
+def test_images_of_every_layout_encode_to_png_with_their_pixels():
+    rng = np.random.default_rng(0)
+    hwc = rng.integers(0, 256, size=(5, 6, 3), dtype=np.uint8)
+    data, mime, w, h, _ = cohort.Image(hwc)._encode()
+    assert (mime, w, h) == ("image/png", 6, 5) and data.startswith(b"\x89PNG")
+    assert np.array_equal(_pixels(data), hwc)
+    chw = hwc.transpose(2, 0, 1).copy()  # (3, 5, 6): channels first
+    assert np.array_equal(_pixels(cohort.Image(chw)._encode()[0]), hwc)
+    # HWC wins when both readings fit (as the seed's SDK does): (3, 5, 4) is 3 rows of RGBA.
+    assert cohort.Image(np.zeros((3, 5, 4), dtype=np.uint8)).height == 3
+    grey = rng.integers(0, 256, size=(3, 7), dtype=np.uint8)
+    assert np.array_equal(_pixels(cohort.Image(grey[None])._encode()[0]), grey)  # 1HW
+    rgba = rng.random((2, 3, 4))
+    assert np.array_equal(_pixels(cohort.Image(rgba)._encode()[0]),
+                          np.rint(rgba * 255).astype(np.uint8))
+    assert np.array_equal(_pixels(cohort.Image(np.array([[True, False]]))._encode()[0]),
+                          np.array([[255, 0]], dtype=np.uint8))
+
+
+def test_the_array_is_copied_at_the_call():
+    a = np.zeros((2, 2), dtype=np.uint8)
+    img = cohort.Image(a)
+    a[:] = 9  # the training loop reuses its buffer before the worker encodes
+    assert _pixels(img._encode()[0]).max() == 0
+
+
+def test_torch_tensors_and_pil_images():
+    torch = pytest.importorskip("torch")
+    t = torch.rand(3, 4, 5)
+    want = np.rint(t.numpy().astype(np.float64).transpose(1, 2, 0) * 255).astype(np.uint8)
+    assert np.array_equal(_pixels(cohort.Image(t)._encode()[0]), want)
+    pil = PILImage.fromarray(want)
+    data, _, w, h, _ = cohort.Image(pil, caption="pil")._encode()
+    assert (w, h) == (5, 4) and np.array_equal(_pixels(data), want)
+
+
+def test_bad_images_are_refused_naming_the_problem(tmp_path):
+    for bad, text in [(np.zeros((2, 2, 7)), "got shape (2, 2, 7)"),
+                      (np.zeros((2, 2, 2, 3)), "got shape"),
+                      (np.full((2, 2), 1.5), "float pixels must be in [0, 1]"),
+                      (np.array([[np.nan]]), "must be finite"),
+                      (np.array([[300]], dtype=np.int32), "integer pixels must be 0..255"),
+                      (np.zeros((0, 3)), "empty image"),
+                      (np.zeros((2, 2), dtype=np.complex64), "unsupported dtype")]:
+        with pytest.raises(ValueError, match=None) as e:
+            cohort.Image(bad)
+        assert text in str(e.value), (text, str(e.value))
+    fake = tmp_path / "fake.png"
+    fake.write_bytes(b"GIF89a not a png")
+    with pytest.raises(ValueError, match="is not a image/png file"):
+        cohort.Image(str(fake))
+    with pytest.raises(ValueError, match="unsupported file type '.txt'"):
+        (tmp_path / "a.txt").write_text("x")
+        cohort.Image(str(tmp_path / "a.txt"))
+    with pytest.raises(ValueError, match="caption longer than 4096 bytes"):
+        cohort.Image(np.zeros((1, 1)), caption="x" * 5000)
+
+
+def test_audio_is_16_bit_pcm_wav_and_files_keep_their_bytes(tmp_path):
+    stereo = np.stack([np.linspace(-1, 1, 400), np.zeros(400)], axis=1).astype(np.float32)
+    data, mime, _, _, duration = cohort.Audio(stereo, sample_rate=4000)._encode()
+    assert (mime, duration) == ("audio/wav", 100)
+    with wave.open(io.BytesIO(data)) as w:
+        assert (w.getnchannels(), w.getsampwidth(), w.getframerate()) == (2, 2, 4000)
+        frames = np.frombuffer(w.readframes(400), dtype="<i2").reshape(400, 2)
+    assert frames[0, 0] == -32767 and frames[-1, 0] == 32767 and not frames[:, 1].any()
+    path = tmp_path / "a.wav"
+    path.write_bytes(data)
+    again = cohort.Audio(str(path), caption="file")._encode()
+    assert again[0] == data and again[4] == 100
+    with pytest.raises(ValueError, match="sample_rate"):
+        cohort.Audio(stereo)
+    with pytest.raises(ValueError, match=r"in \[-1, 1\]"):
+        cohort.Audio(stereo * 3, sample_rate=10)
+    with pytest.raises(ValueError, match="unsupported dtype"):
+        cohort.Audio(np.zeros(4, dtype=np.int64), sample_rate=10)
+
+
+def test_video_files_and_html(tmp_path):
+    gif = tmp_path / "v.gif"
+    PILImage.fromarray(np.zeros((2, 2, 3), dtype=np.uint8)).save(gif)
+    data, mime, *_ = cohort.Video(str(gif))._encode()
+    assert data == gif.read_bytes() and mime == "image/gif"
+    with pytest.raises(ValueError, match="write them to a .mp4 or .gif file"):
+        cohort.Video(np.zeros((2, 2, 2, 3)))
+    with pytest.raises(ValueError, match="unsupported file type"):
+        cohort.Video(str(gif), format="avi")
+    assert cohort.Html("<b>hi</b>")._encode()[:2] == (b"<b>hi</b>", "text/html")
+    page = tmp_path / "p.html"
+    page.write_text("<i>file</i>")
+    assert cohort.Html(str(page))._encode()[0] == b"<i>file</i>"
+
+
+def test_tables_from_rows_and_dataframes():
+    pd = pytest.importorskip("pandas")
+    t = cohort.Table(columns=["a", "b", "c"],
+                     data=[[1, "x", True], [np.float32(0.5), None, float("nan")]])
+    data, mime, ncols, nrows, _ = t._encode()
+    assert (mime, ncols, nrows) == ("application/json", 3, 2)
+    assert json.loads(data) == {"columns": ["a", "b", "c"],
+                                "data": [[1, "x", True], [0.5, None, None]]}
+    df = pd.DataFrame({"n": [1, 2], "s": ["p", "q"]})
+    assert json.loads(cohort.Table(dataframe=df)._encode()[0])["data"] == [[1, "p"], [2, "q"]]
+    with pytest.raises(ValueError, match="row 1 has 1 cells, expected 2"):
+        cohort.Table(columns=["a", "b"], data=[[1, 2], [3]])
+    with pytest.raises(ValueError, match=r"row 0, column 'b': a dict cannot be a cell"):
+        cohort.Table(columns=["a", "b"], data=[[1, {}]])
+    with pytest.raises(ValueError, match="repeated column names"):
+        cohort.Table(columns=["a", "a"], data=[])
+
+
+def test_the_converter_turns_media_and_lists_into_one_set():
+    img = cohort.Image(np.zeros((1, 1), dtype=np.uint8))
+    one = convert("k", img)
+    assert isinstance(one, _MediaSet) and one.items == [img] and one._cohort_media_type == "image"
+    many = convert("k", [img, img])
+    assert len(many.items) == 2
+    with pytest.raises(TypeError, match="'k': a list of media must be of one type"):
+        convert("k", [img, cohort.Html("<p>")])
+    with pytest.raises(TypeError, match="'k': a list of media must hold media only"):
+        convert("k", [img, 1.0])
+    with pytest.raises(ValueError, match="'k': 1025 media in one step"):
+        convert("k", [img] * 1025)
+    with pytest.raises(TypeError):
+        convert("k", [1.0, 2.0])  # a list of numbers is still not a value
+
+
+def test_a_disabled_run_accepts_media_and_logs_nothing():
+    run = cohort.init(mode="disabled")
+    run.log({"img": cohort.Image(np.zeros((2, 2), dtype=np.uint8)), "x": 1.0})
+    run.finish()
+
+
+def test_image_takes_the_seed_sdks_arguments():
+    a = np.zeros((2, 3, 3), dtype=np.uint8)
+    a[..., 0] = 255
+    grey = cohort.Image(a, "L", caption="red as grey")
+    assert grey.caption == "red as grey"
+    assert _pixels(grey._encode()[0]).shape == (2, 3)  # converted to one channel
+    with pytest.warns(RuntimeWarning, match="boxes not stored"):
+        cohort.Image(a, boxes={"predictions": {}})
+    with pytest.raises(TypeError, match="unexpected argument"):
+        cohort.Image(a, colour="red")
+    with pytest.raises(ValueError, match="mode 'CMYK'"):
+        cohort.Image(a, mode="CMYK")

@@ -1,0 +1,182 @@
+// Run page, Media tab: the run's media keys (images, audio, video, html, tables); for the chosen
+// key a step slider over the steps it was logged at and a checkbox per writer (shared runs), then
+// the step's set per writer: images in a grid (full size on click), audio and video players, HTML
+// in a sandboxed frame (it never runs in the UI's origin: no scripts, an opaque origin), tables
+// with paging and sorting. Bytes are fetched with the browser's key (api.blobAt) into object URLs.
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { api, type MediaRow, type RunDetail, type SeriesInfo } from '../lib/api';
+import { fmtBytes, naturalCompare } from '../lib/format';
+import { Empty, ErrorBox, Loading, useLoad } from '../components/common';
+
+const TABLE_PAGE = 50;
+
+export function MediaTab({ r, tick }: { r: RunDetail; tick: number }) {
+  const keys = useLoad((signal) => api.mediaKeys(r.entity, r.project, r.id, signal), [r.entity, r.project, r.id, tick]);
+  const byKey = useMemo(() => {
+    const m = new Map<string, SeriesInfo[]>();
+    for (const k of keys.data ?? []) m.set(k.key, [...(m.get(k.key) ?? []), k]);
+    return m;
+  }, [keys.data]);
+  const names = [...byKey.keys()].sort(naturalCompare);
+  const [key, setKey] = useState('');
+  const chosen = key && byKey.has(key) ? key : names[0] ?? '';
+  if (keys.error && !keys.data) return <ErrorBox error={keys.error} retry={keys.reload} />;
+  if (!keys.data) return <Loading what="media" />;
+  if (!names.length) {
+    return <Empty>This run has logged no media (<code>run.log({'{'}"samples": [cohort.Image(a), …]{'}'})</code>).</Empty>;
+  }
+  return (
+    <div class="media-tab" data-testid="media-tab">
+      <nav class="media-keys" aria-label="media keys">
+        {names.map((k) => (
+          <button key={k} type="button" class={k === chosen ? 'media-key active' : 'media-key'} data-key={k}
+            aria-pressed={k === chosen} onClick={() => setKey(k)}>
+            {k} <span class="muted small">{byKey.get(k)![0].type}</span>
+          </button>
+        ))}
+      </nav>
+      {chosen && <MediaKey r={r} mediaKey={chosen} tick={tick} />}
+    </div>
+  );
+}
+
+function MediaKey({ r, mediaKey, tick }: { r: RunDetail; mediaKey: string; tick: number }) {
+  const rows = useLoad((signal) => api.media(r.entity, r.project, r.id, mediaKey, signal), [r.entity, r.project, r.id, mediaKey, tick]);
+  const all = rows.data?.media ?? [];
+  const steps = useMemo(() => [...new Set(all.map((m) => m.step))].sort((a, b) => a - b), [rows.data]);
+  const writers = useMemo(() => [...new Set(all.map((m) => m.writer))].sort(naturalCompare), [rows.data]);
+  const [stepIdx, setStepIdx] = useState<number | null>(null);
+  const [hidden, setHidden] = useState<Set<string>>(new Set());
+  useEffect(() => { setStepIdx(null); setHidden(new Set()); }, [mediaKey]);
+  if (rows.error && !rows.data) return <ErrorBox error={rows.error} retry={rows.reload} />;
+  if (!rows.data) return <Loading what={mediaKey} />;
+  if (!steps.length) return <Empty>No rows yet.</Empty>;
+  const idx = stepIdx === null || stepIdx >= steps.length ? steps.length - 1 : stepIdx;
+  const step = steps[idx];
+  const shown = writers.filter((w) => !hidden.has(w));
+  return (
+    <section class="media-key-view" data-testid="media-key" data-key={mediaKey}>
+      <div class="media-controls">
+        <label>step <strong data-testid="media-step">{step}</strong>
+          <input type="range" min={0} max={steps.length - 1} value={idx} data-testid="media-step-slider"
+            aria-label="step" onInput={(e) => setStepIdx(Number((e.target as HTMLInputElement).value))} />
+          <span class="muted small">{steps.length} steps ({steps[0]}–{steps[steps.length - 1]})</span>
+        </label>
+        {writers.length > 1 && (
+          <fieldset class="media-writers" data-testid="media-writers"><legend class="muted small">writers</legend>
+            {writers.map((w) => (
+              <label key={w}><input type="checkbox" checked={!hidden.has(w)} data-writer={w} onChange={() => {
+                const next = new Set(hidden);
+                if (next.has(w)) next.delete(w); else next.add(w);
+                setHidden(next);
+              }} /> {w}</label>
+            ))}
+          </fieldset>
+        )}
+      </div>
+      {shown.map((w) => {
+        const set = all.filter((m) => m.writer === w && m.step === step).sort((a, b) => a.index - b.index);
+        return (
+          <div class="media-writer" key={w} data-writer={w}>
+            {writers.length > 1 && <h3>{w}</h3>}
+            {!set.length ? <p class="muted small">nothing at this step</p> : (
+              <div class={set[0].type === 'image' ? 'media-grid' : 'media-list'}>
+                {set.map((m) => <MediaItem key={m.sha256 + m.index} r={r} m={m} />)}
+              </div>
+            )}
+          </div>
+        );
+      })}
+    </section>
+  );
+}
+
+/** An object URL of the row's bytes, revoked when the row changes. */
+function useObjectUrl(m: MediaRow): { url: string; error: unknown } {
+  const [state, setState] = useState<{ url: string; error: unknown }>({ url: '', error: null });
+  useEffect(() => {
+    if (!m.uploaded) { setState({ url: '', error: null }); return; }
+    let url = '';
+    let live = true;
+    api.blobAt(m.url).then((b) => {
+      url = URL.createObjectURL(new Blob([b], { type: m.mime }));
+      if (live) setState({ url, error: null }); else URL.revokeObjectURL(url);
+    }, (e) => { if (live) setState({ url: '', error: e }); });
+    return () => { live = false; if (url) URL.revokeObjectURL(url); };
+  }, [m.url, m.uploaded]);
+  return state;
+}
+
+function MediaItem({ r, m }: { r: RunDetail; m: MediaRow }) {
+  return m.type === 'table' ? <TableView r={r} m={m} /> : <BlobItem m={m} />;
+}
+
+function BlobItem({ m }: { m: MediaRow }) {
+  const { url, error } = useObjectUrl(m);
+  const [big, setBig] = useState(false);
+  const caption = m.caption ? <figcaption>{m.caption}</figcaption> : null;
+  let body;
+  if (error) body = <ErrorBox error={error} />;
+  else if (!m.uploaded) body = <p class="muted small">uploading…</p>;
+  else if (!url) body = <Loading what={m.type} />;
+  else if (m.type === 'image') {
+    body = (
+      <button type="button" class="media-thumb" title="full size" onClick={() => setBig(true)}>
+        <img src={url} alt={m.caption || `${m.key} step ${m.step} #${m.index}`} width={m.width || undefined} height={m.height || undefined} data-testid="media-image" />
+      </button>
+    );
+  } else if (m.type === 'audio') body = <audio controls src={url} data-testid="media-audio" />;
+  else if (m.type === 'video') body = m.mime.startsWith('image/') ? <img src={url} alt={m.caption || m.key} data-testid="media-video" /> : <video controls src={url} data-testid="media-video" />;
+  else body = <iframe sandbox="" src={url} title={m.caption || m.key} class="media-html" data-testid="media-html" />;
+  return (
+    <figure class="media-item" data-index={m.index}>
+      {body}
+      {caption}
+      <div class="muted small">{m.mime} · {fmtBytes(m.size)}{m.width ? ` · ${m.width}×${m.height}` : ''}</div>
+      {big && url && (
+        <div class="media-full" role="dialog" aria-label="full size" data-testid="media-full" onClick={() => setBig(false)}>
+          <img src={url} alt={m.caption || m.key} />
+        </div>
+      )}
+    </figure>
+  );
+}
+
+function TableView({ r, m }: { r: RunDetail; m: MediaRow }) {
+  const [offset, setOffset] = useState(0);
+  const [sort, setSort] = useState<{ col: number; desc: boolean } | null>(null);
+  useEffect(() => { setOffset(0); }, [m.sha256]);
+  const page = useLoad((signal) => m.uploaded ? api.table(r.entity, r.project, r.id, m.key, m.step, m.writer, offset, TABLE_PAGE, signal) : Promise.resolve(null),
+    [r.entity, r.project, r.id, m.key, m.step, m.writer, m.sha256, offset, m.uploaded]);
+  if (!m.uploaded) return <p class="muted small">uploading…</p>;
+  if (page.error && !page.data) return <ErrorBox error={page.error} retry={page.reload} />;
+  if (!page.data) return <Loading what="table" />;
+  const t = page.data;
+  const rows = [...t.data];
+  if (sort) {
+    rows.sort((a, b) => {
+      const x = a[sort.col], y = b[sort.col];
+      const c = x === y ? 0 : x === null ? -1 : y === null ? 1 : (x as number | string) < (y as number | string) ? -1 : 1;
+      return sort.desc ? -c : c;
+    });
+  }
+  const cell = (v: unknown) => (v === null ? <span class="muted">null</span> : typeof v === 'boolean' ? String(v) : String(v));
+  return (
+    <div class="media-table" data-testid="media-table">
+      {m.caption ? <p>{m.caption}</p> : null}
+      <table class="table">
+        <thead><tr>{t.columns.map((c, i) => (
+          <th key={c} scope="col" aria-sort={sort?.col === i ? (sort.desc ? 'descending' : 'ascending') : 'none'}>
+            <button type="button" class="link" onClick={() => setSort({ col: i, desc: sort?.col === i ? !sort.desc : false })}>{c}</button>
+          </th>
+        ))}</tr></thead>
+        <tbody>{rows.map((row, i) => <tr key={i}>{row.map((v, j) => <td key={j} class={typeof v === 'number' ? 'num' : ''}>{cell(v)}</td>)}</tr>)}</tbody>
+      </table>
+      <div class="pager muted small">
+        rows {t.nrows ? t.offset + 1 : 0}–{t.offset + t.data.length} of <span data-testid="media-table-rows">{t.nrows}</span>
+        {' '}<button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - TABLE_PAGE))}>previous</button>
+        {' '}<button type="button" disabled={offset + TABLE_PAGE >= t.nrows} onClick={() => setOffset(offset + TABLE_PAGE)}>next</button>
+      </div>
+    </div>
+  );
+}
