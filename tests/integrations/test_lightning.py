@@ -184,3 +184,41 @@ def test_lightning_logger_on_two_ranks(client, mode):
         part = h[h["writer"] == f"rank_{rank}"]
         assert part["step"].tolist() == [0, 1, 2, 3], part
         assert set(part["rank"]) == {float(rank)}        # each rank's own values
+
+
+MEDIA = LIGHTNING_PATCH + r'''
+import io, json
+import numpy as np
+from cohort.integrations.lightning import CohortLogger
+
+logger = CohortLogger(project="lt-media", name="lt-media")
+black, white = np.zeros((4, 5, 3), np.uint8), np.full((4, 5, 3), 255, np.uint8)
+logger.log_image("samples", [black, white], step=3, caption=["black", "white"])
+logger.log_table("preds", columns=["id", "label"], data=[[1, "cat"], [2, "dog"]], step=3)
+try:
+    logger.log_image("bad", [black], caption=["a", "b"])
+except ValueError as e:
+    print("REFUSED " + str(e))
+run = logger.experiment
+run.finish()
+print("RESULT " + json.dumps({"id": run.id}))
+'''
+
+
+def test_lightning_logger_logs_images_and_tables(client):
+    """WandbLogger's log_image/log_table, on CohortLogger: one step's set of images with their
+    captions and a table, at the step given (with trainer/global_step), read back exactly."""
+    from PIL import Image
+    import io
+    out = run_script(client, MEDIA, name="media.py")
+    assert "REFUSED Expected 1 items but only found 2 for caption" in out, out
+    run = finished_run(read_api(client), f"lt-media/{result(out)['id']}")
+    rows = sorted(run.media("samples"), key=lambda r: r["index"])
+    assert [(r["step"], r["index"], r["caption"], r["type"]) for r in rows] == [
+        (3, 0, "black", "image"), (3, 1, "white", "image")], rows
+    pixels = [Image.open(io.BytesIO(r.read())).getpixel((0, 0)) for r in rows]
+    assert pixels[0][:3] == (0, 0, 0) and pixels[1][:3] == (255, 255, 255), pixels
+    table = run.table("preds")
+    assert table.columns.tolist() == ["id", "label"]
+    assert table.values.tolist() == [[1, "cat"], [2, "dog"]]
+    assert run.history()["trainer/global_step"].dropna().tolist() == [3]

@@ -113,7 +113,7 @@ class StepValues:
     Frameworks log some keys with every call (``epoch``, ``trainer/global_step``,
     ``train/global_step``), several calls per step (train, eval and epoch-end metrics); the
     repeats carry nothing new, and a key logged again at a step after the client library has
-    flushed that step's row would be stored as a second point at that step."""
+    flushed that step's row would be sent and stored again."""
 
     def __init__(self) -> None:
         self.step: Optional[int] = None

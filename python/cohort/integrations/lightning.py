@@ -168,6 +168,45 @@ class CohortLogger(Logger):
             self.experiment.log(values, step=int(step))
 
     @_everywhere_or_rank_zero
+    def log_image(self, key: str, images: List[Any], step: Optional[int] = None,
+                  **kwargs: Any) -> None:
+        """Logs ``images`` (arrays, tensors, PIL images or paths) as one step's set of
+        ``cohort.Image`` under ``key``; each keyword is a list with one value per image
+        (``caption=[...]``), as the vendor's WandbLogger takes them."""
+        self._log_media(key, images, step, kwargs, lambda item, kw: cohort.Image(item, **kw))
+
+    @_everywhere_or_rank_zero
+    def log_audio(self, key: str, audios: List[Any], step: Optional[int] = None,
+                  **kwargs: Any) -> None:
+        """Logs ``audios`` as one step's set of ``cohort.Audio`` (``sample_rate=[...]``)."""
+        self._log_media(key, audios, step, kwargs, lambda item, kw: cohort.Audio(item, **kw))
+
+    @_everywhere_or_rank_zero
+    def log_video(self, key: str, videos: List[Any], step: Optional[int] = None,
+                  **kwargs: Any) -> None:
+        """Logs video files as one step's set of ``cohort.Video``."""
+        self._log_media(key, videos, step, kwargs, lambda item, kw: cohort.Video(item, **kw))
+
+    @_everywhere_or_rank_zero
+    def log_table(self, key: str, columns: Optional[List[str]] = None,
+                  data: Optional[List[List[Any]]] = None, dataframe: Any = None,
+                  step: Optional[int] = None) -> None:
+        """Logs a ``cohort.Table`` (``columns`` and ``data`` rows, or a pandas ``dataframe``)."""
+        self.log_metrics({key: cohort.Table(columns=columns, data=data, dataframe=dataframe)},
+                         step)
+
+    def _log_media(self, key: str, items: List[Any], step: Optional[int],
+                   kwargs: Dict[str, Any], make: Any) -> None:
+        if not isinstance(items, list):
+            raise TypeError(f'Expected a list as "{key}" media, found {type(items).__name__}')
+        n = len(items)
+        for k, v in kwargs.items():
+            if len(v) != n:
+                raise ValueError(f"Expected {n} items but only found {len(v)} for {k}")
+        values = [make(item, {k: kwargs[k][i] for k in kwargs}) for i, item in enumerate(items)]
+        self.log_metrics({key: values}, step)
+
+    @_everywhere_or_rank_zero
     def watch(self, model: Any, log: Optional[str] = "gradients", log_freq: int = 100,
               log_graph: bool = False) -> None:
         """``run.watch(model, log, log_freq)``: histograms of gradients and/or parameters every
