@@ -32,6 +32,8 @@ def parse_args(description: str, extra: Optional[callable] = None) -> argparse.N
                    help="extra seconds per step, to stand for real work")
     p.add_argument("--watch-freq", type=int, default=0,
                    help="log gradient and parameter histograms every N steps (run.watch)")
+    p.add_argument("--log-images", action="store_true",
+                   help="log the first layer's weights as an image at the last step of each epoch")
     p.add_argument("--local_rank", "--local-rank", type=int,
                    default=int(os.environ.get("LOCAL_RANK", "0")))
     if extra is not None:
@@ -86,13 +88,26 @@ def train(args: argparse.Namespace, run=None, rank: int = 0, on_step=None) -> fl
             opt.step()
             if run is not None:
                 # A 0-d tensor is logged as is; no .item() needed.
-                run.log({"loss": loss.detach(), "epoch": epoch, "batch": batch})
+                values = {"loss": loss.detach(), "epoch": epoch, "batch": batch}
+                if getattr(args, "log_images", False) and batch == args.batches - 1:
+                    import cohort
+                    values["weights/layer1"] = cohort.Image(weights_image(model.module),
+                                                            caption=f"epoch {epoch}")
+                run.log(values)
             step += 1
             if args.step_time:
                 time.sleep(args.step_time)
             if on_step is not None:
                 on_step(step)
     return float(loss)
+
+
+def weights_image(model: nn.Module) -> torch.Tensor:
+    """The first layer's weights (16 x 8) as a grey uint8 image, each weight a 12 x 12 block:
+    dark is negative, light positive (the Media tab shows how they change per epoch)."""
+    w = next(model.parameters()).detach()
+    scaled = ((w / (w.abs().max() + 1e-12)) * 127.5 + 127.5).clamp(0, 255).to(torch.uint8)
+    return scaled.repeat_interleave(12, dim=0).repeat_interleave(12, dim=1)
 
 
 def cleanup() -> None:

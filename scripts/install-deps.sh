@@ -17,6 +17,8 @@ pkgs=(
   libopenblas0-serial zstd
   postgresql nodejs npm chromium
   nginx openssl
+  # tests/packaging/test_portable_wheel.py: a minimal Debian root file system without build tools
+  debootstrap
 )
 
 missing=()

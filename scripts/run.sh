@@ -5,7 +5,8 @@
 # it in the background. Ctrl-C stops the server.
 # Options (environment): PORT (default 8787), DATA_DIR (default ~/.local/share/cohort/server),
 # EXAMPLE=0 to skip the example (300 steps on 4 ranks, about a minute and a half: loss, system
-# metrics every 2 s, gradient and parameter histograms every 20 steps).
+# metrics every 2 s, gradient and parameter histograms every 20 steps, the first layer's weights
+# as an image after each epoch).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -36,7 +37,7 @@ if [ "${EXAMPLE:-1}" != "0" ]; then
   echo "run.sh: running examples/ddp_shared.py on 4 ranks in project 'demo' (log: $log)" >&2
   (PYTHONPATH="$root/python" COHORT_BUILD_DIR="$build" COHORT_PROJECT=demo \
      "$root/.venv/bin/python" examples/launch.py --nproc 4 examples/ddp_shared.py --project demo \
-     --epochs 6 --batches 50 --step-time 0.2 --stats-interval 2 --watch-freq 20 \
+     --epochs 6 --batches 50 --step-time 0.2 --stats-interval 2 --watch-freq 20 --log-images \
      > "$log" 2>&1 && echo "run.sh: example finished; open the UI link above, project 'demo'" >&2 \
      || echo "run.sh: the example failed; see $log" >&2) &
 fi

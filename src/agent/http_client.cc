@@ -1,6 +1,7 @@
 #include "agent/http_client.h"
 
 #include <curl/curl.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <mutex>
@@ -14,6 +15,29 @@ namespace {
 void GlobalInitOnce() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+// Where TLS peers are verified from when the caller names no CA file (options_.ca_file). A
+// libcurl built with a default bundle (the system's, e.g. Debian's) keeps it. The portable
+// build of the wheels (cmake/CohortDependencies.cmake) has none, since the path differs between
+// distributions: it takes $SSL_CERT_FILE, else the first bundle of the known layouts that exists
+// (Debian/Ubuntu, RHEL/Fedora, SUSE, Alpine). Empty: curl's default.
+const std::string& DefaultCaBundle() {
+  static const std::string bundle = [] {
+    const curl_version_info_data* info = curl_version_info(CURLVERSION_NOW);
+    if (info->cainfo != nullptr || info->capath != nullptr) return std::string();
+    if (const char* env = std::getenv("SSL_CERT_FILE"); env != nullptr && *env != 0) {
+      return std::string(env);
+    }
+    for (const char* path :
+         {"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+          "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", "/etc/ssl/ca-bundle.pem",
+          "/etc/ssl/cert.pem"}) {
+      if (::access(path, R_OK) == 0) return std::string(path);
+    }
+    return std::string();
+  }();
+  return bundle;
 }
 
 size_t OnBody(char* data, size_t size, size_t n, void* user) {
@@ -107,7 +131,8 @@ Result<HttpResponse> HttpClient::Request(std::string_view method, std::string_vi
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, long(options_.connect_timeout_s * 1000));
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, long(options_.request_timeout_s * 1000));
   curl_easy_setopt(c, CURLOPT_USERAGENT, options_.user_agent.c_str());
-  if (!options_.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, options_.ca_file.c_str());
+  const std::string& ca_file = options_.ca_file.empty() ? DefaultCaBundle() : options_.ca_file;
+  if (!ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, ca_file.c_str());
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, OnBody);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &response.body);

@@ -27,6 +27,9 @@ Runner AddMediaCommand(CLI::App& app);     // media ls | get
 Runner AddArtifactCommand(CLI::App& app);  // artifact ls | show | get | put
 Runner AddGcCommand(CLI::App& app);        // gc: unreferenced artifact files
 Runner AddStoreDumpCommands(CLI::App& app);  // export | import | migrate (whole store)
+// Builds without the server (the wheels' node binary): `server`, `keys`, `gc`, `export`,
+// `import` and `migrate` exit 2 saying that this binary has no server and where to get one.
+Runner AddNoServerCommands(CLI::App& app);  // in no_server_cmd.cc
 
 // Adds the S3 blob store's options (--blob-s3-*, credentials from the environment) to `cmd`
 // (`cohort server` and `cohort gc`; in server_cmd.cc).

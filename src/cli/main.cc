@@ -11,18 +11,22 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "cohort " + std::string(cohort::kVersion));
   std::vector<cohort::cli::Runner> runners;
+#if COHORT_WITH_SERVER
   runners.push_back(cohort::cli::AddServerCommand(app));
+  runners.push_back(cohort::cli::AddKeysCommand(app));
+  runners.push_back(cohort::cli::AddGcCommand(app));
+  runners.push_back(cohort::cli::AddStoreDumpCommands(app));
+#else
+  runners.push_back(cohort::cli::AddNoServerCommands(app));
+#endif
   runners.push_back(cohort::cli::AddLoginCommand(app));
   runners.push_back(cohort::cli::AddLoginLinkCommand(app));
-  runners.push_back(cohort::cli::AddKeysCommand(app));
   runners.push_back(cohort::cli::AddAgentCommand(app));
   runners.push_back(cohort::cli::AddSyncCommand(app));
   runners.push_back(cohort::cli::AddRunsCommand(app));
   runners.push_back(cohort::cli::AddLogsCommand(app));
   runners.push_back(cohort::cli::AddMediaCommand(app));
   runners.push_back(cohort::cli::AddArtifactCommand(app));
-  runners.push_back(cohort::cli::AddGcCommand(app));
-  runners.push_back(cohort::cli::AddStoreDumpCommands(app));
   CLI11_PARSE(app, argc, argv);
   for (auto& run : runners) {
     int rc = run();

@@ -114,3 +114,23 @@ def test_torchrun_defaults_give_labels_primary_and_one_run_id(client):
     assert writers["rank_0"]["primary"] and not writers["rank_1"]["primary"]
     assert run["config"] == {"world_size": 2}
     _assert_rank_data(view, ["rank_0", "rank_1"])
+
+
+def test_the_bundled_examples_histograms_and_images_reach_every_ranks_writer(client):
+    # scripts/run.sh's example flags (--watch-freq, --log-images), on fewer steps and ranks.
+    assert_ok(client.launch("ddp_shared.py", 2, "--epochs", 2, "--batches", 4,
+                            "--watch-freq", 2, "--log-images"))
+    view = _single_run(client)
+    wait_until(lambda: view.get()["state"] == "finished", what="finished")
+    media = wait_until(lambda: (m := client.get(view.path + "/media", keys="weights/layer1")
+                                ["media"]) and len(m) == 4 and m, what="4 images")
+    assert sorted((m["writer"], m["step"]) for m in media) == \
+        [("rank_0", 3), ("rank_0", 7), ("rank_1", 3), ("rank_1", 7)]
+    assert {m["caption"] for m in media} == {"epoch 0", "epoch 1"}
+    assert all(m["mime"] == "image/png" and m["width"] == 96 and m["height"] == 192
+               for m in media), media
+    hist = client.get(view.path + "/histograms")["histograms"]
+    keys = {(h["key"], h["writer"]) for h in hist}
+    for label in ("rank_0", "rank_1"):
+        assert any(k.startswith("gradients/") and w == label for k, w in keys), keys
+        assert any(k.startswith("parameters/") and w == label for k, w in keys), keys
