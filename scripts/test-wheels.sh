@@ -109,6 +109,16 @@ assert os.path.realpath(binary).startswith(os.path.realpath(site)), binary
 assert os.access(binary, os.X_OK), binary
 print("extension:", os.path.basename(ext.__file__))
 
+# One version: the wheel's metadata (scikit-build-core read CMakeLists.txt), the extension's
+# (compiled from the same line), and `python -m cohort --version`.
+import importlib.metadata, subprocess
+assert importlib.metadata.version("cohort") == cohort.__version__, (
+    importlib.metadata.version("cohort"), cohort.__version__)
+shown = subprocess.run([sys.executable, "-m", "cohort", "--version"], capture_output=True,
+                       text=True, check=True).stdout.strip()
+assert shown == "cohort " + cohort.__version__, shown
+print("version:", cohort.__version__)
+
 run = cohort.init(project="wheel-smoke", config={"lr": 0.1},
                   settings=cohort.Settings(init_timeout=60, finish_timeout=60))
 assert run.id, "no run id"

@@ -133,9 +133,12 @@ def _bar(stream: Any) -> Callable[[int, int], None]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """``python -m cohort export RUN [--format csv|jsonl|parquet] [-o FILE]``."""
+    from . import __version__
     from .api import Api
 
     parser = argparse.ArgumentParser(prog="python -m cohort")
+    # The project version (CMakeLists.txt), as `cohort --version` prints it.
+    parser.add_argument("--version", action="version", version=f"cohort {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     ex = sub.add_parser("export", help="export a run's history (csv, jsonl, parquet)")
     ex.add_argument("run", help="entity/project/run_id or project/run_id")
