@@ -44,8 +44,9 @@ foreach(dir boost fmt CLI)
   endif()
 endforeach()
 
-# Boost.JSON compiled into one object of ours (its src.hpp), header-only fmt and CLI11.
-add_library(cohort_boost_json STATIC ${PROJECT_SOURCE_DIR}/cmake/boost_json.cc)
+# Boost.JSON compiled from its src.hpp (the translation unit the shared client library bundles
+# too), header-only fmt and CLI11.
+add_library(cohort_boost_json STATIC ${PROJECT_SOURCE_DIR}/src/client/bundled/boost_json.cc)
 target_include_directories(cohort_boost_json SYSTEM PUBLIC "${COHORT_PORTABLE_HEADERS}")
 target_compile_definitions(cohort_boost_json PUBLIC BOOST_JSON_NO_LIB BOOST_CONTAINER_NO_LIB)
 add_library(Boost::json ALIAS cohort_boost_json)
