@@ -231,16 +231,7 @@ TEST_P(StoreConformanceTest, DumpRoundTripKeepsHistograms) {
   bb.AddHistogram({"h", 3, 7, Explicit({-0.0, 1, 2}, {0.25, 9})});
   bb.AddHistogram({"h", 4, 8, Uniform(-1, 1, {1, 2})});
   COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "w", bb.Finish(), 1).status());
-  std::vector<DumpRecord> records;
-  COHORT_ASSERT_OK(store().Export([&](const DumpRecord& rec) {
-    records.push_back(rec);
-    return Status::Ok();
-  }));
-  auto target = GetParam().make_target();
-  COHORT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> copy, target->Open());
-  const DumpHeader header{.source = GetParam().name == "postgres" ? "postgres" : "sqlite"};
-  COHORT_ASSERT_OK(copy->Import(records, header).status());
-  COHORT_ASSERT_OK(copy->FinishImport());
+  COHORT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> copy, DumpCopy());
   COHORT_ASSERT_OK_AND_ASSIGN(DumpCounts counts, copy->CountRows());
   EXPECT_EQ(counts["histograms"], 2);
   COHORT_ASSERT_OK_AND_ASSIGN(auto a, store().QueryHistograms(HistogramQuery{.run = Ref("run1")}));

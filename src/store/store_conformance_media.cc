@@ -213,16 +213,7 @@ TEST_P(StoreConformanceTest, DumpRoundTripKeepsMedia) {
   bb.AddMedia(Media("img", 3, 0, "image", "a", "caption é"));
   bb.AddMedia(Media("clip", 4, 0, "audio", "b"));
   COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "w", bb.Finish(), 1).status());
-  std::vector<DumpRecord> records;
-  COHORT_ASSERT_OK(store().Export([&](const DumpRecord& rec) {
-    records.push_back(rec);
-    return Status::Ok();
-  }));
-  auto target = GetParam().make_target();
-  COHORT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> copy, target->Open());
-  const DumpHeader header{.source = GetParam().name == "postgres" ? "postgres" : "sqlite"};
-  COHORT_ASSERT_OK(copy->Import(records, header).status());
-  COHORT_ASSERT_OK(copy->FinishImport());
+  COHORT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> copy, DumpCopy());
   COHORT_ASSERT_OK_AND_ASSIGN(DumpCounts counts, copy->CountRows());
   EXPECT_EQ(counts["media"], 2);
   COHORT_ASSERT_OK_AND_ASSIGN(auto a, store().QueryMedia(MediaQuery{.run = Ref("run1")}));
