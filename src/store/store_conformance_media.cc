@@ -188,6 +188,50 @@ TEST_P(StoreConformanceTest, MediaLimitsRefuseTheBatch) {
   EXPECT_EQ(rows.size(), 1u);
 }
 
+// The run's media bytes are counted once and then kept up to date by each batch: several
+// batches fill the budget to the byte, a row logged again at its place counts its new size only,
+// and after a restart (the count loaded again) and for another writer the limit is the same.
+TEST_P(StoreConformanceTest, MediaBudgetIsExactAcrossBatchesAndRestarts) {
+  MakeRun("run1");
+  Join("run1", "w");
+  Join("run1", "v", /*primary=*/false);
+  const RunRef ref = Ref("run1");
+  auto batch = [](int64_t seq, int64_t step, const std::string& content, int64_t index = 0) {
+    IngestBatchBuilder b(seq);
+    b.AddMedia(Media("img", step, index, "image", content));
+    b.batch().max_run_media_bytes = 40;
+    return b.Finish();
+  };
+  auto refused = [&](const std::string& label, IngestBatch b, int64_t would_hold) {
+    Status s = store().Ingest(ref, label, std::move(b), 1).status();
+    EXPECT_EQ(s.code(), StatusCode::kPayloadTooLarge) << s.ToString();
+    EXPECT_NE(s.message().find("would hold " + std::to_string(would_hold) + " bytes"),
+              std::string::npos)
+        << s.ToString();
+  };
+  COHORT_ASSERT_OK(store().Ingest(ref, "w", batch(1, 0, std::string(10, 'a')), 1).status());
+  COHORT_ASSERT_OK(store().Ingest(ref, "w", batch(2, 1, std::string(10, 'b')), 1).status());
+  // Logged again at step 1 with 5 bytes: the run holds 15, not 25.
+  COHORT_ASSERT_OK(store().Ingest(ref, "w", batch(3, 1, std::string(5, 'c')), 1).status());
+  // Two rows at one place in one batch: the last stays (15 + 4 = 19 held after it).
+  IngestBatchBuilder twice(4);
+  twice.AddMedia(Media("img", 2, 0, "image", std::string(9, 'd')));
+  twice.AddMedia(Media("img", 2, 0, "image", std::string(4, 'e')));
+  twice.batch().max_run_media_bytes = 40;
+  COHORT_ASSERT_OK(store().Ingest(ref, "w", twice.Finish(), 1).status());
+  refused("w", batch(5, 3, std::string(22, 'f')), 41);
+  COHORT_ASSERT_OK(store().Ingest(ref, "v", batch(1, 0, std::string(11, 'g')), 1).status());
+  refused("v", batch(2, 1, std::string(11, 'h')), 41);
+  Reopen();
+  refused("w", batch(5, 3, std::string(11, 'i')), 41);
+  COHORT_ASSERT_OK(store().Ingest(ref, "w", batch(5, 3, std::string(10, 'j')), 1).status());
+  refused("v", batch(2, 1, std::string(1, 'k')), 41);  // exactly full: 40 bytes
+  int64_t held = 0;
+  COHORT_ASSERT_OK_AND_ASSIGN(auto rows, store().QueryMedia(MediaQuery{.run = ref}));
+  for (const MediaRecord& r : rows) held += r.size;
+  EXPECT_EQ(held, 40);
+}
+
 TEST_P(StoreConformanceTest, MediaRowsKeepTheirBlobsFromGarbageCollection) {
   MakeRun("run1");
   Join("run1", "w");
