@@ -250,6 +250,47 @@ TEST_P(StoreConformanceTest, MediaRowsKeepTheirBlobsFromGarbageCollection) {
   EXPECT_EQ(unreferenced.size(), 2u);
 }
 
+// A vendor client's media file is kept once, as a blob the media rows name: its run file names
+// the blob and holds no data, keeps the blob from garbage collection like a media row, and goes
+// back to holding data when uploaded again as an ordinary file.
+TEST_P(StoreConformanceTest, ARunFileKeptAsABlobHoldsNoDataAndKeepsTheBlob) {
+  MakeRun("run1");
+  const std::string sha = Sha256::Hex("pixels");
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, sha, 6, 1000, ""));
+  RunFile file{.name = "media/images/a.png", .content_type = "image/png", .size = 6};
+  file.sha256 = sha;
+  COHORT_ASSERT_OK_AND_ASSIGN(RunFile put, store().PutRunFile(Ref("run1"), file));
+  EXPECT_EQ(put.size, 6);
+  EXPECT_EQ(put.sha256, sha);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto files, store().ListRunFiles(Ref("run1")));
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].size, 6);
+  EXPECT_EQ(files[0].sha256, sha);
+  COHORT_ASSERT_OK_AND_ASSIGN(RunFile got, store().GetRunFile(Ref("run1"), file.name));
+  EXPECT_TRUE(got.data.empty());
+  EXPECT_EQ(got.sha256, sha);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto unreferenced, store().UnreferencedBlobs(5000));
+  EXPECT_TRUE(unreferenced.empty());
+  // Data and a blob at once is not a file.
+  RunFile both = file;
+  both.data = "pixels";
+  EXPECT_EQ(store().PutRunFile(Ref("run1"), both).status().code(), StatusCode::kInvalidArgument);
+  // The dump keeps what the file names.
+  COHORT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> copy, DumpCopy());
+  COHORT_ASSERT_OK_AND_ASSIGN(RunFile copied, copy->GetRunFile(Ref("run1"), file.name));
+  EXPECT_EQ(copied.sha256, sha);
+  EXPECT_EQ(copied.size, 6);
+  // Uploaded again as an ordinary file: its data, and the blob is no longer held by it.
+  COHORT_ASSERT_OK(
+      store().PutRunFile(Ref("run1"), RunFile{.name = file.name, .data = "other"}).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(got, store().GetRunFile(Ref("run1"), file.name));
+  EXPECT_EQ(got.data, "other");
+  EXPECT_TRUE(got.sha256.empty());
+  COHORT_ASSERT_OK_AND_ASSIGN(unreferenced, store().UnreferencedBlobs(5000));
+  ASSERT_EQ(unreferenced.size(), 1u);
+  EXPECT_EQ(unreferenced[0].sha256, sha);
+}
+
 TEST_P(StoreConformanceTest, DumpRoundTripKeepsMedia) {
   MakeRun("run1");
   Join("run1", "w");
