@@ -20,9 +20,8 @@ import sys
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-BUILD = pathlib.Path(os.environ.get("BUILD_DIR", ROOT / "build"))
-COHORT = BUILD / "src" / "cli" / "cohort"
+from _bench_server import BenchServer
+
 SIZE_MB = int(os.environ.get("SIZE_MB", "2048"))
 
 SCRIPT = r"""
@@ -114,21 +113,8 @@ def one(tmp, data_file):
                     "status=none"], check=True)
     disk_mbs = SIZE_MB / (time.time() - t0)
     os.remove(f"{tmp}/copy")
-    home = pathlib.Path(tmp) / "home"
-    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME="", XDG_DATA_HOME="",
-               XDG_RUNTIME_DIR=str(home / "run"), XDG_CACHE_HOME=str(home / "cache"))
-    (home / "run").mkdir(parents=True, mode=0o700)
-    server = subprocess.Popen([str(COHORT), "server", "--port", "0", "--data-dir",
-                               f"{tmp}/data"], stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, env=env, text=True)
-    try:
-        server.stdout.readline()
-        env.update({"PYTHONPATH": str(ROOT / "python"), "COHORT_BUILD_DIR": str(BUILD),
-                    "COHORT_BIN": str(COHORT), "COHORT_AGENT_IDLE_S": "5"})
-        script = pathlib.Path(tmp) / "log.py"
-        script.write_text(SCRIPT)
-        proc = subprocess.Popen(["/usr/bin/python3", str(script), data_file], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with BenchServer(tmp) as srv:
+        proc = srv.start_script(SCRIPT, data_file, python="/usr/bin/python3")
         agent_peak = 0.0
         while proc.poll() is None:
             out = subprocess.run(["pgrep", "-f", "^cohort agent"], capture_output=True,
@@ -138,7 +124,7 @@ def one(tmp, data_file):
                     environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
                 except OSError:
                     continue
-                if f"HOME={home}".encode() in environ:
+                if f"HOME={srv.home}".encode() in environ:
                     agent_peak = max(agent_peak, hwm_mb(int(pid)) or 0)
             time.sleep(0.2)
         stdout, stderr = proc.communicate()
@@ -146,10 +132,7 @@ def one(tmp, data_file):
             raise RuntimeError(stderr[-3000:])
         row = json.loads(stdout.strip().splitlines()[-1])
         row.update(disk_write_mbs=disk_mbs, upload_mbs=SIZE_MB / row["committed_s"],
-                   agent_peak_mb=agent_peak, server_peak_mb=hwm_mb(server.pid))
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+                   agent_peak_mb=agent_peak, server_peak_mb=hwm_mb(srv.proc.pid))
     row["wandb"] = peer(tmp, data_file)
     return row
 

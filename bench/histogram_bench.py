@@ -9,35 +9,23 @@ QUERY_ONLY=1 skips the logging measurements.
 Usage: python3 bench/histogram_bench.py   (the venv's python: torch, numpy, wandb)
 """
 import json
-import os
-import pathlib
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-BUILD = pathlib.Path(os.environ.get("BUILD_DIR", ROOT / "build"))
-COHORT = BUILD / "src" / "cli" / "cohort"
+from _bench_server import BenchServer, p50
 
 SCRIPT = r"""
-import json, os, statistics, time
+import json, os
 import numpy as np
 import torch
 import cohort
+from _bench_server import p50
 torch.set_num_threads(1)
 t = torch.randn(1_000_000)
 a = t.numpy()
 run = cohort.init(project="bench")
-def p50(fn, n):
-    out = []
-    for i in range(n):
-        t0 = time.perf_counter()
-        fn(i)
-        out.append(time.perf_counter() - t0)
-    return statistics.median(out) * 1e6
 ready = cohort.Histogram(t, num_bins=64)
 res = {} if os.environ.get("QUERY_ONLY") else {
   "histc_us": p50(lambda i: torch.histc(t, bins=64, min=-5, max=5), 200),
@@ -71,68 +59,43 @@ print(json.dumps(res))
 
 
 def main():
-    with tempfile.TemporaryDirectory() as tmp:
-        home = pathlib.Path(tmp) / "home"
-        env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME="", XDG_DATA_HOME="",
-                   XDG_RUNTIME_DIR=str(home / "run"), XDG_CACHE_HOME=str(home / "cache"))
-        (home / "run").mkdir(parents=True, mode=0o700)
-        server = subprocess.Popen([str(COHORT), "server", "--port", "0", "--data-dir",
-                                   f"{tmp}/data"], stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, env=env, text=True)
-        try:
-            url = server.stdout.readline().strip()
-            env.update({"PYTHONPATH": str(ROOT / "python"), "COHORT_BUILD_DIR": str(BUILD),
-                        "COHORT_BIN": str(COHORT), "COHORT_AGENT_IDLE_S": "5",
-                        "WANDB_MODE": "disabled", "WANDB_SILENT": "true"})
-            script = pathlib.Path(tmp) / "log.py"
-            script.write_text(SCRIPT)
-            proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                                  text=True, timeout=1800)
-            if proc.returncode != 0:
-                raise RuntimeError(proc.stderr[-3000:])
-            lines = proc.stdout.strip().splitlines()
-            res = json.loads(lines[-1])
-            run_id = next(l.split()[1] for l in lines if l.startswith("RUN "))
-            cfg = json.loads((home / ".config" / "cohort" / "config.json").read_text())
-            me = json.loads(urllib.request.urlopen(urllib.request.Request(
-                url + "/api/v1/viewer", headers={"Authorization": "Bearer " + cfg["api_key"]})).read())
-            path = f"{url}/api/v1/runs/{me['entity']}/bench/{run_id}/histograms?keys=q"
+    with tempfile.TemporaryDirectory() as tmp, BenchServer(
+            tmp, {"WANDB_MODE": "disabled", "WANDB_SILENT": "true"}) as srv:
+        lines = srv.run_script(SCRIPT).stdout.strip().splitlines()
+        res = json.loads(lines[-1])
+        run_id = next(l.split()[1] for l in lines if l.startswith("RUN "))
+        key = srv.api_key()
+        entity = srv.get("/api/v1/viewer")["entity"]
+        path = f"/api/v1/runs/{entity}/bench/{run_id}/histograms?keys=q"
 
-            def timed(u, n=20):
-                out, size = [], 0
-                for _ in range(n):
-                    t0 = time.perf_counter()
-                    body = urllib.request.urlopen(urllib.request.Request(
-                        u, headers={"Authorization": "Bearer " + cfg["api_key"]})).read()
-                    out.append(time.perf_counter() - t0)
-                    size = len(body)
-                return statistics.median(out) * 1000, size, json.loads(body)
+        def timed(u, n=20):
+            """The median time of n reads of u (ms), the body's size and the body."""
+            got = {}
+            ms = p50(lambda i: got.update(body=srv.read(u)), n) / 1000
+            return ms, len(got["body"]), json.loads(got["body"])
 
-            deadline = time.time() + 60
-            while True:
-                all_ms, all_bytes, body = timed(path, 1)
-                if body["histograms"] and body["histograms"][0]["count"] == 10_000:
-                    break
-                if time.time() > deadline:
-                    raise RuntimeError("the 10,000 steps did not arrive")
-                time.sleep(0.5)
-            res["query_all_ms"], res["query_all_bytes"], _ = timed(path)
-            res["query_500_buckets_ms"], res["query_500_buckets_bytes"], _ = timed(path + "&buckets=500")
-            varied = path.replace("keys=q", "keys=qv")
-            res["query_all_varied_edges_bytes"] = timed(varied, 1)[1]
-            # The same reads with curl (request to last byte, no JSON parsing in Python).
-            for name, u in (("curl_all_ms", path), ("curl_all_varied_edges_ms", varied),
-                            ("curl_500_buckets_ms", path + "&buckets=500")):
-                times = []
-                for _ in range(20):
-                    out = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{time_total}",
-                                          "-H", "Authorization: Bearer " + cfg["api_key"], u],
-                                         capture_output=True, text=True, check=True).stdout
-                    times.append(float(out) * 1000)
-                res[name] = statistics.median(times)
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+        deadline = time.time() + 60
+        while True:
+            all_ms, all_bytes, body = timed(path, 1)
+            if body["histograms"] and body["histograms"][0]["count"] == 10_000:
+                break
+            if time.time() > deadline:
+                raise RuntimeError("the 10,000 steps did not arrive")
+            time.sleep(0.5)
+        res["query_all_ms"], res["query_all_bytes"], _ = timed(path)
+        res["query_500_buckets_ms"], res["query_500_buckets_bytes"], _ = timed(path + "&buckets=500")
+        varied = path.replace("keys=q", "keys=qv")
+        res["query_all_varied_edges_bytes"] = timed(varied, 1)[1]
+        # The same reads with curl (request to last byte, no JSON parsing in Python).
+        for name, u in (("curl_all_ms", path), ("curl_all_varied_edges_ms", varied),
+                        ("curl_500_buckets_ms", path + "&buckets=500")):
+            times = []
+            for _ in range(20):
+                out = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{time_total}",
+                                      "-H", "Authorization: Bearer " + key, srv.url + u],
+                                     capture_output=True, text=True, check=True).stdout
+                times.append(float(out) * 1000)
+            res[name] = statistics.median(times)
     print(json.dumps(res, indent=1))
 
 

@@ -7,38 +7,24 @@ uploaded) next to the disk's write bandwidth (dd of the same amount). A fresh se
 Usage: python3 bench/media_bench.py   (the venv's python: numpy, Pillow)
 """
 import json
-import os
-import pathlib
 import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-BUILD = pathlib.Path(os.environ.get("BUILD_DIR", ROOT / "build"))
-COHORT = BUILD / "src" / "cli" / "cohort"
+from _bench_server import BenchServer
 
 SCRIPT = r"""
-import io, json, os, statistics, time
+import io, json, time
 import numpy as np
 from PIL import Image as PILImage
 import cohort
 from cohort import media
+from _bench_server import p50
 rng = np.random.default_rng(0)
 noise = rng.integers(0, 256, size=(256, 256, 3), dtype=np.uint8)
 smooth = (np.add.outer(np.arange(256), np.arange(256)) % 256).astype(np.uint8)[:, :, None]
 smooth = smooth.repeat(3, 2)
 run = cohort.init(project="bench")
-def p50(fn, n, gap=0.0):
-    out = []
-    for i in range(n):
-        t0 = time.perf_counter()
-        fn(i)
-        out.append(time.perf_counter() - t0)
-        if gap:
-            time.sleep(gap)
-    return statistics.median(out) * 1e6
 def encode(a):
     b = io.BytesIO()
     PILImage.fromarray(a).save(b, format="PNG", compress_level=3)
@@ -65,51 +51,28 @@ print("RESULT " + json.dumps(res))
 
 
 def main():
-    with tempfile.TemporaryDirectory() as tmp:
-        home = pathlib.Path(tmp) / "home"
-        env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME="", XDG_DATA_HOME="",
-                   XDG_RUNTIME_DIR=str(home / "run"), XDG_CACHE_HOME=str(home / "cache"))
-        (home / "run").mkdir(parents=True, mode=0o700)
-        server = subprocess.Popen([str(COHORT), "server", "--port", "0", "--data-dir",
-                                   f"{tmp}/data"], stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, env=env, text=True)
-        try:
-            url = server.stdout.readline().strip()
-            env.update({"PYTHONPATH": str(ROOT / "python"), "COHORT_BUILD_DIR": str(BUILD),
-                        "COHORT_BIN": str(COHORT), "COHORT_AGENT_IDLE_S": "5"})
-            script = pathlib.Path(tmp) / "log.py"
-            script.write_text(SCRIPT)
-            proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                                  text=True, timeout=1800)
-            line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
-            if proc.returncode != 0 or line is None:
-                raise RuntimeError(proc.stdout[-2000:] + proc.stderr[-3000:])
-            res = json.loads(line[7:])
-            key = json.loads((home / ".config" / "cohort" / "config.json").read_text())["api_key"]
-
-            def get(u):
-                return json.loads(urllib.request.urlopen(urllib.request.Request(
-                    u, headers={"Authorization": "Bearer " + key})).read())
-
-            entity = get(url + "/api/v1/viewer")["entity"]
-            path = f"{url}/api/v1/runs/{entity}/bench/{res['run']}/media?keys=noise"
-            t0 = time.perf_counter()
-            while True:  # until every blob is held by the server
-                rows = get(path)["media"]
-                if len(rows) == 200 and all(r["uploaded"] for r in rows):
-                    break
-                if time.perf_counter() - t0 > 300:
-                    raise RuntimeError("the uploads did not complete")
-                time.sleep(0.05)
-            total = sum(r["size"] for r in rows)
-            res["ingest_mb_s"] = total / 1e6 / (res["encode_s"] + time.perf_counter() - t0)
-            dd = subprocess.run(["dd", "if=/dev/zero", f"of={tmp}/dd.bin", "bs=1M",
-                                 f"count={max(1, total >> 20)}", "conv=fdatasync"],
-                                capture_output=True, text=True)
-            res["dd"] = dd.stderr.strip().splitlines()[-1]
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+    with tempfile.TemporaryDirectory() as tmp, BenchServer(tmp) as srv:
+        proc = srv.run_script(SCRIPT)
+        line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+        if line is None:
+            raise RuntimeError(proc.stdout[-2000:] + proc.stderr[-3000:])
+        res = json.loads(line[7:])
+        entity = srv.get("/api/v1/viewer")["entity"]
+        path = f"/api/v1/runs/{entity}/bench/{res['run']}/media?keys=noise"
+        t0 = time.perf_counter()
+        while True:  # until every blob is held by the server
+            rows = srv.get(path)["media"]
+            if len(rows) == 200 and all(r["uploaded"] for r in rows):
+                break
+            if time.perf_counter() - t0 > 300:
+                raise RuntimeError("the uploads did not complete")
+            time.sleep(0.05)
+        total = sum(r["size"] for r in rows)
+        res["ingest_mb_s"] = total / 1e6 / (res["encode_s"] + time.perf_counter() - t0)
+        dd = subprocess.run(["dd", "if=/dev/zero", f"of={tmp}/dd.bin", "bs=1M",
+                             f"count={max(1, total >> 20)}", "conv=fdatasync"],
+                            capture_output=True, text=True)
+        res["dd"] = dd.stderr.strip().splitlines()[-1]
     print(json.dumps(res, indent=1))
 
 

@@ -670,31 +670,7 @@ Status ArtifactUploader::UploadBlob(const std::string& id, const Entry& e,
   return HttpStatus(c, f.path);
 }
 
-Status ArtifactUploader::Commit(const std::string& id, const Entry& e) {
-  const ArtifactTarget& t = e.target;
-  Progress(id, [](ArtifactStatus* s) { s->current.clear(); });
-  if (e.intent.media) {
-    // Media blobs (docs/formats.md "Media"): uploaded, held by the entity; the rows that name
-    // them come in the writer's batches. No version to commit.
-    ArtifactStatus done;
-    {
-      MutexLock lock(&mu_);
-      done = entries_.at(id).status;
-    }
-    done.state = "committed";
-    done.current.clear();
-    done.last_failure.clear();
-    done.bytes_done = done.bytes_total;
-    done.files_done = done.files_total;
-    Logf(LogLevel::kDebug, "media {}: {} blob(s) uploaded", id, e.intent.files.size());
-    Finish(id, std::move(done));
-    return Status::Ok();
-  }
-  const std::string path = "/api/v1/artifacts/" + PercentEncode(t.entity) + "/" +
-                           PercentEncode(t.project) + "/" + PercentEncode(e.intent.name);
-  auto r = Call(t.base_url, "POST", path, CommitBody(e.intent), t.api_key);
-  COHORT_RETURN_IF_ERROR(HttpStatus(r, "commit of " + e.intent.name));
-  auto v = json::Parse(r->body);
+ArtifactStatus ArtifactUploader::Committed(const std::string& id) {
   ArtifactStatus done;
   {
     MutexLock lock(&mu_);
@@ -705,6 +681,25 @@ Status ArtifactUploader::Commit(const std::string& id, const Entry& e) {
   done.last_failure.clear();
   done.bytes_done = done.bytes_total;
   done.files_done = done.files_total;
+  return done;
+}
+
+Status ArtifactUploader::Commit(const std::string& id, const Entry& e) {
+  const ArtifactTarget& t = e.target;
+  Progress(id, [](ArtifactStatus* s) { s->current.clear(); });
+  if (e.intent.media) {
+    // Media blobs (docs/formats.md "Media"): uploaded, held by the entity; the rows that name
+    // them come in the writer's batches. No version to commit.
+    Logf(LogLevel::kDebug, "media {}: {} blob(s) uploaded", id, e.intent.files.size());
+    Finish(id, Committed(id));
+    return Status::Ok();
+  }
+  const std::string path = "/api/v1/artifacts/" + PercentEncode(t.entity) + "/" +
+                           PercentEncode(t.project) + "/" + PercentEncode(e.intent.name);
+  auto r = Call(t.base_url, "POST", path, CommitBody(e.intent), t.api_key);
+  COHORT_RETURN_IF_ERROR(HttpStatus(r, "commit of " + e.intent.name));
+  auto v = json::Parse(r->body);
+  ArtifactStatus done = Committed(id);
   if (v.ok() && v->is_object()) {
     json::FieldReader rd(v->as_object(), "version");
     done.version = rd.OptString("version", 64).value_or("");

@@ -148,6 +148,9 @@ class ArtifactUploader {
   Status UploadBlob(const std::string& id, const Entry& e, const ArtifactFileEntry& f)
       COHORT_EXCLUDES(mu_);
   Status Commit(const std::string& id, const Entry& e) COHORT_EXCLUDES(mu_);
+  // The intent's status as committed: every byte and file done, nothing current or failing
+  // (media blobs and artifact versions alike; a version adds what the server answered).
+  ArtifactStatus Committed(const std::string& id) COHORT_EXCLUDES(mu_);
   Result<HttpResponse> Call(const std::string& base_url, std::string_view method,
                             const std::string& path, std::string_view body,
                             const std::string& api_key);

@@ -20,6 +20,9 @@ struct RunFile {
   int64_t size = 0;          // bytes
   int64_t updated_ms = 0;
   std::string data;  // empty in listings
+  // Set: the bytes are this blob of the run's entity (blob store), not `data` (empty); `size`
+  // is then the blob's.
+  std::string sha256;
 };
 
 enum class KeyRole { kAdmin, kMember };

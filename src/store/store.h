@@ -150,7 +150,8 @@ class MetaStore {
   virtual Result<int64_t> PruneSessions(int64_t now_ms) = 0;
 
   // ---- run files (W&B clients upload config.yaml, requirements.txt, output.log...) ----
-  // Stores a file of the run, replacing one of the same name. Returns it without its data.
+  // Stores a file of the run, replacing one of the same name. Returns it without its data. A
+  // file with a sha256 keeps no data: its bytes are that blob of the entity (RunFile::sha256).
   virtual Result<RunFile> PutRunFile(const RunRef& ref, const RunFile& file) = 0;
   // The run's files by name, without their data.
   virtual Result<std::vector<RunFile>> ListRunFiles(const RunRef& ref) = 0;
@@ -200,7 +201,8 @@ class ArtifactStore {
       const std::string& entity, const std::vector<std::string>& sha256s) = 0;
   // ---- garbage collection (docs/artifacts.md, "Garbage collection") ----
   // Blobs held since before `recorded_before_ms` that nothing of their entity references (a
-  // version's file or W&B manifest, a draft's manifest, a media row of one of its runs).
+  // version's file or W&B manifest, a draft's manifest, a media row or a file of one of its
+  // runs).
   virtual Result<std::vector<HeldBlob>> UnreferencedBlobs(int64_t recorded_before_ms) = 0;
   // Forgets that the entity holds the blob when it still is unreferenced and recorded before
   // `recorded_before_ms`, atomically with respect to commits (which lock the rows they

@@ -1,5 +1,7 @@
 #include "store/store_conformance.h"
 
+#include <vector>
+
 namespace cohort::store {
 
 void StoreConformanceTest::SetUp() {
@@ -13,6 +15,7 @@ void StoreConformanceTest::SetUp() {
 void StoreConformanceTest::TearDown() {
   store_.reset();
   target_.reset();
+  copy_target_.reset();
 }
 
 void StoreConformanceTest::Reopen() {
@@ -20,6 +23,20 @@ void StoreConformanceTest::Reopen() {
   auto opened = target_->Open();
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   store_ = std::move(opened).value();
+}
+
+Result<std::unique_ptr<Store>> StoreConformanceTest::DumpCopy() {
+  std::vector<DumpRecord> records;
+  COHORT_RETURN_IF_ERROR(store_->Export([&](const DumpRecord& rec) {
+    records.push_back(rec);
+    return Status::Ok();
+  }));
+  copy_target_ = GetParam().make_target();
+  COHORT_ASSIGN_OR_RETURN(std::unique_ptr<Store> copy, copy_target_->Open());
+  const DumpHeader header{.source = GetParam().name == "postgres" ? "postgres" : "sqlite"};
+  COHORT_RETURN_IF_ERROR(copy->Import(records, header).status());
+  COHORT_RETURN_IF_ERROR(copy->FinishImport());
+  return copy;
 }
 
 RunRecord StoreConformanceTest::MakeRun(const std::string& run_id, const std::string& group,

@@ -53,6 +53,9 @@ class StoreConformanceTest : public ::testing::TestWithParam<StoreBackend> {
   Store& store() { return *store_; }
   // Closes the store and opens it again on the same storage.
   void Reopen();
+  // Exports store() and imports the records into a fresh store of the same backend (one Import,
+  // then FinishImport): the copy a dump round trip makes. Its storage lives until TearDown.
+  Result<std::unique_ptr<Store>> DumpCopy();
 
   static RunRef Ref(const std::string& run_id) { return RunRef{kEntity, kProject, run_id}; }
   // Creates run `run_id` (fails the test on error).
@@ -70,6 +73,7 @@ class StoreConformanceTest : public ::testing::TestWithParam<StoreBackend> {
  private:
   std::unique_ptr<StoreTarget> target_;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<StoreTarget> copy_target_;  // DumpCopy's
 };
 
 }  // namespace cohort::store

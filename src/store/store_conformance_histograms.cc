@@ -231,16 +231,7 @@ TEST_P(StoreConformanceTest, DumpRoundTripKeepsHistograms) {
   bb.AddHistogram({"h", 3, 7, Explicit({-0.0, 1, 2}, {0.25, 9})});
   bb.AddHistogram({"h", 4, 8, Uniform(-1, 1, {1, 2})});
   COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "w", bb.Finish(), 1).status());
-  std::vector<DumpRecord> records;
-  COHORT_ASSERT_OK(store().Export([&](const DumpRecord& rec) {
-    records.push_back(rec);
-    return Status::Ok();
-  }));
-  auto target = GetParam().make_target();
-  COHORT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> copy, target->Open());
-  const DumpHeader header{.source = GetParam().name == "postgres" ? "postgres" : "sqlite"};
-  COHORT_ASSERT_OK(copy->Import(records, header).status());
-  COHORT_ASSERT_OK(copy->FinishImport());
+  COHORT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> copy, DumpCopy());
   COHORT_ASSERT_OK_AND_ASSIGN(DumpCounts counts, copy->CountRows());
   EXPECT_EQ(counts["histograms"], 2);
   COHORT_ASSERT_OK_AND_ASSIGN(auto a, store().QueryHistograms(HistogramQuery{.run = Ref("run1")}));
@@ -262,6 +253,33 @@ TEST_P(StoreConformanceTest, DumpRoundTripKeepsHistograms) {
 }  // namespace cohort::store
 
 namespace cohort::store {
+namespace {
+
+// A batch of the key budget's cases at step `seq` under a budget of `max` keys: a row of
+// `scalars`, a histogram of each of `hists` and an image of each of `media`.
+IngestBatch KeyBatch(int64_t seq, int64_t max, const std::vector<std::string>& scalars,
+                     const std::vector<std::string>& hists,
+                     const std::vector<std::string>& media = {}) {
+  IngestBatchBuilder b(seq);
+  std::vector<IngestBatchBuilder::Cell> cells;
+  for (const std::string& k : scalars) cells.emplace_back(k, 1.0);
+  if (!cells.empty()) b.AddHistoryRow(seq, 1, cells);
+  for (const std::string& k : hists) b.AddHistogram({k, seq, 1, Uniform(0, 1, {1, 2})});
+  for (const std::string& k : media) {
+    MediaPoint image;
+    image.key = k;
+    image.step = seq;
+    image.type = "image";
+    image.sha256 = std::string(64, 'a');
+    image.size = 1;
+    image.mime = "image/png";
+    b.AddMedia(image);
+  }
+  b.batch().max_run_keys = max;
+  return b.Finish();
+}
+
+}  // namespace
 
 // Histogram and media keys are keys of the run: the key budget (max_run_keys) counts them with
 // the scalar ones, so that they cannot grow a run's keys without bound.
@@ -270,19 +288,7 @@ TEST_P(StoreConformanceTest, HistogramKeysCountAgainstTheRunKeyBudget) {
   Join("run1", "w");
   const RunRef ref = Ref("run1");
   auto batch = [](int64_t seq, std::vector<std::string> scalars, std::vector<std::string> hists) {
-    IngestBatchBuilder b(seq);
-    std::vector<IngestBatchBuilder::Cell> cells;
-    for (const std::string& k : scalars) cells.emplace_back(k, 1.0);
-    if (!cells.empty()) b.AddHistoryRow(seq, 1, cells);
-    for (const std::string& k : hists) {
-      Histogram h;
-      h.lo = 0;
-      h.hi = 1;
-      h.counts = {1, 2};
-      b.AddHistogram({k, seq, 1, h});
-    }
-    b.batch().max_run_keys = 3;
-    return b.Finish();
+    return KeyBatch(seq, 3, scalars, hists);
   };
   ASSERT_TRUE(store().Ingest(ref, "w", batch(1, {"loss"}, {"grad/a"}), 1).ok());
   auto over = store().Ingest(ref, "w", batch(2, {}, {"grad/b", "grad/c"}), 2);  // 4 keys
@@ -297,17 +303,7 @@ TEST_P(StoreConformanceTest, HistogramKeysCountAgainstTheRunKeyBudget) {
   ASSERT_FALSE(scalar.ok());
   EXPECT_EQ(scalar.status().code(), StatusCode::kPayloadTooLarge);
   // Media keys are keys of the run as well.
-  IngestBatchBuilder m(6);
-  MediaPoint image;
-  image.key = "samples";
-  image.step = 6;
-  image.type = "image";
-  image.sha256 = std::string(64, 'a');
-  image.size = 1;
-  image.mime = "image/png";
-  m.AddMedia(image);
-  m.batch().max_run_keys = 3;
-  auto media = store().Ingest(ref, "w", m.Finish(), 6);
+  auto media = store().Ingest(ref, "w", KeyBatch(6, 3, {}, {}, {"samples"}), 6);
   ASSERT_FALSE(media.ok());
   EXPECT_EQ(media.status().code(), StatusCode::kPayloadTooLarge) << media.status().ToString();
   EXPECT_NE(media.status().message().find("samples"), std::string::npos);
@@ -315,6 +311,44 @@ TEST_P(StoreConformanceTest, HistogramKeysCountAgainstTheRunKeyBudget) {
   EXPECT_TRUE(store().Ingest(ref, "w", batch(5, {"loss"}, {"grad/a", "grad/b"}), 5).ok());
   COHORT_ASSERT_OK_AND_ASSIGN(auto hists, store().ListHistograms(ref));
   EXPECT_EQ(hists.size(), 2u);
+}
+
+// The store remembers the histogram and media keys a run holds (so that a batch does not look
+// them up again): what it remembers must stay true across batches of several writers, a refused
+// batch, a restart, and a deleted run whose pk a new run may get (SQLite reuses the largest).
+TEST_P(StoreConformanceTest, KnownHistogramAndMediaKeysAreChargedOncePerRun) {
+  auto batch = [](int64_t seq, std::vector<std::string> hists, std::vector<std::string> media) {
+    return KeyBatch(seq, 2, {}, hists, media);
+  };
+  const RunRef ref = Ref("run1");
+  MakeRun("run1");
+  Join("run1", "a");
+  Join("run1", "b", /*primary=*/false);
+  ASSERT_TRUE(store().Ingest(ref, "a", batch(1, {"h"}, {}), 1).ok());
+  ASSERT_TRUE(store().Ingest(ref, "a", batch(2, {"h"}, {}), 2).ok());  // known: not new
+  // A refused batch's keys are not the run's: "x" is new again below.
+  EXPECT_EQ(store().Ingest(ref, "a", batch(3, {"h"}, {"m", "x"}), 3).status().code(),
+            StatusCode::kPayloadTooLarge);
+  ASSERT_TRUE(store().Ingest(ref, "b", batch(1, {"h"}, {"m"}), 4).ok());  // another writer's
+  for (int64_t seq = 4; seq < 8; ++seq) {
+    ASSERT_TRUE(store().Ingest(ref, "a", batch(seq, {"h"}, {"m"}), seq).ok()) << seq;
+  }
+  EXPECT_EQ(store().Ingest(ref, "a", batch(8, {}, {"x"}), 8).status().code(),
+            StatusCode::kPayloadTooLarge);
+  Reopen();
+  ASSERT_TRUE(store().Ingest(ref, "b", batch(2, {"h"}, {"m"}), 9).ok());
+  EXPECT_EQ(store().Ingest(ref, "b", batch(3, {"x"}, {}), 10).status().code(),
+            StatusCode::kPayloadTooLarge);
+  // The run goes; the next one (maybe under the same pk) holds none of its keys.
+  COHORT_ASSERT_OK(store().DeleteRun(ref));
+  MakeRun("run2");
+  Join("run2", "a");
+  const RunRef ref2 = Ref("run2");
+  ASSERT_TRUE(store().Ingest(ref2, "a", batch(1, {"p"}, {"q"}), 11).ok());  // 2 keys
+  auto over = store().Ingest(ref2, "a", batch(2, {"h"}, {}), 12);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), StatusCode::kPayloadTooLarge);
+  EXPECT_NE(over.status().message().find("(h"), std::string::npos) << over.status().ToString();
 }
 
 }  // namespace cohort::store

@@ -144,11 +144,12 @@ def test_create_run_files_and_upload(wire, api, entity):
         "Authorization": "Bearer " + api.key})
     assert status == 200 and body == b"\x89PNG\x00\x01"
     assert headers["Content-Disposition"] == "attachment"  # never rendered in the UI's origin
-    # A vendor media file (media/images/x.png) is also a blob the entity holds (the media rows of
-    # the history lines name it by SHA-256; docs/compat.md).
+    # A vendor media file (media/images/x.png) is a blob the entity holds (the media rows of the
+    # history lines name it by SHA-256; docs/compat.md), which the run file above was served from.
     sha = hashlib.sha256(b"\x89PNG\x00\x01").hexdigest()
     status, blob = api.get(f"/api/v1/blobs/{entity}/{sha}?size=6")
     assert status == 200 and blob["stored"] is True, blob
+    assert files["media/images/a b.png"]["size"] == 6
     status, text = api.get(f"/api/v1/runs/{entity}/proj/f1/files/config.yaml")
     assert text == "lr: 0.2\n"
     assert api.get(f"/api/v1/runs/{entity}/proj/f1/files/missing")[0] == 404

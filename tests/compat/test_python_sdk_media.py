@@ -1,10 +1,12 @@
 """The vendor's Python SDK logging media into Cohort (issue 15): `wandb.Image`, `wandb.Audio`,
 `wandb.Html` and `wandb.Table` values, unchanged clients pointed at the server; their history
-values become media rows and the files they upload become the blobs they name (kept as run
-files too), checked through Cohort's own routes (.../keys types, .../media rows, the download, the
-table)."""
+values become media rows and the files they upload become the blobs they name (the run files of
+those names are served from the blobs: one copy), checked through Cohort's own routes (.../keys
+types, .../media rows, the download, the run file, the table) and on disk."""
 import hashlib
 import io
+import sqlite3
+import urllib.parse
 import urllib.request
 
 import numpy as np
@@ -65,3 +67,35 @@ def test_wandb_media_values_are_stored_as_media(server, api, entity, tmp_path):
     assert status == 200, table
     assert table["step"] == 1 and table["columns"] == ["a", "b"], table
     assert table["data"] == [[1, "x"], [2, "y"]], table
+
+    # One copy of each media file on disk: the blob; the run file of its name keeps none and
+    # answers the blob's bytes.
+    status, body = api.get(base + "/media")
+    assert status == 200, body
+    media = {r["sha256"]: r for r in body["media"]}
+    status, listing = api.get(base + "/files")
+    assert status == 200, listing
+    files = [f for f in listing["files"] if f["name"].startswith("media/")]
+    assert files and len(files) <= len(body["media"]), (files, body["media"])
+    blobs = {p.name: p.stat().st_size for p in (server.data_dir / "blobs").rglob("*")
+             if p.is_file() and len(p.name) == 64}
+    db = sqlite3.connect(f"file:{server.data_dir / 'cohort.db'}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT f.name, f.size, length(f.data), f.sha256 FROM run_files f "
+                          "JOIN runs r ON r.pk = f.run_pk WHERE r.run_id = 'media01' AND "
+                          "f.name LIKE 'media/%' ORDER BY f.name").fetchall()
+    finally:
+        db.close()
+    assert len(rows) == len(files), rows
+    for name, size, inline, sha in rows:
+        assert inline == 0 and sha in media and media[sha]["size"] == size, (name, size, inline)
+        assert blobs[sha] == size, (name, blobs)
+        path = urllib.parse.urlsplit(next(f["url"] for f in files if f["name"] == name)).path
+        req = urllib.request.Request(server.url + path)
+        req.add_header("Authorization", "Bearer " + server.config["api_key"])
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            assert hashlib.sha256(resp.read()).hexdigest() == sha, name
+    # Each media file is one file in the data directory (its blob), whatever else the vendor's
+    # client uploaded (a table is also logged as an artifact).
+    copies = [p.name for p in server.data_dir.rglob("*") if p.is_file() and p.name in media]
+    assert sorted(copies) == sorted(media), (copies, media)

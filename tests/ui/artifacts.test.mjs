@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { api, launchBrowser, ROOT, startServer } from './harness.mjs';
+import { api, openLoggedIn, ROOT, startServer } from './harness.mjs';
 import { seedArtifacts } from './seed_artifacts.mjs';
 
 const SHOTS = path.join(ROOT, 'artifacts/ui');
@@ -26,12 +26,7 @@ before(async () => {
   server = await startServer();
   entity = (await api(server, 'GET', '/api/v1/viewer')).entity;
   seeded = await seedArtifacts(server, entity, PROJECT, NAME);
-  browser = await launchBrowser();
-  const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 }, colorScheme: 'light', acceptDownloads: true });
-  page = await ctx.newPage();
-  page.on('pageerror', (e) => { pageErrors.push(e.message); console.error('page error:', e.message); });
-  await page.goto(server.loginUrl);
-  await page.getByRole('link', { name: PROJECT }).waitFor();
+  ({ browser, page } = await openLoggedIn(server, PROJECT, pageErrors, { acceptDownloads: true }));
 });
 
 after(async () => {

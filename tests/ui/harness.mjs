@@ -122,6 +122,19 @@ export async function launchBrowser() {
   });
 }
 
+/** Chromium logged in to `server` through its one-time login link: a page (1400x900, light,
+ * `context` overriding) whose uncaught errors are pushed onto `pageErrors` (and printed);
+ * resolves once the landing page lists `project`. */
+export async function openLoggedIn(server, project, pageErrors, context = {}) {
+  const browser = await launchBrowser();
+  const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 }, colorScheme: 'light', ...context });
+  const page = await ctx.newPage();
+  page.on('pageerror', (e) => { pageErrors.push(e.message); console.error('page error:', e.message); });
+  await page.goto(server.loginUrl);
+  await page.getByRole('link', { name: project }).waitFor();
+  return { browser, page };
+}
+
 export async function api(server, method, p, body) {
   const resp = await fetch(server.url + p, {
     method, headers: { Authorization: `Bearer ${server.key}`, 'Content-Type': 'application/json' },

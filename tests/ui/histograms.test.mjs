@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { api, launchBrowser, ROOT, startServer } from './harness.mjs';
+import { api, openLoggedIn, ROOT, startServer } from './harness.mjs';
 import { seedHistogramsWithHttp } from './seed_hist_http.mjs';
 import { seedHistogramsWithSdk } from './seed.mjs';
 
@@ -99,13 +99,8 @@ before(async () => {
     server.dumpLogs('histogram seed failed');
     throw e;
   }
-  browser = await launchBrowser();
-  const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 }, colorScheme: 'light' });
-  page = await ctx.newPage();
-  page.on('pageerror', (e) => { pageErrors.push(e.message); console.error('page error:', e.message); });
+  ({ browser, page } = await openLoggedIn(server, PROJECT, pageErrors));
   page.on('request', (r) => { if (r.url().includes('/histograms?')) requests.push(new URL(r.url())); });
-  await page.goto(server.loginUrl);
-  await page.getByRole('link', { name: PROJECT }).waitFor();
 });
 
 after(async () => {

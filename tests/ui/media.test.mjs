@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { api, findBinary, launchBrowser, ROOT, startServer } from './harness.mjs';
+import { api, findBinary, openLoggedIn, ROOT, startServer } from './harness.mjs';
 
 const SHOTS = path.join(ROOT, 'artifacts/ui');
 const PROJECT = 'media-demo';
@@ -84,12 +84,7 @@ before(async () => {
   entity = (await api(server, 'GET', '/api/v1/viewer')).entity;
   seed();
   await waitUploaded();
-  browser = await launchBrowser();
-  const ctx = await browser.newContext({ viewport: { width: 1400, height: 1000 }, colorScheme: 'light' });
-  page = await ctx.newPage();
-  page.on('pageerror', (e) => { pageErrors.push(e.message); console.error('page error:', e.message); });
-  await page.goto(server.loginUrl);
-  await page.getByRole('link', { name: PROJECT }).waitFor();
+  ({ browser, page } = await openLoggedIn(server, PROJECT, pageErrors, { viewport: { width: 1400, height: 1000 } }));
 });
 
 after(async () => {

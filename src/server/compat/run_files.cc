@@ -112,11 +112,12 @@ bool IsVendorMediaFile(std::string_view name) {
   return false;
 }
 
-// A media file of the vendor's clients: also kept as a blob the entity holds, which the media
-// rows of the history lines name by SHA-256 (wandb_lines.h), so that it is served like every
-// media file (docs/formats.md "Media"). The run file stays too (a second copy for now: other
-// files of the run may refer to it by path, e.g. a table's image cells).
-Status PutMediaBlob(api::ApiContext* ctx, const std::string& entity, std::string_view body) {
+// A media file of the vendor's clients: kept as a blob the entity holds, which the media rows of
+// the history lines name by SHA-256 (wandb_lines.h), so that it is served like every media file
+// (docs/formats.md "Media"); its SHA-256. The run file of its name (other files of the run may
+// refer to it by path, e.g. a table's image cells) keeps no copy: it names the blob.
+Result<std::string> PutMediaBlob(api::ApiContext* ctx, const std::string& entity,
+                                 std::string_view body) {
   if (uint64_t(body.size()) > ctx->limits.max_media_file_bytes) {
     return Status::PayloadTooLarge("media file of " + std::to_string(body.size()) +
                                    " bytes, more than the limit of " +
@@ -126,7 +127,7 @@ Status PutMediaBlob(api::ApiContext* ctx, const std::string& entity, std::string
   const std::string sha = Sha256::Hex(body);
   const uint64_t size = body.size();
   COHORT_ASSIGN_OR_RETURN(auto held, ctx->store->HeldBlobs(entity, {sha}));
-  if (held.contains(sha) && ctx->blobs->Stat(sha).ok()) return Status::Ok();
+  if (held.contains(sha) && ctx->blobs->Stat(sha).ok()) return sha;
   int64_t part = 0;
   for (uint64_t off = 0; off < size || part == 0; off += limits::kBlobPartBytes, ++part) {
     const std::string_view bytes = body.substr(off, limits::kBlobPartBytes);
@@ -136,7 +137,8 @@ Status PutMediaBlob(api::ApiContext* ctx, const std::string& entity, std::string
   // Recorded before it is published (docs/artifacts.md, "Garbage collection").
   COHORT_RETURN_IF_ERROR(
       ctx->store->RecordBlob(entity, sha, int64_t(size), NowMillis(), /*md5=*/""));
-  return verified->Publish();
+  COHORT_RETURN_IF_ERROR(verified->Publish());
+  return sha;
 }
 
 }  // namespace
@@ -158,19 +160,21 @@ void RegisterRunFileRoutes(http::Router& r, api::ApiContext* ctx) {
             return api::ErrorResponse(s);
           }
           if (auto refused = api::ThrottleRequest(ctx, ref.entity)) return std::move(*refused);
+          store::RunFile file;
+          file.name = name;
+          file.content_type = std::string(req.Header("content-type")).substr(0, 128);
+          file.updated_ms = NowMillis();
           if (IsVendorMediaFile(name) && ctx->blobs != nullptr) {
             // The run must be the caller's (a signed URL names it; the key was checked above).
             auto run = ctx->store->GetRun(ref);
             if (!run.ok()) return api::ErrorResponse(run.status());
-            if (Status s = PutMediaBlob(ctx, ref.entity, req.body); !s.ok()) {
-              return api::ErrorResponse(s);
-            }
+            auto sha = PutMediaBlob(ctx, ref.entity, req.body);
+            if (!sha.ok()) return api::ErrorResponse(sha.status());
+            file.sha256 = std::move(*sha);
+            file.size = int64_t(req.body.size());
+          } else {
+            file.data = std::move(req.body);
           }
-          store::RunFile file;
-          file.name = name;
-          file.content_type = std::string(req.Header("content-type")).substr(0, 128);
-          file.data = std::move(req.body);
-          file.updated_ms = NowMillis();
           auto put = ctx->store->PutRunFile(ref, file);
           if (!put.ok()) {
             if (put.status().code() == StatusCode::kUnavailable) {
@@ -205,6 +209,14 @@ void RegisterRunFileRoutes(http::Router& r, api::ApiContext* ctx) {
           if (!ref.ok()) return api::ErrorResponse(ref.status());
           auto file = ctx->store->GetRunFile(*ref, req.PathParam("name"));
           if (!file.ok()) return api::ErrorResponse(file.status());
+          if (!file->sha256.empty()) {  // a vendor media file: its bytes are the blob
+            if (ctx->blobs == nullptr) {
+              return api::ErrorResponse(Status::Unavailable("this server has no blob store"));
+            }
+            auto bytes = ctx->blobs->Read(file->sha256, 0, uint64_t(file->size));
+            if (!bytes.ok()) return api::ErrorResponse(bytes.status());
+            file->data = std::move(*bytes);
+          }
           bool attachment = false;
           std::string type = ServedType(file->name, &attachment);
           auto resp = http::HttpResponse::Text(200, std::move(file->data), type);

@@ -481,8 +481,10 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
   // The path that reads the writer's rows first: two round trips, more for new series,
   // compactions and stream positions.
   std::shared_ptr<const pg::IngestCache::Writer> fresh;  // the writer after the batch
+  RunIngestCache::Note note;
   Result<IngestResult> stored = pg::RunTransaction(
       primary_pool(), pg::TxnMode::kWrite, [&](Conn* c) -> Result<IngestResult> {
+    run_cache_.Settle(&note, false);  // a retry: the failed attempt's changes are gone
     pg::SqlConn conn(c);
     IngestResult result;
     int64_t writer_pk = 0, run_pk = 0, next_step = 0;
@@ -531,7 +533,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
       }
     }
     COHORT_RETURN_IF_ERROR(CheckKeyTypes(conn, run_pk, batch, missing));
-    COHORT_RETURN_IF_ERROR(CheckRunKeys(conn, ref, run_pk, missing, batch));
+    COHORT_RETURN_IF_ERROR(CheckRunKeys(conn, ref, run_pk, missing, batch, &note));
     if (!missing.empty()) {
       Params q;
       q.Add(run_pk).Add(writer_pk).AddTextArray(missing).AddArray(missing_system);
@@ -597,7 +599,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     }
 
     COHORT_RETURN_IF_ERROR(WriteHistograms(conn, run_pk, writer_pk, batch));
-    COHORT_RETURN_IF_ERROR(WriteMedia(conn, run_pk, writer_pk, batch));
+    COHORT_RETURN_IF_ERROR(WriteMedia(conn, run_pk, writer_pk, batch, &note));
     const ConsoleArrays console(batch.console);
     Params p;
     AddWriteParams(&p, run_pk, writer_pk, now_ms, next_step, batch, write, console);
@@ -609,6 +611,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     fresh = AfterBatch(cached.get(), writer_pk, run_pk, next_step, states);
     return result;
   });
+  run_cache_.Settle(&note, stored.ok());
   if (stored.ok() && fresh != nullptr && ingest_cache_enabled_) {
     ingest_cache_.Put(cache_key, std::move(fresh));
   }

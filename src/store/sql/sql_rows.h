@@ -31,7 +31,7 @@ inline constexpr const char* kViewColumns =
 inline constexpr const char* kKeyColumns =
     "pk, entity, name, role, hash, prefix, created_ms, revoked";
 // Without the data column, which the backends read each in its own way.
-inline constexpr const char* kRunFileColumns = "name, content_type, size, updated_ms";
+inline constexpr const char* kRunFileColumns = "name, content_type, size, updated_ms, sha256";
 
 // States are stored as their names; an unreadable one reads as crashed (never happens unless
 // the database was edited by hand).
@@ -127,6 +127,7 @@ RunFile ReadRunFileRow(const Row& row) {
   f.content_type = row.Text(1);
   f.size = row.Int(2);
   f.updated_ms = row.Int(3);
+  f.sha256 = row.Text(4);
   return f;
 }
 
@@ -135,8 +136,9 @@ inline RunFile StoredRunFile(const RunFile& file, int64_t updated_ms) {
   RunFile out;
   out.name = file.name;
   out.content_type = file.content_type;
-  out.size = int64_t(file.data.size());
+  out.size = file.sha256.empty() ? int64_t(file.data.size()) : file.size;
   out.updated_ms = updated_ms;
+  out.sha256 = file.sha256;
   return out;
 }
 

@@ -55,7 +55,9 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //             blob store; `blobs` records that the entity holds it once uploaded), its MIME type,
 //             width/height (tables: columns/rows), duration_ms, caption. A key has one type per
 //             run: no key is here with two types, nor here and in series or histograms.
-//   run_files files uploaded to a run, data inline (bounded by the body limit).
+//   run_files files uploaded to a run, data inline (bounded by the body limit); or, when sha256
+//             is set, data is empty and the bytes are that blob of the run's entity (the vendor
+//             clients' media files, which media rows name too: one copy).
 //   views     saved workspace views, name unique per project.
 //   api_keys  hashed API keys.
 //   sessions  browser sessions (kind 'session') and one-time login tokens (kind 'login') by the
@@ -277,8 +279,10 @@ CREATE TABLE run_files (
   size {{int}} NOT NULL,
   updated_ms {{int}} NOT NULL,
   data {{blob}} NOT NULL,
+  sha256 {{text}} NOT NULL DEFAULT '',
   PRIMARY KEY (run_pk, name)
 );
+CREATE INDEX run_files_by_blob ON run_files (sha256) WHERE sha256 <> '';
 
 CREATE TABLE views (
   pk {{pk}},

@@ -262,8 +262,10 @@ Result<RunRecord> SqlStore::PatchRun(const RunRef& ref, const RunPatch& patch) {
 }
 
 Status SqlStore::DeleteRun(const RunRef& ref) {
-  return Run(Access::kWrite, [&](Conn& conn) -> Status {
+  int64_t run_pk = 0;
+  Status st = Run(Access::kWrite, [&](Conn& conn) -> Status {
     COHORT_ASSIGN_OR_RETURN(RunRecord r, LoadRun(conn, ref));
+    run_pk = r.pk;
     // Writers before the run: the lock order every ingest uses. Everything under the run goes
     // with it (ON DELETE CASCADE, sql_schema.cc).
     COHORT_RETURN_IF_ERROR(
@@ -275,6 +277,9 @@ Status SqlStore::DeleteRun(const RunRef& ref) {
     if (deleted == 0) return RunNotFound(ref);  // deleted meanwhile
     return Status::Ok();
   });
+  // Whatever the outcome: a SQLite run's pk may be given to a run created later.
+  if (run_pk != 0) run_cache_.Forget(run_pk);
+  return st;
 }
 
 // ---- writers ----

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "store/run_filter.h"
+#include "store/sql/run_ingest_cache.h"
 #include "store/sql/sql_conn.h"
 #include "store/sql/sql_dialect.h"
 #include "store/store.h"
@@ -191,9 +192,11 @@ class SqlStore : public Store {
                                    const std::vector<std::string>& new_scalar_keys);
   // Stores the batch's media rows for the writer (sql_store_media.cc; a (key, step, index)
   // stored before is replaced), after checking the media limits of the batch
-  // (max_media_per_step, max_run_media_bytes: kPayloadTooLarge).
-  static Status WriteMedia(sql::Conn& conn, int64_t run_pk, int64_t writer_pk,
-                           const IngestBatch& batch);
+  // (max_media_per_step, max_run_media_bytes: kPayloadTooLarge). The run's media bytes come from
+  // run_cache_ (summed from the table on first use) and move with the batch (noted in `note`,
+  // settled by the caller once the transaction's outcome is known).
+  Status WriteMedia(sql::Conn& conn, int64_t run_pk, int64_t writer_pk, const IngestBatch& batch,
+                    RunIngestCache::Note* note);
   // `lock`: the row lock (FOR UPDATE) on PostgreSQL.
   static Result<RunRecord> LoadRun(sql::Conn& conn, const RunRef& ref, bool lock = false);
   static Result<RunRecord> LoadRunByPk(sql::Conn& conn, int64_t pk);  // locks it
@@ -208,12 +211,20 @@ class SqlStore : public Store {
   static Status CheckStreamPositions(sql::Conn& conn, int64_t writer_pk, const std::string& label,
                                      const std::vector<StreamPosition>& positions);
   // The key budget (ingest_plan.h CheckKeyBudget) of a batch that creates series for `missing`
-  // keys (ordered) in run `run_pk` and logs histograms: histogram keys count as keys of the run.
-  static Status CheckRunKeys(sql::Conn& conn, const RunRef& ref, int64_t run_pk,
-                             const std::vector<std::string>& missing, const IngestBatch& batch);
+  // keys (ordered) in run `run_pk` and logs histograms or media: their keys count as keys of the
+  // run. Only the histogram and media keys run_cache_ does not know stored in the run are looked
+  // up (as only the scalar keys the writer has no series for are in `missing`); the batch's keys
+  // go into `note`, known to the cache once the caller settles it as committed.
+  Status CheckRunKeys(sql::Conn& conn, const RunRef& ref, int64_t run_pk,
+                      const std::vector<std::string>& missing, const IngestBatch& batch,
+                      RunIngestCache::Note* note);
   // The WHERE clause of a console filter over `console c` (run, cursor, labels, stream, text),
   // its parameters added to `params`.
   std::string ConsoleFilter(const ConsoleQuery& q, int64_t run_pk, sql::Params* params) const;
+
+  // The runs' known histogram and media keys and media bytes (run_ingest_cache.h); the engines'
+  // Ingest settle each call's note after its transaction.
+  RunIngestCache run_cache_;
 
  private:
   const sql::Engine engine_;

@@ -164,7 +164,7 @@ Result<int64_t> SqlStore::Import(const std::vector<DumpRecord>& records, const D
   // PostgreSQL numbers console lines per run, SQLite's ids are unique in the store: into SQLite,
   // (run, id) -> run << 32 | id keeps each run's order and is the same on every import.
   const bool renumber_console = ConsoleIdsPerRun(from) && engine() == sql::Engine::kSqlite;
-  return RunFor<int64_t>(Access::kWrite, [&](Conn& conn) -> Result<int64_t> {
+  Result<int64_t> imported = RunFor<int64_t>(Access::kWrite, [&](Conn& conn) -> Result<int64_t> {
     int64_t stored = 0;
     for (const DumpRecord& rec : records) {
       const DumpTable& table = DumpTables()[rec.table];
@@ -202,6 +202,8 @@ Result<int64_t> SqlStore::Import(const std::vector<DumpRecord>& records, const D
     }
     return stored;
   });
+  run_cache_.Clear();  // the runs' media bytes it loaded do not count the imported rows
+  return imported;
 }
 
 Status SqlStore::FinishImport() {

@@ -277,7 +277,9 @@ constexpr const char* kBlobReferenced =
     "OR EXISTS (SELECT 1 FROM artifact_drafts d WHERE d.manifest_sha256 = b.sha256 "
     "AND d.entity = b.entity) "
     "OR EXISTS (SELECT 1 FROM media m JOIN runs r ON r.pk = m.run_pk WHERE m.sha256 = b.sha256 "
-    "AND r.entity = b.entity))";
+    "AND r.entity = b.entity) "
+    "OR EXISTS (SELECT 1 FROM run_files f JOIN runs r ON r.pk = f.run_pk WHERE f.sha256 = b.sha256 "
+    "AND f.sha256 <> '' AND r.entity = b.entity))";
 }  // namespace
 
 Result<std::vector<HeldBlob>> SqlStore::UnreferencedBlobs(int64_t recorded_before_ms) {

@@ -106,11 +106,15 @@ Status SqlStore::CheckStreamPositions(Conn& conn, int64_t writer_pk, const std::
 }
 
 Status SqlStore::CheckRunKeys(Conn& conn, const RunRef& ref, int64_t run_pk,
-                              const std::vector<std::string>& missing, const IngestBatch& batch) {
+                              const std::vector<std::string>& missing, const IngestBatch& batch,
+                              RunIngestCache::Note* note) {
+  const std::vector<std::string> hist_keys = batch.histogram_keys();
+  const std::vector<std::string> media_keys = batch.media_keys();
+  note->run_pk = run_pk;
+  note->keys = hist_keys;
+  note->keys.insert(note->keys.end(), media_keys.begin(), media_keys.end());
   const int64_t max = batch.max_run_keys;
-  if (max <= 0 || (missing.empty() && batch.histograms.empty() && batch.media.empty())) {
-    return Status::Ok();
-  }
+  if (max <= 0 || (missing.empty() && note->keys.empty())) return Status::Ok();
   // The keys of `missing` the run has under another writer are not new to it.
   std::vector<std::string> known;
   if (!missing.empty()) {
@@ -124,10 +128,12 @@ Status SqlStore::CheckRunKeys(Conn& conn, const RunRef& ref, int64_t run_pk,
   for (const std::string& key : missing) {
     if (std::find(known.begin(), known.end(), key) == known.end()) added.push_back(key);
   }
-  // Histogram and media keys the run has not had (one index seek each: the batch's keys are
-  // few; both tables' keys start with (run_pk, key)).
-  for (const auto& [table, keys] : {std::pair{"histograms", batch.histogram_keys()},
-                                    std::pair{"media", batch.media_keys()}}) {
+  // Histogram and media keys the run has not had: those not known stored in the run, one index
+  // seek each (a key is looked up until a batch that carries it commits; both tables' keys start
+  // with (run_pk, key)).
+  for (const auto& [table, keys] :
+       {std::pair{"histograms", run_cache_.UnknownKeys(run_pk, hist_keys)},
+        std::pair{"media", run_cache_.UnknownKeys(run_pk, media_keys)}}) {
     for (const std::string& key : keys) {
       COHORT_ASSIGN_OR_RETURN(
           std::vector<int64_t> held,

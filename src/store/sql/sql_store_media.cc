@@ -1,8 +1,11 @@
 // SqlStore: media values (images, audio, video, html, tables), for both engines (one SQL
 // layer): the one-type-per-key check of media keys, the write of a batch's media rows inside each
 // engine's ingest transaction with the media limits, and the reads (keys, rows, one row by blob).
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
+#include <tuple>
 
 #include "store/sql/sql_store.h"
 
@@ -48,6 +51,46 @@ MediaRecord ReadRecord(const Row& row) {
   r.duration_ms = row.Int(11);
   r.caption = row.Text(12);
   return r;
+}
+
+// The bytes of the media rows the batch's replace (a (key, step, index) is one row per writer):
+// the writer's rows stored at a (key, step, index) of the batch, and the batch's own rows that a
+// later one of the same (key, step, index) replaces. One index range per batch: the writer's
+// rows of the batch's keys in its steps (none, when the batch logs new steps).
+Result<int64_t> ReplacedMediaBytes(Conn& conn, int64_t run_pk, int64_t writer_pk,
+                                   const IngestBatch& batch) {
+  using Place = std::tuple<std::string, int64_t, int64_t>;
+  int64_t replaced = 0, lo = batch.media.front().step, hi = lo;
+  std::map<Place, int64_t> last;  // the size of the row that stays
+  for (const MediaPoint& m : batch.media) {
+    auto [it, fresh] = last.try_emplace(Place(m.key, m.step, m.index), m.size);
+    if (!fresh) {
+      replaced += it->second;
+      it->second = m.size;
+    }
+    lo = std::min(lo, m.step);
+    hi = std::max(hi, m.step);
+  }
+  using Stored = std::pair<Place, int64_t>;
+  COHORT_ASSIGN_OR_RETURN(
+      std::vector<Stored> rows,
+      sql::QueryAll<Stored>(
+          conn,
+          "SELECT key, step, idx, size FROM media WHERE run_pk = $1 AND key = ANY($2) AND "
+          "writer_pk = $3 AND step >= $4 AND step <= $5",
+          Params()
+              .Add(run_pk)
+              .AddTextArray(DistinctMediaKeys(batch))
+              .Add(writer_pk)
+              .Add(lo)
+              .Add(hi),
+          [](const Row& row) {
+            return Stored(Place(row.Text(0), row.Int(1), row.Int(2)), row.Int(3));
+          }));
+  for (const auto& [place, size] : rows) {
+    if (last.contains(place)) replaced += size;
+  }
+  return replaced;
 }
 
 constexpr const char* kRecordColumns =
@@ -108,8 +151,8 @@ Status SqlStore::CheckMediaKeyTypes(Conn& conn, int64_t run_pk, const IngestBatc
   return Status::Ok();
 }
 
-Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk,
-                            const IngestBatch& batch) {
+Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const IngestBatch& batch,
+                            RunIngestCache::Note* note) {
   if (batch.media.empty()) return Status::Ok();
   int64_t bytes = 0;
   for (const MediaPoint& m : batch.media) {
@@ -121,19 +164,27 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk,
     }
     bytes += m.size;
   }
-  if (batch.max_run_media_bytes > 0) {
-    COHORT_ASSIGN_OR_RETURN(
-        int64_t stored,
-        sql::QueryOne<int64_t>(conn, "SELECT CAST(coalesce(sum(size), 0) AS BIGINT) FROM media "
-                               "WHERE run_pk = $1",
-                               Params().Add(run_pk), [](const Row& row) { return row.Int(0); },
-                               Status::Internal("media: no aggregate row")));
-    if (stored + bytes > batch.max_run_media_bytes) {
-      return Status::PayloadTooLarge(
-          "media: the run would hold " + std::to_string(stored + bytes) +
-          " bytes of media, more than its budget of " +
-          std::to_string(batch.max_run_media_bytes) + " (--max-run-media-bytes)");
-    }
+  // The run's media bytes: summed from the table once, then kept moving by each batch.
+  std::optional<int64_t> stored = run_cache_.MediaBytes(run_pk);
+  if (batch.max_run_media_bytes > 0 && !stored) {
+    COHORT_ASSIGN_OR_RETURN(int64_t sum,
+                            sql::QueryOne<int64_t>(
+                                conn,
+                                "SELECT CAST(coalesce(sum(size), 0) AS BIGINT) FROM media "
+                                "WHERE run_pk = $1",
+                                Params().Add(run_pk), [](const Row& row) { return row.Int(0); },
+                                Status::Internal("media: no aggregate row")));
+    stored = run_cache_.LoadMediaBytes(run_pk, sum);
+  }
+  if (batch.max_run_media_bytes > 0 && *stored + bytes > batch.max_run_media_bytes) {
+    return Status::PayloadTooLarge("media: the run would hold " + std::to_string(*stored + bytes) +
+                                   " bytes of media, more than its budget of " +
+                                   std::to_string(batch.max_run_media_bytes) +
+                                   " (--max-run-media-bytes)");
+  }
+  int64_t replaced = 0;
+  if (stored) {
+    COHORT_ASSIGN_OR_RETURN(replaced, ReplacedMediaBytes(conn, run_pk, writer_pk, batch));
   }
   for (const MediaPoint& m : batch.media) {
     Params p;
@@ -150,6 +201,10 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk,
                   "duration_ms = excluded.duration_ms, caption = excluded.caption",
                   p)
             .status());
+  }
+  if (stored) {
+    note->run_pk = run_pk;
+    run_cache_.AddMediaBytes(run_pk, bytes - replaced, note);
   }
   return Status::Ok();
 }

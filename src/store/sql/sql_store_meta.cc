@@ -200,27 +200,34 @@ Result<std::optional<ApiKeyRecord>> SqlStore::CreateFirstApiKey(const ApiKeyReco
 
 Result<RunFile> SqlStore::PutRunFile(const RunRef& ref, const RunFile& file) {
   COHORT_RETURN_IF_ERROR(ValidateFileName(file.name));
-  const int64_t now = file.updated_ms > 0 ? file.updated_ms : NowMillis();
+  if (!file.sha256.empty() && (!file.data.empty() || file.size < 0)) {
+    return Status::InvalidArgument("run file '" + file.name +
+                                   "': a file kept as a blob has no data of its own");
+  }
+  const RunFile stored = StoredRunFile(file, file.updated_ms > 0 ? file.updated_ms : NowMillis());
+  const int64_t now = stored.updated_ms;
   return RunFor<RunFile>(Access::kWrite, [&](Conn& conn) -> Result<RunFile> {
     COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, ref));
     COHORT_RETURN_IF_ERROR(
-        conn.Exec("INSERT INTO run_files (run_pk, name, content_type, size, updated_ms, data) "
-                  "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_pk, name) DO UPDATE SET "
-                  "content_type = excluded.content_type, size = excluded.size, "
-                  "updated_ms = excluded.updated_ms, data = excluded.data",
+        conn.Exec("INSERT INTO run_files (run_pk, name, content_type, size, updated_ms, data, "
+                  "sha256) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (run_pk, name) DO "
+                  "UPDATE SET content_type = excluded.content_type, size = excluded.size, "
+                  "updated_ms = excluded.updated_ms, data = excluded.data, "
+                  "sha256 = excluded.sha256",
                   Params()
                       .Add(run.pk)
                       .Add(file.name)
                       .Add(file.content_type)
-                      .Add(int64_t(file.data.size()))
+                      .Add(stored.size)
                       .Add(now)
-                      .AddBlob(file.data))
+                      .AddBlob(file.data)
+                      .Add(file.sha256))
             .status());
     COHORT_RETURN_IF_ERROR(
         conn.Exec("UPDATE runs SET updated_ms = greatest(updated_ms, $1) WHERE pk = $2",
                   Params().Add(now).Add(run.pk))
             .status());
-    return StoredRunFile(file, now);
+    return stored;
   });
 }
 
@@ -243,7 +250,7 @@ Result<RunFile> SqlStore::GetRunFile(const RunRef& ref, const std::string& name)
         conn, kSql, Params().Add(run.pk).Add(name),
         [](const Row& row) {
           RunFile f = ReadRunFileRow(row);
-          f.data = std::string(row.Bytes(4));
+          f.data = std::string(row.Bytes(5));
           return f;
         },
         RunFileNotFound(ref, name));

@@ -153,15 +153,19 @@ Result<IngestResult> SqliteStore::Ingest(const RunRef& ref, const std::string& l
   // Validated before it joins a group: a bad batch never costs the others anything.
   COHORT_ASSIGN_OR_RETURN(IngestPlan plan, IngestPlan::Make(batch));
   IngestResult result;
-  COHORT_RETURN_IF_ERROR(group_.Run([&](Db* db) -> Result<bool> {
+  RunIngestCache::Note note;
+  Status st = group_.Run([&](Db* db) -> Result<bool> {
     result = IngestResult{};
-    return IngestInTxn(db, ref, label, &plan, now_ms, &result);
-  }));
+    return IngestInTxn(db, ref, label, &plan, now_ms, &result, &note);
+  });
+  run_cache_.Settle(&note, st.ok());
+  COHORT_RETURN_IF_ERROR(st);
   return result;
 }
 
 Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::string& label,
-                                      IngestPlan* plan, int64_t now_ms, IngestResult* out) {
+                                      IngestPlan* plan, int64_t now_ms, IngestResult* out,
+                                      RunIngestCache::Note* note) {
   const IngestBatch& batch = plan->batch();
   COHORT_ASSIGN_OR_RETURN(const WriterRow w, FindWriter(db, ref, label));
   IngestResult& result = *out;
@@ -206,7 +210,7 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
   if (!missing.empty() || !batch.histograms.empty() || !batch.media.empty()) {
     sqlite::SqlConn conn(db);
     COHORT_RETURN_IF_ERROR(CheckKeyTypes(conn, w.run_pk, batch, missing));
-    COHORT_RETURN_IF_ERROR(CheckRunKeys(conn, ref, w.run_pk, missing, batch));
+    COHORT_RETURN_IF_ERROR(CheckRunKeys(conn, ref, w.run_pk, missing, batch, note));
   }
   std::vector<series::Point> points;
   for (uint32_t c : plan->by_key()) {
@@ -219,7 +223,7 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
   if (!batch.histograms.empty() || !batch.media.empty()) {
     sqlite::SqlConn conn(db);
     COHORT_RETURN_IF_ERROR(WriteHistograms(conn, w.run_pk, w.pk, batch));
-    COHORT_RETURN_IF_ERROR(WriteMedia(conn, w.run_pk, w.pk, batch));
+    COHORT_RETURN_IF_ERROR(WriteMedia(conn, w.run_pk, w.pk, batch, note));
   }
   if (!batch.console.empty()) {
     COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("INSERT INTO console (run_pk, writer_pk, time_ms, "

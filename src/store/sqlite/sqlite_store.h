@@ -93,8 +93,10 @@ class SqliteStore final : public SqlStore {
 
   // The body of Ingest inside a (group's) write transaction: false when the batch is a
   // duplicate and its changes are to be rolled back (sqlite_ingest.cc).
-  static Result<bool> IngestInTxn(sqlite::Db* db, const RunRef& ref, const std::string& label,
-                                  IngestPlan* plan, int64_t now_ms, IngestResult* out);
+  // What it did to run_cache_ goes into `note`, for Ingest to settle after the commit.
+  Result<bool> IngestInTxn(sqlite::Db* db, const RunRef& ref, const std::string& label,
+                           IngestPlan* plan, int64_t now_ms, IngestResult* out,
+                           RunIngestCache::Note* note);
 
   SqliteOptions options_;
   Mutex write_mu_;

@@ -4,12 +4,14 @@
 // individual lines. Its own log scale, smoothing, zoom and hidden lines live in the URL (`ch`),
 // and it can fill the window (`full`).
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api, ApiError } from '../lib/api';
+import { api } from '../lib/api';
 import { bucketsPerLine, commonStepRange, loadLines, type LineSource, type LoadedLine } from '../lib/chartdata';
 import { colorFor, fmtNum } from '../lib/format';
+import { startLoad } from '../lib/load';
 import { update, updateChart } from '../lib/nav';
 import { aggregateBands, bucketWidth, xExtent, type Band, type LineMode, type XMode } from '../lib/series';
 import type { ChartState } from '../lib/url';
+import { useVisibleWidth } from '../lib/useVisibleWidth';
 import { Chart, type ChartLine } from './Chart';
 
 export interface ChartSettings {
@@ -43,8 +45,7 @@ const AXIS_SPACE = 72; // y axis + padding: the plot's width in pixels is the co
 
 export function ChartPanel(p: ChartPanelProps) {
   const box = useRef<HTMLDivElement>(null);
-  const [visible, setVisible] = useState(false);
-  const [width, setWidth] = useState(0);
+  const { visible, width } = useVisibleWidth(box);
   const [lines, setLines] = useState<LoadedLine[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [loading, setLoading] = useState(false);
@@ -59,23 +60,6 @@ export function ChartPanel(p: ChartPanelProps) {
   const full = !!p.fullscreen;
   const height = full ? Math.max(240, window.innerHeight - 150) : p.height ?? 220;
 
-  useEffect(() => {
-    const el = box.current;
-    if (!el) return;
-    setWidth(el.clientWidth);
-    if (typeof IntersectionObserver === 'undefined') { setVisible(true); return; }
-    const io = new IntersectionObserver((es) => {
-      if (es.some((e) => e.isIntersecting)) { setVisible(true); io.disconnect(); }
-    }, { rootMargin: '300px' });
-    io.observe(el);
-    const ro = new ResizeObserver(() => {
-      // Re-query only when the width changed enough to matter (10%).
-      setWidth((w) => (Math.abs(el.clientWidth - w) > w * 0.1 ? el.clientWidth : w));
-    });
-    ro.observe(el);
-    return () => { io.disconnect(); ro.disconnect(); };
-  }, []);
-
   // Escape leaves full screen.
   useEffect(() => {
     if (!full) return;
@@ -89,23 +73,13 @@ export function ChartPanel(p: ChartPanelProps) {
   const runs = new Set(p.sources.map((s) => s.run)).size;
   useEffect(() => {
     if ((!visible && !full) || width <= 0 || !p.sources.length) return;
-    const ctl = new AbortController();
-    setLoading(true);
-    loadLines(api, p.sources, {
+    return startLoad((signal) => loadLines(api, p.sources, {
       buckets: bucketsPerLine(width - AXIS_SPACE, p.sources.length), xMode, lineMode, range: zoom,
-      previous: previous.current, signal: ctl.signal,
-    }).then((ls) => {
-      if (ctl.signal.aborted) return;
+      previous: previous.current, signal,
+    }), (ls) => {
       previous.current = new Map(ls.map((l) => [l.id, l.band]));
       setLines(ls);
-      setError(null);
-      setLoading(false);
-    }, (e) => {
-      if (ctl.signal.aborted || (e as Error).name === 'AbortError') return;
-      setError(e instanceof ApiError ? e.message : String(e));
-      setLoading(false);
-    });
-    return () => ctl.abort();
+    }, setError, setLoading);
   }, [visible, full, width, sourcesKey, xMode, lineMode, zoom?.[0], zoom?.[1], p.tick]);
 
   const chartLines = useMemo<ChartLine[]>(() => {

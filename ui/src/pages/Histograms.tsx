@@ -6,11 +6,13 @@
 // 10,000-step series is merged server-side, never fetched whole), re-queries on a drag zoom and on
 // every live tick.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api, ApiError, type RunDetail, type SeriesInfo } from '../lib/api';
+import { api, type RunDetail, type SeriesInfo } from '../lib/api';
 import { fmtNum, naturalCompare, prefixOf } from '../lib/format';
 import { bucketsFor, distribution, groupHistKeys, type Distribution } from '../lib/histograms';
+import { startLoad } from '../lib/load';
 import { update } from '../lib/nav';
 import type { AppState } from '../lib/url';
+import { useVisibleWidth } from '../lib/useVisibleWidth';
 import { Empty, ErrorBox, Loading } from '../components/common';
 import { HistogramChart } from '../components/HistogramChart';
 
@@ -64,8 +66,7 @@ export function HistogramsTab({ r, state, keys, error, tick }: { r: RunDetail; s
 
 function HistogramPanel({ r, histKey, writers, state, tick }: { r: RunDetail; histKey: string; writers: string[]; state: AppState; tick: number }) {
   const box = useRef<HTMLDivElement>(null);
-  const [visible, setVisible] = useState(false);
-  const [width, setWidth] = useState(0);
+  const { visible, width } = useVisibleWidth(box);
   const [zoom, setZoom] = useState<[number, number] | null>(null);
   const [data, setData] = useState<{ dist: Distribution; writer: string } | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -74,37 +75,13 @@ function HistogramPanel({ r, histKey, writers, state, tick }: { r: RunDetail; hi
   const multi = (r.writers?.length ?? 0) > 1;
 
   useEffect(() => {
-    const el = box.current;
-    if (!el) return;
-    setWidth(el.clientWidth);
-    if (typeof IntersectionObserver === 'undefined') { setVisible(true); return; }
-    const io = new IntersectionObserver((es) => {
-      if (es.some((e) => e.isIntersecting)) { setVisible(true); io.disconnect(); }
-    }, { rootMargin: '300px' });
-    io.observe(el);
-    const ro = new ResizeObserver(() => setWidth((w) => (Math.abs(el.clientWidth - w) > w * 0.1 ? el.clientWidth : w)));
-    ro.observe(el);
-    return () => { io.disconnect(); ro.disconnect(); };
-  }, []);
-
-  useEffect(() => {
     if (!visible || width <= 0) return;
-    const ctl = new AbortController();
-    setLoading(true);
-    api.histograms(r.entity, r.project, r.id, [histKey], [writer], {
+    return startLoad((signal) => api.histograms(r.entity, r.project, r.id, [histKey], [writer], {
       buckets: bucketsFor(width - AXIS_SPACE), min_step: zoom?.[0], max_step: zoom?.[1],
-    }, ctl.signal).then((hs) => {
-      if (ctl.signal.aborted) return;
+    }, signal), (hs) => {
       const h = hs.find((x) => x.key === histKey && x.writer === writer) ?? { key: histKey, writer, count: 0, steps: [] };
       setData({ dist: distribution(h), writer });
-      setError(null);
-      setLoading(false);
-    }, (e) => {
-      if (ctl.signal.aborted || (e as Error).name === 'AbortError') return;
-      setError(e instanceof ApiError ? e.message : String(e));
-      setLoading(false);
-    });
-    return () => ctl.abort();
+    }, setError, setLoading);
   }, [visible, width, r.entity, r.project, r.id, histKey, writer, zoom?.[0], zoom?.[1], tick]);
 
   const d = data?.dist;
