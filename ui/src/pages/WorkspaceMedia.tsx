@@ -106,7 +106,7 @@ function KeyView({ state, runs, styles, mediaKey, keysByRun, picker }: {
                     {sets.length > 1 && <h4 class="cmp-writer-name">{w.writer}</h4>}
                     {w.step === null ? <p class="muted small" data-testid="cmp-none-yet">nothing at or before step {step} (first: {stepsOf(mine.filter((m) => m.writer === w.writer))[0]})</p> : (
                       <>
-                        <div class="muted small">step <span data-testid="cmp-shown-step">{w.step}</span>{w.step !== step && ' (its last at or before the chosen step)'}</div>
+                        <div class="muted small">step <span data-testid="cmp-shown-step">{w.step}</span>{w.step !== step && <span title="its last step at or before the chosen one"> (≤ {step})</span>}</div>
                         <div class="media-grid">{w.set.map((m) => <BlobItem key={m.sha256 + m.index} m={m} />)}</div>
                       </>
                     )}
