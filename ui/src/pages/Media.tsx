@@ -2,11 +2,14 @@
 // key a step slider over the steps it was logged at and a checkbox per writer (shared runs), then
 // the step's set per writer: images in a grid (full size on click), audio and video players, HTML
 // in a sandboxed frame (it never runs in the UI's origin: no scripts, an opaque origin), tables
-// with paging and sorting. Bytes are fetched with the browser's key (api.blobAt) into object URLs.
+// with paging and sorting. Bytes are fetched with the browser's key (api.blobAt) into object URLs
+// (components/media.tsx, shared with the workspace's image comparison).
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, type MediaRow, type RunDetail, type SeriesInfo } from '../lib/api';
-import { fmtBytes, naturalCompare } from '../lib/format';
+import { naturalCompare } from '../lib/format';
+import { setAt, stepsOf, writersOf } from '../lib/media';
 import { Empty, ErrorBox, Loading, useLoad } from '../components/common';
+import { BlobItem, StepSlider } from '../components/media';
 
 const TABLE_PAGE = 50;
 
@@ -43,8 +46,8 @@ export function MediaTab({ r, tick }: { r: RunDetail; tick: number }) {
 function MediaKey({ r, mediaKey, tick }: { r: RunDetail; mediaKey: string; tick: number }) {
   const rows = useLoad((signal) => api.media(r.entity, r.project, r.id, mediaKey, signal), [r.entity, r.project, r.id, mediaKey, tick]);
   const all = rows.data?.media ?? [];
-  const steps = useMemo(() => [...new Set(all.map((m) => m.step))].sort((a, b) => a - b), [rows.data]);
-  const writers = useMemo(() => [...new Set(all.map((m) => m.writer))].sort(naturalCompare), [rows.data]);
+  const steps = useMemo(() => stepsOf(all), [rows.data]);
+  const writers = useMemo(() => writersOf(all), [rows.data]);
   const [stepIdx, setStepIdx] = useState<number | null>(null);
   const [hidden, setHidden] = useState<Set<string>>(new Set());
   useEffect(() => { setStepIdx(null); setHidden(new Set()); }, [mediaKey]);
@@ -57,11 +60,7 @@ function MediaKey({ r, mediaKey, tick }: { r: RunDetail; mediaKey: string; tick:
   return (
     <section class="media-key-view" data-testid="media-key" data-key={mediaKey}>
       <div class="media-controls">
-        <label>step <strong data-testid="media-step">{step}</strong>
-          <input type="range" min={0} max={steps.length - 1} value={idx} data-testid="media-step-slider"
-            aria-label="step" onInput={(e) => setStepIdx(Number((e.target as HTMLInputElement).value))} />
-          <span class="muted small">{steps.length} steps ({steps[0]}–{steps[steps.length - 1]})</span>
-        </label>
+        <StepSlider steps={steps} idx={idx} onIdx={setStepIdx} testid="media" />
         {writers.length > 1 && (
           <fieldset class="media-writers" data-testid="media-writers"><legend class="muted small">writers</legend>
             {writers.map((w) => (
@@ -75,7 +74,7 @@ function MediaKey({ r, mediaKey, tick }: { r: RunDetail; mediaKey: string; tick:
         )}
       </div>
       {shown.map((w) => {
-        const set = all.filter((m) => m.writer === w && m.step === step).sort((a, b) => a.index - b.index);
+        const set = setAt(all, w, step);
         return (
           <div class="media-writer" key={w} data-writer={w}>
             {writers.length > 1 && <h3>{w}</h3>}
@@ -91,55 +90,8 @@ function MediaKey({ r, mediaKey, tick }: { r: RunDetail; mediaKey: string; tick:
   );
 }
 
-/** An object URL of the row's bytes, revoked when the row changes. */
-function useObjectUrl(m: MediaRow): { url: string; error: unknown } {
-  const [state, setState] = useState<{ url: string; error: unknown }>({ url: '', error: null });
-  useEffect(() => {
-    if (!m.uploaded) { setState({ url: '', error: null }); return; }
-    let url = '';
-    let live = true;
-    api.blobAt(m.url).then((b) => {
-      url = URL.createObjectURL(new Blob([b], { type: m.mime }));
-      if (live) setState({ url, error: null }); else URL.revokeObjectURL(url);
-    }, (e) => { if (live) setState({ url: '', error: e }); });
-    return () => { live = false; if (url) URL.revokeObjectURL(url); };
-  }, [m.url, m.uploaded]);
-  return state;
-}
-
 function MediaItem({ r, m }: { r: RunDetail; m: MediaRow }) {
   return m.type === 'table' ? <TableView r={r} m={m} /> : <BlobItem m={m} />;
-}
-
-function BlobItem({ m }: { m: MediaRow }) {
-  const { url, error } = useObjectUrl(m);
-  const [big, setBig] = useState(false);
-  const caption = m.caption ? <figcaption>{m.caption}</figcaption> : null;
-  let body;
-  if (error) body = <ErrorBox error={error} />;
-  else if (!m.uploaded) body = <p class="muted small">uploading…</p>;
-  else if (!url) body = <Loading what={m.type} />;
-  else if (m.type === 'image') {
-    body = (
-      <button type="button" class="media-thumb" title="full size" onClick={() => setBig(true)}>
-        <img src={url} alt={m.caption || `${m.key} step ${m.step} #${m.index}`} width={m.width || undefined} height={m.height || undefined} data-testid="media-image" />
-      </button>
-    );
-  } else if (m.type === 'audio') body = <audio controls src={url} data-testid="media-audio" />;
-  else if (m.type === 'video') body = m.mime.startsWith('image/') ? <img src={url} alt={m.caption || m.key} data-testid="media-video" /> : <video controls src={url} data-testid="media-video" />;
-  else body = <iframe sandbox="" src={url} title={m.caption || m.key} class="media-html" data-testid="media-html" />;
-  return (
-    <figure class="media-item" data-index={m.index}>
-      {body}
-      {caption}
-      <div class="muted small">{m.mime} · {fmtBytes(m.size)}{m.width ? ` · ${m.width}×${m.height}` : ''}</div>
-      {big && url && (
-        <div class="media-full" role="dialog" aria-label="full size" data-testid="media-full" onClick={() => setBig(false)}>
-          <img src={url} alt={m.caption || m.key} />
-        </div>
-      )}
-    </figure>
-  );
 }
 
 function TableView({ r, m }: { r: RunDetail; m: MediaRow }) {

@@ -1,6 +1,6 @@
 // Project workspace: saved views, filter bar and builder, sidebar of groups, the runs table
 // (virtual rows, grouping, sort on any column, config and summary columns, an eye per row), and
-// charts of the visible runs.
+// charts of the visible runs, and an image comparison of them (WorkspaceMedia).
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, type View } from '../lib/api';
 import {
@@ -17,6 +17,7 @@ import { FilterBar } from './FilterBar';
 import { ProjectArtifacts } from './Artifacts';
 import { RunsTable, StateDots } from './RunsTable';
 import { MAX_CHART_RUNS, runStyles, WorkspaceCharts } from './WorkspaceCharts';
+import { WorkspaceMedia } from './WorkspaceMedia';
 
 export function WorkspacePage({ state }: { state: AppState }) {
   const { entity, project } = state;
@@ -118,6 +119,7 @@ export function WorkspacePage({ state }: { state: AppState }) {
         {runs.length > 0 && shown.length > 0 && (
           <WorkspaceCharts state={state} visible={shown} eligible={eligible.length} charted={charted} styles={styles} legend={legend} loaded={loaded} />
         )}
+        {runs.length > 0 && shown.length > 0 && loaded && <WorkspaceMedia state={state} charted={charted} styles={styles} />}
       </div>
     </div>
   );

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import type { MediaRow, SeriesInfo } from './api';
+import { keysOfType, setAt, setsAtOrBefore, stepAtOrBefore, stepsOf, writersOf } from './media';
+
+const row = (writer: string, step: number, index = 0, key = 'samples'): MediaRow => ({
+  key, writer, step, index, time_ms: 0, type: 'image', mime: 'image/png', sha256: `${writer}-${step}-${index}`,
+  size: 1, caption: '', uploaded: true, url: `/m/${writer}/${step}/${index}`,
+});
+const info = (key: string, type: string, writer = 'w'): SeriesInfo => ({ key, writer, type, count: 1, min_step: 0, max_step: 0 });
+
+describe('media helpers', () => {
+  it('steps of rows: distinct, ascending', () => {
+    expect(stepsOf([row('a', 5), row('a', 1), row('b', 5), row('a', 3, 1)])).toEqual([1, 3, 5]);
+    expect(stepsOf([])).toEqual([]);
+  });
+
+  it('the last step at or before a chosen one', () => {
+    const steps = [0, 2, 4, 10];
+    expect(stepAtOrBefore(steps, 4)).toBe(4);
+    expect(stepAtOrBefore(steps, 3)).toBe(2);
+    expect(stepAtOrBefore(steps, 100)).toBe(10);
+    expect(stepAtOrBefore(steps, 0)).toBe(0);
+    expect(stepAtOrBefore(steps, -1)).toBeNull();
+    expect(stepAtOrBefore([5], 4)).toBeNull();
+    expect(stepAtOrBefore([], 4)).toBeNull();
+    // Large and negative steps, every index.
+    const many = Array.from({ length: 1000 }, (_, i) => i * 3 - 30);
+    for (let s = -40; s < 3000; s += 7) {
+      const want = [...many].reverse().find((x) => x <= s) ?? null;
+      expect(stepAtOrBefore(many, s)).toBe(want);
+    }
+  });
+
+  it('writers in natural order; a set by index', () => {
+    expect(writersOf([row('rank_10', 0), row('rank_2', 0), row('rank_2', 1)])).toEqual(['rank_2', 'rank_10']);
+    const rows = [row('a', 1, 1), row('a', 1, 0), row('b', 1, 0), row('a', 2, 0)];
+    expect(setAt(rows, 'a', 1).map((m) => m.index)).toEqual([0, 1]);
+    expect(setAt(rows, 'a', 3)).toEqual([]);
+  });
+
+  it('per writer, the set at its last step at or before the chosen one', () => {
+    // rank_0 logs at 0, 2, 4 (two images each); rank_1 at 3 only.
+    const rows = [0, 2, 4].flatMap((s) => [row('rank_0', s, 0), row('rank_0', s, 1)]).concat([row('rank_1', 3)]);
+    const at = (s: number) => setsAtOrBefore(rows, s).map((w) => [w.writer, w.step, w.set.map((m) => m.sha256)]);
+    expect(at(4)).toEqual([['rank_0', 4, ['rank_0-4-0', 'rank_0-4-1']], ['rank_1', 3, ['rank_1-3-0']]]);
+    expect(at(3)).toEqual([['rank_0', 2, ['rank_0-2-0', 'rank_0-2-1']], ['rank_1', 3, ['rank_1-3-0']]]);
+    expect(at(1)).toEqual([['rank_0', 0, ['rank_0-0-0', 'rank_0-0-1']], ['rank_1', null, []]]);
+    expect(at(-5)).toEqual([['rank_0', null, []], ['rank_1', null, []]]);
+    expect(setsAtOrBefore([], 3)).toEqual([]);
+  });
+
+  it('the keys of a type over several runs, each once', () => {
+    const a = [info('samples', 'image', 'rank_0'), info('samples', 'image', 'rank_1'), info('loss', 'scalar'), info('clip', 'audio')];
+    const b = [info('masks/10', 'image'), info('masks/2', 'image'), info('samples', 'image')];
+    expect(keysOfType([a, b], 'image')).toEqual(['masks/2', 'masks/10', 'samples']);
+    expect(keysOfType([a], 'audio')).toEqual(['clip']);
+    expect(keysOfType([], 'image')).toEqual([]);
+  });
+});
