@@ -154,7 +154,15 @@ for v in $pythons; do
     continue
   fi
   say "building the wheel for Python $v ($py)"
-  "$py" -m pip wheel -q --no-deps -w "$raw" "$root" \
+  # A venv per interpreter with a current pip: older pips (3.9's 23.0) lack --config-settings.
+  venv="$cache/python-$v"
+  if [ ! -x "$venv/bin/python" ] || [ "$(readlink -f "$venv/.interpreter" 2>/dev/null)" != "$(readlink -f "$py")" ]; then
+    rm -rf "$venv"
+    "$py" -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --upgrade "pip>=24"
+    ln -sfn "$py" "$venv/.interpreter"
+  fi
+  "$venv/bin/python" -m pip wheel -q --no-deps -w "$raw" "$root" \
     -C build-dir="$cache/build/{wheel_tag}" \
     -C cmake.define.COHORT_PORTABLE=ON -C cmake.define.COHORT_BUILD_SERVER=OFF \
     -C cmake.define.COHORT_PORTABLE_HEADERS="$headers" \
