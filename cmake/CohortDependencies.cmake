@@ -58,6 +58,11 @@ add_library(cohort_cli11 INTERFACE)
 target_include_directories(cohort_cli11 SYSTEM INTERFACE "${COHORT_PORTABLE_HEADERS}")
 add_library(CLI11::CLI11 ALIAS cohort_cli11)
 
+# nanobind's headers call fprintf(stderr, ...) without including <cstdio>: with libstdc++ another
+# standard header brings it in, with LLVM's libc++ (zig) under Py_LIMITED_API (the cp312-abi3
+# wheel) nothing does. clang's joined form of `-include cstdio`.
+add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-includecstdio>)
+
 set(OPENSSL_ROOT_DIR "${COHORT_PORTABLE_PREFIX}")
 set(OPENSSL_USE_STATIC_LIBS TRUE)
 find_package(OpenSSL REQUIRED)

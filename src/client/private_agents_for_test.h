@@ -28,9 +28,16 @@ inline std::vector<int> PrivateAgentPids(const std::string& data_dir) {
   for (const auto& entry : fs::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    // A process that exits while its /proc files are read makes read(2) fail with ESRCH, which
+    // libstdc++'s filebuf throws as std::ios_base::failure: such a process is no agent to stop.
     auto read = [&](const char* file) {
-      std::ifstream in(entry.path() / file);
-      return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      try {
+        std::ifstream in(entry.path() / file);
+        return std::string((std::istreambuf_iterator<char>(in)),
+                           std::istreambuf_iterator<char>());
+      } catch (const std::ios_base::failure&) {
+        return std::string();
+      }
     };
     if (read("cmdline").find("--private") == std::string::npos) continue;
     if (read("environ").find(marker) == std::string::npos) continue;
