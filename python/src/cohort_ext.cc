@@ -207,18 +207,19 @@ bool ReadDoubles(PyObject* bytes, std::vector<double>* out, const std::string& k
 // A histogram from the converter: (lo: float, hi: float, counts: bytes, edges: bytes | None),
 // counts and edges float64 in native byte order (cohort.Histogram).
 bool AppendHistogram(LogScratch& s, const std::string& key, PyObject* t) {
-  if (PyTuple_GET_SIZE(t) != 4) {
+  // PyTuple_Size/GetItem, not the _GET_ macros: the cp312-abi3 wheel uses the limited API.
+  if (!PyTuple_Check(t) || PyTuple_Size(t) != 4) {
     SetKeyError(PyExc_TypeError, key, "histogram: the converter must return a 4-tuple");
     return false;
   }
   if (s.nh == s.histograms.size()) s.histograms.emplace_back();
   auto& [k, h] = s.histograms[s.nh];
   k = key;
-  h.lo = PyFloat_AsDouble(PyTuple_GET_ITEM(t, 0));
-  h.hi = PyFloat_AsDouble(PyTuple_GET_ITEM(t, 1));
+  h.lo = PyFloat_AsDouble(PyTuple_GetItem(t, 0));
+  h.hi = PyFloat_AsDouble(PyTuple_GetItem(t, 1));
   if (PyErr_Occurred()) return false;
-  if (!ReadDoubles(PyTuple_GET_ITEM(t, 2), &h.counts, key)) return false;
-  PyObject* edges = PyTuple_GET_ITEM(t, 3);
+  if (!ReadDoubles(PyTuple_GetItem(t, 2), &h.counts, key)) return false;
+  PyObject* edges = PyTuple_GetItem(t, 3);
   if (edges == Py_None) {
     h.edges.clear();
   } else if (!ReadDoubles(edges, &h.edges, key)) {
