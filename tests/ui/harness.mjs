@@ -144,3 +144,26 @@ export async function api(server, method, p, body) {
   if (!resp.ok) throw new Error(`${method} ${p}: ${resp.status} ${text}`);
   return JSON.parse(text);
 }
+
+/**
+ * What a test needs to run the real Python SDK against `server`: the interpreter (the project's
+ * .venv), the build directory, and an environment in which the checkout's package, the build's
+ * extension and `cohort` binary are used, HOME and the runtime directory are inside the server's
+ * temporary directory, no COHORT_* or launcher variable of the caller leaks in, and `extra` is
+ * added.
+ */
+export function sdkEnvironment(server, project, extra = {}) {
+  const python = process.env.COHORT_PYTHON || (existsSync(path.join(ROOT, '.venv/bin/python')) ? path.join(ROOT, '.venv/bin/python') : 'python3');
+  const build = path.resolve(process.env.COHORT_BUILD_DIR || path.join(path.dirname(findBinary()), '../..'));
+  const env = { ...process.env };
+  for (const k of ['COHORT_MODE', 'COHORT_RUN_ID', 'COHORT_ENTITY', 'COHORT_DIR', 'COHORT_AGENT', 'COHORT_AGENT_SOCKET', 'RANK',
+    'LOCAL_RANK', 'WORLD_SIZE', 'TORCHELASTIC_RUN_ID', 'MASTER_ADDR', 'MASTER_PORT']) delete env[k];
+  Object.assign(env, {
+    HOME: path.join(server.dir, 'home'), XDG_RUNTIME_DIR: path.join(server.dir, 'run'), XDG_CONFIG_HOME: '', XDG_DATA_HOME: '',
+    COHORT_BASE_URL: server.url, COHORT_API_KEY: server.key, COHORT_PROJECT: project,
+    COHORT_BUILD_DIR: build, COHORT_BIN: findBinary(), COHORT_AGENT_IDLE_S: '10',
+    PYTHONPATH: path.join(ROOT, 'python'), PYTHONUNBUFFERED: '1',
+  }, extra);
+  mkdirSync(env.XDG_RUNTIME_DIR, { recursive: true, mode: 0o700 });
+  return { python, build, env };
+}

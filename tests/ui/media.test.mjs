@@ -8,10 +8,10 @@
 //   node --test tests/ui/media.test.mjs        (scripts/test-ui.sh runs it)
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { api, findBinary, openLoggedIn, ROOT, startServer } from './harness.mjs';
+import { api, openLoggedIn, ROOT, sdkEnvironment, startServer } from './harness.mjs';
 
 const SHOTS = path.join(ROOT, 'artifacts/ui');
 const PROJECT = 'media-demo';
@@ -40,17 +40,7 @@ run.finish()
 `;
 
 function seed() {
-  const python = process.env.COHORT_PYTHON || (existsSync(path.join(ROOT, '.venv/bin/python')) ? path.join(ROOT, '.venv/bin/python') : 'python3');
-  const build = path.resolve(process.env.COHORT_BUILD_DIR || path.join(path.dirname(findBinary()), '../..'));
-  const env = { ...process.env };
-  for (const k of ['COHORT_MODE', 'COHORT_RUN_ID', 'COHORT_ENTITY', 'COHORT_DIR', 'COHORT_AGENT', 'COHORT_AGENT_SOCKET', 'RANK']) delete env[k];
-  Object.assign(env, {
-    HOME: path.join(server.dir, 'home'), XDG_RUNTIME_DIR: path.join(server.dir, 'run'), XDG_CONFIG_HOME: '', XDG_DATA_HOME: '',
-    COHORT_BASE_URL: server.url, COHORT_API_KEY: server.key, COHORT_PROJECT: PROJECT, RUN_ID: RUN,
-    COHORT_BUILD_DIR: build, COHORT_BIN: findBinary(), COHORT_AGENT_IDLE_S: '10',
-    PYTHONPATH: path.join(ROOT, 'python'), PYTHONUNBUFFERED: '1',
-  });
-  mkdirSync(env.XDG_RUNTIME_DIR, { recursive: true, mode: 0o700 });
+  const { python, env } = sdkEnvironment(server, PROJECT, { RUN_ID: RUN });
   const script = path.join(server.dir, 'seed_media.py');
   writeFileSync(script, SEED);
   for (const rank of [0, 1]) {

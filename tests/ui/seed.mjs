@@ -10,10 +10,10 @@
 //
 //   node tests/ui/seed.mjs URL KEY [project]      (KEY: an API key; prints the created run ids)
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import { api, findBinary, ROOT } from './harness.mjs';
+import { api, ROOT, sdkEnvironment } from './harness.mjs';
 
 /** Driver over the JSON API (docs/api.md). */
 export class HttpDriver {
@@ -290,21 +290,10 @@ class SdkProcesses {
   constructor(server, project, steps) {
     this.procs = [];
     this.log = [];
-    const python = process.env.COHORT_PYTHON || (existsSync(path.join(ROOT, '.venv/bin/python')) ? path.join(ROOT, '.venv/bin/python') : 'python3');
-    const build = path.resolve(process.env.COHORT_BUILD_DIR || path.join(path.dirname(findBinary()), '../..'));
+    const { python, build, env } = sdkEnvironment(server, project, { SEED_STEPS: String(steps) });
     const nvml = process.env.COHORT_FAKE_NVML || path.join(build, 'tests/fake_nvml/libnvidia-ml.so.1');
     if (!existsSync(nvml)) throw new Error(`seed: ${nvml} is missing (build the fake_nvml target)`);
-    const env = { ...process.env };
-    for (const k of ['COHORT_MODE', 'COHORT_RUN_ID', 'COHORT_ENTITY', 'COHORT_DIR', 'COHORT_AGENT', 'COHORT_AGENT_SOCKET', 'RANK',
-      'LOCAL_RANK', 'WORLD_SIZE', 'TORCHELASTIC_RUN_ID', 'MASTER_ADDR', 'MASTER_PORT']) delete env[k];
-    Object.assign(env, {
-      HOME: path.join(server.dir, 'home'), XDG_RUNTIME_DIR: path.join(server.dir, 'run'), XDG_CONFIG_HOME: '', XDG_DATA_HOME: '',
-      COHORT_BASE_URL: server.url, COHORT_API_KEY: server.key, COHORT_PROJECT: project,
-      COHORT_BUILD_DIR: build, COHORT_BIN: findBinary(), COHORT_AGENT_IDLE_S: '10',
-      COHORT_NVML_LIBRARY: nvml, FAKE_NVML_DEVICE_COUNT: '4', FAKE_NVML_WOBBLE: '1',
-      PYTHONPATH: path.join(ROOT, 'python'), PYTHONUNBUFFERED: '1', SEED_STEPS: String(steps),
-    });
-    mkdirSync(env.XDG_RUNTIME_DIR, { recursive: true, mode: 0o700 });
+    Object.assign(env, { COHORT_NVML_LIBRARY: nvml, FAKE_NVML_DEVICE_COUNT: '4', FAKE_NVML_WOBBLE: '1' });
     this.env = env;
     this.python = python;
     server.onStop?.(() => this.killAll());

@@ -8,10 +8,10 @@
 //   node --test tests/ui/workspace_media.test.mjs        (scripts/test-ui.sh runs it)
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { api, findBinary, launchBrowser, ROOT, startServer } from './harness.mjs';
+import { api, launchBrowser, ROOT, sdkEnvironment, startServer } from './harness.mjs';
 
 const SHOTS = path.join(ROOT, 'artifacts/ui');
 const PROJECT = 'cmp-demo';
@@ -50,17 +50,7 @@ const RUNS = [['cmpa', 'alpha', 0], ['cmpb', 'beta', 0], ['cmpb', 'beta', 1], ['
 const MEDIA_ROWS = { cmpa: 3, cmpb: 4, cmpc: 1, cmpd: 5 };
 
 function seed() {
-  const python = process.env.COHORT_PYTHON || (existsSync(path.join(ROOT, '.venv/bin/python')) ? path.join(ROOT, '.venv/bin/python') : 'python3');
-  const build = path.resolve(process.env.COHORT_BUILD_DIR || path.join(path.dirname(findBinary()), '../..'));
-  const env = { ...process.env };
-  for (const k of ['COHORT_MODE', 'COHORT_RUN_ID', 'COHORT_ENTITY', 'COHORT_DIR', 'COHORT_AGENT', 'COHORT_AGENT_SOCKET', 'RANK']) delete env[k];
-  Object.assign(env, {
-    HOME: path.join(server.dir, 'home'), XDG_RUNTIME_DIR: path.join(server.dir, 'run'), XDG_CONFIG_HOME: '', XDG_DATA_HOME: '',
-    COHORT_BASE_URL: server.url, COHORT_API_KEY: server.key, COHORT_PROJECT: PROJECT,
-    COHORT_BUILD_DIR: build, COHORT_BIN: findBinary(), COHORT_AGENT_IDLE_S: '10',
-    PYTHONPATH: path.join(ROOT, 'python'), PYTHONUNBUFFERED: '1',
-  });
-  mkdirSync(env.XDG_RUNTIME_DIR, { recursive: true, mode: 0o700 });
+  const { python, env } = sdkEnvironment(server, PROJECT);
   const script = path.join(server.dir, 'seed_cmp.py');
   writeFileSync(script, SEED);
   for (const [id, name, rank] of RUNS) {
