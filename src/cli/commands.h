@@ -23,9 +23,9 @@ Runner AddSyncCommand(CLI::App& app);
 Runner AddRunsCommand(CLI::App& app);         // runs ls | show | export
 Runner AddRunsExportCommand(CLI::App& runs);  // `runs export`, under the `runs` command
 Runner AddLogsCommand(CLI::App& app);
-Runner AddMediaCommand(CLI::App& app);     // media ls | get
-Runner AddArtifactCommand(CLI::App& app);  // artifact ls | show | get | put
-Runner AddGcCommand(CLI::App& app);        // gc: unreferenced artifact files
+Runner AddMediaCommand(CLI::App& app);       // media ls | get
+Runner AddArtifactCommand(CLI::App& app);    // artifact ls | show | get | put
+Runner AddGcCommand(CLI::App& app);          // gc: unreferenced artifact files
 Runner AddStoreDumpCommands(CLI::App& app);  // export | import | migrate (whole store)
 // Builds without the server (the wheels' node binary): `server`, `keys`, `gc`, `export`,
 // `import` and `migrate` exit 2 saying that this binary has no server and where to get one.

@@ -33,8 +33,7 @@ inline std::vector<int> PrivateAgentPids(const std::string& data_dir) {
     auto read = [&](const char* file) {
       try {
         std::ifstream in(entry.path() / file);
-        return std::string((std::istreambuf_iterator<char>(in)),
-                           std::istreambuf_iterator<char>());
+        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       } catch (const std::ios_base::failure&) {
         return std::string();
       }
