@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "blob/s3_client.h"
 #include "blob/weed_test_server.h"
 #include "core/limits.h"
@@ -143,6 +145,51 @@ TEST_F(S3BlobStoreTest, APartReplacedAfterVerificationIsNotPublished) {
   Status published = (*verified)->Publish();
   EXPECT_EQ(published.code(), StatusCode::kFailedPrecondition) << published.ToString();
   EXPECT_EQ(store.Stat(sha).status().code(), StatusCode::kNotFound);
+}
+
+// Verification hashes the parts through StreamRange: the bytes of the range, in order, in
+// pieces of libcurl's receive buffer (never the whole range in one string, which is what keeps
+// the server's memory flat while it verifies an upload).
+TEST_F(S3BlobStoreTest, StreamRangeHandsOutTheRangeInSmallPiecesInOrder) {
+  S3Client s3(weed_->Config("blob-test"));
+  ASSERT_TRUE(s3.CheckOrCreateBucket().ok());
+  std::string data(3 << 20, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = char((i * 131 + i / 7) & 0xff);
+  ASSERT_TRUE(s3.PutObject("streamed/object", data).ok());
+  struct Case {
+    uint64_t offset, length;
+  };
+  for (Case c : {Case{0, data.size() + 1}, Case{12345, 2 << 20}, Case{data.size() - 10, 100},
+                 Case{data.size() + 5, 10}}) {
+    std::string got;
+    size_t largest = 0;
+    int restarts = 0;
+    std::string etag;
+    auto streamed = s3.StreamRange(
+        "streamed/object", c.offset, c.length,
+        [&] {
+          ++restarts;
+          got.clear();
+        },
+        [&](std::string_view piece) {
+          largest = std::max(largest, piece.size());
+          got.append(piece);
+        },
+        &etag);
+    ASSERT_TRUE(streamed.ok()) << streamed.status().ToString();
+    const std::string want =
+        c.offset >= data.size() ? std::string() : data.substr(c.offset, c.length);
+    EXPECT_EQ(*streamed, want.size()) << c.offset;
+    EXPECT_TRUE(got == want) << c.offset << ": " << got.size() << " bytes, not " << want.size();
+    EXPECT_GE(restarts, 1);
+    EXPECT_LE(largest, size_t(1) << 20) << "the range was held whole before it was handed out";
+    if (!want.empty()) {
+      EXPECT_FALSE(etag.empty());
+    }
+  }
+  auto missing = s3.StreamRange(
+      "streamed/none", 0, 10, [] {}, [](std::string_view) {});
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound) << missing.status().ToString();
 }
 
 }  // namespace
