@@ -5,7 +5,8 @@
 # with `cohort artifact get` (ranged, verified); side by side, the presigned-URL alternative
 # measured raw (bench/s3_presigned_transfer.py: the same bytes PUT straight to weed in 8 MiB parts
 # with SigV4 presigned URLs, and read back through SHA-256 as the server's verification would),
-# and this disk's own bandwidth with dd in the same run. Peak RSS of the CLI, the server and weed.
+# and this disk's own bandwidth with dd in the same run. Peak RSS of the CLI, the server (VmHWM
+# after the put, and after the get too) and weed.
 # Each repetition starts a fresh weed and server in a temporary directory. Prints a Markdown
 # table of medians.
 # Usage: bench/artifact_s3_bench.sh [REPEATS]      (BUILD_DIR, SIZE_MB, TMPDIR as usual; needs
@@ -57,6 +58,7 @@ for rep in $(seq "$repeats"); do
   cli artifact put "$file" --name big --type model -p bench > /dev/null 2> "$run/put.err" ||
     { cat "$run/put.err" "$run/err" >&2; exit 1; }
   read -r put_s put_kb < "$run/time"
+  server_put_mb=$(awk '/VmHWM/ {print int($2 / 1024)}' /proc/$pid/status)
   cli artifact get bench/big --root "$run/dl" > /dev/null 2> "$run/get.err" ||
     { cat "$run/get.err" >&2; exit 1; }
   read -r get_s get_kb < "$run/time"
@@ -68,15 +70,16 @@ for rep in $(seq "$repeats"); do
   weed_mb=$(awk '/VmHWM/ {print int($2 / 1024)}' /proc/$weed_pid/status)
   python3 "$root/tests/s3/weed.py" stop "$weed_dir"; weed_dir=""
   python3 - "$size_mb" "$t0" "$t1" "$t2" "$t3" "$put_s" "$put_kb" "$get_s" "$get_kb" \
-      "$server_mb" "$weed_mb" "$load" "$presigned" >> "$results" <<'PY'
+      "$server_mb" "$weed_mb" "$load" "$server_put_mb" "$presigned" >> "$results" <<'PY'
 import json, sys
 mb = float(sys.argv[1]); t0, t1, t2, t3 = map(float, sys.argv[2:6])
-put_s, put_kb, get_s, get_kb, server_mb, weed_mb, load = map(float, sys.argv[6:13])
-p = json.loads(sys.argv[13])
+put_s, put_kb, get_s, get_kb, server_mb, weed_mb, load, server_put_mb = map(float, sys.argv[6:14])
+p = json.loads(sys.argv[14])
 print(json.dumps({"disk_write_mbs": mb / (t1 - t0), "disk_read_mbs": mb / (t3 - t2),
                   "put_mbs": mb / put_s, "put_s": put_s, "get_mbs": mb / get_s, "get_s": get_s,
                   "cli_put_rss_mb": put_kb / 1024, "cli_get_rss_mb": get_kb / 1024,
-                  "server_peak_rss_mb": server_mb, "weed_peak_rss_mb": weed_mb, "load": load,
+                  "server_peak_rss_mb": server_mb, "server_put_peak_rss_mb": server_put_mb,
+                  "weed_peak_rss_mb": weed_mb, "load": load,
                   "presigned_put_s": p["put_s"], "presigned_put_mbs": mb / p["put_s"],
                   "presigned_get_s": p["get_s"], "presigned_get_mbs": mb / p["get_s"]}))
 PY
@@ -95,5 +98,6 @@ print(f"| `cohort artifact put` through the server to weed (parts, verify by rea
 print(f"| `cohort artifact get` through the server from weed (ranged, verified) | {med('get_mbs'):.0f} MiB/s ({med('get_s'):.1f} s), {100 * med('get_mbs') / med('disk_read_mbs'):.0f}% of disk read |")
 print(f"| presigned PUTs straight to weed, same bytes, same 8 MiB parts (raw transfer only) | {med('presigned_put_mbs'):.0f} MiB/s ({med('presigned_put_s'):.1f} s) |")
 print(f"| presigned GETs of those parts through SHA-256 (what verifying a presigned upload costs) | {med('presigned_get_mbs'):.0f} MiB/s ({med('presigned_get_s'):.1f} s) |")
-print(f"| peak RSS: server / put / get / weed | {med('server_peak_rss_mb'):.0f} / {med('cli_put_rss_mb'):.0f} / {med('cli_get_rss_mb'):.0f} / {med('weed_peak_rss_mb'):.0f} MiB |")
+print(f"| peak RSS: server (through the put; through the get too) | {med('server_put_peak_rss_mb'):.0f}; {med('server_peak_rss_mb'):.0f} MiB |")
+print(f"| peak RSS: put / get / weed | {med('cli_put_rss_mb'):.0f} / {med('cli_get_rss_mb'):.0f} / {med('weed_peak_rss_mb'):.0f} MiB |")
 PY

@@ -4,15 +4,16 @@
 //   <prefix>uploads/<sha256>-<size>/part-<n>          the parts of an unfinished upload
 //   <prefix>trash/<sha256>.<ms>                       a blob DeleteUnless is asking about
 //
-// A part is one PUT (durable once answered). Verify reads the parts back in order through
-// SHA-256, one part in memory at a time, and remembers their ETags; Publish makes the blob by a
-// multipart upload of server-side copies of those parts (no byte passes through Cohort), each
-// copied only while it still has the ETag that was verified, then deletes the parts. An upload
+// A part is one PUT (durable once answered) of the request's body as received (not copied).
+// Verify reads the parts back in order through SHA-256 as their bytes arrive (no part is held in
+// memory) and remembers their ETags; Publish makes the blob by a multipart upload of server-side
+// copies of those parts (no byte passes through Cohort), each copied only while it still has the
+// ETag that was verified, then deletes the parts. An upload
 // started is the oldest LastModified of its parts.
 #include "blob/s3_blob_store.h"
 
 #include <charconv>
-#include <future>
+#include <functional>
 #include <map>
 
 #include "blob/s3_client.h"
@@ -181,36 +182,36 @@ class S3BlobStore final : public BlobStore {
                                           " is missing; upload it, then complete again");
       }
     }
-    // Part n + 1 is fetched while part n is hashed: two parts (16 MiB) in memory at most.
-    struct Fetched {
-      Result<std::string> bytes = std::string();
-      std::string etag;
-    };
-    auto fetch = [this, upload_name, size](int64_t n) {
-      Fetched f;
-      // One byte more than the part's length is asked for, to see a part that is too long.
-      f.bytes = s3_.GetRange(PartKey(upload_name, size, n), 0, PartLength(size, n) + 1, &f.etag);
-      return f;
-    };
-    Sha256 hash;
-    uint64_t read = 0;
+    // Each part is hashed as it arrives (S3Client::StreamRange): no part is held in memory,
+    // only libcurl's receive buffer. A GET retried midway takes back what it hashed: the hash
+    // goes back to its state at the start of the part.
+    Sha256 hash, at_part_start;
+    uint64_t read = 0, part_read = 0;
     std::vector<std::string> etags;
-    std::future<Fetched> next;
-    if (count > 0) next = std::async(std::launch::async, fetch, 0);
+    const std::function<void()> restart = [&] {
+      hash.CopyFrom(at_part_start);
+      part_read = 0;
+    };
+    const std::function<void(std::string_view)> sink = [&](std::string_view bytes) {
+      hash.Update(bytes);
+      part_read += bytes.size();
+    };
     for (int64_t n = 0; n < count; ++n) {
-      Fetched part = next.get();
-      if (n + 1 < count) next = std::async(std::launch::async, fetch, n + 1);
-      if (!part.bytes.ok()) {
-        if (part.bytes.status().code() == StatusCode::kNotFound) {
+      at_part_start.CopyFrom(hash);
+      std::string etag;
+      // One byte more than the part's length is asked for, to see a part that is too long.
+      Result<uint64_t> got = s3_.StreamRange(PartKey(upload_name, size, n), 0,
+                                             PartLength(size, n) + 1, restart, sink, &etag);
+      if (!got.ok()) {
+        if (got.status().code() == StatusCode::kNotFound) {
           return Status::FailedPrecondition("blob " + std::string(sha256) + ": part " +
                                             std::to_string(n) + " of " + std::to_string(count) +
                                             " is missing; upload it, then complete again");
         }
-        return part.bytes.status();
+        return got.status();
       }
-      hash.Update(*part.bytes);
-      read += part.bytes->size();
-      etags.push_back(std::move(part.etag));
+      read += part_read;
+      etags.push_back(std::move(etag));
     }
     std::string actual = hash.FinishHex();
     if (read != size || actual != sha256) {
@@ -220,9 +221,8 @@ class S3BlobStore final : public BlobStore {
           ") are not the blob announced (" + std::to_string(size) + " bytes, SHA-256 " +
           std::string(sha256) + "); upload the file again");
     }
-    return std::unique_ptr<VerifiedBlob>(
-        new S3VerifiedBlob(this, std::string(upload_name), std::string(sha256), size,
-                           std::move(etags)));
+    return std::unique_ptr<VerifiedBlob>(new S3VerifiedBlob(
+        this, std::string(upload_name), std::string(sha256), size, std::move(etags)));
   }
 
   Status PublishUpload(const std::string& upload_name, const std::string& sha256, uint64_t size,

@@ -158,8 +158,42 @@ int64_t ParseIsoMillis(const std::string& s) {
   return ms;
 }
 
+// Where a response body goes: Response::body, or for a streamed GET (Request::sink) the sink
+// once the status says the bytes are the object's (2xx; an error's body stays in `body`).
+struct BodyTarget {
+  CURL* curl;
+  std::string* body;
+  const std::function<void(std::string_view)>* sink;  // null: all to `body`
+  uint64_t offset = 0, length = 0;  // the range asked for, for a server that ignores it (200)
+  uint64_t seen = 0;                // body bytes received
+  uint64_t handed = 0;              // bytes handed to `sink`
+  int streaming = -1;               // -1: not decided yet (before the first body byte)
+};
+
 size_t OnBody(char* data, size_t size, size_t n, void* user) {
-  static_cast<std::string*>(user)->append(data, size * n);
+  auto* t = static_cast<BodyTarget*>(user);
+  std::string_view bytes(data, size * n);
+  if (t->sink != nullptr && t->streaming < 0) {
+    long http = 0;
+    curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &http);
+    t->streaming = (http == 206 || http == 200) ? (http == 206 ? 1 : 2) : 0;
+  }
+  if (t->streaming <= 0) {
+    t->body->append(bytes);
+  } else {
+    // 206: the range itself. 200: the whole object (the range ignored): only the range's bytes.
+    uint64_t at = t->seen;
+    if (t->streaming == 2) {
+      uint64_t from = std::max(at, t->offset),
+               to = std::min(at + bytes.size(), t->offset + t->length);
+      if (from < to) (*t->sink)(bytes.substr(from - at, to - from));
+      t->handed += from < to ? to - from : 0;
+    } else {
+      (*t->sink)(bytes);
+      t->handed += bytes.size();
+    }
+  }
+  t->seen += bytes.size();
   return size * n;
 }
 
@@ -220,6 +254,12 @@ struct S3Client::Request {
   // The most body bytes expected back (a ranged GET), reserved at once: a body grown by
   // doubling would leave 1 + 2 + ... + 16 MiB of freed blocks in the allocator's arenas per part.
   uint64_t expect_bytes = 0;
+  // A streamed GET (StreamRange): a 2xx body goes to `sink` (only bytes [offset, offset +
+  // length) of it if the server ignored the range), never into Response::body; `restart` is
+  // called before each attempt.
+  const std::function<void(std::string_view)>* sink = nullptr;
+  const std::function<void()>* restart = nullptr;
+  uint64_t sink_offset = 0, sink_length = 0;
 };
 
 struct S3Client::Response {
@@ -227,6 +267,7 @@ struct S3Client::Response {
   std::string body;
   std::string etag;
   uint64_t content_length = 0;
+  uint64_t streamed = 0;      // bytes handed to Request::sink
   std::string code, message;  // of an S3 <Error>
 };
 
@@ -307,7 +348,13 @@ Result<S3Client::Response> S3Client::SendOnce(const Request& req) {
   add("Content-Type: application/octet-stream");
   if (!req.range.empty()) add("Range: " + req.range);
   Response r;
-  r.body.reserve(std::min<uint64_t>(req.expect_bytes, kMaxReserveBytes));
+  if (req.sink == nullptr) r.body.reserve(std::min<uint64_t>(req.expect_bytes, kMaxReserveBytes));
+  if (req.restart != nullptr) (*req.restart)();
+  BodyTarget target{.curl = c,
+                    .body = &r.body,
+                    .sink = req.sink,
+                    .offset = req.sink_offset,
+                    .length = req.sink_length};
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
@@ -315,7 +362,7 @@ Result<S3Client::Response> S3Client::SendOnce(const Request& req) {
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 120L);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, OnBody);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &target);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, OnHeader);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &r.etag);
   if (req.method == "HEAD") {
@@ -335,6 +382,7 @@ Result<S3Client::Response> S3Client::SendOnce(const Request& req) {
   curl_off_t length = -1;
   curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
   if (length > 0) r.content_length = uint64_t(length);
+  r.streamed = target.handed;
   curl_slist_free_all(headers);
   if (rc != CURLE_OK) {
     curl_easy_cleanup(c);
@@ -426,6 +474,33 @@ Result<std::string> S3Client::GetRange(const std::string& key, uint64_t offset, 
     r.body = offset >= r.body.size() ? std::string() : r.body.substr(offset, length);
   }
   return std::move(r.body);
+}
+
+Result<uint64_t> S3Client::StreamRange(const std::string& key, uint64_t offset, uint64_t length,
+                                       const std::function<void()>& restart,
+                                       const std::function<void(std::string_view)>& sink,
+                                       std::string* etag) {
+  if (length == 0) {
+    restart();
+    COHORT_RETURN_IF_ERROR(HeadObject(key).status());
+    return 0;
+  }
+  Request req{.method = "GET",
+              .key = key,
+              .sink = &sink,
+              .restart = &restart,
+              .sink_offset = offset,
+              .sink_length = length};
+  req.range = "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + length - 1);
+  COHORT_ASSIGN_OR_RETURN(Response r, Send(req));
+  if (r.http == 416) {  // past the end (or an empty object)
+    restart();
+    COHORT_RETURN_IF_ERROR(HeadObject(key).status());
+    return 0;
+  }
+  if (r.http != 200 && r.http != 206) return Failure("GET", key, r);
+  if (etag) *etag = r.etag;
+  return r.streamed;
 }
 
 Result<uint64_t> S3Client::HeadObject(const std::string& key) {

@@ -59,10 +59,19 @@ class S3Client {
 
   // Lists one key of the bucket; creates the bucket when it does not exist.
   Status CheckOrCreateBucket();
+  // `bytes` are sent from where they are (libcurl is pointed at them, not given a copy).
   Status PutObject(const std::string& key, std::string_view bytes);
   // Bytes [offset, offset + length) (fewer at the end; "" past it); kNotFound without the object.
   // `etag`, when given, receives the object's ETag.
   Result<std::string> GetRange(const std::string& key, uint64_t offset, uint64_t length,
+                               std::string* etag = nullptr);
+  // GetRange without holding the bytes: they are handed to `sink` as they arrive, in pieces of
+  // libcurl's receive buffer (CURLOPT_BUFFERSIZE), in order. A request retried after a failure
+  // midway starts over: `restart` is called before every attempt, and must take back what the
+  // earlier ones handed to `sink`. Returns the bytes handed out by the last attempt.
+  Result<uint64_t> StreamRange(const std::string& key, uint64_t offset, uint64_t length,
+                               const std::function<void()>& restart,
+                               const std::function<void(std::string_view)>& sink,
                                std::string* etag = nullptr);
   // The object's size; kNotFound without it.
   Result<uint64_t> HeadObject(const std::string& key);

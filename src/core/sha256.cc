@@ -31,6 +31,10 @@ void Sha256::Update(std::string_view data) {
   if (!data.empty() && EVP_DigestUpdate(ctx_->md, data.data(), data.size()) != 1) std::abort();
 }
 
+void Sha256::CopyFrom(const Sha256& other) {
+  if (this != &other && EVP_MD_CTX_copy_ex(ctx_->md, other.ctx_->md) != 1) std::abort();
+}
+
 std::string Sha256::FinishHex() {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;

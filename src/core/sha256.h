@@ -20,6 +20,9 @@ class Sha256 {
   Sha256& operator=(const Sha256&) = delete;
 
   void Update(std::string_view data);
+  // Makes this hash's state that of `other` (what it has been updated with so far): a snapshot
+  // to go back to when bytes fed to it must be taken back (a request retried midway).
+  void CopyFrom(const Sha256& other);
   // The digest of everything updated so far as 64 lowercase hex digits; the object starts over.
   std::string FinishHex();
 

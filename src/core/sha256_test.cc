@@ -22,6 +22,17 @@ TEST(Sha256Test, StreamingEqualsOneShotAndStartsOver) {
   EXPECT_EQ(h.FinishHex(), Sha256::Hex("hello\n"));
 }
 
+TEST(Sha256Test, CopyFromGoesBackToASnapshot) {
+  Sha256 h, snapshot;
+  h.Update("hello");
+  snapshot.CopyFrom(h);
+  h.Update(" bytes to take back");
+  h.CopyFrom(snapshot);
+  h.Update("\n");
+  EXPECT_EQ(h.FinishHex(), Sha256::Hex("hello\n"));
+  EXPECT_EQ(snapshot.FinishHex(), Sha256::Hex("hello"));
+}
+
 TEST(Sha256Test, IsSha256Hex) {
   EXPECT_TRUE(IsSha256Hex(Sha256::Hex("a")));
   EXPECT_FALSE(IsSha256Hex(""));
