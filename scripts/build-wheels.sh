@@ -142,7 +142,10 @@ find_python() {  # find_python 3.N -> path or empty
 }
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}" CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
 export CMAKE_BUILD_PARALLEL_LEVEL="$jobs"
-raw="$cache/raw"
+# A CMake build directory belongs to one source tree: one set per checkout (a CI clone, a
+# worktree), named by the checkout's path.
+tree="$(printf '%s' "$root" | sha256sum | cut -c1-12)"
+raw="$cache/raw-$tree"
 rm -rf "$raw"
 mkdir -p "$raw"
 built=()
@@ -163,7 +166,7 @@ for v in $pythons; do
     ln -sfn "$py" "$venv/.interpreter"
   fi
   "$venv/bin/python" -m pip wheel -q --no-deps -w "$raw" "$root" \
-    -C build-dir="$cache/build/{wheel_tag}" \
+    -C build-dir="$cache/build/$tree/{wheel_tag}" \
     -C cmake.define.COHORT_PORTABLE=ON -C cmake.define.COHORT_BUILD_SERVER=OFF \
     -C cmake.define.COHORT_PORTABLE_HEADERS="$headers" \
     -C cmake.define.COHORT_PORTABLE_PREFIX="$prefix" \
