@@ -453,6 +453,14 @@ describe('popovers, dialogs and empty states', () => {
     await popover.waitFor();
     await page.keyboard.press('Escape');
     await popover.waitFor({ state: 'detached' });
+    // Escape at once after opening closes it too, before any effect of the render has run (as on
+    // a loaded machine): without animation frames Preact runs effects only after 100 ms.
+    const raf = await page.evaluateHandle(() => window.requestAnimationFrame);
+    await page.evaluate(() => { window.requestAnimationFrame = () => 0; });
+    await open();
+    await page.keyboard.press('Escape');
+    await popover.waitFor({ state: 'detached', timeout: 2000 });
+    await page.evaluate((f) => { window.requestAnimationFrame = f; }, raf);
     await open();
     await popover.waitFor();
     await page.locator('.ws-head h1').click();

@@ -3,7 +3,7 @@
 // on every live tick, and can add the aggregate across processes (min/max band + mean) over the
 // individual lines. Its own log scale, smoothing, zoom and hidden lines live in the URL (`ch`),
 // and it can fill the window (`full`).
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api } from '../lib/api';
 import { bucketsPerLine, commonStepRange, loadLines, type LineSource, type LoadedLine } from '../lib/chartdata';
 import { colorFor, fmtNum } from '../lib/format';
@@ -60,8 +60,9 @@ export function ChartPanel(p: ChartPanelProps) {
   const full = !!p.fullscreen;
   const height = full ? Math.max(240, window.innerHeight - 150) : p.height ?? 220;
 
-  // Escape leaves full screen.
-  useEffect(() => {
+  // Escape leaves full screen. A layout effect: the key listener is there from the first paint of
+  // the full-screen panel (an effect runs after it, and an Escape pressed in between was lost).
+  useLayoutEffect(() => {
     if (!full) return;
     const onKey = (e: KeyboardEvent) => { if (e.key === 'Escape') update({ full: '' }); };
     window.addEventListener('keydown', onKey);
@@ -164,17 +165,22 @@ export function ChartPanel(p: ChartPanelProps) {
 /** A small panel that closes on Escape and on a click outside it. */
 export function Popover({ onClose, label, children, class: cls }: { onClose: () => void; label: string; children: preact.ComponentChildren; class?: string }) {
   const ref = useRef<HTMLDivElement>(null);
-  useEffect(() => {
+  const close = useRef(onClose);
+  close.current = onClose;
+  // Listeners added in a layout effect, once: they are there from the popover's first paint (an
+  // effect runs after it, so an Escape or a click pressed right after opening was lost: a CI flake
+  // under load), and a new onClose on each render of the parent does not re-add them.
+  useLayoutEffect(() => {
     const onDown = (e: MouseEvent) => {
       const el = ref.current;
       // A click on the button that opened it toggles it itself.
-      if (el && !el.contains(e.target as Node) && !el.parentElement?.contains(e.target as Node)) onClose();
+      if (el && !el.contains(e.target as Node) && !el.parentElement?.contains(e.target as Node)) close.current();
     };
-    const onKey = (e: KeyboardEvent) => { if (e.key === 'Escape') { e.stopPropagation(); onClose(); } };
+    const onKey = (e: KeyboardEvent) => { if (e.key === 'Escape') { e.stopPropagation(); close.current(); } };
     document.addEventListener('mousedown', onDown, true);
     document.addEventListener('keydown', onKey, true);
     return () => { document.removeEventListener('mousedown', onDown, true); document.removeEventListener('keydown', onKey, true); };
-  }, [onClose]);
+  }, []);
   return <div ref={ref} class={`popover${cls ? ' ' + cls : ''}`} role="dialog" aria-label={label}>{children}</div>;
 }
 
