@@ -23,8 +23,8 @@
 #
 # Cached between runs (COHORT_WHEEL_CACHE, default ~/.cache/cohort/wheels): the tools venv, the
 # static OpenSSL/libcurl (rebuilt when a pinned version changes) and the CMake build directories
-# (ccache reuses objects across them). The first run takes ~15 minutes on 2 cores (OpenSSL is
-# most of it), later ones a few minutes.
+# (ccache reuses objects across them). The first run on 2 cores: OpenSSL ~5 minutes, libcurl ~1,
+# then ~3-5 minutes per wheel; later runs reuse the libraries and ccache.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${WHEEL_DIR:-$root/dist}"
@@ -130,16 +130,7 @@ EOF
 fi
 
 # 4. One wheel per interpreter.
-find_python() {  # find_python 3.N -> path or empty
-  local v="$1" var="COHORT_PY${1/./}"
-  if [ -n "${!var:-}" ]; then echo "${!var}"; return; fi
-  local pyenv="${PYENV_ROOT:-$HOME/.pyenv}" best=""
-  for d in "$pyenv"/versions/"$v".*; do
-    [ -x "$d/bin/python" ] && best="$d/bin/python"
-  done
-  if [ -n "$best" ]; then echo "$best"; return; fi
-  command -v "python$v" || true
-}
+. "$root/scripts/lib/pythons.sh"  # find_python
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}" CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
 export CMAKE_BUILD_PARALLEL_LEVEL="$jobs"
 # A CMake build directory belongs to one source tree: one set per checkout (a CI clone, a

@@ -46,30 +46,21 @@ export CCACHE_BASEDIR="$src" CCACHE_NOHASHDIR=1
 export CXX="${CXX:-c++}" CC="${CC:-cc}"
 unset COHORT_BUILD_DIR COHORT_BIN COHORT_AGENT_SOCKET COHORT_AGENT PYTHONPATH VIRTUAL_ENV
 
-find_python() {  # find_python 3.12 [override]
-  local version="$1" override="${2:-}"
-  if [ -n "$override" ]; then
-    echo "$override"
-    return
-  fi
-  local pyenv="${PYENV_ROOT:-$HOME/.pyenv}" found=""
-  for p in "$pyenv"/versions/"$version".*/bin/python; do
-    [ -x "$p" ] && found="$p"
-  done
-  if [ -z "$found" ] && command -v "python$version" >/dev/null; then
-    found="$(command -v "python$version")"
-  fi
+. "$root/scripts/lib/pythons.sh"  # find_python
+need_python() {  # need_python 3.N -> the interpreter, or exit naming the variable to set
+  local found
+  found="$(find_python "$1")"
   if [ -z "$found" ]; then
-    echo "test-wheels: no Python $version found (set COHORT_PY${version/./})" >&2
+    echo "test-wheels: no Python $1 found (set COHORT_PY${1/./})" >&2
     exit 1
   fi
   echo "$found"
 }
 
-py39="$(find_python 3.9 "${COHORT_PY39:-}")"
-py310="$(find_python 3.10 "${COHORT_PY310:-}")"
-py312="$(find_python 3.12 "${COHORT_PY312:-}")"
-py313="$(find_python 3.13 "${COHORT_PY313:-}")"
+py39="$(need_python 3.9)"
+py310="$(need_python 3.10)"
+py312="$(need_python 3.12)"
+py313="$(need_python 3.13)"
 # The build directory is passed to scikit-build-core (instead of pyproject's build-wheel/{tag}).
 build_settings=(--config-settings=build-dir="$src/build-wheel")
 

@@ -16,6 +16,7 @@ first time, so it runs with COHORT_WHEEL_TESTS=1 (.ci/run's "wheels" step sets i
 import os
 import pathlib
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -115,13 +116,9 @@ def in_chroot(rootfs, script, env, timeout=300):
     mounts vanish with it), with only the given environment."""
     inner = (f"mount -t proc proc {rootfs}/proc && mount --rbind /dev {rootfs}/dev && "
              f"exec chroot {rootfs} /usr/bin/env -i "
-             + " ".join(f"{k}={v}" for k, v in env.items()) + " /bin/sh -c " + shq(script))
+             + " ".join(f"{k}={v}" for k, v in env.items()) + " /bin/sh -c " + shlex.quote(script))
     return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", inner],
                           capture_output=True, text=True, timeout=timeout)
-
-
-def shq(s):
-    return "'" + s.replace("'", "'\\''") + "'"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chroot and mounts need root")
