@@ -29,9 +29,19 @@ void WriteFully(int fd, const char* data, size_t n) {
 
 }  // namespace
 
-// State shared by the capture object and its thread (which may outlive it, see header).
+// State shared by the capture object and its thread (which may outlive it, see header). The
+// descriptors are closed by the last owner, never by the thread while Stop() may still use them
+// (Stop restores fds 1 and 2 from `saved` and writes to `wake`: a descriptor closed under it
+// could be reused by another thread's open() and receive that byte).
 struct ConsoleCapture::Shared {
   explicit Shared(Sink s) : sink(std::move(s)) {}
+  ~Shared() {
+    for (int* fd : {&saved[0], &saved[1], &read[0], &read[1], &wake[0], &wake[1]}) {
+      if (*fd >= 0) close(*fd);
+    }
+  }
+  Shared(const Shared&) = delete;
+  Shared& operator=(const Shared&) = delete;
 
   Sink sink COHORT_GUARDED_BY(mu);  // called under mu
   int saved[2] = {-1, -1};  // original fds 1 and 2 (close-on-exec copies)
@@ -88,12 +98,6 @@ struct ConsoleCapture::Shared {
         Emit(s == 1, &lines);
       }
     }
-    for (int s = 0; s < 2; ++s) {
-      close(read[s]);
-      close(saved[s]);
-    }
-    close(wake[0]);
-    close(wake[1]);
     MutexLock lock(&done_mu);
     done = true;
     done_cv.SignalAll();
@@ -109,12 +113,8 @@ Result<std::unique_ptr<ConsoleCapture>> ConsoleCapture::Start(Sink sink) {
   sh->owner = getpid();
   auto fail = [&](const char* what) -> Status {
     for (int s = 0; s < 2; ++s) {
-      if (sh->saved[s] >= 0) {
-        dup2(sh->saved[s], s + 1);
-        close(sh->saved[s]);
-      }
-      if (sh->read[s] >= 0) close(sh->read[s]);
-    }
+      if (sh->saved[s] >= 0) dup2(sh->saved[s], s + 1);
+    }  // ~Shared closes the descriptors
     g_active.store(false);
     return Status::IOError(std::string("console capture: ") + what);
   };
@@ -172,6 +172,7 @@ void ConsoleCapture::RestoreInChild() {
   for (int s = 0; s < 2; ++s) {
     dup2(shared_->saved[s], s + 1);
     close(shared_->read[s]);
+    shared_->read[s] = -1;
   }
   stopped_ = true;
   g_active.store(false);
