@@ -1,7 +1,6 @@
 #include "agent/http_client.h"
 
 #include <curl/curl.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <mutex>
@@ -17,25 +16,16 @@ void GlobalInitOnce() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
-// Where TLS peers are verified from when the caller names no CA file (options_.ca_file). A
-// libcurl built with a default bundle (the system's, e.g. Debian's) keeps it. The portable
-// build of the wheels (cmake/CohortDependencies.cmake) has none, since the path differs between
-// distributions: it takes $SSL_CERT_FILE, else the first bundle of the known layouts that exists
-// (Debian/Ubuntu, RHEL/Fedora, SUSE, Alpine). Empty: curl's default.
+// The CA bundle used when the caller names none (options_.ca_file). A libcurl built with a
+// default bundle (the system's, e.g. Debian's) keeps it; the portable build of the wheels
+// (cmake/CohortDependencies.cmake) has none, since the path differs between distributions.
+// Empty: curl's default.
 const std::string& DefaultCaBundle() {
   static const std::string bundle = [] {
     const curl_version_info_data* info = curl_version_info(CURLVERSION_NOW);
     if (info->cainfo != nullptr || info->capath != nullptr) return std::string();
-    if (const char* env = std::getenv("SSL_CERT_FILE"); env != nullptr && *env != 0) {
-      return std::string(env);
-    }
-    for (const char* path :
-         {"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
-          "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", "/etc/ssl/ca-bundle.pem",
-          "/etc/ssl/cert.pem"}) {
-      if (::access(path, R_OK) == 0) return std::string(path);
-    }
-    return std::string();
+    const char* env = std::getenv("SSL_CERT_FILE");
+    return FindCaBundle(*wal::FileSystem::Default(), env != nullptr ? env : "");
   }();
   return bundle;
 }
@@ -76,6 +66,16 @@ int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 }
 
 }  // namespace
+
+std::string FindCaBundle(wal::FileSystem& fs, std::string_view ssl_cert_file,
+                         std::span<const std::string_view> candidates) {
+  if (!ssl_cert_file.empty()) return std::string(ssl_cert_file);
+  for (std::string_view path : candidates) {
+    auto exists = fs.Exists(std::string(path));
+    if (exists.ok() && *exists) return std::string(path);
+  }
+  return std::string();
+}
 
 HttpClient::HttpClient(std::string base_url, HttpClientOptions options)
     : base_url_(std::move(base_url)), options_(std::move(options)) {

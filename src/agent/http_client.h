@@ -9,11 +9,13 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "cohort/status.h"
 #include "core/version.h"
+#include "wal/file.h"
 
 namespace cohort::agent {
 
@@ -31,6 +33,19 @@ struct HttpClientOptions {
   // the system's (a server behind a load balancer with a private CA).
   std::string ca_file;
 };
+
+// The CA bundles of the common layouts (Debian/Ubuntu, RHEL/Fedora, SUSE, Alpine), in the order
+// they are tried.
+inline constexpr std::string_view kKnownCaBundles[] = {
+    "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", "/etc/ssl/ca-bundle.pem",
+    "/etc/ssl/cert.pem"};
+
+// Where TLS peers are verified from when libcurl has no default bundle (the portable build of
+// the wheels): `ssl_cert_file` ($SSL_CERT_FILE) when not empty, else the first of `candidates`
+// that exists in `fs`; empty when none does.
+std::string FindCaBundle(wal::FileSystem& fs, std::string_view ssl_cert_file,
+                         std::span<const std::string_view> candidates = kKnownCaBundles);
 
 class HttpClient {
  public:
