@@ -164,6 +164,57 @@ TEST_P(StoreConformanceTest, MediaKeysHaveOneTypePerRun) {
       << s.ToString();
 }
 
+// The type check answers keys a committed batch stored from the run cache (no query) and looks
+// up the others: both give the same errors, before the store is reopened (cache warm) and after
+// (cache empty: every key looked up).
+TEST_P(StoreConformanceTest, KeyTypesHoldWhetherKnownToTheRunCacheOrLookedUp) {
+  MakeRun("run1");
+  Join("run1", "a");
+  Join("run1", "b", /*primary=*/false);
+  Histogram h;
+  h.lo = 0;
+  h.hi = 1;
+  h.counts = {1};
+  IngestBatchBuilder first(1);
+  first.AddHistoryRow(0, 1, {{"loss", 1}});
+  first.AddMedia(Media("img", 0, 0, "image", "x"));
+  first.AddHistogram({"grad", 0, 1, h});
+  COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "a", first.Finish(), 1).status());
+  int64_t seq = 1;
+  auto refused = [&](IngestBatchBuilder& b, const std::string& needle) {
+    Status s = store().Ingest(Ref("run1"), "b", b.Finish(), 2).status();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << needle;
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.ToString();
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    SCOPED_TRACE(pass == 0 ? "run cache warm" : "after reopen");
+    IngestBatchBuilder video(++seq);
+    video.AddMedia(Media("img", 1, 0, "video", "v"));
+    refused(video, "key 'img' is an image in this run and cannot be logged as a video");
+    IngestBatchBuilder hist_on_img(++seq);
+    hist_on_img.AddHistogram({"img", 1, 1, h});
+    refused(hist_on_img, "key 'img' is an image in this run and cannot be logged as a histogram");
+    IngestBatchBuilder img_on_grad(++seq);
+    img_on_grad.AddMedia(Media("grad", 1, 0, "image", "g"));
+    refused(img_on_grad, "key 'grad' is a histogram in this run and cannot be logged as an image");
+    IngestBatchBuilder scalar_on_grad(++seq);
+    scalar_on_grad.AddHistoryRow(1, 1, {{"grad", 1}});
+    refused(scalar_on_grad, "key 'grad' is a histogram in this run and cannot be logged as a scalar");
+    IngestBatchBuilder hist_on_loss(++seq);
+    hist_on_loss.AddHistogram({"loss", 1, 1, h});
+    refused(hist_on_loss, "key 'loss' is a scalar in this run and cannot be logged as a histogram");
+    // The same types from the other writer are fine.
+    IngestBatchBuilder same(pass + 1);
+    same.AddMedia(Media("img", pass + 1, 0, "image", "y"));
+    same.AddHistogram({"grad", pass + 1, 1, h});
+    same.AddHistoryRow(pass + 1, 1, {{"loss", 2}});
+    COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "b", same.Finish(), 2).status());
+    if (pass == 0) Reopen();
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(auto rows, store().QueryMedia(MediaQuery{.run = Ref("run1")}));
+  EXPECT_EQ(rows.size(), 3u);
+}
+
 TEST_P(StoreConformanceTest, MediaLimitsRefuseTheBatch) {
   MakeRun("run1");
   Join("run1", "w");

@@ -19,6 +19,20 @@ std::vector<std::string> RunIngestCache::UnknownKeys(int64_t run_pk,
   return out;
 }
 
+std::map<std::string, std::string> RunIngestCache::KnownTypes(
+    int64_t run_pk, const std::vector<std::string>& keys) const {
+  MutexLock lock(&mu_);
+  std::map<std::string, std::string> out;
+  auto it = runs_.find(run_pk);
+  if (it == runs_.end()) return out;
+  for (const std::string& k : keys) {
+    if (auto known = it->second.keys.find(k); known != it->second.keys.end()) {
+      out.emplace(k, known->second);
+    }
+  }
+  return out;
+}
+
 std::optional<int64_t> RunIngestCache::MediaBytes(int64_t run_pk) const {
   MutexLock lock(&mu_);
   auto it = runs_.find(run_pk);
@@ -50,7 +64,7 @@ void RunIngestCache::Settle(Note* note, bool committed) {
     MutexLock lock(&mu_);
     if (committed && !note->keys.empty()) {
       RunEntry& e = Entry(note->run_pk);
-      e.keys.insert(note->keys.begin(), note->keys.end());
+      for (auto& [key, type] : note->keys) e.keys.emplace(std::move(key), std::move(type));
     } else if (!committed && note->media) {
       auto it = runs_.find(note->run_pk);
       if (it != runs_.end() && it->second.media_bytes && it->second.loaded == note->loaded) {

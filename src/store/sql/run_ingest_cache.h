@@ -1,7 +1,7 @@
 // RunIngestCache: what ingest has learned about runs so that a batch need not ask the database
-// again (sql_store.h): the run's histogram and media keys known to be stored (the key budget
-// checks only the others, as scalar keys are checked only when the writer has no series for
-// them), and the run's media bytes (the media budget, --max-run-media-bytes), loaded from the
+// again (sql_store.h): the run's histogram and media keys known to be stored, with their type
+// (the key budget checks only the others, as scalar keys are checked only when the writer has no
+// series for them; the one-type-per-key check looks up only the others), and the run's media bytes (the media budget, --max-run-media-bytes), loaded from the
 // media table on first use and then moved by each batch.
 //
 // Keys are facts once committed: a batch's keys are added after its transaction committed
@@ -16,15 +16,20 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "core/mutex.h"
 
 namespace cohort::store {
+
+// The type of a histogram key, as the cache and the key type check name it (media keys have
+// their media type: "image", "table", ...).
+inline constexpr const char* kHistogramKeyType = "histogram";
 
 class RunIngestCache {
  public:
@@ -34,13 +39,19 @@ class RunIngestCache {
   // What one ingest call did to the cache, settled once its transaction's outcome is known.
   struct Note {
     int64_t run_pk = 0;             // 0: the call did not get as far as its checks
-    std::vector<std::string> keys;  // histogram and media keys the batch stores in the run
+    // Histogram and media keys the batch stores in the run, with their type.
+    std::vector<std::pair<std::string, std::string>> keys;
     std::optional<int64_t> media;   // bytes the call added to the run's media total
     uint64_t loaded = 0;            // ... to the total of that load (RunEntry::loaded)
   };
 
   // Of `keys`, those not known to be stored in the run (in their order).
   std::vector<std::string> UnknownKeys(int64_t run_pk, const std::vector<std::string>& keys) const
+      COHORT_EXCLUDES(mu_);
+
+  // Of `keys`, those known to be stored in the run, with their type.
+  std::map<std::string, std::string> KnownTypes(int64_t run_pk,
+                                                const std::vector<std::string>& keys) const
       COHORT_EXCLUDES(mu_);
 
   // The run's media bytes, when loaded.
@@ -60,7 +71,7 @@ class RunIngestCache {
 
  private:
   struct RunEntry {
-    std::unordered_set<std::string> keys;
+    std::unordered_map<std::string, std::string> keys;  // key -> type
     std::optional<int64_t> media_bytes;
     uint64_t loaded = 0;  // which load of media_bytes (a total dropped and loaded again is new)
   };

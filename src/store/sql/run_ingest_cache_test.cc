@@ -10,13 +10,17 @@ using Keys = std::vector<std::string>;
 TEST(RunIngestCacheTest, KeysAreKnownOnceTheirBatchCommitted) {
   RunIngestCache cache;
   EXPECT_EQ(cache.UnknownKeys(1, {"a", "b"}), (Keys{"a", "b"}));
-  RunIngestCache::Note failed{.run_pk = 1, .keys = {"a"}};
+  RunIngestCache::Note failed{.run_pk = 1, .keys = {{"a", "histogram"}}};
   cache.Settle(&failed, /*committed=*/false);
   EXPECT_EQ(failed.run_pk, 0);
   EXPECT_EQ(cache.UnknownKeys(1, {"a", "b"}), (Keys{"a", "b"}));
-  RunIngestCache::Note stored{.run_pk = 1, .keys = {"a"}};
+  EXPECT_TRUE(cache.KnownTypes(1, {"a"}).empty());
+  RunIngestCache::Note stored{.run_pk = 1, .keys = {{"a", "histogram"}, {"c", "image"}}};
   cache.Settle(&stored, /*committed=*/true);
   EXPECT_EQ(cache.UnknownKeys(1, {"a", "b"}), (Keys{"b"}));
+  using Types = std::map<std::string, std::string>;
+  EXPECT_EQ(cache.KnownTypes(1, {"a", "b", "c"}), (Types{{"a", "histogram"}, {"c", "image"}}));
+  EXPECT_TRUE(cache.KnownTypes(2, {"a"}).empty());
   EXPECT_EQ(cache.UnknownKeys(2, {"a"}), (Keys{"a"}));  // per run
   cache.Forget(1);
   EXPECT_EQ(cache.UnknownKeys(1, {"a"}), (Keys{"a"}));

@@ -178,18 +178,16 @@ class SqlStore : public Store {
   virtual Status AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) = 0;
 
   // ---- shared helpers for the engines' own calls, inside their transactions ----
-  // One type per key and run (sql_store_histograms.cc): kInvalidArgument naming the key and both
+  // One type per key and run (sql_store_key_types.cc): kInvalidArgument naming the key and both
   // types when one of the batch's histogram or media keys is stored with another type in the
   // run (any writer: a scalar series, histograms, media of another type), or one of
   // `new_scalar_keys` (scalar series the batch creates) a histogram or media key of the run.
-  static Status CheckKeyTypes(sql::Conn& conn, int64_t run_pk, const IngestBatch& batch,
-                              const std::vector<std::string>& new_scalar_keys);
+  // Keys run_cache_ knows are answered without a query.
+  Status CheckKeyTypes(sql::Conn& conn, int64_t run_pk, const IngestBatch& batch,
+                       const std::vector<std::string>& new_scalar_keys);
   // Stores the batch's histograms for the writer (a step stored before is replaced).
   static Status WriteHistograms(sql::Conn& conn, int64_t run_pk, int64_t writer_pk,
                                 const IngestBatch& batch);
-  // The media part of CheckKeyTypes (sql_store_media.cc).
-  static Status CheckMediaKeyTypes(sql::Conn& conn, int64_t run_pk, const IngestBatch& batch,
-                                   const std::vector<std::string>& new_scalar_keys);
   // Stores the batch's media rows for the writer (sql_store_media.cc; a (key, step, index)
   // stored before is replaced), after checking the media limits of the batch
   // (max_media_per_step, max_run_media_bytes: kPayloadTooLarge). The run's media bytes come from

@@ -1,6 +1,7 @@
 // SqlStore: what both engines share of series and console lines: listing series, console
 // queries (each engine adds its text search), stream positions and the key budget of ingest.
 #include <algorithm>
+#include <map>
 
 #include "store/ingest_plan.h"
 #include "store/sql/sql_store.h"
@@ -111,8 +112,11 @@ Status SqlStore::CheckRunKeys(Conn& conn, const RunRef& ref, int64_t run_pk,
   const std::vector<std::string> hist_keys = batch.histogram_keys();
   const std::vector<std::string> media_keys = batch.media_keys();
   note->run_pk = run_pk;
-  note->keys = hist_keys;
-  note->keys.insert(note->keys.end(), media_keys.begin(), media_keys.end());
+  note->keys.clear();
+  for (const std::string& k : hist_keys) note->keys.emplace_back(k, kHistogramKeyType);
+  std::map<std::string, std::string> media_types;
+  for (const MediaPoint& m : batch.media) media_types.emplace(m.key, m.type);
+  note->keys.insert(note->keys.end(), media_types.begin(), media_types.end());
   const int64_t max = batch.max_run_keys;
   if (max <= 0 || (missing.empty() && note->keys.empty())) return Status::Ok();
   // The keys of `missing` the run has under another writer are not new to it.

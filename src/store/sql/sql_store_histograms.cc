@@ -1,6 +1,6 @@
-// SqlStore: histogram values, for both engines (one SQL layer): the one-type-per-key check and
-// the write of a batch's histograms (inside each engine's ingest transaction), the list of a
-// run's histogram keys and the histogram query with its bucketing (core/histogram.h Merge).
+// SqlStore: histogram values, for both engines (one SQL layer): the write of a batch's
+// histograms (inside each engine's ingest transaction), the list of a run's histogram keys and
+// the histogram query with its bucketing (core/histogram.h Merge).
 #include <algorithm>
 #include <set>
 #include <unordered_set>
@@ -14,46 +14,6 @@ namespace cohort::store {
 using sql::Conn;
 using sql::Params;
 using sql::Row;
-
-namespace {
-
-Status MixedTypes(const std::string& key, const char* logged, const char* stored) {
-  return Status::InvalidArgument("key '" + key + "' is a " + std::string(stored) +
-                                 " in this run and cannot be logged as a " + logged +
-                                 " (a key has one type per run; log it under another key)");
-}
-
-}  // namespace
-
-Status SqlStore::CheckKeyTypes(Conn& conn, int64_t run_pk, const IngestBatch& batch,
-                               const std::vector<std::string>& new_scalar_keys) {
-  if (!batch.histograms.empty()) {
-    COHORT_ASSIGN_OR_RETURN(
-        std::vector<std::string> scalars,
-        sql::QueryAll<std::string>(
-            conn, "SELECT key FROM series WHERE run_pk = $1 AND key = ANY($2) LIMIT 1",
-            Params().Add(run_pk).AddTextArray(batch.histogram_keys()),
-            [](const Row& row) { return row.Text(0); }));
-    if (!scalars.empty()) return MixedTypes(scalars[0], "histogram", "scalar");
-  }
-  std::vector<std::string> user_keys;
-  for (const std::string& k : new_scalar_keys) {
-    if (!k.starts_with(kSystemKeyPrefix)) user_keys.push_back(k);
-  }
-  if (!user_keys.empty()) {
-    COHORT_ASSIGN_OR_RETURN(
-        std::vector<std::string> histograms,
-        sql::QueryAll<std::string>(
-            conn, "SELECT key FROM histograms WHERE run_pk = $1 AND key = ANY($2) LIMIT 1",
-            Params().Add(run_pk).AddTextArray(std::move(user_keys)),
-            [](const Row& row) { return row.Text(0); }));
-    if (!histograms.empty()) return MixedTypes(histograms[0], "scalar", "histogram");
-  }
-  if (batch.media.empty() && new_scalar_keys.empty() && batch.histograms.empty()) {
-    return Status::Ok();
-  }
-  return CheckMediaKeyTypes(conn, run_pk, batch, new_scalar_keys);
-}
 
 Status SqlStore::WriteHistograms(Conn& conn, int64_t run_pk, int64_t writer_pk,
                                  const IngestBatch& batch) {

@@ -1,6 +1,7 @@
 // SqlStore: media values (images, audio, video, html, tables), for both engines (one SQL
-// layer): the one-type-per-key check of media keys, the write of a batch's media rows inside each
-// engine's ingest transaction with the media limits, and the reads (keys, rows, one row by blob).
+// layer): the write of a batch's media rows inside each engine's ingest transaction with the
+// media limits, and the reads (keys, rows, one row by blob). The one-type-per-key check is in
+// sql_store_key_types.cc.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -21,18 +22,6 @@ std::vector<std::string> DistinctMediaKeys(const IngestBatch& batch) {
   std::set<std::string> keys;
   for (const MediaPoint& m : batch.media) keys.insert(m.key);
   return {keys.begin(), keys.end()};
-}
-
-Status Mixed(const std::string& key, const std::string& logged, const std::string& stored) {
-  return Status::InvalidArgument("key '" + key + "' is " + stored +
-                                 " in this run and cannot be logged as " + logged +
-                                 " (a key has one type per run; log it under another key)");
-}
-
-// "an image", "a video", "a table", "audio", "html".
-std::string Article(const std::string& type) {
-  if (type == "audio" || type == "html") return type;
-  return (type == "image" ? "an " : "a ") + type;
 }
 
 MediaRecord ReadRecord(const Row& row) {
@@ -98,58 +87,6 @@ constexpr const char* kRecordColumns =
     "m.height, m.duration_ms, m.caption FROM media m JOIN writers w ON w.pk = m.writer_pk ";
 
 }  // namespace
-
-Status SqlStore::CheckMediaKeyTypes(Conn& conn, int64_t run_pk, const IngestBatch& batch,
-                                    const std::vector<std::string>& new_scalar_keys) {
-  if (!batch.media.empty()) {
-    const std::vector<std::string> keys = DistinctMediaKeys(batch);
-    std::map<std::string, std::string> logged;
-    for (const MediaPoint& m : batch.media) logged.emplace(m.key, m.type);
-    COHORT_ASSIGN_OR_RETURN(
-        std::vector<std::string> scalars,
-        sql::QueryAll<std::string>(
-            conn, "SELECT key FROM series WHERE run_pk = $1 AND key = ANY($2) LIMIT 1",
-            Params().Add(run_pk).AddTextArray(keys), [](const Row& row) { return row.Text(0); }));
-    if (!scalars.empty()) return Mixed(scalars[0], Article(logged[scalars[0]]), "a scalar");
-    COHORT_ASSIGN_OR_RETURN(
-        std::vector<std::string> hists,
-        sql::QueryAll<std::string>(
-            conn, "SELECT key FROM histograms WHERE run_pk = $1 AND key = ANY($2) LIMIT 1",
-            Params().Add(run_pk).AddTextArray(keys), [](const Row& row) { return row.Text(0); }));
-    if (!hists.empty()) return Mixed(hists[0], Article(logged[hists[0]]), "a histogram");
-    using KeyType = std::pair<std::string, std::string>;
-    COHORT_ASSIGN_OR_RETURN(
-        std::vector<KeyType> stored,
-        sql::QueryAll<KeyType>(
-            conn, "SELECT DISTINCT key, type FROM media WHERE run_pk = $1 AND key = ANY($2)",
-            Params().Add(run_pk).AddTextArray(keys),
-            [](const Row& row) { return KeyType(row.Text(0), row.Text(1)); }));
-    for (const auto& [key, type] : stored) {
-      if (logged[key] != type) return Mixed(key, Article(logged[key]), Article(type));
-    }
-  }
-  std::vector<std::string> typed;  // keys the batch gives another type than media
-  for (const std::string& k : new_scalar_keys) {
-    if (!k.starts_with(kSystemKeyPrefix)) typed.push_back(k);
-  }
-  const size_t scalars = typed.size();
-  for (const HistogramPoint& h : batch.histograms) typed.push_back(h.key);
-  if (!typed.empty()) {
-    using KeyType = std::pair<std::string, std::string>;
-    COHORT_ASSIGN_OR_RETURN(
-        std::vector<KeyType> media,
-        sql::QueryAll<KeyType>(
-            conn, "SELECT key, type FROM media WHERE run_pk = $1 AND key = ANY($2) LIMIT 1",
-            Params().Add(run_pk).AddTextArray(typed),
-            [](const Row& row) { return KeyType(row.Text(0), row.Text(1)); }));
-    if (!media.empty()) {
-      bool scalar = false;
-      for (size_t i = 0; i < scalars; ++i) scalar = scalar || typed[i] == media[0].first;
-      return Mixed(media[0].first, scalar ? "a scalar" : "a histogram", Article(media[0].second));
-    }
-  }
-  return Status::Ok();
-}
 
 Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const IngestBatch& batch,
                             RunIngestCache::Note* note) {
