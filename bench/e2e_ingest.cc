@@ -4,7 +4,13 @@
 // port (temporary HOME, its own agent socket, as bench/client_bench.cc).
 //
 //   ninja -C build e2e_ingest cohort
-//   build/bench/e2e_ingest [--reps 3] [--steps-total 400000] [--keys 10]
+//   build/bench/e2e_ingest [--reps 3] [--steps-total 400000] [--keys 10] [--rules 100]
+//
+// --rules N (issue 16, "Rule evaluation cost on the ingest path"): each repetition runs twice,
+// interleaved, into two projects: one without alert rules (its default rules deleted) and one
+// with N rules (its two defaults, then metric_threshold rules over the logged keys that never
+// fire: the cost of evaluating, not of raising); the medians of both and the server's CPU ratio
+// are printed.
 //
 // Scenarios: 1 client; 4 clients, each its own run; 4 writers of one shared run. A repetition
 // starts the clients, lets each Init (not timed), then releases them at once; the time runs from
@@ -96,10 +102,10 @@ bool StartServer(const char* binary) {
 
 // Inits, reports readiness with one byte on fd 1, waits for one byte on fd 0, logs, finishes,
 // then writes "points dropped finish_ok" on fd 1.
-int ClientMain(const std::string& run_id, const std::string& label, bool shared, bool primary,
-               int64_t steps, int keys) {
+int ClientMain(const std::string& project, const std::string& run_id, const std::string& label,
+               bool shared, bool primary, int64_t steps, int keys) {
   cohort::Settings s;
-  s.project = "e2e-bench";
+  s.project = project;
   s.run_id = run_id;
   s.capture_console = false;
   s.stats_sampling_interval_s = 0;
@@ -139,8 +145,8 @@ struct Child {
   int from = -1;  // its stdout
 };
 
-Child SpawnClient(const std::string& self, const std::string& run_id, const std::string& label,
-                  bool shared, bool primary, int64_t steps, int keys) {
+Child SpawnClient(const std::string& self, const std::string& project, const std::string& run_id,
+                  const std::string& label, bool shared, bool primary, int64_t steps, int keys) {
   int in[2], out[2];
   Child c;
   if (pipe(in) != 0 || pipe(out) != 0) return c;
@@ -152,6 +158,7 @@ Child SpawnClient(const std::string& self, const std::string& run_id, const std:
   posix_spawn_file_actions_addclose(&fa, out[0]);
   std::vector<std::string> args = {self,
                                    "--client",
+                                   project,
                                    run_id,
                                    label,
                                    shared ? "1" : "0",
@@ -185,18 +192,48 @@ struct Api {
 
   Api(const std::string& url, std::string api_key) : http(url), key(std::move(api_key)) {}
 
-  Result<bj::value> Get(const std::string& path) {
-    auto r = http.Request("GET", path, "", key);
+  Result<bj::value> Call(const char* method, const std::string& path, const std::string& body) {
+    auto r = http.Request(method, path, body, key);
     if (!r.ok()) return r.status();
-    if (r->status != 200)
-      return Status::Internal("GET " + path + ": HTTP " + std::to_string(r->status));
+    if (r->status / 100 != 2) {
+      return Status::Internal(std::string(method) + " " + path + ": HTTP " +
+                              std::to_string(r->status) + " " + r->body);
+    }
     return cohort::json::Parse(r->body);
   }
+  Result<bj::value> Get(const std::string& path) { return Call("GET", path, ""); }
 };
 
+// Gives `project` exactly `rules` alert rules: none (its defaults deleted), or its two defaults
+// and metric_threshold rules over the logged keys (metric_0.. and globs of them) whose
+// thresholds no value reaches.
+Status SetRules(Api* api, const std::string& project, int rules, int keys) {
+  const std::string base = "/api/v1/alert-rules/" + api->entity + "/" + project;
+  auto listed = api->Get(base);  // creates the defaults
+  if (!listed.ok()) return listed.status();
+  const auto& have = listed->as_object().at("rules").as_array();
+  if (rules == 0) {
+    for (const auto& r : have) {
+      auto del = api->Call("DELETE", base + "/" + std::to_string(r.as_object().at("id").to_number<int64_t>()), "");
+      if (!del.ok()) return del.status();
+    }
+    return Status::Ok();
+  }
+  for (int i = int(have.size()); i < rules; ++i) {
+    const std::string key =
+        i % 4 == 3 ? "metric_*" : "metric_" + std::to_string(i % std::max(keys, 1));
+    bj::object spec{{"key", key}, {"op", i % 2 ? "<" : ">"}, {"value", i % 2 ? -1e12 : 1e12}};
+    bj::object rule{{"name", "bench rule " + std::to_string(i)}, {"kind", "metric_threshold"},
+                    {"spec", spec}, {"level", "WARN"}, {"enabled", true}};
+    auto made = api->Call("POST", base, bj::serialize(rule));
+    if (!made.ok()) return made.status();
+  }
+  return Status::Ok();
+}
+
 // Points of user keys stored for `run_id`, summed over writers.
-int64_t StoredPoints(Api* api, const std::string& run_id) {
-  auto v = api->Get("/api/v1/runs/" + api->entity + "/e2e-bench/" + run_id + "/keys");
+int64_t StoredPoints(Api* api, const std::string& project, const std::string& run_id) {
+  auto v = api->Get("/api/v1/runs/" + api->entity + "/" + project + "/" + run_id + "/keys");
   if (!v.ok() || !v->is_object()) return -1;
   int64_t n = 0;
   for (const auto& k : v->as_object().at("keys").as_array()) {
@@ -219,8 +256,8 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-Sample RunOnce(const std::string& self, Api* api, int clients, bool shared, int64_t steps, int keys,
-               int rep) {
+Sample RunOnce(const std::string& self, Api* api, const std::string& project, int clients,
+               bool shared, int64_t steps, int keys, int rep) {
   static int serial = 0;
   std::vector<std::string> run_ids;
   std::vector<Child> children;
@@ -229,7 +266,7 @@ Sample RunOnce(const std::string& self, Api* api, int clients, bool shared, int6
         shared ? "shared" + std::to_string(serial) : "r" + std::to_string(serial++);
     if (!shared || i == 0) run_ids.push_back(run_id);
     children.push_back(
-        SpawnClient(self, run_id, "w" + std::to_string(i), shared, i == 0, steps, keys));
+        SpawnClient(self, project, run_id, "w" + std::to_string(i), shared, i == 0, steps, keys));
   }
   if (shared) ++serial;
   for (auto& c : children) {
@@ -274,15 +311,15 @@ Sample RunOnce(const std::string& self, Api* api, int clients, bool shared, int6
   s.points = logged;
   s.points_per_s = double(logged) / s.wall_s;
   int64_t stored = 0;
-  for (const auto& id : run_ids) stored += StoredPoints(api, id);
+  for (const auto& id : run_ids) stored += StoredPoints(api, project, id);
   if (stored != logged) {
     std::fprintf(stderr, "e2e_ingest: stored %ld points, logged %ld\n", long(stored), long(logged));
     std::exit(1);
   }
   std::printf(
-      "  rep %d: %ld points in %.3f s = %.2fM points/s; CPU s: clients %.2f, agent %.2f, server "
+      "  %s rep %d: %ld points in %.3f s = %.2fM points/s; CPU s: clients %.2f, agent %.2f, server "
       "%.2f (stored == logged)\n",
-      rep, long(logged), s.wall_s, s.points_per_s / 1e6, s.client_cpu_s, s.agent_cpu_s,
+      project.c_str(), rep, long(logged), s.wall_s, s.points_per_s / 1e6, s.client_cpu_s, s.agent_cpu_s,
       s.server_cpu_s);
   std::fflush(stdout);
   return s;
@@ -292,11 +329,11 @@ Sample RunOnce(const std::string& self, Api* api, int clients, bool shared, int6
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "--client") {
-    if (argc != 8) return 64;
-    return ClientMain(argv[2], argv[3], std::string(argv[4]) == "1", std::string(argv[5]) == "1",
-                      std::atoll(argv[6]), std::atoi(argv[7]));
+    if (argc != 9) return 64;
+    return ClientMain(argv[2], argv[3], argv[4], std::string(argv[5]) == "1",
+                      std::string(argv[6]) == "1", std::atoll(argv[7]), std::atoi(argv[8]));
   }
-  int reps = 3, keys = 10;
+  int reps = 3, keys = 10, rules = -1;
   int64_t total_steps = 400000;  // per scenario: steps x keys points in all (4M at 10 keys)
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
@@ -306,8 +343,11 @@ int main(int argc, char** argv) {
       keys = std::atoi(argv[i + 1]);
     else if (a == "--steps-total")
       total_steps = std::atoll(argv[i + 1]);
+    else if (a == "--rules")
+      rules = std::atoi(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: e2e_ingest [--reps N] [--keys K] [--steps-total S]\n");
+      std::fprintf(stderr,
+                   "usage: e2e_ingest [--reps N] [--keys K] [--steps-total S] [--rules N]\n");
       return 64;
     }
   }
@@ -357,25 +397,51 @@ int main(int argc, char** argv) {
   const Scenario scenarios[] = {{"1 client", 1, false},
                                 {"4 clients, 4 runs", 4, false},
                                 {"4 writers, 1 shared run", 4, true}};
+  // The projects each repetition logs into, in turn: one, or (--rules) without and with rules.
+  std::vector<std::pair<std::string, int>> projects = {{"e2e-bench", -1}};
+  if (rules >= 0) projects = {{"e2e-norules", 0}, {"e2e-rules", rules}};
+  for (const auto& [project, n] : projects) {
+    if (n < 0) continue;
+    Status st = SetRules(&api, project, n, keys);
+    if (!st.ok()) {
+      std::fprintf(stderr, "e2e_ingest: rules of %s: %s\n", project.c_str(), st.ToString().c_str());
+      return 1;
+    }
+  }
   std::vector<std::string> summary;
   const std::string format = "batch v2";
-  {
-    for (const Scenario& sc : scenarios) {
-      std::printf("%s:\n", sc.name);
+  for (const Scenario& sc : scenarios) {
+    std::printf("%s:\n", sc.name);
+    struct Medians {
       std::vector<double> rate, wall, client, agent, server;
-      for (int rep = 0; rep < reps; ++rep) {
-        Sample s = RunOnce(self, &api, sc.clients, sc.shared, total_steps / sc.clients, keys, rep);
-        rate.push_back(s.points_per_s);
-        wall.push_back(s.wall_s);
-        const double per = 1e6 / double(s.points);
-        client.push_back(s.client_cpu_s * per);
-        agent.push_back(s.agent_cpu_s * per);
-        server.push_back(s.server_cpu_s * per);
+    };
+    std::vector<Medians> per(projects.size());
+    for (int rep = 0; rep < reps; ++rep) {
+      for (size_t p = 0; p < projects.size(); ++p) {
+        Sample s = RunOnce(self, &api, projects[p].first, sc.clients, sc.shared,
+                           total_steps / sc.clients, keys, rep);
+        per[p].rate.push_back(s.points_per_s);
+        per[p].wall.push_back(s.wall_s);
+        const double us = 1e6 / double(s.points);
+        per[p].client.push_back(s.client_cpu_s * us);
+        per[p].agent.push_back(s.agent_cpu_s * us);
+        per[p].server.push_back(s.server_cpu_s * us);
       }
+    }
+    for (size_t p = 0; p < projects.size(); ++p) {
+      const Medians& m = per[p];
+      const std::string what =
+          projects[p].second < 0 ? format : std::to_string(projects[p].second) + " rules";
       char line[512];
       std::snprintf(line, sizeof line, "| %s | %s | %.2fM | %.3f s | %.3f / %.3f / %.3f |",
-                    format.c_str(), sc.name, Median(rate) / 1e6, Median(wall), Median(client),
-                    Median(agent), Median(server));
+                    what.c_str(), sc.name, Median(m.rate) / 1e6, Median(m.wall), Median(m.client),
+                    Median(m.agent), Median(m.server));
+      summary.push_back(line);
+    }
+    if (projects.size() == 2) {
+      char line[256];
+      std::snprintf(line, sizeof line, "|   server CPU with / without rules | %s | %.3f |", sc.name,
+                    Median(per[1].server) / Median(per[0].server));
       summary.push_back(line);
     }
   }
