@@ -280,11 +280,21 @@ void AlertEngine::OnBatch(const store::RunRef& ref, const std::string& label,
   }
   if (verdicts.empty()) return;
   if (Status s = EnsureLoaded(ref, label); !s.ok()) return Failed("reading open alerts", s);
+  // The common case, every value fine and nothing open for the writer, needs no more work.
+  const std::string wk = WriterKey(ref, label);
+  bool any_open = false;
+  {
+    MutexLock lock(&mu_);
+    auto w = writers_.find(wk);
+    if (w != writers_.end()) {
+      for (const auto& [cond, c] : w->second.by_key) any_open = any_open || c.open;
+    }
+  }
   for (const Verdict& v : verdicts) {
     bool act = v.bad;
-    if (!act) {  // only a condition open now needs a store call
+    if (!act && any_open) {  // only a condition open now needs a store call
       MutexLock lock(&mu_);
-      auto w = writers_.find(WriterKey(ref, label));
+      auto w = writers_.find(wk);
       if (w != writers_.end()) {
         auto c = w->second.by_key.find(RuleConditionKey(*v.rule, v.key));
         act = c != w->second.by_key.end() && c->second.open;
