@@ -93,8 +93,17 @@ Result<std::shared_ptr<const ProjectRules>> AlertEngine::Rules(const std::string
     auto it = rules_.find({entity, project});
     if (it != rules_.end() && now_ms - it->second.loaded_ms < kRulesTtlMs) return it->second.rules;
   }
-  COHORT_RETURN_IF_ERROR(
-      store_->InstallDefaultAlertRules(entity, project, DefaultRules(), now_ms).status());
+  bool install = false;  // the project's defaults, once per project and process
+  {
+    MutexLock lock(&mu_);
+    install = !defaults_installed_.count({entity, project});
+  }
+  if (install) {
+    COHORT_RETURN_IF_ERROR(
+        store_->InstallDefaultAlertRules(entity, project, DefaultRules(), now_ms).status());
+    MutexLock lock(&mu_);
+    defaults_installed_.insert({entity, project});
+  }
   COHORT_ASSIGN_OR_RETURN(std::vector<store::AlertRule> stored,
                           store_->ListAlertRules(entity, project));
   std::vector<RuleSpec> specs;
