@@ -10,6 +10,7 @@ import { WorkspacePage } from './pages/Workspace';
 import { GroupPage } from './pages/Group';
 import { RunPage } from './pages/Run';
 import { ArtifactPage } from './pages/Artifacts';
+import { ProjectAlertsPage } from './pages/Alerts';
 
 type Auth = { kind: 'checking' } | { kind: 'ok'; viewer: Viewer } | { kind: 'login'; message?: string };
 
@@ -112,6 +113,7 @@ function Main({ viewer, onSignOut }: { viewer: Viewer; onSignOut: () => void }) 
           {s.project && <Link href={linkTo(s, { run: '', group: '', project: s.project })}>{s.project}</Link>}
           {s.group && <span class="crumb">group <Link href={linkTo(s, { run: '', group: s.group })}>{s.group}</Link></span>}
           {s.run && !s.art && <span class="crumb">run {s.run}</span>}
+          {s.alerts && !s.run && !s.group && <span class="crumb">alerts</span>}
           {s.art && <span class="crumb">artifact <Link href={linkTo(s, { art: s.art, ver: '' })}>{s.art}</Link></span>}
         </nav>
         <span class="spacer" />
@@ -123,6 +125,7 @@ function Main({ viewer, onSignOut }: { viewer: Viewer; onSignOut: () => void }) 
         {page === 'workspace' && <WorkspacePage key={`${s.entity}/${s.project}`} state={s} />}
         {page === 'group' && <GroupPage key={`${s.entity}/${s.project}/${s.group}`} state={s} />}
         {page === 'run' && <RunPage key={`${s.entity}/${s.project}/${s.run}`} state={s} />}
+        {page === 'alerts' && <ProjectAlertsPage key={`${s.entity}/${s.project}`} state={s} />}
         {page === 'artifact' && <ArtifactPage key={`${s.entity}/${s.project}/${s.art}`} state={s} />}
       </main>
     </div>

@@ -35,6 +35,22 @@ export interface RunDetail extends Run {
   metadata?: Record<string, unknown>;
 }
 
+export type AlertLevel = 'INFO' | 'WARN' | 'ERROR';
+/** An alert (docs/api.md "Alerts"): raised by a rule of the project or by the training code. */
+export interface Alert {
+  id: number; entity: string; project: string; run: string; writer: string; rule_id: number | null;
+  source: 'rule' | 'code'; condition: string; level: AlertLevel; title: string; text: string;
+  evidence: Record<string, unknown>; state: 'open' | 'resolved'; opened_ms: number; resolved_ms: number | null;
+  acked_ms: number | null; acked_by: string | null; last_seen_ms: number; count: number;
+}
+export type AlertRuleKind = 'writer_state' | 'metric_nonfinite' | 'metric_threshold' | 'stale_metric' | 'hung';
+export interface AlertRule {
+  id: number; name: string; kind: AlertRuleKind | string; spec: Record<string, unknown>; level: AlertLevel;
+  enabled: boolean; builtin: boolean; created_ms: number; updated_ms: number;
+}
+export type AlertRuleInput = Pick<AlertRule, 'name' | 'kind' | 'spec' | 'level' | 'enabled'>;
+export interface AlertQuery { state?: 'open' | 'resolved'; level?: AlertLevel; run?: string; limit?: number }
+
 export interface Project { entity: string; project: string; runs: number; created_ms: number; updated_ms: number }
 export interface GroupInfo { group: string; runs: number; states: Record<string, number>; job_types: Record<string, number>; created_ms: number; updated_ms: number }
 export interface SeriesInfo { key: string; writer: string; type?: 'scalar' | 'histogram' | 'image' | 'audio' | 'video' | 'table' | 'html' | string; count: number; min_step: number; max_step: number }
@@ -327,6 +343,31 @@ export class Api {
   }
   runArtifacts(entity: string, project: string, run: string, signal?: AbortSignal) {
     return this.get<{ artifacts: RunArtifact[] }>(runPath(entity, project, run) + '/artifacts', signal).then((r) => r.artifacts);
+  }
+
+  alerts(entity: string, project: string, q: AlertQuery = {}, signal?: AbortSignal) {
+    const p = new URLSearchParams();
+    if (q.state) p.set('state', q.state);
+    if (q.level) p.set('level', q.level);
+    if (q.run) p.set('run', q.run);
+    if (q.limit) p.set('limit', String(q.limit));
+    const qs = p.toString();
+    return this.get<{ alerts: Alert[] }>(`/api/v1/alerts/${enc(entity)}/${enc(project)}${qs ? `?${qs}` : ''}`, signal).then((r) => r.alerts);
+  }
+  ackAlert(entity: string, project: string, id: number) {
+    return this.request<Alert>('POST', `/api/v1/alerts/${enc(entity)}/${enc(project)}/${id}/ack`);
+  }
+  alertRules(entity: string, project: string, signal?: AbortSignal) {
+    return this.get<{ rules: AlertRule[] }>(`/api/v1/alert-rules/${enc(entity)}/${enc(project)}`, signal).then((r) => r.rules);
+  }
+  createAlertRule(entity: string, project: string, rule: AlertRuleInput) {
+    return this.request<AlertRule>('POST', `/api/v1/alert-rules/${enc(entity)}/${enc(project)}`, rule);
+  }
+  updateAlertRule(entity: string, project: string, id: number, rule: AlertRuleInput) {
+    return this.request<AlertRule>('PUT', `/api/v1/alert-rules/${enc(entity)}/${enc(project)}/${id}`, rule);
+  }
+  deleteAlertRule(entity: string, project: string, id: number) {
+    return this.request<{ deleted: boolean }>('DELETE', `/api/v1/alert-rules/${enc(entity)}/${enc(project)}/${id}`);
   }
 
   views(entity: string, project: string) {

@@ -6,8 +6,8 @@
 import type { Clause, UiFilters } from './filters';
 import type { LineMode, XMode } from './series';
 
-export type Tab = 'overview' | 'charts' | 'histograms' | 'system' | 'logs' | 'ranks' | 'media' | 'artifacts';
-export const TABS: Tab[] = ['overview', 'charts', 'histograms', 'system', 'logs', 'ranks', 'media', 'artifacts'];
+export type Tab = 'overview' | 'charts' | 'histograms' | 'system' | 'logs' | 'ranks' | 'media' | 'artifacts' | 'alerts';
+export const TABS: Tab[] = ['overview', 'charts', 'histograms', 'system', 'logs', 'ranks', 'media', 'artifacts', 'alerts'];
 
 /** One chart's own settings (per-chart overrides of the page's, and its view). */
 export interface ChartState {
@@ -27,6 +27,7 @@ export interface AppState {
   group: string;
   art: string; // artifact page: the collection's name ('' none)
   ver: string; // artifact page: the version shown ('' the latest)
+  alerts: boolean; // the project's alerts page
   tab: Tab;
   view: string; // saved view id ('' none)
   filters: UiFilters;
@@ -54,7 +55,7 @@ export interface AppState {
 }
 
 export const DEFAULT_STATE: AppState = {
-  entity: '', project: '', run: '', group: '', art: '', ver: '', tab: 'overview', view: '',
+  entity: '', project: '', run: '', group: '', art: '', ver: '', alerts: false, tab: 'overview', view: '',
   filters: { jobType: null, states: [], tags: [], name: '', extra: [] },
   groupBy: '', sort: '-created', columns: [], hide: [], cby: '',
   x: 'step', log: false, smooth: 0, agg: false, line: 'mean',
@@ -62,10 +63,11 @@ export const DEFAULT_STATE: AppState = {
   hview: 'bands', hlog: false, hw: {},
 };
 
-export type Page = 'projects' | 'workspace' | 'group' | 'run' | 'artifact';
+export type Page = 'projects' | 'workspace' | 'group' | 'run' | 'artifact' | 'alerts';
 
 export function pageOf(s: AppState): Page {
   if (s.entity && s.project && s.art) return 'artifact';
+  if (s.entity && s.project && s.alerts && !s.run && !s.group) return 'alerts';
   if (s.entity && s.project && s.run) return 'run';
   if (s.entity && s.project && s.group) return 'group';
   if (s.entity && s.project) return 'workspace';
@@ -87,6 +89,7 @@ export function decodeState(search: string): AppState {
   s.group = p.get('group') ?? '';
   s.art = p.get('art') ?? '';
   s.ver = s.art ? p.get('ver') ?? '' : '';
+  s.alerts = p.get('alerts') === '1';
   const tab = p.get('tab') as Tab | null;
   if (tab && TABS.includes(tab)) s.tab = tab;
   s.view = p.get('view') ?? '';
@@ -192,6 +195,7 @@ export function encodeState(s: AppState): string {
   if (s.group) p.set('group', s.group);
   if (s.art) p.set('art', s.art);
   if (s.art && s.ver) p.set('ver', s.ver);
+  if (s.alerts) p.set('alerts', '1');
   if (s.run && s.tab !== 'overview') p.set('tab', s.tab);
   if (s.view) p.set('view', s.view);
   const f = s.filters;
@@ -247,6 +251,7 @@ export function linkTo(cur: AppState, patch: Partial<AppState>): string {
     // Leaving a page: its tab and log filters do not follow (nor the artifact shown).
     if (patch.art === undefined) next.art = '';
     if (patch.ver === undefined) next.ver = '';
+    if (patch.alerts === undefined) next.alerts = false;
     if (patch.tab === undefined) next.tab = 'overview';
     if (patch.labels === undefined) next.labels = [];
     if (patch.lq === undefined) next.lq = '';

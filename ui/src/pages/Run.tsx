@@ -3,7 +3,7 @@
 // media it logged (Media.tsx), and the artifacts it logged and used (Artifacts.tsx).
 // A running run refreshes every few seconds without a reload.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api, type ConsoleLine, type RunDetail, type RunFile, type SeriesInfo, type Writer } from '../lib/api';
+import { api, type Alert, type ConsoleLine, type RunDetail, type RunFile, type SeriesInfo, type Writer } from '../lib/api';
 import type { LineSource } from '../lib/chartdata';
 import { runtimeOf } from '../lib/filters';
 import { flatten, fmtAgo, fmtBytes, fmtDuration, fmtNum, fmtTime, naturalCompare, prefixOf, signalOfExit } from '../lib/format';
@@ -17,6 +17,8 @@ import { HistogramsTab } from './Histograms';
 import { LogsTab } from './Logs';
 import { RanksView } from './Ranks';
 import { RunArtifactsTab } from './Artifacts';
+import { AlertMark, RunAlertsTab } from './Alerts';
+import { openAlertsByRun } from '../lib/alerts';
 import { MediaTab } from './Media';
 
 export const LIVE_MS = 2500;
@@ -40,13 +42,16 @@ export function RunPage({ state }: { state: AppState }) {
     error: allKeys.error,
   }), [allKeys.data, allKeys.error]);
 
+  // Open alerts: counted on the Alerts tab and marked in the header.
+  const openAlerts = useLoad((signal) => api.alerts(entity, project, { run: runId, state: 'open', limit: 1000 }, signal), [entity, project, runId, tick]);
+
   if (run.error && !r) return <div class="page"><ErrorBox error={run.error} retry={run.reload} /></div>;
   if (!r) return <div class="page"><Loading what="run" /></div>;
 
-  const counts = { ...countKeys(keys.data ?? []), histograms: new Set((keys.hists ?? []).map((k) => k.key)).size };
+  const counts = { ...countKeys(keys.data ?? []), histograms: new Set((keys.hists ?? []).map((k) => k.key)).size, alerts: openAlerts.data?.length ?? 0 };
   return (
     <div class="page run-page" data-run-state={r.state}>
-      <RunHeader r={r} state={state} live={running} />
+      <RunHeader r={r} state={state} live={running} openAlerts={openAlerts.data ?? []} />
       {run.error ? <ErrorBox error={run.error} /> : null}
       <Tabs state={state} counts={counts} />
       <div role="tabpanel" id={`panel-${state.tab}`} aria-labelledby={`tab-${state.tab}`} class="tabpanel">
@@ -61,6 +66,7 @@ export function RunPage({ state }: { state: AppState }) {
         ))}
         {state.tab === 'media' && <MediaTab r={r} tick={running ? tick : 0} />}
         {state.tab === 'artifacts' && <RunArtifactsTab r={r} state={state} tick={running ? tick : 0} />}
+        {state.tab === 'alerts' && <RunAlertsTab state={state} tick={tick} />}
       </div>
     </div>
   );
@@ -72,10 +78,12 @@ function countKeys(keys: SeriesInfo[]) {
   return { charts: user.size, system: sys.size };
 }
 
-function RunHeader({ r, state, live }: { r: RunDetail; state: AppState; live: boolean }) {
+function RunHeader({ r, state, live, openAlerts }: { r: RunDetail; state: AppState; live: boolean; openAlerts: Alert[] }) {
+  const marks = openAlertsByRun(openAlerts).get(r.id);
   return (
     <header class="run-head">
-      <h1>{r.name || r.id} <StateBadge state={r.state} /> {live && <span class="live" title="refreshes every few seconds">● live</span>}</h1>
+      <h1>{r.name || r.id} <StateBadge state={r.state} /> {live && <span class="live" title="refreshes every few seconds">● live</span>}
+        {marks && state.tab !== 'alerts' && <> <AlertMark info={marks} href={linkTo(state, { tab: 'alerts' })} /></>}</h1>
       <dl class="facts">
         <div><dt>id</dt><dd class="mono">{r.id}</dd></div>
         {r.group && <div><dt>group</dt><dd><Link href={linkTo(state, { group: r.group, run: '' })}>{r.group}</Link></dd></div>}
@@ -91,9 +99,9 @@ function RunHeader({ r, state, live }: { r: RunDetail; state: AppState; live: bo
   );
 }
 
-function Tabs({ state, counts }: { state: AppState; counts: { charts: number; histograms: number; system: number } }) {
+function Tabs({ state, counts }: { state: AppState; counts: { charts: number; histograms: number; system: number; alerts: number } }) {
   const refs = useRef<(HTMLButtonElement | null)[]>([]);
-  const label: Record<Tab, string> = { overview: 'Overview', charts: `Charts (${counts.charts})`, histograms: `Histograms (${counts.histograms})`, system: `System (${counts.system})`, logs: 'Logs', ranks: 'Ranks', media: 'Media', artifacts: 'Artifacts' };
+  const label: Record<Tab, string> = { overview: 'Overview', charts: `Charts (${counts.charts})`, histograms: `Histograms (${counts.histograms})`, system: `System (${counts.system})`, logs: 'Logs', ranks: 'Ranks', media: 'Media', artifacts: 'Artifacts', alerts: counts.alerts ? `Alerts (${counts.alerts} open)` : 'Alerts' };
   const onKey = (e: KeyboardEvent, i: number) => {
     let j = -1;
     if (e.key === 'ArrowRight') j = (i + 1) % TABS.length;

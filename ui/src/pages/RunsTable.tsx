@@ -9,15 +9,19 @@ import { navigate, update } from '../lib/nav';
 import { linkTo, type AppState } from '../lib/url';
 import { Link, StateBadge } from '../components/common';
 import type { LineStyle } from '../components/ChartPanel';
+import type { RunAlerts } from '../lib/alerts';
+import { AlertMark } from './Alerts';
 
 export const ROW_H = 34;
 
 interface Col { id: string; label: string; sort?: string; num?: boolean; cell: (r: Run, s: AppState) => preact.ComponentChildren }
 
-export function RunsTable({ rows, state, columns, collapsed, setCollapsed, styleOf }: {
+export function RunsTable({ rows, state, columns, collapsed, setCollapsed, styleOf, alertsOf }: {
   rows: GroupedRow[]; state: AppState; columns: string[]; collapsed: Set<string>; setCollapsed: (s: Set<string>) => void;
   /** The run's line style in the charts; undefined when it is not charted. */
   styleOf: (id: string) => LineStyle | undefined;
+  /** The run's open alerts (a mark after its name); undefined when none. */
+  alertsOf?: (id: string) => RunAlerts | undefined;
 }) {
   const scroller = useRef<HTMLDivElement>(null);
   const [scrollTop, setScrollTop] = useState(0);
@@ -63,7 +67,15 @@ export function RunsTable({ rows, state, columns, collapsed, setCollapsed, style
 
   const now = Date.now();
   const cols: Col[] = [
-    { id: 'name', label: 'Name', sort: 'name', cell: (r, s) => <Link href={linkTo(s, { run: r.id, group: '' })} class="run-link" tabIndex={-1}>{r.name || r.id}</Link> },
+    { id: 'name', label: 'Name', sort: 'name', cell: (r, s) => {
+      const marks = alertsOf?.(r.id);
+      return (
+        <>
+          <Link href={linkTo(s, { run: r.id, group: '' })} class="run-link" tabIndex={-1}>{r.name || r.id}</Link>
+          {marks && <> <AlertMark info={marks} href={linkTo(s, { run: r.id, group: '', tab: 'alerts' })} /></>}
+        </>
+      );
+    } },
     { id: 'state', label: 'State', sort: 'state', cell: (r) => <StateBadge state={r.state} /> },
     { id: 'group', label: 'Group', sort: 'group', cell: (r, s) => (r.group ? <Link href={linkTo(s, { group: r.group, run: '' })} tabIndex={-1}>{r.group}</Link> : <span class="muted">—</span>) },
     { id: 'job_type', label: 'Job type', sort: 'job_type', cell: (r) => r.job_type || <span class="muted">—</span> },

@@ -18,6 +18,8 @@ import { ProjectArtifacts } from './Artifacts';
 import { RunsTable, StateDots } from './RunsTable';
 import { MAX_CHART_RUNS, runStyles, WorkspaceCharts } from './WorkspaceCharts';
 import { WorkspaceMedia } from './WorkspaceMedia';
+import { ALERTS_REFRESH_MS, AlertsLink } from './Alerts';
+import { openAlertsByRun } from '../lib/alerts';
 
 export function WorkspacePage({ state }: { state: AppState }) {
   const { entity, project } = state;
@@ -38,6 +40,10 @@ export function WorkspacePage({ state }: { state: AppState }) {
     const seen = new Set<string>();
     return vs.filter((v) => (seen.has(v.name) ? false : (seen.add(v.name), true)));
   }, [entity, project]);
+
+  // Open alerts, marked on their runs in the table and counted on the header's link.
+  const openAlerts = useLoad((signal) => api.alerts(entity, project, { state: 'open', limit: 1000 }, signal), [entity, project], ALERTS_REFRESH_MS);
+  const alertsByRun = useMemo(() => openAlertsByRun(openAlerts.data ?? []), [openAlerts.data]);
 
   const f = state.filters;
   const t0 = performance.now();
@@ -96,6 +102,7 @@ export function WorkspacePage({ state }: { state: AppState }) {
       <div class="ws-main">
         <div class="ws-head">
           <h1>{project}</h1>
+          <AlertsLink open={openAlerts.data?.length ?? 0} />
           <ViewBar state={state} views={views.data} error={views.error} current={currentView} modified={modified}
             onApply={applyView} onSaved={(v) => { views.reload(); applyView(v); }} onDeleted={() => { views.reload(); update({ view: '' }); }} specNow={specNow} />
         </div>
@@ -115,7 +122,7 @@ export function WorkspacePage({ state }: { state: AppState }) {
               : <Empty><span data-testid="no-such-project">No such project: <strong>{entity}/{project}</strong>.</span> <Link href="/">All projects</Link></Empty>)
               : !shown.length ? <Empty>No run matches these filters. <button type="button" class="link" onClick={() => update({ filters: { jobType: null, states: [], tags: [], name: '', extra: [] }, view: '' })}>Clear filters</button></Empty>
                 : <RunsTable rows={rows} state={state} columns={columns} collapsed={collapsed} setCollapsed={setCollapsed}
-                    styleOf={(id) => styles.get(id)} />}
+                    styleOf={(id) => styles.get(id)} alertsOf={(id) => alertsByRun.get(id)} />}
         {runs.length > 0 && shown.length > 0 && (
           <WorkspaceCharts state={state} visible={shown} eligible={eligible.length} charted={charted} styles={styles} legend={legend} loaded={loaded} />
         )}

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import type { Alert, AlertRule } from './api';
+import { describeRule, draftToInput, emptyDraft, evidenceSummary, openAlertsByRun, ruleToDraft } from './alerts';
+
+function alert(p: Partial<Alert>): Alert {
+  return {
+    id: 1, entity: 'e', project: 'p', run: 'r1', writer: 'rank0', rule_id: 2, source: 'rule', condition: 'rule:2:loss',
+    level: 'WARN', title: 't', text: '', evidence: {}, state: 'open', opened_ms: 1, resolved_ms: null, acked_ms: null,
+    acked_by: null, last_seen_ms: 1, count: 1, ...p,
+  };
+}
+
+describe('alerts', () => {
+  it('says what each kind of alert saw', () => {
+    expect(evidenceSummary(alert({ evidence: { key: 'loss', step: 812, value: 'NaN' } }))).toBe('loss = NaN at step 812');
+    expect(evidenceSummary(alert({ evidence: { key: 'loss', step: null, value: 'Infinity' } }))).toBe('loss = Infinity');
+    expect(evidenceSummary(alert({ evidence: { key: 'loss', step: 1500, value: 12.5, op: '>', threshold: 10, after_step: 1000 } })))
+      .toBe('loss = 12.5 at step 1500: > 10 (after step 1000)');
+    expect(evidenceSummary(alert({ evidence: { state: 'crashed', exit_code: null, last_heartbeat_ms: null } }))).toBe('crashed');
+    expect(evidenceSummary(alert({ evidence: { state: 'failed', exit_code: 3 } }))).toBe('failed, exit code 3');
+    expect(evidenceSummary(alert({ evidence: { stalled_ms: 720_000, threshold_ms: 600_000, step_time_ms: 2000, suspects: ['rank3'] } })))
+      .toBe('no step for 12m 00s (limit 10m 00s); step time 2s; behind: rank3');
+    expect(evidenceSummary(alert({ source: 'code', rule_id: null, text: 'diverging\nmore', evidence: { time_ms: 5 } }))).toBe('diverging');
+  });
+
+  it('marks each run with its open alerts and their highest level', () => {
+    const m = openAlertsByRun([
+      alert({ run: 'a', level: 'INFO', title: 'x' }),
+      alert({ run: 'a', level: 'ERROR', title: 'crashed', writer: 'rank1' }),
+      alert({ run: 'b', level: 'WARN', state: 'resolved' }),
+      alert({ run: 'c', level: 'WARN', title: 'y', writer: '' }),
+    ]);
+    expect(m.get('a')).toEqual({ count: 2, level: 'ERROR', titles: ['x (rank0)', 'crashed (rank1)'] });
+    expect(m.has('b')).toBe(false);
+    expect(m.get('c')).toEqual({ count: 1, level: 'WARN', titles: ['y'] });
+  });
+
+  it('turns a draft into the fields of its kind only, numbers as numbers', () => {
+    const d = { ...emptyDraft('metric_threshold'), name: ' loss high ', key: 'loss', op: '>=', value: '10', afterStep: '' };
+    expect(draftToInput(d)).toEqual({ name: 'loss high', kind: 'metric_threshold', spec: { key: 'loss', op: '>=', value: 10 }, level: 'WARN', enabled: true });
+    expect(draftToInput({ ...d, afterStep: '1000' }).spec).toEqual({ key: 'loss', op: '>=', value: 10, after_step: 1000 });
+    // What is not a number goes as typed: the server's 400 names the field.
+    expect(draftToInput({ ...d, value: 'ten' }).spec.value).toBe('ten');
+    expect(draftToInput({ ...emptyDraft('stale_metric'), key: 'eval/*', minutes: '30' }).spec).toEqual({ key: 'eval/*', minutes: 30 });
+    expect(draftToInput({ ...emptyDraft('hung'), factor: '', minMinutes: '20' }).spec).toEqual({ min_minutes: 20 });
+    expect(draftToInput(emptyDraft('writer_state'))).toMatchObject({ level: 'ERROR', spec: { states: ['crashed', 'failed', 'preempted'] } });
+  });
+
+  it('edits a rule through a draft without changing it', () => {
+    const r: AlertRule = { id: 3, name: 'acc', kind: 'metric_threshold', spec: { key: 'eval/acc', op: '<', value: 0.5, after_step: 1000 }, level: 'ERROR', enabled: false, builtin: false, created_ms: 1, updated_ms: 1 };
+    expect(draftToInput(ruleToDraft(r))).toEqual({ name: 'acc', kind: 'metric_threshold', spec: r.spec, level: 'ERROR', enabled: false });
+    expect(describeRule(r)).toBe('eval/acc < 0.5 after step 1000');
+    expect(describeRule({ kind: 'metric_nonfinite', spec: { key: '*' } })).toBe('NaN or Inf in any metric');
+    expect(describeRule({ kind: 'writer_state', spec: { states: ['crashed'] } })).toBe('a writer ends crashed');
+  });
+});

@@ -1,0 +1,147 @@
+// Alerts in the UI (pages/Alerts.tsx): the one-line evidence of an alert, the open alerts of each
+// run (the workspace table's marks), and the rule editor's draft <-> the API's rule JSON
+// (docs/api.md "Alerts", "Rules"). Pure functions.
+import type { Alert, AlertLevel, AlertRule, AlertRuleInput, AlertRuleKind } from './api';
+import { fmtDuration, fmtNum, fmtTime } from './format';
+
+export const LEVELS: AlertLevel[] = ['INFO', 'WARN', 'ERROR'];
+export const RULE_KINDS: { kind: AlertRuleKind; label: string }[] = [
+  { kind: 'metric_threshold', label: 'Metric threshold' },
+  { kind: 'metric_nonfinite', label: 'NaN or Inf in a metric' },
+  { kind: 'stale_metric', label: 'No new point' },
+  { kind: 'hung', label: 'Hung writer' },
+  { kind: 'writer_state', label: 'Writer ended badly' },
+];
+export const WRITER_END_STATES = ['crashed', 'failed', 'preempted', 'killed'];
+export const THRESHOLD_OPS = ['>', '>=', '<', '<='];
+
+export function levelRank(l: string): number {
+  return Math.max(0, LEVELS.indexOf(l as AlertLevel));
+}
+
+const num = (v: unknown) => (typeof v === 'number' ? v : typeof v === 'string' ? v : null);
+const minutes = (ms: unknown) => (typeof ms === 'number' ? fmtDuration(ms) : '?');
+
+/** What the alert saw, in one line: the metric's value, the writer's end, the stall. */
+export function evidenceSummary(a: Alert): string {
+  const e = a.evidence ?? {};
+  if (a.source === 'code') return a.text ? a.text.split('\n')[0] : 'raised by the training code';
+  if ('key' in e && 'value' in e) {
+    const at = e.step === null || e.step === undefined ? '' : ` at step ${e.step}`;
+    const value = fmtNum(num(e.value));
+    if ('op' in e) {
+      const after = e.after_step !== undefined && e.after_step !== null ? ` (after step ${e.after_step})` : '';
+      return `${e.key} = ${value}${at}: ${e.op} ${fmtNum(num(e.threshold))}${after}`;
+    }
+    return `${e.key} = ${value}${at}`;
+  }
+  if ('state' in e) {
+    const parts = [String(e.state)];
+    if (e.exit_code !== null && e.exit_code !== undefined) parts.push(`exit code ${e.exit_code}`);
+    if (typeof e.last_heartbeat_ms === 'number') parts.push(`last heartbeat ${fmtTime(e.last_heartbeat_ms)}`);
+    return parts.join(', ');
+  }
+  if ('stalled_ms' in e) {
+    const parts = [`no step for ${minutes(e.stalled_ms)} (limit ${minutes(e.threshold_ms)})`];
+    if (typeof e.step_time_ms === 'number') parts.push(`step time ${fmtDuration(e.step_time_ms)}`);
+    const suspects = Array.isArray(e.suspects) ? e.suspects.map(String) : [];
+    if (suspects.length) parts.push(`behind: ${suspects.join(', ')}`);
+    return parts.join('; ');
+  }
+  if ('last_point_ms' in e) return `${e.key}: no point since ${fmtTime(e.last_point_ms as number)} (${e.minutes} min)`;
+  return a.text ? a.text.split('\n')[0] : '';
+}
+
+export interface RunAlerts { count: number; level: AlertLevel; titles: string[] }
+
+/** The open alerts of each run: how many, the highest level, their titles (for the mark's tooltip). */
+export function openAlertsByRun(alerts: Alert[]): Map<string, RunAlerts> {
+  const out = new Map<string, RunAlerts>();
+  for (const a of alerts) {
+    if (a.state !== 'open') continue;
+    const cur = out.get(a.run) ?? { count: 0, level: 'INFO' as AlertLevel, titles: [] };
+    cur.count++;
+    if (levelRank(a.level) > levelRank(cur.level)) cur.level = a.level;
+    cur.titles.push(a.writer ? `${a.title} (${a.writer})` : a.title);
+    out.set(a.run, cur);
+  }
+  return out;
+}
+
+/** The rule editor's fields, all as typed (strings), whatever the kind. */
+export interface RuleDraft {
+  name: string; kind: AlertRuleKind; level: AlertLevel; enabled: boolean;
+  key: string; op: string; value: string; afterStep: string; minutes: string;
+  factor: string; minMinutes: string; states: string[];
+}
+
+export function emptyDraft(kind: AlertRuleKind = 'metric_threshold'): RuleDraft {
+  return {
+    name: '', kind, level: kind === 'writer_state' ? 'ERROR' : 'WARN', enabled: true,
+    key: kind === 'metric_nonfinite' ? '*' : '', op: '>', value: '', afterStep: '', minutes: '30',
+    factor: '5', minMinutes: '10', states: ['crashed', 'failed', 'preempted'],
+  };
+}
+
+export function ruleToDraft(r: AlertRule): RuleDraft {
+  const s = r.spec ?? {};
+  const str = (v: unknown, dflt = '') => (v === undefined || v === null ? dflt : String(v));
+  return {
+    ...emptyDraft(r.kind as AlertRuleKind), name: r.name, kind: r.kind as AlertRuleKind, level: r.level, enabled: r.enabled,
+    key: str(s.key), op: str(s.op, '>'), value: str(s.value), afterStep: str(s.after_step), minutes: str(s.minutes, '30'),
+    factor: str(s.factor, '5'), minMinutes: str(s.min_minutes, '10'),
+    states: Array.isArray(s.states) ? s.states.map(String) : ['crashed', 'failed', 'preempted'],
+  };
+}
+
+/** A number as typed, or the text itself when it is not one (the server then names the field). */
+function numberOrText(v: string): number | string {
+  const t = v.trim();
+  if (t === '') return t;
+  const n = Number(t);
+  return Number.isFinite(n) ? n : t;
+}
+
+/** The API's rule body for a draft: only the fields of its kind; optional ones left out when empty. */
+export function draftToInput(d: RuleDraft): AlertRuleInput {
+  let spec: Record<string, unknown> = {};
+  switch (d.kind) {
+    case 'metric_threshold':
+      spec = { key: d.key.trim(), op: d.op, value: numberOrText(d.value) };
+      if (d.afterStep.trim()) spec.after_step = numberOrText(d.afterStep);
+      break;
+    case 'metric_nonfinite':
+      spec = { key: d.key.trim() };
+      break;
+    case 'stale_metric':
+      spec = { key: d.key.trim(), minutes: numberOrText(d.minutes) };
+      break;
+    case 'hung':
+      if (d.factor.trim()) spec.factor = numberOrText(d.factor);
+      if (d.minMinutes.trim()) spec.min_minutes = numberOrText(d.minMinutes);
+      break;
+    case 'writer_state':
+      spec = { states: d.states };
+      break;
+  }
+  return { name: d.name.trim(), kind: d.kind, spec, level: d.level, enabled: d.enabled };
+}
+
+/** A rule's condition in words: "loss > 10 after step 1000", "no point of eval/* for 30 min". */
+export function describeRule(r: Pick<AlertRule, 'kind' | 'spec'>): string {
+  const s = r.spec ?? {};
+  switch (r.kind) {
+    case 'metric_threshold':
+      return `${s.key} ${s.op} ${fmtNum(num(s.value))}${s.after_step !== undefined ? ` after step ${s.after_step}` : ''}`;
+    case 'metric_nonfinite':
+      return `NaN or Inf in ${s.key === '*' ? 'any metric' : s.key}`;
+    case 'stale_metric':
+      return `no point of ${s.key} for ${s.minutes} min`;
+    case 'hung':
+      return `no step for ${s.factor ?? 5}× the step time and ${s.min_minutes ?? 10} min`;
+    case 'writer_state':
+      return `a writer ends ${Array.isArray(s.states) ? s.states.join(', ') : 'crashed, failed, preempted'}`;
+    default:
+      return JSON.stringify(s);
+  }
+}
