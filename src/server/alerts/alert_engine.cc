@@ -1,6 +1,7 @@
 #include "server/alerts/alert_engine.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -36,6 +37,15 @@ bj::value JsonNumber(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
   return v;
+}
+
+// A number for a title: shortest round trip ("5", "0.1", "1e+20"); NaN and infinities by name.
+std::string TitleNumber(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
 }
 
 // The step of each history row: explicit ones as given; assigned ones are known when every row
@@ -191,10 +201,9 @@ void AlertEngine::Apply(const store::RunRef& ref, const std::string& label, cons
       evidence["op"] = ThresholdOpName(v.rule->op);
       evidence["threshold"] = v.rule->value;
       if (v.rule->after_step) evidence["after_step"] = *v.rule->after_step;
-      title =
-          v.key + " " + ThresholdOpName(v.rule->op) + " " + bj::serialize(bj::value(v.rule->value));
+      title = v.key + " " + ThresholdOpName(v.rule->op) + " " + TitleNumber(v.rule->value);
     } else {
-      title = v.key + " is " + bj::serialize(JsonNumber(v.value));
+      title = v.key + " is " + TitleNumber(v.value);
     }
     std::string where = label.empty() ? "" : " (writer " + label + ")";
     store::AlertRaise r{.entity = ref.entity,

@@ -71,6 +71,7 @@ TEST_F(AlertEngineTest, NanOpensOneAlertWithEvidenceAndAFiniteValueResolvesIt) {
   std::vector<store::AlertRecord> open = Alerts("open");
   ASSERT_EQ(open.size(), 1u);
   EXPECT_EQ(open[0].writer_label, "rank0");
+  EXPECT_EQ(open[0].title, "loss is NaN");
   EXPECT_EQ(open[0].source, "rule");
   EXPECT_EQ(open[0].level, "WARN");
   EXPECT_TRUE(open[0].rule_id.has_value());
@@ -105,6 +106,7 @@ TEST_F(AlertEngineTest, ThresholdFiresAfterItsStepAndResolvesOnTheGoodSide) {
   std::vector<store::AlertRecord> open = Alerts("open");
   ASSERT_EQ(open.size(), 1u);
   EXPECT_EQ(open[0].level, "ERROR");
+  EXPECT_EQ(open[0].title, "loss > 10");  // the threshold as written, not "1E1"
   auto ev = json::Parse(open[0].evidence_json);
   ASSERT_TRUE(ev.ok());
   EXPECT_EQ(ev->at("step").as_int64(), 6);
