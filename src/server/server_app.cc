@@ -297,6 +297,8 @@ Status ServerApp::Start() {
   ctx_.limiter = limiter_.get();
   ctx_.limits = config_.limits;
   ctx_.signing_keys = signing_keys_.get();
+  alerts_ = std::make_unique<alerts::AlertEngine>(store_.get());
+  ctx_.alerts = alerts_.get();
   ctx_.ready = [this] { return Ready(); };
 
   router_ = std::make_unique<http::Router>();
@@ -367,7 +369,10 @@ void ServerApp::SweepLoop() {
     if (!marked.ok()) {
       std::fprintf(stderr, "cohort: heartbeat sweep failed: %s\n",
                    marked.status().ToString().c_str());
+    } else if (!marked->empty()) {
+      alerts_->OnWritersCrashed(*marked, now);
     }
+    alerts_->Tick(now);  // hung and stale_metric rules
     PruneBatchesIfDue(now);
     PruneSessionsIfDue(now);
     lock.Lock();

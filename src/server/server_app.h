@@ -18,6 +18,7 @@
 #include "blob/s3_blob_store.h"
 #include "cohort/status.h"
 #include "core/mutex.h"
+#include "server/alerts/alert_engine.h"
 #include "server/api/context.h"
 #include "server/http/server.h"
 #include "server/limits/rate_limiter.h"
@@ -108,6 +109,7 @@ class ServerApp {
   std::unique_ptr<api::Authenticator> auth_;
   std::unique_ptr<limits::RateLimiter> limiter_;
   std::unique_ptr<api::HeartbeatCoalescer> heartbeats_;
+  std::unique_ptr<alerts::AlertEngine> alerts_;  // rule evaluation (ctx_.alerts)
   Metrics metrics_;
   api::ApiContext ctx_;
   std::unique_ptr<http::Router> router_;
