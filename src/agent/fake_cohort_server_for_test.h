@@ -177,8 +177,9 @@ class FakeCohortServer {
       if (p[8] == "heartbeat") return {200, R"({"ok":true})", {}};
       if (p[8] == "alerts" && r.method == "POST") {
         if (Status st = CheckAlertBody(r.body); !st.ok()) {
-          return {400, "{\"error\":{\"code\":\"invalid_argument\",\"message\":" +
-                           json::Serialize(boost::json::value(st.message())) + "}}",
+          return {400,
+                  "{\"error\":{\"code\":\"invalid_argument\",\"message\":" +
+                      json::Serialize(boost::json::value(st.message())) + "}}",
                   {}};
         }
         ++alert_posts_;

@@ -349,8 +349,9 @@ TEST_F(IngestTest, AlertStoresTheBodyAsAnAlertRecordAndRefusesABadOne) {
   Status refused = session->Alert(2, AlertBody("t", "x", "LOUD", 42));
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(refused.message().find("alert level"), std::string::npos) << refused.ToString();
-  EXPECT_NE(session->Alert(2, R"({"title":"t","text":"x","level":"INFO"})").message().find(
-                "alert time_ms"),
+  EXPECT_NE(session->Alert(2, R"({"title":"t","text":"x","level":"INFO"})")
+                .message()
+                .find("alert time_ms"),
             std::string::npos);
   EXPECT_NE(session->Alert(2, R"({"title":"t","text":"x","level":"INFO","time_ms":1,"x":1})")
                 .message()

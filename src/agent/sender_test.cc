@@ -313,7 +313,8 @@ TEST_F(SenderTest, AnAlertAnswered429IsSkippedNotRetried) {
   FakeHttpServer server([&](const FakeRequest& r) -> FakeResponse {
     if (r.path.ends_with("/alerts")) {
       ++alert_posts;
-      return {429, R"({"error":{"code":"resource_exhausted","message":"too many alerts"}})",
+      return {429,
+              R"({"error":{"code":"resource_exhausted","message":"too many alerts"}})",
               {{"Retry-After", "1"}}};
     }
     return Ok(r);

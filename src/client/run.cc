@@ -408,10 +408,8 @@ Status Run::Alert(std::string_view title, std::string_view text, std::string_vie
   }
   if (!impl_) return Status::Ok();
   if (impl_->child_pending.load()) StartForkedChild(impl_.get());
-  bool sent = false;
-  return impl_->EnqueueAlert(std::string(title),
-                             agent::AlertBody(title, text, level, NowMillis()),
-                             int64_t(std::min(wait_duration_s, 1e12) * 1000), &sent);
+  return impl_->EnqueueAlert(std::string(title), agent::AlertBody(title, text, level, NowMillis()),
+                             int64_t(std::min(wait_duration_s, 1e12) * 1000));
 }
 
 Status Run::Finish(int exit_code, std::string_view state) {

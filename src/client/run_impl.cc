@@ -221,9 +221,7 @@ Status Run::Impl::EnqueueUpdate(std::string body) {
   return Status::Ok();
 }
 
-Status Run::Impl::EnqueueAlert(const std::string& title, std::string body, int64_t wait_ms,
-                               bool* sent) {
-  *sent = false;
+Status Run::Impl::EnqueueAlert(const std::string& title, std::string body, int64_t wait_ms) {
   if (finished.load()) return Status::FailedPrecondition("alert: this run is finished");
   {
     MutexLock lock(&mu);
@@ -246,7 +244,6 @@ Status Run::Impl::EnqueueAlert(const std::string& title, std::string body, int64
     frame_bytes += f.body.size();
     frames.push_back(std::move(f));
   }
-  *sent = true;
   RequestFlush();
   return Status::Ok();
 }

@@ -59,8 +59,8 @@ struct Run::Impl {
   void RequestFlush() COHORT_EXCLUDES(mu);
   Status EnqueueUpdate(std::string body) COHORT_EXCLUDES(mu);
   // Queues an alert frame (`body`: agent/alert_body.h) after what was logged before it, unless
-  // an alert titled `title` was queued less than `wait_ms` ago (then *sent is false).
-  Status EnqueueAlert(const std::string& title, std::string body, int64_t wait_ms, bool* sent)
+  // an alert titled `title` was queued less than `wait_ms` ago (then it is dropped: OK).
+  Status EnqueueAlert(const std::string& title, std::string body, int64_t wait_ms)
       COHORT_EXCLUDES(mu);
   // Sends summary keys the user set; those keys are then never overwritten by last values.
   Status EnqueueSummary(boost::json::object summary) COHORT_EXCLUDES(mu);

@@ -19,9 +19,9 @@ Result<std::string> Text(const bj::object& in, std::string_view field, size_t mi
   }
   std::string s(v->get_string());
   if (s.size() < min || s.size() > max || !utf8::IsValid(s)) {
-    return Status::InvalidArgument("notifyScriptableRunAlert: " + std::string(field) +
-                                   " must be " + std::to_string(min) + ".." +
-                                   std::to_string(max) + " bytes of UTF-8");
+    return Status::InvalidArgument("notifyScriptableRunAlert: " + std::string(field) + " must be " +
+                                   std::to_string(min) + ".." + std::to_string(max) +
+                                   " bytes of UTF-8");
   }
   return s;
 }
@@ -61,8 +61,9 @@ Result<gql::Resolved> NotifyScriptableRunAlert(GqlContext* c, const gql::FieldIn
   std::string level = str("severity");
   if (level.empty()) level = "INFO";
   if (level != "INFO" && level != "WARN" && level != "ERROR") {
-    return Status::InvalidArgument("notifyScriptableRunAlert: severity must be INFO, WARN or "
-                                   "ERROR, got '" + level.substr(0, 32) + "'");
+    return Status::InvalidArgument(
+        "notifyScriptableRunAlert: severity must be INFO, WARN or ERROR, got '" +
+        level.substr(0, 32) + "'");
   }
   int64_t wait_ms = 0;
   if (const bj::value* w = in.if_contains("waitDuration"); w != nullptr && !w->is_null()) {
@@ -80,8 +81,7 @@ Result<gql::Resolved> NotifyScriptableRunAlert(GqlContext* c, const gql::FieldIn
   COHORT_RETURN_IF_ERROR(cw.Ensure(""));
   const std::string key = "code:" + title;
   if (wait_ms > 0) {
-    COHORT_ASSIGN_OR_RETURN(bool seen,
-                            SeenWithin(store, ref, cw.label(), key, wait_ms, c->now_ms));
+    COHORT_ASSIGN_OR_RETURN(bool seen, SeenWithin(store, ref, cw.label(), key, wait_ms, c->now_ms));
     if (seen) return gql::Resolved::Json(bj::object{{"success", true}});
   }
   store::AlertRaise raise{.entity = ref.entity,
