@@ -138,6 +138,9 @@ struct MediaValue {
   std::string caption;
 };
 
+// The level of an alert raised by code (Run::Alert): "INFO", "WARN", "ERROR" on the wire.
+enum class AlertLevel { kInfo, kWarn, kError };
+
 class Run {
  public:
   Run();  // a disabled run: every call is a cheap no-op
@@ -209,6 +212,21 @@ class Run {
   // committed, drawing their progress on stderr (a bar on a terminal, a line per file
   // otherwise); past the timeout it says what remains: the agent goes on uploading it.
   Status Finish(int exit_code = 0, std::string_view state = {});
+
+  // ---- alerts (docs/cpp.md "Alerts") ----
+  // Raises an alert from the training code. It goes the way logged data goes (in order after
+  // it, durable at the agent, uploaded when the server is reachable) to this writer's alerts on
+  // the server, which keeps one open alert per writer and title (a repeat bumps its count) and
+  // notifies the project's webhooks. `title`: 1..256 bytes of UTF-8; `text`: up to 64 KiB of
+  // UTF-8; `level` (the string overload): "INFO", "WARN" or "ERROR". With wait_duration_s > 0,
+  // a call whose title this run sent less than that many seconds ago is not sent (and is not an
+  // error), as the vendor SDK's wait_duration. kInvalidArgument naming the field ("alert
+  // title: ..."); kFailedPrecondition after Finish. Any writer may raise alerts (shared mode
+  // too); a disabled run checks the arguments and sends nothing.
+  Status Alert(std::string_view title, std::string_view text, AlertLevel level = AlertLevel::kInfo,
+               double wait_duration_s = 0);
+  Status Alert(std::string_view title, std::string_view text, std::string_view level,
+               double wait_duration_s = 0);
 
   // ---- artifacts (docs/artifacts.md) ----
   // Checks the names and paths at once (kInvalidArgument), then hashes the files (SHA-256) and

@@ -32,8 +32,9 @@ _ext._set_hooks(_convert, dict(errors.ERROR_TYPES), Error, _media_sink)
 from ._run import Run  # noqa: E402
 from .artifacts import Artifact, ArtifactError  # noqa: E402
 from ._synced import Config, Summary  # noqa: E402
-from .sdk import (finish, init, log, login, setup, teardown, unwatch,  # noqa: E402
-                  use_artifact, watch)
+from .sdk import (alert, finish, init, log, login, setup, teardown,  # noqa: E402
+                  unwatch, use_artifact, watch)
+from .alerts import AlertLevel  # noqa: E402
 from .histogram import Histogram  # noqa: E402
 from .media import Audio, Html, Image, Table, Video  # noqa: E402
 from .settings import Settings  # noqa: E402
@@ -59,10 +60,11 @@ def require(*args: object, **kwargs: object) -> None:
 
 
 __all__ = [
-    "Api", "Artifact", "ArtifactError", "Histogram", "ArtifactVersion", "AuthError", "NotFound",
+    "AlertLevel", "Api", "Artifact", "ArtifactError", "Histogram", "ArtifactVersion", "AuthError",
+    "NotFound",
     "Audio", "Html", "Image", "Table", "Video",
     "VerificationError",
     "AuthenticationError", "CommError", "Config", "Error", "Run", "Settings", "Summary",
-    "UsageError", "config", "finish", "init", "log", "login", "require", "run", "setup",
+    "UsageError", "alert", "config", "finish", "init", "log", "login", "require", "run", "setup",
     "summary", "teardown", "unwatch", "use_artifact", "watch", "__version__",
 ]

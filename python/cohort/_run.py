@@ -151,6 +151,22 @@ class Run(native.Run):
         from ._watch import unwatch
         unwatch(self, models)
 
+    # -- alerts (docs/python.md, "Alerts") ------------------------------------------------------
+    def alert(self, title: str, text: str, level: Any = None, wait_duration: Any = None) -> None:
+        """Raises an alert from the training code: ``title`` (1-256 bytes), ``text`` (up to
+        64 KiB), ``level`` ``"INFO"`` (default), ``"WARN"`` or ``"ERROR"`` (or a
+        ``cohort.AlertLevel``). It reaches the server through the node agent like logged values
+        (in order after them; kept by the agent until the server has it); the server keeps one
+        open alert per writer and title (a repeat bumps its count) and notifies the project's
+        webhooks. ``wait_duration`` (seconds, or a ``datetime.timedelta``): a call whose title
+        this run sent less than that long ago is not sent. Bad arguments raise ``TypeError`` or
+        ``cohort.UsageError`` naming them; a disabled run sends nothing."""
+        from .alerts import normalize
+        title, text, name, seconds = normalize(title, text, level, wait_duration)
+        if self._py_finished:
+            raise UsageError("alert: this run is finished")
+        self._alert(title, text, name, seconds)
+
     # -- artifacts (docs/python-api.md, "Artifacts") --------------------------------------------
     def use_artifact(self, artifact: str, type: Optional[str] = None) -> Any:
         """Records that this run (this writer) uses an artifact version and returns it (a

@@ -135,6 +135,14 @@ def use_artifact(artifact: str, type: Optional[str] = None) -> Any:
     return run.use_artifact(artifact, type=type)
 
 
+def alert(title: str, text: str, level: Any = None, wait_duration: Any = None) -> None:
+    """``run.alert`` of the current run (``cohort.run``); see :meth:`cohort.Run.alert`."""
+    run = _state.current() or _state.adopted_run()
+    if run is None:
+        raise UsageError("cohort.alert: no run; call cohort.init() first")
+    run.alert(title, text, level=level, wait_duration=wait_duration)
+
+
 def finish(exit_code: Optional[int] = None, quiet: Optional[bool] = None) -> None:
     """Finishes the current run (``cohort.run``), if any."""
     run = _state.current()

@@ -529,6 +529,19 @@ void SetTags(PyRun& self, const std::vector<std::string>& tags) {
   if (!st.ok()) Raise(st, "run");
 }
 
+// run.alert (cohort/_run.py normalised the level and the wait to "INFO"/"WARN"/"ERROR" and
+// seconds): Run::Alert.
+void RunAlert(PyRun& self, std::string_view title, std::string_view text, std::string_view level,
+              double wait_duration_s) {
+  if (self.finished) {
+    PyErr_SetString(ErrorTypeFor(cohort::StatusCode::kFailedPrecondition),
+                    "alert: this run is finished");
+    throw nb::python_error();
+  }
+  cohort::Status st = self.run.Alert(title, text, level, wait_duration_s);
+  if (!st.ok()) Raise(st, "run.alert");
+}
+
 // An ArtifactVersion as a dict (the Python SDK's Artifact reads it).
 nb::dict ArtifactDict(const cohort::ArtifactVersion& v) {
   nb::dict d;
@@ -657,6 +670,8 @@ NB_MODULE(_cohort, m) {
       .def("_finish", &RunFinish, "exit_code"_a = 0, "state"_a = "",
            "Ends this writer; returns None, or the error text when the agent did not confirm "
            "within finish_timeout_s.")
+      .def("_alert", &RunAlert, "title"_a, "text"_a, "level"_a, "wait_duration_s"_a,
+           "Raises an alert (Run::Alert): level INFO/WARN/ERROR, wait in seconds (0: none).")
       .def("_log_artifact_intent", &LogArtifactIntent, "json"_a,
            "Hands an artifact intent (hashed, staged) to the agent; returns its id at once.")
       .def("_log_media", &LogMediaRows, "key"_a, "type"_a, "step"_a, "rows"_a,

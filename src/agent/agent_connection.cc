@@ -120,6 +120,7 @@ bool AgentConnection::Handle(const Frame& frame) {
     case MessageType::kLog:
     case MessageType::kUpdate:
     case MessageType::kArtifact:
+    case MessageType::kAlert:
     case MessageType::kFlush:
     case MessageType::kFinish: {
       if (!session_) return SendError(Status::FailedPrecondition("no writer open"));
@@ -134,6 +135,8 @@ bool AgentConnection::Handle(const Frame& frame) {
         if (number > last_frame_) s = session_->Update(number, body);
       } else if (frame.type == MessageType::kArtifact) {
         if (number > last_frame_) s = session_->Artifact(number, body);
+      } else if (frame.type == MessageType::kAlert) {
+        if (number > last_frame_) s = session_->Alert(number, body);
       } else if (frame.type == MessageType::kFinish) {
         auto req = ParseFinishRequest(body);
         if (!req.ok()) return SendError(req.status());

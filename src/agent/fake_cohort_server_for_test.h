@@ -1,6 +1,7 @@
 // FakeCohortServer: just enough of the Cohort HTTP API (docs/api.md) for end-to-end tests of the
 // agent and the client library: viewer, run upsert, writer join/heartbeat/finish, batches with
-// the server's exactly-once rule per (writer, seq). It records what a real server would store.
+// the server's exactly-once rule per (writer, seq), alerts raised by code (one open alert per
+// writer and title: a repeat bumps its count). It records what a real server would store.
 // Batches are batch v4 bodies with their seq in the Cohort-Batch-Seq header, read with the
 // server's own decoder (server/api/ingest_binary_decode.h).
 //
@@ -8,12 +9,14 @@
 // class keeps its own, mu_, for the stored state, taken after FakeHttpServer's).
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "agent/alert_body.h"
 #include "agent/fake_http_server_for_test.h"
 #include "core/json.h"
 #include "core/mutex.h"
@@ -30,6 +33,11 @@ class FakeCohortServer {
     int joins = 0;
     int64_t next_step = 0;
     bool primary = false;
+  };
+  struct Alert {
+    std::string label, title, text, level;
+    int64_t time_ms = 0;
+    int count = 0;  // posts of this (label, title)
   };
 
   explicit FakeCohortServer(int port = 0)
@@ -83,6 +91,21 @@ class FakeCohortServer {
   std::string run_fields() const {
     MutexLock lock(&mu_);
     return json::Serialize(fields_);
+  }
+  // Alerts by (label, title), in the order they were opened.
+  std::vector<Alert> alerts() const {
+    MutexLock lock(&mu_);
+    return alerts_;
+  }
+  int alert_posts() const {
+    MutexLock lock(&mu_);
+    return alert_posts_;
+  }
+  // The next `n` alert posts are stored but answered 500 (an answer lost on its way: the agent
+  // retries what the server already holds).
+  void fail_alert_answers(int n) {
+    MutexLock lock(&mu_);
+    fail_alert_answers_ = n;
   }
   bool run_exists() const {
     MutexLock lock(&mu_);
@@ -152,6 +175,32 @@ class FakeCohortServer {
       const std::string& label = p[7];
       Writer& w = writers_[label];
       if (p[8] == "heartbeat") return {200, R"({"ok":true})", {}};
+      if (p[8] == "alerts" && r.method == "POST") {
+        if (Status st = CheckAlertBody(r.body); !st.ok()) {
+          return {400,
+                  "{\"error\":{\"code\":\"invalid_argument\",\"message\":" +
+                      json::Serialize(boost::json::value(st.message())) + "}}",
+                  {}};
+        }
+        ++alert_posts_;
+        std::string title(o.at("title").as_string());
+        auto it = std::find_if(alerts_.begin(), alerts_.end(), [&](const Alert& a) {
+          return a.label == label && a.title == title;
+        });
+        const bool opened = it == alerts_.end();
+        if (opened) {
+          alerts_.push_back(Alert{label, title, std::string(o.at("text").as_string()),
+                                  std::string(o.at("level").as_string()),
+                                  o.at("time_ms").as_int64(), 0});
+          it = alerts_.end() - 1;
+        }
+        ++it->count;
+        if (fail_alert_answers_ > 0) {
+          --fail_alert_answers_;
+          return {500, R"({"error":{"code":"internal"}})", {}};
+        }
+        return {200, std::string("{\"opened\":") + (opened ? "true" : "false") + "}", {}};
+      }
       if (p[8] == "finish") {
         w.state = o.contains("state") ? std::string(o.at("state").as_string())
                                       : (o.at("exit_code").as_int64() == 0 ? "finished" : "failed");
@@ -207,6 +256,9 @@ class FakeCohortServer {
   boost::json::object config_ COHORT_GUARDED_BY(mu_);
   boost::json::object summary_ COHORT_GUARDED_BY(mu_);
   boost::json::object fields_ COHORT_GUARDED_BY(mu_);
+  std::vector<Alert> alerts_ COHORT_GUARDED_BY(mu_);
+  int alert_posts_ COHORT_GUARDED_BY(mu_) = 0;
+  int fail_alert_answers_ COHORT_GUARDED_BY(mu_) = 0;
   bool run_exists_ COHORT_GUARDED_BY(mu_) = false;
   int64_t duplicates_ COHORT_GUARDED_BY(mu_) = 0;
   int64_t overwritten_ COHORT_GUARDED_BY(mu_) = 0;

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "agent/agent_log.h"
+#include "agent/alert_body.h"
 #include "agent/monitor/default_sources.h"
 #include "agent/monitor/sampler.h"
 #include "core/batch_format.h"
@@ -135,6 +136,12 @@ Status WriterSession::Artifact(uint64_t frame, std::string_view json_text) {
       stream_->AppendFrame(RecordKind::kArtifact, session_, frame, json_text).status());
   if (!intent->staging.empty()) staged_.push_back(intent->staging);
   return Status::Ok();
+}
+
+Status WriterSession::Alert(uint64_t frame, std::string_view json_text) {
+  if (finished_) return Status::FailedPrecondition("writer already finished");
+  COHORT_RETURN_IF_ERROR(CheckAlertBody(json_text));
+  return stream_->AppendFrame(RecordKind::kAlert, session_, frame, json_text).status();
 }
 
 Status WriterSession::Sync(bool wake_sender) {

@@ -65,6 +65,9 @@ class WriterSession {
   // Appends an artifact intent (checked: artifact_intent.h) as it is; the Sender hands it to the
   // agent's ArtifactUploader in its turn, after the run's earlier records.
   Status Artifact(uint64_t frame, std::string_view json);
+  // Appends an alert raised by code (checked: alert_body.h) as it is; the Sender posts it to the
+  // writer's alerts route in its turn.
+  Status Alert(uint64_t frame, std::string_view json);
   // Makes everything appended durable and lets the Sender see it (group commit). With
   // wake_sender false the caller calls WakeSender() itself, e.g. after it acknowledged the
   // client: then the server can never hold data whose ack the client has not been sent.

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "agent/agent_log.h"
+#include "agent/alert_body.h"
 #include "agent/fake_cohort_server_for_test.h"
 #include "agent/fake_http_server_for_test.h"
 #include "core/batch_format.h"
@@ -334,6 +335,43 @@ TEST_F(IngestTest, LogStoresTheBatchVerbatimAndRefusesADamagedOne) {
   EXPECT_EQ(records[2].kind, RecordKind::kBatch);
   EXPECT_EQ(records[2].frame, 3u);
   EXPECT_EQ(records[2].body, good);
+  session->Release();
+}
+
+// An alert frame is checked (alert_body.h) and stored as it is, as a kAlert record; a bad one is
+// refused with the field named and nothing stored.
+TEST_F(IngestTest, AlertStoresTheBodyAsAnAlertRecordAndRefusesABadOne) {
+  Ingest ingest(Options());
+  OpenReply reply;
+  auto session = ingest.Open(Request("http://127.0.0.1:1", "rank_0", /*offline=*/true), &reply);
+  ASSERT_TRUE(session) << reply.error;
+  const std::string good = AlertBody("nan loss", "step 3", "WARN", 42);
+  Status refused = session->Alert(2, AlertBody("t", "x", "LOUD", 42));
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("alert level"), std::string::npos) << refused.ToString();
+  EXPECT_NE(session->Alert(2, R"({"title":"t","text":"x","level":"INFO"})")
+                .message()
+                .find("alert time_ms"),
+            std::string::npos);
+  EXPECT_NE(session->Alert(2, R"({"title":"t","text":"x","level":"INFO","time_ms":1,"x":1})")
+                .message()
+                .find("unknown field \"x\""),
+            std::string::npos);
+  EXPECT_FALSE(session->Alert(2, "[]").ok());
+  ASSERT_TRUE(session->Alert(3, good).ok());
+  ASSERT_TRUE(session->Sync().ok());
+  WriterStream* stream = session->stream();
+  const Record* rec = nullptr;
+  std::vector<Record> records;
+  while (*stream->Peek(&rec)) {
+    records.push_back(*rec);
+    stream->Pop();
+  }
+  ASSERT_EQ(records.size(), 3u);  // run upsert, writer join, the one good alert
+  EXPECT_EQ(records[2].kind, RecordKind::kAlert);
+  EXPECT_EQ(records[2].frame, 3u);
+  EXPECT_EQ(records[2].body, good);
+  EXPECT_EQ(RecordKindName(records[2].kind), "alert");
   session->Release();
 }
 

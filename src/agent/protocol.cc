@@ -55,6 +55,8 @@ std::string_view MessageTypeName(MessageType type) {
       return "artifact_status";
     case MessageType::kArtifactStatusReply:
       return "artifact_status_reply";
+    case MessageType::kAlert:
+      return "alert";
   }
   return "unknown";
 }

@@ -8,10 +8,10 @@
 // a batch v4 (core/batch_format.h), checksummed by the client that encoded it, which the agent
 // checks (header and checksum, no decoding) and stores verbatim in its WAL.
 //
-// Every data-bearing client message (log, update, flush, finish, artifact) starts with a frame number
-// (varint, 1, 2, 3, ... per client session). The agent answers with cumulative acks ("every frame
-// up to N is durable in the WAL"), so a client can pipeline and, after reconnecting to a new
-// agent, resend exactly the frames the old one had not made durable.
+// Every data-bearing client message (log, update, flush, finish, artifact, alert) starts with a
+// frame number (varint, 1, 2, 3, ... per client session). The agent answers with cumulative acks
+// ("every frame up to N is durable in the WAL"), so a client can pipeline and, after reconnecting
+// to a new agent, resend exactly the frames the old one had not made durable.
 //
 // Everything here is pure encoding: no I/O, no state shared between calls; thread-safe.
 #pragma once
@@ -46,6 +46,7 @@ enum class MessageType : uint8_t {
   kArtifact = 12,    // client -> agent, varint frame + JSON artifact intent (artifact_intent.h)
   kArtifactStatus = 13,       // client -> agent, JSON {"ids": [...]}
   kArtifactStatusReply = 14,  // agent -> client, JSON {"artifacts": [ArtifactStatus...]}
+  kAlert = 15,       // client -> agent, varint frame + JSON alert (alert_body.h)
 };
 
 std::string_view MessageTypeName(MessageType type);
@@ -79,7 +80,8 @@ class FrameDecoder {
 
 // ---- frame-numbered payloads ----
 
-// Payload of kLog / kUpdate / kFlush / kFinish / kArtifact: varint frame number, then `body`.
+// Payload of kLog / kUpdate / kFlush / kFinish / kArtifact / kAlert: varint frame number, then
+// `body`.
 std::string NumberedPayload(uint64_t frame, std::string_view body);
 // Splits such a payload. kCorruption when the frame number is truncated.
 Status SplitNumbered(std::string_view payload, uint64_t* frame, std::string_view* body);

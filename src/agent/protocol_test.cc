@@ -162,6 +162,14 @@ TEST(RecordTest, RoundTripsHeaderAndBody) {
   EXPECT_EQ(r->frame, 5u);
   EXPECT_EQ(r->body, R"({"exit_code":0})");
   EXPECT_FALSE(DecodeRecord(std::string(30, '\x09')).ok());
+  auto alert = DecodeRecord(EncodeRecord(RecordKind::kAlert, 9, 1, 2, R"({"title":"t"})"));
+  ASSERT_TRUE(alert.ok());
+  EXPECT_EQ(alert->kind, RecordKind::kAlert);
+  EXPECT_EQ(uint8_t(alert->kind), 7);  // docs/formats.md: the WAL's record kinds
+  EXPECT_EQ(alert->body, R"({"title":"t"})");
+  EXPECT_FALSE(DecodeRecord(std::string(30, '\x08')).ok());
+  EXPECT_EQ(MessageTypeName(MessageType::kAlert), "alert");
+  EXPECT_EQ(uint8_t(MessageType::kAlert), 15);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@ std::string_view RecordKindName(RecordKind kind) {
     case RecordKind::kRunPatch: return "run_patch";
     case RecordKind::kWriterFinish: return "writer_finish";
     case RecordKind::kArtifact: return "artifact";
+    case RecordKind::kAlert: return "alert";
   }
   return "unknown";
 }
@@ -32,7 +33,7 @@ Result<Record> DecodeRecord(std::string_view data) {
   if (data.size() < 18) return Status::Corruption("wal record: truncated header");
   Record r;
   uint8_t kind = uint8_t(data[0]);
-  if (kind < uint8_t(RecordKind::kRunUpsert) || kind > uint8_t(RecordKind::kArtifact)) {
+  if (kind < uint8_t(RecordKind::kRunUpsert) || kind > uint8_t(RecordKind::kAlert)) {
     return Status::Corruption("wal record: unknown kind " + std::to_string(kind));
   }
   r.kind = RecordKind(kind);

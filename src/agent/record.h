@@ -8,7 +8,7 @@
 // `session`/`frame` name the client frame the record came from (0/0 for records the agent made
 // itself, e.g. system samples or a crash finish), so that a client that reconnects learns which
 // of its frames are already durable. `body` is a batch v4 (kBatch, core/batch_format.h), posted
-// as it is, or a JSON object (the others).
+// as it is, or a JSON object (the others; an alert's is the body of the alerts route as it is).
 // Pure functions; thread-safe.
 #pragma once
 
@@ -27,6 +27,7 @@ enum class RecordKind : uint8_t {
   kRunPatch = 4,      // PATCH .../{run}                              body: {"config"|"summary"}
   kWriterFinish = 5,  // POST .../{run}/writers/{label}/finish        body: {"exit_code","state"}
   kArtifact = 6,      // handed to the agent's ArtifactUploader      body: artifact intent JSON
+  kAlert = 7,         // POST .../{run}/writers/{label}/alerts        body: alert JSON, alert_body.h
 };
 
 std::string_view RecordKindName(RecordKind kind);

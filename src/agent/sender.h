@@ -2,7 +2,7 @@
 // one keep-alive HTTP connection (so the ranks of a node cost the server one client).
 //
 // Per record (record.h): run upsert, writer join, batch (seq = the record's seq, so retries and
-// restarts never duplicate), run patch, writer finish. Outcomes:
+// restarts never duplicate), run patch, writer finish, alert. Outcomes:
 //   2xx                      done; the WAL may drop it
 //   network error, 408, 5xx  retry after an exponential backoff with jitter (Retry-After wins)
 //   429                      retry after Retry-After (or the backoff when absent)
@@ -14,7 +14,8 @@
 //                            dropping it) and retries later; with stop_on_auth_error the
 //                            stream fails instead (cohort sync)
 //   other 4xx                a permanent error of that record: logged, skipped; a refused run
-//                            upsert or writer join rejects the whole stream
+//                            upsert or writer join rejects the whole stream; an alert answered
+//                            429 (the project's alert rate limit) is skipped too
 // It also sends heartbeats for streams that have clients attached and that it has not talked to
 // for heartbeat_interval_s.
 //

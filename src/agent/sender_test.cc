@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "agent/agent_log.h"
+#include "agent/alert_body.h"
+#include "agent/fake_cohort_server_for_test.h"
 #include "agent/fake_http_server_for_test.h"
 #include "core/batch_format.h"
 #include "core/clock.h"
@@ -243,6 +245,102 @@ TEST_F(SenderTest, SkipsARecordTheServerRefuses) {
   sender.Start();
   ASSERT_TRUE(WaitComplete(stream.get(), 5000));
   EXPECT_EQ(calls, 2);  // the first batch is not retried, the second is sent
+  EXPECT_EQ(sender.stats().records_skipped, 1);
+  EXPECT_TRUE(server.requests().back().path.ends_with("/finish"));
+}
+
+// An alert record is posted, byte for byte, to the writer's alerts route in its place among the
+// writer's records. An answer lost after the server stored it makes the Sender post it again:
+// the server's one-open-alert-per-title rule keeps it one alert (its count says two posts).
+TEST_F(SenderTest, PostsAlertRecordsInOrderAndARetryDoesNotOpenASecondAlert) {
+  testing::FakeCohortServer server;
+  server.fail_alert_answers(1);
+  WriterTarget t;
+  t.base_url = server.url();
+  t.api_key = "ck_test";
+  t.project = "p";
+  t.run_id = "run1";
+  t.label = "rank_0";
+  auto s = WriterStream::Create(root_ + "/run1/rank_0", t);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const std::string alert = AlertBody("loss diverged", "loss is NaN at step 7", "ERROR", 1234);
+  ASSERT_TRUE((*s)->Append(RecordKind::kRunUpsert, 1, 1, R"({"id":"run1"})").ok());
+  ASSERT_TRUE((*s)->Append(RecordKind::kWriterJoin, 1, 2, R"({"label":"rank_0"})").ok());
+  ASSERT_TRUE((*s)->Append(RecordKind::kBatch, 1, 3, BatchBody(1)).ok());
+  ASSERT_TRUE((*s)->Append(RecordKind::kAlert, 1, 4, alert).ok());
+  ASSERT_TRUE((*s)->Append(RecordKind::kAlert, 1, 5, AlertBody("bad", "", "DEBUG", 1)).ok());
+  ASSERT_TRUE((*s)->Append(RecordKind::kWriterFinish, 1, 6, R"({"exit_code":0})").ok());
+  ASSERT_TRUE((*s)->Sync().ok());
+  Sender sender(server.url(), FastOptions());
+  sender.Add(*s);
+  sender.Start();
+  ASSERT_TRUE(WaitComplete(s->get(), 5000));
+  std::vector<std::string> paths;
+  std::vector<std::string> alert_bodies;
+  for (const auto& r : server.http().requests()) {
+    paths.push_back(r.method + " " + r.path);
+    if (r.path.ends_with("/alerts")) alert_bodies.push_back(r.body);
+  }
+  EXPECT_EQ(paths, (std::vector<std::string>{
+                       "GET /api/v1/viewer",
+                       "POST /api/v1/runs/alice/p",
+                       "POST /api/v1/runs/alice/p/run1/writers",
+                       "POST /api/v1/runs/alice/p/run1/writers/rank_0/batches",
+                       "POST /api/v1/runs/alice/p/run1/writers/rank_0/alerts",  // answer lost
+                       "POST /api/v1/runs/alice/p/run1/writers/rank_0/alerts",  // retried
+                       "POST /api/v1/runs/alice/p/run1/writers/rank_0/alerts",  // 400: skipped
+                       "POST /api/v1/runs/alice/p/run1/writers/rank_0/finish",
+                   }));
+  ASSERT_EQ(alert_bodies.size(), 3u);
+  EXPECT_EQ(alert_bodies[0], alert);
+  EXPECT_EQ(alert_bodies[1], alert);
+  auto alerts = server.alerts();
+  ASSERT_EQ(alerts.size(), 1u);
+  EXPECT_EQ(alerts[0].label, "rank_0");
+  EXPECT_EQ(alerts[0].title, "loss diverged");
+  EXPECT_EQ(alerts[0].text, "loss is NaN at step 7");
+  EXPECT_EQ(alerts[0].level, "ERROR");
+  EXPECT_EQ(alerts[0].time_ms, 1234);
+  EXPECT_EQ(alerts[0].count, 2);
+  EXPECT_EQ(sender.stats().records_skipped, 1);
+  EXPECT_EQ(server.writers().at("rank_0").state, "finished");
+}
+
+// A 429 to an alert is the project's alert rate limit: the alert is refused (skipped), and the
+// writer's later records are not held up behind it.
+TEST_F(SenderTest, AnAlertAnswered429IsSkippedNotRetried) {
+  int alert_posts = 0;
+  FakeHttpServer server([&](const FakeRequest& r) -> FakeResponse {
+    if (r.path.ends_with("/alerts")) {
+      ++alert_posts;
+      return {429,
+              R"({"error":{"code":"resource_exhausted","message":"too many alerts"}})",
+              {{"Retry-After", "1"}}};
+    }
+    return Ok(r);
+  });
+  WriterTarget t;
+  t.base_url = server.url();
+  t.api_key = "ck_test";
+  t.entity = "alice";
+  t.project = "p";
+  t.run_id = "run1";
+  t.label = "rank_0";
+  auto s = WriterStream::Create(root_ + "/run1/rank_0", t);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE((*s)->Append(RecordKind::kRunUpsert, 1, 1, R"({"id":"run1"})").ok());
+  ASSERT_TRUE((*s)->Append(RecordKind::kWriterJoin, 1, 2, R"({"label":"rank_0"})").ok());
+  ASSERT_TRUE((*s)->Append(RecordKind::kAlert, 1, 3, AlertBody("a", "", "INFO", 1)).ok());
+  ASSERT_TRUE((*s)->Append(RecordKind::kBatch, 1, 4, BatchBody(1)).ok());
+  ASSERT_TRUE((*s)->Append(RecordKind::kWriterFinish, 1, 5, R"({"exit_code":0})").ok());
+  ASSERT_TRUE((*s)->Sync().ok());
+  Sender sender(server.url(), FastOptions());
+  sender.Add(*s);
+  const int64_t start = NowMillis();
+  sender.Start();
+  ASSERT_TRUE(WaitComplete(s->get(), 5000));
+  EXPECT_LT(NowMillis() - start, 900);  // not after the Retry-After
+  EXPECT_EQ(alert_posts, 1);
   EXPECT_EQ(sender.stats().records_skipped, 1);
   EXPECT_TRUE(server.requests().back().path.ends_with("/finish"));
 }

@@ -25,6 +25,7 @@ Runner AddRunsExportCommand(CLI::App& runs);  // `runs export`, under the `runs`
 Runner AddLogsCommand(CLI::App& app);
 Runner AddMediaCommand(CLI::App& app);       // media ls | get
 Runner AddArtifactCommand(CLI::App& app);    // artifact ls | show | get | put
+Runner AddAlertsCommand(CLI::App& app);      // alerts ls | ack
 Runner AddGcCommand(CLI::App& app);          // gc: unreferenced artifact files
 Runner AddStoreDumpCommands(CLI::App& app);  // export | import | migrate (whole store)
 // Builds without the server (the wheels' node binary): `server`, `keys`, `gc`, `export`,

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   runners.push_back(cohort::cli::AddLogsCommand(app));
   runners.push_back(cohort::cli::AddMediaCommand(app));
   runners.push_back(cohort::cli::AddArtifactCommand(app));
+  runners.push_back(cohort::cli::AddAlertsCommand(app));
   CLI11_PARSE(app, argc, argv);
   for (auto& run : runners) {
     int rc = run();

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <memory>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "agent/agent_log.h"
+#include "agent/alert_body.h"
 #include "agent/socket_io.h"
 #include "client/config.h"
 #include "client/run_impl.h"
@@ -387,6 +389,27 @@ void Run::Print(std::string_view text, bool is_stderr) {
     }
     start = end + 1;
   }
+}
+
+Status Run::Alert(std::string_view title, std::string_view text, AlertLevel level,
+                  double wait_duration_s) {
+  std::string_view name = level == AlertLevel::kError  ? "ERROR"
+                          : level == AlertLevel::kWarn ? "WARN"
+                          : level == AlertLevel::kInfo ? "INFO"
+                                                       : "?";
+  return Alert(title, text, name, wait_duration_s);
+}
+
+Status Run::Alert(std::string_view title, std::string_view text, std::string_view level,
+                  double wait_duration_s) {
+  COHORT_RETURN_IF_ERROR(agent::CheckAlert(title, text, level));
+  if (!(wait_duration_s >= 0) || !std::isfinite(wait_duration_s)) {
+    return Status::InvalidArgument("alert wait_duration: must be a finite number of seconds >= 0");
+  }
+  if (!impl_) return Status::Ok();
+  if (impl_->child_pending.load()) StartForkedChild(impl_.get());
+  return impl_->EnqueueAlert(std::string(title), agent::AlertBody(title, text, level, NowMillis()),
+                             int64_t(std::min(wait_duration_s, 1e12) * 1000));
 }
 
 Status Run::Finish(int exit_code, std::string_view state) {

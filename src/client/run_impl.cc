@@ -23,6 +23,7 @@ constexpr int64_t kIoBudgetMs = 2000;          // one flush's I/O
 constexpr int64_t kSpawnBudgetMs = 10000;      // connecting to or spawning the agent
 constexpr size_t kMaxQueuedBytes = 512 << 20;  // frames kept for a missing agent
 constexpr int64_t kSummaryIntervalMs = 10000;  // last-value summary updates while running
+constexpr size_t kMaxAlertTitlesKept = 4096;   // titles whose last alert time is kept
 
 // Every deadline and timer here, and in the transports, runs on the monotonic clock: a wall
 // clock set back (NTP, a resumed VM, a user) must not make Init or Finish wait for years or stop
@@ -213,6 +214,33 @@ Status Run::Impl::EnqueueUpdate(std::string body) {
     MutexLock lock(&mu);
     DrainBufferLocked();  // what was logged before the update goes first
     PendingFrame f{next_frame++, agent::MessageType::kUpdate, std::move(body)};
+    frame_bytes += f.body.size();
+    frames.push_back(std::move(f));
+  }
+  RequestFlush();
+  return Status::Ok();
+}
+
+Status Run::Impl::EnqueueAlert(const std::string& title, std::string body, int64_t wait_ms) {
+  if (finished.load()) return Status::FailedPrecondition("alert: this run is finished");
+  {
+    MutexLock lock(&mu);
+    const int64_t now = MonoMs();
+    if (auto it = alert_queued_ms.find(title);
+        wait_ms > 0 && it != alert_queued_ms.end() && now - it->second < wait_ms) {
+      return Status::Ok();  // the same title within its wait duration: not sent again
+    }
+    // A bound on the memory of a program that makes up titles: past it, the oldest times go
+    // (a title not seen for the longest is the least likely to repeat within its wait).
+    if (alert_queued_ms.size() >= kMaxAlertTitlesKept && !alert_queued_ms.count(title)) {
+      auto oldest =
+          std::min_element(alert_queued_ms.begin(), alert_queued_ms.end(),
+                           [](const auto& a, const auto& b) { return a.second < b.second; });
+      alert_queued_ms.erase(oldest);
+    }
+    alert_queued_ms[title] = now;
+    DrainBufferLocked();  // what was logged before the alert goes first
+    PendingFrame f{next_frame++, agent::MessageType::kAlert, std::move(body)};
     frame_bytes += f.body.size();
     frames.push_back(std::move(f));
   }

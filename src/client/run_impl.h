@@ -58,6 +58,10 @@ struct Run::Impl {
 
   void RequestFlush() COHORT_EXCLUDES(mu);
   Status EnqueueUpdate(std::string body) COHORT_EXCLUDES(mu);
+  // Queues an alert frame (`body`: agent/alert_body.h) after what was logged before it, unless
+  // an alert titled `title` was queued less than `wait_ms` ago (then it is dropped: OK).
+  Status EnqueueAlert(const std::string& title, std::string body, int64_t wait_ms)
+      COHORT_EXCLUDES(mu);
   // Sends summary keys the user set; those keys are then never overwritten by last values.
   Status EnqueueSummary(boost::json::object summary) COHORT_EXCLUDES(mu);
   // The run's display name: Init's (or the server's), then the latest SetName.
@@ -153,6 +157,8 @@ struct Run::Impl {
   std::unordered_set<std::string> summary_explicit COHORT_GUARDED_BY(mu);
   int64_t summary_sent_ms COHORT_GUARDED_BY(mu) = 0;             // monotonic
   std::vector<uint32_t> last_cell_of_key COHORT_GUARDED_BY(mu);  // scratch
+  // When an alert of each title was last queued (monotonic ms), for Run::Alert's wait duration.
+  std::unordered_map<std::string, int64_t> alert_queued_ms COHORT_GUARDED_BY(mu);
 
   Mutex name_mu;
   // Never shrinks (name() returns refs).

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "agent/alert_body.h"
 #include "agent/artifact_intent.h"
 #include "agent/protocol.h"
 #include "core/batch_format.h"
@@ -83,6 +84,7 @@ void CheckPayload(MessageType type, std::string_view payload) {
     case MessageType::kArtifact:
     case MessageType::kFlush:
     case MessageType::kFinish:
+    case MessageType::kAlert:
     case MessageType::kAck: {
       uint64_t frame = 0;
       std::string_view body;
@@ -90,6 +92,11 @@ void CheckPayload(MessageType type, std::string_view payload) {
       FUZZ_CHECK(NumberedPayload(frame, body).size() <= payload.size() + 10, "varint size");
       if (type == MessageType::kLog) CheckLogBatch(body);
       if (type == MessageType::kFinish) CheckParsed(ParseFinishRequest(body));
+      if (type == MessageType::kAlert) {
+        cohort::Status s = CheckAlertBody(body);
+        FUZZ_CHECK(s.ok() || s.code() == cohort::StatusCode::kInvalidArgument, "%s",
+                   s.ToString().c_str());
+      }
       if (type == MessageType::kArtifact) {
         auto intent = ParseArtifactIntent(body);
         CheckParsed(intent);

@@ -1,8 +1,10 @@
 // The root resolvers: Query (viewer, serverInfo, introspection probes, project/model/entity)
-// and Mutation (upsertBucket, createRunFiles, markRunFilesUploaded).
+// and Mutation (upsertBucket, createRunFiles, markRunFilesUploaded; artifacts and alerts in
+// their own files).
 #include "server/compat/resolvers.h"
 
 #include "core/json.h"
+#include "server/compat/alerts_compat.h"
 #include "server/compat/artifacts_compat.h"
 #include "server/compat/client_writers.h"
 #include "server/compat/run_files.h"
@@ -18,7 +20,8 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& KnownTypes(
       {"Query", {"viewer", "serverInfo", "project", "model", "entity", "artifact"}},
       {"Mutation",
        {"upsertBucket", "createRunFiles", "markRunFilesUploaded", "createArtifact",
-        "createArtifactManifest", "createArtifactFiles", "commitArtifact", "useArtifact"}},
+        "createArtifactManifest", "createArtifactFiles", "commitArtifact", "useArtifact",
+        "notifyScriptableRunAlert"}},
       {"ServerInfo", {"cliVersionInfo", "latestLocalVersionInfo", "features"}},
       {"ServerSettings", {}},
   };
@@ -149,6 +152,7 @@ class MutationRoot : public gql::Object {
     if (n == "createRunFiles") return CreateRunFiles(f);
     if (n == "markRunFilesUploaded") return gql::Resolved::Json(bj::object{{"success", true}});
     if (IsArtifactMutation(n)) return ResolveArtifactMutation(c_, f);
+    if (IsAlertMutation(n)) return ResolveAlertMutation(c_, f);
     return Status::InvalidArgument("Cannot query field \"" + n + "\" on type \"Mutation\"");
   }
 

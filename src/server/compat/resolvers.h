@@ -2,7 +2,9 @@
 // objects for graphql_exec.h:
 //   Query:    viewer, serverInfo, __type(name), project(name, entityName) { run(name) },
 //             model(name, entityName) { bucket(name) }, entity(name)
-//   Mutation: upsertBucket(input), createRunFiles(input), markRunFilesUploaded(input)
+//   Mutation: upsertBucket(input), createRunFiles(input), markRunFilesUploaded(input),
+//             the artifact mutations (artifacts_compat.h), notifyScriptableRunAlert(input)
+//             (alerts_compat.h)
 // Other root fields are GraphQL errors; unknown fields below a known one answer null.
 //
 // Threading: objects live for one request and are used by its thread only.
