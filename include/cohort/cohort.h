@@ -221,8 +221,10 @@ class Run {
   // UTF-8; `level` (the string overload): "INFO", "WARN" or "ERROR". With wait_duration_s > 0,
   // a call whose title this run sent less than that many seconds ago is not sent (and is not an
   // error), as the vendor SDK's wait_duration. kInvalidArgument naming the field ("alert
-  // title: ..."); kFailedPrecondition after Finish. Any writer may raise alerts (shared mode
-  // too); a disabled run checks the arguments and sends nothing.
+  // title: ..."); kFailedPrecondition after Finish; kUnavailable, nothing sent, when the node's
+  // agent is older than this library and cannot take alerts (the message says how to replace
+  // it). Any writer may raise alerts (shared mode too); a disabled run checks the arguments and
+  // sends nothing.
   Status Alert(std::string_view title, std::string_view text, AlertLevel level = AlertLevel::kInfo,
                double wait_duration_s = 0);
   Status Alert(std::string_view title, std::string_view text, std::string_view level,

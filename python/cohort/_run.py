@@ -160,12 +160,21 @@ class Run(native.Run):
         open alert per writer and title (a repeat bumps its count) and notifies the project's
         webhooks. ``wait_duration`` (seconds, or a ``datetime.timedelta``): a call whose title
         this run sent less than that long ago is not sent. Bad arguments raise ``TypeError`` or
-        ``cohort.UsageError`` naming them; a disabled run sends nothing."""
+        ``cohort.UsageError`` naming them; a disabled run sends nothing. An alert the node's
+        agent cannot take (an older agent still running) is not sent: a ``RuntimeWarning`` says
+        so, and the training goes on."""
         from .alerts import normalize
+        from .errors import CommError
         title, text, name, seconds = normalize(title, text, level, wait_duration)
         if self._py_finished:
             raise UsageError("alert: this run is finished")
-        self._alert(title, text, name, seconds)
+        try:
+            self._alert(title, text, name, seconds)
+        except CommError as e:
+            if getattr(e, "code", None) != "unavailable":
+                raise
+            import warnings
+            warnings.warn(str(e), RuntimeWarning, stacklevel=2)
 
     # -- artifacts (docs/python-api.md, "Artifacts") --------------------------------------------
     def use_artifact(self, artifact: str, type: Optional[str] = None) -> Any:

@@ -127,6 +127,11 @@ std::string ToJson(const HelloMessage& m) {
   bj::object o;
   o["version"] = m.version;
   o["pid"] = m.pid;
+  if (!m.features.empty()) {
+    bj::array features;
+    for (const std::string& f : m.features) features.emplace_back(f);
+    o["features"] = std::move(features);
+  }
   return bj::serialize(o);
 }
 
@@ -137,6 +142,13 @@ Result<HelloMessage> ParseHello(std::string_view text) {
   m.version = uint32_t(r.Int("version"));
   m.pid = r.OptInt("pid").value_or(0);
   if (!r.ok()) return r.status();
+  if (const bj::value* f = o.if_contains("features")) {
+    if (!f->is_array()) return Status::InvalidArgument("hello.features: expected an array");
+    for (const bj::value& v : f->as_array()) {
+      if (!v.is_string()) return Status::InvalidArgument("hello.features: expected strings");
+      m.features.emplace_back(v.as_string());
+    }
+  }
   return m;
 }
 

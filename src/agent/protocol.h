@@ -88,9 +88,15 @@ Status SplitNumbered(std::string_view payload, uint64_t* frame, std::string_view
 
 // ---- control messages (JSON) ----
 
+// What an agent's hello reply says it takes beyond its protocol version's first messages. An agent
+// from before a feature does not list it: a client then does not send that message (the agent
+// would refuse the frame, and the client resend it forever).
+inline constexpr std::string_view kAgentFeatureAlert = "alert";  // kAlert frames
+
 struct HelloMessage {
   uint32_t version = kProtocolVersion;
   int64_t pid = 0;
+  std::vector<std::string> features;  // the agent's reply: kAgentFeature*
 };
 
 // What a client asks the agent to open: where to upload, the run to create or join, the writer

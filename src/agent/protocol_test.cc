@@ -125,6 +125,21 @@ TEST(ControlMessageTest, OpenRequestWithOutOfRangeGpuIdIsRejected) {
   EXPECT_EQ(*ok->gpu_ids, (std::vector<int>{0, 7, 2147483647}));
 }
 
+TEST(ControlMessageTest, HelloFeaturesRoundTripAndAnOldHelloHasNone) {
+  HelloMessage reply;
+  reply.pid = 42;
+  reply.features = {std::string(kAgentFeatureAlert)};
+  auto back = ParseHello(ToJson(reply));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->pid, 42);
+  EXPECT_EQ(back->features, std::vector<std::string>{"alert"});
+  auto old = ParseHello(R"({"version":2,"pid":7})");  // an agent from before features
+  ASSERT_TRUE(old.ok());
+  EXPECT_TRUE(old->features.empty());
+  EXPECT_FALSE(ParseHello(R"({"version":2,"features":"alert"})").ok());
+  EXPECT_FALSE(ParseHello(R"({"version":2,"features":[1]})").ok());
+}
+
 TEST(ControlMessageTest, RepliesRoundTrip) {
   OpenReply o;
   o.ok = true;

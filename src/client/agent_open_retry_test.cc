@@ -51,6 +51,7 @@ class ScriptedAgent {
               [this](client::FakeAgent::Connection* conn, const Frame& f) { OnFrame(conn, f); }) {}
   int opens() const { return opens_.load(); }
   int finishes() const { return finishes_.load(); }
+  int alerts() const { return alerts_.load(); }
   bool holds_lock() const { return lock_held_.load(); }
 
  private:
@@ -97,6 +98,8 @@ class ScriptedAgent {
       if (agent::SplitNumbered(f.payload, &frame, &rest).ok()) {
         FakeAgent::Reply(conn->fd, MessageType::kAck, agent::NumberedPayload(frame, ""));
       }
+    } else if (f.type == MessageType::kAlert) {
+      ++alerts_;  // an agent from before alerts would answer an error and close
     } else if (f.type == MessageType::kFinish) {
       ++finishes_;
       FakeAgent::Reply(conn->fd, MessageType::kFinishReply, agent::ToJson(agent::FinishReply{}));
@@ -107,6 +110,7 @@ class ScriptedAgent {
   const int64_t late_ms_;
   std::atomic<int> opens_{0};
   std::atomic<int> finishes_{0};
+  std::atomic<int> alerts_{0};
   std::atomic<bool> lock_held_{false};
   std::unique_ptr<wal::FileLock> lock_;  // the fake's thread's
   FakeAgent fake_;                       // last: its thread stops before the members above go
@@ -191,6 +195,22 @@ TEST_F(AgentOpenRetryTest, StuckAgentThatNeverTookTheWalFallsBackToAPrivateAgent
   run->Log({{"x", 1.0}});
   (void)run->Finish();  // a private agent, against a server that is not there: bounded
   EXPECT_EQ(fake.finishes(), 0);
+}
+
+// The fake's hello lists no features, as an agent installed before alerts: Run::Alert sends it no
+// alert frame (which it would refuse, and the client resend forever, holding up the writer's
+// data), says why, and the run goes on.
+TEST_F(AgentOpenRetryTest, AnAgentFromBeforeAlertsIsSentNoAlertAndTheRunGoesOn) {
+  ScriptedAgent fake(root_ + "/agent.sock", {OpenBehaviour::kAnswer});
+  auto run = Init(Base(4));
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  Status s = run->Alert("loss diverged", "NaN at step 3", AlertLevel::kError);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_NE(s.message().find("older than this client"), std::string::npos) << s.ToString();
+  run->Log({{"x", 1.0}});
+  ASSERT_TRUE(run->Finish().ok());
+  EXPECT_EQ(fake.finishes(), 1);
+  EXPECT_EQ(fake.alerts(), 0);
 }
 
 }  // namespace

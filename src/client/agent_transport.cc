@@ -35,6 +35,12 @@ Status AgentTransport::Hello(int64_t deadline_ms) {
   return Status::Ok();
 }
 
+bool AgentTransport::agent_has(std::string_view feature) const {
+  if (!hello_reply_) return false;
+  const auto& f = hello_reply_->features;
+  return std::find(f.begin(), f.end(), feature) != f.end();
+}
+
 AgentTransport::~AgentTransport() {
   if (fd_ >= 0) close(fd_);
 }

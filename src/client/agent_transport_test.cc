@@ -83,6 +83,8 @@ TEST_F(AgentTransportTest, OpenAnswerOfASlowAgentArrivesBeforeTheDeadline) {
   int64_t deadline = agent::MonoMillis() + 4000;
   auto t = AgentTransport::Connect(root_ + "/agent.sock", deadline);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
+  // The fake answers hello as an agent from before features were listed.
+  EXPECT_FALSE((*t)->agent_has(agent::kAgentFeatureAlert));
   agent::OpenRequest req;
   req.wait_ms = 4000;  // "wait as long as you like": the transport keeps a margin for the answer
   auto reply = (*t)->Open(req, deadline);
@@ -130,6 +132,7 @@ TEST_F(AgentTransportTest, SpawnRetriesWhileAnExitingAgentStillHoldsTheLock) {
   EXPECT_LT(agent::MonoMillis() - start, 5000);
   int64_t pid = (*t)->agent_pid();
   EXPECT_GT(pid, 0);
+  EXPECT_TRUE((*t)->agent_has(agent::kAgentFeatureAlert));  // the real agent takes alerts
   t->reset();
   if (pid > 0) kill(pid_t(pid), SIGTERM);
 }

@@ -167,6 +167,7 @@ Status Run::Impl::Start(int64_t deadline_ms) {
   offline.store(rs.settings.mode == "offline" || !reply->confirmed);
   sent_upto = reply->last_frame;
   NoteStaging(reply->artifact_staging_dir);
+  NoteAgent(*t);
   transport = std::move(t);
   StartFlusher();
   if (rs.settings.capture_console) {
@@ -221,8 +222,20 @@ Status Run::Impl::EnqueueUpdate(std::string body) {
   return Status::Ok();
 }
 
+void Run::Impl::NoteAgent(const client::AgentTransport& t) {
+  agent_takes_alerts.store(t.agent_has(agent::kAgentFeatureAlert));
+  agent_pid_now.store(t.agent_pid());
+}
+
 Status Run::Impl::EnqueueAlert(const std::string& title, std::string body, int64_t wait_ms) {
   if (finished.load()) return Status::FailedPrecondition("alert: this run is finished");
+  if (!agent_takes_alerts.load()) {
+    const std::string pid = std::to_string(agent_pid_now.load());
+    return Status::Unavailable(
+        "alert not sent: the cohort agent of this node (pid " + pid +
+        ") is older than this client and cannot take alerts; it exits when idle, or stop it "
+        "(kill " + pid + ") and the next run starts a current one");
+  }
   {
     MutexLock lock(&mu);
     const int64_t now = MonoMs();
@@ -403,6 +416,7 @@ bool Run::Impl::EnsureTransport(int64_t mono_deadline_ms) {
   }
   if (started_private) private_agent = true;
   connect_failures = 0;
+  NoteAgent(*t);
   transport = std::move(t);
   sent_upto = reply->last_frame;
   NoteStaging(reply->artifact_staging_dir);

@@ -60,6 +60,8 @@ struct Run::Impl {
   Status EnqueueUpdate(std::string body) COHORT_EXCLUDES(mu);
   // Queues an alert frame (`body`: agent/alert_body.h) after what was logged before it, unless
   // an alert titled `title` was queued less than `wait_ms` ago (then it is dropped: OK).
+  // Notes what the agent of a new transport takes (agent_takes_alerts, agent_pid_now).
+  void NoteAgent(const client::AgentTransport& t);
   Status EnqueueAlert(const std::string& title, std::string body, int64_t wait_ms)
       COHORT_EXCLUDES(mu);
   // Sends summary keys the user set; those keys are then never overwritten by last values.
@@ -103,6 +105,10 @@ struct Run::Impl {
   std::atomic<bool> offline{false};
   std::atomic<bool> child_pending{false};  // forked child that has not started yet
   std::atomic<bool> flush_requested{false};
+  // What the agent of the current transport said in its hello: whether it takes alert frames
+  // (an older agent still running does not), and its pid (for the message saying so).
+  std::atomic<bool> agent_takes_alerts{false};
+  std::atomic<int64_t> agent_pid_now{0};
 
  private:
   void FlushLoop() COHORT_EXCLUDES(io_mu, mu);

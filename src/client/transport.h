@@ -56,6 +56,8 @@ class AgentTransport {
   // closing the parent's connection; the object must then only be leaked.
   void AbandonInChild();
   int64_t agent_pid() const { return agent_pid_; }
+  // Whether the agent's hello listed `feature` (agent::kAgentFeature*).
+  bool agent_has(std::string_view feature) const;
 
   // Sends the open request, asking the agent to wait for the server no longer than leaves it
   // AnswerMarginMs before `deadline_ms` to answer.
