@@ -1,10 +1,11 @@
 // The persistence interfaces of the server, one per concern: RunStore (runs), WriterStore
 // (writers, their states and stream positions), DataStore (metrics and console lines), MetaStore
-// (saved views, API keys, browser sessions, run files), AdminStore (retention, dump) and
-// ArtifactStore (artifact versions, aliases, lineage, blobs held). Store is
-// all of them, as a backend implements them: SqliteStore (embedded) and PostgresStore (scale-out), both over the
-// shared SQL store (sql/sql_store.h), both passing the conformance suite in store_conformance.h.
-// Code that needs one concern takes that interface.
+// (saved views, API keys, browser sessions, run files), AdminStore (retention, dump),
+// ArtifactStore (artifact versions, aliases, lineage, blobs held), AlertStore (alert rules,
+// alerts, their events) and WebhookStore (alert webhooks, their delivery log). Store is all of them, as a backend implements them: SqliteStore
+// (embedded) and PostgresStore (scale-out), both over the shared SQL store (sql/sql_store.h),
+// both passing the conformance suite in store_conformance.h. Code that needs one concern takes
+// that interface.
 //
 // Threading: every method may be called concurrently from any thread. Implementations
 // serialise writes as their engine requires and keep each call atomic: a call that returns an
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "cohort/status.h"
+#include "store/alert_types.h"
 #include "store/artifact_types.h"
 #include "store/console_types.h"
 #include "store/dump_format.h"
@@ -51,6 +53,13 @@ class RunStore {
   virtual Status DeleteRun(const RunRef& ref) = 0;
 };
 
+// A writer MarkStaleWritersCrashed marked crashed.
+struct CrashedWriter {
+  RunRef run;
+  std::string label;
+  int64_t heartbeat_ms = 0;  // its last heartbeat
+};
+
 class WriterStore {
  public:
   virtual ~WriterStore() = default;
@@ -70,8 +79,9 @@ class WriterStore {
                                             RunState state, std::optional<int> exit_code,
                                             int64_t now_ms) = 0;
   // Marks running writers whose last heartbeat is older than `stale_before_ms` crashed and
-  // recomputes their runs' states. Returns how many writers were marked.
-  virtual Result<int64_t> MarkStaleWritersCrashed(int64_t stale_before_ms, int64_t now_ms) = 0;
+  // recomputes their runs' states. Returns the writers it marked (the alert rules' input).
+  virtual Result<std::vector<CrashedWriter>> MarkStaleWritersCrashed(int64_t stale_before_ms,
+                                                                     int64_t now_ms) = 0;
   // Renames a writer; its series, console lines and stream positions follow. kAlreadyExists
   // when another writer of the run has the label `to`.
   virtual Result<WriterRecord> RenameWriter(const RunRef& ref, const std::string& from,
@@ -275,6 +285,57 @@ class ArtifactStore {
   virtual Result<std::vector<RunArtifact>> ListRunArtifacts(const RunRef& ref) = 0;
 };
 
+// Alerts (alert_types.h, docs/api.md "Alerts"): rules per project, alerts and their events.
+class AlertStore {
+ public:
+  virtual ~AlertStore() = default;
+  // Opens an alert or, when one is open for the same (entity, project, run, writer, condition
+  // key), bumps it (count, last_seen_ms, evidence). Returns the alert and whether it was opened
+  // now (then one 'opened' event was appended in the same transaction). kResourceExhausted (and
+  // nothing stored) when opening it would pass kMaxAlertsOpenedPerProjectPerMinute;
+  // kInvalidArgument for a source or level that is not one of theirs.
+  virtual Result<std::pair<AlertRecord, bool>> RaiseAlert(const AlertRaise& raise) = 0;
+  // Resolves the open alert of that key, if any (appending a 'resolved' event). Returns whether
+  // one was open.
+  virtual Result<bool> ResolveAlert(const std::string& entity, const std::string& project,
+                                    const std::string& run_id, const std::string& writer_label,
+                                    const std::string& condition_key, int64_t now_ms) = 0;
+  // Resolves every open alert of the writer whose source is `source` (each with its event).
+  // Returns how many.
+  virtual Result<int64_t> ResolveWriterAlerts(const std::string& entity, const std::string& project,
+                                              const std::string& run_id,
+                                              const std::string& writer_label,
+                                              const std::string& source, int64_t now_ms) = 0;
+  virtual Result<AlertRecord> GetAlert(const std::string& entity, const std::string& project,
+                                       int64_t id) = 0;
+  virtual Result<std::vector<AlertRecord>> ListAlerts(const AlertQuery& query) = 0;
+  // Marks the alert acknowledged by `by` (the first ack is kept).
+  virtual Result<AlertRecord> AckAlert(const std::string& entity, const std::string& project,
+                                       int64_t id, const std::string& by, int64_t now_ms) = 0;
+  // Events of every project with id > after_id, in id order, at most `limit`. Ids grow in commit
+  // order (a reader paging with after_id skips none).
+  virtual Result<std::vector<AlertEvent>> ListAlertEvents(int64_t after_id, int limit) = 0;
+
+  // ---- rules ----
+  // kAlreadyExists when the project has a rule of that name.
+  virtual Result<AlertRule> CreateAlertRule(const AlertRule& rule) = 0;
+  // Replaces name, kind, spec, level and enabled of the rule (entity + project + id).
+  virtual Result<AlertRule> UpdateAlertRule(const AlertRule& rule) = 0;
+  virtual Status DeleteAlertRule(const std::string& entity, const std::string& project,
+                                 int64_t id) = 0;
+  virtual Result<std::vector<AlertRule>> ListAlertRules(const std::string& entity,
+                                                        const std::string& project) = 0;
+  virtual Result<AlertRule> GetAlertRule(const std::string& entity, const std::string& project,
+                                         int64_t id) = 0;
+  // Creates `defaults` (builtin rules) for the project the first time it is called for that
+  // project, atomically (of several servers, one creates them); later calls, even after the
+  // rules were edited or deleted, change nothing. Returns whether it created them.
+  virtual Result<bool> InstallDefaultAlertRules(const std::string& entity,
+                                                const std::string& project,
+                                                const std::vector<AlertRule>& defaults,
+                                                int64_t now_ms) = 0;
+};
+
 // Alert webhooks and their delivery log (webhook_types.h, docs/api.md "Alert webhooks"). The
 // deliveries are claimed before they are sent, so that of several servers on one database exactly
 // one sends each attempt.
@@ -327,6 +388,7 @@ class Store : public RunStore,
               public MetaStore,
               public AdminStore,
               public ArtifactStore,
+              public AlertStore,
               public WebhookStore {};
 
 // Opens a store from a URL: "sqlite:///path/to/cohort.db" or a bare path (SQLite),

@@ -240,8 +240,16 @@ TEST_P(StoreConformanceTest, MarkStaleWritersCrashedMarksOnlyStaleOnes) {
   const int64_t now = NowMillis() + 60'000;
   COHORT_ASSERT_OK(store().Heartbeat(Ref("run1"), "alive", now));
   EXPECT_EQ(store().Heartbeat(Ref("run1"), "ghost", now).code(), StatusCode::kNotFound);
-  COHORT_ASSERT_OK_AND_ASSIGN(int64_t marked, store().MarkStaleWritersCrashed(now - 30'000, now));
-  EXPECT_EQ(marked, 2);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto marked, store().MarkStaleWritersCrashed(now - 30'000, now));
+  ASSERT_EQ(marked.size(), 2u);
+  std::set<std::string> marked_writers;
+  for (const CrashedWriter& c : marked) {
+    EXPECT_EQ(c.run.entity, kEntity);
+    EXPECT_EQ(c.run.project, kProject);
+    EXPECT_LT(c.heartbeat_ms, now - 30'000);
+    marked_writers.insert(c.run.run_id + "/" + c.label);
+  }
+  EXPECT_EQ(marked_writers, (std::set<std::string>{"run1/dead", "run2/dead2"}));
   COHORT_ASSERT_OK_AND_ASSIGN(auto writers, store().ListWriters(Ref("run1")));
   for (const auto& w : writers) {
     EXPECT_EQ(w.state, w.label == "alive" ? RunState::kRunning : RunState::kCrashed) << w.label;
@@ -252,7 +260,7 @@ TEST_P(StoreConformanceTest, MarkStaleWritersCrashedMarksOnlyStaleOnes) {
   EXPECT_EQ(run2.state, RunState::kCrashed);
   // Crashed writers are not marked again.
   COHORT_ASSERT_OK_AND_ASSIGN(marked, store().MarkStaleWritersCrashed(now - 30'000, now));
-  EXPECT_EQ(marked, 0);
+  EXPECT_TRUE(marked.empty());
 }
 
 TEST_P(StoreConformanceTest, HeartbeatsMoveManyWritersForwardAndSkipUnknownOnes) {
@@ -286,8 +294,9 @@ TEST_P(StoreConformanceTest, HeartbeatsMoveManyWritersForwardAndSkipUnknownOnes)
   COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run2, store().GetRun(Ref("run2")));
   EXPECT_EQ(run2.heartbeat_ms, now + 200);
   // The crash sweep sees them: only "stale" is marked.
-  COHORT_ASSERT_OK_AND_ASSIGN(int64_t marked, store().MarkStaleWritersCrashed(now - 1, now));
-  EXPECT_EQ(marked, 1);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto marked, store().MarkStaleWritersCrashed(now - 1, now));
+  ASSERT_EQ(marked.size(), 1u);
+  EXPECT_EQ(marked[0].label, "stale");
   COHORT_ASSERT_OK_AND_ASSIGN(updated, store().Heartbeats({}));
   EXPECT_EQ(updated, 0);
 }

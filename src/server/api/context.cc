@@ -187,6 +187,8 @@ void RegisterApiRoutes(http::Router& r, ApiContext* ctx) {
   RegisterRanksRoutes(r, ctx);
   RegisterBlobRoutes(r, ctx);
   RegisterArtifactRoutes(r, ctx);
+  RegisterAlertRoutes(r, ctx);
+  RegisterAlertRuleRoutes(r, ctx);
   // Unknown API paths answer JSON 404 even when the web UI's catch-all serves other paths.
   r.Add("GET", "/api/{rest...}", [](http::HttpRequest& req) {
     return ErrorResponse(Status::NotFound("no API route " + req.path));

@@ -22,6 +22,9 @@
 namespace cohort::blob {
 class BlobStore;
 }
+namespace cohort::alerts {
+class AlertEngine;
+}
 
 namespace cohort::api {
 
@@ -60,6 +63,8 @@ struct ApiContext {
   limits::RateLimiter* limiter = nullptr;  // per-entity rate limits; null: none
   HeartbeatCoalescer* heartbeats = nullptr;  // coalesced heartbeats; null: straight to the store
   const SigningKeys* signing_keys = nullptr;  // signs upload URLs; null: none are handed out
+  // Evaluates alert rules on ingest and writer ends (server/alerts); null: no rule alerts.
+  alerts::AlertEngine* alerts = nullptr;
   // Readiness for GET /healthz: Ok when the server takes requests; null: always ready.
   std::function<Status()> ready;
   ApiLimits limits;
@@ -120,6 +125,8 @@ http::HttpResponse ServeBlobBytes(ApiContext* ctx, const http::HttpRequest& req,
                                   const std::string& sha256, uint64_t size,
                                   const std::string& path);
 void RegisterArtifactRoutes(http::Router& r, ApiContext* ctx);
+void RegisterAlertRoutes(http::Router& r, ApiContext* ctx);
+void RegisterAlertRuleRoutes(http::Router& r, ApiContext* ctx);
 
 // All of the above.
 void RegisterApiRoutes(http::Router& r, ApiContext* ctx);

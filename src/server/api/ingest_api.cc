@@ -7,6 +7,7 @@
 #include "core/batch_format.h"
 #include "core/clock.h"
 #include "core/limits.h"
+#include "server/alerts/alert_engine.h"
 #include "server/api/context.h"
 #include "server/api/ingest_binary_decode.h"
 #include "server/api/ingest_decode.h"
@@ -56,9 +57,11 @@ void RegisterIngestRoutes(http::Router& r, ApiContext* ctx) {
             return ErrorResponse(s);
           }
           int64_t t0 = MonoNanos();
-          auto res = ctx->store->Ingest(*ref, req.PathParam("label"), *batch, NowMillis());
+          const int64_t now = NowMillis();
+          auto res = ctx->store->Ingest(*ref, req.PathParam("label"), *batch, now);
           ctx->metrics->ObserveStore("ingest", MonoNanos() - t0);
           if (!res.ok()) return ErrorResponse(res.status());
+          if (ctx->alerts) ctx->alerts->OnBatch(*ref, req.PathParam("label"), *batch, *res, now);
           ctx->metrics->AddIngest(res->points, res->duplicate);
           return JsonResponse(200, bj::object{{"duplicate", res->duplicate},
                                               {"points", res->points},

@@ -1,5 +1,6 @@
 // Routes: writers of a run — join, list, heartbeat, finish.
 #include "core/clock.h"
+#include "server/alerts/alert_engine.h"
 #include "server/api/context.h"
 #include "store/run_state.h"
 
@@ -67,8 +68,10 @@ http::HttpResponse Finish(ApiContext* ctx, http::HttpRequest& req, const AuthCon
   }
   std::optional<int> code;
   if (exit_code) code = int(*exit_code);
-  auto w = ctx->store->FinishWriter(*ref, req.PathParam("label"), state, code, NowMillis());
+  const int64_t now = NowMillis();
+  auto w = ctx->store->FinishWriter(*ref, req.PathParam("label"), state, code, now);
   if (!w.ok()) return ErrorResponse(w.status());
+  if (ctx->alerts) ctx->alerts->OnWriterEnded(*ref, *w, now);
   return JsonResponse(200, WriterToJson(*w));
 }
 
@@ -94,10 +97,11 @@ void RegisterWriterRoutes(http::Router& r, ApiContext* ctx) {
           auto ref = RunRefFromPath(req, who);
           if (!ref.ok()) return ErrorResponse(ref.status());
           // Coalesced: remembered now, written with the others within a second.
-          Status s = ctx->heartbeats
-                         ? ctx->heartbeats->Record(*ref, req.PathParam("label"), NowMillis())
-                         : ctx->store->Heartbeat(*ref, req.PathParam("label"), NowMillis());
+          const int64_t now = NowMillis();
+          Status s = ctx->heartbeats ? ctx->heartbeats->Record(*ref, req.PathParam("label"), now)
+                                     : ctx->store->Heartbeat(*ref, req.PathParam("label"), now);
           if (!s.ok()) return ErrorResponse(s);
+          if (ctx->alerts) ctx->alerts->OnHeartbeat(*ref, req.PathParam("label"), now);
           return JsonResponse(200, bj::object{{"ok", true}});
         }));
   r.Add("POST", base + "/{label}/finish",

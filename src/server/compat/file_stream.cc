@@ -17,6 +17,7 @@
 
 #include "core/clock.h"
 #include "core/json.h"
+#include "server/alerts/alert_engine.h"
 #include "server/api/throttle.h"
 #include "server/compat/client_writers.h"
 #include "server/compat/compat.h"
@@ -263,6 +264,7 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
     auto r = ctx->store->Ingest(*ref, cw.label(), batch, now);
     if (ctx->metrics) ctx->metrics->ObserveStore("compat_ingest", MonoNanos() - t_store);
     if (r.ok()) {
+      if (ctx->alerts) ctx->alerts->OnBatch(*ref, cw.label(), batch, *r, now);
       ingested = true;
       points = r->points;
       break;
@@ -311,6 +313,7 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
     if (end && !(w.state == end->first && w.exit_code == end->second)) {
       auto f = ctx->store->FinishWriter(*ref, cw.label(), end->first, end->second, now);
       if (!f.ok()) return StoreError(f.status(), "finish");
+      if (ctx->alerts) ctx->alerts->OnWriterEnded(*ref, *f, now);
     } else if (!end && !ingested) {
       if (Status s = ctx->store->Heartbeat(*ref, cw.label(), now); !s.ok()) {
         return StoreError(s, "heartbeat");

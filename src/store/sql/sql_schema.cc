@@ -75,6 +75,14 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //             holds the commit's fields as JSON, version_pk the version once committed.
 //             artifact_versions.client_digest / client_manifest: the W&B digest and the blob of
 //             the manifest that client uploaded (served back byte for byte).
+//   alert_rules  rules per project (kind, spec JSON, level), name unique per project; builtin:
+//             one of the defaults every project gets (alert_rule_defaults records that a
+//             project got them, so that a deleted default is not created again).
+//   alerts    one row per alert: open until its condition clears (state 'resolved'); at most one
+//             open alert per (entity, project, run_id, writer_label, condition_key): a partial
+//             unique index. alerts_opened counts a project's recent alerts (the rate limit).
+//   alert_events  the outbox of alert changes ('opened', 'resolved') delivery reads in id order;
+//             PostgreSQL appends them under an advisory lock so ids grow in commit order.
 //   alert_webhooks  where a project's alerts are sent (format generic/slack/discord, the HMAC
 //             secret of generic payloads, min_level, enabled); name unique per project.
 //   alert_deliveries  the delivery log and queue: one row per (webhook, alert event), pending
@@ -408,6 +416,62 @@ CREATE TABLE artifact_drafts (
   spec {{text}} NOT NULL DEFAULT '{}',
   manifest_sha256 {{key}},
   version_pk {{int}} REFERENCES artifact_versions (pk) ON DELETE SET NULL,
+  created_ms {{int}} NOT NULL
+);
+
+CREATE TABLE alert_rules (
+  id {{pk}},
+  entity {{key}} NOT NULL,
+  project {{key}} NOT NULL,
+  name {{key}} NOT NULL,
+  kind {{key}} NOT NULL,
+  spec_json {{text}} NOT NULL DEFAULT '{}',
+  level {{key}} NOT NULL,
+  enabled {{bool}} NOT NULL DEFAULT true,
+  builtin {{bool}} NOT NULL DEFAULT false,
+  created_ms {{int}} NOT NULL,
+  updated_ms {{int}} NOT NULL,
+  UNIQUE (entity, project, name)
+);
+
+CREATE TABLE alert_rule_defaults (
+  entity {{key}} NOT NULL,
+  project {{key}} NOT NULL,
+  created_ms {{int}} NOT NULL,
+  PRIMARY KEY (entity, project)
+){{norowid}};
+
+CREATE TABLE alerts (
+  id {{pk}},
+  entity {{key}} NOT NULL,
+  project {{key}} NOT NULL,
+  run_id {{key}} NOT NULL,
+  writer_label {{key}} NOT NULL DEFAULT '',
+  rule_id {{int}},
+  source {{key}} NOT NULL,
+  condition_key {{key}} NOT NULL,
+  level {{key}} NOT NULL,
+  title {{text}} NOT NULL,
+  text {{text}} NOT NULL DEFAULT '',
+  evidence_json {{text}} NOT NULL DEFAULT '{}',
+  state {{key}} NOT NULL,
+  opened_ms {{int}} NOT NULL,
+  resolved_ms {{int}},
+  acked_ms {{int}},
+  acked_by {{text}},
+  last_seen_ms {{int}} NOT NULL,
+  count {{int}} NOT NULL DEFAULT 1
+);
+CREATE UNIQUE INDEX alerts_one_open ON alerts (entity, project, run_id, writer_label,
+  condition_key) WHERE state = 'open';
+CREATE INDEX alerts_opened ON alerts (entity, project, opened_ms);
+
+CREATE TABLE alert_events (
+  id {{pk}},
+  entity {{key}} NOT NULL,
+  project {{key}} NOT NULL,
+  alert_id {{int}} NOT NULL REFERENCES alerts (id) ON DELETE CASCADE,
+  kind {{key}} NOT NULL,
   created_ms {{int}} NOT NULL
 );
 

@@ -409,21 +409,45 @@ Result<WriterRecord> SqlStore::FinishWriter(const RunRef& ref, const std::string
   });
 }
 
-Result<int64_t> SqlStore::MarkStaleWritersCrashed(int64_t stale_before_ms, int64_t now_ms) {
-  return RunFor<int64_t>(Access::kWrite, [&](Conn& conn) -> Result<int64_t> {
+Result<std::vector<CrashedWriter>> SqlStore::MarkStaleWritersCrashed(int64_t stale_before_ms,
+                                                                     int64_t now_ms) {
+  using Out = std::vector<CrashedWriter>;
+  return RunFor<Out>(Access::kWrite, [&](Conn& conn) -> Result<Out> {
+    struct Marked {
+      int64_t run_pk;
+      std::string label;
+      int64_t heartbeat_ms;
+    };
     COHORT_ASSIGN_OR_RETURN(
-        std::vector<int64_t> marked,
-        sql::QueryAll<int64_t>(conn,
-                               "UPDATE writers SET state = 'crashed', finished_ms = $1 "
-                               "WHERE state = 'running' AND heartbeat_ms < $2 RETURNING run_pk",
-                               Params().Add(now_ms).Add(stale_before_ms),
-                               [](const Row& row) { return row.Int(0); }));
-    const std::set<int64_t> runs(marked.begin(), marked.end());  // locked in pk order
+        std::vector<Marked> marked,
+        sql::QueryAll<Marked>(conn,
+                              "UPDATE writers SET state = 'crashed', finished_ms = $1 "
+                              "WHERE state = 'running' AND heartbeat_ms < $2 "
+                              "RETURNING run_pk, label, heartbeat_ms",
+                              Params().Add(now_ms).Add(stale_before_ms), [](const Row& row) {
+                                return Marked{row.Int(0), row.Text(1), row.Int(2)};
+                              }));
+    std::set<int64_t> runs;  // locked in pk order
+    for (const Marked& m : marked) runs.insert(m.run_pk);
+    std::map<int64_t, RunRef> refs;
     for (int64_t run_pk : runs) {
       COHORT_RETURN_IF_ERROR(RecomputeRunState(conn, run_pk, now_ms));  // locks the run row first
       COHORT_RETURN_IF_ERROR(FollowSummary(conn, run_pk));
+      COHORT_ASSIGN_OR_RETURN(
+          RunRef ref,
+          sql::QueryOne<RunRef>(
+              conn, "SELECT entity, project, run_id FROM runs WHERE pk = $1", Params().Add(run_pk),
+              [](const Row& row) {
+                return RunRef{row.Text(0), row.Text(1), row.Text(2)};
+              },
+              Status::Internal("a marked writer's run vanished")));
+      refs.emplace(run_pk, std::move(ref));
     }
-    return int64_t(marked.size());
+    Out out;
+    for (Marked& m : marked) {
+      out.push_back(CrashedWriter{refs.at(m.run_pk), std::move(m.label), m.heartbeat_ms});
+    }
+    return out;
   });
 }
 

@@ -45,7 +45,8 @@ class SqlStore : public Store {
   Result<int64_t> Heartbeats(const std::vector<HeartbeatUpdate>& updates) final;
   Result<WriterRecord> FinishWriter(const RunRef& ref, const std::string& label, RunState state,
                                     std::optional<int> exit_code, int64_t now_ms) final;
-  Result<int64_t> MarkStaleWritersCrashed(int64_t stale_before_ms, int64_t now_ms) final;
+  Result<std::vector<CrashedWriter>> MarkStaleWritersCrashed(int64_t stale_before_ms,
+                                                             int64_t now_ms) final;
   Result<WriterRecord> RenameWriter(const RunRef& ref, const std::string& from,
                                     const std::string& to) final;
   Result<std::map<std::string, std::map<std::string, int64_t>>> ListStreamPositions(
@@ -147,6 +148,30 @@ class SqlStore : public Store {
   Status FinishImport() final;
   Result<DumpCounts> CountRows() final;
 
+  Result<std::pair<AlertRecord, bool>> RaiseAlert(const AlertRaise& raise) final;
+  Result<bool> ResolveAlert(const std::string& entity, const std::string& project,
+                            const std::string& run_id, const std::string& writer_label,
+                            const std::string& condition_key, int64_t now_ms) final;
+  Result<int64_t> ResolveWriterAlerts(const std::string& entity, const std::string& project,
+                                      const std::string& run_id, const std::string& writer_label,
+                                      const std::string& source, int64_t now_ms) final;
+  Result<AlertRecord> GetAlert(const std::string& entity, const std::string& project,
+                               int64_t id) final;
+  Result<std::vector<AlertRecord>> ListAlerts(const AlertQuery& query) final;
+  Result<AlertRecord> AckAlert(const std::string& entity, const std::string& project, int64_t id,
+                               const std::string& by, int64_t now_ms) final;
+  Result<std::vector<AlertEvent>> ListAlertEvents(int64_t after_id, int limit) final;
+  Result<AlertRule> CreateAlertRule(const AlertRule& rule) final;
+  Result<AlertRule> UpdateAlertRule(const AlertRule& rule) final;
+  Status DeleteAlertRule(const std::string& entity, const std::string& project, int64_t id) final;
+  Result<std::vector<AlertRule>> ListAlertRules(const std::string& entity,
+                                                const std::string& project) final;
+  Result<AlertRule> GetAlertRule(const std::string& entity, const std::string& project,
+                                 int64_t id) final;
+  Result<bool> InstallDefaultAlertRules(const std::string& entity, const std::string& project,
+                                        const std::vector<AlertRule>& defaults,
+                                        int64_t now_ms) final;
+
  protected:
   // The transaction a call runs in.
   enum class Access {
@@ -196,6 +221,10 @@ class SqlStore : public Store {
   virtual Status AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) = 0;
 
   // ---- shared helpers for the engines' own calls, inside their transactions ----
+  // Appends an alert event (sql_store_alerts.cc); on PostgreSQL under a transaction-long
+  // advisory lock, so that event ids grow in commit order.
+  Status AppendAlertEvent(sql::Conn& conn, const std::string& entity, const std::string& project,
+                          int64_t alert_id, const char* kind, int64_t now_ms);
   // One type per key and run (sql_store_histograms.cc): kInvalidArgument naming the key and both
   // types when one of the batch's histogram or media keys is stored with another type in the
   // run (any writer: a scalar series, histograms, media of another type), or one of

@@ -11,7 +11,7 @@
 
 #include <boost/json.hpp>
 
-namespace cohort::server::alerts {
+namespace cohort::server::webhooks {
 
 // The version of the generic payload; a change that is not a pure addition bumps it.
 inline constexpr int kGenericPayloadVersion = 1;
@@ -49,4 +49,4 @@ std::vector<std::string> PayloadHeaders(std::string_view format, std::string_vie
 // a title saying it is a test.
 boost::json::object TestAlert(std::string_view entity, std::string_view project, int64_t now_ms);
 
-}  // namespace cohort::server::alerts
+}  // namespace cohort::server::webhooks

@@ -1,4 +1,4 @@
-#include "server/alerts/webhook_payload.h"
+#include "server/webhooks/webhook_payload.h"
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -6,7 +6,7 @@
 #include "core/text_encoding.h"
 #include "core/utf8.h"
 
-namespace cohort::server::alerts {
+namespace cohort::server::webhooks {
 namespace {
 
 namespace bj = boost::json;
@@ -218,4 +218,4 @@ bj::object TestAlert(std::string_view entity, std::string_view project, int64_t 
                     {"count", 1}};
 }
 
-}  // namespace cohort::server::alerts
+}  // namespace cohort::server::webhooks

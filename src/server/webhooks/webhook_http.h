@@ -15,7 +15,7 @@
 
 #include "cohort/status.h"
 
-namespace cohort::server::alerts {
+namespace cohort::server::webhooks {
 
 struct WebhookResponse {
   int status = 0;
@@ -64,4 +64,4 @@ int64_t RetryDelayMs(const WebhookRetryPolicy& policy, int64_t attempts);
 // answers mean the webhook is wrong, and fail the delivery at once).
 bool RetryableStatus(int status);
 
-}  // namespace cohort::server::alerts
+}  // namespace cohort::server::webhooks

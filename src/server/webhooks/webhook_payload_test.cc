@@ -1,10 +1,10 @@
-#include "server/alerts/webhook_payload.h"
+#include "server/webhooks/webhook_payload.h"
 
 #include <gtest/gtest.h>
 
-#include "server/alerts/webhook_http.h"
+#include "server/webhooks/webhook_http.h"
 
-namespace cohort::server::alerts {
+namespace cohort::server::webhooks {
 namespace {
 
 namespace bj = boost::json;
@@ -102,4 +102,4 @@ TEST(WebhookRetryTest, OnlyTransientAnswersAreRetried) {
 }
 
 }  // namespace
-}  // namespace cohort::server::alerts
+}  // namespace cohort::server::webhooks

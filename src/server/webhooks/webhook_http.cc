@@ -1,4 +1,4 @@
-#include "server/alerts/webhook_http.h"
+#include "server/webhooks/webhook_http.h"
 
 #include <curl/curl.h>
 
@@ -8,7 +8,7 @@
 
 #include "core/version.h"
 
-namespace cohort::server::alerts {
+namespace cohort::server::webhooks {
 namespace {
 
 void GlobalInitOnce() {
@@ -95,4 +95,4 @@ bool RetryableStatus(int status) {
   return status == 408 || status == 425 || status == 429 || status >= 500;
 }
 
-}  // namespace cohort::server::alerts
+}  // namespace cohort::server::webhooks

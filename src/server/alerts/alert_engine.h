@@ -1,0 +1,133 @@
+// AlertEngine: evaluates a project's alert rules (alert_rules.h) incrementally, as the server
+// sees things happen — never by rescanning series:
+//   OnBatch          metric_nonfinite and metric_threshold over the keys and values of one
+//                    ingested batch;
+//   OnWriterEnded    writer_state when a writer finishes (and resolves its code alerts);
+//   OnWritersCrashed writer_state for the writers the heartbeat sweep marked crashed;
+//   Tick             hung and stale_metric, at each heartbeat sweep, over what OnBatch and
+//                    OnHeartbeat noted in memory (progress_tracker.h); resolved at the first
+//                    tick that no longer finds them.
+// A condition opens one alert per (run, writer, rule, key) through the store (deduplicated
+// there), bumped at most every kBumpIntervalMs while it lasts, and is resolved when it clears
+// (a threshold's value back on the good side, a finite value after a NaN). What is open is
+// remembered per writer (seeded from the store the first time a writer is seen), so a batch
+// whose values are all fine costs no store call. Rules are cached per project and read again
+// after Invalidate (a rule changed here) or kRulesTtlMs (changed by another server); a project's
+// default rules are created on first use.
+//
+// Threading: thread-safe. Store calls run without the engine's lock held.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/mutex.h"
+#include "server/alerts/alert_rules.h"
+#include "server/alerts/progress_tracker.h"
+#include "store/store.h"
+
+namespace cohort::alerts {
+
+// The rules of one project as evaluated, with a cache of which metric rules match which key.
+class ProjectRules {
+ public:
+  explicit ProjectRules(std::vector<RuleSpec> rules);
+  const std::vector<RuleSpec>& rules() const { return rules_; }
+  bool has_metric_rules() const { return has_metric_rules_; }
+  // Whether an enabled hung or stale_metric rule needs the writers' progress.
+  bool has_progress_rules() const { return has_progress_rules_; }
+  // Indexes (into rules()) of the enabled metric rules whose key glob matches `key`.
+  std::vector<int> MetricRulesFor(const std::string& key) const COHORT_EXCLUDES(mu_);
+
+ private:
+  std::vector<RuleSpec> rules_;
+  bool has_metric_rules_ = false;
+  bool has_progress_rules_ = false;
+  mutable Mutex mu_;
+  mutable std::unordered_map<std::string, std::vector<int>> matches_ COHORT_GUARDED_BY(mu_);
+};
+
+class AlertEngine {
+ public:
+  static constexpr int64_t kRulesTtlMs = 30'000;
+  static constexpr int64_t kBumpIntervalMs = 10'000;
+
+  explicit AlertEngine(store::Store* store);
+
+  // The project's rules (its defaults created the first time), cached.
+  Result<std::shared_ptr<const ProjectRules>> Rules(const std::string& entity,
+                                                    const std::string& project, int64_t now_ms)
+      COHORT_EXCLUDES(mu_);
+  // Forgets the cached rules of the project (a rule was created, changed or deleted).
+  void Invalidate(const std::string& entity, const std::string& project) COHORT_EXCLUDES(mu_);
+
+  void OnBatch(const store::RunRef& ref, const std::string& label, const store::IngestBatch& batch,
+               const store::IngestResult& result, int64_t now_ms) COHORT_EXCLUDES(mu_);
+  void OnWriterEnded(const store::RunRef& ref, const store::WriterRecord& writer, int64_t now_ms)
+      COHORT_EXCLUDES(mu_);
+  void OnWritersCrashed(const std::vector<store::CrashedWriter>& crashed, int64_t now_ms)
+      COHORT_EXCLUDES(mu_);
+  // A heartbeat of the writer (a live process whose step may not advance: `hung`).
+  void OnHeartbeat(const store::RunRef& ref, const std::string& label, int64_t now_ms);
+  // Evaluates hung and stale_metric rules (the server's heartbeat sweep calls it).
+  void Tick(int64_t now_ms) COHORT_EXCLUDES(mu_);
+
+  // Store calls that failed (logged), and alerts not opened because of the project's rate limit.
+  int64_t errors() const COHORT_EXCLUDES(mu_);
+  int64_t rate_limited() const COHORT_EXCLUDES(mu_);
+
+ private:
+  struct Condition {
+    bool open = false;
+    int64_t last_raised_ms = 0;
+  };
+  struct WriterConditions {
+    std::unordered_map<std::string, Condition> by_key;  // condition_key ->
+  };
+  // One thing a batch saw for one (rule, key).
+  struct Verdict {
+    const RuleSpec* rule = nullptr;
+    std::string key;
+    bool bad = false;          // the condition held at some row of the batch
+    bool clear_at_end = true;  // ... and no longer at the batch's last relevant row
+    int64_t step = -1;         // the first bad row's step (-1: unknown)
+    double value = 0;          // ... and value
+  };
+
+  // The writer's open conditions, loaded from the store the first time.
+  Status EnsureLoaded(const store::RunRef& ref, const std::string& label) COHORT_EXCLUDES(mu_);
+  void Apply(const store::RunRef& ref, const std::string& label, const Verdict& v, int64_t now_ms)
+      COHORT_EXCLUDES(mu_);
+  void RaiseWriterState(const store::RunRef& ref, const std::string& label,
+                        const std::string& state, std::optional<int> exit_code,
+                        int64_t heartbeat_ms, int64_t now_ms) COHORT_EXCLUDES(mu_);
+  void Forget(const store::RunRef& ref, const std::string& label) COHORT_EXCLUDES(mu_);
+  // Opens (or bumps) one condition; returns whether it is open now.
+  bool Raise(const store::AlertRaise& raise) COHORT_EXCLUDES(mu_);
+  void Failed(const char* what, const Status& s) COHORT_EXCLUDES(mu_);
+
+  store::Store* const store_;
+  mutable Mutex mu_;
+  struct CachedRules {
+    std::shared_ptr<const ProjectRules> rules;
+    int64_t loaded_ms = 0;
+  };
+  std::map<std::pair<std::string, std::string>, CachedRules> rules_ COHORT_GUARDED_BY(mu_);
+  std::unordered_map<std::string, WriterConditions> writers_ COHORT_GUARDED_BY(mu_);
+  int64_t errors_ COHORT_GUARDED_BY(mu_) = 0;
+  int64_t rate_limited_ COHORT_GUARDED_BY(mu_) = 0;
+  ProgressTracker tracker_;
+  // Conditions Tick opened and has not resolved: (writer key, condition key) -> the raise.
+  std::map<std::pair<std::string, std::string>, store::AlertRaise> tick_open_
+      COHORT_GUARDED_BY(mu_);
+};
+
+// The condition key of a rule alert: "rule:<id>" (writer_state) or "rule:<id>:<key>".
+std::string RuleConditionKey(const RuleSpec& rule, const std::string& key);
+
+}  // namespace cohort::alerts

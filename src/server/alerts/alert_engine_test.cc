@@ -1,0 +1,235 @@
+#include "server/alerts/alert_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "store/temp_dir_for_test.h"
+
+namespace cohort::alerts {
+namespace {
+
+constexpr int64_t kNow = 1'700'000'000'000;
+const store::RunRef kRun{"acme", "vision", "run1"};
+
+class AlertEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = store::OpenStore("sqlite://" + (dir_.path() / "cohort.db").string());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(s).value();
+    engine_ = std::make_unique<AlertEngine>(store_.get());
+  }
+
+  // A batch of `key` at steps first, first+1, ... with `values`.
+  static store::IngestBatch Batch(const std::string& key, int64_t first,
+                                  const std::vector<double>& values) {
+    store::IngestBatchBuilder b(1);
+    for (size_t i = 0; i < values.size(); ++i) {
+      b.AddHistoryRow(first + int64_t(i), kNow, {{key, values[i]}});
+    }
+    return b.Finish();
+  }
+  void Send(const std::string& label, const store::IngestBatch& batch, int64_t now = kNow) {
+    engine_->OnBatch(kRun, label, batch, store::IngestResult{}, now);
+  }
+  std::vector<store::AlertRecord> Alerts(std::optional<std::string> state = std::nullopt) {
+    auto a = store_->ListAlerts(
+        store::AlertQuery{.entity = "acme", .project = "vision", .state = std::move(state)});
+    EXPECT_TRUE(a.ok()) << a.status().ToString();
+    return a.ok() ? *a : std::vector<store::AlertRecord>{};
+  }
+  int64_t AddRule(const std::string& name, const std::string& kind, const std::string& spec,
+                  const std::string& level = "WARN") {
+    auto r = store_->CreateAlertRule(store::AlertRule{.entity = "acme",
+                                                      .project = "vision",
+                                                      .name = name,
+                                                      .kind = kind,
+                                                      .spec_json = spec,
+                                                      .level = level});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    engine_->Invalidate("acme", "vision");
+    return r.ok() ? r->id : 0;
+  }
+
+  store::TempDir dir_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<AlertEngine> engine_;
+};
+
+TEST_F(AlertEngineTest, DefaultRulesAreCreatedOnFirstUse) {
+  auto rules = engine_->Rules("acme", "vision", kNow);
+  ASSERT_TRUE(rules.ok());
+  EXPECT_EQ((*rules)->rules().size(), 2u);
+  auto stored = store_->ListAlertRules("acme", "vision");
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->size(), 2u);
+}
+
+TEST_F(AlertEngineTest, NanOpensOneAlertWithEvidenceAndAFiniteValueResolvesIt) {
+  Send("rank0", Batch("loss", 10, {1.0, std::nan(""), 2.0, std::nan("")}));
+  std::vector<store::AlertRecord> open = Alerts("open");
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].writer_label, "rank0");
+  EXPECT_EQ(open[0].source, "rule");
+  EXPECT_EQ(open[0].level, "WARN");
+  EXPECT_TRUE(open[0].rule_id.has_value());
+  auto ev = json::Parse(open[0].evidence_json);
+  ASSERT_TRUE(ev.ok());
+  EXPECT_EQ(ev->at("key").as_string(), "loss");
+  EXPECT_EQ(ev->at("step").as_int64(), 11);
+  EXPECT_EQ(ev->at("value").as_string(), "NaN");
+  // More NaNs soon after: the same alert, no store call needed (within kBumpIntervalMs).
+  Send("rank0", Batch("loss", 14, {std::nan("")}), kNow + 10);
+  EXPECT_EQ(Alerts().size(), 1u);
+  // Another writer: its own alert.
+  Send("rank1", Batch("loss", 0, {INFINITY}));
+  EXPECT_EQ(Alerts("open").size(), 2u);
+  // A finite value resolves rank0's.
+  Send("rank0", Batch("loss", 15, {0.5}), kNow + 20);
+  open = Alerts("open");
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].writer_label, "rank1");
+  auto events = store_->ListAlertEvents(0, 100);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 3u);
+  EXPECT_EQ((*events)[2].kind, "resolved");
+}
+
+TEST_F(AlertEngineTest, ThresholdFiresAfterItsStepAndResolvesOnTheGoodSide) {
+  AddRule("loss high", "metric_threshold", R"({"key":"loss","op":">","value":10,"after_step":5})",
+          "ERROR");
+  Send("w", Batch("loss", 0, {20, 30}));  // before after_step: ignored
+  EXPECT_TRUE(Alerts().empty());
+  Send("w", Batch("loss", 5, {1, 12, 11}));
+  std::vector<store::AlertRecord> open = Alerts("open");
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].level, "ERROR");
+  auto ev = json::Parse(open[0].evidence_json);
+  ASSERT_TRUE(ev.ok());
+  EXPECT_EQ(ev->at("step").as_int64(), 6);
+  EXPECT_EQ(ev->at("value").as_double(), 12);
+  EXPECT_EQ(ev->at("threshold").as_double(), 10);
+  EXPECT_EQ(ev->at("op").as_string(), ">");
+  Send("w", Batch("other", 9, {100}));  // another key: nothing
+  EXPECT_EQ(Alerts("open").size(), 1u);
+  Send("w", Batch("loss", 8, {9.5}), kNow + 5);
+  EXPECT_TRUE(Alerts("open").empty());
+  ASSERT_EQ(Alerts("resolved").size(), 1u);
+}
+
+TEST_F(AlertEngineTest, ConditionsOpenBeforeARestartAreResolvedAfterIt) {
+  AddRule("loss high", "metric_threshold", R"({"key":"loss","op":">","value":10})");
+  Send("w", Batch("loss", 0, {20}));
+  ASSERT_EQ(Alerts("open").size(), 1u);
+  engine_ = std::make_unique<AlertEngine>(store_.get());  // a restarted server
+  Send("w", Batch("loss", 1, {1}));
+  EXPECT_TRUE(Alerts("open").empty());
+}
+
+TEST_F(AlertEngineTest, DisabledAndDeletedRulesDoNotFire) {
+  auto rules = store_->ListAlertRules("acme", "vision");  // none yet: defaults come on first use
+  ASSERT_TRUE(rules.ok());
+  auto loaded = engine_->Rules("acme", "vision", kNow);
+  ASSERT_TRUE(loaded.ok());
+  for (const RuleSpec& r : (*loaded)->rules()) {
+    ASSERT_TRUE(store_->DeleteAlertRule("acme", "vision", r.id).ok());
+  }
+  engine_->Invalidate("acme", "vision");
+  Send("w", Batch("loss", 0, {std::nan("")}));
+  EXPECT_TRUE(Alerts().empty());
+}
+
+TEST_F(AlertEngineTest, CrashedWriterRaisesWriterStateWithEvidence) {
+  engine_->OnWritersCrashed({store::CrashedWriter{kRun, "rank3", kNow - 90'000}}, kNow);
+  std::vector<store::AlertRecord> open = Alerts("open");
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].writer_label, "rank3");
+  EXPECT_EQ(open[0].level, "ERROR");
+  EXPECT_EQ(open[0].title, "writer rank3 crashed");
+  auto ev = json::Parse(open[0].evidence_json);
+  ASSERT_TRUE(ev.ok());
+  EXPECT_EQ(ev->at("state").as_string(), "crashed");
+  EXPECT_TRUE(ev->at("exit_code").is_null());
+  EXPECT_EQ(ev->at("last_heartbeat_ms").as_int64(), kNow - 90'000);
+}
+
+TEST_F(AlertEngineTest, WriterEndRaisesForBadStatesOnlyAndResolvesCodeAlerts) {
+  ASSERT_TRUE(store_
+                  ->RaiseAlert(store::AlertRaise{.entity = "acme",
+                                                 .project = "vision",
+                                                 .run_id = "run1",
+                                                 .writer_label = "w",
+                                                 .source = "code",
+                                                 .condition_key = "code:hi",
+                                                 .level = "INFO",
+                                                 .title = "hi",
+                                                 .now_ms = kNow})
+                  .ok());
+  store::WriterRecord w;
+  w.label = "w";
+  w.state = store::RunState::kFinished;
+  w.exit_code = 0;
+  engine_->OnWriterEnded(kRun, w, kNow + 1);
+  EXPECT_TRUE(Alerts("open").empty());  // finished: no alert; the code alert resolved
+  w.label = "w2";
+  w.state = store::RunState::kFailed;
+  w.exit_code = 3;
+  engine_->OnWriterEnded(kRun, w, kNow + 2);
+  std::vector<store::AlertRecord> open = Alerts("open");
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].title, "writer w2 failed");
+  auto ev = json::Parse(open[0].evidence_json);
+  ASSERT_TRUE(ev.ok());
+  EXPECT_EQ(ev->at("exit_code").as_int64(), 3);
+}
+
+TEST_F(AlertEngineTest, HungWriterOpensOnATickAndResolvesWhenItAdvances) {
+  AddRule("hung", "hung", R"({"factor":3,"min_minutes":0.5})", "ERROR");
+  int64_t now = kNow;
+  for (int64_t step = 0; step < 10; ++step, now += 1000) {
+    Send("r0", Batch("loss", step, {1.0}), now);
+    Send("r1", Batch("loss", step, {1.0}), now);
+  }
+  engine_->Tick(now);
+  EXPECT_TRUE(Alerts().empty());
+  // r1 stops advancing (its agent still heartbeats); r0 goes on.
+  for (int64_t step = 10; step < 50; ++step, now += 1000) {
+    Send("r0", Batch("loss", step, {1.0}), now);
+    engine_->OnHeartbeat(kRun, "r1", now);
+    engine_->Tick(now);
+  }
+  std::vector<store::AlertRecord> open = Alerts("open");
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].writer_label, "r1");
+  EXPECT_EQ(open[0].title, "writer r1 hung");
+  EXPECT_EQ(open[0].level, "ERROR");
+  auto ev = json::Parse(open[0].evidence_json);
+  ASSERT_TRUE(ev.ok());
+  EXPECT_GE(ev->at("stalled_ms").as_int64(), 30'000);
+  EXPECT_EQ(ev->at("threshold_ms").as_int64(), 30'000);
+  EXPECT_EQ(ev->at("writers").as_array()[0].at("last_step").as_int64(), 9);
+  // It advances: the next tick resolves it.
+  Send("r1", Batch("loss", 50, {1.0}), now);
+  engine_->Tick(now);
+  EXPECT_TRUE(Alerts("open").empty());
+  EXPECT_EQ(Alerts("resolved").size(), 1u);
+}
+
+TEST_F(AlertEngineTest, StaleMetricOpensAndResolves) {
+  AddRule("eval stale", "stale_metric", R"({"key":"eval/*","minutes":1})");
+  Send("w", Batch("eval/acc", 0, {0.5}), kNow);
+  for (int64_t s = 1; s <= 70; ++s) {
+    Send("w", Batch("loss", s, {1.0}), kNow + s * 1000);
+    engine_->Tick(kNow + s * 1000);
+  }
+  std::vector<store::AlertRecord> open = Alerts("open");
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].title, "eval/acc has no new point");
+  Send("w", Batch("eval/acc", 71, {0.6}), kNow + 71'000);
+  engine_->Tick(kNow + 71'000);
+  EXPECT_TRUE(Alerts("open").empty());
+}
+
+}  // namespace
+}  // namespace cohort::alerts

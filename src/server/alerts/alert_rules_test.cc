@@ -1,0 +1,96 @@
+#include "server/alerts/alert_rules.h"
+
+#include <gtest/gtest.h>
+
+namespace cohort::alerts {
+namespace {
+
+namespace bj = boost::json;
+
+Status Check(std::string_view kind, std::string_view spec_json, RuleSpec* out = nullptr) {
+  RuleSpec scratch;
+  auto spec = json::Parse(spec_json);
+  EXPECT_TRUE(spec.ok());
+  return ParseRuleSpec(kind, spec->as_object(), out ? out : &scratch);
+}
+
+// The field a refusal names: the message's part before ": ".
+std::string FieldOf(const Status& s) {
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  return s.message().substr(0, s.message().find(": "));
+}
+
+TEST(AlertRules, GoodSpecsParse) {
+  RuleSpec r;
+  ASSERT_TRUE(
+      Check("metric_threshold", R"({"key":"eval/acc","op":"<","value":0.5,"after_step":1000})", &r)
+          .ok());
+  EXPECT_EQ(r.kind, RuleKind::kMetricThreshold);
+  EXPECT_EQ(r.op, ThresholdOp::kLt);
+  EXPECT_EQ(r.value, 0.5);
+  EXPECT_EQ(r.after_step, 1000);
+  ASSERT_TRUE(Check("writer_state", R"({})", &r).ok());
+  EXPECT_EQ(r.states, (std::vector<std::string>{"crashed", "failed", "preempted"}));
+  ASSERT_TRUE(Check("metric_nonfinite", R"({"key":"*"})", &r).ok());
+  ASSERT_TRUE(Check("stale_metric", R"({"key":"loss","minutes":5})", &r).ok());
+  EXPECT_EQ(r.minutes, 5);
+  ASSERT_TRUE(Check("hung", R"({"factor":3,"min_minutes":0})", &r).ok());
+  EXPECT_EQ(r.factor, 3);
+}
+
+TEST(AlertRules, BadSpecsNameTheField) {
+  EXPECT_EQ(FieldOf(Check("nope", "{}")), "kind");
+  EXPECT_EQ(FieldOf(Check("metric_threshold", R"({"key":"loss","op":"=","value":1})")), "spec.op");
+  EXPECT_EQ(FieldOf(Check("metric_threshold", R"({"key":"","op":">","value":1})")), "spec.key");
+  EXPECT_EQ(FieldOf(Check("metric_threshold", R"({"op":">","value":1})")), "spec.key");
+  EXPECT_EQ(FieldOf(Check("metric_threshold", R"({"key":"a[0]","op":">","value":1})")), "spec.key");
+  EXPECT_EQ(FieldOf(Check("metric_threshold", R"({"key":"loss","op":">"})")), "spec.value");
+  EXPECT_EQ(FieldOf(Check("metric_threshold", R"({"key":"l","op":">","value":1,"after_step":-1})")),
+            "spec.after_step");
+  EXPECT_EQ(FieldOf(Check("stale_metric", R"({"key":"loss","minutes":-5})")), "spec.minutes");
+  EXPECT_EQ(FieldOf(Check("stale_metric", R"({"key":"loss"})")), "spec.minutes");
+  EXPECT_EQ(FieldOf(Check("hung", R"({"min_minutes":-1})")), "spec.min_minutes");
+  EXPECT_EQ(FieldOf(Check("hung", R"({"factor":0})")), "spec.factor");
+  EXPECT_EQ(FieldOf(Check("writer_state", R"({"states":["asleep"]})")), "spec.states");
+  EXPECT_EQ(FieldOf(Check("writer_state", R"({"states":[]})")), "spec.states");
+  EXPECT_EQ(FieldOf(Check("metric_nonfinite", R"({"key":"*","extra":1})")), "spec.extra");
+}
+
+TEST(AlertRules, DefaultsAreValid) {
+  std::vector<store::AlertRule> d = DefaultRules();
+  ASSERT_EQ(d.size(), 2u);
+  for (const auto& r : d) {
+    EXPECT_TRUE(r.builtin);
+    EXPECT_TRUE(ParseStoredRule(r).ok()) << r.name;
+  }
+  EXPECT_EQ(d[0].kind, "writer_state");
+  EXPECT_EQ(d[0].level, "ERROR");
+  EXPECT_EQ(d[1].kind, "metric_nonfinite");
+}
+
+TEST(AlertRules, GlobMatch) {
+  EXPECT_TRUE(GlobMatch("*", "loss"));
+  EXPECT_TRUE(GlobMatch("*", "system/gpu.0.temp"));
+  EXPECT_TRUE(GlobMatch("loss", "loss"));
+  EXPECT_FALSE(GlobMatch("loss", "loss2"));
+  EXPECT_TRUE(GlobMatch("eval/*", "eval/acc"));
+  EXPECT_FALSE(GlobMatch("eval/*", "train/acc"));
+  EXPECT_TRUE(GlobMatch("*/acc", "eval/acc"));
+  EXPECT_TRUE(GlobMatch("l?ss", "loss"));
+  EXPECT_TRUE(GlobMatch("a*b*c", "a-x-b-y-c"));
+  EXPECT_FALSE(GlobMatch("a*b*c", "a-x-b-y"));
+  EXPECT_TRUE(GlobMatch("", ""));
+  EXPECT_FALSE(GlobMatch("", "x"));
+}
+
+TEST(AlertRules, Crosses) {
+  EXPECT_TRUE(Crosses(ThresholdOp::kGt, 11, 10));
+  EXPECT_FALSE(Crosses(ThresholdOp::kGt, 10, 10));
+  EXPECT_TRUE(Crosses(ThresholdOp::kGe, 10, 10));
+  EXPECT_TRUE(Crosses(ThresholdOp::kLt, 0.4, 0.5));
+  EXPECT_TRUE(Crosses(ThresholdOp::kLe, 0.5, 0.5));
+  EXPECT_FALSE(Crosses(ThresholdOp::kGt, std::nan(""), 10));
+}
+
+}  // namespace
+}  // namespace cohort::alerts

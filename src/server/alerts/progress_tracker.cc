@@ -1,0 +1,148 @@
+#include "server/alerts/progress_tracker.h"
+
+#include <algorithm>
+
+namespace cohort::alerts {
+
+namespace {
+constexpr double kSmoothing = 0.3;  // weight of the newest time per step
+}  // namespace
+
+std::string ProgressTracker::RunKey(const store::RunRef& ref) {
+  return ref.entity + '\x1f' + ref.project + '\x1f' + ref.run_id;
+}
+
+void ProgressTracker::OnBatch(const store::RunRef& ref, const std::string& label, int64_t max_step,
+                              const std::vector<std::string>& keys, int64_t now_ms) {
+  MutexLock lock(&mu_);
+  Run& run = runs_[RunKey(ref)];
+  if (run.writers.empty()) run.ref = ref;
+  auto [it, added] = run.writers.try_emplace(label);
+  if (added && ++writer_count_ > kMaxWriters) {  // forget everything rather than grow
+    runs_.clear();
+    writer_count_ = 0;
+    return;
+  }
+  Writer& w = it->second;
+  w.last_seen_ms = std::max(w.last_seen_ms, now_ms);
+  if (max_step > w.last_step) {
+    if (w.last_step >= 0 && w.last_advance_ms > 0 && now_ms > w.last_advance_ms) {
+      const double per_step = double(now_ms - w.last_advance_ms) / double(max_step - w.last_step);
+      w.step_ms = w.step_ms == 0 ? per_step : kSmoothing * per_step + (1 - kSmoothing) * w.step_ms;
+    }
+    w.last_step = max_step;
+    w.last_advance_ms = now_ms;
+  }
+  for (const std::string& k : keys) w.key_last_ms[k] = now_ms;
+}
+
+void ProgressTracker::OnHeartbeat(const store::RunRef& ref, const std::string& label,
+                                  int64_t now_ms) {
+  MutexLock lock(&mu_);
+  auto run = runs_.find(RunKey(ref));
+  if (run == runs_.end()) return;  // a writer that never sent a batch has no progress to watch
+  auto w = run->second.writers.find(label);
+  if (w != run->second.writers.end())
+    w->second.last_seen_ms = std::max(w->second.last_seen_ms, now_ms);
+}
+
+void ProgressTracker::Forget(const store::RunRef& ref, const std::string& label) {
+  MutexLock lock(&mu_);
+  auto run = runs_.find(RunKey(ref));
+  if (run == runs_.end()) return;
+  writer_count_ -= run->second.writers.erase(label);
+  if (run->second.writers.empty()) runs_.erase(run);
+}
+
+std::vector<std::pair<std::string, std::string>> ProgressTracker::Projects() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  MutexLock lock(&mu_);
+  for (const auto& [key, run] : runs_) out.emplace_back(run.ref.entity, run.ref.project);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+size_t ProgressTracker::writers() const {
+  MutexLock lock(&mu_);
+  return writer_count_;
+}
+
+std::vector<HungFinding> ProgressTracker::FindHung(
+    int64_t now_ms,
+    const std::function<std::optional<HungParams>(const store::RunRef&)>& params) const {
+  std::vector<HungFinding> out;
+  MutexLock lock(&mu_);
+  for (const auto& [key, run] : runs_) {
+    std::vector<double> step_times;
+    std::vector<std::pair<const std::string*, const Writer*>> live;
+    for (const auto& [label, w] : run.writers) {
+      if (w.last_step < 0 || now_ms - w.last_seen_ms > kAliveMs) continue;
+      live.emplace_back(&label, &w);
+      if (w.step_ms > 0) step_times.push_back(w.step_ms);
+    }
+    if (live.empty() || step_times.empty()) continue;  // no step time learnt yet
+    std::optional<HungParams> p = params(run.ref);
+    if (!p) continue;
+    std::nth_element(step_times.begin(), step_times.begin() + step_times.size() / 2,
+                     step_times.end());
+    const double step_time = step_times[step_times.size() / 2];
+    const int64_t threshold = std::max(int64_t(p->factor * step_time), p->min_ms);
+    auto view = [](const std::string& label, const Writer& w) {
+      return WriterProgressView{label, w.last_step, w.last_advance_ms, w.last_seen_ms};
+    };
+    int64_t newest_advance = 0, max_step = -1, min_step = INT64_MAX;
+    bool all_stalled = true;
+    for (const auto& [label, w] : live) {
+      newest_advance = std::max(newest_advance, w->last_advance_ms);
+      max_step = std::max(max_step, w->last_step);
+      min_step = std::min(min_step, w->last_step);
+      all_stalled = all_stalled && now_ms - w->last_advance_ms > threshold;
+    }
+    if (all_stalled) {
+      HungFinding f{.run = run.ref,
+                    .stalled_ms = now_ms - newest_advance,
+                    .threshold_ms = threshold,
+                    .step_time_ms = step_time};
+      for (const auto& [label, w] : live) {
+        f.writers.push_back(view(*label, *w));
+        if (min_step < max_step && w->last_step == min_step) f.suspects.push_back(*label);
+      }
+      out.push_back(std::move(f));
+      continue;
+    }
+    for (const auto& [label, w] : live) {
+      const int64_t stalled = now_ms - w->last_advance_ms;
+      if (stalled <= threshold || w->last_advance_ms >= newest_advance) continue;
+      out.push_back(HungFinding{.run = run.ref,
+                                .label = *label,
+                                .stalled_ms = stalled,
+                                .threshold_ms = threshold,
+                                .step_time_ms = step_time,
+                                .writers = {view(*label, *w)}});
+    }
+  }
+  return out;
+}
+
+std::vector<StaleFinding> ProgressTracker::FindStale(
+    int64_t now_ms,
+    const std::function<std::optional<int64_t>(const store::RunRef&, const std::string&)>& watch)
+    const {
+  std::vector<StaleFinding> out;
+  MutexLock lock(&mu_);
+  for (const auto& [key, run] : runs_) {
+    for (const auto& [label, w] : run.writers) {
+      if (now_ms - w.last_seen_ms > kAliveMs) continue;
+      for (const auto& [k, last_ms] : w.key_last_ms) {
+        std::optional<int64_t> limit = watch(run.ref, k);
+        if (limit && now_ms - last_ms > *limit) {
+          out.push_back(StaleFinding{run.ref, label, k, last_ms});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace cohort::alerts

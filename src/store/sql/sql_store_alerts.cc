@@ -1,0 +1,449 @@
+// SqlStore: alert rules, alerts and their events (the alert_rules, alert_rule_defaults, alerts
+// and alert_events tables, sql_schema.cc), written once for both engines.
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "store/sql/sql_store.h"
+
+namespace cohort::store {
+
+using sql::Conn;
+using sql::Params;
+using sql::Row;
+
+namespace {
+
+// pg_advisory_xact_lock key that orders alert event appends across servers ("cohort" 0a1e).
+constexpr int64_t kAlertEventLockKey = 0x636f686f72740a1e;
+
+constexpr const char* kAlertColumns =
+    "id, entity, project, run_id, writer_label, rule_id, source, condition_key, level, title, "
+    "text, evidence_json, state, opened_ms, resolved_ms, acked_ms, acked_by, last_seen_ms, count";
+constexpr const char* kRuleColumns =
+    "id, entity, project, name, kind, spec_json, level, enabled, builtin, created_ms, updated_ms";
+
+AlertRecord ReadAlert(const Row& row) {
+  AlertRecord a;
+  a.id = row.Int(0);
+  a.entity = row.Text(1);
+  a.project = row.Text(2);
+  a.run_id = row.Text(3);
+  a.writer_label = row.Text(4);
+  a.rule_id = row.OptInt(5);
+  a.source = row.Text(6);
+  a.condition_key = row.Text(7);
+  a.level = row.Text(8);
+  a.title = row.Text(9);
+  a.text = row.Text(10);
+  a.evidence_json = row.Text(11);
+  a.state = row.Text(12);
+  a.opened_ms = row.Int(13);
+  a.resolved_ms = row.OptInt(14);
+  a.acked_ms = row.OptInt(15);
+  if (!row.IsNull(16)) a.acked_by = row.Text(16);
+  a.last_seen_ms = row.Int(17);
+  a.count = row.Int(18);
+  return a;
+}
+
+AlertRule ReadRule(const Row& row) {
+  AlertRule r;
+  r.id = row.Int(0);
+  r.entity = row.Text(1);
+  r.project = row.Text(2);
+  r.name = row.Text(3);
+  r.kind = row.Text(4);
+  r.spec_json = row.Text(5);
+  r.level = row.Text(6);
+  r.enabled = row.Int(7) != 0;
+  r.builtin = row.Int(8) != 0;
+  r.created_ms = row.Int(9);
+  r.updated_ms = row.Int(10);
+  return r;
+}
+
+AlertEvent ReadEvent(const Row& row) {
+  return AlertEvent{.id = row.Int(0),
+                    .entity = row.Text(1),
+                    .project = row.Text(2),
+                    .alert_id = row.Int(3),
+                    .kind = row.Text(4),
+                    .created_ms = row.Int(5)};
+}
+
+bool IsLevel(const std::string& level) {
+  return level == "INFO" || level == "WARN" || level == "ERROR";
+}
+
+Status CheckRaise(const AlertRaise& r) {
+  if (r.entity.empty() || r.project.empty() || r.run_id.empty()) {
+    return Status::InvalidArgument("alert: entity, project and run must be set");
+  }
+  if (r.source != "rule" && r.source != "code") {
+    return Status::InvalidArgument("source: expected 'rule' or 'code', got '" + r.source + "'");
+  }
+  if (!IsLevel(r.level)) {
+    return Status::InvalidArgument("level: expected INFO, WARN or ERROR, got '" + r.level + "'");
+  }
+  if (r.condition_key.empty()) return Status::InvalidArgument("condition: must not be empty");
+  if (r.title.empty()) return Status::InvalidArgument("title: must not be empty");
+  return Status::Ok();
+}
+
+Status CheckRule(const AlertRule& r) {
+  if (r.name.empty()) return Status::InvalidArgument("name: must not be empty");
+  if (r.kind.empty()) return Status::InvalidArgument("kind: must not be empty");
+  if (!IsLevel(r.level)) {
+    return Status::InvalidArgument("level: expected INFO, WARN or ERROR, got '" + r.level + "'");
+  }
+  return Status::Ok();
+}
+
+Status AlertNotFound(const std::string& entity, const std::string& project, int64_t id) {
+  return Status::NotFound("alert " + std::to_string(id) + " not found in " + entity + "/" +
+                          project);
+}
+Status RuleNotFound(const std::string& entity, const std::string& project, int64_t id) {
+  return Status::NotFound("alert rule " + std::to_string(id) + " not found in " + entity + "/" +
+                          project);
+}
+Status RuleNameTaken(const AlertRule& r) {
+  return Status::AlreadyExists("name: the project has an alert rule named '" + r.name + "'");
+}
+
+const std::string& SelectOpen() {
+  static const std::string kSql =
+      std::string("SELECT ") + kAlertColumns +
+      " FROM alerts WHERE entity = $1 AND project = $2 AND run_id = $3 AND writer_label = $4 "
+      "AND condition_key = $5 AND state = 'open' FOR UPDATE";
+  return kSql;
+}
+
+Result<std::optional<AlertRecord>> LoadOpen(Conn& conn, const std::string& entity,
+                                            const std::string& project, const std::string& run_id,
+                                            const std::string& label, const std::string& key) {
+  COHORT_ASSIGN_OR_RETURN(
+      std::vector<AlertRecord> open,
+      sql::QueryAll<AlertRecord>(conn, SelectOpen(),
+                                 Params().Add(entity).Add(project).Add(run_id).Add(label).Add(key),
+                                 ReadAlert));
+  if (open.empty()) return std::optional<AlertRecord>();
+  return std::optional<AlertRecord>(std::move(open.front()));
+}
+
+// Bumps the open alert `a` with what `r` saw.
+Result<AlertRecord> Bump(Conn& conn, const AlertRecord& a, const AlertRaise& r) {
+  static const std::string kSql =
+      std::string(
+          "UPDATE alerts SET count = count + 1, last_seen_ms = greatest(last_seen_ms, $1), "
+          "evidence_json = $2 WHERE id = $3 RETURNING ") +
+      kAlertColumns;
+  return sql::QueryOne<AlertRecord>(conn, kSql,
+                                    Params().Add(r.now_ms).Add(r.evidence_json).Add(a.id),
+                                    ReadAlert, Status::Internal("alert vanished while bumped"));
+}
+
+}  // namespace
+
+Status SqlStore::AppendAlertEvent(Conn& conn, const std::string& entity, const std::string& project,
+                                  int64_t alert_id, const char* kind, int64_t now_ms) {
+  if (engine() == sql::Engine::kPostgres) {
+    // Held to commit: the next appender gets a higher id and commits after us.
+    COHORT_RETURN_IF_ERROR(
+        conn.Exec("SELECT pg_advisory_xact_lock($1)", Params().Add(kAlertEventLockKey)).status());
+  }
+  return conn
+      .Exec(
+          "INSERT INTO alert_events (entity, project, alert_id, kind, created_ms) "
+          "VALUES ($1, $2, $3, $4, $5)",
+          Params().Add(entity).Add(project).Add(alert_id).Add(kind).Add(now_ms))
+      .status();
+}
+
+Result<std::pair<AlertRecord, bool>> SqlStore::RaiseAlert(const AlertRaise& r) {
+  COHORT_RETURN_IF_ERROR(CheckRaise(r));
+  static const std::string kInsert =
+      std::string(
+          "INSERT INTO alerts (entity, project, run_id, writer_label, rule_id, source, "
+          "condition_key, level, title, text, evidence_json, state, opened_ms, last_seen_ms, "
+          "count) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'open', $12, $12, 1) "
+          "ON CONFLICT DO NOTHING RETURNING ") +
+      kAlertColumns;
+  using Out = std::pair<AlertRecord, bool>;
+  return RunFor<Out>(Access::kWrite, [&](Conn& conn) -> Result<Out> {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      COHORT_ASSIGN_OR_RETURN(
+          std::optional<AlertRecord> open,
+          LoadOpen(conn, r.entity, r.project, r.run_id, r.writer_label, r.condition_key));
+      if (open) {
+        COHORT_ASSIGN_OR_RETURN(AlertRecord bumped, Bump(conn, *open, r));
+        return Out(std::move(bumped), false);
+      }
+      COHORT_ASSIGN_OR_RETURN(
+          int64_t recent,
+          sql::QueryInt(conn,
+                        "SELECT count(*) FROM alerts WHERE entity = $1 AND project = $2 AND "
+                        "opened_ms > $3",
+                        Params().Add(r.entity).Add(r.project).Add(r.now_ms - 60'000)));
+      if (recent >= kMaxAlertsOpenedPerProjectPerMinute) {
+        return Status::ResourceExhausted("alerts: project " + r.entity + "/" + r.project +
+                                         " opened " + std::to_string(recent) +
+                                         " alerts in the last minute (the limit is " +
+                                         std::to_string(kMaxAlertsOpenedPerProjectPerMinute) + ")");
+      }
+      COHORT_ASSIGN_OR_RETURN(std::vector<AlertRecord> inserted,
+                              sql::QueryAll<AlertRecord>(conn, kInsert,
+                                                         Params()
+                                                             .Add(r.entity)
+                                                             .Add(r.project)
+                                                             .Add(r.run_id)
+                                                             .Add(r.writer_label)
+                                                             .Add(r.rule_id)
+                                                             .Add(r.source)
+                                                             .Add(r.condition_key)
+                                                             .Add(r.level)
+                                                             .Add(r.title)
+                                                             .Add(r.text)
+                                                             .Add(r.evidence_json)
+                                                             .Add(r.now_ms),
+                                                         ReadAlert));
+      if (!inserted.empty()) {
+        COHORT_RETURN_IF_ERROR(
+            AppendAlertEvent(conn, r.entity, r.project, inserted.front().id, "opened", r.now_ms));
+        return Out(std::move(inserted.front()), true);
+      }
+      // Another server opened it meanwhile (PostgreSQL): bump that one.
+    }
+    return Status::Unavailable("alert: the open alert changed concurrently, try again");
+  });
+}
+
+Result<bool> SqlStore::ResolveAlert(const std::string& entity, const std::string& project,
+                                    const std::string& run_id, const std::string& writer_label,
+                                    const std::string& condition_key, int64_t now_ms) {
+  return RunFor<bool>(Access::kWrite, [&](Conn& conn) -> Result<bool> {
+    COHORT_ASSIGN_OR_RETURN(
+        std::vector<AlertRecord> resolved,
+        sql::QueryAll<AlertRecord>(
+            conn,
+            std::string("UPDATE alerts SET state = 'resolved', resolved_ms = $6 WHERE entity = $1 "
+                        "AND project = $2 AND run_id = $3 AND writer_label = $4 AND "
+                        "condition_key = $5 AND state = 'open' RETURNING ") +
+                kAlertColumns,
+            Params()
+                .Add(entity)
+                .Add(project)
+                .Add(run_id)
+                .Add(writer_label)
+                .Add(condition_key)
+                .Add(now_ms),
+            ReadAlert));
+    for (const AlertRecord& a : resolved) {
+      COHORT_RETURN_IF_ERROR(AppendAlertEvent(conn, entity, project, a.id, "resolved", now_ms));
+    }
+    return !resolved.empty();
+  });
+}
+
+Result<int64_t> SqlStore::ResolveWriterAlerts(const std::string& entity, const std::string& project,
+                                              const std::string& run_id,
+                                              const std::string& writer_label,
+                                              const std::string& source, int64_t now_ms) {
+  return RunFor<int64_t>(Access::kWrite, [&](Conn& conn) -> Result<int64_t> {
+    COHORT_ASSIGN_OR_RETURN(
+        std::vector<AlertRecord> resolved,
+        sql::QueryAll<AlertRecord>(
+            conn,
+            std::string("UPDATE alerts SET state = 'resolved', resolved_ms = $6 WHERE entity = $1 "
+                        "AND project = $2 AND run_id = $3 AND writer_label = $4 AND "
+                        "source = $5 AND state = 'open' RETURNING ") +
+                kAlertColumns,
+            Params().Add(entity).Add(project).Add(run_id).Add(writer_label).Add(source).Add(now_ms),
+            ReadAlert));
+    for (const AlertRecord& a : resolved) {
+      COHORT_RETURN_IF_ERROR(AppendAlertEvent(conn, entity, project, a.id, "resolved", now_ms));
+    }
+    return int64_t(resolved.size());
+  });
+}
+
+Result<AlertRecord> SqlStore::GetAlert(const std::string& entity, const std::string& project,
+                                       int64_t id) {
+  static const std::string kSql = std::string("SELECT ") + kAlertColumns +
+                                  " FROM alerts WHERE id = $1 AND entity = $2 AND project = $3";
+  return RunFor<AlertRecord>(Access::kReadOne, [&](Conn& conn) {
+    return sql::QueryOne<AlertRecord>(conn, kSql, Params().Add(id).Add(entity).Add(project),
+                                      ReadAlert, AlertNotFound(entity, project, id));
+  });
+}
+
+Result<std::vector<AlertRecord>> SqlStore::ListAlerts(const AlertQuery& q) {
+  Params params;
+  std::string sql =
+      std::string("SELECT ") + kAlertColumns + " FROM alerts WHERE entity = $1 AND project = $2";
+  params.Add(q.entity).Add(q.project);
+  if (q.state) sql += " AND state = " + params.Add(*q.state).Last();
+  if (q.level) sql += " AND level = " + params.Add(*q.level).Last();
+  if (q.run_id) sql += " AND run_id = " + params.Add(*q.run_id).Last();
+  sql += " ORDER BY id DESC LIMIT " + params.Add(int64_t(q.limit > 0 ? q.limit : 100)).Last();
+  using Out = std::vector<AlertRecord>;
+  return RunFor<Out>(Access::kReadOneAny, [&](Conn& conn) {
+    return sql::QueryAll<AlertRecord>(conn, sql, params, ReadAlert, sql::Prepare::kOnce);
+  });
+}
+
+Result<AlertRecord> SqlStore::AckAlert(const std::string& entity, const std::string& project,
+                                       int64_t id, const std::string& by, int64_t now_ms) {
+  static const std::string kSql =
+      std::string(
+          "UPDATE alerts SET acked_ms = coalesce(acked_ms, $4), acked_by = coalesce(acked_by, "
+          "$5) WHERE id = $1 AND entity = $2 AND project = $3 RETURNING ") +
+      kAlertColumns;
+  return RunFor<AlertRecord>(Access::kWrite, [&](Conn& conn) {
+    return sql::QueryOne<AlertRecord>(conn, kSql,
+                                      Params().Add(id).Add(entity).Add(project).Add(now_ms).Add(by),
+                                      ReadAlert, AlertNotFound(entity, project, id));
+  });
+}
+
+Result<std::vector<AlertEvent>> SqlStore::ListAlertEvents(int64_t after_id, int limit) {
+  using Out = std::vector<AlertEvent>;
+  return RunFor<Out>(Access::kReadOne, [&](Conn& conn) {
+    return sql::QueryAll<AlertEvent>(
+        conn,
+        "SELECT id, entity, project, alert_id, kind, created_ms FROM alert_events "
+        "WHERE id > $1 ORDER BY id LIMIT $2",
+        Params().Add(after_id).Add(int64_t(limit > 0 ? limit : 100)), ReadEvent);
+  });
+}
+
+// ---- rules ----
+
+Result<AlertRule> SqlStore::CreateAlertRule(const AlertRule& rule) {
+  COHORT_RETURN_IF_ERROR(CheckRule(rule));
+  static const std::string kSql =
+      std::string(
+          "INSERT INTO alert_rules (entity, project, name, kind, spec_json, level, enabled, "
+          "builtin, created_ms, updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) "
+          "ON CONFLICT DO NOTHING RETURNING ") +
+      kRuleColumns;
+  const int64_t now = rule.created_ms > 0 ? rule.created_ms : NowMillis();
+  return RunFor<AlertRule>(Access::kWrite, [&](Conn& conn) {
+    return sql::QueryOne<AlertRule>(conn, kSql,
+                                    Params()
+                                        .Add(rule.entity)
+                                        .Add(rule.project)
+                                        .Add(rule.name)
+                                        .Add(rule.kind)
+                                        .Add(rule.spec_json)
+                                        .Add(rule.level)
+                                        .Add(rule.enabled)
+                                        .Add(rule.builtin)
+                                        .Add(now),
+                                    ReadRule, RuleNameTaken(rule));
+  });
+}
+
+Result<AlertRule> SqlStore::UpdateAlertRule(const AlertRule& rule) {
+  COHORT_RETURN_IF_ERROR(CheckRule(rule));
+  static const std::string kSql =
+      std::string(
+          "UPDATE alert_rules SET name = $1, kind = $2, spec_json = $3, level = $4, "
+          "enabled = $5, updated_ms = greatest(updated_ms, $6) "
+          "WHERE id = $7 AND entity = $8 AND project = $9 RETURNING ") +
+      kRuleColumns;
+  return RunFor<AlertRule>(Access::kWrite, [&](Conn& conn) -> Result<AlertRule> {
+    COHORT_ASSIGN_OR_RETURN(
+        int64_t clash,
+        sql::QueryInt(conn,
+                      "SELECT 1 FROM alert_rules WHERE entity = $1 AND project = $2 AND "
+                      "name = $3 AND id <> $4",
+                      Params().Add(rule.entity).Add(rule.project).Add(rule.name).Add(rule.id)));
+    if (clash != 0) return RuleNameTaken(rule);
+    Result<AlertRule> updated =
+        sql::QueryOne<AlertRule>(conn, kSql,
+                                 Params()
+                                     .Add(rule.name)
+                                     .Add(rule.kind)
+                                     .Add(rule.spec_json)
+                                     .Add(rule.level)
+                                     .Add(rule.enabled)
+                                     .Add(rule.updated_ms > 0 ? rule.updated_ms : NowMillis())
+                                     .Add(rule.id)
+                                     .Add(rule.entity)
+                                     .Add(rule.project),
+                                 ReadRule, RuleNotFound(rule.entity, rule.project, rule.id));
+    if (!updated.ok() && updated.status().code() == StatusCode::kAlreadyExists) {
+      return RuleNameTaken(rule);
+    }
+    return updated;
+  });
+}
+
+Status SqlStore::DeleteAlertRule(const std::string& entity, const std::string& project,
+                                 int64_t id) {
+  return Run(Access::kWrite, [&](Conn& conn) -> Status {
+    COHORT_ASSIGN_OR_RETURN(
+        int64_t deleted,
+        conn.Exec("DELETE FROM alert_rules WHERE id = $1 AND entity = $2 AND project = $3",
+                  Params().Add(id).Add(entity).Add(project)));
+    if (deleted == 0) return RuleNotFound(entity, project, id);
+    return Status::Ok();
+  });
+}
+
+Result<std::vector<AlertRule>> SqlStore::ListAlertRules(const std::string& entity,
+                                                        const std::string& project) {
+  static const std::string kSql = std::string("SELECT ") + kRuleColumns +
+                                  " FROM alert_rules WHERE entity = $1 AND project = $2 "
+                                  "ORDER BY id";
+  using Out = std::vector<AlertRule>;
+  return RunFor<Out>(Access::kReadOne, [&](Conn& conn) {
+    return sql::QueryAll<AlertRule>(conn, kSql, Params().Add(entity).Add(project), ReadRule);
+  });
+}
+
+Result<AlertRule> SqlStore::GetAlertRule(const std::string& entity, const std::string& project,
+                                         int64_t id) {
+  static const std::string kSql =
+      std::string("SELECT ") + kRuleColumns +
+      " FROM alert_rules WHERE id = $1 AND entity = $2 AND project = $3";
+  return RunFor<AlertRule>(Access::kReadOne, [&](Conn& conn) {
+    return sql::QueryOne<AlertRule>(conn, kSql, Params().Add(id).Add(entity).Add(project), ReadRule,
+                                    RuleNotFound(entity, project, id));
+  });
+}
+
+Result<bool> SqlStore::InstallDefaultAlertRules(const std::string& entity,
+                                                const std::string& project,
+                                                const std::vector<AlertRule>& defaults,
+                                                int64_t now_ms) {
+  for (const AlertRule& r : defaults) COHORT_RETURN_IF_ERROR(CheckRule(r));
+  return RunFor<bool>(Access::kWrite, [&](Conn& conn) -> Result<bool> {
+    COHORT_ASSIGN_OR_RETURN(
+        int64_t marked, conn.Exec("INSERT INTO alert_rule_defaults (entity, project, created_ms) "
+                                  "VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                                  Params().Add(entity).Add(project).Add(now_ms)));
+    if (marked == 0) return false;
+    for (const AlertRule& r : defaults) {
+      COHORT_RETURN_IF_ERROR(
+          conn.Exec("INSERT INTO alert_rules (entity, project, name, kind, spec_json, level, "
+                    "enabled, builtin, created_ms, updated_ms) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7, true, $8, $8) ON CONFLICT DO NOTHING",
+                    Params()
+                        .Add(entity)
+                        .Add(project)
+                        .Add(r.name)
+                        .Add(r.kind)
+                        .Add(r.spec_json)
+                        .Add(r.level)
+                        .Add(r.enabled)
+                        .Add(now_ms))
+              .status());
+    }
+    return true;
+  });
+}
+
+}  // namespace cohort::store

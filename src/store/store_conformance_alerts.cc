@@ -1,0 +1,268 @@
+// Conformance cases for alerts (AlertStore): one open alert per condition and writer (a repeat
+// bumps it), resolve and re-open with their events in order, acknowledgement, filters, the rate
+// limit per project, rules CRUD and the project's defaults created once.
+#include <set>
+#include <string>
+#include <vector>
+
+#include "store/store_conformance.h"
+
+namespace cohort::store {
+namespace {
+
+constexpr int64_t kT0 = 1'700'000'000'000;
+
+AlertRaise Raise(const std::string& run, const std::string& label, const std::string& key,
+                 int64_t now = kT0) {
+  return AlertRaise{.entity = "acme",
+                    .project = "vision",
+                    .run_id = run,
+                    .writer_label = label,
+                    .rule_id = std::nullopt,
+                    .source = "code",
+                    .condition_key = key,
+                    .level = "WARN",
+                    .title = "t:" + key,
+                    .text = "some text",
+                    .evidence_json = R"({"n":1})",
+                    .now_ms = now};
+}
+
+AlertRule Rule(const std::string& name, const std::string& kind = "metric_nonfinite") {
+  return AlertRule{.entity = "acme",
+                   .project = "vision",
+                   .name = name,
+                   .kind = kind,
+                   .spec_json = R"({"key":"*"})",
+                   .level = "WARN",
+                   .created_ms = kT0,
+                   .updated_ms = kT0};
+}
+
+}  // namespace
+
+TEST_P(StoreConformanceTest, AlertOpensOnceAndRepeatsBumpIt) {
+  COHORT_ASSERT_OK_AND_ASSIGN(auto first, store().RaiseAlert(Raise("r1", "rank0", "code:x")));
+  EXPECT_TRUE(first.second);
+  EXPECT_EQ(first.first.state, "open");
+  EXPECT_EQ(first.first.count, 1);
+  EXPECT_EQ(first.first.run_id, "r1");
+  EXPECT_EQ(first.first.writer_label, "rank0");
+  EXPECT_EQ(first.first.source, "code");
+  EXPECT_EQ(first.first.title, "t:code:x");
+  EXPECT_FALSE(first.first.rule_id.has_value());
+  EXPECT_FALSE(first.first.resolved_ms.has_value());
+
+  AlertRaise again = Raise("r1", "rank0", "code:x", kT0 + 500);
+  again.evidence_json = R"({"n":2})";
+  COHORT_ASSERT_OK_AND_ASSIGN(auto second, store().RaiseAlert(again));
+  EXPECT_FALSE(second.second);
+  EXPECT_EQ(second.first.id, first.first.id);
+  EXPECT_EQ(second.first.count, 2);
+  EXPECT_EQ(second.first.last_seen_ms, kT0 + 500);
+  EXPECT_EQ(second.first.opened_ms, kT0);
+  EXPECT_EQ(second.first.evidence_json, R"({"n":2})");
+
+  // Another writer, another key, another run: other alerts.
+  COHORT_ASSERT_OK_AND_ASSIGN(auto other, store().RaiseAlert(Raise("r1", "rank1", "code:x")));
+  EXPECT_TRUE(other.second);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto run_level, store().RaiseAlert(Raise("r1", "", "code:x")));
+  EXPECT_TRUE(run_level.second);
+  EXPECT_NE(run_level.first.id, first.first.id);
+
+  // One 'opened' event per opened alert, none for the bump, in id order.
+  COHORT_ASSERT_OK_AND_ASSIGN(std::vector<AlertEvent> events, store().ListAlertEvents(0, 100));
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].alert_id, first.first.id);
+  EXPECT_EQ(events[0].kind, "opened");
+  EXPECT_EQ(events[0].entity, "acme");
+  EXPECT_LT(events[0].id, events[1].id);
+  COHORT_ASSERT_OK_AND_ASSIGN(events, store().ListAlertEvents(events[1].id, 100));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].alert_id, run_level.first.id);
+}
+
+TEST_P(StoreConformanceTest, ResolvedAlertReopensAsANewAlert) {
+  COHORT_ASSERT_OK_AND_ASSIGN(auto opened, store().RaiseAlert(Raise("r1", "w", "nan:loss")));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      bool was_open, store().ResolveAlert("acme", "vision", "r1", "w", "nan:loss", kT0 + 9));
+  EXPECT_TRUE(was_open);
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      was_open, store().ResolveAlert("acme", "vision", "r1", "w", "nan:loss", kT0 + 10));
+  EXPECT_FALSE(was_open);  // nothing open any more
+  COHORT_ASSERT_OK_AND_ASSIGN(AlertRecord got, store().GetAlert("acme", "vision", opened.first.id));
+  EXPECT_EQ(got.state, "resolved");
+  EXPECT_EQ(got.resolved_ms, kT0 + 9);
+
+  COHORT_ASSERT_OK_AND_ASSIGN(auto reopened,
+                              store().RaiseAlert(Raise("r1", "w", "nan:loss", kT0 + 20)));
+  EXPECT_TRUE(reopened.second);
+  EXPECT_NE(reopened.first.id, opened.first.id);
+
+  COHORT_ASSERT_OK_AND_ASSIGN(std::vector<AlertEvent> events, store().ListAlertEvents(0, 10));
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].kind, "opened");
+  EXPECT_EQ(events[1].kind, "resolved");
+  EXPECT_EQ(events[1].alert_id, opened.first.id);
+  EXPECT_EQ(events[2].kind, "opened");
+  EXPECT_EQ(events[2].alert_id, reopened.first.id);
+
+  // ResolveWriterAlerts resolves the writer's open alerts of one source.
+  COHORT_ASSERT_OK(store().RaiseAlert(Raise("r1", "w", "code:other")).status());
+  AlertRaise rule = Raise("r1", "w", "rule:1");
+  rule.source = "rule";
+  rule.rule_id = 1;
+  COHORT_ASSERT_OK(store().RaiseAlert(rule).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      int64_t n, store().ResolveWriterAlerts("acme", "vision", "r1", "w", "code", kT0));
+  EXPECT_EQ(n, 2);
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      std::vector<AlertRecord> open,
+      store().ListAlerts(AlertQuery{.entity = "acme", .project = "vision", .state = "open"}));
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].condition_key, "rule:1");
+  EXPECT_EQ(open[0].rule_id, 1);
+}
+
+TEST_P(StoreConformanceTest, AlertsAreListedFilteredAndAcked) {
+  AlertRaise err = Raise("r1", "w", "a");
+  err.level = "ERROR";
+  COHORT_ASSERT_OK_AND_ASSIGN(auto a, store().RaiseAlert(err));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto b, store().RaiseAlert(Raise("r2", "w", "b")));
+  COHORT_ASSERT_OK(store().ResolveAlert("acme", "vision", "r2", "w", "b", kT0 + 1).status());
+  AlertRaise elsewhere = Raise("r1", "w", "a");
+  elsewhere.project = "other";
+  COHORT_ASSERT_OK(store().RaiseAlert(elsewhere).status());
+
+  AlertQuery q{.entity = "acme", .project = "vision"};
+  COHORT_ASSERT_OK_AND_ASSIGN(std::vector<AlertRecord> all, store().ListAlerts(q));
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].id, b.first.id);  // newest first
+  q.state = "open";
+  COHORT_ASSERT_OK_AND_ASSIGN(std::vector<AlertRecord> open, store().ListAlerts(q));
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].id, a.first.id);
+  q = AlertQuery{.entity = "acme", .project = "vision", .level = "WARN"};
+  COHORT_ASSERT_OK_AND_ASSIGN(std::vector<AlertRecord> warn, store().ListAlerts(q));
+  ASSERT_EQ(warn.size(), 1u);
+  EXPECT_EQ(warn[0].id, b.first.id);
+  q = AlertQuery{.entity = "acme", .project = "vision", .run_id = "r1"};
+  COHORT_ASSERT_OK_AND_ASSIGN(std::vector<AlertRecord> r1, store().ListAlerts(q));
+  ASSERT_EQ(r1.size(), 1u);
+  q = AlertQuery{.entity = "acme", .project = "vision", .limit = 1};
+  COHORT_ASSERT_OK_AND_ASSIGN(std::vector<AlertRecord> one, store().ListAlerts(q));
+  EXPECT_EQ(one.size(), 1u);
+
+  COHORT_ASSERT_OK_AND_ASSIGN(AlertRecord acked,
+                              store().AckAlert("acme", "vision", a.first.id, "alice", kT0 + 5));
+  EXPECT_EQ(acked.acked_ms, kT0 + 5);
+  EXPECT_EQ(acked.acked_by, "alice");
+  COHORT_ASSERT_OK_AND_ASSIGN(acked,
+                              store().AckAlert("acme", "vision", a.first.id, "bob", kT0 + 9));
+  EXPECT_EQ(acked.acked_by, "alice");  // the first ack stays
+  EXPECT_EQ(store().AckAlert("acme", "other", a.first.id, "x", kT0).status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(store().GetAlert("acme", "vision", 999999).status().code(), StatusCode::kNotFound);
+  Reopen();  // alerts live in the store
+  COHORT_ASSERT_OK_AND_ASSIGN(AlertRecord got, store().GetAlert("acme", "vision", a.first.id));
+  EXPECT_EQ(got.acked_by, "alice");
+  EXPECT_EQ(got.level, "ERROR");
+  EXPECT_EQ(got.evidence_json, R"({"n":1})");
+}
+
+TEST_P(StoreConformanceTest, AlertRaiseIsCheckedAndRateLimitedPerProject) {
+  AlertRaise bad = Raise("r1", "w", "a");
+  bad.level = "LOUD";
+  EXPECT_EQ(store().RaiseAlert(bad).status().code(), StatusCode::kInvalidArgument);
+  bad = Raise("r1", "w", "a");
+  bad.source = "gossip";
+  EXPECT_EQ(store().RaiseAlert(bad).status().code(), StatusCode::kInvalidArgument);
+
+  for (int64_t i = 0; i < kMaxAlertsOpenedPerProjectPerMinute; ++i) {
+    COHORT_ASSERT_OK(
+        store().RaiseAlert(Raise("r1", "w", "k" + std::to_string(i), kT0 + i)).status());
+  }
+  Result<std::pair<AlertRecord, bool>> over =
+      store().RaiseAlert(Raise("r1", "w", "over", kT0 + 100));
+  EXPECT_EQ(over.status().code(), StatusCode::kResourceExhausted);
+  // An open one is still bumped; another project is not limited; a minute later it opens again.
+  COHORT_ASSERT_OK_AND_ASSIGN(auto bumped, store().RaiseAlert(Raise("r1", "w", "k0", kT0 + 200)));
+  EXPECT_FALSE(bumped.second);
+  AlertRaise other = Raise("r1", "w", "over", kT0 + 100);
+  other.project = "other";
+  COHORT_ASSERT_OK(store().RaiseAlert(other).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto later,
+                              store().RaiseAlert(Raise("r1", "w", "over", kT0 + 61'000 + 100)));
+  EXPECT_TRUE(later.second);
+  COHORT_ASSERT_OK_AND_ASSIGN(std::vector<AlertEvent> events, store().ListAlertEvents(0, 1000));
+  EXPECT_EQ(int64_t(events.size()), kMaxAlertsOpenedPerProjectPerMinute + 2);
+}
+
+TEST_P(StoreConformanceTest, AlertRulesCrud) {
+  COHORT_ASSERT_OK_AND_ASSIGN(AlertRule a, store().CreateAlertRule(Rule("nan")));
+  EXPECT_GT(a.id, 0);
+  EXPECT_EQ(a.kind, "metric_nonfinite");
+  EXPECT_TRUE(a.enabled);
+  EXPECT_FALSE(a.builtin);
+  EXPECT_EQ(store().CreateAlertRule(Rule("nan")).status().code(), StatusCode::kAlreadyExists);
+  AlertRule t = Rule("loss high", "metric_threshold");
+  t.spec_json = R"({"key":"loss","op":">","value":10})";
+  t.level = "ERROR";
+  COHORT_ASSERT_OK_AND_ASSIGN(AlertRule b, store().CreateAlertRule(t));
+
+  b.name = "loss very high";
+  b.enabled = false;
+  b.spec_json = R"({"key":"loss","op":">","value":100})";
+  b.updated_ms = kT0 + 1;
+  COHORT_ASSERT_OK_AND_ASSIGN(AlertRule updated, store().UpdateAlertRule(b));
+  EXPECT_EQ(updated.name, "loss very high");
+  EXPECT_FALSE(updated.enabled);
+  EXPECT_EQ(updated.level, "ERROR");
+  EXPECT_EQ(updated.updated_ms, kT0 + 1);
+  b.name = "nan";  // taken
+  EXPECT_EQ(store().UpdateAlertRule(b).status().code(), StatusCode::kAlreadyExists);
+  AlertRule missing = Rule("x");
+  missing.id = 424242;
+  EXPECT_EQ(store().UpdateAlertRule(missing).status().code(), StatusCode::kNotFound);
+  AlertRule bad = Rule("bad");
+  bad.level = "LOUD";
+  EXPECT_EQ(store().CreateAlertRule(bad).status().code(), StatusCode::kInvalidArgument);
+
+  COHORT_ASSERT_OK_AND_ASSIGN(std::vector<AlertRule> rules,
+                              store().ListAlertRules("acme", "vision"));
+  ASSERT_EQ(rules.size(), 2u);
+  EXPECT_EQ(rules[1].spec_json, R"({"key":"loss","op":">","value":100})");
+  COHORT_ASSERT_OK_AND_ASSIGN(AlertRule got, store().GetAlertRule("acme", "vision", a.id));
+  EXPECT_EQ(got.name, "nan");
+  EXPECT_EQ(store().GetAlertRule("acme", "other", a.id).status().code(), StatusCode::kNotFound);
+  COHORT_ASSERT_OK(store().DeleteAlertRule("acme", "vision", a.id));
+  EXPECT_EQ(store().DeleteAlertRule("acme", "vision", a.id).code(), StatusCode::kNotFound);
+  COHORT_ASSERT_OK_AND_ASSIGN(rules, store().ListAlertRules("acme", "vision"));
+  EXPECT_EQ(rules.size(), 1u);
+}
+
+TEST_P(StoreConformanceTest, DefaultAlertRulesAreCreatedOncePerProject) {
+  AlertRule d1 = Rule("writer crashed", "writer_state");
+  d1.builtin = true;
+  AlertRule d2 = Rule("nonfinite");
+  d2.builtin = true;
+  COHORT_ASSERT_OK_AND_ASSIGN(bool created,
+                              store().InstallDefaultAlertRules("acme", "vision", {d1, d2}, kT0));
+  EXPECT_TRUE(created);
+  COHORT_ASSERT_OK_AND_ASSIGN(std::vector<AlertRule> rules,
+                              store().ListAlertRules("acme", "vision"));
+  ASSERT_EQ(rules.size(), 2u);
+  EXPECT_TRUE(rules[0].builtin);
+  // A deleted default stays deleted.
+  COHORT_ASSERT_OK(store().DeleteAlertRule("acme", "vision", rules[0].id));
+  COHORT_ASSERT_OK_AND_ASSIGN(created,
+                              store().InstallDefaultAlertRules("acme", "vision", {d1, d2}, kT0));
+  EXPECT_FALSE(created);
+  COHORT_ASSERT_OK_AND_ASSIGN(rules, store().ListAlertRules("acme", "vision"));
+  EXPECT_EQ(rules.size(), 1u);
+  COHORT_ASSERT_OK_AND_ASSIGN(created,
+                              store().InstallDefaultAlertRules("acme", "other", {d1, d2}, kT0));
+  EXPECT_TRUE(created);
+}
+
+}  // namespace cohort::store
