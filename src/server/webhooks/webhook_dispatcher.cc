@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 
@@ -165,7 +166,9 @@ Result<int64_t> WebhookDispatcher::SendDue(int64_t now_ms) {
       Result<WebhookResponse> r = poster_->Post(
           w->url, body, PayloadHeaders(w->format, d.event_kind, d.id, w->secret, body));
       const bool last = d.attempts + 1 >= options_.retry.max_attempts;
-      auto retry_at = [&] { return NowMillis() + RetryDelayMs(options_.retry, d.attempts + 1); };
+      // From the end of the call (a pass's `now_ms` may be in the future in tests).
+      const int64_t done = std::max(now_ms, NowMillis());
+      auto retry_at = [&] { return done + RetryDelayMs(options_.retry, d.attempts + 1); };
       if (!r.ok()) {
         attempt.error = r.status().message();
         if (!last) attempt.retry_at_ms = retry_at();
@@ -178,7 +181,7 @@ Result<int64_t> WebhookDispatcher::SendDue(int64_t now_ms) {
         }
       }
     }
-    attempt.now_ms = NowMillis();
+    attempt.now_ms = std::max(now_ms, NowMillis());
     COHORT_ASSIGN_OR_RETURN(bool recorded, store_->FinishDelivery(d.id, options_.owner, attempt));
     if (!recorded) {
       std::fprintf(stderr,
