@@ -423,6 +423,7 @@ void ServerApp::Stop() {
   cv_.SignalAll();
   if (http_) http_->Stop();
   if (sweeper_.joinable()) sweeper_.join();
+  if (webhook_poster_) webhook_poster_->Abort();  // a call in flight ends now
   if (webhooks_) webhooks_->Stop();
   if (heartbeats_) heartbeats_->Stop();  // writes what is pending
 }

@@ -25,12 +25,17 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
   return size * n;  // read (and drop) the rest
 }
 
+int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<std::atomic<bool>*>(user)->load() ? 1 : 0;
+}
+
 }  // namespace
 
 CurlWebhookPoster::CurlWebhookPoster(Options options) : options_(options) { GlobalInitOnce(); }
 
 Result<WebhookResponse> CurlWebhookPoster::Post(const std::string& url, const std::string& body,
                                                 const std::vector<std::string>& headers) {
+  if (aborted_.load()) return Status::Unavailable("webhook: the server is shutting down");
   CURL* c = curl_easy_init();
   if (c == nullptr) return Status::Internal("webhook: curl_easy_init failed");
   struct curl_slist* list = nullptr;
@@ -57,6 +62,9 @@ Result<WebhookResponse> CurlWebhookPoster::Post(const std::string& url, const st
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, OnBody);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &response.body);
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, OnProgress);
+  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &aborted_);
   curl_easy_setopt(c, CURLOPT_POST, 1L);
   curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
   curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.size()));

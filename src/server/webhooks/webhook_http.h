@@ -7,6 +7,7 @@
 // pure.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -42,9 +43,12 @@ class CurlWebhookPoster : public WebhookPoster {
   CurlWebhookPoster() : CurlWebhookPoster(Options{}) {}
   Result<WebhookResponse> Post(const std::string& url, const std::string& body,
                                const std::vector<std::string>& headers) override;
+  // Makes the calls in flight, and later ones, fail at once with kUnavailable (shutdown).
+  void Abort() { aborted_.store(true); }
 
  private:
   Options options_;
+  std::atomic<bool> aborted_{false};
 };
 
 // Retries: the n-th failed attempt (n >= 1) is tried again after
