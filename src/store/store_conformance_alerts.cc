@@ -1,8 +1,10 @@
 // Conformance cases for alerts (AlertStore): one open alert per condition and writer (a repeat
 // bumps it), resolve and re-open with their events in order, acknowledgement, filters, the rate
 // limit per project, rules CRUD and the project's defaults created once.
+#include <atomic>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "store/store_conformance.h"
@@ -263,6 +265,32 @@ TEST_P(StoreConformanceTest, DefaultAlertRulesAreCreatedOncePerProject) {
   COHORT_ASSERT_OK_AND_ASSIGN(created,
                               store().InstallDefaultAlertRules("acme", "other", {d1, d2}, kT0));
   EXPECT_TRUE(created);
+}
+
+TEST_P(StoreConformanceTest, ConcurrentRaisesOfOneConditionOpenOneAlert) {
+  constexpr int kCallers = 8;
+  std::atomic<int> opened{0}, failed{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kCallers; ++i) {
+    threads.emplace_back([&, i] {
+      auto r = store().RaiseAlert(Raise("r1", "w", "race", kT0 + i));
+      if (!r.ok()) {
+        ++failed;
+      } else if (r->second) {
+        ++opened;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(opened.load(), 1);
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      std::vector<AlertRecord> all,
+      store().ListAlerts(AlertQuery{.entity = "acme", .project = "vision"}));
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].count, kCallers);
+  COHORT_ASSERT_OK_AND_ASSIGN(std::vector<AlertEvent> events, store().ListAlertEvents(0, 100));
+  EXPECT_EQ(events.size(), 1u);
 }
 
 }  // namespace cohort::store

@@ -75,6 +75,17 @@ SCOPED = {
     ("PUT", "/api/v1/artifacts/{entity}/{project}/{name}/aliases/{alias}"): {"version": "v0"},
     ("DELETE", "/api/v1/artifacts/{entity}/{project}/{name}/aliases/{alias}"): None,
     ("GET", "/api/v1/runs/{entity}/{project}/{run}/artifacts"): None,
+    ("POST", "/api/v1/runs/{entity}/{project}/{run}/writers/{label}/alerts"): {"title": "evil"},
+    ("GET", "/api/v1/alerts/{entity}/{project}"): None,
+    ("GET", "/api/v1/alerts/{entity}/{project}/{id}"): None,
+    ("POST", "/api/v1/alerts/{entity}/{project}/{id}/ack"): {},
+    ("GET", "/api/v1/alert-rules/{entity}/{project}"): None,
+    ("POST", "/api/v1/alert-rules/{entity}/{project}"): {
+        "name": "evil", "kind": "metric_nonfinite", "spec": {"key": "*"}},
+    ("GET", "/api/v1/alert-rules/{entity}/{project}/{id}"): None,
+    ("PUT", "/api/v1/alert-rules/{entity}/{project}/{id}"): {
+        "name": "evil", "kind": "metric_nonfinite", "spec": {"key": "*"}, "enabled": False},
+    ("DELETE", "/api/v1/alert-rules/{entity}/{project}/{id}"): None,
 }
 
 # Query parameters a probe needs so that the route gets past parameter checks to its data.
@@ -156,6 +167,8 @@ class Victim:
                                  "files": [{"path": "w.pt", "sha256": self.sha, "size": 7}]}, 201)
         self.call("POST", f"{arts}/v0/use", {"run": self.run}, 200)
         self.key_id = self.get("/api/v1/keys")["keys"][0]["id"]
+        # An alert raised by code, and the project's alert rules (its defaults).
+        self.call("POST", f"{base}/{self.run}/writers/w/alerts", {"title": "secret"}, 200)
         self.snapshot = self.state()
 
     def call(self, method, path, body, expect):
@@ -187,6 +200,10 @@ class Victim:
             "blob": self.get(f"/api/v1/blobs/{self.entity}/{self.sha}?size=7"),
             "blob_bytes": http(f"{self.url}/api/v1/artifacts/{self.entity}/proj/model/v0/files/"
                                "w.pt", key=self.key)[:2],
+            "alerts": [(a["id"], a["title"], a["state"], a["acked_by"]) for a in
+                       self.get(f"/api/v1/alerts/{self.entity}/proj")["alerts"]],
+            "alert_rules": [(r["id"], r["name"], r["enabled"]) for r in
+                            self.get(f"/api/v1/alert-rules/{self.entity}/proj")["rules"]],
         }
 
 

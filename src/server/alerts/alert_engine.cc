@@ -93,8 +93,17 @@ Result<std::shared_ptr<const ProjectRules>> AlertEngine::Rules(const std::string
     auto it = rules_.find({entity, project});
     if (it != rules_.end() && now_ms - it->second.loaded_ms < kRulesTtlMs) return it->second.rules;
   }
-  COHORT_RETURN_IF_ERROR(
-      store_->InstallDefaultAlertRules(entity, project, DefaultRules(), now_ms).status());
+  bool install = false;  // the project's defaults, once per project and process
+  {
+    MutexLock lock(&mu_);
+    install = !defaults_installed_.count({entity, project});
+  }
+  if (install) {
+    COHORT_RETURN_IF_ERROR(
+        store_->InstallDefaultAlertRules(entity, project, DefaultRules(), now_ms).status());
+    MutexLock lock(&mu_);
+    defaults_installed_.insert({entity, project});
+  }
   COHORT_ASSIGN_OR_RETURN(std::vector<store::AlertRule> stored,
                           store_->ListAlertRules(entity, project));
   std::vector<RuleSpec> specs;
@@ -280,11 +289,21 @@ void AlertEngine::OnBatch(const store::RunRef& ref, const std::string& label,
   }
   if (verdicts.empty()) return;
   if (Status s = EnsureLoaded(ref, label); !s.ok()) return Failed("reading open alerts", s);
+  // The common case, every value fine and nothing open for the writer, needs no more work.
+  const std::string wk = WriterKey(ref, label);
+  bool any_open = false;
+  {
+    MutexLock lock(&mu_);
+    auto w = writers_.find(wk);
+    if (w != writers_.end()) {
+      for (const auto& [cond, c] : w->second.by_key) any_open = any_open || c.open;
+    }
+  }
   for (const Verdict& v : verdicts) {
     bool act = v.bad;
-    if (!act) {  // only a condition open now needs a store call
+    if (!act && any_open) {  // only a condition open now needs a store call
       MutexLock lock(&mu_);
-      auto w = writers_.find(WriterKey(ref, label));
+      auto w = writers_.find(wk);
       if (w != writers_.end()) {
         auto c = w->second.by_key.find(RuleConditionKey(*v.rule, v.key));
         act = c != w->second.by_key.end() && c->second.open;

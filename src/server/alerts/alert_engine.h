@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -118,6 +119,7 @@ class AlertEngine {
     int64_t loaded_ms = 0;
   };
   std::map<std::pair<std::string, std::string>, CachedRules> rules_ COHORT_GUARDED_BY(mu_);
+  std::set<std::pair<std::string, std::string>> defaults_installed_ COHORT_GUARDED_BY(mu_);
   std::unordered_map<std::string, WriterConditions> writers_ COHORT_GUARDED_BY(mu_);
   int64_t errors_ COHORT_GUARDED_BY(mu_) = 0;
   int64_t rate_limited_ COHORT_GUARDED_BY(mu_) = 0;
