@@ -127,8 +127,8 @@ TEST_P(StoreConformanceTest, DeliveriesAreEnqueuedOnceAndTheCursorOnlyMovesUp) {
 
 TEST_P(StoreConformanceTest, ClaimedDeliveriesAreSentByTheirOwnerAndRetried) {
   COHORT_ASSERT_OK_AND_ASSIGN(WebhookRecord a, store().CreateWebhook(Hook("a")));
-  COHORT_ASSERT_OK(store().EnqueueDeliveries({Intent(a.id, 1), Intent(a.id, 2, kNow + 50)}, 2)
-                       .status());
+  COHORT_ASSERT_OK(
+      store().EnqueueDeliveries({Intent(a.id, 1), Intent(a.id, 2, kNow + 50)}, 2).status());
   COHORT_ASSERT_OK_AND_ASSIGN(auto mine, store().ClaimDeliveries("s1", kNow, 1000, 10));
   ASSERT_EQ(mine.size(), 1u);  // event 2 is not due yet
   EXPECT_EQ(mine[0].event_id, 1);
@@ -155,10 +155,10 @@ TEST_P(StoreConformanceTest, ClaimedDeliveriesAreSentByTheirOwnerAndRetried) {
   ASSERT_EQ(expired.size(), 1u);
   EXPECT_EQ(expired[0].event_id, 2);
   COHORT_ASSERT_OK_AND_ASSIGN(
-      ok, store().FinishDelivery(expired[0].id, "s1",
-                                 DeliveryAttempt{.delivered = false,
-                                                 .error = "connection refused",
-                                                 .now_ms = kNow + 4999}));
+      ok, store().FinishDelivery(
+              expired[0].id, "s1",
+              DeliveryAttempt{
+                  .delivered = false, .error = "connection refused", .now_ms = kNow + 4999}));
   EXPECT_TRUE(ok);
   COHORT_ASSERT_OK_AND_ASSIGN(auto again, store().ClaimDeliveries("s1", kNow + 5000, 1000, 10));
   ASSERT_EQ(again.size(), 1u);
@@ -167,9 +167,9 @@ TEST_P(StoreConformanceTest, ClaimedDeliveriesAreSentByTheirOwnerAndRetried) {
   EXPECT_EQ(again[0].last_status, 503);
   EXPECT_EQ(again[0].last_error, "HTTP 503");
   COHORT_ASSERT_OK_AND_ASSIGN(
-      ok, store().FinishDelivery(again[0].id, "s1",
-                                 DeliveryAttempt{.delivered = true, .status = 200,
-                                                 .now_ms = kNow + 5100}));
+      ok, store().FinishDelivery(
+              again[0].id, "s1",
+              DeliveryAttempt{.delivered = true, .status = 200, .now_ms = kNow + 5100}));
   EXPECT_TRUE(ok);
   // Finished once: a second finish (a late duplicate) changes nothing.
   COHORT_ASSERT_OK_AND_ASSIGN(ok, store().FinishDelivery(again[0].id, "s1", fail));

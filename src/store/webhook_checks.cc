@@ -46,8 +46,8 @@ Status ValidateWebhook(const WebhookRecord& w) {
   if (w.entity.empty()) return Status::InvalidArgument("entity: must not be empty");
   if (w.project.empty()) return Status::InvalidArgument("project: must not be empty");
   if (w.name.empty() || w.name.size() > kMaxWebhookNameBytes) {
-    return Status::InvalidArgument("name: must have 1 to " +
-                                   std::to_string(kMaxWebhookNameBytes) + " bytes");
+    return Status::InvalidArgument("name: must have 1 to " + std::to_string(kMaxWebhookNameBytes) +
+                                   " bytes");
   }
   COHORT_RETURN_IF_ERROR(ValidateWebhookUrl(w.url));
   if (!IsWebhookFormat(w.format)) {
@@ -57,8 +57,8 @@ Status ValidateWebhook(const WebhookRecord& w) {
     return Status::InvalidArgument("min_level: must be \"INFO\", \"WARN\" or \"ERROR\"");
   }
   if (w.secret.size() > kMaxWebhookSecretBytes) {
-    return Status::InvalidArgument("secret: longer than " +
-                                   std::to_string(kMaxWebhookSecretBytes) + " bytes");
+    return Status::InvalidArgument("secret: longer than " + std::to_string(kMaxWebhookSecretBytes) +
+                                   " bytes");
   }
   return Status::Ok();
 }

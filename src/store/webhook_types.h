@@ -55,9 +55,9 @@ struct DeliveryRecord {
 
 // The outcome of one attempt, recorded by FinishDelivery.
 struct DeliveryAttempt {
-  bool delivered = false;              // a 2xx answer
-  std::optional<int64_t> status;       // the HTTP status when an answer came
-  std::string error;                   // why it failed ("" when delivered)
+  bool delivered = false;         // a 2xx answer
+  std::optional<int64_t> status;  // the HTTP status when an answer came
+  std::string error;              // why it failed ("" when delivered)
   int64_t now_ms = 0;
   // When not delivered: the next attempt's time, or nullopt to give up (state 'failed').
   std::optional<int64_t> retry_at_ms;

@@ -193,8 +193,7 @@ Result<int64_t> WebhookDispatcher::SendDue(int64_t now_ms) {
   return int64_t(due.size());
 }
 
-Result<WebhookResponse> WebhookDispatcher::SendTest(const store::WebhookRecord& w,
-                                                    int64_t now_ms) {
+Result<WebhookResponse> WebhookDispatcher::SendTest(const store::WebhookRecord& w, int64_t now_ms) {
   const bj::object json = TestAlert(w.entity, w.project, now_ms);
   const std::string body = FormatPayload(w.format, "test", json, RunUrl(BaseUrl(), json));
   return poster_->Post(w.url, body, PayloadHeaders(w.format, "test", 0, w.secret, body));

@@ -23,14 +23,13 @@
 // Threading: Start/Stop from one thread; RunOnce and SendTest are thread-safe.
 #pragma once
 
+#include <boost/json.hpp>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
-
-#include <boost/json.hpp>
 
 #include "cohort/status.h"
 #include "core/mutex.h"

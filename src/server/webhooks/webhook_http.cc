@@ -18,9 +18,8 @@ void GlobalInitOnce() {
 
 size_t OnBody(char* data, size_t size, size_t n, void* user) {
   auto* out = static_cast<std::string*>(user);
-  const size_t room = CurlWebhookPoster::kMaxResponseBytes - std::min(
-                                                                  out->size(),
-                                                                  CurlWebhookPoster::kMaxResponseBytes);
+  const size_t room = CurlWebhookPoster::kMaxResponseBytes -
+                      std::min(out->size(), CurlWebhookPoster::kMaxResponseBytes);
   out->append(data, std::min(room, size * n));
   return size * n;  // read (and drop) the rest
 }

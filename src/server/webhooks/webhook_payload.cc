@@ -98,8 +98,8 @@ std::string RunUrl(std::string_view base_url, const bj::object& alert) {
   if (base_url.empty()) return "";
   std::string base(base_url);
   while (!base.empty() && base.back() == '/') base.pop_back();
-  std::string url = base + "/?p=" + UrlEncode(Str(alert, "entity")) + "%2F" +
-                    UrlEncode(Str(alert, "project"));
+  std::string url =
+      base + "/?p=" + UrlEncode(Str(alert, "entity")) + "%2F" + UrlEncode(Str(alert, "project"));
   if (std::string run = Str(alert, "run"); !run.empty()) url += "&run=" + UrlEncode(run);
   return url;
 }
@@ -128,8 +128,8 @@ std::string SlackPayload(std::string_view event, const bj::object& alert,
   std::string context = SlackEscape(Where(alert));
   if (!run_url.empty()) context += " \xC2\xB7 <" + std::string(run_url) + "|open the run>";
   bj::array blocks;
-  blocks.push_back(bj::object{{"type", "section"},
-                              {"text", bj::object{{"type", "mrkdwn"}, {"text", section}}}});
+  blocks.push_back(
+      bj::object{{"type", "section"}, {"text", bj::object{{"type", "mrkdwn"}, {"text", section}}}});
   blocks.push_back(bj::object{
       {"type", "context"},
       {"elements", bj::array{bj::object{{"type", "mrkdwn"}, {"text", Clip(context, 1900)}}}}});
@@ -152,8 +152,7 @@ std::string DiscordPayload(std::string_view event, const bj::object& alert,
   bj::array fields;
   auto field = [&](const char* name, std::string value) {
     if (!value.empty()) {
-      fields.push_back(
-          bj::object{{"name", name}, {"value", Clip(value, 1000)}, {"inline", true}});
+      fields.push_back(bj::object{{"name", name}, {"value", Clip(value, 1000)}, {"inline", true}});
     }
   };
   field("Project", Str(alert, "entity") + "/" + Str(alert, "project"));
@@ -168,8 +167,8 @@ std::string DiscordPayload(std::string_view event, const bj::object& alert,
   return bj::serialize(o);
 }
 
-std::string FormatPayload(std::string_view format, std::string_view event,
-                          const bj::object& alert, std::string_view run_url) {
+std::string FormatPayload(std::string_view format, std::string_view event, const bj::object& alert,
+                          std::string_view run_url) {
   if (format == "slack") return SlackPayload(event, alert, run_url);
   if (format == "discord") return DiscordPayload(event, alert, run_url);
   return GenericPayload(event, alert, run_url);

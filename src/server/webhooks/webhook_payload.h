@@ -4,12 +4,11 @@
 // the HMAC-SHA256 signature of generic payloads. Pure functions; thread-safe.
 #pragma once
 
+#include <boost/json.hpp>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <boost/json.hpp>
 
 namespace cohort::server::webhooks {
 

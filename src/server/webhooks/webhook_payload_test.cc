@@ -10,13 +10,25 @@ namespace {
 namespace bj = boost::json;
 
 bj::object Alert() {
-  return bj::object{{"id", 7},           {"entity", "acme"},       {"project", "vision net"},
-                    {"run", "r1"},       {"writer", "rank_3"},     {"rule_id", nullptr},
-                    {"source", "code"},  {"condition", "code:x"},  {"level", "ERROR"},
-                    {"title", "loss <is> NaN & worse"},            {"text", "step 10"},
-                    {"evidence", bj::object{}},                    {"state", "open"},
-                    {"opened_ms", 1000}, {"resolved_ms", nullptr}, {"acked_ms", nullptr},
-                    {"acked_by", nullptr}, {"last_seen_ms", 1000}, {"count", 1}};
+  return bj::object{{"id", 7},
+                    {"entity", "acme"},
+                    {"project", "vision net"},
+                    {"run", "r1"},
+                    {"writer", "rank_3"},
+                    {"rule_id", nullptr},
+                    {"source", "code"},
+                    {"condition", "code:x"},
+                    {"level", "ERROR"},
+                    {"title", "loss <is> NaN & worse"},
+                    {"text", "step 10"},
+                    {"evidence", bj::object{}},
+                    {"state", "open"},
+                    {"opened_ms", 1000},
+                    {"resolved_ms", nullptr},
+                    {"acked_ms", nullptr},
+                    {"acked_by", nullptr},
+                    {"last_seen_ms", 1000},
+                    {"count", 1}};
 }
 
 TEST(WebhookPayloadTest, GenericIsVersionedAndCarriesTheAlertAsIs) {

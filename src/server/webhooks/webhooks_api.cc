@@ -31,19 +31,18 @@ bj::value WebhookToJson(const store::WebhookRecord& w) {
 }
 
 bj::value DeliveryToJson(const store::DeliveryRecord& d) {
-  return bj::object{{"id", d.id},
-                    {"event_id", d.event_id},
-                    {"alert_id", d.alert_id},
-                    {"event", d.event_kind},
-                    {"state", d.state},
-                    {"attempts", d.attempts},
-                    {"next_attempt_ms", d.state == "pending" ? bj::value(d.next_attempt_ms)
-                                                             : bj::value(nullptr)},
-                    {"last_status", Nullable(d.last_status)},
-                    {"last_error", d.last_error.empty() ? bj::value(nullptr)
-                                                        : bj::value(d.last_error)},
-                    {"delivered_ms", Nullable(d.delivered_ms)},
-                    {"created_ms", d.created_ms}};
+  return bj::object{
+      {"id", d.id},
+      {"event_id", d.event_id},
+      {"alert_id", d.alert_id},
+      {"event", d.event_kind},
+      {"state", d.state},
+      {"attempts", d.attempts},
+      {"next_attempt_ms", d.state == "pending" ? bj::value(d.next_attempt_ms) : bj::value(nullptr)},
+      {"last_status", Nullable(d.last_status)},
+      {"last_error", d.last_error.empty() ? bj::value(nullptr) : bj::value(d.last_error)},
+      {"delivered_ms", Nullable(d.delivered_ms)},
+      {"created_ms", d.created_ms}};
 }
 
 Result<int64_t> WebhookId(const http::HttpRequest& req) {
@@ -107,8 +106,7 @@ void RegisterWebhookRoutes(http::Router& r, api::ApiContext* ctx, WebhookDispatc
           for (const auto& w : *hooks) out.push_back(WebhookToJson(w));
           return api::JsonResponse(200, bj::object{{"webhooks", std::move(out)}});
         }));
-  r.Add("POST", base,
-        ProjectHandler(ctx, [ctx](http::HttpRequest& req, const store::RunRef& ref) {
+  r.Add("POST", base, ProjectHandler(ctx, [ctx](http::HttpRequest& req, const store::RunRef& ref) {
           store::WebhookRecord w{.entity = ref.entity, .project = ref.project};
           bool set_secret = false;
           if (Status s = ReadWebhook(req, &w, &set_secret); !s.ok()) {
@@ -150,8 +148,7 @@ void RegisterWebhookRoutes(http::Router& r, api::ApiContext* ctx, WebhookDispatc
           return api::JsonResponse(200, bj::object{{"deleted", true}});
         }));
   r.Add("POST", base + "/{id}/test",
-        ProjectHandler(ctx, [ctx, dispatcher](http::HttpRequest& req,
-                                                const store::RunRef& ref) {
+        ProjectHandler(ctx, [ctx, dispatcher](http::HttpRequest& req, const store::RunRef& ref) {
           auto id = WebhookId(req);
           if (!id.ok()) return api::FieldErrorResponse(id.status());
           auto w = ctx->store->GetWebhook(ref.entity, ref.project, *id);
@@ -161,9 +158,9 @@ void RegisterWebhookRoutes(http::Router& r, api::ApiContext* ctx, WebhookDispatc
           }
           auto sent = dispatcher->SendTest(*w, NowMillis());
           if (!sent.ok()) {
-            return api::JsonResponse(200, bj::object{{"ok", false},
-                                                     {"status", nullptr},
-                                                     {"error", sent.status().message()}});
+            return api::JsonResponse(
+                200,
+                bj::object{{"ok", false}, {"status", nullptr}, {"error", sent.status().message()}});
           }
           const bool ok = sent->status >= 200 && sent->status < 300;
           return api::JsonResponse(
@@ -181,8 +178,8 @@ void RegisterWebhookRoutes(http::Router& r, api::ApiContext* ctx, WebhookDispatc
           if (!limit.ok()) return api::FieldErrorResponse(limit.status());
           const int64_t n = limit->value_or(kDefaultLogLimit);
           if (n < 1 || n > kMaxLogLimit) {
-            return api::FieldErrorResponse(Status::InvalidArgument(
-                "limit: must be 1 to " + std::to_string(kMaxLogLimit)));
+            return api::FieldErrorResponse(
+                Status::InvalidArgument("limit: must be 1 to " + std::to_string(kMaxLogLimit)));
           }
           auto log = ctx->store->ListDeliveries(ref.entity, ref.project, *id, int(n));
           if (!log.ok()) return api::ErrorResponse(log.status());
