@@ -379,6 +379,11 @@ class WebhookStore {
   virtual Result<std::vector<DeliveryRecord>> ListDeliveries(const std::string& entity,
                                                              const std::string& project,
                                                              int64_t webhook_id, int limit) = 0;
+  // The project's delivery log across its webhooks (only alert `alert_id`'s when set), newest
+  // first, at most `limit`.
+  virtual Result<std::vector<DeliveryRecord>> ListProjectDeliveries(
+      const std::string& entity, const std::string& project, std::optional<int64_t> alert_id,
+      int limit) = 0;
 };
 
 // Every concern: what a backend implements and the server holds.

@@ -123,6 +123,17 @@ TEST_P(StoreConformanceTest, DeliveriesAreEnqueuedOnceAndTheCursorOnlyMovesUp) {
   EXPECT_EQ(log[2].attempts, 0);
   EXPECT_EQ(store().ListDeliveries("acme", "other", a.id, 10).status().code(),
             StatusCode::kNotFound);
+  // The project's log, and one alert's deliveries.
+  COHORT_ASSERT_OK_AND_ASSIGN(auto all,
+                              store().ListProjectDeliveries("acme", "vision", std::nullopt, 10));
+  ASSERT_EQ(all.size(), 3u);  // b's went with it
+  EXPECT_EQ(all[0].event_id, 3);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto one, store().ListProjectDeliveries("acme", "vision", 101, 10));
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].webhook_id, a.id);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto none,
+                              store().ListProjectDeliveries("acme", "other", std::nullopt, 10));
+  EXPECT_TRUE(none.empty());
 }
 
 TEST_P(StoreConformanceTest, ClaimedDeliveriesAreSentByTheirOwnerAndRetried) {

@@ -83,6 +83,12 @@ def test_alert_is_delivered_once_signed_and_logged(fast_server, receiver):
     assert (d["state"], d["attempts"], d["last_status"], d["event"], d["alert_id"]) == (
         "delivered", 1, 200, "opened", alert["id"])
     assert call["headers"]["X-Cohort-Delivery"] == str(d["id"])
+    # The alert's deliveries across the project's webhooks.
+    status, per_alert = api.get(f"{base}/deliveries?alert={alert['id']}")
+    assert status == 200, per_alert
+    assert [(x["id"], x["webhook_id"]) for x in per_alert["deliveries"]] == [(d["id"], hook["id"])]
+    assert api.get(f"{base}/deliveries?alert=999999")[1] == {"deliveries": []}
+    assert api.get(f"{base}/deliveries?limit=0")[0] == 400
 
     # The test button posts now and answers with the receiver's status.
     status, test = api.post(f"{base}/{hook['id']}/test")

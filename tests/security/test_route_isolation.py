@@ -95,6 +95,7 @@ SCOPED = {
     ("DELETE", "/api/v1/alert-webhooks/{entity}/{project}/{id}"): None,
     ("POST", "/api/v1/alert-webhooks/{entity}/{project}/{id}/test"): {},
     ("GET", "/api/v1/alert-webhooks/{entity}/{project}/{id}/deliveries"): None,
+    ("GET", "/api/v1/alert-webhooks/{entity}/{project}/deliveries"): None,
 }
 
 # Query parameters a probe needs so that the route gets past parameter checks to its data.

@@ -33,6 +33,7 @@ bj::value WebhookToJson(const store::WebhookRecord& w) {
 bj::value DeliveryToJson(const store::DeliveryRecord& d) {
   return bj::object{
       {"id", d.id},
+      {"webhook_id", d.webhook_id},
       {"event_id", d.event_id},
       {"alert_id", d.alert_id},
       {"event", d.event_kind},
@@ -79,6 +80,22 @@ Status ReadWebhook(const http::HttpRequest& req, store::WebhookRecord* w, bool* 
   w->min_level = level.value_or("INFO");
   w->enabled = enabled.value_or(true);
   return store::ValidateWebhook(*w);
+}
+
+// ?limit= of a delivery log: 1..kMaxLogLimit, default kDefaultLogLimit.
+Result<int> LogLimit(const http::HttpRequest& req) {
+  COHORT_ASSIGN_OR_RETURN(std::optional<int64_t> limit, api::IntParam(req, "limit"));
+  const int64_t n = limit.value_or(kDefaultLogLimit);
+  if (n < 1 || n > kMaxLogLimit) {
+    return Status::InvalidArgument("limit: must be 1 to " + std::to_string(kMaxLogLimit));
+  }
+  return int(n);
+}
+
+bj::value DeliveriesToJson(const std::vector<store::DeliveryRecord>& log) {
+  bj::array out;
+  for (const auto& d : log) out.push_back(DeliveryToJson(d));
+  return bj::object{{"deliveries", std::move(out)}};
 }
 
 using Handler = std::function<http::HttpResponse(http::HttpRequest&, const store::RunRef&)>;
@@ -174,18 +191,22 @@ void RegisterWebhookRoutes(http::Router& r, api::ApiContext* ctx, WebhookDispatc
         ProjectHandler(ctx, [ctx](http::HttpRequest& req, const store::RunRef& ref) {
           auto id = WebhookId(req);
           if (!id.ok()) return api::FieldErrorResponse(id.status());
-          auto limit = api::IntParam(req, "limit");
+          auto limit = LogLimit(req);
           if (!limit.ok()) return api::FieldErrorResponse(limit.status());
-          const int64_t n = limit->value_or(kDefaultLogLimit);
-          if (n < 1 || n > kMaxLogLimit) {
-            return api::FieldErrorResponse(
-                Status::InvalidArgument("limit: must be 1 to " + std::to_string(kMaxLogLimit)));
-          }
-          auto log = ctx->store->ListDeliveries(ref.entity, ref.project, *id, int(n));
+          auto log = ctx->store->ListDeliveries(ref.entity, ref.project, *id, *limit);
           if (!log.ok()) return api::ErrorResponse(log.status());
-          bj::array out;
-          for (const auto& d : *log) out.push_back(DeliveryToJson(d));
-          return api::JsonResponse(200, bj::object{{"deliveries", std::move(out)}});
+          return api::JsonResponse(200, DeliveriesToJson(*log));
+        }));
+  // The project's log across its webhooks; ?alert=<id>: one alert's deliveries.
+  r.Add("GET", base + "/deliveries",
+        ProjectHandler(ctx, [ctx](http::HttpRequest& req, const store::RunRef& ref) {
+          auto limit = LogLimit(req);
+          if (!limit.ok()) return api::FieldErrorResponse(limit.status());
+          auto alert = api::IntParam(req, "alert");
+          if (!alert.ok()) return api::FieldErrorResponse(alert.status());
+          auto log = ctx->store->ListProjectDeliveries(ref.entity, ref.project, *alert, *limit);
+          if (!log.ok()) return api::ErrorResponse(log.status());
+          return api::JsonResponse(200, DeliveriesToJson(*log));
         }));
 }
 

@@ -3,7 +3,9 @@
 //   GET|POST /api/v1/alert-webhooks/{entity}/{project}
 //   GET|PUT|DELETE /api/v1/alert-webhooks/{entity}/{project}/{id}
 //   POST .../{id}/test        sends the test payload now; the receiver's status
-//   GET  .../{id}/deliveries  the delivery log, newest first (?limit=, default 100, max 1000)
+//   GET  .../{id}/deliveries  the webhook's delivery log, newest first (?limit=, default 100,
+//                             max 1000)
+//   GET  .../deliveries       the project's, across its webhooks (?alert=: one alert's)
 // The secret is write-only: answers carry "has_secret". Bad input: 400 naming the field.
 #pragma once
 

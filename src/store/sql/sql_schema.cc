@@ -88,7 +88,8 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //   alert_deliveries  the delivery log and queue: one row per (webhook, alert event), pending
 //             until delivered or failed after its attempts; claimed_by/claim_until_ms is the
 //             claim (a conditional UPDATE) of the server sending it now, so that of several
-//             servers one sends each attempt. alert_deliveries_due finds the due ones.
+//             servers one sends each attempt. alert_deliveries_due finds the due ones,
+//             alert_deliveries_by_alert an alert's deliveries.
 //   alert_delivery_cursor  one row: the last alert_events id whose deliveries are enqueued.
 // Everything under a run goes with it: foreign keys with ON DELETE CASCADE from writers, series,
 // console and run files to the run, from batches and stream positions to the writer, from chunks
@@ -510,6 +511,7 @@ CREATE TABLE alert_deliveries (
 );
 CREATE INDEX alert_deliveries_due ON alert_deliveries (next_attempt_ms, id)
   WHERE state = 'pending';
+CREATE INDEX alert_deliveries_by_alert ON alert_deliveries (entity, project, alert_id, id);
 
 CREATE TABLE alert_delivery_cursor (
   id {{int}} PRIMARY KEY,

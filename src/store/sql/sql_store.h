@@ -141,6 +141,10 @@ class SqlStore : public Store {
   Result<std::vector<DeliveryRecord>> ListDeliveries(const std::string& entity,
                                                      const std::string& project,
                                                      int64_t webhook_id, int limit) final;
+  Result<std::vector<DeliveryRecord>> ListProjectDeliveries(const std::string& entity,
+                                                            const std::string& project,
+                                                            std::optional<int64_t> alert_id,
+                                                            int limit) final;
 
   Result<int64_t> PruneBatches(int64_t stored_before_ms) final;
   Status Export(const std::function<Status(const DumpRecord&)>& sink) final;

@@ -281,4 +281,22 @@ Result<std::vector<DeliveryRecord>> SqlStore::ListDeliveries(const std::string& 
   });
 }
 
+Result<std::vector<DeliveryRecord>> SqlStore::ListProjectDeliveries(const std::string& entity,
+                                                                    const std::string& project,
+                                                                    std::optional<int64_t> alert_id,
+                                                                    int limit) {
+  static const std::string kAll = std::string("SELECT ") + kDeliveryColumns +
+                                  " FROM alert_deliveries WHERE entity = $1 AND project = $2 "
+                                  "ORDER BY id DESC LIMIT $3";
+  static const std::string kOfAlert = std::string("SELECT ") + kDeliveryColumns +
+                                      " FROM alert_deliveries WHERE entity = $1 AND "
+                                      "project = $2 AND alert_id = $4 ORDER BY id DESC LIMIT $3";
+  using Out = std::vector<DeliveryRecord>;
+  return RunFor<Out>(Access::kReadOne, [&](Conn& conn) {
+    Params params = Params().Add(entity).Add(project).Add(int64_t{limit});
+    if (alert_id) params.Add(*alert_id);
+    return sql::QueryAll<DeliveryRecord>(conn, alert_id ? kOfAlert : kAll, params, ReadDelivery);
+  });
+}
+
 }  // namespace cohort::store
