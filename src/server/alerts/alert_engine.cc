@@ -513,14 +513,59 @@ void AlertEngine::OnWriterEnded(const store::RunRef& ref, const store::WriterRec
   Forget(ref, writer.label);
 }
 
+void AlertEngine::RaiseRunCrashed(const store::RunRef& ref,
+                                  const std::vector<const store::CrashedWriter*>& writers,
+                                  int64_t now_ms) {
+  auto rules = Rules(ref.entity, ref.project, now_ms);
+  if (!rules.ok()) return Failed("reading alert rules", rules.status());
+  bj::array listed;
+  for (const store::CrashedWriter* c : writers) {
+    listed.push_back(bj::object{{"writer", c->label}, {"last_heartbeat_ms", c->heartbeat_ms}});
+  }
+  for (const RuleSpec& rule : (*rules)->rules()) {
+    if (!rule.enabled || rule.kind != RuleKind::kWriterState) continue;
+    if (std::find(rule.states.begin(), rule.states.end(), "crashed") == rule.states.end()) continue;
+    const std::string n = std::to_string(writers.size());
+    bj::object evidence{
+        {"state", "crashed"}, {"count", int64_t(writers.size())}, {"writers", listed}};
+    store::AlertRaise r{.entity = ref.entity,
+                        .project = ref.project,
+                        .run_id = ref.run_id,
+                        .writer_label = "",
+                        .rule_id = rule.id,
+                        .source = "rule",
+                        .condition_key = RuleConditionKey(rule, ""),
+                        .level = rule.level,
+                        .title = n + " writers crashed",
+                        .text = rule.name + ": " + n + " writers of run " + ref.run_id +
+                                " stopped heartbeating at once (" + writers.front()->label +
+                                ", ...)",
+                        .evidence_json = bj::serialize(evidence),
+                        .now_ms = now_ms};
+    Raise(r);
+  }
+}
+
 void AlertEngine::OnWritersCrashed(const std::vector<store::CrashedWriter>& crashed,
                                    int64_t now_ms) {
-  for (const store::CrashedWriter& c : crashed) {
-    RaiseWriterState(c.run, c.label, "crashed", std::nullopt, c.heartbeat_ms, now_ms);
-    auto resolved = store_->ResolveWriterAlerts(c.run.entity, c.run.project, c.run.run_id, c.label,
-                                                "code", now_ms);
-    if (!resolved.ok()) Failed("resolving code alerts", resolved.status());
-    Forget(c.run, c.label);
+  // Many writers of one run lost in one sweep (a node, the whole job): one run-level alert
+  // listing them rather than one per writer, which would also eat the project's rate limit.
+  std::map<std::string, std::vector<const store::CrashedWriter*>> by_run;
+  for (const store::CrashedWriter& c : crashed) by_run[WriterKey(c.run, "")].push_back(&c);
+  for (const auto& [key, writers] : by_run) {
+    if (writers.size() > kMaxWriterAlertsPerSweep) {
+      RaiseRunCrashed(writers.front()->run, writers, now_ms);
+    } else {
+      for (const store::CrashedWriter* c : writers) {
+        RaiseWriterState(c->run, c->label, "crashed", std::nullopt, c->heartbeat_ms, now_ms);
+      }
+    }
+    for (const store::CrashedWriter* c : writers) {
+      auto resolved = store_->ResolveWriterAlerts(c->run.entity, c->run.project, c->run.run_id,
+                                                  c->label, "code", now_ms);
+      if (!resolved.ok()) Failed("resolving code alerts", resolved.status());
+      Forget(c->run, c->label);
+    }
   }
 }
 

@@ -57,6 +57,8 @@ class AlertEngine {
  public:
   static constexpr int64_t kRulesTtlMs = 30'000;
   static constexpr int64_t kBumpIntervalMs = 10'000;
+  // More writers of one run than this marked crashed by one sweep raise one run-level alert.
+  static constexpr size_t kMaxWriterAlertsPerSweep = 4;
 
   explicit AlertEngine(store::Store* store);
 
@@ -107,6 +109,9 @@ class AlertEngine {
   void RaiseWriterState(const store::RunRef& ref, const std::string& label,
                         const std::string& state, std::optional<int> exit_code,
                         int64_t heartbeat_ms, int64_t now_ms) COHORT_EXCLUDES(mu_);
+  void RaiseRunCrashed(const store::RunRef& ref,
+                       const std::vector<const store::CrashedWriter*>& writers, int64_t now_ms)
+      COHORT_EXCLUDES(mu_);
   void Forget(const store::RunRef& ref, const std::string& label) COHORT_EXCLUDES(mu_);
   // Opens (or bumps) one condition; returns whether it is open now.
   bool Raise(const store::AlertRaise& raise) COHORT_EXCLUDES(mu_);

@@ -154,6 +154,28 @@ TEST_F(AlertEngineTest, CrashedWriterRaisesWriterStateWithEvidence) {
   EXPECT_EQ(ev->at("last_heartbeat_ms").as_int64(), kNow - 90'000);
 }
 
+TEST_F(AlertEngineTest, ManyWritersOfARunCrashedAtOnceRaiseOneRunLevelAlert) {
+  std::vector<store::CrashedWriter> crashed;
+  for (int i = 0; i < 6; ++i) {
+    crashed.push_back({kRun, "rank" + std::to_string(i), kNow - 60'000 + i});
+  }
+  crashed.push_back({store::RunRef{"acme", "vision", "run2"}, "solo", kNow - 60'000});
+  engine_->OnWritersCrashed(crashed, kNow);
+  std::vector<store::AlertRecord> open = Alerts("open");
+  ASSERT_EQ(open.size(), 2u);  // run1 as a whole, run2's one writer
+  const store::AlertRecord& run_level = open[0].run_id == "run1" ? open[0] : open[1];
+  EXPECT_EQ(run_level.writer_label, "");
+  EXPECT_EQ(run_level.title, "6 writers crashed");
+  EXPECT_EQ(run_level.level, "ERROR");
+  auto ev = json::Parse(run_level.evidence_json);
+  ASSERT_TRUE(ev.ok());
+  EXPECT_EQ(ev->at("count").as_int64(), 6);
+  ASSERT_EQ(ev->at("writers").as_array().size(), 6u);
+  EXPECT_EQ(ev->at("writers").as_array()[2].at("writer").as_string(), "rank2");
+  const store::AlertRecord& solo = open[0].run_id == "run2" ? open[0] : open[1];
+  EXPECT_EQ(solo.writer_label, "solo");
+}
+
 TEST_F(AlertEngineTest, WriterEndRaisesForBadStatesOnlyAndResolvesCodeAlerts) {
   ASSERT_TRUE(store_
                   ->RaiseAlert(store::AlertRaise{.entity = "acme",
