@@ -20,6 +20,7 @@
 #include "server/compat/compat.h"
 #include "server/compat/run_files.h"
 #include "server/http/static_files.h"
+#include "server/webhooks/webhooks_api.h"
 #include "wal/file.h"
 
 namespace cohort::server {
@@ -66,8 +67,10 @@ int ResolveMaxConnections(int requested, int open_file_limit, std::string* warni
 
 namespace {
 // The API and compat routes (the web UI's are added by Start).
-void RegisterRoutes(http::Router& router, api::ApiContext* ctx) {
+void RegisterRoutes(http::Router& router, api::ApiContext* ctx,
+                    webhooks::WebhookDispatcher* dispatcher) {
   api::RegisterApiRoutes(router, ctx);
+  webhooks::RegisterWebhookRoutes(router, ctx, dispatcher);
   compat::RegisterCompatRoutes(router, ctx);
 }
 }  // namespace
@@ -245,7 +248,7 @@ Status ServerApp::Ready() {
 std::vector<std::pair<std::string, std::string>> ServerApp::RouteTable() {
   api::ApiContext ctx;  // handlers are registered, never called
   http::Router router;
-  RegisterRoutes(router, &ctx);
+  RegisterRoutes(router, &ctx, nullptr);
   auto routes = router.Routes();
   routes.emplace_back("GET", "/{path...}");  // the web UI (or its placeholder page at "/")
   return routes;
@@ -299,10 +302,14 @@ Status ServerApp::Start() {
   ctx_.signing_keys = signing_keys_.get();
   alerts_ = std::make_unique<alerts::AlertEngine>(store_.get());
   ctx_.alerts = alerts_.get();
+  webhook_poster_ = std::make_unique<webhooks::CurlWebhookPoster>();
+  webhooks_ = std::make_unique<webhooks::WebhookDispatcher>(
+      store_.get(), webhook_poster_.get(),
+      webhooks::DispatcherOptions{.retry = webhooks::RetryPolicyFromEnvironment()});
   ctx_.ready = [this] { return Ready(); };
 
   router_ = std::make_unique<http::Router>();
-  RegisterRoutes(*router_, &ctx_);
+  RegisterRoutes(*router_, &ctx_, webhooks_.get());
   if (!config_.ui_dir.empty() && std::filesystem::exists(config_.ui_dir + "/index.html")) {
     router_->Add("GET", "/{path...}", http::StaticFiles(config_.ui_dir));
   } else {
@@ -335,6 +342,8 @@ Status ServerApp::Start() {
   COHORT_RETURN_IF_ERROR(Bootstrap());
   COHORT_RETURN_IF_ERROR(MakeLoginToken());
   sweeper_ = std::thread([this] { SweepLoop(); });
+  webhooks_->SetBaseUrl(url());
+  webhooks_->Start();
   accepting_.store(true);
   return Status::Ok();
 }
@@ -414,6 +423,8 @@ void ServerApp::Stop() {
   cv_.SignalAll();
   if (http_) http_->Stop();
   if (sweeper_.joinable()) sweeper_.join();
+  if (webhook_poster_) webhook_poster_->Abort();  // a call in flight ends now
+  if (webhooks_) webhooks_->Stop();
   if (heartbeats_) heartbeats_->Stop();  // writes what is pending
 }
 

@@ -1,7 +1,8 @@
 // ServerApp: `cohort server` put together — makes the data directory private, loads the URL
 // signing keys, opens the store, makes sure an admin key exists (writing it to the user's config
 // when this server created it), makes a one-time login link, registers the API and UI routes,
-// runs the HTTP server (large bodies only after authentication) and the background sweeper that
+// runs the HTTP server (large bodies only after authentication), the alert webhook dispatcher
+// (webhooks/webhook_dispatcher.h) and the background sweeper that
 // marks writers with stale heartbeats crashed and prunes old records and sessions.
 //
 // Threading: Start/Stop from one thread; the app runs on its own threads in between.
@@ -23,6 +24,7 @@
 #include "server/http/server.h"
 #include "server/limits/rate_limiter.h"
 #include "server/metrics.h"
+#include "server/webhooks/webhook_dispatcher.h"
 #include "store/store.h"
 
 namespace cohort::blob {
@@ -110,6 +112,8 @@ class ServerApp {
   std::unique_ptr<limits::RateLimiter> limiter_;
   std::unique_ptr<api::HeartbeatCoalescer> heartbeats_;
   std::unique_ptr<alerts::AlertEngine> alerts_;  // rule evaluation (ctx_.alerts)
+  std::unique_ptr<webhooks::CurlWebhookPoster> webhook_poster_;
+  std::unique_ptr<webhooks::WebhookDispatcher> webhooks_;  // sends alerts to webhooks
   Metrics metrics_;
   api::ApiContext ctx_;
   std::unique_ptr<http::Router> router_;

@@ -1,8 +1,8 @@
 // The persistence interfaces of the server, one per concern: RunStore (runs), WriterStore
 // (writers, their states and stream positions), DataStore (metrics and console lines), MetaStore
 // (saved views, API keys, browser sessions, run files), AdminStore (retention, dump),
-// ArtifactStore (artifact versions, aliases, lineage, blobs held) and AlertStore (alert rules,
-// alerts, their events). Store is all of them, as a backend implements them: SqliteStore
+// ArtifactStore (artifact versions, aliases, lineage, blobs held), AlertStore (alert rules,
+// alerts, their events) and WebhookStore (alert webhooks, their delivery log). Store is all of them, as a backend implements them: SqliteStore
 // (embedded) and PostgresStore (scale-out), both over the shared SQL store (sql/sql_store.h),
 // both passing the conformance suite in store_conformance.h. Code that needs one concern takes
 // that interface.
@@ -33,6 +33,7 @@
 #include "store/media_types.h"
 #include "store/meta_types.h"
 #include "store/run_types.h"
+#include "store/webhook_types.h"
 
 namespace cohort::store {
 
@@ -335,6 +336,56 @@ class AlertStore {
                                                 int64_t now_ms) = 0;
 };
 
+// Alert webhooks and their delivery log (webhook_types.h, docs/api.md "Alert webhooks"). The
+// deliveries are claimed before they are sent, so that of several servers on one database exactly
+// one sends each attempt.
+class WebhookStore {
+ public:
+  virtual ~WebhookStore() = default;
+  // kAlreadyExists when the project has a webhook of that name.
+  virtual Result<WebhookRecord> CreateWebhook(const WebhookRecord& w) = 0;
+  virtual Result<WebhookRecord> GetWebhook(const std::string& entity, const std::string& project,
+                                           int64_t id) = 0;
+  // By name.
+  virtual Result<std::vector<WebhookRecord>> ListWebhooks(const std::string& entity,
+                                                          const std::string& project) = 0;
+  // Replaces name, url, format, min_level and enabled of the webhook (entity, project, id), and
+  // its secret when `set_secret`. kNotFound, kAlreadyExists (name taken).
+  virtual Result<WebhookRecord> UpdateWebhook(const WebhookRecord& w, bool set_secret) = 0;
+  // Deletes the webhook with its delivery log. kNotFound when there is none.
+  virtual Status DeleteWebhook(const std::string& entity, const std::string& project,
+                               int64_t id) = 0;
+
+  // The id of the last alert event every delivery has been enqueued for (0 at first).
+  virtual Result<int64_t> GetDeliveryCursor() = 0;
+  // In one transaction: enqueues `intents` (pending, due at now_ms; one per (webhook, event):
+  // an intent enqueued before, or for a webhook deleted meanwhile, is skipped) and moves the
+  // cursor up to `cursor` (never back). Returns how many were enqueued.
+  virtual Result<int64_t> EnqueueDeliveries(const std::vector<DeliveryIntent>& intents,
+                                            int64_t cursor) = 0;
+  // Claims up to `limit` pending deliveries that are due at `now_ms` and not claimed (or whose
+  // claim expired) for `owner` until now_ms + lease_ms, oldest due first. Each row is claimed
+  // by a conditional update whose affected-row count decides, so concurrent callers (other
+  // servers) never get the same delivery.
+  virtual Result<std::vector<DeliveryRecord>> ClaimDeliveries(const std::string& owner,
+                                                              int64_t now_ms, int64_t lease_ms,
+                                                              int limit) = 0;
+  // Records an attempt of a delivery `owner` claimed: attempts + 1, the status and error, and
+  // the state (delivered; pending again at retry_at_ms; failed); releases the claim. Returns
+  // false (and changes nothing) when the claim is no longer owner's.
+  virtual Result<bool> FinishDelivery(int64_t id, const std::string& owner,
+                                      const DeliveryAttempt& attempt) = 0;
+  // The delivery log of a webhook of the project, newest first, at most `limit`.
+  virtual Result<std::vector<DeliveryRecord>> ListDeliveries(const std::string& entity,
+                                                             const std::string& project,
+                                                             int64_t webhook_id, int limit) = 0;
+  // The project's delivery log across its webhooks (only alert `alert_id`'s when set), newest
+  // first, at most `limit`.
+  virtual Result<std::vector<DeliveryRecord>> ListProjectDeliveries(
+      const std::string& entity, const std::string& project, std::optional<int64_t> alert_id,
+      int limit) = 0;
+};
+
 // Every concern: what a backend implements and the server holds.
 class Store : public RunStore,
               public WriterStore,
@@ -342,7 +393,8 @@ class Store : public RunStore,
               public MetaStore,
               public AdminStore,
               public ArtifactStore,
-              public AlertStore {};
+              public AlertStore,
+              public WebhookStore {};
 
 // Opens a store from a URL: "sqlite:///path/to/cohort.db" or a bare path (SQLite),
 // "postgresql://..." (PostgreSQL). Creates the schema of a new database (sql/sql_schema.h).

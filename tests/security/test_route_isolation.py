@@ -86,6 +86,16 @@ SCOPED = {
     ("PUT", "/api/v1/alert-rules/{entity}/{project}/{id}"): {
         "name": "evil", "kind": "metric_nonfinite", "spec": {"key": "*"}, "enabled": False},
     ("DELETE", "/api/v1/alert-rules/{entity}/{project}/{id}"): None,
+    ("GET", "/api/v1/alert-webhooks/{entity}/{project}"): None,
+    ("POST", "/api/v1/alert-webhooks/{entity}/{project}"): {
+        "name": "evil", "url": "http://127.0.0.1:9/evil"},
+    ("GET", "/api/v1/alert-webhooks/{entity}/{project}/{id}"): None,
+    ("PUT", "/api/v1/alert-webhooks/{entity}/{project}/{id}"): {
+        "name": "evil", "url": "http://127.0.0.1:9/evil", "secret": "bob's"},
+    ("DELETE", "/api/v1/alert-webhooks/{entity}/{project}/{id}"): None,
+    ("POST", "/api/v1/alert-webhooks/{entity}/{project}/{id}/test"): {},
+    ("GET", "/api/v1/alert-webhooks/{entity}/{project}/{id}/deliveries"): None,
+    ("GET", "/api/v1/alert-webhooks/{entity}/{project}/deliveries"): None,
 }
 
 # Query parameters a probe needs so that the route gets past parameter checks to its data.
@@ -169,6 +179,10 @@ class Victim:
         self.key_id = self.get("/api/v1/keys")["keys"][0]["id"]
         # An alert raised by code, and the project's alert rules (its defaults).
         self.call("POST", f"{base}/{self.run}/writers/w/alerts", {"title": "secret"}, 200)
+        # An alert webhook (id 1, as the view's: probes name one {id}); nothing listens there.
+        hook = self.call("POST", f"/api/v1/alert-webhooks/{self.entity}/proj",
+                         {"name": "ops", "url": "http://127.0.0.1:9/hook", "secret": "s"}, 201)
+        assert hook["id"] == self.view, (hook, self.view)
         self.snapshot = self.state()
 
     def call(self, method, path, body, expect):
@@ -204,6 +218,7 @@ class Victim:
                        self.get(f"/api/v1/alerts/{self.entity}/proj")["alerts"]],
             "alert_rules": [(r["id"], r["name"], r["enabled"]) for r in
                             self.get(f"/api/v1/alert-rules/{self.entity}/proj")["rules"]],
+            "alert_webhooks": self.get(f"/api/v1/alert-webhooks/{self.entity}/proj"),
         }
 
 

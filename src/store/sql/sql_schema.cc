@@ -83,6 +83,14 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //             unique index. alerts_opened counts a project's recent alerts (the rate limit).
 //   alert_events  the outbox of alert changes ('opened', 'resolved') delivery reads in id order;
 //             PostgreSQL appends them under an advisory lock so ids grow in commit order.
+//   alert_webhooks  where a project's alerts are sent (format generic/slack/discord, the HMAC
+//             secret of generic payloads, min_level, enabled); name unique per project.
+//   alert_deliveries  the delivery log and queue: one row per (webhook, alert event), pending
+//             until delivered or failed after its attempts; claimed_by/claim_until_ms is the
+//             claim (a conditional UPDATE) of the server sending it now, so that of several
+//             servers one sends each attempt. alert_deliveries_due finds the due ones,
+//             alert_deliveries_by_alert an alert's deliveries.
+//   alert_delivery_cursor  one row: the last alert_events id whose deliveries are enqueued.
 // Everything under a run goes with it: foreign keys with ON DELETE CASCADE from writers, series,
 // console and run files to the run, from batches and stream positions to the writer, from chunks
 // (and pages) to the series. (series.writer_pk and console.writer_pk name a writer of the same
@@ -467,6 +475,49 @@ CREATE TABLE alert_events (
   kind {{key}} NOT NULL,
   created_ms {{int}} NOT NULL
 );
+
+CREATE TABLE alert_webhooks (
+  id {{pk}},
+  entity {{key}} NOT NULL,
+  project {{key}} NOT NULL,
+  name {{key}} NOT NULL,
+  url {{text}} NOT NULL,
+  format {{key}} NOT NULL,
+  secret {{text}} NOT NULL DEFAULT '',
+  min_level {{key}} NOT NULL,
+  enabled {{bool}} NOT NULL DEFAULT true,
+  created_ms {{int}} NOT NULL,
+  UNIQUE (entity, project, name)
+);
+
+CREATE TABLE alert_deliveries (
+  id {{pk}},
+  webhook_id {{int}} NOT NULL REFERENCES alert_webhooks (id) ON DELETE CASCADE,
+  entity {{key}} NOT NULL,
+  project {{key}} NOT NULL,
+  event_id {{int}} NOT NULL,
+  alert_id {{int}} NOT NULL,
+  event_kind {{key}} NOT NULL,
+  state {{key}} NOT NULL DEFAULT 'pending',
+  attempts {{int}} NOT NULL DEFAULT 0,
+  next_attempt_ms {{int}} NOT NULL,
+  last_status {{int}},
+  last_error {{text}} NOT NULL DEFAULT '',
+  claimed_by {{key}} NOT NULL DEFAULT '',
+  claim_until_ms {{int}} NOT NULL DEFAULT 0,
+  delivered_ms {{int}},
+  created_ms {{int}} NOT NULL,
+  UNIQUE (webhook_id, event_id)
+);
+CREATE INDEX alert_deliveries_due ON alert_deliveries (next_attempt_ms, id)
+  WHERE state = 'pending';
+CREATE INDEX alert_deliveries_by_alert ON alert_deliveries (entity, project, alert_id, id);
+
+CREATE TABLE alert_delivery_cursor (
+  id {{int}} PRIMARY KEY,
+  last_event_id {{int}} NOT NULL
+);
+INSERT INTO alert_delivery_cursor (id, last_event_id) VALUES (1, 0);
 
 pg: -- The jsonb copy of JSON text: the escape \u0000, which jsonb refuses, as \ufffd (an escaped
 pg: -- backslash before it is left alone).

@@ -124,6 +124,28 @@ class SqlStore : public Store {
                                const std::string& name, const std::string& version) final;
   Result<std::vector<RunArtifact>> ListRunArtifacts(const RunRef& ref) final;
 
+  Result<WebhookRecord> CreateWebhook(const WebhookRecord& w) final;
+  Result<WebhookRecord> GetWebhook(const std::string& entity, const std::string& project,
+                                   int64_t id) final;
+  Result<std::vector<WebhookRecord>> ListWebhooks(const std::string& entity,
+                                                  const std::string& project) final;
+  Result<WebhookRecord> UpdateWebhook(const WebhookRecord& w, bool set_secret) final;
+  Status DeleteWebhook(const std::string& entity, const std::string& project, int64_t id) final;
+  Result<int64_t> GetDeliveryCursor() final;
+  Result<int64_t> EnqueueDeliveries(const std::vector<DeliveryIntent>& intents,
+                                    int64_t cursor) final;
+  Result<std::vector<DeliveryRecord>> ClaimDeliveries(const std::string& owner, int64_t now_ms,
+                                                      int64_t lease_ms, int limit) final;
+  Result<bool> FinishDelivery(int64_t id, const std::string& owner,
+                              const DeliveryAttempt& attempt) final;
+  Result<std::vector<DeliveryRecord>> ListDeliveries(const std::string& entity,
+                                                     const std::string& project,
+                                                     int64_t webhook_id, int limit) final;
+  Result<std::vector<DeliveryRecord>> ListProjectDeliveries(const std::string& entity,
+                                                            const std::string& project,
+                                                            std::optional<int64_t> alert_id,
+                                                            int limit) final;
+
   Result<int64_t> PruneBatches(int64_t stored_before_ms) final;
   Status Export(const std::function<Status(const DumpRecord&)>& sink) final;
   Result<int64_t> Import(const std::vector<DumpRecord>& records, const DumpHeader& from) final;

@@ -1,0 +1,195 @@
+// The dispatcher over a real SQLite store with a fake receiver: which webhooks an event goes to,
+// signatures, retries with backoff, giving up, and a restart that neither resends nor skips.
+#include "server/webhooks/webhook_dispatcher.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "core/clock.h"
+#include "server/webhooks/webhook_payload.h"
+#include "store/temp_dir_for_test.h"
+
+namespace cohort::server::webhooks {
+namespace {
+
+namespace bj = boost::json;
+
+struct Call {
+  std::string url, body;
+  std::vector<std::string> headers;
+};
+
+class FakePoster : public WebhookPoster {
+ public:
+  Result<WebhookResponse> Post(const std::string& url, const std::string& body,
+                               const std::vector<std::string>& headers) override {
+    calls.push_back({url, body, headers});
+    if (answers.empty()) return WebhookResponse{200, "ok"};
+    Result<WebhookResponse> r = answers.front();
+    answers.pop_front();
+    return r;
+  }
+  std::vector<Call> calls;
+  std::deque<Result<WebhookResponse>> answers;
+};
+
+std::string Header(const Call& c, const std::string& name) {
+  for (const std::string& h : c.headers) {
+    if (h.starts_with(name + ": ")) return h.substr(name.size() + 2);
+  }
+  return "";
+}
+
+class DispatcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = store::OpenStore("sqlite://" + (dir_.path() / "c.db").string());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(s).value();
+  }
+  DispatcherOptions Options() {
+    return DispatcherOptions{.owner = "test",
+                             .base_url = "http://ui:1",
+                             .retry = {.max_attempts = 3, .initial_ms = 1000, .max_ms = 60'000}};
+  }
+  store::WebhookRecord Hook(const std::string& name, const std::string& format,
+                            const std::string& level, const std::string& secret = "") {
+    auto w = store_->CreateWebhook(store::WebhookRecord{.entity = "acme",
+                                                        .project = "p",
+                                                        .name = name,
+                                                        .url = "http://hooks/" + name,
+                                                        .format = format,
+                                                        .secret = secret,
+                                                        .min_level = level,
+                                                        .created_ms = 1000});
+    EXPECT_TRUE(w.ok()) << w.status().ToString();
+    return *w;
+  }
+  store::AlertRecord Raise(const std::string& title, const std::string& level, int64_t now) {
+    auto r = store_->RaiseAlert(store::AlertRaise{.entity = "acme",
+                                                  .project = "p",
+                                                  .run_id = "r1",
+                                                  .writer_label = "rank_0",
+                                                  .source = "code",
+                                                  .condition_key = "code:" + title,
+                                                  .level = level,
+                                                  .title = title,
+                                                  .now_ms = now});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r->first;
+  }
+
+  store::TempDir dir_;
+  std::unique_ptr<store::Store> store_;
+  FakePoster poster_;
+};
+
+TEST_F(DispatcherTest, SendsEachEventToTheMatchingWebhooksOnceSigned) {
+  store::WebhookRecord generic = Hook("generic", "generic", "WARN", "k3y");
+  Hook("slack", "slack", "ERROR");
+  Hook("late", "generic", "INFO");  // created at 1000: older events are not its
+  const int64_t now = NowMillis();
+  store::AlertRecord warn = Raise("slow", "WARN", now);
+  Raise("crash", "ERROR", now);
+  Raise("fyi", "INFO", now);
+  WebhookDispatcher d(store_.get(), &poster_, Options());
+  auto pass = d.RunOnce(now);
+  ASSERT_TRUE(pass.ok()) << pass.status().ToString();
+  // generic: WARN + ERROR; slack: ERROR; late: all three.
+  EXPECT_EQ(pass->enqueued, 6);
+  EXPECT_EQ(poster_.calls.size(), 6u);
+  int generic_calls = 0;
+  for (const Call& c : poster_.calls) {
+    if (c.url != "http://hooks/generic") continue;
+    ++generic_calls;
+    EXPECT_EQ(Header(c, "X-Cohort-Signature"), SignatureValue("k3y", c.body));
+    bj::value v = bj::parse(c.body);
+    EXPECT_EQ(v.at("version"), 1);
+    EXPECT_EQ(v.at("event"), "opened");
+    EXPECT_EQ(v.at("alert").at("run"), "r1");
+    EXPECT_EQ(v.at("run_url"), "http://ui:1/?p=acme%2Fp&run=r1");
+  }
+  EXPECT_EQ(generic_calls, 2);
+  // Nothing twice: another pass, and a new dispatcher (a restart) on the same store.
+  ASSERT_TRUE(d.RunOnce(now + 1).ok());
+  WebhookDispatcher restarted(store_.get(), &poster_, Options());
+  ASSERT_TRUE(restarted.RunOnce(now + 2).ok());
+  EXPECT_EQ(poster_.calls.size(), 6u);
+  // A resolution is an event of its own.
+  ASSERT_TRUE(store_->ResolveAlert("acme", "p", "r1", "rank_0", "code:slow", now + 3).ok());
+  ASSERT_TRUE(restarted.RunOnce(now + 3).ok());
+  ASSERT_EQ(poster_.calls.size(), 8u);  // generic (WARN) and late
+  auto log = store_->ListDeliveries("acme", "p", generic.id, 10);
+  ASSERT_TRUE(log.ok());
+  ASSERT_EQ(log->size(), 3u);
+  EXPECT_EQ((*log)[0].event_kind, "resolved");
+  EXPECT_EQ((*log)[0].alert_id, warn.id);
+  EXPECT_EQ((*log)[0].state, "delivered");
+  EXPECT_EQ((*log)[0].attempts, 1);
+  EXPECT_EQ((*log)[0].last_status, 200);
+}
+
+TEST_F(DispatcherTest, RetriesWithBackoffAndGivesUpAfterTheLastAttempt) {
+  store::WebhookRecord a = Hook("a", "generic", "INFO");
+  store::WebhookRecord b = Hook("b", "discord", "INFO");
+  const int64_t now = NowMillis();
+  Raise("boom", "ERROR", now);
+  WebhookDispatcher d(store_.get(), &poster_, Options());
+  // a: no answer, then 503, then 200; b: 404 (a wrong URL: not retried).
+  poster_.answers = {Status::Unavailable("connection refused"), WebhookResponse{404, "nope"}};
+  ASSERT_TRUE(d.RunOnce(now).ok());
+  ASSERT_EQ(poster_.calls.size(), 2u);
+  auto la = store_->ListDeliveries("acme", "p", a.id, 10);
+  ASSERT_TRUE(la.ok());
+  ASSERT_EQ(la->size(), 1u);
+  EXPECT_EQ((*la)[0].state, "pending");
+  EXPECT_EQ((*la)[0].attempts, 1);
+  EXPECT_EQ((*la)[0].last_error, "connection refused");
+  EXPECT_GE((*la)[0].next_attempt_ms, now + 1000);  // the first backoff
+  auto lb = store_->ListDeliveries("acme", "p", b.id, 10);
+  ASSERT_TRUE(lb.ok());
+  EXPECT_EQ((*lb)[0].state, "failed");
+  EXPECT_EQ((*lb)[0].last_status, 404);
+  EXPECT_EQ((*lb)[0].last_error, "HTTP 404: nope");
+
+  // Not due yet: nothing sent.
+  ASSERT_TRUE(d.RunOnce(now + 500).ok());
+  EXPECT_EQ(poster_.calls.size(), 2u);
+  poster_.answers = {WebhookResponse{503, ""}};
+  const int64_t later = (*la)[0].next_attempt_ms;
+  ASSERT_TRUE(d.RunOnce(later).ok());
+  ASSERT_EQ(poster_.calls.size(), 3u);
+  la = store_->ListDeliveries("acme", "p", a.id, 10);
+  EXPECT_EQ((*la)[0].attempts, 2);
+  EXPECT_EQ((*la)[0].last_status, 503);
+  EXPECT_GE((*la)[0].next_attempt_ms, later + 2000);  // doubled
+  // The third attempt is the last (max_attempts 3): a failure fails the delivery.
+  poster_.answers = {WebhookResponse{500, "down"}};
+  ASSERT_TRUE(d.RunOnce((*la)[0].next_attempt_ms).ok());
+  la = store_->ListDeliveries("acme", "p", a.id, 10);
+  EXPECT_EQ((*la)[0].state, "failed");
+  EXPECT_EQ((*la)[0].attempts, 3);
+  EXPECT_EQ((*la)[0].last_error, "HTTP 500: down");
+  ASSERT_TRUE(d.RunOnce(NowMillis() + 10'000'000).ok());
+  EXPECT_EQ(poster_.calls.size(), 4u);
+}
+
+TEST_F(DispatcherTest, TestPayloadIsSentNowAndRecordsNothing) {
+  store::WebhookRecord a = Hook("a", "slack", "ERROR");
+  WebhookDispatcher d(store_.get(), &poster_, Options());
+  poster_.answers = {WebhookResponse{204, ""}};
+  auto r = d.SendTest(a, NowMillis());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 204);
+  ASSERT_EQ(poster_.calls.size(), 1u);
+  EXPECT_EQ(poster_.calls[0].url, "http://hooks/a");
+  EXPECT_NE(poster_.calls[0].body.find("Test alert from Cohort"), std::string::npos);
+  EXPECT_EQ(Header(poster_.calls[0], "X-Cohort-Event"), "test");
+  auto log = store_->ListDeliveries("acme", "p", a.id, 10);
+  ASSERT_TRUE(log.ok());
+  EXPECT_TRUE(log->empty());
+}
+
+}  // namespace
+}  // namespace cohort::server::webhooks

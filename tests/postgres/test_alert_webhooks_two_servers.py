@@ -1,0 +1,74 @@
+"""Alert webhooks with two `cohort server` processes on one PostgreSQL database: both run the
+webhook dispatcher, and every alert event is delivered exactly once (the delivery claims,
+store.h WebhookStore::ClaimDeliveries), whichever server raised it."""
+import json
+import time
+
+import pytest
+
+from conftest import ServerProcess, wait_for
+from pg_cluster import PgCluster
+from webhook_receiver import Receiver
+
+PROJECT = "hooks"
+ALERTS = 12
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with PgCluster() as pg:
+        yield pg
+
+
+@pytest.fixture
+def servers(cluster, tmp_path):
+    db = "hooks_" + tmp_path.name.replace("-", "_").lower()[-40:]
+    cluster.create_database(db)
+    url = cluster.url(db, "pool_size=4")
+    env = {"COHORT_WEBHOOK_BACKOFF_MAX_S": "1"}
+    a = ServerProcess(tmp_path / "a", extra_args=["--store", url], env=env).start()
+    b = ServerProcess(tmp_path / "b", extra_args=["--store", url], env=env).start()
+    yield a, b
+    a.stop()
+    b.stop()
+
+
+def test_two_servers_deliver_each_alert_event_once(servers):
+    a, b = servers
+    key = a.config["api_key"]
+    api_a, api_b = a.api(key), b.api(key)
+    e = api_a.get("/api/v1/viewer")[1]["entity"]
+    receiver = Receiver().start()
+    try:
+        status, hook = api_a.post(f"/api/v1/alert-webhooks/{e}/{PROJECT}",
+                                  {"name": "ops", "url": receiver.url, "secret": "s"})
+        assert status == 201, hook
+        status, run = api_b.post(f"/api/v1/runs/{e}/{PROJECT}", {"id": "r1"})
+        assert status in (200, 201), run
+        run_path = f"/api/v1/runs/{e}/{PROJECT}/r1"
+        assert api_a.post(f"{run_path}/writers", {"label": "rank0"})[0] in (200, 201)
+        # Raised on both servers, alternately.
+        ids = []
+        for i in range(ALERTS):
+            api = (api_a, api_b)[i % 2]
+            status, body = api.post(f"{run_path}/writers/rank0/alerts",
+                                    {"title": f"alert {i}", "text": "x", "level": "ERROR",
+                                     "time_ms": int(time.time() * 1000)})
+            assert status == 200 and body["opened"], body
+            ids.append(body["alert"]["id"])
+        assert wait_for(lambda: len(receiver.calls) >= ALERTS, timeout=30), len(receiver.calls)
+        time.sleep(3)  # several more passes of both dispatchers
+        calls = receiver.snapshot()
+        events = [(p["alert"]["id"], p["event"]) for p in
+                  (json.loads(c["body"]) for c in calls)]
+        assert sorted(events) == sorted((i, "opened") for i in ids), events
+        deliveries = [c["headers"]["X-Cohort-Delivery"] for c in calls]
+        assert len(set(deliveries)) == len(deliveries) == ALERTS
+        for api in (api_a, api_b):
+            status, log = api.get(f"/api/v1/alert-webhooks/{e}/{PROJECT}/{hook['id']}/deliveries")
+            assert status == 200, log
+            assert len(log["deliveries"]) == ALERTS
+            assert all(d["state"] == "delivered" and d["attempts"] == 1
+                       for d in log["deliveries"]), log
+    finally:
+        receiver.stop()
