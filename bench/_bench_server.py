@@ -37,22 +37,23 @@ def p50(fn, n, gap=0.0):
 class BenchServer:
     """A fresh server in `tmp` (data in tmp/data, HOME tmp/home) from `with` to its end.
     `env`: what an SDK process needs to log to it (HOME, the build's binaries and extension,
-    bench/ and python/ on PYTHONPATH) plus `extra_env`."""
+    bench/ and python/ on PYTHONPATH) plus `extra_env`; `server_args`: more flags of the server."""
 
-    def __init__(self, tmp, extra_env=None):
+    def __init__(self, tmp, extra_env=None, server_args=()):
         self.tmp = pathlib.Path(tmp)
         self.home = self.tmp / "home"
         self.env = dict(os.environ, HOME=str(self.home), XDG_CONFIG_HOME="", XDG_DATA_HOME="",
                         XDG_RUNTIME_DIR=str(self.home / "run"),
                         XDG_CACHE_HOME=str(self.home / "cache"))
         self.extra_env = dict(extra_env or {})
+        self.server_args = list(server_args)
         self.proc = None
         self.url = None
 
     def __enter__(self):
         (self.home / "run").mkdir(parents=True, mode=0o700)
         self.proc = subprocess.Popen([str(COHORT), "server", "--port", "0", "--data-dir",
-                                      str(self.tmp / "data")], stdout=subprocess.PIPE,
+                                      str(self.tmp / "data"), *self.server_args], stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=self.env, text=True)
         self.url = self.proc.stdout.readline().strip()
         self.env.update({"PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(ROOT / "bench")]),

@@ -1,5 +1,5 @@
 """A real HTTP receiver for alert webhook tests: http.server on a free local port, on its own
-thread, recording every POST (path, headers, body). It can be stopped and started again on the
+thread, recording every POST (path, headers, body, arrival time). It can be stopped and started again on the
 same port (a receiver that is down, then up)."""
 import hashlib
 import hmac
@@ -7,6 +7,7 @@ import http.server
 import json
 import socket
 import threading
+import time
 
 
 def free_port():
@@ -40,7 +41,7 @@ class Receiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 with receiver.lock:
                     receiver.calls.append({"path": self.path, "headers": dict(self.headers),
-                                           "body": body})
+                                           "body": body, "t": time.time()})
                 self.send_response(receiver.status)
                 self.send_header("Content-Length", "2")
                 self.end_headers()

@@ -104,11 +104,23 @@ std::vector<HungFinding> ProgressTracker::FindHung(
                     .stalled_ms = now_ms - newest_advance,
                     .threshold_ms = threshold,
                     .step_time_ms = step_time};
+      std::vector<HungFinding> behind;
       for (const auto& [label, w] : live) {
         f.writers.push_back(view(*label, *w));
-        if (min_step < max_step && w->last_step == min_step) f.suspects.push_back(*label);
+        if (min_step < max_step && w->last_step == min_step) {
+          f.suspects.push_back(*label);
+          // The writer behind is hung on its own too: its alert (opened while the others still
+          // advanced) stays open until it advances, not resolved when the run's opens.
+          behind.push_back(HungFinding{.run = run.ref,
+                                       .label = *label,
+                                       .stalled_ms = now_ms - w->last_advance_ms,
+                                       .threshold_ms = threshold,
+                                       .step_time_ms = step_time,
+                                       .writers = {view(*label, *w)}});
+        }
       }
       out.push_back(std::move(f));
+      for (HungFinding& b : behind) out.push_back(std::move(b));
       continue;
     }
     for (const auto& [label, w] : live) {

@@ -6,7 +6,9 @@
 //   hung writers: alive (heard of within kAliveMs) but their step has not advanced for longer
 //     than max(factor x the job's step time, min_minutes) while another writer of the run
 //     advanced since; or, when no live writer of the run advanced that long, the run as a whole
-//     (label ""), naming as suspects the writers whose step is behind the others;
+//     (label ""), naming as suspects the writers whose step is behind the others, each of which
+//     is also found on its own (a writer hung before the others stopped stays hung: its alert is
+//     not resolved by the run's);
 //   stale keys: a watched key of a live writer without a new point for longer than `minutes`.
 // The job's step time is the median of its writers' smoothed times per step.
 //

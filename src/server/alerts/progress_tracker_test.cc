@@ -67,10 +67,14 @@ TEST(ProgressTracker, AWholeJobStuckIsOneRunLevelFindingNamingTheWriterBehind) {
     t.OnHeartbeat(kRun, "r1", now);
   }
   auto found = t.FindHung(now, Params(3, 20'000));
-  ASSERT_EQ(found.size(), 1u);
+  ASSERT_EQ(found.size(), 2u);
   EXPECT_EQ(found[0].label, "");
   EXPECT_EQ(found[0].writers.size(), 2u);
   EXPECT_EQ(found[0].suspects, std::vector<std::string>{"r1"});
+  // The writer behind is found on its own as well (its alert stays open: it has not advanced);
+  // r0, whose step is the job's newest, is not.
+  EXPECT_EQ(found[1].label, "r1");
+  EXPECT_EQ(found[1].writers.at(0).last_step, step);
 }
 
 TEST(ProgressTracker, ALongEvaluationUnderTheMinimumIsNotHung) {
