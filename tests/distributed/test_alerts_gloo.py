@@ -2,16 +2,18 @@
 shared run, each step a real all_reduce, through the real SDK, agent and server (sweeping every
 second).
 
-- A rank stopped with SIGSTOP before it logs its next step: the two others log that step and wait
-  inside the all_reduce for it. Every process is alive and heartbeating, no step advances
-  anywhere: one run-level alert opens once the rule's minimum has passed (within a few sweeps),
-  naming the stopped rank as the one behind the others; it resolves after SIGCONT, when the
-  steps advance again, and the ranks finish cleanly.
+- A rank stopped with SIGSTOP before it logs its next step: the two others log that step (a
+  long one, 3 s) and wait inside the all_reduce for it. Every process is alive and heartbeating.
+  First the stopped rank alone is hung (the others advanced since); once no step advanced
+  anywhere for the rule's minimum, one run-level alert opens (within a few sweeps) naming the
+  stopped rank as the one behind the others; it resolves after SIGCONT, when the steps advance
+  again, and the ranks finish cleanly. A strict xfail shows an engine bug: the stopped rank's own
+  alert is resolved when the run-level one opens, though it never advanced.
 - The same job in a long evaluation (every rank sleeps, then a barrier), much longer than the
   rule's factor x the job's step time but shorter than its minimum: no alert.
 
 Ranks are started as torchrun would (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), not by
-torchrun, which crashes on Debian's Python 3.11. ~30-50 s for the file.
+torchrun, which crashes on Debian's Python 3.11. ~55 s for the file on 2 cores.
 """
 import os
 import pathlib
@@ -43,6 +45,7 @@ p.add_argument("--hold-rank", type=int, default=-1)
 p.add_argument("--hold-at", type=int, default=-1)
 p.add_argument("--eval-at", type=int, default=-1)
 p.add_argument("--eval-s", type=float, default=0.0)
+p.add_argument("--slow-s", type=float, default=0.0)  # the others' work at --hold-at
 a = p.parse_args()
 d = pathlib.Path(a.dir)
 
@@ -55,6 +58,8 @@ deadline = time.monotonic() + 150  # never run on if the test is gone
 step = 0
 while True:
     time.sleep(a.step_s)  # this rank's work for the step
+    if rank != a.hold_rank and step == a.hold_at:
+        time.sleep(a.slow_s)  # a long step of the others: they log it well after rank_1 stopped
     if rank == a.hold_rank and step == a.hold_at:
         # The test stops this rank here (SIGSTOP), before it logs this step.
         (d / "ready").write_text(str(os.getpid()))
@@ -171,47 +176,70 @@ def proc_state(pid):
     return pathlib.Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
 
 
-def test_a_rank_stopped_while_the_others_wait_in_all_reduce_is_a_hung_run(client):
-    rule = hung_rule(client, min_minutes=0.1)  # 6 s; the job's step time is ~0.05-0.2 s
-    hold_at = 30
-    job = start_job(client, "stop", hold_rank=1, hold_at=hold_at, step_s=0.05)
+def stop_victim(client, job, hold_at):
+    """Waits until rank_1 holds before logging `hold_at` and the others logged it (they then
+    wait for rank_1 inside the all_reduce), everything logged so far at the server; stops
+    rank_1 with SIGSTOP. Returns the writers' last steps."""
     others = [f"rank_{r}" for r in range(WORLD) if f"rank_{r}" != VICTIM]
     wait_until(lambda: (job.dir / "ready").exists() or not job.alive(), timeout=90,
                what="rank_1 at the step where it is stopped")
     assert job.alive()
-    # Everything logged so far is at the server: rank_1 at hold_at - 1, the others at hold_at
-    # (they logged it and wait for rank_1 inside the all_reduce).
     want = {VICTIM: hold_at - 1, **{w: hold_at for w in others}}
     wait_until(lambda: job.last_steps() == want, timeout=30,
                what=lambda: f"steps {want} at the server (got {job.last_steps()})")
     os.kill(job.pid(VICTIM), signal.SIGSTOP)
     wait_until(lambda: proc_state(job.pid(VICTIM)) == "T", timeout=5, what="rank_1 stopped")
+    return want
 
-    def run_alert():
-        return [a for a in alerts(client, run=job.run_id)
-                if a["rule_id"] == rule["id"] and a["writer"] == ""]
-    found = wait_until(run_alert, timeout=40, what="the run-level hung alert")
+
+def rule_alerts(client, rule, job, writer):
+    return [a for a in alerts(client, run=job.run_id)
+            if a["rule_id"] == rule["id"] and a["writer"] == writer]
+
+
+def test_a_rank_stopped_while_the_others_wait_in_all_reduce_is_a_hung_run(client):
+    rule = hung_rule(client, min_minutes=0.1)  # 6 s; the job's step time is ~0.05-0.2 s
+    hold_at = 30
+    # The others' step `hold_at` takes 3 s: they log it ~3 s after rank_1's last step.
+    job = start_job(client, "stop", hold_rank=1, hold_at=hold_at, step_s=0.05, slow_s=3)
+    want = stop_victim(client, job, hold_at)
+
+    # First rank_1 alone: stalled past the minimum while the others advanced since.
+    w = wait_until(lambda: rule_alerts(client, rule, job, VICTIM), timeout=30,
+                   what="the writer-level hung alert")
+    assert len(w) == 1, w
+    w = w[0]
+    assert (w["title"], w["level"]) == ("writer rank_1 hung", "ERROR"), w
+    assert "while other writers advanced" in w["text"], w
+    assert [(x["writer"], x["last_step"]) for x in w["evidence"]["writers"]] == \
+        [(VICTIM, hold_at - 1)], w
+    assert 6000 < w["opened_ms"] - w["evidence"]["writers"][0]["last_step_ms"] <= 6000 + 4000, w
+
+    # Then no live writer advanced for the minimum: one run-level alert naming rank_1.
+    found = wait_until(lambda: rule_alerts(client, rule, job, ""), timeout=30,
+                       what="the run-level hung alert")
     assert len(found) == 1, found
     a = found[0]
     assert a["state"] == "open" and a["level"] == "ERROR", a
     assert a["title"] == f"run {job.run_id} hung"
+    assert a["opened_ms"] > w["opened_ms"]
     ev = a["evidence"]
     assert ev["suspects"] == [VICTIM], a
     assert "behind the others: rank_1" in a["text"], a
     assert ev["threshold_ms"] == 6000, a
     assert ev["stalled_ms"] > 6000, a
     assert 0 < ev["step_time_ms"] < 2000, a
-    writers = {w["writer"]: w for w in ev["writers"]}
-    assert {w: x["last_step"] for w, x in writers.items()} == want, a
+    writers = {x["writer"]: x for x in ev["writers"]}
+    assert {x: y["last_step"] for x, y in writers.items()} == want, a
     # Opened once the minimum passed since the last step anywhere, within a few 1 s sweeps
     # (server clock on both sides).
-    last_advance = max(w["last_step_ms"] for w in writers.values())
+    last_advance = max(x["last_step_ms"] for x in writers.values())
     assert 6000 < a["opened_ms"] - last_advance <= 6000 + 4000, (a["opened_ms"], last_advance)
     # Nothing moved meanwhile: every rank alive, the others still waiting in all_reduce.
     assert job.alive() and job.last_steps() == want
-    # The stopped rank is the only writer ever alerted on its own (a writer-level alert is
-    # possible while the others' last step was newer than its own, for less than a sweep).
-    assert {x["writer"] for x in alerts(client) if x["rule_id"] == rule["id"]} <= {"", VICTIM}
+    # A waiting rank is never blamed on its own. (The writer-level alert's state is not checked
+    # here: the engine resolves it when the run-level one opens, see the xfail test below.)
+    assert {x["writer"] for x in alerts(client) if x["rule_id"] == rule["id"]} == {"", VICTIM}
 
     (job.dir / "release").write_text("")
     os.kill(job.pid(VICTIM), signal.SIGCONT)
@@ -222,13 +250,37 @@ def test_a_rank_stopped_while_the_others_wait_in_all_reduce_is_a_hung_run(client
     wait_until(lambda: all(s > hold_at + 5 for s in job.last_steps().values()), timeout=30,
                what="every rank stepping again")
     job.finish()
-    writers = wait_until(lambda: (w := job.view.writers()) and
-                         all(x["state"] == "finished" for x in w.values()) and w,
+    writers = wait_until(lambda: (x := job.view.writers()) and
+                         all(y["state"] == "finished" for y in x.values()) and x,
                          what="every writer finished")
     assert sorted(writers) == ["rank_0", "rank_1", "rank_2"]
     # No alert of any rule is open, and the hung rule never blamed a waiting rank.
     assert alerts(client, state="open") == []
-    assert {x["writer"] for x in alerts(client) if x["rule_id"] == rule["id"]} <= {"", VICTIM}
+    assert {x["writer"] for x in alerts(client) if x["rule_id"] == rule["id"]} == {"", VICTIM}
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "engine bug: when every live writer has stalled, ProgressTracker::FindHung "
+    "(src/server/alerts/progress_tracker.cc, the all_stalled branch) reports only the run, so "
+    "AlertEngine::Tick (src/server/alerts/alert_engine.cc, tick_open_ not in `want`) resolves "
+    "the stopped writer's alert although it never advanced (docs/api.md: resolved when it "
+    "advances): a webhook gets a false 'resolved'"))
+def test_the_stopped_rank_s_alert_stays_open_until_it_advances(client):
+    rule = hung_rule(client, min_minutes=0.075)  # 4.5 s
+    hold_at = 20
+    job = start_job(client, "flap", hold_rank=1, hold_at=hold_at, step_s=0.05, slow_s=2)
+    stop_victim(client, job, hold_at)
+    wait_until(lambda: rule_alerts(client, rule, job, VICTIM), timeout=30,
+               what="the writer-level hung alert")
+    wait_until(lambda: rule_alerts(client, rule, job, ""), timeout=30,
+               what="the run-level hung alert")
+    still_stopped = job.last_steps()[VICTIM] == hold_at - 1
+    states = [x["state"] for x in rule_alerts(client, rule, job, VICTIM)]
+    (job.dir / "release").write_text("")
+    os.kill(job.pid(VICTIM), signal.SIGCONT)
+    job.finish()
+    assert still_stopped
+    assert states == ["open"], states
 
 
 def test_a_long_evaluation_of_every_rank_shorter_than_the_minimum_is_not_hung(client):
