@@ -7,8 +7,8 @@ second).
   First the stopped rank alone is hung (the others advanced since); once no step advanced
   anywhere for the rule's minimum, one run-level alert opens (within a few sweeps) naming the
   stopped rank as the one behind the others; it resolves after SIGCONT, when the steps advance
-  again, and the ranks finish cleanly. A strict xfail shows an engine bug: the stopped rank's own
-  alert is resolved when the run-level one opens, though it never advanced.
+  again, and the ranks finish cleanly. The stopped rank's own alert stays open until it
+  advances (it used to be resolved when the run-level one opened).
 - The same job in a long evaluation (every rank sleeps, then a barrier), much longer than the
   rule's factor x the job's step time but shorter than its minimum: no alert.
 
@@ -237,8 +237,7 @@ def test_a_rank_stopped_while_the_others_wait_in_all_reduce_is_a_hung_run(client
     assert 6000 < a["opened_ms"] - last_advance <= 6000 + 4000, (a["opened_ms"], last_advance)
     # Nothing moved meanwhile: every rank alive, the others still waiting in all_reduce.
     assert job.alive() and job.last_steps() == want
-    # A waiting rank is never blamed on its own. (The writer-level alert's state is not checked
-    # here: the engine resolves it when the run-level one opens, see the xfail test below.)
+    # A waiting rank is never blamed on its own (the stopped one's own alert: the test below).
     assert {x["writer"] for x in alerts(client) if x["rule_id"] == rule["id"]} == {"", VICTIM}
 
     (job.dir / "release").write_text("")
@@ -259,12 +258,8 @@ def test_a_rank_stopped_while_the_others_wait_in_all_reduce_is_a_hung_run(client
     assert {x["writer"] for x in alerts(client) if x["rule_id"] == rule["id"]} == {"", VICTIM}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine bug: when every live writer has stalled, ProgressTracker::FindHung "
-    "(src/server/alerts/progress_tracker.cc, the all_stalled branch) reports only the run, so "
-    "AlertEngine::Tick (src/server/alerts/alert_engine.cc, tick_open_ not in `want`) resolves "
-    "the stopped writer's alert although it never advanced (docs/api.md: resolved when it "
-    "advances): a webhook gets a false 'resolved'"))
+# Was an engine bug: when every live writer had stalled, only the run was found, and the stopped
+# writer's own alert was resolved though it never advanced (a false 'resolved' to the webhooks).
 def test_the_stopped_rank_s_alert_stays_open_until_it_advances(client):
     rule = hung_rule(client, min_minutes=0.075)  # 4.5 s
     hold_at = 20
