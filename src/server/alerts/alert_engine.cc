@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <climits>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 
@@ -46,6 +48,38 @@ std::string TitleNumber(double v) {
   char buf[32];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
   return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
+}
+
+// What the metric rules ask of one column, in one pass, so that a rule costs O(1) per column
+// (docs/benchmarks.md, "Alert rules on the ingest path").
+struct ColumnSummary {
+  size_t first_nonfinite = SIZE_MAX;  // index of the first NaN or infinity
+  bool last_finite = true;            // the column's last value is finite
+  size_t not_nan = 0;                 // values a threshold looks at (infinities included)
+  double min = INFINITY, max = -INFINITY, last_not_nan = 0;
+};
+
+ColumnSummary Summarize(const std::vector<double>& values) {
+  ColumnSummary s;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double x = values[i];
+    if (std::isfinite(x)) {
+      s.min = std::min(s.min, x);
+      s.max = std::max(s.max, x);
+      s.last_not_nan = x;
+      ++s.not_nan;
+      continue;
+    }
+    if (s.first_nonfinite == SIZE_MAX) s.first_nonfinite = i;
+    if (!std::isnan(x)) {
+      s.min = std::min(s.min, x);
+      s.max = std::max(s.max, x);
+      s.last_not_nan = x;
+      ++s.not_nan;
+    }
+  }
+  s.last_finite = values.empty() || std::isfinite(values.back());
+  return s;
 }
 
 // The step of each history row: explicit ones as given; assigned ones are known when every row
@@ -268,27 +302,67 @@ void AlertEngine::OnBatch(const store::RunRef& ref, const std::string& label,
       const uint32_t row = col.rows[i];
       return row < steps.size() ? steps[row] : -1;
     };
+    if (col.values.empty()) continue;
+    const ColumnSummary sum = Summarize(col.values);
+    bool steps_known = false;  // the column's step range, computed once if a rule asks
+    int64_t min_step = 0, max_step = 0;
     for (int idx : matched) {
       const RuleSpec& rule = (*rules)->rules()[size_t(idx)];
       Verdict v{.rule = &rule, .key = col.key};
+      if (rule.kind == RuleKind::kMetricNonfinite) {
+        v.bad = sum.first_nonfinite < col.values.size();
+        if (v.bad) {
+          v.step = step_of(sum.first_nonfinite);
+          v.value = col.values[sum.first_nonfinite];
+        }
+        v.clear_at_end = sum.last_finite;
+        verdicts.push_back(std::move(v));
+        continue;
+      }
+      if (sum.not_nan == 0) continue;  // NaN is the nonfinite rule's business
+      bool every_row = !rule.after_step;
+      if (rule.after_step) {
+        if (!steps_known) {
+          min_step = INT64_MAX;
+          max_step = INT64_MIN;
+          for (size_t i = 0; i < col.values.size(); ++i) {
+            min_step = std::min(min_step, step_of(i));
+            max_step = std::max(max_step, step_of(i));
+          }
+          steps_known = true;
+        }
+        if (max_step < *rule.after_step) continue;        // no row the rule looks at
+        every_row = min_step >= *rule.after_step;          // (-1: a step not known)
+      }
+      if (every_row) {
+        // Decided by the column's extreme and last values; rows are read again only to name
+        // the first bad one.
+        const bool upward = rule.op == ThresholdOp::kGt || rule.op == ThresholdOp::kGe;
+        v.bad = Crosses(rule.op, upward ? sum.max : sum.min, rule.value);
+        v.clear_at_end = !Crosses(rule.op, sum.last_not_nan, rule.value);
+        for (size_t i = 0; v.bad && i < col.values.size(); ++i) {
+          const double x = col.values[i];
+          if (!std::isnan(x) && Crosses(rule.op, x, rule.value)) {
+            v.step = step_of(i);
+            v.value = x;
+            break;
+          }
+        }
+        verdicts.push_back(std::move(v));
+        continue;
+      }
+      // The column's steps straddle after_step: row by row.
       bool seen = false;  // a row the rule looks at
       for (size_t i = 0; i < col.values.size(); ++i) {
         const double x = col.values[i];
-        bool bad = false;
-        if (rule.kind == RuleKind::kMetricNonfinite) {
-          bad = !std::isfinite(x);
-        } else {
-          if (std::isnan(x)) continue;  // NaN is the nonfinite rule's business
-          if (rule.after_step) {
-            const int64_t s = step_of(i);
-            if (s < 0 || s < *rule.after_step) continue;
-          }
-          bad = Crosses(rule.op, x, rule.value);
-        }
+        if (std::isnan(x)) continue;
+        const int64_t st = step_of(i);
+        if (st < 0 || st < *rule.after_step) continue;
+        const bool bad = Crosses(rule.op, x, rule.value);
         seen = true;
         if (bad && !v.bad) {
           v.bad = true;
-          v.step = step_of(i);
+          v.step = st;
           v.value = x;
         }
         v.clear_at_end = !bad;

@@ -120,6 +120,25 @@ TEST_F(AlertEngineTest, ThresholdFiresAfterItsStepAndResolvesOnTheGoodSide) {
   ASSERT_EQ(Alerts("resolved").size(), 1u);
 }
 
+// A batch whose steps straddle after_step: only its rows from after_step count (the row by row
+// path; batches wholly before or after it are decided from the column's extremes).
+TEST_F(AlertEngineTest, ThresholdAfterAStepInsideTheBatchLooksAtItsLaterRowsOnly) {
+  AddRule("loss high", "metric_threshold", R"({"key":"loss","op":">","value":10,"after_step":5})",
+          "ERROR");
+  Send("w", Batch("loss", 3, {50, 50, 12, 13}));  // steps 3..6
+  std::vector<store::AlertRecord> open = Alerts("open");
+  ASSERT_EQ(open.size(), 1u);
+  auto ev = json::Parse(open[0].evidence_json);
+  ASSERT_TRUE(ev.ok());
+  EXPECT_EQ(ev->at("step").as_int64(), 5);
+  EXPECT_EQ(ev->at("value").as_double(), 12);
+  // Below the threshold from step 5 on: nothing opens (steps 3, 4 are before after_step).
+  AddRule("acc low", "metric_threshold", R"({"key":"acc","op":"<","value":0.5,"after_step":5})",
+          "WARN");
+  Send("w", Batch("acc", 3, {0.1, 0.2, 0.9, 0.8}));
+  EXPECT_EQ(Alerts("open").size(), 1u);
+}
+
 TEST_F(AlertEngineTest, ConditionsOpenBeforeARestartAreResolvedAfterIt) {
   AddRule("loss high", "metric_threshold", R"({"key":"loss","op":">","value":10})");
   Send("w", Batch("loss", 0, {20}));
