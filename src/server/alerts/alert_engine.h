@@ -136,8 +136,7 @@ class AlertEngine {
   // writer flagged now (what is not is forgotten by PruneRankSince).
   void FindRankAlerts(const RuleSpec& rule, const std::pair<std::string, std::string>& project,
                       int64_t now_ms, Wanted* want,
-                      std::set<std::pair<std::string, std::string>>* flagged)
-      COHORT_EXCLUDES(mu_);
+                      std::set<std::pair<std::string, std::string>>* flagged) COHORT_EXCLUDES(mu_);
   void PruneRankSince(const std::set<std::pair<std::string, std::string>>& flagged)
       COHORT_EXCLUDES(mu_);
   // The samples of one batch the project's rank rules need.

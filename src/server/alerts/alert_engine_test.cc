@@ -124,7 +124,8 @@ TEST_F(AlertEngineTest, ConditionsOpenBeforeARestartAreResolvedAfterIt) {
   AddRule("loss high", "metric_threshold", R"({"key":"loss","op":">","value":10})");
   Send("w", Batch("loss", 0, {20}));
   ASSERT_EQ(Alerts("open").size(), 1u);
-  engine_ = std::make_unique<AlertEngine>(store_.get(), insight::StragglerOptions{});  // a restarted server
+  engine_ = std::make_unique<AlertEngine>(store_.get(),
+                                          insight::StragglerOptions{});  // a restarted server
   Send("w", Batch("loss", 1, {1}));
   EXPECT_TRUE(Alerts("open").empty());
 }
@@ -267,9 +268,8 @@ store::IngestBatch Steps(int64_t first, int64_t last, int64_t t0, int64_t ms_per
 store::IngestBatch Gpus(int64_t t, int rows, double gpu0, double gpu1) {
   store::IngestBatchBuilder b(1);
   for (int i = 0; i < rows; ++i) {
-    b.AddSystemRow(t + i * 10'000, {{"gpu.0.gpu", gpu0},
-                                    {"gpu.1.gpu", gpu1},
-                                    {"gpu.0.temp", 60.0}});
+    b.AddSystemRow(t + i * 10'000,
+                   {{"gpu.0.gpu", gpu0}, {"gpu.1.gpu", gpu1}, {"gpu.0.temp", 60.0}});
   }
   return b.Finish();
 }
@@ -325,8 +325,8 @@ TEST_F(AlertEngineTest, StragglerNeedsMinWritersAndFlagsTheWriterBehindADesync) 
   EXPECT_EQ(ev->at("desync").at("step_gap").as_int64(), 25);
   EXPECT_EQ(ev->at("desync").at("behind").as_string(), "r1");
   // r1 ends: forgotten, resolved at the next tick.
-  engine_->OnWriterEnded(kRun, store::WriterRecord{.label = "r1", .state = store::RunState::kFinished},
-                         kNow + 3000);
+  engine_->OnWriterEnded(
+      kRun, store::WriterRecord{.label = "r1", .state = store::RunState::kFinished}, kNow + 3000);
   engine_->Tick(kNow + 3000);
   EXPECT_TRUE(Alerts("open").empty());
 }

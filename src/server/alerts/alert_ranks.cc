@@ -76,26 +76,25 @@ std::vector<Flag> StragglerFlags(const RuleSpec& rule, const insight::StragglerO
         reasons_json.push_back(bj::value(reasons[r]));
         text += (r == 0 ? ": " : "; ") + reasons[r];
       }
-      bj::object evidence{
-          {"step_time_ms", Num(v.step_time.value)},
-          {"step_time_source", v.step_time.source},
-          {"lag_ms", Num(v.lag.value)},
-          {"z", Num(v.step_time.z)},
-          {"ratio", Num(v.step_time.ratio)},
-          {"lag_z", Num(v.lag.z)},
-          {"lag_ratio", Num(v.lag.ratio)},
-          {"gpu_util", Num(v.gpu_util.value)},
-          {"median_step_time_ms", Num(rep.median_step_time_ms)},
-          {"last_step", v.last_step},
-          {"writers", int64_t(run.writers.size())},
-          {"thresholds", bj::object{{"z", opt.z},
-                                    {"ratio", opt.ratio},
-                                    {"lag_ratio", opt.lag_ratio},
-                                    {"window", opt.window},
-                                    {"desync_steps", opt.desync_steps},
-                                    {"min_writers", opt.min_members}}},
-          {"reasons", std::move(reasons_json)},
-          {"desync", std::move(desync_json)}};
+      bj::object evidence{{"step_time_ms", Num(v.step_time.value)},
+                          {"step_time_source", v.step_time.source},
+                          {"lag_ms", Num(v.lag.value)},
+                          {"z", Num(v.step_time.z)},
+                          {"ratio", Num(v.step_time.ratio)},
+                          {"lag_z", Num(v.lag.z)},
+                          {"lag_ratio", Num(v.lag.ratio)},
+                          {"gpu_util", Num(v.gpu_util.value)},
+                          {"median_step_time_ms", Num(rep.median_step_time_ms)},
+                          {"last_step", v.last_step},
+                          {"writers", int64_t(run.writers.size())},
+                          {"thresholds", bj::object{{"z", opt.z},
+                                                    {"ratio", opt.ratio},
+                                                    {"lag_ratio", opt.lag_ratio},
+                                                    {"window", opt.window},
+                                                    {"desync_steps", opt.desync_steps},
+                                                    {"min_writers", opt.min_members}}},
+                          {"reasons", std::move(reasons_json)},
+                          {"desync", std::move(desync_json)}};
       std::string title = "writer " + run.writers[size_t(i)].label;
       if (std::isfinite(v.step_time.value) && v.step_time.flagged) {
         title += " straggles: " + Round(v.step_time.value) + " ms per step (median " +
@@ -129,23 +128,20 @@ std::vector<Flag> GpuFlags(const RuleSpec& rule, const std::vector<RunRanks>& ru
       if (!(median >= rule.min_util) || median <= 0 || *w->gpu_util > rule.ratio * median) {
         continue;
       }
-      bj::object evidence{{"gpu_util", *w->gpu_util},
-                          {"others_median", median},
-                          {"ratio", *w->gpu_util / median},
-                          {"threshold_ratio", rule.ratio},
-                          {"min_util", rule.min_util},
-                          {"writers", int64_t(with.size())},
-                          {"samples", w->gpu_samples},
-                          {"window_ms", ProgressTracker::kGpuWindowMs}};
-      std::string title = "writer " + w->label + " GPUs at " + Round(*w->gpu_util) +
-                          "% (others " + Round(median) + "%)";
+      bj::object evidence{
+          {"gpu_util", *w->gpu_util},       {"others_median", median},
+          {"ratio", *w->gpu_util / median}, {"threshold_ratio", rule.ratio},
+          {"min_util", rule.min_util},      {"writers", int64_t(with.size())},
+          {"samples", w->gpu_samples},      {"window_ms", ProgressTracker::kGpuWindowMs}};
+      std::string title = "writer " + w->label + " GPUs at " + Round(*w->gpu_util) + "% (others " +
+                          Round(median) + "%)";
       std::string text = rule.name + ": the GPUs of writer " + w->label + " of run " +
                          run.run.run_id + " averaged " + Round(*w->gpu_util) +
                          "% utilisation over the last " +
                          std::to_string(ProgressTracker::kGpuWindowMs / 60'000) +
                          " min, the other writers' median " + Round(median) + "%";
-      out.push_back(Flag{run.run, w->label, std::move(title), std::move(text),
-                         std::move(evidence)});
+      out.push_back(
+          Flag{run.run, w->label, std::move(title), std::move(text), std::move(evidence)});
     }
   }
   return out;
@@ -203,8 +199,8 @@ RankSamples AlertEngine::RankSamplesOf(const ProjectRules& rules, const store::I
 }
 
 void AlertEngine::FindRankAlerts(const RuleSpec& rule,
-                                 const std::pair<std::string, std::string>& project,
-                                 int64_t now_ms, Wanted* want,
+                                 const std::pair<std::string, std::string>& project, int64_t now_ms,
+                                 Wanted* want,
                                  std::set<std::pair<std::string, std::string>>* flagged) {
   const std::vector<RunRanks> runs = tracker_.RankSnapshot(now_ms, [&](const store::RunRef& r) {
     return r.entity == project.first && r.project == project.second;

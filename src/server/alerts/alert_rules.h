@@ -48,11 +48,11 @@ struct RuleSpec {
   // defaults (StragglerOptionsFromEnv, as GET .../ranks/stragglers).
   std::optional<double> z, lag_ratio;
   std::optional<int> window;
-  bool desync = true;   // straggler: also the writer behind a desynchronised job
-  int min_writers = 3;  // straggler, gpu_underused: live writers with the signal needed
-  double ratio = 0;     // straggler: slower by (unset: the server's default); gpu_underused: at
-                        // most ratio x the median of the others
-  double min_util = 0;  // gpu_underused: the others' median utilisation (percent) at least
+  bool desync = true;      // straggler: also the writer behind a desynchronised job
+  int min_writers = 3;     // straggler, gpu_underused: live writers with the signal needed
+  double ratio = 0;        // straggler: slower by (unset: the server's default); gpu_underused: at
+                           // most ratio x the median of the others
+  double min_util = 0;     // gpu_underused: the others' median utilisation (percent) at least
   double for_minutes = 0;  // straggler, gpu_underused: flagged at every tick for this long
 };
 

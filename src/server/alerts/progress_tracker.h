@@ -17,8 +17,8 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -56,9 +56,9 @@ struct StaleFinding {
 
 // What one batch brings for the rank rules (straggler, gpu_underused).
 struct RankSamples {
-  std::vector<series::Point> clock;               // (step, time_ms) of its history rows
-  std::vector<double> step_time_s;                // perf/step_time values
-  std::vector<std::pair<int64_t, double>> gpu;    // (time_ms, mean % over the GPUs) per system row
+  std::vector<series::Point> clock;             // (step, time_ms) of its history rows
+  std::vector<double> step_time_s;              // perf/step_time values
+  std::vector<std::pair<int64_t, double>> gpu;  // (time_ms, mean % over the GPUs) per system row
   size_t keep = 0;  // clock points and step times kept per writer (the largest window + 1)
 };
 
@@ -110,8 +110,8 @@ class ProgressTracker {
 
   // The rank signals of the live writers of every run `want(run)` selects (called under the
   // tracker's lock, as `params` above).
-  std::vector<RunRanks> RankSnapshot(
-      int64_t now_ms, const std::function<bool(const store::RunRef&)>& want) const
+  std::vector<RunRanks> RankSnapshot(int64_t now_ms,
+                                     const std::function<bool(const store::RunRef&)>& want) const
       COHORT_EXCLUDES(mu_);
 
   size_t writers() const COHORT_EXCLUDES(mu_);
