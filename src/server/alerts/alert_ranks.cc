@@ -16,6 +16,10 @@ namespace {
 constexpr std::string_view kSystemGpuPrefix = "system/gpu.";
 
 bj::value Num(double v) { return std::isfinite(v) ? bj::value(v) : bj::value(nullptr); }
+// A signal's number, null when the member has no such signal.
+bj::value Num(const insight::Signal& s, double v) {
+  return s.present ? Num(v) : bj::value(nullptr);
+}
 
 // A percentage or a duration for a title: rounded to an integer.
 std::string Round(double v) { return std::isfinite(v) ? std::to_string(std::llround(v)) : "?"; }
@@ -79,10 +83,10 @@ std::vector<Flag> StragglerFlags(const RuleSpec& rule, const insight::StragglerO
       bj::object evidence{{"step_time_ms", Num(v.step_time.value)},
                           {"step_time_source", v.step_time.source},
                           {"lag_ms", Num(v.lag.value)},
-                          {"z", Num(v.step_time.z)},
-                          {"ratio", Num(v.step_time.ratio)},
-                          {"lag_z", Num(v.lag.z)},
-                          {"lag_ratio", Num(v.lag.ratio)},
+                          {"z", Num(v.step_time, v.step_time.z)},
+                          {"ratio", Num(v.step_time, v.step_time.ratio)},
+                          {"lag_z", Num(v.lag, v.lag.z)},
+                          {"lag_ratio", Num(v.lag, v.lag.ratio)},
                           {"gpu_util", Num(v.gpu_util.value)},
                           {"median_step_time_ms", Num(rep.median_step_time_ms)},
                           {"last_step", v.last_step},
