@@ -19,16 +19,6 @@ constexpr size_t kMaxCachedKeys = 20'000;
 // Writers whose conditions are remembered; past it, they are forgotten (and loaded again).
 constexpr size_t kMaxWriters = 100'000;
 
-std::string WriterKey(const store::RunRef& ref, const std::string& label) {
-  std::string k;
-  k.reserve(ref.entity.size() + ref.project.size() + ref.run_id.size() + label.size() + 3);
-  k.append(ref.entity).push_back('\x1f');
-  k.append(ref.project).push_back('\x1f');
-  k.append(ref.run_id).push_back('\x1f');
-  k.append(label);
-  return k;
-}
-
 bool IsMetricRule(const RuleSpec& r) {
   return r.enabled &&
          (r.kind == RuleKind::kMetricNonfinite || r.kind == RuleKind::kMetricThreshold);
@@ -97,6 +87,16 @@ std::vector<int64_t> RowSteps(const store::IngestBatch& batch, int64_t next_step
 
 }  // namespace
 
+std::string WriterKey(const store::RunRef& ref, const std::string& label) {
+  std::string k;
+  k.reserve(ref.entity.size() + ref.project.size() + ref.run_id.size() + label.size() + 3);
+  k.append(ref.entity).push_back('\x1f');
+  k.append(ref.project).push_back('\x1f');
+  k.append(ref.run_id).push_back('\x1f');
+  k.append(label);
+  return k;
+}
+
 std::string RuleConditionKey(const RuleSpec& rule, const std::string& key) {
   std::string out = "rule:" + std::to_string(rule.id);
   if (!key.empty()) out += ":" + key;
@@ -108,7 +108,10 @@ ProjectRules::ProjectRules(std::vector<RuleSpec> rules) : rules_(std::move(rules
     has_metric_rules_ = has_metric_rules_ || IsMetricRule(r);
     has_progress_rules_ =
         has_progress_rules_ ||
-        (r.enabled && (r.kind == RuleKind::kHung || r.kind == RuleKind::kStaleMetric));
+        (r.enabled && (r.kind == RuleKind::kHung || r.kind == RuleKind::kStaleMetric ||
+                       r.kind == RuleKind::kStraggler || r.kind == RuleKind::kGpuUnderused));
+    has_straggler_rules_ = has_straggler_rules_ || (r.enabled && r.kind == RuleKind::kStraggler);
+    has_gpu_rules_ = has_gpu_rules_ || (r.enabled && r.kind == RuleKind::kGpuUnderused);
   }
 }
 
@@ -127,7 +130,11 @@ std::vector<int> ProjectRules::MetricRulesFor(const std::string& key) const {
   return out;
 }
 
-AlertEngine::AlertEngine(store::Store* store) : store_(store) {}
+AlertEngine::AlertEngine(store::Store* store)
+    : AlertEngine(store, insight::StragglerOptionsFromEnv()) {}
+
+AlertEngine::AlertEngine(store::Store* store, const insight::StragglerOptions& straggler_defaults)
+    : store_(store), straggler_defaults_(straggler_defaults) {}
 
 Result<std::shared_ptr<const ProjectRules>> AlertEngine::Rules(const std::string& entity,
                                                                const std::string& project,
@@ -289,7 +296,12 @@ void AlertEngine::OnBatch(const store::RunRef& ref, const std::string& label,
         }
       }
     }
-    tracker_.OnBatch(ref, label, max_step, watched, now_ms);
+    if ((*rules)->has_straggler_rules() || (*rules)->has_gpu_rules()) {
+      const RankSamples samples = RankSamplesOf(**rules, batch, steps);
+      tracker_.OnBatch(ref, label, max_step, watched, now_ms, &samples);
+    } else {
+      tracker_.OnBatch(ref, label, max_step, watched, now_ms);
+    }
   }
   if (!(*rules)->has_metric_rules()) return;
   std::vector<Verdict> verdicts;
@@ -478,7 +490,8 @@ void AlertEngine::Tick(int64_t now_ms) {
     if ((*r)->has_progress_rules()) rules.emplace(std::make_pair(entity, project), *r);
   }
   // What should be open now: (writer key, condition key) -> its raise.
-  std::map<std::pair<std::string, std::string>, store::AlertRaise> want;
+  Wanted want;
+  std::set<std::pair<std::string, std::string>> rank_flagged;
   for (const auto& [project, pr] : rules) {
     for (const RuleSpec& rule : pr->rules()) {
       if (!rule.enabled) continue;
@@ -552,9 +565,12 @@ void AlertEngine::Tick(int64_t now_ms) {
                               .now_ms = now_ms};
           want[{WriterKey(f.run, f.label), r.condition_key}] = std::move(r);
         }
+      } else if (rule.kind == RuleKind::kStraggler || rule.kind == RuleKind::kGpuUnderused) {
+        FindRankAlerts(rule, project, now_ms, &want, &rank_flagged);
       }
     }
   }
+  PruneRankSince(rank_flagged);
   std::vector<store::AlertRaise> to_raise, to_resolve;
   {
     MutexLock lock(&mu_);

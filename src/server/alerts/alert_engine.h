@@ -6,7 +6,10 @@
 //   OnWritersCrashed writer_state for the writers the heartbeat sweep marked crashed;
 //   Tick             hung and stale_metric, at each heartbeat sweep, over what OnBatch and
 //                    OnHeartbeat noted in memory (progress_tracker.h); resolved at the first
-//                    tick that no longer finds them.
+//                    tick that no longer finds them. Also straggler and gpu_underused
+//                    (alert_ranks.cc): the rank insight (insight/straggler.h) over the steps,
+//                    step times and GPU utilisation OnBatch noted per writer, raised once a
+//                    writer has been flagged at every tick for the rule's for_minutes.
 // A condition opens one alert per (run, writer, rule, key) through the store (deduplicated
 // there), bumped at most every kBumpIntervalMs while it lasts, and is resolved when it clears
 // (a threshold's value back on the good side, a finite value after a NaN). What is open is
@@ -28,6 +31,7 @@
 #include <vector>
 
 #include "core/mutex.h"
+#include "insight/straggler.h"
 #include "server/alerts/alert_rules.h"
 #include "server/alerts/progress_tracker.h"
 #include "store/store.h"
@@ -40,8 +44,13 @@ class ProjectRules {
   explicit ProjectRules(std::vector<RuleSpec> rules);
   const std::vector<RuleSpec>& rules() const { return rules_; }
   bool has_metric_rules() const { return has_metric_rules_; }
-  // Whether an enabled hung or stale_metric rule needs the writers' progress.
+  // Whether an enabled hung, stale_metric, straggler or gpu_underused rule needs the writers'
+  // progress.
   bool has_progress_rules() const { return has_progress_rules_; }
+  // Enabled straggler rules (steps and step times kept per writer) and gpu_underused rules (GPU
+  // utilisation kept per writer); straggler rules also note GPU utilisation (one of its signals).
+  bool has_straggler_rules() const { return has_straggler_rules_; }
+  bool has_gpu_rules() const { return has_gpu_rules_; }
   // Indexes (into rules()) of the enabled metric rules whose key glob matches `key`.
   std::vector<int> MetricRulesFor(const std::string& key) const COHORT_EXCLUDES(mu_);
 
@@ -49,6 +58,8 @@ class ProjectRules {
   std::vector<RuleSpec> rules_;
   bool has_metric_rules_ = false;
   bool has_progress_rules_ = false;
+  bool has_straggler_rules_ = false;
+  bool has_gpu_rules_ = false;
   mutable Mutex mu_;
   mutable std::unordered_map<std::string, std::vector<int>> matches_ COHORT_GUARDED_BY(mu_);
 };
@@ -61,6 +72,8 @@ class AlertEngine {
   static constexpr size_t kMaxWriterAlertsPerSweep = 4;
 
   explicit AlertEngine(store::Store* store);
+  // `straggler` rules' defaults (those of GET .../ranks/stragglers).
+  AlertEngine(store::Store* store, const insight::StragglerOptions& straggler_defaults);
 
   // The project's rules (its defaults created the first time), cached.
   Result<std::shared_ptr<const ProjectRules>> Rules(const std::string& entity,
@@ -116,8 +129,22 @@ class AlertEngine {
   // Opens (or bumps) one condition; returns whether it is open now.
   bool Raise(const store::AlertRaise& raise) COHORT_EXCLUDES(mu_);
   void Failed(const char* what, const Status& s) COHORT_EXCLUDES(mu_);
+  // (writer key, condition key) -> the raise.
+  using Wanted = std::map<std::pair<std::string, std::string>, store::AlertRaise>;
+  // alert_ranks.cc: adds to `want` the writers of the project's runs that `rule` (straggler or
+  // gpu_underused) flags and that have been flagged for its for_minutes; `flagged` gets every
+  // writer flagged now (what is not is forgotten by PruneRankSince).
+  void FindRankAlerts(const RuleSpec& rule, const std::pair<std::string, std::string>& project,
+                      int64_t now_ms, Wanted* want,
+                      std::set<std::pair<std::string, std::string>>* flagged) COHORT_EXCLUDES(mu_);
+  void PruneRankSince(const std::set<std::pair<std::string, std::string>>& flagged)
+      COHORT_EXCLUDES(mu_);
+  // The samples of one batch the project's rank rules need.
+  RankSamples RankSamplesOf(const ProjectRules& rules, const store::IngestBatch& batch,
+                            const std::vector<int64_t>& steps) const;
 
   store::Store* const store_;
+  const insight::StragglerOptions straggler_defaults_;
   mutable Mutex mu_;
   struct CachedRules {
     std::shared_ptr<const ProjectRules> rules;
@@ -132,7 +159,14 @@ class AlertEngine {
   // Conditions Tick opened and has not resolved: (writer key, condition key) -> the raise.
   std::map<std::pair<std::string, std::string>, store::AlertRaise> tick_open_
       COHORT_GUARDED_BY(mu_);
+  // Rank rules: (writer key, condition key) -> since when it has been flagged at every tick.
+  std::map<std::pair<std::string, std::string>, int64_t> rank_since_ COHORT_GUARDED_BY(mu_);
 };
+
+// The key of a writer of a run in the engine's maps.
+std::string WriterKey(const store::RunRef& ref, const std::string& label);
+// The utilisation series of one GPU: system/gpu.<index>.gpu (src/agent/monitor/source.h).
+bool IsGpuUtilKey(std::string_view key);
 
 // The condition key of a rule alert: "rule:<id>" (writer_state) or "rule:<id>:<key>".
 std::string RuleConditionKey(const RuleSpec& rule, const std::string& key);

@@ -18,7 +18,7 @@ class AlertEngineTest : public ::testing::Test {
     auto s = store::OpenStore("sqlite://" + (dir_.path() / "cohort.db").string());
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     store_ = std::move(s).value();
-    engine_ = std::make_unique<AlertEngine>(store_.get());
+    engine_ = std::make_unique<AlertEngine>(store_.get(), insight::StragglerOptions{});
   }
 
   // A batch of `key` at steps first, first+1, ... with `values`.
@@ -143,7 +143,8 @@ TEST_F(AlertEngineTest, ConditionsOpenBeforeARestartAreResolvedAfterIt) {
   AddRule("loss high", "metric_threshold", R"({"key":"loss","op":">","value":10})");
   Send("w", Batch("loss", 0, {20}));
   ASSERT_EQ(Alerts("open").size(), 1u);
-  engine_ = std::make_unique<AlertEngine>(store_.get());  // a restarted server
+  engine_ = std::make_unique<AlertEngine>(store_.get(),
+                                          insight::StragglerOptions{});  // a restarted server
   Send("w", Batch("loss", 1, {1}));
   EXPECT_TRUE(Alerts("open").empty());
 }
@@ -272,6 +273,115 @@ TEST_F(AlertEngineTest, StaleMetricOpensAndResolves) {
   Send("w", Batch("eval/acc", 71, {0.6}), kNow + 71'000);
   engine_->Tick(kNow + 71'000);
   EXPECT_TRUE(Alerts("open").empty());
+}
+
+// Steps first..last of `key`, step s at time t0 + s * ms_per_step.
+store::IngestBatch Steps(int64_t first, int64_t last, int64_t t0, int64_t ms_per_step) {
+  store::IngestBatchBuilder b(1);
+  for (int64_t s = first; s <= last; ++s) b.AddHistoryRow(s, t0 + s * ms_per_step, {{"loss", 1.0}});
+  return b.Finish();
+}
+
+// System rows at t, t + 10 s, ... with two GPUs at `gpu0` and `gpu1` percent (the builder
+// prefixes system keys with "system/").
+store::IngestBatch Gpus(int64_t t, int rows, double gpu0, double gpu1) {
+  store::IngestBatchBuilder b(1);
+  for (int i = 0; i < rows; ++i) {
+    b.AddSystemRow(t + i * 10'000,
+                   {{"gpu.0.gpu", gpu0}, {"gpu.1.gpu", gpu1}, {"gpu.0.temp", 60.0}});
+  }
+  return b.Finish();
+}
+
+TEST_F(AlertEngineTest, StragglerOpensAfterForMinutesWithItsNumbersAndResolvesWhenItCatchesUp) {
+  AddRule("slow rank", "straggler", R"({"window":20,"for_minutes":0.5})");
+  // r3 takes 300 ms per step, the others 100 ms; all at step 30.
+  for (const char* w : {"r0", "r1", "r2"}) Send(w, Steps(0, 30, kNow, 100), kNow);
+  Send("r3", Steps(0, 30, kNow, 300), kNow);
+  engine_->Tick(kNow + 1000);
+  EXPECT_TRUE(Alerts().empty());  // flagged, not yet for 30 s
+  engine_->Tick(kNow + 20'000);
+  EXPECT_TRUE(Alerts().empty());
+  engine_->Tick(kNow + 31'000);
+  std::vector<store::AlertRecord> open = Alerts("open");
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].writer_label, "r3");
+  EXPECT_EQ(open[0].title, "writer r3 straggles: 300 ms per step (median 100 ms)");
+  auto ev = json::Parse(open[0].evidence_json);
+  ASSERT_TRUE(ev.ok());
+  EXPECT_DOUBLE_EQ(ev->at("step_time_ms").to_number<double>(), 300);
+  EXPECT_DOUBLE_EQ(ev->at("ratio").to_number<double>(), 3);
+  EXPECT_GE(ev->at("z").to_number<double>(), 3.5);
+  EXPECT_GT(ev->at("lag_ms").to_number<double>(), 0);
+  EXPECT_EQ(ev->at("last_step").as_int64(), 30);
+  EXPECT_EQ(ev->at("flagged_since_ms").as_int64(), kNow + 1000);
+  EXPECT_FALSE(ev->at("reasons").as_array().empty());
+  EXPECT_EQ(ev->at("thresholds").at("window").as_int64(), 20);
+  // Still flagged: still one alert.
+  engine_->Tick(kNow + 45'000);
+  EXPECT_EQ(Alerts().size(), 1u);
+  // r3 keeps pace with the others for a window: resolved.
+  for (const char* w : {"r0", "r1", "r2", "r3"}) Send(w, Steps(31, 90, kNow, 100), kNow + 50'000);
+  engine_->Tick(kNow + 50'000);
+  EXPECT_TRUE(Alerts("open").empty());
+  EXPECT_EQ(Alerts("resolved").size(), 1u);
+}
+
+TEST_F(AlertEngineTest, StragglerNeedsMinWritersAndFlagsTheWriterBehindADesync) {
+  AddRule("desync", "straggler", R"({"for_minutes":0})");
+  Send("r0", Steps(0, 30, kNow, 100), kNow);
+  Send("r1", Steps(0, 5, kNow, 100), kNow);
+  engine_->Tick(kNow + 1000);
+  EXPECT_TRUE(Alerts().empty());  // two writers: under min_writers (3)
+  Send("r2", Steps(0, 30, kNow, 100), kNow);
+  engine_->Tick(kNow + 2000);
+  std::vector<store::AlertRecord> open = Alerts("open");
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].writer_label, "r1");
+  EXPECT_EQ(open[0].title, "writer r1 is 25 steps behind");
+  auto ev = json::Parse(open[0].evidence_json);
+  ASSERT_TRUE(ev.ok());
+  EXPECT_EQ(ev->at("desync").at("step_gap").as_int64(), 25);
+  EXPECT_EQ(ev->at("desync").at("behind").as_string(), "r1");
+  // r1 ends: forgotten, resolved at the next tick.
+  engine_->OnWriterEnded(
+      kRun, store::WriterRecord{.label = "r1", .state = store::RunState::kFinished}, kNow + 3000);
+  engine_->Tick(kNow + 3000);
+  EXPECT_TRUE(Alerts("open").empty());
+}
+
+TEST_F(AlertEngineTest, GpuUnderusedOpensForTheIdleWriterAndResolves) {
+  AddRule("idle gpus", "gpu_underused", R"({"ratio":0.5,"min_util":50,"for_minutes":1})");
+  Send("r0", Gpus(kNow, 6, 95, 95), kNow);
+  Send("r1", Gpus(kNow, 6, 90, 100), kNow);
+  Send("r2", Gpus(kNow, 6, 10, 20), kNow);
+  engine_->Tick(kNow);
+  EXPECT_TRUE(Alerts().empty());  // not yet for a minute
+  for (const char* w : {"r0", "r1", "r2"}) engine_->OnHeartbeat(kRun, w, kNow + 61'000);
+  engine_->Tick(kNow + 61'000);
+  std::vector<store::AlertRecord> open = Alerts("open");
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].writer_label, "r2");
+  EXPECT_EQ(open[0].title, "writer r2 GPUs at 15% (others 95%)");
+  auto ev = json::Parse(open[0].evidence_json);
+  ASSERT_TRUE(ev.ok());
+  EXPECT_DOUBLE_EQ(ev->at("gpu_util").to_number<double>(), 15);
+  EXPECT_DOUBLE_EQ(ev->at("others_median").to_number<double>(), 95);
+  EXPECT_EQ(ev->at("samples").as_int64(), 6);
+  // r2 busy again for five minutes: its old samples age out and the alert resolves.
+  Send("r2", Gpus(kNow + 360'000, 2, 90, 90), kNow + 70'000);
+  engine_->Tick(kNow + 70'000);
+  EXPECT_TRUE(Alerts("open").empty());
+  EXPECT_EQ(Alerts("resolved").size(), 1u);
+}
+
+TEST_F(AlertEngineTest, GpuUnderusedNeedsBusyOthers) {
+  AddRule("idle gpus", "gpu_underused", R"({"for_minutes":0})");
+  Send("r0", Gpus(kNow, 3, 30, 30), kNow);  // the whole job at 30%: the others not busy
+  Send("r1", Gpus(kNow, 3, 40, 40), kNow);
+  Send("r2", Gpus(kNow, 3, 5, 5), kNow);
+  engine_->Tick(kNow);
+  EXPECT_TRUE(Alerts().empty());
 }
 
 }  // namespace

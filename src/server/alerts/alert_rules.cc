@@ -8,6 +8,7 @@ namespace bj = boost::json;
 namespace {
 
 constexpr size_t kMaxKeyBytes = 512;
+constexpr int64_t kMaxRankWindow = 1000;  // straggler: steps per writer kept in memory
 
 // A metric key glob: not empty, no control characters, only '*' and '?' as wildcards.
 void ReadKey(json::FieldReader& r, RuleSpec* out) {
@@ -52,6 +53,10 @@ const char* RuleKindName(RuleKind kind) {
       return "stale_metric";
     case RuleKind::kHung:
       return "hung";
+    case RuleKind::kStraggler:
+      return "straggler";
+    case RuleKind::kGpuUnderused:
+      return "gpu_underused";
   }
   return "?";
 }
@@ -124,10 +129,45 @@ Status ParseRuleSpec(std::string_view kind, const bj::object& spec, RuleSpec* ou
     out->factor = ReadDuration(r, "factor", false, true).value_or(5);
     out->min_minutes = ReadDuration(r, "min_minutes", false, false).value_or(10);
     if (r.ok() && out->factor < 1) return Status::InvalidArgument("spec.factor: must be >= 1");
+  } else if (kind == "straggler") {
+    out->kind = RuleKind::kStraggler;
+    r.RejectUnknown({"z", "ratio", "lag_ratio", "window", "min_writers", "desync", "for_minutes"});
+    out->z = ReadDuration(r, "z", false, true);
+    std::optional<double> ratio = ReadDuration(r, "ratio", false, true);
+    out->lag_ratio = ReadDuration(r, "lag_ratio", false, true);
+    std::optional<int64_t> window = r.OptInt("window");
+    std::optional<int64_t> min_writers = r.OptInt("min_writers");
+    out->desync = r.OptBool("desync").value_or(true);
+    out->for_minutes = ReadDuration(r, "for_minutes", false, false).value_or(1);
+    if (!r.ok()) return r.status();
+    if (ratio && *ratio < 1) return Status::InvalidArgument("spec.ratio: must be >= 1");
+    out->ratio = ratio.value_or(0);
+    if (window && (*window < 2 || *window > kMaxRankWindow)) {
+      return Status::InvalidArgument("spec.window: must be 2.." + std::to_string(kMaxRankWindow));
+    }
+    if (window) out->window = int(*window);
+    if (min_writers && (*min_writers < 2 || *min_writers > 100'000)) {
+      return Status::InvalidArgument("spec.min_writers: must be 2..100000");
+    }
+    out->min_writers = int(min_writers.value_or(3));
+  } else if (kind == "gpu_underused") {
+    out->kind = RuleKind::kGpuUnderused;
+    r.RejectUnknown({"ratio", "min_util", "min_writers", "for_minutes"});
+    out->ratio = ReadDuration(r, "ratio", false, true).value_or(0.5);
+    out->min_util = ReadDuration(r, "min_util", false, false).value_or(50);
+    std::optional<int64_t> min_writers = r.OptInt("min_writers");
+    out->for_minutes = ReadDuration(r, "for_minutes", false, false).value_or(5);
+    if (!r.ok()) return r.status();
+    if (out->ratio >= 1) return Status::InvalidArgument("spec.ratio: must be < 1");
+    if (out->min_util > 100) return Status::InvalidArgument("spec.min_util: must be <= 100");
+    if (min_writers && (*min_writers < 2 || *min_writers > 100'000)) {
+      return Status::InvalidArgument("spec.min_writers: must be 2..100000");
+    }
+    out->min_writers = int(min_writers.value_or(2));
   } else {
-    return Status::InvalidArgument(
-        "kind: unknown rule kind '" + std::string(kind) +
-        "' (writer_state, metric_nonfinite, metric_threshold, stale_metric, hung)");
+    return Status::InvalidArgument("kind: unknown rule kind '" + std::string(kind) +
+                                   "' (writer_state, metric_nonfinite, metric_threshold, "
+                                   "stale_metric, hung, straggler, gpu_underused)");
   }
   return r.status();
 }

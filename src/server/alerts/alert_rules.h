@@ -17,7 +17,15 @@
 
 namespace cohort::alerts {
 
-enum class RuleKind { kWriterState, kMetricNonfinite, kMetricThreshold, kStaleMetric, kHung };
+enum class RuleKind {
+  kWriterState,
+  kMetricNonfinite,
+  kMetricThreshold,
+  kStaleMetric,
+  kHung,
+  kStraggler,
+  kGpuUnderused,
+};
 enum class ThresholdOp { kGt, kGe, kLt, kLe };
 
 const char* RuleKindName(RuleKind kind);
@@ -36,6 +44,16 @@ struct RuleSpec {
   std::optional<int64_t> after_step;   // metric_threshold: only steps >= after_step
   double minutes = 0;                  // stale_metric
   double factor = 0, min_minutes = 0;  // hung
+  // straggler: thresholds of the rank insight (insight/straggler.h); unset: the server's
+  // defaults (StragglerOptionsFromEnv, as GET .../ranks/stragglers).
+  std::optional<double> z, lag_ratio;
+  std::optional<int> window;
+  bool desync = true;      // straggler: also the writer behind a desynchronised job
+  int min_writers = 3;     // straggler, gpu_underused: live writers with the signal needed
+  double ratio = 0;        // straggler: slower by (unset: the server's default); gpu_underused: at
+                           // most ratio x the median of the others
+  double min_util = 0;     // gpu_underused: the others' median utilisation (percent) at least
+  double for_minutes = 0;  // straggler, gpu_underused: flagged at every tick for this long
 };
 
 // Checks `spec` (a JSON object) for `kind` and fills `out`; kInvalidArgument naming the field

@@ -36,6 +36,31 @@ TEST(AlertRules, GoodSpecsParse) {
   EXPECT_EQ(r.minutes, 5);
   ASSERT_TRUE(Check("hung", R"({"factor":3,"min_minutes":0})", &r).ok());
   EXPECT_EQ(r.factor, 3);
+  ASSERT_TRUE(Check("straggler", R"({})", &r).ok());
+  EXPECT_EQ(r.kind, RuleKind::kStraggler);
+  EXPECT_FALSE(r.z.has_value());  // the server's defaults, as GET .../ranks/stragglers
+  EXPECT_EQ(r.ratio, 0);
+  EXPECT_EQ(r.min_writers, 3);
+  EXPECT_EQ(r.for_minutes, 1);
+  EXPECT_TRUE(r.desync);
+  ASSERT_TRUE(Check("straggler",
+                    R"({"z":3,"ratio":1.5,"lag_ratio":0.5,"window":20,"min_writers":2,)"
+                    R"("desync":false,"for_minutes":0})",
+                    &r)
+                  .ok());
+  EXPECT_EQ(r.z, 3);
+  EXPECT_EQ(r.ratio, 1.5);
+  EXPECT_EQ(r.window, 20);
+  EXPECT_EQ(r.min_writers, 2);
+  EXPECT_FALSE(r.desync);
+  EXPECT_EQ(r.for_minutes, 0);
+  ASSERT_TRUE(Check("gpu_underused", R"({})", &r).ok());
+  EXPECT_EQ(r.kind, RuleKind::kGpuUnderused);
+  EXPECT_EQ(r.ratio, 0.5);
+  EXPECT_EQ(r.min_util, 50);
+  EXPECT_EQ(r.min_writers, 2);
+  EXPECT_EQ(r.for_minutes, 5);
+  EXPECT_STREQ(RuleKindName(RuleKind::kGpuUnderused), "gpu_underused");
 }
 
 TEST(AlertRules, BadSpecsNameTheField) {
@@ -54,6 +79,21 @@ TEST(AlertRules, BadSpecsNameTheField) {
   EXPECT_EQ(FieldOf(Check("writer_state", R"({"states":["asleep"]})")), "spec.states");
   EXPECT_EQ(FieldOf(Check("writer_state", R"({"states":[]})")), "spec.states");
   EXPECT_EQ(FieldOf(Check("metric_nonfinite", R"({"key":"*","extra":1})")), "spec.extra");
+  EXPECT_EQ(FieldOf(Check("straggler", R"({"z":0})")), "spec.z");
+  EXPECT_EQ(FieldOf(Check("straggler", R"({"ratio":0.9})")), "spec.ratio");
+  EXPECT_EQ(FieldOf(Check("straggler", R"({"lag_ratio":-1})")), "spec.lag_ratio");
+  EXPECT_EQ(FieldOf(Check("straggler", R"({"window":1})")), "spec.window");
+  EXPECT_EQ(FieldOf(Check("straggler", R"({"window":5000})")), "spec.window");
+  EXPECT_EQ(FieldOf(Check("straggler", R"({"min_writers":1})")), "spec.min_writers");
+  EXPECT_EQ(FieldOf(Check("straggler", R"({"for_minutes":-1})")), "spec.for_minutes");
+  EXPECT_EQ(FieldOf(Check("straggler", R"({"desync":"yes"})")), "spec.desync");
+  EXPECT_EQ(FieldOf(Check("straggler", R"({"key":"loss"})")), "spec.key");
+  EXPECT_EQ(FieldOf(Check("gpu_underused", R"({"ratio":1})")), "spec.ratio");
+  EXPECT_EQ(FieldOf(Check("gpu_underused", R"({"ratio":0})")), "spec.ratio");
+  EXPECT_EQ(FieldOf(Check("gpu_underused", R"({"min_util":101})")), "spec.min_util");
+  EXPECT_EQ(FieldOf(Check("gpu_underused", R"({"min_util":-1})")), "spec.min_util");
+  EXPECT_EQ(FieldOf(Check("gpu_underused", R"({"for_minutes":"5"})")), "spec.for_minutes");
+  EXPECT_EQ(FieldOf(Check("gpu_underused", R"({"min_writers":1})")), "spec.min_writers");
 }
 
 TEST(AlertRules, DefaultsAreValid) {

@@ -13,7 +13,8 @@ std::string ProgressTracker::RunKey(const store::RunRef& ref) {
 }
 
 void ProgressTracker::OnBatch(const store::RunRef& ref, const std::string& label, int64_t max_step,
-                              const std::vector<std::string>& keys, int64_t now_ms) {
+                              const std::vector<std::string>& keys, int64_t now_ms,
+                              const RankSamples* samples) {
   MutexLock lock(&mu_);
   Run& run = runs_[RunKey(ref)];
   if (run.writers.empty()) run.ref = ref;
@@ -34,6 +35,42 @@ void ProgressTracker::OnBatch(const store::RunRef& ref, const std::string& label
     w.last_advance_ms = now_ms;
   }
   for (const std::string& k : keys) w.key_last_ms[k] = now_ms;
+  if (samples == nullptr) return;
+  for (const series::Point& p : samples->clock) w.clock.push_back(p);
+  while (w.clock.size() > samples->keep) w.clock.pop_front();
+  for (double v : samples->step_time_s) w.step_time_s.push_back(v);
+  while (w.step_time_s.size() > samples->keep) w.step_time_s.pop_front();
+  for (const auto& g : samples->gpu) w.gpu.push_back(g);
+  if (!w.gpu.empty()) {
+    int64_t newest = 0;
+    for (const auto& g : w.gpu) newest = std::max(newest, g.first);
+    std::erase_if(w.gpu, [&](const auto& g) { return g.first < newest - kGpuWindowMs; });
+  }
+}
+
+std::vector<RunRanks> ProgressTracker::RankSnapshot(
+    int64_t now_ms, const std::function<bool(const store::RunRef&)>& want) const {
+  std::vector<RunRanks> out;
+  MutexLock lock(&mu_);
+  for (const auto& [key, run] : runs_) {
+    if (!want(run.ref)) continue;
+    RunRanks rr{.run = run.ref};
+    for (const auto& [label, w] : run.writers) {
+      if (now_ms - w.last_seen_ms > kAliveMs) continue;
+      WriterRanks wr{.label = label,
+                     .clock = {w.clock.begin(), w.clock.end()},
+                     .step_time_s = {w.step_time_s.begin(), w.step_time_s.end()}};
+      if (!w.gpu.empty()) {
+        double sum = 0;
+        for (const auto& g : w.gpu) sum += g.second;
+        wr.gpu_util = sum / double(w.gpu.size());
+        wr.gpu_samples = int64_t(w.gpu.size());
+      }
+      rr.writers.push_back(std::move(wr));
+    }
+    if (!rr.writers.empty()) out.push_back(std::move(rr));
+  }
+  return out;
 }
 
 void ProgressTracker::OnHeartbeat(const store::RunRef& ref, const std::string& label,

@@ -11,11 +11,15 @@
 //     not resolved by the run's);
 //   stale keys: a watched key of a live writer without a new point for longer than `minutes`.
 // The job's step time is the median of its writers' smoothed times per step.
+// For the `straggler` and `gpu_underused` rules it also keeps, per writer, the (step, wall time)
+// of its last history rows, its last perf/step_time values and its GPU utilisation samples of the
+// last kGpuWindowMs (RankSamples, given with the batch), handed out by RankSnapshot().
 //
 // Threading: thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -24,6 +28,7 @@
 #include <vector>
 
 #include "core/mutex.h"
+#include "series/types.h"
 #include "store/run_types.h"
 
 namespace cohort::alerts {
@@ -51,15 +56,38 @@ struct StaleFinding {
   int64_t last_point_ms = 0;
 };
 
+// What one batch brings for the rank rules (straggler, gpu_underused).
+struct RankSamples {
+  std::vector<series::Point> clock;             // (step, time_ms) of its history rows
+  std::vector<double> step_time_s;              // perf/step_time values
+  std::vector<std::pair<int64_t, double>> gpu;  // (time_ms, mean % over the GPUs) per system row
+  size_t keep = 0;  // clock points and step times kept per writer (the largest window + 1)
+};
+
+// The rank signals of the live writers of one run (RankSnapshot).
+struct WriterRanks {
+  std::string label;
+  std::vector<series::Point> clock;
+  std::vector<double> step_time_s;
+  std::optional<double> gpu_util;  // mean over its samples of the last kGpuWindowMs
+  int64_t gpu_samples = 0;
+};
+struct RunRanks {
+  store::RunRef run;
+  std::vector<WriterRanks> writers;  // live writers (heard of within kAliveMs), by label
+};
+
 class ProgressTracker {
  public:
   static constexpr int64_t kAliveMs = 90'000;  // three of the agent's heartbeat intervals
   static constexpr size_t kMaxWriters = 100'000;
+  static constexpr int64_t kGpuWindowMs = 300'000;  // GPU utilisation: mean over 5 minutes
 
   // A batch of the writer stored at now_ms: its highest known step (-1: none) and the keys of
   // its columns.
   void OnBatch(const store::RunRef& ref, const std::string& label, int64_t max_step,
-               const std::vector<std::string>& keys, int64_t now_ms) COHORT_EXCLUDES(mu_);
+               const std::vector<std::string>& keys, int64_t now_ms,
+               const RankSamples* samples = nullptr) COHORT_EXCLUDES(mu_);
   void OnHeartbeat(const store::RunRef& ref, const std::string& label, int64_t now_ms)
       COHORT_EXCLUDES(mu_);
   void Forget(const store::RunRef& ref, const std::string& label) COHORT_EXCLUDES(mu_);
@@ -82,6 +110,12 @@ class ProgressTracker {
       const std::function<std::optional<int64_t>(const store::RunRef&, const std::string&)>& watch)
       const COHORT_EXCLUDES(mu_);
 
+  // The rank signals of the live writers of every run `want(run)` selects (called under the
+  // tracker's lock, as `params` above).
+  std::vector<RunRanks> RankSnapshot(int64_t now_ms,
+                                     const std::function<bool(const store::RunRef&)>& want) const
+      COHORT_EXCLUDES(mu_);
+
   size_t writers() const COHORT_EXCLUDES(mu_);
   // The (entity, project) of every run tracked.
   std::vector<std::pair<std::string, std::string>> Projects() const COHORT_EXCLUDES(mu_);
@@ -93,6 +127,9 @@ class ProgressTracker {
     int64_t last_seen_ms = 0;
     double step_ms = 0;  // smoothed ms per step; 0 until it advanced twice
     std::unordered_map<std::string, int64_t> key_last_ms;
+    std::deque<series::Point> clock;             // rank rules: last history rows (step, time)
+    std::deque<double> step_time_s;              // ... perf/step_time values
+    std::deque<std::pair<int64_t, double>> gpu;  // ... GPU utilisation (time, %), kGpuWindowMs
   };
   struct Run {
     store::RunRef ref;

@@ -125,5 +125,32 @@ TEST(ProgressTracker, StaleKeysOfLiveWriters) {
   EXPECT_TRUE(t.FindStale(kT0 + 62'000, watch).empty());
 }
 
+TEST(ProgressTracker, RankSamplesAreKeptPerLiveWriterAndBounded) {
+  ProgressTracker t;
+  for (int64_t s = 0; s < 10; ++s) {
+    RankSamples rs{.clock = {{s, kT0 + s * 100, 0}},
+                   .step_time_s = {0.1},
+                   .gpu = {{kT0 + s * 60'000, s < 5 ? 0.0 : 90.0}},
+                   .keep = 4};
+    t.OnBatch(kRun, "r0", s, {}, kT0 + s * 60'000, &rs);
+  }
+  t.OnBatch(kRun, "r1", 3, {}, kT0);  // not heard of since: not live
+  const int64_t now = kT0 + 9 * 60'000;
+  auto runs = t.RankSnapshot(now, [](const store::RunRef&) { return true; });
+  ASSERT_EQ(runs.size(), 1u);
+  ASSERT_EQ(runs[0].writers.size(), 1u);
+  const WriterRanks& w = runs[0].writers[0];
+  EXPECT_EQ(w.label, "r0");
+  ASSERT_EQ(w.clock.size(), 4u);  // the last `keep`
+  EXPECT_EQ(w.clock.front().step, 6);
+  EXPECT_EQ(w.clock.back().time_ms, kT0 + 900);
+  EXPECT_EQ(w.step_time_s.size(), 4u);
+  // GPU samples of the last 5 minutes (times 4..9 min): one at 0%, five at 90%.
+  EXPECT_EQ(w.gpu_samples, 6);
+  ASSERT_TRUE(w.gpu_util.has_value());
+  EXPECT_NEAR(*w.gpu_util, 75, 1e-9);
+  EXPECT_TRUE(t.RankSnapshot(now, [](const store::RunRef&) { return false; }).empty());
+}
+
 }  // namespace
 }  // namespace cohort::alerts

@@ -20,6 +20,11 @@ describe('alerts', () => {
     expect(evidenceSummary(alert({ evidence: { state: 'failed', exit_code: 3 } }))).toBe('failed, exit code 3');
     expect(evidenceSummary(alert({ evidence: { stalled_ms: 720_000, threshold_ms: 600_000, step_time_ms: 2000, suspects: ['rank3'] } })))
       .toBe('no step for 12m 00s (limit 10m 00s); step time 2s; behind: rank3');
+    expect(evidenceSummary(alert({ evidence: { step_time_ms: 300, median_step_time_ms: 100, ratio: 3, z: 12.345, lag_ms: 2999.6, reasons: ['slow'], desync: null } })))
+      .toBe('300 ms/step (median 100 ms); ×3; z 12.3; lag 3000 ms');
+    expect(evidenceSummary(alert({ evidence: { step_time_ms: null, lag_ms: null, z: null, ratio: null, reasons: ['behind'], desync: { step_gap: 25, ahead: 'r0', behind: 'r1' } } })))
+      .toBe('25 steps behind r0');
+    expect(evidenceSummary(alert({ evidence: { gpu_util: 15.2, others_median: 95, ratio: 0.16 } }))).toBe('GPUs at 15%, the other writers 95%');
     expect(evidenceSummary(alert({ source: 'code', rule_id: null, text: 'diverging\nmore', evidence: { time_ms: 5 } }))).toBe('diverging');
   });
 
@@ -43,6 +48,11 @@ describe('alerts', () => {
     expect(draftToInput({ ...d, value: 'ten' }).spec.value).toBe('ten');
     expect(draftToInput({ ...emptyDraft('stale_metric'), key: 'eval/*', minutes: '30' }).spec).toEqual({ key: 'eval/*', minutes: 30 });
     expect(draftToInput({ ...emptyDraft('hung'), factor: '', minMinutes: '20' }).spec).toEqual({ min_minutes: 20 });
+    expect(draftToInput(emptyDraft('straggler')).spec).toEqual({ for_minutes: 1 });
+    expect(draftToInput({ ...emptyDraft('straggler'), z: '3', ratio: '1.5', window: '20', minWriters: '2', desync: false, forMinutes: '0' }).spec)
+      .toEqual({ z: 3, ratio: 1.5, window: 20, min_writers: 2, desync: false, for_minutes: 0 });
+    expect(draftToInput(emptyDraft('gpu_underused')).spec).toEqual({ ratio: 0.5, min_util: 50, for_minutes: 5 });
+    expect(draftToInput({ ...emptyDraft('gpu_underused'), minUtil: 'half' }).spec.min_util).toBe('half');
     expect(draftToInput(emptyDraft('writer_state'))).toMatchObject({ level: 'ERROR', spec: { states: ['crashed', 'failed', 'preempted'] } });
   });
 
@@ -52,5 +62,12 @@ describe('alerts', () => {
     expect(describeRule(r)).toBe('eval/acc < 0.5 after step 1000');
     expect(describeRule({ kind: 'metric_nonfinite', spec: { key: '*' } })).toBe('NaN or Inf in any metric');
     expect(describeRule({ kind: 'writer_state', spec: { states: ['crashed'] } })).toBe('a writer ends crashed');
+    const g: AlertRule = { ...r, kind: 'gpu_underused', spec: { ratio: 0.3, min_util: 60, min_writers: 4, for_minutes: 2 } };
+    expect(draftToInput(ruleToDraft(g)).spec).toEqual(g.spec);
+    expect(describeRule(g)).toBe("a writer's GPUs under 0.3× the others' (at least 60%) for 2 min");
+    const st: AlertRule = { ...r, kind: 'straggler', spec: { z: 3, lag_ratio: 0.5, desync: false, for_minutes: 1 } };
+    expect(draftToInput(ruleToDraft(st)).spec).toEqual(st.spec);
+    expect(describeRule(st)).toBe('a straggling writer (z 3) for 1 min');
+    expect(describeRule({ kind: 'straggler', spec: {} })).toBe('a straggling writer or desync for 1 min');
   });
 });

@@ -10,6 +10,8 @@ export const RULE_KINDS: { kind: AlertRuleKind; label: string }[] = [
   { kind: 'metric_nonfinite', label: 'NaN or Inf in a metric' },
   { kind: 'stale_metric', label: 'No new point' },
   { kind: 'hung', label: 'Hung writer' },
+  { kind: 'straggler', label: 'Straggler or desync' },
+  { kind: 'gpu_underused', label: 'GPUs underused' },
   { kind: 'writer_state', label: 'Writer ended badly' },
 ];
 export const WRITER_END_STATES = ['crashed', 'failed', 'preempted', 'killed'];
@@ -48,6 +50,23 @@ export function evidenceSummary(a: Alert): string {
     if (suspects.length) parts.push(`behind: ${suspects.join(', ')}`);
     return parts.join('; ');
   }
+  if ('reasons' in e) {  // straggler
+    const parts: string[] = [];
+    if (typeof e.step_time_ms === 'number') {
+      const median = typeof e.median_step_time_ms === 'number' ? ` (median ${fmtNum(Math.round(e.median_step_time_ms))} ms)` : '';
+      parts.push(`${fmtNum(Math.round(e.step_time_ms))} ms/step${median}`);
+    }
+    if (typeof e.ratio === 'number') parts.push(`×${fmtNum(Number(e.ratio.toFixed(2)))}`);
+    if (typeof e.z === 'number') parts.push(`z ${fmtNum(Number(e.z.toFixed(1)))}`);
+    if (typeof e.lag_ms === 'number') parts.push(`lag ${fmtNum(Math.round(e.lag_ms))} ms`);
+    const d = e.desync as Record<string, unknown> | null | undefined;
+    if (d && typeof d === 'object') parts.push(`${d.step_gap} steps behind ${d.ahead}`);
+    return parts.join('; ');
+  }
+  if ('others_median' in e) {  // gpu_underused
+    const pct = (v: unknown) => (typeof v === 'number' ? `${Math.round(v)}%` : '?');
+    return `GPUs at ${pct(e.gpu_util)}, the other writers ${pct(e.others_median)}`;
+  }
   if ('last_point_ms' in e) return `${e.key}: no point since ${fmtTime(e.last_point_ms as number)} (${e.minutes} min)`;
   return a.text ? a.text.split('\n')[0] : '';
 }
@@ -73,6 +92,9 @@ export interface RuleDraft {
   name: string; kind: AlertRuleKind; level: AlertLevel; enabled: boolean;
   key: string; op: string; value: string; afterStep: string; minutes: string;
   factor: string; minMinutes: string; states: string[];
+  // straggler (empty: the server's defaults) and gpu_underused
+  z: string; ratio: string; lagRatio: string; window: string; minWriters: string; desync: boolean;
+  minUtil: string; forMinutes: string;
 }
 
 export function emptyDraft(kind: AlertRuleKind = 'metric_threshold'): RuleDraft {
@@ -80,6 +102,8 @@ export function emptyDraft(kind: AlertRuleKind = 'metric_threshold'): RuleDraft 
     name: '', kind, level: kind === 'writer_state' ? 'ERROR' : 'WARN', enabled: true,
     key: kind === 'metric_nonfinite' ? '*' : '', op: '>', value: '', afterStep: '', minutes: '30',
     factor: '5', minMinutes: '10', states: ['crashed', 'failed', 'preempted'],
+    z: '', ratio: kind === 'gpu_underused' ? '0.5' : '', lagRatio: '', window: '', minWriters: '', desync: true,
+    minUtil: '50', forMinutes: kind === 'gpu_underused' ? '5' : '1',
   };
 }
 
@@ -91,6 +115,9 @@ export function ruleToDraft(r: AlertRule): RuleDraft {
     key: str(s.key), op: str(s.op, '>'), value: str(s.value), afterStep: str(s.after_step), minutes: str(s.minutes, '30'),
     factor: str(s.factor, '5'), minMinutes: str(s.min_minutes, '10'),
     states: Array.isArray(s.states) ? s.states.map(String) : ['crashed', 'failed', 'preempted'],
+    z: str(s.z), ratio: str(s.ratio, r.kind === 'gpu_underused' ? '0.5' : ''), lagRatio: str(s.lag_ratio),
+    window: str(s.window), minWriters: str(s.min_writers), desync: s.desync !== false,
+    minUtil: str(s.min_util, '50'), forMinutes: str(s.for_minutes, r.kind === 'gpu_underused' ? '5' : '1'),
   };
 }
 
@@ -123,6 +150,21 @@ export function draftToInput(d: RuleDraft): AlertRuleInput {
     case 'writer_state':
       spec = { states: d.states };
       break;
+    case 'straggler':
+      if (d.z.trim()) spec.z = numberOrText(d.z);
+      if (d.ratio.trim()) spec.ratio = numberOrText(d.ratio);
+      if (d.lagRatio.trim()) spec.lag_ratio = numberOrText(d.lagRatio);
+      if (d.window.trim()) spec.window = numberOrText(d.window);
+      if (d.minWriters.trim()) spec.min_writers = numberOrText(d.minWriters);
+      if (!d.desync) spec.desync = false;
+      if (d.forMinutes.trim()) spec.for_minutes = numberOrText(d.forMinutes);
+      break;
+    case 'gpu_underused':
+      if (d.ratio.trim()) spec.ratio = numberOrText(d.ratio);
+      if (d.minUtil.trim()) spec.min_util = numberOrText(d.minUtil);
+      if (d.minWriters.trim()) spec.min_writers = numberOrText(d.minWriters);
+      if (d.forMinutes.trim()) spec.for_minutes = numberOrText(d.forMinutes);
+      break;
   }
   return { name: d.name.trim(), kind: d.kind, spec, level: d.level, enabled: d.enabled };
 }
@@ -139,6 +181,13 @@ export function describeRule(r: Pick<AlertRule, 'kind' | 'spec'>): string {
       return `no point of ${s.key} for ${s.minutes} min`;
     case 'hung':
       return `no step for ${s.factor ?? 5}× the step time and ${s.min_minutes ?? 10} min`;
+    case 'straggler': {
+      const t = [s.z !== undefined ? `z ${s.z}` : '', s.ratio !== undefined ? `×${s.ratio} slower` : ''].filter(Boolean);
+      const what = s.desync === false ? 'a straggling writer' : 'a straggling writer or desync';
+      return `${what}${t.length ? ` (${t.join(', ')})` : ''} for ${s.for_minutes ?? 1} min`;
+    }
+    case 'gpu_underused':
+      return `a writer's GPUs under ${s.ratio ?? 0.5}× the others' (at least ${s.min_util ?? 50}%) for ${s.for_minutes ?? 5} min`;
     case 'writer_state':
       return `a writer ends ${Array.isArray(s.states) ? s.states.join(', ') : 'crashed, failed, preempted'}`;
     default:

@@ -43,7 +43,7 @@ export interface Alert {
   evidence: Record<string, unknown>; state: 'open' | 'resolved'; opened_ms: number; resolved_ms: number | null;
   acked_ms: number | null; acked_by: string | null; last_seen_ms: number; count: number;
 }
-export type AlertRuleKind = 'writer_state' | 'metric_nonfinite' | 'metric_threshold' | 'stale_metric' | 'hung';
+export type AlertRuleKind = 'writer_state' | 'metric_nonfinite' | 'metric_threshold' | 'stale_metric' | 'hung' | 'straggler' | 'gpu_underused';
 export interface AlertRule {
   id: number; name: string; kind: AlertRuleKind | string; spec: Record<string, unknown>; level: AlertLevel;
   enabled: boolean; builtin: boolean; created_ms: number; updated_ms: number;

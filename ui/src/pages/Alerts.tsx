@@ -238,6 +238,25 @@ function RuleForm({ state, initial, id, onDone }: { state: AppState; initial: Ru
       )}
       {d.kind === 'stale_metric' && text('minutes', 'Minutes')}
       {d.kind === 'hung' && <>{text('factor', 'Factor')}{text('minMinutes', 'Min minutes')}</>}
+      {d.kind === 'straggler' && (
+        <>
+          {text('z', 'z', 'server default')}
+          {text('ratio', 'Ratio', 'server default')}
+          {text('lagRatio', 'Lag ratio', 'server default')}
+          {text('window', 'Window (steps)', 'server default')}
+          {text('minWriters', 'Min writers', '3')}
+          <label><input type="checkbox" checked={d.desync} onChange={() => set({ desync: !d.desync })} /> desync</label>
+          {text('forMinutes', 'For minutes')}
+        </>
+      )}
+      {d.kind === 'gpu_underused' && (
+        <>
+          {text('ratio', 'Ratio')}
+          {text('minUtil', 'Min util %')}
+          {text('minWriters', 'Min writers', '2')}
+          {text('forMinutes', 'For minutes')}
+        </>
+      )}
       {d.kind === 'writer_state' && (
         <fieldset class="states">
           <legend>When a writer ends</legend>
