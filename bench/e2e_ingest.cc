@@ -417,7 +417,9 @@ int main(int argc, char** argv) {
     };
     std::vector<Medians> per(projects.size());
     for (int rep = 0; rep < reps; ++rep) {
-      for (size_t p = 0; p < projects.size(); ++p) {
+      // Alternating which project goes first: the second of a pair finds a bigger database.
+      for (size_t n = 0; n < projects.size(); ++n) {
+        const size_t p = rep % 2 ? projects.size() - 1 - n : n;
         Sample s = RunOnce(self, &api, projects[p].first, sc.clients, sc.shared,
                            total_steps / sc.clients, keys, rep);
         per[p].rate.push_back(s.points_per_s);
