@@ -2,7 +2,7 @@
 // table is the table of the same name in both engines' schemas (sql_schema.cc); booleans travel
 // as 0/1, JSON columns as their text, doubles bit for bit. Export reads all tables in one read
 // transaction (one snapshot), streaming (Conn::Scan); Import inserts with ON CONFLICT DO NOTHING,
-// keeping keys.
+// keeping keys (the alert delivery cursor, the one row a fresh store has, moves up instead).
 #include <string>
 #include <string_view>
 
