@@ -58,6 +58,15 @@ enum DumpTableId : int {
   kDumpBlobMd5,
   kDumpHistograms,
   kDumpMedia,
+  kDumpAlertRules,
+  kDumpAlertRuleDefaults,
+  kDumpAlerts,
+  kDumpAlertEvents,
+  kDumpAlertWebhooks,
+  kDumpAlertDeliveries,
+  // One row at most: exported (and counted) only once it moved past 0; an import moves the
+  // target's cursor up to it, never back (docs/formats.md "Store dump").
+  kDumpAlertDeliveryCursor,
   kDumpTableCount,
 };
 

@@ -161,5 +161,31 @@ TEST(DumpFormatTest, RowWithWrongTypeIsRejected) {
   EXPECT_EQ(DecodeDumpRow("\x05", &decoded).code(), StatusCode::kCorruption);
 }
 
+// Table ids are the format: tables are only appended (docs/formats.md, "Store dump").
+TEST(DumpFormatTest, TableIdsAreStable) {
+  const std::vector<std::string> names = {
+      "runs", "writers", "batches", "stream_positions", "series", "chunks", "console",
+      "run_files", "views", "api_keys", "blobs", "artifact_collections", "artifact_versions",
+      "artifact_files", "artifact_aliases", "artifact_uses", "blob_md5", "histograms", "media",
+      "alert_rules", "alert_rule_defaults", "alerts", "alert_events", "alert_webhooks",
+      "alert_deliveries", "alert_delivery_cursor"};
+  ASSERT_EQ(DumpTables().size(), names.size());
+  ASSERT_EQ(int(names.size()), kDumpTableCount);
+  for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(DumpTables()[i].name, names[i]) << i;
+  EXPECT_EQ(kDumpAlertRules, 19);
+  EXPECT_EQ(kDumpAlertDeliveryCursor, 25);
+}
+
+TEST(DumpFormatTest, WebhookRowWithItsSecretRoundTrips) {
+  const DumpRecord hook{kDumpAlertWebhooks,
+                        {int64_t{3}, std::string("e"), std::string("p"), std::string("ops"),
+                         std::string("https://example.com/h"), std::string("generic"),
+                         std::string("s3cret"), std::string("WARN"), int64_t{1}, int64_t{5}}};
+  DumpRecord back;
+  ASSERT_TRUE(DecodeDumpRow(EncodeDumpRow(hook), &back).ok());
+  EXPECT_EQ(back.table, kDumpAlertWebhooks);
+  EXPECT_EQ(back.values, hook.values);
+}
+
 }  // namespace
 }  // namespace cohort::store

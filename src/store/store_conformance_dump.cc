@@ -1,11 +1,14 @@
 // Conformance cases for the store dump (store.h "dump"): a store exported and imported into a
 // fresh store of the same backend answers every read the same, keeps exactly-once for retried
-// batches, continues numbering after the imported keys, and importing twice stores once.
+// batches, continues numbering after the imported keys, and importing twice stores once. The
+// alert tables go SQLite -> this backend -> SQLite (for PostgreSQL, across engines both ways).
 #include <cmath>
 #include <cstring>
 
 #include "core/sha256.h"
+#include "store/sqlite/sqlite_store.h"
 #include "store/store_conformance.h"
+#include "store/temp_dir_for_test.h"
 
 namespace cohort::store {
 namespace {
@@ -219,6 +222,262 @@ TEST_P(StoreConformanceTest, DumpRoundTripKeepsEveryRead) {
   COHORT_ASSERT_OK(
       copy->CreateView(ViewRecord{.entity = ref.entity, .project = ref.project, .name = "v2"})
           .status());
+}
+
+// Fills `s` with alert state of project acme/vision: the defaults installed with one deleted, a
+// disabled custom rule, alerts open / resolved / acked, their events, two webhooks (with secrets,
+// one disabled), deliveries (one delivered, one pending) and a cursor short of the last event.
+void PopulateAlerts(Store& s) {
+  const std::string e = "acme", p = "vision";
+  const std::vector<AlertRule> defaults = {
+      AlertRule{.name = "nan", .kind = "nan_loss", .level = "ERROR", .builtin = true},
+      AlertRule{.name = "stalled", .kind = "stalled", .spec_json = R"({"minutes":10})",
+                .builtin = true}};
+  COHORT_ASSERT_OK_AND_ASSIGN(bool installed, s.InstallDefaultAlertRules(e, p, defaults, 10));
+  ASSERT_TRUE(installed);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto rules, s.ListAlertRules(e, p));
+  ASSERT_EQ(rules.size(), 2u);
+  const int64_t deleted = rules[0].name == "stalled" ? rules[0].id : rules[1].id;
+  COHORT_ASSERT_OK(s.DeleteAlertRule(e, p, deleted));
+  COHORT_ASSERT_OK_AND_ASSIGN(AlertRule custom,
+                              s.CreateAlertRule(AlertRule{.entity = e,
+                                                          .project = p,
+                                                          .name = "acc drop",
+                                                          .kind = "threshold",
+                                                          .spec_json = R"({"key":"acc"})",
+                                                          .level = "INFO",
+                                                          .enabled = false,
+                                                          .created_ms = 11,
+                                                          .updated_ms = 12}));
+  AlertRaise raise{.entity = e, .project = p, .run_id = "run1", .writer_label = "rank_0",
+                   .rule_id = custom.id, .source = "rule", .condition_key = "rule:acc",
+                   .level = "ERROR", .title = "acc dropped", .text = "below 0.5",
+                   .evidence_json = R"({"acc":0.4})", .now_ms = 20};
+  COHORT_ASSERT_OK_AND_ASSIGN(auto first, s.RaiseAlert(raise));
+  raise.now_ms = 21;
+  ASSERT_TRUE(s.RaiseAlert(raise).ok());  // count 2
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto code, s.RaiseAlert(AlertRaise{.entity = e, .project = p, .run_id = "run1",
+                                         .source = "code", .condition_key = "code:oom",
+                                         .title = "oom", .now_ms = 22}));
+  COHORT_ASSERT_OK_AND_ASSIGN(bool resolved,
+                              s.ResolveAlert(e, p, "run1", "", "code:oom", 23));
+  ASSERT_TRUE(resolved);
+  ASSERT_TRUE(s.AckAlert(e, p, first.first.id, "alice", 24).ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      WebhookRecord ops, s.CreateWebhook(WebhookRecord{.entity = e, .project = p, .name = "ops",
+                                                       .url = "https://example.com/h",
+                                                       .format = "generic", .secret = "s3cret",
+                                                       .min_level = "WARN", .created_ms = 5}));
+  ASSERT_TRUE(s.CreateWebhook(WebhookRecord{.entity = e, .project = p, .name = "chat",
+                                            .url = "https://chat.example.com/x",
+                                            .format = "slack", .min_level = "ERROR",
+                                            .enabled = false, .created_ms = 6})
+                  .ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto events, s.ListAlertEvents(0, 100));
+  ASSERT_EQ(events.size(), 3u);  // opened, opened, resolved
+  // Fanned out up to the second event; the third is past the cursor.
+  std::vector<DeliveryIntent> intents;
+  for (int i = 0; i < 2; ++i) {
+    intents.push_back(DeliveryIntent{.webhook_id = ops.id, .entity = e, .project = p,
+                                     .event_id = events[i].id, .alert_id = events[i].alert_id,
+                                     .event_kind = events[i].kind, .now_ms = 30});
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(int64_t added, s.EnqueueDeliveries(intents, events[1].id));
+  ASSERT_EQ(added, 2);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto claimed, s.ClaimDeliveries("server-a", 31, 1000, 1));
+  ASSERT_EQ(claimed.size(), 1u);
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      bool finished,
+      s.FinishDelivery(claimed[0].id, "server-a",
+                       DeliveryAttempt{.delivered = true, .status = 204, .now_ms = 32}));
+  ASSERT_TRUE(finished);
+  (void)code;
+}
+
+void ExpectSameAlerts(Store& a, Store& b) {
+  const std::string e = "acme", p = "vision";
+  COHORT_ASSERT_OK_AND_ASSIGN(auto ra, a.ListAlertRules(e, p));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto rb, b.ListAlertRules(e, p));
+  ASSERT_EQ(ra.size(), rb.size());
+  for (size_t i = 0; i < ra.size(); ++i) {
+    EXPECT_EQ(ra[i].id, rb[i].id);
+    EXPECT_EQ(ra[i].name, rb[i].name);
+    EXPECT_EQ(ra[i].kind, rb[i].kind);
+    EXPECT_EQ(ra[i].spec_json, rb[i].spec_json);
+    EXPECT_EQ(ra[i].level, rb[i].level);
+    EXPECT_EQ(ra[i].enabled, rb[i].enabled);
+    EXPECT_EQ(ra[i].builtin, rb[i].builtin);
+    EXPECT_EQ(ra[i].created_ms, rb[i].created_ms);
+    EXPECT_EQ(ra[i].updated_ms, rb[i].updated_ms);
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(auto aa, a.ListAlerts(AlertQuery{.entity = e, .project = p}));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto ab, b.ListAlerts(AlertQuery{.entity = e, .project = p}));
+  ASSERT_EQ(aa.size(), ab.size());
+  for (size_t i = 0; i < aa.size(); ++i) {
+    EXPECT_EQ(aa[i].id, ab[i].id);
+    EXPECT_EQ(aa[i].run_id, ab[i].run_id);
+    EXPECT_EQ(aa[i].writer_label, ab[i].writer_label);
+    EXPECT_EQ(aa[i].rule_id, ab[i].rule_id);
+    EXPECT_EQ(aa[i].source, ab[i].source);
+    EXPECT_EQ(aa[i].condition_key, ab[i].condition_key);
+    EXPECT_EQ(aa[i].level, ab[i].level);
+    EXPECT_EQ(aa[i].title, ab[i].title);
+    EXPECT_EQ(aa[i].text, ab[i].text);
+    EXPECT_EQ(aa[i].evidence_json, ab[i].evidence_json);
+    EXPECT_EQ(aa[i].state, ab[i].state);
+    EXPECT_EQ(aa[i].opened_ms, ab[i].opened_ms);
+    EXPECT_EQ(aa[i].resolved_ms, ab[i].resolved_ms);
+    EXPECT_EQ(aa[i].acked_ms, ab[i].acked_ms);
+    EXPECT_EQ(aa[i].acked_by, ab[i].acked_by);
+    EXPECT_EQ(aa[i].last_seen_ms, ab[i].last_seen_ms);
+    EXPECT_EQ(aa[i].count, ab[i].count);
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(auto ea, a.ListAlertEvents(0, 100));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto eb, b.ListAlertEvents(0, 100));
+  ASSERT_EQ(ea.size(), eb.size());
+  for (size_t i = 0; i < ea.size(); ++i) {
+    EXPECT_EQ(ea[i].id, eb[i].id);
+    EXPECT_EQ(ea[i].alert_id, eb[i].alert_id);
+    EXPECT_EQ(ea[i].kind, eb[i].kind);
+    EXPECT_EQ(ea[i].created_ms, eb[i].created_ms);
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(auto wa, a.ListWebhooks(e, p));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto wb, b.ListWebhooks(e, p));
+  ASSERT_EQ(wa.size(), wb.size());
+  for (size_t i = 0; i < wa.size(); ++i) {
+    EXPECT_EQ(wa[i].id, wb[i].id);
+    EXPECT_EQ(wa[i].name, wb[i].name);
+    EXPECT_EQ(wa[i].url, wb[i].url);
+    EXPECT_EQ(wa[i].format, wb[i].format);
+    EXPECT_EQ(wa[i].secret, wb[i].secret);
+    EXPECT_EQ(wa[i].min_level, wb[i].min_level);
+    EXPECT_EQ(wa[i].enabled, wb[i].enabled);
+    EXPECT_EQ(wa[i].created_ms, wb[i].created_ms);
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(auto da, a.ListProjectDeliveries(e, p, std::nullopt, 100));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto db, b.ListProjectDeliveries(e, p, std::nullopt, 100));
+  ASSERT_EQ(da.size(), db.size());
+  for (size_t i = 0; i < da.size(); ++i) {
+    EXPECT_EQ(da[i].id, db[i].id);
+    EXPECT_EQ(da[i].webhook_id, db[i].webhook_id);
+    EXPECT_EQ(da[i].event_id, db[i].event_id);
+    EXPECT_EQ(da[i].alert_id, db[i].alert_id);
+    EXPECT_EQ(da[i].event_kind, db[i].event_kind);
+    EXPECT_EQ(da[i].state, db[i].state);
+    EXPECT_EQ(da[i].attempts, db[i].attempts);
+    EXPECT_EQ(da[i].next_attempt_ms, db[i].next_attempt_ms);
+    EXPECT_EQ(da[i].last_status, db[i].last_status);
+    EXPECT_EQ(da[i].last_error, db[i].last_error);
+    EXPECT_EQ(da[i].claimed_by, db[i].claimed_by);
+    EXPECT_EQ(da[i].claim_until_ms, db[i].claim_until_ms);
+    EXPECT_EQ(da[i].delivered_ms, db[i].delivered_ms);
+    EXPECT_EQ(da[i].created_ms, db[i].created_ms);
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(int64_t ca, a.GetDeliveryCursor());
+  COHORT_ASSERT_OK_AND_ASSIGN(int64_t cb, b.GetDeliveryCursor());
+  EXPECT_EQ(ca, cb);
+}
+
+// SQLite -> store() (this backend, fresh) -> SQLite: rules (and which defaults were deleted),
+// alerts with their acks, events, webhooks with their secrets, the delivery log and cursor.
+TEST_P(StoreConformanceTest, DumpCarriesAlertsAndWebhooksAcrossEngines) {
+  TempDir dir;
+  COHORT_ASSERT_OK_AND_ASSIGN(auto source,
+                              SqliteStore::Open(SqliteOptions{.path = dir.path() / "src.db"}));
+  PopulateAlerts(*source);
+  if (HasFatalFailure()) return;
+  // A fresh store counts no rows (its delivery cursor at 0 is not one): `cohort import` and
+  // `migrate` take it as empty.
+  COHORT_ASSERT_OK_AND_ASSIGN(DumpCounts fresh, store().CountRows());
+  for (const auto& [name, n] : fresh) EXPECT_EQ(n, 0) << name;
+
+  COHORT_ASSERT_OK_AND_ASSIGN(int64_t stored,
+                              CopyInto(*source, store(), DumpHeader{.source = "sqlite"}));
+  COHORT_ASSERT_OK_AND_ASSIGN(DumpCounts src_counts, source->CountRows());
+  COHORT_ASSERT_OK_AND_ASSIGN(DumpCounts dst_counts, store().CountRows());
+  EXPECT_EQ(src_counts, dst_counts);
+  EXPECT_EQ(src_counts["alert_rules"], 2);
+  EXPECT_EQ(src_counts["alert_rule_defaults"], 1);
+  EXPECT_EQ(src_counts["alerts"], 2);
+  EXPECT_EQ(src_counts["alert_events"], 3);
+  EXPECT_EQ(src_counts["alert_webhooks"], 2);
+  EXPECT_EQ(src_counts["alert_deliveries"], 2);
+  EXPECT_EQ(src_counts["alert_delivery_cursor"], 1);
+  int64_t total = 0;
+  for (const auto& [name, n] : src_counts) total += n;
+  EXPECT_EQ(stored, total);
+  ExpectSameAlerts(*source, store());
+  COHORT_ASSERT_OK_AND_ASSIGN(int64_t again,
+                              CopyInto(*source, store(), DumpHeader{.source = "sqlite"}, 3));
+  EXPECT_EQ(again, 0);
+
+  // And back into SQLite from this backend's dump.
+  COHORT_ASSERT_OK_AND_ASSIGN(auto back,
+                              SqliteStore::Open(SqliteOptions{.path = dir.path() / "back.db"}));
+  const DumpHeader from_here{.source = GetParam().name == "postgres" ? "postgres" : "sqlite"};
+  COHORT_ASSERT_OK_AND_ASSIGN(int64_t back_stored, CopyInto(store(), *back, from_here));
+  EXPECT_EQ(back_stored, total);
+  ExpectSameAlerts(*source, *back);
+
+  // The deleted default stays deleted: the project's defaults count as installed.
+  const std::vector<AlertRule> defaults = {
+      AlertRule{.name = "stalled", .kind = "stalled", .builtin = true}};
+  COHORT_ASSERT_OK_AND_ASSIGN(bool reinstalled,
+                              store().InstallDefaultAlertRules("acme", "vision", defaults, 50));
+  EXPECT_FALSE(reinstalled);
+  // The cursor came along: the dispatcher resumes after the second event, not from the first.
+  COHORT_ASSERT_OK_AND_ASSIGN(auto events, store().ListAlertEvents(0, 100));
+  ASSERT_EQ(events.size(), 3u);
+  COHORT_ASSERT_OK_AND_ASSIGN(int64_t cursor, store().GetDeliveryCursor());
+  EXPECT_EQ(cursor, events[1].id);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto pending, store().ListAlertEvents(cursor, 100));
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0].kind, "resolved");
+
+  // New ids continue above the imported ones (PostgreSQL: identity sequences moved).
+  COHORT_ASSERT_OK_AND_ASSIGN(auto rules, store().ListAlertRules("acme", "vision"));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      AlertRule rule, store().CreateAlertRule(AlertRule{.entity = "acme", .project = "vision",
+                                                        .name = "new", .kind = "threshold"}));
+  for (const AlertRule& r : rules) EXPECT_GT(rule.id, r.id);
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto raised, store().RaiseAlert(AlertRaise{.entity = "acme", .project = "vision",
+                                                 .run_id = "run2", .source = "code",
+                                                 .condition_key = "code:new", .title = "new",
+                                                 .now_ms = 60}));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto after, store().ListAlertEvents(0, 100));
+  ASSERT_EQ(after.size(), 4u);
+  EXPECT_GT(after.back().id, events.back().id);
+  EXPECT_EQ(after.back().alert_id, raised.first.id);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto alerts,
+                              store().ListAlerts(AlertQuery{.entity = "acme", .project = "vision"}));
+  for (const AlertRecord& a : alerts) {
+    if (a.id != raised.first.id) {
+      EXPECT_GT(raised.first.id, a.id);
+    }
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hooks, store().ListWebhooks("acme", "vision"));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      WebhookRecord hook,
+      store().CreateWebhook(WebhookRecord{.entity = "acme", .project = "vision", .name = "new",
+                                          .url = "https://example.com/n", .format = "generic",
+                                          .min_level = "INFO", .created_ms = 1}));
+  for (const WebhookRecord& w : hooks) EXPECT_GT(hook.id, w.id);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto logged,
+                              store().ListProjectDeliveries("acme", "vision", std::nullopt, 100));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      int64_t added,
+      store().EnqueueDeliveries({DeliveryIntent{.webhook_id = hook.id, .entity = "acme",
+                                                .project = "vision", .event_id = after.back().id,
+                                                .alert_id = raised.first.id,
+                                                .event_kind = "opened", .now_ms = 61}},
+                                after.back().id));
+  EXPECT_EQ(added, 1);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto relogged,
+                              store().ListProjectDeliveries("acme", "vision", std::nullopt, 100));
+  ASSERT_EQ(relogged.size(), logged.size() + 1);
+  for (const DeliveryRecord& d : logged) EXPECT_GT(relogged[0].id, d.id);  // newest first
 }
 
 TEST_P(StoreConformanceTest, DumpImportedTwiceIsStoredOnce) {

@@ -213,6 +213,20 @@ Status PostgresStore::AfterImport(sql::Conn& conn) {
                                      sql::Params(), sql::Prepare::kOnce)
                                .status());
   }
+  // The alert tables' ids likewise; alert events past the delivery cursor too (a new event
+  // numbered at or below it would never be sent to the webhooks).
+  for (const char* table : {"alert_rules", "alerts", "alert_events", "alert_webhooks",
+                            "alert_deliveries"}) {
+    const std::string t = table;
+    const std::string floor =
+        t == "alert_events" ? "(SELECT last_event_id FROM alert_delivery_cursor WHERE id = 1)"
+                            : "0";
+    COHORT_RETURN_IF_ERROR(conn.Exec("SELECT setval(pg_get_serial_sequence('" + t +
+                                         "', 'id'), greatest(coalesce((SELECT max(id) FROM " + t +
+                                         "), 0), coalesce(" + floor + ", 0)) + 1, false)",
+                                     sql::Params(), sql::Prepare::kOnce)
+                               .status());
+  }
   return conn
       .Exec(
           "UPDATE runs r SET console_next = m.id FROM (SELECT run_pk, max(id) AS id FROM "

@@ -2,7 +2,7 @@
 // table is the table of the same name in both engines' schemas (sql_schema.cc); booleans travel
 // as 0/1, JSON columns as their text, doubles bit for bit. Export reads all tables in one read
 // transaction (one snapshot), streaming (Conn::Scan); Import inserts with ON CONFLICT DO NOTHING,
-// keeping keys.
+// keeping keys (the alert delivery cursor, the one row a fresh store has, moves up instead).
 #include <string>
 #include <string_view>
 
@@ -23,7 +23,16 @@ constexpr int64_t kPruneSlice = 10000;
 bool IsBoolColumn(int table, std::string_view name) {
   return (table == kDumpWriters && (name == "is_primary" || name == "update_finish_state")) ||
          (table == kDumpSeries && name == "is_system") ||
-         (table == kDumpApiKeys && name == "revoked");
+         (table == kDumpApiKeys && name == "revoked") ||
+         (table == kDumpAlertRules && (name == "enabled" || name == "builtin")) ||
+         (table == kDumpAlertWebhooks && name == "enabled");
+}
+
+// The rows of a table that a dump carries (and CountRows counts): all but the delivery cursor's
+// initial row, which every store has from its schema (a fresh store counts as empty).
+std::string DumpedRows(int table) {
+  const std::string from = " FROM " + std::string(DumpTables()[table].name);
+  return table == kDumpAlertDeliveryCursor ? from + " WHERE last_event_id > 0" : from;
 }
 
 bool IsJsonColumn(int table, std::string_view name) { return table == kDumpRuns && name == "tags"; }
@@ -79,8 +88,17 @@ const std::string& InsertSql(int table) {
       for (size_t i = 1; i <= table.columns.size(); ++i) {
         values += (i == 1 ? "$" : ", $") + std::to_string(i);
       }
-      out.push_back("INSERT INTO " + std::string(table.name) + " (" + ColumnList(t) + ") VALUES (" +
-                    values + ") ON CONFLICT DO NOTHING");
+      std::string sql = "INSERT INTO " + std::string(table.name) + " (" + ColumnList(t) +
+                        ") VALUES (" + values + ") ";
+      if (t == kDumpAlertDeliveryCursor) {
+        // The target has the row: move it up to the source's (events up to it were fanned out
+        // to the webhooks there), never back; unchanged counts as not stored.
+        sql += "ON CONFLICT (id) DO UPDATE SET last_event_id = excluded.last_event_id WHERE "
+               "alert_delivery_cursor.last_event_id < excluded.last_event_id";
+      } else {
+        sql += "ON CONFLICT DO NOTHING";
+      }
+      out.push_back(std::move(sql));
     }
     return out;
   }();
@@ -144,7 +162,7 @@ Status SqlStore::Export(const std::function<Status(const DumpRecord&)>& sink) {
       const DumpTable& table = tables[t];
       DumpRecord rec;
       rec.table = t;
-      COHORT_RETURN_IF_ERROR(conn.Scan("SELECT " + ColumnList(t) + " FROM " + table.name +
+      COHORT_RETURN_IF_ERROR(conn.Scan("SELECT " + ColumnList(t) + DumpedRows(t) +
                                            " ORDER BY \"" + table.columns[0].name + "\"",
                                        [&](const Row& row) -> Status {
                                          rec.values.clear();
@@ -213,9 +231,9 @@ Status SqlStore::FinishImport() {
 Result<DumpCounts> SqlStore::CountRows() {
   return RunFor<DumpCounts>(Access::kRead, [&](Conn& conn) -> Result<DumpCounts> {
     DumpCounts out;
-    for (const DumpTable& t : DumpTables()) {
-      COHORT_ASSIGN_OR_RETURN(out[t.name],
-                              sql::QueryInt(conn, "SELECT count(*) FROM " + std::string(t.name)));
+    for (int t = 0; t < kDumpTableCount; ++t) {
+      COHORT_ASSIGN_OR_RETURN(out[DumpTables()[t].name],
+                              sql::QueryInt(conn, "SELECT count(*)" + DumpedRows(t)));
     }
     return out;
   });
