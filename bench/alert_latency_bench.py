@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -102,8 +103,14 @@ def with_children(pid):
 
 
 def wait_points(srv, run_id):
-    wait_for(lambda: srv.get(f"/api/v1/runs/{entity(srv)}/{PROJECT}/{run_id}/keys")["keys"], 60,
-             f"points of {run_id}")
+    def keys():
+        try:
+            return srv.get(f"/api/v1/runs/{entity(srv)}/{PROJECT}/{run_id}/keys")["keys"]
+        except urllib.error.HTTPError as e:
+            if e.code == 404:  # the run is not there yet
+                return None
+            raise
+    wait_for(keys, 60, f"points of {run_id}")
 
 
 _entity = {}
