@@ -3,12 +3,15 @@
 // alert raised by code through the server's route; checked in Debian's Chromium: the workspace
 // marks the run and counts the open alerts, the alerts page lists them with their evidence,
 // acknowledging one, the default rules, a rule the server refuses (its message names the field),
-// a threshold rule created in the editor that then fires on new data, disabling a rule, and the
-// run page's Alerts tab.
+// a threshold rule created in the editor that then fires on new data, disabling a rule, the
+// run page's Alerts tab, and webhooks (a real HTTP receiver started here: created in the page
+// with a secret never shown back, a URL the server refuses, the Test button, an alert delivered
+// and its delivery shown in the alert's details).
 //
 //   node --test tests/ui/alerts.test.mjs        (scripts/test-ui.sh runs it)
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import http from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -157,5 +160,60 @@ describe('alerts', () => {
     assert.equal(await rows.count(), 1);
     assert.match(await rows.first().textContent(), /loss = NaN at step 3/);
     assert.deepEqual(pageErrors, []);
+  });
+
+  test('webhooks: created in the page, tested, and an alert delivered shows in its details', async () => {
+    const calls = [];
+    const receiver = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => { body += c; });
+      req.on('end', () => { calls.push({ headers: req.headers, body: JSON.parse(body) }); res.end('ok'); });
+    });
+    await new Promise((r) => receiver.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${receiver.address().port}/hook`;
+    try {
+      await page.goto(`${server.url}/?p=${entity}/${PROJECT}&alerts=1`);
+      const section = page.getByRole('region', { name: 'alert webhooks' });
+      await section.getByText('No webhooks.').waitFor();
+      await section.getByRole('button', { name: 'New webhook' }).click();
+      const form = section.getByRole('form', { name: 'new webhook' });
+      await form.getByLabel('webhook name').fill('ops');
+      await form.getByLabel('webhook url').fill('ftp://example.com/hook');
+      await form.getByLabel('minimum level').selectOption('INFO');
+      await form.getByLabel('webhook secret').fill('s3cret');
+      // A URL the server refuses: its message names the field; nothing is created.
+      await form.getByRole('button', { name: 'Create webhook' }).click();
+      await form.getByRole('alert').filter({ hasText: 'url' }).waitFor();
+      assert.deepEqual((await api(server, 'GET', `/api/v1/alert-webhooks/${entity}/${PROJECT}`)).webhooks, []);
+      await form.getByLabel('webhook url').fill(url);
+      await form.getByRole('button', { name: 'Create webhook' }).click();
+      const row = section.locator('tr[data-webhook="ops"]');
+      await row.waitFor();
+      assert.match(await row.textContent(), /generic.*INFO.*set/);
+      assert.ok(!(await page.content()).includes('s3cret'), 'the secret is never shown back');
+
+      await row.getByRole('button', { name: 'test webhook ops' }).click();
+      await section.getByTestId('webhook-test-result').filter({ hasText: 'the receiver answered 200' }).waitFor();
+      const tests = calls.filter((c) => c.body.event === 'test');
+      assert.equal(tests.length, 1);
+      assert.match(tests[0].headers['x-cohort-signature'], /^sha256=[0-9a-f]{64}$/);
+
+      // An alert raised now is delivered, and its details say so.
+      await api(server, 'POST', `/api/v1/runs/${entity}/${PROJECT}/calm/writers/trainer/alerts`,
+        { title: 'webhook check', level: 'WARN' });
+      for (let i = 0; i < 200 && !calls.some((c) => c.body.event === 'opened'); i++) await new Promise((r) => setTimeout(r, 100));
+      const opened = calls.find((c) => c.body.event === 'opened');
+      assert.ok(opened, 'the alert reached the receiver');
+      assert.equal(opened.body.alert.title, 'webhook check');
+      const alertRow = page.locator('[data-testid="alerts"] tr[data-alert]', { hasText: 'webhook check' });
+      await alertRow.waitFor({ timeout: 20000 });
+      await alertRow.getByRole('button', { name: 'webhook check', exact: true }).click();
+      const delivered = page.locator('[data-testid="deliveries"] tr[data-delivery-state="delivered"]');
+      await delivered.first().waitFor({ timeout: 20000 });
+      assert.match(await delivered.first().textContent(), /ops.*opened.*delivered \(200\)/);
+      assert.deepEqual(pageErrors, []);
+    } finally {
+      receiver.close();
+    }
   });
 });

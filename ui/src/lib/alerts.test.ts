@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Alert, AlertRule } from './api';
-import { describeRule, draftToInput, emptyDraft, evidenceSummary, openAlertsByRun, ruleToDraft } from './alerts';
+import type { Alert, AlertDelivery, AlertRule } from './api';
+import { deliveryText, describeRule, draftToInput, emptyDraft, evidenceSummary, isWebhookUrl, openAlertsByRun, ruleToDraft } from './alerts';
 
 function alert(p: Partial<Alert>): Alert {
   return {
@@ -69,5 +69,25 @@ describe('alerts', () => {
     expect(draftToInput(ruleToDraft(st)).spec).toEqual(st.spec);
     expect(describeRule(st)).toBe('a straggling writer (z 3) for 1 min');
     expect(describeRule({ kind: 'straggler', spec: {} })).toBe('a straggling writer or desync for 1 min');
+  });
+
+  it('says where each delivery stands', () => {
+    const d = (p: Partial<AlertDelivery>): AlertDelivery => ({
+      id: 1, webhook_id: 2, event_id: 3, alert_id: 4, event: 'opened', state: 'pending', attempts: 0, next_attempt_ms: null,
+      last_status: null, last_error: null, delivered_ms: null, created_ms: 0, ...p,
+    });
+    expect(deliveryText(d({}))).toBe('pending');
+    expect(deliveryText(d({ state: 'delivered', attempts: 1, last_status: 200 }))).toBe('delivered (200)');
+    expect(deliveryText(d({ state: 'delivered', attempts: 3, last_status: 204 }))).toBe('delivered (204) after 3 attempts');
+    expect(deliveryText(d({ attempts: 2, last_status: 503, next_attempt_ms: 20_000 }), 0)).toBe('pending: attempt 2 failed (503), next in 20s');
+    expect(deliveryText(d({ attempts: 1, last_error: 'connection refused', next_attempt_ms: 5_000 }), 0)).toBe('pending: attempt 1 failed: connection refused, next in 5s');
+    expect(deliveryText(d({ state: 'failed', attempts: 10, last_error: 'timeout' }))).toBe('failed after 10 attempts: timeout');
+  });
+
+  it('hints at webhook URLs the server would refuse', () => {
+    expect(isWebhookUrl('https://hooks.slack.com/services/T/B/X')).toBe(true);
+    expect(isWebhookUrl('http://127.0.0.1:9000/hook')).toBe(true);
+    expect(isWebhookUrl('ftp://example.com/x')).toBe(false);
+    expect(isWebhookUrl('hooks.example.com')).toBe(false);
   });
 });

@@ -1,7 +1,7 @@
 // Alerts in the UI (pages/Alerts.tsx): the one-line evidence of an alert, the open alerts of each
 // run (the workspace table's marks), and the rule editor's draft <-> the API's rule JSON
 // (docs/api.md "Alerts", "Rules"). Pure functions.
-import type { Alert, AlertLevel, AlertRule, AlertRuleInput, AlertRuleKind } from './api';
+import type { Alert, AlertDelivery, AlertLevel, AlertRule, AlertRuleInput, AlertRuleKind } from './api';
 import { fmtDuration, fmtNum, fmtTime } from './format';
 
 export const LEVELS: AlertLevel[] = ['INFO', 'WARN', 'ERROR'];
@@ -192,5 +192,29 @@ export function describeRule(r: Pick<AlertRule, 'kind' | 'spec'>): string {
       return `a writer ends ${Array.isArray(s.states) ? s.states.join(', ') : 'crashed, failed, preempted'}`;
     default:
       return JSON.stringify(s);
+  }
+}
+
+/** One delivery of an alert event to a webhook, in words: "delivered (200)", "pending: attempt 3
+ * failed (503), next in 20s", "failed after 10 attempts: connection refused". */
+export function deliveryText(d: AlertDelivery, now = Date.now()): string {
+  const status = d.last_status === null ? '' : ` (${d.last_status})`;
+  const tries = `${d.attempts} attempt${d.attempts === 1 ? '' : 's'}`;
+  if (d.state === 'delivered') return `delivered${status}${d.attempts > 1 ? ` after ${tries}` : ''}`;
+  const why = d.last_error ? `: ${d.last_error}` : status;
+  if (d.state === 'failed') return `failed after ${tries}${why}`;
+  if (!d.attempts) return 'pending';
+  const next = d.next_attempt_ms === null ? '' : `, next in ${fmtDuration(Math.max(0, d.next_attempt_ms - now))}`;
+  return `pending: attempt ${d.attempts} failed${why}${next}`;
+}
+
+/** Whether `url` can be a webhook's (http or https with a host), for the form's hint; the
+ * server decides. */
+export function isWebhookUrl(url: string): boolean {
+  try {
+    const u = new URL(url.trim());
+    return (u.protocol === 'http:' || u.protocol === 'https:') && !!u.hostname;
+  } catch {
+    return false;
   }
 }

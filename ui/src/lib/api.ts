@@ -49,6 +49,22 @@ export interface AlertRule {
   enabled: boolean; builtin: boolean; created_ms: number; updated_ms: number;
 }
 export type AlertRuleInput = Pick<AlertRule, 'name' | 'kind' | 'spec' | 'level' | 'enabled'>;
+/** A webhook of the project's alerts (docs/api.md "Alert webhooks"); the secret is never shown. */
+export interface AlertWebhook {
+  id: number; name: string; url: string; format: 'generic' | 'slack' | 'discord'; min_level: AlertLevel;
+  enabled: boolean; has_secret: boolean; created_ms: number;
+}
+export interface AlertWebhookInput {
+  name: string; url: string; format: AlertWebhook['format']; min_level: AlertLevel; enabled: boolean;
+  /** Absent: kept; '' or null: removed. */
+  secret?: string | null;
+}
+export interface AlertDelivery {
+  id: number; webhook_id: number; event_id: number; alert_id: number; event: 'opened' | 'resolved';
+  state: 'pending' | 'delivered' | 'failed'; attempts: number; next_attempt_ms: number | null;
+  last_status: number | null; last_error: string | null; delivered_ms: number | null; created_ms: number;
+}
+export interface WebhookTestResult { ok: boolean; status: number | null; error: string | null; body?: string }
 export interface AlertQuery { state?: 'open' | 'resolved'; level?: AlertLevel; run?: string; limit?: number }
 
 export interface Project { entity: string; project: string; runs: number; created_ms: number; updated_ms: number }
@@ -368,6 +384,28 @@ export class Api {
   }
   deleteAlertRule(entity: string, project: string, id: number) {
     return this.request<{ deleted: boolean }>('DELETE', `/api/v1/alert-rules/${enc(entity)}/${enc(project)}/${id}`);
+  }
+
+  alertWebhooks(entity: string, project: string, signal?: AbortSignal) {
+    return this.get<{ webhooks: AlertWebhook[] }>(`/api/v1/alert-webhooks/${enc(entity)}/${enc(project)}`, signal).then((r) => r.webhooks);
+  }
+  createAlertWebhook(entity: string, project: string, w: AlertWebhookInput) {
+    return this.request<AlertWebhook>('POST', `/api/v1/alert-webhooks/${enc(entity)}/${enc(project)}`, w);
+  }
+  updateAlertWebhook(entity: string, project: string, id: number, w: AlertWebhookInput) {
+    return this.request<AlertWebhook>('PUT', `/api/v1/alert-webhooks/${enc(entity)}/${enc(project)}/${id}`, w);
+  }
+  deleteAlertWebhook(entity: string, project: string, id: number) {
+    return this.request<{ deleted: boolean }>('DELETE', `/api/v1/alert-webhooks/${enc(entity)}/${enc(project)}/${id}`);
+  }
+  testAlertWebhook(entity: string, project: string, id: number) {
+    return this.request<WebhookTestResult>('POST', `/api/v1/alert-webhooks/${enc(entity)}/${enc(project)}/${id}/test`);
+  }
+  /** The deliveries of one webhook, or (webhookId null) the project's, of one alert when `alert` is given. */
+  alertDeliveries(entity: string, project: string, webhookId: number | null, alert?: number, signal?: AbortSignal) {
+    const base = `/api/v1/alert-webhooks/${enc(entity)}/${enc(project)}`;
+    const path = webhookId === null ? `${base}/deliveries${alert !== undefined ? `?alert=${alert}` : ''}` : `${base}/${webhookId}/deliveries`;
+    return this.get<{ deliveries: AlertDelivery[] }>(path, signal).then((r) => r.deliveries);
   }
 
   views(entity: string, project: string) {

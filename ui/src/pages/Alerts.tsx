@@ -13,6 +13,7 @@ import { update } from '../lib/nav';
 import { fmtAgo, fmtTime } from '../lib/format';
 import { linkTo, type AppState } from '../lib/url';
 import { Empty, ErrorBox, Link, Loading, useLoad } from '../components/common';
+import { AlertDeliveries, WebhooksSection } from './AlertWebhooks';
 
 /** How often the lists refresh (alerts open and resolve while jobs run). */
 export const ALERTS_REFRESH_MS = 5000;
@@ -60,6 +61,7 @@ export function ProjectAlertsPage({ state }: { state: AppState }) {
       <AlertsList state={state} alerts={alerts.data} error={alerts.error} onChanged={alerts.reload} showRun
         empty={filter === 'open' ? 'No open alerts. Rules below raise them; so does run.alert(...) in the training code.' : 'No alerts.'} />
       <RulesSection state={state} />
+      <WebhooksSection state={state} />
     </div>
   );
 }
@@ -125,6 +127,7 @@ function AlertsList({ state, alerts, error, onChanged, showRun, empty }: {
                   <td colSpan={showRun ? 9 : 8}>
                     {a.text && <pre class="alert-text">{a.text}</pre>}
                     <pre class="mono small" data-testid="alert-evidence">{JSON.stringify(a.evidence, null, 2)}</pre>
+                    <AlertDeliveries state={state} alertId={a.id} />
                     <div class="muted small">condition {a.condition}{a.rule_id !== null ? ` · rule ${a.rule_id}` : ''} · last seen {fmtTime(a.last_seen_ms)}</div>
                   </td>
                 </tr>
