@@ -601,6 +601,14 @@ void AlertEngine::Tick(int64_t now_ms) {
   }
 }
 
+void AlertEngine::OnWriterRejoined(const store::RunRef& ref, const std::string& label,
+                                   int64_t now_ms) {
+  auto resolved =
+      store_->ResolveWriterAlerts(ref.entity, ref.project, ref.run_id, label, "rule", now_ms);
+  if (!resolved.ok()) Failed("resolving a rejoined writer's alerts", resolved.status());
+  Forget(ref, label);
+}
+
 void AlertEngine::OnWriterEnded(const store::RunRef& ref, const store::WriterRecord& writer,
                                 int64_t now_ms) {
   RaiseWriterState(ref, writer.label, std::string(store::RunStateName(writer.state)),

@@ -84,6 +84,10 @@ class AlertEngine {
 
   void OnBatch(const store::RunRef& ref, const std::string& label, const store::IngestBatch& batch,
                const store::IngestResult& result, int64_t now_ms) COHORT_EXCLUDES(mu_);
+  // A writer joined again (a resumed run): what its earlier process left open (a crash, a NaN...)
+  // is resolved, so that its next end or condition opens a new alert and notifies again.
+  void OnWriterRejoined(const store::RunRef& ref, const std::string& label, int64_t now_ms)
+      COHORT_EXCLUDES(mu_);
   void OnWriterEnded(const store::RunRef& ref, const store::WriterRecord& writer, int64_t now_ms)
       COHORT_EXCLUDES(mu_);
   void OnWritersCrashed(const std::vector<store::CrashedWriter>& crashed, int64_t now_ms)

@@ -228,6 +228,29 @@ TEST_F(AlertEngineTest, WriterEndRaisesForBadStatesOnlyAndResolvesCodeAlerts) {
   EXPECT_EQ(ev->at("exit_code").as_int64(), 3);
 }
 
+// A resumed writer that crashes again is a new alert (a new webhook call), not a bump of the
+// crash its earlier process left open.
+TEST_F(AlertEngineTest, AWriterThatRejoinsStartsOverAndItsNextCrashIsANewAlert) {
+  store::WriterRecord w;
+  w.label = "rank0";
+  w.state = store::RunState::kPreempted;
+  engine_->OnWriterEnded(kRun, w, kNow);
+  ASSERT_EQ(Alerts("open").size(), 1u);
+  engine_->OnWriterRejoined(kRun, "rank0", kNow + 10);
+  EXPECT_TRUE(Alerts("open").empty());
+  w.state = store::RunState::kCrashed;
+  engine_->OnWriterEnded(kRun, w, kNow + 20);
+  std::vector<store::AlertRecord> open = Alerts("open");
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].title, "writer rank0 crashed");
+  EXPECT_EQ(open[0].count, 1);
+  auto events = store_->ListAlertEvents(0, 100);
+  ASSERT_TRUE(events.ok());
+  std::vector<std::string> kinds;
+  for (const auto& e : *events) kinds.push_back(e.kind);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"opened", "resolved", "opened"}));
+}
+
 TEST_F(AlertEngineTest, HungWriterOpensOnATickAndResolvesWhenItAdvances) {
   AddRule("hung", "hung", R"({"factor":3,"min_minutes":0.5})", "ERROR");
   int64_t now = kNow;

@@ -23,7 +23,12 @@ void ReadKey(json::FieldReader& r, RuleSpec* out) {
   }
 }
 
-// A non-negative (or, with positive, > 0) finite number.
+// The largest duration (minutes) or factor a rule takes: far beyond any job, and small enough that
+// it converts to milliseconds without overflow (1e20 minutes would wrap to a negative limit and
+// fire at once).
+constexpr double kMaxRuleDuration = 1e6;
+
+// A non-negative (or, with positive, > 0) finite number, at most kMaxRuleDuration.
 std::optional<double> ReadDuration(json::FieldReader& r, std::string_view key, bool required,
                                    bool positive) {
   std::optional<double> v = r.OptDouble(key);
@@ -32,8 +37,9 @@ std::optional<double> ReadDuration(json::FieldReader& r, std::string_view key, b
     if (required) r.Fail(key, "required");
     return std::nullopt;
   }
-  if (!std::isfinite(*v) || *v < 0 || (positive && *v == 0)) {
-    r.Fail(key, positive ? "must be a number > 0" : "must be a number >= 0");
+  if (!std::isfinite(*v) || *v < 0 || (positive && *v == 0) || *v > kMaxRuleDuration) {
+    r.Fail(key, positive ? "must be a number > 0 and <= 1000000"
+                         : "must be a number >= 0 and <= 1000000");
     return std::nullopt;
   }
   return v;

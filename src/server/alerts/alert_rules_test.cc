@@ -76,6 +76,12 @@ TEST(AlertRules, BadSpecsNameTheField) {
   EXPECT_EQ(FieldOf(Check("stale_metric", R"({"key":"loss"})")), "spec.minutes");
   EXPECT_EQ(FieldOf(Check("hung", R"({"min_minutes":-1})")), "spec.min_minutes");
   EXPECT_EQ(FieldOf(Check("hung", R"({"factor":0})")), "spec.factor");
+  // Durations that would overflow milliseconds (and fire at once) are refused.
+  EXPECT_EQ(FieldOf(Check("stale_metric", R"({"key":"loss","minutes":1e20})")), "spec.minutes");
+  EXPECT_EQ(FieldOf(Check("hung", R"({"min_minutes":1e20})")), "spec.min_minutes");
+  EXPECT_EQ(FieldOf(Check("hung", R"({"factor":1e300})")), "spec.factor");
+  EXPECT_EQ(FieldOf(Check("gpu_underused", R"({"for_minutes":2e6})")), "spec.for_minutes");
+  EXPECT_TRUE(Check("stale_metric", R"({"key":"loss","minutes":1000000})").ok());
   EXPECT_EQ(FieldOf(Check("writer_state", R"({"states":["asleep"]})")), "spec.states");
   EXPECT_EQ(FieldOf(Check("writer_state", R"({"states":[]})")), "spec.states");
   EXPECT_EQ(FieldOf(Check("metric_nonfinite", R"({"key":"*","extra":1})")), "spec.extra");

@@ -44,6 +44,7 @@ http::HttpResponse Join(ApiContext* ctx, http::HttpRequest& req, const AuthConte
   }
   auto w = ctx->store->JoinWriter(*ref, join);
   if (!w.ok()) return ErrorResponse(w.status());
+  if (existed && ctx->alerts) ctx->alerts->OnWriterRejoined(*ref, join.label, NowMillis());
   return JsonResponse(existed ? 200 : 201, WriterToJson(*w));
 }
 
