@@ -492,7 +492,10 @@ void AlertEngine::Tick(int64_t now_ms) {
   // What should be open now: (writer key, condition key) -> its raise.
   Wanted want;
   std::set<std::pair<std::string, std::string>> rank_flagged;
-  for (const auto& [project, pr] : rules) {
+  for (const auto& entry : rules) {
+    // Not a structured binding: lambdas below capture it (clang before 16 refuses those).
+    const std::pair<std::string, std::string>& project = entry.first;
+    const std::shared_ptr<const ProjectRules>& pr = entry.second;
     for (const RuleSpec& rule : pr->rules()) {
       if (!rule.enabled) continue;
       if (rule.kind == RuleKind::kHung) {
