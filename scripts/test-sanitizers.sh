@@ -40,9 +40,10 @@ run_one() {
       { cat "$build/configure.log"; failed+=("$name-build"); return; }
   fi
   local start=$(date +%s)
-  # The integration suite needs only the `cohort` binary (tests/conftest.py); ctest needs all.
+  # The integration suite needs only the `cohort` binary (tests/conftest.py) and the fake NVML
+  # that tests/integration/test_alerts_gpu.py's agents load; ctest needs all.
   local targets=""
-  [ "$suites" = integration ] && targets="src/cli/cohort"
+  [ "$suites" = integration ] && targets="src/cli/cohort fake_nvml"
   ninja -C "$build" -j"$jobs" $targets || { failed+=("$name-build"); return; }
   echo "== $name: built in $(( $(date +%s) - start )) s"
 
