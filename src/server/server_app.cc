@@ -378,10 +378,8 @@ void ServerApp::SweepLoop() {
     if (!marked.ok()) {
       std::fprintf(stderr, "cohort: heartbeat sweep failed: %s\n",
                    marked.status().ToString().c_str());
-    } else if (!marked->empty()) {
-      alerts_->OnWritersCrashed(*marked, now);
     }
-    alerts_->Tick(now);  // hung and stale_metric rules
+    alerts_->Tick(now);  // the writers ended (those just marked crashed too), then tick rules
     PruneBatchesIfDue(now);
     PruneSessionsIfDue(now);
     lock.Lock();

@@ -13,7 +13,9 @@ namespace cohort::store {
 
 // Alerts a project may open per minute (rule and code alerts together, every server of the
 // store counted): above it RaiseAlert refuses to open more (kResourceExhausted); an alert already
-// open is still bumped. The one place this limit is defined.
+// open is still bumped, and a raise with `counts_against_limit` false (a writer that ended badly:
+// rare, and never to be lost) always opens, though it counts. The one place this limit is
+// defined.
 inline constexpr int64_t kMaxAlertsOpenedPerProjectPerMinute = 60;
 
 // One condition seen now: opens an alert or bumps the one open for the same key.
@@ -26,6 +28,7 @@ struct AlertRaise {
   std::string title, text;
   std::string evidence_json = "{}";
   int64_t now_ms = 0;
+  bool counts_against_limit = true;  // false: opened even past the project's rate limit
 };
 
 struct AlertRecord {
@@ -55,6 +58,14 @@ struct AlertQuery {
   std::string entity, project;
   std::optional<std::string> state, level, run_id;
   int limit = 100;
+};
+
+// An open alert of a rule (ListOpenRuleAlerts), with its rule's kind and whether what it is about
+// still runs: its writer, or its run for a run-level alert (writer_label "").
+struct OpenRuleAlert {
+  AlertRecord alert;
+  std::string rule_kind;
+  bool live = false;
 };
 
 // A rule of a project: kind and its spec (JSON; checked by the server, server/alerts), level of

@@ -60,6 +60,17 @@ struct CrashedWriter {
   int64_t heartbeat_ms = 0;  // its last heartbeat
 };
 
+// A writer that ended and whose end the alert rules have not handled yet (ListUnhandledWriterEnds).
+struct EndedWriter {
+  RunRef run;
+  std::string label;
+  RunState state = RunState::kFinished;
+  std::optional<int> exit_code;
+  int64_t heartbeat_ms = 0;  // its last heartbeat
+  int64_t finished_ms = 0;   // when it ended (the key of MarkWriterEndHandled)
+  bool run_ended = false;    // the run has no running writer left
+};
+
 class WriterStore {
  public:
   virtual ~WriterStore() = default;
@@ -79,9 +90,18 @@ class WriterStore {
                                             RunState state, std::optional<int> exit_code,
                                             int64_t now_ms) = 0;
   // Marks running writers whose last heartbeat is older than `stale_before_ms` crashed and
-  // recomputes their runs' states. Returns the writers it marked (the alert rules' input).
+  // recomputes their runs' states. Returns the writers it marked.
   virtual Result<std::vector<CrashedWriter>> MarkStaleWritersCrashed(int64_t stale_before_ms,
                                                                      int64_t now_ms) = 0;
+  // The alert rules' input, durable: FinishWriter and MarkStaleWritersCrashed mark each writer
+  // they end "unhandled" in their own transaction, so that its end is alerted on even when the
+  // server dies right after (another server, or this one restarted, finds it here). A writer
+  // that joins again is handled (a new process). Oldest end first, at most `limit`.
+  virtual Result<std::vector<EndedWriter>> ListUnhandledWriterEnds(int limit) = 0;
+  // Marks the end of the writer at `finished_ms` handled (an end after a later re-join stays
+  // unhandled).
+  virtual Status MarkWriterEndHandled(const RunRef& ref, const std::string& label,
+                                      int64_t finished_ms) = 0;
   // Renames a writer; its series, console lines and stream positions follow. kAlreadyExists
   // when another writer of the run has the label `to`.
   virtual Result<WriterRecord> RenameWriter(const RunRef& ref, const std::string& from,
@@ -306,6 +326,19 @@ class AlertStore {
                                               const std::string& run_id,
                                               const std::string& writer_label,
                                               const std::string& source, int64_t now_ms) = 0;
+  // Resolves the open alerts of the rules `rule_ids` of the project (each with its event): of
+  // the run `run_id` only when it is set, and of its writer `writer_label` only when that is set
+  // ("" = the run-level alerts). Returns how many.
+  virtual Result<int64_t> ResolveRuleAlerts(const std::string& entity, const std::string& project,
+                                            const std::vector<int64_t>& rule_ids,
+                                            const std::optional<std::string>& run_id,
+                                            const std::optional<std::string>& writer_label,
+                                            int64_t now_ms) = 0;
+  // Open alerts of every project raised by rules of the kinds `kinds` (oldest first, at most
+  // `limit`), each with whether its writer (its run, for a run-level alert) is still running:
+  // what a server restarted takes over from the one that opened them.
+  virtual Result<std::vector<OpenRuleAlert>> ListOpenRuleAlerts(
+      const std::vector<std::string>& kinds, int limit) = 0;
   virtual Result<AlertRecord> GetAlert(const std::string& entity, const std::string& project,
                                        int64_t id) = 0;
   virtual Result<std::vector<AlertRecord>> ListAlerts(const AlertQuery& query) = 0;
@@ -319,8 +352,11 @@ class AlertStore {
   // ---- rules ----
   // kAlreadyExists when the project has a rule of that name.
   virtual Result<AlertRule> CreateAlertRule(const AlertRule& rule) = 0;
-  // Replaces name, kind, spec, level and enabled of the rule (entity + project + id).
+  // Replaces name, kind, spec, level and enabled of the rule (entity + project + id); a rule
+  // disabled resolves its open alerts in the same transaction.
   virtual Result<AlertRule> UpdateAlertRule(const AlertRule& rule) = 0;
+  // Deletes the rule and resolves its open alerts, in one transaction. Rule ids are never given
+  // again (a later rule cannot inherit an old rule's alerts).
   virtual Status DeleteAlertRule(const std::string& entity, const std::string& project,
                                  int64_t id) = 0;
   virtual Result<std::vector<AlertRule>> ListAlertRules(const std::string& entity,

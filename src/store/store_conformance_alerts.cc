@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/clock.h"
 #include "store/store_conformance.h"
 
 namespace cohort::store {
@@ -198,6 +199,137 @@ TEST_P(StoreConformanceTest, AlertRaiseIsCheckedAndRateLimitedPerProject) {
   EXPECT_TRUE(later.second);
   COHORT_ASSERT_OK_AND_ASSIGN(std::vector<AlertEvent> events, store().ListAlertEvents(0, 1000));
   EXPECT_EQ(int64_t(events.size()), kMaxAlertsOpenedPerProjectPerMinute + 2);
+  // A raise that must not be held back (a writer that ended badly) opens past the limit.
+  constexpr int64_t kT1 = kT0 + 200'000;
+  for (int64_t i = 0; i < kMaxAlertsOpenedPerProjectPerMinute; ++i) {
+    COHORT_ASSERT_OK(
+        store().RaiseAlert(Raise("r1", "w", "m" + std::to_string(i), kT1 + i)).status());
+  }
+  EXPECT_EQ(store().RaiseAlert(Raise("r1", "w", "over2", kT1 + 100)).status().code(),
+            StatusCode::kResourceExhausted);
+  AlertRaise crash = Raise("r1", "w", "crash", kT1 + 100);
+  crash.counts_against_limit = false;
+  COHORT_ASSERT_OK_AND_ASSIGN(auto exempt, store().RaiseAlert(crash));
+  EXPECT_TRUE(exempt.second);
+}
+
+TEST_P(StoreConformanceTest, WriterEndsStayUnhandledUntilMarkedAndARejoinHandlesThem) {
+  MakeRun("r1");
+  for (const char* w : {"w0", "w1", "w2"}) Join("r1", w);
+  COHORT_ASSERT_OK(store().FinishWriter(Ref("r1"), "w0", RunState::kFailed, 2, kT0).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(std::vector<EndedWriter> ended, store().ListUnhandledWriterEnds(10));
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].run.run_id, "r1");
+  EXPECT_EQ(ended[0].label, "w0");
+  EXPECT_EQ(ended[0].state, RunState::kFailed);
+  EXPECT_EQ(ended[0].exit_code, 2);
+  EXPECT_EQ(ended[0].finished_ms, kT0);
+  EXPECT_FALSE(ended[0].run_ended);  // w1 and w2 still run
+  COHORT_ASSERT_OK(store().MarkStaleWritersCrashed(NowMillis() + 1000, kT0 + 10).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(ended, store().ListUnhandledWriterEnds(10));
+  ASSERT_EQ(ended.size(), 3u);
+  EXPECT_EQ(ended[0].label, "w0");  // oldest end first
+  EXPECT_EQ(ended[1].state, RunState::kCrashed);
+  EXPECT_FALSE(ended[1].exit_code.has_value());
+  EXPECT_EQ(ended[2].finished_ms, kT0 + 10);
+  EXPECT_GT(ended[2].heartbeat_ms, 0);
+  for (const EndedWriter& e : ended) EXPECT_TRUE(e.run_ended);
+  // Marked with another end's time: still unhandled (it ended again after a re-join).
+  COHORT_ASSERT_OK(store().MarkWriterEndHandled(Ref("r1"), "w0", kT0 + 1));
+  COHORT_ASSERT_OK(store().MarkWriterEndHandled(Ref("r1"), "w1", kT0 + 10));
+  COHORT_ASSERT_OK_AND_ASSIGN(ended, store().ListUnhandledWriterEnds(10));
+  ASSERT_EQ(ended.size(), 2u);
+  EXPECT_EQ(ended[0].label, "w0");
+  EXPECT_EQ(ended[1].label, "w2");
+  Join("r1", "w0");  // a new process of w0
+  COHORT_ASSERT_OK_AND_ASSIGN(ended, store().ListUnhandledWriterEnds(10));
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].label, "w2");
+  EXPECT_FALSE(ended[0].run_ended);
+}
+
+TEST_P(StoreConformanceTest, DeletingOrDisablingARuleResolvesItsAlertsAndRuleIdsAreNotReused) {
+  COHORT_ASSERT_OK_AND_ASSIGN(AlertRule first, store().CreateAlertRule(Rule("first")));
+  COHORT_ASSERT_OK_AND_ASSIGN(AlertRule second, store().CreateAlertRule(Rule("second")));
+  AlertRaise of_second = Raise("r1", "w", "rule:x");
+  of_second.source = "rule";
+  of_second.rule_id = second.id;
+  COHORT_ASSERT_OK(store().RaiseAlert(of_second).status());
+  COHORT_ASSERT_OK(store().DeleteAlertRule("acme", "vision", second.id));
+  COHORT_ASSERT_OK_AND_ASSIGN(std::vector<AlertRecord> open,
+                              store().ListAlerts(AlertQuery{
+                                  .entity = "acme", .project = "vision", .state = "open"}));
+  EXPECT_TRUE(open.empty());
+  // The highest id deleted is not given to the next rule (it would inherit the old alerts).
+  COHORT_ASSERT_OK_AND_ASSIGN(AlertRule third, store().CreateAlertRule(Rule("third")));
+  EXPECT_GT(third.id, second.id);
+  AlertRaise of_first = Raise("r1", "w", "rule:y");
+  of_first.source = "rule";
+  of_first.rule_id = first.id;
+  COHORT_ASSERT_OK(store().RaiseAlert(of_first).status());
+  first.enabled = false;
+  first.updated_ms = kT0 + 5;
+  COHORT_ASSERT_OK(store().UpdateAlertRule(first).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(open, store().ListAlerts(AlertQuery{
+                                        .entity = "acme", .project = "vision", .state = "open"}));
+  EXPECT_TRUE(open.empty());
+  COHORT_ASSERT_OK_AND_ASSIGN(std::vector<AlertEvent> events, store().ListAlertEvents(0, 100));
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[1].kind, "resolved");
+  EXPECT_EQ(events[3].kind, "resolved");
+}
+
+TEST_P(StoreConformanceTest, DeletingARunResolvesItsAlertsAndANewRunOfItsIdStartsOver) {
+  MakeRun("r1");
+  COHORT_ASSERT_OK(store().RaiseAlert(Raise("r1", "w", "code:x")).status());
+  COHORT_ASSERT_OK(store().DeleteRun(Ref("r1")));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      std::vector<AlertRecord> all,
+      store().ListAlerts(AlertQuery{.entity = "acme", .project = "vision"}));
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].state, "resolved");
+  MakeRun("r1");
+  COHORT_ASSERT_OK_AND_ASSIGN(auto again, store().RaiseAlert(Raise("r1", "w", "code:x")));
+  EXPECT_TRUE(again.second);  // a new alert (notified), not a bump of the deleted run's
+  COHORT_ASSERT_OK_AND_ASSIGN(std::vector<AlertEvent> events, store().ListAlertEvents(0, 100));
+  ASSERT_EQ(events.size(), 3u);  // ids without holes: the dispatcher waits for none
+  EXPECT_EQ(events[2].id, events[0].id + 2);
+}
+
+TEST_P(StoreConformanceTest, OpenRuleAlertsAreListedWithWhetherTheirWriterRunsAndResolvedByRule) {
+  MakeRun("r1");
+  Join("r1", "live");
+  Join("r1", "gone");
+  COHORT_ASSERT_OK(store().FinishWriter(Ref("r1"), "gone", RunState::kCrashed, {}, kT0).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(AlertRule hung, store().CreateAlertRule(Rule("hung", "hung")));
+  COHORT_ASSERT_OK_AND_ASSIGN(AlertRule nan, store().CreateAlertRule(Rule("nan")));
+  for (const char* w : {"live", "gone", ""}) {
+    for (const AlertRule* r : {&hung, &nan}) {
+      AlertRaise a = Raise("r1", w, "rule:" + std::to_string(r->id));
+      a.source = "rule";
+      a.rule_id = r->id;
+      COHORT_ASSERT_OK(store().RaiseAlert(a).status());
+    }
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(std::vector<OpenRuleAlert> open,
+                              store().ListOpenRuleAlerts({"hung", "stale_metric"}, 100));
+  ASSERT_EQ(open.size(), 3u);
+  EXPECT_EQ(open[0].alert.writer_label, "live");
+  EXPECT_TRUE(open[0].live);
+  EXPECT_EQ(open[0].rule_kind, "hung");
+  EXPECT_EQ(open[1].alert.writer_label, "gone");
+  EXPECT_FALSE(open[1].live);
+  EXPECT_EQ(open[2].alert.writer_label, "");
+  EXPECT_TRUE(open[2].live);  // the run runs
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      int64_t n, store().ResolveRuleAlerts("acme", "vision", {hung.id}, "r1", "gone", kT0 + 1));
+  EXPECT_EQ(n, 1);
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      n, store().ResolveRuleAlerts("acme", "vision", {hung.id, nan.id}, std::nullopt,
+                                   std::nullopt, kT0 + 2));
+  EXPECT_EQ(n, 5);  // the other two of `hung`, the three of `nan`
+  COHORT_ASSERT_OK_AND_ASSIGN(open, store().ListOpenRuleAlerts({"hung"}, 100));
+  EXPECT_TRUE(open.empty());
 }
 
 TEST_P(StoreConformanceTest, AlertRulesCrud) {

@@ -103,13 +103,15 @@ std::string RuleConditionKey(const RuleSpec& rule, const std::string& key) {
   return out;
 }
 
+bool IsTickRule(RuleKind kind) {
+  return kind == RuleKind::kHung || kind == RuleKind::kStaleMetric ||
+         kind == RuleKind::kStraggler || kind == RuleKind::kGpuUnderused;
+}
+
 ProjectRules::ProjectRules(std::vector<RuleSpec> rules) : rules_(std::move(rules)) {
   for (const RuleSpec& r : rules_) {
     has_metric_rules_ = has_metric_rules_ || IsMetricRule(r);
-    has_progress_rules_ =
-        has_progress_rules_ ||
-        (r.enabled && (r.kind == RuleKind::kHung || r.kind == RuleKind::kStaleMetric ||
-                       r.kind == RuleKind::kStraggler || r.kind == RuleKind::kGpuUnderused));
+    has_progress_rules_ = has_progress_rules_ || (r.enabled && IsTickRule(r.kind));
     has_straggler_rules_ = has_straggler_rules_ || (r.enabled && r.kind == RuleKind::kStraggler);
     has_gpu_rules_ = has_gpu_rules_ || (r.enabled && r.kind == RuleKind::kGpuUnderused);
   }
@@ -199,11 +201,13 @@ void AlertEngine::Failed(const char* what, const Status& s) {
   ++errors_;
 }
 
-Status AlertEngine::EnsureLoaded(const store::RunRef& ref, const std::string& label) {
+Status AlertEngine::EnsureLoaded(const store::RunRef& ref, const std::string& label,
+                                 int64_t now_ms) {
   const std::string wk = WriterKey(ref, label);
   {
     MutexLock lock(&mu_);
-    if (writers_.count(wk)) return Status::Ok();
+    auto it = writers_.find(wk);
+    if (it != writers_.end() && now_ms - it->second.loaded_ms < kRulesTtlMs) return Status::Ok();
   }
   store::AlertQuery q{.entity = ref.entity,
                       .project = ref.project,
@@ -212,12 +216,13 @@ Status AlertEngine::EnsureLoaded(const store::RunRef& ref, const std::string& la
                       .limit = 1000};
   COHORT_ASSIGN_OR_RETURN(std::vector<store::AlertRecord> open, store_->ListAlerts(q));
   WriterConditions wc;
+  wc.loaded_ms = now_ms;
   for (const store::AlertRecord& a : open) {
     if (a.writer_label == label) wc.by_key[a.condition_key] = Condition{true, a.last_seen_ms};
   }
   MutexLock lock(&mu_);
   if (writers_.size() >= kMaxWriters) writers_.clear();
-  writers_.emplace(wk, std::move(wc));  // a concurrent load of the same writer wins: same data
+  writers_[wk] = std::move(wc);  // what the store says now (another server may have changed it)
   return Status::Ok();
 }
 
@@ -383,7 +388,9 @@ void AlertEngine::OnBatch(const store::RunRef& ref, const std::string& label,
     }
   }
   if (verdicts.empty()) return;
-  if (Status s = EnsureLoaded(ref, label); !s.ok()) return Failed("reading open alerts", s);
+  if (Status s = EnsureLoaded(ref, label, now_ms); !s.ok()) {
+    return Failed("reading open alerts", s);
+  }
   // The common case, every value fine and nothing open for the writer, needs no more work.
   const std::string wk = WriterKey(ref, label);
   bool any_open = false;
@@ -406,47 +413,6 @@ void AlertEngine::OnBatch(const store::RunRef& ref, const std::string& label,
     }
     if (act) Apply(ref, label, v, now_ms);
   }
-}
-
-void AlertEngine::RaiseWriterState(const store::RunRef& ref, const std::string& label,
-                                   const std::string& state, std::optional<int> exit_code,
-                                   int64_t heartbeat_ms, int64_t now_ms) {
-  auto rules = Rules(ref.entity, ref.project, now_ms);
-  if (!rules.ok()) return Failed("reading alert rules", rules.status());
-  for (const RuleSpec& rule : (*rules)->rules()) {
-    if (!rule.enabled || rule.kind != RuleKind::kWriterState) continue;
-    bool match = false;
-    for (const std::string& s : rule.states) match = match || s == state;
-    if (!match) continue;
-    bj::object evidence{{"state", state},
-                        {"exit_code", exit_code ? bj::value(*exit_code) : bj::value(nullptr)},
-                        {"last_heartbeat_ms", heartbeat_ms}};
-    std::string title = "writer " + label + " " + state;
-    std::string text = rule.name + ": writer " + label + " of run " + ref.run_id + " ended " +
-                       state + (exit_code ? " with exit code " + std::to_string(*exit_code) : "");
-    if (state == "crashed") {
-      text += " (no heartbeat since " + std::to_string((now_ms - heartbeat_ms) / 1000) + " s)";
-    }
-    store::AlertRaise r{.entity = ref.entity,
-                        .project = ref.project,
-                        .run_id = ref.run_id,
-                        .writer_label = label,
-                        .rule_id = rule.id,
-                        .source = "rule",
-                        .condition_key = RuleConditionKey(rule, ""),
-                        .level = rule.level,
-                        .title = title,
-                        .text = text,
-                        .evidence_json = bj::serialize(evidence),
-                        .now_ms = now_ms};
-    Raise(r);
-  }
-}
-
-void AlertEngine::Forget(const store::RunRef& ref, const std::string& label) {
-  tracker_.Forget(ref, label);
-  MutexLock lock(&mu_);
-  writers_.erase(WriterKey(ref, label));
 }
 
 void AlertEngine::OnHeartbeat(const store::RunRef& ref, const std::string& label, int64_t now_ms) {
@@ -478,13 +444,18 @@ bj::array WritersJson(const std::vector<WriterProgressView>& writers) {
 }  // namespace
 
 void AlertEngine::Tick(int64_t now_ms) {
+  HandleWriterEnds(now_ms);
+  AdoptOpenTickAlerts(now_ms);
   // The rules of every tracked project, read before the tracker is asked (its callbacks run
   // under its lock and must not reach the store).
   std::map<std::pair<std::string, std::string>, std::shared_ptr<const ProjectRules>> rules;
+  // Projects whose rules could not be read: what is open for them stays open this time.
+  std::set<std::pair<std::string, std::string>> unknown;
   for (auto& [entity, project] : tracker_.Projects()) {
     auto r = Rules(entity, project, now_ms);
     if (!r.ok()) {
       Failed("reading alert rules", r.status());
+      unknown.emplace(entity, project);
       continue;
     }
     if ((*r)->has_progress_rules()) rules.emplace(std::make_pair(entity, project), *r);
@@ -584,13 +555,19 @@ void AlertEngine::Tick(int64_t now_ms) {
       }
     }
     for (const auto& [k, r] : tick_open_) {
-      if (!want.count(k)) to_resolve.push_back(r);
+      if (want.count(k) || unknown.count({r.entity, r.project})) continue;
+      auto held = adopted_until_ms_.find(k);
+      if (held != adopted_until_ms_.end() && now_ms < held->second) continue;
+      to_resolve.push_back(r);
     }
   }
   for (const store::AlertRaise& r : to_raise) {
     if (!Raise(r)) continue;
     MutexLock lock(&mu_);
-    tick_open_[{WriterKey({r.entity, r.project, r.run_id}, r.writer_label), r.condition_key}] = r;
+    const std::pair<std::string, std::string> k{
+        WriterKey({r.entity, r.project, r.run_id}, r.writer_label), r.condition_key};
+    tick_open_[k] = r;
+    adopted_until_ms_.erase(k);  // found again: decided as any other from now on
   }
   for (const store::AlertRaise& r : to_resolve) {
     auto resolved = store_->ResolveAlert(r.entity, r.project, r.run_id, r.writer_label,
@@ -600,82 +577,10 @@ void AlertEngine::Tick(int64_t now_ms) {
       continue;
     }
     MutexLock lock(&mu_);
-    tick_open_.erase({WriterKey({r.entity, r.project, r.run_id}, r.writer_label), r.condition_key});
-  }
-}
-
-void AlertEngine::OnWriterRejoined(const store::RunRef& ref, const std::string& label,
-                                   int64_t now_ms) {
-  auto resolved =
-      store_->ResolveWriterAlerts(ref.entity, ref.project, ref.run_id, label, "rule", now_ms);
-  if (!resolved.ok()) Failed("resolving a rejoined writer's alerts", resolved.status());
-  Forget(ref, label);
-}
-
-void AlertEngine::OnWriterEnded(const store::RunRef& ref, const store::WriterRecord& writer,
-                                int64_t now_ms) {
-  RaiseWriterState(ref, writer.label, std::string(store::RunStateName(writer.state)),
-                   writer.exit_code, writer.heartbeat_ms, now_ms);
-  // Alerts raised by the training code last as long as the writer.
-  auto resolved = store_->ResolveWriterAlerts(ref.entity, ref.project, ref.run_id, writer.label,
-                                              "code", now_ms);
-  if (!resolved.ok()) Failed("resolving code alerts", resolved.status());
-  Forget(ref, writer.label);
-}
-
-void AlertEngine::RaiseRunCrashed(const store::RunRef& ref,
-                                  const std::vector<const store::CrashedWriter*>& writers,
-                                  int64_t now_ms) {
-  auto rules = Rules(ref.entity, ref.project, now_ms);
-  if (!rules.ok()) return Failed("reading alert rules", rules.status());
-  bj::array listed;
-  for (const store::CrashedWriter* c : writers) {
-    listed.push_back(bj::object{{"writer", c->label}, {"last_heartbeat_ms", c->heartbeat_ms}});
-  }
-  for (const RuleSpec& rule : (*rules)->rules()) {
-    if (!rule.enabled || rule.kind != RuleKind::kWriterState) continue;
-    if (std::find(rule.states.begin(), rule.states.end(), "crashed") == rule.states.end()) continue;
-    const std::string n = std::to_string(writers.size());
-    bj::object evidence{
-        {"state", "crashed"}, {"count", int64_t(writers.size())}, {"writers", listed}};
-    store::AlertRaise r{.entity = ref.entity,
-                        .project = ref.project,
-                        .run_id = ref.run_id,
-                        .writer_label = "",
-                        .rule_id = rule.id,
-                        .source = "rule",
-                        .condition_key = RuleConditionKey(rule, ""),
-                        .level = rule.level,
-                        .title = n + " writers crashed",
-                        .text = rule.name + ": " + n + " writers of run " + ref.run_id +
-                                " stopped heartbeating at once (" + writers.front()->label +
-                                ", ...)",
-                        .evidence_json = bj::serialize(evidence),
-                        .now_ms = now_ms};
-    Raise(r);
-  }
-}
-
-void AlertEngine::OnWritersCrashed(const std::vector<store::CrashedWriter>& crashed,
-                                   int64_t now_ms) {
-  // Many writers of one run lost in one sweep (a node, the whole job): one run-level alert
-  // listing them rather than one per writer, which would also eat the project's rate limit.
-  std::map<std::string, std::vector<const store::CrashedWriter*>> by_run;
-  for (const store::CrashedWriter& c : crashed) by_run[WriterKey(c.run, "")].push_back(&c);
-  for (const auto& [key, writers] : by_run) {
-    if (writers.size() > kMaxWriterAlertsPerSweep) {
-      RaiseRunCrashed(writers.front()->run, writers, now_ms);
-    } else {
-      for (const store::CrashedWriter* c : writers) {
-        RaiseWriterState(c->run, c->label, "crashed", std::nullopt, c->heartbeat_ms, now_ms);
-      }
-    }
-    for (const store::CrashedWriter* c : writers) {
-      auto resolved = store_->ResolveWriterAlerts(c->run.entity, c->run.project, c->run.run_id,
-                                                  c->label, "code", now_ms);
-      if (!resolved.ok()) Failed("resolving code alerts", resolved.status());
-      Forget(c->run, c->label);
-    }
+    const std::pair<std::string, std::string> k{
+        WriterKey({r.entity, r.project, r.run_id}, r.writer_label), r.condition_key};
+    tick_open_.erase(k);
+    adopted_until_ms_.erase(k);
   }
 }
 

@@ -2,19 +2,26 @@
 // sees things happen — never by rescanning series:
 //   OnBatch          metric_nonfinite and metric_threshold over the keys and values of one
 //                    ingested batch;
-//   OnWriterEnded    writer_state when a writer finishes (and resolves its code alerts);
-//   OnWritersCrashed writer_state for the writers the heartbeat sweep marked crashed;
+//   HandleWriterEnds writer_state for the writers that ended (finished, or marked crashed by
+//                    the heartbeat sweep), read from the store, which records each end as
+//                    unhandled in the transaction that ends the writer: an end is never lost to
+//                    a server dying or a store error before its alert (writer_ends.cc);
 //   Tick             hung and stale_metric, at each heartbeat sweep, over what OnBatch and
 //                    OnHeartbeat noted in memory (progress_tracker.h); resolved at the first
 //                    tick that no longer finds them. Also straggler and gpu_underused
 //                    (alert_ranks.cc): the rank insight (insight/straggler.h) over the steps,
 //                    step times and GPU utilisation OnBatch noted per writer, raised once a
-//                    writer has been flagged at every tick for the rule's for_minutes.
+//                    writer has been flagged at every tick for the rule's for_minutes. The
+//                    first tick of a process takes over the alerts of these rules left open in
+//                    the store (a restart, a server gone): resolved at once when their writer
+//                    no longer runs, else decided again once the rule has had its time window
+//                    to find them again (a stale key is watched from its last point at once).
 // A condition opens one alert per (run, writer, rule, key) through the store (deduplicated
 // there), bumped at most every kBumpIntervalMs while it lasts, and is resolved when it clears
 // (a threshold's value back on the good side, a finite value after a NaN). What is open is
-// remembered per writer (seeded from the store the first time a writer is seen), so a batch
-// whose values are all fine costs no store call. Rules are cached per project and read again
+// remembered per writer (read from the store the first time a writer is seen, and again after
+// kRulesTtlMs: another server may have opened or resolved one), so a batch whose values are all
+// fine costs no store call. Rules are cached per project and read again
 // after Invalidate (a rule changed here) or kRulesTtlMs (changed by another server); a project's
 // default rules are created on first use.
 //
@@ -68,8 +75,10 @@ class AlertEngine {
  public:
   static constexpr int64_t kRulesTtlMs = 30'000;
   static constexpr int64_t kBumpIntervalMs = 10'000;
-  // More writers of one run than this marked crashed by one sweep raise one run-level alert.
+  // More writers of one run than this found crashed at once raise one run-level alert.
   static constexpr size_t kMaxWriterAlertsPerSweep = 4;
+  // Writer ends handled per HandleWriterEnds call at most (the rest at the next).
+  static constexpr int kMaxEndsPerPass = 1000;
 
   explicit AlertEngine(store::Store* store);
   // `straggler` rules' defaults (those of GET .../ranks/stragglers).
@@ -88,14 +97,19 @@ class AlertEngine {
   // is resolved, so that its next end or condition opens a new alert and notifies again.
   void OnWriterRejoined(const store::RunRef& ref, const std::string& label, int64_t now_ms)
       COHORT_EXCLUDES(mu_);
-  void OnWriterEnded(const store::RunRef& ref, const store::WriterRecord& writer, int64_t now_ms)
-      COHORT_EXCLUDES(mu_);
-  void OnWritersCrashed(const std::vector<store::CrashedWriter>& crashed, int64_t now_ms)
-      COHORT_EXCLUDES(mu_);
+  // Handles every writer end the store has not handled yet (store.h ListUnhandledWriterEnds):
+  // raises writer_state (more than kMaxWriterAlertsPerSweep crashed writers of one run: one
+  // run-level alert; these raises are not held back by the project's rate limit) and resolves
+  // what an ended writer can no longer clear: its code alerts and its hung, stale_metric,
+  // straggler and gpu_underused alerts (the run's too, once the run ended). An end is marked
+  // handled only once all of that is stored; otherwise the next call (this server's next Tick,
+  // or another server's) does it. The finish routes call it after a writer ends; Tick too.
+  void HandleWriterEnds(int64_t now_ms) COHORT_EXCLUDES(mu_, ends_mu_);
   // A heartbeat of the writer (a live process whose step may not advance: `hung`).
   void OnHeartbeat(const store::RunRef& ref, const std::string& label, int64_t now_ms);
-  // Evaluates hung and stale_metric rules (the server's heartbeat sweep calls it).
-  void Tick(int64_t now_ms) COHORT_EXCLUDES(mu_);
+  // HandleWriterEnds, then evaluates the hung, stale_metric, straggler and gpu_underused rules
+  // (the server's heartbeat sweep calls it).
+  void Tick(int64_t now_ms) COHORT_EXCLUDES(mu_, ends_mu_);
 
   // Store calls that failed (logged), and alerts not opened because of the project's rate limit.
   int64_t errors() const COHORT_EXCLUDES(mu_);
@@ -108,6 +122,7 @@ class AlertEngine {
   };
   struct WriterConditions {
     std::unordered_map<std::string, Condition> by_key;  // condition_key ->
+    int64_t loaded_ms = 0;                              // read from the store then
   };
   // One thing a batch saw for one (rule, key).
   struct Verdict {
@@ -119,16 +134,24 @@ class AlertEngine {
     double value = 0;          // ... and value
   };
 
-  // The writer's open conditions, loaded from the store the first time.
-  Status EnsureLoaded(const store::RunRef& ref, const std::string& label) COHORT_EXCLUDES(mu_);
+  // The writer's open conditions, read from the store the first time and after kRulesTtlMs.
+  Status EnsureLoaded(const store::RunRef& ref, const std::string& label, int64_t now_ms)
+      COHORT_EXCLUDES(mu_);
   void Apply(const store::RunRef& ref, const std::string& label, const Verdict& v, int64_t now_ms)
       COHORT_EXCLUDES(mu_);
-  void RaiseWriterState(const store::RunRef& ref, const std::string& label,
-                        const std::string& state, std::optional<int> exit_code,
-                        int64_t heartbeat_ms, int64_t now_ms) COHORT_EXCLUDES(mu_);
-  void RaiseRunCrashed(const store::RunRef& ref,
-                       const std::vector<const store::CrashedWriter*>& writers, int64_t now_ms)
+  // writer_ends.cc. Each returns whether everything it had to store was stored.
+  bool RaiseWriterState(const ProjectRules& rules, const store::EndedWriter& writer,
+                        int64_t now_ms) COHORT_EXCLUDES(mu_);
+  bool RaiseRunCrashed(const ProjectRules& rules, const store::RunRef& ref,
+                       const std::vector<const store::EndedWriter*>& writers, int64_t now_ms)
       COHORT_EXCLUDES(mu_);
+  // Resolves the alerts the writer (label "": the run) can no longer clear once it ended.
+  bool ResolveEnded(const ProjectRules& rules, const store::RunRef& ref, const std::string& label,
+                    int64_t now_ms) COHORT_EXCLUDES(mu_);
+  // The first Tick of the process: takes over the open alerts of the tick rules (see above).
+  // Returns false when the store could not be read (tried again at the next tick).
+  bool AdoptOpenTickAlerts(int64_t now_ms) COHORT_EXCLUDES(mu_);
+  // Forgets what is remembered of the writer (label "": of the run's own conditions).
   void Forget(const store::RunRef& ref, const std::string& label) COHORT_EXCLUDES(mu_);
   // Opens (or bumps) one condition; returns whether it is open now.
   bool Raise(const store::AlertRaise& raise) COHORT_EXCLUDES(mu_);
@@ -160,9 +183,14 @@ class AlertEngine {
   int64_t errors_ COHORT_GUARDED_BY(mu_) = 0;
   int64_t rate_limited_ COHORT_GUARDED_BY(mu_) = 0;
   ProgressTracker tracker_;
-  // Conditions Tick opened and has not resolved: (writer key, condition key) -> the raise.
+  // Conditions Tick opened (or took over) and has not resolved: (writer key, condition key) ->
+  // the raise.
   std::map<std::pair<std::string, std::string>, store::AlertRaise> tick_open_
       COHORT_GUARDED_BY(mu_);
+  // Alerts taken over from the store, kept open until then unless found again.
+  std::map<std::pair<std::string, std::string>, int64_t> adopted_until_ms_ COHORT_GUARDED_BY(mu_);
+  bool adopted_ COHORT_GUARDED_BY(mu_) = false;
+  Mutex ends_mu_;  // one HandleWriterEnds at a time in this process
   // Rank rules: (writer key, condition key) -> since when it has been flagged at every tick.
   std::map<std::pair<std::string, std::string>, int64_t> rank_since_ COHORT_GUARDED_BY(mu_);
 };
@@ -174,5 +202,7 @@ bool IsGpuUtilKey(std::string_view key);
 
 // The condition key of a rule alert: "rule:<id>" (writer_state) or "rule:<id>:<key>".
 std::string RuleConditionKey(const RuleSpec& rule, const std::string& key);
+// Whether Tick decides the rule's alerts (hung, stale_metric, straggler, gpu_underused).
+bool IsTickRule(RuleKind kind);
 
 }  // namespace cohort::alerts

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
+
 #include <cmath>
 
+#include "core/clock.h"
 #include "store/temp_dir_for_test.h"
 
 namespace cohort::alerts {
@@ -50,6 +53,38 @@ class AlertEngineTest : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     engine_->Invalidate("acme", "vision");
     return r.ok() ? r->id : 0;
+  }
+
+  void Join(const std::string& label, const store::RunRef& run = kRun) {
+    ASSERT_TRUE(store_->UpsertRun(store::RunUpsert{.ref = run}).ok());
+    auto w = store_->JoinWriter(run, store::WriterJoin{.label = label});
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+  }
+  // Ends the writer in the store, then lets the engine handle it (as the finish route does).
+  void End(const std::string& label, store::RunState state, std::optional<int> exit_code,
+           int64_t now) {
+    auto w = store_->FinishWriter(kRun, label, state, exit_code, now);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    engine_->HandleWriterEnds(now);
+  }
+  // Every running writer crashed (the heartbeat sweep), then the engine's tick.
+  void Crash(int64_t now) {
+    ASSERT_TRUE(store_->MarkStaleWritersCrashed(NowMillis() + 1, now).ok());
+    engine_->Tick(now);
+  }
+  std::vector<store::EndedWriter> Unhandled() {
+    auto e = store_->ListUnhandledWriterEnds(100);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return e.ok() ? *e : std::vector<store::EndedWriter>{};
+  }
+  // A statement on the database behind the store's back (faults the engine cannot cause).
+  bool Sql(const std::string& statement) {
+    sqlite3* db = nullptr;
+    bool ok = sqlite3_open((dir_.path() / "cohort.db").c_str(), &db) == SQLITE_OK;
+    if (ok) sqlite3_busy_timeout(db, 5000);
+    ok = ok && sqlite3_exec(db, statement.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK;
+    sqlite3_close(db);
+    return ok;
   }
 
   store::TempDir dir_;
@@ -163,7 +198,8 @@ TEST_F(AlertEngineTest, DisabledAndDeletedRulesDoNotFire) {
 }
 
 TEST_F(AlertEngineTest, CrashedWriterRaisesWriterStateWithEvidence) {
-  engine_->OnWritersCrashed({store::CrashedWriter{kRun, "rank3", kNow - 90'000}}, kNow);
+  Join("rank3");
+  Crash(kNow);
   std::vector<store::AlertRecord> open = Alerts("open");
   ASSERT_EQ(open.size(), 1u);
   EXPECT_EQ(open[0].writer_label, "rank3");
@@ -173,16 +209,14 @@ TEST_F(AlertEngineTest, CrashedWriterRaisesWriterStateWithEvidence) {
   ASSERT_TRUE(ev.ok());
   EXPECT_EQ(ev->at("state").as_string(), "crashed");
   EXPECT_TRUE(ev->at("exit_code").is_null());
-  EXPECT_EQ(ev->at("last_heartbeat_ms").as_int64(), kNow - 90'000);
+  EXPECT_GT(ev->at("last_heartbeat_ms").as_int64(), 0);
+  EXPECT_TRUE(Unhandled().empty());
 }
 
 TEST_F(AlertEngineTest, ManyWritersOfARunCrashedAtOnceRaiseOneRunLevelAlert) {
-  std::vector<store::CrashedWriter> crashed;
-  for (int i = 0; i < 6; ++i) {
-    crashed.push_back({kRun, "rank" + std::to_string(i), kNow - 60'000 + i});
-  }
-  crashed.push_back({store::RunRef{"acme", "vision", "run2"}, "solo", kNow - 60'000});
-  engine_->OnWritersCrashed(crashed, kNow);
+  for (int i = 0; i < 6; ++i) Join("rank" + std::to_string(i));
+  Join("solo", store::RunRef{"acme", "vision", "run2"});
+  Crash(kNow);
   std::vector<store::AlertRecord> open = Alerts("open");
   ASSERT_EQ(open.size(), 2u);  // run1 as a whole, run2's one writer
   const store::AlertRecord& run_level = open[0].run_id == "run1" ? open[0] : open[1];
@@ -196,9 +230,12 @@ TEST_F(AlertEngineTest, ManyWritersOfARunCrashedAtOnceRaiseOneRunLevelAlert) {
   EXPECT_EQ(ev->at("writers").as_array()[2].at("writer").as_string(), "rank2");
   const store::AlertRecord& solo = open[0].run_id == "run2" ? open[0] : open[1];
   EXPECT_EQ(solo.writer_label, "solo");
+  EXPECT_TRUE(Unhandled().empty());
 }
 
 TEST_F(AlertEngineTest, WriterEndRaisesForBadStatesOnlyAndResolvesCodeAlerts) {
+  Join("w");
+  Join("w2");
   ASSERT_TRUE(store_
                   ->RaiseAlert(store::AlertRaise{.entity = "acme",
                                                  .project = "vision",
@@ -210,16 +247,9 @@ TEST_F(AlertEngineTest, WriterEndRaisesForBadStatesOnlyAndResolvesCodeAlerts) {
                                                  .title = "hi",
                                                  .now_ms = kNow})
                   .ok());
-  store::WriterRecord w;
-  w.label = "w";
-  w.state = store::RunState::kFinished;
-  w.exit_code = 0;
-  engine_->OnWriterEnded(kRun, w, kNow + 1);
+  End("w", store::RunState::kFinished, 0, kNow + 1);
   EXPECT_TRUE(Alerts("open").empty());  // finished: no alert; the code alert resolved
-  w.label = "w2";
-  w.state = store::RunState::kFailed;
-  w.exit_code = 3;
-  engine_->OnWriterEnded(kRun, w, kNow + 2);
+  End("w2", store::RunState::kFailed, 3, kNow + 2);
   std::vector<store::AlertRecord> open = Alerts("open");
   ASSERT_EQ(open.size(), 1u);
   EXPECT_EQ(open[0].title, "writer w2 failed");
@@ -231,15 +261,13 @@ TEST_F(AlertEngineTest, WriterEndRaisesForBadStatesOnlyAndResolvesCodeAlerts) {
 // A resumed writer that crashes again is a new alert (a new webhook call), not a bump of the
 // crash its earlier process left open.
 TEST_F(AlertEngineTest, AWriterThatRejoinsStartsOverAndItsNextCrashIsANewAlert) {
-  store::WriterRecord w;
-  w.label = "rank0";
-  w.state = store::RunState::kPreempted;
-  engine_->OnWriterEnded(kRun, w, kNow);
+  Join("rank0");
+  End("rank0", store::RunState::kPreempted, std::nullopt, kNow);
   ASSERT_EQ(Alerts("open").size(), 1u);
+  Join("rank0");
   engine_->OnWriterRejoined(kRun, "rank0", kNow + 10);
   EXPECT_TRUE(Alerts("open").empty());
-  w.state = store::RunState::kCrashed;
-  engine_->OnWriterEnded(kRun, w, kNow + 20);
+  End("rank0", store::RunState::kCrashed, std::nullopt, kNow + 20);
   std::vector<store::AlertRecord> open = Alerts("open");
   ASSERT_EQ(open.size(), 1u);
   EXPECT_EQ(open[0].title, "writer rank0 crashed");
@@ -249,6 +277,60 @@ TEST_F(AlertEngineTest, AWriterThatRejoinsStartsOverAndItsNextCrashIsANewAlert) 
   std::vector<std::string> kinds;
   for (const auto& e : *events) kinds.push_back(e.kind);
   EXPECT_EQ(kinds, (std::vector<std::string>{"opened", "resolved", "opened"}));
+}
+
+// The server dies after the transaction that ended the writer and before the alert: the end is
+// in the store, unhandled, and the next process's first sweep raises it.
+TEST_F(AlertEngineTest, AnEndCommittedBeforeTheServerDiedIsAlertedByTheNextProcess) {
+  Join("rank0");
+  Join("rank1");
+  ASSERT_TRUE(store_->FinishWriter(kRun, "rank0", store::RunState::kFailed, 2, kNow).ok());
+  ASSERT_TRUE(store_->MarkStaleWritersCrashed(NowMillis() + 1, kNow).ok());
+  ASSERT_EQ(Unhandled().size(), 2u);
+  EXPECT_TRUE(Alerts().empty());
+  AlertEngine restarted(store_.get(), insight::StragglerOptions{});
+  restarted.Tick(kNow + 5'000);
+  std::vector<store::AlertRecord> open = Alerts("open");
+  ASSERT_EQ(open.size(), 2u);
+  EXPECT_EQ(open[0].title, "writer rank1 crashed");
+  EXPECT_EQ(open[1].title, "writer rank0 failed");
+  EXPECT_TRUE(Unhandled().empty());
+  restarted.Tick(kNow + 10'000);  // handled once
+  EXPECT_EQ(Alerts().size(), 2u);
+  EXPECT_EQ(Alerts()[0].count, 1);
+}
+
+// A NaN storm of 64 ranks ate the project's rate limit a moment before the job crashed: the
+// crash is alerted all the same.
+TEST_F(AlertEngineTest, ACrashIsAlertedEvenPastTheProjectsRateLimit) {
+  for (int i = 0; i < int(store::kMaxAlertsOpenedPerProjectPerMinute) + 4; ++i) {
+    Send("rank" + std::to_string(i), Batch("loss", 0, {std::nan("")}));
+  }
+  EXPECT_EQ(Alerts("open").size(), size_t(store::kMaxAlertsOpenedPerProjectPerMinute));
+  EXPECT_GT(engine_->rate_limited(), 0);
+  Join("rank0");
+  Crash(kNow + 1);
+  std::vector<store::AlertRecord> open = Alerts("open");
+  ASSERT_EQ(open.size(), size_t(store::kMaxAlertsOpenedPerProjectPerMinute) + 1);
+  EXPECT_EQ(open[0].title, "writer rank0 crashed");
+}
+
+// A store error while handling an end leaves it unhandled; the next sweep raises it.
+TEST_F(AlertEngineTest, AnEndWhoseAlertCouldNotBeStoredIsTriedAgain) {
+  Join("rank0");
+  ASSERT_TRUE(store_->FinishWriter(kRun, "rank0", store::RunState::kFailed, 1, kNow).ok());
+  // The database refuses new alerts for a while.
+  ASSERT_TRUE(Sql("CREATE TRIGGER refuse BEFORE INSERT ON alerts BEGIN "
+                  "SELECT RAISE(ABORT, 'injected'); END"));
+  engine_->HandleWriterEnds(kNow + 1);
+  EXPECT_TRUE(Alerts().empty());
+  EXPECT_GT(engine_->errors(), 0);
+  EXPECT_EQ(Unhandled().size(), 1u);
+  ASSERT_TRUE(Sql("DROP TRIGGER refuse"));
+  engine_->Tick(kNow + 2);
+  ASSERT_EQ(Alerts("open").size(), 1u);
+  EXPECT_EQ(Alerts("open")[0].title, "writer rank0 failed");
+  EXPECT_TRUE(Unhandled().empty());
 }
 
 TEST_F(AlertEngineTest, HungWriterOpensOnATickAndResolvesWhenItAdvances) {
@@ -366,10 +448,11 @@ TEST_F(AlertEngineTest, StragglerNeedsMinWritersAndFlagsTheWriterBehindADesync) 
   ASSERT_TRUE(ev.ok());
   EXPECT_EQ(ev->at("desync").at("step_gap").as_int64(), 25);
   EXPECT_EQ(ev->at("desync").at("behind").as_string(), "r1");
-  // r1 ends: forgotten, resolved at the next tick.
-  engine_->OnWriterEnded(
-      kRun, store::WriterRecord{.label = "r1", .state = store::RunState::kFinished}, kNow + 3000);
-  engine_->Tick(kNow + 3000);
+  // r1 ends: its alert is resolved with its end, and it is forgotten.
+  Join("r1");
+  End("r1", store::RunState::kFinished, 0, kNow + 3000);
+  EXPECT_TRUE(Alerts("open").empty());
+  engine_->Tick(kNow + 4000);
   EXPECT_TRUE(Alerts("open").empty());
 }
 
@@ -405,6 +488,119 @@ TEST_F(AlertEngineTest, GpuUnderusedNeedsBusyOthers) {
   Send("r2", Gpus(kNow, 3, 5, 5), kNow);
   engine_->Tick(kNow);
   EXPECT_TRUE(Alerts().empty());
+}
+
+// A restarted server takes over the hung alerts its predecessor left open: one whose writer ended
+// is resolved at once; the others are kept while the rule has not had its window to find them
+// again, and resolved after it unless found again.
+TEST_F(AlertEngineTest, TickAlertsLeftOpenAreTakenOverByTheNextProcess) {
+  for (const char* w : {"r0", "r1", "r2", "r3"}) Join(w);
+  const int64_t hung = AddRule("hung", "hung", R"({"factor":3,"min_minutes":0.5})", "ERROR");
+  for (const char* w : {"r1", "r2", "r3"}) {
+    ASSERT_TRUE(store_
+                    ->RaiseAlert(store::AlertRaise{.entity = "acme",
+                                                   .project = "vision",
+                                                   .run_id = "run1",
+                                                   .writer_label = w,
+                                                   .rule_id = hung,
+                                                   .source = "rule",
+                                                   .condition_key = "rule:" + std::to_string(hung),
+                                                   .level = "ERROR",
+                                                   .title = std::string("writer ") + w + " hung",
+                                                   .now_ms = kNow})
+                    .ok());
+  }
+  // r3 ended and its end was handled, but its alert was left open (the server died in between).
+  ASSERT_TRUE(store_->FinishWriter(kRun, "r3", store::RunState::kFinished, 0, kNow).ok());
+  ASSERT_TRUE(store_->MarkWriterEndHandled(kRun, "r3", kNow).ok());
+  AlertEngine next(store_.get(), insight::StragglerOptions{});
+  int64_t now = kNow + 1000;
+  next.Tick(now);
+  std::vector<store::AlertRecord> open = Alerts("open");
+  ASSERT_EQ(open.size(), 2u);
+  EXPECT_EQ(open[0].writer_label, "r2");
+  EXPECT_EQ(open[1].writer_label, "r1");
+  // The new process learns the job again: r0 and r1 advance, r2 advances once then stays at its
+  // step while heartbeating: found again, so kept; r1 is not hung, so resolved after the hold.
+  for (int64_t step = 0; step < 10; ++step, now += 1000) {
+    for (const char* w : {"r0", "r1", "r2"}) {
+      next.OnBatch(kRun, w, Batch("loss", step, {1.0}), {}, now);
+    }
+    next.Tick(now);
+  }
+  for (int64_t step = 10; now < kNow + 300'000; ++step, now += 1000) {
+    for (const char* w : {"r0", "r1"}) {
+      next.OnBatch(kRun, w, Batch("loss", step, {1.0}), {}, now);
+    }
+    next.OnHeartbeat(kRun, "r2", now);
+    next.Tick(now);
+    if (now < kNow + 200'000) {
+      EXPECT_EQ(Alerts("open").size(), 2u) << now - kNow;
+    }
+  }
+  open = Alerts("open");
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].writer_label, "r2");
+  EXPECT_GT(open[0].count, 1);  // bumped by the new process
+  std::vector<store::AlertRecord> resolved = Alerts("resolved");
+  ASSERT_EQ(resolved.size(), 2u);
+  EXPECT_EQ(resolved[0].writer_label, "r3");  // newest id first: r3 was raised last
+  EXPECT_EQ(*resolved[0].resolved_ms, kNow + 1000);
+  EXPECT_EQ(resolved[1].writer_label, "r1");
+  EXPECT_GE(*resolved[1].resolved_ms, kNow + 1000 + 240'000);
+}
+
+// A stale_metric alert taken over is watched from its last point: still stale, it stays open.
+TEST_F(AlertEngineTest, AStaleMetricAlertTakenOverStaysOpenWhileTheKeyStaysStale) {
+  Join("w");
+  AddRule("eval stale", "stale_metric", R"({"key":"eval/*","minutes":1})");
+  Send("w", Batch("eval/acc", 0, {0.5}), kNow);
+  engine_->OnHeartbeat(kRun, "w", kNow + 70'000);
+  engine_->Tick(kNow + 70'000);
+  ASSERT_EQ(Alerts("open").size(), 1u);
+  AlertEngine next(store_.get(), insight::StragglerOptions{});
+  for (int64_t now = kNow + 80'000; now < kNow + 600'000; now += 10'000) {
+    next.OnHeartbeat(kRun, "w", now);
+    next.Tick(now);
+  }
+  ASSERT_EQ(Alerts("open").size(), 1u);
+  // Its next point resolves it.
+  next.OnBatch(kRun, "w", Batch("eval/acc", 1, {0.6}), {}, kNow + 600'000);
+  next.Tick(kNow + 600'000);
+  EXPECT_TRUE(Alerts("open").empty());
+}
+
+// The rules cannot be read at a tick (a database hiccup): what is open stays open.
+TEST_F(AlertEngineTest, ARulesReadErrorKeepsTickAlertsOpen) {
+  AddRule("eval stale", "stale_metric", R"({"key":"eval/*","minutes":1})");
+  Send("w", Batch("eval/acc", 0, {0.5}), kNow);
+  engine_->OnHeartbeat(kRun, "w", kNow + 70'000);
+  engine_->Tick(kNow + 70'000);
+  ASSERT_EQ(Alerts("open").size(), 1u);
+  ASSERT_TRUE(Sql("ALTER TABLE alert_rules RENAME TO alert_rules_away"));
+  engine_->OnHeartbeat(kRun, "w", kNow + 110'000);
+  engine_->Tick(kNow + 110'000);  // the cached rules are 40 s old: read again, and that fails
+  EXPECT_GT(engine_->errors(), 0);
+  ASSERT_TRUE(Sql("ALTER TABLE alert_rules_away RENAME TO alert_rules"));
+  EXPECT_EQ(Alerts("open").size(), 1u);
+  EXPECT_TRUE(Alerts("resolved").empty());
+  engine_->OnHeartbeat(kRun, "w", kNow + 120'000);
+  engine_->Tick(kNow + 120'000);
+  EXPECT_EQ(Alerts("open").size(), 1u);
+  EXPECT_EQ(store_->ListAlertEvents(0, 100)->size(), 1u);  // no resolve and re-open
+}
+
+// Two servers behind a load balancer: the NaN alert one opened is resolved by the other when the
+// writer's next batch there is finite (what a server remembers of a writer is at most 30 s old).
+TEST_F(AlertEngineTest, AMetricAlertOpenedByAnotherServerIsResolvedByThisOne) {
+  AlertEngine other(store_.get(), insight::StragglerOptions{});
+  Send("w", Batch("loss", 0, {1.0}), kNow);  // this server has seen the writer: nothing open
+  other.OnBatch(kRun, "w", Batch("loss", 1, {std::nan("")}), {}, kNow + 1000);
+  ASSERT_EQ(Alerts("open").size(), 1u);
+  Send("w", Batch("loss", 2, {1.0}), kNow + 2000);
+  EXPECT_EQ(Alerts("open").size(), 1u);
+  Send("w", Batch("loss", 3, {1.0}), kNow + 2000 + AlertEngine::kRulesTtlMs);
+  EXPECT_TRUE(Alerts("open").empty());
 }
 
 }  // namespace

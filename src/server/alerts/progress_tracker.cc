@@ -91,6 +91,20 @@ void ProgressTracker::Forget(const store::RunRef& ref, const std::string& label)
   if (run->second.writers.empty()) runs_.erase(run);
 }
 
+void ProgressTracker::SeedKey(const store::RunRef& ref, const std::string& label,
+                              const std::string& key, int64_t last_point_ms) {
+  MutexLock lock(&mu_);
+  Run& run = runs_[RunKey(ref)];
+  if (run.writers.empty()) run.ref = ref;
+  auto [it, added] = run.writers.try_emplace(label);
+  if (added && ++writer_count_ > kMaxWriters) {  // as OnBatch
+    runs_.clear();
+    writer_count_ = 0;
+    return;
+  }
+  it->second.key_last_ms.try_emplace(key, last_point_ms);
+}
+
 std::vector<std::pair<std::string, std::string>> ProgressTracker::Projects() const {
   std::vector<std::pair<std::string, std::string>> out;
   MutexLock lock(&mu_);

@@ -91,6 +91,11 @@ class ProgressTracker {
   void OnHeartbeat(const store::RunRef& ref, const std::string& label, int64_t now_ms)
       COHORT_EXCLUDES(mu_);
   void Forget(const store::RunRef& ref, const std::string& label) COHORT_EXCLUDES(mu_);
+  // A watched key of the writer whose last point came at `last_point_ms` (a stale_metric alert a
+  // restarted server takes over): watched from then on, unless a batch brought it already. The
+  // writer counts as alive once it is heard of.
+  void SeedKey(const store::RunRef& ref, const std::string& label, const std::string& key,
+               int64_t last_point_ms) COHORT_EXCLUDES(mu_);
 
   // Hung writers and runs, with the factor and minimum `params` gives for a run (nullopt: the
   // run is not watched). `params` and `watch` are called under the tracker's lock: they must be

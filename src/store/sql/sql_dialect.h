@@ -22,6 +22,8 @@ std::string RenderForSqlite(std::string_view sql);
 
 // Schema text for one engine. {{token}} names a type or table option:
 //   {{pk}}    the integer primary key (SQLite: rowid; PostgreSQL: identity)
+//   {{serial}} an integer primary key never given twice, even after the highest row is deleted
+//             (SQLite: AUTOINCREMENT; PostgreSQL: identity): ids other rows or readers keep
 //   {{int}}   64-bit integer          {{real}}  double
 //   {{text}}  text                    {{key}}   text compared and sorted bytewise
 //   {{blob}}  bytes                   {{bool}}  boolean (SQLite: 0/1)

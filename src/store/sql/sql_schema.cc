@@ -23,7 +23,8 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //   writers   one row per (run, label); next_step / last_seq let a writer resume; pruned_seq is
 //             the highest seq whose batches record was pruned (a batch at or below it is a
 //             duplicate). On PostgreSQL a writer's row lock serialises its batches across
-//             servers.
+//             servers. end_unhandled: the writer ended (in that transaction) and the alert rules
+//             have not handled its end yet (writers_end_unhandled finds them).
 //   batches   (writer, seq) of every stored batch: the exactly-once guard; batches_by_stored
 //             finds the records to prune.
 //   stream_positions  next offset per (writer, stream): the exactly-once guard of batches
@@ -146,9 +147,11 @@ CREATE TABLE writers (
   next_step {{int}} NOT NULL DEFAULT 0,
   last_seq {{int}} NOT NULL DEFAULT 0,
   pruned_seq {{int}} NOT NULL DEFAULT 0,
+  end_unhandled {{bool}} NOT NULL DEFAULT false,
   UNIQUE (run_pk, label)
 ){{hot}};
 CREATE INDEX writers_running ON writers (pk) WHERE state = 'running';
+CREATE INDEX writers_end_unhandled ON writers (finished_ms, pk) WHERE end_unhandled;
 
 CREATE TABLE batches (
   writer_pk {{int}} NOT NULL REFERENCES writers (pk) ON DELETE CASCADE,
@@ -421,7 +424,7 @@ CREATE TABLE artifact_drafts (
 );
 
 CREATE TABLE alert_rules (
-  id {{pk}},
+  id {{serial}},
   entity {{key}} NOT NULL,
   project {{key}} NOT NULL,
   name {{key}} NOT NULL,
@@ -443,7 +446,7 @@ CREATE TABLE alert_rule_defaults (
 ){{norowid}};
 
 CREATE TABLE alerts (
-  id {{pk}},
+  id {{serial}},
   entity {{key}} NOT NULL,
   project {{key}} NOT NULL,
   run_id {{key}} NOT NULL,
@@ -468,7 +471,7 @@ CREATE UNIQUE INDEX alerts_one_open ON alerts (entity, project, run_id, writer_l
 CREATE INDEX alerts_opened ON alerts (entity, project, opened_ms);
 
 CREATE TABLE alert_events (
-  id {{pk}},
+  id {{serial}},
   entity {{key}} NOT NULL,
   project {{key}} NOT NULL,
   alert_id {{int}} NOT NULL REFERENCES alerts (id) ON DELETE CASCADE,
@@ -477,7 +480,7 @@ CREATE TABLE alert_events (
 );
 
 CREATE TABLE alert_webhooks (
-  id {{pk}},
+  id {{serial}},
   entity {{key}} NOT NULL,
   project {{key}} NOT NULL,
   name {{key}} NOT NULL,
@@ -491,7 +494,7 @@ CREATE TABLE alert_webhooks (
 );
 
 CREATE TABLE alert_deliveries (
-  id {{pk}},
+  id {{serial}},
   webhook_id {{int}} NOT NULL REFERENCES alert_webhooks (id) ON DELETE CASCADE,
   entity {{key}} NOT NULL,
   project {{key}} NOT NULL,

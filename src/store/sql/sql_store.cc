@@ -275,7 +275,11 @@ Status SqlStore::DeleteRun(const RunRef& ref) {
     COHORT_ASSIGN_OR_RETURN(int64_t deleted,
                             conn.Exec("DELETE FROM runs WHERE pk = $1", Params().Add(r.pk)));
     if (deleted == 0) return RunNotFound(ref);  // deleted meanwhile
-    return Status::Ok();
+    // Its open alerts are resolved, not deleted (their events stay in the outbox, whose ids
+    // delivery reads without holes): a new run of the same id opens its own.
+    return ResolveOpenAlerts(conn, "entity = $1 AND project = $2 AND run_id = $3",
+                             Params().Add(ref.entity).Add(ref.project).Add(ref.run_id), NowMillis())
+        .status();
   });
   // Whatever the outcome: a SQLite run's pk may be given to a run created later.
   if (run_pk != 0) run_cache_.Forget(run_pk);
@@ -299,7 +303,8 @@ Result<WriterRecord> SqlStore::JoinWriter(const RunRef& ref, const WriterJoin& j
                   "ON CONFLICT (run_pk, label) DO UPDATE SET is_primary = excluded.is_primary, "
                   "update_finish_state = excluded.update_finish_state, host = excluded.host, "
                   "pid = excluded.pid, gpu_ids = excluded.gpu_ids, state = 'running', "
-                  "exit_code = NULL, finished_ms = NULL, heartbeat_ms = excluded.heartbeat_ms",
+                  "exit_code = NULL, finished_ms = NULL, heartbeat_ms = excluded.heartbeat_ms, "
+                  "end_unhandled = false",
                   p)
             .status());
     // The run's lock, then the count in a later statement (sees writers joined concurrently).
@@ -397,8 +402,8 @@ Result<WriterRecord> SqlStore::FinishWriter(const RunRef& ref, const std::string
     COHORT_ASSIGN_OR_RETURN(
         int64_t changed,
         conn.Exec(
-            "UPDATE writers SET state = $1, exit_code = $2, finished_ms = $3 "
-            "WHERE run_pk = $4 AND label = $5",
+            "UPDATE writers SET state = $1, exit_code = $2, finished_ms = $3, "
+            "end_unhandled = true WHERE run_pk = $4 AND label = $5",
             Params().Add(RunStateName(state)).Add(exit_code).Add(now_ms).Add(run.pk).Add(label)));
     if (changed == 0) return WriterNotFound(ref, label);
     COHORT_RETURN_IF_ERROR(RecomputeRunState(conn, run.pk, now_ms));  // locks the run row first
@@ -421,8 +426,9 @@ Result<std::vector<CrashedWriter>> SqlStore::MarkStaleWritersCrashed(int64_t sta
     COHORT_ASSIGN_OR_RETURN(
         std::vector<Marked> marked,
         sql::QueryAll<Marked>(conn,
-                              "UPDATE writers SET state = 'crashed', finished_ms = $1 "
-                              "WHERE state = 'running' AND heartbeat_ms < $2 "
+                              "UPDATE writers SET state = 'crashed', finished_ms = $1, "
+                              "end_unhandled = true WHERE state = 'running' AND "
+                              "heartbeat_ms < $2 "
                               "RETURNING run_pk, label, heartbeat_ms",
                               Params().Add(now_ms).Add(stale_before_ms), [](const Row& row) {
                                 return Marked{row.Int(0), row.Text(1), row.Int(2)};
@@ -448,6 +454,40 @@ Result<std::vector<CrashedWriter>> SqlStore::MarkStaleWritersCrashed(int64_t sta
       out.push_back(CrashedWriter{refs.at(m.run_pk), std::move(m.label), m.heartbeat_ms});
     }
     return out;
+  });
+}
+
+Result<std::vector<EndedWriter>> SqlStore::ListUnhandledWriterEnds(int limit) {
+  using Out = std::vector<EndedWriter>;
+  return RunFor<Out>(Access::kReadOne, [&](Conn& conn) {
+    return sql::QueryAll<EndedWriter>(
+        conn,
+        "SELECT u.entity, u.project, u.run_id, w.label, w.state, w.exit_code, w.heartbeat_ms, "
+        "w.finished_ms, u.state FROM writers w JOIN runs u ON u.pk = w.run_pk "
+        "WHERE w.end_unhandled ORDER BY w.finished_ms, w.pk LIMIT $1",
+        Params().Add(int64_t(limit > 0 ? limit : 1000)), [](const Row& row) {
+          EndedWriter e;
+          e.run = RunRef{row.Text(0), row.Text(1), row.Text(2)};
+          e.label = row.Text(3);
+          e.state = ParseRunState(row.Text(4)).value_or(RunState::kCrashed);
+          if (!row.IsNull(5)) e.exit_code = int(row.Int(5));
+          e.heartbeat_ms = row.Int(6);
+          e.finished_ms = row.IsNull(7) ? 0 : row.Int(7);
+          e.run_ended = IsTerminal(ParseRunState(row.Text(8)).value_or(RunState::kRunning));
+          return e;
+        });
+  });
+}
+
+Status SqlStore::MarkWriterEndHandled(const RunRef& ref, const std::string& label,
+                                      int64_t finished_ms) {
+  return Run(Access::kWriteShared, [&](Conn& conn) -> Status {
+    return conn
+        .Exec("UPDATE writers SET end_unhandled = false WHERE end_unhandled AND label = $1 AND "
+              "finished_ms = $2 AND run_pk = (SELECT pk FROM runs WHERE entity = $3 AND "
+              "project = $4 AND run_id = $5)",
+              Params().Add(label).Add(finished_ms).Add(ref.entity).Add(ref.project).Add(ref.run_id))
+        .status();
   });
 }
 

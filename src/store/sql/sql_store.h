@@ -47,6 +47,9 @@ class SqlStore : public Store {
                                     std::optional<int> exit_code, int64_t now_ms) final;
   Result<std::vector<CrashedWriter>> MarkStaleWritersCrashed(int64_t stale_before_ms,
                                                              int64_t now_ms) final;
+  Result<std::vector<EndedWriter>> ListUnhandledWriterEnds(int limit) final;
+  Status MarkWriterEndHandled(const RunRef& ref, const std::string& label,
+                              int64_t finished_ms) final;
   Result<WriterRecord> RenameWriter(const RunRef& ref, const std::string& from,
                                     const std::string& to) final;
   Result<std::map<std::string, std::map<std::string, int64_t>>> ListStreamPositions(
@@ -159,6 +162,13 @@ class SqlStore : public Store {
   Result<int64_t> ResolveWriterAlerts(const std::string& entity, const std::string& project,
                                       const std::string& run_id, const std::string& writer_label,
                                       const std::string& source, int64_t now_ms) final;
+  Result<int64_t> ResolveRuleAlerts(const std::string& entity, const std::string& project,
+                                    const std::vector<int64_t>& rule_ids,
+                                    const std::optional<std::string>& run_id,
+                                    const std::optional<std::string>& writer_label,
+                                    int64_t now_ms) final;
+  Result<std::vector<OpenRuleAlert>> ListOpenRuleAlerts(const std::vector<std::string>& kinds,
+                                                        int limit) final;
   Result<AlertRecord> GetAlert(const std::string& entity, const std::string& project,
                                int64_t id) final;
   Result<std::vector<AlertRecord>> ListAlerts(const AlertQuery& query) final;
@@ -229,6 +239,10 @@ class SqlStore : public Store {
   // advisory lock, so that event ids grow in commit order.
   Status AppendAlertEvent(sql::Conn& conn, const std::string& entity, const std::string& project,
                           int64_t alert_id, const char* kind, int64_t now_ms);
+  // Resolves the open alerts that `where` (conditions on alerts over `params`) selects, each
+  // with its 'resolved' event. Returns how many.
+  Result<int64_t> ResolveOpenAlerts(sql::Conn& conn, const std::string& where, sql::Params params,
+                                    int64_t now_ms);
   // One type per key and run (sql_store_key_types.cc): kInvalidArgument naming the key and both
   // types when one of the batch's histogram or media keys is stored with another type in the
   // run (any writer: a scalar series, histograms, media of another type), or one of

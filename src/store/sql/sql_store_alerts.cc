@@ -180,13 +180,20 @@ Result<std::pair<AlertRecord, bool>> SqlStore::RaiseAlert(const AlertRaise& r) {
         COHORT_ASSIGN_OR_RETURN(AlertRecord bumped, Bump(conn, *open, r));
         return Out(std::move(bumped), false);
       }
+      if (engine() == sql::Engine::kPostgres) {
+        // The count and the insert under the event lock (AppendAlertEvent takes it anyway), so
+        // that servers opening alerts at once cannot each see room under the limit.
+        COHORT_RETURN_IF_ERROR(
+            conn.Exec("SELECT pg_advisory_xact_lock($1)", Params().Add(kAlertEventLockKey))
+                .status());
+      }
       COHORT_ASSIGN_OR_RETURN(
           int64_t recent,
           sql::QueryInt(conn,
                         "SELECT count(*) FROM alerts WHERE entity = $1 AND project = $2 AND "
                         "opened_ms > $3",
                         Params().Add(r.entity).Add(r.project).Add(r.now_ms - 60'000)));
-      if (recent >= kMaxAlertsOpenedPerProjectPerMinute) {
+      if (r.counts_against_limit && recent >= kMaxAlertsOpenedPerProjectPerMinute) {
         return Status::ResourceExhausted("alerts: project " + r.entity + "/" + r.project +
                                          " opened " + std::to_string(recent) +
                                          " alerts in the last minute (the limit is " +
@@ -219,30 +226,41 @@ Result<std::pair<AlertRecord, bool>> SqlStore::RaiseAlert(const AlertRaise& r) {
   });
 }
 
+Result<int64_t> SqlStore::ResolveOpenAlerts(Conn& conn, const std::string& where, Params params,
+                                            int64_t now_ms) {
+  struct Resolved {
+    int64_t id;
+    std::string entity, project;
+  };
+  const std::string now = params.Add(now_ms).Last();
+  COHORT_ASSIGN_OR_RETURN(
+      std::vector<Resolved> resolved,
+      sql::QueryAll<Resolved>(conn,
+                              "UPDATE alerts SET state = 'resolved', resolved_ms = " + now +
+                                  " WHERE state = 'open' AND " + where +
+                                  " RETURNING id, entity, project",
+                              params, [](const Row& row) {
+                                return Resolved{row.Int(0), row.Text(1), row.Text(2)};
+                              }));
+  for (const Resolved& a : resolved) {
+    COHORT_RETURN_IF_ERROR(AppendAlertEvent(conn, a.entity, a.project, a.id, "resolved", now_ms));
+  }
+  return int64_t(resolved.size());
+}
+
 Result<bool> SqlStore::ResolveAlert(const std::string& entity, const std::string& project,
                                     const std::string& run_id, const std::string& writer_label,
                                     const std::string& condition_key, int64_t now_ms) {
   return RunFor<bool>(Access::kWrite, [&](Conn& conn) -> Result<bool> {
     COHORT_ASSIGN_OR_RETURN(
-        std::vector<AlertRecord> resolved,
-        sql::QueryAll<AlertRecord>(
-            conn,
-            std::string("UPDATE alerts SET state = 'resolved', resolved_ms = $6 WHERE entity = $1 "
-                        "AND project = $2 AND run_id = $3 AND writer_label = $4 AND "
-                        "condition_key = $5 AND state = 'open' RETURNING ") +
-                kAlertColumns,
-            Params()
-                .Add(entity)
-                .Add(project)
-                .Add(run_id)
-                .Add(writer_label)
-                .Add(condition_key)
-                .Add(now_ms),
-            ReadAlert));
-    for (const AlertRecord& a : resolved) {
-      COHORT_RETURN_IF_ERROR(AppendAlertEvent(conn, entity, project, a.id, "resolved", now_ms));
-    }
-    return !resolved.empty();
+        int64_t n,
+        ResolveOpenAlerts(conn,
+                          "entity = $1 AND project = $2 AND run_id = $3 AND writer_label = $4 AND "
+                          "condition_key = $5",
+                          Params().Add(entity).Add(project).Add(run_id).Add(writer_label).Add(
+                              condition_key),
+                          now_ms));
+    return n > 0;
   });
 }
 
@@ -250,21 +268,58 @@ Result<int64_t> SqlStore::ResolveWriterAlerts(const std::string& entity, const s
                                               const std::string& run_id,
                                               const std::string& writer_label,
                                               const std::string& source, int64_t now_ms) {
-  return RunFor<int64_t>(Access::kWrite, [&](Conn& conn) -> Result<int64_t> {
-    COHORT_ASSIGN_OR_RETURN(
-        std::vector<AlertRecord> resolved,
-        sql::QueryAll<AlertRecord>(
-            conn,
-            std::string("UPDATE alerts SET state = 'resolved', resolved_ms = $6 WHERE entity = $1 "
-                        "AND project = $2 AND run_id = $3 AND writer_label = $4 AND "
-                        "source = $5 AND state = 'open' RETURNING ") +
-                kAlertColumns,
-            Params().Add(entity).Add(project).Add(run_id).Add(writer_label).Add(source).Add(now_ms),
-            ReadAlert));
-    for (const AlertRecord& a : resolved) {
-      COHORT_RETURN_IF_ERROR(AppendAlertEvent(conn, entity, project, a.id, "resolved", now_ms));
+  return RunFor<int64_t>(Access::kWrite, [&](Conn& conn) {
+    return ResolveOpenAlerts(conn,
+                             "entity = $1 AND project = $2 AND run_id = $3 AND writer_label = $4 "
+                             "AND source = $5",
+                             Params().Add(entity).Add(project).Add(run_id).Add(writer_label).Add(
+                                 source),
+                             now_ms);
+  });
+}
+
+Result<int64_t> SqlStore::ResolveRuleAlerts(const std::string& entity, const std::string& project,
+                                            const std::vector<int64_t>& rule_ids,
+                                            const std::optional<std::string>& run_id,
+                                            const std::optional<std::string>& writer_label,
+                                            int64_t now_ms) {
+  if (rule_ids.empty()) return int64_t{0};
+  Params params;
+  params.Add(entity).Add(project).AddArray(rule_ids);
+  std::string where = "entity = $1 AND project = $2 AND rule_id = ANY($3)";
+  if (run_id) where += " AND run_id = " + params.Add(*run_id).Last();
+  if (writer_label) where += " AND writer_label = " + params.Add(*writer_label).Last();
+  return RunFor<int64_t>(Access::kWrite, [&](Conn& conn) {
+    return ResolveOpenAlerts(conn, where, params, now_ms);
+  });
+}
+
+Result<std::vector<OpenRuleAlert>> SqlStore::ListOpenRuleAlerts(
+    const std::vector<std::string>& kinds, int limit) {
+  // Whether the alert's writer (its run, for a run-level alert) still runs.
+  static const std::string kSql = [] {
+    std::string cols = std::string("a.") + kAlertColumns;
+    for (size_t at = cols.find(", "); at != std::string::npos; at = cols.find(", ", at + 4)) {
+      cols.replace(at, 2, ", a.");
     }
-    return int64_t(resolved.size());
+    return "SELECT " + cols +
+           ", r.kind, CASE WHEN a.writer_label = '' THEN (SELECT count(*) FROM runs u WHERE "
+           "u.entity = a.entity AND u.project = a.project AND u.run_id = a.run_id AND "
+           "u.state = 'running') ELSE (SELECT count(*) FROM writers w JOIN runs u ON "
+           "w.run_pk = u.pk WHERE u.entity = a.entity AND u.project = a.project AND "
+           "u.run_id = a.run_id AND w.label = a.writer_label AND w.state = 'running') END "
+           "FROM alerts a JOIN alert_rules r ON r.id = a.rule_id "
+           "WHERE a.state = 'open' AND r.kind = ANY($1) ORDER BY a.id LIMIT $2";
+  }();
+  using Out = std::vector<OpenRuleAlert>;
+  return RunFor<Out>(Access::kReadOne, [&](Conn& conn) {
+    return sql::QueryAll<OpenRuleAlert>(
+        conn, kSql, Params().AddTextArray(kinds).Add(int64_t(limit > 0 ? limit : 1000)),
+        [](const Row& row) {
+          return OpenRuleAlert{.alert = ReadAlert(row),
+                               .rule_kind = row.Text(19),
+                               .live = row.Int(20) > 0};
+        });
   });
 }
 
@@ -377,6 +432,14 @@ Result<AlertRule> SqlStore::UpdateAlertRule(const AlertRule& rule) {
     if (!updated.ok() && updated.status().code() == StatusCode::kAlreadyExists) {
       return RuleNameTaken(rule);
     }
+    if (updated.ok() && !updated->enabled) {
+      COHORT_RETURN_IF_ERROR(ResolveOpenAlerts(conn,
+                                               "entity = $1 AND project = $2 AND rule_id = $3",
+                                               Params().Add(rule.entity).Add(rule.project).Add(
+                                                   updated->id),
+                                               updated->updated_ms)
+                                 .status());
+    }
     return updated;
   });
 }
@@ -389,7 +452,9 @@ Status SqlStore::DeleteAlertRule(const std::string& entity, const std::string& p
         conn.Exec("DELETE FROM alert_rules WHERE id = $1 AND entity = $2 AND project = $3",
                   Params().Add(id).Add(entity).Add(project)));
     if (deleted == 0) return RuleNotFound(entity, project, id);
-    return Status::Ok();
+    return ResolveOpenAlerts(conn, "entity = $1 AND project = $2 AND rule_id = $3",
+                             Params().Add(entity).Add(project).Add(id), NowMillis())
+        .status();
   });
 }
 
