@@ -156,9 +156,9 @@ class Run(native.Run):
         """Raises an alert from the training code: ``title`` (1-256 bytes), ``text`` (up to
         64 KiB), ``level`` ``"INFO"`` (default), ``"WARN"`` or ``"ERROR"`` (or a
         ``cohort.AlertLevel``). It reaches the server through the node agent like logged values
-        (in order after them; kept by the agent until the server has it); the server keeps one
-        open alert per writer and title (a repeat bumps its count) and notifies the project's
-        webhooks. ``wait_duration`` (seconds, or a ``datetime.timedelta``): a call whose title
+        (in order after them; kept by the agent until the server has it); each call sent opens a
+        new alert on the server (closing the open one of that writer and title) and notifies
+        the project's webhooks. ``wait_duration`` (seconds, or a ``datetime.timedelta``): a call whose title
         this run sent less than that long ago is not sent. Bad arguments raise ``TypeError`` or
         ``cohort.UsageError`` naming them; a disabled run sends nothing. An alert the node's
         agent cannot take (an older agent still running) is not sent: a ``RuntimeWarning`` says

@@ -408,7 +408,12 @@ Status Run::Alert(std::string_view title, std::string_view text, std::string_vie
   }
   if (!impl_) return Status::Ok();
   if (impl_->child_pending.load()) StartForkedChild(impl_.get());
-  return impl_->EnqueueAlert(std::string(title), agent::AlertBody(title, text, level, NowMillis()),
+  int64_t time_ms = NowMillis();
+  int64_t last = impl_->last_alert_ms.load();
+  while (!impl_->last_alert_ms.compare_exchange_weak(last, std::max(time_ms, last + 1))) {
+  }
+  time_ms = std::max(time_ms, last + 1);
+  return impl_->EnqueueAlert(std::string(title), agent::AlertBody(title, text, level, time_ms),
                              int64_t(std::min(wait_duration_s, 1e12) * 1000));
 }
 

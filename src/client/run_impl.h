@@ -104,6 +104,9 @@ struct Run::Impl {
   std::atomic<bool> finished{false};
   std::atomic<bool> offline{false};
   std::atomic<bool> child_pending{false};  // forked child that has not started yet
+  // The time of the last alert call: each call gets a later one (its identity on the server,
+  // where a post retried with the same time bumps the alert it opened instead of notifying).
+  std::atomic<int64_t> last_alert_ms{0};
   std::atomic<bool> flush_requested{false};
   // What the agent of the current transport said in its hello: whether it takes alert frames
   // (an older agent still running does not), and its pid (for the message saying so).

@@ -310,8 +310,11 @@ class AlertStore {
  public:
   virtual ~AlertStore() = default;
   // Opens an alert or, when one is open for the same (entity, project, run, writer, condition
-  // key), bumps it (count, last_seen_ms, evidence). Returns the alert and whether it was opened
-  // now (then one 'opened' event was appended in the same transaction). kResourceExhausted (and
+  // key), bumps it (count, last_seen_ms, evidence). An alert raised by code (source "code") is
+  // a notification each time: it opens a new alert, and the open one of its key is resolved
+  // without an event; the same call retried (its evidence, the client's time of the call, the
+  // same) bumps it. Returns the alert and whether it was opened now (then one 'opened' event
+  // was appended in the same transaction). kResourceExhausted (and
   // nothing stored) when opening it would pass kMaxAlertsOpenedPerProjectPerMinute;
   // kInvalidArgument for a source or level that is not one of theirs.
   virtual Result<std::pair<AlertRecord, bool>> RaiseAlert(const AlertRaise& raise) = 0;

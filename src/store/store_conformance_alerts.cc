@@ -22,7 +22,7 @@ AlertRaise Raise(const std::string& run, const std::string& label, const std::st
                     .run_id = run,
                     .writer_label = label,
                     .rule_id = std::nullopt,
-                    .source = "code",
+                    .source = "rule",
                     .condition_key = key,
                     .level = "WARN",
                     .title = "t:" + key,
@@ -51,7 +51,7 @@ TEST_P(StoreConformanceTest, AlertOpensOnceAndRepeatsBumpIt) {
   EXPECT_EQ(first.first.count, 1);
   EXPECT_EQ(first.first.run_id, "r1");
   EXPECT_EQ(first.first.writer_label, "rank0");
-  EXPECT_EQ(first.first.source, "code");
+  EXPECT_EQ(first.first.source, "rule");
   EXPECT_EQ(first.first.title, "t:code:x");
   EXPECT_FALSE(first.first.rule_id.has_value());
   EXPECT_FALSE(first.first.resolved_ms.has_value());
@@ -111,20 +111,50 @@ TEST_P(StoreConformanceTest, ResolvedAlertReopensAsANewAlert) {
   EXPECT_EQ(events[2].alert_id, reopened.first.id);
 
   // ResolveWriterAlerts resolves the writer's open alerts of one source.
-  COHORT_ASSERT_OK(store().RaiseAlert(Raise("r1", "w", "code:other")).status());
+  AlertRaise code = Raise("r1", "w", "code:other");
+  code.source = "code";
+  COHORT_ASSERT_OK(store().RaiseAlert(code).status());
   AlertRaise rule = Raise("r1", "w", "rule:1");
-  rule.source = "rule";
   rule.rule_id = 1;
   COHORT_ASSERT_OK(store().RaiseAlert(rule).status());
   COHORT_ASSERT_OK_AND_ASSIGN(
       int64_t n, store().ResolveWriterAlerts("acme", "vision", "r1", "w", "code", kT0));
-  EXPECT_EQ(n, 2);
+  EXPECT_EQ(n, 1);
   COHORT_ASSERT_OK_AND_ASSIGN(
       std::vector<AlertRecord> open,
       store().ListAlerts(AlertQuery{.entity = "acme", .project = "vision", .state = "open"}));
-  ASSERT_EQ(open.size(), 1u);
+  ASSERT_EQ(open.size(), 2u);
   EXPECT_EQ(open[0].condition_key, "rule:1");
   EXPECT_EQ(open[0].rule_id, 1);
+  EXPECT_EQ(open[1].condition_key, "nan:loss");
+}
+
+// Code alerts are notifications: raised again (the client applied its wait_duration), a new
+// alert opens (an 'opened' event: notified again) and the open one is closed without an event.
+TEST_P(StoreConformanceTest, ACodeAlertRaisedAgainOpensANewOneAndClosesTheOldQuietly) {
+  AlertRaise code = Raise("r1", "w", "code:eval done");
+  code.source = "code";
+  code.evidence_json = R"({"time_ms":1})";
+  COHORT_ASSERT_OK_AND_ASSIGN(auto first, store().RaiseAlert(code));
+  // The same call posted again (its answer was lost): the same alert, bumped.
+  COHORT_ASSERT_OK_AND_ASSIGN(auto retried, store().RaiseAlert(code));
+  EXPECT_FALSE(retried.second);
+  EXPECT_EQ(retried.first.id, first.first.id);
+  EXPECT_EQ(retried.first.count, 2);
+  code.now_ms = kT0 + 60'000;
+  code.evidence_json = R"({"time_ms":60001})";
+  COHORT_ASSERT_OK_AND_ASSIGN(auto second, store().RaiseAlert(code));
+  EXPECT_TRUE(second.second);
+  EXPECT_NE(second.first.id, first.first.id);
+  EXPECT_EQ(second.first.count, 1);
+  COHORT_ASSERT_OK_AND_ASSIGN(AlertRecord old, store().GetAlert("acme", "vision", first.first.id));
+  EXPECT_EQ(old.state, "resolved");
+  EXPECT_EQ(old.resolved_ms, kT0 + 60'000);
+  COHORT_ASSERT_OK_AND_ASSIGN(std::vector<AlertEvent> events, store().ListAlertEvents(0, 10));
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].kind, "opened");
+  EXPECT_EQ(events[1].kind, "opened");
+  EXPECT_EQ(events[1].alert_id, second.first.id);
 }
 
 TEST_P(StoreConformanceTest, AlertsAreListedFilteredAndAcked) {

@@ -16,7 +16,7 @@ run.log({"loss": 0.5})
 run.alert("loss diverged", "loss is NaN at step 0", level=cohort.AlertLevel.ERROR)
 run.alert("loss diverged", "again", level="ERROR", wait_duration=datetime.timedelta(minutes=5))
 cohort.alert("eval", "acc 0.5", level="warn")  # the module-level call, any case
-cohort.alert("eval", "acc 0.6", level="WARN", wait_duration=0)  # no wait: sent, bumps the count
+cohort.alert("eval", "acc 0.6", level="WARN", wait_duration=0)  # no wait: sent, a new alert
 run.alert("note", "just so you know")  # INFO by default
 for args, kwargs in [(("", "x"), {}), (("t", "x"), {"level": "LOUD"}),
                      (("t" * 257, "x"), {}), (("t", "x"), {"wait_duration": -1}),
@@ -50,16 +50,20 @@ def test_run_alert_reaches_the_server_through_the_agent(client):
     assert "refused TypeError alert: title must be a str, not int" in out
     assert "refused UsageError alert: this run is finished" in out
 
-    got = wait_until(lambda: (a := alerts(client, run="alerts1")) and len(a) == 3 and a,
-                     what="three alerts")
-    by_title = {a["title"]: a for a in got}
+    got = wait_until(lambda: (a := alerts(client, run="alerts1")) and len(a) == 4 and a,
+                     what="four alerts")
+    by_title = {a["title"]: a for a in reversed(got)}  # the newest of each title
+    assert len(by_title) == 3, got
     loss = by_title["loss diverged"]
     assert loss["level"] == "ERROR" and loss["source"] == "code"
     assert loss["text"] == "loss is NaN at step 0"
     assert (loss["run"], loss["writer"]) == ("alerts1", "rank_0")
     assert loss["count"] == 1  # the repeat within its wait duration was not sent
-    assert by_title["eval"]["level"] == "WARN" and by_title["eval"]["count"] == 2
-    assert by_title["eval"]["text"] == "acc 0.5"
+    # Each eval call sent notifies: the second opened a new alert and closed the first.
+    assert by_title["eval"]["level"] == "WARN" and by_title["eval"]["count"] == 1
+    assert by_title["eval"]["text"] == "acc 0.6"
+    (first_eval,) = [a for a in got if a["title"] == "eval" and a["id"] != by_title["eval"]["id"]]
+    assert first_eval["text"] == "acc 0.5"
     assert by_title["note"]["level"] == "INFO"
     errors = alerts(client, level="ERROR")
     assert [a["title"] for a in errors] == ["loss diverged"]
@@ -84,23 +88,24 @@ def cli(client, *args):
 
 def test_cli_lists_and_acknowledges_alerts(client):
     assert_ok(client.python(SCRIPT))
-    wait_until(lambda: len(alerts(client)) == 3, what="three alerts")
+    wait_until(lambda: len(alerts(client)) == 4, what="four alerts")
 
     out = cli(client, "ls", "--project", PROJECT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[:9] == ["ID", "RUN", "WRITER", "LEVEL", "STATE", "COUNT", "OPENED",
                                       "ACKED", "TITLE"]
-    rows = {r["TITLE"]: r for r in table(out.stdout)}
+    rows = {r["TITLE"]: r for r in reversed(table(out.stdout))}  # the newest of each title
     assert set(rows) == {"loss diverged", "eval", "note"}
     loss = rows["loss diverged"]
     assert (loss["RUN"], loss["WRITER"], loss["LEVEL"], loss["ACKED"]) == (
         "alerts1", "rank_0", "ERROR", "-")
-    assert rows["eval"]["COUNT"] == "2" and rows["eval"]["OPENED"].startswith("20")
+    assert rows["eval"]["COUNT"] == "1" and rows["eval"]["OPENED"].startswith("20")
 
     out = cli(client, "ls", "--run", f"{PROJECT}/alerts1", "--json", "--level", "WARN")
     assert out.returncode == 0, out.stderr
-    (eval_alert,) = json.loads(out.stdout)
-    assert eval_alert["title"] == "eval" and eval_alert["acked_ms"] is None
+    eval_alert, first_eval = json.loads(out.stdout)  # newest first
+    assert eval_alert["title"] == first_eval["title"] == "eval"
+    assert eval_alert["id"] > first_eval["id"] and eval_alert["acked_ms"] is None
 
     out = cli(client, "ack", f"{PROJECT}/{eval_alert['id']}")
     assert out.returncode == 0, out.stderr
@@ -108,7 +113,7 @@ def test_cli_lists_and_acknowledges_alerts(client):
     one = client.get(f"/api/v1/alerts/{client.entity}/{PROJECT}/{eval_alert['id']}")
     assert one["acked_ms"] is not None and one["acked_by"]
     out = cli(client, "ls", "--project", PROJECT, "--json")
-    acked = {a["title"]: a["acked_ms"] for a in json.loads(out.stdout)}
+    acked = {a["title"]: a["acked_ms"] for a in reversed(json.loads(out.stdout))}
     assert acked["eval"] is not None and acked["note"] is None
 
     # Every project of the entity by default (a PROJECT column); bad arguments exit 2.

@@ -39,27 +39,32 @@ def test_code_alert_opens_once_bumps_lists_and_acks(api):
     assert a["rule_id"] is None and a["resolved_ms"] is None and a["acked_by"] is None
     assert a["evidence"] == {"time_ms": 1234}
     assert a["count"] == 1
+    # The same call posted again (an agent retrying after a lost answer): the same alert.
+    status, retried = raise_alert(api, e, run, {"title": "diverging", "text": "loss went up",
+                                                "level": "WARN", "time_ms": 1234})
+    assert status == 200 and retried["opened"] is False
+    assert retried["alert"]["id"] == a["id"] and retried["alert"]["count"] == 2
 
-    # The same title again: the same alert, bumped.
+    # The same title again: a notification again, so a new alert; the first one is closed.
     status, again = raise_alert(api, e, run, {"title": "diverging", "level": "WARN"})
-    assert status == 200 and again["opened"] is False
-    assert again["alert"]["id"] == a["id"] and again["alert"]["count"] == 2
+    assert status == 200 and again["opened"] is True
+    assert again["alert"]["id"] != a["id"] and again["alert"]["count"] == 1
     # Another title at another level: another alert.
     status, other = raise_alert(api, e, run, {"title": "checkpoint saved"})
     assert status == 200 and other["opened"] is True and other["alert"]["level"] == "INFO"
 
     status, listed = api.get(f"/api/v1/alerts/{e}/{PROJECT}?state=open")
     assert status == 200
-    assert [x["id"] for x in listed["alerts"]] == [other["alert"]["id"], a["id"]]
+    assert [x["id"] for x in listed["alerts"]] == [other["alert"]["id"], again["alert"]["id"]]
     status, warn = api.get(f"/api/v1/alerts/{e}/{PROJECT}?level=WARN&run={run}")
-    assert status == 200 and [x["id"] for x in warn["alerts"]] == [a["id"]]
+    assert status == 200 and [x["id"] for x in warn["alerts"]] == [again["alert"]["id"], a["id"]]
     status, none = api.get(f"/api/v1/alerts/{e}/{PROJECT}?run=nope")
     assert status == 200 and none["alerts"] == []
     status, one = api.get(f"/api/v1/alerts/{e}/{PROJECT}?limit=1")
     assert status == 200 and len(one["alerts"]) == 1
 
     status, got = api.get(f"/api/v1/alerts/{e}/{PROJECT}/{a['id']}")
-    assert status == 200 and got["count"] == 2
+    assert status == 200 and got["state"] == "resolved" and got["resolved_ms"] is not None
     status, acked = api.post(f"/api/v1/alerts/{e}/{PROJECT}/{a['id']}/ack")
     assert status == 200, acked
     assert acked["acked_ms"] is not None and acked["acked_by"]

@@ -46,7 +46,9 @@ http::HttpResponse RaiseFromCode(ApiContext* ctx, http::HttpRequest& req, const 
   }
   if (auto run = ctx->store->GetRun(*ref); !run.ok()) return ErrorResponse(run.status());
   const int64_t now = NowMillis();
-  bj::object evidence{{"time_ms", time_ms ? bj::value(*time_ms) : bj::value(nullptr)}};
+  // The client's time of the call identifies it: a post retried after a lost answer carries the
+  // same and bumps the alert it opened (store.h RaiseAlert); without one, the server's time.
+  bj::object evidence{{"time_ms", time_ms.value_or(now)}};
   store::AlertRaise raise{.entity = ref->entity,
                           .project = ref->project,
                           .run_id = ref->run_id,

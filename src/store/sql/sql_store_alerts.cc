@@ -176,7 +176,11 @@ Result<std::pair<AlertRecord, bool>> SqlStore::RaiseAlert(const AlertRaise& r) {
       COHORT_ASSIGN_OR_RETURN(
           std::optional<AlertRecord> open,
           LoadOpen(conn, r.entity, r.project, r.run_id, r.writer_label, r.condition_key));
-      if (open) {
+      // A condition seen again bumps its open alert; an alert raised again by code (which
+      // applied its wait_duration already) is a new notification: it replaces the open one,
+      // closed quietly (no event: nothing to notify about it), unless it is the same call
+      // retried (the same evidence: the client's time of the call).
+      if (open && (r.source != "code" || open->evidence_json == r.evidence_json)) {
         COHORT_ASSIGN_OR_RETURN(AlertRecord bumped, Bump(conn, *open, r));
         return Out(std::move(bumped), false);
       }
@@ -198,6 +202,12 @@ Result<std::pair<AlertRecord, bool>> SqlStore::RaiseAlert(const AlertRaise& r) {
                                          " opened " + std::to_string(recent) +
                                          " alerts in the last minute (the limit is " +
                                          std::to_string(kMaxAlertsOpenedPerProjectPerMinute) + ")");
+      }
+      if (open) {
+        COHORT_RETURN_IF_ERROR(
+            conn.Exec("UPDATE alerts SET state = 'resolved', resolved_ms = $1 WHERE id = $2",
+                      Params().Add(r.now_ms).Add(open->id))
+                .status());
       }
       COHORT_ASSIGN_OR_RETURN(std::vector<AlertRecord> inserted,
                               sql::QueryAll<AlertRecord>(conn, kInsert,
