@@ -202,15 +202,18 @@ Status WebhookDispatcher::Send(const store::DeliveryRecord& d, int64_t now_ms) {
   } else {
     const bj::object json = api::AlertToJson(*alert).as_object();
     const std::string body = FormatPayload(w->format, d.event_kind, json, RunUrl(BaseUrl(), json));
-    Result<WebhookResponse> r = poster_->Post(
-        w->url, body, PayloadHeaders(w->format, d.event_kind, d.id, w->secret, body));
+    Result<WebhookResponse> r =
+        poster_->Post(w->url, body, PayloadHeaders(w->format, d.event_kind, d.id, w->secret, body));
     const bool last = d.attempts + 1 >= options_.retry.max_attempts;
     // From the end of the call (a pass's `now_ms` may be in the future in tests).
     const int64_t done = std::max(now_ms, NowMillis());
     auto retry_at = [&] { return done + RetryDelayMs(options_.retry, d.attempts + 1); };
     if (!r.ok()) {
       attempt.error = r.status().message();
-      if (!last) attempt.retry_at_ms = retry_at();
+      // A refused destination (not a public address) is not tried again.
+      if (!last && r.status().code() != StatusCode::kPermissionDenied) {
+        attempt.retry_at_ms = retry_at();
+      }
     } else {
       attempt.status = r->status;
       attempt.delivered = r->status >= 200 && r->status < 300;

@@ -284,9 +284,8 @@ TEST_F(DispatcherTest, BlackHoledWebhookDoesNotDelayTheOthers) {
   o.senders = 2;
   WebhookDispatcher d(store_.get(), &poster, o);
   d.Start();
-  const bool others_sent = poster.WaitFor([&] {
-    return poster.calls_["http://hooks/b"] == 2 && poster.calls_["http://hooks/c"] == 2;
-  });
+  const bool others_sent = poster.WaitFor(
+      [&] { return poster.calls_["http://hooks/b"] == 2 && poster.calls_["http://hooks/c"] == 2; });
   const int blocked = poster.Blocked();
   poster.Release();
   ASSERT_TRUE(poster.WaitFor([&] { return poster.calls_["http://hooks/a-slow"] == 2; }));
