@@ -1,6 +1,7 @@
 """A real HTTP receiver for alert webhook tests: http.server on a free local port, on its own
 thread, recording every POST (path, headers, body, arrival time). It can be stopped and started again on the
-same port (a receiver that is down, then up)."""
+same port (a receiver that is down, then up), answer with any status and body, and answer slowly
+(`delay` seconds per call, calls answered in parallel)."""
 import hashlib
 import hmac
 import http.server
@@ -21,9 +22,11 @@ def signature(secret, body):
 
 
 class Receiver:
-    def __init__(self, port=None, status=200):
+    def __init__(self, port=None, status=200, body=b"ok", delay=0):
         self.port = port or free_port()
         self.status = status
+        self.body = body
+        self.delay = delay
         self.calls = []
         self.lock = threading.Lock()
         self.httpd = None
@@ -42,10 +45,12 @@ class Receiver:
                 with receiver.lock:
                     receiver.calls.append({"path": self.path, "headers": dict(self.headers),
                                            "body": body, "t": time.time()})
+                if receiver.delay:
+                    time.sleep(receiver.delay)
                 self.send_response(receiver.status)
-                self.send_header("Content-Length", "2")
+                self.send_header("Content-Length", str(len(receiver.body)))
                 self.end_headers()
-                self.wfile.write(b"ok")
+                self.wfile.write(receiver.body)
 
             def log_message(self, *args):
                 pass

@@ -4,8 +4,6 @@
 #include "blob/s3_client.h"
 
 #include <curl/curl.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/hmac_sha256.h"
 #include "core/sha256.h"
 
 namespace cohort::blob {
@@ -37,14 +36,6 @@ std::string UriEncode(std::string_view s, bool keep_slash) {
 }
 
 namespace {
-
-std::string Hmac(std::string_view key, std::string_view data) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), int(key.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
-  return std::string(reinterpret_cast<char*>(out), len);
-}
 
 std::string Hex(std::string_view bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -77,12 +68,12 @@ std::string Authorization(std::string_view access_key, std::string_view secret_k
   const std::string scope = date + "/" + std::string(region) + "/s3/aws4_request";
   const std::string to_sign =
       "AWS4-HMAC-SHA256\n" + std::string(amz_date) + "\n" + scope + "\n" + Sha256::Hex(canonical);
-  std::string key = Hmac("AWS4" + std::string(secret_key), date);
-  key = Hmac(key, region);
-  key = Hmac(key, "s3");
-  key = Hmac(key, "aws4_request");
+  std::string key = HmacSha256("AWS4" + std::string(secret_key), date);
+  key = HmacSha256(key, region);
+  key = HmacSha256(key, "s3");
+  key = HmacSha256(key, "aws4_request");
   return "AWS4-HMAC-SHA256 Credential=" + std::string(access_key) + "/" + scope +
-         ", SignedHeaders=" + signed_headers + ", Signature=" + Hex(Hmac(key, to_sign));
+         ", SignedHeaders=" + signed_headers + ", Signature=" + Hex(HmacSha256(key, to_sign));
 }
 
 std::string AmzDateNow() {

@@ -211,6 +211,20 @@ Runner AddServerCommand(CLI::App& app) {
                   "Rate-limit tier of entities the limits file does not name (default: "
                   "enterprise, unlimited)")
       ->envname("COHORT_DEFAULT_TIER");
+  cmd->add_option("--public-url", cfg->public_url,
+                  "The web UI's public address (http(s)://host[:port][/path]) for the run links "
+                  "in alert webhook payloads (default: the address the server listens on)")
+      ->envname("COHORT_PUBLIC_URL");
+  cmd->add_flag("--webhook-allow-private", cfg->webhook_allow_private,
+                "Let alert webhooks call loopback, private, link-local and other non-public "
+                "addresses (refused by default: a project admin could reach this host's and "
+                "network's internal services)")
+      ->envname("COHORT_WEBHOOK_ALLOW_PRIVATE");
+  cmd->add_option("--webhook-timeout", cfg->webhook_timeout_s,
+                  "Seconds an alert webhook call may take (a delivery's claim lasts 6 times that)")
+      ->envname("COHORT_WEBHOOK_TIMEOUT")
+      ->check(CLI::Range(0.1, 300.0))
+      ->capture_default_str();
   auto list_routes = std::make_shared<bool>(false);
   cmd->add_flag("--list-routes", *list_routes,
                 "Print every route (METHOD PATTERN, one a line) and exit; the security tests "

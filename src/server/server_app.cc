@@ -20,6 +20,7 @@
 #include "server/compat/compat.h"
 #include "server/compat/run_files.h"
 #include "server/http/static_files.h"
+#include "server/webhooks/webhook_payload.h"
 #include "server/webhooks/webhooks_api.h"
 #include "wal/file.h"
 
@@ -279,6 +280,9 @@ Status ServerApp::Start() {
   config_.http.max_connections =
       ResolveMaxConnections(config_.http.max_connections, RaiseOpenFileLimit(), &warning);
   if (!warning.empty()) notes_.push_back("warning: " + warning);
+  if (!config_.public_url.empty()) {
+    COHORT_RETURN_IF_ERROR(webhooks::ValidatePublicUrl(config_.public_url));
+  }
   COHORT_RETURN_IF_ERROR(PrepareDataDir());
   COHORT_RETURN_IF_ERROR(LoadSigningKeys());
   auto store = store::OpenStore(config_.store_url);
@@ -302,10 +306,15 @@ Status ServerApp::Start() {
   ctx_.signing_keys = signing_keys_.get();
   alerts_ = std::make_unique<alerts::AlertEngine>(store_.get());
   ctx_.alerts = alerts_.get();
-  webhook_poster_ = std::make_unique<webhooks::CurlWebhookPoster>();
+  webhook_poster_ =
+      std::make_unique<webhooks::CurlWebhookPoster>(webhooks::CurlWebhookPoster::Options{
+          .connect_timeout_s = std::min(5.0, config_.webhook_timeout_s),
+          .timeout_s = config_.webhook_timeout_s,
+          .allow_private = config_.webhook_allow_private});
   webhooks_ = std::make_unique<webhooks::WebhookDispatcher>(
       store_.get(), webhook_poster_.get(),
-      webhooks::DispatcherOptions{.retry = webhooks::RetryPolicyFromEnvironment()});
+      webhooks::DispatcherOptions{.lease_ms = int64_t(config_.webhook_timeout_s * 6000),
+                                  .retry = webhooks::RetryPolicyFromEnvironment()});
   ctx_.ready = [this] { return Ready(); };
 
   router_ = std::make_unique<http::Router>();
@@ -342,7 +351,7 @@ Status ServerApp::Start() {
   COHORT_RETURN_IF_ERROR(Bootstrap());
   COHORT_RETURN_IF_ERROR(MakeLoginToken());
   sweeper_ = std::thread([this] { SweepLoop(); });
-  webhooks_->SetBaseUrl(url());
+  webhooks_->SetBaseUrl(config_.public_url.empty() ? url() : config_.public_url);
   webhooks_->Start();
   accepting_.store(true);
   return Status::Ok();

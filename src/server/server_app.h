@@ -55,6 +55,12 @@ struct ServerConfig {
   // Keys signing upload URLs (api/signing_keys.h); default: <data_dir>/signing.key. The
   // environment variable COHORT_SIGNING_KEYS, when set, takes precedence.
   std::string signing_key_file;
+  // Alert webhooks (webhooks/): the web UI's public address for run_url (default: the address
+  // the server listens on); calls to loopback, private and link-local addresses allowed; the time
+  // a call may take (a delivery's claim lasts 6 times that).
+  std::string public_url;
+  bool webhook_allow_private = false;
+  double webhook_timeout_s = 10;
 };
 
 // The most connections by default, and the descriptors kept for everything else (store, logs,

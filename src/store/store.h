@@ -403,12 +403,13 @@ class WebhookStore {
   virtual Result<int64_t> EnqueueDeliveries(const std::vector<DeliveryIntent>& intents,
                                             int64_t cursor) = 0;
   // Claims up to `limit` pending deliveries that are due at `now_ms` and not claimed (or whose
-  // claim expired) for `owner` until now_ms + lease_ms, oldest due first. Each row is claimed
-  // by a conditional update whose affected-row count decides, so concurrent callers (other
-  // servers) never get the same delivery.
-  virtual Result<std::vector<DeliveryRecord>> ClaimDeliveries(const std::string& owner,
-                                                              int64_t now_ms, int64_t lease_ms,
-                                                              int limit) = 0;
+  // claim expired) for `owner` until now_ms + lease_ms, oldest due first, none of a webhook in
+  // `skip_webhooks` (those the caller is calling now). Each row is claimed by a conditional
+  // update whose affected-row count decides, so concurrent callers (other servers) never get the
+  // same delivery.
+  virtual Result<std::vector<DeliveryRecord>> ClaimDeliveries(
+      const std::string& owner, int64_t now_ms, int64_t lease_ms, int limit,
+      const std::vector<int64_t>& skip_webhooks = {}) = 0;
   // Records an attempt of a delivery `owner` claimed: attempts + 1, the status and error, and
   // the state (delivered; pending again at retry_at_ms; failed); releases the claim. Returns
   // false (and changes nothing) when the claim is no longer owner's.

@@ -202,6 +202,32 @@ TEST_P(StoreConformanceTest, ClaimedDeliveriesAreSentByTheirOwnerAndRetried) {
   EXPECT_EQ(log[1].claimed_by, "");
 }
 
+TEST_P(StoreConformanceTest, ClaimingOneDeliveryClaimsOnlyTheOldestDue) {
+  COHORT_ASSERT_OK_AND_ASSIGN(WebhookRecord a, store().CreateWebhook(Hook("a")));
+  COHORT_ASSERT_OK(
+      store().EnqueueDeliveries({Intent(a.id, 1), Intent(a.id, 2), Intent(a.id, 3)}, 3).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto first, store().ClaimDeliveries("s1", kNow, 1000, 1));
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].event_id, 1);
+  // The others stay unclaimed: another server gets the next one at once.
+  COHORT_ASSERT_OK_AND_ASSIGN(auto second, store().ClaimDeliveries("s2", kNow, 1000, 1));
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].event_id, 2);
+  // Skipping a webhook (one being called): the next due delivery of another, though newer.
+  COHORT_ASSERT_OK_AND_ASSIGN(WebhookRecord b, store().CreateWebhook(Hook("b")));
+  COHORT_ASSERT_OK(store().EnqueueDeliveries({Intent(b.id, 4)}, 4).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto other, store().ClaimDeliveries("s1", kNow, 1000, 1, {a.id}));
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_EQ(other[0].webhook_id, b.id);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto none,
+                              store().ClaimDeliveries("s1", kNow, 1000, 5, {a.id, b.id}));
+  EXPECT_TRUE(none.empty());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto log, store().ListDeliveries("acme", "vision", a.id, 10));
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log[0].event_id, 3);
+  EXPECT_EQ(log[0].claimed_by, "");
+}
+
 TEST_P(StoreConformanceTest, ConcurrentClaimersGetEachDeliveryOnce) {
   COHORT_ASSERT_OK_AND_ASSIGN(WebhookRecord a, store().CreateWebhook(Hook("a")));
   constexpr int kEvents = 60;

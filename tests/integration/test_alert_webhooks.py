@@ -1,7 +1,10 @@
 """Alert webhooks over the real server (docs/api.md, "Alert webhooks") with a real HTTP receiver
 started by the test: an alert raised by code is delivered once with a valid signature; a
 receiver that is down, then up, gets it once after retries, and the delivery log shows the
-attempts; CRUD with a write-only secret, the test button, bad input refused naming the field."""
+attempts; CRUD with a write-only secret, the test button, bad input refused naming the field;
+without --webhook-allow-private, loopback and link-local (cloud metadata) destinations are
+refused at connect time, and neither the test button nor the log echoes a receiver's answer;
+--public-url makes run_url."""
 import time
 
 import pytest
@@ -12,10 +15,15 @@ from webhook_receiver import Receiver, free_port, signature
 PROJECT = "hooks"
 
 
+FAST = {"COHORT_WEBHOOK_BACKOFF_MAX_S": "1"}
+# The receivers of these tests listen on 127.0.0.1, which the server refuses to call by default.
+ALLOW_PRIVATE = ["--webhook-allow-private"]
+
+
 @pytest.fixture
 def fast_server(tmp_path):
     # Retries at most a second apart (the default backoff starts at 5 s).
-    s = ServerProcess(tmp_path, env={"COHORT_WEBHOOK_BACKOFF_MAX_S": "1"}).start()
+    s = ServerProcess(tmp_path, extra_args=ALLOW_PRIVATE, env=FAST).start()
     yield s
     s.stop()
 
@@ -176,3 +184,80 @@ def test_webhook_crud_secret_is_write_only_and_bad_input_names_the_field(fast_se
     assert api.get(f"{path}/deliveries")[0] == 404
     # Another entity's project is not found.
     assert api.get(f"/api/v1/alert-webhooks/someone-else/{PROJECT}")[0] == 404
+
+
+def test_non_public_destinations_are_refused_without_the_flag(tmp_path, receiver):
+    server = ServerProcess(tmp_path, env=FAST).start()
+    try:
+        api = server.api()
+        e = entity(api)
+        base = f"/api/v1/alert-webhooks/{e}/{PROJECT}"
+        for name, url, shown in [("local", receiver.url, "127.0.0.1, loopback"),
+                                 ("metadata", "http://169.254.169.254/latest/meta-data/",
+                                  "169.254.169.254, link-local"),
+                                 ("byname", f"http://localhost:{receiver.port}/hook", "loopback"),
+                                 ("v6", f"http://[::ffff:127.0.0.1]:{receiver.port}/", "loopback")]:
+            status, hook = api.post(base, {"name": name, "url": url, "min_level": "ERROR"})
+            assert status == 201, hook  # a URL is not checked when saved (DNS may change)
+            status, test = api.post(f"{base}/{hook['id']}/test")
+            assert status == 200, test
+            assert test["ok"] is False and test["status"] is None, (name, test)
+            assert "non-public address" in test["error"] and shown in test["error"], test
+            assert "--webhook-allow-private" in test["error"], test
+        # An alert: its deliveries fail at once (not retried), saying why; nothing was called.
+        run = make_run(api, e)
+        raise_alert(api, e, run, "boom")
+        def failed():
+            log = api.get(f"{base}/deliveries")[1]["deliveries"]
+            return len(log) == 4 and all(d["state"] == "failed" for d in log) and log
+        log = wait_for(failed, timeout=15)
+        assert log, api.get(f"{base}/deliveries")[1]
+        assert all(d["attempts"] == 1 and d["last_status"] is None and
+                   "non-public address" in d["last_error"] for d in log), log
+        assert receiver.snapshot() == []
+    finally:
+        server.stop()
+
+
+def test_receivers_answer_is_not_echoed(fast_server):
+    api = fast_server.api()
+    e = entity(api)
+    base = f"/api/v1/alert-webhooks/{e}/{PROJECT}"
+    secret = b"root:x:0:0 internal page the admin must not read"
+    r = Receiver(status=500, body=secret).start()
+    try:
+        status, hook = api.post(base, {"name": "ops", "url": r.url})
+        assert status == 201, hook
+        status, test = api.post(f"{base}/{hook['id']}/test")
+        assert status == 200, test
+        assert test == {"ok": False, "status": 500, "error": "HTTP 500"}, test
+        run = make_run(api, e)
+        raise_alert(api, e, run, "boom")
+        log = lambda: api.get(f"{base}/{hook['id']}/deliveries")[1]["deliveries"]
+        assert wait_for(lambda: log() and log()[0]["attempts"] >= 1, timeout=15), log()
+        d = log()[0]
+        assert d["last_status"] == 500 and d["last_error"] == "HTTP 500", d
+    finally:
+        r.stop()
+
+
+def test_public_url_makes_run_url(tmp_path, receiver):
+    server = ServerProcess(tmp_path, extra_args=ALLOW_PRIVATE + [
+        "--public-url", "https://cohort.example.com/tracker/"], env=FAST).start()
+    try:
+        api = server.api()
+        e = entity(api)
+        status, hook = api.post(f"/api/v1/alert-webhooks/{e}/{PROJECT}",
+                                {"name": "ops", "url": receiver.url})
+        assert status == 201, hook
+        run = make_run(api, e)
+        raise_alert(api, e, run, "boom")
+        assert wait_for(lambda: receiver.calls, timeout=15), "no webhook call"
+        assert receiver.payloads()[0]["run_url"] == (
+            f"https://cohort.example.com/tracker/?p={e}%2F{PROJECT}&run={run}")
+    finally:
+        server.stop()
+    # Not an http(s) URL: the server does not start, and says which flag.
+    for bad in ["cohort.example.com", "ftp://cohort.example.com", "https://h/?a=1"]:
+        with pytest.raises(RuntimeError, match="--public-url"):
+            ServerProcess(tmp_path / "bad", extra_args=["--public-url", bad]).start()

@@ -1,6 +1,8 @@
 """Alert webhooks with two `cohort server` processes on one PostgreSQL database: both run the
 webhook dispatcher, and every alert event is delivered exactly once (the delivery claims,
-store.h WebhookStore::ClaimDeliveries), whichever server raised it."""
+store.h WebhookStore::ClaimDeliveries), whichever server raised it; also with a receiver that answers slowly (each delivery is claimed
+right before its call, so a slow call does not let another server's claim of a later one
+expire)."""
 import json
 import time
 
@@ -20,25 +22,50 @@ def cluster():
         yield pg
 
 
-@pytest.fixture
-def servers(cluster, tmp_path):
+def start_pair(cluster, tmp_path, extra_args=()):
     db = "hooks_" + tmp_path.name.replace("-", "_").lower()[-40:]
     cluster.create_database(db)
     url = cluster.url(db, "pool_size=4")
     env = {"COHORT_WEBHOOK_BACKOFF_MAX_S": "1"}
-    a = ServerProcess(tmp_path / "a", extra_args=["--store", url], env=env).start()
-    b = ServerProcess(tmp_path / "b", extra_args=["--store", url], env=env).start()
+    # The receiver listens on 127.0.0.1: allowed.
+    args = ["--store", url, "--webhook-allow-private", *extra_args]
+    a = ServerProcess(tmp_path / "a", extra_args=args, env=env).start()
+    b = ServerProcess(tmp_path / "b", extra_args=args, env=env).start()
+    return a, b
+
+
+@pytest.fixture
+def servers(cluster, tmp_path):
+    a, b = start_pair(cluster, tmp_path)
+    yield a, b
+    a.stop()
+    b.stop()
+
+
+@pytest.fixture
+def slow_servers(cluster, tmp_path):
+    # Calls may take 2 s, so a claim lasts 12 s: 12 calls of 1.2 s one after another (a batch
+    # claimed at once) outlast it.
+    a, b = start_pair(cluster, tmp_path, ["--webhook-timeout", "2"])
     yield a, b
     a.stop()
     b.stop()
 
 
 def test_two_servers_deliver_each_alert_event_once(servers):
+    deliver_each_event_once(servers, Receiver())
+
+
+def test_slow_receiver_gets_each_alert_event_once(slow_servers):
+    deliver_each_event_once(slow_servers, Receiver(delay=1.2))
+
+
+def deliver_each_event_once(servers, receiver):
     a, b = servers
     key = a.config["api_key"]
     api_a, api_b = a.api(key), b.api(key)
     e = api_a.get("/api/v1/viewer")[1]["entity"]
-    receiver = Receiver().start()
+    receiver.start()
     try:
         status, hook = api_a.post(f"/api/v1/alert-webhooks/{e}/{PROJECT}",
                                   {"name": "ops", "url": receiver.url, "secret": "s"})
@@ -56,8 +83,8 @@ def test_two_servers_deliver_each_alert_event_once(servers):
                                      "time_ms": int(time.time() * 1000)})
             assert status == 200 and body["opened"], body
             ids.append(body["alert"]["id"])
-        assert wait_for(lambda: len(receiver.calls) >= ALERTS, timeout=30), len(receiver.calls)
-        time.sleep(3)  # several more passes of both dispatchers
+        assert wait_for(lambda: len(receiver.calls) >= ALERTS, timeout=40), len(receiver.calls)
+        time.sleep(3 + receiver.delay)  # several more passes of both dispatchers
         calls = receiver.snapshot()
         events = [(p["alert"]["id"], p["event"]) for p in
                   (json.loads(c["body"]) for c in calls)]

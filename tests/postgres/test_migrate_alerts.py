@@ -42,7 +42,9 @@ def test_export_import_keeps_alerts_webhooks_and_does_not_resend(cluster, tmp_pa
     receiver = Receiver().start()
     try:
         sqlite_path = tmp_path / "old" / "cohort.db"
-        old = ServerProcess(tmp_path / "old", extra_args=["--store", str(sqlite_path)],
+        # The receiver listens on 127.0.0.1: allowed.
+        old = ServerProcess(tmp_path / "old",
+                            extra_args=["--store", str(sqlite_path), "--webhook-allow-private"],
                             env=env).start()
         try:
             key = old.config["api_key"]
@@ -80,7 +82,8 @@ def test_export_import_keeps_alerts_webhooks_and_does_not_resend(cluster, tmp_pa
         assert int(cluster.psql(db, "SELECT last_event_id FROM alert_delivery_cursor")) >= 2
 
         sent_before = len(receiver.calls)
-        new = ServerProcess(tmp_path / "new", extra_args=["--store", url], env=env).start()
+        new = ServerProcess(tmp_path / "new", extra_args=["--store", url, "--webhook-allow-private"],
+                            env=env).start()
         try:
             api = new.api(key)
             assert api.get(f"/api/v1/alerts/{e}/{PROJECT}")[1] == alerts_before

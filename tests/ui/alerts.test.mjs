@@ -53,7 +53,8 @@ async function waitAlerts(pred, what) {
 }
 
 before(async () => {
-  server = await startServer();
+  // The test's receiver listens on 127.0.0.1, which the server refuses to call by default.
+  server = await startServer({ extraArgs: ['--webhook-allow-private'] });
   entity = (await api(server, 'GET', '/api/v1/viewer')).entity;
   try {
     logRun('nanrun', ['1.0', '0.5', '0.25', 'nan']);

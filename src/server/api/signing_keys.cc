@@ -2,27 +2,18 @@
 
 #include <fcntl.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
+#include "core/hmac_sha256.h"
 #include "core/ids.h"
 #include "core/text_encoding.h"
 
 namespace cohort::api {
 namespace {
-
-std::string Hmac(const std::string& key, std::string_view message) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), int(key.size()),
-       reinterpret_cast<const unsigned char*>(message.data()), message.size(), md, &len);
-  return HexLower(std::string_view(reinterpret_cast<const char*>(md), len));
-}
 
 std::string Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
@@ -109,13 +100,13 @@ Result<SigningKeys> SigningKeys::Load(const std::string& file, const char* env_v
 }
 
 std::string SigningKeys::Sign(std::string_view message) const {
-  return Hmac(keys_.front(), message);
+  return HmacSha256Hex(keys_.front(), message);
 }
 
 bool SigningKeys::Verify(std::string_view message, std::string_view signature) const {
   bool match = false;
   for (const std::string& key : keys_) {
-    const std::string want = Hmac(key, message);
+    const std::string want = HmacSha256Hex(key, message);
     match |= want.size() == signature.size() &&
              CRYPTO_memcmp(want.data(), signature.data(), want.size()) == 0;
   }

@@ -25,12 +25,9 @@ std::string DefaultOwner() {
   return std::string(host) + ":" + std::to_string(::getpid()) + ":" + suffix;
 }
 
-// At most 300 bytes of a receiver's answer go into last_error.
-std::string ErrorOf(int status, const std::string& body) {
-  std::string e = "HTTP " + std::to_string(status);
-  if (!body.empty()) e += ": " + body.substr(0, 300);
-  return e;
-}
+// The receiver's answer is not echoed (last_error is shown to the project's admins, and the
+// receiver may be something the admin could not otherwise read): its status only.
+std::string ErrorOf(int status) { return "HTTP " + std::to_string(status); }
 
 }  // namespace
 
@@ -57,6 +54,9 @@ void WebhookDispatcher::Start() {
   MutexLock lock(&mu_);
   if (thread_.joinable() || stopping_) return;
   thread_ = std::thread([this] { Loop(); });
+  for (int i = 0; i < std::max(1, options_.senders); ++i) {
+    senders_.emplace_back([this] { SendLoop(); });
+  }
 }
 
 void WebhookDispatcher::Stop() {
@@ -66,27 +66,52 @@ void WebhookDispatcher::Stop() {
     stopping_ = true;
   }
   cv_.SignalAll();
+  send_cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
+  for (std::thread& t : senders_) t.join();
+  senders_.clear();
 }
 
 void WebhookDispatcher::Loop() {
   MutexLock lock(&mu_);
   while (!stopping_) {
     lock.Unlock();
-    Result<DispatchPass> pass = RunOnce(NowMillis());
-    if (!pass.ok()) {
-      std::fprintf(stderr, "cohort: alert webhooks: %s\n", pass.status().ToString().c_str());
+    Result<int64_t> added = Enqueue(NowMillis());
+    if (!added.ok()) {
+      std::fprintf(stderr, "cohort: alert webhooks: %s\n", added.status().ToString().c_str());
     }
-    const bool more = pass.ok() && pass->claimed >= options_.claim_limit;
     lock.Lock();
-    if (!more && !stopping_) cv_.WaitFor(mu_, std::chrono::milliseconds(options_.poll_ms));
+    // Each pass, not only when it enqueued: retries fall due too.
+    ++enqueue_passes_;
+    send_cv_.SignalAll();
+    if (!stopping_) cv_.WaitFor(mu_, std::chrono::milliseconds(options_.poll_ms));
+  }
+}
+
+void WebhookDispatcher::SendLoop() {
+  MutexLock lock(&mu_);
+  while (!stopping_) {
+    const uint64_t seen = enqueue_passes_;
+    lock.Unlock();
+    Result<bool> sent = SendOne(NowMillis());
+    if (!sent.ok()) {
+      std::fprintf(stderr, "cohort: alert webhooks: %s\n", sent.status().ToString().c_str());
+    }
+    lock.Lock();
+    // Nothing due: wait for the next pass (unless one went by meanwhile). An error: wait too.
+    const bool idle = !sent.ok() || (!*sent && enqueue_passes_ == seen);
+    if (idle && !stopping_) send_cv_.WaitFor(mu_, std::chrono::milliseconds(options_.poll_ms));
   }
 }
 
 Result<DispatchPass> WebhookDispatcher::RunOnce(int64_t now_ms) {
   DispatchPass pass;
   COHORT_ASSIGN_OR_RETURN(pass.enqueued, Enqueue(now_ms));
-  COHORT_ASSIGN_OR_RETURN(pass.claimed, SendDue(now_ms));
+  while (pass.claimed < options_.claim_limit) {
+    COHORT_ASSIGN_OR_RETURN(bool sent, SendOne(now_ms));
+    if (!sent) break;
+    ++pass.claimed;
+  }
   return pass;
 }
 
@@ -141,56 +166,72 @@ Result<int64_t> WebhookDispatcher::Enqueue(int64_t now_ms) {
   return added;
 }
 
-Result<int64_t> WebhookDispatcher::SendDue(int64_t now_ms) {
-  COHORT_ASSIGN_OR_RETURN(
-      std::vector<store::DeliveryRecord> due,
-      store_->ClaimDeliveries(options_.owner, now_ms, options_.lease_ms, options_.claim_limit));
-  for (const store::DeliveryRecord& d : due) {
-    store::DeliveryAttempt attempt;
-    Result<store::WebhookRecord> w = store_->GetWebhook(d.entity, d.project, d.webhook_id);
-    if (!w.ok()) {
-      if (w.status().code() == StatusCode::kNotFound) continue;  // deleted with its log
-      return w.status();
-    }
-    Result<store::AlertRecord> alert = store_->GetAlert(d.entity, d.project, d.alert_id);
-    if (!w->enabled) {
-      attempt.error = "the webhook is disabled";
-    } else if (!alert.ok() && alert.status().code() != StatusCode::kNotFound) {
-      return alert.status();
-    } else if (!alert.ok()) {
-      attempt.error = "the alert no longer exists";
+Result<bool> WebhookDispatcher::SendOne(int64_t now_ms) {
+  std::vector<store::DeliveryRecord> claimed;
+  {
+    MutexLock lock(&claim_mu_);
+    const std::vector<int64_t> busy(in_flight_.begin(), in_flight_.end());
+    COHORT_ASSIGN_OR_RETURN(
+        claimed, store_->ClaimDeliveries(options_.owner, now_ms, options_.lease_ms, 1, busy));
+    if (claimed.empty()) return false;
+    in_flight_.insert(claimed.front().webhook_id);
+  }
+  Status sent = Send(claimed.front(), now_ms);
+  {
+    MutexLock lock(&claim_mu_);
+    in_flight_.erase(in_flight_.find(claimed.front().webhook_id));
+  }
+  COHORT_RETURN_IF_ERROR(sent);
+  return true;
+}
+
+Status WebhookDispatcher::Send(const store::DeliveryRecord& d, int64_t now_ms) {
+  store::DeliveryAttempt attempt;
+  Result<store::WebhookRecord> w = store_->GetWebhook(d.entity, d.project, d.webhook_id);
+  if (!w.ok()) {
+    if (w.status().code() == StatusCode::kNotFound) return Status::Ok();  // deleted with its log
+    return w.status();
+  }
+  Result<store::AlertRecord> alert = store_->GetAlert(d.entity, d.project, d.alert_id);
+  if (!w->enabled) {
+    attempt.error = "the webhook is disabled";
+  } else if (!alert.ok() && alert.status().code() != StatusCode::kNotFound) {
+    return alert.status();
+  } else if (!alert.ok()) {
+    attempt.error = "the alert no longer exists";
+  } else {
+    const bj::object json = api::AlertToJson(*alert).as_object();
+    const std::string body = FormatPayload(w->format, d.event_kind, json, RunUrl(BaseUrl(), json));
+    Result<WebhookResponse> r =
+        poster_->Post(w->url, body, PayloadHeaders(w->format, d.event_kind, d.id, w->secret, body));
+    const bool last = d.attempts + 1 >= options_.retry.max_attempts;
+    // From the end of the call (a pass's `now_ms` may be in the future in tests).
+    const int64_t done = std::max(now_ms, NowMillis());
+    auto retry_at = [&] { return done + RetryDelayMs(options_.retry, d.attempts + 1); };
+    if (!r.ok()) {
+      attempt.error = r.status().message();
+      // A refused destination (not a public address) is not tried again.
+      if (!last && r.status().code() != StatusCode::kPermissionDenied) {
+        attempt.retry_at_ms = retry_at();
+      }
     } else {
-      const bj::object json = api::AlertToJson(*alert).as_object();
-      const std::string body =
-          FormatPayload(w->format, d.event_kind, json, RunUrl(BaseUrl(), json));
-      Result<WebhookResponse> r = poster_->Post(
-          w->url, body, PayloadHeaders(w->format, d.event_kind, d.id, w->secret, body));
-      const bool last = d.attempts + 1 >= options_.retry.max_attempts;
-      // From the end of the call (a pass's `now_ms` may be in the future in tests).
-      const int64_t done = std::max(now_ms, NowMillis());
-      auto retry_at = [&] { return done + RetryDelayMs(options_.retry, d.attempts + 1); };
-      if (!r.ok()) {
-        attempt.error = r.status().message();
-        if (!last) attempt.retry_at_ms = retry_at();
-      } else {
-        attempt.status = r->status;
-        attempt.delivered = r->status >= 200 && r->status < 300;
-        if (!attempt.delivered) {
-          attempt.error = ErrorOf(r->status, r->body);
-          if (!last && RetryableStatus(r->status)) attempt.retry_at_ms = retry_at();
-        }
+      attempt.status = r->status;
+      attempt.delivered = r->status >= 200 && r->status < 300;
+      if (!attempt.delivered) {
+        attempt.error = ErrorOf(r->status);
+        if (!last && RetryableStatus(r->status)) attempt.retry_at_ms = retry_at();
       }
     }
-    attempt.now_ms = std::max(now_ms, NowMillis());
-    COHORT_ASSIGN_OR_RETURN(bool recorded, store_->FinishDelivery(d.id, options_.owner, attempt));
-    if (!recorded) {
-      std::fprintf(stderr,
-                   "cohort: alert webhooks: delivery %lld was claimed by another server while "
-                   "this one sent it (the claim of %lld ms expired)\n",
-                   static_cast<long long>(d.id), static_cast<long long>(options_.lease_ms));
-    }
   }
-  return int64_t(due.size());
+  attempt.now_ms = std::max(now_ms, NowMillis());
+  COHORT_ASSIGN_OR_RETURN(bool recorded, store_->FinishDelivery(d.id, options_.owner, attempt));
+  if (!recorded) {
+    std::fprintf(stderr,
+                 "cohort: alert webhooks: delivery %lld was claimed by another server while "
+                 "this one sent it (the claim of %lld ms expired)\n",
+                 static_cast<long long>(d.id), static_cast<long long>(options_.lease_ms));
+  }
+  return Status::Ok();
 }
 
 Result<WebhookResponse> WebhookDispatcher::SendTest(const store::WebhookRecord& w, int64_t now_ms) {

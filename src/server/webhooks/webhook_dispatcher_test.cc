@@ -4,7 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
 
 #include "core/clock.h"
 #include "server/webhooks/webhook_payload.h"
@@ -32,6 +37,52 @@ class FakePoster : public WebhookPoster {
   }
   std::vector<Call> calls;
   std::deque<Result<WebhookResponse>> answers;
+};
+
+// Answers 200, except that calls to `blocked_url` wait until Release() (a slow receiver, or one
+// that never answers). Thread-safe.
+class BlockingPoster : public WebhookPoster {
+ public:
+  explicit BlockingPoster(std::string blocked_url) : blocked_url_(std::move(blocked_url)) {}
+  Result<WebhookResponse> Post(const std::string& url, const std::string&,
+                               const std::vector<std::string>&) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++calls_[url];
+    if (url == blocked_url_) {
+      ++blocked_;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return released_; });
+      --blocked_;
+    }
+    cv_.notify_all();
+    return WebhookResponse{200, "ok"};
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  // Waits up to 10 s for `pred` (under the lock).
+  bool WaitFor(const std::function<bool()>& pred) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), pred);
+  }
+  int Calls(const std::string& url) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_[url];
+  }
+  int Blocked() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return blocked_;
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, int> calls_;
+  int blocked_ = 0;
+  bool released_ = false;
+
+ private:
+  const std::string blocked_url_;
 };
 
 std::string Header(const Call& c, const std::string& name) {
@@ -151,7 +202,7 @@ TEST_F(DispatcherTest, RetriesWithBackoffAndGivesUpAfterTheLastAttempt) {
   ASSERT_TRUE(lb.ok());
   EXPECT_EQ((*lb)[0].state, "failed");
   EXPECT_EQ((*lb)[0].last_status, 404);
-  EXPECT_EQ((*lb)[0].last_error, "HTTP 404: nope");
+  EXPECT_EQ((*lb)[0].last_error, "HTTP 404");  // the answer's body is not echoed
 
   // Not due yet: nothing sent.
   ASSERT_TRUE(d.RunOnce(now + 500).ok());
@@ -170,9 +221,81 @@ TEST_F(DispatcherTest, RetriesWithBackoffAndGivesUpAfterTheLastAttempt) {
   la = store_->ListDeliveries("acme", "p", a.id, 10);
   EXPECT_EQ((*la)[0].state, "failed");
   EXPECT_EQ((*la)[0].attempts, 3);
-  EXPECT_EQ((*la)[0].last_error, "HTTP 500: down");
+  EXPECT_EQ((*la)[0].last_error, "HTTP 500");
   ASSERT_TRUE(d.RunOnce(NowMillis() + 10'000'000).ok());
   EXPECT_EQ(poster_.calls.size(), 4u);
+}
+
+// A slow call holds the claim of its own delivery only: another server (a second dispatcher on
+// the store) sends the other deliveries meanwhile, and nothing is sent twice. (Claiming a batch
+// left the later ones claimed behind the slow call until the lease expired, then another server
+// sent them again.)
+TEST_F(DispatcherTest, SlowCallKeepsOnlyItsOwnDeliveryClaimed) {
+  Hook("a-slow", "generic", "INFO");  // first by name: its delivery is the oldest due
+  Hook("b", "generic", "INFO");
+  Hook("c", "slack", "INFO");
+  const int64_t now = NowMillis();
+  Raise("boom", "ERROR", now);
+  BlockingPoster poster("http://hooks/a-slow");
+  DispatcherOptions oa = Options(), ob = Options();
+  oa.owner = "server-a";
+  ob.owner = "server-b";
+  WebhookDispatcher a(store_.get(), &poster, oa);
+  WebhookDispatcher b(store_.get(), &poster, ob);
+  Result<DispatchPass> pass_a = Status::Internal("not run");
+  std::thread slow([&] { pass_a = a.RunOnce(now); });
+  ASSERT_TRUE(poster.WaitFor([&] { return poster.blocked_ == 1; })) << "a never posted";
+  auto pass_b = b.RunOnce(now + 1);
+  ASSERT_TRUE(pass_b.ok()) << pass_b.status().ToString();
+  EXPECT_EQ(pass_b->claimed, 2);  // b and c, while a-slow's call is in flight
+  EXPECT_EQ(poster.Calls("http://hooks/b"), 1);
+  EXPECT_EQ(poster.Calls("http://hooks/c"), 1);
+  // Later passes of b (its claim has not expired) send nothing again.
+  ASSERT_TRUE(b.RunOnce(now + 2).ok());
+  poster.Release();
+  slow.join();
+  ASSERT_TRUE(pass_a.ok()) << pass_a.status().ToString();
+  EXPECT_EQ(pass_a->claimed, 1);
+  ASSERT_TRUE(a.RunOnce(now + 3).ok());
+  ASSERT_TRUE(b.RunOnce(now + 3).ok());
+  for (const char* url : {"http://hooks/a-slow", "http://hooks/b", "http://hooks/c"}) {
+    EXPECT_EQ(poster.Calls(url), 1) << url;
+  }
+  auto log = store_->ListProjectDeliveries("acme", "p", std::nullopt, 10);
+  ASSERT_TRUE(log.ok());
+  ASSERT_EQ(log->size(), 3u);
+  for (const store::DeliveryRecord& d : *log) {
+    EXPECT_EQ(d.state, "delivered");
+    EXPECT_EQ(d.attempts, 1);
+  }
+}
+
+// The running dispatcher sends with several threads: a webhook that does not answer holds one
+// sender, and the other webhooks' deliveries go out meanwhile.
+TEST_F(DispatcherTest, BlackHoledWebhookDoesNotDelayTheOthers) {
+  Hook("a-slow", "generic", "INFO");
+  Hook("b", "generic", "INFO");
+  Hook("c", "discord", "INFO");
+  Raise("boom", "ERROR", NowMillis());
+  Raise("bang", "WARN", NowMillis());
+  BlockingPoster poster("http://hooks/a-slow");
+  DispatcherOptions o = Options();
+  o.poll_ms = 20;
+  o.senders = 2;
+  WebhookDispatcher d(store_.get(), &poster, o);
+  d.Start();
+  const bool others_sent = poster.WaitFor(
+      [&] { return poster.calls_["http://hooks/b"] == 2 && poster.calls_["http://hooks/c"] == 2; });
+  const int blocked = poster.Blocked();
+  poster.Release();
+  ASSERT_TRUE(poster.WaitFor([&] { return poster.calls_["http://hooks/a-slow"] == 2; }));
+  d.Stop();
+  EXPECT_TRUE(others_sent) << "the other webhooks waited behind the silent one";
+  EXPECT_EQ(blocked, 1);
+  auto log = store_->ListProjectDeliveries("acme", "p", std::nullopt, 10);
+  ASSERT_TRUE(log.ok());
+  ASSERT_EQ(log->size(), 6u);
+  for (const store::DeliveryRecord& d : *log) EXPECT_EQ(d.state, "delivered");
 }
 
 TEST_F(DispatcherTest, TestPayloadIsSentNowAndRecordsNothing) {

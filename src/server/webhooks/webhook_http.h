@@ -1,11 +1,16 @@
 // The outgoing HTTP POST of alert webhooks, and when a failed call is tried again. The server
 // sends webhooks itself (the agent's client, agent/http_client.h, is the agent's and talks to one
 // Cohort server); this one posts a body to any http(s) URL with the given headers, follows no
-// redirects, and reads at most kMaxResponseBytes of the answer.
+// redirects, and reads at most kMaxResponseBytes of the answer. Unless the operator allows it
+// (`cohort server --webhook-allow-private`), it connects to public addresses only: the address
+// is checked at connect time, after DNS (a name that resolves to 127.0.0.1, 169.254.169.254, a
+// private network, ...: refused, whatever the URL says and however often the name changes).
 //
 // Threading: CurlWebhookPoster is thread-safe (one easy handle per call); the free functions are
 // pure.
 #pragma once
+
+#include <sys/socket.h>
 
 #include <atomic>
 #include <cstdint>
@@ -23,11 +28,19 @@ struct WebhookResponse {
   std::string body;  // at most kMaxResponseBytes
 };
 
+// Why `addr` (IPv4 or IPv6) is not a public unicast address: "loopback", "private",
+// "link-local", "unspecified", "multicast", "documentation", "shared (CGNAT)", "reserved", ...;
+// empty when it is public (or of another family). IPv6 forms that carry an IPv4 address
+// (mapped ::ffff:a.b.c.d, compatible ::a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16) are judged
+// by it.
+std::string NonPublicAddress(const sockaddr* addr);
+
 // Posts webhook calls; an interface so that the dispatcher's tests can answer without a network.
 class WebhookPoster {
  public:
   virtual ~WebhookPoster() = default;
-  // Any HTTP status is a value; kUnavailable (with libcurl's reason) when no answer came.
+  // Any HTTP status is a value; kUnavailable (with libcurl's reason) when no answer came;
+  // kPermissionDenied when the destination is refused (not worth trying again).
   virtual Result<WebhookResponse> Post(const std::string& url, const std::string& body,
                                        const std::vector<std::string>& headers) = 0;
 };
@@ -38,6 +51,8 @@ class CurlWebhookPoster : public WebhookPoster {
   struct Options {
     double connect_timeout_s = 5;
     double timeout_s = 10;
+    // Connect to loopback, private, link-local, ... addresses too (NonPublicAddress).
+    bool allow_private = false;
   };
   explicit CurlWebhookPoster(Options options);
   CurlWebhookPoster() : CurlWebhookPoster(Options{}) {}

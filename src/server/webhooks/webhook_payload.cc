@@ -1,10 +1,9 @@
 #include "server/webhooks/webhook_payload.h"
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
+#include "core/hmac_sha256.h"
 #include "core/text_encoding.h"
 #include "core/utf8.h"
+#include "store/webhook_checks.h"
 
 namespace cohort::server::webhooks {
 namespace {
@@ -104,6 +103,17 @@ std::string RunUrl(std::string_view base_url, const bj::object& alert) {
   return url;
 }
 
+Status ValidatePublicUrl(std::string_view url) {
+  const Status s = store::ValidateWebhookUrl(url);
+  if (!s.ok() || url.find_first_of("?#") != std::string_view::npos) {
+    return Status::InvalidArgument(
+        "--public-url: expected the web UI's address, an http:// or https:// URL with a host "
+        "and no query (e.g. https://cohort.example.com), got '" +
+        std::string(url) + "'");
+  }
+  return Status::Ok();
+}
+
 std::string GenericPayload(std::string_view event, const bj::object& alert,
                            std::string_view run_url) {
   bj::object o;
@@ -175,11 +185,7 @@ std::string FormatPayload(std::string_view format, std::string_view event, const
 }
 
 std::string SignatureValue(std::string_view secret, std::string_view body) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), secret.data(), int(secret.size()),
-       reinterpret_cast<const unsigned char*>(body.data()), body.size(), md, &len);
-  return "sha256=" + HexLower(std::string_view(reinterpret_cast<const char*>(md), len));
+  return "sha256=" + HmacSha256Hex(secret, body);
 }
 
 std::vector<std::string> PayloadHeaders(std::string_view format, std::string_view event,

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cohort/status.h"
+
 namespace cohort::server::webhooks {
 
 // The version of the generic payload; a change that is not a pure addition bumps it.
@@ -20,6 +22,9 @@ inline constexpr const char* kSignatureHeader = "X-Cohort-Signature";
 // The web UI's page of the alert's run (`<base_url>/?p=<entity>/<project>&run=<run>`), or of its
 // project when it names no run; "" when base_url is empty.
 std::string RunUrl(std::string_view base_url, const boost::json::object& alert);
+// InvalidArgument naming the flag unless `url` can be the web UI's public address
+// (`cohort server --public-url`): http:// or https:// with a host, no query or fragment.
+Status ValidatePublicUrl(std::string_view url);
 
 // `{"version":1,"event":...,"alert":{...},"run_url":...}` ("run_url" null when empty).
 std::string GenericPayload(std::string_view event, const boost::json::object& alert,

@@ -95,6 +95,24 @@ TEST(WebhookPayloadTest, GenericPayloadsWithASecretAreSigned) {
   }
 }
 
+TEST(WebhookPayloadTest, PublicUrlMustBeAnHttpUrlWithAHost) {
+  for (const char* ok :
+       {"https://cohort.example.com", "http://10.0.0.5:8787/", "https://example.com/cohort/ui"}) {
+    EXPECT_TRUE(ValidatePublicUrl(ok).ok()) << ok;
+  }
+  for (const char* bad :
+       {"", "cohort.example.com", "ftp://example.com", "https://", "https://example.com/?x=1",
+        "https://example.com/#top", "https://exa mple.com"}) {
+    Status s = ValidatePublicUrl(bad);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_TRUE(s.message().starts_with("--public-url: ")) << s.message();
+  }
+  // run_url on a public address with a path: no doubled slash.
+  const boost::json::object alert{{"entity", "acme"}, {"project", "p"}, {"run", "r 1"}};
+  EXPECT_EQ(RunUrl("https://example.com/cohort/", alert),
+            "https://example.com/cohort/?p=acme%2Fp&run=r%201");
+}
+
 TEST(WebhookRetryTest, BackoffDoublesUpToTheCap) {
   WebhookRetryPolicy p{.max_attempts = 5, .initial_ms = 1000, .max_ms = 5000};
   EXPECT_EQ(RetryDelayMs(p, 1), 1000);

@@ -179,13 +179,14 @@ void RegisterWebhookRoutes(http::Router& r, api::ApiContext* ctx, WebhookDispatc
                 200,
                 bj::object{{"ok", false}, {"status", nullptr}, {"error", sent.status().message()}});
           }
+          // The status only: echoing the receiver's answer would let an admin read what the
+          // server can reach and they cannot.
           const bool ok = sent->status >= 200 && sent->status < 300;
           return api::JsonResponse(
               200, bj::object{{"ok", ok},
                               {"status", sent->status},
                               {"error", ok ? bj::value(nullptr)
-                                           : bj::value("HTTP " + std::to_string(sent->status))},
-                              {"body", sent->body}});
+                                           : bj::value("HTTP " + std::to_string(sent->status))}});
         }));
   r.Add("GET", base + "/{id}/deliveries",
         ProjectHandler(ctx, [ctx](http::HttpRequest& req, const store::RunRef& ref) {

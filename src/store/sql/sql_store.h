@@ -137,8 +137,9 @@ class SqlStore : public Store {
   Result<int64_t> GetDeliveryCursor() final;
   Result<int64_t> EnqueueDeliveries(const std::vector<DeliveryIntent>& intents,
                                     int64_t cursor) final;
-  Result<std::vector<DeliveryRecord>> ClaimDeliveries(const std::string& owner, int64_t now_ms,
-                                                      int64_t lease_ms, int limit) final;
+  Result<std::vector<DeliveryRecord>> ClaimDeliveries(
+      const std::string& owner, int64_t now_ms, int64_t lease_ms, int limit,
+      const std::vector<int64_t>& skip_webhooks = {}) final;
   Result<bool> FinishDelivery(int64_t id, const std::string& owner,
                               const DeliveryAttempt& attempt) final;
   Result<std::vector<DeliveryRecord>> ListDeliveries(const std::string& entity,

@@ -203,12 +203,27 @@ Result<int64_t> SqlStore::EnqueueDeliveries(const std::vector<DeliveryIntent>& i
   });
 }
 
-Result<std::vector<DeliveryRecord>> SqlStore::ClaimDeliveries(const std::string& owner,
-                                                              int64_t now_ms, int64_t lease_ms,
-                                                              int limit) {
-  static const std::string kDue =
+Result<std::vector<DeliveryRecord>> SqlStore::ClaimDeliveries(
+    const std::string& owner, int64_t now_ms, int64_t lease_ms, int limit,
+    const std::vector<int64_t>& skip_webhooks) {
+  std::string due_sql =
       "SELECT id FROM alert_deliveries WHERE state = 'pending' AND next_attempt_ms <= $1 AND "
-      "claim_until_ms <= $1 ORDER BY next_attempt_ms, id LIMIT $2";
+      "claim_until_ms <= $1";
+  Params due_params;
+  due_params.Add(now_ms);
+  if (!skip_webhooks.empty()) {
+    due_sql += " AND webhook_id NOT IN (";
+    for (size_t i = 0; i < skip_webhooks.size(); ++i) {
+      due_sql += (i ? ", $" : "$") + std::to_string(i + 2);
+      due_params.Add(skip_webhooks[i]);
+    }
+    due_sql += ")";
+  }
+  // A few candidates more than `limit`: another server may claim some between the read and the
+  // claim (a caller asking for one delivery would otherwise get none while others are due).
+  constexpr int64_t kSpare = 8;
+  due_sql += " ORDER BY next_attempt_ms, id LIMIT $" + std::to_string(skip_webhooks.size() + 2);
+  due_params.Add(int64_t{limit} + kSpare);
   // The claim: the row counts only when this UPDATE changed it (RETURNING yields no row when a
   // concurrent claim got there first and the condition no longer holds).
   static const std::string kClaim =
@@ -222,13 +237,14 @@ Result<std::vector<DeliveryRecord>> SqlStore::ClaimDeliveries(const std::string&
   // transaction.
   COHORT_ASSIGN_OR_RETURN(Ids due, RunFor<Ids>(Access::kReadOne, [&](Conn& conn) {
                             return sql::QueryAll<int64_t>(
-                                conn, kDue, Params().Add(now_ms).Add(int64_t{limit}),
+                                conn, due_sql, due_params,
                                 [](const Row& row) { return row.Int(0); });
                           }));
-  if (due.empty()) return Out{};
+  if (due.empty() || limit <= 0) return Out{};
   return RunFor<Out>(Access::kWrite, [&](Conn& conn) -> Result<Out> {
     Out claimed;
     for (int64_t id : due) {
+      if (claimed.size() >= size_t(limit)) break;
       COHORT_ASSIGN_OR_RETURN(
           Out got, sql::QueryAll<DeliveryRecord>(
                        conn, kClaim, Params().Add(id).Add(owner).Add(now_ms + lease_ms).Add(now_ms),

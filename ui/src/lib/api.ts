@@ -64,7 +64,7 @@ export interface AlertDelivery {
   state: 'pending' | 'delivered' | 'failed'; attempts: number; next_attempt_ms: number | null;
   last_status: number | null; last_error: string | null; delivered_ms: number | null; created_ms: number;
 }
-export interface WebhookTestResult { ok: boolean; status: number | null; error: string | null; body?: string }
+export interface WebhookTestResult { ok: boolean; status: number | null; error: string | null }
 export interface AlertQuery { state?: 'open' | 'resolved'; level?: AlertLevel; run?: string; limit?: number }
 
 export interface Project { entity: string; project: string; runs: number; created_ms: number; updated_ms: number }
