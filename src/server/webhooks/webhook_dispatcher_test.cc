@@ -284,8 +284,14 @@ TEST_F(DispatcherTest, BlackHoledWebhookDoesNotDelayTheOthers) {
   o.senders = 2;
   WebhookDispatcher d(store_.get(), &poster, o);
   d.Start();
-  const bool others_sent = poster.WaitFor(
-      [&] { return poster.calls_["http://hooks/b"] == 2 && poster.calls_["http://hooks/c"] == 2; });
+  // The others are sent while a call to the silent webhook hangs (whichever sender took it, and
+  // whenever: under load it may start after the others are done).
+  const bool others_sent = poster.WaitFor([&] {
+    return poster.calls_["http://hooks/b"] == 2 && poster.calls_["http://hooks/c"] == 2 &&
+           poster.blocked_ == 1;
+  });
+  // A sender is free: it must not take the silent webhook's second delivery meanwhile.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const int blocked = poster.Blocked();
   poster.Release();
   ASSERT_TRUE(poster.WaitFor([&] { return poster.calls_["http://hooks/a-slow"] == 2; }));
