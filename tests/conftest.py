@@ -111,6 +111,12 @@ class ServerProcess:
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env, text=True)
         line = self.proc.stdout.readline().strip()
         if not line.startswith("http://"):
+            # An empty line: stdout closed, the server is exiting (its error is on stderr; it
+            # may not be reaped yet, so wait for it rather than ask poll() once).
+            try:
+                self.proc.wait(timeout=10 if not line else 0.1)
+            except subprocess.TimeoutExpired:
+                pass
             err = self.proc.stderr.read() if self.proc.poll() is not None else ""
             raise RuntimeError(f"server did not print its URL: {line!r} {err}")
         self.url = line
