@@ -330,3 +330,28 @@ def test_summary_of_a_client_that_died_follows_its_last_stored_point(tmp_path):
         assert run["summary"]["best"] == 0.5
     finally:
         s.stop()
+
+
+def test_a_writer_that_comes_back_after_failing_resolves_its_alert(wire, api, entity):
+    """A vendor client whose run failed and that streams again (a resumed run) is joined again,
+    and what its earlier process left open (the writer_state alert of the failure) is resolved,
+    as when Cohort's own client joins again (docs/compat.md, "Alerts")."""
+    wire.upsert("comeback", project="backproj")
+    wire.file_stream(entity, "backproj", "comeback", {"files": {"wandb-history.jsonl": {
+        "offset": 0, "content": [history_line(i, acc=i) for i in range(2)]}},
+        "complete": True, "exitcode": 2})
+
+    def alerts():
+        status, body = api.get(f"/api/v1/alerts/{entity}/backproj?run=comeback")
+        assert status == 200, body
+        return [a for a in body["alerts"] if a["source"] == "rule"]
+
+    (failed,) = alerts()
+    assert failed["state"] == "open" and "failed" in failed["title"], failed
+
+    wire.file_stream(entity, "backproj", "comeback", {"files": {"wandb-history.jsonl": {
+        "offset": 2, "content": [history_line(i, acc=i) for i in range(2, 4)]}}})
+    (w,) = writers(api, entity, "comeback", project="backproj").values()
+    assert w["state"] == "running"
+    (after,) = alerts()
+    assert after["id"] == failed["id"] and after["state"] == "resolved", after

@@ -18,6 +18,9 @@ namespace {
 constexpr size_t kMaxCachedKeys = 20'000;
 // Writers whose conditions are remembered; past it, they are forgotten (and loaded again).
 constexpr size_t kMaxWriters = 100'000;
+// Projects whose rules, and whose installed defaults, are remembered; past it, they are
+// forgotten (read from the store again; installing defaults twice changes nothing there).
+constexpr size_t kMaxProjects = 10'000;
 
 bool IsMetricRule(const RuleSpec& r) {
   return r.enabled &&
@@ -103,6 +106,23 @@ std::string RuleConditionKey(const RuleSpec& rule, const std::string& key) {
   return out;
 }
 
+store::AlertRaise RuleRaise(const RuleSpec& rule, const store::RunRef& run,
+                            const std::string& label, const std::string& key, std::string title,
+                            std::string text, std::string evidence_json, int64_t now_ms) {
+  return store::AlertRaise{.entity = run.entity,
+                           .project = run.project,
+                           .run_id = run.run_id,
+                           .writer_label = label,
+                           .rule_id = rule.id,
+                           .source = "rule",
+                           .condition_key = RuleConditionKey(rule, key),
+                           .level = rule.level,
+                           .title = std::move(title),
+                           .text = std::move(text),
+                           .evidence_json = std::move(evidence_json),
+                           .now_ms = now_ms};
+}
+
 bool IsTickRule(RuleKind kind) {
   return kind == RuleKind::kHung || kind == RuleKind::kStaleMetric ||
          kind == RuleKind::kStraggler || kind == RuleKind::kGpuUnderused;
@@ -155,6 +175,7 @@ Result<std::shared_ptr<const ProjectRules>> AlertEngine::Rules(const std::string
     COHORT_RETURN_IF_ERROR(
         store_->InstallDefaultAlertRules(entity, project, DefaultRules(), now_ms).status());
     MutexLock lock(&mu_);
+    if (defaults_installed_.size() >= kMaxProjects) defaults_installed_.clear();
     defaults_installed_.insert({entity, project});
   }
   COHORT_ASSIGN_OR_RETURN(std::vector<store::AlertRule> stored,
@@ -171,6 +192,10 @@ Result<std::shared_ptr<const ProjectRules>> AlertEngine::Rules(const std::string
   }
   auto rules = std::make_shared<const ProjectRules>(std::move(specs));
   MutexLock lock(&mu_);
+  if (rules_.size() >= kMaxProjects) {  // those past their time first, else all
+    std::erase_if(rules_, [&](const auto& e) { return now_ms - e.second.loaded_ms >= kRulesTtlMs; });
+    if (rules_.size() >= kMaxProjects) rules_.clear();
+  }
   rules_[{entity, project}] = CachedRules{rules, now_ms};
   return std::shared_ptr<const ProjectRules>(rules);
 }
@@ -252,20 +277,11 @@ void AlertEngine::Apply(const store::RunRef& ref, const std::string& label, cons
       title = v.key + " is " + TitleNumber(v.value);
     }
     std::string where = label.empty() ? "" : " (writer " + label + ")";
-    store::AlertRaise r{.entity = ref.entity,
-                        .project = ref.project,
-                        .run_id = ref.run_id,
-                        .writer_label = label,
-                        .rule_id = v.rule->id,
-                        .source = "rule",
-                        .condition_key = cond,
-                        .level = v.rule->level,
-                        .title = title,
-                        .text = v.rule->name + ": " + title + " at step " +
-                                (v.step >= 0 ? std::to_string(v.step) : std::string("?")) + where,
-                        .evidence_json = bj::serialize(evidence),
-                        .now_ms = now_ms};
-    auto raised = store_->RaiseAlert(r);
+    std::string text = v.rule->name + ": " + title + " at step " +
+                       (v.step >= 0 ? std::to_string(v.step) : std::string("?")) + where;
+    auto raised = store_->RaiseAlert(RuleRaise(*v.rule, ref, label, v.key, std::move(title),
+                                               std::move(text), bj::serialize(evidence),
+                                               now_ms));
     if (!raised.ok()) {
       Failed("raising an alert", raised.status());
       return;  // not open: a later batch tries again
@@ -495,18 +511,8 @@ void AlertEngine::Tick(int64_t now_ms) {
             text += "; behind the others:";
             for (const std::string& l : f.suspects) text += " " + l;
           }
-          store::AlertRaise r{.entity = f.run.entity,
-                              .project = f.run.project,
-                              .run_id = f.run.run_id,
-                              .writer_label = f.label,
-                              .rule_id = rule.id,
-                              .source = "rule",
-                              .condition_key = RuleConditionKey(rule, ""),
-                              .level = rule.level,
-                              .title = who + " hung",
-                              .text = std::move(text),
-                              .evidence_json = bj::serialize(evidence),
-                              .now_ms = now_ms};
+          store::AlertRaise r = RuleRaise(rule, f.run, f.label, "", who + " hung",
+                                          std::move(text), bj::serialize(evidence), now_ms);
           want[{WriterKey(f.run, f.label), r.condition_key}] = std::move(r);
         }
       } else if (rule.kind == RuleKind::kStaleMetric) {
@@ -523,20 +529,11 @@ void AlertEngine::Tick(int64_t now_ms) {
         for (StaleFinding& f : found) {
           bj::object evidence{
               {"key", f.key}, {"last_point_ms", f.last_point_ms}, {"minutes", rule.minutes}};
-          store::AlertRaise r{.entity = f.run.entity,
-                              .project = f.run.project,
-                              .run_id = f.run.run_id,
-                              .writer_label = f.label,
-                              .rule_id = rule.id,
-                              .source = "rule",
-                              .condition_key = RuleConditionKey(rule, f.key),
-                              .level = rule.level,
-                              .title = f.key + " has no new point",
-                              .text = rule.name + ": no point of " + f.key + " from writer " +
-                                      f.label + " for " +
-                                      std::to_string((now_ms - f.last_point_ms) / 60'000) + " min",
-                              .evidence_json = bj::serialize(evidence),
-                              .now_ms = now_ms};
+          store::AlertRaise r = RuleRaise(
+              rule, f.run, f.label, f.key, f.key + " has no new point",
+              rule.name + ": no point of " + f.key + " from writer " + f.label + " for " +
+                  std::to_string((now_ms - f.last_point_ms) / 60'000) + " min",
+              bj::serialize(evidence), now_ms);
           want[{WriterKey(f.run, f.label), r.condition_key}] = std::move(r);
         }
       } else if (rule.kind == RuleKind::kStraggler || rule.kind == RuleKind::kGpuUnderused) {

@@ -103,7 +103,8 @@ class AlertEngine {
   // what an ended writer can no longer clear: its code alerts and its hung, stale_metric,
   // straggler and gpu_underused alerts (the run's too, once the run ended). An end is marked
   // handled only once all of that is stored; otherwise the next call (this server's next Tick,
-  // or another server's) does it. The finish routes call it after a writer ends; Tick too.
+  // or another server's) does it. The server's sweeper calls it when a finish route wakes it
+  // (api::ApiContext::writer_ended), and Tick at every sweep.
   void HandleWriterEnds(int64_t now_ms) COHORT_EXCLUDES(mu_, ends_mu_);
   // A heartbeat of the writer (a live process whose step may not advance: `hung`).
   void OnHeartbeat(const store::RunRef& ref, const std::string& label, int64_t now_ms);
@@ -202,6 +203,11 @@ bool IsGpuUtilKey(std::string_view key);
 
 // The condition key of a rule alert: "rule:<id>" (writer_state) or "rule:<id>:<key>".
 std::string RuleConditionKey(const RuleSpec& rule, const std::string& key);
+// The alert `rule` raises on the writer `label` ("": the run itself) of `run`, for `key` (""
+// when the rule is not per key): what every rule alert takes from its rule, plus its words.
+store::AlertRaise RuleRaise(const RuleSpec& rule, const store::RunRef& run,
+                            const std::string& label, const std::string& key, std::string title,
+                            std::string text, std::string evidence_json, int64_t now_ms);
 // Whether Tick decides the rule's alerts (hung, stale_metric, straggler, gpu_underused).
 bool IsTickRule(RuleKind kind);
 

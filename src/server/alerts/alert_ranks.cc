@@ -224,18 +224,8 @@ void AlertEngine::FindRankAlerts(const RuleSpec& rule,
     }
     f.evidence["flagged_since_ms"] = since;
     if (now_ms - since < hold_ms) continue;
-    (*want)[k] = store::AlertRaise{.entity = f.run.entity,
-                                   .project = f.run.project,
-                                   .run_id = f.run.run_id,
-                                   .writer_label = f.label,
-                                   .rule_id = rule.id,
-                                   .source = "rule",
-                                   .condition_key = cond,
-                                   .level = rule.level,
-                                   .title = std::move(f.title),
-                                   .text = std::move(f.text),
-                                   .evidence_json = bj::serialize(f.evidence),
-                                   .now_ms = now_ms};
+    (*want)[k] = RuleRaise(rule, f.run, f.label, "", std::move(f.title), std::move(f.text),
+                           bj::serialize(f.evidence), now_ms);
   }
 }
 

@@ -59,20 +59,10 @@ bool AlertEngine::RaiseWriterState(const ProjectRules& rules, const store::Ended
       text += " (no heartbeat for " +
               std::to_string(std::max<int64_t>(0, w.finished_ms - w.heartbeat_ms) / 1000) + " s)";
     }
-    ok = Raise(store::AlertRaise{.entity = w.run.entity,
-                                 .project = w.run.project,
-                                 .run_id = w.run.run_id,
-                                 .writer_label = w.label,
-                                 .rule_id = rule.id,
-                                 .source = "rule",
-                                 .condition_key = RuleConditionKey(rule, ""),
-                                 .level = rule.level,
-                                 .title = "writer " + w.label + " " + state,
-                                 .text = std::move(text),
-                                 .evidence_json = bj::serialize(evidence),
-                                 .now_ms = now_ms,
-                                 .counts_against_limit = false}) &&
-         ok;
+    store::AlertRaise r = RuleRaise(rule, w.run, w.label, "", "writer " + w.label + " " + state,
+                                    std::move(text), bj::serialize(evidence), now_ms);
+    r.counts_against_limit = false;
+    ok = Raise(r) && ok;
   }
   return ok;
 }
@@ -91,22 +81,13 @@ bool AlertEngine::RaiseRunCrashed(const ProjectRules& rules, const store::RunRef
     if (std::find(rule.states.begin(), rule.states.end(), "crashed") == rule.states.end()) continue;
     bj::object evidence{
         {"state", "crashed"}, {"count", int64_t(writers.size())}, {"writers", listed}};
-    ok = Raise(store::AlertRaise{.entity = ref.entity,
-                                 .project = ref.project,
-                                 .run_id = ref.run_id,
-                                 .writer_label = "",
-                                 .rule_id = rule.id,
-                                 .source = "rule",
-                                 .condition_key = RuleConditionKey(rule, ""),
-                                 .level = rule.level,
-                                 .title = n + " writers crashed",
-                                 .text = rule.name + ": " + n + " writers of run " + ref.run_id +
-                                         " stopped heartbeating at once (" +
-                                         writers.front()->label + ", ...)",
-                                 .evidence_json = bj::serialize(evidence),
-                                 .now_ms = now_ms,
-                                 .counts_against_limit = false}) &&
-         ok;
+    store::AlertRaise r = RuleRaise(rule, ref, "", "", n + " writers crashed",
+                                    rule.name + ": " + n + " writers of run " + ref.run_id +
+                                        " stopped heartbeating at once (" +
+                                        writers.front()->label + ", ...)",
+                                    bj::serialize(evidence), now_ms);
+    r.counts_against_limit = false;
+    ok = Raise(r) && ok;
   }
   return ok;
 }
@@ -242,18 +223,10 @@ bool AlertEngine::AdoptOpenTickAlerts(int64_t now_ms) {
         tracker_.SeedKey(ref, a.writer_label, std::string(key->as_string()), last->as_int64());
       }
     }
-    store::AlertRaise r{.entity = a.entity,
-                        .project = a.project,
-                        .run_id = a.run_id,
-                        .writer_label = a.writer_label,
-                        .rule_id = a.rule_id,
-                        .source = a.source,
-                        .condition_key = a.condition_key,
-                        .level = a.level,
-                        .title = a.title,
-                        .text = a.text,
-                        .evidence_json = a.evidence_json,
-                        .now_ms = a.last_seen_ms};
+    store::AlertRaise r = RuleRaise(*rule, ref, a.writer_label, "", a.title, a.text,
+                                    a.evidence_json, a.last_seen_ms);
+    r.condition_key = a.condition_key;  // with its key, for a per-key rule
+    r.level = a.level;                  // as it was raised
     const std::pair<std::string, std::string> k{WriterKey(ref, a.writer_label), a.condition_key};
     MutexLock lock(&mu_);
     if (tick_open_.emplace(k, std::move(r)).second) {

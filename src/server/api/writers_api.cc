@@ -72,7 +72,7 @@ http::HttpResponse Finish(ApiContext* ctx, http::HttpRequest& req, const AuthCon
   const int64_t now = NowMillis();
   auto w = ctx->store->FinishWriter(*ref, req.PathParam("label"), state, code, now);
   if (!w.ok()) return ErrorResponse(w.status());
-  if (ctx->alerts) ctx->alerts->HandleWriterEnds(now);
+  if (ctx->writer_ended) ctx->writer_ended();
   return JsonResponse(200, WriterToJson(*w));
 }
 

@@ -124,13 +124,13 @@ Status ClientWriter::Ensure(std::string_view label_hint) {
   return Status::Ok();
 }
 
-Status ClientWriter::Rejoin(bool primary, bool update_finish_state, bool only_if_ended) {
+Result<bool> ClientWriter::Rejoin(bool primary, bool update_finish_state, bool only_if_ended) {
   // Under the client's lock and on fresh state: joining a label that a concurrent request has
   // just renamed would create a stray writer.
   MutexLock lock(&BindMutex(run_, client_));
   COHORT_RETURN_IF_ERROR(Load());
   if (!bound()) return Status::FailedPrecondition("client is not bound to a writer");
-  if (only_if_ended && !store::IsTerminal(writer_.state)) return Status::Ok();
+  if (only_if_ended && !store::IsTerminal(writer_.state)) return false;
   store::WriterJoin join;
   join.label = label_;
   join.primary = primary || writer_.primary;  // flags are only ever raised
@@ -141,7 +141,7 @@ Status ClientWriter::Rejoin(bool primary, bool update_finish_state, bool only_if
   COHORT_ASSIGN_OR_RETURN(writer_, store_->JoinWriter(
                                        store::RunRef{run_.entity, run_.project, run_.run_id},
                                        join));
-  return Status::Ok();
+  return true;
 }
 
 Status ClientWriter::Promote(bool primary, bool update_finish_state) {
@@ -149,11 +149,11 @@ Status ClientWriter::Promote(bool primary, bool update_finish_state) {
       (!update_finish_state || writer_.update_finish_state)) {
     return Status::Ok();
   }
-  return Rejoin(primary, update_finish_state, /*only_if_ended=*/false);
+  return Rejoin(primary, update_finish_state, /*only_if_ended=*/false).status();
 }
 
-Status ClientWriter::Revive() {
-  if (!bound() || !store::IsTerminal(writer_.state)) return Status::Ok();
+Result<bool> ClientWriter::Revive() {
+  if (!bound() || !store::IsTerminal(writer_.state)) return false;
   return Rejoin(false, false, /*only_if_ended=*/true);
 }
 

@@ -55,15 +55,17 @@ class ClientWriter {
   // Raises the bound writer's flags (a flag that is set stays set); re-joins it when a flag
   // changes.
   Status Promote(bool primary, bool update_finish_state);
-  // Re-joins a bound writer that had ended (crashed, preempted, finished) and sends data again.
-  Status Revive();
+  // Re-joins a bound writer that had ended (crashed, preempted, finished) and sends data again;
+  // true when it did (the caller tells the alert engine, as the native join route does).
+  Result<bool> Revive();
 
   // The label a client starts with (see the file comment).
   static std::string DefaultLabel(const ClientId& client, const store::RunRecord& run);
 
  private:
   Status Bind();
-  Status Rejoin(bool primary, bool update_finish_state, bool only_if_ended);
+  // Returns whether it joined (only_if_ended: false when the writer runs).
+  Result<bool> Rejoin(bool primary, bool update_finish_state, bool only_if_ended);
   Status RenameTo(std::string_view hint);
   bool LabelTaken(std::string_view label) const;
 

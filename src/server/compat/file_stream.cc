@@ -249,6 +249,8 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
                             (cw.bound() && !decoded.label_hint.empty());
   bool ingested = false, advanced = false;
   int64_t points = 0;
+  store::IngestBatch stored;  // what was ingested, for the alert rules
+  store::IngestResult stored_result;
   for (int attempt = 0; needs_writer; ++attempt) {
     if (attempt == kMaxAttempts) {
       return Backpressure(1, "file_stream: concurrent updates of this client; retry");
@@ -264,9 +266,10 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
     auto r = ctx->store->Ingest(*ref, cw.label(), batch, now);
     if (ctx->metrics) ctx->metrics->ObserveStore("compat_ingest", MonoNanos() - t_store);
     if (r.ok()) {
-      if (ctx->alerts) ctx->alerts->OnBatch(*ref, cw.label(), batch, *r, now);
       ingested = true;
       points = r->points;
+      stored = std::move(batch);
+      stored_result = *r;
       break;
     }
     StatusCode code = r.status().code();
@@ -283,8 +286,14 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
 
   if (cw.bound()) {
     if (advanced) {  // new data from a writer that had ended: it is back
-      if (Status s = cw.Revive(); !s.ok()) return StoreError(s, "writer");
+      auto revived = cw.Revive();
+      if (!revived.ok()) return StoreError(revived.status(), "writer");
+      // What its earlier process left open is resolved, as on the native join route.
+      if (*revived && ctx->alerts) ctx->alerts->OnWriterRejoined(*ref, cw.label(), now);
     }
+    // After the rejoin, which resolves what the writer's earlier process left open, not this
+    // batch's conditions.
+    if (ingested && ctx->alerts) ctx->alerts->OnBatch(*ref, cw.label(), stored, stored_result, now);
     if (sr.complete) {  // a writer that ends the run controls it
       if (Status s = cw.Promote(false, true); !s.ok()) return StoreError(s, "writer");
     }
@@ -313,7 +322,7 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
     if (end && !(w.state == end->first && w.exit_code == end->second)) {
       auto f = ctx->store->FinishWriter(*ref, cw.label(), end->first, end->second, now);
       if (!f.ok()) return StoreError(f.status(), "finish");
-      if (ctx->alerts) ctx->alerts->HandleWriterEnds(now);
+      if (ctx->writer_ended) ctx->writer_ended();
     } else if (!end && !ingested) {
       if (Status s = ctx->store->Heartbeat(*ref, cw.label(), now); !s.ok()) {
         return StoreError(s, "heartbeat");
