@@ -212,6 +212,16 @@ describe('alerts', () => {
       const delivered = page.locator('[data-testid="deliveries"] tr[data-delivery-state="delivered"]');
       await delivered.first().waitFor({ timeout: 20000 });
       assert.match(await delivered.first().textContent(), /ops.*opened.*delivered \(200\)/);
+
+      // The webhook's own log names the alert by its title (not an id) and has no column
+      // repeating the webhook.
+      await row.getByRole('button', { name: 'Log' }).click();
+      const logged = section.locator('[data-testid="deliveries"] tr[data-delivery-state="delivered"]', { hasText: 'opened' });
+      await logged.first().waitFor({ timeout: 20000 });
+      const cells = await logged.first().locator('td').allTextContents();
+      assert.equal(cells[0], 'webhook check');
+      assert.equal(cells[1], 'opened');
+      assert.ok(!cells.includes('ops'), `the webhook is not repeated: ${cells}`);
       assert.deepEqual(pageErrors, []);
     } finally {
       receiver.close();

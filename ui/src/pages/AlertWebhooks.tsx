@@ -140,7 +140,10 @@ function WebhookForm({ state, initial, onDone }: { state: AppState; initial?: Al
 
 function DeliveryLog({ state, webhookId }: { state: AppState; webhookId: number }) {
   const log = useLoad((signal) => api.alertDeliveries(state.entity, state.project, webhookId, undefined, signal), [state.entity, state.project, webhookId], 5000);
-  return <Deliveries list={log.data} error={log.error} empty="Nothing sent yet." showAlert names={new Map()} />;
+  // The alerts by title (the newest 1,000; an older one is shown by its id).
+  const alerts = useLoad((signal) => api.alerts(state.entity, state.project, { limit: 1000 }, signal), [state.entity, state.project, webhookId]);
+  const titles = new Map((alerts.data ?? []).map((a) => [a.id, a.title]));
+  return <Deliveries list={log.data} error={log.error} empty="Nothing sent yet." titles={titles} names={null} />;
 }
 
 /** The deliveries of one alert, for its details row: state per webhook. */
@@ -148,11 +151,14 @@ export function AlertDeliveries({ state, alertId }: { state: AppState; alertId: 
   const log = useLoad((signal) => api.alertDeliveries(state.entity, state.project, null, alertId, signal), [state.entity, state.project, alertId], 5000);
   const hooks = useLoad((signal) => api.alertWebhooks(state.entity, state.project, signal), [state.entity, state.project]);
   const names = new Map((hooks.data ?? []).map((w) => [w.id, w.name]));
-  return <Deliveries list={log.data} error={log.error} empty="Sent to no webhook." showAlert={false} names={names} />;
+  return <Deliveries list={log.data} error={log.error} empty="Sent to no webhook." titles={null} names={names} />;
 }
 
-function Deliveries({ list, error, empty, showAlert, names }: {
-  list: AlertDelivery[] | null; error: unknown; empty: string; showAlert: boolean; names: Map<number, string>;
+/** A delivery log: with `titles`, an Alert column (one webhook's log); with `names`, a Webhook
+ * column (one alert's deliveries). */
+function Deliveries({ list, error, empty, titles, names }: {
+  list: AlertDelivery[] | null; error: unknown; empty: string;
+  titles: Map<number, string> | null; names: Map<number, string> | null;
 }) {
   // Webhook routes need an admin key: a viewer sees the alerts without their delivery state.
   if (error && !list) return <div class="muted small">Deliveries: <ErrorBox error={error} /></div>;
@@ -161,12 +167,12 @@ function Deliveries({ list, error, empty, showAlert, names }: {
   const now = Date.now();
   return (
     <table class="table small" data-testid="deliveries">
-      <thead><tr>{showAlert && <th>Alert</th>}<th>Webhook</th><th>Event</th><th>State</th><th>When</th></tr></thead>
+      <thead><tr>{titles && <th>Alert</th>}{names && <th>Webhook</th>}<th>Event</th><th>State</th><th>When</th></tr></thead>
       <tbody>
         {list.map((d) => (
           <tr key={d.id} data-delivery-state={d.state}>
-            {showAlert && <td>{d.alert_id}</td>}
-            <td>{names.get(d.webhook_id) ?? `#${d.webhook_id}`}</td>
+            {titles && <td>{titles.get(d.alert_id) ?? `alert #${d.alert_id}`}</td>}
+            {names && <td>{names.get(d.webhook_id) ?? `webhook #${d.webhook_id}`}</td>}
             <td>{d.event}</td>
             <td>{deliveryText(d, now)}</td>
             <td title={fmtTime(d.delivered_ms ?? d.created_ms)}>{fmtAgo(d.delivered_ms ?? d.created_ms, now)}</td>
