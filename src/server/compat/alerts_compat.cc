@@ -1,5 +1,7 @@
 #include "server/compat/alerts_compat.h"
 
+#include <atomic>
+
 #include "core/json.h"
 #include "core/utf8.h"
 #include "server/compat/client_writers.h"
@@ -84,6 +86,7 @@ Result<gql::Resolved> NotifyScriptableRunAlert(GqlContext* c, const gql::FieldIn
     COHORT_ASSIGN_OR_RETURN(bool seen, SeenWithin(store, ref, cw.label(), key, wait_ms, c->now_ms));
     if (seen) return gql::Resolved::Json(bj::object{{"success", true}});
   }
+  const int64_t time_ms = AlertCallTimeMs(c->now_ms);
   store::AlertRaise raise{.entity = ref.entity,
                           .project = ref.project,
                           .run_id = ref.run_id,
@@ -94,13 +97,23 @@ Result<gql::Resolved> NotifyScriptableRunAlert(GqlContext* c, const gql::FieldIn
                           .level = level,
                           .title = title,
                           .text = text,
-                          .evidence_json = bj::serialize(bj::object{{"time_ms", c->now_ms}}),
-                          .now_ms = c->now_ms};
+                          .evidence_json = bj::serialize(bj::object{{"time_ms", time_ms}}),
+                          .now_ms = time_ms};
   COHORT_RETURN_IF_ERROR(store->RaiseAlert(raise).status());
   return gql::Resolved::Json(bj::object{{"success", true}});
 }
 
 }  // namespace
+
+int64_t AlertCallTimeMs(int64_t now_ms) {
+  static std::atomic<int64_t> last{0};
+  int64_t prev = last.load(std::memory_order_relaxed);
+  int64_t next = 0;
+  do {
+    next = std::max(now_ms, prev + 1);
+  } while (!last.compare_exchange_weak(prev, next, std::memory_order_relaxed));
+  return next;
+}
 
 bool IsAlertMutation(const std::string& name) { return name == "notifyScriptableRunAlert"; }
 

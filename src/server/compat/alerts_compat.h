@@ -8,6 +8,7 @@
 // Threading: resolvers live for one request; the store calls are thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "server/compat/graphql_exec.h"
@@ -16,6 +17,10 @@
 namespace cohort::compat {
 
 bool IsAlertMutation(const std::string& name);
+// The time that identifies a vendor alert call: the server's time (the mutation carries none),
+// made strictly increasing within the process, so that two calls within one millisecond are two
+// alerts rather than one call retried (store RaiseAlert: the same time_ms is a retry).
+int64_t AlertCallTimeMs(int64_t now_ms);
 Result<gql::Resolved> ResolveAlertMutation(GqlContext* c, const gql::FieldInfo& f);
 
 }  // namespace cohort::compat
