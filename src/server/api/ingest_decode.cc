@@ -230,7 +230,8 @@ class BatchHandler {
   static constexpr unsigned kHistoryBit = 1, kSystemBit = 2, kConsoleBit = 4, kHistogramsBit = 8,
                             kMediaBit = 16;
   static constexpr FieldSpec kFields[] = {
-      {"time", kTime, State::kRowInt, 31},
+      {"time", kTime, State::kRowInt,
+       kHistoryBit | kSystemBit | kConsoleBit | kHistogramsBit | kMediaBit},
       {"step", kStep, State::kRowInt, kHistoryBit | kHistogramsBit | kMediaBit},
       {"values", kValuesField, State::kRowValues, kHistoryBit | kSystemBit},
       {"stream", kStream, State::kRowString, kConsoleBit},
