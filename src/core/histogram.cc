@@ -22,13 +22,18 @@ std::string Num(double d) {
 
 }  // namespace
 
-std::string InvalidReason(const Histogram& h) {
-  const size_t n = h.counts.size();
+std::string BinCountReason(size_t n) {
   if (n == 0) return "a histogram needs at least one bin";
   if (n > limits::kMaxHistogramBins) {
     return std::to_string(n) + " bins, more than the limit of " +
            std::to_string(limits::kMaxHistogramBins);
   }
+  return "";
+}
+
+std::string InvalidReason(const Histogram& h) {
+  const size_t n = h.counts.size();
+  if (std::string why = BinCountReason(n); !why.empty()) return why;
   for (size_t i = 0; i < n; ++i) {
     if (!std::isfinite(h.counts[i]) || h.counts[i] < 0) {
       return "count " + std::to_string(i) + " is " + Num(h.counts[i]) +

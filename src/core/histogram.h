@@ -19,6 +19,9 @@ namespace cohort::histogram {
 // kMaxHistogramBins bins, counts finite and >= 0; uniform: lo < hi, both finite; explicit:
 // bins + 1 edges, finite and strictly ascending.
 std::string InvalidReason(const Histogram& h);
+// Why a histogram cannot have `n` bins ("600 bins, more than the limit of 512"), or "": the
+// part of InvalidReason a decoder checks before it reads n counts.
+std::string BinCountReason(size_t n);
 
 // Counts as stored: a tag byte, then 0: n varints (every count an integer in [0, 2^53]) or
 // 1: n IEEE-754 doubles (LE). Exact either way.

@@ -104,7 +104,8 @@ inline void CheckDecodeError(const Status& status) {
 inline void CheckBatchLimits(const IngestBatch& batch, const api::ApiLimits& limits) {
   FUZZ_CHECK(batch.seq > 0, "seq %lld", static_cast<long long>(batch.seq));
   FUZZ_CHECK(batch.history_step.size() == batch.history_time_ms.size(), "history arrays");
-  FUZZ_CHECK(batch.history_rows() + batch.system_rows() + batch.console.size() <=
+  FUZZ_CHECK(batch.history_rows() + batch.system_rows() + batch.console.size() +
+                     batch.histograms.size() + batch.media.size() <=
                  limits.max_rows_per_batch,
              "too many rows");
   for (int64_t step : batch.history_step) {

@@ -10,6 +10,7 @@
 #include "core/limits.h"
 #include "core/metric_key.h"
 #include "core/utf8.h"
+#include "server/api/ingest_checks.h"
 
 namespace cohort::api {
 namespace {
@@ -28,7 +29,6 @@ class BinaryDecoder {
 
   Status Decode() {
     if (!ReadKeys()) return Error();
-    histogram_key_.assign(keys_.size(), false);
     uint64_t history = 0, system = 0, console = 0;
     if (!Count(&history, 2, "history count") || !CheckRows(history)) return Error();
     batch_.history_step.resize(history);
@@ -67,7 +67,6 @@ class BinaryDecoder {
         !CheckRows(history + system + console + histograms + media)) {
       return Error();
     }
-    media_type_.assign(keys_.size(), 0);
     batch_.media.resize(media);
     prev_time_ = 0;
     for (size_t i = 0; i < media; ++i) {
@@ -77,7 +76,7 @@ class BinaryDecoder {
       return Status::InvalidArgument("binary batch: " + std::to_string(in_.size()) +
                                      " unexpected bytes after the media rows");
     }
-    return Status::Ok();
+    return CheckKeyTypes(batch_);
   }
 
  private:
@@ -88,6 +87,7 @@ class BinaryDecoder {
     error_ = std::move(message);
     return false;
   }
+  bool Fail(const Status& s) { return Fail(std::string(s.message())); }
   bool Truncated(std::string_view where) {
     return Fail("binary batch: truncated in " + std::string(where));
   }
@@ -299,16 +299,10 @@ class BinaryDecoder {
                   std::to_string(keys_.size()) + " keys)");
     }
     h->key.assign(keys_[k]);
-    histogram_key_[k] = true;
-    if (history_column_[k] != kNoColumn) {
-      return Fail(where + ": key '" + h->key +
-                  "' is logged as a scalar and as a histogram in the same batch (a key has "
-                  "one type)");
-    }
     if (!Varint(&n, where)) return false;
-    if (n == 0 || n > limits::kMaxHistogramBins) {
-      return Fail(where + " (key '" + h->key + "'): " + std::to_string(n) +
-                  " bins (1 to " + std::to_string(limits::kMaxHistogramBins) + ")");
+    // Before n values are read (and allocated); CheckHistogramRow says it again for JSON.
+    if (std::string why = histogram::BinCountReason(n); !why.empty()) {
+      return Fail(where + " (key '" + h->key + "'): " + why);
     }
     Histogram& v = h->value;
     const bool edges = flags & batch::kHistogramEdges;
@@ -322,9 +316,7 @@ class BinaryDecoder {
     }
     v.counts.resize(n);
     for (double& c : v.counts) Double(&c);
-    if (std::string why = histogram::InvalidReason(v); !why.empty()) {
-      return Fail(where + " (key '" + h->key + "'): " + why);
-    }
+    if (Status s = CheckHistogramRow(where, *h); !s.ok()) return Fail(s);
     return true;
   }
 
@@ -375,8 +367,7 @@ class BinaryDecoder {
     }
     if (!String(&m->caption, limits::kMaxMediaCaptionBytes, where + ".caption")) return false;
     constexpr uint64_t kMax = uint64_t(INT64_MAX);
-    if (index > UINT32_MAX) return Fail(where + ".index: must be below 2^32");
-    if (size > kMax || width > kMax || height > kMax || duration > kMax) {
+    if (index > kMax || size > kMax || width > kMax || height > kMax || duration > kMax) {
       return Fail(where + ": a number does not fit in 63 bits");
     }
     m->key.assign(keys_[k]);
@@ -388,26 +379,7 @@ class BinaryDecoder {
     m->width = int64_t(width);
     m->height = int64_t(height);
     m->duration_ms = int64_t(duration);
-    batch::MediaRow row;
-    row.type = batch::MediaType(type);
-    row.sha256 = m->sha256;
-    row.size = m->size;
-    row.mime = m->mime;
-    row.caption = m->caption;
-    if (std::string why = batch::InvalidMediaReason(row); !why.empty()) {
-      return Fail(where + " (key '" + m->key + "'): " + why);
-    }
-    if (history_column_[k] != kNoColumn || histogram_key_[k]) {
-      return Fail(where + ": key '" + m->key + "' is logged as " +
-                  (histogram_key_[k] ? "a histogram" : "a scalar") + " and as " +
-                  std::string(type_name) + " in the same batch (a key has one type)");
-    }
-    if (media_type_[k] != 0 && media_type_[k] != type) {
-      return Fail(where + ": key '" + m->key + "' is logged as " +
-                  std::string(batch::MediaTypeName(batch::MediaType(media_type_[k]))) +
-                  " and as " + std::string(type_name) + " in the same batch (a key has one type)");
-    }
-    media_type_[k] = type;
+    if (Status s = CheckMediaRow(where, *m); !s.ok()) return Fail(s);
     return true;
   }
 
@@ -422,8 +394,6 @@ class BinaryDecoder {
   std::vector<std::string_view> keys_;       // into the body
   std::vector<uint32_t> history_column_;     // per key: its history column (kNoColumn: none)
   std::vector<uint32_t> system_column_;      // per key: its system column
-  std::vector<bool> histogram_key_;          // per key: a histogram row names it
-  std::vector<uint8_t> media_type_;          // per key: the media type of its rows (0: none)
   std::vector<uint32_t> prev_columns_;       // the columns of the previous row of the section
   int64_t prev_time_ = 0;
   bool too_large_ = false;

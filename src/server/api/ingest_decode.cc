@@ -2,12 +2,15 @@
 
 #include <boost/json/basic_parser_impl.hpp>
 #include <charconv>
+#include <initializer_list>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
 
+#include "core/histogram.h"
 #include "core/limits.h"
 #include "core/metric_key.h"
+#include "server/api/ingest_checks.h"
 
 namespace cohort::api {
 namespace {
@@ -76,12 +79,20 @@ class BatchHandler {
   }
 
   bool on_array_begin(error_code&) {
+    if (state_ == State::kRowArray) {
+      state_ = State::kArrayItems;
+      return true;
+    }
     if (state_ != State::kSection) return Unexpected();
     state_ = State::kRows;
     return true;
   }
 
   bool on_array_end(std::size_t, error_code&) {
+    if (state_ == State::kArrayItems) {
+      state_ = State::kRow;
+      return true;
+    }
     if (state_ != State::kRows) return Unexpected();
     state_ = State::kRoot;
     return true;
@@ -123,12 +134,14 @@ class BatchHandler {
                                                (!number_.empty() && number_[0] == '-'));
     number_.clear();
     if (negative_zero) return PutValue(-0.0);
+    if (NumberState()) return PutNumber(double(i));
     return OnInteger(i);
   }
 
   bool on_uint64(uint64_t u, bj::string_view, error_code&) {
     number_.clear();
     if (state_ == State::kValue) return PutValue(double(u));
+    if (NumberState()) return PutNumber(double(u));
     if (u > uint64_t(std::numeric_limits<int64_t>::max())) return Unexpected();
     return OnInteger(int64_t(u));
   }
@@ -146,6 +159,7 @@ class BatchHandler {
       return false;
     }
     if (state_ == State::kValue) return PutValue(precise);
+    if (NumberState()) return PutNumber(precise);
     // An integer written as a double (1.0) is an integer, as FieldReader::OptInt takes it.
     if (precise == std::floor(precise) && std::fabs(precise) < 9.0e15) {
       return OnInteger(int64_t(precise));
@@ -167,6 +181,8 @@ class BatchHandler {
         return true;
       case State::kRowInt:
       case State::kRowString:
+      case State::kRowNumber:
+      case State::kRowArray:
         row_fields_ &= ~unsigned(field_);  // absent: required ones are reported at the row's end
         state_ = State::kRow;
         return true;
@@ -183,18 +199,58 @@ class BatchHandler {
     kStart,      // before the root object
     kRoot,       // in the root object, expecting a key
     kSeq,        // after "seq"
-    kSection,    // after "history" / "system" / "console"
-    kRows,       // in one of those arrays, expecting a row object
-    kRow,        // in a row, expecting a key
-    kRowInt,     // after "step" or "time"
-    kRowString,  // after "stream" or "text"
-    kRowValues,  // after "values"
-    kValues,     // in a values object, expecting a key
-    kValue,      // after a metric key
+    kSection,     // after "history" / "system" / "console" / "histograms" / "media"
+    kRows,        // in one of those arrays, expecting a row object
+    kRow,         // in a row, expecting a key
+    kRowInt,      // after an integer field ("step", "time", "index", "size", ...)
+    kRowString,   // after a string field ("stream", "text", "key", "sha256", ...)
+    kRowNumber,   // after "lo" or "hi"
+    kRowArray,    // after "edges" or "counts"
+    kArrayItems,  // in one of those arrays, expecting a number
+    kRowValues,   // after "values"
+    kValues,      // in a values object, expecting a key
+    kValue,       // after a metric key
     kDone,
   };
-  enum class Section { kHistory = 0, kSystem = 1, kConsole = 2 };
-  enum Field : unsigned { kStep = 1, kTime = 2, kValuesField = 4, kStream = 8, kText = 16 };
+  enum class Section { kHistory = 0, kSystem = 1, kConsole = 2, kHistograms = 3, kMedia = 4 };
+  enum Field : unsigned {
+    kStep = 1u << 0, kTime = 1u << 1, kValuesField = 1u << 2, kStream = 1u << 3,
+    kText = 1u << 4, kKey = 1u << 5, kLo = 1u << 6, kHi = 1u << 7, kEdges = 1u << 8,
+    kCounts = 1u << 9, kIndex = 1u << 10, kType = 1u << 11, kSha256 = 1u << 12,
+    kSize = 1u << 13, kMime = 1u << 14, kWidth = 1u << 15, kHeight = 1u << 16,
+    kDuration = 1u << 17, kCaption = 1u << 18,
+  };
+  // A row's fields: the name, the state its value is read in, the sections that have it.
+  struct FieldSpec {
+    std::string_view name;
+    Field field;
+    State state;
+    unsigned sections;  // bit 1 << Section
+  };
+  static constexpr unsigned kHistoryBit = 1, kSystemBit = 2, kConsoleBit = 4, kHistogramsBit = 8,
+                            kMediaBit = 16;
+  static constexpr FieldSpec kFields[] = {
+      {"time", kTime, State::kRowInt,
+       kHistoryBit | kSystemBit | kConsoleBit | kHistogramsBit | kMediaBit},
+      {"step", kStep, State::kRowInt, kHistoryBit | kHistogramsBit | kMediaBit},
+      {"values", kValuesField, State::kRowValues, kHistoryBit | kSystemBit},
+      {"stream", kStream, State::kRowString, kConsoleBit},
+      {"text", kText, State::kRowString, kConsoleBit},
+      {"key", kKey, State::kRowString, kHistogramsBit | kMediaBit},
+      {"lo", kLo, State::kRowNumber, kHistogramsBit},
+      {"hi", kHi, State::kRowNumber, kHistogramsBit},
+      {"edges", kEdges, State::kRowArray, kHistogramsBit},
+      {"counts", kCounts, State::kRowArray, kHistogramsBit},
+      {"index", kIndex, State::kRowInt, kMediaBit},
+      {"type", kType, State::kRowString, kMediaBit},
+      {"sha256", kSha256, State::kRowString, kMediaBit},
+      {"size", kSize, State::kRowInt, kMediaBit},
+      {"mime", kMime, State::kRowString, kMediaBit},
+      {"width", kWidth, State::kRowInt, kMediaBit},
+      {"height", kHeight, State::kRowInt, kMediaBit},
+      {"duration_ms", kDuration, State::kRowInt, kMediaBit},
+      {"caption", kCaption, State::kRowString, kMediaBit},
+  };
   // The columns of one key (kNoColumn: none yet).
   struct KeyColumns {
     uint32_t history = kNoColumn;
@@ -202,22 +258,30 @@ class BatchHandler {
   };
 
   static std::string_view SectionName(Section s) {
-    return s == Section::kHistory ? "history" : s == Section::kSystem ? "system" : "console";
+    switch (s) {
+      case Section::kHistory: return "history";
+      case Section::kSystem: return "system";
+      case Section::kConsole: return "console";
+      case Section::kHistograms: return "histograms";
+      case Section::kMedia: return "media";
+    }
+    return "";
   }
   static std::string_view FieldName(Field f) {
-    switch (f) {
-      case kStep: return "step";
-      case kTime: return "time";
-      case kValuesField: return "values";
-      case kStream: return "stream";
-      case kText: return "text";
+    for (const FieldSpec& spec : kFields) {
+      if (spec.field == f) return spec.name;
     }
     return "";
   }
   size_t RowsOf(Section s) const {
-    return s == Section::kHistory ? batch.history_step.size()
-           : s == Section::kSystem ? batch.system_time_ms.size()
-                                   : batch.console.size();
+    switch (s) {
+      case Section::kHistory: return batch.history_step.size();
+      case Section::kSystem: return batch.system_time_ms.size();
+      case Section::kConsole: return batch.console.size();
+      case Section::kHistograms: return batch.histograms.size();
+      case Section::kMedia: return batch.media.size();
+    }
+    return 0;
   }
   // "history[3]": the row being read.
   std::string RowPath() const {
@@ -230,6 +294,10 @@ class BatchHandler {
   }
   bool TooLarge(std::string message) {
     if (error.ok()) error = Status::PayloadTooLarge(std::move(message));
+    return false;
+  }
+  bool Fail(Status s) {
+    if (error.ok()) error = std::move(s);
     return false;
   }
 
@@ -249,6 +317,14 @@ class BatchHandler {
         return Fail(RowPath() + "." + std::string(FieldName(field_)) + ": expected an integer");
       case State::kRowString:
         return Fail(RowPath() + "." + std::string(FieldName(field_)) + ": expected a string");
+      case State::kRowNumber:
+        return Fail(RowPath() + "." + std::string(FieldName(field_)) + ": expected a number");
+      case State::kRowArray:
+        return Fail(RowPath() + "." + std::string(FieldName(field_)) +
+                    ": expected an array of numbers");
+      case State::kArrayItems:
+        return Fail(RowPath() + "." + std::string(FieldName(field_)) + "[" +
+                    std::to_string(ArrayOf().size()) + "]: expected a number");
       case State::kRowValues:
         return Fail(RowPath() + ".values: expected an object");
       case State::kValue:
@@ -266,42 +342,38 @@ class BatchHandler {
       if (key_ == "seq") {
         bit = 1;
         state_ = State::kSeq;
-      } else if (key_ == "history" || key_ == "system" || key_ == "console") {
-        section_ = key_ == "history"  ? Section::kHistory
-                   : key_ == "system" ? Section::kSystem
-                                      : Section::kConsole;
+      } else {
+        bool found = false;
+        for (Section s : {Section::kHistory, Section::kSystem, Section::kConsole,
+                          Section::kHistograms, Section::kMedia}) {
+          if (key_ == SectionName(s)) {
+            section_ = s;
+            found = true;
+          }
+        }
+        if (!found) return Fail(key_ + ": unknown field");
         bit = 2u << int(section_);
         state_ = State::kSection;
-      } else {
-        return Fail(key_ + ": unknown field");
       }
       if (root_fields_ & bit) return Fail(key_ + ": given more than once");
       root_fields_ |= bit;
       return true;
     }
     if (state_ != State::kRow) return Unexpected();
-    const bool console = section_ == Section::kConsole;
-    Field f;
-    State next;
-    if (key_ == "time") {
-      f = kTime;
-      next = State::kRowInt;
-    } else if (key_ == "step" && section_ == Section::kHistory) {
-      f = kStep;
-      next = State::kRowInt;
-    } else if (key_ == "values" && !console) {
-      f = kValuesField;
-      next = State::kRowValues;
-    } else if ((key_ == "stream" || key_ == "text") && console) {
-      f = key_ == "stream" ? kStream : kText;
-      next = State::kRowString;
-    } else {
-      return Fail(RowPath() + "." + key_ + ": unknown field");
+    const FieldSpec* spec = nullptr;
+    for (const FieldSpec& s : kFields) {
+      if (key_ == s.name && (s.sections & (1u << int(section_)))) {
+        spec = &s;
+        break;
+      }
     }
-    if (row_fields_ & f) return Fail(RowPath() + "." + key_ + ": given more than once");
-    row_fields_ |= f;
-    field_ = f;
-    state_ = next;
+    if (spec == nullptr) return Fail(RowPath() + "." + key_ + ": unknown field");
+    if (row_fields_ & spec->field) {
+      return Fail(RowPath() + "." + key_ + ": given more than once");
+    }
+    row_fields_ |= spec->field;
+    field_ = spec->field;
+    state_ = spec->state;
     return true;
   }
 
@@ -315,23 +387,8 @@ class BatchHandler {
     if (position_ < prev_keys.size() && prev_keys[position_] == key_) {
       column = prev_columns[position_];
     } else {
-      auto it = keys_.find(std::string_view(key_));
-      if (it == keys_.end()) {
-        if (key_.size() > limits_.max_key_bytes) {
-          return Fail(RowPath() + ".values: key longer than " +
-                      std::to_string(limits_.max_key_bytes) + " bytes");
-        }
-        if (std::string_view why = InvalidKeyReason(key_); !why.empty()) {
-          return Fail(key_.empty() || key_.find('\0') != std::string::npos
-                          ? RowPath() + ".values: key " + std::string(why)
-                          : RowPath() + ".values." + key_ + ": key " + std::string(why));
-        }
-        if (keys_.size() >= limits_.max_keys_per_batch) {
-          return TooLarge("batch has more than " + std::to_string(limits_.max_keys_per_batch) +
-                          " distinct keys (--max-keys-per-batch)");
-        }
-        it = keys_.emplace(key_, KeyColumns{}).first;
-      }
+      auto it = FindOrAddKey(key_, ".values");
+      if (it == keys_.end()) return false;
       uint32_t& c = section_ == Section::kHistory ? it->second.history : it->second.system;
       if (c == kNoColumn) {
         c = uint32_t(batch.columns.size());
@@ -352,6 +409,66 @@ class BatchHandler {
     column_ = column;
     value_key_ = key_;
     state_ = State::kValue;
+    return true;
+  }
+
+  using KeyMap = std::unordered_map<std::string, KeyColumns, StringHash, std::equal_to<>>;
+
+  // The entry of a key of the batch, added at its first use after the key rule and the limits
+  // are checked; end() (the error recorded) when it breaks them. `field`: ".values", ".key".
+  KeyMap::iterator FindOrAddKey(const std::string& key, std::string_view field) {
+    auto it = keys_.find(std::string_view(key));
+    if (it != keys_.end()) return it;
+    const std::string at = RowPath() + std::string(field);
+    if (key.size() > limits_.max_key_bytes) {
+      Fail(at + ": key longer than " + std::to_string(limits_.max_key_bytes) + " bytes");
+      return keys_.end();
+    }
+    if (std::string_view why = InvalidKeyReason(key); !why.empty()) {
+      const bool hidden = key.empty() || key.find('\0') != std::string::npos;
+      if (hidden) {
+        Fail(at + ": key " + std::string(why));
+      } else if (field == ".values") {
+        Fail(at + "." + key + ": key " + std::string(why));
+      } else {
+        Fail(at + ": key '" + key + "' " + std::string(why));
+      }
+      return keys_.end();
+    }
+    if (keys_.size() >= limits_.max_keys_per_batch) {
+      TooLarge("batch has more than " + std::to_string(limits_.max_keys_per_batch) +
+               " distinct keys (--max-keys-per-batch)");
+      return keys_.end();
+    }
+    return keys_.emplace(key, KeyColumns{}).first;
+  }
+
+  bool NumberState() const {
+    return state_ == State::kRowNumber || state_ == State::kArrayItems;
+  }
+  // The array being read (kArrayItems): the histogram's edges or counts.
+  std::vector<double>& ArrayOf() {
+    Histogram& h = batch.histograms.back().value;
+    return field_ == kEdges ? h.edges : h.counts;
+  }
+
+  // A number of a histogram row: lo, hi, or the next of its edges or counts.
+  bool PutNumber(double v) {
+    Histogram& h = batch.histograms.back().value;
+    if (state_ == State::kRowNumber) {
+      (field_ == kLo ? h.lo : h.hi) = v;
+      state_ = State::kRow;
+      return true;
+    }
+    std::vector<double>& a = ArrayOf();
+    // Checked as the array grows, so that a long one is refused before it is held.
+    const size_t most = limits::kMaxHistogramBins + (field_ == kEdges ? 1 : 0);
+    if (a.size() >= most) {
+      return Fail(RowPath() + "." + std::string(FieldName(field_)) + ": more than " +
+                  std::to_string(most) + " (a histogram has at most " +
+                  std::to_string(limits::kMaxHistogramBins) + " bins)");
+    }
+    a.push_back(v);
     return true;
   }
 
@@ -380,37 +497,66 @@ class BatchHandler {
         state_ = State::kRoot;
         return true;
       case State::kRowInt:
-        if (field_ == kStep) {
-          if (i < 0) return Fail(RowPath() + ".step: must be >= 0");
-          batch.history_step.back() = i;
-        } else if (section_ == Section::kHistory) {
-          batch.history_time_ms.back() = i;
-        } else if (section_ == Section::kSystem) {
-          batch.system_time_ms.back() = i;
-        } else {
-          batch.console.back().time_ms = i;
-        }
         state_ = State::kRow;
+        if (field_ == kStep && i < 0) return Fail(RowPath() + ".step: must be >= 0");
+        switch (section_) {
+          case Section::kHistory:
+            (field_ == kStep ? batch.history_step : batch.history_time_ms).back() = i;
+            return true;
+          case Section::kSystem:
+            batch.system_time_ms.back() = i;
+            return true;
+          case Section::kConsole:
+            batch.console.back().time_ms = i;
+            return true;
+          case Section::kHistograms:
+            (field_ == kStep ? batch.histograms.back().step : batch.histograms.back().time_ms) = i;
+            return true;
+          case Section::kMedia:
+            *MediaInt() = i;
+            return true;
+        }
         return true;
       default:
         return Unexpected();
     }
   }
 
-  bool OnString() {
-    if (state_ == State::kValue) {
-      if (text_ == "NaN" || text_ == "nan") {
-        return PutValue(std::numeric_limits<double>::quiet_NaN());
-      }
-      if (text_ == "Infinity" || text_ == "inf") {
-        return PutValue(std::numeric_limits<double>::infinity());
-      }
-      if (text_ == "-Infinity" || text_ == "-inf") {
-        return PutValue(-std::numeric_limits<double>::infinity());
-      }
-      return Unexpected();
+  int64_t* MediaInt() {
+    store::MediaPoint& m = batch.media.back();
+    switch (field_) {
+      case kStep: return &m.step;
+      case kIndex: return &m.index;
+      case kSize: return &m.size;
+      case kWidth: return &m.width;
+      case kHeight: return &m.height;
+      case kDuration: return &m.duration_ms;
+      default: return &m.time_ms;
     }
+  }
+
+  // "NaN", "Infinity", "-Infinity" (and "nan", "inf", "-inf"): a non-finite number.
+  bool NonFinite(double* d) const {
+    if (text_ == "NaN" || text_ == "nan") {
+      *d = std::numeric_limits<double>::quiet_NaN();
+    } else if (text_ == "Infinity" || text_ == "inf") {
+      *d = std::numeric_limits<double>::infinity();
+    } else if (text_ == "-Infinity" || text_ == "-inf") {
+      *d = -std::numeric_limits<double>::infinity();
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  bool OnString() {
+    double d = 0;
+    if (state_ == State::kValue) return NonFinite(&d) ? PutValue(d) : Unexpected();
+    // Refused by the histogram check, with the binary decoder's words.
+    if (NumberState()) return NonFinite(&d) ? PutNumber(d) : Unexpected();
     if (state_ != State::kRowString) return Unexpected();
+    state_ = State::kRow;
+    if (section_ == Section::kHistograms || section_ == Section::kMedia) return PutRowString();
     store::ConsoleLine& line = batch.console.back();
     if (field_ == kStream) {
       if (text_ != "stdout" && text_ != "stderr") {
@@ -424,7 +570,24 @@ class BatchHandler {
       }
       line.text = text_;
     }
-    state_ = State::kRow;
+    return true;
+  }
+
+  // A string field of a histogram or media row.
+  bool PutRowString() {
+    if (field_ == kKey) {
+      if (FindOrAddKey(text_, ".key") == keys_.end()) return false;
+      (section_ == Section::kHistograms ? batch.histograms.back().key : batch.media.back().key) =
+          text_;
+      return true;
+    }
+    store::MediaPoint& m = batch.media.back();
+    switch (field_) {
+      case kType: m.type = text_; break;
+      case kSha256: m.sha256 = text_; break;
+      case kMime: m.mime = text_; break;
+      default: m.caption = text_; break;
+    }
     return true;
   }
 
@@ -444,6 +607,12 @@ class BatchHandler {
       case Section::kConsole:
         batch.console.emplace_back();
         break;
+      case Section::kHistograms:
+        batch.histograms.emplace_back();
+        break;
+      case Section::kMedia:
+        batch.media.emplace_back();
+        break;
     }
     row_fields_ = 0;
     state_ = State::kRow;
@@ -451,13 +620,50 @@ class BatchHandler {
   }
 
   bool EndRow() {
+    state_ = State::kRows;
+    if (section_ == Section::kHistograms) return EndHistogram();
+    if (section_ == Section::kMedia) return EndMedia();
     if (!(row_fields_ & kTime)) return Fail(RowPath() + ".time: required");
     if (section_ == Section::kConsole) {
       if (!(row_fields_ & kText)) return Fail(RowPath() + ".text: required");
     } else if (!(row_fields_ & kValuesField)) {
       return Fail(RowPath() + ".values: expected an object");
     }
-    state_ = State::kRows;
+    return true;
+  }
+
+  // The first of `fields` the row lacks, named as required; true when it has them all.
+  bool Require(std::initializer_list<Field> fields, std::string_view why = "required") {
+    for (Field f : fields) {
+      if (!(row_fields_ & f)) {
+        return Fail(RowPath() + "." + std::string(FieldName(f)) + ": " + std::string(why));
+      }
+    }
+    return true;
+  }
+
+  bool EndHistogram() {
+    // A histogram row carries its step, as in the binary batch (no step is assigned to it).
+    if (!Require({kKey, kStep, kTime, kCounts})) return false;
+    if (row_fields_ & kEdges) {
+      if (row_fields_ & (kLo | kHi)) {
+        return Fail(RowPath() + ".edges: given with lo/hi (explicit edges or a uniform range, "
+                                "not both)");
+      }
+    } else if (!Require({kLo, kHi}, "required (or edges)")) {
+      return false;
+    }
+    if (Status s = CheckHistogramRow(RowPath(), batch.histograms.back()); !s.ok()) {
+      return Fail(std::move(s));
+    }
+    return true;
+  }
+
+  bool EndMedia() {
+    if (!Require({kKey, kStep, kTime, kType, kSha256, kSize, kMime})) return false;
+    if (Status s = CheckMediaRow(RowPath(), batch.media.back()); !s.ok()) {
+      return Fail(std::move(s));
+    }
     return true;
   }
 
@@ -468,7 +674,7 @@ class BatchHandler {
   unsigned root_fields_ = 0;
   unsigned row_fields_ = 0;
   size_t rows_ = 0;  // rows of every section so far
-  std::unordered_map<std::string, KeyColumns, StringHash, std::equal_to<>> keys_;
+  KeyMap keys_;  // every key of the batch (its history and system columns)
   // Per section (history, system): the keys of the previous rows by position, and their columns.
   std::vector<std::string> previous_keys_[2];
   std::vector<uint32_t> previous_columns_[2];
@@ -501,6 +707,7 @@ Result<IngestBatch> DecodeIngestBatch(std::string_view body, const ApiLimits& li
     return Status::InvalidArgument("body: malformed JSON (" + ec.message() + ")");
   }
   if (!h.seq_seen) return Status::InvalidArgument("seq: required");
+  COHORT_RETURN_IF_ERROR(CheckKeyTypes(h.batch));
   return std::move(h.batch);
 }
 

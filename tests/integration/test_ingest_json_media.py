@@ -1,0 +1,142 @@
+"""Histograms and media rows in the JSON body of POST .../batches (docs/api.md "Ingest") against
+the real `cohort server`: a PNG uploaded through the public blob routes, then named by a JSON
+media row, and histograms (uniform and explicit bins) read back through GET .../histograms and
+GET .../media; a bad row is 400 naming the field, and nothing of its batch is stored."""
+import hashlib
+import struct
+import urllib.error
+import urllib.request
+import zlib
+
+from test_api import entity, join, make_run, runs_path
+
+
+def png(width, height):
+    """A valid RGB PNG of the given size (every pixel grey), without an imaging library."""
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    rows = b"".join(b"\x00" + b"\x80\x80\x80" * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" +
+            chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def request(api, method, path, data=None):
+    """(status, body bytes) of a request with the API key."""
+    req = urllib.request.Request(api.url + path, data=data, method=method)
+    req.add_header("Authorization", "Bearer " + api.key)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def upload_blob(api, data):
+    """Uploads `data` as one part through the public blob routes and completes it."""
+    sha = hashlib.sha256(data).hexdigest()
+    blob = f"/api/v1/blobs/{entity(api)}/{sha}"
+    status, body = request(api, "PUT", f"{blob}/parts/0?size={len(data)}", data)
+    assert status == 200, body
+    status, done = api.post(f"{blob}/complete", {"size": len(data)})
+    assert status == 200 and done["stored"] is True, done
+    return sha
+
+
+def test_json_histograms_and_images_are_stored_and_read_back(server, api):
+    run = make_run(api, name="json-media")
+    join(api, run, "rank0")
+    base = f"{runs_path(api)}/{run['id']}"
+    image = png(8, 4)
+    sha = upload_blob(api, image)
+
+    status, ack = api.post(f"{base}/writers/rank0/batches", {
+        "seq": 1,
+        "history": [{"step": 3, "time": 1700000000000, "values": {"loss": 0.5}}],
+        "histograms": [
+            {"key": "grad/w", "step": 3, "time": 1700000000001, "lo": -1, "hi": 1,
+             "counts": [1, 4, 2.5, 0]},
+            {"key": "act", "step": 3, "time": 1700000000002, "edges": [0, 1, 10],
+             "counts": [7, 8]}],
+        "media": [{"key": "samples", "step": 3, "time": 1700000000003, "type": "image",
+                   "sha256": sha, "size": len(image), "mime": "image/png", "width": 8,
+                   "height": 4, "caption": "grey \u00e9"}]})
+    assert status == 200, ack
+    assert ack["duplicate"] is False and ack["points"] == 1
+
+    status, body = api.get(f"{base}/histograms?keys=grad/w,act")
+    assert status == 200, body
+    series = {s["key"]: s for s in body["histograms"]}
+    assert set(series) == {"grad/w", "act"}
+    g = series["grad/w"]
+    assert g["writer"] == "rank0" and g["count"] == 1
+    assert g["steps"][0]["step"] == 3 and g["steps"][0]["time_ms"] == 1700000000001
+    assert (g["steps"][0]["lo"], g["steps"][0]["hi"]) == (-1, 1)
+    assert g["steps"][0]["counts"] == [1, 4, 2.5, 0]
+    a = series["act"]
+    edges = a.get("edges") or a["steps"][0]["edges"]
+    assert edges == [0, 1, 10] and a["steps"][0]["counts"] == [7, 8]
+
+    status, body = api.get(f"{base}/media")
+    assert status == 200, body
+    assert len(body["media"]) == 1, body
+    row = body["media"][0]
+    assert row["key"] == "samples" and row["writer"] == "rank0"
+    assert (row["step"], row["index"], row["time_ms"]) == (3, 0, 1700000000003)
+    assert (row["type"], row["mime"], row["sha256"]) == ("image", "image/png", sha)
+    assert (row["size"], row["width"], row["height"]) == (len(image), 8, 4)
+    assert row["caption"] == "grey \u00e9" and row["uploaded"] is True
+    status, got = request(api, "GET", f"{base}/media/{sha}")
+    assert status == 200 and got == image
+
+    status, body = api.get(f"{base}/keys")
+    assert status == 200, body
+    types = {k["key"]: k["type"] for k in body["keys"]}
+    assert types == {"loss": "scalar", "grad/w": "histogram", "act": "histogram",
+                     "samples": "image"}
+
+
+def test_a_bad_json_histogram_or_media_row_is_400_naming_the_field_and_stores_nothing(server,
+                                                                                     api):
+    run = make_run(api, name="json-media-bad")
+    join(api, run, "rank0")
+    base = f"{runs_path(api)}/{run['id']}"
+    image = png(2, 2)
+    sha = upload_blob(api, image)
+    good_hist = {"key": "h", "step": 1, "time": 1700000000001, "lo": 0, "hi": 1, "counts": [1]}
+    good_media = {"key": "img", "step": 1, "time": 1700000000002, "type": "image",
+                  "sha256": sha, "size": len(image), "mime": "image/png"}
+
+    def post(**sections):
+        return api.post(f"{base}/writers/rank0/batches", {
+            "seq": 7, "history": [{"step": 1, "time": 1700000000000, "values": {"loss": 1}}],
+            **sections})
+
+    cases = [
+        ({"histograms": [good_hist, dict(good_hist, step=2, counts=[1, "x"])]},
+         "histograms[1].counts[1]: expected a number"),
+        ({"histograms": [dict(good_hist, edges=[0, 1], counts=[1, 2], lo=None, hi=None)]},
+         "histograms[0] (key 'h'): 2 counts but 2 edges (need 3)"),
+        ({"histograms": [dict(good_hist, bins=3)]}, "histograms[0].bins: unknown field"),
+        ({"media": [dict(good_media, sha256=sha.upper())]},
+         "media[0] (key 'img'): sha256: expected 64 lowercase hex digits"),
+        ({"media": [{k: v for k, v in good_media.items() if k != "mime"}]},
+         "media[0].mime: required"),
+        ({"histograms": [good_hist], "media": [dict(good_media, key="h")]},
+         "media[0]: key 'h' is logged as a histogram and as image in the same batch"),
+    ]
+    for sections, message in cases:
+        status, err = post(**sections)
+        assert status == 400, (sections, err)
+        assert err["error"]["code"] == "invalid_argument"
+        assert message in err["error"]["message"], (message, err)
+
+    # Nothing of those batches was stored: no key, no point, and seq 7 is still unused.
+    status, body = api.get(f"{base}/keys")
+    assert status == 200 and body["keys"] == [], body
+    assert api.get(f"{base}/histograms")[1]["histograms"] == []
+    assert api.get(f"{base}/media")[1]["media"] == []
+    status, ack = post(histograms=[good_hist], media=[good_media])
+    assert status == 200 and ack["duplicate"] is False, ack
+    assert len(api.get(f"{base}/media")[1]["media"]) == 1
