@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "agent/fake_cohort_server_for_test.h"
-#include "client/private_agents_for_test.h"
+#include "client/run_fixture_for_test.h"
 #include "cohort/cohort.h"
 #include "core/clock.h"
 
@@ -20,38 +20,9 @@ namespace {
 using agent::testing::FakeCohortServer;
 using agent::testing::FakeHttpServer;
 
-class RunAlertTest : public ::testing::Test {
+class RunAlertTest : public client::testing::RunFixture {
  protected:
-  void SetUp() override {
-    root_ = client::testing::IsolateClientEnvironment("/tmp/cohort-alert-XXXXXX",
-                                                      COHORT_TEST_AGENT_BIN);
-  }
-  void TearDown() override { client::testing::StopAgentsAndRemove(root_); }
-
-  Settings Base(const std::string& url, const std::string& transport) {
-    Settings s;
-    s.base_url = url;
-    s.api_key = "ck_test";
-    s.project = "p";
-    s.label = "w0";
-    s.transport = transport;
-    s.capture_console = false;
-    s.stats_sampling_interval_s = 0;
-    s.init_timeout_s = 10;
-    s.finish_timeout_s = 10;
-    return s;
-  }
-
-  static bool WaitFor(const std::function<bool()>& cond, int64_t ms) {
-    int64_t deadline = NowMillis() + ms;
-    while (NowMillis() < deadline) {
-      if (cond()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return cond();
-  }
-
-  std::string root_;
+  RunAlertTest() : RunFixture("/tmp/cohort-alert-XXXXXX") {}
 };
 
 // An alert reaches the writer's alerts route with its fields, after the values logged before

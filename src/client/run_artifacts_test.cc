@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "agent/fake_cohort_server_for_test.h"
-#include "client/private_agents_for_test.h"
+#include "client/run_fixture_for_test.h"
 #include "cohort/cohort.h"
 
 namespace cohort {
@@ -21,37 +21,17 @@ namespace {
 namespace fs = std::filesystem;
 using agent::testing::FakeCohortServer;
 
-class RunArtifactsTest : public ::testing::Test {
+class RunArtifactsTest : public client::testing::RunFixture {
  protected:
-  void SetUp() override {
-    root_ = client::testing::IsolateClientEnvironment("/tmp/cohort-art-XXXXXX", COHORT_TEST_AGENT_BIN);
-  }
+  RunArtifactsTest() : RunFixture("/tmp/cohort-art-XXXXXX") {}
 
-  void TearDown() override {
-    client::testing::StopAgentsAndRemove(root_);
-  }
-
-  Settings Base(const std::string& url) {
-    Settings s;
-    s.base_url = url;
-    s.api_key = "ck_test";
-    s.project = "p";
-    s.label = "w0";
-    s.transport = "agent";
-    s.capture_console = false;
-    s.stats_sampling_interval_s = 0;
-    s.init_timeout_s = 10;
-    s.finish_timeout_s = 10;
-    return s;
-  }
+  static Settings Base(const std::string& url) { return RunFixture::Base(url, "agent"); }
 
   std::string File(const std::string& name, const std::string& bytes) {
     const std::string path = root_ + "/" + name;
     std::ofstream(path, std::ios::binary) << bytes;
     return path;
   }
-
-  std::string root_;
 };
 
 TEST_F(RunArtifactsTest, BadNamesAndPathsAreRefusedAtTheCall) {

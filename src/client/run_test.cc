@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "agent/fake_cohort_server_for_test.h"
-#include "client/private_agents_for_test.h"
+#include "client/run_fixture_for_test.h"
 #include "cohort/cohort.h"
 #include "core/clock.h"
 #include "core/json.h"
@@ -28,32 +28,9 @@ namespace bj = boost::json;
 using agent::testing::FakeCohortServer;
 using agent::testing::FakeHttpServer;
 
-class RunTest : public ::testing::Test {
+class RunTest : public client::testing::RunFixture {
  protected:
-  void SetUp() override {
-    root_ = client::testing::IsolateClientEnvironment("/tmp/cohort-run-XXXXXX", COHORT_TEST_AGENT_BIN);
-  }
-
-  void TearDown() override {
-    // Agents may still be deleting the directories of writers they finished uploading: let the
-    // shared one and the private ones of this test's runs exit before removing the tree, so
-    // that they never delete the same files.
-    client::testing::StopAgentsAndRemove(root_);
-  }
-
-  Settings Base(const std::string& url, const std::string& transport) {
-    Settings s;
-    s.base_url = url;
-    s.api_key = "ck_test";
-    s.project = "p";
-    s.label = "w0";
-    s.transport = transport;
-    s.capture_console = false;
-    s.stats_sampling_interval_s = 0;
-    s.init_timeout_s = 10;
-    s.finish_timeout_s = 10;
-    return s;
-  }
+  RunTest() : RunFixture("/tmp/cohort-run-XXXXXX") {}
 
   int AgentPid() { return client::testing::SharedAgentPid(root_); }
 
@@ -64,17 +41,6 @@ class RunTest : public ::testing::Test {
       run.Log(v);
     }
   }
-
-  static bool WaitFor(const std::function<bool()>& cond, int64_t ms) {
-    int64_t deadline = NowMillis() + ms;
-    while (NowMillis() < deadline) {
-      if (cond()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return cond();
-  }
-
-  std::string root_;
 };
 
 // "inprocess" (the mode's old name) is a private agent: another process, over a socketpair; no
