@@ -61,6 +61,8 @@ inline constexpr size_t HistogramWords(size_t bins) { return 2 * bins + 6; }
 // batch carries only the row. Caption and MIME type of a row, bytes.
 inline constexpr size_t kMaxMediaCaptionBytes = 4096;
 inline constexpr size_t kMaxMediaMimeBytes = 128;
+// The path by which a vendor client's history line names a media file until its upload.
+inline constexpr size_t kMaxMediaPathBytes = 1024;
 // Defaults of the server's per-deployment media limits (--max-media-file-bytes,
 // --max-media-per-step, --max-run-media-bytes; docs/operations.md).
 inline constexpr uint64_t kDefaultMaxMediaFileBytes = uint64_t{64} << 20;

@@ -75,6 +75,10 @@ struct MediaPoint {
   int64_t height = 0;  // tables: rows
   int64_t duration_ms = 0;
   std::string caption;
+  // A file of the vendor's clients that a history line names by path only (a list of images:
+  // docs/compat.md): sha256 and size are empty until the file's upload names its blob
+  // (Store::AttachMediaBlob). Never set by the batch decoders.
+  std::string path;
 };
 
 // Everything one writer sends in one request, applied atomically and at most once per seq.

@@ -115,6 +115,15 @@ Status ValidateBatch(const IngestBatch& batch) {
     row.type = *type;
     row.step = m.step;
     row.sha256 = m.sha256;
+    if (m.sha256.empty() && !m.path.empty()) {  // named by path until its upload
+      if (m.path.size() > limits::kMaxMediaPathBytes || m.path.find('\0') != std::string::npos) {
+        return Status::InvalidArgument(where + ".path: 1 to " +
+                                       std::to_string(limits::kMaxMediaPathBytes) +
+                                       " bytes without NUL");
+      }
+      if (m.size != 0) return Status::InvalidArgument(where + ".size: unknown before the upload");
+      row.sha256 = std::string(64, '0');  // the rest is checked as any row's
+    }
     row.size = m.size;
     row.mime = m.mime;
     row.width = m.width;

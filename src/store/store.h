@@ -133,6 +133,11 @@ class DataStore {
   // A media row of the run whose blob is `sha256` (the first by key, step, index); kNotFound
   // when the run has none.
   virtual Result<MediaRecord> FindMedia(const RunRef& ref, const std::string& sha256) = 0;
+  // The media rows of the run that await the upload of `path` (MediaPoint::path) get its blob
+  // and size; returns how many. The run's media budget is not checked again here (the row was
+  // accepted when its line was).
+  virtual Result<int64_t> AttachMediaBlob(const RunRef& ref, const std::string& path,
+                                          const std::string& sha256, int64_t size) = 0;
   virtual Result<std::vector<ConsoleLine>> QueryConsole(const ConsoleQuery& query) = 0;
   // Counts the lines of a console filter (query.limit is ignored) and returns the id of every
   // `stride`-th one (stride >= 1) without reading the lines themselves: the web UI's log index.

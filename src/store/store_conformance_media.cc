@@ -367,3 +367,64 @@ TEST_P(StoreConformanceTest, DumpRoundTripKeepsMedia) {
 }
 
 }  // namespace cohort::store
+
+namespace cohort::store {
+
+// A vendor client's list of images names its files by path (MediaPoint::path): the rows are
+// stored at once without a blob, and the upload of each path gives its rows their blob and
+// size; another run's rows, and rows of another path, are left alone.
+TEST_P(StoreConformanceTest, MediaRowsNamedByPathGetTheirBlobWhenTheFileIsUploaded) {
+  MakeRun("run1");
+  MakeRun("run2");
+  Join("run1", "rank_0");
+  Join("run2", "rank_0");
+  auto by_path = [](int64_t index, const std::string& path) {
+    MediaPoint m = Media("examples", 3, index, "image", "unused", "cap " + std::to_string(index));
+    m.sha256.clear();
+    m.size = 0;
+    m.path = path;
+    return m;
+  };
+  for (const char* run : {"run1", "run2"}) {
+    IngestBatchBuilder b(1);
+    b.AddMedia(by_path(0, "media/images/examples_3_0.png"));
+    b.AddMedia(by_path(1, "media/images/examples_3_1.png"));
+    COHORT_ASSERT_OK(store().Ingest(Ref(run), "rank_0", b.Finish(), 1).status());
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto rows, store().QueryMedia(MediaQuery{.run = Ref("run1"), .keys = {"examples"}}));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].sha256, "");
+  EXPECT_EQ(rows[0].size, 0);
+  EXPECT_EQ(rows[1].caption, "cap 1");
+
+  const std::string sha = Sha256::Hex("png bytes");
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      int64_t n, store().AttachMediaBlob(Ref("run1"), "media/images/examples_3_1.png", sha, 9));
+  EXPECT_EQ(n, 1);
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      n, store().AttachMediaBlob(Ref("run1"), "media/images/examples_3_1.png", sha, 9));
+  EXPECT_EQ(n, 0);  // attached already
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      rows, store().QueryMedia(MediaQuery{.run = Ref("run1"), .keys = {"examples"}}));
+  EXPECT_EQ(rows[0].sha256, "");
+  EXPECT_EQ(rows[1].sha256, sha);
+  EXPECT_EQ(rows[1].size, 9);
+  COHORT_ASSERT_OK_AND_ASSIGN(MediaRecord found, store().FindMedia(Ref("run1"), sha));
+  EXPECT_EQ(found.index, 1);
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      rows, store().QueryMedia(MediaQuery{.run = Ref("run2"), .keys = {"examples"}}));
+  EXPECT_EQ(rows[1].sha256, "");  // the other run's row awaits its own upload
+
+  // A row named by path cannot claim a size, and its path is bounded.
+  IngestBatchBuilder bad(2);
+  MediaPoint sized = by_path(2, "media/images/x.png");
+  sized.size = 5;
+  bad.AddMedia(sized);
+  EXPECT_EQ(store().Ingest(Ref("run1"), "rank_0", bad.Finish(), 2).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(store().AttachMediaBlob(Ref("nope"), "media/images/x.png", sha, 9).status().code(),
+            StatusCode::kNotFound);
+}
+
+}  // namespace cohort::store

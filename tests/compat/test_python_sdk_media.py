@@ -99,3 +99,47 @@ def test_wandb_media_values_are_stored_as_media(server, api, entity, tmp_path):
     # client uploaded (a table is also logged as an artifact).
     copies = [p.name for p in server.data_dir.rglob("*") if p.is_file() and p.name in media]
     assert sorted(copies) == sorted(media), (copies, media)
+
+
+LIST_SCRIPT = r'''
+import sys
+import numpy as np
+import wandb
+run_id, project = sys.argv[1], sys.argv[2]
+run = wandb.init(project=project, id=run_id)
+for step in range(2):
+    images = [wandb.Image(np.full((5, 3, 3), 40 * step + 10 * i, dtype=np.uint8),
+                          caption=f"s{step} i{i}") for i in range(3)]
+    run.log({"examples": images, "loss": 0.5})
+run.finish()
+'''
+
+
+def test_a_list_of_images_is_one_steps_set(server, api, entity, tmp_path):
+    """`run.log({"examples": [wandb.Image, ...]})` sends `images/separated` with the files' paths
+    only: each image becomes a media row (index 0..n-1) whose blob is the file the client uploads
+    under that path, whichever of the line and the upload comes first."""
+    env = sdk_env(server, tmp_path)
+    proc = run_python(LIST_SCRIPT, env, tmp_path, args=("media02", "sdkmedia"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    base = f"/api/v1/runs/{entity}/sdkmedia/media02"
+    status, keys = api.get(base + "/keys")
+    assert status == 200, keys
+    assert {k["key"]: k["type"] for k in keys["keys"]}["examples"] == "image", keys
+    status, body = api.get(base + "/media?keys=examples")
+    assert status == 200, body
+    rows = body["media"]
+    assert [(r["step"], r["index"]) for r in rows] == [(s, i) for s in range(2) for i in range(3)]
+    assert [r["caption"] for r in rows] == [f"s{s} i{i}" for s in range(2) for i in range(3)]
+    assert all(r["uploaded"] and r["width"] == 3 and r["height"] == 5 for r in rows), rows
+    for r in rows:
+        req = urllib.request.Request(server.url + r["url"])
+        req.add_header("Authorization", "Bearer " + server.config["api_key"])
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            data = resp.read()
+            assert resp.headers["Content-Type"] == "image/png"
+        assert hashlib.sha256(data).hexdigest() == r["sha256"] and r["size"] == len(data)
+        with PIL.open(io.BytesIO(data)) as im:
+            assert np.array_equal(np.asarray(im)[..., :3],
+                                  np.full((5, 3, 3), 40 * r["step"] + 10 * r["index"],
+                                          dtype=np.uint8))

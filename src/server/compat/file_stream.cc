@@ -283,6 +283,17 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
     return StoreError(r.status(), "ingest");
   }
   if (ctx->metrics && ingested) ctx->metrics->AddIngest(points, false);
+  // Images of a list are named by path: those whose file was uploaded before this line was
+  // stored get their blob now; the others when their upload comes (run_files.cc). Checked after
+  // the commit, so that one of the two always sees the other.
+  for (const store::MediaPoint& m : stored.media) {
+    if (!m.sha256.empty() || m.path.empty()) continue;
+    auto file = ctx->store->GetRunFile(*ref, m.path);
+    if (!file.ok() || file->sha256.empty()) continue;
+    if (auto a = ctx->store->AttachMediaBlob(*ref, m.path, file->sha256, file->size); !a.ok()) {
+      return StoreError(a.status(), "media");
+    }
+  }
 
   if (cw.bound()) {
     if (advanced) {  // new data from a writer that had ended: it is back

@@ -182,6 +182,10 @@ void RegisterRunFileRoutes(http::Router& r, api::ApiContext* ctx) {
             }
             return api::ErrorResponse(put.status());
           }
+          if (!file.sha256.empty()) {  // the images of a list that name this file by path
+            auto attached = ctx->store->AttachMediaBlob(ref, name, file.sha256, file.size);
+            if (!attached.ok()) return api::ErrorResponse(attached.status());
+          }
           return api::JsonResponse(200, bj::object{{"name", put->name}, {"size", put->size}});
         }));
 

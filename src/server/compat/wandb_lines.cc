@@ -146,6 +146,53 @@ std::optional<store::MediaPoint> ParseMedia(const bj::object& o, std::string_vie
   return m;
 }
 
+// A vendor list of images ({"_type": "images/separated", "filenames": [paths], "width",
+// "height", "captions"?}): one row per image, index i, named by its path until the client
+// uploads that file (its line carries no digests; run_files.cc attaches the blob then). Empty
+// when it is not a valid one (a path outside media/images/, more than kMaxImagesInList, ...).
+std::vector<store::MediaPoint> ParseImageList(const bj::object& o) {
+  constexpr size_t kMaxImagesInList = 1024;
+  const bj::value* names = o.if_contains("filenames");
+  if (names == nullptr || !names->is_array() || names->get_array().empty() ||
+      names->get_array().size() > kMaxImagesInList) {
+    return {};
+  }
+  const bj::value* caps = o.if_contains("captions");
+  const bj::array* captions = caps != nullptr && caps->is_array() ? &caps->get_array() : nullptr;
+  std::vector<store::MediaPoint> out;
+  for (size_t i = 0; i < names->get_array().size(); ++i) {
+    const bj::value& name = names->get_array()[i];
+    if (!name.is_string()) return {};
+    const std::string_view path(name.get_string());
+    constexpr std::string_view kDir = "media/images/";
+    if (!path.starts_with(kDir) || path.size() > limits::kMaxMediaPathBytes ||
+        path.find('/', kDir.size()) != std::string_view::npos || path.find("..") != path.npos ||
+        path.find('\0') != path.npos) {
+      return {};
+    }
+    store::MediaPoint m;
+    m.type = "image";
+    m.index = int64_t(i);
+    m.path = std::string(path);
+    m.mime = MimeOf(path, m.type);
+    m.width = IntOf(o, "width");
+    m.height = IntOf(o, "height");
+    if (captions != nullptr && i < captions->size() && (*captions)[i].is_string()) {
+      m.caption = std::string((*captions)[i].get_string());
+    }
+    batch::MediaRow row;
+    row.type = batch::MediaType::kImage;
+    row.sha256 = std::string(64, '0');  // known at the upload
+    row.mime = m.mime;
+    row.width = m.width;
+    row.height = m.height;
+    row.caption = m.caption;
+    if (!batch::InvalidMediaReason(row).empty()) return {};
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 // Adds the scalars (and histograms) of `v` under `key`, flattening plain objects with '.'.
 void Flatten(const std::string& key, const bj::value& v, int depth, const KeyLimits& limits,
              MetricRow* row, int64_t* skipped) {
@@ -155,16 +202,25 @@ void Flatten(const std::string& key, const bj::value& v, int depth, const KeyLim
     if (const bj::value* type = o.if_contains("_type")) {
       std::optional<Histogram> h;
       std::optional<store::MediaPoint> m;
+      std::vector<store::MediaPoint> list;
       if (type->is_string() && type->get_string() == "histogram") h = ParseHistogram(o);
-      if (type->is_string() && !h) m = ParseMedia(o, std::string_view(type->get_string()));
+      if (type->is_string() && type->get_string() == "images/separated") list = ParseImageList(o);
+      if (type->is_string() && !h && list.empty()) {
+        m = ParseMedia(o, std::string_view(type->get_string()));
+      }
       const bool key_ok = key.size() <= limits.max_key_bytes && InvalidKeyReason(key).empty();
       if (h && key_ok) {
         row->histograms.emplace_back(key, std::move(*h));
       } else if (m && key_ok) {
         m->key = key;
         row->media.push_back(std::move(*m));
+      } else if (!list.empty() && key_ok) {
+        for (store::MediaPoint& image : list) {
+          image.key = key;
+          row->media.push_back(std::move(image));
+        }
       } else {
-        ++*skipped;  // sets of images, other types, invalid histograms and media
+        ++*skipped;  // other types, lists of audio or video, invalid histograms and media
       }
       return;
     }

@@ -88,15 +88,34 @@ TEST(WandbLines, MediaFileValuesBecomeMediaRows) {
       sha + R"(","size":99,"ncols":2,"nrows":7},)"
       R"("clip":{"_type":"audio-file","path":"media/audio/clip_3.wav","sha256":")" + sha +
       R"(","size":1644},)"
-      R"("set":{"_type":"images/separated","count":2,"filenames":["a.png","b.png"]},)"
+      R"("set":{"_type":"images/separated","count":2,"filenames":["media/images/s_3_0.png",)"
+      R"("media/images/s_3_1.jpg"],"width":8,"height":5,"captions":["one","two"]},)"
+      R"("out":{"_type":"images/separated","count":1,"filenames":["../a.png"]},)"
       R"("bad":{"_type":"image-file","path":"x.png","sha256":"XYZ","size":1},"_step":3})");
   ASSERT_TRUE(line.ok()) << line.status().ToString();
   int64_t skipped = 0;
   MetricRow row = HistoryRowFromLine(*line, 42, KeyLimits{}, &skipped);
-  EXPECT_EQ(skipped, 2);  // the set of images (no digests), the bad digest
-  ASSERT_EQ(row.media.size(), 3u);
+  EXPECT_EQ(skipped, 2);  // the list with a path outside media/images/, the bad digest
+  ASSERT_EQ(row.media.size(), 5u);
   std::map<std::string, store::MediaPoint> by_key;
-  for (const auto& m : row.media) by_key[m.key] = m;
+  std::vector<store::MediaPoint> set;
+  for (const auto& m : row.media) {
+    by_key[m.key] = m;
+    if (m.key == "set") set.push_back(m);
+  }
+  // A list of images: one row per image, named by path until its upload gives its blob.
+  ASSERT_EQ(set.size(), 2u);
+  EXPECT_EQ(set[0].index, 0);
+  EXPECT_EQ(set[1].index, 1);
+  EXPECT_EQ(set[0].path, "media/images/s_3_0.png");
+  EXPECT_EQ(set[0].sha256, "");
+  EXPECT_EQ(set[0].size, 0);
+  EXPECT_EQ(set[0].mime, "image/png");
+  EXPECT_EQ(set[1].mime, "image/jpeg");
+  EXPECT_EQ(set[1].caption, "two");
+  EXPECT_EQ(set[1].width, 8);
+  EXPECT_EQ(set[1].height, 5);
+  EXPECT_EQ(by_key["img"].path, "");
   EXPECT_EQ(by_key["img"].type, "image");
   EXPECT_EQ(by_key["img"].mime, "image/png");
   EXPECT_EQ(by_key["img"].sha256, sha);

@@ -287,9 +287,11 @@ CREATE TABLE media (
   height {{int}} NOT NULL,
   duration_ms {{int}} NOT NULL,
   caption {{text}} NOT NULL,
+  path {{text}} NOT NULL,
   PRIMARY KEY (run_pk, key, writer_pk, step, idx)
 ){{norowid}};
 CREATE INDEX media_sha256 ON media (sha256);
+CREATE INDEX media_awaiting_upload ON media (run_pk, path) WHERE sha256 = '';
 
 CREATE TABLE run_files (
   run_pk {{int}} NOT NULL REFERENCES runs (pk) ON DELETE CASCADE,

@@ -62,6 +62,8 @@ class SqlStore : public Store {
   Result<std::vector<MediaKeyInfo>> ListMedia(const RunRef& ref) final;
   Result<std::vector<MediaRecord>> QueryMedia(const MediaQuery& query) final;
   Result<MediaRecord> FindMedia(const RunRef& ref, const std::string& sha256) final;
+  Result<int64_t> AttachMediaBlob(const RunRef& ref, const std::string& path,
+                                  const std::string& sha256, int64_t size) final;
 
   Result<ViewRecord> CreateView(const ViewRecord& view) final;
   Result<std::vector<ViewRecord>> ListViews(const std::string& entity,

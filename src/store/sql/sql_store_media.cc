@@ -127,15 +127,16 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const
     Params p;
     p.Add(run_pk).Add(m.key).Add(writer_pk).Add(m.step).Add(m.index).Add(m.time_ms).Add(m.type);
     p.Add(m.mime).Add(m.sha256).Add(m.size).Add(m.width).Add(m.height).Add(m.duration_ms);
-    p.Add(m.caption);
+    p.Add(m.caption).Add(m.path);
     COHORT_RETURN_IF_ERROR(
         conn.Exec("INSERT INTO media (run_pk, key, writer_pk, step, idx, time_ms, type, mime, "
-                  "sha256, size, width, height, duration_ms, caption) VALUES ($1, $2, $3, $4, "
-                  "$5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (run_pk, key, "
-                  "writer_pk, step, idx) DO UPDATE SET time_ms = excluded.time_ms, type = "
+                  "sha256, size, width, height, duration_ms, caption, path) VALUES ($1, $2, $3, "
+                  "$4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT (run_pk, "
+                  "key, writer_pk, step, idx) DO UPDATE SET time_ms = excluded.time_ms, type = "
                   "excluded.type, mime = excluded.mime, sha256 = excluded.sha256, size = "
                   "excluded.size, width = excluded.width, height = excluded.height, "
-                  "duration_ms = excluded.duration_ms, caption = excluded.caption",
+                  "duration_ms = excluded.duration_ms, caption = excluded.caption, path = "
+                  "excluded.path",
                   p)
             .status());
   }
@@ -182,6 +183,21 @@ Result<std::vector<MediaRecord>> SqlStore::QueryMedia(const MediaQuery& q) {
     sql += " ORDER BY m.key, w.label, m.step, m.idx LIMIT " + params.Last();
     return sql::QueryAll<MediaRecord>(conn, sql, params, ReadRecord);
   });
+}
+
+Result<int64_t> SqlStore::AttachMediaBlob(const RunRef& ref, const std::string& path,
+                                          const std::string& sha256, int64_t size) {
+  int64_t run_pk = 0;
+  auto attached = RunFor<int64_t>(Access::kWrite, [&](Conn& conn) -> Result<int64_t> {
+    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, ref));
+    run_pk = run.pk;
+    return conn.Exec("UPDATE media SET sha256 = $1, size = $2 WHERE run_pk = $3 AND "
+                     "sha256 = '' AND path = $4",
+                     Params().Add(sha256).Add(size).Add(run.pk).Add(path));
+  });
+  // The run's media bytes grew (or may have): summed again from the table when next needed.
+  if (!attached.ok() || *attached > 0) run_cache_.Forget(run_pk);
+  return attached;
 }
 
 Result<MediaRecord> SqlStore::FindMedia(const RunRef& ref, const std::string& sha256) {
