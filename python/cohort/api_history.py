@@ -14,12 +14,24 @@ Single-threaded, like the Transport it uses.
 from __future__ import annotations
 
 import bisect
+import json
+import os
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+from . import api_columns
 from .api_http import Transport, number
 from .errors import UsageError
 
 DEFAULT_PAGE_POINTS = 20_000
+# Points per request of history() read as columns: the whole frame is in memory anyway, so a
+# page only bounds one answer (24 bytes a point).
+COLUMN_PAGE_POINTS = 1_000_000
+
+
+def use_columns() -> bool:
+    """Whether raw history is read as columns (docs/formats.md "History columns"): numpy is
+    installed and COHORT_API_COLUMNS is not "0" (which forces JSON, for comparisons)."""
+    return os.environ.get("COHORT_API_COLUMNS", "1") != "0" and api_columns.available()
 _MAX_INT = 2**63
 BUCKET_STATS = ("min", "max", "mean", "last")
 
@@ -64,6 +76,60 @@ def _check_keys(keys: Optional[Sequence[str]], name: str = "keys") -> Optional[L
     return keys
 
 
+def _columns_of_json(data: Dict[str, Any]) -> List[api_columns.Columns]:
+    """The series of a JSON history answer as columns (a server that answered JSON to a
+    request for columns)."""
+    import numpy as np
+
+    out = []
+    for s in data["series"]:
+        pts = s["points"]
+        out.append(api_columns.Columns(
+            s["key"], s["writer"], bool(s["more"]),
+            np.array([p[0] for p in pts], dtype=np.int64),
+            np.array([p[1] for p in pts], dtype=np.int64),
+            np.array([number(p[2]) for p in pts], dtype=np.float64)))
+    return out
+
+
+def writer_column_pages(t: Transport, run_path: str, writer: str, keys: List[str],
+                        page_points: int, min_step: Optional[int] = None,
+                        max_step: Optional[int] = None, all_user_keys: bool = False
+                        ) -> Iterator[List[api_columns.Columns]]:
+    """writer_pages read as columns (numpy arrays, docs/formats.md "History columns"): the
+    same requests, cursor and cut; each page lists the Columns of every series."""
+    import numpy as np
+
+    limit = max(1, page_points // max(1, len(keys)))
+    after: Optional[int] = None
+    while True:
+        ctype, body = t.get_raw(run_path + "/history", {
+            "keys": None if all_user_keys else ",".join(keys), "writers": writer,
+            "limit": limit, "after_step": after, "min_step": min_step, "max_step": max_step},
+            api_columns.ACCEPT)
+        if ctype == api_columns.MEDIA_TYPE:
+            series = api_columns.decode(body)[1]
+        else:
+            series = _columns_of_json(json.loads(body))
+        del body
+        series = [s for s in series if s.writer == writer]
+        boundary: Optional[int] = None
+        for s in series:
+            if s.more and len(s.steps):
+                last = int(s.steps[-1])
+                boundary = last if boundary is None else min(boundary, last)
+        page = []
+        for s in series:
+            if boundary is not None and len(s.steps) and s.steps[-1] > boundary:
+                cut = int(np.searchsorted(s.steps, boundary, side="right"))
+                s = s._replace(steps=s.steps[:cut], times=s.times[:cut], values=s.values[:cut])
+            page.append(s)
+        yield page
+        if boundary is None:
+            return
+        after = boundary
+
+
 def writer_pages(t: Transport, run_path: str, writer: str, keys: List[str], page_points: int,
                  min_step: Optional[int] = None, max_step: Optional[int] = None,
                  all_user_keys: bool = False) -> Iterator[List[SeriesPage]]:
@@ -71,6 +137,12 @@ def writer_pages(t: Transport, run_path: str, writer: str, keys: List[str], page
     cut at a step that every series has passed, so that a page never splits a step.
     `all_user_keys`: `keys` are all the writer's user keys; ask for them without naming them
     (a key may contain a comma)."""
+    if use_columns():
+        for cols in writer_column_pages(t, run_path, writer, keys, page_points, min_step,
+                                        max_step, all_user_keys):
+            yield [(c.key, [list(p) for p in zip(c.steps.tolist(), c.times.tolist(),
+                                                  c.values.tolist())]) for c in cols]
+        return
     limit = max(1, page_points // max(1, len(keys)))
     after: Optional[int] = None
     while True:
@@ -88,9 +160,8 @@ def writer_pages(t: Transport, run_path: str, writer: str, keys: List[str], page
             pts = s.pop("points")
             if boundary is not None and pts and pts[-1][0] > boundary:
                 del pts[bisect.bisect_right(pts, [boundary, _MAX_INT, 0.0]):]
-            for p in pts:
-                if isinstance(p[2], str):
-                    p[2] = number(p[2])
+            for p in pts:  # values are doubles whatever their JSON spelling ("1" for 1.0)
+                p[2] = number(p[2])
             page.append((s["key"], pts))
         del data, series
         yield page
@@ -171,19 +242,38 @@ def history_frame(t: Transport, run_path: str, keys: Optional[Sequence[str]],
 
 def _exact_writer_frame(pd, t: Transport, run_path: str, writer: str,
                         series: List[Dict[str, Any]], page_points: int, all_user_keys: bool):
+    import numpy as np  # pandas needs it
+
     keys = sorted({s["key"] for s in series})
-    cols: Dict[str, Tuple[List[int], List[int], List[float]]] = {k: ([], [], []) for k in keys}
-    for page in writer_pages(t, run_path, writer, keys, page_points,
-                             all_user_keys=all_user_keys):
-        for key, points in page:
-            steps, times, values = cols[key]
-            for step, time, value in points:
-                steps.append(step)
-                times.append(time)
-                values.append(value)
     parts = []
-    for key, (steps, times, values) in cols.items():
-        parts.append(pd.DataFrame({"step": steps, "time": times, key: values}))
+    if use_columns():
+        arrays: Dict[str, List[api_columns.Columns]] = {k: [] for k in keys}
+        for cpage in writer_column_pages(t, run_path, writer, keys,
+                                         max(page_points, COLUMN_PAGE_POINTS),
+                                         all_user_keys=all_user_keys):
+            for c in cpage:
+                arrays.setdefault(c.key, []).append(c)
+        for key, cs in arrays.items():
+            parts.append(pd.DataFrame({
+                "step": np.concatenate([c.steps for c in cs] or [np.empty(0, np.int64)]),
+                "time": np.concatenate([c.times for c in cs] or [np.empty(0, np.int64)]),
+                key: np.concatenate([c.values for c in cs] or [np.empty(0, np.float64)])}))
+    else:
+        cols: Dict[str, Tuple[List[int], List[int], List[float]]] = {
+            k: ([], [], []) for k in keys}
+        for page in writer_pages(t, run_path, writer, keys, page_points,
+                                 all_user_keys=all_user_keys):
+            for key, points in page:
+                steps, times, values = cols[key]
+                for step, time, value in points:
+                    steps.append(step)
+                    times.append(time)
+                    values.append(value)
+        for key, (steps, times, values) in cols.items():
+            # Values are doubles whatever their JSON spelling ("1" for 1.0).
+            parts.append(pd.DataFrame({"step": np.asarray(steps, dtype=np.int64),
+                                       "time": np.asarray(times, dtype=np.int64),
+                                       key: np.asarray(values, dtype=np.float64)}))
     merged = None
     for part in parts:
         if merged is None:
@@ -307,3 +397,49 @@ def histogram_frame(t: Transport, run_path: str, key: Union[str, Sequence[str]],
     if samples is not None:
         columns += ["last_step", "merged", "exact"]
     return pd.DataFrame(rows, columns=columns)
+
+
+# -- many runs at once (Api.history) ------------------------------------------------------------
+def runs_history_frame(t: Transport, runs: List[Tuple[str, str]], keys: Optional[Sequence[str]],
+                       writers: Optional[Sequence[str]], max_workers: int):
+    """One long DataFrame of the exact history of `runs` ([(run id, API path)]): columns
+    ``run``, ``writer``, ``step``, ``time`` and one per key, runs in the given order, each as
+    history_frame orders it. Runs are read by up to `max_workers` threads, each with its own
+    connection (a clone of `t`)."""
+    import concurrent.futures
+    import threading
+
+    import pandas as pd
+
+    keys = _check_keys(keys)
+    if not isinstance(max_workers, int) or isinstance(max_workers, bool) or max_workers < 1:
+        raise UsageError(f"max_workers: expected an int >= 1, got {max_workers!r}")
+    local = threading.local()
+    transports: List[Transport] = []
+    lock = threading.Lock()
+
+    def one(run: Tuple[str, str]):
+        tt = getattr(local, "t", None)
+        if tt is None:
+            tt = local.t = t.clone()
+            with lock:
+                transports.append(tt)
+        df = history_frame(tt, run[1], keys, writers, None, "step", True)
+        df.insert(0, "run", run[0])
+        return df
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max(1, min(max_workers, len(runs)))) as ex:
+            frames = list(ex.map(one, runs))
+    finally:
+        for tt in transports:
+            tt.close()
+    value_cols = sorted({c for f in frames for c in f.columns} - {"run", "writer", "step", "time"})
+    columns = ["run", "writer", "step", "time"] + value_cols
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    df = pd.concat(frames, ignore_index=True, sort=False).reindex(columns=columns)
+    df["step"] = df["step"].astype("int64")
+    df["time"] = df["time"].astype("int64")
+    return df
