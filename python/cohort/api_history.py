@@ -232,7 +232,10 @@ def history_frame(t: Transport, run_path: str, keys: Optional[Sequence[str]],
     df = pd.concat(frames, ignore_index=True, sort=False)
     df = df.reindex(columns=["writer", "step", "time"] + value_cols)
     order = [x_axis, "writer"] if with_writer else [x_axis, "writer", "step"]
-    df = df.sort_values(order, kind="stable").reset_index(drop=True)
+    if len(frames) == 1:  # one writer: the order by writer is no order
+        order = [c for c in order if c != "writer"]
+    if not (len(order) <= 2 and all(df[c].is_monotonic_increasing for c in order)):
+        df = df.sort_values(order, kind="stable").reset_index(drop=True)  # else: sorted already
     if not with_writer:
         df = df.drop(columns=["writer"])
     df["step"] = df["step"].astype("int64")
@@ -275,6 +278,18 @@ def _exact_writer_frame(pd, t: Transport, run_path: str, writer: str,
                                        "time": np.asarray(times, dtype=np.int64),
                                        key: np.asarray(values, dtype=np.float64)}))
     merged = None
+    if len(parts) > 1 and all(np.array_equal(p["step"].to_numpy(), parts[0]["step"].to_numpy())
+                              for p in parts[1:]):
+        # Every key at the same steps (the common case): what the merges below would give
+        # (the steps in order, the first key's times), without them.
+        merged = parts[0]
+        if not merged["step"].is_monotonic_increasing:
+            merged = merged.sort_values("step", kind="stable").reset_index(drop=True)
+        merged = merged.copy()
+        for part in parts[1:]:
+            part = part.sort_values("step", kind="stable").reset_index(drop=True)
+            merged[part.columns[2]] = part[part.columns[2]].to_numpy()
+        parts = []
     for part in parts:
         if merged is None:
             merged = part
