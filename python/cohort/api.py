@@ -191,8 +191,8 @@ class Api:
     def history(self, runs: Sequence[Union[str, "PublicRun"]],
                 keys: Optional[Sequence[str]] = None, writers: Optional[Sequence[str]] = None,
                 max_workers: int = 8):
-        """The exact history of many runs (``PublicRun`` objects or 'entity/project/run_id' paths) as
-        one long pandas DataFrame: columns ``run`` (the run's id), ``writer``, ``step``,
+        """The exact history of many runs (``PublicRun`` objects or 'entity/project/run_id'
+        paths) as one long pandas DataFrame: columns ``run`` (the run's id), ``writer``, ``step``,
         ``time`` and one per key, runs in the given order. Runs are fetched in parallel by up
         to `max_workers` threads, each with its own connection."""
         if isinstance(runs, (str, PublicRun)):

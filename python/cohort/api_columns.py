@@ -60,17 +60,21 @@ def decode(body: bytes) -> Tuple[Dict[str, Any], List[Columns]]:
     at = _PREAMBLE.size + (header_len + 7) // 8 * 8
     if at > len(body):
         raise CommError("history columns: header cut short")
-    header = json.loads(body[_PREAMBLE.size:_PREAMBLE.size + header_len])
+    try:
+        header = json.loads(body[_PREAMBLE.size:_PREAMBLE.size + header_len])
+        listed = [(str(s["key"]), str(s["writer"]), bool(s["more"]), int(s["points"]))
+                  for s in header["series"]]
+    except (ValueError, TypeError, KeyError) as e:
+        raise CommError(f"history columns: bad header: {e}") from e
     out: List[Columns] = []
-    for s in header["series"]:
-        n = int(s["points"])
-        if at + 24 * n > len(body):
+    for key, writer, more, n in listed:
+        if n < 0 or at + 24 * n > len(body):
             raise CommError("history columns: columns cut short")
         steps = np.frombuffer(body, dtype="<i8", count=n, offset=at)
         times = np.frombuffer(body, dtype="<i8", count=n, offset=at + 8 * n)
         values = np.frombuffer(body, dtype="<f8", count=n, offset=at + 16 * n)
         at += 24 * n
-        out.append(Columns(s["key"], s["writer"], bool(s["more"]), steps, times, values))
+        out.append(Columns(key, writer, more, steps, times, values))
     if at != len(body):
         raise CommError("history columns: bytes after the columns")
     return header, out

@@ -244,8 +244,8 @@ http::HttpResponse Query(ApiContext* ctx, store::HistoryQuery& q, bool system,
     constexpr std::string_view kLead = ",\"warnings\":";
     if (!none) warnings = warnings.substr(kLead.size()) + "]";
     http::HttpResponse resp;
-    resp.content_type = std::string(kColumnsMediaType) + "; version=" +
-                        std::to_string(kColumnsVersion);
+    resp.content_type =
+        std::string(kColumnsMediaType) + "; version=" + std::to_string(kColumnsVersion);
     resp.body = EncodeHistoryColumns(*res, warnings);
     resp.headers.emplace_back("Vary", "Accept");
     return resp;

@@ -42,7 +42,6 @@ void PutColumn(std::string* out, size_t n, Get get) {
   }
 }
 
-
 }  // namespace
 
 Result<HistoryFormat> NegotiateHistoryFormat(std::string_view accept, bool bucketed) {
@@ -113,10 +112,8 @@ std::string EncodeHistoryColumns(const std::vector<store::SeriesData>& series,
   bj::array list;
   size_t total = 0;
   for (const store::SeriesData& s : series) {
-    list.push_back(bj::object{{"key", s.key},
-                              {"writer", s.writer},
-                              {"points", s.points.size()},
-                              {"more", s.more}});
+    list.push_back(bj::object{
+        {"key", s.key}, {"writer", s.writer}, {"points", s.points.size()}, {"more", s.more}});
     total += s.points.size();
   }
   std::string header = bj::serialize(bj::object{{"series", std::move(list)}});
@@ -139,8 +136,7 @@ std::string EncodeHistoryColumns(const std::vector<store::SeriesData>& series,
     PutColumn(&out, pts.size(), [&](size_t i) { return uint64_t(pts[i].time_ms); });
     PutColumn(&out, pts.size(), [&](size_t i) { return coding::DoubleBits(pts[i].value); });
   }
-  const uint32_t crc =
-      crc32c::Value(out.data() + kColumnsPreamble, out.size() - kColumnsPreamble);
+  const uint32_t crc = crc32c::Value(out.data() + kColumnsPreamble, out.size() - kColumnsPreamble);
   std::string crc_bytes;
   coding::PutFixed32(&crc_bytes, crc);
   std::memcpy(out.data() + 12, crc_bytes.data(), 4);
@@ -168,22 +164,34 @@ Result<DecodedColumns> DecodeHistoryColumns(std::string_view body) {
   out.header_json = std::string(body.substr(kColumnsPreamble, header_len));
   boost::system::error_code ec;
   bj::value header = bj::parse(out.header_json, ec);
-  if (ec || !header.is_object() || !header.as_object().contains("series")) {
-    return Status::Corruption("history columns: bad header");
-  }
+  const bj::object* root = ec ? nullptr : header.if_object();
+  const bj::value* list = root ? root->if_contains("series") : nullptr;
+  if (!list || !list->is_array()) return Status::Corruption("history columns: bad header");
   size_t at = kColumnsPreamble + padded;
-  for (const bj::value& v : header.at("series").as_array()) {
+  for (const bj::value& v : list->as_array()) {
+    const bj::object* o = v.if_object();
+    const bj::value* key = o ? o->if_contains("key") : nullptr;
+    const bj::value* writer = o ? o->if_contains("writer") : nullptr;
+    const bj::value* more = o ? o->if_contains("more") : nullptr;
+    const bj::value* points = o ? o->if_contains("points") : nullptr;
+    if (!key || !key->is_string() || !writer || !writer->is_string() || !more || !more->is_bool() ||
+        !points || !points->is_int64() || points->as_int64() < 0) {
+      return Status::Corruption("history columns: bad series in the header");
+    }
     store::SeriesData s;
-    s.key = std::string(v.at("key").as_string());
-    s.writer = std::string(v.at("writer").as_string());
-    s.more = v.at("more").as_bool();
-    const size_t n = size_t(v.at("points").to_number<int64_t>());
-    if ((body.size() - at) / 24 < n) return Status::Corruption("history columns: columns cut short");
+    s.key = std::string(key->as_string());
+    s.writer = std::string(writer->as_string());
+    s.more = more->as_bool();
+    const size_t n = size_t(points->as_int64());
+    if ((body.size() - at) / 24 < n) {
+      return Status::Corruption("history columns: columns cut short");
+    }
+    const char* cols = body.data() + at;
     s.points.resize(n);
     for (size_t i = 0; i < n; ++i) {
-      s.points[i].step = int64_t(coding::DecodeFixed64(body.data() + at + 8 * i));
-      s.points[i].time_ms = int64_t(coding::DecodeFixed64(body.data() + at + 8 * (n + i)));
-      s.points[i].value = coding::BitsDouble(coding::DecodeFixed64(body.data() + at + 8 * (2 * n + i)));
+      s.points[i].step = int64_t(coding::DecodeFixed64(cols + 8 * i));
+      s.points[i].time_ms = int64_t(coding::DecodeFixed64(cols + 8 * (n + i)));
+      s.points[i].value = coding::BitsDouble(coding::DecodeFixed64(cols + 8 * (2 * n + i)));
     }
     at += 24 * n;
     out.series.push_back(std::move(s));

@@ -34,8 +34,8 @@ std::string EncodeHistoryColumns(const std::vector<store::SeriesData>& series,
 
 // A decoded columnar body (tests; the Python reader is python/cohort/api_columns.py).
 struct DecodedColumns {
-  std::string header_json;                 // the header, as sent
-  std::vector<store::SeriesData> series;   // key, writer, more, points
+  std::string header_json;                // the header, as sent
+  std::vector<store::SeriesData> series;  // key, writer, more, points
 };
 Result<DecodedColumns> DecodeHistoryColumns(std::string_view body);
 

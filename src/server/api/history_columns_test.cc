@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/coding.h"
+#include "core/crc32c.h"
 
 namespace cohort::api {
 namespace {
@@ -80,8 +81,8 @@ TEST(HistoryColumns, WarningsGoIntoTheHeader) {
 }
 
 TEST(HistoryColumns, DamageIsDetected) {
-  std::string body = EncodeHistoryColumns({Series("k", "w", {{1, 2, 3.0}, {2, 3, 4.0}}, false)},
-                                          "");
+  std::string body =
+      EncodeHistoryColumns({Series("k", "w", {{1, 2, 3.0}, {2, 3, 4.0}}, false)}, "");
   for (size_t at : {size_t(16), body.size() - 1, body.size() - 20}) {
     std::string bad = body;
     bad[at] ^= 0x01;
@@ -91,6 +92,27 @@ TEST(HistoryColumns, DamageIsDetected) {
   std::string v2 = body;
   v2[4] = 2;
   EXPECT_FALSE(DecodeHistoryColumns(v2).ok());
+}
+
+// A body with a good checksum whose header lies is refused, not trusted.
+TEST(HistoryColumns, BadHeadersAreRefused) {
+  for (std::string header : {R"({"series":[{"key":1,"writer":"w","points":0,"more":false}]})",
+                             R"({"series":[{"key":"k","writer":"w","points":-1,"more":false}]})",
+                             R"({"series":[{"key":"k","writer":"w","points":9,"more":false}]})",
+                             R"({"other":[]})", "not json"}) {
+    std::string body = "CHCL";
+    coding::PutFixed32(&body, 1);
+    coding::PutFixed32(&body, uint32_t(header.size()));
+    coding::PutFixed32(&body, 0);
+    body += header;
+    body.append((8 - header.size() % 8) % 8, '\0');
+    body.append(24, '\0');  // one point's worth, for the header that claims 9
+    const uint32_t crc = crc32c::Value(body.data() + 16, body.size() - 16);
+    std::string c;
+    coding::PutFixed32(&c, crc);
+    body.replace(12, 4, c);
+    EXPECT_FALSE(DecodeHistoryColumns(body).ok()) << header;
+  }
 }
 
 TEST(HistoryColumns, AcceptChoosesJsonUnlessColumnsAreNamed) {
