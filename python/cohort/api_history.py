@@ -439,9 +439,7 @@ def runs_history_frame(t: Transport, runs: List[Tuple[str, str]], keys: Optional
             tt = local.t = t.clone()
             with lock:
                 transports.append(tt)
-        df = history_frame(tt, run[1], keys, writers, None, "step", True)
-        df.insert(0, "run", run[0])
-        return df
+        return history_frame(tt, run[1], keys, writers, None, "step", True)
 
     try:
         with concurrent.futures.ThreadPoolExecutor(max(1, min(max_workers, len(runs)))) as ex:
@@ -449,12 +447,23 @@ def runs_history_frame(t: Transport, runs: List[Tuple[str, str]], keys: Optional
     finally:
         for tt in transports:
             tt.close()
-    value_cols = sorted({c for f in frames for c in f.columns} - {"run", "writer", "step", "time"})
+    value_cols = sorted({c for f in frames for c in f.columns} - {"writer", "step", "time"})
     columns = ["run", "writer", "step", "time"] + value_cols
+    ids = [r[0] for r, f in zip(runs, frames) if len(f)]
     frames = [f for f in frames if len(f)]
     if not frames:
         return pd.DataFrame(columns=columns)
-    df = pd.concat(frames, ignore_index=True, sort=False).reindex(columns=columns)
-    df["step"] = df["step"].astype("int64")
-    df["time"] = df["time"].astype("int64")
-    return df
+    # Column by column (what pd.concat + reindex would give, without its block copies).
+    import numpy as np
+
+    data: Dict[str, Any] = {"run": np.repeat(np.array(ids, dtype=object),
+                                             [len(f) for f in frames])}
+    for c in columns[1:]:
+        if c == "writer":
+            data[c] = np.concatenate([f[c].to_numpy(dtype=object) for f in frames])
+        elif c in ("step", "time"):
+            data[c] = np.concatenate([f[c].to_numpy(dtype=np.int64) for f in frames])
+        else:
+            data[c] = np.concatenate([f[c].to_numpy(dtype=np.float64) if c in f
+                                      else np.full(len(f), np.nan) for f in frames])
+    return pd.DataFrame(data, columns=columns)

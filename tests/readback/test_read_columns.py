@@ -39,7 +39,8 @@ def _json_value(v):
 @pytest.fixture(scope="module")
 def data(rb_server):
     """Run `two` (writers rank_0: loss every step, acc every 3rd, int every 5th; rank_1: loss
-    up to STEPS/2) and run `one` (one writer, loss): written through the ingest route."""
+    up to STEPS/2) and run `one` (rank_0 alone, as in `two`): written through the ingest
+    route."""
     a = rb_server.api()
     entity = a.get("/api/v1/viewer")[1]["entity"]
     runs = {}
@@ -232,5 +233,13 @@ def test_api_history_of_many_runs_is_one_long_frame(api, data, monkeypatch):
         _same_frames(part[alone.columns], alone)
     cols, js = _both(monkeypatch, lambda: api.history(paths, keys=["loss"]))
     _same_frames(cols, js)
+    # Run `one` has no writer rank_1: no rows of it, and the other run's still come.
+    only_two = api.history(paths[::-1], keys=["loss"], writers=["rank_1"])
+    assert set(only_two["run"]) == {two} and len(only_two) == STEPS // 2
+    assert list(only_two.columns) == ["run", "writer", "step", "time", "loss"]
+    assert only_two["step"].tolist() == list(range(STEPS // 2))
+    assert only_two["step"].dtype == np.int64 and only_two["loss"].dtype == np.float64
+    empty = api.history(paths, keys=["nosuch"])
+    assert len(empty) == 0 and list(empty.columns) == ["run", "writer", "step", "time"]
     with pytest.raises(cohort.UsageError, match="max_workers"):
         api.history(paths, max_workers=0)
