@@ -9,7 +9,11 @@ page holds at most ``page_points`` points whatever the run's size: memory stays 
 Bucketed reads (``samples=N``) ask the server for N equal step ranges per writer over the
 writer's step range, computed from chunk summaries (exact min/max/mean/last per bucket).
 
-Single-threaded, like the Transport it uses.
+Exact reads come as binary columns (api_columns.py, docs/formats.md "History columns") when
+numpy is installed, JSON otherwise; the pages, cursor and frames are the same either way.
+
+Single-threaded, like the Transport it uses, except runs_history_frame (Api.history), whose
+threads each use a clone of it.
 """
 from __future__ import annotations
 

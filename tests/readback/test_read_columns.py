@@ -243,3 +243,19 @@ def test_api_history_of_many_runs_is_one_long_frame(api, data, monkeypatch):
     assert len(empty) == 0 and list(empty.columns) == ["run", "writer", "step", "time"]
     with pytest.raises(cohort.UsageError, match="max_workers"):
         api.history(paths, max_workers=0)
+
+
+def test_a_server_that_answers_json_to_the_columns_request_is_read_all_the_same(api, data,
+                                                                                monkeypatch):
+    # As an older server would: the client asks for columns and gets JSON.
+    run = api.run(f"{data['entity']}/{PROJECT}/{data['runs']['two'][0]}")
+    js = run.history()
+    monkeypatch.setattr(api_columns, "ACCEPT", "application/json")
+    calls = []
+    real = cohort.api_history._columns_of_json
+    monkeypatch.setattr(cohort.api_history, "_columns_of_json",
+                        lambda d: calls.append(1) or real(d))
+    _same_frames(run.history(), js)
+    assert calls
+    assert _row_bits(run.scan_history(page_size=500)) == _row_bits(
+        list(run.scan_history(page_size=700)))
