@@ -18,6 +18,17 @@ connection. Reported medians:
   - chart_ms: `buckets=1000` over the same key;
   - answer_bytes and bytes_per_point of the JSON answer.
 The answer is checked: --points points in step order.
+
+Issue 21 (columnar reads, docs/formats.md "History columns"), per store, `columns`:
+  - raw_json_parse_ms / raw_columns_decode_ms: the same raw read with
+    `Accept: application/vnd.cohort.columns`, decoded with numpy (cohort.api_columns), against
+    the JSON read + json.loads above; columns_bytes_per_point;
+  - api_history_1key_{json,columns}_ms: `cohort.Api().run(path).history(keys=["m0"])` into a
+    pandas DataFrame (JSON forced with COHORT_API_COLUMNS=0), --points points;
+  - api_history_10keys_{json,columns}_ms: the same for a run of 10 keys x --points points;
+  - api_history_runs_columns_ms: `Api.history(runs, keys=["m0"])` of --runs runs of --points
+    points (the one-key run read --runs times, 8 threads), into one long DataFrame;
+  - load_avg: the 1-minute load average before and after (the machine may be shared).
 """
 from __future__ import annotations
 
@@ -37,6 +48,7 @@ import urllib.parse
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD = pathlib.Path(os.environ.get("COHORT_BUILD_DIR", ROOT / "build"))
+sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "tests" / "postgres"))
 from pg_cluster import PgCluster  # noqa: E402
 
@@ -81,12 +93,14 @@ class Server:
         parsed = urllib.parse.urlsplit(url)
         self.conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=120)
         key = json.loads((home / ".config" / "cohort" / "config.json").read_text())["api_key"]
+        self.url, self.key = url, key
         self.headers = {"Authorization": "Bearer " + key, "Content-Type": "application/json"}
 
-    def call(self, method, path, body=None):
+    def call(self, method, path, body=None, accept=None):
         """Returns (status, raw answer bytes)."""
+        headers = dict(self.headers, Accept=accept) if accept else self.headers
         self.conn.request(method, path, json.dumps(body) if body is not None else None,
-                          self.headers)
+                          headers)
         resp = self.conn.getresponse()
         return resp.status, resp.read()
 
@@ -102,17 +116,84 @@ class Server:
         self.proc.wait(timeout=30)
 
 
-def measure(server, points, repeat, pg=None):
-    entity = server.json("GET", "/api/v1/viewer")["entity"]
+def write_run(server, entity, points, keys):
+    """A new run of one writer logging `keys` (m0..) at every step 0..points-1; its API path."""
     run = server.json("POST", f"/api/v1/runs/{entity}/bench", {"name": "read"})["id"]
     path = f"/api/v1/runs/{entity}/bench/{run}"
     server.json("POST", path + "/writers", {"label": "rank_0"})
-    rows = 10_000
+    rows = max(1000, 100_000 // keys)
     for seq, start in enumerate(range(0, points, rows), 1):
         history = [{"step": s, "time": 1_700_000_000_000 + s,
-                    "values": {"m0": 1.0 / (1.0 + 0.001 * s) + 0.01 * math.sin(s * 0.7)}}
+                    "values": {f"m{k}": 1.0 / (1.0 + 0.001 * s) + 0.01 * math.sin(s * 0.7 + k)
+                               for k in range(keys)}}
                    for s in range(start, min(points, start + rows))]
         server.json("POST", path + "/writers/rank_0/batches", {"seq": seq, "history": history})
+    return run, path
+
+
+def timed(fn, repeat):
+    """(median ms of `repeat` calls of fn after one warm call, fn's last result)."""
+    out = fn()
+    ms = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        ms.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(ms), out
+
+
+def measure_columns(server, entity, run, path, points, repeat, runs):
+    """The issue 21 figures (module docstring)."""
+    import cohort
+    from cohort import api_columns
+
+    raw = f"{path}/history?keys=m0&limit={points}"
+
+    def json_read():
+        return json.loads(server.call("GET", raw)[1])
+
+    def columns_read():
+        status, body = server.call("GET", raw, accept=api_columns.MEDIA_TYPE)
+        if status != 200:
+            raise RuntimeError(f"columns: {status} {body[:200]!r}")
+        return body, api_columns.decode(body)[1]
+
+    out = {"load_avg_before": os.getloadavg()[0]}
+    out["raw_json_parse_ms"], _ = timed(json_read, repeat)
+    out["raw_columns_decode_ms"], (body, series) = timed(columns_read, repeat)
+    if len(series[0].steps) != points or series[0].more:
+        raise RuntimeError(f"columns: {len(series[0].steps)} points, expected {points}")
+    out["columns_bytes_per_point"] = len(body) / points
+    run10, _ = write_run(server, entity, points, 10)
+    api = cohort.Api(base_url=server.url, api_key=server.key)
+    try:
+        for name, run_id, keys in (("1key", run, ["m0"]),
+                                   ("10keys", run10, [f"m{k}" for k in range(10)])):
+            frames = {}
+            for mode, env in (("json", "0"), ("columns", "1")):
+                os.environ["COHORT_API_COLUMNS"] = env
+                r = api.run(f"{entity}/bench/{run_id}")
+                ms, frames[mode] = timed(lambda: r.history(keys=keys), max(3, repeat // 3))
+                out[f"api_history_{name}_{mode}_ms"] = ms
+            os.environ.pop("COHORT_API_COLUMNS", None)
+            if not frames["json"].equals(frames["columns"]) or len(frames["json"]) != points:
+                raise RuntimeError(f"history {name}: the JSON and columnar frames differ")
+        if runs:
+            paths = [f"{entity}/bench/{run}"] * runs
+            ms, df = timed(lambda: api.history(paths, keys=["m0"]), 3)
+            if len(df) != runs * points:
+                raise RuntimeError(f"Api.history: {len(df)} rows")
+            out["api_history_runs"] = runs
+            out["api_history_runs_columns_ms"] = ms
+    finally:
+        api.close()
+    out["load_avg_after"] = os.getloadavg()[0]
+    return out
+
+
+def measure(server, points, repeat, pg=None, runs=0):
+    entity = server.json("GET", "/api/v1/viewer")["entity"]
+    run, path = write_run(server, entity, points, 1)
     raw = f"{path}/history?keys=m0&limit={points}"
     chart = f"{path}/history?keys=m0&buckets=1000"
     read_ms, parse_ms, chart_ms, size = [], [], [], 0
@@ -149,6 +230,7 @@ def measure(server, points, repeat, pg=None):
            "bytes_per_point": size / points}
     if pg is not None:
         out["db_cpu_ms"] = db_cpu
+    out["columns"] = measure_columns(server, entity, run, path, points, repeat, runs)
     return out
 
 
@@ -158,8 +240,10 @@ def main():
     ap.add_argument("--points", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--stores", default="sqlite,postgres")
+    ap.add_argument("--runs", type=int, default=10,
+                    help="runs of Api.history(runs, ...) (0: not measured)")
     args = ap.parse_args()
-    out = {"points": args.points, "repeat": args.repeat}
+    out = {"points": args.points, "repeat": args.repeat, "cpus": os.cpu_count()}
     for store in args.stores.split(","):
         work = pathlib.Path(tempfile.mkdtemp(prefix="cohort-read-"))
         pg = PgCluster().start() if store == "postgres" else None
@@ -168,7 +252,7 @@ def main():
             if pg is not None:
                 pg.create_database("cohort")
             server = Server(work, pg.url("cohort") if pg else None)
-            out[store] = measure(server, args.points, args.repeat, pg)
+            out[store] = measure(server, args.points, args.repeat, pg, args.runs)
         finally:
             if server is not None:
                 server.stop()

@@ -188,6 +188,24 @@ class Api:
         data = self._t.get(PublicRun.api_path(entity, project, run_id))
         return PublicRun(self, data)
 
+    def history(self, runs: Sequence[Union[str, "PublicRun"]],
+                keys: Optional[Sequence[str]] = None, writers: Optional[Sequence[str]] = None,
+                max_workers: int = 8):
+        """The exact history of many runs (``PublicRun`` objects or 'entity/project/run_id'
+        paths) as one long pandas DataFrame: columns ``run`` (the run's id), ``writer``, ``step``,
+        ``time`` and one per key, runs in the given order. Runs are fetched in parallel by up
+        to `max_workers` threads, each with its own connection."""
+        if isinstance(runs, (str, PublicRun)):
+            runs = [runs]
+        targets = []
+        for r in runs:
+            if isinstance(r, PublicRun):
+                targets.append((r.id, r._base))
+            else:
+                entity, project, run_id = self._split(r, 3)
+                targets.append((run_id, PublicRun.api_path(entity, project, run_id)))
+        return api_history.runs_history_frame(self._t, targets, keys, writers, max_workers)
+
     def group(self, path: str, name: str) -> "Group":
         """The runs of group `name` in project 'entity/project'; NotFound when it has none."""
         entity, project = self._split(path, 2)

@@ -9,17 +9,33 @@ page holds at most ``page_points`` points whatever the run's size: memory stays 
 Bucketed reads (``samples=N``) ask the server for N equal step ranges per writer over the
 writer's step range, computed from chunk summaries (exact min/max/mean/last per bucket).
 
-Single-threaded, like the Transport it uses.
+Exact reads come as binary columns (api_columns.py, docs/formats.md "History columns") when
+numpy is installed, JSON otherwise; the pages, cursor and frames are the same either way.
+
+Single-threaded, like the Transport it uses, except runs_history_frame (Api.history), whose
+threads each use a clone of it.
 """
 from __future__ import annotations
 
 import bisect
+import json
+import os
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+from . import api_columns
 from .api_http import Transport, number
 from .errors import UsageError
 
 DEFAULT_PAGE_POINTS = 20_000
+# Points per request of history() read as columns: the whole frame is in memory anyway, so a
+# page only bounds one answer (24 bytes a point).
+COLUMN_PAGE_POINTS = 1_000_000
+
+
+def use_columns() -> bool:
+    """Whether raw history is read as columns (docs/formats.md "History columns"): numpy is
+    installed and COHORT_API_COLUMNS is not "0" (which forces JSON, for comparisons)."""
+    return os.environ.get("COHORT_API_COLUMNS", "1") != "0" and api_columns.available()
 _MAX_INT = 2**63
 BUCKET_STATS = ("min", "max", "mean", "last")
 
@@ -64,6 +80,60 @@ def _check_keys(keys: Optional[Sequence[str]], name: str = "keys") -> Optional[L
     return keys
 
 
+def _columns_of_json(data: Dict[str, Any]) -> List[api_columns.Columns]:
+    """The series of a JSON history answer as columns (a server that answered JSON to a
+    request for columns)."""
+    import numpy as np
+
+    out = []
+    for s in data["series"]:
+        pts = s["points"]
+        out.append(api_columns.Columns(
+            s["key"], s["writer"], bool(s["more"]),
+            np.array([p[0] for p in pts], dtype=np.int64),
+            np.array([p[1] for p in pts], dtype=np.int64),
+            np.array([number(p[2]) for p in pts], dtype=np.float64)))
+    return out
+
+
+def writer_column_pages(t: Transport, run_path: str, writer: str, keys: List[str],
+                        page_points: int, min_step: Optional[int] = None,
+                        max_step: Optional[int] = None, all_user_keys: bool = False
+                        ) -> Iterator[List[api_columns.Columns]]:
+    """writer_pages read as columns (numpy arrays, docs/formats.md "History columns"): the
+    same requests, cursor and cut; each page lists the Columns of every series."""
+    import numpy as np
+
+    limit = max(1, page_points // max(1, len(keys)))
+    after: Optional[int] = None
+    while True:
+        ctype, body = t.get_raw(run_path + "/history", {
+            "keys": None if all_user_keys else ",".join(keys), "writers": writer,
+            "limit": limit, "after_step": after, "min_step": min_step, "max_step": max_step},
+            api_columns.ACCEPT)
+        if ctype == api_columns.MEDIA_TYPE:
+            series = api_columns.decode(body)[1]
+        else:
+            series = _columns_of_json(json.loads(body))
+        del body
+        series = [s for s in series if s.writer == writer]
+        boundary: Optional[int] = None
+        for s in series:
+            if s.more and len(s.steps):
+                last = int(s.steps[-1])
+                boundary = last if boundary is None else min(boundary, last)
+        page = []
+        for s in series:
+            if boundary is not None and len(s.steps) and s.steps[-1] > boundary:
+                cut = int(np.searchsorted(s.steps, boundary, side="right"))
+                s = s._replace(steps=s.steps[:cut], times=s.times[:cut], values=s.values[:cut])
+            page.append(s)
+        yield page
+        if boundary is None:
+            return
+        after = boundary
+
+
 def writer_pages(t: Transport, run_path: str, writer: str, keys: List[str], page_points: int,
                  min_step: Optional[int] = None, max_step: Optional[int] = None,
                  all_user_keys: bool = False) -> Iterator[List[SeriesPage]]:
@@ -71,6 +141,12 @@ def writer_pages(t: Transport, run_path: str, writer: str, keys: List[str], page
     cut at a step that every series has passed, so that a page never splits a step.
     `all_user_keys`: `keys` are all the writer's user keys; ask for them without naming them
     (a key may contain a comma)."""
+    if use_columns():
+        for cols in writer_column_pages(t, run_path, writer, keys, page_points, min_step,
+                                        max_step, all_user_keys):
+            yield [(c.key, [list(p) for p in zip(c.steps.tolist(), c.times.tolist(),
+                                                  c.values.tolist())]) for c in cols]
+        return
     limit = max(1, page_points // max(1, len(keys)))
     after: Optional[int] = None
     while True:
@@ -88,9 +164,8 @@ def writer_pages(t: Transport, run_path: str, writer: str, keys: List[str], page
             pts = s.pop("points")
             if boundary is not None and pts and pts[-1][0] > boundary:
                 del pts[bisect.bisect_right(pts, [boundary, _MAX_INT, 0.0]):]
-            for p in pts:
-                if isinstance(p[2], str):
-                    p[2] = number(p[2])
+            for p in pts:  # values are doubles whatever their JSON spelling ("1" for 1.0)
+                p[2] = number(p[2])
             page.append((s["key"], pts))
         del data, series
         yield page
@@ -161,7 +236,10 @@ def history_frame(t: Transport, run_path: str, keys: Optional[Sequence[str]],
     df = pd.concat(frames, ignore_index=True, sort=False)
     df = df.reindex(columns=["writer", "step", "time"] + value_cols)
     order = [x_axis, "writer"] if with_writer else [x_axis, "writer", "step"]
-    df = df.sort_values(order, kind="stable").reset_index(drop=True)
+    if len(frames) == 1:  # one writer: the order by writer is no order
+        order = [c for c in order if c != "writer"]
+    if not (len(order) <= 2 and all(df[c].is_monotonic_increasing for c in order)):
+        df = df.sort_values(order, kind="stable").reset_index(drop=True)  # else: sorted already
     if not with_writer:
         df = df.drop(columns=["writer"])
     df["step"] = df["step"].astype("int64")
@@ -171,20 +249,51 @@ def history_frame(t: Transport, run_path: str, keys: Optional[Sequence[str]],
 
 def _exact_writer_frame(pd, t: Transport, run_path: str, writer: str,
                         series: List[Dict[str, Any]], page_points: int, all_user_keys: bool):
+    import numpy as np  # pandas needs it
+
     keys = sorted({s["key"] for s in series})
-    cols: Dict[str, Tuple[List[int], List[int], List[float]]] = {k: ([], [], []) for k in keys}
-    for page in writer_pages(t, run_path, writer, keys, page_points,
-                             all_user_keys=all_user_keys):
-        for key, points in page:
-            steps, times, values = cols[key]
-            for step, time, value in points:
-                steps.append(step)
-                times.append(time)
-                values.append(value)
     parts = []
-    for key, (steps, times, values) in cols.items():
-        parts.append(pd.DataFrame({"step": steps, "time": times, key: values}))
+    if use_columns():
+        arrays: Dict[str, List[api_columns.Columns]] = {k: [] for k in keys}
+        for cpage in writer_column_pages(t, run_path, writer, keys,
+                                         max(page_points, COLUMN_PAGE_POINTS),
+                                         all_user_keys=all_user_keys):
+            for c in cpage:
+                arrays.setdefault(c.key, []).append(c)
+        for key, cs in arrays.items():
+            parts.append(pd.DataFrame({
+                "step": np.concatenate([c.steps for c in cs] or [np.empty(0, np.int64)]),
+                "time": np.concatenate([c.times for c in cs] or [np.empty(0, np.int64)]),
+                key: np.concatenate([c.values for c in cs] or [np.empty(0, np.float64)])}))
+    else:
+        cols: Dict[str, Tuple[List[int], List[int], List[float]]] = {
+            k: ([], [], []) for k in keys}
+        for page in writer_pages(t, run_path, writer, keys, page_points,
+                                 all_user_keys=all_user_keys):
+            for key, points in page:
+                steps, times, values = cols[key]
+                for step, time, value in points:
+                    steps.append(step)
+                    times.append(time)
+                    values.append(value)
+        for key, (steps, times, values) in cols.items():
+            # Values are doubles whatever their JSON spelling ("1" for 1.0).
+            parts.append(pd.DataFrame({"step": np.asarray(steps, dtype=np.int64),
+                                       "time": np.asarray(times, dtype=np.int64),
+                                       key: np.asarray(values, dtype=np.float64)}))
     merged = None
+    if len(parts) > 1 and all(np.array_equal(p["step"].to_numpy(), parts[0]["step"].to_numpy())
+                              for p in parts[1:]):
+        # Every key at the same steps (the common case): what the merges below would give
+        # (the steps in order, the first key's times), without them.
+        merged = parts[0]
+        if not merged["step"].is_monotonic_increasing:
+            merged = merged.sort_values("step", kind="stable").reset_index(drop=True)
+        merged = merged.copy()
+        for part in parts[1:]:
+            part = part.sort_values("step", kind="stable").reset_index(drop=True)
+            merged[part.columns[2]] = part[part.columns[2]].to_numpy()
+        parts = []
     for part in parts:
         if merged is None:
             merged = part
@@ -307,3 +416,58 @@ def histogram_frame(t: Transport, run_path: str, key: Union[str, Sequence[str]],
     if samples is not None:
         columns += ["last_step", "merged", "exact"]
     return pd.DataFrame(rows, columns=columns)
+
+
+# -- many runs at once (Api.history) ------------------------------------------------------------
+def runs_history_frame(t: Transport, runs: List[Tuple[str, str]], keys: Optional[Sequence[str]],
+                       writers: Optional[Sequence[str]], max_workers: int):
+    """One long DataFrame of the exact history of `runs` ([(run id, API path)]): columns
+    ``run``, ``writer``, ``step``, ``time`` and one per key, runs in the given order, each as
+    history_frame orders it. Runs are read by up to `max_workers` threads, each with its own
+    connection (a clone of `t`)."""
+    import concurrent.futures
+    import threading
+
+    import pandas as pd
+
+    keys = _check_keys(keys)
+    if not isinstance(max_workers, int) or isinstance(max_workers, bool) or max_workers < 1:
+        raise UsageError(f"max_workers: expected an int >= 1, got {max_workers!r}")
+    local = threading.local()
+    transports: List[Transport] = []
+    lock = threading.Lock()
+
+    def one(run: Tuple[str, str]):
+        tt = getattr(local, "t", None)
+        if tt is None:
+            tt = local.t = t.clone()
+            with lock:
+                transports.append(tt)
+        return history_frame(tt, run[1], keys, writers, None, "step", True)
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max(1, min(max_workers, len(runs)))) as ex:
+            frames = list(ex.map(one, runs))
+    finally:
+        for tt in transports:
+            tt.close()
+    value_cols = sorted({c for f in frames for c in f.columns} - {"writer", "step", "time"})
+    columns = ["run", "writer", "step", "time"] + value_cols
+    ids = [r[0] for r, f in zip(runs, frames) if len(f)]
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    # Column by column (what pd.concat + reindex would give, without its block copies).
+    import numpy as np
+
+    data: Dict[str, Any] = {"run": np.repeat(np.array(ids, dtype=object),
+                                             [len(f) for f in frames])}
+    for c in columns[1:]:
+        if c == "writer":
+            data[c] = np.concatenate([f[c].to_numpy(dtype=object) for f in frames])
+        elif c in ("step", "time"):
+            data[c] = np.concatenate([f[c].to_numpy(dtype=np.int64) for f in frames])
+        else:
+            data[c] = np.concatenate([f[c].to_numpy(dtype=np.float64) if c in f
+                                      else np.full(len(f), np.nan) for f in frames])
+    return pd.DataFrame(data, columns=columns)

@@ -128,8 +128,8 @@ class Transport:
         return self._conn
 
     def _send(self, path: str, url: str, headers: Dict[str, str], method: str = "GET",
-              body: Optional[bytes] = None):
-        """One request: (status, body, Retry-After seconds or None)."""
+              body: Optional[bytes] = None, with_type: bool = False):
+        """One request: (status, body, Retry-After seconds or None[, Content-Type])."""
         last: Optional[BaseException] = None
         for _ in range(2):  # a kept-alive connection the server closed: retry once
             conn = self._connect()
@@ -137,6 +137,9 @@ class Transport:
                 conn.request(method, url, body=body, headers=headers)
                 resp = conn.getresponse()
                 data = resp.read()
+                if with_type:
+                    return (resp.status, data, _retry_after(resp),
+                            resp.getheader("Content-Type") or "")
                 return resp.status, data, _retry_after(resp)
             except (ConnectionError, http.client.HTTPException, OSError) as e:
                 self.close()
@@ -153,6 +156,22 @@ class Transport:
         CommError (with the server's message) otherwise. A 429 or 503 answer is retried
         after its Retry-After (at most 30 s, 5 times) before it becomes a CommError."""
         return self.call("GET", path, query)
+
+    def get_raw(self, path: str, query: Optional[Mapping[str, Any]], accept: str
+                ) -> Tuple[str, bytes]:
+        """GET path?query with `accept` -> (the answer's media type, lower-case and without
+        parameters; its body bytes) for a 2xx answer; errors as ``get``."""
+        q = {k: v for k, v in (query or {}).items() if v is not None and v != ""}
+        url = self._prefix + path + ("?" + urllib.parse.urlencode(q) if q else "")
+        headers = self._headers(accept)
+        for throttled in range(_THROTTLE_RETRIES + 1):
+            status, answer, retry_after, ctype = self._send(path, url, headers, with_type=True)
+            if status not in (429, 503) or throttled == _THROTTLE_RETRIES:
+                break
+            time.sleep(min(_MAX_WAIT_S, retry_after if retry_after is not None else 1.0))
+        if status >= 300:
+            raise _error_for(status, _decode(answer), f"GET {path}")
+        return ctype.split(";", 1)[0].strip().lower(), answer
 
     def post(self, path: str, body: Any) -> Any:
         """POST path with a JSON body -> the decoded JSON answer; errors as ``get``."""

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "cohort/cohort.h"
+#include "core/crc32c.h"
 #include "core/limits.h"
 #include "core/metric_key.h"
 #include "core/version.h"
@@ -729,6 +730,25 @@ NB_MODULE(_cohort, m) {
         return out;
       },
       "data"_a);
+
+  m.def(
+      "_crc32c",
+      [](nb::bytes data, size_t offset) {
+        // CRC-32C of data[offset:] (the checksum of the history columns, docs/formats.md).
+        if (offset > data.size()) {
+          PyErr_SetString(PyExc_ValueError, "_crc32c: offset past the end");
+          throw nb::python_error();
+        }
+        const char* p = data.c_str() + offset;
+        const size_t n = data.size() - offset;
+        uint32_t crc;
+        {
+          nb::gil_scoped_release release;  // `data` stays referenced by the caller's frame
+          crc = cohort::crc32c::Value(p, n);
+        }
+        return crc;
+      },
+      "data"_a, "offset"_a = 0);
 
   m.def(
       "setup",

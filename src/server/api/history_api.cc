@@ -14,6 +14,7 @@
 #include "core/limits.h"
 #include "core/mutex.h"
 #include "server/api/context.h"
+#include "server/api/history_columns.h"
 
 namespace cohort::api {
 namespace {
@@ -229,11 +230,26 @@ Status ReadRangeParams(const http::HttpRequest& req, const ApiLimits& limits,
   return Status::Ok();
 }
 
-http::HttpResponse Query(ApiContext* ctx, store::HistoryQuery& q, bool system) {
+// `format`: kColumns only for raw history reads (NegotiateHistoryFormat).
+http::HttpResponse Query(ApiContext* ctx, store::HistoryQuery& q, bool system,
+                         HistoryFormat format = HistoryFormat::kJson) {
   int64_t t0 = MonoNanos();
   auto res = ctx->store->QueryHistory(q);
   ctx->metrics->ObserveStore(system ? "query_system" : "query_history", MonoNanos() - t0);
   if (!res.ok()) return ErrorResponse(res.status());
+  if (format == HistoryFormat::kColumns) {
+    std::string warnings;
+    bool none = true;
+    AppendWarnings(&warnings, q.run, *res, /*multi_run=*/false, &none);
+    constexpr std::string_view kLead = ",\"warnings\":";
+    if (!none) warnings = warnings.substr(kLead.size()) + "]";
+    http::HttpResponse resp;
+    resp.content_type =
+        std::string(kColumnsMediaType) + "; version=" + std::to_string(kColumnsVersion);
+    resp.body = EncodeHistoryColumns(*res, warnings);
+    resp.headers.emplace_back("Vary", "Accept");
+    return resp;
+  }
   std::string body = "{\"series\":[";
   for (size_t i = 0; i < res->size(); ++i) {
     if (i) body.push_back(',');
@@ -390,7 +406,11 @@ void RegisterHistoryRoutes(http::Router& r, ApiContext* ctx) {
           q.keys = SplitCsv(req.QueryParam("keys"));
           q.writers = SplitCsv(req.QueryParam("writers"));
           if (Status s = ReadRangeParams(req, ctx->limits, &q); !s.ok()) return ErrorResponse(s);
-          return Query(ctx, q, false);
+          auto format = NegotiateHistoryFormat(req.Header("accept"), q.series.buckets > 0);
+          if (!format.ok()) {
+            return http::HttpResponse::Error(406, "not_acceptable", format.status().message());
+          }
+          return Query(ctx, q, false, *format);
         }));
   r.Add("GET", base + "/system", Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
           auto ref = RunRefFromPath(req, who);

@@ -1,0 +1,42 @@
+// The columnar answer of a raw history read (docs/formats.md, "History columns"): a small JSON
+// header naming each series, then per series its steps, times and values as little-endian
+// int64/int64/float64 arrays that numpy.frombuffer reads without copying; CRC-32C checked.
+// Chosen by `Accept` (NegotiateHistoryFormat); JSON stays the default. Pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cohort/status.h"
+#include "store/history_types.h"
+
+namespace cohort::api {
+
+inline constexpr std::string_view kColumnsMediaType = "application/vnd.cohort.columns";
+inline constexpr uint32_t kColumnsVersion = 1;
+inline constexpr size_t kColumnsPreamble = 16;  // magic, version, header length, crc32c
+
+enum class HistoryFormat { kJson, kColumns };
+
+// The answer's format for an `Accept` header (empty: JSON). JSON when the caller accepts it at
+// least as much as the columns (application/json, application/*, */*); the columns only when
+// named (never through */*), and only for raw reads (`bucketed` false). An error (its message
+// names the problem; the route answers it as 406 Not Acceptable) when nothing acceptable is
+// offered: columns for a bucketed read, or no type the route has.
+Result<HistoryFormat> NegotiateHistoryFormat(std::string_view accept, bool bucketed);
+
+// The columnar body for `series` (raw reads: points and `more` of each). `warnings_json`: the
+// JSON array of the answer's warnings ("[...]"), or empty for none.
+std::string EncodeHistoryColumns(const std::vector<store::SeriesData>& series,
+                                 std::string_view warnings_json);
+
+// A decoded columnar body (tests; the Python reader is python/cohort/api_columns.py).
+struct DecodedColumns {
+  std::string header_json;                // the header, as sent
+  std::vector<store::SeriesData> series;  // key, writer, more, points
+};
+Result<DecodedColumns> DecodeHistoryColumns(std::string_view body);
+
+}  // namespace cohort::api
