@@ -306,7 +306,6 @@ Status ServerApp::Start() {
   ctx_.signing_keys = signing_keys_.get();
   alerts_ = std::make_unique<alerts::AlertEngine>(store_.get());
   ctx_.alerts = alerts_.get();
-  ctx_.writer_ended = [this] { WakeForWriterEnds(); };
   webhook_poster_ =
       std::make_unique<webhooks::CurlWebhookPoster>(webhooks::CurlWebhookPoster::Options{
           .connect_timeout_s = std::min(5.0, config_.webhook_timeout_s),
@@ -369,30 +368,11 @@ std::string ServerApp::url() const {
   return "http://" + host + ":" + std::to_string(http_ ? http_->port() : config_.http.port);
 }
 
-void ServerApp::WakeForWriterEnds() {
-  MutexLock lock(&mu_);
-  ends_pending_ = true;
-  cv_.SignalAll();
-}
-
 void ServerApp::SweepLoop() {
   MutexLock lock(&mu_);
-  const auto interval = std::chrono::seconds(config_.sweep_interval_s);
-  auto next_sweep = std::chrono::steady_clock::now() + interval;
   while (!stopping_) {
-    if (!ends_pending_) cv_.WaitUntil(mu_, next_sweep);
+    cv_.WaitFor(mu_, std::chrono::seconds(config_.sweep_interval_s));
     if (stopping_) break;
-    const bool ends = ends_pending_;
-    ends_pending_ = false;
-    if (std::chrono::steady_clock::now() < next_sweep) {
-      if (!ends) continue;  // a spurious wake-up
-      // Woken by a route that ended a writer: its alerts now, the sweep when it is due.
-      lock.Unlock();
-      alerts_->HandleWriterEnds(NowMillis());
-      lock.Lock();
-      continue;
-    }
-    next_sweep = std::chrono::steady_clock::now() + interval;
     lock.Unlock();
     // Heartbeats answered so far must be in the store before it is searched for stale writers;
     // when they cannot be written, no writer is marked crashed this time.

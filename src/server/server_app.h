@@ -107,8 +107,6 @@ class ServerApp {
   // /healthz readiness: not stopping, and the store answered (checked at most once a second).
   Status Ready() COHORT_EXCLUDES(ready_mu_);
   void SweepLoop() COHORT_EXCLUDES(mu_);
-  // A route ended a writer: wakes the sweeper to handle the end's alerts now.
-  void WakeForWriterEnds() COHORT_EXCLUDES(mu_);
   void PruneBatchesIfDue(int64_t now_ms);
   void PruneSessionsIfDue(int64_t now_ms);
 
@@ -140,7 +138,6 @@ class ServerApp {
   Status ready_status_ COHORT_GUARDED_BY(ready_mu_);
   Mutex mu_;
   CondVar cv_;
-  bool ends_pending_ COHORT_GUARDED_BY(mu_) = false;  // WakeForWriterEnds
   bool stopping_ COHORT_GUARDED_BY(mu_) = false;
 };
 

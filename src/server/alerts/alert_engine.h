@@ -103,8 +103,7 @@ class AlertEngine {
   // what an ended writer can no longer clear: its code alerts and its hung, stale_metric,
   // straggler and gpu_underused alerts (the run's too, once the run ended). An end is marked
   // handled only once all of that is stored; otherwise the next call (this server's next Tick,
-  // or another server's) does it. The server's sweeper calls it when a finish route wakes it
-  // (api::ApiContext::writer_ended), and Tick at every sweep.
+  // or another server's) does it. The finish routes call it after a writer ends; Tick too.
   void HandleWriterEnds(int64_t now_ms) COHORT_EXCLUDES(mu_, ends_mu_);
   // A heartbeat of the writer (a live process whose step may not advance: `hung`).
   void OnHeartbeat(const store::RunRef& ref, const std::string& label, int64_t now_ms);

@@ -65,10 +65,6 @@ struct ApiContext {
   const SigningKeys* signing_keys = nullptr;  // signs upload URLs; null: none are handed out
   // Evaluates alert rules on ingest and writer ends (server/alerts); null: no rule alerts.
   alerts::AlertEngine* alerts = nullptr;
-  // Called after a route ended a writer: the server's sweeper then raises and resolves what
-  // the end calls for (alerts::AlertEngine::HandleWriterEnds), off the request. Null: the next
-  // sweep does.
-  std::function<void()> writer_ended;
   // Readiness for GET /healthz: Ok when the server takes requests; null: always ready.
   std::function<Status()> ready;
   ApiLimits limits;

@@ -72,7 +72,9 @@ http::HttpResponse Finish(ApiContext* ctx, http::HttpRequest& req, const AuthCon
   const int64_t now = NowMillis();
   auto w = ctx->store->FinishWriter(*ref, req.PathParam("label"), state, code, now);
   if (!w.ok()) return ErrorResponse(w.status());
-  if (ctx->writer_ended) ctx->writer_ended();
+  // In the request, so that the caller reads its end's alerts (its code alerts resolved, a
+  // failure raised) as soon as it is answered.
+  if (ctx->alerts) ctx->alerts->HandleWriterEnds(now);
   return JsonResponse(200, WriterToJson(*w));
 }
 

@@ -333,7 +333,7 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
     if (end && !(w.state == end->first && w.exit_code == end->second)) {
       auto f = ctx->store->FinishWriter(*ref, cw.label(), end->first, end->second, now);
       if (!f.ok()) return StoreError(f.status(), "finish");
-      if (ctx->writer_ended) ctx->writer_ended();
+      if (ctx->alerts) ctx->alerts->HandleWriterEnds(now);
     } else if (!end && !ingested) {
       if (Status s = ctx->store->Heartbeat(*ref, cw.label(), now); !s.ok()) {
         return StoreError(s, "heartbeat");
