@@ -44,12 +44,9 @@ Result<WriterRow> FindWriter(Db* db, const RunRef& ref, const std::string& label
   return run ? WriterNotFound(ref, label) : RunNotFound(ref);
 }
 
-// The stored state of one series of a batch, read in the write transaction.
-struct SeriesRow {
-  int64_t pk = 0;  // 0: the series does not exist yet
-  series::TailState state;
-  int64_t paged_upto = 0;  // sqlite_summary_pages.h
-};
+// The stored state of one series of a batch, read in the write transaction (or found in the
+// series cache); pk 0: the series does not exist yet.
+using SeriesRow = sqlite::SeriesCache::Entry;
 
 Status ReadSeriesRow(Db* db, int64_t run_pk, int64_t writer_pk, const std::string& key,
                      SeriesRow* out) {
@@ -69,11 +66,14 @@ Status ReadSeriesRow(Db* db, int64_t run_pk, int64_t writer_pk, const std::strin
 
 // Appends `points` to the series (run, key, writer) in `*sr`, creating it when new: the points
 // become a chunk of the series' tail, or the tail and the points are compacted into full chunks
-// (series/tail.h). Runs inside the caller's write transaction.
-Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const KeyColumn& column,
-                    SeriesRow* sr, const std::vector<series::Point>& points, int64_t lo, int64_t hi) {
+// (series/tail.h). Runs inside the caller's write transaction; what it leaves in the series row
+// goes into `cache`.
+Status AppendSeries(Db* db, sqlite::SeriesCache* cache, int64_t run_pk, int64_t writer_pk,
+                    const KeyColumn& column, SeriesRow* sr, const std::vector<series::Point>& points,
+                    int64_t lo, int64_t hi) {
   const std::string& key = column.key;
   if (sr->pk == 0) {
+    sqlite::SeriesCache::OwnWrite own(cache);
     COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("INSERT INTO series (run_pk, writer_pk, key, "
                                                 "is_system) VALUES (?, ?, ?, ?)"));
     st.Bind(run_pk).Bind(writer_pk).Bind(key).Bind(column.system);
@@ -143,7 +143,17 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const KeyColumn& 
   st.Bind(int64_t(points.size())).Bind(lo).Bind(lo).Bind(hi).Bind(hi);
   st.Bind(state.next_idx).Bind(state.tail_idx).Bind(state.tail_count).Bind(state.tail_chunks);
   st.Bind(paged_upto).Bind(series_pk);
-  return st.Run();
+  {
+    sqlite::SeriesCache::OwnWrite own(cache);
+    COHORT_RETURN_IF_ERROR(st.Run());
+  }
+  if (db->Changes() != 1) {  // the cache was behind the table: never expected
+    cache->Clear();
+    return Status::Internal("series '" + key + "': its row #" + std::to_string(series_pk) +
+                            " vanished during the write");
+  }
+  cache->Put(writer_pk, key, *sr);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -203,9 +213,15 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
   // run's key budget before any is created.
   std::vector<SeriesRow> rows(batch.columns.size());
   std::vector<std::string> missing;
+  write_mu_.AssertHeld();  // IngestInTxn runs as the group commit's work
   for (uint32_t c : plan->by_key()) {
-    COHORT_RETURN_IF_ERROR(ReadSeriesRow(db, w.run_pk, w.pk, batch.columns[c].key, &rows[c]));
-    if (rows[c].pk == 0) missing.push_back(batch.columns[c].key);
+    const std::string& key = batch.columns[c].key;
+    if (const SeriesRow* cached = series_cache_.Find(w.pk, key)) {
+      rows[c] = *cached;
+    } else {
+      COHORT_RETURN_IF_ERROR(ReadSeriesRow(db, w.run_pk, w.pk, key, &rows[c]));
+    }
+    if (rows[c].pk == 0) missing.push_back(key);
   }
   if (!missing.empty() || !batch.histograms.empty() || !batch.media.empty()) {
     sqlite::SqlConn conn(db);
@@ -217,7 +233,7 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
     plan->Points(c, &points);
     const auto [lo, hi] = plan->StepRange(c);
     COHORT_RETURN_IF_ERROR(
-        AppendSeries(db, w.run_pk, w.pk, batch.columns[c], &rows[c], points, lo, hi));
+        AppendSeries(db, &series_cache_, w.run_pk, w.pk, batch.columns[c], &rows[c], points, lo, hi));
   }
 
   if (!batch.histograms.empty() || !batch.media.empty()) {

@@ -22,6 +22,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteOptions& opti
   {
     MutexLock lock(&store->write_mu_);  // uncontended: the store is not shared yet
     store->writer_ = std::move(writer);
+    store->series_cache_.Attach(store->writer_.get());
   }
   COHORT_RETURN_IF_ERROR(store->MigrateSchema());
   if (options.background_checkpoints) {

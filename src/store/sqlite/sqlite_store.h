@@ -26,6 +26,7 @@
 #include "store/sqlite/sqlite_checkpointer.h"
 #include "store/sqlite/sqlite_db.h"
 #include "store/sqlite/sqlite_group_commit.h"
+#include "store/sqlite/sqlite_series_cache.h"
 
 namespace cohort::store {
 
@@ -58,6 +59,11 @@ class SqliteStore final : public SqlStore {
   // Transactions and calls of the group commit so far (tests, benchmarks).
   sqlite::GroupCommit::Counters group_counters() const { return group_.counters(); }
   const sqlite::Checkpointer& checkpointer() const { return checkpointer_; }
+  // Hits, misses and clears of the write connection's series cache so far (tests, benchmarks).
+  sqlite::SeriesCache::Stats series_cache_stats() COHORT_EXCLUDES(write_mu_) {
+    MutexLock lock(&write_mu_);
+    return series_cache_.stats();
+  }
 
  protected:
   Status Run(Access access, const Work& work) override;
@@ -101,8 +107,10 @@ class SqliteStore final : public SqlStore {
   SqliteOptions options_;
   Mutex write_mu_;
   std::unique_ptr<sqlite::Db> writer_ COHORT_GUARDED_BY(write_mu_);
-  sqlite::GroupCommit group_{&write_mu_, &writer_,
-                             options_.group_commit ? kMaxGroup : 1};  // Ingest, heartbeats
+  // The series rows' tail state for Ingest (also told by group_ how its transactions end).
+  sqlite::SeriesCache series_cache_ COHORT_GUARDED_BY(write_mu_);
+  sqlite::GroupCommit group_{&write_mu_, &writer_, options_.group_commit ? kMaxGroup : 1,
+                             &series_cache_};  // Ingest, heartbeats
   sqlite::Checkpointer checkpointer_;  // WAL checkpoints off the write path; stops first
   Mutex pool_mu_;
   std::vector<std::unique_ptr<sqlite::Db>> idle_readers_ COHORT_GUARDED_BY(pool_mu_);
