@@ -32,6 +32,7 @@ void SeriesCache::OnUpdate(void* self, int /*op*/, const char* /*db*/, const cha
 const SeriesCache::Entry* SeriesCache::Find(int64_t writer_pk, const std::string& key) {
   const std::pair<int64_t, std::string> k(writer_pk, key);
   for (const Map* m : {&call_, &group_, &committed_}) {
+    if (m->empty()) continue;
     auto it = m->find(k);
     if (it != m->end()) {
       ++stats_.hits;

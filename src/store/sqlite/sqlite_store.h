@@ -34,7 +34,10 @@ struct SqliteOptions {
   std::string path;               // the database file; its directory must exist
   bool synchronous_full = false;  // PRAGMA synchronous=FULL instead of NORMAL
   int busy_timeout_ms = 5000;
-  int read_connections = 4;  // idle read connections kept open
+  // Read connections kept open; when all are in use, a read waits up to 20 ms for one to come
+  // back before it opens another (opening one parses the whole schema: a burst of reads opening
+  // connections cost a fifth of the server's CPU under the fleet load, docs/reliability.md).
+  int read_connections = 4;
   // Concurrent Ingest and heartbeat calls share transactions (sqlite_group_commit.h); false
   // gives each its own (URL option group_commit=off; for measurements).
   bool group_commit = true;
@@ -113,7 +116,9 @@ class SqliteStore final : public SqlStore {
                              &series_cache_};  // Ingest, heartbeats
   sqlite::Checkpointer checkpointer_;  // WAL checkpoints off the write path; stops first
   Mutex pool_mu_;
+  CondVar reader_returned_;  // signalled under pool_mu_ when a lease ends
   std::vector<std::unique_ptr<sqlite::Db>> idle_readers_ COHORT_GUARDED_BY(pool_mu_);
+  int leased_readers_ COHORT_GUARDED_BY(pool_mu_) = 0;
 };
 
 }  // namespace cohort::store
