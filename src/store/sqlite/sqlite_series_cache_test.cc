@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "series/tail.h"
 #include "store/sqlite/sqlite_store.h"
@@ -255,6 +257,31 @@ TEST(SqliteSeriesCacheTest, BatchRolledBackInAGroupLeavesNothingInTheCache) {
   ASSERT_TRUE(store->Ingest(ref, "w", Keys(5, {"a"}, 5), 5).ok());
   EXPECT_EQ(Values(store.get(), ref, "a"), (std::vector<double>{1, 2, 4, 5}));
   EXPECT_EQ(Inconsistent(db), "");
+}
+
+// A burst of concurrent reads (the alert engine's every 30 s) is served by the pool: reads wait
+// briefly for a pooled connection instead of each opening one (which parses the schema).
+TEST(SqliteReadPoolTest, BurstOfReadsReusesThePooledConnections) {
+  TempDir dir;
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto store,
+      SqliteStore::Open(SqliteOptions{.path = dir.path() / "a.db", .read_connections = 2}));
+  const RunRef ref{"e", "p", "r"};
+  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
+  constexpr int kThreads = 16, kReads = 50;
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kReads; ++i) {
+        if (!store->GetRun(ref).ok()) ++failed;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  // Without the wait, most of the 800 reads found both pooled connections busy and opened one.
+  EXPECT_LE(store->readers_opened(), 8) << "of " << kThreads * kReads << " reads";
 }
 
 }  // namespace

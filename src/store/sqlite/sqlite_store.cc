@@ -78,6 +78,7 @@ Result<SqliteStore::ReadLease> SqliteStore::AcquireReader() {
       if (!reader_returned_.WaitUntil(pool_mu_, deadline)) break;
     }
     ++leased_readers_;
+    if (idle_readers_.empty()) ++readers_opened_;
     if (!idle_readers_.empty()) {
       std::unique_ptr<Db> db = std::move(idle_readers_.back());
       idle_readers_.pop_back();

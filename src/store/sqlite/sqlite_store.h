@@ -62,6 +62,11 @@ class SqliteStore final : public SqlStore {
   // Transactions and calls of the group commit so far (tests, benchmarks).
   sqlite::GroupCommit::Counters group_counters() const { return group_.counters(); }
   const sqlite::Checkpointer& checkpointer() const { return checkpointer_; }
+  // Read connections opened so far, the pool's first ones included (tests).
+  int64_t readers_opened() COHORT_EXCLUDES(pool_mu_) {
+    MutexLock lock(&pool_mu_);
+    return readers_opened_;
+  }
   // Hits, misses and clears of the write connection's series cache so far (tests, benchmarks).
   sqlite::SeriesCache::Stats series_cache_stats() COHORT_EXCLUDES(write_mu_) {
     MutexLock lock(&write_mu_);
@@ -119,6 +124,7 @@ class SqliteStore final : public SqlStore {
   CondVar reader_returned_;  // signalled under pool_mu_ when a lease ends
   std::vector<std::unique_ptr<sqlite::Db>> idle_readers_ COHORT_GUARDED_BY(pool_mu_);
   int leased_readers_ COHORT_GUARDED_BY(pool_mu_) = 0;
+  int64_t readers_opened_ COHORT_GUARDED_BY(pool_mu_) = 0;
 };
 
 }  // namespace cohort::store
