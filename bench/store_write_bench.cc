@@ -127,6 +127,12 @@ void BM_FleetBatch(benchmark::State& state) {
     state.counters["largest_group"] = double(c.largest_group);
     state.counters["failed"] = double(g_failed.load());
     state.counters["writer_ckpts"] = double(g_store->checkpointer().writer_checkpoints());
+    // The write connection's series cache (sqlite_series_cache.h): how often a batch's series
+    // row came from memory, and how often the cache was dropped.
+    const auto sc = g_store->series_cache_stats();
+    state.counters["series_cached_pct"] =
+        sc.hits + sc.misses > 0 ? 100.0 * double(sc.hits) / double(sc.hits + sc.misses) : 0;
+    state.counters["series_cache_clears"] = double(sc.clears);
     state.SetLabel(std::string(kModes[mode]) + (full ? ",FULL" : ",NORMAL"));
   }
 }

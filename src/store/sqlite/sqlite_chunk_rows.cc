@@ -1,5 +1,6 @@
 #include "store/sqlite/sqlite_chunk_rows.h"
 
+#include <algorithm>
 #include <string>
 
 #include "series/tail.h"
@@ -13,7 +14,40 @@ constexpr char kInsertChunk[] =
     "vfirst, vlast, nan_count, data, series_pk, idx) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
     "?, ?)";
 
+// Rows per statement of InsertChunkRows: 14 parameters each, well below SQLite's limit.
+constexpr size_t kRowsPerInsert = 16;
+
+// kInsertChunk with `rows` rows of values.
+std::string MultiRowInsert(size_t rows) {
+  std::string sql = kInsertChunk;
+  for (size_t i = 1; i < rows; ++i) sql += ", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+  return sql;
+}
+
+void BindChunk(Stmt& st, int64_t series_pk, const series::ChunkWrite& w) {
+  const series::ChunkSummary& s = w.summary;
+  st.Bind(s.count).Bind(s.min_step).Bind(s.max_step).Bind(s.min_time).Bind(s.max_time);
+  st.BindKeepingSign(s.min).BindKeepingSign(s.max).BindKeepingSign(s.sum);
+  st.BindKeepingSign(s.first).BindKeepingSign(s.last).Bind(s.nan_count);
+  st.BindBlob(w.data).Bind(series_pk).Bind(w.index);
+}
+
 }  // namespace
+
+Status InsertChunkRows(Db* db, const std::vector<ChunkRow>& rows) {
+  static const std::vector<std::string> sqls = [] {
+    std::vector<std::string> out(kRowsPerInsert + 1);
+    for (size_t n = 1; n <= kRowsPerInsert; ++n) out[n] = MultiRowInsert(n);
+    return out;
+  }();
+  for (size_t i = 0; i < rows.size(); i += kRowsPerInsert) {
+    const size_t n = std::min(kRowsPerInsert, rows.size() - i);
+    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(sqls[n]));
+    for (size_t j = i; j < i + n; ++j) BindChunk(st, rows[j].series_pk, rows[j].chunk);
+    COHORT_RETURN_IF_ERROR(st.Run());
+  }
+  return Status::Ok();
+}
 
 Status InsertChunks(Db* db, int64_t series_pk, const std::vector<series::ChunkWrite>& chunks,
                     std::vector<int64_t>* pks) {
@@ -21,11 +55,7 @@ Status InsertChunks(Db* db, int64_t series_pk, const std::vector<series::ChunkWr
   COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(kInsertChunk));
   pks->reserve(pks->size() + chunks.size());
   for (const series::ChunkWrite& w : chunks) {
-    const series::ChunkSummary& s = w.summary;
-    st.Bind(s.count).Bind(s.min_step).Bind(s.max_step).Bind(s.min_time).Bind(s.max_time);
-    st.BindKeepingSign(s.min).BindKeepingSign(s.max).BindKeepingSign(s.sum);
-    st.BindKeepingSign(s.first).BindKeepingSign(s.last).Bind(s.nan_count);
-    st.BindBlob(w.data).Bind(series_pk).Bind(w.index);
+    BindChunk(st, series_pk, w);
     COHORT_RETURN_IF_ERROR(st.Run());
     st.Reset();
     pks->push_back(db->LastInsertRowid());

@@ -20,6 +20,16 @@ namespace cohort::store::sqlite {
 Status InsertChunks(Db* db, int64_t series_pk, const std::vector<series::ChunkWrite>& chunks,
                     std::vector<int64_t>* pks);
 
+// A chunk row of some series, for InsertChunkRows.
+struct ChunkRow {
+  int64_t series_pk = 0;
+  series::ChunkWrite chunk;
+};
+
+// Inserts `rows` (of any series; rowids not needed), several per statement: fewer statements
+// than InsertChunks for a batch's tail chunks, one per series.
+Status InsertChunkRows(Db* db, const std::vector<ChunkRow>& rows);
+
 // Seals the tails of every series of the writer `writer_pk` (series::PlanTailSeal: re-cut at
 // window edges, sealed, paged): run when the writer finishes, in the finishing transaction. The
 // series rows' tail columns are updated; query answers do not change.

@@ -45,22 +45,33 @@ size_t GroupCommit::queued() const {
 
 void GroupCommit::Commit(const std::vector<Call*>& group) {
   MutexLock write_lock(write_mu_);
-  Db* db = writer_->get();
+  const bool committed = CommitGroup(writer_->get(), group);
+  if (observer_ != nullptr) observer_->GroupEnded(committed);
+}
+
+bool GroupCommit::CommitGroup(Db* db, const std::vector<Call*>& group) {
   auto fail_all = [&](const Status& s) {
     for (Call* c : group) c->status = s;
+    return false;
   };
   Result<Txn> txn = Txn::Begin(db, Txn::Mode::kWrite);
   if (!txn.ok()) return fail_all(txn.status());
+  if (observer_ != nullptr) observer_->GroupBegan(db);
+  auto call_ended = [&](bool kept) {
+    if (observer_ != nullptr) observer_->CallEnded(kept);
+  };
 
   if (group.size() == 1) {  // alone: the transaction is the call's own, no savepoint needed
     Call* c = group.front();
     Result<bool> keep = (*c->work)(db);
+    call_ended(keep.ok() && *keep);
     if (!keep.ok()) {
       c->status = keep.status();
-      return;  // ~Txn rolls back
+      return true;  // ~Txn rolls back the call's changes, nothing else was in the transaction
     }
-    if (*keep) c->status = txn->Commit();
-    return;  // discarded: ~Txn rolls back
+    if (!*keep) return true;  // discarded: ~Txn rolls back
+    c->status = txn->Commit();
+    return c->status.ok();
   }
 
   for (Call* c : group) {
@@ -68,8 +79,10 @@ void GroupCommit::Commit(const std::vector<Call*>& group) {
     Result<bool> keep = s.ok() ? (*c->work)(db) : Result<bool>(s);
     if (keep.ok() && *keep) {
       s = db->Exec("RELEASE call");
+      call_ended(s.ok());
     } else {
       c->status = keep.ok() ? Status::Ok() : keep.status();
+      call_ended(false);
       s = db->Exec("ROLLBACK TO call; RELEASE call");
     }
     // SQLite rolls the whole transaction back after some errors (I/O, full disk, out of
@@ -90,6 +103,7 @@ void GroupCommit::Commit(const std::vector<Call*>& group) {
       if (c->status.ok()) c->status = committed;
     }
   }
+  return committed.ok();
 }
 
 }  // namespace cohort::store::sqlite

@@ -34,10 +34,26 @@ class GroupCommit {
   // true to keep its changes, false to roll them back and still succeed (e.g. a duplicate).
   using Work = std::function<Result<bool>(Db* db)>;
 
+  // Told how each transaction and each call in it ended, by the leader, with `write_mu` held
+  // (state kept beside the database that must follow its rollbacks: sqlite_series_cache.h).
+  class Observer {
+   public:
+    virtual ~Observer() = default;
+    // The group's transaction began (BEGIN IMMEDIATE succeeded), before its first call.
+    virtual void GroupBegan(Db* db) = 0;
+    // One call's work ended: kept (its changes stay in the transaction) or rolled back.
+    virtual void CallEnded(bool kept) = 0;
+    // The group ended: committed is true when every kept call's changes are committed (or
+    // there were none to commit), false when the transaction was lost or never began.
+    virtual void GroupEnded(bool committed) = 0;
+  };
+
   // `write_mu` guards `*writer` (the store's write connection, which may be replaced while
-  // write_mu is held). At most `max_group` calls share one transaction.
-  GroupCommit(Mutex* write_mu, std::unique_ptr<Db>* writer, size_t max_group = 256)
-      : write_mu_(write_mu), writer_(writer), max_group_(max_group) {}
+  // write_mu is held). At most `max_group` calls share one transaction. `observer` (optional)
+  // must outlive this.
+  GroupCommit(Mutex* write_mu, std::unique_ptr<Db>* writer, size_t max_group = 256,
+              Observer* observer = nullptr)
+      : write_mu_(write_mu), writer_(writer), max_group_(max_group), observer_(observer) {}
   GroupCommit(const GroupCommit&) = delete;
   GroupCommit& operator=(const GroupCommit&) = delete;
 
@@ -62,10 +78,13 @@ class GroupCommit {
   };
   // Writes one group in one transaction (the leader).
   void Commit(const std::vector<Call*>& group) COHORT_EXCLUDES(mu_, *write_mu_);
+  // The body of Commit: true when the kept calls' changes are committed (or there were none).
+  bool CommitGroup(Db* db, const std::vector<Call*>& group) COHORT_REQUIRES(*write_mu_);
 
   Mutex* const write_mu_;
   std::unique_ptr<Db>* const writer_ COHORT_PT_GUARDED_BY(*write_mu_);
   const size_t max_group_;
+  Observer* const observer_;  // may be null
 
   mutable Mutex mu_;
   CondVar cv_;

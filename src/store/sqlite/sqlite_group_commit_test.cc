@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -204,6 +205,45 @@ TEST_F(GroupCommitTest, EveryCallReturnsOnlyAfterItsRowIsCommitted) {
   GroupCommit::Counters c = group_->counters();
   EXPECT_EQ(c.calls, kThreads * kCalls);
   EXPECT_LE(c.transactions, c.calls);
+}
+
+// Records what GroupCommit tells its observer, as one string: "B" began, "k"/"r" a call kept or
+// rolled back, "C"/"L" the group committed or lost. Called by one leader at a time.
+struct RecordingObserver : GroupCommit::Observer {
+  void GroupBegan(Db*) override { log += "B"; }
+  void CallEnded(bool kept) override { log += kept ? "k" : "r"; }
+  void GroupEnded(bool committed) override { log += committed ? "C " : "L "; }
+  std::string log;
+};
+
+TEST_F(GroupCommitTest, ObserverHearsEachCallAndHowTheGroupEnded) {
+  RecordingObserver rec;
+  group_ = std::make_unique<GroupCommit>(&write_mu_, &writer_, 256, &rec);
+  std::vector<GroupCommit::Work> works = {
+      Insert(1),
+      [](Db* db) -> Result<bool> {  // writes, then fails: rolled back alone
+        COHORT_RETURN_IF_ERROR(db->Exec("INSERT INTO t (x) VALUES (2)"));
+        return Status::NotFound("writer 'ghost' not found");
+      },
+      [](Db*) -> Result<bool> { return false; },  // discarded
+      Insert(3),
+  };
+  RunAsOneGroup(works);
+  // The first call alone, then the group of four (queued in any order).
+  ASSERT_EQ(rec.log.size(), 11u);
+  std::sort(rec.log.begin() + 5, rec.log.begin() + 9);
+  EXPECT_EQ(rec.log, "BkC BkkrrC ");
+  rec.log.clear();
+  // x = -1 breaks the deferred foreign key: every call was kept, the COMMIT fails.
+  RunAsOneGroup({Insert(4), Insert(-1)});
+  EXPECT_EQ(rec.log, "BkC BkkL ");  // the first call alone, then the lost group
+  rec.log.clear();
+  // Alone: a failing or discarded call leaves nothing to lose; a failed COMMIT is lost.
+  EXPECT_FALSE(group_->Run([](Db*) -> Result<bool> { return Status::NotFound("x"); }).ok());
+  EXPECT_TRUE(group_->Run([](Db*) -> Result<bool> { return false; }).ok());
+  EXPECT_FALSE(group_->Run(Insert(-1)).ok());
+  EXPECT_EQ(rec.log, "BrC BrC BkL ");
+  EXPECT_EQ(Committed(4), 0);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // SqliteStore: the series write path (Ingest: group commit, chunks and summary pages) and the
 // history query (summary pages, then the chunks' covering summary index).
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <set>
 
@@ -44,12 +45,9 @@ Result<WriterRow> FindWriter(Db* db, const RunRef& ref, const std::string& label
   return run ? WriterNotFound(ref, label) : RunNotFound(ref);
 }
 
-// The stored state of one series of a batch, read in the write transaction.
-struct SeriesRow {
-  int64_t pk = 0;  // 0: the series does not exist yet
-  series::TailState state;
-  int64_t paged_upto = 0;  // sqlite_summary_pages.h
-};
+// The stored state of one series of a batch, read in the write transaction (or found in the
+// series cache); pk 0: the series does not exist yet.
+using SeriesRow = sqlite::SeriesCache::Entry;
 
 Status ReadSeriesRow(Db* db, int64_t run_pk, int64_t writer_pk, const std::string& key,
                      SeriesRow* out) {
@@ -69,11 +67,15 @@ Status ReadSeriesRow(Db* db, int64_t run_pk, int64_t writer_pk, const std::strin
 
 // Appends `points` to the series (run, key, writer) in `*sr`, creating it when new: the points
 // become a chunk of the series' tail, or the tail and the points are compacted into full chunks
-// (series/tail.h). Runs inside the caller's write transaction.
-Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const KeyColumn& column,
-                    SeriesRow* sr, const std::vector<series::Point>& points, int64_t lo, int64_t hi) {
+// (series/tail.h). Runs inside the caller's write transaction; what it leaves in the series row
+// goes into `cache`. Chunks it does not need the rowids of go to `deferred`, for the caller to
+// insert (InsertChunkRows) before the transaction ends.
+Status AppendSeries(Db* db, sqlite::SeriesCache* cache, int64_t run_pk, int64_t writer_pk,
+                    const KeyColumn& column, SeriesRow* sr, const std::vector<series::Point>& points,
+                    int64_t lo, int64_t hi, std::vector<sqlite::ChunkRow>* deferred) {
   const std::string& key = column.key;
   if (sr->pk == 0) {
+    sqlite::SeriesCache::OwnWrite own(cache);
     COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("INSERT INTO series (run_pk, writer_pk, key, "
                                                 "is_system) VALUES (?, ?, ?, ?)"));
     st.Bind(run_pk).Bind(writer_pk).Bind(key).Bind(column.system);
@@ -117,22 +119,26 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const KeyColumn& 
     st.Bind(series_pk).Bind(plan.delete_lo).Bind(plan.delete_hi);
     COHORT_RETURN_IF_ERROR(st.Run());
   }
-  std::vector<int64_t> pks;  // rowids of the chunks written, in order
-  COHORT_RETURN_IF_ERROR(sqlite::InsertChunks(db, series_pk, plan.chunks, &pks));
-  // The chunks this plan seals come first (series/tail.h); only they are paged.
+  // The chunks this plan seals come first (series/tail.h); only they are paged, and need their
+  // rowids for it: they are inserted now, the others with the batch's other series' chunks.
   size_t sealed_count = 0;
   while (pageable && sealed_count < plan.chunks.size() &&
          plan.chunks[sealed_count].index < state.tail_idx) {
     ++sealed_count;
   }
-  pks.resize(sealed_count);
   if (pageable) {
-    if (!pks.empty()) {
-      const std::vector<series::ChunkWrite> sealed(plan.chunks.begin(),
-                                                   plan.chunks.begin() + long(pks.size()));
+    if (sealed_count > 0) {
+      const std::vector<series::ChunkWrite> sealed(
+          std::make_move_iterator(plan.chunks.begin()),
+          std::make_move_iterator(plan.chunks.begin() + long(sealed_count)));
+      std::vector<int64_t> pks;  // rowids of the chunks written, in order
+      COHORT_RETURN_IF_ERROR(sqlite::InsertChunks(db, series_pk, sealed, &pks));
       COHORT_RETURN_IF_ERROR(sqlite::AddToPages(db, series_pk, sealed, pks));
     }
     paged_upto = state.tail_idx;
+  }
+  for (size_t i = sealed_count; i < plan.chunks.size(); ++i) {
+    deferred->push_back(sqlite::ChunkRow{series_pk, std::move(plan.chunks[i])});
   }
 
   COHORT_ASSIGN_OR_RETURN(
@@ -143,7 +149,17 @@ Status AppendSeries(Db* db, int64_t run_pk, int64_t writer_pk, const KeyColumn& 
   st.Bind(int64_t(points.size())).Bind(lo).Bind(lo).Bind(hi).Bind(hi);
   st.Bind(state.next_idx).Bind(state.tail_idx).Bind(state.tail_count).Bind(state.tail_chunks);
   st.Bind(paged_upto).Bind(series_pk);
-  return st.Run();
+  {
+    sqlite::SeriesCache::OwnWrite own(cache);
+    COHORT_RETURN_IF_ERROR(st.Run());
+  }
+  if (db->Changes() != 1) {  // the cache was behind the table: never expected
+    cache->Clear();
+    return Status::Internal("series '" + key + "': its row #" + std::to_string(series_pk) +
+                            " vanished during the write");
+  }
+  cache->Put(writer_pk, key, *sr);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -203,9 +219,15 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
   // run's key budget before any is created.
   std::vector<SeriesRow> rows(batch.columns.size());
   std::vector<std::string> missing;
+  write_mu_.AssertHeld();  // IngestInTxn runs as the group commit's work
   for (uint32_t c : plan->by_key()) {
-    COHORT_RETURN_IF_ERROR(ReadSeriesRow(db, w.run_pk, w.pk, batch.columns[c].key, &rows[c]));
-    if (rows[c].pk == 0) missing.push_back(batch.columns[c].key);
+    const std::string& key = batch.columns[c].key;
+    if (const SeriesRow* cached = series_cache_.Find(w.pk, key)) {
+      rows[c] = *cached;
+    } else {
+      COHORT_RETURN_IF_ERROR(ReadSeriesRow(db, w.run_pk, w.pk, key, &rows[c]));
+    }
+    if (rows[c].pk == 0) missing.push_back(key);
   }
   if (!missing.empty() || !batch.histograms.empty() || !batch.media.empty()) {
     sqlite::SqlConn conn(db);
@@ -213,12 +235,15 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
     COHORT_RETURN_IF_ERROR(CheckRunKeys(conn, ref, w.run_pk, missing, batch, note));
   }
   std::vector<series::Point> points;
+  std::vector<sqlite::ChunkRow> chunks;  // the batch's tail chunks, inserted together
+  chunks.reserve(batch.columns.size());
   for (uint32_t c : plan->by_key()) {
     plan->Points(c, &points);
     const auto [lo, hi] = plan->StepRange(c);
-    COHORT_RETURN_IF_ERROR(
-        AppendSeries(db, w.run_pk, w.pk, batch.columns[c], &rows[c], points, lo, hi));
+    COHORT_RETURN_IF_ERROR(AppendSeries(db, &series_cache_, w.run_pk, w.pk, batch.columns[c],
+                                        &rows[c], points, lo, hi, &chunks));
   }
+  COHORT_RETURN_IF_ERROR(sqlite::InsertChunkRows(db, chunks));
 
   if (!batch.histograms.empty() || !batch.media.empty()) {
     sqlite::SqlConn conn(db);

@@ -3,6 +3,8 @@
 // are in sqlite_ingest.cc.
 #include "store/sqlite/sqlite_store.h"
 
+#include <chrono>
+
 #include "store/sqlite/sqlite_chunk_rows.h"
 #include "store/sqlite/sqlite_sql_conn.h"
 #include "store/sqlite/sqlite_summary_pages.h"
@@ -22,6 +24,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteOptions& opti
   {
     MutexLock lock(&store->write_mu_);  // uncontended: the store is not shared yet
     store->writer_ = std::move(writer);
+    store->series_cache_.Attach(store->writer_.get());
   }
   COHORT_RETURN_IF_ERROR(store->MigrateSchema());
   if (options.background_checkpoints) {
@@ -58,23 +61,38 @@ Result<std::unique_ptr<Db>> SqliteStore::OpenConnection(bool writer) {
 SqliteStore::ReadLease::~ReadLease() {
   if (db_ == nullptr) return;
   MutexLock lock(&owner_->pool_mu_);
+  --owner_->leased_readers_;
   if (int(owner_->idle_readers_.size()) < owner_->options_.read_connections) {
     owner_->idle_readers_.push_back(std::move(db_));
+    owner_->reader_returned_.Signal();
   }
 }
 
 Result<SqliteStore::ReadLease> SqliteStore::AcquireReader() {
   {
     MutexLock lock(&pool_mu_);
+    // All in use: wait a little for one to come back (reads are short) rather than open one
+    // more; never long, so that a caller already holding a lease cannot wait for itself.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+    while (idle_readers_.empty() && leased_readers_ >= options_.read_connections) {
+      if (!reader_returned_.WaitUntil(pool_mu_, deadline)) break;
+    }
+    ++leased_readers_;
+    if (idle_readers_.empty()) ++readers_opened_;
     if (!idle_readers_.empty()) {
       std::unique_ptr<Db> db = std::move(idle_readers_.back());
       idle_readers_.pop_back();
       return ReadLease(this, std::move(db));
     }
   }
-  // None idle: open another rather than wait; the surplus is closed when returned.
-  COHORT_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, OpenConnection(/*writer=*/false));
-  return ReadLease(this, std::move(db));
+  // None idle: open another; the surplus is closed when returned.
+  Result<std::unique_ptr<Db>> db = OpenConnection(/*writer=*/false);
+  if (!db.ok()) {
+    MutexLock lock(&pool_mu_);
+    --leased_readers_;
+    return db.status();
+  }
+  return ReadLease(this, std::move(db).value());
 }
 
 Status SqliteStore::Run(Access access, const Work& work) {

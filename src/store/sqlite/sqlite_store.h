@@ -26,6 +26,7 @@
 #include "store/sqlite/sqlite_checkpointer.h"
 #include "store/sqlite/sqlite_db.h"
 #include "store/sqlite/sqlite_group_commit.h"
+#include "store/sqlite/sqlite_series_cache.h"
 
 namespace cohort::store {
 
@@ -33,7 +34,10 @@ struct SqliteOptions {
   std::string path;               // the database file; its directory must exist
   bool synchronous_full = false;  // PRAGMA synchronous=FULL instead of NORMAL
   int busy_timeout_ms = 5000;
-  int read_connections = 4;  // idle read connections kept open
+  // Read connections kept open; when all are in use, a read waits up to 20 ms for one to come
+  // back before it opens another (opening one parses the whole schema: a burst of reads opening
+  // connections cost a fifth of the server's CPU under the fleet load, docs/reliability.md).
+  int read_connections = 4;
   // Concurrent Ingest and heartbeat calls share transactions (sqlite_group_commit.h); false
   // gives each its own (URL option group_commit=off; for measurements).
   bool group_commit = true;
@@ -58,6 +62,16 @@ class SqliteStore final : public SqlStore {
   // Transactions and calls of the group commit so far (tests, benchmarks).
   sqlite::GroupCommit::Counters group_counters() const { return group_.counters(); }
   const sqlite::Checkpointer& checkpointer() const { return checkpointer_; }
+  // Read connections opened so far, the pool's first ones included (tests).
+  int64_t readers_opened() COHORT_EXCLUDES(pool_mu_) {
+    MutexLock lock(&pool_mu_);
+    return readers_opened_;
+  }
+  // Hits, misses and clears of the write connection's series cache so far (tests, benchmarks).
+  sqlite::SeriesCache::Stats series_cache_stats() COHORT_EXCLUDES(write_mu_) {
+    MutexLock lock(&write_mu_);
+    return series_cache_.stats();
+  }
 
  protected:
   Status Run(Access access, const Work& work) override;
@@ -101,11 +115,16 @@ class SqliteStore final : public SqlStore {
   SqliteOptions options_;
   Mutex write_mu_;
   std::unique_ptr<sqlite::Db> writer_ COHORT_GUARDED_BY(write_mu_);
-  sqlite::GroupCommit group_{&write_mu_, &writer_,
-                             options_.group_commit ? kMaxGroup : 1};  // Ingest, heartbeats
+  // The series rows' tail state for Ingest (also told by group_ how its transactions end).
+  sqlite::SeriesCache series_cache_ COHORT_GUARDED_BY(write_mu_);
+  sqlite::GroupCommit group_{&write_mu_, &writer_, options_.group_commit ? kMaxGroup : 1,
+                             &series_cache_};  // Ingest, heartbeats
   sqlite::Checkpointer checkpointer_;  // WAL checkpoints off the write path; stops first
   Mutex pool_mu_;
+  CondVar reader_returned_;  // signalled under pool_mu_ when a lease ends
   std::vector<std::unique_ptr<sqlite::Db>> idle_readers_ COHORT_GUARDED_BY(pool_mu_);
+  int leased_readers_ COHORT_GUARDED_BY(pool_mu_) = 0;
+  int64_t readers_opened_ COHORT_GUARDED_BY(pool_mu_) = 0;
 };
 
 }  // namespace cohort::store
