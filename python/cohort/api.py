@@ -312,6 +312,42 @@ class Runs:
     def __repr__(self) -> str:
         return f"<Runs {self.entity}/{self.project} filters={self.filters}>"
 
+    def to_dataframe(self, config: bool = True, summary: bool = True):
+        """Every run of the sequence (all its pages) as a pandas DataFrame, one row per run in
+        the sequence's order: ``id, name, group, job_type, state, exit_code, host, tags,
+        created_ms, updated_ms, runtime_ms, writer_count``, then one ``config.<key>`` and one
+        ``summary.<key>`` column per field of any run (nested objects flattened with dots, as
+        the filter language names them: ``config.optim.name``), in name order; a run without
+        the field has pandas' missing value there (NaN)."""
+        import pandas as pd
+        rows = []
+        for run in self:
+            row: Dict[str, Any] = {
+                "id": run.id, "name": run.name, "group": run.group, "job_type": run.job_type,
+                "state": run.state, "exit_code": run.exit_code, "host": run.host,
+                "tags": list(run.tags), "created_ms": run.created_ms,
+                "updated_ms": run.updated_ms, "runtime_ms": run.runtime_ms,
+                "writer_count": run.writer_count}
+            if config:
+                _flatten_into(row, "config", run.config)
+            if summary:
+                _flatten_into(row, "summary", run.summary)
+            rows.append(row)
+        base = ["id", "name", "group", "job_type", "state", "exit_code", "host", "tags",
+                "created_ms", "updated_ms", "runtime_ms", "writer_count"]
+        extra = sorted({k for r in rows for k in r if k not in base})
+        return pd.DataFrame(rows, columns=base + extra)
+
+
+def _flatten_into(out: Dict[str, Any], prefix: str, value: Any) -> None:
+    """Adds `value` to `out` under `prefix`, objects flattened with '.' (empty ones kept as
+    {})."""
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            _flatten_into(out, f"{prefix}.{k}", v)
+    else:
+        out[prefix] = value
+
 
 class PublicRun:
     """A run as read from the server: attributes of the run object (docs/api.md) and readers

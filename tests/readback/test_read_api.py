@@ -3,6 +3,7 @@ import json
 import math
 import urllib.request
 
+import pandas as pd
 import pytest
 
 import rb_data  # first: puts the SDK on sys.path
@@ -129,6 +130,26 @@ def test_runs_order_by_name_ascending_and_descending(api, dataset):
     assert names == ["failed one", "plain one"]
     names = [r.name for r in api.runs(_path(dataset), filters={"group": "G1"}, order="-name")]
     assert names == ["plain one", "failed one"]
+
+
+def test_runs_as_a_dataframe_with_flattened_config_and_summary_columns(api, dataset):
+    runs = api.runs(_path(dataset), filters={"group": "G1"}, order="+name")
+    df = runs.to_dataframe()
+    assert list(df["id"]) == ["failed1", "plain1"]  # the sequence's order
+    assert list(df.columns[:5]) == ["id", "name", "group", "job_type", "state"]
+    assert list(df["state"]) == ["failed", "finished"] and df["exit_code"][0] == 3
+    assert list(df["config.lr"]) == [0.01, 0.1]
+    assert df["config.optim.name"][1] == "adam" and pd.isna(df["config.optim.name"][0])
+    assert list(df["summary.acc"]) == [0.5, 0.9]
+    assert df["tags"][1] == ["baseline"]
+    # Numbers stay numbers, so that the frame filters and sorts as the workspace does.
+    assert df[df["summary.acc"] > 0.6]["id"].tolist() == ["plain1"]
+    assert [c for c in df.columns if c.startswith(("config.", "summary."))] == sorted(
+        c for c in df.columns if c.startswith(("config.", "summary.")))
+    bare = runs.to_dataframe(config=False, summary=False)
+    assert not [c for c in bare.columns if c.startswith(("config.", "summary."))]
+    empty = api.runs(_path(dataset), filters={"group": "nope"}).to_dataframe()
+    assert len(empty) == 0 and "id" in empty.columns
 
 
 def test_runs_page_lazily_through_a_thousand_runs(rb_server, api, dataset):
