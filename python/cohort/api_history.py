@@ -98,17 +98,20 @@ def _columns_of_json(data: Dict[str, Any]) -> List[api_columns.Columns]:
 
 def writer_column_pages(t: Transport, run_path: str, writer: str, keys: List[str],
                         page_points: int, min_step: Optional[int] = None,
-                        max_step: Optional[int] = None, all_user_keys: bool = False
-                        ) -> Iterator[List[api_columns.Columns]]:
+                        max_step: Optional[int] = None, all_user_keys: bool = False,
+                        system: bool = False) -> Iterator[List[api_columns.Columns]]:
     """writer_pages read as columns (numpy arrays, docs/formats.md "History columns"): the
-    same requests, cursor and cut; each page lists the Columns of every series."""
+    same requests, cursor and cut; each page lists the Columns of every series.
+    `system`: read the system route (GET .../system): `writer` is a label, `keys` are named
+    without their ``system/`` prefix, as the answer names them."""
     import numpy as np
 
     limit = max(1, page_points // max(1, len(keys)))
     after: Optional[int] = None
+    route, writers = ("/system", "labels") if system else ("/history", "writers")
     while True:
-        ctype, body = t.get_raw(run_path + "/history", {
-            "keys": None if all_user_keys else ",".join(keys), "writers": writer,
+        ctype, body = t.get_raw(run_path + route, {
+            "keys": None if all_user_keys else ",".join(keys), writers: writer,
             "limit": limit, "after_step": after, "min_step": min_step, "max_step": max_step},
             api_columns.ACCEPT)
         if ctype == api_columns.MEDIA_TYPE:
@@ -348,6 +351,8 @@ def system_frame(t: Transport, run_path: str, labels: Optional[Sequence[str]],
     if not sys_keys:
         return pd.DataFrame(columns=["label", "time"])
     per_label = user_series(t, run_path, sys_keys, labels)
+    if samples is None and use_columns():
+        return _system_columns_frame(pd, t, run_path, per_label)
     rows: List[Dict[str, Any]] = []
     for label, series in per_label.items():
         names = sorted({s["key"] for s in series})
@@ -368,6 +373,57 @@ def system_frame(t: Transport, run_path: str, labels: Optional[Sequence[str]],
     if not rows:
         return pd.DataFrame(columns=["label", "time"])
     df = pd.DataFrame(rows)
+    return df.sort_values(["time", "label"], kind="stable").reset_index(drop=True)
+
+
+def _system_columns_frame(pd, t: Transport, run_path: str,
+                          per_label: Dict[str, List[Dict[str, Any]]]):
+    """system_frame's exact read as columns from GET .../system (docs/formats.md "History
+    columns"): the same frame as the JSON rows give (a row per (label, step) with the time of
+    its first key, columns in the order the rows first name them)."""
+    import numpy as np
+
+    frames = []
+    order: List[str] = []  # the metric columns in the order the JSON rows first name them
+    for label, series in per_label.items():
+        names = sorted({s["key"][len("system/"):] for s in series})
+        arrays: Dict[str, List[api_columns.Columns]] = {}
+        for cpage in writer_column_pages(t, run_path, label, names, COLUMN_PAGE_POINTS,
+                                         system=True):
+            for c in cpage:
+                arrays.setdefault(c.key, []).append(c)
+        if not arrays:
+            continue
+        # Per key: (steps, times, values) of the whole read, in the answer's key order (the
+        # order the JSON rows meet the keys within a step).
+        cols = {k: tuple(np.concatenate([getattr(c, f) for c in cs]) for f in
+                         ("steps", "times", "values")) for k, cs in arrays.items()}
+        steps = np.unique(np.concatenate([v[0] for v in cols.values()]))
+        if not len(steps):
+            continue
+        frame = {"label": np.full(len(steps), label, dtype=object)}
+        time = np.zeros(len(steps), dtype=np.int64)
+        timed = np.zeros(len(steps), dtype=bool)
+        first_at = []
+        for i, (k, (ks, kt, kv)) in enumerate(cols.items()):
+            at = np.searchsorted(steps, ks)
+            fresh = ~timed[at]
+            time[at[fresh]] = kt[fresh]
+            timed[at] = True
+            value = np.full(len(steps), np.nan)
+            value[at] = kv
+            frame[k] = value
+            if len(ks):
+                first_at.append((int(at[0]), i, k))
+        frame["time"] = time
+        for _, _, k in sorted(first_at):
+            if k not in order:
+                order.append(k)
+        frames.append(pd.DataFrame(frame))
+    if not frames:
+        return pd.DataFrame(columns=["label", "time"])
+    df = pd.concat(frames, ignore_index=True, sort=False)
+    df = df.reindex(columns=["label", "time"] + order)
     return df.sort_values(["time", "label"], kind="stable").reset_index(drop=True)
 
 

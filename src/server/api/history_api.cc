@@ -230,7 +230,18 @@ Status ReadRangeParams(const http::HttpRequest& req, const ApiLimits& limits,
   return Status::Ok();
 }
 
-// `format`: kColumns only for raw history reads (NegotiateHistoryFormat).
+// A columnar answer (docs/formats.md, "History columns").
+http::HttpResponse ColumnsResponse(std::string body) {
+  http::HttpResponse resp;
+  resp.content_type =
+      std::string(kColumnsMediaType) + "; version=" + std::to_string(kColumnsVersion);
+  resp.body = std::move(body);
+  resp.headers.emplace_back("Vary", "Accept");
+  return resp;
+}
+
+// `format`: kColumns only for raw reads (NegotiateHistoryFormat); a system read's columns name
+// its keys without the "system/" prefix, as its JSON does.
 http::HttpResponse Query(ApiContext* ctx, store::HistoryQuery& q, bool system,
                          HistoryFormat format = HistoryFormat::kJson) {
   int64_t t0 = MonoNanos();
@@ -243,12 +254,12 @@ http::HttpResponse Query(ApiContext* ctx, store::HistoryQuery& q, bool system,
     AppendWarnings(&warnings, q.run, *res, /*multi_run=*/false, &none);
     constexpr std::string_view kLead = ",\"warnings\":";
     if (!none) warnings = warnings.substr(kLead.size()) + "]";
-    http::HttpResponse resp;
-    resp.content_type =
-        std::string(kColumnsMediaType) + "; version=" + std::to_string(kColumnsVersion);
-    resp.body = EncodeHistoryColumns(*res, warnings);
-    resp.headers.emplace_back("Vary", "Accept");
-    return resp;
+    if (system) {  // the keys as the JSON answer names them: no "system/" prefix
+      for (store::SeriesData& s : *res) {
+        if (s.key.rfind(kSystemPrefix, 0) == 0) s.key.erase(0, kSystemPrefix.size());
+      }
+    }
+    return ColumnsResponse(EncodeHistoryColumns(*res, warnings));
   }
   std::string body = "{\"series\":[";
   for (size_t i = 0; i < res->size(); ++i) {
@@ -418,18 +429,26 @@ void RegisterHistoryRoutes(http::Router& r, ApiContext* ctx) {
           store::HistoryQuery q;
           q.run = *ref;
           q.writers = SplitCsv(req.QueryParam("labels"));
+          if (Status s = ReadRangeParams(req, ctx->limits, &q); !s.ok()) return ErrorResponse(s);
+          // The same negotiation and columnar answer as the history route (docs/formats.md).
+          auto format = NegotiateHistoryFormat(req.Header("accept"), q.series.buckets > 0);
+          if (!format.ok()) {
+            return http::HttpResponse::Error(406, "not_acceptable", format.status().message());
+          }
           std::vector<std::string> keys = SplitCsv(req.QueryParam("keys"));
           if (keys.empty()) {
             // Every system series of the selected labels.
             auto all = SystemKeys(ctx, *ref);
             if (!all.ok()) return ErrorResponse(all.status());
             q.keys = std::move(all).value();
+            if (q.keys.empty() && *format == HistoryFormat::kColumns) {
+              return ColumnsResponse(EncodeHistoryColumns({}, {}));
+            }
             if (q.keys.empty()) return JsonResponse(200, bj::object{{"series", bj::array{}}});
           } else {
             for (const auto& k : keys) q.keys.push_back(std::string(kSystemPrefix) + k);
           }
-          if (Status s = ReadRangeParams(req, ctx->limits, &q); !s.ok()) return ErrorResponse(s);
-          return Query(ctx, q, true);
+          return Query(ctx, q, true, *format);
         }));
 
   // Several runs of a project at once (the web UI's workspace and group charts): one request
