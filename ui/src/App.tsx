@@ -11,6 +11,7 @@ import { GroupPage } from './pages/Group';
 import { RunPage } from './pages/Run';
 import { ArtifactPage } from './pages/Artifacts';
 import { ProjectAlertsPage } from './pages/Alerts';
+import { ComparePage } from './pages/Compare';
 
 type Auth = { kind: 'checking' } | { kind: 'ok'; viewer: Viewer } | { kind: 'login'; message?: string };
 
@@ -114,6 +115,7 @@ function Main({ viewer, onSignOut }: { viewer: Viewer; onSignOut: () => void }) 
           {s.group && <span class="crumb">group <Link href={linkTo(s, { run: '', group: s.group })}>{s.group}</Link></span>}
           {s.run && !s.art && <span class="crumb">run {s.run}</span>}
           {s.alerts && !s.run && !s.group && <span class="crumb">alerts</span>}
+          {page === 'compare' && <span class="crumb">compare {s.cmp.length} runs</span>}
           {s.art && <span class="crumb">artifact <Link href={linkTo(s, { art: s.art, ver: '' })}>{s.art}</Link></span>}
         </nav>
         <span class="spacer" />
@@ -127,6 +129,7 @@ function Main({ viewer, onSignOut }: { viewer: Viewer; onSignOut: () => void }) 
         {page === 'run' && <RunPage key={`${s.entity}/${s.project}/${s.run}`} state={s} />}
         {page === 'alerts' && <ProjectAlertsPage key={`${s.entity}/${s.project}`} state={s} />}
         {page === 'artifact' && <ArtifactPage key={`${s.entity}/${s.project}/${s.art}`} state={s} />}
+        {page === 'compare' && <ComparePage key={`${s.entity}/${s.project}`} state={s} />}
       </main>
     </div>
   );

@@ -79,4 +79,17 @@ describe('URL state', () => {
     const junk = decodeState('?hv=pie&hw=%5B1%5D&hlog=yes');
     expect([junk.hview, junk.hlog, junk.hw]).toEqual(['bands', false, {}]);
   });
+  it('run diff: the compared runs, only-differences and curves in the URL; leaving the page drops them', () => {
+    const s = decodeState('?p=alice/proj&cmp=r1,r2,r3&cd=1&ck=loss,val%2Facc&imp=summary.loss');
+    expect(pageOf(s)).toBe('compare');
+    expect([s.cmp, s.cdiff, s.ckeys, s.imp]).toEqual([['r1', 'r2', 'r3'], true, ['loss', 'val/acc'], 'summary.loss']);
+    expect(decodeState(encodeState(s))).toEqual(s);
+    const run = decodeState(linkTo(s, { run: 'r2' }).slice(1));
+    expect(pageOf(run)).toBe('run');
+    expect([run.cmp, run.cdiff, run.ckeys]).toEqual([[], false, []]);
+    const ws = decodeState(linkTo(s, { run: '', group: '', project: 'proj' }).slice(1));
+    expect(pageOf(ws)).toBe('workspace');
+    expect(ws.imp).toBe('summary.loss');
+    expect(decodeState(linkTo(s, { project: 'other' }).slice(1)).imp).toBe('');
+  });
 });

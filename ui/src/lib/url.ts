@@ -52,6 +52,10 @@ export interface AppState {
   hview: 'bands' | 'heatmap'; // histograms: distribution bands or steps x bins heatmap
   hlog: boolean; // histograms: the heatmap's colour on a log scale of counts
   hw: Record<string, string>; // histograms: the writer shown per key (absent: the first)
+  cmp: string[]; // run diff page: the runs compared, in order ('' none: not that page)
+  cdiff: boolean; // run diff: only the rows that differ
+  ckeys: string[]; // run diff: the metrics whose curves are overlaid ([] the first few)
+  imp: string; // workspace: the metric of the parameter importance panel ('' none)
 }
 
 export const DEFAULT_STATE: AppState = {
@@ -61,14 +65,16 @@ export const DEFAULT_STATE: AppState = {
   x: 'step', log: false, smooth: 0, agg: false, line: 'mean',
   labels: [], lq: '', stream: '', rkey: '', rank: '', charts: {}, full: '', at: 0,
   hview: 'bands', hlog: false, hw: {},
+  cmp: [], cdiff: false, ckeys: [], imp: '',
 };
 
-export type Page = 'projects' | 'workspace' | 'group' | 'run' | 'artifact' | 'alerts';
+export type Page = 'projects' | 'workspace' | 'group' | 'run' | 'artifact' | 'alerts' | 'compare';
 
 export function pageOf(s: AppState): Page {
   if (s.entity && s.project && s.art) return 'artifact';
   if (s.entity && s.project && s.alerts && !s.run && !s.group) return 'alerts';
   if (s.entity && s.project && s.run) return 'run';
+  if (s.entity && s.project && s.cmp.length && !s.group) return 'compare';
   if (s.entity && s.project && s.group) return 'group';
   if (s.entity && s.project) return 'workspace';
   return 'projects';
@@ -133,6 +139,10 @@ export function decodeState(search: string): AppState {
   s.hview = p.get('hv') === 'heatmap' ? 'heatmap' : 'bands';
   s.hlog = p.get('hlog') === '1';
   s.hw = decodeStringMap(p.get('hw'));
+  s.cmp = csv(p.get('cmp'));
+  s.cdiff = p.get('cd') === '1';
+  s.ckeys = csv(p.get('ck'));
+  s.imp = p.get('imp') ?? '';
   return s;
 }
 
@@ -226,6 +236,10 @@ export function encodeState(s: AppState): string {
   if (s.hview !== 'bands') p.set('hv', s.hview);
   if (s.hlog) p.set('hlog', '1');
   if (Object.keys(s.hw).length) p.set('hw', JSON.stringify(s.hw));
+  if (s.cmp.length) p.set('cmp', s.cmp.join(','));
+  if (s.cdiff) p.set('cd', '1');
+  if (s.ckeys.length) p.set('ck', s.ckeys.join(','));
+  if (s.imp) p.set('imp', s.imp);
   const q = p.toString();
   return q ? `?${q}` : '';
 }
@@ -238,7 +252,7 @@ export function structuredCloneState(s: AppState): AppState {
       states: [...s.filters.states], tags: [...s.filters.tags], name: s.filters.name,
       extra: s.filters.extra.map((c) => ({ ...c })),
     },
-    columns: [...s.columns], hide: [...s.hide], labels: [...s.labels], hw: { ...s.hw },
+    columns: [...s.columns], hide: [...s.hide], labels: [...s.labels], hw: { ...s.hw }, cmp: [...s.cmp], ckeys: [...s.ckeys],
     charts: Object.fromEntries(Object.entries(s.charts).map(([k, v]) => [k, { ...v, h: v.h ? [...v.h] : undefined, z: v.z ? [v.z[0], v.z[1]] as [number, number] : undefined }])),
   };
 }
@@ -261,6 +275,7 @@ export function linkTo(cur: AppState, patch: Partial<AppState>): string {
     if (patch.full === undefined) next.full = '';
     if (patch.at === undefined) next.at = 0;
     if (patch.hw === undefined) next.hw = {};
+    if (patch.cmp === undefined) { next.cmp = []; next.cdiff = false; next.ckeys = []; }
   }
   if (patch.project !== undefined && patch.project !== cur.project) {
     next.view = patch.view ?? '';
@@ -270,6 +285,7 @@ export function linkTo(cur: AppState, patch: Partial<AppState>): string {
     next.columns = [];
     next.groupBy = '';
     next.sort = DEFAULT_STATE.sort;
+    next.imp = '';
   }
   return '/' + encodeState(next);
 }

@@ -16,12 +16,15 @@ export const ROW_H = 34;
 
 interface Col { id: string; label: string; sort?: string; num?: boolean; cell: (r: Run, s: AppState) => preact.ComponentChildren }
 
-export function RunsTable({ rows, state, columns, collapsed, setCollapsed, styleOf, alertsOf }: {
+export function RunsTable({ rows, state, columns, collapsed, setCollapsed, styleOf, alertsOf, selected, onSelect }: {
   rows: GroupedRow[]; state: AppState; columns: string[]; collapsed: Set<string>; setCollapsed: (s: Set<string>) => void;
   /** The run's line style in the charts; undefined when it is not charted. */
   styleOf: (id: string) => LineStyle | undefined;
   /** The run's open alerts (a mark after its name); undefined when none. */
   alertsOf?: (id: string) => RunAlerts | undefined;
+  /** Runs picked for a comparison (a checkbox per row when onSelect is given). */
+  selected?: Set<string>;
+  onSelect?: (id: string, on: boolean) => void;
 }) {
   const scroller = useRef<HTMLDivElement>(null);
   const [scrollTop, setScrollTop] = useState(0);
@@ -145,6 +148,7 @@ export function RunsTable({ rows, state, columns, collapsed, setCollapsed, style
       <table class="table runs" data-testid="runs-table" aria-rowcount={rows.length} aria-label="runs">
         <thead>
           <tr>
+            {onSelect && <th class="pick"><span class="sr-only">selected for comparison</span></th>}
             <th class="sel"><span class="sr-only">in charts</span></th>
             {cols.map((c) => (
               <th key={c.id} class={c.num ? 'num' : ''} aria-sort={ariaSort(c.sort) as any} title={c.id.startsWith('c:config.') ? `config ${c.label}` : undefined}>
@@ -160,7 +164,7 @@ export function RunsTable({ rows, state, columns, collapsed, setCollapsed, style
             return row.kind === 'group' ? (
               <tr key={'g:' + row.value} class="group-header" data-index={i} tabIndex={i === tabRow ? 0 : -1} onKeyDown={(e) => onKey(e as KeyboardEvent, i, row)}
                 onFocus={() => setFocusRow(i)}>
-                <td colSpan={cols.length + 1}>
+                <td colSpan={cols.length + (onSelect ? 2 : 1)}>
                   <button type="button" class="twisty" aria-expanded={!collapsed.has(row.value)} tabIndex={-1}
                     onClick={() => { const n = new Set(collapsed); if (n.has(row.value)) n.delete(row.value); else n.add(row.value); setCollapsed(n); }}>
                     {collapsed.has(row.value) ? '▸' : '▾'} {row.value || '(none)'}
@@ -173,6 +177,12 @@ export function RunsTable({ rows, state, columns, collapsed, setCollapsed, style
               <tr key={row.run.id} data-run={row.run.id} data-name={row.run.name} data-index={i} class={hidden.has(row.run.id) ? 'hidden-run' : ''}
                 tabIndex={i === tabRow ? 0 : -1} aria-label={row.run.name || row.run.id}
                 onKeyDown={(e) => onKey(e as KeyboardEvent, i, row)} onFocus={() => setFocusRow(i)}>
+                {onSelect && (
+                  <td class="pick">
+                    <input type="checkbox" tabIndex={-1} checked={!!selected?.has(row.run.id)} aria-label={`select ${row.run.name || row.run.id} to compare`}
+                      onChange={(e) => onSelect(row.run.id, (e.target as HTMLInputElement).checked)} />
+                  </td>
+                )}
                 <td class="sel">
                   <Eye name={row.run.name || row.run.id} on={!hidden.has(row.run.id)} style={styleOf(row.run.id)} onClick={() => toggleEye(row.run.id)} />
                 </td>

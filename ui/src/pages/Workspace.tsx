@@ -20,6 +20,8 @@ import { MAX_CHART_RUNS, runStyles, WorkspaceCharts } from './WorkspaceCharts';
 import { WorkspaceMedia } from './WorkspaceMedia';
 import { ALERTS_REFRESH_MS, AlertsLink } from './Alerts';
 import { openAlertsByRun } from '../lib/alerts';
+import { CompareBar } from './Compare';
+import { ParamImportance } from './ParamImportance';
 
 export function WorkspacePage({ state }: { state: AppState }) {
   const { entity, project } = state;
@@ -49,6 +51,9 @@ export function WorkspacePage({ state }: { state: AppState }) {
   const t0 = performance.now();
   const shown = useMemo(() => sortRuns(filterRuns(runs, f), state.sort), [runs, JSON.stringify(f), state.sort]);
   const [collapsed, setCollapsed] = useState<Set<string>>(new Set());
+  // Runs picked in the table for a comparison (in the order picked).
+  const [picked, setPicked] = useState<string[]>([]);
+  const pickedSet = useMemo(() => new Set(picked), [picked]);
   const rows = useMemo(() => groupRows(shown, state.groupBy, collapsed), [shown, state.groupBy, collapsed]);
   // For the bench: how long the last filter+sort took.
   (window as any).__cohortFilterMs = performance.now() - t0;
@@ -115,6 +120,7 @@ export function WorkspacePage({ state }: { state: AppState }) {
               : `${shown.length.toLocaleString()} of ${runsState.total.toLocaleString()} runs${loaded ? '' : ' (loading…)'}`}
           </div>
         )}
+        <CompareBar state={state} picked={picked} onClear={() => setPicked([])} />
         {error && !runs.length ? null
           : !loaded && !runs.length ? <Loading what="runs" />
             : !runs.length ? (exists
@@ -122,7 +128,9 @@ export function WorkspacePage({ state }: { state: AppState }) {
               : <Empty><span data-testid="no-such-project">No such project: <strong>{entity}/{project}</strong>.</span> <Link href="/">All projects</Link></Empty>)
               : !shown.length ? <Empty>No run matches these filters. <button type="button" class="link" onClick={() => update({ filters: { jobType: null, states: [], tags: [], name: '', extra: [] }, view: '' })}>Clear filters</button></Empty>
                 : <RunsTable rows={rows} state={state} columns={columns} collapsed={collapsed} setCollapsed={setCollapsed}
-                    styleOf={(id) => styles.get(id)} alertsOf={(id) => alertsByRun.get(id)} />}
+                    styleOf={(id) => styles.get(id)} alertsOf={(id) => alertsByRun.get(id)}
+                    selected={pickedSet} onSelect={(id, on) => setPicked((p) => (on ? [...p.filter((x) => x !== id), id] : p.filter((x) => x !== id)))} />}
+        {runs.length > 0 && shown.length > 0 && loaded && <ParamImportance state={state} runs={shown} />}
         {runs.length > 0 && shown.length > 0 && (
           <WorkspaceCharts state={state} visible={shown} eligible={eligible.length} charted={charted} styles={styles} legend={legend} loaded={loaded} />
         )}
