@@ -50,7 +50,9 @@ export function ParamImportance({ state, runs }: { state: AppState; runs: Run[] 
     if (!metric || done?.sig === sig) return;
     latest.current = sig;
     setBusy(true);
-    const input: ImportanceInput[] = runs.map((r) => ({ config: r.config, summary: { [metric]: metricValue(r.summary, metric) } }));
+    // In id order: the same runs give the same numbers whatever the table's sort.
+    const input: ImportanceInput[] = [...runs].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .map((r) => ({ config: r.config, summary: { [metric]: metricValue(r.summary, metric) } }));
     compute(input, metric).then(({ result, ms }) => {
       if (latest.current !== sig) return;
       (window as any).__cohortImportanceMs = ms;
@@ -75,7 +77,7 @@ export function ParamImportance({ state, runs }: { state: AppState; runs: Run[] 
         {metric && (
           <span class="muted small" data-testid="importance-meta">
             {busy ? 'computing…' : res ? <>{res.runs.toLocaleString()} of {runs.length.toLocaleString()} filtered runs have {metric}
-              {res.rows.length > 0 && <> · the config explains {fmtNum(Math.max(0, res.r2) * 100)}% of it (out-of-bag R²)</>}
+              {res.rows.length > 0 && <> · the config explains {Math.round(Math.max(0, res.r2) * 100)}% of it (out-of-bag R²)</>}
               {done && <> · {Math.round(done.ms)} ms</>}</> : null}
           </span>
         )}
@@ -100,14 +102,21 @@ export function ParamImportance({ state, runs }: { state: AppState; runs: Run[] 
                         <th scope="row" class="mono">{r.key} <span class="muted small">{r.kind === 'number' ? '' : r.kind}</span></th>
                         <td class="num">{r.n}</td>
                         <td class="bar-cell" title={r.corr === null ? 'not defined (constant, or fewer than 3 runs)' : undefined}>
-                          {r.corr === null ? <span class="muted">—</span> : r.corrKind === 'eta'
-                            ? <><span class="bar eta" style={{ width: `${Math.abs(r.corr) * 50}%`, marginLeft: '50%' }} /><span class="bar-val">η {r.corr.toFixed(2)}</span></>
-                            : <><span class={`bar ${r.corr < 0 ? 'neg' : 'pos'}`} style={{ width: `${Math.abs(r.corr) * 50}%`, marginLeft: `${r.corr < 0 ? 50 - Math.abs(r.corr) * 50 : 50}%` }} />
-                              <span class="bar-val">{r.corr.toFixed(2)}</span></>}
+                          {r.corr === null ? <span class="muted">—</span> : (
+                            <div class="bar-wrap">
+                              <span class="bar-track centred">
+                                <span class={`bar ${r.corrKind === 'eta' ? 'eta' : r.corr < 0 ? 'neg' : 'pos'}`}
+                                  style={{ width: `${Math.abs(r.corr) * 50}%`, marginLeft: `${r.corr < 0 ? 50 - Math.abs(r.corr) * 50 : 50}%` }} />
+                              </span>
+                              <span class="bar-val">{r.corrKind === 'eta' ? `η ${r.corr.toFixed(2)}` : r.corr.toFixed(2)}</span>
+                            </div>
+                          )}
                         </td>
                         <td class="bar-cell">
-                          <span class="bar imp" style={{ width: `${Math.max(0, r.importance) / maxImp * 100}%` }} />
-                          <span class="bar-val">{fmtNum(Number(Math.max(0, r.importance).toPrecision(2)))}</span>
+                          <div class="bar-wrap">
+                            <span class="bar-track"><span class="bar imp" style={{ width: `${Math.max(0, r.importance) / maxImp * 100}%` }} /></span>
+                            <span class="bar-val">{fmtNum(Number(Math.max(0, r.importance).toPrecision(2)))}</span>
+                          </div>
                         </td>
                       </tr>
                     ))}
