@@ -8,11 +8,14 @@
 //   4. a workspace charting 100 visible runs (5 metrics x 1,000 steps each): navigation until
 //      every chart shows its 100 lines;
 //   5. a group page of 8 runs (10 metrics x 5,000 steps each): navigation until every chart is
-//      drawn with its 8 lines.
+//      drawn with its 8 lines;
+//   6. parameter importance over a workspace of 10,000 runs x 20 config fields (14 numbers,
+//      3 categories, 3 booleans): the forest + permutation importance in the page's worker, and
+//      from picking the metric until the table shows it.
 // Prints medians of N repetitions as JSON and a table.
 //
 //   node bench/ui_bench.mjs [--reps 5] [--runs 10000] [--points 100000] [--charts 20] [--lines 1000000]
-//                           [--parts charts,runs,logs,visible,group] [--baseline-bin OLD_COHORT_BINARY]
+//                           [--parts charts,runs,logs,visible,group,importance] [--baseline-bin OLD_COHORT_BINARY]
 //                           [--bin COHORT_BINARY] [--ui-dir UI_DIST]
 // --bin / --ui-dir: measure another build (e.g. main's binary and ui/dist).
 // --baseline-ui DIR [--rounds 2]: also serve the same data with the UI in DIR (e.g. main's
@@ -36,7 +39,7 @@ const RUNS = Number(args.runs ?? 10000);
 const POINTS = Number(args.points ?? 100000);
 const CHARTS = Number(args.charts ?? 20);
 const LINES = Number(args.lines ?? 1000000);
-const PARTS = new Set((args.parts ?? 'charts,runs,logs,visible,group').split(','));
+const PARTS = new Set((args.parts ?? 'charts,runs,logs,visible,group,importance').split(','));
 const VISIBLE_RUNS = 100, VISIBLE_KEYS = 5, VISIBLE_STEPS = 1000;
 const GROUP_RUNS = 8, GROUP_KEYS = 10, GROUP_STEPS = 5000;
 
@@ -129,6 +132,24 @@ async function seedRuns(server, entity) {
   });
 }
 
+/** RUNS runs x 20 config fields in project imp10k: loss = 2 (f00 - 0.5)^2 + 0.3 f01 + 0.2 [c17 = 'b']
+ * + noise (f00 a U shape), acc = f05 + noise. */
+async function seedImportance(server, entity) {
+  let a = 2463534242;
+  const rand = () => { a ^= a << 13; a >>>= 0; a ^= a >>> 17; a ^= a << 5; a >>>= 0; return a / 4294967296; };
+  const rows = Array.from({ length: RUNS }, () => {
+    const config = {};
+    for (let k = 0; k < 14; k++) config[`f${String(k).padStart(2, '0')}`] = rand();
+    for (let k = 14; k < 17; k++) config[`b${k}`] = rand() < 0.5;
+    for (let k = 17; k < 20; k++) config[`c${k}`] = ['a', 'b', 'c', 'd'][Math.floor(rand() * 4)];
+    const loss = 2 * (config.f00 - 0.5) ** 2 + 0.3 * config.f01 + (config.c17 === 'b' ? 0.2 : 0) + 0.02 * rand();
+    return { config, summary: { loss, acc: config.f05 + 0.05 * rand() } };
+  });
+  await pool(12, rows.map((r, i) => [r, i]), async ([r, i]) => {
+    const run = await api(server, 'POST', `/api/v1/runs/${entity}/imp10k`, { name: `imp-${i}`, config: r.config });
+    await api(server, 'PATCH', `/api/v1/runs/${entity}/imp10k/${run.id}`, { summary: r.summary });
+  });
+}
 
 async function seedLogs(server, entity) {
   const run = await api(server, 'POST', `/api/v1/runs/${entity}/bench`, { name: 'logs-1m', job_type: 'train' });
@@ -348,6 +369,30 @@ async function measure(browser, server, entity, { runId, logsRun }, isBaseline =
     results.group_page_8x10_charts_drawn_ms = await chartsDrawn(page, `${server.url}/?p=${entity}/grp&group=G8`, GROUP_KEYS);
   }
 
+  // 6. Parameter importance over 10,000 runs x 20 config fields.
+  if (PARTS.has('importance') && !isBaseline) {
+    await page.setViewportSize({ width: 1400, height: 900 });
+    await page.goto(`${server.url}/?p=${entity}/imp10k`);
+    await page.waitForFunction((n) => document.querySelector('.ws-count')?.textContent.startsWith(`${n.toLocaleString('en-US')} of ${n.toLocaleString('en-US')} runs`), RUNS, { polling: 100, timeout: 120000 });
+    const pick = (m) => `const s = document.querySelector('select[aria-label="importance metric"]'); s.value = '${m}'; s.dispatchEvent(new Event('change', { bubbles: true }));`;
+    const shown = (m) => `const t = document.querySelector('[data-testid=importance-meta]')?.textContent ?? ''; return t.includes('have ${m}') && !t.includes('computing') && !!document.querySelector('[data-testid=importance-table] tbody tr');`;
+    const computes = [], picks = [];
+    for (let i = 0; i < REPS + 1; i++) {
+      const m = i % 2 ? 'acc' : 'loss';
+      const ms = await timeInPage(page, pick(m), shown(m));
+      if (i > 0) { picks.push(ms); computes.push(await page.evaluate(() => window.__cohortImportanceMs)); }
+    }
+    results.importance_10k_x20_worker_compute_ms = median(computes);
+    results.importance_10k_x20_pick_to_table_ms = median(picks);
+    const top = async (m) => {
+      await timeInPage(page, pick(m), shown(m));
+      return page.locator('[data-testid=importance-table] tbody tr').first().getAttribute('data-key');
+    };
+    results.importance_10k_top_field_loss = await top('loss');
+    results.importance_10k_top_field_acc = await top('acc');
+    results.importance_10k_fields = await page.locator('[data-testid=importance-table] tbody tr').count();
+  }
+
   await ctx.close();
   return results;
 }
@@ -369,6 +414,9 @@ const main = async () => {
   if (PARTS.has('visible')) await seedMetricRuns(server, entity, 'vis100', VISIBLE_RUNS, VISIBLE_KEYS, VISIBLE_STEPS);
   if (PARTS.has('group')) await seedMetricRuns(server, entity, 'grp', GROUP_RUNS, GROUP_KEYS, GROUP_STEPS, 'G8');
   console.error(`  visible/group runs seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  t = Date.now();
+  if (PARTS.has('importance')) await seedImportance(server, entity);
+  console.error(`  importance runs (${RUNS} x 20 config fields) seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
 
   const ids = { runId, logsRun };
   const browser = await launchBrowser();

@@ -34,11 +34,12 @@ export const MAX_BINS = 32;
  */
 export function binColumn(values: ArrayLike<number>): Uint8Array {
   const n = values.length;
-  const finite: number[] = [];
-  for (let i = 0; i < n; i++) if (Number.isFinite(values[i])) finite.push(values[i]);
-  finite.sort((a, b) => a - b);
+  let m = 0;
+  const finite = new Float64Array(n);
+  for (let i = 0; i < n; i++) if (Number.isFinite(values[i])) finite[m++] = values[i];
+  const sorted = finite.subarray(0, m).sort();
   const distinct: number[] = [];
-  for (const v of finite) if (!distinct.length || distinct[distinct.length - 1] !== v) distinct.push(v);
+  for (const v of sorted) if (!distinct.length || distinct[distinct.length - 1] !== v) distinct.push(v);
   // Cut points: a value v goes to bin 1 + (number of cuts <= v).
   let cuts: number[];
   if (distinct.length <= MAX_BINS - 1) cuts = distinct.slice(1);
@@ -46,8 +47,8 @@ export function binColumn(values: ArrayLike<number>): Uint8Array {
     cuts = [];
     const parts = MAX_BINS - 1;
     for (let q = 1; q < parts; q++) {
-      const c = finite[Math.floor((q * finite.length) / parts)];
-      if (c > finite[0] && (!cuts.length || c > cuts[cuts.length - 1])) cuts.push(c);
+      const c = sorted[Math.floor((q * m) / parts)];
+      if (c > sorted[0] && (!cuts.length || c > cuts[cuts.length - 1])) cuts.push(c);
     }
   }
   const out = new Uint8Array(n);
@@ -217,35 +218,39 @@ export function permutationImportance(forest: Forest, X: Uint8Array[], y: ArrayL
   let variance = 0;
   for (const k of used) variance += (y[evalRows[k]] - mean) ** 2;
   variance /= Math.max(1, used.length);
-  // Each tree's own prediction of each of its rows, and the features on the row's path (a bit
-  // mask, features 0..31): shuffling a feature changes only the rows whose path splits on it, so
-  // only those are walked again.
-  const basePred: Float64Array[] = [], pathMask: Uint32Array[] = [];
+  // Each tree's own prediction of each of its rows, and per feature (0..31) the rows whose path
+  // splits on it: shuffling a feature changes only those, so only they are walked again (a
+  // feature past 31 re-walks every row).
+  const basePred: Float64Array[] = [];
+  const touched: Int32Array[][] = Array.from({ length: Math.min(p, 32) }, () => []);
+  const baseSum = new Float64Array(evalRows.length);
   forest.trees.forEach((t, i) => {
     const rows = treeRows[i];
-    const pr = new Float64Array(rows.length), mk = new Uint32Array(rows.length);
+    const pr = new Float64Array(rows.length);
+    const lists: number[][] = Array.from({ length: Math.min(p, 32) }, () => []);
     for (let k = 0; k < rows.length; k++) {
       let node = 0, mask = 0;
       for (;;) {
         const f = t.feature[node];
         if (f < 0) break;
-        if (f < 32) mask |= 1 << f;
+        if (f < 32 && !(mask & (1 << f))) { mask |= 1 << f; lists[f].push(k); }
         node = X[f][rows[k]] <= t.thr[node] ? t.left[node] : t.right[node];
       }
-      pr[k] = t.value[node]; mk[k] = mask;
+      pr[k] = t.value[node];
+      baseSum[pos[rows[k]]] += pr[k];
     }
-    basePred.push(pr); pathMask.push(mk);
+    basePred.push(pr);
+    lists.forEach((l, f) => touched[f].push(Int32Array.from(l)));
   });
+  const all = treeRows.map((rows) => Int32Array.from({ length: rows.length }, (_, k) => k));
   const mse = (swap: number, alt?: Uint8Array) => {
-    const pred = new Float64Array(evalRows.length);
-    const bit = swap >= 0 && swap < 32 ? 1 << swap : 0;
-    forest.trees.forEach((t, i) => {
-      const rows = treeRows[i], own = basePred[i], mk = pathMask[i];
-      for (let k = 0; k < rows.length; k++) {
-        const walk = swap >= 32 || (bit !== 0 && (mk[k] & bit) !== 0);
-        pred[pos[rows[k]]] += walk ? predictTree(t, X, rows[k], swap, alt) : own[k];
-      }
-    });
+    const pred = Float64Array.from(baseSum);
+    if (swap >= 0) {
+      forest.trees.forEach((t, i) => {
+        const rows = treeRows[i], own = basePred[i];
+        for (const k of swap < 32 ? touched[swap][i] : all[i]) pred[pos[rows[k]]] += predictTree(t, X, rows[k], swap, alt) - own[k];
+      });
+    }
     let e = 0;
     for (const k of used) { const d = pred[k] / votes[k] - y[evalRows[k]]; e += d * d; }
     return e / Math.max(1, used.length);
