@@ -23,6 +23,17 @@ describe('paramImportance', () => {
     expect(res.r2).toBeGreaterThan(0.6);
   });
 
+  test('a seed (a different number per run) that does not matter scores ~0, however many values it has', () => {
+    const data = runs(400, (r, i) => {
+      const lr = r();
+      return { config: { lr, seed: i * 7919 % 400 }, summary: { loss: Math.abs(lr - 0.3) + 0.05 * r() } };
+    });
+    const res = paramImportance(data, 'loss');
+    expect(res.rows[0].key).toBe('lr');
+    expect(Math.abs(row(res, 'seed').importance)).toBeLessThan(0.03);
+    expect(row(res, 'lr').importance).toBeGreaterThan(0.5);
+  });
+
   test('a linear case: correlation and importance agree on the order', () => {
     const data = runs(300, (r) => {
       const a = r(), b = r(), c = r();
