@@ -94,7 +94,10 @@ describe('run diff', () => {
     await page.getByTestId('compare-bar').filter({ hasText: '1 run selected' }).waitFor();
     assert.equal(await page.getByTestId('compare-link').count(), 0, 'one run: nothing to compare yet');
     await page.getByLabel('select beta to compare').check();
-    await page.getByLabel('select gamma to compare').check();
+    // From the keyboard: x on a focused row picks it.
+    await page.locator('[data-testid=runs-table] tr[data-name=gamma]').focus();
+    await page.keyboard.press('x');
+    assert.ok(await page.getByLabel('select gamma to compare').isChecked());
     await page.getByTestId('compare-bar').filter({ hasText: '3 runs selected' }).waitFor();
     await page.getByTestId('compare-link').click();
     await page.getByTestId('compare-page').waitFor();

@@ -137,6 +137,7 @@ export function RunsTable({ rows, state, columns, collapsed, setCollapsed, style
     else if (e.key === 'Enter' || (e.key === ' ' && row.kind === 'group')) {
       if (row.kind === 'group') { const n = new Set(collapsed); if (n.has(row.value)) n.delete(row.value); else n.add(row.value); setCollapsed(n); }
     } else if (e.key === ' ' && row.kind === 'run') toggleEye(row.run.id);
+    else if (e.key === 'x' && row.kind === 'run' && onSelect) onSelect(row.run.id, !selected?.has(row.run.id));
     else return;
     e.preventDefault();
   };
