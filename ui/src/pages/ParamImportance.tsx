@@ -36,9 +36,15 @@ function compute(runs: ImportanceInput[], metric: string): Promise<{ result: Imp
   });
 }
 
-export function ParamImportance({ state, runs }: { state: AppState; runs: Run[] }) {
+export function ParamImportance({ state, runs, all }: {
+  state: AppState;
+  /** The runs the filters select (what is ranked). */
+  runs: Run[];
+  /** Every run of the project (the metrics offered: not recomputed on each filter change). */
+  all: Run[];
+}) {
   const metric = state.imp;
-  const keys = useMemo(() => numericSummaryKeys(runs.map((r) => r.summary)), [runs.length, runs[0]]);
+  const keys = useMemo(() => numericSummaryKeys(all.map((r) => r.summary)), [all.length, all[0]]);
   // What the result depends on: the runs (ids, in any order) and their metric values. A refresh
   // that changes neither computes nothing.
   const sig = useMemo(() => (metric ? `${metric}|${runs.length}|${runs.map((r) => `${r.id}:${r.updated_ms}`).join(',')}` : ''), [metric, runs]);
@@ -47,19 +53,27 @@ export function ParamImportance({ state, runs }: { state: AppState; runs: Run[] 
   const [error, setError] = useState<unknown>(null);
   const latest = useRef('');
   useEffect(() => {
-    if (!metric || done?.sig === sig) return;
     latest.current = sig;
+    // No metric, or back to the runs of the result shown (before a pending computation started).
+    if (!metric || done?.sig === sig) { setBusy(false); return; }
     setBusy(true);
-    // In id order: the same runs give the same numbers whatever the table's sort.
-    const input: ImportanceInput[] = [...runs].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-      .map((r) => ({ config: r.config, summary: { [metric]: metricValue(r.summary, metric) } }));
-    compute(input, metric).then(({ result, ms }) => {
-      if (latest.current !== sig) return;
-      (window as any).__cohortImportanceMs = ms;
-      setDone({ result, ms, sig });
-      setError(null);
-      setBusy(false);
-    }, (e) => { if (latest.current === sig) { setError(e); setBusy(false); } });
+    // A new metric computes at once; new runs for the same metric (typing in the search box, a
+    // live run's summary) wait until they settle for 250 ms, so the worker is not queued with
+    // results nobody will see.
+    const wait = done?.result.metric === metric ? 250 : 0;
+    const timer = setTimeout(() => {
+      // In id order: the same runs give the same numbers whatever the table's sort.
+      const input: ImportanceInput[] = [...runs].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+        .map((r) => ({ config: r.config, summary: { [metric]: metricValue(r.summary, metric) } }));
+      compute(input, metric).then(({ result, ms }) => {
+        if (latest.current !== sig) return;
+        (window as any).__cohortImportanceMs = ms;
+        setDone({ result, ms, sig });
+        setError(null);
+        setBusy(false);
+      }, (e) => { if (latest.current === sig) { setError(e); setBusy(false); } });
+    }, wait);
+    return () => clearTimeout(timer);
   }, [sig]);
 
   const res = metric && done?.result.metric === metric ? done.result : null;

@@ -130,7 +130,7 @@ export function WorkspacePage({ state }: { state: AppState }) {
                 : <RunsTable rows={rows} state={state} columns={columns} collapsed={collapsed} setCollapsed={setCollapsed}
                     styleOf={(id) => styles.get(id)} alertsOf={(id) => alertsByRun.get(id)}
                     selected={pickedSet} onSelect={(id, on) => setPicked((p) => (on ? [...p.filter((x) => x !== id), id] : p.filter((x) => x !== id)))} />}
-        {runs.length > 0 && shown.length > 0 && loaded && <ParamImportance state={state} runs={shown} />}
+        {runs.length > 0 && shown.length > 0 && loaded && <ParamImportance state={state} runs={shown} all={runs} />}
         {runs.length > 0 && shown.length > 0 && (
           <WorkspaceCharts state={state} visible={shown} eligible={eligible.length} charted={charted} styles={styles} legend={legend} loaded={loaded} />
         )}
