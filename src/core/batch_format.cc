@@ -123,9 +123,13 @@ std::optional<MediaType> ParseMediaType(std::string_view name) {
 }
 
 std::string InvalidMediaReason(const MediaRow& row) {
+  if (!IsSha256Hex(row.sha256)) return "sha256: expected 64 lowercase hex digits";
+  return InvalidMediaFieldsReason(row);
+}
+
+std::string InvalidMediaFieldsReason(const MediaRow& row) {
   if (MediaTypeName(row.type).empty()) return "unknown media type " + std::to_string(int(row.type));
   if (row.step < 0) return "step " + std::to_string(row.step) + " is negative";
-  if (!IsSha256Hex(row.sha256)) return "sha256: expected 64 lowercase hex digits";
   if (row.size < 0) return "size: must be >= 0";
   if (row.width < 0 || row.height < 0 || row.duration_ms < 0) {
     return "width, height and duration_ms must be >= 0";

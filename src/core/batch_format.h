@@ -59,6 +59,9 @@ struct MediaRow {
 // Why a media row cannot be sent (an empty string: it can): a bad digest, size, MIME type or
 // caption, a negative step or dimension.
 std::string InvalidMediaReason(const MediaRow& row);
+// The same checks but the digest's: for a row whose digest comes later (a vendor file named by
+// path until its upload, store::MediaPoint::path).
+std::string InvalidMediaFieldsReason(const MediaRow& row);
 
 // What the encoder takes: rows whose values refer to a per-batch key table. A plain value type
 // that a caller fills (the client's LogBuffer, the agent's system monitor, tests).

@@ -6,8 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "core/batch_format.h"
-#include "core/histogram.h"
+#include "store/record_checks.h"
 
 namespace cohort::store {
 namespace {
@@ -87,10 +86,7 @@ Status ValidateBatch(const IngestBatch& batch) {
       return Status::InvalidArgument(where + ": key '" + h.key +
                                      "' is empty, holds a NUL character or starts with system/");
     }
-    if (h.step < 0) return Status::InvalidArgument(where + ".step: must be >= 0");
-    if (std::string why = histogram::InvalidReason(h.value); !why.empty()) {
-      return Status::InvalidArgument(where + " (key '" + h.key + "'): " + why);
-    }
+    COHORT_RETURN_IF_ERROR(CheckHistogramPoint(where, h));
     if (keys.contains(h.key)) {
       return Status::InvalidArgument("batch: key '" + h.key +
                                      "' is logged as a scalar and as a histogram (a key has one "
@@ -108,31 +104,7 @@ Status ValidateBatch(const IngestBatch& batch) {
       return Status::InvalidArgument(where + ": key '" + m.key +
                                      "' is empty, holds a NUL character or starts with system/");
     }
-    auto type = batch::ParseMediaType(m.type);
-    if (!type) return Status::InvalidArgument(where + ": unknown media type '" + m.type + "'");
-    if (m.index < 0) return Status::InvalidArgument(where + ".index: must be >= 0");
-    batch::MediaRow row;
-    row.type = *type;
-    row.step = m.step;
-    row.sha256 = m.sha256;
-    if (m.sha256.empty() && !m.path.empty()) {  // named by path until its upload
-      if (m.path.size() > limits::kMaxMediaPathBytes || m.path.find('\0') != std::string::npos) {
-        return Status::InvalidArgument(where + ".path: 1 to " +
-                                       std::to_string(limits::kMaxMediaPathBytes) +
-                                       " bytes without NUL");
-      }
-      if (m.size != 0) return Status::InvalidArgument(where + ".size: unknown before the upload");
-      row.sha256 = std::string(64, '0');  // the rest is checked as any row's
-    }
-    row.size = m.size;
-    row.mime = m.mime;
-    row.width = m.width;
-    row.height = m.height;
-    row.duration_ms = m.duration_ms;
-    row.caption = m.caption;
-    if (std::string why = batch::InvalidMediaReason(row); !why.empty()) {
-      return Status::InvalidArgument(where + " (key '" + m.key + "'): " + why);
-    }
+    COHORT_RETURN_IF_ERROR(CheckMediaPoint(where, m));
     if (keys.contains(m.key) || histogram_keys.contains(m.key)) {
       return Status::InvalidArgument("batch: key '" + m.key + "' is logged as " +
                                      (keys.contains(m.key) ? "a scalar" : "a histogram") +

@@ -1,6 +1,12 @@
 #include "store/record_checks.h"
 
+#include <cstdint>
+#include <optional>
+
+#include "core/batch_format.h"
+#include "core/histogram.h"
 #include "core/json.h"
+#include "core/limits.h"
 #include "store/run_ref.h"
 
 namespace cohort::store {
@@ -76,6 +82,51 @@ Status RunFileNotFound(const RunRef& ref, const std::string& name) {
 
 Status WriterLabelTaken(const RunRef& ref, const std::string& label) {
   return Status::AlreadyExists("writer '" + label + "' of run '" + RunName(ref) + "' exists");
+}
+
+Status CheckHistogramPoint(std::string_view where, const HistogramPoint& h) {
+  if (h.step < 0) return Status::InvalidArgument(std::string(where) + ".step: must be >= 0");
+  if (std::string why = histogram::InvalidReason(h.value); !why.empty()) {
+    return Status::InvalidArgument(std::string(where) + " (key '" + h.key + "'): " + why);
+  }
+  return Status::Ok();
+}
+
+Status CheckMediaPoint(std::string_view where, const MediaPoint& m) {
+  const std::string at(where);
+  std::optional<batch::MediaType> type = batch::ParseMediaType(m.type);
+  if (!type) {
+    return Status::InvalidArgument(at + ".type: '" + m.type +
+                                   "' is not image, audio, video, html or table");
+  }
+  if (m.index < 0 || m.index > int64_t(UINT32_MAX)) {
+    return Status::InvalidArgument(at + ".index: must be 0 to 2^32-1");
+  }
+  const bool named_by_path = m.sha256.empty() && !m.path.empty();
+  if (named_by_path) {
+    if (m.path.size() > limits::kMaxMediaPathBytes || m.path.find('\0') != std::string::npos) {
+      return Status::InvalidArgument(at + ".path: 1 to " +
+                                     std::to_string(limits::kMaxMediaPathBytes) +
+                                     " bytes without NUL");
+    }
+    if (m.size != 0) return Status::InvalidArgument(at + ".size: unknown before the upload");
+  }
+  batch::MediaRow row;
+  row.step = m.step;
+  row.time_ms = m.time_ms;
+  row.index = uint32_t(m.index);
+  row.type = *type;
+  row.sha256 = m.sha256;
+  row.size = m.size;
+  row.mime = m.mime;
+  row.width = m.width;
+  row.height = m.height;
+  row.duration_ms = m.duration_ms;
+  row.caption = m.caption;
+  std::string why =
+      named_by_path ? batch::InvalidMediaFieldsReason(row) : batch::InvalidMediaReason(row);
+  if (!why.empty()) return Status::InvalidArgument(at + " (key '" + m.key + "'): " + why);
+  return Status::Ok();
 }
 
 }  // namespace cohort::store

@@ -1,4 +1,5 @@
-// Checks of views, API keys and run files that every Store backend applies before writing, and
+// Checks of views, API keys, run files and batch rows that every Store backend and every decoder
+// applies before writing, and
 // the errors they return about them, so that all backends word them the same way (as
 // store/run_ref.h does for runs and writers). Pure functions; thread-safe.
 #pragma once
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "cohort/status.h"
+#include "store/ingest_batch.h"
 #include "store/meta_types.h"
 #include "store/run_types.h"
 
@@ -36,6 +38,14 @@ Status SessionNotFound();
 // InvalidArgument unless the name is 1-1024 bytes without control characters.
 Status ValidateFileName(const std::string& name);
 Status RunFileNotFound(const RunRef& ref, const std::string& name);
+
+// InvalidArgument naming `where` (e.g. "media[3]") and the field, for a row no backend may store:
+// a negative step, a histogram histogram::InvalidReason refuses.
+Status CheckHistogramPoint(std::string_view where, const HistogramPoint& h);
+// The same for a media row: its type, index, digest, size, MIME type, dimensions and caption
+// (batch::InvalidMediaReason). A row named by `path` (a vendor file before its upload) has no
+// digest and size 0 yet; its path is 1 to limits::kMaxMediaPathBytes bytes without NUL.
+Status CheckMediaPoint(std::string_view where, const MediaPoint& m);
 
 // AlreadyExists: another writer of the run has the label `label` (RenameWriter).
 Status WriterLabelTaken(const RunRef& ref, const std::string& label);

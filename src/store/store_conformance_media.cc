@@ -400,10 +400,10 @@ TEST_P(StoreConformanceTest, MediaRowsNamedByPathGetTheirBlobWhenTheFileIsUpload
 
   const std::string sha = Sha256::Hex("png bytes");
   COHORT_ASSERT_OK_AND_ASSIGN(
-      int64_t n, store().AttachMediaBlob(Ref("run1"), "media/images/examples_3_1.png", sha, 9));
+      int64_t n, store().AttachMediaBlob(Ref("run1"), "media/images/examples_3_1.png", sha, 9, 0));
   EXPECT_EQ(n, 1);
   COHORT_ASSERT_OK_AND_ASSIGN(
-      n, store().AttachMediaBlob(Ref("run1"), "media/images/examples_3_1.png", sha, 9));
+      n, store().AttachMediaBlob(Ref("run1"), "media/images/examples_3_1.png", sha, 9, 0));
   EXPECT_EQ(n, 0);  // attached already
   COHORT_ASSERT_OK_AND_ASSIGN(
       rows, store().QueryMedia(MediaQuery{.run = Ref("run1"), .keys = {"examples"}}));
@@ -423,8 +423,103 @@ TEST_P(StoreConformanceTest, MediaRowsNamedByPathGetTheirBlobWhenTheFileIsUpload
   bad.AddMedia(sized);
   EXPECT_EQ(store().Ingest(Ref("run1"), "rank_0", bad.Finish(), 2).status().code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(store().AttachMediaBlob(Ref("nope"), "media/images/x.png", sha, 9).status().code(),
+  EXPECT_EQ(store().AttachMediaBlob(Ref("nope"), "media/images/x.png", sha, 9, 0).status().code(),
             StatusCode::kNotFound);
+}
+
+// Files uploaded before the line that names them: one call gives every awaiting row of the run
+// the blob of the run file at its path; rows whose file is not there yet, or is a plain run file
+// without a blob, keep waiting.
+TEST_P(StoreConformanceTest, MediaRowsNamedByPathGetTheRunsUploadedFilesInOneCall) {
+  MakeRun("run1");
+  Join("run1", "rank_0");
+  IngestBatchBuilder b(1);
+  for (int64_t i = 0; i < 3; ++i) {
+    MediaPoint m = Media("examples", 4, i, "image", "unused", "");
+    m.sha256.clear();
+    m.size = 0;
+    m.path = "media/images/e_" + std::to_string(i) + ".png";
+    b.AddMedia(m);
+  }
+  COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "rank_0", b.Finish(), 1).status());
+  const std::string sha0 = Sha256::Hex("zero"), sha2 = Sha256::Hex("two!");
+  COHORT_ASSERT_OK(store()
+                       .PutRunFile(Ref("run1"), RunFile{.name = "media/images/e_0.png", .size = 4,
+                                                        .sha256 = sha0})
+                       .status());
+  COHORT_ASSERT_OK(store()
+                       .PutRunFile(Ref("run1"), RunFile{.name = "media/images/e_1.png",
+                                                        .data = "not a blob"})
+                       .status());
+  COHORT_ASSERT_OK(store()
+                       .PutRunFile(Ref("run1"), RunFile{.name = "media/images/e_2.png", .size = 4,
+                                                        .sha256 = sha2})
+                       .status());
+  COHORT_ASSERT_OK_AND_ASSIGN(int64_t n, store().AttachUploadedMedia(Ref("run1"), 0));
+  EXPECT_EQ(n, 2);
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto rows, store().QueryMedia(MediaQuery{.run = Ref("run1"), .keys = {"examples"}}));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].sha256, sha0);
+  EXPECT_EQ(rows[0].size, 4);
+  EXPECT_EQ(rows[1].sha256, "");
+  EXPECT_EQ(rows[2].sha256, sha2);
+  COHORT_ASSERT_OK_AND_ASSIGN(n, store().AttachUploadedMedia(Ref("run1"), 0));
+  EXPECT_EQ(n, 0);
+  EXPECT_EQ(store().AttachUploadedMedia(Ref("nope"), 0).status().code(), StatusCode::kNotFound);
+}
+
+// Rows named by path enter with size 0: their bytes count against --max-run-media-bytes when
+// their file is attached. Past the budget nothing is attached and the error names the budget.
+TEST_P(StoreConformanceTest, AttachingUploadedMediaKeepsTheRunsMediaBudget) {
+  MakeRun("run1");
+  Join("run1", "rank_0");
+  IngestBatchBuilder b(1);
+  b.AddMedia(Media("direct", 1, 0, "image", Sha256::Hex("d"), ""));  // 64 bytes
+  for (int64_t i = 0; i < 2; ++i) {
+    MediaPoint m = Media("examples", 1, i, "image", "unused", "");
+    m.sha256.clear();
+    m.size = 0;
+    m.path = i == 0 ? "media/images/same.png" : "media/images/other.png";
+    b.AddMedia(m);
+  }
+  COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "rank_0", b.Finish(), 1).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      auto rows, store().QueryMedia(MediaQuery{.run = Ref("run1"), .keys = {"direct"}}));
+  ASSERT_EQ(rows.size(), 1u);
+  const int64_t direct = rows[0].size;
+  const std::string sha = Sha256::Hex("blob");
+  auto refused = store().AttachMediaBlob(Ref("run1"), "media/images/same.png", sha, 100,
+                                         direct + 99);
+  EXPECT_EQ(refused.status().code(), StatusCode::kPayloadTooLarge);
+  EXPECT_NE(refused.status().message().find("--max-run-media-bytes"), std::string::npos)
+      << refused.status().message();
+  COHORT_ASSERT_OK_AND_ASSIGN(int64_t n, store().AttachMediaBlob(Ref("run1"),
+                                                                  "media/images/same.png", sha,
+                                                                  100, direct + 100));
+  EXPECT_EQ(n, 1);
+  // The other file, uploaded before its line: the bulk attach checks the same budget.
+  COHORT_ASSERT_OK(store()
+                       .PutRunFile(Ref("run1"), RunFile{.name = "media/images/other.png",
+                                                        .size = 50, .sha256 = sha})
+                       .status());
+  EXPECT_EQ(store().AttachUploadedMedia(Ref("run1"), direct + 149).status().code(),
+            StatusCode::kPayloadTooLarge);
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      rows, store().QueryMedia(MediaQuery{.run = Ref("run1"), .keys = {"examples"}}));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].sha256, "");  // nothing attached
+  COHORT_ASSERT_OK_AND_ASSIGN(n, store().AttachUploadedMedia(Ref("run1"), direct + 150));
+  EXPECT_EQ(n, 1);
+  // The ingest path's budget sees the attached bytes too (the run's total was re-read).
+  IngestBatchBuilder more(2);
+  more.AddMedia(Media("direct", 2, 0, "image", Sha256::Hex("e"), ""));
+  auto over = store().Ingest(Ref("run1"), "rank_0", [&] {
+    IngestBatch batch = more.Finish();
+    batch.max_run_media_bytes = direct + 150 + direct - 1;
+    return batch;
+  }(), 2);
+  EXPECT_EQ(over.status().code(), StatusCode::kPayloadTooLarge);
 }
 
 }  // namespace cohort::store

@@ -166,16 +166,15 @@ void LogDamagedOnce(const store::RunRef& run, const store::SeriesData& s,
                id.c_str(), d.min_step, d.max_step, d.count, d.reason.c_str());
 }
 
-// Appends `,"warnings":[...]` naming each damaged chunk a query skipped (nothing when none):
-// {"key", "writer", "min_step", "max_step", "points", "message"}.
-// `multi_run`: the answer spans several runs, so each warning names its run.
-void AppendWarnings(std::string* out, const store::RunRef& run,
-                    const std::vector<store::SeriesData>& series, bool multi_run, bool* first) {
+// Appends to `out` (the comma-separated content of a "warnings" array) an object naming each
+// damaged chunk a query skipped: {"key", "writer", "min_step", "max_step", "points",
+// "message"}. `multi_run`: the answer spans several runs, so each warning names its run.
+void AppendWarningItems(std::string* out, const store::RunRef& run,
+                        const std::vector<store::SeriesData>& series, bool multi_run) {
   for (const store::SeriesData& s : series) {
     for (const series::DamagedChunk& d : s.damaged) {
       LogDamagedOnce(run, s, d);
-      out->append(*first ? ",\"warnings\":[" : ",");
-      *first = false;
+      if (!out->empty()) out->push_back(',');
       out->push_back('{');
       if (multi_run) {
         out->append("\"run\":");
@@ -199,6 +198,14 @@ void AppendWarnings(std::string* out, const store::RunRef& run,
       out->push_back('}');
     }
   }
+}
+
+// `,"warnings":[items]`, nothing when there are none.
+void AppendWarningsField(std::string* body, const std::string& items) {
+  if (items.empty()) return;
+  body->append(",\"warnings\":[");
+  body->append(items);
+  body->push_back(']');
 }
 
 // Fills the range/bucket/paging fields shared by history and system queries.
@@ -250,10 +257,8 @@ http::HttpResponse Query(ApiContext* ctx, store::HistoryQuery& q, bool system,
   if (!res.ok()) return ErrorResponse(res.status());
   if (format == HistoryFormat::kColumns) {
     std::string warnings;
-    bool none = true;
-    AppendWarnings(&warnings, q.run, *res, /*multi_run=*/false, &none);
-    constexpr std::string_view kLead = ",\"warnings\":";
-    if (!none) warnings = warnings.substr(kLead.size()) + "]";
+    AppendWarningItems(&warnings, q.run, *res, /*multi_run=*/false);
+    if (!warnings.empty()) warnings = "[" + warnings + "]";
     if (system) {  // the keys as the JSON answer names them: no "system/" prefix
       for (store::SeriesData& s : *res) {
         if (s.key.rfind(kSystemPrefix, 0) == 0) s.key.erase(0, kSystemPrefix.size());
@@ -267,9 +272,9 @@ http::HttpResponse Query(ApiContext* ctx, store::HistoryQuery& q, bool system,
     AppendSeriesJson(&body, (*res)[i], system, q.series.buckets > 0);
   }
   body.append("]");
-  bool first_warning = true;
-  AppendWarnings(&body, q.run, *res, /*multi_run=*/false, &first_warning);
-  if (!first_warning) body.push_back(']');
+  std::string warnings;
+  AppendWarningItems(&warnings, q.run, *res, /*multi_run=*/false);
+  AppendWarningsField(&body, warnings);
   body.append("}");
   return http::HttpResponse::Json(200, std::move(body));
 }
@@ -331,7 +336,7 @@ http::HttpResponse QueryRuns(ApiContext* ctx, const http::HttpRequest& req, cons
   if (Status s = ReadRangeParams(req, ctx->limits, &q); !s.ok()) return ErrorResponse(s);
   std::string body = "{\"series\":[";
   std::string warnings;
-  bool first_series = true, first_warning = true;
+  bool first_series = true;
   std::vector<std::string> missing;
   const std::vector<std::string> named_keys = q.keys;
   for (const store::RunRef& ref : *refs) {
@@ -359,12 +364,11 @@ http::HttpResponse QueryRuns(ApiContext* ctx, const http::HttpRequest& req, cons
       first_series = false;
       AppendSeriesJson(&body, s, system, q.series.buckets > 0, ref.run_id);
     }
-    AppendWarnings(&warnings, ref, *res, /*multi_run=*/true, &first_warning);
+    AppendWarningItems(&warnings, ref, *res, /*multi_run=*/true);
   }
   body.append("]");
   AppendMissing(&body, missing);
-  body.append(warnings);
-  if (!first_warning) body.push_back(']');
+  AppendWarningsField(&body, warnings);
   body.append("}");
   return http::HttpResponse::Json(200, std::move(body));
 }

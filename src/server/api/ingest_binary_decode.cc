@@ -11,6 +11,7 @@
 #include "core/metric_key.h"
 #include "core/utf8.h"
 #include "server/api/ingest_checks.h"
+#include "store/record_checks.h"
 
 namespace cohort::api {
 namespace {
@@ -300,7 +301,7 @@ class BinaryDecoder {
     }
     h->key.assign(keys_[k]);
     if (!Varint(&n, where)) return false;
-    // Before n values are read (and allocated); CheckHistogramRow says it again for JSON.
+    // Before n values are read (and allocated); CheckHistogramPoint says it again for JSON.
     if (std::string why = histogram::BinCountReason(n); !why.empty()) {
       return Fail(where + " (key '" + h->key + "'): " + why);
     }
@@ -316,7 +317,7 @@ class BinaryDecoder {
     }
     v.counts.resize(n);
     for (double& c : v.counts) Double(&c);
-    if (Status s = CheckHistogramRow(where, *h); !s.ok()) return Fail(s);
+    if (Status s = store::CheckHistogramPoint(where, *h); !s.ok()) return Fail(s);
     return true;
   }
 
@@ -379,7 +380,7 @@ class BinaryDecoder {
     m->width = int64_t(width);
     m->height = int64_t(height);
     m->duration_ms = int64_t(duration);
-    if (Status s = CheckMediaRow(where, *m); !s.ok()) return Fail(s);
+    if (Status s = store::CheckMediaPoint(where, *m); !s.ok()) return Fail(s);
     return true;
   }
 

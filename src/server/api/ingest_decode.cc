@@ -11,6 +11,7 @@
 #include "core/limits.h"
 #include "core/metric_key.h"
 #include "server/api/ingest_checks.h"
+#include "store/record_checks.h"
 
 namespace cohort::api {
 namespace {
@@ -653,7 +654,7 @@ class BatchHandler {
     } else if (!Require({kLo, kHi}, "required (or edges)")) {
       return false;
     }
-    if (Status s = CheckHistogramRow(RowPath(), batch.histograms.back()); !s.ok()) {
+    if (Status s = store::CheckHistogramPoint(RowPath(), batch.histograms.back()); !s.ok()) {
       return Fail(std::move(s));
     }
     return true;
@@ -661,7 +662,7 @@ class BatchHandler {
 
   bool EndMedia() {
     if (!Require({kKey, kStep, kTime, kType, kSha256, kSize, kMime})) return false;
-    if (Status s = CheckMediaRow(RowPath(), batch.media.back()); !s.ok()) {
+    if (Status s = store::CheckMediaPoint(RowPath(), batch.media.back()); !s.ok()) {
       return Fail(std::move(s));
     }
     return true;

@@ -12,6 +12,7 @@
 // not JSON); back-pressure and transient store errors get 429 with Retry-After and RateLimit
 // headers, which the clients honour; lines or values that cannot be stored are skipped, never
 // refused.
+#include <algorithm>
 #include <cstdio>
 #include <span>
 
@@ -286,11 +287,17 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
   // Images of a list are named by path: those whose file was uploaded before this line was
   // stored get their blob now; the others when their upload comes (run_files.cc). Checked after
   // the commit, so that one of the two always sees the other.
-  for (const store::MediaPoint& m : stored.media) {
-    if (!m.sha256.empty() || m.path.empty()) continue;
-    auto file = ctx->store->GetRunFile(*ref, m.path);
-    if (!file.ok() || file->sha256.empty()) continue;
-    if (auto a = ctx->store->AttachMediaBlob(*ref, m.path, file->sha256, file->size); !a.ok()) {
+  // Over the run's media budget they stay without their files: the line itself is stored.
+  const bool awaits_upload = std::any_of(
+      stored.media.begin(), stored.media.end(),
+      [](const store::MediaPoint& m) { return m.sha256.empty() && !m.path.empty(); });
+  if (awaits_upload) {
+    auto a = ctx->store->AttachUploadedMedia(*ref, int64_t(ctx->limits.max_run_media_bytes));
+    if (!a.ok() && a.status().code() == StatusCode::kPayloadTooLarge) {
+      std::fprintf(stderr, "cohort: compat file_stream %s/%s/%s: images not attached: %s\n",
+                   ref->entity.c_str(), ref->project.c_str(), ref->run_id.c_str(),
+                   a.status().message().c_str());
+    } else if (!a.ok()) {
       return StoreError(a.status(), "media");
     }
   }

@@ -182,8 +182,12 @@ void RegisterRunFileRoutes(http::Router& r, api::ApiContext* ctx) {
             }
             return api::ErrorResponse(put.status());
           }
-          if (!file.sha256.empty()) {  // the images of a list that name this file by path
-            auto attached = ctx->store->AttachMediaBlob(ref, name, file.sha256, file.size);
+          // The images of a list that name this file by path, after the file is stored so that
+          // a line stored meanwhile finds it (file_stream.cc). Over the run's media budget, the
+          // file stays a run file, the images stay without it, and the answer is 413.
+          if (!file.sha256.empty()) {
+            auto attached = ctx->store->AttachMediaBlob(
+                ref, name, file.sha256, file.size, int64_t(ctx->limits.max_run_media_bytes));
             if (!attached.ok()) return api::ErrorResponse(attached.status());
           }
           return api::JsonResponse(200, bj::object{{"name", put->name}, {"size", put->size}});

@@ -2,11 +2,11 @@
 
 #include <cmath>
 
-#include "core/batch_format.h"
 #include "core/histogram.h"
 #include "core/json.h"
 #include "core/limits.h"
 #include "core/metric_key.h"
+#include "store/record_checks.h"
 
 namespace cohort::compat {
 namespace {
@@ -134,15 +134,7 @@ std::optional<store::MediaPoint> ParseMedia(const bj::object& o, std::string_vie
   if (const bj::value* c = o.if_contains("caption"); c != nullptr && c->is_string()) {
     m.caption = std::string(c->get_string());
   }
-  batch::MediaRow row;
-  row.type = *batch::ParseMediaType(m.type);
-  row.sha256 = m.sha256;
-  row.size = m.size;
-  row.mime = m.mime;
-  row.width = m.width;
-  row.height = m.height;
-  row.caption = m.caption;
-  if (!batch::InvalidMediaReason(row).empty()) return std::nullopt;
+  if (!store::CheckMediaPoint("media", m).ok()) return std::nullopt;
   return m;
 }
 
@@ -180,14 +172,7 @@ std::vector<store::MediaPoint> ParseImageList(const bj::object& o) {
     if (captions != nullptr && i < captions->size() && (*captions)[i].is_string()) {
       m.caption = std::string((*captions)[i].get_string());
     }
-    batch::MediaRow row;
-    row.type = batch::MediaType::kImage;
-    row.sha256 = std::string(64, '0');  // known at the upload
-    row.mime = m.mime;
-    row.width = m.width;
-    row.height = m.height;
-    row.caption = m.caption;
-    if (!batch::InvalidMediaReason(row).empty()) return {};
+    if (!store::CheckMediaPoint("media", m).ok()) return {};  // its digest comes with the upload
     out.push_back(std::move(m));
   }
   return out;

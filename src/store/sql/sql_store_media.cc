@@ -82,6 +82,29 @@ Result<int64_t> ReplacedMediaBytes(Conn& conn, int64_t run_pk, int64_t writer_pk
   return replaced;
 }
 
+Status MediaBudgetExceeded(int64_t total, int64_t budget) {
+  return Status::PayloadTooLarge("media: the run would hold " + std::to_string(total) +
+                                 " bytes of media, more than its budget of " +
+                                 std::to_string(budget) + " (--max-run-media-bytes)");
+}
+
+// kPayloadTooLarge when the run's media rows plus `adding` bytes exceed `budget` (> 0).
+Status CheckMediaBudget(Conn& conn, int64_t run_pk, int64_t adding, int64_t budget) {
+  COHORT_ASSIGN_OR_RETURN(
+      int64_t stored,
+      sql::QueryOne<int64_t>(
+          conn, "SELECT CAST(coalesce(sum(size), 0) AS BIGINT) FROM media WHERE run_pk = $1",
+          Params().Add(run_pk), [](const Row& row) { return row.Int(0); },
+          Status::Internal("media: no aggregate row")));
+  if (stored + adding > budget) return MediaBudgetExceeded(stored + adding, budget);
+  return Status::Ok();
+}
+
+// The media rows awaiting an upload that the run's files already hold, and those files.
+constexpr const char* kAwaitingUploaded =
+    "media.run_pk = $1 AND media.sha256 = '' AND media.path <> '' AND f.run_pk = media.run_pk "
+    "AND f.name = media.path AND f.sha256 <> ''";
+
 constexpr const char* kRecordColumns =
     "SELECT m.key, w.label, m.step, m.idx, m.time_ms, m.type, m.mime, m.sha256, m.size, m.width, "
     "m.height, m.duration_ms, m.caption FROM media m JOIN writers w ON w.pk = m.writer_pk ";
@@ -114,10 +137,7 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const
     stored = run_cache_.LoadMediaBytes(run_pk, sum);
   }
   if (batch.max_run_media_bytes > 0 && *stored + bytes > batch.max_run_media_bytes) {
-    return Status::PayloadTooLarge("media: the run would hold " + std::to_string(*stored + bytes) +
-                                   " bytes of media, more than its budget of " +
-                                   std::to_string(batch.max_run_media_bytes) +
-                                   " (--max-run-media-bytes)");
+    return MediaBudgetExceeded(*stored + bytes, batch.max_run_media_bytes);
   }
   int64_t replaced = 0;
   if (stored) {
@@ -186,16 +206,54 @@ Result<std::vector<MediaRecord>> SqlStore::QueryMedia(const MediaQuery& q) {
 }
 
 Result<int64_t> SqlStore::AttachMediaBlob(const RunRef& ref, const std::string& path,
-                                          const std::string& sha256, int64_t size) {
+                                          const std::string& sha256, int64_t size,
+                                          int64_t max_run_media_bytes) {
   int64_t run_pk = 0;
   auto attached = RunFor<int64_t>(Access::kWrite, [&](Conn& conn) -> Result<int64_t> {
     COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, ref));
     run_pk = run.pk;
+    if (max_run_media_bytes > 0) {
+      COHORT_ASSIGN_OR_RETURN(
+          int64_t awaiting,
+          sql::QueryOne<int64_t>(
+              conn,
+              "SELECT CAST(count(*) AS BIGINT) FROM media WHERE run_pk = $1 AND sha256 = '' AND "
+              "path = $2",
+              Params().Add(run.pk).Add(path), [](const Row& row) { return row.Int(0); },
+              Status::Internal("media: no count row")));
+      if (awaiting == 0) return int64_t{0};
+      COHORT_RETURN_IF_ERROR(CheckMediaBudget(conn, run.pk, awaiting * size, max_run_media_bytes));
+    }
     return conn.Exec("UPDATE media SET sha256 = $1, size = $2 WHERE run_pk = $3 AND "
                      "sha256 = '' AND path = $4",
                      Params().Add(sha256).Add(size).Add(run.pk).Add(path));
   });
   // The run's media bytes grew (or may have): summed again from the table when next needed.
+  if (!attached.ok() || *attached > 0) run_cache_.Forget(run_pk);
+  return attached;
+}
+
+Result<int64_t> SqlStore::AttachUploadedMedia(const RunRef& ref, int64_t max_run_media_bytes) {
+  int64_t run_pk = 0;
+  auto attached = RunFor<int64_t>(Access::kWrite, [&](Conn& conn) -> Result<int64_t> {
+    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, ref));
+    run_pk = run.pk;
+    if (max_run_media_bytes > 0) {
+      COHORT_ASSIGN_OR_RETURN(
+          int64_t adding,
+          sql::QueryOne<int64_t>(conn,
+                                 std::string("SELECT CAST(coalesce(sum(f.size), 0) AS BIGINT) "
+                                             "FROM media JOIN run_files f ON ") +
+                                     kAwaitingUploaded,
+                                 Params().Add(run.pk), [](const Row& row) { return row.Int(0); },
+                                 Status::Internal("media: no aggregate row")));
+      COHORT_RETURN_IF_ERROR(CheckMediaBudget(conn, run.pk, adding, max_run_media_bytes));
+    }
+    return conn.Exec(std::string("UPDATE media SET sha256 = f.sha256, size = f.size FROM "
+                                 "run_files f WHERE ") +
+                         kAwaitingUploaded,
+                     Params().Add(run.pk));
+  });
   if (!attached.ok() || *attached > 0) run_cache_.Forget(run_pk);
   return attached;
 }
