@@ -20,6 +20,8 @@ import { MAX_CHART_RUNS, runStyles, WorkspaceCharts } from './WorkspaceCharts';
 import { WorkspaceMedia } from './WorkspaceMedia';
 import { ALERTS_REFRESH_MS, AlertsLink } from './Alerts';
 import { openAlertsByRun } from '../lib/alerts';
+import { applyBrushes } from '../lib/compare';
+import { ComparePanels } from '../components/ComparePanels';
 
 export function WorkspacePage({ state }: { state: AppState }) {
   const { entity, project } = state;
@@ -47,7 +49,10 @@ export function WorkspacePage({ state }: { state: AppState }) {
 
   const f = state.filters;
   const t0 = performance.now();
-  const shown = useMemo(() => sortRuns(filterRuns(runs, f), state.sort), [runs, JSON.stringify(f), state.sort]);
+  const filtered = useMemo(() => sortRuns(filterRuns(runs, f), state.sort), [runs, JSON.stringify(f), state.sort]);
+  // The parallel coordinates' brushes keep the runs inside all of them (compare.ts).
+  const brushes = state.cmp.pc?.brushes;
+  const shown = useMemo(() => applyBrushes(filtered, brushes), [filtered, JSON.stringify(brushes ?? {})]);
   const [collapsed, setCollapsed] = useState<Set<string>>(new Set());
   const rows = useMemo(() => groupRows(shown, state.groupBy, collapsed), [shown, state.groupBy, collapsed]);
   // For the bench: how long the last filter+sort took.
@@ -120,9 +125,11 @@ export function WorkspacePage({ state }: { state: AppState }) {
             : !runs.length ? (exists
               ? <Empty>No runs in this project yet. A run logged with <code>cohort.init(project="{project}")</code> appears here.</Empty>
               : <Empty><span data-testid="no-such-project">No such project: <strong>{entity}/{project}</strong>.</span> <Link href="/">All projects</Link></Empty>)
+              : !shown.length && filtered.length ? <Empty>No run is inside the brushes of the parallel coordinates. <button type="button" class="link" onClick={() => update({ cmp: { ...state.cmp, pc: { ...state.cmp.pc!, brushes: {} } } })}>Clear the brushes</button></Empty>
               : !shown.length ? <Empty>No run matches these filters. <button type="button" class="link" onClick={() => update({ filters: { jobType: null, states: [], tags: [], name: '', extra: [] }, view: '' })}>Clear filters</button></Empty>
                 : <RunsTable rows={rows} state={state} columns={columns} collapsed={collapsed} setCollapsed={setCollapsed}
                     styleOf={(id) => styles.get(id)} alertsOf={(id) => alertsByRun.get(id)} />}
+        {runs.length > 0 && filtered.length > 0 && <ComparePanels state={state} filtered={filtered} hidden={hidden} />}
         {runs.length > 0 && shown.length > 0 && (
           <WorkspaceCharts state={state} visible={shown} eligible={eligible.length} charted={charted} styles={styles} legend={legend} loaded={loaded} />
         )}
