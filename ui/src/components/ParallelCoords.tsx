@@ -3,7 +3,7 @@
 // brushes (drag along an axis) that keep the runs inside every one of them in the table. Drawn
 // on one canvas, a path per colour, so that 10,000 runs redraw in a few milliseconds. The axes,
 // the colour field and the brushes live in the URL (`pc`, lib/compare.ts).
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useMemo, useRef, useState } from 'preact/hooks';
 import {
   brushFromUnits, brushUnits, describeBrush, fieldLabel, fieldValue, inBrush, makeAxis, makeColorScale,
   type Axis, type Brush, type Field, type ParCoordsState,
@@ -148,15 +148,15 @@ export function ParallelCoords({ state, runs, fields }: { state: AppState; runs:
     const u = unitAt(e.clientY);
     dragRef.current = { axis: best, u0: u, u1: u };
     setDrag(dragRef.current);
-  };
-  useEffect(() => {
-    if (!drag) return;
-    const move = (e: MouseEvent) => {
+    // Listeners added now, not in an effect: a quick click's mouseup may come before an effect.
+    const move = (ev: MouseEvent) => {
       if (!dragRef.current) return;
-      dragRef.current = { ...dragRef.current, u1: unitAt(e.clientY) };
+      dragRef.current = { ...dragRef.current, u1: unitAt(ev.clientY) };
       setDrag(dragRef.current);
     };
     const up = () => {
+      window.removeEventListener('mousemove', move);
+      window.removeEventListener('mouseup', up);
       const d = dragRef.current;
       dragRef.current = null;
       setDrag(null);
@@ -169,8 +169,7 @@ export function ParallelCoords({ state, runs, fields }: { state: AppState; runs:
     };
     window.addEventListener('mousemove', move);
     window.addEventListener('mouseup', up);
-    return () => { window.removeEventListener('mousemove', move); window.removeEventListener('mouseup', up); };
-  }, [drag !== null]);
+  };
 
   const removeAxis = (k: string) => {
     const brushes = { ...pc.brushes };
