@@ -8,11 +8,14 @@
 //   4. a workspace charting 100 visible runs (5 metrics x 1,000 steps each): navigation until
 //      every chart shows its 100 lines;
 //   5. a group page of 8 runs (10 metrics x 5,000 steps each): navigation until every chart is
-//      drawn with its 8 lines.
+//      drawn with its 8 lines;
+//   6. (--parts compare, not in the default set) a workspace of 10,000 runs with 20 config and 10
+//      summary fields: the runs listing's size and time, parallel coordinates and scatter drawn, a
+//      brush, a sort and a filter on a config column (bench/ui_bench_compare.mjs).
 // Prints medians of N repetitions as JSON and a table.
 //
 //   node bench/ui_bench.mjs [--reps 5] [--runs 10000] [--points 100000] [--charts 20] [--lines 1000000]
-//                           [--parts charts,runs,logs,visible,group] [--baseline-bin OLD_COHORT_BINARY]
+//                           [--parts charts,runs,logs,visible,group,compare] [--baseline-bin OLD_COHORT_BINARY]
 //                           [--bin COHORT_BINARY] [--ui-dir UI_DIST]
 // --bin / --ui-dir: measure another build (e.g. main's binary and ui/dist).
 // --baseline-ui DIR [--rounds 2]: also serve the same data with the UI in DIR (e.g. main's
@@ -26,6 +29,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { api, launchBrowser, startServer } from '../tests/ui/harness.mjs';
+import { measureCompare, seedCompare } from './ui_bench_compare.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
   if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
@@ -348,6 +352,9 @@ async function measure(browser, server, entity, { runId, logsRun }, isBaseline =
     results.group_page_8x10_charts_drawn_ms = await chartsDrawn(page, `${server.url}/?p=${entity}/grp&group=G8`, GROUP_KEYS);
   }
 
+  // 6. Comparison panels over 10,000 runs.
+  if (PARTS.has('compare') && !isBaseline) Object.assign(results, await measureCompare(page, server, entity, RUNS, REPS, timeInPage));
+
   await ctx.close();
   return results;
 }
@@ -369,6 +376,11 @@ const main = async () => {
   if (PARTS.has('visible')) await seedMetricRuns(server, entity, 'vis100', VISIBLE_RUNS, VISIBLE_KEYS, VISIBLE_STEPS);
   if (PARTS.has('group')) await seedMetricRuns(server, entity, 'grp', GROUP_RUNS, GROUP_KEYS, GROUP_STEPS, 'G8');
   console.error(`  visible/group runs seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  if (PARTS.has('compare')) {
+    t = Date.now();
+    await seedCompare(server, entity, RUNS);
+    console.error(`  ${RUNS} runs x 20 config x 10 summary fields seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  }
 
   const ids = { runId, logsRun };
   const browser = await launchBrowser();

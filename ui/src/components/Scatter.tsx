@@ -12,6 +12,8 @@ import { ColorLegend, FieldPicker, themeColors, useCanvas } from './FieldPicker'
 
 export const SC_HEIGHT = 360;
 const TOP = 12, BOTTOM = 34, LEFT = 64, RIGHT = 16;
+/** Inside the frame: the points at the ends of a range are not cut by it. */
+const PAD = 8;
 const R = 3;
 /** How near (px) the pointer must be to a point to name it. */
 const HIT = 8;
@@ -53,8 +55,9 @@ export function Scatter({ state, runs, fields, brushes }: { state: AppState; run
   const [hover, setHover] = useState<{ i: number; x: number; y: number } | null>(null);
 
   const plotH = SC_HEIGHT - TOP - BOTTOM;
-  const px = (u: number, w: number) => LEFT + u * (w - LEFT - RIGHT);
-  const py = (u: number) => TOP + (1 - u) * plotH;
+  // Positions 0..1 to pixels, within the frame less PAD on each side.
+  const px = (u: number, w: number) => LEFT + PAD + u * (w - LEFT - RIGHT - 2 * PAD);
+  const py = (u: number) => TOP + PAD + (1 - u) * (plotH - 2 * PAD);
 
   const { ref, width } = useCanvas(SC_HEIGHT, (ctx, w) => {
     const t0 = performance.now();
@@ -149,13 +152,13 @@ export function Scatter({ state, runs, fields, brushes }: { state: AppState; run
       </div>
       {!(ax && ay) && <div class="muted small">Choose an x and a y field.</div>}
       <div class="sc-canvas" style={{ position: 'relative' }}>
-        <canvas ref={ref} data-testid="sc-canvas" data-plot={`${LEFT},${TOP},${RIGHT},${plotH}`} role="img"
+        <canvas ref={ref} data-testid="sc-canvas" data-plot={`${LEFT + PAD},${TOP + PAD},${RIGHT + PAD},${plotH - 2 * PAD}`} role="img"
           aria-label="scatter plot: hover a point to name its run, click to open it"
           style={{ cursor: hover ? 'pointer' : 'crosshair' }} onMouseMove={onMove} onMouseLeave={() => setHover(null)} onClick={onClick} />
         {ax && ay && <div class="sc-xlabel muted small">{fieldLabel(ax.key)}{ax.log ? ' (log)' : ''}</div>}
         {ax && ay && <div class="sc-ylabel muted small">{fieldLabel(ay.key)}{ay.log ? ' (log)' : ''}</div>}
         {hr && hover && (
-          <div class="sc-tip" role="tooltip" data-testid="sc-tip" style={{ left: `${Math.min(hover.x + 12, width - 220)}px`, top: `${hover.y + 12}px` }}>
+          <div class="sc-tip" role="tooltip" data-testid="sc-tip" style={{ left: `${Math.min(hover.x + 12, width - 220)}px`, top: `${hover.y < SC_HEIGHT - 110 ? hover.y + 12 : hover.y - 104}px` }}>
             <strong>{hr.name || hr.id}</strong>
             <div>{fieldLabel(sc.x)}: {fmtNum(fieldValue(hr, sc.x))}</div>
             <div>{fieldLabel(sc.y)}: {fmtNum(fieldValue(hr, sc.y))}</div>

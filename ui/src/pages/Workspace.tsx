@@ -49,7 +49,9 @@ export function WorkspacePage({ state }: { state: AppState }) {
 
   const f = state.filters;
   const t0 = performance.now();
-  const filtered = useMemo(() => sortRuns(filterRuns(runs, f), state.sort), [runs, JSON.stringify(f), state.sort]);
+  // The comparison panels take the filter's runs unsorted: a new sort does not redraw them.
+  const matching = useMemo(() => filterRuns(runs, f), [runs, JSON.stringify(f)]);
+  const filtered = useMemo(() => sortRuns(matching, state.sort), [matching, state.sort]);
   // The parallel coordinates' brushes keep the runs inside all of them (compare.ts).
   const brushes = state.cmp.pc?.brushes;
   const shown = useMemo(() => applyBrushes(filtered, brushes), [filtered, JSON.stringify(brushes ?? {})]);
@@ -129,7 +131,7 @@ export function WorkspacePage({ state }: { state: AppState }) {
               : !shown.length ? <Empty>No run matches these filters. <button type="button" class="link" onClick={() => update({ filters: { jobType: null, states: [], tags: [], name: '', extra: [] }, view: '' })}>Clear filters</button></Empty>
                 : <RunsTable rows={rows} state={state} columns={columns} collapsed={collapsed} setCollapsed={setCollapsed}
                     styleOf={(id) => styles.get(id)} alertsOf={(id) => alertsByRun.get(id)} />}
-        {runs.length > 0 && filtered.length > 0 && <ComparePanels state={state} filtered={filtered} hidden={hidden} />}
+        {runs.length > 0 && filtered.length > 0 && <ComparePanels state={state} filtered={matching} hidden={hidden} />}
         {runs.length > 0 && shown.length > 0 && (
           <WorkspaceCharts state={state} visible={shown} eligible={eligible.length} charted={charted} styles={styles} legend={legend} loaded={loaded} />
         )}
