@@ -5,7 +5,7 @@
 // the colour field and the brushes live in the URL (`pc`, lib/compare.ts).
 import { useMemo, useRef, useState } from 'preact/hooks';
 import {
-  brushFromUnits, brushUnits, describeBrush, fieldLabel, fieldValue, inBrush, makeAxis, makeColorScale,
+  brushFromUnits, brushUnits, describeBrush, fieldLabel, getter, inBrush, makeAxis, makeColorScale,
   type Axis, type Brush, type Field, type ParCoordsState,
 } from '../lib/compare';
 import type { Run } from '../lib/filters';
@@ -33,7 +33,7 @@ export function ParallelCoords({ state, runs, fields }: { state: AppState; runs:
   // Each run's position on each axis (NaN: none), computed once per set of runs and axes.
   const units = useMemo(() => {
     const u = new Float32Array(runs.length * m);
-    runs.forEach((r, i) => axes.forEach((a, j) => { u[i * m + j] = a.pos(fieldValue(r, a.key)) ?? NaN; }));
+    axes.forEach((a, j) => runs.forEach((r, i) => { u[i * m + j] = a.pos(a.value(r)) ?? NaN; }));
     return u;
   }, [axes]);
   const scale = useMemo(() => makeColorScale(pc.color, runs), [runs, pc.color]);
@@ -49,8 +49,8 @@ export function ParallelCoords({ state, runs, fields }: { state: AppState; runs:
   // Inside every brush (the one being dragged by position, the others by value).
   const inside = useMemo(() => {
     const ok = new Uint8Array(runs.length).fill(1);
-    const list = Object.entries(pc.brushes).filter(([k]) => !drag || pc.axes[drag.axis] !== k);
-    if (list.length) runs.forEach((r, i) => { if (!list.every(([k, b]) => inBrush(fieldValue(r, k), b))) ok[i] = 0; });
+    const list = Object.entries(pc.brushes).filter(([k]) => !drag || pc.axes[drag.axis] !== k).map(([k, b]) => [getter(k), b] as const);
+    if (list.length) runs.forEach((r, i) => { if (!list.every(([get, b]) => inBrush(get(r), b))) ok[i] = 0; });
     if (drag) {
       const lo = Math.min(drag.u0, drag.u1), hi = Math.max(drag.u0, drag.u1);
       for (let i = 0; i < runs.length; i++) { const u = units[i * m + drag.axis]; if (!(u >= lo && u <= hi)) ok[i] = 0; }

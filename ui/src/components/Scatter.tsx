@@ -3,7 +3,7 @@
 // opens it. Runs outside the parallel coordinates' brushes are drawn grey. One canvas; the
 // nearest point is found by a scan of the points' pixels (10,000 in well under a millisecond).
 import { useMemo, useState } from 'preact/hooks';
-import { fieldLabel, fieldValue, makeAxis, makeColorScale, type Axis, type Brush, type Field, type ScatterState, inBrush } from '../lib/compare';
+import { fieldLabel, fieldValue, getter, makeAxis, makeColorScale, type Axis, type Brush, type Field, type ScatterState, inBrush } from '../lib/compare';
 import type { Run } from '../lib/filters';
 import { fmtNum } from '../lib/format';
 import { navigate, update } from '../lib/nav';
@@ -30,7 +30,7 @@ function jitter(id: string): number {
 }
 
 function unitOf(a: Axis, r: Run): number {
-  const u = a.pos(fieldValue(r, a.key));
+  const u = a.pos(a.value(r));
   if (u === null) return NaN;
   return a.kind === 'num' ? u : u + (jitter(r.id) * 0.6) / Math.max(1, a.cats.length);
 }
@@ -49,8 +49,8 @@ export function Scatter({ state, runs, fields, brushes }: { state: AppState; run
   }, [ax, ay]);
   const brushKey = JSON.stringify(brushes);
   const inside = useMemo(() => {
-    const list = Object.entries(brushes);
-    return runs.map((r) => list.every(([k, b]) => inBrush(fieldValue(r, k), b)));
+    const list = Object.entries(brushes).map(([k, b]) => [getter(k), b] as const);
+    return runs.map((r) => list.every(([get, b]) => inBrush(get(r), b)));
   }, [runs, brushKey]);
   const [hover, setHover] = useState<{ i: number; x: number; y: number } | null>(null);
 

@@ -26,22 +26,35 @@ function scalar(v: unknown): Scalar | undefined {
 /** How the server spells a non-finite summary value: no value on an axis. */
 const NON_FINITE = new Set(['NaN', 'Infinity', '-Infinity', 'inf', '-inf', 'nan']);
 
-/** The value of `config.a.b` (nested, or a key with a dot in it) or `summary.<key>` of a run. */
-export function fieldValue(run: Run, key: string): Scalar | undefined {
+/** A reader of the field `config.a.b` (nested, or a key with a dot in it) or `summary.<key>`:
+ * the key parsed once, for the loops over 10,000 runs. */
+export function getter(key: string): (run: Run) => Scalar | undefined {
   if (key.startsWith('config.')) {
     const rest = key.slice(7);
-    const cfg = run.config as Record<string, unknown> | undefined;
-    if (!cfg) return undefined;
-    if (rest in cfg) return scalar(cfg[rest]);
-    let cur: unknown = cfg;
-    for (const seg of rest.split('.')) {
-      if (cur === null || typeof cur !== 'object' || Array.isArray(cur)) return undefined;
-      cur = (cur as Record<string, unknown>)[seg];
-    }
-    return scalar(cur);
+    const path = rest.split('.');
+    return (run) => {
+      const cfg = run.config as Record<string, unknown> | undefined;
+      if (!cfg) return undefined;
+      const direct = cfg[rest];
+      if (direct !== undefined || path.length === 1) return scalar(direct);
+      let cur: unknown = cfg;
+      for (const seg of path) {
+        if (cur === null || typeof cur !== 'object' || Array.isArray(cur)) return undefined;
+        cur = (cur as Record<string, unknown>)[seg];
+      }
+      return scalar(cur);
+    };
   }
-  if (key.startsWith('summary.')) return scalar(run.summary?.[key.slice(8)]);
-  return undefined;
+  if (key.startsWith('summary.')) {
+    const k = key.slice(8);
+    return (run) => scalar(run.summary?.[k]);
+  }
+  return () => undefined;
+}
+
+/** The value of a field of a run (see getter). */
+export function fieldValue(run: Run, key: string): Scalar | undefined {
+  return getter(key)(run);
 }
 
 /** A field's label: its key without `config.` / `summary.`. */
@@ -57,7 +70,7 @@ function kindOfValues(seen: { num: number; str: number; bool: number }): FieldKi
 
 /** The scalar config (flattened) and summary fields of the runs (the first `limit` of them),
  * config first, each in natural order. */
-export function fieldsOf(runs: Run[], limit = 3000): Field[] {
+export function fieldsOf(runs: Run[], limit = 1000): Field[] {
   const stats = new Map<string, { num: number; str: number; bool: number; runs: number }>();
   const add = (key: string, v: unknown) => {
     const s = scalar(v);
@@ -87,8 +100,9 @@ export function fieldsOf(runs: Run[], limit = 3000): Field[] {
  * sample). */
 export function kindOf(runs: Run[], key: string): FieldKind {
   const seen = { num: 0, str: 0, bool: 0 };
+  const get = getter(key);
   for (const r of runs) {
-    const v = fieldValue(r, key);
+    const v = get(r);
     if (typeof v === 'number') seen.num++; else if (typeof v === 'string') seen.str++; else if (typeof v === 'boolean') seen.bool++;
   }
   return kindOfValues(seen);
@@ -108,6 +122,8 @@ export interface Tick { at: number; label: string }
 export interface Axis {
   key: string;
   kind: FieldKind;
+  /** The field's value of a run. */
+  value: (run: Run) => Scalar | undefined;
   log: boolean;
   /** Numeric: the values' range (a single value widened). */
   domain: [number, number];
@@ -134,10 +150,11 @@ export function niceTicks(lo: number, hi: number, n = 5): number[] {
 export const LOG_RATIO = 100;
 
 export function makeAxis(key: string, runs: Run[], kind: FieldKind = kindOf(runs, key)): Axis {
+  const value = getter(key);
   if (kind === 'num') {
     let lo = Infinity, hi = -Infinity;
     for (const r of runs) {
-      const v = fieldValue(r, key);
+      const v = value(r);
       if (typeof v === 'number') { if (v < lo) lo = v; if (v > hi) hi = v; }
     }
     if (lo === Infinity) { lo = 0; hi = 1; }
@@ -155,13 +172,13 @@ export function makeAxis(key: string, runs: Run[], kind: FieldKind = kindOf(runs
     } else {
       ticks = niceTicks(lo, hi).map((t) => ({ at: pos(t)!, label: fmtNum(t) }));
     }
-    return { key, kind, log, domain: [lo, hi], cats: [], pos, invert, ticks };
+    return { key, kind, value, log, domain: [lo, hi], cats: [], pos, invert, ticks };
   }
   let cats: string[];
   if (kind === 'bool') cats = ['false', 'true'];
   else {
     const set = new Set<string>();
-    for (const r of runs) { const v = fieldValue(r, key); if (v !== undefined) set.add(catKey(v)); }
+    for (const r of runs) { const v = value(r); if (v !== undefined) set.add(catKey(v)); }
     cats = [...set].sort(naturalCompare);
   }
   const index = new Map(cats.map((c, i) => [c, i]));
@@ -172,7 +189,7 @@ export function makeAxis(key: string, runs: Run[], kind: FieldKind = kindOf(runs
     return i === undefined ? null : (i + 0.5) / n;
   };
   return {
-    key, kind, log: false, domain: [0, 1], cats, pos, invert: (u) => u,
+    key, kind, value, log: false, domain: [0, 1], cats, pos, invert: (u) => u,
     ticks: cats.length <= 40 ? cats.map((c, i) => ({ at: (i + 0.5) / n, label: c })) : [],
   };
 }
@@ -222,9 +239,9 @@ export function inBrush(v: Scalar | undefined, b: Brush): boolean {
 
 /** The runs inside every brush (all of `runs`, the same array, when there is none). */
 export function applyBrushes(runs: Run[], brushes: Record<string, Brush> | undefined): Run[] {
-  const list = Object.entries(brushes ?? {});
+  const list = Object.entries(brushes ?? {}).map(([k, b]) => [getter(k), b] as const);
   if (!list.length) return runs;
-  return runs.filter((r) => list.every(([k, b]) => inBrush(fieldValue(r, k), b)));
+  return runs.filter((r) => list.every(([get, b]) => inBrush(get(r), b)));
 }
 
 /** A brush in words: `0.001 – 0.01`, `adam | sgd`. */
@@ -275,14 +292,14 @@ export function makeColorScale(key: string, runs: Run[]): ColorScale | null {
     const colors = Array.from({ length: COLOR_BINS }, (_, i) => ramp(i / (COLOR_BINS - 1)));
     return {
       key, kind: 'num', colors, range: axis.domain, log: axis.log,
-      bin: (r) => { const u = axis.pos(fieldValue(r, key)); return u === null ? -1 : Math.min(COLOR_BINS - 1, Math.floor(u * COLOR_BINS)); },
+      bin: (r) => { const u = axis.pos(axis.value(r)); return u === null ? -1 : Math.min(COLOR_BINS - 1, Math.floor(u * COLOR_BINS)); },
     };
   }
   const colors = axis.cats.map((_, i) => (i < PALETTE.length ? PALETTE[i] : NO_COLOR));
   const index = new Map(axis.cats.map((c, i) => [c, i]));
   return {
     key, kind: axis.kind, colors, legend: axis.cats.slice(0, PALETTE.length).map((c, i) => ({ label: c, color: colors[i] })),
-    bin: (r) => { const v = fieldValue(r, key); return v === undefined ? -1 : index.get(catKey(v)) ?? -1; },
+    bin: (r) => { const v = axis.value(r); return v === undefined ? -1 : index.get(catKey(v)) ?? -1; },
   };
 }
 
