@@ -77,11 +77,19 @@ export function useCanvas(height: number, draw: (ctx: CanvasRenderingContext2D, 
   return { ref, width };
 }
 
-/** The canvas's text and line colours from the page's CSS (light or dark). */
-export function themeColors(el: Element | null): { fg: string; muted: string; border: string } {
+type Theme = { fg: string; muted: string; border: string };
+let themeCache: { dark: boolean; theme: Theme } | null = null;
+
+/** The canvas's text and line colours from the page's CSS (light or dark), read once per colour
+ * scheme: getComputedStyle on every draw forced a style recalculation of the whole page. */
+export function themeColors(el: Element | null): Theme {
+  const dark = typeof matchMedia === 'function' && matchMedia('(prefers-color-scheme: dark)').matches;
+  if (themeCache && themeCache.dark === dark) return themeCache.theme;
   const cs = el ? getComputedStyle(el) : null;
   const v = (name: string, dflt: string) => cs?.getPropertyValue(name).trim() || dflt;
-  return { fg: v('--fg', '#1d2129'), muted: v('--muted', '#6b7280'), border: v('--border', '#dfe3ea') };
+  const theme = { fg: v('--fg', '#1d2129'), muted: v('--muted', '#6b7280'), border: v('--border', '#dfe3ea') };
+  if (el) themeCache = { dark, theme };
+  return theme;
 }
 
 /** The legend of a colour scale: a ramp between the field's min and max, or category swatches. */
