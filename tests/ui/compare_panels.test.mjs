@@ -211,6 +211,27 @@ describe('parallel coordinates', () => {
   });
 });
 
+describe('which runs', () => {
+  test('"visible" leaves out the runs hidden with the eye; the filter narrows both panels and the table', async () => {
+    const panel = page.locator('[data-testid=parcoords]');
+    await page.getByRole('button', { name: 'hide r00 in charts' }).click();
+    await page.getByLabel('parallel coordinates runs').selectOption('visible');
+    await panel.locator('[data-testid=pc-canvas][data-drawn="12:5:12"]').waitFor();
+    assert.match(await panel.locator('[data-testid=pc-count]').textContent(), /^12 runs/);
+    assert.equal(pcState().s, 'visible');
+    await page.getByLabel('parallel coordinates runs').selectOption('');
+    await panel.locator('[data-testid=pc-canvas][data-drawn="13:5:13"]').waitFor();
+    // A name search: the panel shows only the matching run.
+    await page.getByLabel('search run names').fill('bare');
+    await waitCount(1);
+    await panel.locator('[data-testid=pc-canvas][data-drawn="1:5:1"]').waitFor();
+    assert.match(await panel.locator('[data-testid=pc-count]').textContent(), /^1 run$/);
+    await page.getByLabel('search run names').fill('');
+    await waitCount(13);
+    await panel.locator('[data-testid=pc-canvas][data-drawn="13:5:13"]').waitFor();
+  });
+});
+
 describe('scatter', () => {
   test('x/y from the list, hover names the run, a click opens it', async () => {
     await page.getByRole('button', { name: '+ Scatter' }).click();
