@@ -2,8 +2,7 @@
 // config and summary fields, a canvas sized to its box and the device's pixels, and the colour
 // legend (a ramp for a number, swatches for categories).
 import { useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { fieldLabel, ramp, type ColorScale, type Field } from '../lib/compare';
-import { fmtNum } from '../lib/format';
+import { fieldLabel, fmtTick, ramp, type ColorScale, type Field } from '../lib/compare';
 import { Popover } from './ChartPanel';
 
 const KIND_WORD = { num: 'number', cat: 'category', bool: 'boolean' } as const;
@@ -77,7 +76,7 @@ export function useCanvas(height: number, draw: (ctx: CanvasRenderingContext2D, 
   return { ref, width };
 }
 
-type Theme = { fg: string; muted: string; border: string };
+type Theme = { fg: string; muted: string; border: string; panel: string };
 let themeCache: { dark: boolean; theme: Theme } | null = null;
 
 /** The canvas's text and line colours from the page's CSS (light or dark), read once per colour
@@ -87,7 +86,7 @@ export function themeColors(el: Element | null): Theme {
   if (themeCache && themeCache.dark === dark) return themeCache.theme;
   const cs = el ? getComputedStyle(el) : null;
   const v = (name: string, dflt: string) => cs?.getPropertyValue(name).trim() || dflt;
-  const theme = { fg: v('--fg', '#1d2129'), muted: v('--muted', '#6b7280'), border: v('--border', '#dfe3ea') };
+  const theme = { fg: v('--fg', '#1d2129'), muted: v('--muted', '#6b7280'), border: v('--border', '#dfe3ea'), panel: v('--panel', '#ffffff') };
   if (el) themeCache = { dark, theme };
   return theme;
 }
@@ -101,9 +100,9 @@ export function ColorLegend({ scale, testid }: { scale: ColorScale | null; testi
     return (
       <span class="color-legend" data-testid={testid}>
         <span class="muted small">{name}{scale.log ? ' (log)' : ''}</span>
-        <span class="small" data-testid={`${testid}-min`}>{fmtNum(scale.range[0])}</span>
+        <span class="small" data-testid={`${testid}-min`}>{fmtTick(scale.range[0])}</span>
         <span class="color-ramp" style={{ background: `linear-gradient(to right, ${stops})` }} />
-        <span class="small" data-testid={`${testid}-max`}>{fmtNum(scale.range[1])}</span>
+        <span class="small" data-testid={`${testid}-max`}>{fmtTick(scale.range[1])}</span>
       </span>
     );
   }

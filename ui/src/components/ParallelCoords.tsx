@@ -113,7 +113,7 @@ export function ParallelCoords({ state, runs, fields }: { state: AppState; runs:
         const y = yOf(t.at);
         ctx.beginPath(); ctx.moveTo(x - 4, y); ctx.lineTo(x, y); ctx.stroke();
         const label = t.label.length > 12 ? t.label.slice(0, 11) + '…' : t.label;
-        ctx.lineWidth = 3; ctx.strokeStyle = 'rgba(255,255,255,0.7)'; ctx.strokeText(label, x - 6, y);
+        ctx.lineWidth = 3; ctx.globalAlpha = 0.75; ctx.strokeStyle = theme.panel; ctx.strokeText(label, x - 6, y); ctx.globalAlpha = 1;
         ctx.lineWidth = 1; ctx.strokeStyle = theme.fg; ctx.fillText(label, x - 6, y);
       });
       const b: [number, number] | null = drag && drag.axis === j ? [Math.min(drag.u0, drag.u1), Math.max(drag.u0, drag.u1)]

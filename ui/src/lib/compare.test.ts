@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import {
   applyBrushes, brushFromUnits, brushUnits, cloneCompare, decodeCompare, defaultAxes, defaultColor, describeBrush, encodeCompare,
-  fieldsOf, fieldValue, inBrush, kindOf, makeAxis, makeColorScale, niceTicks, ramp,
+  fieldsOf, fieldValue, fmtTick, inBrush, kindOf, makeAxis, makeColorScale, niceTicks, ramp,
 } from './compare';
 import type { Run } from './filters';
 import { decodeState, encodeState } from './url';
@@ -126,6 +126,9 @@ describe('brushes', () => {
     expect(inBrush(1, [1, 5])).toBe(true);
     expect(describeBrush([0.001, 0.01])).toBe('0.001 – 0.01');
     expect(describeBrush(['adam', 'sgd'])).toBe('adam | sgd');
+    expect(describeBrush([0.0001, 0.00025])).toBe('1e-4 – 2.5e-4');
+    expect(fmtTick(1234567)).toBe('1.235e6');
+    expect(fmtTick(0)).toBe('0');
   });
 });
 

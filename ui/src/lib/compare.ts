@@ -117,6 +117,13 @@ export function catKey(v: Scalar): string {
 
 export interface Tick { at: number; label: string }
 
+/** A number for a tick or a brush: fmtNum, with short exponents (1e-4, 2.5e-7, 1.2e6). */
+export function fmtTick(v: number): string {
+  const a = Math.abs(v);
+  if (a !== 0 && Number.isFinite(v) && (a < 1e-3 || a >= 1e6)) return Number(v.toPrecision(4)).toExponential().replace('e+', 'e');
+  return fmtNum(v);
+}
+
 /** An axis: `pos` maps a value to 0 (bottom/left) .. 1 (top/right), or null when the run has
  * none on this axis; `invert` maps a position back to a value (numeric axes). */
 export interface Axis {
@@ -168,9 +175,9 @@ export function makeAxis(key: string, runs: Run[], kind: FieldKind = kindOf(runs
     if (log) {
       const ts: number[] = [];
       for (let e = Math.ceil(a - 1e-9); e <= b + 1e-9; e++) ts.push(10 ** e);
-      ticks = (ts.length >= 2 ? ts : [lo, hi]).map((t) => ({ at: pos(t)!, label: fmtNum(t) }));
+      ticks = (ts.length >= 2 ? ts : [lo, hi]).map((t) => ({ at: pos(t)!, label: fmtTick(t) }));
     } else {
-      ticks = niceTicks(lo, hi).map((t) => ({ at: pos(t)!, label: fmtNum(t) }));
+      ticks = niceTicks(lo, hi).map((t) => ({ at: pos(t)!, label: fmtTick(t) }));
     }
     return { key, kind, value, log, domain: [lo, hi], cats: [], pos, invert, ticks };
   }
@@ -246,7 +253,7 @@ export function applyBrushes(runs: Run[], brushes: Record<string, Brush> | undef
 
 /** A brush in words: `0.001 – 0.01`, `adam | sgd`. */
 export function describeBrush(b: Brush): string {
-  return isRange(b) ? `${fmtNum(b[0])} – ${fmtNum(b[1])}` : (b as string[]).join(' | ');
+  return isRange(b) ? `${fmtTick(b[0])} – ${fmtTick(b[1])}` : (b as string[]).join(' | ');
 }
 
 // ---- colour ------------------------------------------------------------------------------------
