@@ -58,12 +58,25 @@ async function pickField(label, search, key) {
   await pop.waitFor({ state: 'detached' });
 }
 
+/** The box of `loc` once it stopped moving (scrolled into view): a brush that changes the table's
+ * height moves the panels below it for a frame or two. */
+async function settledBox(loc) {
+  let prev = null;
+  for (let i = 0; i < 60; i++) {
+    await loc.scrollIntoViewIfNeeded();
+    const b = await loc.boundingBox();
+    if (prev && b && Math.abs(b.x - prev.x) < 0.5 && Math.abs(b.y - prev.y) < 0.5 && Math.abs(b.height - prev.height) < 0.5) return b;
+    prev = b;
+    await page.waitForTimeout(60);
+  }
+  return prev;
+}
+
 /** The page coordinates of value `v` on the parallel coordinates' axis `key` (linear axis with
  * the values' min..max as its ends). */
 async function axisPoint(key, v, [lo, hi]) {
   const canvas = page.locator('[data-testid=pc-canvas]');
-  await canvas.scrollIntoViewIfNeeded();
-  const box = await canvas.boundingBox();
+  const box = await settledBox(canvas);
   const [top, h] = (await canvas.getAttribute('data-plot')).split(',').map(Number);
   const label = await page.locator(`.pc-axis[data-axis="${key}"]`).boundingBox();
   const u = (v - lo) / (hi - lo);
@@ -155,13 +168,13 @@ describe('parallel coordinates', () => {
     // optimizer: categories adam < lamb < sgd, bottom to top; a drag over the bottom third: adam.
     const cat = async (u) => {
       const canvas = page.locator('[data-testid=pc-canvas]');
-      await canvas.scrollIntoViewIfNeeded();
-      const box = await canvas.boundingBox();
+      const box = await settledBox(canvas);
       const [top, h] = (await canvas.getAttribute('data-plot')).split(',').map(Number);
       const label = await page.locator('.pc-axis[data-axis="config.optimizer"]').boundingBox();
       return { x: label.x + label.width / 2 + 3, y: box.y + top + (1 - u) * h };
     };
     await drag(await cat(0.02), await cat(0.28));
+    await page.waitForFunction(() => JSON.parse(new URL(location.href).searchParams.get('pc')).b?.['config.optimizer']);
     assert.deepEqual(pcState().b['config.optimizer'], ['adam']);
     const both = RUNS.filter((r) => r.val_loss >= 0.38 && r.val_loss <= 0.72 && r.config.optimizer === 'adam').map((r) => r.name).sort();
     assert.ok(both.length >= 1 && both.length < inRange.length, `the seed gives the AND something to drop: ${both}`);
@@ -198,12 +211,12 @@ describe('parallel coordinates', () => {
     await drag(await axisPoint('summary.val_loss', 0.25, VL_RANGE), await axisPoint('summary.val_loss', 0.19, VL_RANGE));
     await waitCount(1);
     assert.deepEqual(await tableNames(), ['r00']);
-    await canvas.scrollIntoViewIfNeeded();
-    const box = await canvas.boundingBox();
+    const box = await settledBox(canvas);
     const [top, h] = (await canvas.getAttribute('data-plot')).split(',').map(Number);
     const amp = await page.locator('.pc-axis[data-axis="config.amp"]').boundingBox();
     const x = amp.x + amp.width / 2;
     await drag({ x, y: box.y + top + h * 0.6 }, { x, y: box.y + top + h * 0.98 }); // the bottom half: false
+    await page.waitForFunction(() => JSON.parse(new URL(location.href).searchParams.get('pc')).b?.['config.amp']);
     assert.deepEqual(pcState().b['config.amp'], ['false']);
     await waitCount(0);
     await page.getByRole('button', { name: 'Clear the brushes' }).click();
@@ -245,8 +258,7 @@ describe('scatter', () => {
     const canvas = panel.locator('[data-testid=sc-canvas]');
     // 12 points (the 13th run has no val_loss).
     await panel.locator('[data-testid=sc-canvas][data-drawn="13:12"]').waitFor();
-    await canvas.scrollIntoViewIfNeeded();
-    const box = await canvas.boundingBox();
+    const box = await settledBox(canvas);
     const [left, top, right, h] = (await canvas.getAttribute('data-plot')).split(',').map(Number);
     const target = RUNS[5]; // lr 0.05
     const lx = Math.log10(Math.min(...LRS)), hx = Math.log10(Math.max(...LRS));

@@ -131,14 +131,15 @@ export function ParallelCoords({ state, runs, fields }: { state: AppState; runs:
     c.dataset.drawMs = (performance.now() - t0).toFixed(1);
   }, [units, inside, byColor, scale, drag, brushKey, axes]);
 
-  // Brushing: a drag along an axis sets its brush; a click on it (no drag) clears it.
+  // Brushing: a drag along an axis (mouse, pen or touch) sets its brush; a click on it (no drag)
+  // clears it.
   const dragRef = useRef<Drag | null>(null);
   const unitAt = (clientY: number) => {
     const r = ref.current!.getBoundingClientRect();
     return Math.max(0, Math.min(1, 1 - (clientY - r.top - TOP) / plotH));
   };
-  const onDown = (e: MouseEvent) => {
-    if (e.button !== 0 || m === 0) return;
+  const onDown = (e: PointerEvent) => {
+    if (e.button !== 0 || m === 0 || dragRef.current) return;
     const r = ref.current!.getBoundingClientRect();
     const x = e.clientX - r.left;
     let best = -1, dist = GRAB;
@@ -149,14 +150,15 @@ export function ParallelCoords({ state, runs, fields }: { state: AppState; runs:
     dragRef.current = { axis: best, u0: u, u1: u };
     setDrag(dragRef.current);
     // Listeners added now, not in an effect: a quick click's mouseup may come before an effect.
-    const move = (ev: MouseEvent) => {
+    const move = (ev: PointerEvent) => {
       if (!dragRef.current) return;
       dragRef.current = { ...dragRef.current, u1: unitAt(ev.clientY) };
       setDrag(dragRef.current);
     };
     const up = () => {
-      window.removeEventListener('mousemove', move);
-      window.removeEventListener('mouseup', up);
+      window.removeEventListener('pointermove', move);
+      window.removeEventListener('pointerup', up);
+      window.removeEventListener('pointercancel', up);
       const d = dragRef.current;
       dragRef.current = null;
       setDrag(null);
@@ -167,8 +169,9 @@ export function ParallelCoords({ state, runs, fields }: { state: AppState; runs:
       if (b) brushes[a.key] = b; else delete brushes[a.key];
       setPc(state, { ...pc, brushes });
     };
-    window.addEventListener('mousemove', move);
-    window.addEventListener('mouseup', up);
+    window.addEventListener('pointermove', move);
+    window.addEventListener('pointerup', up);
+    window.addEventListener('pointercancel', up);
   };
 
   const removeAxis = (k: string) => {
@@ -230,7 +233,7 @@ export function ParallelCoords({ state, runs, fields }: { state: AppState; runs:
         ))}
       </div>
       <div class="pc-canvas">
-        <canvas ref={ref} data-testid="pc-canvas" data-plot={`${TOP},${plotH}`} onMouseDown={onDown}
+        <canvas ref={ref} data-testid="pc-canvas" data-plot={`${TOP},${plotH}`} onPointerDown={onDown}
           aria-label="parallel coordinates plot: drag along an axis to select a range" role="img" />
       </div>
     </section>
