@@ -359,8 +359,11 @@ async function measure(browser, server, entity, { runId, logsRun }, isBaseline =
   return results;
 }
 
+// A failed measurement stops the server it started (it was left running, an orphan, before).
+let stopOnError = null;
 const main = async () => {
   const server = await startServer({ bin: args.bin ?? null, uiDir: args['ui-dir'] ?? null });
+  stopOnError = () => server.stop();
   const entity = (await api(server, 'GET', '/api/v1/viewer')).entity;
   console.error(`seeding: 1 run x ${CHARTS} keys x ${POINTS} points, ${RUNS} runs ...`);
   let t = Date.now();
@@ -420,4 +423,4 @@ const main = async () => {
     ...(baselineResults ? { baseline_ui: args['baseline-ui'], baseline: baselineResults } : {}) }, null, 2));
 };
 
-main().catch((e) => { console.error(e); process.exit(1); });
+main().catch(async (e) => { console.error(e); await stopOnError?.().catch(() => {}); process.exit(1); });
