@@ -11,11 +11,14 @@
 //      drawn with its 8 lines;
 //   6. parameter importance over a workspace of 10,000 runs x 20 config fields (14 numbers,
 //      3 categories, 3 booleans): the forest + permutation importance in the page's worker, and
-//      from picking the metric until the table shows it.
+//      from picking the metric until the table shows it;
+//   7. (--parts compare, not in the default set) a workspace of 10,000 runs with 20 config and 10
+//      summary fields: the runs listing's size and time, parallel coordinates and scatter drawn, a
+//      brush, a sort and a filter on a config column (bench/ui_bench_compare.mjs).
 // Prints medians of N repetitions as JSON and a table.
 //
 //   node bench/ui_bench.mjs [--reps 5] [--runs 10000] [--points 100000] [--charts 20] [--lines 1000000]
-//                           [--parts charts,runs,logs,visible,group,importance] [--baseline-bin OLD_COHORT_BINARY]
+//                           [--parts charts,runs,logs,visible,group,importance,compare] [--baseline-bin OLD_COHORT_BINARY]
 //                           [--bin COHORT_BINARY] [--ui-dir UI_DIST]
 // --bin / --ui-dir: measure another build (e.g. main's binary and ui/dist).
 // --baseline-ui DIR [--rounds 2]: also serve the same data with the UI in DIR (e.g. main's
@@ -29,6 +32,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { api, launchBrowser, startServer } from '../tests/ui/harness.mjs';
+import { measureCompare, seedCompare } from './ui_bench_compare.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
   if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
@@ -392,13 +396,18 @@ async function measure(browser, server, entity, { runId, logsRun }, isBaseline =
     results.importance_10k_top_field_acc = await top('acc');
     results.importance_10k_fields = await page.locator('[data-testid=importance-table] tbody tr').count();
   }
+  // 7. Comparison panels over 10,000 runs.
+  if (PARTS.has('compare') && !isBaseline) Object.assign(results, await measureCompare(page, server, entity, RUNS, REPS, timeInPage));
 
   await ctx.close();
   return results;
 }
 
+// A failed measurement stops the server it started (it was left running, an orphan, before).
+let stopOnError = null;
 const main = async () => {
   const server = await startServer({ bin: args.bin ?? null, uiDir: args['ui-dir'] ?? null });
+  stopOnError = () => server.stop();
   const entity = (await api(server, 'GET', '/api/v1/viewer')).entity;
   console.error(`seeding: 1 run x ${CHARTS} keys x ${POINTS} points, ${RUNS} runs ...`);
   let t = Date.now();
@@ -417,6 +426,11 @@ const main = async () => {
   t = Date.now();
   if (PARTS.has('importance')) await seedImportance(server, entity);
   console.error(`  importance runs (${RUNS} x 20 config fields) seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  if (PARTS.has('compare')) {
+    t = Date.now();
+    await seedCompare(server, entity, RUNS);
+    console.error(`  ${RUNS} runs x 20 config x 10 summary fields seeded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  }
 
   const ids = { runId, logsRun };
   const browser = await launchBrowser();
@@ -456,4 +470,4 @@ const main = async () => {
     ...(baselineResults ? { baseline_ui: args['baseline-ui'], baseline: baselineResults } : {}) }, null, 2));
 };
 
-main().catch((e) => { console.error(e); process.exit(1); });
+main().catch(async (e) => { console.error(e); await stopOnError?.().catch(() => {}); process.exit(1); });

@@ -5,6 +5,7 @@
 
 import type { Clause, UiFilters } from './filters';
 import type { LineMode, XMode } from './series';
+import { cloneCompare, decodeCompare, encodeCompare, type CompareState } from './compare';
 
 export type Tab = 'overview' | 'charts' | 'histograms' | 'system' | 'logs' | 'ranks' | 'media' | 'artifacts' | 'alerts';
 export const TABS: Tab[] = ['overview', 'charts', 'histograms', 'system', 'logs', 'ranks', 'media', 'artifacts', 'alerts'];
@@ -36,6 +37,7 @@ export interface AppState {
   columns: string[]; // table columns: summary keys, or config.<key> / summary.<key>
   hide: string[]; // workspace: visible runs left out of the charts (the eye toggle)
   cby: string; // workspace: colour the runs' lines by this config field ('' by run)
+  panels: CompareState; // workspace: parallel coordinates and scatter panels (compare.ts)
   x: XMode;
   log: boolean;
   smooth: number;
@@ -61,7 +63,7 @@ export interface AppState {
 export const DEFAULT_STATE: AppState = {
   entity: '', project: '', run: '', group: '', art: '', ver: '', alerts: false, tab: 'overview', view: '',
   filters: { jobType: null, states: [], tags: [], name: '', extra: [] },
-  groupBy: '', sort: '-created', columns: [], hide: [], cby: '',
+  groupBy: '', sort: '-created', columns: [], hide: [], cby: '', panels: {},
   x: 'step', log: false, smooth: 0, agg: false, line: 'mean',
   labels: [], lq: '', stream: '', rkey: '', rank: '', charts: {}, full: '', at: 0,
   hview: 'bands', hlog: false, hw: {},
@@ -119,6 +121,7 @@ export function decodeState(search: string): AppState {
   s.columns = csv(p.get('cols'));
   s.hide = csv(p.get('hide'));
   s.cby = p.get('cby') ?? '';
+  s.panels = decodeCompare(p.get('pc'), p.get('sc'));
   const x = p.get('x');
   if (x === 'rel' || x === 'wall' || x === 'step') s.x = x;
   s.log = p.get('log') === '1';
@@ -219,6 +222,7 @@ export function encodeState(s: AppState): string {
   if (s.columns.length) p.set('cols', s.columns.join(','));
   if (s.hide.length) p.set('hide', s.hide.join(','));
   if (s.cby) p.set('cby', s.cby);
+  for (const [k, v] of Object.entries(encodeCompare(s.panels))) p.set(k, v);
   if (s.x !== 'step') p.set('x', s.x);
   if (s.log) p.set('log', '1');
   if (s.smooth > 0) p.set('smooth', String(s.smooth));
@@ -252,7 +256,7 @@ export function structuredCloneState(s: AppState): AppState {
       states: [...s.filters.states], tags: [...s.filters.tags], name: s.filters.name,
       extra: s.filters.extra.map((c) => ({ ...c })),
     },
-    columns: [...s.columns], hide: [...s.hide], labels: [...s.labels], hw: { ...s.hw }, cmp: [...s.cmp], ckeys: [...s.ckeys],
+    columns: [...s.columns], hide: [...s.hide], labels: [...s.labels], hw: { ...s.hw }, cmp: [...s.cmp], ckeys: [...s.ckeys], panels: cloneCompare(s.panels),
     charts: Object.fromEntries(Object.entries(s.charts).map(([k, v]) => [k, { ...v, h: v.h ? [...v.h] : undefined, z: v.z ? [v.z[0], v.z[1]] as [number, number] : undefined }])),
   };
 }
@@ -282,6 +286,7 @@ export function linkTo(cur: AppState, patch: Partial<AppState>): string {
     next.filters = patch.filters ?? structuredCloneState(DEFAULT_STATE).filters;
     next.hide = [];
     next.cby = '';
+    next.panels = {};
     next.columns = [];
     next.groupBy = '';
     next.sort = DEFAULT_STATE.sort;

@@ -22,6 +22,8 @@ import { ALERTS_REFRESH_MS, AlertsLink } from './Alerts';
 import { openAlertsByRun } from '../lib/alerts';
 import { CompareBar } from './Compare';
 import { ParamImportance } from './ParamImportance';
+import { applyBrushes } from '../lib/compare';
+import { ComparePanels } from '../components/ComparePanels';
 
 export function WorkspacePage({ state }: { state: AppState }) {
   const { entity, project } = state;
@@ -49,7 +51,12 @@ export function WorkspacePage({ state }: { state: AppState }) {
 
   const f = state.filters;
   const t0 = performance.now();
-  const shown = useMemo(() => sortRuns(filterRuns(runs, f), state.sort), [runs, JSON.stringify(f), state.sort]);
+  // The comparison panels take the filter's runs unsorted: a new sort does not redraw them.
+  const matching = useMemo(() => filterRuns(runs, f), [runs, JSON.stringify(f)]);
+  const filtered = useMemo(() => sortRuns(matching, state.sort), [matching, state.sort]);
+  // The parallel coordinates' brushes keep the runs inside all of them (compare.ts).
+  const brushes = state.panels.pc?.brushes;
+  const shown = useMemo(() => applyBrushes(filtered, brushes), [filtered, JSON.stringify(brushes ?? {})]);
   const [collapsed, setCollapsed] = useState<Set<string>>(new Set());
   // Runs picked in the table for a comparison (in the order picked).
   const [picked, setPicked] = useState<string[]>([]);
@@ -126,10 +133,12 @@ export function WorkspacePage({ state }: { state: AppState }) {
             : !runs.length ? (exists
               ? <Empty>No runs in this project yet. A run logged with <code>cohort.init(project="{project}")</code> appears here.</Empty>
               : <Empty><span data-testid="no-such-project">No such project: <strong>{entity}/{project}</strong>.</span> <Link href="/">All projects</Link></Empty>)
+              : !shown.length && filtered.length ? <Empty>No run is inside the brushes of the parallel coordinates. <button type="button" class="link" onClick={() => update({ panels: { ...state.panels, pc: { ...state.panels.pc!, brushes: {} } } })}>Clear the brushes</button></Empty>
               : !shown.length ? <Empty>No run matches these filters. <button type="button" class="link" onClick={() => update({ filters: { jobType: null, states: [], tags: [], name: '', extra: [] }, view: '' })}>Clear filters</button></Empty>
                 : <RunsTable rows={rows} state={state} columns={columns} collapsed={collapsed} setCollapsed={setCollapsed}
                     styleOf={(id) => styles.get(id)} alertsOf={(id) => alertsByRun.get(id)}
                     selected={pickedSet} onSelect={(id, on) => setPicked((p) => (on ? [...p.filter((x) => x !== id), id] : p.filter((x) => x !== id)))} />}
+        {runs.length > 0 && filtered.length > 0 && <ComparePanels state={state} filtered={matching} hidden={hidden} />}
         {runs.length > 0 && shown.length > 0 && loaded && <ParamImportance state={state} runs={shown} all={runs} />}
         {runs.length > 0 && shown.length > 0 && (
           <WorkspaceCharts state={state} visible={shown} eligible={eligible.length} charted={charted} styles={styles} legend={legend} loaded={loaded} />
