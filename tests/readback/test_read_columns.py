@@ -3,14 +3,12 @@ against a real server: the same points as the JSON answer, bit for bit; `Accept`
 its errors; cohort.Api's frames and rows identical whether read as columns or as JSON."""
 import json
 import math
-import struct
-import urllib.error
-import urllib.request
 
 import pytest
 
 import rb_data  # noqa: F401  (first: puts the SDK on sys.path)
 from rb_data import rb_server  # noqa: F401 (fixture)
+from rb_columns import COLUMNS, assert_same_frames, bits, get, json_bits, json_value  # noqa: E402
 
 import cohort  # noqa: E402
 from cohort import api_columns  # noqa: E402
@@ -21,19 +19,12 @@ pd = pytest.importorskip("pandas")
 PROJECT = "cols"
 STEPS = 3000
 SPECIAL = [float("nan"), -0.0, float("inf"), float("-inf"), 0.0, 1.0, 2.5e-310, 1e308, 0.1]
-COLUMNS = "application/vnd.cohort.columns"
 
 
 def loss(writer, step):
     return SPECIAL[step % len(SPECIAL)] if writer == 0 else step * 0.5
 
 
-def _json_value(v):
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "Infinity" if v > 0 else "-Infinity"
-    return v
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +46,7 @@ def data(rb_server):
             for seq, start in enumerate(range(0, last, 1000), 1):
                 rows = []
                 for s in range(start, min(last, start + 1000)):
-                    values = {"loss": _json_value(loss(w, s))}
+                    values = {"loss": json_value(loss(w, s))}
                     if w == 0 and s % 3 == 0:
                         values["acc"] = s / 1000
                     if w == 0 and s % 5 == 0:
@@ -69,24 +60,10 @@ def data(rb_server):
             "url": rb_server.url}
 
 
-def _get(data, path, accept=None):
-    req = urllib.request.Request(data["url"] + path)
-    req.add_header("Authorization", "Bearer " + data["key"])
-    if accept is not None:
-        req.add_header("Accept", accept)
-    try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return resp.status, resp.headers.get("Content-Type"), resp.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.headers.get("Content-Type"), e.read()
 
 
-def _bits(v):
-    return struct.pack("<d", v)
 
 
-def _json_bits(v):
-    return _bits(cohort.api_http.number(v))
 
 
 @pytest.mark.parametrize("query", ["keys=loss,acc,int", "keys=loss&limit=700",
@@ -95,10 +72,10 @@ def _json_bits(v):
                                    "keys=nosuch"])
 def test_columns_answer_the_json_points_bit_for_bit(data, query):
     path = data["runs"]["two"][1] + "/history?" + query
-    status, ctype, body = _get(data, path, COLUMNS)
+    status, ctype, body = get(data, path, COLUMNS)
     assert status == 200 and ctype.startswith(COLUMNS + "; version=1"), (status, body[:200])
     header, series = api_columns.decode(body)
-    status, ctype, text = _get(data, path)
+    status, ctype, text = get(data, path)
     assert status == 200 and ctype.startswith("application/json")
     want = json.loads(text)["series"]
     assert [(s.key, s.writer, s.more) for s in series] == \
@@ -107,16 +84,16 @@ def test_columns_answer_the_json_points_bit_for_bit(data, query):
     for got, exp in zip(series, want):
         assert got.steps.tolist() == [p[0] for p in exp["points"]]
         assert got.times.tolist() == [p[1] for p in exp["points"]]
-        assert [_bits(v) for v in got.values.tolist()] == [_json_bits(p[2]) for p in exp["points"]]
+        assert [bits(v) for v in got.values.tolist()] == [json_bits(p[2]) for p in exp["points"]]
     assert "warnings" not in header
 
 
 def test_columns_keep_nan_negative_zero_and_infinities(data):
-    _, _, body = _get(data, data["runs"]["two"][1] + "/history?keys=loss&writers=rank_0&limit=9",
+    _, _, body = get(data, data["runs"]["two"][1] + "/history?keys=loss&writers=rank_0&limit=9",
                       COLUMNS)
     (s,) = api_columns.decode(body)[1]
     assert s.more is True and s.steps.dtype == np.int64 and s.values.dtype == np.float64
-    assert [_bits(v) for v in s.values] == [_bits(v) for v in SPECIAL]
+    assert [bits(v) for v in s.values] == [bits(v) for v in SPECIAL]
     assert math.copysign(1, s.values[1]) == -1
 
 
@@ -124,14 +101,14 @@ def test_json_stays_the_default(data):
     path = data["runs"]["two"][1] + "/history?keys=loss&limit=3"
     for accept in (None, "*/*", "application/json", "text/html,application/xhtml+xml,*/*;q=0.8",
                    COLUMNS + ";q=0.2, application/json"):
-        status, ctype, body = _get(data, path, accept)
+        status, ctype, body = get(data, path, accept)
         assert status == 200 and ctype.startswith("application/json"), accept
         assert len(json.loads(body)["series"][0]["points"]) == 3
 
 
 def test_bucketed_reads_answer_json_when_it_is_acceptable(data):
     path = data["runs"]["two"][1] + "/history?keys=loss&buckets=10"
-    status, ctype, body = _get(data, path, COLUMNS + ", application/json;q=0.5")
+    status, ctype, body = get(data, path, COLUMNS + ", application/json;q=0.5")
     assert status == 200 and ctype.startswith("application/json")
     assert json.loads(body)["series"][0]["buckets"]
 
@@ -143,7 +120,7 @@ def test_bucketed_reads_answer_json_when_it_is_acceptable(data):
     ("", "application/json;q=x", "bad quality value"),
 ])
 def test_unacceptable_accept_is_406_naming_the_problem(data, query, accept, message):
-    status, ctype, body = _get(data, data["runs"]["two"][1] + "/history?keys=loss&" + query,
+    status, ctype, body = get(data, data["runs"]["two"][1] + "/history?keys=loss&" + query,
                                accept)
     assert status == 406 and ctype.startswith("application/json")
     err = json.loads(body)["error"]
@@ -151,7 +128,7 @@ def test_unacceptable_accept_is_406_naming_the_problem(data, query, accept, mess
 
 
 def test_a_damaged_answer_is_refused(data):
-    _, _, body = _get(data, data["runs"]["two"][1] + "/history?keys=loss&limit=20", COLUMNS)
+    _, _, body = get(data, data["runs"]["two"][1] + "/history?keys=loss&limit=20", COLUMNS)
     bad = bytearray(body)
     bad[-3] ^= 0x10
     with pytest.raises(cohort.CommError, match="checksum"):
@@ -177,12 +154,6 @@ def _both(monkeypatch, read):
     return cols, js
 
 
-def _same_frames(a, b):
-    pd.testing.assert_frame_equal(a, b, check_exact=True)
-    assert list(a.dtypes) == list(b.dtypes)
-    for c in a.columns:  # NaN where NaN, -0.0 where -0.0: the very bits
-        if a[c].dtype == np.float64:
-            assert a[c].to_numpy().tobytes() == b[c].to_numpy().tobytes(), c
 
 
 @pytest.mark.parametrize("kw", [{}, {"keys": ["loss"]}, {"keys": ["acc", "int", "loss"]},
@@ -191,7 +162,7 @@ def _same_frames(a, b):
 def test_history_frames_are_identical_as_columns_and_as_json(api, data, monkeypatch, kw):
     run = api.run(f"{data['entity']}/{PROJECT}/{data['runs']['two'][0]}")
     cols, js = _both(monkeypatch, lambda: run.history(**kw))
-    _same_frames(cols, js)
+    assert_same_frames(cols, js)
     rows = 0 if kw.get("keys") == ["nosuch"] else STEPS // 2 if kw.get("writers") else \
         STEPS + STEPS // 2
     assert len(cols) == rows
@@ -204,11 +175,11 @@ def test_history_of_many_steps_pages_the_same_way(api, data, monkeypatch):
     monkeypatch.setattr(cohort.api_history, "COLUMN_PAGE_POINTS", 1)
     cols, js = _both(monkeypatch, lambda: cohort.api_history.history_frame(
         api._t, run._base, None, None, None, "step", True, page_points=600))
-    _same_frames(cols, js)
+    assert_same_frames(cols, js)
 
 
 def _row_bits(rows):
-    return [{k: (_bits(v) if isinstance(v, float) else v) for k, v in r.items()} for r in rows]
+    return [{k: (bits(v) if isinstance(v, float) else v) for k, v in r.items()} for r in rows]
 
 
 def test_scan_history_rows_are_identical_as_columns_and_as_json(api, data, monkeypatch):
@@ -230,9 +201,9 @@ def test_api_history_of_many_runs_is_one_long_frame(api, data, monkeypatch):
         if "writer" not in alone:
             alone.insert(0, "writer", "rank_0")
         part = df[df["run"] == run_id].drop(columns=["run"]).reset_index(drop=True)
-        _same_frames(part[alone.columns], alone)
+        assert_same_frames(part[alone.columns], alone)
     cols, js = _both(monkeypatch, lambda: api.history(paths, keys=["loss"]))
-    _same_frames(cols, js)
+    assert_same_frames(cols, js)
     # Run `one` has no writer rank_1: no rows of it, and the other run's still come.
     only_two = api.history(paths[::-1], keys=["loss"], writers=["rank_1"])
     assert set(only_two["run"]) == {two} and len(only_two) == STEPS // 2
@@ -255,7 +226,7 @@ def test_a_server_that_answers_json_to_the_columns_request_is_read_all_the_same(
     real = cohort.api_history._columns_of_json
     monkeypatch.setattr(cohort.api_history, "_columns_of_json",
                         lambda d: calls.append(1) or real(d))
-    _same_frames(run.history(), js)
+    assert_same_frames(run.history(), js)
     assert calls
     assert _row_bits(run.scan_history(page_size=500)) == _row_bits(
         list(run.scan_history(page_size=700)))

@@ -3,12 +3,12 @@
 "History columns") against a real server: the JSON answer's series bit for bit, keys without
 `system/`; `Run.system_metrics()` the same DataFrame whether read as columns or as JSON."""
 import json
-import struct
 
 import pytest
 
 import rb_data  # noqa: F401  (first: puts the SDK on sys.path)
 from rb_data import rb_server  # noqa: F401 (fixture)
+from rb_columns import COLUMNS, assert_same_frames, bits, get, json_value  # noqa: E402
 
 import cohort  # noqa: E402
 from cohort import api_columns  # noqa: E402
@@ -20,22 +20,15 @@ PROJECT = "syscols"
 SAMPLES = 3000
 T0 = 1_700_000_000_000
 SPECIAL = [float("nan"), -0.0, float("inf"), float("-inf"), 0.0, 12.5, 2.5e-310, 1e308, 0.1]
-COLUMNS = "application/vnd.cohort.columns"
 
 
-def _json_value(v):
-    if v != v:
-        return "NaN"
-    if v in (float("inf"), float("-inf")):
-        return "Infinity" if v > 0 else "-Infinity"
-    return v
 
 
 def _values(w, i):
     """rank_0: cpu every sample (the special values), gpu.0.temp every 2nd; rank_1 (half as
     many samples, at the same times as rank_0's first ones): cpu, and memory every 3rd."""
     if w == 0:
-        out = {"cpu": _json_value(SPECIAL[i % len(SPECIAL)])}
+        out = {"cpu": json_value(SPECIAL[i % len(SPECIAL)])}
         if i % 2 == 0:
             out["gpu.0.temp"] = 40 + i % 50  # integral: JSON answers "41", not "41.0"
         return out
@@ -75,23 +68,8 @@ def data(rb_server):
             "url": rb_server.url}
 
 
-def _get(data, path, accept=None):
-    import urllib.error
-    import urllib.request
-
-    req = urllib.request.Request(data["url"] + path)
-    req.add_header("Authorization", "Bearer " + data["key"])
-    if accept is not None:
-        req.add_header("Accept", accept)
-    try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return resp.status, resp.headers.get("Content-Type"), resp.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.headers.get("Content-Type"), e.read()
 
 
-def _bits(v):
-    return struct.pack("<d", v)
 
 
 @pytest.mark.parametrize("query", ["", "keys=cpu", "labels=rank_1&limit=700",
@@ -100,10 +78,10 @@ def _bits(v):
                                    "keys=nosuch"])
 def test_system_columns_answer_the_json_points_bit_for_bit(data, query):
     path = data["runs"]["sys"][1] + "/system?" + query
-    status, ctype, body = _get(data, path, COLUMNS)
+    status, ctype, body = get(data, path, COLUMNS)
     assert status == 200 and ctype.startswith(COLUMNS + "; version=1"), (status, body[:200])
     header, series = api_columns.decode(body)
-    status, ctype, text = _get(data, path)
+    status, ctype, text = get(data, path)
     assert status == 200 and ctype.startswith("application/json")
     want = json.loads(text)["series"]
     assert [(s.key, s.writer, s.more) for s in series] == \
@@ -114,30 +92,30 @@ def test_system_columns_answer_the_json_points_bit_for_bit(data, query):
     for got, exp in zip(series, want):
         assert got.steps.tolist() == [p[0] for p in exp["points"]]
         assert got.times.tolist() == [p[1] for p in exp["points"]]
-        assert [_bits(v) for v in got.values.tolist()] == \
-            [_bits(cohort.api_http.number(p[2])) for p in exp["points"]]
+        assert [bits(v) for v in got.values.tolist()] == \
+            [bits(cohort.api_http.number(p[2])) for p in exp["points"]]
 
 
 def test_a_run_without_system_metrics_answers_empty_columns(data):
-    status, ctype, body = _get(data, data["runs"]["bare"][1] + "/system", COLUMNS)
+    status, ctype, body = get(data, data["runs"]["bare"][1] + "/system", COLUMNS)
     assert status == 200 and ctype.startswith(COLUMNS), (status, body[:200])
     header, series = api_columns.decode(body)
     assert header["series"] == [] and series == []
-    status, _, text = _get(data, data["runs"]["bare"][1] + "/system")
+    status, _, text = get(data, data["runs"]["bare"][1] + "/system")
     assert status == 200 and json.loads(text) == {"series": []}
 
 
 def test_system_negotiation_is_the_history_routes(data):
     path = data["runs"]["sys"][1] + "/system?keys=cpu"
-    status, ctype, _ = _get(data, path + "&buckets=10", COLUMNS)
+    status, ctype, _ = get(data, path + "&buckets=10", COLUMNS)
     assert status == 406
-    status, ctype, text = _get(data, path + "&buckets=10", COLUMNS + ", application/json;q=0.5")
+    status, ctype, text = get(data, path + "&buckets=10", COLUMNS + ", application/json;q=0.5")
     assert status == 200 and ctype.startswith("application/json"), text[:200]
-    status, _, text = _get(data, path, COLUMNS + "; version=2")
+    status, _, text = get(data, path, COLUMNS + "; version=2")
     assert status == 406 and b"version 2" in text
-    status, ctype, _ = _get(data, path, "*/*")
+    status, ctype, _ = get(data, path, "*/*")
     assert status == 200 and ctype.startswith("application/json")
-    status, _, text = _get(data, path + "&limit=0", COLUMNS)
+    status, _, text = get(data, path + "&limit=0", COLUMNS)
     assert status == 400 and b"limit" in text
 
 
@@ -148,12 +126,6 @@ def api(data):
     a.close()
 
 
-def _same_frames(a, b):
-    pd.testing.assert_frame_equal(a, b, check_exact=True)
-    assert list(a.columns) == list(b.columns) and list(a.dtypes) == list(b.dtypes)
-    for c in a.columns:  # NaN where NaN, -0.0 where -0.0: the very bits
-        if a[c].dtype == np.float64:
-            assert a[c].to_numpy().tobytes() == b[c].to_numpy().tobytes(), c
 
 
 @pytest.mark.parametrize("kw", [{}, {"labels": ["rank_1"]}, {"keys": ["gpu.0.temp"]},
@@ -174,7 +146,7 @@ def test_system_metrics_frames_are_identical_as_columns_and_as_json(api, data, m
     monkeypatch.setenv("COHORT_API_COLUMNS", "0")
     js = run.system_metrics(**kw)
     assert len(decoded) == used_columns  # JSON: never decoded
-    _same_frames(cols, js)
+    assert_same_frames(cols, js)
     empty = kw.get("labels") == ["nobody"] or kw.get("keys") == ["nosuch"]
     assert bool(used_columns) == (not empty)
     if page and not empty:
@@ -193,7 +165,7 @@ def test_system_metrics_as_columns_are_the_samples(api, data):
     assert len(df) == SAMPLES + SAMPLES // 2
     r0 = df[df["label"] == "rank_0"].reset_index(drop=True)
     assert r0["time"].tolist() == [T0 + 10 * i for i in range(SAMPLES)]
-    assert [_bits(v) for v in r0["cpu"]] == [_bits(SPECIAL[i % len(SPECIAL)])
+    assert [bits(v) for v in r0["cpu"]] == [bits(SPECIAL[i % len(SPECIAL)])
                                             for i in range(SAMPLES)]
     assert r0["gpu.0.temp"][::2].tolist() == [40.0 + i % 50 for i in range(0, SAMPLES, 2)]
     assert r0["memory"].isna().all()
