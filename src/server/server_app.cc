@@ -387,6 +387,13 @@ void ServerApp::SweepLoop() {
     if (!marked.ok()) {
       std::fprintf(stderr, "cohort: heartbeat sweep failed: %s\n",
                    marked.status().ToString().c_str());
+    } else {
+      for (const store::CrashedWriter& w : *marked) {
+        std::fprintf(stderr,
+                     "cohort: writer %s of run %s/%s/%s marked crashed: no heartbeat for %lld s\n",
+                     w.label.c_str(), w.run.entity.c_str(), w.run.project.c_str(),
+                     w.run.run_id.c_str(), (long long)((now - w.heartbeat_ms) / 1000));
+      }
     }
     alerts_->Tick(now);  // the writers ended (those just marked crashed too), then tick rules
     PruneBatchesIfDue(now);

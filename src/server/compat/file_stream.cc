@@ -303,15 +303,20 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
   }
 
   if (cw.bound()) {
+    Status revive_failed;
     if (advanced) {  // new data from a writer that had ended: it is back
       auto revived = cw.Revive();
-      if (!revived.ok()) return StoreError(revived.status(), "writer");
       // What its earlier process left open is resolved, as on the native join route.
-      if (*revived && ctx->alerts) ctx->alerts->OnWriterRejoined(*ref, cw.label(), now);
+      if (revived.ok() && *revived && ctx->alerts) {
+        ctx->alerts->OnWriterRejoined(*ref, cw.label(), now);
+      }
+      if (!revived.ok()) revive_failed = revived.status();
     }
     // After the rejoin, which resolves what the writer's earlier process left open, not this
-    // batch's conditions.
+    // batch's conditions. Also when the rejoin failed: the batch is stored, and its retry, seen
+    // already, would not be evaluated again.
     if (ingested && ctx->alerts) ctx->alerts->OnBatch(*ref, cw.label(), stored, stored_result, now);
+    if (!revive_failed.ok()) return StoreError(revive_failed, "writer");
     if (sr.complete) {  // a writer that ends the run controls it
       if (Status s = cw.Promote(false, true); !s.ok()) return StoreError(s, "writer");
     }
