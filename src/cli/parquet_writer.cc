@@ -1,5 +1,6 @@
 #include "cli/parquet_writer.h"
 
+#include <array>
 #include <cstring>
 #include <utility>
 
@@ -110,6 +111,21 @@ void CompactWriter::ListBegin(Type elem, size_t size) {
     out_.push_back(char(0xf0 | elem));
     Varint(size);
   }
+}
+
+uint32_t Crc32(std::string_view data) {
+  static const auto kTable = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  uint32_t crc = 0xffffffffu;
+  for (unsigned char b : data) crc = kTable[(crc ^ b) & 0xff] ^ (crc >> 8);
+  return crc ^ 0xffffffffu;
 }
 
 std::string EncodeLevels(const std::vector<uint8_t>& levels) {
@@ -324,6 +340,7 @@ Result<size_t> CutPage(Writer::ColumnState* c, bool nullable, const WriterOption
   h.FieldI32(1, kPageData);
   h.FieldI32(2, int32_t(body.size()));
   h.FieldI32(3, int32_t(stored.size()));
+  h.FieldI32(4, int32_t(internal::Crc32(stored)));  // of the page's bytes as stored
   h.FieldStruct(5);  // DataPageHeader
   h.FieldI32(1, int32_t(c->page_count));
   h.FieldI32(2, kEncodingPlain);

@@ -1,7 +1,8 @@
 // A minimal Apache Parquet writer (written from the format specification, parquet-format's
 // parquet.thrift and Encodings.md; no Arrow/Parquet library): flat schemas of string (BYTE_ARRAY,
 // UTF8), int64, timestamp-millis (INT64) and double columns, each required or nullable; data pages
-// v1 with PLAIN values and RLE/bit-packed hybrid definition levels; pages compressed with zstd
+// v1 with PLAIN values and RLE/bit-packed hybrid definition levels, each with its CRC-32 in the
+// page header; pages compressed with zstd
 // when the build has libzstd (COHORT_PARQUET_ZSTD), else uncompressed; the FileMetaData footer in
 // the Thrift compact protocol. `cohort runs export --format parquet` uses it (docs/formats.md,
 // "Parquet export").
@@ -129,6 +130,9 @@ class CompactWriter {
   std::string out_;
   std::vector<int16_t> last_{0};
 };
+
+// CRC-32 (ISO-HDLC, zlib's: polynomial 0x04C11DB7 reflected), the page checksum Parquet names.
+uint32_t Crc32(std::string_view data);
 
 // The RLE/bit-packed hybrid encoding of bit-width-1 levels (0 or 1 each), without the 4-byte
 // length prefix: runs of 8 or more equal values as RLE runs, the rest bit-packed in groups of 8

@@ -170,6 +170,11 @@ TEST(CompactWriter, NestedStructsKeepTheirOwnFieldIdsAndListsTheirSizes) {
             std::numeric_limits<uint64_t>::max());
 }
 
+TEST(Crc32, CheckValue) {
+  EXPECT_EQ(internal::Crc32("123456789"), 0xcbf43926u);  // the catalogued check value
+  EXPECT_EQ(internal::Crc32(""), 0u);
+}
+
 TEST(EncodeLevels, RunsAndBitPackedGroups) {
   using internal::EncodeLevels;
   EXPECT_EQ(Hex(EncodeLevels(std::vector<uint8_t>(10, 1))), "14 01");  // RLE: 10 << 1, value 1
@@ -246,6 +251,7 @@ ColumnData ReadColumn(const File& f, size_t col, bool nullable) {
       EXPECT_EQ(h.F(2).i, h.F(3).i);
       const Node& dp = h.F(5);
       std::string_view body(f.bytes.data() + r.pos(), size_t(h.F(3).i));
+      EXPECT_EQ(uint32_t(h.F(4).i), internal::Crc32(body));
       int64_t n = dp.F(1).i;
       if (nullable) {
         uint32_t len;
@@ -283,10 +289,12 @@ TEST(Writer, SchemaAndFooterFieldByField) {
                    ASSERT_TRUE(w.EndRow().ok());
                  });
   // The first page (writer): header, then the PLAIN byte arrays.
-  EXPECT_EQ(Hex(f.bytes.substr(4, 21)),
-            Hex(Bytes({0x15, 0x00, 0x15, 0x16, 0x15, 0x16, 0x2c, 0x15, 0x04, 0x15, 0x00, 0x15,
-                       0x06, 0x15, 0x06, 0x00, 0x00, 1, 0, 0, 0})));
-  EXPECT_EQ(f.bytes.substr(25, 7), std::string("a\x02\0\0\0bc", 7));
+  // (the CRC-32 of the page body, 0x4970b1b1, as zlib computes it, zigzag varint)
+  EXPECT_EQ(Hex(f.bytes.substr(4, 27)),
+            Hex(Bytes({0x15, 0x00, 0x15, 0x16, 0x15, 0x16, 0x15, 0xe2, 0xc6, 0x85, 0x97, 0x09,
+                       0x1c, 0x15, 0x04, 0x15, 0x00, 0x15, 0x06, 0x15, 0x06, 0x00, 0x00, 1, 0,
+                       0, 0})));
+  EXPECT_EQ(f.bytes.substr(31, 7), std::string("a\x02\0\0\0bc", 7));
   // The timestamp column's SchemaElement, byte for byte: INT64, REQUIRED, "time",
   // TIMESTAMP_MILLIS, LogicalType TIMESTAMP{isAdjustedToUTC: true, unit: MILLIS}.
   std::string ts = Bytes({0x15, 0x04, 0x25, 0x00, 0x18, 0x04, 't', 'i', 'm', 'e', 0x25, 0x12,

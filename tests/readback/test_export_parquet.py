@@ -68,6 +68,11 @@ def export(server, tmp_path, name, *extra):
     return path, out
 
 
+def read(path):
+    """The table, every page's CRC-32 checked."""
+    return pq.ParquetFile(path, page_checksum_verification=True).read()
+
+
 def check_table(table, csv_rows):
     assert table.column_names == ["writer", "step", "time", "only1", "x", "y"]
     assert str(table.schema.field("time").type) == "timestamp[ms, tz=UTC]"
@@ -108,9 +113,9 @@ def test_parquet_export_keeps_every_value_and_null(rb_server, specials, tmp_path
     assert meta.row_group(0).column(4).compression == "ZSTD"
     assert meta.metadata[b"cohort.run"].endswith(f"/{rb_data.PROJECT}/{RUN}".encode())
     assert meta.created_by.startswith("cohort version ")
-    check_table(pq.read_table(path), csv_rows)
+    check_table(read(path), csv_rows)
     # A special value really is there: NaN at rank_0 step 0, -0.0 at rank_0 step 3.
-    x = pq.read_table(path).column("x").to_pylist()
+    x = read(path).column("x").to_pylist()
     assert math.isnan(x[0]) and math.copysign(1, x[3]) == -1 and x[3] == 0
 
     # Small row groups, uncompressed pages: the same table.
@@ -119,13 +124,20 @@ def test_parquet_export_keeps_every_value_and_null(rb_server, specials, tmp_path
     meta2 = pq.ParquetFile(path2).metadata
     assert meta2.num_row_groups == (RANKS * STEPS + 6) // 7
     assert meta2.row_group(0).column(4).compression == "UNCOMPRESSED"
-    check_table(pq.read_table(path2), csv_rows)
+    check_table(read(path2), csv_rows)
+    # A flipped bit in a page (the last value of the first page of `x`) fails its checksum.
+    data = bytearray(path2.read_bytes())
+    col = meta2.row_group(0).column(4)
+    data[col.data_page_offset + col.total_compressed_size - 1] ^= 1
+    path2.write_bytes(bytes(data))
+    with pytest.raises(OSError, match="CRC"):
+        read(path2)
 
 
 def test_parquet_export_of_some_keys_and_one_writer(rb_server, specials, tmp_path):
     path, _ = export(rb_server, tmp_path, "k.parquet", "-f", "parquet", "--keys", "y",
                      "--writers", "rank_1")
-    t = pq.read_table(path)
+    t = read(path)
     assert t.column_names == ["writer", "step", "time", "y"]
     # Rows only where y was logged.
     assert t.column("step").to_pylist() == list(range(0, STEPS, 3))
