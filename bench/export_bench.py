@@ -9,9 +9,11 @@ object.
 A fresh `cohort server` (SQLite, bench/_bench_server.py), one run logged by the real SDK (one
 writer; key k<i> at step s = sin(s * (i + 1) / 1000) * (i + 1), key k0 NaN every 1,000 steps),
 then each export --repeat times. Per export: wall_s (median), cpu_s (median user+sys of the
-exporting process, the figure to quote on a shared machine) and bytes of the file. The files are
+exporting process, the figure to quote on a shared machine), server_cpu_s (median user+sys of
+the server meanwhile: the history pages it answers) and bytes of the file. The files are
 checked: the parquet ones read back with pyarrow equal the csv's rows (values bit for bit).
-load_avg: the 1-minute load before and after.
+--baseline-bin: a `cohort` binary from before the columnar reads (the JSON history pages), its
+csv export timed as baseline_cli_csv. load_avg: the 1-minute load before and after.
 """
 from __future__ import annotations
 
@@ -45,16 +47,25 @@ run.finish()
 '''
 
 
-def timed(cmd, env):
-    """Runs cmd; (wall seconds, user+sys seconds of the child)."""
+def proc_cpu_s(pid):
+    """utime + stime of process `pid` in seconds (/proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(cmd, env, server_pid):
+    """Runs cmd; (wall seconds, user+sys seconds of the child, of the server meanwhile)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_before = proc_cpu_s(server_pid)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise RuntimeError(" ".join(map(str, cmd)) + ": " + proc.stderr[-2000:])
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return (wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+            proc_cpu_s(server_pid) - server_before)
 
 
 def bits(v):
@@ -81,6 +92,8 @@ def main():
     ap.add_argument("--steps", type=int, default=100_000)
     ap.add_argument("--keys", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--baseline-bin", help="another `cohort` binary (one whose export reads the "
+                    "history as JSON): its csv export is timed too, as baseline_cli_csv")
     args = ap.parse_args()
     out = {"steps": args.steps, "keys": args.keys, "points": args.steps * args.keys,
            "load_avg_before": os.getloadavg()[0]}
@@ -105,17 +118,22 @@ def main():
             "python_csv": [sys.executable, "-m", "cohort", "export", run, "-f", "csv"],
             "python_parquet": [sys.executable, "-m", "cohort", "export", run, "-f", "parquet"],
         }
+        if args.baseline_bin:
+            cases["baseline_cli_csv"] = [args.baseline_bin, "runs", "export", run, "-f", "csv"]
         results = {}
         for name, cmd in cases.items():
             ext = "parquet" if "parquet" in name else cmd[cmd.index("-f") + 1]
             path = pathlib.Path(tmp) / f"{name}.{ext}"
-            walls, cpus = [], []
+            walls, cpus, server = [], [], []
             for _ in range(args.repeat):
-                w, c = timed(cmd + ["-o", str(path), "--progress", "never"], env)
+                w, c, sc = timed(cmd + ["-o", str(path), "--progress", "never"], env,
+                                 srv.proc.pid)
                 walls.append(w)
                 cpus.append(c)
+                server.append(sc)
             results[name] = {"wall_s": round(statistics.median(walls), 2),
                              "cpu_s": round(statistics.median(cpus), 2),
+                             "server_cpu_s": round(statistics.median(server), 2),
                              "bytes": path.stat().st_size}
         base = pathlib.Path(tmp)
         for name in ("cli_parquet_zstd", "cli_parquet_none", "python_parquet"):

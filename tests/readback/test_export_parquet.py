@@ -17,12 +17,18 @@ pq = pytest.importorskip("pyarrow.parquet")
 RUN = "specials1"
 RANKS = 2
 STEPS = 40
-SPECIALS = [float("nan"), float("inf"), float("-inf"), -0.0, 5e-324, 1.0 / 3]
+# A NaN with a payload and a negative one: kept only by the columnar history read (the JSON
+# answer writes every NaN as "NaN"), so these also check that the export reads columns.
+PAYLOAD_NANS = [struct.unpack("<d", struct.pack("<Q", b))[0]
+                for b in (0x7ff8000000000abc, 0xfff8000000000001)]
+SPECIALS = [float("nan"), float("inf"), float("-inf"), -0.0, 5e-324, 1.0 / 3] + PAYLOAD_NANS
 
 WRITE = f'''
 import os, cohort
 r = int(os.environ["RB_RANK"])
-SPECIALS = [float("nan"), float("inf"), float("-inf"), -0.0, 5e-324, 1.0 / 3]
+import struct
+SPECIALS = [float("nan"), float("inf"), float("-inf"), -0.0, 5e-324, 1.0 / 3] + [
+    struct.unpack("<d", struct.pack("<Q", b))[0] for b in (0x7ff8000000000abc, 0xfff8000000000001)]
 run = cohort.init(project="{rb_data.PROJECT}", id=os.environ["RB_RUN"], job_type="ddp",
                   settings=cohort.Settings(mode="shared", x_label=f"rank_{{r}}",
                                            x_primary=r == 0, x_update_finish_state=r == 0,
