@@ -4,6 +4,8 @@
 #include <cstring>
 #include <utility>
 
+#include "core/coding.h"
+
 #ifdef COHORT_PARQUET_ZSTD
 #include <zstd.h>
 #endif
@@ -19,10 +21,6 @@ constexpr int32_t kEncodingPlain = 0, kEncodingRle = 3;
 constexpr int32_t kCodecUncompressed = 0, kCodecZstd = 6;
 constexpr int32_t kPageData = 0;
 constexpr std::string_view kMagic = "PAR1";
-
-void PutLE(std::string* out, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out->push_back(char((v >> (8 * i)) & 0xff));
-}
 
 int32_t PhysicalType(ColumnType t) {
   switch (t) {
@@ -114,17 +112,30 @@ void CompactWriter::ListBegin(Type elem, size_t size) {
 }
 
 uint32_t Crc32(std::string_view data) {
-  static const auto kTable = [] {
-    std::array<uint32_t, 256> t{};
+  // Slicing by 8: table k maps a byte k positions before the end of an 8-byte block.
+  static const auto kTables = [] {
+    std::array<std::array<uint32_t, 256>, 8> t{};
     for (uint32_t i = 0; i < 256; ++i) {
       uint32_t c = i;
       for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
+      t[0][i] = c;
+    }
+    for (int k = 1; k < 8; ++k) {
+      for (uint32_t i = 0; i < 256; ++i) t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xff];
     }
     return t;
   }();
+  const auto& t = kTables;
   uint32_t crc = 0xffffffffu;
-  for (unsigned char b : data) crc = kTable[(crc ^ b) & 0xff] ^ (crc >> 8);
+  const auto* p = reinterpret_cast<const unsigned char*>(data.data());
+  size_t n = data.size();
+  for (; n >= 8; n -= 8, p += 8) {
+    uint32_t lo = crc ^ (uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 |
+                         uint32_t(p[3]) << 24);
+    crc = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
+          t[3][p[4]] ^ t[2][p[5]] ^ t[1][p[6]] ^ t[0][p[7]];
+  }
+  for (; n > 0; --n, ++p) crc = t[0][(crc ^ *p) & 0xff] ^ (crc >> 8);
   return crc ^ 0xffffffffu;
 }
 
@@ -238,7 +249,7 @@ void Writer::SetString(size_t column, std::string_view value) {
   ColumnState& c = columns_[column];
   if (c.set) row_error_ = "parquet: column " + schema_[column].name + " set twice in a row";
   c.set = true;
-  PutLE(&c.values, value.size(), 4);
+  coding::PutFixed32(&c.values, uint32_t(value.size()));
   c.values.append(value);
 }
 
@@ -251,7 +262,7 @@ void Writer::SetInt64(size_t column, int64_t value) {
   ColumnState& c = columns_[column];
   if (c.set) row_error_ = "parquet: column " + schema_[column].name + " set twice in a row";
   c.set = true;
-  PutLE(&c.values, uint64_t(value), 8);
+  coding::PutFixed64(&c.values, uint64_t(value));
 }
 
 void Writer::SetDouble(size_t column, double value) {
@@ -264,7 +275,7 @@ void Writer::SetDouble(size_t column, double value) {
   c.set = true;
   uint64_t bits;
   std::memcpy(&bits, &value, 8);
-  PutLE(&c.values, bits, 8);
+  coding::PutFixed64(&c.values, bits);
 }
 
 namespace {
@@ -314,7 +325,7 @@ Result<size_t> CutPage(Writer::ColumnState* c, bool nullable, const WriterOption
   std::string body;
   if (nullable) {
     std::string levels = internal::EncodeLevels(c->levels);
-    PutLE(&body, levels.size(), 4);
+    coding::PutFixed32(&body, uint32_t(levels.size()));
     body += levels;
   }
   body += c->values;
@@ -469,7 +480,7 @@ Status Writer::Finish() {
   w.FieldBinary(6, opts_.created_by);
   w.EndStruct();
   std::string tail = w.bytes();
-  PutLE(&tail, tail.size(), 4);
+  coding::PutFixed32(&tail, uint32_t(tail.size()));
   tail += kMagic;
   return Emit(tail);
 }

@@ -173,6 +173,17 @@ TEST(CompactWriter, NestedStructsKeepTheirOwnFieldIdsAndListsTheirSizes) {
 TEST(Crc32, CheckValue) {
   EXPECT_EQ(internal::Crc32("123456789"), 0xcbf43926u);  // the catalogued check value
   EXPECT_EQ(internal::Crc32(""), 0u);
+  // Every length and alignment of the 8-byte blocks against the bytewise definition.
+  std::string data;
+  for (int i = 0; i < 100; ++i) data.push_back(char(i * 37 + 11));
+  for (size_t len = 0; len <= data.size(); ++len) {
+    uint32_t crc = 0xffffffffu;
+    for (size_t i = 0; i < len; ++i) {
+      crc ^= uint8_t(data[i]);
+      for (int k = 0; k < 8; ++k) crc = (crc & 1) ? 0xedb88320u ^ (crc >> 1) : crc >> 1;
+    }
+    EXPECT_EQ(internal::Crc32(std::string_view(data).substr(0, len)), crc ^ 0xffffffffu) << len;
+  }
 }
 
 TEST(EncodeLevels, RunsAndBitPackedGroups) {
