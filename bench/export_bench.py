@@ -10,7 +10,8 @@ A fresh `cohort server` (SQLite, bench/_bench_server.py), one run logged by the 
 writer; key k<i> at step s = sin(s * (i + 1) / 1000) * (i + 1), key k0 NaN every 1,000 steps),
 then each export --repeat times. Per export: wall_s (median), cpu_s (median user+sys of the
 exporting process, the figure to quote on a shared machine), server_cpu_s (median user+sys of
-the server meanwhile: the history pages it answers) and bytes of the file. The files are
+the server meanwhile: the history pages it answers), max_rss_mib (the exporting process's peak
+resident memory, the largest of the repeats) and bytes of the file. The files are
 checked: the parquet ones read back with pyarrow equal the csv's rows (values bit for bit).
 --baseline-bin: a `cohort` binary from before the columnar reads (the JSON history pages), its
 csv export timed as baseline_cli_csv. load_avg: the 1-minute load before and after.
@@ -23,7 +24,6 @@ import json
 import math
 import os
 import pathlib
-import resource
 import statistics
 import struct
 import subprocess
@@ -55,17 +55,20 @@ def proc_cpu_s(pid):
 
 
 def timed(cmd, env, server_pid):
-    """Runs cmd; (wall seconds, user+sys seconds of the child, of the server meanwhile)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """Runs cmd; (wall s, user+sys s of the child, user+sys s of the server meanwhile, the
+    child's peak RSS in MiB)."""
     server_before = proc_cpu_s(server_pid)
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise RuntimeError(" ".join(map(str, cmd)) + ": " + proc.stderr[-2000:])
-    return (wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-            proc_cpu_s(server_pid) - server_before)
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, ru = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            raise RuntimeError(" ".join(map(str, cmd)) + ": " + err.read()[-2000:].decode())
+    return (wall, ru.ru_utime + ru.ru_stime, proc_cpu_s(server_pid) - server_before,
+            ru.ru_maxrss / 1024)
 
 
 def bits(v):
@@ -124,16 +127,18 @@ def main():
         for name, cmd in cases.items():
             ext = "parquet" if "parquet" in name else cmd[cmd.index("-f") + 1]
             path = pathlib.Path(tmp) / f"{name}.{ext}"
-            walls, cpus, server = [], [], []
+            walls, cpus, server, rss = [], [], [], []
             for _ in range(args.repeat):
-                w, c, sc = timed(cmd + ["-o", str(path), "--progress", "never"], env,
-                                 srv.proc.pid)
+                w, c, sc, m = timed(cmd + ["-o", str(path), "--progress", "never"], env,
+                                    srv.proc.pid)
                 walls.append(w)
                 cpus.append(c)
                 server.append(sc)
+                rss.append(m)
             results[name] = {"wall_s": round(statistics.median(walls), 2),
                              "cpu_s": round(statistics.median(cpus), 2),
                              "server_cpu_s": round(statistics.median(server), 2),
+                             "max_rss_mib": round(max(rss), 1),
                              "bytes": path.stat().st_size}
         base = pathlib.Path(tmp)
         for name in ("cli_parquet_zstd", "cli_parquet_none", "python_parquet"):
