@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
@@ -107,7 +109,7 @@ class TextSink : public RowSink {
  private:
   Status Put(const std::string& s) {
     if (std::fwrite(s.data(), 1, s.size(), out_) != s.size()) {
-      return Status::IOError("write failed");
+      return Status::IOError(std::strerror(errno));
     }
     return Status::Ok();
   }
@@ -133,7 +135,7 @@ class ParquetSink : public RowSink {
   ParquetSink(std::FILE* out, std::vector<std::string> keys, parquet::WriterOptions opts)
       : RowSink(keys), writer_(Schema(keys), std::move(opts), [out](std::string_view b) {
           if (std::fwrite(b.data(), 1, b.size(), out) != b.size()) {
-            return Status::IOError("write failed");
+            return Status::IOError(std::strerror(errno));
           }
           return Status::Ok();
         }) {}
@@ -350,6 +352,10 @@ int RunExport(const ExportOpts& o) {
       std::fclose(f);
       std::remove(tmp.c_str());
     }
+    if (s.code() == StatusCode::kIOError) {
+      return Fail(Status::IOError("cannot write " + (to_stdout ? std::string("stdout") : tmp) +
+                                  ": " + s.message()));
+    }
     return Fail(s);
   };
   if (Status s = sink->Start(); !s.ok()) return abandon(s);
@@ -375,8 +381,9 @@ int RunExport(const ExportOpts& o) {
       std::fprintf(stderr, "cohort runs export: cannot write %s\n", path.c_str());
       return 1;
     }
-  } else {
-    std::fflush(stdout);
+  } else if (std::fflush(stdout) != 0) {
+    std::fprintf(stderr, "cohort runs export: cannot write stdout: %s\n", std::strerror(errno));
+    return 1;
   }
   std::fprintf(stderr, "exported %lld rows (%lld points, %zu keys, %zu writers) to %s\n",
                static_cast<long long>(rows), static_cast<long long>(total_points), all_keys.size(),

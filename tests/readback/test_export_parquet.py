@@ -5,11 +5,13 @@ key was not logged, two writers, several row groups, zstd and uncompressed pages
 import csv
 import math
 import struct
+import subprocess
 
 import pytest
 
 import rb_data
 from rb_data import rb_client, rb_server  # noqa: F401 (fixtures)
+from conftest import COHORT_BIN
 from test_read_cli import cli_env, cohort, run_in_pty
 
 pq = pytest.importorskip("pyarrow.parquet")
@@ -165,6 +167,13 @@ def test_parquet_export_bad_arguments_write_nothing(rb_server, specials, tmp_pat
     out = cohort(rb_server, "runs", "export", f"{rb_data.PROJECT}/nosuch", "-f", "parquet",
                  "-o", str(tmp_path / "d.parquet"))
     assert out.returncode == 1 and "nosuch" in out.stderr
+    # A full disk: an error naming it, exit 1.
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run([str(COHORT_BIN), "runs", "export", f"{rb_data.PROJECT}/{RUN}", "-f",
+                               "parquet", "-o", "-"], env=cli_env(rb_server), stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "cannot write stdout: No space left on device" in proc.stderr, proc.stderr
     # Binary on a terminal: refused.
     rc, text = run_in_pty(rb_server, ["runs", "export", f"{rb_data.PROJECT}/{RUN}", "-f",
                                       "parquet", "-o", "-"], cli_env(rb_server))
