@@ -153,6 +153,14 @@ def test_parquet_export_of_some_keys_and_one_writer(rb_server, specials, tmp_pat
     assert set(t.column("writer").to_pylist()) == {"rank_1"}
 
 
+def test_parquet_export_of_no_series_is_an_empty_table(rb_server, specials, tmp_path):
+    path, out = export(rb_server, tmp_path, "e.parquet", "-f", "parquet", "--keys", "nosuch")
+    assert "exported 0 rows" in out.stderr
+    t = read(path)
+    assert t.num_rows == 0 and t.column_names == ["writer", "step", "time"]
+    assert pq.ParquetFile(path).metadata.num_row_groups == 0
+
+
 def test_parquet_export_bad_arguments_write_nothing(rb_server, specials, tmp_path):
     out = cohort(rb_server, "runs", "export", f"{rb_data.PROJECT}/{RUN}", "-f", "csv",
                  "--compression", "zstd", "-o", str(tmp_path / "a.csv"))
