@@ -1,7 +1,8 @@
 """Export of a run's exact history to CSV, JSON Lines or Parquet, streamed page by page (memory
 stays flat), written to ``<path>.part`` and renamed at the end so that a failed export leaves no
 partial file. ``python -m cohort export RUN --format parquet`` runs it from a shell; the
-``cohort runs export`` binary writes the same CSV / JSONL files (docs/cli.md).
+``cohort runs export`` binary writes the same CSV / JSONL files, and Parquet without pyarrow (its
+``time`` a UTC millisecond timestamp; docs/cli.md).
 
 Columns: ``writer``, ``step``, ``time`` (ms since the epoch), then one per key in name order;
 a key not logged at a row's step is empty (CSV), absent (JSONL) or null (Parquet). Non-finite

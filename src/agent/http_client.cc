@@ -2,6 +2,8 @@
 
 #include <curl/curl.h>
 
+#include <strings.h>
+
 #include <cstdlib>
 #include <mutex>
 
@@ -112,9 +114,12 @@ Result<HttpResponse> HttpClient::Request(std::string_view method, std::string_vi
   std::string content_type_header = "Content-Type: ";
   content_type_header.append(content_type);
   list = curl_slist_append(list, content_type_header.c_str());
-  list = curl_slist_append(list, "Accept: application/json");
-  list = curl_slist_append(list, "Expect:");  // no 100-continue round trip for large bodies
   std::string extra(extra_header);
+  // An `Accept` in extra_header replaces the default one (curl would send both, and a server
+  // reads the first).
+  const bool own_accept = extra.size() >= 7 && strncasecmp(extra.c_str(), "Accept:", 7) == 0;
+  if (!own_accept) list = curl_slist_append(list, "Accept: application/json");
+  list = curl_slist_append(list, "Expect:");  // no 100-continue round trip for large bodies
   if (!extra.empty()) list = curl_slist_append(list, extra.c_str());
   std::string auth;
   if (!api_key.empty()) {

@@ -1,22 +1,28 @@
-// `cohort runs export RUN --format csv|jsonl`: a run's exact metric history, one row per
-// (writer, step), streamed page by page from the history API (memory stays flat), written to a
-// temporary file renamed into place at the end (an interrupted export leaves no partial file),
-// with a progress bar on stderr when it is a terminal. Parquet is written by the Python side
-// (`python -m cohort export`, needs pyarrow); asked here, it is a clear error.
+// `cohort runs export RUN --format csv|jsonl|parquet`: a run's exact metric history, one row per
+// (writer, step), streamed page by page from the history API in its columnar form
+// (history_fetch.h; memory stays flat), written to a temporary file renamed into place at the end
+// (an interrupted export leaves no partial file), with a progress bar on stderr when it is a
+// terminal. Parquet is this tree's own writer (parquet_writer.h; docs/formats.md "Parquet
+// export"), bounded row groups, no pyarrow needed.
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
 
 #include "cli/commands.h"
+#include "cli/history_fetch.h"
 #include "cli/output.h"
+#include "cli/parquet_writer.h"
 #include "cli/read_client.h"
 #include "core/json.h"
 #include "core/limits.h"
+#include "core/version.h"
 
 namespace cohort::cli {
 namespace {
@@ -26,7 +32,8 @@ namespace bj = boost::json;
 constexpr int64_t kPagePoints = 50000;
 
 struct ExportOpts {
-  std::string run, format = "csv", output, keys, writers, progress = "auto";
+  std::string run, format = "csv", output, keys, writers, progress = "auto", compression;
+  int64_t row_group_rows = 0;  // parquet; 0: the writer's default
 };
 
 struct SeriesInfo {
@@ -34,25 +41,47 @@ struct SeriesInfo {
   int64_t count = 0;
 };
 
-// Writes rows in CSV or JSON Lines.
-class RowWriter {
+// An export format: the header when built, then rows by (writer, step).
+class RowSink {
  public:
-  RowWriter(std::FILE* out, bool csv, std::vector<std::string> keys)
-      : out_(out), csv_(csv), keys_(std::move(keys)) {
+  explicit RowSink(std::vector<std::string> keys) : keys_(std::move(keys)) {
     for (size_t i = 0; i < keys_.size(); ++i) index_[keys_[i]] = i;
   }
+  virtual ~RowSink() = default;
+  virtual Status Start() = 0;
+  // One row: values[i] is keys_[i]'s value when has[i].
+  virtual Status Row(const std::string& writer, int64_t step, int64_t time,
+                     const std::vector<double>& values, const std::vector<bool>& has) = 0;
+  virtual Status Finish() = 0;
 
-  void Header() {
-    if (!csv_) return;
+  // The column of `key`; npos for a key not in the export (one logged after the listing).
+  size_t Index(const std::string& key) const {
+    auto it = index_.find(key);
+    return it == index_.end() ? std::string::npos : it->second;
+  }
+  size_t size() const { return keys_.size(); }
+
+ protected:
+  std::vector<std::string> keys_;
+  std::map<std::string, size_t> index_;
+};
+
+// Rows in CSV or JSON Lines.
+class TextSink : public RowSink {
+ public:
+  TextSink(std::FILE* out, bool csv, std::vector<std::string> keys)
+      : RowSink(std::move(keys)), out_(out), csv_(csv) {}
+
+  Status Start() override {
+    if (!csv_) return Status::Ok();
     std::string line = "writer,step,time";
     for (const auto& k : keys_) line += "," + CsvField(k);
     line += '\n';
-    std::fputs(line.c_str(), out_);
+    return Put(line);
   }
 
-  // One row: values[i] is keys_[i]'s value when has[i].
-  void Row(const std::string& writer, int64_t step, int64_t time, const std::vector<double>& values,
-           const std::vector<bool>& has) {
+  Status Row(const std::string& writer, int64_t step, int64_t time,
+             const std::vector<double>& values, const std::vector<bool>& has) override {
     std::string line;
     if (csv_) {
       line = CsvField(writer) + "," + std::to_string(step) + "," + std::to_string(time);
@@ -72,13 +101,19 @@ class RowWriter {
       line += '}';
     }
     line += '\n';
-    std::fputs(line.c_str(), out_);
+    return Put(line);
   }
 
-  size_t Index(const std::string& key) const { return index_.at(key); }
-  size_t size() const { return keys_.size(); }
+  Status Finish() override { return Status::Ok(); }
 
  private:
+  Status Put(const std::string& s) {
+    if (std::fwrite(s.data(), 1, s.size(), out_) != s.size()) {
+      return Status::IOError(std::strerror(errno));
+    }
+    return Status::Ok();
+  }
+
   static std::string CsvField(const std::string& s) {
     if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
     std::string out = "\"";
@@ -91,8 +126,45 @@ class RowWriter {
 
   std::FILE* out_;
   bool csv_;
-  std::vector<std::string> keys_;
-  std::map<std::string, size_t> index_;
+};
+
+// Rows in Parquet (parquet_writer.h; docs/formats.md "Parquet export"): writer (string), step
+// (int64), time (timestamp, milliseconds, UTC), then one nullable double column per key.
+class ParquetSink : public RowSink {
+ public:
+  ParquetSink(std::FILE* out, std::vector<std::string> keys, parquet::WriterOptions opts)
+      : RowSink(keys), writer_(Schema(keys), std::move(opts), [out](std::string_view b) {
+          if (std::fwrite(b.data(), 1, b.size(), out) != b.size()) {
+            return Status::IOError(std::strerror(errno));
+          }
+          return Status::Ok();
+        }) {}
+
+  Status Start() override { return writer_.Start(); }
+
+  Status Row(const std::string& writer, int64_t step, int64_t time,
+             const std::vector<double>& values, const std::vector<bool>& has) override {
+    writer_.SetString(0, writer);
+    writer_.SetInt64(1, step);
+    writer_.SetInt64(2, time);
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      if (has[i]) writer_.SetDouble(3 + i, values[i]);
+    }
+    return writer_.EndRow();
+  }
+
+  Status Finish() override { return writer_.Finish(); }
+
+ private:
+  static std::vector<parquet::Column> Schema(const std::vector<std::string>& keys) {
+    std::vector<parquet::Column> cols = {{"writer", parquet::ColumnType::kString, false},
+                                         {"step", parquet::ColumnType::kInt64, false},
+                                         {"time", parquet::ColumnType::kTimestampMillis, false}};
+    for (const auto& k : keys) cols.push_back({k, parquet::ColumnType::kDouble, true});
+    return cols;
+  }
+
+  parquet::Writer writer_;
 };
 
 // A progress bar on stderr, redrawn at most once per percent.
@@ -136,7 +208,7 @@ std::vector<std::string> SplitComma(const std::string& s) {
 // Exports one writer's rows; returns the number of rows written.
 Result<int64_t> ExportWriter(ReadClient& client, const RunPath& ref, const std::string& writer,
                              const std::vector<SeriesInfo>& series, bool all_user_keys,
-                             RowWriter* out, Progress* progress) {
+                             RowSink* out, Progress* progress) {
   // Without --keys, every user key of the writer is asked for without naming them (a key may
   // contain a comma).
   std::string keys;
@@ -146,55 +218,61 @@ Result<int64_t> ExportWriter(ReadClient& client, const RunPath& ref, const std::
   const int64_t limit = std::max<int64_t>(1, kPagePoints / int64_t(series.size()));
   std::string after;
   int64_t rows_written = 0;
+  std::vector<double> values(out->size());
+  std::vector<bool> has(out->size());
   while (true) {
-    COHORT_ASSIGN_OR_RETURN(
-        bj::value res, client.Get(ref.ApiPath() + "/history", {{"keys", keys},
-                                                               {"writers", writer},
-                                                               {"limit", std::to_string(limit)},
-                                                               {"after_step", after}}));
-    const bj::array& got = res.as_object().at("series").as_array();
+    COHORT_ASSIGN_OR_RETURN(std::vector<HistorySeries> got,
+                            FetchHistory(client, ref.ApiPath() + "/history",
+                                         {{"keys", keys},
+                                          {"writers", writer},
+                                          {"limit", std::to_string(limit)},
+                                          {"after_step", after}}));
     // The page is complete up to the smallest last step among series that have more.
     bool cut = false;
     int64_t boundary = 0;
-    for (const bj::value& s : got) {
-      const bj::array& pts = s.as_object().at("points").as_array();
-      const bj::value* more = s.as_object().if_contains("more");
-      if (more && more->is_bool() && more->get_bool() && !pts.empty()) {
-        int64_t last = pts.back().as_array()[0].to_number<int64_t>();
-        boundary = cut ? std::min(boundary, last) : last;
+    for (const HistorySeries& s : got) {
+      if (s.more && !s.steps.empty()) {
+        boundary = cut ? std::min(boundary, s.steps.back()) : s.steps.back();
         cut = true;
       }
     }
-    // step -> (time, values, has)
-    struct Row {
-      int64_t time = 0;
-      std::vector<double> values;
-      std::vector<bool> has;
-    };
-    std::map<int64_t, Row> rows;
+    // Merges the series (each ascending by step) into rows.
+    std::vector<const HistorySeries*> mine;
+    std::vector<size_t> column, pos;
+    for (const HistorySeries& s : got) {
+      size_t idx = out->Index(s.key);
+      if (s.writer != writer || idx == std::string::npos) continue;
+      mine.push_back(&s);
+      column.push_back(idx);
+      pos.push_back(0);
+    }
     int64_t points = 0;
-    for (const bj::value& s : got) {
-      if (StrField(s, "writer") != writer) continue;
-      size_t idx = out->Index(StrField(s, "key"));
-      for (const bj::value& p : s.as_object().at("points").as_array()) {
-        const bj::array& a = p.as_array();
-        int64_t step = a[0].to_number<int64_t>();
-        if (cut && step > boundary) break;
-        Row& row = rows[step];
-        if (row.values.empty()) {
-          row.values.assign(out->size(), 0);
-          row.has.assign(out->size(), false);
-          row.time = a[1].to_number<int64_t>();
-        }
-        auto v = json::ToDouble(a[2]);
-        if (!v) return Status::Internal("history: a value is not a number");
-        row.values[idx] = *v;
-        row.has[idx] = true;
+    while (true) {
+      bool any = false;
+      int64_t step = 0;
+      for (size_t i = 0; i < mine.size(); ++i) {
+        if (pos[i] >= mine[i]->steps.size()) continue;
+        int64_t s = mine[i]->steps[pos[i]];
+        if (cut && s > boundary) continue;
+        step = any ? std::min(step, s) : s;
+        any = true;
+      }
+      if (!any) break;
+      std::fill(has.begin(), has.end(), false);
+      bool have_time = false;
+      int64_t time = 0;
+      for (size_t i = 0; i < mine.size(); ++i) {
+        if (pos[i] >= mine[i]->steps.size() || mine[i]->steps[pos[i]] != step) continue;
+        if (!have_time) time = mine[i]->times[pos[i]];
+        have_time = true;
+        values[column[i]] = mine[i]->values[pos[i]];
+        has[column[i]] = true;
+        ++pos[i];
         ++points;
       }
+      COHORT_RETURN_IF_ERROR(out->Row(writer, step, time, values, has));
+      ++rows_written;
     }
-    for (const auto& [step, row] : rows) out->Row(writer, step, row.time, row.values, row.has);
-    rows_written += int64_t(rows.size());
     progress->Advance(points);
     if (!cut) break;
     after = std::to_string(boundary);
@@ -208,12 +286,26 @@ int Fail(const Status& s) {
 }
 
 int RunExport(const ExportOpts& o) {
-  if (o.format == "parquet") {
-    std::fprintf(stderr,
-                 "cohort runs export: parquet needs pyarrow: use `python -m cohort export %s "
-                 "--format parquet` (pip install pyarrow), or --format csv|jsonl here\n",
-                 o.run.c_str());
-    return 2;
+  const bool parquet_out = o.format == "parquet";
+  if (!parquet_out && (!o.compression.empty() || o.row_group_rows > 0)) {
+    return Fail(Status::InvalidArgument(
+        "--compression and --row-group-rows apply to --format parquet only"));
+  }
+  parquet::WriterOptions popts;
+  if (parquet_out) {
+    const std::string codec = o.compression.empty() ? (parquet::HaveZstd() ? "zstd" : "none")
+                                                    : o.compression;
+    if (codec == "zstd" && !parquet::HaveZstd()) {
+      return Fail(Status::InvalidArgument(
+          "--compression zstd: this build has no zstd (use --compression none)"));
+    }
+    popts.compression = codec == "zstd" ? parquet::Compression::kZstd : parquet::Compression::kNone;
+    if (o.row_group_rows > 0) popts.group_rows = o.row_group_rows;
+    popts.created_by = "cohort version " + std::string(kVersion);
+    if (o.output == "-" && isatty(STDOUT_FILENO)) {
+      return Fail(Status::InvalidArgument(
+          "parquet is binary: give -o FILE, or redirect stdout (-o -) away from the terminal"));
+    }
   }
   auto client = ReadClient::Open();
   if (!client.ok()) return Fail(client.status());
@@ -242,30 +334,45 @@ int RunExport(const ExportOpts& o) {
   const bool to_stdout = o.output == "-";
   std::string path = o.output.empty() ? ref->run_id + "." + o.format : o.output;
   std::string tmp = path + ".part";
-  std::FILE* f = to_stdout ? stdout : std::fopen(tmp.c_str(), "w");
+  std::FILE* f = to_stdout ? stdout : std::fopen(tmp.c_str(), "wb");
   if (!f) {
     std::fprintf(stderr, "cohort runs export: cannot write %s\n", tmp.c_str());
     return 1;
   }
-  RowWriter writer(f, o.format == "csv",
-                   std::vector<std::string>(all_keys.begin(), all_keys.end()));
-  writer.Header();
+  const std::vector<std::string> columns(all_keys.begin(), all_keys.end());
+  std::unique_ptr<RowSink> sink;
+  if (parquet_out) {
+    popts.metadata = {{"cohort.run", ref->Text()}};
+    sink = std::make_unique<ParquetSink>(f, columns, popts);
+  } else {
+    sink = std::make_unique<TextSink>(f, o.format == "csv", columns);
+  }
+  auto abandon = [&](const Status& s) {
+    if (!to_stdout) {
+      std::fclose(f);
+      std::remove(tmp.c_str());
+    }
+    if (s.code() == StatusCode::kIOError) {
+      return Fail(Status::IOError("cannot write " + (to_stdout ? std::string("stdout") : tmp) +
+                                  ": " + s.message()));
+    }
+    return Fail(s);
+  };
+  if (Status s = sink->Start(); !s.ok()) return abandon(s);
   const bool bar = o.progress == "always" || (o.progress == "auto" && isatty(STDERR_FILENO));
   Progress progress(bar, total_points);
   int64_t rows = 0;
   for (const auto& [label, series] : by_writer) {
-    auto n = ExportWriter(**client, *ref, label, series, want_keys.empty(), &writer, &progress);
+    auto n = ExportWriter(**client, *ref, label, series, want_keys.empty(), sink.get(),
+                          &progress);
     if (!n.ok()) {
       progress.Finish();
-      if (!to_stdout) {
-        std::fclose(f);
-        std::remove(tmp.c_str());
-      }
-      return Fail(n.status());
+      return abandon(n.status());
     }
     rows += *n;
   }
   progress.Finish();
+  if (Status s = sink->Finish(); !s.ok()) return abandon(s);
   if (!to_stdout) {
     bool ok = std::fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok = std::fclose(f) == 0 && ok;
@@ -274,8 +381,9 @@ int RunExport(const ExportOpts& o) {
       std::fprintf(stderr, "cohort runs export: cannot write %s\n", path.c_str());
       return 1;
     }
-  } else {
-    std::fflush(stdout);
+  } else if (std::fflush(stdout) != 0) {
+    std::fprintf(stderr, "cohort runs export: cannot write stdout: %s\n", std::strerror(errno));
+    return 1;
   }
   std::fprintf(stderr, "exported %lld rows (%lld points, %zu keys, %zu writers) to %s\n",
                static_cast<long long>(rows), static_cast<long long>(total_points), all_keys.size(),
@@ -289,7 +397,7 @@ Runner AddRunsExportCommand(CLI::App& runs) {
   auto o = std::make_shared<ExportOpts>();
   auto* cmd = runs.add_subcommand("export", "Export a run's metric history (rows by writer, step)");
   cmd->add_option("run", o->run, "entity/project/run_id or project/run_id")->required();
-  cmd->add_option("-f,--format", o->format, "csv, jsonl (parquet: python -m cohort export)")
+  cmd->add_option("-f,--format", o->format, "csv, jsonl or parquet")
       ->check(CLI::IsMember({"csv", "jsonl", "parquet"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", o->output, "Output file (default <run_id>.<format>; - stdout)");
@@ -300,6 +408,12 @@ Runner AddRunsExportCommand(CLI::App& runs) {
                   "never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
+  cmd->add_option("--compression", o->compression,
+                  "Parquet page compression: zstd (the default where built with it) or none")
+      ->check(CLI::IsMember({"zstd", "none"}));
+  cmd->add_option("--row-group-rows", o->row_group_rows,
+                  "Parquet rows per row group (default 1048576; memory stays bounded either way)")
+      ->check(CLI::PositiveNumber);
   return [cmd, o]() -> int {
     if (!cmd->parsed()) return -1;
     return RunExport(*o);

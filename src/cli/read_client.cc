@@ -52,6 +52,20 @@ Status StatusFor(int http_status, const std::string& body, std::string_view what
 
 }  // namespace
 
+std::string WithQuery(std::string_view path, const Query& query) {
+  std::string target(path);
+  char sep = '?';
+  for (const auto& [name, value] : query) {
+    if (value.empty()) continue;
+    target += sep;
+    target += name;
+    target += '=';
+    target += PercentEncode(value);
+    sep = '&';
+  }
+  return target;
+}
+
 std::string RunPath::ApiPath() const {
   return "/api/v1/runs/" + PercentEncode(entity) + "/" + PercentEncode(project) + "/" +
          PercentEncode(run_id);
@@ -79,17 +93,7 @@ Result<std::unique_ptr<ReadClient>> ReadClient::Open() {
 }
 
 Result<bj::value> ReadClient::Get(std::string_view path, const Query& query) {
-  std::string target(path);
-  char sep = '?';
-  for (const auto& [name, value] : query) {
-    if (value.empty()) continue;
-    target += sep;
-    target += name;
-    target += '=';
-    target += PercentEncode(value);
-    sep = '&';
-  }
-  auto res = http_.Request("GET", target, "", api_key_);
+  auto res = http_.Request("GET", WithQuery(path, query), "", api_key_);
   if (!res.ok()) {
     return Status::Unavailable("cannot reach the server at " + http_.base_url() + ": " +
                                res.status().message());

@@ -29,6 +29,9 @@ struct RunPath {
 // Query parameters, in order; empty values are left out.
 using Query = std::vector<std::pair<std::string, std::string>>;
 
+// `path` with `query` appended ("?a=1&b=x%20y"), each value percent-encoded.
+std::string WithQuery(std::string_view path, const Query& query);
+
 class ReadClient {
  public:
   // kUnauthenticated when no key is configured; kIOError when the config file is unreadable.

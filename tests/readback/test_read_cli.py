@@ -211,14 +211,6 @@ def test_runs_export_draws_a_progress_bar_on_a_terminal(rb_server, dataset, tmp_
     assert f"exporting [{'#' * 30}] 100% {total}/{total} points" in text
 
 
-def test_runs_export_parquet_says_how_to_get_it(rb_server, dataset, tmp_path):
-    out = cohort(rb_server, "runs", "export", f"{PROJECT}/ddp1", "--format", "parquet", "-o",
-                 str(tmp_path / "x.parquet"))
-    assert out.returncode == 2
-    assert "parquet needs pyarrow: use `python -m cohort export" in out.stderr
-    assert not (tmp_path / "x.parquet").exists()
-
-
 def test_runs_export_missing_run_writes_nothing(rb_server, dataset, tmp_path):
     out = cohort(rb_server, "runs", "export", f"{PROJECT}/nosuch", "-o", str(tmp_path / "n.csv"))
     assert out.returncode == 1 and "nosuch" in out.stderr

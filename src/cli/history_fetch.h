@@ -1,0 +1,36 @@
+// The terminal commands' raw history reads: one page of `GET .../{run}/history` asked for in the
+// history columns (docs/formats.md "History columns": binary arrays, no JSON number parsing, NaN
+// payloads kept bit for bit), read as the JSON answer when a server answers JSON (one without
+// the columns). The CLI's own reader of that format (the server's decoder lives in the server
+// layer, which the CLI-only build does not have); `runs export` uses it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/read_client.h"
+#include "cohort/status.h"
+
+namespace cohort::cli {
+
+struct HistorySeries {
+  std::string key, writer;
+  bool more = false;  // the series has points after the last one here
+  std::vector<int64_t> steps, times;
+  std::vector<double> values;
+};
+
+// A columnar body -> its series; kCorruption for a wrong magic, version, checksum or length.
+Result<std::vector<HistorySeries>> DecodeHistoryColumns(std::string_view body);
+
+// A JSON history answer ({"series": [{"key", "writer", "points": [[step, time, value]...],
+// "more"}]}) -> its series; kInternal when it is not that shape.
+Result<std::vector<HistorySeries>> ParseHistoryJson(const boost::json::value& answer);
+
+// GET `path` (a run's /history) with `query`, accepting the columns first.
+Result<std::vector<HistorySeries>> FetchHistory(ReadClient& client, std::string_view path,
+                                                const Query& query);
+
+}  // namespace cohort::cli
