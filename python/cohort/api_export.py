@@ -1,10 +1,10 @@
 """Export of a run's exact history to CSV, JSON Lines or Parquet, streamed page by page (memory
 stays flat), written to ``<path>.part`` and renamed at the end so that a failed export leaves no
 partial file. ``python -m cohort export RUN --format parquet`` runs it from a shell; the
-``cohort runs export`` binary writes the same CSV / JSONL files, and Parquet without pyarrow (its
-``time`` a UTC millisecond timestamp; docs/cli.md).
+``cohort runs export`` binary writes the same files, Parquet without pyarrow (docs/cli.md).
 
-Columns: ``writer``, ``step``, ``time`` (ms since the epoch), then one per key in name order;
+Columns: ``writer``, ``step``, ``time`` (ms since the epoch; in Parquet a UTC millisecond
+timestamp), then one per key in name order;
 a key not logged at a row's step is empty (CSV), absent (JSONL) or null (Parquet). Non-finite
 values are written ``NaN`` / ``Infinity`` / ``-Infinity`` in CSV and JSONL (as in the HTTP API).
 
@@ -63,7 +63,7 @@ def export_run(run: Any, path: str, fmt: str = "csv", keys: Optional[Sequence[st
     try:
         if fmt == "parquet":
             fields = [pa.field("writer", pa.string()), pa.field("step", pa.int64()),
-                      pa.field("time", pa.int64())]
+                      pa.field("time", pa.timestamp("ms", tz="UTC"))]
             fields += [pa.field(k, pa.float64()) for k in all_keys]
             schema = pa.schema(fields)
             with pq.ParquetWriter(tmp, schema) as w:

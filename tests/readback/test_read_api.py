@@ -342,6 +342,8 @@ def test_export_from_python_to_parquet_and_csv_match_history(api, dataset, tmp_p
     assert rows == len(expected)
     got = pd.read_parquet(tmp_path / "r.parquet")
     assert list(got.columns) == list(expected.columns)
+    assert str(got["time"].dtype).startswith("datetime64") and str(got["time"].dt.tz) == "UTC"
+    got["time"] = (got["time"] - pd.Timestamp(0, tz="UTC")) // pd.Timedelta(milliseconds=1)
     pd.testing.assert_frame_equal(got.reset_index(drop=True), expected, check_dtype=False)
     export_run(run, str(tmp_path / "r.csv"), "csv", keys=["loss"])
     csv_df = pd.read_csv(tmp_path / "r.csv")
