@@ -4,6 +4,7 @@
 #include "store/postgres/pg_store.h"
 
 #include "store/postgres/pg_sql_conn.h"
+#include "store/sql/sql_tail_seal.h"
 
 namespace cohort::store {
 
@@ -238,11 +239,11 @@ Status PostgresStore::AfterImport(sql::Conn& conn) {
 // ---- finished writers ----
 
 Status PostgresStore::AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) {
-  // Tails stay as they are: sealing them here too is measured as an option in
-  // docs/benchmarks.md (the ingest cache would have to forget the writer).
-  (void)conn;
-  (void)writer_pk;
-  return Status::Ok();
+  // A finished writer's series keep no small tail chunks (series::PlanTailSeal), as on SQLite.
+  // The ingest cache forgets the writer: its tail states change here (a batch planned from the
+  // old ones would find them stale and be planned again; forgetting saves that round trip).
+  ingest_cache_.EraseWriter(writer_pk);
+  return sql::SealWriterTails(conn, writer_pk, nullptr);
 }
 
 }  // namespace cohort::store
