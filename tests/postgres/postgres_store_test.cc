@@ -84,8 +84,13 @@ TEST_F(PostgresStoreTest, OpenMigratesEmptyDatabaseToLatestVersion) {
                      "'stream_positions', 'run_files')"),
             10);
   // Chunk blobs are bytea kept uncompressed ('e'xternal storage): they are compressed already.
-  EXPECT_EQ(QueryInt("SELECT count(*) FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND "
-                     "attname = 'data' AND attstorage = 'e' AND atttypid = 'bytea'::regtype"),
+  // So are its partitions' (chunks_tail: tail chunks, vacuumed every few thousand dead rows).
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM pg_attribute WHERE attrelid IN ('chunks'::regclass, "
+                     "'chunks_sealed'::regclass, 'chunks_tail'::regclass) AND attname = 'data' "
+                     "AND attstorage = 'e' AND atttypid = 'bytea'::regtype"),
+            3);
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM pg_class WHERE relname = 'chunks_tail' AND "
+                     "'autovacuum_vacuum_scale_factor=0' = ANY(reloptions)"),
             1);
 }
 
@@ -581,6 +586,19 @@ TEST_F(PostgresStoreTest, SmallBatchesAreCompactedIntoFullChunksKeepingEveryPoin
   ASSERT_EQ(hist[0].buckets.size(), 3u);
   EXPECT_EQ(hist[0].buckets[0].count + hist[0].buckets[1].count + hist[0].buckets[2].count, total);
   EXPECT_EQ(hist[0].buckets[2].last, kBatches * 100 + kRows - 1);
+  // The tail's chunks are in the partition chunks_tail, the sealed ones in chunks_sealed, which
+  // compactions never delete from; the writer's end seals the tail: chunks_tail is left empty.
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks_tail c JOIN series s ON c.series_pk = s.pk "
+                     "WHERE c.idx >= s.tail_idx"),
+            QueryInt("SELECT tail_chunks FROM series"));
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks_tail"), QueryInt("SELECT tail_chunks FROM series"));
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks_sealed c JOIN series s ON c.series_pk = s.pk "
+                     "WHERE c.idx >= s.tail_idx"),
+            0);
+  ASSERT_TRUE(store->FinishWriter(Ref("run1"), "w", RunState::kFinished, 0, 5).ok());
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks_tail"), 0);
+  EXPECT_EQ(QueryInt("SELECT tail_chunks FROM series"), 0);
+  EXPECT_EQ(QueryInt("SELECT sum(count)::int8 FROM chunks_sealed"), total);
 }
 
 TEST_F(PostgresStoreTest, OneLargeBatchIsSealedWholeAsAlignedChunks) {
