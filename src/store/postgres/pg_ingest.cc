@@ -217,6 +217,12 @@ class BatchWrite {
   }
 
   bool has_deletes() const { return !del_pk_.empty(); }
+  // Tail chunk rows the deletes remove.
+  int64_t deleted_rows() const {
+    int64_t n = 0;
+    for (size_t i = 0; i < del_lo_.size(); ++i) n += del_hi_[i] - del_lo_[i];
+    return n;
+  }
   // Per chunk of $7..$20: sealed (else a tail chunk), parameter $38 of WriteBatchSql().
   const std::vector<bool>& sealed() const { return sealed_; }
 
@@ -490,9 +496,11 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
   // compactions and stream positions.
   std::shared_ptr<const pg::IngestCache::Writer> fresh;  // the writer after the batch
   RunIngestCache::Note note;
+  int64_t tails_deleted = 0;  // by the attempt that committed
   Result<IngestResult> stored = pg::RunTransaction(
       primary_pool(), pg::TxnMode::kWrite, [&](Conn* c) -> Result<IngestResult> {
     run_cache_.Settle(&note, false);  // a retry: the failed attempt's changes are gone
+    tails_deleted = 0;
     pg::SqlConn conn(c);
     IngestResult result;
     int64_t writer_pk = 0, run_pk = 0, next_step = 0;
@@ -613,6 +621,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     AddWriteParams(&p, run_pk, writer_pk, now_ms, next_step, batch, write, console);
     const std::string& sql = WriteBatchSql(write.has_deletes(), !batch.positions.empty(),
                                            !console.times.empty(), /*guarded=*/false);
+    tails_deleted = write.deleted_rows();
     COHORT_RETURN_IF_ERROR(c->ExecAndCommit(sql, p).status());
     result.next_step = next_step;
     // Series the batch did not touch keep their cached state (checked when used).
@@ -620,6 +629,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     return result;
   });
   run_cache_.Settle(&note, stored.ok());
+  if (stored.ok()) TailRowsDeleted(tails_deleted);
   if (stored.ok() && fresh != nullptr && ingest_cache_enabled_) {
     ingest_cache_.Put(cache_key, std::move(fresh));
   }

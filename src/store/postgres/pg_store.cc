@@ -3,6 +3,8 @@
 // what an import leaves to redo. Ingest is in pg_ingest.cc, history in pg_history.cc.
 #include "store/postgres/pg_store.h"
 
+#include <chrono>
+
 #include "store/postgres/pg_sql_conn.h"
 #include "store/sql/sql_tail_seal.h"
 
@@ -24,9 +26,52 @@ PostgresStore::PostgresStore(const pg::PostgresOptions& options)
   if (options.group_commit > 0) {
     group_commit_ = std::make_unique<pg::GroupCommit>(primary_.get(), options.group_commit);
   }
+  vacuum_thread_ = std::thread([this] { VacuumTails(); });
 }
 
-PostgresStore::~PostgresStore() = default;
+PostgresStore::~PostgresStore() {
+  {
+    MutexLock lock(&vacuum_mu_);
+    closing_ = true;
+  }
+  vacuum_cv_.SignalAll();
+  vacuum_thread_.join();
+}
+
+void PostgresStore::TailRowsDeleted(int64_t rows) {
+  if (rows <= 0) return;
+  bool wake = false;
+  {
+    MutexLock lock(&vacuum_mu_);
+    const int64_t before = tails_deleted_;
+    tails_deleted_ += rows;
+    wake = before < kVacuumTailEvery && tails_deleted_ >= kVacuumTailEvery;
+  }
+  if (wake) vacuum_cv_.Signal();
+}
+
+void PostgresStore::VacuumTails() {
+  MutexLock lock(&vacuum_mu_);
+  while (true) {
+    while (!closing_ && tails_deleted_ < kVacuumTailEvery) vacuum_cv_.Wait(vacuum_mu_);
+    if (closing_) return;
+    tails_deleted_ = 0;
+    lock.Unlock();
+    // Outside a transaction, on a connection of the pool. A failure (the database away, a role
+    // that does not own the table: a warning, nothing done) leaves it to autovacuum.
+    {
+      Result<pg::Pool::Lease> lease = primary_->Acquire();
+      if (lease.ok() && (*lease)->ExecOnce("VACUUM chunks_tail").ok()) {
+        tail_vacuums_.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    lock.Lock();
+    // At most one a second: under a fast ingest each VACUUM then clears a second's tails.
+    const auto next = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (!closing_ && vacuum_cv_.WaitUntil(vacuum_mu_, next)) {
+    }
+  }
+}
 
 Result<std::unique_ptr<PostgresStore>> PostgresStore::Open(const pg::PostgresOptions& options) {
   std::unique_ptr<PostgresStore> store(new PostgresStore(options));
@@ -243,7 +288,9 @@ Status PostgresStore::AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) {
   // The ingest cache forgets the writer: its tail states change here (a batch planned from the
   // old ones would find them stale and be planned again; forgetting saves that round trip).
   ingest_cache_.EraseWriter(writer_pk);
-  return sql::SealWriterTails(conn, writer_pk, nullptr);
+  COHORT_ASSIGN_OR_RETURN(const int64_t deleted, sql::SealWriterTails(conn, writer_pk, nullptr));
+  TailRowsDeleted(deleted);
+  return Status::Ok();
 }
 
 }  // namespace cohort::store

@@ -6,7 +6,8 @@
 
 namespace cohort::store::sql {
 
-Status SealWriterTails(Conn& conn, int64_t writer_pk, const AfterTailSealed& after) {
+Result<int64_t> SealWriterTails(Conn& conn, int64_t writer_pk, const AfterTailSealed& after) {
+  int64_t deleted = 0;
   struct Tail {
     int64_t series_pk;
     series::TailState state;
@@ -49,9 +50,10 @@ Status SealWriterTails(Conn& conn, int64_t writer_pk, const AfterTailSealed& aft
     if (plan.delete_hi > plan.delete_lo) {
       Params p;
       p.Add(t.series_pk).Add(plan.delete_lo).Add(plan.delete_hi);
-      COHORT_RETURN_IF_ERROR(
-          conn.Exec("DELETE FROM chunks WHERE series_pk = $1 AND idx >= $2 AND idx < $3", p)
-              .status());
+      COHORT_ASSIGN_OR_RETURN(
+          const int64_t n,
+          conn.Exec("DELETE FROM chunks WHERE series_pk = $1 AND idx >= $2 AND idx < $3", p));
+      deleted += n;
     }
     for (const series::ChunkWrite& w : plan.chunks) {
       const series::ChunkSummary& s = w.summary;
@@ -77,7 +79,7 @@ Status SealWriterTails(Conn& conn, int64_t writer_pk, const AfterTailSealed& aft
     }
     if (after) COHORT_RETURN_IF_ERROR(after(conn, t.series_pk, tail_idx_before, t.state, plan.chunks));
   }
-  return Status::Ok();
+  return deleted;
 }
 
 }  // namespace cohort::store::sql

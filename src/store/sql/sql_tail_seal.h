@@ -27,7 +27,8 @@ using AfterTailSealed =
 // them at window edges as sealed chunks (PlanTailSeal), deletes the tail chunks, inserts the
 // sealed ones and updates the series row (next_idx, tail_idx, tail_count, tail_chunks). Query
 // answers do not change. `after` (may be empty) runs for each sealed series. The caller holds
-// the writer's row lock (every path that changes a series locks its writer first).
-Status SealWriterTails(Conn& conn, int64_t writer_pk, const AfterTailSealed& after);
+// the writer's row lock (every path that changes a series locks its writer first). Returns the
+// number of tail chunk rows deleted.
+Result<int64_t> SealWriterTails(Conn& conn, int64_t writer_pk, const AfterTailSealed& after);
 
 }  // namespace cohort::store::sql

@@ -278,12 +278,12 @@ Status SqliteStore::AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) {
   // A finished writer's series keep no small tail chunks (series::PlanTailSeal); the sealed
   // chunks continue the summary pages.
   sqlite::Db* db = static_cast<sqlite::SqlConn&>(conn).db();
-  return sql::SealWriterTails(
-      conn, writer_pk,
-      [db](sql::Conn&, int64_t series_pk, int64_t tail_idx_before, const series::TailState& after,
-           const std::vector<series::ChunkWrite>& sealed) {
-        return sqlite::PageSealedTail(db, series_pk, tail_idx_before, after, sealed);
-      });
+  const auto page = [db](sql::Conn&, int64_t series_pk, int64_t tail_idx_before,
+                         const series::TailState& after,
+                         const std::vector<series::ChunkWrite>& sealed) {
+    return sqlite::PageSealedTail(db, series_pk, tail_idx_before, after, sealed);
+  };
+  return sql::SealWriterTails(conn, writer_pk, page).status();
 }
 
 }  // namespace cohort::store
