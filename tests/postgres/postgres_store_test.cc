@@ -592,7 +592,8 @@ TEST_F(PostgresStoreTest, SmallBatchesAreCompactedIntoFullChunksKeepingEveryPoin
   EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks_tail c JOIN series s ON c.series_pk = s.pk "
                      "WHERE c.idx >= s.tail_idx"),
             QueryInt("SELECT tail_chunks FROM series"));
-  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks_tail"), QueryInt("SELECT tail_chunks FROM series"));
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks_tail"),
+            QueryInt("SELECT tail_chunks FROM series"));
   EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks_sealed c JOIN series s ON c.series_pk = s.pk "
                      "WHERE c.idx >= s.tail_idx"),
             0);

@@ -3,6 +3,7 @@
 // what an import leaves to redo. Ingest is in pg_ingest.cc, history in pg_history.cc.
 #include "store/postgres/pg_store.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "store/postgres/pg_sql_conn.h"
@@ -59,15 +60,20 @@ void PostgresStore::VacuumTails() {
     lock.Unlock();
     // Outside a transaction, on a connection of the pool. A failure (the database away, a role
     // that does not own the table: a warning, nothing done) leaves it to autovacuum.
+    const auto start = std::chrono::steady_clock::now();
     {
       Result<pg::Pool::Lease> lease = primary_->Acquire();
       if (lease.ok() && (*lease)->ExecOnce("VACUUM chunks_tail").ok()) {
         tail_vacuums_.fetch_add(1, std::memory_order_relaxed);
       }
     }
+    const auto end = std::chrono::steady_clock::now();
     lock.Lock();
-    // At most one a second: under a fast ingest each VACUUM then clears a second's tails.
-    const auto next = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    // The next one after a pause of ten times this one's duration (at least 100 ms): a small
+    // table is vacuumed as often as its deletes ask, a large one (thousands of series' tails)
+    // costs at most a tenth of one PostgreSQL backend.
+    const auto next = end + std::max<std::chrono::steady_clock::duration>(
+                                std::chrono::milliseconds(100), 10 * (end - start));
     while (!closing_ && vacuum_cv_.WaitUntil(vacuum_mu_, next)) {
     }
   }

@@ -61,9 +61,10 @@ class PostgresStore final : public SqlStore {
   int64_t tail_vacuums() const { return tail_vacuums_.load(std::memory_order_relaxed); }
 
   // Tail chunk rows (chunks_tail, sql_schema.cc) this store deletes (compactions, seals) between
-  // two VACUUMs of chunks_tail, which its own thread runs, at most one a second: autovacuum's
-  // naptime (a minute by default, a setting of the whole cluster) lets a store ingesting fast
-  // leave that many dead rows again and again, and the table keeps the size they took.
+  // two VACUUMs of chunks_tail, which its own thread runs (pausing ten times as long as the last
+  // one took, at least 100 ms): autovacuum's naptime (a minute by default, a setting of the
+  // whole cluster) lets a store ingesting fast leave many more dead rows between its turns, and
+  // the table keeps the size they took.
   static constexpr int64_t kVacuumTailEvery = 1000;
 
   // The pools (for tests and metrics).

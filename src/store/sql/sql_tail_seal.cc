@@ -77,7 +77,9 @@ Result<int64_t> SealWriterTails(Conn& conn, int64_t writer_pk, const AfterTailSe
                                        p)
                                  .status());
     }
-    if (after) COHORT_RETURN_IF_ERROR(after(conn, t.series_pk, tail_idx_before, t.state, plan.chunks));
+    if (after) {
+      COHORT_RETURN_IF_ERROR(after(conn, t.series_pk, tail_idx_before, t.state, plan.chunks));
+    }
   }
   return deleted;
 }
