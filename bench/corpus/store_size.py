@@ -8,11 +8,15 @@ of every table and index (dbstat) per point.
 
     .venv/bin/python bench/corpus/store_size.py [--bin build/src/cli/cohort] [--corpus FILE]
                                                 [--keep DIR] [--window-ms 1000] [--postgres]
+                                                [--pg-set NAME=VALUE ...]
 
 With --postgres the server stores into a throwaway PostgreSQL cluster
 (tests/postgres/pg_cluster.py) instead, and the report is PostgreSQL's: the relations' sizes as
 the job left them (autovacuum as configured: the steady state a live server sees), their live
-and dead tuples, and the sizes again after VACUUM.
+and dead tuples, and the sizes again after VACUUM. --pg-set name=value (repeatable) sets a
+server setting of that cluster: the replay runs an hour of logging in well under a minute, so
+autovacuum's one-minute naptime never comes round during it; --pg-set autovacuum_naptime=1s
+gives autovacuum the turns per batch it has when the job logs in real time.
 """
 import argparse
 import collections
@@ -149,12 +153,15 @@ def main():
     p.add_argument("--window-ms", type=int, default=1000)
     p.add_argument("--keep", default="", help="leave the server's HOME here")
     p.add_argument("--postgres", action="store_true", help="a PostgreSQL store (see above)")
+    p.add_argument("--pg-set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a setting of the throwaway PostgreSQL cluster (see above)")
     a = p.parse_args()
     pg = None
     if a.postgres:
         sys.path.insert(0, str(ROOT / "tests" / "postgres"))
         from pg_cluster import PgCluster
-        pg = PgCluster(durable=True).__enter__()
+        settings = dict(kv.split("=", 1) for kv in a.pg_set)
+        pg = PgCluster(durable=True, settings=settings).__enter__()
         pg.create_database("cohort")
     series = read_corpus(a.corpus)
     points = sum(len(s[4]) for s in series)

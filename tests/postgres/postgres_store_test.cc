@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <span>
 #include <thread>
 
 #include "pg_environment.h"
@@ -84,8 +85,13 @@ TEST_F(PostgresStoreTest, OpenMigratesEmptyDatabaseToLatestVersion) {
                      "'stream_positions', 'run_files')"),
             10);
   // Chunk blobs are bytea kept uncompressed ('e'xternal storage): they are compressed already.
-  EXPECT_EQ(QueryInt("SELECT count(*) FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND "
-                     "attname = 'data' AND attstorage = 'e' AND atttypid = 'bytea'::regtype"),
+  // So are its partitions' (chunks_tail: tail chunks, vacuumed every few thousand dead rows).
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM pg_attribute WHERE attrelid IN ('chunks'::regclass, "
+                     "'chunks_sealed'::regclass, 'chunks_tail'::regclass) AND attname = 'data' "
+                     "AND attstorage = 'e' AND atttypid = 'bytea'::regtype"),
+            3);
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM pg_class WHERE relname = 'chunks_tail' AND "
+                     "'autovacuum_vacuum_scale_factor=0' = ANY(reloptions)"),
             1);
 }
 
@@ -581,6 +587,48 @@ TEST_F(PostgresStoreTest, SmallBatchesAreCompactedIntoFullChunksKeepingEveryPoin
   ASSERT_EQ(hist[0].buckets.size(), 3u);
   EXPECT_EQ(hist[0].buckets[0].count + hist[0].buckets[1].count + hist[0].buckets[2].count, total);
   EXPECT_EQ(hist[0].buckets[2].last, kBatches * 100 + kRows - 1);
+  // The tail's chunks are in the partition chunks_tail, the sealed ones in chunks_sealed, which
+  // compactions never delete from; the writer's end seals the tail: chunks_tail is left empty.
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks_tail c JOIN series s ON c.series_pk = s.pk "
+                     "WHERE c.idx >= s.tail_idx"),
+            QueryInt("SELECT tail_chunks FROM series"));
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks_tail"),
+            QueryInt("SELECT tail_chunks FROM series"));
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks_sealed c JOIN series s ON c.series_pk = s.pk "
+                     "WHERE c.idx >= s.tail_idx"),
+            0);
+  ASSERT_TRUE(store->FinishWriter(Ref("run1"), "w", RunState::kFinished, 0, 5).ok());
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks_tail"), 0);
+  EXPECT_EQ(QueryInt("SELECT tail_chunks FROM series"), 0);
+  EXPECT_EQ(QueryInt("SELECT sum(count)::int8 FROM chunks_sealed"), total);
+}
+
+// One-row batches of 20 keys: every compaction deletes its series' tail rows, and so does the
+// writer's end; past kVacuumTailEvery of them the store VACUUMs chunks_tail itself (autovacuum
+// may not come round for a minute), and the points are all there.
+TEST_F(PostgresStoreTest, StoreVacuumsChunksTailAfterEnoughDeletedTailRows) {
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open());
+  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = Ref("run1")}).ok());
+  ASSERT_TRUE(store->JoinWriter(Ref("run1"), WriterJoin{.label = "w"}).ok());
+  constexpr int kKeys = 20, kBatches = 100;
+  for (int seq = 1; seq <= kBatches; ++seq) {
+    IngestBatchBuilder b(seq);
+    std::vector<std::string> keys;
+    for (int k = 0; k < kKeys; ++k) keys.push_back("k" + std::to_string(k));
+    std::vector<IngestBatchBuilder::Cell> cells;
+    for (const std::string& k : keys) cells.emplace_back(k, double(seq));
+    b.AddHistoryRow(kAssignStep, seq, std::span<const IngestBatchBuilder::Cell>(cells));
+    ASSERT_TRUE(store->Ingest(Ref("run1"), "w", b.Finish(), seq).ok()) << seq;
+  }
+  // The seal deletes the rest: more than kKeys * kBatches tail rows in all.
+  ASSERT_TRUE(store->FinishWriter(Ref("run1"), "w", RunState::kFinished, 0, 5).ok());
+  for (int i = 0; i < 100 && store->tail_vacuums() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_GE(store->tail_vacuums(), 1);
+  EXPECT_LE(store->tail_vacuums(), 2);  // one per kVacuumTailEvery rows at most
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks_tail"), 0);
+  EXPECT_EQ(QueryInt("SELECT sum(count)::int8 FROM chunks_sealed"), kKeys * kBatches);
 }
 
 TEST_F(PostgresStoreTest, OneLargeBatchIsSealedWholeAsAlignedChunks) {

@@ -87,7 +87,7 @@ constexpr const char* kReadTails =
 // the same in every variant (unused ones are sent empty).
 //
 // `guarded` (the one-round-trip path): the statement first checks, under the row locks that
-// kFastLock took, that the writer ($38: next step) and the batch's series ($39..$43: pk,
+// kFastLock took, that the writer ($39: next step) and the batch's series ($40..$44: pk,
 // next_idx, tail_idx, tail_count, tail_chunks) are in the state the batch was planned from and
 // that the seq is new, records (writer, seq) only then, and makes every change depend on that
 // record: a stale plan or a duplicate changes nothing and no statement fails. It answers one row,
@@ -101,11 +101,11 @@ const std::string& WriteBatchSql(bool deletes, bool positions, bool console, boo
       std::string sql = "WITH ";
       if (guard) {
         sql +=
-            "ok AS (SELECT 1 FROM writers w WHERE w.pk = $2 AND w.next_step = $38 AND "
-            "$5 > w.pruned_seq AND (SELECT count(*) FROM series s JOIN unnest($39::int8[], "
-            "$40::int8[], $41::int8[], $42::int8[], $43::int8[]) AS e(pk, ni, ti, tc, tk) "
+            "ok AS (SELECT 1 FROM writers w WHERE w.pk = $2 AND w.next_step = $39 AND "
+            "$5 > w.pruned_seq AND (SELECT count(*) FROM series s JOIN unnest($40::int8[], "
+            "$41::int8[], $42::int8[], $43::int8[], $44::int8[]) AS e(pk, ni, ti, tc, tk) "
             "ON s.pk = e.pk WHERE s.writer_pk = $2 AND s.next_idx = e.ni AND s.tail_idx = e.ti "
-            "AND s.tail_count = e.tc AND s.tail_chunks = e.tk) = cardinality($39::int8[])), "
+            "AND s.tail_count = e.tc AND s.tail_chunks = e.tk) = cardinality($40::int8[])), "
             "b AS (INSERT INTO batches (writer_pk, seq, stored_ms) SELECT $2, $5, $3 FROM ok "
             "ON CONFLICT DO NOTHING RETURNING 1), ";
       }
@@ -117,10 +117,10 @@ const std::string& WriteBatchSql(bool deletes, bool positions, bool console, boo
       }
       sql +=
           "ch AS (INSERT INTO chunks (series_pk, idx, count, min_step, max_step, min_time, "
-          "max_time, vmin, vmax, vsum, vfirst, vlast, nan_count, data) "
+          "max_time, vmin, vmax, vsum, vfirst, vlast, nan_count, data, sealed) "
           "SELECT * FROM unnest($7::int8[], $8::int8[], $9::int8[], $10::int8[], $11::int8[], "
           "$12::int8[], $13::int8[], $14::float8[], $15::float8[], $16::float8[], $17::float8[], "
-          "$18::float8[], $19::int8[], $20::bytea[])" +
+          "$18::float8[], $19::int8[], $20::bytea[], $38::bool[])" +
           (guard ? std::string(" WHERE EXISTS (SELECT 1 FROM b)") : std::string()) + "), " +
           "se AS (UPDATE series s SET count = s.count + v.n, min_step = least(s.min_step, v.lo), "
           "max_step = greatest(s.max_step, v.hi), next_idx = v.ni, tail_idx = v.ti, "
@@ -195,7 +195,11 @@ class BatchWrite {
       del_lo_.push_back(plan.delete_lo);
       del_hi_.push_back(plan.delete_hi);
     }
-    for (series::ChunkWrite& w : plan.chunks) AddChunk(s->pk, w.index, std::move(w));
+    // Chunks before the new tail are sealed (chunks_sealed), the others tail chunks.
+    for (series::ChunkWrite& w : plan.chunks) {
+      sealed_.push_back(w.index < s->tail.tail_idx);
+      AddChunk(s->pk, w.index, std::move(w));
+    }
     int64_t lo = series::kMaxStep, hi = series::kMinStep;
     for (const series::Point& p : points) {
       lo = std::min(lo, p.step);
@@ -213,6 +217,14 @@ class BatchWrite {
   }
 
   bool has_deletes() const { return !del_pk_.empty(); }
+  // Tail chunk rows the deletes remove.
+  int64_t deleted_rows() const {
+    int64_t n = 0;
+    for (size_t i = 0; i < del_lo_.size(); ++i) n += del_hi_[i] - del_lo_[i];
+    return n;
+  }
+  // Per chunk of $7..$20: sealed (else a tail chunk), parameter $38 of WriteBatchSql().
+  const std::vector<bool>& sealed() const { return sealed_; }
 
   // Parameters $7..$31 of WriteBatchSql().
   void AddParams(Params* p) const {
@@ -249,6 +261,7 @@ class BatchWrite {
   std::vector<int64_t> nan_count_;
   std::vector<double> vmin_, vmax_, vsum_, vfirst_, vlast_;
   std::vector<std::string> data_;
+  std::vector<bool> sealed_;
   std::vector<int64_t> s_pk_, s_n_, s_lo_, s_hi_, s_next_, s_tail_idx_, s_tail_count_;
   std::vector<int64_t> s_tail_chunks_;
   std::vector<int64_t> del_pk_, del_lo_, del_hi_;
@@ -280,7 +293,7 @@ struct ConsoleArrays {
   }
 };
 
-// Parameters $1..$37 of WriteBatchSql().
+// Parameters $1..$38 of WriteBatchSql().
 void AddWriteParams(Params* p, int64_t run_pk, int64_t writer_pk, int64_t now_ms, int64_t next_step,
                     const IngestBatch& batch, const BatchWrite& write,
                     const ConsoleArrays& console) {
@@ -296,6 +309,7 @@ void AddWriteParams(Params* p, int64_t run_pk, int64_t writer_pk, int64_t now_ms
   p->AddArray(console.times).AddTextArray(console.streams).AddTextArray(console.texts);
   p->AddArray(console.numbers);
   p->AddTextArray(position_streams).AddArray(position_next);
+  p->AddArray(write.sealed());
 }
 
 // The cache entry after a batch was stored: `before` (may be null) with `states` over it.
@@ -482,9 +496,11 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
   // compactions and stream positions.
   std::shared_ptr<const pg::IngestCache::Writer> fresh;  // the writer after the batch
   RunIngestCache::Note note;
+  int64_t tails_deleted = 0;  // by the attempt that committed
   Result<IngestResult> stored = pg::RunTransaction(
       primary_pool(), pg::TxnMode::kWrite, [&](Conn* c) -> Result<IngestResult> {
     run_cache_.Settle(&note, false);  // a retry: the failed attempt's changes are gone
+    tails_deleted = 0;
     pg::SqlConn conn(c);
     IngestResult result;
     int64_t writer_pk = 0, run_pk = 0, next_step = 0;
@@ -605,6 +621,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     AddWriteParams(&p, run_pk, writer_pk, now_ms, next_step, batch, write, console);
     const std::string& sql = WriteBatchSql(write.has_deletes(), !batch.positions.empty(),
                                            !console.times.empty(), /*guarded=*/false);
+    tails_deleted = write.deleted_rows();
     COHORT_RETURN_IF_ERROR(c->ExecAndCommit(sql, p).status());
     result.next_step = next_step;
     // Series the batch did not touch keep their cached state (checked when used).
@@ -612,6 +629,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     return result;
   });
   run_cache_.Settle(&note, stored.ok());
+  if (stored.ok()) TailRowsDeleted(tails_deleted);
   if (stored.ok() && fresh != nullptr && ingest_cache_enabled_) {
     ingest_cache_.Put(cache_key, std::move(fresh));
   }

@@ -30,4 +30,9 @@ void IngestCache::Erase(const std::string& key) {
   writers_.erase(key);
 }
 
+void IngestCache::EraseWriter(int64_t writer_pk) {
+  MutexLock lock(&mu_);
+  std::erase_if(writers_, [&](const auto& entry) { return entry.second->writer_pk == writer_pk; });
+}
+
 }  // namespace cohort::store::pg

@@ -39,6 +39,8 @@ class IngestCache {
   std::shared_ptr<const Writer> Get(const std::string& key) const COHORT_EXCLUDES(mu_);
   void Put(const std::string& key, std::shared_ptr<const Writer> writer) COHORT_EXCLUDES(mu_);
   void Erase(const std::string& key) COHORT_EXCLUDES(mu_);
+  // Forgets the writer with primary key `writer_pk` (a scan: for rare events, a writer's end).
+  void EraseWriter(int64_t writer_pk) COHORT_EXCLUDES(mu_);
 
  private:
   mutable Mutex mu_;

@@ -3,7 +3,11 @@
 // what an import leaves to redo. Ingest is in pg_ingest.cc, history in pg_history.cc.
 #include "store/postgres/pg_store.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "store/postgres/pg_sql_conn.h"
+#include "store/sql/sql_tail_seal.h"
 
 namespace cohort::store {
 
@@ -23,9 +27,57 @@ PostgresStore::PostgresStore(const pg::PostgresOptions& options)
   if (options.group_commit > 0) {
     group_commit_ = std::make_unique<pg::GroupCommit>(primary_.get(), options.group_commit);
   }
+  vacuum_thread_ = std::thread([this] { VacuumTails(); });
 }
 
-PostgresStore::~PostgresStore() = default;
+PostgresStore::~PostgresStore() {
+  {
+    MutexLock lock(&vacuum_mu_);
+    closing_ = true;
+  }
+  vacuum_cv_.SignalAll();
+  vacuum_thread_.join();
+}
+
+void PostgresStore::TailRowsDeleted(int64_t rows) {
+  if (rows <= 0) return;
+  bool wake = false;
+  {
+    MutexLock lock(&vacuum_mu_);
+    const int64_t before = tails_deleted_;
+    tails_deleted_ += rows;
+    wake = before < kVacuumTailEvery && tails_deleted_ >= kVacuumTailEvery;
+  }
+  if (wake) vacuum_cv_.Signal();
+}
+
+void PostgresStore::VacuumTails() {
+  MutexLock lock(&vacuum_mu_);
+  while (true) {
+    while (!closing_ && tails_deleted_ < kVacuumTailEvery) vacuum_cv_.Wait(vacuum_mu_);
+    if (closing_) return;
+    tails_deleted_ = 0;
+    lock.Unlock();
+    // Outside a transaction, on a connection of the pool. A failure (the database away, a role
+    // that does not own the table: a warning, nothing done) leaves it to autovacuum.
+    const auto start = std::chrono::steady_clock::now();
+    {
+      Result<pg::Pool::Lease> lease = primary_->Acquire();
+      if (lease.ok() && (*lease)->ExecOnce("VACUUM chunks_tail").ok()) {
+        tail_vacuums_.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    const auto end = std::chrono::steady_clock::now();
+    lock.Lock();
+    // The next one after a pause of ten times this one's duration (at least 100 ms): a small
+    // table is vacuumed as often as its deletes ask, a large one (thousands of series' tails)
+    // costs at most a tenth of one PostgreSQL backend.
+    const auto next = end + std::max<std::chrono::steady_clock::duration>(
+                                std::chrono::milliseconds(100), 10 * (end - start));
+    while (!closing_ && vacuum_cv_.WaitUntil(vacuum_mu_, next)) {
+    }
+  }
+}
 
 Result<std::unique_ptr<PostgresStore>> PostgresStore::Open(const pg::PostgresOptions& options) {
   std::unique_ptr<PostgresStore> store(new PostgresStore(options));
@@ -238,10 +290,12 @@ Status PostgresStore::AfterImport(sql::Conn& conn) {
 // ---- finished writers ----
 
 Status PostgresStore::AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) {
-  // Tails stay as they are: sealing them here too is measured as an option in
-  // docs/benchmarks.md (the ingest cache would have to forget the writer).
-  (void)conn;
-  (void)writer_pk;
+  // A finished writer's series keep no small tail chunks (series::PlanTailSeal), as on SQLite.
+  // The ingest cache forgets the writer: its tail states change here (a batch planned from the
+  // old ones would find them stale and be planned again; forgetting saves that round trip).
+  ingest_cache_.EraseWriter(writer_pk);
+  COHORT_ASSIGN_OR_RETURN(const int64_t deleted, sql::SealWriterTails(conn, writer_pk, nullptr));
+  TailRowsDeleted(deleted);
   return Status::Ok();
 }
 

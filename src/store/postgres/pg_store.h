@@ -21,8 +21,10 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "store/postgres/pg_conn.h"
 #include "store/postgres/pg_group_commit.h"
 #include "store/postgres/pg_ingest_cache.h"
@@ -55,6 +57,15 @@ class PostgresStore final : public SqlStore {
   int64_t stale_ingests() const { return stale_ingests_.load(std::memory_order_relaxed); }
   // The group commit of those batches (PostgresOptions::group_commit); null when off.
   pg::GroupCommit* group_commit() { return group_commit_.get(); }
+  // VACUUMs of chunks_tail this store ran (see kVacuumTailEvery), for tests.
+  int64_t tail_vacuums() const { return tail_vacuums_.load(std::memory_order_relaxed); }
+
+  // Tail chunk rows (chunks_tail, sql_schema.cc) this store deletes (compactions, seals) between
+  // two VACUUMs of chunks_tail, which its own thread runs (pausing ten times as long as the last
+  // one took, at least 100 ms): autovacuum's naptime (a minute by default, a setting of the
+  // whole cluster) lets a store ingesting fast leave many more dead rows between its turns, and
+  // the table keeps the size they took.
+  static constexpr int64_t kVacuumTailEvery = 1000;
 
   // The pools (for tests and metrics).
   pg::Pool* primary_pool() { return primary_.get(); }
@@ -70,6 +81,11 @@ class PostgresStore final : public SqlStore {
 
  private:
   explicit PostgresStore(const pg::PostgresOptions& options);
+  // Counts `rows` tail chunk rows deleted by a committed (or committing) call; wakes the vacuum
+  // thread at kVacuumTailEvery.
+  void TailRowsDeleted(int64_t rows) COHORT_EXCLUDES(vacuum_mu_);
+  // The vacuum thread (pg_store.cc): VACUUM chunks_tail when woken, until the store closes.
+  void VacuumTails() COHORT_EXCLUDES(vacuum_mu_);
 
   std::unique_ptr<pg::Pool> primary_;
   std::unique_ptr<pg::Pool> reads_;  // null: reads use primary_
@@ -78,6 +94,12 @@ class PostgresStore final : public SqlStore {
   std::atomic<int64_t> fast_ingests_{0};
   std::atomic<int64_t> stale_ingests_{0};
   std::unique_ptr<pg::GroupCommit> group_commit_;  // null: off; uses primary_
+  Mutex vacuum_mu_;
+  CondVar vacuum_cv_;
+  int64_t tails_deleted_ COHORT_GUARDED_BY(vacuum_mu_) = 0;  // since the last VACUUM began
+  bool closing_ COHORT_GUARDED_BY(vacuum_mu_) = false;
+  std::atomic<int64_t> tail_vacuums_{0};
+  std::thread vacuum_thread_;  // last: started when everything above exists
 };
 
 }  // namespace cohort::store

@@ -38,7 +38,13 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //             bytes, the blob last so that reading summaries never touches overflow pages,
 //             and the covering index chunks_summary of the summaries in series order.
 //             PostgreSQL: keyed by (series, idx), data stored uncompressed (it is compressed
-//             already) and inline up to ~8 KB.
+//             already) and inline up to ~8 KB; partitioned by `sealed` (false: a tail chunk,
+//             which a compaction or the writer's end deletes again) so that the churn of tail
+//             chunks stays in the small chunks_tail, vacuumed every thousand dead rows (by the
+//             store, PostgresStore::kVacuumTailEvery, and by autovacuum's per-table settings),
+//             and chunks_sealed only grows (no dead rows, no holes for VACUUM to leave). A row
+//             inserted without `sealed` (an import, a finished writer's seal) is sealed; ingest
+//             reads and deletes tails by index, in either partition.
 //   chunk_pages  (SQLite) the summaries of sealed chunks packed 32 to a row with the page's
 //             step range (sqlite_summary_pages.h).
 //   console   console lines; id is the paging cursor (SQLite: the rowid, unique in the store;
@@ -201,11 +207,17 @@ sqlite:   pk INTEGER PRIMARY KEY,
   vlast {{real}},
   nan_count {{int}} NOT NULL,
   data {{blob}} NOT NULL,
+pg:   sealed boolean NOT NULL DEFAULT true,
 sqlite:   UNIQUE (series_pk, idx)
-pg:   PRIMARY KEY (series_pk, idx)
+pg:   PRIMARY KEY (series_pk, idx, sealed)
 )
-pg: WITH (toast_tuple_target = 8160)
+pg: PARTITION BY LIST (sealed)
 ;
+pg: CREATE TABLE chunks_sealed PARTITION OF chunks FOR VALUES IN (true)
+pg:   WITH (toast_tuple_target = 8160);
+pg: CREATE TABLE chunks_tail PARTITION OF chunks FOR VALUES IN (false)
+pg:   WITH (toast_tuple_target = 8160, autovacuum_vacuum_scale_factor = 0,
+pg:         autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
 pg: ALTER TABLE chunks ALTER COLUMN data SET STORAGE EXTERNAL;
 sqlite: CREATE INDEX chunks_summary ON chunks (series_pk, idx, min_step, max_step, min_time,
 sqlite:   max_time, count, vmin, vmax, vsum, vfirst, vlast, nan_count);

@@ -235,8 +235,8 @@ class SqlStore : public Store {
   // rows (SQLite: summary pages; PostgreSQL: identity sequences, console numbering).
   virtual Status AfterImport(sql::Conn& conn) = 0;
   // In FinishWriter's transaction, after the writer `writer_pk` ended: what the engine does with
-  // a finished writer's series (SQLite: seals their tails, sqlite_chunk_rows.h SealWriterTails;
-  // PostgreSQL: nothing yet, docs/benchmarks.md).
+  // a finished writer's series: both seal their tails (sql_tail_seal.h SealWriterTails; SQLite
+  // pages the sealed chunks, PostgreSQL forgets the writer's cached tail states).
   virtual Status AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) = 0;
 
   // ---- shared helpers for the engines' own calls, inside their transactions ----

@@ -63,62 +63,35 @@ Status InsertChunks(Db* db, int64_t series_pk, const std::vector<series::ChunkWr
   return Status::Ok();
 }
 
-Status SealWriterTails(Db* db, int64_t writer_pk) {
-  struct Tail {
-    int64_t series_pk, paged_upto;
-    series::TailState state;
-  };
-  std::vector<Tail> tails;
+Status PageSealedTail(Db* db, int64_t series_pk, int64_t tail_idx_before,
+                      const series::TailState& after,
+                      const std::vector<series::ChunkWrite>& sealed) {
+  if (sealed.empty()) return Status::Ok();
+  {
+    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("SELECT paged_upto FROM series WHERE pk = ?"));
+    st.Bind(series_pk);
+    COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row || st.Int(0) != tail_idx_before) return Status::Ok();
+  }
+  std::vector<int64_t> pks;
   {
     COHORT_ASSIGN_OR_RETURN(
-        Stmt st, db->Cached("SELECT pk, next_idx, tail_idx, tail_count, tail_chunks, paged_upto "
-                            "FROM series WHERE writer_pk = ? AND tail_chunks > 0"));
-    st.Bind(writer_pk);
+        Stmt st,
+        db->Cached("SELECT pk FROM chunks WHERE series_pk = ? AND idx >= ? ORDER BY idx"));
+    st.Bind(series_pk).Bind(sealed.front().index);
     while (true) {
       COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
-      tails.push_back({st.Int(0), st.Int(5), {st.Int(1), st.Int(2), st.Int(3), st.Int(4)}});
+      pks.push_back(st.Int(0));
     }
   }
-  std::vector<series::Point> points;
-  for (Tail& t : tails) {
-    points.clear();
-    {
-      COHORT_ASSIGN_OR_RETURN(
-          Stmt st,
-          db->Cached("SELECT data FROM chunks WHERE series_pk = ? AND idx >= ? ORDER BY idx"));
-      st.Bind(t.series_pk).Bind(t.state.tail_idx);
-      while (true) {
-        COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
-        if (!row) break;
-        COHORT_ASSIGN_OR_RETURN(std::vector<series::Point> chunk, series::DecodeChunk(st.BlobView(0)));
-        points.insert(points.end(), chunk.begin(), chunk.end());
-      }
-    }
-    // Every chunk before the tail is paged (or none is, for series written before pages): the
-    // sealed chunks then continue the pages.
-    const bool pageable = t.paged_upto == t.state.tail_idx;
-    COHORT_ASSIGN_OR_RETURN(series::TailAppend plan, series::PlanTailSeal(&t.state, points));
-    {
-      COHORT_ASSIGN_OR_RETURN(
-          Stmt st, db->Cached("DELETE FROM chunks WHERE series_pk = ? AND idx >= ? AND idx < ?"));
-      st.Bind(t.series_pk).Bind(plan.delete_lo).Bind(plan.delete_hi);
-      COHORT_RETURN_IF_ERROR(st.Run());
-    }
-    std::vector<int64_t> pks;
-    COHORT_RETURN_IF_ERROR(InsertChunks(db, t.series_pk, plan.chunks, &pks));
-    if (pageable) {
-      COHORT_RETURN_IF_ERROR(AddToPages(db, t.series_pk, plan.chunks, pks));
-      t.paged_upto = t.state.tail_idx;
-    }
-    COHORT_ASSIGN_OR_RETURN(
-        Stmt st, db->Cached("UPDATE series SET next_idx = ?, tail_idx = ?, tail_count = ?, "
-                            "tail_chunks = ?, paged_upto = ? WHERE pk = ?"));
-    st.Bind(t.state.next_idx).Bind(t.state.tail_idx).Bind(t.state.tail_count);
-    st.Bind(t.state.tail_chunks).Bind(t.paged_upto).Bind(t.series_pk);
-    COHORT_RETURN_IF_ERROR(st.Run());
+  if (pks.size() != sealed.size()) {
+    return Status::Internal("sealing a tail: the sealed chunks were not found");
   }
-  return Status::Ok();
+  COHORT_RETURN_IF_ERROR(AddToPages(db, series_pk, sealed, pks));
+  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("UPDATE series SET paged_upto = ? WHERE pk = ?"));
+  st.Bind(after.tail_idx).Bind(series_pk);
+  return st.Run();
 }
 
 series::ChunkSummary ReadChunkSummary(const Stmt& st, int col) {

@@ -30,10 +30,14 @@ struct ChunkRow {
 // than InsertChunks for a batch's tail chunks, one per series.
 Status InsertChunkRows(Db* db, const std::vector<ChunkRow>& rows);
 
-// Seals the tails of every series of the writer `writer_pk` (series::PlanTailSeal: re-cut at
-// window edges, sealed, paged): run when the writer finishes, in the finishing transaction. The
-// series rows' tail columns are updated; query answers do not change.
-Status SealWriterTails(Db* db, int64_t writer_pk);
+// Adds the chunks `sealed` (in order, consecutive new indexes) that sealed the tail of the
+// series `series_pk` (from chunk `tail_idx_before` on; the series row now at `after`) to its
+// summary pages when every chunk before the tail is paged (none is, for series written before
+// pages: those stay unpaged), and moves paged_upto past them: SQLite's part of sealing a
+// finished writer's tails (sql/sql_tail_seal.h, the hook run after each series).
+Status PageSealedTail(Db* db, int64_t series_pk, int64_t tail_idx_before,
+                      const series::TailState& after,
+                      const std::vector<series::ChunkWrite>& sealed);
 
 // The summary of the current row of `st`, whose columns from `col` on are, in this order:
 // count, min_step, max_step, min_time, max_time, vmin, vmax, vsum, vfirst, vlast, nan_count.

@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "store/sql/sql_tail_seal.h"
 #include "store/sqlite/sqlite_chunk_rows.h"
 #include "store/sqlite/sqlite_sql_conn.h"
 #include "store/sqlite/sqlite_summary_pages.h"
@@ -274,8 +275,15 @@ Status SqliteStore::AfterImport(sql::Conn& conn) {
 // ---- finished writers ----
 
 Status SqliteStore::AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) {
-  // A finished writer's series keep no small tail chunks (series::PlanTailSeal).
-  return sqlite::SealWriterTails(static_cast<sqlite::SqlConn&>(conn).db(), writer_pk);
+  // A finished writer's series keep no small tail chunks (series::PlanTailSeal); the sealed
+  // chunks continue the summary pages.
+  sqlite::Db* db = static_cast<sqlite::SqlConn&>(conn).db();
+  const auto page = [db](sql::Conn&, int64_t series_pk, int64_t tail_idx_before,
+                         const series::TailState& after,
+                         const std::vector<series::ChunkWrite>& sealed) {
+    return sqlite::PageSealedTail(db, series_pk, tail_idx_before, after, sealed);
+  };
+  return sql::SealWriterTails(conn, writer_pk, page).status();
 }
 
 }  // namespace cohort::store
