@@ -151,8 +151,8 @@ class Server:
         env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME="", XDG_DATA_HOME="")
         store = ["--store", store_url] if store_url else []
         self.proc = subprocess.Popen(
-            [str(COHORT), "server", "--port", "0", "--data-dir", str(pathlib.Path(workdir) / "data"),
-             *store], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+            [str(COHORT), "server", "--port", "0", "--data-dir",
+             str(pathlib.Path(workdir) / "data"), *store], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
         url = self.proc.stdout.readline().strip()
         if not url.startswith("http"):
             self.proc.kill()
@@ -204,8 +204,8 @@ def raw_read(server, path, repeat, accept=None, check=None, pg=None):
         t = time.perf_counter()
         body = read()
         ms.append((time.perf_counter() - t) * 1e3)
-    out = {"ms": statistics.median(ms), "server_cpu_ms": (cpu_ms([server.proc.pid]) - cpu0) / repeat,
-           "bytes": len(body)}
+    out = {"ms": statistics.median(ms),
+           "server_cpu_ms": (cpu_ms([server.proc.pid]) - cpu0) / repeat, "bytes": len(body)}
     if pg is not None:
         out["db_cpu_ms"] = (cpu_ms(db) - db0) / repeat
     return out
