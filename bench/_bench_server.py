@@ -152,7 +152,8 @@ class Server:
         store = ["--store", store_url] if store_url else []
         self.proc = subprocess.Popen(
             [str(COHORT), "server", "--port", "0", "--data-dir",
-             str(pathlib.Path(workdir) / "data"), *store], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+             str(pathlib.Path(workdir) / "data"), *store],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
         url = self.proc.stdout.readline().strip()
         if not url.startswith("http"):
             self.proc.kill()
