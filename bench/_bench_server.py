@@ -1,12 +1,19 @@
-"""What the Python benchmarks that log through the SDK share: a fresh `cohort server` on
-loopback (port 0, its data and a private HOME in a temporary directory), the environment an SDK
-process needs to log to it, its reads with the account's API key, and the median timing of a
-call (also imported by the logging scripts the benchmarks run: bench/ is on their PYTHONPATH).
+"""What the Python benchmarks share: a fresh `cohort server` on loopback (port 0, its data and a
+private HOME in a temporary directory), the environment an SDK process needs to log to it, its
+reads with the account's API key, and the median timing of a call (also imported by the logging
+scripts the benchmarks run: bench/ is on their PYTHONPATH).
 
     with BenchServer(tmp) as srv:
         proc = srv.run_script(SCRIPT)          # a training process against the server
         body = srv.get("/api/v1/viewer")       # JSON, with the API key the SDK logged in with
+
+The read benchmarks (read_bench.py, system_read_bench.py) talk HTTP themselves, over one
+keep-alive connection: `Server` (optionally on a PostgreSQL store), `raw_read` (one GET timed,
+with the server's CPU time per read from /proc), `frames_by_format` (an SDK read into a
+DataFrame with the JSON answer and with the columnar one, checked equal), `cpu_ms`, `timed`.
+The build: $BUILD_DIR, else $COHORT_BUILD_DIR, else build/.
 """
+import http.client
 import json
 import os
 import pathlib
@@ -14,10 +21,12 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-BUILD = pathlib.Path(os.environ.get("BUILD_DIR", ROOT / "build"))
+BUILD = pathlib.Path(os.environ.get("BUILD_DIR") or os.environ.get("COHORT_BUILD_DIR") or
+                     ROOT / "build")
 COHORT = BUILD / "src" / "cli" / "cohort"
 
 
@@ -96,3 +105,124 @@ class BenchServer:
     def get(self, path):
         """GET url+path with the API key, as JSON."""
         return json.loads(self.read(path))
+
+
+def timed(fn, repeat):
+    """(median ms of `repeat` calls of fn after one warm call, fn's last result)."""
+    out = fn()
+    ms = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        ms.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(ms), out
+
+
+def cpu_ms(pids):
+    """utime + stime of the processes in ms (ones that are gone count 0)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def cluster_pids(pg):
+    """The postmaster of `pg` (tests/postgres/pg_cluster.py) and its children (the backends
+    serving the server); [] for None."""
+    if pg is None:
+        return []
+    with open(os.path.join(pg.dir, "data", "postmaster.pid")) as f:
+        master = int(f.readline())
+    out = subprocess.run(["pgrep", "-P", str(master)], capture_output=True, text=True).stdout
+    return [master] + [int(p) for p in out.split()]
+
+
+class Server:
+    """A `cohort server` on a fresh store (SQLite in workdir/data, or `store_url`); one
+    keep-alive connection to it. `url`, `key` (the account's API key), `proc`."""
+
+    def __init__(self, workdir, store_url=None):
+        home = pathlib.Path(workdir) / "home"
+        env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME="", XDG_DATA_HOME="")
+        store = ["--store", store_url] if store_url else []
+        self.proc = subprocess.Popen(
+            [str(COHORT), "server", "--port", "0", "--data-dir",
+             str(pathlib.Path(workdir) / "data"), *store],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+        url = self.proc.stdout.readline().strip()
+        if not url.startswith("http"):
+            self.proc.kill()
+            self.proc.wait()
+            raise RuntimeError("cohort server did not start")
+        parsed = urllib.parse.urlsplit(url)
+        self.conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=120)
+        key = json.loads((home / ".config" / "cohort" / "config.json").read_text())["api_key"]
+        self.url, self.key = url, key
+        self.headers = {"Authorization": "Bearer " + key, "Content-Type": "application/json"}
+
+    def call(self, method, path, body=None, accept=None):
+        """Returns (status, raw answer bytes)."""
+        headers = dict(self.headers, Accept=accept) if accept else self.headers
+        self.conn.request(method, path, json.dumps(body) if body is not None else None,
+                          headers)
+        resp = self.conn.getresponse()
+        return resp.status, resp.read()
+
+    def json(self, method, path, body=None):
+        status, data = self.call(method, path, body)
+        if status not in (200, 201):
+            raise RuntimeError(f"{method} {path}: {status} {data[:200]!r}")
+        return json.loads(data)
+
+    def stop(self):
+        self.conn.close()
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def raw_read(server, path, repeat, accept=None, check=None, pg=None):
+    """`repeat` timed GETs of `path` (after one warm GET) with `accept`; each answer is passed to
+    check(body) (it raises on a wrong answer; its time counts: the client's parse or decode).
+    Returns {"ms": median wall ms, "server_cpu_ms": the server's CPU time per timed read
+    (/proc), "db_cpu_ms" (with `pg`: its cluster's processes), "bytes": the answer's size}."""
+    def read():
+        status, body = server.call("GET", path, accept=accept)
+        if status != 200:
+            raise RuntimeError(f"GET {path} ({accept or 'JSON'}): {status} {body[:200]!r}")
+        if check is not None:
+            check(body)
+        return body
+    read()  # warm: the store's pages in memory, the connection's statements
+    db = cluster_pids(pg)
+    cpu0, db0 = cpu_ms([server.proc.pid]), cpu_ms(db)
+    ms = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        body = read()
+        ms.append((time.perf_counter() - t) * 1e3)
+    out = {"ms": statistics.median(ms),
+           "server_cpu_ms": (cpu_ms([server.proc.pid]) - cpu0) / repeat, "bytes": len(body)}
+    if pg is not None:
+        out["db_cpu_ms"] = (cpu_ms(db) - db0) / repeat
+    return out
+
+
+def frames_by_format(read, repeat):
+    """read() (a cohort SDK read into a DataFrame) timed with the JSON answers
+    (COHORT_API_COLUMNS=0) and with the columnar ones (=1): ({"json": ms, "columns": ms}, the
+    JSON frame). Raises when the two frames differ."""
+    ms, frames = {}, {}
+    try:
+        for mode, env in (("json", "0"), ("columns", "1")):
+            os.environ["COHORT_API_COLUMNS"] = env
+            ms[mode], frames[mode] = timed(read, repeat)
+    finally:
+        os.environ.pop("COHORT_API_COLUMNS", None)
+    if not frames["json"].equals(frames["columns"]):
+        raise RuntimeError("the JSON and columnar frames differ")
+    return ms, frames["json"]

@@ -22,7 +22,8 @@ The answer is checked: --points points in step order.
 Issue 21 (columnar reads, docs/formats.md "History columns"), per store, `columns`:
   - raw_json_parse_ms / raw_columns_decode_ms: the same raw read with
     `Accept: application/vnd.cohort.columns`, decoded with numpy (cohort.api_columns), against
-    the JSON read + json.loads above; columns_bytes_per_point;
+    the JSON read + json.loads above; per format, server_cpu_ms_{json,columns} (and on
+    PostgreSQL db_cpu_ms_{json,columns}) per read and {json,columns}_bytes_per_point;
   - api_history_1key_{json,columns}_ms: `cohort.Api().run(path).history(keys=["m0"])` into a
     pandas DataFrame (JSON forced with COHORT_API_COLUMNS=0), --points points;
   - api_history_10keys_{json,columns}_ms: the same for a run of 10 keys x --points points;
@@ -33,87 +34,23 @@ Issue 21 (columnar reads, docs/formats.md "History columns"), per store, `column
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import math
 import os
 import pathlib
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-BUILD = pathlib.Path(os.environ.get("COHORT_BUILD_DIR", ROOT / "build"))
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "tests" / "postgres"))
+sys.path.insert(0, str(ROOT / "bench"))
+from _bench_server import (Server, cluster_pids, cpu_ms, frames_by_format,  # noqa: E402
+                           raw_read, timed)
 from pg_cluster import PgCluster  # noqa: E402
-
-
-def cpu_ms(pids):
-    """utime + stime of the processes in ms (ones that are gone count 0)."""
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
-        except (OSError, IndexError, ValueError):
-            pass
-    return total * 1000 / os.sysconf("SC_CLK_TCK")
-
-
-def cluster_pids(pg):
-    """The postmaster of `pg` and its children (the backends serving the server)."""
-    if pg is None:
-        return []
-    with open(os.path.join(pg.dir, "data", "postmaster.pid")) as f:
-        master = int(f.readline())
-    out = subprocess.run(["pgrep", "-P", str(master)], capture_output=True, text=True).stdout
-    return [master] + [int(p) for p in out.split()]
-
-
-class Server:
-    """A `cohort server` on a fresh store; one keep-alive connection to it."""
-
-    def __init__(self, workdir, store_url=None):
-        home = workdir / "home"
-        env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME="", XDG_DATA_HOME="")
-        store = ["--store", store_url] if store_url else []
-        self.proc = subprocess.Popen(
-            [str(BUILD / "src" / "cli" / "cohort"), "server", "--port", "0", "--data-dir",
-             str(workdir / "data"), *store], stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env=env, text=True)
-        url = self.proc.stdout.readline().strip()
-        if not url.startswith("http"):
-            raise RuntimeError("cohort server did not start")
-        parsed = urllib.parse.urlsplit(url)
-        self.conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=120)
-        key = json.loads((home / ".config" / "cohort" / "config.json").read_text())["api_key"]
-        self.url, self.key = url, key
-        self.headers = {"Authorization": "Bearer " + key, "Content-Type": "application/json"}
-
-    def call(self, method, path, body=None, accept=None):
-        """Returns (status, raw answer bytes)."""
-        headers = dict(self.headers, Accept=accept) if accept else self.headers
-        self.conn.request(method, path, json.dumps(body) if body is not None else None,
-                          headers)
-        resp = self.conn.getresponse()
-        return resp.status, resp.read()
-
-    def json(self, method, path, body=None):
-        status, data = self.call(method, path, body)
-        if status not in (200, 201):
-            raise RuntimeError(f"{method} {path}: {status} {data[:200]!r}")
-        return json.loads(data)
-
-    def stop(self):
-        self.conn.close()
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
 
 
 def write_run(server, entity, points, keys):
@@ -131,53 +68,39 @@ def write_run(server, entity, points, keys):
     return run, path
 
 
-def timed(fn, repeat):
-    """(median ms of `repeat` calls of fn after one warm call, fn's last result)."""
-    out = fn()
-    ms = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        ms.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(ms), out
-
-
-def measure_columns(server, entity, run, path, points, repeat, runs):
+def measure_columns(server, entity, run, path, points, repeat, runs, pg=None):
     """The issue 21 figures (module docstring)."""
     import cohort
     from cohort import api_columns
 
     raw = f"{path}/history?keys=m0&limit={points}"
 
-    def json_read():
-        return json.loads(server.call("GET", raw)[1])
-
-    def columns_read():
-        status, body = server.call("GET", raw, accept=api_columns.MEDIA_TYPE)
-        if status != 200:
-            raise RuntimeError(f"columns: {status} {body[:200]!r}")
-        return body, api_columns.decode(body)[1]
+    def columns_check(body):
+        series = api_columns.decode(body)[1]
+        if len(series[0].steps) != points or series[0].more:
+            raise RuntimeError(f"columns: {len(series[0].steps)} points, expected {points}")
 
     out = {"load_avg_before": os.getloadavg()[0]}
-    out["raw_json_parse_ms"], _ = timed(json_read, repeat)
-    out["raw_columns_decode_ms"], (body, series) = timed(columns_read, repeat)
-    if len(series[0].steps) != points or series[0].more:
-        raise RuntimeError(f"columns: {len(series[0].steps)} points, expected {points}")
-    out["columns_bytes_per_point"] = len(body) / points
+    for mode, accept, check, name in (
+            ("json", None, json.loads, "raw_json_parse_ms"),
+            ("columns", api_columns.MEDIA_TYPE, columns_check, "raw_columns_decode_ms")):
+        r = raw_read(server, raw, repeat, accept=accept, check=check, pg=pg)
+        out[name] = r["ms"]
+        out[f"server_cpu_ms_{mode}"] = r["server_cpu_ms"]
+        if "db_cpu_ms" in r:
+            out[f"db_cpu_ms_{mode}"] = r["db_cpu_ms"]
+        out[f"{mode}_bytes_per_point"] = r["bytes"] / points
     run10, _ = write_run(server, entity, points, 10)
     api = cohort.Api(base_url=server.url, api_key=server.key)
     try:
         for name, run_id, keys in (("1key", run, ["m0"]),
                                    ("10keys", run10, [f"m{k}" for k in range(10)])):
-            frames = {}
-            for mode, env in (("json", "0"), ("columns", "1")):
-                os.environ["COHORT_API_COLUMNS"] = env
-                r = api.run(f"{entity}/bench/{run_id}")
-                ms, frames[mode] = timed(lambda: r.history(keys=keys), max(3, repeat // 3))
-                out[f"api_history_{name}_{mode}_ms"] = ms
-            os.environ.pop("COHORT_API_COLUMNS", None)
-            if not frames["json"].equals(frames["columns"]) or len(frames["json"]) != points:
-                raise RuntimeError(f"history {name}: the JSON and columnar frames differ")
+            r = api.run(f"{entity}/bench/{run_id}")
+            ms, df = frames_by_format(lambda: r.history(keys=keys), max(3, repeat // 3))
+            if len(df) != points:
+                raise RuntimeError(f"history {name}: {len(df)} rows, expected {points}")
+            out[f"api_history_{name}_json_ms"] = ms["json"]
+            out[f"api_history_{name}_columns_ms"] = ms["columns"]
         if runs:
             paths = [f"{entity}/bench/{run}"] * runs
             ms, df = timed(lambda: api.history(paths, keys=["m0"]), 3)
@@ -230,7 +153,7 @@ def measure(server, points, repeat, pg=None, runs=0):
            "bytes_per_point": size / points}
     if pg is not None:
         out["db_cpu_ms"] = db_cpu
-    out["columns"] = measure_columns(server, entity, run, path, points, repeat, runs)
+    out["columns"] = measure_columns(server, entity, run, path, points, repeat, runs, pg)
     return out
 
 

@@ -4,7 +4,7 @@ docs/benchmarks.md "Issue 21: columnar reads"), on the SQLite store, printed as 
 
     COHORT_BUILD_DIR=build python3 bench/system_read_bench.py [--samples 100000] [--repeat 10]
 
-A fresh `cohort server` (bench/read_bench.py's Server), one run whose writer rank_0 sends
+A fresh `cohort server` (bench/_bench_server.py's Server), one run whose writer rank_0 sends
 --samples system rows of 4 metrics (cpu, memory, gpu.0.gpu, gpu.0.temp), then medians of:
   - raw_{json_parse,columns_decode}_ms: `GET .../system?limit=N` (every sample of the 4
     metrics, one request) + json.loads, against the same read with
@@ -24,8 +24,10 @@ import shutil
 import sys
 import tempfile
 
-import read_bench  # noqa: E402  (this directory; puts python/ on sys.path)
-from read_bench import Server, cpu_ms, timed  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "bench"))
+from _bench_server import BUILD, Server, frames_by_format, raw_read  # noqa: E402
 
 KEYS = ("cpu", "memory", "gpu.0.gpu", "gpu.0.temp")
 
@@ -53,32 +55,28 @@ def measure(server, samples, repeat):
     raw = f"{path}/system?limit={samples}"
     points = samples * len(KEYS)
     out = {"load_avg_before": os.getloadavg()[0], "points": points}
-    for mode, accept in (("json", None), ("columns", api_columns.MEDIA_TYPE)):
-        def read():
-            status, body = server.call("GET", raw, accept=accept)
-            if status != 200:
-                raise RuntimeError(f"{mode}: {status} {body[:200]!r}")
+    def check(accept):
+        def count(body):
             n = len(json.loads(body)["series"][0]["points"]) if accept is None else \
                 len(api_columns.decode(body)[1][0].steps)
             if n != samples:
-                raise RuntimeError(f"{mode}: {n} samples, expected {samples}")
-            return body
-        cpu0 = cpu_ms([server.proc.pid])
-        ms, body = timed(read, repeat)
-        out[f"server_cpu_ms_{mode}"] = (cpu_ms([server.proc.pid]) - cpu0) / (repeat + 1)
-        out["raw_json_parse_ms" if mode == "json" else "raw_columns_decode_ms"] = ms
-        out[f"bytes_per_point_{mode}"] = len(body) / points
+                raise RuntimeError(f"{accept or 'JSON'}: {n} samples, expected {samples}")
+        return count
+
+    for mode, accept, name in (("json", None, "raw_json_parse_ms"),
+                               ("columns", api_columns.MEDIA_TYPE, "raw_columns_decode_ms")):
+        r = raw_read(server, raw, repeat, accept=accept, check=check(accept))
+        out[name] = r["ms"]
+        out[f"server_cpu_ms_{mode}"] = r["server_cpu_ms"]
+        out[f"bytes_per_point_{mode}"] = r["bytes"] / points
     api = cohort.Api(base_url=server.url, api_key=server.key)
     try:
-        frames = {}
-        for mode, env in (("json", "0"), ("columns", "1")):
-            os.environ["COHORT_API_COLUMNS"] = env
-            r = api.run(f"{entity}/bench/{run}")
-            out[f"system_metrics_{mode}_ms"], frames[mode] = timed(r.system_metrics,
-                                                                   max(3, repeat // 2))
-        os.environ.pop("COHORT_API_COLUMNS", None)
-        if not frames["json"].equals(frames["columns"]) or len(frames["json"]) != samples:
-            raise RuntimeError("system_metrics: the JSON and columnar frames differ")
+        r = api.run(f"{entity}/bench/{run}")
+        ms, df = frames_by_format(r.system_metrics, max(3, repeat // 2))
+        if len(df) != samples:
+            raise RuntimeError(f"system_metrics: {len(df)} rows, expected {samples}")
+        out["system_metrics_json_ms"] = ms["json"]
+        out["system_metrics_columns_ms"] = ms["columns"]
     finally:
         api.close()
     out["load_avg_after"] = os.getloadavg()[0]
@@ -92,7 +90,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=10)
     args = ap.parse_args()
     out = {"samples": args.samples, "metrics": len(KEYS), "repeat": args.repeat,
-           "cpus": os.cpu_count(), "build": str(read_bench.BUILD)}
+           "cpus": os.cpu_count(), "build": str(BUILD)}
     work = pathlib.Path(tempfile.mkdtemp(prefix="cohort-sysread-"))
     server = None
     try:
