@@ -40,20 +40,28 @@ else:
 if watched:
     run.watch(model, log="all", log_freq=100)
 warm = 50
+times = []
 for i in range(steps + warm):
     if i == warm:
         t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
+    s0 = time.perf_counter()
     loss = torch.nn.functional.mse_loss(model(x), y)
     opt.zero_grad()
     loss.backward()
     opt.step()
     run.log({"loss": loss.item()})
+    if i >= warm:
+        times.append(time.perf_counter() - s0)
 wall = time.perf_counter() - t0
 c1 = resource.getrusage(resource.RUSAGE_SELF)
 cpu = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)
 params = sum(p.numel() for p in model.parameters())
 run.finish()
-print(json.dumps({"step_ms": wall / steps * 1e3, "cpu_ms": cpu / steps * 1e3, "params": params}))
+times.sort()
+median = times[len(times) // 2]
+print(json.dumps({"step_ms": wall / steps * 1e3, "cpu_ms": cpu / steps * 1e3,
+                  "median_ms": median * 1e3, "spikes_ms": (wall / steps - median) * 1e3,
+                  "params": params}))
 """
 
 VARIANTS = [("cohort", "0"), ("cohort", "1"), ("wandb", "0"), ("wandb", "1")]
@@ -79,17 +87,25 @@ def main():
                 out = json.loads(proc.stdout.strip().splitlines()[-1])
                 params = out["params"]
                 results[(sdk, watched)].append(out)
-                print(f"round {r}: {sdk:6} watch={watched}: {out['step_ms']:.2f} ms/step, "
-                      f"cpu {out['cpu_ms']:.2f} ms/step", file=sys.stderr)
+                print(f"round {r}: {sdk:6} watch={watched}: {out['step_ms']:.2f} ms/step "
+                      f"(median {out['median_ms']:.2f}), cpu {out['cpu_ms']:.2f} ms/step",
+                      file=sys.stderr)
     print("load average at end:", os.getloadavg(), file=sys.stderr)
-    med = {f"{s}_watch{w}": {k: statistics.median(o[k] for o in results[(s, w)])
-                             for k in ("step_ms", "cpu_ms")} for s, w in VARIANTS}
+    keys = ("step_ms", "cpu_ms", "median_ms", "spikes_ms")
+    med = {f"{s}_watch{w}": {k: statistics.median(o[k] for o in results[(s, w)]) for k in keys}
+           for s, w in VARIANTS}
     # Added by watch: per round (the variants of one round ran back to back), then the median.
     added = {}
     for s in ("cohort", "wandb"):
         for k in ("step_ms", "cpu_ms"):
             ratios = [b[k] / a[k] - 1 for a, b in zip(results[(s, "0")], results[(s, "1")])]
             added[f"{s}_{k}_added_pct"] = round(statistics.median(ratios) * 100, 2)
+        # The watch's work falls on one step in log_freq: the mean step's excess over the median
+        # step, with watch minus without, over the median step without (per round, then the
+        # median). Robust to a process that ran slower throughout (another load on the cores).
+        spikes = [(b["spikes_ms"] - a["spikes_ms"]) / a["median_ms"]
+                  for a, b in zip(results[(s, "0")], results[(s, "1")])]
+        added[f"{s}_watch_steps_excess_pct"] = round(statistics.median(spikes) * 100, 2)
     print(json.dumps({"params": params, "steps": args.steps, "rounds": args.rounds,
                       "medians": med, "watch_added": added}, indent=1))
 
