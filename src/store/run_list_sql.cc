@@ -32,6 +32,9 @@ std::string RunSortExpr(RunSortField sort) {
       return "r.job_type";
     case RunSortField::kRuntime:
       return "(coalesce(r.finished_ms, greatest(r.heartbeat_ms, r.updated_ms)) - r.created_ms)";
+    case RunSortField::kConfig:
+    case RunSortField::kSummary:
+      break;  // three expressions of the engine (RunJsonSortExprs)
   }
   return "r.created_ms";
 }

@@ -34,7 +34,7 @@ struct RunListPlan {
 // InvalidArgument naming the filter, sort or cursor at fault.
 Result<RunListPlan> PlanRunList(const RunQuery& query);
 
-// The SQL expression that a sort field orders by.
+// The SQL expression that a sort field orders by (not a JSON sort: IsJsonSort).
 std::string RunSortExpr(RunSortField sort);
 // The column of a filter on a plain field (name, group, job type, state, host as text; created,
 // updated as integers, IsTimeField); nullptr for tag, config and summary.
