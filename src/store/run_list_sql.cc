@@ -81,12 +81,12 @@ std::string RunJsonCursorCondition(const RunJsonSortExprs& key, bool descending,
          number_param + ", " + text_param + ", " + pk_param + ")))";
 }
 
-std::string RunJsonPageSql(const std::string& where, const RunJsonSortExprs& key,
-                           bool descending, const std::string& limit_param) {
+std::string RunJsonPageSql(const std::string& where, const RunJsonSortExprs& key, bool descending,
+                           const std::string& limit_param) {
   const char* dir = descending ? " DESC" : " ASC";
   return std::string("SELECT ") + kRunColumns + ", " + key.cls + ", " + key.number + ", " +
-         key.text + " FROM runs r WHERE " + where + " ORDER BY " + key.cls + " ASC, " +
-         key.number + dir + ", " + key.text + dir + ", r.pk" + dir + " LIMIT " + limit_param;
+         key.text + " FROM runs r WHERE " + where + " ORDER BY " + key.cls + " ASC, " + key.number +
+         dir + ", " + key.text + dir + ", r.pk" + dir + " LIMIT " + limit_param;
 }
 
 const char* const kListGroupsSql =

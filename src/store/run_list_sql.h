@@ -60,8 +60,8 @@ std::string RunJsonCursorCondition(const RunJsonSortExprs& key, bool descending,
                                    const std::string& cls_param, const std::string& number_param,
                                    const std::string& text_param, const std::string& pk_param);
 // RunPageSql for a JSON sort: kRunColumns and then the class, number and text of every run.
-std::string RunJsonPageSql(const std::string& where, const RunJsonSortExprs& key,
-                           bool descending, const std::string& limit_param);
+std::string RunJsonPageSql(const std::string& where, const RunJsonSortExprs& key, bool descending,
+                           const std::string& limit_param);
 
 // The cursor after a row of RunPageSql (RunJsonPageSql): its pk and sort key.
 template <typename Row>

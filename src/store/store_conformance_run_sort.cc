@@ -15,10 +15,14 @@ using V = std::vector<std::string>;
 // (so store keys ascend with the ids' order).
 void MakeMixedRuns(Store& s, const std::string& entity, const std::string& project) {
   const std::vector<std::pair<const char*, const char*>> values = {
-      {"m00", "0.5"},         {"m01", "2"},        {"m02", "\"abc\""},   {"m03", ""},
-      {"m04", "-1.5"},        {"m05", "\"Infinity\""}, {"m06", "\"NaN\""}, {"m07", "2.0"},
-      {"m08", "\"Abc\""},     {"m09", "true"},     {"m10", "{\"x\": 1}"}, {"m11", "[3]"},
-      {"m12", "\"-Infinity\""}, {"m13", "1e300"},   {"m14", "-0.0"},
+      {"m00", "0.5"},           {"m01", "2"},
+      {"m02", "\"abc\""},       {"m03", ""},
+      {"m04", "-1.5"},          {"m05", "\"Infinity\""},
+      {"m06", "\"NaN\""},       {"m07", "2.0"},
+      {"m08", "\"Abc\""},       {"m09", "true"},
+      {"m10", "{\"x\": 1}"},    {"m11", "[3]"},
+      {"m12", "\"-Infinity\""}, {"m13", "1e300"},
+      {"m14", "-0.0"},
   };
   for (const auto& [id, v] : values) {
     RunUpsert u;
@@ -27,8 +31,7 @@ void MakeMixedRuns(Store& s, const std::string& entity, const std::string& proje
     u.config_json = value.empty() ? R"({"other": 1})" : R"({"optim": {"lr": )" + value + "}}";
     ASSERT_TRUE(s.UpsertRun(u).ok()) << id;
     if (!value.empty()) {
-      ASSERT_TRUE(
-          s.PatchRun(u.ref, RunPatch{.summary_json = R"({"loss": )" + value + "}"}).ok())
+      ASSERT_TRUE(s.PatchRun(u.ref, RunPatch{.summary_json = R"({"loss": )" + value + "}"}).ok())
           << id;
     }
   }
@@ -42,13 +45,10 @@ std::vector<std::string> Ids(const RunPage& page) {
 
 // Every run of the project in the given sort, page by page (`limit` a page), checking that the
 // total is the same on every page.
-V ListAll(Store& s, const std::string& entity, const std::string& project,
-          const std::string& sort, bool descending, int limit) {
-  RunQuery q{.entity = entity,
-             .project = project,
-             .sort = sort,
-             .descending = descending,
-             .limit = limit};
+V ListAll(Store& s, const std::string& entity, const std::string& project, const std::string& sort,
+          bool descending, int limit) {
+  RunQuery q{
+      .entity = entity, .project = project, .sort = sort, .descending = descending, .limit = limit};
   V out;
   for (int pages = 0; pages < 100; ++pages) {
     auto page = s.ListRuns(q);
@@ -73,8 +73,10 @@ TEST_P(StoreConformanceTest, ListRunsSortsByJsonKeyNumbersNaNStringsThenMissing)
     EXPECT_EQ(ListAll(store(), kEntity, kProject, sort, false, 100), ascending) << sort;
     EXPECT_EQ(ListAll(store(), kEntity, kProject, sort, true, 100), descending) << sort;
     for (int limit : {1, 2, 3}) {
-      EXPECT_EQ(ListAll(store(), kEntity, kProject, sort, false, limit), ascending) << sort << " limit " << limit;
-      EXPECT_EQ(ListAll(store(), kEntity, kProject, sort, true, limit), descending) << sort << " limit " << limit;
+      EXPECT_EQ(ListAll(store(), kEntity, kProject, sort, false, limit), ascending)
+          << sort << " limit " << limit;
+      EXPECT_EQ(ListAll(store(), kEntity, kProject, sort, true, limit), descending)
+          << sort << " limit " << limit;
     }
   }
   // A key no run has: every run, in store-key order either way.

@@ -71,8 +71,8 @@ RunJsonSortExprs JsonSortExprs(sql::Engine engine, RunSortField field,
             " IN ('Infinity', '-Infinity')) THEN 0 WHEN " + t + " = 'text' AND " + v +
             " = 'NaN' THEN 1 WHEN " + t + " = 'text' THEN 2 ELSE 3 END)";
     e.number = "(CASE WHEN " + number + " THEN CAST(" + v + " AS REAL) WHEN " + t +
-               " = 'text' AND " + v + " = 'Infinity' THEN 9e999 WHEN " + t + " = 'text' AND " +
-               v + " = '-Infinity' THEN -9e999 ELSE 0.0 END)";
+               " = 'text' AND " + v + " = 'Infinity' THEN 9e999 WHEN " + t + " = 'text' AND " + v +
+               " = '-Infinity' THEN -9e999 ELSE 0.0 END)";
     e.text = "(CASE WHEN " + t + " = 'text' AND " + v +
              " NOT IN ('Infinity', '-Infinity', 'NaN') THEN " + v + " ELSE '' END)";
     return e;
@@ -85,10 +85,9 @@ RunJsonSortExprs JsonSortExprs(sql::Engine engine, RunSortField field,
   e.cls = "(CASE WHEN " + t + " IN ('number', 'boolean') OR (" + t + " = 'string' AND " + s +
           " IN ('Infinity', '-Infinity')) THEN 0 WHEN " + t + " = 'string' AND " + s +
           " = 'NaN' THEN 1 WHEN " + t + " = 'string' THEN 2 ELSE 3 END)";
-  e.number = "(CASE WHEN " + t + " IN ('number', 'boolean') THEN cohort_json_num(" + v +
-             ") WHEN " + t + " = 'string' AND " + s + " = 'Infinity' THEN 'Infinity'::float8 " +
-             "WHEN " + t + " = 'string' AND " + s +
-             " = '-Infinity' THEN '-Infinity'::float8 ELSE 0::float8 END)";
+  e.number = "(CASE WHEN " + t + " IN ('number', 'boolean') THEN cohort_json_num(" + v + ") WHEN " +
+             t + " = 'string' AND " + s + " = 'Infinity' THEN 'Infinity'::float8 " + "WHEN " + t +
+             " = 'string' AND " + s + " = '-Infinity' THEN '-Infinity'::float8 ELSE 0::float8 END)";
   e.text = "(CASE WHEN " + t + " = 'string' AND " + s +
            " NOT IN ('Infinity', '-Infinity', 'NaN') THEN " + s + " ELSE '' END COLLATE \"C\")";
   return e;
