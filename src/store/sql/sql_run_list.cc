@@ -66,15 +66,18 @@ RunJsonSortExprs JsonSortExprs(sql::Engine engine, RunSortField field,
     const std::string doc = field == RunSortField::kConfig ? "r.config" : "r.summary";
     const std::string t = "json_type(" + doc + ", " + params->Last() + ")";
     const std::string v = "json_extract(" + doc + ", " + params->Last() + ")";
-    const std::string number = t + " IN ('integer', 'real', 'true', 'false')";
-    e.cls = "(CASE WHEN " + number + " OR (" + t + " = 'text' AND " + v +
-            " IN ('Infinity', '-Infinity')) THEN 0 WHEN " + t + " = 'text' AND " + v +
-            " = 'NaN' THEN 1 WHEN " + t + " = 'text' THEN 2 ELSE 3 END)";
-    e.number = "(CASE WHEN " + number + " THEN CAST(" + v + " AS REAL) WHEN " + t +
-               " = 'text' AND " + v + " = 'Infinity' THEN 9e999 WHEN " + t + " = 'text' AND " + v +
-               " = '-Infinity' THEN -9e999 ELSE 0.0 END)";
-    e.text = "(CASE WHEN " + t + " = 'text' AND " + v +
-             " NOT IN ('Infinity', '-Infinity', 'NaN') THEN " + v + " ELSE '' END)";
+    // Simple CASEs: each reads the value at most twice (json_type, then json_extract).
+    e.cls = "(CASE " + t + " WHEN 'integer' THEN 0 WHEN 'real' THEN 0 WHEN 'true' THEN 0 " +
+            "WHEN 'false' THEN 0 WHEN 'text' THEN (CASE " + v +
+            " WHEN 'Infinity' THEN 0 WHEN '-Infinity' THEN 0 WHEN 'NaN' THEN 1 ELSE 2 END) " +
+            "ELSE 3 END)";
+    e.number = "(CASE " + t + " WHEN 'integer' THEN CAST(" + v + " AS REAL) WHEN 'real' THEN " + v +
+               " WHEN 'true' THEN 1.0 WHEN 'text' THEN (CASE " + v +
+               " WHEN 'Infinity' THEN 9e999 WHEN '-Infinity' THEN -9e999 ELSE 0.0 END) " +
+               "ELSE 0.0 END)";
+    e.text = "(CASE " + t + " WHEN 'text' THEN (CASE " + v +
+             " WHEN 'Infinity' THEN '' WHEN '-Infinity' THEN '' WHEN 'NaN' THEN '' ELSE " + v +
+             " END) ELSE '' END)";
     return e;
   }
   params->AddTextArray(path);
