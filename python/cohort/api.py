@@ -116,9 +116,14 @@ def _sort(order: Optional[str]) -> str:
         return "-created"
     desc = order.startswith("-")
     name = order.lstrip("+-")
+    # A config or summary key, as W&B writes it too ("-summary_metrics.loss").
+    for prefix, to in (("config.", "config."), ("summary.", "summary."),
+                       ("summary_metrics.", "summary.")):
+        if name.startswith(prefix) and len(name) > len(prefix):
+            return ("-" if desc else "") + to + name[len(prefix):]
     if name not in _SORTS:
-        raise UsageError(f"order: unknown field {name!r} "
-                         "(use created, updated, name, state, group, job_type; - for descending)")
+        raise UsageError(f"order: unknown field {name!r} (use created, updated, name, state, "
+                         "group, job_type, config.<key>, summary.<key>; - for descending)")
     return ("-" if desc else "") + _SORTS[name]
 
 
@@ -176,7 +181,9 @@ class Api:
     def runs(self, path: str, filters: Union[None, Dict[str, Any], Sequence[dict]] = None,
              order: str = "-created", per_page: int = 100) -> "Runs":
         """The runs of a project matching `filters` (see build_filters), in `order`: a lazy
-        sequence that fetches `per_page` runs at a time as it is iterated or indexed."""
+        sequence that fetches `per_page` runs at a time as it is iterated or indexed. `order`:
+        created, updated, name, state, group, job_type, config.<key> or summary.<key> (also
+        summary_metrics.<key>), prefixed with - for descending (docs/api.md, runs "List")."""
         entity, project = self._split(path, 2)
         if not isinstance(per_page, int) or not 1 <= per_page <= 1000:
             raise UsageError("per_page: expected 1..1000")

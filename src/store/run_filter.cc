@@ -22,6 +22,21 @@ std::optional<double> ParseNumber(const std::string& s) {
   return d;
 }
 
+// "a.b" -> {"a", "b"}; false for an empty segment or one with '"' or '\\'.
+bool SplitKeyPath(std::string_view rest, std::vector<std::string>* out) {
+  while (true) {
+    size_t dot = rest.find('.');
+    std::string_view seg = rest.substr(0, dot);
+    if (seg.empty() || seg.find('"') != std::string_view::npos ||
+        seg.find('\\') != std::string_view::npos) {
+      return false;
+    }
+    out->emplace_back(seg);
+    if (dot == std::string_view::npos) return true;
+    rest.remove_prefix(dot + 1);
+  }
+}
+
 Result<FilterOp> ParseOp(const Filter& f) {
   const std::string& op = f.op;
   if (op == "==" || op == "=") return FilterOp::kEq;
@@ -63,16 +78,8 @@ Status ParseField(const Filter& f, RunPredicate* p) {
         "' (use name, group, job_type, state, tag, host, created, updated, config.<key>, "
         "summary.<key>)");
   }
-  while (true) {
-    size_t dot = rest.find('.');
-    std::string_view seg = rest.substr(0, dot);
-    if (seg.empty() || seg.find('"') != std::string_view::npos ||
-        seg.find('\\') != std::string_view::npos) {
-      return Status::InvalidArgument("filter: bad key path in field '" + field + "'");
-    }
-    p->path.emplace_back(seg);
-    if (dot == std::string_view::npos) break;
-    rest.remove_prefix(dot + 1);
+  if (!SplitKeyPath(rest, &p->path)) {
+    return Status::InvalidArgument("filter: bad key path in field '" + field + "'");
   }
   return Status::Ok();
 }
@@ -141,7 +148,7 @@ std::string JsonPath(const std::vector<std::string>& path) {
   return out;
 }
 
-Result<RunSortField> ParseRunSort(const std::string& sort) {
+Result<RunSortField> ParseRunSort(const std::string& sort, std::vector<std::string>* path) {
   if (sort.empty() || sort == "created") return RunSortField::kCreated;
   if (sort == "updated") return RunSortField::kUpdated;
   if (sort == "name") return RunSortField::kName;
@@ -149,8 +156,19 @@ Result<RunSortField> ParseRunSort(const std::string& sort) {
   if (sort == "group") return RunSortField::kGroup;
   if (sort == "job_type") return RunSortField::kJobType;
   if (sort == "runtime") return RunSortField::kRuntime;
+  for (auto [prefix, field] : {std::pair{std::string_view("config."), RunSortField::kConfig},
+                               std::pair{std::string_view("summary."), RunSortField::kSummary}}) {
+    if (!sort.starts_with(prefix)) continue;
+    std::vector<std::string> segments;
+    if (!SplitKeyPath(std::string_view(sort).substr(prefix.size()), &segments)) {
+      return Status::InvalidArgument("sort: bad key path in '" + sort + "'");
+    }
+    if (path) *path = std::move(segments);
+    return field;
+  }
   return Status::InvalidArgument("sort: unknown field '" + sort +
-                                 "' (use created, updated, name, state, group, job_type, runtime)");
+                                 "' (use created, updated, name, state, group, job_type, "
+                                 "runtime, config.<key>, summary.<key>)");
 }
 
 bool SortKeyIsInteger(RunSortField f) {
@@ -166,9 +184,22 @@ std::string EncodeRunCursor(const RunCursor& c) {
   if (const int64_t* i = std::get_if<int64_t>(&c.key)) {
     raw += 'i';
     raw += std::to_string(c.pk) + ":" + std::to_string(*i);
-  } else {
+  } else if (const std::string* t = std::get_if<std::string>(&c.key)) {
     raw += 's';
-    raw += std::to_string(c.pk) + ":" + std::get<std::string>(c.key);
+    raw += std::to_string(c.pk) + ":" + *t;
+  } else {
+    // 'j', pk, ':', length of the path, ':', path, class digit, then the number or the text.
+    const RunJsonSortKey& j = std::get<RunJsonSortKey>(c.key);
+    raw += 'j';
+    raw += std::to_string(c.pk) + ":" + std::to_string(c.path.size()) + ":" + c.path;
+    raw += char('0' + static_cast<int>(j.cls));
+    if (j.cls == JsonSortClass::kNumber) {
+      char buf[64];
+      auto [end, ec] = std::to_chars(buf, buf + sizeof buf, j.number);  // shortest round trip
+      raw.append(buf, ec == std::errc() ? end : buf);
+    } else if (j.cls == JsonSortClass::kText) {
+      raw += j.text;
+    }
   }
   return HexLower(raw);
 }
@@ -191,7 +222,7 @@ Result<RunCursor> DecodeRunCursor(const std::string& text) {
   if (raw.size() < 6 || raw[0] != kCursorVersion) return bad;
   RunCursor c;
   int sort = raw[1] - '0';
-  if (sort < 0 || sort > static_cast<int>(RunSortField::kRuntime)) return bad;
+  if (sort < 0 || sort > static_cast<int>(RunSortField::kSummary)) return bad;
   c.sort = static_cast<RunSortField>(sort);
   if (raw[2] != 'd' && raw[2] != 'a') return bad;
   c.descending = raw[2] == 'd';
@@ -210,16 +241,45 @@ Result<RunCursor> DecodeRunCursor(const std::string& text) {
     c.key = v;
   } else if (kind == 's') {
     c.key = std::move(key);
+  } else if (kind == 'j') {
+    const size_t colon2 = key.find(':');
+    int64_t len = 0;
+    if (colon2 == std::string::npos || !parse_int(std::string_view(key).substr(0, colon2), &len) ||
+        len < 0 || key.size() - colon2 - 1 < size_t(len) + 1) {
+      return bad;
+    }
+    c.path = key.substr(colon2 + 1, size_t(len));
+    std::string_view rest = std::string_view(key).substr(colon2 + 1 + size_t(len));
+    RunJsonSortKey j;
+    const int cls = rest[0] - '0';
+    if (cls < 0 || cls > static_cast<int>(JsonSortClass::kMissing)) return bad;
+    j.cls = static_cast<JsonSortClass>(cls);
+    rest.remove_prefix(1);
+    if (j.cls == JsonSortClass::kNumber) {
+      auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), j.number);
+      if (rest.empty() || ec != std::errc() || ptr != rest.data() + rest.size() ||
+          std::isnan(j.number)) {
+        return bad;
+      }
+    } else if (j.cls == JsonSortClass::kText) {
+      j.text = std::string(rest);
+    } else if (!rest.empty()) {
+      return bad;
+    }
+    c.key = std::move(j);
   } else {
     return bad;
   }
-  if (SortKeyIsInteger(c.sort) != (kind == 'i')) return bad;
+  if (SortKeyIsInteger(c.sort) != (kind == 'i') || IsJsonSort(c.sort) != (kind == 'j')) {
+    return bad;
+  }
   return c;
 }
 
-Result<RunCursor> DecodeRunCursorFor(const std::string& text, RunSortField sort, bool descending) {
+Result<RunCursor> DecodeRunCursorFor(const std::string& text, RunSortField sort, bool descending,
+                                     const std::string& path) {
   COHORT_ASSIGN_OR_RETURN(RunCursor c, DecodeRunCursor(text));
-  if (c.sort != sort || c.descending != descending) {
+  if (c.sort != sort || c.descending != descending || c.path != path) {
     return Status::InvalidArgument("cursor: made for another sort order");
   }
   return c;

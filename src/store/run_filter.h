@@ -59,27 +59,58 @@ Result<std::vector<RunPredicate>> ParseFilters(const std::vector<Filter>& filter
 // A JSONPath for SQLite/PostgreSQL json functions: {"a", "b-c"} -> $."a"."b-c".
 std::string JsonPath(const std::vector<std::string>& path);
 
-enum class RunSortField { kCreated, kUpdated, kName, kState, kGroup, kJobType, kRuntime };
+enum class RunSortField {
+  kCreated,
+  kUpdated,
+  kName,
+  kState,
+  kGroup,
+  kJobType,
+  kRuntime,
+  kConfig,   // config.<key>: a JSON value (RunJsonSortKey)
+  kSummary,  // summary.<key>: the same
+};
 
-// "created" (also ""), "updated", "name", "state", "group", "job_type", "runtime".
-Result<RunSortField> ParseRunSort(const std::string& sort);
+// "created" (also ""), "updated", "name", "state", "group", "job_type", "runtime",
+// "config.<key>", "summary.<key>". For the last two, `path` (when given) receives the key's
+// segments ("summary.val.loss" -> {"val", "loss"}); kInvalidArgument naming a bad key path.
+Result<RunSortField> ParseRunSort(const std::string& sort,
+                                  std::vector<std::string>* path = nullptr);
 // True when the sort key is an integer (created, updated, runtime), false when text.
 bool SortKeyIsInteger(RunSortField f);
+inline bool IsJsonSort(RunSortField f) {
+  return f == RunSortField::kConfig || f == RunSortField::kSummary;
+}
+
+// The sort key of a config./summary. value, in the order of its class first (in both
+// directions), then of `number` or `text` in the direction asked for: numbers (booleans as 1/0,
+// the strings "Infinity"/"-Infinity" as infinities), then "NaN", then other strings (by bytes),
+// then everything else (no such key, null, an object or array).
+enum class JsonSortClass { kNumber = 0, kNaN = 1, kText = 2, kMissing = 3 };
+struct RunJsonSortKey {
+  JsonSortClass cls = JsonSortClass::kMissing;
+  double number = 0;  // kNumber
+  std::string text;   // kText
+};
 
 // Position after the last row of a page: its sort key and store key. The cursor also records
-// the sort it was made for, so that a cursor reused with another sort is rejected.
+// the sort it was made for (with the key path of a config./summary. sort), so that a cursor
+// reused with another sort is rejected.
 struct RunCursor {
   RunSortField sort = RunSortField::kCreated;
   bool descending = true;
-  std::variant<int64_t, std::string> key;
+  std::variant<int64_t, std::string, RunJsonSortKey> key;
   int64_t pk = 0;
+  std::string path;  // config./summary. sorts: the key path as given ("val.loss")
 };
 
 // Opaque text (hex) safe to put in a URL.
 std::string EncodeRunCursor(const RunCursor& c);
 // kInvalidArgument when `text` is not a cursor this code made.
 Result<RunCursor> DecodeRunCursor(const std::string& text);
-// Decodes `text` and checks it was made for `sort` and `descending`.
-Result<RunCursor> DecodeRunCursorFor(const std::string& text, RunSortField sort, bool descending);
+// Decodes `text` and checks it was made for `sort`, `descending` and (config./summary. sorts)
+// the key path `path` ("val.loss").
+Result<RunCursor> DecodeRunCursorFor(const std::string& text, RunSortField sort, bool descending,
+                                     const std::string& path = "");
 
 }  // namespace cohort::store

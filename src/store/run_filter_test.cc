@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace cohort::store {
 namespace {
 
@@ -72,6 +74,44 @@ TEST(RunFilterTest, CursorForAnotherSortIsRejected) {
   EXPECT_TRUE(DecodeRunCursorFor(text, RunSortField::kName, true).ok());
   EXPECT_FALSE(DecodeRunCursorFor(text, RunSortField::kName, false).ok());
   EXPECT_FALSE(DecodeRunCursorFor(text, RunSortField::kGroup, true).ok());
+}
+
+TEST(RunFilterTest, ParsesJsonSortKeys) {
+  std::vector<std::string> path;
+  auto s = ParseRunSort("summary.val.loss", &path);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(*s, RunSortField::kSummary);
+  EXPECT_EQ(path, (std::vector<std::string>{"val", "loss"}));
+  EXPECT_EQ(ParseRunSort("config.lr").value(), RunSortField::kConfig);
+  for (const char* bad : {"summary.", "config.a..b", "config.a\"b", "summary.x.", "configx"}) {
+    auto r = ParseRunSort(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find(bad), std::string::npos) << r.status().ToString();
+  }
+}
+
+TEST(RunFilterTest, JsonCursorRoundTripsEachClass) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const RunJsonSortKey& key :
+       {RunJsonSortKey{JsonSortClass::kNumber, 0.1, ""},
+        RunJsonSortKey{JsonSortClass::kNumber, -inf, ""},
+        RunJsonSortKey{JsonSortClass::kNumber, 1e-320, ""},
+        RunJsonSortKey{JsonSortClass::kNaN, 0, ""}, RunJsonSortKey{JsonSortClass::kText, 0, "a:b"},
+        RunJsonSortKey{JsonSortClass::kText, 0, ""},
+        RunJsonSortKey{JsonSortClass::kMissing, 0, ""}}) {
+    RunCursor c{RunSortField::kSummary, false, key, 9, "val.lo:ss"};
+    const std::string text = EncodeRunCursor(c);
+    auto d = DecodeRunCursorFor(text, RunSortField::kSummary, false, "val.lo:ss");
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    const auto& j = std::get<RunJsonSortKey>(d->key);
+    EXPECT_EQ(j.cls, key.cls);
+    EXPECT_EQ(j.number, key.number);
+    EXPECT_EQ(j.text, key.text);
+    EXPECT_EQ(d->pk, 9);
+    EXPECT_FALSE(DecodeRunCursorFor(text, RunSortField::kSummary, false, "val.lo").ok());
+    EXPECT_FALSE(DecodeRunCursorFor(text, RunSortField::kConfig, false, "val.lo:ss").ok());
+    EXPECT_FALSE(DecodeRunCursorFor(text, RunSortField::kSummary, true, "val.lo:ss").ok());
+  }
 }
 
 TEST(RunFilterTest, GarbageCursorIsInvalidArgument) {

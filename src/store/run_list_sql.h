@@ -24,6 +24,8 @@ namespace cohort::store {
 struct RunListPlan {
   std::vector<RunPredicate> predicates;
   RunSortField sort = RunSortField::kCreated;
+  std::vector<std::string> sort_path;  // config./summary. sorts: the key's segments
+  std::string sort_path_text;          // and as given ("val.loss"), for the cursor
   bool descending = true;
   std::optional<RunCursor> cursor;  // the page starts after it
   int64_t limit = 100;              // runs per page
@@ -32,7 +34,7 @@ struct RunListPlan {
 // InvalidArgument naming the filter, sort or cursor at fault.
 Result<RunListPlan> PlanRunList(const RunQuery& query);
 
-// The SQL expression that a sort field orders by.
+// The SQL expression that a sort field orders by (not a JSON sort: IsJsonSort).
 std::string RunSortExpr(RunSortField sort);
 // The column of a filter on a plain field (name, group, job type, state, host as text; created,
 // updated as integers, IsTimeField); nullptr for tag, config and summary.
@@ -46,14 +48,37 @@ std::string RunCursorCondition(const std::string& key, bool descending,
 std::string RunPageSql(const std::string& where, const std::string& key, bool descending,
                        const std::string& limit_param);
 
-// The cursor after a row of RunPageSql: its pk and sort key.
+// A config./summary. sort (IsJsonSort) orders by three SQL expressions over `runs r` that each
+// engine writes (SqlStore::RunJsonSortExprs): the class (an integer, JsonSortClass), the number
+// (a double, 0 unless kNumber) and the text (0-byte order, '' unless kText). The class ascends in
+// both directions; number, text and r.pk follow the direction.
+struct RunJsonSortExprs {
+  std::string cls, number, text;
+};
+// The condition that keeps the rows after the cursor (parameters of its class, number, text, pk).
+std::string RunJsonCursorCondition(const RunJsonSortExprs& key, bool descending,
+                                   const std::string& cls_param, const std::string& number_param,
+                                   const std::string& text_param, const std::string& pk_param);
+// RunPageSql for a JSON sort: kRunColumns and then the class, number and text of every run.
+std::string RunJsonPageSql(const std::string& where, const RunJsonSortExprs& key, bool descending,
+                           const std::string& limit_param);
+
+// The cursor after a row of RunPageSql (RunJsonPageSql): its pk and sort key.
 template <typename Row>
 RunCursor RunCursorOfRow(const RunListPlan& plan, const Row& row) {
   RunCursor c;
   c.sort = plan.sort;
   c.descending = plan.descending;
   c.pk = row.Int(0);
-  if (SortKeyIsInteger(plan.sort)) {
+  if (IsJsonSort(plan.sort)) {
+    c.path = plan.sort_path_text;
+    RunJsonSortKey j;
+    j.cls = static_cast<JsonSortClass>(
+        std::clamp<int64_t>(row.Int(kRunColumnCount), 0, int64_t(JsonSortClass::kMissing)));
+    if (j.cls == JsonSortClass::kNumber) j.number = row.Double(kRunColumnCount + 1);
+    if (j.cls == JsonSortClass::kText) j.text = row.Text(kRunColumnCount + 2);
+    c.key = std::move(j);
+  } else if (SortKeyIsInteger(plan.sort)) {
     c.key = row.Int(kRunColumnCount);
   } else {
     c.key = row.Text(kRunColumnCount);

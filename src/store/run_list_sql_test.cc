@@ -35,6 +35,42 @@ TEST(RunListSqlTest, PageSqlOrdersByKeyThenPkInOneDirection) {
       << sql;
 }
 
+TEST(RunListSqlTest, JsonSortKeepsClassAscendingAndTheRestInTheDirection) {
+  const RunJsonSortExprs key{"C", "N", "T"};
+  EXPECT_EQ(RunJsonCursorCondition(key, /*descending=*/true, "$3", "$4", "$5", "$6"),
+            "(C > $3 OR (C = $3 AND (N, T, r.pk) < ($4, $5, $6)))");
+  const std::string sql = RunJsonPageSql("w", key, /*descending=*/true, "$7");
+  EXPECT_NE(sql.find(std::string(kRunColumns) +
+                     ", C, N, T FROM runs r WHERE w ORDER BY C ASC, N DESC, T DESC, r.pk DESC "
+                     "LIMIT $7"),
+            std::string::npos)
+      << sql;
+}
+
+TEST(RunListSqlTest, PlanReadsAJsonSortAndItsCursor) {
+  RunQuery query;
+  query.sort = "summary.val.loss";
+  query.descending = false;
+  auto plan = PlanRunList(query);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->sort, RunSortField::kSummary);
+  EXPECT_EQ(plan->sort_path, (std::vector<std::string>{"val", "loss"}));
+  EXPECT_EQ(plan->sort_path_text, "val.loss");
+  std::vector<MemoryRow::Cell> cells(kRunColumnCount + 3, int64_t{0});
+  cells[0] = int64_t{12};
+  cells[kRunColumnCount] = int64_t{0};
+  cells[kRunColumnCount + 1] = 0.25;
+  cells[kRunColumnCount + 2] = std::string("");
+  RunCursor c = RunCursorOfRow(*plan, MemoryRow(cells));
+  query.cursor = EncodeRunCursor(c);
+  auto next = PlanRunList(query);
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(std::get<RunJsonSortKey>(next->cursor->key).number, 0.25);
+  EXPECT_EQ(next->cursor->pk, 12);
+  query.sort = "summary.val";
+  EXPECT_FALSE(PlanRunList(query).ok());
+}
+
 TEST(RunListSqlTest, PlanRejectsACursorMadeForAnotherSort) {
   RunCursor c;
   c.sort = RunSortField::kName;

@@ -148,9 +148,51 @@ def test_list_runs_pages_with_cursor_without_gaps(api):
     assert seen == sorted(names)
 
 
+def test_list_runs_sorts_by_summary_key_numbers_then_nan_strings_missing(api):
+    # One project of its own: the values of summary.loss, by run name.
+    path = f"/api/v1/runs/{entity(api)}/sortproj"
+    values = {"a": 0.5, "b": 2, "c": "abc", "d": None, "e": -1.5, "f": "Infinity", "g": "NaN",
+              "h": 2, "i": "Abc", "j": True}
+    for name, v in values.items():
+        status, run = api.post(path, {"name": name, "config": {"opt": {"lr": v}}})
+        assert status in (200, 201), run
+        if v is not None:
+            status, body = api.patch(f"{path}/{run['id']}", {"summary": {"loss": v}})
+            assert status == 200, body
+
+    def listed(sort, limit):
+        seen, cursor = [], None
+        while True:
+            q = f"?sort={sort}&limit={limit}" + (
+                f"&cursor={urllib.parse.quote(cursor)}" if cursor else "")
+            status, body = api.get(path + q)
+            assert status == 200, body
+            assert body["total"] == len(values)
+            seen += [r["name"] for r in body["runs"]]
+            cursor = body["next_cursor"]
+            if not cursor:
+                return seen
+
+    ascending = ["e", "a", "j", "b", "h", "f", "g", "i", "c", "d"]
+    descending = ["f", "h", "b", "j", "a", "e", "g", "c", "i", "d"]
+    for key in ("summary.loss", "config.opt.lr"):
+        for limit in (2, 100):
+            assert listed(key, limit) == ascending, (key, limit)
+            assert listed("-" + key, limit) == descending, (key, limit)
+    # A cursor is for its own sort only.
+    status, body = api.get(path + "?sort=summary.loss&limit=2")
+    cursor = urllib.parse.quote(body["next_cursor"])
+    status, body = api.get(path + f"?sort=summary.acc&limit=2&cursor={cursor}")
+    assert status == 400 and "cursor" in body["error"]["message"]
+    for bad in ("summary.", "config.a..b"):
+        status, body = api.get(path + "?sort=" + urllib.parse.quote(bad))
+        assert status == 400 and bad in body["error"]["message"], body
+
+
 def test_unknown_sort_field_is_400_naming_it(api):
     status, body = api.get(runs_path(api) + "?sort=bogus")
     assert status == 400 and "sort" in body["error"]["message"]
+    assert "bogus" in body["error"]["message"]
 
 
 def test_groups_list_counts_and_states(api):

@@ -177,6 +177,32 @@ def test_runs_page_lazily_through_a_thousand_runs(rb_server, api, dataset):
     assert [r.id for r in big] == [f"m{i:04d}" for i in range(1049, 999, -1)]
 
 
+def test_runs_order_by_a_summary_or_config_key_passes_through(rb_server, api, dataset):
+    entity = dataset["entity"]
+    key = rb_server.config["api_key"]
+
+    def call(method, path, body):
+        req = urllib.request.Request(
+            f"{rb_server.url}/api/v1/runs/{entity}/sorted{path}", method=method,
+            data=json.dumps(body).encode(),
+            headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            assert resp.status in (200, 201)
+
+    losses = {"s0": 0.3, "s1": "NaN", "s2": 0.1, "s3": None, "s4": 0.2}
+    for run_id, loss in losses.items():
+        call("POST", "", {"id": run_id, "config": {"lr": {"s0": 3, "s2": 1}.get(run_id, 2)}})
+        if loss is not None:
+            call("PATCH", f"/{run_id}", {"summary": {"loss": loss}})
+    order = lambda o: [r.id for r in api.runs(f"{entity}/sorted", order=o, per_page=2)]
+    assert order("summary.loss") == ["s2", "s4", "s0", "s1", "s3"]
+    assert order("+summary_metrics.loss") == ["s2", "s4", "s0", "s1", "s3"]  # W&B's spelling
+    assert order("-summary.loss") == ["s0", "s4", "s2", "s1", "s3"]
+    assert order("-config.lr") == ["s0", "s4", "s3", "s1", "s2"]  # ties by creation, reversed
+    with pytest.raises(cohort.UsageError, match="config.a..b"):
+        order("config.a..b")
+
+
 def test_history_of_a_plain_run_is_exact(api, dataset):
     df = api.run(_path(dataset, "plain1")).history()
     assert list(df.columns) == ["step", "time", "acc", "loss"]

@@ -157,9 +157,13 @@ http::HttpResponse ListRuns(ApiContext* ctx, http::HttpRequest& req, const AuthC
   static const char* kSorts[] = {"created", "updated", "name", "state", "group", "job_type"};
   bool sort_ok = false;
   for (const char* s : kSorts) sort_ok = sort_ok || q.sort == s;
+  // config.<key> / summary.<key>: the store checks the key path (400 naming the sort).
+  sort_ok = sort_ok || q.sort.starts_with("config.") || q.sort.starts_with("summary.");
   if (!sort_ok) {
-    return ErrorResponse(Status::InvalidArgument(
-        "sort: expected created, updated, name, state, group or job_type (prefix - to reverse)"));
+    return ErrorResponse(
+        Status::InvalidArgument("sort: expected created, updated, name, state, group, job_type, "
+                                "config.<key> or summary.<key> (prefix - to reverse), got '" +
+                                q.sort + "'"));
   }
   auto limit = IntParam(req, "limit");
   if (!limit.ok()) return ErrorResponse(limit.status());
