@@ -49,7 +49,7 @@ std::string RunPageSql(const std::string& where, const std::string& key, bool de
                        const std::string& limit_param);
 
 // A config./summary. sort (IsJsonSort) orders by three SQL expressions over `runs r` that each
-// engine writes (SqlStore::RunJsonSortExprs): the class (an integer, JsonSortClass), the number
+// engine writes (SqlStore::JsonSortExprs): the class (an integer, JsonSortClass), the number
 // (a double, 0 unless kNumber) and the text (0-byte order, '' unless kText). The class ascends in
 // both directions; number, text and r.pk follow the direction.
 struct RunJsonSortExprs {

@@ -169,6 +169,28 @@ std::string PostgresStore::RunTagCondition(const RunPredicate& p, sql::Params* p
   }
 }
 
+// The sort key of a config./summary. sort (run_list_sql.h RunJsonSortExprs) from the jsonb copy,
+// in SQLite's order (SqliteStore::JsonSortExprs): texts compare byte-wise (COLLATE "C").
+RunJsonSortExprs PostgresStore::JsonSortExprs(RunSortField field,
+                                              const std::vector<std::string>& path,
+                                              sql::Params* params) const {
+  RunJsonSortExprs e;
+  params->AddTextArray(path);
+  const std::string doc = field == RunSortField::kConfig ? "r.config_doc" : "r.summary_doc";
+  const std::string v = "(" + doc + " #> " + params->Last() + ")";
+  const std::string t = "jsonb_typeof(" + v + ")";
+  const std::string s = "(" + v + " #>> '{}')";
+  e.cls = "(CASE WHEN " + t + " IN ('number', 'boolean') OR (" + t + " = 'string' AND " + s +
+          " IN ('Infinity', '-Infinity')) THEN 0 WHEN " + t + " = 'string' AND " + s +
+          " = 'NaN' THEN 1 WHEN " + t + " = 'string' THEN 2 ELSE 3 END)";
+  e.number = "(CASE WHEN " + t + " IN ('number', 'boolean') THEN cohort_json_num(" + v + ") WHEN " +
+             t + " = 'string' AND " + s + " = 'Infinity' THEN 'Infinity'::float8 " + "WHEN " + t +
+             " = 'string' AND " + s + " = '-Infinity' THEN '-Infinity'::float8 ELSE 0::float8 END)";
+  e.text = "(CASE WHEN " + t + " = 'string' AND " + s +
+           " NOT IN ('Infinity', '-Infinity', 'NaN') THEN " + s + " ELSE '' END COLLATE \"C\")";
+  return e;
+}
+
 // config.<key> / summary.<key>, with the cohort_json_* functions of the schema: values compare
 // the way SQLite's json_extract does. Runs without the key match != and not in, and nothing else.
 std::string PostgresStore::RunJsonCondition(const RunPredicate& p, sql::Params* params) const {

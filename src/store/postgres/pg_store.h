@@ -76,6 +76,8 @@ class PostgresStore final : public SqlStore {
   std::string ConsoleTextCondition(const std::string& text, sql::Params* params) const override;
   std::string RunTagCondition(const RunPredicate& p, sql::Params* params) const override;
   std::string RunJsonCondition(const RunPredicate& p, sql::Params* params) const override;
+  RunJsonSortExprs JsonSortExprs(RunSortField field, const std::vector<std::string>& path,
+                                 sql::Params* params) const override;
   Status AfterImport(sql::Conn& conn) override;
   Status AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) override;
 

@@ -53,49 +53,6 @@ std::string ColumnCondition(const RunPredicate& p, Params* params) {
   }
 }
 
-// The sort key of a config./summary. sort on the key `path` (run_list_sql.h RunJsonSortExprs),
-// written for each engine so that both give the same order (run_filter.h JsonSortClass): SQLite
-// reads the value with json_type/json_extract, PostgreSQL from the jsonb copy (texts compare
-// byte-wise there too: COLLATE "C"). The strings "Infinity"/"-Infinity" are infinities and
-// "NaN" its own class, as the API writes non-finite numbers.
-RunJsonSortExprs JsonSortExprs(sql::Engine engine, RunSortField field,
-                               const std::vector<std::string>& path, Params* params) {
-  RunJsonSortExprs e;
-  if (engine == sql::Engine::kSqlite) {
-    params->Add(JsonPath(path));
-    const std::string doc = field == RunSortField::kConfig ? "r.config" : "r.summary";
-    const std::string t = "json_type(" + doc + ", " + params->Last() + ")";
-    const std::string v = "json_extract(" + doc + ", " + params->Last() + ")";
-    // Simple CASEs: each reads the value at most twice (json_type, then json_extract).
-    e.cls = "(CASE " + t + " WHEN 'integer' THEN 0 WHEN 'real' THEN 0 WHEN 'true' THEN 0 " +
-            "WHEN 'false' THEN 0 WHEN 'text' THEN (CASE " + v +
-            " WHEN 'Infinity' THEN 0 WHEN '-Infinity' THEN 0 WHEN 'NaN' THEN 1 ELSE 2 END) " +
-            "ELSE 3 END)";
-    e.number = "(CASE " + t + " WHEN 'integer' THEN CAST(" + v + " AS REAL) WHEN 'real' THEN " + v +
-               " WHEN 'true' THEN 1.0 WHEN 'text' THEN (CASE " + v +
-               " WHEN 'Infinity' THEN 9e999 WHEN '-Infinity' THEN -9e999 ELSE 0.0 END) " +
-               "ELSE 0.0 END)";
-    e.text = "(CASE " + t + " WHEN 'text' THEN (CASE " + v +
-             " WHEN 'Infinity' THEN '' WHEN '-Infinity' THEN '' WHEN 'NaN' THEN '' ELSE " + v +
-             " END) ELSE '' END)";
-    return e;
-  }
-  params->AddTextArray(path);
-  const std::string doc = field == RunSortField::kConfig ? "r.config_doc" : "r.summary_doc";
-  const std::string v = "(" + doc + " #> " + params->Last() + ")";
-  const std::string t = "jsonb_typeof(" + v + ")";
-  const std::string s = "(" + v + " #>> '{}')";
-  e.cls = "(CASE WHEN " + t + " IN ('number', 'boolean') OR (" + t + " = 'string' AND " + s +
-          " IN ('Infinity', '-Infinity')) THEN 0 WHEN " + t + " = 'string' AND " + s +
-          " = 'NaN' THEN 1 WHEN " + t + " = 'string' THEN 2 ELSE 3 END)";
-  e.number = "(CASE WHEN " + t + " IN ('number', 'boolean') THEN cohort_json_num(" + v + ") WHEN " +
-             t + " = 'string' AND " + s + " = 'Infinity' THEN 'Infinity'::float8 " + "WHEN " + t +
-             " = 'string' AND " + s + " = '-Infinity' THEN '-Infinity'::float8 ELSE 0::float8 END)";
-  e.text = "(CASE WHEN " + t + " = 'string' AND " + s +
-           " NOT IN ('Infinity', '-Infinity', 'NaN') THEN " + s + " ELSE '' END COLLATE \"C\")";
-  return e;
-}
-
 }  // namespace
 
 Result<RunPage> SqlStore::ListRuns(const RunQuery& query) {
@@ -119,7 +76,7 @@ Result<RunPage> SqlStore::ListRuns(const RunQuery& query) {
 
   std::string sql;
   if (IsJsonSort(plan.sort)) {
-    const RunJsonSortExprs key = JsonSortExprs(engine(), plan.sort, plan.sort_path, &params);
+    const RunJsonSortExprs key = JsonSortExprs(plan.sort, plan.sort_path, &params);
     if (const std::optional<RunCursor>& cursor = plan.cursor) {
       const RunJsonSortKey& j = std::get<RunJsonSortKey>(cursor->key);
       params.Add(int64_t(j.cls));

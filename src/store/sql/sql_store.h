@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "store/run_filter.h"
+#include "store/run_list_sql.h"
 #include "store/sql/run_ingest_cache.h"
 #include "store/sql/sql_conn.h"
 #include "store/sql/sql_dialect.h"
@@ -231,6 +232,10 @@ class SqlStore : public Store {
   // The conditions of the run list on tags and on config./summary. keys (run_filter.h).
   virtual std::string RunTagCondition(const RunPredicate& p, sql::Params* params) const = 0;
   virtual std::string RunJsonCondition(const RunPredicate& p, sql::Params* params) const = 0;
+  // The sort key of a config./summary. sort on the key `path` (run_list_sql.h
+  // RunJsonSortExprs): both engines give the same order (run_filter.h JsonSortClass).
+  virtual RunJsonSortExprs JsonSortExprs(RunSortField field, const std::vector<std::string>& path,
+                                         sql::Params* params) const = 0;
   // After the last Import, in FinishImport's transaction: what the engine derives from imported
   // rows (SQLite: summary pages; PostgreSQL: identity sequences, console numbering).
   virtual Status AfterImport(sql::Conn& conn) = 0;

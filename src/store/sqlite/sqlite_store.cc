@@ -167,6 +167,32 @@ std::string SqliteStore::RunTagCondition(const RunPredicate& p, sql::Params* par
   }
 }
 
+// The sort key of a config./summary. sort (run_list_sql.h RunJsonSortExprs) with json_type and
+// json_extract. The strings "Infinity"/"-Infinity" are infinities and "NaN" its own class, as
+// the API writes non-finite numbers (run_filter.h JsonSortClass).
+RunJsonSortExprs SqliteStore::JsonSortExprs(RunSortField field,
+                                            const std::vector<std::string>& path,
+                                            sql::Params* params) const {
+  RunJsonSortExprs e;
+  params->Add(JsonPath(path));
+  const std::string doc = field == RunSortField::kConfig ? "r.config" : "r.summary";
+  const std::string t = "json_type(" + doc + ", " + params->Last() + ")";
+  const std::string v = "json_extract(" + doc + ", " + params->Last() + ")";
+  // Simple CASEs: each reads the value at most twice (json_type, then json_extract).
+  e.cls = "(CASE " + t + " WHEN 'integer' THEN 0 WHEN 'real' THEN 0 WHEN 'true' THEN 0 " +
+          "WHEN 'false' THEN 0 WHEN 'text' THEN (CASE " + v +
+          " WHEN 'Infinity' THEN 0 WHEN '-Infinity' THEN 0 WHEN 'NaN' THEN 1 ELSE 2 END) " +
+          "ELSE 3 END)";
+  e.number = "(CASE " + t + " WHEN 'integer' THEN CAST(" + v + " AS REAL) WHEN 'real' THEN " + v +
+             " WHEN 'true' THEN 1.0 WHEN 'text' THEN (CASE " + v +
+             " WHEN 'Infinity' THEN 9e999 WHEN '-Infinity' THEN -9e999 ELSE 0.0 END) " +
+             "ELSE 0.0 END)";
+  e.text = "(CASE " + t + " WHEN 'text' THEN (CASE " + v +
+           " WHEN 'Infinity' THEN '' WHEN '-Infinity' THEN '' WHEN 'NaN' THEN '' ELSE " + v +
+           " END) ELSE '' END)";
+  return e;
+}
+
 // config.<key> / summary.<key>: compares the extracted JSON value. Runs without the key match
 // != and not in, and nothing else.
 std::string SqliteStore::RunJsonCondition(const RunPredicate& p, sql::Params* params) const {
