@@ -12,18 +12,11 @@
 
 #include "cli/read_client.h"
 #include "cohort/status.h"
+#include "core/history_columns.h"
 
 namespace cohort::cli {
 
-struct HistorySeries {
-  std::string key, writer;
-  bool more = false;  // the series has points after the last one here
-  std::vector<int64_t> steps, times;
-  std::vector<double> values;
-};
-
-// A columnar body -> its series; kCorruption for a wrong magic, version, checksum or length.
-Result<std::vector<HistorySeries>> DecodeHistoryColumns(std::string_view body);
+using HistorySeries = history_columns::ColumnSeries;
 
 // A JSON history answer ({"series": [{"key", "writer", "points": [[step, time, value]...],
 // "more"}]}) -> its series; kInternal when it is not that shape.

@@ -15,8 +15,6 @@ namespace {
 
 namespace bj = boost::json;
 
-constexpr char kMagic[4] = {'C', 'H', 'C', 'L'};
-
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
@@ -123,8 +121,8 @@ std::string EncodeHistoryColumns(const std::vector<store::SeriesData>& series,
   }
   const size_t padded = (header.size() + 7) / 8 * 8;
   std::string out;
-  out.reserve(kColumnsPreamble + padded + total * 24);
-  out.append(kMagic, 4);
+  out.reserve(history_columns::kPreamble + padded + total * 24);
+  out.append(history_columns::kMagic);
   coding::PutFixed32(&out, kColumnsVersion);
   coding::PutFixed32(&out, uint32_t(header.size()));
   coding::PutFixed32(&out, 0);  // the checksum, set below
@@ -136,67 +134,10 @@ std::string EncodeHistoryColumns(const std::vector<store::SeriesData>& series,
     PutColumn(&out, pts.size(), [&](size_t i) { return uint64_t(pts[i].time_ms); });
     PutColumn(&out, pts.size(), [&](size_t i) { return coding::DoubleBits(pts[i].value); });
   }
-  const uint32_t crc = crc32c::Value(out.data() + kColumnsPreamble, out.size() - kColumnsPreamble);
+  const uint32_t crc = crc32c::Value(out.data() + history_columns::kPreamble, out.size() - history_columns::kPreamble);
   std::string crc_bytes;
   coding::PutFixed32(&crc_bytes, crc);
   std::memcpy(out.data() + 12, crc_bytes.data(), 4);
-  return out;
-}
-
-Result<DecodedColumns> DecodeHistoryColumns(std::string_view body) {
-  if (body.size() < kColumnsPreamble || std::memcmp(body.data(), kMagic, 4) != 0) {
-    return Status::Corruption("history columns: no magic");
-  }
-  const uint32_t version = coding::DecodeFixed32(body.data() + 4);
-  if (version != kColumnsVersion) {
-    return Status::Corruption("history columns: version " + std::to_string(version));
-  }
-  const size_t header_len = coding::DecodeFixed32(body.data() + 8);
-  const uint32_t crc = coding::DecodeFixed32(body.data() + 12);
-  if (crc32c::Value(body.data() + kColumnsPreamble, body.size() - kColumnsPreamble) != crc) {
-    return Status::Corruption("history columns: checksum mismatch");
-  }
-  const size_t padded = (header_len + 7) / 8 * 8;
-  if (body.size() < kColumnsPreamble + padded) {
-    return Status::Corruption("history columns: header cut short");
-  }
-  DecodedColumns out;
-  out.header_json = std::string(body.substr(kColumnsPreamble, header_len));
-  boost::system::error_code ec;
-  bj::value header = bj::parse(out.header_json, ec);
-  const bj::object* root = ec ? nullptr : header.if_object();
-  const bj::value* list = root ? root->if_contains("series") : nullptr;
-  if (!list || !list->is_array()) return Status::Corruption("history columns: bad header");
-  size_t at = kColumnsPreamble + padded;
-  for (const bj::value& v : list->as_array()) {
-    const bj::object* o = v.if_object();
-    const bj::value* key = o ? o->if_contains("key") : nullptr;
-    const bj::value* writer = o ? o->if_contains("writer") : nullptr;
-    const bj::value* more = o ? o->if_contains("more") : nullptr;
-    const bj::value* points = o ? o->if_contains("points") : nullptr;
-    if (!key || !key->is_string() || !writer || !writer->is_string() || !more || !more->is_bool() ||
-        !points || !points->is_int64() || points->as_int64() < 0) {
-      return Status::Corruption("history columns: bad series in the header");
-    }
-    store::SeriesData s;
-    s.key = std::string(key->as_string());
-    s.writer = std::string(writer->as_string());
-    s.more = more->as_bool();
-    const size_t n = size_t(points->as_int64());
-    if ((body.size() - at) / 24 < n) {
-      return Status::Corruption("history columns: columns cut short");
-    }
-    const char* cols = body.data() + at;
-    s.points.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      s.points[i].step = int64_t(coding::DecodeFixed64(cols + 8 * i));
-      s.points[i].time_ms = int64_t(coding::DecodeFixed64(cols + 8 * (n + i)));
-      s.points[i].value = coding::BitsDouble(coding::DecodeFixed64(cols + 8 * (2 * n + i)));
-    }
-    at += 24 * n;
-    out.series.push_back(std::move(s));
-  }
-  if (at != body.size()) return Status::Corruption("history columns: bytes after the columns");
   return out;
 }
 

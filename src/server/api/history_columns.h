@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "cohort/status.h"
+#include "core/history_columns.h"
 #include "store/history_types.h"
 
 namespace cohort::api {
 
 inline constexpr std::string_view kColumnsMediaType = "application/vnd.cohort.columns";
-inline constexpr uint32_t kColumnsVersion = 1;
-inline constexpr size_t kColumnsPreamble = 16;  // magic, version, header length, crc32c
+inline constexpr uint32_t kColumnsVersion = history_columns::kVersion;
 
 enum class HistoryFormat { kJson, kColumns };
 
@@ -28,15 +28,9 @@ enum class HistoryFormat { kJson, kColumns };
 Result<HistoryFormat> NegotiateHistoryFormat(std::string_view accept, bool bucketed);
 
 // The columnar body for `series` (raw reads: points and `more` of each). `warnings_json`: the
-// JSON array of the answer's warnings ("[...]"), or empty for none.
+// JSON array of the answer's warnings ("[...]"), or empty for none. Read back by
+// history_columns::Decode (core/history_columns.h).
 std::string EncodeHistoryColumns(const std::vector<store::SeriesData>& series,
                                  std::string_view warnings_json);
-
-// A decoded columnar body (tests; the Python reader is python/cohort/api_columns.py).
-struct DecodedColumns {
-  std::string header_json;                // the header, as sent
-  std::vector<store::SeriesData> series;  // key, writer, more, points
-};
-Result<DecodedColumns> DecodeHistoryColumns(std::string_view body);
 
 }  // namespace cohort::api

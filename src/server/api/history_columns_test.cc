@@ -41,22 +41,22 @@ TEST(HistoryColumns, RoundTripKeepsEveryBitOfEveryValue) {
   std::string body = EncodeHistoryColumns(in, "");
   ASSERT_EQ(body.substr(0, 4), "CHCL");
   // Columns start 8-aligned after the header and take 24 bytes a point.
-  EXPECT_EQ((body.size() - kColumnsPreamble) % 8, 0u);
-  auto out = DecodeHistoryColumns(body);
+  EXPECT_EQ((body.size() - history_columns::kPreamble) % 8, 0u);
+  auto out = history_columns::Decode(body);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   ASSERT_EQ(out->series.size(), 3u);
   for (size_t i = 0; i < in.size(); ++i) {
     EXPECT_EQ(out->series[i].key, in[i].key);
     EXPECT_EQ(out->series[i].writer, in[i].writer);
     EXPECT_EQ(out->series[i].more, in[i].more);
-    ASSERT_EQ(out->series[i].points.size(), in[i].points.size());
+    ASSERT_EQ(out->series[i].steps.size(), in[i].points.size());
     for (size_t j = 0; j < in[i].points.size(); ++j) {
-      EXPECT_EQ(out->series[i].points[j].step, in[i].points[j].step);
-      EXPECT_EQ(out->series[i].points[j].time_ms, in[i].points[j].time_ms);
-      EXPECT_EQ(Bits(out->series[i].points[j].value), Bits(in[i].points[j].value)) << j;
+      EXPECT_EQ(out->series[i].steps[j], in[i].points[j].step);
+      EXPECT_EQ(out->series[i].times[j], in[i].points[j].time_ms);
+      EXPECT_EQ(Bits(out->series[i].values[j]), Bits(in[i].points[j].value)) << j;
     }
   }
-  EXPECT_TRUE(std::signbit(out->series[0].points[1].value));
+  EXPECT_TRUE(std::signbit(out->series[0].values[1]));
   EXPECT_EQ(out->header_json.find("warnings"), std::string::npos);
 }
 
@@ -75,7 +75,7 @@ TEST(HistoryColumns, LayoutIsTheDocumentedOne) {
 
 TEST(HistoryColumns, WarningsGoIntoTheHeader) {
   std::string body = EncodeHistoryColumns({}, R"([{"key":"k","message":"damaged"}])");
-  auto out = DecodeHistoryColumns(body);
+  auto out = history_columns::Decode(body);
   ASSERT_TRUE(out.ok());
   EXPECT_EQ(out->header_json, R"({"series":[],"warnings":[{"key":"k","message":"damaged"}]})");
 }
@@ -86,12 +86,12 @@ TEST(HistoryColumns, DamageIsDetected) {
   for (size_t at : {size_t(16), body.size() - 1, body.size() - 20}) {
     std::string bad = body;
     bad[at] ^= 0x01;
-    EXPECT_FALSE(DecodeHistoryColumns(bad).ok()) << at;
+    EXPECT_FALSE(history_columns::Decode(bad).ok()) << at;
   }
-  EXPECT_FALSE(DecodeHistoryColumns(body.substr(0, body.size() - 8)).ok());
+  EXPECT_FALSE(history_columns::Decode(body.substr(0, body.size() - 8)).ok());
   std::string v2 = body;
   v2[4] = 2;
-  EXPECT_FALSE(DecodeHistoryColumns(v2).ok());
+  EXPECT_FALSE(history_columns::Decode(v2).ok());
 }
 
 // A body with a good checksum whose header lies is refused, not trusted.
@@ -111,7 +111,7 @@ TEST(HistoryColumns, BadHeadersAreRefused) {
     std::string c;
     coding::PutFixed32(&c, crc);
     body.replace(12, 4, c);
-    EXPECT_FALSE(DecodeHistoryColumns(body).ok()) << header;
+    EXPECT_FALSE(history_columns::Decode(body).ok()) << header;
   }
 }
 
