@@ -1,9 +1,5 @@
 #include "cli/history_fetch.h"
 
-#include <cstring>
-
-#include "core/coding.h"
-#include "core/crc32c.h"
 #include "core/json.h"
 
 namespace cohort::cli {

@@ -1,8 +1,7 @@
 // The terminal commands' raw history reads: one page of `GET .../{run}/history` asked for in the
 // history columns (docs/formats.md "History columns": binary arrays, no JSON number parsing, NaN
 // payloads kept bit for bit), read as the JSON answer when a server answers JSON (one without
-// the columns). The CLI's own reader of that format (the server's decoder lives in the server
-// layer, which the CLI-only build does not have); `runs export` uses it.
+// the columns). Decoded by core/history_columns.h, the one C++ reader; `runs export` uses it.
 #pragma once
 
 #include <cstdint>

@@ -21,7 +21,8 @@ Result<Decoded> Decode(std::string_view body) {
     return Status::Corruption("history columns: checksum mismatch");
   }
   const size_t padded = (header_len + 7) / 8 * 8;
-  if (body.size() - kPreamble < padded) return Status::Corruption("history columns: header cut short");
+  if (body.size() - kPreamble < padded)
+    return Status::Corruption("history columns: header cut short");
   Decoded out;
   out.header_json = std::string(body.substr(kPreamble, header_len));
   auto header = json::Parse(out.header_json);
@@ -35,12 +36,13 @@ Result<Decoded> Decode(std::string_view body) {
     const bj::value* writer = o ? o->if_contains("writer") : nullptr;
     const bj::value* more = o ? o->if_contains("more") : nullptr;
     const bj::value* points = o ? o->if_contains("points") : nullptr;
-    if (!key || !key->is_string() || !writer || !writer->is_string() || !more ||
-        !more->is_bool() || !points || !points->is_int64() || points->as_int64() < 0) {
+    if (!key || !key->is_string() || !writer || !writer->is_string() || !more || !more->is_bool() ||
+        !points || !points->is_int64() || points->as_int64() < 0) {
       return Status::Corruption("history columns: bad series in the header");
     }
     const size_t n = size_t(points->as_int64());
-    if ((body.size() - at) / 24 < n) return Status::Corruption("history columns: columns cut short");
+    if ((body.size() - at) / 24 < n)
+      return Status::Corruption("history columns: columns cut short");
     ColumnSeries s;
     s.key = std::string(key->as_string());
     s.writer = std::string(writer->as_string());

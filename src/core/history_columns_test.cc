@@ -29,10 +29,9 @@ std::string Body(const std::string& header, const std::vector<std::vector<uint64
 
 TEST(HistoryColumnsDecode, KeepsNaNPayloadsAndNegativeZero) {
   const uint64_t nan = 0x7ff0000000000123ull, neg_zero = 0x8000000000000000ull;
-  std::string body = Body(
-      R"({"series":[{"key":"a","writer":"w","points":2,"more":true},)"
-      R"({"key":"b","writer":"","points":0,"more":false}]})",
-      {{3, 5}, {1000, 2000}, {nan, neg_zero}});
+  std::string body = Body(R"({"series":[{"key":"a","writer":"w","points":2,"more":true},)"
+                          R"({"key":"b","writer":"","points":0,"more":false}]})",
+                          {{3, 5}, {1000, 2000}, {nan, neg_zero}});
   auto decoded = Decode(body);
   ASSERT_TRUE(decoded.ok()) << decoded.status().message();
   const std::vector<ColumnSeries>* got = &decoded->series;
@@ -60,8 +59,7 @@ TEST(HistoryColumnsDecode, RefusesDamagedBodiesNamingTheProblem) {
   // Says one point more than it carries.
   std::string short_body =
       Body(R"({"series":[{"key":"a","writer":"w","points":2,"more":false}]})", {{1}, {2}, {3}});
-  EXPECT_NE(Decode(short_body).status().message().find("cut short"),
-            std::string::npos);
+  EXPECT_NE(Decode(short_body).status().message().find("cut short"), std::string::npos);
   std::string v2 = body;
   v2[4] = 2;
   EXPECT_NE(Decode(v2).status().message().find("version"), std::string::npos);

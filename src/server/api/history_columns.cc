@@ -134,7 +134,8 @@ std::string EncodeHistoryColumns(const std::vector<store::SeriesData>& series,
     PutColumn(&out, pts.size(), [&](size_t i) { return uint64_t(pts[i].time_ms); });
     PutColumn(&out, pts.size(), [&](size_t i) { return coding::DoubleBits(pts[i].value); });
   }
-  const uint32_t crc = crc32c::Value(out.data() + history_columns::kPreamble, out.size() - history_columns::kPreamble);
+  constexpr size_t kPreamble = history_columns::kPreamble;
+  const uint32_t crc = crc32c::Value(out.data() + kPreamble, out.size() - kPreamble);
   std::string crc_bytes;
   coding::PutFixed32(&crc_bytes, crc);
   std::memcpy(out.data() + 12, crc_bytes.data(), 4);

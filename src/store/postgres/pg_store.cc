@@ -311,14 +311,13 @@ Status PostgresStore::AfterImport(sql::Conn& conn) {
 
 // ---- finished writers ----
 
-Status PostgresStore::AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) {
+Result<int64_t> PostgresStore::AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) {
   // A finished writer's series keep no small tail chunks (series::PlanTailSeal), as on SQLite.
   // The ingest cache forgets the writer: its tail states change here (a batch planned from the
   // old ones would find them stale and be planned again; forgetting saves that round trip).
   ingest_cache_.EraseWriter(writer_pk);
-  COHORT_ASSIGN_OR_RETURN(const int64_t deleted, sql::SealWriterTails(conn, writer_pk, nullptr));
-  TailRowsDeleted(deleted);
-  return Status::Ok();
+  // The deleted rows count towards the VACUUM of chunks_tail once committed (TailRowsCommitted).
+  return sql::SealWriterTails(conn, writer_pk, nullptr);
 }
 
 }  // namespace cohort::store

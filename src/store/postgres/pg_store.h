@@ -79,7 +79,8 @@ class PostgresStore final : public SqlStore {
   RunJsonSortExprs JsonSortExprs(RunSortField field, const std::vector<std::string>& path,
                                  sql::Params* params) const override;
   Status AfterImport(sql::Conn& conn) override;
-  Status AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) override;
+  Result<int64_t> AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) override;
+  void TailRowsCommitted(int64_t tail_rows_deleted) override { TailRowsDeleted(tail_rows_deleted); }
 
  private:
   explicit PostgresStore(const pg::PostgresOptions& options);

@@ -397,7 +397,8 @@ Result<WriterRecord> SqlStore::FinishWriter(const RunRef& ref, const std::string
     return Status::InvalidArgument("finish: state '" + std::string(RunStateName(state)) +
                                    "' does not end a writer");
   }
-  return RunFor<WriterRecord>(Access::kWrite, [&](Conn& conn) -> Result<WriterRecord> {
+  int64_t tail_rows_deleted = 0;  // by the attempt that committed (a retry sets it again)
+  auto finished = RunFor<WriterRecord>(Access::kWrite, [&](Conn& conn) -> Result<WriterRecord> {
     COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, ref));
     COHORT_ASSIGN_OR_RETURN(
         int64_t changed,
@@ -409,9 +410,11 @@ Result<WriterRecord> SqlStore::FinishWriter(const RunRef& ref, const std::string
     COHORT_RETURN_IF_ERROR(RecomputeRunState(conn, run.pk, now_ms));  // locks the run row first
     COHORT_RETURN_IF_ERROR(FollowSummary(conn, run.pk));
     COHORT_ASSIGN_OR_RETURN(WriterRecord out, LoadWriter(conn, run.pk, ref, label));
-    COHORT_RETURN_IF_ERROR(AfterWriterFinished(conn, out.pk));
+    COHORT_ASSIGN_OR_RETURN(tail_rows_deleted, AfterWriterFinished(conn, out.pk));
     return out;
   });
+  if (finished.ok()) TailRowsCommitted(tail_rows_deleted);
+  return finished;
 }
 
 Result<std::vector<CrashedWriter>> SqlStore::MarkStaleWritersCrashed(int64_t stale_before_ms,

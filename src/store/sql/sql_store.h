@@ -241,8 +241,12 @@ class SqlStore : public Store {
   virtual Status AfterImport(sql::Conn& conn) = 0;
   // In FinishWriter's transaction, after the writer `writer_pk` ended: what the engine does with
   // a finished writer's series: both seal their tails (sql_tail_seal.h SealWriterTails; SQLite
-  // pages the sealed chunks, PostgreSQL forgets the writer's cached tail states).
-  virtual Status AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) = 0;
+  // pages the sealed chunks, PostgreSQL forgets the writer's cached tail states). Returns the
+  // tail chunk rows it deleted.
+  virtual Result<int64_t> AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) = 0;
+  // After FinishWriter committed: `tail_rows_deleted` rows of AfterWriterFinished are gone for
+  // good (PostgreSQL counts them towards its VACUUM of chunks_tail). Nothing by default.
+  virtual void TailRowsCommitted(int64_t tail_rows_deleted) {}
 
   // ---- shared helpers for the engines' own calls, inside their transactions ----
   // Appends an alert event (sql_store_alerts.cc); on PostgreSQL under a transaction-long

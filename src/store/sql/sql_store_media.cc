@@ -210,7 +210,8 @@ Result<int64_t> SqlStore::AttachMediaBlob(const RunRef& ref, const std::string& 
                                           int64_t max_run_media_bytes) {
   int64_t run_pk = 0;
   auto attached = RunFor<int64_t>(Access::kWrite, [&](Conn& conn) -> Result<int64_t> {
-    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, ref));
+    // The run row locked (PostgreSQL): two uploads of one run check the budget one at a time.
+    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, ref, /*lock=*/max_run_media_bytes > 0));
     run_pk = run.pk;
     if (max_run_media_bytes > 0) {
       COHORT_ASSIGN_OR_RETURN(
@@ -236,7 +237,8 @@ Result<int64_t> SqlStore::AttachMediaBlob(const RunRef& ref, const std::string& 
 Result<int64_t> SqlStore::AttachUploadedMedia(const RunRef& ref, int64_t max_run_media_bytes) {
   int64_t run_pk = 0;
   auto attached = RunFor<int64_t>(Access::kWrite, [&](Conn& conn) -> Result<int64_t> {
-    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, ref));
+    // The run row locked (PostgreSQL): two uploads of one run check the budget one at a time.
+    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, ref, /*lock=*/max_run_media_bytes > 0));
     run_pk = run.pk;
     if (max_run_media_bytes > 0) {
       COHORT_ASSIGN_OR_RETURN(

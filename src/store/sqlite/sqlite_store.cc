@@ -300,7 +300,7 @@ Status SqliteStore::AfterImport(sql::Conn& conn) {
 
 // ---- finished writers ----
 
-Status SqliteStore::AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) {
+Result<int64_t> SqliteStore::AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) {
   // A finished writer's series keep no small tail chunks (series::PlanTailSeal); the sealed
   // chunks continue the summary pages.
   sqlite::Db* db = static_cast<sqlite::SqlConn&>(conn).db();
@@ -309,7 +309,7 @@ Status SqliteStore::AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) {
                          const std::vector<series::ChunkWrite>& sealed) {
     return sqlite::PageSealedTail(db, series_pk, tail_idx_before, after, sealed);
   };
-  return sql::SealWriterTails(conn, writer_pk, page).status();
+  return sql::SealWriterTails(conn, writer_pk, page);
 }
 
 }  // namespace cohort::store

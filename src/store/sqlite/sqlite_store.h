@@ -81,7 +81,7 @@ class SqliteStore final : public SqlStore {
   RunJsonSortExprs JsonSortExprs(RunSortField field, const std::vector<std::string>& path,
                                  sql::Params* params) const override;
   Status AfterImport(sql::Conn& conn) override;
-  Status AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) override;
+  Result<int64_t> AfterWriterFinished(sql::Conn& conn, int64_t writer_pk) override;
 
  private:
   // A read connection borrowed from the pool, returned when the lease goes away. The borrowing

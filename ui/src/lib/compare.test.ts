@@ -107,6 +107,13 @@ describe('brushes', () => {
   test('a categorical brush covers the categories whose position it spans', () => {
     const ax = makeAxis('config.optimizer', RUNS);
     expect(brushFromUnits(ax, 0, 0.55)).toEqual(['adam', 'lamb']);
+    // A brush over a whole number axis keeps the runs at both ends, whatever their digits.
+    const ends = [run('lo', { x: -0.1234564 }), run('mid', { x: 0.05 }), run('hi', { x: 0.1234564 })];
+    const whole = brushFromUnits(makeAxis('config.x', ends), 0, 1)!;
+    expect(applyBrushes(ends, { 'config.x': whole }).map((r) => r.name)).toEqual(['lo', 'mid', 'hi']);
+    // A config string that reads like a non-finite number is still a value; the server's
+    // spellings of non-finite summaries are not.
+    expect(fieldValue(run('s', { act: 'inf' }), 'config.act')).toBe('inf');
     expect(brushFromUnits(ax, 0.01, 0.1)).toBeNull();
     expect(brushUnits(ax, ['lamb'])).toEqual([1 / 3, 2 / 3]);
     expect(brushUnits(ax, ['nope'])).toBeNull();

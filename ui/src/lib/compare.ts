@@ -24,7 +24,7 @@ function scalar(v: unknown): Scalar | undefined {
 }
 
 /** How the server spells a non-finite summary value: no value on an axis. */
-const NON_FINITE = new Set(['NaN', 'Infinity', '-Infinity', 'inf', '-inf', 'nan']);
+const NON_FINITE = new Set(['NaN', 'Infinity', '-Infinity']);
 
 /** A reader of the field `config.a.b` (nested, or a key with a dot in it) or `summary.<key>`:
  * the key parsed once, for the loops over 10,000 runs. */
@@ -210,13 +210,24 @@ export function isRange(b: Brush): b is [number, number] {
   return b.length === 2 && typeof b[0] === 'number';
 }
 
+/** `x` to six significant digits, rounded down (dir -1) or up (dir 1); `x` itself when that
+ * cannot be done exactly. */
+function roundOut(x: number, dir: -1 | 1): number {
+  const p = Number(x.toPrecision(6));
+  if (!Number.isFinite(x) || x === 0 || (dir < 0 ? p <= x : p >= x)) return p;
+  const unit = Math.pow(10, Math.floor(Math.log10(Math.abs(x))) - 5);
+  const q = Number((p + dir * unit).toPrecision(6));
+  return (dir < 0 ? q <= x : q >= x) ? q : x;
+}
+
 /** The brush that positions u0..u1 (either order) of `axis` cover; null when it covers no
  * category. */
 export function brushFromUnits(axis: Axis, u0: number, u1: number): Brush | null {
   const lo = Math.max(0, Math.min(u0, u1)), hi = Math.min(1, Math.max(u0, u1));
   if (axis.kind === 'num') {
-    const a = axis.invert(lo), b = axis.invert(hi);
-    return [Number(a.toPrecision(6)), Number(b.toPrecision(6))];
+    // Six significant digits (short URLs), rounded outwards so that a brush dragged to an end
+    // of the axis keeps the run at that end.
+    return [roundOut(axis.invert(lo), -1), roundOut(axis.invert(hi), 1)];
   }
   const n = axis.cats.length;
   const cats = axis.cats.filter((_, i) => { const u = (i + 0.5) / n; return u >= lo && u <= hi; });

@@ -60,6 +60,7 @@ export function WorkspacePage({ state }: { state: AppState }) {
   const [collapsed, setCollapsed] = useState<Set<string>>(new Set());
   // Runs picked in the table for a comparison (in the order picked).
   const [picked, setPicked] = useState<string[]>([]);
+  useEffect(() => setPicked([]), [entity, project]);  // a project's runs only
   const pickedSet = useMemo(() => new Set(picked), [picked]);
   const rows = useMemo(() => groupRows(shown, state.groupBy, collapsed), [shown, state.groupBy, collapsed]);
   // For the bench: how long the last filter+sort took.
