@@ -107,9 +107,10 @@ class BenchServer:
         return json.loads(self.read(path))
 
 
-def timed(fn, repeat):
-    """(median ms of `repeat` calls of fn after one warm call, fn's last result)."""
-    out = fn()
+def timed(fn, repeat, warm=True):
+    """(median ms of `repeat` calls of fn after one warm call (none: warm=False), fn's last
+    result)."""
+    out = fn() if warm else None
     ms = []
     for _ in range(repeat):
         t = time.perf_counter()

@@ -42,7 +42,6 @@ import pathlib
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -51,20 +50,12 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # bench/
+from _bench_server import timed  # noqa: E402  (stdlib only: runs in mlflow's venv too)
+
 
 def value(step, k):
     return 1.0 / (1.0 + 0.001 * step) + 0.01 * math.sin(step * 0.7 + k)
-
-
-def timed(fn, repeat, warm=True):
-    """(median ms of `repeat` calls of fn after one warm call, fn's last result)."""
-    out = fn() if warm else None
-    ms = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        ms.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(ms), out
 
 
 def tree_cpu_ms(pid):

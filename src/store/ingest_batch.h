@@ -77,7 +77,7 @@ struct MediaPoint {
   std::string caption;
   // A file of the vendor's clients that a history line names by path only (a list of images:
   // docs/compat.md): sha256 and size are empty until the file's upload names its blob
-  // (Store::AttachMediaBlob). Never set by the batch decoders.
+  // (Store::AttachUploadedMedia). Never set by the batch decoders.
   std::string path;
 };
 

@@ -133,16 +133,14 @@ class DataStore {
   // A media row of the run whose blob is `sha256` (the first by key, step, index); kNotFound
   // when the run has none.
   virtual Result<MediaRecord> FindMedia(const RunRef& ref, const std::string& sha256) = 0;
-  // The media rows of the run that await the upload of `path` (MediaPoint::path) get its blob
-  // and size; returns how many. Those rows entered with size 0, so the run's media budget is
-  // checked here: kPayloadTooLarge, and nothing attached, when the run would then hold more
-  // than `max_run_media_bytes` (0: no budget) bytes of media.
-  virtual Result<int64_t> AttachMediaBlob(const RunRef& ref, const std::string& path,
-                                          const std::string& sha256, int64_t size,
-                                          int64_t max_run_media_bytes) = 0;
-  // The same for every media row of the run that awaits a file the run already has (a run
-  // file with a blob: the upload came before the line that names it), in one statement.
-  virtual Result<int64_t> AttachUploadedMedia(const RunRef& ref, int64_t max_run_media_bytes) = 0;
+  // The media rows of the run that await a file by path (MediaPoint::path) which the run now
+  // holds as a blob (a run file with a sha256: its upload came) get that blob and size, in one
+  // statement; `path` non-empty: only the rows awaiting that file. Returns how many. Those rows
+  // entered with size 0, so the run's media budget is checked here: kPayloadTooLarge, and
+  // nothing attached, when the run would then hold more than `max_run_media_bytes` (0: no
+  // budget) bytes of media.
+  virtual Result<int64_t> AttachUploadedMedia(const RunRef& ref, const std::string& path,
+                                              int64_t max_run_media_bytes) = 0;
   virtual Result<std::vector<ConsoleLine>> QueryConsole(const ConsoleQuery& query) = 0;
   // Counts the lines of a console filter (query.limit is ignored) and returns the id of every
   // `stride`-th one (stride >= 1) without reading the lines themselves: the web UI's log index.

@@ -398,12 +398,17 @@ TEST_P(StoreConformanceTest, MediaRowsNamedByPathGetTheirBlobWhenTheFileIsUpload
   EXPECT_EQ(rows[0].size, 0);
   EXPECT_EQ(rows[1].caption, "cap 1");
 
+  // Both files are the run's now; the upload of _3_1 attaches its rows only.
   const std::string sha = Sha256::Hex("png bytes");
+  for (const char* name : {"media/images/examples_3_0.png", "media/images/examples_3_1.png"}) {
+    COHORT_ASSERT_OK(
+        store().PutRunFile(Ref("run1"), RunFile{.name = name, .size = 9, .sha256 = sha}).status());
+  }
   COHORT_ASSERT_OK_AND_ASSIGN(
-      int64_t n, store().AttachMediaBlob(Ref("run1"), "media/images/examples_3_1.png", sha, 9, 0));
+      int64_t n, store().AttachUploadedMedia(Ref("run1"), "media/images/examples_3_1.png", 0));
   EXPECT_EQ(n, 1);
   COHORT_ASSERT_OK_AND_ASSIGN(
-      n, store().AttachMediaBlob(Ref("run1"), "media/images/examples_3_1.png", sha, 9, 0));
+      n, store().AttachUploadedMedia(Ref("run1"), "media/images/examples_3_1.png", 0));
   EXPECT_EQ(n, 0);  // attached already
   COHORT_ASSERT_OK_AND_ASSIGN(
       rows, store().QueryMedia(MediaQuery{.run = Ref("run1"), .keys = {"examples"}}));
@@ -423,7 +428,7 @@ TEST_P(StoreConformanceTest, MediaRowsNamedByPathGetTheirBlobWhenTheFileIsUpload
   bad.AddMedia(sized);
   EXPECT_EQ(store().Ingest(Ref("run1"), "rank_0", bad.Finish(), 2).status().code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(store().AttachMediaBlob(Ref("nope"), "media/images/x.png", sha, 9, 0).status().code(),
+  EXPECT_EQ(store().AttachUploadedMedia(Ref("nope"), "media/images/x.png", 0).status().code(),
             StatusCode::kNotFound);
 }
 
@@ -455,7 +460,7 @@ TEST_P(StoreConformanceTest, MediaRowsNamedByPathGetTheRunsUploadedFilesInOneCal
                        .PutRunFile(Ref("run1"), RunFile{.name = "media/images/e_2.png", .size = 4,
                                                         .sha256 = sha2})
                        .status());
-  COHORT_ASSERT_OK_AND_ASSIGN(int64_t n, store().AttachUploadedMedia(Ref("run1"), 0));
+  COHORT_ASSERT_OK_AND_ASSIGN(int64_t n, store().AttachUploadedMedia(Ref("run1"), "", 0));
   EXPECT_EQ(n, 2);
   COHORT_ASSERT_OK_AND_ASSIGN(
       auto rows, store().QueryMedia(MediaQuery{.run = Ref("run1"), .keys = {"examples"}}));
@@ -464,9 +469,9 @@ TEST_P(StoreConformanceTest, MediaRowsNamedByPathGetTheRunsUploadedFilesInOneCal
   EXPECT_EQ(rows[0].size, 4);
   EXPECT_EQ(rows[1].sha256, "");
   EXPECT_EQ(rows[2].sha256, sha2);
-  COHORT_ASSERT_OK_AND_ASSIGN(n, store().AttachUploadedMedia(Ref("run1"), 0));
+  COHORT_ASSERT_OK_AND_ASSIGN(n, store().AttachUploadedMedia(Ref("run1"), "", 0));
   EXPECT_EQ(n, 0);
-  EXPECT_EQ(store().AttachUploadedMedia(Ref("nope"), 0).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store().AttachUploadedMedia(Ref("nope"), "", 0).status().code(), StatusCode::kNotFound);
 }
 
 // Rows named by path enter with size 0: their bytes count against --max-run-media-bytes when
@@ -489,27 +494,30 @@ TEST_P(StoreConformanceTest, AttachingUploadedMediaKeepsTheRunsMediaBudget) {
   ASSERT_EQ(rows.size(), 1u);
   const int64_t direct = rows[0].size;
   const std::string sha = Sha256::Hex("blob");
-  auto refused = store().AttachMediaBlob(Ref("run1"), "media/images/same.png", sha, 100,
-                                         direct + 99);
+  COHORT_ASSERT_OK(store()
+                       .PutRunFile(Ref("run1"), RunFile{.name = "media/images/same.png",
+                                                        .size = 100, .sha256 = sha})
+                       .status());
+  auto refused = store().AttachUploadedMedia(Ref("run1"), "media/images/same.png", direct + 99);
   EXPECT_EQ(refused.status().code(), StatusCode::kPayloadTooLarge);
   EXPECT_NE(refused.status().message().find("--max-run-media-bytes"), std::string::npos)
       << refused.status().message();
-  COHORT_ASSERT_OK_AND_ASSIGN(int64_t n, store().AttachMediaBlob(Ref("run1"),
-                                                                  "media/images/same.png", sha,
-                                                                  100, direct + 100));
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      int64_t n, store().AttachUploadedMedia(Ref("run1"), "media/images/same.png", direct + 100));
   EXPECT_EQ(n, 1);
-  // The other file, uploaded before its line: the bulk attach checks the same budget.
+  // The other file, uploaded before its line: attaching all the run's files checks the same
+  // budget.
   COHORT_ASSERT_OK(store()
                        .PutRunFile(Ref("run1"), RunFile{.name = "media/images/other.png",
                                                         .size = 50, .sha256 = sha})
                        .status());
-  EXPECT_EQ(store().AttachUploadedMedia(Ref("run1"), direct + 149).status().code(),
+  EXPECT_EQ(store().AttachUploadedMedia(Ref("run1"), "", direct + 149).status().code(),
             StatusCode::kPayloadTooLarge);
   COHORT_ASSERT_OK_AND_ASSIGN(
       rows, store().QueryMedia(MediaQuery{.run = Ref("run1"), .keys = {"examples"}}));
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[1].sha256, "");  // nothing attached
-  COHORT_ASSERT_OK_AND_ASSIGN(n, store().AttachUploadedMedia(Ref("run1"), direct + 150));
+  COHORT_ASSERT_OK_AND_ASSIGN(n, store().AttachUploadedMedia(Ref("run1"), "", direct + 150));
   EXPECT_EQ(n, 1);
   // The ingest path's budget sees the attached bytes too (the run's total was re-read).
   IngestBatchBuilder more(2);

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { api, launchBrowser, ROOT, startServer } from './harness.mjs';
+import { api, ROOT, startServer, openSignedInPage } from './harness.mjs';
 
 const SHOTS = path.join(ROOT, 'artifacts/ui');
 const P = 'cmp';
@@ -96,12 +96,7 @@ before(async () => {
   server = await startServer();
   entity = (await call('GET', '/api/v1/viewer')).entity;
   await seed();
-  browser = await launchBrowser();
-  const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 }, colorScheme: 'light' });
-  page = await ctx.newPage();
-  page.on('pageerror', (e) => { pageErrors.push(e.message); console.error('page error:', e.message); });
-  await page.goto(server.url + '/');
-  await page.evaluate((k) => localStorage.setItem('cohort.key', k), server.key);
+  ({ browser, page } = await openSignedInPage(server, pageErrors));
 });
 
 after(async () => {

@@ -122,6 +122,18 @@ export async function launchBrowser() {
   });
 }
 
+/** Chromium with one page (1400x900, light) at `server`'s UI, signed in with its API key; each
+ * uncaught page error is pushed to `errors` (tests assert it stays empty). */
+export async function openSignedInPage(server, errors) {
+  const browser = await launchBrowser();
+  const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 }, colorScheme: 'light' });
+  const page = await ctx.newPage();
+  page.on('pageerror', (e) => { errors.push(e.message); console.error('page error:', e.message); });
+  await page.goto(server.url + '/');
+  await page.evaluate((k) => localStorage.setItem('cohort.key', k), server.key);
+  return { browser, page };
+}
+
 /** Chromium logged in to `server` through its one-time login link: a page (1400x900, light,
  * `context` overriding) whose uncaught errors are pushed onto `pageErrors` (and printed);
  * resolves once the landing page lists `project`. */

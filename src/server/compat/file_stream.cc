@@ -292,7 +292,7 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
       stored.media.begin(), stored.media.end(),
       [](const store::MediaPoint& m) { return m.sha256.empty() && !m.path.empty(); });
   if (awaits_upload) {
-    auto a = ctx->store->AttachUploadedMedia(*ref, int64_t(ctx->limits.max_run_media_bytes));
+    auto a = ctx->store->AttachUploadedMedia(*ref, "", int64_t(ctx->limits.max_run_media_bytes));
     if (!a.ok() && a.status().code() == StatusCode::kPayloadTooLarge) {
       std::fprintf(stderr, "cohort: compat file_stream %s/%s/%s: images not attached: %s\n",
                    ref->entity.c_str(), ref->project.c_str(), ref->run_id.c_str(),

@@ -186,8 +186,8 @@ void RegisterRunFileRoutes(http::Router& r, api::ApiContext* ctx) {
           // a line stored meanwhile finds it (file_stream.cc). Over the run's media budget, the
           // file stays a run file, the images stay without it, and the answer is 413.
           if (!file.sha256.empty()) {
-            auto attached = ctx->store->AttachMediaBlob(
-                ref, name, file.sha256, file.size, int64_t(ctx->limits.max_run_media_bytes));
+            auto attached = ctx->store->AttachUploadedMedia(
+                ref, name, int64_t(ctx->limits.max_run_media_bytes));
             if (!attached.ok()) return api::ErrorResponse(attached.status());
           }
           return api::JsonResponse(200, bj::object{{"name", put->name}, {"size", put->size}});

@@ -63,10 +63,8 @@ class SqlStore : public Store {
   Result<std::vector<MediaKeyInfo>> ListMedia(const RunRef& ref) final;
   Result<std::vector<MediaRecord>> QueryMedia(const MediaQuery& query) final;
   Result<MediaRecord> FindMedia(const RunRef& ref, const std::string& sha256) final;
-  Result<int64_t> AttachMediaBlob(const RunRef& ref, const std::string& path,
-                                  const std::string& sha256, int64_t size,
-                                  int64_t max_run_media_bytes) final;
-  Result<int64_t> AttachUploadedMedia(const RunRef& ref, int64_t max_run_media_bytes) final;
+  Result<int64_t> AttachUploadedMedia(const RunRef& ref, const std::string& path,
+                                      int64_t max_run_media_bytes) final;
 
   Result<ViewRecord> CreateView(const ViewRecord& view) final;
   Result<std::vector<ViewRecord>> ListViews(const std::string& entity,

@@ -205,57 +205,35 @@ Result<std::vector<MediaRecord>> SqlStore::QueryMedia(const MediaQuery& q) {
   });
 }
 
-Result<int64_t> SqlStore::AttachMediaBlob(const RunRef& ref, const std::string& path,
-                                          const std::string& sha256, int64_t size,
-                                          int64_t max_run_media_bytes) {
+Result<int64_t> SqlStore::AttachUploadedMedia(const RunRef& ref, const std::string& path,
+                                              int64_t max_run_media_bytes) {
   int64_t run_pk = 0;
   auto attached = RunFor<int64_t>(Access::kWrite, [&](Conn& conn) -> Result<int64_t> {
     // The run row locked (PostgreSQL): two uploads of one run check the budget one at a time.
     COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, ref, /*lock=*/max_run_media_bytes > 0));
     run_pk = run.pk;
-    if (max_run_media_bytes > 0) {
-      COHORT_ASSIGN_OR_RETURN(
-          int64_t awaiting,
-          sql::QueryOne<int64_t>(
-              conn,
-              "SELECT CAST(count(*) AS BIGINT) FROM media WHERE run_pk = $1 AND sha256 = '' AND "
-              "path = $2",
-              Params().Add(run.pk).Add(path), [](const Row& row) { return row.Int(0); },
-              Status::Internal("media: no count row")));
-      if (awaiting == 0) return int64_t{0};
-      COHORT_RETURN_IF_ERROR(CheckMediaBudget(conn, run.pk, awaiting * size, max_run_media_bytes));
+    Params params;
+    params.Add(run.pk);
+    std::string awaiting = kAwaitingUploaded;
+    if (!path.empty()) {
+      params.Add(path);
+      awaiting += " AND media.path = " + params.Last();
     }
-    return conn.Exec("UPDATE media SET sha256 = $1, size = $2 WHERE run_pk = $3 AND "
-                     "sha256 = '' AND path = $4",
-                     Params().Add(sha256).Add(size).Add(run.pk).Add(path));
-  });
-  // The run's media bytes grew (or may have): summed again from the table when next needed.
-  if (!attached.ok() || *attached > 0) run_cache_.Forget(run_pk);
-  return attached;
-}
-
-Result<int64_t> SqlStore::AttachUploadedMedia(const RunRef& ref, int64_t max_run_media_bytes) {
-  int64_t run_pk = 0;
-  auto attached = RunFor<int64_t>(Access::kWrite, [&](Conn& conn) -> Result<int64_t> {
-    // The run row locked (PostgreSQL): two uploads of one run check the budget one at a time.
-    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, ref, /*lock=*/max_run_media_bytes > 0));
-    run_pk = run.pk;
     if (max_run_media_bytes > 0) {
       COHORT_ASSIGN_OR_RETURN(
           int64_t adding,
-          sql::QueryOne<int64_t>(conn,
-                                 std::string("SELECT CAST(coalesce(sum(f.size), 0) AS BIGINT) "
-                                             "FROM media JOIN run_files f ON ") +
-                                     kAwaitingUploaded,
-                                 Params().Add(run.pk), [](const Row& row) { return row.Int(0); },
-                                 Status::Internal("media: no aggregate row")));
+          sql::QueryOne<int64_t>(
+              conn, "SELECT CAST(coalesce(sum(f.size), 0) AS BIGINT) FROM media JOIN run_files f ON " +
+                        awaiting,
+              params, [](const Row& row) { return row.Int(0); },
+              Status::Internal("media: no aggregate row")));
       COHORT_RETURN_IF_ERROR(CheckMediaBudget(conn, run.pk, adding, max_run_media_bytes));
     }
-    return conn.Exec(std::string("UPDATE media SET sha256 = f.sha256, size = f.size FROM "
-                                 "run_files f WHERE ") +
-                         kAwaitingUploaded,
-                     Params().Add(run.pk));
+    return conn.Exec("UPDATE media SET sha256 = f.sha256, size = f.size FROM run_files f WHERE " +
+                         awaiting,
+                     params);
   });
+  // The run's media bytes grew (or may have): summed again from the table when next needed.
   if (!attached.ok() || *attached > 0) run_cache_.Forget(run_pk);
   return attached;
 }

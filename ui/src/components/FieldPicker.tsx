@@ -92,6 +92,20 @@ export function themeColors(el: Element | null): Theme {
 }
 
 /** The legend of a colour scale: a ramp between the field's min and max, or category swatches. */
+/** A panel's "runs" switch: all the runs of the filter ('') or only the visible ones. */
+export function ScopeSelect({ label, value, onChange }: {
+  label: string; value: '' | 'visible'; onChange: (scope: '' | 'visible') => void;
+}) {
+  return (
+    <label class="small">runs{' '}
+      <select aria-label={label} value={value} onChange={(e) => onChange((e.target as HTMLSelectElement).value as '' | 'visible')}>
+        <option value="">of the filter</option>
+        <option value="visible">visible (eye on)</option>
+      </select>
+    </label>
+  );
+}
+
 export function ColorLegend({ scale, testid }: { scale: ColorScale | null; testid: string }) {
   if (!scale) return null;
   const name = fieldLabel(scale.key);

@@ -11,7 +11,7 @@ import {
 import type { Run } from '../lib/filters';
 import { update } from '../lib/nav';
 import type { AppState } from '../lib/url';
-import { ColorLegend, FieldPicker, themeColors, useCanvas } from './FieldPicker';
+import { ColorLegend, FieldPicker, ScopeSelect, themeColors, useCanvas } from './FieldPicker';
 
 export const PC_HEIGHT = 340;
 const TOP = 14, BOTTOM = 14, LEFT = 64, RIGHT = 40;
@@ -199,12 +199,7 @@ export function ParallelCoords({ state, runs, fields }: { state: AppState; runs:
         <FieldPicker fields={fields} label="add an axis" text="+ axis" exclude={pc.axes} onPick={(k) => setPc(state, { ...pc, axes: [...pc.axes, k] })} />
         <FieldPicker fields={fields} label="colour lines by" allowNone
           text={<>colour: {pc.color ? fieldLabel(pc.color) : 'none'}</>} onPick={(k) => setPc(state, { ...pc, color: k })} />
-        <label class="small">runs{' '}
-          <select aria-label="parallel coordinates runs" value={pc.scope} onChange={(e) => setPc(state, { ...pc, scope: (e.target as HTMLSelectElement).value as '' | 'visible' })}>
-            <option value="">of the filter</option>
-            <option value="visible">visible (eye on)</option>
-          </select>
-        </label>
+        <ScopeSelect label="parallel coordinates runs" value={pc.scope} onChange={(scope) => setPc(state, { ...pc, scope })} />
         <ColorLegend scale={scale} testid="pc-legend" />
         <button type="button" class="small close-panel" aria-label="close parallel coordinates" onClick={() => setPc(state, undefined)}>×</button>
       </div>

@@ -8,7 +8,7 @@ import type { Run } from '../lib/filters';
 import { fmtNum } from '../lib/format';
 import { navigate, update } from '../lib/nav';
 import { linkTo, type AppState } from '../lib/url';
-import { ColorLegend, FieldPicker, themeColors, useCanvas } from './FieldPicker';
+import { ColorLegend, FieldPicker, ScopeSelect, themeColors, useCanvas } from './FieldPicker';
 
 export const SC_HEIGHT = 360;
 const TOP = 12, BOTTOM = 34, LEFT = 64, RIGHT = 16;
@@ -141,12 +141,7 @@ export function Scatter({ state, runs, fields, brushes }: { state: AppState; run
         <FieldPicker fields={fields} label="scatter y" text={<>y: {sc.y ? fieldLabel(sc.y) : 'choose'}</>} onPick={(k) => setSc(state, { ...sc, y: k })} />
         <FieldPicker fields={fields} label="colour points by" allowNone text={<>colour: {sc.color ? fieldLabel(sc.color) : 'none'}</>}
           onPick={(k) => setSc(state, { ...sc, color: k })} />
-        <label class="small">runs{' '}
-          <select aria-label="scatter runs" value={sc.scope} onChange={(e) => setSc(state, { ...sc, scope: (e.target as HTMLSelectElement).value as '' | 'visible' })}>
-            <option value="">of the filter</option>
-            <option value="visible">visible (eye on)</option>
-          </select>
-        </label>
+        <ScopeSelect label="scatter runs" value={sc.scope} onChange={(scope) => setSc(state, { ...sc, scope })} />
         <ColorLegend scale={scale} testid="sc-legend" />
         <button type="button" class="small close-panel" aria-label="close scatter" onClick={() => setSc(state, undefined)}>×</button>
       </div>

@@ -4,7 +4,7 @@
 // Pure functions: unit-tested in compare.test.ts.
 
 import type { Run } from './filters';
-import { fmtNum, naturalCompare, PALETTE } from './format';
+import { fmtNum, naturalCompare, PALETTE, valueAt } from './format';
 
 /** A field's type: numbers, categories (strings, or a mix), booleans. */
 export type FieldKind = 'num' | 'cat' | 'bool';
@@ -29,25 +29,10 @@ const NON_FINITE = new Set(['NaN', 'Infinity', '-Infinity']);
 /** A reader of the field `config.a.b` (nested, or a key with a dot in it) or `summary.<key>`:
  * the key parsed once, for the loops over 10,000 runs. */
 export function getter(key: string): (run: Run) => Scalar | undefined {
-  if (key.startsWith('config.')) {
-    const rest = key.slice(7);
-    const path = rest.split('.');
-    return (run) => {
-      const cfg = run.config as Record<string, unknown> | undefined;
-      if (!cfg) return undefined;
-      const direct = cfg[rest];
-      if (direct !== undefined || path.length === 1) return scalar(direct);
-      let cur: unknown = cfg;
-      for (const seg of path) {
-        if (cur === null || typeof cur !== 'object' || Array.isArray(cur)) return undefined;
-        cur = (cur as Record<string, unknown>)[seg];
-      }
-      return scalar(cur);
-    };
-  }
-  if (key.startsWith('summary.')) {
-    const k = key.slice(8);
-    return (run) => scalar(run.summary?.[k]);
+  for (const [prefix, doc] of [['config.', (r: Run) => r.config], ['summary.', (r: Run) => r.summary]] as const) {
+    if (!key.startsWith(prefix)) continue;
+    const rest = key.slice(prefix.length), path = rest.split('.');
+    return (run) => scalar(valueAt(doc(run) as Record<string, unknown> | undefined, rest, path));
   }
   return () => undefined;
 }

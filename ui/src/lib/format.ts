@@ -73,6 +73,21 @@ export function fmtNum(v: unknown): string {
   return JSON.stringify(v);
 }
 
+/** The value at a flattened key (`optim.lr`) of a JSON document: the key itself when the
+ * document has it (a key with a dot in it), else the path its dots name through nested objects;
+ * undefined when absent. `path` (key.split('.')) can be given by loops that reuse it. */
+export function valueAt(doc: Record<string, unknown> | null | undefined, key: string, path: string[] = key.split('.')): unknown {
+  if (!doc) return undefined;
+  const direct = doc[key];
+  if (direct !== undefined || path.length === 1) return direct;
+  let cur: unknown = doc;
+  for (const seg of path) {
+    if (cur === null || typeof cur !== 'object' || Array.isArray(cur)) return undefined;
+    cur = (cur as Record<string, unknown>)[seg];
+  }
+  return cur;
+}
+
 /** Flattens nested objects to dotted keys for config/summary tables. */
 export function flatten(obj: unknown, prefix = '', out: [string, unknown][] = []): [string, unknown][] {
   if (obj && typeof obj === 'object' && !Array.isArray(obj)) {

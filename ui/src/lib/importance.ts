@@ -3,7 +3,7 @@
 // predicts the metric from all config fields at once (which catches non-linear effects and
 // interactions a correlation misses). Pure functions, no DOM: unit-tested in importance.test.ts.
 import { binColumn, permutationImportance, trainForest, type ForestOptions, type PermutationOptions } from './forest';
-import { flatten } from './format';
+import { flatten, valueAt } from './format';
 import { correlationRatio, pearson } from './stats';
 
 export type FieldKind = 'number' | 'boolean' | 'category';
@@ -42,12 +42,7 @@ interface Field { key: string; kind: FieldKind; num: Float64Array; cat: (string 
 
 /** A metric's value in a summary (dotted path, or a key with dots in it); NaN when absent. */
 export function metricValue(summary: Record<string, unknown> | null | undefined, key: string): number {
-  if (!summary) return NaN;
-  let v: unknown = summary[key];
-  if (v === undefined) {
-    v = summary;
-    for (const seg of key.split('.')) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[seg] : undefined;
-  }
+  const v = valueAt(summary, key);
   return typeof v === 'number' && Number.isFinite(v) ? v : NaN;
 }
 
