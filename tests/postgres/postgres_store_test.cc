@@ -604,7 +604,7 @@ TEST_F(PostgresStoreTest, SmallBatchesAreCompactedIntoFullChunksKeepingEveryPoin
 }
 
 // One-row batches of 20 keys: every compaction deletes its series' tail rows, and so does the
-// writer's end; past kVacuumTailEvery of them the store VACUUMs chunks_tail itself (autovacuum
+// writer's end; past sql::kTailVacuumRows of them the store VACUUMs chunks_tail itself (autovacuum
 // may not come round for a minute), and the points are all there.
 TEST_F(PostgresStoreTest, StoreVacuumsChunksTailAfterEnoughDeletedTailRows) {
   COHORT_ASSERT_OK_AND_ASSIGN(auto store, Open());
@@ -626,9 +626,14 @@ TEST_F(PostgresStoreTest, StoreVacuumsChunksTailAfterEnoughDeletedTailRows) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_GE(store->tail_vacuums(), 1);
-  EXPECT_LE(store->tail_vacuums(), 2);  // one per kVacuumTailEvery rows at most
+  EXPECT_LE(store->tail_vacuums(), 2);  // one per sql::kTailVacuumRows rows at most
   EXPECT_EQ(QueryInt("SELECT count(*) FROM chunks_tail"), 0);
   EXPECT_EQ(QueryInt("SELECT sum(count)::int8 FROM chunks_sealed"), kKeys * kBatches);
+  // Autovacuum's threshold for the table is the same constant as the store's.
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM pg_class WHERE relname = 'chunks_tail' AND "
+                     "'autovacuum_vacuum_threshold=" +
+                     std::to_string(sql::kTailVacuumRows) + "' = ANY (reloptions)"),
+            1);
 }
 
 TEST_F(PostgresStoreTest, OneLargeBatchIsSealedWholeAsAlignedChunks) {

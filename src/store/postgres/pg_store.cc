@@ -46,7 +46,7 @@ void PostgresStore::TailRowsDeleted(int64_t rows) {
     MutexLock lock(&vacuum_mu_);
     const int64_t before = tails_deleted_;
     tails_deleted_ += rows;
-    wake = before < kVacuumTailEvery && tails_deleted_ >= kVacuumTailEvery;
+    wake = before < sql::kTailVacuumRows && tails_deleted_ >= sql::kTailVacuumRows;
   }
   if (wake) vacuum_cv_.Signal();
 }
@@ -54,7 +54,7 @@ void PostgresStore::TailRowsDeleted(int64_t rows) {
 void PostgresStore::VacuumTails() {
   MutexLock lock(&vacuum_mu_);
   while (true) {
-    while (!closing_ && tails_deleted_ < kVacuumTailEvery) vacuum_cv_.Wait(vacuum_mu_);
+    while (!closing_ && tails_deleted_ < sql::kTailVacuumRows) vacuum_cv_.Wait(vacuum_mu_);
     if (closing_) return;
     tails_deleted_ = 0;
     lock.Unlock();

@@ -30,6 +30,7 @@
 #include "store/postgres/pg_ingest_cache.h"
 #include "store/postgres/pg_options.h"
 #include "store/postgres/pg_pool.h"
+#include "store/sql/sql_schema.h"
 #include "store/sql/sql_store.h"
 
 namespace cohort::store {
@@ -57,15 +58,8 @@ class PostgresStore final : public SqlStore {
   int64_t stale_ingests() const { return stale_ingests_.load(std::memory_order_relaxed); }
   // The group commit of those batches (PostgresOptions::group_commit); null when off.
   pg::GroupCommit* group_commit() { return group_commit_.get(); }
-  // VACUUMs of chunks_tail this store ran (see kVacuumTailEvery), for tests.
+  // VACUUMs of chunks_tail this store ran (see sql::kTailVacuumRows), for tests.
   int64_t tail_vacuums() const { return tail_vacuums_.load(std::memory_order_relaxed); }
-
-  // Tail chunk rows (chunks_tail, sql_schema.cc) this store deletes (compactions, seals) between
-  // two VACUUMs of chunks_tail, which its own thread runs (pausing ten times as long as the last
-  // one took, at least 100 ms): autovacuum's naptime (a minute by default, a setting of the
-  // whole cluster) lets a store ingesting fast leave many more dead rows between its turns, and
-  // the table keeps the size they took.
-  static constexpr int64_t kVacuumTailEvery = 1000;
 
   // The pools (for tests and metrics).
   pg::Pool* primary_pool() { return primary_.get(); }
@@ -85,7 +79,10 @@ class PostgresStore final : public SqlStore {
  private:
   explicit PostgresStore(const pg::PostgresOptions& options);
   // Counts `rows` tail chunk rows deleted by a committed (or committing) call; wakes the vacuum
-  // thread at kVacuumTailEvery.
+  // thread at sql::kTailVacuumRows (sql_schema.h). The store VACUUMs chunks_tail on its own thread
+  // (pausing ten times as long as the last one took, at least 100 ms): autovacuum's naptime (a
+  // minute by default, a setting of the whole cluster) lets a store ingesting fast leave many
+  // more dead rows between its turns, and the table keeps the size they took.
   void TailRowsDeleted(int64_t rows) COHORT_EXCLUDES(vacuum_mu_);
   // The vacuum thread (pg_store.cc): VACUUM chunks_tail when woken, until the store closes.
   void VacuumTails() COHORT_EXCLUDES(vacuum_mu_);

@@ -41,7 +41,7 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //             already) and inline up to ~8 KB; partitioned by `sealed` (false: a tail chunk,
 //             which a compaction or the writer's end deletes again) so that the churn of tail
 //             chunks stays in the small chunks_tail, vacuumed every thousand dead rows (by the
-//             store, PostgresStore::kVacuumTailEvery, and by autovacuum's per-table settings),
+//             store and by autovacuum's per-table settings),
 //             and chunks_sealed only grows (no dead rows, no holes for VACUUM to leave). A row
 //             inserted without `sealed` (an import, a finished writer's seal) is sealed; ingest
 //             reads and deletes tails by index, in either partition.
@@ -217,7 +217,7 @@ pg: CREATE TABLE chunks_sealed PARTITION OF chunks FOR VALUES IN (true)
 pg:   WITH (toast_tuple_target = 8160);
 pg: CREATE TABLE chunks_tail PARTITION OF chunks FOR VALUES IN (false)
 pg:   WITH (toast_tuple_target = 8160, autovacuum_vacuum_scale_factor = 0,
-pg:         autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0);
+pg:         autovacuum_vacuum_threshold = {{tail_vacuum_rows}}, autovacuum_vacuum_cost_delay = 0);
 pg: ALTER TABLE chunks ALTER COLUMN data SET STORAGE EXTERNAL;
 sqlite: CREATE INDEX chunks_summary ON chunks (series_pk, idx, min_step, max_step, min_time,
 sqlite:   max_time, count, vmin, vmax, vsum, vfirst, vlast, nan_count);
@@ -601,7 +601,12 @@ Status TooNew(Engine engine, int64_t current) {
 int64_t LatestSchemaVersion() { return int64_t(Migrations().size()); }
 
 std::string SchemaScript(int64_t version, Engine engine) {
-  return RenderSchema(Migrations().at(size_t(version - 1)), engine);
+  std::string ddl = Migrations().at(size_t(version - 1));
+  static constexpr std::string_view kVacuumToken = "{{tail_vacuum_rows}}";
+  for (size_t at; (at = ddl.find(kVacuumToken)) != std::string::npos;) {
+    ddl.replace(at, kVacuumToken.size(), std::to_string(kTailVacuumRows));
+  }
+  return RenderSchema(ddl, engine);
 }
 
 Result<int64_t> SchemaVersion(Conn& conn) {

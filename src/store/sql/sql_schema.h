@@ -25,6 +25,10 @@ namespace cohort::store::sql {
 // The version this build writes.
 int64_t LatestSchemaVersion();
 
+// PostgreSQL: dead rows of chunks_tail between two VACUUMs of it, both the store's own
+// (PostgresStore) and autovacuum's per-table threshold in the schema ({{tail_vacuum_rows}}).
+inline constexpr int64_t kTailVacuumRows = 1000;
+
 // The DDL of migration `version` (1..LatestSchemaVersion()) for `engine`.
 std::string SchemaScript(int64_t version, Engine engine);
 

@@ -1,0 +1,74 @@
+"""The run's media budget (`--max-run-media-bytes`) on the vendor's upload route, over HTTP: a
+list of images (`images/separated`) names its files by path only, so its rows enter with no
+size, and the budget is checked when each file arrives. The upload that would take the run past
+the budget is answered 413 naming the flag; its image keeps no blob (listed as not uploaded),
+the file itself stays a run file; what was within the budget is attached and readable."""
+import json
+
+import pytest
+
+from conftest import ServerProcess
+from .compat_helpers import WandbWire, history_line
+
+pytestmark = pytest.mark.timeout(120)
+
+CREATE_RUN_FILES = """mutation CreateRunFiles ($entity: String!, $project: String!, $run: String!, $files: [String!]!) {
+	createRunFiles(input: {entityName:$entity,projectName:$project,runName:$run,files:$files}) {
+		runID
+		files { name uploadUrl }
+	}
+}"""
+
+BUDGET = 100
+
+
+@pytest.fixture
+def budget_server(tmp_path):
+    s = ServerProcess(tmp_path, extra_args=["--max-run-media-bytes", str(BUDGET)]).start()
+    yield s
+    s.stop()
+
+
+def test_upload_past_the_runs_media_budget_is_413_and_attaches_nothing(budget_server):
+    server = budget_server
+    api = server.api()
+    status, viewer = api.get("/api/v1/viewer")
+    assert status == 200
+    entity = viewer["entity"]
+    wire = WandbWire(server.url, server.config["api_key"])
+    wire.upsert("budget1", project="proj", entity=entity)
+
+    names = ["media/images/ex_0_0.png", "media/images/ex_0_1.png"]
+    line = json.loads(history_line(0, loss=0.5))
+    line["ex"] = {"_type": "images/separated", "count": 2, "filenames": names,
+                  "width": 3, "height": 5}
+    body = {"files": {"wandb-history.jsonl": {"offset": 0, "content": [json.dumps(line)]}}}
+    assert wire.file_stream(entity, "proj", "budget1", body)[0] == 200
+
+    status, payload = wire.gql(CREATE_RUN_FILES, {"entity": entity, "project": "proj",
+                                                  "run": "budget1", "files": names})
+    assert status == 200 and "errors" not in payload, payload
+    urls = {f["name"]: f["uploadUrl"] for f in payload["data"]["createRunFiles"]["files"]}
+    first = b"\x89PNG\r\n\x1a\n" + b"a" * 52    # 60 bytes: within the budget of 100
+    second = b"\x89PNG\r\n\x1a\n" + b"b" * 52   # 60 more: 120 > 100
+    assert wire.put(urls[names[0]], first)[0] == 200
+    status, answer, _ = wire.put(urls[names[1]], second)
+    assert status == 413, answer
+    assert "--max-run-media-bytes" in json.dumps(answer), answer
+
+    base = f"/api/v1/runs/{entity}/proj/budget1"
+    status, media = api.get(base + "/media?keys=ex")
+    assert status == 200, media
+    rows = {r["index"]: r for r in media["media"]}
+    assert sorted(rows) == [0, 1], media
+    assert rows[0]["uploaded"] and rows[0]["size"] == len(first), rows[0]
+    assert not rows[1]["uploaded"] and rows[1]["sha256"] == "", rows[1]
+    # The refused file is kept as a run file (nothing acknowledged is dropped) ...
+    status, listing = api.get(base + "/files")
+    assert status == 200
+    sizes = {f["name"]: f["size"] for f in listing["files"]}
+    assert sizes.get(names[1]) == len(second), sizes
+    # ... and the attached image reads back.
+    status, data, _ = wire._request("GET", rows[0]["url"],
+                                    headers={"Authorization": "Bearer " + api.key}, auth=False)
+    assert status == 200 and data == first
