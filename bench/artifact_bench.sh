@@ -28,12 +28,12 @@ with open(sys.argv[1], "wb") as f:
 PY
 results="$tmp/results.jsonl"
 secs() { python3 -c 'import sys,time; print(time.time())'; }
+drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 for rep in $(seq "$repeats"); do
   run="$tmp/run$rep"; mkdir -p "$run"
   t0=$(secs); dd if="$file" of="$run/copy" bs=8M conv=fdatasync status=none; t1=$(secs)
   rm -f "$run/copy"
   t2=$(secs); dd if="$file" of=/dev/null bs=8M status=none; t3=$(secs)
-  drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
   t4=0; t5=0
   if [ "${COLD:-0}" = 1 ]; then
     drop_caches; t4=$(secs); dd if="$file" of=/dev/null bs=8M status=none; t5=$(secs)

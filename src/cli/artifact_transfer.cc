@@ -17,10 +17,6 @@ namespace {
 
 constexpr size_t kReadBlockBytes = 1 << 20;
 constexpr int kRangeRetries = 5;
-// Parts of an upload in flight at once (each on its own connection), as the agent sends them
-// (agent/artifact_uploader.h parallel_parts): two keep the server's disk busy while the next
-// part travels; each costs the server one part's body in memory.
-constexpr int kUploadStreams = 2;
 // The download's writer syncs every this many bytes, so that the disk writes while the next
 // ranges are fetched and hashed instead of all at the end.
 constexpr uint64_t kSyncEveryBytes = 64 << 20;
@@ -265,80 +261,35 @@ Result<UploadResult> UploadBlob(ReadClient& client, wal::FileSystem* fs, std::st
     }
   }
   uint64_t count = (file.size + part_bytes - 1) / part_bytes;
-  std::vector<uint64_t> missing;
+  std::unique_ptr<wal::SequentialFile> reader;
+  uint64_t pos = 0;
   for (uint64_t n = 0; n < count; ++n) {
-    if (!have.count(n)) {
-      missing.push_back(n);
+    uint64_t offset = n * part_bytes;
+    size_t len = size_t(std::min(part_bytes, file.size - offset));
+    if (have.count(n)) {
+      ++result.parts_skipped;
+      if (progress) progress(len);
       continue;
     }
-    ++result.parts_skipped;
-    if (progress) progress(std::min(part_bytes, file.size - n * part_bytes));
-  }
-  // kUploadStreams senders, each with its own connection and reader, take the missing parts in
-  // order: while the server writes and syncs one part, the next is on its way.
-  struct Shared {
-    Mutex mu;
-    size_t next COHORT_GUARDED_BY(mu) = 0;
-    Status error COHORT_GUARDED_BY(mu);
-    int parts_sent COHORT_GUARDED_BY(mu) = 0;
-    uint64_t bytes_sent COHORT_GUARDED_BY(mu) = 0;
-  } shared;
-  const auto send = [&](ReadClient& c) {
-    std::unique_ptr<wal::SequentialFile> reader;
-    uint64_t pos = 0;
-    while (true) {
-      uint64_t n = 0;
-      {
-        MutexLock lock(&shared.mu);
-        if (!shared.error.ok() || shared.next == missing.size()) return;
-        n = missing[shared.next++];
-      }
-      const uint64_t offset = n * part_bytes;
-      const size_t len = size_t(std::min(part_bytes, file.size - offset));
-      Status sent = Status::Ok();
-      if (!reader) {
-        auto opened = fs->NewSequentialFile(file.disk_path);
-        if (opened.ok()) {
-          reader = std::move(*opened);
-        } else {
-          sent = opened.status();
-        }
-      }
-      Result<std::string> bytes = sent.ok() ? ReadAt(*reader, &pos, offset, len, file.disk_path)
-                                            : Result<std::string>(sent);
-      sent = bytes.status();
-      if (sent.ok()) {
-        const std::string path = base + "/parts/" + std::to_string(n) + "?" + size_q;
-        for (int attempt = 0; attempt <= kRangeRetries; ++attempt) {
-          sent = c.Send("PUT", path, *bytes, "application/octet-stream").status();
-          if (sent.ok() || sent.code() != StatusCode::kUnavailable) break;
-        }
-      }
-      MutexLock lock(&shared.mu);
-      if (!sent.ok()) {
-        if (shared.error.ok()) shared.error = sent;
-        return;
-      }
-      ++shared.parts_sent;
-      shared.bytes_sent += len;
-      if (progress) progress(len);
+    if (!reader) {
+      COHORT_ASSIGN_OR_RETURN(reader, fs->NewSequentialFile(file.disk_path));
     }
-  };
-  {
-    std::vector<std::unique_ptr<ReadClient>> others;
-    std::vector<std::thread> threads;
-    for (int i = 1; i < kUploadStreams && size_t(i) < missing.size(); ++i) {
-      others.push_back(client.Clone());
-      threads.emplace_back([&send, c = others.back().get()] { send(*c); });
+    COHORT_ASSIGN_OR_RETURN(std::string bytes, ReadAt(*reader, &pos, offset, len, file.disk_path));
+    std::string path = base;
+    path += "/parts/";
+    path += std::to_string(n);
+    path += '?';
+    path += size_q;
+    Status sent;
+    for (int attempt = 0; attempt <= kRangeRetries; ++attempt) {
+      auto res = client.Send("PUT", path, bytes, "application/octet-stream");
+      sent = res.status();
+      if (sent.ok() || sent.code() != StatusCode::kUnavailable) break;
     }
-    send(client);
-    for (std::thread& t : threads) t.join();
-  }
-  {
-    MutexLock lock(&shared.mu);
-    COHORT_RETURN_IF_ERROR(shared.error);
-    result.parts_sent = shared.parts_sent;
-    result.bytes_sent = shared.bytes_sent;
+    COHORT_RETURN_IF_ERROR(sent);
+    ++result.parts_sent;
+    result.bytes_sent += len;
+    if (progress) progress(len);
   }
   bj::object body{{"size", file.size}};
   COHORT_ASSIGN_OR_RETURN(bj::value done, client.Post(base + "/complete", body));

@@ -1,10 +1,9 @@
 // The byte-moving side of `cohort artifact put|get` (docs/cli.md, docs/artifacts.md): SHA-256 of
 // local files, blob uploads in parts of limits::kBlobPartBytes (status, the missing parts read
-// from disk and sent two at a time, complete) and ranged, verified, resumable downloads. All file I/O goes
+// from disk one at a time, complete) and ranged, verified, resumable downloads. All file I/O goes
 // through the injected wal::FileSystem; the HTTP side is a ReadClient; digests are core/sha256.
 //
-// Threading: the functions are thread-compatible (one ReadClient per thread); UploadBlob runs a
-// second thread of its own, and calls `progress` from either, one call at a time.
+// Threading: the functions are thread-compatible (one ReadClient per thread).
 #pragma once
 
 #include <cstdint>
@@ -60,9 +59,8 @@ struct UploadResult {
   uint64_t bytes_sent = 0;
 };
 
-// Makes the entity hold `file`'s blob: GET its status, PUT each missing part (read from disk as
-// it is sent, two parts in flight on two connections: `client` and a Clone), POST complete.
-// The file must still have `file.size` bytes and `file.sha256`.
+// Makes the entity hold `file`'s blob: GET its status, PUT each missing part (read from disk one
+// at a time), POST complete. The file must still have `file.size` bytes and `file.sha256`.
 Result<UploadResult> UploadBlob(ReadClient& client, wal::FileSystem* fs, std::string_view entity,
                                 const LocalFile& file, const ProgressFn& progress = {});
 

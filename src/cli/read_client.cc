@@ -76,12 +76,6 @@ ReadClient::ReadClient(std::string base_url, std::string api_key)
             agent::HttpClientOptions{5.0, 120.0, "cohort-cli/" + std::string(kVersion), ""}),
       api_key_(std::move(api_key)) {}
 
-std::unique_ptr<ReadClient> ReadClient::Clone() const {
-  std::unique_ptr<ReadClient> c(new ReadClient(http_.base_url(), api_key_));
-  c->entity_ = entity_;
-  return c;
-}
-
 Result<std::unique_ptr<ReadClient>> ReadClient::Open() {
   std::string url = Env("COHORT_BASE_URL"), key = Env("COHORT_API_KEY");
   if (url.empty() || key.empty()) {

@@ -56,10 +56,6 @@ class ReadClient {
   Result<boost::json::value> SendJson(std::string_view method, std::string_view path,
                                       const boost::json::object& body);
 
-  // Another client of the same server and key, with a connection of its own (for a second
-  // thread: a ReadClient belongs to one thread at a time).
-  std::unique_ptr<ReadClient> Clone() const;
-
   // The entity of the API key (GET /api/v1/viewer), fetched once.
   Result<std::string> Entity();
 

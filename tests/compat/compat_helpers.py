@@ -76,6 +76,37 @@ class WandbWire:
                              headers={"Content-Type": "application/octet-stream"})
 
 
+CREATE_RUN_FILES = """mutation CreateRunFiles ($entity: String!, $project: String!, $run: String!, $files: [String!]!) {
+	createRunFiles(input: {entityName:$entity,projectName:$project,runName:$run,files:$files}) {
+		runID
+		uploadHeaders
+		files {
+			name
+			uploadUrl
+		}
+	}
+}"""
+
+
+# The start of a training script for a real Hugging Face Trainer (transformers from PyPI,
+# Debian's torch): a tiny GPT-2 built from a config (no downloads) and a 32-sample dataset;
+# `out` (argv[1]) is the output directory. The tests append their TrainingArguments and Trainer.
+HF_TINY_GPT2 = r'''
+import json, os, sys, torch
+from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+out = sys.argv[1]
+torch.manual_seed(0)
+model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=16, n_embd=16, n_layer=1, n_head=2))
+
+class Data(torch.utils.data.Dataset):
+    def __len__(self):
+        return 32
+    def __getitem__(self, i):
+        ids = torch.tensor([(i + j) % 64 for j in range(16)])
+        return {"input_ids": ids, "labels": ids}
+'''
+
+
 UPSERT_BUCKET = """
 mutation UpsertBucket ($id: String, $name: String, $project: String, $entity: String, $groupName: String, $description: String, $displayName: String, $notes: String, $commit: String, $config: JSONString, $host: String, $debug: Boolean, $program: String, $repo: String, $jobType: String, $state: String, $sweep: String, $tags: [String!], $summaryMetrics: JSONString) {
 \tupsertBucket(input: {id:$id,name:$name,groupName:$groupName,modelName:$project,entityName:$entity,description:$description,displayName:$displayName,notes:$notes,config:$config,commit:$commit,host:$host,debug:$debug,jobProgram:$program,jobRepo:$repo,jobType:$jobType,state:$state,sweep:$sweep,tags:$tags,summaryMetrics:$summaryMetrics}) {

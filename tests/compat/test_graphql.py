@@ -5,6 +5,8 @@ import hashlib
 import json
 import urllib.parse
 
+from .compat_helpers import CREATE_RUN_FILES
+
 PROBE = """
    query ProbeServerCapabilities {
        QueryType: __type(name: "Query") {
@@ -24,18 +26,6 @@ PROBE = """
         }
     }
 """
-
-CREATE_RUN_FILES = """mutation CreateRunFiles ($entity: String!, $project: String!, $run: String!, $files: [String!]!) {
-	createRunFiles(input: {entityName:$entity,projectName:$project,runName:$run,files:$files}) {
-		runID
-		uploadHeaders
-		files {
-			name
-			uploadUrl
-		}
-	}
-}"""
-
 
 def test_probes_viewer_and_features(wire, entity):
     status, payload = wire.gql(PROBE)

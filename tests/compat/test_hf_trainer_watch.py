@@ -7,24 +7,11 @@ import json
 
 import pytest
 
-from .compat_helpers import run_python, sdk_env
+from .compat_helpers import HF_TINY_GPT2, run_python, sdk_env
 
 pytestmark = pytest.mark.timeout(600)
 
-TRAIN = r'''
-import json, os, sys, torch
-from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
-out = sys.argv[1]
-torch.manual_seed(0)
-model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=16, n_embd=16, n_layer=1, n_head=2))
-
-class Data(torch.utils.data.Dataset):
-    def __len__(self):
-        return 64
-    def __getitem__(self, i):
-        ids = torch.tensor([(i + j) % 64 for j in range(16)])
-        return {"input_ids": ids, "labels": ids}
-
+TRAIN = HF_TINY_GPT2 + r'''
 # 100 steps: the Trainer's watch logs every max(100, logging_steps) steps, so once.
 args = TrainingArguments(output_dir=out, max_steps=100, logging_steps=50, save_strategy="no",
                          per_device_train_batch_size=4, report_to=["wandb"], run_name="hf-watch",

@@ -8,16 +8,9 @@ import json
 import pytest
 
 from conftest import ServerProcess
-from .compat_helpers import WandbWire, history_line
+from .compat_helpers import CREATE_RUN_FILES, WandbWire, history_line
 
 pytestmark = pytest.mark.timeout(120)
-
-CREATE_RUN_FILES = """mutation CreateRunFiles ($entity: String!, $project: String!, $run: String!, $files: [String!]!) {
-	createRunFiles(input: {entityName:$entity,projectName:$project,runName:$run,files:$files}) {
-		runID
-		files { name uploadUrl }
-	}
-}"""
 
 BUDGET = 100
 

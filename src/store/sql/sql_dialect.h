@@ -3,6 +3,7 @@
 // Pure functions; thread-safe.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -30,7 +31,11 @@ std::string RenderForSqlite(std::string_view sql);
 //   {{json}}  JSON (PostgreSQL: jsonb, for filters; SQLite: text)
 //   {{hot}}   options of rows updated by every ingest (PostgreSQL: fillfactor 70)
 //   {{norowid}} options of tables keyed by their primary key alone (SQLite: WITHOUT ROWID)
-// A line that starts with "pg: " or "sqlite: " belongs to that engine only.
-std::string RenderSchema(std::string_view ddl, Engine engine);
+// A line that starts with "pg: " or "sqlite: " belongs to that engine only. `values` names the
+// schema's own constants ({{name}} -> its text, e.g. a threshold the code uses too), the same
+// for both engines.
+std::string RenderSchema(
+    std::string_view ddl, Engine engine,
+    const std::map<std::string, std::string, std::less<>>& values = {});
 
 }  // namespace cohort::store::sql

@@ -78,6 +78,11 @@ TEST(SqlDialectTest, SchemaLinesAndTypesFollowTheEngine) {
             "  extra bigint,\n"
             "  UNIQUE (name)\n"
             ") WITH (fillfactor = 70);\n");
+  // The schema's own constants, by name, for both engines.
+  const std::string with_value = "pg: ALTER TABLE t SET (n = {{rows}});\nSELECT {{rows}};\n";
+  EXPECT_EQ(RenderSchema(with_value, Engine::kPostgres, {{"rows", "1000"}}),
+            "ALTER TABLE t SET (n = 1000);\nSELECT 1000;\n");
+  EXPECT_EQ(RenderSchema(with_value, Engine::kSqlite, {{"rows", "7"}}), "SELECT 7;\n");
 }
 
 // Every token of the schema is one the renderer knows, for both engines, and every table has

@@ -601,12 +601,8 @@ Status TooNew(Engine engine, int64_t current) {
 int64_t LatestSchemaVersion() { return int64_t(Migrations().size()); }
 
 std::string SchemaScript(int64_t version, Engine engine) {
-  std::string ddl = Migrations().at(size_t(version - 1));
-  static constexpr std::string_view kVacuumToken = "{{tail_vacuum_rows}}";
-  for (size_t at; (at = ddl.find(kVacuumToken)) != std::string::npos;) {
-    ddl.replace(at, kVacuumToken.size(), std::to_string(kTailVacuumRows));
-  }
-  return RenderSchema(ddl, engine);
+  return RenderSchema(Migrations().at(size_t(version - 1)), engine,
+                      {{"tail_vacuum_rows", std::to_string(kTailVacuumRows)}});
 }
 
 Result<int64_t> SchemaVersion(Conn& conn) {
