@@ -17,6 +17,7 @@ them, never at ``import cohort``.
 from __future__ import annotations
 
 import collections
+import contextlib
 import hashlib
 import io
 import json
@@ -31,7 +32,7 @@ import time
 import uuid
 import warnings
 import wave
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 #: Caption bytes (core/limits.h kMaxMediaCaptionBytes).
 MAX_CAPTION_BYTES = 4096
@@ -324,6 +325,10 @@ class Html(_Media):
 def _cell(v: Any, row: int, col: str) -> Any:
     if v is None or isinstance(v, (bool, str)):
         return v
+    if isinstance(v, _Media):
+        if isinstance(v, Table):
+            raise ValueError(f"Table: row {row}, column {col!r}: a Table cannot be a cell")
+        return v  # encoded with the table, on the worker thread (Table._encode)
     if isinstance(v, numbers.Integral):
         return int(v)
     if isinstance(v, numbers.Real):
@@ -333,13 +338,16 @@ def _cell(v: Any, row: int, col: str) -> Any:
     if np is not None and isinstance(v, np.generic):
         return _cell(v.item(), row, col)
     raise ValueError(f"Table: row {row}, column {col!r}: a {type(v).__name__} cannot be a cell "
-                     "(numbers, strings, booleans or None)")
+                     "(numbers, strings, booleans, None, or an Image, Audio, Video or Html)")
 
 
 class Table(_Media):
-    """A table: ``columns`` (names) and ``data`` (rows of cells: numbers, strings, booleans or
-    None; NaN and infinities become None), or a pandas ``dataframe``. Stored as a JSON document
-    ``{"columns": [...], "data": [[...], ...]}``; read back with ``Run.table(key)``."""
+    """A table: ``columns`` (names) and ``data`` (rows of cells: numbers, strings, booleans,
+    None, or media: ``Image``, ``Audio``, ``Video``, ``Html``; NaN and infinities become None), or
+    a pandas ``dataframe``. Stored as a JSON document ``{"columns": [...], "data": [[...], ...]}``
+    whose media cells are ``{"_type": "image", "sha256", "size", "mime", "width", "height",
+    "duration_ms", "caption"}``, their bytes blobs of their own (docs/formats.md "Tables"); read
+    back with ``Run.table(key)`` (a media cell comes back as that object with its ``url``)."""
     _cohort_media_type = "table"
 
     def __init__(self, columns: Optional[Sequence[Any]] = None,
@@ -375,8 +383,18 @@ class Table(_Media):
             out.append([_cell(v, i, self.columns[j]) for j, v in enumerate(row)])
         self.data = out
 
-    def _encode(self) -> Tuple[bytes, str, int, int, int]:
-        text = json.dumps({"columns": self.columns, "data": self.data}, allow_nan=False,
+    def _encode(self, stage: Optional[Callable[["_Media"], Dict[str, Any]]] = None
+                ) -> Tuple[bytes, str, int, int, int]:
+        """`stage` encodes a media cell, keeps its bytes for the agent and returns the cell's
+        JSON object (the worker's; a table with media cells needs it)."""
+        def cell(v: Any) -> Any:
+            if not isinstance(v, _Media):
+                return v
+            if stage is None:
+                raise ValueError("Table: media cells are encoded by the media worker")
+            return stage(v)
+        data = [[cell(v) for v in row] for row in self.data]
+        text = json.dumps({"columns": self.columns, "data": data}, allow_nan=False,
                           separators=(",", ":"), ensure_ascii=False)
         return text.encode("utf-8"), "application/json", len(self.columns), len(self.data), 0
 
@@ -570,21 +588,45 @@ def _hand_over(run: Any, sets: List[Tuple[str, _MediaSet, int]]
         files: List[Dict[str, Any]] = []
         encoded = []  # (key, set, step, rows) of the sets that encoded
         for j, (key, mset, step) in enumerate(sets):
+            set_files: List[Dict[str, Any]] = []  # this set's: kept only when it all encodes
+
+            def stage(data: bytes, name: str) -> str:
+                sha = hashlib.sha256(data).hexdigest()
+                path = os.path.join(staging, name)
+                with open(path, "wb") as f:
+                    f.write(data)
+                set_files.append({"path": name, "sha256": sha, "size": len(data),
+                                  "source": path})
+                return sha
+
             try:
                 rows: List[Tuple[str, int, str, int, int, int, str]] = []
                 for i, m in enumerate(mset.items):
-                    data, mime, width, height, duration_ms = m._encode()
-                    sha = hashlib.sha256(data).hexdigest()
-                    name = f"{j}-{i}"
-                    path = os.path.join(staging, name)
-                    with open(path, "wb") as f:
-                        f.write(data)
-                    files.append({"path": name, "sha256": sha, "size": len(data),
-                                  "source": path})
+                    if isinstance(m, Table):
+                        cells: Dict[int, Dict[str, Any]] = {}
+
+                        def stage_cell(c: _Media, i: int = i, cells: Any = cells) -> Dict[str, Any]:
+                            if id(c) not in cells:  # one cell object in many rows: one file
+                                cdata, cmime, w, h, dur = c._encode()
+                                sha = stage(cdata, f"{j}-{i}-{len(cells)}")
+                                cells[id(c)] = {"_type": c._cohort_media_type, "sha256": sha,
+                                                "size": len(cdata), "mime": cmime,
+                                                "width": int(w), "height": int(h),
+                                                "duration_ms": int(dur),
+                                                "caption": c.caption or ""}
+                            return cells[id(c)]
+                        data, mime, width, height, duration_ms = m._encode(stage_cell)
+                    else:
+                        data, mime, width, height, duration_ms = m._encode()
+                    sha = stage(data, f"{j}-{i}")
                     rows.append((sha, len(data), mime, int(width), int(height),
                                  int(duration_ms), m.caption or ""))
                 encoded.append((key, mset, step, rows))
+                files.extend(set_files)
             except Exception as e:  # noqa: BLE001 - this set only
+                for f in set_files:
+                    with contextlib.suppress(OSError):
+                        os.unlink(f["source"])
                 out.append((key, step, e))
         if files:
             intent: Dict[str, Any] = {"id": media_id, "name": "media", "type": "media",

@@ -13,11 +13,32 @@
 #include "blob/s3_blob_store.h"
 #include "cli/commands.h"
 #include "core/clock.h"
+#include "core/table_cells.h"
 #include "core/user_config.h"
 #include "store/store.h"
 #include "wal/file.h"
 
 namespace cohort::cli {
+namespace {
+
+// (entity, sha256) of every blob a media cell of a table references (docs/formats.md "Tables"):
+// each table document of every run, read from the blob store. A table whose blob is missing or
+// not a document references nothing here (its row keeps its own blob).
+Result<std::set<std::pair<std::string, std::string>>> TableCellBlobs(store::Store* store,
+                                                                     blob::BlobStore* blobs) {
+  COHORT_ASSIGN_OR_RETURN(auto tables, store->TableBlobs());
+  std::set<std::pair<std::string, std::string>> out;
+  for (const store::HeldBlob& t : tables) {
+    auto text = blobs->Read(t.sha256, 0, uint64_t(t.size));
+    if (!text.ok()) continue;
+    auto digests = batch::MediaCellDigests(*text);
+    if (!digests.ok()) continue;
+    for (std::string& d : *digests) out.emplace(t.entity, std::move(d));
+  }
+  return out;
+}
+
+}  // namespace
 
 Runner AddGcCommand(CLI::App& app) {
   struct Opts {
@@ -61,12 +82,17 @@ Runner AddGcCommand(CLI::App& app) {
       return 1;
     };
 
-    // 1. Records of blobs nothing of their entity references.
+    // 1. Records of blobs nothing of their entity references: no row, and no media cell of one
+    // of its tables (read after the rows were: a table logged meanwhile references blobs
+    // recorded within the grace period, or blobs its upload records again).
     auto unreferenced = (*store)->UnreferencedBlobs(before);
     if (!unreferenced.ok()) return fail(unreferenced.status());
+    auto cells = TableCellBlobs(store->get(), blobs->get());
+    if (!cells.ok()) return fail(cells.status());
     std::set<std::string> candidates;
     int64_t forgotten = 0;
     for (const store::HeldBlob& b : *unreferenced) {
+      if (cells->contains({b.entity, b.sha256})) continue;
       if (o->apply) {
         auto gone = (*store)->ForgetBlob(b.entity, b.sha256, before);
         if (!gone.ok()) return fail(gone.status());

@@ -243,6 +243,10 @@ class ArtifactStore {
   // version's file or W&B manifest, a draft's manifest, a media row or a file of one of its
   // runs).
   virtual Result<std::vector<HeldBlob>> UnreferencedBlobs(int64_t recorded_before_ms) = 0;
+  // The blobs of the table media rows of every run (entity, sha256, size; created_ms 0): the
+  // media cells of those documents reference blobs too (core/table_cells.h), which `cohort gc`
+  // reads them for.
+  virtual Result<std::vector<HeldBlob>> TableBlobs() = 0;
   // Forgets that the entity holds the blob when it still is unreferenced and recorded before
   // `recorded_before_ms`, atomically with respect to commits (which lock the rows they
   // reference). Returns whether it did.

@@ -229,6 +229,88 @@ def test_media_logged_with_scalars_are_stored_and_read_back(client):
     assert got.read_bytes() == first.read_bytes()
 
 
+CELLS_SCRIPT = r"""
+import math
+import numpy as np
+import cohort
+run = cohort.init(project="media")
+shared = cohort.Image(np.full((3, 4, 3), 200, dtype=np.uint8), caption="shared")
+rows = [[i, cohort.Image(np.full((2 + i, 5, 3), 30 * i, dtype=np.uint8), caption=f"c{i}"), shared]
+        for i in range(3)]
+sine = (np.sin(np.linspace(0, 20 * math.pi, 800)) * 0.5).astype(np.float32)
+rows.append([3, cohort.Audio(sine, sample_rate=8000, caption="tone"), None])
+run.log({"loss": 0.5, "preds": cohort.Table(columns=["i", "sample", "ref"], data=rows)})
+print("RUN", run.id)
+run.finish()
+"""
+
+
+def test_a_tables_media_cells_are_blobs_read_through_the_table(client):
+    proc = assert_ok(client.python(CELLS_SCRIPT))
+    run_id = _run_id(proc)
+    view = client.run_view(run_id, project="media")
+    wait_until(lambda: view.get()["state"] == "finished", what="run finished")
+    wait_until(lambda: _all_uploaded(client, view), what="the table uploaded")
+    # One media row (the table); its cells are not rows of their own.
+    (table_row,) = _rows(client, view)
+    assert table_row["type"] == "table" and (table_row["ncols"], table_row["nrows"]) == (3, 4)
+
+    def cells_uploaded():
+        page = client.get(view.path + "/tables/preds")
+        return all(c["uploaded"] for row in page["data"] for c in row[1:] if isinstance(c, dict))
+    wait_until(cells_uploaded, what="every media cell uploaded")
+    body = client.get(view.path + "/tables/preds")
+    assert body["columns"] == ["i", "sample", "ref"] and body["nrows"] == 4
+    assert [row[0] for row in body["data"]] == [0, 1, 2, 3] and body["data"][3][2] is None
+    shared = {row[2]["sha256"] for row in body["data"][:3]}
+    assert len(shared) == 1, body  # one object in three rows: one blob
+    for i, row in enumerate(body["data"][:3]):
+        cell = row[1]
+        assert (cell["_type"], cell["mime"], cell["caption"]) == ("image", "image/png", f"c{i}")
+        assert (cell["width"], cell["height"]) == (5, 2 + i)
+        assert cell["url"] == (f"{view.path}/media/{cell['sha256']}?table={table_row['sha256']}")
+        status, headers, data = _download(client, cell["url"])
+        assert status == 200, data
+        assert hashlib.sha256(data).hexdigest() == cell["sha256"] and len(data) == cell["size"]
+        assert headers["Content-Type"] == "image/png" and "sandbox" in headers[
+            "Content-Security-Policy"]
+        assert np.array_equal(_pixels(data), np.full((2 + i, 5, 3), 30 * i, dtype=np.uint8))
+    tone = body["data"][3][1]
+    assert (tone["_type"], tone["mime"], tone["duration_ms"]) == ("audio", "audio/wav", 100)
+    status, headers, data = _download(client, tone["url"])
+    assert status == 200 and headers["Content-Type"] == "audio/wav" and data[:4] == b"RIFF"
+
+    # A cell's blob is the run's only through its table: without it, through another digest, or
+    # with a table that does not hold it, nothing is served.
+    cell = body["data"][0][1]
+    status, _, _ = _download(client, f"{view.path}/media/{cell['sha256']}")
+    assert status == 404
+    status, _, data = _download(client, f"{view.path}/media/{cell['sha256']}?table=" + "1" * 64)
+    assert status == 404, data
+    status, _, data = _download(client, f"{view.path}/media/{'2' * 64}?table={table_row['sha256']}")
+    assert status == 404 and b"has no media cell" in data, data
+    status, _, data = _download(client, f"{view.path}/media/{cell['sha256']}?table=xyz")
+    assert status == 400 and b"table" in data, data
+
+    cohort = _import_cohort()
+    api = cohort.Api(base_url=client.server.url, api_key=client.server.config["api_key"])
+    df = api.run(f"{client.entity}/media/{run_id}").table("preds")
+    assert list(df["i"]) == [0, 1, 2, 3]
+    assert [c["caption"] for c in df["sample"]] == ["c0", "c1", "c2", "tone"]
+
+    # `cohort gc` keeps the blobs a table's cells reference (no row of their own names them).
+    import subprocess
+    gc = subprocess.run([str(client.env["COHORT_BIN"]), "gc", "--data-dir",
+                         str(client.server.data_dir), "--grace-hours", "0", "--apply"],
+                        env=client.env, capture_output=True, text=True, timeout=60)
+    assert gc.returncode == 0 and gc.stdout.startswith("removed 0 blob record(s)"), gc.stdout
+    for row in body["data"]:
+        for cell in row[1:]:
+            if isinstance(cell, dict):
+                status, _, data = _download(client, cell["url"])
+                assert status == 200 and hashlib.sha256(data).hexdigest() == cell["sha256"]
+
+
 JOB = r"""
 import json, os, sys
 import numpy as np

@@ -133,6 +133,24 @@ def test_tables_from_rows_and_dataframes():
         cohort.Table(columns=["a", "a"], data=[])
 
 
+def test_table_media_cells_are_staged_by_the_worker():
+    img = cohort.Image(np.zeros((2, 3, 3), dtype=np.uint8), caption="z")
+    t = cohort.Table(columns=["i", "img"], data=[[0, img], [1, img], [2, None]])
+    with pytest.raises(ValueError, match="media cells are encoded by the media worker"):
+        t._encode()
+    staged = []
+
+    def stage(cell):
+        staged.append(cell)
+        return {"_type": cell._cohort_media_type, "sha256": "ab" * 32}
+    data, mime, ncols, nrows, _ = t._encode(stage)
+    assert (mime, ncols, nrows) == ("application/json", 2, 3) and staged == [img, img]
+    assert json.loads(data)["data"] == [[0, {"_type": "image", "sha256": "ab" * 32}],
+                                        [1, {"_type": "image", "sha256": "ab" * 32}], [2, None]]
+    with pytest.raises(ValueError, match=r"row 0, column 'b': a Table cannot be a cell"):
+        cohort.Table(columns=["a", "b"], data=[[1, t]])
+
+
 def test_the_converter_turns_media_and_lists_into_one_set():
     img = cohort.Image(np.zeros((1, 1), dtype=np.uint8))
     one = convert("k", img)

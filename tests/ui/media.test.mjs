@@ -2,8 +2,8 @@
 // writers seeded by the real Python SDK (cohort.Image, Audio, Html, Table through the node agent
 // and the blob store), checked in Debian's Chromium: the media keys, the image grid of the last
 // step per writer with the pixels the SDK logged, the step slider, hiding a writer, full size on
-// click, the audio player, the HTML in a sandboxed frame (its script never runs) and the table
-// with paging and sorting.
+// click, the audio player, the HTML in a sandboxed frame (its script never runs), the table
+// with paging and sorting, and a table whose cells are images.
 //
 //   node --test tests/ui/media.test.mjs        (scripts/test-ui.sh runs it)
 import assert from 'node:assert/strict';
@@ -20,7 +20,8 @@ let server, browser, page, entity;
 const pageErrors = [];
 
 // Two writers of one shared run; each logs 3 steps of a 2-image set (rank r, step s: every pixel
-// 40 * s + 10 * r, and + 100 for the second image), a 120-row table, a clip and a page.
+// 40 * s + 10 * r, and + 100 for the second image), a 120-row table, a clip, a page and a
+// 3-row table of images (row i: every pixel 50 * i + 20 * r).
 const SEED = String.raw`
 import os, sys
 import numpy as np
@@ -35,7 +36,10 @@ for step in range(3):
              "samples": [cohort.Image(px, caption=f"r{rank} s{step}"), cohort.Image(px + 100)],
              "preds": cohort.Table(columns=["i", "p"], data=[[i, (i * 7) % 120] for i in range(120)]),
              "clip": cohort.Audio(np.zeros(800, dtype=np.float32), sample_rate=8000),
-             "page": cohort.Html("<p id=x>hello</p><script>parent.document.title='pwned'</script>")})
+             "page": cohort.Html("<p id=x>hello</p><script>parent.document.title='pwned'</script>"),
+             "gallery": cohort.Table(columns=["i", "img"], data=[
+                 [i, cohort.Image(np.full((6, 6, 3), 50 * i + 20 * rank, dtype=np.uint8),
+                                  caption=f"g{i}")] for i in range(3)])})
 run.finish()
 `;
 
@@ -52,7 +56,9 @@ function seed() {
 async function waitUploaded() {
   for (let i = 0; i < 200; i++) {
     const rows = (await api(server, 'GET', `/api/v1/runs/${entity}/${PROJECT}/${RUN}/media`)).media;
-    if (rows.length === 2 * 3 * 5 && rows.every((r) => r.uploaded)) return;
+    const cells = async (writer) => (await api(server, 'GET', `/api/v1/runs/${entity}/${PROJECT}/${RUN}/tables/gallery?writers=${writer}`)).data;
+    if (rows.length === 2 * 3 * 6 && rows.every((r) => r.uploaded) &&
+        (await cells('rank_0')).concat(await cells('rank_1')).every((row) => row[1].uploaded)) return;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('the media did not arrive');
@@ -87,7 +93,7 @@ describe('run page, Media tab', () => {
     await page.goto(`${server.url}/?p=${entity}/${PROJECT}&run=${RUN}&tab=media`);
     const keys = page.locator('.media-key');
     await keys.first().waitFor();
-    assert.deepEqual(await keys.evaluateAll((b) => b.map((x) => x.dataset.key)), ['clip', 'page', 'preds', 'samples']);
+    assert.deepEqual(await keys.evaluateAll((b) => b.map((x) => x.dataset.key)), ['clip', 'gallery', 'page', 'preds', 'samples']);
     await page.locator('.media-key[data-key="samples"]').click();
     const images = page.locator('[data-testid="media-key"][data-key="samples"] [data-testid="media-image"]');
     await page.waitForFunction(() => {
@@ -150,6 +156,24 @@ describe('run page, Media tab', () => {
     const ps = (await table.locator('tbody tr td:nth-child(2)').allTextContents()).map(Number);
     assert.deepEqual(ps, [...ps].sort((a, b) => a - b));
     await page.screenshot({ path: path.join(SHOTS, 'media-table.png'), fullPage: true });
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test('a table shows its image cells and sorts them by caption', async () => {
+    await page.locator('.media-key[data-key="gallery"]').click();
+    const table = page.getByTestId('media-table').first();
+    await table.waitFor();
+    const imgs = table.getByTestId('media-image');
+    await page.waitForFunction(() => {
+      const all = [...document.querySelectorAll('[data-testid="media-table"]')][0]?.querySelectorAll('img') ?? [];
+      return all.length === 3 && [...all].every((i) => i.complete && i.naturalWidth === 6);
+    });
+    assert.deepEqual(await centres(imgs), [[0, 0, 0], [50, 50, 50], [100, 100, 100]]);
+    assert.deepEqual(await table.locator('tbody figcaption').allTextContents(), ['g0', 'g1', 'g2']);
+    await table.getByRole('button', { name: 'img', exact: true }).click();
+    await table.getByRole('button', { name: 'img', exact: true }).click();  // descending
+    assert.deepEqual(await table.locator('tbody figcaption').allTextContents(), ['g2', 'g1', 'g0']);
+    await page.screenshot({ path: path.join(SHOTS, 'media-table-images.png'), fullPage: true });
     assert.deepEqual(pageErrors, []);
   });
 });

@@ -1,10 +1,13 @@
 // Routes: media values of a run (docs/api.md "Media"): the rows (GET .../{run}/media), a row's
-// bytes from the blob store with its MIME type, sandboxed (GET .../{run}/media/{sha256}), and a
-// table's rows with paging (GET .../{run}/tables/{key...}).
+// bytes from the blob store with its MIME type, sandboxed (GET .../{run}/media/{sha256}, or a
+// media cell of one of the run's tables with ?table=), and a table's rows with paging (GET
+// .../{run}/tables/{key...}).
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "blob/blob_store.h"
+#include "core/table_cells.h"
 #include "core/clock.h"
 #include "core/sha256.h"
 #include "core/text_encoding.h"
@@ -76,12 +79,68 @@ Status CheckUploaded(ApiContext* ctx, const std::string& entity, const store::Me
   return Status::Ok();
 }
 
+// A table row's document, parsed: {"columns": [...], "data": [[...], ...]}.
+Result<bj::object> ReadTable(ApiContext* ctx, const std::string& entity,
+                             const store::MediaRecord& m) {
+  COHORT_RETURN_IF_ERROR(CheckUploaded(ctx, entity, m));
+  COHORT_ASSIGN_OR_RETURN(std::string text, ctx->blobs->Read(m.sha256, 0, uint64_t(m.size)));
+  auto doc = json::Parse(text);
+  if (!doc.ok() || !doc->is_object()) {
+    return Status::Corruption("table '" + m.key + "' step " + std::to_string(m.step) +
+                              ": its blob is not a JSON object");
+  }
+  bj::object& o = doc->as_object();
+  const bj::value* columns = o.if_contains("columns");
+  const bj::value* data = o.if_contains("data");
+  if (columns == nullptr || !columns->is_array() || data == nullptr || !data->is_array()) {
+    return Status::Corruption("table '" + m.key + "': its document has no columns or data array");
+  }
+  return std::move(o);
+}
+
+// The media row a cell of the run's table `table_sha256` stands for, when one of its cells
+// names `sha256`: the run's tables are what give its cells' blobs to the run's readers.
+Result<store::MediaRecord> FindTableCell(ApiContext* ctx, const store::RunRef& ref,
+                                         const std::string& table_sha256,
+                                         const std::string& sha256) {
+  if (!IsSha256Hex(table_sha256)) {
+    return Status::InvalidArgument("table: expected the table's sha256 (64 lowercase hex digits)");
+  }
+  COHORT_ASSIGN_OR_RETURN(store::MediaRecord table, ctx->store->FindMedia(ref, table_sha256));
+  if (table.type != "table") {
+    return Status::InvalidArgument("table: media " + table_sha256 + " of key '" + table.key +
+                                   "' is " + table.type + ", not a table");
+  }
+  COHORT_ASSIGN_OR_RETURN(bj::object doc, ReadTable(ctx, ref.entity, table));
+  for (const bj::value& row : doc.at("data").as_array()) {
+    if (!row.is_array()) continue;
+    for (const bj::value& cell : row.as_array()) {
+      auto m = batch::MediaCellOf(cell);
+      if (!m || m->sha256 != sha256) continue;
+      store::MediaRecord out = table;
+      out.type = std::string(batch::MediaTypeName(m->type));
+      out.mime = m->mime;
+      out.sha256 = m->sha256;
+      out.caption = m->caption;
+      // The size the store holds (a cell's own may be wrong; a blob not held yet is answered
+      // 404 by CheckUploaded).
+      COHORT_ASSIGN_OR_RETURN(auto held, ctx->store->HeldBlobs(ref.entity, {sha256}));
+      out.size = held.contains(sha256) ? held.at(sha256) : m->size;
+      return out;
+    }
+  }
+  return Status::NotFound("table '" + table.key + "' step " + std::to_string(table.step) +
+                          " has no media cell " + sha256);
+}
+
 http::HttpResponse ServeMedia(ApiContext* ctx, const http::HttpRequest& req,
                               const store::RunRef& ref, const std::string& sha256) {
   if (!IsSha256Hex(sha256)) {
     return ErrorResponse(Status::InvalidArgument("sha256: expected 64 lowercase hex digits"));
   }
-  auto row = ctx->store->FindMedia(ref, sha256);
+  const std::string table = req.QueryParam("table");
+  auto row = table.empty() ? ctx->store->FindMedia(ref, sha256)
+                           : FindTableCell(ctx, ref, table, sha256);
   if (!row.ok()) return ErrorResponse(row.status());
   if (Status s = CheckUploaded(ctx, ref.entity, *row); !s.ok()) return ErrorResponse(s);
   std::string name = row->key.substr(row->key.rfind('/') + 1);
@@ -97,31 +156,41 @@ http::HttpResponse ServeMedia(ApiContext* ctx, const http::HttpRequest& req,
 }
 
 // A table document ({"columns": [...], "data": [[...], ...]}) paged: rows [offset, offset +
-// limit).
-Result<bj::object> TablePage(ApiContext* ctx, const std::string& entity,
+// limit). Its media cells get the `url` of their bytes and whether they are `uploaded`.
+Result<bj::object> TablePage(ApiContext* ctx, const store::RunRef& ref,
                              const store::MediaRecord& m, int64_t offset, int64_t limit) {
-  COHORT_RETURN_IF_ERROR(CheckUploaded(ctx, entity, m));
-  COHORT_ASSIGN_OR_RETURN(std::string text, ctx->blobs->Read(m.sha256, 0, uint64_t(m.size)));
-  auto doc = json::Parse(text);
-  if (!doc.ok() || !doc->is_object()) {
-    return Status::Corruption("table '" + m.key + "' step " + std::to_string(m.step) +
-                              ": its blob is not a JSON object");
-  }
-  bj::object& o = doc->as_object();
-  const bj::value* columns = o.if_contains("columns");
-  const bj::value* data = o.if_contains("data");
-  if (columns == nullptr || !columns->is_array() || data == nullptr || !data->is_array()) {
-    return Status::Corruption("table '" + m.key + "': its document has no columns or data array");
-  }
-  const bj::array& rows = data->as_array();
+  COHORT_ASSIGN_OR_RETURN(bj::object doc, ReadTable(ctx, ref.entity, m));
+  const bj::value& columns = doc.at("columns");
+  bj::array& rows = doc.at("data").as_array();
   const int64_t n = int64_t(rows.size());
   bj::array page;
+  std::vector<store::MediaRecord> cells;
   for (int64_t i = std::min(offset, n); i < std::min(n, offset + limit); ++i) {
-    page.push_back(rows[size_t(i)]);
+    page.push_back(std::move(rows[size_t(i)]));
+    if (!page.back().is_array()) continue;
+    for (const bj::value& cell : page.back().as_array()) {
+      if (auto c = batch::MediaCellOf(cell)) {
+        cells.emplace_back();
+        cells.back().sha256 = c->sha256;
+      }
+    }
+  }
+  if (!cells.empty()) {
+    COHORT_ASSIGN_OR_RETURN(auto held, Held(ctx, ref.entity, cells));
+    const std::string media = RunBase(ref) + "/media/";
+    for (bj::value& row : page) {
+      if (!row.is_array()) continue;
+      for (bj::value& cell : row.as_array()) {
+        auto c = batch::MediaCellOf(cell);
+        if (!c) continue;
+        cell.as_object()["url"] = media + c->sha256 + "?table=" + m.sha256;
+        cell.as_object()["uploaded"] = held.contains(c->sha256);
+      }
+    }
   }
   return bj::object{{"key", m.key},     {"writer", m.writer}, {"step", m.step},
-                    {"index", m.index}, {"caption", m.caption}, {"columns", *columns},
-                    {"nrows", n},       {"ncols", int64_t(columns->as_array().size())},
+                    {"index", m.index}, {"caption", m.caption}, {"columns", columns},
+                    {"nrows", n},       {"ncols", int64_t(columns.as_array().size())},
                     {"offset", offset}, {"limit", limit},     {"data", std::move(page)}};
 }
 
@@ -206,7 +275,7 @@ void RegisterMediaRoutes(http::Router& r, ApiContext* ctx) {
             return ErrorResponse(Status::InvalidArgument("key '" + key + "' is " + pick->type +
                                                          " media, not a table"));
           }
-          auto page = TablePage(ctx, ref->entity, *pick, off, lim);
+          auto page = TablePage(ctx, *ref, *pick, off, lim);
           if (!page.ok()) return ErrorResponse(page.status());
           return JsonResponse(200, *page);
         }));

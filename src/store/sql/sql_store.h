@@ -94,6 +94,7 @@ class SqlStore : public Store {
   Result<std::map<std::string, std::string>> Md5sOfBlobs(
       const std::string& entity, const std::vector<std::string>& sha256s) override;
   Result<std::vector<HeldBlob>> UnreferencedBlobs(int64_t recorded_before_ms) final;
+  Result<std::vector<HeldBlob>> TableBlobs() final;
   Result<bool> ForgetBlob(const std::string& entity, const std::string& sha256,
                           int64_t recorded_before_ms) final;
   Result<bool> BlobHeldByAnyEntity(const std::string& sha256) final;

@@ -297,6 +297,18 @@ Result<std::vector<HeldBlob>> SqlStore::UnreferencedBlobs(int64_t recorded_befor
   });
 }
 
+Result<std::vector<HeldBlob>> SqlStore::TableBlobs() {
+  static const std::string kSql =
+      "SELECT DISTINCT r.entity, m.sha256, m.size FROM media m JOIN runs r ON r.pk = m.run_pk "
+      "WHERE m.type = 'table' AND m.sha256 <> '' ORDER BY r.entity, m.sha256";
+  using Out = std::vector<HeldBlob>;
+  return RunFor<Out>(Access::kReadOne, [&](Conn& conn) {
+    return sql::QueryAll<HeldBlob>(conn, kSql, Params(), [](const Row& row) {
+      return HeldBlob{row.Text(0), row.Text(1), row.Int(2), 0};
+    });
+  });
+}
+
 Result<bool> SqlStore::ForgetBlob(const std::string& entity, const std::string& sha256,
                                   int64_t recorded_before_ms) {
   static const std::string kCheck = std::string("SELECT 1 FROM blobs b WHERE b.entity = $1 AND "

@@ -49,8 +49,9 @@ export function StepSlider({ steps, idx, onIdx, testid }: { steps: number[]; idx
 }
 
 /** One media blob: an image (full size on click), audio or video player, or HTML in a sandboxed
- * frame (no scripts, an opaque origin); its bytes are fetched when it nears the viewport. */
-export function BlobItem({ m }: { m: MediaRow }) {
+ * frame (no scripts, an opaque origin); its bytes are fetched when it nears the viewport.
+ * `compact` (a table's media cell): without the MIME type and size line. */
+export function BlobItem({ m, compact = false }: { m: MediaRow; compact?: boolean }) {
   const [ref, near] = useNearViewport<HTMLElement>();
   const { url, error } = useObjectUrl(m, near);
   const [big, setBig] = useState(false);
@@ -73,7 +74,7 @@ export function BlobItem({ m }: { m: MediaRow }) {
     <figure class="media-item" data-index={m.index} ref={ref}>
       {body}
       {caption}
-      <div class="muted small">{m.mime} · {fmtBytes(m.size)}{m.width ? ` · ${m.width}×${m.height}` : ''}</div>
+      {compact ? null : <div class="muted small">{m.mime} · {fmtBytes(m.size)}{m.width ? ` · ${m.width}×${m.height}` : ''}</div>}
       {big && url && (
         <div class="media-full" role="dialog" aria-label="full size" data-testid="media-full" onClick={() => setBig(false)}>
           <img src={url} alt={m.caption || m.key} />

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { MediaRow, SeriesInfo } from './api';
-import { keysOfType, setAt, setsAtOrBefore, stepAtOrBefore, stepsOf, writersOf } from './media';
+import { cellSortKey, keysOfType, mediaCell, setAt, setsAtOrBefore, stepAtOrBefore, stepsOf, writersOf } from './media';
 
 const row = (writer: string, step: number, index = 0, key = 'samples'): MediaRow => ({
   key, writer, step, index, time_ms: 0, type: 'image', mime: 'image/png', sha256: `${writer}-${step}-${index}`,
@@ -55,5 +55,24 @@ describe('media helpers', () => {
     expect(keysOfType([a, b], 'image')).toEqual(['masks/2', 'masks/10', 'samples']);
     expect(keysOfType([a], 'audio')).toEqual(['clip']);
     expect(keysOfType([], 'image')).toEqual([]);
+  });
+
+  it('a media cell of a table as a row of the table; other cells are not', () => {
+    const table = { ...row('rank_0', 4, 0, 'gallery'), type: 'table' as const };
+    const cell = { _type: 'image', sha256: 'ab', size: 10, mime: 'image/png', width: 6, height: 2, caption: 'g1', url: '/m/ab?table=t', uploaded: true };
+    expect(mediaCell(cell, table)).toEqual({
+      key: 'gallery', writer: 'rank_0', step: 4, index: 0, time_ms: 0, type: 'image', mime: 'image/png', sha256: 'ab',
+      size: 10, caption: 'g1', uploaded: true, url: '/m/ab?table=t', width: 6, height: 2, duration_ms: 0,
+    });
+    expect(mediaCell({ ...cell, uploaded: undefined }, table)?.uploaded).toBe(false);
+    for (const other of [null, 3, 'Image', [cell], { ...cell, _type: 'table' }, { ...cell, _type: 'image-file' }, { ...cell, url: undefined }, {}]) {
+      expect(mediaCell(other, table)).toBeNull();
+    }
+  });
+
+  it('a table cell sorts by its value, a media cell by its caption', () => {
+    expect([3, null, 'b', true, { _type: 'image', caption: 'z' }, { a: 1 }].map(cellSortKey))
+      .toEqual([3, null, 'b', 1, 'z', '{"a":1}']);
+    expect(cellSortKey(undefined)).toBeNull();
   });
 });

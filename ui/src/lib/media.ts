@@ -1,6 +1,7 @@
 // Pure helpers of the media views (the run page's Media tab, the workspace's image comparison):
-// steps of media rows, the step shown for a chosen one, the sets per writer at a step.
-import type { MediaRow, SeriesInfo } from './api';
+// steps of media rows, the step shown for a chosen one, the sets per writer at a step, a table's
+// media cells as rows, a table cell's sort key.
+import { MEDIA_TYPES, type MediaRow, type SeriesInfo } from './api';
 import { naturalCompare } from './format';
 
 /** The distinct steps of `rows`, ascending. */
@@ -44,4 +45,33 @@ export function keysOfType(keysByRun: Iterable<readonly SeriesInfo[]>, type: str
   const out = new Set<string>();
   for (const ks of keysByRun) for (const k of ks) if (k.type === type) out.add(k.key);
   return [...out].sort(naturalCompare);
+}
+
+/** A media cell of a table page (docs/formats.md "Tables": `{"_type": "image", "sha256",
+ * "mime", ..., "url", "uploaded"}`, the url given by the server) as a media row of the table's
+ * key, step and writer; null for any other cell. */
+export function mediaCell(v: unknown, table: MediaRow): MediaRow | null {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return null;
+  const c = v as Record<string, unknown>;
+  const type = c._type;
+  if (typeof type !== 'string' || type === 'table' || !(MEDIA_TYPES as string[]).includes(type)) return null;
+  if (typeof c.url !== 'string' || typeof c.sha256 !== 'string' || typeof c.mime !== 'string') return null;
+  const num = (x: unknown) => (typeof x === 'number' && Number.isFinite(x) ? x : 0);
+  return {
+    key: table.key, writer: table.writer, step: table.step, index: table.index, time_ms: table.time_ms,
+    type: type as MediaRow['type'], mime: c.mime, sha256: c.sha256, size: num(c.size),
+    caption: typeof c.caption === 'string' ? c.caption : '', uploaded: c.uploaded === true, url: c.url,
+    width: num(c.width), height: num(c.height), duration_ms: num(c.duration_ms),
+  };
+}
+
+/** What a table column sorts a cell by: numbers and strings as they are, a media cell by its
+ * caption, another object by its JSON; null for null. */
+export function cellSortKey(v: unknown): number | string | null {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'number' || typeof v === 'string') return v;
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  const c = v as Record<string, unknown>;
+  if (typeof c._type === 'string' && typeof c.caption === 'string') return c.caption;
+  return JSON.stringify(v);
 }

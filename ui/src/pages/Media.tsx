@@ -7,7 +7,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, type MediaRow, type RunDetail, type SeriesInfo } from '../lib/api';
 import { naturalCompare } from '../lib/format';
-import { setAt, stepsOf, writersOf } from '../lib/media';
+import { cellSortKey, mediaCell, setAt, stepsOf, writersOf } from '../lib/media';
 import { Empty, ErrorBox, Loading, useLoad } from '../components/common';
 import { BlobItem, StepSlider } from '../components/media';
 
@@ -107,12 +107,17 @@ function TableView({ r, m }: { r: RunDetail; m: MediaRow }) {
   const rows = [...t.data];
   if (sort) {
     rows.sort((a, b) => {
-      const x = a[sort.col], y = b[sort.col];
-      const c = x === y ? 0 : x === null ? -1 : y === null ? 1 : (x as number | string) < (y as number | string) ? -1 : 1;
+      const x = cellSortKey(a[sort.col]), y = cellSortKey(b[sort.col]);
+      const c = x === y ? 0 : x === null ? -1 : y === null ? 1 : x < y ? -1 : 1;
       return sort.desc ? -c : c;
     });
   }
-  const cell = (v: unknown) => (v === null ? <span class="muted">null</span> : typeof v === 'boolean' ? String(v) : String(v));
+  const cell = (v: unknown) => {
+    if (v === null) return <span class="muted">null</span>;
+    const media = mediaCell(v, m);
+    if (media) return <BlobItem m={media} compact />;
+    return typeof v === 'object' ? JSON.stringify(v) : String(v);
+  };
   return (
     <div class="media-table" data-testid="media-table">
       {m.caption ? <p>{m.caption}</p> : null}
