@@ -19,6 +19,7 @@
 #include "server/compat/artifacts_compat.h"
 #include "server/compat/compat.h"
 #include "server/compat/run_files.h"
+#include "server/compat/vendor_tables.h"
 #include "server/http/static_files.h"
 #include "server/webhooks/webhook_payload.h"
 #include "server/webhooks/webhooks_api.h"
@@ -316,6 +317,9 @@ Status ServerApp::Start() {
       webhooks::DispatcherOptions{.lease_ms = int64_t(config_.webhook_timeout_s * 6000),
                                   .retry = webhooks::RetryPolicyFromEnvironment()});
   ctx_.ready = [this] { return Ready(); };
+  ctx_.table_document = [this](const std::string& entity, const std::string& artifact_ref) {
+    return compat::VendorTableDocument(&ctx_, entity, artifact_ref);
+  };
 
   router_ = std::make_unique<http::Router>();
   RegisterRoutes(*router_, &ctx_, webhooks_.get());

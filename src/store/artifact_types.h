@@ -62,6 +62,7 @@ struct ArtifactDraft {
   std::string spec_json = "{}";  // description, metadata, aliases, run, writer
   std::string manifest_sha256;   // empty until the manifest is uploaded
   std::optional<int64_t> version_pk;  // once committed
+  std::string client_id;              // the W&B client's ID of it ("" for others)
   int64_t created_ms = 0;
 };
 

@@ -79,6 +79,10 @@ struct MediaPoint {
   // docs/compat.md): sha256 and size are empty until the file's upload names its blob
   // (Store::AttachUploadedMedia). Never set by the batch decoders.
   std::string path;
+  // A vendor table's `artifact_path` (wandb-client-artifact://<client ID>/<entry>): the entry
+  // of the run_table artifact that holds its cells with their media (docs/compat.md). Never
+  // set by the batch decoders.
+  std::string artifact_ref;
 };
 
 // Everything one writer sends in one request, applied atomically and at most once per seq.

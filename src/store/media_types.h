@@ -34,6 +34,7 @@ struct MediaRecord {
   int64_t height = 0;  // tables: rows
   int64_t duration_ms = 0;
   std::string caption;
+  std::string artifact_ref;  // MediaPoint::artifact_ref
 };
 
 struct MediaKeyInfo {

@@ -258,6 +258,10 @@ class ArtifactStore {
   virtual Result<ArtifactDraft> CreateArtifactDraft(const ArtifactDraft& draft) = 0;
   // kNotFound unless the entity has the draft.
   virtual Result<ArtifactDraft> GetArtifactDraft(const std::string& entity, int64_t pk) = 0;
+  // The committed version of the entity's draft whose W&B client ID is `client_id` (the newest
+  // when the client gave one ID twice); kNotFound while there is none.
+  virtual Result<ArtifactVersion> ArtifactVersionOfClientId(const std::string& entity,
+                                                            const std::string& client_id) = 0;
   virtual Status SetArtifactDraftManifest(const std::string& entity, int64_t pk,
                                           const std::string& sha256) = 0;
   virtual Status SetArtifactDraftVersion(const std::string& entity, int64_t pk,

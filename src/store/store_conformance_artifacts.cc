@@ -368,4 +368,40 @@ TEST_P(StoreConformanceTest, GarbageCollectionForgetsOnlyUnreferencedOldBlobs) {
   EXPECT_TRUE(*store().ForgetBlob(kEntity, Sha256::Hex("kept"), kNow + 50));
 }
 
+// A W&B client names a committed artifact by its own client ID (a vendor table's artifact_path):
+// the draft that carries it, once committed, or a draft made committed at once (an artifact
+// equal to the latest version); the newest draft wins, another entity's is not found.
+TEST_P(StoreConformanceTest, AClientIdNamesTheVersionItsDraftCommitted) {
+  MakeRun("r1");
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, Sha256::Hex("t1"), 2, kNow, ""));
+  COHORT_ASSERT_OK_AND_ASSIGN(ArtifactLogged v0,
+                              store().CommitArtifact(Commit("tab", {Blob("t.json", "t1")}, "r1")));
+  ArtifactDraft d;
+  d.entity = kEntity;
+  d.project = "vision";
+  d.name = "tab";
+  d.type = "model";
+  d.client_id = "client-1";
+  d.created_ms = kNow;
+  COHORT_ASSERT_OK_AND_ASSIGN(ArtifactDraft pending, store().CreateArtifactDraft(d));
+  EXPECT_EQ(pending.client_id, "client-1");
+  EXPECT_EQ(store().ArtifactVersionOfClientId(kEntity, "client-1").status().code(),
+            StatusCode::kNotFound);  // not committed yet
+  COHORT_ASSERT_OK(store().SetArtifactDraftVersion(kEntity, pending.pk, v0.version.pk));
+  COHORT_ASSERT_OK_AND_ASSIGN(ArtifactVersion got,
+                              store().ArtifactVersionOfClientId(kEntity, "client-1"));
+  EXPECT_EQ(got.pk, v0.version.pk);
+  EXPECT_EQ(got.name, "tab");
+  d.client_id = "client-2";
+  d.version_pk = v0.version.pk;  // committed at once
+  COHORT_ASSERT_OK(store().CreateArtifactDraft(d).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(got, store().ArtifactVersionOfClientId(kEntity, "client-2"));
+  EXPECT_EQ(got.index, 0);
+  EXPECT_EQ(store().ArtifactVersionOfClientId("other", "client-2").status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(store().ArtifactVersionOfClientId(kEntity, "").status().code(),
+            StatusCode::kNotFound);
+}
+
 }  // namespace cohort::store
+

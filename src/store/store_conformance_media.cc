@@ -3,6 +3,8 @@
 // scalars and histograms; across writers; nothing of a refused batch written), the media limits,
 // the reads (keys, rows by key/writer/step, one row by blob), the blobs a media row keeps from
 // garbage collection, and the store dump round trip of the media table.
+#include <algorithm>
+
 #include "core/sha256.h"
 #include "store/store_conformance.h"
 
@@ -299,6 +301,40 @@ TEST_P(StoreConformanceTest, MediaRowsKeepTheirBlobsFromGarbageCollection) {
   COHORT_ASSERT_OK(store().DeleteRun(Ref("run1")));
   COHORT_ASSERT_OK_AND_ASSIGN(unreferenced, store().UnreferencedBlobs(5000));
   EXPECT_EQ(unreferenced.size(), 2u);
+}
+
+// The table rows of every run are listed for `cohort gc` (it reads their documents for the
+// blobs their media cells name); a vendor table's artifact reference is kept with its row.
+TEST_P(StoreConformanceTest, TableBlobsListTheTablesOfEveryRunWithTheirArtifactReference) {
+  MakeRun("run1");
+  MakeRun("run2");
+  Join("run1", "w");
+  Join("run2", "w");
+  IngestBatchBuilder one(1);
+  one.AddMedia(Media("preds", 0, 0, "table", "doc-a"));
+  one.AddMedia(Media("img", 0, 0, "image", "pixels"));
+  MediaPoint vendor = Media("preds", 1, 0, "table", "doc-b");
+  vendor.artifact_ref = "wandb-client-artifact://abc123/preds.table.json";
+  one.AddMedia(vendor);
+  COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "w", one.Finish(), 2000).status());
+  IngestBatchBuilder two(1);
+  two.AddMedia(Media("eval", 3, 0, "table", "doc-a"));  // the same document in another run
+  COHORT_ASSERT_OK(store().Ingest(Ref("run2"), "w", two.Finish(), 2000).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto tables, store().TableBlobs());
+  std::vector<std::pair<std::string, int64_t>> got;
+  for (const HeldBlob& t : tables) {
+    EXPECT_EQ(t.entity, kEntity);
+    got.emplace_back(t.sha256, t.size);
+  }
+  std::vector<std::pair<std::string, int64_t>> want{{Sha256::Hex("doc-a"), 5},
+                                                    {Sha256::Hex("doc-b"), 5}};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(got, want);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto rows,
+                              store().QueryMedia(MediaQuery{.run = Ref("run1"), .keys = {"preds"}}));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].artifact_ref, "");
+  EXPECT_EQ(rows[1].artifact_ref, vendor.artifact_ref);
 }
 
 // A vendor client's media file is kept once, as a blob the media rows name: its run file names

@@ -153,39 +153,47 @@ run_id, project = sys.argv[1], sys.argv[2]
 run = wandb.init(project=project, id=run_id)
 rows = [[i, wandb.Image(np.full((4, 5, 3), 50 * i + 7, dtype=np.uint8), caption=f"c{i}")]
         for i in range(3)]
-run.log({"preds": wandb.Table(columns=["i", "img"], data=rows)})
+table = wandb.Table(columns=["i", "img"], data=rows)
+run.log({"preds": table})
+run.log({"preds": table})   # the same table again: the same artifact version
 run.finish()
 '''
 
 
-def test_a_wandb_tables_image_cells_are_kept_in_its_run_table_artifact(server, api, entity,
-                                                                     tmp_path):
+def test_a_wandb_tables_image_cells_are_read_from_its_run_table_artifact(server, api, entity,
+                                                                       tmp_path):
     """The vendor's table of images: its history row's run file names each cell's type only
     ("Image"); the cells with their images are in the `run_table` artifact the client logs
-    with it (reference/wandb-artifacts-media.md 1.6), which Cohort stores whole: every image of
-    the table is readable byte for byte through that artifact."""
+    with it (reference/wandb-artifacts-media.md 1.6), named by the line's artifact_path (the
+    artifact's client ID). Cohort's table route answers that document, its image cells as media
+    cells whose bytes are the artifact's files, byte for byte and pixel for pixel; the same table
+    logged again (the same artifact version) at a later step reads the same."""
     env = sdk_env(server, tmp_path)
     proc = run_python(TABLE_CELLS_SCRIPT, env, tmp_path, args=("tcells01", "sdkmedia"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     base = f"/api/v1/runs/{entity}/sdkmedia/tcells01"
-    status, table = api.get(base + "/tables/preds")
-    assert status == 200, table
-    assert table["data"] == [[0, "Image"], [1, "Image"], [2, "Image"]], table
     art = f"/api/v1/artifacts/{entity}/sdkmedia/run-tcells01-preds"
     status, version = api.get(art + "/latest")
     assert status == 200, version
     assert version["type"] == "run_table" and version["run"] == "tcells01", version
     files = {f["path"]: f for f in version["files"]}
-    status, doc = api.get(art + "/latest/files/preds.table.json")
-    assert status == 200, doc
-    assert doc["columns"] == ["i", "img"] and [row[0] for row in doc["data"]] == [0, 1, 2], doc
-    for i, (_, cell) in enumerate(doc["data"]):
-        assert cell["_type"] == "image-file" and cell["path"] in files, (cell, files)
-        req = urllib.request.Request(server.url + art + "/latest/files/" + cell["path"])
-        req.add_header("Authorization", "Bearer " + server.config["api_key"])
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            data = resp.read()
-        assert hashlib.sha256(data).hexdigest() == files[cell["path"]]["sha256"], cell
-        with PIL.open(io.BytesIO(data)) as im:
-            assert np.array_equal(np.asarray(im)[..., :3],
-                                  np.full((4, 5, 3), 50 * i + 7, dtype=np.uint8))
+    for step in (0, 1):
+        status, table = api.get(base + f"/tables/preds?step={step}")
+        assert status == 200, table
+        assert table["columns"] == ["i", "img"] and table["step"] == step, table
+        assert [row[0] for row in table["data"]] == [0, 1, 2], table
+        for i, (_, cell) in enumerate(table["data"]):
+            assert (cell["_type"], cell["mime"], cell["caption"]) == ("image", "image/png",
+                                                                      f"c{i}"), cell
+            assert (cell["width"], cell["height"], cell["uploaded"]) == (5, 4, True), cell
+            assert cell["sha256"] in {f["sha256"] for f in files.values()}, (cell, files)
+            req = urllib.request.Request(server.url + cell["url"])
+            req.add_header("Authorization", "Bearer " + server.config["api_key"])
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                data = resp.read()
+                assert resp.headers["Content-Type"] == "image/png"
+                assert "sandbox" in resp.headers["Content-Security-Policy"]
+            assert hashlib.sha256(data).hexdigest() == cell["sha256"], cell
+            with PIL.open(io.BytesIO(data)) as im:
+                assert np.array_equal(np.asarray(im)[..., :3],
+                                      np.full((4, 5, 3), 50 * i + 7, dtype=np.uint8))

@@ -67,6 +67,12 @@ struct ApiContext {
   alerts::AlertEngine* alerts = nullptr;
   // Readiness for GET /healthz: Ok when the server takes requests; null: always ready.
   std::function<Status()> ready;
+  // The document of a table whose cells live elsewhere (store::MediaRecord::artifact_ref: a
+  // vendor client's run_table artifact), its media cells in Cohort's form (core/table_cells.h);
+  // kNotFound while that is not committed. Set by the compat layer (compat/vendor_tables.h);
+  // null, or kNotFound: the row's own blob is the document.
+  std::function<Result<std::string>(const std::string& entity, const std::string& artifact_ref)>
+      table_document;
   ApiLimits limits;
 };
 

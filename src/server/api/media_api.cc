@@ -79,11 +79,23 @@ Status CheckUploaded(ApiContext* ctx, const std::string& entity, const store::Me
   return Status::Ok();
 }
 
-// A table row's document, parsed: {"columns": [...], "data": [[...], ...]}.
+// A table row's document, parsed: {"columns": [...], "data": [[...], ...]}; a vendor table's
+// from its artifact once that is committed (ApiContext::table_document), else the row's blob.
 Result<bj::object> ReadTable(ApiContext* ctx, const std::string& entity,
                              const store::MediaRecord& m) {
-  COHORT_RETURN_IF_ERROR(CheckUploaded(ctx, entity, m));
-  COHORT_ASSIGN_OR_RETURN(std::string text, ctx->blobs->Read(m.sha256, 0, uint64_t(m.size)));
+  std::string text;
+  if (!m.artifact_ref.empty() && ctx->table_document) {
+    auto doc = ctx->table_document(entity, m.artifact_ref);
+    if (doc.ok()) {
+      text = std::move(doc).value();
+    } else if (doc.status().code() != StatusCode::kNotFound) {
+      return doc.status();
+    }
+  }
+  if (text.empty()) {
+    COHORT_RETURN_IF_ERROR(CheckUploaded(ctx, entity, m));
+    COHORT_ASSIGN_OR_RETURN(text, ctx->blobs->Read(m.sha256, 0, uint64_t(m.size)));
+  }
   auto doc = json::Parse(text);
   if (!doc.ok() || !doc->is_object()) {
     return Status::Corruption("table '" + m.key + "' step " + std::to_string(m.step) +

@@ -173,6 +173,7 @@ Result<gql::Resolved> CreateArtifact(GqlContext* c, const gql::FieldInfo& f) {
   d.name = StringField(*in, "artifactCollectionName").value_or("");
   d.type = StringField(*in, "artifactTypeName").value_or("");
   d.client_digest = StringField(*in, "digest").value_or("");
+  d.client_id = StringField(*in, "clientID").value_or("");
   d.created_ms = c->now_ms;
   COHORT_RETURN_IF_ERROR(ValidateArtifactName("artifactCollectionName", d.name));
   COHORT_RETURN_IF_ERROR(ValidateArtifactName("artifactTypeName", d.type));
@@ -203,6 +204,10 @@ Result<gql::Resolved> CreateArtifact(GqlContext* c, const gql::FieldInfo& f) {
                                    "\", not \"" + d.type + "\"");
     }
     if (!d.client_digest.empty() && latest->client_digest == d.client_digest) {
+      if (!d.client_id.empty()) {  // its client ID names that version (a table's artifact_path)
+        d.version_pk = latest->pk;
+        COHORT_RETURN_IF_ERROR(c->api->store->CreateArtifactDraft(d).status());
+      }
       for (const bj::value& a : aliases) {
         COHORT_RETURN_IF_ERROR(c->api->store
                                    ->SetArtifactAlias(d.entity, d.project, d.name,

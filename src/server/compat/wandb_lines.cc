@@ -78,24 +78,6 @@ std::optional<Histogram> ParseHistogram(const bj::object& o) {
   return h;
 }
 
-// The MIME type of a vendor media file by its extension (the type's usual one otherwise).
-std::string MimeOf(std::string_view path, std::string_view type) {
-  static constexpr std::pair<std::string_view, std::string_view> kByExt[] = {
-      {".png", "image/png"},   {".jpg", "image/jpeg"},  {".jpeg", "image/jpeg"},
-      {".gif", "image/gif"},   {".webp", "image/webp"}, {".bmp", "image/bmp"},
-      {".wav", "audio/wav"},   {".mp3", "audio/mpeg"},  {".ogg", "audio/ogg"},
-      {".flac", "audio/flac"}, {".mp4", "video/mp4"},   {".webm", "video/webm"},
-      {".html", "text/html"},  {".json", "application/json"}};
-  for (const auto& [ext, mime] : kByExt) {
-    if (path.ends_with(ext)) return std::string(mime);
-  }
-  if (type == "image") return "image/png";
-  if (type == "audio") return "audio/wav";
-  if (type == "video") return "video/mp4";
-  if (type == "html") return "text/html";
-  return "application/json";
-}
-
 int64_t IntOf(const bj::object& o, std::string_view key) {
   const bj::value* v = o.if_contains(key);
   if (v == nullptr) return 0;
@@ -108,13 +90,8 @@ int64_t IntOf(const bj::object& o, std::string_view key) {
 // a valid one. Its bytes are the file the client uploads under `path` (run_files.cc keeps media/
 // uploads in the blob store).
 std::optional<store::MediaPoint> ParseMedia(const bj::object& o, std::string_view vendor_type) {
-  static constexpr std::pair<std::string_view, std::string_view> kTypes[] = {
-      {"image-file", "image"}, {"audio-file", "audio"}, {"video-file", "video"},
-      {"html-file", "html"},   {"table-file", "table"}};
   store::MediaPoint m;
-  for (const auto& [vendor, type] : kTypes) {
-    if (vendor == vendor_type) m.type = std::string(type);
-  }
+  m.type = std::string(VendorMediaType(vendor_type));
   if (m.type.empty()) return std::nullopt;
   const bj::value* sha = o.if_contains("sha256");
   const bj::value* path = o.if_contains("path");
@@ -123,10 +100,16 @@ std::optional<store::MediaPoint> ParseMedia(const bj::object& o, std::string_vie
   }
   m.sha256 = std::string(sha->get_string());
   m.size = IntOf(o, "size");
-  m.mime = MimeOf(std::string_view(path->get_string()), m.type);
+  m.mime = VendorMediaMime(std::string_view(path->get_string()), m.type);
   if (m.type == "table") {
     m.width = IntOf(o, "ncols");
     m.height = IntOf(o, "nrows");
+    // The run_table artifact's entry that holds the cells with their media (its run file
+    // names each media cell's type only): "wandb-client-artifact://<client ID>/<entry>".
+    if (const bj::value* a = o.if_contains("artifact_path"); a != nullptr && a->is_string() &&
+                                                             a->get_string().size() <= 1024) {
+      m.artifact_ref = std::string(a->get_string());
+    }
   } else {
     m.width = IntOf(o, "width");
     m.height = IntOf(o, "height");
@@ -166,7 +149,7 @@ std::vector<store::MediaPoint> ParseImageList(const bj::object& o) {
     m.type = "image";
     m.index = int64_t(i);
     m.path = std::string(path);
-    m.mime = MimeOf(path, m.type);
+    m.mime = VendorMediaMime(path, m.type);
     m.width = IntOf(o, "width");
     m.height = IntOf(o, "height");
     if (captions != nullptr && i < captions->size() && (*captions)[i].is_string()) {
@@ -228,6 +211,33 @@ void Flatten(const std::string& key, const bj::value& v, int depth, const KeyLim
 }
 
 }  // namespace
+
+std::string_view VendorMediaType(std::string_view vendor_type) {
+  static constexpr std::pair<std::string_view, std::string_view> kTypes[] = {
+      {"image-file", "image"}, {"audio-file", "audio"}, {"video-file", "video"},
+      {"html-file", "html"},   {"table-file", "table"}};
+  for (const auto& [vendor, type] : kTypes) {
+    if (vendor == vendor_type) return type;
+  }
+  return {};
+}
+
+std::string VendorMediaMime(std::string_view path, std::string_view type) {
+  static constexpr std::pair<std::string_view, std::string_view> kByExt[] = {
+      {".png", "image/png"},   {".jpg", "image/jpeg"},  {".jpeg", "image/jpeg"},
+      {".gif", "image/gif"},   {".webp", "image/webp"}, {".bmp", "image/bmp"},
+      {".wav", "audio/wav"},   {".mp3", "audio/mpeg"},  {".ogg", "audio/ogg"},
+      {".flac", "audio/flac"}, {".mp4", "video/mp4"},   {".webm", "video/webm"},
+      {".html", "text/html"},  {".json", "application/json"}};
+  for (const auto& [ext, mime] : kByExt) {
+    if (path.ends_with(ext)) return std::string(mime);
+  }
+  if (type == "image") return "image/png";
+  if (type == "audio") return "audio/wav";
+  if (type == "video") return "video/mp4";
+  if (type == "html") return "text/html";
+  return "application/json";
+}
 
 std::string QuoteNonFinite(std::string_view json) {
   if (json.find("NaN") == std::string_view::npos &&

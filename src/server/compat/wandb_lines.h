@@ -27,6 +27,12 @@ namespace cohort::compat {
 
 namespace bj = boost::json;
 
+// Cohort's media type of a vendor media file's "_type" ("image-file" -> "image", ...,
+// "table-file" -> "table"); empty for anything else.
+std::string_view VendorMediaType(std::string_view vendor_type);
+// The MIME type of a vendor media file by its path's extension (the type's usual one otherwise).
+std::string VendorMediaMime(std::string_view path, std::string_view type);
+
 // Rewrites bare NaN / Infinity / -Infinity tokens outside strings as the strings "NaN",
 // "Infinity", "-Infinity". Text without such tokens is returned unchanged.
 std::string QuoteNonFinite(std::string_view json);

@@ -79,7 +79,9 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //   artifact_uses  lineage edges run -> version ('output') and version -> run ('input').
 //   blob_md5  the W&B clients name files by MD5: which blob an entity's MD5 is.
 //   artifact_drafts  versions the W&B clients are uploading (created, then committed): spec
-//             holds the commit's fields as JSON, version_pk the version once committed.
+//             holds the commit's fields as JSON, version_pk the version once committed,
+//             client_id the client's own ID of it (what a vendor table's artifact_path names;
+//             an artifact equal to the latest version is a draft committed at once).
 //             artifact_versions.client_digest / client_manifest: the W&B digest and the blob of
 //             the manifest that client uploaded (served back byte for byte).
 //   alert_rules  rules per project (kind, spec JSON, level), name unique per project; builtin:
@@ -300,6 +302,7 @@ CREATE TABLE media (
   duration_ms {{int}} NOT NULL,
   caption {{text}} NOT NULL,
   path {{text}} NOT NULL,
+  artifact_ref {{text}} NOT NULL DEFAULT '',
   PRIMARY KEY (run_pk, key, writer_pk, step, idx)
 ){{norowid}};
 CREATE INDEX media_sha256 ON media (sha256);
@@ -434,8 +437,10 @@ CREATE TABLE artifact_drafts (
   spec {{text}} NOT NULL DEFAULT '{}',
   manifest_sha256 {{key}},
   version_pk {{int}} REFERENCES artifact_versions (pk) ON DELETE SET NULL,
+  client_id {{key}} NOT NULL DEFAULT '',
   created_ms {{int}} NOT NULL
 );
+CREATE INDEX artifact_drafts_client ON artifact_drafts (entity, client_id) WHERE client_id <> '';
 
 CREATE TABLE alert_rules (
   id {{serial}},

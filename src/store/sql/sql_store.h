@@ -115,6 +115,8 @@ class SqlStore : public Store {
                                              const std::string& name,
                                              const std::string& version_or_alias) final;
   Result<ArtifactVersion> GetArtifactVersionByPk(const std::string& entity, int64_t pk) final;
+  Result<ArtifactVersion> ArtifactVersionOfClientId(const std::string& entity,
+                                                    const std::string& client_id) final;
   Result<std::vector<ArtifactFile>> ListArtifactFiles(const ArtifactVersion& version) final;
   Result<ArtifactFile> GetArtifactFile(const ArtifactVersion& version,
                                        const std::string& path) final;

@@ -351,7 +351,7 @@ Result<bool> SqlStore::BlobHeldByAnyEntity(const std::string& sha256) {
 namespace {
 constexpr const char* kDraftColumns =
     "pk, entity, project, name, type, client_digest, spec, manifest_sha256, version_pk, "
-    "created_ms";
+    "created_ms, client_id";
 ArtifactDraft ReadDraft(const Row& row) {
   ArtifactDraft d;
   d.pk = row.Int(0);
@@ -364,6 +364,7 @@ ArtifactDraft ReadDraft(const Row& row) {
   if (!row.IsNull(7)) d.manifest_sha256 = row.Text(7);
   d.version_pk = row.OptInt(8);
   d.created_ms = row.Int(9);
+  d.client_id = row.Text(10);
   return d;
 }
 }  // namespace
@@ -373,13 +374,14 @@ Result<ArtifactDraft> SqlStore::CreateArtifactDraft(const ArtifactDraft& d) {
   COHORT_RETURN_IF_ERROR(ValidateArtifactName("artifact type", d.type));
   static const std::string kSql =
       std::string("INSERT INTO artifact_drafts (entity, project, name, type, client_digest, "
-                  "spec, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ") +
+                  "spec, created_ms, client_id, version_pk) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+                  "$8, $9) RETURNING ") +
       kDraftColumns;
   return RunFor<ArtifactDraft>(Access::kWrite, [&](Conn& conn) {
     return sql::QueryOne<ArtifactDraft>(
         conn, kSql,
         Params().Add(d.entity).Add(d.project).Add(d.name).Add(d.type).Add(d.client_digest)
-            .Add(d.spec_json).Add(d.created_ms),
+            .Add(d.spec_json).Add(d.created_ms).Add(d.client_id).Add(d.version_pk),
         ReadDraft, Status::Internal("artifact draft insert returned no row"));
   });
 }
@@ -392,6 +394,20 @@ Result<ArtifactDraft> SqlStore::GetArtifactDraft(const std::string& entity, int6
                                         Status::NotFound("artifact " + std::to_string(pk) +
                                                          " not found"));
   });
+}
+
+Result<ArtifactVersion> SqlStore::ArtifactVersionOfClientId(const std::string& entity,
+                                                            const std::string& client_id) {
+  auto pk = RunFor<int64_t>(Access::kReadOne, [&](Conn& conn) {
+    return sql::QueryOne<int64_t>(
+        conn,
+        "SELECT version_pk FROM artifact_drafts WHERE entity = $1 AND client_id = $2 AND "
+        "client_id <> '' AND version_pk IS NOT NULL ORDER BY pk DESC LIMIT 1",
+        Params().Add(entity).Add(client_id), [](const Row& row) { return row.Int(0); },
+        Status::NotFound("no committed artifact of client ID " + client_id));
+  });
+  if (!pk.ok()) return pk.status();
+  return GetArtifactVersionByPk(entity, *pk);
 }
 
 Status SqlStore::SetArtifactDraftManifest(const std::string& entity, int64_t pk,

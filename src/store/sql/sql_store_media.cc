@@ -39,6 +39,7 @@ MediaRecord ReadRecord(const Row& row) {
   r.height = row.Int(10);
   r.duration_ms = row.Int(11);
   r.caption = row.Text(12);
+  r.artifact_ref = row.Text(13);
   return r;
 }
 
@@ -107,7 +108,8 @@ constexpr const char* kAwaitingUploaded =
 
 constexpr const char* kRecordColumns =
     "SELECT m.key, w.label, m.step, m.idx, m.time_ms, m.type, m.mime, m.sha256, m.size, m.width, "
-    "m.height, m.duration_ms, m.caption FROM media m JOIN writers w ON w.pk = m.writer_pk ";
+    "m.height, m.duration_ms, m.caption, m.artifact_ref FROM media m JOIN writers w ON w.pk = "
+    "m.writer_pk ";
 
 }  // namespace
 
@@ -147,16 +149,17 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const
     Params p;
     p.Add(run_pk).Add(m.key).Add(writer_pk).Add(m.step).Add(m.index).Add(m.time_ms).Add(m.type);
     p.Add(m.mime).Add(m.sha256).Add(m.size).Add(m.width).Add(m.height).Add(m.duration_ms);
-    p.Add(m.caption).Add(m.path);
+    p.Add(m.caption).Add(m.path).Add(m.artifact_ref);
     COHORT_RETURN_IF_ERROR(
         conn.Exec("INSERT INTO media (run_pk, key, writer_pk, step, idx, time_ms, type, mime, "
-                  "sha256, size, width, height, duration_ms, caption, path) VALUES ($1, $2, $3, "
-                  "$4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT (run_pk, "
+                  "sha256, size, width, height, duration_ms, caption, path, artifact_ref) VALUES "
+                  "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON "
+                  "CONFLICT (run_pk, "
                   "key, writer_pk, step, idx) DO UPDATE SET time_ms = excluded.time_ms, type = "
                   "excluded.type, mime = excluded.mime, sha256 = excluded.sha256, size = "
                   "excluded.size, width = excluded.width, height = excluded.height, "
                   "duration_ms = excluded.duration_ms, caption = excluded.caption, path = "
-                  "excluded.path",
+                  "excluded.path, artifact_ref = excluded.artifact_ref",
                   p)
             .status());
   }
