@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 from . import api_artifacts, api_history
 from .api_artifacts import ArtifactCollection, ArtifactVersion
 from .api_http import AuthError, NotFound, Transport, quote, resolve
-from .errors import UsageError
+from .errors import CommError, UsageError
 
 __all__ = ["Api", "ArtifactCollection", "ArtifactVersion", "AuthError", "Group", "NotFound",
            "PublicRun", "Runs"]
@@ -327,6 +327,9 @@ class Runs:
         the filter language names them: ``config.optim.name``), in name order; a run without
         the field has pandas' missing value there (NaN)."""
         import pandas as pd
+        from . import api_columns
+        if api_columns.available():
+            return self._columns_frame(config, summary)
         rows = []
         for run in self:
             row: Dict[str, Any] = {
@@ -340,10 +343,61 @@ class Runs:
             if summary:
                 _flatten_into(row, "summary", run.summary)
             rows.append(row)
-        base = ["id", "name", "group", "job_type", "state", "exit_code", "host", "tags",
-                "created_ms", "updated_ms", "runtime_ms", "writer_count"]
-        extra = sorted({k for r in rows for k in r if k not in base})
-        return pd.DataFrame(rows, columns=base + extra)
+        extra = sorted({k for r in rows for k in r if k not in _RUN_FRAME_BASE})
+        return pd.DataFrame(rows, columns=_RUN_FRAME_BASE + extra)
+
+    def _columns_frame(self, config: bool, summary: bool):
+        """to_dataframe from the listing's columnar pages (docs/formats.md "Run list columns"):
+        the same frame as from the JSON rows, without a Python object per run and field."""
+        import numpy as np
+        import pandas as pd
+        from . import api_columns
+        path = f"/api/v1/runs/{quote(self.entity)}/{quote(self.project)}"
+        pages: List[Dict[str, Any]] = []
+        sizes: List[int] = []
+        cursor: Optional[str] = None
+        while True:
+            query = {"sort": self.order, "limit": self.per_page, "cursor": cursor,
+                     "filters": json.dumps(self.filters) if self.filters else None}
+            ctype, body = self._api._t.get_raw(path, query, api_columns.ACCEPT)
+            if ctype != api_columns.MEDIA_TYPE:
+                raise CommError(f"GET {path}: expected the run list columns, got {ctype!r}")
+            header, columns = api_columns.decode_table(body)
+            pages.append(columns)
+            sizes.append(int(header["table"]["rows"]))
+            cursor = header.get("next_cursor")
+            if not cursor:
+                break
+        keep = [k for k in {k: None for p in pages for k in p}
+                if (config or not (k == "config" or k.startswith("config.")))
+                and (summary or not (k == "summary" or k.startswith("summary.")))]
+        extra = sorted(k for k in keep if k not in _RUN_FRAME_BASE)
+        out: Dict[str, Any] = {}
+        for name in _RUN_FRAME_BASE + extra:
+            parts = [p.get(name) for p in pages]
+            arrays = [x for x in parts if isinstance(x, np.ndarray)]
+            if len(arrays) == len(parts) and len({a.dtype for a in arrays}) == 1:
+                out[name] = np.concatenate(arrays) if arrays else np.empty(0)
+            elif all(x is None or (isinstance(x, np.ndarray) and x.dtype.kind in "if")
+                     for x in parts):
+                out[name] = np.concatenate(
+                    [np.full(n, np.nan) if x is None else x.astype(np.float64)
+                     for x, n in zip(parts, sizes)])
+            else:  # objects: pandas infers the column as it does from the JSON rows
+                cells: List[Any] = []
+                for x, n in zip(parts, sizes):
+                    cells.extend([np.nan] * n if x is None else list(x))
+                out[name] = cells
+        for name in _RUN_FRAME_BASE:  # a field null in every run (exit_code): Nones, as JSON
+            col = out[name]
+            if isinstance(col, np.ndarray) and col.dtype.kind == "f" and len(col) and \
+                    np.isnan(col).all():
+                out[name] = [None] * len(col)
+        return pd.DataFrame(out, columns=_RUN_FRAME_BASE + extra)
+
+
+_RUN_FRAME_BASE = ["id", "name", "group", "job_type", "state", "exit_code", "host", "tags",
+                   "created_ms", "updated_ms", "runtime_ms", "writer_count"]
 
 
 def _flatten_into(out: Dict[str, Any], prefix: str, value: Any) -> None:

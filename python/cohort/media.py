@@ -347,7 +347,8 @@ class Table(_Media):
     a pandas ``dataframe``. Stored as a JSON document ``{"columns": [...], "data": [[...], ...]}``
     whose media cells are ``{"_type": "image", "sha256", "size", "mime", "width", "height",
     "duration_ms", "caption"}``, their bytes blobs of their own (docs/formats.md "Tables"); read
-    back with ``Run.table(key)`` (a media cell comes back as that object with its ``url``)."""
+    back with ``Run.table(key)`` (a media cell comes back as a dict of those fields and its
+    ``url``)."""
     _cohort_media_type = "table"
 
     def __init__(self, columns: Optional[Sequence[Any]] = None,

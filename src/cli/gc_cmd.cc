@@ -21,19 +21,30 @@
 namespace cohort::cli {
 namespace {
 
-// (entity, sha256) of every blob a media cell of a table references (docs/formats.md "Tables"):
-// each table document of every run, read from the blob store. A table whose blob is missing or
-// not a document references nothing here (its row keeps its own blob).
-Result<std::set<std::pair<std::string, std::string>>> TableCellBlobs(store::Store* store,
-                                                                     blob::BlobStore* blobs) {
+// The blobs media cells of tables reference (docs/formats.md "Tables"), read from each table
+// document of the entities in `entities`: (entity, sha256) pairs, and the entities one of whose
+// tables could not be read (not uploaded yet, or a failing read): their cells are unknown, so
+// nothing of theirs is forgotten in this pass. A blob that is no table document references
+// nothing.
+struct CellBlobs {
+  std::set<std::pair<std::string, std::string>> held;
+  std::set<std::string> unknown;
+};
+Result<CellBlobs> TableCellBlobs(store::Store* store, blob::BlobStore* blobs,
+                                 const std::set<std::string>& entities) {
+  CellBlobs out;
+  if (entities.empty()) return out;
   COHORT_ASSIGN_OR_RETURN(auto tables, store->TableBlobs());
-  std::set<std::pair<std::string, std::string>> out;
   for (const store::HeldBlob& t : tables) {
+    if (!entities.contains(t.entity) || out.unknown.contains(t.entity)) continue;
     auto text = blobs->Read(t.sha256, 0, uint64_t(t.size));
-    if (!text.ok()) continue;
+    if (!text.ok()) {
+      out.unknown.insert(t.entity);
+      continue;
+    }
     auto digests = batch::MediaCellDigests(*text);
     if (!digests.ok()) continue;
-    for (std::string& d : *digests) out.emplace(t.entity, std::move(d));
+    for (std::string& d : *digests) out.held.emplace(t.entity, std::move(d));
   }
   return out;
 }
@@ -87,12 +98,22 @@ Runner AddGcCommand(CLI::App& app) {
     // recorded within the grace period, or blobs its upload records again).
     auto unreferenced = (*store)->UnreferencedBlobs(before);
     if (!unreferenced.ok()) return fail(unreferenced.status());
-    auto cells = TableCellBlobs(store->get(), blobs->get());
+    std::set<std::string> entities;
+    for (const store::HeldBlob& b : *unreferenced) entities.insert(b.entity);
+    auto cells = TableCellBlobs(store->get(), blobs->get(), entities);
     if (!cells.ok()) return fail(cells.status());
+    for (const std::string& e : cells->unknown) {
+      std::fprintf(stderr,
+                   "cohort gc: a table of entity '%s' could not be read (not uploaded yet?): "
+                   "none of its blobs is removed in this pass\n",
+                   e.c_str());
+    }
     std::set<std::string> candidates;
     int64_t forgotten = 0;
     for (const store::HeldBlob& b : *unreferenced) {
-      if (cells->contains({b.entity, b.sha256})) continue;
+      if (cells->unknown.contains(b.entity) || cells->held.contains({b.entity, b.sha256})) {
+        continue;
+      }
       if (o->apply) {
         auto gone = (*store)->ForgetBlob(b.entity, b.sha256, before);
         if (!gone.ok()) return fail(gone.status());

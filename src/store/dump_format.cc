@@ -403,20 +403,28 @@ Status DumpFileWriter::Close() {
 
 namespace {
 
-// A runs row written before runs.summary_explicit (one value fewer) reads as "[]": every summary
-// key follows its series.
-void AddSummaryExplicit(DumpRecord* rec) {
-  const auto& columns = DumpTables()[kDumpRuns].columns;
+}  // namespace
+
+void UpgradeDumpRecord(DumpRecord* rec) {
+  std::string_view added;
+  std::string value;
+  if (rec->table == kDumpRuns) {
+    added = "summary_explicit";
+    value = "[]";
+  } else if (rec->table == kDumpMedia) {
+    added = "artifact_ref";
+  } else {
+    return;
+  }
+  const auto& columns = DumpTables()[rec->table].columns;
   if (rec->values.size() + 1 != columns.size()) return;  // ValidateDumpRecord reports it
   for (size_t i = 0; i < columns.size(); ++i) {
-    if (std::string_view(columns[i].name) == "summary_explicit") {
-      rec->values.insert(rec->values.begin() + long(i), DumpValue(std::string("[]")));
+    if (std::string_view(columns[i].name) == added) {
+      rec->values.insert(rec->values.begin() + long(i), DumpValue(std::move(value)));
       return;
     }
   }
 }
-
-}  // namespace
 
 Result<bool> DumpFileReader::ReadFrame(char* kind, std::string* body) {
   char head[8];
@@ -512,7 +520,7 @@ Result<bool> DumpFileReader::Next(DumpRecord* rec) {
     return Status::Corruption("dump: unknown record kind at offset " + std::to_string(offset_));
   }
   COHORT_RETURN_IF_ERROR(DecodeDumpRow(body, rec));
-  if (rec->table == kDumpRuns) AddSummaryExplicit(rec);
+  UpgradeDumpRecord(rec);
   ++counts_[DumpTables()[rec->table].name];
   return true;
 }

@@ -187,5 +187,24 @@ TEST(DumpFormatTest, WebhookRowWithItsSecretRoundTrips) {
   EXPECT_EQ(back.values, hook.values);
 }
 
+// A media row of a dump written before media.artifact_ref reads with it empty; a row of today's
+// shape, and a row short by more, are left for ValidateDumpRecord.
+TEST(DumpFormatTest, AnOlderMediaRowGetsAnEmptyArtifactRef) {
+  const size_t n = DumpTables()[kDumpMedia].columns.size();
+  DumpRecord old{kDumpMedia, {}};
+  for (size_t i = 0; i + 1 < n; ++i) old.values.emplace_back(int64_t(i));
+  UpgradeDumpRecord(&old);
+  ASSERT_EQ(old.values.size(), n);
+  EXPECT_EQ(std::get<std::string>(old.values.back()), "");
+  DumpRecord shorter{kDumpMedia, {int64_t{1}}};
+  UpgradeDumpRecord(&shorter);
+  EXPECT_EQ(shorter.values.size(), 1u);
+  DumpRecord runs{kDumpRuns, {}};
+  const size_t r = DumpTables()[kDumpRuns].columns.size();
+  for (size_t i = 0; i + 1 < r; ++i) runs.values.emplace_back(int64_t(i));
+  UpgradeDumpRecord(&runs);
+  ASSERT_EQ(runs.values.size(), r);
+}
+
 }  // namespace
 }  // namespace cohort::store

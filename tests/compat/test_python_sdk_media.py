@@ -151,11 +151,14 @@ import numpy as np
 import wandb
 run_id, project = sys.argv[1], sys.argv[2]
 run = wandb.init(project=project, id=run_id)
-rows = [[i, wandb.Image(np.full((4, 5, 3), 50 * i + 7, dtype=np.uint8), caption=f"c{i}")]
-        for i in range(3)]
-table = wandb.Table(columns=["i", "img"], data=rows)
-run.log({"preds": table})
-run.log({"preds": table})   # the same table again: the same artifact version
+def table(shift):
+    return wandb.Table(columns=["i", "img"], data=[
+        [i, wandb.Image(np.full((4, 5, 3), 50 * i + 7 + shift, dtype=np.uint8), caption=f"c{i}")]
+        for i in range(3)])
+first = table(0)
+run.log({"preds": first})
+run.log({"preds": table(1)})  # other images, the same run file (the cells say "Image")
+run.log({"preds": first})     # the first table again: its artifact version
 run.finish()
 '''
 
@@ -166,8 +169,9 @@ def test_a_wandb_tables_image_cells_are_read_from_its_run_table_artifact(server,
     ("Image"); the cells with their images are in the `run_table` artifact the client logs
     with it (reference/wandb-artifacts-media.md 1.6), named by the line's artifact_path (the
     artifact's client ID). Cohort's table route answers that document, its image cells as media
-    cells whose bytes are the artifact's files, byte for byte and pixel for pixel; the same table
-    logged again (the same artifact version) at a later step reads the same."""
+    cells whose bytes are the artifact's files, byte for byte and pixel for pixel: at each step
+    its own images, also when two steps' run files are the same document (one digest) and when
+    the same table is logged again (the same artifact version)."""
     env = sdk_env(server, tmp_path)
     proc = run_python(TABLE_CELLS_SCRIPT, env, tmp_path, args=("tcells01", "sdkmedia"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -176,8 +180,11 @@ def test_a_wandb_tables_image_cells_are_read_from_its_run_table_artifact(server,
     status, version = api.get(art + "/latest")
     assert status == 200, version
     assert version["type"] == "run_table" and version["run"] == "tcells01", version
-    files = {f["path"]: f for f in version["files"]}
-    for step in (0, 1):
+    status, versions = api.get(art + "/versions")
+    assert status == 200, versions
+    files = {f["path"]: f for v in versions["versions"] for f in
+             api.get(art + "/" + v["version"])[1]["files"]}
+    for step, shift in ((0, 0), (1, 1), (2, 0)):
         status, table = api.get(base + f"/tables/preds?step={step}")
         assert status == 200, table
         assert table["columns"] == ["i", "img"] and table["step"] == step, table
@@ -196,4 +203,4 @@ def test_a_wandb_tables_image_cells_are_read_from_its_run_table_artifact(server,
             assert hashlib.sha256(data).hexdigest() == cell["sha256"], cell
             with PIL.open(io.BytesIO(data)) as im:
                 assert np.array_equal(np.asarray(im)[..., :3],
-                                      np.full((4, 5, 3), 50 * i + 7, dtype=np.uint8))
+                                      np.full((4, 5, 3), 50 * i + 7 + shift, dtype=np.uint8))

@@ -268,7 +268,8 @@ def test_a_tables_media_cells_are_blobs_read_through_the_table(client):
         cell = row[1]
         assert (cell["_type"], cell["mime"], cell["caption"]) == ("image", "image/png", f"c{i}")
         assert (cell["width"], cell["height"]) == (5, 2 + i)
-        assert cell["url"] == (f"{view.path}/media/{cell['sha256']}?table={table_row['sha256']}")
+        assert cell["url"] == (f"{view.path}/media/{cell['sha256']}?table={table_row['sha256']}"
+                               f"&key=preds&writer={table_row['writer']}&step=0&index=0")
         status, headers, data = _download(client, cell["url"])
         assert status == 200, data
         assert hashlib.sha256(data).hexdigest() == cell["sha256"] and len(data) == cell["size"]
@@ -289,6 +290,8 @@ def test_a_tables_media_cells_are_blobs_read_through_the_table(client):
     assert status == 404, data
     status, _, data = _download(client, f"{view.path}/media/{'2' * 64}?table={table_row['sha256']}")
     assert status == 404 and b"has no media cell" in data, data
+    status, _, data = _download(client, cell["url"].replace("&step=0", "&step=1"))
+    assert status == 404 and b"not found in this run" in data, data
     status, _, data = _download(client, f"{view.path}/media/{cell['sha256']}?table=xyz")
     assert status == 400 and b"table" in data, data
 

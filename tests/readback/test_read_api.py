@@ -152,6 +152,64 @@ def test_runs_as_a_dataframe_with_flattened_config_and_summary_columns(api, data
     assert len(empty) == 0 and "id" in empty.columns
 
 
+def test_runs_dataframe_from_columns_equals_the_one_from_json(rb_server, api, dataset,
+                                                              monkeypatch):
+    """The listing's columnar answer (docs/formats.md "Run list columns") gives the same frame as
+    the JSON rows, over pages whose fields differ: ints, floats, strings, booleans, nested
+    objects, lists, nulls, "NaN", an empty config, a field only some runs have, a running run
+    without an exit code."""
+    from cohort import api_columns
+    entity = dataset["entity"]
+    key = rb_server.config["api_key"]
+    headers = {"Authorization": "Bearer " + key, "Content-Type": "application/json"}
+
+    def call(method, path, body):
+        req = urllib.request.Request(f"{rb_server.url}{path}", method=method,
+                                     data=json.dumps(body).encode(), headers=headers)
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            assert resp.status in (200, 201)
+    configs = [
+        {"lr": 0.1, "layers": 3, "opt": {"name": "adam", "beta": [0.9, 0.99]}, "big": 2 ** 62},
+        {"lr": 1, "layers": 4, "opt": {"name": "sgd"}, "flag": True, "note": None},
+        {},
+        {"lr": 0.5, "mixed": "x", "flag": False, "only": {"deep": {"er": 7}}},
+        {"lr": 0.25, "mixed": 3, "layers": 5},
+    ]
+    summaries = [{"acc": 0.5, "loss": "NaN"}, {"acc": 0.75}, {}, {"acc": 0.9, "loss": 0.1},
+                 {"acc": 1, "loss": 0.2, "empty": {}}]
+    for i, (config, summary) in enumerate(zip(configs, summaries)):
+        call("POST", f"/api/v1/runs/{entity}/cols", {"id": f"c{i}", "name": f"run {i}",
+                                                     "config": config, "tags": [f"t{i}"]})
+        if summary:
+            call("PATCH", f"/api/v1/runs/{entity}/cols/c{i}", {"summary": summary})
+    for per_page in (2, 100):  # pages whose columns differ, and one page
+        runs = api.runs(f"{entity}/cols", order="name", per_page=per_page)
+        got = runs.to_dataframe()
+        monkeypatch.setattr(api_columns, "available", lambda: False)
+        want = api.runs(f"{entity}/cols", order="name", per_page=per_page).to_dataframe()
+        bare = api.runs(f"{entity}/cols", order="name", per_page=per_page).to_dataframe(
+            config=False)
+        monkeypatch.undo()
+        # runtime_ms of a running run grows between the two reads.
+        assert got["runtime_ms"].dtype == want["runtime_ms"].dtype == "int64"
+        pd.testing.assert_frame_equal(got.drop(columns="runtime_ms"),
+                                      want.drop(columns="runtime_ms"))
+        assert list(got["id"]) == [f"c{i}" for i in range(5)]
+        assert got["config.big"][0] == 2 ** 62 and got["config.opt.beta"][0] == [0.9, 0.99]
+        assert got["summary.loss"][0] == "NaN" and got["config"][2] == {}
+        pd.testing.assert_frame_equal(
+            api.runs(f"{entity}/cols", order="name", per_page=per_page).to_dataframe(
+                config=False).drop(columns="runtime_ms"), bare.drop(columns="runtime_ms"))
+    # The columns are what was asked for: a JSON client gets JSON, a columns one the columns.
+    ctype, body = api._t.get_raw(f"/api/v1/runs/{entity}/cols", {"limit": 2}, api_columns.ACCEPT)
+    assert ctype == api_columns.MEDIA_TYPE and body[:4] == b"CHCL"
+    header, columns = api_columns.decode_table(body)
+    assert header["total"] == 5 and header["next_cursor"] and len(columns["id"]) == 2
+    damaged = body[:-1] + bytes([body[-1] ^ 1])
+    with pytest.raises(cohort.CommError, match="checksum"):
+        api_columns.decode_table(damaged)
+
+
 def test_runs_page_lazily_through_a_thousand_runs(rb_server, api, dataset):
     # 1,050 runs created through the HTTP API (the SDK's init per run would take minutes).
     entity = dataset["entity"]

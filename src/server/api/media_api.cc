@@ -86,9 +86,11 @@ Result<bj::object> ReadTable(ApiContext* ctx, const std::string& entity,
   std::string text;
   if (!m.artifact_ref.empty() && ctx->table_document) {
     auto doc = ctx->table_document(entity, m.artifact_ref);
+    // An artifact not committed yet, or whose entry is not a table: the row's own document.
     if (doc.ok()) {
       text = std::move(doc).value();
-    } else if (doc.status().code() != StatusCode::kNotFound) {
+    } else if (doc.status().code() != StatusCode::kNotFound &&
+               doc.status().code() != StatusCode::kCorruption) {
       return doc.status();
     }
   }
@@ -110,15 +112,38 @@ Result<bj::object> ReadTable(ApiContext* ctx, const std::string& entity,
   return std::move(o);
 }
 
+// The table row `?table=` names: its digest, and its place (key, writer, step, index) when the
+// URL gives it (the table route's URLs do: a vendor client's tables at two steps may have one
+// run file, and so one digest, with different images in their artifacts).
+Result<store::MediaRecord> TableOfRequest(ApiContext* ctx, const http::HttpRequest& req,
+                                          const store::RunRef& ref,
+                                          const std::string& table_sha256) {
+  if (req.QueryParam("key").empty()) return ctx->store->FindMedia(ref, table_sha256);
+  COHORT_ASSIGN_OR_RETURN(auto step, IntParam(req, "step"));
+  COHORT_ASSIGN_OR_RETURN(auto index, IntParam(req, "index"));
+  store::MediaQuery q;
+  q.run = ref;
+  q.keys = {req.QueryParam("key")};
+  if (!req.QueryParam("writer").empty()) q.writers = {req.QueryParam("writer")};
+  if (step) q.min_step = q.max_step = *step;
+  COHORT_ASSIGN_OR_RETURN(auto rows, ctx->store->QueryMedia(q));
+  for (const store::MediaRecord& m : rows) {
+    if (m.sha256 == table_sha256 && (!index || m.index == *index)) return m;
+  }
+  return Status::NotFound("table " + table_sha256 + " of key '" + q.keys[0] +
+                          "': not found in this run");
+}
+
 // The media row a cell of the run's table `table_sha256` stands for, when one of its cells
 // names `sha256`: the run's tables are what give its cells' blobs to the run's readers.
-Result<store::MediaRecord> FindTableCell(ApiContext* ctx, const store::RunRef& ref,
+Result<store::MediaRecord> FindTableCell(ApiContext* ctx, const http::HttpRequest& req,
+                                         const store::RunRef& ref,
                                          const std::string& table_sha256,
                                          const std::string& sha256) {
   if (!IsSha256Hex(table_sha256)) {
     return Status::InvalidArgument("table: expected the table's sha256 (64 lowercase hex digits)");
   }
-  COHORT_ASSIGN_OR_RETURN(store::MediaRecord table, ctx->store->FindMedia(ref, table_sha256));
+  COHORT_ASSIGN_OR_RETURN(store::MediaRecord table, TableOfRequest(ctx, req, ref, table_sha256));
   if (table.type != "table") {
     return Status::InvalidArgument("table: media " + table_sha256 + " of key '" + table.key +
                                    "' is " + table.type + ", not a table");
@@ -152,7 +177,7 @@ http::HttpResponse ServeMedia(ApiContext* ctx, const http::HttpRequest& req,
   }
   const std::string table = req.QueryParam("table");
   auto row = table.empty() ? ctx->store->FindMedia(ref, sha256)
-                           : FindTableCell(ctx, ref, table, sha256);
+                           : FindTableCell(ctx, req, ref, table, sha256);
   if (!row.ok()) return ErrorResponse(row.status());
   if (Status s = CheckUploaded(ctx, ref.entity, *row); !s.ok()) return ErrorResponse(s);
   std::string name = row->key.substr(row->key.rfind('/') + 1);
@@ -195,7 +220,10 @@ Result<bj::object> TablePage(ApiContext* ctx, const store::RunRef& ref,
       for (bj::value& cell : row.as_array()) {
         auto c = batch::MediaCellOf(cell);
         if (!c) continue;
-        cell.as_object()["url"] = media + c->sha256 + "?table=" + m.sha256;
+        cell.as_object()["url"] = media + c->sha256 + "?table=" + m.sha256 +
+                                  "&key=" + PercentEncode(m.key) + "&writer=" +
+                                  PercentEncode(m.writer) + "&step=" + std::to_string(m.step) +
+                                  "&index=" + std::to_string(m.index);
         cell.as_object()["uploaded"] = held.contains(c->sha256);
       }
     }

@@ -3,6 +3,8 @@
 #include "core/ids.h"
 #include "core/limits.h"
 #include "server/api/context.h"
+#include "server/api/history_columns.h"
+#include "server/api/run_list_columns.h"
 
 namespace cohort::api {
 namespace {
@@ -169,11 +171,25 @@ http::HttpResponse ListRuns(ApiContext* ctx, http::HttpRequest& req, const AuthC
   if (!limit.ok()) return ErrorResponse(limit.status());
   q.limit = int(std::clamp<int64_t>(limit->value_or(100), 1, 1000));
   q.cursor = req.QueryParam("cursor");
+  // The same negotiation as the history route: columns when named (docs/formats.md "Run list
+  // columns"), JSON by default.
+  auto format = NegotiateHistoryFormat(req.Header("accept"), /*bucketed=*/false);
+  if (!format.ok()) {
+    return http::HttpResponse::Error(406, "not_acceptable", format.status().message());
+  }
   auto page = ctx->store->ListRuns(q);
   if (!page.ok()) return ErrorResponse(page.status());
   int64_t now = NowMillis();
   bj::array runs;
   for (const auto& run : page->runs) runs.push_back(RunToJson(run, now));
+  if (*format == HistoryFormat::kColumns) {
+    http::HttpResponse resp;
+    resp.content_type =
+        std::string(kColumnsMediaType) + "; version=" + std::to_string(kColumnsVersion);
+    resp.body = EncodeRunListColumns(runs, page->total, page->next_cursor);
+    resp.headers.emplace_back("Vary", "Accept");
+    return resp;
+  }
   return JsonResponse(
       200, bj::object{{"runs", std::move(runs)},
                       {"next_cursor", page->next_cursor.empty() ? bj::value(nullptr)

@@ -174,6 +174,9 @@ Result<gql::Resolved> CreateArtifact(GqlContext* c, const gql::FieldInfo& f) {
   d.type = StringField(*in, "artifactTypeName").value_or("");
   d.client_digest = StringField(*in, "digest").value_or("");
   d.client_id = StringField(*in, "clientID").value_or("");
+  if (d.client_id.size() > 128) {
+    return Status::InvalidArgument("createArtifact: clientID longer than 128 bytes");
+  }
   d.created_ms = c->now_ms;
   COHORT_RETURN_IF_ERROR(ValidateArtifactName("artifactCollectionName", d.name));
   COHORT_RETURN_IF_ERROR(ValidateArtifactName("artifactTypeName", d.type));

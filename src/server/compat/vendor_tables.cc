@@ -39,6 +39,10 @@ Result<std::string> VendorTableDocument(api::ApiContext* ctx, const std::string&
                             std::to_string(version.index) + " entry '" + entry + "'";
   auto it = by_path.find(entry);
   if (it == by_path.end()) return Status::NotFound(where + ": no such file");
+  if (uint64_t(it->second->size) > ctx->limits.max_media_file_bytes) {  // as a table row's
+    return Status::Corruption(where + ": " + std::to_string(it->second->size) +
+                              " bytes, above --max-media-file-bytes");
+  }
   COHORT_ASSIGN_OR_RETURN(std::string text,
                           ctx->blobs->Read(it->second->sha256, 0, uint64_t(it->second->size)));
   auto doc = json::Parse(text);

@@ -15,7 +15,7 @@
 namespace cohort::compat {
 
 // kNotFound while the artifact is not committed (or the reference is not one); kCorruption
-// when its entry is not a table document.
+// when its entry is not a table document or is bigger than a media file may be.
 Result<std::string> VendorTableDocument(api::ApiContext* ctx, const std::string& entity,
                                         const std::string& artifact_ref);
 
