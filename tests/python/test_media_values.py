@@ -185,3 +185,43 @@ def test_image_takes_the_seed_sdks_arguments():
         cohort.Image(a, colour="red")
     with pytest.raises(ValueError, match="mode 'CMYK'"):
         cohort.Image(a, mode="CMYK")
+
+
+class _MediaRun:
+    """What the media worker's hand-over uses of a run (no agent): intents and rows recorded."""
+
+    def __init__(self, staging):
+        self._artifact_staging_dir = str(staging)
+        self.intents, self.rows = [], []
+
+    def _log_artifact_intent(self, text):
+        self.intents.append(json.loads(text))
+        return "id"
+
+    def _log_media(self, key, media_type, step, rows):
+        self.rows.append((key, media_type, step, rows))
+
+
+def test_a_table_whose_cell_cannot_be_encoded_stages_nothing_and_logs_nothing(tmp_path):
+    from cohort import media
+    gone = tmp_path / "gone.png"
+    PILImage.fromarray(np.zeros((2, 2, 3), dtype=np.uint8)).save(gone)
+    ok_cell = cohort.Image(np.full((2, 3, 3), 9, dtype=np.uint8))
+    bad = cohort.Table(columns=["a", "b"], data=[[ok_cell, cohort.Image(str(gone))]])
+    gone.unlink()  # read on the worker thread: this cell fails there
+    good = cohort.Table(columns=["a"], data=[[ok_cell]])
+    run = _MediaRun(tmp_path / "staging")
+    out = media._hand_over(run, [("bad", media.media_set("bad", bad), 0),
+                                 ("good", media.media_set("good", good), 1)])
+    assert [(k, s, e is None) for k, s, e in out] == [("bad", 0, False), ("good", 1, True)], out
+    assert "gone.png" in str(out[0][2])
+    (intent,) = run.intents
+    # Only the good table's files: its cell and its document; none of the failed table's.
+    assert len(intent["files"]) == 2, intent
+    staged = sorted(p.name for p in (tmp_path / "staging" / intent["id"]).iterdir()
+                    if p.name != ".owner" and not p.name.startswith("."))
+    assert staged == sorted(f["path"] for f in intent["files"]), staged
+    assert [(k, t, s) for k, t, s, _ in run.rows] == [("good", "table", 1)]
+    doc = json.loads((tmp_path / "staging" / intent["id"] / "1-0").read_bytes())
+    cell = doc["data"][0][0]
+    assert cell["_type"] == "image" and any(f["sha256"] == cell["sha256"] for f in intent["files"])
