@@ -329,7 +329,9 @@ class Runs:
         import pandas as pd
         from . import api_columns
         if api_columns.available():
-            return self._columns_frame(config, summary)
+            frame = self._columns_frame(config, summary)
+            if frame is not None:
+                return frame
         rows = []
         for run in self:
             row: Dict[str, Any] = {
@@ -348,7 +350,8 @@ class Runs:
 
     def _columns_frame(self, config: bool, summary: bool):
         """to_dataframe from the listing's columnar pages (docs/formats.md "Run list columns"):
-        the same frame as from the JSON rows, without a Python object per run and field."""
+        the same frame as from the JSON rows, without a Python object per run and field; None
+        when the server answers JSON (one without the columns)."""
         import numpy as np
         import pandas as pd
         from . import api_columns
@@ -361,6 +364,8 @@ class Runs:
                      "filters": json.dumps(self.filters) if self.filters else None}
             ctype, body = self._api._t.get_raw(path, query, api_columns.ACCEPT)
             if ctype != api_columns.MEDIA_TYPE:
+                if not pages:
+                    return None  # a server without the columns: the JSON pages
                 raise CommError(f"GET {path}: expected the run list columns, got {ctype!r}")
             header, columns = api_columns.decode_table(body)
             pages.append(columns)
