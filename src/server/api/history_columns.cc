@@ -119,27 +119,36 @@ std::string EncodeHistoryColumns(const std::vector<store::SeriesData>& series,
     header.pop_back();  // '}'
     header.append(",\"warnings\":").append(warnings_json).push_back('}');
   }
-  const size_t padded = (header.size() + 7) / 8 * 8;
-  std::string out;
-  out.reserve(history_columns::kPreamble + padded + total * 24);
-  out.append(history_columns::kMagic);
-  coding::PutFixed32(&out, kColumnsVersion);
-  coding::PutFixed32(&out, uint32_t(header.size()));
-  coding::PutFixed32(&out, 0);  // the checksum, set below
-  out.append(header);
-  out.append(padded - header.size(), '\0');
+  std::string out = BeginColumns(header, total * 24);
   for (const store::SeriesData& s : series) {
     const auto& pts = s.points;
     PutColumn(&out, pts.size(), [&](size_t i) { return uint64_t(pts[i].step); });
     PutColumn(&out, pts.size(), [&](size_t i) { return uint64_t(pts[i].time_ms); });
     PutColumn(&out, pts.size(), [&](size_t i) { return coding::DoubleBits(pts[i].value); });
   }
+  SealColumns(&out);
+  return out;
+}
+
+std::string BeginColumns(std::string_view header, size_t reserve_arrays) {
+  const size_t padded = (header.size() + 7) / 8 * 8;
+  std::string out;
+  out.reserve(history_columns::kPreamble + padded + reserve_arrays);
+  out.append(history_columns::kMagic);
+  coding::PutFixed32(&out, kColumnsVersion);
+  coding::PutFixed32(&out, uint32_t(header.size()));
+  coding::PutFixed32(&out, 0);  // the checksum: SealColumns
+  out.append(header);
+  out.append(padded - header.size(), '\0');
+  return out;
+}
+
+void SealColumns(std::string* out) {
   constexpr size_t kPreamble = history_columns::kPreamble;
-  const uint32_t crc = crc32c::Value(out.data() + kPreamble, out.size() - kPreamble);
+  const uint32_t crc = crc32c::Value(out->data() + kPreamble, out->size() - kPreamble);
   std::string crc_bytes;
   coding::PutFixed32(&crc_bytes, crc);
-  std::memcpy(out.data() + 12, crc_bytes.data(), 4);
-  return out;
+  std::memcpy(out->data() + 12, crc_bytes.data(), 4);
 }
 
 }  // namespace cohort::api

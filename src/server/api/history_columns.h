@@ -33,4 +33,11 @@ Result<HistoryFormat> NegotiateHistoryFormat(std::string_view accept, bool bucke
 std::string EncodeHistoryColumns(const std::vector<store::SeriesData>& series,
                                  std::string_view warnings_json);
 
+// The two ends of every columnar answer (this one and run_list_columns.h): BeginColumns writes
+// the preamble (magic, version, header length, a checksum to come) and `header` zero-padded to
+// a multiple of 8; the arrays are appended after it; SealColumns sets the CRC-32C of every byte
+// after the preamble.
+std::string BeginColumns(std::string_view header, size_t reserve_arrays = 0);
+void SealColumns(std::string* out);
+
 }  // namespace cohort::api

@@ -7,8 +7,7 @@
 #include <vector>
 
 #include "core/coding.h"
-#include "core/crc32c.h"
-#include "core/history_columns.h"
+#include "server/api/history_columns.h"
 
 namespace cohort::api {
 namespace {
@@ -142,19 +141,9 @@ std::string EncodeRunListColumns(const bj::array& runs, int64_t total,
       {"table", bj::object{{"rows", n}, {"columns", std::move(columns)}}},
       {"total", total},
       {"next_cursor", next_cursor.empty() ? bj::value(nullptr) : bj::value(next_cursor)}});
-  std::string out;
-  out.append(history_columns::kMagic);
-  coding::PutFixed32(&out, history_columns::kVersion);
-  coding::PutFixed32(&out, uint32_t(header.size()));
-  coding::PutFixed32(&out, 0);  // the checksum, set below
-  out.append(header);
-  Pad8(&out);
+  std::string out = BeginColumns(header);
   for (const auto& [type, cells] : order) PutColumn(type, *cells, &out);
-  constexpr size_t kPreamble = history_columns::kPreamble;
-  const uint32_t crc = crc32c::Value(out.data() + kPreamble, out.size() - kPreamble);
-  std::string crc_bytes;
-  coding::PutFixed32(&crc_bytes, crc);
-  std::memcpy(out.data() + 12, crc_bytes.data(), 4);
+  SealColumns(&out);
   return out;
 }
 
