@@ -106,6 +106,35 @@ class BenchServer:
         """GET url+path with the API key, as JSON."""
         return json.loads(self.read(path))
 
+    def seed_runs(self, project, n, config, summary, threads=8):
+        """Creates runs 0..n-1 of `project` over HTTP (`threads` keep-alive connections): run i
+        named r<i> with `config(i)`, then its summary set to `summary(i)` (skipped when empty)."""
+        from concurrent.futures import ThreadPoolExecutor
+        base = f"/api/v1/runs/{self.get('/api/v1/viewer')['entity']}/{project}"
+        host = urllib.parse.urlparse(self.url).netloc
+        headers = {"Authorization": "Bearer " + self.api_key(),
+                   "Content-Type": "application/json"}
+
+        def seed(ids):
+            conn = http.client.HTTPConnection(host)
+            for i in ids:
+                conn.request("POST", base, json.dumps({"name": f"r{i}", "config": config(i)}),
+                             headers)
+                resp = conn.getresponse()
+                run = json.loads(resp.read())
+                assert resp.status == 201, run
+                values = summary(i)
+                if values:
+                    conn.request("PATCH", f"{base}/{run['id']}",
+                                 json.dumps({"summary": values}), headers)
+                    resp = conn.getresponse()
+                    body = resp.read()
+                    assert resp.status == 200, body
+            conn.close()
+
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(seed, [range(k, n, threads) for k in range(threads)]))
+
 
 def timed(fn, repeat, warm=True):
     """(median ms of `repeat` calls of fn after one warm call (none: warm=False), fn's last

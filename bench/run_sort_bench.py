@@ -21,7 +21,6 @@ import sys
 import tempfile
 import time
 import urllib.parse
-from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _bench_server import BenchServer  # noqa: E402
@@ -42,28 +41,15 @@ def main():
         host = urllib.parse.urlparse(srv.url).netloc
         headers = {"Authorization": "Bearer " + key, "Content-Type": "application/json"}
 
-        def seed(ids):
-            conn = http.client.HTTPConnection(host)
-            for i in ids:
-                conn.request("POST", base, json.dumps({
-                    "name": f"r{i}", "config": {"lr": (i % 97) / 1000, "optimizer": "adam",
-                                                "layers": i % 7}}), headers)
-                resp = conn.getresponse()
-                run = json.loads(resp.read())
-                assert resp.status == 201, run
-                summary = {"acc": (i % 101) / 100}
-                if i % 20:
-                    summary["val_loss"] = "NaN" if i % 50 == 1 else 1 / (1 + (i * 7919) % 10007)
-                conn.request("PATCH", f"{base}/{run['id']}", json.dumps({"summary": summary}),
-                             headers)
-                resp = conn.getresponse()
-                assert resp.status == 200, resp.read()
-                resp.read()
-            conn.close()
+        def summary(i):
+            values = {"acc": (i % 101) / 100}
+            if i % 20:
+                values["val_loss"] = "NaN" if i % 50 == 1 else 1 / (1 + (i * 7919) % 10007)
+            return values
 
         t0 = time.perf_counter()
-        with ThreadPoolExecutor(8) as pool:
-            list(pool.map(seed, [range(k, args.runs, 8) for k in range(8)]))
+        srv.seed_runs(PROJECT, args.runs, lambda i: {"lr": (i % 97) / 1000, "optimizer": "adam",
+                                                     "layers": i % 7}, summary)
         out["seed_s"] = round(time.perf_counter() - t0, 1)
 
         conn = http.client.HTTPConnection(host)

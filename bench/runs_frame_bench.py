@@ -16,9 +16,6 @@ import statistics
 import sys
 import tempfile
 import time
-import http.client
-import urllib.parse
-from concurrent.futures import ThreadPoolExecutor
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -33,28 +30,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp, BenchServer(tmp) as srv:
         key = srv.api_key()
         entity = srv.get("/api/v1/viewer")["entity"]
-        base = f"/api/v1/runs/{entity}/{PROJECT}"
-        host = urllib.parse.urlparse(srv.url).netloc
-        headers = {"Authorization": "Bearer " + key, "Content-Type": "application/json"}
-
-        def seed(ids):
-            conn = http.client.HTTPConnection(host)
-            for i in ids:
-                config = {f"c{j}": i * j / 7 for j in range(10)} | {"opt": "adam"}
-                conn.request("POST", base, json.dumps({"name": f"r{i}", "config": config}),
-                             headers)
-                resp = conn.getresponse()
-                run = json.loads(resp.read())
-                assert resp.status == 201, run
-                summary = {f"s{j}": i / (j + 1) for j in range(10)}
-                conn.request("PATCH", f"{base}/{run['id']}", json.dumps({"summary": summary}),
-                             headers)
-                resp = conn.getresponse()
-                body = resp.read()
-                assert resp.status == 200, body
-
-        with ThreadPoolExecutor(8) as pool:
-            list(pool.map(seed, [range(k, N, 8) for k in range(8)]))
+        srv.seed_runs(PROJECT, N, lambda i: {f"c{j}": i * j / 7 for j in range(10)} | {"opt": "adam"},
+                      lambda i: {f"s{j}": i / (j + 1) for j in range(10)})
         import cohort
         from cohort import api_columns
         api = cohort.Api(base_url=srv.url, api_key=key)
