@@ -276,6 +276,38 @@ describe('scatter', () => {
     await page.locator('[data-testid=scatter] [data-testid=sc-canvas][data-drawn="13:12"]').waitFor();
   });
 
+  test('a saved view keeps the panels: another view closes them, the saved one brings them back', async () => {
+    const pc = pcState();
+    const sc = new URL(page.url()).searchParams.get('sc');
+    assert.ok(pc && sc, 'both panels are open');
+    await page.getByRole('button', { name: 'Save as…' }).click();
+    await page.getByLabel('name of the new view').fill('sweep layout');
+    await page.keyboard.press('Enter');
+    const select = page.getByTestId('view-select');
+    await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=view-select] option')].some((o) => o.textContent === 'sweep layout' && o.selected));
+    assert.equal(await page.locator('.viewbar .modified').count(), 0);
+    // One of the seed's views (saved without a layout): the panels close.
+    await select.selectOption({ label: 'all nodes' });
+    await page.locator('[data-testid=parcoords]').waitFor({ state: 'detached' });
+    assert.equal(await page.locator('[data-testid=scatter]').count(), 0);
+    assert.equal(pcState(), null);
+    await select.selectOption({ label: 'sweep layout' });
+    await page.locator('[data-testid=scatter] [data-testid=sc-canvas][data-drawn="13:12"]').waitFor();
+    await page.locator('[data-testid=parcoords]').waitFor();
+    assert.deepEqual(pcState(), pc);
+    assert.equal(new URL(page.url()).searchParams.get('sc'), sc);
+    // A change to the layout marks the view modified; saving it keeps the change.
+    await pickField('scatter y', 'epoch', 'summary.epoch');
+    await page.locator('.viewbar .modified').waitFor();
+    await page.getByRole('button', { name: 'Save view' }).click();
+    await page.locator('.viewbar .modified').waitFor({ state: 'detached' });
+    await select.selectOption({ label: 'all nodes' });
+    await page.locator('[data-testid=scatter]').waitFor({ state: 'detached' });
+    await select.selectOption({ label: 'sweep layout' });
+    await page.locator('[data-testid=scatter]').waitFor();
+    assert.equal(JSON.parse(new URL(page.url()).searchParams.get('sc')).y, 'summary.epoch');
+  });
+
   test('no page errors', () => {
     assert.deepEqual(pageErrors, []);
   });

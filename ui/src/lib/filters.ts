@@ -309,7 +309,19 @@ export interface ViewSpec {
   group_by?: '' | 'group' | 'job_type';
   sort?: string;
   columns?: string[];
-  panels?: string[];
+  layout?: ViewLayout;
+}
+
+/** A view's workspace layout (views.ts): colour-by field, comparison panels in their URL form,
+ * importance metric, charts' x axis, log scale, smoothing; absent fields are the defaults. */
+export interface ViewLayout {
+  cby?: string;
+  pc?: string;
+  sc?: string;
+  imp?: string;
+  x?: string;
+  log?: boolean;
+  smooth?: number;
 }
 
 // ---- the filter builder and the default columns -------------------------------------------

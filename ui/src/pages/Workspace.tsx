@@ -23,6 +23,7 @@ import { openAlertsByRun } from '../lib/alerts';
 import { CompareBar } from './Compare';
 import { ParamImportance } from './ParamImportance';
 import { applyBrushes } from '../lib/compare';
+import { layoutOf, layoutState } from '../lib/views';
 import { ComparePanels } from '../components/ComparePanels';
 
 export function WorkspacePage({ state }: { state: AppState }) {
@@ -82,14 +83,14 @@ export function WorkspacePage({ state }: { state: AppState }) {
   const { styles, legend } = useMemo(() => runStyles(charted, state.cby), [charted, state.cby]);
 
   const currentView = views.data?.find((v) => String(v.id) === state.view) ?? null;
-  const specNow: ViewSpec = { filters: uiToClauses(f), group_by: state.groupBy, sort: state.sort, columns: state.columns };
+  const specNow: ViewSpec = { filters: uiToClauses(f), group_by: state.groupBy, sort: state.sort, columns: state.columns, layout: layoutOf(state) };
   const modified = currentView ? JSON.stringify(normSpec(currentView.spec)) !== JSON.stringify(normSpec(specNow)) : false;
 
   const applyView = (v: View | null) => {
     if (!v) { update({ view: '' }); return; }
     update({
       view: String(v.id), filters: clausesToUi(v.spec.filters ?? []), groupBy: v.spec.group_by ?? '',
-      sort: v.spec.sort || '-created', columns: v.spec.columns ?? [],
+      sort: v.spec.sort || '-created', columns: v.spec.columns ?? [], ...layoutState(v.spec.layout),
     });
   };
 
@@ -151,7 +152,10 @@ export function WorkspacePage({ state }: { state: AppState }) {
 }
 
 function normSpec(s: ViewSpec) {
-  return { filters: uiToClauses(clausesToUi(s.filters ?? [])), group_by: s.group_by ?? '', sort: s.sort || '-created', columns: s.columns ?? [] };
+  return {
+    filters: uiToClauses(clausesToUi(s.filters ?? [])), group_by: s.group_by ?? '', sort: s.sort || '-created', columns: s.columns ?? [],
+    layout: layoutOf(layoutState(s.layout)),
+  };
 }
 
 // ---- views -------------------------------------------------------------------------------
@@ -186,7 +190,7 @@ function ViewBar(p: {
           {p.views?.map((v) => <option key={v.id} value={String(v.id)}>{v.name}</option>)}
         </select>
       </label>
-      {p.modified && <span class="modified" title="the filters differ from the saved view">modified</span>}
+      {p.modified && <span class="modified" title="the filters or the layout differ from the saved view">modified</span>}
       {p.current && p.modified && <button type="button" class="small" onClick={save}>Save view</button>}
       <span class="picker">
         <button type="button" class="small" aria-expanded={dialog === 'save-as'}
