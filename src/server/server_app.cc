@@ -19,6 +19,7 @@
 #include "server/compat/artifacts_compat.h"
 #include "server/compat/compat.h"
 #include "server/compat/run_files.h"
+#include "server/api/table_cell_cache.h"
 #include "server/compat/vendor_tables.h"
 #include "server/http/static_files.h"
 #include "server/webhooks/webhook_payload.h"
@@ -316,6 +317,8 @@ Status ServerApp::Start() {
       store_.get(), webhook_poster_.get(),
       webhooks::DispatcherOptions{.lease_ms = int64_t(config_.webhook_timeout_s * 6000),
                                   .retry = webhooks::RetryPolicyFromEnvironment()});
+  table_cells_ = std::make_unique<api::TableCellCache>();
+  ctx_.table_cells = table_cells_.get();
   ctx_.ready = [this] { return Ready(); };
   ctx_.table_document = [this](const std::string& entity, const std::string& artifact_ref) {
     return compat::VendorTableDocument(&ctx_, entity, artifact_ref);

@@ -28,6 +28,8 @@ class AlertEngine;
 
 namespace cohort::api {
 
+class TableCellCache;
+
 // The server's limits, defaults from core/limits.h (one place for every tier); fields so that a
 // flag (--max-keys-per-batch) or a test can change one.
 struct ApiLimits {
@@ -73,6 +75,8 @@ struct ApiContext {
   // null, or kNotFound: the row's own blob is the document.
   std::function<Result<std::string>(const std::string& entity, const std::string& artifact_ref)>
       table_document;
+  // The media cells of recently served tables (table_cell_cache.h); null: parsed per request.
+  TableCellCache* table_cells = nullptr;
   ApiLimits limits;
 };
 

@@ -12,6 +12,7 @@
 #include "core/sha256.h"
 #include "core/text_encoding.h"
 #include "server/api/context.h"
+#include "server/api/table_cell_cache.h"
 #include "server/metrics.h"
 
 namespace cohort::api {
@@ -81,14 +82,18 @@ Status CheckUploaded(ApiContext* ctx, const std::string& entity, const store::Me
 
 // A table row's document, parsed: {"columns": [...], "data": [[...], ...]}; a vendor table's
 // from its artifact once that is committed (ApiContext::table_document), else the row's blob.
+// `final` (optional): whether that document is the one the row will always have (false for a
+// vendor table read from its run file while its artifact is not committed).
 Result<bj::object> ReadTable(ApiContext* ctx, const std::string& entity,
-                             const store::MediaRecord& m) {
+                             const store::MediaRecord& m, bool* final = nullptr) {
   std::string text;
+  if (final != nullptr) *final = m.artifact_ref.empty() || !ctx->table_document;
   if (!m.artifact_ref.empty() && ctx->table_document) {
     auto doc = ctx->table_document(entity, m.artifact_ref);
     // An artifact not committed yet, or whose entry is not a table: the row's own document.
     if (doc.ok()) {
       text = std::move(doc).value();
+      if (final != nullptr) *final = true;
     } else if (doc.status().code() != StatusCode::kNotFound &&
                doc.status().code() != StatusCode::kCorruption) {
       return doc.status();
@@ -148,23 +153,39 @@ Result<store::MediaRecord> FindTableCell(ApiContext* ctx, const http::HttpReques
     return Status::InvalidArgument("table: media " + table_sha256 + " of key '" + table.key +
                                    "' is " + table.type + ", not a table");
   }
-  COHORT_ASSIGN_OR_RETURN(bj::object doc, ReadTable(ctx, ref.entity, table));
-  for (const bj::value& row : doc.at("data").as_array()) {
-    if (!row.is_array()) continue;
-    for (const bj::value& cell : row.as_array()) {
-      auto m = batch::MediaCellOf(cell);
-      if (!m || m->sha256 != sha256) continue;
-      store::MediaRecord out = table;
-      out.type = std::string(batch::MediaTypeName(m->type));
-      out.mime = m->mime;
-      out.sha256 = m->sha256;
-      out.caption = m->caption;
-      // The size the store holds (a cell's own may be wrong; a blob not held yet is answered
-      // 404 by CheckUploaded).
-      COHORT_ASSIGN_OR_RETURN(auto held, ctx->store->HeldBlobs(ref.entity, {sha256}));
-      out.size = held.contains(sha256) ? held.at(sha256) : m->size;
-      return out;
+  // The table's media cells: parsed once for the requests of a page of cells (TableCellCache).
+  auto load = [&]() -> Result<TableCellCache::Loaded> {
+    TableCellCache::Loaded loaded;
+    COHORT_ASSIGN_OR_RETURN(bj::object doc, ReadTable(ctx, ref.entity, table, &loaded.final));
+    for (const bj::value& row : doc.at("data").as_array()) {
+      if (!row.is_array()) continue;
+      for (const bj::value& cell : row.as_array()) {
+        if (auto m = batch::MediaCellOf(cell)) loaded.cells.push_back(std::move(*m));
+      }
     }
+    return loaded;
+  };
+  std::shared_ptr<const TableCellCache::Cells> cells;
+  if (ctx->table_cells != nullptr) {
+    COHORT_ASSIGN_OR_RETURN(cells, ctx->table_cells->Get(ref.entity + "\n" + table.sha256 +
+                                                             "\n" + table.artifact_ref,
+                                                         load));
+  } else {
+    COHORT_ASSIGN_OR_RETURN(TableCellCache::Loaded loaded, load());
+    cells = std::make_shared<const TableCellCache::Cells>(std::move(loaded.cells));
+  }
+  for (const batch::MediaRow& m : *cells) {
+    if (m.sha256 != sha256) continue;
+    store::MediaRecord out = table;
+    out.type = std::string(batch::MediaTypeName(m.type));
+    out.mime = m.mime;
+    out.sha256 = m.sha256;
+    out.caption = m.caption;
+    // The size the store holds (a cell's own may be wrong; a blob not held yet is answered 404
+    // by CheckUploaded).
+    COHORT_ASSIGN_OR_RETURN(auto held, ctx->store->HeldBlobs(ref.entity, {sha256}));
+    out.size = held.contains(sha256) ? held.at(sha256) : m.size;
+    return out;
   }
   return Status::NotFound("table '" + table.key + "' step " + std::to_string(table.step) +
                           " has no media cell " + sha256);
