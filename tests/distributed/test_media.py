@@ -333,6 +333,11 @@ for step in range(3):
              "preds": cohort.Table(columns=["rank", "step"], data=[[rank, step]])})
 dist.barrier()
 run.finish()
+# Both ranks leave together and the process group is torn down before the interpreter exits
+# (torch 1.13's gloo threads otherwise may abort a rank at exit: "terminate called without an
+# active exception", exit -6, when its peer has gone first).
+torch.distributed.barrier()
+torch.distributed.destroy_process_group()
 print("DONE", rank)
 """
 

@@ -87,6 +87,11 @@ if mode == "shared":
     tracker.finish()            # every process ends its writer
 else:
     accelerator.end_training()  # the main process ends the run
+# Both ranks leave together and the process group is torn down before the interpreter exits
+# (torch 1.13's gloo threads otherwise may abort a rank at exit: "terminate called without an
+# active exception", exit -6, when its peer has gone first).
+torch.distributed.barrier()
+torch.distributed.destroy_process_group()
 '''
 
 

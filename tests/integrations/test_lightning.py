@@ -156,6 +156,11 @@ print("RESULT " + json.dumps({"rank": trainer.global_rank, "dummy": dummy,
                               "label": None if dummy else exp.label}))
 if not dummy:
     exp.finish()
+# Both ranks leave together and the process group is torn down before the interpreter exits
+# (torch 1.13's gloo threads otherwise may abort a rank at exit: "terminate called without an
+# active exception", exit -6, when its peer has gone first).
+torch.distributed.barrier()
+torch.distributed.destroy_process_group()
 '''
 
 

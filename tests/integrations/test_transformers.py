@@ -179,6 +179,11 @@ print("RESULT " + json.dumps({"rank": rank, "id": run.id if run else None,
                               "label": run.label if run else None}))
 if run is not None:
     run.finish()
+# Both ranks leave together and the process group is torn down before the interpreter exits
+# (torch 1.13's gloo threads otherwise may abort a rank at exit: "terminate called without an
+# active exception", exit -6, when its peer has gone first).
+torch.distributed.barrier()
+torch.distributed.destroy_process_group()
 '''
 
 
