@@ -382,6 +382,8 @@ class Artifact:
 
     def _prepare(self) -> None:
         """The background part of log_artifact: hash, stage, hand to the agent."""
+        from ._threads import quiet_thread
+        quiet_thread()
         staging = ""
         try:
             staging_root = self._run._artifact_staging_dir

@@ -471,6 +471,8 @@ class _Worker:
             self._items.append((run, key, mset, step))
 
     def _loop(self) -> None:
+        from ._threads import quiet_thread
+        quiet_thread()
         idle = 0.001
         while True:
             # The sets of one run queued now, up to MAX_SETS_PER_INTENT: one hand-over (one

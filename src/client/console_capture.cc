@@ -11,6 +11,7 @@
 #include "client/line_splitter.h"
 #include "core/clock.h"
 #include "core/mutex.h"
+#include "core/thread_signals.h"
 
 namespace cohort::client {
 namespace {
@@ -136,7 +137,10 @@ Result<std::unique_ptr<ConsoleCapture>> ConsoleCapture::Start(Sink sink) {
     close(p[1]);
     sh->read[s] = p[0];
   }
-  std::thread([sh] { sh->Loop(); }).detach();
+  {
+    AsyncSignalsBlocked quiet;  // the host's signals go to its own threads (thread_signals.h)
+    std::thread([sh] { sh->Loop(); }).detach();
+  }
   return std::unique_ptr<ConsoleCapture>(new ConsoleCapture(sh));
 }
 

@@ -17,6 +17,7 @@
 #include "client/run_impl.h"
 #include "core/ids.h"
 #include "core/json.h"
+#include "core/thread_signals.h"
 
 namespace cohort {
 namespace {
@@ -172,6 +173,7 @@ Result<std::string> Run::Impl::LogArtifact(const Artifact& artifact) {
   a.name = artifact.name;
   a.state = "hashing";
   const std::string staging_root = artifact_staging;
+  AsyncSignalsBlocked quiet;  // the host's signals go to its own threads (thread_signals.h)
   hashers.emplace_back([this, id, artifact, staging_root] {
     agent::ArtifactIntent in;
     in.id = id;

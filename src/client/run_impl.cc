@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/ids.h"
 #include "core/json.h"
+#include "core/thread_signals.h"
 
 namespace cohort {
 namespace {
@@ -185,6 +186,7 @@ void Run::Impl::StartFlusher() {
     MutexLock lock(&mu);
     stop = false;
   }
+  AsyncSignalsBlocked quiet;  // the host's signals go to its own threads (thread_signals.h)
   flusher = std::make_unique<std::thread>([this] { FlushLoop(); });
 }
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/mutex.h"
+#include "core/thread_signals.h"
 
 namespace cohort::client {
 namespace {
@@ -19,9 +20,16 @@ std::atomic<bool> g_installed{false};
 std::atomic<int> g_watcher_pid{0};
 std::atomic<int> g_write_fd{-1};
 
-void GiveBackSignal() {
+// In the handler: raised on the handling thread, pending until the handler returns (SIGTERM is
+// blocked inside it). On the watcher thread, which blocks SIGTERM (thread_signals.h): sent to
+// the process, so that one of the program's threads takes it.
+void GiveBackSignal(bool from_watcher = false) {
   sigaction(SIGTERM, &g_previous, nullptr);
-  raise(SIGTERM);  // pending until the handler returns (SIGTERM is blocked inside it)
+  if (from_watcher) {
+    kill(getpid(), SIGTERM);
+  } else {
+    raise(SIGTERM);
+  }
 }
 
 void OnSigterm(int) {
@@ -62,6 +70,7 @@ void SigtermWatcher::Install(std::function<void()> on_sigterm) {
   if (pipe2(fds, O_CLOEXEC) != 0) return;
   const int old_write = g_write_fd.exchange(fds[1]);
   (void)old_write;  // a forked parent's pipe: its watcher lives in the parent, leave it open
+  AsyncSignalsBlocked quiet;  // SIGTERM itself reaches the program's threads, not this one
   std::thread([read_fd = fds[0], on_sigterm = std::move(on_sigterm)] {
     char c;
     while (true) {
@@ -71,7 +80,7 @@ void SigtermWatcher::Install(std::function<void()> on_sigterm) {
       return;  // the pipe is gone: nothing to watch
     }
     on_sigterm();
-    GiveBackSignal();
+    GiveBackSignal(/*from_watcher=*/true);
   }).detach();
   g_watcher_pid.store(getpid());
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "agent/socket_io.h"
+#include "core/thread_signals.h"
 
 extern char** environ;
 
@@ -38,6 +39,7 @@ constexpr int kPrivateAgentFd = 3;  // the private agent's end of the socketpair
 // Reaps `pid` off the calling thread, so that an agent never lingers as a zombie of the
 // training process and nothing waits for it.
 void ReapInBackground(pid_t pid) {
+  AsyncSignalsBlocked quiet;  // the host's signals go to its own threads (thread_signals.h)
   std::thread([pid] {
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {

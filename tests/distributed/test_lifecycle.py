@@ -80,6 +80,36 @@ def test_sigterm_marks_the_writer_killed_and_the_process_still_dies_of_it(client
     assert list(view.writers().values())[0]["state"] == "killed"
 
 
+def test_the_packages_threads_leave_the_programs_signals_to_its_main_thread(client):
+    """Every thread the SDK starts (the native client's flush, console and reaper threads, the
+    media worker) blocks SIGINT and SIGTERM, so that the kernel hands them to the program's main
+    thread, where Python runs its handlers: delivered to another thread, a SIGTERM left the
+    main thread asleep in time.sleep(60) and the process alive past its test's 30 s (a CI run)."""
+    proc = _start_and_wait_ready(client, (
+        "r = cohort.init(project='life')\n"
+        "r.log({'a': 1, 'page': cohort.Html('<p>hi</p>')})\n"
+        "time.sleep(0.5)\n"
+        "assert 'numpy' not in sys.modules  # its BLAS threads are not the SDK's\n"
+        "print('ready', flush=True)\ntime.sleep(60)\n"))
+    try:
+        def blocked(task):
+            status = open(f"/proc/{proc.pid}/task/{task}/status").read()
+            return int(next(line.split()[1] for line in status.splitlines()
+                            if line.startswith("SigBlk:")), 16)
+        tasks = [int(t) for t in os.listdir(f"/proc/{proc.pid}/task")]
+        others = [t for t in tasks if t != proc.pid]
+        names = {t: open(f"/proc/{proc.pid}/task/{t}/comm").read().strip() for t in others}
+        assert len(others) >= 2, names  # at least the flush thread and the media worker
+        for t in others:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                assert blocked(t) & (1 << (sig - 1)), (names[t], hex(blocked(t)))
+        assert not blocked(proc.pid) & (1 << (signal.SIGTERM - 1))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGTERM
+
+
 def test_sigterm_runs_the_previous_python_handler_too(client, tmp_path):
     marker = tmp_path / "handler-ran"
     proc = _start_and_wait_ready(client, (
