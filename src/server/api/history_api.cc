@@ -237,16 +237,6 @@ Status ReadRangeParams(const http::HttpRequest& req, const ApiLimits& limits,
   return Status::Ok();
 }
 
-// A columnar answer (docs/formats.md, "History columns").
-http::HttpResponse ColumnsResponse(std::string body) {
-  http::HttpResponse resp;
-  resp.content_type =
-      std::string(kColumnsMediaType) + "; version=" + std::to_string(kColumnsVersion);
-  resp.body = std::move(body);
-  resp.headers.emplace_back("Vary", "Accept");
-  return resp;
-}
-
 // `format`: kColumns only for raw reads (NegotiateHistoryFormat); a system read's columns name
 // its keys without the "system/" prefix, as its JSON does.
 http::HttpResponse Query(ApiContext* ctx, store::HistoryQuery& q, bool system,

@@ -151,4 +151,13 @@ void SealColumns(std::string* out) {
   std::memcpy(out->data() + 12, crc_bytes.data(), 4);
 }
 
+http::HttpResponse ColumnsResponse(std::string body) {
+  http::HttpResponse resp;
+  resp.content_type =
+      std::string(kColumnsMediaType) + "; version=" + std::to_string(kColumnsVersion);
+  resp.body = std::move(body);
+  resp.headers.emplace_back("Vary", "Accept");
+  return resp;
+}
+
 }  // namespace cohort::api

@@ -11,6 +11,7 @@
 
 #include "cohort/status.h"
 #include "core/history_columns.h"
+#include "server/http/message.h"
 #include "store/history_types.h"
 
 namespace cohort::api {
@@ -39,5 +40,9 @@ std::string EncodeHistoryColumns(const std::vector<store::SeriesData>& series,
 // after the preamble.
 std::string BeginColumns(std::string_view header, size_t reserve_arrays = 0);
 void SealColumns(std::string* out);
+
+// A 200 answer whose body is a sealed columnar document: its content type with the format's
+// version, and `Vary: Accept` (the route answers JSON too).
+http::HttpResponse ColumnsResponse(std::string body);
 
 }  // namespace cohort::api

@@ -183,12 +183,7 @@ http::HttpResponse ListRuns(ApiContext* ctx, http::HttpRequest& req, const AuthC
   bj::array runs;
   for (const auto& run : page->runs) runs.push_back(RunToJson(run, now));
   if (*format == HistoryFormat::kColumns) {
-    http::HttpResponse resp;
-    resp.content_type =
-        std::string(kColumnsMediaType) + "; version=" + std::to_string(kColumnsVersion);
-    resp.body = EncodeRunListColumns(runs, page->total, page->next_cursor);
-    resp.headers.emplace_back("Vary", "Accept");
-    return resp;
+    return ColumnsResponse(EncodeRunListColumns(runs, page->total, page->next_cursor));
   }
   return JsonResponse(
       200, bj::object{{"runs", std::move(runs)},
