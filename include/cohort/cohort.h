@@ -136,6 +136,7 @@ struct MediaValue {
   int64_t height = 0;       // images, video: pixels; tables: rows
   int64_t duration_ms = 0;  // audio, video
   std::string caption;
+  int64_t cell_bytes = 0;   // tables: the bytes of the blobs their media cells name
 };
 
 // The level of an alert raised by code (Run::Alert): "INFO", "WARN", "ERROR" on the wire.

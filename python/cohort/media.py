@@ -603,8 +603,9 @@ def _hand_over(run: Any, sets: List[Tuple[str, _MediaSet, int]]
                 return sha
 
             try:
-                rows: List[Tuple[str, int, str, int, int, int, str]] = []
+                rows: List[Tuple[str, int, str, int, int, int, str, int]] = []
                 for i, m in enumerate(mset.items):
+                    cell_bytes = 0  # a table's: each distinct cell blob once (media budget)
                     if isinstance(m, Table):
                         cells: Dict[int, Dict[str, Any]] = {}
 
@@ -619,11 +620,12 @@ def _hand_over(run: Any, sets: List[Tuple[str, _MediaSet, int]]
                                                 "caption": c.caption or ""}
                             return cells[id(c)]
                         data, mime, width, height, duration_ms = m._encode(stage_cell)
+                        cell_bytes = sum({c["sha256"]: c["size"] for c in cells.values()}.values())
                     else:
                         data, mime, width, height, duration_ms = m._encode()
                     sha = stage(data, f"{j}-{i}")
                     rows.append((sha, len(data), mime, int(width), int(height),
-                                 int(duration_ms), m.caption or ""))
+                                 int(duration_ms), m.caption or "", cell_bytes))
                 encoded.append((key, mset, step, rows))
                 files.extend(set_files)
             except Exception as e:  # noqa: BLE001 - this set only

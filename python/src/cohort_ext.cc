@@ -575,11 +575,12 @@ std::string LogArtifactIntent(PyRun& self, std::string_view json) {
 
 void LogMediaRows(PyRun& self, const std::string& key, const std::string& type, int64_t step,
                   const std::vector<std::tuple<std::string, int64_t, std::string, int64_t, int64_t,
-                                               int64_t, std::string>>& rows) {
+                                               int64_t, std::string, int64_t>>& rows) {
   std::vector<cohort::MediaValue> set(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     auto& v = set[i];
-    std::tie(v.sha256, v.size, v.mime, v.width, v.height, v.duration_ms, v.caption) = rows[i];
+    std::tie(v.sha256, v.size, v.mime, v.width, v.height, v.duration_ms, v.caption,
+             v.cell_bytes) = rows[i];
   }
   cohort::Status st = self.run.LogMedia(key, type, step, set);
   if (!st.ok()) Raise(st, "log");
@@ -677,7 +678,8 @@ NB_MODULE(_cohort, m) {
            "Hands an artifact intent (hashed, staged) to the agent; returns its id at once.")
       .def("_log_media", &LogMediaRows, "key"_a, "type"_a, "step"_a, "rows"_a,
            "Logs one key's media set at `step` (rows: (sha256, size, mime, width, height, "
-           "duration_ms, caption) tuples) after its blobs were handed over (cohort/media.py).")
+           "duration_ms, caption, cell_bytes) tuples) after its blobs were handed over "
+           "(cohort/media.py).")
       .def("_artifact_state", &ArtifactState, "id"_a,
            "The state of a version this run logged (a dict; asks the agent).")
       .def("_wait_artifact", &WaitArtifact, "id"_a, "timeout_s"_a = -1.0,

@@ -267,6 +267,7 @@ Status Run::LogMedia(std::string_view key, std::string_view type, int64_t step,
     r.height = v.height;
     r.duration_ms = v.duration_ms;
     r.caption = v.caption;
+    r.cell_bytes = v.cell_bytes;
   }
   bool flush = false;
   COHORT_RETURN_IF_ERROR(impl->buffer.LogMedia(key, *t, step, std::move(rows), &flush));

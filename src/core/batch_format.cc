@@ -134,6 +134,10 @@ std::string InvalidMediaFieldsReason(const MediaRow& row) {
   if (row.width < 0 || row.height < 0 || row.duration_ms < 0) {
     return "width, height and duration_ms must be >= 0";
   }
+  if (row.cell_bytes < 0) return "cell_bytes: must be >= 0";
+  if (row.cell_bytes > 0 && row.type != MediaType::kTable) {
+    return "cell_bytes: only a table has media cells";
+  }
   if (row.mime.empty() || row.mime.size() > limits::kMaxMediaMimeBytes) {
     return "mime: 1 to " + std::to_string(limits::kMaxMediaMimeBytes) + " bytes";
   }
@@ -154,7 +158,7 @@ std::string InvalidMediaFieldsReason(const MediaRow& row) {
 
 namespace {
 void AppendMediaRow(const MediaRow& m, uint32_t key, int64_t prev_time_ms, std::string* out) {
-  out->push_back(0);  // flags
+  out->push_back(char(m.cell_bytes > 0 ? kMediaCellBytes : 0));  // flags
   coding::PutVarint64(out, uint64_t(m.step));
   coding::PutVarint64(out, coding::ZigZag(int64_t(uint64_t(m.time_ms) - uint64_t(prev_time_ms))));
   coding::PutVarint64(out, key);
@@ -171,6 +175,7 @@ void AppendMediaRow(const MediaRow& m, uint32_t key, int64_t prev_time_ms, std::
   coding::PutVarint64(out, uint64_t(m.duration_ms));
   coding::PutVarint64(out, m.caption.size());
   out->append(m.caption);
+  if (m.cell_bytes > 0) coding::PutVarint64(out, uint64_t(m.cell_bytes));
 }
 }  // namespace
 

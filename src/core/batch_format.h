@@ -32,6 +32,8 @@ inline constexpr uint8_t kRowSameKeys = 2;  // the keys of the previous row of t
 // Histogram row flags.
 inline constexpr uint8_t kHistogramHasStep = 1;  // required: a histogram row carries its step
 inline constexpr uint8_t kHistogramEdges = 2;    // explicit edges follow (else lo, hi)
+// Media row flags.
+inline constexpr uint8_t kMediaCellBytes = 1;  // tables: cell_bytes follows the caption
 
 // The types of a media row (docs/formats.md "Batch v4"); a key has one type per run.
 enum class MediaType : uint8_t { kImage = 1, kAudio = 2, kVideo = 3, kHtml = 4, kTable = 5 };
@@ -55,6 +57,9 @@ struct MediaRow {
   int64_t height = 0;   // images and video: pixels; tables: rows
   int64_t duration_ms = 0;  // audio and video (0: unknown)
   std::string caption;
+  // Tables: the bytes of the blobs their media cells name (docs/formats.md "Tables"), each
+  // distinct blob once; they count against the run's media budget with `size`. 0 otherwise.
+  int64_t cell_bytes = 0;
 };
 // Why a media row cannot be sent (an empty string: it can): a bad digest, size, MIME type or
 // caption, a negative step or dimension.

@@ -101,6 +101,11 @@ inline constexpr std::string_view kBatchSeqHeader = "Cohort-Batch-Seq";
 // A blob is uploaded in parts of this size, all but the last full (one part per request body).
 inline constexpr size_t kBlobPartBytes = size_t{8} << 20;
 static_assert(kBlobPartBytes <= kMaxBodyBytes, "a blob part must fit one request body");
+// A blob an upload finds held already (status, part, completion: the client then skips it and
+// logs what names it) has its recorded time moved to now, at most once per this interval, so
+// that `cohort gc --grace-hours H` keeps it for the H hours (less this) in which the row or
+// version naming it arrives (docs/artifacts.md, "Garbage collection").
+inline constexpr int64_t kBlobRetouchMs = 60'000;
 // The largest file of an artifact version by default (--max-artifact-file-bytes): a commit,
 // upload or W&B createArtifactFiles of a bigger file is refused naming the file and the limit.
 inline constexpr uint64_t kDefaultMaxArtifactFileBytes = uint64_t{64} << 30;

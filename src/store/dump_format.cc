@@ -1,5 +1,6 @@
 #include "store/dump_format.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/coding.h"
@@ -189,7 +190,8 @@ const std::vector<DumpTable>& DumpTables() {
         {"duration_ms", I},
         {"caption", T},
         {"path", T},
-        {"artifact_ref", T}}},
+        {"artifact_ref", T},
+        {"cell_bytes", I}}},
       {"alert_rules",
        {{"id", I},
         {"entity", T},
@@ -406,24 +408,38 @@ namespace {
 }  // namespace
 
 void UpgradeDumpRecord(DumpRecord* rec) {
-  std::string_view added;
-  std::string value;
-  if (rec->table == kDumpRuns) {
-    added = "summary_explicit";
-    value = "[]";
-  } else if (rec->table == kDumpMedia) {
-    added = "artifact_ref";
-  } else {
-    return;
+  // The columns added to a table since the first dumps, in the order they were added, with
+  // their value for older rows; a row short by k values lacks the last k of its table's.
+  struct Added {
+    int table;
+    std::string_view column;
+    DumpValue value;
+  };
+  static const Added kAdded[] = {
+      {kDumpRuns, "summary_explicit", DumpValue(std::string("[]"))},
+      {kDumpMedia, "artifact_ref", DumpValue(std::string())},
+      {kDumpMedia, "cell_bytes", DumpValue(int64_t{0})},
+  };
+  std::vector<const Added*> added;
+  for (const Added& a : kAdded) {
+    if (a.table == rec->table) added.push_back(&a);
   }
   const auto& columns = DumpTables()[rec->table].columns;
-  if (rec->values.size() + 1 != columns.size()) return;  // ValidateDumpRecord reports it
-  for (size_t i = 0; i < columns.size(); ++i) {
-    if (std::string_view(columns[i].name) == added) {
-      rec->values.insert(rec->values.begin() + long(i), DumpValue(std::move(value)));
-      return;
+  if (rec->values.size() >= columns.size() || rec->values.size() + added.size() < columns.size()) {
+    return;  // today's shape, or ValidateDumpRecord reports it
+  }
+  const size_t missing = columns.size() - rec->values.size();
+  std::vector<std::pair<size_t, const DumpValue*>> inserts;  // (column index, value)
+  for (size_t a = added.size() - missing; a < added.size(); ++a) {
+    for (size_t i = 0; i < columns.size(); ++i) {
+      if (std::string_view(columns[i].name) == added[a]->column) {
+        inserts.emplace_back(i, &added[a]->value);
+      }
     }
   }
+  if (inserts.size() != missing) return;
+  std::sort(inserts.begin(), inserts.end());
+  for (const auto& [i, value] : inserts) rec->values.insert(rec->values.begin() + long(i), *value);
 }
 
 Result<bool> DumpFileReader::ReadFrame(char* kind, std::string* body) {

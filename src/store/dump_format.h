@@ -105,10 +105,11 @@ inline constexpr size_t kDumpMagicSize = 15;
 // Record payload encodings (exposed for tests and tools).
 std::string EncodeDumpRow(const DumpRecord& rec);
 Status DecodeDumpRow(std::string_view payload, DumpRecord* rec);
-// A row of a dump written before a column was added to its table (one value fewer) gets that
-// column's value for old rows: runs.summary_explicit "[]" (every summary key follows its
-// series), media.artifact_ref "" (no vendor table artifact). Other rows are left as they are
-// (ValidateDumpRecord reports a wrong count). DumpFileReader::Next applies it.
+// A row of a dump written before columns were added to its table (k values fewer: the last k
+// added) gets those columns' values for old rows: runs.summary_explicit "[]" (every summary key
+// follows its series), media.artifact_ref "" (no vendor table artifact), media.cell_bytes 0 (no
+// media cells counted). Other rows are left as they are (ValidateDumpRecord reports a wrong
+// count). DumpFileReader::Next applies it.
 void UpgradeDumpRecord(DumpRecord* rec);
 
 // Writes a dump file: magic, header, rows, end record. Close() writes the end record with the

@@ -187,15 +187,29 @@ TEST(DumpFormatTest, WebhookRowWithItsSecretRoundTrips) {
   EXPECT_EQ(back.values, hook.values);
 }
 
-// A media row of a dump written before media.artifact_ref reads with it empty; a row of today's
-// shape, and a row short by more, are left for ValidateDumpRecord.
-TEST(DumpFormatTest, AnOlderMediaRowGetsAnEmptyArtifactRef) {
+// A media row of a dump written before media.cell_bytes reads with it 0, one written before
+// media.artifact_ref too with that empty; a row of today's shape, and a row short by more, are
+// left for ValidateDumpRecord.
+TEST(DumpFormatTest, AnOlderMediaRowGetsTheColumnsAddedSince) {
   const size_t n = DumpTables()[kDumpMedia].columns.size();
+  ASSERT_EQ(std::string(DumpTables()[kDumpMedia].columns[n - 2].name), "artifact_ref");
+  ASSERT_EQ(std::string(DumpTables()[kDumpMedia].columns[n - 1].name), "cell_bytes");
   DumpRecord old{kDumpMedia, {}};
-  for (size_t i = 0; i + 1 < n; ++i) old.values.emplace_back(int64_t(i));
+  for (size_t i = 0; i + 1 < n; ++i) old.values.emplace_back(std::to_string(i));
   UpgradeDumpRecord(&old);
   ASSERT_EQ(old.values.size(), n);
-  EXPECT_EQ(std::get<std::string>(old.values.back()), "");
+  EXPECT_EQ(std::get<std::string>(old.values[n - 2]), std::to_string(n - 2));
+  EXPECT_EQ(std::get<int64_t>(old.values.back()), 0);
+  DumpRecord older{kDumpMedia, {}};
+  for (size_t i = 0; i + 2 < n; ++i) older.values.emplace_back(std::to_string(i));
+  UpgradeDumpRecord(&older);
+  ASSERT_EQ(older.values.size(), n);
+  EXPECT_EQ(std::get<std::string>(older.values[n - 3]), std::to_string(n - 3));
+  EXPECT_EQ(std::get<std::string>(older.values[n - 2]), "");
+  EXPECT_EQ(std::get<int64_t>(older.values.back()), 0);
+  DumpRecord today = old;
+  UpgradeDumpRecord(&today);
+  EXPECT_EQ(today.values, old.values);
   DumpRecord shorter{kDumpMedia, {int64_t{1}}};
   UpgradeDumpRecord(&shorter);
   EXPECT_EQ(shorter.values.size(), 1u);

@@ -75,6 +75,9 @@ struct MediaPoint {
   int64_t height = 0;  // tables: rows
   int64_t duration_ms = 0;
   std::string caption;
+  // Tables: the bytes of the blobs their media cells name (batch::MediaRow::cell_bytes); they
+  // count against the run's media budget with `size`.
+  int64_t cell_bytes = 0;
   // A file of the vendor's clients that a history line names by path only (a list of images:
   // docs/compat.md): sha256 and size are empty until the file's upload names its blob
   // (Store::AttachUploadedMedia). Never set by the batch decoders.
@@ -99,7 +102,8 @@ struct IngestBatch {
   std::vector<HistogramPoint> histograms;  // in any order; one per (key, step) is kept: the last
   std::vector<MediaPoint> media;           // in any order; one per (key, step, index): the last
   // > 0: limits on the batch's media, from the server's flags (0: none): rows per (key, step)
-  // and the bytes of all the run's media rows (kPayloadTooLarge naming the limit).
+  // and the bytes of all the run's media rows, tables' cells included (kPayloadTooLarge naming
+  // the limit).
   int64_t max_media_per_step = 0;
   int64_t max_run_media_bytes = 0;
   // > 0: the run may hold at most this many distinct keys (history, system, histogram and media

@@ -35,6 +35,7 @@ struct MediaRecord {
   int64_t duration_ms = 0;
   std::string caption;
   std::string artifact_ref;  // MediaPoint::artifact_ref
+  int64_t cell_bytes = 0;    // tables: MediaPoint::cell_bytes
 };
 
 struct MediaKeyInfo {

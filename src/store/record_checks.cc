@@ -123,6 +123,7 @@ Status CheckMediaPoint(std::string_view where, const MediaPoint& m) {
   row.height = m.height;
   row.duration_ms = m.duration_ms;
   row.caption = m.caption;
+  row.cell_bytes = m.cell_bytes;
   std::string why =
       named_by_path ? batch::InvalidMediaFieldsReason(row) : batch::InvalidMediaReason(row);
   if (!why.empty()) return Status::InvalidArgument(at + " (key '" + m.key + "'): " + why);

@@ -229,7 +229,9 @@ class ArtifactStore {
   virtual ~ArtifactStore() = default;
   // ---- blobs an entity holds ----
   // Records that `entity` holds the blob (it uploaded it, checked), and its MD5 (base64) when
-  // not empty (the W&B clients name files by it). Idempotent.
+  // not empty (the W&B clients name files by it). Idempotent; for a blob held already, moves
+  // its recorded time to `now_ms` when that is more than limits::kBlobRetouchMs later (an
+  // upload that found it held: what names it is on its way, and gc's grace counts from here).
   virtual Status RecordBlob(const std::string& entity, const std::string& sha256, int64_t size,
                             int64_t now_ms, const std::string& md5) = 0;
   // The blobs the entity holds by the MD5s (base64) of their uploads.

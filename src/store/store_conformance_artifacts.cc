@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/limits.h"
 #include "core/sha256.h"
 #include "store/store_conformance.h"
 
@@ -287,6 +288,34 @@ TEST_P(StoreConformanceTest, BlobsAreHeldPerEntity) {
       auto held, store().HeldBlobs(kEntity, {Sha256::Hex("a"), Sha256::Hex("b"), Sha256::Hex("c")}));
   EXPECT_EQ(held, (std::map<std::string, int64_t>{{Sha256::Hex("a"), 1}}));
   EXPECT_EQ(store().RecordBlob(kEntity, "xyz", 1, kNow, "").code(), StatusCode::kInvalidArgument);
+}
+
+// A blob recorded again (an upload found it held: what names it is on its way) moves its time
+// forward, at most once per kBlobRetouchMs, so that gc's grace period keeps it for what comes.
+TEST_P(StoreConformanceTest, RecordingAHeldBlobAgainMovesItsTimeOutOfGcReach) {
+  const std::string a = Sha256::Hex("a"), b = Sha256::Hex("b");
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, a, 1, kNow, ""));
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, b, 1, kNow, ""));
+  const int64_t later = kNow + 10 * limits::kBlobRetouchMs;
+  COHORT_ASSERT_OK_AND_ASSIGN(auto unreferenced, store().UnreferencedBlobs(later));
+  EXPECT_EQ(unreferenced.size(), 2u);
+  // Within the interval: nothing moves (no write per status call).
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, a, 1, kNow + limits::kBlobRetouchMs / 2, ""));
+  COHORT_ASSERT_OK_AND_ASSIGN(unreferenced, store().UnreferencedBlobs(kNow + 1));
+  EXPECT_EQ(unreferenced.size(), 2u);
+  // Later: `a` is young again; gc started before (its cutoff `later`) leaves it.
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, a, 1, later, ""));
+  COHORT_ASSERT_OK_AND_ASSIGN(unreferenced, store().UnreferencedBlobs(later));
+  ASSERT_EQ(unreferenced.size(), 1u);
+  EXPECT_EQ(unreferenced[0].sha256, b);
+  COHORT_ASSERT_OK_AND_ASSIGN(bool forgot, store().ForgetBlob(kEntity, a, later));
+  EXPECT_FALSE(forgot);
+  COHORT_ASSERT_OK_AND_ASSIGN(forgot, store().ForgetBlob(kEntity, b, later));
+  EXPECT_TRUE(forgot);
+  // Never backwards: an older time recorded late changes nothing.
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, a, 1, kNow, ""));
+  COHORT_ASSERT_OK_AND_ASSIGN(unreferenced, store().UnreferencedBlobs(later));
+  EXPECT_TRUE(unreferenced.empty());
 }
 
 TEST_P(StoreConformanceTest, BlobMd5sAreLookedUpBothWaysPerEntity) {

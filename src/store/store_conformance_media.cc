@@ -285,6 +285,37 @@ TEST_P(StoreConformanceTest, MediaBudgetIsExactAcrossBatchesAndRestarts) {
   EXPECT_EQ(held, 40);
 }
 
+// A table's media cells (their blobs' bytes, cell_bytes) count against the run's media budget
+// with the document: logged, replaced at their place, and summed again after a restart.
+TEST_P(StoreConformanceTest, MediaBudgetCountsTheBytesOfATablesCells) {
+  MakeRun("run1");
+  Join("run1", "w");
+  const RunRef ref = Ref("run1");
+  auto table = [](int64_t seq, int64_t step, const std::string& doc, int64_t cells) {
+    IngestBatchBuilder b(seq);
+    MediaPoint m = Media("preds", step, 0, "table", doc);
+    m.cell_bytes = cells;
+    b.AddMedia(m);
+    b.batch().max_run_media_bytes = 100;
+    return b.Finish();
+  };
+  auto refused = [&](IngestBatch b, int64_t would_hold) {
+    Status s = store().Ingest(ref, "w", std::move(b), 1).status();
+    EXPECT_EQ(s.code(), StatusCode::kPayloadTooLarge) << s.ToString();
+    EXPECT_NE(s.message().find("would hold " + std::to_string(would_hold) + " bytes"),
+              std::string::npos)
+        << s.ToString();
+  };
+  COHORT_ASSERT_OK(store().Ingest(ref, "w", table(1, 0, "{doc-0}", 50), 1).status());  // 57
+  refused(table(2, 1, "{doc-1}", 40), 104);  // a second table: 57 + 47
+  // The table at step 0 logged again with fewer cells: 7 + 10 replace 57.
+  COHORT_ASSERT_OK(store().Ingest(ref, "w", table(2, 0, "{doc-2}", 10), 1).status());
+  COHORT_ASSERT_OK(store().Ingest(ref, "w", table(3, 1, "{doc-1}", 40), 1).status());  // 64
+  Reopen();
+  refused(table(4, 2, "{doc-3}", 30), 101);
+  COHORT_ASSERT_OK(store().Ingest(ref, "w", table(4, 2, "{doc-3}", 29), 1).status());  // 100
+}
+
 TEST_P(StoreConformanceTest, MediaRowsKeepTheirBlobsFromGarbageCollection) {
   MakeRun("run1");
   Join("run1", "w");

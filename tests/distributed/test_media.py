@@ -264,6 +264,10 @@ def test_a_tables_media_cells_are_blobs_read_through_the_table(client):
     assert [row[0] for row in body["data"]] == [0, 1, 2, 3] and body["data"][3][2] is None
     shared = {row[2]["sha256"] for row in body["data"][:3]}
     assert len(shared) == 1, body  # one object in three rows: one blob
+    # The row carries its cells' bytes (each blob once) for the run's media budget.
+    distinct = {c["sha256"]: c["size"] for row in body["data"] for c in row[1:]
+                if isinstance(c, dict)}
+    assert len(distinct) == 5 and table_row["cell_bytes"] == sum(distinct.values()), table_row
     for i, row in enumerate(body["data"][:3]):
         cell = row[1]
         assert (cell["_type"], cell["mime"], cell["caption"]) == ("image", "image/png", f"c{i}")

@@ -255,3 +255,34 @@ def test_gc_removes_only_what_no_version_references_while_the_server_runs(server
     # What was collected can be uploaded and committed again.
     assert upload(api, old) == sha_old
     assert commit(api, "m", [{"path": "w", "sha256": sha_old, "size": len(old)}])[0] == 201
+
+
+def test_gc_leaves_an_old_blob_that_an_upload_just_found_held(tmp_path):
+    """An uploader that finds a blob held skips it and logs what names it next (a media row, a
+    table cell, a version): gc must not forget the blob in between. The status call moves the
+    blob's recorded time, so the grace period covers what follows (docs/artifacts.md)."""
+    import sqlite3
+    import subprocess
+    from conftest import COHORT_BIN
+    server = ServerProcess(tmp_path).start()
+    try:
+        api = server.api()
+        found, idle = os.urandom(2000), os.urandom(2100)
+        sha_found, sha_idle = upload(api, found), upload(api, idle)
+        server.stop()
+        # Both recorded long ago, and named by nothing (their run or version is gone).
+        with sqlite3.connect(server.data_dir / "cohort.db") as db:
+            db.execute("UPDATE blobs SET created_ms = 1000")
+        server = ServerProcess(tmp_path).start()
+        api = server.api()
+        # A client about to log an image it logged long ago asks whether it must upload it.
+        assert api.get(f"{blob_path(api, sha_found)}?size={len(found)}")[1]["stored"] is True
+        r = subprocess.run([str(COHORT_BIN), "gc", "--data-dir", str(server.data_dir),
+                            "--grace-hours", "1", "--apply"],
+                           capture_output=True, text=True, env=server.env, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith("removed 1 blob record(s) no version references and 1 file"), r.stdout
+        assert api.get(f"{blob_path(api, sha_found)}?size={len(found)}")[1]["stored"] is True
+        assert api.get(f"{blob_path(api, sha_idle)}?size={len(idle)}")[1]["stored"] is False
+    finally:
+        server.stop()

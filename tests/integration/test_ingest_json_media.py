@@ -140,3 +140,40 @@ def test_a_bad_json_histogram_or_media_row_is_400_naming_the_field_and_stores_no
     status, ack = post(histograms=[good_hist], media=[good_media])
     assert status == 200 and ack["duplicate"] is False, ack
     assert len(api.get(f"{base}/media")[1]["media"]) == 1
+
+
+def test_a_tables_cell_bytes_count_against_the_runs_media_budget(tmp_path):
+    """A table row carries the bytes of its media cells (`cell_bytes`): the run's media budget
+    (`--max-run-media-bytes`) counts them with the document, so a table of many images cannot
+    slip past it; the batch that would pass the budget is 413 naming the flag and stores
+    nothing."""
+    import json
+    from conftest import ServerProcess
+    server = ServerProcess(tmp_path, extra_args=["--max-run-media-bytes", "1000"]).start()
+    try:
+        api = server.api()
+        run = make_run(api, name="cell-budget")
+        join(api, run, "rank0")
+        base = f"{runs_path(api)}/{run['id']}"
+        doc = json.dumps({"columns": ["i"], "data": [[1]]}).encode()
+        sha = upload_blob(api, doc)
+
+        def table(seq, step, cell_bytes):
+            return {"seq": seq, "media": [
+                {"key": "preds", "step": step, "time": 1700000000000 + step, "type": "table",
+                 "sha256": sha, "size": len(doc), "mime": "application/json", "width": 1,
+                 "height": 1, "cell_bytes": cell_bytes}]}
+        status, ack = api.post(f"{base}/writers/rank0/batches", table(1, 0, 600))
+        assert status == 200, ack
+        status, err = api.post(f"{base}/writers/rank0/batches", table(2, 1, 400))
+        assert status == 413, err
+        assert "--max-run-media-bytes" in json.dumps(err), err
+        assert f"would hold {2 * len(doc) + 1000} bytes" in json.dumps(err), err
+        status, listing = api.get(f"{base}/media?keys=preds")
+        assert status == 200
+        assert [(m["step"], m["cell_bytes"]) for m in listing["media"]] == [(0, 600)], listing
+        # Within the budget once the cells are fewer.
+        status, ack = api.post(f"{base}/writers/rank0/batches", table(2, 1, 300))
+        assert status == 200, ack
+    finally:
+        server.stop()

@@ -36,7 +36,8 @@ Result<int64_t> SizeParam(const http::HttpRequest& req, const ApiLimits& limits)
 
 // Whether the entity holds the blob: it is recorded (the store) and readable (the blob store;
 // a blob recorded whose publication then failed is uploaded again). kInvalidArgument when the
-// entity holds it with another size.
+// entity holds it with another size. A held blob is recorded again (Store::RecordBlob moves its
+// time): the caller skips the upload and logs what names it next, which gc must not race.
 Result<bool> Held(ApiContext* ctx, const std::string& entity, const std::string& sha256,
                   int64_t size) {
   COHORT_ASSIGN_OR_RETURN(auto held, ctx->store->HeldBlobs(entity, {sha256}));
@@ -51,6 +52,7 @@ Result<bool> Held(ApiContext* ctx, const std::string& entity, const std::string&
     if (stored.status().code() == StatusCode::kNotFound) return false;
     return stored.status();
   }
+  COHORT_RETURN_IF_ERROR(ctx->store->RecordBlob(entity, sha256, size, NowMillis(), /*md5=*/""));
   return true;
 }
 

@@ -338,8 +338,9 @@ class BinaryDecoder {
     if (in_.empty()) return Truncated(where);
     const uint8_t flags = uint8_t(in_[0]);
     in_.remove_prefix(1);
-    if (flags != 0) return Fail(where + ": unknown flags 0x" + Hex(flags));
-    uint64_t step = 0, dt = 0, k = 0, index = 0, size = 0, width = 0, height = 0, duration = 0;
+    if (flags & ~batch::kMediaCellBytes) return Fail(where + ": unknown flags 0x" + Hex(flags));
+    uint64_t step = 0, dt = 0, k = 0, index = 0, size = 0, width = 0, height = 0, duration = 0,
+             cell_bytes = 0;
     if (!Varint(&step, where) || !Varint(&dt, where) || !Varint(&k, where)) return false;
     if (step > uint64_t(INT64_MAX)) return Fail(where + ".step: must fit in 63 bits");
     prev_time_ = int64_t(uint64_t(prev_time_) + uint64_t(coding::UnZigZag(dt)));
@@ -367,8 +368,10 @@ class BinaryDecoder {
       return false;
     }
     if (!String(&m->caption, limits::kMaxMediaCaptionBytes, where + ".caption")) return false;
+    if ((flags & batch::kMediaCellBytes) && !Varint(&cell_bytes, where)) return false;
     constexpr uint64_t kMax = uint64_t(INT64_MAX);
-    if (index > kMax || size > kMax || width > kMax || height > kMax || duration > kMax) {
+    if (index > kMax || size > kMax || width > kMax || height > kMax || duration > kMax ||
+        cell_bytes > kMax) {
       return Fail(where + ": a number does not fit in 63 bits");
     }
     m->key.assign(keys_[k]);
@@ -380,6 +383,7 @@ class BinaryDecoder {
     m->width = int64_t(width);
     m->height = int64_t(height);
     m->duration_ms = int64_t(duration);
+    m->cell_bytes = int64_t(cell_bytes);
     if (Status s = store::CheckMediaPoint(where, *m); !s.ok()) return Fail(s);
     return true;
   }

@@ -324,6 +324,7 @@ TEST(DecodeBinaryIngestBatch, MediaRowsRoundTrip) {
   b.keys.push_back("preds");    // 6
   b.media = {Media(5, 0, batch::MediaType::kImage, 7), Media(5, 1, batch::MediaType::kImage, 7),
              Media(6, 0, batch::MediaType::kTable, 8)};
+  b.media[2].cell_bytes = int64_t{5} << 33;  // a table of media cells: their bytes
   auto d = DecodeBinaryIngestBatch(Encode(b), 3, ApiLimits{});
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   ASSERT_EQ(d->media.size(), 3u);
@@ -341,6 +342,7 @@ TEST(DecodeBinaryIngestBatch, MediaRowsRoundTrip) {
     EXPECT_EQ(got.width, want.width);
     EXPECT_EQ(got.height, want.height);
     EXPECT_EQ(got.caption, want.caption);
+    EXPECT_EQ(got.cell_bytes, want.cell_bytes);
   }
   EXPECT_EQ(d->points(), 9);  // the scalars are there too
 }
@@ -385,6 +387,15 @@ TEST(DecodeBinaryIngestBatch, MalformedMediaRows) {
               StatusCode::kInvalidArgument, "media[0] (key 'a'): mime: 'png'");
   ExpectError(DecodeError(Seal(Payload({"a"}, row(0, 1, "image/png", "\xFF")))),
               StatusCode::kInvalidArgument, "caption: not valid UTF-8");
+  // Flag 1: a table's cell bytes follow the caption; only a table has media cells.
+  EXPECT_TRUE(DecodeBinaryIngestBatch(Seal(Payload({"a"}, row(1, 5, "application/json", "") +
+                                                               Bytes({40}))),
+                                      1, ApiLimits{})
+                  .ok());
+  ExpectError(DecodeError(Seal(Payload({"a"}, row(1, 1, "image/png", "") + Bytes({40})))),
+              StatusCode::kInvalidArgument, "cell_bytes: only a table has media cells");
+  ExpectError(DecodeError(Seal(Payload({"a"}, row(1, 5, "application/json", "")))),
+              StatusCode::kInvalidArgument, "media[0]");
   const std::string whole = Seal(Payload({"a"}, row(0, 1, "image/png", "cap")));
   for (size_t n = batch::kHeaderBytes + 9; n < whole.size(); ++n) {
     auto d = DecodeBinaryIngestBatch(Seal(whole.substr(batch::kHeaderBytes, n - batch::kHeaderBytes)),

@@ -219,7 +219,7 @@ class BatchHandler {
     kText = 1u << 4, kKey = 1u << 5, kLo = 1u << 6, kHi = 1u << 7, kEdges = 1u << 8,
     kCounts = 1u << 9, kIndex = 1u << 10, kType = 1u << 11, kSha256 = 1u << 12,
     kSize = 1u << 13, kMime = 1u << 14, kWidth = 1u << 15, kHeight = 1u << 16,
-    kDuration = 1u << 17, kCaption = 1u << 18,
+    kDuration = 1u << 17, kCaption = 1u << 18, kCellBytes = 1u << 19,
   };
   // A row's fields: the name, the state its value is read in, the sections that have it.
   struct FieldSpec {
@@ -251,6 +251,7 @@ class BatchHandler {
       {"height", kHeight, State::kRowInt, kMediaBit},
       {"duration_ms", kDuration, State::kRowInt, kMediaBit},
       {"caption", kCaption, State::kRowString, kMediaBit},
+      {"cell_bytes", kCellBytes, State::kRowInt, kMediaBit},
   };
   // The columns of one key (kNoColumn: none yet).
   struct KeyColumns {
@@ -532,6 +533,7 @@ class BatchHandler {
       case kWidth: return &m.width;
       case kHeight: return &m.height;
       case kDuration: return &m.duration_ms;
+      case kCellBytes: return &m.cell_bytes;
       default: return &m.time_ms;
     }
   }

@@ -223,7 +223,7 @@ TEST(DecodeIngestBatch, ReadsHistogramAndMediaRows) {
                  "width": 64, "height": 32, "caption": "a cat \u00e9"},
                 {"key": "preds", "step": 3, "time": 13, "type": "table",
                  "sha256": ")" + sha + R"(", "size": 10, "mime": "application/json",
-                 "duration_ms": null}]})",
+                 "duration_ms": null, "cell_bytes": 70000}]})",
                              ApiLimits{});
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   ASSERT_EQ(b->histograms.size(), 2u);
@@ -260,6 +260,8 @@ TEST(DecodeIngestBatch, ReadsHistogramAndMediaRows) {
   EXPECT_EQ(t.width, 0);
   EXPECT_EQ(t.duration_ms, 0);
   EXPECT_EQ(t.caption, "");
+  EXPECT_EQ(t.cell_bytes, 70000);
+  EXPECT_EQ(m.cell_bytes, 0);
   EXPECT_EQ(b->points(), 1);  // the scalar only
 }
 
@@ -332,6 +334,9 @@ TEST(DecodeIngestBatch, HistogramAndMediaErrorsNameTheField) {
   ExpectError(m(R"(, "caption": 3)"), bad, "media[0].caption: expected a string");
   ExpectError(m(R"(, "width": -1)"), bad,
               "media[0] (key 'img'): width, height and duration_ms must be >= 0");
+  ExpectError(m(R"(, "cell_bytes": 10)"), bad,
+              "media[0] (key 'img'): cell_bytes: only a table has media cells");
+  ExpectError(m(R"(, "cell_bytes": -1)"), bad, "media[0] (key 'img'): cell_bytes: must be >= 0");
   ExpectError(R"({"seq": 1, "media": [{"key": "img", "step": 0, "time": 1, "type": "gif",
               "sha256": ")" + sha + R"(", "size": 3, "mime": "image/gif"}]})",
               bad, "media[0].type: 'gif' is not image, audio, video, html or table");

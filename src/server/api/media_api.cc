@@ -60,6 +60,7 @@ bj::object RowJson(const store::MediaRecord& m, const std::string& base, bool up
   if (m.type == "table") {
     o["ncols"] = m.width;
     o["nrows"] = m.height;
+    o["cell_bytes"] = m.cell_bytes;
   } else {
     o["width"] = m.width;
     o["height"] = m.height;

@@ -60,8 +60,10 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //   media     media values (image, audio, video, html, table), one row per (run, key, writer,
 //             step, idx) (a place logged again keeps the last): the blob (sha256, size, in the
 //             blob store; `blobs` records that the entity holds it once uploaded), its MIME type,
-//             width/height (tables: columns/rows), duration_ms, caption. A key has one type per
-//             run: no key is here with two types, nor here and in series or histograms.
+//             width/height (tables: columns/rows), duration_ms, caption; a table's cell_bytes
+//             (the blobs its media cells name) count against the run's media budget with its
+//             size. A key has one type per run: no key is here with two types, nor here and in
+//             series or histograms.
 //   run_files files uploaded to a run, data inline (bounded by the body limit); or, when sha256
 //             is set, data is empty and the bytes are that blob of the run's entity (the vendor
 //             clients' media files, which media rows name too: one copy).
@@ -70,7 +72,9 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //   sessions  browser sessions (kind 'session') and one-time login tokens (kind 'login') by the
 //             SHA-256 of their secret, acting for the API key key_pk until expires_ms or until
 //             that key is revoked (sql_store_sessions.cc).
-//   blobs     the blobs (blob/blob_store.h) each entity holds: uploaded and checked once by it.
+//   blobs     the blobs (blob/blob_store.h) each entity holds: uploaded and checked once by it;
+//             created_ms moves forward when an upload finds the blob held already (at most
+//             once per limits::kBlobRetouchMs): `cohort gc`'s grace period counts from there.
 //   artifact_collections  (entity, project, name) with its type; next_index numbers versions.
 //   artifact_versions  vN of a collection: digest, size, file count, metadata, who logged it
 //             (run id and writer label as text: a version outlives the run that logged it).
@@ -303,6 +307,7 @@ CREATE TABLE media (
   caption {{text}} NOT NULL,
   path {{text}} NOT NULL,
   artifact_ref {{text}} NOT NULL DEFAULT '',
+  cell_bytes {{int}} NOT NULL DEFAULT 0,
   PRIMARY KEY (run_pk, key, writer_pk, step, idx)
 ){{norowid}};
 CREATE INDEX media_sha256 ON media (sha256);

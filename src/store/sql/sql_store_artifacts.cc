@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "core/limits.h"
 #include "core/sha256.h"
 #include "store/run_ref.h"
 #include "store/sql/sql_store.h"
@@ -217,8 +218,10 @@ Status SqlStore::RecordBlob(const std::string& entity, const std::string& sha256
   return Run(Access::kWrite, [&](Conn& conn) -> Status {
     COHORT_RETURN_IF_ERROR(
         conn.Exec("INSERT INTO blobs (entity, sha256, size, created_ms) VALUES ($1, $2, $3, $4) "
-                  "ON CONFLICT DO NOTHING",
-                  Params().Add(entity).Add(sha256).Add(size).Add(now_ms))
+                  "ON CONFLICT (entity, sha256) DO UPDATE SET created_ms = excluded.created_ms "
+                  "WHERE blobs.created_ms < $5",
+                  Params().Add(entity).Add(sha256).Add(size).Add(now_ms).Add(
+                      now_ms - limits::kBlobRetouchMs))
             .status());
     if (md5.empty()) return Status::Ok();
     return conn

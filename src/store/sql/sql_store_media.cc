@@ -40,6 +40,7 @@ MediaRecord ReadRecord(const Row& row) {
   r.duration_ms = row.Int(11);
   r.caption = row.Text(12);
   r.artifact_ref = row.Text(13);
+  r.cell_bytes = row.Int(14);
   return r;
 }
 
@@ -53,10 +54,10 @@ Result<int64_t> ReplacedMediaBytes(Conn& conn, int64_t run_pk, int64_t writer_pk
   int64_t replaced = 0, lo = batch.media.front().step, hi = lo;
   std::map<Place, int64_t> last;  // the size of the row that stays
   for (const MediaPoint& m : batch.media) {
-    auto [it, fresh] = last.try_emplace(Place(m.key, m.step, m.index), m.size);
+    auto [it, fresh] = last.try_emplace(Place(m.key, m.step, m.index), m.size + m.cell_bytes);
     if (!fresh) {
       replaced += it->second;
-      it->second = m.size;
+      it->second = m.size + m.cell_bytes;
     }
     lo = std::min(lo, m.step);
     hi = std::max(hi, m.step);
@@ -66,7 +67,8 @@ Result<int64_t> ReplacedMediaBytes(Conn& conn, int64_t run_pk, int64_t writer_pk
       std::vector<Stored> rows,
       sql::QueryAll<Stored>(
           conn,
-          "SELECT key, step, idx, size FROM media WHERE run_pk = $1 AND key = ANY($2) AND "
+          "SELECT key, step, idx, size + cell_bytes FROM media WHERE run_pk = $1 AND "
+          "key = ANY($2) AND "
           "writer_pk = $3 AND step >= $4 AND step <= $5",
           Params()
               .Add(run_pk)
@@ -94,7 +96,8 @@ Status CheckMediaBudget(Conn& conn, int64_t run_pk, int64_t adding, int64_t budg
   COHORT_ASSIGN_OR_RETURN(
       int64_t stored,
       sql::QueryOne<int64_t>(
-          conn, "SELECT CAST(coalesce(sum(size), 0) AS BIGINT) FROM media WHERE run_pk = $1",
+          conn, "SELECT CAST(coalesce(sum(size + cell_bytes), 0) AS BIGINT) FROM media "
+          "WHERE run_pk = $1",
           Params().Add(run_pk), [](const Row& row) { return row.Int(0); },
           Status::Internal("media: no aggregate row")));
   if (stored + adding > budget) return MediaBudgetExceeded(stored + adding, budget);
@@ -108,8 +111,8 @@ constexpr const char* kAwaitingUploaded =
 
 constexpr const char* kRecordColumns =
     "SELECT m.key, w.label, m.step, m.idx, m.time_ms, m.type, m.mime, m.sha256, m.size, m.width, "
-    "m.height, m.duration_ms, m.caption, m.artifact_ref FROM media m JOIN writers w ON w.pk = "
-    "m.writer_pk ";
+    "m.height, m.duration_ms, m.caption, m.artifact_ref, m.cell_bytes FROM media m JOIN writers "
+    "w ON w.pk = m.writer_pk ";
 
 }  // namespace
 
@@ -124,7 +127,7 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const
                                      std::to_string(batch.max_media_per_step) +
                                      " media in one step (--max-media-per-step)");
     }
-    bytes += m.size;
+    bytes += m.size + m.cell_bytes;
   }
   // The run's media bytes: summed from the table once, then kept moving by each batch.
   std::optional<int64_t> stored = run_cache_.MediaBytes(run_pk);
@@ -132,8 +135,8 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const
     COHORT_ASSIGN_OR_RETURN(int64_t sum,
                             sql::QueryOne<int64_t>(
                                 conn,
-                                "SELECT CAST(coalesce(sum(size), 0) AS BIGINT) FROM media "
-                                "WHERE run_pk = $1",
+                                "SELECT CAST(coalesce(sum(size + cell_bytes), 0) AS BIGINT) "
+                                "FROM media WHERE run_pk = $1",
                                 Params().Add(run_pk), [](const Row& row) { return row.Int(0); },
                                 Status::Internal("media: no aggregate row")));
     stored = run_cache_.LoadMediaBytes(run_pk, sum);
@@ -149,17 +152,19 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const
     Params p;
     p.Add(run_pk).Add(m.key).Add(writer_pk).Add(m.step).Add(m.index).Add(m.time_ms).Add(m.type);
     p.Add(m.mime).Add(m.sha256).Add(m.size).Add(m.width).Add(m.height).Add(m.duration_ms);
-    p.Add(m.caption).Add(m.path).Add(m.artifact_ref);
+    p.Add(m.caption).Add(m.path).Add(m.artifact_ref).Add(m.cell_bytes);
     COHORT_RETURN_IF_ERROR(
         conn.Exec("INSERT INTO media (run_pk, key, writer_pk, step, idx, time_ms, type, mime, "
-                  "sha256, size, width, height, duration_ms, caption, path, artifact_ref) VALUES "
-                  "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON "
+                  "sha256, size, width, height, duration_ms, caption, path, artifact_ref, "
+                  "cell_bytes) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
+                  "$14, $15, $16, $17) ON "
                   "CONFLICT (run_pk, "
                   "key, writer_pk, step, idx) DO UPDATE SET time_ms = excluded.time_ms, type = "
                   "excluded.type, mime = excluded.mime, sha256 = excluded.sha256, size = "
                   "excluded.size, width = excluded.width, height = excluded.height, "
                   "duration_ms = excluded.duration_ms, caption = excluded.caption, path = "
-                  "excluded.path, artifact_ref = excluded.artifact_ref",
+                  "excluded.path, artifact_ref = excluded.artifact_ref, cell_bytes = "
+                  "excluded.cell_bytes",
                   p)
             .status());
   }
