@@ -33,44 +33,11 @@ std::map<std::string, std::string> RunIngestCache::KnownTypes(
   return out;
 }
 
-std::optional<int64_t> RunIngestCache::MediaBytes(int64_t run_pk) const {
-  MutexLock lock(&mu_);
-  auto it = runs_.find(run_pk);
-  return it == runs_.end() ? std::nullopt : it->second.media_bytes;
-}
-
-int64_t RunIngestCache::LoadMediaBytes(int64_t run_pk, int64_t loaded) {
-  MutexLock lock(&mu_);
-  RunEntry& e = Entry(run_pk);
-  if (!e.media_bytes) {
-    e.media_bytes = loaded;
-    e.loaded = ++loads_;
-  }
-  return *e.media_bytes;
-}
-
-void RunIngestCache::AddMediaBytes(int64_t run_pk, int64_t delta, Note* note) {
-  MutexLock lock(&mu_);
-  auto it = runs_.find(run_pk);
-  if (it == runs_.end() || !it->second.media_bytes) return;
-  if (note->media && note->loaded != it->second.loaded) return;  // not the total it moved before
-  *it->second.media_bytes += delta;
-  note->media = note->media.value_or(0) + delta;
-  note->loaded = it->second.loaded;
-}
-
 void RunIngestCache::Settle(Note* note, bool committed) {
-  if (note->run_pk != 0) {
+  if (note->run_pk != 0 && committed && !note->keys.empty()) {
     MutexLock lock(&mu_);
-    if (committed && !note->keys.empty()) {
-      RunEntry& e = Entry(note->run_pk);
-      for (auto& [key, type] : note->keys) e.keys.emplace(std::move(key), std::move(type));
-    } else if (!committed && note->media) {
-      auto it = runs_.find(note->run_pk);
-      if (it != runs_.end() && it->second.media_bytes && it->second.loaded == note->loaded) {
-        *it->second.media_bytes -= *note->media;
-      }
-    }
+    RunEntry& e = Entry(note->run_pk);
+    for (auto& [key, type] : note->keys) e.keys.emplace(std::move(key), std::move(type));
   }
   *note = Note{};
 }

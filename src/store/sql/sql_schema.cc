@@ -15,7 +15,10 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //   runs      one row per run; (entity, project, run_id) unique. config/summary/metadata keep
 //             the JSON text exactly as written; tags is a JSON array of strings; writer_count is
 //             kept by JoinWriter; summary_explicit is a JSON array of the summary keys set
-//             explicitly (the others follow their series' last stored point, run_summary.h). PostgreSQL also keeps jsonb copies of config and summary for
+//             explicitly (the others follow their series' last stored point, run_summary.h);
+//             media_bytes is the sum of its media rows' size and cell_bytes (the media budget,
+//             moved under the row lock by every batch with media, recounted after an import,
+//             not dumped). PostgreSQL also keeps jsonb copies of config and summary for
 //             run-list filters (config_doc, summary_doc, set by a trigger whenever config or
 //             summary is written) and console_next, which numbers the run's console lines under
 //             the run's row lock, so ids grow in commit order and a reader paging with after_id
@@ -133,6 +136,7 @@ CREATE TABLE runs (
   heartbeat_ms {{int}} NOT NULL DEFAULT 0,
   finished_ms {{int}},
   writer_count {{int}} NOT NULL DEFAULT 0,
+  media_bytes {{int}} NOT NULL DEFAULT 0,
 pg:   config_doc jsonb NOT NULL DEFAULT '{}',
 pg:   summary_doc jsonb NOT NULL DEFAULT '{}',
 pg:   console_next bigint NOT NULL DEFAULT 0,

@@ -270,11 +270,10 @@ class SqlStore : public Store {
                                 const IngestBatch& batch);
   // Stores the batch's media rows for the writer (sql_store_media.cc; a (key, step, index)
   // stored before is replaced), after checking the media limits of the batch
-  // (max_media_per_step, max_run_media_bytes: kPayloadTooLarge). The run's media bytes come from
-  // run_cache_ (summed from the table on first use) and move with the batch (noted in `note`,
-  // settled by the caller once the transaction's outcome is known).
-  Status WriteMedia(sql::Conn& conn, int64_t run_pk, int64_t writer_pk, const IngestBatch& batch,
-                    RunIngestCache::Note* note);
+  // (max_media_per_step, max_run_media_bytes: kPayloadTooLarge). The run's media bytes are
+  // runs.media_bytes, read with the run row locked and moved in the same transaction (exact with
+  // any number of servers on PostgreSQL).
+  Status WriteMedia(sql::Conn& conn, int64_t run_pk, int64_t writer_pk, const IngestBatch& batch);
   // `lock`: the row lock (FOR UPDATE) on PostgreSQL.
   static Result<RunRecord> LoadRun(sql::Conn& conn, const RunRef& ref, bool lock = false);
   static Result<RunRecord> LoadRunByPk(sql::Conn& conn, int64_t pk);  // locks it

@@ -220,12 +220,20 @@ Result<int64_t> SqlStore::Import(const std::vector<DumpRecord>& records, const D
     }
     return stored;
   });
-  run_cache_.Clear();  // the runs' media bytes it loaded do not count the imported rows
+  run_cache_.Clear();  // the keys of the runs it knew may have changed
   return imported;
 }
 
 Status SqlStore::FinishImport() {
-  return Run(Access::kWrite, [&](Conn& conn) { return AfterImport(conn); });
+  return Run(Access::kWrite, [&](Conn& conn) -> Status {
+    // The runs' media bytes are derived (not dumped): counted again from the imported rows.
+    COHORT_RETURN_IF_ERROR(
+        conn.Exec("UPDATE runs SET media_bytes = coalesce((SELECT sum(m.size + m.cell_bytes) "
+                  "FROM media m WHERE m.run_pk = runs.pk), 0)",
+                  Params())
+            .status());
+    return AfterImport(conn);
+  });
 }
 
 Result<DumpCounts> SqlStore::CountRows() {

@@ -91,17 +91,19 @@ Status MediaBudgetExceeded(int64_t total, int64_t budget) {
                                  std::to_string(budget) + " (--max-run-media-bytes)");
 }
 
-// kPayloadTooLarge when the run's media rows plus `adding` bytes exceed `budget` (> 0).
-Status CheckMediaBudget(Conn& conn, int64_t run_pk, int64_t adding, int64_t budget) {
-  COHORT_ASSIGN_OR_RETURN(
-      int64_t stored,
-      sql::QueryOne<int64_t>(
-          conn, "SELECT CAST(coalesce(sum(size + cell_bytes), 0) AS BIGINT) FROM media "
-          "WHERE run_pk = $1",
-          Params().Add(run_pk), [](const Row& row) { return row.Int(0); },
-          Status::Internal("media: no aggregate row")));
-  if (stored + adding > budget) return MediaBudgetExceeded(stored + adding, budget);
-  return Status::Ok();
+// The run's media bytes (runs.media_bytes: its media rows' size and cell_bytes), the run row
+// locked until the transaction ends (PostgreSQL: one transaction at a time moves a run's total,
+// from whichever server).
+Result<int64_t> LockedMediaBytes(Conn& conn, int64_t run_pk) {
+  return sql::QueryOne<int64_t>(conn, "SELECT media_bytes FROM runs WHERE pk = $1 FOR UPDATE",
+                                Params().Add(run_pk), [](const Row& row) { return row.Int(0); },
+                                Status::NotFound("media: the run is gone"));
+}
+
+Status SetMediaBytes(Conn& conn, int64_t run_pk, int64_t bytes) {
+  return conn.Exec("UPDATE runs SET media_bytes = $2 WHERE pk = $1",
+                   Params().Add(run_pk).Add(bytes))
+      .status();
 }
 
 // The media rows awaiting an upload that the run's files already hold, and those files.
@@ -116,8 +118,8 @@ constexpr const char* kRecordColumns =
 
 }  // namespace
 
-Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const IngestBatch& batch,
-                            RunIngestCache::Note* note) {
+Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk,
+                            const IngestBatch& batch) {
   if (batch.media.empty()) return Status::Ok();
   int64_t bytes = 0;
   for (const MediaPoint& m : batch.media) {
@@ -129,24 +131,13 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const
     }
     bytes += m.size + m.cell_bytes;
   }
-  // The run's media bytes: summed from the table once, then kept moving by each batch.
-  std::optional<int64_t> stored = run_cache_.MediaBytes(run_pk);
-  if (batch.max_run_media_bytes > 0 && !stored) {
-    COHORT_ASSIGN_OR_RETURN(int64_t sum,
-                            sql::QueryOne<int64_t>(
-                                conn,
-                                "SELECT CAST(coalesce(sum(size + cell_bytes), 0) AS BIGINT) "
-                                "FROM media WHERE run_pk = $1",
-                                Params().Add(run_pk), [](const Row& row) { return row.Int(0); },
-                                Status::Internal("media: no aggregate row")));
-    stored = run_cache_.LoadMediaBytes(run_pk, sum);
-  }
-  if (batch.max_run_media_bytes > 0 && *stored + bytes > batch.max_run_media_bytes) {
-    return MediaBudgetExceeded(*stored + bytes, batch.max_run_media_bytes);
-  }
-  int64_t replaced = 0;
-  if (stored) {
-    COHORT_ASSIGN_OR_RETURN(replaced, ReplacedMediaBytes(conn, run_pk, writer_pk, batch));
+  // The run's media bytes after the batch: what it holds, less the rows the batch replaces,
+  // plus the batch's; kept in the run row, moved in this transaction.
+  COHORT_ASSIGN_OR_RETURN(int64_t replaced, ReplacedMediaBytes(conn, run_pk, writer_pk, batch));
+  COHORT_ASSIGN_OR_RETURN(int64_t stored, LockedMediaBytes(conn, run_pk));
+  const int64_t total = stored - replaced + bytes;
+  if (batch.max_run_media_bytes > 0 && total > batch.max_run_media_bytes) {
+    return MediaBudgetExceeded(total, batch.max_run_media_bytes);
   }
   for (const MediaPoint& m : batch.media) {
     Params p;
@@ -168,11 +159,7 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const
                   p)
             .status());
   }
-  if (stored) {
-    note->run_pk = run_pk;
-    run_cache_.AddMediaBytes(run_pk, bytes - replaced, note);
-  }
-  return Status::Ok();
+  return SetMediaBytes(conn, run_pk, total);
 }
 
 Result<std::vector<MediaKeyInfo>> SqlStore::ListMedia(const RunRef& ref) {
@@ -215,11 +202,8 @@ Result<std::vector<MediaRecord>> SqlStore::QueryMedia(const MediaQuery& q) {
 
 Result<int64_t> SqlStore::AttachUploadedMedia(const RunRef& ref, const std::string& path,
                                               int64_t max_run_media_bytes) {
-  int64_t run_pk = 0;
-  auto attached = RunFor<int64_t>(Access::kWrite, [&](Conn& conn) -> Result<int64_t> {
-    // The run row locked (PostgreSQL): two uploads of one run check the budget one at a time.
-    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, ref, /*lock=*/max_run_media_bytes > 0));
-    run_pk = run.pk;
+  return RunFor<int64_t>(Access::kWrite, [&](Conn& conn) -> Result<int64_t> {
+    COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, ref));
     Params params;
     params.Add(run.pk);
     std::string awaiting = kAwaitingUploaded;
@@ -227,23 +211,26 @@ Result<int64_t> SqlStore::AttachUploadedMedia(const RunRef& ref, const std::stri
       params.Add(path);
       awaiting += " AND media.path = " + params.Last();
     }
-    if (max_run_media_bytes > 0) {
-      COHORT_ASSIGN_OR_RETURN(
-          int64_t adding,
-          sql::QueryOne<int64_t>(
-              conn, "SELECT CAST(coalesce(sum(f.size), 0) AS BIGINT) FROM media JOIN run_files f ON " +
-                        awaiting,
-              params, [](const Row& row) { return row.Int(0); },
-              Status::Internal("media: no aggregate row")));
-      COHORT_RETURN_IF_ERROR(CheckMediaBudget(conn, run.pk, adding, max_run_media_bytes));
+    // The run row locked first (two uploads of one run move its total one at a time).
+    COHORT_ASSIGN_OR_RETURN(int64_t stored, LockedMediaBytes(conn, run.pk));
+    COHORT_ASSIGN_OR_RETURN(
+        int64_t adding,
+        sql::QueryOne<int64_t>(
+            conn, "SELECT CAST(coalesce(sum(f.size), 0) AS BIGINT) FROM media JOIN run_files f ON " +
+                      awaiting,
+            params, [](const Row& row) { return row.Int(0); },
+            Status::Internal("media: no aggregate row")));
+    if (max_run_media_bytes > 0 && stored + adding > max_run_media_bytes) {
+      return MediaBudgetExceeded(stored + adding, max_run_media_bytes);
     }
-    return conn.Exec("UPDATE media SET sha256 = f.sha256, size = f.size FROM run_files f WHERE " +
-                         awaiting,
-                     params);
+    COHORT_ASSIGN_OR_RETURN(
+        int64_t attached,
+        conn.Exec("UPDATE media SET sha256 = f.sha256, size = f.size FROM run_files f WHERE " +
+                      awaiting,
+                  params));
+    if (adding > 0) COHORT_RETURN_IF_ERROR(SetMediaBytes(conn, run.pk, stored + adding));
+    return attached;
   });
-  // The run's media bytes grew (or may have): summed again from the table when next needed.
-  if (!attached.ok() || *attached > 0) run_cache_.Forget(run_pk);
-  return attached;
 }
 
 Result<MediaRecord> SqlStore::FindMedia(const RunRef& ref, const std::string& sha256) {

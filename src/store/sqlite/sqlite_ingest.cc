@@ -248,7 +248,7 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
   if (!batch.histograms.empty() || !batch.media.empty()) {
     sqlite::SqlConn conn(db);
     COHORT_RETURN_IF_ERROR(WriteHistograms(conn, w.run_pk, w.pk, batch));
-    COHORT_RETURN_IF_ERROR(WriteMedia(conn, w.run_pk, w.pk, batch, note));
+    COHORT_RETURN_IF_ERROR(WriteMedia(conn, w.run_pk, w.pk, batch));
   }
   if (!batch.console.empty()) {
     COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("INSERT INTO console (run_pk, writer_pk, time_ms, "

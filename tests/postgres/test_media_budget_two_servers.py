@@ -1,0 +1,95 @@
+"""The run's media budget (`--max-run-media-bytes`) with two `cohort server` processes on one
+PostgreSQL database (docs/operations.md, "Scale-out on PostgreSQL"): the run's media bytes are
+a column of the run moved under its row lock, so what one server stored counts on the other at
+once, and batches raced to both servers never take the run past the budget."""
+import concurrent.futures
+import hashlib
+import json
+
+import pytest
+
+from conftest import ServerProcess
+from pg_cluster import PgCluster
+
+BUDGET = 1000
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with PgCluster() as pg:
+        yield pg
+
+
+@pytest.fixture
+def servers(cluster, tmp_path):
+    db = "budget_" + tmp_path.name.replace("-", "_").lower()[-40:]
+    cluster.create_database(db)
+    url = cluster.url(db, "pool_size=8")
+    flags = ["--store", url, "--max-run-media-bytes", str(BUDGET)]
+    a = ServerProcess(tmp_path / "a", extra_args=flags).start()
+    b = ServerProcess(tmp_path / "b", extra_args=flags).start()
+    yield a, b
+    a.stop()
+    b.stop()
+
+
+def image_row(step, size, n=0):
+    sha = hashlib.sha256(f"{step}-{n}".encode()).hexdigest()
+    return {"key": "samples", "step": step, "time": 1_700_000_000_000 + step, "index": n,
+            "type": "image", "sha256": sha, "size": size, "mime": "image/png"}
+
+
+def test_each_server_counts_what_the_other_stored(servers):
+    a, b = servers
+    key = a.config["api_key"]
+    api_a, api_b = a.api(key), b.api(key)
+    status, me = api_a.get("/api/v1/viewer")
+    assert status == 200, me
+    base = f"/api/v1/runs/{me['entity']}/budget"
+    status, run = api_a.post(base, {"name": "two-servers"})
+    assert status == 201, run
+    path = f"{base}/{run['id']}"
+    assert api_a.post(f"{path}/writers", {"label": "rank_0", "primary": True})[0] == 201
+    assert api_b.post(f"{path}/writers", {"label": "rank_1", "primary": False})[0] == 201
+
+    def send(api, label, seq, *rows):
+        return api.post(f"{path}/writers/{label}/batches", {"seq": seq, "media": list(rows)})
+    assert send(api_a, "rank_0", 1, image_row(0, 400))[0] == 200
+    assert send(api_b, "rank_1", 1, image_row(0, 400))[0] == 200
+    # Server a stored 400 itself; the run holds 800: 300 more is past the budget.
+    status, err = send(api_a, "rank_0", 2, image_row(1, 300))
+    assert status == 413 and "would hold 1100 bytes" in json.dumps(err), (status, err)
+    # Replacing its own row at step 0 with a smaller one is within it, seen from b as well.
+    assert send(api_b, "rank_1", 2, image_row(0, 100))[0] == 200   # the run: 500
+    assert send(api_a, "rank_0", 2, image_row(1, 500))[0] == 200   # 1000, to the byte
+    status, err = send(api_b, "rank_1", 3, image_row(1, 1))
+    assert status == 413 and "would hold 1001 bytes" in json.dumps(err), (status, err)
+
+
+def test_batches_raced_to_both_servers_fill_the_budget_exactly(servers):
+    a, b = servers
+    key = a.config["api_key"]
+    apis = (a.api(key), b.api(key))
+    status, me = apis[0].get("/api/v1/viewer")
+    base = f"/api/v1/runs/{me['entity']}/budget"
+    status, run = apis[0].post(base, {"name": "race"})
+    assert status == 201, run
+    path = f"{base}/{run['id']}"
+    labels = [f"rank_{i}" for i in range(4)]
+    for i, label in enumerate(labels):
+        assert apis[i % 2].post(f"{path}/writers", {"label": label, "primary": i == 0})[0] == 201
+
+    def send(job):
+        label, seq = job
+        api = apis[(labels.index(label) + seq) % 2]
+        status, _ = api.post(f"{path}/writers/{label}/batches",
+                             {"seq": seq, "media": [image_row(seq, 100, labels.index(label))]})
+        return status
+    jobs = [(label, seq) for seq in range(1, 9) for label in labels]  # 32 x 100 bytes
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        statuses = list(pool.map(send, jobs))
+    assert sorted(set(statuses)) == [200, 413], statuses
+    assert statuses.count(200) == BUDGET // 100, statuses
+    status, media = apis[1].get(f"{path}/media?keys=samples")
+    assert status == 200
+    assert sum(m["size"] for m in media["media"]) == BUDGET, media
