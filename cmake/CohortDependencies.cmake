@@ -4,9 +4,9 @@
 #    Boost.URL, fmt, CLI11, SQLite, OpenSSL's libcrypto, libcurl (libpq in src/store/postgres).
 #
 #  - COHORT_PORTABLE=ON (scripts/build-wheels.sh, docs/python.md "Wheels"): the node build that
-#    goes into the Python wheels, which must run on any x86_64 Linux with glibc >= 2.28 and
-#    nothing else installed. The compiler is zig targeting glibc 2.28 (cmake/zig-toolchain.cmake,
-#    libc++ linked statically); Boost.JSON, fmt and CLI11 are compiled from their headers, found
+#    goes into the Python wheels, which must run on any x86_64 or aarch64 Linux with glibc >= 2.28
+#    and nothing else installed. The compiler is zig targeting glibc 2.28 (build-wheels.sh's
+#    zig-cc/zig-c++ wrappers, libc++ linked statically); Boost.JSON, fmt and CLI11 are compiled from their headers, found
 #    in COHORT_PORTABLE_HEADERS (a directory that holds only boost/, fmt/ and CLI/: never
 #    /usr/include, whose glibc headers are newer than the target's); OpenSSL and libcurl are
 #    static libraries under COHORT_PORTABLE_PREFIX, built from source by build-wheels.sh with

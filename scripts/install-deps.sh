@@ -17,8 +17,10 @@ pkgs=(
   libopenblas0-serial zstd
   postgresql nodejs npm chromium
   nginx openssl
-  # tests/packaging/test_portable_wheel.py: a minimal Debian root file system without build tools
-  debootstrap
+  # tests/packaging/test_portable_wheel.py: a minimal Debian root file system without build tools;
+  # qemu-user-static runs the aarch64 one (COHORT_WHEEL_ARCHS=aarch64; the test registers the
+  # aarch64 binfmt_misc handler from /usr/lib/binfmt.d/qemu-aarch64.conf when it is missing)
+  debootstrap qemu-user-static
 )
 
 missing=()
