@@ -4,20 +4,20 @@
 # Boost, fmt, OpenSSL or libcurl. docs/python.md ("Wheels for training nodes") explains the choices.
 #
 #   scripts/build-wheels.sh                 # dist/cohort-*-manylinux_2_28_x86_64.whl
-#   ARCH=aarch64 scripts/build-wheels.sh    # dist/cohort-*-manylinux_2_28_aarch64.whl
+#   COHORT_WHEEL_ARCH=aarch64 scripts/build-wheels.sh    # dist/cohort-*-manylinux_2_28_aarch64.whl
 #   PYTHONS="3.11 3.12" scripts/build-wheels.sh
 #
 # How: every C and C++ file is compiled by zig (the `ziglang` package from PyPI) for
-# $ARCH-linux-gnu.2.28, so the binaries ask for no glibc symbol newer than 2.28, and link
+# $COHORT_WHEEL_ARCH-linux-gnu.2.28, so the binaries ask for no glibc symbol newer than 2.28, and link
 # LLVM's libc++ statically (no libstdc++ version to match). OpenSSL and libcurl are built from
 # source (the sources come from crates.io, cargo's registry, pinned below) as static libraries;
 # Boost.JSON, fmt and CLI11 are compiled from the system's headers (Debian 12's, exposed through
 # a directory that holds only them, never /usr/include). The project is configured with
 # COHORT_PORTABLE=ON COHORT_BUILD_SERVER=OFF (cmake/CohortDependencies.cmake): the extension and
 # the node `cohort` binary (agent, sync, login, runs, logs, media, artifact), no server.
-# Each wheel is then checked by `auditwheel repair --plat manylinux_2_28_$ARCH` (which refuses a
+# Each wheel is then checked by `auditwheel repair --plat manylinux_2_28_$COHORT_WHEEL_ARCH` (which refuses a
 # wheel that needs more than the policy allows, and retags it) and by tests/packaging's ELF check.
-# ARCH=aarch64 on an x86_64 machine cross-builds: the same Python interpreters (this machine's)
+# COHORT_WHEEL_ARCH=aarch64 on an x86_64 machine cross-builds: the same Python interpreters (this machine's)
 # drive scikit-build-core, told the wheel's platform and extension suffix (step 4); CMake is told
 # the target system (CMAKE_SYSTEM_NAME/PROCESSOR). Nothing built here runs here, except under
 # qemu-user emulation (tests/packaging/test_portable_wheel.py).
@@ -36,11 +36,11 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${WHEEL_DIR:-$root/dist}"
 cache="${COHORT_WHEEL_CACHE:-$HOME/.cache/cohort/wheels}"
 jobs="${BUILD_JOBS:-$(nproc)}"
-arch="${ARCH:-x86_64}"
+arch="${COHORT_WHEEL_ARCH:-x86_64}"
 case "$arch" in
   x86_64|amd64) arch=x86_64 openssl_target=linux-x86_64 ;;
   aarch64|arm64) arch=aarch64 openssl_target=linux-aarch64 ;;
-  *) echo "build-wheels: error: ARCH=$arch: only x86_64 and aarch64 are supported" >&2; exit 1 ;;
+  *) echo "build-wheels: error: COHORT_WHEEL_ARCH=$arch: only x86_64 and aarch64 are supported" >&2; exit 1 ;;
 esac
 target="$arch-linux-gnu.2.28"
 plat="manylinux_2_28_$arch"

@@ -134,7 +134,9 @@ std::string InvalidMediaFieldsReason(const MediaRow& row) {
   if (row.width < 0 || row.height < 0 || row.duration_ms < 0) {
     return "width, height and duration_ms must be >= 0";
   }
-  if (row.cell_bytes < 0) return "cell_bytes: must be >= 0";
+  if (row.cell_bytes < 0 || row.cell_bytes > limits::kMaxMediaCellBytes) {
+    return "cell_bytes: 0 to " + std::to_string(limits::kMaxMediaCellBytes);
+  }
   if (row.cell_bytes > 0 && row.type != MediaType::kTable) {
     return "cell_bytes: only a table has media cells";
   }

@@ -68,6 +68,9 @@ inline constexpr size_t kMaxMediaPathBytes = 1024;
 inline constexpr uint64_t kDefaultMaxMediaFileBytes = uint64_t{64} << 20;
 inline constexpr int64_t kDefaultMaxMediaPerStep = 1024;
 inline constexpr uint64_t kDefaultMaxRunMediaBytes = uint64_t{10} << 30;
+// A table's cell_bytes (the blobs its media cells name) at most: 2^50 (1 PiB), so that sums of
+// sizes stay far from int64's end; the run's media budget refuses far less.
+inline constexpr int64_t kMaxMediaCellBytes = int64_t{1} << 50;
 // Media rows in one client batch (a flush is due at a quarter of it).
 inline constexpr size_t kClientMaxBatchMedia = 4096;
 // Rows of a table a reader gets per request (GET .../tables/{key}?limit=).

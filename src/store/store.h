@@ -229,11 +229,15 @@ class ArtifactStore {
   virtual ~ArtifactStore() = default;
   // ---- blobs an entity holds ----
   // Records that `entity` holds the blob (it uploaded it, checked), and its MD5 (base64) when
-  // not empty (the W&B clients name files by it). Idempotent; for a blob held already, moves
-  // its recorded time to `now_ms` when that is more than limits::kBlobRetouchMs later (an
-  // upload that found it held: what names it is on its way, and gc's grace counts from here).
+  // not empty (the W&B clients name files by it). Idempotent.
   virtual Status RecordBlob(const std::string& entity, const std::string& sha256, int64_t size,
                             int64_t now_ms, const std::string& md5) = 0;
+  // Moves the recorded time of a blob the entity holds to `now_ms` when that is more than
+  // limits::kBlobRetouchMs later; records nothing when it holds none. Called before an upload is
+  // told the blob is held (it then skips the bytes and logs what names the blob): gc's grace
+  // period counts from here, so the record cannot be forgotten before that row arrives.
+  virtual Status TouchBlob(const std::string& entity, const std::string& sha256,
+                           int64_t now_ms) = 0;
   // The blobs the entity holds by the MD5s (base64) of their uploads.
   virtual Result<std::map<std::string, BlobByMd5>> BlobsByMd5(
       const std::string& entity, const std::vector<std::string>& md5s) = 0;

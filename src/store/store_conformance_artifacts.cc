@@ -290,21 +290,22 @@ TEST_P(StoreConformanceTest, BlobsAreHeldPerEntity) {
   EXPECT_EQ(store().RecordBlob(kEntity, "xyz", 1, kNow, "").code(), StatusCode::kInvalidArgument);
 }
 
-// A blob recorded again (an upload found it held: what names it is on its way) moves its time
-// forward, at most once per kBlobRetouchMs, so that gc's grace period keeps it for what comes.
-TEST_P(StoreConformanceTest, RecordingAHeldBlobAgainMovesItsTimeOutOfGcReach) {
-  const std::string a = Sha256::Hex("a"), b = Sha256::Hex("b");
+// A blob touched (an upload found it held: what names it is on its way) moves its time forward,
+// at most once per kBlobRetouchMs, so that gc's grace period keeps it for what comes; a blob the
+// entity does not hold is not recorded by a touch.
+TEST_P(StoreConformanceTest, TouchingAHeldBlobMovesItsTimeOutOfGcReach) {
+  const std::string a = Sha256::Hex("a"), b = Sha256::Hex("b"), c = Sha256::Hex("c");
   COHORT_ASSERT_OK(store().RecordBlob(kEntity, a, 1, kNow, ""));
   COHORT_ASSERT_OK(store().RecordBlob(kEntity, b, 1, kNow, ""));
   const int64_t later = kNow + 10 * limits::kBlobRetouchMs;
   COHORT_ASSERT_OK_AND_ASSIGN(auto unreferenced, store().UnreferencedBlobs(later));
   EXPECT_EQ(unreferenced.size(), 2u);
   // Within the interval: nothing moves (no write per status call).
-  COHORT_ASSERT_OK(store().RecordBlob(kEntity, a, 1, kNow + limits::kBlobRetouchMs / 2, ""));
+  COHORT_ASSERT_OK(store().TouchBlob(kEntity, a, kNow + limits::kBlobRetouchMs / 2));
   COHORT_ASSERT_OK_AND_ASSIGN(unreferenced, store().UnreferencedBlobs(kNow + 1));
   EXPECT_EQ(unreferenced.size(), 2u);
-  // Later: `a` is young again; gc started before (its cutoff `later`) leaves it.
-  COHORT_ASSERT_OK(store().RecordBlob(kEntity, a, 1, later, ""));
+  // Later: `a` is young again; a gc whose cutoff is `later` leaves it.
+  COHORT_ASSERT_OK(store().TouchBlob(kEntity, a, later));
   COHORT_ASSERT_OK_AND_ASSIGN(unreferenced, store().UnreferencedBlobs(later));
   ASSERT_EQ(unreferenced.size(), 1u);
   EXPECT_EQ(unreferenced[0].sha256, b);
@@ -312,10 +313,17 @@ TEST_P(StoreConformanceTest, RecordingAHeldBlobAgainMovesItsTimeOutOfGcReach) {
   EXPECT_FALSE(forgot);
   COHORT_ASSERT_OK_AND_ASSIGN(forgot, store().ForgetBlob(kEntity, b, later));
   EXPECT_TRUE(forgot);
-  // Never backwards: an older time recorded late changes nothing.
-  COHORT_ASSERT_OK(store().RecordBlob(kEntity, a, 1, kNow, ""));
+  // Never backwards; and a blob not held (forgotten, or never uploaded) stays not held.
+  COHORT_ASSERT_OK(store().TouchBlob(kEntity, a, kNow));
   COHORT_ASSERT_OK_AND_ASSIGN(unreferenced, store().UnreferencedBlobs(later));
   EXPECT_TRUE(unreferenced.empty());
+  COHORT_ASSERT_OK(store().TouchBlob(kEntity, b, later * 2));
+  COHORT_ASSERT_OK(store().TouchBlob(kEntity, c, later * 2));
+  COHORT_ASSERT_OK(store().TouchBlob("other", a, later * 2));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto held, store().HeldBlobs(kEntity, {a, b, c}));
+  EXPECT_EQ(held, (std::map<std::string, int64_t>{{a, 1}}));
+  COHORT_ASSERT_OK_AND_ASSIGN(held, store().HeldBlobs("other", {a}));
+  EXPECT_TRUE(held.empty());
 }
 
 TEST_P(StoreConformanceTest, BlobMd5sAreLookedUpBothWaysPerEntity) {

@@ -316,6 +316,29 @@ TEST_P(StoreConformanceTest, MediaBudgetCountsTheBytesOfATablesCells) {
   COHORT_ASSERT_OK(store().Ingest(ref, "w", table(4, 2, "{doc-3}", 29), 1).status());  // 100
 }
 
+// The run's media bytes are not dumped: an import counts them again from the imported rows.
+TEST_P(StoreConformanceTest, MediaBudgetCountsTheImportedRows) {
+  MakeRun("run1");
+  Join("run1", "w");
+  IngestBatchBuilder b(1);
+  MediaPoint table = Media("preds", 0, 0, "table", "{doc}");
+  table.cell_bytes = 90;
+  b.AddMedia(table);
+  b.batch().max_run_media_bytes = 100;
+  COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "w", b.Finish(), 1).status());  // 95
+  COHORT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> copy, DumpCopy());
+  auto image = [](int64_t seq, const std::string& content) {
+    IngestBatchBuilder i(seq);
+    i.AddMedia(Media("img", seq, 0, "image", content));
+    i.batch().max_run_media_bytes = 100;
+    return i.Finish();
+  };
+  Status s = copy->Ingest(Ref("run1"), "w", image(2, "012345"), 1).status();
+  EXPECT_EQ(s.code(), StatusCode::kPayloadTooLarge) << s.ToString();
+  EXPECT_NE(s.message().find("would hold 101 bytes"), std::string::npos) << s.ToString();
+  COHORT_ASSERT_OK(copy->Ingest(Ref("run1"), "w", image(2, "01234"), 1).status());  // 100
+}
+
 TEST_P(StoreConformanceTest, MediaRowsKeepTheirBlobsFromGarbageCollection) {
   MakeRun("run1");
   Join("run1", "w");

@@ -9,8 +9,8 @@
   against a real server started here, whose API then answers the logged points;
 - the wheel's binary has no server, and says so.
 
-Per architecture: x86_64 (this machine's) and aarch64, whose wheel is cross-built (ARCH=aarch64
-scripts/build-wheels.sh) and whose root file system (debootstrap --arch=arm64) runs under
+Per architecture: x86_64 (this machine's) and aarch64, whose wheel is cross-built
+(COHORT_WHEEL_ARCH=aarch64 scripts/build-wheels.sh) and whose root file system (debootstrap --arch=arm64) runs under
 qemu-user emulation: Debian's qemu-user-static, its aarch64 binfmt_misc handler registered with
 the F flag (the emulator is opened at registration, so it works inside the chroot). The job's
 Python, pip, the extension and the wheel's `cohort agent` are aarch64 code; the server is this
@@ -76,7 +76,7 @@ def wheel(arch):
     out = pathlib.Path(tempfile.mkdtemp(prefix=f"cohort-portable-{arch}-"))
     proc = subprocess.run([str(ROOT / "scripts" / "build-wheels.sh")], capture_output=True,
                           text=True, timeout=3000,
-                          env=dict(os.environ, ARCH=arch, PYTHONS="3.11", WHEEL_DIR=str(out)))
+                          env=dict(os.environ, COHORT_WHEEL_ARCH=arch, PYTHONS="3.11", WHEEL_DIR=str(out)))
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
     wheels = sorted(out.glob(f"cohort-*-cp311-*manylinux_2_28_{arch}.whl"))
     assert len(wheels) == 1, (list(out.iterdir()), proc.stdout[-3000:])

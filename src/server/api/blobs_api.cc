@@ -36,10 +36,11 @@ Result<int64_t> SizeParam(const http::HttpRequest& req, const ApiLimits& limits)
 
 // Whether the entity holds the blob: it is recorded (the store) and readable (the blob store;
 // a blob recorded whose publication then failed is uploaded again). kInvalidArgument when the
-// entity holds it with another size. A held blob is recorded again (Store::RecordBlob moves its
-// time): the caller skips the upload and logs what names it next, which gc must not race.
+// entity holds it with another size. Its record is touched first (Store::TouchBlob): a caller
+// told it is held skips the upload and logs what names the blob next, which gc must not race.
 Result<bool> Held(ApiContext* ctx, const std::string& entity, const std::string& sha256,
                   int64_t size) {
+  COHORT_RETURN_IF_ERROR(ctx->store->TouchBlob(entity, sha256, NowMillis()));
   COHORT_ASSIGN_OR_RETURN(auto held, ctx->store->HeldBlobs(entity, {sha256}));
   auto it = held.find(sha256);
   if (it == held.end()) return false;
@@ -52,7 +53,6 @@ Result<bool> Held(ApiContext* ctx, const std::string& entity, const std::string&
     if (stored.status().code() == StatusCode::kNotFound) return false;
     return stored.status();
   }
-  COHORT_RETURN_IF_ERROR(ctx->store->RecordBlob(entity, sha256, size, NowMillis(), /*md5=*/""));
   return true;
 }
 

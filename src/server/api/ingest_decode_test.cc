@@ -336,7 +336,12 @@ TEST(DecodeIngestBatch, HistogramAndMediaErrorsNameTheField) {
               "media[0] (key 'img'): width, height and duration_ms must be >= 0");
   ExpectError(m(R"(, "cell_bytes": 10)"), bad,
               "media[0] (key 'img'): cell_bytes: only a table has media cells");
-  ExpectError(m(R"(, "cell_bytes": -1)"), bad, "media[0] (key 'img'): cell_bytes: must be >= 0");
+  ExpectError(m(R"(, "cell_bytes": -1)"), bad,
+              "media[0] (key 'img'): cell_bytes: 0 to 1125899906842624");
+  ExpectError(R"({"seq": 1, "media": [{"key": "t", "step": 0, "time": 1, "type": "table",
+              "sha256": ")" + sha + R"(", "size": 3, "mime": "application/json",
+              "cell_bytes": 9223372036854775807}]})",
+              bad, "media[0] (key 't'): cell_bytes: 0 to 1125899906842624");
   ExpectError(R"({"seq": 1, "media": [{"key": "img", "step": 0, "time": 1, "type": "gif",
               "sha256": ")" + sha + R"(", "size": 3, "mime": "image/gif"}]})",
               bad, "media[0].type: 'gif' is not image, audio, video, html or table");

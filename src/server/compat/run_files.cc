@@ -126,13 +126,10 @@ Result<std::string> PutMediaBlob(api::ApiContext* ctx, const std::string& entity
   }
   const std::string sha = Sha256::Hex(body);
   const uint64_t size = body.size();
+  // Touched first (its time moves): the run file naming it comes next, which gc must not race.
+  COHORT_RETURN_IF_ERROR(ctx->store->TouchBlob(entity, sha, NowMillis()));
   COHORT_ASSIGN_OR_RETURN(auto held, ctx->store->HeldBlobs(entity, {sha}));
-  if (held.contains(sha) && ctx->blobs->Stat(sha).ok()) {
-    // Recorded again (its time moves): the run file naming it comes next, which gc must not race.
-    COHORT_RETURN_IF_ERROR(
-        ctx->store->RecordBlob(entity, sha, int64_t(size), NowMillis(), /*md5=*/""));
-    return sha;
-  }
+  if (held.contains(sha) && ctx->blobs->Stat(sha).ok()) return sha;
   int64_t part = 0;
   for (uint64_t off = 0; off < size || part == 0; off += limits::kBlobPartBytes, ++part) {
     const std::string_view bytes = body.substr(off, limits::kBlobPartBytes);

@@ -31,6 +31,23 @@ void SkipSpace(std::string_view s, size_t* i) {
   while (*i < s.size() && IsSpace(s[*i])) ++*i;
 }
 
+// At `i` (after FOR): UPDATE, or NO KEY UPDATE. Moves `i` past it and returns true, or returns
+// false.
+bool LockClause(std::string_view s, size_t* i) {
+  size_t k = *i;
+  const std::string_view first = Word(s, &k);
+  if (EqualsLower(first, "no")) {
+    SkipSpace(s, &k);
+    if (!EqualsLower(Word(s, &k), "key")) return false;
+    SkipSpace(s, &k);
+    if (!EqualsLower(Word(s, &k), "update")) return false;
+  } else if (!EqualsLower(first, "update")) {
+    return false;
+  }
+  *i = k;
+  return true;
+}
+
 // At `i` (after an `=` or `<>`): ANY|ALL ( $n ). Returns the parameter number and moves `i` past
 // the closing parenthesis, or returns "" and leaves `i`.
 std::string ArrayParam(std::string_view s, size_t* i, std::string_view quantifier) {
@@ -92,7 +109,7 @@ std::string RenderForSqlite(std::string_view s) {
         out += "min";
       } else if (call && EqualsLower(word, "strpos")) {
         out += "instr";
-      } else if (EqualsLower(word, "for") && EqualsLower(Word(s, &after), "update")) {
+      } else if (EqualsLower(word, "for") && LockClause(s, &after)) {
         while (!out.empty() && IsSpace(out.back())) out.pop_back();
         k = after;
         // FOR UPDATE OF a, b: the tables named go too.

@@ -17,7 +17,7 @@ std::string_view EngineName(Engine engine);
 // A statement in the shared syntax (sql_conn.h) as SQLite runs it: $n -> ?n, greatest( / least(
 // -> max( / min(, strpos( -> instr(, `x = ANY($n)` -> `x IN (SELECT value FROM json_each(?n))`,
 // `x <> ALL($n)` -> `x NOT IN (...)` (array parameters bind as JSON arrays), and `FOR UPDATE`
-// [OF t, ...] dropped (a SQLite write transaction excludes every other writer already). Text in quotes is
+// or `FOR NO KEY UPDATE` [OF t, ...] dropped (a SQLite write transaction excludes every other writer already). Text in quotes is
 // left as it is.
 std::string RenderForSqlite(std::string_view sql);
 

@@ -46,6 +46,10 @@ TEST(SqlDialectTest, SqliteDropsTheTablesOfARowLock) {
   EXPECT_EQ(RenderForSqlite("SELECT w.pk FROM w JOIN s ON true FOR UPDATE OF w, s"),
             "SELECT w.pk FROM w JOIN s ON true");
   EXPECT_EQ(RenderForSqlite("SELECT pk FROM w FOR UPDATE OF w) x"), "SELECT pk FROM w) x");
+  EXPECT_EQ(RenderForSqlite("SELECT n FROM runs WHERE pk = $1 FOR NO KEY UPDATE"),
+            "SELECT n FROM runs WHERE pk = ?1");
+  EXPECT_EQ(RenderForSqlite("SELECT n FROM r FOR NO KEY UPDATE OF r) x"), "SELECT n FROM r) x");
+  EXPECT_EQ(RenderForSqlite("SELECT for_x FROM t FOR no_key"), "SELECT for_x FROM t FOR no_key");
   EXPECT_EQ(RenderForSqlite("SELECT pk FROM w FOR UPDATE) SELECT 1"), "SELECT pk FROM w) SELECT 1");
 }
 

@@ -87,6 +87,7 @@ class SqlStore : public Store {
   Result<std::vector<RunFile>> ListRunFiles(const RunRef& ref) final;
   Result<RunFile> GetRunFile(const RunRef& ref, const std::string& name) final;
 
+  Status TouchBlob(const std::string& entity, const std::string& sha256, int64_t now_ms) final;
   Status RecordBlob(const std::string& entity, const std::string& sha256, int64_t size,
                     int64_t now_ms, const std::string& md5) final;
   Result<std::map<std::string, BlobByMd5>> BlobsByMd5(const std::string& entity,

@@ -228,8 +228,8 @@ Status SqlStore::FinishImport() {
   return Run(Access::kWrite, [&](Conn& conn) -> Status {
     // The runs' media bytes are derived (not dumped): counted again from the imported rows.
     COHORT_RETURN_IF_ERROR(
-        conn.Exec("UPDATE runs SET media_bytes = coalesce((SELECT sum(m.size + m.cell_bytes) "
-                  "FROM media m WHERE m.run_pk = runs.pk), 0)",
+        conn.Exec("UPDATE runs SET media_bytes = coalesce((SELECT CAST(sum(m.size + "
+                  "m.cell_bytes) AS BIGINT) FROM media m WHERE m.run_pk = runs.pk), 0)",
                   Params())
             .status());
     return AfterImport(conn);

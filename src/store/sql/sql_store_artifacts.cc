@@ -218,10 +218,8 @@ Status SqlStore::RecordBlob(const std::string& entity, const std::string& sha256
   return Run(Access::kWrite, [&](Conn& conn) -> Status {
     COHORT_RETURN_IF_ERROR(
         conn.Exec("INSERT INTO blobs (entity, sha256, size, created_ms) VALUES ($1, $2, $3, $4) "
-                  "ON CONFLICT (entity, sha256) DO UPDATE SET created_ms = excluded.created_ms "
-                  "WHERE blobs.created_ms < $5",
-                  Params().Add(entity).Add(sha256).Add(size).Add(now_ms).Add(
-                      now_ms - limits::kBlobRetouchMs))
+                  "ON CONFLICT DO NOTHING",
+                  Params().Add(entity).Add(sha256).Add(size).Add(now_ms))
             .status());
     if (md5.empty()) return Status::Ok();
     return conn
@@ -229,6 +227,16 @@ Status SqlStore::RecordBlob(const std::string& entity, const std::string& sha256
               "ON CONFLICT (entity, md5) DO UPDATE SET sha256 = excluded.sha256, "
               "size = excluded.size",
               Params().Add(entity).Add(md5).Add(sha256).Add(size))
+        .status();
+  });
+}
+
+Status SqlStore::TouchBlob(const std::string& entity, const std::string& sha256, int64_t now_ms) {
+  return Run(Access::kWrite, [&](Conn& conn) -> Status {
+    return conn
+        .Exec("UPDATE blobs SET created_ms = $3 WHERE entity = $1 AND sha256 = $2 AND "
+              "created_ms < $4",
+              Params().Add(entity).Add(sha256).Add(now_ms).Add(now_ms - limits::kBlobRetouchMs))
         .status();
   });
 }

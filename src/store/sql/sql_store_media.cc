@@ -93,9 +93,12 @@ Status MediaBudgetExceeded(int64_t total, int64_t budget) {
 
 // The run's media bytes (runs.media_bytes: its media rows' size and cell_bytes), the run row
 // locked until the transaction ends (PostgreSQL: one transaction at a time moves a run's total,
-// from whichever server).
+// from whichever server). NO KEY UPDATE: the lock an UPDATE of the row takes, which does not
+// conflict with the KEY SHARE locks that inserts of rows naming the run (series, histograms,
+// media, console) take; FOR UPDATE would, and two writers' batches would deadlock.
 Result<int64_t> LockedMediaBytes(Conn& conn, int64_t run_pk) {
-  return sql::QueryOne<int64_t>(conn, "SELECT media_bytes FROM runs WHERE pk = $1 FOR UPDATE",
+  return sql::QueryOne<int64_t>(conn,
+                                "SELECT media_bytes FROM runs WHERE pk = $1 FOR NO KEY UPDATE",
                                 Params().Add(run_pk), [](const Row& row) { return row.Int(0); },
                                 Status::NotFound("media: the run is gone"));
 }
@@ -122,6 +125,9 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk,
                             const IngestBatch& batch) {
   if (batch.media.empty()) return Status::Ok();
   int64_t bytes = 0;
+  auto too_many = [] {
+    return Status::PayloadTooLarge("media: the sizes of the batch's media add up past 2^63 bytes");
+  };
   for (const MediaPoint& m : batch.media) {
     if (batch.max_media_per_step > 0 && m.index >= batch.max_media_per_step) {
       return Status::PayloadTooLarge("media (key '" + m.key + "', step " +
@@ -129,13 +135,18 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk,
                                      std::to_string(batch.max_media_per_step) +
                                      " media in one step (--max-media-per-step)");
     }
-    bytes += m.size + m.cell_bytes;
+    if (__builtin_add_overflow(bytes, m.size, &bytes) ||
+        __builtin_add_overflow(bytes, m.cell_bytes, &bytes)) {
+      return too_many();
+    }
   }
   // The run's media bytes after the batch: what it holds, less the rows the batch replaces,
   // plus the batch's; kept in the run row, moved in this transaction.
-  COHORT_ASSIGN_OR_RETURN(int64_t replaced, ReplacedMediaBytes(conn, run_pk, writer_pk, batch));
+  // The lock first: the rows it replaces cannot change size meanwhile (a vendor file attached).
   COHORT_ASSIGN_OR_RETURN(int64_t stored, LockedMediaBytes(conn, run_pk));
-  const int64_t total = stored - replaced + bytes;
+  COHORT_ASSIGN_OR_RETURN(int64_t replaced, ReplacedMediaBytes(conn, run_pk, writer_pk, batch));
+  int64_t total = 0;
+  if (__builtin_add_overflow(stored - replaced, bytes, &total)) return too_many();
   if (batch.max_run_media_bytes > 0 && total > batch.max_run_media_bytes) {
     return MediaBudgetExceeded(total, batch.max_run_media_bytes);
   }
