@@ -66,18 +66,26 @@ def test_each_server_counts_what_the_other_stored(servers):
     assert status == 413 and "would hold 1001 bytes" in json.dumps(err), (status, err)
 
 
-def test_batches_raced_to_both_servers_fill_the_budget_exactly(servers):
+def run_on_both(servers, name, writers=4):
+    """A new run with `writers` writers joined alternately through the two servers: (an API
+    client per server, the run's path, the writers' labels)."""
     a, b = servers
     key = a.config["api_key"]
     apis = (a.api(key), b.api(key))
     status, me = apis[0].get("/api/v1/viewer")
+    assert status == 200, me
     base = f"/api/v1/runs/{me['entity']}/budget"
-    status, run = apis[0].post(base, {"name": "race"})
+    status, run = apis[0].post(base, {"name": name})
     assert status == 201, run
     path = f"{base}/{run['id']}"
-    labels = [f"rank_{i}" for i in range(4)]
+    labels = [f"rank_{i}" for i in range(writers)]
     for i, label in enumerate(labels):
         assert apis[i % 2].post(f"{path}/writers", {"label": label, "primary": i == 0})[0] == 201
+    return apis, path, labels
+
+
+def test_batches_raced_to_both_servers_fill_the_budget_exactly(servers):
+    apis, path, labels = run_on_both(servers, "race")
 
     def send(job):
         label, seq = job
@@ -105,18 +113,8 @@ def test_writers_racing_histograms_and_media_never_deadlock(cluster, servers):
     run row) before it locks the run row for its media bytes: that lock must not conflict with
     the others' KEY SHARE locks (FOR UPDATE did: two writers deadlocked, and PostgreSQL aborted
     one of them, retried by the server after ~1 s)."""
-    a, b = servers
     before = len(deadlocks(cluster))
-    key = a.config["api_key"]
-    apis = (a.api(key), b.api(key))
-    status, me = apis[0].get("/api/v1/viewer")
-    base = f"/api/v1/runs/{me['entity']}/budget"
-    status, run = apis[0].post(base, {"name": "no-deadlock"})
-    assert status == 201, run
-    path = f"{base}/{run['id']}"
-    labels = [f"rank_{i}" for i in range(4)]
-    for i, label in enumerate(labels):
-        assert apis[i % 2].post(f"{path}/writers", {"label": label, "primary": i == 0})[0] == 201
+    apis, path, labels = run_on_both(servers, "no-deadlock")
 
     def send(job):
         label, seq = job
