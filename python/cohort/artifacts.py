@@ -84,57 +84,90 @@ def _cache_dir() -> str:
     return cache_dir()
 
 
+# A digest is recorded only when the file did not change while it was hashed and was last
+# modified this long before (agent::kRacyNanos in src/agent/hash_cache.h: the same rule).
+_RACY_NS = 1_000_000_000
+
+
+def _entry_key(st: os.stat_result) -> str:
+    return f"{st.st_dev}-{st.st_ino}-{st.st_size}-{st.st_mtime_ns}"
+
+
+def _entry_text(key: str, sha256: str) -> str:
+    check = hashlib.sha256(f"{key} {sha256}".encode()).hexdigest()[:16]
+    return f"{sha256} {check}\n"
+
+
 class HashCache:
-    """SHA-256 of files by (st_dev, st_ino, size, mtime_ns), and which servers hold which blobs,
-    in one SQLite file under the user's cache directory (safe across processes)."""
+    """SHA-256 of files by (st_dev, st_ino, size, mtime_ns) in ``hashes/v1`` of the user's cache
+    directory, one small file per entry (docs/formats.md, "Hash cache": the format the C++ client
+    and ``cohort artifact put`` share), and which servers hold which blobs, in one SQLite file
+    beside it (safe across processes). Every failure of the cache is a miss, never an error."""
 
     def __init__(self, path: Optional[str] = None) -> None:
-        self.path = path or os.path.join(_cache_dir(), "artifact-hashes.sqlite")
+        self.path = path or os.path.join(_cache_dir(), "artifact-held.sqlite")
+        self.dir = os.path.join(os.path.dirname(self.path), "hashes", "v1")
         self._lock = threading.Lock()
 
     def _connect(self) -> Optional[sqlite3.Connection]:
         try:
             os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
             db = sqlite3.connect(self.path, timeout=10)
-            db.execute("CREATE TABLE IF NOT EXISTS hashes (dev INTEGER, ino INTEGER, size INTEGER,"
-                       " mtime_ns INTEGER, sha256 TEXT, PRIMARY KEY (dev, ino, size, mtime_ns))")
             db.execute("CREATE TABLE IF NOT EXISTS held (server TEXT, entity TEXT, sha256 TEXT,"
                        " PRIMARY KEY (server, entity, sha256))")
             return db
         except (OSError, sqlite3.Error):
-            return None  # no cache: everything is hashed (and copied)
+            return None  # no cache: everything is copied
 
     @staticmethod
     def key(st: os.stat_result) -> tuple:
         return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
     def lookup(self, st: os.stat_result) -> Optional[str]:
-        with self._lock:
-            db = self._connect()
-            if db is None:
-                return None
-            try:
-                row = db.execute("SELECT sha256 FROM hashes WHERE dev=? AND ino=? AND size=? AND "
-                                 "mtime_ns=?", self.key(st)).fetchone()
-                return row[0] if row else None
-            except sqlite3.Error:
-                return None
-            finally:
-                db.close()
+        key = _entry_key(st)
+        try:
+            with open(os.path.join(self.dir, key), "rb") as f:
+                text = f.read(83).decode("ascii")
+        except (OSError, UnicodeDecodeError):
+            return None
+        sha = text[:64]
+        if len(text) != 82 or text != _entry_text(key, sha) or not all(
+                c in "0123456789abcdef" for c in sha):
+            return None
+        return sha
 
     def store(self, st: os.stat_result, sha256: str) -> None:
-        with self._lock:
-            db = self._connect()
-            if db is None:
-                return
+        """Records ``sha256`` for the file of identity ``st`` (no questions asked: hash_file
+        is what decides whether a digest may be recorded)."""
+        key = _entry_key(st)
+        tmp = os.path.join(self.dir, f".{key}.{os.getpid()}.{threading.get_ident()}")
+        try:
+            os.makedirs(self.dir, mode=0o700, exist_ok=True)
+            with open(tmp, "w", encoding="ascii") as f:
+                f.write(_entry_text(key, sha256))
+            os.replace(tmp, os.path.join(self.dir, key))
+        except OSError:
             try:
-                with db:
-                    db.execute("INSERT OR REPLACE INTO hashes VALUES (?, ?, ?, ?, ?)",
-                               (*self.key(st), sha256))
-            except sqlite3.Error:
+                os.unlink(tmp)
+            except OSError:
                 pass
-            finally:
-                db.close()
+
+    def hash_file(self, path: str, copy_to: Optional[str] = None) -> Dict[str, Any]:
+        """{"sha256", "size"} of ``path``: from the cache when it holds the file's identity and
+        nothing is to be copied, else read (and copied to ``copy_to``) and recorded when the
+        file did not change meanwhile and was last modified over a second before."""
+        started = time.time_ns()
+        before = os.stat(path)
+        if copy_to is None:
+            sha = self.lookup(before)
+            if sha is not None:
+                return {"sha256": sha, "size": before.st_size}
+        d = _hash_file(path, copy_to)
+        after = os.stat(path)
+        if (self.key(before) == self.key(after) and d["size"] == after.st_size
+                and after.st_mtime_ns <= started - _RACY_NS):
+            self.store(after, d["sha256"])
+        return d
 
     def held(self, server: str, entity: str, sha256: str) -> bool:
         with self._lock:
@@ -398,12 +431,8 @@ class Artifact:
                 if e["kind"] == "ref":
                     ref = {"path": path, "ref": e["ref"]}
                     if "local" in e:
-                        st = os.stat(e["local"])
-                        sha = cache.lookup(st)
-                        if sha is None:
-                            sha = _hash_file(e["local"], None)["sha256"]
-                            cache.store(st, sha)
-                        e["digest"], e["size"] = sha, st.st_size
+                        d = cache.hash_file(e["local"])
+                        e["digest"], e["size"] = d["sha256"], d["size"]
                     if e.get("digest"):
                         ref["digest"] = e["digest"]
                     if e.get("size") is not None:
@@ -417,9 +446,8 @@ class Artifact:
                     sha and cache.held(server, entity, sha))
                 if sha is None or copy:
                     target = os.path.join(staging, str(i)) if copy else None
-                    d = _hash_file(source, target)
+                    d = cache.hash_file(source, target)
                     sha, size = d["sha256"], d["size"]
-                    cache.store(st, sha)
                     if target:
                         source = target
                 else:

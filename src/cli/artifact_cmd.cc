@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <set>
 
+#include "agent/hash_cache.h"
 #include "cli/artifact_transfer.h"
 #include "cli/commands.h"
 #include "cli/output.h"
@@ -226,8 +228,8 @@ int RunGet(const std::string& text, std::string root) {
     auto dest = TargetPath(root, path);
     if (!dest.ok()) return Fail("get", dest.status());
     if (auto have = fs->FileSize(*dest); have.ok() && *have == size) {
-      auto digest = Sha256OfFile(fs, *dest);
-      if (digest.ok() && *digest == sha) {  // already there, intact
+      auto digest = agent::HashFileCached(fs, *dest, agent::UserCacheDir());
+      if (digest.ok() && digest->sha256 == sha) {  // already there, intact
         ++present;
         progress.Add(size);
         continue;
@@ -280,19 +282,41 @@ int RunPut(const PutOpts& o) {
   if (!files.ok()) return Fail("put", files.status());
   uint64_t total = 0;
   for (const LocalFile& f : *files) total += f.size;
+  // Through the hash cache (docs/formats.md, "Hash cache"): a file put or logged before and
+  // unchanged since is not read again.
+  const std::string cache = agent::UserCacheDir();
+  std::set<std::string> from_cache;  // files whose digest the cache gave
   {
     Progress hashing("hashing " + o.path, total);
     for (LocalFile& f : *files) {
-      auto digest = Sha256OfFile(fs, f.disk_path, [&](uint64_t n) { hashing.Add(n); });
+      bool hit = false;
+      auto digest = agent::HashFileCached(
+          fs, f.disk_path, cache, {}, [&](int64_t n) { hashing.Add(uint64_t(n)); }, &hit);
       if (!digest.ok()) return Fail("put", digest.status());
-      f.sha256 = *digest;
+      if (uint64_t(digest->size) != f.size) {
+        return Fail(
+            "put", Status::FailedPrecondition(f.disk_path + ": the file changed while it was read; "
+                                                            "put it again once it is written"));
+      }
+      f.sha256 = digest->sha256;
+      if (hit) from_cache.insert(f.disk_path);
     }
     hashing.Finish();
   }
   Progress uploading("uploading " + o.path, total);
   uint64_t sent_bytes = 0;
-  for (const LocalFile& f : *files) {
+  for (LocalFile& f : *files) {
     auto up = UploadBlob(**client, fs, ref->entity, f, [&](uint64_t n) { uploading.Add(n); });
+    if (!up.ok() && up.status().code() == StatusCode::kInvalidArgument &&
+        from_cache.count(f.disk_path)) {
+      // The server found other bytes than the cached digest's (a file rewritten without moving
+      // its modification time): the entry goes, the file is read, and the upload is made again.
+      if (auto st = fs->Stat(f.disk_path); st.ok()) agent::ForgetHash(fs, cache, *st);
+      auto digest = agent::HashFileCached(fs, f.disk_path, cache);
+      if (!digest.ok()) return Fail("put", digest.status());
+      f.sha256 = digest->sha256;
+      up = UploadBlob(**client, fs, ref->entity, f, [&](uint64_t n) { uploading.Add(n); });
+    }
     if (!up.ok()) {
       uploading.Finish();
       return Fail("put", Status(up.status().code(), f.name + ": " + up.status().message()));

@@ -225,20 +225,6 @@ Result<std::vector<LocalFile>> CollectFiles(wal::FileSystem* fs, const std::stri
   return out;
 }
 
-Result<std::string> Sha256OfFile(wal::FileSystem* fs, const std::string& path,
-                                 const std::function<void(uint64_t)>& on_bytes) {
-  COHORT_ASSIGN_OR_RETURN(auto file, fs->NewSequentialFile(path));
-  Sha256 h;
-  std::string buf(kReadBlockBytes, '\0');
-  while (true) {
-    COHORT_ASSIGN_OR_RETURN(std::string_view got, file->Read(buf.size(), buf.data()));
-    if (got.empty()) break;
-    h.Update(got);
-    if (on_bytes) on_bytes(got.size());
-  }
-  return h.FinishHex();
-}
-
 Result<UploadResult> UploadBlob(ReadClient& client, wal::FileSystem* fs, std::string_view entity,
                                 const LocalFile& file, const ProgressFn& progress) {
   const std::string base = "/api/v1/blobs/" + PercentEncode(entity) + "/" + file.sha256;

@@ -44,10 +44,6 @@ struct LocalFile {
 // digests are not.
 Result<std::vector<LocalFile>> CollectFiles(wal::FileSystem* fs, const std::string& path);
 
-// The SHA-256 of a file, read in 1 MiB blocks; `on_bytes` (optional) after each block.
-Result<std::string> Sha256OfFile(wal::FileSystem* fs, const std::string& path,
-                                 const std::function<void(uint64_t)>& on_bytes = {});
-
 // Bytes moved so far, for progress; called after each part or range with the bytes it moved.
 using ProgressFn = std::function<void(uint64_t bytes)>;
 

@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include "core/sha256.h"
 #include "wal/test_util.h"
 
 namespace cohort::cli {
@@ -51,18 +50,6 @@ TEST(CollectFiles, MissingPathsAndEmptyDirectoriesAreErrorsNamingThem) {
   auto empty = CollectFiles(fs, dir.File("empty"));
   EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(empty.status().message().find("no file"), std::string::npos);
-}
-
-TEST(Sha256OfFile, MatchesTheDigestOfTheBytesAndCountsThem) {
-  TempDir dir;
-  std::string bytes = wal::testing::Payload(7, (3 << 20) + 17);  // more than one read block
-  Write(dir.File("f"), bytes);
-  uint64_t seen = 0;
-  auto digest =
-      Sha256OfFile(wal::FileSystem::Default(), dir.File("f"), [&](uint64_t n) { seen += n; });
-  ASSERT_TRUE(digest.ok()) << digest.status().message();
-  EXPECT_EQ(*digest, Sha256::Hex(bytes));
-  EXPECT_EQ(seen, bytes.size());
 }
 
 TEST(ParentDir, OfPaths) {

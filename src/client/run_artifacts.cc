@@ -13,6 +13,7 @@
 #include "agent/agent_log.h"
 #include "agent/artifact_intent.h"
 #include "agent/file_digest.h"
+#include "agent/hash_cache.h"
 #include "agent/socket_io.h"
 #include "client/run_impl.h"
 #include "core/ids.h"
@@ -195,6 +196,7 @@ Result<std::string> Run::Impl::LogArtifact(const Artifact& artifact) {
                                       agent::StagingOwnerText(*owner));
       }
     }
+    const std::string cache_dir = agent::UserCacheDir();
     for (size_t i = 0; st.ok() && i < artifact.files.size(); ++i) {
       const ArtifactFile& f = artifact.files[i];
       agent::ArtifactFileEntry e;
@@ -203,7 +205,9 @@ Result<std::string> Run::Impl::LogArtifact(const Artifact& artifact) {
       e.source = source;
       std::string copy;
       if (stage && !f.immutable) copy = e.source = in.staging + "/" + std::to_string(i);
-      auto d = agent::HashFile(fs, source, copy);
+      // Through the hash cache (docs/formats.md, "Hash cache"): an immutable file logged
+      // before and unchanged since is not read again.
+      auto d = agent::HashFileCached(fs, source, cache_dir, copy);
       if (!d.ok()) {
         st = Status(d.status().code(),
                     "artifact " + artifact.name + ": " + f.path + ": " + d.status().message());

@@ -223,6 +223,10 @@ Result<uint64_t> FaultInjectingFileSystem::FileSize(const std::string& path) {
   return base_->FileSize(path);
 }
 
+Result<FileStat> FaultInjectingFileSystem::Stat(const std::string& path) {
+  return base_->Stat(path);
+}
+
 Status FaultInjectingFileSystem::Rename(const std::string& from, const std::string& to) {
   COHORT_RETURN_IF_ERROR(base_->Rename(from, to));
   MutexLock lock(&mu_);

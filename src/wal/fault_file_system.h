@@ -56,6 +56,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   Result<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& path) override;
   Result<std::vector<std::string>> ListDir(const std::string& dir) override;
   Result<uint64_t> FileSize(const std::string& path) override;
+  Result<FileStat> Stat(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;
   Status Remove(const std::string& path) override;
   Status Truncate(const std::string& path, uint64_t size) override;

@@ -1,6 +1,5 @@
 #include "wal/file.h"
 
-#include <filesystem>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -10,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 
 namespace cohort::wal {
@@ -183,6 +183,15 @@ class PosixFileSystem final : public FileSystem {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return ErrnoStatus("stat", path, errno);
     return uint64_t(st.st_size);
+  }
+
+  Result<FileStat> Stat(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return ErrnoStatus("stat", path, errno);
+    return FileStat{.device = uint64_t(st.st_dev),
+                    .inode = uint64_t(st.st_ino),
+                    .size = uint64_t(st.st_size),
+                    .mtime_ns = int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
   }
 
   Status Rename(const std::string& from, const std::string& to) override {

@@ -60,6 +60,16 @@ class FileLock {
   virtual ~FileLock() = default;
 };
 
+// What tells a file's contents apart without reading them (stat(2)): a file rewritten in place
+// gets a new modification time, one replaced by a rename a new inode.
+struct FileStat {
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;  // modification time, nanoseconds since the epoch
+  bool operator==(const FileStat&) const = default;
+};
+
 enum class WriteMode {
   kCreateExclusive,  // create a new file; kAlreadyExists if the path exists
   kTruncate,         // create or empty the file
@@ -77,6 +87,8 @@ class FileSystem {
   virtual Result<std::vector<std::string>> ListDir(const std::string& dir) = 0;
   // kNotFound when the path does not exist.
   virtual Result<uint64_t> FileSize(const std::string& path) = 0;
+  // kNotFound when the path does not exist.
+  virtual Result<FileStat> Stat(const std::string& path) = 0;
   // Atomically replaces `to` with `from` (rename(2)); durable only after SyncDir.
   virtual Status Rename(const std::string& from, const std::string& to) = 0;
   // Removes a file or an empty directory. kNotFound when the path does not exist.

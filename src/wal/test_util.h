@@ -139,6 +139,7 @@ class NoSyncFileSystem final : public FileSystem {
     return base_->ListDir(dir);
   }
   Result<uint64_t> FileSize(const std::string& path) override { return base_->FileSize(path); }
+  Result<FileStat> Stat(const std::string& path) override { return base_->Stat(path); }
   Status Rename(const std::string& from, const std::string& to) override {
     return base_->Rename(from, to);
   }

@@ -3,6 +3,7 @@ round trip of a directory with a multi-part file, uploads that resume, downloads
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -27,8 +28,9 @@ def entity(srv):
     return me["entity"]
 
 
-def cohort(srv, *args, cwd=None):
+def cohort(srv, *args, cwd=None, env_extra=None):
     env = {k: v for k, v in srv.env.items() if k not in ("COHORT_BASE_URL", "COHORT_API_KEY")}
+    env.update(env_extra or {})
     return subprocess.run([str(COHORT_BIN), *map(str, args)], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=120)
 
@@ -108,6 +110,58 @@ def test_put_of_unchanged_files_is_the_same_version_and_sends_nothing(srv, entit
     assert third.returncode == 0, third.stderr
     assert third.stdout.strip() == f"{entity}/{PROJECT}/resnet:v1"
     assert "(8 B sent)" in third.stderr  # only the changed file
+
+
+def test_put_shares_the_hash_cache_with_the_sdk(srv, entity, tmp_path):
+    """A file put before and unchanged since is not read again; the entries are the SDK's
+    (docs/formats.md, "Hash cache"), in $COHORT_CACHE_DIR."""
+    from cohort import artifacts  # the source tree's package (art_helpers)
+    cache_env = {"COHORT_CACHE_DIR": str(tmp_path / "cache")}
+    sdk_cache = artifacts.HashCache(str(tmp_path / "cache" / "artifact-held.sqlite"))
+    data = pattern(PART + 11, "cached")
+    f = tmp_path / "ckpt.bin"
+    f.write_bytes(data)
+    then = time.time() - 60  # saved a minute ago
+    os.utime(f, (then, then))
+    args = ("artifact", "put", f, "--name", "ckpt", "--type", "model", "-p", PROJECT)
+    first = cohort(srv, *args, env_extra=cache_env)
+    assert first.returncode == 0, first.stderr
+    st = os.stat(f)
+    assert sdk_cache.lookup(st) == sha(data)  # recorded by the CLI, read by the SDK
+    # The bytes changed in place behind the cache's back (same size and time): a second put
+    # answers from the cache, so it finds the version unchanged without reading the file.
+    with open(f, "r+b") as out:
+        out.write(b"Z" * 100)
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    again = cohort(srv, *args, env_extra=cache_env)
+    assert again.returncode == 0, again.stderr
+    assert "(0 B sent)" in again.stderr and "no new version" in again.stderr
+    # Without the cache the file is read: its new bytes make v1.
+    fresh = cohort(srv, *args, env_extra={"COHORT_CACHE_DIR": str(tmp_path / "other-cache")})
+    assert fresh.returncode == 0, fresh.stderr
+    assert fresh.stdout.strip() == f"{entity}/{PROJECT}/ckpt:v1"
+    # An entry the SDK recorded is the CLI's answer too.
+    g = tmp_path / "sdk.bin"
+    g.write_bytes(b"from the sdk")
+    os.utime(g, (then, then))
+    assert sdk_cache.hash_file(str(g))["sha256"] == sha(b"from the sdk")
+    with open(g, "r+b") as out:
+        out.write(b"F")
+    os.utime(g, (then, then))
+    put_g = cohort(srv, "artifact", "put", g, "--name", "g", "--type", "model", "-p", PROJECT,
+                   env_extra=cache_env)
+    # The server finds other bytes than the cached digest's: the entry goes, the file is read
+    # and uploaded again, and the version names the bytes sent.
+    assert put_g.returncode == 0, put_g.stderr
+    status, v = srv.api().get(f"/api/v1/artifacts/{entity}/{PROJECT}/g/latest")
+    assert status == 200 and v["files"][0]["sha256"] == sha(b"From the sdk"), v
+    # A file written just now is read, and its digest is not recorded.
+    h = tmp_path / "just-written.bin"
+    h.write_bytes(b"new")
+    out = cohort(srv, "artifact", "put", h, "--name", "h", "--type", "model", "-p", PROJECT,
+                 env_extra=cache_env)
+    assert out.returncode == 0, out.stderr
+    assert sdk_cache.lookup(os.stat(h)) is None
 
 
 def test_put_resumes_an_upload_whose_first_part_is_stored(srv, entity, tmp_path):

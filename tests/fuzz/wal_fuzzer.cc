@@ -62,6 +62,11 @@ class MemoryFileSystem final : public wal::FileSystem {
     if (it == files_.end()) return Status::NotFound(p);
     return uint64_t(it->second.size());
   }
+  Result<wal::FileStat> Stat(const std::string& p) override {
+    auto it = files_.find(p);
+    if (it == files_.end()) return Status::NotFound(p);
+    return wal::FileStat{.size = uint64_t(it->second.size())};
+  }
   Status Rename(const std::string&, const std::string&) override { return ReadOnly(); }
   Status Remove(const std::string&) override { return ReadOnly(); }
   Status Truncate(const std::string&, uint64_t) override { return ReadOnly(); }

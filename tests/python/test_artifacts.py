@@ -4,6 +4,7 @@ tests/distributed/test_artifact_upload.py (a real server and agent)."""
 import hashlib
 import json
 import os
+import time
 
 import pytest
 
@@ -88,6 +89,36 @@ def test_hash_cache_keys_by_device_inode_size_and_mtime(tmp_path):
     cache.note_held("http://s", "alice", [digest])
     assert cache.held("http://s", "alice", digest)
     assert not cache.held("http://s", "bob", digest)
+
+
+def test_hash_cache_records_only_files_unchanged_and_older_than_a_second(tmp_path):
+    cache = artifacts.HashCache(str(tmp_path / "cache" / "held.sqlite"))
+    old, fresh = tmp_path / "old.bin", tmp_path / "fresh.bin"
+    old.write_bytes(b"o" * 5000)
+    fresh.write_bytes(b"f" * 10)
+    then = time.time() - 60
+    os.utime(old, (then, then))
+    assert cache.hash_file(str(old)) == {"sha256": hashlib.sha256(b"o" * 5000).hexdigest(),
+                                         "size": 5000}
+    assert cache.hash_file(str(fresh))["sha256"] == hashlib.sha256(b"f" * 10).hexdigest()
+    assert cache.lookup(os.stat(fresh)) is None  # just written: a same-tick write is invisible
+    # The entry is the shared format (docs/formats.md, "Hash cache"): one file per identity.
+    st = os.stat(old)
+    entry = tmp_path / "cache" / "hashes" / "v1" / f"{st.st_dev}-{st.st_ino}-5000-{st.st_mtime_ns}"
+    digest = hashlib.sha256(b"o" * 5000).hexdigest()
+    check = hashlib.sha256(f"{entry.name} {digest}".encode()).hexdigest()[:16]
+    assert entry.read_text() == f"{digest} {check}\n"
+    # Answered without reading: bytes changed in place, same size and time, same answer.
+    with open(old, "r+b") as f:
+        f.write(b"x" * 5000)
+    os.utime(old, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert cache.hash_file(str(old))["sha256"] == digest
+    # A copy is made from the bytes, whatever the cache says.
+    d = cache.hash_file(str(old), str(tmp_path / "copy"))
+    assert d["sha256"] == hashlib.sha256(b"x" * 5000).hexdigest()
+    assert (tmp_path / "copy").read_bytes() == b"x" * 5000
+    entry.write_text(f"{'0' * 64} {check}\n")  # damaged: a miss
+    assert cache.lookup(os.stat(old)) is None
 
 
 def test_hash_file_copies_in_the_same_pass(tmp_path):
