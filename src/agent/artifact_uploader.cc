@@ -315,8 +315,8 @@ Status ArtifactUploader::Accept(const ArtifactTarget& target, std::string_view i
       wal::WriteFileAtomically(fs_, IntentPath(id), FileJson(target, intent_json, e.status), 0600));
   e.lock = std::move(file_lock);
   Logf(e.intent.media ? LogLevel::kDebug : LogLevel::kInfo,
-       "artifact {} ({}): {} file(s), {} bytes to upload", e.intent.name, id,
-       e.intent.files.size(), e.status.bytes_total);
+       "artifact {} ({}): {} file(s), {} bytes to upload", e.intent.name, id, e.intent.files.size(),
+       e.status.bytes_total);
   entries_.emplace(id, std::move(e));
   queue_.push_back(id);
   cv_.SignalAll();
@@ -629,7 +629,8 @@ Status ArtifactUploader::UploadBlob(const std::string& id, const Entry& e,
                                       " bytes, not the " + std::to_string(f.size) +
                                       " it had when hashed: log the artifact again");
   }
-  const int64_t parts = std::max<int64_t>(1, (f.size + part_bytes - 1) / part_bytes);
+  // An empty file has no part (blob::PartCount): its upload is the completion alone.
+  const int64_t parts = (f.size + part_bytes - 1) / part_bytes;
   std::set<int64_t> have(held.begin(), held.end());
   std::vector<PartJob> jobs;
   int64_t held_bytes = 0;
@@ -697,6 +698,11 @@ Status ArtifactUploader::Commit(const std::string& id, const Entry& e) {
   const std::string path = "/api/v1/artifacts/" + PercentEncode(t.entity) + "/" +
                            PercentEncode(t.project) + "/" + PercentEncode(e.intent.name);
   auto r = Call(t.base_url, "POST", path, CommitBody(e.intent), t.api_key);
+  if (r.ok() && r->status == 409 && r->body.find("upload it first") != std::string::npos) {
+    // A blob found held when this attempt began is gone at the commit (gc forgot it while the
+    // other files uploaded): the next attempt asks again and uploads it.
+    return Status::Unavailable("commit of " + e.intent.name + ": " + ErrorText(*r));
+  }
   COHORT_RETURN_IF_ERROR(HttpStatus(r, "commit of " + e.intent.name));
   auto v = json::Parse(r->body);
   ArtifactStatus done = Committed(id);

@@ -127,6 +127,50 @@ TEST_F(ArtifactUploaderTest, UploadsAMultiPartFileAndCommitsTheVersion) {
   EXPECT_EQ(up.pending(), 0);
 }
 
+TEST_F(ArtifactUploaderTest, AnEmptyFileIsCommittedWithoutAnyPart) {
+  // A model directory with an empty file (__init__.py, .gitkeep): the empty blob has no part,
+  // so nothing is PUT for it (a PUT of part 0 was refused, failing the version).
+  const std::string empty = WriteFile("empty", 0, 1);
+  const std::string model = WriteFile("model.bin", 1000, 2);
+  ArtifactIntent in = IntentFor("e1", "ckpt", "model", model);
+  ArtifactIntent only_empty = IntentFor("x", "x", "x", empty, "pkg/__init__.py");
+  in.files.push_back(only_empty.files[0]);
+  ArtifactUploader up(root_ + "/agent/%artifacts", nullptr);
+  up.Start();
+  ASSERT_TRUE(up.Accept(target_, ToJson(in)).ok());
+  ArtifactStatus s = WaitDone(up, "e1");
+  ASSERT_EQ(s.state, "committed") << s.error << s.last_failure;
+  EXPECT_EQ(s.size, 1000);
+  EXPECT_EQ(s.parts_uploaded, 1);
+  EXPECT_EQ(s.files_done, 2);
+}
+
+TEST_F(ArtifactUploaderTest, ABlobGoneBeforeTheCommitIsUploadedAgainNotAFailure) {
+  // gc may forget a blob between the status call that found it held and the commit (while the
+  // other files upload): the commit's 409 "upload it first" makes the uploader ask again and
+  // upload it, where it failed the version.
+  const std::string a = WriteFile("a.bin", 1000, 5), b = WriteFile("b.bin", 2000, 6);
+  ArtifactUploaderOptions options;
+  options.part_delay_ms = 300;
+  ArtifactUploader up(root_ + "/agent/%artifacts", nullptr, options);
+  up.Start();
+  ArtifactIntent first = IntentFor("g1", "first", "model", a, "a.bin");
+  ASSERT_TRUE(up.Accept(target_, ToJson(first)).ok());
+  ASSERT_EQ(WaitDone(up, "g1").state, "committed");
+  ArtifactIntent both = IntentFor("g2", "second", "model", a, "a.bin");
+  both.files.push_back(IntentFor("x", "x", "x", b, "b.bin").files[0]);
+  const std::string sha_a = both.files[0].sha256;
+  const std::string blob_a = root_ + "/server/blobs/sha256/" + sha_a.substr(0, 2) + "/" + sha_a;
+  ASSERT_TRUE(fs::exists(blob_a));
+  ASSERT_TRUE(up.Accept(target_, ToJson(both)).ok());
+  // a.bin was found held; while b.bin's part waits, a's blob goes.
+  ASSERT_TRUE(WaitFor([&] { return up.StatusOf({"g2"})[0].current == "b.bin"; }, 10000));
+  fs::remove(blob_a);
+  ArtifactStatus s = WaitDone(up, "g2", 60000);
+  ASSERT_EQ(s.state, "committed") << s.error << s.last_failure;
+  EXPECT_TRUE(fs::exists(blob_a));
+}
+
 TEST_F(ArtifactUploaderTest, ANewUploaderResumesAfterTheFirstStoppedMidUpload) {
   const size_t size = 3 * limits::kBlobPartBytes;  // 3 parts
   const std::string file = WriteFile("big.bin", size, 2);

@@ -38,6 +38,12 @@ uint64_t PartLength(uint64_t size, int64_t part);
 // `length` its length.
 Status CheckPart(uint64_t size, int64_t part, uint64_t length);
 
+// The name of `owner`'s upload of the blob `sha256` (64 lowercase hex digits, for PutPart,
+// ListParts and VerifyAs): SHA-256 of "cohort upload v1", the owner and the digest. Each owner
+// (an entity) uploads apart: nobody lists, completes or spoils another owner's unfinished upload,
+// so holding a blob always means having sent its bytes (or having had them recorded before).
+std::string OwnedUploadName(std::string_view owner, std::string_view sha256);
+
 // A blob whose bytes were checked but that nobody can read yet. Dropping it without Publish
 // discards it (its parts are kept, so the upload can be verified again).
 class VerifiedBlob {
@@ -63,8 +69,7 @@ class BlobStore {
   // Checks that every part is stored (kFailedPrecondition naming the first missing one) and
   // that the bytes have this size and SHA-256 (kInvalidArgument naming both digests otherwise;
   // the upload's parts are then dropped). The result is published with VerifiedBlob::Publish.
-  virtual Result<std::unique_ptr<VerifiedBlob>> Verify(std::string_view sha256,
-                                                       uint64_t size) = 0;
+  virtual Result<std::unique_ptr<VerifiedBlob>> Verify(std::string_view sha256, uint64_t size) = 0;
   // Verify for an upload whose SHA-256 was not known while its parts were stored (a request
   // body hashed as it streamed in): its parts were put under `upload_name` (64 lowercase hex
   // digits made up by the caller, unique to the upload) and `size`; they are checked to be the
@@ -75,8 +80,7 @@ class BlobStore {
                                                          uint64_t size, std::string_view sha256);
 
   // Bytes [offset, offset + length) of a blob (fewer at its end); kNotFound without the blob.
-  virtual Result<std::string> Read(std::string_view sha256, uint64_t offset,
-                                   uint64_t length) = 0;
+  virtual Result<std::string> Read(std::string_view sha256, uint64_t offset, uint64_t length) = 0;
 
   // Removes a blob; OK when there is none.
   virtual Status Delete(std::string_view sha256) = 0;
@@ -87,9 +91,10 @@ class BlobStore {
                                     const std::function<Result<bool>()>& keep) = 0;
   // Calls `fn(sha256, size)` for every stored blob, in no particular order.
   virtual Status ListBlobs(const std::function<Status(std::string_view, uint64_t)>& fn) = 0;
-  // Drops unfinished uploads whose first part arrived before `started_before_ms`. Returns how
-  // many.
-  virtual Result<int64_t> DropUploadsStartedBefore(int64_t started_before_ms) = 0;
+  // Drops unfinished uploads that no part has reached since `idle_since_ms` (their last part
+  // arrived before it: an upload that is still receiving parts is kept, however long ago it
+  // began). Returns how many.
+  virtual Result<int64_t> DropUploadsIdleSince(int64_t idle_since_ms) = 0;
 
   // Where the blobs are, for logs ("local /var/lib/cohort/blobs").
   virtual std::string Describe() const = 0;

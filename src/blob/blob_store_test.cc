@@ -9,6 +9,7 @@
 
 #include "blob/s3_blob_store.h"
 #include "blob/weed_test_server.h"
+#include "core/clock.h"
 #include "core/limits.h"
 #include "core/sha256.h"
 #include "wal/fault_file_system.h"
@@ -215,6 +216,27 @@ TEST_P(LocalBlobStoreTest, AFailedPartWriteIsNotListedAndCanBeSentAgain) {
   EXPECT_EQ(*store_->Read(sha, 0, data.size()), data);
 }
 
+TEST_P(LocalBlobStoreTest, AnUploadStillReceivingPartsIsNotDroppedHoweverOldItsStart) {
+  // An upload begun long ago (an agent resuming after an outage, a very large file over a slow
+  // link) is abandoned only when no part came since the grace period began; dropped by its
+  // start time, parts already answered 200 were lost and the upload failed.
+  const std::string data = Bytes(2 * kPart, 8);
+  const std::string sha = Sha256::Hex(data);
+  ASSERT_TRUE(store_->PutPart(sha, data.size(), 0, Part(data, 0)).ok());
+  const std::string uploads = dir_.path() + "/blobs/uploads";
+  auto names = wal::FileSystem::Default()->ListDir(uploads);
+  ASSERT_TRUE(names.ok() && names->size() == 1u);
+  ASSERT_TRUE(wal::WriteFileAtomically(wal::FileSystem::Default(),
+                                       uploads + "/" + names->front() + "/started", "1000")
+                  .ok());  // begun in 1970
+  ASSERT_TRUE(store_->PutPart(sha, data.size(), 1, Part(data, 1)).ok());  // a part just now
+  const int64_t hour_ago = NowMillis() - 3'600'000;
+  EXPECT_EQ(*store_->DropUploadsIdleSince(hour_ago), 0);
+  EXPECT_EQ(*store_->ListParts(sha, data.size()), (std::vector<int64_t>{0, 1}));
+  auto verified = store_->Verify(sha, data.size());
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+}
+
 TEST_P(BlobStoreTest, ListDeleteAndDropOldUploads) {
   const std::string a = Bytes(100, 4), b = Bytes(200, 5);
   Upload(a);
@@ -234,8 +256,8 @@ TEST_P(BlobStoreTest, ListDeleteAndDropOldUploads) {
 
   const std::string c = Bytes(kPart + 1, 6);
   ASSERT_TRUE(store_->PutPart(Sha256::Hex(c), c.size(), 0, Part(c, 0)).ok());
-  EXPECT_EQ(*store_->DropUploadsStartedBefore(0), 0);  // started after 0
-  EXPECT_EQ(*store_->DropUploadsStartedBefore(int64_t(1) << 62), 1);
+  EXPECT_EQ(*store_->DropUploadsIdleSince(0), 0);  // a part came after 0
+  EXPECT_EQ(*store_->DropUploadsIdleSince(int64_t(1) << 62), 1);
   EXPECT_TRUE(store_->ListParts(Sha256::Hex(c), c.size())->empty());
 }
 

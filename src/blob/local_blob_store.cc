@@ -49,6 +49,14 @@ Status CheckPart(uint64_t size, int64_t part, uint64_t length) {
   return Status::Ok();
 }
 
+std::string OwnedUploadName(std::string_view owner, std::string_view sha256) {
+  std::string text = "cohort upload v1\n";
+  text += owner;
+  text += '\n';
+  text += sha256;
+  return Sha256::Hex(text);
+}
+
 Result<std::unique_ptr<VerifiedBlob>> BlobStore::VerifyAs(std::string_view upload_name,
                                                           uint64_t size, std::string_view sha256) {
   if (upload_name == sha256) return Verify(sha256, size);
@@ -123,6 +131,13 @@ class LocalBlobStore final : public BlobStore {
     if (!names.ok()) {
       if (names.status().code() == StatusCode::kNotFound) return parts;
       return names.status();
+    }
+    if (std::find(names->begin(), names->end(), "data") == names->end()) {
+      // Markers without data: what a server killed while publishing the upload leaves (its
+      // data renamed into place, the directory not yet removed). Parts that are not there must
+      // not be listed (the client would skip them and its completion fail): the rest goes.
+      if (!names->empty()) (void)fs_->RemoveAll(UploadDir(sha256, size));
+      return parts;
     }
     const int64_t count = PartCount(size);
     for (const std::string& name : *names) {
@@ -351,7 +366,7 @@ class LocalBlobStore final : public BlobStore {
     return Status::Ok();
   }
 
-  Result<int64_t> DropUploadsStartedBefore(int64_t started_before_ms) override {
+  Result<int64_t> DropUploadsIdleSince(int64_t idle_since_ms) override {
     const std::string top = JoinPath(root_, "uploads");
     COHORT_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(top));
     int64_t dropped = 0;
@@ -364,7 +379,13 @@ class LocalBlobStore final : public BlobStore {
       }
       // An upload dir without a start time was made by a part that is being written, or by a
       // crash before its time was: either way old only once it has a time.
-      if (!text.ok() || started >= started_before_ms) continue;
+      if (!text.ok() || started >= idle_since_ms) continue;
+      // Every part is written into `data`: its time is the upload's last activity (a long
+      // upload, or one resumed after an outage, is still going).
+      if (Result<wal::FileStat> data = fs_->Stat(JoinPath(dir, "data"));
+          data.ok() && data->mtime_ns / 1'000'000 >= idle_since_ms) {
+        continue;
+      }
       hashes_.Forget(dir);
       COHORT_RETURN_IF_ERROR(fs_->RemoveAll(dir));
       ++dropped;

@@ -310,7 +310,7 @@ class S3BlobStore final : public BlobStore {
     });
   }
 
-  Result<int64_t> DropUploadsStartedBefore(int64_t started_before_ms) override {
+  Result<int64_t> DropUploadsIdleSince(int64_t idle_since_ms) override {
     const std::string top = prefix_ + "uploads/";
     std::map<std::string, std::pair<int64_t, std::vector<std::string>>> uploads;
     COHORT_RETURN_IF_ERROR(s3_.ListObjects(top, [&](const S3Object& o) {
@@ -318,13 +318,13 @@ class S3BlobStore final : public BlobStore {
       const std::string upload(rest.substr(0, rest.find('/')));
       auto [it, fresh] =
           uploads.try_emplace(upload, o.last_modified_ms, std::vector<std::string>{});
-      it->second.first = std::min(it->second.first, o.last_modified_ms);
+      it->second.first = std::max(it->second.first, o.last_modified_ms);  // the last part
       it->second.second.push_back(o.key);
       return Status::Ok();
     }));
     int64_t dropped = 0;
     for (const auto& [upload, entry] : uploads) {
-      if (entry.first >= started_before_ms) continue;
+      if (entry.first >= idle_since_ms) continue;
       for (const std::string& key : entry.second) COHORT_RETURN_IF_ERROR(s3_.DeleteObject(key));
       ++dropped;
     }

@@ -149,10 +149,10 @@ Runner AddGcCommand(CLI::App& app) {
       ++removed;
       removed_bytes += size;
     }
-    // 3. Uploads abandoned before the grace period.
+    // 3. Uploads abandoned: no part since the grace period began.
     int64_t uploads = 0;
     if (o->apply) {
-      auto dropped = (*blobs)->DropUploadsStartedBefore(before);
+      auto dropped = (*blobs)->DropUploadsIdleSince(before);
       if (!dropped.ok()) return fail(dropped.status());
       uploads = *dropped;
     }

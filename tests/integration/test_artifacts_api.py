@@ -286,3 +286,47 @@ def test_gc_leaves_an_old_blob_that_an_upload_just_found_held(tmp_path):
         assert api.get(f"{blob_path(api, sha_idle)}?size={len(idle)}")[1]["stored"] is False
     finally:
         server.stop()
+
+
+def test_an_entity_cannot_list_complete_or_spoil_another_entitys_upload(server, api):
+    """Each entity uploads apart (blob::OwnedUploadName): holding a blob means having sent its
+    bytes. Before, uploads were named by (sha256, size) alone: another entity could complete
+    an upload it never sent a byte of (and then read the blob), see which parts were stored,
+    or put a bad part that failed the owner's upload."""
+    bob = server.api(create_key(server, "bob"))
+    data = os.urandom(PART + 5000)
+    sha = hashlib.sha256(data).hexdigest()
+    upload(api, data, parts=[0, 1])  # every part, not completed yet (an agent killed here)
+    bob_blob = f"/api/v1/blobs/bob/{sha}"
+    status, st = bob.get(f"{bob_blob}?size={len(data)}")
+    assert status == 200 and st["stored"] is False and st["parts"] == [], st
+    status, body = bob.post(f"{bob_blob}/complete", {"size": len(data)})
+    assert status == 409 and "part 0" in body["error"]["message"], (status, body)
+    assert bob.get(f"{bob_blob}?size={len(data)}")[1]["stored"] is False
+    # Bob's garbage part 0 lands in Bob's upload, not in the owner's.
+    status, _, body = raw(bob, "PUT", f"{bob_blob}/parts/0?size={len(data)}", b"x" * PART)
+    assert status == 200, body
+    status, done = api.post(f"{blob_path(api, sha)}/complete", {"size": len(data)})
+    assert status == 200 and done["stored"] is True, done
+    # Bob still holds nothing, and what he sent fails only his own upload.
+    assert bob.get(f"{bob_blob}?size={len(data)}")[1]["stored"] is False
+    status, _, body = raw(bob, "PUT", f"{bob_blob}/parts/1?size={len(data)}", data[PART:])
+    assert status == 200, body
+    status, body = bob.post(f"{bob_blob}/complete", {"size": len(data)})
+    assert status == 400 and "not the blob announced" in body["error"]["message"], body
+    # Sending the bytes is how Bob comes to hold it (then the stored blob is shared).
+    assert upload(bob, data) == sha
+
+
+def test_markers_left_without_data_by_a_killed_publish_are_not_listed(server, api):
+    """A server killed while publishing an upload (its data renamed into the store, the upload
+    directory not yet removed) leaves part markers without data: they must not be listed, or a
+    client skips those parts and its completion fails."""
+    data = os.urandom(3000)
+    sha = hashlib.sha256(data).hexdigest()
+    upload(api, data, parts=[0])
+    uploads = list((server.data_dir / "blobs" / "uploads").iterdir())
+    assert len(uploads) == 1 and (uploads[0] / "part-0").exists(), uploads
+    (uploads[0] / "data").unlink()  # what the rename leaves behind
+    assert api.get(f"{blob_path(api, sha)}?size={len(data)}")[1]["parts"] == []
+    assert upload(api, data) == sha

@@ -75,6 +75,17 @@ def test_good_names_with_directories_are_stored(small):
          "weird name (1).txt", "..hidden", "a..b"])
 
 
+def test_an_empty_media_file_is_stored(small):
+    """A vendor media file of 0 bytes (an empty html page) is stored as the empty blob; its
+    upload put a part 0 of a blob that has no part, refused with 400."""
+    key, e = make_run(small)
+    status, body, _ = http(small.url + f"/files/{e}/proj/r1/upload/media/html/empty.html", "PUT",
+                           raw=b"", key=key)
+    assert status == 200, body
+    (f,) = [f for f in files(small, key, e) if f["name"] == "media/html/empty.html"]
+    assert f["size"] == 0, f
+
+
 def test_huge_upload_is_413_and_nothing_stored(small):
     key, e = make_run(small)
     status, body, _ = http(small.url + f"/files/{e}/proj/r1/upload/big.bin", "PUT",

@@ -76,7 +76,8 @@ void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
           out["part_bytes"] = int64_t(limits::kBlobPartBytes);
           bj::array parts;
           if (!*held) {
-            auto listed = ctx->blobs->ListParts(sha, uint64_t(*size));
+            auto listed =
+                ctx->blobs->ListParts(blob::OwnedUploadName(who.entity, sha), uint64_t(*size));
             if (!listed.ok()) return ErrorResponse(listed.status());
             for (int64_t n : *listed) parts.push_back(n);
           }
@@ -105,7 +106,8 @@ void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
           if (!held.ok()) return ErrorResponse(held.status());
           // A part of a blob the entity holds already is not needed: not stored again.
           if (!*held) {
-            if (Status s = ctx->blobs->PutPart(sha, uint64_t(*size), part, req.body); !s.ok()) {
+            const std::string upload = blob::OwnedUploadName(who.entity, sha);
+            if (Status s = ctx->blobs->PutPart(upload, uint64_t(*size), part, req.body); !s.ok()) {
               return ErrorResponse(s);
             }
           }
@@ -133,7 +135,8 @@ void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
           auto held = Held(ctx, who.entity, sha, size);
           if (!held.ok()) return ErrorResponse(held.status());
           if (*held) return JsonResponse(200, BlobJson(sha, size, true));
-          auto verified = ctx->blobs->Verify(sha, uint64_t(size));
+          auto verified =
+              ctx->blobs->VerifyAs(blob::OwnedUploadName(who.entity, sha), uint64_t(size), sha);
           if (!verified.ok()) return ErrorResponse(verified.status());
           // Recorded before it is published (docs/artifacts.md, "Garbage collection").
           if (Status s = ctx->store->RecordBlob(who.entity, sha, size, NowMillis(), /*md5=*/"");

@@ -322,6 +322,15 @@ Result<gql::Resolved> CreateArtifactFiles(GqlContext* c, const gql::FieldInfo& f
     bool stored = it != held.end() && c->api->blobs != nullptr &&
                   c->api->blobs->Stat(it->second.sha256).ok();
     if (stored) {
+      // "Nothing to upload" must hold until the commit: the record's time moves first (gc
+      // keeps a blob recorded within its grace period), then it is asked for again, in case gc
+      // forgot it just before (docs/artifacts.md, "Garbage collection").
+      const std::string& sha = it->second.sha256;
+      COHORT_RETURN_IF_ERROR(c->api->store->TouchBlob(c->who.entity, sha, NowMillis()));
+      COHORT_ASSIGN_OR_RETURN(auto still, c->api->store->HeldBlobs(c->who.entity, {sha}));
+      stored = still.contains(sha);
+    }
+    if (stored) {
       node["uploadUrl"] = nullptr;  // the entity has these bytes: nothing to upload
     } else {
       COHORT_ASSIGN_OR_RETURN(std::string url, UploadUrl(c, d.pk, "file", md5, name));

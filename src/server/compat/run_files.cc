@@ -130,12 +130,14 @@ Result<std::string> PutMediaBlob(api::ApiContext* ctx, const std::string& entity
   COHORT_RETURN_IF_ERROR(ctx->store->TouchBlob(entity, sha, NowMillis()));
   COHORT_ASSIGN_OR_RETURN(auto held, ctx->store->HeldBlobs(entity, {sha}));
   if (held.contains(sha) && ctx->blobs->Stat(sha).ok()) return sha;
+  // The entity's own upload (blob::OwnedUploadName); an empty file has no part.
+  const std::string upload = blob::OwnedUploadName(entity, sha);
   int64_t part = 0;
-  for (uint64_t off = 0; off < size || part == 0; off += limits::kBlobPartBytes, ++part) {
+  for (uint64_t off = 0; off < size; off += limits::kBlobPartBytes, ++part) {
     const std::string_view bytes = body.substr(off, limits::kBlobPartBytes);
-    COHORT_RETURN_IF_ERROR(ctx->blobs->PutPart(sha, size, part, bytes));
+    COHORT_RETURN_IF_ERROR(ctx->blobs->PutPart(upload, size, part, bytes));
   }
-  COHORT_ASSIGN_OR_RETURN(auto verified, ctx->blobs->Verify(sha, size));
+  COHORT_ASSIGN_OR_RETURN(auto verified, ctx->blobs->VerifyAs(upload, size, sha));
   // Recorded before it is published (docs/artifacts.md, "Garbage collection").
   COHORT_RETURN_IF_ERROR(
       ctx->store->RecordBlob(entity, sha, int64_t(size), NowMillis(), /*md5=*/""));
