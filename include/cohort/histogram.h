@@ -24,7 +24,10 @@ struct Histogram {
   double edge(size_t i) const {
     if (!edges.empty()) return edges[i];
     if (i == counts.size()) return hi;
-    return lo + (hi - lo) * double(i) / double(counts.size());
+    const double scaled = (hi - lo) * double(i);
+    if (scaled <= 1.7976931348623157e308) return lo + scaled / double(counts.size());
+    // A span wider than the largest double (lo -1e308, hi 1e308): halves do not overflow.
+    return lo + (hi / 2 - lo / 2) * (2.0 * double(i) / double(counts.size()));
   }
 };
 

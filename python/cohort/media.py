@@ -4,7 +4,8 @@
 A media value is checked when it is made (shape, dtype, range, file type, table shape: a
 ValueError naming the problem, and ``run.log`` names the key), and encoded (PNG with Pillow, WAV
 with the standard library's ``wave``, tables as JSON) and hashed (SHA-256) later, on a worker
-thread of this process: the training thread pays for a copy of the data, not for the encoding.
+thread of this process: the training thread pays for a copy of the data (a file's bytes are read
+when the value is made), not for the encoding.
 The worker writes each encoded file into the node agent's staging directory and hands it over as
 a media intent (the agent uploads the blob to the server's blob store, as it does artifact
 files); then it logs the rows (key, step, index, type, MIME type, size, digest, ...) that the
@@ -65,9 +66,11 @@ def _caption(caption: Any, what: str) -> str:
 
 
 def _read_path(path: Any, what: str, mimes: Dict[str, str], fmt: Optional[str] = None
-               ) -> Tuple[str, str]:
-    """(absolute path, MIME type) of a media file, checked: it exists, its extension (or
-    `fmt`) is a known kind, and its first bytes are that kind's."""
+               ) -> Tuple[str, str, bytes]:
+    """(absolute path, MIME type, bytes) of a media file, checked: it exists, its extension (or
+    `fmt`) is a known kind, and its first bytes are that kind's. The bytes are read here, when
+    the value is made: a script that writes its next figure to the same file right after
+    ``run.log`` must not change what this step logged (the worker encodes later)."""
     p = os.path.abspath(os.fspath(path))
     if not os.path.isfile(p):
         raise ValueError(f"{what}: {p!r} is not a file")
@@ -76,13 +79,12 @@ def _read_path(path: Any, what: str, mimes: Dict[str, str], fmt: Optional[str] =
     if mime is None:
         raise ValueError(f"{what}: {p!r}: unsupported file type {ext or '(none)'!r}; expected "
                          f"one of {', '.join(sorted(mimes))}")
+    with open(p, "rb") as f:
+        data = f.read()
     magic = _MAGIC.get(mime)
-    if magic:
-        with open(p, "rb") as f:
-            head = f.read(16)
-        if not any(head.startswith(m) for m in magic):
-            raise ValueError(f"{what}: {p!r} is not a {mime} file (its first bytes do not match)")
-    return p, mime
+    if magic and not any(data.startswith(m) for m in magic):
+        raise ValueError(f"{what}: {p!r} is not a {mime} file (its first bytes do not match)")
+    return p, mime, data
 
 
 def _as_numpy(value: Any) -> Any:
@@ -136,7 +138,7 @@ class Image(_Media):
         self._array = None
         self._mode = mode
         if isinstance(data_or_path, (str, os.PathLike)):
-            self._path, self._mime = _read_path(data_or_path, "Image", _IMAGE_MIME)
+            self._path, self._mime, self._file = _read_path(data_or_path, "Image", _IMAGE_MIME)
             return
         # A PIL image (PIL.Image is imported: its class made the value; the worker thread may be
         # importing it for the first time meanwhile, so the module is not peeked at otherwise).
@@ -183,8 +185,7 @@ class Image(_Media):
 
     def _encode(self) -> Tuple[bytes, str, int, int, int]:
         if self._path is not None:
-            with open(self._path, "rb") as f:
-                data = f.read()
+            data = self._file  # read when the value was made
             width = height = 0
             try:
                 from PIL import Image as PILImage
@@ -227,7 +228,7 @@ class Audio(_Media):
         self._array = None
         self.sample_rate = sample_rate
         if isinstance(data_or_path, (str, os.PathLike)):
-            self._path, self._mime = _read_path(data_or_path, "Audio", _AUDIO_MIME)
+            self._path, self._mime, self._file = _read_path(data_or_path, "Audio", _AUDIO_MIME)
             return
         if sample_rate is None or isinstance(sample_rate, bool) or not isinstance(
                 sample_rate, numbers.Integral) or not 1 <= int(sample_rate) <= 1_000_000:
@@ -251,8 +252,7 @@ class Audio(_Media):
 
     def _encode(self) -> Tuple[bytes, str, int, int, int]:
         if self._path is not None:
-            with open(self._path, "rb") as f:
-                data = f.read()
+            data = self._file  # read when the value was made
             duration = 0
             if self._mime == "audio/wav":
                 try:
@@ -291,11 +291,11 @@ class Video(_Media):
             raise ValueError("Video: arrays of frames are not encoded by cohort; write them to a "
                              ".mp4 or .gif file (e.g. imageio.mimwrite(path, frames, fps=fps)) "
                              "and log cohort.Video(path)")
-        self._path, self._mime = _read_path(data_or_path, "Video", _VIDEO_MIME, format)
+        self._path, self._mime, self._file = _read_path(data_or_path, "Video", _VIDEO_MIME,
+                                                        format)
 
     def _encode(self) -> Tuple[bytes, str, int, int, int]:
-        with open(self._path, "rb") as f:
-            return f.read(), self._mime, 0, 0, 0
+        return self._file, self._mime, 0, 0, 0
 
 
 class Html(_Media):

@@ -24,6 +24,7 @@
 #include <nanobind/stl/vector.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -125,6 +126,9 @@ struct PyRun {
   bool finished = false;
   int owner_pid = 0;              // the process that created (or unpickled) it
   bool warned_past_step = false;  // a log at a step below the current one was reported
+  // Media values dropped with their call (a step below the current one): run.dropped counts
+  // them with the scalars the client library dropped.
+  std::atomic<int64_t> media_dropped{0};
 };
 
 // Per-thread conversion buffer of Run.log. `values` keeps its strings between calls, and a
@@ -444,8 +448,20 @@ void RunLog(PyRun& self, nb::handle data, nb::handle step, nb::handle commit) {
   s.busy = false;
   if (!ok) throw nb::python_error();
   if (!logged.ok()) Raise(logged, "log");
-  if (!media.empty() && !(step_value && *step_value < current)) {
-    HandMedia(self, media, step_value.value_or(current));
+  if (!media.empty()) {
+    if (step_value && *step_value < current) {
+      int64_t values = 0;  // a key's media set (media._MediaSet) is one value per item
+      for (const auto& [key, obj] : media) {
+        PyObject* items = PyObject_GetAttrString(obj.ptr(), "items");
+        const Py_ssize_t n = items != nullptr ? PyObject_Length(items) : -1;
+        Py_XDECREF(items);
+        if (n < 0) PyErr_Clear();
+        values += n < 0 ? 1 : int64_t(n);
+      }
+      self.media_dropped.fetch_add(values, std::memory_order_relaxed);
+    } else {
+      HandMedia(self, media, step_value.value_or(current));
+    }
   }
   if (step_value && *step_value < current && !self.warned_past_step) {
     // Once per run, as the seed's SDK does; run.dropped counts every value dropped.
@@ -697,7 +713,10 @@ NB_MODULE(_cohort, m) {
       .def_prop_ro("label", [](const PyRun& self) { return self.run.label(); })
       .def_prop_ro("url", [](const PyRun& self) { return self.run.url(); })
       .def_prop_ro("step", [](const PyRun& self) { return self.run.step(); })
-      .def_prop_ro("dropped", [](const PyRun& self) { return self.run.dropped(); })
+      .def_prop_ro("dropped",
+                   [](const PyRun& self) {
+                     return self.run.dropped() + self.media_dropped.load(std::memory_order_relaxed);
+                   })
       .def_prop_ro("offline", [](const PyRun& self) { return self.run.offline(); });
 
   m.def(

@@ -54,6 +54,19 @@ int64_t PointsOf(const HttpResponse& r) {
   return p && p->is_int64() ? p->as_int64() : 0;
 }
 
+// A batch stored without some of its media rows (past the server's media limits: the answer's
+// "media_refused" and "media_refused_reason"): a warning in the agent's log.
+void WarnOfRefusedMedia(const HttpResponse& r, const std::string& dir) {
+  if (r.body.find("media_refused") == std::string::npos) return;
+  auto v = json::Parse(r.body);
+  if (!v.ok() || !v->is_object()) return;
+  const bj::value* n = v->as_object().if_contains("media_refused");
+  const bj::value* why = v->as_object().if_contains("media_refused_reason");
+  if (n == nullptr || !n->is_int64() || n->as_int64() <= 0) return;
+  Logf(LogLevel::kWarning, "{}: {} media value(s) not stored (the rest of the batch was): {}", dir,
+       n->as_int64(), why && why->is_string() ? std::string(why->as_string()) : "");
+}
+
 StatusCode CodeForHttp(int status) {
   switch (status) {
     case 400:
@@ -444,7 +457,10 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
         return a;
       }
       Attempt a = Classify(r, what);
-      if (a.outcome == Outcome::kDone) a.points = PointsOf(*r);
+      if (a.outcome == Outcome::kDone) {
+        a.points = PointsOf(*r);
+        WarnOfRefusedMedia(*r, s->dir());
+      }
       return a;
     }
     case RecordKind::kRunPatch:

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/coding.h"
 #include "core/limits.h"
@@ -46,8 +47,8 @@ std::string InvalidReason(const Histogram& h) {
     return "";
   }
   if (h.edges.size() != n + 1) {
-    return std::to_string(n) + " counts but " + std::to_string(h.edges.size()) +
-           " edges (need " + std::to_string(n + 1) + ")";
+    return std::to_string(n) + " counts but " + std::to_string(h.edges.size()) + " edges (need " +
+           std::to_string(n + 1) + ")";
   }
   for (size_t i = 0; i <= n; ++i) {
     if (!std::isfinite(h.edges[i])) return "edge " + std::to_string(i) + " is not finite";
@@ -123,6 +124,13 @@ bool SameBins(const Histogram& a, const Histogram& b) {
   return a.edges == b.edges;
 }
 
+namespace {
+
+// Counts are finite (ValidationError): so is their sum, at most the largest double.
+double CappedSum(double a, double b) { return std::min(a + b, std::numeric_limits<double>::max()); }
+
+}  // namespace
+
 Histogram Merge(std::span<const Histogram* const> parts, bool* exact) {
   Histogram out;
   *exact = true;
@@ -133,7 +141,9 @@ Histogram Merge(std::span<const Histogram* const> parts, bool* exact) {
   if (same) {
     out = first;
     for (size_t k = 1; k < parts.size(); ++k) {
-      for (size_t i = 0; i < out.counts.size(); ++i) out.counts[i] += parts[k]->counts[i];
+      for (size_t i = 0; i < out.counts.size(); ++i) {
+        out.counts[i] = CappedSum(out.counts[i], parts[k]->counts[i]);
+      }
     }
     return out;
   }
@@ -149,18 +159,29 @@ Histogram Merge(std::span<const Histogram* const> parts, bool* exact) {
   out.hi = hi;
   out.counts.assign(bins, 0.0);
   const double width = (hi - lo) / double(bins);
+  // Edges are finite, but a span may be wider than the largest double (lo -1e308, hi 1e308):
+  // then positions and overlaps are taken in halves (else every one of them is NaN).
+  const bool halves = !std::isfinite(hi - lo);
+  const double half_width = (hi / 2 - lo / 2) / double(bins);
+  auto position = [&](double x) {
+    return halves ? (x / 2 - lo / 2) / half_width : (x - lo) / width;
+  };
   for (const Histogram* p : parts) {
     for (size_t i = 0; i < p->bins(); ++i) {
       const double c = p->counts[i];
       if (c == 0) continue;
       const double a = p->edge(i), b = p->edge(i + 1);
       // The target bins [a, b) overlaps, each given the share of its overlap.
-      size_t t = size_t(std::clamp((a - lo) / width, 0.0, double(bins - 1)));
-      const size_t last = size_t(std::clamp((b - lo) / width, 0.0, double(bins - 1)));
+      size_t t = size_t(std::clamp(position(a), 0.0, double(bins - 1)));
+      const size_t last = size_t(std::clamp(position(b), 0.0, double(bins - 1)));
       for (; t <= last; ++t) {
-        const double tlo = lo + width * double(t), thi = t + 1 == bins ? hi : tlo + width;
-        const double overlap = std::min(b, thi) - std::max(a, tlo);
-        if (overlap > 0) out.counts[t] += c * overlap / (b - a);
+        const double tlo = halves ? out.edge(t) : lo + width * double(t);
+        const double thi = t + 1 == bins ? hi : halves ? out.edge(t + 1) : tlo + width;
+        const double overlap = halves ? std::min(b, thi) / 2 - std::max(a, tlo) / 2
+                                      : std::min(b, thi) - std::max(a, tlo);
+        if (overlap <= 0) continue;
+        const double add = halves ? c * (overlap / (b / 2 - a / 2)) : c * overlap / (b - a);
+        out.counts[t] = CappedSum(out.counts[t], add);
       }
     }
   }

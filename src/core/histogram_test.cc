@@ -25,8 +25,7 @@ TEST(HistogramInvalidReason, NamesTheProblem) {
             std::string::npos);
   EXPECT_NE(InvalidReason(Uniform(0, 1, {-1})).find(">= 0"), std::string::npos);
   EXPECT_NE(InvalidReason(Uniform(1, 1, {1})).find("is empty"), std::string::npos);
-  EXPECT_NE(InvalidReason(Uniform(0, std::numeric_limits<double>::infinity(), {1}))
-                .find("finite"),
+  EXPECT_NE(InvalidReason(Uniform(0, std::numeric_limits<double>::infinity(), {1})).find("finite"),
             std::string::npos);
   Histogram e;
   e.edges = {0, 1, 1};
@@ -87,6 +86,33 @@ TEST(HistogramMerge, EqualBinsAddExactlyDifferentBinsReBin) {
   m = Merge(mixed, &exact);
   EXPECT_FALSE(exact);
   EXPECT_NEAR(m.counts[0] + m.counts[1] + m.counts[2] + m.counts[3], 14, 1e-9);
+}
+
+TEST(HistogramMerge, SpansWiderThanTheLargestDoubleAndHugeCountsStayFinite) {
+  // Valid histograms (finite edges and counts) whose merged span, hi - lo, overflows: every
+  // position was NaN and the counts were lost (0 0 0 0); sums of huge counts overflowed to inf,
+  // which the histogram route cannot write as JSON.
+  const Histogram a = Uniform(-1e308, 1e308, {1, 2, 3, 4}), b = Uniform(-1e308, 1.5e308, {1, 2});
+  EXPECT_EQ(a.edge(2), 0.0);
+  EXPECT_TRUE(std::isfinite(a.edge(1)) && a.edge(1) < 0 && a.edge(3) > 0);
+  const Histogram* parts[] = {&a, &b};
+  bool exact = true;
+  Histogram m = Merge(parts, &exact);
+  EXPECT_FALSE(exact);
+  ASSERT_EQ(m.counts.size(), 4u);
+  double total = 0;
+  for (double x : m.counts) {
+    EXPECT_TRUE(std::isfinite(x));
+    total += x;
+  }
+  EXPECT_NEAR(total, 13, 1e-9);
+  const double big = std::numeric_limits<double>::max() / 1.5;
+  const Histogram c = Uniform(0, 1, {big, 1}), d = Uniform(0, 1, {big, 2});
+  const Histogram* huge[] = {&c, &d};
+  m = Merge(huge, &exact);
+  EXPECT_TRUE(exact);
+  EXPECT_EQ(m.counts[0], std::numeric_limits<double>::max());
+  EXPECT_EQ(m.counts[1], 3);
 }
 
 }  // namespace

@@ -102,8 +102,9 @@ struct IngestBatch {
   std::vector<HistogramPoint> histograms;  // in any order; one per (key, step) is kept: the last
   std::vector<MediaPoint> media;           // in any order; one per (key, step, index): the last
   // > 0: limits on the batch's media, from the server's flags (0: none): rows per (key, step)
-  // and the bytes of all the run's media rows, tables' cells included (kPayloadTooLarge naming
-  // the limit).
+  // (a row past it: kPayloadTooLarge naming the limit; the server takes such rows out first) and
+  // the bytes of all the run's media rows, tables' cells included (past it, the batch's media
+  // rows are refused and the rest of the batch is stored: IngestResult::media_refused).
   int64_t max_media_per_step = 0;
   int64_t max_run_media_bytes = 0;
   // > 0: the run may hold at most this many distinct keys (history, system, histogram and media
@@ -114,7 +115,7 @@ struct IngestBatch {
 
   size_t history_rows() const { return history_step.size(); }
   size_t system_rows() const { return system_time_ms.size(); }
-  int64_t points() const;  // sum of column sizes
+  int64_t points() const;                           // sum of column sizes
   std::vector<std::string> histogram_keys() const;  // distinct, sorted
   std::vector<std::string> media_keys() const;      // distinct, sorted
 };
@@ -123,6 +124,10 @@ struct IngestResult {
   bool duplicate = false;  // the seq had been stored before; nothing changed
   int64_t points = 0;      // scalar points stored (history + system)
   int64_t next_step = 0;   // the writer's next step after this batch
+  // Media rows not stored because the run would then hold more than
+  // IngestBatch::max_run_media_bytes (the rest of the batch is stored): how many, and why.
+  int64_t media_refused = 0;
+  std::string media_refused_reason;
 };
 
 // Builds a batch row by row (compat, the JSON decoders, tests, benchmarks): interns keys to

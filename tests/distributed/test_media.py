@@ -66,6 +66,13 @@ attempt(lambda: cohort.Audio(sine))
 attempt(lambda: cohort.Video(np.zeros((2, 4, 4, 3))))
 attempt(lambda: cohort.Image("clip.gif.txt"))
 print("ERRORS", json.dumps(errors))
+# Media logged at a step below the current one are dropped with their call, and counted.
+import warnings
+with warnings.catch_warnings(record=True):
+    warnings.simplefilter("always")
+    run.log({"late": cohort.Image(hwc)}, step=1)
+    run.log({"late": [cohort.Image(hwc), cohort.Image(grey)]}, step=2)
+print("DROPPED", run.dropped)
 print("RUN", run.id)
 run.finish()
 """
@@ -116,6 +123,9 @@ def test_media_logged_with_scalars_are_stored_and_read_back(client):
     errors = json.loads(next(line[7:] for line in proc.stdout.splitlines()
                              if line.startswith("ERRORS ")))
     assert len(errors) == 10, errors
+    dropped = next(line.split()[1] for line in proc.stdout.splitlines()
+                   if line.startswith("DROPPED "))
+    assert dropped == "3", proc.stdout  # 0 before: media below the current step went uncounted
     assert errors[0].startswith("ValueError: Image: expected HW, HWC or CHW"), errors
     assert "float pixels must be in [0, 1], got 1.5..1.5" in errors[1], errors
     assert "'samples'" in errors[2] and "image" in errors[2] and "audio" in errors[2], errors

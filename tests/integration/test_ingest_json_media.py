@@ -145,8 +145,9 @@ def test_a_bad_json_histogram_or_media_row_is_400_naming_the_field_and_stores_no
 def test_a_tables_cell_bytes_count_against_the_runs_media_budget(tmp_path):
     """A table row carries the bytes of its media cells (`cell_bytes`): the run's media budget
     (`--max-run-media-bytes`) counts them with the document, so a table of many images cannot
-    slip past it; the batch that would pass the budget is 413 naming the flag and stores
-    nothing."""
+    slip past it. The media of a batch that would pass the budget are refused (the answer names
+    the flag); the rest of the batch is stored: the scalars logged with an image are never lost
+    with it (a 413 made the agent drop the whole batch)."""
     import json
     from conftest import ServerProcess
     server = ServerProcess(tmp_path, extra_args=["--max-run-media-bytes", "1000"]).start()
@@ -159,21 +160,73 @@ def test_a_tables_cell_bytes_count_against_the_runs_media_budget(tmp_path):
         sha = upload_blob(api, doc)
 
         def table(seq, step, cell_bytes):
-            return {"seq": seq, "media": [
-                {"key": "preds", "step": step, "time": 1700000000000 + step, "type": "table",
-                 "sha256": sha, "size": len(doc), "mime": "application/json", "width": 1,
-                 "height": 1, "cell_bytes": cell_bytes}]}
+            return {"seq": seq,
+                    "history": [{"step": step, "time": 1700000000000 + step,
+                                 "values": {"loss": 1.0 / (step + 1)}}],
+                    "media": [
+                        {"key": "preds", "step": step, "time": 1700000000000 + step,
+                         "type": "table", "sha256": sha, "size": len(doc),
+                         "mime": "application/json", "width": 1, "height": 1,
+                         "cell_bytes": cell_bytes}]}
         status, ack = api.post(f"{base}/writers/rank0/batches", table(1, 0, 600))
-        assert status == 200, ack
-        status, err = api.post(f"{base}/writers/rank0/batches", table(2, 1, 400))
-        assert status == 413, err
-        assert "--max-run-media-bytes" in json.dumps(err), err
-        assert f"would hold {2 * len(doc) + 1000} bytes" in json.dumps(err), err
+        assert status == 200 and "media_refused" not in ack, ack
+        status, ack = api.post(f"{base}/writers/rank0/batches", table(2, 1, 400))
+        assert status == 200 and ack["media_refused"] == 1 and ack["points"] == 1, ack
+        assert "--max-run-media-bytes" in ack["media_refused_reason"], ack
+        assert f"would hold {2 * len(doc) + 1000} bytes" in ack["media_refused_reason"], ack
         status, listing = api.get(f"{base}/media?keys=preds")
         assert status == 200
         assert [(m["step"], m["cell_bytes"]) for m in listing["media"]] == [(0, 600)], listing
+        status, hist = api.get(f"{base}/history?keys=loss")
+        assert status == 200 and json.dumps(hist).count("0.5") >= 1, hist  # step 1's loss
         # Within the budget once the cells are fewer.
-        status, ack = api.post(f"{base}/writers/rank0/batches", table(2, 1, 300))
-        assert status == 200, ack
+        status, ack = api.post(f"{base}/writers/rank0/batches", table(3, 2, 300))
+        assert status == 200 and "media_refused" not in ack, ack
+        # A file over --max-media-file-bytes, or an index past --max-media-per-step: the same.
+        big = {"key": "img", "step": 3, "time": 1700000000003, "type": "image",
+               "sha256": sha, "size": 1 << 40, "mime": "image/png"}
+        status, ack = api.post(f"{base}/writers/rank0/batches", {
+            "seq": 4, "history": [{"step": 3, "time": 1700000000003, "values": {"loss": 7.0}}],
+            "media": [big, dict(big, size=len(doc), index=5000)]})
+        assert status == 200 and ack["media_refused"] == 2 and ack["points"] == 1, ack
+        assert "--max-media-file-bytes" in ack["media_refused_reason"], ack
     finally:
         server.stop()
+
+
+def test_media_is_served_with_its_blobs_size_and_a_long_runs_table_at_its_latest_step(
+        server, api):
+    """A row's declared size is the client's word: the bytes are served with the size the store
+    recorded when it checked them (a row saying 10 bytes got 10 bytes, cached for a year). And
+    the table route without ?step= answers the key's latest step, however many rows the key
+    has (the rows were read capped at 100,000 in step order, so a long run got an old table)."""
+    run = make_run(api, name="json-media-sizes")
+    join(api, run, "rank0")
+    base = f"{runs_path(api)}/{run['id']}"
+    image = png(6, 5)
+    sha = upload_blob(api, image)
+    status, ack = api.post(f"{base}/writers/rank0/batches", {"seq": 1, "media": [
+        {"key": "img", "step": 0, "time": 1700000000000, "type": "image", "sha256": sha,
+         "size": 10, "mime": "image/png"}]})
+    assert status == 200, ack
+    status, body = request(api, "GET", f"{base}/media/{sha}")
+    assert status == 200 and body == image, (status, len(body))
+
+    old = b'{"columns": ["a"], "data": [[1]]}'
+    new = b'{"columns": ["a"], "data": [[2]]}'
+    sha_old, sha_new = upload_blob(api, old), upload_blob(api, new)
+    steps, per_batch = 100_001, 4000
+    for seq, start in enumerate(range(0, steps, per_batch), start=2):
+        rows = [{"key": "t", "step": s, "time": 1700000000000 + s, "type": "table",
+                 "sha256": sha_new if s == steps - 1 else sha_old,
+                 "size": len(new if s == steps - 1 else old), "mime": "application/json",
+                 "width": 1, "height": 1}
+                for s in range(start, min(steps, start + per_batch))]
+        status, ack = api.post(f"{base}/writers/rank0/batches", {"seq": seq, "media": rows})
+        assert status == 200, ack
+    status, page = api.get(f"{base}/tables/t")
+    assert status == 200, page
+    assert page["step"] == steps - 1 and page["data"] == [[2]], {k: page[k] for k in ("step",)}
+    # Paging far past the end: an empty page (offset + limit overflowed int64 before).
+    status, page = api.get(f"{base}/tables/t?offset={2**63 - 1}")
+    assert status == 200 and page["data"] == [], page

@@ -56,14 +56,17 @@ def test_each_server_counts_what_the_other_stored(servers):
         return api.post(f"{path}/writers/{label}/batches", {"seq": seq, "media": list(rows)})
     assert send(api_a, "rank_0", 1, image_row(0, 400))[0] == 200
     assert send(api_b, "rank_1", 1, image_row(0, 400))[0] == 200
-    # Server a stored 400 itself; the run holds 800: 300 more is past the budget.
-    status, err = send(api_a, "rank_0", 2, image_row(1, 300))
-    assert status == 413 and "would hold 1100 bytes" in json.dumps(err), (status, err)
+    # Server a stored 400 itself; the run holds 800: 300 more is past the budget (the row is
+    # refused, the batch stored: seq 2 is taken).
+    status, ack = send(api_a, "rank_0", 2, image_row(1, 300))
+    assert status == 200 and ack["media_refused"] == 1, (status, ack)
+    assert "would hold 1100 bytes" in ack["media_refused_reason"], ack
     # Replacing its own row at step 0 with a smaller one is within it, seen from b as well.
     assert send(api_b, "rank_1", 2, image_row(0, 100))[0] == 200   # the run: 500
-    assert send(api_a, "rank_0", 2, image_row(1, 500))[0] == 200   # 1000, to the byte
-    status, err = send(api_b, "rank_1", 3, image_row(1, 1))
-    assert status == 413 and "would hold 1001 bytes" in json.dumps(err), (status, err)
+    status, ack = send(api_a, "rank_0", 3, image_row(1, 500))      # 1000, to the byte
+    assert status == 200 and "media_refused" not in ack, ack
+    status, ack = send(api_b, "rank_1", 3, image_row(1, 1))
+    assert status == 200 and "would hold 1001 bytes" in ack["media_refused_reason"], ack
 
 
 def run_on_both(servers, name, writers=4):
@@ -90,14 +93,15 @@ def test_batches_raced_to_both_servers_fill_the_budget_exactly(servers):
     def send(job):
         label, seq = job
         api = apis[(labels.index(label) + seq) % 2]
-        status, _ = api.post(f"{path}/writers/{label}/batches",
-                             {"seq": seq, "media": [image_row(seq, 100, labels.index(label))]})
-        return status
+        status, ack = api.post(f"{path}/writers/{label}/batches",
+                               {"seq": seq, "media": [image_row(seq, 100, labels.index(label))]})
+        assert status == 200, ack  # the batch is stored; its row may be refused
+        return "refused" if ack.get("media_refused") else "stored"
     jobs = [(label, seq) for seq in range(1, 9) for label in labels]  # 32 x 100 bytes
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         statuses = list(pool.map(send, jobs))
-    assert sorted(set(statuses)) == [200, 413], statuses
-    assert statuses.count(200) == BUDGET // 100, statuses
+    assert sorted(set(statuses)) == ["refused", "stored"], statuses
+    assert statuses.count("stored") == BUDGET // 100, statuses
     status, media = apis[1].get(f"{path}/media?keys=samples")
     assert status == 200
     assert sum(m["size"] for m in media["media"]) == BUDGET, media

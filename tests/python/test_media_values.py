@@ -48,6 +48,36 @@ def test_the_array_is_copied_at_the_call():
     assert _pixels(img._encode()[0]).max() == 0
 
 
+def test_a_file_is_read_when_the_value_is_made(tmp_path):
+    """plt.savefig("fig.png"); run.log({"fig": Image("fig.png")}) in a loop: each step logs the
+    figure it saved, not the next one (the worker encodes later; it read the file then)."""
+    p = tmp_path / "fig.png"
+    PILImage.fromarray(np.zeros((2, 2, 3), dtype=np.uint8)).save(p)
+    first = cohort.Image(str(p))
+    PILImage.fromarray(np.full((2, 2, 3), 255, dtype=np.uint8)).save(p)  # the next figure
+    second = cohort.Image(str(p))
+    assert _pixels(first._encode()[0]).max() == 0
+    assert _pixels(second._encode()[0]).min() == 255
+    gif = tmp_path / "clip.gif"
+    gif.write_bytes(b"GIF89a" + b"A" * 10)
+    clip = cohort.Video(str(gif))
+    gif.write_bytes(b"GIF89a" + b"B" * 10)
+    wav = tmp_path / "a.wav"
+    with wave.open(str(wav), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(8000)
+        w.writeframes(b"\0\0" * 80)
+    sound = cohort.Audio(str(wav))
+    first_wav = wav.read_bytes()
+    wav.unlink()
+    p.unlink()
+    gif.unlink()  # deleted right after log: still logged
+    assert clip._encode()[0] == b"GIF89a" + b"A" * 10
+    assert sound._encode()[0] == first_wav and sound._encode()[4] == 10  # 80 samples at 8 kHz
+    assert first._encode()[0].startswith(b"\x89PNG")
+
+
 def test_torch_tensors_and_pil_images():
     torch = pytest.importorskip("torch")
     t = torch.rand(3, 4, 5)
@@ -202,13 +232,19 @@ class _MediaRun:
         self.rows.append((key, media_type, step, rows))
 
 
+class _Unencodable(cohort.Image):
+    """A cell that fails on the worker thread (as a value Pillow cannot encode does)."""
+
+    def _encode(self):
+        raise OSError("gone.png: cannot be encoded")
+
+
 def test_a_table_whose_cell_cannot_be_encoded_stages_nothing_and_logs_nothing(tmp_path):
     from cohort import media
     gone = tmp_path / "gone.png"
     PILImage.fromarray(np.zeros((2, 2, 3), dtype=np.uint8)).save(gone)
     ok_cell = cohort.Image(np.full((2, 3, 3), 9, dtype=np.uint8))
-    bad = cohort.Table(columns=["a", "b"], data=[[ok_cell, cohort.Image(str(gone))]])
-    gone.unlink()  # read on the worker thread: this cell fails there
+    bad = cohort.Table(columns=["a", "b"], data=[[ok_cell, _Unencodable(str(gone))]])
     good = cohort.Table(columns=["a"], data=[[ok_cell]])
     run = _MediaRun(tmp_path / "staging")
     out = media._hand_over(run, [("bad", media.media_set("bad", bad), 0),

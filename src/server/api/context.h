@@ -41,17 +41,24 @@ struct ApiLimits {
   int max_buckets = limits::kMaxBuckets;
   int64_t max_raw_points = limits::kMaxRawPoints;
   uint64_t max_artifact_file_bytes = limits::kDefaultMaxArtifactFileBytes;
-  // Media (docs/operations.md, `cohort server` flags): bytes per media file (a row naming a bigger blob
-  // is refused), rows per (key, step) of a writer, bytes of all the media rows of one run.
+  // Media (docs/operations.md, `cohort server` flags): bytes per media file (a row naming a bigger
+  // blob is refused), rows per (key, step) of a writer, bytes of all the media rows of one run.
   uint64_t max_media_file_bytes = limits::kDefaultMaxMediaFileBytes;
   int64_t max_media_per_step = limits::kDefaultMaxMediaPerStep;
   uint64_t max_run_media_bytes = limits::kDefaultMaxRunMediaBytes;
 };
 
-// kPayloadTooLarge naming the row and the limit when a media row of the batch names a blob
-// above --max-media-file-bytes; else sets the batch's media limits from `limits`
+// Media rows a batch carries that the server does not store: how many, and why (the first).
+struct MediaRefusal {
+  int64_t rows = 0;
+  std::string reason;
+};
+// Takes out of the batch its media rows past --max-media-file-bytes (a row naming a bigger
+// blob) and --max-media-per-step (an index past it), and sets the batch's run media budget,
+// which the store applies the same way (IngestResult::media_refused): media past a limit are
+// refused, never the scalars, console lines and histograms that share their batch
 // (ingest_api.cc).
-Status CheckMediaLimits(const ApiLimits& limits, store::IngestBatch* batch);
+MediaRefusal TakeMediaPastLimits(const ApiLimits& limits, store::IngestBatch* batch);
 
 // kPayloadTooLarge naming `what` (a file, a blob) and the limit unless `size` is within
 // --max-artifact-file-bytes.
@@ -62,8 +69,8 @@ struct ApiContext {
   blob::BlobStore* blobs = nullptr;  // artifact (and media) bytes; null: those routes answer 503
   Authenticator* auth = nullptr;
   server::Metrics* metrics = nullptr;
-  limits::RateLimiter* limiter = nullptr;  // per-entity rate limits; null: none
-  HeartbeatCoalescer* heartbeats = nullptr;  // coalesced heartbeats; null: straight to the store
+  limits::RateLimiter* limiter = nullptr;     // per-entity rate limits; null: none
+  HeartbeatCoalescer* heartbeats = nullptr;   // coalesced heartbeats; null: straight to the store
   const SigningKeys* signing_keys = nullptr;  // signs upload URLs; null: none are handed out
   // Evaluates alert rules on ingest and writer ends (server/alerts); null: no rule alerts.
   alerts::AlertEngine* alerts = nullptr;
@@ -87,8 +94,7 @@ int HttpStatusFor(StatusCode code);
 http::HttpResponse ErrorResponse(const Status& s);
 http::HttpResponse JsonResponse(int status, const bj::value& v);
 
-using AuthedHandler =
-    std::function<http::HttpResponse(http::HttpRequest&, const AuthContext&)>;
+using AuthedHandler = std::function<http::HttpResponse(http::HttpRequest&, const AuthContext&)>;
 
 // Wraps a handler so that it runs only with a valid key; admin_only additionally requires an
 // admin key. Handlers may return errors; Status results are mapped by ErrorResponse.

@@ -70,7 +70,10 @@ bj::object RowJson(const store::MediaRecord& m, const std::string& base, bool up
 }
 
 // The row's blob must be readable: kNotFound naming it when its upload has not completed.
-Status CheckUploaded(ApiContext* ctx, const std::string& entity, const store::MediaRecord& m) {
+// The size of the media's blob as the store recorded it when its bytes were checked (never the
+// row's own, which the client declared); kNotFound while it is not uploaded.
+Result<uint64_t> UploadedSize(ApiContext* ctx, const std::string& entity,
+                              const store::MediaRecord& m) {
   if (ctx->blobs == nullptr) return Status::Unavailable("this server has no blob store");
   COHORT_ASSIGN_OR_RETURN(auto held, ctx->store->HeldBlobs(entity, {m.sha256}));
   if (!held.contains(m.sha256)) {
@@ -78,7 +81,7 @@ Status CheckUploaded(ApiContext* ctx, const std::string& entity, const store::Me
                             ": blob " + m.sha256 +
                             " is not uploaded yet (the agent uploads it after the batch)");
   }
-  return Status::Ok();
+  return uint64_t(held.at(m.sha256));
 }
 
 // A table row's document, parsed: {"columns": [...], "data": [[...], ...]}; a vendor table's
@@ -101,7 +104,7 @@ Result<bj::object> ReadTable(ApiContext* ctx, const std::string& entity,
     }
   }
   if (text.empty()) {
-    COHORT_RETURN_IF_ERROR(CheckUploaded(ctx, entity, m));
+    COHORT_RETURN_IF_ERROR(UploadedSize(ctx, entity, m).status());
     COHORT_ASSIGN_OR_RETURN(text, ctx->blobs->Read(m.sha256, 0, uint64_t(m.size)));
   }
   auto doc = json::Parse(text);
@@ -182,10 +185,7 @@ Result<store::MediaRecord> FindTableCell(ApiContext* ctx, const http::HttpReques
     out.mime = m.mime;
     out.sha256 = m.sha256;
     out.caption = m.caption;
-    // The size the store holds (a cell's own may be wrong; a blob not held yet is answered 404
-    // by CheckUploaded).
-    COHORT_ASSIGN_OR_RETURN(auto held, ctx->store->HeldBlobs(ref.entity, {sha256}));
-    out.size = held.contains(sha256) ? held.at(sha256) : m.size;
+    out.size = m.size;  // served with the size the store holds (UploadedSize)
     return out;
   }
   return Status::NotFound("table '" + table.key + "' step " + std::to_string(table.step) +
@@ -201,9 +201,10 @@ http::HttpResponse ServeMedia(ApiContext* ctx, const http::HttpRequest& req,
   auto row = table.empty() ? ctx->store->FindMedia(ref, sha256)
                            : FindTableCell(ctx, req, ref, table, sha256);
   if (!row.ok()) return ErrorResponse(row.status());
-  if (Status s = CheckUploaded(ctx, ref.entity, *row); !s.ok()) return ErrorResponse(s);
+  auto size = UploadedSize(ctx, ref.entity, *row);
+  if (!size.ok()) return ErrorResponse(size.status());
   std::string name = row->key.substr(row->key.rfind('/') + 1);
-  http::HttpResponse resp = ServeBlobBytes(ctx, req, sha256, uint64_t(row->size), name);
+  http::HttpResponse resp = ServeBlobBytes(ctx, req, sha256, *size, name);
   if (resp.status >= 300) return resp;
   // The row's type, never sniffed, and a sandbox: the bytes never run in the UI's origin.
   resp.content_type = row->mime;
@@ -224,7 +225,8 @@ Result<bj::object> TablePage(ApiContext* ctx, const store::RunRef& ref,
   const int64_t n = int64_t(rows.size());
   bj::array page;
   std::vector<store::MediaRecord> cells;
-  for (int64_t i = std::min(offset, n); i < std::min(n, offset + limit); ++i) {
+  const int64_t begin = std::min(offset, n), end = begin + std::min(limit, n - begin);
+  for (int64_t i = begin; i < end; ++i) {
     page.push_back(std::move(rows[size_t(i)]));
     if (!page.back().is_array()) continue;
     for (const bj::value& cell : page.back().as_array()) {
@@ -317,7 +319,24 @@ void RegisterMediaRoutes(http::Router& r, ApiContext* ctx) {
           q.run = *ref;
           q.keys = {key};
           q.writers = SplitCsv(req.QueryParam("writers"));
-          if (*step) q.min_step = q.max_step = **step;
+          if (*step) {
+            q.min_step = q.max_step = **step;
+          } else {
+            // The latest step, from the key's summary: the rows themselves are capped at
+            // q.limit in writer and step order, which a long run's table key passes.
+            auto keys = ctx->store->ListMedia(*ref);
+            if (!keys.ok()) return ErrorResponse(keys.status());
+            std::optional<int64_t> latest;
+            for (const store::MediaKeyInfo& k : *keys) {
+              const bool writer_asked =
+                  q.writers.empty() ||
+                  std::find(q.writers.begin(), q.writers.end(), k.writer) != q.writers.end();
+              if (k.key == key && writer_asked) {
+                latest = std::max(latest.value_or(k.max_step), k.max_step);
+              }
+            }
+            if (latest) q.min_step = q.max_step = *latest;
+          }
           auto rows = ctx->store->QueryMedia(q);
           if (!rows.ok()) return ErrorResponse(rows.status());
           if (rows->empty()) {

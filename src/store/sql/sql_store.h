@@ -78,8 +78,8 @@ class SqlStore : public Store {
   Result<int64_t> CountApiKeys() final;
   Result<std::optional<ApiKeyRecord>> CreateFirstApiKey(const ApiKeyRecord& key) final;
   Status CreateSession(const SessionRecord& s) final;
-  Result<ApiKeyRecord> RedeemLoginToken(const std::string& token_hash,
-                                        const SessionRecord& session, int64_t now_ms) final;
+  Result<ApiKeyRecord> RedeemLoginToken(const std::string& token_hash, const SessionRecord& session,
+                                        int64_t now_ms) final;
   Result<ApiKeyRecord> FindSession(const std::string& hash, int64_t now_ms) final;
   Status DeleteSession(const std::string& hash) final;
   Result<int64_t> PruneSessions(int64_t now_ms) final;
@@ -107,8 +107,8 @@ class SqlStore : public Store {
   Result<std::map<std::string, int64_t>> HeldBlobs(const std::string& entity,
                                                    const std::vector<std::string>& sha256s) final;
   Result<ArtifactLogged> CommitArtifact(const ArtifactCommit& commit) final;
-  Result<std::vector<ArtifactCollection>> ListArtifactCollections(
-      const std::string& entity, const std::string& project) final;
+  Result<std::vector<ArtifactCollection>> ListArtifactCollections(const std::string& entity,
+                                                                  const std::string& project) final;
   Result<std::vector<ArtifactVersion>> ListArtifactVersions(const std::string& entity,
                                                             const std::string& project,
                                                             const std::string& name) final;
@@ -150,8 +150,8 @@ class SqlStore : public Store {
   Result<bool> FinishDelivery(int64_t id, const std::string& owner,
                               const DeliveryAttempt& attempt) final;
   Result<std::vector<DeliveryRecord>> ListDeliveries(const std::string& entity,
-                                                     const std::string& project,
-                                                     int64_t webhook_id, int limit) final;
+                                                     const std::string& project, int64_t webhook_id,
+                                                     int limit) final;
   Result<std::vector<DeliveryRecord>> ListProjectDeliveries(const std::string& entity,
                                                             const std::string& project,
                                                             std::optional<int64_t> alert_id,
@@ -274,7 +274,8 @@ class SqlStore : public Store {
   // (max_media_per_step, max_run_media_bytes: kPayloadTooLarge). The run's media bytes are
   // runs.media_bytes, read with the run row locked and moved in the same transaction (exact with
   // any number of servers on PostgreSQL).
-  Status WriteMedia(sql::Conn& conn, int64_t run_pk, int64_t writer_pk, const IngestBatch& batch);
+  Status WriteMedia(sql::Conn& conn, int64_t run_pk, int64_t writer_pk, const IngestBatch& batch,
+                    IngestResult* result);
   // `lock`: the row lock (FOR UPDATE) on PostgreSQL.
   static Result<RunRecord> LoadRun(sql::Conn& conn, const RunRef& ref, bool lock = false);
   static Result<RunRecord> LoadRunByPk(sql::Conn& conn, int64_t pk);  // locks it

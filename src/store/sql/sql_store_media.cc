@@ -121,8 +121,8 @@ constexpr const char* kRecordColumns =
 
 }  // namespace
 
-Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk,
-                            const IngestBatch& batch) {
+Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const IngestBatch& batch,
+                            IngestResult* result) {
   if (batch.media.empty()) return Status::Ok();
   int64_t bytes = 0;
   auto too_many = [] {
@@ -148,7 +148,14 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk,
   int64_t total = 0;
   if (__builtin_add_overflow(stored - replaced, bytes, &total)) return too_many();
   if (batch.max_run_media_bytes > 0 && total > batch.max_run_media_bytes) {
-    return MediaBudgetExceeded(total, batch.max_run_media_bytes);
+    // Refused, not failed: the batch's scalars, console lines and histograms are stored without
+    // its media (a failed batch is dropped whole by the agent, which would lose them).
+    result->media_refused += int64_t(batch.media.size());
+    if (result->media_refused_reason.empty()) {
+      result->media_refused_reason =
+          MediaBudgetExceeded(total, batch.max_run_media_bytes).message();
+    }
+    return Status::Ok();
   }
   for (const MediaPoint& m : batch.media) {
     Params p;

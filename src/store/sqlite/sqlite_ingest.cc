@@ -71,8 +71,9 @@ Status ReadSeriesRow(Db* db, int64_t run_pk, int64_t writer_pk, const std::strin
 // goes into `cache`. Chunks it does not need the rowids of go to `deferred`, for the caller to
 // insert (InsertChunkRows) before the transaction ends.
 Status AppendSeries(Db* db, sqlite::SeriesCache* cache, int64_t run_pk, int64_t writer_pk,
-                    const KeyColumn& column, SeriesRow* sr, const std::vector<series::Point>& points,
-                    int64_t lo, int64_t hi, std::vector<sqlite::ChunkRow>* deferred) {
+                    const KeyColumn& column, SeriesRow* sr,
+                    const std::vector<series::Point>& points, int64_t lo, int64_t hi,
+                    std::vector<sqlite::ChunkRow>* deferred) {
   const std::string& key = column.key;
   if (sr->pk == 0) {
     sqlite::SeriesCache::OwnWrite own(cache);
@@ -98,7 +99,8 @@ Status AppendSeries(Db* db, sqlite::SeriesCache* cache, int64_t run_pk, int64_t 
     while (true) {
       COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
-      COHORT_ASSIGN_OR_RETURN(std::vector<series::Point> points, series::DecodeChunk(st.BlobView(0)));
+      COHORT_ASSIGN_OR_RETURN(std::vector<series::Point> points,
+                              series::DecodeChunk(st.BlobView(0)));
       tail.insert(tail.end(), points.begin(), points.end());
     }
     if (int64_t(tail.size()) != state.tail_count) {
@@ -248,7 +250,7 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
   if (!batch.histograms.empty() || !batch.media.empty()) {
     sqlite::SqlConn conn(db);
     COHORT_RETURN_IF_ERROR(WriteHistograms(conn, w.run_pk, w.pk, batch));
-    COHORT_RETURN_IF_ERROR(WriteMedia(conn, w.run_pk, w.pk, batch));
+    COHORT_RETURN_IF_ERROR(WriteMedia(conn, w.run_pk, w.pk, batch, &result));
   }
   if (!batch.console.empty()) {
     COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("INSERT INTO console (run_pk, writer_pk, time_ms, "
