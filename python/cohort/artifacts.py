@@ -152,6 +152,13 @@ class HashCache:
             except OSError:
                 pass
 
+    def forget(self, st: os.stat_result) -> None:
+        """Removes the entry of the file of identity ``st`` (its digest turned out wrong)."""
+        try:
+            os.unlink(os.path.join(self.dir, _entry_key(st)))
+        except OSError:
+            pass
+
     def hash_file(self, path: str, copy_to: Optional[str] = None) -> Dict[str, Any]:
         """{"sha256", "size"} of ``path``: from the cache when it holds the file's identity and
         nothing is to be copied, else read (and copied to ``copy_to``) and recorded when the
@@ -503,6 +510,16 @@ class Artifact:
 
     def _note_state(self, state: Dict[str, Any]) -> None:
         self._state = state
+        if state.get("state") == "failed" and "not the blob announced" in str(state.get("error")):
+            # A digest the hash cache gave named other bytes than the file's (rewritten without
+            # moving its modification time): the entries go, so logging it again reads it.
+            for e in self._entries.values():
+                for source in (e.get("source"), e.get("local")):
+                    try:
+                        if source:
+                            hash_cache().forget(os.stat(source))
+                    except OSError:
+                        pass
         if state.get("state") == "committed":
             self.version = state.get("version")
             self.digest = state.get("digest")

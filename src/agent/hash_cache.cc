@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -36,8 +37,14 @@ std::string Env(const char* name) {
 }  // namespace
 
 std::string UserCacheDir() {
-  if (std::string explicit_dir = Env("COHORT_CACHE_DIR"); !explicit_dir.empty()) {
-    return explicit_dir;
+  if (std::string dir = Env("COHORT_CACHE_DIR"); !dir.empty()) {
+    if (dir == "~" || dir.starts_with("~/")) dir = Env("HOME") + dir.substr(1);
+    std::error_code ec;
+    if (!dir.starts_with("/")) {
+      const std::filesystem::path absolute = std::filesystem::absolute(dir, ec);
+      if (!ec) dir = absolute.lexically_normal().string();
+    }
+    return dir;
   }
   if (std::string xdg = Env("XDG_CACHE_HOME"); !xdg.empty()) return xdg + "/cohort";
   if (std::string home = Env("HOME"); !home.empty()) return home + "/.cache/cohort";

@@ -28,9 +28,11 @@ namespace cohort::agent {
 
 // How much older than the start of its hashing a file's modification time must be for its digest
 // to be recorded.
-inline constexpr int64_t kRacyNanos = 2'000'000'000;
+// (python/cohort/artifacts.py _RACY_NS is the same; tests/python/test_artifacts.py checks it.)
+inline constexpr int64_t kRacyNanos = 1'000'000'000;
 
-// The user's cache directory: $COHORT_CACHE_DIR, else $XDG_CACHE_HOME/cohort, else
+// The user's cache directory: $COHORT_CACHE_DIR (a leading "~" is $HOME, a relative path is
+// made absolute: as the Python SDK reads it), else $XDG_CACHE_HOME/cohort, else
 // $HOME/.cache/cohort; "" when none of them is set.
 std::string UserCacheDir();
 

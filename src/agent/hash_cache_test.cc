@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 
 #include "core/sha256.h"
 #include "wal/test_util.h"
@@ -149,6 +150,10 @@ TEST(HashCacheTest, UserCacheDirFollowsTheEnvironment) {
   ::setenv("XDG_CACHE_HOME", "/x", 1);
   ::setenv("HOME", "/h", 1);
   EXPECT_EQ(UserCacheDir(), "/c");
+  ::setenv("COHORT_CACHE_DIR", "~/c", 1);  // as the Python SDK reads it (expanduser, abspath)
+  EXPECT_EQ(UserCacheDir(), "/h/c");
+  ::setenv("COHORT_CACHE_DIR", "rel/c", 1);
+  EXPECT_EQ(UserCacheDir(), (std::filesystem::current_path() / "rel/c").string());
   ::unsetenv("COHORT_CACHE_DIR");
   EXPECT_EQ(UserCacheDir(), "/x/cohort");
   ::setenv("XDG_CACHE_HOME", "", 1);

@@ -133,10 +133,16 @@ class LocalBlobStore final : public BlobStore {
       return names.status();
     }
     if (std::find(names->begin(), names->end(), "data") == names->end()) {
-      // Markers without data: what a server killed while publishing the upload leaves (its
-      // data renamed into place, the directory not yet removed). Parts that are not there must
-      // not be listed (the client would skip them and its completion fail): the rest goes.
-      if (!names->empty()) (void)fs_->RemoveAll(UploadDir(sha256, size));
+      // No data: an upload whose first part is being written (its directory and start time
+      // come first: left alone), or markers a server killed while publishing the upload left
+      // behind (its data renamed into place, the directory not yet removed; a part writes its
+      // data before its marker, so only a publication leaves a marker without data). Parts that
+      // are not there are never listed (the client would skip them and its completion fail);
+      // such leftovers go.
+      const bool leftover = std::any_of(names->begin(), names->end(), [](const std::string& n) {
+        return n.starts_with(kPartPrefix);
+      });
+      if (leftover) (void)fs_->RemoveAll(UploadDir(sha256, size));
       return parts;
     }
     const int64_t count = PartCount(size);

@@ -157,17 +157,19 @@ Runner AddServerCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-media-file-bytes", cfg->limits.max_media_file_bytes,
                   "Largest media file (image, audio, video, html, table) a batch may name; a "
-                  "bigger one refuses the batch with 413 naming the key")
+                  "row naming a bigger one is refused, the rest of its batch stored")
       ->envname("COHORT_MAX_MEDIA_FILE_BYTES")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--max-media-per-step", cfg->limits.max_media_per_step,
-                  "Media of one key at one step of one writer (a list of images is one set)")
+                  "Media of one key at one step of one writer (a list of images is one set); "
+                  "the rows beyond are refused, the rest of their batch stored")
       ->envname("COHORT_MAX_MEDIA_PER_STEP")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--max-run-media-bytes", cfg->limits.max_run_media_bytes,
-                  "Bytes of media one run may hold, all writers together (beyond: 413)")
+                  "Bytes of media one run may hold, all writers together (beyond: a batch's media "
+                  "rows are refused, the rest of it stored)")
       ->envname("COHORT_MAX_RUN_MEDIA_BYTES")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

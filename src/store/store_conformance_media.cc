@@ -249,6 +249,17 @@ TEST_P(StoreConformanceTest, MediaPastTheLimitsIsRefused) {
   EXPECT_NE(std::find_if(series.begin(), series.end(),
                          [](const SeriesInfo& i) { return i.key == "loss"; }),
             series.end());
+  // A key whose only media rows were refused is no media key of the run: another writer may
+  // log it as a scalar (the ingest cache had noted it as an image).
+  Join("run1", "v", /*primary=*/false);
+  IngestBatchBuilder refused_only(4);
+  refused_only.AddMedia(Media("clip", 1, 0, "image", "0123456789"));
+  refused_only.batch().max_run_media_bytes = 15;
+  COHORT_ASSERT_OK_AND_ASSIGN(r, store().Ingest(Ref("run1"), "w", refused_only.Finish(), 1));
+  EXPECT_EQ(r.media_refused, 1);
+  IngestBatchBuilder scalar(1);
+  scalar.AddHistoryRow(1, 1, {{"clip", 2.0}});
+  COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "v", scalar.Finish(), 1).status());
 }
 
 // The run's media bytes are counted once and then kept up to date by each batch: several

@@ -101,11 +101,14 @@ def test_parts_through_both_servers_commit_on_one_download_from_the_other_and_gc
     put_part(api_a, entity, data, 2)
     status, st = api_b.get(f"/api/v1/blobs/{entity}/{sha}?size={size}")
     assert st["parts"] == [0, 1, 2], st
+    # The entity's own upload (blob::OwnedUploadName), one object per part.
+    upload = hashlib.sha256(f"cohort upload v1\n{entity}\n{sha}".encode()).hexdigest()
+    assert weed.get(BUCKET, f"{PREFIX}uploads/{upload}-{size}/part-0") == data[:PART]
     status, done = api_b.post(f"/api/v1/blobs/{entity}/{sha}/complete", {"size": size})
     assert status == 200 and done["stored"], done
     # The blob is one object in the bucket, under the prefix; the parts are gone.
     assert weed.get(BUCKET, blob_key(sha)) == data
-    assert weed.get(BUCKET, f"{PREFIX}uploads/{sha}-{size}/part-0") is None
+    assert weed.get(BUCKET, f"{PREFIX}uploads/{upload}-{size}/part-0") is None
 
     status, v = api_a.post(f"/api/v1/artifacts/{entity}/proj/model",
                            {"type": "model", "files": [{"path": "w.bin", "sha256": sha,

@@ -121,6 +121,25 @@ def test_hash_cache_records_only_files_unchanged_and_older_than_a_second(tmp_pat
     assert cache.lookup(os.stat(old)) is None
 
 
+def test_the_racy_window_is_the_cpp_one_and_a_failed_version_forgets_its_entries(tmp_path,
+                                                                                  monkeypatch):
+    import pathlib
+    import re
+    header = pathlib.Path(__file__).resolve().parents[2] / "src" / "agent" / "hash_cache.h"
+    m = re.search(r"kRacyNanos = ([0-9']+);", header.read_text())
+    assert m and int(m.group(1).replace("'", "")) == artifacts._RACY_NS
+    cache = artifacts.HashCache(str(tmp_path / "cache" / "held.sqlite"))
+    monkeypatch.setattr(artifacts, "_cache", cache)
+    f = tmp_path / "w.bin"
+    f.write_bytes(b"w" * 10)
+    st = os.stat(f)
+    cache.store(st, hashlib.sha256(b"other").hexdigest())
+    art = cohort.Artifact("a", "model").add_file(str(f))
+    art._note_state({"state": "failed", "error": "blob x: the uploaded bytes (10 bytes, SHA-256 y) "
+                     "are not the blob announced (10 bytes, SHA-256 x); upload the file again"})
+    assert cache.lookup(st) is None  # the next log_artifact reads the file
+
+
 def test_hash_file_copies_in_the_same_pass(tmp_path):
     src = tmp_path / "src"
     data = os.urandom(3 << 20)

@@ -104,8 +104,8 @@ Result<bj::object> ReadTable(ApiContext* ctx, const std::string& entity,
     }
   }
   if (text.empty()) {
-    COHORT_RETURN_IF_ERROR(UploadedSize(ctx, entity, m).status());
-    COHORT_ASSIGN_OR_RETURN(text, ctx->blobs->Read(m.sha256, 0, uint64_t(m.size)));
+    COHORT_ASSIGN_OR_RETURN(const uint64_t size, UploadedSize(ctx, entity, m));
+    COHORT_ASSIGN_OR_RETURN(text, ctx->blobs->Read(m.sha256, 0, size));
   }
   auto doc = json::Parse(text);
   if (!doc.ok() || !doc->is_object()) {

@@ -35,6 +35,11 @@ class RunIngestCache {
     int64_t run_pk = 0;             // 0: the call did not get as far as its checks
     // Histogram and media keys the batch stores in the run, with their type.
     std::vector<std::pair<std::string, std::string>> keys;
+    // The batch's media rows were refused (IngestResult::media_refused): its media keys are not
+    // stored by it (a key cached as an image that no row holds would refuse it as a scalar).
+    void DropMediaKeys() {
+      std::erase_if(keys, [](const auto& k) { return k.second != kHistogramKeyType; });
+    }
   };
 
   // Of `keys`, those not known to be stored in the run (in their order).

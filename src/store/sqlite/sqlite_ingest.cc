@@ -251,6 +251,7 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
     sqlite::SqlConn conn(db);
     COHORT_RETURN_IF_ERROR(WriteHistograms(conn, w.run_pk, w.pk, batch));
     COHORT_RETURN_IF_ERROR(WriteMedia(conn, w.run_pk, w.pk, batch, &result));
+    if (result.media_refused > 0) note->DropMediaKeys();
   }
   if (!batch.console.empty()) {
     COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("INSERT INTO console (run_pk, writer_pk, time_ms, "
