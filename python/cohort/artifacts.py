@@ -119,10 +119,6 @@ class HashCache:
         except (OSError, sqlite3.Error):
             return None  # no cache: everything is copied
 
-    @staticmethod
-    def key(st: os.stat_result) -> tuple:
-        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
     def lookup(self, st: os.stat_result) -> Optional[str]:
         key = _entry_key(st)
         try:
@@ -171,7 +167,7 @@ class HashCache:
                 return {"sha256": sha, "size": before.st_size}
         d = _hash_file(path, copy_to)
         after = os.stat(path)
-        if (self.key(before) == self.key(after) and d["size"] == after.st_size
+        if (_entry_key(before) == _entry_key(after) and d["size"] == after.st_size
                 and after.st_mtime_ns <= started - _RACY_NS):
             self.store(after, d["sha256"])
         return d

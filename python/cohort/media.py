@@ -66,8 +66,8 @@ def _caption(caption: Any, what: str) -> str:
 
 
 def _read_path(path: Any, what: str, mimes: Dict[str, str], fmt: Optional[str] = None
-               ) -> Tuple[str, str, bytes]:
-    """(absolute path, MIME type, bytes) of a media file, checked: it exists, its extension (or
+               ) -> Tuple[str, bytes]:
+    """(MIME type, bytes) of a media file, checked: it exists, its extension (or
     `fmt`) is a known kind, and its first bytes are that kind's. The bytes are read here, when
     the value is made: a script that writes its next figure to the same file right after
     ``run.log`` must not change what this step logged (the worker encodes later)."""
@@ -84,7 +84,7 @@ def _read_path(path: Any, what: str, mimes: Dict[str, str], fmt: Optional[str] =
     magic = _MAGIC.get(mime)
     if magic and not any(data.startswith(m) for m in magic):
         raise ValueError(f"{what}: {p!r} is not a {mime} file (its first bytes do not match)")
-    return p, mime, data
+    return mime, data
 
 
 def _as_numpy(value: Any) -> Any:
@@ -132,13 +132,13 @@ class Image(_Media):
         if mode is not None and mode not in ("L", "LA", "RGB", "RGBA"):
             raise ValueError(f"Image: mode {mode!r}: expected L, LA, RGB or RGBA")
         self.caption = _caption(caption, "Image")
-        self._path: Optional[str] = None
+        self._file: Optional[bytes] = None  # a file's bytes, read when the value is made
         self._mime = "image/png"
         self._pil = None
         self._array = None
         self._mode = mode
         if isinstance(data_or_path, (str, os.PathLike)):
-            self._path, self._mime, self._file = _read_path(data_or_path, "Image", _IMAGE_MIME)
+            self._mime, self._file = _read_path(data_or_path, "Image", _IMAGE_MIME)
             return
         # A PIL image (PIL.Image is imported: its class made the value; the worker thread may be
         # importing it for the first time meanwhile, so the module is not peeked at otherwise).
@@ -184,8 +184,8 @@ class Image(_Media):
         raise ValueError(f"Image: unsupported dtype {a.dtype} (uint8, or float in [0, 1])")
 
     def _encode(self) -> Tuple[bytes, str, int, int, int]:
-        if self._path is not None:
-            data = self._file  # read when the value was made
+        if self._file is not None:
+            data = self._file
             width = height = 0
             try:
                 from PIL import Image as PILImage
@@ -224,11 +224,11 @@ class Audio(_Media):
     def __init__(self, data_or_path: Any, sample_rate: Optional[int] = None,
                  caption: Optional[str] = None) -> None:
         self.caption = _caption(caption, "Audio")
-        self._path: Optional[str] = None
+        self._file: Optional[bytes] = None  # a file's bytes, read when the value is made
         self._array = None
         self.sample_rate = sample_rate
         if isinstance(data_or_path, (str, os.PathLike)):
-            self._path, self._mime, self._file = _read_path(data_or_path, "Audio", _AUDIO_MIME)
+            self._mime, self._file = _read_path(data_or_path, "Audio", _AUDIO_MIME)
             return
         if sample_rate is None or isinstance(sample_rate, bool) or not isinstance(
                 sample_rate, numbers.Integral) or not 1 <= int(sample_rate) <= 1_000_000:
@@ -251,8 +251,8 @@ class Audio(_Media):
         self._array = a
 
     def _encode(self) -> Tuple[bytes, str, int, int, int]:
-        if self._path is not None:
-            data = self._file  # read when the value was made
+        if self._file is not None:
+            data = self._file
             duration = 0
             if self._mime == "audio/wav":
                 try:
@@ -291,8 +291,7 @@ class Video(_Media):
             raise ValueError("Video: arrays of frames are not encoded by cohort; write them to a "
                              ".mp4 or .gif file (e.g. imageio.mimwrite(path, frames, fps=fps)) "
                              "and log cohort.Video(path)")
-        self._path, self._mime, self._file = _read_path(data_or_path, "Video", _VIDEO_MIME,
-                                                        format)
+        self._mime, self._file = _read_path(data_or_path, "Video", _VIDEO_MIME, format)
 
     def _encode(self) -> Tuple[bytes, str, int, int, int]:
         return self._file, self._mime, 0, 0, 0

@@ -4,8 +4,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -29,27 +27,7 @@ int64_t WallNanos() {
       .count();
 }
 
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
-
 }  // namespace
-
-std::string UserCacheDir() {
-  if (std::string dir = Env("COHORT_CACHE_DIR"); !dir.empty()) {
-    if (dir == "~" || dir.starts_with("~/")) dir = Env("HOME") + dir.substr(1);
-    std::error_code ec;
-    if (!dir.starts_with("/")) {
-      const std::filesystem::path absolute = std::filesystem::absolute(dir, ec);
-      if (!ec) dir = absolute.lexically_normal().string();
-    }
-    return dir;
-  }
-  if (std::string xdg = Env("XDG_CACHE_HOME"); !xdg.empty()) return xdg + "/cohort";
-  if (std::string home = Env("HOME"); !home.empty()) return home + "/.cache/cohort";
-  return "";
-}
 
 std::string HashCacheDir(const std::string& cache_dir) { return cache_dir + "/hashes/v1"; }
 

@@ -31,11 +31,6 @@ namespace cohort::agent {
 // (python/cohort/artifacts.py _RACY_NS is the same; tests/python/test_artifacts.py checks it.)
 inline constexpr int64_t kRacyNanos = 1'000'000'000;
 
-// The user's cache directory: $COHORT_CACHE_DIR (a leading "~" is $HOME, a relative path is
-// made absolute: as the Python SDK reads it), else $XDG_CACHE_HOME/cohort, else
-// $HOME/.cache/cohort; "" when none of them is set.
-std::string UserCacheDir();
-
 // The directory of the entries under a cache directory (<cache>/hashes/v1).
 std::string HashCacheDir(const std::string& cache_dir);
 // An entry's file name: "<device>-<inode>-<size>-<mtime_ns>" (decimal).

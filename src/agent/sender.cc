@@ -46,25 +46,22 @@ std::string ErrorText(const HttpResponse& r) {
   return "HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 200);
 }
 
-// The "points" of an ingest answer ({"duplicate", "points", "next_step"}); 0 when absent.
-int64_t PointsOf(const HttpResponse& r) {
+// An ingest answer ({"duplicate", "points", "next_step"}, and "media_refused",
+// "media_refused_reason" when some of the batch's media rows were not stored): its "points" (0
+// when absent); refused media are a warning in the agent's log.
+int64_t ReadIngestAnswer(const HttpResponse& r, const std::string& dir) {
   auto v = json::Parse(r.body);
   if (!v.ok() || !v->is_object()) return 0;
-  const bj::value* p = v->as_object().if_contains("points");
+  const bj::object& o = v->as_object();
+  const bj::value* refused = o.if_contains("media_refused");
+  if (refused != nullptr && refused->is_int64() && refused->as_int64() > 0) {
+    const bj::value* why = o.if_contains("media_refused_reason");
+    Logf(LogLevel::kWarning, "{}: {} media value(s) not stored (the rest of the batch was): {}",
+         dir, refused->as_int64(),
+         why && why->is_string() ? std::string(why->as_string()) : std::string());
+  }
+  const bj::value* p = o.if_contains("points");
   return p && p->is_int64() ? p->as_int64() : 0;
-}
-
-// A batch stored without some of its media rows (past the server's media limits: the answer's
-// "media_refused" and "media_refused_reason"): a warning in the agent's log.
-void WarnOfRefusedMedia(const HttpResponse& r, const std::string& dir) {
-  if (r.body.find("media_refused") == std::string::npos) return;
-  auto v = json::Parse(r.body);
-  if (!v.ok() || !v->is_object()) return;
-  const bj::value* n = v->as_object().if_contains("media_refused");
-  const bj::value* why = v->as_object().if_contains("media_refused_reason");
-  if (n == nullptr || !n->is_int64() || n->as_int64() <= 0) return;
-  Logf(LogLevel::kWarning, "{}: {} media value(s) not stored (the rest of the batch was): {}", dir,
-       n->as_int64(), why && why->is_string() ? std::string(why->as_string()) : "");
 }
 
 StatusCode CodeForHttp(int status) {
@@ -457,10 +454,7 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
         return a;
       }
       Attempt a = Classify(r, what);
-      if (a.outcome == Outcome::kDone) {
-        a.points = PointsOf(*r);
-        WarnOfRefusedMedia(*r, s->dir());
-      }
+      if (a.outcome == Outcome::kDone) a.points = ReadIngestAnswer(*r, s->dir());
       return a;
     }
     case RecordKind::kRunPatch:

@@ -15,6 +15,7 @@
 #include "cli/read_client.h"
 #include "core/json.h"
 #include "core/text_encoding.h"
+#include "core/user_config.h"
 
 namespace cohort::cli {
 namespace {
@@ -228,7 +229,7 @@ int RunGet(const std::string& text, std::string root) {
     auto dest = TargetPath(root, path);
     if (!dest.ok()) return Fail("get", dest.status());
     if (auto have = fs->FileSize(*dest); have.ok() && *have == size) {
-      auto digest = agent::HashFileCached(fs, *dest, agent::UserCacheDir());
+      auto digest = agent::HashFileCached(fs, *dest, UserCacheDir());
       if (digest.ok() && digest->sha256 == sha) {  // already there, intact
         ++present;
         progress.Add(size);
@@ -284,7 +285,7 @@ int RunPut(const PutOpts& o) {
   for (const LocalFile& f : *files) total += f.size;
   // Through the hash cache (docs/formats.md, "Hash cache"): a file put or logged before and
   // unchanged since is not read again.
-  const std::string cache = agent::UserCacheDir();
+  const std::string cache = UserCacheDir();
   std::set<std::string> from_cache;  // files whose digest the cache gave
   {
     Progress hashing("hashing " + o.path, total);

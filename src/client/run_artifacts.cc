@@ -19,6 +19,7 @@
 #include "core/ids.h"
 #include "core/json.h"
 #include "core/thread_signals.h"
+#include "core/user_config.h"
 
 namespace cohort {
 namespace {
@@ -196,7 +197,7 @@ Result<std::string> Run::Impl::LogArtifact(const Artifact& artifact) {
                                       agent::StagingOwnerText(*owner));
       }
     }
-    const std::string cache_dir = agent::UserCacheDir();
+    const std::string cache_dir = UserCacheDir();
     for (size_t i = 0; st.ok() && i < artifact.files.size(); ++i) {
       const ArtifactFile& f = artifact.files[i];
       agent::ArtifactFileEntry e;

@@ -38,6 +38,21 @@ std::string UserDataDir() {
   return HomeDir() + "/.local/share/cohort";
 }
 
+std::string UserCacheDir() {
+  if (const char* c = std::getenv("COHORT_CACHE_DIR"); c && *c) {
+    std::string dir = c;
+    if (dir == "~" || dir.starts_with("~/")) dir = HomeDir() + dir.substr(1);
+    std::error_code ec;
+    if (!dir.starts_with("/")) {
+      const std::filesystem::path absolute = std::filesystem::absolute(dir, ec);
+      if (!ec) dir = absolute.lexically_normal().string();
+    }
+    return dir;
+  }
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/cohort";
+  return HomeDir() + "/.cache/cohort";
+}
+
 Result<UserConfig> LoadUserConfig(const std::string& path) {
   std::ifstream in(path);
   if (!in) return UserConfig{};

@@ -18,6 +18,10 @@ struct UserConfig {
 std::string UserConfigPath();
 // $XDG_DATA_HOME/cohort, else ~/.local/share/cohort.
 std::string UserDataDir();
+// $COHORT_CACHE_DIR (a leading "~" is the home directory, a relative path is made absolute: as
+// the Python SDK reads it), else $XDG_CACHE_HOME/cohort, else ~/.cache/cohort (the hash cache,
+// agent/hash_cache.h).
+std::string UserCacheDir();
 // Missing file: an empty config (not an error).
 Result<UserConfig> LoadUserConfig(const std::string& path = UserConfigPath());
 Status SaveUserConfig(const UserConfig& config, const std::string& path = UserConfigPath());

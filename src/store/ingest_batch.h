@@ -101,10 +101,11 @@ struct IngestBatch {
   std::vector<ConsoleLine> console;
   std::vector<HistogramPoint> histograms;  // in any order; one per (key, step) is kept: the last
   std::vector<MediaPoint> media;           // in any order; one per (key, step, index): the last
-  // > 0: limits on the batch's media, from the server's flags (0: none): rows per (key, step)
-  // (a row past it: kPayloadTooLarge naming the limit; the server takes such rows out first) and
-  // the bytes of all the run's media rows, tables' cells included (past it, the batch's media
-  // rows are refused and the rest of the batch is stored: IngestResult::media_refused).
+  // > 0: limits on the batch's media, from the server's flags (0: none): the bytes of one media
+  // file, rows per (key, step), and the bytes of all the run's media rows, tables' cells
+  // included. A row past the first two, and the batch's rows when the run would pass the third,
+  // are refused; the rest of the batch is stored (IngestResult::media_refused).
+  int64_t max_media_file_bytes = 0;
   int64_t max_media_per_step = 0;
   int64_t max_run_media_bytes = 0;
   // > 0: the run may hold at most this many distinct keys (history, system, histogram and media
@@ -124,8 +125,8 @@ struct IngestResult {
   bool duplicate = false;  // the seq had been stored before; nothing changed
   int64_t points = 0;      // scalar points stored (history + system)
   int64_t next_step = 0;   // the writer's next step after this batch
-  // Media rows not stored because the run would then hold more than
-  // IngestBatch::max_run_media_bytes (the rest of the batch is stored): how many, and why.
+  // Media rows not stored because they were past IngestBatch's media limits (the rest of the
+  // batch is stored): how many, and why (the first).
   int64_t media_refused = 0;
   std::string media_refused_reason;
 };

@@ -34,12 +34,14 @@ Result<int64_t> SizeParam(const http::HttpRequest& req, const ApiLimits& limits)
   return *size;
 }
 
-// Whether the entity holds the blob: it is recorded (the store) and readable (the blob store;
-// a blob recorded whose publication then failed is uploaded again). kInvalidArgument when the
-// entity holds it with another size. Its record is touched first (Store::TouchBlob): a caller
-// told it is held skips the upload and logs what names the blob next, which gc must not race.
-Result<bool> Held(ApiContext* ctx, const std::string& entity, const std::string& sha256,
-                  int64_t size) {
+bj::object BlobJson(const std::string& sha256, int64_t size, bool stored) {
+  return bj::object{{"sha256", sha256}, {"size", size}, {"stored", stored}};
+}
+
+}  // namespace
+
+Result<bool> HoldsBlob(ApiContext* ctx, const std::string& entity, const std::string& sha256,
+                       int64_t size) {
   COHORT_RETURN_IF_ERROR(ctx->store->TouchBlob(entity, sha256, NowMillis()));
   COHORT_ASSIGN_OR_RETURN(auto held, ctx->store->HeldBlobs(entity, {sha256}));
   auto it = held.find(sha256);
@@ -56,12 +58,6 @@ Result<bool> Held(ApiContext* ctx, const std::string& entity, const std::string&
   return true;
 }
 
-bj::object BlobJson(const std::string& sha256, int64_t size, bool stored) {
-  return bj::object{{"sha256", sha256}, {"size", size}, {"stored", stored}};
-}
-
-}  // namespace
-
 void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
   const std::string base = "/api/v1/blobs/{entity}/{sha256}";
 
@@ -70,7 +66,7 @@ void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
           auto size = SizeParam(req, ctx->limits);
           if (!size.ok()) return ErrorResponse(size.status());
           const std::string sha = req.PathParam("sha256");
-          auto held = Held(ctx, who.entity, sha, *size);
+          auto held = HoldsBlob(ctx, who.entity, sha, *size);
           if (!held.ok()) return ErrorResponse(held.status());
           bj::object out = BlobJson(sha, *size, *held);
           out["part_bytes"] = int64_t(limits::kBlobPartBytes);
@@ -102,7 +98,7 @@ void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
           }
           if (auto refused = ThrottleRequest(ctx, who.entity)) return std::move(*refused);
           const std::string sha = req.PathParam("sha256");
-          auto held = Held(ctx, who.entity, sha, *size);
+          auto held = HoldsBlob(ctx, who.entity, sha, *size);
           if (!held.ok()) return ErrorResponse(held.status());
           // A part of a blob the entity holds already is not needed: not stored again.
           if (!*held) {
@@ -132,7 +128,7 @@ void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
             return ErrorResponse(s);
           }
           const std::string sha = req.PathParam("sha256");
-          auto held = Held(ctx, who.entity, sha, size);
+          auto held = HoldsBlob(ctx, who.entity, sha, size);
           if (!held.ok()) return ErrorResponse(held.status());
           if (*held) return JsonResponse(200, BlobJson(sha, size, true));
           auto verified =

@@ -48,17 +48,10 @@ struct ApiLimits {
   uint64_t max_run_media_bytes = limits::kDefaultMaxRunMediaBytes;
 };
 
-// Media rows a batch carries that the server does not store: how many, and why (the first).
-struct MediaRefusal {
-  int64_t rows = 0;
-  std::string reason;
-};
-// Takes out of the batch its media rows past --max-media-file-bytes (a row naming a bigger
-// blob) and --max-media-per-step (an index past it), and sets the batch's run media budget,
-// which the store applies the same way (IngestResult::media_refused): media past a limit are
-// refused, never the scalars, console lines and histograms that share their batch
-// (ingest_api.cc).
-MediaRefusal TakeMediaPastLimits(const ApiLimits& limits, store::IngestBatch* batch);
+// Sets the batch's media limits from the server's flags (--max-media-file-bytes,
+// --max-media-per-step, --max-run-media-bytes): the store refuses the media rows past them and
+// stores the rest of the batch (IngestResult::media_refused; ingest_api.cc).
+void SetMediaLimits(const ApiLimits& limits, store::IngestBatch* batch);
 
 // kPayloadTooLarge naming `what` (a file, a blob) and the limit unless `size` is within
 // --max-artifact-file-bytes.
@@ -91,6 +84,15 @@ namespace bj = boost::json;
 
 // Maps a Status code to its HTTP status.
 int HttpStatusFor(StatusCode code);
+
+// Whether the entity holds the blob: it is recorded (the store) and readable (the blob store;
+// a blob recorded whose publication then failed is uploaded again). kInvalidArgument when the
+// entity holds it with another size. Its record is touched first (Store::TouchBlob): a caller
+// told it is held skips the upload and logs what names the blob next (a media row, a run file,
+// a version), which gc must not race (blobs_api.cc).
+Result<bool> HoldsBlob(ApiContext* ctx, const std::string& entity, const std::string& sha256,
+                       int64_t size);
+
 http::HttpResponse ErrorResponse(const Status& s);
 http::HttpResponse JsonResponse(int status, const bj::value& v);
 

@@ -52,7 +52,7 @@ void RegisterIngestRoutes(http::Router& r, ApiContext* ctx) {
             return std::move(*refused);
           }
           batch->max_run_keys = RunKeyLimit(ctx, who.entity);
-          const MediaRefusal taken = TakeMediaPastLimits(ctx->limits, &*batch);
+          SetMediaLimits(ctx->limits, &*batch);
           int64_t t0 = MonoNanos();
           const int64_t now = NowMillis();
           auto res = ctx->store->Ingest(*ref, req.PathParam("label"), *batch, now);
@@ -63,45 +63,21 @@ void RegisterIngestRoutes(http::Router& r, ApiContext* ctx) {
           bj::object ack{{"duplicate", res->duplicate},
                          {"points", res->points},
                          {"next_step", res->next_step}};
-          const int64_t refused = res->duplicate ? 0 : taken.rows + res->media_refused;
-          if (refused > 0) {
+          if (res->media_refused > 0) {
             // Said in the answer (the agent logs it as a warning) and counted: stored without
             // those rows is not stored.
-            ack["media_refused"] = refused;
-            ack["media_refused_reason"] = taken.rows > 0 ? taken.reason : res->media_refused_reason;
+            ack["media_refused"] = res->media_refused;
+            ack["media_refused_reason"] = res->media_refused_reason;
             ctx->metrics->AddRejected("media_limits");
           }
           return JsonResponse(200, ack);
         }));
 }
 
-MediaRefusal TakeMediaPastLimits(const ApiLimits& limits, store::IngestBatch* batch) {
-  MediaRefusal out;
-  std::vector<store::MediaPoint>& media = batch->media;
-  size_t kept = 0;
-  for (size_t i = 0; i < media.size(); ++i) {
-    const store::MediaPoint& m = media[i];
-    std::string why;
-    if (uint64_t(m.size) > limits.max_media_file_bytes) {
-      why = "media (key '" + m.key + "', step " + std::to_string(m.step) +
-            "): " + std::to_string(m.size) + " bytes, more than the limit of " +
-            std::to_string(limits.max_media_file_bytes) +
-            " bytes per media file (--max-media-file-bytes)";
-    } else if (limits.max_media_per_step > 0 && m.index >= limits.max_media_per_step) {
-      why = "media (key '" + m.key + "', step " + std::to_string(m.step) + "): more than " +
-            std::to_string(limits.max_media_per_step) + " media in one step (--max-media-per-step)";
-    }
-    if (why.empty()) {
-      if (kept != i) media[kept] = std::move(media[i]);
-      ++kept;
-      continue;
-    }
-    if (out.rows++ == 0) out.reason = std::move(why);
-  }
-  media.resize(kept);
+void SetMediaLimits(const ApiLimits& limits, store::IngestBatch* batch) {
+  batch->max_media_file_bytes = int64_t(limits.max_media_file_bytes);
   batch->max_media_per_step = limits.max_media_per_step;
   batch->max_run_media_bytes = int64_t(limits.max_run_media_bytes);
-  return out;
 }
 
 }  // namespace cohort::api

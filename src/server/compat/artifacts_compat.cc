@@ -319,16 +319,12 @@ Result<gql::Resolved> CreateArtifactFiles(GqlContext* c, const gql::FieldInfo& f
                     {"storagePath", HexLower(Base64Decode(md5))},
                     {"artifact", bj::object{{"id", DraftId(d.pk)}}}};
     auto it = held.find(md5);
-    bool stored = it != held.end() && c->api->blobs != nullptr &&
-                  c->api->blobs->Stat(it->second.sha256).ok();
-    if (stored) {
-      // "Nothing to upload" must hold until the commit: the record's time moves first (gc
-      // keeps a blob recorded within its grace period), then it is asked for again, in case gc
-      // forgot it just before (docs/artifacts.md, "Garbage collection").
-      const std::string& sha = it->second.sha256;
-      COHORT_RETURN_IF_ERROR(c->api->store->TouchBlob(c->who.entity, sha, NowMillis()));
-      COHORT_ASSIGN_OR_RETURN(auto still, c->api->store->HeldBlobs(c->who.entity, {sha}));
-      stored = still.contains(sha);
+    bool stored = false;
+    if (it != held.end() && c->api->blobs != nullptr) {
+      // "Nothing to upload" must hold until the commit: HoldsBlob touches the record first (gc
+      // keeps a blob recorded within its grace period), then asks again.
+      COHORT_ASSIGN_OR_RETURN(
+          stored, api::HoldsBlob(c->api, c->who.entity, it->second.sha256, it->second.size));
     }
     if (stored) {
       node["uploadUrl"] = nullptr;  // the entity has these bytes: nothing to upload

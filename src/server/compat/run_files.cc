@@ -126,10 +126,9 @@ Result<std::string> PutMediaBlob(api::ApiContext* ctx, const std::string& entity
   }
   const std::string sha = Sha256::Hex(body);
   const uint64_t size = body.size();
-  // Touched first (its time moves): the run file naming it comes next, which gc must not race.
-  COHORT_RETURN_IF_ERROR(ctx->store->TouchBlob(entity, sha, NowMillis()));
-  COHORT_ASSIGN_OR_RETURN(auto held, ctx->store->HeldBlobs(entity, {sha}));
-  if (held.contains(sha) && ctx->blobs->Stat(sha).ok()) return sha;
+  // The run file naming it comes next, which gc must not race (HoldsBlob touches its record).
+  COHORT_ASSIGN_OR_RETURN(const bool held, api::HoldsBlob(ctx, entity, sha, int64_t(size)));
+  if (held) return sha;
   // The entity's own upload (blob::OwnedUploadName); an empty file has no part.
   const std::string upload = blob::OwnedUploadName(entity, sha);
   int64_t part = 0;

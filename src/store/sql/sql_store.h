@@ -270,9 +270,9 @@ class SqlStore : public Store {
   static Status WriteHistograms(sql::Conn& conn, int64_t run_pk, int64_t writer_pk,
                                 const IngestBatch& batch);
   // Stores the batch's media rows for the writer (sql_store_media.cc; a (key, step, index)
-  // stored before is replaced), after checking the media limits of the batch (past
-  // max_media_per_step: kPayloadTooLarge; past max_run_media_bytes: none of the rows is stored,
-  // counted in result->media_refused, the rest of the batch goes on). The run's media bytes are
+  // stored before is replaced), within the media limits of the batch (IngestBatch: rows past
+  // them are not stored, counted in result->media_refused; the rest of the batch goes on). The
+  // run's media bytes are
   // runs.media_bytes, read with the run row locked and moved in the same transaction (exact with
   // any number of servers on PostgreSQL).
   Status WriteMedia(sql::Conn& conn, int64_t run_pk, int64_t writer_pk, const IngestBatch& batch,

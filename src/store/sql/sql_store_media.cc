@@ -18,9 +18,9 @@ using sql::Row;
 
 namespace {
 
-std::vector<std::string> DistinctMediaKeys(const IngestBatch& batch) {
+std::vector<std::string> DistinctMediaKeys(const std::vector<const MediaPoint*>& rows) {
   std::set<std::string> keys;
-  for (const MediaPoint& m : batch.media) keys.insert(m.key);
+  for (const MediaPoint* m : rows) keys.insert(m->key);
   return {keys.begin(), keys.end()};
 }
 
@@ -49,11 +49,12 @@ MediaRecord ReadRecord(const Row& row) {
 // later one of the same (key, step, index) replaces. One index range per batch: the writer's
 // rows of the batch's keys in its steps (none, when the batch logs new steps).
 Result<int64_t> ReplacedMediaBytes(Conn& conn, int64_t run_pk, int64_t writer_pk,
-                                   const IngestBatch& batch) {
+                                   const std::vector<const MediaPoint*>& rows_of_batch) {
   using Place = std::tuple<std::string, int64_t, int64_t>;
-  int64_t replaced = 0, lo = batch.media.front().step, hi = lo;
+  int64_t replaced = 0, lo = rows_of_batch.front()->step, hi = lo;
   std::map<Place, int64_t> last;  // the size of the row that stays
-  for (const MediaPoint& m : batch.media) {
+  for (const MediaPoint* row : rows_of_batch) {
+    const MediaPoint& m = *row;
     auto [it, fresh] = last.try_emplace(Place(m.key, m.step, m.index), m.size + m.cell_bytes);
     if (!fresh) {
       replaced += it->second;
@@ -72,7 +73,7 @@ Result<int64_t> ReplacedMediaBytes(Conn& conn, int64_t run_pk, int64_t writer_pk
           "writer_pk = $3 AND step >= $4 AND step <= $5",
           Params()
               .Add(run_pk)
-              .AddTextArray(DistinctMediaKeys(batch))
+              .AddTextArray(DistinctMediaKeys(rows_of_batch))
               .Add(writer_pk)
               .Add(lo)
               .Add(hi),
@@ -124,40 +125,54 @@ constexpr const char* kRecordColumns =
 Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const IngestBatch& batch,
                             IngestResult* result) {
   if (batch.media.empty()) return Status::Ok();
+  // Media past a limit are refused, not failed: the batch's scalars, console lines and
+  // histograms are stored without them (a failed batch is dropped whole by the agent, which
+  // would lose them); result->media_refused says how many and why (the first).
+  auto refuse = [&](size_t rows, const std::string& why) {
+    result->media_refused += int64_t(rows);
+    if (result->media_refused_reason.empty()) result->media_refused_reason = why;
+  };
+  std::vector<const MediaPoint*> rows;  // the rows within the per-row limits
+  rows.reserve(batch.media.size());
   int64_t bytes = 0;
   auto too_many = [] {
     return Status::PayloadTooLarge("media: the sizes of the batch's media add up past 2^63 bytes");
   };
   for (const MediaPoint& m : batch.media) {
+    auto where = [&m] {
+      return "media (key '" + m.key + "', step " + std::to_string(m.step) + "): ";
+    };
+    if (batch.max_media_file_bytes > 0 && m.size > batch.max_media_file_bytes) {
+      refuse(1, where() + std::to_string(m.size) + " bytes, more than the limit of " +
+                    std::to_string(batch.max_media_file_bytes) +
+                    " bytes per media file (--max-media-file-bytes)");
+      continue;
+    }
     if (batch.max_media_per_step > 0 && m.index >= batch.max_media_per_step) {
-      return Status::PayloadTooLarge("media (key '" + m.key + "', step " +
-                                     std::to_string(m.step) + "): more than " +
-                                     std::to_string(batch.max_media_per_step) +
-                                     " media in one step (--max-media-per-step)");
+      refuse(1, where() + "more than " + std::to_string(batch.max_media_per_step) +
+                    " media in one step (--max-media-per-step)");
+      continue;
     }
     if (__builtin_add_overflow(bytes, m.size, &bytes) ||
         __builtin_add_overflow(bytes, m.cell_bytes, &bytes)) {
       return too_many();
     }
+    rows.push_back(&m);
   }
+  if (rows.empty()) return Status::Ok();
   // The run's media bytes after the batch: what it holds, less the rows the batch replaces,
   // plus the batch's; kept in the run row, moved in this transaction.
   // The lock first: the rows it replaces cannot change size meanwhile (a vendor file attached).
   COHORT_ASSIGN_OR_RETURN(int64_t stored, LockedMediaBytes(conn, run_pk));
-  COHORT_ASSIGN_OR_RETURN(int64_t replaced, ReplacedMediaBytes(conn, run_pk, writer_pk, batch));
+  COHORT_ASSIGN_OR_RETURN(int64_t replaced, ReplacedMediaBytes(conn, run_pk, writer_pk, rows));
   int64_t total = 0;
   if (__builtin_add_overflow(stored - replaced, bytes, &total)) return too_many();
   if (batch.max_run_media_bytes > 0 && total > batch.max_run_media_bytes) {
-    // Refused, not failed: the batch's scalars, console lines and histograms are stored without
-    // its media (a failed batch is dropped whole by the agent, which would lose them).
-    result->media_refused += int64_t(batch.media.size());
-    if (result->media_refused_reason.empty()) {
-      result->media_refused_reason =
-          MediaBudgetExceeded(total, batch.max_run_media_bytes).message();
-    }
+    refuse(rows.size(), MediaBudgetExceeded(total, batch.max_run_media_bytes).message());
     return Status::Ok();
   }
-  for (const MediaPoint& m : batch.media) {
+  for (const MediaPoint* row : rows) {
+    const MediaPoint& m = *row;
     Params p;
     p.Add(run_pk).Add(m.key).Add(writer_pk).Add(m.step).Add(m.index).Add(m.time_ms).Add(m.type);
     p.Add(m.mime).Add(m.sha256).Add(m.size).Add(m.width).Add(m.height).Add(m.duration_ms);
