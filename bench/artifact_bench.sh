@@ -31,6 +31,9 @@ secs() { python3 -c 'import sys,time; print(time.time())'; }
 drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 for rep in $(seq "$repeats"); do
   run="$tmp/run$rep"; mkdir -p "$run"
+  # Each measured step starts with `sync`: the previous step's bytes still being written back
+  # would otherwise weigh on it (the dd figure alternated 280-1200 MiB/s between repetitions).
+  sync
   t0=$(secs); dd if="$file" of="$run/copy" bs=8M conv=fdatasync status=none; t1=$(secs)
   rm -f "$run/copy"
   t2=$(secs); dd if="$file" of=/dev/null bs=8M status=none; t3=$(secs)
@@ -42,12 +45,13 @@ for rep in $(seq "$repeats"); do
   pid=$!
   for _ in $(seq 100); do [ -s "$run/out" ] && break; sleep 0.1; done
   cli() { HOME="$run" /usr/bin/time -f "%e %M" -o "$run/time" "$bin" "$@"; }
+  sync
   cli artifact put "$file" --name big --type model -p bench > /dev/null 2> "$run/put.err"
   read -r put_s put_kb < "$run/time"
   cli artifact put "$file" --name big --type model -p bench > /dev/null 2> "$run/reput.err"
   read -r reput_s _ < "$run/time"
   reput_sent="$(grep -o '([^)]* sent)' "$run/reput.err" | tail -1)"
-  [ "${COLD:-0}" = 1 ] && drop_caches
+  if [ "${COLD:-0}" = 1 ]; then drop_caches; else sync; fi
   cli artifact get bench/big --root "$run/dl" > /dev/null 2> "$run/get.err"
   read -r get_s get_kb < "$run/time"
   cmp -s "$file" "$run/dl/weights.bin" || { echo "downloaded bytes differ" >&2; exit 1; }

@@ -89,6 +89,7 @@ def peer(tmp, data_file):
                XDG_CONFIG_HOME=str(home / "config"))
     script = pathlib.Path(tmp) / "wandb_log.py"
     script.write_text(WANDB_SCRIPT)
+    os.sync()
     out = subprocess.run([python, str(script), data_file], env=env, capture_output=True,
                          text=True)
     if out.returncode != 0:
@@ -108,12 +109,16 @@ def hwm_mb(pid):
 
 
 def one(tmp, data_file):
+    # Each measured step starts with a sync: the previous step's bytes still being written back
+    # would otherwise weigh on it.
+    os.sync()
     t0 = time.time()
     subprocess.run(["dd", f"if={data_file}", f"of={tmp}/copy", "bs=8M", "conv=fdatasync",
                     "status=none"], check=True)
     disk_mbs = SIZE_MB / (time.time() - t0)
     os.remove(f"{tmp}/copy")
     with BenchServer(tmp) as srv:
+        os.sync()
         proc = srv.start_script(SCRIPT, data_file, python="/usr/bin/python3")
         agent_peak = 0.0
         while proc.poll() is None:

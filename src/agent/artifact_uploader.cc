@@ -8,6 +8,7 @@
 
 #include "agent/agent_log.h"
 #include "agent/client_process.h"
+#include "agent/part_pool.h"
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/limits.h"
@@ -19,38 +20,8 @@ namespace {
 namespace bj = boost::json;
 
 constexpr uint64_t kMaxIntentFileBytes = 64 << 20;
-constexpr size_t kReadChunk = 1 << 20;
 
 int64_t MonoMs() { return MonoNanos() / 1000000; }
-
-// "HTTP 409 conflict: file model.pt: upload it first" from the server's error JSON.
-std::string ErrorText(const HttpResponse& r) {
-  auto v = json::Parse(r.body);
-  if (v.ok() && v->is_object()) {
-    if (const bj::value* e = v->as_object().if_contains("error"); e && e->is_object()) {
-      const bj::object& eo = e->as_object();
-      std::string out = "HTTP " + std::to_string(r.status);
-      if (auto* m = eo.if_contains("message"); m && m->is_string()) {
-        out += ": " + std::string(m->as_string());
-      }
-      return out;
-    }
-  }
-  return "HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 300);
-}
-
-// Transient outcomes are retried (kUnavailable, kResourceExhausted, kUnauthenticated and
-// kPermissionDenied: a key being fixed); the others fail the intent.
-Status HttpStatus(const Result<HttpResponse>& r, const std::string& what) {
-  if (!r.ok()) return Status::Unavailable(what + ": " + r.status().message());
-  const int code = r->status;
-  if (code >= 200 && code < 300) return Status::Ok();
-  const std::string text = what + ": " + ErrorText(*r);
-  if (code == 408 || code == 429 || code >= 500) return Status::ResourceExhausted(text);
-  if (code == 401) return Status::Unauthenticated(text);
-  if (code == 403) return Status::PermissionDenied(text);
-  return Status::FailedPrecondition(text);
-}
 
 bool Transient(const Status& s) {
   switch (s.code()) {
@@ -82,127 +53,13 @@ ArtifactUploaderOptions WithEnvironment(ArtifactUploaderOptions options) {
     if (!end || *end != '\0' || n < 0) return std::nullopt;
     return int64_t(n);
   };
-  if (auto n = number("COHORT_ARTIFACT_PARTS"); n && *n > 0) {
-    options.parallel_parts = int(std::min<int64_t>(*n, 64));
-  }
+  options.parallel_parts = ParallelPartsFromEnvironment(options.parallel_parts);
   if (auto n = number("COHORT_ARTIFACT_PART_DELAY_MS")) options.part_delay_ms = *n;
   options.backoff = BackoffOptionsFromEnvironment(options.backoff);
   return options;
 }
 
 }  // namespace
-
-// ---- the part pool ----
-
-class ArtifactUploader::PartPool {
- public:
-  PartPool(int threads, HttpClientOptions http, wal::FileSystem* fs, int64_t delay_ms,
-           std::function<void(const PartJob&)> on_done)
-      : http_(std::move(http)), fs_(fs), delay_ms_(delay_ms), on_done_(std::move(on_done)) {
-    for (int i = 0; i < std::max(1, threads); ++i) workers_.emplace_back([this] { Work(); });
-  }
-  ~PartPool() {
-    Abort();
-    for (auto& t : workers_) t.join();
-  }
-
-  // Uploads every job, at most one per worker at a time; the first failure (the others that
-  // were not started yet are dropped). Called by one thread at a time.
-  Status Run(std::vector<PartJob> jobs) COHORT_EXCLUDES(mu_) {
-    MutexLock lock(&mu_);
-    first_error_ = Status::Ok();
-    left_ = jobs.size();
-    for (auto& j : jobs) queue_.push_back(std::move(j));
-    cv_.SignalAll();
-    while (left_ > 0 && !aborted_) cv_.Wait(mu_);
-    queue_.clear();
-    if (aborted_) return Status::Unavailable("the uploader is stopping");
-    return first_error_;
-  }
-
-  void Abort() COHORT_EXCLUDES(mu_) {
-    MutexLock lock(&mu_);
-    aborted_ = true;
-    for (HttpClient* c : clients_) c->Abort();
-    cv_.SignalAll();
-  }
-
- private:
-  void Work() COHORT_EXCLUDES(mu_) {
-    std::map<std::string, std::unique_ptr<HttpClient>> clients;  // by base URL
-    std::string buf;
-    MutexLock lock(&mu_);
-    while (!aborted_) {
-      if (queue_.empty()) {
-        cv_.Wait(mu_);
-        continue;
-      }
-      PartJob job = std::move(queue_.front());
-      queue_.pop_front();
-      const bool skip = !first_error_.ok();
-      HttpClient* client = nullptr;
-      if (!skip) {
-        auto& c = clients[job.base_url];
-        if (!c) {
-          c = std::make_unique<HttpClient>(job.base_url, http_);
-          clients_.push_back(c.get());
-        }
-        client = c.get();
-      }
-      lock.Unlock();
-      Status st = skip ? Status::Ok() : Put(client, job, &buf);
-      if (st.ok() && !skip) on_done_(job);
-      lock.Lock();
-      if (!st.ok() && first_error_.ok()) first_error_ = st;
-      if (--left_ == 0) cv_.SignalAll();
-    }
-    for (auto& [url, c] : clients) {
-      clients_.erase(std::remove(clients_.begin(), clients_.end(), c.get()), clients_.end());
-    }
-  }
-
-  // Reads the part [offset, offset + length) of the source (never the whole file) and PUTs it.
-  Status Put(HttpClient* client, const PartJob& job, std::string* buf) {
-    auto in = fs_->NewSequentialFile(job.source);
-    if (!in.ok()) {
-      return Status::FailedPrecondition(job.source +
-                                        ": cannot read the file: " + in.status().message());
-    }
-    buf->resize(size_t(job.length));
-    COHORT_RETURN_IF_ERROR((*in)->Skip(uint64_t(job.offset)));
-    size_t have = 0;
-    while (have < buf->size()) {
-      const size_t want = std::min(kReadChunk, buf->size() - have);
-      auto got = (*in)->Read(want, buf->data() + have);
-      if (!got.ok()) return Status::FailedPrecondition(job.source + ": " + got.status().message());
-      if (got->data() != buf->data() + have)
-        std::copy(got->begin(), got->end(), buf->data() + have);
-      have += got->size();
-      if (got->size() < want) break;
-    }
-    if (have != buf->size()) {
-      return Status::FailedPrecondition(job.source +
-                                        ": the file is shorter than when it was "
-                                        "hashed: log the artifact again");
-    }
-    if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
-    auto r = client->Request("PUT", job.path, *buf, job.api_key, "application/octet-stream");
-    return HttpStatus(r, "PUT part");
-  }
-
-  const HttpClientOptions http_;
-  wal::FileSystem* const fs_;
-  const int64_t delay_ms_;
-  const std::function<void(const PartJob&)> on_done_;
-  Mutex mu_;
-  CondVar cv_;
-  std::deque<PartJob> queue_ COHORT_GUARDED_BY(mu_);
-  size_t left_ COHORT_GUARDED_BY(mu_) = 0;
-  Status first_error_ COHORT_GUARDED_BY(mu_);
-  bool aborted_ COHORT_GUARDED_BY(mu_) = false;
-  std::vector<HttpClient*> clients_ COHORT_GUARDED_BY(mu_);
-  std::vector<std::thread> workers_;
-};
 
 // ---- the uploader ----
 
@@ -242,13 +99,7 @@ void ArtifactUploader::Start() {
   started_ = true;
   stop_ = false;
   pool_ = std::make_unique<PartPool>(options_.parallel_parts, options_.http, fs_,
-                                     options_.part_delay_ms, [this](const PartJob& job) {
-                                       parts_uploaded_.fetch_add(1);
-                                       Progress(job.id, [&](ArtifactStatus* s) {
-                                         s->bytes_done += job.length;
-                                         ++s->parts_uploaded;
-                                       });
-                                     });
+                                     options_.part_delay_ms);
   thread_ = std::thread([this] { Loop(); });
   trash_waiting_ = true;  // what an earlier agent left
   trash_thread_ = std::thread([this] { EmptyTrashLoop(); });
@@ -602,7 +453,7 @@ Status ArtifactUploader::UploadBlob(const std::string& id, const Entry& e,
   const std::string blob = "/api/v1/blobs/" + PercentEncode(t.entity) + "/" + f.sha256;
   const std::string size_q = "?size=" + std::to_string(f.size);
   auto r = Call(t.base_url, "GET", blob + size_q, "", t.api_key);
-  COHORT_RETURN_IF_ERROR(HttpStatus(r, "blob " + f.path));
+  COHORT_RETURN_IF_ERROR(AnswerStatus(r, "blob " + f.path));
   auto v = json::Parse(r->body);
   if (!v.ok() || !v->is_object()) {
     return Status::Unavailable("blob " + f.path + ": the server's answer is not a JSON object");
@@ -654,21 +505,28 @@ Status ArtifactUploader::UploadBlob(const std::string& id, const Entry& e,
     jobs.push_back(std::move(j));
   }
   Progress(id, [&](ArtifactStatus* s) { s->bytes_done += held_bytes; });
+  const auto part_done = [this](const PartJob& job) {
+    parts_uploaded_.fetch_add(1);
+    Progress(job.id, [&](ArtifactStatus* s) {
+      s->bytes_done += job.length;
+      ++s->parts_uploaded;
+    });
+  };
   if (have.empty() && jobs.size() > 1) {
     // A new upload starts with one part, then the others go in parallel: the server sets an
     // upload up with its first part, and first parts arriving together race there (main at
     // 0b3974d: both write uploads/<sha>-<size>/started.tmp, one rename fails, HTTP 404).
-    COHORT_RETURN_IF_ERROR(pool_->Run({jobs.front()}));
+    COHORT_RETURN_IF_ERROR(pool_->Run({jobs.front()}, part_done));
     jobs.erase(jobs.begin());
   }
-  if (!jobs.empty()) COHORT_RETURN_IF_ERROR(pool_->Run(std::move(jobs)));
+  if (!jobs.empty()) COHORT_RETURN_IF_ERROR(pool_->Run(std::move(jobs), part_done));
   auto c = Call(t.base_url, "POST", blob + "/complete", bj::serialize(bj::object{{"size", f.size}}),
                 t.api_key);
   if (c.ok() && c->status == 409) {
     // A part went missing meanwhile: ask again which ones are there.
-    return Status::Unavailable("blob " + f.path + ": " + ErrorText(*c));
+    return Status::Unavailable("blob " + f.path + ": " + AnswerErrorText(*c));
   }
-  return HttpStatus(c, f.path);
+  return AnswerStatus(c, f.path);
 }
 
 ArtifactStatus ArtifactUploader::Committed(const std::string& id) {
@@ -701,9 +559,9 @@ Status ArtifactUploader::Commit(const std::string& id, const Entry& e) {
   if (r.ok() && r->status == 409 && r->body.find("upload it first") != std::string::npos) {
     // A blob found held when this attempt began is gone at the commit (gc forgot it while the
     // other files uploaded): the next attempt asks again and uploads it.
-    return Status::Unavailable("commit of " + e.intent.name + ": " + ErrorText(*r));
+    return Status::Unavailable("commit of " + e.intent.name + ": " + AnswerErrorText(*r));
   }
-  COHORT_RETURN_IF_ERROR(HttpStatus(r, "commit of " + e.intent.name));
+  COHORT_RETURN_IF_ERROR(AnswerStatus(r, "commit of " + e.intent.name));
   auto v = json::Parse(r->body);
   ArtifactStatus done = Committed(id);
   if (v.ok() && v->is_object()) {

@@ -40,6 +40,7 @@
 #include "agent/artifact_intent.h"
 #include "agent/backoff.h"
 #include "agent/http_client.h"
+#include "agent/part_pool.h"
 #include "core/mutex.h"
 #include "wal/file.h"
 
@@ -56,10 +57,11 @@ struct ArtifactTarget {
 struct ArtifactUploaderOptions {
   HttpClientOptions http;
   Backoff::Options backoff;
-  // Parts in flight for the whole agent; $COHORT_ARTIFACT_PARTS. Two keep the server's disk busy
-  // on loopback; each costs the server its body buffered (a 2 GiB upload with 4: 119 MiB peak
-  // RSS, with 2: 87 MiB; docs/benchmarks.md "Artifacts").
-  int parallel_parts = 2;
+  // Parts in flight for the whole agent; $COHORT_ARTIFACT_PARTS. The server streams each part
+  // to disk as it arrives (no body buffered), so more cost it little memory; each costs the
+  // agent its 8 MiB part read from disk. Four were no faster than two on the SDK's path
+  // (docs/benchmarks.md "Artifacts").
+  int parallel_parts = kDefaultParallelParts;
   double auth_pause_s = 300;   // after 401/403
   double keep_done_s = 86400;  // how long a committed or failed intent's file is kept
   // A pause before each part (a slow link, for tests); $COHORT_ARTIFACT_PART_DELAY_MS.
@@ -126,17 +128,6 @@ class ArtifactUploader {
     int64_t done_ms = 0;      // wall clock of the outcome; 0: pending
     int64_t retry_at_ms = 0;  // monotonic: not before
   };
-  struct PartJob {
-    std::string base_url;
-    std::string api_key;
-    std::string path;    // request path
-    std::string source;  // file
-    int64_t offset = 0;
-    int64_t length = 0;
-    std::string id;  // intent, for progress
-  };
-  class PartPool;
-
   void Loop() COHORT_EXCLUDES(mu_);
   // The trash thread: deletes what is in <root>/trash whenever something was moved there.
   void EmptyTrashLoop() COHORT_EXCLUDES(mu_);

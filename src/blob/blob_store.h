@@ -44,6 +44,10 @@ Status CheckPart(uint64_t size, int64_t part, uint64_t length);
 // so holding a blob always means having sent its bytes (or having had them recorded before).
 std::string OwnedUploadName(std::string_view owner, std::string_view sha256);
 
+// The bytes of one part as they arrive (a request body): each call hands out the next bytes
+// (valid until the next call), empty once all were handed out; an error ends the part.
+using PartSource = std::function<Result<std::string_view>()>;
+
 // A blob whose bytes were checked but that nobody can read yet. Dropping it without Publish
 // discards it (its parts are kept, so the upload can be verified again).
 class VerifiedBlob {
@@ -66,6 +70,12 @@ class BlobStore {
   // kInvalidArgument when `bytes` is not that part's length (CheckPart) or sha256 is malformed.
   virtual Status PutPart(std::string_view sha256, uint64_t size, int64_t part,
                          std::string_view bytes) = 0;
+  // PutPart of a part of `length` bytes read from `source` as they arrive. The part is stored
+  // only when `source` handed out exactly `length` bytes (kInvalidArgument naming the count
+  // otherwise, or `source`'s own error). This base version gathers the part in memory (at most
+  // kBlobPartBytes) and calls PutPart; a backend that can write as the bytes come overrides it.
+  virtual Status PutPartFrom(std::string_view sha256, uint64_t size, int64_t part, uint64_t length,
+                             const PartSource& source);
   // Checks that every part is stored (kFailedPrecondition naming the first missing one) and
   // that the bytes have this size and SHA-256 (kInvalidArgument naming both digests otherwise;
   // the upload's parts are then dropped). The result is published with VerifiedBlob::Publish.

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <memory>
 #include <set>
 
 #include "blob/s3_blob_store.h"
@@ -202,6 +203,50 @@ TEST_P(BlobStoreTest, BadPartsAndDigestsAreRefused) {
   EXPECT_EQ(store_->Read("..", 0, 1).status().code(), StatusCode::kInvalidArgument);
 }
 
+// A source handing out `bytes` in chunks of `chunk`, then `end` (empty bytes: the end; an
+// error: the body was cut there).
+PartSource Chunks(std::string bytes, size_t chunk,
+                  Result<std::string_view> end = std::string_view()) {
+  auto state = std::make_shared<std::pair<std::string, size_t>>(std::move(bytes), 0);
+  return [state, chunk, end]() -> Result<std::string_view> {
+    auto& [all, at] = *state;
+    if (at >= all.size()) return end;
+    std::string_view out = std::string_view(all).substr(at, chunk);
+    at += out.size();
+    return out;
+  };
+}
+
+TEST_P(BlobStoreTest, APartStreamedInIsStoredOnlyWhenAllItsBytesCame) {
+  const std::string data = Bytes(2 * kPart + 10, 5);
+  const std::string sha = Sha256::Hex(data);
+  const uint64_t size = data.size();
+  ASSERT_TRUE(store_->PutPartFrom(sha, size, 0, kPart, Chunks(Part(data, 0), 1000)).ok());
+  // Cut: the body ended early, the connection failed, or more came than the part's length.
+  Status short_body =
+      store_->PutPartFrom(sha, size, 1, kPart, Chunks(Part(data, 1).substr(9), 4096));
+  EXPECT_EQ(short_body.code(), StatusCode::kInvalidArgument) << short_body.ToString();
+  EXPECT_NE(short_body.message().find("ended after"), std::string::npos) << short_body.ToString();
+  Status cut = store_->PutPartFrom(
+      sha, size, 1, kPart,
+      Chunks(Part(data, 1).substr(0, 5000), 1000, Status::IOError("the connection closed")));
+  EXPECT_EQ(cut.code(), StatusCode::kIOError) << cut.ToString();
+  Status too_long = store_->PutPartFrom(sha, size, 2, 10, Chunks(Part(data, 2) + "x", 4));
+  EXPECT_EQ(too_long.code(), StatusCode::kInvalidArgument) << too_long.ToString();
+  EXPECT_EQ(store_->PutPartFrom(sha, size, 2, 11, Chunks("0123456789x", 4)).code(),
+            StatusCode::kInvalidArgument);  // not the part's length (CheckPart)
+  EXPECT_EQ(*store_->ListParts(sha, size), (std::vector<int64_t>{0}));
+  auto incomplete = store_->Verify(sha, size);
+  EXPECT_EQ(incomplete.status().code(), StatusCode::kFailedPrecondition);
+  // Sent again whole: the blob is the data.
+  ASSERT_TRUE(store_->PutPartFrom(sha, size, 1, kPart, Chunks(Part(data, 1), 1 << 18)).ok());
+  ASSERT_TRUE(store_->PutPartFrom(sha, size, 2, 10, Chunks(Part(data, 2), 3)).ok());
+  auto verified = store_->Verify(sha, size);
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  ASSERT_TRUE((*verified)->Publish().ok());
+  EXPECT_EQ(*store_->Read(sha, 0, size), data);
+}
+
 TEST_P(LocalBlobStoreTest, AFailedPartWriteIsNotListedAndCanBeSentAgain) {
   const std::string data = Bytes(kPart + 10, 3);
   const std::string sha = Sha256::Hex(data);
@@ -360,6 +405,41 @@ TEST_F(BlobStoreHashingTest, PartsInOrderAreNotReadBackAtCompletion) {
   auto verified = store->Verify(sha, data.size());
   ASSERT_TRUE(verified.ok()) << verified.status().ToString();
   ASSERT_TRUE((*verified)->Publish().ok());
+}
+
+TEST_F(BlobStoreHashingTest, PartsStreamedInOrderAreHashedAsTheyArrive) {
+  auto store = Open();
+  const std::string data = Bytes(2 * kPart + 5, 45);
+  const std::string sha = Sha256::Hex(data);
+  for (int64_t n = 0; n < 3; ++n) {
+    ASSERT_TRUE(store
+                    ->PutPartFrom(sha, data.size(), n, PartLength(data.size(), n),
+                                  Chunks(Part(data, n), 256 << 10))
+                    .ok());
+  }
+  Scribble(sha, data.size(), 2 * kPart + 1);  // hashed as it was written: not read again
+  auto verified = store->Verify(sha, data.size());
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  ASSERT_TRUE((*verified)->Publish().ok());
+}
+
+TEST_F(BlobStoreHashingTest, APartCutWhileItWasHashedIsSentAgainAndTheBlobChecksOut) {
+  // Part 1's first bytes went into the upload's hash before its body was cut: that hash is no
+  // longer the parts', so completion reads the upload back (and finds the bytes right).
+  auto store = Open();
+  const std::string data = Bytes(2 * kPart, 46);
+  const std::string sha = Sha256::Hex(data);
+  ASSERT_TRUE(store->PutPart(sha, data.size(), 0, Part(data, 0)).ok());
+  EXPECT_FALSE(
+      store
+          ->PutPartFrom(sha, data.size(), 1, kPart,
+                        Chunks(Part(data, 1).substr(0, 3 << 20), 1 << 20, Status::IOError("cut")))
+          .ok());
+  ASSERT_TRUE(store->PutPart(sha, data.size(), 1, Part(data, 1)).ok());
+  auto verified = store->Verify(sha, data.size());
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  ASSERT_TRUE((*verified)->Publish().ok());
+  EXPECT_EQ(*store->Read(sha, 0, data.size()), data);
 }
 
 TEST_F(BlobStoreHashingTest, PartsOutOfOrderAreHashedWhenTheGapCloses) {

@@ -5,11 +5,14 @@
 //   <root>/uploads/<sha256>-<size>/part-<n>            empty: part n is in `data`, synced
 //   <root>/uploads/<sha256>-<size>/started             when the first part arrived (ms, text)
 //
-// A part is written at its offset and synced before its marker is created and the directory
-// synced, so a marker always names durable bytes. Publishing renames `data` into place (it was
-// synced part by part) and syncs the blob's directory. Verifying finishes the SHA-256 computed
-// while the parts arrived in order (upload_hash.h), reading only what it lacks: nothing when the
-// parts came in order, all of `data` after a restart or when a part was sent again.
+// A part is written at its offset as its bytes arrive and synced before its marker is created,
+// so a marker always names durable bytes. The marker itself is not synced: one that a crash
+// loses only makes the part be sent again (the upload's status no longer lists it, and a
+// completion names it missing); the next part's sync or the publication makes it durable.
+// Publishing renames `data` into place (it was synced part by part) and syncs the blob's directory.
+// Verifying finishes the SHA-256 computed while the parts arrived in order (upload_hash.h), reading
+// only what it lacks: nothing when the parts came in order, all of `data` after a restart or when a
+// part was sent again.
 #include <algorithm>
 #include <charconv>
 #include <optional>
@@ -55,6 +58,44 @@ std::string OwnedUploadName(std::string_view owner, std::string_view sha256) {
   text += '\n';
   text += sha256;
   return Sha256::Hex(text);
+}
+
+namespace {
+
+// Reads `source` to its end into `sink`, checking it hands out exactly `length` bytes.
+Status DrainPart(int64_t part, uint64_t length, const PartSource& source,
+                 const std::function<Status(std::string_view)>& sink) {
+  uint64_t got = 0;
+  while (true) {
+    COHORT_ASSIGN_OR_RETURN(std::string_view bytes, source());
+    if (bytes.empty()) break;
+    if (bytes.size() > length - got) {
+      return Status::InvalidArgument("part " + std::to_string(part) + ": more than its " +
+                                     std::to_string(length) + " bytes were sent");
+    }
+    COHORT_RETURN_IF_ERROR(sink(bytes));
+    got += bytes.size();
+  }
+  if (got != length) {
+    return Status::InvalidArgument("part " + std::to_string(part) + ": the body ended after " +
+                                   std::to_string(got) + " of its " + std::to_string(length) +
+                                   " bytes");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status BlobStore::PutPartFrom(std::string_view sha256, uint64_t size, int64_t part, uint64_t length,
+                              const PartSource& source) {
+  COHORT_RETURN_IF_ERROR(CheckPart(size, part, length));
+  std::string bytes;
+  bytes.reserve(size_t(length));
+  COHORT_RETURN_IF_ERROR(DrainPart(part, length, source, [&](std::string_view b) {
+    bytes.append(b);
+    return Status::Ok();
+  }));
+  return PutPart(sha256, size, part, bytes);
 }
 
 Result<std::unique_ptr<VerifiedBlob>> BlobStore::VerifyAs(std::string_view upload_name,
@@ -161,21 +202,31 @@ class LocalBlobStore final : public BlobStore {
 
   Status PutPart(std::string_view sha256, uint64_t size, int64_t part,
                  std::string_view bytes) override {
+    bool handed = false;
+    return PutPartFrom(sha256, size, part, bytes.size(), [&]() -> Result<std::string_view> {
+      if (handed) return std::string_view();
+      handed = true;
+      return bytes;
+    });
+  }
+
+  Status PutPartFrom(std::string_view sha256, uint64_t size, int64_t part, uint64_t length,
+                     const PartSource& source) override {
     COHORT_RETURN_IF_ERROR(CheckDigest(sha256));
-    COHORT_RETURN_IF_ERROR(CheckPart(size, part, bytes.size()));
+    COHORT_RETURN_IF_ERROR(CheckPart(size, part, length));
     const std::string dir = UploadDir(sha256, size);
-    hashes_.BeginPart(dir, part);
-    Status written = WritePart(dir, part, bytes);
+    Sha256* hash = hashes_.BeginPart(dir, part);
+    Status written = WritePart(dir, part, length, source, hash);
     hashes_.EndPart(
-        dir, part, bytes, written.ok(), PartCount(size),
+        dir, part, written.ok(), hash != nullptr, PartCount(size),
         [&](int64_t n) {
           Result<bool> e = fs_->Exists(JoinPath(dir, std::string(kPartPrefix) +
                                                          std::to_string(n)));
           return e.ok() && *e;
         },
-        [&](int64_t n, Sha256* hash) -> Status {
+        [&](int64_t n, Sha256* h) -> Status {
           const uint64_t start = uint64_t(n) * limits::kBlobPartBytes;
-          Result<uint64_t> end = HashFrom(JoinPath(dir, "data"), start, hash, PartLength(size, n));
+          Result<uint64_t> end = HashFrom(JoinPath(dir, "data"), start, h, PartLength(size, n));
           if (!end.ok() || *end != start + PartLength(size, n)) {
             return Status::Internal("part " + std::to_string(n) + " not read back");
           }
@@ -184,8 +235,10 @@ class LocalBlobStore final : public BlobStore {
     return written;
   }
 
-  // Writes part `part` at its offset of `dir`/data, syncs it, then marks it.
-  Status WritePart(const std::string& dir, int64_t part, std::string_view bytes) {
+  // Writes part `part` at its offset of `dir`/data as `source` hands its bytes out (feeding
+  // them into `hash` when there is one), syncs it, then marks it.
+  Status WritePart(const std::string& dir, int64_t part, uint64_t length, const PartSource& source,
+                   Sha256* hash) {
     COHORT_RETURN_IF_ERROR(fs_->CreateDir(dir));
     const std::string started = JoinPath(dir, "started");
     COHORT_ASSIGN_OR_RETURN(bool has_started, fs_->Exists(started));
@@ -205,19 +258,22 @@ class LocalBlobStore final : public BlobStore {
     {
       COHORT_ASSIGN_OR_RETURN(auto data, fs_->NewWritableFile(JoinPath(dir, "data"),
                                                               wal::WriteMode::kAppend));
-      COHORT_RETURN_IF_ERROR(
-          data->WriteAt(uint64_t(part) * limits::kBlobPartBytes, bytes));
+      uint64_t at = uint64_t(part) * limits::kBlobPartBytes;
+      COHORT_RETURN_IF_ERROR(DrainPart(part, length, source, [&](std::string_view bytes) {
+        COHORT_RETURN_IF_ERROR(data->WriteAt(at, bytes));
+        at += bytes.size();
+        if (hash != nullptr) hash->Update(bytes);
+        return Status::Ok();
+      }));
       COHORT_RETURN_IF_ERROR(data->Sync());
       COHORT_RETURN_IF_ERROR(data->Close());
     }
-    {
-      COHORT_ASSIGN_OR_RETURN(
-          auto marker, fs_->NewWritableFile(JoinPath(dir, std::string(kPartPrefix) +
-                                                              std::to_string(part)),
-                                            wal::WriteMode::kTruncate));
-      COHORT_RETURN_IF_ERROR(marker->Close());
-    }
-    return fs_->SyncDir(dir);
+    // Not synced (see the top of this file).
+    COHORT_ASSIGN_OR_RETURN(
+        auto marker,
+        fs_->NewWritableFile(JoinPath(dir, std::string(kPartPrefix) + std::to_string(part)),
+                             wal::WriteMode::kTruncate));
+    return marker->Close();
   }
 
   Result<std::unique_ptr<VerifiedBlob>> Verify(std::string_view sha256, uint64_t size) override {

@@ -2,35 +2,43 @@
 
 namespace cohort::blob {
 
-void UploadHashes::BeginPart(const std::string& upload, int64_t part) {
+Sha256* UploadHashes::BeginPart(const std::string& upload, int64_t part) {
   MutexLock lock(&mu_);
   std::unique_ptr<State>& s = states_[upload];
   if (!s) s = std::make_unique<State>();
-  // Bytes that may already be in the hash (or are being read into it), or two PUTs of one part
+  // Bytes that may already be in the hash (or are being fed into it), or two PUTs of one part
   // at once (which one's bytes stay is the file system's call): the state cannot be trusted.
   if (part < s->next || (s->hashing && part == s->next) || s->writing[part] > 0) s->spoiled = true;
   ++s->writing[part];
+  if (s->spoiled || s->hashing || part != s->next) return nullptr;
+  s->hashing = true;  // this PUT's, until its EndPart
+  return s->hash.get();
 }
 
-void UploadHashes::EndPart(const std::string& upload, int64_t part, std::string_view bytes,
-                           bool durable, int64_t part_count, const StoredFn& stored,
+void UploadHashes::EndPart(const std::string& upload, int64_t part, bool durable, bool hashed,
+                           int64_t part_count, const StoredFn& stored,
                            const HashStoredFn& hash_stored) {
   MutexLock lock(&mu_);
   auto it = states_.find(upload);
   if (it == states_.end()) return;  // forgotten meanwhile (completed or dropped)
   State* s = it->second.get();
   if (--s->writing[part] == 0) s->writing.erase(part);
+  if (hashed) {
+    s->hashing = false;
+    if (!durable) {
+      s->spoiled = true;  // the hash has bytes that are not the part's
+    } else if (!s->spoiled) {
+      ++s->next;
+    }
+  }
   if (s->spoiled) {
     if (s->writing.empty() && !s->hashing) states_.erase(it);
     return;
   }
-  if (!durable || s->hashing || part != s->next || s->writing.count(part)) return;
+  if (!durable || s->hashing) return;
   s->hashing = true;
-  lock.Unlock();
-  s->hash->Update(bytes);
-  lock.Lock();
-  ++s->next;
-  // The parts that arrived before their turn, while nobody writes them.
+  // The parts whose turn it is, durable and written by nobody (this one too when it was not
+  // hashed as it was written).
   while (!s->spoiled && s->next < part_count && !s->writing.count(s->next)) {
     const int64_t n = s->next;
     lock.Unlock();

@@ -1,14 +1,14 @@
 // UploadHashes: the SHA-256 of an upload computed while its parts arrive, so that completing it
 // does not read the whole blob back (docs/artifacts.md, "Uploads").
 //
-// Parts are hashed in order: a part that arrives next in order is hashed from the request's
-// bytes once it is durable, and so are the parts after it that arrived earlier (read back from
-// the store, where the page cache usually still has them). A part is never hashed while a PUT of
-// it is being written, and a part sent again after it was hashed (or while it is being hashed)
-// spoils the upload's state: it is dropped, and the store reads the whole blob at completion, as
-// it does after a server restart (the state is in memory only). A state is only a shortcut: the
-// store compares the final digest with the announced one and, when they differ, reads the whole
-// blob before it refuses anything.
+// Parts are hashed in order: a part that is next in order when its PUT begins is hashed by that
+// PUT as its bytes are written (and counted once they are durable); the parts after it that
+// arrived earlier are read back from the store (where the page cache usually still has them)
+// when their turn comes. A part is never read back while a PUT of it is being written, and a
+// part sent again after it was hashed (or while it is being hashed) spoils the upload's state: it
+// is dropped, and the store reads the whole blob at completion, as it does after a server restart
+// (the state is in memory only). A state is only a shortcut: the store compares the final digest
+// with the announced one and, when they differ, reads the whole blob before it refuses anything.
 //
 // Threading: thread-safe. Hashing happens outside the lock, by one thread per upload at a time.
 #pragma once
@@ -40,12 +40,16 @@ class UploadHashes {
   // large).
   using HashStoredFn = std::function<Status(int64_t part, Sha256* hash)>;
 
-  // A PUT of `part` of `upload` (any key naming one upload) is about to write it.
-  void BeginPart(const std::string& upload, int64_t part) COHORT_EXCLUDES(mu_);
-  // That PUT ended: `bytes` are durable when `durable`. Hashes them when the part is next in
-  // order, then the following parts that `stored` says are durable (read with `hash_stored`), up to
-  // `part_count`.
-  void EndPart(const std::string& upload, int64_t part, std::string_view bytes, bool durable,
+  // A PUT of `part` of `upload` (any key naming one upload) is about to write it. Returns the
+  // upload's hash when the part is next in order and nothing else writes or hashes it: the PUT
+  // feeds the part's bytes into it, in order, as it writes them, and passes hashed=true to
+  // EndPart. Null otherwise (the part is read back when its turn comes).
+  Sha256* BeginPart(const std::string& upload, int64_t part) COHORT_EXCLUDES(mu_);
+  // That PUT ended: the part is durable when `durable`; `hashed` when BeginPart handed it the
+  // hash (all the part's bytes went in when it is durable; a failed PUT spoils the state). Then
+  // hashes, in order, the parts that `stored` says are durable and nobody writes (read with
+  // `hash_stored`), up to `part_count`.
+  void EndPart(const std::string& upload, int64_t part, bool durable, bool hashed,
                int64_t part_count, const StoredFn& stored, const HashStoredFn& hash_stored)
       COHORT_EXCLUDES(mu_);
   // Takes the upload's state for its completion; nullopt when there is none worth using (none,
@@ -58,7 +62,7 @@ class UploadHashes {
   struct State {
     std::unique_ptr<Sha256> hash = std::make_unique<Sha256>();
     int64_t next = 0;                // parts [0, next) are in `hash`
-    bool hashing = false;            // a thread is hashing part `next`
+    bool hashing = false;            // a thread is hashing part `next` (or a PUT writing it)
     bool spoiled = false;            // a hashed part was written again: drop at the end
     std::map<int64_t, int> writing;  // parts being written, by how many PUTs
   };

@@ -13,11 +13,16 @@ class UploadHashesTest : public ::testing::Test {
  protected:
   static constexpr int64_t kParts = 4;
 
+  // A PUT of part n, as the store makes it: fed into the hash while written when it may be.
   void Put(int64_t n, const std::string& bytes) {
-    hashes_.BeginPart("u", n);
+    Sha256* hash = hashes_.BeginPart("u", n);
     stored_[n] = bytes;
+    if (hash != nullptr) hash->Update(bytes);
+    End(n, /*durable=*/true, hash != nullptr);
+  }
+  void End(int64_t n, bool durable, bool hashed) {
     hashes_.EndPart(
-        "u", n, bytes, true, kParts, [&](int64_t k) { return stored_.count(k) > 0; },
+        "u", n, durable, hashed, kParts, [&](int64_t k) { return stored_.count(k) > 0; },
         [&](int64_t k, Sha256* hash) {
           ++reads_;
           hash->Update(stored_.at(k));
@@ -75,27 +80,49 @@ TEST_F(UploadHashesTest, APartBeingWrittenIsNotReadAndBlocksTheTake) {
 }
 
 TEST_F(UploadHashesTest, TwoPutsOfOnePartAtOnceSpoilTheState) {
-  hashes_.BeginPart("u", 0);
-  hashes_.BeginPart("u", 0);
-  for (int i = 0; i < 2; ++i) {
-    hashes_.EndPart(
-        "u", 0, "p0", true, kParts, [](int64_t) { return false; },
-        [](int64_t, Sha256*) { return Status::Ok(); });
-  }
+  Sha256* first = hashes_.BeginPart("u", 0);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(hashes_.BeginPart("u", 0), nullptr);  // the second one may not feed the hash
+  stored_[0] = "p0";
+  first->Update("p0");
+  End(0, true, /*hashed=*/true);
+  End(0, true, /*hashed=*/false);
   EXPECT_FALSE(hashes_.Take("u").has_value());
   EXPECT_EQ(hashes_.size(), 0u);
 }
 
-TEST_F(UploadHashesTest, AFailedWriteIsNotHashedAndForgetDropsTheState) {
-  hashes_.BeginPart("u", 0);
-  hashes_.EndPart(
-      "u", 0, "p0", /*durable=*/false, kParts, [](int64_t) { return false; },
-      [](int64_t, Sha256*) { return Status::Ok(); });
-  EXPECT_FALSE(hashes_.Take("u").has_value());  // nothing hashed: no shortcut
+TEST_F(UploadHashesTest, AFailedWriteThatFedTheHashSpoilsItAndForgetDropsTheState) {
+  Sha256* hash = hashes_.BeginPart("u", 0);
+  ASSERT_NE(hash, nullptr);
+  hash->Update("half of p0");  // the body was cut after these bytes
+  End(0, /*durable=*/false, /*hashed=*/true);
+  EXPECT_FALSE(hashes_.Take("u").has_value());  // no shortcut: the store reads everything
   Put(0, "p0");
   EXPECT_EQ(hashes_.size(), 1u);
   hashes_.Forget("u");
   EXPECT_EQ(hashes_.size(), 0u);
+}
+
+TEST_F(UploadHashesTest, PartsInFlightTogetherAreFedOrReadBackInOrder) {
+  // Two PUTs at once, as the uploaders send them: part 0 feeds the hash as it is written, part 1
+  // (begun meanwhile, not next) is read back once part 0 is in.
+  Sha256* zero = hashes_.BeginPart("u", 0);
+  ASSERT_NE(zero, nullptr);
+  EXPECT_EQ(hashes_.BeginPart("u", 1), nullptr);
+  stored_[1] = "p1";
+  End(1, true, false);  // ends first: part 0 is still being written
+  EXPECT_EQ(reads_, 0);
+  stored_[0] = "p0";
+  zero->Update("p0");
+  End(0, true, true);
+  EXPECT_EQ(reads_, 1);  // part 1, after part 0
+  Put(2, "p2");          // next again: fed, not read
+  Put(3, "p3");
+  EXPECT_EQ(reads_, 1);
+  auto prefix = hashes_.Take("u");
+  ASSERT_TRUE(prefix.has_value());
+  EXPECT_EQ(prefix->parts, kParts);
+  EXPECT_EQ(prefix->hash->FinishHex(), HexOf(kParts));
 }
 
 }  // namespace

@@ -305,9 +305,10 @@ int RunPut(const PutOpts& o) {
     hashing.Finish();
   }
   Progress uploading("uploading " + o.path, total);
+  agent::PartPool parts(agent::ParallelPartsFromEnvironment(), {}, fs);
   uint64_t sent_bytes = 0;
   for (LocalFile& f : *files) {
-    auto up = UploadBlob(**client, fs, ref->entity, f, [&](uint64_t n) { uploading.Add(n); });
+    auto up = UploadBlob(**client, &parts, ref->entity, f, [&](uint64_t n) { uploading.Add(n); });
     if (!up.ok() && up.status().code() == StatusCode::kInvalidArgument &&
         from_cache.count(f.disk_path)) {
       // The server found other bytes than the cached digest's (a file rewritten without moving
@@ -316,7 +317,7 @@ int RunPut(const PutOpts& o) {
       auto digest = agent::HashFileCached(fs, f.disk_path, cache);
       if (!digest.ok()) return Fail("put", digest.status());
       f.sha256 = digest->sha256;
-      up = UploadBlob(**client, fs, ref->entity, f, [&](uint64_t n) { uploading.Add(n); });
+      up = UploadBlob(**client, &parts, ref->entity, f, [&](uint64_t n) { uploading.Add(n); });
     }
     if (!up.ok()) {
       uploading.Finish();

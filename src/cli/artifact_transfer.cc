@@ -1,6 +1,7 @@
 #include "cli/artifact_transfer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <set>
 #include <thread>
@@ -9,6 +10,7 @@
 #include "core/mutex.h"
 #include "core/sha256.h"
 #include "core/text_encoding.h"
+#include "wal/background_appender.h"
 
 namespace cohort::cli {
 namespace bj = boost::json;
@@ -21,79 +23,6 @@ constexpr int kRangeRetries = 5;
 // ranges are fetched and hashed instead of all at the end.
 constexpr uint64_t kSyncEveryBytes = 64 << 20;
 constexpr size_t kQueuedRanges = 1;  // a range received and not written yet (8 MiB)
-
-// Appends what a download receives to its file on a thread of its own (syncing as it goes):
-// fetching and hashing the next range overlaps writing this one.
-class BackgroundWriter {
- public:
-  explicit BackgroundWriter(wal::WritableFile* out) : out_(out) {
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~BackgroundWriter() { (void)Finish(); }
-  BackgroundWriter(const BackgroundWriter&) = delete;
-  BackgroundWriter& operator=(const BackgroundWriter&) = delete;
-
-  // Queues `bytes` (waits while kQueuedRanges are queued); the writer's first error, if any.
-  Status Push(std::string bytes) COHORT_EXCLUDES(mu_) {
-    MutexLock lock(&mu_);
-    while (error_.ok() && queue_.size() >= kQueuedRanges) cv_.Wait(mu_);
-    if (!error_.ok()) return error_;
-    queue_.push_back(std::move(bytes));
-    cv_.SignalAll();
-    return Status::Ok();
-  }
-  // Writes what is queued, syncs, and ends the thread; the first error.
-  Status Finish() COHORT_EXCLUDES(mu_) {
-    {
-      MutexLock lock(&mu_);
-      done_ = true;
-      cv_.SignalAll();
-    }
-    if (thread_.joinable()) thread_.join();
-    MutexLock lock(&mu_);
-    return error_;
-  }
-
- private:
-  void Loop() COHORT_EXCLUDES(mu_) {
-    uint64_t unsynced = 0;
-    MutexLock lock(&mu_);
-    while (error_.ok()) {
-      if (queue_.empty()) {
-        if (done_) break;
-        cv_.Wait(mu_);
-        continue;
-      }
-      std::string bytes = std::move(queue_.front());
-      queue_.pop_front();
-      cv_.SignalAll();
-      lock.Unlock();
-      Status st = out_->Append(bytes);
-      unsynced += bytes.size();
-      if (st.ok() && unsynced >= kSyncEveryBytes) {
-        st = out_->Sync();
-        unsynced = 0;
-      }
-      lock.Lock();
-      if (!st.ok()) error_ = st;
-    }
-    if (error_.ok()) {
-      lock.Unlock();
-      Status st = out_->Sync();
-      lock.Lock();
-      if (!st.ok()) error_ = st;
-    }
-    cv_.SignalAll();
-  }
-
-  wal::WritableFile* const out_;
-  Mutex mu_;
-  CondVar cv_;
-  std::deque<std::string> queue_ COHORT_GUARDED_BY(mu_);
-  bool done_ COHORT_GUARDED_BY(mu_) = false;
-  Status error_ COHORT_GUARDED_BY(mu_);
-  std::thread thread_;
-};
 
 std::vector<std::string> SplitSlash(std::string_view text) {
   std::vector<std::string> parts;
@@ -132,23 +61,6 @@ Status CollectDir(wal::FileSystem* fs, const std::string& dir, const std::string
     out->push_back({name, disk, size, ""});
   }
   return Status::Ok();
-}
-
-// Bytes [offset, offset + n) of a file opened for reading, read from its current position
-// `*pos` (moved forward).
-Result<std::string> ReadAt(wal::SequentialFile& file, uint64_t* pos, uint64_t offset, size_t n,
-                           const std::string& path) {
-  if (offset < *pos) return Status::Internal(path + ": parts must be read in order");
-  COHORT_RETURN_IF_ERROR(file.Skip(offset - *pos));
-  std::string buf(n, '\0');
-  COHORT_ASSIGN_OR_RETURN(std::string_view got, file.Read(n, buf.data()));
-  *pos = offset + got.size();
-  if (got.size() != n) {
-    return Status::FailedPrecondition(path + ": the file is shorter than when it was hashed (" +
-                                      std::to_string(offset + got.size()) +
-                                      " bytes): it changed; run the command again");
-  }
-  return buf;
 }
 
 }  // namespace
@@ -225,66 +137,96 @@ Result<std::vector<LocalFile>> CollectFiles(wal::FileSystem* fs, const std::stri
   return out;
 }
 
-Result<UploadResult> UploadBlob(ReadClient& client, wal::FileSystem* fs, std::string_view entity,
+Result<UploadResult> UploadBlob(ReadClient& client, agent::PartPool* parts, std::string_view entity,
                                 const LocalFile& file, const ProgressFn& progress) {
   const std::string base = "/api/v1/blobs/" + PercentEncode(entity) + "/" + file.sha256;
   const std::string size_q = "size=" + std::to_string(file.size);
-  COHORT_ASSIGN_OR_RETURN(bj::value st, client.Get(base, {{"size", std::to_string(file.size)}}));
   UploadResult result;
-  const bj::value* stored = st.is_object() ? st.as_object().if_contains("stored") : nullptr;
-  if (stored && stored->is_bool() && stored->get_bool()) {
-    result.already_stored = true;
-    if (progress) progress(file.size);
+  Mutex mu;                     // progress and the counts, from the pool's threads
+  std::set<uint64_t> reported;  // parts counted in `progress` (an attempt after a failure)
+  Status last;
+  for (int attempt = 0; attempt <= kRangeRetries; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200 * attempt));
+    COHORT_ASSIGN_OR_RETURN(bj::value st, client.Get(base, {{"size", std::to_string(file.size)}}));
+    const bj::value* stored = st.is_object() ? st.as_object().if_contains("stored") : nullptr;
+    if (stored && stored->is_bool() && stored->get_bool()) {
+      result.already_stored = attempt == 0;
+      if (progress && attempt == 0) progress(file.size);
+      return result;
+    }
+    uint64_t part_bytes = uint64_t(IntField(st, "part_bytes", int64_t(limits::kBlobPartBytes)));
+    if (part_bytes == 0) return Status::Internal("GET " + base + ": part_bytes is 0");
+    std::set<uint64_t> have;
+    if (const bj::value* p = st.as_object().if_contains("parts"); p && p->is_array()) {
+      for (const bj::value& n : p->as_array()) {
+        if (n.is_int64() && n.get_int64() >= 0) have.insert(uint64_t(n.get_int64()));
+        if (n.is_uint64()) have.insert(n.get_uint64());
+      }
+    }
+    const uint64_t count = (file.size + part_bytes - 1) / part_bytes;
+    std::vector<agent::PartJob> jobs;
+    for (uint64_t n = 0; n < count; ++n) {
+      const uint64_t offset = n * part_bytes;
+      const uint64_t len = std::min(part_bytes, file.size - offset);
+      if (have.count(n)) {
+        MutexLock lock(&mu);
+        if (reported.insert(n).second) {
+          ++result.parts_skipped;
+          if (progress) progress(len);
+        }
+        continue;
+      }
+      agent::PartJob job;
+      job.base_url = client.base_url();
+      job.api_key = client.api_key();
+      job.path = base + "/parts/" + std::to_string(n) + "?" + size_q;
+      job.source = file.disk_path;
+      job.offset = int64_t(offset);
+      job.length = int64_t(len);
+      jobs.push_back(std::move(job));
+    }
+    const auto done = [&](const agent::PartJob& job) {
+      MutexLock lock(&mu);
+      reported.insert(uint64_t(job.offset) / part_bytes);
+      ++result.parts_sent;
+      result.bytes_sent += uint64_t(job.length);
+      if (progress) progress(uint64_t(job.length));
+    };
+    if (have.empty() && jobs.size() > 1) {
+      // A new upload starts with one part (the server sets the upload up with its first part),
+      // then the others go in parallel.
+      last = parts->Run({jobs.front()}, done);
+      if (last.ok()) jobs.erase(jobs.begin());
+    }
+    if (last.ok() && !jobs.empty()) last = parts->Run(std::move(jobs), done);
+    if (!last.ok()) {
+      // No answer, or 408/429/5xx (agent::AnswerStatus): ask again what is stored.
+      if (last.code() == StatusCode::kUnavailable ||
+          last.code() == StatusCode::kResourceExhausted) {
+        continue;
+      }
+      return last;
+    }
+    bj::object body{{"size", file.size}};
+    auto completed = client.Post(base + "/complete", body);
+    if (!completed.ok()) {
+      last = completed.status();
+      // A part went missing meanwhile (a server restart lost its mark): ask again.
+      if (last.code() == StatusCode::kFailedPrecondition ||
+          last.code() == StatusCode::kUnavailable) {
+        continue;
+      }
+      return last;
+    }
+    const bj::value* ok =
+        completed->is_object() ? completed->as_object().if_contains("stored") : nullptr;
+    if (!ok || !ok->is_bool() || !ok->get_bool()) {
+      return Status::Internal("POST " + base + "/complete: the server did not say it stored " +
+                              file.name);
+    }
     return result;
   }
-  uint64_t part_bytes = uint64_t(IntField(st, "part_bytes", int64_t(limits::kBlobPartBytes)));
-  if (part_bytes == 0) return Status::Internal("GET " + base + ": part_bytes is 0");
-  std::set<uint64_t> have;
-  if (const bj::value* parts = st.as_object().if_contains("parts"); parts && parts->is_array()) {
-    for (const bj::value& p : parts->as_array()) {
-      if (p.is_int64() && p.get_int64() >= 0) have.insert(uint64_t(p.get_int64()));
-      if (p.is_uint64()) have.insert(p.get_uint64());
-    }
-  }
-  uint64_t count = (file.size + part_bytes - 1) / part_bytes;
-  std::unique_ptr<wal::SequentialFile> reader;
-  uint64_t pos = 0;
-  for (uint64_t n = 0; n < count; ++n) {
-    uint64_t offset = n * part_bytes;
-    size_t len = size_t(std::min(part_bytes, file.size - offset));
-    if (have.count(n)) {
-      ++result.parts_skipped;
-      if (progress) progress(len);
-      continue;
-    }
-    if (!reader) {
-      COHORT_ASSIGN_OR_RETURN(reader, fs->NewSequentialFile(file.disk_path));
-    }
-    COHORT_ASSIGN_OR_RETURN(std::string bytes, ReadAt(*reader, &pos, offset, len, file.disk_path));
-    std::string path = base;
-    path += "/parts/";
-    path += std::to_string(n);
-    path += '?';
-    path += size_q;
-    Status sent;
-    for (int attempt = 0; attempt <= kRangeRetries; ++attempt) {
-      auto res = client.Send("PUT", path, bytes, "application/octet-stream");
-      sent = res.status();
-      if (sent.ok() || sent.code() != StatusCode::kUnavailable) break;
-    }
-    COHORT_RETURN_IF_ERROR(sent);
-    ++result.parts_sent;
-    result.bytes_sent += len;
-    if (progress) progress(len);
-  }
-  bj::object body{{"size", file.size}};
-  COHORT_ASSIGN_OR_RETURN(bj::value done, client.Post(base + "/complete", body));
-  const bj::value* ok = done.is_object() ? done.as_object().if_contains("stored") : nullptr;
-  if (!ok || !ok->is_bool() || !ok->get_bool()) {
-    return Status::Internal("POST " + base + "/complete: the server did not say it stored " +
-                            file.name);
-  }
-  return result;
+  return last;
 }
 
 Status DownloadVerified(ReadClient& client, wal::FileSystem* fs, const std::string& url_path,
@@ -317,7 +259,11 @@ Status DownloadVerified(ReadClient& client, wal::FileSystem* fs, const std::stri
   }
   COHORT_ASSIGN_OR_RETURN(auto out, fs->NewWritableFile(part, wal::WriteMode::kAppend));
   int failures = 0;
-  BackgroundWriter writer(out.get());
+  // Written on a thread of its own (syncing as it goes): fetching and hashing the next range
+  // overlaps writing this one.
+  wal::BackgroundAppender writer(out.get(), {.queued_chunks = kQueuedRanges,
+                                             .sync_every_bytes = kSyncEveryBytes,
+                                             .sync_at_finish = true});
   while (have < size) {
     uint64_t end = std::min<uint64_t>(size, have + limits::kBlobPartBytes) - 1;
     std::string range = "Range: bytes=" + std::to_string(have) + "-" + std::to_string(end);

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/part_pool.h"
 #include "cli/read_client.h"
 #include "cohort/status.h"
 #include "wal/file.h"
@@ -55,9 +56,12 @@ struct UploadResult {
   uint64_t bytes_sent = 0;
 };
 
-// Makes the entity hold `file`'s blob: GET its status, PUT each missing part (read from disk one
-// at a time), POST complete. The file must still have `file.size` bytes and `file.sha256`.
-Result<UploadResult> UploadBlob(ReadClient& client, wal::FileSystem* fs, std::string_view entity,
+// Makes the entity hold `file`'s blob: GET its status, PUT the missing parts through `parts`
+// (several at once, each read from disk when its turn comes; the first alone when the upload is
+// new), POST complete. A transient failure (no answer, 408/429/5xx, a part gone missing at
+// completion) asks the status again and sends what is missing, up to 5 times. The file must
+// still have `file.size` bytes and `file.sha256`. `progress` is called from one thread at a time.
+Result<UploadResult> UploadBlob(ReadClient& client, agent::PartPool* parts, std::string_view entity,
                                 const LocalFile& file, const ProgressFn& progress = {});
 
 // Downloads `size` bytes from `url_path` into `dest` in ranged GETs of kBlobPartBytes, through

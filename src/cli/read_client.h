@@ -63,6 +63,7 @@ class ReadClient {
   Result<RunPath> ParseRun(std::string_view text);
 
   const std::string& base_url() const { return http_.base_url(); }
+  const std::string& api_key() const { return api_key_; }
 
  private:
   ReadClient(std::string base_url, std::string api_key);

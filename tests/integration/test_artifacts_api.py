@@ -330,3 +330,43 @@ def test_markers_left_without_data_by_a_killed_publish_are_not_listed(server, ap
     (uploads[0] / "data").unlink()  # what the rename leaves behind
     assert api.get(f"{blob_path(api, sha)}?size={len(data)}")[1]["parts"] == []
     assert upload(api, data) == sha
+
+
+def test_a_part_streams_into_the_store_and_only_a_whole_one_is_kept(server, api):
+    """A part's body is written to the store as it arrives (not held whole in memory): a body
+    cut midway (the client gone) leaves no part listed, and a part of a blob the entity holds
+    already is read to its end and answered on a connection that stays usable."""
+    import http.client
+    import socket
+    from urllib.parse import urlparse
+
+    data = os.urandom(PART + 100)
+    sha = hashlib.sha256(data).hexdigest()
+    host = urlparse(api.url)
+    with socket.create_connection((host.hostname, host.port), timeout=30) as s:
+        s.sendall((f"PUT {blob_path(api, sha)}/parts/0?size={len(data)} HTTP/1.1\r\n"
+                   f"Host: x\r\nAuthorization: Bearer {api.key}\r\n"
+                   f"Content-Length: {PART}\r\n\r\n").encode() + data[:PART // 2])
+    # What came was written as it came (half a part on disk, never the whole body in memory),
+    # and the part is not listed, then or once the server has seen the connection close.
+    import time
+    deadline = time.monotonic() + 20
+    written = 0
+    while written < PART // 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        written = sum(p.stat().st_size
+                      for p in (server.data_dir / "blobs" / "uploads").glob("*/data"))
+    assert written == PART // 2
+    time.sleep(0.3)
+    status = api.get(f"{blob_path(api, sha)}?size={len(data)}")[1]
+    assert status["parts"] == [] and status["stored"] is False, status
+    assert upload(api, data) == sha
+    conn = http.client.HTTPConnection(host.hostname, host.port, timeout=30)
+    headers = {"Authorization": "Bearer " + api.key}
+    conn.request("PUT", f"{blob_path(api, sha)}/parts/1?size={len(data)}", data[PART:], headers)
+    resp = conn.getresponse()
+    assert (resp.status, resp.read()) == (200, b'{"part":1,"size":100,"stored":true}')
+    conn.request("GET", f"{blob_path(api, sha)}?size={len(data)}", headers=headers)
+    resp = conn.getresponse()  # the same connection: the body was read to its end
+    assert resp.status == 200 and b'"stored":true' in resp.read()
+    conn.close()

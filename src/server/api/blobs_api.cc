@@ -82,35 +82,47 @@ void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
         }));
 
   r.Add("PUT", base + "/parts/{part}",
-        Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
-          if (Status s = CheckBlobPath(req, who, ctx); !s.ok()) return ErrorResponse(s);
-          auto size = SizeParam(req, ctx->limits);
-          if (!size.ok()) return ErrorResponse(size.status());
-          const std::string part_text = req.PathParam("part");
-          int64_t part = -1;
-          auto [p, ec] =
-              std::from_chars(part_text.data(), part_text.data() + part_text.size(), part);
-          if (ec != std::errc() || p != part_text.data() + part_text.size()) {
-            return ErrorResponse(Status::InvalidArgument("part: expected a part number"));
-          }
-          if (Status s = blob::CheckPart(uint64_t(*size), part, req.body.size()); !s.ok()) {
-            return ErrorResponse(s);
-          }
-          if (auto refused = ThrottleRequest(ctx, who.entity)) return std::move(*refused);
-          const std::string sha = req.PathParam("sha256");
-          auto held = HoldsBlob(ctx, who.entity, sha, *size);
-          if (!held.ok()) return ErrorResponse(held.status());
-          // A part of a blob the entity holds already is not needed: not stored again.
-          if (!*held) {
-            const std::string upload = blob::OwnedUploadName(who.entity, sha);
-            if (Status s = ctx->blobs->PutPart(upload, uint64_t(*size), part, req.body); !s.ok()) {
-              return ErrorResponse(s);
-            }
-          }
-          return JsonResponse(200, bj::object{{"part", part},
-                                              {"size", int64_t(req.body.size())},
-                                              {"stored", *held}});
-        }));
+        Authed(ctx,
+               [ctx](http::HttpRequest& req, const AuthContext& who) {
+                 if (Status s = CheckBlobPath(req, who, ctx); !s.ok()) return ErrorResponse(s);
+                 auto size = SizeParam(req, ctx->limits);
+                 if (!size.ok()) return ErrorResponse(size.status());
+                 const std::string part_text = req.PathParam("part");
+                 int64_t part = -1;
+                 auto [p, ec] =
+                     std::from_chars(part_text.data(), part_text.data() + part_text.size(), part);
+                 if (ec != std::errc() || p != part_text.data() + part_text.size()) {
+                   return ErrorResponse(Status::InvalidArgument("part: expected a part number"));
+                 }
+                 // The body streams into the store as it arrives (docs/artifacts.md, "Uploads").
+                 http::BodyReader* body = req.body_reader;
+                 if (Status s = blob::CheckPart(uint64_t(*size), part, body->length()); !s.ok()) {
+                   return ErrorResponse(s);
+                 }
+                 if (auto refused = ThrottleRequest(ctx, who.entity)) return std::move(*refused);
+                 const std::string sha = req.PathParam("sha256");
+                 auto held = HoldsBlob(ctx, who.entity, sha, *size);
+                 if (!held.ok()) return ErrorResponse(held.status());
+                 const auto next = [body] { return body->Next(); };
+                 if (*held) {
+                   // A part of a blob the entity holds already is not needed: read, not stored
+                   // again.
+                   for (auto bytes = next(); !bytes.ok() || !bytes->empty(); bytes = next()) {
+                     if (!bytes.ok()) return ErrorResponse(bytes.status());
+                   }
+                 } else if (Status s = ctx->blobs->PutPartFrom(
+                                blob::OwnedUploadName(who.entity, sha), uint64_t(*size), part,
+                                body->length(), next);
+                            !s.ok()) {
+                   return ErrorResponse(s);
+                 }
+                 return JsonResponse(200, bj::object{{"part", part},
+                                                     {"size", int64_t(body->length())},
+                                                     {"stored", *held}});
+               }),
+        // A backend that cannot write as the bytes come (S3) gathers the part in memory.
+        http::RouteOptions{.stream_body = true,
+                           .streamed_body_memory_bytes = limits::kBlobPartBytes});
 
   r.Add("POST", base + "/complete",
         Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
