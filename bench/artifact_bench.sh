@@ -35,6 +35,9 @@ for rep in $(seq "$repeats"); do
   # would otherwise weigh on it (the dd figure alternated 280-1200 MiB/s between repetitions).
   sync
   t0=$(secs); dd if="$file" of="$run/copy" bs=8M conv=fdatasync status=none; t1=$(secs)
+  rm -f "$run/copy"; sync
+  # The same past the page cache (O_DIRECT): what the disk itself takes.
+  t8=$(secs); dd if="$file" of="$run/copy" bs=8M oflag=direct conv=fdatasync status=none; t9=$(secs)
   rm -f "$run/copy"
   t2=$(secs); dd if="$file" of=/dev/null bs=8M status=none; t3=$(secs)
   t4=0; t5=0
@@ -58,11 +61,13 @@ for rep in $(seq "$repeats"); do
   server_mb=$(awk '/VmHWM/ {print int($2 / 1024)}' /proc/$pid/status)
   kill $pid; wait $pid 2>/dev/null || true; pid=""
   python3 - "$size_mb" "$t0" "$t1" "$t2" "$t3" "$t4" "$t5" "$put_s" "$put_kb" "$reput_s" "$get_s" "$get_kb" \
-      "$server_mb" "$reput_sent" >> "$results" <<'PY'
+      "$server_mb" "$reput_sent" "$t8" "$t9" >> "$results" <<'PY'
 import json, sys
 mb = float(sys.argv[1]); t0, t1, t2, t3, t4, t5 = map(float, sys.argv[2:8])
+t8, t9 = map(float, sys.argv[15:17])
 put_s, put_kb, reput_s, get_s, get_kb, server_mb = map(float, sys.argv[8:14])
 print(json.dumps({"disk_write_mbs": mb / (t1 - t0), "disk_read_mbs": mb / (t3 - t2),
+                  "disk_write_direct_mbs": mb / (t9 - t8),
                   "put_mbs": mb / put_s, "put_s": put_s, "reput_s": reput_s,
                   "get_mbs": mb / get_s, "get_s": get_s, "cli_put_rss_mb": put_kb / 1024,
                   "cli_get_rss_mb": get_kb / 1024, "server_peak_rss_mb": server_mb,
@@ -79,8 +84,9 @@ med = lambda k: st.median(r[k] for r in rows)
 print(f"| measurement ({sys.argv[2]} MiB, median of {len(rows)}) | value |")
 print("| --- | --- |")
 print(f"| disk write, dd with fdatasync | {med('disk_write_mbs'):.0f} MiB/s |")
+print(f"| disk write, dd oflag=direct with fdatasync (past the page cache) | {med('disk_write_direct_mbs'):.0f} MiB/s |")
 print(f"| disk read, dd (page cache as it is) | {med('disk_read_mbs'):.0f} MiB/s |")
-print(f"| `cohort artifact put` (hash, parts, verify, publish) | {med('put_mbs'):.0f} MiB/s ({med('put_s'):.1f} s), {100 * med('put_mbs') / med('disk_write_mbs'):.0f}% of disk write |")
+print(f"| `cohort artifact put` (hash, parts, verify, publish) | {med('put_mbs'):.0f} MiB/s ({med('put_s'):.1f} s), {100 * med('put_mbs') / med('disk_write_mbs'):.0f}% of disk write, {100 * med('put_mbs') / med('disk_write_direct_mbs'):.0f}% of direct |")
 print(f"| put again, unchanged | {med('reput_s'):.2f} s, {rows[-1]['reput_sent']} |")
 cold = med('disk_read_cold_mbs')
 if cold:

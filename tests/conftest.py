@@ -91,8 +91,9 @@ def login_link(ui_line):
 class ServerProcess:
     """`cohort server --port 0` in a private HOME and data directory."""
 
-    def __init__(self, home, extra_args=(), env=None):
+    def __init__(self, home, extra_args=(), env=None, port=0):
         self.home = pathlib.Path(home)
+        self.port = port  # 0: any free one; a restart on the port a client knows names it
         self.data_dir = self.home / "data"
         self.extra_args = list(extra_args)
         self.env = dict(os.environ, HOME=str(self.home), XDG_CONFIG_HOME="", XDG_DATA_HOME="",
@@ -106,7 +107,7 @@ class ServerProcess:
     def start(self):
         assert COHORT_BIN.exists(), f"build the project first: {COHORT_BIN} is missing"
         self.proc = subprocess.Popen(
-            [str(COHORT_BIN), "server", "--port", "0", "--data-dir", str(self.data_dir)]
+            [str(COHORT_BIN), "server", "--port", str(self.port), "--data-dir", str(self.data_dir)]
             + self.extra_args,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env, text=True)
         line = self.proc.stdout.readline().strip()

@@ -248,12 +248,20 @@ def _hash_file(path: str, copy_to: Optional[str]) -> Dict[str, Any]:
         return {"sha256": h.hexdigest(), "size": size}
     chunks: "queue.Queue[Optional[bytes]]" = queue.Queue(maxsize=_HASH_QUEUE_CHUNKS)
 
+    failed: List[BaseException] = []
+
     def hash_chunks() -> None:
+        # Reads the queue to its end whatever happens, so that the copying side never waits on
+        # a full queue; a failure is raised by the caller once the thread ended.
         while True:
             chunk = chunks.get()
             if chunk is None:
                 return
-            h.update(chunk)
+            if not failed:
+                try:
+                    h.update(chunk)
+                except BaseException as e:  # noqa: BLE001 (re-raised below)
+                    failed.append(e)
 
     hasher = threading.Thread(target=hash_chunks, name="cohort-artifact-hash", daemon=True)
     hasher.start()
@@ -261,7 +269,7 @@ def _hash_file(path: str, copy_to: Optional[str]) -> Dict[str, Any]:
         with open(path, "rb") as f, open(copy_to, "wb") as out:
             while True:
                 chunk = f.read(_CHUNK)
-                if not chunk:
+                if not chunk or failed:
                     break
                 chunks.put(chunk)
                 size += len(chunk)
@@ -271,6 +279,8 @@ def _hash_file(path: str, copy_to: Optional[str]) -> Dict[str, Any]:
     finally:
         chunks.put(None)
         hasher.join()
+    if failed:
+        raise failed[0]
     return {"sha256": h.hexdigest(), "size": size}
 
 

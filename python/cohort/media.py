@@ -33,6 +33,7 @@ import time
 import uuid
 import warnings
 import wave
+import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 #: Caption bytes (core/limits.h kMaxMediaCaptionBytes).
@@ -65,12 +66,81 @@ def _caption(caption: Any, what: str) -> str:
     return caption
 
 
+# A media file of this size or more is copied into a spool file when the value is made rather
+# than read into memory: values wait in the worker's queue, and a video can be hundreds of MB.
+_SPOOL_MIN_BYTES = 1 << 20
+_spool_root: Optional[str] = None
+_spool_lock = threading.Lock()
+
+
+def _spool_dir() -> str:
+    """This process's private spool directory (0700, made on first use, removed at exit)."""
+    global _spool_root
+    with _spool_lock:
+        if _spool_root is None or not os.path.isdir(_spool_root):
+            _spool_root = tempfile.mkdtemp(prefix="cohort-media-spool-")
+            import atexit
+            atexit.register(_remove_spool_dir, _spool_root, os.getpid())
+        return _spool_root
+
+
+def _remove_spool_dir(path: str, pid: int) -> None:
+    if os.getpid() == pid:  # not a forked child's exit: the files are its parent's
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _unlink_spooled(path: str, pid: int) -> None:
+    if os.getpid() == pid:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+class _Spooled:
+    """The bytes of a media file copied (and hashed) into a private spool file when the value was
+    made, for files of _SPOOL_MIN_BYTES or more: what the value logs, whatever happens to the file
+    afterwards, without holding it in memory. The copy is removed when the value is gone; the
+    worker links or copies it into the agent's staging directory."""
+
+    __slots__ = ("path", "size", "sha256", "head", "__weakref__")
+
+    def __init__(self, src: str) -> None:
+        fd, self.path = tempfile.mkstemp(prefix="media-", dir=_spool_dir())
+        weakref.finalize(self, _unlink_spooled, self.path, os.getpid())
+        h = hashlib.sha256()
+        self.size = 0
+        self.head = b""
+        with os.fdopen(fd, "wb") as out, open(src, "rb") as f:
+            while True:
+                chunk = f.read(1 << 20)
+                if not chunk:
+                    break
+                if not self.head:
+                    self.head = chunk[:64]
+                h.update(chunk)
+                out.write(chunk)
+                self.size += len(chunk)
+        self.sha256 = h.hexdigest()
+
+    def stage_to(self, path: str) -> None:
+        """Puts the bytes at `path`: a hard link to the spool file where the file systems allow
+        (it is never written again), else a copy (streamed, not read into memory)."""
+        try:
+            os.link(self.path, path)
+        except OSError:
+            shutil.copyfile(self.path, path)
+
+
+def _media_size(data: Any) -> int:
+    return data.size if isinstance(data, _Spooled) else len(data)
+
+
 def _read_path(path: Any, what: str, mimes: Dict[str, str], fmt: Optional[str] = None
-               ) -> Tuple[str, bytes]:
+               ) -> Tuple[str, Any]:
     """(MIME type, bytes) of a media file, checked: it exists, its extension (or
     `fmt`) is a known kind, and its first bytes are that kind's. The bytes are read here, when
     the value is made: a script that writes its next figure to the same file right after
-    ``run.log`` must not change what this step logged (the worker encodes later)."""
+    ``run.log`` must not change what this step logged (the worker encodes later). A file of
+    _SPOOL_MIN_BYTES or more is copied into a spool file instead (a _Spooled, not bytes)."""
     p = os.path.abspath(os.fspath(path))
     if not os.path.isfile(p):
         raise ValueError(f"{what}: {p!r} is not a file")
@@ -79,10 +149,15 @@ def _read_path(path: Any, what: str, mimes: Dict[str, str], fmt: Optional[str] =
     if mime is None:
         raise ValueError(f"{what}: {p!r}: unsupported file type {ext or '(none)'!r}; expected "
                          f"one of {', '.join(sorted(mimes))}")
-    with open(p, "rb") as f:
-        data = f.read()
+    data: Any
+    if os.path.getsize(p) >= _SPOOL_MIN_BYTES:
+        data = _Spooled(p)
+        head = data.head
+    else:
+        with open(p, "rb") as f:
+            data = head = f.read()
     magic = _MAGIC.get(mime)
-    if magic and not any(data.startswith(m) for m in magic):
+    if magic and not any(head.startswith(m) for m in magic):
         raise ValueError(f"{what}: {p!r} is not a {mime} file (its first bytes do not match)")
     return mime, data
 
@@ -102,8 +177,9 @@ class _Media:
     _cohort_media_type = ""
     caption = ""
 
-    def _encode(self) -> Tuple[bytes, str, int, int, int]:
-        """(bytes, MIME type, width, height, duration_ms): on the worker thread."""
+    def _encode(self) -> Tuple[Any, str, int, int, int]:
+        """(bytes, MIME type, width, height, duration_ms): on the worker thread. The bytes of a
+        large file are a _Spooled copy of it, not bytes."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -132,7 +208,7 @@ class Image(_Media):
         if mode is not None and mode not in ("L", "LA", "RGB", "RGBA"):
             raise ValueError(f"Image: mode {mode!r}: expected L, LA, RGB or RGBA")
         self.caption = _caption(caption, "Image")
-        self._file: Optional[bytes] = None  # a file's bytes, read when the value is made
+        self._file: Any = None  # a file's bytes (or _Spooled copy), read when the value is made
         self._mime = "image/png"
         self._pil = None
         self._array = None
@@ -183,13 +259,14 @@ class Image(_Media):
             return a  # scaled on the worker
         raise ValueError(f"Image: unsupported dtype {a.dtype} (uint8, or float in [0, 1])")
 
-    def _encode(self) -> Tuple[bytes, str, int, int, int]:
+    def _encode(self) -> Tuple[Any, str, int, int, int]:
         if self._file is not None:
             data = self._file
             width = height = 0
             try:
                 from PIL import Image as PILImage
-                with PILImage.open(io.BytesIO(data)) as im:
+                with PILImage.open(data.path if isinstance(data, _Spooled)
+                                   else io.BytesIO(data)) as im:
                     width, height = im.size
             except Exception:  # noqa: BLE001 - sizes are optional for files
                 pass
@@ -224,7 +301,7 @@ class Audio(_Media):
     def __init__(self, data_or_path: Any, sample_rate: Optional[int] = None,
                  caption: Optional[str] = None) -> None:
         self.caption = _caption(caption, "Audio")
-        self._file: Optional[bytes] = None  # a file's bytes, read when the value is made
+        self._file: Any = None  # a file's bytes (or _Spooled copy), read when the value is made
         self._array = None
         self.sample_rate = sample_rate
         if isinstance(data_or_path, (str, os.PathLike)):
@@ -250,13 +327,14 @@ class Audio(_Media):
             raise ValueError(f"Audio: unsupported dtype {a.dtype} (float in [-1, 1] or int16)")
         self._array = a
 
-    def _encode(self) -> Tuple[bytes, str, int, int, int]:
+    def _encode(self) -> Tuple[Any, str, int, int, int]:
         if self._file is not None:
             data = self._file
             duration = 0
             if self._mime == "audio/wav":
                 try:
-                    with wave.open(io.BytesIO(data)) as w:
+                    with wave.open(data.path if isinstance(data, _Spooled)
+                                   else io.BytesIO(data)) as w:
                         duration = int(round(1000.0 * w.getnframes() / w.getframerate()))
                 except Exception:  # noqa: BLE001 - a WAV wave cannot read: no duration
                     pass
@@ -293,7 +371,7 @@ class Video(_Media):
                              "and log cohort.Video(path)")
         self._mime, self._file = _read_path(data_or_path, "Video", _VIDEO_MIME, format)
 
-    def _encode(self) -> Tuple[bytes, str, int, int, int]:
+    def _encode(self) -> Tuple[Any, str, int, int, int]:
         return self._file, self._mime, 0, 0, 0
 
 
@@ -592,12 +670,16 @@ def _hand_over(run: Any, sets: List[Tuple[str, _MediaSet, int]]
         for j, (key, mset, step) in enumerate(sets):
             set_files: List[Dict[str, Any]] = []  # this set's: kept only when it all encodes
 
-            def stage(data: bytes, name: str) -> str:
-                sha = hashlib.sha256(data).hexdigest()
+            def stage(data: Any, name: str) -> str:
                 path = os.path.join(staging, name)
-                with open(path, "wb") as f:
-                    f.write(data)
-                set_files.append({"path": name, "sha256": sha, "size": len(data),
+                if isinstance(data, _Spooled):  # hashed when the value was made
+                    sha = data.sha256
+                    data.stage_to(path)
+                else:
+                    sha = hashlib.sha256(data).hexdigest()
+                    with open(path, "wb") as f:
+                        f.write(data)
+                set_files.append({"path": name, "sha256": sha, "size": _media_size(data),
                                   "source": path})
                 return sha
 
@@ -613,7 +695,7 @@ def _hand_over(run: Any, sets: List[Tuple[str, _MediaSet, int]]
                                 cdata, cmime, w, h, dur = c._encode()
                                 sha = stage(cdata, f"{j}-{i}-{len(cells)}")
                                 cells[id(c)] = {"_type": c._cohort_media_type, "sha256": sha,
-                                                "size": len(cdata), "mime": cmime,
+                                                "size": _media_size(cdata), "mime": cmime,
                                                 "width": int(w), "height": int(h),
                                                 "duration_ms": int(dur),
                                                 "caption": c.caption or ""}
@@ -623,7 +705,7 @@ def _hand_over(run: Any, sets: List[Tuple[str, _MediaSet, int]]
                     else:
                         data, mime, width, height, duration_ms = m._encode()
                     sha = stage(data, f"{j}-{i}")
-                    rows.append((sha, len(data), mime, int(width), int(height),
+                    rows.append((sha, _media_size(data), mime, int(width), int(height),
                                  int(duration_ms), m.caption or "", cell_bytes))
                 encoded.append((key, mset, step, rows))
                 files.extend(set_files)

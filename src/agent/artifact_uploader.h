@@ -57,10 +57,10 @@ struct ArtifactTarget {
 struct ArtifactUploaderOptions {
   HttpClientOptions http;
   Backoff::Options backoff;
-  // Parts in flight for the whole agent; $COHORT_ARTIFACT_PARTS. The server streams each part
-  // to disk as it arrives (no body buffered), so more cost it little memory; each costs the
-  // agent its 8 MiB part read from disk. Four were no faster than two on the SDK's path
-  // (docs/benchmarks.md "Artifacts").
+  // Parts in flight for the whole agent; $COHORT_ARTIFACT_PARTS. The server's local blob store
+  // writes each part as it arrives (S3 gathers each part, 8 MiB), so more cost it little memory;
+  // each costs the agent its 8 MiB part read from disk. Four were no faster than two on the SDK's
+  // path (docs/benchmarks.md "Artifacts").
   int parallel_parts = kDefaultParallelParts;
   double auth_pause_s = 300;   // after 401/403
   double keep_done_s = 86400;  // how long a committed or failed intent's file is kept

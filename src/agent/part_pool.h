@@ -61,7 +61,9 @@ class PartPool {
   // after each part stored (several at once: it must be thread-safe).
   Status Run(std::vector<PartJob> jobs, std::function<void(const PartJob&)> on_done)
       COHORT_EXCLUDES(mu_);
-  // Aborts the requests in flight; Run returns kUnavailable, and so does every later Run.
+  // Aborts the requests in flight; Run returns kUnavailable at once, and so does every later
+  // Run. A part in flight may still call its Run's `on_done` after that Run returned: with
+  // Abort, `on_done` must capture nothing that dies before the pool.
   void Abort() COHORT_EXCLUDES(mu_);
 
  private:

@@ -247,6 +247,43 @@ TEST_P(BlobStoreTest, APartStreamedInIsStoredOnlyWhenAllItsBytesCame) {
   EXPECT_EQ(*store_->Read(sha, 0, size), data);
 }
 
+TEST_P(LocalBlobStoreTest, NoPartIsWrittenIntoAnUploadWhileItIsCheckedAndPublished) {
+  // A PUT whose body streams slowly keeps its file open: had a completion checked and renamed
+  // the upload meanwhile, the rest of the body would land in the published blob.
+  const std::string data = Bytes(kPart + 10, 9);
+  const std::string sha = Sha256::Hex(data);
+  ASSERT_TRUE(store_->PutPart(sha, data.size(), 1, Part(data, 1)).ok());
+  Status verify_while_writing;
+  bool asked = false;
+  std::string first = Part(data, 0);
+  ASSERT_TRUE(store_
+                  ->PutPartFrom(sha, data.size(), 0, kPart,
+                                [&, at = size_t(0)]() mutable -> Result<std::string_view> {
+                                  if (at == kPart / 2 && !asked) {
+                                    asked = true;
+                                    verify_while_writing =
+                                        store_->Verify(sha, data.size()).status();
+                                  }
+                                  std::string_view out =
+                                      std::string_view(first).substr(at, 1 << 20);
+                                  at += out.size();
+                                  return out;
+                                })
+                  .ok());
+  EXPECT_EQ(verify_while_writing.code(), StatusCode::kFailedPrecondition)
+      << verify_while_writing.ToString();
+  EXPECT_NE(verify_while_writing.message().find("is being written"), std::string::npos)
+      << verify_while_writing.ToString();  // not merely "part 0 is missing"
+  auto verified = store_->Verify(sha, data.size());
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  // Checked, not yet published: a PUT now is refused, and writes nothing.
+  Status late = store_->PutPart(sha, data.size(), 0, Bytes(kPart, 10));
+  EXPECT_EQ(late.code(), StatusCode::kUnavailable) << late.ToString();
+  ASSERT_TRUE((*verified)->Publish().ok());
+  verified->reset();
+  EXPECT_EQ(*store_->Read(sha, 0, data.size()), data);
+}
+
 TEST_P(LocalBlobStoreTest, AFailedPartWriteIsNotListedAndCanBeSentAgain) {
   const std::string data = Bytes(kPart + 10, 3);
   const std::string sha = Sha256::Hex(data);

@@ -6,9 +6,10 @@
 //   <root>/uploads/<sha256>-<size>/started             when the first part arrived (ms, text)
 //
 // A part is written at its offset as its bytes arrive and synced before its marker is created,
-// so a marker always names durable bytes. The marker itself is not synced: one that a crash
-// loses only makes the part be sent again (the upload's status no longer lists it, and a
-// completion names it missing); the next part's sync or the publication makes it durable.
+// so a marker always names durable bytes (a part sent again loses its marker first). The marker
+// is not synced: one that a crash loses only makes the part be sent again (the upload's status
+// no longer lists it, and a completion names it missing). No PUT writes into an upload while
+// it is being completed (UploadHashes::BeginCompletion): its bytes are renamed into place.
 // Publishing renames `data` into place (it was synced part by part) and syncs the blob's directory.
 // Verifying finishes the SHA-256 computed while the parts arrived in order (upload_hash.h), reading
 // only what it lacks: nothing when the parts came in order, all of `data` after a restart or when a
@@ -125,6 +126,7 @@ class LocalVerifiedBlob final : public VerifiedBlob {
  public:
   LocalVerifiedBlob(LocalBlobStore* store, std::string sha256, std::string upload_dir)
       : store_(store), sha256_(std::move(sha256)), upload_dir_(std::move(upload_dir)) {}
+  ~LocalVerifiedBlob() override;  // ends the upload's completion: PUTs may come again
   Status Publish() override;
 
  private:
@@ -215,7 +217,8 @@ class LocalBlobStore final : public BlobStore {
     COHORT_RETURN_IF_ERROR(CheckDigest(sha256));
     COHORT_RETURN_IF_ERROR(CheckPart(size, part, length));
     const std::string dir = UploadDir(sha256, size);
-    Sha256* hash = hashes_.BeginPart(dir, part);
+    Sha256* hash = nullptr;
+    COHORT_RETURN_IF_ERROR(hashes_.BeginPart(dir, part, &hash));
     Status written = WritePart(dir, part, length, source, hash);
     hashes_.EndPart(
         dir, part, written.ok(), hash != nullptr, PartCount(size),
@@ -256,6 +259,17 @@ class LocalBlobStore final : public BlobStore {
       }
     }
     {
+      // A part sent again loses its mark before its bytes are touched: a body cut midway must
+      // not leave a mark over bytes half replaced.
+      Status unmarked = fs_->Remove(JoinPath(dir, std::string(kPartPrefix) + std::to_string(part)));
+      if (unmarked.ok()) {
+        COHORT_RETURN_IF_ERROR(fs_->SyncDir(dir));  // a crash must not bring the mark back
+      } else if (unmarked.code() != StatusCode::kNotFound) {
+        return unmarked;
+      }
+      // Through the page cache: written past it (wal::FileSystem::NewStreamingWriter, as
+      // downloads are), a 2 GiB put was no faster (docs/benchmarks.md), and the blob's first
+      // readers would find nothing cached.
       COHORT_ASSIGN_OR_RETURN(auto data, fs_->NewWritableFile(JoinPath(dir, "data"),
                                                               wal::WriteMode::kAppend));
       uint64_t at = uint64_t(part) * limits::kBlobPartBytes;
@@ -285,6 +299,19 @@ class LocalBlobStore final : public BlobStore {
     COHORT_RETURN_IF_ERROR(CheckDigest(sha256));
     COHORT_RETURN_IF_ERROR(CheckDigest(upload_name));
     const std::string dir = UploadDir(upload_name, size);
+    // No PUT writes into the bytes from here until they are published or given up (a writer's
+    // open file would follow `data` into the published blob).
+    COHORT_RETURN_IF_ERROR(hashes_.BeginCompletion(dir));
+    Result<std::unique_ptr<VerifiedBlob>> verified =
+        VerifyCompleting(dir, upload_name, size, sha256);
+    if (!verified.ok()) hashes_.EndCompletion(dir);
+    return verified;
+  }
+
+  // VerifyAs once the completion began (the result ends it when published or dropped).
+  Result<std::unique_ptr<VerifiedBlob>> VerifyCompleting(const std::string& dir,
+                                                         std::string_view upload_name,
+                                                         uint64_t size, std::string_view sha256) {
     COHORT_ASSIGN_OR_RETURN(std::vector<int64_t> parts, ListParts(upload_name, size));
     const int64_t count = PartCount(size);
     for (int64_t n = 0; n < count; ++n) {
@@ -343,6 +370,8 @@ class LocalBlobStore final : public BlobStore {
     }
     return read;
   }
+
+  void EndCompletion(const std::string& upload_dir) { hashes_.EndCompletion(upload_dir); }
 
   Status PublishUpload(const std::string& sha256, const std::string& upload_dir) {
     hashes_.Forget(upload_dir);
@@ -462,6 +491,8 @@ class LocalBlobStore final : public BlobStore {
   const std::string root_;
   UploadHashes hashes_;
 };
+
+LocalVerifiedBlob::~LocalVerifiedBlob() { store_->EndCompletion(upload_dir_); }
 
 Status LocalVerifiedBlob::Publish() { return store_->PublishUpload(sha256_, upload_dir_); }
 

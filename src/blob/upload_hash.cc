@@ -2,17 +2,42 @@
 
 namespace cohort::blob {
 
-Sha256* UploadHashes::BeginPart(const std::string& upload, int64_t part) {
+Status UploadHashes::BeginPart(const std::string& upload, int64_t part, Sha256** hash) {
+  *hash = nullptr;
   MutexLock lock(&mu_);
+  if (completing_.count(upload)) {
+    return Status::Unavailable("part " + std::to_string(part) +
+                               ": the upload is being completed; ask its status again");
+  }
   std::unique_ptr<State>& s = states_[upload];
   if (!s) s = std::make_unique<State>();
   // Bytes that may already be in the hash (or are being fed into it), or two PUTs of one part
   // at once (which one's bytes stay is the file system's call): the state cannot be trusted.
   if (part < s->next || (s->hashing && part == s->next) || s->writing[part] > 0) s->spoiled = true;
   ++s->writing[part];
-  if (s->spoiled || s->hashing || part != s->next) return nullptr;
+  if (s->spoiled || s->hashing || part != s->next) return Status::Ok();
   s->hashing = true;  // this PUT's, until its EndPart
-  return s->hash.get();
+  *hash = s->hash.get();
+  return Status::Ok();
+}
+
+Status UploadHashes::BeginCompletion(const std::string& upload) {
+  MutexLock lock(&mu_);
+  if (completing_.count(upload)) {
+    return Status::FailedPrecondition("the upload is being completed by another request");
+  }
+  auto it = states_.find(upload);
+  if (it != states_.end() && !it->second->writing.empty()) {
+    return Status::FailedPrecondition("part " + std::to_string(it->second->writing.begin()->first) +
+                                      " is being written; complete again once it is stored");
+  }
+  completing_.insert(upload);
+  return Status::Ok();
+}
+
+void UploadHashes::EndCompletion(const std::string& upload) {
+  MutexLock lock(&mu_);
+  completing_.erase(upload);
 }
 
 void UploadHashes::EndPart(const std::string& upload, int64_t part, bool durable, bool hashed,

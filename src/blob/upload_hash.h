@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -40,11 +41,13 @@ class UploadHashes {
   // large).
   using HashStoredFn = std::function<Status(int64_t part, Sha256* hash)>;
 
-  // A PUT of `part` of `upload` (any key naming one upload) is about to write it. Returns the
-  // upload's hash when the part is next in order and nothing else writes or hashes it: the PUT
-  // feeds the part's bytes into it, in order, as it writes them, and passes hashed=true to
-  // EndPart. Null otherwise (the part is read back when its turn comes).
-  Sha256* BeginPart(const std::string& upload, int64_t part) COHORT_EXCLUDES(mu_);
+  // A PUT of `part` of `upload` (any key naming one upload) is about to write it. Sets `*hash`
+  // to the upload's hash when the part is next in order and nothing else writes or hashes it:
+  // the PUT feeds the part's bytes into it, in order, as it writes them, and passes hashed=true
+  // to EndPart; null otherwise (the part is read back when its turn comes). kUnavailable while
+  // the upload is being completed (BeginCompletion): nothing may write into bytes being
+  // checked and published (EndPart is not called then).
+  Status BeginPart(const std::string& upload, int64_t part, Sha256** hash) COHORT_EXCLUDES(mu_);
   // That PUT ended: the part is durable when `durable`; `hashed` when BeginPart handed it the
   // hash (all the part's bytes went in when it is durable; a failed PUT spoils the state). Then
   // hashes, in order, the parts that `stored` says are durable and nobody writes (read with
@@ -52,6 +55,11 @@ class UploadHashes {
   void EndPart(const std::string& upload, int64_t part, bool durable, bool hashed,
                int64_t part_count, const StoredFn& stored, const HashStoredFn& hash_stored)
       COHORT_EXCLUDES(mu_);
+  // The upload is being checked and published: kFailedPrecondition while a PUT of it is
+  // writing (complete again once it is stored) or another completion runs; else no PUT may
+  // begin until EndCompletion.
+  Status BeginCompletion(const std::string& upload) COHORT_EXCLUDES(mu_);
+  void EndCompletion(const std::string& upload) COHORT_EXCLUDES(mu_);
   // Takes the upload's state for its completion; nullopt when there is none worth using (none,
   // spoiled, or a part being written or hashed).
   std::optional<Prefix> Take(const std::string& upload) COHORT_EXCLUDES(mu_);
@@ -69,6 +77,7 @@ class UploadHashes {
 
   mutable Mutex mu_;
   std::map<std::string, std::unique_ptr<State>> states_ COHORT_GUARDED_BY(mu_);
+  std::set<std::string> completing_ COHORT_GUARDED_BY(mu_);
 };
 
 }  // namespace cohort::blob

@@ -14,8 +14,13 @@ class UploadHashesTest : public ::testing::Test {
   static constexpr int64_t kParts = 4;
 
   // A PUT of part n, as the store makes it: fed into the hash while written when it may be.
+  Sha256* Begin(int64_t n) {
+    Sha256* hash = nullptr;
+    EXPECT_TRUE(hashes_.BeginPart("u", n, &hash).ok());
+    return hash;
+  }
   void Put(int64_t n, const std::string& bytes) {
-    Sha256* hash = hashes_.BeginPart("u", n);
+    Sha256* hash = Begin(n);
     stored_[n] = bytes;
     if (hash != nullptr) hash->Update(bytes);
     End(n, /*durable=*/true, hash != nullptr);
@@ -72,7 +77,7 @@ TEST_F(UploadHashesTest, APartSentAgainAfterItWasHashedSpoilsTheState) {
 
 TEST_F(UploadHashesTest, APartBeingWrittenIsNotReadAndBlocksTheTake) {
   Put(0, "p0");
-  hashes_.BeginPart("u", 1);  // a PUT of part 1 is writing it
+  Begin(1);  // a PUT of part 1 is writing it
   stored_[1] = "half";
   Put(2, "p2");  // not next: nothing is read
   EXPECT_EQ(reads_, 0);
@@ -80,9 +85,9 @@ TEST_F(UploadHashesTest, APartBeingWrittenIsNotReadAndBlocksTheTake) {
 }
 
 TEST_F(UploadHashesTest, TwoPutsOfOnePartAtOnceSpoilTheState) {
-  Sha256* first = hashes_.BeginPart("u", 0);
+  Sha256* first = Begin(0);
   ASSERT_NE(first, nullptr);
-  EXPECT_EQ(hashes_.BeginPart("u", 0), nullptr);  // the second one may not feed the hash
+  EXPECT_EQ(Begin(0), nullptr);  // the second one may not feed the hash
   stored_[0] = "p0";
   first->Update("p0");
   End(0, true, /*hashed=*/true);
@@ -92,11 +97,21 @@ TEST_F(UploadHashesTest, TwoPutsOfOnePartAtOnceSpoilTheState) {
 }
 
 TEST_F(UploadHashesTest, AFailedWriteThatFedTheHashSpoilsItAndForgetDropsTheState) {
-  Sha256* hash = hashes_.BeginPart("u", 0);
+  Put(0, "p0");
+  Sha256* hash = Begin(1);
   ASSERT_NE(hash, nullptr);
-  hash->Update("half of p0");  // the body was cut after these bytes
-  End(0, /*durable=*/false, /*hashed=*/true);
-  EXPECT_FALSE(hashes_.Take("u").has_value());  // no shortcut: the store reads everything
+  hash->Update("half of p1");  // the body was cut after these bytes
+  End(1, /*durable=*/false, /*hashed=*/true);
+  // The state with the cut bytes in its hash is gone: sent again whole, the parts are hashed
+  // afresh, part 0 read back from the store.
+  Put(1, "p1");
+  Put(2, "p2");
+  Put(3, "p3");
+  EXPECT_EQ(reads_, 2);  // parts 0 and 1, read back once part 1 was durable
+  auto prefix = hashes_.Take("u");
+  ASSERT_TRUE(prefix.has_value());
+  EXPECT_EQ(prefix->parts, kParts);
+  EXPECT_EQ(prefix->hash->FinishHex(), HexOf(kParts));
   Put(0, "p0");
   EXPECT_EQ(hashes_.size(), 1u);
   hashes_.Forget("u");
@@ -106,9 +121,9 @@ TEST_F(UploadHashesTest, AFailedWriteThatFedTheHashSpoilsItAndForgetDropsTheStat
 TEST_F(UploadHashesTest, PartsInFlightTogetherAreFedOrReadBackInOrder) {
   // Two PUTs at once, as the uploaders send them: part 0 feeds the hash as it is written, part 1
   // (begun meanwhile, not next) is read back once part 0 is in.
-  Sha256* zero = hashes_.BeginPart("u", 0);
+  Sha256* zero = Begin(0);
   ASSERT_NE(zero, nullptr);
-  EXPECT_EQ(hashes_.BeginPart("u", 1), nullptr);
+  EXPECT_EQ(Begin(1), nullptr);
   stored_[1] = "p1";
   End(1, true, false);  // ends first: part 0 is still being written
   EXPECT_EQ(reads_, 0);
@@ -123,6 +138,22 @@ TEST_F(UploadHashesTest, PartsInFlightTogetherAreFedOrReadBackInOrder) {
   ASSERT_TRUE(prefix.has_value());
   EXPECT_EQ(prefix->parts, kParts);
   EXPECT_EQ(prefix->hash->FinishHex(), HexOf(kParts));
+}
+
+TEST_F(UploadHashesTest, NoPartBeginsWhileTheUploadIsCompletedNorACompletionWhileOneIsWritten) {
+  Sha256* zero = Begin(0);
+  EXPECT_EQ(hashes_.BeginCompletion("u").code(), StatusCode::kFailedPrecondition);  // writing
+  stored_[0] = "p0";
+  zero->Update("p0");
+  End(0, true, true);
+  ASSERT_TRUE(hashes_.BeginCompletion("u").ok());
+  EXPECT_EQ(hashes_.BeginCompletion("u").code(), StatusCode::kFailedPrecondition);  // one at once
+  Sha256* hash = nullptr;
+  EXPECT_EQ(hashes_.BeginPart("u", 1, &hash).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(hash, nullptr);
+  hashes_.EndCompletion("u");
+  Put(1, "p1");  // after it (a completion that failed): parts come again
+  EXPECT_EQ(reads_, 0);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ namespace {
 
 constexpr size_t kReadBlockBytes = 1 << 20;
 constexpr int kRangeRetries = 5;
+constexpr int kUploadRetries = 7;  // UploadBlob's attempts after the first
 // The download's writer syncs every this many bytes, so that the disk writes while the next
 // ranges are fetched and hashed instead of all at the end.
 constexpr uint64_t kSyncEveryBytes = 64 << 20;
@@ -137,6 +138,15 @@ Result<std::vector<LocalFile>> CollectFiles(wal::FileSystem* fs, const std::stri
   return out;
 }
 
+namespace {
+
+// No answer, or 408/429/5xx (ReadClient's and agent::AnswerStatus's codes for them).
+bool Transient(const Status& s) {
+  return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kResourceExhausted;
+}
+
+}  // namespace
+
 Result<UploadResult> UploadBlob(ReadClient& client, agent::PartPool* parts, std::string_view entity,
                                 const LocalFile& file, const ProgressFn& progress) {
   const std::string base = "/api/v1/blobs/" + PercentEncode(entity) + "/" + file.sha256;
@@ -144,36 +154,49 @@ Result<UploadResult> UploadBlob(ReadClient& client, agent::PartPool* parts, std:
   UploadResult result;
   Mutex mu;                     // progress and the counts, from the pool's threads
   std::set<uint64_t> reported;  // parts counted in `progress` (an attempt after a failure)
+  uint64_t reported_bytes = 0;
   Status last;
-  for (int attempt = 0; attempt <= kRangeRetries; ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200 * attempt));
-    COHORT_ASSIGN_OR_RETURN(bj::value st, client.Get(base, {{"size", std::to_string(file.size)}}));
-    const bj::value* stored = st.is_object() ? st.as_object().if_contains("stored") : nullptr;
+  for (int attempt = 0; attempt <= kUploadRetries; ++attempt) {
+    // 0.25 s, then twice as long each time: 32 s in all, enough for a server to restart.
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(250 << (attempt - 1)));
+    last = Status::Ok();
+    Result<bj::value> st = client.Get(base, {{"size", std::to_string(file.size)}});
+    if (!st.ok()) {
+      last = st.status();
+      if (Transient(last)) continue;
+      return last;
+    }
+    const bj::value* stored = st->is_object() ? st->as_object().if_contains("stored") : nullptr;
     if (stored && stored->is_bool() && stored->get_bool()) {
-      result.already_stored = attempt == 0;
-      if (progress && attempt == 0) progress(file.size);
+      // Held already (or completed by an attempt whose answer was lost).
+      result.already_stored = result.parts_sent == 0 && result.parts_skipped == 0;
+      if (progress && file.size > reported_bytes) progress(file.size - reported_bytes);
       return result;
     }
-    uint64_t part_bytes = uint64_t(IntField(st, "part_bytes", int64_t(limits::kBlobPartBytes)));
+    uint64_t part_bytes = uint64_t(IntField(*st, "part_bytes", int64_t(limits::kBlobPartBytes)));
     if (part_bytes == 0) return Status::Internal("GET " + base + ": part_bytes is 0");
     std::set<uint64_t> have;
-    if (const bj::value* p = st.as_object().if_contains("parts"); p && p->is_array()) {
+    if (const bj::value* p = st->as_object().if_contains("parts"); p && p->is_array()) {
       for (const bj::value& n : p->as_array()) {
         if (n.is_int64() && n.get_int64() >= 0) have.insert(uint64_t(n.get_int64()));
         if (n.is_uint64()) have.insert(n.get_uint64());
       }
     }
     const uint64_t count = (file.size + part_bytes - 1) / part_bytes;
+    // Counted once, whichever attempt stored or found it.
+    const auto report = [&](uint64_t n, uint64_t len) {  // with `mu` held
+      if (!reported.insert(n).second) return;
+      reported_bytes += len;
+      if (progress) progress(len);
+    };
     std::vector<agent::PartJob> jobs;
     for (uint64_t n = 0; n < count; ++n) {
       const uint64_t offset = n * part_bytes;
       const uint64_t len = std::min(part_bytes, file.size - offset);
       if (have.count(n)) {
         MutexLock lock(&mu);
-        if (reported.insert(n).second) {
-          ++result.parts_skipped;
-          if (progress) progress(len);
-        }
+        if (!reported.count(n)) ++result.parts_skipped;
+        report(n, len);
         continue;
       }
       agent::PartJob job;
@@ -187,10 +210,9 @@ Result<UploadResult> UploadBlob(ReadClient& client, agent::PartPool* parts, std:
     }
     const auto done = [&](const agent::PartJob& job) {
       MutexLock lock(&mu);
-      reported.insert(uint64_t(job.offset) / part_bytes);
       ++result.parts_sent;
       result.bytes_sent += uint64_t(job.length);
-      if (progress) progress(uint64_t(job.length));
+      report(uint64_t(job.offset) / part_bytes, uint64_t(job.length));
     };
     if (have.empty() && jobs.size() > 1) {
       // A new upload starts with one part (the server sets the upload up with its first part),
@@ -200,22 +222,16 @@ Result<UploadResult> UploadBlob(ReadClient& client, agent::PartPool* parts, std:
     }
     if (last.ok() && !jobs.empty()) last = parts->Run(std::move(jobs), done);
     if (!last.ok()) {
-      // No answer, or 408/429/5xx (agent::AnswerStatus): ask again what is stored.
-      if (last.code() == StatusCode::kUnavailable ||
-          last.code() == StatusCode::kResourceExhausted) {
-        continue;
-      }
+      if (Transient(last)) continue;  // ask again what is stored
       return last;
     }
     bj::object body{{"size", file.size}};
     auto completed = client.Post(base + "/complete", body);
     if (!completed.ok()) {
       last = completed.status();
-      // A part went missing meanwhile (a server restart lost its mark): ask again.
-      if (last.code() == StatusCode::kFailedPrecondition ||
-          last.code() == StatusCode::kUnavailable) {
-        continue;
-      }
+      // 409: a part went missing meanwhile (a server restart lost its mark) or is being
+      // written by another request: ask again.
+      if (Transient(last) || last.code() == StatusCode::kFailedPrecondition) continue;
       return last;
     }
     const bj::value* ok =
@@ -257,7 +273,7 @@ Status DownloadVerified(ReadClient& client, wal::FileSystem* fs, const std::stri
       if (progress && have > 0) progress(have);
     }
   }
-  COHORT_ASSIGN_OR_RETURN(auto out, fs->NewWritableFile(part, wal::WriteMode::kAppend));
+  COHORT_ASSIGN_OR_RETURN(auto out, fs->NewStreamingWriter(part, have));
   int failures = 0;
   // Written on a thread of its own (syncing as it goes): fetching and hashing the next range
   // overlaps writing this one.

@@ -1,9 +1,10 @@
 // The byte-moving side of `cohort artifact put|get` (docs/cli.md, docs/artifacts.md): SHA-256 of
-// local files, blob uploads in parts of limits::kBlobPartBytes (status, the missing parts read
-// from disk one at a time, complete) and ranged, verified, resumable downloads. All file I/O goes
-// through the injected wal::FileSystem; the HTTP side is a ReadClient; digests are core/sha256.
+// local files, blob uploads in parts of limits::kBlobPartBytes (status, the missing parts sent
+// through the agent's part pool, several at a time, complete) and ranged, verified, resumable
+// downloads. All file I/O goes through the injected wal::FileSystem; the HTTP side is a
+// ReadClient (and the pool's own connections); digests are core/sha256.
 //
-// Threading: the functions are thread-compatible (one ReadClient per thread).
+// Threading: the functions are thread-compatible (one ReadClient and one PartPool per thread).
 #pragma once
 
 #include <cstdint>
@@ -59,8 +60,9 @@ struct UploadResult {
 // Makes the entity hold `file`'s blob: GET its status, PUT the missing parts through `parts`
 // (several at once, each read from disk when its turn comes; the first alone when the upload is
 // new), POST complete. A transient failure (no answer, 408/429/5xx, a part gone missing at
-// completion) asks the status again and sends what is missing, up to 5 times. The file must
-// still have `file.size` bytes and `file.sha256`. `progress` is called from one thread at a time.
+// completion) asks the status again and sends what is missing, up to 7 times over 32 s. The file
+// must still have `file.size` bytes and `file.sha256`. `progress` is called from one thread at a
+// time.
 Result<UploadResult> UploadBlob(ReadClient& client, agent::PartPool* parts, std::string_view entity,
                                 const LocalFile& file, const ProgressFn& progress = {});
 

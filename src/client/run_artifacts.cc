@@ -226,6 +226,14 @@ Result<std::string> Run::Impl::LogArtifact(const Artifact& artifact) {
       e.size = r.size;
       in.files.push_back(std::move(e));
     }
+    if (st.ok()) {
+      std::vector<std::string> cached;
+      for (size_t i = 0; i < artifact.files.size(); ++i) {
+        if (!stage || artifact.files[i].immutable) cached.push_back(in.files[i].source);
+      }
+      MutexLock l(&art_mu);
+      artifact_cached_sources[id] = std::move(cached);
+    }
     if (st.ok()) st = EnqueueArtifactIntent(agent::ToJson(in)).status();
     if (!st.ok()) {
       if (!in.staging.empty()) (void)fs->RemoveAll(in.staging);
@@ -233,6 +241,7 @@ Result<std::string> Run::Impl::LogArtifact(const Artifact& artifact) {
       MutexLock l(&art_mu);
       artifacts[id].state = "failed";
       artifacts[id].error = st.message();
+      artifact_cached_sources.erase(id);
     }
   });
   return id;
@@ -246,14 +255,33 @@ void Run::Impl::QueryArtifactsLocked(const std::vector<std::string>& ids,
     if (r.status().code() != StatusCode::kDeadlineExceeded) DropTransport(r.status());
     return;
   }
-  MutexLock lock(&art_mu);
-  for (const agent::ArtifactStatus& s : *r) {
-    auto it = artifacts.find(s.id);
-    if (it == artifacts.end() || Terminal(it->second)) continue;
-    // "unknown": not handed to the uploader yet (its frame is on its way, or behind the run's
-    // earlier records): still queued.
-    if (s.state == "unknown") continue;
-    it->second = FromAgent(s);
+  std::vector<std::string> forget;  // sources whose cached digests named other bytes
+  {
+    MutexLock lock(&art_mu);
+    for (const agent::ArtifactStatus& s : *r) {
+      auto it = artifacts.find(s.id);
+      if (it == artifacts.end() || Terminal(it->second)) continue;
+      // "unknown": not handed to the uploader yet (its frame is on its way, or behind the run's
+      // earlier records): still queued.
+      if (s.state == "unknown") continue;
+      it->second = FromAgent(s);
+      if (!Terminal(it->second)) continue;
+      auto sources = artifact_cached_sources.find(s.id);
+      if (sources == artifact_cached_sources.end()) continue;
+      // The server's "not the blob announced": a digest the cache gave was not the file's (a
+      // file rewritten without moving its modification time). Its entry goes, so that logging
+      // the file again reads it (the Python SDK does the same).
+      if (it->second.state == "failed" &&
+          it->second.error.find("not the blob announced") != std::string::npos) {
+        for (std::string& source : sources->second) forget.push_back(std::move(source));
+      }
+      artifact_cached_sources.erase(sources);
+    }
+  }
+  wal::FileSystem* fs = wal::FileSystem::Default();
+  const std::string cache_dir = forget.empty() ? std::string() : UserCacheDir();
+  for (const std::string& source : forget) {
+    if (auto st = fs->Stat(source); st.ok()) agent::ForgetHash(fs, cache_dir, *st);
   }
 }
 

@@ -11,9 +11,11 @@
 #include <random>
 
 #include "agent/artifact_intent.h"
+#include "agent/hash_cache.h"
 #include "client/private_agents_for_test.h"
 #include "cohort/cohort.h"
 #include "core/sha256.h"
+#include "core/user_config.h"
 #include "server/server_app.h"
 
 namespace cohort {
@@ -52,22 +54,27 @@ class RunArtifactsRealServerTest : public ::testing::Test {
     return path;
   }
 
+  // A run of project "p" through the agent.
+  Settings RunSettings() const {
+    Settings s;
+    s.base_url = app_->url();
+    s.api_key = app_->bootstrap_key();
+    s.project = "p";
+    s.label = "w0";
+    s.transport = "agent";
+    s.capture_console = false;
+    s.stats_sampling_interval_s = 0;
+    s.init_timeout_s = 10;
+    s.finish_timeout_s = 20;
+    return s;
+  }
+
   std::string root_;
   std::unique_ptr<server::ServerApp> app_;
 };
 
 TEST_F(RunArtifactsRealServerTest, LogArtifactHashesStagesUploadsAndCommits) {
-  Settings s;
-  s.base_url = app_->url();
-  s.api_key = app_->bootstrap_key();
-  s.project = "p";
-  s.label = "w0";
-  s.transport = "agent";
-  s.capture_console = false;
-  s.stats_sampling_interval_s = 0;
-  s.init_timeout_s = 10;
-  s.finish_timeout_s = 20;
-  auto run = Init(s);
+  auto run = Init(RunSettings());
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   const std::string a = Write("a.bin", (8 << 20) + 5, 1);  // 2 parts
   const std::string b = Write("b.txt", 100, 2);
@@ -114,6 +121,35 @@ TEST_F(RunArtifactsRealServerTest, LogArtifactHashesStagesUploadsAndCommits) {
   EXPECT_EQ(v2->version, "v0");
   EXPECT_FALSE(v2->created);
   EXPECT_EQ(v2->parts_uploaded, 0);
+  EXPECT_TRUE(run->Finish().ok());
+}
+
+TEST_F(RunArtifactsRealServerTest, ADigestTheHashCacheGotWrongFailsTheVersionAndIsForgotten) {
+  // A file rewritten without moving its modification time: the cache answers its old digest,
+  // the server finds other bytes and refuses them; the entry must go, or every later version
+  // of the file fails the same way.
+  auto run = Init(RunSettings());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  const std::string c = Write("c.bin", 1000, 3);
+  wal::FileSystem* fs = wal::FileSystem::Default();
+  auto st = fs->Stat(c);
+  ASSERT_TRUE(st.ok());
+  const std::string cache = UserCacheDir();
+  agent::RecordHash(fs, cache, *st, Sha256::Hex("the bytes it had before"));
+  ASSERT_TRUE(agent::LookupHash(fs, cache, *st).has_value());
+  Artifact art{.name = "c", .type = "model", .files = {{"c.bin", c, /*immutable=*/true}}};
+  auto id = run->LogArtifact(art);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  auto failed = run->WaitArtifact(*id, 60);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("not the blob announced"), std::string::npos)
+      << failed.status().ToString();
+  EXPECT_FALSE(agent::LookupHash(fs, cache, *st).has_value());  // forgotten
+  auto again = run->LogArtifact(art);                           // read this time
+  ASSERT_TRUE(again.ok());
+  auto v = run->WaitArtifact(*again, 60);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->version, "v0");
   EXPECT_TRUE(run->Finish().ok());
 }
 

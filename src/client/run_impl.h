@@ -176,6 +176,10 @@ struct Run::Impl {
   // Artifacts this run logged, by id: their last known state. Taken after mu and io_mu.
   mutable Mutex art_mu COHORT_ACQUIRED_AFTER(mu);
   std::map<std::string, ArtifactVersion> artifacts COHORT_GUARDED_BY(art_mu);
+  // The files whose digests the hash cache may have answered, by artifact id (not staged: a
+  // staged file is read as it is copied), until the version is committed or failed: a failure
+  // because the server found other bytes forgets their entries (docs/formats.md "Hash cache").
+  std::map<std::string, std::vector<std::string>> artifact_cached_sources COHORT_GUARDED_BY(art_mu);
   std::string artifact_staging COHORT_GUARDED_BY(art_mu);
   std::vector<std::thread> hashers COHORT_GUARDED_BY(art_mu);
   bool artifacts_closed COHORT_GUARDED_BY(art_mu) = false;  // Finish took the hashers

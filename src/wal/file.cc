@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <utility>
 
+#include "wal/streaming_writer.h"
+
 namespace cohort::wal {
 namespace {
 
@@ -156,6 +158,11 @@ class PosixFileSystem final : public FileSystem {
       size = uint64_t(st.st_size);
     }
     return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd, size));
+  }
+
+  Result<std::unique_ptr<WritableFile>> NewStreamingWriter(const std::string& path,
+                                                           uint64_t offset) override {
+    return internal::OpenPosixStreamingWriter(path, offset);
   }
 
   Result<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& path) override {

@@ -83,6 +83,15 @@ class FileSystem {
   virtual Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path,
                                                                 WriteMode mode) = 0;
   virtual Result<std::unique_ptr<SequentialFile>> NewSequentialFile(const std::string& path) = 0;
+  // A file written in order from `offset` on (Append; WriteAt only at the current end), for
+  // large files that are synced anyway and not read back soon (downloads). Created when missing,
+  // never truncated. On this machine's file system the bytes skip the page cache where it allows
+  // (O_DIRECT, gathered into aligned blocks; the last bytes, less than a block, go through it
+  // at Sync or Close): copying into the page cache was what such writes spent their time on
+  // (docs/benchmarks.md, "Artifacts"). This base version is NewWritableFile(kAppend) written
+  // at `offset`.
+  virtual Result<std::unique_ptr<WritableFile>> NewStreamingWriter(const std::string& path,
+                                                                   uint64_t offset);
   // Names (not paths) of the entries of `dir`, without "." and "..", in no particular order.
   virtual Result<std::vector<std::string>> ListDir(const std::string& dir) = 0;
   // kNotFound when the path does not exist.

@@ -219,3 +219,44 @@ def test_bad_arguments_name_the_problem(srv, entity, args, message):
     out = cohort(srv, "artifact", *args)
     assert out.returncode != 0
     assert message in out.stderr, out.stderr
+
+
+def test_put_rides_out_a_server_killed_and_restarted_in_the_middle(tmp_path):
+    """The CLI's parts go through the agent's part pool; a server killed mid-upload makes them
+    fail, and the CLI asks the restarted server what it has and sends the rest."""
+    import signal
+    from urllib.parse import urlparse
+
+    home = tmp_path / "home"
+    first = ServerProcess(home).start()
+    restarted = None
+    try:
+        port = urlparse(first.url).port
+        data = os.urandom(48 * PART + 99)
+        (tmp_path / "big.bin").write_bytes(data)
+        env = {k: v for k, v in first.env.items() if k not in ("COHORT_BASE_URL", "COHORT_API_KEY")}
+        put = subprocess.Popen([str(COHORT_BIN), "artifact", "put", str(tmp_path / "big.bin"),
+                                "--name", "big", "--type", "model", "-p", PROJECT],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        uploads = first.data_dir / "blobs" / "uploads"
+        deadline = time.monotonic() + 60
+        while len(list(uploads.glob("*/part-*"))) < 6 and time.monotonic() < deadline:
+            assert put.poll() is None, put.communicate()
+            time.sleep(0.005)
+        first.stop(signal.SIGKILL)  # six parts stored or more, dozens to come
+        restarted = ServerProcess(home, port=port).start()
+        out, err = put.communicate(timeout=120)
+        assert put.returncode == 0, err
+        api = restarted.api()
+        status, me = api.get("/api/v1/viewer")
+        status, v = api.get(f"/api/v1/artifacts/{me['entity']}/{PROJECT}/big/latest")
+        assert status == 200 and v["files"][0]["sha256"] == sha(data), v
+        # What the first server stored is not sent again ("sent" counts the parts answered 200:
+        # the file's size, not more, unless some were sent twice).
+        sent = err.rsplit("(", 1)[1]
+        assert sent.endswith(" MiB sent)\n"), err
+        assert float(sent.split()[0]) <= round(len(data) / 2**20, 1), err
+    finally:
+        first.stop()
+        if restarted:
+            restarted.stop()

@@ -149,6 +149,27 @@ def test_hash_file_copies_in_the_same_pass(tmp_path):
     assert (tmp_path / "copy").read_bytes() == data
 
 
+def test_a_failure_of_the_hashing_thread_is_raised_and_never_blocks_the_copy(tmp_path,
+                                                                            monkeypatch):
+    """The copy is written while a thread hashes (side by side); a hash that fails midway must
+    come back as the call's error, not leave the copying side waiting on a full queue."""
+    src = tmp_path / "src"
+    src.write_bytes(os.urandom(20 << 20))  # 20 chunks: more than the queue holds
+
+    class Failing:
+        calls = 0
+
+        def update(self, chunk):
+            Failing.calls += 1
+            if Failing.calls == 2:
+                raise MemoryError("hash failed")
+
+    monkeypatch.setattr(artifacts.hashlib, "sha256", Failing)
+    with pytest.raises(MemoryError, match="hash failed"):
+        artifacts._hash_file(str(src), str(tmp_path / "copy"))
+    assert Failing.calls == 2  # nothing hashed after the failure, the queue read to its end
+
+
 class _FakeRun:
     """Just what Artifact's background thread uses of a run (no agent)."""
 

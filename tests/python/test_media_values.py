@@ -261,3 +261,41 @@ def test_a_table_whose_cell_cannot_be_encoded_stages_nothing_and_logs_nothing(tm
     doc = json.loads((tmp_path / "staging" / intent["id"] / "1-0").read_bytes())
     cell = doc["data"][0][0]
     assert cell["_type"] == "image" and any(f["sha256"] == cell["sha256"] for f in intent["files"])
+
+
+def test_a_large_file_waits_as_a_spool_file_not_in_memory(tmp_path):
+    """A video of hundreds of MB logged from a file waits in the worker's queue as a private copy
+    on disk (hashed when the value was made), not as bytes; the worker links or copies it into
+    the staging directory; the copy goes with the value."""
+    import gc
+    import hashlib
+    import os
+    from cohort import media
+    big = tmp_path / "clip.gif"
+    data = b"GIF89a" + os.urandom(2 << 20)
+    big.write_bytes(data)
+    clip = cohort.Video(str(big), caption="big")
+    spooled = clip._file
+    assert not isinstance(spooled, bytes), "held in memory"
+    assert (spooled.size, spooled.sha256) == (len(data), hashlib.sha256(data).hexdigest())
+    big.write_bytes(b"GIF89a" + b"next")  # the script's next clip: not what this one logs
+    run = _MediaRun(tmp_path / "staging")
+    out = media._hand_over(run, [("clip", media.media_set("clip", [clip, clip]), 3)])
+    assert [(k, s, e) for k, s, e in out] == [("clip", 3, None)]
+    (intent,) = run.intents
+    assert [f["size"] for f in intent["files"]] == [len(data), len(data)]
+    for f in intent["files"]:  # the same value twice: staged twice, from the one spool file
+        assert f["sha256"] == hashlib.sha256(data).hexdigest()
+        assert open(f["source"], "rb").read() == data
+    ((key, kind, step, rows),) = run.rows
+    assert (key, kind, step) == ("clip", "video", 3) and rows[0][1] == len(data)
+    path = spooled.path
+    del clip, spooled, out
+    gc.collect()
+    assert not os.path.exists(path)  # the spool copy went with the value
+    fake = tmp_path / "fake.gif"
+    fake.write_bytes(os.urandom(2 << 20))
+    with pytest.raises(ValueError, match="first bytes do not match"):
+        cohort.Video(str(fake))
+    gc.collect()
+    assert os.listdir(media._spool_dir()) == []  # a refused value leaves no copy either

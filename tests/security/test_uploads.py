@@ -112,3 +112,23 @@ def test_create_run_files_refuses_bad_names(small):
     assert "errors" not in payload, payload
     url = payload["data"]["createRunFiles"]["files"][0]["uploadUrl"]
     assert http(url, "PUT", raw=b"png")[0] == 200
+
+
+def test_the_same_media_file_uploaded_at_once_many_times_is_stored_for_each(small):
+    """The vendor's clients upload each media file of a step on its own connection; identical
+    files (the same figure logged under several keys) share the entity's one upload of that
+    blob. While one request writes or completes it, the others wait and find the blob held:
+    every upload answers 200 and names the blob."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+    key, e = make_run(small)
+    png = b"\x89PNG\r\n\x1a\n" + os.urandom(600 << 10)
+
+    def put(i):
+        return http(small.url + f"/files/{e}/proj/r1/upload/media/images/fig_{i}.png", "PUT",
+                    raw=png, key=key)[:2]
+    for _ in range(3):
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(put, range(8)))
+        assert [s for s, _ in answers] == [200] * 8, answers
+    assert len([f for f in files(small, key, e) if f["name"].startswith("media/")]) == 8

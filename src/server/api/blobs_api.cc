@@ -84,25 +84,42 @@ void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
   r.Add("PUT", base + "/parts/{part}",
         Authed(ctx,
                [ctx](http::HttpRequest& req, const AuthContext& who) {
-                 if (Status s = CheckBlobPath(req, who, ctx); !s.ok()) return ErrorResponse(s);
+                 // The body streams into the store as it arrives (docs/artifacts.md, "Uploads").
+                 http::BodyReader* body = req.body_reader;
+                 // A refusal reads what is left of a part-sized body first: answered mid-body, the
+                 // connection is closed under a client still sending, which may then see a reset
+                 // instead of the answer (and retry what cannot succeed).
+                 const auto drain = [body] {
+                   if (body->length() - body->received() <= limits::kBlobPartBytes) {
+                     for (auto bytes = body->Next(); bytes.ok() && !bytes->empty();
+                          bytes = body->Next()) {
+                     }
+                   }
+                 };
+                 const auto refuse = [&drain](const Status& s) {
+                   drain();
+                   return ErrorResponse(s);
+                 };
+                 if (Status s = CheckBlobPath(req, who, ctx); !s.ok()) return refuse(s);
                  auto size = SizeParam(req, ctx->limits);
-                 if (!size.ok()) return ErrorResponse(size.status());
+                 if (!size.ok()) return refuse(size.status());
                  const std::string part_text = req.PathParam("part");
                  int64_t part = -1;
                  auto [p, ec] =
                      std::from_chars(part_text.data(), part_text.data() + part_text.size(), part);
                  if (ec != std::errc() || p != part_text.data() + part_text.size()) {
-                   return ErrorResponse(Status::InvalidArgument("part: expected a part number"));
+                   return refuse(Status::InvalidArgument("part: expected a part number"));
                  }
-                 // The body streams into the store as it arrives (docs/artifacts.md, "Uploads").
-                 http::BodyReader* body = req.body_reader;
                  if (Status s = blob::CheckPart(uint64_t(*size), part, body->length()); !s.ok()) {
-                   return ErrorResponse(s);
+                   return refuse(s);
                  }
-                 if (auto refused = ThrottleRequest(ctx, who.entity)) return std::move(*refused);
+                 if (auto refused = ThrottleRequest(ctx, who.entity)) {
+                   drain();
+                   return std::move(*refused);
+                 }
                  const std::string sha = req.PathParam("sha256");
                  auto held = HoldsBlob(ctx, who.entity, sha, *size);
-                 if (!held.ok()) return ErrorResponse(held.status());
+                 if (!held.ok()) return refuse(held.status());
                  const auto next = [body] { return body->Next(); };
                  if (*held) {
                    // A part of a blob the entity holds already is not needed: read, not stored
@@ -114,7 +131,7 @@ void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
                                 blob::OwnedUploadName(who.entity, sha), uint64_t(*size), part,
                                 body->length(), next);
                             !s.ok()) {
-                   return ErrorResponse(s);
+                   return refuse(s);
                  }
                  return JsonResponse(200, bj::object{{"part", part},
                                                      {"size", int64_t(body->length())},

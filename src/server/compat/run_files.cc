@@ -1,15 +1,17 @@
 #include "server/compat/run_files.h"
 
 #include <charconv>
+#include <chrono>
+#include <thread>
 
 #include "blob/blob_store.h"
 #include "core/clock.h"
 #include "core/sha256.h"
 #include "core/text_encoding.h"
-#include "store/artifact_types.h"
 #include "server/api/throttle.h"
 #include "server/compat/compat_context.h"
 #include "server/compat/signed_url.h"
+#include "store/artifact_types.h"
 
 namespace cohort::compat {
 namespace {
@@ -112,23 +114,15 @@ bool IsVendorMediaFile(std::string_view name) {
   return false;
 }
 
-// A media file of the vendor's clients: kept as a blob the entity holds, which the media rows of
-// the history lines name by SHA-256 (wandb_lines.h), so that it is served like every media file
-// (docs/formats.md "Media"); its SHA-256. The run file of its name (other files of the run may
-// refer to it by path, e.g. a table's image cells) keeps no copy: it names the blob.
-Result<std::string> PutMediaBlob(api::ApiContext* ctx, const std::string& entity,
-                                 std::string_view body) {
-  if (uint64_t(body.size()) > ctx->limits.max_media_file_bytes) {
-    return Status::PayloadTooLarge("media file of " + std::to_string(body.size()) +
-                                   " bytes, more than the limit of " +
-                                   std::to_string(ctx->limits.max_media_file_bytes) +
-                                   " (--max-media-file-bytes)");
-  }
-  const std::string sha = Sha256::Hex(body);
+constexpr int kSharedUploadTries = 10;  // about 0.9 s of waiting in all
+
+// PutMediaBlob's one try: held already, or uploaded, checked, recorded and published.
+Status StoreMediaBlob(api::ApiContext* ctx, const std::string& entity, const std::string& sha,
+                      std::string_view body) {
   const uint64_t size = body.size();
   // The run file naming it comes next, which gc must not race (HoldsBlob touches its record).
   COHORT_ASSIGN_OR_RETURN(const bool held, api::HoldsBlob(ctx, entity, sha, int64_t(size)));
-  if (held) return sha;
+  if (held) return Status::Ok();
   // The entity's own upload (blob::OwnedUploadName); an empty file has no part.
   const std::string upload = blob::OwnedUploadName(entity, sha);
   int64_t part = 0;
@@ -140,7 +134,33 @@ Result<std::string> PutMediaBlob(api::ApiContext* ctx, const std::string& entity
   // Recorded before it is published (docs/artifacts.md, "Garbage collection").
   COHORT_RETURN_IF_ERROR(
       ctx->store->RecordBlob(entity, sha, int64_t(size), NowMillis(), /*md5=*/""));
-  COHORT_RETURN_IF_ERROR(verified->Publish());
+  return verified->Publish();
+}
+
+// A media file of the vendor's clients: kept as a blob the entity holds, which the media rows of
+// the history lines name by SHA-256 (wandb_lines.h), so that it is served like every media file
+// (docs/formats.md "Media"); its SHA-256. The run file of its name (other files of the run may
+// refer to it by path, e.g. a table's image cells) keeps no copy: it names the blob.
+Result<std::string> PutMediaBlob(api::ApiContext* ctx, const std::string& entity,
+                                 std::string_view body) {
+  if (uint64_t(body.size()) > ctx->limits.max_media_file_bytes) {
+    return Status::PayloadTooLarge(
+        "media file of " + std::to_string(body.size()) + " bytes, more than the limit of " +
+        std::to_string(ctx->limits.max_media_file_bytes) + " (--max-media-file-bytes)");
+  }
+  const std::string sha = Sha256::Hex(body);
+  // The same file sent twice at once by the entity shares one upload: the blob store refuses
+  // one request while the other writes or completes it (kUnavailable, kFailedPrecondition), and
+  // that one asks again, finding the blob held once the other is done.
+  Status busy;
+  for (int attempt = 0; attempt < kSharedUploadTries; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20 * attempt));
+    busy = StoreMediaBlob(ctx, entity, sha, body);
+    if (busy.code() != StatusCode::kUnavailable && busy.code() != StatusCode::kFailedPrecondition) {
+      break;
+    }
+  }
+  COHORT_RETURN_IF_ERROR(busy);
   return sha;
 }
 
