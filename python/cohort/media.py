@@ -74,11 +74,22 @@ _spool_lock = threading.Lock()
 
 
 def _spool_dir() -> str:
-    """This process's private spool directory (0700, made on first use, removed at exit)."""
+    """This process's private spool directory (0700, made on first use, removed at exit): in the
+    node agent's staging directory when a run is current (the worker then hard-links the files
+    into the set's staging directory: no copy; named ours, so that the agent deletes it if this
+    process dies), else in the system's temporary directory."""
     global _spool_root
     with _spool_lock:
         if _spool_root is None or not os.path.isdir(_spool_root):
-            _spool_root = tempfile.mkdtemp(prefix="cohort-media-spool-")
+            current = getattr(sys.modules.get("cohort"), "run", None)
+            staging = getattr(current, "_artifact_staging_dir", None) or None
+            root = None
+            if staging and os.path.isdir(staging):
+                with contextlib.suppress(OSError):
+                    root = tempfile.mkdtemp(prefix="spool-", dir=staging)
+                    from .artifacts import _write_owner
+                    _write_owner(root)
+            _spool_root = root or tempfile.mkdtemp(prefix="cohort-media-spool-")
             import atexit
             atexit.register(_remove_spool_dir, _spool_root, os.getpid())
         return _spool_root

@@ -446,3 +446,37 @@ def test_media_queued_at_exit_are_handed_over_before_the_run_ends(client):
                what="every set logged before the exit")
     rows = _rows(client, view)
     assert [(r["step"], r["index"]) for r in rows] == [(s, i) for s in range(20) for i in range(3)]
+
+
+BIG_FILES = r"""
+import os
+import cohort
+run = cohort.init(project="media")
+with open("big.gif", "wb") as f:
+    f.write(b"GIF89a" + os.urandom(3 << 20))
+first = open("big.gif", "rb").read()
+run.log({"big": cohort.Video("big.gif")})
+with open("big.gif", "wb") as f:  # the next clip, written over the file right after the call
+    f.write(b"GIF89a" + os.urandom(3 << 20))
+run.log({"big": cohort.Video("big.gif")})
+second = open("big.gif", "rb").read()
+import hashlib
+print("SHA", hashlib.sha256(first).hexdigest(), hashlib.sha256(second).hexdigest())
+print("RUN", run.id)
+run.finish()
+"""
+
+
+def test_large_media_files_are_spooled_and_each_step_logs_its_own(client):
+    """Files of 1 MiB or more wait as spool files in the agent's staging directory, not in
+    memory; each step's file is what was on disk at its call, served back byte for byte."""
+    proc = assert_ok(client.python(BIG_FILES))
+    shas = next(line.split()[1:] for line in proc.stdout.splitlines() if line.startswith("SHA "))
+    view = client.run_view(_run_id(proc), project="media")
+    wait_until(lambda: len(_rows(client, view)) == 2 and _all_uploaded(client, view),
+               what="both clips uploaded")
+    rows = _rows(client, view, keys="big")
+    assert [r["step"] for r in rows] == [0, 1]
+    for r, sha in zip(rows, shas):
+        status, _, body = _download(client, r["url"])
+        assert status == 200 and hashlib.sha256(body).hexdigest() == sha, r

@@ -298,4 +298,30 @@ def test_a_large_file_waits_as_a_spool_file_not_in_memory(tmp_path):
     with pytest.raises(ValueError, match="first bytes do not match"):
         cohort.Video(str(fake))
     gc.collect()
-    assert os.listdir(media._spool_dir()) == []  # a refused value leaves no copy either
+    # A refused value leaves no copy either (the owner file of a spool in the agent's staging
+    # directory aside).
+    assert [n for n in os.listdir(media._spool_dir()) if not n.startswith(".")] == []
+
+
+def test_with_a_run_the_spool_is_in_the_agents_staging_directory_and_staging_links(
+        tmp_path, monkeypatch):
+    """With a current run, the spool directory is in the agent's staging directory (named ours:
+    the agent deletes it if the process dies) and the worker hard-links the file into the set's
+    staging directory: no second copy."""
+    import os
+    from cohort import media
+    run = _MediaRun(tmp_path / "staging")
+    os.makedirs(run._artifact_staging_dir)
+    monkeypatch.setattr(cohort, "run", run)
+    monkeypatch.setattr(media, "_spool_root", None)
+    big = tmp_path / "clip.mp4"
+    big.write_bytes(b"\0\0\0\x18ftypmp42" + os.urandom(1 << 20))
+    clip = cohort.Video(str(big))
+    spool = os.path.dirname(clip._file.path)
+    assert os.path.dirname(spool) == run._artifact_staging_dir
+    assert os.path.exists(os.path.join(spool, ".owner"))
+    out = media._hand_over(run, [("clip", media.media_set("clip", clip), 0)])
+    assert [e for _, _, e in out] == [None]
+    (staged,) = run.intents[0]["files"]
+    assert os.stat(staged["source"]).st_ino == os.stat(clip._file.path).st_ino  # a link
+    assert open(staged["source"], "rb").read() == big.read_bytes()
