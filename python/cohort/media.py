@@ -17,6 +17,7 @@ them, never at ``import cohort``.
 """
 from __future__ import annotations
 
+import atexit
 import collections
 import contextlib
 import hashlib
@@ -71,6 +72,7 @@ def _caption(caption: Any, what: str) -> str:
 _SPOOL_MIN_BYTES = 1 << 20
 _spool_root: Optional[str] = None
 _spool_lock = threading.Lock()
+_spool_roots: List[Tuple[str, int]] = []  # (directory, pid of the process that made it)
 
 
 def _spool_dir() -> str:
@@ -89,15 +91,27 @@ def _spool_dir() -> str:
                     root = tempfile.mkdtemp(prefix="spool-", dir=staging)
                     from .artifacts import _write_owner
                     _write_owner(root)
+                if root and not os.path.isfile(os.path.join(root, ".owner")):
+                    # Not named ours (no /proc, a full disk): the agent would keep it forever
+                    # after a crash. The temporary directory instead.
+                    shutil.rmtree(root, ignore_errors=True)
+                    root = None
             _spool_root = root or tempfile.mkdtemp(prefix="cohort-media-spool-")
-            import atexit
-            atexit.register(_remove_spool_dir, _spool_root, os.getpid())
+            _spool_roots.append((_spool_root, os.getpid()))
         return _spool_root
 
 
-def _remove_spool_dir(path: str, pid: int) -> None:
-    if os.getpid() == pid:  # not a forked child's exit: the files are its parent's
-        shutil.rmtree(path, ignore_errors=True)
+def _remove_spool_dirs() -> None:
+    pid = os.getpid()
+    for path, owner in _spool_roots:
+        if owner == pid:  # not a forked child's exit: those are its parent's
+            shutil.rmtree(path, ignore_errors=True)
+
+
+# Registered when the module is imported, before cohort.init registers the exit handler that
+# finishes the runs and drains the media queue: atexit runs the last registered first, so the
+# spool goes only after the queued values were staged.
+atexit.register(_remove_spool_dirs)
 
 
 def _unlink_spooled(path: str, pid: int) -> None:
@@ -109,14 +123,15 @@ def _unlink_spooled(path: str, pid: int) -> None:
 class _Spooled:
     """The bytes of a media file copied (and hashed) into a private spool file when the value was
     made, for files of _SPOOL_MIN_BYTES or more: what the value logs, whatever happens to the file
-    afterwards, without holding it in memory. The copy is removed when the value is gone; the
-    worker links or copies it into the agent's staging directory."""
+    afterwards, without holding it in memory. The copy is removed when the value is gone (not at
+    exit: _remove_spool_dirs does, after the queue is drained); the worker links or copies it into
+    the agent's staging directory. Copies of a value share it; it cannot be pickled."""
 
     __slots__ = ("path", "size", "sha256", "head", "__weakref__")
 
     def __init__(self, src: str) -> None:
         fd, self.path = tempfile.mkstemp(prefix="media-", dir=_spool_dir())
-        weakref.finalize(self, _unlink_spooled, self.path, os.getpid())
+        weakref.finalize(self, _unlink_spooled, self.path, os.getpid()).atexit = False
         h = hashlib.sha256()
         self.size = 0
         self.head = b""
@@ -131,6 +146,16 @@ class _Spooled:
                 out.write(chunk)
                 self.size += len(chunk)
         self.sha256 = h.hexdigest()
+
+    def __copy__(self) -> "_Spooled":
+        return self  # never changes: one file for all copies of the value
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "_Spooled":
+        return self
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a media value made from a file of 1 MiB or more cannot be pickled: "
+                        "make it (from the path) in the process that logs it")
 
     def stage_to(self, path: str) -> None:
         """Puts the bytes at `path`: a hard link to the spool file where the file systems allow
@@ -160,16 +185,21 @@ def _read_path(path: Any, what: str, mimes: Dict[str, str], fmt: Optional[str] =
     if mime is None:
         raise ValueError(f"{what}: {p!r}: unsupported file type {ext or '(none)'!r}; expected "
                          f"one of {', '.join(sorted(mimes))}")
+    magic = _MAGIC.get(mime)
+
+    def check(head: bytes) -> None:
+        if magic and not any(head.startswith(m) for m in magic):
+            raise ValueError(f"{what}: {p!r} is not a {mime} file (its first bytes do not match)")
     data: Any
     if os.path.getsize(p) >= _SPOOL_MIN_BYTES:
+        with open(p, "rb") as f:
+            check(f.read(64))  # before a copy of a large file of the wrong kind
         data = _Spooled(p)
-        head = data.head
+        check(data.head)  # what is logged: the copy
     else:
         with open(p, "rb") as f:
-            data = head = f.read()
-    magic = _MAGIC.get(mime)
-    if magic and not any(head.startswith(m) for m in magic):
-        raise ValueError(f"{what}: {p!r} is not a {mime} file (its first bytes do not match)")
+            data = f.read()
+        check(data)
     return mime, data
 
 
@@ -629,9 +659,11 @@ def _get_worker() -> _Worker:
 
 
 def _after_fork_in_child() -> None:
-    global _worker, _worker_lock
+    global _worker, _worker_lock, _spool_root, _spool_lock
     _worker = None  # the parent's queue and thread are not this process's
     _worker_lock = threading.Lock()
+    _spool_root = None  # the parent's spool directory goes with the parent: a spool of its own
+    _spool_lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):

@@ -325,3 +325,30 @@ def test_with_a_run_the_spool_is_in_the_agents_staging_directory_and_staging_lin
     (staged,) = run.intents[0]["files"]
     assert os.stat(staged["source"]).st_ino == os.stat(clip._file.path).st_ino  # a link
     assert open(staged["source"], "rb").read() == big.read_bytes()
+
+
+def test_spooled_values_copy_share_their_file_refuse_pickling_and_forks_spool_apart(tmp_path):
+    import copy
+    import os
+    import pickle
+    from cohort import media
+    big = tmp_path / "clip.gif"
+    big.write_bytes(b"GIF89a" + os.urandom(1 << 20))
+    clip = cohort.Video(str(big))
+    assert copy.deepcopy(clip)._file is clip._file  # one file, removed once, when all are gone
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(clip)
+    parent_spool = media._spool_dir()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: a spool of its own, not under the parent's directory
+        try:
+            child_clip = cohort.Video(str(big))
+            os.write(write, os.path.dirname(child_clip._file.path).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    child_spool = os.read(read, 4096).decode()
+    os.waitpid(pid, 0)
+    assert child_spool and child_spool != parent_spool, (child_spool, parent_spool)
+    assert os.path.exists(clip._file.path)  # the child's exit took nothing of the parent's
