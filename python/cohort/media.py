@@ -121,31 +121,32 @@ def _unlink_spooled(path: str, pid: int) -> None:
 
 
 class _Spooled:
-    """The bytes of a media file copied (and hashed) into a private spool file when the value was
-    made, for files of _SPOOL_MIN_BYTES or more: what the value logs, whatever happens to the file
-    afterwards, without holding it in memory. The copy is removed when the value is gone (not at
-    exit: _remove_spool_dirs does, after the queue is drained); the worker links or copies it into
-    the agent's staging directory. Copies of a value share it; it cannot be pickled."""
+    """The bytes of a media file copied into a private spool file when the value was made, for
+    files of _SPOOL_MIN_BYTES or more: what the value logs, whatever happens to the file
+    afterwards, without holding it in memory. The copy is the kernel's (no bytes through Python);
+    the SHA-256 is the worker's, off the training thread (`digest`). The copy is removed when the
+    value is gone (not at exit: _remove_spool_dirs does, after the queue is drained); the worker
+    links or copies it into the agent's staging directory. Copies of a value share it; it cannot
+    be pickled."""
 
-    __slots__ = ("path", "size", "sha256", "head", "__weakref__")
+    __slots__ = ("path", "size", "head", "_sha256", "__weakref__")
 
     def __init__(self, src: str) -> None:
         fd, self.path = tempfile.mkstemp(prefix="media-", dir=_spool_dir())
+        os.close(fd)
         weakref.finalize(self, _unlink_spooled, self.path, os.getpid()).atexit = False
-        h = hashlib.sha256()
-        self.size = 0
-        self.head = b""
-        with os.fdopen(fd, "wb") as out, open(src, "rb") as f:
-            while True:
-                chunk = f.read(1 << 20)
-                if not chunk:
-                    break
-                if not self.head:
-                    self.head = chunk[:64]
-                h.update(chunk)
-                out.write(chunk)
-                self.size += len(chunk)
-        self.sha256 = h.hexdigest()
+        shutil.copyfile(src, self.path)
+        self.size = os.path.getsize(self.path)
+        with open(self.path, "rb") as f:
+            self.head = f.read(64)
+        self._sha256: Optional[str] = None
+
+    def digest(self) -> str:
+        """SHA-256 of the copy (computed once, by the worker)."""
+        if self._sha256 is None:
+            from .artifacts import _hash_file
+            self._sha256 = _hash_file(self.path, None)["sha256"]
+        return self._sha256
 
     def __copy__(self) -> "_Spooled":
         return self  # never changes: one file for all copies of the value
@@ -715,8 +716,8 @@ def _hand_over(run: Any, sets: List[Tuple[str, _MediaSet, int]]
 
             def stage(data: Any, name: str) -> str:
                 path = os.path.join(staging, name)
-                if isinstance(data, _Spooled):  # hashed when the value was made
-                    sha = data.sha256
+                if isinstance(data, _Spooled):
+                    sha = data.digest()
                     data.stage_to(path)
                 else:
                     sha = hashlib.sha256(data).hexdigest()

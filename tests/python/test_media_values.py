@@ -265,7 +265,7 @@ def test_a_table_whose_cell_cannot_be_encoded_stages_nothing_and_logs_nothing(tm
 
 def test_a_large_file_waits_as_a_spool_file_not_in_memory(tmp_path):
     """A video of hundreds of MB logged from a file waits in the worker's queue as a private copy
-    on disk (hashed when the value was made), not as bytes; the worker links or copies it into
+    on disk (hashed by the worker), not as bytes; the worker links or copies it into
     the staging directory; the copy goes with the value."""
     import gc
     import hashlib
@@ -277,7 +277,7 @@ def test_a_large_file_waits_as_a_spool_file_not_in_memory(tmp_path):
     clip = cohort.Video(str(big), caption="big")
     spooled = clip._file
     assert not isinstance(spooled, bytes), "held in memory"
-    assert (spooled.size, spooled.sha256) == (len(data), hashlib.sha256(data).hexdigest())
+    assert (spooled.size, spooled.digest()) == (len(data), hashlib.sha256(data).hexdigest())
     big.write_bytes(b"GIF89a" + b"next")  # the script's next clip: not what this one logs
     run = _MediaRun(tmp_path / "staging")
     out = media._hand_over(run, [("clip", media.media_set("clip", [clip, clip]), 3)])
