@@ -206,6 +206,7 @@ def main():
         db = sqlite3.connect(f"file:{data / 'cohort.db'}?mode=ro", uri=True)
         stored = db.execute("SELECT sum(count), sum(length(data)), count(*) FROM chunks").fetchone()
         page = db.execute("PRAGMA page_size").fetchone()[0]
+        free_pages = db.execute("PRAGMA freelist_count").fetchone()[0]
         objects = db.execute("SELECT name, sum(pgsize), sum(payload), sum(unused), count(*) "
                              "FROM dbstat GROUP BY name ORDER BY 2 DESC").fetchall()
         db.close()
@@ -217,6 +218,8 @@ def main():
           f"({', '.join(f'{n} {s}' for n, s in sorted(files.items()))})")
     print(f"chunk blobs: {stored[1]} bytes = {stored[1] / points:.3f} B/point in {stored[2]} "
           f"chunks ({points / stored[2]:.0f} points/chunk)")
+    print(f"free pages (reused by later writes before the file grows): {free_pages} = "
+          f"{free_pages * page / points:.3f} B/point")
     print(f"page size {page}; by table/index (dbstat): pages B/point, payload B/point, unused")
     for name, size, payload, unused, pages in objects:
         print(f"  {name:28s} {pages:6d} pages {size / points:7.3f} {payload / points:7.3f} "

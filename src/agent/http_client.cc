@@ -1,7 +1,6 @@
 #include "agent/http_client.h"
 
 #include <curl/curl.h>
-
 #include <strings.h>
 
 #include <cstdlib>
@@ -9,6 +8,7 @@
 
 #include "agent/backoff.h"
 #include "core/clock.h"
+#include "core/json.h"
 
 namespace cohort::agent {
 namespace {
@@ -68,6 +68,24 @@ int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 }
 
 }  // namespace
+
+std::string AnswerErrorText(const HttpResponse& r) {
+  auto v = json::Parse(r.body);
+  if (v.ok() && v->is_object()) {
+    if (const boost::json::value* e = v->as_object().if_contains("error"); e && e->is_object()) {
+      const boost::json::object& eo = e->as_object();
+      std::string out = "HTTP " + std::to_string(r.status);
+      if (auto* c = eo.if_contains("code"); c && c->is_string()) {
+        out += " " + std::string(c->as_string());
+      }
+      if (auto* m = eo.if_contains("message"); m && m->is_string()) {
+        out += ": " + std::string(m->as_string());
+      }
+      return out;
+    }
+  }
+  return "HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 300);
+}
 
 std::string FindCaBundle(wal::FileSystem& fs, std::string_view ssl_cert_file,
                          std::span<const std::string_view> candidates) {

@@ -25,6 +25,10 @@ struct HttpResponse {
   std::optional<double> retry_after_s;  // from a Retry-After header
 };
 
+// "HTTP 409 conflict: file model.pt: upload it first": the status, the code and the message of
+// a server's error JSON ({"error": {"code", "message"}}; the body's start when it has none).
+std::string AnswerErrorText(const HttpResponse& r);
+
 struct HttpClientOptions {
   double connect_timeout_s = 5.0;
   double request_timeout_s = 120.0;

@@ -16,21 +16,6 @@ namespace {
 constexpr size_t kReadChunk = 1 << 20;
 }  // namespace
 
-std::string AnswerErrorText(const HttpResponse& r) {
-  auto v = json::Parse(r.body);
-  if (v.ok() && v->is_object()) {
-    if (const bj::value* e = v->as_object().if_contains("error"); e && e->is_object()) {
-      const bj::object& eo = e->as_object();
-      std::string out = "HTTP " + std::to_string(r.status);
-      if (auto* m = eo.if_contains("message"); m && m->is_string()) {
-        out += ": " + std::string(m->as_string());
-      }
-      return out;
-    }
-  }
-  return "HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 300);
-}
-
 Status AnswerStatus(const Result<HttpResponse>& r, const std::string& what) {
   if (!r.ok()) return Status::Unavailable(what + ": " + r.status().message());
   const int code = r->status;

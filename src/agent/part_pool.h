@@ -23,10 +23,6 @@
 
 namespace cohort::agent {
 
-// "HTTP 409: file model.pt: upload it first": the status and the message of a server's error
-// JSON (the body's start when it has none).
-std::string AnswerErrorText(const HttpResponse& r);
-
 // OK for a 2xx answer. Transient outcomes, to retry: kUnavailable (no answer),
 // kResourceExhausted (408, 429, 5xx); kUnauthenticated (401) and kPermissionDenied (403): a key
 // being fixed. Any other answer is kFailedPrecondition with `what` and the server's message.

@@ -28,24 +28,6 @@ std::string WriterPath(const std::string& entity, const WriterTarget& t) {
   return RunPath(entity, t) + "/writers/" + PercentEncode(t.label);
 }
 
-std::string ErrorText(const HttpResponse& r) {
-  auto v = json::Parse(r.body);
-  if (v.ok() && v->is_object()) {
-    if (const bj::value* e = v->as_object().if_contains("error"); e && e->is_object()) {
-      const bj::object& eo = e->as_object();
-      std::string out = "HTTP " + std::to_string(r.status);
-      if (auto* c = eo.if_contains("code"); c && c->is_string()) {
-        out += " " + std::string(c->as_string());
-      }
-      if (auto* m = eo.if_contains("message"); m && m->is_string()) {
-        out += ": " + std::string(m->as_string());
-      }
-      return out;
-    }
-  }
-  return "HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 200);
-}
-
 // An ingest answer ({"duplicate", "points", "next_step"}, and "media_refused",
 // "media_refused_reason" when some of the batch's media rows were not stored): its "points" (0
 // when absent); refused media are a warning in the agent's log.
@@ -325,7 +307,7 @@ Result<std::string> Sender::EntityFor(WriterStream* s) {
   if (auto it = entities_.find(key); it != entities_.end()) return it->second;
   auto r = Call("GET", "/api/v1/viewer", "", key);
   if (!r.ok()) return r.status();
-  if (r->status != 200) return Status(CodeForHttp(r->status), "viewer: " + ErrorText(*r));
+  if (r->status != 200) return Status(CodeForHttp(r->status), "viewer: " + AnswerErrorText(*r));
   auto v = json::Parse(r->body);
   if (v.ok() && v->is_object()) {
     if (auto* e = v->as_object().if_contains("entity");
@@ -349,7 +331,7 @@ Sender::Attempt Sender::Classify(const Result<HttpResponse>& r, std::string_view
   }
   int code = r->status;
   if (code >= 200 && code < 300) return a;
-  a.status = Status(CodeForHttp(code), std::string(what) + ": " + ErrorText(*r));
+  a.status = Status(CodeForHttp(code), std::string(what) + ": " + AnswerErrorText(*r));
   if (code == 408 || code == 429 || code >= 500) {
     a.outcome = Outcome::kRetry;
     double backoff = backoff_.NextDelay();
@@ -448,7 +430,7 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
         a.delay_s = options_.backoff.max_s;
         a.status = Status::FailedPrecondition(
             "batch seq " + std::to_string(seq) + ": the server does not read " +
-            std::string(limits::kBatchFormatName) + " (" + ErrorText(*r) +
+            std::string(limits::kBatchFormatName) + " (" + AnswerErrorText(*r) +
             "); upgrade the server: the records stay in the WAL and are sent again");
         Logf(LogLevel::kWarning, "{}: {}", s->dir(), a.status.message());
         return a;
@@ -517,7 +499,7 @@ void Sender::Heartbeat(Entry* e) {
   e->last_contact_ms = MonoMillis();
   if (!r.ok() || r->status >= 300) {
     Logf(LogLevel::kDebug, "{}: heartbeat failed: {}", s->dir(),
-         r.ok() ? ErrorText(*r) : r.status().ToString());
+         r.ok() ? AnswerErrorText(*r) : r.status().ToString());
   }
 }
 

@@ -12,6 +12,11 @@
 namespace cohort::wal {
 namespace {
 
+Status NotAtEnd(uint64_t offset, uint64_t end) {
+  return Status::FailedPrecondition("a streaming writer writes in order: asked to write at " +
+                                    std::to_string(offset) + ", its end is " + std::to_string(end));
+}
+
 // Any WritableFile written in order from an offset (the base FileSystem::NewStreamingWriter).
 class OffsetWriter final : public WritableFile {
  public:
@@ -23,7 +28,7 @@ class OffsetWriter final : public WritableFile {
     return Status::Ok();
   }
   Status WriteAt(uint64_t offset, std::string_view data) override {
-    if (offset != pos_) return NotAtEnd(offset);
+    if (offset != pos_) return NotAtEnd(offset, pos_);
     return Append(data);
   }
   Status Sync() override { return file_->Sync(); }
@@ -34,12 +39,6 @@ class OffsetWriter final : public WritableFile {
   }
   Status Close() override { return file_->Close(); }
   uint64_t Size() const override { return pos_; }
-
-  Status NotAtEnd(uint64_t offset) const {
-    return Status::FailedPrecondition("a streaming writer writes in order: asked to write at " +
-                                      std::to_string(offset) + ", its end is " +
-                                      std::to_string(pos_));
-  }
 
  private:
   std::unique_ptr<WritableFile> file_;
@@ -90,11 +89,7 @@ class PosixStreamingWriter final : public WritableFile {
   }
 
   Status WriteAt(uint64_t offset, std::string_view data) override {
-    if (offset != Size()) {
-      return Status::FailedPrecondition("a streaming writer writes in order: asked to write at " +
-                                        std::to_string(offset) + ", its end is " +
-                                        std::to_string(Size()));
-    }
+    if (offset != Size()) return NotAtEnd(offset, Size());
     return Append(data);
   }
 

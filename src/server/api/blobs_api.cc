@@ -89,11 +89,15 @@ void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
                  // A refusal reads what is left of a part-sized body first: answered mid-body, the
                  // connection is closed under a client still sending, which may then see a reset
                  // instead of the answer (and retry what cannot succeed).
-                 const auto drain = [body] {
+                 const auto read_rest = [body]() -> Status {
+                   for (auto bytes = body->Next();; bytes = body->Next()) {
+                     if (!bytes.ok()) return bytes.status();
+                     if (bytes->empty()) return Status::Ok();
+                   }
+                 };
+                 const auto drain = [body, &read_rest] {
                    if (body->length() - body->received() <= limits::kBlobPartBytes) {
-                     for (auto bytes = body->Next(); bytes.ok() && !bytes->empty();
-                          bytes = body->Next()) {
-                     }
+                     (void)read_rest();
                    }
                  };
                  const auto refuse = [&drain](const Status& s) {
@@ -124,9 +128,7 @@ void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
                  if (*held) {
                    // A part of a blob the entity holds already is not needed: read, not stored
                    // again.
-                   for (auto bytes = next(); !bytes.ok() || !bytes->empty(); bytes = next()) {
-                     if (!bytes.ok()) return ErrorResponse(bytes.status());
-                   }
+                   if (Status s = read_rest(); !s.ok()) return ErrorResponse(s);
                  } else if (Status s = ctx->blobs->PutPartFrom(
                                 blob::OwnedUploadName(who.entity, sha), uint64_t(*size), part,
                                 body->length(), next);
