@@ -59,6 +59,12 @@ Status PartPool::Run(std::vector<PartJob> jobs, std::function<void(const PartJob
   return first_error_;
 }
 
+void PartPool::StopRun(Status why) {
+  MutexLock lock(&mu_);
+  // Workers skip the queued jobs once the Run has an error.
+  if (left_ > 0 && first_error_.ok()) first_error_ = std::move(why);
+}
+
 void PartPool::Abort() {
   MutexLock lock(&mu_);
   aborted_ = true;

@@ -57,6 +57,10 @@ class PartPool {
   // after each part stored (several at once: it must be thread-safe).
   Status Run(std::vector<PartJob> jobs, std::function<void(const PartJob&)> on_done)
       COHORT_EXCLUDES(mu_);
+  // Ends the Run under way early, from any thread: the jobs not started are dropped, the parts in
+  // flight finish, and Run returns `why` (unless a part failed first). Nothing without a Run
+  // under way. For a caller that learned meanwhile that the parts are not needed.
+  void StopRun(Status why) COHORT_EXCLUDES(mu_);
   // Aborts the requests in flight; Run returns kUnavailable at once, and so does every later
   // Run. A part in flight may still call its Run's `on_done` after that Run returned: with
   // Abort, `on_done` must capture nothing that dies before the pool.

@@ -14,6 +14,7 @@
 #include "cli/output.h"
 #include "cli/read_client.h"
 #include "core/json.h"
+#include "core/limits.h"
 #include "core/text_encoding.h"
 #include "core/user_config.h"
 
@@ -259,6 +260,15 @@ struct PutOpts {
   std::vector<std::string> aliases;
 };
 
+// Files of this many parts or more are hashed while they are sent (RunPut).
+constexpr uint64_t kHashWhileSendingParts = 8;
+
+Status ChangedWhileRead(const std::string& path) {
+  return Status::FailedPrecondition(path +
+                                    ": the file changed while it was read; put it again once it "
+                                    "is written");
+}
+
 int RunPut(const PutOpts& o) {
   wal::FileSystem* fs = wal::FileSystem::Default();
   bj::value metadata = bj::object();
@@ -284,21 +294,38 @@ int RunPut(const PutOpts& o) {
   uint64_t total = 0;
   for (const LocalFile& f : *files) total += f.size;
   // Through the hash cache (docs/formats.md, "Hash cache"): a file put or logged before and
-  // unchanged since is not read again.
+  // unchanged since is not read again. A file of kHashWhileSendingParts parts or more goes as an
+  // upload by id (UploadBlobById): hashed while it is sent when the cache does not know it, and
+  // continued by a later put when interrupted. The others are hashed first, so that a put of
+  // bytes the entity holds sends nothing (a large one sends what went before the hash ended).
   const std::string cache = UserCacheDir();
   std::set<std::string> from_cache;  // files whose digest the cache gave
+  std::vector<std::string> upload_ids(files->size());  // "": by digest
   {
-    Progress hashing("hashing " + o.path, total);
-    for (LocalFile& f : *files) {
+    uint64_t to_hash = 0;
+    for (size_t i = 0; i < files->size(); ++i) {
+      LocalFile& f = (*files)[i];
+      auto st = fs->Stat(f.disk_path);
+      if (f.size < kHashWhileSendingParts * limits::kBlobPartBytes || !st.ok() ||
+          st->size != f.size) {
+        to_hash += f.size;
+        continue;
+      }
+      upload_ids[i] = PutUploadId(ref->entity, f.disk_path, *st);
+      if (auto cached = agent::LookupHash(fs, cache, *st)) {
+        f.sha256 = *cached;
+        from_cache.insert(f.disk_path);
+      }
+    }
+    Progress hashing("hashing " + o.path, to_hash);
+    for (size_t i = 0; i < files->size(); ++i) {
+      if (!upload_ids[i].empty()) continue;
+      LocalFile& f = (*files)[i];
       bool hit = false;
       auto digest = agent::HashFileCached(
           fs, f.disk_path, cache, {}, [&](int64_t n) { hashing.Add(uint64_t(n)); }, &hit);
       if (!digest.ok()) return Fail("put", digest.status());
-      if (uint64_t(digest->size) != f.size) {
-        return Fail(
-            "put", Status::FailedPrecondition(f.disk_path + ": the file changed while it was read; "
-                                                            "put it again once it is written"));
-      }
+      if (uint64_t(digest->size) != f.size) return Fail("put", ChangedWhileRead(f.disk_path));
       f.sha256 = digest->sha256;
       if (hit) from_cache.insert(f.disk_path);
     }
@@ -307,17 +334,36 @@ int RunPut(const PutOpts& o) {
   Progress uploading("uploading " + o.path, total);
   agent::PartPool parts(agent::ParallelPartsFromEnvironment(), {}, fs);
   uint64_t sent_bytes = 0;
-  for (LocalFile& f : *files) {
-    auto up = UploadBlob(**client, &parts, ref->entity, f, [&](uint64_t n) { uploading.Add(n); });
+  for (size_t i = 0; i < files->size(); ++i) {
+    LocalFile& f = (*files)[i];
+    const auto add = [&](uint64_t n) { uploading.Add(n); };
+    const auto upload = [&]() -> Result<UploadResult> {
+      if (upload_ids[i].empty()) return UploadBlob(**client, &parts, ref->entity, f, add);
+      return UploadBlobById(
+          **client, &parts, ref->entity, &f, upload_ids[i],
+          [fs, &f, &cache]() -> Result<std::string> {
+            auto digest = agent::HashFileCached(fs, f.disk_path, cache);
+            if (!digest.ok()) return digest.status();
+            if (uint64_t(digest->size) != f.size) return ChangedWhileRead(f.disk_path);
+            return digest->sha256;
+          },
+          add);
+    };
+    Result<UploadResult> up = upload();
     if (!up.ok() && up.status().code() == StatusCode::kInvalidArgument &&
         from_cache.count(f.disk_path)) {
       // The server found other bytes than the cached digest's (a file rewritten without moving
-      // its modification time): the entry goes, the file is read, and the upload is made again.
+      // its modification time): the entry goes, the file is read, and the upload is made again
+      // (the server dropped the parts it had).
       if (auto st = fs->Stat(f.disk_path); st.ok()) agent::ForgetHash(fs, cache, *st);
-      auto digest = agent::HashFileCached(fs, f.disk_path, cache);
-      if (!digest.ok()) return Fail("put", digest.status());
-      f.sha256 = digest->sha256;
-      up = UploadBlob(**client, &parts, ref->entity, f, [&](uint64_t n) { uploading.Add(n); });
+      from_cache.erase(f.disk_path);
+      f.sha256.clear();
+      if (upload_ids[i].empty()) {
+        auto digest = agent::HashFileCached(fs, f.disk_path, cache);
+        if (!digest.ok()) return Fail("put", digest.status());
+        f.sha256 = digest->sha256;
+      }
+      up = upload();
     }
     if (!up.ok()) {
       uploading.Finish();

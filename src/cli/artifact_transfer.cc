@@ -1,11 +1,16 @@
 #include "cli/artifact_transfer.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <filesystem>
 #include <set>
 #include <thread>
 
+#include "agent/hash_cache.h"
+#include "core/json.h"
 #include "core/limits.h"
 #include "core/mutex.h"
 #include "core/sha256.h"
@@ -147,19 +152,38 @@ bool Transient(const Status& s) {
 
 }  // namespace
 
-Result<UploadResult> UploadBlob(ReadClient& client, agent::PartPool* parts, std::string_view entity,
-                                const LocalFile& file, const ProgressFn& progress) {
-  const std::string base = "/api/v1/blobs/" + PercentEncode(entity) + "/" + file.sha256;
+namespace {
+
+// What the completion of an upload sends, or nullopt when the entity turned out to hold the blob
+// (nothing more to send).
+using CompletionBody = std::function<Result<std::optional<bj::object>>()>;
+
+// UploadBlob's work for the upload at `base` (.../{sha256} or .../uploads/{id}): `completion`
+// is asked once every part is stored; `held_meanwhile` after each run of parts (true: the rest
+// is not needed).
+Result<UploadResult> UploadAt(ReadClient& client, agent::PartPool* parts, const std::string& base,
+                              const LocalFile& file, const ProgressFn& progress,
+                              const CompletionBody& completion,
+                              const std::function<bool()>& held_meanwhile) {
   const std::string size_q = "size=" + std::to_string(file.size);
   UploadResult result;
   Mutex mu;                     // progress and the counts, from the pool's threads
   std::set<uint64_t> reported;  // parts counted in `progress` (an attempt after a failure)
   uint64_t reported_bytes = 0;
+  const auto held = [&] {
+    // Held already (or completed by an attempt whose answer was lost).
+    result.already_stored = result.parts_sent == 0 && result.parts_skipped == 0;
+    MutexLock lock(&mu);
+    if (progress && file.size > reported_bytes) progress(file.size - reported_bytes);
+    reported_bytes = file.size;
+    return result;
+  };
   Status last;
   for (int attempt = 0; attempt <= kUploadRetries; ++attempt) {
     // 0.25 s, then twice as long each time: 32 s in all, enough for a server to restart.
     if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(250 << (attempt - 1)));
     last = Status::Ok();
+    if (held_meanwhile()) return held();
     Result<bj::value> st = client.Get(base, {{"size", std::to_string(file.size)}});
     if (!st.ok()) {
       last = st.status();
@@ -167,12 +191,7 @@ Result<UploadResult> UploadBlob(ReadClient& client, agent::PartPool* parts, std:
       return last;
     }
     const bj::value* stored = st->is_object() ? st->as_object().if_contains("stored") : nullptr;
-    if (stored && stored->is_bool() && stored->get_bool()) {
-      // Held already (or completed by an attempt whose answer was lost).
-      result.already_stored = result.parts_sent == 0 && result.parts_skipped == 0;
-      if (progress && file.size > reported_bytes) progress(file.size - reported_bytes);
-      return result;
-    }
+    if (stored && stored->is_bool() && stored->get_bool()) return held();
     uint64_t part_bytes = uint64_t(IntField(*st, "part_bytes", int64_t(limits::kBlobPartBytes)));
     if (part_bytes == 0) return Status::Internal("GET " + base + ": part_bytes is 0");
     std::set<uint64_t> have;
@@ -220,13 +239,16 @@ Result<UploadResult> UploadBlob(ReadClient& client, agent::PartPool* parts, std:
       last = parts->Run({jobs.front()}, done);
       if (last.ok()) jobs.erase(jobs.begin());
     }
-    if (last.ok() && !jobs.empty()) last = parts->Run(std::move(jobs), done);
+    if (last.ok() && !jobs.empty() && !held_meanwhile()) last = parts->Run(std::move(jobs), done);
+    if (held_meanwhile()) return held();
     if (!last.ok()) {
       if (Transient(last)) continue;  // ask again what is stored
       return last;
     }
-    bj::object body{{"size", file.size}};
-    auto completed = client.Post(base + "/complete", body);
+    Result<std::optional<bj::object>> body = completion();
+    if (!body.ok()) return body.status();
+    if (!body->has_value()) return held();
+    auto completed = client.Post(base + "/complete", **body);
     if (!completed.ok()) {
       last = completed.status();
       // 409: a part went missing meanwhile (a server restart lost its mark) or is being
@@ -243,6 +265,110 @@ Result<UploadResult> UploadBlob(ReadClient& client, agent::PartPool* parts, std:
     return result;
   }
   return last;
+}
+
+std::string BlobsPath(std::string_view entity) {
+  return "/api/v1/blobs/" + PercentEncode(entity) + "/";
+}
+
+}  // namespace
+
+Result<UploadResult> UploadBlob(ReadClient& client, agent::PartPool* parts, std::string_view entity,
+                                const LocalFile& file, const ProgressFn& progress) {
+  const bj::object body{{"size", file.size}};
+  return UploadAt(
+      client, parts, BlobsPath(entity) + file.sha256, file, progress,
+      [&body]() -> Result<std::optional<bj::object>> { return std::optional<bj::object>(body); },
+      [] { return false; });
+}
+
+Result<UploadResult> UploadBlobById(ReadClient& client, agent::PartPool* parts,
+                                    std::string_view entity, LocalFile* file,
+                                    const std::string& upload_id,
+                                    const std::function<Result<std::string>()>& hash,
+                                    const ProgressFn& progress) {
+  const std::string blobs = BlobsPath(entity);
+  if (!file->sha256.empty()) {
+    // A digest known already: a blob the entity holds is not sent again.
+    Result<bj::value> st = client.Get(blobs + file->sha256, {{"size", std::to_string(file->size)}});
+    if (!st.ok()) return st.status();
+    const bj::value* stored = st->is_object() ? st->as_object().if_contains("stored") : nullptr;
+    if (stored && stored->is_bool() && stored->get_bool()) {
+      if (progress) progress(file->size);
+      return UploadResult{.already_stored = true};
+    }
+  }
+  struct Aside {
+    Mutex mu;
+    std::optional<Result<std::string>> digest COHORT_GUARDED_BY(mu);
+    bool held COHORT_GUARDED_BY(mu) = false;
+  } aside;
+  const std::string base_url = client.base_url(), api_key = client.api_key();
+  const uint64_t size = file->size;
+  const std::string known = file->sha256;
+  std::thread hashing([&aside, &hash, parts, blobs, base_url, api_key, size, known] {
+    Result<std::string> digest = known.empty() ? hash() : Result<std::string>(known);
+    bool held = false;
+    if (digest.ok() && known.empty()) {
+      // Held by the entity already (the same bytes put from another path, or by someone else of
+      // the entity): the parts not sent yet are not needed. The client of the caller's thread is
+      // busy: a connection of this thread's.
+      agent::HttpClient http(base_url, {});
+      auto r = http.Request("GET", blobs + *digest + "?size=" + std::to_string(size), {}, api_key,
+                            "application/json");
+      if (r.ok() && r->status == 200) {
+        auto v = json::Parse(r->body);
+        const bj::value* s =
+            v.ok() && v->is_object() ? v->as_object().if_contains("stored") : nullptr;
+        held = s != nullptr && s->is_bool() && s->get_bool();
+      }
+    }
+    {
+      MutexLock lock(&aside.mu);
+      aside.digest = std::move(digest);
+      aside.held = held;
+    }
+    if (held) parts->StopRun(Status::AlreadyExists("the entity holds the blob already"));
+  });
+  const auto join = [&hashing] {
+    if (hashing.joinable()) hashing.join();
+  };
+  auto result = UploadAt(
+      client, parts, blobs + "uploads/" + upload_id, *file, progress,
+      [&]() -> Result<std::optional<bj::object>> {
+        join();
+        MutexLock lock(&aside.mu);
+        if (!aside.digest->ok()) return aside.digest->status();
+        file->sha256 = **aside.digest;
+        if (aside.held) return std::optional<bj::object>();
+        return std::optional<bj::object>(
+            bj::object{{"size", file->size}, {"sha256", file->sha256}});
+      },
+      [&aside] {
+        MutexLock lock(&aside.mu);
+        return aside.held;
+      });
+  join();
+  MutexLock lock(&aside.mu);
+  // A failure of the hash is the answer (the upload may have failed of it: a file changed).
+  if (!aside.digest->ok()) return aside.digest->status();
+  file->sha256 = **aside.digest;
+  return result;
+}
+
+std::string PutUploadId(std::string_view entity, const std::string& path, const wal::FileStat& st) {
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  std::error_code ec;
+  std::string absolute = std::filesystem::absolute(path, ec).lexically_normal().string();
+  if (ec) absolute = path;
+  std::string text = "cohort put v1\n";
+  for (std::string_view part : {entity, std::string_view(host), std::string_view(absolute)}) {
+    text += part;
+    text += '\n';
+  }
+  text += agent::HashCacheKey(st);
+  return Sha256::Hex(text).substr(0, 32);
 }
 
 Status DownloadVerified(ReadClient& client, wal::FileSystem* fs, const std::string& url_path,

@@ -66,6 +66,26 @@ struct UploadResult {
 Result<UploadResult> UploadBlob(ReadClient& client, agent::PartPool* parts, std::string_view entity,
                                 const LocalFile& file, const ProgressFn& progress = {});
 
+// UploadBlob of a file under an upload named by `upload_id` (32 lowercase hex digits;
+// .../uploads/{id}, docs/api.md) rather than by its digest, so that its parts go while the file is
+// hashed: `hash` (the file's SHA-256, failing when the file is not `file->size` bytes long) runs
+// on a thread of its own, and the completion brings the digest, which the server checks against
+// the bytes it stored. Once the digest is known, an entity that holds the blob already ends the
+// upload (the parts not sent are not sent; those sent are left to `cohort gc`). With
+// `file->sha256` set (a digest from the hash cache) the blob is looked up first and `hash` is not
+// called. Sets `file->sha256`; a failure of `hash` is the answer.
+Result<UploadResult> UploadBlobById(ReadClient& client, agent::PartPool* parts,
+                                    std::string_view entity, LocalFile* file,
+                                    const std::string& upload_id,
+                                    const std::function<Result<std::string>()>& hash,
+                                    const ProgressFn& progress = {});
+
+// The upload id `cohort artifact put` gives a file: made of the entity, this host, the file's
+// absolute path and its identity (device, inode, size, modification time: the hash cache's
+// key), so that a put interrupted and run again continues the same upload, while a file changed
+// since (a new identity) starts a new one.
+std::string PutUploadId(std::string_view entity, const std::string& path, const wal::FileStat& st);
+
 // Downloads `size` bytes from `url_path` into `dest` in ranged GETs of kBlobPartBytes, through
 // `dest`.part (continued where an earlier download stopped), checks them against `sha256` and
 // renames the part file into place. On a mismatch the part file is removed, `dest` is not made

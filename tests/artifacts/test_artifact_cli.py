@@ -164,20 +164,57 @@ def test_put_shares_the_hash_cache_with_the_sdk(srv, entity, tmp_path):
     assert sdk_cache.lookup(os.stat(h)) is None
 
 
+def sent_mib(stderr):
+    """The "(N MiB sent)" of a put's last line, in MiB."""
+    sent = stderr.rsplit("(", 1)[1]
+    assert sent.endswith(" sent)\n"), stderr
+    number, unit = sent.split()[:2]
+    return float(number) * {"B": 2**-20, "KiB": 2**-10, "MiB": 1, "GiB": 2**10}[unit]
+
+
 def test_put_resumes_an_upload_whose_first_part_is_stored(srv, entity, tmp_path):
-    data = pattern(PART + 5000, "resume")
+    """A put killed midway (its process, SIGKILL) is continued by the next put of the file: the
+    upload is named by the file's identity, not by a digest the killed put may never have had."""
+    data = os.urandom(24 * PART + 5000)
     (tmp_path / "m.bin").write_bytes(data)
-    api = srv.api()
-    digest, size = sha(data), len(data)
-    status, body = api.put(f"/api/v1/blobs/{entity}/{digest}/parts/0?size={size}",
-                           raw=data[:PART], headers={"Content-Type": "application/octet-stream"})
-    assert status == 200, body
-    out = cohort(srv, "artifact", "put", tmp_path / "m.bin", "--name", "m", "--type", "model",
+    env = {k: v for k, v in srv.env.items() if k not in ("COHORT_BASE_URL", "COHORT_API_KEY")}
+    env["COHORT_ARTIFACT_PARTS"] = "1"
+    args = [str(COHORT_BIN), "artifact", "put", str(tmp_path / "m.bin"), "--name", "m", "--type",
+            "model", "-p", PROJECT]
+    put = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    uploads = srv.data_dir / "blobs" / "uploads"
+    deadline = time.monotonic() + 60
+    while len(list(uploads.glob("*/part-*"))) < 4 and time.monotonic() < deadline:
+        assert put.poll() is None, put.communicate()
+        time.sleep(0.002)
+    put.kill()
+    put.communicate()
+    stored = len(list(uploads.glob("*/part-*")))
+    assert 4 <= stored < 25, stored
+    out = cohort(srv, *args[1:], env_extra={"COHORT_ARTIFACT_PARTS": "1"})
+    assert out.returncode == 0, out.stderr
+    assert sent_mib(out.stderr) <= round((len(data) - stored * PART) / 2**20, 1), out.stderr
+    status, v = srv.api().get(f"/api/v1/artifacts/{entity}/{PROJECT}/m/latest")
+    assert status == 200 and v["files"][0]["sha256"] == sha(data) and v["files"][0]["path"] == "m.bin"
+
+
+def test_put_of_bytes_the_entity_holds_stops_once_the_hash_says_so(srv, entity, tmp_path):
+    """A file the hash cache does not know is sent while it is hashed; once the digest shows that
+    the entity holds the blob (the same bytes put from another path), the rest is not sent."""
+    data = os.urandom(48 * PART + 1)
+    (tmp_path / "a.bin").write_bytes(data)
+    out = cohort(srv, "artifact", "put", tmp_path / "a.bin", "--name", "a", "--type", "model",
                  "-p", PROJECT)
     assert out.returncode == 0, out.stderr
-    assert "(4.9 KiB sent)" in out.stderr  # the second part only
-    status, v = api.get(f"/api/v1/artifacts/{entity}/{PROJECT}/m/latest")
-    assert status == 200 and v["files"][0]["sha256"] == digest and v["files"][0]["path"] == "m.bin"
+    assert sent_mib(out.stderr) == round(len(data) / 2**20, 1), out.stderr
+    (tmp_path / "b.bin").write_bytes(data)  # another file: the cache does not know it
+    out = cohort(srv, "artifact", "put", tmp_path / "b.bin", "--name", "b", "--type", "model",
+                 "-p", PROJECT, env_extra={"COHORT_ARTIFACT_PARTS": "1"})
+    assert out.returncode == 0, out.stderr
+    assert sent_mib(out.stderr) < len(data) / 2**20 / 2, out.stderr
+    status, v = srv.api().get(f"/api/v1/artifacts/{entity}/{PROJECT}/b/latest")
+    assert status == 200 and v["files"][0]["sha256"] == sha(data), v
+    assert v["files"][0]["path"] == "b.bin"
 
 
 def test_get_of_a_corrupted_blob_fails_and_keeps_no_file(srv, entity, tmp_path):
@@ -253,9 +290,7 @@ def test_put_rides_out_a_server_killed_and_restarted_in_the_middle(tmp_path):
         assert status == 200 and v["files"][0]["sha256"] == sha(data), v
         # What the first server stored is not sent again ("sent" counts the parts answered 200:
         # the file's size, not more, unless some were sent twice).
-        sent = err.rsplit("(", 1)[1]
-        assert sent.endswith(" MiB sent)\n"), err
-        assert float(sent.split()[0]) <= round(len(data) / 2**20, 1), err
+        assert sent_mib(err) <= round(len(data) / 2**20, 1), err
     finally:
         first.stop()
         if restarted:

@@ -131,6 +131,64 @@ def test_bytes_that_are_not_the_blob_are_refused_and_dropped(server, api):
     assert status == 400 and b"1000 bytes, not 10" in body
 
 
+def test_an_upload_by_id_is_checked_against_the_digest_its_completion_brings(server, api):
+    """`cohort artifact put` sends a file's parts before it knows the digest: the upload is named
+    by an id the client made up, and the completion brings the digest (docs/api.md)."""
+    data = os.urandom(PART + 999)
+    sha = hashlib.sha256(data).hexdigest()
+    upload_id = "ab" * 16
+    base = f"/api/v1/blobs/{entity(api)}/uploads/{upload_id}"
+    size = len(data)
+    status, st = api.get(f"{base}?size={size}")
+    assert status == 200 and st == {"upload": upload_id, "size": size, "part_bytes": PART,
+                                    "parts": []}, st
+
+    def put_parts():
+        for n in (1, 0):
+            status, _, body = raw(api, "PUT", f"{base}/parts/{n}?size={size}",
+                                  data[n * PART:(n + 1) * PART])
+            assert status == 200, body
+
+    put_parts()
+    assert api.get(f"{base}?size={size}")[1]["parts"] == [0, 1]
+    # The completion must bring the digest, and a digest of other bytes drops the parts.
+    status, err = api.post(f"{base}/complete", {"size": size})
+    assert status == 400 and "sha256" in err["error"]["message"], err
+    status, err = api.post(f"{base}/complete", {"size": size, "sha256": "x" * 64})
+    assert status == 400 and "64 lowercase hex" in err["error"]["message"], err
+    status, err = api.post(f"{base}/complete", {"size": size, "sha256": sha, "md5": "x"})
+    assert status == 400 and "md5" in err["error"]["message"], err
+    other = hashlib.sha256(b"other bytes").hexdigest()
+    status, err = api.post(f"{base}/complete", {"size": size, "sha256": other})
+    assert status == 400 and sha in err["error"]["message"] and other in err["error"]["message"]
+    assert api.get(f"{base}?size={size}")[1]["parts"] == []
+    assert api.get(f"{blob_path(api, other)}?size={size}")[1]["stored"] is False
+    assert api.get(f"{blob_path(api, sha)}?size={size}")[1]["stored"] is False
+    # Sent again and completed with the right digest: the entity holds the blob.
+    put_parts()
+    status, done = api.post(f"{base}/complete", {"size": size, "sha256": sha})
+    assert status == 200 and done == {"sha256": sha, "size": size, "stored": True}, done
+    assert api.get(f"{blob_path(api, sha)}?size={size}")[1]["stored"] is True
+    status, v = commit(api, "by-id", [{"path": "w.bin", "sha256": sha, "size": size}])
+    assert status == 201, v
+    status, _, body = raw(api, "GET", api.get(f"{arts(api)}/by-id/v0")[1]["files"][0]["url"])
+    assert status == 200 and body == data
+    # A completion of a blob the entity holds is answered at once.
+    status, done = api.post(f"{base}/complete", {"size": size, "sha256": sha})
+    assert status == 200 and done["stored"] is True
+    # An id is 32 lowercase hex digits; an upload by id never shares parts with one by digest.
+    for bad in ("xyz", "AB" * 16, "a" * 31, "a" * 64):
+        status, err = api.get(f"/api/v1/blobs/{entity(api)}/uploads/{bad}?size=10")
+        assert status == 400 and "32 lowercase hex" in err["error"]["message"], (bad, err)
+    digest_named = os.urandom(100)
+    status, _, _ = raw(api, "PUT", f"{blob_path(api, hashlib.sha256(digest_named).hexdigest())}"
+                       "/parts/0?size=100", digest_named)
+    assert status == 200
+    status, err = api.post(f"/api/v1/blobs/{entity(api)}/uploads/{'cd' * 16}/complete",
+                           {"size": 100, "sha256": hashlib.sha256(digest_named).hexdigest()})
+    assert status == 409 and "missing" in err["error"]["message"], err
+
+
 def test_bad_manifests_are_refused_with_nothing_committed(server, api):
     sha = upload(api, b"weights")
     good = {"path": "w.bin", "sha256": sha, "size": 7}

@@ -65,6 +65,10 @@ SCOPED = {
     ("GET", "/api/v1/blobs/{entity}/{sha256}"): None,
     ("PUT", "/api/v1/blobs/{entity}/{sha256}/parts/{part}"): b"private",
     ("POST", "/api/v1/blobs/{entity}/{sha256}/complete"): {"size": 7},
+    ("GET", "/api/v1/blobs/{entity}/uploads/{upload}"): None,
+    ("PUT", "/api/v1/blobs/{entity}/uploads/{upload}/parts/{part}"): b"spoilt!",
+    ("POST", "/api/v1/blobs/{entity}/uploads/{upload}/complete"): {
+        "size": 7, "sha256": hashlib.sha256(b"spoilt!").hexdigest()},
     ("GET", "/api/v1/artifacts/{entity}/{project}"): None,
     ("POST", "/api/v1/artifacts/{entity}/{project}/{name}"): {"type": "model", "files": []},
     ("GET", "/api/v1/artifacts/{entity}/{project}/{name}/versions"): None,
@@ -110,6 +114,8 @@ QUERY = {
     "/api/v1/blobs/{entity}/{sha256}": "?size=7",
     "/api/v1/runs/{entity}/{project}/{run}/histograms": "?keys=x",
     "/api/v1/blobs/{entity}/{sha256}/parts/{part}": "?size=7",
+    "/api/v1/blobs/{entity}/uploads/{upload}": "?size=7",
+    "/api/v1/blobs/{entity}/uploads/{upload}/parts/{part}": "?size=7",
 }
 
 # Routes scoped by the key itself; each has its own check in test_key_scoped_routes.
@@ -172,6 +178,11 @@ class Victim:
                                key=self.key)
         assert status == 200, body
         self.call("POST", f"{blob}/complete", {"size": 7}, 200)
+        # An upload by id under way (a put hashing its file while it sends it): its first part.
+        self.upload = "0123456789abcdef0123456789abcdef"
+        status, body, _ = http(f"{self.url}/api/v1/blobs/{self.entity}/uploads/{self.upload}"
+                               "/parts/0?size=7", "PUT", raw=b"privat!", key=self.key)
+        assert status == 200, body
         arts = f"/api/v1/artifacts/{self.entity}/proj/model"
         self.call("POST", arts, {"type": "model", "run": self.run, "aliases": ["best"],
                                  "files": [{"path": "w.pt", "sha256": self.sha, "size": 7}]}, 201)
@@ -212,6 +223,7 @@ class Victim:
             "artifacts": self.get(f"/api/v1/artifacts/{self.entity}/proj"),
             "version": self.get(f"/api/v1/artifacts/{self.entity}/proj/model/v0"),
             "blob": self.get(f"/api/v1/blobs/{self.entity}/{self.sha}?size=7"),
+            "upload": self.get(f"/api/v1/blobs/{self.entity}/uploads/{self.upload}?size=7"),
             "blob_bytes": http(f"{self.url}/api/v1/artifacts/{self.entity}/proj/model/v0/files/"
                                "w.pt", key=self.key)[:2],
             "alerts": [(a["id"], a["title"], a["state"], a["acked_by"]) for a in
@@ -232,7 +244,7 @@ def fill(pattern, v):
             .replace("{project}", "proj").replace("{run}", v.run).replace("{label}", "w")
             .replace("{id}", str(v.view)).replace("{name...}", "notes.txt")
             .replace("{key...}", "t")
-            .replace("{sha256}", v.sha).replace("{part}", "0").replace("{name}", "model")
+            .replace("{sha256}", v.sha).replace("{upload}", v.upload).replace("{part}", "0").replace("{name}", "model")
             .replace("{version}", "v0").replace("{alias}", "best").replace("{path...}", "w.pt"))
 
 

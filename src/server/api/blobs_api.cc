@@ -1,5 +1,6 @@
 // Routes: uploads to the blob store (docs/artifacts.md, "Uploads"): an upload's status, its
 // parts, and its completion, which checks the bytes and records that the entity holds the blob.
+#include <algorithm>
 #include <charconv>
 
 #include "blob/blob_store.h"
@@ -11,26 +12,50 @@
 namespace cohort::api {
 namespace {
 
-// The entity of the path (the caller's own; another is not found) and the digest.
-Status CheckBlobPath(const http::HttpRequest& req, const AuthContext& who, ApiContext* ctx) {
+// What an upload route names: a blob by its digest (.../{sha256}), or an upload by an id its
+// client made up before the digest was known (.../uploads/{upload}: a client hashing a file
+// while it sends it), whose completion brings the digest.
+struct UploadTarget {
+  std::string sha256;       // the blob's; empty for an upload by id
+  std::string upload_name;  // the blob store's name of the entity's upload
+  std::string what;         // "blob <sha256>" or "upload <id>", for messages
+};
+
+bool IsUploadId(std::string_view id) {
+  return id.size() == 32 && std::all_of(id.begin(), id.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// The entity of the path (the caller's own; another is not found) and the digest or the id.
+Result<UploadTarget> TargetOf(const http::HttpRequest& req, const AuthContext& who,
+                              ApiContext* ctx) {
   if (ctx->blobs == nullptr) return Status::Unavailable("this server has no blob store");
   if (req.PathParam("entity") != who.entity) {
     return Status::NotFound("entity '" + req.PathParam("entity") + "' not found");
   }
-  if (!IsSha256Hex(req.PathParam("sha256"))) {
-    return Status::InvalidArgument("sha256: expected 64 lowercase hex digits");
+  if (const std::string id = req.PathParam("upload"); !id.empty()) {
+    if (!IsUploadId(id)) {
+      return Status::InvalidArgument(
+          "upload: expected 32 lowercase hex digits (an id the "
+          "client makes up for the upload)");
+    }
+    // "upload <id>" is never a digest: an upload by id never shares parts with one by digest.
+    return UploadTarget{"", blob::OwnedUploadName(who.entity, "upload " + id), "upload " + id};
   }
-  return Status::Ok();
+  const std::string sha = req.PathParam("sha256");
+  if (!IsSha256Hex(sha)) return Status::InvalidArgument("sha256: expected 64 lowercase hex digits");
+  return UploadTarget{sha, blob::OwnedUploadName(who.entity, sha), "blob " + sha};
 }
 
 // The ?size=N of the blob, within --max-artifact-file-bytes (kPayloadTooLarge otherwise).
-Result<int64_t> SizeParam(const http::HttpRequest& req, const ApiLimits& limits) {
+Result<int64_t> SizeParam(const http::HttpRequest& req, const ApiLimits& limits,
+                          const UploadTarget& target) {
   COHORT_ASSIGN_OR_RETURN(std::optional<int64_t> size, IntParam(req, "size"));
   if (!size || *size < 0) {
     return Status::InvalidArgument("size: the blob's size in bytes is required (?size=N)");
   }
-  COHORT_RETURN_IF_ERROR(CheckArtifactFileSize(limits, "blob " + req.PathParam("sha256"),
-                                               uint64_t(*size)));
+  COHORT_RETURN_IF_ERROR(CheckArtifactFileSize(limits, target.what, uint64_t(*size)));
   return *size;
 }
 
@@ -58,121 +83,143 @@ Result<bool> HoldsBlob(ApiContext* ctx, const std::string& entity, const std::st
   return true;
 }
 
+namespace {
+
+// GET: the upload's status (its stored parts), or that the blob is held.
+http::HttpResponse UploadStatus(ApiContext* ctx, http::HttpRequest& req, const AuthContext& who) {
+  auto target = TargetOf(req, who, ctx);
+  if (!target.ok()) return ErrorResponse(target.status());
+  auto size = SizeParam(req, ctx->limits, *target);
+  if (!size.ok()) return ErrorResponse(size.status());
+  bool held = false;
+  if (!target->sha256.empty()) {
+    auto holds = HoldsBlob(ctx, who.entity, target->sha256, *size);
+    if (!holds.ok()) return ErrorResponse(holds.status());
+    held = *holds;
+  }
+  bj::object out = target->sha256.empty()
+                       ? bj::object{{"upload", req.PathParam("upload")}, {"size", *size}}
+                       : BlobJson(target->sha256, *size, held);
+  out["part_bytes"] = int64_t(limits::kBlobPartBytes);
+  bj::array parts;
+  if (!held) {
+    auto listed = ctx->blobs->ListParts(target->upload_name, uint64_t(*size));
+    if (!listed.ok()) return ErrorResponse(listed.status());
+    for (int64_t n : *listed) parts.push_back(n);
+  }
+  out["parts"] = std::move(parts);
+  return JsonResponse(200, out);
+}
+
+// PUT: one part, streamed into the store as it arrives (docs/artifacts.md, "Uploads").
+http::HttpResponse UploadPart(ApiContext* ctx, http::HttpRequest& req, const AuthContext& who) {
+  http::BodyReader* body = req.body_reader;
+  const auto read_rest = [body]() -> Status {
+    for (auto bytes = body->Next();; bytes = body->Next()) {
+      if (!bytes.ok()) return bytes.status();
+      if (bytes->empty()) return Status::Ok();
+    }
+  };
+  // A refusal reads what is left of a part-sized body first: answered mid-body, the connection
+  // is closed under a client still sending, which may then see a reset instead of the answer
+  // (and retry what cannot succeed).
+  const auto drain = [body, &read_rest] {
+    if (body->length() - body->received() <= limits::kBlobPartBytes) (void)read_rest();
+  };
+  const auto refuse = [&drain](const Status& s) {
+    drain();
+    return ErrorResponse(s);
+  };
+  auto target = TargetOf(req, who, ctx);
+  if (!target.ok()) return refuse(target.status());
+  auto size = SizeParam(req, ctx->limits, *target);
+  if (!size.ok()) return refuse(size.status());
+  const std::string part_text = req.PathParam("part");
+  int64_t part = -1;
+  auto [p, ec] = std::from_chars(part_text.data(), part_text.data() + part_text.size(), part);
+  if (ec != std::errc() || p != part_text.data() + part_text.size()) {
+    return refuse(Status::InvalidArgument("part: expected a part number"));
+  }
+  if (Status s = blob::CheckPart(uint64_t(*size), part, body->length()); !s.ok()) {
+    return refuse(s);
+  }
+  if (auto refused = ThrottleRequest(ctx, who.entity)) {
+    drain();
+    return std::move(*refused);
+  }
+  bool held = false;
+  if (!target->sha256.empty()) {
+    auto holds = HoldsBlob(ctx, who.entity, target->sha256, *size);
+    if (!holds.ok()) return refuse(holds.status());
+    held = *holds;
+  }
+  if (held) {
+    // A part of a blob the entity holds already is not needed: read, not stored again.
+    if (Status s = read_rest(); !s.ok()) return ErrorResponse(s);
+  } else if (Status s = ctx->blobs->PutPartFrom(target->upload_name, uint64_t(*size), part,
+                                                body->length(), [body] { return body->Next(); });
+             !s.ok()) {
+    return refuse(s);
+  }
+  return JsonResponse(
+      200, bj::object{{"part", part}, {"size", int64_t(body->length())}, {"stored", held}});
+}
+
+// POST: checks the bytes (every part there, the size and the SHA-256: the path's, or the body's
+// for an upload by id), records that the entity holds the blob and publishes it.
+http::HttpResponse CompleteUpload(ApiContext* ctx, http::HttpRequest& req, const AuthContext& who) {
+  auto target = TargetOf(req, who, ctx);
+  if (!target.ok()) return ErrorResponse(target.status());
+  auto body = ParseBodyObject(req);
+  if (!body.ok()) return ErrorResponse(body.status());
+  const bool by_id = target->sha256.empty();
+  json::FieldReader fields(*body, "");
+  fields.RejectUnknown(by_id ? std::initializer_list<std::string_view>{"size", "sha256"}
+                             : std::initializer_list<std::string_view>{"size"});
+  const int64_t size = fields.Int("size");
+  const std::string sha = by_id ? fields.String("sha256") : target->sha256;
+  if (!fields.ok()) return ErrorResponse(fields.status());
+  if (size < 0) return ErrorResponse(Status::InvalidArgument("size: must be 0 or more"));
+  if (!IsSha256Hex(sha)) {
+    return ErrorResponse(Status::InvalidArgument("sha256: expected 64 lowercase hex digits"));
+  }
+  if (Status s = CheckArtifactFileSize(ctx->limits, target->what, uint64_t(size)); !s.ok()) {
+    return ErrorResponse(s);
+  }
+  auto held = HoldsBlob(ctx, who.entity, sha, size);
+  if (!held.ok()) return ErrorResponse(held.status());
+  // Held already: an upload by id is then left to `cohort gc` (abandoned uploads).
+  if (*held) return JsonResponse(200, BlobJson(sha, size, true));
+  auto verified = ctx->blobs->VerifyAs(target->upload_name, uint64_t(size), sha);
+  if (!verified.ok()) return ErrorResponse(verified.status());
+  // Recorded before it is published (docs/artifacts.md, "Garbage collection").
+  if (Status s = ctx->store->RecordBlob(who.entity, sha, size, NowMillis(), /*md5=*/""); !s.ok()) {
+    return ErrorResponse(s);
+  }
+  if (Status s = (*verified)->Publish(); !s.ok()) return ErrorResponse(s);
+  return JsonResponse(200, BlobJson(sha, size, true));
+}
+
+}  // namespace
+
 void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
-  const std::string base = "/api/v1/blobs/{entity}/{sha256}";
-
-  r.Add("GET", base, Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
-          if (Status s = CheckBlobPath(req, who, ctx); !s.ok()) return ErrorResponse(s);
-          auto size = SizeParam(req, ctx->limits);
-          if (!size.ok()) return ErrorResponse(size.status());
-          const std::string sha = req.PathParam("sha256");
-          auto held = HoldsBlob(ctx, who.entity, sha, *size);
-          if (!held.ok()) return ErrorResponse(held.status());
-          bj::object out = BlobJson(sha, *size, *held);
-          out["part_bytes"] = int64_t(limits::kBlobPartBytes);
-          bj::array parts;
-          if (!*held) {
-            auto listed =
-                ctx->blobs->ListParts(blob::OwnedUploadName(who.entity, sha), uint64_t(*size));
-            if (!listed.ok()) return ErrorResponse(listed.status());
-            for (int64_t n : *listed) parts.push_back(n);
-          }
-          out["parts"] = std::move(parts);
-          return JsonResponse(200, out);
-        }));
-
-  r.Add("PUT", base + "/parts/{part}",
-        Authed(ctx,
-               [ctx](http::HttpRequest& req, const AuthContext& who) {
-                 // The body streams into the store as it arrives (docs/artifacts.md, "Uploads").
-                 http::BodyReader* body = req.body_reader;
-                 // A refusal reads what is left of a part-sized body first: answered mid-body, the
-                 // connection is closed under a client still sending, which may then see a reset
-                 // instead of the answer (and retry what cannot succeed).
-                 const auto read_rest = [body]() -> Status {
-                   for (auto bytes = body->Next();; bytes = body->Next()) {
-                     if (!bytes.ok()) return bytes.status();
-                     if (bytes->empty()) return Status::Ok();
-                   }
-                 };
-                 const auto drain = [body, &read_rest] {
-                   if (body->length() - body->received() <= limits::kBlobPartBytes) {
-                     (void)read_rest();
-                   }
-                 };
-                 const auto refuse = [&drain](const Status& s) {
-                   drain();
-                   return ErrorResponse(s);
-                 };
-                 if (Status s = CheckBlobPath(req, who, ctx); !s.ok()) return refuse(s);
-                 auto size = SizeParam(req, ctx->limits);
-                 if (!size.ok()) return refuse(size.status());
-                 const std::string part_text = req.PathParam("part");
-                 int64_t part = -1;
-                 auto [p, ec] =
-                     std::from_chars(part_text.data(), part_text.data() + part_text.size(), part);
-                 if (ec != std::errc() || p != part_text.data() + part_text.size()) {
-                   return refuse(Status::InvalidArgument("part: expected a part number"));
-                 }
-                 if (Status s = blob::CheckPart(uint64_t(*size), part, body->length()); !s.ok()) {
-                   return refuse(s);
-                 }
-                 if (auto refused = ThrottleRequest(ctx, who.entity)) {
-                   drain();
-                   return std::move(*refused);
-                 }
-                 const std::string sha = req.PathParam("sha256");
-                 auto held = HoldsBlob(ctx, who.entity, sha, *size);
-                 if (!held.ok()) return refuse(held.status());
-                 const auto next = [body] { return body->Next(); };
-                 if (*held) {
-                   // A part of a blob the entity holds already is not needed: read, not stored
-                   // again.
-                   if (Status s = read_rest(); !s.ok()) return ErrorResponse(s);
-                 } else if (Status s = ctx->blobs->PutPartFrom(
-                                blob::OwnedUploadName(who.entity, sha), uint64_t(*size), part,
-                                body->length(), next);
-                            !s.ok()) {
-                   return refuse(s);
-                 }
-                 return JsonResponse(200, bj::object{{"part", part},
-                                                     {"size", int64_t(body->length())},
-                                                     {"stored", *held}});
-               }),
-        // A backend that cannot write as the bytes come (S3) gathers the part in memory.
-        http::RouteOptions{.stream_body = true,
-                           .streamed_body_memory_bytes = limits::kBlobPartBytes});
-
-  r.Add("POST", base + "/complete",
-        Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
-          if (Status s = CheckBlobPath(req, who, ctx); !s.ok()) return ErrorResponse(s);
-          auto body = ParseBodyObject(req);
-          if (!body.ok()) return ErrorResponse(body.status());
-          json::FieldReader fields(*body, "");
-          fields.RejectUnknown({"size"});
-          int64_t size = fields.Int("size");
-          if (!fields.ok()) return ErrorResponse(fields.status());
-          if (size < 0) return ErrorResponse(Status::InvalidArgument("size: must be 0 or more"));
-          if (Status s = CheckArtifactFileSize(ctx->limits, "blob " + req.PathParam("sha256"),
-                                               uint64_t(size));
-              !s.ok()) {
-            return ErrorResponse(s);
-          }
-          const std::string sha = req.PathParam("sha256");
-          auto held = HoldsBlob(ctx, who.entity, sha, size);
-          if (!held.ok()) return ErrorResponse(held.status());
-          if (*held) return JsonResponse(200, BlobJson(sha, size, true));
-          auto verified =
-              ctx->blobs->VerifyAs(blob::OwnedUploadName(who.entity, sha), uint64_t(size), sha);
-          if (!verified.ok()) return ErrorResponse(verified.status());
-          // Recorded before it is published (docs/artifacts.md, "Garbage collection").
-          if (Status s = ctx->store->RecordBlob(who.entity, sha, size, NowMillis(), /*md5=*/"");
-              !s.ok()) {
-            return ErrorResponse(s);
-          }
-          if (Status s = (*verified)->Publish(); !s.ok()) return ErrorResponse(s);
-          return JsonResponse(200, BlobJson(sha, size, true));
-        }));
+  // A backend that cannot write as the bytes come (S3) gathers the part in memory.
+  const http::RouteOptions part_options{.stream_body = true,
+                                        .streamed_body_memory_bytes = limits::kBlobPartBytes};
+  for (const std::string base :
+       {"/api/v1/blobs/{entity}/{sha256}", "/api/v1/blobs/{entity}/uploads/{upload}"}) {
+    r.Add("GET", base, Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
+            return UploadStatus(ctx, req, who);
+          }));
+    r.Add("PUT", base + "/parts/{part}",
+          Authed(ctx, [ctx](http::HttpRequest& req,
+                            const AuthContext& who) { return UploadPart(ctx, req, who); }),
+          part_options);
+    r.Add("POST", base + "/complete",
+          Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
+            return CompleteUpload(ctx, req, who);
+          }));
+  }
 }
 
 }  // namespace cohort::api
