@@ -45,16 +45,8 @@ bj::object TargetJson(const ArtifactTarget& t) {
 // The environment's settings over `options` (operators, and the tests that kill an agent in the
 // middle of an upload).
 ArtifactUploaderOptions WithEnvironment(ArtifactUploaderOptions options) {
-  auto number = [](const char* name) -> std::optional<int64_t> {
-    const char* v = std::getenv(name);
-    if (!v || !*v) return std::nullopt;
-    char* end = nullptr;
-    long long n = std::strtoll(v, &end, 10);
-    if (!end || *end != '\0' || n < 0) return std::nullopt;
-    return int64_t(n);
-  };
   options.parallel_parts = ParallelPartsFromEnvironment(options.parallel_parts);
-  if (auto n = number("COHORT_ARTIFACT_PART_DELAY_MS")) options.part_delay_ms = *n;
+  options.part_delay_ms = PartDelayFromEnvironment(options.part_delay_ms);
   options.backoff = BackoffOptionsFromEnvironment(options.backoff);
   return options;
 }

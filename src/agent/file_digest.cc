@@ -17,7 +17,8 @@ constexpr size_t kQueuedCopyChunks = 4;  // read, not copied yet (4 MiB)
 
 Result<FileDigest> HashFile(wal::FileSystem* fs, const std::string& path,
                             const std::string& copy_to,
-                            const std::function<void(int64_t)>& on_bytes) {
+                            const std::function<void(int64_t)>& on_bytes,
+                            const std::function<bool()>& stop) {
   COHORT_ASSIGN_OR_RETURN(std::unique_ptr<wal::SequentialFile> in, fs->NewSequentialFile(path));
   std::unique_ptr<wal::WritableFile> out;
   std::optional<wal::BackgroundAppender> copy;
@@ -31,6 +32,7 @@ Result<FileDigest> HashFile(wal::FileSystem* fs, const std::string& path,
   FileDigest d;
   std::string buf(kChunkBytes, '\0');
   while (true) {
+    if (stop && stop()) return Status::Unavailable("hashing " + path + ": stopped");
     COHORT_ASSIGN_OR_RETURN(std::string_view got, in->Read(buf.size(), buf.data()));
     if (got.empty()) break;
     if (copy) COHORT_RETURN_IF_ERROR(copy->Push(std::string(got)));

@@ -18,9 +18,11 @@ struct FileDigest {
 };
 
 // Reads `path` once, hashing it; with a non-empty `copy_to`, writes the bytes to that new file
-// too (not synced: see HashFile). `on_bytes` (optional) is told of each chunk's size (progress).
+// too (not synced: see HashFile). `on_bytes` (optional) is told of each chunk's size (progress);
+// `stop` (optional) is asked before each chunk: true ends the hash (kUnavailable, "stopped").
 Result<FileDigest> HashFile(wal::FileSystem* fs, const std::string& path,
                             const std::string& copy_to = {},
-                            const std::function<void(int64_t)>& on_bytes = nullptr);
+                            const std::function<void(int64_t)>& on_bytes = nullptr,
+                            const std::function<bool()>& stop = nullptr);
 
 }  // namespace cohort::agent

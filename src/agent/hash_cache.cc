@@ -77,9 +77,10 @@ void RecordHash(wal::FileSystem* fs, const std::string& cache_dir, const wal::Fi
 
 Result<FileDigest> HashFileCached(wal::FileSystem* fs, const std::string& path,
                                   const std::string& cache_dir, const std::string& copy_to,
-                                  const std::function<void(int64_t)>& on_bytes, bool* from_cache) {
+                                  const std::function<void(int64_t)>& on_bytes, bool* from_cache,
+                                  const std::function<bool()>& stop) {
   if (from_cache) *from_cache = false;
-  if (cache_dir.empty()) return HashFile(fs, path, copy_to, on_bytes);
+  if (cache_dir.empty()) return HashFile(fs, path, copy_to, on_bytes, stop);
   const int64_t started = WallNanos();
   Result<wal::FileStat> before = fs->Stat(path);
   if (before.ok() && copy_to.empty()) {
@@ -89,7 +90,7 @@ Result<FileDigest> HashFileCached(wal::FileSystem* fs, const std::string& path,
       return FileDigest{*sha, int64_t(before->size)};
     }
   }
-  COHORT_ASSIGN_OR_RETURN(FileDigest d, HashFile(fs, path, copy_to, on_bytes));
+  COHORT_ASSIGN_OR_RETURN(FileDigest d, HashFile(fs, path, copy_to, on_bytes, stop));
   Result<wal::FileStat> after = fs->Stat(path);
   if (before.ok() && after.ok() && *before == *after && uint64_t(d.size) == after->size &&
       after->mtime_ns <= started - kRacyNanos) {

@@ -52,9 +52,11 @@ void RecordHash(wal::FileSystem* fs, const std::string& cache_dir, const wal::Fi
 // HashFile through the cache under `cache_dir` ("": no cache). Without `copy_to`, a recorded
 // digest is answered without reading the file (`*from_cache` set when given); with it, the file
 // is read and copied. Either way a digest computed here is recorded under the rule above.
+// `stop`: as HashFile's.
 Result<FileDigest> HashFileCached(wal::FileSystem* fs, const std::string& path,
                                   const std::string& cache_dir, const std::string& copy_to = {},
                                   const std::function<void(int64_t)>& on_bytes = nullptr,
-                                  bool* from_cache = nullptr);
+                                  bool* from_cache = nullptr,
+                                  const std::function<bool()>& stop = nullptr);
 
 }  // namespace cohort::agent

@@ -36,6 +36,15 @@ int ParallelPartsFromEnvironment(int fallback) {
   return int(std::min<long long>(n, 64));
 }
 
+int64_t PartDelayFromEnvironment(int64_t fallback) {
+  const char* v = std::getenv("COHORT_ARTIFACT_PART_DELAY_MS");
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  if (end == nullptr || *end != '\0' || n < 0) return fallback;
+  return int64_t(n);
+}
+
 PartPool::PartPool(int threads, HttpClientOptions http, wal::FileSystem* fs, int64_t delay_ms)
     : http_(std::move(http)), fs_(fs), delay_ms_(delay_ms) {
   for (int i = 0; i < std::max(1, threads); ++i) workers_.emplace_back([this] { Work(); });
@@ -46,9 +55,11 @@ PartPool::~PartPool() {
   for (auto& t : workers_) t.join();
 }
 
-Status PartPool::Run(std::vector<PartJob> jobs, std::function<void(const PartJob&)> on_done) {
+Status PartPool::Run(std::vector<PartJob> jobs, std::function<void(const PartJob&)> on_done,
+                     std::function<bool()> skip_rest) {
   MutexLock lock(&mu_);
   on_done_ = std::move(on_done);
+  skip_rest_ = std::move(skip_rest);
   first_error_ = Status::Ok();
   left_ = jobs.size();
   for (auto& j : jobs) queue_.push_back(std::move(j));
@@ -57,12 +68,6 @@ Status PartPool::Run(std::vector<PartJob> jobs, std::function<void(const PartJob
   queue_.clear();
   if (aborted_) return Status::Unavailable("the uploader is stopping");
   return first_error_;
-}
-
-void PartPool::StopRun(Status why) {
-  MutexLock lock(&mu_);
-  // Workers skip the queued jobs once the Run has an error.
-  if (left_ > 0 && first_error_.ok()) first_error_ = std::move(why);
 }
 
 void PartPool::Abort() {
@@ -83,7 +88,8 @@ void PartPool::Work() {
     }
     PartJob job = std::move(queue_.front());
     queue_.pop_front();
-    const bool skip = !first_error_.ok();
+    const std::function<bool()> skip_rest = skip_rest_;
+    bool skip = !first_error_.ok();
     const std::function<void(const PartJob&)> on_done = on_done_;
     HttpClient* client = nullptr;
     if (!skip) {
@@ -95,6 +101,8 @@ void PartPool::Work() {
       client = c.get();
     }
     lock.Unlock();
+    // Asked without the pool's lock: the caller's predicate may take locks of its own.
+    skip = skip || (skip_rest && skip_rest());
     Status st = skip ? Status::Ok() : Put(client, job, &buf);
     if (st.ok() && !skip && on_done) on_done(job);
     lock.Lock();
@@ -125,8 +133,8 @@ Status PartPool::Put(HttpClient* client, const PartJob& job, std::string* buf) {
   }
   if (have != buf->size()) {
     return Status::FailedPrecondition(job.source +
-                                      ": the file is shorter than when it was hashed: it "
-                                      "changed since; log or put it again");
+                                      ": the file is shorter than when its upload began: "
+                                      "it changed since; log or put it again");
   }
   if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
   auto r = client->Request("PUT", job.path, *buf, job.api_key, "application/octet-stream");

@@ -43,6 +43,9 @@ struct PartJob {
 inline constexpr int kDefaultParallelParts = 2;
 // $COHORT_ARTIFACT_PARTS (1 to 64) when set to a number, else `fallback`.
 int ParallelPartsFromEnvironment(int fallback = kDefaultParallelParts);
+// $COHORT_ARTIFACT_PART_DELAY_MS (0 or more) when set to a number, else `fallback`: a pause
+// before each part (a slow link, for the tests that stop an upload midway).
+int64_t PartDelayFromEnvironment(int64_t fallback = 0);
 
 class PartPool {
  public:
@@ -54,13 +57,12 @@ class PartPool {
 
   // PUTs every job, at most one per thread at a time; OK when all were stored, else the first
   // failure (the jobs not started yet are dropped then). `on_done` is called on a pool thread
-  // after each part stored (several at once: it must be thread-safe).
-  Status Run(std::vector<PartJob> jobs, std::function<void(const PartJob&)> on_done)
-      COHORT_EXCLUDES(mu_);
-  // Ends the Run under way early, from any thread: the jobs not started are dropped, the parts in
-  // flight finish, and Run returns `why` (unless a part failed first). Nothing without a Run
-  // under way. For a caller that learned meanwhile that the parts are not needed.
-  void StopRun(Status why) COHORT_EXCLUDES(mu_);
+  // after each part stored (several at once: it must be thread-safe). `skip_rest` (optional,
+  // thread-safe) is asked before each part: once it says true, the parts not started are
+  // dropped (for a caller that learned meanwhile that they are not needed), those in flight
+  // finish, and Run answers as if the dropped ones had been stored.
+  Status Run(std::vector<PartJob> jobs, std::function<void(const PartJob&)> on_done,
+             std::function<bool()> skip_rest = {}) COHORT_EXCLUDES(mu_);
   // Aborts the requests in flight; Run returns kUnavailable at once, and so does every later
   // Run. A part in flight may still call its Run's `on_done` after that Run returned: with
   // Abort, `on_done` must capture nothing that dies before the pool.
@@ -76,6 +78,7 @@ class PartPool {
   const int64_t delay_ms_;
   Mutex mu_;
   std::function<void(const PartJob&)> on_done_ COHORT_GUARDED_BY(mu_);  // the Run's
+  std::function<bool()> skip_rest_ COHORT_GUARDED_BY(mu_);              // the Run's
   CondVar cv_;
   std::deque<PartJob> queue_ COHORT_GUARDED_BY(mu_);
   size_t left_ COHORT_GUARDED_BY(mu_) = 0;

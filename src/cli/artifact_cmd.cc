@@ -332,7 +332,8 @@ int RunPut(const PutOpts& o) {
     hashing.Finish();
   }
   Progress uploading("uploading " + o.path, total);
-  agent::PartPool parts(agent::ParallelPartsFromEnvironment(), {}, fs);
+  agent::PartPool parts(agent::ParallelPartsFromEnvironment(), {}, fs,
+                        agent::PartDelayFromEnvironment());
   uint64_t sent_bytes = 0;
   for (size_t i = 0; i < files->size(); ++i) {
     LocalFile& f = (*files)[i];
@@ -341,8 +342,8 @@ int RunPut(const PutOpts& o) {
       if (upload_ids[i].empty()) return UploadBlob(**client, &parts, ref->entity, f, add);
       return UploadBlobById(
           **client, &parts, ref->entity, &f, upload_ids[i],
-          [fs, &f, &cache]() -> Result<std::string> {
-            auto digest = agent::HashFileCached(fs, f.disk_path, cache);
+          [fs, &f, &cache](const std::function<bool()>& stop) -> Result<std::string> {
+            auto digest = agent::HashFileCached(fs, f.disk_path, cache, {}, {}, nullptr, stop);
             if (!digest.ok()) return digest.status();
             if (uint64_t(digest->size) != f.size) return ChangedWhileRead(f.disk_path);
             return digest->sha256;
@@ -351,10 +352,11 @@ int RunPut(const PutOpts& o) {
     };
     Result<UploadResult> up = upload();
     if (!up.ok() && up.status().code() == StatusCode::kInvalidArgument &&
-        from_cache.count(f.disk_path)) {
-      // The server found other bytes than the cached digest's (a file rewritten without moving
-      // its modification time): the entry goes, the file is read, and the upload is made again
-      // (the server dropped the parts it had).
+        (from_cache.count(f.disk_path) || !upload_ids[i].empty())) {
+      // The server found other bytes than the digest's: a cached digest of a file rewritten
+      // without moving its modification time, or the parts of an earlier put of such a file
+      // under the same upload id. The cache entry goes, the file is read again, and the upload
+      // is made again, once (the server dropped the parts it had).
       if (auto st = fs->Stat(f.disk_path); st.ok()) agent::ForgetHash(fs, cache, *st);
       from_cache.erase(f.disk_path);
       f.sha256.clear();

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <filesystem>
@@ -159,12 +160,15 @@ namespace {
 using CompletionBody = std::function<Result<std::optional<bj::object>>()>;
 
 // UploadBlob's work for the upload at `base` (.../{sha256} or .../uploads/{id}): `completion`
-// is asked once every part is stored; `held_meanwhile` after each run of parts (true: the rest
-// is not needed).
+// is asked once every part is stored; `held_meanwhile` (on this thread) before each attempt and
+// after each run of parts (true: the entity holds the blob, nothing more is needed);
+// `skip_parts` (on the pool's threads) before each part (true: the parts not started are not
+// needed).
 Result<UploadResult> UploadAt(ReadClient& client, agent::PartPool* parts, const std::string& base,
                               const LocalFile& file, const ProgressFn& progress,
                               const CompletionBody& completion,
-                              const std::function<bool()>& held_meanwhile) {
+                              const std::function<bool()>& held_meanwhile,
+                              const std::function<bool()>& skip_parts) {
   const std::string size_q = "size=" + std::to_string(file.size);
   UploadResult result;
   Mutex mu;                     // progress and the counts, from the pool's threads
@@ -236,10 +240,12 @@ Result<UploadResult> UploadAt(ReadClient& client, agent::PartPool* parts, const 
     if (have.empty() && jobs.size() > 1) {
       // A new upload starts with one part (the server sets the upload up with its first part),
       // then the others go in parallel.
-      last = parts->Run({jobs.front()}, done);
+      last = parts->Run({jobs.front()}, done, skip_parts);
       if (last.ok()) jobs.erase(jobs.begin());
     }
-    if (last.ok() && !jobs.empty() && !held_meanwhile()) last = parts->Run(std::move(jobs), done);
+    if (last.ok() && !jobs.empty() && !held_meanwhile()) {
+      last = parts->Run(std::move(jobs), done, skip_parts);
+    }
     if (held_meanwhile()) return held();
     if (!last.ok()) {
       if (Transient(last)) continue;  // ask again what is stored
@@ -279,21 +285,43 @@ Result<UploadResult> UploadBlob(ReadClient& client, agent::PartPool* parts, std:
   return UploadAt(
       client, parts, BlobsPath(entity) + file.sha256, file, progress,
       [&body]() -> Result<std::optional<bj::object>> { return std::optional<bj::object>(body); },
-      [] { return false; });
+      [] { return false; }, {});
 }
+
+namespace {
+
+// Whether the entity holds the blob `sha256` of `size` bytes (GET of its status).
+Result<bool> HeldByEntityOnce(ReadClient& client, const std::string& blobs,
+                              const std::string& sha256, uint64_t size) {
+  Result<bj::value> st = client.Get(blobs + sha256, {{"size", std::to_string(size)}});
+  if (!st.ok()) return st.status();
+  const bj::value* stored = st->is_object() ? st->as_object().if_contains("stored") : nullptr;
+  return stored != nullptr && stored->is_bool() && stored->get_bool();
+}
+
+// The same, a transient failure retried as UploadAt retries.
+Result<bool> HeldByEntity(ReadClient& client, const std::string& blobs, const std::string& sha256,
+                          uint64_t size) {
+  Result<bool> held = false;
+  for (int attempt = 0; attempt <= kUploadRetries; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(250 << (attempt - 1)));
+    held = HeldByEntityOnce(client, blobs, sha256, size);
+    if (held.ok() || !Transient(held.status())) return held;
+  }
+  return held;
+}
+
+}  // namespace
 
 Result<UploadResult> UploadBlobById(ReadClient& client, agent::PartPool* parts,
                                     std::string_view entity, LocalFile* file,
-                                    const std::string& upload_id,
-                                    const std::function<Result<std::string>()>& hash,
+                                    const std::string& upload_id, const HashFn& hash,
                                     const ProgressFn& progress) {
   const std::string blobs = BlobsPath(entity);
   if (!file->sha256.empty()) {
     // A digest known already: a blob the entity holds is not sent again.
-    Result<bj::value> st = client.Get(blobs + file->sha256, {{"size", std::to_string(file->size)}});
-    if (!st.ok()) return st.status();
-    const bj::value* stored = st->is_object() ? st->as_object().if_contains("stored") : nullptr;
-    if (stored && stored->is_bool() && stored->get_bool()) {
+    COHORT_ASSIGN_OR_RETURN(bool held, HeldByEntity(client, blobs, file->sha256, file->size));
+    if (held) {
       if (progress) progress(file->size);
       return UploadResult{.already_stored = true};
     }
@@ -303,16 +331,19 @@ Result<UploadResult> UploadBlobById(ReadClient& client, agent::PartPool* parts,
     std::optional<Result<std::string>> digest COHORT_GUARDED_BY(mu);
     bool held COHORT_GUARDED_BY(mu) = false;
   } aside;
+  std::atomic<bool> stop_hashing{false};
   const std::string base_url = client.base_url(), api_key = client.api_key();
   const uint64_t size = file->size;
   const std::string known = file->sha256;
-  std::thread hashing([&aside, &hash, parts, blobs, base_url, api_key, size, known] {
-    Result<std::string> digest = known.empty() ? hash() : Result<std::string>(known);
+  std::thread hashing([&aside, &hash, &stop_hashing, blobs, base_url, api_key, size, known] {
+    Result<std::string> digest = known.empty()
+                                     ? hash([&stop_hashing] { return stop_hashing.load(); })
+                                     : Result<std::string>(known);
     bool held = false;
     if (digest.ok() && known.empty()) {
       // Held by the entity already (the same bytes put from another path, or by someone else of
       // the entity): the parts not sent yet are not needed. The client of the caller's thread is
-      // busy: a connection of this thread's.
+      // busy: a connection of this thread's. No answer: not known to be held.
       agent::HttpClient http(base_url, {});
       auto r = http.Request("GET", blobs + *digest + "?size=" + std::to_string(size), {}, api_key,
                             "application/json");
@@ -323,36 +354,63 @@ Result<UploadResult> UploadBlobById(ReadClient& client, agent::PartPool* parts,
         held = s != nullptr && s->is_bool() && s->get_bool();
       }
     }
-    {
-      MutexLock lock(&aside.mu);
-      aside.digest = std::move(digest);
-      aside.held = held;
-    }
-    if (held) parts->StopRun(Status::AlreadyExists("the entity holds the blob already"));
+    MutexLock lock(&aside.mu);
+    aside.digest = std::move(digest);
+    aside.held = held;
   });
   const auto join = [&hashing] {
     if (hashing.joinable()) hashing.join();
   };
+  // The digest, once the hash ended (waiting for it).
+  const auto digest = [&]() -> Result<std::string> {
+    join();
+    MutexLock lock(&aside.mu);
+    return *aside.digest;
+  };
+  const auto held_found = [&aside] {
+    MutexLock lock(&aside.mu);
+    return aside.held;
+  };
+  bool completing = false;  // a completion was sent: its answer may have been lost
   auto result = UploadAt(
       client, parts, blobs + "uploads/" + upload_id, *file, progress,
       [&]() -> Result<std::optional<bj::object>> {
-        join();
-        MutexLock lock(&aside.mu);
-        if (!aside.digest->ok()) return aside.digest->status();
-        file->sha256 = **aside.digest;
-        if (aside.held) return std::optional<bj::object>();
+        Result<std::string> sha = digest();
+        if (!sha.ok()) return sha.status();
+        file->sha256 = *sha;
+        if (held_found()) return std::optional<bj::object>();
+        completing = true;
         return std::optional<bj::object>(
             bj::object{{"size", file->size}, {"sha256", file->sha256}});
       },
-      [&aside] {
-        MutexLock lock(&aside.mu);
-        return aside.held;
-      });
+      [&]() -> bool {
+        if (held_found()) return true;
+        // After a completion whose answer was lost (or one refused while another put of the
+        // same file completed it), the upload by id is gone: the blob may be held.
+        if (!completing) return false;
+        auto held = HeldByEntityOnce(client, blobs, file->sha256, file->size);
+        return held.ok() && *held;
+      },
+      held_found);
+  // An early failure does not wait for the rest of the hash (unless the digest is needed for
+  // an upload by digest: below).
+  if (!result.ok() && result.status().code() != StatusCode::kNotFound) stop_hashing = true;
   join();
-  MutexLock lock(&aside.mu);
-  // A failure of the hash is the answer (the upload may have failed of it: a file changed).
-  if (!aside.digest->ok()) return aside.digest->status();
-  file->sha256 = **aside.digest;
+  Result<std::string> hashed = digest();
+  if (result.ok()) {
+    // A failure of the hash (the file changed, could not be read) was the upload's failure too.
+    if (!hashed.ok()) return hashed.status();
+    file->sha256 = *hashed;
+    return result;
+  }
+  if (result.status().code() == StatusCode::kNotFound && hashed.ok()) {
+    // A server without uploads by id (older than this client): by digest, as it knows.
+    file->sha256 = *hashed;
+    return UploadBlob(client, parts, entity, *file, progress);
+  }
+  if (!hashed.ok() && hashed.status().message().find(": stopped") == std::string::npos) {
+    return hashed.status();
+  }
   return result;
 }
 

@@ -66,18 +66,21 @@ struct UploadResult {
 Result<UploadResult> UploadBlob(ReadClient& client, agent::PartPool* parts, std::string_view entity,
                                 const LocalFile& file, const ProgressFn& progress = {});
 
+// The SHA-256 of a file, failing when it is not the expected size; `stop` is asked as the hash
+// goes (true: end it now, the answer is not wanted).
+using HashFn = std::function<Result<std::string>(const std::function<bool()>& stop)>;
+
 // UploadBlob of a file under an upload named by `upload_id` (32 lowercase hex digits;
 // .../uploads/{id}, docs/api.md) rather than by its digest, so that its parts go while the file is
-// hashed: `hash` (the file's SHA-256, failing when the file is not `file->size` bytes long) runs
-// on a thread of its own, and the completion brings the digest, which the server checks against
-// the bytes it stored. Once the digest is known, an entity that holds the blob already ends the
-// upload (the parts not sent are not sent; those sent are left to `cohort gc`). With
-// `file->sha256` set (a digest from the hash cache) the blob is looked up first and `hash` is not
-// called. Sets `file->sha256`; a failure of `hash` is the answer.
+// hashed: `hash` runs on a thread of its own, and the completion brings the digest, which the
+// server checks against the bytes it stored. Once the digest is known, an entity that holds the
+// blob already ends the upload (the parts not started are not sent; those sent are left to
+// `cohort gc`). With `file->sha256` set (a digest from the hash cache) the blob is looked up
+// first and `hash` is not called. A server without uploads by id (404) gets the file by digest
+// (UploadBlob) once it is hashed. Sets `file->sha256`; a failure of `hash` is the answer.
 Result<UploadResult> UploadBlobById(ReadClient& client, agent::PartPool* parts,
                                     std::string_view entity, LocalFile* file,
-                                    const std::string& upload_id,
-                                    const std::function<Result<std::string>()>& hash,
+                                    const std::string& upload_id, const HashFn& hash,
                                     const ProgressFn& progress = {});
 
 // The upload id `cohort artifact put` gives a file: made of the entity, this host, the file's

@@ -94,39 +94,6 @@ TEST_P(StoreConformanceTest, PrunedBatchRecordsStillRejectRetries) {
   EXPECT_EQ(PointCount(store(), Ref("run1")), 60);
 }
 
-TEST_P(StoreConformanceTest, FinishedWriterKeepsNoBatchRecordsAndStillRejectsRetries) {
-  MakeRun("run1");
-  Join("run1", "w");
-  Join("run1", "v", /*primary=*/false);
-  for (int64_t seq = 1; seq <= 3; ++seq) {
-    IngestBatch b = Rows(seq, "m", 10);
-    COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "w", b, seq * 100).status());
-    IngestBatch o = Rows(seq, "m", 10);
-    COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "v", o, seq * 100).status());
-  }
-  COHORT_ASSERT_OK(store().FinishWriter(Ref("run1"), "w", RunState::kFinished, 0, 400).status());
-
-  // Only the running writer's records are left for the retention pruning.
-  COHORT_ASSERT_OK_AND_ASSIGN(int64_t removed, store().PruneBatches(/*stored_before_ms=*/1000));
-  EXPECT_EQ(removed, 3);
-
-  // Retries of the finished writer's batches are still duplicates that store nothing.
-  for (int64_t seq : {1, 3}) {
-    IngestBatch b = Rows(seq, "m", 10);
-    COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, store().Ingest(Ref("run1"), "w", b, 2000));
-    EXPECT_TRUE(r.duplicate) << seq;
-  }
-  EXPECT_EQ(PointCount(store(), Ref("run1")), 60);
-
-  // The writer resumed: its join tells the client the last seq, and what comes above is stored.
-  WriterRecord again = Join("run1", "w");
-  EXPECT_EQ(again.last_seq, 3);
-  IngestBatch next = Rows(4, "m", 10);
-  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, store().Ingest(Ref("run1"), "w", next, 2000));
-  EXPECT_FALSE(r.duplicate);
-  EXPECT_EQ(PointCount(store(), Ref("run1")), 70);
-}
-
 TEST_P(StoreConformanceTest, StepCounterNeverWrapsPastTheLargestStep) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   MakeRun("run1");

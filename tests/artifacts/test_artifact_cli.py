@@ -201,20 +201,159 @@ def test_put_resumes_an_upload_whose_first_part_is_stored(srv, entity, tmp_path)
 def test_put_of_bytes_the_entity_holds_stops_once_the_hash_says_so(srv, entity, tmp_path):
     """A file the hash cache does not know is sent while it is hashed; once the digest shows that
     the entity holds the blob (the same bytes put from another path), the rest is not sent."""
-    data = os.urandom(48 * PART + 1)
+    data = os.urandom(24 * PART + 1)
     (tmp_path / "a.bin").write_bytes(data)
     out = cohort(srv, "artifact", "put", tmp_path / "a.bin", "--name", "a", "--type", "model",
                  "-p", PROJECT)
     assert out.returncode == 0, out.stderr
     assert sent_mib(out.stderr) == round(len(data) / 2**20, 1), out.stderr
     (tmp_path / "b.bin").write_bytes(data)  # another file: the cache does not know it
+    # One part at a time, 200 ms each (a slow link): the hash of 192 MiB ends long before.
     out = cohort(srv, "artifact", "put", tmp_path / "b.bin", "--name", "b", "--type", "model",
-                 "-p", PROJECT, env_extra={"COHORT_ARTIFACT_PARTS": "1"})
+                 "-p", PROJECT, env_extra={"COHORT_ARTIFACT_PARTS": "1",
+                                           "COHORT_ARTIFACT_PART_DELAY_MS": "200"})
     assert out.returncode == 0, out.stderr
     assert sent_mib(out.stderr) < len(data) / 2**20 / 2, out.stderr
     status, v = srv.api().get(f"/api/v1/artifacts/{entity}/{PROJECT}/b/latest")
     assert status == 200 and v["files"][0]["sha256"] == sha(data), v
     assert v["files"][0]["path"] == "b.bin"
+
+
+class LoseAnAnswer:
+    """A TCP proxy in front of the server: it relays requests and answers, except the answer to
+    the first request whose line starts with `line_prefix`, which the server gets and answers
+    but the client never reads whole (its connection is closed midway: an answer lost on the
+    way)."""
+
+    def __init__(self, upstream, line_prefix):
+        import socket
+        import threading
+        from urllib.parse import urlparse
+        self.upstream = urlparse(upstream)
+        self.prefix = line_prefix.encode()
+        self.lost = threading.Event()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        import threading
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.serve, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def read_message(f):
+        """One HTTP message (head and Content-Length body) from a buffered socket file."""
+        head = b""
+        while not head.endswith(b"\r\n\r\n"):
+            line = f.readline()
+            if not line:
+                return None
+            head += line
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":", 1)[1])
+        return head + f.read(length)
+
+    def serve(self, conn):
+        import socket
+        up = socket.create_connection((self.upstream.hostname, self.upstream.port))
+        cf, uf = conn.makefile("rb"), up.makefile("rb")
+        try:
+            while True:
+                request = self.read_message(cf)
+                if request is None:
+                    return
+                up.sendall(request)
+                answer = self.read_message(uf)
+                if answer is None:
+                    return
+                if request.startswith(self.prefix) and not self.lost.is_set():
+                    # The head and half the body, then the connection closes: the client got an
+                    # answer it cannot read (with nothing at all, libcurl would send the request
+                    # again by itself).
+                    self.lost.set()
+                    head_end = answer.index(b"\r\n\r\n") + 4
+                    conn.sendall(answer[:head_end + (len(answer) - head_end) // 2])
+                    return
+                conn.sendall(answer)
+        finally:
+            conn.close()
+            up.close()
+
+    def close(self):
+        self.sock.close()
+
+
+def test_put_whose_completion_answer_is_lost_finds_the_blob_held_and_sends_nothing_again(
+        srv, entity, tmp_path):
+    """The completion of an upload by id stored the blob but its answer was lost: the retry asks
+    whether the entity holds the blob by its digest (the upload by id is gone once published),
+    instead of sending every part again."""
+    data = os.urandom(8 * PART + 3)
+    (tmp_path / "c.bin").write_bytes(data)
+    proxy = LoseAnAnswer(srv.url, f"POST /api/v1/blobs/{entity}/uploads/")
+    try:
+        out = cohort(srv, "artifact", "put", tmp_path / "c.bin", "--name", "c", "--type",
+                     "model", "-p", PROJECT,
+                     env_extra={"COHORT_BASE_URL": proxy.url,
+                                "COHORT_API_KEY": srv.config["api_key"]})
+    finally:
+        proxy.close()
+    assert proxy.lost.is_set()
+    assert out.returncode == 0, out.stderr
+    assert sent_mib(out.stderr) == round(len(data) / 2**20, 1), out.stderr
+    status, v = srv.api().get(f"/api/v1/artifacts/{entity}/{PROJECT}/c/latest")
+    assert status == 200 and v["files"][0]["sha256"] == sha(data), v
+
+
+def test_put_to_a_server_without_uploads_by_id_goes_by_digest(srv, entity, tmp_path):
+    """A server older than the client answers 404 to the routes of uploads by id: the put
+    waits for the hash and uploads by digest, as those servers know."""
+    data = os.urandom(8 * PART + 5)
+    (tmp_path / "d.bin").write_bytes(data)
+    proxy = LoseAnAnswer(srv.url, "nothing")
+    proxy.read_message_orig = proxy.read_message
+    try:
+        # The proxy answers 404 to the routes of uploads by id, as an older server does.
+        def serve_404(conn, proxy=proxy):
+            import socket
+            up = socket.create_connection((proxy.upstream.hostname, proxy.upstream.port))
+            cf, uf = conn.makefile("rb"), up.makefile("rb")
+            try:
+                while True:
+                    request = proxy.read_message(cf)
+                    if request is None:
+                        return
+                    if b"/uploads/" in request.split(b"\r\n", 1)[0]:
+                        body = b'{"error":{"code":"not_found","message":"no API route"}}'
+                        conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json"
+                                     b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+                        continue
+                    up.sendall(request)
+                    answer = proxy.read_message(uf)
+                    if answer is None:
+                        return
+                    conn.sendall(answer)
+            finally:
+                conn.close()
+                up.close()
+        proxy.serve = serve_404
+        out = cohort(srv, "artifact", "put", tmp_path / "d.bin", "--name", "d", "--type",
+                     "model", "-p", PROJECT,
+                     env_extra={"COHORT_BASE_URL": proxy.url,
+                                "COHORT_API_KEY": srv.config["api_key"]})
+    finally:
+        proxy.close()
+    assert out.returncode == 0, out.stderr
+    assert sent_mib(out.stderr) == round(len(data) / 2**20, 1), out.stderr
+    status, v = srv.api().get(f"/api/v1/artifacts/{entity}/{PROJECT}/d/latest")
+    assert status == 200 and v["files"][0]["sha256"] == sha(data), v
 
 
 def test_get_of_a_corrupted_blob_fails_and_keeps_no_file(srv, entity, tmp_path):

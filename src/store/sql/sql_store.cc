@@ -390,26 +390,6 @@ Result<int64_t> SqlStore::Heartbeats(const std::vector<HeartbeatUpdate>& updates
   });
 }
 
-namespace {
-
-// A finished writer's batch records are no longer needed one by one: its stream sends records
-// in order, one at a time, and ends with the finish, so every batch it will ever retry has a seq
-// at or below the highest one stored. The watermark rises to that seq (a retry at or below it is
-// a duplicate, as after PruneBatches) and the records go: their pages are reused by later
-// batches instead of growing with every run the store keeps. A writer that resumes later joins
-// above its last_seq (writers.last_seq), so none of its new batches is taken for a retry.
-Status PruneFinishedWriterBatches(sql::Conn& conn, int64_t writer_pk) {
-  COHORT_RETURN_IF_ERROR(
-      conn.Exec("UPDATE writers SET pruned_seq = greatest(pruned_seq, coalesce((SELECT max(seq) "
-                "FROM batches WHERE writer_pk = $1), 0)) WHERE pk = $1",
-                sql::Params().Add(writer_pk))
-          .status());
-  return conn.Exec("DELETE FROM batches WHERE writer_pk = $1", sql::Params().Add(writer_pk))
-      .status();
-}
-
-}  // namespace
-
 Result<WriterRecord> SqlStore::FinishWriter(const RunRef& ref, const std::string& label,
                                             RunState state, std::optional<int> exit_code,
                                             int64_t now_ms) {
@@ -430,7 +410,6 @@ Result<WriterRecord> SqlStore::FinishWriter(const RunRef& ref, const std::string
     COHORT_RETURN_IF_ERROR(RecomputeRunState(conn, run.pk, now_ms));  // locks the run row first
     COHORT_RETURN_IF_ERROR(FollowSummary(conn, run.pk));
     COHORT_ASSIGN_OR_RETURN(WriterRecord out, LoadWriter(conn, run.pk, ref, label));
-    COHORT_RETURN_IF_ERROR(PruneFinishedWriterBatches(conn, out.pk));
     COHORT_ASSIGN_OR_RETURN(tail_rows_deleted, AfterWriterFinished(conn, out.pk));
     return out;
   });
