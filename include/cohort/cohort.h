@@ -246,6 +246,10 @@ class Run {
   Result<ArtifactVersion> WaitArtifact(const std::string& id, double timeout_s = -1);
   // Where clients stage copies of artifact files for the agent (empty when unknown).
   std::string artifact_staging_dir() const;
+  // The server's media limits (its --max-media-file-bytes and --max-media-per-step) as its
+  // answer to this writer's join said; 0 when not known (offline, or no answer yet).
+  int64_t max_media_file_bytes() const;
+  int64_t max_media_per_step() const;
 
   bool disabled() const;
   const std::string& id() const;

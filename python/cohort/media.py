@@ -527,23 +527,52 @@ class _MediaSet:
         self._cohort_media_type = items[0]._cohort_media_type
 
 
+def _server_limits(run: Any = None) -> Tuple[int, int]:
+    """(largest media file in bytes, media per step) that the server of `run` (default: the
+    current run) takes, as its answer to the writer's join said; 0 where not known (no run, an
+    offline run, no answer yet)."""
+    if run is None:
+        run = getattr(sys.modules.get("cohort"), "run", None)
+    limits = getattr(run, "_media_limits", None)
+    if isinstance(limits, tuple) and len(limits) == 2:
+        return int(limits[0]), int(limits[1])
+    return 0, 0
+
+
+def _check_file_size(key: str, what: str, size: int, max_bytes: int) -> None:
+    if max_bytes and size > max_bytes:
+        raise ValueError(f"log: key {key!r}: {what} has {size} bytes, more than the server takes "
+                         f"({max_bytes}: its --max-media-file-bytes)")
+
+
 def media_set(key: str, value: Any) -> Optional[_MediaSet]:
     """The media set of a logged value, None when it is not media. TypeError/ValueError naming
-    the key for a list that mixes media types or has too many."""
+    the key for a list that mixes media types, has more than the server takes in one step, or
+    a file larger than the server takes (the current run's server's limits, when its answer to
+    the writer's join said them; files only: an array's size is known once it is encoded)."""
     if isinstance(value, _Media):
-        return _MediaSet([value])
-    if isinstance(value, (list, tuple)) and value and isinstance(value[0], _Media):
+        items = [value]
+    elif isinstance(value, (list, tuple)) and value and isinstance(value[0], _Media):
         if not all(isinstance(v, _Media) for v in value):
             raise TypeError(f"log: key {key!r}: a list of media must hold media only")
         types = sorted({v._cohort_media_type for v in value})
         if len(types) > 1:
             raise TypeError(f"log: key {key!r}: a list of media must be of one type, got "
                             f"{', '.join(types)}")
-        if len(value) > MAX_PER_STEP:
-            raise ValueError(f"log: key {key!r}: {len(value)} media in one step (at most "
-                             f"{MAX_PER_STEP})")
-        return _MediaSet(list(value))
-    return None
+        items = list(value)
+    else:
+        return None
+    max_file, max_per_step = _server_limits()
+    per_step = max_per_step or MAX_PER_STEP
+    if len(items) > per_step:
+        raise ValueError(f"log: key {key!r}: {len(items)} media in one step (the server takes "
+                         f"at most {per_step}: its --max-media-per-step)")
+    for i, item in enumerate(items):
+        data = getattr(item, "_file", None)
+        if data is not None:
+            what = f"item {i}" if len(items) > 1 else type(item).__name__
+            _check_file_size(key, what, _media_size(data), max_file)
+    return _MediaSet(items)
 
 
 # -- the worker ---------------------------------------------------------------------------------
@@ -701,6 +730,7 @@ def _hand_over(run: Any, sets: List[Tuple[str, _MediaSet, int]]
         raise RuntimeError("the run finished before its media were encoded")
     from .artifacts import _write_owner
     media_id = uuid.uuid4().hex
+    max_file = _server_limits(run)[0]
     root = run._artifact_staging_dir or ""
     staging = os.path.join(root, media_id) if root else tempfile.mkdtemp(prefix="cohort-media-")
     handed = False
@@ -715,6 +745,8 @@ def _hand_over(run: Any, sets: List[Tuple[str, _MediaSet, int]]
             set_files: List[Dict[str, Any]] = []  # this set's: kept only when it all encodes
 
             def stage(data: Any, name: str) -> str:
+                # An encoded array above the server's limit is not sent to be refused.
+                _check_file_size(key, "a value as encoded", _media_size(data), max_file)
                 path = os.path.join(staging, name)
                 if isinstance(data, _Spooled):
                     sha = data.digest()

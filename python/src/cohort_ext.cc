@@ -703,6 +703,11 @@ NB_MODULE(_cohort, m) {
            "timeout (seconds; < 0: none) passed.")
       .def_prop_ro("_artifact_staging_dir",
                    [](const PyRun& self) { return self.run.artifact_staging_dir(); })
+      .def_prop_ro("_media_limits",  // (max file bytes, max per step); 0: not known
+                   [](const PyRun& self) {
+                     return std::tuple(self.run.max_media_file_bytes(),
+                                       self.run.max_media_per_step());
+                   })
       .def_prop_ro("_native_finished", [](const PyRun& self) { return self.finished; })
       .def_prop_ro("_owner_pid", [](const PyRun& self) { return self.owner_pid; })
       .def_prop_ro("disabled", [](const PyRun& self) { return self.run.disabled(); })

@@ -419,6 +419,10 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
   reply->entity = p.entity.empty() ? req.entity : p.entity;
   reply->run_name = p.run_name;
   reply->next_step = reply->confirmed ? p.next_step : 0;
+  if (reply->confirmed) {
+    reply->max_media_file_bytes = p.max_media_file_bytes;
+    reply->max_media_per_step = p.max_media_per_step;
+  }
   return session;
 }
 

@@ -230,6 +230,8 @@ std::string ToJson(const OpenReply& m) {
   o["confirmed"] = m.confirmed;
   o["wal_dir"] = m.wal_dir;
   if (!m.artifact_staging_dir.empty()) o["artifact_staging_dir"] = m.artifact_staging_dir;
+  if (m.max_media_file_bytes > 0) o["max_media_file_bytes"] = m.max_media_file_bytes;
+  if (m.max_media_per_step > 0) o["max_media_per_step"] = m.max_media_per_step;
   return bj::serialize(o);
 }
 
@@ -250,6 +252,8 @@ Result<OpenReply> ParseOpenReply(std::string_view text) {
   m.confirmed = r.OptBool("confirmed").value_or(false);
   m.wal_dir = r.OptString("wal_dir").value_or("");
   m.artifact_staging_dir = r.OptString("artifact_staging_dir").value_or("");
+  m.max_media_file_bytes = std::max<int64_t>(0, r.OptInt("max_media_file_bytes").value_or(0));
+  m.max_media_per_step = std::max<int64_t>(0, r.OptInt("max_media_per_step").value_or(0));
   if (!r.ok()) return r.status();
   return m;
 }

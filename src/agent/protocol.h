@@ -129,6 +129,9 @@ struct OpenReply {
   bool confirmed = false;  // the server acknowledged the run and the writer
   std::string wal_dir;     // where this writer's records are kept
   std::string artifact_staging_dir;  // where the client stages copies of artifact files
+  // The server's media limits when confirmed (0: not known).
+  int64_t max_media_file_bytes = 0;
+  int64_t max_media_per_step = 0;
 };
 
 struct FinishRequest {

@@ -147,12 +147,21 @@ TEST(ControlMessageTest, RepliesRoundTrip) {
   o.next_step = 12;
   o.last_frame = 99;
   o.confirmed = true;
+  o.max_media_file_bytes = int64_t{5} << 30;
+  o.max_media_per_step = 7;
   auto po = ParseOpenReply(ToJson(o));
   ASSERT_TRUE(po.ok());
   EXPECT_EQ(po->entity, "alice");
   EXPECT_EQ(po->next_step, 12);
   EXPECT_EQ(po->last_frame, 99u);
   EXPECT_TRUE(po->confirmed);
+  EXPECT_EQ(po->max_media_file_bytes, int64_t{5} << 30);
+  EXPECT_EQ(po->max_media_per_step, 7);
+  // An agent that does not say them (older, or not confirmed): not known.
+  auto old = ParseOpenReply(R"({"ok":true,"confirmed":false})");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->max_media_file_bytes, 0);
+  EXPECT_EQ(old->max_media_per_step, 0);
 
   FinishRequest f;
   f.exit_code = 143;

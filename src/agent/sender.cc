@@ -390,13 +390,19 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
       if (a.outcome == Outcome::kDone) {
         int64_t next_step = 0;
         int64_t last_seq = 0;
+        int64_t media_file_bytes = 0, media_per_step = 0;
         auto v = json::Parse(r->body);
         if (v.ok() && v->is_object()) {
-          if (auto* n = v->as_object().if_contains("next_step"); n && n->is_int64()) {
-            next_step = n->as_int64();
-          }
-          if (auto* n = v->as_object().if_contains("last_seq"); n && n->is_int64()) {
-            last_seq = n->as_int64();
+          const bj::object& o = v->as_object();
+          const auto number = [](const bj::object& in, std::string_view name) -> int64_t {
+            const bj::value* n = in.if_contains(name);
+            return n && n->is_int64() ? n->as_int64() : 0;
+          };
+          next_step = number(o, "next_step");
+          last_seq = number(o, "last_seq");
+          if (const bj::value* m = o.if_contains("media_limits"); m && m->is_object()) {
+            media_file_bytes = number(m->as_object(), "max_media_file_bytes");
+            media_per_step = number(m->as_object(), "max_media_per_step");
           }
         }
         // The batches after the join must upload above what the server holds (writer_stream.h).
@@ -410,6 +416,8 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
         s->Update([&](UploadProgress* p) {
           p->joined = true;
           p->next_step = next_step;
+          p->max_media_file_bytes = media_file_bytes;
+          p->max_media_per_step = media_per_step;
           p->entity = *entity;
         });
       }

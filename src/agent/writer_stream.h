@@ -92,6 +92,9 @@ struct UploadProgress {
   Status last_failure;
   bool joined = false;    // a writer join was acknowledged
   int64_t next_step = 0;  // from the last acknowledged join
+  // The server's media limits, from the last acknowledged join (0: not said).
+  int64_t max_media_file_bytes = 0;
+  int64_t max_media_per_step = 0;
   std::string entity;     // as resolved
   std::string run_name;   // from the last acknowledged run upsert
 };

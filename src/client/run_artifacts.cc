@@ -436,5 +436,7 @@ Result<ArtifactVersion> Run::WaitArtifact(const std::string& id, double timeout_
 }
 
 std::string Run::artifact_staging_dir() const { return impl_ ? impl_->staging_dir() : ""; }
+int64_t Run::max_media_file_bytes() const { return impl_ ? impl_->max_media_file_bytes.load() : 0; }
+int64_t Run::max_media_per_step() const { return impl_ ? impl_->max_media_per_step.load() : 0; }
 
 }  // namespace cohort

@@ -168,6 +168,7 @@ Status Run::Impl::Start(int64_t deadline_ms) {
   offline.store(rs.settings.mode == "offline" || !reply->confirmed);
   sent_upto = reply->last_frame;
   NoteStaging(reply->artifact_staging_dir);
+  NoteMediaLimits(*reply);
   NoteAgent(*t);
   transport = std::move(t);
   StartFlusher();
@@ -179,6 +180,12 @@ Status Run::Impl::Start(int64_t deadline_ms) {
     if (c.ok()) capture = std::move(*c);
   }
   return Status::Ok();
+}
+
+void Run::Impl::NoteMediaLimits(const agent::OpenReply& reply) {
+  // Kept when a later reply does not know them (an agent that reopened offline).
+  if (reply.max_media_file_bytes > 0) max_media_file_bytes = reply.max_media_file_bytes;
+  if (reply.max_media_per_step > 0) max_media_per_step = reply.max_media_per_step;
 }
 
 void Run::Impl::StartFlusher() {
@@ -422,6 +429,7 @@ bool Run::Impl::EnsureTransport(int64_t mono_deadline_ms) {
   transport = std::move(t);
   sent_upto = reply->last_frame;
   NoteStaging(reply->artifact_staging_dir);
+  NoteMediaLimits(*reply);
   MutexLock lock(&mu);
   while (!frames.empty() && frames.front().number <= reply->last_frame) {
     frame_bytes -= frames.front().body.size();

@@ -103,6 +103,9 @@ struct Run::Impl {
   client::LogBuffer buffer;
   std::atomic<bool> finished{false};
   std::atomic<bool> offline{false};
+  // The server's media limits from the agent's open reply (0: not known).
+  std::atomic<int64_t> max_media_file_bytes{0};
+  std::atomic<int64_t> max_media_per_step{0};
   std::atomic<bool> child_pending{false};  // forked child that has not started yet
   // The time of the last alert call: each call gets a later one (its identity on the server,
   // where a post retried with the same time bumps the alert it opened instead of notifying).
@@ -142,6 +145,7 @@ struct Run::Impl {
   void QueryArtifactsLocked(const std::vector<std::string>& ids, int64_t mono_deadline_ms)
       COHORT_REQUIRES(io_mu) COHORT_EXCLUDES(mu, art_mu);
   void NoteStaging(const std::string& dir) COHORT_EXCLUDES(art_mu);
+  void NoteMediaLimits(const agent::OpenReply& reply);
 
   Mutex io_mu COHORT_ACQUIRED_AFTER(finish_mu);
   std::unique_ptr<client::AgentTransport> transport COHORT_GUARDED_BY(io_mu);

@@ -483,3 +483,63 @@ def test_large_media_files_are_spooled_and_each_step_logs_its_own(client, finish
     for r, sha in zip(rows, shas):
         status, _, body = _download(client, r["url"])
         assert status == 200 and hashlib.sha256(body).hexdigest() == sha, r
+
+
+LIMITS_SCRIPT = r"""
+import json, warnings
+import numpy as np
+import cohort
+with open("big.gif", "wb") as f:  # a GIF file of 100,000 bytes
+    f.write(b"GIF89a" + bytes(100000 - 6))
+run = cohort.init(project="limits")
+errors = []
+def attempt(fn):
+    try:
+        fn()
+    except ValueError as e:
+        errors.append(str(e))
+attempt(lambda: run.log({"x": 1.0, "clip": cohort.Video("big.gif")}))
+attempt(lambda: run.log({"x": 2.0, "imgs": [cohort.Image(np.zeros((4, 4, 3), np.uint8))] * 4}))
+# An array's PNG is known to be too large only once the worker encoded it: not sent, a warning;
+# the call's scalars are logged.
+noise = np.random.default_rng(0).integers(0, 256, size=(256, 256, 3), dtype=np.uint8)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    run.log({"y": 3.0, "noise": cohort.Image(noise),
+             "ok": [cohort.Image(np.zeros((4, 4, 3), np.uint8))] * 3})
+    run.finish()
+print("RESULT " + json.dumps({"limits": list(run._media_limits), "errors": errors,
+                              "warnings": [str(w.message) for w in caught], "id": run.id}))
+"""
+
+
+def test_media_past_the_servers_limits_raise_at_the_call_or_are_not_sent(tmp_path):
+    """The server's --max-media-file-bytes and --max-media-per-step reach the SDK with the
+    writer's join: a file above the limit or too many media in one step raise at the call (and
+    nothing of the call is logged); an encoded array above it is not sent (a warning)."""
+    from conftest import ServerProcess
+    from dist_helpers import Client
+    server = ServerProcess(tmp_path / "server", ["--max-media-file-bytes", "65536",
+                                                 "--max-media-per-step", "3"]).start()
+    (tmp_path / "client").mkdir()
+    limited = Client(server, tmp_path / "client")
+    try:
+        out = assert_ok(limited.python(LIMITS_SCRIPT))
+        result = json.loads(out.stdout.split("RESULT ", 1)[1])
+        assert result["limits"] == [65536, 3], result
+        assert len(result["errors"]) == 2, result
+        assert "'clip'" in result["errors"][0] and "100000 bytes" in result["errors"][0]
+        assert "65536: its --max-media-file-bytes" in result["errors"][0], result
+        assert "4 media in one step" in result["errors"][1], result
+        assert "at most 3: its --max-media-per-step" in result["errors"][1], result
+        assert any("'noise'" in w and "--max-media-file-bytes" in w
+                   for w in result["warnings"]), result
+        view = f"/api/v1/runs/{limited.entity}/limits/{result['id']}"
+        status, keys = limited.api.get(f"{view}/keys")
+        assert status == 200, keys
+        names = {k["key"] for k in keys["keys"]}
+        assert "y" in names and "ok" in names, names
+        assert not names & {"x", "clip", "imgs", "noise"}, names
+    finally:
+        limited.stop_agents()
+        server.stop()

@@ -210,7 +210,9 @@ def test_groups_list_counts_and_states(api):
 
 def test_shared_run_follows_primary_not_workers(api):
     run = make_run(api)
-    join(api, run, "rank_0", primary=True)
+    w = join(api, run, "rank_0", primary=True)
+    # The join says the server's media limits (the defaults here), for the SDK's checks.
+    assert w["media_limits"] == {"max_media_file_bytes": 64 << 20, "max_media_per_step": 1024}
     join(api, run, "rank_1", primary=False, update_finish_state=False)
     base = f"{runs_path(api)}/{run['id']}"
     api.post(f"{base}/writers/rank_1/finish", {"exit_code": 0})

@@ -45,7 +45,12 @@ http::HttpResponse Join(ApiContext* ctx, http::HttpRequest& req, const AuthConte
   auto w = ctx->store->JoinWriter(*ref, join);
   if (!w.ok()) return ErrorResponse(w.status());
   if (existed && ctx->alerts) ctx->alerts->OnWriterRejoined(*ref, join.label, NowMillis());
-  return JsonResponse(existed ? 200 : 201, WriterToJson(*w));
+  // The limits a client can check media against when they are logged (docs/api.md).
+  bj::value out = WriterToJson(*w);
+  out.as_object()["media_limits"] =
+      bj::object{{"max_media_file_bytes", int64_t(ctx->limits.max_media_file_bytes)},
+                 {"max_media_per_step", ctx->limits.max_media_per_step}};
+  return JsonResponse(existed ? 200 : 201, out);
 }
 
 http::HttpResponse Finish(ApiContext* ctx, http::HttpRequest& req, const AuthContext& who) {
