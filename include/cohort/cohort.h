@@ -178,6 +178,11 @@ class Run {
   // another type (a scalar, a histogram, another media type). The Python SDK claims at the
   // log call, then encodes off the training thread and calls LogMedia.
   Status ClaimMediaKey(std::string_view key, std::string_view type);
+  // Checks one call's set of `count` media under `key` against the server's limits
+  // (max_media_per_step(); the server's default while not known) and, when the server said it,
+  // its largest file known now (`largest_file_bytes`; < 0: none, e.g. arrays not encoded yet)
+  // against max_media_file_bytes(): kInvalidArgument naming the key and the limit.
+  Status CheckMediaSet(std::string_view key, int64_t count, int64_t largest_file_bytes) const;
   // Logs one step's set of media under `key` (index 0..n-1) at `step` (>= 0), claiming the key
   // as ClaimMediaKey does. kInvalidArgument naming the key for a bad row (digest, size, MIME
   // type, caption), nothing of the set logged.

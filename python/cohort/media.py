@@ -39,8 +39,6 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 #: Caption bytes (core/limits.h kMaxMediaCaptionBytes).
 MAX_CAPTION_BYTES = 4096
-#: Media of one key at one step (the server's default --max-media-per-step).
-MAX_PER_STEP = 1024
 #: Media sets the worker hands to the agent in one intent (what is queued when it looks).
 MAX_SETS_PER_INTENT = 16
 
@@ -520,59 +518,41 @@ class Table(_Media):
 
 
 class _MediaSet:
-    """One key's media of one log call (the converter's answer for media values)."""
+    """One key's media of one log call (the converter's answer for media values). ``sizes``:
+    (how many, the largest file's size or -1 when none is known yet: arrays are encoded later),
+    which the log call checks against the server's limits (``Run::CheckMediaSet``)."""
 
     def __init__(self, items: List[_Media]) -> None:
         self.items = items
         self._cohort_media_type = items[0]._cohort_media_type
+        files = [_media_size(m._file) for m in items if getattr(m, "_file", None) is not None]
+        self.sizes = (len(items), max(files, default=-1))
 
 
-def _server_limits(run: Any = None) -> Tuple[int, int]:
-    """(largest media file in bytes, media per step) that the server of `run` (default: the
-    current run) takes, as its answer to the writer's join said; 0 where not known (no run, an
-    offline run, no answer yet)."""
-    if run is None:
-        run = getattr(sys.modules.get("cohort"), "run", None)
+def _server_limits(run: Any) -> Tuple[int, int]:
+    """(largest media file in bytes, media per step) that the server of `run` takes, as its
+    answer to the writer's join said; 0 where not known (an offline run, no answer yet)."""
     limits = getattr(run, "_media_limits", None)
     if isinstance(limits, tuple) and len(limits) == 2:
         return int(limits[0]), int(limits[1])
     return 0, 0
 
 
-def _check_file_size(key: str, what: str, size: int, max_bytes: int) -> None:
-    if max_bytes and size > max_bytes:
-        raise ValueError(f"log: key {key!r}: {what} has {size} bytes, more than the server takes "
-                         f"({max_bytes}: its --max-media-file-bytes)")
-
-
 def media_set(key: str, value: Any) -> Optional[_MediaSet]:
-    """The media set of a logged value, None when it is not media. TypeError/ValueError naming
-    the key for a list that mixes media types, has more than the server takes in one step, or
-    a file larger than the server takes (the current run's server's limits, when its answer to
-    the writer's join said them; files only: an array's size is known once it is encoded)."""
+    """The media set of a logged value, None when it is not media. TypeError naming the key for
+    a list that mixes media types. The log call then checks the set against the run's server's
+    limits (its ``sizes``)."""
     if isinstance(value, _Media):
-        items = [value]
-    elif isinstance(value, (list, tuple)) and value and isinstance(value[0], _Media):
+        return _MediaSet([value])
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], _Media):
         if not all(isinstance(v, _Media) for v in value):
             raise TypeError(f"log: key {key!r}: a list of media must hold media only")
         types = sorted({v._cohort_media_type for v in value})
         if len(types) > 1:
             raise TypeError(f"log: key {key!r}: a list of media must be of one type, got "
                             f"{', '.join(types)}")
-        items = list(value)
-    else:
-        return None
-    max_file, max_per_step = _server_limits()
-    per_step = max_per_step or MAX_PER_STEP
-    if len(items) > per_step:
-        raise ValueError(f"log: key {key!r}: {len(items)} media in one step (the server takes "
-                         f"at most {per_step}: its --max-media-per-step)")
-    for i, item in enumerate(items):
-        data = getattr(item, "_file", None)
-        if data is not None:
-            what = f"item {i}" if len(items) > 1 else type(item).__name__
-            _check_file_size(key, what, _media_size(data), max_file)
-    return _MediaSet(items)
+        return _MediaSet(list(value))
+    return None
 
 
 # -- the worker ---------------------------------------------------------------------------------
@@ -745,8 +725,6 @@ def _hand_over(run: Any, sets: List[Tuple[str, _MediaSet, int]]
             set_files: List[Dict[str, Any]] = []  # this set's: kept only when it all encodes
 
             def stage(data: Any, name: str) -> str:
-                # An encoded array above the server's limit is not sent to be refused.
-                _check_file_size(key, "a value as encoded", _media_size(data), max_file)
                 path = os.path.join(staging, name)
                 if isinstance(data, _Spooled):
                     sha = data.digest()
@@ -780,6 +758,12 @@ def _hand_over(run: Any, sets: List[Tuple[str, _MediaSet, int]]
                         cell_bytes = sum({c["sha256"]: c["size"] for c in cells.values()}.values())
                     else:
                         data, mime, width, height, duration_ms = m._encode()
+                    if max_file and _media_size(data) > max_file:
+                        # An array's file, known once encoded: not sent to be refused (the server
+                        # checks each row's own file; a table's cells count to the run's budget).
+                        raise ValueError(f"item {i} is {_media_size(data)} bytes once encoded, "
+                                         f"more than the server takes ({max_file}: its "
+                                         "--max-media-file-bytes)")
                     sha = stage(data, f"{j}-{i}")
                     rows.append((sha, _media_size(data), mime, int(width), int(height),
                                  int(duration_ms), m.caption or "", cell_bytes))

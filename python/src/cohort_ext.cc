@@ -15,6 +15,8 @@
 //
 // Only the limited C API is used where a build targets the stable ABI (Python >= 3.12 with
 // nanobind's STABLE_ABI, see python/CMakeLists.txt): the macros below pick the function forms.
+#include "cohort_ext.h"
+
 #include <Python.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
@@ -85,6 +87,10 @@ PyObject* g_media_sink = nullptr;
 PyObject* g_error_types = nullptr;  // dict: status code name -> exception type
 PyObject* g_default_error = nullptr;
 
+}  // namespace
+
+namespace cohort::pyext {
+
 PyObject* ErrorTypeFor(cohort::StatusCode code) {
   if (g_error_types != nullptr) {
     std::string name(cohort::StatusCodeName(code));
@@ -120,16 +126,17 @@ PyObject* ErrorTypeFor(cohort::StatusCode code) {
   throw nb::python_error();
 }
 
-// The handle behind cohort.Run: a cohort::Run plus what Python needs to know about it.
-struct PyRun {
-  cohort::Run run;  // default: disabled (every call a no-op)
-  bool finished = false;
-  int owner_pid = 0;              // the process that created (or unpickled) it
-  bool warned_past_step = false;  // a log at a step below the current one was reported
-  // Media values dropped with their call (a step below the current one): run.dropped counts
-  // them with the scalars the client library dropped.
-  std::atomic<int64_t> media_dropped{0};
-};
+}  // namespace cohort::pyext
+
+namespace {
+
+using cohort::pyext::ArtifactState;
+using cohort::pyext::ErrorTypeFor;
+using cohort::pyext::LogArtifactIntent;
+using cohort::pyext::LogMediaRows;
+using cohort::pyext::PyRun;
+using cohort::pyext::Raise;
+using cohort::pyext::WaitArtifact;
 
 // Per-thread conversion buffer of Run.log. `values` keeps its strings between calls, and a
 // slot already holding the right key (a training loop logs the same keys every step) is not
@@ -339,7 +346,15 @@ bool ClaimMedia(PyRun& self, const LogScratch& s,
         return false;
       }
     }
-    cohort::Status st = self.run.ClaimMediaKey(key, type_name);
+    // (count, largest file known now or -1): media._MediaSet.sizes, checked against the
+    // server's limits before anything of the call is logged.
+    long long count = 0, largest = -1;
+    PyObject* sizes = PyObject_GetAttrString(obj.ptr(), "sizes");
+    const bool read = sizes != nullptr && PyArg_ParseTuple(sizes, "LL", &count, &largest);
+    Py_XDECREF(sizes);
+    if (!read) return false;
+    cohort::Status st = self.run.CheckMediaSet(key, count, largest);
+    if (st.ok()) st = self.run.ClaimMediaKey(key, type_name);
     if (!st.ok()) {  // the type the histogram path raises (cohort.UsageError, a ValueError)
       PyErr_SetString(ErrorTypeFor(st.code()), ("log: " + st.message()).c_str());
       return false;
@@ -557,69 +572,6 @@ void RunAlert(PyRun& self, std::string_view title, std::string_view text, std::s
   }
   cohort::Status st = self.run.Alert(title, text, level, wait_duration_s);
   if (!st.ok()) Raise(st, "run.alert");
-}
-
-// An ArtifactVersion as a dict (the Python SDK's Artifact reads it).
-nb::dict ArtifactDict(const cohort::ArtifactVersion& v) {
-  nb::dict d;
-  d["id"] = v.id;
-  d["state"] = v.state;
-  d["name"] = v.name;
-  d["version"] = v.version;
-  d["digest"] = v.digest;
-  d["size"] = v.size;
-  d["created"] = v.created;
-  d["files_done"] = v.files_done;
-  d["files_total"] = v.files_total;
-  d["bytes_done"] = v.bytes_done;
-  d["bytes_total"] = v.bytes_total;
-  d["parts_uploaded"] = v.parts_uploaded;
-  d["error"] = v.error;
-  return d;
-}
-
-std::string LogArtifactIntent(PyRun& self, std::string_view json) {
-  if (self.finished) {
-    PyErr_SetString(ErrorTypeFor(cohort::StatusCode::kFailedPrecondition),
-                    "log_artifact: this run is finished");
-    throw nb::python_error();
-  }
-  auto id = self.run.LogArtifactIntent(json);
-  if (!id.ok()) Raise(id.status(), "log_artifact");
-  return *id;
-}
-
-void LogMediaRows(PyRun& self, const std::string& key, const std::string& type, int64_t step,
-                  const std::vector<std::tuple<std::string, int64_t, std::string, int64_t, int64_t,
-                                               int64_t, std::string, int64_t>>& rows) {
-  std::vector<cohort::MediaValue> set(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    auto& v = set[i];
-    std::tie(v.sha256, v.size, v.mime, v.width, v.height, v.duration_ms, v.caption,
-             v.cell_bytes) = rows[i];
-  }
-  cohort::Status st = self.run.LogMedia(key, type, step, set);
-  if (!st.ok()) Raise(st, "log");
-}
-
-nb::dict ArtifactState(PyRun& self, const std::string& id) {
-  std::optional<cohort::Result<cohort::ArtifactVersion>> r;
-  {
-    nb::gil_scoped_release release;
-    r.emplace(self.run.ArtifactState(id));
-  }
-  if (!r->ok()) Raise(r->status(), "artifact");
-  return ArtifactDict(r->value());
-}
-
-nb::dict WaitArtifact(PyRun& self, const std::string& id, double timeout_s) {
-  std::optional<cohort::Result<cohort::ArtifactVersion>> r;
-  {
-    nb::gil_scoped_release release;
-    r.emplace(self.run.WaitArtifact(id, timeout_s));
-  }
-  if (!r->ok()) Raise(r->status(), "artifact");
-  return ArtifactDict(r->value());
 }
 
 }  // namespace

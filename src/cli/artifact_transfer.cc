@@ -459,11 +459,13 @@ Status DownloadVerified(ReadClient& client, wal::FileSystem* fs, const std::stri
   }
   COHORT_ASSIGN_OR_RETURN(auto out, fs->NewStreamingWriter(part, have));
   int failures = 0;
-  // Written on a thread of its own (syncing as it goes): fetching and hashing the next range
-  // overlaps writing this one.
-  wal::BackgroundAppender writer(out.get(), {.queued_chunks = kQueuedRanges,
-                                             .sync_every_bytes = kSyncEveryBytes,
-                                             .sync_at_finish = true});
+  // Hashed and written on a thread of its own (syncing as it goes): fetching the next range
+  // overlaps hashing and writing this one. `h` is the appender's until it finished.
+  wal::BackgroundAppender writer(out.get(),
+                                 {.queued_chunks = kQueuedRanges,
+                                  .sync_every_bytes = kSyncEveryBytes,
+                                  .sync_at_finish = true,
+                                  .on_chunk = [&h](std::string_view chunk) { h.Update(chunk); }});
   while (have < size) {
     uint64_t end = std::min<uint64_t>(size, have + limits::kBlobPartBytes) - 1;
     std::string range = "Range: bytes=" + std::to_string(have) + "-" + std::to_string(end);
@@ -480,7 +482,6 @@ Status DownloadVerified(ReadClient& client, wal::FileSystem* fs, const std::stri
                               std::to_string(res->body.size()) + " (HTTP " +
                               std::to_string(res->status) + ")");
     }
-    h.Update(res->body);
     const size_t got = res->body.size();
     COHORT_RETURN_IF_ERROR(writer.Push(std::move(res->body)));
     have += got;

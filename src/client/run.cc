@@ -249,6 +249,29 @@ Status Run::ClaimMediaKey(std::string_view key, std::string_view type) {
   return impl->buffer.ClaimMedia(key, *t);
 }
 
+Status Run::CheckMediaSet(std::string_view key, int64_t count, int64_t largest_file_bytes) const {
+  const Impl* impl = impl_.get();
+  if (impl == nullptr) return Status::Ok();
+  const int64_t said = impl->max_media_per_step.load(std::memory_order_relaxed);
+  // Never more than this client's own buffer takes for one set.
+  const int64_t per_step = std::min<int64_t>(said > 0 ? said : limits::kDefaultMaxMediaPerStep,
+                                             int64_t(limits::kClientMaxBatchMedia));
+  const std::string name = "'" + std::string(key) + "'";
+  if (count > per_step) {
+    return Status::InvalidArgument(
+        name + ": " + std::to_string(count) + " media in one step, more than " +
+        (said > 0 ? "the server takes (" + std::to_string(per_step) + ": its --max-media-per-step)"
+                  : "the " + std::to_string(per_step) + " a step may hold"));
+  }
+  const int64_t max_file = impl->max_media_file_bytes.load(std::memory_order_relaxed);
+  if (max_file > 0 && largest_file_bytes > max_file) {
+    return Status::InvalidArgument(name + ": a file of " + std::to_string(largest_file_bytes) +
+                                   " bytes, more than the server takes (" +
+                                   std::to_string(max_file) + ": its --max-media-file-bytes)");
+  }
+  return Status::Ok();
+}
+
 Status Run::LogMedia(std::string_view key, std::string_view type, int64_t step,
                      const std::vector<MediaValue>& set) {
   Impl* impl = impl_.get();

@@ -153,5 +153,50 @@ TEST_F(RunArtifactsRealServerTest, ADigestTheHashCacheGotWrongFailsTheVersionAnd
   EXPECT_TRUE(run->Finish().ok());
 }
 
+// The server's media limits come with the writer's join; CheckMediaSet holds a set to them
+// (the server's default per step while they are not known: an offline run).
+TEST_F(RunArtifactsRealServerTest, MediaSetsAreCheckedAgainstTheLimitsTheServerSaid) {
+  app_->Stop();
+  server::ServerConfig c;
+  c.data_dir = root_ + "/limited";
+  c.http.port = 0;
+  c.write_user_config = false;
+  c.entity = "alice";
+  c.sweep_interval_s = 3600;
+  c.limits.max_media_file_bytes = 100;
+  c.limits.max_media_per_step = 3;
+  app_ = std::make_unique<server::ServerApp>(c);
+  ASSERT_TRUE(app_->Start().ok());
+  auto run = Init(RunSettings());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->max_media_file_bytes(), 100);
+  EXPECT_EQ(run->max_media_per_step(), 3);
+  EXPECT_TRUE(run->CheckMediaSet("imgs", 3, 100).ok());
+  EXPECT_TRUE(run->CheckMediaSet("imgs", 3, -1).ok());
+  Status many = run->CheckMediaSet("imgs", 4, -1);
+  EXPECT_EQ(many.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(many.message().find("'imgs': 4 media in one step, more than the server takes (3: "
+                                "its --max-media-per-step)"),
+            std::string::npos)
+      << many.ToString();
+  Status big = run->CheckMediaSet("clip", 1, 101);
+  EXPECT_EQ(big.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(big.message().find("'clip': a file of 101 bytes, more than the server takes (100: "
+                               "its --max-media-file-bytes)"),
+            std::string::npos)
+      << big.ToString();
+  ASSERT_TRUE(run->Finish(0).ok());
+
+  Settings offline = RunSettings();
+  offline.mode = "offline";
+  auto off = Init(offline);
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_EQ(off->max_media_file_bytes(), 0);
+  EXPECT_TRUE(off->CheckMediaSet("clip", 1, int64_t{1} << 40).ok());  // not known: the server's
+  EXPECT_TRUE(off->CheckMediaSet("imgs", 1024, -1).ok());
+  EXPECT_EQ(off->CheckMediaSet("imgs", 1025, -1).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(off->Finish(0).ok());
+}
+
 }  // namespace
 }  // namespace cohort

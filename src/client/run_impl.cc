@@ -183,7 +183,8 @@ Status Run::Impl::Start(int64_t deadline_ms) {
 }
 
 void Run::Impl::NoteMediaLimits(const agent::OpenReply& reply) {
-  // Kept when a later reply does not know them (an agent that reopened offline).
+  // Kept when a later reply does not say them (a reconnect's reopen does not wait for the
+  // server's answer to the join).
   if (reply.max_media_file_bytes > 0) max_media_file_bytes = reply.max_media_file_bytes;
   if (reply.max_media_per_step > 0) max_media_per_step = reply.max_media_per_step;
 }

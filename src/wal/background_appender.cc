@@ -6,7 +6,7 @@
 namespace cohort::wal {
 
 BackgroundAppender::BackgroundAppender(WritableFile* out, Options options)
-    : out_(out), options_(options) {
+    : out_(out), options_(std::move(options)) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -47,6 +47,7 @@ void BackgroundAppender::Loop() {
     queue_.pop_front();
     cv_.SignalAll();
     lock.Unlock();
+    if (options_.on_chunk) options_.on_chunk(chunk);
     Status st = out_->Append(chunk);
     unsynced += chunk.size();
     if (st.ok() && options_.sync_every_bytes > 0 && unsynced >= options_.sync_every_bytes) {

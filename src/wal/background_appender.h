@@ -1,5 +1,6 @@
 // BackgroundAppender: appends the chunks handed to it to a WritableFile on a thread of its own,
-// so that producing the next chunk (fetching it, hashing it) overlaps writing this one. Used for
+// so that producing the next chunk (fetching it, hashing it) overlaps writing this one (and
+// hashing it, with Options::on_chunk). Used for
 // an artifact's staging copy beside its hash (agent::HashFile) and for a download's file beside
 // the fetching and hashing of the next range (`cohort artifact get`).
 //
@@ -9,7 +10,9 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "cohort/status.h"
@@ -24,6 +27,9 @@ class BackgroundAppender {
     size_t queued_chunks = 1;       // handed over and not written yet, at most (Push waits)
     uint64_t sync_every_bytes = 0;  // Sync after this many bytes written (0: never)
     bool sync_at_finish = false;    // Sync once everything is written
+    // Called on the appender's thread with each chunk, in order, before it is written (a
+    // download's hash: the producer goes on fetching meanwhile).
+    std::function<void(std::string_view)> on_chunk;
   };
   BackgroundAppender(WritableFile* out, Options options);
   ~BackgroundAppender();  // Finish

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "wal/fault_file_system.h"
 #include "wal/test_util.h"
@@ -28,6 +31,39 @@ TEST(BackgroundAppenderTest, AppendsInOrderSyncingEverySoManyBytesAndAtTheEnd) {
     ASSERT_TRUE(appender.Finish().ok());
   }
   EXPECT_EQ(fs.syncs(), 3 + 1);  // after 300, 600, 900 bytes, then at the end
+  ASSERT_TRUE((*out)->Close().ok());
+  EXPECT_EQ(*ReadFileToString(&fs, path, 1 << 20), expected);
+}
+
+TEST(BackgroundAppenderTest, EachChunkIsSeenInOrderOnTheAppendersThreadBeforeItIsWritten) {
+  testing::TempDir dir;
+  FaultInjectingFileSystem fs(FileSystem::Default());
+  const std::string path = dir.path() + "/out";
+  auto out = fs.NewWritableFile(path, WriteMode::kTruncate);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  std::string seen, expected;
+  std::vector<std::thread::id> threads;
+  std::vector<uint64_t> written_before;  // the file's size when each chunk was seen
+  {
+    BackgroundAppender appender(out->get(),
+                                {.queued_chunks = 1, .on_chunk = [&](std::string_view chunk) {
+                                   seen += chunk;
+                                   threads.push_back(std::this_thread::get_id());
+                                   written_before.push_back((*out)->Size());
+                                 }});
+    for (int i = 0; i < 5; ++i) {
+      std::string chunk(64, char('k' + i));
+      expected += chunk;
+      ASSERT_TRUE(appender.Push(std::move(chunk)).ok());
+    }
+    ASSERT_TRUE(appender.Finish().ok());
+  }
+  EXPECT_EQ(seen, expected);
+  ASSERT_EQ(threads.size(), 5u);
+  for (size_t i = 0; i < threads.size(); ++i) {
+    EXPECT_NE(threads[i], std::this_thread::get_id());
+    EXPECT_EQ(written_before[i], 64 * i);  // seen before it was written
+  }
   ASSERT_TRUE((*out)->Close().ok());
   EXPECT_EQ(*ReadFileToString(&fs, path, 1 << 20), expected);
 }
