@@ -2,12 +2,12 @@
 hands a SIGTERM or SIGINT sent to the process to one of the program's threads. Python runs its
 signal handlers on the main thread only, and a signal delivered to another thread leaves a main
 thread asleep in time.sleep() unwoken until the sleep ends (the native client's threads do the
-same: src/core/thread_signals.h)."""
+same, with the one list: src/core/thread_signals.h, which the extension hands here)."""
 import signal
 
-_ASYNC_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT",
-                                                      "SIGUSR1", "SIGUSR2", "SIGALRM")
-                       if hasattr(signal, n))
+from ._native import native
+
+_ASYNC_SIGNALS = tuple(native.ASYNC_SIGNALS)
 
 
 def quiet_thread() -> None:

@@ -40,6 +40,7 @@
 #include "core/crc32c.h"
 #include "core/limits.h"
 #include "core/metric_key.h"
+#include "core/thread_signals.h"
 #include "core/version.h"
 
 #ifdef Py_LIMITED_API
@@ -579,6 +580,9 @@ void RunAlert(PyRun& self, std::string_view title, std::string_view text, std::s
 NB_MODULE(_cohort, m) {
   m.doc() = "Native core of the cohort package (C++ client library bindings).";
   m.attr("VERSION") = std::string(cohort::kVersion);  // the project version (core/version.h)
+  nb::list async_signals;  // what the package's threads block (core/thread_signals.h)
+  for (int sig : cohort::kAsyncSignals) async_signals.append(sig);
+  m.attr("ASYNC_SIGNALS") = nb::tuple(async_signals);
 
   nb::class_<cohort::Settings>(m, "Settings",
                                "cohort::Settings: every field of the C++ client's init settings.")

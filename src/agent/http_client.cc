@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 #include <strings.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <mutex>
 
@@ -39,26 +40,37 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
 
 struct HeaderState {
   std::optional<std::string> retry_after;
+  std::string* body = nullptr;  // reserved to the answer's Content-Length
 };
+
+// The value of header `name` (lowercase, with its colon) in `line`, if that is the header.
+std::optional<std::string_view> HeaderValue(std::string_view line, std::string_view name) {
+  if (line.size() <= name.size()) return std::nullopt;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = line[i];
+    if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+    if (c != name[i]) return std::nullopt;
+  }
+  std::string_view v = line.substr(name.size());
+  while (!v.empty() && (v.back() == '\n' || v.back() == '\r')) v.remove_suffix(1);
+  while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+  return v;
+}
+
+// The most a Content-Length reserves up front (a range of an artifact's file is 8 MiB).
+constexpr uint64_t kMaxBodyReserve = uint64_t{64} << 20;
 
 size_t OnHeader(char* data, size_t size, size_t n, void* user) {
   std::string_view line(data, size * n);
-  constexpr std::string_view kName = "retry-after:";
-  if (line.size() > kName.size()) {
-    bool match = true;
-    for (size_t i = 0; i < kName.size(); ++i) {
-      char c = line[i];
-      if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
-      if (c != kName[i]) {
-        match = false;
-        break;
-      }
-    }
-    if (match) {
-      std::string_view v = line.substr(kName.size());
-      while (!v.empty() && (v.back() == '\n' || v.back() == '\r')) v.remove_suffix(1);
-      static_cast<HeaderState*>(user)->retry_after = std::string(v);
-    }
+  auto* state = static_cast<HeaderState*>(user);
+  if (auto v = HeaderValue(line, "retry-after:")) {
+    state->retry_after = std::string(*v);
+  } else if (auto len = HeaderValue(line, "content-length:"); len && state->body != nullptr) {
+    // Reserved once: a body appended piece by piece would grow by doubling, up to twice its size
+    // (a download holds a few 8 MiB ranges at once).
+    uint64_t bytes = 0;
+    auto [p, ec] = std::from_chars(len->data(), len->data() + len->size(), bytes);
+    if (ec == std::errc() && bytes <= kMaxBodyReserve) state->body->reserve(size_t(bytes));
   }
   return size * n;
 }
@@ -126,6 +138,7 @@ Result<HttpResponse> HttpClient::Request(std::string_view method, std::string_vi
   url.append(path);
   HttpResponse response;
   HeaderState headers;
+  headers.body = &response.body;
   char error[CURL_ERROR_SIZE] = {0};
 
   struct curl_slist* list = nullptr;

@@ -16,14 +16,17 @@
 
 namespace cohort {
 
+// The asynchronous signals, the one list (the Python package's threads block these too:
+// cohort._cohort.ASYNC_SIGNALS).
+inline constexpr int kAsyncSignals[] = {SIGINT,  SIGTERM, SIGHUP, SIGQUIT,
+                                        SIGUSR1, SIGUSR2, SIGALRM};
+
 class AsyncSignalsBlocked {
  public:
   AsyncSignalsBlocked() {
     sigset_t set;
     sigemptyset(&set);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM}) {
-      sigaddset(&set, sig);
-    }
+    for (int sig : kAsyncSignals) sigaddset(&set, sig);
     pthread_sigmask(SIG_BLOCK, &set, &previous_);
   }
   ~AsyncSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
