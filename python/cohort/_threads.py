@@ -7,7 +7,9 @@ import signal
 
 from ._native import native
 
-_ASYNC_SIGNALS = tuple(native.ASYNC_SIGNALS)
+# () with an extension built before the list was exposed (a source checkout on an older build
+# tree): nothing blocked, rather than a worker thread that dies.
+_ASYNC_SIGNALS = tuple(getattr(native, "ASYNC_SIGNALS", ()))
 
 
 def quiet_thread() -> None:

@@ -321,6 +321,9 @@ bool CollectDict(LogScratch& s, PyObject* dict, int depth) {
 // anything of the call is logged. False with a Python error set.
 bool ClaimMedia(PyRun& self, const LogScratch& s,
                 const std::vector<std::pair<std::string, nb::object>>& media) {
+  // Every set is checked before any key is claimed: a claim fixes the key's type for the run,
+  // and a call refused for its limits logs nothing, claims included.
+  std::vector<std::string> types;
   for (const auto& [key, obj] : media) {
     PyObject* t = PyObject_GetAttrString(obj.ptr(), "_cohort_media_type");
     if (t == nullptr) return false;
@@ -348,15 +351,30 @@ bool ClaimMedia(PyRun& self, const LogScratch& s,
       }
     }
     // (count, largest file known now or -1): media._MediaSet.sizes, checked against the
-    // server's limits before anything of the call is logged.
-    long long count = 0, largest = -1;
-    PyObject* sizes = PyObject_GetAttrString(obj.ptr(), "sizes");
-    const bool read = sizes != nullptr && PyArg_ParseTuple(sizes, "LL", &count, &largest);
-    Py_XDECREF(sizes);
-    if (!read) return false;
-    cohort::Status st = self.run.CheckMediaSet(key, count, largest);
-    if (st.ok()) st = self.run.ClaimMediaKey(key, type_name);
+    // server's limits (Run::CheckMediaSet).
+    long long sizes[2] = {0, -1};
+    PyObject* t2 = PyObject_GetAttrString(obj.ptr(), "sizes");
+    bool read = t2 != nullptr && PyTuple_Check(t2) && PyTuple_Size(t2) == 2;
+    for (Py_ssize_t i = 0; read && i < 2; ++i) {
+      sizes[i] = PyLong_AsLongLong(PyTuple_GetItem(t2, i));
+      read = !(sizes[i] == -1 && PyErr_Occurred());
+    }
+    Py_XDECREF(t2);
+    if (!read) {
+      PyErr_Clear();
+      SetKeyError(PyExc_TypeError, key, "media: sizes must be (count, largest file bytes)");
+      return false;
+    }
+    cohort::Status st = self.run.CheckMediaSet(key, sizes[0], sizes[1]);
     if (!st.ok()) {  // the type the histogram path raises (cohort.UsageError, a ValueError)
+      PyErr_SetString(ErrorTypeFor(st.code()), ("log: " + st.message()).c_str());
+      return false;
+    }
+    types.push_back(std::move(type_name));
+  }
+  for (size_t i = 0; i < media.size(); ++i) {
+    cohort::Status st = self.run.ClaimMediaKey(media[i].first, types[i]);
+    if (!st.ok()) {
       PyErr_SetString(ErrorTypeFor(st.code()), ("log: " + st.message()).c_str());
       return false;
     }

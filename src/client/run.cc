@@ -258,10 +258,12 @@ Status Run::CheckMediaSet(std::string_view key, int64_t count, int64_t largest_f
                                              int64_t(limits::kClientMaxBatchMedia));
   const std::string name = "'" + std::string(key) + "'";
   if (count > per_step) {
-    return Status::InvalidArgument(
-        name + ": " + std::to_string(count) + " media in one step, more than " +
-        (said > 0 ? "the server takes (" + std::to_string(per_step) + ": its --max-media-per-step)"
-                  : "the " + std::to_string(per_step) + " a step may hold"));
+    std::string limit = "the " + std::to_string(per_step) + " one call may hold";
+    if (said > 0 && per_step == said) {
+      limit = "the server takes (" + std::to_string(per_step) + ": its --max-media-per-step)";
+    }
+    return Status::InvalidArgument(name + ": " + std::to_string(count) +
+                                   " media in one step, more than " + limit);
   }
   const int64_t max_file = impl->max_media_file_bytes.load(std::memory_order_relaxed);
   if (max_file > 0 && largest_file_bytes > max_file) {

@@ -499,7 +499,10 @@ def attempt(fn):
     except ValueError as e:
         errors.append(str(e))
 attempt(lambda: run.log({"x": 1.0, "clip": cohort.Video("big.gif")}))
-attempt(lambda: run.log({"x": 2.0, "imgs": [cohort.Image(np.zeros((4, 4, 3), np.uint8))] * 4}))
+attempt(lambda: run.log({"x": 2.0, "first": cohort.Image(np.zeros((4, 4, 3), np.uint8)),
+                         "imgs": [cohort.Image(np.zeros((4, 4, 3), np.uint8))] * 4}))
+# The refused call claimed no key for a type: "first" takes a scalar now.
+run.log({"first": 5.0})
 # An array's PNG is known to be too large only once the worker encoded it: not sent, a warning;
 # the call's scalars are logged.
 noise = np.random.default_rng(0).integers(0, 256, size=(256, 256, 3), dtype=np.uint8)
@@ -541,9 +544,10 @@ def test_media_past_the_servers_limits_raise_at_the_call_or_are_not_sent(tmp_pat
         def names():
             status, keys = limited.api.get(f"{view}/keys")
             return {k["key"] for k in keys["keys"]} if status == 200 else set()
-        wait_until(lambda: {"y", "ok"} <= names(), what=names)
+        wait_until(lambda: {"y", "ok", "first"} <= names(), what=names)
         names = names()
         assert not names & {"x", "clip", "imgs", "noise"}, names
+        assert "first" in names, names
     finally:
         limited.stop_agents()
         server.stop()

@@ -146,6 +146,34 @@ def test_parts_through_both_servers_commit_on_one_download_from_the_other_and_gc
     assert raw_get(api_a, f["url"]) == data
 
 
+def test_a_cli_put_by_id_through_one_server_is_read_back_through_the_other(servers, weed,
+                                                                          tmp_path):
+    """`cohort artifact put` of a large file goes as an upload by id (hashed while its parts go:
+    docs/artifacts.md, "Uploads by id"): its parts are objects of the bucket under the upload's
+    own name until the completion checks them against the digest and publishes the blob, which
+    the other server serves back byte-exact to `cohort artifact get`."""
+    url, a, b = servers
+    key = a.config["api_key"]
+    data = data_of(9 * PART + 5, "put-by-id")
+    (tmp_path / "w.bin").write_bytes(data)
+    sha = hashlib.sha256(data).hexdigest()
+
+    def cli(server, *args):
+        env = {k: v for k, v in server.env.items()}
+        env.update(COHORT_BASE_URL=server.url, COHORT_API_KEY=key,
+                   COHORT_CACHE_DIR=str(tmp_path / "cache"))
+        r = subprocess.run([str(COHORT_BIN), "artifact", *map(str, args)], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r
+
+    put = cli(a, "put", tmp_path / "w.bin", "--name", "big", "--type", "model", "-p", "proj")
+    assert "(72.0 MiB sent)" in put.stderr, put.stderr
+    assert weed.get(BUCKET, blob_key(sha)) == data
+    cli(b, "get", "proj/big", "--root", tmp_path / "dl")
+    assert (tmp_path / "dl" / "w.bin").read_bytes() == data
+
+
 def refused_start(tmp_path, name, env, extra=()):
     """Starts `cohort server` expecting it to refuse; returns what it printed on stderr."""
     home = tmp_path / name
