@@ -219,19 +219,21 @@ def test_put_of_bytes_the_entity_holds_stops_once_the_hash_says_so(srv, entity, 
     assert v["files"][0]["path"] == "b.bin"
 
 
-class LoseAnAnswer:
-    """A TCP proxy in front of the server: it relays requests and answers, except the answer to
-    the first request whose line starts with `line_prefix`, which the server gets and answers
-    but the client never reads whole (its connection is closed midway: an answer lost on the
-    way)."""
+class Proxy:
+    """A TCP proxy in front of the server, for answers that do not come as sent. `decide`
+    (request line -> what to do) says per request: "relay" (the server's answer as it is),
+    "cut" (the server gets and answers the request; the client gets the head and half the body,
+    then the connection closes: an answer lost on the way; with nothing at all, libcurl would send
+    the request again by itself), or bytes (the client gets these instead; the server never sees
+    the request)."""
 
-    def __init__(self, upstream, line_prefix):
+    def __init__(self, upstream, decide):
         import socket
         import threading
         from urllib.parse import urlparse
         self.upstream = urlparse(upstream)
-        self.prefix = line_prefix.encode()
-        self.lost = threading.Event()
+        self.decide = decide
+        self.cut = threading.Event()  # an answer was cut
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         threading.Thread(target=self.accept, daemon=True).start()
@@ -269,15 +271,16 @@ class LoseAnAnswer:
                 request = self.read_message(cf)
                 if request is None:
                     return
+                what = self.decide(request.split(b"\r\n", 1)[0])
+                if isinstance(what, bytes):
+                    conn.sendall(what)
+                    continue
                 up.sendall(request)
                 answer = self.read_message(uf)
                 if answer is None:
                     return
-                if request.startswith(self.prefix) and not self.lost.is_set():
-                    # The head and half the body, then the connection closes: the client got an
-                    # answer it cannot read (with nothing at all, libcurl would send the request
-                    # again by itself).
-                    self.lost.set()
+                if what == "cut":
+                    self.cut.set()
                     head_end = answer.index(b"\r\n\r\n") + 4
                     conn.sendall(answer[:head_end + (len(answer) - head_end) // 2])
                     return
@@ -290,6 +293,16 @@ class LoseAnAnswer:
         self.sock.close()
 
 
+def put_through(srv, proxy, path, name):
+    """`cohort artifact put` of `path` through `proxy`."""
+    try:
+        return cohort(srv, "artifact", "put", path, "--name", name, "--type", "model", "-p",
+                      PROJECT, env_extra={"COHORT_BASE_URL": proxy.url,
+                                          "COHORT_API_KEY": srv.config["api_key"]})
+    finally:
+        proxy.close()
+
+
 def test_put_whose_completion_answer_is_lost_finds_the_blob_held_and_sends_nothing_again(
         srv, entity, tmp_path):
     """The completion of an upload by id stored the blob but its answer was lost: the retry asks
@@ -297,15 +310,11 @@ def test_put_whose_completion_answer_is_lost_finds_the_blob_held_and_sends_nothi
     instead of sending every part again."""
     data = os.urandom(8 * PART + 3)
     (tmp_path / "c.bin").write_bytes(data)
-    proxy = LoseAnAnswer(srv.url, f"POST /api/v1/blobs/{entity}/uploads/")
-    try:
-        out = cohort(srv, "artifact", "put", tmp_path / "c.bin", "--name", "c", "--type",
-                     "model", "-p", PROJECT,
-                     env_extra={"COHORT_BASE_URL": proxy.url,
-                                "COHORT_API_KEY": srv.config["api_key"]})
-    finally:
-        proxy.close()
-    assert proxy.lost.is_set()
+    prefix = f"POST /api/v1/blobs/{entity}/uploads/".encode()
+    proxy = Proxy(srv.url, lambda line: "cut" if line.startswith(prefix) and
+                  not proxy.cut.is_set() else "relay")
+    out = put_through(srv, proxy, tmp_path / "c.bin", "c")
+    assert proxy.cut.is_set()
     assert out.returncode == 0, out.stderr
     assert sent_mib(out.stderr) == round(len(data) / 2**20, 1), out.stderr
     status, v = srv.api().get(f"/api/v1/artifacts/{entity}/{PROJECT}/c/latest")
@@ -317,39 +326,11 @@ def test_put_to_a_server_without_uploads_by_id_goes_by_digest(srv, entity, tmp_p
     waits for the hash and uploads by digest, as those servers know."""
     data = os.urandom(8 * PART + 5)
     (tmp_path / "d.bin").write_bytes(data)
-    proxy = LoseAnAnswer(srv.url, "nothing")
-    proxy.read_message_orig = proxy.read_message
-    try:
-        # The proxy answers 404 to the routes of uploads by id, as an older server does.
-        def serve_404(conn, proxy=proxy):
-            import socket
-            up = socket.create_connection((proxy.upstream.hostname, proxy.upstream.port))
-            cf, uf = conn.makefile("rb"), up.makefile("rb")
-            try:
-                while True:
-                    request = proxy.read_message(cf)
-                    if request is None:
-                        return
-                    if b"/uploads/" in request.split(b"\r\n", 1)[0]:
-                        body = b'{"error":{"code":"not_found","message":"no API route"}}'
-                        conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json"
-                                     b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
-                        continue
-                    up.sendall(request)
-                    answer = proxy.read_message(uf)
-                    if answer is None:
-                        return
-                    conn.sendall(answer)
-            finally:
-                conn.close()
-                up.close()
-        proxy.serve = serve_404
-        out = cohort(srv, "artifact", "put", tmp_path / "d.bin", "--name", "d", "--type",
-                     "model", "-p", PROJECT,
-                     env_extra={"COHORT_BASE_URL": proxy.url,
-                                "COHORT_API_KEY": srv.config["api_key"]})
-    finally:
-        proxy.close()
+    body = b'{"error":{"code":"not_found","message":"no API route"}}'
+    not_found = (b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    proxy = Proxy(srv.url, lambda line: not_found if b"/uploads/" in line else "relay")
+    out = put_through(srv, proxy, tmp_path / "d.bin", "d")
     assert out.returncode == 0, out.stderr
     assert sent_mib(out.stderr) == round(len(data) / 2**20, 1), out.stderr
     status, v = srv.api().get(f"/api/v1/artifacts/{entity}/{PROJECT}/d/latest")
