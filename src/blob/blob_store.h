@@ -76,6 +76,10 @@ class BlobStore {
   // kBlobPartBytes) and calls PutPart; a backend that can write as the bytes come overrides it.
   virtual Status PutPartFrom(std::string_view sha256, uint64_t size, int64_t part, uint64_t length,
                              const PartSource& source);
+  // Whether PutPartFrom writes the bytes as they come, holding no more than one piece of the
+  // source at a time (false: it gathers the part, up to kBlobPartBytes, in memory). The part
+  // route reserves its requests' memory accordingly.
+  virtual bool WritesPartsAsTheyCome() const { return false; }
   // Checks that every part is stored (kFailedPrecondition naming the first missing one) and
   // that the bytes have this size and SHA-256 (kInvalidArgument naming both digests otherwise;
   // the upload's parts are then dropped). The result is published with VerifiedBlob::Publish.

@@ -212,6 +212,7 @@ class LocalBlobStore final : public BlobStore {
     });
   }
 
+  bool WritesPartsAsTheyCome() const override { return true; }
   Status PutPartFrom(std::string_view sha256, uint64_t size, int64_t part, uint64_t length,
                      const PartSource& source) override {
     COHORT_RETURN_IF_ERROR(CheckDigest(sha256));

@@ -102,3 +102,43 @@ def test_large_body_with_a_bad_key_is_refused_with_the_key_error(tmp_path):
         assert b"invalid or revoked API key" in answer
     finally:
         server.stop()
+
+
+def test_parts_streamed_into_the_local_store_reserve_a_piece_each_not_the_part(tmp_path):
+    """The local blob store writes a part's bytes as they come: a part's PUT reserves one
+    piece of its body from --max-body-bytes-in-flight (512 KiB with the connection's read chunk),
+    not the 8 MiB part, so a budget below one part still takes parts, many at once."""
+    import hashlib
+    part = 8 << 20
+    budget = 4 << 20
+    server = ServerProcess(tmp_path, ["--max-body-bytes-in-flight", str(budget)]).start()
+    try:
+        key = server.config["api_key"]
+        entity = http(server.url + "/api/v1/viewer", key=key)[1]["entity"]
+        data = bytes(range(256)) * (part // 256) + b"tail"
+        digest = hashlib.sha256(data).hexdigest()
+        path = f"/api/v1/blobs/{entity}/{digest}/parts/0?size={len(data)}"
+        host, port = server.url.split("//")[1].split(":")
+
+        def start_put(body):
+            sock = socket.create_connection((host, int(port)), timeout=10)
+            sock.sendall((f"PUT {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {key}\r\n"
+                          f"Content-Type: application/octet-stream\r\nContent-Length: {part}\r\n"
+                          "\r\n").encode() + body)
+            return sock
+
+        socks = [start_put(data[:1000]) for _ in range(8)]
+        statuses = [status_of(s, 1) for s in socks]
+        assert statuses == [None] * 8, statuses  # all eight admitted, waiting for their bytes
+        status, metrics, _ = http(server.url + "/metrics")
+        in_flight = [l for l in metrics.splitlines() if l.startswith("cohort_http_body_bytes_in_flight ")]
+        # Each: the store's piece and the connection's read chunk (256 KiB each).
+        assert in_flight == [f"cohort_http_body_bytes_in_flight {8 * (512 << 10)}"], in_flight
+        for s in socks:
+            s.close()
+        # A whole part goes through the same budget.
+        done = start_put(data[:part])
+        assert status_of(done, 30) == 200
+        done.close()
+    finally:
+        server.stop()

@@ -203,9 +203,13 @@ http::HttpResponse CompleteUpload(ApiContext* ctx, http::HttpRequest& req, const
 }  // namespace
 
 void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
-  // A backend that cannot write as the bytes come (S3) gathers the part in memory.
-  const http::RouteOptions part_options{.stream_body = true,
-                                        .streamed_body_memory_bytes = limits::kBlobPartBytes};
+  // A part's memory, reserved from --max-body-bytes-in-flight while its PUT runs: one piece of
+  // the body where the store writes the bytes as they come (local), the whole part where it
+  // gathers them (S3).
+  const bool streams = ctx->blobs != nullptr && ctx->blobs->WritesPartsAsTheyCome();
+  const http::RouteOptions part_options{
+      .stream_body = true,
+      .streamed_body_memory_bytes = streams ? http::kBodyChunkBytes : limits::kBlobPartBytes};
   for (const std::string base :
        {"/api/v1/blobs/{entity}/{sha256}", "/api/v1/blobs/{entity}/uploads/{upload}"}) {
     r.Add("GET", base, Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
