@@ -176,7 +176,10 @@ std::vector<HungFinding> ProgressTracker::FindHung(
     }
     for (const auto& [label, w] : live) {
       const int64_t stalled = now_ms - w->last_advance_ms;
+      // A writer at the highest step is waiting for the others (in a collective), not hung,
+      // even when another reached that step a moment after it did.
       if (stalled <= threshold || w->last_advance_ms >= newest_advance) continue;
+      if (w->last_step >= max_step) continue;
       out.push_back(HungFinding{.run = run.ref,
                                 .label = *label,
                                 .stalled_ms = stalled,

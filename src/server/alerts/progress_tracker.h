@@ -5,7 +5,8 @@
 // a point. Evaluate() finds, at a tick:
 //   hung writers: alive (heard of within kAliveMs) but their step has not advanced for longer
 //     than max(factor x the job's step time, min_minutes) while another writer of the run
-//     advanced since; or, when no live writer of the run advanced that long, the run as a whole
+//     advanced since, past its step (a writer at the run's highest step waits, it is not hung);
+//     or, when no live writer of the run advanced that long, the run as a whole
 //     (label ""), naming as suspects the writers whose step is behind the others, each of which
 //     is also found on its own (a writer hung before the others stopped stays hung: its alert is
 //     not resolved by the run's);

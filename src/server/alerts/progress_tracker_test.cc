@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace cohort::alerts {
 namespace {
 
@@ -75,6 +77,27 @@ TEST(ProgressTracker, AWholeJobStuckIsOneRunLevelFindingNamingTheWriterBehind) {
   // r0, whose step is the job's newest, is not.
   EXPECT_EQ(found[1].label, "r1");
   EXPECT_EQ(found[1].writers.at(0).last_step, step);
+}
+
+// Ranks waiting in a collective after the same step: the one whose batch with that step came a
+// little earlier is not hung "while the others advanced" (they only caught up with it).
+TEST(ProgressTracker, AWriterAtTheHighestStepIsWaitingNotHung) {
+  ProgressTracker t;
+  int64_t now = kT0, step = 0;
+  Advance(t, {"r0", "r1", "r2"}, &now, &step, 10);
+  t.OnBatch(kRun, "r0", step + 1, {}, now + 500);    // r0's step 11 reached the server first
+  t.OnBatch(kRun, "r2", step + 1, {}, now + 2'500);  // r2's 2 s later; r1 stays at 10
+  for (int i = 1; i <= 11; ++i) {
+    const int64_t at = now + 2'000 + i * 1'000;
+    for (const char* w : {"r0", "r1", "r2"}) t.OnHeartbeat(kRun, w, at);
+    auto found = t.FindHung(at, Params(3, 10'000));
+    for (const HungFinding& f : found) EXPECT_NE(f.label, "r0") << "at +" << i << " s";
+    // r1, behind, is found on its own once past the minimum.
+    if (i >= 9) {
+      EXPECT_TRUE(std::any_of(found.begin(), found.end(),
+                              [](const HungFinding& f) { return f.label == "r1"; }));
+    }
+  }
 }
 
 TEST(ProgressTracker, ALongEvaluationUnderTheMinimumIsNotHung) {
