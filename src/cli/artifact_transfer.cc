@@ -151,6 +151,12 @@ bool Transient(const Status& s) {
   return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kResourceExhausted;
 }
 
+// Whether a blob route's answer says `"stored": true`.
+bool SaysStored(const bj::value& v) {
+  const bj::value* stored = v.is_object() ? v.as_object().if_contains("stored") : nullptr;
+  return stored != nullptr && stored->is_bool() && stored->get_bool();
+}
+
 }  // namespace
 
 namespace {
@@ -194,8 +200,7 @@ Result<UploadResult> UploadAt(ReadClient& client, agent::PartPool* parts, const 
       if (Transient(last)) continue;
       return last;
     }
-    const bj::value* stored = st->is_object() ? st->as_object().if_contains("stored") : nullptr;
-    if (stored && stored->is_bool() && stored->get_bool()) return held();
+    if (SaysStored(*st)) return held();
     uint64_t part_bytes = uint64_t(IntField(*st, "part_bytes", int64_t(limits::kBlobPartBytes)));
     if (part_bytes == 0) return Status::Internal("GET " + base + ": part_bytes is 0");
     std::set<uint64_t> have;
@@ -262,9 +267,7 @@ Result<UploadResult> UploadAt(ReadClient& client, agent::PartPool* parts, const 
       if (Transient(last) || last.code() == StatusCode::kFailedPrecondition) continue;
       return last;
     }
-    const bj::value* ok =
-        completed->is_object() ? completed->as_object().if_contains("stored") : nullptr;
-    if (!ok || !ok->is_bool() || !ok->get_bool()) {
+    if (!SaysStored(*completed)) {
       return Status::Internal("POST " + base + "/complete: the server did not say it stored " +
                               file.name);
     }
@@ -295,8 +298,7 @@ Result<bool> HeldByEntityOnce(ReadClient& client, const std::string& blobs,
                               const std::string& sha256, uint64_t size) {
   Result<bj::value> st = client.Get(blobs + sha256, {{"size", std::to_string(size)}});
   if (!st.ok()) return st.status();
-  const bj::value* stored = st->is_object() ? st->as_object().if_contains("stored") : nullptr;
-  return stored != nullptr && stored->is_bool() && stored->get_bool();
+  return SaysStored(*st);
 }
 
 // The same, a transient failure retried as UploadAt retries.
@@ -349,9 +351,7 @@ Result<UploadResult> UploadBlobById(ReadClient& client, agent::PartPool* parts,
                             "application/json");
       if (r.ok() && r->status == 200) {
         auto v = json::Parse(r->body);
-        const bj::value* s =
-            v.ok() && v->is_object() ? v->as_object().if_contains("stored") : nullptr;
-        held = s != nullptr && s->is_bool() && s->get_bool();
+        held = v.ok() && SaysStored(*v);
       }
     }
     MutexLock lock(&aside.mu);
