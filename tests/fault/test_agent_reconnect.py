@@ -5,6 +5,7 @@ everything (docs/formats.md, "Agent protocol": a reconnect drops the frames up t
 reply's `last_frame` and resends the rest; the agent keeps the writer of a client that went
 away while its process runs on)."""
 import os
+import pathlib
 import signal
 import threading
 import time
@@ -80,6 +81,34 @@ class Lines:
         self._thread.join(timeout=10)
 
 
+def settled(server, run_id):
+    """Every connection the client opened but one has ended at the agent."""
+    log = agent_log(server)
+    # Each ended connection logs "client gone from this connection, back on another" or "client
+    # gone without finish".
+    return log.count(f"open fault/{run_id} label w") == 1 + log.count(": client gone ")
+
+
+def stop_agent_with_one_connection(server, agent, pid, run_id, timeout=60):
+    """Stops `agent` (SIGSTOP) at a moment the client `pid` has one socket and the agent has seen
+    the end of every other connection of the writer; returns that socket."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if wait_for(lambda: settled(server, run_id) and len(sockets(pid)) == 1, timeout=5):
+            os.kill(agent, signal.SIGSTOP)
+            wait_for(lambda: process_state(agent) == "T", timeout=5)
+            connection = sockets(pid)
+            if settled(server, run_id) and len(connection) == 1:
+                return connection
+            os.kill(agent, signal.SIGCONT)
+        time.sleep(0.2)
+    raise AssertionError("the client's connections did not settle: " + agent_log(server)[-3000:])
+
+
+def process_state(pid):
+    return pathlib.Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
+
+
 def test_frames_stored_after_the_client_gave_up_are_not_stored_again_once_the_writer_dir_is_gone(
         tmp_path):
     # The agent stops reading (SIGSTOP: a stall, as under heavy load) while the client logs
@@ -102,13 +131,14 @@ def test_frames_stored_after_the_client_gave_up_are_not_stored_again_once_the_wr
         assert wait_for(lambda: "logged 100" in out.text(), timeout=60), (out.text(), err.text())
         agent = writers.serving_agent()
         assert agent
-        os.kill(agent, signal.SIGSTOP)
+        # The agent is stopped while the client has one connection, the one the agent serves the
+        # writer on. (Under load the client may have given up on an earlier one, whose end the
+        # agent had not read yet: then the earlier one's end is seen with the later one attached,
+        # and the test waits for that to settle and stops the agent again.)
+        connection = stop_agent_with_one_connection(server, agent, proc.pid, run_id)
         stopped.append(agent)
-        # The connection now (under load the client may have given up on an earlier one and
-        # be back already). The client gives up on it (its send times out): the socket is
-        # closed, and it cannot open another while the agent does not answer.
-        connection = sockets(proc.pid)
-        assert connection
+        # The client gives up on it (its send times out): the socket is closed, and it cannot
+        # open another while the agent does not answer.
         assert wait_for(lambda: not connection & sockets(proc.pid), timeout=30), err.text()
         os.kill(proc.pid, signal.SIGSTOP)
         stopped.append(proc.pid)
@@ -117,7 +147,8 @@ def test_frames_stored_after_the_client_gave_up_are_not_stored_again_once_the_wr
         # The agent stores what it read, records the writer as crashed and uploads everything;
         # then, where it removed the writer's directory before, it keeps it for the client.
         api = server.api()
-        assert wait_for(lambda: writer_states(api, run_id) == {"w": "crashed"}, timeout=30)
+        assert wait_for(lambda: writer_states(api, run_id) == {"w": "crashed"}, timeout=30), (
+            writer_states(api, run_id), agent_log(server)[-3000:])
         assert wait_for(lambda: KEPT in agent_log(server) or "WAL removed" in agent_log(server),
                         timeout=30)
         assert "WAL removed" not in agent_log(server), agent_log(server)
