@@ -14,6 +14,7 @@ to hold (an earlier version of it was committed) is not copied either.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -212,21 +213,65 @@ def hash_cache() -> HashCache:
     return _cache
 
 
+# The staging directories this process claimed, with the descriptor that holds each one's lock,
+# until the agent has removed their owner files (it has the intents). Closed, never unlocked: a
+# forked child shares the parent's lock, and unlocking in either would unlock both.
+_claims: Dict[str, int] = {}
+_claims_lock = threading.Lock()
+
+
 def _write_owner(staging: str) -> None:
-    """Names this process as the owner of a staging directory until the agent has the intent
-    (docs/formats.md, "Artifact intents"): if it dies before, the agent deletes the copies."""
+    """Claims a staging directory for this process until the agent has the intent (docs/formats.md,
+    "Artifact intents"): takes the lock of its ``.lock`` (held while this process runs, which tells
+    the agent so in whatever PID namespace each runs), then names this process in ``.owner``. If
+    the process dies before the hand-over, the agent deletes the copies. Without /proc or the
+    lock, nothing is written: the directory is then kept (never deleted under a live client)."""
     try:
         with open("/proc/self/stat") as f:
             stat = f.read()
         start_ticks = stat[stat.rindex(")") + 2:].split()[19]
         with open("/proc/sys/kernel/random/boot_id") as f:
             boot_id = f.read().strip()
+        pid_ns = os.stat("/proc/self/ns/pid").st_ino
     except (OSError, ValueError, IndexError):
-        return  # no /proc: the directory is kept (never deleted under a live client)
+        return
+    if not boot_id or " " in boot_id or not pid_ns:
+        return
+    try:
+        fd = os.open(os.path.join(staging, ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return
+    _release_handed_claims()
+    with _claims_lock:
+        old = _claims.pop(staging, None)
+        _claims[staging] = fd
+    if old is not None:
+        os.close(old)
     tmp = os.path.join(staging, ".owner.tmp")
     with open(tmp, "w") as f:
-        f.write(f"{os.getpid()} {start_ticks} {boot_id}\n")
+        f.write(f"{os.getpid()} {start_ticks} {boot_id} {pid_ns}\n")
     os.replace(tmp, os.path.join(staging, ".owner"))
+
+
+def _release_claim(staging: str) -> None:
+    """Lets go of the lock of a staging directory (removed, or handed over)."""
+    with _claims_lock:
+        fd = _claims.pop(staging, None)
+    if fd is not None:
+        os.close(fd)
+
+
+def _release_handed_claims() -> None:
+    """Lets go of the locks of the directories whose owner file the agent removed."""
+    with _claims_lock:
+        handed = [d for d in _claims if not os.path.exists(os.path.join(d, ".owner"))]
+    for d in handed:
+        _release_claim(d)
 
 
 def _hash_file(path: str, copy_to: Optional[str]) -> Dict[str, Any]:
@@ -505,6 +550,7 @@ class Artifact:
             self._error = e
             if staging:  # nothing was handed over: the copies made so far go
                 shutil.rmtree(staging, ignore_errors=True)
+                _release_claim(staging)
         finally:
             if self._tmp_dir:
                 shutil.rmtree(self._tmp_dir, ignore_errors=True)

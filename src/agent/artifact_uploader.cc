@@ -258,6 +258,7 @@ int ArtifactUploader::RemoveOrphanedStaging() {
   auto names = fs_->ListDir(staging_dir());
   if (!names.ok()) return 0;
   int removed = 0;
+  const uint64_t own_pid_ns = ThisPidNamespace(fs_);
   for (const std::string& name : *names) {
     const std::string dir = wal::JoinPath(staging_dir(), name);
     {
@@ -267,15 +268,24 @@ int ArtifactUploader::RemoveOrphanedStaging() {
     auto text = wal::ReadFileToString(fs_, wal::JoinPath(dir, kStagingOwnerFile), 4096);
     if (!text.ok()) continue;  // handed over (or unknown): kept
     auto owner = ParseStagingOwner(*text);
-    if (!owner || owner->pid > INT32_MAX) continue;
-    ClientProcess p{int(owner->pid), owner->start_ticks, owner->boot_id};
-    if (p.Alive()) continue;
+    if (!owner) continue;
+    // Held: its process (or a child it forked) runs, in whatever PID namespace. Held by this
+    // agent while it looks, so that a directory is judged by one agent at a time.
+    auto lock = fs_->LockFile(wal::JoinPath(dir, kStagingLockFile));
+    if (!lock.ok()) continue;
+    // In this agent's PID namespace, its pid also tells (a client that could not keep the lock
+    // still runs while its process does); in another, that pid names nothing here.
+    if (owner->pid_ns == own_pid_ns) {
+      if (owner->pid > INT32_MAX) continue;
+      ClientProcess p{int(owner->pid), owner->start_ticks, owner->boot_id};
+      if (p.Alive()) continue;
+    }
     if (Status st = fs_->RemoveAll(dir); st.ok()) {
       ++removed;
       Logf(LogLevel::kInfo,
-           "artifact staging {}: its client (pid {}) ended before handing the version over; "
+           "artifact staging {}: its client (pid {}{}) ended before handing the version over; "
            "removed",
-           dir, owner->pid);
+           dir, owner->pid, owner->pid_ns == own_pid_ns ? "" : " in another PID namespace");
     }
   }
   return removed;

@@ -265,6 +265,75 @@ TEST_F(ArtifactUploaderTest, StagingLeftByAClientThatEndedBeforeHandingItOverIsR
   EXPECT_FALSE(fs::exists(released + "/" + kStagingOwnerFile));
 }
 
+// A client in another PID namespace than its agent (a container beside the agent's): the pid it
+// writes names another process here, or none. Its directory is judged by the lock it holds while
+// it runs: kept while held, even when that pid names no live process here; deleted once free,
+// even when that pid names a live process here.
+TEST_F(ArtifactUploaderTest, StagingOfAClientInAnotherPidNamespaceIsJudgedByItsLock) {
+  ArtifactUploader up(root_ + "/agent/%artifacts", nullptr);
+  ASSERT_TRUE(up.PrepareDirs().ok());
+  wal::FileSystem* fs = wal::FileSystem::Default();
+  auto me = ThisProcessAsOwner(fs);
+  ASSERT_TRUE(me.has_value());
+  ASSERT_NE(me->pid_ns, 0u);
+  StagingOwner there = *me;
+  there.pid_ns = me->pid_ns + 1;  // another namespace
+  StagingOwner there_gone = there;
+  there_gone.start_ticks += 1;  // its pid names no such process here
+  auto stage = [&](const std::string& id, const StagingOwner& owner) {
+    const std::string dir = up.staging_dir() + "/" + id;
+    fs::create_directories(dir);
+    std::ofstream(dir + "/0") << "copy";
+    std::ofstream(dir + "/" + kStagingOwnerFile) << StagingOwnerText(owner);
+    return dir;
+  };
+  const std::string held = stage("held", there_gone);
+  const std::string free = stage("free", there);
+  auto lock = fs->LockFile(held + "/" + kStagingLockFile);  // the client holds it: it runs
+  ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+  EXPECT_EQ(up.RemoveOrphanedStaging(), 1);
+  EXPECT_TRUE(fs::exists(held + "/0"));
+  EXPECT_FALSE(fs::exists(free)) << "a pid of another namespace named a process of this one";
+  lock->reset();  // the client ended
+  EXPECT_EQ(up.RemoveOrphanedStaging(), 1);
+  EXPECT_FALSE(fs::exists(held));
+}
+
+TEST(StagingOwnerTest, ClaimTakesTheLockThenNamesThisProcessWithItsPidNamespace) {
+  const std::string dir = testing::TempDir() + "/claim-" + std::to_string(getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  wal::FileSystem* fs = wal::FileSystem::Default();
+  auto claim = ClaimStaging(fs, dir);
+  ASSERT_TRUE(claim.ok()) << claim.status().ToString();
+  ASSERT_NE(*claim, nullptr);
+  auto text = wal::ReadFileToString(fs, dir + "/" + kStagingOwnerFile, 4096);
+  ASSERT_TRUE(text.ok());
+  auto owner = ParseStagingOwner(*text);
+  ASSERT_TRUE(owner.has_value()) << *text;
+  EXPECT_EQ(owner->pid, getpid());
+  EXPECT_EQ(owner->pid_ns, fs->Stat("/proc/self/ns/pid")->inode);
+  EXPECT_EQ(*owner, *ThisProcessAsOwner(fs));
+  // Held: another taker (here the agent's look) is refused until the claim goes.
+  EXPECT_EQ(fs->LockFile(dir + "/" + kStagingLockFile).status().code(),
+            StatusCode::kFailedPrecondition);
+  claim->reset();
+  EXPECT_TRUE(fs->LockFile(dir + "/" + kStagingLockFile).ok());
+  fs::remove_all(dir);
+}
+
+TEST(StagingOwnerTest, ParsesOnlyTheFourFieldsItWrites) {
+  StagingOwner o{.pid = 42, .start_ticks = 7, .boot_id = "b-1", .pid_ns = 4026531836};
+  auto back = ParseStagingOwner(StagingOwnerText(o));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, o);
+  for (const char* bad :
+       {"", "42 7 b-1\n", "42 7 b-1 0\n", "0 7 b-1 9\n", "-4 7 b-1 9\n", "42 x b-1 9\n",
+        "42 7  9\n", "42 7 b-1 9 extra\n", "42 7 b-1 99999999999999999999999\n"}) {
+    EXPECT_FALSE(ParseStagingOwner(bad).has_value()) << bad;
+  }
+}
+
 // A committed version's staged copies leave the staging area before the outcome is told (a
 // rename), and the trash thread deletes them: the next intent never waits for a 2 GiB unlink.
 TEST_F(ArtifactUploaderTest, StagedCopiesGoToTheTrashBeforeTheOutcomeAndAreDeletedThere) {
