@@ -41,6 +41,9 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
 struct HeaderState {
   std::optional<std::string> retry_after;
   std::string* body = nullptr;  // reserved to the answer's Content-Length
+  // The last head began was ended by its blank line. libcurl reports success for an answer whose
+  // connection closed after the status line (status 200, no body): cut on the way, not an answer.
+  bool head_ended = false;
 };
 
 // The value of header `name` (lowercase, with its colon) in `line`, if that is the header.
@@ -63,6 +66,11 @@ constexpr uint64_t kMaxBodyReserve = uint64_t{64} << 20;
 size_t OnHeader(char* data, size_t size, size_t n, void* user) {
   std::string_view line(data, size * n);
   auto* state = static_cast<HeaderState*>(user);
+  if (line.starts_with("HTTP/")) {
+    state->head_ended = false;  // a head begins (after a 100 Continue's, another)
+  } else if (line == "\r\n" || line == "\n") {
+    state->head_ended = true;
+  }
   if (auto v = HeaderValue(line, "retry-after:")) {
     state->retry_after = std::string(*v);
   } else if (auto len = HeaderValue(line, "content-length:"); len && state->body != nullptr) {
@@ -190,6 +198,10 @@ Result<HttpResponse> HttpClient::Request(std::string_view method, std::string_vi
   if (rc != CURLE_OK) {
     std::string what = error[0] ? error : curl_easy_strerror(rc);
     return Status::Unavailable("http: " + method_str + " " + url + ": " + what);
+  }
+  if (!headers.head_ended) {
+    return Status::Unavailable("http: " + method_str + " " + url +
+                               ": the answer ended inside its headers (connection cut)");
   }
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);

@@ -222,6 +222,7 @@ def test_put_of_bytes_the_entity_holds_stops_once_the_hash_says_so(srv, entity, 
 class Proxy:
     """A TCP proxy in front of the server, for answers that do not come as sent. `decide`
     (request line -> what to do) says per request: "relay" (the server's answer as it is),
+    "cut-head" (the client gets the status line only, then the connection closes),
     "cut" (the server gets and answers the request; the client gets the head and half the body,
     then the connection closes: an answer lost on the way; with nothing at all, libcurl would send
     the request again by itself), or bytes (the client gets these instead; the server never sees
@@ -284,6 +285,10 @@ class Proxy:
                     head_end = answer.index(b"\r\n\r\n") + 4
                     conn.sendall(answer[:head_end + (len(answer) - head_end) // 2])
                     return
+                if what == "cut-head":  # the status line and part of the headers only
+                    self.cut.set()
+                    conn.sendall(answer[:answer.index(b"\r\n") + 2])
+                    return
                 conn.sendall(answer)
         finally:
             conn.close()
@@ -318,6 +323,21 @@ def test_put_whose_completion_answer_is_lost_finds_the_blob_held_and_sends_nothi
     assert out.returncode == 0, out.stderr
     assert sent_mib(out.stderr) == round(len(data) / 2**20, 1), out.stderr
     status, v = srv.api().get(f"/api/v1/artifacts/{entity}/{PROJECT}/c/latest")
+    assert status == 200 and v["files"][0]["sha256"] == sha(data), v
+
+
+def test_put_whose_held_check_answer_ends_inside_its_head_asks_again(srv, entity, tmp_path):
+    """The answer to "does the entity hold this blob?" ends after its status line (a connection
+    cut on the way): a transient failure, asked again, not "the answer is not JSON"."""
+    data = os.urandom(PART + 7)
+    (tmp_path / "h.bin").write_bytes(data)
+    prefix = f"GET /api/v1/blobs/{entity}/{sha(data)}".encode()
+    proxy = Proxy(srv.url, lambda line: "cut-head" if line.startswith(prefix) and
+                  not proxy.cut.is_set() else "relay")
+    out = put_through(srv, proxy, tmp_path / "h.bin", "h")
+    assert proxy.cut.is_set()
+    assert out.returncode == 0, out.stderr
+    status, v = srv.api().get(f"/api/v1/artifacts/{entity}/{PROJECT}/h/latest")
     assert status == 200 and v["files"][0]["sha256"] == sha(data), v
 
 
