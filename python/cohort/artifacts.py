@@ -213,18 +213,57 @@ def hash_cache() -> HashCache:
     return _cache
 
 
-# The staging directories this process claimed, with the descriptor that holds each one's lock,
-# until the agent has removed their owner files (it has the intents). Closed, never unlocked: a
-# forked child shares the parent's lock, and unlocking in either would unlock both.
-_claims: Dict[str, int] = {}
+# This process's lock file per staging root (path and the descriptor that holds its lock, for the
+# life of the process): every staging directory it claims hard-links it as ``.lock``
+# (docs/formats.md, "Staging"; agent/staging_claim.h).
+_claims: Dict[str, Any] = {}
 _claims_lock = threading.Lock()
+
+
+def _forget_claims_in_child() -> None:
+    """A forked child's copies of its parent's lock descriptors: closed, never unlocked (that
+    would unlock the parent's); the child takes its own lock when it claims a directory."""
+    global _claims_lock
+    _claims_lock = threading.Lock()
+    for _path, fd in _claims.values():
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _claims.clear()
+
+
+os.register_at_fork(after_in_child=_forget_claims_in_child)
+
+
+def _process_lock_file(root: str, pid_ns: int, start_ticks: str) -> str:
+    """This process's lock file under the staging root `root`, made and locked on first use."""
+    with _claims_lock:
+        held = _claims.get(root)
+        if held is not None:
+            return held[0]
+        d = os.path.join(root, ".clients")
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, f"{pid_ns}.{os.getpid()}.{start_ticks}")
+        # Written before it is locked: the agent removes only lock files that are free and older
+        # than an hour, so never this one between the two.
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(f"{pid_ns}\n")
+        os.replace(tmp, path)
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise
+        _claims[root] = (path, fd)
+        return path
 
 
 def _write_owner(staging: str) -> None:
     """Claims a staging directory for this process until the agent has the intent (docs/formats.md,
-    "Artifact intents"): takes the lock of its ``.lock`` (held while this process runs, which tells
-    the agent so in whatever PID namespace each runs), then names this process in ``.owner``. If
-    the process dies before the hand-over, the agent deletes the copies. Without /proc or the
+    "Staging"): hard-links this process's lock file (locked while it runs, which tells the agent
+    so in whatever PID namespace each runs) as ``.lock``, then names this process in ``.owner``.
+    If the process dies before the hand-over, the agent deletes the copies. Without /proc or the
     lock, nothing is written: the directory is then kept (never deleted under a live client)."""
     try:
         with open("/proc/self/stat") as f:
@@ -238,40 +277,14 @@ def _write_owner(staging: str) -> None:
     if not boot_id or " " in boot_id or not pid_ns:
         return
     try:
-        fd = os.open(os.path.join(staging, ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        lock = _process_lock_file(os.path.dirname(os.path.normpath(staging)), pid_ns, start_ticks)
     except OSError:
         return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return
-    _release_handed_claims()
-    with _claims_lock:
-        old = _claims.pop(staging, None)
-        _claims[staging] = fd
-    if old is not None:
-        os.close(old)
+    os.link(lock, os.path.join(staging, ".lock"))
     tmp = os.path.join(staging, ".owner.tmp")
     with open(tmp, "w") as f:
-        f.write(f"{os.getpid()} {start_ticks} {boot_id} {pid_ns}\n")
+        f.write(f"{os.getpid()} {start_ticks} {boot_id}\n")
     os.replace(tmp, os.path.join(staging, ".owner"))
-
-
-def _release_claim(staging: str) -> None:
-    """Lets go of the lock of a staging directory (removed, or handed over)."""
-    with _claims_lock:
-        fd = _claims.pop(staging, None)
-    if fd is not None:
-        os.close(fd)
-
-
-def _release_handed_claims() -> None:
-    """Lets go of the locks of the directories whose owner file the agent removed."""
-    with _claims_lock:
-        handed = [d for d in _claims if not os.path.exists(os.path.join(d, ".owner"))]
-    for d in handed:
-        _release_claim(d)
 
 
 def _hash_file(path: str, copy_to: Optional[str]) -> Dict[str, Any]:
@@ -550,7 +563,6 @@ class Artifact:
             self._error = e
             if staging:  # nothing was handed over: the copies made so far go
                 shutil.rmtree(staging, ignore_errors=True)
-                _release_claim(staging)
         finally:
             if self._tmp_dir:
                 shutil.rmtree(self._tmp_dir, ignore_errors=True)

@@ -791,6 +791,3 @@ def _hand_over(run: Any, sets: List[Tuple[str, _MediaSet, int]]
     finally:
         if not handed:
             shutil.rmtree(staging, ignore_errors=True)
-            if root:
-                from .artifacts import _release_claim
-                _release_claim(staging)

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <set>
@@ -192,85 +191,6 @@ std::string ManifestDigest(const ArtifactIntent& intent) {
     h.Update(line);
   }
   return h.FinishHex();
-}
-
-// ---- staging ----
-
-std::string StagingOwnerText(const StagingOwner& o) {
-  return std::to_string(o.pid) + " " + std::to_string(o.start_ticks) + " " + o.boot_id + " " +
-         std::to_string(o.pid_ns) + "\n";
-}
-
-std::optional<StagingOwner> ParseStagingOwner(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
-  std::vector<std::string> fields;
-  for (size_t at = 0; at <= text.size();) {
-    size_t sp = text.find(' ', at);
-    if (sp == std::string_view::npos) sp = text.size();
-    fields.emplace_back(text.substr(at, sp - at));
-    at = sp + 1;
-  }
-  if (fields.size() != 4 || fields[2].empty()) return std::nullopt;
-  auto number = [](const std::string& f, uint64_t* out) {
-    if (f.empty() || f.size() > 20) return false;
-    char* end = nullptr;
-    errno = 0;
-    *out = std::strtoull(f.c_str(), &end, 10);
-    return errno == 0 && end == f.c_str() + f.size() && f[0] != '-' && f[0] != '+';
-  };
-  StagingOwner o;
-  uint64_t pid = 0;
-  if (!number(fields[0], &pid) || pid == 0 || pid > uint64_t(INT64_MAX)) return std::nullopt;
-  o.pid = int64_t(pid);
-  if (!number(fields[1], &o.start_ticks) || !number(fields[3], &o.pid_ns) || o.pid_ns == 0) {
-    return std::nullopt;
-  }
-  o.boot_id = fields[2];
-  return o;
-}
-
-uint64_t ThisPidNamespace(wal::FileSystem* fs) {
-  auto st = fs->Stat("/proc/self/ns/pid");
-  return st.ok() ? st->inode : 0;
-}
-
-Result<std::unique_ptr<wal::FileLock>> ClaimStaging(wal::FileSystem* fs, const std::string& dir) {
-  auto lock = fs->LockFile(wal::JoinPath(dir, kStagingLockFile));
-  if (!lock.ok()) return std::unique_ptr<wal::FileLock>();
-  auto owner = ThisProcessAsOwner(fs);
-  if (!owner) return std::unique_ptr<wal::FileLock>();
-  COHORT_RETURN_IF_ERROR(wal::WriteFileAtomically(fs, wal::JoinPath(dir, kStagingOwnerFile),
-                                                  StagingOwnerText(*owner)));
-  return std::move(*lock);
-}
-
-std::optional<StagingOwner> ThisProcessAsOwner(wal::FileSystem* fs) {
-  auto stat = wal::ReadFileToString(fs, "/proc/self/stat", 1 << 16);
-  auto boot = wal::ReadFileToString(fs, "/proc/sys/kernel/random/boot_id", 256);
-  if (!stat.ok() || !boot.ok()) return std::nullopt;
-  // After the command's closing parenthesis: field 3 onwards; start time is field 22.
-  const size_t close = stat->rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  std::vector<std::string> fields;
-  size_t at = close + 2;
-  while (at < stat->size()) {
-    size_t sp = stat->find(' ', at);
-    if (sp == std::string::npos) sp = stat->size();
-    fields.push_back(stat->substr(at, sp - at));
-    at = sp + 1;
-  }
-  if (fields.size() < 20) return std::nullopt;
-  StagingOwner o;
-  o.pid = int64_t(getpid());
-  o.start_ticks = std::strtoull(fields[19].c_str(), nullptr, 10);  // field 22
-  o.boot_id = *boot;
-  while (!o.boot_id.empty() && o.boot_id.back() == '\n') o.boot_id.pop_back();
-  o.pid_ns = ThisPidNamespace(fs);
-  // A pid is only a name within its namespace: without it, no owner (the directory is kept).
-  if (o.pid_ns == 0 || o.boot_id.empty() || o.boot_id.find(' ') != std::string::npos) {
-    return std::nullopt;
-  }
-  return o;
 }
 
 // ---- status ----

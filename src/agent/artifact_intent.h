@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/staging_claim.h"
 #include "cohort/status.h"
 #include "core/artifact_names.h"
 #include "wal/file.h"
@@ -65,38 +66,6 @@ std::string ToJson(const ArtifactIntent& intent);
 std::string CommitBody(const ArtifactIntent& intent);
 // The version digest the server computes (docs/artifacts.md "Digests").
 std::string ManifestDigest(const ArtifactIntent& intent);
-
-// ---- staging ----
-
-// A client that copies files into <staging dir>/<id>/ first takes an exclusive lock on
-// kStagingLockFile there and then writes kStagingOwnerFile, naming its process; it holds the lock
-// until the agent has removed the owner file, which the agent does once the intent is durable in
-// its WAL. A staging directory that still has its owner file after its process ended was never
-// handed over (the client died while hashing): the agent deletes it. Whether the process ended
-// is told by the lock (free once the process and the children it forked are gone, whatever PID
-// namespace each side is in) and, where the client is in the agent's PID namespace, by its pid,
-// start time and boot.
-inline constexpr char kStagingOwnerFile[] = ".owner";
-inline constexpr char kStagingLockFile[] = ".lock";
-struct StagingOwner {
-  int64_t pid = 0;           // in the owner's PID namespace
-  uint64_t start_ticks = 0;  // /proc/<pid>/stat field 22
-  std::string boot_id;       // /proc/sys/kernel/random/boot_id
-  uint64_t pid_ns = 0;       // the inode of /proc/self/ns/pid: which namespace `pid` is in
-  friend bool operator==(const StagingOwner&, const StagingOwner&) = default;
-};
-// "<pid> <start_ticks> <boot_id> <pid_ns>\n"
-std::string StagingOwnerText(const StagingOwner& owner);
-std::optional<StagingOwner> ParseStagingOwner(std::string_view text);
-// This process, read from /proc through `fs`; nullopt when /proc cannot be read.
-std::optional<StagingOwner> ThisProcessAsOwner(wal::FileSystem* fs);
-// The inode of /proc/self/ns/pid through `fs` (this process's PID namespace); 0 when unknown.
-uint64_t ThisPidNamespace(wal::FileSystem* fs);
-// Claims the staging directory `dir` (made by the caller) for this process: takes its lock, then
-// writes its owner file. The lock is the caller's to hold until the agent has removed the owner
-// file. nullptr (and no owner file: the directory is then never deleted by the agent) when the
-// lock cannot be taken or /proc cannot be read; an error when the owner file cannot be written.
-Result<std::unique_ptr<wal::FileLock>> ClaimStaging(wal::FileSystem* fs, const std::string& dir);
 
 // ---- status (agent -> client) ----
 

@@ -248,6 +248,7 @@ bool ArtifactUploader::InStaging(const std::string& dir) const {
 
 void ArtifactUploader::ReleaseStaging(const std::string& dir) {
   if (!InStaging(dir)) return;
+  MutexLock sweep(&staging_mu_);  // not while a sweep judges the directory
   Status st = fs_->Remove(wal::JoinPath(dir, kStagingOwnerFile));
   if (!st.ok() && st.code() != StatusCode::kNotFound) {
     Logf(LogLevel::kWarning, "artifact staging {}: {}", dir, st.ToString());
@@ -260,7 +261,11 @@ int ArtifactUploader::RemoveOrphanedStaging() {
   int removed = 0;
   const uint64_t own_pid_ns = ThisPidNamespace(fs_);
   for (const std::string& name : *names) {
+    if (name.empty() || name[0] == '.') continue;  // .clients: the clients' lock files
     const std::string dir = wal::JoinPath(staging_dir(), name);
+    // Judged with ReleaseStaging held off: once the intent is durable, its directory is the
+    // uploader's, whatever became of its client.
+    MutexLock sweep(&staging_mu_);
     {
       MutexLock lock(&mu_);
       if (entries_.count(name)) continue;  // an intent of ours: removed after its outcome
@@ -271,11 +276,18 @@ int ArtifactUploader::RemoveOrphanedStaging() {
     if (!owner) continue;
     // Held: its process (or a child it forked) runs, in whatever PID namespace. Held by this
     // agent while it looks, so that a directory is judged by one agent at a time.
-    auto lock = fs_->LockFile(wal::JoinPath(dir, kStagingLockFile));
+    const std::string lock_path = wal::JoinPath(dir, kStagingLockFile);
+    auto lock = fs_->LockFile(lock_path);
     if (!lock.ok()) continue;
-    // In this agent's PID namespace, its pid also tells (a client that could not keep the lock
-    // still runs while its process does); in another, that pid names nothing here.
-    if (owner->pid_ns == own_pid_ns) {
+    // The namespace its pid is in. None (a client older than the lock; the file was made just
+    // now): taken for this agent's, as before the lock.
+    auto lock_text = wal::ReadFileToString(fs_, lock_path, 64);
+    const uint64_t ns = lock_text.ok() ? ParseStagingLockNamespace(*lock_text) : 0;
+    const bool here = ns == 0 || ns == own_pid_ns;
+    // In this agent's namespace its pid also tells (a client whose lock was lost, say by a
+    // library that closed every descriptor, still runs while its process does); in another,
+    // that pid names nothing here.
+    if (here) {
       if (owner->pid > INT32_MAX) continue;
       ClientProcess p{int(owner->pid), owner->start_ticks, owner->boot_id};
       if (p.Alive()) continue;
@@ -285,10 +297,27 @@ int ArtifactUploader::RemoveOrphanedStaging() {
       Logf(LogLevel::kInfo,
            "artifact staging {}: its client (pid {}{}) ended before handing the version over; "
            "removed",
-           dir, owner->pid, owner->pid_ns == own_pid_ns ? "" : " in another PID namespace");
+           dir, owner->pid, here ? "" : " in another PID namespace");
     }
   }
+  RemoveEndedClientsLockFiles();
   return removed;
+}
+
+void ArtifactUploader::RemoveEndedClientsLockFiles() {
+  const std::string dir = wal::JoinPath(staging_dir(), kStagingClientsDir);
+  auto names = fs_->ListDir(dir);
+  if (!names.ok()) return;
+  const int64_t now_ns = NowMillis() * 1'000'000;
+  for (const std::string& name : *names) {
+    const std::string path = wal::JoinPath(dir, name);
+    // Free: its process has ended (a client writes its file, then locks it: an hour is far more
+    // than that takes). Directories it left keep the file's bytes through their hard links.
+    auto st = fs_->Stat(path);
+    if (!st.ok() || now_ns - st->mtime_ns < kClientLockFileMinAgeMs * 1'000'000) continue;
+    auto lock = fs_->LockFile(path);
+    if (lock.ok()) (void)fs_->Remove(path);
+  }
 }
 
 void ArtifactUploader::Tick() {

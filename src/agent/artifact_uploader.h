@@ -106,10 +106,12 @@ class ArtifactUploader {
   // The intent that names `dir` (a staging directory of a client) is durable in a WAL: removes
   // the client's owner file, so the directory is never taken for an orphan. Only directories
   // under staging_dir() are touched.
-  void ReleaseStaging(const std::string& dir);
-  // Deletes the staging directories whose owner file names a process that has ended (a client
-  // that died before it handed its intent over). Tick does it every minute. Returns how many.
-  int RemoveOrphanedStaging() COHORT_EXCLUDES(mu_);
+  void ReleaseStaging(const std::string& dir) COHORT_EXCLUDES(staging_mu_);
+  // Deletes the staging directories whose client has ended before it handed its intent over
+  // (agent/staging_claim.h), then the lock files of ended clients older than
+  // kClientLockFileMinAgeMs. Tick does it every minute. Returns how many directories.
+  int RemoveOrphanedStaging() COHORT_EXCLUDES(mu_, staging_mu_);
+  static constexpr int64_t kClientLockFileMinAgeMs = 3600 * 1000;
 
   // One status per id, in order ("unknown" for an id this agent has not seen).
   std::vector<ArtifactStatus> StatusOf(const std::vector<std::string>& ids) COHORT_EXCLUDES(mu_);
@@ -171,6 +173,10 @@ class ArtifactUploader {
   std::map<std::string, std::unique_ptr<HttpClient>> clients_ COHORT_GUARDED_BY(clients_mu_);
   std::unique_ptr<PartPool> pool_;
 
+  void RemoveEndedClientsLockFiles();
+
+  // Held while a staging directory is judged (RemoveOrphanedStaging) or released.
+  Mutex staging_mu_ COHORT_ACQUIRED_BEFORE(mu_);
   mutable Mutex mu_ COHORT_ACQUIRED_AFTER(clients_mu_);
   CondVar cv_;
   std::map<std::string, Entry> entries_ COHORT_GUARDED_BY(mu_);

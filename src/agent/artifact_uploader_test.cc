@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -266,72 +267,102 @@ TEST_F(ArtifactUploaderTest, StagingLeftByAClientThatEndedBeforeHandingItOverIsR
 }
 
 // A client in another PID namespace than its agent (a container beside the agent's): the pid it
-// writes names another process here, or none. Its directory is judged by the lock it holds while
-// it runs: kept while held, even when that pid names no live process here; deleted once free,
-// even when that pid names a live process here.
+// writes names another process here, or none. Its directory is judged by its lock: kept while
+// held, even when that pid names no live process here; deleted once free, even when that pid
+// names a live process here. A lock file without a namespace (an older client's directory, the
+// file made by the agent's look) leaves the pid to judge, as before.
 TEST_F(ArtifactUploaderTest, StagingOfAClientInAnotherPidNamespaceIsJudgedByItsLock) {
   ArtifactUploader up(root_ + "/agent/%artifacts", nullptr);
   ASSERT_TRUE(up.PrepareDirs().ok());
   wal::FileSystem* fs = wal::FileSystem::Default();
   auto me = ThisProcessAsOwner(fs);
   ASSERT_TRUE(me.has_value());
-  ASSERT_NE(me->pid_ns, 0u);
-  StagingOwner there = *me;
-  there.pid_ns = me->pid_ns + 1;  // another namespace
-  StagingOwner there_gone = there;
-  there_gone.start_ticks += 1;  // its pid names no such process here
-  auto stage = [&](const std::string& id, const StagingOwner& owner) {
+  const uint64_t here = ThisPidNamespace(fs);
+  ASSERT_NE(here, 0u);
+  StagingOwner gone = *me;
+  gone.start_ticks += 1;  // its pid names no such process here
+  // Lock files of two processes of another namespace, as ClaimStaging makes them.
+  const std::string clients = up.staging_dir() + "/" + kStagingClientsDir;
+  fs::create_directories(clients);
+  const std::string running = clients + "/" + std::to_string(here + 1) + ".1.100";
+  const std::string ended = clients + "/" + std::to_string(here + 1) + ".2.100";
+  std::ofstream(running) << here + 1 << "\n";
+  std::ofstream(ended) << here + 1 << "\n";
+  auto stage = [&](const std::string& id, const StagingOwner& owner, const std::string& lock) {
     const std::string dir = up.staging_dir() + "/" + id;
     fs::create_directories(dir);
     std::ofstream(dir + "/0") << "copy";
+    if (!lock.empty()) fs::create_hard_link(lock, dir + "/" + kStagingLockFile);
     std::ofstream(dir + "/" + kStagingOwnerFile) << StagingOwnerText(owner);
     return dir;
   };
-  const std::string held = stage("held", there_gone);
-  const std::string free = stage("free", there);
-  auto lock = fs->LockFile(held + "/" + kStagingLockFile);  // the client holds it: it runs
+  const std::string held = stage("held", gone, running);
+  const std::string held_too = stage("held-too", gone, running);
+  const std::string free = stage("free", *me, ended);    // a pid alive here, of another process
+  const std::string old_client = stage("old", *me, "");  // no lock: judged by the pid (alive)
+  auto lock = fs->LockFile(running);                     // the client holds it: it runs
   ASSERT_TRUE(lock.ok()) << lock.status().ToString();
   EXPECT_EQ(up.RemoveOrphanedStaging(), 1);
   EXPECT_TRUE(fs::exists(held + "/0"));
+  EXPECT_TRUE(fs::exists(held_too + "/0"));
+  EXPECT_TRUE(fs::exists(old_client + "/0"));
   EXPECT_FALSE(fs::exists(free)) << "a pid of another namespace named a process of this one";
   lock->reset();  // the client ended
-  EXPECT_EQ(up.RemoveOrphanedStaging(), 1);
+  EXPECT_EQ(up.RemoveOrphanedStaging(), 2);
   EXPECT_FALSE(fs::exists(held));
+  EXPECT_FALSE(fs::exists(held_too));
+  EXPECT_TRUE(fs::exists(old_client + "/0"));
+  // The ended clients' lock files go once an hour old (never one a client is about to lock).
+  EXPECT_TRUE(fs::exists(running) && fs::exists(ended));
+  const auto old = fs::file_time_type::clock::now() - std::chrono::hours(2);
+  fs::last_write_time(running, old);
+  fs::last_write_time(ended, old);
+  auto again = fs->LockFile(ended);  // as if its process still ran
+  ASSERT_TRUE(again.ok());
+  up.RemoveOrphanedStaging();
+  EXPECT_FALSE(fs::exists(running));
+  EXPECT_TRUE(fs::exists(ended));
 }
 
-TEST(StagingOwnerTest, ClaimTakesTheLockThenNamesThisProcessWithItsPidNamespace) {
-  const std::string dir = testing::TempDir() + "/claim-" + std::to_string(getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+TEST(StagingClaimTest, OneLockFilePerProcessHardLinkedIntoEachDirectoryItClaims) {
+  const std::string root = testing::TempDir() + "/claim-" + std::to_string(getpid());
+  fs::remove_all(root);
+  fs::create_directories(root + "/a");
+  fs::create_directories(root + "/b");
   wal::FileSystem* fs = wal::FileSystem::Default();
-  auto claim = ClaimStaging(fs, dir);
-  ASSERT_TRUE(claim.ok()) << claim.status().ToString();
-  ASSERT_NE(*claim, nullptr);
-  auto text = wal::ReadFileToString(fs, dir + "/" + kStagingOwnerFile, 4096);
+  ASSERT_TRUE(ClaimStaging(fs, root + "/a").ok());
+  ASSERT_TRUE(ClaimStaging(fs, root + "/b").ok());
+  auto text = wal::ReadFileToString(fs, root + "/a/" + kStagingOwnerFile, 4096);
   ASSERT_TRUE(text.ok());
   auto owner = ParseStagingOwner(*text);
   ASSERT_TRUE(owner.has_value()) << *text;
-  EXPECT_EQ(owner->pid, getpid());
-  EXPECT_EQ(owner->pid_ns, fs->Stat("/proc/self/ns/pid")->inode);
   EXPECT_EQ(*owner, *ThisProcessAsOwner(fs));
-  // Held: another taker (here the agent's look) is refused until the claim goes.
-  EXPECT_EQ(fs->LockFile(dir + "/" + kStagingLockFile).status().code(),
+  const uint64_t ns = ThisPidNamespace(fs);
+  const std::string mine = root + "/" + kStagingClientsDir + "/" + std::to_string(ns) + "." +
+                           std::to_string(getpid()) + "." + std::to_string(owner->start_ticks);
+  ASSERT_TRUE(fs::exists(mine));
+  EXPECT_EQ(fs::hard_link_count(mine), 3u);  // itself and the two directories' .lock
+  auto lock_text = wal::ReadFileToString(fs, root + "/b/" + kStagingLockFile, 64);
+  ASSERT_TRUE(lock_text.ok());
+  EXPECT_EQ(ParseStagingLockNamespace(*lock_text), ns);
+  // Held by this process: another taker (the agent's look) is refused.
+  EXPECT_EQ(fs->LockFile(root + "/a/" + kStagingLockFile).status().code(),
             StatusCode::kFailedPrecondition);
-  claim->reset();
-  EXPECT_TRUE(fs->LockFile(dir + "/" + kStagingLockFile).ok());
-  fs::remove_all(dir);
+  fs::remove_all(root);
 }
 
-TEST(StagingOwnerTest, ParsesOnlyTheFourFieldsItWrites) {
-  StagingOwner o{.pid = 42, .start_ticks = 7, .boot_id = "b-1", .pid_ns = 4026531836};
+TEST(StagingClaimTest, ParsesTheOwnerAndTheLockFileItWrites) {
+  StagingOwner o{.pid = 42, .start_ticks = 7, .boot_id = "b-1"};
   auto back = ParseStagingOwner(StagingOwnerText(o));
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(*back, o);
-  for (const char* bad :
-       {"", "42 7 b-1\n", "42 7 b-1 0\n", "0 7 b-1 9\n", "-4 7 b-1 9\n", "42 x b-1 9\n",
-        "42 7  9\n", "42 7 b-1 9 extra\n", "42 7 b-1 99999999999999999999999\n"}) {
+  for (const char* bad : {"", "42 7\n", "0 7 b-1\n", "-4 7 b-1\n", "42 x b-1\n", "42 7 \n",
+                          "42 7 b-1 extra\n", "99999999999999999999999 7 b-1\n"}) {
     EXPECT_FALSE(ParseStagingOwner(bad).has_value()) << bad;
   }
+  EXPECT_EQ(ParseStagingLockNamespace("4026531836\n"), 4026531836u);
+  EXPECT_EQ(ParseStagingLockNamespace(""), 0u);
+  EXPECT_EQ(ParseStagingLockNamespace("ns\n"), 0u);
 }
 
 // A committed version's staged copies leave the staging area before the outcome is told (a

@@ -114,8 +114,6 @@ Status CheckArtifact(const Artifact& a) {
 void Run::Impl::ForgetArtifactsInChild() {
   new (&art_mu) Mutex();                      // a parent's thread may have held it
   new (&hashers) std::vector<std::thread>();  // the old one leaked: never joined here
-  // Leaked too: unlocking here would unlock the parent's (a forked descriptor shares the lock).
-  new (&staging_locks) std::map<std::string, std::unique_ptr<wal::FileLock>>();
   artifacts.clear();
 }
 
@@ -123,18 +121,6 @@ void Run::Impl::NoteStaging(const std::string& dir) {
   if (dir.empty()) return;
   MutexLock lock(&art_mu);
   artifact_staging = dir;
-}
-
-void Run::Impl::ReleaseHandedStagingLocked() {
-  wal::FileSystem* fs = wal::FileSystem::Default();
-  for (auto it = staging_locks.begin(); it != staging_locks.end();) {
-    auto owned = fs->Exists(wal::JoinPath(it->first, agent::kStagingOwnerFile));
-    if (owned.ok() && !*owned) {
-      it = staging_locks.erase(it);
-    } else {
-      ++it;
-    }
-  }
 }
 
 std::string Run::Impl::staging_dir() const {
@@ -201,20 +187,12 @@ Result<std::string> Run::Impl::LogArtifact(const Artifact& artifact) {
     wal::FileSystem* fs = wal::FileSystem::Default();
     Status st;
     const bool stage = !staging_root.empty();
-    std::unique_ptr<wal::FileLock> claim;
     if (stage) {
       in.staging = staging_root + "/" + id;
       st = fs->CreateDir(in.staging);
       // Ours until the agent has the intent: a crash here leaves it for the agent to delete
-      // once this process is gone.
-      if (st.ok()) {
-        auto claimed = agent::ClaimStaging(fs, in.staging);
-        if (claimed.ok()) {
-          claim = std::move(*claimed);
-        } else {
-          st = claimed.status();
-        }
-      }
+      // once this process is gone (agent/staging_claim.h).
+      if (st.ok()) st = agent::ClaimStaging(fs, in.staging);
     }
     const std::string cache_dir = UserCacheDir();
     for (size_t i = 0; st.ok() && i < artifact.files.size(); ++i) {
@@ -254,11 +232,6 @@ Result<std::string> Run::Impl::LogArtifact(const Artifact& artifact) {
       artifact_cached_sources[id] = std::move(cached);
     }
     if (st.ok()) st = EnqueueArtifactIntent(agent::ToJson(in)).status();
-    if (st.ok() && claim) {
-      MutexLock l(&art_mu);
-      ReleaseHandedStagingLocked();
-      staging_locks[in.staging] = std::move(claim);
-    }
     if (!st.ok()) {
       if (!in.staging.empty()) (void)fs->RemoveAll(in.staging);
       agent::Logf(agent::LogLevel::kWarning, "cohort: {}", st.ToString());

@@ -32,7 +32,6 @@
 #include "cohort/cohort.h"
 #include "core/batch_format.h"
 #include "core/mutex.h"
-#include "wal/file.h"
 
 namespace cohort {
 
@@ -188,13 +187,6 @@ struct Run::Impl {
   std::string artifact_staging COHORT_GUARDED_BY(art_mu);
   std::vector<std::thread> hashers COHORT_GUARDED_BY(art_mu);
   bool artifacts_closed COHORT_GUARDED_BY(art_mu) = false;  // Finish took the hashers
-  // The locks of the staging directories this process claimed (agent::ClaimStaging), by
-  // directory, held until the agent has removed their owner files (it has the intents): the
-  // agent never takes a directory whose lock is held for an orphan, whatever PID namespace it
-  // runs in.
-  std::map<std::string, std::unique_ptr<wal::FileLock>> staging_locks COHORT_GUARDED_BY(art_mu);
-  // Lets go of the locks of directories the agent has taken over.
-  void ReleaseHandedStagingLocked() COHORT_REQUIRES(art_mu);
   // A forked child: the parent's hashing threads do not exist here (leaked, never joined).
   void ForgetArtifactsInChild() COHORT_NO_THREAD_SAFETY_ANALYSIS;
 

@@ -227,6 +227,10 @@ Result<FileStat> FaultInjectingFileSystem::Stat(const std::string& path) {
   return base_->Stat(path);
 }
 
+Status FaultInjectingFileSystem::Link(const std::string& from, const std::string& to) {
+  return base_->Link(from, to);
+}
+
 Status FaultInjectingFileSystem::Rename(const std::string& from, const std::string& to) {
   COHORT_RETURN_IF_ERROR(base_->Rename(from, to));
   MutexLock lock(&mu_);

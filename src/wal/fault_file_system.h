@@ -58,6 +58,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   Result<uint64_t> FileSize(const std::string& path) override;
   Result<FileStat> Stat(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;
+  Status Link(const std::string& from, const std::string& to) override;
   Status Remove(const std::string& path) override;
   Status Truncate(const std::string& path, uint64_t size) override;
   Status CreateDir(const std::string& dir) override;

@@ -130,8 +130,13 @@ class PosixFileLock final : public FileLock {
  public:
   explicit PosixFileLock(int fd) : fd_(fd) {}
   ~PosixFileLock() override {
+    if (fd_ < 0) return;
     ::flock(fd_, LOCK_UN);
     ::close(fd_);
+  }
+  void CloseInForkedChild() override {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
   }
 
  private:
@@ -203,6 +208,11 @@ class PosixFileSystem final : public FileSystem {
 
   Status Rename(const std::string& from, const std::string& to) override {
     if (::rename(from.c_str(), to.c_str()) != 0) return ErrnoStatus("rename", from, errno);
+    return Status::Ok();
+  }
+
+  Status Link(const std::string& from, const std::string& to) override {
+    if (::link(from.c_str(), to.c_str()) != 0) return ErrnoStatus("link", to, errno);
     return Status::Ok();
   }
 

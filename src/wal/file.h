@@ -58,6 +58,9 @@ class SequentialFile {
 class FileLock {
  public:
   virtual ~FileLock() = default;
+  // Lets go of this copy of the lock without unlocking it: in a forked child, whose descriptor
+  // shares the parent's lock (unlocking there would unlock the parent's too).
+  virtual void CloseInForkedChild() {}
 };
 
 // What tells a file's contents apart without reading them (stat(2)): a file rewritten in place
@@ -100,6 +103,8 @@ class FileSystem {
   virtual Result<FileStat> Stat(const std::string& path) = 0;
   // Atomically replaces `to` with `from` (rename(2)); durable only after SyncDir.
   virtual Status Rename(const std::string& from, const std::string& to) = 0;
+  // Makes `to` another name of the file `from` (a hard link; kAlreadyExists when `to` exists).
+  virtual Status Link(const std::string& from, const std::string& to) = 0;
   // Removes a file or an empty directory. kNotFound when the path does not exist.
   virtual Status Remove(const std::string& path) = 0;
   virtual Status Truncate(const std::string& path, uint64_t size) = 0;

@@ -143,6 +143,9 @@ class NoSyncFileSystem final : public FileSystem {
   Status Rename(const std::string& from, const std::string& to) override {
     return base_->Rename(from, to);
   }
+  Status Link(const std::string& from, const std::string& to) override {
+    return base_->Link(from, to);
+  }
   Status Remove(const std::string& path) override { return base_->Remove(path); }
   Status Truncate(const std::string& path, uint64_t size) override {
     return base_->Truncate(path, size);

@@ -68,6 +68,7 @@ class MemoryFileSystem final : public wal::FileSystem {
     return wal::FileStat{.size = uint64_t(it->second.size())};
   }
   Status Rename(const std::string&, const std::string&) override { return ReadOnly(); }
+  Status Link(const std::string&, const std::string&) override { return ReadOnly(); }
   Status Remove(const std::string&) override { return ReadOnly(); }
   Status Truncate(const std::string&, uint64_t) override { return ReadOnly(); }
   Status CreateDir(const std::string&) override { return ReadOnly(); }

@@ -220,3 +220,48 @@ def test_a_failed_hand_over_removes_the_staged_copies_and_wait_says_why(tmp_path
     with pytest.raises(cohort.ArtifactError, match="boom"):
         art.wait(timeout=30)
     assert not (tmp_path / "staging" / art._id).exists()
+
+
+def _lock_is_held(path):
+    import fcntl
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing unlocks what this descriptor took
+    return False
+
+
+def test_claims_share_one_lock_file_per_process_and_a_forked_child_takes_its_own(tmp_path):
+    """docs/formats.md "Staging": each claimed directory's .lock is a hard link of the process's
+    one lock file (one descriptor, however many directories); a forked child lets go of its copy
+    of the parent's lock without unlocking it, and claims with a lock file of its own."""
+    root = tmp_path / "staging"
+    a, b, c = root / "a", root / "b", root / "c"
+    for d in (a, b, c):
+        d.mkdir(parents=True)
+    artifacts._write_owner(str(a))
+    artifacts._write_owner(str(b))
+    mine = [p for p in (root / ".clients").iterdir() if p.name.split(".")[1] == str(os.getpid())]
+    assert len(mine) == 1, list((root / ".clients").iterdir())
+    assert mine[0].stat().st_nlink == 3
+    assert os.path.samefile(a / ".lock", mine[0]) and os.path.samefile(b / ".lock", mine[0])
+    assert (a / ".owner").read_text().split()[0] == str(os.getpid())
+    assert int((a / ".lock").read_text()) == os.stat("/proc/self/ns/pid").st_ino
+    assert _lock_is_held(a / ".lock")
+
+    pid = os.fork()
+    if pid == 0:  # the child: claims c with its own lock file, then exits
+        code = 1
+        try:
+            artifacts._write_owner(str(c))
+            code = 0 if not os.path.samefile(c / ".lock", mine[0]) else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    assert (c / ".owner").read_text().split()[0] == str(pid)
+    assert _lock_is_held(a / ".lock"), "the child's exit unlocked the parent's lock"
+    assert not _lock_is_held(c / ".lock"), "the child's lock outlived it"
