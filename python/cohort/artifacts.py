@@ -220,40 +220,51 @@ _claims: Dict[str, Any] = {}
 _claims_lock = threading.Lock()
 
 
+_retired: List[int] = []  # descriptors of replaced lock files, still held (directories link them)
+
+
 def _forget_claims_in_child() -> None:
     """A forked child's copies of its parent's lock descriptors: closed, never unlocked (that
     would unlock the parent's); the child takes its own lock when it claims a directory."""
     global _claims_lock
     _claims_lock = threading.Lock()
-    for _path, fd in _claims.values():
+    for fd in [fd for _path, fd in _claims.values()] + _retired:
         with contextlib.suppress(OSError):
             os.close(fd)
     _claims.clear()
+    _retired.clear()
 
 
 os.register_at_fork(after_in_child=_forget_claims_in_child)
 
 
-def _process_lock_file(root: str, pid_ns: int, start_ticks: str) -> str:
-    """This process's lock file under the staging root `root`, made and locked on first use."""
+def _process_lock_file(root: str, pid_ns: int, start_ticks: str, fresh: bool = False) -> str:
+    """This process's lock file under the staging root `root`, made and locked on first use
+    (`fresh`: made again, the one known having gone)."""
     with _claims_lock:
         held = _claims.get(root)
         if held is not None:
-            return held[0]
+            if not fresh:
+                return held[0]
+            _retired.append(held[1])
+            del _claims[root]
         d = os.path.join(root, ".clients")
         os.makedirs(d, exist_ok=True)
         path = os.path.join(d, f"{pid_ns}.{os.getpid()}.{start_ticks}")
-        # Written before it is locked: the agent removes only lock files that are free and older
-        # than an hour, so never this one between the two.
+        if fresh:
+            path += f".{time.time_ns()}"
+        # Locked before it has its name: the agent never finds it under that name unlocked while
+        # this process runs (it removes free lock files).
         tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(f"{pid_ns}\n")
-        os.replace(tmp, path)
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.write(fd, f"{pid_ns}\n".encode())
+            os.replace(tmp, path)
         except OSError:
             os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
             raise
         _claims[root] = (path, fd)
         return path
@@ -263,8 +274,9 @@ def _write_owner(staging: str) -> None:
     """Claims a staging directory for this process until the agent has the intent (docs/formats.md,
     "Staging"): hard-links this process's lock file (locked while it runs, which tells the agent
     so in whatever PID namespace each runs) as ``.lock``, then names this process in ``.owner``.
-    If the process dies before the hand-over, the agent deletes the copies. Without /proc or the
-    lock, nothing is written: the directory is then kept (never deleted under a live client)."""
+    If the process dies before the hand-over, the agent deletes the copies. Without /proc, the
+    lock or the link, nothing is written: the directory is then kept (never deleted under a live
+    client)."""
     try:
         with open("/proc/self/stat") as f:
             stat = f.read()
@@ -276,11 +288,16 @@ def _write_owner(staging: str) -> None:
         return
     if not boot_id or " " in boot_id or not pid_ns:
         return
-    try:
-        lock = _process_lock_file(os.path.dirname(os.path.normpath(staging)), pid_ns, start_ticks)
-    except OSError:
+    root = os.path.dirname(os.path.normpath(staging))
+    for fresh in (False, True):  # again with a new file: the one known may have gone
+        try:
+            os.link(_process_lock_file(root, pid_ns, start_ticks, fresh),
+                    os.path.join(staging, ".lock"))
+            break
+        except OSError:
+            continue
+    else:
         return
-    os.link(lock, os.path.join(staging, ".lock"))
     tmp = os.path.join(staging, ".owner.tmp")
     with open(tmp, "w") as f:
         f.write(f"{os.getpid()} {start_ticks} {boot_id}\n")

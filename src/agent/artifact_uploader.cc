@@ -242,16 +242,22 @@ int ArtifactUploader::Recover() {
 
 bool ArtifactUploader::InStaging(const std::string& dir) const {
   const std::string mine = staging_dir() + "/";
-  return dir.size() > mine.size() && dir.starts_with(mine) &&
+  // Not .clients (the clients' lock files), nor any other name a client does not make.
+  return dir.size() > mine.size() && dir.starts_with(mine) && dir[mine.size()] != '.' &&
          dir.find('/', mine.size()) == std::string::npos && dir.find("..") == std::string::npos;
 }
 
 void ArtifactUploader::ReleaseStaging(const std::string& dir) {
   if (!InStaging(dir)) return;
   MutexLock sweep(&staging_mu_);  // not while a sweep judges the directory
-  Status st = fs_->Remove(wal::JoinPath(dir, kStagingOwnerFile));
-  if (!st.ok() && st.code() != StatusCode::kNotFound) {
-    Logf(LogLevel::kWarning, "artifact staging {}: {}", dir, st.ToString());
+  // .owner first: a directory without it is never judged, so its .lock (a link to its client's
+  // lock file, which would otherwise gather one link per directory) can go after it.
+  for (const char* name : {kStagingOwnerFile, kStagingLockFile}) {
+    Status st = fs_->Remove(wal::JoinPath(dir, name));
+    if (!st.ok() && st.code() != StatusCode::kNotFound) {
+      Logf(LogLevel::kWarning, "artifact staging {}: {}", dir, st.ToString());
+      return;
+    }
   }
 }
 
@@ -292,7 +298,9 @@ int ArtifactUploader::RemoveOrphanedStaging() {
       ClientProcess p{int(owner->pid), owner->start_ticks, owner->boot_id};
       if (p.Alive()) continue;
     }
-    if (Status st = fs_->RemoveAll(dir); st.ok()) {
+    // To the trash (a rename): its deletion, maybe of gigabytes, does not hold off ReleaseStaging.
+    DiscardStaging("orphan-" + name, dir);
+    if (auto left = fs_->Exists(dir); left.ok() && !*left) {
       ++removed;
       Logf(LogLevel::kInfo,
            "artifact staging {}: its client (pid {}{}) ended before handing the version over; "

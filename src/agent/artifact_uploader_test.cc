@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -325,7 +327,9 @@ TEST_F(ArtifactUploaderTest, StagingOfAClientInAnotherPidNamespaceIsJudgedByItsL
 }
 
 TEST(StagingClaimTest, OneLockFilePerProcessHardLinkedIntoEachDirectoryItClaims) {
-  const std::string root = testing::TempDir() + "/claim-" + std::to_string(getpid());
+  static int run = 0;  // a root of its own each time (the process keeps its lock file per root)
+  const std::string root =
+      testing::TempDir() + "/claim-" + std::to_string(getpid()) + "-" + std::to_string(++run);
   fs::remove_all(root);
   fs::create_directories(root + "/a");
   fs::create_directories(root + "/b");
@@ -348,6 +352,61 @@ TEST(StagingClaimTest, OneLockFilePerProcessHardLinkedIntoEachDirectoryItClaims)
   // Held by this process: another taker (the agent's look) is refused.
   EXPECT_EQ(fs->LockFile(root + "/a/" + kStagingLockFile).status().code(),
             StatusCode::kFailedPrecondition);
+  fs::remove_all(root);
+}
+
+TEST_F(ArtifactUploaderTest, ReleasingAClaimedDirectoryRemovesItsOwnerThenItsLockLink) {
+  ArtifactUploader up(root_ + "/agent/%artifacts", nullptr);
+  ASSERT_TRUE(up.PrepareDirs().ok());
+  wal::FileSystem* fs = wal::FileSystem::Default();
+  const std::string dir = up.staging_dir() + "/handed";
+  fs::create_directories(dir);
+  ASSERT_TRUE(ClaimStaging(fs, dir).ok());
+  ASSERT_TRUE(fs::exists(dir + "/" + kStagingOwnerFile));
+  const auto links = fs::hard_link_count(dir + "/" + kStagingLockFile);
+  ASSERT_GE(links, 2u);
+  up.ReleaseStaging(dir);
+  EXPECT_FALSE(fs::exists(dir + "/" + kStagingOwnerFile));
+  EXPECT_FALSE(fs::exists(dir + "/" + kStagingLockFile));
+  // The process's lock file lost that link (links do not gather one per directory ever claimed).
+  std::string mine;
+  for (const auto& e : fs::directory_iterator(up.staging_dir() + "/" + kStagingClientsDir)) {
+    if (e.path().filename().string().find("." + std::to_string(getpid()) + ".") !=
+        std::string::npos) {
+      mine = e.path();
+    }
+  }
+  ASSERT_FALSE(mine.empty());
+  EXPECT_EQ(fs::hard_link_count(mine), links - 1);
+}
+
+TEST(StagingClaimTest, AForkedChildTakesALockFileOfItsOwnAndLeavesTheParentsLocked) {
+  static int run = 0;
+  const std::string root =
+      testing::TempDir() + "/claim-fork-" + std::to_string(getpid()) + "-" + std::to_string(++run);
+  fs::remove_all(root);
+  fs::create_directories(root + "/parent");
+  fs::create_directories(root + "/child");
+  wal::FileSystem* fs = wal::FileSystem::Default();
+  ASSERT_TRUE(ClaimStaging(fs, root + "/parent").ok());
+  const std::string parent_lock = root + "/parent/" + kStagingLockFile;
+  const std::string child_lock = root + "/child/" + kStagingLockFile;
+  pid_t pid = fork();
+  if (pid == 0) {  // the child: claims with its own file, then exits (nothing else here)
+    int code = 1;
+    if (ClaimStaging(fs, root + "/child").ok() && fs::exists(child_lock)) {
+      code = fs::equivalent(child_lock, parent_lock) ? 2 : 0;
+    }
+    _exit(code);
+  }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: the child linked its parent's lock file";
+  // The child's exit neither unlocked the parent's lock nor left its own held.
+  EXPECT_EQ(fs->LockFile(parent_lock).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(fs->LockFile(child_lock).ok());
   fs::remove_all(root);
 }
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/mutex.h"
 
 namespace cohort::agent {
@@ -34,48 +35,58 @@ using LockFiles = std::map<std::string, std::pair<std::string, std::unique_ptr<w
 struct ProcessClaims {
   Mutex mu;
   LockFiles by_root COHORT_GUARDED_BY(mu);
+  // Lock files replaced by new ones, still held: directories not handed over yet link them.
+  std::vector<std::unique_ptr<wal::FileLock>> retired COHORT_GUARDED_BY(mu);
 };
 
-ProcessClaims* Claims();
+ProcessClaims* const g_claims = new ProcessClaims;  // never destroyed: locks last with the process
 
 // Around fork: the map is whole in the child (no thread of the parent was changing it), and the
 // child lets go of its copies of the parent's locks without unlocking them; it takes its own.
-void BeforeFork() COHORT_NO_THREAD_SAFETY_ANALYSIS { Claims()->mu.Lock(); }
-void AfterForkInParent() COHORT_NO_THREAD_SAFETY_ANALYSIS { Claims()->mu.Unlock(); }
+void BeforeFork() COHORT_NO_THREAD_SAFETY_ANALYSIS { g_claims->mu.Lock(); }
+void AfterForkInParent() COHORT_NO_THREAD_SAFETY_ANALYSIS { g_claims->mu.Unlock(); }
 void AfterForkInChild() COHORT_NO_THREAD_SAFETY_ANALYSIS {
-  ProcessClaims* c = Claims();
-  for (auto& [root, file] : c->by_root) file.second->CloseInForkedChild();
-  c->by_root.clear();
-  c->mu.Unlock();
+  for (auto& [root, file] : g_claims->by_root) file.second->CloseInForkedChild();
+  for (auto& held : g_claims->retired) held->CloseInForkedChild();
+  g_claims->by_root.clear();
+  g_claims->retired.clear();
+  g_claims->mu.Unlock();
 }
 
-ProcessClaims* Claims() {
-  static ProcessClaims* claims = [] {
-    auto* c = new ProcessClaims;  // never destroyed: the locks last as long as the process
+// At load time, so that no fork can come while it is being set up.
+[[maybe_unused]] const int g_fork_handlers =
     pthread_atfork(BeforeFork, AfterForkInParent, AfterForkInChild);
-    return c;
-  }();
-  return claims;
-}
 
-// This process's lock file under `root`, made and locked on first use; empty when it cannot be.
+// This process's lock file under `root`, made and locked on first use (`fresh`: made again, the
+// one known having gone); empty when it cannot be.
 std::string ProcessLockFile(wal::FileSystem* fs, const std::string& root, const StagingOwner& me,
-                            uint64_t pid_ns) {
-  ProcessClaims* c = Claims();
-  MutexLock lock(&c->mu);
-  auto it = c->by_root.find(root);
-  if (it != c->by_root.end()) return it->second.first;
+                            uint64_t pid_ns, bool fresh) {
+  MutexLock lock(&g_claims->mu);
+  auto it = g_claims->by_root.find(root);
+  if (it != g_claims->by_root.end()) {
+    if (!fresh) return it->second.first;
+    g_claims->retired.push_back(std::move(it->second.second));
+    g_claims->by_root.erase(it);
+  }
   const std::string dir = wal::JoinPath(root, kStagingClientsDir);
   if (!fs->CreateDir(dir).ok()) return {};
-  const std::string path = wal::JoinPath(dir, std::to_string(pid_ns) + "." +
-                                                  std::to_string(me.pid) + "." +
-                                                  std::to_string(me.start_ticks));
-  // Written before it is locked: the agent removes only lock files that are free and older than
-  // an hour, so it never removes this one between the two.
-  if (!wal::WriteFileAtomically(fs, path, std::to_string(pid_ns) + "\n").ok()) return {};
-  auto held = fs->LockFile(path);
+  std::string path = wal::JoinPath(dir, std::to_string(pid_ns) + "." + std::to_string(me.pid) +
+                                            "." + std::to_string(me.start_ticks));
+  if (fresh) path += "." + std::to_string(NowMillis());
+  // Locked before it has its name: the agent never finds it under that name unlocked while this
+  // process runs (it removes free lock files).
+  const std::string tmp = path + ".tmp";
+  auto held = fs->LockFile(tmp);
   if (!held.ok()) return {};
-  c->by_root[root] = {path, std::move(*held)};
+  auto file = fs->NewWritableFile(tmp, wal::WriteMode::kTruncate);
+  Status st = file.ok() ? (*file)->Append(std::to_string(pid_ns) + "\n") : file.status();
+  if (st.ok()) st = (*file)->Close();
+  if (st.ok()) st = fs->Rename(tmp, path);
+  if (!st.ok()) {
+    (void)fs->Remove(tmp);
+    return {};
+  }
+  g_claims->by_root[root] = {path, std::move(*held)};
   return path;
 }
 
@@ -143,9 +154,21 @@ Status ClaimStaging(wal::FileSystem* fs, const std::string& dir) {
   const uint64_t pid_ns = ThisPidNamespace(fs);
   const size_t slash = dir.find_last_of('/');
   if (!me || pid_ns == 0 || slash == std::string::npos || slash == 0) return Status::Ok();
-  const std::string lock = ProcessLockFile(fs, dir.substr(0, slash), *me, pid_ns);
-  if (lock.empty()) return Status::Ok();
-  COHORT_RETURN_IF_ERROR(fs->Link(lock, wal::JoinPath(dir, kStagingLockFile)));
+  const std::string root = dir.substr(0, slash);
+  const std::string link = wal::JoinPath(dir, kStagingLockFile);
+  // A second try with a lock file made again: the one known may have gone (its root made
+  // again, or its links at the file system's limit).
+  bool linked = false;
+  for (bool fresh : {false, true}) {
+    const std::string lock = ProcessLockFile(fs, root, *me, pid_ns, fresh);
+    if (lock.empty()) return Status::Ok();
+    if (fs->Link(lock, link).ok()) {
+      linked = true;
+      break;
+    }
+  }
+  // Unclaimed (no .owner): never deleted by the agent before its intent's outcome.
+  if (!linked) return Status::Ok();
   return wal::WriteFileAtomically(fs, wal::JoinPath(dir, kStagingOwnerFile),
                                   StagingOwnerText(*me));
 }

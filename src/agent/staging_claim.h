@@ -5,13 +5,14 @@
 //   2. it hard-links that file as <id>/.lock (so every directory of the process shares one lock,
 //      and one descriptor);
 //   3. it writes <id>/.owner naming its process ("<pid> <start_ticks> <boot_id>\n").
-// The agent removes .owner once the intent is durable in its WAL; the directory is the
-// uploader's from then on. A directory that still has .owner when its client has ended was never
-// handed over: the agent deletes it. The client has ended when the lock of .lock is free (the
-// kernel frees it with the process and the children it forked, whatever PID namespace each side
-// is in) and, for a client in the agent's own PID namespace, when its pid no longer names that
-// process (start time and boot told apart). A directory without .lock (a client older than the
-// lock) is judged by its pid alone.
+// The agent removes .owner (then .lock) once the intent is durable in its WAL; the directory is
+// the uploader's from then on. A directory that still has .owner when its client has ended was
+// never handed over: the agent deletes it. The client has ended when the lock of .lock is free (the
+// kernel frees it once no process holds the descriptor; whatever PID namespace each side is in;
+// a forked child closes its copy and takes a file of its own) and, for a client in the agent's
+// own PID namespace, when its pid no longer names that process (start time and boot told apart).
+// A directory without .lock (a client older than the lock: the agent's look makes an empty one)
+// is judged by its pid alone.
 //
 // Thread-safe: ClaimStaging serialises its process-wide state; the rest are pure or read /proc.
 #pragma once

@@ -20,8 +20,11 @@ from dist_helpers import client  # noqa: F401  (fixture)
 def can_unshare_pid():
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         return False
-    probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"],
-                           capture_output=True, timeout=30)
+    try:
+        probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"],
+                               capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
     return probe.returncode == 0
 
 
@@ -89,8 +92,9 @@ def test_a_client_in_another_pid_namespace_keeps_its_staging_while_it_runs(clien
     lines = []
     threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True).start()
     try:
-        assert wait_for(lambda: lines, timeout=60), proc.stderr.read()[-3000:]
-        assert lines[0].startswith("CLAIMED "), (lines, proc.stderr.read()[-3000:])
+        if not wait_for(lambda: lines, timeout=60) or not lines[0].startswith("CLAIMED "):
+            proc.kill()
+            raise AssertionError((lines, proc.communicate(timeout=30)[1][-3000:]))
         pid_there = int(lines[0].split()[1])
         owner = (claimed / ".owner").read_text().split()
         assert owner[0] == str(pid_there) and len(owner) == 3, owner
