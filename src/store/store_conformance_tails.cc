@@ -69,6 +69,48 @@ void ExpectSamePoints(const std::vector<SeriesData>& a, const std::vector<Series
   }
 }
 
+// A writer of 300 keys, each with a tail of three small chunks: its finish seals more chunks than
+// one statement inserts (sql_tail_seal.cc writes them 256 at a time), and every series reads back
+// the same points with no tail left.
+TEST_P(StoreConformanceTest, FinishedWriterOfManyKeysSealsEveryTail) {
+  MakeRun("run1");
+  Join("run1", "w");
+  constexpr int kKeys = 300;
+  std::vector<std::string> keys;
+  for (int k = 0; k < kKeys; ++k) keys.push_back("layer" + std::to_string(k) + "/norm");
+  int64_t step = 0;
+  for (int seq = 1; seq <= 3; ++seq) {
+    IngestBatchBuilder b(seq);
+    for (int row = 0; row < 4; ++row, ++step) {
+      std::vector<IngestBatchBuilder::Cell> cells;
+      for (int k = 0; k < kKeys; ++k) cells.push_back({keys[k], double(k * 1000 + step) / 7});
+      b.AddHistoryRow(step, 1000 + 10 * step, cells);
+    }
+    COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "w", b.Finish(), 1).status());
+  }
+  const auto before = Tails(store());
+  ASSERT_EQ(before.size(), size_t(kKeys));
+  for (const auto& [series, tail] : before) ASSERT_EQ(tail.tail_chunks, 3) << series.second;
+  const HistoryQuery raw{.run = Ref("run1"), .series = {.limit = 100000}};
+  COHORT_ASSERT_OK_AND_ASSIGN(auto raw_before, store().QueryHistory(raw));
+
+  COHORT_ASSERT_OK(store().FinishWriter(Ref("run1"), "w", RunState::kFinished, 0, 5).status());
+  const auto after = Tails(store());
+  ASSERT_EQ(after.size(), size_t(kKeys));
+  ExpectEachChunkIndexOnce(store());
+  for (const auto& [series, tail] : after) {
+    EXPECT_EQ(tail.tail_chunks, 0) << series.second;
+    EXPECT_EQ(tail.tail_count, 0) << series.second;
+    EXPECT_EQ(tail.tail_idx, tail.next_idx) << series.second;
+    EXPECT_GT(tail.next_idx, before.at(series).next_idx) << series.second;
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(auto raw_after, store().QueryHistory(raw));
+  ExpectSamePoints(raw_before, raw_after);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto listed, store().ListSeries(Ref("run1")));
+  ASSERT_EQ(listed.size(), size_t(kKeys));
+  for (const SeriesInfo& s : listed) EXPECT_EQ(s.count, 12) << s.key;
+}
+
 // 25 batches of 90 rows of two keys (a tail of small chunks per series, -0.0 and NaN among the
 // values), and a second writer with 3 rows a batch; the first writer finishes: its series have
 // no tail left and read back the same points, raw and bucketed; the other writer's are as
