@@ -36,9 +36,13 @@ class Server:
             argv += ["--store", store_url]
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=env, text=True)
-        self.url = self.proc.stdout.readline().strip()
-        self.key = json.loads((home / ".config/cohort/config.json").read_text())["api_key"]
-        self.entity = self.request("GET", "/api/v1/viewer")["entity"]
+        try:
+            self.url = self.proc.stdout.readline().strip()
+            self.key = json.loads((home / ".config/cohort/config.json").read_text())["api_key"]
+            self.entity = self.request("GET", "/api/v1/viewer")["entity"]
+        except BaseException:
+            self.stop()
+            raise
 
     def request(self, method, path, body=None):
         req = urllib.request.Request(
@@ -85,22 +89,20 @@ def main():
         pg = None if a.sqlite else stack.enter_context(PgCluster(durable=True))
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="pg-finish-"))
         servers = []
-        try:
-            for i, binary in enumerate(a.bin):
-                url = ""
-                if pg:
-                    pg.create_database(f"cohort{i}")
-                    url = pg.url(f"cohort{i}")
-                servers.append(Server(binary, url, pathlib.Path(tmp) / str(i)))
-            times = [[] for _ in servers]
-            for rep in range(a.reps):
-                for i, server in enumerate(servers):
-                    times[i].append(finish_ms(server, f"r{rep}", a.keys, a.batches, a.rows))
-        finally:
-            for server in servers:
-                server.stop()
-    print(f"pg_finish: {'SQLite' if a.sqlite else 'PostgreSQL'}: {a.keys} keys, {a.batches} batches of {a.rows} rows, {a.reps} reps; "
-          f"load average {os.getloadavg()[0]:.1f}")
+        stack.callback(lambda: [server.stop() for server in servers])
+        for i, binary in enumerate(a.bin):
+            url = ""
+            if pg:
+                pg.create_database(f"cohort{i}")
+                url = pg.url(f"cohort{i}")
+            servers.append(Server(binary, url, pathlib.Path(tmp) / str(i)))
+        times = [[] for _ in servers]
+        for rep in range(a.reps):
+            for i, server in enumerate(servers):
+                times[i].append(finish_ms(server, f"r{rep}", a.keys, a.batches, a.rows))
+    engine = "SQLite" if a.sqlite else "PostgreSQL"
+    print(f"pg_finish: {engine}: {a.keys} keys, {a.batches} batches of {a.rows} rows, "
+          f"{a.reps} reps; load average {os.getloadavg()[0]:.1f}")
     for binary, ts in zip(a.bin, times):
         print(f"  {binary}: finish median {statistics.median(ts):.0f} ms "
               f"(min {min(ts):.0f}, max {max(ts):.0f})")
