@@ -152,6 +152,7 @@ def test_frames_stored_after_the_client_gave_up_are_not_stored_again_once_the_wr
         # end the test had seen (one socket each side, the agent's connection thread idle): the
         # scenario did not happen, and no crash is recorded. Then only what follows is checked:
         # the client finishes and nothing is stored twice.
+        api = server.api()
         crashed = wait_for(lambda: writer_states(api, run_id) == {"w": "crashed"}, timeout=30)
         if crashed:
             assert wait_for(lambda: KEPT in agent_log(server) or "WAL removed" in agent_log(server),
