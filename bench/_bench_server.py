@@ -65,7 +65,11 @@ class BenchServer:
                                       str(self.tmp / "data"), *self.server_args], stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=self.env, text=True)
         self.url = self.proc.stdout.readline().strip()
-        self.env.update({"PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(ROOT / "bench")]),
+        # python/ and bench/ first; what the caller's PYTHONPATH holds (packages installed
+        # beside the interpreter's, e.g. on a device machine) after them.
+        path = [str(ROOT / "python"), str(ROOT / "bench"),
+                *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        self.env.update({"PYTHONPATH": os.pathsep.join(path),
                          "COHORT_BUILD_DIR": str(BUILD), "COHORT_BIN": str(COHORT),
                          "COHORT_AGENT_IDLE_S": "5"}, **self.extra_env)
         return self

@@ -4,11 +4,16 @@ histogram), against torch.histc alone and the vendor SDK's wandb.Histogram of th
 (the peer; its constructor only, no wandb run); and the read side: GET .../histograms of
 10,000 steps x 64 bins (every step, and 500 buckets), with edges shared by every step (sent once) and, as the
 baseline, edges that differ at every step (sent per step). A fresh server, loopback only.
-QUERY_ONLY=1 skips the logging measurements.
+QUERY_ONLY=1 skips the logging measurements, LOG_ONLY=1 the query. DEVICE=cuda puts the tensor on
+the GPU (bench/gpu_check.py): the torch-only timings then wait for the device
+(`torch.cuda.synchronize`), and `two_transfers_us` times the bare torch calls of the SDK's path
+for an accelerator tensor (the range brought back, then `histc` over it and its counts back: two
+waits for the device), without the class's checks and conversions.
 
 Usage: python3 bench/histogram_bench.py   (the venv's python: torch, numpy, wandb)
 """
 import json
+import os
 import statistics
 import subprocess
 import tempfile
@@ -23,25 +28,51 @@ import torch
 import cohort
 from _bench_server import p50
 torch.set_num_threads(1)
-t = torch.randn(1_000_000)
-a = t.numpy()
+device = os.environ.get("DEVICE", "cpu")
+t = torch.randn(1_000_000, device=device)
+a = t.cpu().numpy()
+sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
 run = cohort.init(project="bench")
 ready = cohort.Histogram(t, num_bins=64)
-res = {} if os.environ.get("QUERY_ONLY") else {
-  "histc_us": p50(lambda i: torch.histc(t, bins=64, min=-5, max=5), 200),
-  "aminmax_us": p50(lambda i: torch.aminmax(t), 200),
+
+
+def two_transfers(t):
+    lo, hi = torch.stack(torch.aminmax(t)).tolist()
+    return torch.histc(t, bins=64, min=lo, max=hi).to(device="cpu", dtype=torch.float64).numpy()
+
+
+def synced(fn):
+    def call(i):
+        fn(i)
+        sync()
+    return call
+
+
+res = {"device": device} if os.environ.get("QUERY_ONLY") else {
+  "device": device,
+  "histc_us": p50(synced(lambda i: torch.histc(t, bins=64, min=-5, max=5)), 200),
+  "aminmax_us": p50(synced(lambda i: torch.aminmax(t)), 200),
   "cohort_histogram_and_log_us": p50(lambda i: run.log({"h": cohort.Histogram(t, num_bins=64)}), 200),
   "log_ready_histogram_us": p50(lambda i: run.log({"r": ready}), 2000),
   "log_scalar_us": p50(lambda i: run.log({"s": float(i)}), 2000),
 }
+if device != "cpu" and not os.environ.get("QUERY_ONLY"):
+    res["two_transfers_us"] = p50(lambda i: two_transfers(t), 200)
+    res["cohort_histogram_only_us"] = p50(lambda i: cohort.Histogram(t, num_bins=64), 200)
 try:
     if os.environ.get("QUERY_ONLY"):
         raise ImportError("QUERY_ONLY")
     import wandb
     res["wandb_histogram_us"] = p50(lambda i: wandb.Histogram(a), 200)
-    res["wandb_histogram_from_tensor_us"] = p50(lambda i: wandb.Histogram(t), 50)
+    # A tensor as users pass it (on an accelerator the vendor's class needs it on the CPU).
+    res["wandb_histogram_from_tensor_us"] = p50(
+        lambda i: wandb.Histogram(t if device == "cpu" else t.cpu()), 50)
 except Exception as e:
     res["wandb_error"] = repr(e)
+if os.environ.get("LOG_ONLY"):
+    run.finish()
+    print(json.dumps(res))
+    raise SystemExit(0)
 # The query's data: 10,000 steps x 64 bins (counts that change every step).
 rng = np.random.default_rng(0)
 edges = np.linspace(-4, 4, 65)
@@ -63,6 +94,9 @@ def main():
             tmp, {"WANDB_MODE": "disabled", "WANDB_SILENT": "true"}) as srv:
         lines = srv.run_script(SCRIPT).stdout.strip().splitlines()
         res = json.loads(lines[-1])
+        if os.environ.get("LOG_ONLY"):
+            print(json.dumps(res, indent=1))
+            return
         run_id = next(l.split()[1] for l in lines if l.startswith("RUN "))
         key = srv.api_key()
         entity = srv.get("/api/v1/viewer")["entity"]

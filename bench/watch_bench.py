@@ -8,7 +8,11 @@ of the variants rotates every round. Each process trains STEPS steps (an MLP 102
 step after a warm-up, and its CPU time per step (all threads: the SDKs' workers included).
 Cohort logs into a fresh server (SQLite) on loopback through the real node agent.
 
-Usage: python bench/watch_bench.py [--rounds 5] [--steps 600]   (the venv's python: torch, wandb)
+Usage: python bench/watch_bench.py [--rounds 5] [--steps 600] [--device cuda] [--batch 16]
+       [--sdks cohort,wandb] [--warm 150]   (the venv's python: torch, wandb)
+On a GPU (`--device cuda`, bench/gpu_check.py) the model, data and histograms live on the device
+and each step ends with `loss.item()` (the loop waits for the device there, as a loop that logs
+its loss does); torch keeps its default threads there.
 """
 import argparse
 import json
@@ -23,14 +27,16 @@ from _bench_server import BenchServer
 SCRIPT = r"""
 import json, os, resource, sys, time
 import torch
-torch.set_num_threads(1)
 torch.manual_seed(0)
 sdk, watched, steps = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3])
+device, batch = sys.argv[4], int(sys.argv[5])
+if device == "cpu":
+    torch.set_num_threads(1)
 model = torch.nn.Sequential(
     torch.nn.Linear(1024, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 2048), torch.nn.ReLU(),
-    torch.nn.Linear(2048, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1024))
+    torch.nn.Linear(2048, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1024)).to(device)
 opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-x, y = torch.randn(16, 1024), torch.randn(16, 1024)
+x, y = torch.randn(batch, 1024, device=device), torch.randn(batch, 1024, device=device)
 if sdk == "cohort":
     import cohort as sdk_mod
     run = sdk_mod.init(project="watch-bench")
@@ -39,7 +45,7 @@ else:
     run = sdk_mod.init(project="watch-bench", mode="offline", dir=os.environ["WANDB_DIR"])
 if watched:
     run.watch(model, log="all", log_freq=100)
-warm = 50
+warm = int(sys.argv[6])
 times = []
 for i in range(steps + warm):
     if i == warm:
@@ -64,14 +70,19 @@ print(json.dumps({"step_ms": wall / steps * 1e3, "cpu_ms": cpu / steps * 1e3,
                   "params": params}))
 """
 
-VARIANTS = [("cohort", "0"), ("cohort", "1"), ("wandb", "0"), ("wandb", "1")]
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--sdks", default="cohort,wandb")
+    # Steps before the measured ones: past the first watched step (step 100), whose one-time
+    # costs (new keys, first kernels) a long run does not pay again.
+    ap.add_argument("--warm", type=int, default=150)
     args = ap.parse_args()
+    sdks = args.sdks.split(",")
+    VARIANTS = [(s, w) for s in sdks for w in ("0", "1")]
     print("load average at start:", os.getloadavg(), file=sys.stderr)
     results = {v: [] for v in VARIANTS}
     params = 0
@@ -80,7 +91,8 @@ def main():
         for r in range(args.rounds):
             order = VARIANTS[r % len(VARIANTS):] + VARIANTS[:r % len(VARIANTS)]
             for sdk, watched in order:
-                proc = subprocess.run([sys.executable, "-c", SCRIPT, sdk, watched, str(args.steps)],
+                proc = subprocess.run([sys.executable, "-c", SCRIPT, sdk, watched, str(args.steps),
+                                       args.device, str(args.batch), str(args.warm)],
                                       env=env, capture_output=True, text=True, timeout=900)
                 if proc.returncode != 0:
                     sys.exit(f"{sdk} watch={watched} failed:\n{proc.stderr[-3000:]}")
@@ -96,7 +108,7 @@ def main():
            for s, w in VARIANTS}
     # Added by watch: per round (the variants of one round ran back to back), then the median.
     added = {}
-    for s in ("cohort", "wandb"):
+    for s in sdks:
         for k in ("step_ms", "cpu_ms"):
             ratios = [b[k] / a[k] - 1 for a, b in zip(results[(s, "0")], results[(s, "1")])]
             added[f"{s}_{k}_added_pct"] = round(statistics.median(ratios) * 100, 2)
@@ -107,6 +119,7 @@ def main():
                   for a, b in zip(results[(s, "0")], results[(s, "1")])]
         added[f"{s}_watch_steps_excess_pct"] = round(statistics.median(spikes) * 100, 2)
     print(json.dumps({"params": params, "steps": args.steps, "rounds": args.rounds,
+                      "device": args.device, "batch": args.batch, "warm": args.warm,
                       "medians": med, "watch_added": added}, indent=1))
 
 

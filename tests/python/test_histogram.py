@@ -59,6 +59,44 @@ def test_torch_tensor_counts_equal_numpy():
     assert sum(same.histogram) == 5 and same.bins[0] < 2.0 < same.bins[-1]
 
 
+def _devices(torch):
+    return ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_tensor_histograms_count_like_numpy_on_every_device(dtype):
+    """Tensors on every device at hand: the CPU here, a GPU too where one is (the device check,
+    bench/gpu_check.py's companion run, runs this file there): histc over the range of the
+    finite values on an accelerator, bin indices and bincount on the CPU."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(3)
+    for device in _devices(torch):
+        big = (torch.randn(300_001, dtype=getattr(torch, dtype)) * 3 + 1).to(device)
+        h = cohort.Histogram(big, num_bins=64)
+        a = big.cpu().numpy()
+        assert (h.bins[0], h.bins[-1]) == (float(a.min()), float(a.max())), device
+        want, _ = np.histogram(a, bins=64, range=(float(a.min()), float(a.max())))
+        got = np.array(h.histogram)
+        assert got.sum() == 300_001 and np.abs(got - want).sum() <= 8, device
+        assert h.dropped == 0
+        # The largest value in the last bin, the smallest in the first; exact edges.
+        f = torch.arange(1000, dtype=getattr(torch, dtype), device=device)
+        assert cohort.Histogram(f, num_bins=10).histogram == [100] * 10
+        # All values equal: widened to [v - 0.5, v + 0.5], all in the middle bin.
+        for bins in (1, 4, 7):
+            same = cohort.Histogram(torch.full((5,), 2.0, device=device), num_bins=bins)
+            assert same.bins[0] == 1.5 and same.bins[-1] == 2.5, device
+            assert same.histogram == [5.0 if i == bins // 2 else 0.0 for i in range(bins)]
+        # NaN and infinities are left out and counted.
+        bad = big.clone()
+        bad[7], bad[8], bad[9] = float("nan"), float("inf"), -float("inf")
+        h = cohort.Histogram(bad, num_bins=64)
+        assert h.dropped == 3 and sum(h.histogram) == 300_001 - 3, device
+        only_bad = torch.tensor([float("nan"), float("inf")], device=device)
+        h = cohort.Histogram(only_bad, num_bins=4)
+        assert h.dropped == 2 and sum(h.histogram) == 0
+
+
 def test_np_histogram_pairs_keep_their_edges_and_refuse_bad_counts():
     h = cohort.Histogram(np_histogram=(np.array([1, 0, 5]), np.array([0.0, 0.5, 2.0, 10.0])))
     assert h.histogram == [1, 0, 5] and h.bins == [0.0, 0.5, 2.0, 10.0]
