@@ -157,6 +157,21 @@ class S3BlobStore final : public BlobStore {
     return s3_.PutObject(PartKey(sha256, size, part), bytes);
   }
 
+  // Sent on to the object store as the bytes come (S3Client::PutObjectFrom): a part is never
+  // gathered in memory, and a body cut short or too long stores nothing.
+  bool WritesPartsAsTheyCome() const override { return true; }
+  Status PutPartFrom(std::string_view sha256, uint64_t size, int64_t part, uint64_t length,
+                     const PartSource& source) override {
+    COHORT_RETURN_IF_ERROR(CheckDigest(sha256));
+    COHORT_RETURN_IF_ERROR(CheckPart(size, part, length));
+    COHORT_RETURN_IF_ERROR(CheckPublishable(size));
+    Status s = s3_.PutObjectFrom(PartKey(sha256, size, part), length, source);
+    if (s.code() == StatusCode::kInvalidArgument) {
+      return Status::InvalidArgument("part " + std::to_string(part) + ": " + s.message());
+    }
+    return s;
+  }
+
   Status DropUpload(std::string_view sha256, uint64_t size) {
     COHORT_ASSIGN_OR_RETURN(auto parts, Parts(sha256, size));
     std::vector<std::string> keys;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <mutex>
 #include <thread>
@@ -188,6 +189,57 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
+// A streamed PUT's body: pieces of the source copied into libcurl's buffer. The piece that
+// completes the length is held in a copy while the source is asked once more, which must answer
+// its end: the last bytes go out only then, so a body that is too long (or fails at its end) is
+// cut off before the object store has all of it.
+struct UploadSource {
+  const S3Client::BodySource* source;
+  uint64_t length = 0;
+  uint64_t pulled = 0;     // bytes taken from the source
+  std::string_view piece;  // what is left of the current piece
+  std::string last;        // the final piece, copied (the source's own is gone after its end)
+  bool ended = false;
+  Status error;
+};
+
+size_t OnUpload(char* buffer, size_t size, size_t n, void* user) {
+  auto* u = static_cast<UploadSource*>(user);
+  while (u->piece.empty()) {
+    if (u->ended) return 0;
+    Result<std::string_view> next = (*u->source)();
+    if (!next.ok()) {
+      u->error = next.status();
+      return CURL_READFUNC_ABORT;
+    }
+    if (next->empty() || next->size() > u->length - u->pulled) {
+      u->error = Status::InvalidArgument(
+          next->empty() ? "the body ended after " + std::to_string(u->pulled) + " of its " +
+                              std::to_string(u->length) + " bytes"
+                        : "more than its " + std::to_string(u->length) + " bytes were sent");
+      return CURL_READFUNC_ABORT;
+    }
+    u->pulled += next->size();
+    u->piece = *next;
+    if (u->pulled == u->length) {
+      u->last.assign(u->piece);
+      u->piece = u->last;
+      Result<std::string_view> end = (*u->source)();
+      if (!end.ok() || !end->empty()) {
+        u->error = end.ok() ? Status::InvalidArgument("more than its " + std::to_string(u->length) +
+                                                      " bytes were sent")
+                            : end.status();
+        return CURL_READFUNC_ABORT;
+      }
+      u->ended = true;
+    }
+  }
+  const size_t k = std::min(size * n, u->piece.size());
+  std::memcpy(buffer, u->piece.data(), k);
+  u->piece.remove_prefix(k);
+  return k;
+}
+
 size_t OnHeader(char* data, size_t size, size_t n, void* user) {
   std::string_view line(data, size * n);
   constexpr std::string_view kName = "etag:";
@@ -251,6 +303,9 @@ struct S3Client::Request {
   const std::function<void(std::string_view)>* sink = nullptr;
   const std::function<void()>* restart = nullptr;
   uint64_t sink_offset = 0, sink_length = 0;
+  // A streamed PUT (PutObjectFrom): the body is `upload_length` bytes read from `upload`.
+  const BodySource* upload = nullptr;
+  uint64_t upload_length = 0;
 };
 
 struct S3Client::Response {
@@ -356,7 +411,13 @@ Result<S3Client::Response> S3Client::SendOnce(const Request& req) {
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &target);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, OnHeader);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &r.etag);
-  if (req.method == "HEAD") {
+  UploadSource upload{.source = req.upload, .length = req.upload_length};
+  if (req.upload != nullptr) {
+    curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(c, CURLOPT_READFUNCTION, OnUpload);
+    curl_easy_setopt(c, CURLOPT_READDATA, &upload);
+    curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, curl_off_t(req.upload_length));
+  } else if (req.method == "HEAD") {
     curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   } else if (req.method == "GET") {
     curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
@@ -377,6 +438,7 @@ Result<S3Client::Response> S3Client::SendOnce(const Request& req) {
   curl_slist_free_all(headers);
   if (rc != CURLE_OK) {
     curl_easy_cleanup(c);
+    if (!upload.error.ok()) return upload.error;  // the body's own failure, not the store's
     return Status::Unavailable("S3 " + req.method + " " + config_.endpoint + "/" + config_.bucket +
                                "/" + req.key + ": " + curl_easy_strerror(rc) +
                                " (is --blob-s3-endpoint right and the object store up?)");
@@ -441,6 +503,21 @@ Status S3Client::CheckOrCreateBucket() {
 Status S3Client::PutObject(const std::string& key, std::string_view bytes) {
   COHORT_ASSIGN_OR_RETURN(
       Response r, Send(Request{.method = "PUT", .key = key, .body = bytes, .sign_body = false}));
+  if (r.http != 200) return Failure("PUT", key, r);
+  return Status::Ok();
+}
+
+Status S3Client::PutObjectFrom(const std::string& key, uint64_t length, const BodySource& source) {
+  if (length == 0) {  // libcurl asks for no byte of an empty body: the source is checked here
+    COHORT_ASSIGN_OR_RETURN(std::string_view first, source());
+    if (!first.empty()) return Status::InvalidArgument("more than its 0 bytes were sent");
+    return PutObject(key, "");
+  }
+  COHORT_ASSIGN_OR_RETURN(Response r, SendOnce(Request{.method = "PUT",
+                                                       .key = key,
+                                                       .sign_body = false,
+                                                       .upload = &source,
+                                                       .upload_length = length}));
   if (r.http != 200) return Failure("PUT", key, r);
   return Status::Ok();
 }

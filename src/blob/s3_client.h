@@ -61,6 +61,15 @@ class S3Client {
   Status CheckOrCreateBucket();
   // `bytes` are sent from where they are (libcurl is pointed at them, not given a copy).
   Status PutObject(const std::string& key, std::string_view bytes);
+  // The bytes of a body as they arrive: each call hands out the next ones (valid until the next
+  // call), empty at the end; an error ends the body (blob_store.h PartSource).
+  using BodySource = std::function<Result<std::string_view>()>;
+  // PutObject of `length` bytes read from `source` while they are sent, never held whole. The
+  // object is stored only when `source` hands out exactly `length` bytes and then ends: else the
+  // request is cut off before its last byte (the object store keeps nothing) and the source's
+  // error, or kInvalidArgument naming the count, is returned. One attempt (the bytes cannot be
+  // read twice): a transient failure is kUnavailable for the caller's client to send again.
+  Status PutObjectFrom(const std::string& key, uint64_t length, const BodySource& source);
   // Bytes [offset, offset + length) (fewer at the end; "" past it); kNotFound without the object.
   // `etag`, when given, receives the object's ETag.
   Result<std::string> GetRange(const std::string& key, uint64_t offset, uint64_t length,

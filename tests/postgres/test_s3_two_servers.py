@@ -8,8 +8,10 @@ that names the problem.
 Skipped, saying why, when weed is not built (scripts/build-weed.sh)."""
 import hashlib
 import pathlib
+import socket
 import subprocess
 import sys
+import time
 import urllib.request
 
 import pytest
@@ -172,6 +174,76 @@ def test_a_cli_put_by_id_through_one_server_is_read_back_through_the_other(serve
     assert weed.get(BUCKET, blob_key(sha)) == data
     cli(b, "get", "proj/big", "--root", tmp_path / "dl")
     assert (tmp_path / "dl" / "w.bin").read_bytes() == data
+
+
+def open_part_put(server, key, entity, sha, size, n, first):
+    """A raw PUT of part `n` announcing its whole length, with only `first` of its bytes sent."""
+    host, port = server.url.split("//", 1)[1].rstrip("/").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=30)
+    length = min(PART, size - n * PART)
+    sock.sendall((f"PUT /api/v1/blobs/{entity}/{sha}/parts/{n}?size={size} HTTP/1.1\r\n"
+                  f"Host: {host}\r\nAuthorization: Bearer {key}\r\n"
+                  f"Content-Type: application/octet-stream\r\nContent-Length: {length}\r\n"
+                  "\r\n").encode() + first)
+    return sock
+
+
+def answered(sock):
+    """What the server has answered on `sock` so far (b"" if nothing yet)."""
+    sock.setblocking(False)
+    try:
+        return sock.recv(65536)
+    except BlockingIOError:
+        return b""
+    finally:
+        sock.setblocking(True)
+
+
+def test_parts_go_on_to_the_bucket_as_they_come_and_a_cut_one_stores_nothing(cluster, weed,
+                                                                             tmp_path):
+    """With S3 the part route sends a part's bytes on to the bucket as they arrive (one PUT per
+    part, streamed), so a part in flight holds one piece of its body, not 8 MiB: with 12 MiB of
+    body memory in flight allowed, three parts are taken at once (a server that gathered each
+    part reserved 8 MiB apiece and answered the second 503). A part whose body is cut midway
+    stores nothing: not listed, no object in the bucket; sent again whole, the blob completes."""
+    db = "s3_" + tmp_path.name.replace("-", "_").lower()[-40:]
+    cluster.create_database(db)
+    server = ServerProcess(tmp_path / "s", env=weed.s3_env(BUCKET, PREFIX), extra_args=[
+        "--store", cluster.url(db, "pool_size=4"),
+        "--max-body-bytes-in-flight", str(12 << 20)]).start()
+    try:
+        key = server.config["api_key"]
+        api = server.api(key)
+        entity = api.get("/api/v1/viewer")[1]["entity"]
+        data = data_of(3 * PART + 4321, "streamed-parts")
+        sha, size = hashlib.sha256(data).hexdigest(), len(data)
+        upload = hashlib.sha256(f"cohort upload v1\n{entity}\n{sha}".encode()).hexdigest()
+        half = PART // 2
+        socks = [open_part_put(server, key, entity, sha, size, n, data[n * PART:n * PART + half])
+                 for n in range(3)]
+        time.sleep(1)  # a refusal is answered at once, before the body
+        assert [answered(s) for s in socks] == [b"", b"", b""]
+        for n in (0, 1):
+            socks[n].sendall(data[n * PART + half:(n + 1) * PART])
+        # Part 2 is cut midway: the client goes away.
+        socks[2].close()
+        for n in (0, 1):
+            reply = b""
+            while b"\r\n\r\n" not in reply:
+                reply += socks[n].recv(65536)
+            assert reply.startswith(b"HTTP/1.1 200"), reply
+            socks[n].close()
+        status, st = api.get(f"/api/v1/blobs/{entity}/{sha}?size={size}")
+        assert status == 200 and st["parts"] == [0, 1], st
+        assert weed.get(BUCKET, f"{PREFIX}uploads/{upload}-{size}/part-2") is None
+        assert weed.get(BUCKET, f"{PREFIX}uploads/{upload}-{size}/part-0") == data[:PART]
+        for n in (2, 3):
+            put_part(api, entity, data, n)
+        status, done = api.post(f"/api/v1/blobs/{entity}/{sha}/complete", {"size": size})
+        assert status == 200 and done["stored"], done
+        assert weed.get(BUCKET, blob_key(sha)) == data
+    finally:
+        server.stop()
 
 
 def refused_start(tmp_path, name, env, extra=()):

@@ -204,8 +204,8 @@ http::HttpResponse CompleteUpload(ApiContext* ctx, http::HttpRequest& req, const
 
 void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
   // A part's memory, reserved from --max-body-bytes-in-flight while its PUT runs: one piece of
-  // the body where the store writes the bytes as they come (local), the whole part where it
-  // gathers them (S3).
+  // the body where the store takes the bytes as they come (local and S3), the whole part where
+  // it gathers them (BlobStore's base PutPartFrom).
   const bool streams = ctx->blobs != nullptr && ctx->blobs->WritesPartsAsTheyCome();
   const http::RouteOptions part_options{
       .stream_body = true,
