@@ -105,6 +105,25 @@ def stop_agent_with_one_connection(server, agent, pid, run_id, timeout=60):
     raise AssertionError("the client's connections did not settle: " + agent_log(server)[-3000:])
 
 
+def stop_client_between_connections(pid, timeout=30):
+    """Stops the client `pid` (SIGSTOP) at a moment it holds no socket. While the agent is
+    stopped the client keeps trying to connect again (a connect to a Unix socket completes in
+    the listener's backlog, its hello waits there), and its connections come and go in an order
+    the agent only reads once resumed: a connection the stopped client still held kept the agent
+    serving the writer (seen in CI: the agent idle on a live connection of the client, the writer
+    never recorded as crashed). With no socket left, every connection of the client ends at the
+    agent, and the last end to be read records the crash."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        os.kill(pid, signal.SIGSTOP)
+        wait_for(lambda: process_state(pid) == "T", timeout=5)
+        if not sockets(pid):
+            return
+        os.kill(pid, signal.SIGCONT)
+        time.sleep(0.02)
+    raise AssertionError("the client never let go of its connections to the stopped agent")
+
+
 def process_state(pid):
     return pathlib.Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
 
@@ -140,8 +159,8 @@ def test_frames_stored_after_the_client_gave_up_are_not_stored_again_once_the_wr
         # The client gives up on it (its send times out): the socket is closed, and it cannot
         # open another while the agent does not answer.
         assert wait_for(lambda: not connection & sockets(proc.pid), timeout=30), err.text()
-        os.kill(proc.pid, signal.SIGSTOP)
         stopped.append(proc.pid)
+        stop_client_between_connections(proc.pid)
         os.kill(agent, signal.SIGCONT)
         stopped.remove(agent)
         # The agent stores what it read, records the writer as crashed and uploads everything;
