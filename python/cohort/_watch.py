@@ -3,7 +3,9 @@
 Every ``log_freq``-th forward pass of a watched model (a forward hook counts them) its
 parameters are logged as ``parameters/<name>`` and, during the backward pass that follows, each
 parameter's gradient as ``gradients/<name>`` (a hook on the parameter tensor sees the gradient
-as autograd computes it). Both go to the run's current step without committing it
+as autograd computes it). The gradient hooks exist only from such a forward pass to the next
+one: the other steps' backward passes call no Python (a hook per parameter on every backward
+pass cost up to a tenth of a small model's step on a GPU). Both go to the run's current step without committing it
 (``commit=False``), so they share the step of the training loop's next ``run.log``. The
 histograms are computed with ``torch.histc`` on the tensors' device (cohort.Histogram).
 """
@@ -28,23 +30,24 @@ class _Watch:
         self.log_freq = log_freq
         self.num_bins = num_bins
         self.calls = 0
-        self.grads_due = False
         self.handles: List[Any] = []
+        self.grad_handles: List[Any] = []  # only while the backward pass of a due step is due
         self.parameters = log in ("parameters", "all")
         self.gradients = log in ("gradients", "all")
         self.named = [(prefix + name, p) for name, p in model.named_parameters()]
         self.handles.append(model.register_forward_hook(self._after_forward))
-        if self.gradients:
-            for name, p in self.named:
-                if p.requires_grad:
-                    self.handles.append(p.register_hook(self._grad_hook(name)))
 
     def _after_forward(self, module: Any, inputs: Any, output: Any) -> None:
         if not module.training:
             return
         self.calls += 1
         due = self.calls % self.log_freq == 0
-        self.grads_due = due and self.gradients
+        if due and self.gradients:
+            if not self.grad_handles:  # a leaf's hooks are read when the backward pass reaches it
+                self.grad_handles = [p.register_hook(self._grad_hook(name))
+                                     for name, p in self.named if p.requires_grad]
+        elif self.grad_handles:
+            self._unhook_gradients()
         if due and self.parameters:
             self.run.log({"parameters/" + name: Histogram(p, num_bins=self.num_bins)
                           for name, p in self.named}, commit=False)
@@ -53,13 +56,19 @@ class _Watch:
         key = "gradients/" + name
 
         def hook(grad: Any) -> None:
-            if self.grads_due and grad is not None:
+            if grad is not None:
                 self.run.log({key: Histogram(grad, num_bins=self.num_bins)}, commit=False)
             return None
 
         return hook
 
+    def _unhook_gradients(self) -> None:
+        for h in self.grad_handles:
+            h.remove()
+        self.grad_handles = []
+
     def remove(self) -> None:
+        self._unhook_gradients()
         for h in self.handles:
             h.remove()
         self.handles.clear()

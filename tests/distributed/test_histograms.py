@@ -169,16 +169,21 @@ opt = torch.optim.SGD(model.parameters(), lr=0.01)
 run = cohort.init(project="hist")
 run.watch(model, log="all", log_freq=2)
 x, y = torch.randn(64, 8), torch.randn(64, 1)
+hooks = []  # gradient hooks on a parameter during each backward pass
 for step in range(6):
     opt.zero_grad()
     loss = torch.nn.functional.mse_loss(model(x), y)
+    hooks.append(len(model[0].weight._backward_hooks or {}))
     loss.backward()
     opt.step()
     run.log({"loss": loss.item()})
 run.unwatch(model)
 opt.zero_grad()
-torch.nn.functional.mse_loss(model(x), y).backward()   # not watched any more
+loss = torch.nn.functional.mse_loss(model(x), y)
+hooks.append(len(model[0].weight._backward_hooks or {}))
+loss.backward()   # not watched any more
 run.log({"loss": 0.0})
+print("HOOKS", json.dumps(hooks))
 print("NUMEL", json.dumps({n: p.numel() for n, p in model.named_parameters()}))
 print("RUN", run.id)
 run.finish()
@@ -187,6 +192,11 @@ run.finish()
 
 def test_watch_logs_gradient_and_parameter_histograms_of_a_torch_model(client):
     proc = assert_ok(client.python(WATCH_SCRIPT))
+    # The gradient hooks are there only for the backward pass of a watched step (and gone after
+    # unwatch): the other steps run no Python during their backward pass.
+    hooks = json.loads(next(line[6:] for line in proc.stdout.splitlines()
+                            if line.startswith("HOOKS ")))
+    assert hooks == [0, 1, 0, 1, 0, 1, 0], hooks
     numel = json.loads(next(line[6:] for line in proc.stdout.splitlines()
                             if line.startswith("NUMEL ")))
     view = client.run_view(_run_id(proc), project="hist")
