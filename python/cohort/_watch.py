@@ -12,6 +12,7 @@ histograms are computed with ``torch.histc`` on the tensors' device (cohort.Hist
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any, Dict, List, Optional
 
 from .errors import UsageError
@@ -32,6 +33,7 @@ class _Watch:
         self.calls = 0
         self.handles: List[Any] = []
         self.grad_handles: List[Any] = []  # only while the backward pass of a due step is due
+        self.lock = threading.Lock()
         self.parameters = log in ("parameters", "all")
         self.gradients = log in ("gradients", "all")
         self.named = [(prefix + name, p) for name, p in model.named_parameters()]
@@ -42,12 +44,13 @@ class _Watch:
             return
         self.calls += 1
         due = self.calls % self.log_freq == 0
-        if due and self.gradients:
-            if not self.grad_handles:  # a leaf's hooks are read when the backward pass reaches it
-                self.grad_handles = [p.register_hook(self._grad_hook(name))
-                                     for name, p in self.named if p.requires_grad]
-        elif self.grad_handles:
-            self._unhook_gradients()
+        with self.lock:  # nn.DataParallel runs the hook in a thread per replica
+            if due and self.gradients:
+                if not self.grad_handles:  # a leaf's hooks are read when backward reaches it
+                    self.grad_handles = [p.register_hook(self._grad_hook(name))
+                                         for name, p in self.named if p.requires_grad]
+            elif self.grad_handles:
+                self._unhook_gradients()
         if due and self.parameters:
             self.run.log({"parameters/" + name: Histogram(p, num_bins=self.num_bins)
                           for name, p in self.named}, commit=False)
@@ -66,9 +69,16 @@ class _Watch:
         for h in self.grad_handles:
             h.remove()
         self.grad_handles = []
+        # Removing a handle empties the tensor's hook dict but leaves the C++ hook that calls it,
+        # which would still take the GIL on every backward pass: a parameter left without hooks
+        # gets None (what an unhooked tensor has; the setter drops the C++ hook too).
+        for _, p in self.named:
+            if p._backward_hooks is not None and not p._backward_hooks:
+                p._backward_hooks = None
 
     def remove(self) -> None:
-        self._unhook_gradients()
+        with self.lock:
+            self._unhook_gradients()
         for h in self.handles:
             h.remove()
         self.handles.clear()

@@ -247,6 +247,52 @@ TEST_P(BlobStoreTest, APartStreamedInIsStoredOnlyWhenAllItsBytesCame) {
   EXPECT_EQ(*store_->Read(sha, 0, size), data);
 }
 
+// A source handing out `bytes` in chunks of `chunk` through one buffer it overwrites at every
+// call (as a request body's reader does), then `after` (empty: the end; more bytes; an error).
+PartSource ReusedBuffer(std::string bytes, size_t chunk, Result<std::string_view> after) {
+  struct State {
+    std::string bytes, buffer;
+    size_t at = 0;
+  };
+  auto state = std::make_shared<State>(State{std::move(bytes), {}, 0});
+  return [state, chunk, after]() -> Result<std::string_view> {
+    if (state->at >= state->bytes.size()) return after;
+    state->buffer.assign(std::string(chunk, '#'));  // what was handed out before is gone
+    state->buffer.assign(state->bytes, state->at, chunk);
+    state->at += state->buffer.size();
+    return std::string_view(state->buffer);
+  };
+}
+
+TEST_P(BlobStoreTest, APartEndsWhereItsSourceSaysSoAndNoEarlier) {
+  const std::string data = Bytes(kPart + 1000, 11);
+  const std::string sha = Sha256::Hex(data);
+  const uint64_t size = data.size();
+  // All of the part's bytes, then more, or then an error: nothing of it is stored.
+  Status more = store_->PutPartFrom(sha, size, 0, kPart,
+                                    ReusedBuffer(Part(data, 0), 1 << 16, std::string_view("x")));
+  EXPECT_EQ(more.code(), StatusCode::kInvalidArgument) << more.ToString();
+  EXPECT_NE(more.message().find("more than"), std::string::npos) << more.ToString();
+  Status failed = store_->PutPartFrom(
+      sha, size, 0, kPart,
+      ReusedBuffer(Part(data, 0), 1 << 16, Status::IOError("the connection closed at the end")));
+  EXPECT_EQ(failed.code(), StatusCode::kIOError) << failed.ToString();
+  EXPECT_TRUE(store_->ListParts(sha, size)->empty());
+  // A source whose buffer is overwritten at every call, in pieces that do not divide the part
+  // (and a one-byte last piece): the bytes stored are the bytes handed out.
+  ASSERT_TRUE(
+      store_
+          ->PutPartFrom(sha, size, 0, kPart, ReusedBuffer(Part(data, 0), 65537, std::string_view()))
+          .ok());
+  ASSERT_TRUE(
+      store_->PutPartFrom(sha, size, 1, 1000, ReusedBuffer(Part(data, 1), 999, std::string_view()))
+          .ok());
+  auto verified = store_->Verify(sha, size);
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  ASSERT_TRUE((*verified)->Publish().ok());
+  EXPECT_EQ(*store_->Read(sha, 0, size), data);
+}
+
 TEST_P(LocalBlobStoreTest, NoPartIsWrittenIntoAnUploadWhileItIsCheckedAndPublished) {
   // A PUT whose body streams slowly keeps its file open: had a completion checked and renamed
   // the upload meanwhile, the rest of the body would land in the published blob.

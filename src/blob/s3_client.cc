@@ -189,49 +189,60 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
-// A streamed PUT's body: pieces of the source copied into libcurl's buffer. The piece that
-// completes the length is held in a copy while the source is asked once more, which must answer
-// its end: the last bytes go out only then, so a body that is too long (or fails at its end) is
-// cut off before the object store has all of it.
+// A streamed PUT's body: pieces of the source copied into libcurl's buffer. The very last byte
+// is held back (copied) while the source is asked once more, which must answer its end: it goes
+// out only then, so a body that is too long (or fails at its end) is cut off before the object
+// store has all of it. A piece is used up before the source is called again (it is valid only
+// until then).
 struct UploadSource {
   const S3Client::BodySource* source;
   uint64_t length = 0;
   uint64_t pulled = 0;     // bytes taken from the source
   std::string_view piece;  // what is left of the current piece
-  std::string last;        // the final piece, copied (the source's own is gone after its end)
+  char last = 0;           // the final byte, once pulled
+  bool holding_last = false;
   bool ended = false;
+  bool started = false;  // the source was called
   Status error;
+
+  size_t Abort(Status s) {
+    error = std::move(s);
+    return CURL_READFUNC_ABORT;
+  }
 };
 
 size_t OnUpload(char* buffer, size_t size, size_t n, void* user) {
   auto* u = static_cast<UploadSource*>(user);
+  u->started = true;
   while (u->piece.empty()) {
     if (u->ended) return 0;
-    Result<std::string_view> next = (*u->source)();
-    if (!next.ok()) {
-      u->error = next.status();
-      return CURL_READFUNC_ABORT;
+    if (u->holding_last) {
+      Result<std::string_view> end = (*u->source)();
+      if (!end.ok()) return u->Abort(end.status());
+      if (!end->empty()) {
+        return u->Abort(Status::InvalidArgument("more than its " + std::to_string(u->length) +
+                                                " bytes were sent"));
+      }
+      u->ended = true;
+      buffer[0] = u->last;
+      return 1;
     }
-    if (next->empty() || next->size() > u->length - u->pulled) {
-      u->error = Status::InvalidArgument(
-          next->empty() ? "the body ended after " + std::to_string(u->pulled) + " of its " +
-                              std::to_string(u->length) + " bytes"
-                        : "more than its " + std::to_string(u->length) + " bytes were sent");
-      return CURL_READFUNC_ABORT;
+    Result<std::string_view> next = (*u->source)();
+    if (!next.ok()) return u->Abort(next.status());
+    if (next->empty()) {
+      return u->Abort(Status::InvalidArgument("the body ended after " + std::to_string(u->pulled) +
+                                              " of its " + std::to_string(u->length) + " bytes"));
+    }
+    if (next->size() > u->length - u->pulled) {
+      return u->Abort(Status::InvalidArgument("more than its " + std::to_string(u->length) +
+                                              " bytes were sent"));
     }
     u->pulled += next->size();
     u->piece = *next;
     if (u->pulled == u->length) {
-      u->last.assign(u->piece);
-      u->piece = u->last;
-      Result<std::string_view> end = (*u->source)();
-      if (!end.ok() || !end->empty()) {
-        u->error = end.ok() ? Status::InvalidArgument("more than its " + std::to_string(u->length) +
-                                                      " bytes were sent")
-                            : end.status();
-        return CURL_READFUNC_ABORT;
-      }
-      u->ended = true;
+      u->last = u->piece.back();
+      u->piece.remove_suffix(1);
+      u->holding_last = true;
     }
   }
   const size_t k = std::min(size * n, u->piece.size());
@@ -239,6 +250,9 @@ size_t OnUpload(char* buffer, size_t size, size_t n, void* user) {
   u->piece.remove_prefix(k);
   return k;
 }
+
+// A streamed body cannot be sent twice: libcurl is told so (rather than failing to rewind).
+int CannotSeek(void*, curl_off_t, int) { return CURL_SEEKFUNC_CANTSEEK; }
 
 size_t OnHeader(char* data, size_t size, size_t n, void* user) {
   std::string_view line(data, size * n);
@@ -306,6 +320,7 @@ struct S3Client::Request {
   // A streamed PUT (PutObjectFrom): the body is `upload_length` bytes read from `upload`.
   const BodySource* upload = nullptr;
   uint64_t upload_length = 0;
+  bool* upload_started = nullptr;  // set: whether libcurl asked `upload` for any byte
 };
 
 struct S3Client::Response {
@@ -417,6 +432,7 @@ Result<S3Client::Response> S3Client::SendOnce(const Request& req) {
     curl_easy_setopt(c, CURLOPT_READFUNCTION, OnUpload);
     curl_easy_setopt(c, CURLOPT_READDATA, &upload);
     curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, curl_off_t(req.upload_length));
+    curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, CannotSeek);
   } else if (req.method == "HEAD") {
     curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   } else if (req.method == "GET") {
@@ -430,6 +446,7 @@ Result<S3Client::Response> S3Client::SendOnce(const Request& req) {
     }
   }
   CURLcode rc = curl_easy_perform(c);
+  if (req.upload_started != nullptr) *req.upload_started = upload.started;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.http);
   curl_off_t length = -1;
   curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
@@ -513,13 +530,29 @@ Status S3Client::PutObjectFrom(const std::string& key, uint64_t length, const Bo
     if (!first.empty()) return Status::InvalidArgument("more than its 0 bytes were sent");
     return PutObject(key, "");
   }
-  COHORT_ASSIGN_OR_RETURN(Response r, SendOnce(Request{.method = "PUT",
-                                                       .key = key,
-                                                       .sign_body = false,
-                                                       .upload = &source,
-                                                       .upload_length = length}));
-  if (r.http != 200) return Failure("PUT", key, r);
-  return Status::Ok();
+  // Retried only while no byte of the body was taken (no connection, an answer before the
+  // body): the bytes cannot be read twice.
+  for (int attempt = 0;; ++attempt) {
+    if (attempt > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(3000, 100 << attempt)));
+    }
+    bool started = false;
+    Result<Response> r = SendOnce(Request{.method = "PUT",
+                                          .key = key,
+                                          .sign_body = false,
+                                          .upload = &source,
+                                          .upload_length = length,
+                                          .upload_started = &started});
+    const bool last = started || attempt + 1 >= kMaxAttempts;
+    if (!r.ok()) {
+      if (last) return r.status();
+      continue;
+    }
+    if (r->http == 200) return Status::Ok();
+    const bool transient =
+        r->http >= 500 || r->http == 429 || r->code == "SlowDown" || r->code == "InternalError";
+    if (!transient || last) return Failure("PUT", key, *r);
+  }
 }
 
 Result<std::string> S3Client::GetRange(const std::string& key, uint64_t offset, uint64_t length,

@@ -96,7 +96,7 @@ def stop_agent_with_one_connection(server, agent, pid, run_id, timeout=60):
     while time.monotonic() < deadline:
         if wait_for(lambda: settled(server, run_id) and len(sockets(pid)) == 1, timeout=5):
             os.kill(agent, signal.SIGSTOP)
-            wait_for(lambda: process_state(agent) == "T", timeout=5)
+            assert wait_for(lambda: all_stopped(agent), timeout=5), "the agent did not stop"
             connection = sockets(pid)
             if settled(server, run_id) and len(connection) == 1:
                 return connection
@@ -116,7 +116,7 @@ def stop_client_between_connections(pid, timeout=30):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         os.kill(pid, signal.SIGSTOP)
-        wait_for(lambda: process_state(pid) == "T", timeout=5)
+        assert wait_for(lambda: all_stopped(pid), timeout=5), "the client did not stop"
         if not sockets(pid):
             return
         os.kill(pid, signal.SIGCONT)
@@ -124,8 +124,16 @@ def stop_client_between_connections(pid, timeout=30):
     raise AssertionError("the client never let go of its connections to the stopped agent")
 
 
-def process_state(pid):
-    return pathlib.Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
+def all_stopped(pid):
+    """Whether every thread of process `pid` is stopped (SIGSTOP reaches them one by one)."""
+    states = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            states.append(pathlib.Path(f"/proc/{pid}/task/{task}/stat").read_text()
+                          .rsplit(") ", 1)[1][0])
+        except (OSError, IndexError):
+            continue  # a thread that ended meanwhile
+    return bool(states) and all(st in "Tt" for st in states)
 
 
 def test_frames_stored_after_the_client_gave_up_are_not_stored_again_once_the_writer_dir_is_gone(
@@ -141,7 +149,9 @@ def test_frames_stored_after_the_client_gave_up_are_not_stored_again_once_the_wr
     server = FaultServer(tmp_path).start()
     writers = Writers(server)
     run_id = random_run_id("rcn")
-    steps, keys = 400, 2000
+    # Steps enough that the client is still logging (far from its finish) when it is stopped:
+    # it is at ~200-300 then, and under load more slowly.
+    steps, keys = 600, 2000
     proc = writers.start(run_id, 1, steps, keys=keys, sleep_ms=20, label="w",
                          extra=("--finish-timeout", "60"))
     out, err = Lines(proc.stdout), Lines(proc.stderr)
