@@ -3,9 +3,9 @@
 Every ``log_freq``-th forward pass of a watched model (a forward hook counts them) its
 parameters are logged as ``parameters/<name>`` and, during the backward pass that follows, each
 parameter's gradient as ``gradients/<name>`` (a hook on the parameter tensor sees the gradient
-as autograd computes it). The gradient hooks exist only from such a forward pass to the next
-one: the other steps' backward passes call no Python (a hook per parameter on every backward
-pass cost up to a tenth of a small model's step on a GPU). Both go to the run's current step without committing it
+as autograd computes it). The gradient hooks exist only from such a forward pass (with grad
+enabled) until a forward pass after the backward pass they ran in: the other steps' backward
+passes call no Python. Both go to the run's current step without committing it
 (``commit=False``), so they share the step of the training loop's next ``run.log``. The
 histograms are computed with ``torch.histc`` on the tensors' device (cohort.Histogram).
 """
@@ -34,6 +34,7 @@ class _Watch:
         self.handles: List[Any] = []
         self.grad_handles: List[Any] = []  # only while the backward pass of a due step is due
         self.lock = threading.Lock()
+        self.grads_fired = False  # a gradient hook ran since the hooks were put there
         self.parameters = log in ("parameters", "all")
         self.gradients = log in ("gradients", "all")
         self.named = [(prefix + name, p) for name, p in model.named_parameters()]
@@ -42,14 +43,18 @@ class _Watch:
     def _after_forward(self, module: Any, inputs: Any, output: Any) -> None:
         if not module.training:
             return
-        self.calls += 1
-        due = self.calls % self.log_freq == 0
+        torch = sys.modules["torch"]
         with self.lock:  # nn.DataParallel runs the hook in a thread per replica
-            if due and self.gradients:
+            self.calls += 1
+            due = self.calls % self.log_freq == 0
+            if due and self.gradients and torch.is_grad_enabled():
                 if not self.grad_handles:  # a leaf's hooks are read when backward reaches it
                     self.grad_handles = [p.register_hook(self._grad_hook(name))
                                          for name, p in self.named if p.requires_grad]
-            elif self.grad_handles:
+                self.grads_fired = False
+            elif self.grad_handles and self.grads_fired:
+                # Gone once their backward pass has run: another forward pass before it (the
+                # other replicas of nn.DataParallel, several passes a step) keeps them.
                 self._unhook_gradients()
         if due and self.parameters:
             self.run.log({"parameters/" + name: Histogram(p, num_bins=self.num_bins)
@@ -59,6 +64,7 @@ class _Watch:
         key = "gradients/" + name
 
         def hook(grad: Any) -> None:
+            self.grads_fired = True
             if grad is not None:
                 self.run.log({key: Histogram(grad, num_bins=self.num_bins)}, commit=False)
             return None
@@ -71,7 +77,8 @@ class _Watch:
         self.grad_handles = []
         # Removing a handle empties the tensor's hook dict but leaves the C++ hook that calls it,
         # which would still take the GIL on every backward pass: a parameter left without hooks
-        # gets None (what an unhooked tensor has; the setter drops the C++ hook too).
+        # gets None (what an unhooked tensor has; the setter drops the C++ hook too, as torch's
+        # own first register_hook on a tensor, which sets the dict, does).
         for _, p in self.named:
             if p._backward_hooks is not None and not p._backward_hooks:
                 p._backward_hooks = None

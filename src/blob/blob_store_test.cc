@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -254,13 +255,16 @@ PartSource ReusedBuffer(std::string bytes, size_t chunk, Result<std::string_view
     std::string bytes, buffer;
     size_t at = 0;
   };
-  auto state = std::make_shared<State>(State{std::move(bytes), {}, 0});
+  auto state = std::make_shared<State>(State{std::move(bytes), std::string(chunk, '#'), 0});
   return [state, chunk, after]() -> Result<std::string_view> {
+    // What was handed out before is overwritten in place, at every call (the end's too).
+    std::fill(state->buffer.begin(), state->buffer.end(), '#');
     if (state->at >= state->bytes.size()) return after;
-    state->buffer.assign(std::string(chunk, '#'));  // what was handed out before is gone
-    state->buffer.assign(state->bytes, state->at, chunk);
-    state->at += state->buffer.size();
-    return std::string_view(state->buffer);
+    const size_t n = std::min(chunk, state->bytes.size() - state->at);
+    state->buffer.resize(std::max(state->buffer.size(), n), '#');
+    std::copy_n(state->bytes.data() + state->at, n, state->buffer.data());
+    state->at += n;
+    return std::string_view(state->buffer.data(), n);
   };
 }
 
@@ -291,6 +295,20 @@ TEST_P(BlobStoreTest, APartEndsWhereItsSourceSaysSoAndNoEarlier) {
   ASSERT_TRUE(verified.ok()) << verified.status().ToString();
   ASSERT_TRUE((*verified)->Publish().ok());
   EXPECT_EQ(*store_->Read(sha, 0, size), data);
+  // A part of one byte: then more refused, alone stored.
+  const std::string one = Bytes(kPart + 1, 12);
+  const std::string one_sha = Sha256::Hex(one);
+  EXPECT_EQ(store_
+                ->PutPartFrom(one_sha, one.size(), 1, 1,
+                              ReusedBuffer(Part(one, 1), 1, std::string_view("y")))
+                .code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(store_->ListParts(one_sha, one.size())->empty());
+  ASSERT_TRUE(store_
+                  ->PutPartFrom(one_sha, one.size(), 1, 1,
+                                ReusedBuffer(Part(one, 1), 1, std::string_view()))
+                  .ok());
+  EXPECT_EQ(*store_->ListParts(one_sha, one.size()), (std::vector<int64_t>{1}));
 }
 
 TEST_P(LocalBlobStoreTest, NoPartIsWrittenIntoAnUploadWhileItIsCheckedAndPublished) {

@@ -67,8 +67,9 @@ class S3Client {
   // PutObject of `length` bytes read from `source` while they are sent, never held whole. The
   // object is stored only when `source` hands out exactly `length` bytes and then ends: else the
   // request is cut off before its last byte (the object store keeps nothing) and the source's
-  // error, or kInvalidArgument naming the count, is returned. One attempt (the bytes cannot be
-  // read twice): a transient failure is kUnavailable for the caller's client to send again.
+  // error, or kInvalidArgument naming the count, is returned. Retried only while no byte of the
+  // body was taken (the connection failed): the bytes cannot be read twice, so a failure after
+  // that is kUnavailable for the caller's client to send again.
   Status PutObjectFrom(const std::string& key, uint64_t length, const BodySource& source);
   // Bytes [offset, offset + length) (fewer at the end; "" past it); kNotFound without the object.
   // `etag`, when given, receives the object's ETag.

@@ -96,7 +96,7 @@ def stop_agent_with_one_connection(server, agent, pid, run_id, timeout=60):
     while time.monotonic() < deadline:
         if wait_for(lambda: settled(server, run_id) and len(sockets(pid)) == 1, timeout=5):
             os.kill(agent, signal.SIGSTOP)
-            assert wait_for(lambda: all_stopped(agent), timeout=5), "the agent did not stop"
+            assert wait_for(lambda: all_stopped(agent), timeout=30), "the agent did not stop"
             connection = sockets(pid)
             if settled(server, run_id) and len(connection) == 1:
                 return connection
@@ -116,7 +116,7 @@ def stop_client_between_connections(pid, timeout=30):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         os.kill(pid, signal.SIGSTOP)
-        assert wait_for(lambda: all_stopped(pid), timeout=5), "the client did not stop"
+        assert wait_for(lambda: all_stopped(pid), timeout=30), "the client did not stop"
         if not sockets(pid):
             return
         os.kill(pid, signal.SIGCONT)
