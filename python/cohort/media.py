@@ -37,6 +37,8 @@ import wave
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ._media_encode import Ahead
+
 #: Caption bytes (core/limits.h kMaxMediaCaptionBytes).
 MAX_CAPTION_BYTES = 4096
 #: Media sets the worker hands to the agent in one intent (what is queued when it looks).
@@ -715,6 +717,7 @@ def _hand_over(run: Any, sets: List[Tuple[str, _MediaSet, int]]
     staging = os.path.join(root, media_id) if root else tempfile.mkdtemp(prefix="cohort-media-")
     handed = False
     out: List[Tuple[str, int, Optional[BaseException]]] = []
+    ahead = Ahead([m for _, mset, _ in sets for m in mset.items if not isinstance(m, Table)])
     try:
         if root:
             os.makedirs(staging, mode=0o700, exist_ok=True)
@@ -757,7 +760,7 @@ def _hand_over(run: Any, sets: List[Tuple[str, _MediaSet, int]]
                         data, mime, width, height, duration_ms = m._encode(stage_cell)
                         cell_bytes = sum({c["sha256"]: c["size"] for c in cells.values()}.values())
                     else:
-                        data, mime, width, height, duration_ms = m._encode()
+                        data, mime, width, height, duration_ms = ahead.get(m)
                     if max_file and _media_size(data) > max_file:
                         # An array's file, known once encoded: not sent to be refused (the server
                         # checks each row's own file; a table's cells count to the run's budget).
@@ -789,5 +792,6 @@ def _hand_over(run: Any, sets: List[Tuple[str, _MediaSet, int]]
                 out.append((key, step, e))
         return out
     finally:
+        ahead.close()
         if not handed:
             shutil.rmtree(staging, ignore_errors=True)

@@ -118,8 +118,11 @@ def _pixels(data):
         return np.asarray(im)
 
 
-def test_media_logged_with_scalars_are_stored_and_read_back(client):
-    proc = assert_ok(client.python(LOG_SCRIPT))
+@pytest.mark.parametrize("encoders", ["1", "3"])
+def test_media_logged_with_scalars_are_stored_and_read_back(client, encoders):
+    # One encoder (the worker encodes each item when it comes to it) and three (encoded ahead on
+    # a pool, python/cohort/_media_encode.py): the same rows, in the same order, byte for byte.
+    proc = assert_ok(client.python(LOG_SCRIPT, env={"COHORT_MEDIA_ENCODERS": encoders}))
     errors = json.loads(next(line[7:] for line in proc.stdout.splitlines()
                              if line.startswith("ERRORS ")))
     assert len(errors) == 10, errors

@@ -1,0 +1,87 @@
+"""The media worker's encoding ahead on a small pool (docs/python.md, "Media"): encoding (PNG
+with Pillow, which lets go of the GIL while it compresses) bounds how fast media reach the blob
+store, so with more than one encoder the items of a hand-over are encoded ahead of their turn,
+in order, a bounded window of them at a time (at most twice the encoders' count in memory).
+
+``COHORT_MEDIA_ENCODERS`` sets the number of encoders (1..16); the default is half the machine's
+cores, at most 4, at least 1 (1: the worker encodes each item itself when it comes to it).
+"""
+from __future__ import annotations
+
+import collections
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Deque, List, Optional, Tuple
+
+
+def encoders() -> int:
+    raw = os.environ.get("COHORT_MEDIA_ENCODERS")
+    if raw:
+        try:
+            return max(1, min(16, int(raw)))
+        except ValueError:
+            pass
+    return max(1, min(4, (os.cpu_count() or 1) // 2))
+
+
+_pool: Optional[ThreadPoolExecutor] = None
+_pool_size = 0
+_lock = threading.Lock()
+
+
+def _get_pool(n: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
+    with _lock:
+        if _pool is None or _pool_size != n:
+            if _pool is not None:
+                _pool.shutdown(wait=False)
+            _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="cohort-media-encode")
+            _pool_size = n
+        return _pool
+
+
+def _after_fork_in_child() -> None:
+    global _pool, _pool_size, _lock
+    _pool, _pool_size = None, 0  # the parent's threads are not this process's
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class Ahead:
+    """``get(m)``: what ``m._encode()`` returns (or raises) for the items of `items` in their
+    order, encoded ahead on the pool. An item passed over (its set failed) is dropped."""
+
+    def __init__(self, items: List[Any]) -> None:
+        n = encoders()
+        self._pool = _get_pool(n) if n > 1 and len(items) > 1 else None
+        self._items = items
+        self._next = 0
+        self._window = 2 * n
+        self._futures: Deque[Tuple[Any, Future]] = collections.deque()
+
+    def _fill(self) -> None:
+        assert self._pool is not None
+        while self._next < len(self._items) and len(self._futures) < self._window:
+            m = self._items[self._next]
+            self._next += 1
+            self._futures.append((m, self._pool.submit(m._encode)))
+
+    def get(self, m: Any) -> Any:
+        if self._pool is None:
+            return m._encode()
+        self._fill()
+        while self._futures:
+            item, future = self._futures.popleft()
+            if item is m:
+                self._fill()
+                return future.result()
+            future.cancel()  # passed over: its set failed
+        return m._encode()  # not one of the items (never, as _hand_over uses it)
+
+    def close(self) -> None:
+        while self._futures:
+            self._futures.popleft()[1].cancel()

@@ -1,0 +1,82 @@
+"""The media worker's encoding ahead (python/cohort/_media_encode.py) without a run: results in
+the items' order whatever the pool's timing, errors raised at their item's turn, items passed
+over dropped, at most twice the encoders' count encoded ahead, one encoder meaning none ahead."""
+import threading
+import time
+
+import pytest
+
+import sdk_helpers  # noqa: F401  (puts the package on sys.path)
+from cohort import _media_encode
+
+
+class Item:
+    """A media value as the worker sees it: `_encode()`; slower for the early ones, so that the
+    pool finishes them out of order."""
+
+    started = []
+    lock = threading.Lock()
+
+    def __init__(self, n, fail=False):
+        self.n, self.fail = n, fail
+
+    def _encode(self):
+        with Item.lock:
+            Item.started.append(self.n)
+        time.sleep(0.02 if self.n % 3 == 0 else 0.001)
+        if self.fail:
+            raise ValueError(f"item {self.n} cannot be encoded")
+        return (f"bytes {self.n}".encode(), "image/png", self.n, 1, 0)
+
+
+@pytest.fixture(autouse=True)
+def fresh(monkeypatch):
+    Item.started = []
+    yield monkeypatch
+
+
+def test_results_come_in_the_items_order_and_errors_at_their_turn(fresh):
+    fresh.setenv("COHORT_MEDIA_ENCODERS", "3")
+    items = [Item(n, fail=(n == 4)) for n in range(12)]
+    ahead = _media_encode.Ahead(items)
+    got = []
+    for m in items:
+        try:
+            got.append(ahead.get(m)[2])
+        except ValueError as e:
+            got.append(str(e))
+        # never more than 2 x 3 encoded ahead of the one just taken
+        assert len(Item.started) <= min(12, m.n + 1 + 6), (m.n, Item.started)
+    ahead.close()
+    assert got == [0, 1, 2, 3, "item 4 cannot be encoded", 5, 6, 7, 8, 9, 10, 11]
+    assert sorted(Item.started) == list(range(12))  # each encoded once
+
+
+def test_items_passed_over_are_dropped(fresh):
+    fresh.setenv("COHORT_MEDIA_ENCODERS", "2")
+    items = [Item(n) for n in range(8)]
+    ahead = _media_encode.Ahead(items)
+    assert ahead.get(items[0])[2] == 0
+    assert ahead.get(items[3])[2] == 3  # 1 and 2 passed over (their set failed)
+    assert [ahead.get(m)[2] for m in items[4:]] == [4, 5, 6, 7]
+    ahead.close()
+
+
+def test_one_encoder_encodes_each_item_at_its_turn(fresh):
+    fresh.setenv("COHORT_MEDIA_ENCODERS", "1")
+    items = [Item(n) for n in range(4)]
+    ahead = _media_encode.Ahead(items)
+    assert ahead.get(items[0])[2] == 0 and Item.started == [0]
+    assert ahead.get(items[1])[2] == 1 and Item.started == [0, 1]
+    ahead.close()
+
+
+def test_the_encoders_setting(fresh):
+    fresh.setenv("COHORT_MEDIA_ENCODERS", "0")
+    assert _media_encode.encoders() == 1
+    fresh.setenv("COHORT_MEDIA_ENCODERS", "99")
+    assert _media_encode.encoders() == 16
+    fresh.setenv("COHORT_MEDIA_ENCODERS", "many")
+    assert 1 <= _media_encode.encoders() <= 4
+    fresh.delenv("COHORT_MEDIA_ENCODERS")
+    assert 1 <= _media_encode.encoders() <= 4
