@@ -14,6 +14,8 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Deque, List, Optional, Tuple
 
+from ._threads import quiet_thread
+
 
 def encoders() -> int:
     raw = os.environ.get("COHORT_MEDIA_ENCODERS")
@@ -36,7 +38,8 @@ def _get_pool(n: int) -> ThreadPoolExecutor:
         if _pool is None or _pool_size != n:
             if _pool is not None:
                 _pool.shutdown(wait=False)
-            _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="cohort-media-encode")
+            _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="cohort-media-encode",
+                                       initializer=quiet_thread)  # signals: the main thread's
             _pool_size = n
         return _pool
 
@@ -64,15 +67,20 @@ class Ahead:
         self._futures: Deque[Tuple[Any, Future]] = collections.deque()
 
     def _fill(self) -> None:
-        assert self._pool is not None
-        while self._next < len(self._items) and len(self._futures) < self._window:
+        while (self._pool is not None and self._next < len(self._items)
+               and len(self._futures) < self._window):
             m = self._items[self._next]
+            try:
+                future = self._pool.submit(m._encode)
+            except RuntimeError:
+                # The interpreter is exiting (its pools take no more work once the main thread
+                # ended, before the exit handler hands over the last media): the rest here.
+                self._pool = None
+                return
             self._next += 1
-            self._futures.append((m, self._pool.submit(m._encode)))
+            self._futures.append((m, future))
 
     def get(self, m: Any) -> Any:
-        if self._pool is None:
-            return m._encode()
         self._fill()
         while self._futures:
             item, future = self._futures.popleft()
@@ -80,7 +88,7 @@ class Ahead:
                 self._fill()
                 return future.result()
             future.cancel()  # passed over: its set failed
-        return m._encode()  # not one of the items (never, as _hand_over uses it)
+        return m._encode()  # not submitted: one encoder, or the interpreter exiting
 
     def close(self) -> None:
         while self._futures:

@@ -80,3 +80,19 @@ def test_the_encoders_setting(fresh):
     assert 1 <= _media_encode.encoders() <= 4
     fresh.delenv("COHORT_MEDIA_ENCODERS")
     assert 1 <= _media_encode.encoders() <= 4
+
+
+def test_a_pool_that_takes_no_more_work_leaves_the_rest_to_the_caller(fresh):
+    # At interpreter exit the pools refuse new work (RuntimeError) before the exit handler hands
+    # over the last media: what was submitted comes from the pool, the rest is encoded here.
+    fresh.setenv("COHORT_MEDIA_ENCODERS", "2")
+    items = [Item(n) for n in range(6)]
+    ahead = _media_encode.Ahead(items)
+    assert ahead.get(items[0])[2] == 0
+    _media_encode._get_pool(2).shutdown(wait=True)
+    try:
+        assert [ahead.get(m)[2] for m in items[1:]] == [1, 2, 3, 4, 5]
+    finally:
+        ahead.close()
+        _media_encode._after_fork_in_child()  # a fresh pool for whatever runs next
+    assert sorted(Item.started) == list(range(6))
