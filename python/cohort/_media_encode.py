@@ -1,10 +1,11 @@
 """The media worker's encoding ahead on a small pool (docs/python.md, "Media"): encoding (PNG
 with Pillow, which lets go of the GIL while it compresses) bounds how fast media reach the blob
 store, so with more than one encoder the items of a hand-over are encoded ahead of their turn,
-in order, a bounded window of them at a time (at most twice the encoders' count in memory).
+in order, a bounded window of them at a time (the encoders' count plus one ahead).
 
-``COHORT_MEDIA_ENCODERS`` sets the number of encoders (1..16); the default is half the machine's
-cores, at most 4, at least 1 (1: the worker encodes each item itself when it comes to it).
+``COHORT_MEDIA_ENCODERS`` sets the number of encoders (1..16); the default is half the cores this
+process may run on (its affinity: a job's share of a node, not the node), at most 2, at least 1
+(1: the worker encodes each item itself when it comes to it).
 """
 from __future__ import annotations
 
@@ -24,7 +25,11 @@ def encoders() -> int:
             return max(1, min(16, int(raw)))
         except ValueError:
             pass
-    return max(1, min(4, (os.cpu_count() or 1) // 2))
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(2, cores // 2))
 
 
 _pool: Optional[ThreadPoolExecutor] = None
@@ -63,7 +68,7 @@ class Ahead:
         self._pool = _get_pool(n) if n > 1 and len(items) > 1 else None
         self._items = items
         self._next = 0
-        self._window = 2 * n
+        self._window = n + 1
         self._futures: Deque[Tuple[Any, Future]] = collections.deque()
 
     def _fill(self) -> None:
@@ -88,7 +93,15 @@ class Ahead:
                 self._fill()
                 return future.result()
             future.cancel()  # passed over: its set failed
-        return m._encode()  # not submitted: one encoder, or the interpreter exiting
+        # Not submitted yet (further on than the window after a failed set, one encoder, or the
+        # interpreter exiting): the items before it are passed over, it is encoded here.
+        for k in range(self._next, len(self._items)):
+            if self._items[k] is m:
+                self._next = k + 1
+                break
+        result = m._encode()
+        self._fill()
+        return result
 
     def close(self) -> None:
         while self._futures:

@@ -98,12 +98,13 @@ def test_the_packages_threads_leave_the_programs_signals_to_its_main_thread(clie
             status = open(f"/proc/{proc.pid}/task/{task}/status").read()
             return int(next(line.split()[1] for line in status.splitlines()
                             if line.startswith("SigBlk:")), 16)
-        tasks = [int(t) for t in os.listdir(f"/proc/{proc.pid}/task")]
-        others = [t for t in tasks if t != proc.pid]
-        names = {t: open(f"/proc/{proc.pid}/task/{t}/comm").read().strip() for t in others}
+        def threads():
+            return [int(t) for t in os.listdir(f"/proc/{proc.pid}/task") if int(t) != proc.pid]
         # At least the flush thread, the media worker and one thread of the encoders' pool (a
         # process without the pool has three threads besides the main one here).
-        assert len(others) >= 4, names
+        others = wait_until(lambda: t if len(t := threads()) >= 4 else None, timeout=10,
+                            what="the SDK's threads")
+        names = {t: open(f"/proc/{proc.pid}/task/{t}/comm").read().strip() for t in others}
         for t in others:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 assert blocked(t) & (1 << (sig - 1)), (names[t], hex(blocked(t)))
