@@ -320,7 +320,6 @@ struct S3Client::Request {
   // A streamed PUT (PutObjectFrom): the body is `upload_length` bytes read from `upload`.
   const BodySource* upload = nullptr;
   uint64_t upload_length = 0;
-  bool* upload_started = nullptr;  // set: whether libcurl asked `upload` for any byte
 };
 
 struct S3Client::Response {
@@ -367,7 +366,7 @@ std::string S3Client::Describe() const {
   return "s3 " + endpoint + "/" + config_.bucket + "/" + config_.prefix;
 }
 
-Result<S3Client::Response> S3Client::SendOnce(const Request& req) {
+Result<S3Client::Response> S3Client::SendOnce(const Request& req, bool* body_taken) {
   std::string uri = "/" + sigv4::UriEncode(config_.bucket, false);
   if (!req.key.empty()) uri += "/" + sigv4::UriEncode(req.key, true);
   std::vector<std::pair<std::string, std::string>> query;
@@ -446,7 +445,7 @@ Result<S3Client::Response> S3Client::SendOnce(const Request& req) {
     }
   }
   CURLcode rc = curl_easy_perform(c);
-  if (req.upload_started != nullptr) *req.upload_started = upload.started;
+  *body_taken = upload.started;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.http);
   curl_off_t length = -1;
   curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
@@ -474,7 +473,11 @@ Result<S3Client::Response> S3Client::Send(const Request& req) {
     if (attempt > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(std::min(3000, 100 << attempt)));
     }
-    Result<Response> r = SendOnce(req);
+    bool body_taken = false;
+    Result<Response> r = SendOnce(req, &body_taken);
+    // A streamed body (PutObjectFrom) cannot be read twice: tried again only while libcurl took
+    // none of it (no connection, an answer before the body).
+    if (body_taken) return r;
     if (!r.ok()) {
       last = r.status();
       continue;
@@ -525,34 +528,16 @@ Status S3Client::PutObject(const std::string& key, std::string_view bytes) {
 }
 
 Status S3Client::PutObjectFrom(const std::string& key, uint64_t length, const BodySource& source) {
-  if (length == 0) {  // libcurl asks for no byte of an empty body: the source is checked here
-    COHORT_ASSIGN_OR_RETURN(std::string_view first, source());
-    if (!first.empty()) return Status::InvalidArgument("more than its 0 bytes were sent");
-    return PutObject(key, "");
+  if (length == 0) {  // libcurl would ask the source for nothing (parts are never empty)
+    return Status::InvalidArgument("a streamed PUT of 0 bytes (an empty object: PutObject)");
   }
-  // Retried only while no byte of the body was taken (no connection, an answer before the
-  // body): the bytes cannot be read twice.
-  for (int attempt = 0;; ++attempt) {
-    if (attempt > 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(3000, 100 << attempt)));
-    }
-    bool started = false;
-    Result<Response> r = SendOnce(Request{.method = "PUT",
-                                          .key = key,
-                                          .sign_body = false,
-                                          .upload = &source,
-                                          .upload_length = length,
-                                          .upload_started = &started});
-    const bool last = started || attempt + 1 >= kMaxAttempts;
-    if (!r.ok()) {
-      if (last) return r.status();
-      continue;
-    }
-    if (r->http == 200) return Status::Ok();
-    const bool transient =
-        r->http >= 500 || r->http == 429 || r->code == "SlowDown" || r->code == "InternalError";
-    if (!transient || last) return Failure("PUT", key, *r);
-  }
+  COHORT_ASSIGN_OR_RETURN(Response r, Send(Request{.method = "PUT",
+                                                   .key = key,
+                                                   .sign_body = false,
+                                                   .upload = &source,
+                                                   .upload_length = length}));
+  if (r.http != 200) return Failure("PUT", key, r);
+  return Status::Ok();
 }
 
 Result<std::string> S3Client::GetRange(const std::string& key, uint64_t offset, uint64_t length,

@@ -69,7 +69,7 @@ class S3Client {
   // request is cut off before its last byte (the object store keeps nothing) and the source's
   // error, or kInvalidArgument naming the count, is returned. Retried only while no byte of the
   // body was taken (the connection failed): the bytes cannot be read twice, so a failure after
-  // that is kUnavailable for the caller's client to send again.
+  // that is kUnavailable for the caller's client to send again. `length` > 0.
   Status PutObjectFrom(const std::string& key, uint64_t length, const BodySource& source);
   // Bytes [offset, offset + length) (fewer at the end; "" past it); kNotFound without the object.
   // `etag`, when given, receives the object's ETag.
@@ -110,7 +110,8 @@ class S3Client {
 
  private:
   Result<Response> Send(const Request& request);
-  Result<Response> SendOnce(const Request& request);
+  // One attempt; `body_taken`: whether libcurl asked a streamed body (Request::upload) for bytes.
+  Result<Response> SendOnce(const Request& request, bool* body_taken);
   void* TakeHandle();
   void GiveBack(void* handle);
   Status Failure(std::string_view op, const std::string& key, const Response& r) const;
