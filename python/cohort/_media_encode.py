@@ -12,7 +12,7 @@ from __future__ import annotations
 import collections
 import os
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import BrokenExecutor, Future, ThreadPoolExecutor
 from typing import Any, Deque, List, Optional, Tuple
 
 from ._threads import quiet_thread
@@ -79,7 +79,8 @@ class Ahead:
                 future = self._pool.submit(m._encode)
             except RuntimeError:
                 # The interpreter is exiting (its pools take no more work once the main thread
-                # ended, before the exit handler hands over the last media): the rest here.
+                # ended, before the exit handler hands over the last media), or the pool broke
+                # (a thread's initializer failed: BrokenExecutor is a RuntimeError): the rest here.
                 self._pool = None
                 return
             self._next += 1
@@ -91,7 +92,13 @@ class Ahead:
             item, future = self._futures.popleft()
             if item is m:
                 self._fill()
-                return future.result()
+                try:
+                    return future.result()
+                except BrokenExecutor:
+                    # The pool broke after this item was handed to it (a thread's initializer
+                    # failed): not the item's error; it is encoded here, as is the rest.
+                    self._pool = None
+                    return m._encode()
             future.cancel()  # passed over: its set failed
         # Not submitted yet (further on than the window after a failed set, one encoder, or the
         # interpreter exiting): the items before it are passed over, it is encoded here.

@@ -98,6 +98,25 @@ def test_a_pool_that_takes_no_more_work_leaves_the_rest_to_the_caller(fresh):
     assert sorted(Item.started) == list(range(6))
 
 
+def test_a_pool_whose_threads_cannot_start_leaves_every_item_to_the_caller(fresh):
+    # A thread initializer that fails breaks the pool: the items handed to it already get
+    # BrokenExecutor, which is not their error (their set would be lost): encoded here instead.
+    def failing_initializer():
+        raise OSError("no signal mask here")
+
+    fresh.setenv("COHORT_MEDIA_ENCODERS", "3")
+    fresh.setattr(_media_encode, "quiet_thread", failing_initializer)
+    _media_encode._after_fork_in_child()  # a pool made with the failing initializer
+    items = [Item(n) for n in range(7)]
+    ahead = _media_encode.Ahead(items)
+    try:
+        assert [ahead.get(m)[2] for m in items] == list(range(7))
+    finally:
+        ahead.close()
+        _media_encode._after_fork_in_child()  # a fresh pool for whatever runs next
+    assert sorted(Item.started) == list(range(7))  # each encoded once, here
+
+
 def test_encoders_run_at_once():
     # Three items that each wait until all three have started: only encoders running at the
     # same time get past the barrier (encoded one after the other, the first would time out).
