@@ -1,6 +1,7 @@
 #include "agent/monitor/sampler.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/clock.h"
 
@@ -96,6 +97,17 @@ void Sampler::OpenSources() {
   OpenSourcesLocked();
 }
 
+double RoundSampleValue(double value) {
+  static_assert(kSampleDecimals == 2, "the scale below is 10^kSampleDecimals");
+  constexpr double kScale = 100.0;
+  if (!std::isfinite(value)) return value;
+  const double scaled = value * kScale;
+  // Past 2^52 every double is an integer already: nothing to round (and no overflow below).
+  if (std::fabs(scaled) >= 0x1p52) return value;
+  const double rounded = std::round(scaled) / kScale;
+  return rounded == 0 ? 0.0 : rounded;  // -0.004 -> 0, not -0
+}
+
 SampleBatch Sampler::SampleOnce(int64_t now_ms) {
   MutexLock lock(&sources_mu_);
   OpenSourcesLocked();
@@ -106,6 +118,7 @@ SampleBatch Sampler::SampleOnce(int64_t now_ms) {
     // are still valid.
     (void)source->Sample(now_ms, &batch.samples);
   }
+  for (monitor::Sample& sample : batch.samples) sample.value = RoundSampleValue(sample.value);
   return batch;
 }
 

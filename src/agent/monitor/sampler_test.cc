@@ -4,7 +4,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
+#include <limits>
+#include <memory>
 #include <mutex>
 
 namespace cohort::monitor {
@@ -137,6 +140,52 @@ TEST(Sampler, SkipsSourceThatFailsToOpen) {
   // Sources are opened once only.
   sampler.SampleOnce(1235);
   EXPECT_EQ(good->opens(), 1);
+}
+
+// A source that yields the given values as "v.0", "v.1", ...
+class FixedSource : public MonitorSource {
+ public:
+  explicit FixedSource(std::vector<double> values) : values_(std::move(values)) {}
+  std::string_view name() const override { return "fixed"; }
+  Status Open() override { return Status::Ok(); }
+  Status Sample(int64_t, std::vector<monitor::Sample>* out) override {
+    for (size_t i = 0; i < values_.size(); ++i) {
+      out->push_back({"v." + std::to_string(i), values_[i]});
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::vector<double> values_;
+};
+
+TEST(Sampler, ValuesAreRoundedToTwoDecimals) {
+  // Values as the sources compute them (a memory share, MiB from kB, a CPU share of ticks).
+  const std::vector<double> in = {12.1274284966073,
+                                  2923.32421875,
+                                  16.748768472906402,
+                                  100.0,
+                                  64.0,
+                                  -0.004,
+                                  0.005,
+                                  1e300,
+                                  -3.14159,
+                                  std::numeric_limits<double>::infinity()};
+  const std::vector<double> want = {
+      12.13, 2923.32, 16.75, 100.0, 64.0,
+      0.0,   0.01,    1e300, -3.14, std::numeric_limits<double>::infinity()};
+  std::vector<std::unique_ptr<MonitorSource>> sources;
+  sources.push_back(std::make_unique<FixedSource>(in));
+  sources.push_back(std::make_unique<FixedSource>(std::vector<double>{std::nan("")}));
+  Sampler sampler(std::move(sources), nullptr);
+  SampleBatch batch = sampler.SampleOnce(1);
+  ASSERT_EQ(batch.samples.size(), in.size() + 1);
+  for (size_t i = 0; i < in.size(); ++i) {
+    // Exactly the double nearest to the short decimal: what the chunk codec stores as one.
+    EXPECT_EQ(batch.samples[i].value, want[i]) << in[i];
+  }
+  EXPECT_FALSE(std::signbit(batch.samples[5].value));  // -0.004 rounds to 0, not -0
+  EXPECT_TRUE(std::isnan(batch.samples.back().value));
 }
 
 TEST(Sampler, SampleOnceDoesNotCallTheCallback) {

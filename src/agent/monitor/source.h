@@ -28,6 +28,12 @@
 //            "gpu.<i>.sm_clock_mhz"       SM clock
 //            "gpu.<i>.mem_clock_mhz"      memory clock
 //
+// Precision: the Sampler rounds every value to kSampleDecimals decimals (0.01 of its unit) as it
+// takes a batch. The sources' ratios and unit conversions carry no meaning beyond that (a CPU
+// share over a second of 100 Hz ticks moves in steps of 0.5%; 0.01 MiB is 10 KiB), and a short
+// decimal is what the store's chunk codec keeps small (~1-2 bytes a point against 6-8 for a
+// full-precision double: docs/formats.md, "Scaled mode"). Integers are unchanged.
+//
 // A key whose value cannot be read in one sample (a counter went missing, a device call
 // failed, the first sample has no delta yet) is left out of that sample; the others stay.
 #pragma once
@@ -43,6 +49,13 @@ namespace cohort::monitor {
 
 // Bytes in one "mb" of the keys (MiB).
 inline constexpr double kBytesPerMb = 1024.0 * 1024.0;
+
+// Decimals kept of every sampled value (see "Precision" above).
+inline constexpr int kSampleDecimals = 2;
+
+// `value` rounded to kSampleDecimals decimals: the double nearest to round(value * 100) / 100
+// (NaN and infinities as they are).
+double RoundSampleValue(double value);
 
 // One measured value. Plain value type.
 struct Sample {
