@@ -16,6 +16,7 @@ Corpus format (little-endian; read by bench/corpus_bench.cc):
 System series have no step on the wire; the store gives each sample its time as its step.
 """
 import argparse
+import math
 import json
 import os
 import pathlib
@@ -117,6 +118,43 @@ def write_corpus(series, path):
     subprocess.run(["zstd", "-q", "-f", "-19", "--rm", str(raw), "-o", str(path)], check=True)
 
 
+def round_sample_value(v):
+    """The agent's RoundSampleValue (src/agent/monitor/sampler.cc): the double nearest to
+    round(v * 100) / 100, halves away from zero as std::round does (Python's round() takes
+    them to the even neighbour); NaN, infinities and |v * 100| >= 2^52 as they are; no -0."""
+    if not math.isfinite(v):
+        return v
+    scaled = v * 100.0
+    if abs(scaled) >= 2.0 ** 52:
+        return v
+    whole = math.floor(abs(scaled))
+    if abs(scaled) - whole >= 0.5:  # exact: the difference of a double and its floor
+        whole += 1
+    rounded = math.copysign(whole, scaled) / 100.0
+    return 0.0 if rounded == 0 else rounded
+
+
+def read_corpus(path):
+    raw = subprocess.run(["zstd", "-dc", str(path)], check=True, capture_output=True).stdout
+    assert raw[:8] == b"CCORPUS1", f"{path} is not a corpus"
+    pos, series = 12, []
+    def s16():
+        nonlocal pos
+        (n,) = struct.unpack_from("<H", raw, pos)
+        pos += 2 + n
+        return raw[pos - n:pos].decode()
+    for _ in range(struct.unpack_from("<I", raw, 8)[0]):
+        run, writer = s16(), s16()
+        system = raw[pos] == 1
+        pos += 1
+        key = s16()
+        (n,) = struct.unpack_from("<I", raw, pos)
+        cols = [struct.unpack_from(f"<{n}{t}", raw, pos + 4 + 8 * n * i) for i, t in enumerate("qqd")]
+        pos += 4 + 24 * n
+        series.append((run, writer, system, key, list(zip(*cols))))
+    return series
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", default=str(HERE / "training.corpus.zst"))
@@ -127,7 +165,18 @@ def main():
     p.add_argument("--replace-from", default="",
                    help="with --export-only: a second server HOME whose runs replace the "
                         "first one's of the same name (runs redone with --select)")
+    p.add_argument("--round-system-from", default="",
+                   help="no training: rewrite this corpus (made before the agent rounded its "
+                        "values) with its system series' values rounded as the agent's sampler "
+                        "now does: what the agent records from the same readings")
     a = p.parse_args()
+    if a.round_system_from:
+        series = [(run, writer, system, key,
+                   [(st, t, round_sample_value(v)) for st, t, v in pts] if system else pts)
+                  for run, writer, system, key, pts in read_corpus(a.round_system_from)]
+        write_corpus(series, pathlib.Path(a.out))
+        print(f"make_corpus: {len(series)} series -> {a.out}")
+        return
     build = pathlib.Path(os.environ.get("COHORT_BUILD_DIR", ROOT / "build"))
     cohort_bin = build / "src" / "cli" / "cohort"
     with tempfile.TemporaryDirectory(prefix="cohort-corpus-") as tmp:
