@@ -7,6 +7,7 @@ namespace cohort::wal {
 
 BackgroundAppender::BackgroundAppender(WritableFile* out, Options options)
     : out_(out), options_(std::move(options)) {
+  if (options_.on_chunk) hook_thread_ = std::thread([this] { HookLoop(); });
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -30,8 +31,46 @@ Status BackgroundAppender::Finish() {
     cv_.SignalAll();
   }
   if (thread_.joinable()) thread_.join();
+  if (hook_thread_.joinable()) {
+    {
+      MutexLock lock(&hook_mu_);
+      hook_stop_ = true;
+      hook_cv_.SignalAll();
+    }
+    hook_thread_.join();
+  }
   MutexLock lock(&mu_);
   return error_;
+}
+
+void BackgroundAppender::HookLoop() {
+  MutexLock lock(&hook_mu_);
+  while (true) {
+    if (hook_chunk_ == nullptr) {
+      if (hook_stop_) break;
+      hook_cv_.Wait(hook_mu_);
+      continue;
+    }
+    const std::string* chunk = hook_chunk_;
+    lock.Unlock();
+    options_.on_chunk(*chunk);  // Loop does not touch the chunk but to write it meanwhile
+    lock.Lock();
+    hook_chunk_ = nullptr;
+    hook_cv_.SignalAll();
+  }
+}
+
+Status BackgroundAppender::WriteChunk(const std::string& chunk) {
+  if (!options_.on_chunk) return out_->Append(chunk);
+  {
+    MutexLock lock(&hook_mu_);
+    hook_chunk_ = &chunk;
+    hook_cv_.SignalAll();
+  }
+  Status st = out_->Append(chunk);
+  MutexLock lock(&hook_mu_);
+  while (hook_chunk_ != nullptr) hook_cv_.Wait(hook_mu_);  // the chunk outlives the hook's call
+  return st;
 }
 
 void BackgroundAppender::Loop() {
@@ -47,8 +86,7 @@ void BackgroundAppender::Loop() {
     queue_.pop_front();
     cv_.SignalAll();
     lock.Unlock();
-    if (options_.on_chunk) options_.on_chunk(chunk);
-    Status st = out_->Append(chunk);
+    Status st = WriteChunk(chunk);
     unsynced += chunk.size();
     if (st.ok() && options_.sync_every_bytes > 0 && unsynced >= options_.sync_every_bytes) {
       st = out_->Sync();

@@ -1,11 +1,12 @@
 // BackgroundAppender: appends the chunks handed to it to a WritableFile on a thread of its own,
 // so that producing the next chunk (fetching it, hashing it) overlaps writing this one (and
-// hashing it, with Options::on_chunk). Used for
+// hashing it, with Options::on_chunk, on a third thread beside the write). Used for
 // an artifact's staging copy beside its hash (agent::HashFile) and for a download's file beside
 // the fetching and hashing of the next range (`cohort artifact get`).
 //
 // Threading: Push and Finish are called by one thread (the producer); the appender's own thread
-// is the only one that touches the file until Finish returns.
+// is the only one that touches the file until Finish returns; on_chunk runs on the hook thread,
+// one chunk at a time, each call finished before the next begins, all before Finish returns.
 #pragma once
 
 #include <cstdint>
@@ -27,8 +28,9 @@ class BackgroundAppender {
     size_t queued_chunks = 1;       // handed over and not written yet, at most (Push waits)
     uint64_t sync_every_bytes = 0;  // Sync after this many bytes written (0: never)
     bool sync_at_finish = false;    // Sync once everything is written
-    // Called on the appender's thread with each chunk, in order, before it is written (a
-    // download's hash: the producer goes on fetching meanwhile).
+    // Called with each chunk, in order, on a thread of its own while the appender's thread
+    // writes that same chunk (a download's hash: it overlaps the write, and the producer goes
+    // on fetching meanwhile); a chunk is done when both returned.
     std::function<void(std::string_view)> on_chunk;
   };
   BackgroundAppender(WritableFile* out, Options options);
@@ -45,6 +47,10 @@ class BackgroundAppender {
 
  private:
   void Loop() COHORT_EXCLUDES(mu_);
+  // The hook thread: runs on_chunk on each chunk Loop hands it while Loop writes the chunk.
+  void HookLoop() COHORT_EXCLUDES(hook_mu_);
+  // Writes `chunk`, with on_chunk running on it meanwhile when there is one.
+  Status WriteChunk(const std::string& chunk) COHORT_EXCLUDES(hook_mu_);
 
   WritableFile* const out_;
   const Options options_;
@@ -53,6 +59,12 @@ class BackgroundAppender {
   std::deque<std::string> queue_ COHORT_GUARDED_BY(mu_);
   bool done_ COHORT_GUARDED_BY(mu_) = false;
   Status error_ COHORT_GUARDED_BY(mu_);
+  Mutex hook_mu_;
+  CondVar hook_cv_;
+  // The chunk the hook thread runs on_chunk on (null: none; it sets null when done).
+  const std::string* hook_chunk_ COHORT_GUARDED_BY(hook_mu_) = nullptr;
+  bool hook_stop_ COHORT_GUARDED_BY(hook_mu_) = false;
+  std::thread hook_thread_;  // only with on_chunk; started before thread_, joined after it
   std::thread thread_;
 };
 
