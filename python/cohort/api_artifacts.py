@@ -189,8 +189,7 @@ class ArtifactVersion:
         url = self._file_url(entry)
 
         def task(t: Transport, stop: threading.Event) -> None:
-            cached = dl.fetch_blob(t, url, entry.sha256, entry.size, what, bar, stop)
-            dl.place(cached, target)
+            dl.fetch_and_place(t, url, entry.sha256, entry.size, what, bar, stop, target)
         return task
 
     def __repr__(self) -> str:

@@ -9,6 +9,10 @@ directory:
   drops costs at most one range, which is asked for again (``RETRIES`` times);
 - into ``<hex>.part``, which a later download continues where it stopped (the bytes already
   there are hashed, not fetched again);
+- written on a thread of its own past the page cache (``_file_writer.FileWriter``) when
+  large; a blob of ``LARGE_COPY_BYTES`` or more fetched from its first byte is written into
+  the cache and into the download directory in one pass (not read back from the cache to be
+  copied), the copy renamed into place once the bytes are verified;
 - checked against the manifest's SHA-256 and size before ``<hex>.part`` is renamed into place:
   bytes that do not match raise ``VerificationError`` and are dropped, no file is made;
 - once per blob: a blob in the cache is copied locally, with no request to the server (the
@@ -34,6 +38,7 @@ import urllib.parse
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Callable, List, Optional, Sequence
 
+from ._file_writer import FileWriter, PlainWriter
 from .api_http import Transport, Unreachable
 from .errors import CommError, Error, UsageError
 
@@ -41,6 +46,7 @@ CHUNK_BYTES = 8 << 20   # one ranged GET (the blob part size of uploads, docs/ar
 READ_BYTES = 1 << 20    # one read of an answer or a file
 RETRIES = 5             # attempts of one range whose connection dropped
 DEFAULT_WORKERS = 8
+LARGE_COPY_BYTES = 64 << 20  # from here on a copy out of the cache goes through FileWriter
 _PROGRESS_AFTER_S = 2.0
 
 
@@ -206,21 +212,57 @@ def _fetch_range(t: Transport, url_path: str, offset: int, end: int, out, h,
     return got
 
 
+def fetch_and_place(t: Transport, url_path: str, sha256: str, size: int, what: str,
+                    progress: Progress, stop: threading.Event, dest: str) -> None:
+    """fetch_blob then place into `dest`, in one pass where it can: a large blob fetched from
+    its first byte is written into the cache and into `dest` block by block (FileWriter's
+    copy_to), rather than written into the cache, read back and copied; the copy is renamed
+    into place only once the bytes are verified."""
+    os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
+    tmp = f"{dest}.cohort-tmp-{os.getpid()}-{threading.get_ident()}"
+    try:
+        cached, copied = _fetch_blob(t, url_path, sha256, size, what, progress, stop, tmp)
+        if copied:
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, dest)
+            return
+    except BaseException:
+        _remove_quietly(tmp)
+        raise
+    place(cached, dest)
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
 def fetch_blob(t: Transport, url_path: str, sha256: str, size: int, what: str,
                progress: Progress, stop: threading.Event) -> str:
     """The cache path of blob `sha256` (`size` bytes), fetched from `url_path` unless the
     cache holds it. Raises VerificationError when the bytes do not match."""
+    return _fetch_blob(t, url_path, sha256, size, what, progress, stop, None)[0]
+
+
+def _fetch_blob(t: Transport, url_path: str, sha256: str, size: int, what: str,
+                progress: Progress, stop: threading.Event,
+                copy_to: Optional[str]) -> "tuple[str, bool]":
+    """fetch_blob's work; also writes `copy_to` with the bytes when the blob is fetched whole
+    (from its first byte) and large: then (path, True), and `copy_to` holds the verified bytes
+    (removed when they do not match)."""
     if not _is_sha256(sha256):
         raise UsageError(f"{what}: the manifest's sha256 {sha256!r} is not 64 hex digits")
     final = blob_cache_path(sha256)
     if _cached(final, size):
         progress.add(size, 1, fetched=False)
-        return final
+        return final, False
     os.makedirs(os.path.dirname(final), exist_ok=True)
     with _BlobLock(final):
         if _cached(final, size):  # another process fetched it while this one waited
             progress.add(size, 1, fetched=False)
-            return final
+            return final, False
         part = final + ".part"
         for attempt in (0, 1):
             h = hashlib.sha256()
@@ -231,10 +273,14 @@ def fetch_blob(t: Transport, url_path: str, sha256: str, size: int, what: str,
                 have = _hash_file(part, h)
                 progress.add(have, fetched=False)
             resumed = have > 0
-            _fetch_into(t, url_path, part, have, size, h, what, progress, stop)
+            copied = copy_to is not None and have == 0 and size >= LARGE_COPY_BYTES
+            _fetch_into(t, url_path, part, have, size, h, what, progress, stop,
+                        copy_to if copied else None)
             digest = h.hexdigest()
             if digest == sha256:
                 break
+            if copied:
+                os.remove(copy_to)
             os.remove(part)
             if resumed and attempt == 0:
                 progress.rewind(size)
@@ -245,7 +291,7 @@ def fetch_blob(t: Transport, url_path: str, sha256: str, size: int, what: str,
         os.chmod(part, 0o444)
         os.replace(part, final)
     progress.add(0, 1)
-    return final
+    return final, copied
 
 
 def _cached(path: str, size: int) -> bool:
@@ -256,9 +302,17 @@ def _cached(path: str, size: int) -> bool:
 
 
 def _fetch_into(t: Transport, url_path: str, part: str, have: int, size: int, h,
-                what: str, progress: Progress, stop: threading.Event) -> None:
+                what: str, progress: Progress, stop: threading.Event,
+                copy_to: Optional[str] = None) -> None:
     failures = 0
-    with open(part, "ab") as out:
+    # Written on a thread of its own past the page cache (while the next bytes are received
+    # and hashed), synced once whole; after a failure what arrived is written, for a next try.
+    # A small file the plain way (a thread and two buffers would cost more than they save).
+    if copy_to is None and size - have < CHUNK_BYTES:
+        writer = PlainWriter(part, have)
+    else:
+        writer = FileWriter(part, have, copy_to=copy_to)
+    with writer as out:
         while have < size:
             if stop.is_set():
                 raise _Stopped(f"{what}: stopped (another file failed)")
@@ -278,12 +332,25 @@ def _fetch_into(t: Transport, url_path: str, part: str, have: int, size: int, h,
                 if failures > RETRIES:
                     raise CommError(f"{what}: the download stopped at byte {have} of {size} "
                                     f"{RETRIES + 1} times; run it again to continue")
-                out.flush()
                 time.sleep(min(5.0, 0.2 * 2 ** failures))
             elif got > 0:
                 failures = 0
-        out.flush()
-        os.fsync(out.fileno())
+
+
+def _copy(source: str, dest: str) -> None:
+    """`source`'s bytes into a new file `dest`: small files as the standard library copies
+    them, large ones through FileWriter (past the page cache, as downloads are written, and
+    synced)."""
+    if os.path.getsize(source) < LARGE_COPY_BYTES:
+        shutil.copyfile(source, dest)
+        return
+    with open(source, "rb", buffering=0) as src, FileWriter(dest) as out:
+        block = bytearray(READ_BYTES)
+        while True:
+            n = src.readinto(block)
+            if not n:
+                break
+            out.write(memoryview(block)[:n])
 
 
 def place(source: str, dest: str, mode: int = 0o644) -> None:
@@ -296,7 +363,7 @@ def place(source: str, dest: str, mode: int = 0o644) -> None:
         pass
     tmp = f"{dest}.cohort-tmp-{os.getpid()}-{threading.get_ident()}"
     try:
-        shutil.copyfile(source, tmp)
+        _copy(source, tmp)
         os.chmod(tmp, mode)
         os.replace(tmp, dest)
     except BaseException:

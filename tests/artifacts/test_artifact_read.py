@@ -31,6 +31,26 @@ def cache(tmp_path, monkeypatch):
     return d
 
 
+@pytest.fixture(params=["copied from the cache", "one pass"])
+def copies(request, monkeypatch):
+    """Both ways a large blob reaches the download directory: fetched into the cache, then copied
+    out of it (blobs under dl.LARGE_COPY_BYTES, 64 MiB), or written into both in one pass
+    (FileWriter's copy_to; the threshold lowered to one range here, so that BIG goes that way).
+    The calls of dl._copy (the copy out of the cache) are recorded."""
+    from cohort import artifact_download as dl
+    if request.param == "one pass":
+        monkeypatch.setattr(dl, "LARGE_COPY_BYTES", PART)
+    calls = []
+    real = dl._copy
+
+    def recorded(source, dest):
+        calls.append(os.path.basename(dest))
+        real(source, dest)
+
+    monkeypatch.setattr(dl, "_copy", recorded)
+    return request.param, calls
+
+
 @pytest.fixture
 def entity(srv):
     status, me = srv.api().get("/api/v1/viewer")
@@ -60,7 +80,7 @@ FILES = {"model.bin": BIG, "config.json": b'{"layers": 3}', "data/train.csv": b"
 
 
 def test_download_fetches_every_file_verified_and_in_parallel(srv, entity, capi, cache,
-                                                              tmp_path):
+                                                              tmp_path, copies):
     files = dict(FILES, **{f"shards/{i:02d}.bin": pattern(1000 + i, i) for i in range(20)})
     log_version(srv.api(), entity, PROJECT, "resnet", files, aliases=["best"],
                 metadata={"epoch": 3}, description="epoch 3")
@@ -80,10 +100,14 @@ def test_download_fetches_every_file_verified_and_in_parallel(srv, entity, capi,
     blob = cache / "artifacts" / "sha256" / sha(BIG)[:2] / sha(BIG)
     assert blob.read_bytes() == BIG and blob.stat().st_mode & 0o222 == 0
     assert not list(cache.rglob("*.part"))
+    way, copied = copies
+    # model.bin was not read back out of the cache in one pass; the small files always are
+    assert ("model.bin" in " ".join(copied)) == (way == "copied from the cache"), copied
+    assert os.stat(root + "/model.bin").st_ino != blob.stat().st_ino  # a copy, not a link
 
 
 def test_second_download_comes_from_the_cache_without_the_server(srv, entity, capi, cache,
-                                                                 tmp_path):
+                                                                 tmp_path, copies):
     log_version(srv.api(), entity, PROJECT, "ds", FILES, type="dataset")
     v = capi.artifact(f"{PROJECT}/ds")  # the key's entity, the latest version
     assert v.version == "v0" and v.type == "dataset"
@@ -115,7 +139,7 @@ def test_get_path_downloads_one_file(srv, entity, capi, cache, tmp_path):
 
 
 def test_corrupted_server_blob_fails_verification_and_keeps_nothing(srv, entity, capi, cache,
-                                                                    tmp_path):
+                                                                    tmp_path, copies):
     log_version(srv.api(), entity, PROJECT, "resnet", FILES)
     path = stored_blob(srv, sha(BIG))
     os.chmod(path, 0o644)
@@ -129,11 +153,12 @@ def test_corrupted_server_blob_fails_verification_and_keeps_nothing(srv, entity,
     assert "model.bin" in message and sha(BIG) in message and sha(bytes(data)) in message
     assert "not kept" in message
     assert not (tmp_path / "out" / "model.bin").exists()
+    assert not [n for n in os.listdir(tmp_path / "out") if "model.bin" in n]  # nor its copy
     blob = cache / "artifacts" / "sha256" / sha(BIG)[:2] / sha(BIG)
     assert not blob.exists() and not blob.with_name(blob.name + ".part").exists()
 
 
-def test_download_resumes_a_partial_blob(srv, entity, capi, cache, tmp_path):
+def test_download_resumes_a_partial_blob(srv, entity, capi, cache, tmp_path, copies):
     log_version(srv.api(), entity, PROJECT, "resnet", {"model.bin": BIG})
     v = capi.artifact(f"{entity}/{PROJECT}/resnet")
     blob = cache / "artifacts" / "sha256" / sha(BIG)[:2] / sha(BIG)
@@ -144,7 +169,33 @@ def test_download_resumes_a_partial_blob(srv, entity, capi, cache, tmp_path):
     assert v.last_download["fetched_bytes"] == len(BIG) - PART - 100
 
 
-def test_a_bad_partial_blob_is_fetched_again(srv, entity, capi, cache, tmp_path):
+def test_a_download_cut_midway_keeps_what_came_for_the_next_one_and_places_nothing(
+        srv, entity, capi, cache, tmp_path, copies, monkeypatch):
+    from cohort import artifact_download as dl
+    log_version(srv.api(), entity, PROJECT, "resnet", {"model.bin": BIG})
+    v = capi.artifact(f"{entity}/{PROJECT}/resnet")
+    real, ranges = dl._fetch_range, []
+
+    def cut_after_the_first_range(*args, **kwargs):
+        ranges.append(args[2])
+        if len(ranges) > 1:
+            raise cohort.CommError("the connection was cut")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(dl, "_fetch_range", cut_after_the_first_range)
+    with pytest.raises(cohort.CommError, match="cut"):
+        v.download(str(tmp_path / "out"), progress=False)
+    assert ranges == [0, PART]
+    assert os.listdir(tmp_path / "out") == []  # neither the file nor a copy of it begun
+    blob = cache / "artifacts" / "sha256" / sha(BIG)[:2] / sha(BIG)
+    assert (blob.parent / (sha(BIG) + ".part")).read_bytes() == BIG[:PART]  # for the next one
+    monkeypatch.setattr(dl, "_fetch_range", real)
+    root = v.download(str(tmp_path / "out"), progress=False)
+    assert tree(root) == {"model.bin": BIG}
+    assert v.last_download["fetched_bytes"] == len(BIG) - PART
+
+
+def test_a_bad_partial_blob_is_fetched_again(srv, entity, capi, cache, tmp_path, copies):
     log_version(srv.api(), entity, PROJECT, "resnet", {"model.bin": BIG})
     v = capi.artifact(f"{entity}/{PROJECT}/resnet")
     blob = cache / "artifacts" / "sha256" / sha(BIG)[:2] / sha(BIG)

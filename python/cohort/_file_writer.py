@@ -1,0 +1,202 @@
+"""Writing a large file in order, fast (docs/python-api.md, "Artifacts"): what a download writes
+(its blob in the cache, then the copy in the download directory).
+
+``FileWriter(path, start)`` writes bytes from offset ``start`` of ``path`` on in the order they
+are given, on a thread of its own (the caller fills one buffer while the other is written), past
+the page cache where the file system allows it (``O_DIRECT``: 1 MiB blocks from page-aligned
+mapped buffers), the file's unaligned tail through the page cache. Copying into the page cache is
+the slow part of writing here (the kernel's copy runs at a fraction of what the disk takes:
+docs/benchmarks.md), and a download's bytes are not read again soon. A file system that refuses
+``O_DIRECT`` (at ``fcntl`` or at the first write) gets the same blocks through the page cache.
+``close()`` writes what is left and syncs the file's data; an error of the writing thread is
+raised by the next ``write`` or by ``close``. The C++ side does the same
+(``wal::FileSystem::NewStreamingWriter``). ``copy_to`` names a second file written with the same
+blocks (a download's file in its directory, beside the cache's copy).
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import mmap
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Optional
+
+BLOCK_BYTES = 8 << 20  # one write; a multiple of every block size O_DIRECT asks for
+_ALIGN = 4096
+
+
+class _Target:
+    """One file written: its descriptor, whether O_DIRECT is on, where the next block goes."""
+
+    def __init__(self, path: str, start: int, direct: bool, truncate: bool = False) -> None:
+        flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        self.fd = os.open(path, flags | (os.O_TRUNC if truncate else 0), 0o644)
+        self.pos = start
+        self.direct = False
+        if direct and start % _ALIGN == 0 and hasattr(os, "O_DIRECT"):
+            try:
+                self.set_direct(True)
+            except OSError:
+                pass
+
+    def set_direct(self, on: bool) -> None:
+        flags = fcntl.fcntl(self.fd, fcntl.F_GETFL)
+        fcntl.fcntl(self.fd, fcntl.F_SETFL, (flags | os.O_DIRECT) if on else (flags & ~os.O_DIRECT))
+        self.direct = on
+
+    def write_block(self, view: memoryview) -> None:
+        if self.direct and len(view) % _ALIGN != 0:
+            self.set_direct(False)  # the tail: O_DIRECT takes whole blocks only
+        try:
+            self._pwrite_all(view)
+        except OSError as e:
+            if not (self.direct and e.errno == errno.EINVAL):
+                raise
+            self.set_direct(False)  # the file system takes the flag, not the writes
+            self._pwrite_all(view)
+        self.pos += len(view)
+
+    def _pwrite_all(self, view: memoryview) -> None:
+        done = 0
+        while done < len(view):
+            done += os.pwrite(self.fd, view[done:], self.pos + done)
+
+
+class FileWriter:
+    """See the module's doc. `copy_to`: a second file that gets the same bytes (from its
+    start: only with `start` 0), written block by block beside the first (a download's copy in
+    its directory beside the cache's: the bytes are not read back from the disk to copy them)."""
+
+    def __init__(self, path: str, start: int = 0, direct: bool = True,
+                 copy_to: Optional[str] = None) -> None:
+        if copy_to is not None and start != 0:
+            raise ValueError("FileWriter: copy_to needs start 0")
+        self._targets = [_Target(path, start, direct)]
+        try:
+            if copy_to is not None:
+                self._targets.append(_Target(copy_to, 0, direct, truncate=True))
+        except BaseException:
+            os.close(self._targets[0].fd)
+            raise
+        self._buffers = [mmap.mmap(-1, BLOCK_BYTES), mmap.mmap(-1, BLOCK_BYTES)]
+        self._filling = 0  # the buffer being filled; the other may be being written
+        self._fill = 0
+        self._pending: Optional[Future] = None
+        self._failed = False  # a write failed: close writes nothing more
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cohort-file-write")
+        self._closed = False
+
+    @property
+    def direct(self) -> bool:
+        """Whether blocks go past the page cache (so far), in every file written."""
+        return all(t.direct for t in self._targets)
+
+    def write(self, data) -> None:
+        view = memoryview(data).cast("B")
+        while view:
+            n = min(len(view), BLOCK_BYTES - self._fill)
+            buf = self._buffers[self._filling]
+            buf[self._fill:self._fill + n] = view[:n]
+            self._fill += n
+            view = view[n:]
+            if self._fill == BLOCK_BYTES:
+                self._hand_over()
+
+    def _hand_over(self) -> None:
+        self._wait()  # the other buffer is free again (and its error, if any, raised here)
+        buf, length = self._buffers[self._filling], self._fill
+        self._pending = self._thread.submit(self._write_block, buf, length)
+        self._filling ^= 1
+        self._fill = 0
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            try:
+                pending.result()
+            except BaseException:
+                self._failed = True
+                raise
+
+    def _write_block(self, buf: mmap.mmap, length: int) -> None:
+        with memoryview(buf) as whole, whole[:length] as view:
+            for target in self._targets:
+                target.write_block(view)
+
+    def close(self, sync: bool = True) -> None:
+        """Writes what is left (syncing the files' data when `sync`) and closes the files; the
+        first error of the writes, if any. `sync=False` after a failure: what was given so far
+        is written (a download continues from it), not synced; after an error of the writes,
+        nothing more is written."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            try:
+                self._wait()
+                if self._fill and not self._failed:
+                    self._hand_over()
+                    self._wait()
+            finally:
+                self._thread.shutdown(wait=True)
+            if sync:
+                for target in self._targets:
+                    os.fdatasync(target.fd)
+        finally:
+            for target in self._targets:
+                os.close(target.fd)
+            for buf in self._buffers:
+                try:
+                    buf.close()
+                except BufferError:
+                    pass  # a view of it lives on in an error's traceback: freed with it
+
+    def __enter__(self) -> "FileWriter":
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            try:
+                self.close(sync=False)
+            except OSError:
+                pass  # the first error is the one being raised
+
+
+class PlainWriter:
+    """FileWriter's interface over an ordinary buffered file (no thread, no O_DIRECT): for small
+    files, where those would cost more than they save."""
+
+    def __init__(self, path: str, start: int = 0) -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        self._file = os.fdopen(fd, "wb")
+        self._file.seek(start)
+
+    direct = False
+
+    def write(self, data) -> None:
+        self._file.write(data)
+
+    def close(self, sync: bool = True) -> None:
+        if self._file.closed:
+            return
+        try:
+            self._file.flush()
+            if sync:
+                os.fdatasync(self._file.fileno())
+        finally:
+            self._file.close()
+
+    def __enter__(self) -> "PlainWriter":
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            try:
+                self.close(sync=False)
+            except OSError:
+                pass
