@@ -22,6 +22,7 @@ import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Optional
 
+_datasync = getattr(os, "fdatasync", os.fsync)  # macOS has fsync only
 BLOCK_BYTES = 8 << 20  # one write; a multiple of every block size O_DIRECT asks for
 _ALIGN = 4096
 
@@ -142,7 +143,7 @@ class FileWriter:
                 self._thread.shutdown(wait=True)
             if sync:
                 for target in self._targets:
-                    os.fdatasync(target.fd)
+                    _datasync(target.fd)
         finally:
             for target in self._targets:
                 os.close(target.fd)
@@ -185,7 +186,7 @@ class PlainWriter:
         try:
             self._file.flush()
             if sync:
-                os.fdatasync(self._file.fileno())
+                _datasync(self._file.fileno())
         finally:
             self._file.close()
 
