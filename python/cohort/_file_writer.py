@@ -2,14 +2,14 @@
 (its blob in the cache, then the copy in the download directory).
 
 ``FileWriter(path, start)`` writes bytes from offset ``start`` of ``path`` on in the order they
-are given, on a thread of its own (the caller fills one buffer while the other is written), past
-the page cache where the file system allows it (``O_DIRECT``: 1 MiB blocks from page-aligned
-mapped buffers), the file's unaligned tail through the page cache. Copying into the page cache is
+are given (from 0: the file is truncated first), on a thread of its own (the caller fills one buffer while the other is written), past
+the page cache where the file system allows it (``O_DIRECT``: 8 MiB blocks from page-aligned
+mapped buffers; two of them, 16 MiB, per file being written), the file's unaligned tail through the page cache. Copying into the page cache is
 the slow part of writing here (the kernel's copy runs at a fraction of what the disk takes:
 docs/benchmarks.md), and a download's bytes are not read again soon. A file system that refuses
-``O_DIRECT`` (at ``fcntl`` or at the first write) gets the same blocks through the page cache.
-``close()`` writes what is left and syncs the file's data; an error of the writing thread is
-raised by the next ``write`` or by ``close``. The C++ side does the same
+``O_DIRECT`` (at ``fcntl`` or at the first write: EINVAL, EOPNOTSUPP) gets the same blocks through
+the page cache. ``close()`` writes what is left and syncs the file's data; an error of the
+writing thread is raised by the next ``write`` and again by ``close``. The C++ side does the same
 (``wal::FileSystem::NewStreamingWriter``). ``copy_to`` names a second file written with the same
 blocks (a download's file in its directory, beside the cache's copy).
 """
@@ -20,7 +20,7 @@ import fcntl
 import mmap
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Optional
+from typing import List, Optional
 
 _datasync = getattr(os, "fdatasync", os.fsync)  # macOS has fsync only
 BLOCK_BYTES = 8 << 20  # one write; a multiple of every block size O_DIRECT asks for
@@ -52,7 +52,7 @@ class _Target:
         try:
             self._pwrite_all(view)
         except OSError as e:
-            if not (self.direct and e.errno == errno.EINVAL):
+            if not (self.direct and e.errno in (errno.EINVAL, errno.EOPNOTSUPP)):
                 raise
             self.set_direct(False)  # the file system takes the flag, not the writes
             self._pwrite_all(view)
@@ -61,7 +61,10 @@ class _Target:
     def _pwrite_all(self, view: memoryview) -> None:
         done = 0
         while done < len(view):
-            done += os.pwrite(self.fd, view[done:], self.pos + done)
+            n = os.pwrite(self.fd, view[done:], self.pos + done)
+            if n <= 0:  # a regular file that takes nothing: not worth waiting for
+                raise OSError(errno.EIO, f"pwrite wrote nothing at byte {self.pos + done}")
+            done += n
 
 
 class FileWriter:
@@ -73,19 +76,24 @@ class FileWriter:
                  copy_to: Optional[str] = None) -> None:
         if copy_to is not None and start != 0:
             raise ValueError("FileWriter: copy_to needs start 0")
-        self._targets = [_Target(path, start, direct)]
+        self._targets = [_Target(path, start, direct, truncate=start == 0)]
+        self._buffers: List[mmap.mmap] = []
         try:
             if copy_to is not None:
                 self._targets.append(_Target(copy_to, 0, direct, truncate=True))
+            self._buffers = [mmap.mmap(-1, BLOCK_BYTES), mmap.mmap(-1, BLOCK_BYTES)]
+            self._thread = ThreadPoolExecutor(max_workers=1,
+                                              thread_name_prefix="cohort-file-write")
         except BaseException:
-            os.close(self._targets[0].fd)
+            for target in self._targets:
+                os.close(target.fd)
+            for buf in self._buffers:
+                buf.close()
             raise
-        self._buffers = [mmap.mmap(-1, BLOCK_BYTES), mmap.mmap(-1, BLOCK_BYTES)]
         self._filling = 0  # the buffer being filled; the other may be being written
         self._fill = 0
         self._pending: Optional[Future] = None
-        self._failed = False  # a write failed: close writes nothing more
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cohort-file-write")
+        self._error: Optional[BaseException] = None  # a write failed: raised again by close
         self._closed = False
 
     @property
@@ -116,8 +124,8 @@ class FileWriter:
             pending, self._pending = self._pending, None
             try:
                 pending.result()
-            except BaseException:
-                self._failed = True
+            except BaseException as e:
+                self._error = e
                 raise
 
     def _write_block(self, buf: mmap.mmap, length: int) -> None:
@@ -127,16 +135,19 @@ class FileWriter:
 
     def close(self, sync: bool = True) -> None:
         """Writes what is left (syncing the files' data when `sync`) and closes the files; the
-        first error of the writes, if any. `sync=False` after a failure: what was given so far
-        is written (a download continues from it), not synced; after an error of the writes,
-        nothing more is written."""
+        first error of the writes, if any (raised again when it was raised before: the bytes
+        were not all written). `sync=False` after a failure: what was given so far is written
+        (a download continues from it), not synced; after an error of the writes, nothing more
+        is written."""
         if self._closed:
             return
         self._closed = True
         try:
             try:
                 self._wait()
-                if self._fill and not self._failed:
+                if self._error is not None:
+                    raise self._error
+                if self._fill:
                     self._hand_over()
                     self._wait()
             finally:
@@ -171,8 +182,13 @@ class PlainWriter:
     files, where those would cost more than they save."""
 
     def __init__(self, path: str, start: int = 0) -> None:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-        self._file = os.fdopen(fd, "wb")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+                     | (os.O_TRUNC if start == 0 else 0), 0o644)
+        try:
+            self._file = os.fdopen(fd, "wb")
+        except BaseException:
+            os.close(fd)
+            raise
         self._file.seek(start)
 
     direct = False

@@ -30,7 +30,7 @@ class BackgroundAppender {
     bool sync_at_finish = false;    // Sync once everything is written
     // Called with each chunk, in order, on a thread of its own while the appender's thread
     // writes that same chunk (a download's hash: it overlaps the write, and the producer goes
-    // on fetching meanwhile); a chunk is done when both returned.
+    // on fetching meanwhile); a chunk is done when both returned. Must not throw.
     std::function<void(std::string_view)> on_chunk;
   };
   BackgroundAppender(WritableFile* out, Options options);
