@@ -134,14 +134,32 @@ LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
 WHERE n.nspname = 'public' AND c.relkind = 'r' ORDER BY 2 DESC"""
 
 
-def pg_report(pg, points, label):
-    rows = [r.split("|") for r in pg.psql("cohort", PG_SIZES).split("\n") if r.strip()]
-    total = sum(int(r[1]) for r in rows)
+def pg_total(pg, database):
+    rows = [r.split("|") for r in pg.psql(database, PG_SIZES).split("\n") if r.strip()]
+    return sum(int(r[1]) for r in rows), rows
+
+
+def pg_report(pg, points, label, empty=None):
+    total, rows = pg_total(pg, "cohort")
     print(f"PostgreSQL, {label}: all tables with indexes and TOAST {total} bytes = "
           f"{total / points:.3f} B/point")
+    if empty is not None:
+        print(f"  of which an empty store {empty} bytes = {empty / points:.3f} B/point; the "
+              f"corpus's own {(total - empty) / points:.3f} B/point")
     for name, tot, heap, toast, live, dead in rows[:6]:
         print(f"  {name:18s} {int(tot) / points:7.3f} B/point (heap {int(heap) / points:.3f}, "
               f"TOAST {int(toast) / points:.3f}; {live} live, {dead} dead rows)")
+
+
+def start_and_stop(argv, env):
+    """A server started and stopped cleanly (with nothing logged): what an empty store is."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                            text=True)
+    try:
+        proc.stdout.readline()  # its URL: it is serving
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
 
 
 def main():
@@ -163,6 +181,7 @@ def main():
         settings = dict(kv.split("=", 1) for kv in a.pg_set)
         pg = PgCluster(durable=True, settings=settings).__enter__()
         pg.create_database("cohort")
+        pg.create_database("empty")
     series = read_corpus(a.corpus)
     points = sum(len(s[4]) for s in series)
     with tempfile.TemporaryDirectory(prefix="cohort-store-size-") as tmp:
@@ -170,6 +189,19 @@ def main():
         home.mkdir(parents=True, exist_ok=True)
         data = home / "data"
         env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME="", XDG_DATA_HOME="")
+        # The same server on an empty store first (its own HOME, data directory or database):
+        # the fixed cost that the corpus's points are measured beside.
+        (home / "empty").mkdir()
+        empty_argv = [a.bin, "server", "--port", "0", "--data-dir", str(home / "empty" / "data")]
+        if pg:
+            empty_argv += ["--store", pg.url("empty")]
+        start_and_stop(empty_argv, dict(env, HOME=str(home / "empty")))
+        if pg:
+            pg.psql("empty", "VACUUM")
+            empty = pg_total(pg, "empty")[0]
+        else:
+            empty = sum(f.stat().st_size for f in (home / "empty" / "data").iterdir()
+                        if f.is_file())
         argv = [a.bin, "server", "--port", "0", "--data-dir", str(data)]
         if pg:
             argv += ["--store", pg.url("cohort")]
@@ -196,9 +228,9 @@ def main():
             print(f"chunk blobs: {stored[1]} bytes = {int(stored[1]) / points:.3f} B/point in "
                   f"{stored[2]} chunks ({points / int(stored[2]):.0f} points/chunk); "
                   f"{stored[0]} points stored")
-            pg_report(pg, points, "as the job left them")
+            pg_report(pg, points, "as the job left them", empty)
             pg.psql("cohort", "VACUUM")
-            pg_report(pg, points, "after VACUUM")
+            pg_report(pg, points, "after VACUUM", empty)
             pg.__exit__(None, None, None)
             return
         files = {f.name: f.stat().st_size for f in data.iterdir() if f.is_file()}
@@ -216,6 +248,9 @@ def main():
         sys.exit(f"store_size: the store holds {stored[0]} points, the corpus {points}")
     print(f"data directory after a clean stop: {total} bytes = {total / points:.3f} B/point "
           f"({', '.join(f'{n} {s}' for n, s in sorted(files.items()))})")
+    print(f"  of which an empty store (a server started and stopped, nothing logged) {empty} "
+          f"bytes = {empty / points:.3f} B/point; the corpus's own "
+          f"{(total - empty) / points:.3f} B/point")
     print(f"chunk blobs: {stored[1]} bytes = {stored[1] / points:.3f} B/point in {stored[2]} "
           f"chunks ({points / stored[2]:.0f} points/chunk)")
     print(f"free pages (reused by later writes before the file grows): {free_pages} = "
