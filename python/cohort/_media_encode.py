@@ -49,6 +49,14 @@ def _get_pool(n: int) -> ThreadPoolExecutor:
         return _pool
 
 
+def _forget(pool: Optional[ThreadPoolExecutor]) -> None:
+    """`pool` broke (a thread's initializer failed): the next hand-over makes a new one."""
+    global _pool, _pool_size
+    with _lock:
+        if pool is not None and _pool is pool:
+            _pool, _pool_size = None, 0
+
+
 def _after_fork_in_child() -> None:
     global _pool, _pool_size, _lock
     _pool, _pool_size = None, 0  # the parent's threads are not this process's
@@ -77,10 +85,12 @@ class Ahead:
             m = self._items[self._next]
             try:
                 future = self._pool.submit(m._encode)
-            except RuntimeError:
+            except RuntimeError as e:
                 # The interpreter is exiting (its pools take no more work once the main thread
                 # ended, before the exit handler hands over the last media), or the pool broke
                 # (a thread's initializer failed: BrokenExecutor is a RuntimeError): the rest here.
+                if isinstance(e, BrokenExecutor):
+                    _forget(self._pool)
                 self._pool = None
                 return
             self._next += 1
@@ -97,6 +107,7 @@ class Ahead:
                 except BrokenExecutor:
                     # The pool broke after this item was handed to it (a thread's initializer
                     # failed): not the item's error; it is encoded here, as is the rest.
+                    _forget(self._pool)
                     self._pool = None
                     return m._encode()
             future.cancel()  # passed over: its set failed

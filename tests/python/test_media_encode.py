@@ -113,8 +113,22 @@ def test_a_pool_whose_threads_cannot_start_leaves_every_item_to_the_caller(fresh
         assert [ahead.get(m)[2] for m in items] == list(range(7))
     finally:
         ahead.close()
-        _media_encode._after_fork_in_child()  # a fresh pool for whatever runs next
     assert sorted(Item.started) == list(range(7))  # each encoded once, here
+    # The broken pool is dropped: the next hand-over gets a new one (here with threads that
+    # start), not one failed submit per hand-over for the life of the process.
+    fresh.setattr(_media_encode, "quiet_thread", lambda: None)
+    threads = []
+    more = [Item(n) for n in range(10, 14)]
+    for m in more:
+        m._encode = (lambda inner: lambda: (threads.append(
+            threading.current_thread().name), inner())[1])(m._encode)
+    ahead = _media_encode.Ahead(more)
+    try:
+        assert [ahead.get(m)[2] for m in more] == [10, 11, 12, 13]
+    finally:
+        ahead.close()
+        _media_encode._after_fork_in_child()  # a fresh pool for whatever runs next
+    assert threads and all(t.startswith("cohort-media-encode") for t in threads), threads
 
 
 def test_encoders_run_at_once():
