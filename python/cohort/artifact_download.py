@@ -46,7 +46,7 @@ CHUNK_BYTES = 8 << 20   # one ranged GET (the blob part size of uploads, docs/ar
 READ_BYTES = 1 << 20    # one read of an answer or a file
 RETRIES = 5             # attempts of one range whose connection dropped
 DEFAULT_WORKERS = 8
-LARGE_COPY_BYTES = 64 << 20  # from here on a copy out of the cache goes through FileWriter
+LARGE_COPY_BYTES = 64 << 20  # from here on a blob fetched whole reaches `dest` in the same pass
 _PROGRESS_AFTER_S = 2.0
 
 
@@ -337,22 +337,6 @@ def _fetch_into(t: Transport, url_path: str, part: str, have: int, size: int, h,
                 failures = 0
 
 
-def _copy(source: str, dest: str) -> None:
-    """`source`'s bytes into a new file `dest`: small files as the standard library copies
-    them, large ones through FileWriter (past the page cache, as downloads are written, and
-    synced)."""
-    if os.path.getsize(source) < LARGE_COPY_BYTES:
-        shutil.copyfile(source, dest)
-        return
-    with open(source, "rb", buffering=0) as src, FileWriter(dest) as out:
-        block = bytearray(READ_BYTES)
-        while True:
-            n = src.readinto(block)
-            if not n:
-                break
-            out.write(memoryview(block)[:n])
-
-
 def place(source: str, dest: str, mode: int = 0o644) -> None:
     """Copies `source` to `dest` through a temporary file renamed into place."""
     os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
@@ -363,7 +347,10 @@ def place(source: str, dest: str, mode: int = 0o644) -> None:
         pass
     tmp = f"{dest}.cohort-tmp-{os.getpid()}-{threading.get_ident()}"
     try:
-        _copy(source, tmp)
+        # Through the page cache (sendfile), not FileWriter: out of a cached blob that is
+        # faster here, the copy's writeback counted too (docs/benchmarks.md, "The SDK's
+        # download"); a blob fetched now reached `dest` in the same pass (fetch_and_place).
+        shutil.copyfile(source, tmp)
         os.chmod(tmp, mode)
         os.replace(tmp, dest)
     except BaseException:

@@ -36,18 +36,18 @@ def copies(request, monkeypatch):
     """Both ways a large blob reaches the download directory: fetched into the cache, then copied
     out of it (blobs under dl.LARGE_COPY_BYTES, 64 MiB), or written into both in one pass
     (FileWriter's copy_to; the threshold lowered to one range here, so that BIG goes that way).
-    The calls of dl._copy (the copy out of the cache) are recorded."""
+    The calls of dl.place (the copy out of the cache) are recorded."""
     from cohort import artifact_download as dl
     if request.param == "one pass":
         monkeypatch.setattr(dl, "LARGE_COPY_BYTES", PART)
     calls = []
-    real = dl._copy
+    real = dl.place
 
-    def recorded(source, dest):
+    def recorded(source, dest, *args, **kwargs):
         calls.append(os.path.basename(dest))
-        real(source, dest)
+        real(source, dest, *args, **kwargs)
 
-    monkeypatch.setattr(dl, "_copy", recorded)
+    monkeypatch.setattr(dl, "place", recorded)
     return request.param, calls
 
 
