@@ -43,6 +43,13 @@ def p50(fn, n, gap=0.0):
     return statistics.median(out) * 1e6
 
 
+def write_random_file(path, size_mb):
+    """`size_mb` MiB of random bytes (incompressible, as model weights) at `path`."""
+    with open(path, "wb") as f:
+        for _ in range(size_mb):
+            f.write(os.urandom(1 << 20))
+
+
 class BenchServer:
     """A fresh server in `tmp` (data in tmp/data, HOME tmp/home) from `with` to its end.
     `env`: what an SDK process needs to log to it (HOME, the build's binaries and extension,

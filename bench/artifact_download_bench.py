@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from _bench_server import COHORT, BenchServer
+from _bench_server import COHORT, BenchServer, write_random_file
 
 SIZE_MB = int(os.environ.get("SIZE_MB", "2048"))
 SDK = ("import sys, cohort\n"
@@ -41,9 +41,7 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         data = f"{tmp}/weights.bin"
-        with open(data, "wb") as f:
-            for _ in range(SIZE_MB):
-                f.write(os.urandom(1 << 20))
+        write_random_file(data, SIZE_MB)
         with BenchServer(tmp) as srv:
             env = srv.env
             subprocess.run([str(COHORT), "artifact", "put", data, "--name", "big", "--type",

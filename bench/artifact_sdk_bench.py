@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from _bench_server import BenchServer
+from _bench_server import BenchServer, write_random_file
 
 SIZE_MB = int(os.environ.get("SIZE_MB", "2048"))
 
@@ -147,9 +147,7 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as base:
         data_file = f"{base}/weights.bin"
-        with open(data_file, "wb") as f:
-            for _ in range(SIZE_MB):
-                f.write(os.urandom(1 << 20))
+        write_random_file(data_file, SIZE_MB)
         for rep in range(repeats):
             tmp = f"{base}/rep{rep}"
             os.mkdir(tmp)

@@ -134,27 +134,6 @@ def round_sample_value(v):
     return 0.0 if rounded == 0 else rounded
 
 
-def read_corpus(path):
-    raw = subprocess.run(["zstd", "-dc", str(path)], check=True, capture_output=True).stdout
-    assert raw[:8] == b"CCORPUS1", f"{path} is not a corpus"
-    pos, series = 12, []
-    def s16():
-        nonlocal pos
-        (n,) = struct.unpack_from("<H", raw, pos)
-        pos += 2 + n
-        return raw[pos - n:pos].decode()
-    for _ in range(struct.unpack_from("<I", raw, 8)[0]):
-        run, writer = s16(), s16()
-        system = raw[pos] == 1
-        pos += 1
-        key = s16()
-        (n,) = struct.unpack_from("<I", raw, pos)
-        cols = [struct.unpack_from(f"<{n}{t}", raw, pos + 4 + 8 * n * i) for i, t in enumerate("qqd")]
-        pos += 4 + 24 * n
-        series.append((run, writer, system, key, list(zip(*cols))))
-    return series
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", default=str(HERE / "training.corpus.zst"))
@@ -171,9 +150,12 @@ def main():
                         "now does: what the agent records from the same readings")
     a = p.parse_args()
     if a.round_system_from:
+        from store_size import read_corpus  # the corpus's one reader (bench/corpus/)
         series = [(run, writer, system, key,
-                   [(st, t, round_sample_value(v)) for st, t, v in pts] if system else pts)
-                  for run, writer, system, key, pts in read_corpus(a.round_system_from)]
+                   list(zip(steps, times,
+                            [round_sample_value(v) for v in values] if system else values)))
+                  for run, writer, system, key, steps, times, values
+                  in read_corpus(a.round_system_from)]
         write_corpus(series, pathlib.Path(a.out))
         print(f"make_corpus: {len(series)} series -> {a.out}")
         return

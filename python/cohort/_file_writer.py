@@ -27,12 +27,37 @@ BLOCK_BYTES = 8 << 20  # one write; a multiple of every block size O_DIRECT asks
 _ALIGN = 4096
 
 
+def _open(path: str, start: int) -> int:
+    """`path` opened for writing from `start` (from 0: truncated, so no old tail stays)."""
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+    return os.open(path, flags | (os.O_TRUNC if start == 0 else 0), 0o644)
+
+
+class _ClosedOnExit:
+    """`with`: close() at the end; after an error, close(sync=False), whose own OSError gives
+    way to the error being raised."""
+
+    def close(self, sync: bool = True) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            try:
+                self.close(sync=False)
+            except OSError:
+                pass  # the first error is the one being raised
+
+
 class _Target:
     """One file written: its descriptor, whether O_DIRECT is on, where the next block goes."""
 
-    def __init__(self, path: str, start: int, direct: bool, truncate: bool = False) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-        self.fd = os.open(path, flags | (os.O_TRUNC if truncate else 0), 0o644)
+    def __init__(self, path: str, start: int, direct: bool) -> None:
+        self.fd = _open(path, start)
         self.pos = start
         self.direct = False
         if direct and start % _ALIGN == 0 and hasattr(os, "O_DIRECT"):
@@ -67,7 +92,7 @@ class _Target:
             done += n
 
 
-class FileWriter:
+class FileWriter(_ClosedOnExit):
     """See the module's doc. `copy_to`: a second file that gets the same bytes (from its
     start: only with `start` 0), written block by block beside the first (a download's copy in
     its directory beside the cache's: the bytes are not read back from the disk to copy them)."""
@@ -76,11 +101,11 @@ class FileWriter:
                  copy_to: Optional[str] = None) -> None:
         if copy_to is not None and start != 0:
             raise ValueError("FileWriter: copy_to needs start 0")
-        self._targets = [_Target(path, start, direct, truncate=start == 0)]
+        self._targets = [_Target(path, start, direct)]
         self._buffers: List[mmap.mmap] = []
         try:
             if copy_to is not None:
-                self._targets.append(_Target(copy_to, 0, direct, truncate=True))
+                self._targets.append(_Target(copy_to, 0, direct))
             self._buffers = [mmap.mmap(-1, BLOCK_BYTES), mmap.mmap(-1, BLOCK_BYTES)]
             self._thread = ThreadPoolExecutor(max_workers=1,
                                               thread_name_prefix="cohort-file-write")
@@ -164,34 +189,19 @@ class FileWriter:
                 except BufferError:
                     pass  # a view of it lives on in an error's traceback: freed with it
 
-    def __enter__(self) -> "FileWriter":
-        return self
 
-    def __exit__(self, exc_type, *exc) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            try:
-                self.close(sync=False)
-            except OSError:
-                pass  # the first error is the one being raised
-
-
-class PlainWriter:
+class PlainWriter(_ClosedOnExit):
     """FileWriter's interface over an ordinary buffered file (no thread, no O_DIRECT): for small
     files, where those would cost more than they save."""
 
     def __init__(self, path: str, start: int = 0) -> None:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-                     | (os.O_TRUNC if start == 0 else 0), 0o644)
+        fd = _open(path, start)
         try:
             self._file = os.fdopen(fd, "wb")
         except BaseException:
             os.close(fd)
             raise
         self._file.seek(start)
-
-    direct = False
 
     def write(self, data) -> None:
         self._file.write(data)
@@ -205,15 +215,3 @@ class PlainWriter:
                 _datasync(self._file.fileno())
         finally:
             self._file.close()
-
-    def __enter__(self) -> "PlainWriter":
-        return self
-
-    def __exit__(self, exc_type, *exc) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            try:
-                self.close(sync=False)
-            except OSError:
-                pass

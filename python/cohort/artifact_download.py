@@ -36,7 +36,7 @@ import threading
 import time
 import urllib.parse
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from ._file_writer import FileWriter, PlainWriter
 from .api_http import Transport, Unreachable
@@ -219,39 +219,42 @@ def fetch_and_place(t: Transport, url_path: str, sha256: str, size: int, what: s
     copy_to), rather than written into the cache, read back and copied; the copy is renamed
     into place only once the bytes are verified."""
     os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
+    cached = ""
+
+    def fetch(tmp: str) -> bool:
+        nonlocal cached
+        cached, copied = fetch_blob(t, url_path, sha256, size, what, progress, stop, tmp)
+        return copied
+
+    if not _replace_with(dest, fetch):
+        place(cached, dest)
+
+
+def _replace_with(dest: str, fill: Callable[[str], bool], mode: int = 0o644) -> bool:
+    """Whether `fill(tmp)` wrote a temporary file beside `dest` (True), which then replaces
+    `dest` (with `mode`); the temporary file is removed when `fill` fails."""
     tmp = f"{dest}.cohort-tmp-{os.getpid()}-{threading.get_ident()}"
     try:
-        cached, copied = _fetch_blob(t, url_path, sha256, size, what, progress, stop, tmp)
-        if copied:
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, dest)
-            return
+        if not fill(tmp):
+            return False
+        os.chmod(tmp, mode)
+        os.replace(tmp, dest)
+        return True
     except BaseException:
-        _remove_quietly(tmp)
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
         raise
-    place(cached, dest)
-
-
-def _remove_quietly(path: str) -> None:
-    try:
-        os.remove(path)
-    except OSError:
-        pass
 
 
 def fetch_blob(t: Transport, url_path: str, sha256: str, size: int, what: str,
-               progress: Progress, stop: threading.Event) -> str:
-    """The cache path of blob `sha256` (`size` bytes), fetched from `url_path` unless the
-    cache holds it. Raises VerificationError when the bytes do not match."""
-    return _fetch_blob(t, url_path, sha256, size, what, progress, stop, None)[0]
-
-
-def _fetch_blob(t: Transport, url_path: str, sha256: str, size: int, what: str,
-                progress: Progress, stop: threading.Event,
-                copy_to: Optional[str]) -> "tuple[str, bool]":
-    """fetch_blob's work; also writes `copy_to` with the bytes when the blob is fetched whole
-    (from its first byte) and large: then (path, True), and `copy_to` holds the verified bytes
-    (removed when they do not match)."""
+               progress: Progress, stop: threading.Event,
+               copy_to: Optional[str] = None) -> Tuple[str, bool]:
+    """(the cache path of blob `sha256` (`size` bytes), fetched from `url_path` unless the
+    cache holds it; whether `copy_to` got the bytes too). `copy_to` is written with the same
+    bytes when the blob is fetched whole (from its first byte) and large (the caller removes it
+    when this raises). Raises VerificationError when the bytes do not match."""
     if not _is_sha256(sha256):
         raise UsageError(f"{what}: the manifest's sha256 {sha256!r} is not 64 hex digits")
     final = blob_cache_path(sha256)
@@ -279,8 +282,6 @@ def _fetch_blob(t: Transport, url_path: str, sha256: str, size: int, what: str,
             digest = h.hexdigest()
             if digest == sha256:
                 break
-            if copied:
-                os.remove(copy_to)
             os.remove(part)
             if resumed and attempt == 0:
                 progress.rewind(size)
@@ -345,20 +346,14 @@ def place(source: str, dest: str, mode: int = 0o644) -> None:
             return
     except OSError:
         pass
-    tmp = f"{dest}.cohort-tmp-{os.getpid()}-{threading.get_ident()}"
-    try:
+    def copy(tmp: str) -> bool:
         # Through the page cache (sendfile), not FileWriter: out of a cached blob that is
         # faster here, the copy's writeback counted too (docs/benchmarks.md, "The SDK's
         # download"); a blob fetched now reached `dest` in the same pass (fetch_and_place).
         shutil.copyfile(source, tmp)
-        os.chmod(tmp, mode)
-        os.replace(tmp, dest)
-    except BaseException:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise
+        return True
+
+    _replace_with(dest, copy, mode)
 
 
 def file_url_path(ref: str) -> str:

@@ -98,8 +98,11 @@ void Sampler::OpenSources() {
 }
 
 double RoundSampleValue(double value) {
-  static_assert(kSampleDecimals == 2, "the scale below is 10^kSampleDecimals");
-  constexpr double kScale = 100.0;
+  constexpr double kScale = [] {  // 10^kSampleDecimals
+    double scale = 1;
+    for (int i = 0; i < kSampleDecimals; ++i) scale *= 10;
+    return scale;
+  }();
   if (!std::isfinite(value)) return value;
   const double scaled = value * kScale;
   // Past 2^52 every double is an integer already: nothing to round (and no overflow below).
