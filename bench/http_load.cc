@@ -3,8 +3,9 @@
 //   http_load ingest --url URL --key KEY --clients 4 --batches 200 --rows 100 --keys 10
 //       N client threads, each with its own run and writer on one keep-alive connection, send
 //       pre-encoded ingest batches; prints points/s and batch latency percentiles as JSON.
-//       --format binary sends batch v2 bodies (docs/formats.md, what the agent posts) instead of
-//       JSON.
+//       --format binary sends batch v4 bodies (docs/formats.md, what the agent posts) instead of
+//       JSON; --ordered 1 marks each batch Cohort-Batch-Ordered: 1 as the agent does (no
+//       exactly-once record per batch; docs/api.md).
 //   http_load query --url URL --key KEY --points 1000000 --repeat 20
 //       writes one series of N points, then times a raw read of all of it (paged) and a
 //       1,000-bucket chart query; prints medians as JSON.
@@ -46,6 +47,7 @@ struct Args {
   int64_t points = 1000000;
   std::string project = "bench";
   std::string format = "json";  // ingest bodies: json | binary (application/vnd.cohort.batch)
+  bool ordered = false;         // Cohort-Batch-Ordered: 1 on every batch
 };
 
 Args Parse(int argc, char** argv) {
@@ -63,6 +65,7 @@ Args Parse(int argc, char** argv) {
     else if (k == "--points") a.points = std::stoll(v);
     else if (k == "--project") a.project = v;
     else if (k == "--format") a.format = v;
+    else if (k == "--ordered") a.ordered = v == "1";
   }
   return a;
 }
@@ -83,12 +86,13 @@ class Conn {
   std::pair<int, std::string> Call(http::verb verb, const std::string& target,
                                    const std::string& body = {},
                                    const char* content_type = "application/json",
-                                   int64_t batch_seq = 0) {
+                                   int64_t batch_seq = 0, bool ordered = false) {
     http::request<http::string_body> req{verb, target, 11};
     req.set(http::field::host, host_);
     req.set(http::field::authorization, "Bearer " + key_);
     req.set(http::field::content_type, content_type);
     if (batch_seq > 0) req.set(cohort::limits::kBatchSeqHeader, std::to_string(batch_seq));
+    if (ordered) req.set(cohort::limits::kBatchOrderedHeader, "1");
     req.keep_alive(true);
     req.body() = body;
     req.prepare_payload();
@@ -209,7 +213,7 @@ int Ingest(const Args& a) {
         auto s = Clock::now();
         ++seq;
         auto [status, resp] =
-            conn.Call(http::verb::post, paths[c], body, content_type, binary ? seq : 0);
+            conn.Call(http::verb::post, paths[c], body, content_type, binary ? seq : 0, a.ordered);
         lat[c].push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
         if (status != 200) ++failures[c];
       }

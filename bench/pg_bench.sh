@@ -16,6 +16,8 @@
 #   STORE_OPTS store URL options for the servers, e.g. ingest_cache=off (docs/operations.md)
 #   FORMAT=binary  batch bodies in the agent's binary encoding (what `cohort agent` sends);
 #              default json
+#   ORDERED=1  batches marked Cohort-Batch-Ordered: 1, as the agent marks them (no exactly-once
+#              record per batch; docs/api.md); default 0
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
@@ -82,7 +84,7 @@ ingest() {
   d0="$(cpu_ms db)"
   for u in "${urls[@]}"; do
     "$load" ingest --url "$u" --key "$key" --clients "$per" --batches "$batches" --rows "$rows" \
-      --keys 10 --format "${FORMAT:-json}" > "$tmp/load$i" &
+      --keys 10 --format "${FORMAT:-json}" --ordered "${ORDERED:-0}" > "$tmp/load$i" &
     loaders+=($!); outs+=("$tmp/load$i"); i=$((i + 1))
   done
   for p in "${loaders[@]}"; do wait "$p"; done

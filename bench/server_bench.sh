@@ -11,6 +11,9 @@
 #               65,536-cell batch the client library flushes under load, log_buffer.h)
 #   CLIENTS     client counts (default "1 4 16")
 #   SERVER_ENV  extra environment for the server, e.g. "MALLOC_ARENA_MAX=8"
+#   FORMAT      ingest bodies: json (default) or binary (the agent's batch v4)
+#   ORDERED=1   batches marked Cohort-Batch-Ordered: 1, as the agent marks them (no exactly-once
+#               record per batch; docs/api.md); default 0
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
@@ -38,7 +41,7 @@ for rows in $rows_list; do
   # About 200k points per client per repetition, at least 10 batches.
   batches=$(( 20000 / rows )); [ "$batches" -lt 10 ] && batches=10
   for clients in $clients_list; do
-    out="$(run "$load" ingest --url "$url" --key "$key" --clients "$clients" --batches "$batches" --rows "$rows" --keys 10)"
+    out="$(run "$load" ingest --url "$url" --key "$key" --clients "$clients" --batches "$batches" --rows "$rows" --keys 10 --format "${FORMAT:-json}" --ordered "${ORDERED:-0}")"
     echo "| HTTP ingest, $clients clients, $rows rows x 10 keys per batch: points/s | $(median points_per_s <<< "$out") |"
     echo "| HTTP ingest, $clients clients, $rows rows: batch latency p50 / p99 ms | $(median batch_ms_p50 <<< "$out") / $(median batch_ms_p99 <<< "$out") |"
   done

@@ -2,13 +2,15 @@
 
 Starts `cohort server` (SQLite, port 0, a temporary data directory), replays the corpus through
 the JSON ingest API the way the agent uploads a run (each writer's rows in time order, one batch
-per second of logging time, history and system rows together), stops the server cleanly
+per second of logging time, history and system rows together, each batch marked
+`Cohort-Batch-Ordered: 1` as the agent marks it; --unordered: without it, as other JSON clients
+send them, each batch leaving its exactly-once record), stops the server cleanly
 (SIGTERM) and reports the data directory's size, the chunk bytes, and SQLite's own accounting
 of every table and index (dbstat) per point.
 
     .venv/bin/python bench/corpus/store_size.py [--bin build/src/cli/cohort] [--corpus FILE]
                                                 [--keep DIR] [--window-ms 1000] [--postgres]
-                                                [--pg-set NAME=VALUE ...]
+                                                [--pg-set NAME=VALUE ...] [--unordered]
 
 With --postgres the server stores into a throwaway PostgreSQL cluster
 (tests/postgres/pg_cluster.py) instead, and the report is PostgreSQL's: the relations' sizes as
@@ -78,18 +80,20 @@ class Api:
     def __init__(self, url, key):
         self.url, self.key = url, key
 
-    def post(self, path, body):
+    def post(self, path, body, headers=None):
         req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(),
                                      method="POST",
                                      headers={"Authorization": f"Bearer {self.key}",
-                                              "Content-Type": "application/json"})
+                                              "Content-Type": "application/json",
+                                              **(headers or {})})
         with urllib.request.urlopen(req, timeout=120) as r:
             return json.loads(r.read())
 
 
-def replay(api, entity, series, window_ms):
+def replay(api, entity, series, window_ms, ordered=True):
     """Each (run, writer): its history rows keyed by (step, time), system rows by time, in time
     order, one batch per window of window_ms."""
+    marks = {"Cohort-Batch-Ordered": "1"} if ordered else {}
     writers = collections.defaultdict(list)
     for s in series:
         writers[(s[0], s[1])].append(s)
@@ -111,7 +115,8 @@ def replay(api, entity, series, window_ms):
                 if body:
                     seq += 1
                     body["seq"] = seq
-                    api.post(f"/api/v1/runs/{entity}/corpus/{run}/writers/{writer}/batches", body)
+                    api.post(f"/api/v1/runs/{entity}/corpus/{run}/writers/{writer}/batches", body,
+                             marks)
                 current, body = t // window_ms, {"history": [], "system": []}
             if system:
                 body["system"].append({"time": t, "values": vals})
@@ -120,7 +125,8 @@ def replay(api, entity, series, window_ms):
         if body:
             seq += 1
             body["seq"] = seq
-            api.post(f"/api/v1/runs/{entity}/corpus/{run}/writers/{writer}/batches", body)
+            api.post(f"/api/v1/runs/{entity}/corpus/{run}/writers/{writer}/batches", body,
+                     marks)
         api.post(f"/api/v1/runs/{entity}/corpus/{run}/writers/{writer}/finish", {"exit_code": 0})
         batches += seq
     return batches
@@ -173,6 +179,8 @@ def main():
     p.add_argument("--postgres", action="store_true", help="a PostgreSQL store (see above)")
     p.add_argument("--pg-set", action="append", default=[], metavar="NAME=VALUE",
                    help="a setting of the throwaway PostgreSQL cluster (see above)")
+    p.add_argument("--unordered", action="store_true",
+                   help="batches without Cohort-Batch-Ordered (a record each; see above)")
     a = p.parse_args()
     pg = None
     if a.postgres:
@@ -215,7 +223,7 @@ def main():
                                          headers={"Authorization": f"Bearer {key}"})
             entity = json.loads(urllib.request.urlopen(req).read())["entity"]
             t0 = time.time()
-            batches = replay(api, entity, series, a.window_ms)
+            batches = replay(api, entity, series, a.window_ms, ordered=not a.unordered)
             took = time.time() - t0
         finally:
             proc.terminate()

@@ -28,7 +28,8 @@ struct FakeRequest {
   std::string path;
   std::string authorization;
   std::string content_type;
-  std::string batch_seq;  // the Cohort-Batch-Seq header
+  std::string batch_seq;      // the Cohort-Batch-Seq header
+  std::string batch_ordered;  // the Cohort-Batch-Ordered header
   std::string body;
   int64_t time_ms = 0;
 };
@@ -148,6 +149,7 @@ class FakeHttpServer {
         if (lower.rfind("authorization:", 0) == 0) req.authorization = line.substr(15);
         if (lower.rfind("content-type:", 0) == 0) req.content_type = line.substr(14);
         if (lower.rfind("cohort-batch-seq:", 0) == 0) req.batch_seq = line.substr(18);
+        if (lower.rfind("cohort-batch-ordered:", 0) == 0) req.batch_ordered = line.substr(22);
         pos = next;
       }
       size_t body_start = header_end + 4;

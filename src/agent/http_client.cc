@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 #include <strings.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <mutex>
@@ -159,7 +160,12 @@ Result<HttpResponse> HttpClient::Request(std::string_view method, std::string_vi
   const bool own_accept = extra.size() >= 7 && strncasecmp(extra.c_str(), "Accept:", 7) == 0;
   if (!own_accept) list = curl_slist_append(list, "Accept: application/json");
   list = curl_slist_append(list, "Expect:");  // no 100-continue round trip for large bodies
-  if (!extra.empty()) list = curl_slist_append(list, extra.c_str());
+  // Several headers: separated by CRLF.
+  for (size_t at = 0; at < extra.size();) {
+    const size_t end = std::min(extra.find("\r\n", at), extra.size());
+    if (end > at) list = curl_slist_append(list, extra.substr(at, end - at).c_str());
+    at = end + 2;
+  }
   std::string auth;
   if (!api_key.empty()) {
     auth = "Authorization: Bearer ";

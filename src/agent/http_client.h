@@ -60,8 +60,9 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
 
   // Sends `method` `path` (starting with "/") with a body (empty: none) of `content_type`, the
-  // API key as a bearer token and `extra_header` ("Name: value"; empty: none; an "Accept: ..."
-  // one replaces the default "Accept: application/json"). Any HTTP status
+  // API key as a bearer token and `extra_header` ("Name: value", several separated by CRLF;
+  // empty: none; an "Accept: ..." first replaces the default "Accept: application/json"). Any
+  // HTTP status
   // is a Result value; kUnavailable when no answer came (connection refused, timeout, reset),
   // kInternal when libcurl could not be set up.
   Result<HttpResponse> Request(std::string_view method, std::string_view path,

@@ -99,6 +99,11 @@ inline constexpr uint8_t kBatchVersion = 4;
 // The HTTP header that carries a binary batch's seq (the batch bytes do not: the agent assigns
 // it when it appends the batch to its WAL).
 inline constexpr std::string_view kBatchSeqHeader = "Cohort-Batch-Seq";
+// With the value 1 (the agent sends it): the sender posts this writer's batches one at a time in
+// seq order, each only once every lower seq of its stream is settled (stored, refused, or not a
+// batch). The store then keeps the seq as the writer's pruned_seq (every seq at or below it is a
+// duplicate) instead of a record per batch (docs/api.md, "Exactly once").
+inline constexpr std::string_view kBatchOrderedHeader = "Cohort-Batch-Ordered";
 
 // ---- artifacts and the blob store (docs/artifacts.md) ----
 // A blob is uploaded in parts of this size, all but the last full (one part per request body).

@@ -92,6 +92,10 @@ struct MediaPoint {
 struct IngestBatch {
   int64_t seq = 0;  // > 0, unique per writer; a seen seq is acknowledged and ignored. 0 only
                     // together with `positions`, which then guard the batch instead.
+  // The sender settled every lower seq of this writer before this one (limits::
+  // kBatchOrderedHeader; needs seq > 0): once stored, seq becomes the writer's pruned_seq and no
+  // record of the batch is kept. False: a record per (writer, seq), pruned by retention.
+  bool seq_ordered = false;
   std::vector<StreamPosition> positions;  // checked and advanced atomically with the batch
   std::vector<int64_t> history_step;      // per history row; kAssignStep or >= 0
   std::vector<int64_t> history_time_ms;   // per history row

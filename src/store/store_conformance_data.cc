@@ -686,6 +686,7 @@ TEST_P(StoreConformanceTest, ConcurrentIngestAndHeartbeatsFailOnlyTheBadRequests
   // Concurrent batches, retried seqs, batches and heartbeats for an unknown writer, and
   // heartbeats: each bad request fails alone (kNotFound), a retry is a duplicate, and what the
   // others store is exact (also the contract for any backend that groups concurrent writes).
+  // Odd writers send ordered batches (no record per batch), even ones unordered.
   MakeRun("run1");
   constexpr int kWriters = 6, kBatches = 30, kRows = 20;
   for (int w = 0; w < kWriters; ++w) Join("run1", "w" + std::to_string(w), w == 0, w == 0);
@@ -696,11 +697,16 @@ TEST_P(StoreConformanceTest, ConcurrentIngestAndHeartbeatsFailOnlyTheBadRequests
   for (int w = 0; w < kWriters; ++w) {
     threads.emplace_back([&, w] {
       const std::string label = "w" + std::to_string(w);
+      auto batch = [&](int seq) {
+        IngestBatch b = Rows(seq, "loss", kRows);
+        b.seq_ordered = w % 2 == 1;
+        return b;
+      };
       for (int seq = 1; seq <= kBatches; ++seq) {
-        auto r = store().Ingest(Ref("run1"), label, Rows(seq, "loss", kRows), base + seq);
+        auto r = store().Ingest(Ref("run1"), label, batch(seq), base + seq);
         if (!r.ok() || r->duplicate) errors[w] += "batch " + std::to_string(seq) + "; ";
         if (seq % 5 == 0) {  // a retry of the batch just stored
-          auto again = store().Ingest(Ref("run1"), label, Rows(seq, "loss", kRows), base + seq);
+          auto again = store().Ingest(Ref("run1"), label, batch(seq), base + seq);
           if (again.ok() && again->duplicate) ++duplicates[w];
           auto ghost = store().Ingest(Ref("run1"), "ghost", Rows(seq, "loss", kRows), base);
           if (!ghost.ok() && ghost.status().code() == StatusCode::kNotFound) ++not_found[w];

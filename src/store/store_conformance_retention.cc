@@ -94,6 +94,93 @@ TEST_P(StoreConformanceTest, PrunedBatchRecordsStillRejectRetries) {
   EXPECT_EQ(PointCount(store(), Ref("run1")), 60);
 }
 
+// An ordered batch (the agent's: every lower seq of its stream settled) leaves no record: its seq
+// becomes the writer's pruned_seq. Retries of it and of any lower seq are duplicates, a record
+// kept for an unordered batch above the pruned_seq still names a duplicate, and the other writers
+// keep their own seqs. Retries with a new key take PostgreSQL's path that reads the rows first.
+TEST_P(StoreConformanceTest, OrderedBatchesKeepTheirSeqOnTheWriterInsteadOfARecord) {
+  MakeRun("run1");
+  Join("run1", "w");
+  auto ingest = [&](const std::string& label, int64_t seq, bool ordered,
+                    const std::string& key = "m") -> Result<IngestResult> {
+    IngestBatch b = Rows(seq, key, 10);
+    b.seq_ordered = ordered;
+    return store().Ingest(Ref("run1"), label, b, 100 * seq);
+  };
+  for (int64_t seq = 1; seq <= 3; ++seq) {
+    COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, ingest("w", seq, true));
+    EXPECT_FALSE(r.duplicate) << seq;
+  }
+  EXPECT_EQ(PointCount(store(), Ref("run1")), 30);
+  COHORT_ASSERT_OK_AND_ASSIGN(int64_t records, store().PruneBatches(int64_t{1} << 60));
+  EXPECT_EQ(records, 0);  // nothing was recorded per batch
+
+  // Retries of the last seq, of an older one, and (a new key) through the other path.
+  for (auto [seq, key] : {std::pair<int64_t, const char*>{3, "m"}, {1, "m"}, {2, "n"}, {3, "n"}}) {
+    for (bool ordered : {true, false}) {
+      COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, ingest("w", seq, ordered, key));
+      EXPECT_TRUE(r.duplicate) << seq << key << ordered;
+    }
+  }
+  EXPECT_EQ(PointCount(store(), Ref("run1")), 30);
+
+  // An unordered batch above the pruned seq is recorded; an ordered retry of it is a duplicate
+  // on either path.
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult five, ingest("w", 5, false));
+  EXPECT_FALSE(five.duplicate);
+  for (const char* key : {"m", "n"}) {
+    COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, ingest("w", 5, true, key));
+    EXPECT_TRUE(r.duplicate) << key;
+  }
+  // An ordered 6 settles the 4 never sent.
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult six, ingest("w", 6, true));
+  EXPECT_FALSE(six.duplicate);
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult four, ingest("w", 4, false));
+  EXPECT_TRUE(four.duplicate);
+  // A new key on the path that reads the rows first, ordered.
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult seven, ingest("w", 7, true, "n"));
+  EXPECT_FALSE(seven.duplicate);
+  EXPECT_EQ(PointCount(store(), Ref("run1")), 60);
+
+  // Another writer's seqs are its own.
+  Join("run1", "v", /*primary=*/false);
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult other, ingest("v", 2, true));
+  EXPECT_FALSE(other.duplicate);
+  EXPECT_EQ(PointCount(store(), Ref("run1")), 70);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto writers, store().ListWriters(Ref("run1")));
+  for (const WriterRecord& w : writers) EXPECT_EQ(w.last_seq, w.label == "w" ? 7 : 2) << w.label;
+  COHORT_ASSERT_OK_AND_ASSIGN(records, store().PruneBatches(int64_t{1} << 60));
+  EXPECT_EQ(records, 1);  // seq 5's
+}
+
+// Copies of one batch sent at once (a retry racing the first try, or two servers): one is
+// stored, the others are duplicates, ordered or not.
+TEST_P(StoreConformanceTest, ConcurrentCopiesOfABatchAreStoredOnce) {
+  MakeRun("run1");
+  Join("run1", "w");
+  constexpr int kCopies = 4, kSeqs = 12;
+  for (int seq = 1; seq <= kSeqs; ++seq) {
+    std::atomic<int> stored{0}, failed{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kCopies; ++i) {
+      threads.emplace_back([&, seq] {
+        IngestBatch b = Rows(seq, seq % 3 == 0 ? "n" : "m", 10);
+        b.seq_ordered = seq % 2 == 1;
+        auto r = store().Ingest(Ref("run1"), "w", b, seq);
+        if (!r.ok()) {
+          ++failed;
+        } else if (!r->duplicate) {
+          ++stored;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failed.load(), 0) << seq;
+    EXPECT_EQ(stored.load(), 1) << seq;
+  }
+  EXPECT_EQ(PointCount(store(), Ref("run1")), 10 * kSeqs);
+}
+
 TEST_P(StoreConformanceTest, StepCounterNeverWrapsPastTheLargestStep) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   MakeRun("run1");

@@ -8,6 +8,7 @@ library's C++ encoder (core/batch_format.h, which src/server/api/ingest_binary_d
 round-trips).
 """
 import math
+import sqlite3
 import struct
 
 from conftest import Api
@@ -107,10 +108,12 @@ def setup_run(api, labels):
     return base
 
 
-def post_binary(api, base, label, body, seq=1, content_type=CONTENT_TYPE):
+def post_binary(api, base, label, body, seq=1, content_type=CONTENT_TYPE, ordered=None):
     headers = {"Content-Type": content_type}
     if seq is not None:
         headers["Cohort-Batch-Seq"] = str(seq)
+    if ordered is not None:
+        headers["Cohort-Batch-Ordered"] = ordered
     return api.post(f"{base}/writers/{label}/batches", raw=body, headers=headers)
 
 
@@ -184,6 +187,39 @@ def test_binary_duplicate_seq_is_acknowledged_and_stored_once(api):
     status, again = post_binary(api, base, "b", body, seq=7)
     assert status == 200 and again["duplicate"] is True, again
     assert len(stored(api, base, "b")["loss"]) == 2
+
+
+def batch_records(server):
+    with sqlite3.connect(f"file:{server.data_dir / 'cohort.db'}?mode=ro", uri=True) as db:
+        return db.execute("SELECT count(*) FROM batches").fetchone()[0]
+
+
+def test_ordered_batches_are_stored_once_without_a_record_each(server, api):
+    """Cohort-Batch-Ordered: 1 (what the agent sends): the server keeps the seq on the writer, not
+    a record per batch; retries of it and of lower seqs are acknowledged as duplicates."""
+    base = setup_run(api, ["b"])
+    before = batch_records(server)
+    for seq, row in enumerate(HISTORY[:4], start=1):
+        status, r = post_binary(api, base, "b", encode([row]), seq=seq, ordered="1")
+        assert status == 200 and r["duplicate"] is False, r
+    assert batch_records(server) == before
+    for seq in (4, 2):
+        status, r = post_binary(api, base, "b", encode([HISTORY[0]]), seq=seq, ordered="1")
+        assert status == 200 and r["duplicate"] is True, (seq, r)
+    status, r = post_binary(api, base, "b", encode([HISTORY[0]]), seq=3)  # unordered retry
+    assert status == 200 and r["duplicate"] is True, r
+    # Without the header each batch is recorded, as before.
+    status, r = post_binary(api, base, "b", encode([HISTORY[4]]), seq=9, ordered="0")
+    assert status == 200 and r["duplicate"] is False, r
+    assert batch_records(server) == before + 1
+    assert len(stored(api, base, "b")["loss"]) == 5
+    # The JSON body takes the header too; a value other than 0 or 1 is refused.
+    status, r = api.post(f"{base}/writers/b/batches", json_body(10),
+                         headers={"Cohort-Batch-Ordered": "1"})
+    assert status == 200 and r["duplicate"] is False, r
+    status, r = post_binary(api, base, "b", encode([HISTORY[0]]), seq=11, ordered="yes")
+    assert status == 400 and "Cohort-Batch-Ordered header: expected 1" in r["error"]["message"], r
+    assert batch_records(server) == before + 1
 
 
 def test_unknown_binary_version_is_415_naming_the_version(api):

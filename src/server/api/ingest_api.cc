@@ -17,11 +17,21 @@ namespace cohort::api {
 namespace {
 
 Result<store::IngestBatch> DecodeBody(const http::HttpRequest& req, const ApiLimits& limits) {
+  COHORT_ASSIGN_OR_RETURN(const bool ordered,
+                          ParseBatchOrderedHeader(req.Header("cohort-batch-ordered")));
+  store::IngestBatch batch;
   if (!IsBinaryBatchContentType(req.Header("content-type"))) {
-    return DecodeIngestBatch(req.body, limits);
+    COHORT_ASSIGN_OR_RETURN(batch, DecodeIngestBatch(req.body, limits));
+  } else {
+    COHORT_ASSIGN_OR_RETURN(int64_t seq, ParseBatchSeqHeader(req.Header("cohort-batch-seq")));
+    COHORT_ASSIGN_OR_RETURN(batch, DecodeBinaryIngestBatch(req.body, seq, limits));
   }
-  COHORT_ASSIGN_OR_RETURN(int64_t seq, ParseBatchSeqHeader(req.Header("cohort-batch-seq")));
-  return DecodeBinaryIngestBatch(req.body, seq, limits);
+  if (ordered && batch.seq <= 0) {
+    return Status::InvalidArgument(std::string(limits::kBatchOrderedHeader) +
+                                   " header: the batch has no seq to keep");
+  }
+  batch.seq_ordered = ordered;
+  return batch;
 }
 
 }  // namespace

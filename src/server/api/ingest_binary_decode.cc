@@ -428,6 +428,15 @@ Result<int64_t> ParseBatchSeqHeader(std::string_view value) {
   return int64_t(seq);
 }
 
+Result<bool> ParseBatchOrderedHeader(std::string_view value) {
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  if (value.empty() || value == "0") return false;
+  if (value == "1") return true;
+  return Status::InvalidArgument(std::string(limits::kBatchOrderedHeader) +
+                                 " header: expected 1 (or 0)");
+}
+
 bool IsBinaryBatchContentType(std::string_view content_type) {
   std::string_view type = content_type.substr(0, content_type.find(';'));
   while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);

@@ -23,6 +23,10 @@ namespace cohort::api {
 // kInvalidArgument naming the header otherwise (also when it is absent: an empty value).
 Result<int64_t> ParseBatchSeqHeader(std::string_view value);
 
+// The Cohort-Batch-Ordered header's value (limits::kBatchOrderedHeader): "1" true, "0" or
+// absent (empty) false; kInvalidArgument naming the header for anything else.
+Result<bool> ParseBatchOrderedHeader(std::string_view value);
+
 Result<store::IngestBatch> DecodeBinaryIngestBatch(std::string_view body, int64_t seq,
                                                              const ApiLimits& limits);
 

@@ -1,9 +1,11 @@
 // PostgresStore::Ingest: one batch of one writer (metric chunks, system metrics, console lines,
 // stream positions) in one READ COMMITTED transaction of two statements in the common case:
-//   1. lock the writer row, record (writer, seq) with INSERT ... ON CONFLICT DO NOTHING, and lock
-//      the batch's series rows (FOR UPDATE), which hold each series' tail state. A duplicate
-//      stops here; a concurrent copy of the same batch on another server waits for the writer's
-//      lock, then finds the seq taken;
+//   1. lock the writer row, record (writer, seq) with INSERT ... ON CONFLICT DO NOTHING (an
+//      ordered batch, IngestBatch::seq_ordered, is checked against the writer's pruned_seq and
+//      the records instead, and its seq becomes the pruned_seq in 3.), and lock the batch's
+//      series rows (FOR UPDATE), which hold each series' tail state. A duplicate stops here; a
+//      concurrent copy of the same batch on another server waits for the writer's lock, then
+//      finds the seq taken;
 //   2. (rare) create the series that are new; read the tails that this batch compacts;
 //   3. one statement of data-modifying CTEs: delete compacted tail chunks, insert the new chunks,
 //      advance the series, the writer, the stream positions and the run (whose row lock orders
@@ -50,7 +52,8 @@ namespace {
 // The stored state of one series, read under its row lock.
 using SeriesState = pg::IngestCache::Series;
 
-// Locks the writer, records (writer, seq) and locks the batch's existing series. The writer's
+// Locks the writer, records (writer, seq) ($8: an ordered batch, which leaves no record: it is new
+// when above the pruned_seq and not recorded) and locks the batch's existing series. The writer's
 // lock alone serialises every change to its series; the series rows are locked as well because
 // this statement's snapshot may predate a batch another server committed while we waited for the
 // writer: FOR UPDATE returns the latest version of each row (EvalPlanQual), never a stale tail.
@@ -61,11 +64,14 @@ constexpr const char* kLockWriterAndSeries =
     "r.pk = w.run_pk WHERE r.entity = $1 AND r.project = $2 AND r.run_id = $3 AND w.label = $4 "
     "FOR UPDATE OF w), "
     "b AS (INSERT INTO batches (writer_pk, seq, stored_ms) SELECT pk, $5, $6 FROM w "
-    "WHERE $5 > 0 AND $5 > w.pruned_seq ON CONFLICT DO NOTHING RETURNING 1), "
+    "WHERE $5 > 0 AND $5 > w.pruned_seq AND NOT $8 ON CONFLICT DO NOTHING RETURNING 1), "
+    "o AS (SELECT 1 FROM w WHERE $8 AND $5 > w.pruned_seq AND NOT EXISTS (SELECT 1 FROM batches x "
+    "WHERE x.writer_pk = w.pk AND x.seq = $5)), "
     "s AS (SELECT s.key, s.pk, s.next_idx, s.tail_idx, s.tail_count, s.tail_chunks "
     "FROM series s JOIN w ON s.run_pk = w.run_pk AND s.writer_pk = w.pk "
     "WHERE s.key = ANY($7) FOR UPDATE OF s) "
-    "SELECT w.pk, w.run_pk, w.next_step, (SELECT count(*) FROM b), s.key, s.pk, s.next_idx, "
+    "SELECT w.pk, w.run_pk, w.next_step, (SELECT count(*) FROM b) + (SELECT count(*) FROM o), "
+    "s.key, s.pk, s.next_idx, "
     "s.tail_idx, s.tail_count, s.tail_chunks FROM w LEFT JOIN s ON true";
 
 constexpr const char* kLockSeries =
@@ -86,28 +92,33 @@ constexpr const char* kReadTails =
 // empty): deleting compacted tail chunks, stream positions, console lines. Parameters are numbered
 // the same in every variant (unused ones are sent empty).
 //
+// $39: the seq that becomes the writer's pruned_seq (an ordered batch's; 0: none).
+//
 // `guarded` (the one-round-trip path): the statement first checks, under the row locks that
-// kFastLock took, that the writer ($39: next step) and the batch's series ($40..$44: pk,
+// kFastLock took, that the writer ($40: next step) and the batch's series ($41..$45: pk,
 // next_idx, tail_idx, tail_count, tail_chunks) are in the state the batch was planned from and
-// that the seq is new, records (writer, seq) only then, and makes every change depend on that
-// record: a stale plan or a duplicate changes nothing and no statement fails. It answers one row,
-// the number of batches recorded (1: stored, 0: nothing written).
+// that the seq is new, records (writer, seq) only then (an ordered batch: no record), and makes
+// every change depend on that: a stale plan or a duplicate changes nothing and no statement
+// fails. It answers one row, the number of batches stored (1: stored, 0: nothing written).
 const std::string& WriteBatchSql(bool deletes, bool positions, bool console, bool guarded) {
   static const std::vector<std::string> kVariants = [] {
     std::vector<std::string> out;
     for (int mask = 0; mask < 16; ++mask) {
       const bool guard = mask & 8;
-      const std::string g = guard ? " AND EXISTS (SELECT 1 FROM b)" : "";
+      const std::string g = guard ? " AND EXISTS (SELECT 1 FROM st)" : "";
       std::string sql = "WITH ";
       if (guard) {
         sql +=
-            "ok AS (SELECT 1 FROM writers w WHERE w.pk = $2 AND w.next_step = $39 AND "
-            "$5 > w.pruned_seq AND (SELECT count(*) FROM series s JOIN unnest($40::int8[], "
-            "$41::int8[], $42::int8[], $43::int8[], $44::int8[]) AS e(pk, ni, ti, tc, tk) "
+            "ok AS (SELECT 1 FROM writers w WHERE w.pk = $2 AND w.next_step = $40 AND "
+            "$5 > w.pruned_seq AND (SELECT count(*) FROM series s JOIN unnest($41::int8[], "
+            "$42::int8[], $43::int8[], $44::int8[], $45::int8[]) AS e(pk, ni, ti, tc, tk) "
             "ON s.pk = e.pk WHERE s.writer_pk = $2 AND s.next_idx = e.ni AND s.tail_idx = e.ti "
-            "AND s.tail_count = e.tc AND s.tail_chunks = e.tk) = cardinality($40::int8[])), "
+            "AND s.tail_count = e.tc AND s.tail_chunks = e.tk) = cardinality($41::int8[]) AND "
+            "($39 = 0 OR NOT EXISTS (SELECT 1 FROM batches x WHERE x.writer_pk = $2 AND "
+            "x.seq = $5))), "
             "b AS (INSERT INTO batches (writer_pk, seq, stored_ms) SELECT $2, $5, $3 FROM ok "
-            "ON CONFLICT DO NOTHING RETURNING 1), ";
+            "WHERE $39 = 0 ON CONFLICT DO NOTHING RETURNING 1), "
+            "st AS (SELECT 1 FROM b UNION ALL SELECT 1 FROM ok WHERE $39 > 0), ";
       }
       if (mask & 1) {
         sql +=
@@ -121,7 +132,7 @@ const std::string& WriteBatchSql(bool deletes, bool positions, bool console, boo
           "SELECT * FROM unnest($7::int8[], $8::int8[], $9::int8[], $10::int8[], $11::int8[], "
           "$12::int8[], $13::int8[], $14::float8[], $15::float8[], $16::float8[], $17::float8[], "
           "$18::float8[], $19::int8[], $20::bytea[], $38::bool[])" +
-          (guard ? std::string(" WHERE EXISTS (SELECT 1 FROM b)") : std::string()) + "), " +
+          (guard ? std::string(" WHERE EXISTS (SELECT 1 FROM st)") : std::string()) + "), " +
           "se AS (UPDATE series s SET count = s.count + v.n, min_step = least(s.min_step, v.lo), "
           "max_step = greatest(s.max_step, v.hi), next_idx = v.ni, tail_idx = v.ti, "
           "tail_count = v.tc, tail_chunks = v.tk FROM unnest($21::int8[], $22::int8[], "
@@ -129,13 +140,14 @@ const std::string& WriteBatchSql(bool deletes, bool positions, bool console, boo
           "AS v(pk, n, lo, hi, ni, ti, tc, tk) WHERE s.pk = v.pk" +
           g + "), " +
           "wr AS (UPDATE writers SET heartbeat_ms = greatest(heartbeat_ms, $3), next_step = $4, "
-          "last_seq = greatest(last_seq, $5) WHERE pk = $2" +
+          "last_seq = greatest(last_seq, $5), pruned_seq = greatest(pruned_seq, $39) "
+          "WHERE pk = $2" +
           g + ")";
       if (mask & 2) {
         sql +=
             ", sp AS (INSERT INTO stream_positions (writer_pk, stream, next_offset) "
             "SELECT $2, t.s, t.n FROM unnest($36::text[], $37::int8[]) AS t(s, n)" +
-            (guard ? std::string(" WHERE EXISTS (SELECT 1 FROM b)") : std::string()) +
+            (guard ? std::string(" WHERE EXISTS (SELECT 1 FROM st)") : std::string()) +
             " ON CONFLICT (writer_pk, stream) DO UPDATE SET next_offset = excluded.next_offset)";
       }
       const std::string run_update =
@@ -152,9 +164,9 @@ const std::string& WriteBatchSql(bool deletes, bool positions, bool console, boo
           "time_ms = excluded.time_ms, stream = excluded.stream, text = excluded.text";
       if (mask & 4) {  // console ids come from the run row, under its lock
         sql += ", ru AS (" + run_update + " RETURNING console_next - $6 AS base) ";
-        sql += guard ? ", co AS (" + console_insert + ") SELECT count(*) FROM b" : console_insert;
+        sql += guard ? ", co AS (" + console_insert + ") SELECT count(*) FROM st" : console_insert;
       } else if (guard) {
-        sql += ", ru AS (" + run_update + ") SELECT count(*) FROM b";
+        sql += ", ru AS (" + run_update + ") SELECT count(*) FROM st";
       } else {
         sql += " " + run_update;
       }
@@ -293,7 +305,7 @@ struct ConsoleArrays {
   }
 };
 
-// Parameters $1..$38 of WriteBatchSql().
+// Parameters $1..$39 of WriteBatchSql().
 void AddWriteParams(Params* p, int64_t run_pk, int64_t writer_pk, int64_t now_ms, int64_t next_step,
                     const IngestBatch& batch, const BatchWrite& write,
                     const ConsoleArrays& console) {
@@ -310,6 +322,7 @@ void AddWriteParams(Params* p, int64_t run_pk, int64_t writer_pk, int64_t now_ms
   p->AddArray(console.numbers);
   p->AddTextArray(position_streams).AddArray(position_next);
   p->AddArray(write.sealed());
+  p->Add(batch.seq_ordered ? batch.seq : int64_t{0});
 }
 
 // The cache entry after a batch was stored: `before` (may be null) with `states` over it.
@@ -508,7 +521,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     {
       Params p;
       p.Add(ref.entity).Add(ref.project).Add(ref.run_id).Add(label).Add(batch.seq).Add(now_ms);
-      p.AddTextArray(keys);
+      p.AddTextArray(keys).Add(batch.seq_ordered);
       COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kLockWriterAndSeries, p));
       if (res.rows() == 0) {
         COHORT_RETURN_IF_ERROR(LoadRun(conn, ref).status());

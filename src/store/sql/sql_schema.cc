@@ -24,12 +24,13 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //             the run's row lock, so ids grow in commit order and a reader paging with after_id
 //             never skips a line that commits late.
 //   writers   one row per (run, label); next_step / last_seq let a writer resume; pruned_seq is
-//             the highest seq whose batches record was pruned (a batch at or below it is a
-//             duplicate). On PostgreSQL a writer's row lock serialises its batches across
+//             the highest seq whose batches record was pruned, or of an ordered batch (stored
+//             without a record: IngestBatch::seq_ordered); a batch at or below it is a
+//             duplicate. On PostgreSQL a writer's row lock serialises its batches across
 //             servers. end_unhandled: the writer ended (in that transaction) and the alert rules
 //             have not handled its end yet (writers_end_unhandled finds them).
-//   batches   (writer, seq) of every stored batch: the exactly-once guard; batches_by_stored
-//             finds the records to prune.
+//   batches   (writer, seq) of every stored batch but the ordered ones: the exactly-once
+//             guard; batches_by_stored finds the records to prune.
 //   stream_positions  next offset per (writer, stream): the exactly-once guard of batches
 //             rebuilt from file_stream offsets (ingest_batch.h StreamPosition).
 //   series    one row per (run, key, writer) with its point count and step range, and its

@@ -202,13 +202,24 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
     }
   }
   if (batch.seq > 0) {
-    // A seq at or below the writer's pruned_seq was stored before its record was pruned.
-    COHORT_ASSIGN_OR_RETURN(
-        Stmt st, db->Cached("INSERT INTO batches (writer_pk, seq, stored_ms) SELECT ?, ?, ? "
-                            "WHERE ? > ? ON CONFLICT DO NOTHING"));
-    st.Bind(w.pk).Bind(batch.seq).Bind(now_ms).Bind(batch.seq).Bind(w.pruned_seq);
-    COHORT_RETURN_IF_ERROR(st.Run());
-    if (db->Changes() == 0) {  // stored before: acknowledge, change nothing
+    // A seq at or below the writer's pruned_seq was stored before (or settled by an ordered
+    // sender); above it, a record names a stored batch. An ordered batch leaves no record: its
+    // seq becomes the pruned_seq with the writer's row below.
+    bool stored_before = batch.seq <= w.pruned_seq;
+    if (!stored_before && batch.seq_ordered) {
+      COHORT_ASSIGN_OR_RETURN(Stmt st,
+                              db->Cached("SELECT 1 FROM batches WHERE writer_pk = ? AND seq = ?"));
+      st.Bind(w.pk).Bind(batch.seq);
+      COHORT_ASSIGN_OR_RETURN(stored_before, st.Step());
+    } else if (!stored_before) {
+      COHORT_ASSIGN_OR_RETURN(
+          Stmt st, db->Cached("INSERT INTO batches (writer_pk, seq, stored_ms) VALUES (?, ?, ?) "
+                              "ON CONFLICT DO NOTHING"));
+      st.Bind(w.pk).Bind(batch.seq).Bind(now_ms);
+      COHORT_RETURN_IF_ERROR(st.Run());
+      stored_before = db->Changes() == 0;
+    }
+    if (stored_before) {  // acknowledge, change nothing
       result.duplicate = true;
       result.next_step = w.next_step;
       return false;  // also undoes the stream positions advanced above
@@ -277,8 +288,10 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
   {
     COHORT_ASSIGN_OR_RETURN(Stmt st,
                             db->Cached("UPDATE writers SET heartbeat_ms = max(heartbeat_ms, ?), "
-                                       "next_step = ?, last_seq = max(last_seq, ?) WHERE pk = ?"));
-    st.Bind(now_ms).Bind(next_step).Bind(batch.seq).Bind(w.pk);
+                                       "next_step = ?, last_seq = max(last_seq, ?), "
+                                       "pruned_seq = max(pruned_seq, ?) WHERE pk = ?"));
+    st.Bind(now_ms).Bind(next_step).Bind(batch.seq).Bind(batch.seq_ordered ? batch.seq : 0);
+    st.Bind(w.pk);
     COHORT_RETURN_IF_ERROR(st.Run());
   }
   {
