@@ -167,3 +167,41 @@ def get(api, path, **params):
     status, body = api.get(path + ("?" + urllib.parse.urlencode(params) if params else ""))
     assert status == 200, (path, body)
     return body
+
+
+def test_ordered_batches_raced_to_both_servers_are_stored_once_without_records(servers):
+    """The agent's batches (Cohort-Batch-Ordered: 1, docs/api.md), each sent to both servers at
+    the same moment in seq order (a retry racing a first try that timed out), then late retries
+    to either: every point once, and no exactly-once record left (the seq is on the writer)."""
+    cluster, db, a, b = servers
+    key = a.config["api_key"]
+    api_a, api_b = a.api(key), b.api(key)
+    base = f"/api/v1/runs/{get(api_a, '/api/v1/viewer')['entity']}/ordered"
+    status, run = api_a.post(base, {"name": "ordered"})
+    assert status == 201, run
+    run_path = f"{base}/{run['id']}"
+    assert api_b.post(f"{run_path}/writers", {"label": "rank_0", "primary": True})[0] == 201
+
+    def send(api, seq):
+        status, body = api.post(f"{run_path}/writers/rank_0/batches",
+                                batch(seq, "rank_0", seq % 2 == 0),
+                                headers={"Cohort-Batch-Ordered": "1"})
+        assert status == 200, body
+        return body["duplicate"]
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        for seq in range(1, BATCHES + 1):
+            outcomes = list(pool.map(lambda api: send(api, seq), (api_a, api_b)))
+            assert sorted(outcomes) == [False, True], (seq, outcomes)
+    rng = random.Random(3)
+    for _ in range(20):
+        assert send(rng.choice((api_a, api_b)), rng.randint(1, BATCHES)) is True
+
+    expected_points = BATCHES * ROWS
+    for api in (api_a, api_b):
+        series = get(api, f"{run_path}/history", keys=",".join(KEYS), writers="rank_0")["series"]
+        assert [s["key"] for s in series] == sorted(KEYS)
+        for s in series:
+            assert [p[0] for p in s["points"]] == list(range(expected_points)), s["key"]
+    assert cluster.psql(db, "SELECT count(*) FROM batches") == "0"
+    assert cluster.psql(db, "SELECT pruned_seq, last_seq FROM writers") == f"{BATCHES}|{BATCHES}"
