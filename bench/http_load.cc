@@ -4,7 +4,7 @@
 //       N client threads, each with its own run and writer on one keep-alive connection, send
 //       pre-encoded ingest batches; prints points/s and batch latency percentiles as JSON.
 //       --format binary sends batch v4 bodies (docs/formats.md, what the agent posts) instead of
-//       JSON; --ordered 1 marks each batch Cohort-Batch-Ordered: 1 as the agent does (no
+//       JSON; --ordered 1 marks each batch Cohort-Batch-Ordered: http-load as the agent does (no
 //       exactly-once record per batch; docs/api.md).
 //   http_load query --url URL --key KEY --points 1000000 --repeat 20
 //       writes one series of N points, then times a raw read of all of it (paged) and a
@@ -47,7 +47,7 @@ struct Args {
   int64_t points = 1000000;
   std::string project = "bench";
   std::string format = "json";  // ingest bodies: json | binary (application/vnd.cohort.batch)
-  bool ordered = false;         // Cohort-Batch-Ordered: 1 on every batch
+  bool ordered = false;         // Cohort-Batch-Ordered: http-load on every batch
 };
 
 Args Parse(int argc, char** argv) {
@@ -92,7 +92,7 @@ class Conn {
     req.set(http::field::authorization, "Bearer " + key_);
     req.set(http::field::content_type, content_type);
     if (batch_seq > 0) req.set(cohort::limits::kBatchSeqHeader, std::to_string(batch_seq));
-    if (ordered) req.set(cohort::limits::kBatchOrderedHeader, "1");
+    if (ordered) req.set(cohort::limits::kBatchOrderedHeader, "http-load");
     req.keep_alive(true);
     req.body() = body;
     req.prepare_payload();

@@ -16,7 +16,7 @@
 #   STORE_OPTS store URL options for the servers, e.g. ingest_cache=off (docs/operations.md)
 #   FORMAT=binary  batch bodies in the agent's binary encoding (what `cohort agent` sends);
 #              default json
-#   ORDERED=1  batches marked Cohort-Batch-Ordered: 1, as the agent marks them (no exactly-once
+#   ORDERED=1  batches marked Cohort-Batch-Ordered: <stream>, as the agent marks them (no exactly-once
 #              record per batch; docs/api.md); default 0
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"

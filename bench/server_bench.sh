@@ -12,7 +12,7 @@
 #   CLIENTS     client counts (default "1 4 16")
 #   SERVER_ENV  extra environment for the server, e.g. "MALLOC_ARENA_MAX=8"
 #   FORMAT      ingest bodies: json (default) or binary (the agent's batch v4)
-#   ORDERED=1   batches marked Cohort-Batch-Ordered: 1, as the agent marks them (no exactly-once
+#   ORDERED=1   batches marked Cohort-Batch-Ordered: <stream>, as the agent marks them (no exactly-once
 #               record per batch; docs/api.md); default 0
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"

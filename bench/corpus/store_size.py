@@ -3,8 +3,8 @@
 Starts `cohort server` (SQLite, port 0, a temporary data directory), replays the corpus through
 the JSON ingest API the way the agent uploads a run (each writer's rows in time order, one batch
 per second of logging time, history and system rows together, each batch marked
-`Cohort-Batch-Ordered: 1` as the agent marks it; --unordered: without it, as other JSON clients
-send them, each batch leaving its exactly-once record), stops the server cleanly
+`Cohort-Batch-Ordered: <stream id>` as the agent marks it; --unordered: without it, as other
+JSON clients send them, each batch leaving its exactly-once record), stops the server cleanly
 (SIGTERM) and reports the data directory's size, the chunk bytes, and SQLite's own accounting
 of every table and index (dbstat) per point.
 
@@ -93,7 +93,7 @@ class Api:
 def replay(api, entity, series, window_ms, ordered=True):
     """Each (run, writer): its history rows keyed by (step, time), system rows by time, in time
     order, one batch per window of window_ms."""
-    marks = {"Cohort-Batch-Ordered": "1"} if ordered else {}
+    marks = {"Cohort-Batch-Ordered": "store-size"} if ordered else {}
     writers = collections.defaultdict(list)
     for s in series:
         writers[(s[0], s[1])].append(s)

@@ -426,12 +426,19 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
     case RecordKind::kBatch: {
       // The WAL bytes as they are: the batch v4 the client encoded; its seq travels outside.
       const uint64_t seq = s->UploadSeq(rec.seq);
-      // In seq order, one at a time, each once every lower record of the stream is settled:
-      // the server keeps the seq on the writer instead of a record per batch.
+      if (Status saved = s->SaveStreamId(); !saved.ok()) {
+        Attempt a;
+        a.outcome = Outcome::kRetry;
+        a.status = saved;
+        a.delay_s = backoff_.NextDelay();
+        return a;
+      }
+      // In seq order, one at a time, each once every lower record of the stream is settled: the
+      // server keeps the stream's highest seq for the writer instead of a record per batch.
       std::string seq_header(limits::kBatchSeqHeader);
       seq_header += ": " + std::to_string(seq) + "\r\n";
       seq_header += limits::kBatchOrderedHeader;
-      seq_header += ": 1";
+      seq_header += ": " + s->stream_id();
       auto r = Call("POST", WriterPath(*entity, t) + "/batches", rec.body, t.api_key,
                     limits::kBatchMediaType, seq_header);
       if (r.ok() && r->status == 415) {

@@ -96,8 +96,9 @@ std::vector<std::string> Paths(const std::vector<FakeRequest>& reqs) {
 }
 
 // Batches go out as the WAL holds them: the client's batch v4 bytes, unchanged, with the seq in
-// the Cohort-Batch-Seq header and Cohort-Batch-Ordered: 1 (each batch sent once the records
-// before it are settled); nothing is asked of the server first.
+// the Cohort-Batch-Seq header and the stream's id in Cohort-Batch-Ordered (each batch sent once
+// the records before it are settled; the id saved in seq.json first); nothing is asked of the
+// server first.
 TEST_F(SenderTest, UploadsRecordsInOrderWithTheirSeqAndTheWalBytesAsTheBody) {
   FakeHttpServer server(Ok);
   auto stream = MakeStream(server.url(), "alice", 2);
@@ -118,7 +119,7 @@ TEST_F(SenderTest, UploadsRecordsInOrderWithTheirSeqAndTheWalBytesAsTheBody) {
     const FakeRequest& b = reqs[2 + i];
     EXPECT_EQ(b.content_type, limits::kBatchMediaType);
     EXPECT_EQ(b.body, BatchBody(i));  // byte for byte what was appended
-    EXPECT_EQ(b.batch_ordered, "1");  // one at a time, in seq order
+    EXPECT_EQ(b.batch_ordered, stream->stream_id());  // one at a time, in seq order
   }
   EXPECT_EQ(std::stoull(reqs[3].batch_seq), std::stoull(reqs[2].batch_seq) + 1);
   UploadProgress p = stream->progress();

@@ -6,7 +6,9 @@
 
 #include "agent/agent_log.h"
 #include "core/clock.h"
+#include "core/ids.h"
 #include "core/json.h"
+#include "core/limits.h"
 
 namespace cohort::agent {
 namespace {
@@ -161,9 +163,12 @@ Status WriterStream::ScanUnacknowledged() {
   uint64_t time_base = uint64_t(NowMillis()) << kSeqTimeShift;
   {
     MutexLock lock(&append_mu_);
-    // seq.json is written when acknowledgements first remove records (FlushAcks), not here:
-    // an open (which a client's Init waits for) costs no extra fsync.
+    // seq.json is written when acknowledgements first remove records (FlushAcks), or before the
+    // first batch is uploaded (SaveStreamId), not here: an open (which a client's Init waits for)
+    // costs no extra fsync.
     next_seq_ = std::max({max_seq + 1, time_base, seq_floor_});
+    stream_id_saved_ = !stream_id_.empty();
+    if (stream_id_.empty()) stream_id_ = ids::RandomHex(16);  // new, or seq.json was damaged
   }
   {
     MutexLock lock(&append_mu_);
@@ -203,6 +208,7 @@ Status WriterStream::LoadSeqState() {
   int64_t floor = r.Int("floor");
   int64_t joined = r.OptInt("joined_seq").value_or(0);
   int64_t offset = r.OptInt("upload_offset").value_or(0);
+  std::string stream_id = r.OptString("stream_id", limits::kMaxBatchStreamIdBytes).value_or("");
   std::map<uint64_t, uint64_t> frames;
   if (const bj::array* sessions = r.OptArray("sessions")) {
     for (const bj::value& v : *sessions) {
@@ -220,6 +226,11 @@ Status WriterStream::LoadSeqState() {
   if (floor < 0 || joined < 0 || offset < 0) {
     return Status::Corruption(dir_ + "/" + kSeqFile + ": negative value");
   }
+  if (!std::all_of(stream_id.begin(), stream_id.end(),
+                   [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); })) {
+    return Status::Corruption(dir_ + "/" + kSeqFile + ": bad stream_id");
+  }
+  stream_id_ = std::move(stream_id);
   MutexLock lock(&append_mu_);
   saved_frames_ = std::move(frames);
   seq_floor_ = uint64_t(floor);
@@ -233,6 +244,7 @@ Status WriterStream::WriteSeqStateLocked() {
   o["floor"] = int64_t(seq_floor_);
   o["joined_seq"] = int64_t(joined_seq_);
   o["upload_offset"] = int64_t(upload_offset_);
+  o["stream_id"] = stream_id_;
   if (!saved_frames_.empty()) {
     bj::array sessions;
     for (const auto& [session, frame] : saved_frames_) {
@@ -242,7 +254,13 @@ Status WriterStream::WriteSeqStateLocked() {
   }
   Status st = wal::WriteFileAtomically(fs_, wal::JoinPath(dir_, kSeqFile), bj::serialize(o));
   if (st.ok()) seq_state_dirty_ = false;
+  if (st.ok()) stream_id_saved_ = true;
   return st;
+}
+
+Status WriterStream::SaveStreamId() {
+  MutexLock lock(&append_mu_);
+  return stream_id_saved_ ? Status::Ok() : WriteSeqStateLocked();
 }
 
 Status WriterStream::NoteJoined(uint64_t join_seq, uint64_t server_last_seq) {

@@ -176,6 +176,15 @@ class WriterStream {
   uint64_t UploadSeq(uint64_t seq) const COHORT_NO_THREAD_SAFETY_ANALYSIS {
     return seq + upload_offset_;
   }
+  // This stream's id, sent with each batch (Cohort-Batch-Ordered: the server keeps the highest
+  // seq it stored per writer and stream). Random, kept in seq.json with the upload offset, so it
+  // changes exactly when the offset is lost (a damaged seq.json): the server never takes a
+  // record numbered anew for one it holds.
+  const std::string& stream_id() const { return stream_id_; }
+  // Writes seq.json when the stream id is not in it yet (a new stream, or after a damaged one):
+  // the Sender calls it before it uploads a batch, so that a batch the server stored under this
+  // id is never re-sent under another after a restart.
+  Status SaveStreamId() COHORT_EXCLUDES(append_mu_);
   // Writes the acknowledged position to the WAL (at most every `min_interval_ms` unless
   // `force`), letting it delete uploaded segments.
   Status FlushAcks(bool force, int64_t min_interval_ms = 250) COHORT_EXCLUDES(append_mu_);
@@ -242,8 +251,12 @@ class WriterStream {
   uint64_t joined_seq_ COHORT_GUARDED_BY(append_mu_) = 0;
   // Persisted; the Sender reads it without the lock (UploadSeq).
   uint64_t upload_offset_ COHORT_GUARDED_BY(append_mu_) = 0;
-  // joined_seq_ changed since seq.json was written.
+  // joined_seq_ (or a new stream id) changed since seq.json was written.
   bool seq_state_dirty_ COHORT_GUARDED_BY(append_mu_) = false;
+  // Persisted in seq.json; set while opening, read-only after.
+  std::string stream_id_;
+  // stream_id_ is in seq.json.
+  bool stream_id_saved_ COHORT_GUARDED_BY(append_mu_) = false;
   // Session -> highest frame stored.
   std::map<uint64_t, uint64_t> last_frame_ COHORT_GUARDED_BY(append_mu_);
   // Persisted: seq.json's "sessions".

@@ -206,6 +206,51 @@ TEST_F(WriterStreamTest, ConfirmedJoinIsPersistedBeforeTheNextRecordIsPeeked) {
       << std::string(buf, n);
 }
 
+// The stream id the Sender sends with each batch (Cohort-Batch-Ordered) is written to seq.json
+// before the first batch goes out (not at open: a client's Init waits for that), survives a
+// reopen, and is new when seq.json was damaged (the offset is lost with it: records numbered
+// anew must not be taken for the ones the server holds under the old id).
+TEST_F(WriterStreamTest, StreamIdIsSavedBeforeTheFirstBatchAndNewAfterADamagedSeqFile) {
+  auto read_seq_file = [&] {
+    std::FILE* f = std::fopen((dir_ + "/seq.json").c_str(), "r");
+    if (f == nullptr) return std::string();
+    char buf[512] = {};
+    size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    return std::string(buf, n);
+  };
+  std::string id;
+  {
+    auto s = WriterStream::Create(dir_, target_);
+    ASSERT_TRUE(s.ok());
+    id = (*s)->stream_id();
+    EXPECT_EQ(id.size(), 32u);
+    EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
+    EXPECT_FALSE(fs::exists(dir_ + "/seq.json"));  // opening wrote nothing
+    ASSERT_TRUE((*s)->SaveStreamId().ok());
+    EXPECT_NE(read_seq_file().find("\"stream_id\":\"" + id + "\""), std::string::npos)
+        << read_seq_file();
+    ASSERT_TRUE((*s)->Close().ok());
+  }
+  {
+    auto s = WriterStream::OpenExisting(dir_);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ((*s)->stream_id(), id);
+    ASSERT_TRUE((*s)->Close().ok());
+  }
+  std::FILE* f = std::fopen((dir_ + "/seq.json").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("{\"floor\": 1, \"stream_id\": \"zz", f);
+  std::fclose(f);
+  auto s = WriterStream::OpenExisting(dir_);
+  ASSERT_TRUE(s.ok());
+  EXPECT_NE((*s)->stream_id(), id);
+  EXPECT_EQ((*s)->stream_id().size(), 32u);
+  EXPECT_FALSE(fs::exists(dir_ + "/seq.json"));  // set aside; written again before a batch
+  ASSERT_TRUE((*s)->SaveStreamId().ok());
+  EXPECT_NE(read_seq_file().find((*s)->stream_id()), std::string::npos);
+}
+
 TEST_F(WriterStreamTest, JoinBelowTheStreamKeepsSeqsUnchanged) {
   auto s = WriterStream::Create(dir_, target_);
   ASSERT_TRUE(s.ok());

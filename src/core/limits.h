@@ -99,11 +99,13 @@ inline constexpr uint8_t kBatchVersion = 4;
 // The HTTP header that carries a binary batch's seq (the batch bytes do not: the agent assigns
 // it when it appends the batch to its WAL).
 inline constexpr std::string_view kBatchSeqHeader = "Cohort-Batch-Seq";
-// With the value 1 (the agent sends it): the sender posts this writer's batches one at a time in
-// seq order, each only once every lower seq of its stream is settled (stored, refused, or not a
-// batch). The store then keeps the seq as the writer's pruned_seq (every seq at or below it is a
-// duplicate) instead of a record per batch (docs/api.md, "Exactly once").
+// Its value names the sender's stream (the agent sends its WAL stream's id): the stream posts this
+// writer's batches one at a time in seq order, each only once every lower seq of the stream is
+// settled (stored, refused, or not a batch). The store then keeps the stream's highest stored seq
+// for the writer (a seq of the stream at or below it is a duplicate) instead of a record per
+// batch (docs/api.md). 1 to kMaxBatchStreamIdBytes of [A-Za-z0-9._-].
 inline constexpr std::string_view kBatchOrderedHeader = "Cohort-Batch-Ordered";
+inline constexpr size_t kMaxBatchStreamIdBytes = 64;
 
 // ---- artifacts and the blob store (docs/artifacts.md) ----
 // A blob is uploaded in parts of this size, all but the last full (one part per request body).

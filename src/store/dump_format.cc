@@ -256,6 +256,7 @@ const std::vector<DumpTable>& DumpTables() {
         {"delivered_ms", I, true},
         {"created_ms", I}}},
       {"alert_delivery_cursor", {{"id", I}, {"last_event_id", I}}},
+      {"ordered_streams", {{"writer_pk", I}, {"stream", T}, {"seq", I}}},
   };
   return kTables;
 }

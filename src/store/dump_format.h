@@ -67,6 +67,7 @@ enum DumpTableId : int {
   // One row at most: exported (and counted) only once it moved past 0; an import moves the
   // target's cursor up to it, never back (docs/formats.md "Store dump").
   kDumpAlertDeliveryCursor,
+  kDumpOrderedStreams,
   kDumpTableCount,
 };
 

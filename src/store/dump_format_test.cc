@@ -163,17 +163,39 @@ TEST(DumpFormatTest, RowWithWrongTypeIsRejected) {
 
 // Table ids are the format: tables are only appended (docs/formats.md, "Store dump").
 TEST(DumpFormatTest, TableIdsAreStable) {
-  const std::vector<std::string> names = {
-      "runs", "writers", "batches", "stream_positions", "series", "chunks", "console",
-      "run_files", "views", "api_keys", "blobs", "artifact_collections", "artifact_versions",
-      "artifact_files", "artifact_aliases", "artifact_uses", "blob_md5", "histograms", "media",
-      "alert_rules", "alert_rule_defaults", "alerts", "alert_events", "alert_webhooks",
-      "alert_deliveries", "alert_delivery_cursor"};
+  const std::vector<std::string> names = {"runs",
+                                          "writers",
+                                          "batches",
+                                          "stream_positions",
+                                          "series",
+                                          "chunks",
+                                          "console",
+                                          "run_files",
+                                          "views",
+                                          "api_keys",
+                                          "blobs",
+                                          "artifact_collections",
+                                          "artifact_versions",
+                                          "artifact_files",
+                                          "artifact_aliases",
+                                          "artifact_uses",
+                                          "blob_md5",
+                                          "histograms",
+                                          "media",
+                                          "alert_rules",
+                                          "alert_rule_defaults",
+                                          "alerts",
+                                          "alert_events",
+                                          "alert_webhooks",
+                                          "alert_deliveries",
+                                          "alert_delivery_cursor",
+                                          "ordered_streams"};
   ASSERT_EQ(DumpTables().size(), names.size());
   ASSERT_EQ(int(names.size()), kDumpTableCount);
   for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(DumpTables()[i].name, names[i]) << i;
   EXPECT_EQ(kDumpAlertRules, 19);
   EXPECT_EQ(kDumpAlertDeliveryCursor, 25);
+  EXPECT_EQ(kDumpOrderedStreams, 26);
 }
 
 TEST(DumpFormatTest, WebhookRowWithItsSecretRoundTrips) {

@@ -92,10 +92,12 @@ struct MediaPoint {
 struct IngestBatch {
   int64_t seq = 0;  // > 0, unique per writer; a seen seq is acknowledged and ignored. 0 only
                     // together with `positions`, which then guard the batch instead.
-  // The sender settled every lower seq of this writer before this one (limits::
-  // kBatchOrderedHeader; needs seq > 0): once stored, seq becomes the writer's pruned_seq and no
-  // record of the batch is kept. False: a record per (writer, seq), pruned by retention.
-  bool seq_ordered = false;
+  // Not empty: the sender's stream (limits::kBatchOrderedHeader; needs seq > 0), which sends its
+  // batches in seq order, each once every lower seq of the stream is settled. The store keeps the
+  // stream's highest stored seq per writer (ordered_streams) instead of a record per batch; a
+  // seq of the stream at or below it is a duplicate. Empty: a record per (writer, seq), pruned
+  // by retention.
+  std::string ordered_stream;
   std::vector<StreamPosition> positions;  // checked and advanced atomically with the batch
   std::vector<int64_t> history_step;      // per history row; kAssignStep or >= 0
   std::vector<int64_t> history_time_ms;   // per history row

@@ -686,7 +686,7 @@ TEST_P(StoreConformanceTest, ConcurrentIngestAndHeartbeatsFailOnlyTheBadRequests
   // Concurrent batches, retried seqs, batches and heartbeats for an unknown writer, and
   // heartbeats: each bad request fails alone (kNotFound), a retry is a duplicate, and what the
   // others store is exact (also the contract for any backend that groups concurrent writes).
-  // Odd writers send ordered batches (no record per batch), even ones unordered.
+  // Odd writers send ordered batches (a stream each, no record per batch), even ones unordered.
   MakeRun("run1");
   constexpr int kWriters = 6, kBatches = 30, kRows = 20;
   for (int w = 0; w < kWriters; ++w) Join("run1", "w" + std::to_string(w), w == 0, w == 0);
@@ -699,7 +699,7 @@ TEST_P(StoreConformanceTest, ConcurrentIngestAndHeartbeatsFailOnlyTheBadRequests
       const std::string label = "w" + std::to_string(w);
       auto batch = [&](int seq) {
         IngestBatch b = Rows(seq, "loss", kRows);
-        b.seq_ordered = w % 2 == 1;
+        b.ordered_stream = w % 2 == 1 ? "agent-" + std::to_string(w) : "";
         return b;
       };
       for (int seq = 1; seq <= kBatches; ++seq) {

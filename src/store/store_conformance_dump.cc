@@ -32,7 +32,9 @@ void Populate(Store& s, const RunRef& ref) {
     }
     b.AddSystemRow(5, {{"gpu.0.temp", 61.5}});
     b.AddConsole(ConsoleLine{.time_ms = 9, .text = "line " + std::to_string(seq)});
-    ASSERT_TRUE(s.Ingest(ref, "rank_0", b.Finish(), 100 + seq).ok());
+    IngestBatch batch = b.Finish();
+    if (seq == 3) batch.ordered_stream = "agent-0";  // kept as its stream's highest, no record
+    ASSERT_TRUE(s.Ingest(ref, "rank_0", batch, 100 + seq).ok());
   }
   IngestBatch positioned{.positions = {StreamPosition{"out", 0, 2}}};
   positioned.console.push_back(
@@ -132,6 +134,8 @@ TEST_P(StoreConformanceTest, DumpRoundTripKeepsEveryRead) {
   for (const auto& [name, n] : src_counts) total += n;
   EXPECT_EQ(stored, total);
   EXPECT_GT(src_counts["chunks"], 0);
+  EXPECT_EQ(src_counts["batches"], 2);          // rank_0's seqs 1 and 2
+  EXPECT_EQ(src_counts["ordered_streams"], 1);  // its ordered seq 3
 
   COHORT_ASSERT_OK_AND_ASSIGN(RunRecord ra, store().GetRun(ref));
   COHORT_ASSERT_OK_AND_ASSIGN(RunRecord rb, copy->GetRun(ref));
@@ -197,12 +201,16 @@ TEST_P(StoreConformanceTest, DumpRoundTripKeepsEveryRead) {
   COHORT_ASSERT_OK_AND_ASSIGN(ArtifactLogged v2, copy->CommitArtifact(next_version));
   EXPECT_EQ(v2.version.index, 2);
 
-  // Exactly-once survives: a retried batch is a duplicate; the next one is stored.
-  IngestBatchBuilder retry_rows(3);
-  retry_rows.AddHistoryRow(kAssignStep, 1, {{"loss", 1.0}});
-  const IngestBatch retry = retry_rows.Finish();
-  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult dup, copy->Ingest(ref, "rank_0", retry, 400));
-  EXPECT_TRUE(dup.duplicate);
+  // Exactly-once survives: retried batches (a recorded one, an ordered one) are duplicates; the
+  // next one is stored.
+  for (int64_t seq : {2, 3}) {
+    IngestBatchBuilder retry_rows(seq);
+    retry_rows.AddHistoryRow(kAssignStep, 1, {{"loss", 1.0}});
+    IngestBatch retry = retry_rows.Finish();
+    if (seq == 3) retry.ordered_stream = "agent-0";
+    COHORT_ASSERT_OK_AND_ASSIGN(IngestResult dup, copy->Ingest(ref, "rank_0", retry, 400));
+    EXPECT_TRUE(dup.duplicate) << seq;
+  }
   IngestBatchBuilder next_rows(4);
   next_rows.AddHistoryRow(kAssignStep, 1, {{"loss", 1.0}});
   next_rows.AddConsole(ConsoleLine{.time_ms = 12, .text = "after"});

@@ -94,63 +94,78 @@ TEST_P(StoreConformanceTest, PrunedBatchRecordsStillRejectRetries) {
   EXPECT_EQ(PointCount(store(), Ref("run1")), 60);
 }
 
-// An ordered batch (the agent's: every lower seq of its stream settled) leaves no record: its seq
-// becomes the writer's pruned_seq. Retries of it and of any lower seq are duplicates, a record
-// kept for an unordered batch above the pruned_seq still names a duplicate, and the other writers
-// keep their own seqs. Retries with a new key take PostgreSQL's path that reads the rows first.
-TEST_P(StoreConformanceTest, OrderedBatchesKeepTheirSeqOnTheWriterInsteadOfARecord) {
+// An ordered batch (the agent's, IngestBatch::ordered_stream: every lower seq of its stream
+// settled) leaves no record: its stream's highest seq per writer is kept instead. Retries of it
+// and of the stream's lower seqs are duplicates; another stream of the same writer (a relaunched
+// job's, `cohort sync` of two directories) keeps its own seqs, even lower ones; a record kept for
+// an unordered batch still names a duplicate; other writers are apart. Batches with a new key
+// take PostgreSQL's path that reads the rows first.
+TEST_P(StoreConformanceTest, OrderedBatchesKeepTheirStreamsHighestSeqInsteadOfARecord) {
   MakeRun("run1");
   Join("run1", "w");
-  auto ingest = [&](const std::string& label, int64_t seq, bool ordered,
+  auto ingest = [&](const std::string& label, int64_t seq, const std::string& stream,
                     const std::string& key = "m") -> Result<IngestResult> {
     IngestBatch b = Rows(seq, key, 10);
-    b.seq_ordered = ordered;
+    b.ordered_stream = stream;
     return store().Ingest(Ref("run1"), label, b, 100 * seq);
   };
-  for (int64_t seq = 1; seq <= 3; ++seq) {
-    COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, ingest("w", seq, true));
-    EXPECT_FALSE(r.duplicate) << seq;
+  int64_t points = 0;
+  auto expect_stored = [&](const std::string& label, int64_t seq, const std::string& stream,
+                           const std::string& key = "m") {
+    auto r = ingest(label, seq, stream, key);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_FALSE(r->duplicate) << label << " " << seq << " " << stream << " " << key;
+    points += 10;
+  };
+  auto expect_duplicate = [&](const std::string& label, int64_t seq, const std::string& stream,
+                              const std::string& key = "m") {
+    auto r = ingest(label, seq, stream, key);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE(r->duplicate) << label << " " << seq << " " << stream << " " << key;
+  };
+  // Stream a (seqs 100..103) and stream b (10..13, a clock behind) interleaved, as `cohort sync`
+  // of two directories of one writer sends them.
+  for (int64_t i = 0; i < 4; ++i) {
+    expect_stored("w", 100 + i, "a");
+    expect_stored("w", 10 + i, "b", i == 2 ? "n" : "m");
   }
-  EXPECT_EQ(PointCount(store(), Ref("run1")), 30);
+  EXPECT_EQ(PointCount(store(), Ref("run1")), points);
   COHORT_ASSERT_OK_AND_ASSIGN(int64_t records, store().PruneBatches(int64_t{1} << 60));
   EXPECT_EQ(records, 0);  // nothing was recorded per batch
 
-  // Retries of the last seq, of an older one, and (a new key) through the other path.
-  for (auto [seq, key] : {std::pair<int64_t, const char*>{3, "m"}, {1, "m"}, {2, "n"}, {3, "n"}}) {
-    for (bool ordered : {true, false}) {
-      COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, ingest("w", seq, ordered, key));
-      EXPECT_TRUE(r.duplicate) << seq << key << ordered;
-    }
-  }
-  EXPECT_EQ(PointCount(store(), Ref("run1")), 30);
-
-  // An unordered batch above the pruned seq is recorded; an ordered retry of it is a duplicate
-  // on either path.
-  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult five, ingest("w", 5, false));
-  EXPECT_FALSE(five.duplicate);
+  // Retries of each stream's last and older seqs, also through the other path (a new key).
   for (const char* key : {"m", "n"}) {
-    COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, ingest("w", 5, true, key));
-    EXPECT_TRUE(r.duplicate) << key;
+    expect_duplicate("w", 103, "a", key);
+    expect_duplicate("w", 101, "a", key);
+    expect_duplicate("w", 13, "b", key);
+    expect_duplicate("w", 10, "b", key);
+    expect_duplicate("w", 11, "b", key);
   }
-  // An ordered 6 settles the 4 never sent.
-  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult six, ingest("w", 6, true));
-  EXPECT_FALSE(six.duplicate);
-  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult four, ingest("w", 4, false));
-  EXPECT_TRUE(four.duplicate);
-  // A new key on the path that reads the rows first, ordered.
-  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult seven, ingest("w", 7, true, "n"));
-  EXPECT_FALSE(seven.duplicate);
-  EXPECT_EQ(PointCount(store(), Ref("run1")), 60);
+  // A third stream numbering below both (a relaunch whose clock is behind) is stored.
+  expect_stored("w", 5, "c");
+  expect_stored("w", 6, "c", "n");
+  expect_duplicate("w", 5, "c");
+  // Each stream goes on.
+  expect_stored("w", 104, "a");
+  expect_stored("w", 14, "b");
+  EXPECT_EQ(PointCount(store(), Ref("run1")), points);
 
-  // Another writer's seqs are its own.
+  // An unordered batch is recorded; a later ordered copy of it (an upgraded agent re-sending
+  // what an older one sent) is a duplicate on either path, and so is an unordered retry.
+  expect_stored("w", 50, "");
+  expect_duplicate("w", 50, "a");
+  expect_duplicate("w", 50, "b", "n");
+  expect_duplicate("w", 50, "");
+
+  // Another writer's streams are its own.
   Join("run1", "v", /*primary=*/false);
-  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult other, ingest("v", 2, true));
-  EXPECT_FALSE(other.duplicate);
-  EXPECT_EQ(PointCount(store(), Ref("run1")), 70);
+  expect_stored("v", 2, "a");
+  expect_duplicate("v", 2, "a");
+  EXPECT_EQ(PointCount(store(), Ref("run1")), points);
   COHORT_ASSERT_OK_AND_ASSIGN(auto writers, store().ListWriters(Ref("run1")));
-  for (const WriterRecord& w : writers) EXPECT_EQ(w.last_seq, w.label == "w" ? 7 : 2) << w.label;
+  for (const WriterRecord& w : writers) EXPECT_EQ(w.last_seq, w.label == "w" ? 104 : 2) << w.label;
   COHORT_ASSERT_OK_AND_ASSIGN(records, store().PruneBatches(int64_t{1} << 60));
-  EXPECT_EQ(records, 1);  // seq 5's
+  EXPECT_EQ(records, 1);  // seq 50's
 }
 
 // Copies of one batch sent at once (a retry racing the first try, or two servers): one is
@@ -165,7 +180,7 @@ TEST_P(StoreConformanceTest, ConcurrentCopiesOfABatchAreStoredOnce) {
     for (int i = 0; i < kCopies; ++i) {
       threads.emplace_back([&, seq] {
         IngestBatch b = Rows(seq, seq % 3 == 0 ? "n" : "m", 10);
-        b.seq_ordered = seq % 2 == 1;
+        b.ordered_stream = seq % 2 == 1 ? "s" : "";
         auto r = store().Ingest(Ref("run1"), "w", b, seq);
         if (!r.ok()) {
           ++failed;

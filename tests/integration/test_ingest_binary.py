@@ -195,30 +195,36 @@ def batch_records(server):
 
 
 def test_ordered_batches_are_stored_once_without_a_record_each(server, api):
-    """Cohort-Batch-Ordered: 1 (what the agent sends): the server keeps the seq on the writer, not
-    a record per batch; retries of it and of lower seqs are acknowledged as duplicates."""
+    """Cohort-Batch-Ordered: <stream id> (what the agent sends): the server keeps the stream's
+    highest seq for the writer, not a record per batch; retries of it and of the stream's lower
+    seqs are duplicates, another stream's lower seqs are not."""
     base = setup_run(api, ["b"])
     before = batch_records(server)
-    for seq, row in enumerate(HISTORY[:4], start=1):
-        status, r = post_binary(api, base, "b", encode([row]), seq=seq, ordered="1")
+    for seq, row in enumerate(HISTORY[:4], start=101):
+        status, r = post_binary(api, base, "b", encode([row]), seq=seq, ordered="agent-a")
         assert status == 200 and r["duplicate"] is False, r
     assert batch_records(server) == before
-    for seq in (4, 2):
-        status, r = post_binary(api, base, "b", encode([HISTORY[0]]), seq=seq, ordered="1")
+    for seq in (104, 102):
+        status, r = post_binary(api, base, "b", encode([HISTORY[0]]), seq=seq, ordered="agent-a")
         assert status == 200 and r["duplicate"] is True, (seq, r)
-    status, r = post_binary(api, base, "b", encode([HISTORY[0]]), seq=3)  # unordered retry
-    assert status == 200 and r["duplicate"] is True, r
+    # Another stream of the writer (a relaunched job's agent, a clock behind) numbers lower.
+    status, r = post_binary(api, base, "b", encode([HISTORY[4]]), seq=7, ordered=" agent-b ")
+    assert status == 200 and r["duplicate"] is False, r
+    assert batch_records(server) == before
     # Without the header each batch is recorded, as before.
-    status, r = post_binary(api, base, "b", encode([HISTORY[4]]), seq=9, ordered="0")
+    status, r = post_binary(api, base, "b", encode([HISTORY[4]]), seq=9)
     assert status == 200 and r["duplicate"] is False, r
     assert batch_records(server) == before + 1
-    assert len(stored(api, base, "b")["loss"]) == 5
-    # The JSON body takes the header too; a value other than 0 or 1 is refused.
+    assert len(stored(api, base, "b")["loss"]) == 6
+    # The JSON body takes the header too; a value that is not a stream id is refused.
     status, r = api.post(f"{base}/writers/b/batches", json_body(10),
-                         headers={"Cohort-Batch-Ordered": "1"})
+                         headers={"Cohort-Batch-Ordered": "agent-b"})
     assert status == 200 and r["duplicate"] is False, r
-    status, r = post_binary(api, base, "b", encode([HISTORY[0]]), seq=11, ordered="yes")
-    assert status == 400 and "Cohort-Batch-Ordered header: expected 1" in r["error"]["message"], r
+    for bad in ("agent b", "a" * 65, "caf\u00e9"):
+        status, r = post_binary(api, base, "b", encode([HISTORY[0]]), seq=11,
+                                ordered=bad.encode().decode("latin-1"))
+        assert status == 400, (bad, r)
+        assert "Cohort-Batch-Ordered header: expected a stream id" in r["error"]["message"], r
     assert batch_records(server) == before + 1
 
 

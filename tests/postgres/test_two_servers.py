@@ -170,9 +170,10 @@ def get(api, path, **params):
 
 
 def test_ordered_batches_raced_to_both_servers_are_stored_once_without_records(servers):
-    """The agent's batches (Cohort-Batch-Ordered: 1, docs/api.md), each sent to both servers at
-    the same moment in seq order (a retry racing a first try that timed out), then late retries
-    to either: every point once, and no exactly-once record left (the seq is on the writer)."""
+    """The agent's batches (Cohort-Batch-Ordered: its stream id, docs/api.md), each sent to both
+    servers at the same moment in seq order (a retry racing a first try that timed out), then late retries
+    to either: every point once, and no exactly-once record left (the stream's highest seq is
+    kept instead)."""
     cluster, db, a, b = servers
     key = a.config["api_key"]
     api_a, api_b = a.api(key), b.api(key)
@@ -185,7 +186,7 @@ def test_ordered_batches_raced_to_both_servers_are_stored_once_without_records(s
     def send(api, seq):
         status, body = api.post(f"{run_path}/writers/rank_0/batches",
                                 batch(seq, "rank_0", seq % 2 == 0),
-                                headers={"Cohort-Batch-Ordered": "1"})
+                                headers={"Cohort-Batch-Ordered": "agent-1"})
         assert status == 200, body
         return body["duplicate"]
 
@@ -204,4 +205,4 @@ def test_ordered_batches_raced_to_both_servers_are_stored_once_without_records(s
         for s in series:
             assert [p[0] for p in s["points"]] == list(range(expected_points)), s["key"]
     assert cluster.psql(db, "SELECT count(*) FROM batches") == "0"
-    assert cluster.psql(db, "SELECT pruned_seq, last_seq FROM writers") == f"{BATCHES}|{BATCHES}"
+    assert cluster.psql(db, "SELECT stream, seq FROM ordered_streams") == f"agent-1|{BATCHES}"

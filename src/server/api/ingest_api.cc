@@ -17,7 +17,7 @@ namespace cohort::api {
 namespace {
 
 Result<store::IngestBatch> DecodeBody(const http::HttpRequest& req, const ApiLimits& limits) {
-  COHORT_ASSIGN_OR_RETURN(const bool ordered,
+  COHORT_ASSIGN_OR_RETURN(std::string stream,
                           ParseBatchOrderedHeader(req.Header("cohort-batch-ordered")));
   store::IngestBatch batch;
   if (!IsBinaryBatchContentType(req.Header("content-type"))) {
@@ -26,11 +26,11 @@ Result<store::IngestBatch> DecodeBody(const http::HttpRequest& req, const ApiLim
     COHORT_ASSIGN_OR_RETURN(int64_t seq, ParseBatchSeqHeader(req.Header("cohort-batch-seq")));
     COHORT_ASSIGN_OR_RETURN(batch, DecodeBinaryIngestBatch(req.body, seq, limits));
   }
-  if (ordered && batch.seq <= 0) {
+  if (!stream.empty() && batch.seq <= 0) {
     return Status::InvalidArgument(std::string(limits::kBatchOrderedHeader) +
                                    " header: the batch has no seq to keep");
   }
-  batch.seq_ordered = ordered;
+  batch.ordered_stream = std::move(stream);
   return batch;
 }
 

@@ -1,5 +1,6 @@
 #include "server/api/ingest_binary_decode.h"
 
+#include <algorithm>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -428,13 +429,19 @@ Result<int64_t> ParseBatchSeqHeader(std::string_view value) {
   return int64_t(seq);
 }
 
-Result<bool> ParseBatchOrderedHeader(std::string_view value) {
+Result<std::string> ParseBatchOrderedHeader(std::string_view value) {
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-  if (value.empty() || value == "0") return false;
-  if (value == "1") return true;
-  return Status::InvalidArgument(std::string(limits::kBatchOrderedHeader) +
-                                 " header: expected 1 (or 0)");
+  const bool ok = std::all_of(value.begin(), value.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+  });
+  if (!ok || value.size() > limits::kMaxBatchStreamIdBytes) {
+    return Status::InvalidArgument(
+        std::string(limits::kBatchOrderedHeader) + " header: expected a stream id of 1 to " +
+        std::to_string(limits::kMaxBatchStreamIdBytes) + " letters, digits, '.', '_' or '-'");
+  }
+  return std::string(value);
 }
 
 bool IsBinaryBatchContentType(std::string_view content_type) {

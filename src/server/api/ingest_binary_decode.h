@@ -23,9 +23,10 @@ namespace cohort::api {
 // kInvalidArgument naming the header otherwise (also when it is absent: an empty value).
 Result<int64_t> ParseBatchSeqHeader(std::string_view value);
 
-// The Cohort-Batch-Ordered header's value (limits::kBatchOrderedHeader): "1" true, "0" or
-// absent (empty) false; kInvalidArgument naming the header for anything else.
-Result<bool> ParseBatchOrderedHeader(std::string_view value);
+// The Cohort-Batch-Ordered header's value (limits::kBatchOrderedHeader): the sender's stream id,
+// 1 to kMaxBatchStreamIdBytes of [A-Za-z0-9._-] (surrounding blanks dropped); empty when the
+// header is absent or empty (an unordered batch); kInvalidArgument naming the header otherwise.
+Result<std::string> ParseBatchOrderedHeader(std::string_view value);
 
 Result<store::IngestBatch> DecodeBinaryIngestBatch(std::string_view body, int64_t seq,
                                                              const ApiLimits& limits);

@@ -426,6 +426,20 @@ TEST(DecodeBinaryIngestBatch, SeqHeader) {
   }
 }
 
+TEST(DecodeBinaryIngestBatch, OrderedHeaderNamesAStream) {
+  EXPECT_EQ(*ParseBatchOrderedHeader(""), "");  // absent: an unordered batch
+  EXPECT_EQ(*ParseBatchOrderedHeader(" \t"), "");
+  EXPECT_EQ(*ParseBatchOrderedHeader(" 0f3a-b_c.d "), "0f3a-b_c.d");
+  EXPECT_EQ(*ParseBatchOrderedHeader(std::string(64, 'a')), std::string(64, 'a'));
+  for (std::string bad : {std::string(65, 'a'), std::string("a b"), std::string("a/b"),
+                          std::string("caf\xc3\xa9"), std::string("a\x01")}) {
+    auto r = ParseBatchOrderedHeader(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("Cohort-Batch-Ordered header"), std::string::npos);
+  }
+}
+
 TEST(DecodeBinaryIngestBatch, ContentTypeMatching) {
   EXPECT_TRUE(IsBinaryBatchContentType("application/vnd.cohort.batch"));
   EXPECT_TRUE(IsBinaryBatchContentType("Application/Vnd.Cohort.Batch; v=2"));

@@ -1,11 +1,11 @@
 // PostgresStore::Ingest: one batch of one writer (metric chunks, system metrics, console lines,
 // stream positions) in one READ COMMITTED transaction of two statements in the common case:
-//   1. lock the writer row, record (writer, seq) with INSERT ... ON CONFLICT DO NOTHING (an
-//      ordered batch, IngestBatch::seq_ordered, is checked against the writer's pruned_seq and
-//      the records instead, and its seq becomes the pruned_seq in 3.), and lock the batch's
-//      series rows (FOR UPDATE), which hold each series' tail state. A duplicate stops here; a
-//      concurrent copy of the same batch on another server waits for the writer's lock, then
-//      finds the seq taken;
+//   1. lock the writer row, record (writer, seq) with INSERT ... ON CONFLICT DO NOTHING, and lock
+//      the batch's series rows (FOR UPDATE), which hold each series' tail state. A duplicate
+//      stops here; a concurrent copy of the same batch on another server waits for the writer's
+//      lock, then finds the seq taken. An ordered batch (IngestBatch::ordered_stream) leaves no
+//      record: a statement of its own, under the lock, looks for a record of its seq and for
+//      its stream's highest seq (ordered_streams, raised in 3.);
 //   2. (rare) create the series that are new; read the tails that this batch compacts;
 //   3. one statement of data-modifying CTEs: delete compacted tail chunks, insert the new chunks,
 //      advance the series, the writer, the stream positions and the run (whose row lock orders
@@ -52,8 +52,8 @@ namespace {
 // The stored state of one series, read under its row lock.
 using SeriesState = pg::IngestCache::Series;
 
-// Locks the writer, records (writer, seq) ($8: an ordered batch, which leaves no record: it is new
-// when above the pruned_seq and not recorded) and locks the batch's existing series. The writer's
+// Locks the writer, records (writer, seq) (not when $8: an ordered batch, see kOrderedSeen) and
+// locks the batch's existing series. The writer's
 // lock alone serialises every change to its series; the series rows are locked as well because
 // this statement's snapshot may predate a batch another server committed while we waited for the
 // writer: FOR UPDATE returns the latest version of each row (EvalPlanQual), never a stale tail.
@@ -65,14 +65,20 @@ constexpr const char* kLockWriterAndSeries =
     "FOR UPDATE OF w), "
     "b AS (INSERT INTO batches (writer_pk, seq, stored_ms) SELECT pk, $5, $6 FROM w "
     "WHERE $5 > 0 AND $5 > w.pruned_seq AND NOT $8 ON CONFLICT DO NOTHING RETURNING 1), "
-    "o AS (SELECT 1 FROM w WHERE $8 AND $5 > w.pruned_seq AND NOT EXISTS (SELECT 1 FROM batches x "
-    "WHERE x.writer_pk = w.pk AND x.seq = $5)), "
     "s AS (SELECT s.key, s.pk, s.next_idx, s.tail_idx, s.tail_count, s.tail_chunks "
     "FROM series s JOIN w ON s.run_pk = w.run_pk AND s.writer_pk = w.pk "
     "WHERE s.key = ANY($7) FOR UPDATE OF s) "
-    "SELECT w.pk, w.run_pk, w.next_step, (SELECT count(*) FROM b) + (SELECT count(*) FROM o), "
-    "s.key, s.pk, s.next_idx, "
+    "SELECT w.pk, w.run_pk, w.next_step, (SELECT count(*) FROM b), s.key, s.pk, s.next_idx, "
     "s.tail_idx, s.tail_count, s.tail_chunks FROM w LEFT JOIN s ON true";
+
+// Whether an ordered batch was stored before: seq $2 of writer $1 at or below its pruned_seq,
+// recorded, or at or below the highest of its stream $3. A statement of its own, after
+// kLockWriterAndSeries took the writer's lock: its snapshot sees what another server committed
+// while this one waited (kLockWriterAndSeries's own snapshot predates the wait).
+constexpr const char* kOrderedSeen =
+    "SELECT $2 <= (SELECT pruned_seq FROM writers WHERE pk = $1) OR EXISTS (SELECT 1 FROM "
+    "batches WHERE writer_pk = $1 AND seq = $2) OR EXISTS (SELECT 1 FROM ordered_streams WHERE "
+    "writer_pk = $1 AND stream = $3 AND seq >= $2)";
 
 constexpr const char* kLockSeries =
     "SELECT key, pk, next_idx, tail_idx, tail_count, tail_chunks FROM series "
@@ -92,14 +98,22 @@ constexpr const char* kReadTails =
 // empty): deleting compacted tail chunks, stream positions, console lines. Parameters are numbered
 // the same in every variant (unused ones are sent empty).
 //
-// $39: the seq that becomes the writer's pruned_seq (an ordered batch's; 0: none).
+// $39: 1 for an ordered batch of stream $40, whose seq raises the stream's highest
+// (ordered_streams) instead of leaving a record; 0: a record.
 //
 // `guarded` (the one-round-trip path): the statement first checks, under the row locks that
-// kFastLock took, that the writer ($40: next step) and the batch's series ($41..$45: pk,
+// kFastLock took, that the writer ($41: next step) and the batch's series ($42..$46: pk,
 // next_idx, tail_idx, tail_count, tail_chunks) are in the state the batch was planned from and
-// that the seq is new, records (writer, seq) only then (an ordered batch: no record), and makes
-// every change depend on that: a stale plan or a duplicate changes nothing and no statement
-// fails. It answers one row, the number of batches stored (1: stored, 0: nothing written).
+// that the seq is new (for an ordered batch: not recorded, above its stream's highest), records
+// it only then, and makes every change depend on that: a stale plan or a duplicate changes
+// nothing and no statement fails. It answers one row, the number of batches stored (1: stored,
+// 0: nothing written).
+constexpr const char* kRaiseOrderedStream =
+    "INSERT INTO ordered_streams (writer_pk, stream, seq) SELECT $2, $40, $5";
+constexpr const char* kRaiseOrderedStreamConflict =
+    "ON CONFLICT (writer_pk, stream) DO UPDATE SET seq = greatest(ordered_streams.seq, "
+    "excluded.seq)";
+
 const std::string& WriteBatchSql(bool deletes, bool positions, bool console, bool guarded) {
   static const std::vector<std::string> kVariants = [] {
     std::vector<std::string> out;
@@ -109,16 +123,24 @@ const std::string& WriteBatchSql(bool deletes, bool positions, bool console, boo
       std::string sql = "WITH ";
       if (guard) {
         sql +=
-            "ok AS (SELECT 1 FROM writers w WHERE w.pk = $2 AND w.next_step = $40 AND "
-            "$5 > w.pruned_seq AND (SELECT count(*) FROM series s JOIN unnest($41::int8[], "
-            "$42::int8[], $43::int8[], $44::int8[], $45::int8[]) AS e(pk, ni, ti, tc, tk) "
+            "ok AS (SELECT 1 FROM writers w WHERE w.pk = $2 AND w.next_step = $41 AND "
+            "$5 > w.pruned_seq AND (SELECT count(*) FROM series s JOIN unnest($42::int8[], "
+            "$43::int8[], $44::int8[], $45::int8[], $46::int8[]) AS e(pk, ni, ti, tc, tk) "
             "ON s.pk = e.pk WHERE s.writer_pk = $2 AND s.next_idx = e.ni AND s.tail_idx = e.ti "
-            "AND s.tail_count = e.tc AND s.tail_chunks = e.tk) = cardinality($41::int8[]) AND "
+            "AND s.tail_count = e.tc AND s.tail_chunks = e.tk) = cardinality($42::int8[]) AND "
             "($39 = 0 OR NOT EXISTS (SELECT 1 FROM batches x WHERE x.writer_pk = $2 AND "
-            "x.seq = $5))), "
+            "x.seq = $5) AND NOT EXISTS (SELECT 1 FROM ordered_streams o WHERE o.writer_pk = $2 "
+            "AND o.stream = $40 AND o.seq >= $5))), "
             "b AS (INSERT INTO batches (writer_pk, seq, stored_ms) SELECT $2, $5, $3 FROM ok "
             "WHERE $39 = 0 ON CONFLICT DO NOTHING RETURNING 1), "
-            "st AS (SELECT 1 FROM b UNION ALL SELECT 1 FROM ok WHERE $39 > 0), ";
+            "os AS (" +
+            std::string(kRaiseOrderedStream) + " FROM ok WHERE $39 > 0 " +
+            kRaiseOrderedStreamConflict +
+            " RETURNING 1), "
+            "st AS (SELECT 1 FROM b UNION ALL SELECT 1 FROM os), ";
+      } else {
+        sql += "os AS (" + std::string(kRaiseOrderedStream) + " WHERE $39 > 0 " +
+               kRaiseOrderedStreamConflict + "), ";
       }
       if (mask & 1) {
         sql +=
@@ -140,8 +162,7 @@ const std::string& WriteBatchSql(bool deletes, bool positions, bool console, boo
           "AS v(pk, n, lo, hi, ni, ti, tc, tk) WHERE s.pk = v.pk" +
           g + "), " +
           "wr AS (UPDATE writers SET heartbeat_ms = greatest(heartbeat_ms, $3), next_step = $4, "
-          "last_seq = greatest(last_seq, $5), pruned_seq = greatest(pruned_seq, $39) "
-          "WHERE pk = $2" +
+          "last_seq = greatest(last_seq, $5) WHERE pk = $2" +
           g + ")";
       if (mask & 2) {
         sql +=
@@ -305,7 +326,7 @@ struct ConsoleArrays {
   }
 };
 
-// Parameters $1..$39 of WriteBatchSql().
+// Parameters $1..$40 of WriteBatchSql().
 void AddWriteParams(Params* p, int64_t run_pk, int64_t writer_pk, int64_t now_ms, int64_t next_step,
                     const IngestBatch& batch, const BatchWrite& write,
                     const ConsoleArrays& console) {
@@ -322,7 +343,7 @@ void AddWriteParams(Params* p, int64_t run_pk, int64_t writer_pk, int64_t now_ms
   p->AddArray(console.numbers);
   p->AddTextArray(position_streams).AddArray(position_next);
   p->AddArray(write.sealed());
-  p->Add(batch.seq_ordered ? batch.seq : int64_t{0});
+  p->Add(int64_t{batch.ordered_stream.empty() ? 0 : 1}).Add(batch.ordered_stream);
 }
 
 // The cache entry after a batch was stored: `before` (may be null) with `states` over it.
@@ -521,7 +542,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     {
       Params p;
       p.Add(ref.entity).Add(ref.project).Add(ref.run_id).Add(label).Add(batch.seq).Add(now_ms);
-      p.AddTextArray(keys).Add(batch.seq_ordered);
+      p.AddTextArray(keys).Add(!batch.ordered_stream.empty());
       COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kLockWriterAndSeries, p));
       if (res.rows() == 0) {
         COHORT_RETURN_IF_ERROR(LoadRun(conn, ref).status());
@@ -538,7 +559,14 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
             res.Int(i, 5),
             series::TailState{res.Int(i, 6), res.Int(i, 7), res.Int(i, 8), res.Int(i, 9)}};
       }
-      if (batch.seq > 0 && res.Int(0, 3) == 0) {  // stored before: acknowledge, change nothing
+      bool stored_before = batch.seq > 0 && res.Int(0, 3) == 0;
+      if (batch.seq > 0 && !batch.ordered_stream.empty()) {
+        Params q;
+        q.Add(writer_pk).Add(batch.seq).Add(batch.ordered_stream);
+        COHORT_ASSIGN_OR_RETURN(PgResult seen, c->Exec(kOrderedSeen, q));
+        stored_before = seen.rows() == 1 && seen.Bool(0, 0);
+      }
+      if (stored_before) {  // acknowledge, change nothing
         result.duplicate = true;
         result.next_step = next_step;
         // The writer as it is (a retry is often followed by the writer's next batch).

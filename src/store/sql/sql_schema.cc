@@ -24,13 +24,16 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //             the run's row lock, so ids grow in commit order and a reader paging with after_id
 //             never skips a line that commits late.
 //   writers   one row per (run, label); next_step / last_seq let a writer resume; pruned_seq is
-//             the highest seq whose batches record was pruned, or of an ordered batch (stored
-//             without a record: IngestBatch::seq_ordered); a batch at or below it is a
-//             duplicate. On PostgreSQL a writer's row lock serialises its batches across
+//             the highest seq whose batches record was pruned (a batch at or below it is a
+//             duplicate). On PostgreSQL a writer's row lock serialises its batches across
 //             servers. end_unhandled: the writer ended (in that transaction) and the alert rules
 //             have not handled its end yet (writers_end_unhandled finds them).
 //   batches   (writer, seq) of every stored batch but the ordered ones: the exactly-once
 //             guard; batches_by_stored finds the records to prune.
+//   ordered_streams  the exactly-once guard of ordered batches (IngestBatch::ordered_stream):
+//             per (writer, stream) the highest seq stored; the stream's batches at or below it
+//             are duplicates. One row per agent stream of a writer, updated by every batch
+//             (PostgreSQL: a HOT update, in place).
 //   stream_positions  next offset per (writer, stream): the exactly-once guard of batches
 //             rebuilt from file_stream offsets (ingest_batch.h StreamPosition).
 //   series    one row per (run, key, writer) with its point count and step range, and its
@@ -177,6 +180,13 @@ CREATE TABLE batches (
   PRIMARY KEY (writer_pk, seq)
 ){{norowid}};
 CREATE INDEX batches_by_stored ON batches (stored_ms);
+
+CREATE TABLE ordered_streams (
+  writer_pk {{int}} NOT NULL REFERENCES writers (pk) ON DELETE CASCADE,
+  stream {{key}} NOT NULL,
+  seq {{int}} NOT NULL,
+  PRIMARY KEY (writer_pk, stream)
+){{norowid}}{{hot}};
 
 CREATE TABLE stream_positions (
   writer_pk {{int}} NOT NULL REFERENCES writers (pk) ON DELETE CASCADE,

@@ -202,14 +202,16 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
     }
   }
   if (batch.seq > 0) {
-    // A seq at or below the writer's pruned_seq was stored before (or settled by an ordered
-    // sender); above it, a record names a stored batch. An ordered batch leaves no record: its
-    // seq becomes the pruned_seq with the writer's row below.
+    // A seq at or below the writer's pruned_seq was stored before its record was pruned; above
+    // it, a record names a stored batch, and so does, for an ordered batch, a seq at or below
+    // its stream's highest (ordered_streams, raised below once the batch is stored).
     bool stored_before = batch.seq <= w.pruned_seq;
-    if (!stored_before && batch.seq_ordered) {
-      COHORT_ASSIGN_OR_RETURN(Stmt st,
-                              db->Cached("SELECT 1 FROM batches WHERE writer_pk = ? AND seq = ?"));
-      st.Bind(w.pk).Bind(batch.seq);
+    if (!stored_before && !batch.ordered_stream.empty()) {
+      COHORT_ASSIGN_OR_RETURN(
+          Stmt st, db->Cached("SELECT 1 FROM batches WHERE writer_pk = ? AND seq = ? UNION ALL "
+                              "SELECT 1 FROM ordered_streams WHERE writer_pk = ? AND stream = ? "
+                              "AND seq >= ?"));
+      st.Bind(w.pk).Bind(batch.seq).Bind(w.pk).Bind(batch.ordered_stream).Bind(batch.seq);
       COHORT_ASSIGN_OR_RETURN(stored_before, st.Step());
     } else if (!stored_before) {
       COHORT_ASSIGN_OR_RETURN(
@@ -288,10 +290,16 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
   {
     COHORT_ASSIGN_OR_RETURN(Stmt st,
                             db->Cached("UPDATE writers SET heartbeat_ms = max(heartbeat_ms, ?), "
-                                       "next_step = ?, last_seq = max(last_seq, ?), "
-                                       "pruned_seq = max(pruned_seq, ?) WHERE pk = ?"));
-    st.Bind(now_ms).Bind(next_step).Bind(batch.seq).Bind(batch.seq_ordered ? batch.seq : 0);
-    st.Bind(w.pk);
+                                       "next_step = ?, last_seq = max(last_seq, ?) WHERE pk = ?"));
+    st.Bind(now_ms).Bind(next_step).Bind(batch.seq).Bind(w.pk);
+    COHORT_RETURN_IF_ERROR(st.Run());
+  }
+  if (!batch.ordered_stream.empty()) {
+    COHORT_ASSIGN_OR_RETURN(
+        Stmt st, db->Cached("INSERT INTO ordered_streams (writer_pk, stream, seq) VALUES (?, ?, ?) "
+                            "ON CONFLICT (writer_pk, stream) DO UPDATE SET seq = "
+                            "max(seq, excluded.seq)"));
+    st.Bind(w.pk).Bind(batch.ordered_stream).Bind(batch.seq);
     COHORT_RETURN_IF_ERROR(st.Run());
   }
   {
