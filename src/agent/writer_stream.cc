@@ -18,6 +18,12 @@ namespace bj = boost::json;
 constexpr uint64_t kMaxMetaBytes = 1 << 20;
 constexpr int kSeqTimeShift = 20;
 
+// A stream id as this agent makes them (ids::RandomHex); empty: none.
+bool IsStreamId(std::string_view id) {
+  return std::all_of(id.begin(), id.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
 }  // namespace
 
 std::string WriterTarget::ToJson() const {
@@ -31,6 +37,7 @@ std::string WriterTarget::ToJson() const {
   o["label"] = label;
   o["offline"] = offline;
   o["created_ms"] = created_ms;
+  if (!stream_id.empty()) o["stream_id"] = stream_id;
   return bj::serialize(o);
 }
 
@@ -47,7 +54,9 @@ Result<WriterTarget> WriterTarget::Parse(std::string_view text) {
   t.label = r.String("label");
   t.offline = r.OptBool("offline").value_or(false);
   t.created_ms = r.OptInt("created_ms").value_or(0);
+  t.stream_id = r.OptString("stream_id", limits::kMaxBatchStreamIdBytes).value_or("");
   if (!r.ok()) return Status::Corruption(r.status().message());
+  if (!IsStreamId(t.stream_id)) return Status::Corruption("meta.json: bad stream_id");
   return t;
 }
 
@@ -81,8 +90,13 @@ Result<std::shared_ptr<WriterStream>> WriterStream::Create(const std::string& di
   // Take the WAL (and its lock) before touching meta.json, so that a stream another process
   // holds is left alone.
   COHORT_RETURN_IF_ERROR(s->OpenLog());
+  // The directory's stream id stays what it was (a client joining a stream again).
+  auto old = wal::ReadFileToString(fs, wal::JoinPath(dir, kMetaFile), kMaxMetaBytes);
+  auto old_target = old.ok() ? WriterTarget::Parse(*old) : Result<WriterTarget>(old.status());
+  s->target_.stream_id = old_target.ok() && !old_target->stream_id.empty() ? old_target->stream_id
+                                                                           : ids::RandomHex(16);
   COHORT_RETURN_IF_ERROR(
-      wal::WriteFileAtomically(fs, wal::JoinPath(dir, kMetaFile), target.ToJson(), 0600));
+      wal::WriteFileAtomically(fs, wal::JoinPath(dir, kMetaFile), s->target_.ToJson(), 0600));
   COHORT_RETURN_IF_ERROR(s->ScanUnacknowledged());
   s->LoadClientsOrWarn();
   return s;
@@ -146,7 +160,9 @@ Status WriterStream::ScanUnacknowledged() {
     ++count;
     if (r->kind == RecordKind::kWriterFinish) finish = true;
   }
+  bool seq_damaged = false;
   if (Status st = LoadSeqState(); !st.ok()) {
+    seq_damaged = true;
     // Damaged (the file is replaced atomically, so only outside damage does this): the floor,
     // the join that decided the upload offset and the offset are unknown. Go on rather than
     // strand the records: seqs continue above the WAL's and the clock, and the next join the
@@ -167,8 +183,12 @@ Status WriterStream::ScanUnacknowledged() {
     // first batch is uploaded (SaveStreamId), not here: an open (which a client's Init waits for)
     // costs no extra fsync.
     next_seq_ = std::max({max_seq + 1, time_base, seq_floor_});
+    // seq.json's id, else meta.json's; a new one (saved before the first batch) after a damaged
+    // seq.json (whose offset is lost: the records go under a new id) or for an older agent's
+    // directory.
+    if (stream_id_.empty() && !seq_damaged) stream_id_ = target_.stream_id;
     stream_id_saved_ = !stream_id_.empty();
-    if (stream_id_.empty()) stream_id_ = ids::RandomHex(16);  // new, or seq.json was damaged
+    if (stream_id_.empty()) stream_id_ = ids::RandomHex(16);
   }
   {
     MutexLock lock(&append_mu_);
@@ -226,8 +246,7 @@ Status WriterStream::LoadSeqState() {
   if (floor < 0 || joined < 0 || offset < 0) {
     return Status::Corruption(dir_ + "/" + kSeqFile + ": negative value");
   }
-  if (!std::all_of(stream_id.begin(), stream_id.end(),
-                   [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); })) {
+  if (!IsStreamId(stream_id)) {
     return Status::Corruption(dir_ + "/" + kSeqFile + ": bad stream_id");
   }
   stream_id_ = std::move(stream_id);

@@ -74,6 +74,9 @@ struct WriterTarget {
   std::string label;
   bool offline = false;  // keep the records for `cohort sync`
   int64_t created_ms = 0;
+  // The stream's id (WriterStream::stream_id): made by Create, kept by a later Create of the same
+  // directory; empty in an older agent's meta.json.
+  std::string stream_id;
 
   std::string ToJson() const;
   static Result<WriterTarget> Parse(std::string_view json);
@@ -177,13 +180,14 @@ class WriterStream {
     return seq + upload_offset_;
   }
   // This stream's id, sent with each batch (Cohort-Batch-Ordered: the server keeps the highest
-  // seq it stored per writer and stream). Random, kept in seq.json with the upload offset, so it
-  // changes exactly when the offset is lost (a damaged seq.json): the server never takes a
-  // record numbered anew for one it holds.
+  // seq it stored per writer and stream). Random, made with the directory (meta.json, so copies
+  // of a directory share it); a damaged seq.json loses the upload offset, and then a new id is
+  // made and kept in seq.json, which wins over meta.json: the server never takes a record
+  // numbered anew for one it holds.
   const std::string& stream_id() const { return stream_id_; }
-  // Writes seq.json when the stream id is not in it yet (a new stream, or after a damaged one):
-  // the Sender calls it before it uploads a batch, so that a batch the server stored under this
-  // id is never re-sent under another after a restart.
+  // Writes seq.json when the stream id is not on disk yet (after a damaged seq.json, or a
+  // directory of an older agent): the Sender calls it before it uploads a batch, so that a batch
+  // the server stored under this id is never re-sent under another after a restart.
   Status SaveStreamId() COHORT_EXCLUDES(append_mu_);
   // Writes the acknowledged position to the WAL (at most every `min_interval_ms` unless
   // `force`), letting it delete uploaded segments.
@@ -251,11 +255,11 @@ class WriterStream {
   uint64_t joined_seq_ COHORT_GUARDED_BY(append_mu_) = 0;
   // Persisted; the Sender reads it without the lock (UploadSeq).
   uint64_t upload_offset_ COHORT_GUARDED_BY(append_mu_) = 0;
-  // joined_seq_ (or a new stream id) changed since seq.json was written.
+  // joined_seq_ changed since seq.json was written.
   bool seq_state_dirty_ COHORT_GUARDED_BY(append_mu_) = false;
   // Persisted in seq.json; set while opening, read-only after.
   std::string stream_id_;
-  // stream_id_ is in seq.json.
+  // stream_id_ is on disk (seq.json, or meta.json when seq.json names none).
   bool stream_id_saved_ COHORT_GUARDED_BY(append_mu_) = false;
   // Session -> highest frame stored.
   std::map<uint64_t, uint64_t> last_frame_ COHORT_GUARDED_BY(append_mu_);

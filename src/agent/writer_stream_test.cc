@@ -206,18 +206,28 @@ TEST_F(WriterStreamTest, ConfirmedJoinIsPersistedBeforeTheNextRecordIsPeeked) {
       << std::string(buf, n);
 }
 
-// The stream id the Sender sends with each batch (Cohort-Batch-Ordered) is written to seq.json
-// before the first batch goes out (not at open: a client's Init waits for that), survives a
-// reopen, and is new when seq.json was damaged (the offset is lost with it: records numbered
-// anew must not be taken for the ones the server holds under the old id).
-TEST_F(WriterStreamTest, StreamIdIsSavedBeforeTheFirstBatchAndNewAfterADamagedSeqFile) {
-  auto read_seq_file = [&] {
-    std::FILE* f = std::fopen((dir_ + "/seq.json").c_str(), "r");
+// The stream id the Sender sends with each batch (Cohort-Batch-Ordered) is made with the
+// directory (meta.json: a copy of the directory, or a client joining it again, keeps it),
+// survives a reopen, and is new after a damaged seq.json (the offset is lost with it: records
+// numbered anew must not be taken for the ones the server holds under the old id); that new id
+// is written to seq.json before a batch goes out (SaveStreamId) and wins over meta.json's.
+TEST_F(WriterStreamTest, StreamIdComesWithTheDirectoryAndIsNewAfterADamagedSeqFile) {
+  auto read_file = [&](const std::string& name) {
+    std::FILE* f = std::fopen((dir_ + "/" + name).c_str(), "r");
     if (f == nullptr) return std::string();
-    char buf[512] = {};
+    char buf[2048] = {};
     size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
     std::fclose(f);
     return std::string(buf, n);
+  };
+  auto reopened_id = [&] {
+    auto s = WriterStream::OpenExisting(dir_);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (!s.ok()) return std::string();
+    std::string id = (*s)->stream_id();
+    EXPECT_TRUE((*s)->SaveStreamId().ok());
+    EXPECT_TRUE((*s)->Close().ok());
+    return id;
   };
   std::string id;
   {
@@ -226,29 +236,36 @@ TEST_F(WriterStreamTest, StreamIdIsSavedBeforeTheFirstBatchAndNewAfterADamagedSe
     id = (*s)->stream_id();
     EXPECT_EQ(id.size(), 32u);
     EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
-    EXPECT_FALSE(fs::exists(dir_ + "/seq.json"));  // opening wrote nothing
+    EXPECT_NE(read_file("meta.json").find("\"stream_id\":\"" + id + "\""), std::string::npos);
     ASSERT_TRUE((*s)->SaveStreamId().ok());
-    EXPECT_NE(read_seq_file().find("\"stream_id\":\"" + id + "\""), std::string::npos)
-        << read_seq_file();
+    EXPECT_FALSE(fs::exists(dir_ + "/seq.json"));  // meta.json holds it: no write needed
     ASSERT_TRUE((*s)->Close().ok());
   }
+  EXPECT_EQ(reopened_id(), id);
   {
-    auto s = WriterStream::OpenExisting(dir_);
+    auto s = WriterStream::Create(dir_, target_);  // a client joining the stream again
     ASSERT_TRUE(s.ok());
     EXPECT_EQ((*s)->stream_id(), id);
     ASSERT_TRUE((*s)->Close().ok());
   }
   std::FILE* f = std::fopen((dir_ + "/seq.json").c_str(), "w");
   ASSERT_NE(f, nullptr);
-  std::fputs("{\"floor\": 1, \"stream_id\": \"zz", f);
+  std::fputs("{\"floor\": \"many\"}", f);
   std::fclose(f);
-  auto s = WriterStream::OpenExisting(dir_);
-  ASSERT_TRUE(s.ok());
-  EXPECT_NE((*s)->stream_id(), id);
-  EXPECT_EQ((*s)->stream_id().size(), 32u);
-  EXPECT_FALSE(fs::exists(dir_ + "/seq.json"));  // set aside; written again before a batch
-  ASSERT_TRUE((*s)->SaveStreamId().ok());
-  EXPECT_NE(read_seq_file().find((*s)->stream_id()), std::string::npos);
+  const std::string fresh = reopened_id();  // also saves it
+  EXPECT_NE(fresh, id);
+  EXPECT_EQ(fresh.size(), 32u);
+  EXPECT_NE(read_file("seq.json").find("\"stream_id\":\"" + fresh + "\""), std::string::npos)
+      << read_file("seq.json");
+  EXPECT_EQ(reopened_id(), fresh);  // seq.json's id wins over meta.json's
+  // An id that this agent did not make is damage too.
+  f = std::fopen((dir_ + "/seq.json").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("{\"floor\": 1, \"stream_id\": \"ZZ\"}", f);
+  std::fclose(f);
+  const std::string third = reopened_id();
+  EXPECT_NE(third, fresh);
+  EXPECT_NE(third, id);
 }
 
 TEST_F(WriterStreamTest, JoinBelowTheStreamKeepsSeqsUnchanged) {

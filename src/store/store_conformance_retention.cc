@@ -98,8 +98,8 @@ TEST_P(StoreConformanceTest, PrunedBatchRecordsStillRejectRetries) {
 // settled) leaves no record: its stream's highest seq per writer is kept instead. Retries of it
 // and of the stream's lower seqs are duplicates; another stream of the same writer (a relaunched
 // job's, `cohort sync` of two directories) keeps its own seqs, even lower ones; a record kept for
-// an unordered batch still names a duplicate; other writers are apart. Batches with a new key
-// take PostgreSQL's path that reads the rows first.
+// an unordered batch (or its pruned mark) still names a duplicate; other writers are apart.
+// Batches with a key the writer never had take PostgreSQL's path that reads the rows first.
 TEST_P(StoreConformanceTest, OrderedBatchesKeepTheirStreamsHighestSeqInsteadOfARecord) {
   MakeRun("run1");
   Join("run1", "w");
@@ -134,7 +134,7 @@ TEST_P(StoreConformanceTest, OrderedBatchesKeepTheirStreamsHighestSeqInsteadOfAR
   EXPECT_EQ(records, 0);  // nothing was recorded per batch
 
   // Retries of each stream's last and older seqs, also through the other path (a new key).
-  for (const char* key : {"m", "n"}) {
+  for (const char* key : {"m", "never"}) {
     expect_duplicate("w", 103, "a", key);
     expect_duplicate("w", 101, "a", key);
     expect_duplicate("w", 13, "b", key);
@@ -154,7 +154,7 @@ TEST_P(StoreConformanceTest, OrderedBatchesKeepTheirStreamsHighestSeqInsteadOfAR
   // what an older one sent) is a duplicate on either path, and so is an unordered retry.
   expect_stored("w", 50, "");
   expect_duplicate("w", 50, "a");
-  expect_duplicate("w", 50, "b", "n");
+  expect_duplicate("w", 50, "b", "never");
   expect_duplicate("w", 50, "");
 
   // Another writer's streams are its own.
@@ -166,6 +166,10 @@ TEST_P(StoreConformanceTest, OrderedBatchesKeepTheirStreamsHighestSeqInsteadOfAR
   for (const WriterRecord& w : writers) EXPECT_EQ(w.last_seq, w.label == "w" ? 104 : 2) << w.label;
   COHORT_ASSERT_OK_AND_ASSIGN(records, store().PruneBatches(int64_t{1} << 60));
   EXPECT_EQ(records, 1);  // seq 50's
+  // Pruned, its seq is at or below the writer's pruned_seq: still a duplicate, either path.
+  expect_duplicate("w", 50, "a");
+  expect_duplicate("w", 50, "a", "never");
+  EXPECT_EQ(PointCount(store(), Ref("run1")), points);
 }
 
 // Copies of one batch sent at once (a retry racing the first try, or two servers): one is

@@ -99,28 +99,28 @@ def test_clock_jumping_back_during_a_bounded_finish_does_not_hang(tmp_path):
         hung.close()
 
 
-def _pruned_seq(db_path, label):
+def _stream_marks(db_path, label):
+    """The highest seq each agent stream stored for the writer (ordered_streams)."""
     import sqlite3
     con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5)
     try:
-        row = con.execute("SELECT pruned_seq FROM writers WHERE label = ?", (label,)).fetchone()
-        return row[0] if row else 0
+        return sorted(r[0] for r in con.execute(
+            "SELECT o.seq FROM ordered_streams o JOIN writers w ON w.pk = o.writer_pk "
+            "WHERE w.label = ?", (label,)))
     finally:
         con.close()
 
 
 def test_rejoined_writer_after_clock_went_back_is_not_dropped_as_duplicate(tmp_path):
     # Batch seqs were derived from the wall clock (ms << 20). Writer A ran with its clock a year
-    # ahead; the server then pruned A's batch records (retention), which leaves their highest seq
-    # as the writer's "stored before" mark. Writer B re-joins the same run and label from a fresh
-    # WAL with the true clock: its clock-derived seqs lie below that mark, and the server would
-    # acknowledge every batch as a duplicate and store nothing. The stream must number its
-    # batches above the writer's last_seq that the join returns.
-    server = FaultServer(tmp_path, extra_args=("--batch-retention-days", "1",
-                                               "--sweep-interval", "1"))
-    server_shift = tmp_path / "server-clock-offset"
-    server.env.update(LD_PRELOAD=str(CLOCK_SHIFT_LIB), COHORT_CLOCK_SHIFT_FILE=str(server_shift))
-    server.start()
+    # ahead, and the server keeps the highest seq A's agent stream stored as that stream's
+    # "stored before" mark (before agent batches left no records, the same mark came from
+    # retention pruning A's records). Writer B re-joins the same run and label from a fresh WAL
+    # with the true clock: its clock-derived seqs lie below that mark, and a server that applied
+    # the mark to B would acknowledge every batch as a duplicate and store nothing. B's stream
+    # has an id of its own, and it numbers its batches above the writer's last_seq that the join
+    # returns.
+    server = FaultServer(tmp_path).start()
     writers = Writers(server)
     ahead = tmp_path / "writer-a-clock-offset"
     ahead.write_text(str(YEAR_S))
@@ -133,10 +133,12 @@ def test_rejoined_writer_after_clock_went_back_is_not_dropped_as_duplicate(tmp_p
         assert rc == 0 and "finish ok" in out, (out, err)
         api = server.api()
         assert_exactly_once(api, run_id, {"w": dict(writer=1, steps=steps, keys=4)}, timeout=30)
-        # Two days later (on the server's clock) A's batch records are pruned.
-        server_shift.write_text(str(2 * 24 * 3600))
         db = server.data_dir / "cohort.db"
-        assert wait_for(lambda: _pruned_seq(db, "w") > 0, timeout=30), "records never pruned"
+        marks = _stream_marks(db, "w")
+        assert len(marks) == 1 and marks[0] > int(time.time() * 1000) << 20, marks
+        # A's stream directory goes once everything in it is uploaded (its lock with it).
+        a_dir = server.home / ".local/share/cohort/agent" / run_id / "w"
+        assert wait_for(lambda: not a_dir.exists(), timeout=30), list(a_dir.rglob("*"))
         writers.procs.clear()
         writers.start(run_id, 2, steps, label="w", sleep_ms=0, inprocess=True)
         (spec, rc, out, err), = writers.wait_all(timeout=60)
@@ -151,6 +153,7 @@ def test_rejoined_writer_after_clock_went_back_is_not_dropped_as_duplicate(tmp_p
         # B's steps continue A's (the re-join's next_step); B computed its values from 0.
         assert [p[2] for p in points] == ([value(1, s, 0) for s in range(steps)] +
                                           [value(2, s, 0) for s in range(steps)])
+        assert len(_stream_marks(db, "w")) == 2  # B's stream kept its own mark
     finally:
         writers.stop()
         server.stop()
