@@ -187,7 +187,7 @@ Status WriterStream::ScanUnacknowledged() {
     // seq.json (whose offset is lost: the records go under a new id) or for an older agent's
     // directory.
     if (stream_id_.empty() && !seq_damaged) stream_id_ = target_.stream_id;
-    stream_id_saved_ = !stream_id_.empty();
+    stream_id_saved_.store(!stream_id_.empty());
     if (stream_id_.empty()) stream_id_ = ids::RandomHex(16);
   }
   {
@@ -273,13 +273,14 @@ Status WriterStream::WriteSeqStateLocked() {
   }
   Status st = wal::WriteFileAtomically(fs_, wal::JoinPath(dir_, kSeqFile), bj::serialize(o));
   if (st.ok()) seq_state_dirty_ = false;
-  if (st.ok()) stream_id_saved_ = true;
+  if (st.ok()) stream_id_saved_.store(true);
   return st;
 }
 
 Status WriterStream::SaveStreamId() {
+  if (stream_id_saved_.load()) return Status::Ok();
   MutexLock lock(&append_mu_);
-  return stream_id_saved_ ? Status::Ok() : WriteSeqStateLocked();
+  return stream_id_saved_.load() ? Status::Ok() : WriteSeqStateLocked();
 }
 
 Status WriterStream::NoteJoined(uint64_t join_seq, uint64_t server_last_seq) {

@@ -43,6 +43,7 @@
 // their order, are in the COHORT_GUARDED_BY / COHORT_ACQUIRED_BEFORE annotations below.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -257,10 +258,11 @@ class WriterStream {
   uint64_t upload_offset_ COHORT_GUARDED_BY(append_mu_) = 0;
   // joined_seq_ changed since seq.json was written.
   bool seq_state_dirty_ COHORT_GUARDED_BY(append_mu_) = false;
-  // Persisted in seq.json; set while opening, read-only after.
+  // Persisted in seq.json or meta.json; set while opening, read-only after.
   std::string stream_id_;
-  // stream_id_ is on disk (seq.json, or meta.json when seq.json names none).
-  bool stream_id_saved_ COHORT_GUARDED_BY(append_mu_) = false;
+  // stream_id_ is on disk (seq.json, or meta.json when seq.json names none). Atomic: the Sender
+  // looks before each batch without append_mu_ (which Append holds over its I/O); set under it.
+  std::atomic<bool> stream_id_saved_{false};
   // Session -> highest frame stored.
   std::map<uint64_t, uint64_t> last_frame_ COHORT_GUARDED_BY(append_mu_);
   // Persisted: seq.json's "sessions".

@@ -53,10 +53,10 @@ namespace {
 using SeriesState = pg::IngestCache::Series;
 
 // Locks the writer, records (writer, seq) (not when $8: an ordered batch, see kOrderedSeen) and
-// locks the batch's existing series. The writer's
-// lock alone serialises every change to its series; the series rows are locked as well because
-// this statement's snapshot may predate a batch another server committed while we waited for the
-// writer: FOR UPDATE returns the latest version of each row (EvalPlanQual), never a stale tail.
+// locks the batch's existing series. The writer's lock alone serialises every change to its
+// series; the series rows are locked as well because this statement's snapshot may predate a
+// batch another server committed while we waited for the writer: FOR UPDATE returns the latest
+// version of each row (EvalPlanQual), never a stale tail.
 // A series another server created meanwhile is not in the snapshot at all: creating it conflicts
 // and the caller then finds it with kLockSeries (a later statement, a fresh snapshot).
 constexpr const char* kLockWriterAndSeries =
