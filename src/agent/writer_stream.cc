@@ -54,7 +54,7 @@ Result<WriterTarget> WriterTarget::Parse(std::string_view text) {
   t.label = r.String("label");
   t.offline = r.OptBool("offline").value_or(false);
   t.created_ms = r.OptInt("created_ms").value_or(0);
-  t.stream_id = r.OptString("stream_id", limits::kMaxBatchStreamIdBytes).value_or("");
+  t.stream_id = r.OptString("stream_id", limits::kMaxIdBytes).value_or("");
   if (!r.ok()) return Status::Corruption(r.status().message());
   if (!IsStreamId(t.stream_id)) return Status::Corruption("meta.json: bad stream_id");
   return t;
@@ -228,7 +228,7 @@ Status WriterStream::LoadSeqState() {
   int64_t floor = r.Int("floor");
   int64_t joined = r.OptInt("joined_seq").value_or(0);
   int64_t offset = r.OptInt("upload_offset").value_or(0);
-  std::string stream_id = r.OptString("stream_id", limits::kMaxBatchStreamIdBytes).value_or("");
+  std::string stream_id = r.OptString("stream_id", limits::kMaxIdBytes).value_or("");
   std::map<uint64_t, uint64_t> frames;
   if (const bj::array* sessions = r.OptArray("sessions")) {
     for (const bj::value& v : *sessions) {

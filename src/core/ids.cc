@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "core/limits.h"
 #include "core/text_encoding.h"
 
 namespace cohort::ids {
@@ -43,7 +44,7 @@ std::string RandomHex(size_t bytes) {
 }
 
 bool IsValidId(std::string_view s) {
-  if (s.empty() || s.size() > 64) return false;
+  if (s.empty() || s.size() > limits::kMaxIdBytes) return false;
   for (char c : s) {
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
               c == '_' || c == '-' || c == '.';

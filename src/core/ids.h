@@ -9,7 +9,7 @@ namespace cohort::ids {
 std::string RandomBase36(size_t n);
 // A random hex string of `bytes` random bytes (2*bytes characters), from the OS CSPRNG.
 std::string RandomHex(size_t bytes);
-// True when `s` is a valid user-supplied id: 1..64 chars of [A-Za-z0-9_.-].
+// True when `s` is a valid user-supplied id: 1..limits::kMaxIdBytes chars of [A-Za-z0-9_.-].
 bool IsValidId(std::string_view s);
 
 }  // namespace cohort::ids

@@ -103,9 +103,11 @@ inline constexpr std::string_view kBatchSeqHeader = "Cohort-Batch-Seq";
 // writer's batches one at a time in seq order, each only once every lower seq of the stream is
 // settled (stored, refused, or not a batch). The store then keeps the stream's highest stored seq
 // for the writer (a seq of the stream at or below it is a duplicate) instead of a record per
-// batch (docs/api.md). 1 to kMaxBatchStreamIdBytes of [A-Za-z0-9._-].
+// batch (docs/api.md). The id follows the rule of ids (ids::IsValidId).
 inline constexpr std::string_view kBatchOrderedHeader = "Cohort-Batch-Ordered";
-inline constexpr size_t kMaxBatchStreamIdBytes = 64;
+// Ids users and clients name things by (entity, project, run, a batch's stream): at most this many
+// of [A-Za-z0-9._-] (ids::IsValidId).
+inline constexpr size_t kMaxIdBytes = 64;
 
 // ---- artifacts and the blob store (docs/artifacts.md) ----
 // A blob is uploaded in parts of this size, all but the last full (one part per request body).

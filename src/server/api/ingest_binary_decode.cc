@@ -1,6 +1,5 @@
 #include "server/api/ingest_binary_decode.h"
 
-#include <algorithm>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -8,6 +7,7 @@
 #include "core/batch_format.h"
 #include "core/coding.h"
 #include "core/histogram.h"
+#include "core/ids.h"
 #include "core/limits.h"
 #include "core/metric_key.h"
 #include "core/utf8.h"
@@ -432,14 +432,10 @@ Result<int64_t> ParseBatchSeqHeader(std::string_view value) {
 Result<std::string> ParseBatchOrderedHeader(std::string_view value) {
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-  const bool ok = std::all_of(value.begin(), value.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-           c == '_' || c == '-';
-  });
-  if (!ok || value.size() > limits::kMaxBatchStreamIdBytes) {
+  if (!value.empty() && !ids::IsValidId(value)) {
     return Status::InvalidArgument(
         std::string(limits::kBatchOrderedHeader) + " header: expected a stream id of 1 to " +
-        std::to_string(limits::kMaxBatchStreamIdBytes) + " letters, digits, '.', '_' or '-'");
+        std::to_string(limits::kMaxIdBytes) + " letters, digits, '.', '_' or '-'");
   }
   return std::string(value);
 }

@@ -24,8 +24,8 @@ namespace cohort::api {
 Result<int64_t> ParseBatchSeqHeader(std::string_view value);
 
 // The Cohort-Batch-Ordered header's value (limits::kBatchOrderedHeader): the sender's stream id,
-// 1 to kMaxBatchStreamIdBytes of [A-Za-z0-9._-] (surrounding blanks dropped); empty when the
-// header is absent or empty (an unordered batch); kInvalidArgument naming the header otherwise.
+// an id by ids::IsValidId's rule (surrounding blanks dropped); empty when the header is absent or
+// empty (an unordered batch); kInvalidArgument naming the header otherwise.
 Result<std::string> ParseBatchOrderedHeader(std::string_view value);
 
 Result<store::IngestBatch> DecodeBinaryIngestBatch(std::string_view body, int64_t seq,
