@@ -14,6 +14,8 @@
 #   FORMAT      ingest bodies: json (default) or binary (the agent's batch v4)
 #   ORDERED=1   batches marked Cohort-Batch-Ordered: <stream>, as the agent marks them (no exactly-once
 #               record per batch; docs/api.md); default 0
+#   AUTO_VACUUM=0  the database file made beforehand without auto_vacuum (as a file made before the
+#               store set auto_vacuum=INCREMENTAL: no pointer-map pages), to measure their cost
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
@@ -23,6 +25,11 @@ rows_list="${ROWS:-100 1000 6554}"
 clients_list="${CLIENTS:-1 4 16}"
 tmp="$(mktemp -d)"
 trap 'kill $pid 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
+if [ "${AUTO_VACUUM:-1}" = 0 ]; then
+  mkdir -p "$tmp/data"
+  sqlite3 "$tmp/data/cohort.db" 'CREATE TABLE made_before (x); DROP TABLE made_before;'
+  chmod 600 "$tmp/data/cohort.db"  # as the store makes it
+fi
 # shellcheck disable=SC2086
 env HOME="$tmp" ${SERVER_ENV:-} "$bin" server --port 0 --data-dir "$tmp/data" > "$tmp/out" 2> "$tmp/err" &
 pid=$!
@@ -34,7 +41,7 @@ median() { python3 -c 'import json,sys,statistics as s; rows=[json.loads(l) for 
 run() { for i in $(seq "$repeats"); do "$@"; done; }
 rss() { awk '/VmRSS/ {print int($2 / 1024)}' /proc/$pid/status; }
 
-echo "server: $bin at $url (repeats: $repeats)" >&2
+echo "server: $bin at $url (repeats: $repeats, auto_vacuum: ${AUTO_VACUUM:-1})" >&2
 echo "| measurement | median |"
 echo "| --- | --- |"
 for rows in $rows_list; do

@@ -11,6 +11,7 @@ of every table and index (dbstat) per point.
     .venv/bin/python bench/corpus/store_size.py [--bin build/src/cli/cohort] [--corpus FILE]
                                                 [--keep DIR] [--window-ms 1000] [--postgres]
                                                 [--pg-set NAME=VALUE ...] [--unordered]
+                                                [--no-auto-vacuum]
 
 With --postgres the server stores into a throwaway PostgreSQL cluster
 (tests/postgres/pg_cluster.py) instead, and the report is PostgreSQL's: the relations' sizes as
@@ -19,6 +20,12 @@ and dead tuples, and the sizes again after VACUUM. --pg-set name=value (repeatab
 server setting of that cluster: the replay runs an hour of logging in well under a minute, so
 autovacuum's one-minute naptime never comes round during it; --pg-set autovacuum_naptime=1s
 gives autovacuum the turns per batch it has when the job logs in real time.
+
+The SQLite report also gives the database's pages while the server still runs (the job's steady
+state: free pages are reused by later writes) before the clean stop, which gives free pages (up
+to 64 MB) back to the file system (auto_vacuum=INCREMENTAL, docs/operations.md "Disk space").
+--no-auto-vacuum makes the database files beforehand without auto_vacuum (as a file made before
+the store set it: no pointer-map pages, free pages kept), to measure the same binary both ways.
 """
 import argparse
 import collections
@@ -157,6 +164,18 @@ def pg_report(pg, points, label, empty=None):
               f"TOAST {int(toast) / points:.3f}; {live} live, {dead} dead rows)")
 
 
+def make_without_auto_vacuum(data_dir):
+    """A database file the store will open as one made before it set auto_vacuum: a table made
+    (and dropped) fixes the file's auto_vacuum at none."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(data_dir / "cohort.db")
+    db.execute("CREATE TABLE made_before (x)")
+    db.execute("DROP TABLE made_before")
+    db.commit()
+    db.close()
+    (data_dir / "cohort.db").chmod(0o600)  # as the store makes it
+
+
 def start_and_stop(argv, env):
     """A server started and stopped cleanly (with nothing logged): what an empty store is."""
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
@@ -181,6 +200,8 @@ def main():
                    help="a setting of the throwaway PostgreSQL cluster (see above)")
     p.add_argument("--unordered", action="store_true",
                    help="batches without Cohort-Batch-Ordered (a record each; see above)")
+    p.add_argument("--no-auto-vacuum", action="store_true",
+                   help="SQLite files made beforehand without auto_vacuum (see above)")
     a = p.parse_args()
     pg = None
     if a.postgres:
@@ -203,6 +224,9 @@ def main():
         empty_argv = [a.bin, "server", "--port", "0", "--data-dir", str(home / "empty" / "data")]
         if pg:
             empty_argv += ["--store", pg.url("empty")]
+        elif a.no_auto_vacuum:
+            make_without_auto_vacuum(home / "empty" / "data")
+            make_without_auto_vacuum(data)
         start_and_stop(empty_argv, dict(env, HOME=str(home / "empty")))
         if pg:
             pg.psql("empty", "VACUUM")
@@ -225,6 +249,11 @@ def main():
             t0 = time.time()
             batches = replay(api, entity, series, a.window_ms, ordered=not a.unordered)
             took = time.time() - t0
+            if not pg:  # the committed pages as the running server has them (WAL included)
+                db = sqlite3.connect(f"file:{data / 'cohort.db'}?mode=ro", uri=True)
+                running = [db.execute(f"PRAGMA {n}").fetchone()[0]
+                           for n in ("page_count", "freelist_count", "page_size")]
+                db.close()
         finally:
             proc.terminate()
             proc.wait(timeout=60)
@@ -259,9 +288,12 @@ def main():
     print(f"  of which an empty store (a server started and stopped, nothing logged) {empty} "
           f"bytes = {empty / points:.3f} B/point; the corpus's own "
           f"{(total - empty) / points:.3f} B/point")
+    print(f"before the stop (the server running): {running[0]} pages = "
+          f"{running[0] * running[2] / points:.3f} B/point, of which {running[1]} free "
+          f"({running[1] * running[2] / points:.3f} B/point)")
     print(f"chunk blobs: {stored[1]} bytes = {stored[1] / points:.3f} B/point in {stored[2]} "
           f"chunks ({points / stored[2]:.0f} points/chunk)")
-    print(f"free pages (reused by later writes before the file grows): {free_pages} = "
+    print(f"free pages after the stop: {free_pages} = "
           f"{free_pages * page / points:.3f} B/point")
     print(f"page size {page}; by table/index (dbstat): pages B/point, payload B/point, unused")
     for name, size, payload, unused, pages in objects:

@@ -405,6 +405,7 @@ void ServerApp::SweepLoop() {
     alerts_->Tick(now);  // the writers ended (those just marked crashed too), then tick rules
     PruneBatchesIfDue(now);
     PruneSessionsIfDue(now);
+    ReleaseFreeSpace(/*stopping=*/false);
     lock.Lock();
   }
 }
@@ -419,6 +420,18 @@ void ServerApp::PruneBatchesIfDue(int64_t now_ms) {
     std::fprintf(stderr, "cohort: pruning batch records failed: %s\n",
                  pruned.status().ToString().c_str());
     next_prune_ms_ = now_ms + kHourMs / 12;  // try again sooner
+  }
+}
+
+void ServerApp::ReleaseFreeSpace(bool stopping) {
+  // A sweep gives back at most this much (deleting a large run frees it over several sweeps),
+  // and so does a stop (bounded: a stop must stay short; the rest waits for the sweeps after
+  // the next start).
+  constexpr int64_t kPerCallBytes = int64_t{64} << 20;
+  auto released = store_->ReleaseFreeSpace(kPerCallBytes, stopping);
+  if (!released.ok()) {
+    std::fprintf(stderr, "cohort: giving free space back failed: %s\n",
+                 released.status().ToString().c_str());
   }
 }
 
@@ -447,6 +460,7 @@ void ServerApp::Stop() {
   if (webhook_poster_) webhook_poster_->Abort();  // a call in flight ends now
   if (webhooks_) webhooks_->Stop();
   if (heartbeats_) heartbeats_->Stop();  // writes what is pending
+  if (store_) ReleaseFreeSpace(/*stopping=*/true);  // no sweep runs now
 }
 
 void ServerApp::Wait() {

@@ -109,6 +109,7 @@ class ServerApp {
   void SweepLoop() COHORT_EXCLUDES(mu_);
   void PruneBatchesIfDue(int64_t now_ms);
   void PruneSessionsIfDue(int64_t now_ms);
+  void ReleaseFreeSpace(bool stopping);  // store.h ReleaseFreeSpace
 
   ServerConfig config_;
   std::unique_ptr<store::Store> store_;

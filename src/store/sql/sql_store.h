@@ -158,6 +158,10 @@ class SqlStore : public Store {
                                                             int limit) final;
 
   Result<int64_t> PruneBatches(int64_t stored_before_ms) final;
+  // 0: PostgreSQL's VACUUMs give space back (SqliteStore overrides).
+  Result<int64_t> ReleaseFreeSpace(int64_t /*max_bytes*/, bool /*stopping*/) override {
+    return int64_t{0};
+  }
   Status Export(const std::function<Status(const DumpRecord&)>& sink) final;
   Result<int64_t> Import(const std::vector<DumpRecord>& records, const DumpHeader& from) final;
   Status FinishImport() final;

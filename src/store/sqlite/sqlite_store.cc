@@ -3,6 +3,7 @@
 // are in sqlite_ingest.cc.
 #include "store/sqlite/sqlite_store.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "store/sql/sql_tail_seal.h"
@@ -15,6 +16,18 @@ namespace cohort::store {
 using sqlite::Db;
 using sqlite::Stmt;
 using sqlite::Txn;
+
+namespace {
+
+// The one integer a pragma answers (page_count, freelist_count...).
+Result<int64_t> PragmaInt(Db* db, const char* sql) {
+  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(sql));
+  COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row) return Status::Internal(std::string("sqlite: no answer to ") + sql);
+  return st.Int(0);
+}
+
+}  // namespace
 
 // ---- opening and connections ----
 
@@ -43,6 +56,11 @@ Result<std::unique_ptr<Db>> SqliteStore::OpenConnection(bool writer) {
   COHORT_ASSIGN_OR_RETURN(std::unique_ptr<Db> db,
                           Db::Open(options_.path, flags, options_.busy_timeout_ms));
   if (writer) {
+    // A new file (no page yet) is made so that free pages can be given back (ReleaseFreeSpace);
+    // a file made without it keeps its pages (VACUUM converts). Only then: on a file that has
+    // it, the pragma writes page 1 again, a write transaction at every open.
+    COHORT_ASSIGN_OR_RETURN(int64_t pages, PragmaInt(db.get(), "PRAGMA page_count"));
+    if (pages == 0) COHORT_RETURN_IF_ERROR(db->Exec("PRAGMA auto_vacuum=INCREMENTAL"));
     COHORT_ASSIGN_OR_RETURN(Stmt st, db->Prepare("PRAGMA journal_mode=WAL"));
     COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row || st.Text(0) != "wal") {
@@ -94,6 +112,42 @@ Result<SqliteStore::ReadLease> SqliteStore::AcquireReader() {
     return db.status();
   }
   return ReadLease(this, std::move(db).value());
+}
+
+// ---- free pages ----
+
+Result<int64_t> SqliteStore::ReleaseFreeSpace(int64_t max_bytes, bool stopping) {
+  constexpr int64_t kIncremental = 2;  // PRAGMA auto_vacuum's answer for INCREMENTAL
+  int64_t released = 0;
+  while (true) {
+    MutexLock lock(&write_mu_);
+    Db* db = writer_.get();
+    // Read first, outside a transaction: most calls find nothing to do and take no lock.
+    COHORT_ASSIGN_OR_RETURN(int64_t mode, PragmaInt(db, "PRAGMA auto_vacuum"));
+    if (mode != kIncremental) return released;  // a file made without it keeps its pages
+    COHORT_ASSIGN_OR_RETURN(int64_t free_pages, PragmaInt(db, "PRAGMA freelist_count"));
+    COHORT_ASSIGN_OR_RETURN(int64_t pages, PragmaInt(db, "PRAGMA page_count"));
+    COHORT_ASSIGN_OR_RETURN(int64_t page_size, PragmaInt(db, "PRAGMA page_size"));
+    if (free_pages >= kReleaseMinFreePages && free_pages * kReleaseMinFreeShare >= pages) {
+      releasing_ = true;
+    }
+    if (free_pages == 0) releasing_ = false;
+    if (!releasing_ && !stopping) return released;
+    const int64_t budget = (max_bytes - released) / page_size;
+    if (free_pages == 0 || budget <= 0) return released;
+    // The slice and what it gave back, in one write transaction (another process may have
+    // written since the reads above).
+    COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
+    COHORT_ASSIGN_OR_RETURN(free_pages, PragmaInt(db, "PRAGMA freelist_count"));
+    COHORT_ASSIGN_OR_RETURN(pages, PragmaInt(db, "PRAGMA page_count"));
+    const int64_t slice = std::min({free_pages, kReleaseSlicePages, budget});
+    if (slice <= 0) return released;
+    COHORT_RETURN_IF_ERROR(db->Exec("PRAGMA incremental_vacuum(" + std::to_string(slice) + ")"));
+    COHORT_ASSIGN_OR_RETURN(int64_t left, PragmaInt(db, "PRAGMA page_count"));
+    COHORT_RETURN_IF_ERROR(txn.Commit());
+    if (left >= pages) return released;  // nothing moved (cannot happen; never loop on it)
+    released += (pages - left) * page_size;
+  }
 }
 
 Status SqliteStore::Run(Access access, const Work& work) {

@@ -11,6 +11,10 @@
 // transaction, so it sees one consistent snapshot) and never wait behind a write. Several
 // processes may open the same file; busy_timeout covers their contention.
 //
+// Space: the database is created with auto_vacuum=INCREMENTAL, so that pages the store no longer
+// uses (deleted runs and versions, pruned records, compacted tails) can be given back to the file
+// system (ReleaseFreeSpace, docs/operations.md "Disk space").
+//
 // Durability: WAL mode with synchronous=NORMAL (the default) makes a committed transaction
 // survive a crash of the process; synchronous_full also fsyncs the WAL at every commit, so that
 // it survives power loss (docs/operations.md, "Durability of the SQLite store").
@@ -58,6 +62,17 @@ class SqliteStore final : public SqlStore {
   Result<std::vector<SeriesData>> QueryHistory(const HistoryQuery& query) override;
   // sqlite_store.cc
   Result<ConsoleIndex> IndexConsole(const ConsoleQuery& query, int64_t stride) override;
+  // Free pages are reused by later writes (tail compaction frees and takes pages all the time),
+  // so they are given back only when many: once at least kReleaseMinFreePages and
+  // 1/kReleaseMinFreeShare of the file are free, all of them, over as many calls as max_bytes
+  // makes it take; `stopping`: all of them now (up to max_bytes). kReleaseSlicePages at a time,
+  // each slice in a write transaction of its own (writes wait for a slice, not for the call).
+  // Returns the bytes the file shrank by (pointer-map pages past its new end included).
+  Result<int64_t> ReleaseFreeSpace(int64_t max_bytes, bool stopping) override
+      COHORT_EXCLUDES(write_mu_);
+  static constexpr int64_t kReleaseMinFreePages = 256;
+  static constexpr int64_t kReleaseMinFreeShare = 8;
+  static constexpr int64_t kReleaseSlicePages = 256;  // 1 MB: below the checkpointer's 500 frames
 
   // Transactions and calls of the group commit so far (tests, benchmarks).
   sqlite::GroupCommit::Counters group_counters() const { return group_.counters(); }
@@ -117,6 +132,8 @@ class SqliteStore final : public SqlStore {
   SqliteOptions options_;
   Mutex write_mu_;
   std::unique_ptr<sqlite::Db> writer_ COHORT_GUARDED_BY(write_mu_);
+  // ReleaseFreeSpace found many free pages and gives them back until none is left.
+  bool releasing_ COHORT_GUARDED_BY(write_mu_) = false;
   // The series rows' tail state for Ingest (also told by group_ how its transactions end).
   sqlite::SeriesCache series_cache_ COHORT_GUARDED_BY(write_mu_);
   sqlite::GroupCommit group_{&write_mu_, &writer_, options_.group_commit ? kMaxGroup : 1,
