@@ -406,12 +406,18 @@ class BinaryDecoder {
   std::string error_;
 };
 
+// `value` without the blanks (spaces, tabs) around it.
+std::string_view TrimBlanks(std::string_view value) {
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  return value;
+}
+
 }  // namespace
 
 Result<int64_t> ParseBatchSeqHeader(std::string_view value) {
   const std::string name(limits::kBatchSeqHeader);
-  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  value = TrimBlanks(value);
   if (value.empty()) {
     return Status::InvalidArgument(name + " header: required with Content-Type " +
                                    std::string(limits::kBatchMediaType));
@@ -430,8 +436,7 @@ Result<int64_t> ParseBatchSeqHeader(std::string_view value) {
 }
 
 Result<std::string> ParseBatchOrderedHeader(std::string_view value) {
-  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  value = TrimBlanks(value);
   if (!value.empty() && !ids::IsValidId(value)) {
     return Status::InvalidArgument(
         std::string(limits::kBatchOrderedHeader) + " header: expected a stream id of 1 to " +
@@ -441,8 +446,7 @@ Result<std::string> ParseBatchOrderedHeader(std::string_view value) {
 }
 
 bool IsBinaryBatchContentType(std::string_view content_type) {
-  std::string_view type = content_type.substr(0, content_type.find(';'));
-  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
+  std::string_view type = TrimBlanks(content_type.substr(0, content_type.find(';')));
   if (type.size() != limits::kBatchMediaType.size()) return false;
   for (size_t i = 0; i < type.size(); ++i) {
     char c = type[i];

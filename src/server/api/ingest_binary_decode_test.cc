@@ -443,6 +443,7 @@ TEST(DecodeBinaryIngestBatch, OrderedHeaderNamesAStream) {
 TEST(DecodeBinaryIngestBatch, ContentTypeMatching) {
   EXPECT_TRUE(IsBinaryBatchContentType("application/vnd.cohort.batch"));
   EXPECT_TRUE(IsBinaryBatchContentType("Application/Vnd.Cohort.Batch; v=2"));
+  EXPECT_TRUE(IsBinaryBatchContentType(" application/vnd.cohort.batch \t; v=2"));
   EXPECT_FALSE(IsBinaryBatchContentType("application/json"));
   EXPECT_FALSE(IsBinaryBatchContentType(""));
   EXPECT_FALSE(IsBinaryBatchContentType("application/vnd.cohort.batchx"));
