@@ -456,11 +456,12 @@ void ServerApp::Stop() {
   }
   cv_.SignalAll();
   if (http_) http_->Stop();
+  const bool served = sweeper_.joinable();  // Start got that far
   if (sweeper_.joinable()) sweeper_.join();
   if (webhook_poster_) webhook_poster_->Abort();  // a call in flight ends now
   if (webhooks_) webhooks_->Stop();
   if (heartbeats_) heartbeats_->Stop();  // writes what is pending
-  if (store_) ReleaseFreeSpace(/*stopping=*/true);  // no sweep runs now
+  if (store_ && served) ReleaseFreeSpace(/*stopping=*/true);  // no sweep runs now
 }
 
 void ServerApp::Wait() {

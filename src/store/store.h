@@ -206,10 +206,10 @@ class AdminStore {
   // it is acknowledged as a duplicate and not stored, so pruning never stores a retry twice.
   // Returns the number of records removed.
   virtual Result<int64_t> PruneBatches(int64_t stored_before_ms) = 0;
-  // Gives space the store no longer uses back to the file system, at most `max_bytes` per call,
-  // where the engine leaves that to the store (SQLite: free pages, once many, or whatever their
-  // number when `stopping`: the server stops, nothing will reuse them; PostgreSQL: its VACUUMs
-  // do, 0). Returns the bytes given back.
+  // Gives space the store no longer uses back to the file system, about `max_bytes` per call at
+  // most (whole pages), where the engine leaves that to the store (SQLite: free pages, once
+  // many, or whatever their number when `stopping`: this server stops and will not reuse them;
+  // PostgreSQL: 0, its VACUUMs make space reusable). Returns the bytes given back.
   virtual Result<int64_t> ReleaseFreeSpace(int64_t max_bytes, bool stopping) = 0;
 
   // ---- dump (store/dump_format.h: `cohort export`, `import`, `migrate`) ----

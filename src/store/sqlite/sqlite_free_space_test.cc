@@ -80,7 +80,7 @@ TEST(SqliteFreeSpaceTest, ADeletedRunsPagesGoBackToTheFileSystem) {
   const int64_t page_size = raw.Int("PRAGMA page_size");
   ASSERT_TRUE(store->DeleteRun(RunRef{"e", "p", "gone"}).ok());
   const int64_t free_pages = raw.Int("PRAGMA freelist_count");
-  ASSERT_GE(free_pages, SqliteStore::kReleaseMinFreePages);
+  ASSERT_GE(free_pages, SqliteOptions{}.release_min_free_pages);
   ASSERT_GE(free_pages * SqliteStore::kReleaseMinFreeShare, pages);
 
   // At most max_bytes per call, whole pages; what the file shrank by.
@@ -120,6 +120,37 @@ TEST(SqliteFreeSpaceTest, ADeletedRunsPagesGoBackToTheFileSystem) {
   raw.db = nullptr;
   store.reset();
   EXPECT_EQ(int64_t(fs::file_size(db)), left * page_size);
+}
+
+TEST(SqliteFreeSpaceTest, ManyFreePagesAreGivenBackWhateverTheirShareOfTheFile) {
+  TempDir dir;
+  const fs::path db = dir.path() / "a.db";
+  std::mt19937_64 rng(10);
+  // A large file, as far as the share is concerned: a deletion of a tenth of it.
+  SqliteOptions options{.path = db, .release_min_free_pages = 1 << 30};
+  {
+    COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(options));
+    LogNoise(store.get(), RunRef{"e", "p", "kept"}, 20, &rng);
+    LogNoise(store.get(), RunRef{"e", "p", "gone"}, 2, &rng);
+    ASSERT_TRUE(store->DeleteRun(RunRef{"e", "p", "gone"}).ok());
+  }
+  RawDb raw(db);
+  const int64_t free_pages = raw.Int("PRAGMA freelist_count");
+  ASSERT_GT(free_pages, 20);
+  ASSERT_LT(free_pages * SqliteStore::kReleaseMinFreeShare, raw.Int("PRAGMA page_count"));
+  {
+    options.release_many_free_pages = free_pages + 1;  // not yet many
+    COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(options));
+    COHORT_ASSERT_OK_AND_ASSIGN(int64_t released, store->ReleaseFreeSpace(int64_t{1} << 30, false));
+    EXPECT_EQ(released, 0);
+  }
+  EXPECT_EQ(raw.Int("PRAGMA freelist_count"), free_pages);
+  // Reopened (a restart), the store starts from what the file holds: many, so all of them.
+  options.release_many_free_pages = free_pages;
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(options));
+  COHORT_ASSERT_OK_AND_ASSIGN(int64_t released, store->ReleaseFreeSpace(int64_t{1} << 30, false));
+  EXPECT_GE(released, free_pages * raw.Int("PRAGMA page_size"));
+  EXPECT_EQ(raw.Int("PRAGMA freelist_count"), 0);
 }
 
 TEST(SqliteFreeSpaceTest, StoppingGivesBackEvenAFewFreePages) {
@@ -174,7 +205,7 @@ TEST(SqliteFreeSpaceTest, AFileMadeWithoutAutoVacuumKeepsItsPagesWithoutAnError)
   RawDb raw(db);
   EXPECT_EQ(raw.Int("PRAGMA auto_vacuum"), 0);
   const int64_t free_pages = raw.Int("PRAGMA freelist_count");
-  ASSERT_GE(free_pages, SqliteStore::kReleaseMinFreePages);
+  ASSERT_GE(free_pages, SqliteOptions{}.release_min_free_pages);
   for (bool stopping : {false, true}) {
     COHORT_ASSERT_OK_AND_ASSIGN(int64_t released,
                                 store->ReleaseFreeSpace(int64_t{1} << 30, stopping));

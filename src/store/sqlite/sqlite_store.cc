@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "store/sql/sql_tail_seal.h"
 #include "store/sqlite/sqlite_chunk_rows.h"
@@ -119,7 +120,10 @@ Result<SqliteStore::ReadLease> SqliteStore::AcquireReader() {
 Result<int64_t> SqliteStore::ReleaseFreeSpace(int64_t max_bytes, bool stopping) {
   constexpr int64_t kIncremental = 2;  // PRAGMA auto_vacuum's answer for INCREMENTAL
   int64_t released = 0;
-  while (true) {
+  for (bool first = true;; first = false) {
+    // A waiting write gets the mutex between two slices (it is not handed over on unlock: taken
+    // again at once, the call would hold it throughout).
+    if (!first) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     MutexLock lock(&write_mu_);
     Db* db = writer_.get();
     // Read first, outside a transaction: most calls find nothing to do and take no lock.
@@ -128,7 +132,9 @@ Result<int64_t> SqliteStore::ReleaseFreeSpace(int64_t max_bytes, bool stopping) 
     COHORT_ASSIGN_OR_RETURN(int64_t free_pages, PragmaInt(db, "PRAGMA freelist_count"));
     COHORT_ASSIGN_OR_RETURN(int64_t pages, PragmaInt(db, "PRAGMA page_count"));
     COHORT_ASSIGN_OR_RETURN(int64_t page_size, PragmaInt(db, "PRAGMA page_size"));
-    if (free_pages >= kReleaseMinFreePages && free_pages * kReleaseMinFreeShare >= pages) {
+    if ((free_pages >= options_.release_min_free_pages &&
+         free_pages * kReleaseMinFreeShare >= pages) ||
+        free_pages >= options_.release_many_free_pages) {
       releasing_ = true;
     }
     if (free_pages == 0) releasing_ = false;

@@ -48,6 +48,11 @@ struct SqliteOptions {
   // WAL checkpoints on a background thread (sqlite_checkpointer.h); false leaves them to
   // SQLite, in the committing call (URL option checkpoint=inline; for measurements).
   bool background_checkpoints = true;
+  // Free pages are given back (ReleaseFreeSpace) once at least release_min_free_pages of them
+  // and an eighth of the file, or release_many_free_pages whatever the file's size (a deletion
+  // in a large file; what a restart left), are free. Tests lower them.
+  int64_t release_min_free_pages = 256;     // 1 MB of 4 KB pages
+  int64_t release_many_free_pages = 16384;  // 64 MB of 4 KB pages
 };
 
 class SqliteStore final : public SqlStore {
@@ -63,16 +68,17 @@ class SqliteStore final : public SqlStore {
   // sqlite_store.cc
   Result<ConsoleIndex> IndexConsole(const ConsoleQuery& query, int64_t stride) override;
   // Free pages are reused by later writes (tail compaction frees and takes pages all the time),
-  // so they are given back only when many: once at least kReleaseMinFreePages and
-  // 1/kReleaseMinFreeShare of the file are free, all of them, over as many calls as max_bytes
-  // makes it take; `stopping`: all of them now (up to max_bytes). kReleaseSlicePages at a time,
-  // each slice in a write transaction of its own (writes wait for a slice, not for the call).
-  // Returns the bytes the file shrank by (pointer-map pages past its new end included).
+  // so they are given back only when many (SqliteOptions::release_min_free_pages and 1 in
+  // kReleaseMinFreeShare of the file, or release_many_free_pages), then all of them, over as many
+  // calls as max_bytes makes it take; `stopping`: all of them now (up to max_bytes).
+  // kReleaseSlicePages at a time, each slice in a write transaction of its own, the write mutex
+  // let go for a moment between slices (writes wait for a slice, not for the call). Returns the
+  // bytes the file shrank by (whole pages: a pointer-map page past its new end may go too).
   Result<int64_t> ReleaseFreeSpace(int64_t max_bytes, bool stopping) override
       COHORT_EXCLUDES(write_mu_);
-  static constexpr int64_t kReleaseMinFreePages = 256;
   static constexpr int64_t kReleaseMinFreeShare = 8;
-  static constexpr int64_t kReleaseSlicePages = 256;  // 1 MB: below the checkpointer's 500 frames
+  // 1 MB of 4 KB pages: fewer WAL frames than the checkpointer's kStartFrames.
+  static constexpr int64_t kReleaseSlicePages = 256;
 
   // Transactions and calls of the group commit so far (tests, benchmarks).
   sqlite::GroupCommit::Counters group_counters() const { return group_.counters(); }
