@@ -425,8 +425,8 @@ void ServerApp::PruneBatchesIfDue(int64_t now_ms) {
 
 void ServerApp::ReleaseFreeSpace(bool stopping) {
   // A sweep gives back at most this much (deleting a large run frees it over several sweeps),
-  // and so does a stop (bounded: a stop must stay short; the rest waits for the sweeps after
-  // the next start).
+  // and so does a stop (bounded: a stop must stay short; the rest goes after the next start
+  // when it still counts as many, docs/operations.md "Disk space").
   constexpr int64_t kPerCallBytes = int64_t{64} << 20;
   auto released = store_->ReleaseFreeSpace(kPerCallBytes, stopping);
   if (!released.ok()) {

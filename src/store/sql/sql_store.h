@@ -158,7 +158,7 @@ class SqlStore : public Store {
                                                             int limit) final;
 
   Result<int64_t> PruneBatches(int64_t stored_before_ms) final;
-  // 0: PostgreSQL's VACUUMs give space back (SqliteStore overrides).
+  // 0: PostgreSQL's VACUUMs make dead rows' space reusable (SqliteStore overrides).
   Result<int64_t> ReleaseFreeSpace(int64_t /*max_bytes*/, bool /*stopping*/) override {
     return int64_t{0};
   }
