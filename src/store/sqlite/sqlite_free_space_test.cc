@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "store/ingest_batch.h"
+#include "store/sqlite/raw_db_for_test.h"
 #include "store/sqlite/sqlite_store.h"
 #include "store/store_conformance.h"
 #include "store/temp_dir_for_test.h"
@@ -17,23 +18,6 @@ namespace cohort::store {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A raw connection to look at the file from outside the store. Single-threaded.
-struct RawDb {
-  explicit RawDb(const fs::path& path) { sqlite3_open(path.c_str(), &db); }
-  ~RawDb() { sqlite3_close(db); }
-  int64_t Int(const char* sql) {
-    sqlite3_stmt* st = nullptr;
-    int64_t out = -1;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW) {
-      out = sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    return out;
-  }
-  sqlite3* db = nullptr;
-};
 
 // `rows` rows of key "noise" at server-assigned steps, values that do not compress (a run of
 // 200,000 takes ~1.6 MB, a few hundred pages).
@@ -99,11 +83,7 @@ TEST(SqliteFreeSpaceTest, ADeletedRunsPagesGoBackToTheFileSystem) {
   }
   EXPECT_EQ(raw.Int("PRAGMA freelist_count"), 0);
   EXPECT_LE(raw.Int("PRAGMA page_count"), pages - free_pages);
-  sqlite3_stmt* st = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(raw.db, "PRAGMA integrity_check", -1, &st, nullptr), SQLITE_OK);
-  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
-  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "ok");
-  sqlite3_finalize(st);
+  EXPECT_EQ(raw.One("PRAGMA integrity_check"), "ok");
   // The pages moved into the holes still read back as the kept run's points.
   EXPECT_EQ(ValuesOf(store.get(), RunRef{"e", "p", "kept"}), kept);
 
@@ -116,8 +96,7 @@ TEST(SqliteFreeSpaceTest, ADeletedRunsPagesGoBackToTheFileSystem) {
 
   // The file itself shrinks once the WAL is checkpointed (here: the last connection closes).
   const int64_t left = raw.Int("PRAGMA page_count");
-  sqlite3_close(raw.db);
-  raw.db = nullptr;
+  raw.Close();
   store.reset();
   EXPECT_EQ(int64_t(fs::file_size(db)), left * page_size);
 }
@@ -181,12 +160,12 @@ TEST(SqliteFreeSpaceTest, OpeningAStoreTakesNoWriteLock) {
   const fs::path db = dir.path() / "a.db";
   { COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db})); }
   RawDb raw(db);  // another process writing
-  ASSERT_EQ(sqlite3_exec(raw.db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(raw.Exec("BEGIN IMMEDIATE"), SQLITE_OK);
   COHORT_ASSERT_OK_AND_ASSIGN(auto store,
                               SqliteStore::Open(SqliteOptions{.path = db, .busy_timeout_ms = 0}));
   RawDb reader(db);
   EXPECT_EQ(reader.Int("PRAGMA auto_vacuum"), 2);
-  sqlite3_exec(raw.db, "ROLLBACK", nullptr, nullptr, nullptr);
+  raw.Exec("ROLLBACK");
 }
 
 TEST(SqliteFreeSpaceTest, AFileMadeWithoutAutoVacuumKeepsItsPagesWithoutAnError) {
@@ -194,9 +173,7 @@ TEST(SqliteFreeSpaceTest, AFileMadeWithoutAutoVacuumKeepsItsPagesWithoutAnError)
   const fs::path db = dir.path() / "a.db";
   {
     RawDb raw(db);  // a file that had a table before the store first opened it
-    ASSERT_EQ(sqlite3_exec(raw.db, "CREATE TABLE before_cohort (x); DROP TABLE before_cohort",
-                           nullptr, nullptr, nullptr),
-              SQLITE_OK);
+    ASSERT_EQ(raw.Exec("CREATE TABLE before_cohort (x); DROP TABLE before_cohort"), SQLITE_OK);
   }
   std::mt19937_64 rng(9);
   COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));

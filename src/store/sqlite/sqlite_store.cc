@@ -18,18 +18,6 @@ using sqlite::Db;
 using sqlite::Stmt;
 using sqlite::Txn;
 
-namespace {
-
-// The one integer a pragma answers (page_count, freelist_count...).
-Result<int64_t> PragmaInt(Db* db, const char* sql) {
-  COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached(sql));
-  COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
-  if (!row) return Status::Internal(std::string("sqlite: no answer to ") + sql);
-  return st.Int(0);
-}
-
-}  // namespace
-
 // ---- opening and connections ----
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteOptions& options) {
@@ -42,6 +30,12 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const SqliteOptions& opti
     store->series_cache_.Attach(store->writer_.get());
   }
   COHORT_RETURN_IF_ERROR(store->MigrateSchema());
+  {
+    MutexLock lock(&store->write_mu_);  // the file's own settings, fixed once it has a page
+    COHORT_ASSIGN_OR_RETURN(int64_t mode, store->writer_->QueryInt("PRAGMA auto_vacuum"));
+    store->incremental_vacuum_ = mode == 2;  // INCREMENTAL
+    COHORT_ASSIGN_OR_RETURN(store->page_size_, store->writer_->QueryInt("PRAGMA page_size"));
+  }
   if (options.background_checkpoints) {
     MutexLock lock(&store->write_mu_);  // Start configures the write connection
     COHORT_RETURN_IF_ERROR(
@@ -60,7 +54,7 @@ Result<std::unique_ptr<Db>> SqliteStore::OpenConnection(bool writer) {
     // A new file (no page yet) is made so that free pages can be given back (ReleaseFreeSpace);
     // a file made without it keeps its pages (VACUUM converts). Only then: on a file that has
     // it, the pragma writes page 1 again, a write transaction at every open.
-    COHORT_ASSIGN_OR_RETURN(int64_t pages, PragmaInt(db.get(), "PRAGMA page_count"));
+    COHORT_ASSIGN_OR_RETURN(int64_t pages, db->QueryInt("PRAGMA page_count"));
     if (pages == 0) COHORT_RETURN_IF_ERROR(db->Exec("PRAGMA auto_vacuum=INCREMENTAL"));
     COHORT_ASSIGN_OR_RETURN(Stmt st, db->Prepare("PRAGMA journal_mode=WAL"));
     COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
@@ -118,20 +112,17 @@ Result<SqliteStore::ReadLease> SqliteStore::AcquireReader() {
 // ---- free pages ----
 
 Result<int64_t> SqliteStore::ReleaseFreeSpace(int64_t max_bytes, bool stopping) {
-  constexpr int64_t kIncremental = 2;  // PRAGMA auto_vacuum's answer for INCREMENTAL
   int64_t released = 0;
   for (bool first = true;; first = false) {
     // A waiting write gets the mutex between two slices (it is not handed over on unlock: taken
     // again at once, the call would hold it throughout).
     if (!first) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     MutexLock lock(&write_mu_);
+    if (!incremental_vacuum_) return released;  // a file made without it keeps its pages
     Db* db = writer_.get();
     // Read first, outside a transaction: most calls find nothing to do and take no lock.
-    COHORT_ASSIGN_OR_RETURN(int64_t mode, PragmaInt(db, "PRAGMA auto_vacuum"));
-    if (mode != kIncremental) return released;  // a file made without it keeps its pages
-    COHORT_ASSIGN_OR_RETURN(int64_t free_pages, PragmaInt(db, "PRAGMA freelist_count"));
-    COHORT_ASSIGN_OR_RETURN(int64_t pages, PragmaInt(db, "PRAGMA page_count"));
-    COHORT_ASSIGN_OR_RETURN(int64_t page_size, PragmaInt(db, "PRAGMA page_size"));
+    COHORT_ASSIGN_OR_RETURN(int64_t free_pages, db->QueryInt("PRAGMA freelist_count"));
+    COHORT_ASSIGN_OR_RETURN(int64_t pages, db->QueryInt("PRAGMA page_count"));
     if ((free_pages >= options_.release_min_free_pages &&
          free_pages * kReleaseMinFreeShare >= pages) ||
         free_pages >= options_.release_many_free_pages) {
@@ -139,20 +130,18 @@ Result<int64_t> SqliteStore::ReleaseFreeSpace(int64_t max_bytes, bool stopping) 
     }
     if (free_pages == 0) releasing_ = false;
     if (!releasing_ && !stopping) return released;
-    const int64_t budget = (max_bytes - released) / page_size;
-    if (free_pages == 0 || budget <= 0) return released;
-    // The slice and what it gave back, in one write transaction (another process may have
-    // written since the reads above).
-    COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
-    COHORT_ASSIGN_OR_RETURN(free_pages, PragmaInt(db, "PRAGMA freelist_count"));
-    COHORT_ASSIGN_OR_RETURN(pages, PragmaInt(db, "PRAGMA page_count"));
-    const int64_t slice = std::min({free_pages, kReleaseSlicePages, budget});
+    const int64_t slice =
+        std::min({free_pages, kReleaseSlicePages, (max_bytes - released) / page_size_});
     if (slice <= 0) return released;
+    // The slice and what it gave back in one write transaction (another process may have
+    // written since the reads above; the vacuum frees at most the pages that are free).
+    COHORT_ASSIGN_OR_RETURN(Txn txn, Txn::Begin(db, Txn::Mode::kWrite));
+    COHORT_ASSIGN_OR_RETURN(pages, db->QueryInt("PRAGMA page_count"));
     COHORT_RETURN_IF_ERROR(db->Exec("PRAGMA incremental_vacuum(" + std::to_string(slice) + ")"));
-    COHORT_ASSIGN_OR_RETURN(int64_t left, PragmaInt(db, "PRAGMA page_count"));
+    COHORT_ASSIGN_OR_RETURN(int64_t left, db->QueryInt("PRAGMA page_count"));
     COHORT_RETURN_IF_ERROR(txn.Commit());
-    if (left >= pages) return released;  // nothing moved (cannot happen; never loop on it)
-    released += (pages - left) * page_size;
+    if (left >= pages) return released;  // nothing was free any more: never loop on it
+    released += (pages - left) * page_size_;
   }
 }
 

@@ -138,6 +138,9 @@ class SqliteStore final : public SqlStore {
   SqliteOptions options_;
   Mutex write_mu_;
   std::unique_ptr<sqlite::Db> writer_ COHORT_GUARDED_BY(write_mu_);
+  // The file's auto_vacuum is INCREMENTAL, and its page size (set by Open).
+  bool incremental_vacuum_ COHORT_GUARDED_BY(write_mu_) = false;
+  int64_t page_size_ COHORT_GUARDED_BY(write_mu_) = 4096;
   // ReleaseFreeSpace found many free pages and gives them back until none is left.
   bool releasing_ COHORT_GUARDED_BY(write_mu_) = false;
   // The series rows' tail state for Ingest (also told by group_ how its transactions end).

@@ -14,6 +14,7 @@
 #include "series/tail.h"
 #include "store/dump_format.h"
 #include "store/sql/sql_schema.h"
+#include "store/sqlite/raw_db_for_test.h"
 #include "store/store_conformance.h"
 #include "store/temp_dir_for_test.h"
 
@@ -37,25 +38,6 @@ class SqliteTarget : public StoreTarget {
 
 COHORT_INSTANTIATE_STORE_CONFORMANCE(
     Sqlite, (StoreBackend{"sqlite", [] { return std::make_unique<SqliteTarget>(); }}));
-
-// A raw connection to inspect or lock the file from outside the store. Single-threaded.
-struct RawDb {
-  explicit RawDb(const fs::path& path) { sqlite3_open(path.c_str(), &db); }
-  ~RawDb() { sqlite3_close(db); }
-  std::string One(const char* sql) {
-    sqlite3_stmt* st = nullptr;
-    std::string out;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW) {
-      const unsigned char* t = sqlite3_column_text(st, 0);
-      out = t ? reinterpret_cast<const char*>(t) : "";
-    }
-    sqlite3_finalize(st);
-    return out;
-  }
-  int Exec(const char* sql) { return sqlite3_exec(db, sql, nullptr, nullptr, nullptr); }
-  sqlite3* db = nullptr;
-};
 
 // A batch of `rows` history rows of key "m" at server-assigned steps, values 0, 1, ...
 IngestBatch Rows(int64_t seq, int rows) {
