@@ -7,7 +7,8 @@ as autograd computes it). The gradient hooks exist only from such a forward pass
 enabled) until a forward pass after the backward pass they ran in: the other steps' backward
 passes call no Python. Both go to the run's current step without committing it
 (``commit=False``), so they share the step of the training loop's next ``run.log``. The
-histograms are computed with ``torch.histc`` on the tensors' device (cohort.Histogram).
+histograms are computed on the tensors' device (cohort.Histogram: ``torch.histc``, or bin
+indices counted where histc cannot serve, as under deterministic algorithms on CUDA).
 """
 from __future__ import annotations
 

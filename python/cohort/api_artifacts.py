@@ -17,6 +17,7 @@ connection per download thread for file bytes; like the ``Api``, use one per thr
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import threading
@@ -199,24 +200,58 @@ class ArtifactVersion:
 
 def _local_ref_task(owner: str, entry: ArtifactFile, target: str, bar: dl.Progress):
     def task(t: Transport, stop: threading.Event) -> None:
-        import hashlib
-
         source = dl.file_url_path(entry.ref)
         what = f"{owner}: file {entry.path} (reference {entry.ref})"
+
+        def unreadable(e: OSError) -> UsageError:
+            return UsageError(f"{what}: cannot read {source}: {e.strerror}")
+
+        def check(n: int, h: Any = None) -> None:
+            if entry.size and n != entry.size:
+                raise dl.VerificationError(f"{what}: {source} has {n} bytes, the manifest says "
+                                           f"{entry.size}")
+            if h is not None and dl._is_sha256(entry.digest) and h.hexdigest() != entry.digest:
+                raise dl.VerificationError(f"{what}: {source} has SHA-256 {h.hexdigest()}, "
+                                           f"the manifest says {entry.digest}: it changed since")
+
+        def copy(tmp: str) -> bool:
+            # Hashed in the same read as it is copied: what replaces the target is the bytes
+            # that were checked, even if the file is rewritten meanwhile (the temporary file
+            # goes when the check fails).
+            nonlocal size
+            h = hashlib.sha256()
+            size = 0
+            try:
+                src = open(source, "rb")
+            except OSError as e:
+                raise unreadable(e) from e
+            with src, open(tmp, "wb") as out:
+                while True:
+                    block = src.read(dl.READ_BYTES)
+                    if not block:
+                        break
+                    h.update(block)
+                    out.write(block)
+                    size += len(block)
+            check(size, h)
+            return True
+
         try:
             size = os.path.getsize(source)
         except OSError as e:
-            raise UsageError(f"{what}: cannot read {source}: {e.strerror}") from e
-        if entry.size and size != entry.size:
-            raise dl.VerificationError(f"{what}: {source} has {size} bytes, the manifest says "
-                                       f"{entry.size}")
-        if dl._is_sha256(entry.digest):
+            raise unreadable(e) from e
+        check(size)  # a size that differs fails before anything is read
+        try:
+            in_place = os.path.samefile(source, target)
+        except OSError:
+            in_place = False
+        if in_place:  # downloaded into its own place: checked, nothing to copy
             h = hashlib.sha256()
-            dl._hash_file(source, h)
-            if h.hexdigest() != entry.digest:
-                raise dl.VerificationError(f"{what}: {source} has SHA-256 {h.hexdigest()}, the "
-                                           f"manifest says {entry.digest}: it changed since")
-        dl.place(source, target)
+            size = dl._hash_file(source, h)
+            check(size, h)
+        else:
+            os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+            dl._replace_with(target, copy)
         bar.add(size, 1, fetched=False)
     return task
 

@@ -18,6 +18,17 @@ _EXTENSIONS = {"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif",
                "application/json": ".json"}
 
 
+def _safe_segment(segment: str, escaped: bool = False) -> str:
+    """One segment of a key or label as a file name that cannot leave its directory: '%' is
+    written ``%25``, and a segment that is empty, ``.`` or ``..`` (a key such as ``a//b``,
+    ``/abs`` or ``../x``; keys allow them) is written ``%``, ``%2E`` or ``%2E%2E``. Distinct
+    segments stay distinct (``%`` alone and ``%2E`` come from nothing else). `escaped`: '%'
+    is already written ``%25``."""
+    if not escaped:
+        segment = segment.replace("%", "%25")
+    return {"": "%", ".": "%2E", "..": "%2E%2E"}.get(segment, segment)
+
+
 class MediaFile(dict):
     """One media row (a dict: key, writer, step, index, time_ms, type, mime, sha256, size,
     caption, uploaded, url, and width/height/duration_ms or, for tables, nrows/ncols) that can
@@ -29,9 +40,14 @@ class MediaFile(dict):
 
     @property
     def filename(self) -> str:
-        """``<key>/<writer>/<step>_<index><ext>`` (the key's slashes are directories)."""
+        """``<key>/<writer>/<step>_<index><ext>``, relative: the key's slashes are directories,
+        every segment made safe by `_safe_segment` (a key such as ``../x`` or ``/abs`` stays
+        under the download root) and the writer label one segment (its slashes encoded)."""
         ext = _EXTENSIONS.get(self["mime"], "")
-        return f"{self['key']}/{self['writer']}/{self['step']}_{self['index']}{ext}"
+        key = "/".join(_safe_segment(s) for s in str(self["key"]).split("/"))
+        writer = _safe_segment(str(self["writer"]).replace("%", "%25").replace("/", "%2F"),
+                               escaped=True)
+        return f"{key}/{writer}/{int(self['step'])}_{int(self['index'])}{ext}"
 
     def read(self) -> bytes:
         """The bytes, checked against the row's SHA-256 (VerificationError otherwise)."""
@@ -44,8 +60,9 @@ class MediaFile(dict):
         return data
 
     def download(self, root: str = ".") -> str:
-        """Writes the bytes to ``root/<filename>`` and returns that path."""
-        path = os.path.join(root, self.filename)
+        """Writes the bytes to ``root/<filename>`` (always under `root`) and returns that
+        path."""
+        path = os.path.join(root, *self.filename.split("/"))
         os.makedirs(os.path.dirname(path), exist_ok=True)
         data = self.read()
         tmp = path + ".part"
@@ -62,7 +79,8 @@ class MediaList(List[MediaFile]):
     """The rows of ``Run.media``: a list with ``download(root)`` and ``to_dataframe()``."""
 
     def download(self, root: str = ".") -> List[str]:
-        """Downloads every file under `root` (``<key>/<writer>/<step>_<index><ext>``)."""
+        """Downloads every file under `root` (``<key>/<writer>/<step>_<index><ext>``, see
+        ``MediaFile.filename``)."""
         return [m.download(root) for m in self]
 
     def to_dataframe(self):

@@ -14,6 +14,7 @@ to hold (an earlier version of it was committed) is not copied either.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -27,7 +28,7 @@ import threading
 import time
 import urllib.parse
 import uuid
-from typing import IO, Any, Dict, Iterator, List, Optional
+from typing import IO, Any, Dict, Iterator, List, NoReturn, Optional, Set, Tuple
 
 from .errors import Error
 
@@ -222,6 +223,14 @@ _claims_lock = threading.Lock()
 
 _retired: List[int] = []  # descriptors of replaced lock files, still held (directories link them)
 
+# Staging roots whose file system refused a hard link of this process's lock file (EPERM and
+# the like: no hard links there): their directories are not claimed, and no lock file is made
+# again for each of them.
+_unlinkable: Set[str] = set()
+
+# What a link refused because the file system has no hard links (or none across these names).
+_NO_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EXDEV})
+
 
 def _forget_claims_in_child() -> None:
     """A forked child's copies of its parent's lock descriptors: closed, never unlocked (that
@@ -240,7 +249,8 @@ os.register_at_fork(after_in_child=_forget_claims_in_child)
 
 def _process_lock_file(root: str, pid_ns: int, start_ticks: str, fresh: bool = False) -> str:
     """This process's lock file under the staging root `root`, made and locked on first use
-    (`fresh`: made again, the one known having gone)."""
+    (`fresh`: made again, the one known having gone or reached its file system's limit of
+    links; its descriptor stays held, as directories not handed over yet may link it)."""
     with _claims_lock:
         held = _claims.get(root)
         if held is not None:
@@ -270,6 +280,20 @@ def _process_lock_file(root: str, pid_ns: int, start_ticks: str, fresh: bool = F
         return path
 
 
+def _lock_file_replaceable(lock: str, error: OSError) -> bool:
+    """Whether a claim whose link of `lock` failed with `error` may try once more with a new
+    lock file: the one known is gone, or has as many links as its file system allows."""
+    if error.errno == errno.EMLINK:
+        return True
+    try:
+        os.stat(lock)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        pass
+    return False
+
+
 def _write_owner(staging: str) -> None:
     """Claims a staging directory for this process until the agent has the intent (docs/formats.md,
     "Staging"): hard-links this process's lock file (locked while it runs, which tells the agent
@@ -289,15 +313,25 @@ def _write_owner(staging: str) -> None:
     if not boot_id or " " in boot_id or not pid_ns:
         return
     root = os.path.dirname(os.path.normpath(staging))
-    for fresh in (False, True):  # again with a new file: the one known may have gone
-        try:
-            os.link(_process_lock_file(root, pid_ns, start_ticks, fresh),
-                    os.path.join(staging, ".lock"))
-            break
-        except OSError:
-            continue
-    else:
+    if root in _unlinkable:
         return
+    link = os.path.join(staging, ".lock")
+    lock: Optional[str] = None
+    try:
+        lock = _process_lock_file(root, pid_ns, start_ticks)
+        os.link(lock, link)
+    except OSError as e:
+        # Again with a new lock file only when none could be made, or the one known is gone
+        # (its root made again) or has as many links as its file system allows: a new file
+        # for any other refusal would leave one more lock file and held descriptor per claim.
+        if lock is not None and not _lock_file_replaceable(lock, e):
+            if e.errno in _NO_LINKS:
+                _unlinkable.add(root)
+            return
+        try:
+            os.link(_process_lock_file(root, pid_ns, start_ticks, fresh=True), link)
+        except OSError:
+            return
     tmp = os.path.join(staging, ".owner.tmp")
     with open(tmp, "w") as f:
         f.write(f"{os.getpid()} {start_ticks} {boot_id}\n")
@@ -357,6 +391,41 @@ def _hash_file(path: str, copy_to: Optional[str]) -> Dict[str, Any]:
     if failed:
         raise failed[0]
     return {"sha256": h.hexdigest(), "size": size}
+
+
+def _files_under(top: str) -> List[Tuple[str, str]]:
+    """(path, path relative to `top` with '/') of everything under the directory `top` that is
+    not a directory, in name order. Symbolic links to directories are followed; one that names a
+    directory on its own path from `top` (by st_dev and st_ino: a loop) is left out. A
+    directory that cannot be listed or looked at raises ValueError naming it."""
+    def unlistable(e: OSError) -> NoReturn:
+        raise ValueError(f"add_dir: cannot list the directory {e.filename!r}: "
+                         f"{e.strerror or e}") from e
+
+    def identity(path: str) -> Tuple[int, int]:
+        try:
+            st = os.stat(path)
+        except OSError as e:
+            unlistable(e)
+        return st.st_dev, st.st_ino
+
+    # The directories on the way from `top` to each directory walked (its own included).
+    chains: Dict[str, frozenset] = {top: frozenset([identity(top)])}
+    out: List[Tuple[str, str]] = []
+    for root, dirs, files in os.walk(top, onerror=unlistable, followlinks=True):
+        chain = chains.pop(root)
+        kept = []
+        for d in sorted(dirs):
+            path = os.path.join(root, d)
+            key = identity(path)
+            if key not in chain:
+                chains[path] = chain | {key}
+                kept.append(d)
+        dirs[:] = kept
+        for f in sorted(files):
+            full = os.path.join(root, f)
+            out.append((full, os.path.relpath(full, top).replace(os.sep, "/")))
+    return out
 
 
 # ---- Artifact ----------------------------------------------------------------------------------
@@ -429,18 +498,16 @@ class Artifact:
     def add_dir(self, local_path: str, name: Optional[str] = None,
                 policy: str = "mutable") -> "Artifact":
         """Adds every file under a directory, as ``name/relative/path`` (default: at the
-        version's top)."""
+        version's top). Symbolic links to directories are followed (as ``cohort artifact put``
+        does), except one that leads back to a directory it is inside of (a loop, which holds
+        nothing new); a directory that cannot be listed raises ValueError naming it."""
         self._check_open()
         local_path = os.fspath(local_path)
         if not os.path.isdir(local_path):
             raise ValueError(f"add_dir: {local_path!r} is not a directory")
         prefix = name.strip("/") + "/" if name else ""
-        for root, dirs, files in os.walk(local_path):
-            dirs.sort()
-            for f in sorted(files):
-                full = os.path.join(root, f)
-                rel = os.path.relpath(full, local_path).replace(os.sep, "/")
-                self.add_file(full, prefix + rel, policy=policy)
+        for full, rel in _files_under(local_path):
+            self.add_file(full, prefix + rel, policy=policy)
         return self
 
     def add_reference(self, uri: str, name: Optional[str] = None, digest: Optional[str] = None,
@@ -659,11 +726,19 @@ def log_artifact(run: Any, artifact_or_path: Any, name: Optional[str] = None,
         check_alias(a)
     if isinstance(artifact_or_path, Artifact):
         artifact = artifact_or_path
-        if name is not None and name != artifact.name:
+        # Everything checked before the artifact changes: one already logged (perhaps still
+        # hashing) must keep the name and type it is being committed under.
+        artifact._check_open()
+        if name is not None:
             _check_name(name, "artifact name")
+        if type is not None:
+            _check_name(type, "artifact type")
+        if not artifact._entries:
+            raise ValueError(f"artifact {artifact.name}: no files added")
+        if name is not None:
             artifact.name = name
-        if type is not None and type != artifact.type:
-            artifact.type = _check_name(type, "artifact type")
+        if type is not None:
+            artifact.type = type
     elif isinstance(artifact_or_path, (str, os.PathLike)):
         path = os.fspath(artifact_or_path)
         default = re.sub(r"[^A-Za-z0-9_.-]", "-", os.path.basename(os.path.abspath(path)))

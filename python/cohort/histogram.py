@@ -1,7 +1,9 @@
 """``cohort.Histogram``: a histogram value for ``run.log`` (docs/python.md, "Histograms").
 
 The bins and counts are computed where the data is: numpy for arrays and sequences,
-``torch.histc`` on the tensor's own device for tensors (only the counts and the range leave it).
+``torch.histc`` on the tensor's own device for tensors (only the counts and the range leave it),
+bin indices and ``torch.bincount`` on the CPU and where histc cannot serve (deterministic
+algorithms on CUDA, ranges too wide for the tensor's dtype: _tensor_method).
 NaN and infinite values are left out of the counts (``dropped`` says how many); counts given
 with ``np_histogram`` must be finite and >= 0. numpy and torch are looked up in ``sys.modules``:
 never imported here.
@@ -110,10 +112,16 @@ class Histogram:
         else:
             lo_hi = [0.0, 0.0]
         lo, hi = _widen(float(lo_hi[0]), float(lo_hi[1]))
-        if t.device.type == "cpu" and t.numel():
-            counts = _bincount_cpu(torch, t, lo, hi, num_bins)
+        if not t.numel():
+            counts = torch.zeros(num_bins, dtype=torch.float64)
         else:
-            counts = torch.histc(t, bins=num_bins, min=lo, max=hi)  # where the tensor lives
+            deterministic = getattr(torch, "are_deterministic_algorithms_enabled", bool)()
+            method = _tensor_method(t.device.type, deterministic, torch.__version__,
+                                    _wide(torch, t.dtype, lo, hi))
+            if method == "histc":
+                counts = torch.histc(t, bins=num_bins, min=lo, max=hi)  # where the tensor lives
+            else:
+                counts = _count_bins(torch, t, lo, hi, num_bins, sort=method == "sort")
         self._lo, self._hi = lo, hi
         self._counts = counts.to(device="cpu", dtype=torch.float64).numpy().tobytes()
 
@@ -127,7 +135,12 @@ class Histogram:
             self.dropped = int(a.size - finite.sum())
             a = a[finite]
         lo, hi = _widen(float(a.min()), float(a.max())) if a.size else (-0.5, 0.5)
-        counts, _ = np.histogram(a, bins=num_bins, range=(lo, hi))
+        if math.isfinite(hi - lo):
+            counts, _ = np.histogram(a, bins=num_bins, range=(lo, hi))
+        else:  # wider than the largest double: numpy's own binning overflows
+            f = _factor(lo, hi)
+            index = ((a * f - lo * f) * (num_bins / (hi * f - lo * f))).astype(np.int64)
+            counts = np.bincount(np.clip(index, 0, num_bins - 1), minlength=num_bins)
         self._lo, self._hi = lo, hi
         self._counts = counts.astype(np.float64).tobytes()
 
@@ -137,9 +150,10 @@ class Histogram:
         self.dropped = len(values) - len(finite)
         lo, hi = _widen(min(finite), max(finite)) if finite else (-0.5, 0.5)
         counts = [0.0] * num_bins
-        width = (hi - lo) / num_bins
+        f = _factor(lo, hi)
+        width = (hi * f - lo * f) / num_bins
         for v in finite:
-            counts[min(int((v - lo) / width), num_bins - 1)] += 1
+            counts[min(int((v * f - lo * f) / width), num_bins - 1)] += 1
         self._lo, self._hi = lo, hi
         self._counts = _doubles(counts)
 
@@ -155,7 +169,11 @@ class Histogram:
         if self._edges is not None:
             return list(struct.unpack(f"={len(self._edges) // 8}d", self._edges))
         n = len(self._counts) // 8
-        return [self._lo + (self._hi - self._lo) * i / n for i in range(n)] + [self._hi]
+        lo, hi = self._lo, self._hi
+        if math.isfinite(hi - lo):
+            return [lo + (hi - lo) * i / n for i in range(n)] + [hi]
+        # Wider than the largest double: weighted ends, each term within range.
+        return [lo * ((n - i) / n) + hi * (i / n) for i in range(n)] + [hi]
 
     def _for_log(self) -> Tuple[float, float, bytes, Optional[bytes]]:
         """What the extension logs: (lo, hi, counts, edges or None), float64 native order."""
@@ -166,30 +184,107 @@ class Histogram:
                 f"{self._hi:g}], {sum(self.histogram):g} values)")
 
 
+def _factor(lo: float, hi: float) -> float:
+    """f such that ``v * f - lo * f`` and ``hi * f - lo * f`` are finite for every `v` in
+    [lo, hi]: the bin position of `v` is ``(v * f - lo * f) * num_bins / (hi * f - lo * f)``.
+    0.5 when hi - lo is beyond the largest double (halving doubles that large is exact), else
+    1 (the plain ``v - lo``)."""
+    return 1.0 if math.isfinite(hi - lo) else 0.5
+
+
+#: The widest range float32 arithmetic bins (v - lo stays finite and num_bins / (hi - lo) a
+#: normal float32 with up to MAX_BINS bins); wider ones are binned in float64.
+_FLOAT32_RANGE = 2.0 ** 100
+
+
+def _wide(torch: Any, dtype: Any, lo: float, hi: float) -> bool:
+    """Whether arithmetic in `dtype` cannot bin [lo, hi] (float32 past _FLOAT32_RANGE, float64
+    past the largest double): torch.histc, which bins in the tensor's dtype, would not count
+    such values right; they are binned in float64 by _count_bins."""
+    if dtype == torch.float64:
+        return not math.isfinite(hi - lo)
+    return hi - lo > _FLOAT32_RANGE
+
+
+def _version(text: str) -> Tuple[int, int]:
+    """(major, minor) of a version string such as ``"2.1.0+cu121"``; (0, 0) when it has none."""
+    parts = text.split(".")
+    try:
+        return int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or 0)
+    except (IndexError, ValueError):
+        return 0, 0
+
+
+def _tensor_method(device_type: str, deterministic: bool, torch_version: str,
+                   wide: bool = False) -> str:
+    """How a tensor's values are counted, by its device type, whether
+    ``torch.are_deterministic_algorithms_enabled()``, torch's version and whether its range is
+    `wide` (see _wide):
+
+    - ``"bincount"``: bin indices and ``torch.bincount`` (_count_bins): always on the CPU
+      (faster than histc there); on CUDA for a wide range, and under deterministic algorithms
+      from torch 2.1 (where an unweighted bincount is deterministic on CUDA);
+    - ``"sort"``: bin indices sorted and counted with ``torch.searchsorted``: on CUDA under
+      deterministic algorithms before torch 2.1, where histc and bincount raise there;
+    - ``"histc"``: ``torch.histc`` on the tensor's device: otherwise."""
+    if device_type == "cpu":
+        return "bincount"
+    if device_type == "cuda" and deterministic:
+        return "bincount" if _version(torch_version) >= (2, 1) else "sort"
+    if device_type == "cuda" and wide:
+        return "bincount"
+    return "histc"
+
+
 # Per thread (watch's hooks may run on autograd's threads): two buffers of _CHUNK elements that
 # the CPU binning reuses, so that a histogram allocates no fresh pages (allocating and faulting
 # in 8 MB per 1M-element tensor costs more than the binning itself).
 _SCRATCH = threading.local()
 _CHUNK = 1 << 20
+_DEVICE_CHUNK = 1 << 24  # elements binned at a time on an accelerator (buffers made per call)
 
 
-def _bincount_cpu(torch: Any, t: Any, lo: float, hi: float, num_bins: int) -> Any:
-    """Counts of a CPU tensor's values in `num_bins` uniform bins over [lo, hi] (values at `hi`
-    in the last bin), by bin index and bincount: ~4x faster than torch.histc (docs/benchmarks.md,
-    "Histograms"), in chunks through the thread's scratch buffers."""
-    bufs = getattr(_SCRATCH, "bufs", None)
-    if bufs is None or bufs[0].dtype != t.dtype:
-        bufs = (torch.empty(_CHUNK, dtype=t.dtype), torch.empty(_CHUNK, dtype=torch.int32))
-        _SCRATCH.bufs = bufs
+def _count_bins(torch: Any, t: Any, lo: float, hi: float, num_bins: int,
+                sort: bool = False) -> Any:
+    """Counts of a 1-D tensor's values in `num_bins` uniform bins over [lo, hi] (values at `hi`
+    in the last bin), by bin index and bincount (`sort`: by sorting the indices and
+    searchsorted, deterministic on CUDA in every torch version), on the tensor's device. On the
+    CPU ~4x faster than torch.histc (docs/benchmarks.md, "Histograms"), in chunks through the
+    thread's scratch buffers. The index is computed in the tensor's dtype where that cannot
+    overflow, else in float64 (see _wide and _factor)."""
+    dtype = torch.float64 if _wide(torch, t.dtype, lo, hi) else t.dtype
+    if t.device.type == "cpu":
+        bufs = getattr(_SCRATCH, "bufs", None)
+        if bufs is None or bufs[0].dtype != dtype:
+            bufs = (torch.empty(_CHUNK, dtype=dtype), torch.empty(_CHUNK, dtype=torch.int32))
+            _SCRATCH.bufs = bufs
+        chunk = _CHUNK
+    else:
+        chunk = min(t.numel(), _DEVICE_CHUNK)
+        bufs = (torch.empty(chunk, dtype=dtype, device=t.device),
+                torch.empty(chunk, dtype=torch.int32, device=t.device))
     scaled, index = bufs
-    scale = num_bins / (hi - lo)
+    f = _factor(lo, hi)
+    scale = num_bins / (hi * f - lo * f)
+    edges = torch.arange(num_bins + 1, dtype=torch.int32, device=t.device) if sort else None
     counts = None
-    for start in range(0, t.numel(), _CHUNK):
-        part = t[start:start + _CHUNK]
+    for start in range(0, t.numel(), chunk):
+        part = t[start:start + chunk]
         m = part.numel()
-        torch.sub(part, lo, out=scaled[:m]).mul_(scale)
+        if part.dtype == dtype and f == 1.0:
+            torch.sub(part, lo, out=scaled[:m]).mul_(scale)
+        else:  # in float64, where v * f - lo * f cannot overflow
+            scaled[:m].copy_(part)
+            if f != 1.0:
+                scaled[:m].mul_(f)
+            scaled[:m].sub_(lo * f).mul_(scale)
         index[:m].copy_(scaled[:m])  # truncation: the values are >= 0
-        c = torch.bincount(index[:m].clamp_(0, num_bins - 1), minlength=num_bins)
+        bins = index[:m].clamp_(0, num_bins - 1)
+        if sort:
+            at = torch.searchsorted(torch.sort(bins).values, edges)
+            c = at[1:] - at[:-1]
+        else:
+            c = torch.bincount(bins, minlength=num_bins)
         counts = c if counts is None else counts.add_(c)
     return counts
 

@@ -590,15 +590,29 @@ class _Worker:
                 self._thread = threading.Thread(target=self._loop, name="cohort-media",
                                                 daemon=True)
                 self._thread.start()
+            # Counted from now (a drain of the run meanwhile waits for this set too), and no
+            # longer if the wait for room ends in an exception (KeyboardInterrupt, a warning
+            # turned error): the set is then not queued, and the run's drain must not wait
+            # for it.
             self._pending[id(run)] = self._pending.get(id(run), 0) + 1
-            if len(self._items) >= self.max_items:
-                self.waits += 1
-                if self.waits == 1 or self.waits % 1000 == 0:
-                    warnings.warn(f"cohort: media encoding is behind; log() waits for room in "
-                                  f"its queue ({self.waits} waits so far, COHORT_MEDIA_QUEUE="
-                                  f"{self.max_items})", RuntimeWarning, stacklevel=4)
-                self._cv.wait_for(lambda: len(self._items) < self.max_items)
-            self._items.append((run, key, mset, step))
+            try:
+                if len(self._items) >= self.max_items:
+                    self.waits += 1
+                    if self.waits == 1 or self.waits % 1000 == 0:
+                        warnings.warn(f"cohort: media encoding is behind; log() waits for room "
+                                      f"in its queue ({self.waits} waits so far, "
+                                      f"COHORT_MEDIA_QUEUE={self.max_items})", RuntimeWarning,
+                                      stacklevel=4)
+                    self._cv.wait_for(lambda: len(self._items) < self.max_items)
+                self._items.append((run, key, mset, step))
+            except BaseException:
+                n = self._pending.get(id(run), 1) - 1
+                if n > 0:
+                    self._pending[id(run)] = n
+                else:
+                    self._pending.pop(id(run), None)
+                self._cv.notify_all()
+                raise
 
     def _loop(self) -> None:
         from ._threads import quiet_thread

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include "core/limits.h"
 #include "core/sha256.h"
 #include "server/server_app.h"
+#include "wal/fault_file_system.h"
 
 namespace cohort::agent {
 namespace {
@@ -352,6 +354,35 @@ TEST(StagingClaimTest, OneLockFilePerProcessHardLinkedIntoEachDirectoryItClaims)
   // Held by this process: another taker (the agent's look) is refused.
   EXPECT_EQ(fs->LockFile(root + "/a/" + kStagingLockFile).status().code(),
             StatusCode::kFailedPrecondition);
+  fs::remove_all(root);
+}
+
+TEST_F(ArtifactUploaderTest, ClaimsWhereHardLinksFailMakeNoLockFileEach) {
+  // On a file system without hard links every claim's link fails: the directory stays
+  // unclaimed, and no new lock file (with its held descriptor) is made for each claim.
+  static int run = 0;
+  const std::string root =
+      testing::TempDir() + "/nolinks-" + std::to_string(getpid()) + "-" + std::to_string(++run);
+  fs::remove_all(root);
+  wal::FaultInjectingFileSystem fault(wal::FileSystem::Default());
+  fault.FailLinks(EPERM);
+  for (int i = 0; i < 20; ++i) {
+    const std::string dir = root + "/d" + std::to_string(i);
+    fs::create_directories(dir);
+    ASSERT_TRUE(ClaimStaging(&fault, dir).ok());
+    EXPECT_FALSE(fs::exists(dir + "/" + kStagingOwnerFile));  // unclaimed: kept till the outcome
+  }
+  size_t lock_files = 0;
+  for (const auto& e : fs::directory_iterator(root + "/" + kStagingClientsDir)) {
+    (void)e;
+    ++lock_files;
+  }
+  EXPECT_EQ(lock_files, 1u);
+  // Once links work again, the same lock file serves.
+  fault.FailLinks(0);
+  fs::create_directories(root + "/ok");
+  ASSERT_TRUE(ClaimStaging(&fault, root + "/ok").ok());
+  EXPECT_TRUE(fs::exists(root + "/ok/" + kStagingOwnerFile));
   fs::remove_all(root);
 }
 

@@ -156,8 +156,9 @@ Status ClaimStaging(wal::FileSystem* fs, const std::string& dir) {
   if (!me || pid_ns == 0 || slash == std::string::npos || slash == 0) return Status::Ok();
   const std::string root = dir.substr(0, slash);
   const std::string link = wal::JoinPath(dir, kStagingLockFile);
-  // A second try with a lock file made again: the one known may have gone (its root made
-  // again, or its links at the file system's limit).
+  // A second try with a lock file made again only when the one known has gone (its root made
+  // again): on a file system without hard links every claim fails its link, and a new lock file
+  // (and held descriptor) per claim would pile up for the life of the process.
   bool linked = false;
   for (bool fresh : {false, true}) {
     const std::string lock = ProcessLockFile(fs, root, *me, pid_ns, fresh);
@@ -166,6 +167,7 @@ Status ClaimStaging(wal::FileSystem* fs, const std::string& dir) {
       linked = true;
       break;
     }
+    if (Result<bool> there = fs->Exists(lock); !there.ok() || *there) break;
   }
   // Unclaimed (no .owner): never deleted by the agent before its intent's outcome.
   if (!linked) return Status::Ok();

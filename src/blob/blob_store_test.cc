@@ -362,6 +362,20 @@ TEST_P(LocalBlobStoreTest, AFailedPartWriteIsNotListedAndCanBeSentAgain) {
   EXPECT_EQ(*store_->Read(sha, 0, data.size()), data);
 }
 
+TEST_P(LocalBlobStoreTest, AnUploadRemovedUnderAPartAsksForThePartAgainNotForAnother) {
+  // A sweep that drops an upload while one of its parts is written makes the part's file
+  // operations fail with ENOENT: that is a part to send again (503), never a 404, which the
+  // agent takes for an upload that cannot succeed (it fails the version).
+  const std::string data = Bytes(kPart + 10, 4);
+  const std::string sha = Sha256::Hex(data);
+  fault_.FailWrite(1, ENOENT, 0, false, "/data");
+  Status failed = store_->PutPart(sha, data.size(), 0, Part(data, 0));
+  EXPECT_EQ(failed.code(), StatusCode::kUnavailable) << failed.ToString();
+  EXPECT_EQ(failed.message().find(dir_.path()), std::string::npos) << failed.ToString();
+  Upload(data);
+  EXPECT_EQ(*store_->Read(sha, 0, data.size()), data);
+}
+
 TEST_P(LocalBlobStoreTest, AnUploadStillReceivingPartsIsNotDroppedHoweverOldItsStart) {
   // An upload begun long ago (an agent resuming after an outage, a very large file over a slow
   // link) is abandoned only when no part came since the grace period began; dropped by its
@@ -381,6 +395,28 @@ TEST_P(LocalBlobStoreTest, AnUploadStillReceivingPartsIsNotDroppedHoweverOldItsS
   EXPECT_EQ(*store_->ListParts(sha, data.size()), (std::vector<int64_t>{0, 1}));
   auto verified = store_->Verify(sha, data.size());
   ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+}
+
+TEST_P(LocalBlobStoreTest, AnUploadWhoseStartTimeIsNotWrittenYetIsNotDropped) {
+  // The first part of an upload creates `started` empty, writes its time, then opens `data`: a
+  // sweep in between read the empty file as time 0 and dropped the upload under the part being
+  // written (its data file then failed to open: a 404 that made the agent fail the version). An
+  // empty or missing start time goes by the file's (or the directory's) modification time.
+  wal::FileSystem* fs = wal::FileSystem::Default();
+  const std::string upload = dir_.path() + "/blobs/uploads/" + std::string(64, 'a') + "-100";
+  ASSERT_TRUE(fs->CreateDir(dir_.path() + "/blobs/uploads").ok());
+  ASSERT_TRUE(fs->CreateDir(upload).ok());
+  const int64_t hour_ago = NowMillis() - 3'600'000;
+  EXPECT_EQ(*store_->DropUploadsIdleSince(hour_ago), 0) << "no started file";
+  for (const std::string& started : {std::string(""), std::string("12x")}) {
+    ASSERT_TRUE(wal::WriteFileAtomically(fs, upload + "/started", started).ok());
+    EXPECT_EQ(*store_->DropUploadsIdleSince(hour_ago), 0) << "started: '" << started << "'";
+  }
+  // Abandoned long ago (a crash before the time was written): dropped once the grace is past.
+  EXPECT_EQ(*store_->DropUploadsIdleSince(int64_t(1) << 62), 1);
+  auto exists = fs->Exists(upload);
+  ASSERT_TRUE(exists.ok());
+  EXPECT_FALSE(*exists);
 }
 
 TEST_P(BlobStoreTest, ListDeleteAndDropOldUploads) {

@@ -16,6 +16,7 @@
 // part was sent again.
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <optional>
 
 #include "blob/blob_store.h"
@@ -236,6 +237,14 @@ class LocalBlobStore final : public BlobStore {
           }
           return Status::Ok();
         });
+    if (written.code() == StatusCode::kNotFound) {
+      // A file of the upload vanished under the part (the sweep dropped an upload it found
+      // abandoned): the part is worth sending again, which starts the upload anew. Not a 404,
+      // which a client takes for an upload that cannot succeed.
+      return Status::Unavailable("part " + std::to_string(part) +
+                                 ": the upload was removed while the part was written; send it "
+                                 "again");
+    }
     return written;
   }
 
@@ -248,7 +257,8 @@ class LocalBlobStore final : public BlobStore {
     COHORT_ASSIGN_OR_RETURN(bool has_started, fs_->Exists(started));
     if (!has_started) {
       // Created exclusively: of parts arriving at once, one writes the time, the others find
-      // it made. (A crash before the time is written leaves an upload the sweep never drops.)
+      // it made. (Until the time is written, or after a crash before it was, the sweep goes by
+      // the file's own modification time: DropUploadsIdleSince.)
       Result<std::unique_ptr<wal::WritableFile>> file =
           fs_->NewWritableFile(started, wal::WriteMode::kCreateExclusive);
       if (file.ok()) {
@@ -464,14 +474,8 @@ class LocalBlobStore final : public BlobStore {
     int64_t dropped = 0;
     for (const std::string& name : names) {
       const std::string dir = JoinPath(top, name);
-      Result<std::string> text = wal::ReadFileToString(fs_, JoinPath(dir, "started"), 64);
-      int64_t started = 0;
-      if (text.ok()) {
-        std::from_chars(text->data(), text->data() + text->size(), started);
-      }
-      // An upload dir without a start time was made by a part that is being written, or by a
-      // crash before its time was: either way old only once it has a time.
-      if (!text.ok() || started >= idle_since_ms) continue;
+      COHORT_ASSIGN_OR_RETURN(const int64_t started, StartedMs(dir));
+      if (started >= idle_since_ms) continue;
       // Every part is written into `data`: its time is the upload's last activity (a long
       // upload, or one resumed after an outage, is still going).
       if (Result<wal::FileStat> data = fs_->Stat(JoinPath(dir, "data"));
@@ -488,6 +492,30 @@ class LocalBlobStore final : public BlobStore {
   std::string Describe() const override { return "local " + root_; }
 
  private:
+  // When the upload `dir` began: the time its `started` file holds; while that file is still
+  // empty (its first part is being written, or a crash came before the time was), the file's
+  // modification time; without the file (made by the same part, next), the directory's. A
+  // started file read as 0 made every upload being begun look abandoned to the sweep.
+  Result<int64_t> StartedMs(const std::string& dir) {
+    const std::string started = JoinPath(dir, "started");
+    Result<std::string> text = wal::ReadFileToString(fs_, started, 64);
+    if (text.ok()) {
+      int64_t ms = 0;
+      const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), ms);
+      if (error == std::errc() && end == text->data() + text->size() && ms > 0) return ms;
+    } else if (text.status().code() != StatusCode::kNotFound) {
+      return text.status();
+    }
+    Result<wal::FileStat> st = fs_->Stat(started);
+    if (!st.ok() && st.status().code() == StatusCode::kNotFound) st = fs_->Stat(dir);
+    if (!st.ok()) {
+      // Gone meanwhile (completed, or dropped by another sweep): nothing to drop.
+      if (st.status().code() == StatusCode::kNotFound) return INT64_MAX;
+      return st.status();
+    }
+    return st->mtime_ns / 1'000'000;
+  }
+
   FileSystem* fs_;
   const std::string root_;
   UploadHashes hashes_;

@@ -234,7 +234,9 @@ class ArtifactStore {
   virtual ~ArtifactStore() = default;
   // ---- blobs an entity holds ----
   // Records that `entity` holds the blob (it uploaded it, checked), and its MD5 (base64) when
-  // not empty (the W&B clients name files by it). Idempotent.
+  // not empty (the W&B clients name files by it). Idempotent; a blob recorded again (uploaded
+  // again) takes the later time, so that gc's grace period counts from the last upload: what
+  // names the bytes (a version's commit) may come up to that long after.
   virtual Status RecordBlob(const std::string& entity, const std::string& sha256, int64_t size,
                             int64_t now_ms, const std::string& md5) = 0;
   // Moves the recorded time of a blob the entity holds to `now_ms` when that is more than

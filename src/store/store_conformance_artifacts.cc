@@ -326,6 +326,24 @@ TEST_P(StoreConformanceTest, TouchingAHeldBlobMovesItsTimeOutOfGcReach) {
   EXPECT_TRUE(held.empty());
 }
 
+// A blob uploaded again (the vendor clients' uploads record it without a touch first) takes
+// the later time: a record left from an old upload must not let gc forget the bytes before the
+// commit that names them arrives. Never backwards.
+TEST_P(StoreConformanceTest, RecordingAHeldBlobAgainMovesItsTimeForward) {
+  const std::string a = Sha256::Hex("a");
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, a, 1, kNow, ""));
+  const int64_t later = kNow + 10 * limits::kBlobRetouchMs;
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, a, 1, later, "bWQ1"));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto unreferenced, store().UnreferencedBlobs(later));
+  EXPECT_TRUE(unreferenced.empty());
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, a, 1, kNow, ""));
+  COHORT_ASSERT_OK_AND_ASSIGN(unreferenced, store().UnreferencedBlobs(later));
+  EXPECT_TRUE(unreferenced.empty());
+  COHORT_ASSERT_OK_AND_ASSIGN(unreferenced, store().UnreferencedBlobs(later + 1));
+  ASSERT_EQ(unreferenced.size(), 1u);
+  EXPECT_EQ(unreferenced[0].sha256, a);
+}
+
 TEST_P(StoreConformanceTest, BlobMd5sAreLookedUpBothWaysPerEntity) {
   const std::string a = Sha256::Hex("a"), b = Sha256::Hex("b"), c = Sha256::Hex("c");
   COHORT_ASSERT_OK(store().RecordBlob(kEntity, a, 1, kNow, "md5-of-a"));

@@ -102,11 +102,17 @@ void FaultInjectingFileSystem::FailTruncates(int err) {
   truncate_err_ = err;
 }
 
+void FaultInjectingFileSystem::FailLinks(int err) {
+  MutexLock lock(&mu_);
+  link_err_ = err;
+}
+
 void FaultInjectingFileSystem::ClearFaults() {
   MutexLock lock(&mu_);
   write_fault_ = Fault{};
   sync_fault_ = Fault{};
   truncate_err_ = 0;
+  link_err_ = 0;
 }
 
 int FaultInjectingFileSystem::writes() const {
@@ -228,6 +234,12 @@ Result<FileStat> FaultInjectingFileSystem::Stat(const std::string& path) {
 }
 
 Status FaultInjectingFileSystem::Link(const std::string& from, const std::string& to) {
+  int err = 0;
+  {
+    MutexLock lock(&mu_);
+    err = link_err_;
+  }
+  if (err != 0) return ErrnoStatus("link", to, err);
   return base_->Link(from, to);
 }
 

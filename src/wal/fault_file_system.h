@@ -40,6 +40,9 @@ class FaultInjectingFileSystem final : public FileSystem {
   void FailSync(int nth, int err, std::string path_filter = "");
   // Every truncate (of a file object or by path) fails with errno `err`; 0 turns this off.
   void FailTruncates(int err);
+  // Every hard link fails with errno `err` (a file system without hard links: EPERM); 0 turns
+  // this off.
+  void FailLinks(int err);
   // Removes every injected fault.
   void ClearFaults();
 
@@ -99,6 +102,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   Fault write_fault_ COHORT_GUARDED_BY(mu_);
   Fault sync_fault_ COHORT_GUARDED_BY(mu_);
   int truncate_err_ COHORT_GUARDED_BY(mu_) = 0;
+  int link_err_ COHORT_GUARDED_BY(mu_) = 0;
   int writes_ COHORT_GUARDED_BY(mu_) = 0;
   int syncs_ COHORT_GUARDED_BY(mu_) = 0;
   // Incremented by Crash(); file objects of older epochs are dead.

@@ -219,6 +219,40 @@ def test_put_of_bytes_the_entity_holds_stops_once_the_hash_says_so(srv, entity, 
     assert v["files"][0]["path"] == "b.bin"
 
 
+def test_put_whose_held_file_is_gone_before_the_commit_uploads_it_again(srv, entity, tmp_path):
+    """gc may forget a blob between the status call that found it held and the commit (while the
+    other files upload): the commit's 409 "upload it first" makes the put upload that file and
+    commit once more, where it failed after every byte was sent."""
+    a = os.urandom(5000)
+    (tmp_path / "a.bin").write_bytes(a)
+    out = cohort(srv, "artifact", "put", tmp_path / "a.bin", "--name", "x", "--type", "model",
+                 "-p", PROJECT)
+    assert out.returncode == 0, out.stderr
+    both = tmp_path / "both"
+    both.mkdir()
+    (both / "a.bin").write_bytes(a)
+    (both / "b.bin").write_bytes(os.urandom(3 * PART))
+    env = {k: v for k, v in srv.env.items() if k not in ("COHORT_BASE_URL", "COHORT_API_KEY")}
+    env.update({"COHORT_ARTIFACT_PARTS": "1", "COHORT_ARTIFACT_PART_DELAY_MS": "400"})
+    put = subprocess.Popen([str(COHORT_BIN), "artifact", "put", str(both), "--name", "y",
+                            "--type", "model", "-p", PROJECT], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    uploads = srv.data_dir / "blobs" / "uploads"
+    deadline = time.monotonic() + 60
+    while not list(uploads.glob("*/part-*")) and time.monotonic() < deadline:
+        assert put.poll() is None, put.communicate()
+        time.sleep(0.002)
+    blob_a = stored_blob(srv, sha(a))  # a.bin was found held; b.bin's parts are on their way
+    blob_a.unlink()
+    stdout, stderr = put.communicate(timeout=120)
+    assert put.returncode == 0, stderr
+    assert "uploading it again" in stderr, stderr
+    assert blob_a.read_bytes() == a
+    status, v = srv.api().get(f"/api/v1/artifacts/{entity}/{PROJECT}/y/latest")
+    assert status == 200, v
+    assert sorted(f["path"] for f in v["files"]) == ["a.bin", "b.bin"]
+
+
 class Proxy:
     """A TCP proxy in front of the server, for answers that do not come as sent. `decide`
     (request line -> what to do) says per request: "relay" (the server's answer as it is),

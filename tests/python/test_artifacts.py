@@ -265,3 +265,155 @@ def test_claims_share_one_lock_file_per_process_and_a_forked_child_takes_its_own
     assert (c / ".owner").read_text().split()[0] == str(pid)
     assert _lock_is_held(a / ".lock"), "the child's exit unlocked the parent's lock"
     assert not _lock_is_held(c / ".lock"), "the child's lock outlived it"
+
+
+def test_add_dir_follows_symlinked_directories_and_stops_at_loops(tmp_path):
+    """As the CLI's CollectDir: a symbolic link to a directory is walked (its files are in the
+    version under the link's name); a link back to a directory it is inside of (a loop) is
+    left out instead of walked forever."""
+    outside = tmp_path / "shared"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "vocab.txt").write_text("a b")
+    (outside / "deep" / "merges.txt").write_text("ab")
+    d = tmp_path / "tok"
+    (d / "sub").mkdir(parents=True)
+    (d / "top.txt").write_text("t")
+    (d / "shared").symlink_to(outside, target_is_directory=True)
+    (d / "sub" / "again").symlink_to(d, target_is_directory=True)  # a loop
+    (outside / "back").symlink_to(outside, target_is_directory=True)  # a loop through the link
+    art = cohort.Artifact("tok", "model").add_dir(str(d), name="tokenizer")
+    assert sorted(art.manifest) == ["tokenizer/shared/deep/merges.txt",
+                                    "tokenizer/shared/vocab.txt", "tokenizer/top.txt"]
+    assert art._entries["tokenizer/shared/vocab.txt"]["source"] == str(d / "shared" /
+                                                                      "vocab.txt")
+
+
+def test_add_dir_refuses_a_directory_it_cannot_list(tmp_path, monkeypatch):
+    """A subdirectory that cannot be listed raises, naming it, instead of leaving its files
+    out of the version without a word."""
+    d = tmp_path / "data"
+    (d / "locked").mkdir(parents=True)
+    (d / "locked" / "x.bin").write_bytes(b"x")
+    (d / "a.bin").write_bytes(b"a")
+    if os.geteuid() != 0:  # as root, permissions do not apply: listing fails below instead
+        os.chmod(d / "locked", 0)
+        try:
+            with pytest.raises(ValueError, match="cannot list.*locked"):
+                cohort.Artifact("data", "dataset").add_dir(str(d))
+        finally:
+            os.chmod(d / "locked", 0o700)
+    real = os.scandir
+
+    def scandir(path="."):
+        if os.fspath(path) == str(d / "locked"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)  # what os.walk lists each directory with
+    with pytest.raises(ValueError, match=r"cannot list the directory .*locked.*Permission"):
+        cohort.Artifact("data", "dataset").add_dir(str(d))
+
+
+def _open_fds():
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_claims_on_a_file_system_without_hard_links_leak_no_descriptor_or_lock_file(
+        tmp_path, monkeypatch):
+    """docs/formats.md "Staging": where the lock file cannot be hard-linked (EPERM: no hard
+    links on that file system) the directories are left unclaimed; no new lock file (and held
+    descriptor) is made for each of them, only when the one known is really gone."""
+    import errno
+    root = tmp_path / "staging"
+    clients = root / ".clients"
+    tries = []
+
+    def no_links(src, dst, *args, **kwargs):
+        tries.append(dst)
+        raise OSError(errno.EPERM, "Operation not permitted", src)
+
+    monkeypatch.setattr(os, "link", no_links)
+    (root / "d0").mkdir(parents=True)
+    artifacts._write_owner(str(root / "d0"))
+    fds, files = _open_fds(), sorted(clients.iterdir())
+    assert len(files) == 1 and len(tries) == 1
+    for i in range(1, 50):
+        d = root / f"d{i}"
+        d.mkdir()
+        artifacts._write_owner(str(d))
+        assert not (d / ".owner").exists() and not (d / ".lock").exists()
+    assert _open_fds() == fds
+    assert sorted(clients.iterdir()) == files
+    assert len(tries) == 1  # the root is known to refuse links: not tried again
+    assert not (root / "d0" / ".owner").exists()
+
+
+def test_a_claim_makes_a_new_lock_file_only_when_the_one_known_is_gone(tmp_path, monkeypatch):
+    import errno
+    root = tmp_path / "staging"
+    clients = root / ".clients"
+    for i in range(4):
+        (root / f"d{i}").mkdir(parents=True)
+    artifacts._write_owner(str(root / "d0"))
+    first = sorted(clients.iterdir())
+    assert len(first) == 1 and (root / "d0" / ".owner").exists()
+    fds = _open_fds()
+    # A refusal that is not about the lock file (here: the directory went meanwhile): no new
+    # lock file, the root not given up on.
+    real = os.link
+
+    def gone_dir(src, dst, *args, **kwargs):
+        raise OSError(errno.ENOENT, "No such file or directory", dst)
+
+    monkeypatch.setattr(os, "link", gone_dir)
+    for _ in range(10):
+        artifacts._write_owner(str(root / "d1"))
+    assert sorted(clients.iterdir()) == first and _open_fds() == fds
+    monkeypatch.setattr(os, "link", real)
+    artifacts._write_owner(str(root / "d2"))
+    assert os.path.samefile(root / "d2" / ".lock", first[0])
+    # The lock file gone (the agent removed it, the root made again): a new one, linked.
+    os.unlink(first[0])
+    artifacts._write_owner(str(root / "d3"))
+    now = sorted(clients.iterdir())
+    assert len(now) == 1 and now != first and os.path.samefile(root / "d3" / ".lock", now[0])
+    assert (root / "d3" / ".owner").exists()
+    assert _lock_is_held(root / "d2" / ".lock")  # the old descriptor is still held
+
+
+def test_logging_an_artifact_again_under_another_name_changes_nothing(tmp_path, monkeypatch):
+    """log_artifact(art, name=..., type=...) on an artifact already logged (here: still hashing)
+    raises before it changes the artifact: the first version commits under its own name."""
+    import threading
+    monkeypatch.setattr(artifacts, "_cache", artifacts.HashCache(str(tmp_path / "c.sqlite")))
+    (tmp_path / "m.bin").write_bytes(b"x" * 100)
+    run = _FakeRun(tmp_path / "staging")
+    release = threading.Event()
+    hand_over = run._log_artifact_intent
+
+    def slow_hand_over(text):
+        assert release.wait(30)
+        return hand_over(text)
+
+    run._log_artifact_intent = slow_hand_over
+    art = cohort.Artifact("a", "model").add_file(str(tmp_path / "m.bin"))
+    artifacts.log_artifact(run, art)
+    try:
+        with pytest.raises(ValueError, match="already logged"):
+            artifacts.log_artifact(run, art, name="other", type="dataset")
+        with pytest.raises(ValueError, match="already logged"):
+            artifacts.log_artifact(run, art, type="dataset")
+        assert (art.name, art.type) == ("a", "model")
+    finally:
+        release.set()
+    assert art._join(30) and art._error is None, art._error
+    intent = json.loads(run.intents[0])
+    assert (intent["name"], intent["type"]) == ("a", "model") and len(run.intents) == 1
+    # Nothing added, or a bad type: refused, the name left as it was.
+    empty = cohort.Artifact("e", "model")
+    with pytest.raises(ValueError, match="no files"):
+        artifacts.log_artifact(run, empty, name="renamed")
+    f = cohort.Artifact("f", "model").add_file(str(tmp_path / "m.bin"))
+    with pytest.raises(ValueError, match="artifact type"):
+        artifacts.log_artifact(run, f, name="renamed", type="bad type")
+    assert empty.name == "e" and (f.name, f.type) == ("f", "model")

@@ -126,3 +126,69 @@ def test_log_conversion_carries_histograms_beside_scalars():
     from cohort._native import native
     out = dict(native._flatten({"loss": 0.5, "grad": {"w": cohort.Histogram([1, 2, 3], num_bins=3)}}))
     assert out == {"loss": 0.5, "grad/w": ("histogram", 3, 1.0, 3.0)}
+
+
+def test_ranges_wider_than_the_largest_float_are_binned_without_overflow():
+    """A float32 range past ~3.4e38 overflowed v - lo in float32 (the largest value landed in
+    bin 0); a float64 one past ~1.8e308 made numpy's binning fail. Both are binned in float64
+    without forming hi - lo."""
+    torch = pytest.importorskip("torch")
+    h = cohort.Histogram(torch.tensor([-3e38, 0.0, 3e38], dtype=torch.float32), num_bins=4)
+    assert h.histogram == [1, 0, 1, 1]
+    wide = [-1.7e308, 1.7e308]
+    for values in (np.array(wide), torch.tensor(wide, dtype=torch.float64), wide):
+        h = cohort.Histogram(values, num_bins=4)
+        assert h.histogram == [1, 0, 0, 1], type(values)
+        assert h.bins == pytest.approx([-1.7e308, -0.85e308, 0.0, 0.85e308, 1.7e308], rel=1e-12)
+    h = cohort.Histogram(np.array([-1.7e308, -1e307, 1e307, 1.7e308, 1.7e308]), num_bins=3)
+    assert h.histogram == [1, 2, 2]
+    h = cohort.Histogram(torch.tensor([-1.7e308, -1e307, 1e307, 1.7e308], dtype=torch.float64),
+                         num_bins=3)
+    assert h.histogram == [1, 2, 1]
+    from cohort import histogram
+    assert histogram._count_bins(torch, torch.tensor([-3e38, 0.0, 3e38]), -3e38, 3e38, 4,
+                                 sort=True).tolist() == [1, 0, 1, 1]
+
+
+def test_the_counting_method_by_device_and_deterministic_algorithms():
+    """torch.histc raises on CUDA under torch.use_deterministic_algorithms(True) (and an
+    unweighted bincount before torch 2.1): there a CUDA tensor is counted by bin index and
+    bincount, or by sorted indices. Ranges too wide for histc's arithmetic skip it too."""
+    from cohort.histogram import _tensor_method
+    assert _tensor_method("cpu", False, "1.13.0a0") == "bincount"
+    assert _tensor_method("cpu", True, "2.3.1") == "bincount"
+    assert _tensor_method("cuda", False, "2.3.1") == "histc"
+    assert _tensor_method("cuda", True, "2.1.0+cu121") == "bincount"
+    assert _tensor_method("cuda", True, "2.10.0") == "bincount"
+    assert _tensor_method("cuda", True, "2.0.1") == "sort"
+    assert _tensor_method("cuda", True, "1.13.0a0") == "sort"
+    assert _tensor_method("cuda", False, "1.13.0a0", wide=True) == "bincount"
+    assert _tensor_method("mps", False, "2.3.1") == "histc"
+
+
+def test_the_sort_count_equals_the_bincount_one():
+    torch = pytest.importorskip("torch")
+    from cohort import histogram
+    for dtype in (torch.float32, torch.float64):
+        t = torch.randn(2_500_001, dtype=dtype) * 3 + 1
+        lo, hi = float(t.min()), float(t.max())
+        by_sort = histogram._count_bins(torch, t, lo, hi, 64, sort=True)
+        by_bincount = histogram._count_bins(torch, t, lo, hi, 64)
+        assert by_sort.tolist() == by_bincount.tolist() and int(by_sort.sum()) == t.numel()
+
+
+def test_tensors_under_deterministic_algorithms():
+    torch = pytest.importorskip("torch")
+    was = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        for device in _devices(torch):
+            f = torch.arange(1000, dtype=torch.float32, device=device)
+            assert cohort.Histogram(f, num_bins=10).histogram == [100] * 10, device
+            g = torch.randn(10_000, device=device)
+            want, _ = np.histogram(g.cpu().numpy(), bins=16,
+                                   range=(float(g.min()), float(g.max())))
+            got = np.array(cohort.Histogram(g, num_bins=16).histogram)
+            assert got.sum() == 10_000 and np.abs(got - want).sum() <= 4, device
+    finally:
+        torch.use_deterministic_algorithms(was)

@@ -33,11 +33,19 @@ std::map<std::string, std::string> RunIngestCache::KnownTypes(
   return out;
 }
 
+void RunIngestCache::Begin(Note* note, int64_t run_pk) const {
+  MutexLock lock(&mu_);
+  note->run_pk = run_pk;
+  note->forgets = forgets_;
+}
+
 void RunIngestCache::Settle(Note* note, bool committed) {
   if (note->run_pk != 0 && committed && !note->keys.empty()) {
     MutexLock lock(&mu_);
-    RunEntry& e = Entry(note->run_pk);
-    for (auto& [key, type] : note->keys) e.keys.emplace(std::move(key), std::move(type));
+    if (note->forgets == forgets_) {
+      RunEntry& e = Entry(note->run_pk);
+      for (auto& [key, type] : note->keys) e.keys.emplace(std::move(key), std::move(type));
+    }
   }
   *note = Note{};
 }
@@ -45,11 +53,13 @@ void RunIngestCache::Settle(Note* note, bool committed) {
 void RunIngestCache::Forget(int64_t run_pk) {
   MutexLock lock(&mu_);
   runs_.erase(run_pk);
+  ++forgets_;
 }
 
 void RunIngestCache::Clear() {
   MutexLock lock(&mu_);
   runs_.clear();
+  ++forgets_;
 }
 
 }  // namespace cohort::store

@@ -32,7 +32,8 @@ class RunIngestCache {
 
   // What one ingest call did to the cache, settled once its transaction's outcome is known.
   struct Note {
-    int64_t run_pk = 0;             // 0: the call did not get as far as its checks
+    int64_t run_pk = 0;    // 0: the call did not get as far as its checks (Begin)
+    uint64_t forgets = 0;  // Forget/Clear calls before Begin
     // Histogram and media keys the batch stores in the run, with their type.
     std::vector<std::pair<std::string, std::string>> keys;
     // The batch's media rows were refused (IngestResult::media_refused): its media keys are not
@@ -51,12 +52,19 @@ class RunIngestCache {
                                                 const std::vector<std::string>& keys) const
       COHORT_EXCLUDES(mu_);
 
-  // After the call's transaction: committed, its keys become known. Clears `note` (a retried
-  // transaction settles the failed attempt first).
+  // A call's checks of the run `run_pk` begin (inside its transaction): `note` names the run.
+  void Begin(Note* note, int64_t run_pk) const COHORT_EXCLUDES(mu_);
+
+  // After the call's transaction: committed, its keys become known, unless a Forget or Clear
+  // came after its Begin (the run may be gone, and on SQLite its pk given to a new run: the
+  // keys would be another run's). Clears `note` (a retried transaction settles the failed
+  // attempt first).
   void Settle(Note* note, bool committed) COHORT_EXCLUDES(mu_);
 
-  void Forget(int64_t run_pk) COHORT_EXCLUDES(mu_);  // the run was deleted
-  void Clear() COHORT_EXCLUDES(mu_);                 // rows were imported
+  // The run is being deleted: called inside the deleting transaction (on SQLite under the write
+  // lock, so no call can Begin with the run's pk until its deletion committed) and after it.
+  void Forget(int64_t run_pk) COHORT_EXCLUDES(mu_);
+  void Clear() COHORT_EXCLUDES(mu_);  // rows were imported
 
  private:
   struct RunEntry {
@@ -66,6 +74,7 @@ class RunIngestCache {
 
   mutable Mutex mu_;
   std::unordered_map<int64_t, RunEntry> runs_ COHORT_GUARDED_BY(mu_);
+  uint64_t forgets_ COHORT_GUARDED_BY(mu_) = 0;  // Forget and Clear calls so far
 };
 
 }  // namespace cohort::store

@@ -26,6 +26,27 @@ TEST(RunIngestCacheTest, KeysAreKnownOnceTheirBatchCommitted) {
   EXPECT_EQ(cache.UnknownKeys(1, {"a"}), (Keys{"a"}));
 }
 
+TEST(RunIngestCacheTest, ACallBegunBeforeItsRunWasForgottenSettlesNothing) {
+  // A batch committed into run 1, then the run was deleted (Forget) before the batch settled:
+  // on SQLite a new run may get pk 1, whose keys these are not.
+  RunIngestCache cache;
+  RunIngestCache::Note before{.keys = {{"h", "histogram"}}};
+  cache.Begin(&before, 1);
+  cache.Forget(1);
+  cache.Settle(&before, /*committed=*/true);
+  EXPECT_EQ(cache.UnknownKeys(1, {"h"}), (Keys{"h"}));
+  EXPECT_TRUE(cache.KnownTypes(1, {"h"}).empty());
+  RunIngestCache::Note cleared{.keys = {{"h", "histogram"}}};
+  cache.Begin(&cleared, 1);
+  cache.Clear();
+  cache.Settle(&cleared, /*committed=*/true);
+  EXPECT_EQ(cache.UnknownKeys(1, {"h"}), (Keys{"h"}));
+  RunIngestCache::Note after{.keys = {{"h", "histogram"}}};  // begun after: settles
+  cache.Begin(&after, 1);
+  cache.Settle(&after, /*committed=*/true);
+  EXPECT_TRUE(cache.UnknownKeys(1, {"h"}).empty());
+}
+
 TEST(RunIngestCacheTest, TooManyRunsStartOver) {
   RunIngestCache cache;
   auto know = [&](int64_t run) {

@@ -266,6 +266,10 @@ Status SqlStore::DeleteRun(const RunRef& ref) {
   Status st = Run(Access::kWrite, [&](Conn& conn) -> Status {
     COHORT_ASSIGN_OR_RETURN(RunRecord r, LoadRun(conn, ref));
     run_pk = r.pk;
+    // Before the commit too: on SQLite no batch checks keys while this transaction holds the
+    // write lock, and a batch that checked them before does not settle them (RunIngestCache);
+    // forgotten only after the commit, a new run given this pk meanwhile saw the old keys.
+    run_cache_.Forget(r.pk);
     // Writers before the run: the lock order every ingest uses. Everything under the run goes
     // with it (ON DELETE CASCADE, sql_schema.cc).
     COHORT_RETURN_IF_ERROR(

@@ -218,7 +218,8 @@ Status SqlStore::RecordBlob(const std::string& entity, const std::string& sha256
   return Run(Access::kWrite, [&](Conn& conn) -> Status {
     COHORT_RETURN_IF_ERROR(
         conn.Exec("INSERT INTO blobs (entity, sha256, size, created_ms) VALUES ($1, $2, $3, $4) "
-                  "ON CONFLICT DO NOTHING",
+                  "ON CONFLICT (entity, sha256) DO UPDATE SET created_ms = excluded.created_ms "
+                  "WHERE blobs.created_ms < excluded.created_ms",
                   Params().Add(entity).Add(sha256).Add(size).Add(now_ms))
             .status());
     if (md5.empty()) return Status::Ok();

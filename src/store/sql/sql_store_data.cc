@@ -111,7 +111,7 @@ Status SqlStore::CheckRunKeys(Conn& conn, const RunRef& ref, int64_t run_pk,
                               RunIngestCache::Note* note) {
   const std::vector<std::string> hist_keys = batch.histogram_keys();
   const std::vector<std::string> media_keys = batch.media_keys();
-  note->run_pk = run_pk;
+  run_cache_.Begin(note, run_pk);
   note->keys.clear();
   for (const std::string& k : hist_keys) note->keys.emplace_back(k, kHistogramKeyType);
   std::map<std::string, std::string> media_types;

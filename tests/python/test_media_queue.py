@@ -1,0 +1,47 @@
+"""The media worker's queue without a server or an encoder: what a run's drain waits for when a
+``log`` call is interrupted while it waits for room."""
+import threading
+import time
+import warnings
+
+import pytest
+
+import sdk_helpers  # noqa: F401  (puts the package on sys.path)
+from cohort import media
+
+
+class _InterruptedOnce(threading.Condition):
+    """A condition whose first wait_for raises KeyboardInterrupt (Ctrl-C while log() waits)."""
+
+    interrupted = False
+
+    def wait_for(self, predicate, timeout=None):
+        if not self.interrupted:
+            self.interrupted = True
+            raise KeyboardInterrupt
+        return super().wait_for(predicate, timeout)
+
+
+def test_a_put_interrupted_while_the_queue_is_full_leaves_nothing_pending():
+    """A set whose put was interrupted is not queued: the run's drain (finish) must not wait
+    its whole timeout for it, nor warn that media are still encoding."""
+    w = media._Worker()
+    w.max_items = 1
+    idle = threading.Event()
+    w._thread = threading.Thread(target=idle.wait, daemon=True)  # a worker that takes nothing
+    w._thread.start()
+    w._cv = _InterruptedOnce()
+    other, run = object(), object()
+    try:
+        w.put(other, "k", None, 0)  # fills the queue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # "media encoding is behind"
+            with pytest.raises(KeyboardInterrupt):
+                w.put(run, "img", None, 1)
+        assert w._pending == {id(other): 1} and len(w._items) == 1
+        start = time.monotonic()
+        assert w.drain(run, timeout=5)
+        assert time.monotonic() - start < 1
+        assert not w.drain(other, timeout=0.01)  # the queued set is still counted
+    finally:
+        idle.set()
