@@ -114,8 +114,17 @@ class BlobStore {
   virtual std::string Describe() const = 0;
 };
 
+struct LocalBlobStoreOptions {
+  // Other servers write into the same directory (servers sharing a PostgreSQL store): a
+  // completion reads every byte of the upload and publishes a copy of what it read, instead of
+  // trusting the hash this server computed as parts arrived and renaming the upload's file
+  // (docs/operations.md, "Object storage").
+  bool shared = false;
+};
+
 // Blobs as files under `root` (docs/artifacts.md, "local"), through `fs` (which must outlive the
 // store). Creates `root` when missing.
-Result<std::unique_ptr<BlobStore>> OpenLocalBlobStore(wal::FileSystem* fs, std::string root);
+Result<std::unique_ptr<BlobStore>> OpenLocalBlobStore(wal::FileSystem* fs, std::string root,
+                                                      LocalBlobStoreOptions options = {});
 
 }  // namespace cohort::blob

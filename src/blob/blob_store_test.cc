@@ -397,6 +397,39 @@ TEST_P(LocalBlobStoreTest, AnUploadStillReceivingPartsIsNotDroppedHoweverOldItsS
   ASSERT_TRUE(verified.ok()) << verified.status().ToString();
 }
 
+TEST_P(LocalBlobStoreTest, SharedByServersACompletionPublishesOnlyTheBytesItHashed) {
+  // Two servers on one blob directory (a PostgreSQL store): a client sends an upload's parts in
+  // order to one (which hashed them as they came) and other bytes for part 1 to the other, then
+  // completes on the first. Trusting its own hash, the first published bytes that were not the
+  // blob under the blob's name (replacing the good copy other entities held). Shared, a
+  // completion hashes every byte as it copies them and publishes its copy.
+  const std::string root = dir_.path() + "/shared";
+  wal::FileSystem* fs = wal::FileSystem::Default();
+  auto a = OpenLocalBlobStore(fs, root, LocalBlobStoreOptions{.shared = true});
+  auto b = OpenLocalBlobStore(fs, root, LocalBlobStoreOptions{.shared = true});
+  ASSERT_TRUE(a.ok() && b.ok());
+  const std::string good = Bytes(2 * kPart + 10, 11);
+  const std::string sha = Sha256::Hex(good);
+  const std::string bad(kPart, 'Z');
+  for (int64_t n = 0; n < 3; ++n)
+    ASSERT_TRUE((*a)->PutPart(sha, good.size(), n, Part(good, n)).ok());
+  ASSERT_TRUE((*b)->PutPart(sha, good.size(), 1, bad).ok());
+  auto refused = (*a)->Verify(sha, good.size());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*a)->Stat(sha).status().code(), StatusCode::kNotFound);
+
+  // Bytes written into the upload by another server after the check do not reach the blob.
+  for (int64_t n = 0; n < 3; ++n)
+    ASSERT_TRUE((*a)->PutPart(sha, good.size(), n, Part(good, n)).ok());
+  auto verified = (*a)->Verify(sha, good.size());
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  ASSERT_TRUE((*b)->PutPart(sha, good.size(), 1, bad).ok());
+  ASSERT_TRUE((*verified)->Publish().ok());
+  verified->reset();
+  EXPECT_EQ(*(*a)->Read(sha, 0, good.size()), good);
+  EXPECT_EQ(*(*b)->Read(sha, 0, good.size()), good);
+}
+
 TEST_P(LocalBlobStoreTest, AnUploadWhoseStartTimeIsNotWrittenYetIsNotDropped) {
   // The first part of an upload creates `started` empty, writes its time, then opens `data`: a
   // sweep in between read the empty file as time 0 and dropped the upload under the part being

@@ -14,6 +14,13 @@
 // Verifying finishes the SHA-256 computed while the parts arrived in order (upload_hash.h), reading
 // only what it lacks: nothing when the parts came in order, all of `data` after a restart or when a
 // part was sent again.
+//
+// Shared by several servers (LocalBlobStoreOptions::shared: a PostgreSQL store), no server knows
+// what the others wrote into `data`, nor can it keep them from writing while it completes: a
+// completion then reads all of `data`, hashing it as it writes a copy (`verified-<random>` in the
+// upload's directory), and publishes that copy, whose bytes are the ones it hashed whatever
+// another server writes into `data` meanwhile (a client that sends one upload's parts to two
+// servers cannot get other bytes published under a blob's name).
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
@@ -22,6 +29,7 @@
 #include "blob/blob_store.h"
 #include "blob/upload_hash.h"
 #include "core/clock.h"
+#include "core/ids.h"
 #include "core/limits.h"
 #include "core/sha256.h"
 #include "wal/file.h"
@@ -125,8 +133,13 @@ class LocalBlobStore;
 
 class LocalVerifiedBlob final : public VerifiedBlob {
  public:
-  LocalVerifiedBlob(LocalBlobStore* store, std::string sha256, std::string upload_dir)
-      : store_(store), sha256_(std::move(sha256)), upload_dir_(std::move(upload_dir)) {}
+  // `file`: the verified bytes in the upload's directory (`data`, or a shared store's copy).
+  LocalVerifiedBlob(LocalBlobStore* store, std::string sha256, std::string upload_dir,
+                    std::string file)
+      : store_(store),
+        sha256_(std::move(sha256)),
+        upload_dir_(std::move(upload_dir)),
+        file_(std::move(file)) {}
   ~LocalVerifiedBlob() override;  // ends the upload's completion: PUTs may come again
   Status Publish() override;
 
@@ -134,11 +147,13 @@ class LocalVerifiedBlob final : public VerifiedBlob {
   LocalBlobStore* store_;
   std::string sha256_;
   std::string upload_dir_;
+  std::string file_;
 };
 
 class LocalBlobStore final : public BlobStore {
  public:
-  LocalBlobStore(FileSystem* fs, std::string root) : fs_(fs), root_(std::move(root)) {}
+  LocalBlobStore(FileSystem* fs, std::string root, LocalBlobStoreOptions options)
+      : fs_(fs), root_(std::move(root)), shared_(options.shared) {}
 
   // The root is private (0700, also when found open): what is under it is reachable by this
   // user only, whatever the modes of the files.
@@ -340,9 +355,10 @@ class LocalBlobStore final : public BlobStore {
       COHORT_RETURN_IF_ERROR(empty->Sync());
       COHORT_RETURN_IF_ERROR(empty->Close());
     }
+    std::optional<UploadHashes::Prefix> prefix = hashes_.Take(dir);
+    if (shared_) return VerifyByCopy(dir, data, size, sha256);
     // The hash of the parts that came in order, then the rest read back; a mismatch after a
     // shortcut is checked again on the whole file before anything is refused.
-    std::optional<UploadHashes::Prefix> prefix = hashes_.Take(dir);
     Sha256 fresh;
     Sha256* hash = prefix ? prefix->hash.get() : &fresh;
     const uint64_t start =
@@ -361,7 +377,47 @@ class LocalBlobStore final : public BlobStore {
           std::string(sha256) + "); upload the file again");
     }
     return std::unique_ptr<VerifiedBlob>(
-        new LocalVerifiedBlob(this, std::string(sha256), dir));
+        new LocalVerifiedBlob(this, std::string(sha256), dir, data));
+  }
+
+  // A shared store's verification (the top of this file): `data` hashed as it is copied, the
+  // copy synced; refused, the upload goes as in VerifyCompleting.
+  Result<std::unique_ptr<VerifiedBlob>> VerifyByCopy(const std::string& dir,
+                                                     const std::string& data, uint64_t size,
+                                                     std::string_view sha256) {
+    const std::string copy = JoinPath(dir, "verified-" + ids::RandomHex(8));
+    Sha256 hash;
+    uint64_t read = 0;
+    Status copied = [&]() -> Status {
+      COHORT_ASSIGN_OR_RETURN(auto in, fs_->NewSequentialFile(data));
+      COHORT_ASSIGN_OR_RETURN(auto out,
+                              fs_->NewWritableFile(copy, wal::WriteMode::kCreateExclusive));
+      std::string scratch(1 << 20, '\0');
+      while (true) {
+        COHORT_ASSIGN_OR_RETURN(std::string_view got, in->Read(scratch.size(), scratch.data()));
+        if (got.empty()) break;
+        hash.Update(got);
+        read += got.size();
+        if (read > size) break;  // more than announced: refused below, not copied on
+        COHORT_RETURN_IF_ERROR(out->Append(got));
+      }
+      COHORT_RETURN_IF_ERROR(out->Sync());
+      return out->Close();
+    }();
+    if (!copied.ok()) {
+      (void)fs_->Remove(copy);
+      return copied;
+    }
+    const std::string actual = hash.FinishHex();
+    if (read != size || actual != sha256) {
+      (void)fs_->RemoveAll(dir);
+      return Status::InvalidArgument(
+          "the uploaded bytes (" + std::to_string(read) + " bytes, SHA-256 " + actual +
+          ") are not the blob announced (" + std::to_string(size) + " bytes, SHA-256 " +
+          std::string(sha256) + "); upload the file again");
+    }
+    return std::unique_ptr<VerifiedBlob>(
+        new LocalVerifiedBlob(this, std::string(sha256), dir, copy));
   }
 
   // Feeds `path` from `offset` to its end (at most `length` bytes) into `hash`; the offset plus
@@ -384,11 +440,12 @@ class LocalBlobStore final : public BlobStore {
 
   void EndCompletion(const std::string& upload_dir) { hashes_.EndCompletion(upload_dir); }
 
-  Status PublishUpload(const std::string& sha256, const std::string& upload_dir) {
+  Status PublishUpload(const std::string& sha256, const std::string& upload_dir,
+                       const std::string& file) {
     hashes_.Forget(upload_dir);
     const std::string dir = BlobDir(sha256);
     COHORT_RETURN_IF_ERROR(fs_->CreateDir(dir));
-    Status moved = fs_->Rename(JoinPath(upload_dir, "data"), BlobPath(sha256));
+    Status moved = fs_->Rename(file, BlobPath(sha256));
     if (!moved.ok()) {
       // Published meanwhile by a verification of the same upload.
       if (moved.code() == StatusCode::kNotFound && Stat(sha256).ok()) return Status::Ok();
@@ -518,17 +575,19 @@ class LocalBlobStore final : public BlobStore {
 
   FileSystem* fs_;
   const std::string root_;
+  const bool shared_;  // LocalBlobStoreOptions::shared
   UploadHashes hashes_;
 };
 
 LocalVerifiedBlob::~LocalVerifiedBlob() { store_->EndCompletion(upload_dir_); }
 
-Status LocalVerifiedBlob::Publish() { return store_->PublishUpload(sha256_, upload_dir_); }
+Status LocalVerifiedBlob::Publish() { return store_->PublishUpload(sha256_, upload_dir_, file_); }
 
 }  // namespace
 
-Result<std::unique_ptr<BlobStore>> OpenLocalBlobStore(wal::FileSystem* fs, std::string root) {
-  auto store = std::make_unique<LocalBlobStore>(fs, std::move(root));
+Result<std::unique_ptr<BlobStore>> OpenLocalBlobStore(wal::FileSystem* fs, std::string root,
+                                                      LocalBlobStoreOptions options) {
+  auto store = std::make_unique<LocalBlobStore>(fs, std::move(root), options);
   COHORT_RETURN_IF_ERROR(store->Init());
   return std::unique_ptr<BlobStore>(std::move(store));
 }

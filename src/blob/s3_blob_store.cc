@@ -370,7 +370,7 @@ Result<std::unique_ptr<BlobStore>> OpenS3BlobStore(S3Config config) {
 Result<std::unique_ptr<BlobStore>> OpenConfiguredBlobStore(wal::FileSystem* fs,
                                                            const std::string& blob_dir,
                                                            const std::string& default_dir,
-                                                           const S3Config& s3) {
+                                                           const S3Config& s3, bool shared) {
   if (s3.requested()) {
     if (!blob_dir.empty()) {
       return Status::InvalidArgument(
@@ -379,7 +379,8 @@ Result<std::unique_ptr<BlobStore>> OpenConfiguredBlobStore(wal::FileSystem* fs,
     }
     return OpenS3BlobStore(s3);
   }
-  return OpenLocalBlobStore(fs, blob_dir.empty() ? default_dir : blob_dir);
+  return OpenLocalBlobStore(fs, blob_dir.empty() ? default_dir : blob_dir,
+                            LocalBlobStoreOptions{.shared = shared});
 }
 
 }  // namespace cohort::blob

@@ -35,11 +35,12 @@ Status CheckS3Config(const S3Config& config);
 Result<std::unique_ptr<BlobStore>> OpenS3BlobStore(S3Config config);
 
 // The blob store a server (or `cohort gc`) is configured with: S3 when `s3.requested()`, else
-// the local one in `blob_dir` (or `default_dir` when empty), through `fs`. kInvalidArgument when
-// both a blob directory and S3 settings are given.
+// the local one in `blob_dir` (or `default_dir` when empty), through `fs`, `shared` with other
+// servers when the store is (LocalBlobStoreOptions). kInvalidArgument when both a blob directory
+// and S3 settings are given.
 Result<std::unique_ptr<BlobStore>> OpenConfiguredBlobStore(wal::FileSystem* fs,
                                                            const std::string& blob_dir,
                                                            const std::string& default_dir,
-                                                           const S3Config& s3);
+                                                           const S3Config& s3, bool shared = false);
 
 }  // namespace cohort::blob

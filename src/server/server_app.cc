@@ -290,8 +290,10 @@ Status ServerApp::Start() {
   auto store = store::OpenStore(config_.store_url);
   if (!store.ok()) return store.status();
   store_ = std::move(store).value();
+  // On PostgreSQL other servers may share the blob directory (docs/operations.md).
   auto blobs = blob::OpenConfiguredBlobStore(wal::FileSystem::Default(), config_.blob_dir,
-                                             config_.data_dir + "/blobs", config_.blob_s3);
+                                             config_.data_dir + "/blobs", config_.blob_s3,
+                                             store::IsSharedStoreUrl(config_.store_url));
   if (!blobs.ok()) return blobs.status();
   blobs_ = std::move(blobs).value();
   ctx_.blobs = blobs_.get();

@@ -469,6 +469,10 @@ class Store : public RunStore,
 // "postgresql://..." (PostgreSQL). Creates the schema of a new database (sql/sql_schema.h).
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url);
 
+// Whether the store `url` names may be shared by several servers (PostgreSQL): what they keep
+// beside it (the blob directory) may be written by the others too.
+bool IsSharedStoreUrl(std::string_view url);
+
 // The URL as it may be shown (logs, errors): a password in the user part
 // ("postgresql://user:secret@host") or in a "password=" parameter is replaced by "***".
 std::string RedactUrl(std::string_view url);

@@ -78,9 +78,13 @@ std::string RedactUrl(std::string_view url) {
   return out;
 }
 
+bool IsSharedStoreUrl(std::string_view url) {
+  return url.starts_with("postgresql://") || url.starts_with("postgres://");
+}
+
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url) {
   std::string_view target = url;
-  if (target.starts_with("postgresql://") || target.starts_with("postgres://")) {
+  if (IsSharedStoreUrl(target)) {
     COHORT_ASSIGN_OR_RETURN(std::unique_ptr<PostgresStore> store, PostgresStore::OpenUrl(url));
     return std::unique_ptr<Store>(std::move(store));
   }
