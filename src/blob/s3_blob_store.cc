@@ -343,6 +343,16 @@ class S3BlobStore final : public BlobStore {
       for (const std::string& key : entry.second) COHORT_RETURN_IF_ERROR(s3_.DeleteObject(key));
       ++dropped;
     }
+    // The bucket's own multipart uploads under the prefix (a publication's or a large copy's
+    // Compose, left open by a crash or a failed abort): their parts are stored, and billed,
+    // until aborted. One begun before the grace period is no publication still running.
+    COHORT_RETURN_IF_ERROR(
+        s3_.ListMultipartUploads(prefix_, [&](const S3Client::PendingMultipart& u) -> Status {
+          if (u.initiated_ms <= 0 || u.initiated_ms >= idle_since_ms) return Status::Ok();
+          COHORT_RETURN_IF_ERROR(s3_.AbortMultipartUpload(u.key, u.upload_id));
+          ++dropped;
+          return Status::Ok();
+        }));
     return dropped;
   }
 

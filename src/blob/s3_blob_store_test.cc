@@ -14,6 +14,7 @@
 
 #include "blob/s3_client.h"
 #include "blob/weed_test_server.h"
+#include "core/clock.h"
 #include "core/limits.h"
 #include "core/sha256.h"
 
@@ -150,6 +151,39 @@ TEST_F(S3BlobStoreTest, APartReplacedAfterVerificationIsNotPublished) {
   Status published = (*verified)->Publish();
   EXPECT_EQ(published.code(), StatusCode::kFailedPrecondition) << published.ToString();
   EXPECT_EQ(store.Stat(sha).status().code(), StatusCode::kNotFound);
+}
+
+// A multipart upload of the bucket left open under the prefix (a publication's Compose cut by a
+// crash, an abort that failed) keeps its parts stored, and billed, until aborted: the sweep of
+// idle uploads aborts those begun before its cutoff, and no other.
+TEST_F(S3BlobStoreTest, MultipartUploadsLeftOpenAreAbortedOnceIdle) {
+  auto opened = OpenS3BlobStore(weed_->Config("multipart-test", "pre"));
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  S3Client raw(weed_->Config("multipart-test"));
+  auto ours = raw.CreateMultipartUpload("pre/sha256/ab/left-open");
+  auto other = raw.CreateMultipartUpload("elsewhere/big");
+  ASSERT_TRUE(ours.ok() && other.ok()) << ours.status().ToString() << other.status().ToString();
+  auto pending = [&](const std::string& prefix) {
+    std::vector<std::string> ids;
+    EXPECT_TRUE(raw.ListMultipartUploads(prefix,
+                                         [&](const S3Client::PendingMultipart& u) {
+                                           EXPECT_GT(u.initiated_ms, 0) << u.key;
+                                           ids.push_back(u.upload_id);
+                                           return Status::Ok();
+                                         })
+                    .ok());
+    return ids;
+  };
+  ASSERT_EQ(pending("pre/"), std::vector<std::string>{*ours});
+  // Begun within the grace period: a publication may still be running.
+  EXPECT_EQ(*(*opened)->DropUploadsIdleSince(NowMillis() - 3'600'000), 0);
+  EXPECT_EQ(pending("pre/"), std::vector<std::string>{*ours});
+  auto dropped = (*opened)->DropUploadsIdleSince(NowMillis() + 3'600'000);
+  ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
+  EXPECT_EQ(*dropped, 1);
+  EXPECT_TRUE(pending("pre/").empty());
+  EXPECT_EQ(pending("elsewhere/"), std::vector<std::string>{*other});  // not under the prefix
+  EXPECT_TRUE(raw.AbortMultipartUpload("elsewhere/big", *other).ok());
 }
 
 // Verification hashes the parts through StreamRange: the bytes of the range, in order, in

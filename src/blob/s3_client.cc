@@ -629,6 +629,51 @@ Status S3Client::ListObjects(const std::string& prefix,
   }
 }
 
+Result<std::string> S3Client::CreateMultipartUpload(const std::string& key) {
+  COHORT_ASSIGN_OR_RETURN(Response init,
+                          Send(Request{.method = "POST", .key = key, .query = {{"uploads", ""}}}));
+  std::string upload_id = XmlText(init.body, "UploadId");
+  if (init.http != 200 || upload_id.empty()) return Failure("CreateMultipartUpload", key, init);
+  return upload_id;
+}
+
+Status S3Client::ListMultipartUploads(const std::string& prefix,
+                                      const std::function<Status(const PendingMultipart&)>& fn) {
+  std::string key_marker, id_marker;
+  while (true) {
+    Request req{.method = "GET", .query = {{"uploads", ""}, {"prefix", prefix}}};
+    if (!key_marker.empty()) req.query.emplace_back("key-marker", key_marker);
+    if (!id_marker.empty()) req.query.emplace_back("upload-id-marker", id_marker);
+    COHORT_ASSIGN_OR_RETURN(Response r, Send(req));
+    if (r.http != 200) return Failure("ListMultipartUploads", prefix, r);
+    size_t pos = 0;
+    while (true) {
+      std::string upload = XmlText(r.body, "Upload", &pos);
+      if (upload.empty()) break;
+      PendingMultipart u;
+      u.key = XmlText(upload, "Key");
+      u.upload_id = XmlText(upload, "UploadId");
+      u.initiated_ms = ParseIsoMillis(XmlText(upload, "Initiated"));
+      COHORT_RETURN_IF_ERROR(fn(u));
+    }
+    if (XmlText(r.body, "IsTruncated") != "true") return Status::Ok();
+    key_marker = XmlText(r.body, "NextKeyMarker");
+    id_marker = XmlText(r.body, "NextUploadIdMarker");
+    if (key_marker.empty()) {
+      return Status::Unavailable("S3 ListMultipartUploads " + prefix +
+                                 ": a truncated page without NextKeyMarker");
+    }
+  }
+}
+
+Status S3Client::AbortMultipartUpload(const std::string& key, const std::string& upload_id) {
+  COHORT_ASSIGN_OR_RETURN(
+      Response r,
+      Send(Request{.method = "DELETE", .key = key, .query = {{"uploadId", upload_id}}}));
+  if (r.http == 204 || r.http == 200 || r.http == 404) return Status::Ok();
+  return Failure("AbortMultipartUpload", key, r);
+}
+
 Status S3Client::CopyObject(const std::string& src, const std::string& dst, uint64_t size) {
   if (size > kMaxSingleCopyBytes) {
     std::vector<Source> ranges;
@@ -652,12 +697,9 @@ Status S3Client::Compose(const std::string& dst, const std::vector<Source>& sour
                                    std::to_string(sources.size()) +
                                    " parts (1 to 10000 can be copied)");
   }
-  COHORT_ASSIGN_OR_RETURN(Response init,
-                          Send(Request{.method = "POST", .key = dst, .query = {{"uploads", ""}}}));
-  const std::string upload_id = XmlText(init.body, "UploadId");
-  if (init.http != 200 || upload_id.empty()) return Failure("CreateMultipartUpload", dst, init);
+  COHORT_ASSIGN_OR_RETURN(const std::string upload_id, CreateMultipartUpload(dst));
   auto abort = [&](Status s) {
-    (void)Send(Request{.method = "DELETE", .key = dst, .query = {{"uploadId", upload_id}}});
+    (void)AbortMultipartUpload(dst, upload_id);
     return s;
   };
   std::vector<std::string> etags(sources.size());

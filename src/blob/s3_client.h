@@ -89,6 +89,19 @@ class S3Client {
   Status DeleteObject(const std::string& key);
   // Every object whose key starts with `prefix`, ascending by key, page by page.
   Status ListObjects(const std::string& prefix, const std::function<Status(const S3Object&)>& fn);
+  // A multipart upload begun and neither completed nor aborted (ListMultipartUploads).
+  struct PendingMultipart {
+    std::string key;
+    std::string upload_id;
+    int64_t initiated_ms = 0;
+  };
+  // Begins a multipart upload of `key`; its upload id.
+  Result<std::string> CreateMultipartUpload(const std::string& key);
+  // Every such upload whose key starts with `prefix`, page by page.
+  Status ListMultipartUploads(const std::string& prefix,
+                              const std::function<Status(const PendingMultipart&)>& fn);
+  // Aborts one (its parts' storage goes); OK when it is gone already.
+  Status AbortMultipartUpload(const std::string& key, const std::string& upload_id);
   // Server-side copy of `size` bytes (a multipart copy above 5 GiB); kNotFound without `src`.
   Status CopyObject(const std::string& src, const std::string& dst, uint64_t size);
   // Makes `dst` the concatenation of `sources` (each at least 5 MiB but the last; at most
