@@ -430,6 +430,29 @@ TEST_P(LocalBlobStoreTest, SharedByServersACompletionPublishesOnlyTheBytesItHash
   EXPECT_EQ(*(*b)->Read(sha, 0, good.size()), good);
 }
 
+TEST_P(LocalBlobStoreTest, APublishedBlobSurvivesAPowerLossInANewDirectory) {
+  // The first blob of a `sha256/<xx>` directory: the directory's entry in `sha256` must be
+  // durable before the completion is answered, as must the store's own directories.
+  const std::string root = dir_.path() + "/durable";
+  ASSERT_TRUE(wal::FileSystem::Default()->CreateDir(root).ok());  // there before: not tracked
+  auto store = OpenLocalBlobStore(&fault_, root);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  const std::string data = Bytes(kPart + 3, 12);
+  const std::string sha = Sha256::Hex(data);
+  for (int64_t n = 0; n < 2; ++n)
+    ASSERT_TRUE((*store)->PutPart(sha, data.size(), n, Part(data, n)).ok());
+  auto verified = (*store)->Verify(sha, data.size());
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  ASSERT_TRUE((*verified)->Publish().ok());
+  verified->reset();
+  ASSERT_TRUE(fault_.Crash().ok());
+  store = OpenLocalBlobStore(&fault_, root);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto read = (*store)->Read(sha, 0, data.size());
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(*read, data);
+}
+
 TEST_P(LocalBlobStoreTest, AnUploadWhoseStartTimeIsNotWrittenYetIsNotDropped) {
   // The first part of an upload creates `started` empty, writes its time, then opens `data`: a
   // sweep in between read the empty file as time 0 and dropped the upload under the part being

@@ -161,7 +161,8 @@ class LocalBlobStore final : public BlobStore {
     COHORT_RETURN_IF_ERROR(fs_->CreateDir(root_));
     COHORT_RETURN_IF_ERROR(fs_->SetPermissions(root_, 0700));
     COHORT_RETURN_IF_ERROR(fs_->CreateDir(JoinPath(root_, "sha256")));
-    return fs_->CreateDir(JoinPath(root_, "uploads"));
+    COHORT_RETURN_IF_ERROR(fs_->CreateDir(JoinPath(root_, "uploads")));
+    return fs_->SyncDir(root_);  // their entries durable before any blob is published in them
   }
 
   std::string BlobDir(std::string_view sha256) const {
@@ -444,7 +445,13 @@ class LocalBlobStore final : public BlobStore {
                        const std::string& file) {
     hashes_.Forget(upload_dir);
     const std::string dir = BlobDir(sha256);
-    COHORT_RETURN_IF_ERROR(fs_->CreateDir(dir));
+    COHORT_ASSIGN_OR_RETURN(const bool dir_there, fs_->Exists(dir));
+    if (!dir_there) {
+      // The directory's own entry durable before the blob's is (a power loss would otherwise
+      // take a blob answered as stored with the directory it is the first of).
+      COHORT_RETURN_IF_ERROR(fs_->CreateDir(dir));
+      COHORT_RETURN_IF_ERROR(fs_->SyncDir(JoinPath(root_, "sha256")));
+    }
     Status moved = fs_->Rename(file, BlobPath(sha256));
     if (!moved.ok()) {
       // Published meanwhile by a verification of the same upload.

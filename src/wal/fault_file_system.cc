@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -127,12 +128,21 @@ int FaultInjectingFileSystem::syncs() const {
 
 Status FaultInjectingFileSystem::Crash() {
   std::map<std::string, Tracked> tracked;
+  std::set<std::string> new_dirs;
   {
     MutexLock lock(&mu_);
     ++epoch_;
     tracked.swap(tracked_);
+    new_dirs.swap(new_dirs_);
   }
   Status first;
+  // Directories whose entries were never synced go with everything in them (a parent before
+  // its children: removing it removes them).
+  for (const std::string& dir : new_dirs) {
+    Status s = base_->RemoveAll(dir);
+    if (s.code() == StatusCode::kNotFound) s = Status::Ok();
+    if (first.ok() && !s.ok()) first = s;
+  }
   for (const auto& [path, t] : tracked) {
     Status s;
     if (!t.durable_entry) {
@@ -246,6 +256,7 @@ Status FaultInjectingFileSystem::Link(const std::string& from, const std::string
 Status FaultInjectingFileSystem::Rename(const std::string& from, const std::string& to) {
   COHORT_RETURN_IF_ERROR(base_->Rename(from, to));
   MutexLock lock(&mu_);
+  new_dirs_.erase(from);  // a directory renamed: its new entry is durable (the simple model)
   auto it = tracked_.find(from);
   if (it != tracked_.end()) {
     Tracked t = it->second;
@@ -272,7 +283,24 @@ Status FaultInjectingFileSystem::Truncate(const std::string& path, uint64_t size
   return Status::Ok();
 }
 
-Status FaultInjectingFileSystem::CreateDir(const std::string& dir) { return base_->CreateDir(dir); }
+Status FaultInjectingFileSystem::CreateDir(const std::string& dir) {
+  // The directories this call makes (the missing ones of `dir` and its parents): their entries
+  // are not durable until their parent is synced.
+  std::vector<std::string> made;
+  for (std::string d = dir; d.size() > 1;) {
+    while (d.size() > 1 && d.back() == '/') d.pop_back();
+    Result<bool> there = base_->Exists(d);
+    if (!there.ok() || *there) break;
+    made.push_back(d);
+    const std::string parent = ParentDir(d);
+    if (parent == d || parent.empty()) break;
+    d = parent;
+  }
+  COHORT_RETURN_IF_ERROR(base_->CreateDir(dir));
+  MutexLock lock(&mu_);
+  for (const std::string& d : made) new_dirs_.insert(d);
+  return Status::Ok();
+}
 
 Result<bool> FaultInjectingFileSystem::Exists(const std::string& path) {
   return base_->Exists(path);
@@ -284,6 +312,9 @@ Status FaultInjectingFileSystem::RemoveAll(const std::string& path) {
   const std::string prefix = path + "/";
   for (auto it = tracked_.begin(); it != tracked_.end();) {
     it = it->first == path || it->first.rfind(prefix, 0) == 0 ? tracked_.erase(it) : std::next(it);
+  }
+  for (auto it = new_dirs_.begin(); it != new_dirs_.end();) {
+    it = *it == path || it->rfind(prefix, 0) == 0 ? new_dirs_.erase(it) : std::next(it);
   }
   return Status::Ok();
 }
@@ -299,6 +330,9 @@ Status FaultInjectingFileSystem::SyncDir(const std::string& dir) {
   MutexLock lock(&mu_);
   for (auto& [path, t] : tracked_) {
     if (ParentDir(path) == d) t.durable_entry = true;
+  }
+  for (auto it = new_dirs_.begin(); it != new_dirs_.end();) {
+    it = ParentDir(*it) == d ? new_dirs_.erase(it) : std::next(it);
   }
   return Status::Ok();
 }

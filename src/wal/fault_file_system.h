@@ -6,7 +6,8 @@
 //   - truncates fail;
 //   - Crash() simulates a power loss: every file written through this object loses the bytes
 //     appended after its last successful Sync, files created since their directory's last
-//     SyncDir disappear, and every file object opened before the crash stops working.
+//     SyncDir disappear, directories it made since their parent's last SyncDir disappear with
+//     everything in them, and every file object opened before the crash stops working.
 //
 // The crash model is deliberately simple: renames and removals take effect at once and are
 // durable, and a rename makes its target's directory entry durable. Reads are never faulted.
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "core/mutex.h"
@@ -103,6 +105,8 @@ class FaultInjectingFileSystem final : public FileSystem {
   Fault sync_fault_ COHORT_GUARDED_BY(mu_);
   int truncate_err_ COHORT_GUARDED_BY(mu_) = 0;
   int link_err_ COHORT_GUARDED_BY(mu_) = 0;
+  // Directories made through this object whose parent was not synced since.
+  std::set<std::string> new_dirs_ COHORT_GUARDED_BY(mu_);
   int writes_ COHORT_GUARDED_BY(mu_) = 0;
   int syncs_ COHORT_GUARDED_BY(mu_) = 0;
   // Incremented by Crash(); file objects of older epochs are dead.

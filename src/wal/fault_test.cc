@@ -83,6 +83,28 @@ TEST_F(FaultTest, FaultFileSystemCrashDropsUnsyncedBytesAndUnsyncedFiles) {
   EXPECT_EQ(a->Append("x").code(), StatusCode::kIOError);  // a dead process's descriptor
 }
 
+TEST_F(FaultTest, FaultFileSystemCrashDropsDirectoriesWhoseParentWasNotSynced) {
+  // A directory made and never synced in its parent goes with everything in it, synced files
+  // included (renamed into it, even); one whose parent was synced stays.
+  const std::string lost = dir_.File("lost"), kept = dir_.File("kept");
+  ASSERT_TRUE(fs_.CreateDir(lost + "/deep").ok());
+  ASSERT_TRUE(fs_.CreateDir(kept).ok());
+  ASSERT_TRUE(fs_.SyncDir(dir_.path()).ok());  // kept's entry (and lost's: made before)
+  ASSERT_TRUE(fs_.CreateDir(kept + "/new").ok());
+  for (const std::string& d : {lost + "/deep", kept, kept + "/new"}) {
+    auto f = std::move(fs_.NewWritableFile(d + "/f.tmp", WriteMode::kTruncate).value());
+    ASSERT_TRUE(f->Append("data").ok());
+    ASSERT_TRUE(f->Sync().ok());
+    ASSERT_TRUE(f->Close().ok());
+    ASSERT_TRUE(fs_.Rename(d + "/f.tmp", d + "/f").ok());
+  }
+  ASSERT_TRUE(fs_.Crash().ok());
+  EXPECT_TRUE(std::filesystem::exists(lost));  // its parent was synced after it was made
+  EXPECT_FALSE(std::filesystem::exists(lost + "/deep"));
+  EXPECT_EQ(ReadRaw(kept + "/f"), "data");
+  EXPECT_FALSE(std::filesystem::exists(kept + "/new"));
+}
+
 TEST_F(FaultTest, FaultFileSystemStickyWriteFaultFailsUntilCleared) {
   auto f = std::move(fs_.NewWritableFile(dir_.File("f"), WriteMode::kTruncate).value());
   fs_.FailWrite(1, ENOSPC, 0, /*sticky=*/true);
