@@ -141,6 +141,24 @@ TEST_P(StoreConformanceTest, RenameWriterKeepsItsData) {
   EXPECT_EQ(writers.size(), 2u);
 }
 
+// A writer renamed away from a label: batches for the old label are refused as for any label
+// the run lacks, even where the store had the writer cached under it (PostgreSQL's ingest
+// cache; batches without stream positions take its one-round-trip path).
+TEST_P(StoreConformanceTest, BatchesForARenamedWritersOldLabelAreRefused) {
+  MakeRun("run1");
+  Join("run1", "client-1", false, false);
+  for (int64_t seq = 1; seq <= 3; ++seq) {  // the writer cached, then stored through the cache
+    COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "client-1", Rows(seq, "loss", 2), 1).status());
+  }
+  COHORT_ASSERT_OK(store().RenameWriter(Ref("run1"), "client-1", "rank_1").status());
+  EXPECT_EQ(store().Ingest(Ref("run1"), "client-1", Rows(4, "loss", 2), 1).status().code(),
+            StatusCode::kNotFound);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto hist, store().QueryHistory(HistoryQuery{.run = Ref("run1")}));
+  ASSERT_EQ(hist.size(), 1u);
+  EXPECT_EQ(hist[0].points.size(), 6u);
+  COHORT_ASSERT_OK(store().Ingest(Ref("run1"), "rank_1", Rows(4, "loss", 2), 1).status());
+}
+
 TEST_P(StoreConformanceTest, RunFilesRoundTrip) {
   MakeRun("run1");
   COHORT_ASSERT_OK_AND_ASSIGN(

@@ -102,8 +102,9 @@ constexpr const char* kReadTails =
 // (ordered_streams) instead of leaving a record; 0: a record.
 //
 // `guarded` (the one-round-trip path): the statement first checks, under the row locks that
-// kFastLock took, that the writer ($41: next step) and the batch's series ($42..$46: pk,
-// next_idx, tail_idx, tail_count, tail_chunks) are in the state the batch was planned from and
+// kFastLock took, that the writer ($41: next step; $47: still the batch's label, not renamed
+// since it was cached) and the batch's series ($42..$46: pk, next_idx, tail_idx, tail_count,
+// tail_chunks) are in the state the batch was planned from and
 // that the seq is new (for an ordered batch: not recorded, above its stream's highest), records
 // it only then, and makes every change depend on that: a stale plan or a duplicate changes
 // nothing and no statement fails. It answers one row, the number of batches stored (1: stored,
@@ -123,7 +124,8 @@ const std::string& WriteBatchSql(bool deletes, bool positions, bool console, boo
       std::string sql = "WITH ";
       if (guard) {
         sql +=
-            "ok AS (SELECT 1 FROM writers w WHERE w.pk = $2 AND w.next_step = $41 AND "
+            "ok AS (SELECT 1 FROM writers w WHERE w.pk = $2 AND w.label = $47 AND "
+            "w.next_step = $41 AND "
             "$5 > w.pruned_seq AND (SELECT count(*) FROM series s JOIN unnest($42::int8[], "
             "$43::int8[], $44::int8[], $45::int8[], $46::int8[]) AS e(pk, ni, ti, tc, tk) "
             "ON s.pk = e.pk WHERE s.writer_pk = $2 AND s.next_idx = e.ni AND s.tail_idx = e.ti "
@@ -207,7 +209,8 @@ const std::string& WriteBatchSql(bool deletes, bool positions, bool console, boo
 // is locked before its series (s reads w), the order of every other path. One row per series
 // (series columns NULL when the writer has none of them); no row: no such writer.
 constexpr const char* kFastLock =
-    "WITH w AS (SELECT pk, next_step FROM writers WHERE pk = $1 AND run_pk = $2 FOR UPDATE), "
+    "WITH w AS (SELECT pk, next_step FROM writers WHERE pk = $1 AND run_pk = $2 AND label = $4 "
+    "FOR UPDATE), "
     "s AS (SELECT s.key, s.pk, s.next_idx, s.tail_idx, s.tail_count, s.tail_chunks FROM series s "
     "JOIN w ON s.writer_pk = w.pk WHERE s.pk = ANY($3::int8[]) FOR UPDATE OF s) "
     "SELECT w.next_step, s.key, s.pk, s.next_idx, s.tail_idx, s.tail_count, s.tail_chunks "
@@ -412,8 +415,8 @@ std::shared_ptr<const pg::IngestCache::Writer> ReadLocked(
 // duplicate: the write then changes nothing and the locked rows tell which it was. An error:
 // the transaction failed (nothing written unless the connection failed after COMMIT was sent).
 Result<FastOutcome> IngestFast(pg::Pool* pool, pg::GroupCommit* group, const std::string& group_key,
-                               const pg::IngestCache::Writer& cached, IngestPlan& plan,
-                               int64_t now_ms) {
+                               const std::string& label, const pg::IngestCache::Writer& cached,
+                               IngestPlan& plan, int64_t now_ms) {
   const IngestBatch& batch = plan.batch();
   FastOutcome out;
   if (!batch.positions.empty() || !batch.histograms.empty() || !batch.media.empty()) return out;
@@ -440,11 +443,13 @@ Result<FastOutcome> IngestFast(pg::Pool* pool, pg::GroupCommit* group, const std
   }
   const ConsoleArrays console(batch.console);
   Params lock;
-  lock.Add(cached.writer_pk).Add(cached.run_pk).AddArray(e_pk);
+  // The label too: a writer renamed since it was cached (by this server or another) is not the
+  // label's any more; no row, and the batch takes the path that looks the label up.
+  lock.Add(cached.writer_pk).Add(cached.run_pk).AddArray(e_pk).Add(label);
   Params p;
   AddWriteParams(&p, cached.run_pk, cached.writer_pk, now_ms, next_step, batch, write, console);
   p.Add(cached.next_step).AddArray(e_pk).AddArray(e_ni).AddArray(e_ti).AddArray(e_tc);
-  p.AddArray(e_tk);
+  p.AddArray(e_tk).Add(label);
   const std::string& sql = WriteBatchSql(false, false, !console.times.empty(), /*guarded=*/true);
   std::vector<PgResult> results;
   if (group != nullptr) {
@@ -501,7 +506,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
   // meanwhile), once more planned from the rows as they were read under their locks.
   for (int attempt = 0; cached != nullptr && attempt < 2; ++attempt) {
     Result<FastOutcome> fast =
-        IngestFast(primary_pool(), group_commit_.get(), cache_key, *cached, plan, now_ms);
+        IngestFast(primary_pool(), group_commit_.get(), cache_key, label, *cached, plan, now_ms);
     if (!fast.ok()) {
       ingest_cache_.Erase(cache_key);
       // A failed fast transaction may have committed before its connection failed; the path
