@@ -28,6 +28,7 @@ import threading
 import time
 import urllib.parse
 import uuid
+import weakref
 from typing import IO, Any, Dict, Iterator, List, NoReturn, Optional, Set, Tuple
 
 from .errors import Error
@@ -548,6 +549,9 @@ class Artifact:
             raise ValueError(f"artifact {self.name}: the file name {name!r} is added twice")
         if self._tmp_dir is None:
             self._tmp_dir = tempfile.mkdtemp(prefix="cohort-artifact-")
+            # An artifact never logged takes its directory with it when it is collected (a
+            # logged one's goes once hashed); not at exit, where a hashing may still read it.
+            weakref.finalize(self, shutil.rmtree, self._tmp_dir, True).atexit = False
         path = os.path.join(self._tmp_dir, *name.split("/"))
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, mode, encoding=encoding if "b" not in mode else None) as f:

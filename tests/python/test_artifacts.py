@@ -417,3 +417,17 @@ def test_logging_an_artifact_again_under_another_name_changes_nothing(tmp_path, 
     with pytest.raises(ValueError, match="artifact type"):
         artifacts.log_artifact(run, f, name="renamed", type="bad type")
     assert empty.name == "e" and (f.name, f.type) == ("f", "model")
+
+
+def test_an_artifact_never_logged_takes_its_new_files_directory_with_it():
+    """new_file writes into a temporary directory that a logged artifact removes once hashed; one
+    never logged removed nothing (a directory left per artifact made and dropped)."""
+    import gc
+    art = cohort.Artifact("scratch", "dataset")
+    with art.new_file("a/b.txt") as f:
+        f.write("x")
+    tmp = art._tmp_dir
+    assert tmp and os.path.isdir(tmp)
+    del art, f
+    gc.collect()
+    assert not os.path.exists(tmp)
