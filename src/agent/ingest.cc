@@ -340,6 +340,10 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
     session.reset(new WriterSession(this, stream, sender, req.session));
   }
 
+  // Records of this writer not uploaded yet, from before this open (a backlog): a key refused
+  // at this open must not drop them (below).
+  const UploadProgress before = stream->progress();
+  const bool had_backlog = before.appended_seq > before.done_seq;
   // Whatever an earlier connection of this session appended is durable before we report it.
   Status st = stream->Sync();
   if (st.ok()) {
@@ -405,7 +409,16 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
   StatusCode failure = p.last_failure.code();
   if (p.rejected.ok() && p.failures > start.failures &&
       (failure == StatusCode::kUnauthenticated || failure == StatusCode::kPermissionDenied)) {
-    // A wrong key at open is the caller's to fix now, not something to buffer for later.
+    // A wrong key at open is the caller's to fix now, not something to buffer for later; but a
+    // backlog of the writer's earlier records stays (the writer pauses, as on a key revoked
+    // while it runs) for an agent or `cohort sync` with a key the server accepts.
+    if (had_backlog) {
+      reply->error = p.last_failure.ToString() +
+                     " (this writer's earlier records are kept until a key the server accepts "
+                     "uploads them)";
+      session->finished_ = true;
+      return nullptr;
+    }
     stream->Update([&](UploadProgress* u) { u->rejected = u->last_failure; });
     p = stream->progress();
   }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -255,6 +256,49 @@ TEST_F(IngestTest, AWriterWhoseClientProcessEndedIsRemovedOnceUploaded) {
   ingest.Tick();
   EXPECT_EQ(ingest.stream_count(), 0u);
   EXPECT_FALSE(fs::exists(dir));
+}
+
+// A writer reopened (its earlier records not uploaded yet: the server was down) with a key the
+// server refuses: the open fails, as it says, and the earlier records stay; once the server takes
+// the key again they are uploaded. (The open marked the writer refused: its records were dropped
+// and its directory removed.)
+TEST_F(IngestTest, AKeyRefusedAtReopenKeepsTheWritersEarlierRecords) {
+  std::atomic<int> mode{503};  // 503: down; 401: the key refused; 200: fine
+  std::atomic<int> batches{0};
+  FakeHttpServer server([&](const FakeRequest& r) -> FakeResponse {
+    const int m = mode.load();
+    if (m != 200) return {m, R"({"error":{"code":"x","message":"no"}})", {}};
+    if (r.path == "/api/v1/viewer") return {200, R"({"entity":"alice"})", {}};
+    if (r.path.ends_with("/writers")) return {201, R"({"label":"rank_0","next_step":0})", {}};
+    if (r.path.ends_with("/batches")) ++batches;
+    return {200, R"({"duplicate":false,"points":1})", {}};
+  });
+  IngestOptions o = Options();
+  o.sender.auth_pause_s = 0.2;
+  Ingest ingest(o);
+  OpenReply reply;
+  auto session = ingest.Open(Request(server.url(), "rank_0", false), &reply);
+  ASSERT_TRUE(session) << reply.error;
+  for (int i = 1; i <= 3; ++i) ASSERT_TRUE(session->Log(i, Batch(i - 1)).ok());
+  ASSERT_TRUE(session->Sync().ok());
+  const std::string dir = session->dir();
+  session->Release();  // the client went away (its process runs on)
+  session.reset();
+
+  mode = 401;
+  // The Sender's backoff from the 503s over (an open does not wait on a server known to fail).
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  OpenRequest again = Request(server.url(), "rank_0", false);
+  again.session = 8;
+  again.wait_ms = 3000;
+  auto refused = ingest.Open(again, &reply);
+  EXPECT_FALSE(refused);
+  EXPECT_NE(reply.error.find("kept"), std::string::npos) << reply.error;
+  for (int i = 0; i < 5; ++i) ingest.Tick();
+  EXPECT_TRUE(fs::exists(dir + "/meta.json"));
+
+  mode = 200;
+  ASSERT_TRUE(Eventually([&] { return batches.load() >= 3; })) << batches.load();
 }
 
 // A writer that is uploaded and finished has its directory removed, FINISHED marker first. When

@@ -21,10 +21,13 @@ Status AnswerStatus(const Result<HttpResponse>& r, const std::string& what) {
   const int code = r->status;
   if (code >= 200 && code < 300) return Status::Ok();
   const std::string text = what + ": " + AnswerErrorText(*r);
-  if (code == 408 || code == 429 || code >= 500) return Status::ResourceExhausted(text);
   if (code == 401) return Status::Unauthenticated(text);
   if (code == 403) return Status::PermissionDenied(text);
-  return Status::FailedPrecondition(text);
+  if (code >= 400 && code < 500 && code != 408 && code != 429) {
+    return Status::FailedPrecondition(text);  // refused for good
+  }
+  // 5xx, 408, 429, and what no Cohort server answers (a proxy's redirect): worth retrying.
+  return Status::ResourceExhausted(text);
 }
 
 int ParallelPartsFromEnvironment(int fallback) {

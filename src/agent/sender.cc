@@ -222,6 +222,10 @@ void Sender::Turn(Entry* e) {
       e->idle_generation = UINT64_MAX;  // Loop() stamps the generation it started with
       break;
     }
+    if (!s->progress().stopped.ok()) {  // stopped in this process: nothing more, nothing dropped
+      e->paused_until_ms = INT64_MAX / 4;
+      return;
+    }
     if (!s->progress().rejected.ok()) {  // the server refused this writer: drop its records
       s->Pop();
       MutexLock lock(&mu_);
@@ -273,6 +277,17 @@ void Sender::Turn(Entry* e) {
         (void)s->FlushAcks(false);
         return;
       }
+      case Outcome::kStop:
+        Logf(LogLevel::kError, "{}: {}; this writer's uploads stop, its records kept", s->dir(),
+             a.status.ToString());
+        s->Update([&](UploadProgress* p) {
+          ++p->failures;
+          p->last_failure = a.status;
+          p->stopped = a.status;
+        });
+        e->paused_until_ms = INT64_MAX / 4;
+        (void)s->FlushAcks(false);
+        return;
       case Outcome::kPause:
         s->Update([&](UploadProgress* p) {
           ++p->failures;
@@ -332,15 +347,18 @@ Sender::Attempt Sender::Classify(const Result<HttpResponse>& r, std::string_view
   int code = r->status;
   if (code >= 200 && code < 300) return a;
   a.status = Status(CodeForHttp(code), std::string(what) + ": " + AnswerErrorText(*r));
-  if (code == 408 || code == 429 || code >= 500) {
+  if (code == 401 || code == 403) {
+    // The key, not the record: never a reason to drop anything.
+    a.outcome = options_.stop_on_auth_error ? Outcome::kStop : Outcome::kPause;
+    a.delay_s = options_.auth_pause_s;
+  } else if (code >= 400 && code < 500 && code != 408 && code != 429) {
+    a.outcome = Outcome::kSkip;  // this record refused for good
+  } else {
+    // 5xx, 408, 429, and what no Cohort server answers (a redirect of a proxy in front of it,
+    // 1xx): retried with backoff, never taken for a refusal that drops records.
     a.outcome = Outcome::kRetry;
     double backoff = backoff_.NextDelay();
     a.delay_s = r->retry_after_s ? *r->retry_after_s : backoff;
-  } else if (code == 401 || code == 403) {
-    a.outcome = options_.stop_on_auth_error ? Outcome::kReject : Outcome::kPause;
-    a.delay_s = options_.auth_pause_s;
-  } else {
-    a.outcome = Outcome::kSkip;
   }
   return a;
 }
@@ -354,7 +372,7 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
     a.status = entity.status();
     StatusCode c = entity.status().code();
     if (c == StatusCode::kUnauthenticated || c == StatusCode::kPermissionDenied) {
-      a.outcome = options_.stop_on_auth_error ? Outcome::kReject : Outcome::kPause;
+      a.outcome = options_.stop_on_auth_error ? Outcome::kStop : Outcome::kPause;
       a.delay_s = options_.auth_pause_s;
     } else {
       a.outcome = Outcome::kRetry;

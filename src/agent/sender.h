@@ -100,7 +100,9 @@ class Sender {
     int64_t last_contact_ms = 0;
     bool had_contact = false;
   };
-  enum class Outcome { kDone, kSkip, kReject, kRetry, kPause };
+  // kStop: this writer's uploads stop in this process, nothing dropped (`cohort sync` given a
+  // key the server refuses: the WAL stays for a sync with a key it accepts).
+  enum class Outcome { kDone, kSkip, kReject, kRetry, kPause, kStop };
   struct Attempt {
     Outcome outcome = Outcome::kDone;
     double delay_s = 0;

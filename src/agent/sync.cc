@@ -108,7 +108,7 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
   for (auto& [url, sender] : senders) sender->Start();
 
   auto finished = [](const UploadProgress& p) {
-    return p.done_seq >= p.appended_seq || !p.rejected.ok();
+    return p.done_seq >= p.appended_seq || !p.rejected.ok() || !p.stopped.ok();
   };
   int64_t last_done = -1, last_progress_ms = NowMillis();
   while (true) {
@@ -172,6 +172,12 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
     for (auto& [url, sender] : senders) sender->Remove(s.get());
     if (!p.rejected.ok()) {
       report.errors.push_back(s->dir() + ": " + p.rejected.ToString());
+      (void)s->Close();
+      continue;
+    }
+    if (!p.stopped.ok()) {
+      report.errors.push_back(s->dir() + ": not uploaded (" + p.stopped.ToString() +
+                              "); kept: sync again with a key the server accepts");
       (void)s->Close();
       continue;
     }

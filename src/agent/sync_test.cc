@@ -133,6 +133,60 @@ TEST_F(SyncTest, InterruptedSyncIsResumedWithoutDuplicates) {
   EXPECT_EQ(server.point_count("rank_0"), 30u);
 }
 
+// A key the server refuses (revoked, mistyped) stops the sync and drops nothing: a second sync
+// with a key it accepts uploads every record. (It dropped the writer's records and acked them.)
+TEST_F(SyncTest, AKeyTheServerRefusesKeepsEveryRecordForTheNextSync) {
+  MakeOfflineWriter("rank_0", 5, true);
+  for (int code : {401, 403}) {
+    testing::FakeHttpServer refusing([&](const testing::FakeRequest&) -> testing::FakeResponse {
+      return {code, R"({"error":{"code":"unauthenticated","message":"bad key"}})", {}};
+    });
+    SyncOptions o;
+    o.base_url = refusing.url();
+    o.api_key = "ck_wrong";
+    o.progress = false;
+    o.give_up_after_s = 10;
+    auto report = RunSync({root_}, o);
+    ASSERT_TRUE(report.ok());
+    EXPECT_EQ(report->uploaded, 0);
+    ASSERT_EQ(report->errors.size(), 1u);
+    EXPECT_NE(report->errors[0].find("kept"), std::string::npos) << report->errors[0];
+    EXPECT_TRUE(fs::exists(root_ + "/run1/rank_0"));
+  }
+  FakeCohortServer server;
+  auto report = RunSync({root_}, Options(server));
+  ASSERT_TRUE(report.ok());
+  EXPECT_TRUE(report->errors.empty()) << report->errors[0];
+  EXPECT_EQ(report->uploaded, 1);
+  EXPECT_EQ(server.point_count("rank_0"), 50u);
+}
+
+// A proxy in front of the server that answers a redirect (http -> https, a moved host) is no
+// refusal of the records: retried, and kept when the sync gives up. (A 3xx dropped the writer.)
+TEST_F(SyncTest, ARedirectIsRetriedNotTakenForARefusal) {
+  MakeOfflineWriter("rank_0", 3, true);
+  {
+    testing::FakeHttpServer redirecting(
+        [&](const testing::FakeRequest& r) -> testing::FakeResponse {
+          if (r.path == "/api/v1/viewer") return {200, R"({"entity":"alice"})", {}};
+          return {308, "", {{"Location", "https://cohort.example/"}}};
+        });
+    SyncOptions o;
+    o.base_url = redirecting.url();
+    o.progress = false;
+    o.give_up_after_s = 1;
+    auto report = RunSync({root_}, o);
+    ASSERT_TRUE(report.ok());
+    EXPECT_EQ(report->uploaded, 0);
+    EXPECT_FALSE(report->errors.empty());
+  }
+  FakeCohortServer server;
+  auto report = RunSync({root_}, Options(server));
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->uploaded, 1);
+  EXPECT_EQ(server.point_count("rank_0"), 30u);
+}
+
 // An uploaded, finished writer whose FINISHED marker cannot be written (EIO) is reported and
 // kept whole (every record is on the server: nothing is lost); the next sync sends nothing again
 // and removes it.

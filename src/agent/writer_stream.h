@@ -92,6 +92,7 @@ struct UploadProgress {
   bool finish_appended = false;
   bool complete = false;  // finish appended and every record done
   Status rejected;        // the server refused the run or writer: the stream is dropped
+  Status stopped;         // uploads stopped in this process (Sender kStop): nothing dropped
   int64_t failures = 0;   // failed upload attempts so far (network, 5xx, 429)
   Status last_failure;
   bool joined = false;    // a writer join was acknowledged
