@@ -76,7 +76,7 @@ void Metrics::SetGaugeSource(std::function<std::map<std::string, double>()> sour
   gauges_ = std::move(source);
 }
 
-void Metrics::SetTextSource(std::function<std::string()> source) {
+void Metrics::SetTextSource(std::function<std::string(const std::string& entity)> source) {
   MutexLock lock(&mu_);
   text_ = std::move(source);
 }
@@ -93,7 +93,7 @@ double Metrics::IngestRate() {
   return double(total) / double(rate_ring_.size() - 1);
 }
 
-std::string Metrics::RenderPrometheus(bool with_entities) {
+std::string Metrics::RenderPrometheus(EntitySeries series, const std::string& entity) {
   double rate = IngestRate();
   std::function<std::map<std::string, double>()> gauges;
   std::string out;
@@ -140,7 +140,9 @@ std::string Metrics::RenderPrometheus(bool with_entities) {
   for (const auto& [reason, v] : rejected_) {
     out += fmt::format("cohort_rejected_requests_total{{reason=\"{}\"}} {}\n", Escape(reason), v);
   }
-  if (with_entities && text_) out += text_();
+  if (series != EntitySeries::kNone && text_) {
+    out += text_(series == EntitySeries::kAll ? std::string() : entity);
+  }
   return out;
 }
 

@@ -30,11 +30,15 @@ class Metrics {
   // mu_ held: they must not call back into Metrics.
   void SetGaugeSource(std::function<std::map<std::string, double>()> source) COHORT_EXCLUDES(mu_);
   // Prometheus text appended at render time for callers allowed to see it (per-entity usage of
-  // the rate limiter: it names every entity).
-  void SetTextSource(std::function<std::string()> source) COHORT_EXCLUDES(mu_);
+  // the rate limiter): the series of the entity it is given, or of every entity for "".
+  void SetTextSource(std::function<std::string(const std::string& entity)> source)
+      COHORT_EXCLUDES(mu_);
 
-  // `with_entities`: include the text source's per-entity series.
-  std::string RenderPrometheus(bool with_entities) COHORT_EXCLUDES(mu_);
+  // Which of the text source's per-entity series a rendering includes.
+  enum class EntitySeries { kNone, kOne, kAll };
+  // `entity`: the one entity of kOne.
+  std::string RenderPrometheus(EntitySeries series, const std::string& entity = "")
+      COHORT_EXCLUDES(mu_);
   // Points ingested per second over the last ~10 s.
   double IngestRate() COHORT_EXCLUDES(mu_);
 
@@ -61,7 +65,7 @@ class Metrics {
   std::array<int64_t, 10> rate_ring_ COHORT_GUARDED_BY(mu_){};
   int64_t rate_second_ COHORT_GUARDED_BY(mu_) = 0;
   std::function<std::map<std::string, double>()> gauges_ COHORT_GUARDED_BY(mu_);
-  std::function<std::string()> text_ COHORT_GUARDED_BY(mu_);
+  std::function<std::string(const std::string&)> text_ COHORT_GUARDED_BY(mu_);
 };
 
 }  // namespace cohort::server

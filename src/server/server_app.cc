@@ -78,7 +78,13 @@ void RegisterRoutes(http::Router& router, api::ApiContext* ctx,
 }
 }  // namespace
 
-std::string RenderEntityUsage(const std::vector<limits::EntityUsage>& usage) {
+// The per-entity series of `all_usage`: of `only` alone, or of every entity when it is "".
+std::string RenderEntityUsage(const std::vector<limits::EntityUsage>& all_usage,
+                              const std::string& only) {
+  std::vector<limits::EntityUsage> usage;
+  for (const auto& u : all_usage) {
+    if (only.empty() || u.entity == only) usage.push_back(u);
+  }
   std::string out;
   out += "# HELP cohort_entity_requests_total Requests admitted per entity (and its tier).\n";
   out += "# TYPE cohort_entity_requests_total counter\n";
@@ -269,7 +275,8 @@ Status ServerApp::StartLimiter() {
     lc.default_tier = config_.default_tier;
   }
   limiter_ = std::make_unique<limits::RateLimiter>(std::move(lc));
-  metrics_.SetTextSource([this] { return RenderEntityUsage(limiter_->Usage()); });
+  metrics_.SetTextSource(
+      [this](const std::string& only) { return RenderEntityUsage(limiter_->Usage(), only); });
   return Status::Ok();
 }
 
@@ -321,6 +328,7 @@ Status ServerApp::Start() {
                                   .retry = webhooks::RetryPolicyFromEnvironment()});
   table_cells_ = std::make_unique<api::TableCellCache>();
   ctx_.table_cells = table_cells_.get();
+  ctx_.operator_entity = config_.entity;
   ctx_.ready = [this] { return Ready(); };
   ctx_.table_document = [this](const std::string& entity, const std::string& artifact_ref) {
     return compat::VendorTableDocument(&ctx_, entity, artifact_ref);

@@ -4,6 +4,7 @@ low tier and loses nothing."""
 import json
 import os
 import pathlib
+import re
 import subprocess
 import time
 
@@ -62,6 +63,17 @@ def test_request_bucket_answers_429_with_retry_after_and_json(limited):
     assert metric(text, "cohort_entity_requests_total", entity="bob", tier="tiny") == len(ok) + 1
     assert metric(text, "cohort_rejected_requests_total",
                   reason="rate_limited_requests") == len(refused)
+    # Admin keys are per entity: bob's admin key sees bob's series, not the others' (which
+    # would tell bob which entities exist and how busy they are); the operator's sees them all.
+    operator = limited.config["entity"] if "entity" in limited.config else None
+    text = http(limited.url + "/metrics", key=bob)[1]
+    assert metric(text, "cohort_entity_requests_total", entity="bob") >= 1
+    entities = set(re.findall(r'cohort_entity_requests_total\{entity="([^"]*)"', text))
+    assert entities == {"bob"}, entities
+    text = http(limited.url + "/metrics", key=limited.config["api_key"])[1]
+    entities = set(re.findall(r'cohort_entity_requests_total\{entity="([^"]*)"', text))
+    assert "bob" in entities and len(entities) >= 2, entities
+    assert operator is None or operator in entities
 
 
 def test_points_bucket_refuses_ingest_and_compat_file_stream(limited):

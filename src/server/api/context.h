@@ -77,6 +77,9 @@ struct ApiContext {
       table_document;
   // The media cells of recently served tables (table_cell_cache.h); null: parsed per request.
   TableCellCache* table_cells = nullptr;
+  // The server's own entity (--entity, whose admin key the first start made): its admin keys see
+  // every entity's series in GET /metrics; another entity's admin keys see their own.
+  std::string operator_entity;
   ApiLimits limits;
 };
 

@@ -25,14 +25,21 @@ void RegisterHealthRoutes(http::Router& r, ApiContext* ctx) {
                         {"ingest_formats", bj::array{"json", bj::string(limits::kBatchFormatName)}}});
   });
   r.Add("GET", "/metrics", [ctx](http::HttpRequest& req) {
-    // Series that name entities (and so list every entity with its activity) need an admin key.
-    bool admin = false;
+    // Series that name entities need an admin key: of the server's own entity for every
+    // entity's (the operator's), else the caller's entity's alone (admin keys are per entity:
+    // one must not learn which other entities exist or how busy they are).
+    server::Metrics::EntitySeries series = server::Metrics::EntitySeries::kNone;
+    std::string entity;
     if (!ExtractApiKey(req).empty()) {
       auto who = ctx->auth->Authenticate(req);
       if (!who.ok()) return ErrorResponse(who.status());
-      admin = who->role == store::KeyRole::kAdmin;
+      if (who->role == store::KeyRole::kAdmin) {
+        const bool all = !ctx->operator_entity.empty() && who->entity == ctx->operator_entity;
+        series = all ? server::Metrics::EntitySeries::kAll : server::Metrics::EntitySeries::kOne;
+        entity = who->entity;
+      }
     }
-    return http::HttpResponse::Text(200, ctx->metrics->RenderPrometheus(admin),
+    return http::HttpResponse::Text(200, ctx->metrics->RenderPrometheus(series, entity),
                                     "text/plain; version=0.0.4");
   });
 }

@@ -547,14 +547,15 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
                                     "this route needs the body's length: send Content-Length, "
                                     "not a chunked body");
     }
-    // A streamed body holds at most the route's buffer in memory, not its length.
+    // A streamed body holds at most the route's buffer in memory, not its length; a chunked
+    // body (no length said) may grow to the body limit, which it reserves.
     const uint64_t reserve =
         streamed && parser.content_length()
             ? std::min<uint64_t>(*parser.content_length(),
                                  route_options->streamed_body_memory_bytes + kBodyChunkBytes)
-            : parser.content_length().value_or(0);
-    if (gated && !refused && parser.content_length() &&
-        !reservation.Take(reserve, options.max_body_bytes_in_flight)) {
+            : parser.content_length().value_or(
+                  std::min<uint64_t>(options.max_body_bytes, options.max_body_bytes_in_flight));
+    if (gated && !refused && !reservation.Take(reserve, options.max_body_bytes_in_flight)) {
       refused =
           HttpResponse::Error(503, "unavailable", "too many request bodies in flight; retry later");
       refused->headers.emplace_back("Retry-After", "1");

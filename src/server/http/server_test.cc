@@ -370,6 +370,38 @@ TEST_F(ServerTest, BodiesBeyondTheInFlightBudgetGet503UntilOthersFinish) {
   EXPECT_EQ(again->status, 200);
 }
 
+// A chunked body says no length: it reserves what it may grow to (the body limit, at most the
+// whole budget). It reserved nothing, so chunked bodies could hold the body limit each on every
+// connection past the budget.
+TEST_F(ServerTest, ChunkedBodiesReserveTheBodyLimitFromTheInFlightBudget) {
+  GateOnAuthorization();
+  ServerOptions options;
+  options.max_body_bytes = 60 << 10;
+  options.max_body_bytes_in_flight = 100 << 10;
+  Start(options);
+  const std::string head =
+      "POST /echo HTTP/1.1\r\nHost: t\r\nAuthorization: yes\r\nTransfer-Encoding: chunked\r\n\r\n";
+  TestClient first(port());
+  ASSERT_TRUE(first.Send(head + "5\r\nhello\r\n"));  // holds its reservation
+  for (int i = 0; i < 200 && server_->stats().body_bytes_in_flight.load() == 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_EQ(server_->stats().body_bytes_in_flight.load(), int64_t{60 << 10});
+  {
+    TestClient second(port());
+    ASSERT_TRUE(second.Send(head));
+    auto resp = second.Read();
+    ASSERT_TRUE(resp.has_value());
+    EXPECT_EQ(resp->status, 503);
+  }
+  ASSERT_TRUE(first.Send("0\r\n\r\n"));
+  auto done = first.Read();
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->status, 200);
+  EXPECT_EQ(done->body, "hello");
+  EXPECT_EQ(server_->stats().body_bytes_in_flight.load(), 0);
+}
+
 TEST_F(ServerTest, ConnectionsBeyondLimitGet503WithRetryAfter) {
   ServerOptions options;
   options.max_connections = 2;
