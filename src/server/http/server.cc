@@ -60,6 +60,14 @@ constexpr const char* kServerName = "cohort";
 using BeastRequest = bhttp::request<bhttp::string_body>;
 using BeastResponse = bhttp::response<bhttp::string_body>;
 
+// Whether the request names a Transfer-Encoding (any coding).
+bool HasTransferEncoding(const HttpRequest& req) {
+  for (const auto& [name, value] : req.headers) {
+    if (name == "transfer-encoding") return true;
+  }
+  return false;
+}
+
 std::string ToLower(std::string_view s) {
   std::string out(s);
   for (char& c : out) {
@@ -534,7 +542,12 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
                         *parser.content_length() >= kGatedBodyBytes);
     BodyReservation reservation(&stats);
     std::optional<HttpResponse> refused;
-    if (gated && !target_ok) {
+    if (!ec && !parser.chunked() && HasTransferEncoding(req)) {
+      // A coding other than chunked last (RFC 9112 6.1): its length cannot be known; framing
+      // it by a Content-Length beside it is what request smuggling through a proxy relies on.
+      refused = HttpResponse::Error(400, "bad_request",
+                                    "Transfer-Encoding: only chunked bodies are read");
+    } else if (gated && !target_ok) {
       refused = HttpResponse::Error(400, "bad_request", "malformed request target");
     } else if (gated && body_gate) {
       const bool read_pool =

@@ -237,6 +237,23 @@ TEST_F(ServerTest, ChunkedRequestBodyIsReassembled) {
   EXPECT_EQ(resp->Header("content-type"), "text/x");
 }
 
+// A Transfer-Encoding whose last coding is not chunked cannot be framed (RFC 9112): 400 and the
+// connection closed, never the body framed by a Content-Length beside it and the connection kept
+// (what a request smuggled past a lenient proxy needs).
+TEST_F(ServerTest, ATransferEncodingOtherThanChunkedIsRefusedAndTheConnectionClosed) {
+  Start();
+  for (const char* coding : {"gzip", "chunked, gzip", "identity"}) {
+    TestClient client(port());
+    ASSERT_TRUE(
+        client.Send(std::string("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: ") + coding +
+                    "\r\nContent-Length: 2\r\n\r\nhiGET /hello HTTP/1.1\r\nHost: t\r\n\r\n"));
+    auto resp = client.Read();
+    ASSERT_TRUE(resp.has_value()) << coding;
+    EXPECT_EQ(resp->status, 400) << coding;
+    EXPECT_TRUE(client.WaitClosed(milliseconds(2000))) << coding;
+  }
+}
+
 TEST_F(ServerTest, ExpectContinueGetsInterimResponseBeforeBody) {
   Start();
   TestClient client(port());
