@@ -339,7 +339,8 @@ void Run::Impl::DrainBufferLocked(bool final) {
     EnqueueLastValuesLocked();
   }
   bool warned = false;
-  while (frame_bytes > kMaxQueuedBytes && frames.size() > 1) {
+  // Not while FlushOnce sends: it holds pointers into `frames` (user threads drain too).
+  while (frame_bytes > kMaxQueuedBytes && frames.size() > 1 && !sending) {
     if (!warned) {
       agent::Logf(agent::LogLevel::kWarning,
                   "cohort: no agent reachable and {} MiB queued; dropping the oldest data",
@@ -451,18 +452,26 @@ void Run::Impl::FlushOnce(int64_t mono_deadline_ms) {
   if (!EnsureTransport(mono_deadline_ms)) return;
   {
     MutexLock lock(&mu);
-    // Deque elements stay put while others are pushed at the back, and only this thread pops.
+    // Deque elements stay put while others are pushed at the back; the pops of the threads
+    // that hold io_mu cannot come, and the queue's cap waits while `sending`.
     for (const PendingFrame& f : frames) {
       if (f.number > sent_upto) to_send.push_back(&f);
     }
+    sending = true;
   }
+  Status sent;
   for (const PendingFrame* f : to_send) {
-    Status s = transport->Send(f->type, f->number, f->body, mono_deadline_ms);
-    if (!s.ok()) {
-      DropTransport(s);
-      return;
-    }
+    sent = transport->Send(f->type, f->number, f->body, mono_deadline_ms);
+    if (!sent.ok()) break;
     sent_upto = f->number;
+  }
+  {
+    MutexLock lock(&mu);
+    sending = false;
+  }
+  if (!sent.ok()) {
+    DropTransport(sent);
+    return;
   }
   auto acked = transport->Acked(0, 0);
   if (!acked.ok()) {

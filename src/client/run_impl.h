@@ -160,6 +160,9 @@ struct Run::Impl {
   // Numbers ascending, acked ones popped.
   std::deque<PendingFrame> frames COHORT_GUARDED_BY(mu);
   size_t frame_bytes COHORT_GUARDED_BY(mu) = 0;
+  // FlushOnce is sending frames it points into (without mu): nothing pops them meanwhile (the
+  // queue's cap is applied by the next drain instead).
+  bool sending COHORT_GUARDED_BY(mu) = false;
   uint64_t next_frame COHORT_GUARDED_BY(mu) = 1;
   bool stop COHORT_GUARDED_BY(mu) = false;
   batch::Batch scratch COHORT_GUARDED_BY(mu);
