@@ -492,7 +492,9 @@ Status WriterStream::SaveSeqStateForAcksLocked() {
 
 Status WriterStream::WriteAcks(int64_t now_ms) {
   Status s = log_->MarkAcknowledged(ack_pending_);
-  if (s.ok() || s.code() != StatusCode::kInvalidArgument) ack_written_ = ack_pending_;
+  // Written when the log took it (a segment it could not delete is only left for later); an ACK
+  // file that could not be written (ENOSPC) stays due, or the next flush found nothing to do.
+  if (log_->acknowledged() >= ack_pending_) ack_written_ = ack_pending_;
   ack_written_ms_ = now_ms;
   return s;
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 
@@ -116,6 +117,30 @@ TEST_F(WriterStreamTest, AcknowledgingRecordsPersistsAFloorAboveThem) {
   EXPECT_EQ(std::fscanf(f, "{\"floor\":%llu", &floor), 1);
   std::fclose(f);
   EXPECT_GT(floor, seq);  // the WAL no longer holds `seq`; the floor stands for it
+}
+
+// An acknowledgement whose ACK file could not be written (a full disk) stays due: the next flush
+// writes it. (It was taken as written, and the ACK stayed behind until the next upload.)
+TEST_F(WriterStreamTest, AnAckThatCouldNotBeWrittenIsWrittenByTheNextFlush) {
+  wal::FaultInjectingFileSystem faults(wal::FileSystem::Default());
+  auto s = WriterStream::Create(dir_, target_, &faults);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE((*s)->Append(RecordKind::kBatch, 1, 1, "x").ok());
+  ASSERT_TRUE((*s)->Append(RecordKind::kBatch, 1, 2, "y").ok());
+  ASSERT_TRUE((*s)->Sync().ok());
+  const Record* rec = nullptr;
+  ASSERT_TRUE(*(*s)->Peek(&rec));
+  (*s)->Pop();
+  faults.FailWrite(1, ENOSPC, 0, /*sticky=*/true, "ACK");
+  EXPECT_FALSE((*s)->FlushAcks(true).ok());
+  faults.ClearFaults();
+  ASSERT_TRUE((*s)->FlushAcks(true).ok());
+  ASSERT_TRUE((*s)->Close().ok());
+  // Opened again, the acknowledged record is not read back: only "y" is left to upload.
+  auto again = WriterStream::OpenExisting(dir_);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_TRUE(*(*again)->Peek(&rec));
+  EXPECT_EQ(rec->body, "y");
 }
 
 // seq.json is replaced atomically, so only outside damage makes it unreadable. Then the offset
