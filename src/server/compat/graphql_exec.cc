@@ -34,6 +34,11 @@ class Executor {
     Grouped fields;
     std::set<std::string> active;
     CollectInto(op_.selections, &fields, 0, &active);
+    if (ok_ && op_.type == "mutation" && fields.items.size() > limits_.max_mutation_fields) {
+      Abort("a mutation of " + std::to_string(fields.items.size()) + " fields: at most " +
+            std::to_string(limits_.max_mutation_fields) +
+            " in one request (send the others in more requests); nothing was run");
+    }
     bj::value data = ok_ ? bj::value(ExecuteObject(root, fields, bj::array{})) : bj::value(nullptr);
     if (!ok_) data = nullptr;  // over a limit: no partial answer
     bj::object out;

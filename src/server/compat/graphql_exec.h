@@ -88,6 +88,9 @@ struct ExecLimits {
   int max_fragment_depth = 32;         // nested fragment spreads
   size_t max_resolutions = 5000;       // fields handed to resolvers in the whole request
   size_t max_answer_bytes = 16 << 20;  // JSON text of the data, approximately
+  // Top-level fields of a mutation (each a write: aliases would make one rate-limited request
+  // thousands of them): more are refused before any runs.
+  size_t max_mutation_fields = 100;
 };
 
 struct ExecRequest {

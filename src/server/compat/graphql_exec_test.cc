@@ -67,6 +67,32 @@ TEST(GraphqlExec, VariablesDefaultsAndInlineObjects) {
             R"("lit":[1,2.5E0,"s","RED"]}}}})");
 }
 
+// A mutation of many aliased fields (each a write) is refused before any runs: one request must
+// not make thousands of writes past the per-request rate limit, nor leave some done when a
+// limit stops it midway. Queries keep their own, larger limits.
+TEST(GraphqlExec, AMutationOfTooManyFieldsRunsNone) {
+  auto doc = Parse("mutation { a: echo(x: 1) b: echo(x: 2) c: echo(x: 3) }");
+  ASSERT_TRUE(doc.ok());
+  TestRoot q, m;
+  ExecRequest req;
+  req.document = &*doc;
+  ExecLimits limits;
+  limits.max_mutation_fields = 2;
+  bj::object out = Execute(req, q, m, limits);
+  EXPECT_TRUE(out.at("data").is_null()) << bj::serialize(out);
+  EXPECT_NE(bj::serialize(out).find("a mutation of 3 fields: at most 2"), std::string::npos)
+      << bj::serialize(out);
+  EXPECT_TRUE(m.last_args.empty());  // no resolver ran
+  limits.max_mutation_fields = 3;
+  out = Execute(req, q, m, limits);
+  EXPECT_EQ(bj::serialize(out.at("data")), R"({"a":{"x":1},"b":{"x":2},"c":{"x":3}})");
+  auto query = Parse("query { a: echo(x: 1) b: echo(x: 2) c: echo(x: 3) }");
+  ASSERT_TRUE(query.ok());
+  req.document = &*query;
+  limits.max_mutation_fields = 2;
+  EXPECT_FALSE(Execute(req, q, m, limits).at("data").is_null());
+}
+
 TEST(GraphqlExec, SkipAndInclude) {
   bj::object out = Exec(R"(query($yes: Boolean) {
       viewer { entity @skip(if: $yes) username @include(if: $yes) }
