@@ -518,6 +518,9 @@ void Ingest::Tick() {
           continue;
         }
         if (now >= slot.remove_after_ms) {
+          // An open of this writer waits until its directory is gone (below): a new stream made
+          // meanwhile would lose its files to the removal.
+          moving_.insert(it->first);
           to_remove.push_back(slot);
           it = streams_.erase(it);
         } else {
@@ -529,6 +532,7 @@ void Ingest::Tick() {
         if (slot.idle_since_ms == 0) slot.idle_since_ms = now;
         bool close = !slot.sender || now - slot.idle_since_ms >= options_.orphan_close_s * 1000;
         if (close) {
+          moving_.insert(it->first);  // an open waits for the close (as for a removal)
           to_close.push_back(slot);
           it = streams_.erase(it);
           continue;
@@ -537,11 +541,17 @@ void Ingest::Tick() {
       ++it;
     }
   }
+  const auto done_with = [&](const std::string& dir) {
+    MutexLock lock(&mu_);
+    moving_.erase(dir);
+    moved_.SignalAll();
+  };
   for (StreamSlot& slot : to_remove) {
     slot.sender->Remove(slot.stream.get());
     Status s = slot.stream->Remove();
     if (s.ok()) {
       Logf(LogLevel::kInfo, "{}: writer uploaded and finished; WAL removed", slot.stream->dir());
+      done_with(slot.stream->dir());
       continue;
     }
     // Nothing is lost (every record was acknowledged) and nothing was deleted: keep the stream
@@ -552,11 +562,15 @@ void Ingest::Tick() {
          slot.stream->dir(), s.ToString(), options_.remove_retry_s);
     slot.remove_after_ms = now + int64_t(options_.remove_retry_s * 1000);
     MutexLock lock(&mu_);
-    streams_.emplace(slot.stream->dir(), std::move(slot));
+    const std::string dir = slot.stream->dir();
+    streams_.emplace(dir, std::move(slot));
+    moving_.erase(dir);
+    moved_.SignalAll();
   }
   for (StreamSlot& slot : to_close) {
     if (slot.sender) slot.sender->Remove(slot.stream.get());
     (void)slot.stream->Close();
+    done_with(slot.stream->dir());
   }
 }
 

@@ -164,7 +164,8 @@ class Ingest {
   // By directory.
   std::map<std::string, StreamSlot> streams_ COHORT_GUARDED_BY(mu_);
   // Directories whose writer an Open is moving to another server or mode (its old stream out
-  // of streams_, the new one not in yet); other opens of them wait on moved_.
+  // of streams_, the new one not in yet), or that Tick is removing or closing; opens of them
+  // wait on moved_.
   std::set<std::string> moving_ COHORT_GUARDED_BY(mu_);
   CondVar moved_;
 };

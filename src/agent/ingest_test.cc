@@ -301,6 +301,68 @@ TEST_F(IngestTest, AKeyRefusedAtReopenKeepsTheWritersEarlierRecords) {
   ASSERT_TRUE(Eventually([&] { return batches.load() >= 3; })) << batches.load();
 }
 
+// An open of a writer whose finished directory Tick is removing waits until it is gone, then
+// makes the writer anew. (It made its new stream in the directory being removed: the removal
+// took the new stream's files, and what it then acknowledged was lost.)
+TEST_F(IngestTest, AnOpenDuringTheRemovalOfItsWritersDirectoryWaitsForIt) {
+  FakeCohortServer server;
+  wal::FaultInjectingFileSystem faults(wal::FileSystem::Default());
+  IngestOptions o = Options();
+  o.fs = &faults;
+  Ingest ingest(o);
+  OpenReply reply;
+  auto session = ingest.Open(Request(server.url(), "rank_0", false), &reply);
+  ASSERT_TRUE(session) << reply.error;
+  const std::string dir = session->dir();
+  FinishRequest finish;
+  finish.exit_code = 0;
+  finish.wait_ms = 5000;
+  auto done = session->Finish(1, finish);
+  ASSERT_TRUE(done.ok() && done->uploaded);
+  session.reset();
+
+  std::mutex m;
+  std::condition_variable cv;
+  bool arrived = false, release = false;
+  faults.SetBeforeRemoveAll([&](const std::string& path) {
+    if (path != dir) return;
+    std::unique_lock lock(m);
+    arrived = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  });
+  std::thread tick([&] { ingest.Tick(); });
+  {
+    std::unique_lock lock(m);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return arrived; }));
+  }
+  std::atomic<bool> opened{false};
+  std::unique_ptr<WriterSession> second;
+  OpenReply second_reply;
+  std::thread open([&] {
+    OpenRequest r = Request(server.url(), "rank_0", false);
+    r.session = 9;
+    second = ingest.Open(r, &second_reply);
+    opened = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(opened.load());  // waits for the removal
+  {
+    std::lock_guard lock(m);
+    release = true;
+  }
+  cv.notify_all();
+  tick.join();
+  open.join();
+  faults.SetBeforeRemoveAll(nullptr);
+  ASSERT_TRUE(second) << second_reply.error;
+  EXPECT_TRUE(fs::exists(dir + "/meta.json"));
+  ASSERT_TRUE(second->Log(1, Batch(5)).ok());
+  ASSERT_TRUE(second->Sync().ok());
+  EXPECT_TRUE(fs::exists(dir + "/meta.json"));
+  second.reset();
+}
+
 // A writer that is uploaded and finished has its directory removed, FINISHED marker first. When
 // that marker cannot be written the agent says so, deletes nothing (every record is on the
 // server: nothing is lost) and tries again later, and the directory goes once the disk works.

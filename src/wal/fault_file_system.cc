@@ -108,6 +108,11 @@ void FaultInjectingFileSystem::FailLinks(int err) {
   link_err_ = err;
 }
 
+void FaultInjectingFileSystem::SetBeforeRemoveAll(std::function<void(const std::string&)> hook) {
+  MutexLock lock(&mu_);
+  before_remove_all_ = std::move(hook);
+}
+
 void FaultInjectingFileSystem::ClearFaults() {
   MutexLock lock(&mu_);
   write_fault_ = Fault{};
@@ -307,6 +312,12 @@ Result<bool> FaultInjectingFileSystem::Exists(const std::string& path) {
 }
 
 Status FaultInjectingFileSystem::RemoveAll(const std::string& path) {
+  std::function<void(const std::string&)> hook;
+  {
+    MutexLock lock(&mu_);
+    hook = before_remove_all_;
+  }
+  if (hook) hook(path);  // not under mu_: it may wait for other calls to run
   COHORT_RETURN_IF_ERROR(base_->RemoveAll(path));
   MutexLock lock(&mu_);
   const std::string prefix = path + "/";

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -45,6 +46,9 @@ class FaultInjectingFileSystem final : public FileSystem {
   // Every hard link fails with errno `err` (a file system without hard links: EPERM); 0 turns
   // this off.
   void FailLinks(int err);
+  // Called with the path at the start of every RemoveAll (nullptr: none): a test holds a
+  // removal midway to look at what runs meanwhile.
+  void SetBeforeRemoveAll(std::function<void(const std::string&)> hook);
   // Removes every injected fault.
   void ClearFaults();
 
@@ -105,6 +109,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   Fault sync_fault_ COHORT_GUARDED_BY(mu_);
   int truncate_err_ COHORT_GUARDED_BY(mu_) = 0;
   int link_err_ COHORT_GUARDED_BY(mu_) = 0;
+  std::function<void(const std::string&)> before_remove_all_ COHORT_GUARDED_BY(mu_);
   // Directories made through this object whose parent was not synced since.
   std::set<std::string> new_dirs_ COHORT_GUARDED_BY(mu_);
   int writes_ COHORT_GUARDED_BY(mu_) = 0;
