@@ -11,8 +11,9 @@
 //   artifact intent          handed to the ArtifactUploader (durable in its own directory),
 //                            which uploads it in the background; the stream goes on at once
 //   401, 403                 the stream pauses (its key is wrong; keeping the data beats
-//                            dropping it) and retries later; with stop_on_auth_error the
-//                            stream fails instead (cohort sync)
+//                            dropping it) and retries later; with stop_on_auth_error its
+//                            uploads stop instead, its records kept (cohort sync)
+//   other non-2xx, non-4xx   (a proxy's redirect, 1xx) retried with backoff, as 5xx
 //   other 4xx                a permanent error of that record: logged, skipped; a refused run
 //                            upsert or writer join rejects the whole stream; an alert answered
 //                            429 (the project's alert rate limit) is skipped too
@@ -54,7 +55,7 @@ struct SenderOptions {
   Backoff::Options backoff;
   double heartbeat_interval_s = 30;
   double auth_pause_s = 300;        // pause of a stream after 401/403
-  bool stop_on_auth_error = false;  // reject the stream on 401/403 instead of pausing
+  bool stop_on_auth_error = false;  // on 401/403 stop the stream's uploads (records kept)
   int records_per_turn = 16;        // records of one stream before moving to the next
 };
 

@@ -428,6 +428,41 @@ TEST_P(LocalBlobStoreTest, SharedByServersACompletionPublishesOnlyTheBytesItHash
   verified->reset();
   EXPECT_EQ(*(*a)->Read(sha, 0, good.size()), good);
   EXPECT_EQ(*(*b)->Read(sha, 0, good.size()), good);
+
+  // A verified copy never published (its record failed) goes with the verification.
+  const std::string other = Bytes(kPart + 1, 13);
+  const std::string other_sha = Sha256::Hex(other);
+  for (int64_t n = 0; n < 2; ++n) {
+    ASSERT_TRUE((*a)->PutPart(other_sha, other.size(), n, Part(other, n)).ok());
+  }
+  {
+    auto dropped = (*a)->Verify(other_sha, other.size());
+    ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
+  }
+  auto names = fs->ListDir(root + "/uploads");
+  ASSERT_TRUE(names.ok() && names->size() == 1u);
+  auto left = fs->ListDir(root + "/uploads/" + names->front());
+  ASSERT_TRUE(left.ok());
+  for (const std::string& name : *left) EXPECT_FALSE(name.starts_with("verified-")) << name;
+}
+
+TEST_P(LocalBlobStoreTest, OneUnreadableEntryDoesNotStopTheSweepOfTheOthers) {
+  wal::FileSystem* fs = wal::FileSystem::Default();
+  const std::string uploads = dir_.path() + "/blobs/uploads";
+  ASSERT_TRUE(fs->CreateDir(uploads).ok());
+  ASSERT_TRUE(wal::WriteFileAtomically(fs, uploads + "/stray", "not a directory").ok());
+  const std::string damaged = uploads + "/" + std::string(64, 'b') + "-5";
+  ASSERT_TRUE(fs->CreateDir(damaged).ok());
+  ASSERT_TRUE(wal::WriteFileAtomically(fs, damaged + "/started", std::string(100, '9')).ok());
+  const std::string abandoned = uploads + "/" + std::string(64, 'c') + "-5";
+  ASSERT_TRUE(fs->CreateDir(abandoned).ok());
+  ASSERT_TRUE(wal::WriteFileAtomically(fs, abandoned + "/started", "1000").ok());
+  auto dropped = store_->DropUploadsIdleSince(int64_t(1) << 62);
+  ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
+  EXPECT_EQ(*dropped, 3);
+  auto gone = fs->Exists(abandoned);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_FALSE(*gone);
 }
 
 TEST_P(LocalBlobStoreTest, APublishedBlobSurvivesAPowerLossInANewDirectory) {

@@ -148,6 +148,7 @@ class LocalVerifiedBlob final : public VerifiedBlob {
   std::string sha256_;
   std::string upload_dir_;
   std::string file_;
+  bool published_ = false;
 };
 
 class LocalBlobStore final : public BlobStore {
@@ -440,6 +441,7 @@ class LocalBlobStore final : public BlobStore {
   }
 
   void EndCompletion(const std::string& upload_dir) { hashes_.EndCompletion(upload_dir); }
+  void RemoveCopy(const std::string& copy) { (void)fs_->Remove(copy); }
 
   Status PublishUpload(const std::string& sha256, const std::string& upload_dir,
                        const std::string& file) {
@@ -538,8 +540,15 @@ class LocalBlobStore final : public BlobStore {
     int64_t dropped = 0;
     for (const std::string& name : names) {
       const std::string dir = JoinPath(top, name);
-      COHORT_ASSIGN_OR_RETURN(const int64_t started, StartedMs(dir));
-      if (started >= idle_since_ms) continue;
+      // An entry whose start cannot be read (a stray file, a damaged `started`) goes by its own
+      // time: one such entry must not stop the sweep of every other upload.
+      Result<int64_t> started = StartedMs(dir);
+      if (!started.ok()) {
+        Result<wal::FileStat> st = fs_->Stat(dir);
+        if (!st.ok()) continue;
+        started = st->mtime_ns / 1'000'000;
+      }
+      if (*started >= idle_since_ms) continue;
       // Every part is written into `data`: its time is the upload's last activity (a long
       // upload, or one resumed after an outage, is still going).
       if (Result<wal::FileStat> data = fs_->Stat(JoinPath(dir, "data"));
@@ -586,9 +595,18 @@ class LocalBlobStore final : public BlobStore {
   UploadHashes hashes_;
 };
 
-LocalVerifiedBlob::~LocalVerifiedBlob() { store_->EndCompletion(upload_dir_); }
+LocalVerifiedBlob::~LocalVerifiedBlob() {
+  // A shared store's verified copy not published (the record or the publication failed) goes:
+  // each completion tried again makes its own.
+  if (!published_ && !file_.ends_with("/data")) store_->RemoveCopy(file_);
+  store_->EndCompletion(upload_dir_);
+}
 
-Status LocalVerifiedBlob::Publish() { return store_->PublishUpload(sha256_, upload_dir_, file_); }
+Status LocalVerifiedBlob::Publish() {
+  Status st = store_->PublishUpload(sha256_, upload_dir_, file_);
+  published_ = st.ok();
+  return st;
+}
 
 }  // namespace
 

@@ -343,16 +343,22 @@ class S3BlobStore final : public BlobStore {
       for (const std::string& key : entry.second) COHORT_RETURN_IF_ERROR(s3_.DeleteObject(key));
       ++dropped;
     }
-    // The bucket's own multipart uploads under the prefix (a publication's or a large copy's
-    // Compose, left open by a crash or a failed abort): their parts are stored, and billed,
-    // until aborted. One begun before the grace period is no publication still running.
-    COHORT_RETURN_IF_ERROR(
-        s3_.ListMultipartUploads(prefix_, [&](const S3Client::PendingMultipart& u) -> Status {
-          if (u.initiated_ms <= 0 || u.initiated_ms >= idle_since_ms) return Status::Ok();
-          COHORT_RETURN_IF_ERROR(s3_.AbortMultipartUpload(u.key, u.upload_id));
-          ++dropped;
-          return Status::Ok();
-        }));
+    // The bucket's own multipart uploads of the keys this store composes (a publication into
+    // sha256/, a large copy into or out of trash/), left open by a crash or a failed abort:
+    // their parts are stored, and billed, until aborted. One begun before the grace period is no
+    // publication still running. Nothing else of the bucket is listed. Credentials without the
+    // permission to list them (s3:ListBucketMultipartUploads, docs/operations.md) leave them
+    // (403): the rest of the sweep is not failed for it.
+    for (const char* under : {"sha256/", "trash/"}) {
+      Status listed = s3_.ListMultipartUploads(
+          prefix_ + under, [&](const S3Client::PendingMultipart& u) -> Status {
+            if (u.initiated_ms <= 0 || u.initiated_ms >= idle_since_ms) return Status::Ok();
+            COHORT_RETURN_IF_ERROR(s3_.AbortMultipartUpload(u.key, u.upload_id));
+            ++dropped;
+            return Status::Ok();
+          });
+      if (!listed.ok() && listed.code() != StatusCode::kPermissionDenied) return listed;
+    }
     return dropped;
   }
 

@@ -162,7 +162,8 @@ TEST_F(S3BlobStoreTest, MultipartUploadsLeftOpenAreAbortedOnceIdle) {
   S3Client raw(weed_->Config("multipart-test"));
   auto ours = raw.CreateMultipartUpload("pre/sha256/ab/left-open");
   auto other = raw.CreateMultipartUpload("elsewhere/big");
-  ASSERT_TRUE(ours.ok() && other.ok()) << ours.status().ToString() << other.status().ToString();
+  auto not_ours = raw.CreateMultipartUpload("pre/someone-else/big");  // under the prefix too
+  ASSERT_TRUE(ours.ok() && other.ok() && not_ours.ok()) << ours.status().ToString();
   auto pending = [&](const std::string& prefix) {
     std::vector<std::string> ids;
     EXPECT_TRUE(raw.ListMultipartUploads(prefix,
@@ -174,16 +175,19 @@ TEST_F(S3BlobStoreTest, MultipartUploadsLeftOpenAreAbortedOnceIdle) {
                     .ok());
     return ids;
   };
-  ASSERT_EQ(pending("pre/"), std::vector<std::string>{*ours});
+  ASSERT_EQ(pending("pre/sha256/"), std::vector<std::string>{*ours});
   // Begun within the grace period: a publication may still be running.
   EXPECT_EQ(*(*opened)->DropUploadsIdleSince(NowMillis() - 3'600'000), 0);
-  EXPECT_EQ(pending("pre/"), std::vector<std::string>{*ours});
+  EXPECT_EQ(pending("pre/sha256/"), std::vector<std::string>{*ours});
   auto dropped = (*opened)->DropUploadsIdleSince(NowMillis() + 3'600'000);
   ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
   EXPECT_EQ(*dropped, 1);
-  EXPECT_TRUE(pending("pre/").empty());
-  EXPECT_EQ(pending("elsewhere/"), std::vector<std::string>{*other});  // not under the prefix
+  EXPECT_TRUE(pending("pre/sha256/").empty());
+  // Keys this store never composes are not its to abort, under its prefix or not.
+  EXPECT_EQ(pending("pre/someone-else/"), std::vector<std::string>{*not_ours});
+  EXPECT_EQ(pending("elsewhere/"), std::vector<std::string>{*other});
   EXPECT_TRUE(raw.AbortMultipartUpload("elsewhere/big", *other).ok());
+  EXPECT_TRUE(raw.AbortMultipartUpload("pre/someone-else/big", *not_ours).ok());
 }
 
 // Verification hashes the parts through StreamRange: the bytes of the range, in order, in

@@ -146,7 +146,8 @@ Result<std::vector<LocalFile>> CollectFiles(wal::FileSystem* fs, const std::stri
 
 namespace {
 
-// No answer, or 408/429/5xx (ReadClient's and agent::AnswerStatus's codes for them).
+// No answer, or 408/429/5xx (ReadClient's codes for them), or what agent::AnswerStatus finds
+// worth retrying (a part's answer: those, and a proxy's redirect).
 bool Transient(const Status& s) {
   return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kResourceExhausted;
 }
