@@ -59,12 +59,13 @@ class SyncTest : public ::testing::Test {
     return dir;
   }
 
-  SyncOptions Options(const FakeCohortServer& server) {
+  SyncOptions Options(const FakeCohortServer& server) { return Options(server.url(), 10); }
+  static SyncOptions Options(const std::string& url, double give_up_after_s) {
     SyncOptions o;
-    o.base_url = server.url();
+    o.base_url = url;
     o.api_key = "ck_new";
     o.progress = false;
-    o.give_up_after_s = 10;
+    o.give_up_after_s = give_up_after_s;
     return o;
   }
 
@@ -116,11 +117,7 @@ TEST_F(SyncTest, InterruptedSyncIsResumedWithoutDuplicates) {
       if (r.path == "/api/v1/viewer") return {200, R"({"entity":"alice"})", {}};
       return {200, R"({"next_step":0})", {}};
     });
-    SyncOptions o;
-    o.base_url = flaky.url();
-    o.progress = false;
-    o.give_up_after_s = 1;
-    auto report = RunSync({root_}, o);
+    auto report = RunSync({root_}, Options(flaky.url(), 1));
     ASSERT_TRUE(report.ok());
     EXPECT_EQ(report->uploaded, 0);
     EXPECT_FALSE(report->errors.empty());
@@ -141,11 +138,8 @@ TEST_F(SyncTest, AKeyTheServerRefusesKeepsEveryRecordForTheNextSync) {
     testing::FakeHttpServer refusing([&](const testing::FakeRequest&) -> testing::FakeResponse {
       return {code, R"({"error":{"code":"unauthenticated","message":"bad key"}})", {}};
     });
-    SyncOptions o;
-    o.base_url = refusing.url();
+    SyncOptions o = Options(refusing.url(), 10);
     o.api_key = "ck_wrong";
-    o.progress = false;
-    o.give_up_after_s = 10;
     auto report = RunSync({root_}, o);
     ASSERT_TRUE(report.ok());
     EXPECT_EQ(report->uploaded, 0);
@@ -171,11 +165,7 @@ TEST_F(SyncTest, ARedirectIsRetriedNotTakenForARefusal) {
           if (r.path == "/api/v1/viewer") return {200, R"({"entity":"alice"})", {}};
           return {308, "", {{"Location", "https://cohort.example/"}}};
         });
-    SyncOptions o;
-    o.base_url = redirecting.url();
-    o.progress = false;
-    o.give_up_after_s = 1;
-    auto report = RunSync({root_}, o);
+    auto report = RunSync({root_}, Options(redirecting.url(), 1));
     ASSERT_TRUE(report.ok());
     EXPECT_EQ(report->uploaded, 0);
     EXPECT_FALSE(report->errors.empty());

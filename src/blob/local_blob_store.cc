@@ -371,15 +371,19 @@ class LocalBlobStore final : public BlobStore {
       COHORT_ASSIGN_OR_RETURN(read, HashFrom(data, 0, &fresh));
       actual = fresh.FinishHex();
     }
-    if (read != size || actual != sha256) {
-      (void)fs_->RemoveAll(dir);
-      return Status::InvalidArgument(
-          "the uploaded bytes (" + std::to_string(read) + " bytes, SHA-256 " + actual +
-          ") are not the blob announced (" + std::to_string(size) + " bytes, SHA-256 " +
-          std::string(sha256) + "); upload the file again");
-    }
+    if (read != size || actual != sha256) return Refuse(dir, read, actual, size, sha256);
     return std::unique_ptr<VerifiedBlob>(
         new LocalVerifiedBlob(this, std::string(sha256), dir, data));
+  }
+
+  // Bytes that are not the blob announced: the upload goes (its parts must be sent again).
+  Status Refuse(const std::string& dir, uint64_t read, const std::string& actual, uint64_t size,
+                std::string_view sha256) {
+    (void)fs_->RemoveAll(dir);
+    return Status::InvalidArgument("the uploaded bytes (" + std::to_string(read) +
+                                   " bytes, SHA-256 " + actual + ") are not the blob announced (" +
+                                   std::to_string(size) + " bytes, SHA-256 " + std::string(sha256) +
+                                   "); upload the file again");
   }
 
   // A shared store's verification (the top of this file): `data` hashed as it is copied, the
@@ -411,13 +415,7 @@ class LocalBlobStore final : public BlobStore {
       return copied;
     }
     const std::string actual = hash.FinishHex();
-    if (read != size || actual != sha256) {
-      (void)fs_->RemoveAll(dir);
-      return Status::InvalidArgument(
-          "the uploaded bytes (" + std::to_string(read) + " bytes, SHA-256 " + actual +
-          ") are not the blob announced (" + std::to_string(size) + " bytes, SHA-256 " +
-          std::string(sha256) + "); upload the file again");
-    }
+    if (read != size || actual != sha256) return Refuse(dir, read, actual, size, sha256);
     return std::unique_ptr<VerifiedBlob>(
         new LocalVerifiedBlob(this, std::string(sha256), dir, copy));
   }

@@ -9,6 +9,7 @@ import pytest
 
 from conftest import ServerProcess  # noqa: E402
 from pg_cluster import PgCluster  # noqa: E402
+from test_s3_two_servers import data_of  # noqa: E402  (bytes that differ part by part)
 
 PART = 8 << 20
 
@@ -31,16 +32,6 @@ def servers(cluster, tmp_path):
     yield a, b, shared
     a.stop()
     b.stop()
-
-
-def data_of(size, seed):
-    block = hashlib.sha256(seed.encode()).digest() * 2048
-    out = bytearray()
-    i = 0
-    while len(out) < size:
-        out += bytes([i % 251]) + block
-        i += 1
-    return bytes(out[:size])
 
 
 def put_part(api, entity, sha, size, n, chunk):
