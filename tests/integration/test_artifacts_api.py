@@ -7,6 +7,7 @@ import os
 import signal
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 from conftest import ServerProcess
 from test_api import entity, join, make_run
@@ -114,6 +115,30 @@ def test_parts_in_any_order_are_checked_then_committed_and_served_in_ranges(serv
     status, err = other.post(f"/api/v1/artifacts/rival/proj/stolen", {"type": "model",
                                                                       "files": files})
     assert status == 409, err  # rival does not hold the blob: it must upload it
+
+
+def peak_rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+
+
+def test_a_long_range_comes_whole_one_part_in_memory_at_a_time(server, api):
+    # 5 parts: a range of all but the first byte is longer than the 32 MiB a range was cut to,
+    # and three at once held three times that in the server's memory before they streamed.
+    data = os.urandom(5 * PART - 3)
+    sha = upload(api, data)
+    status, _ = commit(api, "big", [{"path": "w.bin", "sha256": sha, "size": len(data)}])
+    assert status == 201
+    url = api.get(f"{arts(api)}/big/latest")[1]["files"][0]["url"]
+    before = peak_rss_mib(server.proc.pid)
+    with ThreadPoolExecutor(3) as pool:
+        got = list(pool.map(lambda _: raw(api, "GET", url, headers={"Range": "bytes=1-"}),
+                            range(3)))
+    for status, hdrs, body in got:
+        assert status == 206 and hdrs["Content-Range"] == f"bytes 1-{len(data) - 1}/{len(data)}"
+        assert body == data[1:]
+    grown = peak_rss_mib(server.proc.pid) - before
+    assert grown < 48, f"the server's peak memory grew by {grown:.0f} MiB for three ranges"
 
 
 def test_bytes_that_are_not_the_blob_are_refused_and_dropped(server, api):

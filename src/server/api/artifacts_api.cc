@@ -194,25 +194,24 @@ http::HttpResponse ServeBlobBytes(ApiContext* ctx, const http::HttpRequest& req,
       return resp;
     }
     ranged = true;
-    if (last - first + 1 > limits::kBlobPartBytes * 4) last = first + limits::kBlobPartBytes * 4 - 1;
   }
   const uint64_t length = size == 0 ? 0 : last - first + 1;
   http::HttpResponse resp;
-  if (!ranged && size > kMaxWholeDownloadBytes) {
-    // Sent in parts as they are read: a whole download of any size holds one part in memory.
-    resp = http::HttpResponse::Text(200, "", "application/octet-stream");
-    resp.streamed_length = size;
-    resp.body_source = [blobs = ctx->blobs, sha256, size, offset = uint64_t{0}]() mutable
-        -> Result<std::string> {
-      COHORT_ASSIGN_OR_RETURN(std::string part,
-                              blobs->Read(sha256, offset, std::min<uint64_t>(
-                                                              limits::kBlobPartBytes,
-                                                              size - offset)));
+  if (length > kMaxWholeDownloadBytes) {
+    // Sent in parts as they are read: a download or range of any size holds one part in memory,
+    // counted in the server's in-flight budget.
+    resp = http::HttpResponse::Text(ranged ? 206 : 200, "", "application/octet-stream");
+    resp.streamed_length = length;
+    resp.streamed_piece_bytes = limits::kBlobPartBytes;
+    resp.body_source = [blobs = ctx->blobs, sha256, end = last + 1,
+                        offset = first]() mutable -> Result<std::string> {
+      COHORT_ASSIGN_OR_RETURN(
+          std::string part,
+          blobs->Read(sha256, offset, std::min<uint64_t>(limits::kBlobPartBytes, end - offset)));
       offset += part.size();
       return part;
     };
-  }
-  if (!resp.body_source) {
+  } else {
     auto bytes = ctx->blobs->Read(f.sha256, first, length);
     if (!bytes.ok()) return ErrorResponse(bytes.status());
     if (bytes->size() != length) {

@@ -140,8 +140,9 @@ void RegisterSessionRoutes(http::Router& r, ApiContext* ctx);
 void RegisterConsoleIndexRoutes(http::Router& r, ApiContext* ctx);
 void RegisterRanksRoutes(http::Router& r, ApiContext* ctx);
 void RegisterBlobRoutes(http::Router& r, ApiContext* ctx);
-// The bytes of a blob as a download named after `path`'s last segment: whole up to 64 MiB, or
-// the range a Range header asks for (206), with ETag and safe headers.
+// The bytes of a blob as a download named after `path`'s last segment: whole, or the range a
+// Range header asks for (206), with ETag and safe headers; more than one blob part
+// (limits::kBlobPartBytes) goes out in parts as they are read, one part in memory at a time.
 http::HttpResponse ServeBlobBytes(ApiContext* ctx, const http::HttpRequest& req,
                                   const std::string& sha256, uint64_t size,
                                   const std::string& path);

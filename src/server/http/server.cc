@@ -55,6 +55,7 @@ constexpr size_t kBodyReadBytes = 256 << 10;           // a large body grows by 
 constexpr auto kLingerTime = std::chrono::seconds(1);  // draining after an early error answer
 constexpr size_t kLingerMaxBytes = 4 << 20;
 constexpr std::chrono::milliseconds kAcceptBackoff{50};
+constexpr std::chrono::milliseconds kStreamedPieceRetry{10};  // a download piece awaiting budget
 constexpr const char* kServerName = "cohort";
 
 using BeastRequest = bhttp::request<bhttp::string_body>;
@@ -362,6 +363,8 @@ asio::awaitable<beast::error_code> HttpServer::Impl::WriteResponse(Connection& c
                                                                    bool keep_alive) {
   std::function<Result<std::string>()> source = std::move(resp.body_source);
   const uint64_t length = resp.streamed_length;
+  const uint64_t piece_bytes =
+      resp.streamed_piece_bytes == 0 ? length : std::min(length, resp.streamed_piece_bytes);
   const bool bodiless = resp.status < 200 || resp.status == 204 || resp.status == 304;
   BeastResponse res = ToBeast(std::move(resp), version, head || source != nullptr, keep_alive);
   if (source && !bodiless) res.content_length(length);
@@ -375,7 +378,23 @@ asio::awaitable<beast::error_code> HttpServer::Impl::WriteResponse(Connection& c
   auto [hec, hn] = co_await bhttp::async_write_header(conn.stream, serializer, kUseTuple);
   if (hec) co_return hec;
   uint64_t sent = 0;
+  asio::steady_timer wait(conn.stream.get_executor());
   while (sent < length) {
+    // The piece's share of the in-flight budget, held until it is written; waits while other
+    // bodies hold it (a download does not fail for it, it slows), up to the write timeout.
+    BodyReservation reservation(&stats);
+    const auto give_up =
+        std::chrono::steady_clock::now() + std::chrono::seconds(options.write_timeout_seconds);
+    const uint64_t share =
+        std::min<uint64_t>({piece_bytes, length - sent, options.max_body_bytes_in_flight});
+    while (!reservation.Take(share, options.max_body_bytes_in_flight)) {
+      if (stopping.load() || std::chrono::steady_clock::now() >= give_up) {
+        LogError("streamed response body: no share of --max-body-bytes-in-flight came free");
+        co_return beast::error_code(asio::error::timed_out);
+      }
+      wait.expires_after(kStreamedPieceRetry);
+      co_await wait.async_wait(kUseTuple);
+    }
     Status made;
     std::string piece;
     auto make = [&]() -> asio::awaitable<void> {

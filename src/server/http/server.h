@@ -27,7 +27,8 @@
 // length must be known (a chunked body gets 411); each read waits at most
 // request_timeout_seconds; a cut connection is an error of BodyReader::Next and is not answered.
 // A handler that answers before reading the whole body has its connection closed after the
-// answer. Responses may be streamed too (HttpResponse::body_source: a large download).
+// answer. Responses may be streamed too (HttpResponse::body_source: a large download), each
+// piece counted in the in-flight budget while it is in memory.
 //
 // Threading: construct, SetObserver(), SetBodyGate() and Start() once from one thread; Stop() from
 // any thread except a handler's (it waits for running handlers); the Router must be complete before
@@ -57,7 +58,8 @@ struct ServerOptions {
   int read_threads = 2;      // handlers of GET and HEAD
   size_t max_body_bytes = 32 << 20;
   // Bodies of known length being received or handled, all connections together (declared
-  // lengths of bodies of at least kGatedBodyBytes).
+  // lengths of bodies of at least kGatedBodyBytes), and the pieces of streamed responses being
+  // made and written (HttpResponse::streamed_piece_bytes each).
   size_t max_body_bytes_in_flight = size_t{256} << 20;
   size_t max_header_bytes = 16 << 10;
   int max_connections = 20000;

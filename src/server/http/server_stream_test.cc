@@ -3,11 +3,13 @@
 // sees; the in-flight budget counts a streamed body's buffer, not its length.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <future>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "server/http/server.h"
 #include "server/http/test_client.h"
@@ -116,6 +118,25 @@ class StreamTest : public ::testing::Test {
       };
       return resp;
     });
+    // The same in pieces declared to the server: each piece's share of the in-flight budget is
+    // checked while it is made.
+    router_.Add("GET", "/counted", [this](HttpRequest&) {
+      HttpResponse resp = HttpResponse::Text(200, "", "application/octet-stream");
+      resp.streamed_length = 1 << 20;
+      resp.streamed_piece_bytes = 100 << 10;
+      resp.body_source = [this, body = Pattern(1 << 20),
+                          offset = size_t{0}]() mutable -> Result<std::string> {
+        std::string piece = body.substr(offset, 100 << 10);
+        offset += piece.size();
+        const int64_t held = server_->stats().body_bytes_in_flight.load();
+        if (held < static_cast<int64_t>(piece.size())) uncounted_pieces_.fetch_add(1);
+        int64_t most = most_in_flight_.load();
+        while (held > most && !most_in_flight_.compare_exchange_weak(most, held)) {
+        }
+        return piece;
+      };
+      return resp;
+    });
   }
 
   void Start(ServerOptions options) {
@@ -130,6 +151,8 @@ class StreamTest : public ::testing::Test {
   std::unique_ptr<HttpServer> server_;
   std::promise<int64_t> first_chunk_;  // body_bytes_in_flight when the first chunk came
   std::promise<Status> ended_;
+  std::atomic<int> uncounted_pieces_{0};    // /counted pieces made outside the budget
+  std::atomic<int64_t> most_in_flight_{0};  // the most body_bytes_in_flight /counted saw
 };
 
 TEST_F(StreamTest, BodyLargerThanMaxBodyBytesReachesTheHandlerInChunks) {
@@ -275,6 +298,29 @@ TEST_F(StreamTest, AStreamedResponseIsSentWholeAndAFailingOneIsCutShort) {
   TestClient failing(port());
   ASSERT_TRUE(failing.Send("GET /download?fail=1 HTTP/1.1\r\nHost: t\r\n\r\n"));
   EXPECT_FALSE(failing.Read().has_value());  // the connection closes before 1 MiB came
+}
+
+TEST_F(StreamTest, AStreamedResponsesPiecesAreCountedInTheInFlightBudgetAndWaitForIt) {
+  ServerOptions options;
+  options.max_body_bytes_in_flight = 150 << 10;  // one 100 KiB piece at a time
+  Start(options);
+  std::vector<std::future<std::optional<ClientResponse>>> downloads;
+  for (int i = 0; i < 3; ++i) {
+    downloads.push_back(std::async(std::launch::async, [port = port()] {
+      TestClient client(port);
+      return client.Get("/counted");
+    }));
+  }
+  for (auto& d : downloads) {
+    auto resp = d.get();
+    ASSERT_TRUE(resp.has_value());
+    EXPECT_EQ(resp->status, 200);
+    EXPECT_TRUE(resp->body == Pattern(1 << 20));
+  }
+  EXPECT_EQ(uncounted_pieces_.load(), 0);
+  EXPECT_GT(most_in_flight_.load(), 0);
+  EXPECT_LE(most_in_flight_.load(), int64_t{150} << 10);
+  EXPECT_EQ(server_->stats().body_bytes_in_flight.load(), 0);  // every share given back
 }
 
 TEST(StringBodyReaderTest, HandsOutTheBodyInChunksThenEmpty) {
