@@ -121,6 +121,33 @@ def test_graphql_is_rate_limited_with_a_graphql_error(limited):
     assert "rate limited" in body["errors"][0]["message"]
 
 
+def test_each_write_of_a_graphql_mutation_is_charged(limited):
+    # TINY: 2 requests/s, burst 3. A mutation of five aliased writes takes the full bucket and
+    # leaves it two in debt: the next request is refused, as five requests would have been.
+    bob = create_key(limited, "bob")
+
+    def upserts(names):
+        fields = " ".join(f'{n}: upsertBucket(input: {{name: "{n}", modelName: "p"}}) '
+                          "{ bucket { name } }" for n in names)
+        return http(limited.url + "/graphql", "POST", {"query": f"mutation {{ {fields} }}"},
+                    key=bob, basic=True)
+
+    status, body, _ = upserts(["w1", "w2", "w3", "w4", "w5"])
+    assert status == 200 and "errors" not in body, body
+    assert sorted(body["data"]) == ["w1", "w2", "w3", "w4", "w5"]
+    status, body, headers = http(limited.url + "/graphql", "POST",
+                                 {"query": "{ viewer { entity } }"}, key=bob, basic=True)
+    assert_rate_limited(status, body, headers, 2)
+    # A mutation refused for its writes runs none of them.
+    time.sleep(1.0)  # the debt repaid, the bucket not full: four writes need it full (3)
+    status, body, _ = upserts(["x1", "x2", "x3", "x4"])
+    assert status == 429 and "rate limited" in body["errors"][0]["message"], body
+    time.sleep(1.1)
+    status, body, _ = http(limited.url + "/api/v1/runs/bob/p", key=bob)
+    assert status == 200, body
+    assert sorted(r["id"] for r in body["runs"]) == ["w1", "w2", "w3", "w4", "w5"], body
+
+
 def test_bad_limits_file_stops_the_server_with_a_clear_error(tmp_path):
     path = tmp_path / "limits.json"
     path.write_text(json.dumps({"entities": {"bob": "gold"}}))

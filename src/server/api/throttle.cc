@@ -36,6 +36,14 @@ std::optional<http::HttpResponse> ThrottleRequest(ApiContext* ctx, const std::st
   return Refusal(d, fmt::format("{} requests", d.limit), "rate_limited_requests", ctx);
 }
 
+std::optional<http::HttpResponse> ThrottleRequests(ApiContext* ctx, const std::string& entity,
+                                                   int64_t count) {
+  if (ctx->limiter == nullptr) return std::nullopt;
+  limits::Decision d = ctx->limiter->AdmitRequests(entity, count);
+  if (d.allowed) return std::nullopt;
+  return Refusal(d, fmt::format("{} requests", d.limit), "rate_limited_requests", ctx);
+}
+
 std::optional<http::HttpResponse> ThrottlePoints(ApiContext* ctx, const std::string& entity,
                                                  int64_t points) {
   if (ctx->limiter == nullptr) return std::nullopt;

@@ -4,15 +4,16 @@
 // that does not parse, or names an unknown operation, is a GraphQL error (HTTP 200); a bad key
 // is a 401 in the same shape.
 #include <cstdio>
+#include <optional>
 
 #include "core/clock.h"
 #include "core/json.h"
 #include "server/api/throttle.h"
+#include "server/compat/artifact_manifest.h"
+#include "server/compat/artifacts_compat.h"
 #include "server/compat/compat.h"
 #include "server/compat/graphql_exec.h"
 #include "server/compat/resolvers.h"
-#include "server/compat/artifact_manifest.h"
-#include "server/compat/artifacts_compat.h"
 #include "server/compat/run_files.h"
 
 namespace cohort::compat {
@@ -28,25 +29,22 @@ http::HttpResponse GqlError(int status, std::string_view message) {
   return http::HttpResponse::Json(status, bj::serialize(gql::ErrorDocument(message)));
 }
 
-http::HttpResponse HandleGraphql(api::ApiContext* ctx, http::HttpRequest& req) {
-  auto who = ctx->auth->Authenticate(req);
-  if (!who.ok()) {
-    if (ctx->metrics) ctx->metrics->AddRejected("unauthenticated");
-    int status = api::HttpStatusFor(who.status().code());
-    auto resp = GqlError(status, who.status().message());
-    if (status == 429 || status == 503) resp.headers.emplace_back("Retry-After", "1");
-    return resp;
+// A throttle's 429 in the GraphQL error shape, with its rate-limit headers.
+http::HttpResponse GqlRefusal(http::HttpResponse refused) {
+  std::string retry;
+  for (const auto& [name, value] : refused.headers) {
+    if (name == "Retry-After") retry = value;
   }
-  if (auto refused = api::ThrottleRequest(ctx, who->entity)) {
-    // The GraphQL error shape, with the 429 and its rate-limit headers.
-    std::string retry;
-    for (const auto& [name, value] : refused->headers) {
-      if (name == "Retry-After") retry = value;
-    }
-    auto resp = GqlError(429, "rate limited: retry after " + retry + " s");
-    resp.headers = std::move(refused->headers);
-    return resp;
-  }
+  auto resp = GqlError(429, "rate limited: retry after " + retry + " s");
+  resp.headers = std::move(refused.headers);
+  return resp;
+}
+
+// Reads {"query", "variables", "operationName"} into `exec` (its document parsed into `doc`);
+// the answer refusing the request when it is not such a body or the document does not parse.
+std::optional<http::HttpResponse> ReadGraphqlRequest(const http::HttpRequest& req,
+                                                     std::optional<gql::Document>* doc,
+                                                     gql::ExecRequest* exec) {
   auto body = json::Parse(req.body);
   if (!body.ok()) return GqlError(400, "body: " + body.status().message());
   if (body->is_array()) return GqlError(400, "batched GraphQL requests are not supported");
@@ -59,17 +57,44 @@ http::HttpResponse HandleGraphql(api::ApiContext* ctx, http::HttpRequest& req) {
   if (query->get_string().size() > kMaxQueryBytes) {
     return GqlError(413, "query: longer than 1 MiB");
   }
-  gql::ExecRequest exec;
   if (const bj::value* vars = obj.if_contains("variables"); vars && !vars->is_null()) {
     if (!vars->is_object()) return GqlError(400, "body: \"variables\" must be an object");
-    exec.variables = vars->get_object();
+    exec->variables = vars->get_object();
   }
   if (const bj::value* name = obj.if_contains("operationName"); name && name->is_string()) {
-    exec.operation_name = std::string(name->get_string());
+    exec->operation_name = std::string(name->get_string());
   }
-  auto doc = gql::Parse(std::string_view(query->get_string()));
-  if (!doc.ok()) return GqlError(200, doc.status().message());
-  exec.document = &*doc;
+  auto parsed = gql::Parse(std::string_view(query->get_string()));
+  if (!parsed.ok()) return GqlError(200, parsed.status().message());
+  doc->emplace(std::move(parsed).value());
+  exec->document = &**doc;
+  return std::nullopt;
+}
+
+http::HttpResponse HandleGraphql(api::ApiContext* ctx, http::HttpRequest& req) {
+  auto who = ctx->auth->Authenticate(req);
+  if (!who.ok()) {
+    if (ctx->metrics) ctx->metrics->AddRejected("unauthenticated");
+    int status = api::HttpStatusFor(who.status().code());
+    auto resp = GqlError(status, who.status().message());
+    if (status == 429 || status == 503) resp.headers.emplace_back("Retry-After", "1");
+    return resp;
+  }
+  // Charged once parsed: each top-level field of a mutation is a write (aliases would make one
+  // request thousands of them), charged all together before any runs; anything else is one.
+  std::optional<gql::Document> doc;
+  gql::ExecRequest exec;
+  std::optional<http::HttpResponse> refused_input = ReadGraphqlRequest(req, &doc, &exec);
+  int64_t writes = 1;
+  if (!refused_input) {
+    if (auto fields = gql::CountMutationFields(exec); fields.ok() && *fields > 1) {
+      writes = int64_t(*fields);
+    }
+  }
+  if (auto refused = api::ThrottleRequests(ctx, who->entity, writes)) {
+    return GqlRefusal(std::move(*refused));
+  }
+  if (refused_input) return std::move(*refused_input);
 
   GqlContext c;
   c.api = ctx;

@@ -30,6 +30,15 @@ class Executor {
   Executor(const ExecRequest& req, const Operation& op, const ExecLimits& limits)
       : req_(req), op_(op), limits_(limits) {}
 
+  // The operation's top-level fields once collected; an error when collecting them failed.
+  Result<size_t> CountTopLevelFields() {
+    Grouped fields;
+    std::set<std::string> active;
+    CollectInto(op_.selections, &fields, 0, &active);
+    if (!ok_) return Status::InvalidArgument(abort_message_);
+    return fields.items.size();
+  }
+
   bj::object Run(Object& root) {
     Grouped fields;
     std::set<std::string> active;
@@ -193,6 +202,7 @@ class Executor {
   void Abort(std::string message) {
     if (!ok_) return;
     ok_ = false;
+    abort_message_ = message;
     AddError(std::move(message), bj::array{});
   }
 
@@ -312,6 +322,7 @@ class Executor {
   size_t resolved_ = 0;
   size_t answer_bytes_ = 0;
   bool ok_ = true;
+  std::string abort_message_;  // why the request stopped (Abort), when it did
 };
 
 std::string FieldInfo::StringArg(std::string_view n) const {
@@ -343,6 +354,14 @@ bj::object Execute(const ExecRequest& request, Object& query_root, Object& mutat
   }
   Executor ex(request, **op, limits);
   return ex.Run((*op)->type == "mutation" ? mutation_root : query_root);
+}
+
+Result<size_t> CountMutationFields(const ExecRequest& request, const ExecLimits& limits) {
+  auto op = SelectOperation(*request.document, request.operation_name);
+  if (!op.ok()) return op.status();
+  if ((*op)->type != "mutation") return size_t{0};
+  Executor ex(request, **op, limits);
+  return ex.CountTopLevelFields();
 }
 
 bj::object ErrorDocument(std::string_view message) {

@@ -102,6 +102,10 @@ struct ExecRequest {
 // The selected operation of a request, or an error (none, ambiguous, unknown name).
 Result<const Operation*> SelectOperation(const Document& doc, std::string_view operation_name);
 
+// The top-level fields of the request's operation when it is a mutation (each a write), after
+// fragments and @skip/@include; 0 for a query. An error where Execute would refuse the request.
+Result<size_t> CountMutationFields(const ExecRequest& request, const ExecLimits& limits = {});
+
 // Runs the request's operation with `query_root` or `mutation_root` (by operation type) and
 // returns the GraphQL response object: {"data": {...}} plus "errors" when any field failed.
 // Subscriptions are answered with an error.

@@ -93,6 +93,28 @@ TEST(GraphqlExec, AMutationOfTooManyFieldsRunsNone) {
   EXPECT_FALSE(Execute(req, q, m, limits).at("data").is_null());
 }
 
+// What the rate limiter charges: a mutation's top-level writes after fragments and @skip, none
+// for a query, an error for a document Execute would refuse.
+TEST(GraphqlExec, CountMutationFieldsCountsTheWritesThatWouldRun) {
+  auto count = [](std::string_view text, bj::object vars = {}) -> Result<size_t> {
+    auto doc = Parse(text);
+    if (!doc.ok()) return doc.status();
+    ExecRequest req;
+    req.document = &*doc;
+    req.variables = std::move(vars);
+    return CountMutationFields(req);
+  };
+  EXPECT_EQ(*count("mutation { a: echo(x: 1) b: echo(x: 2) }"), 2u);
+  EXPECT_EQ(*count("mutation { ...W c: echo(x: 3) } fragment W on Mutation { a: echo(x: 1) "
+                   "b: echo(x: 2) }"),
+            3u);
+  EXPECT_EQ(*count("mutation($no: Boolean) { a: echo(x: 1) b: echo(x: 2) @skip(if: $no) }",
+                   bj::object{{"no", true}}),
+            1u);
+  EXPECT_EQ(*count("query { a: echo(x: 1) b: echo(x: 2) }"), 0u);
+  EXPECT_FALSE(count("mutation A { a: echo(x: 1) } mutation B { b: echo(x: 1) }").ok());
+}
+
 TEST(GraphqlExec, SkipAndInclude) {
   bj::object out = Exec(R"(query($yes: Boolean) {
       viewer { entity @skip(if: $yes) username @include(if: $yes) }

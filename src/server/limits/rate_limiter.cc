@@ -141,26 +141,33 @@ RateLimiter::State& RateLimiter::StateFor(std::string_view entity) {
 }
 
 Decision RateLimiter::AdmitRequest(std::string_view entity, double now_s) {
+  return AdmitRequests(entity, 1, now_s);
+}
+
+Decision RateLimiter::AdmitRequests(std::string_view entity, int64_t count, double now_s) {
   MutexLock lock(&mu_);
   State& st = StateFor(entity);
   Decision d;
   d.tier = st.tier_name;
   double rate = st.tier->requests_per_second;
   d.limit = rate;
+  const double cost = double(std::max<int64_t>(count, 1));
   if (rate <= 0) {
-    ++st.usage.requests;
+    st.usage.requests += uint64_t(cost);
     return d;
   }
   double burst = BurstOf(st.tier->request_burst, rate);
   Refill(rate, burst, now_s, &st.requests.tokens, &st.requests.last_s);
-  if (st.requests.tokens >= 1) {
-    st.requests.tokens -= 1;
-    d.remaining = st.requests.tokens;
-    ++st.usage.requests;
+  // More than the burst at once needs a full bucket and then leaves it in debt.
+  const double needed = std::min(cost, burst);
+  if (st.requests.tokens >= needed) {
+    st.requests.tokens -= cost;
+    d.remaining = std::max(0.0, st.requests.tokens);
+    st.usage.requests += uint64_t(cost);
     return d;
   }
   d.allowed = false;
-  d.retry_after_s = (1 - st.requests.tokens) / rate;
+  d.retry_after_s = (needed - st.requests.tokens) / rate;
   ++st.usage.rejected_requests;
   return d;
 }
@@ -195,6 +202,10 @@ Decision RateLimiter::AdmitPoints(std::string_view entity, int64_t points, doubl
 
 Decision RateLimiter::AdmitRequest(std::string_view entity) {
   return AdmitRequest(entity, SteadySeconds());
+}
+
+Decision RateLimiter::AdmitRequests(std::string_view entity, int64_t count) {
+  return AdmitRequests(entity, count, SteadySeconds());
 }
 
 Decision RateLimiter::AdmitPoints(std::string_view entity, int64_t points) {

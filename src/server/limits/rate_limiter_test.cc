@@ -23,6 +23,22 @@ TEST(RateLimiterTest, RequestBucketAdmitsBurstThenRefusesWithRetryAfter) {
   EXPECT_TRUE(rl.AdmitRequest("a", 10.5).allowed);
 }
 
+TEST(RateLimiterTest, SeveralRequestsAtOnceAreChargedAllOrNothingAndMayOwe) {
+  RateLimiter rl(OneTier({/*requests_per_second=*/2, /*request_burst=*/3, 0, 0}));
+  EXPECT_TRUE(rl.AdmitRequests("a", 2, 10.0).allowed);  // 1 left
+  Decision short_of = rl.AdmitRequests("a", 2, 10.0);
+  EXPECT_FALSE(short_of.allowed);  // nothing taken
+  EXPECT_DOUBLE_EQ(short_of.retry_after_s, 0.5);
+  EXPECT_TRUE(rl.AdmitRequest("a", 10.0).allowed);       // the 1 left is still there
+  EXPECT_TRUE(rl.AdmitRequests("a", 10, 20.0).allowed);  // full (3): 7 into debt
+  EXPECT_FALSE(rl.AdmitRequest("a", 23.0).allowed);      // -1 after 3 s
+  EXPECT_TRUE(rl.AdmitRequest("a", 24.0).allowed);       // 1 after 4 s
+  std::vector<EntityUsage> usage = rl.Usage();
+  ASSERT_EQ(usage.size(), 1u);
+  EXPECT_EQ(usage[0].requests, 2u + 1u + 10u + 1u);
+  EXPECT_EQ(usage[0].rejected_requests, 2u);
+}
+
 TEST(RateLimiterTest, EntitiesHaveSeparateBuckets) {
   RateLimiter rl(OneTier({1, 1, 0, 0}));
   EXPECT_TRUE(rl.AdmitRequest("a", 0).allowed);
