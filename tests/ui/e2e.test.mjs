@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { api, launchBrowser, ROOT, startServer } from './harness.mjs';
+import { api, launchBrowser, ROOT, signInWithLink, startServer } from './harness.mjs';
 import { HttpDriver, seed, seedWithSdk } from './seed.mjs';
 
 const SHOTS = path.join(ROOT, 'artifacts/ui');
@@ -109,8 +109,8 @@ after(async () => {
 });
 
 describe('web UI', () => {
-  test('one-click login through the token link of `cohort server`', async () => {
-    await page.goto(server.loginUrl);
+  test('login through the token link of `cohort server`, confirmed with "Sign in"', async () => {
+    await signInWithLink(page, server);
     await page.getByRole('link', { name: PROJECT }).waitFor();
     assert.ok(!page.url().includes('token='), 'the token leaves the address bar');
     const key = await page.evaluate(() => localStorage.getItem('cohort.key'));

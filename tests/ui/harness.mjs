@@ -134,15 +134,24 @@ export async function openSignedInPage(server, errors) {
   return { browser, page };
 }
 
-/** Chromium logged in to `server` through its one-time login link: a page (1400x900, light,
- * `context` overriding) whose uncaught errors are pushed onto `pageErrors` (and printed);
- * resolves once the landing page lists `project`. */
+/** Opens a one-time login link (`server.loginUrl` by default) in `page` and confirms it with the
+ * "Sign in" button (a link never signs in by itself); resolves once the click was made. */
+export async function signInWithLink(page, server, link = server.loginUrl) {
+  await page.goto(link);
+  const card = page.getByTestId('login-link');
+  await card.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await card.waitFor({ state: 'detached' });
+}
+
+/** Chromium logged in to `server` through its one-time login link (confirmed with "Sign in"): a
+ * page (1400x900, light, `context` overriding) whose uncaught errors are pushed onto `pageErrors`
+ * (and printed); resolves once the landing page lists `project`. */
 export async function openLoggedIn(server, project, pageErrors, context = {}) {
   const browser = await launchBrowser();
   const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 }, colorScheme: 'light', ...context });
   const page = await ctx.newPage();
   page.on('pageerror', (e) => { pageErrors.push(e.message); console.error('page error:', e.message); });
-  await page.goto(server.loginUrl);
+  await signInWithLink(page, server);
   await page.getByRole('link', { name: project }).waitFor();
   return { browser, page };
 }

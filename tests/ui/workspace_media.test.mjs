@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { api, launchBrowser, ROOT, sdkEnvironment, startServer } from './harness.mjs';
+import { api, launchBrowser, ROOT, sdkEnvironment, signInWithLink, startServer } from './harness.mjs';
 
 const SHOTS = path.join(ROOT, 'artifacts/ui');
 const PROJECT = 'cmp-demo';
@@ -117,7 +117,7 @@ before(async () => {
   const ctx = await browser.newContext({ viewport: { width: 1400, height: 1000 }, colorScheme: 'light' });
   page = await ctx.newPage();
   page.on('pageerror', (e) => { pageErrors.push(e.message); console.error('page error:', e.message); });
-  await page.goto(server.loginUrl);
+  await signInWithLink(page, server);
   await page.getByRole('link', { name: PROJECT }).waitFor();
 });
 

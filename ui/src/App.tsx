@@ -1,5 +1,5 @@
-// The app shell: one-click login (the token of `cohort server`'s link), the pasted-key login for
-// remote users, the header with breadcrumbs, and the page the URL names.
+// The app shell: the login link of `cohort server` (redeemed only once the user confirms), the
+// pasted-key login for remote users, the header with breadcrumbs, and the page the URL names.
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, type Viewer } from './lib/api';
 import { navigate, useAppState } from './lib/nav';
@@ -13,44 +13,83 @@ import { ArtifactPage } from './pages/Artifacts';
 import { ProjectAlertsPage } from './pages/Alerts';
 import { ComparePage } from './pages/Compare';
 
-type Auth = { kind: 'checking' } | { kind: 'ok'; viewer: Viewer } | { kind: 'login'; message?: string };
+type Auth =
+  | { kind: 'checking' }
+  | { kind: 'ok'; viewer: Viewer }
+  | { kind: 'login'; message?: string }
+  // A `?token=` link waiting for the user's click: `signedIn` when the browser holds a key the
+  // server accepted (or could not check), `current` who that key is (when the server said).
+  | { kind: 'link'; token: string; signedIn: boolean; current?: Viewer };
+
+/** Takes the login token out of the address bar (at once, before anything else). */
+function takeToken(): string | null {
+  const params = new URLSearchParams(location.search);
+  const token = params.get('token');
+  if (token === null) return null;
+  params.delete('token');
+  const rest = params.toString();
+  history.replaceState(null, '', location.pathname + (rest ? `?${rest}` : '') + location.hash);
+  return token || null;
+}
 
 export function App() {
   const [auth, setAuth] = useState<Auth>({ kind: 'checking' });
 
+  // The stored key: show the page at once and check the key alongside (a 401 from any call
+  // brings the login screen back), saving a round trip before the first data request.
+  const enter = async (known?: Viewer, wait = false) => {
+    if (!api.hasKey()) { setAuth({ kind: 'login' }); return; }
+    if (known) { setAuth({ kind: 'ok', viewer: known }); return; }
+    if (!wait) setAuth({ kind: 'ok', viewer: { entity: '', role: '', key_name: '' } });
+    try {
+      setAuth({ kind: 'ok', viewer: await api.viewer() });
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 401) api.setKey(null);
+      setAuth({ kind: 'login', message: (e as Error).message });
+    }
+  };
+
   useEffect(() => {
     const off = api.onUnauthenticated(() => setAuth({ kind: 'login', message: 'The server did not accept the stored key. Paste an API key, or open the link `cohort server` printed.' }));
+    const token = takeToken();
+    if (!token) { void enter(); return off; }
+    // A login link never signs in by itself (anyone can send one: login CSRF): it asks first,
+    // saying who is signed in now, if anyone.
     (async () => {
-      const params = new URLSearchParams(location.search);
-      const token = params.get('token');
-      if (token) {
-        params.delete('token');
-        const rest = params.toString();
-        history.replaceState(null, '', location.pathname + (rest ? `?${rest}` : ''));
+      let current: Viewer | undefined;
+      if (api.hasKey()) {
         try {
-          await api.login(token);
+          current = await api.viewer();
         } catch (e) {
-          if (!api.hasKey()) {
-            setAuth({ kind: 'login', message: `The login link did not work: ${(e as Error).message}. It is valid once; open the newest link \`cohort server\` printed, or paste an API key.` });
-            return;
-          }
+          if (e instanceof ApiError && e.status === 401) api.setKey(null);
         }
       }
-      if (!api.hasKey()) { setAuth({ kind: 'login' }); return; }
-      // A stored key: show the page at once and check the key alongside (a 401 from any call
-      // brings the login screen back), saving a round trip before the first data request.
-      if (!token) setAuth({ kind: 'ok', viewer: { entity: '', role: '', key_name: '' } });
-      try {
-        setAuth({ kind: 'ok', viewer: await api.viewer() });
-      } catch (e) {
-        if (e instanceof ApiError && e.status === 401) api.setKey(null);
-        setAuth({ kind: 'login', message: (e as Error).message });
-      }
+      setAuth({ kind: 'link', token, signedIn: api.hasKey(), current });
     })();
     return off;
   }, []);
 
+  const redeem = async (token: string) => {
+    try {
+      await api.login(token);
+    } catch (e) {
+      if (!api.hasKey()) {
+        setAuth({ kind: 'login', message: `The login link did not work: ${(e as Error).message}. It is valid once; open the newest link \`cohort server\` printed, or paste an API key.` });
+        return;
+      }
+    }
+    await enter(undefined, true);
+  };
+
   if (auth.kind === 'checking') return <Shell><Loading /></Shell>;
+  if (auth.kind === 'link') {
+    return (
+      <Shell>
+        <ConfirmLink signedIn={auth.signedIn} current={auth.current} onSignIn={() => redeem(auth.token)}
+          onCancel={() => void enter(auth.current)} />
+      </Shell>
+    );
+  }
   if (auth.kind === 'login') return <Shell><Login message={auth.message} onDone={(viewer) => setAuth({ kind: 'ok', viewer })} /></Shell>;
   return <Main viewer={auth.viewer} onSignOut={() => { api.setKey(null); setAuth({ kind: 'login' }); }} />;
 }
@@ -61,6 +100,37 @@ function Shell({ children }: { children: preact.ComponentChildren }) {
       <header class="topbar"><a class="brand" href="/">Cohort</a></header>
       <main class="main">{children}</main>
     </div>
+  );
+}
+
+/** The question a `?token=` link asks before it signs this browser in (only the click redeems it). */
+function ConfirmLink({ signedIn, current, onSignIn, onCancel }: {
+  signedIn: boolean; current?: Viewer; onSignIn: () => Promise<void>; onCancel: () => void;
+}) {
+  const [busy, setBusy] = useState(false);
+  const signIn = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    try { await onSignIn(); } finally { setBusy(false); }
+  };
+  return (
+    <form class="login card" data-testid="login-link" onSubmit={signIn}>
+      <h1>Sign in with this link?</h1>
+      <p>This link signs this browser in to the Cohort server at <code>{location.host}</code>, as the account it was made for.
+        Continue only if you opened a link that <code>cohort server</code> or <code>cohort login-link</code> printed for you.</p>
+      {signedIn && (
+        <p class="notice" data-testid="login-link-current">
+          {current
+            ? <>This browser is signed in as <b>{current.entity}</b> ({current.role}, {current.key_name === 'browser-session' ? 'from a login link' : <>key <b>{current.key_name}</b></>}).</>
+            : <>This browser is already signed in.</>}
+          {' '}Signing in with the link replaces that session.
+        </p>
+      )}
+      <div class="actions">
+        <button type="submit" class="primary" disabled={busy}>Sign in</button>
+        <button type="button" disabled={busy} onClick={onCancel}>{signedIn ? 'Cancel' : 'Not now'}</button>
+      </div>
+    </form>
   );
 }
 
@@ -85,7 +155,7 @@ function Login({ message, onDone }: { message?: string; onDone: (v: Viewer) => v
     <form class="login card" onSubmit={submit}>
       <h1>Sign in to Cohort</h1>
       {message && <p class="notice">{message}</p>}
-      <p>On the machine that runs the server, open the link <code>cohort server</code> printed ("Open the web UI: …"): it signs you in with one click.
+      <p>On the machine that runs the server, open the link <code>cohort server</code> printed ("Open the web UI: …") and confirm with "Sign in".
         From elsewhere, paste an API key (<code>cohort keys create</code>); it is kept in this browser.</p>
       <label>API key <input type="password" autoComplete="off" value={key} onInput={(e) => setKey((e.target as HTMLInputElement).value)} placeholder="ck_…" autoFocus /></label>
       <button type="submit" class="primary" disabled={!key.trim() || busy}>Sign in</button>

@@ -200,7 +200,8 @@ export class Api {
 
   get<T>(path: string, signal?: AbortSignal) { return this.request<T>('GET', path, undefined, signal); }
 
-  /** Exchanges the one-click token of `cohort server`'s link for a session key, and keeps it. */
+  /** Exchanges the one-time token of `cohort server`'s link for a session key, and keeps it (only
+   * once the user confirmed the link: App.tsx's ConfirmLink). */
   async login(token: string): Promise<void> {
     const r = await this.request<{ key: string }>('POST', '/api/v1/sessions', { token });
     this.setKey(r.key);
