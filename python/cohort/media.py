@@ -6,11 +6,12 @@ ValueError naming the problem, and ``run.log`` names the key), and encoded (PNG 
 with the standard library's ``wave``, tables as JSON) and hashed (SHA-256) later, on a worker
 thread of this process: the training thread pays for a copy of the data (a file's bytes are read
 when the value is made), not for the encoding.
-The worker writes each encoded file into the node agent's staging directory and hands it over as
-a media intent (the agent uploads the blob to the server's blob store, as it does artifact
-files); then it logs the rows (key, step, index, type, MIME type, size, digest, ...) that the
-run's next batch carries. Its queue is bounded: when the encoding falls behind, ``run.log``
-waits for room (counted in ``stats()["waits"]``, with a warning), nothing is dropped.
+The worker (its queue: _media_worker.py) writes each encoded file into the node agent's staging
+directory and hands it over as a media intent (the agent uploads the blob to the server's blob
+store, as it does artifact files); then it logs the rows (key, step, index, type, MIME type,
+size, digest, ...) that the run's next batch carries. Its queue is bounded: when the encoding
+falls behind, ``run.log`` waits for room (counted in ``stats()["waits"]``, with a warning),
+nothing is dropped.
 
 numpy, torch, PIL and pandas are looked up in ``sys.modules`` or imported when a value needs
 them, never at ``import cohort``.
@@ -18,7 +19,6 @@ them, never at ``import cohort``.
 from __future__ import annotations
 
 import atexit
-import collections
 import contextlib
 import hashlib
 import io
@@ -30,19 +30,20 @@ import shutil
 import sys
 import tempfile
 import threading
-import time
 import uuid
 import warnings
 import wave
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from . import _media_worker
+# The worker's, importable from here as before it had a module of its own (``stats()`` is
+# documented: docs/python.md).
+from ._media_worker import MAX_SETS_PER_INTENT, drain, stats  # noqa: F401
 from ._media_encode import Ahead
 
 #: Caption bytes (core/limits.h kMaxMediaCaptionBytes).
 MAX_CAPTION_BYTES = 4096
-#: Media sets the worker hands to the agent in one intent (what is queued when it looks).
-MAX_SETS_PER_INTENT = 16
 
 _IMAGE_MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
                ".gif": "image/gif", ".webp": "image/webp", ".bmp": "image/bmp"}
@@ -112,6 +113,16 @@ def _remove_spool_dirs() -> None:
 # finishes the runs and drains the media queue: atexit runs the last registered first, so the
 # spool goes only after the queued values were staged.
 atexit.register(_remove_spool_dirs)
+
+
+def _after_fork_in_child() -> None:
+    global _spool_root, _spool_lock
+    _spool_root = None  # the parent's spool directory goes with the parent: a spool of its own
+    _spool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _unlink_spooled(path: str, pid: int) -> None:
@@ -557,164 +568,21 @@ def media_set(key: str, value: Any) -> Optional[_MediaSet]:
     return None
 
 
-# -- the worker ---------------------------------------------------------------------------------
-def _queue_size() -> int:
-    try:
-        return max(1, int(os.environ.get("COHORT_MEDIA_QUEUE", "64")))
-    except ValueError:
-        return 64
+# -- the worker (its queue: _media_worker.py) ----------------------------------------------------
+class _Worker(_media_worker.Worker):
+    """The process's media worker: encodes, hashes, stages and hands over media sets in the
+    order they were logged (_hand_over)."""
 
-
-class _Worker:
-    """One thread per process that encodes, hashes, stages and hands over media sets in the
-    order they were logged.
-
-    The training thread only appends to a deque: it never wakes the worker (a wake-up and the
-    GIL hand-over it starts cost ~100 us, twice what logging an image may take). The worker
-    polls, every millisecond while there is work and backing off to every 50 ms when idle; it
-    wakes the training thread only when that thread waits (the queue full, or ``finish``)."""
-
-    def __init__(self) -> None:
-        self._items: "collections.deque[Tuple[Any, str, _MediaSet, int]]" = collections.deque()
-        self.max_items = _queue_size()
-        self._cv = threading.Condition()
-        self._pending: Dict[int, int] = {}  # id(run) -> sets not yet handed over
-        self._thread: Optional[threading.Thread] = None
-        self.waits = 0     # log calls that waited for room in the queue
-        self.failures = 0  # sets that could not be encoded or handed over (warned)
-        self.sets = 0      # sets handed over
-
-    def put(self, run: Any, key: str, mset: _MediaSet, step: int) -> None:
-        with self._cv:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="cohort-media",
-                                                daemon=True)
-                self._thread.start()
-            # Counted from now (a drain of the run meanwhile waits for this set too), and no
-            # longer if the wait for room ends in an exception (KeyboardInterrupt, a warning
-            # turned error): the set is then not queued, and the run's drain must not wait
-            # for it.
-            self._pending[id(run)] = self._pending.get(id(run), 0) + 1
-            try:
-                if len(self._items) >= self.max_items:
-                    self.waits += 1
-                    if self.waits == 1 or self.waits % 1000 == 0:
-                        warnings.warn(f"cohort: media encoding is behind; log() waits for room "
-                                      f"in its queue ({self.waits} waits so far, "
-                                      f"COHORT_MEDIA_QUEUE={self.max_items})", RuntimeWarning,
-                                      stacklevel=4)
-                    self._cv.wait_for(lambda: len(self._items) < self.max_items)
-                self._items.append((run, key, mset, step))
-            except BaseException:
-                n = self._pending.get(id(run), 1) - 1
-                if n > 0:
-                    self._pending[id(run)] = n
-                else:
-                    self._pending.pop(id(run), None)
-                self._cv.notify_all()
-                raise
-
-    def _loop(self) -> None:
-        from ._threads import quiet_thread
-        quiet_thread()
-        idle = 0.001
-        while True:
-            # The sets of one run queued now, up to MAX_SETS_PER_INTENT: one hand-over (one
-            # staging directory, one intent for the agent) for all of them.
-            batch: List[Tuple[str, _MediaSet, int]] = []
-            run = None
-            while len(batch) < MAX_SETS_PER_INTENT:
-                try:
-                    item = self._items[0]
-                except IndexError:
-                    break
-                if run is not None and item[0] is not run:
-                    break
-                self._items.popleft()
-                run = item[0]
-                batch.append(item[1:])
-                item = None
-            if not batch:
-                time.sleep(idle)
-                idle = min(idle * 2, 0.05)
-                continue
-            idle = 0.001
-            done = 0
-            try:
-                for key, step, error in _hand_over(run, batch):
-                    done += 1
-                    if error is None:
-                        self.sets += 1
-                    else:
-                        self.failures += 1
-                        warnings.warn(f"cohort: media {key!r} at step {step} was not logged: "
-                                      f"{error}", RuntimeWarning, stacklevel=1)
-            except Exception as e:  # noqa: BLE001 - reported, the worker goes on
-                self.failures += len(batch) - done
-                warnings.warn(f"cohort: {len(batch) - done} media set(s) of keys "
-                              f"{sorted({k for k, _, _ in batch[done:]})} were not logged: {e}",
-                              RuntimeWarning, stacklevel=1)
-            finally:
-                with self._cv:
-                    n = self._pending.get(id(run), len(batch)) - len(batch)
-                    if n > 0:
-                        self._pending[id(run)] = n
-                    else:
-                        self._pending.pop(id(run), None)
-                    self._cv.notify_all()
-                # Nothing of the sets outlives their hand-over here: a waiting worker must not
-                # keep the run (or its arrays) alive until the interpreter exits.
-                run = batch = None
-
-    def drain(self, run: Any, timeout: Optional[float]) -> bool:
-        """Waits until every set `run` logged was handed over; False after `timeout` seconds."""
-        with self._cv:
-            return self._cv.wait_for(lambda: id(run) not in self._pending, timeout)
-
-
-_worker: Optional[_Worker] = None
-_worker_lock = threading.Lock()
-
-
-def _get_worker() -> _Worker:
-    global _worker
-    with _worker_lock:
-        if _worker is None:
-            _worker = _Worker()
-        return _worker
-
-
-def _after_fork_in_child() -> None:
-    global _worker, _worker_lock, _spool_root, _spool_lock
-    _worker = None  # the parent's queue and thread are not this process's
-    _worker_lock = threading.Lock()
-    _spool_root = None  # the parent's spool directory goes with the parent: a spool of its own
-    _spool_lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    def hand_over(self, run: Any, sets: List[Tuple[str, _MediaSet, int]]
+                  ) -> List[Tuple[str, int, Optional[BaseException]]]:
+        return _hand_over(run, sets)
 
 
 def sink(run: Any, key: str, mset: _MediaSet, step: int) -> None:
     """The extension's media sink: one key's set of one ``run.log`` call at `step`."""
     if getattr(run, "disabled", False):
         return
-    _get_worker().put(run, key, mset, step)
-
-
-def drain(run: Any, timeout: Optional[float]) -> bool:
-    """Before ``finish``: waits for the run's media to be handed to the agent."""
-    w = _worker
-    return True if w is None else w.drain(run, timeout)
-
-
-def stats() -> Dict[str, int]:
-    """The worker's counters: sets handed over, failures, log calls that waited for room."""
-    w = _worker
-    if w is None:
-        return {"sets": 0, "failures": 0, "waits": 0, "queued": 0}
-    return {"sets": w.sets, "failures": w.failures, "waits": w.waits, "queued": len(w._items)}
+    _media_worker.get_worker(_Worker).put(run, key, mset, step)
 
 
 def _hand_over(run: Any, sets: List[Tuple[str, _MediaSet, int]]

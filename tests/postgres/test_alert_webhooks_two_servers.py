@@ -8,48 +8,32 @@ import time
 
 import pytest
 
-from conftest import ServerProcess, wait_for
-from pg_cluster import PgCluster
+from conftest import wait_for
 from webhook_receiver import Receiver
+from .pg_servers import clients, server_pair
 
 PROJECT = "hooks"
 ALERTS = 12
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with PgCluster() as pg:
-        yield pg
-
-
 def start_pair(cluster, tmp_path, extra_args=()):
-    db = "hooks_" + tmp_path.name.replace("-", "_").lower()[-40:]
-    cluster.create_database(db)
-    url = cluster.url(db, "pool_size=4")
-    env = {"COHORT_WEBHOOK_BACKOFF_MAX_S": "1"}
     # The receiver listens on 127.0.0.1: allowed.
-    args = ["--store", url, "--webhook-allow-private", *extra_args]
-    a = ServerProcess(tmp_path / "a", extra_args=args, env=env).start()
-    b = ServerProcess(tmp_path / "b", extra_args=args, env=env).start()
-    return a, b
+    return server_pair(cluster, tmp_path, "hooks", ["--webhook-allow-private", *extra_args],
+                       env={"COHORT_WEBHOOK_BACKOFF_MAX_S": "1"})
 
 
 @pytest.fixture
 def servers(cluster, tmp_path):
-    a, b = start_pair(cluster, tmp_path)
-    yield a, b
-    a.stop()
-    b.stop()
+    with start_pair(cluster, tmp_path) as (_, a, b):
+        yield a, b
 
 
 @pytest.fixture
 def slow_servers(cluster, tmp_path):
     # Calls may take 2 s, so a claim lasts 12 s: 12 calls of 1.2 s one after another (a batch
     # claimed at once) outlast it.
-    a, b = start_pair(cluster, tmp_path, ["--webhook-timeout", "2"])
-    yield a, b
-    a.stop()
-    b.stop()
+    with start_pair(cluster, tmp_path, ["--webhook-timeout", "2"]) as (_, a, b):
+        yield a, b
 
 
 def test_two_servers_deliver_each_alert_event_once(servers):
@@ -61,9 +45,7 @@ def test_slow_receiver_gets_each_alert_event_once(slow_servers):
 
 
 def deliver_each_event_once(servers, receiver):
-    a, b = servers
-    key = a.config["api_key"]
-    api_a, api_b = a.api(key), b.api(key)
+    api_a, api_b = clients(*servers)
     e = api_a.get("/api/v1/viewer")[1]["entity"]
     receiver.start()
     try:

@@ -7,46 +7,22 @@ import hashlib
 
 import pytest
 
-from conftest import ServerProcess  # noqa: E402
-from pg_cluster import PgCluster  # noqa: E402
-from test_s3_two_servers import data_of  # noqa: E402  (bytes that differ part by part)
+from .pg_servers import clients, data_of, entity_of, put_part, server_pair
 
 PART = 8 << 20
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with PgCluster() as pg:
-        yield pg
-
-
 @pytest.fixture
 def servers(cluster, tmp_path):
-    db = "bd_" + tmp_path.name.replace("-", "_").lower()[-40:]
-    cluster.create_database(db)
-    url = cluster.url(db, "pool_size=4")
     shared = tmp_path / "shared-blobs"
-    args = ["--store", url, "--blob-dir", str(shared)]
-    a = ServerProcess(tmp_path / "a", extra_args=args).start()
-    b = ServerProcess(tmp_path / "b", extra_args=args).start()
-    yield a, b, shared
-    a.stop()
-    b.stop()
-
-
-def put_part(api, entity, sha, size, n, chunk):
-    status, body = api.put(f"/api/v1/blobs/{entity}/{sha}/parts/{n}?size={size}", raw=chunk,
-                           headers={"Content-Type": "application/octet-stream"})
-    assert status == 200, body
+    with server_pair(cluster, tmp_path, "bd", ["--blob-dir", str(shared)]) as (_, a, b):
+        yield a, b, shared
 
 
 def test_parts_of_other_bytes_through_the_other_server_are_never_published(servers):
     a, b, shared = servers
-    key = a.config["api_key"]
-    api_a, api_b = a.api(key), b.api(key)
-    status, me = api_a.get("/api/v1/viewer")
-    assert status == 200, me
-    entity = me["entity"]
+    api_a, api_b = clients(a, b)
+    entity = entity_of(api_a)
     data = data_of(2 * PART + 999, "shared-dir")
     sha, size = hashlib.sha256(data).hexdigest(), len(data)
 

@@ -3,23 +3,14 @@
 key (Store::CreateFirstApiKey, an advisory lock), and that key works on every server."""
 import concurrent.futures
 
-import pytest
-
 from conftest import Api, ServerProcess
-from pg_cluster import PgCluster
+from .pg_servers import fresh_db
 
 SERVERS = 4
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with PgCluster() as pg:
-        yield pg
-
-
 def test_servers_starting_together_create_one_admin_key(cluster, tmp_path):
-    db = "boot_" + tmp_path.name.replace("-", "_").lower()[-40:]
-    cluster.create_database(db)
+    db = fresh_db(cluster, tmp_path, "boot")
     url = cluster.url(db)
     procs = [ServerProcess(tmp_path / f"s{i}", extra_args=["--store", url])
              for i in range(SERVERS)]

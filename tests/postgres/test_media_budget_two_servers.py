@@ -4,33 +4,19 @@ a column of the run moved under its row lock, so what one server stored counts o
 once, and batches raced to both servers never take the run past the budget."""
 import concurrent.futures
 import hashlib
-import json
 
 import pytest
 
-from conftest import ServerProcess
-from pg_cluster import PgCluster
+from .pg_servers import clients, entity_of, server_log, server_pair
 
 BUDGET = 1000
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with PgCluster() as pg:
-        yield pg
-
-
 @pytest.fixture
 def servers(cluster, tmp_path):
-    db = "budget_" + tmp_path.name.replace("-", "_").lower()[-40:]
-    cluster.create_database(db)
-    url = cluster.url(db, "pool_size=8")
-    flags = ["--store", url, "--max-run-media-bytes", str(BUDGET)]
-    a = ServerProcess(tmp_path / "a", extra_args=flags).start()
-    b = ServerProcess(tmp_path / "b", extra_args=flags).start()
-    yield a, b
-    a.stop()
-    b.stop()
+    with server_pair(cluster, tmp_path, "budget", ["--max-run-media-bytes", str(BUDGET)],
+                     pool_size=8) as (_, a, b):
+        yield a, b
 
 
 def image_row(step, size, n=0):
@@ -40,12 +26,8 @@ def image_row(step, size, n=0):
 
 
 def test_each_server_counts_what_the_other_stored(servers):
-    a, b = servers
-    key = a.config["api_key"]
-    api_a, api_b = a.api(key), b.api(key)
-    status, me = api_a.get("/api/v1/viewer")
-    assert status == 200, me
-    base = f"/api/v1/runs/{me['entity']}/budget"
+    api_a, api_b = clients(*servers)
+    base = f"/api/v1/runs/{entity_of(api_a)}/budget"
     status, run = api_a.post(base, {"name": "two-servers"})
     assert status == 201, run
     path = f"{base}/{run['id']}"
@@ -72,12 +54,8 @@ def test_each_server_counts_what_the_other_stored(servers):
 def run_on_both(servers, name, writers=4):
     """A new run with `writers` writers joined alternately through the two servers: (an API
     client per server, the run's path, the writers' labels)."""
-    a, b = servers
-    key = a.config["api_key"]
-    apis = (a.api(key), b.api(key))
-    status, me = apis[0].get("/api/v1/viewer")
-    assert status == 200, me
-    base = f"/api/v1/runs/{me['entity']}/budget"
+    apis = clients(*servers)
+    base = f"/api/v1/runs/{entity_of(apis[0])}/budget"
     status, run = apis[0].post(base, {"name": name})
     assert status == 201, run
     path = f"{base}/{run['id']}"
@@ -107,17 +85,12 @@ def test_batches_raced_to_both_servers_fill_the_budget_exactly(servers):
     assert sum(m["size"] for m in media["media"]) == BUDGET, media
 
 
-def deadlocks(cluster):
-    with open(f"{cluster.dir}/server.log", errors="replace") as f:
-        return [line for line in f if "deadlock detected" in line]
-
-
 def test_writers_racing_histograms_and_media_never_deadlock(cluster, servers):
     """Every batch here inserts rows naming the run (series, histograms: KEY SHARE locks on the
     run row) before it locks the run row for its media bytes: that lock must not conflict with
     the others' KEY SHARE locks (FOR UPDATE did: two writers deadlocked, and PostgreSQL aborted
     one of them, retried by the server after ~1 s)."""
-    before = len(deadlocks(cluster))
+    before = len(server_log(cluster, "deadlock detected"))
     apis, path, labels = run_on_both(servers, "no-deadlock")
 
     def send(job):
@@ -135,6 +108,6 @@ def test_writers_racing_histograms_and_media_never_deadlock(cluster, servers):
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(send, jobs))
     assert all(status == 200 for status, _ in answers), [a for a in answers if a[0] != 200][:3]
-    assert deadlocks(cluster)[before:] == []
+    assert server_log(cluster, "deadlock detected")[before:] == []
     status, media = apis[1].get(f"{path}/media?keys=samples")
     assert status == 200 and len(media["media"]) == len(jobs), media

@@ -5,39 +5,9 @@ one did, the old API keys still authenticate, exactly-once holds for retried bat
 the copy again stores nothing twice."""
 import base64
 import os
-import subprocess
-import urllib.parse
 import urllib.request
 
-import pytest
-
-from conftest import COHORT_BIN, ServerProcess
-from pg_cluster import PgCluster
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with PgCluster() as pg:
-        yield pg
-
-
-def fresh_db(cluster, tmp_path, tag):
-    db = tag + "_" + tmp_path.name.replace("-", "_").lower()[-40:]
-    cluster.create_database(db)
-    return db
-
-
-def cohort(*args, check=True):
-    proc = subprocess.run([str(COHORT_BIN), *args], capture_output=True, text=True, timeout=300)
-    if check:
-        assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
-    return proc
-
-
-def get(api, path, **params):
-    status, body = api.get(path + ("?" + urllib.parse.urlencode(params) if params else ""))
-    assert status == 200, (path, body)
-    return body
+from .pg_servers import cohort, fresh_db, get, server_on
 
 
 def batch(seq, label, n=50):
@@ -139,14 +109,11 @@ def row_counts(cluster, db):
 
 def test_migrate_sqlite_to_postgres_keeps_every_answer(cluster, tmp_path):
     sqlite_path = tmp_path / "old" / "cohort.db"
-    old = ServerProcess(tmp_path / "old", extra_args=["--store", str(sqlite_path)]).start()
-    try:
+    with server_on(tmp_path / "old", sqlite_path) as old:
         entity, runs, extra_key = write_workload(old)
         admin_key = old.config["api_key"]
         before = answers(old.api(), entity, runs)
         before_file = file_bytes(old.api(), runs[1])
-    finally:
-        old.stop()
     assert before_file == b"lr: 0.1\n\x00\xff"
     assert len(before[runs[1]]["console"]["lines"]) == 20
 
@@ -168,8 +135,7 @@ def test_migrate_sqlite_to_postgres_keeps_every_answer(cluster, tmp_path):
     assert "migrated 0 rows" in again.stderr, again.stderr
     assert row_counts(cluster, db) == counts
 
-    new = ServerProcess(tmp_path / "new", extra_args=["--store", url]).start()
-    try:
+    with server_on(tmp_path / "new", url) as new:
         api = new.api(admin_key)  # the old admin key authenticates against the new store
         after = answers(api, entity, runs)
         for key in before:
@@ -191,19 +157,14 @@ def test_migrate_sqlite_to_postgres_keeps_every_answer(cluster, tmp_path):
         assert len({line["id"] for line in lines}) == 22
         status, run = api.post(f"/api/v1/runs/{entity}/migr", {"name": "after-move"})
         assert status == 201, run
-    finally:
-        new.stop()
 
 
 def test_export_import_round_trip_and_clear_errors(cluster, tmp_path):
     sqlite_path = tmp_path / "old" / "cohort.db"
-    old = ServerProcess(tmp_path / "old", extra_args=["--store", str(sqlite_path)]).start()
-    try:
+    with server_on(tmp_path / "old", sqlite_path) as old:
         entity, runs, _ = write_workload(old)
         admin_key = old.config["api_key"]
         before = answers(old.api(), entity, runs)
-    finally:
-        old.stop()
 
     dump = tmp_path / "store.cdump"
     out = cohort("export", "--store", str(sqlite_path), "--out", str(dump))
@@ -222,12 +183,8 @@ def test_export_import_round_trip_and_clear_errors(cluster, tmp_path):
     back_path = tmp_path / "back" / "cohort.db"
     cohort("import", "--store", str(back_path), "--in", str(dump2))
     for store in (url, str(back_path)):
-        server = ServerProcess(tmp_path / ("srv" + str(abs(hash(store)))),
-                               extra_args=["--store", store]).start()
-        try:
+        with server_on(tmp_path / ("srv" + str(abs(hash(store)))), store) as server:
             after = answers(server.api(admin_key), entity, runs)
-        finally:
-            server.stop()
         for key in before:
             if store != url and isinstance(key, str) and key.startswith("/api/v1/runs/"):
                 # Console ids are renumbered from PostgreSQL's per-run numbering; the lines

@@ -4,29 +4,14 @@ delivery log come along, the new server sends the webhook nothing it was sent be
 alert on the new server is delivered once, signed with the old secret, with ids above the old
 ones; a deleted default rule stays deleted."""
 import json
-import subprocess
 import time
 
-import pytest
-
-from conftest import COHORT_BIN, ServerProcess, wait_for
-from pg_cluster import PgCluster
+from conftest import wait_for
 from webhook_receiver import Receiver, signature
+from .pg_servers import cohort, fresh_db, server_on
 
 PROJECT = "moved"
 SECRET = "old-secret"
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with PgCluster() as pg:
-        yield pg
-
-
-def cohort(*args):
-    proc = subprocess.run([str(COHORT_BIN), *args], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
-    return proc
 
 
 def raise_alert(api, run_path, title):
@@ -43,10 +28,7 @@ def test_export_import_keeps_alerts_webhooks_and_does_not_resend(cluster, tmp_pa
     try:
         sqlite_path = tmp_path / "old" / "cohort.db"
         # The receiver listens on 127.0.0.1: allowed.
-        old = ServerProcess(tmp_path / "old",
-                            extra_args=["--store", str(sqlite_path), "--webhook-allow-private"],
-                            env=env).start()
-        try:
+        with server_on(tmp_path / "old", sqlite_path, "--webhook-allow-private", env=env) as old:
             key = old.config["api_key"]
             api = old.api(key)
             e = api.get("/api/v1/viewer")[1]["entity"]
@@ -69,22 +51,17 @@ def test_export_import_keeps_alerts_webhooks_and_does_not_resend(cluster, tmp_pa
             assert len(rules_before["rules"]) == 1, rules_before
             alerts_before = api.get(f"/api/v1/alerts/{e}/{PROJECT}")[1]
             log_before = api.get(f"/api/v1/alert-webhooks/{e}/{PROJECT}/{hook['id']}/deliveries")[1]
-        finally:
-            old.stop()
         assert len(log_before["deliveries"]) == 2, log_before
 
         dump = tmp_path / "store.cdump"
         cohort("export", "--store", str(sqlite_path), "--out", str(dump))
-        db = "alerts_" + tmp_path.name.replace("-", "_").lower()[-40:]
-        cluster.create_database(db)
+        db = fresh_db(cluster, tmp_path, "alerts")
         url = cluster.url(db)
         cohort("import", "--store", url, "--in", str(dump))
         assert int(cluster.psql(db, "SELECT last_event_id FROM alert_delivery_cursor")) >= 2
 
         sent_before = len(receiver.calls)
-        new = ServerProcess(tmp_path / "new", extra_args=["--store", url, "--webhook-allow-private"],
-                            env=env).start()
-        try:
+        with server_on(tmp_path / "new", url, "--webhook-allow-private", env=env) as new:
             api = new.api(key)
             assert api.get(f"/api/v1/alerts/{e}/{PROJECT}")[1] == alerts_before
             assert api.get(f"/api/v1/alert-rules/{e}/{PROJECT}")[1] == rules_before
@@ -101,7 +78,5 @@ def test_export_import_keeps_alerts_webhooks_and_does_not_resend(cluster, tmp_pa
             body = calls[0]["body"]
             assert json.loads(body)["alert"]["id"] == new_id
             assert calls[0]["headers"]["X-Cohort-Signature"] == signature(SECRET, body)
-        finally:
-            new.stop()
     finally:
         receiver.stop()

@@ -23,7 +23,8 @@ import urllib.request
 import pytest
 
 from conftest import ROOT, wait_for
-from pg_cluster import PgCluster
+from .pg_cluster import PgCluster
+from .pg_servers import server_log
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "fault"))
 from fault_helpers import (FaultServer, Writers, assert_exactly_once, free_port,  # noqa: E402
@@ -120,8 +121,7 @@ class Deployment:
         return self.call("GET", path, key=key, base=base)
 
     def pg_errors(self):
-        log = pathlib.Path(self.cluster.dir) / "server.log"
-        return [line for line in log.read_text(errors="replace").splitlines() if "ERROR:" in line]
+        return server_log(self.cluster, "ERROR:")
 
     def close(self):
         if self.nginx.poll() is None:

@@ -22,7 +22,8 @@ if str(_S3) not in sys.path:
 
 import weed as weed_mod  # noqa: E402
 from conftest import COHORT_BIN, ServerProcess  # noqa: E402
-from pg_cluster import PgCluster  # noqa: E402
+from .pg_servers import (clients, data_of, entity_of, fresh_db, put_part,  # noqa: E402
+                         server_on, server_pair)
 
 PART = 8 << 20
 BUCKET = "cohort-shared"
@@ -38,33 +39,10 @@ def weed():
         yield w
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with PgCluster() as pg:
-        yield pg
-
-
 @pytest.fixture
 def servers(cluster, weed, tmp_path):
-    db = "s3_" + tmp_path.name.replace("-", "_").lower()[-40:]
-    cluster.create_database(db)
-    url = cluster.url(db, "pool_size=4")
-    env = weed.s3_env(BUCKET, PREFIX)
-    a = ServerProcess(tmp_path / "a", extra_args=["--store", url], env=env).start()
-    b = ServerProcess(tmp_path / "b", extra_args=["--store", url], env=env).start()
-    yield url, a, b
-    a.stop()
-    b.stop()
-
-
-def data_of(size, seed):
-    block = hashlib.sha256(seed.encode()).digest() * 2048
-    out = bytearray()
-    i = 0
-    while len(out) < size:
-        out += bytes([i % 251]) + block
-        i += 1
-    return bytes(out[:size])
+    with server_pair(cluster, tmp_path, "s3", env=weed.s3_env(BUCKET, PREFIX)) as pair:
+        yield pair
 
 
 def raw_get(api, path):
@@ -74,12 +52,10 @@ def raw_get(api, path):
         return resp.read()
 
 
-def put_part(api, entity, data, n):
-    sha, size = hashlib.sha256(data).hexdigest(), len(data)
-    status, body = api.put(f"/api/v1/blobs/{entity}/{sha}/parts/{n}?size={size}",
-                           raw=data[n * PART:(n + 1) * PART],
-                           headers={"Content-Type": "application/octet-stream"})
-    assert status == 200, body
+def put_part_of(api, entity, data, n):
+    """Part `n` of the blob `data`."""
+    put_part(api, entity, hashlib.sha256(data).hexdigest(), len(data), n,
+             data[n * PART:(n + 1) * PART])
 
 
 def blob_key(sha):
@@ -88,19 +64,16 @@ def blob_key(sha):
 
 def test_parts_through_both_servers_commit_on_one_download_from_the_other_and_gc(servers, weed):
     url, a, b = servers
-    key = a.config["api_key"]
-    api_a, api_b = a.api(key), b.api(key)
-    status, me = api_b.get("/api/v1/viewer")
-    assert status == 200, me
-    entity = me["entity"]
+    api_a, api_b = clients(a, b)
+    entity = entity_of(api_b)
 
     data = data_of(2 * PART + 777, "two-servers")
     sha, size = hashlib.sha256(data).hexdigest(), len(data)
-    put_part(api_a, entity, data, 0)
-    put_part(api_b, entity, data, 1)
+    put_part_of(api_a, entity, data, 0)
+    put_part_of(api_b, entity, data, 1)
     status, st = api_a.get(f"/api/v1/blobs/{entity}/{sha}?size={size}")
     assert status == 200 and st["parts"] == [0, 1] and not st["stored"], st
-    put_part(api_a, entity, data, 2)
+    put_part_of(api_a, entity, data, 2)
     status, st = api_b.get(f"/api/v1/blobs/{entity}/{sha}?size={size}")
     assert st["parts"] == [0, 1, 2], st
     # The entity's own upload (blob::OwnedUploadName), one object per part.
@@ -125,7 +98,7 @@ def test_parts_through_both_servers_commit_on_one_download_from_the_other_and_gc
     # run against the same store and bucket; the committed one stays.
     loose = data_of(5000, "loose")
     loose_sha = hashlib.sha256(loose).hexdigest()
-    put_part(api_b, entity, loose, 0)
+    put_part_of(api_b, entity, loose, 0)
     status, done = api_a.post(f"/api/v1/blobs/{entity}/{loose_sha}/complete",
                               {"size": len(loose)})
     assert status == 200, done
@@ -206,12 +179,10 @@ def test_parts_go_on_to_the_bucket_as_they_come_and_a_cut_one_stores_nothing(clu
     body memory in flight allowed, three parts are taken at once (a server that gathered each
     part reserved 8 MiB apiece and answered the second 503). A part whose body is cut midway
     stores nothing: not listed, no object in the bucket; sent again whole, the blob completes."""
-    db = "s3_" + tmp_path.name.replace("-", "_").lower()[-40:]
-    cluster.create_database(db)
-    server = ServerProcess(tmp_path / "s", env=weed.s3_env(BUCKET, PREFIX), extra_args=[
-        "--store", cluster.url(db, "pool_size=4"),
-        "--max-body-bytes-in-flight", str(12 << 20)]).start()
-    try:
+    db = fresh_db(cluster, tmp_path, "s3")
+    with server_on(tmp_path / "s", cluster.url(db, "pool_size=4"),
+                   "--max-body-bytes-in-flight", str(12 << 20),
+                   env=weed.s3_env(BUCKET, PREFIX)) as server:
         key = server.config["api_key"]
         api = server.api(key)
         entity = api.get("/api/v1/viewer")[1]["entity"]
@@ -243,12 +214,10 @@ def test_parts_go_on_to_the_bucket_as_they_come_and_a_cut_one_stores_nothing(clu
         assert weed.get(BUCKET, f"{PREFIX}uploads/{upload}-{size}/part-2") is None
         assert weed.get(BUCKET, f"{PREFIX}uploads/{upload}-{size}/part-0") == data[:PART]
         for n in (2, 3):
-            put_part(api, entity, data, n)
+            put_part_of(api, entity, data, n)
         status, done = api.post(f"/api/v1/blobs/{entity}/{sha}/complete", {"size": size})
         assert status == 200 and done["stored"], done
         assert weed.get(BUCKET, blob_key(sha)) == data
-    finally:
-        server.stop()
 
 
 def refused_start(tmp_path, name, env, extra=()):

@@ -7,16 +7,16 @@ import subprocess
 import pytest
 
 from conftest import COHORT_BIN, Api, ServerProcess
-from pg_cluster import PgCluster
 
 PASSWORD = "Sup3rSecretPw"
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    with PgCluster() as pg:  # trust authentication: a password in the URL is accepted unused
-        pg.create_database("cohort")
-        yield pg
+def cluster(cluster):
+    """conftest.py's, with a database "cohort" (trust authentication: a password in the URL is
+    accepted unused)."""
+    cluster.create_database("cohort")
+    return cluster
 
 
 def output_of(server):

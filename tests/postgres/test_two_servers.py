@@ -4,35 +4,25 @@ server, and raced to both at once; every point must be stored exactly once and b
 answer every query identically."""
 import concurrent.futures
 import random
-import urllib.parse
 
 import pytest
 
 from conftest import ServerProcess
-from pg_cluster import PgCluster
+from .pg_servers import clients, entity_of, fresh_db, get, running, server_log, server_on
 
 BATCHES = 60  # per writer
 ROWS = 20  # steps per batch
 KEYS = ("loss", "acc", "lr")
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with PgCluster() as pg:
-        yield pg
-
-
 @pytest.fixture
 def servers(cluster, tmp_path):
-    db = "two_" + tmp_path.name.replace("-", "_").lower()[-40:]
-    cluster.create_database(db)
+    db = fresh_db(cluster, tmp_path, "two")
     url = cluster.url(db, "pool_size=8")
     # One after the other: the first creates the admin key; the second finds it in the store.
-    a = ServerProcess(tmp_path / "a", extra_args=["--store", url]).start()
-    b = ServerProcess(tmp_path / "b", extra_args=[], env={"COHORT_STORE": url}).start()
-    yield cluster, db, a, b
-    a.stop()
-    b.stop()
+    with server_on(tmp_path / "a", url) as a, \
+            running(ServerProcess(tmp_path / "b", extra_args=[], env={"COHORT_STORE": url})) as b:
+        yield cluster, db, a, b
 
 
 def batch(seq, label, explicit_steps):
@@ -51,19 +41,11 @@ def batch(seq, label, explicit_steps):
                          "text": f"{label} batch {seq}"}]}
 
 
-def pg_log_errors(cluster):
-    with open(f"{cluster.dir}/server.log", errors="replace") as f:
-        return [line for line in f if "ERROR:" in line]
-
-
 def test_two_servers_store_every_point_once_and_answer_alike(servers):
     cluster, db, a, b = servers
-    errors_before = len(pg_log_errors(cluster))
-    key = a.config["api_key"]
-    api_a, api_b = a.api(key), b.api(key)  # one key: both servers read it from the store
-    status, me = api_b.get("/api/v1/viewer")
-    assert status == 200, me
-    base = f"/api/v1/runs/{me['entity']}/shared"
+    errors_before = len(server_log(cluster, "ERROR:"))
+    api_a, api_b = clients(a, b)  # one key: both servers read it from the store
+    base = f"/api/v1/runs/{entity_of(api_b)}/shared"
     status, run = api_a.post(base, {"name": "two-servers", "config": {"lr": 0.1}})
     assert status == 201, run
     run_path = f"{base}/{run['id']}"
@@ -159,14 +141,8 @@ def test_two_servers_store_every_point_once_and_answer_alike(servers):
         assert counts[("system/cpu", label)] == BATCHES
     # Batches alternating between servers, retried and raced never made PostgreSQL log an
     # error: the one-round-trip path checks its plan without failing a statement.
-    new_errors = pg_log_errors(cluster)[errors_before:]
+    new_errors = server_log(cluster, "ERROR:")[errors_before:]
     assert new_errors == [], new_errors[:5]
-
-
-def get(api, path, **params):
-    status, body = api.get(path + ("?" + urllib.parse.urlencode(params) if params else ""))
-    assert status == 200, (path, body)
-    return body
 
 
 def test_ordered_batches_raced_to_both_servers_are_stored_once_without_records(servers):
@@ -175,9 +151,8 @@ def test_ordered_batches_raced_to_both_servers_are_stored_once_without_records(s
     to either: every point once, and no exactly-once record left (the stream's highest seq is
     kept instead)."""
     cluster, db, a, b = servers
-    key = a.config["api_key"]
-    api_a, api_b = a.api(key), b.api(key)
-    base = f"/api/v1/runs/{get(api_a, '/api/v1/viewer')['entity']}/ordered"
+    api_a, api_b = clients(a, b)
+    base = f"/api/v1/runs/{entity_of(api_a)}/ordered"
     status, run = api_a.post(base, {"name": "ordered"})
     assert status == 201, run
     run_path = f"{base}/{run['id']}"
