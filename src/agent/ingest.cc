@@ -300,13 +300,21 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
     // is in place, so that this open sees the old stream or the new one, never the move.
     while (moving_.count(dir) != 0) moved_.Wait(mu_);
     auto it = streams_.find(dir);
-    if (it != streams_.end() && it->second.stream->target().base_url == req.base_url &&
-        it->second.stream->target().offline == req.offline) {
+    // The same server, mode and key: the stream goes on. Another key (the old one revoked, a
+    // new one given) moves the stream like another server does, so that its records, the
+    // backlog included, go with the key the client has now.
+    // A stream whose WAL broke (a failed sync) is opened anew the same way: the new one
+    // recovers what is durable and says which frames it holds, and the client resends the rest.
+    const bool broken = it != streams_.end() && it->second.stream->broken();
+    if (broken) Logf(LogLevel::kWarning, "{}: its WAL failed earlier; opening it anew", dir);
+    if (it != streams_.end() && !broken && it->second.stream->target().base_url == req.base_url &&
+        it->second.stream->target().offline == req.offline &&
+        (req.offline || it->second.stream->target().api_key == req.api_key)) {
       stream = it->second.stream;
       sender = it->second.sender;
     } else {
       bool moved = false;
-      if (it != streams_.end()) {  // the same writer, now for another server or mode
+      if (it != streams_.end()) {  // the same writer, now for another server, mode or key
         StreamSlot old = std::move(it->second);
         streams_.erase(it);
         moving_.insert(dir);

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <functional>
+#include <fstream>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "core/batch_format.h"
 #include "core/clock.h"
 #include "wal/fault_file_system.h"
+#include "wal/format.h"
 
 namespace cohort::agent {
 namespace {
@@ -299,6 +301,95 @@ TEST_F(IngestTest, AKeyRefusedAtReopenKeepsTheWritersEarlierRecords) {
 
   mode = 200;
   ASSERT_TRUE(Eventually([&] { return batches.load() >= 3; })) << batches.load();
+}
+
+// A writer whose key was revoked while its records waited (the server down) is reopened with a
+// new key: its stream goes on with the new key, the backlog included, and meta.json says so for
+// a later agent. (The stream kept the old key: the open was refused, the backlog stuck.)
+TEST_F(IngestTest, AWriterReopenedWithANewKeyUploadsItsBacklogWithIt) {
+  std::atomic<int> mode{503};  // 503: down; then up, refusing the old key
+  std::atomic<int> new_key_batches{0};
+  FakeHttpServer server([&](const FakeRequest& r) -> FakeResponse {
+    if (mode.load() == 503) return {503, R"({"error":{"code":"x","message":"down"}})", {}};
+    if (r.authorization != "Bearer ck_new") {
+      return {401, R"({"error":{"code":"unauthenticated","message":"key revoked"}})", {}};
+    }
+    if (r.path == "/api/v1/viewer") return {200, R"({"entity":"alice"})", {}};
+    if (r.path.ends_with("/writers")) return {201, R"({"label":"rank_0","next_step":0})", {}};
+    if (r.path.ends_with("/batches")) ++new_key_batches;
+    return {200, R"({"duplicate":false,"points":1})", {}};
+  });
+  IngestOptions o = Options();
+  o.sender.auth_pause_s = 0.2;
+  Ingest ingest(o);
+  OpenRequest first = Request(server.url(), "rank_0", false);
+  first.api_key = "ck_old";
+  OpenReply reply;
+  auto session = ingest.Open(first, &reply);
+  ASSERT_TRUE(session) << reply.error;
+  for (int i = 1; i <= 3; ++i) ASSERT_TRUE(session->Log(i, Batch(i - 1)).ok());
+  ASSERT_TRUE(session->Sync().ok());
+  const std::string dir = session->dir();
+  session->Release();
+  session.reset();
+
+  mode = 200;
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the 503s' backoff over
+  OpenRequest again = Request(server.url(), "rank_0", false);
+  again.api_key = "ck_new";
+  again.session = 8;
+  again.wait_ms = 3000;
+  session = ingest.Open(again, &reply);
+  ASSERT_TRUE(session) << reply.error;
+  EXPECT_EQ(session->stream()->target().api_key, "ck_new");
+  ASSERT_TRUE(Eventually([&] { return new_key_batches.load() >= 3; })) << new_key_batches.load();
+  std::ifstream meta(dir + "/meta.json");
+  std::string text((std::istreambuf_iterator<char>(meta)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("ck_new"), std::string::npos) << text;
+  EXPECT_EQ(text.find("ck_old"), std::string::npos) << text;
+  session->Release();
+}
+
+// A failed fdatasync breaks the writer's WAL (the kernel may have dropped what it did not
+// write): the client's next open gets the stream anew, recovered from what is durable, and the
+// frames it resends are stored once. (The broken stream stayed in use: every open failed until
+// the agent restarted.)
+TEST_F(IngestTest, AWriterWhoseWalSyncFailedIsOpenedAnewAndTakesTheResentFrames) {
+  FakeCohortServer server;
+  wal::FaultInjectingFileSystem faults(wal::FileSystem::Default());
+  IngestOptions o = Options();
+  o.fs = &faults;
+  Ingest ingest(o);
+  const OpenRequest request = Request(server.url(), "rank_0", false);
+  OpenReply reply;
+  auto session = ingest.Open(request, &reply);
+  ASSERT_TRUE(session) << reply.error;
+  for (int64_t f = 1; f <= 2; ++f) ASSERT_TRUE(session->Log(uint64_t(f), Batch(f - 1)).ok());
+  ASSERT_TRUE(session->Sync().ok());
+  faults.FailSync(1, EIO, wal::SegmentFileName(1));
+  ASSERT_TRUE(session->Log(3, Batch(2)).ok());
+  EXPECT_FALSE(session->Sync().ok());
+  EXPECT_TRUE(session->stream()->broken());
+  session->Release();  // the connection answered the error and closed; the client reconnects
+  session.reset();
+
+  session = ingest.Open(request, &reply);
+  ASSERT_TRUE(session) << reply.error;
+  EXPECT_FALSE(session->stream()->broken());
+  EXPECT_GE(reply.last_frame, 2u);  // frame 3 was written, its sync failed: either way
+  for (uint64_t f = reply.last_frame + 1; f <= 4; ++f) {
+    ASSERT_TRUE(session->Log(f, Batch(int64_t(f) - 1)).ok());
+  }
+  ASSERT_TRUE(session->Sync().ok());
+  FinishRequest finish;
+  finish.exit_code = 0;
+  finish.wait_ms = 10000;
+  auto finished = session->Finish(5, finish);
+  ASSERT_TRUE(finished.ok()) << finished.status().ToString();
+  EXPECT_TRUE(finished->uploaded);
+  EXPECT_EQ(server.point_count("rank_0"), 4u);
+  EXPECT_EQ(server.overwritten_points(), 0);
+  EXPECT_EQ(server.writers()["rank_0"].state, "finished");
 }
 
 // An open of a writer whose finished directory Tick is removing waits until it is gone, then

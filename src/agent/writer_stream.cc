@@ -374,6 +374,11 @@ Result<bool> WriterStream::AppendFrame(RecordKind kind, uint64_t session, uint64
   return true;
 }
 
+bool WriterStream::broken() const {
+  MutexLock lock(&append_mu_);
+  return log_ != nullptr && log_->broken();
+}
+
 Status WriterStream::Sync() {
   MutexLock lock(&append_mu_);
   if (!log_) return Status::FailedPrecondition(dir_ + ": stream closed");

@@ -130,6 +130,10 @@ class WriterStream {
   void Retarget(const std::string& base_url, const std::string& api_key);
   const std::string& dir() const { return dir_; }
 
+  // The WAL is broken (a failed sync): nothing more can be appended to this stream; a stream
+  // opened anew on the directory recovers what is durable.
+  bool broken() const;
+
   // ---- appending ----
   // Appends one record; it is durable after the next Sync(). Returns its seq.
   Result<uint64_t> Append(RecordKind kind, uint64_t session, uint64_t frame, std::string_view body)

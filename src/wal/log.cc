@@ -303,6 +303,11 @@ Status Log::Sync() {
   return s;
 }
 
+bool Log::broken() const {
+  MutexLock lock(&append_mu_);
+  return writer_ != nullptr && !writer_->broken().ok();
+}
+
 Status Log::Close() {
   MutexLock lock(&append_mu_);
   if (writer_ == nullptr) return Status::Ok();

@@ -91,6 +91,9 @@ class Log {
   Result<Position> Append(std::string_view payload);
   // Makes every appended record durable.
   Status Sync();
+  // True once an append or sync failed in a way that leaves the log unusable (a failed sync:
+  // the kernel may have dropped unsynced pages): reopen it, which recovers the segment.
+  bool broken() const;
   // Syncs, closes the active segment and releases the directory lock. Readers keep working and
   // can drain the log; Append and Sync fail afterwards.
   Status Close();
@@ -134,7 +137,7 @@ class Log {
   RecoveryReport recovery_;
   std::unique_ptr<Source> source_;
 
-  Mutex append_mu_;  // serialises Append / Sync / Close
+  mutable Mutex append_mu_;  // serialises Append / Sync / Close
   std::unique_ptr<Writer> writer_ COHORT_GUARDED_BY(append_mu_);
 
   Mutex ack_mu_;  // serialises MarkAcknowledged (the ack file)
