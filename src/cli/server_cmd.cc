@@ -149,6 +149,11 @@ Runner AddServerCommand(CLI::App& app) {
                   "together (declared lengths); beyond: 503 + Retry-After")
       ->envname("COHORT_MAX_BODY_BYTES_IN_FLIGHT")
       ->capture_default_str();
+  cmd->add_option("--max-response-bytes-in-flight", cfg->http.max_response_bytes_in_flight,
+                  "Downloads being sent, all connections together (8 MiB each); beyond: a new "
+                  "one waits up to 5 s, then 503 + Retry-After")
+      ->envname("COHORT_MAX_RESPONSE_BYTES_IN_FLIGHT")
+      ->capture_default_str();
   cmd->add_option("--max-artifact-file-bytes", cfg->limits.max_artifact_file_bytes,
                   "Largest file of an artifact version (uploads, commits and W&B uploads of a "
                   "bigger one are refused with 413 naming the file)")

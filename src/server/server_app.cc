@@ -362,6 +362,8 @@ Status ServerApp::Start() {
         {"cohort_http_connections_rejected_total", double(st.connections_rejected.load())},
         {"cohort_http_body_bytes_in_flight", double(st.body_bytes_in_flight.load())},
         {"cohort_http_bodies_refused_total", double(st.bodies_refused_total.load())},
+        {"cohort_http_response_bytes_in_flight", double(st.response_bytes_in_flight.load())},
+        {"cohort_http_responses_refused_total", double(st.responses_refused_total.load())},
     };
   });
   COHORT_RETURN_IF_ERROR(http_->Start());

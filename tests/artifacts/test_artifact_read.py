@@ -4,6 +4,8 @@ resumable), get_path, and cohort.Api's artifact readers. Versions are logged str
 the HTTP API (art_helpers), so that these tests need no upload side."""
 import json
 import os
+import re
+import urllib.request
 
 import pytest
 
@@ -104,6 +106,36 @@ def test_download_fetches_every_file_verified_and_in_parallel(srv, entity, capi,
     # model.bin was not read back out of the cache in one pass; the small files always are
     assert ("model.bin" in " ".join(copied)) == (way == "copied from the cache"), copied
     assert os.stat(root + "/model.bin").st_ino != blob.stat().st_ino  # a copy, not a link
+
+
+def test_a_download_the_busy_server_refuses_is_asked_again(tmp_path, cache):
+    # One download budget of 1 MiB held by a client that stopped reading: the SDK's download is
+    # answered 503 (after the server's 5 s wait), pauses and asks again once the budget is free.
+    import socket
+    import threading
+    srv = ServerProcess(tmp_path / "home", ["--max-response-bytes-in-flight", "1048576"]).start()
+    try:
+        entity = srv.api().get("/api/v1/viewer")[1]["entity"]
+        log_version(srv.api(), entity, PROJECT, "big", {"model.bin": BIG})
+        capi = cohort.Api(base_url=srv.url, api_key=srv.config["api_key"])
+        v = capi.artifact(f"{entity}/{PROJECT}/big:latest")
+        url = v._file_url(v.files()[0])  # the path the SDK's download asks for
+        host, port = srv.url.split("//")[1].split(":")
+        stalled = socket.create_connection((host, int(port)))
+        stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stalled.sendall(f"GET {url} HTTP/1.1\r\nHost: x\r\n"
+                        f"Authorization: Bearer {srv.config['api_key']}\r\n\r\n".encode())
+        assert stalled.recv(12).startswith(b"HTTP/1.1 200")  # holding its share, not reading
+        threading.Timer(6.0, stalled.close).start()  # after the SDK's first try was refused
+        root = v.download(str(tmp_path / "out"))
+        assert open(os.path.join(root, "model.bin"), "rb").read() == BIG
+        metrics = urllib.request.urlopen(urllib.request.Request(
+            srv.url + "/metrics", headers={"Authorization": "Bearer " + srv.config["api_key"]}),
+            timeout=10).read().decode()
+        assert re.search(r"^cohort_http_responses_refused_total [1-9]", metrics, re.M), metrics
+        capi.close()
+    finally:
+        srv.stop()
 
 
 def test_second_download_comes_from_the_cache_without_the_server(srv, entity, capi, cache,

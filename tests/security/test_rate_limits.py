@@ -139,13 +139,29 @@ def test_each_write_of_a_graphql_mutation_is_charged(limited):
                                  {"query": "{ viewer { entity } }"}, key=bob, basic=True)
     assert_rate_limited(status, body, headers, 2)
     # A mutation refused for its writes runs none of them.
-    time.sleep(1.0)  # the debt repaid, the bucket not full: four writes need it full (3)
+    # 1.7 s later: the debt repaid, ~1.4 tokens: the arrival's one is taken, the three other
+    # writes need two more (a full bucket, less that one) and are refused before any runs.
+    time.sleep(1.7)
     status, body, _ = upserts(["x1", "x2", "x3", "x4"])
     assert status == 429 and "rate limited" in body["errors"][0]["message"], body
     time.sleep(1.1)
     status, body, _ = http(limited.url + "/api/v1/runs/bob/p", key=bob)
     assert status == 200, body
     assert sorted(r["id"] for r in body["runs"]) == ["w1", "w2", "w3", "w4", "w5"], body
+
+
+def test_a_mutation_over_the_field_limit_runs_nothing_and_costs_one_request(limited):
+    bob = create_key(limited, "bob")
+    fields = " ".join(f'a{i}: upsertBucket(input: {{name: "r{i}", modelName: "p"}}) '
+                      "{ bucket { name } }" for i in range(150))
+    status, body, _ = http(limited.url + "/graphql", "POST", {"query": f"mutation {{ {fields} }}"},
+                           key=bob, basic=True)
+    assert status == 200 and body["data"] is None, body
+    assert "at most 100" in body["errors"][0]["message"]
+    # Charged one (not 150, which would have left the entity locked out for over a minute).
+    status, body, _ = http(limited.url + "/graphql", "POST", {"query": "{ viewer { entity } }"},
+                           key=bob, basic=True)
+    assert status == 200 and body["data"]["viewer"]["entity"] == "bob", body
 
 
 def test_bad_limits_file_stops_the_server_with_a_clear_error(tmp_path):

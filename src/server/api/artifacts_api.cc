@@ -14,7 +14,9 @@ namespace {
 
 // A file asked for whole (no Range) is read into memory up to this size; a larger one is sent
 // in parts of this size as they are read (the SDK and the CLI ask for ranges anyway).
-constexpr uint64_t kMaxWholeDownloadBytes = limits::kBlobPartBytes;
+// Larger answers (an SDK's 8 MiB ranges included) are streamed, in parts of
+// limits::kBlobPartBytes counted in the server's response budget.
+constexpr uint64_t kMaxWholeDownloadBytes = uint64_t{1} << 20;
 
 std::string ArtifactPath(const store::ArtifactVersion& v) {
   return "/api/v1/artifacts/" + PercentEncode(v.entity, true) + "/" +
@@ -199,7 +201,7 @@ http::HttpResponse ServeBlobBytes(ApiContext* ctx, const http::HttpRequest& req,
   http::HttpResponse resp;
   if (length > kMaxWholeDownloadBytes) {
     // Sent in parts as they are read: a download or range of any size holds one part in memory,
-    // counted in the server's in-flight budget.
+    // its share of the server's --max-response-bytes-in-flight.
     resp = http::HttpResponse::Text(ranged ? 206 : 200, "", "application/octet-stream");
     resp.streamed_length = length;
     resp.streamed_piece_bytes = limits::kBlobPartBytes;

@@ -36,10 +36,10 @@ std::optional<http::HttpResponse> ThrottleRequest(ApiContext* ctx, const std::st
   return Refusal(d, fmt::format("{} requests", d.limit), "rate_limited_requests", ctx);
 }
 
-std::optional<http::HttpResponse> ThrottleRequests(ApiContext* ctx, const std::string& entity,
-                                                   int64_t count) {
+std::optional<http::HttpResponse> ThrottleMoreRequests(ApiContext* ctx, const std::string& entity,
+                                                       int64_t count) {
   if (ctx->limiter == nullptr) return std::nullopt;
-  limits::Decision d = ctx->limiter->AdmitRequests(entity, count);
+  limits::Decision d = ctx->limiter->AdmitRequests(entity, count, /*charged_before=*/1);
   if (d.allowed) return std::nullopt;
   return Refusal(d, fmt::format("{} requests", d.limit), "rate_limited_requests", ctx);
 }

@@ -17,9 +17,10 @@ struct ApiContext;
 // Charges one request to `entity`; a 429 response when its request bucket is empty, nothing
 // when the request may go on (or no limiter is configured).
 std::optional<http::HttpResponse> ThrottleRequest(ApiContext* ctx, const std::string& entity);
-// Charges `count` more requests at once (the writes of one GraphQL mutation beyond the first).
-std::optional<http::HttpResponse> ThrottleRequests(ApiContext* ctx, const std::string& entity,
-                                                   int64_t count);
+// Charges `count` more requests of a request ThrottleRequest charged already (the writes of one
+// GraphQL mutation beyond the first): limits::RateLimiter::AdmitRequests.
+std::optional<http::HttpResponse> ThrottleMoreRequests(ApiContext* ctx, const std::string& entity,
+                                                       int64_t count);
 // Charges `points` ingested values to `entity`; a 429 response when its points bucket is empty.
 std::optional<http::HttpResponse> ThrottlePoints(ApiContext* ctx, const std::string& entity,
                                                  int64_t points);

@@ -80,21 +80,20 @@ http::HttpResponse HandleGraphql(api::ApiContext* ctx, http::HttpRequest& req) {
     if (status == 429 || status == 503) resp.headers.emplace_back("Retry-After", "1");
     return resp;
   }
-  // Charged once parsed: each top-level field of a mutation is a write (aliases would make one
-  // request thousands of them), charged all together before any runs; anything else is one.
+  // One request at its arrival (before any parsing), then each top-level field of a mutation
+  // beyond the first (each a write: aliases would make one request a hundred of them), charged
+  // together before any runs. A mutation of more than the executor runs is refused without
+  // running: it costs its one.
+  if (auto refused = api::ThrottleRequest(ctx, who->entity)) return GqlRefusal(std::move(*refused));
   std::optional<gql::Document> doc;
   gql::ExecRequest exec;
-  std::optional<http::HttpResponse> refused_input = ReadGraphqlRequest(req, &doc, &exec);
-  int64_t writes = 1;
-  if (!refused_input) {
-    if (auto fields = gql::CountMutationFields(exec); fields.ok() && *fields > 1) {
-      writes = int64_t(*fields);
+  if (auto refused = ReadGraphqlRequest(req, &doc, &exec)) return std::move(*refused);
+  if (auto writes = gql::CountMutationFields(exec);
+      writes.ok() && *writes > 1 && *writes <= gql::ExecLimits{}.max_mutation_fields) {
+    if (auto refused = api::ThrottleMoreRequests(ctx, who->entity, int64_t(*writes) - 1)) {
+      return GqlRefusal(std::move(*refused));
     }
   }
-  if (auto refused = api::ThrottleRequests(ctx, who->entity, writes)) {
-    return GqlRefusal(std::move(*refused));
-  }
-  if (refused_input) return std::move(*refused_input);
 
   GqlContext c;
   c.api = ctx;

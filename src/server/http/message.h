@@ -90,9 +90,8 @@ struct HttpResponse {
   // it closes the connection (the client sees a short body). Null: `body` is the body.
   std::function<Result<std::string>()> body_source;
   uint64_t streamed_length = 0;
-  // The most bytes one call of body_source returns (0: streamed_length). Each piece is reserved
-  // from ServerOptions::max_body_bytes_in_flight while it is made and written, so that downloads
-  // count in the memory the server holds for bodies; a piece waits for its share.
+  // The most bytes one call of body_source returns (0: streamed_length): the response's share
+  // of ServerOptions::max_response_bytes_in_flight while it is sent.
   uint64_t streamed_piece_bytes = 0;
 
   static HttpResponse Json(int status, std::string body);

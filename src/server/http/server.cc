@@ -55,7 +55,8 @@ constexpr size_t kBodyReadBytes = 256 << 10;           // a large body grows by 
 constexpr auto kLingerTime = std::chrono::seconds(1);  // draining after an early error answer
 constexpr size_t kLingerMaxBytes = 4 << 20;
 constexpr std::chrono::milliseconds kAcceptBackoff{50};
-constexpr std::chrono::milliseconds kStreamedPieceRetry{10};  // a download piece awaiting budget
+// How often a streamed response waiting for its share of --max-response-bytes-in-flight looks.
+constexpr std::chrono::milliseconds kStreamedPieceRetry{10};
 constexpr const char* kServerName = "cohort";
 
 using BeastRequest = bhttp::request<bhttp::string_body>;
@@ -185,33 +186,33 @@ HttpResponse ReadErrorResponse(const beast::error_code& ec) {
   return HttpResponse::Error(400, "bad_request", "malformed request: " + ec.message());
 }
 
-// A body's share of ServerOptions::max_body_bytes_in_flight, released when it goes out of scope
-// (after the request was answered).
+// A share of one of the in-flight budgets (ServerOptions::max_body_bytes_in_flight for request
+// bodies, max_response_bytes_in_flight for streamed responses), released when it goes out of
+// scope (after the request was answered).
 class BodyReservation {
  public:
-  explicit BodyReservation(ServerStats* stats) : stats_(stats) {}
+  explicit BodyReservation(std::atomic<int64_t>* in_flight) : in_flight_(in_flight) {}
   ~BodyReservation() { Release(); }
   BodyReservation(const BodyReservation&) = delete;
   BodyReservation& operator=(const BodyReservation&) = delete;
 
   void Release() {
-    if (bytes_ > 0) stats_->body_bytes_in_flight.fetch_sub(bytes_, std::memory_order_relaxed);
+    if (bytes_ > 0) in_flight_->fetch_sub(bytes_, std::memory_order_relaxed);
     bytes_ = 0;
   }
   // Reserves `bytes` unless that would take the total past `limit`.
   bool Take(uint64_t bytes, size_t limit) {
     const int64_t want = static_cast<int64_t>(std::min<uint64_t>(bytes, limit + uint64_t{1}));
-    int64_t now = stats_->body_bytes_in_flight.load(std::memory_order_relaxed);
+    int64_t now = in_flight_->load(std::memory_order_relaxed);
     do {
       if (now + want > static_cast<int64_t>(limit)) return false;
-    } while (!stats_->body_bytes_in_flight.compare_exchange_weak(now, now + want,
-                                                                 std::memory_order_relaxed));
+    } while (!in_flight_->compare_exchange_weak(now, now + want, std::memory_order_relaxed));
     bytes_ = want;
     return true;
   }
 
  private:
-  ServerStats* stats_;
+  std::atomic<int64_t>* in_flight_;
   int64_t bytes_ = 0;
 };
 
@@ -366,6 +367,31 @@ asio::awaitable<beast::error_code> HttpServer::Impl::WriteResponse(Connection& c
   const uint64_t piece_bytes =
       resp.streamed_piece_bytes == 0 ? length : std::min(length, resp.streamed_piece_bytes);
   const bool bodiless = resp.status < 200 || resp.status == 204 || resp.status == 304;
+  // A streamed body's share of --max-response-bytes-in-flight (one piece), taken before its
+  // head goes and held until its body went: a download never waits once it started; past the
+  // budget one waits up to response_admission_wait_ms, then is answered 503 (nothing sent yet).
+  BodyReservation share(&stats.response_bytes_in_flight);
+  if (source && !head && !bodiless) {
+    const uint64_t want = std::min<uint64_t>(piece_bytes, options.max_response_bytes_in_flight);
+    const auto give_up = std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(options.response_admission_wait_ms);
+    asio::steady_timer wait(conn.stream.get_executor());
+    while (!share.Take(want, options.max_response_bytes_in_flight)) {
+      if (stopping.load() || std::chrono::steady_clock::now() >= give_up) {
+        stats.responses_refused_total.fetch_add(1, std::memory_order_relaxed);
+        HttpResponse busy = HttpResponse::Error(
+            503, "unavailable",
+            "the server is sending as many downloads as --max-response-bytes-in-flight allows; "
+            "retry shortly");
+        busy.headers.emplace_back("Retry-After", "1");
+        BeastResponse refused = ToBeast(std::move(busy), version, false, keep_alive);
+        auto [wec, wn] = co_await bhttp::async_write(conn.stream, refused, kUseTuple);
+        co_return wec;
+      }
+      wait.expires_after(kStreamedPieceRetry);
+      co_await wait.async_wait(kUseTuple);
+    }
+  }
   BeastResponse res = ToBeast(std::move(resp), version, head || source != nullptr, keep_alive);
   if (source && !bodiless) res.content_length(length);
   if (bodiless) source = nullptr;
@@ -378,23 +404,7 @@ asio::awaitable<beast::error_code> HttpServer::Impl::WriteResponse(Connection& c
   auto [hec, hn] = co_await bhttp::async_write_header(conn.stream, serializer, kUseTuple);
   if (hec) co_return hec;
   uint64_t sent = 0;
-  asio::steady_timer wait(conn.stream.get_executor());
   while (sent < length) {
-    // The piece's share of the in-flight budget, held until it is written; waits while other
-    // bodies hold it (a download does not fail for it, it slows), up to the write timeout.
-    BodyReservation reservation(&stats);
-    const auto give_up =
-        std::chrono::steady_clock::now() + std::chrono::seconds(options.write_timeout_seconds);
-    const uint64_t share =
-        std::min<uint64_t>({piece_bytes, length - sent, options.max_body_bytes_in_flight});
-    while (!reservation.Take(share, options.max_body_bytes_in_flight)) {
-      if (stopping.load() || std::chrono::steady_clock::now() >= give_up) {
-        LogError("streamed response body: no share of --max-body-bytes-in-flight came free");
-        co_return beast::error_code(asio::error::timed_out);
-      }
-      wait.expires_after(kStreamedPieceRetry);
-      co_await wait.async_wait(kUseTuple);
-    }
     Status made;
     std::string piece;
     auto make = [&]() -> asio::awaitable<void> {
@@ -559,7 +569,7 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
     const bool gated = !ec && !parser.is_done() &&
                        (parser.chunked() || !parser.content_length() ||
                         *parser.content_length() >= kGatedBodyBytes);
-    BodyReservation reservation(&stats);
+    BodyReservation reservation(&stats.body_bytes_in_flight);
     std::optional<HttpResponse> refused;
     if (!ec && !parser.chunked() && HasTransferEncoding(req)) {
       // A coding other than chunked last (RFC 9112 6.1): its length cannot be known; framing

@@ -28,7 +28,7 @@
 // request_timeout_seconds; a cut connection is an error of BodyReader::Next and is not answered.
 // A handler that answers before reading the whole body has its connection closed after the
 // answer. Responses may be streamed too (HttpResponse::body_source: a large download), each
-// piece counted in the in-flight budget while it is in memory.
+// holding one piece's share of max_response_bytes_in_flight while it is sent.
 //
 // Threading: construct, SetObserver(), SetBodyGate() and Start() once from one thread; Stop() from
 // any thread except a handler's (it waits for running handlers); the Router must be complete before
@@ -58,9 +58,13 @@ struct ServerOptions {
   int read_threads = 2;      // handlers of GET and HEAD
   size_t max_body_bytes = 32 << 20;
   // Bodies of known length being received or handled, all connections together (declared
-  // lengths of bodies of at least kGatedBodyBytes), and the pieces of streamed responses being
-  // made and written (HttpResponse::streamed_piece_bytes each).
+  // lengths of bodies of at least kGatedBodyBytes).
   size_t max_body_bytes_in_flight = size_t{256} << 20;
+  // Streamed responses (downloads) being sent, all connections together: each holds one piece
+  // (HttpResponse::streamed_piece_bytes) from before its head until its body went; past this a
+  // new one waits a few seconds, then is answered 503 with Retry-After.
+  size_t max_response_bytes_in_flight = size_t{256} << 20;
+  int response_admission_wait_ms = 5000;  // a streamed response's wait for its share
   size_t max_header_bytes = 16 << 10;
   int max_connections = 20000;
   int idle_timeout_seconds = 120;    // keep-alive connections idle longer are closed
@@ -79,6 +83,8 @@ struct ServerStats {
   std::atomic<int64_t> requests_total{0};
   std::atomic<int64_t> body_bytes_in_flight{0};  // reserved by bodies being received or handled
   std::atomic<int64_t> bodies_refused_total{0};  // refused by the gate or the in-flight budget
+  std::atomic<int64_t> response_bytes_in_flight{0};  // shares of streamed responses being sent
+  std::atomic<int64_t> responses_refused_total{0};   // streamed responses answered 503 instead
 };
 
 // Decides, from a request's head (method, target, path, query, headers, remote address; no

@@ -118,18 +118,24 @@ class StreamTest : public ::testing::Test {
       };
       return resp;
     });
-    // The same in pieces declared to the server: each piece's share of the in-flight budget is
-    // checked while it is made.
-    router_.Add("GET", "/counted", [this](HttpRequest&) {
+    // The same in pieces declared to the server: the response's share of the response budget
+    // is checked while each piece is made; ?hold: the first piece waits for release_.
+    router_.Add("GET", "/counted", [this](HttpRequest& req) {
       HttpResponse resp = HttpResponse::Text(200, "", "application/octet-stream");
       resp.streamed_length = 1 << 20;
       resp.streamed_piece_bytes = 100 << 10;
-      resp.body_source = [this, body = Pattern(1 << 20),
+      const bool hold = req.HasQueryParam("hold");
+      resp.body_source = [this, hold, body = Pattern(1 << 20),
                           offset = size_t{0}]() mutable -> Result<std::string> {
+        if (hold && offset == 0) {
+          held_.set_value();
+          release_.get_future().wait();
+        }
         std::string piece = body.substr(offset, 100 << 10);
         offset += piece.size();
-        const int64_t held = server_->stats().body_bytes_in_flight.load();
-        if (held < static_cast<int64_t>(piece.size())) uncounted_pieces_.fetch_add(1);
+        const int64_t held = server_->stats().response_bytes_in_flight.load();
+        if (held < (100 << 10)) uncounted_pieces_.fetch_add(1);
+        if (server_->stats().body_bytes_in_flight.load() != 0) uncounted_pieces_.fetch_add(1);
         int64_t most = most_in_flight_.load();
         while (held > most && !most_in_flight_.compare_exchange_weak(most, held)) {
         }
@@ -151,8 +157,9 @@ class StreamTest : public ::testing::Test {
   std::unique_ptr<HttpServer> server_;
   std::promise<int64_t> first_chunk_;  // body_bytes_in_flight when the first chunk came
   std::promise<Status> ended_;
-  std::atomic<int> uncounted_pieces_{0};    // /counted pieces made outside the budget
-  std::atomic<int64_t> most_in_flight_{0};  // the most body_bytes_in_flight /counted saw
+  std::atomic<int> uncounted_pieces_{0};    // /counted pieces made outside the response budget
+  std::atomic<int64_t> most_in_flight_{0};  // the most response_bytes_in_flight /counted saw
+  std::promise<void> held_, release_;       // /counted?hold
 };
 
 TEST_F(StreamTest, BodyLargerThanMaxBodyBytesReachesTheHandlerInChunks) {
@@ -300,9 +307,13 @@ TEST_F(StreamTest, AStreamedResponseIsSentWholeAndAFailingOneIsCutShort) {
   EXPECT_FALSE(failing.Read().has_value());  // the connection closes before 1 MiB came
 }
 
-TEST_F(StreamTest, AStreamedResponsesPiecesAreCountedInTheInFlightBudgetAndWaitForIt) {
+// A streamed response holds one piece's share of the response budget (not the request bodies'
+// budget) from its head to its end; past the budget a new one waits, then is answered 503 before
+// anything of it is sent. A started download never waits.
+TEST_F(StreamTest, AStreamedResponseHoldsOneShareOfTheResponseBudgetAndPastItIsRefused) {
   ServerOptions options;
-  options.max_body_bytes_in_flight = 150 << 10;  // one 100 KiB piece at a time
+  options.max_response_bytes_in_flight = 150 << 10;  // one 100 KiB share at a time
+  options.response_admission_wait_ms = 300;
   Start(options);
   std::vector<std::future<std::optional<ClientResponse>>> downloads;
   for (int i = 0; i < 3; ++i) {
@@ -318,9 +329,26 @@ TEST_F(StreamTest, AStreamedResponsesPiecesAreCountedInTheInFlightBudgetAndWaitF
     EXPECT_TRUE(resp->body == Pattern(1 << 20));
   }
   EXPECT_EQ(uncounted_pieces_.load(), 0);
-  EXPECT_GT(most_in_flight_.load(), 0);
   EXPECT_LE(most_in_flight_.load(), int64_t{150} << 10);
-  EXPECT_EQ(server_->stats().body_bytes_in_flight.load(), 0);  // every share given back
+
+  // One download holds the budget (its first piece waits): another is refused after the wait.
+  auto holding = std::async(std::launch::async, [port = port()] {
+    TestClient client(port);
+    return client.Get("/counted?hold=1");
+  });
+  held_.get_future().wait();
+  TestClient refused_client(port());
+  auto refused = refused_client.Get("/counted");
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_EQ(refused->Header("retry-after"), "1");
+  EXPECT_NE(refused->body.find("--max-response-bytes-in-flight"), std::string::npos);
+  release_.set_value();
+  auto held = holding.get();
+  ASSERT_TRUE(held.has_value());
+  EXPECT_TRUE(held->body == Pattern(1 << 20));
+  EXPECT_EQ(server_->stats().responses_refused_total.load(), 1);
+  EXPECT_EQ(server_->stats().response_bytes_in_flight.load(), 0);  // every share given back
 }
 
 TEST(StringBodyReaderTest, HandsOutTheBodyInChunksThenEmpty) {

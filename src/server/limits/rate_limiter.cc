@@ -141,10 +141,11 @@ RateLimiter::State& RateLimiter::StateFor(std::string_view entity) {
 }
 
 Decision RateLimiter::AdmitRequest(std::string_view entity, double now_s) {
-  return AdmitRequests(entity, 1, now_s);
+  return AdmitRequests(entity, 1, 0, now_s);
 }
 
-Decision RateLimiter::AdmitRequests(std::string_view entity, int64_t count, double now_s) {
+Decision RateLimiter::AdmitRequests(std::string_view entity, int64_t count, int64_t charged_before,
+                                    double now_s) {
   MutexLock lock(&mu_);
   State& st = StateFor(entity);
   Decision d;
@@ -159,7 +160,8 @@ Decision RateLimiter::AdmitRequests(std::string_view entity, int64_t count, doub
   double burst = BurstOf(st.tier->request_burst, rate);
   Refill(rate, burst, now_s, &st.requests.tokens, &st.requests.last_s);
   // More than the burst at once needs a full bucket and then leaves it in debt.
-  const double needed = std::min(cost, burst);
+  const double before = double(std::max<int64_t>(charged_before, 0));
+  const double needed = std::max(0.0, std::min(cost + before, burst) - before);
   if (st.requests.tokens >= needed) {
     st.requests.tokens -= cost;
     d.remaining = std::max(0.0, st.requests.tokens);
@@ -204,8 +206,9 @@ Decision RateLimiter::AdmitRequest(std::string_view entity) {
   return AdmitRequest(entity, SteadySeconds());
 }
 
-Decision RateLimiter::AdmitRequests(std::string_view entity, int64_t count) {
-  return AdmitRequests(entity, count, SteadySeconds());
+Decision RateLimiter::AdmitRequests(std::string_view entity, int64_t count,
+                                    int64_t charged_before) {
+  return AdmitRequests(entity, count, charged_before, SteadySeconds());
 }
 
 Decision RateLimiter::AdmitPoints(std::string_view entity, int64_t points) {

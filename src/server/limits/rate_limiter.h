@@ -83,14 +83,17 @@ class RateLimiter {
 
   // Charges one request to `entity`. now_s: a monotonic clock in seconds.
   Decision AdmitRequest(std::string_view entity, double now_s) COHORT_EXCLUDES(mu_);
-  // Charges `count` requests at once (a GraphQL mutation of several writes): admitted when the
-  // bucket holds min(count, burst) tokens, leaving it in debt past the burst; all or nothing.
-  Decision AdmitRequests(std::string_view entity, int64_t count, double now_s) COHORT_EXCLUDES(mu_);
+  // Charges `count` more requests of a call that was charged `charged_before` already (a GraphQL
+  // mutation's other writes, after the one its arrival cost): admitted when the bucket holds
+  // what min(count + charged_before, burst) asks beyond those, leaving it in debt past the burst;
+  // all or nothing.
+  Decision AdmitRequests(std::string_view entity, int64_t count, int64_t charged_before,
+                         double now_s) COHORT_EXCLUDES(mu_);
   // Charges `points` ingested values to `entity`.
   Decision AdmitPoints(std::string_view entity, int64_t points, double now_s) COHORT_EXCLUDES(mu_);
   // The same with the steady clock.
   Decision AdmitRequest(std::string_view entity);
-  Decision AdmitRequests(std::string_view entity, int64_t count);
+  Decision AdmitRequests(std::string_view entity, int64_t count, int64_t charged_before);
   Decision AdmitPoints(std::string_view entity, int64_t points);
 
   std::string TierOf(std::string_view entity) const;

@@ -25,17 +25,23 @@ TEST(RateLimiterTest, RequestBucketAdmitsBurstThenRefusesWithRetryAfter) {
 
 TEST(RateLimiterTest, SeveralRequestsAtOnceAreChargedAllOrNothingAndMayOwe) {
   RateLimiter rl(OneTier({/*requests_per_second=*/2, /*request_burst=*/3, 0, 0}));
-  EXPECT_TRUE(rl.AdmitRequests("a", 2, 10.0).allowed);  // 1 left
-  Decision short_of = rl.AdmitRequests("a", 2, 10.0);
+  // A call of 3 writes: one at its arrival, two more once counted (the burst: all three fit).
+  EXPECT_TRUE(rl.AdmitRequest("a", 10.0).allowed);
+  EXPECT_TRUE(rl.AdmitRequests("a", 2, 1, 10.0).allowed);  // 0 left
+  EXPECT_TRUE(rl.AdmitRequest("a", 10.5).allowed);         // 1 after 0.5 s: taken
+  EXPECT_TRUE(rl.AdmitRequest("a", 11.0).allowed);         // 1 more: taken, 0 left
+  Decision short_of = rl.AdmitRequests("a", 2, 0, 11.0);
   EXPECT_FALSE(short_of.allowed);  // nothing taken
-  EXPECT_DOUBLE_EQ(short_of.retry_after_s, 0.5);
-  EXPECT_TRUE(rl.AdmitRequest("a", 10.0).allowed);       // the 1 left is still there
-  EXPECT_TRUE(rl.AdmitRequests("a", 10, 20.0).allowed);  // full (3): 7 into debt
-  EXPECT_FALSE(rl.AdmitRequest("a", 23.0).allowed);      // -1 after 3 s
-  EXPECT_TRUE(rl.AdmitRequest("a", 24.0).allowed);       // 1 after 4 s
+  EXPECT_DOUBLE_EQ(short_of.retry_after_s, 1.0);
+  // A call of 10 writes past the burst: its arrival's 1, then 9 needing a full bucket (3 - 1),
+  // leaving it 7 in debt, as 10 at once would.
+  EXPECT_TRUE(rl.AdmitRequest("a", 20.0).allowed);
+  EXPECT_TRUE(rl.AdmitRequests("a", 9, 1, 20.0).allowed);
+  EXPECT_FALSE(rl.AdmitRequest("a", 23.0).allowed);  // -1 after 3 s
+  EXPECT_TRUE(rl.AdmitRequest("a", 24.0).allowed);   // 1 after 4 s
   std::vector<EntityUsage> usage = rl.Usage();
   ASSERT_EQ(usage.size(), 1u);
-  EXPECT_EQ(usage[0].requests, 2u + 1u + 10u + 1u);
+  EXPECT_EQ(usage[0].requests, 1u + 2u + 1u + 1u + 1u + 9u + 1u);
   EXPECT_EQ(usage[0].rejected_requests, 2u);
 }
 
