@@ -1,9 +1,10 @@
-"""The one-click login of the web UI: the link `cohort server` makes is used once, never printed to
-a log (only to a terminal, else to a 0600 file), and the browser session it opens acts for the
-admin key it was made for: it ends at logout, with that key's revocation or after its lifetime,
-it cannot make keys or further links, and `cohort login-link` makes a new link with any key.
-Tokens and sessions live in the store (tests/postgres/test_nginx_deployment.py: valid on every
-server)."""
+"""The login link of the web UI (the UI asks before it uses one: only its "Sign in" redeems the
+token, so a link someone else sent cannot sign a browser in by itself): the link `cohort server`
+makes is used once, never printed to a log (only to a terminal, else to a 0600 file), and the
+browser session it opens acts for the admin key it was made for: it ends at logout, with that
+key's revocation or after its lifetime, it cannot make keys or further links, and `cohort
+login-link` makes a new link with any key. Tokens and sessions live in the store
+(tests/postgres/test_nginx_deployment.py: valid on every server)."""
 import os
 import pty
 import select

@@ -1,7 +1,9 @@
 // The one-time login link (`?token=`) never signs the browser in by itself (login CSRF: anyone can
 // send someone a link carrying their own token): the page takes the token out of the address bar
 // and asks; only the "Sign in" click posts it to /api/v1/sessions. With a key already stored the
-// question says who is signed in now, and Cancel keeps that session.
+// question says who is signed in now, and Cancel keeps that session. A "Sign in" that fails (a
+// used or expired link) always says so: on the card, with who is still signed in, when the stored
+// key still works (never a silent return to that account), else on the sign-in form.
 //
 //   node --test tests/ui/login_link.test.mjs        (scripts/test-ui.sh runs it)
 import assert from 'node:assert/strict';
@@ -175,6 +177,61 @@ describe('login link', () => {
     await page.getByText(/The login link did not work/).waitFor();
     assert.ok(await page.getByRole('heading', { name: 'Sign in to Cohort' }).isVisible());
     assert.equal(await storedKey(page), null);
+    await ctx.close();
+  });
+
+  test('with a stored key, "Sign in" on a used link says it did not work and keeps that key', async () => {
+    const { ctx, page, sessionPosts } = await freshPage();
+    const mine = (await call(null, 'POST', '/api/v1/sessions', { token: await newToken() })).json.key;
+    await page.goto(server.url + '/');
+    await page.evaluate((k) => localStorage.setItem('cohort.key', k), mine);
+    // Another account's link, already used.
+    const other = (await api(server, 'POST', '/api/v1/keys', { name: 'used-link-owner', role: 'member' })).key;
+    const used = await newToken(other);
+    assert.equal(await redeem(used), 201);
+    await page.goto(`${server.url}/?token=${used}`);
+    const card = page.getByTestId('login-link');
+    await card.getByRole('button', { name: 'Sign in', exact: true }).click();
+
+    // The card says that the link failed (not the projects of the old account, not the
+    // "stored key" sign-in form) and who is still signed in; the token is spent: no "Sign in".
+    await card.getByText(/did not work/).first().waitFor({ timeout: 10000 });
+    const error = await page.getByTestId('login-link-error').textContent();
+    assert.match(error, /^The login link did not work: .+\. It is valid once; open the newest link `cohort server` printed\.$/, error);
+    const current = await page.getByTestId('login-link-current').textContent();
+    assert.ok(current.includes(`still signed in as ${entity} (${admin.role}, from a login link)`), current);
+    assert.equal(await card.getByRole('button', { name: 'Sign in', exact: true }).count(), 0, 'no Sign in with a spent token');
+    assert.equal(await page.getByText(/did not accept the stored key/).count(), 0);
+    assert.equal(await page.getByRole('heading', { name: 'Sign in to Cohort' }).count(), 0);
+    assert.equal(await storedKey(page), mine, 'the stored key is unchanged');
+    assert.equal(sessionPosts.length, 1, 'the click posted the token once');
+    await page.screenshot({ path: path.join(SHOTS, 'login-link-failed.png') });
+
+    // Going on: the old account, as the card said.
+    await card.getByRole('button', { name: `Continue as ${entity}` }).click();
+    await page.getByRole('link', { name: PROJECT }).waitFor();
+    assert.equal(await page.locator('.who').textContent(), `${entity} · ${admin.role}`);
+    assert.equal(await storedKey(page), mine);
+    assert.equal(sessionPosts.length, 1);
+    await ctx.close();
+  });
+
+  test('a stored key that stopped working and a used link: the sign-in form says the link did not work', async () => {
+    const { ctx, page } = await freshPage();
+    const mine = (await call(null, 'POST', '/api/v1/sessions', { token: await newToken() })).json.key;
+    await page.goto(server.url + '/');
+    await page.evaluate((k) => localStorage.setItem('cohort.key', k), mine);
+    const used = await newToken();
+    assert.equal(await redeem(used), 201);
+    await page.goto(`${server.url}/?token=${used}`);
+    await page.getByTestId('login-link-current').waitFor({ timeout: 10000 });
+    // The session ends (logout elsewhere) while the card is open.
+    assert.equal((await call(mine, 'DELETE', '/api/v1/sessions')).status, 200);
+    await page.getByTestId('login-link').getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByRole('heading', { name: 'Sign in to Cohort' }).waitFor({ timeout: 10000 });
+    const notice = await page.locator('.login .notice').textContent();
+    assert.match(notice, /^The login link did not work: .+, or paste an API key\.$/, notice);
+    assert.equal(await storedKey(page), null, 'the key the server no longer accepts is dropped');
     await ctx.close();
   });
 

@@ -19,7 +19,9 @@ type Auth =
   | { kind: 'login'; message?: string }
   // A `?token=` link waiting for the user's click: `signedIn` when the browser holds a key the
   // server accepted (or could not check), `current` who that key is (when the server said).
-  | { kind: 'link'; token: string; signedIn: boolean; current?: Viewer };
+  // `failed`: "Sign in" was clicked and the link did not work (the message); the stored key
+  // still does, and the card offers to go on with it.
+  | { kind: 'link'; token: string; signedIn: boolean; current?: Viewer; failed?: string };
 
 /** Takes the login token out of the address bar (at once, before anything else). */
 function takeToken(): string | null {
@@ -69,14 +71,25 @@ export function App() {
     return off;
   }, []);
 
+  // "Sign in" on the card. A failure always says so (never a silent return to the stored key's
+  // account, which the user just chose to replace): on the card with who is still signed in when
+  // the stored key still works, else on the sign-in form.
   const redeem = async (token: string) => {
     try {
       await api.login(token);
     } catch (e) {
-      if (!api.hasKey()) {
-        setAuth({ kind: 'login', message: `The login link did not work: ${(e as Error).message}. It is valid once; open the newest link \`cohort server\` printed, or paste an API key.` });
-        return;
+      const why = `The login link did not work: ${(e as Error).message.replace(/\.$/, '')}. It is valid once; open the newest link \`cohort server\` printed`;
+      let current: Viewer | undefined;
+      if (api.hasKey()) {
+        try {
+          current = await api.viewer();
+        } catch (e2) {
+          if (e2 instanceof ApiError && e2.status === 401) api.setKey(null);
+        }
       }
+      if (api.hasKey()) setAuth({ kind: 'link', token, signedIn: true, current, failed: `${why}.` });
+      else setAuth({ kind: 'login', message: `${why}, or paste an API key.` });
+      return;
     }
     await enter(undefined, true);
   };
@@ -85,8 +98,8 @@ export function App() {
   if (auth.kind === 'link') {
     return (
       <Shell>
-        <ConfirmLink signedIn={auth.signedIn} current={auth.current} onSignIn={() => redeem(auth.token)}
-          onCancel={() => void enter(auth.current)} />
+        <ConfirmLink signedIn={auth.signedIn} current={auth.current} failed={auth.failed}
+          onSignIn={() => redeem(auth.token)} onCancel={() => void enter(auth.current)} />
       </Shell>
     );
   }
@@ -103,16 +116,36 @@ function Shell({ children }: { children: preact.ComponentChildren }) {
   );
 }
 
-/** The question a `?token=` link asks before it signs this browser in (only the click redeems it). */
-function ConfirmLink({ signedIn, current, onSignIn, onCancel }: {
-  signedIn: boolean; current?: Viewer; onSignIn: () => Promise<void>; onCancel: () => void;
+/** The question a `?token=` link asks before it signs this browser in (only the click redeems it);
+ * after a failed "Sign in" (`failed`), the failure, who is still signed in, and a button to go on
+ * as that account (no "Sign in" any more: the token is spent or bad). */
+function ConfirmLink({ signedIn, current, failed, onSignIn, onCancel }: {
+  signedIn: boolean; current?: Viewer; failed?: string; onSignIn: () => Promise<void>; onCancel: () => void;
 }) {
   const [busy, setBusy] = useState(false);
   const signIn = async (e: Event) => {
     e.preventDefault();
+    if (failed) { onCancel(); return; }
     setBusy(true);
     try { await onSignIn(); } finally { setBusy(false); }
   };
+  const who = current && (
+    <><b>{current.entity}</b> ({current.role}, {current.key_name === 'browser-session' ? 'from a login link' : <>key <b>{current.key_name}</b></>})</>
+  );
+  if (failed) {
+    return (
+      <form class="login card" data-testid="login-link" onSubmit={signIn}>
+        <h1>The login link did not work</h1>
+        <p class="error" role="alert" data-testid="login-link-error">{failed}</p>
+        <p class="notice" data-testid="login-link-current">
+          {who ? <>This browser is still signed in as {who}.</> : <>This browser is still signed in with the key it had.</>}
+        </p>
+        <div class="actions">
+          <button type="submit" class="primary">{current ? `Continue as ${current.entity}` : 'Continue'}</button>
+        </div>
+      </form>
+    );
+  }
   return (
     <form class="login card" data-testid="login-link" onSubmit={signIn}>
       <h1>Sign in with this link?</h1>
@@ -120,9 +153,7 @@ function ConfirmLink({ signedIn, current, onSignIn, onCancel }: {
         Continue only if you opened a link that <code>cohort server</code> or <code>cohort login-link</code> printed for you.</p>
       {signedIn && (
         <p class="notice" data-testid="login-link-current">
-          {current
-            ? <>This browser is signed in as <b>{current.entity}</b> ({current.role}, {current.key_name === 'browser-session' ? 'from a login link' : <>key <b>{current.key_name}</b></>}).</>
-            : <>This browser is already signed in.</>}
+          {who ? <>This browser is signed in as {who}.</> : <>This browser is already signed in.</>}
           {' '}Signing in with the link replaces that session.
         </p>
       )}

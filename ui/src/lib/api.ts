@@ -169,9 +169,15 @@ export class Api {
     return () => this.unauthListeners.delete(l);
   }
 
-  async request<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+  request<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+    return this.send<T>(method, path, body, signal, true);
+  }
+
+  /** One call. `withKey`: it carries the stored key, and a 401 is that key's (onUnauthenticated
+   * fires); false for the login exchange, which needs no key and whose 401 is about the token. */
+  private async send<T>(method: string, path: string, body: unknown, signal: AbortSignal | undefined, withKey: boolean): Promise<T> {
     const headers: Record<string, string> = {};
-    if (this.key) headers.Authorization = `Bearer ${this.key}`;
+    if (withKey && this.key) headers.Authorization = `Bearer ${this.key}`;
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     this.requests++;
     let resp: Response;
@@ -191,7 +197,7 @@ export class Api {
     if (!resp.ok) {
       const err = json?.error;
       const e = new ApiError(resp.status, err?.code ?? 'error', err?.message ?? `${resp.status} ${resp.statusText}`);
-      if (resp.status === 401) this.unauthListeners.forEach((l) => l());
+      if (resp.status === 401 && withKey) this.unauthListeners.forEach((l) => l());
       throw e;
     }
     if (json === null) throw new ApiError(resp.status, 'invalid_response', `${path}: the server did not answer JSON`);
@@ -201,9 +207,11 @@ export class Api {
   get<T>(path: string, signal?: AbortSignal) { return this.request<T>('GET', path, undefined, signal); }
 
   /** Exchanges the one-time token of `cohort server`'s link for a session key, and keeps it (only
-   * once the user confirmed the link: App.tsx's ConfirmLink). */
+   * once the user confirmed the link: App.tsx's ConfirmLink). The exchange sends no key, and its
+   * 401 (a used, expired or unknown token) says nothing about the stored key: onUnauthenticated
+   * does not fire and the stored key stays; the caller says that the link failed. */
   async login(token: string): Promise<void> {
-    const r = await this.request<{ key: string }>('POST', '/api/v1/sessions', { token });
+    const r = await this.send<{ key: string }>('POST', '/api/v1/sessions', { token }, undefined, false);
     this.setKey(r.key);
   }
 
