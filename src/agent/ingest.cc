@@ -18,14 +18,6 @@ namespace fs = std::filesystem;
 
 constexpr std::chrono::milliseconds kFirstSystemSampleDelay{1000};
 
-// Body of a writer finish record.
-std::string FinishBody(std::optional<int> exit_code, const std::string& state) {
-  bj::object o;
-  if (exit_code) o["exit_code"] = *exit_code;
-  if (!state.empty()) o["state"] = state;
-  return bj::serialize(o);
-}
-
 }  // namespace
 
 std::string PathComponent(std::string_view s) {
@@ -62,6 +54,15 @@ WriterSession::~WriterSession() {
 }
 
 const std::string& WriterSession::dir() const { return stream_->dir(); }
+
+void WriterSession::set_client(std::optional<ClientProcess> process) {
+  client_ = std::move(process);
+  if (!client_) return;
+  if (Status st = stream_->ClientRunning(session_, *client_); !st.ok()) {
+    Logf(LogLevel::kWarning, "{}: the client's process not recorded: {}", stream_->dir(),
+         st.ToString());
+  }
+}
 
 void WriterSession::StopMonitor() {
   if (sampler_) {
@@ -166,11 +167,12 @@ Result<FinishReply> WriterSession::Finish(uint64_t frame, const FinishRequest& r
   if (!finished_) {
     COHORT_RETURN_IF_ERROR(stream_
                                ->Append(RecordKind::kWriterFinish, session_, frame,
-                                        FinishBody(request.exit_code, request.state))
+                                        WriterFinishBody(request.exit_code, request.state))
                                .status());
     finished_ = true;
   }
   COHORT_RETURN_IF_ERROR(Sync());
+  stream_->ClientFinished(session_);
   UploadProgress start = stream_->progress();
   UploadProgress p = start;
   if (sender_ && request.wait_ms > 0) {
@@ -198,7 +200,8 @@ void WriterSession::Crash() {
   if (finished_) return;
   finished_ = true;
   WriterStream::Gone gone = WriterStream::Gone::kCrashed;
-  Status st = stream_->ClientGone(session_, client_, FinishBody(std::nullopt, "crashed"), &gone);
+  Status st =
+      stream_->ClientGone(session_, client_, WriterFinishBody(std::nullopt, "crashed"), &gone);
   if (!st.ok()) {
     Logf(LogLevel::kWarning, "{}: client gone without finish; its crash not recorded: {}",
          stream_->dir(), st.ToString());
@@ -454,6 +457,29 @@ void Ingest::SessionEnded(WriterStream* stream) {
   }
 }
 
+void Ingest::FinishUnattendedWriters() {
+  std::vector<std::pair<std::shared_ptr<WriterStream>, Sender*>> unattended;
+  {
+    MutexLock lock(&mu_);
+    for (auto& [dir, slot] : streams_) {
+      if (slot.stream->attached() == 0) unattended.emplace_back(slot.stream, slot.sender);
+    }
+  }
+  // Not under mu_: a finish is appended and synced.
+  for (auto& [stream, sender] : unattended) {
+    auto finished = stream->FinishEndedClients(WriterFinishBody(std::nullopt, "crashed"));
+    if (!finished.ok()) {
+      Logf(LogLevel::kWarning, "{}: the end of a client that ended unwatched not recorded: {}",
+           stream->dir(), finished.status().ToString());
+    } else if (*finished > 0) {
+      Logf(LogLevel::kInfo,
+           "{}: the client's process ended while no agent watched it: writer crashed",
+           stream->dir());
+      if (sender) sender->Wake();
+    }
+  }
+}
+
 int Ingest::RecoverDir(const std::string& data_dir) {
   int resumed = 0;
   if (artifacts_ && NormalizeDir(data_dir) == NormalizeDir(options_.data_dir)) {
@@ -492,6 +518,7 @@ int Ingest::RecoverDir(const std::string& data_dir) {
 
 void Ingest::Tick() {
   if (artifacts_) artifacts_->Tick();
+  FinishUnattendedWriters();
   std::vector<StreamSlot> to_remove, to_close;
   const int64_t now = NowMillis();
   {

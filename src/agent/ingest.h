@@ -85,7 +85,8 @@ class WriterSession {
   void Release();
 
   // The process of the client (an agent connection's peer); none when unknown.
-  void set_client(std::optional<ClientProcess> process) { client_ = std::move(process); }
+  // Recorded in the writer's clients.json while the session runs (WriterStream::ClientRunning).
+  void set_client(std::optional<ClientProcess> process);
   bool finished() const { return finished_; }
   const std::string& dir() const;
   WriterStream* stream() const { return stream_.get(); }
@@ -151,6 +152,10 @@ class Ingest {
   };
 
   Sender* SenderFor(const std::string& base_url) COHORT_REQUIRES(mu_);
+  // Records the crash of the writers no connection is attached to whose client's process ended
+  // without its session finishing (an agent killed with its client: the next one finds them in
+  // clients.json), so that they end on the server and their directories go once uploaded.
+  void FinishUnattendedWriters() COHORT_EXCLUDES(mu_);
   void SessionEnded(WriterStream* stream) COHORT_EXCLUDES(mu_);
 
   const IngestOptions options_;

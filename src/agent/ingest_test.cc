@@ -1,15 +1,17 @@
 #include "agent/ingest.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -258,6 +260,73 @@ TEST_F(IngestTest, AWriterWhoseClientProcessEndedIsRemovedOnceUploaded) {
   ingest.Tick();
   EXPECT_EQ(ingest.stream_count(), 0u);
   EXPECT_FALSE(fs::exists(dir));
+}
+
+// The agent and its client are killed together (a node's job killed, the agent with it): the
+// next agent resumes the writer's upload and, finding in clients.json that the client's process
+// has ended, records the writer crashed; once uploaded its directory goes. (The writer stayed
+// "running" on the server and its directory was kept for ever, closed and reopened at each
+// agent start.)
+TEST_F(IngestTest, AWriterWhoseClientEndedWhileNoAgentRanIsRecordedCrashedAndRemoved) {
+  FakeCohortServer server;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    execlp("sleep", "sleep", "60", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::string dir;
+  {
+    Ingest first(Options());
+    OpenReply reply;
+    auto session = first.Open(Request(server.url(), "rank_0", false), &reply);
+    ASSERT_TRUE(session) << reply.error;
+    std::optional<ClientProcess> client = ClientProcess::Find(child);
+    ASSERT_TRUE(client.has_value());
+    session->set_client(client);
+    for (int64_t f = 1; f <= 3; ++f) ASSERT_TRUE(session->Log(uint64_t(f), Batch(f - 1)).ok());
+    ASSERT_TRUE(session->Sync().ok());
+    dir = session->dir();
+    session->Release();  // the agent is gone: it records nothing more
+  }
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_TRUE(fs::exists(dir + "/clients.json"));
+
+  Ingest next(Options());
+  ASSERT_EQ(next.RecoverDir(root_), 1);
+  next.Tick();
+  ASSERT_TRUE(Eventually([&] { return server.writers()["rank_0"].state == "crashed"; }))
+      << server.writers()["rank_0"].state;
+  EXPECT_EQ(server.point_count("rank_0"), 3u);
+  ASSERT_TRUE(Eventually([&] {
+    next.Tick();
+    return !fs::exists(dir);
+  }));
+  EXPECT_EQ(next.stream_count(), 0u);
+}
+
+// While the client's process runs the next agent keeps its writer running for its return.
+TEST_F(IngestTest, AWriterWhoseClientRunsOnIsKeptRunningByTheNextAgent) {
+  FakeCohortServer server;
+  std::string dir;
+  {
+    Ingest first(Options());
+    OpenReply reply;
+    auto session = first.Open(Request(server.url(), "rank_0", false), &reply);
+    ASSERT_TRUE(session) << reply.error;
+    session->set_client(ClientProcess::Find(getpid()));
+    ASSERT_TRUE(session->Log(1, Batch(0)).ok());
+    ASSERT_TRUE(session->Sync().ok());
+    dir = session->dir();
+    session->Release();
+  }
+  Ingest next(Options());
+  ASSERT_EQ(next.RecoverDir(root_), 1);
+  ASSERT_TRUE(Eventually([&] { return server.point_count("rank_0") == 1u; }));
+  for (int i = 0; i < 5; ++i) next.Tick();
+  EXPECT_EQ(server.writers()["rank_0"].state, "running");
+  EXPECT_TRUE(fs::exists(dir));
 }
 
 // A writer reopened (its earlier records not uploaded yet: the server was down) with a key the

@@ -99,6 +99,12 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
       continue;
     }
     (*s)->Retarget(options.base_url, options.api_key);
+    // A writer whose agent and client were killed together: its client's end recorded here too.
+    if (auto ended = (*s)->FinishEndedClients(WriterFinishBody(std::nullopt, "crashed"));
+        !ended.ok()) {
+      report.errors.push_back(dir +
+                              ": the end of its client not recorded: " + ended.status().ToString());
+    }
     auto& sender = senders[(*s)->target().base_url];
     if (!sender) sender = std::make_unique<Sender>((*s)->target().base_url, so);
     sender->Add(*s);

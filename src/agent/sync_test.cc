@@ -2,13 +2,14 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 
 #include "agent/agent_log.h"
 #include "agent/fake_cohort_server_for_test.h"
-#include "core/batch_format.h"
 #include "agent/writer_stream.h"
+#include "core/batch_format.h"
 #include "wal/fault_file_system.h"
 
 namespace cohort::agent {
@@ -88,6 +89,29 @@ TEST_F(SyncTest, UploadsFinishedWritersAndRemovesThem) {
   EXPECT_EQ(server.writers().at("rank_0").state, "finished");
   EXPECT_EQ(server.http().requests()[0].authorization, "Bearer ck_new");
   EXPECT_FALSE(fs::exists(root_ + "/run1"));
+}
+
+// A writer left by an agent killed with its client (its session never finished, the client's
+// process recorded running and ended since): sync records the writer crashed, uploads it and
+// removes it. (It was uploaded and kept, the writer running on the server, at every sync.)
+TEST_F(SyncTest, AWriterWhoseClientEndedUnwatchedIsRecordedCrashedAndRemoved) {
+  FakeCohortServer server;
+  const std::string dir = MakeOfflineWriter("rank_0", 3, false);
+  {
+    auto s = WriterStream::OpenExisting(dir);
+    ASSERT_TRUE(s.ok());
+    ClientProcess ended = *ClientProcess::Find(getpid());
+    ended.start_ticks += 1;  // an earlier process that had this pid
+    ASSERT_TRUE((*s)->ClientRunning(1, ended).ok());
+    ASSERT_TRUE((*s)->Close().ok());
+  }
+  auto report = RunSync({root_}, Options(server));
+  ASSERT_TRUE(report.ok());
+  EXPECT_TRUE(report->errors.empty()) << report->errors[0];
+  EXPECT_EQ(report->removed, 1);
+  EXPECT_EQ(server.writers().at("rank_0").state, "crashed");
+  EXPECT_EQ(server.point_count("rank_0"), 30u);
+  EXPECT_FALSE(fs::exists(dir));
 }
 
 TEST_F(SyncTest, SecondSyncSendsNothingAgain) {

@@ -69,6 +69,13 @@ std::vector<std::string> ChildPaths(wal::FileSystem* fs, const std::string& dir)
   return out;
 }
 
+std::string WriterFinishBody(std::optional<int> exit_code, const std::string& state) {
+  bj::object o;
+  if (exit_code) o["exit_code"] = *exit_code;
+  if (!state.empty()) o["state"] = state;
+  return bj::serialize(o);
+}
+
 WriterStream::WriterStream(std::string dir, WriterTarget target, wal::FileSystem* fs)
     : dir_(std::move(dir)), target_(std::move(target)), fs_(fs) {}
 
@@ -559,15 +566,52 @@ Status WriterStream::ClientGone(uint64_t session, const std::optional<ClientProc
     return Status::Ok();
   }
   *gone = Gone::kCrashed;
+  const bool was_running = running_.erase(session) > 0;
   if (process && process->Alive()) {
     away_[session] = *process;
+    *gone = Gone::kKept;
+  }
+  if (was_running || *gone == Gone::kKept) {
     // Kept in memory even when the file cannot be written: this agent keeps the writer.
     Status st = WriteClientsLocked();
     if (!st.ok()) Logf(LogLevel::kWarning, "{}: {}", dir_, st.ToString());
-    *gone = Gone::kKept;
   }
   COHORT_RETURN_IF_ERROR(Append(RecordKind::kWriterFinish, session, 0, finish_body).status());
   return Sync();
+}
+
+Status WriterStream::ClientRunning(uint64_t session, const ClientProcess& process) {
+  MutexLock clients(&clients_mu_);
+  running_[session] = process;
+  return WriteClientsLocked();
+}
+
+void WriterStream::ClientFinished(uint64_t session) {
+  MutexLock clients(&clients_mu_);
+  if (running_.erase(session) == 0) return;
+  if (Status st = WriteClientsLocked(); !st.ok()) {
+    Logf(LogLevel::kWarning, "{}: {}", dir_, st.ToString());
+  }
+}
+
+Result<int> WriterStream::FinishEndedClients(std::string_view finish_body) {
+  MutexLock clients(&clients_mu_);
+  int finished = 0;
+  for (auto it = running_.begin(); it != running_.end();) {
+    if (attached_sessions_.count(it->first) != 0 || it->second.Alive()) {
+      ++it;
+      continue;
+    }
+    COHORT_RETURN_IF_ERROR(Append(RecordKind::kWriterFinish, it->first, 0, finish_body).status());
+    it = running_.erase(it);
+    ++finished;
+  }
+  if (finished == 0) return 0;
+  COHORT_RETURN_IF_ERROR(Sync());
+  if (Status st = WriteClientsLocked(); !st.ok()) {
+    Logf(LogLevel::kWarning, "{}: {}", dir_, st.ToString());
+  }
+  return finished;
 }
 
 Result<bool> WriterStream::ClientBack(uint64_t session) {
@@ -595,21 +639,25 @@ bool WriterStream::AwaitsLiveClient(std::vector<int>* ended) {
 Status WriterStream::WriteClientsLocked() {
   wal::FileSystem* const fs = fs_;
   const std::string path = wal::JoinPath(dir_, kClientsFile);
-  if (away_.empty()) {
+  if (away_.empty() && running_.empty()) {
     Status s = fs->Remove(path);
     if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
     return Status::Ok();
   }
-  bj::array clients;
-  for (const auto& [session, p] : away_) {
-    clients.push_back(bj::object{{"session", int64_t(session)},
-                                 {"pid", p.pid},
-                                 {"start_ticks", int64_t(p.start_ticks)},
-                                 {"boot_id", p.boot_id}});
-  }
+  auto entries = [](const std::map<uint64_t, ClientProcess>& processes) {
+    bj::array out;
+    for (const auto& [session, p] : processes) {
+      out.push_back(bj::object{{"session", int64_t(session)},
+                               {"pid", p.pid},
+                               {"start_ticks", int64_t(p.start_ticks)},
+                               {"boot_id", p.boot_id}});
+    }
+    return out;
+  };
   bj::object o;
   o["version"] = 1;
-  o["clients"] = std::move(clients);
+  o["clients"] = entries(away_);
+  o["running"] = entries(running_);
   return wal::WriteFileAtomically(fs, path, bj::serialize(o));
 }
 
@@ -632,11 +680,12 @@ Status WriterStream::LoadClients() {
   if (r.Int("version") != 1 && r.ok()) {
     return Status::FailedPrecondition(what + ": unsupported version");
   }
-  std::map<uint64_t, ClientProcess> away;
-  if (const bj::array* clients = r.OptArray("clients")) {
-    for (const bj::value& c : *clients) {
+  auto entries = [&](const char* field, std::map<uint64_t, ClientProcess>* out) -> Status {
+    const bj::array* list = r.OptArray(field);
+    if (list == nullptr) return Status::Ok();
+    for (const bj::value& c : *list) {
       if (!c.is_object()) return Status::Corruption(what + ": a client is not an object");
-      json::FieldReader e(c.as_object(), "clients[]");
+      json::FieldReader e(c.as_object(), std::string(field) + "[]");
       ClientProcess p;
       int64_t session = e.Int("session");
       int64_t pid = e.Int("pid");
@@ -648,12 +697,17 @@ Status WriterStream::LoadClients() {
       }
       p.pid = int(pid);
       p.start_ticks = uint64_t(start);
-      away[uint64_t(session)] = std::move(p);
+      (*out)[uint64_t(session)] = std::move(p);
     }
-  }
+    return Status::Ok();
+  };
+  std::map<uint64_t, ClientProcess> away, running;
+  COHORT_RETURN_IF_ERROR(entries("clients", &away));
+  COHORT_RETURN_IF_ERROR(entries("running", &running));
   if (!r.ok()) return Status::Corruption(what + ": " + r.status().message());
   MutexLock clients(&clients_mu_);
   away_ = std::move(away);
+  running_ = std::move(running);
   return Status::Ok();
 }
 

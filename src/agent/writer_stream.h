@@ -104,6 +104,9 @@ struct UploadProgress {
   std::string run_name;   // from the last acknowledged run upsert
 };
 
+// The body of a writer finish record: {"exit_code": n, "state": "..."} (each when given).
+std::string WriterFinishBody(std::optional<int> exit_code, const std::string& state);
+
 class WriterStream {
  public:
   static constexpr char kMetaFile[] = "meta.json";
@@ -164,6 +167,16 @@ class WriterStream {
   // The client of `session` has re-opened it (its join is durable): no longer awaited. True
   // when it was.
   Result<bool> ClientBack(uint64_t session) COHORT_EXCLUDES(clients_mu_);
+  // The process of `session`'s client while it writes (from its connection), kept in
+  // clients.json: an agent that restarts after it and the client were both killed finds there
+  // that the writer's client ended (FinishEndedClients), instead of a writer left running and a
+  // directory kept for ever. Forgotten once the session finished (ClientFinished) or went away
+  // (ClientGone). An error when clients.json could not be written (kept in memory all the same).
+  Status ClientRunning(uint64_t session, const ClientProcess& process) COHORT_EXCLUDES(clients_mu_);
+  void ClientFinished(uint64_t session) COHORT_EXCLUDES(clients_mu_);
+  // Appends `finish_body` as the finish of every session recorded running whose process has
+  // ended and that no connection has attached, and syncs; returns how many were finished.
+  Result<int> FinishEndedClients(std::string_view finish_body) COHORT_EXCLUDES(clients_mu_);
   // Whether the process of a client away still runs. Those whose process ended are forgotten
   // (clients.json is left for Remove; a later reader finds them ended too); their pids are
   // added to *ended when given.
@@ -289,8 +302,10 @@ class WriterStream {
   mutable Mutex clients_mu_ COHORT_ACQUIRED_BEFORE(append_mu_, mu_);
   // Session -> connections attached.
   std::map<uint64_t, int> attached_sessions_ COHORT_GUARDED_BY(clients_mu_);
-  // Persisted: clients.json.
+  // Persisted: clients.json. Clients away (gone without finish, their process running) and
+  // clients running (attached, their session not finished).
   std::map<uint64_t, ClientProcess> away_ COHORT_GUARDED_BY(clients_mu_);
+  std::map<uint64_t, ClientProcess> running_ COHORT_GUARDED_BY(clients_mu_);
 
   // Taken last (Append updates progress_ under append_mu_).
   mutable Mutex mu_ COHORT_ACQUIRED_AFTER(append_mu_);
