@@ -355,6 +355,16 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
   // at this open must not drop them (below).
   const UploadProgress before = stream->progress();
   const bool had_backlog = before.appended_seq > before.done_seq;
+  if (had_backlog && sender && before.key_refused) {
+    // The server refuses this key for the writer's earlier records already: the same answer at
+    // once, with nothing appended (each open appended a run upsert and a join that no finish
+    // would ever follow).
+    reply->error = before.last_failure.ToString() +
+                   " (this writer's earlier records are kept until a key the server accepts "
+                   "uploads them)";
+    session->finished_ = true;
+    return nullptr;
+  }
   // Whatever an earlier connection of this session appended is durable before we report it.
   Status st = stream->Sync();
   if (st.ok()) {

@@ -335,12 +335,15 @@ TEST_F(IngestTest, AWriterWhoseClientRunsOnIsKeptRunningByTheNextAgent) {
 // and its directory removed.)
 TEST_F(IngestTest, AKeyRefusedAtReopenKeepsTheWritersEarlierRecords) {
   std::atomic<int> mode{503};  // 503: down; 401: the key refused; 200: fine
-  std::atomic<int> batches{0};
+  std::atomic<int> batches{0}, joins{0};
   FakeHttpServer server([&](const FakeRequest& r) -> FakeResponse {
     const int m = mode.load();
     if (m != 200) return {m, R"({"error":{"code":"x","message":"no"}})", {}};
     if (r.path == "/api/v1/viewer") return {200, R"({"entity":"alice"})", {}};
-    if (r.path.ends_with("/writers")) return {201, R"({"label":"rank_0","next_step":0})", {}};
+    if (r.path.ends_with("/writers")) {
+      ++joins;
+      return {201, R"({"label":"rank_0","next_step":0})", {}};
+    }
     if (r.path.ends_with("/batches")) ++batches;
     return {200, R"({"duplicate":false,"points":1})", {}};
   });
@@ -365,11 +368,20 @@ TEST_F(IngestTest, AKeyRefusedAtReopenKeepsTheWritersEarlierRecords) {
   auto refused = ingest.Open(again, &reply);
   EXPECT_FALSE(refused);
   EXPECT_NE(reply.error.find("kept"), std::string::npos) << reply.error;
+  // Opened again and again with the refused key (a script retrying): refused at once, with
+  // nothing appended each time (a run upsert and a join each, never finished).
+  for (uint64_t session = 9; session <= 11; ++session) {
+    again.session = session;
+    EXPECT_FALSE(ingest.Open(again, &reply));
+    EXPECT_NE(reply.error.find("kept"), std::string::npos) << reply.error;
+  }
   for (int i = 0; i < 5; ++i) ingest.Tick();
   EXPECT_TRUE(fs::exists(dir + "/meta.json"));
 
   mode = 200;
   ASSERT_TRUE(Eventually([&] { return batches.load() >= 3; })) << batches.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_LE(joins.load(), 2) << "the first open's join, and at most the first refused one's";
 }
 
 // A writer whose key was revoked while its records waited (the server down) is reopened with a

@@ -250,6 +250,7 @@ void Sender::Turn(Entry* e) {
         backoff_.Reset();
         e->had_contact = true;
         e->last_contact_ms = MonoMillis();
+        if (s->progress().key_refused) s->Update([](UploadProgress* p) { p->key_refused = false; });
         s->Pop();
         break;
       case Outcome::kSkip:
@@ -284,6 +285,7 @@ void Sender::Turn(Entry* e) {
           ++p->failures;
           p->last_failure = a.status;
           p->stopped = a.status;
+          p->key_refused = true;
         });
         e->paused_until_ms = INT64_MAX / 4;
         (void)s->FlushAcks(false);
@@ -292,6 +294,7 @@ void Sender::Turn(Entry* e) {
         s->Update([&](UploadProgress* p) {
           ++p->failures;
           p->last_failure = a.status;
+          p->key_refused = true;
         });
         Logf(LogLevel::kWarning, "{}: {}; pausing this writer for {:.0f}s", s->dir(),
              a.status.ToString(), a.delay_s);

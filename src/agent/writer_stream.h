@@ -93,6 +93,9 @@ struct UploadProgress {
   bool complete = false;  // finish appended and every record done
   Status rejected;        // the server refused the run or writer: the stream is dropped
   Status stopped;         // uploads stopped in this process (Sender kStop): nothing dropped
+  // The server refuses the stream's key now (401/403, uploads paused until it takes it again):
+  // cleared by the next record it takes.
+  bool key_refused = false;
   int64_t failures = 0;   // failed upload attempts so far (network, 5xx, 429)
   Status last_failure;
   bool joined = false;    // a writer join was acknowledged
