@@ -23,6 +23,9 @@ struct ClientProcess {
   static std::optional<ClientProcess> Find(int pid, const std::string& proc_root = "/proc");
   // Whether this very process still runs (a zombie or a later process with its pid does not).
   bool Alive(const std::string& proc_root = "/proc") const;
+  // Known to have ended: no such pid, a zombie, or another process under the pid (start time or
+  // boot). False when /proc cannot say (unreadable): a process not seen is not taken for dead.
+  bool Ended(const std::string& proc_root = "/proc") const;
 
   friend bool operator==(const ClientProcess&, const ClientProcess&) = default;
 };

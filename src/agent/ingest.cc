@@ -303,16 +303,20 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
     // is in place, so that this open sees the old stream or the new one, never the move.
     while (moving_.count(dir) != 0) moved_.Wait(mu_);
     auto it = streams_.find(dir);
-    // The same server, mode and key: the stream goes on. Another key (the old one revoked, a
-    // new one given) moves the stream like another server does, so that its records, the
-    // backlog included, go with the key the client has now.
+    // The same server and mode: the stream goes on. Another key while the server refuses the
+    // stream's (revoked, a new one given) moves the stream like another server does, so that
+    // its records, the backlog included, go with the key the client has now; a key that works
+    // is never replaced by an open (two processes, or a mistyped key, would take turns).
     // A stream whose WAL broke (a failed sync) is opened anew the same way: the new one
     // recovers what is durable and says which frames it holds, and the client resends the rest.
     const bool broken = it != streams_.end() && it->second.stream->broken();
     if (broken) Logf(LogLevel::kWarning, "{}: its WAL failed earlier; opening it anew", dir);
+    const bool same_key_or_working =
+        it != streams_.end() &&
+        (req.offline || it->second.stream->target().api_key == req.api_key ||
+         !it->second.stream->progress().key_refused);
     if (it != streams_.end() && !broken && it->second.stream->target().base_url == req.base_url &&
-        it->second.stream->target().offline == req.offline &&
-        (req.offline || it->second.stream->target().api_key == req.api_key)) {
+        it->second.stream->target().offline == req.offline && same_key_or_working) {
       stream = it->second.stream;
       sender = it->second.sender;
     } else {
@@ -477,6 +481,7 @@ void Ingest::FinishUnattendedWriters() {
   }
   // Not under mu_: a finish is appended and synced.
   for (auto& [stream, sender] : unattended) {
+    if (stream->broken()) continue;  // nothing can be appended; the next agent records it
     auto finished = stream->FinishEndedClients(WriterFinishBody(std::nullopt, "crashed"));
     if (!finished.ok()) {
       Logf(LogLevel::kWarning, "{}: the end of a client that ended unwatched not recorded: {}",

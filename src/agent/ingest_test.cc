@@ -389,10 +389,11 @@ TEST_F(IngestTest, AKeyRefusedAtReopenKeepsTheWritersEarlierRecords) {
 // a later agent. (The stream kept the old key: the open was refused, the backlog stuck.)
 TEST_F(IngestTest, AWriterReopenedWithANewKeyUploadsItsBacklogWithIt) {
   std::atomic<int> mode{503};  // 503: down; then up, refusing the old key
-  std::atomic<int> new_key_batches{0};
+  std::atomic<int> new_key_batches{0}, refusals{0};
   FakeHttpServer server([&](const FakeRequest& r) -> FakeResponse {
     if (mode.load() == 503) return {503, R"({"error":{"code":"x","message":"down"}})", {}};
     if (r.authorization != "Bearer ck_new") {
+      ++refusals;
       return {401, R"({"error":{"code":"unauthenticated","message":"key revoked"}})", {}};
     }
     if (r.path == "/api/v1/viewer") return {200, R"({"entity":"alice"})", {}};
@@ -415,7 +416,8 @@ TEST_F(IngestTest, AWriterReopenedWithANewKeyUploadsItsBacklogWithIt) {
   session.reset();
 
   mode = 200;
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // the 503s' backoff over
+  // The old key refused once the server is back (the Sender pauses the writer on it).
+  ASSERT_TRUE(Eventually([&] { return refusals.load() > 0; }));
   OpenRequest again = Request(server.url(), "rank_0", false);
   again.api_key = "ck_new";
   again.session = 8;
@@ -457,7 +459,9 @@ TEST_F(IngestTest, AWriterWhoseWalSyncFailedIsOpenedAnewAndTakesTheResentFrames)
   session = ingest.Open(request, &reply);
   ASSERT_TRUE(session) << reply.error;
   EXPECT_FALSE(session->stream()->broken());
-  EXPECT_GE(reply.last_frame, 2u);  // frame 3 was written, its sync failed: either way
+  // Frame 3 was written but its sync failed: the WAL is cut back to what was durable (a reopen
+  // would read it from the page cache and a later sync pass it off as kept).
+  EXPECT_EQ(reply.last_frame, 2u);
   for (uint64_t f = reply.last_frame + 1; f <= 4; ++f) {
     ASSERT_TRUE(session->Log(f, Batch(int64_t(f) - 1)).ok());
   }
@@ -471,6 +475,31 @@ TEST_F(IngestTest, AWriterWhoseWalSyncFailedIsOpenedAnewAndTakesTheResentFrames)
   EXPECT_EQ(server.point_count("rank_0"), 4u);
   EXPECT_EQ(server.overwritten_points(), 0);
   EXPECT_EQ(server.writers()["rank_0"].state, "finished");
+}
+
+// A key that works is not replaced by an open with another (a second process, a mistyped key):
+// the writer's records go on with the working one. (Two processes took turns moving the stream,
+// each closing it under the other.)
+TEST_F(IngestTest, AnOpenWithAnotherKeyDoesNotReplaceAWorkingOne) {
+  FakeCohortServer server;
+  Ingest ingest(Options());
+  OpenReply reply;
+  auto first = ingest.Open(Request(server.url(), "rank_0", false), &reply);
+  ASSERT_TRUE(first) << reply.error;
+  ASSERT_TRUE(first->Log(1, Batch(0)).ok());
+  ASSERT_TRUE(first->Sync().ok());
+  ASSERT_TRUE(Eventually([&] { return server.point_count("rank_0") == 1u; }));
+  OpenRequest other = Request(server.url(), "rank_0", false);
+  other.api_key = "ck_typo";
+  other.session = 8;
+  auto second = ingest.Open(other, &reply);
+  ASSERT_TRUE(second) << reply.error;
+  EXPECT_EQ(second->stream(), first->stream());
+  EXPECT_EQ(first->stream()->target().api_key, "ck_test");
+  ASSERT_TRUE(first->Log(2, Batch(1)).ok());  // the first process's stream was not closed
+  ASSERT_TRUE(first->Sync().ok());
+  first->Release();
+  second->Release();
 }
 
 // An open of a writer whose finished directory Tick is removing waits until it is gone, then

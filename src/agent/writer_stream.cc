@@ -381,15 +381,12 @@ Result<bool> WriterStream::AppendFrame(RecordKind kind, uint64_t session, uint64
   return true;
 }
 
-bool WriterStream::broken() const {
-  MutexLock lock(&append_mu_);
-  return log_ != nullptr && log_->broken();
-}
-
 Status WriterStream::Sync() {
   MutexLock lock(&append_mu_);
   if (!log_) return Status::FailedPrecondition(dir_ + ": stream closed");
-  return log_->Sync();
+  Status s = log_->Sync();
+  if (!s.ok() && log_->broken()) broken_.store(true);
+  return s;
 }
 
 uint64_t WriterStream::LastFrame(uint64_t session) const {
@@ -566,22 +563,30 @@ Status WriterStream::ClientGone(uint64_t session, const std::optional<ClientProc
     return Status::Ok();
   }
   *gone = Gone::kCrashed;
-  const bool was_running = running_.erase(session) > 0;
-  if (process && process->Alive()) {
+  const bool alive = process && process->Alive();
+  if (alive) {
+    // Recorded before the finish: a directory whose writer finished must outlive it.
     away_[session] = *process;
     *gone = Gone::kKept;
-  }
-  if (was_running || *gone == Gone::kKept) {
     // Kept in memory even when the file cannot be written: this agent keeps the writer.
     Status st = WriteClientsLocked();
     if (!st.ok()) Logf(LogLevel::kWarning, "{}: {}", dir_, st.ToString());
   }
   COHORT_RETURN_IF_ERROR(Append(RecordKind::kWriterFinish, session, 0, finish_body).status());
-  return Sync();
+  COHORT_RETURN_IF_ERROR(Sync());
+  // Running no more once its finish is durable (not before: a finish that failed leaves the
+  // entry for the next agent, which records it).
+  if (running_.erase(session) > 0) {
+    Status st = WriteClientsLocked();
+    if (!st.ok()) Logf(LogLevel::kWarning, "{}: {}", dir_, st.ToString());
+  }
+  return Status::Ok();
 }
 
 Status WriterStream::ClientRunning(uint64_t session, const ClientProcess& process) {
   MutexLock clients(&clients_mu_);
+  auto it = running_.find(session);
+  if (it != running_.end() && it->second == process) return Status::Ok();  // a reconnect
   running_[session] = process;
   return WriteClientsLocked();
 }
@@ -598,7 +603,7 @@ Result<int> WriterStream::FinishEndedClients(std::string_view finish_body) {
   MutexLock clients(&clients_mu_);
   int finished = 0;
   for (auto it = running_.begin(); it != running_.end();) {
-    if (attached_sessions_.count(it->first) != 0 || it->second.Alive()) {
+    if (attached_sessions_.count(it->first) != 0 || !it->second.Ended()) {
       ++it;
       continue;
     }

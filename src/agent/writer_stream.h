@@ -137,8 +137,8 @@ class WriterStream {
   const std::string& dir() const { return dir_; }
 
   // The WAL is broken (a failed sync): nothing more can be appended to this stream; a stream
-  // opened anew on the directory recovers what is durable.
-  bool broken() const;
+  // opened anew on the directory recovers what is durable. Takes no lock.
+  bool broken() const { return broken_.load(); }
 
   // ---- appending ----
   // Appends one record; it is durable after the next Sync(). Returns its seq.
@@ -269,6 +269,7 @@ class WriterStream {
   // Set by OpenLog; Close resets it under append_mu_, after the Sender let go of the stream.
   std::unique_ptr<wal::Log> log_;
 
+  std::atomic<bool> broken_{false};  // Sync failed and broke the WAL
   mutable Mutex append_mu_;  // serialises Append/Sync
   uint64_t next_seq_ COHORT_GUARDED_BY(append_mu_) = 1;
   // Persisted: every seq that left the WAL is below it.

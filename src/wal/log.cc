@@ -311,12 +311,24 @@ bool Log::broken() const {
 Status Log::Close() {
   MutexLock lock(&append_mu_);
   if (writer_ == nullptr) return Status::Ok();
+  const bool was_broken = !writer_->broken().ok();
   Status s = writer_->Close();
   {
     MutexLock state_lock(&mu_);
     // Readers may drain what is durable; nothing more will come.
     sealed_[active_] = s.ok() ? end_.offset : durable_end_.offset;
     if (s.ok()) durable_end_ = end_;
+    if (was_broken || !s.ok()) {
+      // A failed sync may have lost bytes the page cache still shows: the segment is cut back
+      // to what was durable, so that a reopen recovers only that (a later sync would succeed
+      // on the rest and pass it off as kept). What was cut was never acknowledged.
+      const uint64_t keep =
+          durable_end_.segment == active_ ? durable_end_.offset : kSegmentHeaderSize;
+      if (Status t = fs_->Truncate(SegmentPath(active_), keep); !t.ok()) {
+        s = Status::IOError("WAL " + dir_ + ": " + s.message() +
+                            "; cutting it back to what is durable failed too: " + t.message());
+      }
+    }
     active_ = 0;
   }
   writer_.reset();

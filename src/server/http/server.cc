@@ -385,6 +385,7 @@ asio::awaitable<beast::error_code> HttpServer::Impl::WriteResponse(Connection& c
             "retry shortly");
         busy.headers.emplace_back("Retry-After", "1");
         BeastResponse refused = ToBeast(std::move(busy), version, false, keep_alive);
+        conn.stream.expires_after(std::chrono::seconds(options.write_timeout_seconds));
         auto [wec, wn] = co_await bhttp::async_write(conn.stream, refused, kUseTuple);
         co_return wec;
       }
