@@ -114,6 +114,26 @@ TEST_F(SyncTest, AWriterWhoseClientEndedUnwatchedIsRecordedCrashedAndRemoved) {
   EXPECT_FALSE(fs::exists(dir));
 }
 
+// The same with the writer's finish in the WAL (the agent stopped between the finish and the
+// rewrite of clients.json): it stays finished, not crashed.
+TEST_F(SyncTest, AFinishedWritersLeftoverRunningEntryDoesNotMakeItCrashed) {
+  FakeCohortServer server;
+  const std::string dir = MakeOfflineWriter("rank_0", 2, true);
+  {
+    auto s = WriterStream::OpenExisting(dir);
+    ASSERT_TRUE(s.ok());
+    ClientProcess ended = *ClientProcess::Find(getpid());
+    ended.start_ticks += 1;
+    ASSERT_TRUE((*s)->ClientRunning(1, ended).ok());
+    ASSERT_TRUE((*s)->Close().ok());
+  }
+  auto report = RunSync({root_}, Options(server));
+  ASSERT_TRUE(report.ok());
+  EXPECT_TRUE(report->errors.empty()) << report->errors[0];
+  EXPECT_EQ(report->removed, 1);
+  EXPECT_EQ(server.writers().at("rank_0").state, "finished");
+}
+
 TEST_F(SyncTest, SecondSyncSendsNothingAgain) {
   FakeCohortServer server;
   MakeOfflineWriter("rank_0", 4, false);  // never finished: the directory stays

@@ -145,6 +145,7 @@ Status WriterStream::ScanUnacknowledged() {
   bool last_finish = false;               // the log's last record is a finish (acknowledged or not)
   std::map<uint64_t, uint64_t> uploaded;  // frames of the acknowledged records still here
   std::map<uint64_t, uint64_t> stored;    // frames of every record still here
+  std::set<uint64_t> finished_sessions;   // whose last join still here is followed by a finish
   const wal::Position acknowledged = log_->acknowledged();
   // From the first record still in the log: the acknowledged ones tell what their sessions
   // stored (those that left the log are in seq.json).
@@ -162,6 +163,11 @@ Status WriterStream::ScanUnacknowledged() {
       if (done) uploaded[r->session] = std::max(uploaded[r->session], r->frame);
     }
     last_finish = r->kind == RecordKind::kWriterFinish;
+    if (r->session != 0 && r->kind == RecordKind::kWriterFinish) {
+      finished_sessions.insert(r->session);
+    } else if (r->session != 0 && r->kind == RecordKind::kWriterJoin) {
+      finished_sessions.erase(r->session);
+    }
     if (done) continue;
     max_seq = std::max(max_seq, r->seq);
     ++count;
@@ -209,6 +215,10 @@ Status WriterStream::ScanUnacknowledged() {
     frames_saved_at_ = acknowledged;
   }
   uploaded_frames_ = std::move(uploaded);
+  {
+    MutexLock clients(&clients_mu_);
+    finished_sessions_ = std::move(finished_sessions);
+  }
   reader_ = log_->ReadUnacknowledged();
   ack_written_ = ack_pending_ = acknowledged;
   MutexLock lock(&mu_);
@@ -601,18 +611,25 @@ void WriterStream::ClientFinished(uint64_t session) {
 
 Result<int> WriterStream::FinishEndedClients(std::string_view finish_body) {
   MutexLock clients(&clients_mu_);
-  int finished = 0;
+  int finished = 0, forgotten = 0;
   for (auto it = running_.begin(); it != running_.end();) {
     if (attached_sessions_.count(it->first) != 0 || !it->second.Ended()) {
       ++it;
+      continue;
+    }
+    if (finished_sessions_.count(it->first) != 0) {
+      // Its finish is in the WAL (an agent stopped between the finish and this file's rewrite):
+      // ended already, not crashed.
+      it = running_.erase(it);
+      ++forgotten;
       continue;
     }
     COHORT_RETURN_IF_ERROR(Append(RecordKind::kWriterFinish, it->first, 0, finish_body).status());
     it = running_.erase(it);
     ++finished;
   }
-  if (finished == 0) return 0;
-  COHORT_RETURN_IF_ERROR(Sync());
+  if (finished == 0 && forgotten == 0) return 0;
+  if (finished > 0) COHORT_RETURN_IF_ERROR(Sync());
   if (Status st = WriteClientsLocked(); !st.ok()) {
     Logf(LogLevel::kWarning, "{}: {}", dir_, st.ToString());
   }

@@ -49,6 +49,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -310,6 +311,8 @@ class WriterStream {
   // clients running (attached, their session not finished).
   std::map<uint64_t, ClientProcess> away_ COHORT_GUARDED_BY(clients_mu_);
   std::map<uint64_t, ClientProcess> running_ COHORT_GUARDED_BY(clients_mu_);
+  // Sessions whose last join in the WAL (when it was opened) is followed by a finish.
+  std::set<uint64_t> finished_sessions_ COHORT_GUARDED_BY(clients_mu_);
 
   // Taken last (Append updates progress_ under append_mu_).
   mutable Mutex mu_ COHORT_ACQUIRED_AFTER(append_mu_);
