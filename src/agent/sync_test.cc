@@ -60,6 +60,17 @@ class SyncTest : public ::testing::Test {
     return dir;
   }
 
+  // Records in `dir`'s clients.json that session 1's client runs, as a process that has ended
+  // since (an earlier process that had this pid): what an agent killed with its client leaves.
+  static void RecordEndedClientRunning(const std::string& dir) {
+    auto s = WriterStream::OpenExisting(dir);
+    ASSERT_TRUE(s.ok());
+    ClientProcess ended = *ClientProcess::Find(getpid());
+    ended.start_ticks += 1;
+    ASSERT_TRUE((*s)->ClientRunning(1, ended).ok());
+    ASSERT_TRUE((*s)->Close().ok());
+  }
+
   SyncOptions Options(const FakeCohortServer& server) { return Options(server.url(), 10); }
   static SyncOptions Options(const std::string& url, double give_up_after_s) {
     SyncOptions o;
@@ -97,14 +108,7 @@ TEST_F(SyncTest, UploadsFinishedWritersAndRemovesThem) {
 TEST_F(SyncTest, AWriterWhoseClientEndedUnwatchedIsRecordedCrashedAndRemoved) {
   FakeCohortServer server;
   const std::string dir = MakeOfflineWriter("rank_0", 3, false);
-  {
-    auto s = WriterStream::OpenExisting(dir);
-    ASSERT_TRUE(s.ok());
-    ClientProcess ended = *ClientProcess::Find(getpid());
-    ended.start_ticks += 1;  // an earlier process that had this pid
-    ASSERT_TRUE((*s)->ClientRunning(1, ended).ok());
-    ASSERT_TRUE((*s)->Close().ok());
-  }
+  RecordEndedClientRunning(dir);
   auto report = RunSync({root_}, Options(server));
   ASSERT_TRUE(report.ok());
   EXPECT_TRUE(report->errors.empty()) << report->errors[0];
@@ -119,14 +123,7 @@ TEST_F(SyncTest, AWriterWhoseClientEndedUnwatchedIsRecordedCrashedAndRemoved) {
 TEST_F(SyncTest, AFinishedWritersLeftoverRunningEntryDoesNotMakeItCrashed) {
   FakeCohortServer server;
   const std::string dir = MakeOfflineWriter("rank_0", 2, true);
-  {
-    auto s = WriterStream::OpenExisting(dir);
-    ASSERT_TRUE(s.ok());
-    ClientProcess ended = *ClientProcess::Find(getpid());
-    ended.start_ticks += 1;
-    ASSERT_TRUE((*s)->ClientRunning(1, ended).ok());
-    ASSERT_TRUE((*s)->Close().ok());
-  }
+  RecordEndedClientRunning(dir);
   auto report = RunSync({root_}, Options(server));
   ASSERT_TRUE(report.ok());
   EXPECT_TRUE(report->errors.empty()) << report->errors[0];
