@@ -294,6 +294,11 @@ describe('web UI', () => {
     await page.locator('.logs-bar input[data-label="rank_1"]').check();
     const rank1 = all.filter((l) => l.label === 'rank_1').length;
     await page.getByTestId('log-count').filter({ hasText: `${rank1} lines` }).waitFor();
+    // The count comes with the filter's answer, the lines a render later: wait for them.
+    await page.waitForFunction(() => {
+      const shown = [...document.querySelectorAll('.log-line[data-label]')];
+      return shown.length > 0 && shown.every((e) => e.getAttribute('data-label') === 'rank_1');
+    }, null, { timeout: 10000 });
     const labels = await page.locator('.log-line[data-label]').evaluateAll((els) => [...new Set(els.map((e) => e.getAttribute('data-label')))]);
     assert.deepEqual(labels, ['rank_1']);
     assert.match(page.url(), /labels=rank_1/);
