@@ -1,4 +1,5 @@
 """Shared fixtures for the cross-process test suites: the real `cohort` binary on a free port."""
+import hashlib
 import io
 import json
 import os
@@ -184,6 +185,18 @@ def server(tmp_path):
 @pytest.fixture
 def api(server):
     return server.api()
+
+
+def byte_pattern(size, seed):
+    """`size` bytes that differ from 64 KiB block to block (so that an 8 MiB part or range sent
+    in another's place shows) and from seed to seed."""
+    block = hashlib.sha256(f"{seed}".encode()).digest() * 2048  # 64 KiB
+    out = bytearray()
+    i = 0
+    while len(out) < size:
+        out += bytes([i % 251]) + block
+        i += 1
+    return bytes(out[:size])
 
 
 def wait_for(predicate, timeout=10.0, interval=0.05):

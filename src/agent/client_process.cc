@@ -4,15 +4,22 @@
 
 namespace cohort::agent {
 
-std::optional<ClientProcess> ClientProcess::Find(int pid, const std::string& proc_root) {
-  if (pid <= 0) return std::nullopt;
+Result<std::optional<ClientProcess>> ClientProcess::Identify(int pid,
+                                                             const std::string& proc_root) {
+  if (pid <= 0) return std::optional<ClientProcess>();
   auto stat = monitor::ReadWholeFile(proc_root + "/" + std::to_string(pid) + "/stat");
+  if (!stat.ok()) {
+    if (stat.status().code() == StatusCode::kNotFound) return std::optional<ClientProcess>();
+    return stat.status();
+  }
   monitor::ProcStat st;
-  if (!stat.ok() || !monitor::ParseProcStat(*stat, &st) || st.pid != pid) return std::nullopt;
+  if (!monitor::ParseProcStat(*stat, &st) || st.pid != pid) {
+    return Status::Corruption(proc_root + "/" + std::to_string(pid) + "/stat: unparsable");
+  }
   // The state is the first field after the command name (which ends at the last ')').
   auto fields = monitor::SplitFields(std::string_view(*stat).substr(stat->rfind(')') + 1));
   if (fields.empty() || fields[0] == "Z" || fields[0] == "X" || fields[0] == "x") {
-    return std::nullopt;
+    return std::optional<ClientProcess>();
   }
   auto boot = monitor::ReadWholeFile(proc_root + "/sys/kernel/random/boot_id");
   ClientProcess p;
@@ -22,7 +29,12 @@ std::optional<ClientProcess> ClientProcess::Find(int pid, const std::string& pro
     auto f = monitor::SplitFields(*boot);
     if (!f.empty()) p.boot_id = std::string(f[0]);
   }
-  return p;
+  return std::optional<ClientProcess>(std::move(p));
+}
+
+std::optional<ClientProcess> ClientProcess::Find(int pid, const std::string& proc_root) {
+  auto now = Identify(pid, proc_root);
+  return now.ok() ? *now : std::nullopt;
 }
 
 bool ClientProcess::Alive(const std::string& proc_root) const {
@@ -31,19 +43,12 @@ bool ClientProcess::Alive(const std::string& proc_root) const {
 }
 
 bool ClientProcess::Ended(const std::string& proc_root) const {
-  auto stat = monitor::ReadWholeFile(proc_root + "/" + std::to_string(pid) + "/stat");
-  if (!stat.ok()) return stat.status().code() == StatusCode::kNotFound;
-  monitor::ProcStat st;
-  if (!monitor::ParseProcStat(*stat, &st) || st.pid != pid) return false;
-  auto fields = monitor::SplitFields(std::string_view(*stat).substr(stat->rfind(')') + 1));
-  if (!fields.empty() && (fields[0] == "Z" || fields[0] == "X" || fields[0] == "x")) return true;
-  if (st.start_ticks != start_ticks) return true;
-  auto boot = monitor::ReadWholeFile(proc_root + "/sys/kernel/random/boot_id");
-  if (boot.ok() && !boot_id.empty()) {
-    auto f = monitor::SplitFields(*boot);
-    if (!f.empty() && std::string(f[0]) != boot_id) return true;
-  }
-  return false;
+  auto now = Identify(pid, proc_root);
+  if (!now.ok()) return false;  // /proc cannot say
+  if (!*now) return true;
+  const bool other_boot =
+      !boot_id.empty() && !(*now)->boot_id.empty() && (*now)->boot_id != boot_id;
+  return (*now)->start_ticks != start_ticks || other_boot;
 }
 
 }  // namespace cohort::agent

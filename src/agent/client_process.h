@@ -12,6 +12,8 @@
 #include <optional>
 #include <string>
 
+#include "cohort/status.h"
+
 namespace cohort::agent {
 
 struct ClientProcess {
@@ -28,6 +30,11 @@ struct ClientProcess {
   bool Ended(const std::string& proc_root = "/proc") const;
 
   friend bool operator==(const ClientProcess&, const ClientProcess&) = default;
+
+ private:
+  // The process now under `pid`: nullopt when there is none (no such pid, or only its zombie);
+  // an error when /proc cannot say (unreadable, unparsable).
+  static Result<std::optional<ClientProcess>> Identify(int pid, const std::string& proc_root);
 };
 
 }  // namespace cohort::agent

@@ -250,7 +250,10 @@ void Sender::Turn(Entry* e) {
         backoff_.Reset();
         e->had_contact = true;
         e->last_contact_ms = MonoMillis();
-        if (s->progress().key_refused) s->Update([](UploadProgress* p) { p->key_refused = false; });
+        if (e->key_refused) {
+          e->key_refused = false;
+          s->Update([](UploadProgress* p) { p->key_refused = false; });
+        }
         s->Pop();
         break;
       case Outcome::kSkip:
@@ -287,6 +290,7 @@ void Sender::Turn(Entry* e) {
           p->stopped = a.status;
           p->key_refused = true;
         });
+        e->key_refused = true;
         e->paused_until_ms = INT64_MAX / 4;
         (void)s->FlushAcks(false);
         return;
@@ -296,6 +300,7 @@ void Sender::Turn(Entry* e) {
           p->last_failure = a.status;
           p->key_refused = true;
         });
+        e->key_refused = true;
         Logf(LogLevel::kWarning, "{}: {}; pausing this writer for {:.0f}s", s->dir(),
              a.status.ToString(), a.delay_s);
         e->paused_until_ms = MonoMillis() + int64_t(a.delay_s * 1000);

@@ -100,6 +100,7 @@ class Sender {
     int64_t paused_until_ms = 0;
     int64_t last_contact_ms = 0;
     bool had_contact = false;
+    bool key_refused = false;  // mirrors the stream's UploadProgress::key_refused
   };
   // kStop: this writer's uploads stop in this process, nothing dropped (`cohort sync` given a
   // key the server refuses: the WAL stays for a sync with a key it accepts).

@@ -611,29 +611,25 @@ void WriterStream::ClientFinished(uint64_t session) {
 
 Result<int> WriterStream::FinishEndedClients(std::string_view finish_body) {
   MutexLock clients(&clients_mu_);
-  int finished = 0, forgotten = 0;
-  for (auto it = running_.begin(); it != running_.end();) {
-    if (attached_sessions_.count(it->first) != 0 || !it->second.Ended()) {
-      ++it;
-      continue;
-    }
-    if (finished_sessions_.count(it->first) != 0) {
-      // Its finish is in the WAL (an agent stopped between the finish and this file's rewrite):
-      // ended already, not crashed.
-      it = running_.erase(it);
-      ++forgotten;
-      continue;
-    }
-    COHORT_RETURN_IF_ERROR(Append(RecordKind::kWriterFinish, it->first, 0, finish_body).status());
-    it = running_.erase(it);
-    ++finished;
+  std::vector<uint64_t> crashed, finished_before;
+  for (const auto& [session, process] : running_) {
+    if (attached_sessions_.count(session) != 0 || !process.Ended()) continue;
+    // Its finish in the WAL already (an agent stopped between the finish and this file's
+    // rewrite): ended, not crashed.
+    (finished_sessions_.count(session) != 0 ? finished_before : crashed).push_back(session);
   }
-  if (finished == 0 && forgotten == 0) return 0;
-  if (finished > 0) COHORT_RETURN_IF_ERROR(Sync());
+  if (crashed.empty() && finished_before.empty()) return 0;
+  for (uint64_t session : crashed) {
+    COHORT_RETURN_IF_ERROR(Append(RecordKind::kWriterFinish, session, 0, finish_body).status());
+  }
+  if (!crashed.empty()) COHORT_RETURN_IF_ERROR(Sync());
+  // Running no more once their finish is durable.
+  for (uint64_t session : crashed) running_.erase(session);
+  for (uint64_t session : finished_before) running_.erase(session);
   if (Status st = WriteClientsLocked(); !st.ok()) {
     Logf(LogLevel::kWarning, "{}: {}", dir_, st.ToString());
   }
-  return finished;
+  return int(crashed.size());
 }
 
 Result<bool> WriterStream::ClientBack(uint64_t session) {

@@ -10,6 +10,7 @@ for _p in (_HERE.parent, _HERE.parent / "python", _HERE.parent / "distributed"):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
+from conftest import byte_pattern as pattern  # noqa: E402,F401  (its name in these tests)
 import sdk_helpers  # noqa: E402,F401  (the cohort package from the source tree, or a build hint)
 
 PART = 8 << 20
@@ -60,14 +61,3 @@ def stored_blob(server, digest):
     matches = list((server.data_dir / "blobs" / "sha256").rglob(digest))
     assert len(matches) == 1, (digest, matches)
     return matches[0]
-
-
-def pattern(size, seed):
-    """`size` bytes that differ at every 8 MiB range and from seed to seed."""
-    block = hashlib.sha256(f"{seed}".encode()).digest() * 2048  # 64 KiB
-    out = bytearray()
-    i = 0
-    while len(out) < size:
-        out += bytes([i % 251]) + block
-        i += 1
-    return bytes(out[:size])

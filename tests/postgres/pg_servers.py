@@ -2,11 +2,11 @@
 a database of its own per test, `cohort server` processes on it, and the calls the tests make
 of them."""
 import contextlib
-import hashlib
 import subprocess
 import urllib.parse
 
 from conftest import COHORT_BIN, ServerProcess
+from conftest import byte_pattern as data_of  # noqa: F401  (the tests' name for it)
 
 
 def fresh_db(cluster, tmp_path, tag):
@@ -73,15 +73,6 @@ def put_part(api, entity, sha, size, n, chunk):
     assert status == 200, body
 
 
-def data_of(size, seed):
-    """`size` bytes that differ part by part (so that a part sent in another's place shows)."""
-    block = hashlib.sha256(seed.encode()).digest() * 2048
-    out = bytearray()
-    i = 0
-    while len(out) < size:
-        out += bytes([i % 251]) + block
-        i += 1
-    return bytes(out[:size])
 
 
 def cohort(*args, check=True):
