@@ -1,6 +1,7 @@
 // Connection and SocketBodyReader: one accepted socket of HttpServer, and the reader of a
 // streamed request body on it (RouteOptions::stream_body). Internal to the HTTP layer
-// (server.cc): the only header that includes Beast and Asio; include it nowhere else.
+// (server.cc): with beast_message.h, the only headers that include Beast and Asio; include them
+// nowhere else.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>

@@ -1,6 +1,7 @@
-// HttpServer on Boost.Beast: with connection.{h,cc}, the only code of the HTTP layer that
-// includes Beast and Asio. One coroutine per connection runs on that connection's strand of the io_context; route
-// handlers run on a separate thread pool and the coroutine resumes on its strand afterwards.
+// HttpServer on Boost.Beast: with connection.{h,cc} and beast_message.{h,cc}, the only code of the
+// HTTP layer that includes Beast and Asio. One coroutine per connection runs on that connection's
+// strand of the io_context; route handlers run on a separate thread pool and the coroutine resumes
+// on its strand afterwards.
 #include "server/http/server.h"
 
 #include <algorithm>
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "core/mutex.h"
+#include "server/http/beast_message.h"
 #include "server/http/connection.h"
 
 namespace cohort::http {
@@ -45,177 +47,30 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
+using internal::BeastRequest;
+using internal::BeastResponse;
+using internal::BodiesInFlightRefusal;
+using internal::BodyReservation;
 using internal::Connection;
+using internal::HasTransferEncoding;
+using internal::LogError;
+using internal::ParseTarget;
+using internal::ReadErrorResponse;
 using internal::SocketBodyReader;
+using internal::ToBeast;
+using internal::ToLower;
+using internal::WantsClose;
 
 constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 constexpr size_t kFirstReadBytes = 512;                // buffer for the first byte of a request
 constexpr size_t kKeepBufferBytes = 8 << 10;           // larger idle buffers are released
 constexpr size_t kBodyReadBytes = 256 << 10;           // a large body grows by this much per read
+constexpr uint64_t kChunkedReserveStep = 256 << 10;    // a chunked body's reservation grows so
 constexpr auto kLingerTime = std::chrono::seconds(1);  // draining after an early error answer
 constexpr size_t kLingerMaxBytes = 4 << 20;
 constexpr std::chrono::milliseconds kAcceptBackoff{50};
 // How often a streamed response waiting for its share of --max-response-bytes-in-flight looks.
 constexpr std::chrono::milliseconds kStreamedPieceRetry{10};
-constexpr const char* kServerName = "cohort";
-
-using BeastRequest = bhttp::request<bhttp::string_body>;
-using BeastResponse = bhttp::response<bhttp::string_body>;
-
-// Whether the request names a Transfer-Encoding (any coding).
-bool HasTransferEncoding(const HttpRequest& req) {
-  for (const auto& [name, value] : req.headers) {
-    if (name == "transfer-encoding") return true;
-  }
-  return false;
-}
-
-std::string ToLower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
-
-void LogError(const std::string& what) { std::fprintf(stderr, "cohort http: %s\n", what.c_str()); }
-
-// Headers the server sets itself; a handler's values for them are ignored.
-bool IsManagedHeader(std::string_view lower) {
-  return lower == "content-length" || lower == "transfer-encoding" || lower == "connection";
-}
-
-// Token characters of RFC 9110 field names.
-bool IsSafeHeaderName(std::string_view name) {
-  if (name.empty()) return false;
-  for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-    if (!ok) return false;
-  }
-  return true;
-}
-
-// No CR, LF or NUL: a handler's value must not be able to split the response.
-bool IsSafeHeaderValue(std::string_view value) {
-  return value.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
-}
-
-// Converts a handler's response into a Beast one. `head`: headers only, with the Content-Length
-// the body would have.
-BeastResponse ToBeast(HttpResponse&& resp, unsigned version, bool head, bool keep_alive) {
-  if (resp.status < 100 || resp.status > 999) {
-    LogError("handler returned invalid status " + std::to_string(resp.status));
-    resp = HttpResponse::Error(500, "internal", "internal server error");
-  }
-  BeastResponse res;
-  res.version(version);
-  res.result(static_cast<unsigned>(resp.status));
-  res.set(bhttp::field::server, kServerName);
-  if (IsSafeHeaderValue(resp.content_type)) {
-    res.set(bhttp::field::content_type, resp.content_type);
-  }
-  for (auto& [name, value] : resp.headers) {
-    std::string lower = ToLower(name);
-    if (IsManagedHeader(lower)) continue;  // "Connection: close" is honoured by the caller
-    if (!IsSafeHeaderName(name) || !IsSafeHeaderValue(value)) {
-      LogError("dropped invalid response header '" + name + "'");
-      continue;
-    }
-    if (lower == "content-type" || lower == "server") {
-      res.set(name, value);
-    } else {
-      res.insert(name, value);
-    }
-  }
-  res.keep_alive(keep_alive);
-  if (keep_alive) res.set(bhttp::field::connection, "keep-alive");
-  bool bodiless = resp.status < 200 || resp.status == 204 || resp.status == 304;
-  if (bodiless) {
-    res.prepare_payload();
-  } else if (head) {
-    res.content_length(resp.body_source ? resp.streamed_length : resp.body.size());
-  } else {
-    res.body() = std::move(resp.body);
-    res.prepare_payload();
-  }
-  return res;
-}
-
-bool WantsClose(const HttpResponse& resp) {
-  for (const auto& [name, value] : resp.headers) {
-    if (beast::iequals(name, "connection") && beast::iequals(value, "close")) return true;
-  }
-  return false;
-}
-
-// Fills path and query of `out` from its target. False when the target is not a valid
-// origin-form or absolute-form request target.
-bool ParseTarget(HttpRequest* out) {
-  namespace urls = boost::urls;
-  std::string_view target = out->target;
-  auto parsed = !target.empty() && target.front() == '/' ? urls::parse_origin_form(target)
-                                                         : urls::parse_absolute_uri(target);
-  if (!parsed) return false;
-  const urls::url_view& url = *parsed;
-  out->path = url.path();
-  if (out->path.empty()) out->path = "/";
-  if (url.has_query()) {
-    for (auto param : url.params(urls::encoding_opts(/*space_as_plus=*/true))) {
-      if (param.key.empty() && !param.has_value) continue;
-      out->query.emplace(std::move(param.key), std::move(param.value));
-    }
-  }
-  return true;
-}
-
-// The HTTP-layer error answer to a failed request read, or status 0 to close silently.
-HttpResponse ReadErrorResponse(const beast::error_code& ec) {
-  if (ec == bhttp::error::header_limit) {
-    return HttpResponse::Error(431, "header_too_large", "request header fields too large");
-  }
-  if (ec == bhttp::error::body_limit) {
-    return HttpResponse::Error(413, "payload_too_large", "request body too large");
-  }
-  if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
-      ec.category() != bhttp::make_error_code(bhttp::error::bad_target).category()) {
-    HttpResponse none;
-    none.status = 0;  // connection closed, timed out or failed: nothing to answer
-    return none;
-  }
-  return HttpResponse::Error(400, "bad_request", "malformed request: " + ec.message());
-}
-
-// A share of one of the in-flight budgets (ServerOptions::max_body_bytes_in_flight for request
-// bodies, max_response_bytes_in_flight for streamed responses), released when it goes out of
-// scope (after the request was answered).
-class BodyReservation {
- public:
-  explicit BodyReservation(std::atomic<int64_t>* in_flight) : in_flight_(in_flight) {}
-  ~BodyReservation() { Release(); }
-  BodyReservation(const BodyReservation&) = delete;
-  BodyReservation& operator=(const BodyReservation&) = delete;
-
-  void Release() {
-    if (bytes_ > 0) in_flight_->fetch_sub(bytes_, std::memory_order_relaxed);
-    bytes_ = 0;
-  }
-  // Reserves `bytes` unless that would take the total past `limit`.
-  bool Take(uint64_t bytes, size_t limit) {
-    const int64_t want = static_cast<int64_t>(std::min<uint64_t>(bytes, limit + uint64_t{1}));
-    int64_t now = in_flight_->load(std::memory_order_relaxed);
-    do {
-      if (now + want > static_cast<int64_t>(limit)) return false;
-    } while (!in_flight_->compare_exchange_weak(now, now + want, std::memory_order_relaxed));
-    bytes_ = want;
-    return true;
-  }
-
- private:
-  std::atomic<int64_t>* in_flight_;
-  int64_t bytes_ = 0;
-};
-
 }  // namespace
 
 struct HttpServer::Impl {
@@ -232,10 +87,21 @@ struct HttpServer::Impl {
   asio::awaitable<HttpResponse> RunHandler(HttpRequest* req);
   asio::awaitable<std::optional<HttpResponse>> RunGate(const HttpRequest* head);
   asio::awaitable<void> LingerAndClose(Connection& conn);
+  // Answers a request whose body is not read (or not read further), then closes.
+  asio::awaitable<void> RefuseBody(Connection& conn, HttpResponse refusal, unsigned version,
+                                   const std::string& method);
+  // Reads a chunked body, growing `reservation` to what arrived (in kChunkedReserveStep steps,
+  // up to --max-body-bytes); `*out_of_budget` when the budget had no room for more.
+  asio::awaitable<beast::error_code> ReadChunkedBody(
+      beast::tcp_stream& stream, beast::flat_buffer& buffer,
+      bhttp::request_parser<bhttp::string_body>& parser, BodyReservation& reservation,
+      bool* out_of_budget);
   // Writes a response; a streamed body (HttpResponse::body_source) piece by piece, each made on
-  // the read pool. An error when the response could not be written whole.
+  // the read pool. An error when the response could not be written whole. `*sent_status` is the
+  // status that went: the response's, or 503 when a streamed body found no room in the budget.
   asio::awaitable<beast::error_code> WriteResponse(Connection& conn, HttpResponse&& resp,
-                                                   unsigned version, bool head, bool keep_alive);
+                                                   unsigned version, bool head, bool keep_alive,
+                                                   int* sent_status);
   // Runs the handler of a streamed body (RouteOptions::stream_body) and answers. False when the
   // connection is done with (closed, or to be closed by the caller's return).
   asio::awaitable<bool> ServeStreamed(const std::shared_ptr<Connection>& conn,
@@ -358,10 +224,44 @@ asio::awaitable<void> HttpServer::Impl::LingerAndClose(Connection& conn) {
   conn.Close();
 }
 
+asio::awaitable<void> HttpServer::Impl::RefuseBody(Connection& conn, HttpResponse refusal,
+                                                   unsigned version, const std::string& method) {
+  stats.bodies_refused_total.fetch_add(1, std::memory_order_relaxed);
+  stats.requests_total.fetch_add(1, std::memory_order_relaxed);
+  const int status = refusal.status;
+  BeastResponse res = ToBeast(std::move(refusal), version, false, false);
+  conn.stream.expires_after(std::chrono::seconds(options.write_timeout_seconds));
+  auto [wec, wn] = co_await bhttp::async_write(conn.stream, res, kUseTuple);
+  if (observer) observer("unmatched", method, status, 0);
+  if (!wec) co_await LingerAndClose(conn);
+}
+
+asio::awaitable<beast::error_code> HttpServer::Impl::ReadChunkedBody(
+    beast::tcp_stream& stream, beast::flat_buffer& buffer,
+    bhttp::request_parser<bhttp::string_body>& parser, BodyReservation& reservation,
+    bool* out_of_budget) {
+  *out_of_budget = false;
+  while (!parser.is_done()) {
+    auto [ec, n] = co_await bhttp::async_read_some(stream, buffer, parser, kUseTuple);
+    if (ec) co_return ec;
+    const uint64_t have = parser.get().body().size();
+    if (have <= reservation.bytes()) continue;
+    const uint64_t steps = (have + kChunkedReserveStep - 1) / kChunkedReserveStep;
+    const uint64_t want = std::min<uint64_t>(steps * kChunkedReserveStep, options.max_body_bytes);
+    if (!reservation.GrowTo(std::max(want, have), options.max_body_bytes_in_flight)) {
+      *out_of_budget = true;
+      co_return beast::error_code();
+    }
+  }
+  co_return beast::error_code();
+}
+
 asio::awaitable<beast::error_code> HttpServer::Impl::WriteResponse(Connection& conn,
                                                                    HttpResponse&& resp,
                                                                    unsigned version, bool head,
-                                                                   bool keep_alive) {
+                                                                   bool keep_alive,
+                                                                   int* sent_status) {
+  *sent_status = resp.status;
   std::function<Result<std::string>()> source = std::move(resp.body_source);
   const uint64_t length = resp.streamed_length;
   const uint64_t piece_bytes =
@@ -384,6 +284,7 @@ asio::awaitable<beast::error_code> HttpServer::Impl::WriteResponse(Connection& c
             "the server is sending as many downloads as --max-response-bytes-in-flight allows; "
             "retry shortly");
         busy.headers.emplace_back("Retry-After", "1");
+        *sent_status = busy.status;
         BeastResponse refused = ToBeast(std::move(busy), version, false, keep_alive);
         conn.stream.expires_after(std::chrono::seconds(options.write_timeout_seconds));
         auto [wec, wn] = co_await bhttp::async_write(conn.stream, refused, kUseTuple);
@@ -474,8 +375,9 @@ asio::awaitable<bool> HttpServer::Impl::ServeStreamed(
   }
   const bool complete = reader.complete();
   const bool keep_alive = keep_alive_asked && complete && !stopping && !WantsClose(resp);
-  const int status = resp.status;
-  beast::error_code wec = co_await WriteResponse(*conn, std::move(resp), version, false, keep_alive);
+  int status = resp.status;
+  beast::error_code wec =
+      co_await WriteResponse(*conn, std::move(resp), version, false, keep_alive, &status);
   observe(status);
   if (wec) co_return false;
   if (!complete) {
@@ -591,28 +493,19 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
                                     "not a chunked body");
     }
     // A streamed body holds at most the route's buffer in memory, not its length; a chunked
-    // body (no length said) may grow to the body limit, which it reserves.
+    // body (no length said) reserves what arrived as it grows (ReadChunkedBody).
     const uint64_t reserve =
         streamed && parser.content_length()
             ? std::min<uint64_t>(*parser.content_length(),
                                  route_options->streamed_body_memory_bytes + kBodyChunkBytes)
             : parser.content_length().value_or(
-                  std::min<uint64_t>(options.max_body_bytes, options.max_body_bytes_in_flight));
+                  std::min<uint64_t>(options.max_body_bytes, kChunkedReserveStep));
     if (gated && !refused && !reservation.Take(reserve, options.max_body_bytes_in_flight)) {
-      refused =
-          HttpResponse::Error(503, "unavailable", "too many request bodies in flight; retry later");
-      refused->headers.emplace_back("Retry-After", "1");
+      refused = BodiesInFlightRefusal();
     }
     if (refused) {
       // Refused before a byte of its body was read: answer, then close (the body is not read).
-      stats.bodies_refused_total.fetch_add(1, std::memory_order_relaxed);
-      stats.requests_total.fetch_add(1, std::memory_order_relaxed);
-      int status = refused->status;
-      BeastResponse res = ToBeast(std::move(*refused), parser.get().version(), false, false);
-      stream.expires_after(std::chrono::seconds(options.write_timeout_seconds));
-      auto [wec, wn] = co_await bhttp::async_write(stream, res, kUseTuple);
-      if (observer) observer("unmatched", req.method, status, 0);
-      if (!wec) co_await LingerAndClose(*conn);
+      co_await RefuseBody(*conn, std::move(*refused), parser.get().version(), req.method);
       co_return;
     }
     if (streamed && !ec) {
@@ -652,6 +545,13 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
       }
       direct_body.resize(have);
       direct = true;
+    } else if (!ec && !parser.is_done() && parser.chunked()) {
+      bool out_of_budget = false;
+      ec = co_await ReadChunkedBody(stream, buffer, parser, reservation, &out_of_budget);
+      if (out_of_budget) {
+        co_await RefuseBody(*conn, BodiesInFlightRefusal(), parser.get().version(), req.method);
+        co_return;
+      }
     } else if (!ec && !parser.is_done()) {
       auto [bec, bn] = co_await bhttp::async_read(stream, buffer, parser, kUseTuple);
       ec = bec;
@@ -694,7 +594,8 @@ asio::awaitable<void> HttpServer::Impl::Session(std::shared_ptr<Connection> conn
     stats.requests_total.fetch_add(1, std::memory_order_relaxed);
     keep_alive = keep_alive && !stopping && !WantsClose(resp);
     int status = resp.status;
-    beast::error_code wec = co_await WriteResponse(*conn, std::move(resp), version, head, keep_alive);
+    beast::error_code wec =
+        co_await WriteResponse(*conn, std::move(resp), version, head, keep_alive, &status);
     if (observer) {
       auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                     std::chrono::steady_clock::now() - started_at)

@@ -3,11 +3,13 @@
 // sees; the in-flight budget counts a streamed body's buffer, not its length.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -145,9 +147,10 @@ class StreamTest : public ::testing::Test {
     });
   }
 
-  void Start(ServerOptions options) {
+  void Start(ServerOptions options, RequestObserver observer = nullptr) {
     options.max_body_bytes = kSmallMaxBody;
     server_ = std::make_unique<HttpServer>(options, &router_);
+    if (observer) server_->SetObserver(std::move(observer));
     Status st = server_->Start();
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
@@ -314,7 +317,12 @@ TEST_F(StreamTest, AStreamedResponseHoldsOneShareOfTheResponseBudgetAndPastItIsR
   ServerOptions options;
   options.max_response_bytes_in_flight = 150 << 10;  // one 100 KiB share at a time
   options.response_admission_wait_ms = 300;
-  Start(options);
+  std::mutex observed_mu;
+  std::vector<int> observed;  // the statuses the request metrics saw
+  Start(options, [&](const std::string&, const std::string&, int status, int64_t) {
+    std::lock_guard lock(observed_mu);
+    observed.push_back(status);
+  });
   std::vector<std::future<std::optional<ClientResponse>>> downloads;
   for (int i = 0; i < 3; ++i) {
     downloads.push_back(std::async(std::launch::async, [port = port()] {
@@ -349,6 +357,11 @@ TEST_F(StreamTest, AStreamedResponseHoldsOneShareOfTheResponseBudgetAndPastItIsR
   EXPECT_TRUE(held->body == Pattern(1 << 20));
   EXPECT_EQ(server_->stats().responses_refused_total.load(), 1);
   EXPECT_EQ(server_->stats().response_bytes_in_flight.load(), 0);  // every share given back
+  server_->Stop();
+  // The request metrics count what was answered: the refusal as a 503, not the handler's 200.
+  std::lock_guard lock(observed_mu);
+  std::sort(observed.begin(), observed.end());
+  EXPECT_EQ(observed, (std::vector<int>{200, 200, 200, 200, 503}));
 }
 
 TEST(StringBodyReaderTest, HandsOutTheBodyInChunksThenEmpty) {

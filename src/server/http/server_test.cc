@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -387,36 +388,63 @@ TEST_F(ServerTest, BodiesBeyondTheInFlightBudgetGet503UntilOthersFinish) {
   EXPECT_EQ(again->status, 200);
 }
 
-// A chunked body says no length: it reserves what it may grow to (the body limit, at most the
-// whole budget). It reserved nothing, so chunked bodies could hold the body limit each on every
-// connection past the budget.
-TEST_F(ServerTest, ChunkedBodiesReserveTheBodyLimitFromTheInFlightBudget) {
+// A chunked body says no length: it reserves what arrived as it grows, in 256 KiB steps up to
+// --max-body-bytes, and one that finds no room for more is answered 503 and closed. (It once
+// reserved nothing, so chunked bodies could hold the body limit each past the budget; then the
+// whole body limit each, so that 8 small chunked bodies at once filled the default budget.)
+TEST_F(ServerTest, ChunkedBodiesReserveWhatArrivedAndPastTheBudgetGet503) {
   GateOnAuthorization();
   ServerOptions options;
-  options.max_body_bytes = 60 << 10;
-  options.max_body_bytes_in_flight = 100 << 10;
+  options.max_body_bytes = 600 << 10;
+  options.max_body_bytes_in_flight = 1000 << 10;
   Start(options);
   const std::string head =
       "POST /echo HTTP/1.1\r\nHost: t\r\nAuthorization: yes\r\nTransfer-Encoding: chunked\r\n\r\n";
-  TestClient first(port());
-  ASSERT_TRUE(first.Send(head + "5\r\nhello\r\n"));  // holds its reservation
-  for (int i = 0; i < 200 && server_->stats().body_bytes_in_flight.load() == 0; ++i) {
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  ASSERT_EQ(server_->stats().body_bytes_in_flight.load(), int64_t{60 << 10});
+  auto wait_in_flight = [&](int64_t bytes) {
+    for (int i = 0; i < 300 && server_->stats().body_bytes_in_flight.load() != bytes; ++i) {
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return server_->stats().body_bytes_in_flight.load();
+  };
+  // Two small chunked bodies hold one step each (the body limit each would not fit twice).
+  TestClient first(port()), second(port());
+  ASSERT_TRUE(first.Send(head + "5\r\nhello\r\n"));
+  ASSERT_EQ(wait_in_flight(256 << 10), int64_t{256 << 10});
+  ASSERT_TRUE(second.Send(head + "5\r\nworld\r\n"));
+  ASSERT_EQ(wait_in_flight(512 << 10), int64_t{512 << 10});
   {
-    TestClient second(port());
-    ASSERT_TRUE(second.Send(head));
-    auto resp = second.Read();
+    // A third grows past its first step: 256 + 256 + 512 KiB is over the budget.
+    TestClient third(port());
+    char size[16];
+    std::snprintf(size, sizeof(size), "%x", 400 << 10);
+    ASSERT_TRUE(third.Send(head + size + "\r\n" + std::string(400 << 10, 'x') + "\r\n"));
+    auto resp = third.Read();
     ASSERT_TRUE(resp.has_value());
     EXPECT_EQ(resp->status, 503);
+    EXPECT_EQ(resp->Header("retry-after"), "1");
+    EXPECT_TRUE(third.WaitClosed(milliseconds(3000)));
   }
+  EXPECT_EQ(wait_in_flight(512 << 10), int64_t{512 << 10});
   ASSERT_TRUE(first.Send("0\r\n\r\n"));
-  auto done = first.Read();
-  ASSERT_TRUE(done.has_value());
-  EXPECT_EQ(done->status, 200);
-  EXPECT_EQ(done->body, "hello");
-  EXPECT_EQ(server_->stats().body_bytes_in_flight.load(), 0);
+  ASSERT_TRUE(second.Send("0\r\n\r\n"));
+  auto one = first.Read();
+  auto two = second.Read();
+  ASSERT_TRUE(one.has_value() && two.has_value());
+  EXPECT_EQ(one->status, 200);
+  EXPECT_EQ(one->body, "hello");
+  EXPECT_EQ(two->body, "world");
+  EXPECT_EQ(wait_in_flight(0), 0);
+  // One that grows within the budget is read whole.
+  TestClient fourth(port());
+  const std::string big(500 << 10, 'y');
+  char size[16];
+  std::snprintf(size, sizeof(size), "%zx", big.size());
+  ASSERT_TRUE(fourth.Send(head + size + "\r\n" + big + "\r\n0\r\n\r\n"));
+  auto whole = fourth.Read();
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_EQ(whole->status, 200);
+  EXPECT_TRUE(whole->body == big);
+  EXPECT_EQ(server_->stats().bodies_refused_total.load(), 1);
 }
 
 TEST_F(ServerTest, ConnectionsBeyondLimitGet503WithRetryAfter) {
