@@ -24,6 +24,11 @@ namespace cohort::store {
 
 inline constexpr int64_t kAssignStep = -1;  // history_step value: the writer's next step
 
+// The type of a key in a run (one per key): scalar keys "scalar", histogram keys "histogram",
+// media keys their media type ("image", "table", ...).
+inline constexpr const char* kScalarKeyType = "scalar";
+inline constexpr const char* kHistogramKeyType = "histogram";
+
 // The prefix of every system metric key as stored ("system/gpu.0.temp"), core/limits.h.
 using limits::kSystemKeyPrefix;
 

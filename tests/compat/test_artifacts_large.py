@@ -319,3 +319,20 @@ def test_the_stock_client_uploads_a_2gib_file_multipart(server, tmp_path):
     entity = json.loads(cohort_get(server, "/api/v1/viewer"))["entity"]
     version = json.loads(cohort_get(server, f"/api/v1/artifacts/{entity}/huge/huge/v0"))
     assert version["files"][0]["sha256"] == digest
+
+
+def test_artifact_tags_and_ttl_are_refused_not_ignored(server, wire):
+    # The stock client sends tags and a TTL only when the user set them: they were answered as
+    # stored (ttlDurationSeconds -1, tags []) and kept nowhere.
+    base = {"entityName": None, "projectName": "wire", "runName": None,
+            "artifactCollectionName": "tagged", "artifactTypeName": "model", "digest": "e" * 32,
+            "aliases": [{"alias": "latest", "artifactCollectionName": "tagged"}]}
+    for extra, word in (({"tags": [{"tagName": "best"}]}, "tags"),
+                        ({"ttlDurationSeconds": 604800}, "TTL")):
+        status, out = wire.gql(CREATE_ARTIFACT, {"input": dict(base, **extra)})
+        assert status == 200 and out["errors"], out
+        assert word in out["errors"][0]["message"], out
+    # What the client sends when neither is set is taken.
+    status, out = wire.gql(CREATE_ARTIFACT, {"input": dict(base, ttlDurationSeconds=None)})
+    assert status == 200 and "errors" not in out, out
+

@@ -103,6 +103,29 @@ def test_upsert_updates_and_errors(wire, api, entity):
     status, payload = wire.gql("""mutation M($c: JSONString) { upsertBucket(input: {name: "y",
         config: $c}) { bucket { name } } }""", {"c": "{not json"})
     assert "config" in payload["errors"][0]["message"]
+    # A summary refused refuses the whole mutation: nothing of it is written (the run and its
+    # config were stored before the summary was read).
+    for run, summary in (("z1", "{not json"), ("z2", json.dumps({"s": "x" * (2 << 20)}))):
+        status, payload = wire.gql("""mutation M($c: JSONString, $s: JSONString, $n: String) {
+            upsertBucket(input: {name: $n, modelName: "proj", config: $c, summaryMetrics: $s}) {
+                bucket { name } } }""",
+                                   {"c": json.dumps({"a": {"value": 1}}), "s": summary, "n": run})
+        assert payload["errors"] and "summaryMetrics" in payload["errors"][0]["message"], payload
+        assert api.get(f"/api/v1/runs/{entity}/proj/{run}")[0] == 404
+    # Fields over the native API's limits are refused naming them (they were cut at 256 bytes,
+    # inside a character if need be, and tags past the 256th dropped without a word).
+    for fields, word in (({"displayName": "\u00e9" * 150}, "displayName"),
+                         ({"jobType": "t" * 129}, "jobType"),
+                         ({"notes": "n" * (65 << 10)}, "notes"),
+                         ({"tags": ["t" * 129]}, "tag"),
+                         ({"tags": [f"t{i}" for i in range(257)]}, "tags")):
+        status, payload = wire.gql("""mutation M($d: String, $j: String, $n: String,
+            $t: [String!]) { upsertBucket(input: {name: "long1", modelName: "proj",
+            displayName: $d, jobType: $j, notes: $n, tags: $t}) { bucket { name } } }""",
+                                   {"d": fields.get("displayName"), "j": fields.get("jobType"),
+                                    "n": fields.get("notes"), "t": fields.get("tags")})
+        assert payload["errors"] and word in payload["errors"][0]["message"], (fields, payload)
+        assert api.get(f"/api/v1/runs/{entity}/proj/long1")[0] == 404
 
 
 def test_create_run_files_and_upload(wire, api, entity):

@@ -65,3 +65,37 @@ def test_upload_past_the_runs_media_budget_is_413_and_attaches_nothing(budget_se
     status, data, _ = wire._request("GET", rows[0]["url"],
                                     headers={"Authorization": "Bearer " + api.key}, auth=False)
     assert status == 200 and data == first
+
+
+def test_media_files_named_in_history_lines_count_against_the_budget(budget_server):
+    # A media file value names its blob by digest and size: its row enters with that size, and
+    # the run's budget (and the other media limits) applied to the native route only: the
+    # vendor's rows were stored whatever their sizes.
+    server = budget_server
+    api = server.api()
+    status, viewer = api.get("/api/v1/viewer")
+    assert status == 200
+    entity = viewer["entity"]
+    wire = WandbWire(server.url, server.config["api_key"])
+    wire.upsert("budget2", project="proj", entity=entity)
+
+    def image_line(step, digit):
+        line = json.loads(history_line(step, loss=0.5))
+        line["ex"] = {"_type": "image-file", "path": f"media/images/ex_{step}.png",
+                      "sha256": digit * 64, "size": 60, "format": "png", "width": 3,
+                      "height": 5}
+        return json.dumps(line)
+
+    body = {"files": {"wandb-history.jsonl": {"offset": 0, "content": [image_line(0, "a")]}}}
+    status, answer = wire.file_stream(entity, "proj", "budget2", body)
+    assert status == 200 and "media_refused" not in answer, answer
+    body = {"files": {"wandb-history.jsonl": {"offset": 1, "content": [image_line(1, "b")]}}}
+    status, answer = wire.file_stream(entity, "proj", "budget2", body)
+    assert status == 200 and answer.get("media_refused") == 1, answer
+    assert "--max-run-media-bytes" in answer["media_refused_reason"], answer
+    status, media = api.get(f"/api/v1/runs/{entity}/proj/budget2/media?keys=ex")
+    assert status == 200, media
+    assert [r["step"] for r in media["media"]] == [0], media
+    # The line's other values are stored.
+    status, hist = api.get(f"/api/v1/runs/{entity}/proj/budget2/history?keys=loss")
+    assert status == 200 and [p[0] for p in hist["series"][0]["points"]] == [0, 1], hist

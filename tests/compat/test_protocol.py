@@ -355,3 +355,109 @@ def test_a_writer_that_comes_back_after_failing_resolves_its_alert(wire, api, en
     assert w["state"] == "running"
     (after,) = alerts()
     assert after["id"] == failed["id"] and after["state"] == "resolved", after
+
+
+HIST = {"_type": "histogram", "values": [1, 2], "bins": [0.0, 1.0, 2.0]}
+
+
+def histogram_steps(api, entity, run, key, project="proj"):
+    status, body = api.get(f"/api/v1/runs/{entity}/{project}/{run}/histograms?keys={key}")
+    assert status == 200, body
+    return {s["writer"]: [p["step"] for p in s["steps"]] for s in body["histograms"]}
+
+
+def test_a_value_the_run_cannot_take_is_dropped_not_its_request(wire, api, entity):
+    # A key logged as a scalar and then as a histogram: in one request, then in a later one
+    # (the run has it as a scalar by then). Only those values are dropped, and counted; the
+    # request's other values and its console line are stored. (The whole request was dropped,
+    # answered 200 without a word, and its lines were never sent again.)
+    first = json.loads(history_line(0, acc=0.5, loss=1.0))
+    second = json.loads(history_line(1, loss=0.9))
+    second["acc"] = HIST
+    status, body = wire.file_stream(entity, "proj", "clash", {"files": {
+        "wandb-history.jsonl": {"offset": 0, "content": [json.dumps(first), json.dumps(second)]},
+        "output.log": {"offset": 0, "content": ["2024-05-01T12:00:00.000000 hello"]}}})
+    assert status == 200 and body.get("skipped") == 1, body
+    third = json.loads(history_line(2, loss=0.8))
+    third["acc"] = HIST
+    third["grad"] = HIST
+    status, body = wire.file_stream(entity, "proj", "clash", {"files": {
+        "wandb-history.jsonl": {"offset": 2, "content": [json.dumps(third)]}}})
+    assert status == 200 and body.get("skipped") == 1, body
+    loss = next(iter(points(api, entity, "clash", "loss").values()))
+    assert [p[0] for p in loss] == [0, 1, 2]
+    acc = next(iter(points(api, entity, "clash", "acc").values()))
+    assert [p[0] for p in acc] == [0]
+    assert list(histogram_steps(api, entity, "clash", "grad").values()) == [[2]]
+    assert [line["text"] for line in console(api, entity, "clash")] == ["hello"]
+
+
+def test_shared_mode_histograms_without_a_step_take_their_lines_step(server, api, entity):
+    # Shared-mode clients leave steps to the server: a histogram in such a line was dropped
+    # without a word (it needs a step); it now has its line's step, like the line's scalars.
+    client = shared_client(server, "01a22e0b687e7c768488d3f89097aaaa")
+    client.upsert("shrh")
+    lines = []
+    for i in range(3):
+        line = json.loads(history_line(None, x=float(i)))
+        if i > 0:
+            line["h"] = HIST
+        lines.append(json.dumps(line))
+    status, body = client.file_stream(entity, "proj", "shrh", {"files": {
+        "wandb-history.jsonl": {"offset": 0, "content": lines}}})
+    assert status == 200 and "skipped" not in body, body
+    x = points(api, entity, "shrh", "x")
+    (label, xs), = x.items()
+    assert [p[0] for p in xs] == [0, 1, 2]
+    assert histogram_steps(api, entity, "shrh", "h") == {label: [1, 2]}
+    # The next request goes on from there.
+    line = json.loads(history_line(None, x=3.0))
+    line["h"] = HIST
+    status, body = client.file_stream(entity, "proj", "shrh", {"files": {
+        "wandb-history.jsonl": {"offset": 3, "content": [json.dumps(line)]}}})
+    assert status == 200, body
+    assert [p[0] for p in points(api, entity, "shrh", "x")[label]] == [0, 1, 2, 3]
+    assert histogram_steps(api, entity, "shrh", "h") == {label: [1, 2, 3]}
+
+
+def test_a_summary_over_its_limit_is_skipped_not_a_500(wire, api, entity):
+    # A summary the run cannot take was answered 500, which the clients retry for ever with the
+    # same lines: the stream stopped there.
+    wire.upsert("bigsum", project="proj", entity=entity)
+    huge = json.dumps({"blob": "x" * (2 << 20)})
+    status, body = wire.file_stream(entity, "proj", "bigsum", {"files": {
+        "wandb-history.jsonl": {"offset": 0, "content": [history_line(0, loss=1.0)]},
+        "wandb-summary.json": {"offset": 0, "content": [huge]}}})
+    assert status == 200 and body.get("skipped") == 1, body
+    status, body = wire.file_stream(entity, "proj", "bigsum", {"files": {
+        "wandb-history.jsonl": {"offset": 1, "content": [history_line(1, loss=0.5)]}}})
+    assert status == 200, body
+    assert [p[0] for p in next(iter(points(api, entity, "bigsum", "loss").values()))] == [0, 1]
+
+
+def test_values_past_the_runs_key_limit_are_skipped_not_a_500(tmp_path):
+    # Past the tier's keys_per_run the store refuses the batch (413 on the native route): the
+    # file_stream answered 500, retried for ever with the same lines. Now the values of the new
+    # keys are skipped and counted, the others stored.
+    from conftest import ServerProcess
+    from .compat_helpers import WandbWire
+    limits = tmp_path / "limits.json"
+    limits.write_text(json.dumps({"default_tier": "small", "tiers": {"small": {"keys_per_run": 3}}}))
+    server = ServerProcess(tmp_path, extra_args=["--limits", str(limits)]).start()
+    try:
+        api = server.api()
+        entity = api.get("/api/v1/viewer")[1]["entity"]
+        wire = WandbWire(server.url, server.config["api_key"])
+        wire.upsert("keys", project="proj", entity=entity)
+        status, body = wire.file_stream(entity, "proj", "keys", {"files": {
+            "wandb-history.jsonl": {"offset": 0, "content": [history_line(0, a=1.0, b=2.0)]}}})
+        assert status == 200 and "skipped" not in body, body
+        status, body = wire.file_stream(entity, "proj", "keys", {"files": {
+            "wandb-history.jsonl": {"offset": 1, "content": [
+                history_line(1, a=1.5, c=3.0, d=4.0), history_line(2, b=2.5)]}}})
+        assert status == 200 and body.get("skipped") == 2, body
+        assert [p[0] for p in next(iter(points(api, entity, "keys", "a").values()))] == [0, 1]
+        assert [p[0] for p in next(iter(points(api, entity, "keys", "b").values()))] == [0, 2]
+        assert points(api, entity, "keys", "c") == {}
+    finally:
+        server.stop()

@@ -5,6 +5,7 @@
 
 #include "blob/blob_store.h"
 #include "core/clock.h"
+#include "core/json.h"
 #include "core/sha256.h"
 #include "core/text_encoding.h"
 #include "server/compat/artifact_manifest.h"
@@ -190,6 +191,20 @@ Result<gql::Resolved> CreateArtifact(GqlContext* c, const gql::FieldInfo& f) {
       aliases.push_back(bj::string(*alias));
     }
   }
+  // Not kept by Cohort: refused rather than answered as if stored (a version with no TTL and
+  // no tags would be a silent loss of what was asked).
+  if (const bj::value* tags = in->if_contains("tags");
+      tags && tags->is_array() && !tags->get_array().empty()) {
+    return Status::InvalidArgument(
+        "createArtifact: artifact tags are not supported by Cohort; log the artifact without "
+        "tags (aliases are supported)");
+  }
+  if (const bj::value* ttl = in->if_contains("ttlDurationSeconds");
+      ttl && ttl->is_number() && json::ToDouble(*ttl).value_or(0) > 0) {
+    return Status::InvalidArgument(
+        "createArtifact: artifact TTLs are not supported by Cohort (a version is kept until it "
+        "is deleted); log the artifact without a ttl");
+  }
   bj::object spec{{"aliases", aliases}, {"run", ref.run_id}};
   if (auto desc = StringField(*in, "description")) spec["description"] = *desc;
   if (auto meta = StringField(*in, "metadata")) {
@@ -211,10 +226,12 @@ Result<gql::Resolved> CreateArtifact(GqlContext* c, const gql::FieldInfo& f) {
         d.version_pk = latest->pk;
         COHORT_RETURN_IF_ERROR(c->api->store->CreateArtifactDraft(d).status());
       }
+      // On the version answered, by its name: "latest" may have moved since it was read.
       for (const bj::value& a : aliases) {
         COHORT_RETURN_IF_ERROR(c->api->store
                                    ->SetArtifactAlias(d.entity, d.project, d.name,
-                                                      std::string(a.get_string()), "latest")
+                                                      std::string(a.get_string()),
+                                                      VersionName(latest->index))
                                    .status());
       }
       bj::object art = VersionFragment(c, *latest);

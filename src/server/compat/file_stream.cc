@@ -14,6 +14,8 @@
 // refused.
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <optional>
 #include <span>
 
 #include "core/clock.h"
@@ -134,7 +136,10 @@ Decoded DecodeLines(const StreamRequest& req, bool shared, const api::ApiLimits&
     ConsoleEntry c = ConsoleFromLine(req.console.lines[i], shared, now_ms);
     if (d.label_hint.empty() && shared) d.label_hint = c.label;
     if (c.line.text.size() > limits.max_console_line_bytes) {
-      c.line.text.resize(limits.max_console_line_bytes);
+      // Cut at a character's first byte: a cut character would be invalid UTF-8.
+      size_t cut = limits.max_console_line_bytes;
+      while (cut > 0 && (static_cast<unsigned char>(c.line.text[cut]) & 0xC0) == 0x80) --cut;
+      c.line.text.resize(cut);
     }
     c.line.line = req.console.offset + int64_t(i);
     d.console.emplace_back(c.line.line, std::move(c.line));
@@ -150,10 +155,75 @@ Decoded DecodeLines(const StreamRequest& req, bool shared, const api::ApiLimits&
   return d;
 }
 
+// A key's type in a run: "scalar", "histogram" or a media type (store/ingest_batch.h).
+using KeyTypes = std::map<std::string, std::string>;
+
+// The type each key of the run has in the store, read when the store refused a batch.
+Result<KeyTypes> StoredKeyTypes(store::Store* store, const store::RunRef& ref) {
+  KeyTypes types;
+  COHORT_ASSIGN_OR_RETURN(auto series, store->ListSeries(ref));
+  for (const store::SeriesInfo& s : series) types.emplace(s.key, store::kScalarKeyType);
+  COHORT_ASSIGN_OR_RETURN(auto histograms, store->ListHistograms(ref));
+  for (const store::SeriesInfo& h : histograms) types.emplace(h.key, store::kHistogramKeyType);
+  COHORT_ASSIGN_OR_RETURN(auto media, store->ListMedia(ref));
+  for (const store::MediaKeyInfo& m : media) types.emplace(m.key, m.type);
+  return types;
+}
+
+// Drops from `d`'s history the values whose key has another type than `types` gives it (keys
+// it lacks take the type they first have in this request; with `only_known` their values, and
+// the system values of keys it lacks, are dropped instead), counting each in d->skipped.
+// Returns how many were dropped.
+int64_t DropValuesOfOtherTypes(Decoded* d, KeyTypes types, bool only_known) {
+  int64_t dropped = 0;
+  auto keeps = [&](const std::string& key, const std::string& type) {
+    auto it = types.find(key);
+    const bool keep = it == types.end() ? !only_known : it->second == type;
+    if (it == types.end() && keep) types.emplace(key, type);
+    if (!keep) ++dropped;
+    return keep;
+  };
+  for (auto& [index, row] : d->history) {
+    std::erase_if(row.values,
+                  [&](const auto& v) { return !keeps(v.first, store::kScalarKeyType); });
+    std::erase_if(row.histograms,
+                  [&](const auto& h) { return !keeps(h.first, store::kHistogramKeyType); });
+    std::erase_if(row.media, [&](const store::MediaPoint& m) { return !keeps(m.key, m.type); });
+  }
+  if (only_known) {  // system keys count against the run's key limit too ("system/<key>")
+    for (auto& [index, row] : d->events) {
+      std::erase_if(row.values, [&](const auto& v) {
+        const bool keep = types.contains(std::string(store::kSystemKeyPrefix) + v.first);
+        if (!keep) ++dropped;
+        return !keep;
+      });
+    }
+  }
+  d->skipped += dropped;
+  return dropped;
+}
+
+bool CarriesHistogramsOrMedia(const Decoded& d) {
+  return std::any_of(d.history.begin(), d.history.end(), [](const auto& r) {
+    return !r.second.histograms.empty() || !r.second.media.empty();
+  });
+}
+
+// Everything of `lines` dropped and counted in d->skipped: the history lines (`all`: the system
+// and console lines too).
+void DropLines(Decoded* d, bool all) {
+  d->skipped += int64_t(d->history.size());
+  d->history.clear();
+  if (!all) return;
+  d->skipped += int64_t(d->events.size() + d->console.size());
+  d->events.clear();
+  d->console.clear();
+}
+
 // The batch of what `cw`'s positions have not seen yet (console lines below the position are
 // re-sent lines that replace the stored ones). Empty positions: nothing offset-based to store.
 store::IngestBatch BuildBatch(const StreamRequest& req, const Decoded& d, const ClientWriter& cw,
-                              bool* advances) {
+                              bool* advances, int64_t* unplaced) {
   store::IngestBatchBuilder builder;
   store::IngestBatch& b = builder.batch();
   *advances = false;
@@ -172,16 +242,36 @@ store::IngestBatch BuildBatch(const StreamRequest& req, const Decoded& d, const 
     return std::span<const store::IngestBatchBuilder::Cell>(cells);
   };
   int64_t hist_pos = position(req.history, kHistory);
+  // Histograms and media need their line's step. Shared-mode clients send none (the server
+  // numbers their lines): when such a line carries histograms or media, the batch's lines are
+  // numbered here as the store would number them (from the writer's next step; an explicit step
+  // moves it on), so that they share the step of their line's scalars.
+  std::optional<int64_t> next_step;
+  if (cw.bound() && std::any_of(d.history.begin(), d.history.end(), [&](const auto& r) {
+        return r.first >= hist_pos && r.second.step < 0 &&
+               (!r.second.histograms.empty() || !r.second.media.empty());
+      })) {
+    next_step = cw.writer().next_step;
+  }
+  *unplaced = 0;
   for (const auto& [index, row] : d.history) {
     if (index < hist_pos) continue;
-    builder.AddHistoryRow(row.step, row.time_ms, cells_of(row));
-    // Histograms need the line's step (the vendor's clients always send _step).
-    if (row.step < 0) continue;
+    int64_t step = row.step;
+    if (next_step && step < 0) {
+      step = (*next_step)++;
+    } else if (next_step && step >= *next_step && step < INT64_MAX) {
+      *next_step = step + 1;
+    }
+    builder.AddHistoryRow(step, row.time_ms, cells_of(row));
+    if (step < 0) {  // no writer to number it (not bound): nowhere to put them
+      *unplaced += int64_t(row.histograms.size() + row.media.size());
+      continue;
+    }
     for (const auto& [key, h] : row.histograms) {
-      builder.AddHistogram(store::HistogramPoint{key, row.step, row.time_ms, h});
+      builder.AddHistogram(store::HistogramPoint{key, step, row.time_ms, h});
     }
     for (store::MediaPoint m : row.media) {
-      m.step = row.step;
+      m.step = step;
       m.time_ms = row.time_ms;
       builder.AddMedia(std::move(m));
     }
@@ -229,6 +319,9 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
   const int64_t now = NowMillis();
   const StreamRequest& sr = *request;
   Decoded decoded = DecodeLines(sr, client.shared, ctx->limits, now);
+  // One type per key within the request too: the first one counts (the store would refuse the
+  // whole batch).
+  if (CarriesHistogramsOrMedia(decoded)) DropValuesOfOtherTypes(&decoded, {}, false);
   int64_t offered = 0;
   for (const auto& [index, row] : decoded.history) offered += int64_t(row.values.size());
   for (const auto& [index, row] : decoded.events) offered += int64_t(row.values.size());
@@ -252,6 +345,11 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
   int64_t points = 0;
   store::IngestBatch stored;  // what was ingested, for the alert rules
   store::IngestResult stored_result;
+  int64_t unplaced = 0;
+  // What a batch the store refused for its values gives up, one stage at a time: the values of
+  // keys with another type than the run has (or, past the run's key limit, of keys it has
+  // not), then the history lines, then every line (the positions still advance).
+  int refused_stage = 0;
   for (int attempt = 0; needs_writer; ++attempt) {
     if (attempt == kMaxAttempts) {
       return Backpressure(1, "file_stream: concurrent updates of this client; retry");
@@ -260,9 +358,10 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
       if (Status s = cw.Load(); !s.ok()) return StoreError(s, "positions");
     }
     if (Status s = cw.Ensure(decoded.label_hint); !s.ok()) return StoreError(s, "writer");
-    store::IngestBatch batch = BuildBatch(sr, decoded, cw, &advanced);
+    store::IngestBatch batch = BuildBatch(sr, decoded, cw, &advanced, &unplaced);
     if (batch.positions.empty()) break;
     batch.max_run_keys = api::RunKeyLimit(ctx, who.entity);
+    api::SetMediaLimits(ctx->limits, &batch);
     const int64_t t_store = MonoNanos();
     auto r = ctx->store->Ingest(*ref, cw.label(), batch, now);
     if (ctx->metrics) ctx->metrics->ObserveStore("compat_ingest", MonoNanos() - t_store);
@@ -275,10 +374,34 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
     }
     StatusCode code = r.status().code();
     if (code == StatusCode::kFailedPrecondition || code == StatusCode::kNotFound) continue;
-    if (code == StatusCode::kInvalidArgument) {  // cannot be stored; never kill the stream
-      std::fprintf(stderr, "cohort: compat file_stream %s/%s/%s: dropped a batch: %s\n",
-                   ref->entity.c_str(), ref->project.c_str(), ref->run_id.c_str(),
+    if (code == StatusCode::kInvalidArgument || code == StatusCode::kPayloadTooLarge) {
+      // Values the store cannot take: dropped and counted, the rest stored; never kill the
+      // stream (a 4xx or 5xx would be retried with the same lines for ever).
+      std::fprintf(stderr, "cohort: compat file_stream %s/%s/%s: %s: %s\n", ref->entity.c_str(),
+                   ref->project.c_str(), ref->run_id.c_str(),
+                   refused_stage == 0   ? "dropping the values the run cannot take"
+                   : refused_stage == 1 ? "dropping the request's history lines"
+                                        : "dropping the request's lines",
                    r.status().message().c_str());
+      if (refused_stage == 0) {
+        refused_stage = 1;
+        auto types = StoredKeyTypes(ctx->store, *ref);
+        if (!types.ok()) return StoreError(types.status(), "keys");
+        if (DropValuesOfOtherTypes(&decoded, std::move(types).value(),
+                                   code == StatusCode::kPayloadTooLarge) > 0) {
+          continue;
+        }
+      }
+      if (refused_stage == 1) {
+        refused_stage = 2;
+        DropLines(&decoded, false);
+        continue;
+      }
+      if (refused_stage == 2) {
+        refused_stage = 3;
+        DropLines(&decoded, true);
+        continue;
+      }
       break;
     }
     return StoreError(r.status(), "ingest");
@@ -327,7 +450,17 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
                                                             cw.writer().update_finish_state)))) {
     store::RunPatch patch;
     patch.summary_json = bj::serialize(*decoded.summary);
-    if (auto p = ctx->store->PatchRun(*ref, patch); !p.ok()) return StoreError(p.status(), "summary");
+    if (auto p = ctx->store->PatchRun(*ref, patch); !p.ok()) {
+      const StatusCode code = p.status().code();
+      if (code != StatusCode::kInvalidArgument && code != StatusCode::kPayloadTooLarge) {
+        return StoreError(p.status(), "summary");
+      }
+      // A summary the run cannot take (over its size limit): skipped, never retried for ever.
+      std::fprintf(stderr, "cohort: compat file_stream %s/%s/%s: summary skipped: %s\n",
+                   ref->entity.c_str(), ref->project.c_str(), ref->run_id.c_str(),
+                   p.status().message().c_str());
+      ++decoded.skipped;
+    }
   }
   if (cw.bound()) {
     const store::WriterRecord& w = cw.writer();
@@ -354,7 +487,14 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
   }
   if (ctx->metrics) ctx->metrics->ObserveStore("compat_file_stream", MonoNanos() - t0);
   bj::object answer;
+  decoded.skipped += unplaced;
   if (decoded.skipped > 0) answer["skipped"] = decoded.skipped;
+  if (stored_result.media_refused > 0) {
+    // Stored without those rows (over a media limit), as the native route says it.
+    answer["media_refused"] = stored_result.media_refused;
+    answer["media_refused_reason"] = stored_result.media_refused_reason;
+    if (ctx->metrics) ctx->metrics->AddRejected("media_limits");
+  }
   return api::JsonResponse(200, answer);
 }
 

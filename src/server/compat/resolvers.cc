@@ -4,11 +4,13 @@
 #include "server/compat/resolvers.h"
 
 #include "core/json.h"
+#include "core/limits.h"
 #include "server/compat/alerts_compat.h"
 #include "server/compat/artifacts_compat.h"
 #include "server/compat/client_writers.h"
 #include "server/compat/run_files.h"
 #include "server/compat/wandb_lines.h"
+#include "store/record_json.h"
 
 namespace cohort::compat {
 namespace {
@@ -184,23 +186,41 @@ class MutationRoot : public gql::Object {
 
     store::RunUpsert u;
     u.ref = ref;
-    if (auto v = StringField(*in, "displayName")) u.name = v->substr(0, 256);
-    if (auto v = StringField(*in, "groupName")) u.group = v->substr(0, 256);
-    if (auto v = StringField(*in, "jobType")) u.job_type = v->substr(0, 256);
-    if (auto v = StringField(*in, "notes")) {
-      u.notes = *v;
-    } else if (auto d = StringField(*in, "description")) {
-      u.notes = *d;
+    // The native API's limits (core/limits.h): a longer value is refused naming the field (it
+    // was cut, possibly inside a character, and tags past the 256th dropped).
+    auto bounded = [&](std::string_view field, size_t limit) -> Result<std::optional<std::string>> {
+      std::optional<std::string> v = StringField(*in, field);
+      if (v && v->size() > limit) {
+        return Status::InvalidArgument("upsertBucket: " + std::string(field) + " is " +
+                                       std::to_string(v->size()) + " bytes; at most " +
+                                       std::to_string(limit));
+      }
+      return v;
+    };
+    COHORT_ASSIGN_OR_RETURN(u.name, bounded("displayName", limits::kMaxRunNameBytes));
+    COHORT_ASSIGN_OR_RETURN(u.group, bounded("groupName", limits::kMaxGroupBytes));
+    COHORT_ASSIGN_OR_RETURN(u.job_type, bounded("jobType", limits::kMaxJobTypeBytes));
+    COHORT_ASSIGN_OR_RETURN(u.notes, bounded("notes", limits::kMaxNotesBytes));
+    if (!u.notes) {
+      COHORT_ASSIGN_OR_RETURN(u.notes, bounded("description", limits::kMaxNotesBytes));
     }
-    if (auto host = StringField(*in, "host"); host && (!existing || existing->host.empty())) {
-      u.host = host->substr(0, 256);
-    }
+    COHORT_ASSIGN_OR_RETURN(std::optional<std::string> host,
+                            bounded("host", limits::kMaxHostBytes));
+    if (host && (!existing || existing->host.empty())) u.host = std::move(host);
     if (const bj::value* tags = in->if_contains("tags"); tags && tags->is_array()) {
       std::vector<std::string> list;
       for (const bj::value& t : tags->get_array()) {
-        if (t.is_string() && list.size() < 256) {
-          list.push_back(std::string(t.get_string()).substr(0, 256));
+        if (!t.is_string()) continue;
+        if (t.get_string().size() > limits::kMaxTagBytes) {
+          return Status::InvalidArgument("upsertBucket: a tag of " +
+                                         std::to_string(t.get_string().size()) +
+                                         " bytes; at most " + std::to_string(limits::kMaxTagBytes));
         }
+        list.emplace_back(t.get_string());
+      }
+      if (list.size() > limits::kMaxTags) {
+        return Status::InvalidArgument("upsertBucket: " + std::to_string(list.size()) +
+                                       " tags; at most " + std::to_string(limits::kMaxTags));
       }
       u.tags = std::move(list);
     }
@@ -223,12 +243,23 @@ class MutationRoot : public gql::Object {
       DeepMerge(&base.get_object(), meta_patch);
       u.metadata_json = bj::serialize(base);
     }
-    COHORT_ASSIGN_OR_RETURN(auto upserted, store->UpsertRun(u));
-    store::RunRecord run = std::move(upserted.first);
+    // The summary is checked before anything is written: a mutation refused for it writes
+    // nothing (the run and its config were stored first).
+    std::optional<std::string> summary_json;
     if (auto summary = StringField(*in, "summaryMetrics")) {
       COHORT_ASSIGN_OR_RETURN(bj::object s, JsonStringObject(*summary, "summaryMetrics"));
+      summary_json = bj::serialize(CleanSummary(std::move(s)));
+      if (summary_json->size() > store::kMaxRunDocumentBytes) {
+        return Status::PayloadTooLarge("summaryMetrics: " + std::to_string(summary_json->size()) +
+                                       " bytes as JSON; the limit is " +
+                                       std::to_string(store::kMaxRunDocumentBytes) + " bytes");
+      }
+    }
+    COHORT_ASSIGN_OR_RETURN(auto upserted, store->UpsertRun(u));
+    store::RunRecord run = std::move(upserted.first);
+    if (summary_json) {
       store::RunPatch patch;
-      patch.summary_json = bj::serialize(CleanSummary(std::move(s)));
+      patch.summary_json = std::move(summary_json);
       COHORT_ASSIGN_OR_RETURN(run, store->PatchRun(store::RunRef{run.entity, run.project,
                                                                  run.run_id},
                                                    patch));

@@ -18,12 +18,9 @@
 #include <vector>
 
 #include "core/mutex.h"
+#include "store/ingest_batch.h"
 
 namespace cohort::store {
-
-// The type of a histogram key, as the cache and the key type check name it (media keys have
-// their media type: "image", "table", ...).
-inline constexpr const char* kHistogramKeyType = "histogram";
 
 class RunIngestCache {
  public:
