@@ -39,8 +39,14 @@ struct RunRecord {
 };
 
 // Fields of create-or-resume. Unset optionals leave an existing run's value untouched.
+// What an upsert of a named run may do: create or resume it (kAllow), only resume it (kMust:
+// kNotFound when absent), only create it (kNever: kAlreadyExists when present). Decided in the
+// upsert's transaction, so that two creates of one id cannot both succeed.
+enum class ResumeMode { kAllow, kMust, kNever };
+
 struct RunUpsert {
   RunRef ref;  // run_id empty: the store makes a fresh random one
+  ResumeMode resume = ResumeMode::kAllow;
   std::optional<std::string> name, group, job_type, notes, host;
   std::optional<std::vector<std::string>> tags;
   std::optional<std::string> config_json;    // merged key by key into the run's config

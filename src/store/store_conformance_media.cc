@@ -269,6 +269,41 @@ TEST_P(StoreConformanceTest, MediaPastTheLimitsIsRefused) {
 // The run's media bytes are counted once and then kept up to date by each batch: several
 // batches fill the budget to the byte, a row logged again at its place counts its new size only,
 // and after a restart (the count loaded again) and for another writer the limit is the same.
+// A row naming a blob the entity holds counts the blob's size, not the size the row says: the
+// limits took a row's word, so a 1,000-byte blob named with "size": 10 passed a limit of 100
+// (and the row served 1,000 bytes as 10).
+TEST_P(StoreConformanceTest, MediaLimitsCountTheSizeOfTheBlobHeldNotTheRowsWord) {
+  MakeRun("run1");
+  Join("run1", "w");
+  MediaPoint lying = Media("img", 0, 0, "image", std::string(1000, 'x'));
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, lying.sha256, 1000, 1000, ""));
+  lying.size = 10;
+  IngestBatchBuilder b(1);
+  b.AddMedia(lying);
+  b.AddMedia(Media("img", 0, 1, "image", "small, not held"));
+  b.batch().max_media_file_bytes = 100;
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult r, store().Ingest(Ref("run1"), "w", b.Finish(), 1));
+  EXPECT_EQ(r.media_refused, 1);
+  EXPECT_NE(r.media_refused_reason.find("1000 bytes"), std::string::npos) << r.media_refused_reason;
+  // Within the limit it is kept with the blob's size, which the run's budget counts.
+  IngestBatchBuilder again(2);
+  again.AddMedia(lying);
+  again.batch().max_media_file_bytes = 2000;
+  again.batch().max_run_media_bytes = 1020;
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult kept,
+                              store().Ingest(Ref("run1"), "w", again.Finish(), 1));
+  EXPECT_EQ(kept.media_refused, 0);
+  COHORT_ASSERT_OK_AND_ASSIGN(auto rows, store().QueryMedia(MediaQuery{.run = Ref("run1")}));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].size, 1000);
+  IngestBatchBuilder over(3);
+  over.AddMedia(Media("img", 1, 0, "image", "0123456789"));
+  over.batch().max_run_media_bytes = 1020;
+  COHORT_ASSERT_OK_AND_ASSIGN(IngestResult past,
+                              store().Ingest(Ref("run1"), "w", over.Finish(), 1));
+  EXPECT_EQ(past.media_refused, 1);  // 1000 + 15 + 10 > 1020
+}
+
 TEST_P(StoreConformanceTest, MediaBudgetIsExactAcrossBatchesAndRestarts) {
   MakeRun("run1");
   Join("run1", "w");

@@ -55,6 +55,38 @@ TEST_P(StoreConformanceTest, CreateThenResumeKeepsIdAndMergesConfig) {
   EXPECT_EQ(resumed.first.created_ms, created.first.created_ms);
 }
 
+// resume=never / must are decided in the upsert's transaction (the API checked with a read
+// before it, so two creates of one id both passed and the second rewrote the first's run).
+TEST_P(StoreConformanceTest, UpsertNeverCreatesOverAnExistingRunAndMustNeverCreates) {
+  RunUpsert must;
+  must.ref = Ref("run1");
+  must.resume = ResumeMode::kMust;
+  auto absent = store().UpsertRun(must);
+  ASSERT_FALSE(absent.ok());
+  EXPECT_EQ(absent.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store().GetRun(Ref("run1")).status().code(), StatusCode::kNotFound);
+
+  RunUpsert first;
+  first.ref = Ref("run1");
+  first.name = "first";
+  first.resume = ResumeMode::kNever;
+  COHORT_ASSERT_OK_AND_ASSIGN(auto created, store().UpsertRun(first));
+  EXPECT_TRUE(created.second);
+  RunUpsert second = first;
+  second.name = "second";
+  second.config_json = R"({"lr":1})";
+  auto refused = store().UpsertRun(second);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kAlreadyExists);
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord kept, store().GetRun(Ref("run1")));
+  EXPECT_EQ(kept.name, "first");
+  EXPECT_EQ(kept.config_json, "{}");
+  must.name = "resumed";
+  COHORT_ASSERT_OK_AND_ASSIGN(auto resumed, store().UpsertRun(must));
+  EXPECT_FALSE(resumed.second);
+  EXPECT_EQ(resumed.first.name, "resumed");
+}
+
 TEST_P(StoreConformanceTest, UpsertRejectsConfigThatIsNotAnObject) {
   RunUpsert u;
   u.ref = Ref("run1");

@@ -110,3 +110,29 @@ def check_gpu_utilisation(api, entity, project="gpus"):
     # Step time per column: 200 ms per step everywhere.
     cells = {v for row in body["matrix"]["step_time_ms"] for v in row if v is not None}
     assert cells == {200.0}, body["matrix"]
+
+
+def check_window_of_keys_that_end_apart(api, entity, project="window"):
+    """A member's window is each signal key's own last steps: here every member logged
+    `perf/throughput` for its first 5 steps only, and one member slowed down in its last 50 of
+    2,000 `loss` steps. The window of all keys started at the earliest key's end (step -45), so
+    the raw page of `loss` held steps 0-463 and the slowdown was not seen."""
+    t0 = 1700000000000
+    status, body = api.post(f"/api/v1/runs/{entity}/{project}", {"id": "apart"})
+    assert status in (200, 201), body
+    base = f"/api/v1/runs/{entity}/{project}/apart"
+    for r in range(3):
+        label = f"rank_{r}"
+        status, body = api.post(base + "/writers", {"label": label})
+        assert status in (200, 201), body
+        t, history = t0, []
+        for s in range(2000):
+            t += 400 if (r == 2 and s >= 1950) else 100
+            values = {"loss": 1.0 / (s + 1)}
+            if s < 5:
+                values["perf/throughput"] = 1000.0
+            history.append({"step": s, "time": t, "values": values})
+        status, body = api.post(f"{base}/writers/{label}/batches", {"seq": 1, "history": history})
+        assert status == 200, body
+    body = get(api, base + "/ranks/stragglers", key="loss")
+    assert [body["members"][i]["writer"] for i in body["stragglers"]] == ["rank_2"], body

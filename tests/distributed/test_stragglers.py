@@ -14,7 +14,8 @@ import pytest
 
 from conftest import ServerProcess
 from dist_helpers import EXAMPLES, Client, client, wait_until  # noqa: F401
-from ranks_checks import check_gpu_utilisation, check_group_aggregate
+from ranks_checks import (check_gpu_utilisation, check_group_aggregate,
+                          check_window_of_keys_that_end_apart)
 
 STEPS = 30
 
@@ -235,3 +236,8 @@ def test_group_aggregate_spans_its_runs_and_a_chosen_writer(client):
 
 def test_rank_with_an_idle_gpu_is_flagged_by_its_utilisation(client):
     check_gpu_utilisation(client.api, client.entity)
+
+
+def test_a_members_window_is_the_last_steps_of_each_of_its_keys(client):
+    check_window_of_keys_that_end_apart(client.api, client.entity)
+

@@ -98,9 +98,52 @@ def test_resume_never_on_existing_run_is_409(api):
     assert status == 409 and body["error"]["code"] == "already_exists"
 
 
+def test_resume_never_raced_creates_once_and_refuses_the_others(api):
+    # The check ran before the upsert: two creates of one id both passed it, and the second
+    # resumed the first's run, renamed it and answered 200.
+    import concurrent.futures
+    import threading
+    for n in range(10):
+        run_id = f"race-{n}"
+        gate = threading.Barrier(6)
+
+        def create(i):
+            gate.wait()
+            return i, api.post(runs_path(api), {"id": run_id, "resume": "never",
+                                                "name": f"by-{i}"})[0]
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            results = dict(pool.map(create, range(6)))
+        winners = [i for i, status in results.items() if status == 201]
+        assert len(winners) == 1 and sorted(results.values()) == [201] + [409] * 5, results
+        status, run = api.get(f"{runs_path(api)}/{run_id}")
+        assert status == 200 and run["name"] == f"by-{winners[0]}", run
+
+
 def test_resume_must_on_missing_run_is_404(api):
     status, body = api.post(runs_path(api), {"id": "nope", "resume": "must"})
     assert status == 404
+
+
+def test_patch_refuses_more_tags_than_a_create_may_have(api):
+    # POST refused more than 256 tags; PATCH stored them all.
+    run = make_run(api, tags=["keep"])
+    status, body = api.patch(f"{runs_path(api)}/{run['id']}",
+                             {"tags": [f"t{i}" for i in range(257)]})
+    assert status == 400 and "tags" in body["error"]["message"], body
+    assert api.get(f"{runs_path(api)}/{run['id']}")[1]["tags"] == ["keep"]
+
+
+def test_an_exit_code_that_is_no_exit_status_is_refused(api):
+    # 2^32 wrapped to 0: the writer was marked finished, a clean exit.
+    run = make_run(api)
+    join(api, run, "rank_0")
+    base = f"{runs_path(api)}/{run['id']}"
+    for code in (4294967296, -4294967297):
+        status, body = api.post(f"{base}/writers/rank_0/finish", {"exit_code": code})
+        assert status == 400 and "exit_code" in body["error"]["message"], body
+    status, writers = api.get(f"{base}/writers")
+    assert [w["state"] for w in writers["writers"]] != ["finished"], writers
+    assert all(w.get("exit_code") is None for w in writers["writers"]), writers
 
 
 def test_patch_merges_config_and_summary_and_null_deletes(api):

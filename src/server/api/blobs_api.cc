@@ -130,6 +130,11 @@ http::HttpResponse UploadPart(ApiContext* ctx, http::HttpRequest& req, const Aut
     drain();
     return ErrorResponse(s);
   };
+  // Charged here, once (the route's wrapper does not): a refusal drains the body too.
+  if (auto refused = ThrottleRequest(ctx, who.entity)) {
+    drain();
+    return std::move(*refused);
+  }
   auto target = TargetOf(req, who, ctx);
   if (!target.ok()) return refuse(target.status());
   auto size = SizeParam(req, ctx->limits, *target);
@@ -142,10 +147,6 @@ http::HttpResponse UploadPart(ApiContext* ctx, http::HttpRequest& req, const Aut
   }
   if (Status s = blob::CheckPart(uint64_t(*size), part, body->length()); !s.ok()) {
     return refuse(s);
-  }
-  if (auto refused = ThrottleRequest(ctx, who.entity)) {
-    drain();
-    return std::move(*refused);
   }
   bool held = false;
   if (!target->sha256.empty()) {
@@ -216,8 +217,11 @@ void RegisterBlobRoutes(http::Router& r, ApiContext* ctx) {
             return UploadStatus(ctx, req, who);
           }));
     r.Add("PUT", base + "/parts/{part}",
-          Authed(ctx, [ctx](http::HttpRequest& req,
-                            const AuthContext& who) { return UploadPart(ctx, req, who); }),
+          AuthedChargedByHandler(ctx,
+                                 [ctx](http::HttpRequest& req, const AuthContext& who) {
+                                   return UploadPart(ctx, req,
+                                                     who);  // charged once its body can be drained
+                                 }),
           part_options);
     r.Add("POST", base + "/complete",
           Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {

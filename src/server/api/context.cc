@@ -49,8 +49,10 @@ http::HttpResponse JsonResponse(int status, const bj::value& v) {
   return http::HttpResponse::Json(status, bj::serialize(v));
 }
 
-http::Handler Authed(ApiContext* ctx, AuthedHandler h, bool admin_only) {
-  return [ctx, h = std::move(h), admin_only](http::HttpRequest& req) {
+namespace {
+
+http::Handler AuthedHandlerOf(ApiContext* ctx, AuthedHandler h, bool admin_only, bool charge) {
+  return [ctx, h = std::move(h), admin_only, charge](http::HttpRequest& req) {
     auto who = ctx->auth->Authenticate(req);
     if (!who.ok()) {
       if (ctx->metrics) ctx->metrics->AddRejected("unauthenticated");
@@ -59,9 +61,21 @@ http::Handler Authed(ApiContext* ctx, AuthedHandler h, bool admin_only) {
     if (admin_only && who->role != store::KeyRole::kAdmin) {
       return ErrorResponse(Status::PermissionDenied("this route needs an admin key"));
     }
-    if (auto refused = ThrottleRequest(ctx, who->entity)) return std::move(*refused);
+    if (charge) {
+      if (auto refused = ThrottleRequest(ctx, who->entity)) return std::move(*refused);
+    }
     return h(req, *who);
   };
+}
+
+}  // namespace
+
+http::Handler Authed(ApiContext* ctx, AuthedHandler h, bool admin_only) {
+  return AuthedHandlerOf(ctx, std::move(h), admin_only, true);
+}
+
+http::Handler AuthedChargedByHandler(ApiContext* ctx, AuthedHandler h) {
+  return AuthedHandlerOf(ctx, std::move(h), false, false);
 }
 
 Result<store::RunRef> RunRefFromPath(const http::HttpRequest& req, const AuthContext& who) {

@@ -102,8 +102,12 @@ http::HttpResponse JsonResponse(int status, const bj::value& v);
 using AuthedHandler = std::function<http::HttpResponse(http::HttpRequest&, const AuthContext&)>;
 
 // Wraps a handler so that it runs only with a valid key; admin_only additionally requires an
-// admin key. Handlers may return errors; Status results are mapped by ErrorResponse.
+// admin key. Handlers may return errors; Status results are mapped by ErrorResponse. Each
+// request is charged one against the entity's rate (ThrottleRequest) before the handler runs.
 http::Handler Authed(ApiContext* ctx, AuthedHandler h, bool admin_only = false);
+// The same without the charge: for a handler that charges the request itself, once, at the
+// point where its refusal is answered the way the route needs (a streamed part drains its body).
+http::Handler AuthedChargedByHandler(ApiContext* ctx, AuthedHandler h);
 
 // The {entity}/{project}/{run} of the path, checked against the caller's entity (another
 // entity's data is reported as not found). run may be absent from the pattern.

@@ -105,6 +105,14 @@ Result<bj::object> ReadTable(ApiContext* ctx, const std::string& entity,
   }
   if (text.empty()) {
     COHORT_ASSIGN_OR_RETURN(const uint64_t size, UploadedSize(ctx, entity, m));
+    // Parsed in memory: never more than a media file may be (the blob named may be larger
+    // than the row says).
+    if (ctx->limits.max_media_file_bytes > 0 && size > ctx->limits.max_media_file_bytes) {
+      return Status::PayloadTooLarge(
+          "table '" + m.key + "' step " + std::to_string(m.step) + ": its blob is " +
+          std::to_string(size) + " bytes, more than --max-media-file-bytes (" +
+          std::to_string(ctx->limits.max_media_file_bytes) + "); download it whole instead");
+    }
     COHORT_ASSIGN_OR_RETURN(text, ctx->blobs->Read(m.sha256, 0, size));
   }
   auto doc = json::Parse(text);
@@ -279,17 +287,21 @@ void RegisterMediaRoutes(http::Router& r, ApiContext* ctx) {
             }
             q.limit = **limit;
           }
+          // One row more than asked: whether more matched.
+          const int64_t wanted = q.limit;
+          q.limit = wanted + 1;
           const int64_t t0 = MonoNanos();
           auto rows = ctx->store->QueryMedia(q);
           ctx->metrics->ObserveStore("query_media", MonoNanos() - t0);
           if (!rows.ok()) return ErrorResponse(rows.status());
+          const bool truncated = int64_t(rows->size()) > wanted;
+          if (truncated) rows->resize(size_t(wanted));
           auto held = Held(ctx, ref->entity, *rows);
           if (!held.ok()) return ErrorResponse(held.status());
           const std::string run_base = RunBase(*ref);
           bj::array out;
           for (const auto& m : *rows) out.push_back(RowJson(m, run_base, held->contains(m.sha256)));
-          return JsonResponse(200, bj::object{{"media", std::move(out)},
-                                              {"truncated", int64_t(rows->size()) >= q.limit}});
+          return JsonResponse(200, bj::object{{"media", std::move(out)}, {"truncated", truncated}});
         }));
   r.Add("GET", base + "/media/{sha256}",
         Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {

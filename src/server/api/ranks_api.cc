@@ -427,30 +427,35 @@ http::HttpResponse Stragglers(ApiContext* ctx, http::HttpRequest& req, const Aut
       for (const auto& [k, info] : keys) {
         if (IsGpuUtilKey(k)) gpu_keys[size_t(m)].push_back(k);
       }
-      store::HistoryQuery q;
-      q.run = slices[si].run;
-      q.writers = {label};
-      int64_t from = INT64_MAX;
+      // Each key's own last `window` steps: keys that end at the same step share a query (a
+      // key that stopped early made one query start there, and the raw page of the others then
+      // held their oldest steps, not their last).
+      std::map<int64_t, std::vector<std::string>> by_start;
       for (const std::string& k : {key, std::string(kStepTimeKey), std::string(kThroughputKey)}) {
         auto it = keys.find(k);
         if (k.empty() || it == keys.end() || it->second.count == 0) continue;
-        q.keys.push_back(k);
-        from = std::min(from, it->second.max_step - opt.window);
+        by_start[it->second.max_step - opt.window].push_back(k);
       }
-      if (q.keys.empty()) continue;
-      q.series.min_step = from;
-      q.series.limit = std::min<int64_t>(ctx->limits.max_raw_points, int64_t(opt.window) * 8 + 64);
-      auto data = ctx->store->QueryHistory(q);
-      if (!data.ok()) return ErrorResponse(data.status());
-      for (const auto& d : *data) {
-        if (d.key == key) {
-          const size_t from_i =
-              d.points.size() > size_t(opt.window) + 1 ? d.points.size() - opt.window - 1 : 0;
-          sig.clock.assign(d.points.begin() + long(from_i), d.points.end());
-        } else if (d.key == kStepTimeKey) {
-          sig.step_time_s = Values(d, size_t(opt.window));
-        } else if (d.key == kThroughputKey) {
-          sig.throughput = Values(d, size_t(opt.window));
+      for (auto& [start, window_keys] : by_start) {
+        store::HistoryQuery q;
+        q.run = slices[si].run;
+        q.writers = {label};
+        q.keys = std::move(window_keys);
+        q.series.min_step = start;
+        q.series.limit =
+            std::min<int64_t>(ctx->limits.max_raw_points, int64_t(opt.window) * 8 + 64);
+        auto data = ctx->store->QueryHistory(q);
+        if (!data.ok()) return ErrorResponse(data.status());
+        for (const auto& d : *data) {
+          if (d.key == key) {
+            const size_t from_i =
+                d.points.size() > size_t(opt.window) + 1 ? d.points.size() - opt.window - 1 : 0;
+            sig.clock.assign(d.points.begin() + long(from_i), d.points.end());
+          } else if (d.key == kStepTimeKey) {
+            sig.step_time_s = Values(d, size_t(opt.window));
+          } else if (d.key == kThroughputKey) {
+            sig.throughput = Values(d, size_t(opt.window));
+          }
         }
       }
       // Mean GPU utilisation over the window's time span.

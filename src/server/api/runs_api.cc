@@ -48,15 +48,14 @@ http::HttpResponse CreateRun(ApiContext* ctx, http::HttpRequest& req, const Auth
     return ErrorResponse(
         Status::InvalidArgument("tags: at most " + std::to_string(limits::kMaxTags) + " tags"));
   }
-  if (resume != "allow" && !up.ref.run_id.empty()) {
-    auto existing = ctx->store->GetRun(up.ref);
-    if (resume == "never" && existing.ok()) {
-      return ErrorResponse(Status::AlreadyExists("run '" + up.ref.run_id + "' already exists"));
-    }
-    if (resume == "must" && !existing.ok()) return ErrorResponse(existing.status());
-  } else if (resume == "must") {
+  if (resume == "must" && up.ref.run_id.empty()) {
     return ErrorResponse(Status::InvalidArgument("id: required with resume=must"));
   }
+  // Checked by the store in the upsert's own transaction (a check before it let two creates of
+  // one id both through: the second resumed the first's run and rewrote it).
+  up.resume = resume == "must"    ? store::ResumeMode::kMust
+              : resume == "never" ? store::ResumeMode::kNever
+                                  : store::ResumeMode::kAllow;
   auto res = ctx->store->UpsertRun(up);
   if (!res.ok()) return ErrorResponse(res.status());
   return JsonResponse(res->second ? 201 : 200, RunToJson(res->first, NowMillis()));
@@ -92,6 +91,10 @@ http::HttpResponse PatchRun(ApiContext* ctx, http::HttpRequest& req, const AuthC
   patch.config_json = ObjectText(r, "config");
   patch.summary_json = ObjectText(r, "summary");
   if (!r.ok()) return ErrorResponse(r.status());
+  if (patch.tags && patch.tags->size() > limits::kMaxTags) {  // as POST refuses them
+    return ErrorResponse(
+        Status::InvalidArgument("tags: at most " + std::to_string(limits::kMaxTags) + " tags"));
+  }
   auto run = ctx->store->PatchRun(*ref, patch);
   if (!run.ok()) return ErrorResponse(run.status());
   return JsonResponse(200, RunToJson(*run, NowMillis()));

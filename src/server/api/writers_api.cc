@@ -1,4 +1,6 @@
 // Routes: writers of a run — join, list, heartbeat, finish.
+#include <limits>
+
 #include "core/clock.h"
 #include "server/alerts/alert_engine.h"
 #include "server/api/context.h"
@@ -63,6 +65,13 @@ http::HttpResponse Finish(ApiContext* ctx, http::HttpRequest& req, const AuthCon
   auto exit_code = r.OptInt("exit_code");
   auto state_name = r.OptString("state", 32);
   if (!r.ok()) return ErrorResponse(r.status());
+  // A process's exit status is an int: a larger value is no exit code (it wrapped to 0 and
+  // reported a clean exit).
+  if (exit_code && (*exit_code < std::numeric_limits<int>::min() ||
+                    *exit_code > std::numeric_limits<int>::max())) {
+    return ErrorResponse(Status::InvalidArgument("exit_code: " + std::to_string(*exit_code) +
+                                                 " is not an exit status (a 32-bit integer)"));
+  }
   store::RunState state = store::StateForExitCode(int(exit_code.value_or(0)));
   if (state_name) {
     auto parsed = store::ParseRunState(*state_name);

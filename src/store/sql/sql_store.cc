@@ -195,10 +195,16 @@ Result<std::pair<RunRecord, bool>> SqlStore::UpsertRun(const RunUpsert& upsert) 
       Result<RunRecord> found = LoadRun(conn, ref, /*lock=*/true);
       if (!found.ok() && found.status().code() != StatusCode::kNotFound) return found.status();
       if (!found.ok()) {
+        if (upsert.resume == ResumeMode::kMust) {
+          return Status::NotFound("run '" + ref.run_id + "' not found (resume=must)");
+        }
         COHORT_ASSIGN_OR_RETURN(int64_t pk, insert(conn, ref));
-        if (pk == 0) continue;
+        if (pk == 0) continue;  // created meanwhile by another upsert: found next round
         COHORT_ASSIGN_OR_RETURN(RunRecord out, LoadRunByPk(conn, pk));
         return Out(std::move(out), true);
+      }
+      if (upsert.resume == ResumeMode::kNever) {
+        return Status::AlreadyExists("run '" + ref.run_id + "' already exists");
       }
       RunRecord& r = *found;
       COHORT_RETURN_IF_ERROR(ApplyRunUpsert(upsert, metadata, &r));

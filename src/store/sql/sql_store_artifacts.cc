@@ -463,7 +463,12 @@ Result<ArtifactLogged> SqlStore::CommitArtifact(const ArtifactCommit& c) {
   COHORT_RETURN_IF_ERROR(ValidateArtifactCommit(c));
   const std::string digest = ManifestDigest(c.files);
   int64_t size = 0;
-  for (const ArtifactFile& f : c.files) size += std::max<int64_t>(f.size, 0);
+  for (const ArtifactFile& f : c.files) {
+    if (__builtin_add_overflow(size, std::max<int64_t>(f.size, 0), &size)) {
+      return Status::InvalidArgument("artifact " + c.name +
+                                     ": its files' sizes add up past 2^63 bytes");
+    }
+  }
   return RunFor<ArtifactLogged>(Access::kWrite, [&](Conn& conn) -> Result<ArtifactLogged> {
     std::optional<int64_t> run_pk;
     if (!c.run_id.empty()) {

@@ -14,8 +14,6 @@ using sql::Row;
 
 namespace {
 
-constexpr const char* kScalar = "scalar";
-
 // "a scalar", "a histogram", "an image", "a video", "a table", "audio", "html".
 std::string Article(const std::string& type) {
   if (type == "audio" || type == "html") return type;
@@ -42,8 +40,8 @@ Status SqlStore::CheckKeyTypes(Conn& conn, int64_t run_pk, const IngestBatch& ba
   }
   for (const std::string& k : new_scalar_keys) {
     if (k.starts_with(kSystemKeyPrefix)) continue;
-    auto [it, added] = logged.emplace(k, kScalar);
-    if (!added && it->second != kScalar) return KeyTypeClash(k, kScalar, it->second);
+    auto [it, added] = logged.emplace(k, kScalarKeyType);
+    if (!added && it->second != kScalarKeyType) return KeyTypeClash(k, kScalarKeyType, it->second);
   }
   if (logged.empty()) return Status::Ok();
 
@@ -57,11 +55,21 @@ Status SqlStore::CheckKeyTypes(Conn& conn, int64_t run_pk, const IngestBatch& ba
   }
   if (logged.empty()) return Status::Ok();
 
+  // The run's row locked first (as a media batch's budget does, after the writer's row): two
+  // batches logging a new key under different types would otherwise each find none of the
+  // other's uncommitted rows (read committed) and both be stored. The one that waits reads the
+  // other's committed rows below (each statement a fresh snapshot). SQLite writes one
+  // transaction at a time: the clause is dropped there (sql_dialect).
+  COHORT_RETURN_IF_ERROR(
+      sql::QueryAll<int64_t>(conn, "SELECT pk FROM runs WHERE pk = $1 FOR NO KEY UPDATE",
+                             Params().Add(run_pk), [](const Row& row) { return row.Int(0); })
+          .status());
+
   keys.clear();
   std::vector<std::string> not_scalar, not_histogram;
   for (const auto& [key, type] : logged) {
     keys.push_back(key);
-    if (type != kScalar) not_scalar.push_back(key);
+    if (type != kScalarKeyType) not_scalar.push_back(key);
     if (type != kHistogramKeyType) not_histogram.push_back(key);
   }
   if (!not_scalar.empty()) {
@@ -71,7 +79,7 @@ Status SqlStore::CheckKeyTypes(Conn& conn, int64_t run_pk, const IngestBatch& ba
             conn, "SELECT key FROM series WHERE run_pk = $1 AND key = ANY($2) LIMIT 1",
             Params().Add(run_pk).AddTextArray(not_scalar),
             [](const Row& row) { return row.Text(0); }));
-    if (!scalars.empty()) return KeyTypeClash(scalars[0], logged[scalars[0]], kScalar);
+    if (!scalars.empty()) return KeyTypeClash(scalars[0], logged[scalars[0]], kScalarKeyType);
   }
   if (!not_histogram.empty()) {
     COHORT_ASSIGN_OR_RETURN(

@@ -3,6 +3,7 @@
 // media limits, and the reads (keys, rows, one row by blob). The one-type-per-key check is in
 // sql_store_key_types.cc.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -49,16 +50,17 @@ MediaRecord ReadRecord(const Row& row) {
 // later one of the same (key, step, index) replaces. One index range per batch: the writer's
 // rows of the batch's keys in its steps (none, when the batch logs new steps).
 Result<int64_t> ReplacedMediaBytes(Conn& conn, int64_t run_pk, int64_t writer_pk,
-                                   const std::vector<const MediaPoint*>& rows_of_batch) {
+                                   const std::vector<const MediaPoint*>& rows_of_batch,
+                                   const std::function<int64_t(const MediaPoint&)>& size_of) {
   using Place = std::tuple<std::string, int64_t, int64_t>;
   int64_t replaced = 0, lo = rows_of_batch.front()->step, hi = lo;
   std::map<Place, int64_t> last;  // the size of the row that stays
   for (const MediaPoint* row : rows_of_batch) {
     const MediaPoint& m = *row;
-    auto [it, fresh] = last.try_emplace(Place(m.key, m.step, m.index), m.size + m.cell_bytes);
+    auto [it, fresh] = last.try_emplace(Place(m.key, m.step, m.index), size_of(m) + m.cell_bytes);
     if (!fresh) {
       replaced += it->second;
-      it->second = m.size + m.cell_bytes;
+      it->second = size_of(m) + m.cell_bytes;
     }
     lo = std::min(lo, m.step);
     hi = std::max(hi, m.step);
@@ -132,6 +134,30 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const
     result->media_refused += int64_t(rows);
     if (result->media_refused_reason.empty()) result->media_refused_reason = why;
   };
+  // The sizes of the blobs the entity holds already: a row naming one counts (and records) the
+  // blob's size, not the size it says (the limits would take a lying row's word).
+  std::vector<std::string> digests;
+  for (const MediaPoint& m : batch.media) {
+    if (!m.sha256.empty()) digests.push_back(m.sha256);
+  }
+  std::map<std::string, int64_t> held;
+  if (!digests.empty()) {
+    std::sort(digests.begin(), digests.end());
+    digests.erase(std::unique(digests.begin(), digests.end()), digests.end());
+    using Held = std::pair<std::string, int64_t>;
+    COHORT_ASSIGN_OR_RETURN(
+        std::vector<Held> sizes,
+        sql::QueryAll<Held>(conn,
+                            "SELECT b.sha256, b.size FROM blobs b JOIN runs r ON r.entity = "
+                            "b.entity WHERE r.pk = $1 AND b.sha256 = ANY($2)",
+                            Params().Add(run_pk).AddTextArray(digests),
+                            [](const Row& row) { return Held(row.Text(0), row.Int(1)); }));
+    held.insert(sizes.begin(), sizes.end());
+  }
+  auto size_of = [&held](const MediaPoint& m) {
+    auto it = m.sha256.empty() ? held.end() : held.find(m.sha256);
+    return it == held.end() ? m.size : it->second;
+  };
   std::vector<const MediaPoint*> rows;  // the rows within the per-row limits
   rows.reserve(batch.media.size());
   int64_t bytes = 0;
@@ -142,8 +168,9 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const
     auto where = [&m] {
       return "media (key '" + m.key + "', step " + std::to_string(m.step) + "): ";
     };
-    if (batch.max_media_file_bytes > 0 && m.size > batch.max_media_file_bytes) {
-      refuse(1, where() + std::to_string(m.size) + " bytes, more than the limit of " +
+    const int64_t size = size_of(m);
+    if (batch.max_media_file_bytes > 0 && size > batch.max_media_file_bytes) {
+      refuse(1, where() + std::to_string(size) + " bytes, more than the limit of " +
                     std::to_string(batch.max_media_file_bytes) +
                     " bytes per media file (--max-media-file-bytes)");
       continue;
@@ -153,7 +180,7 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const
                     " media in one step (--max-media-per-step)");
       continue;
     }
-    if (__builtin_add_overflow(bytes, m.size, &bytes) ||
+    if (__builtin_add_overflow(bytes, size, &bytes) ||
         __builtin_add_overflow(bytes, m.cell_bytes, &bytes)) {
       return too_many();
     }
@@ -164,7 +191,8 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const
   // plus the batch's; kept in the run row, moved in this transaction.
   // The lock first: the rows it replaces cannot change size meanwhile (a vendor file attached).
   COHORT_ASSIGN_OR_RETURN(int64_t stored, LockedMediaBytes(conn, run_pk));
-  COHORT_ASSIGN_OR_RETURN(int64_t replaced, ReplacedMediaBytes(conn, run_pk, writer_pk, rows));
+  COHORT_ASSIGN_OR_RETURN(int64_t replaced,
+                          ReplacedMediaBytes(conn, run_pk, writer_pk, rows, size_of));
   int64_t total = 0;
   if (__builtin_add_overflow(stored - replaced, bytes, &total)) return too_many();
   if (batch.max_run_media_bytes > 0 && total > batch.max_run_media_bytes) {
@@ -175,7 +203,7 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const
     const MediaPoint& m = *row;
     Params p;
     p.Add(run_pk).Add(m.key).Add(writer_pk).Add(m.step).Add(m.index).Add(m.time_ms).Add(m.type);
-    p.Add(m.mime).Add(m.sha256).Add(m.size).Add(m.width).Add(m.height).Add(m.duration_ms);
+    p.Add(m.mime).Add(m.sha256).Add(size_of(m)).Add(m.width).Add(m.height).Add(m.duration_ms);
     p.Add(m.caption).Add(m.path).Add(m.artifact_ref).Add(m.cell_bytes);
     COHORT_RETURN_IF_ERROR(
         conn.Exec("INSERT INTO media (run_pk, key, writer_pk, step, idx, time_ms, type, mime, "
