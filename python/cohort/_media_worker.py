@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import os
+import sys
 import threading
 import time
 import warnings
@@ -27,6 +28,16 @@ def _queue_size() -> int:
     except ValueError:
         return 64
 
+
+
+def _warn(text: str) -> None:
+    """A RuntimeWarning from the worker thread that never stops it: where warnings are turned
+    into errors (``-W error``), the text goes to stderr instead (an exception here ended the
+    thread, and the sets queued behind waited until finish gave up on them)."""
+    try:
+        warnings.warn(text, RuntimeWarning, stacklevel=2)
+    except Exception:  # noqa: BLE001 - the warning is the report
+        print(text, file=sys.stderr)
 
 class Worker:
     """One thread per process that hands over media sets in the order they were logged, the
@@ -110,13 +121,11 @@ class Worker:
                         self.sets += 1
                     else:
                         self.failures += 1
-                        warnings.warn(f"cohort: media {key!r} at step {step} was not logged: "
-                                      f"{error}", RuntimeWarning, stacklevel=1)
+                        _warn(f"cohort: media {key!r} at step {step} was not logged: {error}")
             except Exception as e:  # noqa: BLE001 - reported, the worker goes on
                 self.failures += len(batch) - done
-                warnings.warn(f"cohort: {len(batch) - done} media set(s) of keys "
-                              f"{sorted({k for k, _, _ in batch[done:]})} were not logged: {e}",
-                              RuntimeWarning, stacklevel=1)
+                _warn(f"cohort: {len(batch) - done} media set(s) of keys "
+                      f"{sorted({k for k, _, _ in batch[done:]})} were not logged: {e}")
             finally:
                 with self._cv:
                     n = self._pending.get(id(run), len(batch)) - len(batch)

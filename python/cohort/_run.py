@@ -311,8 +311,8 @@ class Run(native.Run):
             "label": self.label,
             "name": self.name,
             "parent_pid": self._pid,
-            "mode": "offline" if self._init_args.get("mode") == "offline" or
-                    s.get("mode") == "offline" else None,
+            # The run's own mode (init's "dryrun" is offline too: the raw argument missed it).
+            "mode": "offline" if self.offline else None,
             "dir": self._init_args.get("dir"),
             "settings": {k: v for k, v in s.items()
                          if k in ("base_url", "api_key", "init_timeout", "finish_timeout",

@@ -17,7 +17,7 @@ import threading
 from typing import Any, Dict, List, Optional
 
 from .errors import UsageError
-from .histogram import Histogram
+from .histogram import MAX_BINS, Histogram
 
 _LOG_CHOICES = ("gradients", "parameters", "all", None)
 
@@ -113,6 +113,10 @@ def watch(run: Any, models: Any, criterion: Any = None, log: Optional[str] = "gr
                          f"got {log!r}")
     if isinstance(log_freq, bool) or not isinstance(log_freq, int) or log_freq < 1:
         raise UsageError(f"watch: log_freq must be an int >= 1, got {log_freq!r}")
+    # Checked here, not at the log_freq-th step inside the training's forward pass.
+    if isinstance(num_bins, bool) or not isinstance(num_bins, int) or \
+            not 1 <= num_bins <= MAX_BINS:
+        raise UsageError(f"watch: num_bins must be an int in 1..{MAX_BINS}, got {num_bins!r}")
     items = _models(models)
     if getattr(run, "disabled", False):
         return  # checked like any other call; no hooks: nothing would keep their histograms

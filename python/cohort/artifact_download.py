@@ -189,21 +189,24 @@ def _fetch_range(t: Transport, url_path: str, offset: int, end: int, out, h,
         raise CommError(f"GET {url_path}: the server answered {resp.status} to a ranged GET")
     got = 0
     want = None if end < 0 else end - offset + 1
-    try:
-        while want is None or got < want:
-            if stop.is_set():
-                t.close()  # the rest of the answer is not read: drop the connection
-                return got
+    while want is None or got < want:
+        if stop.is_set():
+            t.close()  # the rest of the answer is not read: drop the connection
+            return got
+        try:
             block = resp.read(READ_BYTES if want is None else min(READ_BYTES, want - got))
-            if not block:
-                break
-            out.write(block)
-            h.update(block)
-            got += len(block)
-            progress.add(len(block))
-    except (ConnectionError, http.client.HTTPException, OSError):
-        t.close()
-        return got
+        except (ConnectionError, http.client.HTTPException, OSError):
+            t.close()
+            return got
+        if not block:
+            break
+        # A write that fails (a full disk) is raised, never taken for a dropped connection:
+        # part of the block may be in the file, and fetching the range again would write it
+        # after those bytes.
+        out.write(block)
+        h.update(block)
+        got += len(block)
+        progress.add(len(block))
     if want is not None and got == want and resp.read(1):
         t.close()
         raise CommError(f"GET {url_path}: the server sent more than the {want} bytes asked for")
@@ -280,12 +283,17 @@ def fetch_blob(t: Transport, url_path: str, sha256: str, size: int, what: str,
             _fetch_into(t, url_path, part, have, size, h, what, progress, stop,
                         copy_to if copied else None)
             digest = h.hexdigest()
-            if digest == sha256:
+            # The bytes received are the blob's; the file must hold exactly them too.
+            if digest == sha256 and os.path.getsize(part) == size:
                 break
             os.remove(part)
             if resumed and attempt == 0:
                 progress.rewind(size)
                 continue  # the partial file of an earlier download was bad: once more, afresh
+            if digest == sha256:
+                raise VerificationError(
+                    f"{what}: the file written is not the {size} bytes received (the disk "
+                    f"failed a write?): it was not kept; download it again")
             raise VerificationError(
                 f"{what}: the downloaded bytes have SHA-256 {digest}, not {sha256} as the "
                 f"manifest says: the file was not kept (the server's copy may be damaged)")

@@ -63,9 +63,18 @@ def _caption(caption: Any, what: str) -> str:
         return ""
     if not isinstance(caption, str):
         caption = str(caption)
-    if len(caption.encode("utf-8", "surrogatepass")) > MAX_CAPTION_BYTES:
+    if len(_utf8(caption, f"{what}: caption")) > MAX_CAPTION_BYTES:
         raise ValueError(f"{what}: caption longer than {MAX_CAPTION_BYTES} bytes")
     return caption
+
+
+def _utf8(text: str, what: str) -> bytes:
+    """`text` as UTF-8; a lone surrogate (which no UTF-8 text holds) raises ValueError naming
+    `what` at the call, not on the worker thread that stores it."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"{what}: not valid text ({e.reason} at index {e.start})") from None
 
 
 # A media file of this size or more is copied into a spool file when the value is made rather
@@ -276,6 +285,11 @@ class Image(_Media):
         if isinstance(pil_class, type) and isinstance(data_or_path, pil_class):
             self._pil = data_or_path.copy()
             self.width, self.height = self._pil.size
+            if self._pil.mode == "I":  # 32-bit integers: PNG holds 16 (converted on the worker)
+                lo, hi = self._pil.getextrema()
+                if lo < 0 or hi > 65535:
+                    raise ValueError(f"Image: a PIL image of mode I with pixels {lo}..{hi}: PNG "
+                                     "holds 0..65535; scale it first")
             return
         self._array = self._check_array(_as_numpy(data_or_path))
         self.height, self.width = int(self._array.shape[0]), int(self._array.shape[1])
@@ -330,7 +344,9 @@ class Image(_Media):
             raise RuntimeError("cohort.Image of an array needs Pillow (pip install Pillow)") from None
         if self._pil is not None:
             im = self._pil
-            if im.mode not in ("1", "L", "LA", "P", "RGB", "RGBA", "I", "I;16"):
+            if im.mode == "I":
+                im = im.convert("I;16")  # its range checked at the call
+            elif im.mode not in ("1", "L", "LA", "P", "RGB", "RGBA", "I;16"):
                 im = im.convert("RGBA")
         else:
             import numpy as np
@@ -453,7 +469,10 @@ class Html(_Media):
 
 
 def _cell(v: Any, row: int, col: str) -> Any:
-    if v is None or isinstance(v, (bool, str)):
+    if isinstance(v, str):
+        _utf8(v, f"Table: row {row}, column {col!r}")
+        return v
+    if v is None or isinstance(v, bool):
         return v
     if isinstance(v, _Media):
         if isinstance(v, Table):
@@ -501,6 +520,8 @@ class Table(_Media):
         if isinstance(columns, str):
             raise ValueError("Table: columns must be a list of names, not a str")
         self.columns = [str(c) for c in columns]
+        for c in self.columns:
+            _utf8(c, "Table: a column name")
         if len(set(self.columns)) != len(self.columns):
             raise ValueError(f"Table: repeated column names in {self.columns}")
         out: List[List[Any]] = []

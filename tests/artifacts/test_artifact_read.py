@@ -227,6 +227,38 @@ def test_a_download_cut_midway_keeps_what_came_for_the_next_one_and_places_nothi
     assert v.last_download["fetched_bytes"] == len(BIG) - PART
 
 
+def test_a_write_error_midway_is_raised_and_keeps_no_file(srv, entity, capi, cache, tmp_path,
+                                                         monkeypatch):
+    # A write that failed after writing part of its block (a full disk) was taken for a dropped
+    # connection: the range was fetched again and written after those bytes, and the file,
+    # longer than the blob, was kept as verified (the hash is of the bytes received).
+    import errno
+    from cohort import _file_writer
+    small = pattern(3 << 20, 7)
+    log_version(srv.api(), entity, PROJECT, "small", {"w.bin": small})
+    v = capi.artifact(f"{entity}/{PROJECT}/small")
+    real, failed = _file_writer.PlainWriter.write, []
+
+    def half_then_enospc(self, data):
+        if not failed and len(data) > 1:
+            failed.append(len(data))
+            real(self, data[: len(data) // 2])
+            self._file.flush()
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, data)
+
+    monkeypatch.setattr(_file_writer.PlainWriter, "write", half_then_enospc)
+    with pytest.raises(OSError, match="No space"):
+        v.download(str(tmp_path / "out"), progress=False)
+    assert failed
+    blob = cache / "artifacts" / "sha256" / sha(small)[:2] / sha(small)
+    assert not blob.exists()
+    assert not (tmp_path / "out" / "w.bin").exists()
+    monkeypatch.setattr(_file_writer.PlainWriter, "write", real)
+    root = v.download(str(tmp_path / "out"), progress=False)
+    assert tree(root) == {"w.bin": small}
+
+
 def test_a_bad_partial_blob_is_fetched_again(srv, entity, capi, cache, tmp_path, copies):
     log_version(srv.api(), entity, PROJECT, "resnet", {"model.bin": BIG})
     v = capi.artifact(f"{entity}/{PROJECT}/resnet")

@@ -45,3 +45,33 @@ def test_a_put_interrupted_while_the_queue_is_full_leaves_nothing_pending():
         assert not w.drain(other, timeout=0.01)  # the queued set is still counted
     finally:
         idle.set()
+
+
+def test_a_warning_turned_error_does_not_stop_the_worker():
+    """Under ``-W error`` the worker's warning about a failed set raised (twice: in its
+    handler too) and ended the worker thread: the sets queued behind it (another run's here)
+    were never handed over and their run's finish waited its whole timeout for them."""
+    queued = threading.Event()
+
+    class Worker(media._Worker):
+        def __init__(self):
+            super().__init__()
+            self.handed = []
+
+        def hand_over(self, run, sets):
+            if sets[0][0] == "bad":
+                queued.wait(5)  # the next set is queued while this one is handed over
+            self.handed += [key for key, _, _ in sets]
+            return [(key, step, ValueError("cannot encode") if key == "bad" else None)
+                    for key, _, step in sets]
+
+    w, first, second = Worker(), object(), object()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        w.put(first, "bad", None, 0)
+        w.put(second, "good", None, 0)
+        queued.set()
+        assert w.drain(second, timeout=5)
+        assert w.drain(first, timeout=5)
+    assert w.handed == ["bad", "good"]
+    assert (w.sets, w.failures) == (1, 1)

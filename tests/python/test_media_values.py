@@ -108,6 +108,26 @@ def test_bad_images_are_refused_naming_the_problem(tmp_path):
         cohort.Image(str(tmp_path / "a.txt"))
     with pytest.raises(ValueError, match="caption longer than 4096 bytes"):
         cohort.Image(np.zeros((1, 1)), caption="x" * 5000)
+    # Text no UTF-8 holds (a lone surrogate) is refused at the call: it failed on the worker,
+    # the value lost there (counted) instead of an exception where it was made.
+    with pytest.raises(ValueError, match="caption: not valid text"):
+        cohort.Image(np.zeros((1, 1)), caption="x\udcff")
+    with pytest.raises(ValueError, match="row 0, column 'a': not valid text"):
+        cohort.Table(columns=["a"], data=[["x\udcff"]])
+    with pytest.raises(ValueError, match="column name: not valid text"):
+        cohort.Table(columns=["a\udcff"], data=[[1]])
+
+
+def test_a_pil_image_of_32_bit_integers_is_stored_as_16_bit_png_or_refused_at_the_call():
+    # Mode I passed the call and failed on the worker (PNG cannot hold it as it is).
+    from PIL import Image as PILImage
+    depth = PILImage.fromarray((np.arange(12, dtype=np.int32) * 1000).reshape(3, 4))
+    data, mime, width, height, _ = cohort.Image(depth)._encode()
+    back = PILImage.open(io.BytesIO(data))
+    assert (mime, width, height, back.mode) == ("image/png", 4, 3, "I;16")
+    assert back.getextrema() == (0, 11000)
+    with pytest.raises(ValueError, match="pixels -1..70000"):
+        cohort.Image(PILImage.fromarray(np.array([[-1, 70000]], dtype=np.int32)))
 
 
 def test_audio_is_16_bit_pcm_wav_and_files_keep_their_bytes(tmp_path):

@@ -71,3 +71,15 @@ def test_forked_child_init_with_its_own_config_starts_a_new_run(monkeypatch):
         assert not same and parent_alive  # a run of its own; the parent's run untouched
     finally:
         run.finish()
+
+
+def test_an_offline_run_hands_its_mode_to_a_child_whichever_name_init_had(tmp_path, monkeypatch):
+    # init(mode="dryrun") is offline; the state a child gets said None (the raw argument was
+    # compared with "offline"), so the child joined online under an id only the offline run has.
+    monkeypatch.setenv("COHORT_DIR", str(tmp_path))
+    for mode in ("offline", "dryrun"):
+        run = cohort.init(project="p", mode=mode)
+        try:
+            assert run._handoff_state()["mode"] == "offline", mode
+        finally:
+            run.finish()

@@ -77,3 +77,12 @@ def test_a_users_own_hook_stays():
     watch.remove()
     model(x).sum().backward()
     assert len(seen) == 5 and first._backward_hooks
+
+
+def test_bad_num_bins_is_refused_at_the_call_with_no_hooks_put():
+    # It passed the call and raised from inside the training's forward pass, log_freq steps on.
+    model, _ = model_and_data()
+    for bins in (0, 1000, True, 2.5):
+        with pytest.raises(ValueError, match="num_bins"):
+            _watch.watch(Recorder(), model, log="all", num_bins=bins)
+    assert not any(hooked(model))
