@@ -180,22 +180,6 @@ int RunShow(const std::string& text, bool as_json) {
   return 0;
 }
 
-// A manifest path as a path under `root`; an error for one that would leave it.
-Result<std::string> TargetPath(const std::string& root, const std::string& path) {
-  bool bad = path.empty() || path[0] == '/' || path.find('\\') != std::string::npos;
-  size_t start = 0;
-  while (!bad) {
-    size_t slash = path.find('/', start);
-    std::string_view seg = std::string_view(path).substr(
-        start, slash == std::string::npos ? std::string::npos : slash - start);
-    bad = seg.empty() || seg == "." || seg == "..";
-    if (slash == std::string::npos) break;
-    start = slash + 1;
-  }
-  if (bad) return Status::InvalidArgument("the manifest's path '" + path + "' leaves the root");
-  return root + "/" + path;
-}
-
 int RunGet(const std::string& text, std::string root) {
   auto client = ReadClient::Open();
   if (!client.ok()) return Fail("get", client.status());
@@ -227,7 +211,7 @@ int RunGet(const std::string& text, std::string root) {
   for (const bj::value* f : blobs) {
     std::string path = StrField(*f, "path"), sha = StrField(*f, "sha256");
     uint64_t size = uint64_t(IntField(*f, "size"));
-    auto dest = TargetPath(root, path);
+    auto dest = PathUnder(root, path, "the manifest's path");
     if (!dest.ok()) return Fail("get", dest.status());
     if (auto have = fs->FileSize(*dest); have.ok() && *have == size) {
       auto digest = agent::HashFileCached(fs, *dest, UserCacheDir());

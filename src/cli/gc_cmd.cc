@@ -76,7 +76,8 @@ Runner AddGcCommand(CLI::App& app) {
     if (!cmd->parsed()) return -1;
     const std::string dir = o->data_dir.empty() ? UserDataDir() + "/server" : o->data_dir;
     const std::string url = o->store_url.empty() ? "sqlite://" + dir + "/cohort.db" : o->store_url;
-    auto store = store::OpenStore(url);
+    // Never a new or empty store: it references no blob, and every blob would go.
+    auto store = store::OpenExistingStore(url, "cohort gc");
     if (!store.ok()) {
       std::fprintf(stderr, "cohort gc: %s\n", store.status().ToString().c_str());
       return 1;

@@ -51,7 +51,9 @@ Runner AddKeysCommand(CLI::App& app) {
       std::fprintf(stderr, "cohort keys: invalid entity name '%s'\n", o->entity.c_str());
       return 2;
     }
-    auto store = store::OpenStore(url);
+    // The servers' store: a mistyped --data-dir must not make a new one whose keys no server
+    // accepts.
+    auto store = store::OpenExistingStore(url, "cohort keys");
     if (!store.ok()) {
       std::fprintf(stderr, "cohort keys: %s\n", store.status().ToString().c_str());
       return 1;

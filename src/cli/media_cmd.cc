@@ -40,8 +40,10 @@ std::string Extension(std::string_view mime) {
   return "";
 }
 
-// The rows of the filters, in key, writer, step, index order.
-Result<bj::array> Rows(ReadClient& client, const RunPath& ref, const MediaOpts& o) {
+// The rows of the filters, in key, writer, step, index order; `*truncated` when more matched
+// than the server lists in one answer.
+Result<bj::array> Rows(ReadClient& client, const RunPath& ref, const MediaOpts& o,
+                       bool* truncated) {
   COHORT_ASSIGN_OR_RETURN(bj::value body,
                           client.Get(ref.ApiPath() + "/media", {{"keys", o.keys},
                                                                 {"writers", o.labels},
@@ -51,11 +53,16 @@ Result<bj::array> Rows(ReadClient& client, const RunPath& ref, const MediaOpts& 
   if (media == nullptr || !media->is_array()) {
     return Status::Unavailable("the server's answer has no media list");
   }
+  const bj::value* more = body.as_object().if_contains("truncated");
+  *truncated = more != nullptr && more->is_bool() && more->as_bool();
   return media->as_array();
 }
 
+constexpr const char* kNarrow = "narrow them with --key, --label, --min-step, --max-step";
+
 int List(ReadClient& client, const RunPath& ref, const MediaOpts& o) {
-  auto rows = Rows(client, ref, o);
+  bool truncated = false;
+  auto rows = Rows(client, ref, o, &truncated);
   if (!rows.ok()) return Fail(rows.status());
   Table t({"KEY", "WRITER", "STEP", "INDEX", "TYPE", "MIME", "SIZE", "SHAPE", "CAPTION"});
   for (const bj::value& r : *rows) {
@@ -80,6 +87,10 @@ int List(ReadClient& client, const RunPath& ref, const MediaOpts& o) {
     return 0;
   }
   t.Print(stdout);
+  if (truncated) {
+    std::fprintf(stderr, "the first %zu rows only: more match these filters (%s)\n", t.rows(),
+                 kNarrow);
+  }
   return 0;
 }
 
@@ -94,8 +105,15 @@ Status MakeDirs(wal::FileSystem* fs, const std::string& path) {
 }
 
 int Get(ReadClient& client, const RunPath& ref, const MediaOpts& o) {
-  auto rows = Rows(client, ref, o);
+  bool truncated = false;
+  auto rows = Rows(client, ref, o, &truncated);
   if (!rows.ok()) return Fail(rows.status());
+  if (truncated) {  // never a partial download that says it is done
+    return Fail(Status::FailedPrecondition("more than the " + std::to_string(rows->size()) +
+                                           " media rows the server lists at once match these "
+                                           "filters; " +
+                                           kNarrow + ", and get each part"));
+  }
   wal::FileSystem* fs = wal::FileSystem::Default();
   int64_t files = 0, bytes = 0;
   for (const bj::value& r : *rows) {
@@ -107,11 +125,14 @@ int Get(ReadClient& client, const RunPath& ref, const MediaOpts& o) {
                                      std::to_string(IntField(r, "step")) +
                                      ": the bytes do not match their sha256 " + sha));
     }
-    const std::string dir = o.out + "/" + StrField(r, "key") + "/" + StrField(r, "writer");
-    if (Status s = MakeDirs(fs, dir); !s.ok()) return Fail(s);
-    const std::string path = dir + "/" + std::to_string(IntField(r, "step")) + "_" +
-                             std::to_string(IntField(r, "index")) +
-                             Extension(StrField(r, "mime"));
+    // Keys may hold "/" (nested directories) but never leave --out.
+    auto key_dir = PathUnder(o.out, StrField(r, "key"), "the media key");
+    if (!key_dir.ok()) return Fail(key_dir.status());
+    auto dir = PathUnder(*key_dir, StrField(r, "writer"), "the writer label");
+    if (!dir.ok()) return Fail(dir.status());
+    if (Status s = MakeDirs(fs, *dir); !s.ok()) return Fail(s);
+    const std::string path = *dir + "/" + std::to_string(IntField(r, "step")) + "_" +
+                             std::to_string(IntField(r, "index")) + Extension(StrField(r, "mime"));
     if (Status s = wal::WriteFileAtomically(fs, path, resp->body); !s.ok()) return Fail(s);
     ++files;
     bytes += int64_t(resp->body.size());

@@ -171,4 +171,23 @@ std::string FormatDuration(int64_t ms) {
   return buf;
 }
 
+Result<std::string> PathUnder(const std::string& root, const std::string& relative,
+                              std::string_view what) {
+  bool bad = relative.empty() || relative[0] == '/' || relative.find('\\') != std::string::npos;
+  size_t start = 0;
+  while (!bad) {
+    const size_t slash = relative.find('/', start);
+    std::string_view seg = std::string_view(relative).substr(
+        start, slash == std::string::npos ? std::string::npos : slash - start);
+    bad = seg.empty() || seg == "." || seg == "..";
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  if (bad) {
+    return Status::InvalidArgument(std::string(what) + " '" + relative + "' leaves " + root +
+                                   ": not written");
+  }
+  return root + "/" + relative;
+}
+
 }  // namespace cohort::cli

@@ -10,7 +10,15 @@
 #include <string_view>
 #include <vector>
 
+#include "cohort/status.h"
+
 namespace cohort::cli {
+
+// `relative` (a server's name of a file: a manifest path, a media key) as a path under `root`;
+// kInvalidArgument naming `what` when it would leave it (absolute, empty or "." / ".."
+// segments, backslashes): a name on the server never writes outside the directory asked for.
+Result<std::string> PathUnder(const std::string& root, const std::string& relative,
+                              std::string_view what);
 
 // True when `stream` is a terminal, NO_COLOR is unset or empty and TERM is not "dumb".
 // `mode`: "always" / "never" force it, anything else is "auto".

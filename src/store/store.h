@@ -469,6 +469,13 @@ class Store : public RunStore,
 // "postgresql://..." (PostgreSQL). Creates the schema of a new database (sql/sql_schema.h).
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url);
 
+// Opens the store of servers that ran already, for a tool acting on their data (`cohort gc`,
+// `cohort keys`): kNotFound when `url` names no SQLite file (no new one is made), and
+// kFailedPrecondition when the store holds no API key (every server makes one when it first
+// starts): a mistyped --data-dir or a missing --store must not look like an empty store, which
+// gc would take as "no blob is referenced". `what` names the tool in the errors.
+Result<std::unique_ptr<Store>> OpenExistingStore(const std::string& url, std::string_view what);
+
 // Whether the store `url` names may be shared by several servers (PostgreSQL): what they keep
 // beside it (the blob directory) may be written by the others too.
 bool IsSharedStoreUrl(std::string_view url);

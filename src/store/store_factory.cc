@@ -118,4 +118,26 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& url) {
   return std::unique_ptr<Store>(std::move(store));
 }
 
+Result<std::unique_ptr<Store>> OpenExistingStore(const std::string& url, std::string_view what) {
+  const std::string hint = std::string(what) +
+                           ": give the servers' store (--store, or the --data-dir of a server "
+                           "that ran)";
+  if (!IsSharedStoreUrl(url)) {
+    std::string_view target = url;
+    if (target.starts_with("sqlite://")) target.remove_prefix(9);
+    const std::string path(target.substr(0, target.find('?')));
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+      return Status::NotFound("no store at " + path + " (no such SQLite file); " + hint);
+    }
+  }
+  COHORT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(url));
+  COHORT_ASSIGN_OR_RETURN(int64_t keys, store->CountApiKeys());
+  if (keys == 0) {
+    return Status::FailedPrecondition("the store " + RedactUrl(url) +
+                                      " holds no API key: no server ran on it; " + hint);
+  }
+  return store;
+}
+
 }  // namespace cohort::store

@@ -344,6 +344,40 @@ def test_gc_removes_only_what_no_version_references_while_the_server_runs(server
     assert commit(api, "m", [{"path": "w", "sha256": sha_old, "size": len(old)}])[0] == 201
 
 
+def test_gc_on_a_mistyped_or_empty_store_refuses_and_removes_nothing(server, api, tmp_path):
+    # A --data-dir naming no store made a new empty one, which references no blob: gc --apply
+    # removed every file of the blob directory it was given and exited 0.
+    import subprocess
+    from conftest import COHORT_BIN
+    data = os.urandom(3000)
+    sha = upload(api, data)
+    assert commit(api, "keep", [{"path": "w", "sha256": sha, "size": len(data)}])[0] == 201
+    blob_file = server.data_dir / "blobs" / "sha256" / sha[:2] / sha
+    typo = tmp_path / "nothing"
+    for args in (["--data-dir", str(typo)],
+                 ["--store", f"sqlite://{typo}/cohort.db"]):
+        r = subprocess.run([str(COHORT_BIN), "gc", *args, "--blob-dir",
+                            str(server.data_dir / "blobs"), "--grace-hours", "0", "--apply"],
+                           capture_output=True, text=True, env=server.env, timeout=60)
+        assert r.returncode != 0 and "no such SQLite file" in r.stderr, (r.stdout, r.stderr)
+        assert not (typo / "cohort.db").exists()
+    # A store no server ran on (no API key): the same.
+    import sqlite3
+    typo.mkdir()
+    sqlite3.connect(typo / "cohort.db").close()
+    r = subprocess.run([str(COHORT_BIN), "gc", "--data-dir", str(typo), "--blob-dir",
+                        str(server.data_dir / "blobs"), "--grace-hours", "0", "--apply"],
+                       capture_output=True, text=True, env=server.env, timeout=60)
+    assert r.returncode != 0 and "holds no API key" in r.stderr, (r.stdout, r.stderr)
+    assert blob_file.exists()
+    f = api.get(f"{arts(api)}/keep/latest")[1]["files"][0]
+    assert raw(api, "GET", f["url"])[2] == data
+    r = subprocess.run([str(COHORT_BIN), "keys", "create", "--entity", "x", "--data-dir",
+                        str(tmp_path / "typo2")], capture_output=True, text=True,
+                       env=server.env, timeout=60)
+    assert r.returncode != 0 and not (tmp_path / "typo2").exists(), (r.stdout, r.stderr)
+
+
 def test_gc_leaves_an_old_blob_that_an_upload_just_found_held(tmp_path):
     """An uploader that finds a blob held skips it and logs what names it next (a media row, a
     table cell, a version): gc must not forget the blob in between. The status call moves the

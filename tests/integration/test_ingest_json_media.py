@@ -196,7 +196,7 @@ def test_a_tables_cell_bytes_count_against_the_runs_media_budget(tmp_path):
 
 
 def test_media_is_served_with_its_blobs_size_and_a_long_runs_table_at_its_latest_step(
-        server, api):
+        server, api, tmp_path):
     """A row's declared size is the client's word until its blob is held: the bytes are served
     with the size the store recorded when it checked them (a row saying 10 bytes got 10 bytes,
     cached for a year). And
@@ -232,6 +232,20 @@ def test_media_is_served_with_its_blobs_size_and_a_long_runs_table_at_its_latest
     # Paging far past the end: an empty page (offset + limit overflowed int64 before).
     status, page = api.get(f"{base}/tables/t?offset={2**63 - 1}")
     assert status == 200 and page["data"] == [], page
+    # More rows than one answer lists (100,000): `cohort media get` refuses rather than write
+    # a part and say it is done; `ls` says it shows the first ones.
+    import os
+    import subprocess
+    from conftest import COHORT_BIN
+    env = dict(os.environ, COHORT_BASE_URL=api.url, COHORT_API_KEY=api.key)
+    target = f"{entity(api)}/proj/{run['id']}"
+    r = subprocess.run([str(COHORT_BIN), "media", "get", target, "--key", "t", "--out",
+                        str(tmp_path / "t")], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "more than the 100000" in r.stderr, r.stderr[-2000:]
+    assert not (tmp_path / "t").exists()
+    r = subprocess.run([str(COHORT_BIN), "media", "ls", target, "--key", "t"], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "the first 100000 rows only" in r.stderr, r.stderr[-2000:]
 
 
 def test_media_listing_says_truncated_only_when_more_rows_matched(server, api):
@@ -251,3 +265,35 @@ def test_media_listing_says_truncated_only_when_more_rows_matched(server, api):
     status, body = api.get(f"{base}/media?keys=s&limit=2")
     assert status == 200 and body["truncated"] is True, body
     assert [r["step"] for r in body["media"]] == [0, 1], body
+
+
+def test_cohort_media_get_writes_nothing_outside_its_directory_nor_a_partial_set(
+        server, api, tmp_path):
+    # A key is any text: "../escape" made `cohort media get` write beside --out; and a listing
+    # the server cut at its limit was downloaded as if whole (exit 0).
+    import os
+    import subprocess
+    from conftest import COHORT_BIN
+    run = make_run(api, name="media-cli")
+    join(api, run, "rank0")
+    base = f"{runs_path(api)}/{run['id']}"
+    image = png(2, 2)
+    sha = upload_blob(api, image)
+    row = {"step": 0, "time": 1700000000000, "type": "image", "sha256": sha,
+           "size": len(image), "mime": "image/png"}
+    status, ack = api.post(f"{base}/writers/rank0/batches", {"seq": 1, "media": [
+        dict(row, key="../escape"), dict(row, key="val/ok")]})
+    assert status == 200, ack
+    env = dict(os.environ, COHORT_BASE_URL=api.url, COHORT_API_KEY=api.key, HOME=str(tmp_path))
+    target = f"{entity(api)}/proj/{run['id']}"
+    out = tmp_path / "out"
+
+    def media(*args):
+        return subprocess.run([str(COHORT_BIN), "media", *args], env=env, capture_output=True,
+                              text=True, timeout=60)
+    r = media("get", target, "--out", str(out))
+    assert r.returncode != 0 and "leaves" in r.stderr, (r.stdout, r.stderr)
+    assert not (tmp_path / "escape").exists()
+    r = media("get", target, "--key", "val/ok", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert (out / "val" / "ok" / "rank0" / "0_0.png").read_bytes() == image
