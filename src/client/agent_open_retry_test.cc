@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -40,6 +41,8 @@ enum class OpenBehaviour {
   kLockThenHangUp,  // takes the WAL lock, closes the connection without answering
   kLockThenLate,    // takes the WAL lock, answers `late_ms` after the wait the client allowed
   kNeverAnswer,     // takes nothing, never answers (a stuck agent)
+  kRefuse,          // takes nothing, closes the connection at once (an agent not up yet)
+  kAnswerThenDrop,  // answers, then closes the connection at the first log frame, unacked
 };
 
 class ScriptedAgent {
@@ -79,6 +82,10 @@ class ScriptedAgent {
         conn->hang_up = true;
         return;
       }
+      if (behaviour == OpenBehaviour::kRefuse) {
+        conn->hang_up = true;
+        return;
+      }
       Lock(*req);
       if (behaviour == OpenBehaviour::kLockThenHangUp) {
         conn->hang_up = true;
@@ -91,6 +98,8 @@ class ScriptedAgent {
       reply.ok = true;
       reply.confirmed = true;
       FakeAgent::Reply(conn->fd, MessageType::kOpenReply, agent::ToJson(reply));
+    } else if (f.type == MessageType::kLog && behaviour == OpenBehaviour::kAnswerThenDrop) {
+      conn->hang_up = true;
     } else if (f.type == MessageType::kLog || f.type == MessageType::kUpdate ||
                f.type == MessageType::kFlush) {
       uint64_t frame = 0;
@@ -195,6 +204,29 @@ TEST_F(AgentOpenRetryTest, StuckAgentThatNeverTookTheWalFallsBackToAPrivateAgent
   run->Log({{"x", 1.0}});
   (void)run->Finish();  // a private agent, against a server that is not there: bounded
   EXPECT_EQ(fake.finishes(), 0);
+}
+
+// Finish does not wait out the flusher's reconnect backoff: after three refused reopens the
+// next try was 2 s away, past a 1 s finish, which then slept without a try and dropped the
+// frames of an agent that was back.
+TEST_F(AgentOpenRetryTest, FinishTriesTheAgentAtOnceWhateverTheReconnectBackoff) {
+  setenv("COHORT_BIN", (root_ + "/no-such-binary").c_str(), 1);  // no private agent either
+  ScriptedAgent fake(root_ + "/agent.sock",
+                     {OpenBehaviour::kAnswerThenDrop, OpenBehaviour::kRefuse,
+                      OpenBehaviour::kRefuse, OpenBehaviour::kRefuse, OpenBehaviour::kAnswer});
+  Settings settings = Base(4);
+  settings.finish_timeout_s = 1;
+  auto run = Init(settings);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  run->Log({{"x", 1.0}});
+  const int64_t give_up = MonoMillis() + 10000;
+  while (fake.opens() < 4 && MonoMillis() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(fake.opens(), 4);  // the third refusal: the flusher's next try is 2 s away
+  Status finished = run->Finish();
+  EXPECT_TRUE(finished.ok()) << finished.ToString();
+  EXPECT_EQ(fake.finishes(), 1);
 }
 
 // The fake's hello lists no features, as an agent installed before alerts: Run::Alert sends it no

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 
 #include "core/ids.h"
@@ -94,6 +95,10 @@ std::string RunIdFromTorchElastic(std::string_view torchelastic_run_id) {
   return id;
 }
 
+namespace {
+constexpr double kMaxTimeoutS = 86400;  // init and finish timeouts
+}  // namespace
+
 Result<ResolvedSettings> ResolveSettings(const Settings& in, const Environment& env) {
   ResolvedSettings out;
   Settings& s = out.settings;
@@ -178,6 +183,16 @@ Result<ResolvedSettings> ResolveSettings(const Settings& in, const Environment& 
   }
   if (s.init_timeout_s <= 0) s.init_timeout_s = 30;
   if (s.finish_timeout_s <= 0) s.finish_timeout_s = 30;
+  // Milliseconds in an int64 (a day at most): NaN or infinity ("wait for ever") turned into a
+  // deadline in the past, and finish dropped everything without a try.
+  for (const auto& [name, v] : {std::pair<const char*, double>{"init_timeout_s", s.init_timeout_s},
+                                {"finish_timeout_s", s.finish_timeout_s}}) {
+    if (!std::isfinite(v) || v > kMaxTimeoutS) {
+      return Status::InvalidArgument(std::string(name) + ": " + std::to_string(v) +
+                                     " seconds; expected a finite number of at most " +
+                                     std::to_string(int(kMaxTimeoutS)) + " (a day)");
+    }
+  }
   return out;
 }
 

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 namespace cohort::client {
 namespace {
@@ -43,6 +45,27 @@ TEST_F(ConfigTest, DefaultsWithoutEnvironmentOrFile) {
   EXPECT_TRUE(*r->settings.primary);
   EXPECT_TRUE(*r->settings.update_finish_state);
   EXPECT_EQ(r->settings.resume, "allow");
+}
+
+// NaN, infinity ("wait for ever") or a huge timeout became a deadline in the past (undefined
+// int64 conversion): finish dropped every frame without a try. Refused, naming the field.
+TEST_F(ConfigTest, TimeoutsMustBeFiniteAndAtMostADay) {
+  for (double bad : {std::numeric_limits<double>::infinity(), std::nan(""), 1e300, 86401.0}) {
+    Settings in;
+    in.finish_timeout_s = bad;
+    auto r = ResolveSettings(in, env_);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("finish_timeout_s"), std::string::npos);
+    Settings init;
+    init.init_timeout_s = bad;
+    auto i = ResolveSettings(init, env_);
+    ASSERT_FALSE(i.ok()) << bad;
+    EXPECT_NE(i.status().message().find("init_timeout_s"), std::string::npos);
+  }
+  Settings day;
+  day.finish_timeout_s = 86400;
+  EXPECT_TRUE(ResolveSettings(day, env_).ok());
 }
 
 TEST_F(ConfigTest, ConfigFileFillsUrlAndKey) {

@@ -78,6 +78,7 @@ bool LogBuffer::BeginCallLocked(std::optional<int64_t> step, size_t count) {
   if (count == 0) return true;
   if (cells_.size() + count > limits_.max_pending_cells) {
     dropped_ += int64_t(count);
+    full_ = true;  // the call still ends (its step advances); its values are not kept
     return false;
   }
   if (!row_open_) {
@@ -179,8 +180,18 @@ Status LogBuffer::Log(const Values& values,
   return Status::Ok();
 }
 
+bool LogBuffer::DroppedCallLocked(bool commit) {
+  // A call dropped because the buffer was full still ends: a commit moves the step on, or the
+  // next call's values would take the dropped one's step. One past its step (or bad) does not.
+  if (full_) {
+    full_ = false;
+    EndCallLocked(commit);
+  }
+  return cells_.size() >= limits_.flush_cells;
+}
+
 bool LogBuffer::LogValuesLocked(const Values& values, std::optional<int64_t> step, bool commit) {
-  if (!BeginCallLocked(step, values.size())) return cells_.size() >= limits_.flush_cells;
+  if (!BeginCallLocked(step, values.size())) return DroppedCallLocked(commit);
   if (!values.empty()) {
     const size_t n = values.size();
     uint32_t added = 0;
@@ -221,7 +232,7 @@ bool LogBuffer::LogValuesLocked(const Values& values, std::optional<int64_t> ste
 
 bool LogBuffer::Log(std::span<const Point> points, std::optional<int64_t> step, bool commit) {
   MutexLock lock(&mu_);
-  if (!BeginCallLocked(step, points.size())) return cells_.size() >= limits_.flush_cells;
+  if (!BeginCallLocked(step, points.size())) return DroppedCallLocked(commit);
   if (!points.empty()) {
     const size_t n = points.size();
     const uint32_t nkeys = uint32_t(keys_.size());

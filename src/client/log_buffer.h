@@ -103,6 +103,8 @@ class LogBuffer {
   };
   // Steps rules shared by both Log()s: false when the call is dropped (step in the past).
   bool BeginCallLocked(std::optional<int64_t> step, size_t count) COHORT_REQUIRES(mu_);
+  // The end of a call BeginCallLocked refused; whether to flush.
+  bool DroppedCallLocked(bool commit) COHORT_REQUIRES(mu_);
   bool EndCallLocked(bool commit) COHORT_REQUIRES(mu_);
   bool LogValuesLocked(const Values& values, std::optional<int64_t> step, bool commit)
       COHORT_REQUIRES(mu_);
@@ -153,6 +155,7 @@ class LogBuffer {
   int64_t step_ COHORT_GUARDED_BY(mu_) = 0;
   // rows_.back() is the uncommitted row of step_.
   bool row_open_ COHORT_GUARDED_BY(mu_) = false;
+  bool full_ COHORT_GUARDED_BY(mu_) = false;  // the last BeginCallLocked found the buffer full
   int64_t dropped_ COHORT_GUARDED_BY(mu_) = 0;
 
   // Take() scratch (flush thread).

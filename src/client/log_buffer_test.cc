@@ -206,5 +206,28 @@ TEST(LogBufferTest, InternedPointsBehindTheStepAreDropped) {
   EXPECT_EQ(buf.step(), 6);
 }
 
+// A call dropped because the buffer is full (the flusher stuck) still ends its step: the next
+// call's values took the dropped call's step before (one step early for every drop).
+TEST(LogBufferTest, ACallDroppedOnAFullBufferStillMovesTheStepOn) {
+  LogBuffer::Limits limits;
+  limits.max_pending_cells = 2;
+  LogBuffer buf(limits);
+  buf.Log({{"a", 1}, {"b", 2}}, std::nullopt, true);  // full now
+  buf.Log({{"a", 3}}, std::nullopt, true);            // dropped, committed
+  EXPECT_EQ(buf.step(), 2);
+  EXPECT_EQ(buf.dropped(), 1);
+  const Point p[] = {{KeyId{buf.Intern("a")}, 4}};
+  buf.Log(p, std::nullopt, true);  // the interned form too
+  EXPECT_EQ(buf.step(), 3);
+  EXPECT_EQ(buf.dropped(), 2);
+  buf.Log({{"a", 5}}, std::nullopt, false);  // dropped, not committed: the step stays
+  EXPECT_EQ(buf.step(), 3);
+  batch::Batch b;
+  ASSERT_TRUE(buf.Take(&b));
+  auto rows = Rows(b);
+  EXPECT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0], (std::map<std::string, double>{{"a", 1}, {"b", 2}}));
+}
+
 }  // namespace
 }  // namespace cohort::client

@@ -384,6 +384,10 @@ void Run::Impl::DropTransport(const Status& why) {
   }
 }
 
+namespace {
+constexpr int64_t kFinishRetryMs = 1000;  // finish's longest wait between two reconnects
+}  // namespace
+
 bool Run::Impl::EnsureTransport(int64_t mono_deadline_ms) {
   if (transport) return true;
   if (MonoMs() < next_connect_ms) return false;
@@ -505,11 +509,16 @@ Status Run::Impl::Finish(int exit_code, std::string_view state) {
 
   MutexLock io(&io_mu);
   Status result = Status::DeadlineExceeded("finish: the agent did not confirm in time");
+  // The flusher's reconnect backoff (up to 30 s) is not finish's: it tries at once, then at
+  // most a second apart (it slept out its whole timeout without a try, then dropped the
+  // frames of an agent that was back).
+  next_connect_ms = 0;
   while (MonoMs() < deadline) {
     {
       MutexLock lock(&mu);
       DrainBufferLocked(/*final=*/true);
     }
+    next_connect_ms = std::min(next_connect_ms, MonoMs() + kFinishRetryMs);
     if (!EnsureTransport(deadline)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(
           std::max<int64_t>(1, std::min<int64_t>(50, next_connect_ms - MonoMs()))));
