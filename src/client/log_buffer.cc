@@ -333,29 +333,32 @@ Status LogBuffer::LogMedia(std::string_view key, batch::MediaType type, int64_t 
   return Status::Ok();
 }
 
+bool LogBuffer::AddBatchKeyLocked(uint32_t id, batch::Batch* out) {
+  uint32_t& local = local_of_[id];
+  if (local != 0) return true;
+  if (out->keys.size() >= limits_.max_frame_keys) return false;
+  out->keys.push_back(keys_[id]);
+  local = uint32_t(out->keys.size());
+  return true;
+}
+
 void LogBuffer::TakeMediaLocked(batch::Batch* out) {
-  if (media_.size() <= limits::kClientMaxBatchMedia) {
-    out->media.swap(media_);
-    media_.clear();
-    return;
+  size_t n = 0;
+  while (n < media_.size() && n < limits::kClientMaxBatchMedia &&
+         AddBatchKeyLocked(media_[n].key, out)) {
+    ++n;
   }
-  const long n = long(limits::kClientMaxBatchMedia);
   out->media.assign(std::make_move_iterator(media_.begin()),
-                    std::make_move_iterator(media_.begin() + n));
-  media_.erase(media_.begin(), media_.begin() + n);
+                    std::make_move_iterator(media_.begin() + long(n)));
+  media_.erase(media_.begin(), media_.begin() + long(n));
 }
 
 void LogBuffer::TakeHistogramsLocked(batch::Batch* out) {
-  if (hist_words_ <= limits::kClientMaxBatchHistogramWords) {
-    out->histograms.swap(hists_);
-    hists_.clear();
-    hist_words_ = 0;
-    return;
-  }
   size_t n = 0, words = 0;
   while (n < hists_.size()) {
     const size_t w = limits::HistogramWords(hists_[n].value.bins());
     if (n > 0 && words + w > limits::kClientMaxBatchHistogramWords) break;
+    if (!AddBatchKeyLocked(hists_[n].key, out)) break;
     words += w;
     ++n;
   }
@@ -363,6 +366,23 @@ void LogBuffer::TakeHistogramsLocked(batch::Batch* out) {
                          std::make_move_iterator(hists_.begin() + long(n)));
   hists_.erase(hists_.begin(), hists_.begin() + long(n));
   hist_words_ -= words;
+}
+
+size_t LogBuffer::TakeFirstCellsLocked() {
+  // The first row's cells from its start while the batch stays within max_frame_cells cells and
+  // max_frame_keys distinct keys (keys are marked with batch_generation_ as they are taken).
+  const batch::Batch::Row& r = rows_.front();
+  size_t n = 0, distinct = 0;
+  while (n < r.count && n < limits_.max_frame_cells) {
+    const uint32_t key = cells_[r.begin + n].key;
+    if (key_mark_[key] != batch_generation_) {
+      if (distinct == limits_.max_frame_keys) break;
+      key_mark_[key] = batch_generation_;
+      ++distinct;
+    }
+    ++n;
+  }
+  return n;
 }
 
 bool LogBuffer::Take(batch::Batch* out) {
@@ -379,8 +399,8 @@ bool LogBuffer::Take(batch::Batch* out) {
       TakeConsoleLocked(out);
       row_open_ = false;
     } else {
-      // Take whole rows until a limit is reached (at least one row).
-      size_t nrows = 0, ncells = 0;
+      // Take whole rows until a limit is reached (at least one row, or part of one).
+      size_t nrows = 0, ncells = 0, split = 0;
       ++batch_generation_;
       size_t distinct = 0;
       while (nrows < rows_.size()) {
@@ -393,6 +413,13 @@ bool LogBuffer::Take(batch::Batch* out) {
                           distinct + new_keys > limits_.max_frame_keys)) {
           break;
         }
+        if (nrows == 0 &&
+            (r.count > limits_.max_frame_cells || new_keys > limits_.max_frame_keys)) {
+          // One row over a frame's limits (a step of more keys than a batch may have): its
+          // first cells now, the rest of it, at the same step, in the next batches.
+          split = TakeFirstCellsLocked();
+          break;
+        }
         for (uint32_t i = r.begin; i < r.begin + r.count; ++i) {
           if (key_mark_[cells_[i].key] != batch_generation_) {
             key_mark_[cells_[i].key] = batch_generation_;
@@ -402,11 +429,20 @@ bool LogBuffer::Take(batch::Batch* out) {
         ncells += r.count;
         ++nrows;
       }
-      out->history.assign(rows_.begin(), rows_.begin() + long(nrows));
+      if (split > 0) {  // the first `split` cells of the first row
+        batch::Batch::Row part = rows_.front();
+        part.count = uint32_t(split);
+        out->history.push_back(part);
+        rows_.front().count -= uint32_t(split);
+        ncells = split;
+      } else {
+        out->history.assign(rows_.begin(), rows_.begin() + long(nrows));
+        rows_.erase(rows_.begin(), rows_.begin() + long(nrows));
+      }
       out->cells.assign(cells_.begin(), cells_.begin() + long(ncells));
-      rows_.erase(rows_.begin(), rows_.begin() + long(nrows));
       cells_.erase(cells_.begin(), cells_.begin() + long(ncells));
-      for (auto& r : rows_) r.begin -= uint32_t(ncells);
+      for (auto& r : rows_)
+        r.begin = split > 0 && &r == &rows_.front() ? 0 : r.begin - uint32_t(ncells);
       if (rows_.empty()) row_open_ = false;
       TakeConsoleLocked(out);
     }
@@ -428,21 +464,7 @@ bool LogBuffer::Take(batch::Batch* out) {
       }
     }
     TakeHistogramsLocked(out);
-    for (auto& h : out->histograms) {
-      uint32_t& local = local_of_[h.key];
-      if (local == 0) {
-        out->keys.push_back(keys_[h.key]);
-        local = uint32_t(out->keys.size());
-      }
-    }
     TakeMediaLocked(out);
-    for (auto& m : out->media) {
-      uint32_t& local = local_of_[m.key];
-      if (local == 0) {
-        out->keys.push_back(keys_[m.key]);
-        local = uint32_t(out->keys.size());
-      }
-    }
     RecountKeysLocked();
   }
   for (auto& h : out->histograms) h.key = local_of_[h.key] - 1;

@@ -110,11 +110,17 @@ class LogBuffer {
       COHORT_REQUIRES(mu_);
   Status ClaimMediaLocked(std::string_view key, batch::MediaType type, uint32_t* id)
       COHORT_REQUIRES(mu_);
-  void TakeMediaLocked(batch::Batch* out) COHORT_REQUIRES(mu_);
+  // Media and histograms taken into `out` (after its cells and their keys) while the batch's
+  // distinct keys stay within limits_.max_frame_keys (the server refuses a batch of more).
+  void TakeMediaLocked(batch::Batch* out) COHORT_REQUIRES(take_mu_, mu_);
+  // Whether key `id` is in `out`'s key table or was added to it (false: the table is full).
+  bool AddBatchKeyLocked(uint32_t id, batch::Batch* out) COHORT_REQUIRES(take_mu_, mu_);
   Status CheckTypesLocked(const Values& values,
                           std::span<const std::pair<std::string, Histogram>> histograms)
       COHORT_REQUIRES(mu_);
-  void TakeHistogramsLocked(batch::Batch* out) COHORT_REQUIRES(mu_);
+  void TakeHistogramsLocked(batch::Batch* out) COHORT_REQUIRES(take_mu_, mu_);
+  // How many of the first row's cells fit one frame (the row alone is over its limits).
+  size_t TakeFirstCellsLocked() COHORT_REQUIRES(mu_);
   uint32_t InternLocked(std::string_view key) COHORT_REQUIRES(mu_);
   void MarkKeyLocked(uint32_t id) COHORT_REQUIRES(mu_);
   void RecountKeysLocked() COHORT_REQUIRES(mu_);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <set>
 
 #include "client/log_buffer.h"
 
@@ -72,6 +74,52 @@ TEST(LogBufferHistogramTest, AKeyHasOneTypeAndABadCallLogsNothing) {
   ASSERT_TRUE(buf.Take(&b));
   EXPECT_EQ(b.histograms.size(), 1u);  // grad only: the refused calls logged nothing
   for (const auto& k : b.keys) EXPECT_NE(k, "x");
+}
+
+// A batch's distinct keys stay within max_frame_keys, histogram and media keys included, and a
+// step of more keys than that is cut across batches at the same step. The frame was taken
+// whole (its first row, and every histogram the word budget allowed): the server refused the
+// batch of more than 10,000 keys after the agent had acknowledged it, and dropped it.
+TEST(LogBufferHistogramTest, ABatchNeverHasMoreKeysThanAFrameMay) {
+  LogBuffer::Limits limits;
+  limits.max_frame_keys = 100;
+  limits.flush_keys = 1000;
+  LogBuffer buf(limits);
+  bool flush = false;
+  Values wide;
+  for (int i = 0; i < 150; ++i) wide.emplace_back("k" + std::to_string(i), double(i));
+  ASSERT_TRUE(buf.Log(wide, {}, std::nullopt, true, &flush).ok());  // one step of 150 keys
+  Values some;
+  for (int i = 0; i < 90; ++i) some.emplace_back("s" + std::to_string(i), 1.0);
+  Histograms hists;
+  for (int i = 0; i < 20; ++i) hists.emplace_back("h" + std::to_string(i), H({1}));
+  ASSERT_TRUE(buf.Log(some, hists, std::nullopt, true, &flush).ok());
+  std::map<std::string, std::set<int64_t>> steps;  // key -> steps seen
+  int64_t cells = 0, histograms = 0;
+  batch::Batch b;
+  int batches = 0;
+  while (buf.Take(&b)) {
+    ++batches;
+    EXPECT_LE(b.keys.size(), 100u) << "batch " << batches;
+    for (const auto& row : b.history) {
+      for (uint32_t c = row.begin; c < row.begin + row.count; ++c) {
+        steps[b.keys[b.cells[c].key]].insert(row.step);
+        ++cells;
+      }
+    }
+    for (const auto& h : b.histograms) {
+      steps[b.keys[h.key]].insert(h.step);
+      ++histograms;
+    }
+    ASSERT_LT(batches, 20);
+  }
+  EXPECT_GE(batches, 3);
+  EXPECT_EQ(cells, 240);
+  EXPECT_EQ(histograms, 20);
+  EXPECT_EQ(steps["k0"], (std::set<int64_t>{0}));
+  EXPECT_EQ(steps["k149"], (std::set<int64_t>{0}));  // the wide step's last key, same step
+  EXPECT_EQ(steps["s89"], (std::set<int64_t>{1}));
+  EXPECT_EQ(steps["h19"], (std::set<int64_t>{1}));
 }
 
 }  // namespace
