@@ -380,6 +380,11 @@ std::vector<ArtifactStatus> ArtifactUploader::StatusOf(const std::vector<std::st
   return out;
 }
 
+std::vector<std::string> ArtifactUploader::failures() const {
+  MutexLock lock(&mu_);
+  return failures_;
+}
+
 int ArtifactUploader::pending() const {
   MutexLock lock(&mu_);
   int n = 0;
@@ -450,6 +455,7 @@ void ArtifactUploader::Loop() {
          st.ToString());
     Finish(pick, std::move(failed));
     lock.Lock();
+    failures_.push_back(snapshot.intent.name + " (" + pick + "): " + st.message());
   }
 }
 

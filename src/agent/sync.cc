@@ -165,6 +165,11 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
+  // Versions refused for good (their staged copies are gone): never a sync that succeeded.
+  for (const std::string& failed : uploader->failures()) {
+    report.errors.push_back("artifact " + failed +
+                            ": not uploaded (refused for good; log it again from the job)");
+  }
   for (auto& [url, sender] : senders) {
     sender->Stop();
     SenderStats st = sender->stats();

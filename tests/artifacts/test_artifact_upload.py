@@ -366,3 +366,22 @@ def test_a_file_rewritten_in_place_after_logging_does_not_change_the_version(cli
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+
+
+def test_cohort_sync_of_a_version_the_server_refuses_fails_naming_it(client, tmp_path):
+    # The collection is a dataset; the offline job logs a model under its name: the commit is
+    # refused for good (409). The sync said "1 uploaded" and exited 0, the copies deleted.
+    status, body = client.api.post(f"/api/v1/artifacts/{client.entity}/arts/off",
+                                   {"type": "dataset", "files": []})
+    assert status == 201, body
+    src = tmp_path / "w.bin"
+    src.write_bytes(os.urandom(1 << 20))
+    script = tmp_path / "offline.py"
+    script.write_text(OFFLINE_SCRIPT)
+    out = client.run([script, src], timeout=120)
+    assert out.returncode == 0, out.stderr[-4000:]
+    client.stop_agents()
+    sync = subprocess.run([str(client.env["COHORT_BIN"]), "sync"], env=client.env,
+                          capture_output=True, text=True, timeout=120)
+    assert sync.returncode != 0, sync.stderr[-4000:]
+    assert "artifact off" in sync.stderr and "refused for good" in sync.stderr, sync.stderr[-4000:]
