@@ -17,7 +17,8 @@ Runner AddAgentCommand(CLI::App& app) {
   cmd->add_option("--data-dir", o->data_dir, "Where write-ahead logs of runs are kept");
   cmd->add_option("--idle-exit", o->idle_exit_s,
                   "Exit after this many seconds with no client and nothing to upload")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--verbose", o->verbose, "Debug lines in the agent log");
   auto private_mode = std::make_shared<bool>(false);
   auto* fd = cmd->add_option("--fd", o->private_fd,
@@ -46,8 +47,9 @@ Runner AddSyncCommand(CLI::App& app) {
   cmd->add_option("--host", o->sync.base_url, "Upload to this server instead of the recorded one");
   cmd->add_option("--key", o->sync.api_key, "Use this API key instead of the recorded one");
   cmd->add_option("--give-up-after", o->sync.give_up_after_s,
-                  "Seconds to keep retrying an unreachable server")
-      ->capture_default_str();
+                  "Seconds to keep retrying an unreachable server (0: for ever)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--quiet", o->quiet, "No progress bar");
   return [cmd, o]() -> int {
     if (!cmd->parsed()) return -1;

@@ -101,7 +101,8 @@ Runner AddLogsCommand(CLI::App& app) {
       ->check(CLI::Range(0.05, 60.0))
       ->capture_default_str();
   cmd->add_flag("--prefix", o->prefix, "Prefix each line with [label] (default: shared runs)");
-  cmd->add_flag("--no-prefix", o->no_prefix, "Never prefix lines with their label");
+  cmd->add_flag("--no-prefix", o->no_prefix, "Never prefix lines with their label")
+      ->excludes("--prefix");
   return [cmd, o]() -> int {
     if (!cmd->parsed()) return -1;
     return RunLogs(*o);

@@ -188,7 +188,12 @@ int RunExport(const Opts& o) {
   if (!src.ok()) return Fail("export", src.status());
   std::string path = o.out;
   if (std::filesystem::is_directory(path) || path.ends_with('/')) {
-    std::filesystem::create_directories(path);
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+    if (ec) {
+      return Fail("export", Status::IOError("--out " + path +
+                                            ": cannot create the directory: " + ec.message()));
+    }
     path = (std::filesystem::path(path) / ("cohort-" + std::to_string(NowMillis()) + ".cdump"))
                .string();
   }
