@@ -18,7 +18,7 @@ Runner AddAgentCommand(CLI::App& app) {
   cmd->add_option("--idle-exit", o->idle_exit_s,
                   "Exit after this many seconds with no client and nothing to upload")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNotNegative);
   cmd->add_flag("--verbose", o->verbose, "Debug lines in the agent log");
   auto private_mode = std::make_shared<bool>(false);
   auto* fd = cmd->add_option("--fd", o->private_fd,
@@ -49,7 +49,7 @@ Runner AddSyncCommand(CLI::App& app) {
   cmd->add_option("--give-up-after", o->sync.give_up_after_s,
                   "Seconds to keep retrying an unreachable server (0: for ever)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNotNegative);
   cmd->add_flag("--quiet", o->quiet, "No progress bar");
   return [cmd, o]() -> int {
     if (!cmd->parsed()) return -1;

@@ -184,7 +184,7 @@ Runner AddAlertsCommand(CLI::App& app) {
                      "Only this run's alerts: entity/project/run_id, project/run_id, or a run id "
                      "with --project");
   ls_cmd->add_option("-n,--limit", ls->limit, "At most this many per project (0: 1000)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNotNegative)
       ->capture_default_str();
   ls_cmd->add_flag("--json", ls->json, "Print the alerts as a JSON array (the API's objects)");
   ls_cmd->add_option("--color", ls->color, "auto (terminal, NO_COLOR unset), always, never")

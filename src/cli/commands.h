@@ -14,6 +14,31 @@ namespace cohort::cli {
 // the process exit code.
 using Runner = std::function<int()>;
 
+// Option checks with short messages ("--limit: expected a number >= 0, got -5"; CLI11's own
+// print the whole range of a double).
+inline const CLI::Validator kNotNegative(
+    [](std::string& v) -> std::string {
+      double d = 0;
+      try {
+        d = std::stod(v);
+      } catch (...) {
+        return "expected a number >= 0, got " + v;
+      }
+      return d >= 0 ? std::string() : "expected a number >= 0, got " + v;
+    },
+    "NUMBER >= 0");
+inline const CLI::Validator kPositive(
+    [](std::string& v) -> std::string {
+      double d = 0;
+      try {
+        d = std::stod(v);
+      } catch (...) {
+        return "expected a number > 0, got " + v;
+      }
+      return d > 0 ? std::string() : "expected a number > 0, got " + v;
+    },
+    "NUMBER > 0");
+
 Runner AddServerCommand(CLI::App& app);
 Runner AddLoginCommand(CLI::App& app);
 Runner AddLoginLinkCommand(CLI::App& app);  // in login_cmd.cc

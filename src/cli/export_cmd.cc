@@ -413,7 +413,7 @@ Runner AddRunsExportCommand(CLI::App& runs) {
       ->check(CLI::IsMember({"zstd", "none"}));
   cmd->add_option("--row-group-rows", o->row_group_rows,
                   "Parquet rows per row group (default 1048576; memory stays bounded either way)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   return [cmd, o]() -> int {
     if (!cmd->parsed()) return -1;
     return RunExport(*o);

@@ -70,7 +70,7 @@ Runner AddGcCommand(CLI::App& app) {
   cmd->add_option("--grace-hours", o->grace_hours,
                   "Keep blobs and uploads younger than this (uploads still to be committed)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNotNegative);
   cmd->add_flag("--apply", o->apply, "Remove them (without it, only say what would go)");
   return [=]() -> int {
     if (!cmd->parsed()) return -1;

@@ -225,7 +225,7 @@ Runner AddRunsCommand(CLI::App& app) {
                    "for descending")
       ->capture_default_str();
   ls_cmd->add_option("-n,--limit", ls->limit, "At most this many runs per project (0: all)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNotNegative)
       ->capture_default_str();
   ls_cmd->add_option("--color", ls->color, "auto (terminal, NO_COLOR unset), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))

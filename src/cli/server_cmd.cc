@@ -158,25 +158,25 @@ Runner AddServerCommand(CLI::App& app) {
                   "Largest file of an artifact version (uploads, commits and W&B uploads of a "
                   "bigger one are refused with 413 naming the file)")
       ->envname("COHORT_MAX_ARTIFACT_FILE_BYTES")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   cmd->add_option("--max-media-file-bytes", cfg->limits.max_media_file_bytes,
                   "Largest media file (image, audio, video, html, table) a batch may name; a "
                   "row naming a bigger one is refused, the rest of its batch stored")
       ->envname("COHORT_MAX_MEDIA_FILE_BYTES")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   cmd->add_option("--max-media-per-step", cfg->limits.max_media_per_step,
                   "Media of one key at one step of one writer (a list of images is one set); "
                   "the rows beyond are refused, the rest of their batch stored")
       ->envname("COHORT_MAX_MEDIA_PER_STEP")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   cmd->add_option("--max-run-media-bytes", cfg->limits.max_run_media_bytes,
                   "Bytes of media one run may hold, all writers together (beyond: a batch's media "
                   "rows are refused, the rest of it stored)")
       ->envname("COHORT_MAX_RUN_MEDIA_BYTES")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   cmd->add_option("--signing-key-file", cfg->signing_key_file,
                   "Keys signing upload URLs, one a line, the first signs (default: "
