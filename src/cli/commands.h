@@ -14,30 +14,24 @@ namespace cohort::cli {
 // the process exit code.
 using Runner = std::function<int()>;
 
-// Option checks with short messages ("--limit: expected a number >= 0, got -5"; CLI11's own
-// print the whole range of a double).
-inline const CLI::Validator kNotNegative(
-    [](std::string& v) -> std::string {
-      double d = 0;
-      try {
-        d = std::stod(v);
-      } catch (...) {
-        return "expected a number >= 0, got " + v;
-      }
-      return d >= 0 ? std::string() : "expected a number >= 0, got " + v;
-    },
-    "NUMBER >= 0");
-inline const CLI::Validator kPositive(
-    [](std::string& v) -> std::string {
-      double d = 0;
-      try {
-        d = std::stod(v);
-      } catch (...) {
-        return "expected a number > 0, got " + v;
-      }
-      return d > 0 ? std::string() : "expected a number > 0, got " + v;
-    },
-    "NUMBER > 0");
+// An option check with a short message ("expected a number >= 0, got -5"; CLI11's own print
+// the whole range of a double): numbers above 0, or from 0 on when `zero` is allowed.
+inline CLI::Validator NumberFromZero(bool zero) {
+  const std::string want = zero ? "a number >= 0" : "a number > 0";
+  return CLI::Validator(
+      [zero, want](std::string& v) -> std::string {
+        double d = 0;
+        try {
+          d = std::stod(v);
+        } catch (...) {
+          return "expected " + want + ", got " + v;
+        }
+        return d > 0 || (zero && d == 0) ? std::string() : "expected " + want + ", got " + v;
+      },
+      zero ? "NUMBER >= 0" : "NUMBER > 0");
+}
+inline const CLI::Validator kNotNegative = NumberFromZero(true);
+inline const CLI::Validator kPositive = NumberFromZero(false);
 
 Runner AddServerCommand(CLI::App& app);
 Runner AddLoginCommand(CLI::App& app);
