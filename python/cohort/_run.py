@@ -17,7 +17,7 @@ from ._client_settings import native_settings
 from ._native import native
 from ._synced import Config, Summary
 from .errors import UsageError
-from .settings import Settings
+from .settings import Settings, _normalize_mode
 
 
 class Run(native.Run):
@@ -311,8 +311,10 @@ class Run(native.Run):
             "label": self.label,
             "name": self.name,
             "parent_pid": self._pid,
-            # The run's own mode (init's "dryrun" is offline too: the raw argument missed it).
-            "mode": "offline" if self.offline else None,
+            # The mode asked for ("dryrun" is offline too: the raw argument was compared), not
+            # the run's state (an online run not confirmed yet is offline for now).
+            "mode": "offline" if _normalize_mode(self._init_args.get("mode")) == "offline" or
+                    s.get("mode") == "offline" else None,
             "dir": self._init_args.get("dir"),
             "settings": {k: v for k, v in s.items()
                          if k in ("base_url", "api_key", "init_timeout", "finish_timeout",

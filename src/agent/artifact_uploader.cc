@@ -455,7 +455,6 @@ void ArtifactUploader::Loop() {
          st.ToString());
     Finish(pick, std::move(failed));
     lock.Lock();
-    failures_.push_back(snapshot.intent.name + " (" + pick + "): " + st.message());
   }
 }
 
@@ -677,6 +676,12 @@ void ArtifactUploader::Finish(const std::string& id, ArtifactStatus outcome) {
     Entry& e = it->second;
     e.status = std::move(outcome);
     e.done_ms = NowMillis();
+    // With its terminal state (pending() counts it done from here): a reader of both never
+    // sees it done and not failed.
+    if (e.status.state == "failed") {
+      if (failures_.size() == kMaxFailuresKept) failures_.erase(failures_.begin());
+      failures_.push_back(e.intent.name + " (" + id + "): " + e.status.error);
+    }
     queue_.erase(std::remove(queue_.begin(), queue_.end(), id), queue_.end());
     file = FileJson(e.target, e.intent_json, e.status);
   }

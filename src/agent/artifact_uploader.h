@@ -118,7 +118,8 @@ class ArtifactUploader {
   // Intents accepted or recovered and not yet committed or failed.
   int pending() const COHORT_EXCLUDES(mu_);
   // The intents this uploader failed for good (refused by the server, unreadable copies), as
-  // "<name> (<id>): <why>", oldest first: `cohort sync` reports them (their copies are gone).
+  // "<name> (<id>): <why>", oldest first (the latest kMaxFailuresKept): `cohort sync` reports
+  // them (their copies are gone).
   std::vector<std::string> failures() const COHORT_EXCLUDES(mu_);
   // Parts PUT since the start (tests: a re-logged artifact uploads none).
   int64_t parts_uploaded() const { return parts_uploaded_.load(); }
@@ -185,6 +186,7 @@ class ArtifactUploader {
   std::map<std::string, Entry> entries_ COHORT_GUARDED_BY(mu_);
   std::deque<std::string> queue_ COHORT_GUARDED_BY(mu_);  // pending ids, in order
   std::vector<std::string> failures_ COHORT_GUARDED_BY(mu_);  // failures(), of this uploader
+  static constexpr size_t kMaxFailuresKept = 1000;            // the latest ones
   bool stop_ COHORT_GUARDED_BY(mu_) = false;
   bool started_ COHORT_GUARDED_BY(mu_) = false;
   bool trash_waiting_ COHORT_GUARDED_BY(mu_) = true;  // something to delete (at start: leftovers)

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/output.h"
@@ -115,8 +116,20 @@ int Get(ReadClient& client, const RunPath& ref, const MediaOpts& o) {
                                            kNarrow + ", and get each part"));
   }
   wal::FileSystem* fs = wal::FileSystem::Default();
-  int64_t files = 0, bytes = 0;
+  // Every row's directory first: one that would leave --out fails the command before anything
+  // is fetched or written.
+  std::vector<std::string> dirs;
   for (const bj::value& r : *rows) {
+    auto key_dir = PathUnder(o.out, StrField(r, "key"), "the media key");
+    if (!key_dir.ok()) return Fail(key_dir.status());
+    auto dir = PathUnder(*key_dir, StrField(r, "writer"), "the writer label");
+    if (!dir.ok()) return Fail(dir.status());
+    dirs.push_back(std::move(*dir));
+  }
+  int64_t files = 0, bytes = 0;
+  size_t row = 0;
+  for (const bj::value& r : *rows) {
+    const std::string& dir = dirs[row++];
     const std::string url = StrField(r, "url"), sha = StrField(r, "sha256");
     auto resp = client.Send("GET", url);
     if (!resp.ok()) return Fail(resp.status());
@@ -125,13 +138,8 @@ int Get(ReadClient& client, const RunPath& ref, const MediaOpts& o) {
                                      std::to_string(IntField(r, "step")) +
                                      ": the bytes do not match their sha256 " + sha));
     }
-    // Keys may hold "/" (nested directories) but never leave --out.
-    auto key_dir = PathUnder(o.out, StrField(r, "key"), "the media key");
-    if (!key_dir.ok()) return Fail(key_dir.status());
-    auto dir = PathUnder(*key_dir, StrField(r, "writer"), "the writer label");
-    if (!dir.ok()) return Fail(dir.status());
-    if (Status s = MakeDirs(fs, *dir); !s.ok()) return Fail(s);
-    const std::string path = *dir + "/" + std::to_string(IntField(r, "step")) + "_" +
+    if (Status s = MakeDirs(fs, dir); !s.ok()) return Fail(s);
+    const std::string path = dir + "/" + std::to_string(IntField(r, "step")) + "_" +
                              std::to_string(IntField(r, "index")) + Extension(StrField(r, "mime"));
     if (Status s = wal::WriteFileAtomically(fs, path, resp->body); !s.ok()) return Fail(s);
     ++files;

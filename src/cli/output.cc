@@ -173,21 +173,24 @@ std::string FormatDuration(int64_t ms) {
 
 Result<std::string> PathUnder(const std::string& root, const std::string& relative,
                               std::string_view what) {
-  bool bad = relative.empty() || relative[0] == '/' || relative.find('\\') != std::string::npos;
-  size_t start = 0;
-  while (!bad) {
-    const size_t slash = relative.find('/', start);
-    std::string_view seg = std::string_view(relative).substr(
-        start, slash == std::string::npos ? std::string::npos : slash - start);
-    bad = seg.empty() || seg == "." || seg == "..";
-    if (slash == std::string::npos) break;
+  // Empty and "." segments name nothing ("a//b", "val/./x", "val/" are a/b, val/x, val).
+  std::string out = root;
+  bool bad = relative.starts_with('/'), any = false;
+  for (size_t start = 0; !bad && start <= relative.size();) {
+    const size_t slash = std::min(relative.find('/', start), relative.size());
+    std::string_view seg = std::string_view(relative).substr(start, slash - start);
     start = slash + 1;
+    if (seg.empty() || seg == ".") continue;
+    bad = seg == "..";
+    out += "/";
+    out += seg;
+    any = true;
   }
-  if (bad) {
+  if (bad || !any) {
     return Status::InvalidArgument(std::string(what) + " '" + relative + "' leaves " + root +
                                    ": not written");
   }
-  return root + "/" + relative;
+  return out;
 }
 
 }  // namespace cohort::cli

@@ -14,9 +14,10 @@
 
 namespace cohort::cli {
 
-// `relative` (a server's name of a file: a manifest path, a media key) as a path under `root`;
-// kInvalidArgument naming `what` when it would leave it (absolute, empty or "." / ".."
-// segments, backslashes): a name on the server never writes outside the directory asked for.
+// `relative` (a server's name of a file: a manifest path, a media key) as a path under `root`,
+// its empty and "." segments left out; kInvalidArgument naming `what` when it would leave it
+// (absolute, a ".." segment) or names nothing: a name on the server never writes outside the
+// directory asked for.
 Result<std::string> PathUnder(const std::string& root, const std::string& relative,
                               std::string_view what);
 

@@ -368,7 +368,7 @@ void LogBuffer::TakeHistogramsLocked(batch::Batch* out) {
   hist_words_ -= words;
 }
 
-size_t LogBuffer::TakeFirstCellsLocked() {
+size_t LogBuffer::TakeFirstCellsLocked(size_t* distinct_keys) {
   // The first row's cells from its start while the batch stays within max_frame_cells cells and
   // max_frame_keys distinct keys (keys are marked with batch_generation_ as they are taken).
   const batch::Batch::Row& r = rows_.front();
@@ -382,6 +382,7 @@ size_t LogBuffer::TakeFirstCellsLocked() {
     }
     ++n;
   }
+  *distinct_keys = distinct;
   return n;
 }
 
@@ -416,9 +417,18 @@ bool LogBuffer::Take(batch::Batch* out) {
         if (nrows == 0 &&
             (r.count > limits_.max_frame_cells || new_keys > limits_.max_frame_keys)) {
           // One row over a frame's limits (a step of more keys than a batch may have): its
-          // first cells now, the rest of it, at the same step, in the next batches.
-          split = TakeFirstCellsLocked();
-          break;
+          // first cells now, the rest of it, at the same step, in the next batches. (new_keys
+          // counts a key logged twice in the row twice: a row that fits is taken whole.)
+          size_t first_keys = 0;
+          const size_t n = TakeFirstCellsLocked(&first_keys);
+          if (n < r.count) {
+            split = n;
+            break;
+          }
+          distinct = first_keys;  // its keys are marked: the whole row, counted here
+          ncells = r.count;
+          ++nrows;
+          continue;
         }
         for (uint32_t i = r.begin; i < r.begin + r.count; ++i) {
           if (key_mark_[cells_[i].key] != batch_generation_) {

@@ -120,7 +120,8 @@ class LogBuffer {
       COHORT_REQUIRES(mu_);
   void TakeHistogramsLocked(batch::Batch* out) COHORT_REQUIRES(take_mu_, mu_);
   // How many of the first row's cells fit one frame (the row alone is over its limits).
-  size_t TakeFirstCellsLocked() COHORT_REQUIRES(mu_);
+  // `*distinct_keys`: how many distinct keys those cells have.
+  size_t TakeFirstCellsLocked(size_t* distinct_keys) COHORT_REQUIRES(mu_);
   uint32_t InternLocked(std::string_view key) COHORT_REQUIRES(mu_);
   void MarkKeyLocked(uint32_t id) COHORT_REQUIRES(mu_);
   void RecountKeysLocked() COHORT_REQUIRES(mu_);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "client/log_buffer.h"
 
@@ -120,6 +121,24 @@ TEST(LogBufferHistogramTest, ABatchNeverHasMoreKeysThanAFrameMay) {
   EXPECT_EQ(steps["k149"], (std::set<int64_t>{0}));  // the wide step's last key, same step
   EXPECT_EQ(steps["s89"], (std::set<int64_t>{1}));
   EXPECT_EQ(steps["h19"], (std::set<int64_t>{1}));
+}
+
+// A row whose key is logged several times (commit=false calls) counts its distinct keys: it fits
+// the frame and is taken whole (it took the cut path, which left an empty row behind).
+TEST(LogBufferHistogramTest, ARowOfOneKeyLoggedTwiceIsTakenWholeAndLeavesNoEmptyRow) {
+  LogBuffer::Limits limits;
+  limits.max_frame_keys = 3;
+  LogBuffer buf(limits);
+  for (int i = 0; i < 4; ++i) buf.Log({{"a", double(i)}}, std::nullopt, i == 3);
+  buf.Log({{"b", 1}, {"c", 2}, {"d", 3}}, std::nullopt, true);
+  std::vector<std::vector<uint32_t>> taken;  // cells per row, per batch
+  batch::Batch b;
+  while (buf.Take(&b)) {
+    ASSERT_LE(b.keys.size(), 3u);
+    for (const auto& row : b.history) taken.push_back({row.count});
+    ASSERT_LT(taken.size(), 10u);
+  }
+  EXPECT_EQ(taken, (std::vector<std::vector<uint32_t>>{{4}, {3}}));
 }
 
 }  // namespace

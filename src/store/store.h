@@ -163,7 +163,8 @@ class MetaStore {
   virtual Result<ApiKeyRecord> FindApiKey(const std::string& hash) = 0;
   virtual Result<std::vector<ApiKeyRecord>> ListApiKeys(const std::string& entity) = 0;
   virtual Status RevokeApiKey(const std::string& entity, int64_t id) = 0;
-  virtual Result<int64_t> CountApiKeys() = 0;
+  // Keys not revoked; with `with_revoked`, every key ever made (whether a server used the store).
+  virtual Result<int64_t> CountApiKeys(bool with_revoked = false) = 0;
   // Creates `key` only when the store holds no key that is not revoked, atomically: of several
   // servers bootstrapping one empty database at once, exactly one creates its key. Returns
   // nullopt (and creates nothing) when such a key exists.
@@ -471,9 +472,10 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& url);
 
 // Opens the store of servers that ran already, for a tool acting on their data (`cohort gc`,
 // `cohort keys`): kNotFound when `url` names no SQLite file (no new one is made), and
-// kFailedPrecondition when the store holds no API key (every server makes one when it first
-// starts): a mistyped --data-dir or a missing --store must not look like an empty store, which
-// gc would take as "no blob is referenced". `what` names the tool in the errors.
+// kFailedPrecondition when the store never held an API key (every server makes one when it
+// first starts; revoked ones count): a mistyped --data-dir or a missing --store must not look like
+// an empty store, which gc would take as "no blob is referenced". `what` names the tool in the
+// errors.
 Result<std::unique_ptr<Store>> OpenExistingStore(const std::string& url, std::string_view what);
 
 // Whether the store `url` names may be shared by several servers (PostgreSQL): what they keep

@@ -132,7 +132,7 @@ Result<std::unique_ptr<Store>> OpenExistingStore(const std::string& url, std::st
     }
   }
   COHORT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(url));
-  COHORT_ASSIGN_OR_RETURN(int64_t keys, store->CountApiKeys());
+  COHORT_ASSIGN_OR_RETURN(int64_t keys, store->CountApiKeys(/*with_revoked=*/true));
   if (keys == 0) {
     return Status::FailedPrecondition("the store " + RedactUrl(url) +
                                       " holds no API key: no server ran on it; " + hint);

@@ -376,6 +376,15 @@ def test_gc_on_a_mistyped_or_empty_store_refuses_and_removes_nothing(server, api
                         str(tmp_path / "typo2")], capture_output=True, text=True,
                        env=server.env, timeout=60)
     assert r.returncode != 0 and not (tmp_path / "typo2").exists(), (r.stdout, r.stderr)
+    # A store whose keys were all revoked is still the servers' store (`keys create` is how
+    # one gets a key back): it is opened.
+    server.stop()
+    with sqlite3.connect(server.data_dir / "cohort.db") as db:
+        db.execute("UPDATE api_keys SET revoked = 1")
+    r = subprocess.run([str(COHORT_BIN), "keys", "create", "--entity", "x", "--data-dir",
+                        str(server.data_dir)], capture_output=True, text=True,
+                       env=server.env, timeout=60)
+    assert r.returncode == 0 and "ck_" in r.stdout, (r.stdout, r.stderr)
 
 
 def test_gc_leaves_an_old_blob_that_an_upload_just_found_held(tmp_path):

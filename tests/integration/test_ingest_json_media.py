@@ -282,7 +282,7 @@ def test_cohort_media_get_writes_nothing_outside_its_directory_nor_a_partial_set
     row = {"step": 0, "time": 1700000000000, "type": "image", "sha256": sha,
            "size": len(image), "mime": "image/png"}
     status, ack = api.post(f"{base}/writers/rank0/batches", {"seq": 1, "media": [
-        dict(row, key="../escape"), dict(row, key="val/ok")]})
+        dict(row, key="../escape"), dict(row, key="val/ok"), dict(row, key="deep//x/./y/")]})
     assert status == 200, ack
     env = dict(os.environ, COHORT_BASE_URL=api.url, COHORT_API_KEY=api.key, HOME=str(tmp_path))
     target = f"{entity(api)}/proj/{run['id']}"
@@ -297,3 +297,7 @@ def test_cohort_media_get_writes_nothing_outside_its_directory_nor_a_partial_set
     r = media("get", target, "--key", "val/ok", "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert (out / "val" / "ok" / "rank0" / "0_0.png").read_bytes() == image
+    # Empty and "." segments of a key name nothing: written as its plain path, not refused.
+    r = media("get", target, "--key", "deep//x/./y/", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert (out / "deep" / "x" / "y" / "rank0" / "0_0.png").read_bytes() == image

@@ -83,3 +83,12 @@ def test_an_offline_run_hands_its_mode_to_a_child_whichever_name_init_had(tmp_pa
             assert run._handoff_state()["mode"] == "offline", mode
         finally:
             run.finish()
+    # An online run buffering locally (no server confirmed it yet) is not handed over as
+    # offline: its children would never upload (a review found the first fix did that).
+    run = cohort.init(project="p")
+    try:
+        monkeypatch.setattr(type(run), "offline", property(lambda self: True))  # not confirmed
+        assert run._handoff_state()["mode"] is None
+    finally:
+        monkeypatch.undo()
+        run.finish()

@@ -84,7 +84,7 @@ class FakeKeyStore : public store::MetaStore {
   Result<store::ApiKeyRecord> CreateApiKey(const store::ApiKeyRecord&) override { return No(); }
   Result<std::vector<store::ApiKeyRecord>> ListApiKeys(const std::string&) override { return No(); }
   Status RevokeApiKey(const std::string&, int64_t) override { return No(); }
-  Result<int64_t> CountApiKeys() override { return No(); }
+  Result<int64_t> CountApiKeys(bool) override { return No(); }
   Result<std::optional<store::ApiKeyRecord>> CreateFirstApiKey(
       const store::ApiKeyRecord&) override {
     return No();

@@ -75,7 +75,7 @@ class SqlStore : public Store {
   Result<ApiKeyRecord> FindApiKey(const std::string& hash) final;
   Result<std::vector<ApiKeyRecord>> ListApiKeys(const std::string& entity) final;
   Status RevokeApiKey(const std::string& entity, int64_t id) final;
-  Result<int64_t> CountApiKeys() final;
+  Result<int64_t> CountApiKeys(bool with_revoked = false) final;
   Result<std::optional<ApiKeyRecord>> CreateFirstApiKey(const ApiKeyRecord& key) final;
   Status CreateSession(const SessionRecord& s) final;
   Result<ApiKeyRecord> RedeemLoginToken(const std::string& token_hash, const SessionRecord& session,

@@ -155,9 +155,10 @@ Status SqlStore::RevokeApiKey(const std::string& entity, int64_t id) {
   });
 }
 
-Result<int64_t> SqlStore::CountApiKeys() {
+Result<int64_t> SqlStore::CountApiKeys(bool with_revoked) {
   return RunFor<int64_t>(Access::kReadOne, [&](Conn& conn) {
-    return sql::QueryInt(conn, "SELECT count(*) FROM api_keys WHERE NOT revoked");
+    return sql::QueryInt(conn, with_revoked ? "SELECT count(*) FROM api_keys"
+                                            : "SELECT count(*) FROM api_keys WHERE NOT revoked");
   });
 }
 
