@@ -22,14 +22,18 @@ def budget_server(tmp_path):
     s.stop()
 
 
-def test_upload_past_the_runs_media_budget_is_413_and_attaches_nothing(budget_server):
-    server = budget_server
+def upserted(server, run):
+    """(API client, entity, vendor wire client) with `run` upserted in project "proj"."""
     api = server.api()
     status, viewer = api.get("/api/v1/viewer")
     assert status == 200
-    entity = viewer["entity"]
     wire = WandbWire(server.url, server.config["api_key"])
-    wire.upsert("budget1", project="proj", entity=entity)
+    wire.upsert(run, project="proj", entity=viewer["entity"])
+    return api, viewer["entity"], wire
+
+
+def test_upload_past_the_runs_media_budget_is_413_and_attaches_nothing(budget_server):
+    api, entity, wire = upserted(budget_server, "budget1")
 
     names = ["media/images/ex_0_0.png", "media/images/ex_0_1.png"]
     line = json.loads(history_line(0, loss=0.5))
@@ -71,13 +75,7 @@ def test_media_files_named_in_history_lines_count_against_the_budget(budget_serv
     # A media file value names its blob by digest and size: its row enters with that size, and
     # the run's budget (and the other media limits) applied to the native route only: the
     # vendor's rows were stored whatever their sizes.
-    server = budget_server
-    api = server.api()
-    status, viewer = api.get("/api/v1/viewer")
-    assert status == 200
-    entity = viewer["entity"]
-    wire = WandbWire(server.url, server.config["api_key"])
-    wire.upsert("budget2", project="proj", entity=entity)
+    api, entity, wire = upserted(budget_server, "budget2")
 
     def image_line(step, digit):
         line = json.loads(history_line(step, loss=0.5))

@@ -661,7 +661,7 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
     }
 
     COHORT_RETURN_IF_ERROR(WriteHistograms(conn, run_pk, writer_pk, batch));
-    COHORT_RETURN_IF_ERROR(WriteMedia(conn, run_pk, writer_pk, batch, &result));
+    COHORT_RETURN_IF_ERROR(WriteMedia(conn, ref.entity, run_pk, writer_pk, batch, &result));
     if (result.media_refused > 0) note.DropMediaKeys();
     const ConsoleArrays console(batch.console);
     Params p;

@@ -279,8 +279,12 @@ class SqlStore : public Store {
   // run's media bytes are
   // runs.media_bytes, read with the run row locked and moved in the same transaction (exact with
   // any number of servers on PostgreSQL).
-  Status WriteMedia(sql::Conn& conn, int64_t run_pk, int64_t writer_pk, const IngestBatch& batch,
-                    IngestResult* result);
+  // `entity`: the run's (a row naming a blob it holds counts the blob's size).
+  Status WriteMedia(sql::Conn& conn, const std::string& entity, int64_t run_pk, int64_t writer_pk,
+                    const IngestBatch& batch, IngestResult* result);
+  // The sizes of the blobs of `sha256s` that `entity` holds (HeldBlobs, in a transaction).
+  static Result<std::map<std::string, int64_t>> HeldBlobSizes(
+      sql::Conn& conn, const std::string& entity, const std::vector<std::string>& sha256s);
   // `lock`: the row lock (FOR UPDATE) on PostgreSQL.
   static Result<RunRecord> LoadRun(sql::Conn& conn, const RunRef& ref, bool lock = false);
   static Result<RunRecord> LoadRunByPk(sql::Conn& conn, int64_t pk);  // locks it

@@ -446,16 +446,21 @@ Status SqlStore::SetArtifactDraftVersion(const std::string& entity, int64_t pk,
   });
 }
 
+Result<std::map<std::string, int64_t>> SqlStore::HeldBlobSizes(
+    Conn& conn, const std::string& entity, const std::vector<std::string>& sha256s) {
+  COHORT_ASSIGN_OR_RETURN(
+      auto rows, sql::QueryAll<BlobRow>(
+                     conn, "SELECT sha256, size FROM blobs WHERE entity = $1 AND sha256 = ANY($2)",
+                     Params().Add(entity).AddTextArray(sha256s),
+                     [](const Row& row) { return std::make_pair(row.Text(0), row.Int(1)); }));
+  return std::map<std::string, int64_t>(rows.begin(), rows.end());
+}
+
 Result<std::map<std::string, int64_t>> SqlStore::HeldBlobs(
     const std::string& entity, const std::vector<std::string>& sha256s) {
   using Out = std::map<std::string, int64_t>;
   return RunFor<Out>(Access::kReadOne, [&](Conn& conn) -> Result<Out> {
-    COHORT_ASSIGN_OR_RETURN(
-        auto rows, sql::QueryAll<BlobRow>(
-                       conn, "SELECT sha256, size FROM blobs WHERE entity = $1 AND sha256 = ANY($2)",
-                       Params().Add(entity).AddTextArray(sha256s),
-                       [](const Row& row) { return std::make_pair(row.Text(0), row.Int(1)); }));
-    return Out(rows.begin(), rows.end());
+    return HeldBlobSizes(conn, entity, sha256s);
   });
 }
 

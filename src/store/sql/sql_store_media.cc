@@ -124,8 +124,8 @@ constexpr const char* kRecordColumns =
 
 }  // namespace
 
-Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const IngestBatch& batch,
-                            IngestResult* result) {
+Status SqlStore::WriteMedia(Conn& conn, const std::string& entity, int64_t run_pk,
+                            int64_t writer_pk, const IngestBatch& batch, IngestResult* result) {
   if (batch.media.empty()) return Status::Ok();
   // Media past a limit are refused, not failed: the batch's scalars, console lines and
   // histograms are stored without them (a failed batch is dropped whole by the agent, which
@@ -144,15 +144,7 @@ Status SqlStore::WriteMedia(Conn& conn, int64_t run_pk, int64_t writer_pk, const
   if (!digests.empty()) {
     std::sort(digests.begin(), digests.end());
     digests.erase(std::unique(digests.begin(), digests.end()), digests.end());
-    using Held = std::pair<std::string, int64_t>;
-    COHORT_ASSIGN_OR_RETURN(
-        std::vector<Held> sizes,
-        sql::QueryAll<Held>(conn,
-                            "SELECT b.sha256, b.size FROM blobs b JOIN runs r ON r.entity = "
-                            "b.entity WHERE r.pk = $1 AND b.sha256 = ANY($2)",
-                            Params().Add(run_pk).AddTextArray(digests),
-                            [](const Row& row) { return Held(row.Text(0), row.Int(1)); }));
-    held.insert(sizes.begin(), sizes.end());
+    COHORT_ASSIGN_OR_RETURN(held, HeldBlobSizes(conn, entity, digests));
   }
   auto size_of = [&held](const MediaPoint& m) {
     auto it = m.sha256.empty() ? held.end() : held.find(m.sha256);

@@ -263,7 +263,7 @@ Result<bool> SqliteStore::IngestInTxn(Db* db, const RunRef& ref, const std::stri
   if (!batch.histograms.empty() || !batch.media.empty()) {
     sqlite::SqlConn conn(db);
     COHORT_RETURN_IF_ERROR(WriteHistograms(conn, w.run_pk, w.pk, batch));
-    COHORT_RETURN_IF_ERROR(WriteMedia(conn, w.run_pk, w.pk, batch, &result));
+    COHORT_RETURN_IF_ERROR(WriteMedia(conn, ref.entity, w.run_pk, w.pk, batch, &result));
     if (result.media_refused > 0) note->DropMediaKeys();
   }
   if (!batch.console.empty()) {
