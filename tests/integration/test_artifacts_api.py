@@ -9,7 +9,7 @@ import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
-from conftest import ServerProcess
+from conftest import SANITIZER, ServerProcess
 from test_api import entity, join, make_run
 from test_isolation import create_key
 
@@ -138,7 +138,8 @@ def test_a_long_range_comes_whole_one_part_in_memory_at_a_time(server, api):
         assert status == 206 and hdrs["Content-Range"] == f"bytes 1-{len(data) - 1}/{len(data)}"
         assert body == data[1:]
     grown = peak_rss_mib(server.proc.pid) - before
-    assert grown < 48, f"the server's peak memory grew by {grown:.0f} MiB for three ranges"
+    if not SANITIZER:  # shadow memory and ASan's quarantine multiply a buffer's resident size
+        assert grown < 48, f"the server's peak memory grew by {grown:.0f} MiB for three ranges"
 
 
 def test_bytes_that_are_not_the_blob_are_refused_and_dropped(server, api):
