@@ -131,7 +131,19 @@ Result<std::unique_ptr<Store>> OpenExistingStore(const std::string& url, std::st
       return Status::NotFound("no store at " + path + " (no such SQLite file); " + hint);
     }
   }
-  COHORT_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(url));
+  std::unique_ptr<Store> store;
+  if (IsSharedStoreUrl(url)) {
+    // A database without Cohort's tables is refused before anything is created in it.
+    COHORT_ASSIGN_OR_RETURN(pg::PostgresOptions options, pg::ParsePostgresUrl(url));
+    options.create_schema = false;
+    Result<std::unique_ptr<PostgresStore>> pg_store = PostgresStore::Open(options);
+    if (!pg_store.ok()) {
+      return Status(pg_store.status().code(), pg_store.status().message() + "; " + hint);
+    }
+    store = std::move(*pg_store);
+  } else {
+    COHORT_ASSIGN_OR_RETURN(store, OpenStore(url));
+  }
   COHORT_ASSIGN_OR_RETURN(int64_t keys, store->CountApiKeys(/*with_revoked=*/true));
   if (keys == 0) {
     return Status::FailedPrecondition("the store " + RedactUrl(url) +

@@ -41,6 +41,9 @@ struct PostgresOptions {
   std::chrono::milliseconds pool_timeout{10000};
   bool ingest_cache = true;
   int group_commit = 0;  // 0: off
+  // false: a database without Cohort's schema is refused (kNotFound) and left as it is, for the
+  // commands that act on the servers' store (store::OpenExistingStore).
+  bool create_schema = true;
 };
 
 // kInvalidArgument naming the fault: not a postgresql:// or postgres:// URL, a bad store option,

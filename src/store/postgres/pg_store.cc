@@ -88,6 +88,9 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::Open(const pg::PostgresOpt
                     lease.status().message() + " (" + pg::DescribeConnInfo(options.conninfo) + ")");
     }
   }
+  if (!options.create_schema) {
+    COHORT_RETURN_IF_ERROR(store->RequireSchema(pg::DescribeConnInfo(options.conninfo)));
+  }
   COHORT_RETURN_IF_ERROR(store->MigrateSchema());
   return store;
 }

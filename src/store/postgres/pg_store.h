@@ -37,7 +37,7 @@ namespace cohort::store {
 
 class PostgresStore final : public SqlStore {
  public:
-  // Connects and brings the schema to the latest version.
+  // Connects and brings the schema to the latest version (options.create_schema: creates it).
   static Result<std::unique_ptr<PostgresStore>> Open(const pg::PostgresOptions& options);
   // As Open, from a postgresql:// URL (pg_options.h).
   static Result<std::unique_ptr<PostgresStore>> OpenUrl(const std::string& url);

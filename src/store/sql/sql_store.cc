@@ -95,6 +95,12 @@ Status SqlStore::MigrateSchema() {
   return sql::Migrate(engine_, runner);
 }
 
+Status SqlStore::RequireSchema(const std::string& where) {
+  Status read = Run(Access::kReadOne, [](Conn& conn) { return sql::SchemaVersion(conn).status(); });
+  if (read.ok()) return read;
+  return Status::NotFound("no Cohort store in the database (" + where + "): " + read.message());
+}
+
 // ---- shared helpers ----
 
 Result<RunRecord> SqlStore::LoadRun(Conn& conn, const RunRef& ref, bool lock) {

@@ -230,6 +230,8 @@ class SqlStore : public Store {
   }
   // Brings the schema to the latest version (sql_schema.h), through Run.
   Status MigrateSchema();
+  // kNotFound naming `where` when the database holds no Cohort schema (no schema_version table).
+  Status RequireSchema(const std::string& where);
 
   // ---- engine parts ----
   // The condition on console alias `c` that keeps lines whose text contains `text` (case
