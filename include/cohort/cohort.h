@@ -265,7 +265,9 @@ class Run {
   std::string url() const;  // the run's page on the server
   int64_t step() const;     // the writer's current step
   // Values ignored: out-of-order steps, and keys the server would refuse (the key rule above),
-  // which are dropped at the call so that the rest of a batch is never refused with them.
+  // which are dropped at the call so that the rest of a batch is never refused with them; and
+  // values given up for want of an agent (over 512 MiB queued with none reachable, or never sent
+  // when Finish gave up: its error says how many).
   int64_t dropped() const;
   bool offline() const;     // true when the run is buffering locally (server unreachable/offline)
 

@@ -229,6 +229,37 @@ TEST_F(AgentOpenRetryTest, FinishTriesTheAgentAtOnceWhateverTheReconnectBackoff)
   EXPECT_EQ(fake.finishes(), 1);
 }
 
+// A finish that no agent confirms says what it discards, and dropped() counts the values that
+// never reached an agent (it said only that the agent did not confirm in time).
+TEST_F(AgentOpenRetryTest, FinishThatGivesUpSaysHowManyValuesNeverReachedAnAgent) {
+  setenv("COHORT_BIN", (root_ + "/no-such-binary").c_str(), 1);  // no private agent either
+  ScriptedAgent fake(root_ + "/agent.sock",
+                     {OpenBehaviour::kAnswerThenDrop, OpenBehaviour::kRefuse,
+                      OpenBehaviour::kRefuse, OpenBehaviour::kRefuse, OpenBehaviour::kRefuse,
+                      OpenBehaviour::kRefuse, OpenBehaviour::kRefuse, OpenBehaviour::kRefuse,
+                      OpenBehaviour::kRefuse, OpenBehaviour::kRefuse, OpenBehaviour::kRefuse,
+                      OpenBehaviour::kRefuse, OpenBehaviour::kRefuse, OpenBehaviour::kRefuse});
+  Settings settings = Base(4);
+  settings.finish_timeout_s = 1;
+  auto run = Init(settings);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  run->Log({{"x", 1.0}, {"y", 2.0}});
+  const int64_t give_up = MonoMillis() + 10000;
+  while (fake.opens() < 2 && MonoMillis() < give_up) {  // the first frame went to a dead agent
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  run->Log({{"x", 3.0}});
+  EXPECT_EQ(run->dropped(), 0);
+  Status finished = run->Finish();
+  ASSERT_EQ(finished.code(), StatusCode::kDeadlineExceeded) << finished.ToString();
+  // The first frame (2 values) was sent to the agent that hung up, the second never sent.
+  EXPECT_NE(finished.message().find("of the values logged, 1 never reached an agent (discarded, "
+                                    "counted in dropped()) and 2 were sent but not confirmed"),
+            std::string::npos)
+      << finished.ToString();
+  EXPECT_EQ(run->dropped(), 1);
+}
+
 // The fake's hello lists no features, as an agent installed before alerts: Run::Alert sends it no
 // alert frame (which it would refuse, and the client resend forever, holding up the writer's
 // data), says why, and the run goes on.

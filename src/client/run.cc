@@ -457,7 +457,9 @@ const std::string& Run::entity() const { return impl_ ? impl_->entity : Empty();
 const std::string& Run::project() const { return impl_ ? impl_->rs.settings.project : Empty(); }
 const std::string& Run::label() const { return impl_ ? impl_->rs.settings.label : Empty(); }
 int64_t Run::step() const { return impl_ ? impl_->buffer.step() : 0; }
-int64_t Run::dropped() const { return impl_ ? impl_->buffer.dropped() : 0; }
+int64_t Run::dropped() const {
+  return impl_ ? impl_->buffer.dropped() + impl_->frames_dropped() : 0;
+}
 bool Run::offline() const { return impl_ && impl_->offline.load(); }
 
 std::string Run::url() const {

@@ -330,7 +330,11 @@ void Run::Impl::DrainBufferLocked(bool final) {
   while (buffer.Take(&scratch)) {
     if (auto_summary) NoteLastValuesLocked(scratch);
     // Encoded once, here: the frame's body is the batch the agent stores and the server reads.
-    PendingFrame f{next_frame++, agent::MessageType::kLog, {}};
+    PendingFrame f{
+        next_frame++,
+        agent::MessageType::kLog,
+        {},
+        int64_t(scratch.cells.size() + scratch.histograms.size() + scratch.media.size())};
     batch::Encode(scratch, &f.body);
     frame_bytes += f.body.size();
     frames.push_back(std::move(f));
@@ -338,18 +342,26 @@ void Run::Impl::DrainBufferLocked(bool final) {
   if (!summary_dirty.empty() && (final || MonoMs() - summary_sent_ms >= kSummaryIntervalMs)) {
     EnqueueLastValuesLocked();
   }
-  bool warned = false;
-  // Not while FlushOnce sends: it holds pointers into `frames` (user threads drain too).
-  while (frame_bytes > kMaxQueuedBytes && frames.size() > 1 && !sending) {
-    if (!warned) {
-      agent::Logf(agent::LogLevel::kWarning,
-                  "cohort: no agent reachable and {} MiB queued; dropping the oldest data",
-                  frame_bytes >> 20);
-      warned = true;
+  // Not while FlushOnce sends: it holds pointers into `frames` (user threads drain too). The
+  // oldest logged values go (counted in dropped()); run updates, alerts and artifact intents are
+  // small and kept, as is the newest frame.
+  if (frame_bytes <= kMaxQueuedBytes || sending) return;
+  const size_t queued_mib = frame_bytes >> 20;
+  int64_t values = 0;
+  for (auto it = frames.begin(); frame_bytes > kMaxQueuedBytes && std::next(it) != frames.end();) {
+    if (it->type != agent::MessageType::kLog) {
+      ++it;
+      continue;
     }
-    frame_bytes -= frames.front().body.size();
-    frames.pop_front();
+    values += it->values;
+    frame_bytes -= it->body.size();
+    it = frames.erase(it);
   }
+  frames_dropped_values.fetch_add(values);
+  agent::Logf(agent::LogLevel::kWarning,
+              "cohort: no agent reachable and {} MiB queued; dropped the oldest {} values "
+              "(counted in dropped()) and the console lines logged with them",
+              queued_mib, values);
 }
 
 void Run::Impl::FlushLoop() {
@@ -559,6 +571,18 @@ Status Run::Impl::Finish(int exit_code, std::string_view state) {
   transport.reset();
   {
     MutexLock lock(&mu);
+    if (!result.ok()) {
+      // What no agent got is lost; what the last one got may be stored (its finish unconfirmed).
+      int64_t never_sent = 0, unconfirmed = 0;
+      for (const PendingFrame& f : frames)
+        (f.number > sent_upto ? never_sent : unconfirmed) += f.values;
+      frames_dropped_values.fetch_add(never_sent);
+      result = Status(result.code(),
+                      result.message() + ": of the values logged, " + std::to_string(never_sent) +
+                          " never reached an agent (discarded, counted in "
+                          "dropped()) and " +
+                          std::to_string(unconfirmed) + " were sent but not confirmed");
+    }
     frames.clear();
     frame_bytes = 0;
   }

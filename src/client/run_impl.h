@@ -45,6 +45,7 @@ struct Run::Impl {
     uint64_t number = 0;
     agent::MessageType type = agent::MessageType::kLog;
     std::string body;
+    int64_t values = 0;  // kLog: the batch's cells, histograms and media sets (for dropped())
   };
 
   explicit Impl(client::ResolvedSettings resolved);
@@ -55,6 +56,8 @@ struct Run::Impl {
   // from the reply.
   Status Start(int64_t deadline_ms) COHORT_EXCLUDES(io_mu, mu);
   Status Finish(int exit_code, std::string_view state) COHORT_EXCLUDES(finish_mu, io_mu, mu);
+  // Values of frames given up (the queue's cap, or a finish no agent confirmed).
+  int64_t frames_dropped() const { return frames_dropped_values.load(); }
 
   void RequestFlush() COHORT_EXCLUDES(mu);
   Status EnqueueUpdate(std::string body) COHORT_EXCLUDES(mu);
@@ -166,6 +169,8 @@ struct Run::Impl {
   uint64_t next_frame COHORT_GUARDED_BY(mu) = 1;
   bool stop COHORT_GUARDED_BY(mu) = false;
   batch::Batch scratch COHORT_GUARDED_BY(mu);
+  // Values of frames given up: dropped by the queue's cap, or never sent when Finish gave up.
+  std::atomic<int64_t> frames_dropped_values{0};
   // Last-value summary (only for the writer that controls the run): the last logged value of
   // each key not yet sent, and the keys the user set explicitly (never overwritten).
   bool auto_summary = false;  // set before the flusher starts
