@@ -11,17 +11,21 @@
 
 namespace cohort::insight {
 
-// `count` columns of `bucket_ms` each from `time_min`.
+// `count` columns of `bucket_ms` each from `time_min`. Any int64 range is covered without
+// overflow (the arithmetic is on the unsigned distance from time_min).
 struct TimeColumns {
   int64_t time_min = 0;
-  int64_t bucket_ms = 1;
+  uint64_t bucket_ms = 1;
   int count = 0;
 
   // Column of a time, or -1 outside the columns.
   int Column(int64_t t) const;
+  // The first time of column j (0 <= j < count).
+  int64_t Start(int j) const;
 };
 
-// Columns covering [tmin, tmax] (tmin <= tmax): at most `columns` (>= 1) of equal width >= 1 ms.
+// Columns covering [tmin, tmax] (tmin <= tmax): at most `columns` (>= 1) of equal width >= 1 ms
+// (the last millisecond of the whole int64 range asked as one column falls outside it).
 TimeColumns ChooseTimeColumns(int64_t tmin, int64_t tmax, int columns);
 
 // Mean milliseconds per step in each column (NaN where no step advanced) from a member's

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <utility>
 
 namespace cohort::insight {
 namespace {
@@ -16,6 +18,36 @@ TEST(HeatmapTest, ChooseTimeColumnsCoversTheSpan) {
   EXPECT_EQ(c.Column(2000), -1);
   EXPECT_EQ(c.Column(999), -1);
   EXPECT_EQ(ChooseTimeColumns(5, 5, 60).count, 1);
+}
+
+// Any int64 range (a query's min_time/max_time) gives columns whose every time maps inside them:
+// the span overflowed int64 and Column() returned a column past the vector (the server aborted).
+TEST(HeatmapTest, ColumnsOfTheWholeInt64RangeStayInside) {
+  const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  for (auto [tmin, tmax] : {std::pair{lo, hi}, std::pair{-hi, hi}, std::pair{int64_t(0), hi - 1},
+                            std::pair{lo, int64_t(0)}, std::pair{hi, hi}}) {
+    for (int n : {1, 7, 60}) {
+      TimeColumns c = ChooseTimeColumns(tmin, tmax, n);
+      ASSERT_GE(c.count, 1);
+      ASSERT_LE(c.count, n);
+      for (int64_t t : {tmin, tmax, int64_t(1000), tmin / 2 + tmax / 2}) {
+        const int col = c.Column(t);
+        EXPECT_LT(col, c.count) << tmin << " " << tmax << " " << n << " " << t;
+        if (t >= tmin && t <= tmax) {
+          EXPECT_GE(col, t == tmax && tmin == lo && tmax == hi && n == 1 ? -1 : 0)
+              << tmin << " " << tmax << " " << n << " " << t;
+        }
+      }
+      EXPECT_EQ(c.Start(0), tmin);
+      EXPECT_LE(c.Start(c.count - 1), tmax);
+      EXPECT_GE(c.Start(c.count - 1), tmin);
+      // Every function sized by the columns takes samples at the range's ends.
+      EXPECT_EQ(StepTimeColumns(c, {{0, tmin}, {1, tmax}}).size(), size_t(c.count));
+      std::vector<series::Bucket> b(1);
+      b[0].time_min = tmin, b[0].time_max = tmax, b[0].count = 1, b[0].sum = 2;
+      EXPECT_EQ(MeanColumns(c, {b}).size(), size_t(c.count));
+    }
+  }
 }
 
 TEST(HeatmapTest, StepTimeColumnsFromPoints) {

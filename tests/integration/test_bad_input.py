@@ -157,3 +157,18 @@ def test_unknown_route_is_404_json_and_wrong_method_405(api):
     assert status == 404 and "error" in body
     status, body = api.call("PUT", "/api/v1/viewer")
     assert status == 405 and "error" in body
+
+
+@pytest.mark.parametrize("lo,hi", [(-(2**63) + 1, 2**63 - 1), (0, 2**63 - 2), (-(2**63), 0)])
+def test_stragglers_over_any_time_range_answer_without_overflow(api, server, run, lo, hi):
+    # The matrix's time span overflowed int64: a column index past its vector freed a corrupt
+    # heap block (the server aborted) or a negative count answered 500.
+    assert ingest(api, run, "w", {"seq": 1, "history": [
+        {"step": s, "time": 1000 + s, "values": {"loss": 1.0}} for s in range(4)]})[0] == 200
+    q = urllib.parse.urlencode({"min_time": lo, "max_time": hi})
+    status, body = api.get(f"{runs_path(api)}/{run['id']}/ranks/stragglers?{q}")
+    assert status == 200, body
+    times = body["matrix"]["times"]
+    assert times[0] == lo and all(lo <= t <= hi for t in times), times
+    assert server.proc.poll() is None
+    assert api.get("/healthz")[0] == 200

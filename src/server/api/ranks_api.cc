@@ -566,7 +566,7 @@ http::HttpResponse Stragglers(ApiContext* ctx, http::HttpRequest& req, const Aut
       gpu_rows.push_back(insight::MeanColumns(cols, gpu_b[m]));
     }
     bj::array times;
-    for (int j = 0; j < cols.count; ++j) times.push_back(cols.time_min + j * cols.bucket_ms);
+    for (int j = 0; j < cols.count; ++j) times.push_back(cols.Start(j));
     matrix =
         bj::object{{"time_min", cols.time_min},
                    {"bucket_ms", cols.bucket_ms},
