@@ -85,6 +85,27 @@ def test_bucket_without_a_finite_value_answers_null_statistics_and_its_nan_count
     assert (b[4]["min"], b[4]["max"], b[4]["mean"], b[4]["nan_count"]) == (None, None, None, 0)
 
 
+def test_bucket_holding_both_infinities_answers_them_as_its_extremes(api):
+    """A bucket whose values run from -Infinity to Infinity (numbers between or not) has those
+    extremes: it answered null min and max, a gap where data was."""
+    status, me = api.get("/api/v1/viewer")
+    base = P.format(e=me["entity"])
+    run = _run_with_writer(api, base, "inf-buckets")
+    values = ["-Infinity", 3.0, "Infinity", 5.0, "-Infinity", "Infinity"]
+    rows = [{"step": i, "time": 1000 + i, "values": {"x": v}} for i, v in enumerate(values)]
+    status, body = api.post(f"{base}/{run}/writers/w/batches", {"seq": 1, "history": rows})
+    assert status == 200, body
+    stats = {}
+    for buckets in (1, 3):
+        status, body = api.get(f"{base}/{run}/history?keys=x&buckets={buckets}")
+        assert status == 200, body
+        stats[buckets] = [(b["count"], b["min"], b["max"], b["mean"])
+                          for b in body["series"][0]["buckets"]]
+    assert stats[1] == [(6, "-Infinity", "Infinity", None)]
+    assert stats[3] == [(2, "-Infinity", 3.0, None), (2, 5.0, "Infinity", None),
+                        (2, "-Infinity", "Infinity", None)]  # infinities alone: still extremes
+
+
 def test_project_level_reads_answer_several_runs_at_once(api):
     """GET /api/v1/series|history|system/{entity}/{project}?runs=...: one request for the web
     UI's charts of many runs; each series names its run; runs that do not exist are listed."""

@@ -121,11 +121,13 @@ void AppendSeriesJson(std::string* out, const store::SeriesData& s, bool strip_s
       AppendInt(out, b.count);
       out->append(",\"nan_count\":");
       AppendInt(out, b.nan_count);
-      // A bucket without a finite value (every point NaN, or only infinities) has no statistics:
-      // null, never a number a chart would draw (docs/api.md, "History"). NaN points are in
-      // neither min, max nor the sum.
+      // A bucket without a finite value (every point NaN, or infinities of one sign only) has no
+      // statistics: null, never a number a chart would draw (docs/api.md, "History"). NaN points
+      // are in neither min, max nor the sum. One from -Infinity to Infinity has those extremes
+      // (whether numbers lie between is not known from them: it was taken for none, a gap).
       const int64_t valued = b.count - b.nan_count;
-      const bool finite = valued > 0 && (std::isfinite(b.min) || std::isfinite(b.max));
+      const bool finite = valued > 0 && (std::isfinite(b.min) || std::isfinite(b.max) ||
+                                         (b.min < 0 && b.max > 0));
       const double mean = valued > 0 ? b.sum / double(valued) : 0;
       out->append(",\"min\":");
       AppendStat(out, finite, b.min);
