@@ -15,6 +15,9 @@ import { LIVE_MS } from './Run';
 import { RanksView } from './Ranks';
 import { SystemCharts } from './SystemCharts';
 
+/** The most runs of one group the page loads (cards, charts, system metrics); it says when a group has more. */
+export const MAX_GROUP_RUNS = 5000;
+
 export function GroupPage({ state }: { state: AppState }) {
   const { entity, project, group } = state;
   const [running, setRunning] = useState(true);
@@ -22,22 +25,27 @@ export function GroupPage({ state }: { state: AppState }) {
   const runs = useLoad(async (signal) => {
     const out: Run[] = [];
     let cursor: string | undefined;
+    let total = 0;
     do {
       const page = await api.runsPage(entity, project, { filters: [{ field: 'group', op: '==', value: group }], sort: 'created', limit: 1000, cursor }, signal);
       out.push(...page.runs);
+      total = Math.max(total, page.total);
       cursor = page.next_cursor ?? undefined;
-    } while (cursor && out.length < 5000);
+    } while (cursor && out.length < MAX_GROUP_RUNS);
     // Side by side in name order (ranks in order: rank2 before rank10), not start order.
-    return out.sort((a, b) => naturalCompare(a.name || a.id, b.name || b.id));
+    return { runs: out.sort((a, b) => naturalCompare(a.name || a.id, b.name || b.id)), total: Math.max(total, out.length) };
   }, [entity, project, group, tick]);
-  useEffect(() => { if (runs.data) setRunning(runs.data.some((r) => r.state === 'running')); }, [runs.data]);
-  const ids = (runs.data ?? []).slice(0, MAX_RUNS_PER_REQUEST).map((r) => r.id).join(',');
-  // The series of every run in one request.
+  const loaded = runs.data?.runs;
+  useEffect(() => { if (loaded) setRunning(loaded.some((r) => r.state === 'running')); }, [loaded]);
+  const ids = (loaded ?? []).map((r) => r.id).join(',');
+  // The series of every run: one request per MAX_RUNS_PER_REQUEST runs (the server's cap).
   const keys = useLoad(async (signal) => {
-    const rs = (runs.data ?? []).slice(0, MAX_RUNS_PER_REQUEST);
+    const rs = loaded ?? [];
     if (!rs.length) return [] as (readonly [Run, SeriesInfo[]])[];
-    const res = await api.seriesOfRuns(entity, project, rs.map((r) => r.id), signal);
-    const by = new Map(res.runs.map((x) => [x.run, x.keys]));
+    const parts: Run[][] = [];
+    for (let i = 0; i < rs.length; i += MAX_RUNS_PER_REQUEST) parts.push(rs.slice(i, i + MAX_RUNS_PER_REQUEST));
+    const answers = await Promise.all(parts.map((p) => api.seriesOfRuns(entity, project, p.map((r) => r.id), signal)));
+    const by = new Map(answers.flatMap((a) => a.runs).map((x) => [x.run, x.keys]));
     return rs.map((r) => [r, by.get(r.id) ?? []] as const);
   }, [ids, running ? tick : 0]);
   const [q, setQ] = useState('');
@@ -70,19 +78,24 @@ export function GroupPage({ state }: { state: AppState }) {
     .filter((x) => x.keys.length), [keys.data]);
 
   // Line styles by run (stable functions: a chart redraws only when its data changes).
-  const order = (runs.data ?? []).map((r) => r.id).join(',');
-  const runIdx = useMemo(() => new Map((runs.data ?? []).map((r, i) => [r.id, i])), [order]);
+  const runIdx = useMemo(() => new Map((loaded ?? []).map((r, i) => [r.id, i])), [ids]);
   const runStyle = useCallback((l: { run: string }) => styleAt(runIdx.get(l.run) ?? 0), [runIdx]);
   const deviceStyle = useCallback((l: { run: string; key: string }) => ({ color: runStyle(l).color, dash: dashOfDevice(l.key) }), [runStyle]);
 
   if (runs.error && !runs.data) return <div class="page"><ErrorBox error={runs.error} retry={runs.reload} /></div>;
   if (!runs.data) return <div class="page"><Loading what="group" /></div>;
-  const rs = runs.data;
+  const rs = runs.data.runs;
+  const total = runs.data.total;
   const settings = settingsOf(state);
   const shown = charts.filter(([k]) => k.includes(q));
   return (
     <div class="page group-page">
-      <h1>Group {group} <span class="muted small">{rs.length} run{rs.length === 1 ? '' : 's'}</span>{running && <span class="live"> ● live</span>}</h1>
+      <h1>Group {group} <span class="muted small" data-testid="group-count">{total.toLocaleString()} run{total === 1 ? '' : 's'}</span>{running && <span class="live"> ● live</span>}</h1>
+      {total > rs.length && (
+        <p class="notice" role="status" data-testid="group-limit">
+          Showing the first {rs.length.toLocaleString()} of {total.toLocaleString()} runs of this group (the page loads at most {MAX_GROUP_RUNS.toLocaleString()}): their cards, charts and system metrics.
+        </p>
+      )}
       {!rs.length ? <Empty>No run in this group.</Empty> : (
         <div class="cards" data-testid="group-runs">
           {rs.map((r, i) => <RunCard key={r.id} r={r} state={state} index={i} />)}

@@ -1,0 +1,96 @@
+// Browser tests of pages that show part of what there is, or data that may be stale: they say so
+// and never show one thing's data under another's name. The group page charts every run of a
+// group of more than 200 (the server's runs-per-request cap) and says when a group has more runs
+// than it loads; the workspace says how many of its metric charts it draws. A real `cohort server`
+// (port 0) seeded through the HTTP API, some answers rewritten with page.route, driven through
+// Debian's Chromium by playwright-core.
+//
+//   node --test tests/ui/partial_views.test.mjs        (scripts/test-ui.sh runs it)
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { api, ROOT, startServer, openSignedInPage } from './harness.mjs';
+
+const SHOTS = path.join(ROOT, 'artifacts/ui');
+const P = 'partial';
+const GROUP = 'big';
+const GROUP_RUNS = 205;
+let server, browser, page, entity;
+const pageErrors = [];
+const href = (q) => `${server.url}/?p=${entity}/${P}${q}`;
+const call = (method, p, body) => api(server, method, p, body);
+
+async function makeRun(run, history) {
+  const r = await call('POST', `/api/v1/runs/${entity}/${P}`, run);
+  await call('POST', `/api/v1/runs/${entity}/${P}/${r.id}/writers`, { label: 'rank_0', primary: true, update_finish_state: true });
+  await call('POST', `/api/v1/runs/${entity}/${P}/${r.id}/writers/rank_0/batches`, { seq: 1, history });
+  await call('POST', `/api/v1/runs/${entity}/${P}/${r.id}/writers/rank_0/finish`, { exit_code: 0 });
+  return r.id;
+}
+
+async function seed() {
+  // A group of 205 runs, each logging `loss` at steps 0 and 1 (410 points in all).
+  const T0 = Date.now() - 600_000;
+  for (let i = 0; i < GROUP_RUNS; i += 25) {
+    await Promise.all(Array.from({ length: Math.min(25, GROUP_RUNS - i) }, (_, j) => makeRun(
+      { name: `rank${i + j}`, group: GROUP, job_type: 'train' },
+      [0, 1].map((s) => ({ step: s, time: T0 + s * 1000, values: { loss: 1 / (i + j + s + 1) } })),
+    )));
+  }
+}
+
+function panel(title) {
+  return page.locator(`section.panel[data-chart="${title}"]`);
+}
+
+before(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  server = await startServer();
+  entity = (await call('GET', '/api/v1/viewer')).entity;
+  await seed();
+  ({ browser, page } = await openSignedInPage(server, pageErrors));
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+describe('group page of more runs than one request carries', () => {
+  test('the loss chart has a line for each of the 205 runs, and the mean is of 205 processes', async () => {
+    await page.goto(href(`&group=${GROUP}&agg=1`));
+    assert.equal(await page.locator('h1 .muted').textContent(), '205 runs');
+    const p = panel('loss');
+    await p.scrollIntoViewIfNeeded({ timeout: 15000 });
+    await p.locator('[data-testid=panel-meta]').filter({ hasText: /points/ }).waitFor({ timeout: 15000 });
+    // Two steps of each of the 205 runs; the legend: 6 shown, then the rest of 205 lines + the mean.
+    assert.match(await p.locator('[data-testid=panel-meta]').textContent(), /^410 /);
+    assert.equal(await p.locator('.legend-more').textContent(), `+${GROUP_RUNS + 1 - 6} more`);
+    await p.locator('.legend-more').click();
+    assert.equal(await p.locator('.legend-item').count(), GROUP_RUNS + 1);
+    assert.equal(await p.locator('.legend-item.emph .legend-label').textContent(), `mean of ${GROUP_RUNS} processes`);
+    assert.equal(await page.getByTestId('group-limit').count(), 0, 'no "first N of M" notice when every run is loaded');
+    await page.screenshot({ path: path.join(SHOTS, 'group-205-runs.png') });
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test('a group of more runs than the page loads says it shows the first of them', async () => {
+    // The server's total says 6,000 runs while the pages end after 205: the page loads what it can
+    // and says how many of the group's runs it shows.
+    await page.route((url) => url.pathname === `/api/v1/runs/${entity}/${P}` && url.searchParams.has('filters'), async (route) => {
+      const resp = await route.fetch();
+      const body = await resp.json();
+      await route.fulfill({ response: resp, json: { ...body, total: 6000 } });
+    });
+    try {
+      await page.goto(href(`&group=${GROUP}`));
+      const notice = page.getByTestId('group-limit');
+      await notice.waitFor();
+      assert.match(await notice.textContent(), /first 205 of 6,000 runs/);
+      assert.equal(await page.getByTestId('group-count').textContent(), '6,000 runs');
+    } finally {
+      await page.unrouteAll();
+    }
+  });
+});
