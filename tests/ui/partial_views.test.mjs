@@ -16,7 +16,7 @@ const SHOTS = path.join(ROOT, 'artifacts/ui');
 const P = 'partial';
 const GROUP = 'big';
 const GROUP_RUNS = 205;
-let server, browser, page, entity;
+let server, browser, page, entity, mediaRun;
 const pageErrors = [];
 const href = (q) => `${server.url}/?p=${entity}/${P}${q}`;
 const call = (method, p, body) => api(server, method, p, body);
@@ -40,6 +40,21 @@ async function seed() {
   }
 }
 
+// A run whose media rows name blobs never uploaded (each shows its caption and "uploading…"):
+// images under `a`, `b`, and under `x,y`, `x` and `y` (the server splits `keys=` on commas).
+const MEDIA_KEYS = ['a', 'b', 'x,y', 'x', 'y'];
+async function seedMedia() {
+  const r = await call('POST', `/api/v1/runs/${entity}/${P}`, { name: 'pictures' });
+  await call('POST', `/api/v1/runs/${entity}/${P}/${r.id}/writers`, { label: 'rank_0', primary: true, update_finish_state: true });
+  const media = MEDIA_KEYS.flatMap((key, k) => [0, 1].map((step) => ({
+    key, step, time: Date.now(), type: 'image', index: 0, sha256: String(k * 2 + step).padStart(64, '0'), size: 10,
+    mime: 'image/png', width: 4, height: 4, caption: `${key} at ${step}`,
+  })));
+  await call('POST', `/api/v1/runs/${entity}/${P}/${r.id}/writers/rank_0/batches`, { seq: 1, media });
+  await call('POST', `/api/v1/runs/${entity}/${P}/${r.id}/writers/rank_0/finish`, { exit_code: 0 });
+  return r.id;
+}
+
 function panel(title) {
   return page.locator(`section.panel[data-chart="${title}"]`);
 }
@@ -49,6 +64,7 @@ before(async () => {
   server = await startServer();
   entity = (await call('GET', '/api/v1/viewer')).entity;
   await seed();
+  mediaRun = await seedMedia();
   ({ browser, page } = await openSignedInPage(server, pageErrors));
 });
 
@@ -90,7 +106,90 @@ describe('group page of more runs than one request carries', () => {
       assert.match(await notice.textContent(), /first 205 of 6,000 runs/);
       assert.equal(await page.getByTestId('group-count').textContent(), '6,000 runs');
     } finally {
-      await page.unrouteAll();
+      await page.unrouteAll({ behavior: 'wait' });
+    }
+  });
+});
+
+describe('media views', () => {
+  const captions = () => page.locator('[data-testid="media-key"] figcaption').allTextContents();
+  const isMediaOf = (key) => (url) => url.pathname.endsWith(`/${mediaRun}/media`) && url.searchParams.get('keys') === key;
+  const openTab = async () => {
+    await page.goto(href(`&run=${mediaRun}&tab=media`));
+    await page.locator('[data-testid="media-key"][data-key="a"] figcaption').first().waitFor();
+  };
+
+  test("another key's images never show while a key loads, nor when it fails (its error shows)", async () => {
+    await openTab();
+    assert.deepEqual(await captions(), ['a at 1']);
+    // b's answer held back: the tab says it loads b, and shows nothing of a meanwhile.
+    let release;
+    const held = new Promise((r) => { release = r; });
+    await page.route(isMediaOf('b'), async (route) => { await held; await route.continue(); });
+    try {
+      await page.locator('.media-key[data-key="b"]').click();
+      await page.getByRole('status').filter({ hasText: 'Loading b' }).waitFor();
+      assert.deepEqual(await captions(), []);
+      release();
+      await page.locator('[data-testid="media-key"][data-key="b"] figcaption').first().waitFor();
+      assert.deepEqual(await captions(), ['b at 1']);
+    } finally {
+      release();
+      await page.unrouteAll({ behavior: 'wait' });
+    }
+    // b fails: its error, not a's images.
+    await page.locator('.media-key[data-key="a"]').click();
+    await page.locator('[data-testid="media-key"][data-key="a"]').waitFor();
+    await page.route(isMediaOf('b'), (route) => route.fulfill({ status: 500, json: { error: { code: 'internal', message: 'b broke' } } }));
+    try {
+      await page.locator('.media-key[data-key="b"]').click();
+      await page.getByRole('alert').filter({ hasText: 'b broke' }).waitFor();
+      assert.deepEqual(await captions(), []);
+    } finally {
+      await page.unrouteAll({ behavior: 'wait' });
+    }
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test('a key with a comma in its name shows its own rows only', async () => {
+    await openTab();
+    await page.locator('.media-key[data-key="x,y"]').click();
+    await page.locator('[data-testid="media-key"][data-key="x,y"] figcaption').first().waitFor();
+    assert.deepEqual(await captions(), ['x,y at 1']);
+    assert.equal(await page.getByTestId('media-step-slider').getAttribute('max'), '1');
+  });
+
+  test('a list the server cut says so', async () => {
+    await page.route((url) => url.pathname.endsWith(`/${mediaRun}/media`), async (route) => {
+      const resp = await route.fetch();
+      const body = await resp.json();
+      await route.fulfill({ response: resp, json: { media: body.media.slice(0, 1), truncated: true } });
+    });
+    try {
+      await openTab();
+      const notice = page.getByTestId('media-truncated');
+      await notice.waitFor();
+      assert.match(await notice.textContent(), /“a” was cut at the server's row limit: 1 media rows are shown/);
+      assert.deepEqual(await captions(), ['a at 0']);
+    } finally {
+      await page.unrouteAll({ behavior: 'wait' });
+    }
+  });
+
+  test("the workspace's image comparison says when a run's list was cut", async () => {
+    await page.route((url) => url.pathname.endsWith(`/${mediaRun}/media`), async (route) => {
+      const resp = await route.fetch();
+      const body = await resp.json();
+      await route.fulfill({ response: resp, json: { media: body.media.slice(0, 1), truncated: true } });
+    });
+    try {
+      await page.goto(href(''));
+      await page.getByTestId('ws-media-toggle').click();
+      const notice = page.getByTestId('media-truncated');
+      await notice.waitFor();
+      assert.match(await notice.textContent(), /“a” of pictures was cut/);
+    } finally {
+      await page.unrouteAll({ behavior: 'wait' });
     }
   });
 });

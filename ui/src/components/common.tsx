@@ -30,25 +30,46 @@ export function Empty({ children }: { children: ComponentChildren }) {
   return <div class="empty">{children}</div>;
 }
 
-/** Runs an async loader and keeps its result; reload() runs it again; `every` ms polls. */
-export function useLoad<T>(fn: (signal: AbortSignal) => Promise<T>, deps: unknown[], every = 0) {
-  const [data, setData] = useState<T | null>(null);
-  const [error, setError] = useState<unknown>(null);
+/**
+ * Runs an async loader and keeps its result. `deps` say what is loaded: when one of them changes,
+ * the previous inputs' data and error are dropped at once (a page never shows one key's data, or
+ * stays silent about an error, under another key's name). `refresh` (a live tick, a width) runs
+ * the loader again keeping what is shown until the new answer; so do reload() and `every` ms.
+ */
+export function useLoad<T>(fn: (signal: AbortSignal) => Promise<T>, deps: unknown[], every = 0, refresh: unknown[] = []) {
+  // Which inputs the data belongs to: a number that changes with `deps` (during the render that
+  // sees them, so that no render shows the old data with the new inputs).
+  const inputs = useRef<{ deps: unknown[]; id: number }>({ deps, id: 0 });
+  if (!sameDeps(inputs.current.deps, deps)) inputs.current = { deps, id: inputs.current.id + 1 };
+  const id = inputs.current.id;
+  const [st, setSt] = useState<{ id: number; data: T | null; error: unknown }>({ id, data: null, error: null });
   const [n, setN] = useState(0);
   const gen = useRef(0);
   useEffect(() => {
     const ctl = new AbortController();
     const my = ++gen.current;
-    fn(ctl.signal).then((d) => { if (my === gen.current) { setData(d); setError(null); } },
-      (e) => { if (my === gen.current && (e as Error).name !== 'AbortError') setError(e); });
+    fn(ctl.signal).then((d) => { if (my === gen.current) setSt({ id, data: d, error: null }); },
+      (e) => {
+        if (my === gen.current && (e as Error).name !== 'AbortError') setSt((s) => ({ id, data: s.id === id ? s.data : null, error: e }));
+      });
     return () => ctl.abort();
-  }, [...deps, n]);
+  }, [id, ...refresh, n]);
   useEffect(() => {
     if (!every) return;
     const t = setInterval(() => { if (!document.hidden) setN((x) => x + 1); }, every);
     return () => clearInterval(t);
-  }, [every, ...deps]);
-  return { data, error, reload: () => setN((x) => x + 1), setData };
+  }, [every, id]);
+  const mine = st.id === id;
+  return {
+    data: mine ? st.data : null,
+    error: mine ? st.error : null,
+    reload: () => setN((x) => x + 1),
+    setData: (d: T | null) => setSt({ id, data: d, error: null }),
+  };
+}
+
+function sameDeps(a: unknown[], b: unknown[]): boolean {
+  return a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
 }
 
 /** A number that increases every `ms` while `on` and the page is visible (live refresh). */

@@ -258,10 +258,14 @@ export class Api {
     );
   }
 
-  /** The media rows of `key` (every step and writer), in writer, step, index order. */
-  media(entity: string, project: string, run: string, key: string, signal?: AbortSignal) {
-    const p = new URLSearchParams({ keys: key });
-    return this.get<{ media: MediaRow[]; truncated: boolean }>(`${runPath(entity, project, run)}/media?${p}`, signal);
+  /** The media rows of `key` (every step and writer), in writer, step, index order; `truncated`:
+   * the server cut the list at its row limit (later rows are missing). The server splits `keys=`
+   * on commas: a key with a comma in it is asked for with every media key (no `keys`), and the
+   * rows of other keys are dropped here (as any the server sends for another key). */
+  async media(entity: string, project: string, run: string, key: string, signal?: AbortSignal) {
+    const qs = key.includes(',') ? '' : `?${new URLSearchParams({ keys: key })}`;
+    const r = await this.get<{ media: MediaRow[]; truncated: boolean }>(`${runPath(entity, project, run)}/media${qs}`, signal);
+    return { media: r.media.filter((m) => m.key === key), truncated: !!r.truncated };
   }
 
   /** Rows [offset, offset + limit) of the table `key` at `step` of `writer`. */

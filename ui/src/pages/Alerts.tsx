@@ -69,7 +69,7 @@ export function ProjectAlertsPage({ state }: { state: AppState }) {
 /** The run page's tab: every alert of the run, open ones first. */
 export function RunAlertsTab({ state, tick }: { state: AppState; tick: number }) {
   const { entity, project, run } = state;
-  const alerts = useLoad((signal) => api.alerts(entity, project, { run, limit: 500 }, signal), [entity, project, run, tick]);
+  const alerts = useLoad((signal) => api.alerts(entity, project, { run, limit: 500 }, signal), [entity, project, run], 0, [tick]);
   const sorted = alerts.data ? [...alerts.data].sort((a, b) => (a.state === b.state ? b.id - a.id : a.state === 'open' ? -1 : 1)) : null;
   return (
     <section class="card">

@@ -32,7 +32,7 @@ function Aliases({ aliases }: { aliases: string[] }) {
 // ---- the run page's Artifacts tab ------------------------------------------------------------
 
 export function RunArtifactsTab({ r, state, tick }: { r: RunDetail; state: AppState; tick: number }) {
-  const list = useLoad((signal) => api.runArtifacts(r.entity, r.project, r.id, signal), [r.entity, r.project, r.id, tick]);
+  const list = useLoad((signal) => api.runArtifacts(r.entity, r.project, r.id, signal), [r.entity, r.project, r.id], 0, [tick]);
   if (list.error && !list.data) return <ErrorBox error={list.error} retry={list.reload} />;
   if (!list.data) return <Loading what="artifacts" />;
   const outputs = list.data.filter((a) => a.direction === 'output');

@@ -2,7 +2,7 @@
 // chart (one line per process), with the min/max band + mean across processes on demand; the
 // Ranks section; the system metrics of every run on a time axis (with their own toolbar).
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
-import { api, type SeriesInfo } from '../lib/api';
+import { api } from '../lib/api';
 import { MAX_RUNS_PER_REQUEST, type LineSource } from '../lib/chartdata';
 import { runtimeOf, type Run } from '../lib/filters';
 import { flatten, fmtDuration, fmtNum, naturalCompare, prefixOf, signalOfExit, styleAt } from '../lib/format';
@@ -34,20 +34,20 @@ export function GroupPage({ state }: { state: AppState }) {
     } while (cursor && out.length < MAX_GROUP_RUNS);
     // Side by side in name order (ranks in order: rank2 before rank10), not start order.
     return { runs: out.sort((a, b) => naturalCompare(a.name || a.id, b.name || b.id)), total: Math.max(total, out.length) };
-  }, [entity, project, group, tick]);
+  }, [entity, project, group], 0, [tick]);
   const loaded = runs.data?.runs;
   useEffect(() => { if (loaded) setRunning(loaded.some((r) => r.state === 'running')); }, [loaded]);
   const ids = (loaded ?? []).map((r) => r.id).join(',');
   // The series of every run: one request per MAX_RUNS_PER_REQUEST runs (the server's cap).
   const keys = useLoad(async (signal) => {
     const rs = loaded ?? [];
-    if (!rs.length) return [] as (readonly [Run, SeriesInfo[]])[];
+    if (!rs.length) return null;  // the runs are loading (a group without runs shows no metrics)
     const parts: Run[][] = [];
     for (let i = 0; i < rs.length; i += MAX_RUNS_PER_REQUEST) parts.push(rs.slice(i, i + MAX_RUNS_PER_REQUEST));
     const answers = await Promise.all(parts.map((p) => api.seriesOfRuns(entity, project, p.map((r) => r.id), signal)));
     const by = new Map(answers.flatMap((a) => a.runs).map((x) => [x.run, x.keys]));
     return rs.map((r) => [r, by.get(r.id) ?? []] as const);
-  }, [ids, running ? tick : 0]);
+  }, [entity, project, group], 0, [ids, running ? tick : 0]);
   const [q, setQ] = useState('');
   const [ranksOpen, setRanksOpen] = useState(!!(state.rkey || state.rank));
 

@@ -14,7 +14,7 @@ import { BlobItem, StepSlider } from '../components/media';
 const TABLE_PAGE = 50;
 
 export function MediaTab({ r, tick }: { r: RunDetail; tick: number }) {
-  const keys = useLoad((signal) => api.mediaKeys(r.entity, r.project, r.id, signal), [r.entity, r.project, r.id, tick]);
+  const keys = useLoad((signal) => api.mediaKeys(r.entity, r.project, r.id, signal), [r.entity, r.project, r.id], 0, [tick]);
   const byKey = useMemo(() => {
     const m = new Map<string, SeriesInfo[]>();
     for (const k of keys.data ?? []) m.set(k.key, [...(m.get(k.key) ?? []), k]);
@@ -44,7 +44,7 @@ export function MediaTab({ r, tick }: { r: RunDetail; tick: number }) {
 }
 
 function MediaKey({ r, mediaKey, tick }: { r: RunDetail; mediaKey: string; tick: number }) {
-  const rows = useLoad((signal) => api.media(r.entity, r.project, r.id, mediaKey, signal), [r.entity, r.project, r.id, mediaKey, tick]);
+  const rows = useLoad((signal) => api.media(r.entity, r.project, r.id, mediaKey, signal), [r.entity, r.project, r.id, mediaKey], 0, [tick]);
   const all = rows.data?.media ?? [];
   const steps = useMemo(() => stepsOf(all), [rows.data]);
   const writers = useMemo(() => writersOf(all), [rows.data]);
@@ -53,12 +53,14 @@ function MediaKey({ r, mediaKey, tick }: { r: RunDetail; mediaKey: string; tick:
   useEffect(() => { setStepIdx(null); setHidden(new Set()); }, [mediaKey]);
   if (rows.error && !rows.data) return <ErrorBox error={rows.error} retry={rows.reload} />;
   if (!rows.data) return <Loading what={mediaKey} />;
-  if (!steps.length) return <Empty>No rows yet.</Empty>;
+  const cut = rows.data.truncated ? <TruncatedNotice mediaKey={mediaKey} rows={all.length} /> : null;
+  if (!steps.length) return <>{cut}<Empty>No rows yet.</Empty></>;
   const idx = stepIdx === null || stepIdx >= steps.length ? steps.length - 1 : stepIdx;
   const step = steps[idx];
   const shown = writers.filter((w) => !hidden.has(w));
   return (
     <section class="media-key-view" data-testid="media-key" data-key={mediaKey}>
+      {cut}
       <div class="media-controls">
         <StepSlider steps={steps} idx={idx} onIdx={setStepIdx} testid="media" />
         {writers.length > 1 && (
@@ -87,6 +89,15 @@ function MediaKey({ r, mediaKey, tick }: { r: RunDetail; mediaKey: string; tick:
         );
       })}
     </section>
+  );
+}
+
+/** Said when the server cut a media list at its row limit (rows come in writer, step order). */
+export function TruncatedNotice({ mediaKey, rows, run }: { mediaKey: string; rows: number; run?: string }) {
+  return (
+    <p class="notice" role="status" data-testid="media-truncated">
+      The list of “{mediaKey}”{run ? ` of ${run}` : ''} was cut at the server's row limit: {rows.toLocaleString()} media rows are shown; later steps and writers are missing.
+    </p>
   );
 }
 

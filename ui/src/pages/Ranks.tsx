@@ -84,7 +84,7 @@ function RankBandChart({ scope, metric, tick, isolated, runName }: {
   const buckets = Math.max(10, width - AXIS_SPACE);
   const agg = useLoad((signal) => (width > 0 && metric
     ? api.ranksAggregate(scope, { key: metric, buckets, per_member: true }, signal)
-    : Promise.resolve(null as RankAggregate | null)), [JSON.stringify(scope), metric, buckets, tick]);
+    : Promise.resolve(null as RankAggregate | null)), [JSON.stringify(scope), metric], 0, [buckets, tick]);
   const [hover, setHover] = useState<BucketInfo | null>(null);
   const a = agg.data;
   const multiRun = a ? spansRuns(a.members) : false;
@@ -167,7 +167,7 @@ function StragglerPanel({ scope, metric, tick, isolated, runName, runState }: {
   const [box, width] = useWidth();
   const columns = Math.max(10, Math.min(240, Math.floor((width - 180) / 10)));
   const s = useLoad((signal) => (width > 0 ? api.stragglers(scope, { columns, key: metric }, signal) : Promise.resolve(null as Stragglers | null)),
-    [JSON.stringify(scope), columns, tick, metric]);
+    [JSON.stringify(scope), metric], 0, [columns, tick]);
   const [by, setBy] = useState<'step_time' | 'gpu_util'>('step_time');
   const d = s.data;
   const multiRun = d ? spansRuns(d.members) : false;

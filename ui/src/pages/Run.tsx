@@ -28,14 +28,14 @@ export function RunPage({ state }: { state: AppState }) {
   // Poll every few seconds while anything runs; a finished run is checked rarely (it may resume).
   const [running, setRunning] = useState(true);
   const tick = useTick(true, running ? LIVE_MS : 15000);
-  const run = useLoad((signal) => api.run(entity, project, runId, signal), [entity, project, runId, tick]);
+  const run = useLoad((signal) => api.run(entity, project, runId, signal), [entity, project, runId], 0, [tick]);
   const r = run.data;
   useEffect(() => {
     if (r) setRunning(r.state === 'running' || r.writers?.some((w) => w.state === 'running'));
   }, [r]);
   // Every key with its type: scalars are charted, histograms have their own tab (other types are
   // skipped, as docs/api.md asks of readers).
-  const allKeys = useLoad((signal) => api.allKeys(entity, project, runId, signal), [entity, project, runId, tick]);
+  const allKeys = useLoad((signal) => api.allKeys(entity, project, runId, signal), [entity, project, runId], 0, [tick]);
   const keys = useMemo(() => ({
     data: allKeys.data ? allKeys.data.filter((k) => (k.type ?? 'scalar') === 'scalar') : null,
     hists: allKeys.data ? allKeys.data.filter((k) => k.type === 'histogram') : null,
@@ -43,7 +43,7 @@ export function RunPage({ state }: { state: AppState }) {
   }), [allKeys.data, allKeys.error]);
 
   // Open alerts: counted on the Alerts tab and marked in the header.
-  const openAlerts = useLoad((signal) => api.alerts(entity, project, { run: runId, state: 'open', limit: 1000 }, signal), [entity, project, runId, tick]);
+  const openAlerts = useLoad((signal) => api.alerts(entity, project, { run: runId, state: 'open', limit: 1000 }, signal), [entity, project, runId], 0, [tick]);
 
   if (run.error && !r) return <div class="page"><ErrorBox error={run.error} retry={run.reload} /></div>;
   if (!r) return <div class="page"><Loading what="run" /></div>;
@@ -207,7 +207,7 @@ function EndedWriters({ r, writers, state }: { r: RunDetail; writers: Writer[]; 
 }
 
 function EndedWriter({ r, w, state }: { r: RunDetail; w: Writer; state: AppState }) {
-  const tail = useLoad((signal) => lastStderr(r, w.label, 10, signal), [r.id, w.label, w.finished_ms]);
+  const tail = useLoad((signal) => lastStderr(r, w.label, 10, signal), [r.id, w.label], 0, [w.finished_ms]);
   const lifetime = w.finished_ms ? w.finished_ms - w.created_ms : null;
   return (
     <div class="ended-writer card" data-writer={w.label}>

@@ -39,7 +39,7 @@ export function SystemCharts({ runs, state, tick, syncKey, style }: {
       for (const [k, v] of constantSeries(res.series)) out.set(k, v);
     }
     return out;
-  }, [entity, project, ids.join(','), tick]);
+  }, [entity, project], 0, [ids.join(','), tick]);
 
   const layout = useMemo(() => {
     const all = new Set<string>();

@@ -14,6 +14,7 @@ import { Empty, ErrorBox, Link, Loading, useLoad } from '../components/common';
 import { Swatch } from '../components/Chart';
 import type { LineStyle } from '../components/ChartPanel';
 import { BlobItem, StepSlider } from '../components/media';
+import { TruncatedNotice } from './Media';
 
 /** The most runs compared at once (the first of the charted runs). */
 export const MAX_COMPARE_RUNS = 12;
@@ -73,9 +74,10 @@ function KeyView({ state, runs, styles, mediaKey, keysByRun, picker }: {
   const having = runs.filter((r) => keysByRun.get(r.id)?.some((k) => k.key === mediaKey));
   const rows = useLoad(async (signal) => {
     const got = await Promise.all(having.map((r) => api.media(entity, project, r.id, mediaKey, signal)));
-    return new Map<string, MediaRow[]>(having.map((r, i) => [r.id, got[i].media.filter((m) => m.type === 'image')]));
+    const cut = having.filter((_, i) => got[i].truncated);
+    return { byRun: new Map<string, MediaRow[]>(having.map((r, i) => [r.id, got[i].media.filter((m) => m.type === 'image')])), cut };
   }, [entity, project, mediaKey, having.map((r) => r.id).join(',')]);
-  const steps = useMemo(() => stepsOf([...(rows.data?.values() ?? [])].flat()), [rows.data]);
+  const steps = useMemo(() => stepsOf([...(rows.data?.byRun.values() ?? [])].flat()), [rows.data]);
   const [stepIdx, setStepIdx] = useState<number | null>(null);
   useEffect(() => { setStepIdx(null); }, [mediaKey]);
   if (rows.error && !rows.data) return <>{picker}<ErrorBox error={rows.error} retry={rows.reload} /></>;
@@ -89,10 +91,11 @@ function KeyView({ state, runs, styles, mediaKey, keysByRun, picker }: {
         {picker}
         <StepSlider steps={steps} idx={idx} onIdx={setStepIdx} testid="cmp" />
       </div>
+      {rows.data.cut.map((r) => <TruncatedNotice key={r.id} mediaKey={mediaKey} run={r.name || r.id} rows={rows.data!.byRun.get(r.id)?.length ?? 0} />)}
       <div class="cmp-runs" data-testid="cmp-runs" data-key={mediaKey}>
         {runs.map((r) => {
           const style = styles.get(r.id);
-          const mine = rows.data!.get(r.id);
+          const mine = rows.data!.byRun.get(r.id);
           const sets = mine ? setsAtOrBefore(mine, step) : [];
           return (
             <div class="cmp-run" key={r.id} data-run={r.id} style={style ? { borderTopColor: style.color } : undefined}>
