@@ -74,6 +74,20 @@ describe('sorting and grouping', () => {
     expect(sortRuns(runs, '-summary.loss').map((r) => r.id)).toEqual(['w2', 'w1', 'main', 'shared']);
     expect(sortRuns(runs, 'summary.loss').map((r) => r.id)).toEqual(['main', 'w1', 'w2', 'shared']);
   });
+  it('sorts numbers, then "NaN", then other strings, then missing values, in either direction (the server\'s order)', () => {
+    const rs = [
+      run('nan', { summary: { loss: 'NaN' } }), run('one', { summary: { loss: 1 } }), run('none', { summary: {} }),
+      run('text', { summary: { loss: 'diverged' } }), run('inf', { summary: { loss: 'Infinity' } }), run('two', { summary: { loss: 2 } }),
+      run('neginf', { summary: { loss: '-Infinity' } }), run('Text', { summary: { loss: 'Z' } }),
+    ];
+    expect(sortRuns(rs, 'summary.loss').map((r) => r.id)).toEqual(['neginf', 'one', 'two', 'inf', 'nan', 'Text', 'text', 'none']);
+    expect(sortRuns(rs, '-summary.loss').map((r) => r.id)).toEqual(['inf', 'two', 'one', 'neginf', 'nan', 'text', 'Text', 'none']);
+  });
+  it('orders strings by code point, as the server orders UTF-8 bytes', () => {
+    // U+FF21 (a BMP letter) sorts before U+1F600 (a surrogate pair in UTF-16).
+    const rs = [run('emoji', { summary: { tag: '\u{1F600}' } }), run('wide', { summary: { tag: '\uFF21' } })];
+    expect(sortRuns(rs, 'summary.tag').map((r) => r.id)).toEqual(['wide', 'emoji']);
+  });
   it('groups rows with headers, collapsing on demand', () => {
     const rows = groupRows(runs, 'group', new Set(['']));
     expect(rows.map((r) => (r.kind === 'group' ? `#${r.value}:${r.count}` : r.run.id))).toEqual(['#DDP:3', 'main', 'w1', 'w2', '#:1']);

@@ -254,18 +254,46 @@ export function sortRuns(runs: Run[], sort: string, nowMs = Date.now()): Run[] {
         get = (r) => r.created_ms;
       }
   }
-  // Decorate-sort-undecorate: one key read per run. Missing values sort last either way.
-  const dec = runs.map((r, i) => ({ r, k: get(r), i }));
+  // Decorate-sort-undecorate: one key read per run. As the server (docs/api.md "List"): numbers,
+  // then "NaN", then other strings, then missing values, whatever the direction; the direction
+  // applies within a class.
+  const dec = runs.map((r, i) => {
+    const k = get(r);
+    return { r, i, ...sortClass(k) };
+  });
   dec.sort((a, b) => {
-    const ak = a.k, bk = b.k;
-    if (ak === null || ak === undefined) return bk === null || bk === undefined ? a.i - b.i : 1;
-    if (bk === null || bk === undefined) return -1;
-    let c: number;
-    if (typeof ak === 'number' && typeof bk === 'number') c = ak - bk;
-    else c = String(ak) < String(bk) ? -1 : String(ak) > String(bk) ? 1 : 0;
+    if (a.cls !== b.cls) return a.cls - b.cls;
+    let c = 0;
+    if (a.cls === 0) c = (a.num as number) < (b.num as number) ? -1 : (a.num as number) > (b.num as number) ? 1 : 0;
+    else if (a.cls === 2) c = compareCodePoints(a.str, b.str);
     return c !== 0 ? c * dir : a.i - b.i;
   });
   return dec.map((d) => d.r);
+}
+
+/** A sort key's class (0 number, 1 "NaN", 2 other string, 3 missing) and its value in the class;
+ * the strings "Infinity"/"-Infinity" (non-finite metrics) are numbers. */
+function sortClass(k: number | string | null | undefined): { cls: number; num: number; str: string } {
+  if (typeof k === 'number') return Number.isNaN(k) ? { cls: 1, num: 0, str: '' } : { cls: 0, num: k, str: '' };
+  if (typeof k === 'string') {
+    if (k === 'NaN') return { cls: 1, num: 0, str: '' };
+    if (k === 'Infinity') return { cls: 0, num: Infinity, str: '' };
+    if (k === '-Infinity') return { cls: 0, num: -Infinity, str: '' };
+    return { cls: 2, num: 0, str: k };
+  }
+  return { cls: 3, num: 0, str: '' };
+}
+
+/** Strings in code point order (the server's: by UTF-8 bytes). */
+function compareCodePoints(a: string, b: string): number {
+  if (a === b) return 0;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.codePointAt(i)!, y = b.codePointAt(i)!;
+    if (x !== y) return x < y ? -1 : 1;
+    if (x > 0xffff) i++;
+  }
+  return a.length - b.length;
 }
 
 export function runtimeOf(r: Run, nowMs = Date.now()): number {
