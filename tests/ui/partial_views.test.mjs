@@ -64,6 +64,9 @@ before(async () => {
   server = await startServer();
   entity = (await call('GET', '/api/v1/viewer')).entity;
   await seed();
+  // A run of 65 metrics (more than the workspace charts at first).
+  await makeRun({ name: 'wide' }, [{ step: 0, time: Date.now(), values: Object.fromEntries(
+    Array.from({ length: 65 }, (_, i) => [`m${String(i).padStart(2, '0')}`, i])) }]);
   mediaRun = await seedMedia();
   ({ browser, page } = await openSignedInPage(server, pageErrors));
 });
@@ -191,5 +194,21 @@ describe('media views', () => {
     } finally {
       await page.unrouteAll({ behavior: 'wait' });
     }
+  });
+});
+
+describe('workspace charts', () => {
+  test('a workspace of more metrics than it charts at first says so and shows the rest on demand', async () => {
+    await page.goto(href(''));
+    const charts = page.locator('.selected-charts section.panel');
+    const notice = page.getByTestId('metric-limit');
+    await notice.waitFor();
+    // 65 metrics of the run "wide" and the group's `loss`.
+    assert.match(await notice.textContent(), /The first 60 of 66 metrics are charted/);
+    assert.equal(await charts.count(), 60);
+    await notice.getByRole('button', { name: 'Show 6 more' }).click();
+    await notice.waitFor({ state: 'detached' });
+    assert.equal(await charts.count(), 66);
+    assert.deepEqual(pageErrors, []);
   });
 });

@@ -17,6 +17,9 @@ import { LIVE_MS } from './Run';
 /** The most runs a workspace charts at once (the first ones of the table). */
 export const MAX_CHART_RUNS = 100;
 
+/** Metric charts drawn at first (each loads once scrolled into view); "show more" adds as many. */
+export const CHARTS_PER_PAGE = 60;
+
 /** The value of a dotted config path, as a string key ('' when absent). */
 function configValue(r: Run, path: string): string {
   let v: unknown = r.config;
@@ -90,6 +93,7 @@ export function WorkspaceCharts({ state, visible, eligible, charted, styles, leg
   }, [state.entity, state.project, idsKey, tick, loaded]);
 
   const [keyFilter, setKeyFilter] = useState('');
+  const [chartLimit, setChartLimit] = useState(CHARTS_PER_PAGE);
   const settings = settingsOf(state);
   const charts = useMemo(() => {
     if (!series) return [];
@@ -162,12 +166,22 @@ export function WorkspaceCharts({ state, visible, eligible, charted, styles, leg
       {!charted.length ? <Empty>{visible.length ? 'Every visible run is hidden from the charts: click an eye to show one.' : 'No run to chart.'}</Empty>
         : error && !series ? <ErrorBox error={error} /> : !series ? <Loading what="metrics" />
           : !shown.length ? <Empty>The charted runs have no metrics{keyFilter ? ' matching this filter' : ''}.</Empty> : (
-            <div class="grid">
-              {shown.slice(0, 60).map(([k, sources]) => (
-                <ChartPanel key={k} id={k} title={k} sources={sources} settings={{ ...settings, agg: false }} syncKey="ws" tick={tick}
-                  chart={state.charts[k]} fullscreen={state.full === k} style={styleOf} />
-              ))}
-            </div>
+            <>
+              {shown.length > chartLimit && (
+                <p class="notice" role="status" data-testid="metric-limit">
+                  The first {chartLimit} of {shown.length.toLocaleString()} metrics are charted (filter the metrics to find one).{' '}
+                  <button type="button" class="small" onClick={() => setChartLimit(chartLimit + CHARTS_PER_PAGE)}>
+                    Show {Math.min(CHARTS_PER_PAGE, shown.length - chartLimit)} more
+                  </button>
+                </p>
+              )}
+              <div class="grid">
+                {shown.slice(0, chartLimit).map(([k, sources]) => (
+                  <ChartPanel key={k} id={k} title={k} sources={sources} settings={{ ...settings, agg: false }} syncKey="ws" tick={tick}
+                    chart={state.charts[k]} fullscreen={state.full === k} style={styleOf} />
+                ))}
+              </div>
+            </>
           )}
     </section>
   );
