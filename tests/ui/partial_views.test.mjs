@@ -197,6 +197,26 @@ describe('media views', () => {
   });
 });
 
+describe('workspace table', () => {
+  test("a summary key an older running run gains becomes a column (not only the newest run's keys count)", async () => {
+    const LATE = 'late-keys';
+    const make = async (name) => {
+      const r = await call('POST', `/api/v1/runs/${entity}/${LATE}`, { name });
+      await call('POST', `/api/v1/runs/${entity}/${LATE}/${r.id}/writers`, { label: 'rank_0', primary: true, update_finish_state: true });
+      return r.id;
+    };
+    const older = await make('older');
+    await make('newer');
+    await page.goto(`${server.url}/?p=${entity}/${LATE}`);
+    await page.locator('tr', { hasText: 'older' }).first().waitFor();
+    assert.equal(await page.locator('th', { hasText: 'late_metric' }).count(), 0);
+    await call('PATCH', `/api/v1/runs/${entity}/${LATE}/${older}`, { summary: { late_metric: 0.25 } });
+    // The workspace refreshes its runs every 4 s: the default columns then include the new key.
+    await page.locator('th', { hasText: 'late_metric' }).waitFor({ timeout: 15000 });
+    assert.equal(await page.locator('tr', { hasText: 'older' }).locator('td', { hasText: '0.25' }).count(), 1);
+  });
+});
+
 describe('workspace charts', () => {
   test('a workspace of more metrics than it charts at first says so and shows the rest on demand', async () => {
     await page.goto(href(''));

@@ -44,7 +44,8 @@ export function ParamImportance({ state, runs, all }: {
   all: Run[];
 }) {
   const metric = state.imp;
-  const keys = useMemo(() => numericSummaryKeys(all.map((r) => r.summary)), [all.length, all[0]]);
+  // Any run's summary may gain a key (a new array of runs comes with each change).
+  const keys = useMemo(() => numericSummaryKeys(all.map((r) => r.summary)), [all]);
   // What the result depends on: the runs (ids, in any order) and their metric values. A refresh
   // that changes neither computes nothing.
   const sig = useMemo(() => (metric ? `${metric}|${runs.length}|${runs.map((r) => `${r.id}:${r.updated_ms}`).join(',')}` : ''), [metric, runs]);

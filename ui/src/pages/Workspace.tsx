@@ -67,12 +67,13 @@ export function WorkspacePage({ state }: { state: AppState }) {
   // For the bench: how long the last filter+sort took.
   (window as any).__cohortFilterMs = performance.now() - t0;
 
-  const sample = runs.length ? runs[0] : null;
-  const summaryKeys = useMemo(() => summaryKeysOf(runs), [sample, runs.length]);
-  const configKeys = useMemo(() => [...configKeyStats(runs).keys()].sort(), [sample, runs.length]);
+  // Recomputed whenever the run list changes (a new array on each refresh that changed a run):
+  // any run, not only the newest, may have new summary or config keys.
+  const summaryKeys = useMemo(() => summaryKeysOf(runs), [runs]);
+  const configKeys = useMemo(() => [...configKeyStats(runs).keys()].sort(), [runs]);
   // Default columns vary with what is visible: the config keys that differ among the shown runs,
   // then their main metrics.
-  const autoColumns = useMemo(() => defaultColumns(shown), [shown.length, shown[0], sample]);
+  const autoColumns = useMemo(() => defaultColumns(shown), [shown]);
   const columns = state.columns.length ? state.columns : autoColumns;
   const jobTypes = useMemo(() => [...new Set(runs.map((r) => r.job_type).filter(Boolean))].sort(), [runs]);
 
