@@ -21,6 +21,15 @@ const MAX_SCROLL_PX = 8_000_000; // under every browser's element height limit
 interface Page { after: number; start: number }
 interface Index { total: number; pages: Page[]; lastId: number; /** the filter it counts */ key?: string }
 
+/** The index with the lines an index request `after` a line id answered (`ix`): new lines start
+ * new pages after the old last one, which keeps its exact length. Unchanged when the index has
+ * moved past `after` since (another answer counted those lines already). */
+export function extendIndex(cur: Index, after: number, ix: { total: number; stride: number; cursors: number[]; last_id: number }): Index {
+  if (cur.lastId !== after || !ix.total) return cur;
+  const pages = cur.pages.concat(ix.cursors.map((a, i) => ({ after: a, start: cur.total + i * ix.stride })));
+  return { total: cur.total + ix.total, lastId: ix.last_id, pages, key: cur.key };
+}
+
 /** `label:x` tokens of the search bar, and the text that remains. */
 export function parseLogQuery(q: string): { labels: string[]; text: string } {
   const labels: string[] = [];
@@ -157,20 +166,21 @@ export function LogsTab({ r, state, tick }: { r: RunDetail; state: AppState; tic
     return () => ctl.abort();
   }, [r.id, filterKey]);
 
-  // Live: extend the index with the lines that arrived since.
+  // Live: extend the index with the lines that arrived since; one request at a time (a slow
+  // answer is not asked for again by the next tick), and an answer counts only onto the index it
+  // was asked after.
+  const tailing = useRef(false);
   useEffect(() => {
-    if (!tick || !index || counting) return;
+    if (!tick || !index || counting || tailing.current) return;
     const gen = filterGen.current;
-    api.consoleIndex(r.entity, r.project, r.id, { labels, stream: state.stream, q: parsed.text, stride: STRIDE, after: index.lastId })
+    const after = index.lastId;
+    tailing.current = true;
+    api.consoleIndex(r.entity, r.project, r.id, { labels, stream: state.stream, q: parsed.text, stride: STRIDE, after })
       .then((ix) => {
         if (gen !== filterGen.current || !ix.total) return;
-        setIndex((cur) => {
-          if (!cur) return cur;
-          // New lines start new pages after the old last one, which keeps its exact length.
-          const pages = cur.pages.concat(ix.cursors.map((after, i) => ({ after, start: cur.total + i * ix.stride })));
-          return { total: cur.total + ix.total, lastId: ix.last_id, pages, key: cur.key };
-        });
-      }, () => { /* the next tick retries */ });
+        setIndex((cur) => (cur ? extendIndex(cur, after, ix) : cur));
+      }, () => { /* the next tick retries */ })
+      .finally(() => { tailing.current = false; });
   }, [tick]);
 
   const box = useRef<HTMLDivElement>(null);

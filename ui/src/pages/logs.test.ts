@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { firstLineAt, lineNumberOf, pageHolding, pageOfLine, parseLogQuery } from './Logs';
+import { extendIndex, firstLineAt, lineNumberOf, pageHolding, pageOfLine, parseLogQuery } from './Logs';
 
 describe('logs', () => {
   it('reads label: tokens out of the search bar', () => {
@@ -34,5 +34,14 @@ describe('logs', () => {
     expect(lineNumberOf(pages, ids, 1507)).toBe(1002);
     expect(lineNumberOf(pages, ids, 1502)).toBeNull(); // not a line of that page
     expect(lineNumberOf(pages, ids, 20)).toBeNull(); // its page is not loaded
+  });
+  it('extends the live index once per batch of new lines, never twice with the same answer', () => {
+    const cur = { total: 1500, lastId: 1500, pages: [{ after: 0, start: 0 }, { after: 1000, start: 1000 }], key: 'k' };
+    const ix = { total: 30, stride: 1000, cursors: [1500], last_id: 1530 };
+    const once = extendIndex(cur, 1500, ix);
+    expect(once).toEqual({ total: 1530, lastId: 1530, pages: [...cur.pages, { after: 1500, start: 1500 }], key: 'k' });
+    // A second request sent after 1500 before the first answered: its answer counts nothing again.
+    expect(extendIndex(once, 1500, ix)).toBe(once);
+    expect(extendIndex(once, 1530, { total: 0, stride: 1000, cursors: [], last_id: 1530 })).toBe(once);
   });
 });
