@@ -8,7 +8,7 @@ import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { fmtNum, fmtRelTick, fmtTick, withAlpha } from '../lib/format';
-import { joinBands, lowerBound, nearestIndex, smooth as smoothValues, yExtent, type Band, type Cell, type Joined, type XMode } from '../lib/series';
+import { joinBands, lowerBound, smooth as smoothValues, tooltipPoint, yExtent, type Band, type Cell, type Joined, type XMode } from '../lib/series';
 
 export interface ChartLine {
   id: string;
@@ -398,12 +398,14 @@ function makeOptions(
 function showTooltip(u: uPlot, st: State, x: number | null, el: HTMLDivElement | null) {
   if (!el) return;
   if (x === null || !st.hovered) { el.hidden = true; return; }
-  const rows: { label: string; color: string; dash?: number[]; v: number | null; lo: number | null; hi: number | null; at: number }[] = [];
+  const rows: { label: string; color: string; dash?: number[]; v: number | null; lo: number | null; hi: number | null; at: number | null }[] = [];
   st.lines.forEach((l, j) => {
     if (!st.shown[j]) return;
-    const i = nearestIndex(l.band, x);
-    if (i === null) return;
-    rows.push({ label: l.label, color: l.color, dash: l.dash, v: l.band.line[i], lo: l.band.min[i], hi: l.band.max[i], at: l.band.x[i] });
+    const p = tooltipPoint(l.band, x);
+    if (p === null) return;
+    const i = p.i;
+    // A line that ended before the cursor (or starts after it): its nearest point, with its own x.
+    rows.push({ label: l.label, color: l.color, dash: l.dash, v: l.band.line[i], lo: l.band.min[i], hi: l.band.max[i], at: p.beyond ? l.band.x[i] : null });
   });
   if (!rows.length) { el.hidden = true; return; }
   // The lines nearest the cursor's height first when they do not all fit.
@@ -423,9 +425,10 @@ function showTooltip(u: uPlot, st: State, x: number | null, el: HTMLDivElement |
   for (const r of shownRows) {
     const val = r.v === null ? '<span class="tip-gap">NaN/∞</span>'
       : esc(fmtNum(r.v)) + (r.lo !== null && r.hi !== null && r.lo !== r.hi ? ` <span class="muted">[${esc(fmtNum(r.lo))} … ${esc(fmtNum(r.hi))}]</span>` : '');
+    const at = r.at === null ? '' : ` <span class="muted tip-at">at ${esc(xValue(r.at, st.props.xMode))}</span>`;
     const dash = r.dash?.length ? ` stroke-dasharray="${r.dash.join(' ')}"` : '';
     html += `<div class="tip-row" data-series="${esc(r.label)}"><svg width="14" height="6"><line x1="0" y1="3" x2="14" y2="3" stroke="${esc(r.color)}" stroke-width="3"${dash}/></svg>`
-      + `<span class="tip-label">${esc(r.label)}</span><span class="tip-val">${val}</span></div>`;
+      + `<span class="tip-label">${esc(r.label)}</span><span class="tip-val">${val}${at}</span></div>`;
   }
   if (shownRows.length < rows.length) html += `<div class="muted">+${rows.length - shownRows.length} more lines</div>`;
   el.innerHTML = html;

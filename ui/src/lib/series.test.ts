@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  aggregateBands, bucketsToBand, bucketWidth, joinBands, nearestIndex, num, pointsToBand, smooth, stepRangeForX, yExtent,
+  aggregateBands, bucketsToBand, bucketWidth, joinBands, nearestIndex, num, pointsToBand, smooth, stepRangeForX, tooltipPoint, yExtent,
   type ApiBucket,
 } from './series';
 
@@ -86,6 +86,16 @@ describe('join and aggregate', () => {
     expect(nearestIndex(a, 6)).toBe(1);
     expect(nearestIndex(a, 99)).toBe(2);
     expect(nearestIndex(a, -5)).toBe(0);
+  });
+  it("tells the tooltip when the cursor is past a line's range (its nearest point is not its value there)", () => {
+    const a = pointsToBand([[0, 0, 1], [10, 0, 2], [20, 0, 3]], 'step');
+    expect(tooltipPoint(a, 12)).toEqual({ i: 1, beyond: false });
+    expect(tooltipPoint(a, 24)).toEqual({ i: 2, beyond: false });  // within half a spacing of the last point
+    expect(tooltipPoint(a, 500)).toEqual({ i: 2, beyond: true });   // the line ended at step 20
+    expect(tooltipPoint(a, -6)).toEqual({ i: 0, beyond: true });    // it starts at step 0
+    const one = pointsToBand([[7, 0, 1]], 'step');
+    expect(tooltipPoint(one, 7)).toEqual({ i: 0, beyond: false });
+    expect(tooltipPoint(one, 300)).toEqual({ i: 0, beyond: true });
   });
   it('aggregates min of mins, max of maxes and the mean of process means per bin', () => {
     const p1 = bucketsToBand([b(0, 9, 10, 0, 4, 2, 2), b(10, 19, 10, 1, 5, 3, 3)], 'step');

@@ -330,3 +330,15 @@ export function nearestIndex(b: Band, x: number): number | null {
   if (i >= n) return n - 1;
   return x - b.x[i - 1] <= b.x[i] - x ? i - 1 : i;
 }
+
+/** The point of `b` a tooltip shows at `x`: its nearest, and whether `x` is beyond the line's
+ * range (before its first or after its last point by more than half its mean spacing; a line of
+ * one point: anywhere but at it), where that point is not the line's value at `x` and is shown
+ * with its own x. */
+export function tooltipPoint(b: Band, x: number): { i: number; beyond: boolean } | null {
+  const i = nearestIndex(b, x);
+  if (i === null) return null;
+  const n = b.x.length, first = b.x[0], last = b.x[n - 1];
+  const margin = n > 1 ? (last - first) / (n - 1) / 2 : 0;
+  return { i, beyond: x < first - margin || x > last + margin };
+}
