@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { diffCount, diffRows, valueId, visibleRows } from './rundiff';
+import { diffCellTexts, diffCount, diffRows, fullText, valueId, visibleRows } from './rundiff';
 
 describe('diffRows', () => {
   test('nested keys are flattened with dots and aligned across runs', () => {
@@ -59,5 +59,21 @@ describe('diffRows', () => {
 
   test('one run: nothing differs', () => {
     expect(diffRows([{ a: 1, b: { c: 2 } }]).every((r) => !r.differs)).toBe(true);
+  });
+});
+
+describe('diffCellTexts', () => {
+  test('values that differ past 5 significant digits are written in full, so the row shows how it differs', () => {
+    const [loss, lr, model] = diffRows([{ lr: 0.123456, model: 'a', loss: 2.5 }, { lr: 0.123459, model: 'b', loss: 2.5 }]);
+    expect(diffCellTexts(lr)).toEqual(['0.123456', '0.123459']);
+    expect(diffCellTexts(model)).toEqual(['a', 'b']);
+    expect(diffCellTexts(loss)).toEqual(['2.5', '2.5']);
+  });
+  test('short texts stay when they already tell the values apart; a missing value is a dash', () => {
+    const [lr] = diffRows([{ lr: 0.1234567 }, { lr: 0.2 }, {}]);
+    expect(diffCellTexts(lr)).toEqual(['0.12346', '0.2', '—']);
+    const [big] = diffRows([{ n: 12345678.5 }, { n: 12345679.5 }]);
+    expect(diffCellTexts(big)).toEqual(['12345678.5', '12345679.5']);
+    expect(fullText({ a: 1 })).toBe('{"a":1}');
   });
 });

@@ -1,7 +1,7 @@
 // Run diff: the config and summary of several runs in aligned rows, nested keys flattened with
 // dots, each row marked when its values differ (a key one run has and another lacks differs).
 // Pure functions: unit-tested in rundiff.test.ts.
-import { flatten, naturalCompare } from './format';
+import { flatten, fmtNum, naturalCompare } from './format';
 
 export interface DiffRow {
   key: string;
@@ -50,4 +50,29 @@ export function visibleRows(rows: DiffRow[], onlyDiff: boolean): DiffRow[] {
 /** How many rows differ, of how many. */
 export function diffCount(rows: DiffRow[]): { differ: number; total: number } {
   return { differ: rows.filter((r) => r.differs).length, total: rows.length };
+}
+
+/** A value written in full: numbers with every digit (the shortest text that reads back as the
+ * same double), strings as they are, anything else as JSON. */
+export function fullText(v: unknown): string {
+  if (v === undefined) return '—';
+  if (typeof v === 'number') return String(v);
+  if (typeof v === 'string') return v;
+  return JSON.stringify(v) ?? String(v);
+}
+
+/** The cells' texts of a row: short (fmtNum, 5 significant digits), unless two different values
+ * would read the same (0.123456 and 0.123459): then the whole row in full, so that a row marked
+ * as differing shows how. */
+export function diffCellTexts(row: DiffRow): string[] {
+  const short = row.values.map((v) => (v === undefined ? '—' : fmtNum(v)));
+  if (!row.differs) return short;
+  const idOfText = new Map<string, string>();
+  for (let i = 0; i < short.length; i++) {
+    const id = valueId(row.values[i]);
+    const seen = idOfText.get(short[i]);
+    if (seen !== undefined && seen !== id) return row.values.map(fullText);
+    idOfText.set(short[i], id);
+  }
+  return short;
 }

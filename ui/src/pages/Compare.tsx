@@ -5,9 +5,9 @@
 import { useMemo, useState } from 'preact/hooks';
 import { api, type RunDetail, type SeriesInfo } from '../lib/api';
 import type { LineSource } from '../lib/chartdata';
-import { fmtNum, fmtTime, naturalCompare, styleAt } from '../lib/format';
+import { fmtTime, naturalCompare, styleAt } from '../lib/format';
 import { update } from '../lib/nav';
-import { diffCount, diffRows, visibleRows, type DiffRow } from '../lib/rundiff';
+import { diffCellTexts, diffCount, diffRows, fullText, visibleRows, type DiffRow } from '../lib/rundiff';
 import { linkTo, type AppState } from '../lib/url';
 import { Empty, ErrorBox, Link, Loading, StateBadge, useLoad } from '../components/common';
 import { ChartPanel } from '../components/ChartPanel';
@@ -94,9 +94,10 @@ function DiffTable({ title, testid, rows, runs, total }: { title: string; testid
                 {rows.map((row) => (
                   <tr key={row.key} data-key={row.key} class={row.differs ? 'differs' : ''} data-differs={row.differs ? '1' : '0'}>
                     <th scope="row" class="mono">{row.key}{row.differs && <span class="sr-only"> (differs)</span>}</th>
-                    {row.values.map((v, i) => (
-                      <td key={i} class={`mono${v === undefined ? ' missing' : ''}`} title={v === undefined ? 'not set in this run' : undefined}>
-                        {v === undefined ? '—' : fmtNum(v)}
+                    {diffCellTexts(row).map((text, i) => (
+                      <td key={i} class={`mono${row.values[i] === undefined ? ' missing' : ''}`}
+                        title={row.values[i] === undefined ? 'not set in this run' : fullText(row.values[i])}>
+                        {text}
                       </td>
                     ))}
                   </tr>
