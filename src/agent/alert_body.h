@@ -13,11 +13,12 @@
 #include <string_view>
 
 #include "cohort/status.h"
+#include "core/limits.h"
 
 namespace cohort::agent {
 
-inline constexpr size_t kMaxAlertTitleBytes = 256;
-inline constexpr size_t kMaxAlertTextBytes = 64 << 10;
+using limits::kMaxAlertTextBytes;
+using limits::kMaxAlertTitleBytes;
 
 // kInvalidArgument naming the field ("alert title: ...") when one breaks the rules above.
 Status CheckAlert(std::string_view title, std::string_view text, std::string_view level);

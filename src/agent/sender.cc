@@ -46,6 +46,16 @@ int64_t ReadIngestAnswer(const HttpResponse& r, const std::string& dir) {
   return p && p->is_int64() ? p->as_int64() : 0;
 }
 
+// The "error.code" of an error answer ({"error": {"code", "message"}}), or "".
+std::string ErrorCodeOf(const HttpResponse& r) {
+  auto v = json::Parse(r.body);
+  if (!v.ok() || !v->is_object()) return "";
+  const bj::value* e = v->as_object().if_contains("error");
+  if (e == nullptr || !e->is_object()) return "";
+  const bj::value* code = e->as_object().if_contains("code");
+  return code && code->is_string() ? std::string(code->as_string()) : "";
+}
+
 StatusCode CodeForHttp(int status) {
   switch (status) {
     case 400:
@@ -495,9 +505,10 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
       // already finds it open and only bumps its count (one open alert per writer and title).
       auto r = Call("POST", WriterPath(*entity, t) + "/alerts", rec.body, t.api_key);
       Attempt a = Classify(r, what);
-      if (r.ok() && r->status == 429) {
+      if (r.ok() && r->status == 429 && ErrorCodeOf(*r) == "resource_exhausted") {
         // The project opened as many alerts as the server allows per minute: this one is
-        // refused, not late. Waiting would hold up every record of the writer behind it.
+        // refused, not late. Waiting would hold up every record of the writer behind it. Any
+        // other 429 (the entity's request rate, a proxy's) is retried as for every record.
         a.outcome = Outcome::kSkip;
       }
       return a;

@@ -348,6 +348,40 @@ TEST_F(SenderTest, AnAlertAnswered429IsSkippedNotRetried) {
   EXPECT_TRUE(server.requests().back().path.ends_with("/finish"));
 }
 
+// A 429 that is not the alert limit (the entity's request rate, a proxy's) is retried: the alert
+// the agent acknowledged was dropped for it.
+TEST_F(SenderTest, AnAlertAnsweredTheRequestRate429IsRetriedAndStored) {
+  std::atomic<int> alert_posts{0};
+  FakeHttpServer server([&](const FakeRequest& r) -> FakeResponse {
+    if (r.path.ends_with("/alerts") && alert_posts++ == 0) {
+      return {429,
+              R"({"error":{"code":"rate_limited","message":"slow down"}})",
+              {{"Retry-After", "0"}}};
+    }
+    return Ok(r);
+  });
+  WriterTarget t;
+  t.base_url = server.url();
+  t.api_key = "ck_test";
+  t.entity = "alice";
+  t.project = "p";
+  t.run_id = "run1";
+  t.label = "rank_0";
+  auto s = WriterStream::Create(root_ + "/run1/rank_0", t);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE((*s)->Append(RecordKind::kRunUpsert, 1, 1, R"({"id":"run1"})").ok());
+  ASSERT_TRUE((*s)->Append(RecordKind::kWriterJoin, 1, 2, R"({"label":"rank_0"})").ok());
+  ASSERT_TRUE((*s)->Append(RecordKind::kAlert, 1, 3, AlertBody("a", "", "INFO", 1)).ok());
+  ASSERT_TRUE((*s)->Append(RecordKind::kWriterFinish, 1, 4, R"({"exit_code":0})").ok());
+  ASSERT_TRUE((*s)->Sync().ok());
+  Sender sender(server.url(), FastOptions());
+  sender.Add(*s);
+  sender.Start();
+  ASSERT_TRUE(WaitComplete(s->get(), 10000));
+  EXPECT_EQ(alert_posts.load(), 2);
+  EXPECT_EQ(sender.stats().records_skipped, 0);
+}
+
 TEST_F(SenderTest, RefusedRunUpsertRejectsTheStream) {
   FakeHttpServer server([&](const FakeRequest& r) -> FakeResponse {
     if (r.path == "/api/v1/runs/alice/p") {

@@ -131,4 +131,14 @@ inline constexpr size_t kMaxArtifactAliases = 64;
 inline constexpr size_t kMaxArtifactMetadataBytes = 1 << 20;
 inline constexpr size_t kMaxArtifactDescriptionBytes = 64 << 10;
 
+// Saved views (docs/api.md, "Saved views"): a listing answers every view of a project, so both
+// the spec and the count are bounded (at most 500 x 64 KiB in one answer).
+inline constexpr size_t kMaxViewNameBytes = 256;
+inline constexpr size_t kMaxViewSpecBytes = 64 << 10;
+inline constexpr int64_t kMaxViewsPerProject = 500;
+
+// Alerts raised by code (the SDKs, the agent, the stock client's run.alert).
+inline constexpr size_t kMaxAlertTitleBytes = 256;
+inline constexpr size_t kMaxAlertTextBytes = 64 << 10;
+
 }  // namespace cohort::limits

@@ -16,6 +16,20 @@ Status ValidateView(const ViewRecord& view) {
     return Status::InvalidArgument("view: entity and project are required");
   }
   if (view.name.empty()) return Status::InvalidArgument("view: name is empty");
+  if (view.name.size() > limits::kMaxViewNameBytes) {
+    return Status::InvalidArgument("view: name is longer than " +
+                                   std::to_string(limits::kMaxViewNameBytes) + " bytes");
+  }
+  for (unsigned char c : view.name) {
+    if (c < 0x20 || c == 0x7f) {
+      return Status::InvalidArgument("view: name has control characters");
+    }
+  }
+  if (view.spec_json.size() > limits::kMaxViewSpecBytes) {
+    return Status::PayloadTooLarge("view: spec has " + std::to_string(view.spec_json.size()) +
+                                   " bytes, more than the " +
+                                   std::to_string(limits::kMaxViewSpecBytes) + " a view may hold");
+  }
   auto spec = json::Parse(view.spec_json);
   if (!spec.ok() || !spec->is_object()) {
     return Status::InvalidArgument("view: spec is not a JSON object");

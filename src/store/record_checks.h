@@ -14,7 +14,9 @@
 
 namespace cohort::store {
 
-// InvalidArgument unless entity, project and name are set and the spec is a JSON object.
+// InvalidArgument unless entity, project and name are set (a name of at most kMaxViewNameBytes
+// without control characters) and the spec is a JSON object; PayloadTooLarge for a spec over
+// kMaxViewSpecBytes (core/limits.h).
 Status ValidateView(const ViewRecord& view);
 // AlreadyExists: another view of the project has the name.
 Status ViewNameTaken(const ViewRecord& view);

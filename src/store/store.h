@@ -346,6 +346,7 @@ class AlertStore {
   // same) bumps it. Returns the alert and whether it was opened now (then one 'opened' event
   // was appended in the same transaction). kResourceExhausted (and
   // nothing stored) when opening it would pass kMaxAlertsOpenedPerProjectPerMinute;
+  // kFailedPrecondition (nothing stored) when the raise names a rule deleted or disabled;
   // kInvalidArgument for a source or level that is not one of theirs.
   virtual Result<std::pair<AlertRecord, bool>> RaiseAlert(const AlertRaise& raise) = 0;
   // Resolves the open alert of that key, if any (appending a 'resolved' event). Returns whether
@@ -386,7 +387,7 @@ class AlertStore {
   // kAlreadyExists when the project has a rule of that name.
   virtual Result<AlertRule> CreateAlertRule(const AlertRule& rule) = 0;
   // Replaces name, kind, spec, level and enabled of the rule (entity + project + id); a rule
-  // disabled resolves its open alerts in the same transaction.
+  // disabled, or given another kind or spec, resolves its open alerts in the same transaction.
   virtual Result<AlertRule> UpdateAlertRule(const AlertRule& rule) = 0;
   // Deletes the rule and resolves its open alerts, in one transaction. Rule ids are never given
   // again (a later rule cannot inherit an old rule's alerts).

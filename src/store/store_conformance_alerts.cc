@@ -114,8 +114,9 @@ TEST_P(StoreConformanceTest, ResolvedAlertReopensAsANewAlert) {
   AlertRaise code = Raise("r1", "w", "code:other");
   code.source = "code";
   COHORT_ASSERT_OK(store().RaiseAlert(code).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(AlertRule nan_rule, store().CreateAlertRule(Rule("nan")));
   AlertRaise rule = Raise("r1", "w", "rule:1");
-  rule.rule_id = 1;
+  rule.rule_id = nan_rule.id;
   COHORT_ASSERT_OK(store().RaiseAlert(rule).status());
   COHORT_ASSERT_OK_AND_ASSIGN(
       int64_t n, store().ResolveWriterAlerts("acme", "vision", "r1", "w", "code", kT0));
@@ -125,7 +126,7 @@ TEST_P(StoreConformanceTest, ResolvedAlertReopensAsANewAlert) {
       store().ListAlerts(AlertQuery{.entity = "acme", .project = "vision", .state = "open"}));
   ASSERT_EQ(open.size(), 2u);
   EXPECT_EQ(open[0].condition_key, "rule:1");
-  EXPECT_EQ(open[0].rule_id, 1);
+  EXPECT_EQ(open[0].rule_id, nan_rule.id);
   EXPECT_EQ(open[1].condition_key, "nan:loss");
 }
 
@@ -297,6 +298,8 @@ TEST_P(StoreConformanceTest, DeletingOrDisablingARuleResolvesItsAlertsAndRuleIds
   of_first.source = "rule";
   of_first.rule_id = first.id;
   COHORT_ASSERT_OK(store().RaiseAlert(of_first).status());
+  // A rule deleted or disabled opens nothing more (another server's cache may still hold it).
+  EXPECT_EQ(store().RaiseAlert(of_second).status().code(), StatusCode::kFailedPrecondition);
   first.enabled = false;
   first.updated_ms = kT0 + 5;
   COHORT_ASSERT_OK(store().UpdateAlertRule(first).status());
@@ -307,6 +310,8 @@ TEST_P(StoreConformanceTest, DeletingOrDisablingARuleResolvesItsAlertsAndRuleIds
   ASSERT_EQ(events.size(), 4u);
   EXPECT_EQ(events[1].kind, "resolved");
   EXPECT_EQ(events[3].kind, "resolved");
+  of_first.now_ms = kT0 + 6;
+  EXPECT_EQ(store().RaiseAlert(of_first).status().code(), StatusCode::kFailedPrecondition);
 }
 
 TEST_P(StoreConformanceTest, DeletingARunResolvesItsAlertsAndANewRunOfItsIdStartsOver) {

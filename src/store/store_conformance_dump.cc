@@ -246,21 +246,30 @@ void PopulateAlerts(Store& s) {
   COHORT_ASSERT_OK_AND_ASSIGN(auto rules, s.ListAlertRules(e, p));
   ASSERT_EQ(rules.size(), 2u);
   const int64_t deleted = rules[0].name == "stalled" ? rules[0].id : rules[1].id;
+  const int64_t kept = deleted == rules[0].id ? rules[1].id : rules[0].id;  // "nan", enabled
   COHORT_ASSERT_OK(s.DeleteAlertRule(e, p, deleted));
-  COHORT_ASSERT_OK_AND_ASSIGN(AlertRule custom,
-                              s.CreateAlertRule(AlertRule{.entity = e,
-                                                          .project = p,
-                                                          .name = "acc drop",
-                                                          .kind = "threshold",
-                                                          .spec_json = R"({"key":"acc"})",
-                                                          .level = "INFO",
-                                                          .enabled = false,
-                                                          .created_ms = 11,
-                                                          .updated_ms = 12}));
-  AlertRaise raise{.entity = e, .project = p, .run_id = "run1", .writer_label = "rank_0",
-                   .rule_id = custom.id, .source = "rule", .condition_key = "rule:acc",
-                   .level = "ERROR", .title = "acc dropped", .text = "below 0.5",
-                   .evidence_json = R"({"acc":0.4})", .now_ms = 20};
+  COHORT_ASSERT_OK(s.CreateAlertRule(AlertRule{.entity = e,
+                                               .project = p,
+                                               .name = "acc drop",
+                                               .kind = "threshold",
+                                               .spec_json = R"({"key":"acc"})",
+                                               .level = "INFO",
+                                               .enabled = false,
+                                               .created_ms = 11,
+                                               .updated_ms = 12})
+                       .status());
+  AlertRaise raise{.entity = e,
+                   .project = p,
+                   .run_id = "run1",
+                   .writer_label = "rank_0",
+                   .rule_id = kept,
+                   .source = "rule",
+                   .condition_key = "rule:acc",
+                   .level = "ERROR",
+                   .title = "acc dropped",
+                   .text = "below 0.5",
+                   .evidence_json = R"({"acc":0.4})",
+                   .now_ms = 20};
   COHORT_ASSERT_OK_AND_ASSIGN(auto first, s.RaiseAlert(raise));
   raise.now_ms = 21;
   ASSERT_TRUE(s.RaiseAlert(raise).ok());  // count 2

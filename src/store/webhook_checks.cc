@@ -1,5 +1,7 @@
 #include "store/webhook_checks.h"
 
+#include <cctype>
+
 namespace cohort::store {
 
 int AlertLevelRank(std::string_view level) {
@@ -39,6 +41,45 @@ Status ValidateWebhookUrl(std::string_view url) {
     authority.remove_prefix(at + 1);
   }
   if (authority.empty() || authority.front() == ':') return bad("has no host");
+  // The host and port as curl reads them: a URL it cannot parse was accepted, then retried for
+  // hours at every alert ("URL using bad/illegal format").
+  std::string_view host = authority, port;
+  if (authority.front() == '[') {
+    const size_t close = authority.find(']');
+    if (close == std::string_view::npos) return bad("has a '[' without ']' in its host");
+    host = authority.substr(1, close - 1);
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty() && after.front() != ':') return bad("has characters after ']' in its host");
+    if (!after.empty()) port = after.substr(1);
+    if (host.empty()) return bad("has no host");
+    for (char c : host) {
+      if (!std::isxdigit(static_cast<unsigned char>(c)) && c != ':' && c != '.' && c != '%') {
+        return bad("has an IPv6 host with a character other than hex digits, ':' and '.'");
+      }
+    }
+  } else {
+    const size_t colon = authority.find(':');
+    if (colon != std::string_view::npos) {
+      host = authority.substr(0, colon);
+      port = authority.substr(colon + 1);
+    }
+    for (char c : host) {
+      const auto u = static_cast<unsigned char>(c);
+      if (!std::isalnum(u) && c != '-' && c != '.' && c != '_' && u < 0x80) {
+        return bad("has a host with '" + std::string(1, c) +
+                   "' (letters, digits, '-', '.' and '_' only; IPv6 addresses in [ ])");
+      }
+    }
+  }
+  if (!port.empty()) {
+    int n = 0;
+    for (char c : port) {
+      if (!std::isdigit(static_cast<unsigned char>(c)) || (n = n * 10 + (c - '0')) > 65535) {
+        return bad("has a port that is not a number from 1 to 65535");
+      }
+    }
+    if (n == 0) return bad("has a port that is not a number from 1 to 65535");
+  }
   return Status::Ok();
 }
 

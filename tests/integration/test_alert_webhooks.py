@@ -146,6 +146,12 @@ def test_webhook_crud_secret_is_write_only_and_bad_input_names_the_field(fast_se
     for body, field in [({"name": "x", "url": "ftp://example.com/h"}, "url"),
                         ({"name": "x", "url": "example.com/h"}, "url"),
                         ({"name": "x", "url": "http://"}, "url"),
+                        # URLs curl cannot parse (accepted, then retried for hours).
+                        ({"name": "x", "url": "http://example.com:99999/x"}, "url"),
+                        ({"name": "x", "url": "http://example.com:0/x"}, "url"),
+                        ({"name": "x", "url": "http://[::1/x"}, "url"),
+                        ({"name": "x", "url": "http://a:b:c/"}, "url"),
+                        ({"name": "x", "url": "http://exa|mple.com/"}, "url"),
                         ({"name": "x", "url": "http://h/", "format": "teams"}, "format"),
                         ({"name": "x", "url": "http://h/", "min_level": "LOUD"}, "min_level"),
                         ({"name": "", "url": "http://h/"}, "name"),

@@ -101,6 +101,12 @@ def test_bad_code_alerts_are_refused_naming_the_field(api):
         assert err["error"]["message"].startswith(field + ":"), err
     status, _ = raise_alert(api, e, "no-such-run", {"title": "t"})
     assert status == 404
+    # A label no writer could have (it was stored), and one of a writer that never joined (a code
+    # alert ends with its writer: it stayed open for ever).
+    status, err = raise_alert(api, e, run, {"title": "t"}, label="a%2Fb%01c")
+    assert status == 400 and err["field"] == "label", err
+    status, err = raise_alert(api, e, run, {"title": "t"}, label="nosuchwriter")
+    assert status == 404 and "no writer 'nosuchwriter'" in err["error"]["message"], err
     status, err = api.get(f"/api/v1/alerts/{e}/{PROJECT}?state=maybe")
     assert status == 400 and err["field"] == "state"
     status, listed = api.get(f"/api/v1/alerts/{e}/{PROJECT}")

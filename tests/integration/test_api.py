@@ -389,6 +389,27 @@ def test_views_crud(api):
     assert api.delete(f"{base}/{v['id']}")[0] == 404
 
 
+def test_views_are_bounded_in_size_count_and_name(api):
+    # A listing answers every view of a project: views of 30 MiB each made one GET build 335 MB.
+    base = f"/api/v1/views/{entity(api)}/bounded"
+    status, err = api.post(base, {"name": "big", "spec": {"notes": "x" * (64 << 10)}})
+    assert status == 413 and "spec" in err["error"]["message"], err
+    status, err = api.post(base, {"name": "ctl\u0001\n", "spec": {}})
+    assert status == 400 and "control characters" in err["error"]["message"], err
+    status, v = api.post(base, {"name": "ok", "spec": {"notes": "x" * 1000}})
+    assert status == 201, v
+    status, err = api.put(f"{base}/{v['id']}", {"name": "ok", "spec": {"notes": "x" * (64 << 10)}})
+    assert status == 413, err
+    for n in range(1, 500):
+        status, body = api.post(base, {"name": f"v{n}", "spec": {}})
+        assert status == 201, (n, body)
+    status, err = api.post(base, {"name": "one too many", "spec": {}})
+    assert status == 409 and "500" in err["error"]["message"], err
+    views = api.get(base)[1]["views"]
+    assert len(views) == 500 and "one too many" not in [x["name"] for x in views]
+    assert [x for x in views if x["name"] == "ok"][0]["spec"] == {"notes": "x" * 1000}
+
+
 def test_metrics_exposes_requests_and_ingest(api, server):
     run = make_run(api)
     join(api, run, "w")

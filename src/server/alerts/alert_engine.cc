@@ -282,6 +282,10 @@ void AlertEngine::Apply(const store::RunRef& ref, const std::string& label, cons
     auto raised = store_->RaiseAlert(RuleRaise(*v.rule, ref, label, v.key, std::move(title),
                                                std::move(text), bj::serialize(evidence),
                                                now_ms));
+    if (!raised.ok() && raised.status().code() == StatusCode::kFailedPrecondition) {
+      Invalidate(ref.entity, ref.project);  // the rule went (another server): read them again
+      return;
+    }
     if (!raised.ok()) {
       Failed("raising an alert", raised.status());
       return;  // not open: a later batch tries again
@@ -437,6 +441,10 @@ void AlertEngine::OnHeartbeat(const store::RunRef& ref, const std::string& label
 
 bool AlertEngine::Raise(const store::AlertRaise& raise) {
   auto raised = store_->RaiseAlert(raise);
+  if (!raised.ok() && raised.status().code() == StatusCode::kFailedPrecondition) {
+    Invalidate(raise.entity, raise.project);  // its rule went (another server)
+    return false;
+  }
   if (!raised.ok()) {
     Failed("raising an alert", raised.status());
     return false;

@@ -197,6 +197,49 @@ TEST_F(AlertEngineTest, DisabledAndDeletedRulesDoNotFire) {
   EXPECT_TRUE(Alerts().empty());
 }
 
+// A rule deleted or disabled by another server (this engine's cache still holds it) opens no
+// alert: one was opened after the deletion had resolved the rule's alerts, and nothing ever
+// resolved it.
+TEST_F(AlertEngineTest, ARuleDeletedOrDisabledElsewhereOpensNothing) {
+  for (bool remove : {true, false}) {
+    const int64_t id = AddRule(remove ? "gone" : "off", "metric_threshold",
+                               R"({"key":"loss","op":">","value":10})");
+    Send("w", Batch("loss", 0, {1}));  // caches the rules
+    if (remove) {
+      ASSERT_TRUE(store_->DeleteAlertRule("acme", "vision", id).ok());
+    } else {
+      auto rule = store_->GetAlertRule("acme", "vision", id);
+      ASSERT_TRUE(rule.ok());
+      rule->enabled = false;
+      ASSERT_TRUE(store_->UpdateAlertRule(*rule).ok());
+    }
+    Send("w", Batch("loss", 1, {50}), kNow + 1);
+    for (const store::AlertRecord& a : Alerts()) EXPECT_NE(a.rule_id, id) << a.title;
+    EXPECT_EQ(engine_->errors(), 0);
+  }
+}
+
+// A rule given another key keeps no alert of the old key open: nothing evaluates it any more.
+TEST_F(AlertEngineTest, ARuleGivenAnotherKeyResolvesItsOpenAlerts) {
+  const int64_t id = AddRule("high", "metric_threshold", R"({"key":"loss","op":">","value":10})");
+  Send("w", Batch("loss", 0, {50}));
+  ASSERT_EQ(Alerts("open").size(), 1u);
+  auto rule = store_->GetAlertRule("acme", "vision", id);
+  ASSERT_TRUE(rule.ok());
+  rule->spec_json = R"({"key":"val_loss","op":">","value":10})";
+  ASSERT_TRUE(store_->UpdateAlertRule(*rule).ok());
+  EXPECT_TRUE(Alerts("open").empty());
+  // A rename (same kind and spec) keeps them.
+  engine_->Invalidate("acme", "vision");
+  Send("w", Batch("val_loss", 1, {50}), kNow + 1);
+  ASSERT_EQ(Alerts("open").size(), 1u);
+  rule = store_->GetAlertRule("acme", "vision", id);
+  ASSERT_TRUE(rule.ok());
+  rule->name = "renamed";
+  ASSERT_TRUE(store_->UpdateAlertRule(*rule).ok());
+  EXPECT_EQ(Alerts("open").size(), 1u);
+}
+
 TEST_F(AlertEngineTest, CrashedWriterRaisesWriterStateWithEvidence) {
   Join("rank3");
   Crash(kNow);

@@ -1,16 +1,15 @@
 // Routes: alerts (docs/api.md, "Alerts") — alerts raised by code (run.alert through the agent),
 // the alerts list with filters, one alert, acknowledging one. Rules: alert_rules_api.cc.
+#include <algorithm>
 #include <charconv>
 
 #include "core/clock.h"
+#include "core/limits.h"
 #include "server/api/alerts_json.h"
 #include "server/api/context.h"
 
 namespace cohort::api {
 namespace {
-
-constexpr size_t kMaxTitleBytes = 256;
-constexpr size_t kMaxTextBytes = 64 * 1024;
 
 Result<int64_t> AlertId(const http::HttpRequest& req) {
   std::string s = req.PathParam("id");
@@ -30,8 +29,8 @@ http::HttpResponse RaiseFromCode(ApiContext* ctx, http::HttpRequest& req, const 
   if (!body.ok()) return FieldErrorResponse(body.status());
   json::FieldReader r(*body, "");
   r.RejectUnknown({"title", "text", "level", "time_ms"});
-  std::string title = r.String("title", kMaxTitleBytes);
-  std::string text = r.OptString("text", kMaxTextBytes).value_or("");
+  std::string title = r.String("title", limits::kMaxAlertTitleBytes);
+  std::string text = r.OptString("text", limits::kMaxAlertTextBytes).value_or("");
   std::string level = r.OptString("level", 16).value_or("INFO");
   std::optional<int64_t> time_ms = r.OptInt("time_ms");
   if (!r.ok()) return FieldErrorResponse(r.status());
@@ -41,10 +40,16 @@ http::HttpResponse RaiseFromCode(ApiContext* ctx, http::HttpRequest& req, const 
         Status::InvalidArgument("level: expected INFO, WARN or ERROR, got '" + level + "'"));
   }
   const std::string label = req.PathParam("label");
-  if (label.empty() || label.size() > ctx->limits.max_label_bytes) {
-    return FieldErrorResponse(Status::InvalidArgument("label: invalid writer label"));
+  if (Status s = CheckWriterLabel(label, ctx->limits); !s.ok()) return FieldErrorResponse(s);
+  // A code alert ends with its writer (docs/api.md, "Alerts"): one of a writer that never joined
+  // would stay open for ever.
+  auto writers = ctx->store->ListWriters(*ref);
+  if (!writers.ok()) return ErrorResponse(writers.status());
+  if (std::none_of(writers->begin(), writers->end(),
+                   [&](const store::WriterRecord& w) { return w.label == label; })) {
+    return FieldErrorResponse(
+        Status::NotFound("label: no writer '" + label + "' joined run '" + ref->run_id + "'"));
   }
-  if (auto run = ctx->store->GetRun(*ref); !run.ok()) return ErrorResponse(run.status());
   const int64_t now = NowMillis();
   // The client's time of the call identifies it: a post retried after a lost answer carries the
   // same and bumps the alert it opened (store.h RaiseAlert); without one, the server's time.

@@ -45,6 +45,20 @@ Status CheckArtifactFileSize(const ApiLimits& limits, std::string_view what, uin
                                  " bytes per artifact file (--max-artifact-file-bytes)");
 }
 
+Status CheckWriterLabel(const std::string& label, const ApiLimits& limits) {
+  if (label.empty()) return Status::InvalidArgument("label: required");
+  if (label.size() > limits.max_label_bytes) {
+    return Status::InvalidArgument("label: longer than " + std::to_string(limits.max_label_bytes) +
+                                   " bytes");
+  }
+  for (char c : label) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == '/') {
+      return Status::InvalidArgument("label: control characters and '/' are not allowed");
+    }
+  }
+  return Status::Ok();
+}
+
 http::HttpResponse JsonResponse(int status, const bj::value& v) {
   return http::HttpResponse::Json(status, bj::serialize(v));
 }

@@ -57,6 +57,10 @@ void SetMediaLimits(const ApiLimits& limits, store::IngestBatch* batch);
 // --max-artifact-file-bytes.
 Status CheckArtifactFileSize(const ApiLimits& limits, std::string_view what, uint64_t size);
 
+// kInvalidArgument unless `label` is a writer label: 1..--max-label-bytes bytes, no control
+// characters, no '/'.
+Status CheckWriterLabel(const std::string& label, const ApiLimits& limits);
+
 struct ApiContext {
   store::Store* store = nullptr;
   blob::BlobStore* blobs = nullptr;  // artifact (and media) bytes; null: those routes answer 503

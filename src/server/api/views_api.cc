@@ -1,6 +1,7 @@
 // Routes: saved views of a project — list, create, update, delete.
 #include <charconv>
 
+#include "core/limits.h"
 #include "server/api/context.h"
 
 namespace cohort::api {
@@ -10,7 +11,7 @@ Status ReadView(const http::HttpRequest& req, store::ViewRecord* v) {
   COHORT_ASSIGN_OR_RETURN(bj::object body, ParseBodyObject(req));
   json::FieldReader r(body, "");
   r.RejectUnknown({"name", "spec"});
-  v->name = r.String("name", 256);
+  v->name = r.String("name", limits::kMaxViewNameBytes);
   const bj::object* spec = r.OptObject("spec");
   if (!r.ok()) return r.status();
   if (v->name.empty()) return Status::InvalidArgument("name: must not be empty");

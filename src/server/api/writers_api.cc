@@ -9,20 +9,6 @@
 namespace cohort::api {
 namespace {
 
-Status CheckLabel(const std::string& label, const ApiLimits& limits) {
-  if (label.empty()) return Status::InvalidArgument("label: required");
-  if (label.size() > limits.max_label_bytes) {
-    return Status::InvalidArgument("label: longer than " + std::to_string(limits.max_label_bytes) +
-                                   " bytes");
-  }
-  for (char c : label) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == '/') {
-      return Status::InvalidArgument("label: control characters and '/' are not allowed");
-    }
-  }
-  return Status::Ok();
-}
-
 http::HttpResponse Join(ApiContext* ctx, http::HttpRequest& req, const AuthContext& who) {
   auto ref = RunRefFromPath(req, who);
   if (!ref.ok()) return ErrorResponse(ref.status());
@@ -38,7 +24,7 @@ http::HttpResponse Join(ApiContext* ctx, http::HttpRequest& req, const AuthConte
   join.pid = r.OptInt("pid").value_or(0);
   join.gpu_ids = r.OptIntArray("gpu_ids").value_or(std::vector<int64_t>{});
   if (!r.ok()) return ErrorResponse(r.status());
-  if (Status s = CheckLabel(join.label, ctx->limits); !s.ok()) return ErrorResponse(s);
+  if (Status s = CheckWriterLabel(join.label, ctx->limits); !s.ok()) return ErrorResponse(s);
   // A re-join answers 200, a first join 201.
   bool existed = false;
   if (auto ws = ctx->store->ListWriters(*ref); ws.ok()) {

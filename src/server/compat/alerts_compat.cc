@@ -3,14 +3,12 @@
 #include <atomic>
 
 #include "core/json.h"
+#include "core/limits.h"
 #include "core/utf8.h"
 #include "server/compat/client_writers.h"
 
 namespace cohort::compat {
 namespace {
-
-constexpr size_t kMaxTitleBytes = 256;
-constexpr size_t kMaxTextBytes = 64 << 10;
 
 Result<std::string> Text(const bj::object& in, std::string_view field, size_t min, size_t max) {
   const bj::value* v = in.if_contains(field);
@@ -58,8 +56,8 @@ Result<gql::Resolved> NotifyScriptableRunAlert(GqlContext* c, const gql::FieldIn
   if (ref.run_id.empty()) {
     return Status::InvalidArgument("notifyScriptableRunAlert: runName is required");
   }
-  COHORT_ASSIGN_OR_RETURN(std::string title, Text(in, "title", 1, kMaxTitleBytes));
-  COHORT_ASSIGN_OR_RETURN(std::string text, Text(in, "text", 0, kMaxTextBytes));
+  COHORT_ASSIGN_OR_RETURN(std::string title, Text(in, "title", 1, limits::kMaxAlertTitleBytes));
+  COHORT_ASSIGN_OR_RETURN(std::string text, Text(in, "text", 0, limits::kMaxAlertTextBytes));
   std::string level = str("severity");
   if (level.empty()) level = "INFO";
   if (level != "INFO" && level != "WARN" && level != "ERROR") {

@@ -62,6 +62,26 @@ std::string SlackEscape(std::string_view s) {
   return out;
 }
 
+// `raw` escaped for mrkdwn, at most `max` bytes: cut after escaping (an escape grows a character
+// up to five times: clipping before it let a section pass Slack's limit), never inside an
+// escape or a character, "…" marking a cut.
+std::string SlackEscapeClipped(std::string_view raw, size_t max) {
+  std::string s;
+  utf8::AppendSanitized(raw, raw.size(), &s);
+  std::string out = SlackEscape(s);
+  if (out.size() <= max) return out;
+  out.clear();
+  for (size_t i = 0; i < s.size();) {
+    size_t n = 1;
+    while (i + n < s.size() && (static_cast<unsigned char>(s[i + n]) & 0xC0) == 0x80) ++n;
+    const std::string piece = SlackEscape(s.substr(i, n));
+    if (out.size() + piece.size() > max - 3) break;
+    out += piece;
+    i += n;
+  }
+  return out + "\xE2\x80\xA6";
+}
+
 bool Resolved(std::string_view event) { return event == "resolved"; }
 
 // "[ERROR] title" / "Resolved: title" / "[INFO] title (test)".
@@ -132,10 +152,11 @@ std::string SlackPayload(std::string_view event, const bj::object& alert,
                          std::string_view run_url) {
   const std::string headline = Headline(event, alert);
   const std::string text = Str(alert, "text");
-  // Slack: a section's text is at most 3000 characters, a context element's 2000.
-  std::string section = "*" + SlackEscape(Clip(headline, 300)) + "*";
-  if (!text.empty()) section += "\n" + SlackEscape(Clip(text, 2400));
-  std::string context = SlackEscape(Where(alert));
+  // Slack: a section's text is at most 3000 characters, a context element's 2000. Every text is
+  // escaped, the notification's too (a title "<!channel>" would mention the whole channel).
+  std::string section = "*" + SlackEscapeClipped(headline, 300) + "*";
+  if (!text.empty()) section += "\n" + SlackEscapeClipped(text, 2400);
+  std::string context = SlackEscapeClipped(Where(alert), 1000);
   if (!run_url.empty()) context += " \xC2\xB7 <" + std::string(run_url) + "|open the run>";
   bj::array blocks;
   blocks.push_back(
@@ -144,7 +165,8 @@ std::string SlackPayload(std::string_view event, const bj::object& alert,
       {"type", "context"},
       {"elements", bj::array{bj::object{{"type", "mrkdwn"}, {"text", Clip(context, 1900)}}}}});
   bj::object o;
-  o["text"] = Clip(headline + " \xE2\x80\x94 " + Where(alert), 2000);  // notifications
+  o["text"] =
+      SlackEscapeClipped(headline + " \xE2\x80\x94 " + Where(alert), 2000);  // notifications
   o["blocks"] = std::move(blocks);
   return bj::serialize(o);
 }

@@ -46,7 +46,7 @@ TEST(WebhookPayloadTest, GenericIsVersionedAndCarriesTheAlertAsIs) {
 TEST(WebhookPayloadTest, SlackEscapesMrkdwnAndLinksTheRun) {
   bj::value v = bj::parse(SlackPayload("opened", Alert(), "http://h/?p=a"));
   const std::string text(v.at("text").as_string());
-  EXPECT_NE(text.find("[ERROR] loss <is> NaN & worse"), std::string::npos) << text;
+  EXPECT_NE(text.find("[ERROR] loss &lt;is&gt; NaN &amp; worse"), std::string::npos) << text;
   const auto& blocks = v.at("blocks").as_array();
   ASSERT_EQ(blocks.size(), 2u);
   const std::string section(blocks[0].at("text").at("text").as_string());
@@ -58,6 +58,29 @@ TEST(WebhookPayloadTest, SlackEscapesMrkdwnAndLinksTheRun) {
   EXPECT_NE(context.find("writer rank_3"), std::string::npos);
   bj::value resolved = bj::parse(SlackPayload("resolved", Alert(), ""));
   EXPECT_TRUE(std::string(resolved.at("text").as_string()).starts_with("Resolved: loss"));
+}
+
+// Escaping grows '<' five times: text clipped before it was escaped made a 10,111-character
+// section (Slack refuses over 3000); the notification text was not escaped at all.
+TEST(WebhookPayloadTest, SlackTextIsEscapedThenCutWithinItsLimits) {
+  bj::object alert = Alert();
+  alert["title"] = "<!channel> " + std::string(200, '<');
+  alert["text"] = std::string(2400, '<') + "&";
+  bj::value v = bj::parse(SlackPayload("opened", alert, "http://h/r"));
+  const std::string text(v.at("text").as_string());
+  EXPECT_LE(text.size(), 2000u);
+  EXPECT_EQ(text.find("<!"), std::string::npos) << text;
+  EXPECT_NE(text.find("&lt;!channel&gt;"), std::string::npos) << text;
+  const std::string section(v.at("blocks").at(0).at("text").at("text").as_string());
+  EXPECT_LE(section.size(), 3000u);
+  EXPECT_EQ(section.find('<'), std::string::npos);
+  // Cut between escapes, never inside one: every '&' starts "&lt;" or "&amp;".
+  for (size_t at = section.find('&'); at != std::string::npos; at = section.find('&', at + 1)) {
+    EXPECT_TRUE(section.compare(at, 4, "&lt;") == 0 || section.compare(at, 4, "&gt;") == 0 ||
+                section.compare(at, 5, "&amp;") == 0)
+        << section.substr(at, 8);
+  }
+  EXPECT_TRUE(section.ends_with("\xE2\x80\xA6")) << section.substr(section.size() - 10);
 }
 
 TEST(WebhookPayloadTest, DiscordHasAnEmbedWithinLimitsAndPingsNobody) {

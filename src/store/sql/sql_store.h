@@ -232,6 +232,8 @@ class SqlStore : public Store {
   Status MigrateSchema();
   // kNotFound naming `where` when the database holds no Cohort schema (no schema_version table).
   Status RequireSchema(const std::string& where);
+  // Whether `query` (a SELECT) answers a row, in a transaction of `access`.
+  Result<bool> Exists(Access access, const std::string& query, const sql::Params& params);
 
   // ---- engine parts ----
   // The condition on console alias `c` that keeps lines whose text contains `text` (case

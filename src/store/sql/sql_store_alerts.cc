@@ -161,6 +161,13 @@ Status SqlStore::AppendAlertEvent(Conn& conn, const std::string& entity, const s
       .status();
 }
 
+namespace {
+Status RuleGone(int64_t rule_id) {
+  return Status::FailedPrecondition("alert rule " + std::to_string(rule_id) +
+                                    " was deleted or disabled: no alert opened");
+}
+}  // namespace
+
 Result<std::pair<AlertRecord, bool>> SqlStore::RaiseAlert(const AlertRaise& r) {
   COHORT_RETURN_IF_ERROR(CheckRaise(r));
   static const std::string kInsert =
@@ -197,6 +204,20 @@ Result<std::pair<AlertRecord, bool>> SqlStore::RaiseAlert(const AlertRaise& r) {
                         "SELECT count(*) FROM alerts WHERE entity = $1 AND project = $2 AND "
                         "opened_ms > $3",
                         Params().Add(r.entity).Add(r.project).Add(r.now_ms - 60'000)));
+      if (r.rule_id) {
+        // A rule deleted or disabled since the caller read it (another server's cache, a batch
+        // evaluated meanwhile) opens nothing: its deletion resolved its alerts already and would
+        // never see this one. The row stays locked to commit, so a deletion waits for us and
+        // then resolves what we opened.
+        COHORT_ASSIGN_OR_RETURN(
+            std::vector<int64_t> live,
+            sql::QueryAll<int64_t>(conn,
+                                   "SELECT id FROM alert_rules WHERE id = $1 AND entity = $2 AND "
+                                   "project = $3 AND enabled = $4 FOR NO KEY UPDATE",
+                                   Params().Add(*r.rule_id).Add(r.entity).Add(r.project).Add(true),
+                                   [](const Row& row) { return row.Int(0); }));
+        if (live.empty()) return RuleGone(*r.rule_id);
+      }
       if (r.counts_against_limit && recent >= kMaxAlertsOpenedPerProjectPerMinute) {
         return Status::ResourceExhausted("alerts: project " + r.entity + "/" + r.project +
                                          " opened " + std::to_string(recent) +
@@ -426,6 +447,18 @@ Result<AlertRule> SqlStore::UpdateAlertRule(const AlertRule& rule) {
                       "name = $3 AND id <> $4",
                       Params().Add(rule.entity).Add(rule.project).Add(rule.name).Add(rule.id)));
     if (clash != 0) return RuleNameTaken(rule);
+    struct Before {
+      std::string kind, spec_json;
+    };
+    COHORT_ASSIGN_OR_RETURN(
+        std::vector<Before> before,
+        sql::QueryAll<Before>(conn,
+                              "SELECT kind, spec_json FROM alert_rules WHERE id = $1 AND "
+                              "entity = $2 AND project = $3 FOR UPDATE",
+                              Params().Add(rule.id).Add(rule.entity).Add(rule.project),
+                              [](const Row& row) {
+                                return Before{row.Text(0), row.Text(1)};
+                              }));
     Result<AlertRule> updated =
         sql::QueryOne<AlertRule>(conn, kSql,
                                  Params()
@@ -442,7 +475,12 @@ Result<AlertRule> SqlStore::UpdateAlertRule(const AlertRule& rule) {
     if (!updated.ok() && updated.status().code() == StatusCode::kAlreadyExists) {
       return RuleNameTaken(rule);
     }
-    if (updated.ok() && !updated->enabled) {
+    // Disabled, or watching something else (another key, kind or condition): its open alerts
+    // would never be evaluated again, so they are resolved (a condition still true opens anew).
+    const bool changed =
+        !before.empty() && updated.ok() &&
+        (before.front().kind != updated->kind || before.front().spec_json != updated->spec_json);
+    if (updated.ok() && (!updated->enabled || changed)) {
       COHORT_RETURN_IF_ERROR(ResolveOpenAlerts(conn,
                                                "entity = $1 AND project = $2 AND rule_id = $3",
                                                Params().Add(rule.entity).Add(rule.project).Add(

@@ -1,5 +1,6 @@
 // SqlStore: saved views, API keys (with the bootstrap key) and run files.
 #include "core/clock.h"
+#include "core/limits.h"
 #include "store/record_checks.h"
 #include "store/sql/sql_rows.h"
 #include "store/sql/sql_store.h"
@@ -33,7 +34,17 @@ Result<ViewRecord> SqlStore::CreateView(const ViewRecord& view) {
                                       "updated_ms) VALUES ($1, $2, $3, $4, $5, $5) "
                                       "ON CONFLICT DO NOTHING RETURNING ") +
                                   kViewColumns;
-  return RunFor<ViewRecord>(Access::kWrite, [&](Conn& conn) {
+  return RunFor<ViewRecord>(Access::kWrite, [&](Conn& conn) -> Result<ViewRecord> {
+    COHORT_ASSIGN_OR_RETURN(
+        int64_t held,
+        sql::QueryInt(conn, "SELECT count(*) FROM views WHERE entity = $1 AND project = $2",
+                      Params().Add(view.entity).Add(view.project)));
+    if (held >= limits::kMaxViewsPerProject) {
+      return Status::FailedPrecondition(
+          "view: project '" + view.entity + "/" + view.project + "' has " + std::to_string(held) +
+          " views, the most it may keep (" + std::to_string(limits::kMaxViewsPerProject) +
+          "): delete some first");
+    }
     return sql::QueryOne<ViewRecord>(
         conn, kSql,
         Params().Add(view.entity).Add(view.project).Add(view.name).Add(view.spec_json).Add(now),

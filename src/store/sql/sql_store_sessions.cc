@@ -32,6 +32,15 @@ Result<bool> InsertSession(Conn& conn, const SessionRecord& s, int64_t key_id) {
 
 }  // namespace
 
+Result<bool> SqlStore::Exists(Access access, const std::string& query, const Params& params) {
+  return RunFor<bool>(access, [&](Conn& conn) -> Result<bool> {
+    COHORT_ASSIGN_OR_RETURN(
+        std::vector<int64_t> rows,
+        sql::QueryAll<int64_t>(conn, query, params, [](const Row& row) { return row.Int(0); }));
+    return !rows.empty();
+  });
+}
+
 Status SqlStore::CreateSession(const SessionRecord& s) {
   COHORT_RETURN_IF_ERROR(ValidateSession(s));
   return Run(Access::kWrite, [&](Conn& conn) -> Status {
@@ -46,6 +55,13 @@ Result<ApiKeyRecord> SqlStore::RedeemLoginToken(const std::string& token_hash,
   COHORT_RETURN_IF_ERROR(ValidateSession(session));
   static const std::string kLiveKey =
       std::string("SELECT ") + kKeyColumns + " FROM api_keys WHERE pk = $1 AND NOT revoked";
+  // A token that is not there is refused by a read: anyone may post tokens, and each write
+  // transaction waits for (and holds up) the store's writers, ingest included.
+  COHORT_ASSIGN_OR_RETURN(bool known, Exists(Access::kReadOne,
+                                             "SELECT 1 FROM sessions WHERE hash = $1 AND "
+                                             "kind = 'login' AND expires_ms > $2",
+                                             Params().Add(token_hash).Add(now_ms)));
+  if (!known) return LoginTokenInvalid();
   return RunFor<ApiKeyRecord>(Access::kWrite, [&](Conn& conn) -> Result<ApiKeyRecord> {
     // The token goes first: a concurrent redemption of it waits for this row (PostgreSQL's row
     // lock; SQLite's one writer) and then finds it gone.
@@ -75,6 +91,11 @@ Result<ApiKeyRecord> SqlStore::FindSession(const std::string& hash, int64_t now_
 }
 
 Status SqlStore::DeleteSession(const std::string& hash) {
+  // As RedeemLoginToken: an unknown session costs a read, never a write transaction.
+  COHORT_ASSIGN_OR_RETURN(
+      bool known,
+      Exists(Access::kReadOne, "SELECT 1 FROM sessions WHERE hash = $1", Params().Add(hash)));
+  if (!known) return SessionNotFound();
   return Run(Access::kWrite, [&](Conn& conn) -> Status {
     COHORT_ASSIGN_OR_RETURN(int64_t deleted, conn.Exec("DELETE FROM sessions WHERE hash = $1",
                                                        Params().Add(hash)));

@@ -57,6 +57,25 @@ TEST(SqliteStoreTest, OpenAppliesMigrationsAndWal) {
   EXPECT_EQ(raw.One("SELECT count(*) FROM schema_version"), "1");
 }
 
+// Anyone may post login tokens and end sessions: an unknown one is refused by a read, never a
+// write transaction (each waited for the store's writer lock, ingest's group commits included,
+// and held them up in turn). With another process holding the write lock it answers at once.
+TEST(SqliteStoreTest, UnknownLoginTokensAndSessionsTakeNoWriteLock) {
+  TempDir dir;
+  const fs::path db = dir.path() / "a.db";
+  { COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db})); }
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store,
+                              SqliteStore::Open(SqliteOptions{.path = db, .busy_timeout_ms = 0}));
+  RawDb raw(db);  // another process writing
+  ASSERT_EQ(raw.Exec("BEGIN IMMEDIATE"), SQLITE_OK);
+  const SessionRecord session{.hash = std::string(64, 'b'), .created_ms = 1, .expires_ms = 2};
+  auto redeemed = store->RedeemLoginToken(std::string(64, 'a'), session, 1);
+  EXPECT_EQ(redeemed.status().code(), StatusCode::kNotFound) << redeemed.status().ToString();
+  Status ended = store->DeleteSession(std::string(64, 'c'));
+  EXPECT_EQ(ended.code(), StatusCode::kNotFound) << ended.ToString();
+  raw.Exec("ROLLBACK");
+}
+
 TEST(SqliteStoreTest, ReopenDoesNotMigrateAgain) {
   TempDir dir;
   const fs::path db = dir.path() / "a.db";
