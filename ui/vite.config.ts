@@ -9,7 +9,7 @@ export default defineConfig({
     emptyOutDir: true,
     target: 'es2022',
     sourcemap: false,
-    chunkSizeWarningLimit: 300,
+    chunkSizeWarningLimit: 320,
   },
   test: {
     include: ['src/**/*.test.ts'],
