@@ -178,6 +178,12 @@ Runner AddServerCommand(CLI::App& app) {
       ->envname("COHORT_MAX_RUN_MEDIA_BYTES")
       ->check(kPositive)
       ->capture_default_str();
+  cmd->add_option("--max-answer-points", cfg->limits.max_answer_points,
+                  "Points and buckets one history or system read may answer, all its series "
+                  "and runs together (beyond: 413 naming the bound)")
+      ->envname("COHORT_MAX_ANSWER_POINTS")
+      ->check(kPositive)
+      ->capture_default_str();
   cmd->add_option("--signing-key-file", cfg->signing_key_file,
                   "Keys signing upload URLs, one a line, the first signs (default: "
                   "<data-dir>/signing.key, made at first start); COHORT_SIGNING_KEYS "

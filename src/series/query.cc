@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <unordered_map>
 
 #include "series/bucketer.h"
 
@@ -41,20 +42,61 @@ Result<bool> LoadChunk(const ChunkMeta& c, const ChunkLoader& load, ChunkIterato
   return false;
 }
 
+// The lowest and highest steps (min_step > max_step: none) of the points a bucketed query's grid
+// spans when it names no step range: the series' (every chunk given), or with a time range the
+// points inside it, read exactly: the chunks a store passes are those overlapping the time range,
+// and their step ranges depended on how the points were cut into chunks (a time-filtered chart
+// moved its buckets when a writer's tails were sealed). Chunks cut by the time range are decoded.
+// The chunks it decodes are kept in `*loaded` for the bucketing pass (each is read once).
+Result<Range> StepsOfPointsIn(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
+                              const SeriesQuery& q, const Range& r,
+                              std::unordered_map<int64_t, std::string>* loaded) {
+  Range steps{kMaxInt, kMinInt, 0, 0};
+  if (q.min_step && q.max_step) return Range{*q.min_step, *q.max_step, 0, 0};
+  const bool timed = q.min_time_ms || q.max_time_ms;
+  ChunkIterator it;
+  for (const ChunkMeta& c : chunks) {
+    const ChunkSummary& s = c.summary;
+    if (s.count == 0) continue;
+    if (!timed || (s.min_time >= r.min_time && s.max_time <= r.max_time)) {
+      steps.min_step = std::min(steps.min_step, s.min_step);
+      steps.max_step = std::max(steps.max_step, s.max_step);
+      continue;
+    }
+    if (s.max_time < r.min_time || s.min_time > r.max_time) continue;
+    if (s.min_step >= steps.min_step && s.max_step <= steps.max_step) continue;  // adds nothing
+    COHORT_ASSIGN_OR_RETURN(std::string data, load(c.id));
+    // A damaged chunk is named once, by the pass that buckets the points.
+    if (it.Reset(data).ok() && int64_t(it.size()) == s.count) {
+      for (size_t i = 0; i < it.size(); ++i) {
+        const Point& p = it.points()[i];
+        if (p.time_ms < r.min_time || p.time_ms > r.max_time) continue;
+        steps.min_step = std::min(steps.min_step, p.step);
+        steps.max_step = std::max(steps.max_step, p.step);
+      }
+    }
+    (*loaded)[c.id] = std::move(data);
+  }
+  return steps;
+}
+
 Status QueryBuckets(const std::vector<ChunkMeta>& chunks, const ChunkLoader& load,
                     const SeriesQuery& q, Range r, SeriesResult* out) {
   if (q.buckets > kMaxQueryBuckets) {
     return Status::InvalidArgument("at most " + std::to_string(kMaxQueryBuckets) + " buckets");
   }
-  int64_t series_min = kMaxInt, series_max = kMinInt;
-  for (const ChunkMeta& c : chunks) {
-    if (c.summary.count == 0) continue;
-    series_min = std::min(series_min, c.summary.min_step);
-    series_max = std::max(series_max, c.summary.max_step);
-  }
-  if (series_min > series_max) return Status::Ok();  // no points at all
-  r.min_step = q.min_step.value_or(series_min);
-  r.max_step = q.max_step.value_or(series_max);
+  std::unordered_map<int64_t, std::string> decoded;
+  COHORT_ASSIGN_OR_RETURN(const Range steps, StepsOfPointsIn(chunks, load, q, r, &decoded));
+  const ChunkLoader load_once = [&](int64_t id) -> Result<std::string> {
+    auto at = decoded.find(id);
+    if (at == decoded.end()) return load(id);
+    std::string data = std::move(at->second);
+    decoded.erase(at);
+    return data;
+  };
+  if (steps.min_step > steps.max_step) return Status::Ok();  // no points at all
+  r.min_step = q.min_step.value_or(steps.min_step);
+  r.max_step = q.max_step.value_or(steps.max_step);
   if (r.min_step > r.max_step || r.min_time > r.max_time) return Status::Ok();
 
   Bucketer bucketer(r.min_step, r.max_step, q.buckets);
@@ -66,7 +108,7 @@ Status QueryBuckets(const std::vector<ChunkMeta>& chunks, const ChunkLoader& loa
       bucketer.AddSummary(s);
       continue;
     }
-    COHORT_ASSIGN_OR_RETURN(const bool loaded, LoadChunk(c, load, &it, out));
+    COHORT_ASSIGN_OR_RETURN(const bool loaded, LoadChunk(c, load_once, &it, out));
     if (loaded) bucketer.AddPoints(it.points().data(), it.size(), r.min_time, r.max_time);
   }
   out->buckets = bucketer.Finish();

@@ -30,7 +30,8 @@ inline constexpr int kMaxQueryBuckets = 100000;
 // series), given in series order (chunk index order, which is arrival order). Fills
 // `out->points` (raw, sorted by step, stable for equal steps, at most q.limit, with out->more)
 // or `out->buckets`, and clears the other.
-// With buckets and no explicit step range, the range is the series' own [min_step, max_step].
+// With buckets and no explicit step range, the range is the series' own [min_step, max_step], or
+// with a time range that of its points inside it (chunks the time range cuts are decoded for it).
 // Time filters apply to points; a chunk's summary stands in for its points only when the chunk
 // lies inside the time range and within one bucket, so buckets mode loads only the chunks that
 // straddle a bucket or time boundary.

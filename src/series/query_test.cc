@@ -61,8 +61,13 @@ TEST(QueryTest, BucketsEqualBruteForce) {
       ASSERT_TRUE(s.ok()) << "seed " << seed << ": " << s.ToString();
       std::vector<Bucket> want;
       if (!pts.empty()) {
+        // Without a step range the grid spans the steps of the points in the time range.
         int64_t lo = kMax, hi = kMin;
         for (const auto& p : pts) {
+          if (p.time_ms < q.min_time_ms.value_or(kMin) ||
+              p.time_ms > q.max_time_ms.value_or(kMax)) {
+            continue;
+          }
           lo = std::min(lo, p.step);
           hi = std::max(hi, p.step);
         }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cohort/status.h"
 #include "series/types.h"
 #include "store/run_types.h"
 
@@ -25,7 +26,23 @@ struct HistoryQuery {
   std::vector<std::string> keys;     // empty: all user keys (never system/ unless named)
   std::vector<std::string> writers;  // labels; empty: all
   series::SeriesQuery series;        // range, buckets or raw page; a page's limit is per series
+  // The most points and buckets the answer may hold, all its series together (0: no bound):
+  // past it the query stops with kPayloadTooLarge instead of building the rest in memory.
+  int64_t max_answer_points = 0;
 };
+
+// Adds `d`'s points and buckets to `*held`; kPayloadTooLarge naming the bound once they pass
+// q.max_answer_points (after `series` series).
+inline Status ChargeHistoryAnswer(const HistoryQuery& q, const series::SeriesResult& d,
+                                  size_t series, int64_t* held) {
+  *held += int64_t(d.points.size() + d.buckets.size());
+  if (q.max_answer_points <= 0 || *held <= q.max_answer_points) return Status::Ok();
+  return Status::PayloadTooLarge(
+      "history: the answer would hold more than " + std::to_string(q.max_answer_points) +
+      " points and buckets (" + std::to_string(series) +
+      " series read so far; --max-answer-points): name fewer keys or writers (or runs), narrow "
+      "the step or time range, lower limit, or ask for fewer buckets");
+}
 
 // One series of a history query's answer: its key and writer, and what was read of it.
 struct SeriesData : series::SeriesResult {

@@ -171,3 +171,33 @@ def test_a_key_logged_again_at_a_step_reads_back_as_one_row_with_the_later_value
     assert status == 200, body
     got = {s["key"]: [(p[0], p[2]) for p in s["points"]] for s in body["series"]}
     assert got == {"a": [(3, 2), (4, 4)], "b": [(3, 1), (4, 4)]}, got
+
+
+def test_an_answer_past_the_servers_point_bound_is_refused_whole(tmp_path):
+    """`limit` and `buckets` are per series: every key of every writer of a large job built
+    billions of points in memory. Past --max-answer-points the read is a 413 naming it."""
+    from conftest import ServerProcess
+    s = ServerProcess(tmp_path, ["--max-answer-points", "50"]).start()
+    try:
+        api = s.api()
+        status, me = api.get("/api/v1/viewer")
+        base = P.format(e=me["entity"])
+        runs = [_run_with_writer(api, base, f"bound-{n}") for n in range(3)]
+        for run in runs:
+            rows = [{"step": i, "time": 1000 + i, "values": {f"k{j}": i * j for j in range(10)}}
+                    for i in range(10)]
+            status, body = api.post(f"{base}/{run}/writers/w/batches", {"seq": 1, "history": rows})
+            assert status == 200, body
+        status, err = api.get(f"{base}/{runs[0]}/history")  # 10 keys x 10 points
+        assert status == 413 and "--max-answer-points" in err["error"]["message"], err
+        status, body = api.get(f"{base}/{runs[0]}/history?keys=k1,k2,k3")
+        assert status == 200 and sum(len(x["points"]) for x in body["series"]) == 30
+        status, body = api.get(f"{base}/{runs[0]}/history?buckets=5")  # 10 keys x 5 buckets
+        assert status == 200 and sum(len(x["buckets"]) for x in body["series"]) == 50
+        project = f"/api/v1/history/{me['entity']}/proj"
+        status, body = api.get(f"{project}?runs={','.join(runs[:2])}&keys=k1,k2")  # 40 points
+        assert status == 200 and len(body["series"]) == 4, body
+        status, err = api.get(f"{project}?runs={','.join(runs)}&keys=k1,k2")  # 60 points
+        assert status == 413, err
+    finally:
+        s.stop()

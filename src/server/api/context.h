@@ -40,6 +40,7 @@ struct ApiLimits {
   size_t max_rows_per_batch = limits::kMaxRowsPerBatch;
   int max_buckets = limits::kMaxBuckets;
   int64_t max_raw_points = limits::kMaxRawPoints;
+  int64_t max_answer_points = limits::kDefaultMaxAnswerPoints;  // --max-answer-points
   uint64_t max_artifact_file_bytes = limits::kDefaultMaxArtifactFileBytes;
   // Media (docs/operations.md, `cohort server` flags): bytes per media file (a row naming a bigger
   // blob is refused), rows per (key, step) of a writer, bytes of all the media rows of one run.

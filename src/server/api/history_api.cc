@@ -236,6 +236,7 @@ Status ReadRangeParams(const http::HttpRequest& req, const ApiLimits& limits,
   if (q->series.min_step && q->series.max_step && *q->series.min_step > *q->series.max_step) {
     return Status::InvalidArgument("min_step: greater than max_step");
   }
+  q->max_answer_points = limits.max_answer_points;
   return Status::Ok();
 }
 
@@ -331,8 +332,11 @@ http::HttpResponse QueryRuns(ApiContext* ctx, const http::HttpRequest& req, cons
   bool first_series = true;
   std::vector<std::string> missing;
   const std::vector<std::string> named_keys = q.keys;
+  const int64_t answer_budget = q.max_answer_points;  // all the runs' series together
+  int64_t held = 0;
   for (const store::RunRef& ref : *refs) {
     q.run = ref;
+    if (answer_budget > 0) q.max_answer_points = std::max<int64_t>(answer_budget - held, 1);
     if (system && named_keys.empty()) {  // every system series of the run
       auto keys = SystemKeys(ctx, ref);
       if (!keys.ok() && keys.status().code() == StatusCode::kNotFound) {
@@ -352,6 +356,7 @@ http::HttpResponse QueryRuns(ApiContext* ctx, const http::HttpRequest& req, cons
     }
     if (!res.ok()) return ErrorResponse(res.status());
     for (const store::SeriesData& s : *res) {
+      held += int64_t(s.points.size() + s.buckets.size());
       if (!first_series) body.push_back(',');
       first_series = false;
       AppendSeriesJson(&body, s, system, q.series.buckets > 0, ref.run_id);

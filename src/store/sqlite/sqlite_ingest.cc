@@ -361,6 +361,7 @@ Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q)
 
   std::vector<SeriesData> out;
   out.reserve(matches.size());
+  int64_t held = 0;
   for (const Match& m : matches) {
     // The paged prefix from its summary pages, the rest from the chunks' summary index.
     std::vector<series::ChunkMeta> chunks;
@@ -389,6 +390,7 @@ Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q)
     data.key = m.key;
     data.writer = m.writer;
     COHORT_RETURN_IF_ERROR(series::QuerySeries(chunks, load, q.series, &data));
+    COHORT_RETURN_IF_ERROR(ChargeHistoryAnswer(q, data, out.size() + 1, &held));
     out.push_back(std::move(data));
   }
   return out;
