@@ -143,3 +143,51 @@ def test_accelerate_tracker_uses_the_current_run(client):
     assert [r.id for r in api.runs("acc-adopt")] == [info["id"]]
     assert run.name == "mine" and run.config == {"mine": 1, "lr": 0.5}
     assert run.history()["step"].tolist() == [3]
+
+
+PREPARED = r'''
+import json, sys, torch
+from accelerate import Accelerator
+import cohort
+from cohort.integrations.accelerate import CohortTracker
+
+tracker = CohortTracker(project="acc-prep", name="prep", mode="shared")
+accelerator = Accelerator(cpu=True, log_with=[tracker])
+accelerator.init_trackers("acc-prep", config={"lr": 0.1})   # the main process only
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+model, opt = accelerator.prepare(model, opt)                # collectives (DDP's broadcast)
+rank = accelerator.process_index
+for step in range(3):
+    loss = model(torch.randn(8, 4)).pow(2).mean()
+    accelerator.backward(loss)                              # an all-reduce
+    opt.step(); opt.zero_grad()
+    tracker.log({"loss": float(loss.item()), "rank": float(rank)}, step=step)
+blank = accelerator.get_tracker("cohort")
+run = tracker.tracker
+print("RESULT " + json.dumps({"rank": rank, "id": run.id, "label": run.label,
+                              "blank": blank is not tracker}))
+accelerator.wait_for_everyone()
+tracker.finish()
+torch.distributed.barrier()
+torch.distributed.destroy_process_group()
+'''
+
+
+def test_shared_tracker_after_prepare_and_backward_does_not_hang(client):
+    # init_trackers runs on the main process only: the shared run's id must not come from a
+    # collective there, which the other rank would meet in DDP's own collectives (a hang).
+    outs = run_ranks(client, PREPARED, 2, timeout=90)
+    infos = sorted((result(o) for o in outs), key=lambda i: i["rank"])
+    assert infos[0]["id"] == infos[1]["id"]
+    assert [i["label"] for i in infos] == ["rank_0", "rank_1"]
+    # accelerate gives its blank tracker off the main process (the docs say to keep the
+    # CohortTracker object instead).
+    assert [i["blank"] for i in infos] == [False, True]
+    run = finished_run(read_api(client), f"acc-prep/{infos[0]['id']}", writers=2)
+    assert run.config == {"lr": 0.1}
+    h = run.history()
+    for rank in (0, 1):
+        part = h[h["writer"] == f"rank_{rank}"]
+        assert part["step"].tolist() == [0, 1, 2] and set(part["rank"]) == {float(rank)}

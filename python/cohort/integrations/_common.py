@@ -31,11 +31,30 @@ def _dist():
     return dist
 
 
+_shared_runs = 0  # shared runs this process joined through the process group's store
+
+
+def _store(dist: Any) -> Any:
+    """The key-value store the process group was set up with (env://, tcp://, file://), or
+    None (a backend without one)."""
+    try:
+        return dist.distributed_c10d._get_default_store()
+    except Exception:  # noqa: BLE001 - no store (MPI), or a torch without the function
+        return None
+
+
 def shared_run_id(explicit: Optional[str], rank: int, world_size: int) -> Optional[str]:
     """The id every rank of a shared run joins: the one given, else the environment's
     (COHORT_RUN_ID, or torchrun's TORCHELASTIC_RUN_ID, from which the client library derives
-    one), else rank 0's new id broadcast over the framework's process group. None when there is
-    no other rank to agree with (the client library picks one)."""
+    one), else one agreed through the process group's key-value store. None when there is no
+    other rank to agree with (the client library picks one).
+
+    No collective: frameworks start the run on some ranks only, or at different points
+    (accelerate's ``init_trackers`` runs on the main process alone, the other processes join at
+    their first ``log``, after DDP's own collectives), and a broadcast there hangs the job. The
+    first rank to get here writes a new id under the key of this process's n-th shared run;
+    every rank reads it (a read waits only for that write, which nothing else holds up)."""
+    global _shared_runs
     if explicit:
         return explicit
     if os.environ.get("COHORT_RUN_ID"):
@@ -43,15 +62,21 @@ def shared_run_id(explicit: Optional[str], rank: int, world_size: int) -> Option
     te = os.environ.get("TORCHELASTIC_RUN_ID")
     if te and te != "none":
         return None
-    # The process group decides, not the environment: every rank must take part in the
-    # broadcast or none (a launcher may set WORLD_SIZE in some processes only).
     dist = _dist()
     if dist is None or dist.get_world_size() <= 1:
         return None
+    store = _store(dist)
+    if store is None:
+        raise cohort.UsageError(
+            "mode='shared': this process group has no key-value store to agree on the shared "
+            "run's id; pass the same id= on every rank, or set COHORT_RUN_ID")
     from ..sdk import _random_id
-    box = [_random_id() if rank == 0 else None]
-    dist.broadcast_object_list(box, src=0)
-    return str(box[0])
+    _shared_runs += 1
+    key = f"cohort/shared_run/{_shared_runs}"
+    if store.add(key + "/joined", 1) == 1:
+        store.set(key, _random_id())
+    value = store.get(key)
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def start_run(*, run: Any = None, mode: Optional[str] = None, rank: int = 0,

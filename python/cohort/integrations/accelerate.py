@@ -14,9 +14,21 @@
 Like accelerate's own trackers it acts on the main process only (``main_process_only``): the
 run starts there, on first use (``init_trackers``, ``log`` or ``tracker``), so building the
 tracker before the ``Accelerator`` touches no process group. ``mode="shared"`` logs from every
-process into one shared run (``rank_<process index>``, the main process its primary); call
-``accelerator.get_tracker("cohort").log(...)`` on every process then, since
-``Accelerator.log`` itself only runs on the main process.
+process into one shared run (``rank_<process index>``, the main process its primary). Keep the
+tracker object then and call its ``log(...)`` and ``finish()`` on every process:
+``Accelerator.log`` and ``end_training`` run on the main process only, and
+``accelerator.get_tracker("cohort")`` off the main process returns accelerate's blank tracker,
+whose ``log`` does nothing::
+
+    tracker = CohortTracker(project="mnist", mode="shared")
+    accelerator = Accelerator(log_with=[tracker])
+    ...
+    tracker.log({"loss": loss.item()}, step=step)             # on every process
+    tracker.finish()                                           # on every process
+
+The processes agree on the shared run's id without a collective (the process group's
+key-value store), so a process may start its run at its first ``log``, after ``prepare`` and
+``backward``.
 """
 from __future__ import annotations
 
