@@ -191,3 +191,35 @@ def test_shared_tracker_after_prepare_and_backward_does_not_hang(client):
     for rank in (0, 1):
         part = h[h["writer"] == f"rank_{rank}"]
         assert part["step"].tolist() == [0, 1, 2] and set(part["rank"]) == {float(rank)}
+
+
+VALUES = r'''
+import json, numpy as np, torch, warnings
+from accelerate import Accelerator
+from cohort.integrations.accelerate import CohortTracker
+
+warnings.simplefilter("always")
+tracker = CohortTracker(project="acc-values")
+accelerator = Accelerator(cpu=True, log_with=[tracker])
+accelerator.init_trackers("acc-values")
+for step in (1, 2):
+    accelerator.log({"loss": 1.0 / step, "per_class": np.array([0.5, 0.25]),
+                     "grid": [[1, 2]], "t": torch.tensor(2.0 * step),
+                     "nested": {"ok": 3.0, "bad": torch.ones(3)}}, step=step)
+info = {"id": tracker.tracker.id}
+accelerator.end_training()
+print("RESULT " + json.dumps(info))
+'''
+
+
+def test_accelerate_tracker_leaves_out_non_numbers(client):
+    proc = client.run([__import__("integ_helpers").write_script(client, "values.py", VALUES)])
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    for key in ("per_class", "grid", "nested/bad"):
+        assert proc.stderr.count(f"{key!r} is not logged") == 1, proc.stderr[-5000:]
+    info = result(proc.stdout)
+    h = finished_run(read_api(client), f"acc-values/{info['id']}").history()
+    assert h["step"].tolist() == [1, 2]
+    assert h["loss"].tolist() == [1.0, 0.5] and h["t"].tolist() == [2.0, 4.0]
+    assert h["nested/ok"].tolist() == [3.0, 3.0]
+    assert not {"per_class", "grid", "nested/bad"} & set(h.columns)

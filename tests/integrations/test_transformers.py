@@ -220,3 +220,45 @@ def test_trainer_on_two_ranks(client, mode):
     assert h[h["writer"] == "rank_0"]["train/loss"].tolist() == \
         h[h["writer"] == "rank_1"]["train/loss"].tolist()
     assert json.dumps(run.config)  # plain JSON
+
+
+METRICS = COMMON + r'''
+import numpy as np
+import warnings
+warnings.simplefilter("always")   # every warning shown: the test counts them per key
+
+def compute_metrics(p):
+    # what users return besides numbers: per-class arrays, a confusion matrix as lists
+    return {"acc": 0.25, "per_class": np.array([0.5, 0.25]), "confusion": [[1, 2], [3, 4]],
+            "one": np.array(0.75)}
+
+args = TrainingArguments(output_dir=sys.argv[1], max_steps=4, logging_steps=2, save_strategy="no",
+                         evaluation_strategy="steps", eval_steps=2, per_device_train_batch_size=4,
+                         per_device_eval_batch_size=8, report_to="none", use_cpu=True,
+                         disable_tqdm=True)
+cb = CohortCallback(project="hf-values")
+trainer = Trainer(model=model, args=args, train_dataset=Data(16), eval_dataset=Data(8),
+                  callbacks=[cb], compute_metrics=compute_metrics)
+trainer.train()
+final = trainer.evaluate()
+print("RESULT " + json.dumps({"id": cb.run.id, "final_acc": final["eval_acc"]}))
+cb.run.finish()
+'''
+
+
+def test_trainer_with_non_scalar_metrics_keeps_training(client):
+    proc = client.run([__import__("integ_helpers").write_script(client, "metrics.py", METRICS),
+                       client.tmp / "out"], timeout=180)
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    info = result(proc.stdout)
+    assert info["final_acc"] == 0.25
+    # one warning per key left out, however often it is logged (3 evaluations)
+    for key in ("eval/per_class", "eval/confusion"):
+        assert proc.stderr.count(f"{key!r} is not logged") == 1, proc.stderr[-5000:]
+    assert "'eval/one'" not in proc.stderr  # a 0-d array is a number
+    run = finished_run(read_api(client), f"hf-values/{info['id']}")
+    h = run.history()
+    assert h.loc[h["eval/acc"].notna(), "step"].tolist() == [2, 4]
+    assert h.loc[h["eval/one"].notna(), "eval/one"].tolist() == [0.75, 0.75]
+    assert h["train/loss"].notna().sum() == 2
+    assert not {"eval/per_class", "eval/confusion"} & set(h.columns)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Dict, Optional
+import warnings
+from typing import Any, Dict, Mapping, Optional, Set
 
 import cohort
 
@@ -149,4 +150,44 @@ class StepValues:
             self.step, self.seen = step, {}
         out = {k: v for k, v in values.items() if not (k in self.seen and _same(self.seen[k], v))}
         self.seen.update(out)
+        return out
+
+
+class Loggable:
+    """Leaves out of a framework's log call the values ``run.log`` cannot take (arrays and
+    tensors of several elements, lists of numbers, objects: e.g. what a ``compute_metrics``
+    returns besides its numbers), with one warning per key, so that one such value neither
+    fails the call's other values nor the training (``run.log`` raises TypeError for the whole
+    call). None is left out silently."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.warned: Set[str] = set()
+
+    def __call__(self, values: Mapping[str, Any], _prefix: str = "") -> Dict[str, Any]:
+        from .._values import convert
+        out: Dict[str, Any] = {}
+        for k, v in values.items():
+            key = _prefix + str(k)
+            if v is None:
+                continue
+            if isinstance(v, (bool, int, float)):
+                out[k] = v
+                continue
+            if isinstance(v, Mapping):
+                inner = self(v, key + "/")
+                if inner:
+                    out[k] = inner
+                continue
+            try:
+                convert(key, v)
+            except (TypeError, ValueError) as e:
+                if key not in self.warned:
+                    self.warned.add(key)
+                    warnings.warn(f"cohort ({self.where}): {key!r} is not logged: {e} (it is "
+                                  f"left out of every log call; log it yourself, e.g. as a "
+                                  f"cohort.Table or cohort.Histogram)", RuntimeWarning,
+                                  stacklevel=3)
+                continue
+            out[k] = v
         return out

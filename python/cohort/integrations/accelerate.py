@@ -37,7 +37,7 @@ from typing import Any, Dict, Optional
 from accelerate.state import PartialState
 from accelerate.tracking import GeneralTracker, on_main_process
 
-from ._common import check_mode, start_run
+from ._common import Loggable, check_mode, start_run
 
 
 class CohortTracker(GeneralTracker):
@@ -68,6 +68,7 @@ class CohortTracker(GeneralTracker):
                            if v is not None})
         self._settings = settings
         self._run = run
+        self._loggable = Loggable("CohortTracker")
 
     def _start(self) -> Any:
         if self._run is None:
@@ -93,7 +94,8 @@ class CohortTracker(GeneralTracker):
     def log(self, values: Dict[str, Any], step: Optional[int] = None, **kwargs: Any) -> None:
         """Logs the numbers of ``values`` (nested dicts as ``a/b``) at the run's step ``step``
         (the next step when None). str values, which accelerate allows and a metric cannot be,
-        go to the run's summary."""
+        go to the run's summary; values no metric can be (arrays and tensors of several
+        elements, lists of numbers) are left out, with one warning per key."""
         run = self._start()
         numbers_only, texts = {}, {}
         for k, v in values.items():
@@ -103,6 +105,7 @@ class CohortTracker(GeneralTracker):
                 continue
             else:
                 numbers_only[k] = v
+        numbers_only = self._loggable(numbers_only)  # arrays, lists: left out, one warning
         if texts:
             run.summary.update(texts)
         if numbers_only or step is not None:

@@ -37,7 +37,7 @@ from transformers import TrainerCallback
 
 import cohort
 
-from ._common import StepValues, check_mode, numeric, start_run
+from ._common import Loggable, StepValues, check_mode, numeric, start_run
 
 # The Trainer's end-of-training numbers: the summary only, as the vendor's callback does.
 SUMMARY_ONLY = ("train_runtime", "train_samples_per_second", "train_steps_per_second",
@@ -109,6 +109,7 @@ class CohortCallback(TrainerCallback):
         self._last: Dict[str, float] = {}     # last logged numbers (artifact metadata)
         self._pending: Optional[cohort.Artifact] = None  # a checkpoint still being hashed
         self._step_values = StepValues()
+        self._loggable = Loggable("CohortCallback")
 
     # -- which processes log ------------------------------------------------------------------
     def _logs_here(self, state: Any) -> bool:
@@ -176,6 +177,9 @@ class CohortCallback(TrainerCallback):
             if isinstance(v, (str, bytes)) or v is None:
                 continue  # numbers only (a str metric would fail the whole call)
             values[k] = v
+        # compute_metrics may return arrays or lists (a per-class score, a confusion matrix):
+        # left out with a warning, as they would fail the whole call inside Trainer.evaluate.
+        values = self._loggable(values)
         values["train/global_step"] = state.global_step
         self._last.update(numeric(values))
         values = self._step_values.new(state.global_step, values)
