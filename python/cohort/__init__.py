@@ -32,8 +32,8 @@ _ext._set_hooks(_convert, dict(errors.ERROR_TYPES), Error, _media_sink)
 from ._run import Run  # noqa: E402
 from .artifacts import Artifact, ArtifactError  # noqa: E402
 from ._synced import Config, Summary  # noqa: E402
-from .sdk import (alert, finish, init, log, login, setup, teardown,  # noqa: E402
-                  unwatch, use_artifact, watch)
+from .sdk import (alert, define_metric, finish, init, log, login, setup,  # noqa: E402
+                  teardown, unwatch, use_artifact, watch)
 from .alerts import AlertLevel  # noqa: E402
 from .histogram import Histogram  # noqa: E402
 from .media import Audio, Html, Image, Table, Video  # noqa: E402
@@ -65,6 +65,7 @@ __all__ = [
     "Audio", "Html", "Image", "Table", "Video",
     "VerificationError",
     "AuthenticationError", "CommError", "Config", "Error", "Run", "Settings", "Summary",
-    "UsageError", "alert", "config", "finish", "init", "log", "login", "require", "run", "setup",
-    "summary", "teardown", "unwatch", "use_artifact", "watch", "__version__",
+    "UsageError", "alert", "config", "define_metric", "finish", "init", "log", "login",
+    "require", "run", "setup", "summary", "teardown", "unwatch", "use_artifact", "watch",
+    "__version__",
 ]

@@ -57,6 +57,23 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
     unknown = set(kwargs) - _IGNORED_INIT_ARGS
     if unknown:
         raise TypeError(f"init() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
+    for arg, value in (("entity", entity), ("project", project), ("name", name),
+                       ("group", group), ("job_type", job_type), ("notes", notes), ("id", id)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"init: {arg} must be a str, got {type(value).__name__} "
+                            f"({value!r:.60})")
+    if isinstance(tags, str):
+        tags = [tags]  # one tag, not its characters
+    elif tags is not None:
+        try:
+            tags = list(tags)
+        except TypeError:
+            raise TypeError(f"init: tags must be a list of str, got {type(tags).__name__}") \
+                from None
+        bad = [t for t in tags if not isinstance(t, str)]
+        if bad:
+            raise TypeError(f"init: tags must be str, got {type(bad[0]).__name__} "
+                            f"({bad[0]!r:.60})")
     s = coerce_settings(settings)
     if resume not in _RESUME:
         raise UsageError(f"init: resume must be one of allow, must, never, auto, True or False; "
@@ -86,8 +103,6 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
     init_args = {"entity": entity, "project": project, "name": name, "group": group,
                  "job_type": job_type, "tags": list(tags) if tags is not None else None,
                  "notes": notes, "id": id, "mode": mode, "dir": str(dir) if dir else None}
-    if isinstance(tags, str):
-        tags = [tags]
     ns = native_settings(s, mode=client_mode, shared=shared, entity=entity, project=project,
                           run_id=id, name=name, group=group, job_type=job_type, notes=notes,
                           tags=tags, config_json=to_json(cfg) if cfg else "",
@@ -108,6 +123,21 @@ def log(data: Dict[str, Any], step: Optional[int] = None, commit: Optional[bool]
         if run is None:
             raise UsageError("cohort.log: no run; call cohort.init() first")
     run.log(data, step, commit)
+
+
+def define_metric(name: str, step_metric: Any = None, step_sync: Optional[bool] = None,
+                  hidden: Optional[bool] = None, summary: Optional[str] = None,
+                  goal: Optional[str] = None, overwrite: Optional[bool] = None,
+                  **kwargs: Any) -> None:
+    """``run.define_metric`` of the current run (``cohort.run``): accepted for compatibility
+    (Cohort keeps steps per writer and every series raw)."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"cohort.define_metric: name must be a non-empty str, got {name!r:.60}")
+    run = _state.current() or _state.adopted_run()
+    if run is None:
+        raise UsageError("cohort.define_metric: no run; call cohort.init() first")
+    run.define_metric(name, step_metric=step_metric, step_sync=step_sync, hidden=hidden,
+                      summary=summary, goal=goal, overwrite=overwrite, **kwargs)
 
 
 def watch(models: Any, criterion: Any = None, log: Optional[str] = "gradients",

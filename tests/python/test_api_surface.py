@@ -22,7 +22,8 @@ def disabled(**kw):
 
 def test_module_exports_the_seed_api():
     for name in ("init", "log", "finish", "setup", "Settings", "Run", "run", "config", "summary",
-                 "login", "require", "Error", "UsageError", "CommError", "teardown"):
+                 "login", "require", "Error", "UsageError", "CommError", "teardown",
+                 "define_metric"):
         assert hasattr(cohort, name), name
 
 
@@ -130,6 +131,41 @@ def test_invalid_resume_value_raises_usage_error():
 def test_init_arguments_surface_on_the_run():
     run = disabled(group="DDP", job_type="worker", tags=["a", "b"], notes="n")
     assert (run.group, run.job_type, run.tags, run.notes) == ("DDP", "worker", ("a", "b"), "n")
+
+
+def test_a_str_tag_is_one_tag():
+    run = disabled(tags="baseline")
+    assert run.tags == ("baseline",)
+    assert run._init_args["tags"] == ["baseline"]
+
+
+@pytest.mark.parametrize("arg,value", [("name", 123), ("project", 1.5), ("group", ["g"]),
+                                       ("id", 7), ("entity", b"e"), ("notes", 3),
+                                       ("job_type", object())])
+def test_init_names_an_argument_of_the_wrong_type(arg, value):
+    with pytest.raises(TypeError, match=rf"init: {arg} must be a str, got"):
+        disabled(**{arg: value})
+    assert cohort.run is None
+
+
+def test_init_tags_of_the_wrong_type_raise_naming_tags():
+    with pytest.raises(TypeError, match="init: tags must be str, got int"):
+        disabled(tags=["a", 1])
+    with pytest.raises(TypeError, match="init: tags must be a list of str, got int"):
+        disabled(tags=5)
+
+
+def test_module_define_metric_uses_the_current_run(monkeypatch):
+    with pytest.raises(cohort.UsageError, match="define_metric: no run"):
+        cohort.define_metric("loss", summary="min")
+    run = disabled()
+    calls = []
+    monkeypatch.setattr(run, "define_metric", lambda *a, **k: calls.append((a, k)))
+    cohort.define_metric("val/*", step_metric="epoch", summary="max", goal="maximize")
+    assert calls == [(("val/*",), dict(step_metric="epoch", step_sync=None, hidden=None,
+                                       summary="max", goal="maximize", overwrite=None))]
+    with pytest.raises(TypeError, match="name must be a non-empty str"):
+        cohort.define_metric(3)
 
 
 def test_config_from_init_reads_as_items_and_attributes():
