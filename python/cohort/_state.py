@@ -2,7 +2,7 @@
 that end them with the right exit code whatever way the process ends.
 
 - normal exit: an ``atexit`` handler finishes live runs with the exit code: the one given to
-  ``sys.exit`` (wrapped to record it), 1 after an uncaught exception (``sys.excepthook``,
+  ``sys.exit`` or the builtins ``exit``/``quit`` (wrapped to record it), 1 after an uncaught exception (``sys.excepthook``,
   chained), 130 and state killed after an uncaught KeyboardInterrupt;
 - SIGTERM: the writers end as killed (exit code 143), then the previous handler runs (the
   default one re-raises the signal so the process still dies of it);
@@ -173,6 +173,20 @@ def _sys_exit(code: Any = None) -> None:
     _orig_sys_exit(code)
 
 
+class _Quitter:
+    """``exit``/``quit`` of ``site`` (the builtins), recording their code like ``sys.exit``."""
+
+    def __init__(self, orig: Any) -> None:
+        self._orig = orig
+
+    def __repr__(self) -> str:
+        return repr(self._orig)
+
+    def __call__(self, code: Any = None) -> None:
+        _record_exit(code)
+        self._orig(code)
+
+
 def _excepthook(exc_type: Any, exc: Any, tb: Any) -> None:
     global _exit_code, _exit_state
     _exit_code, _exit_state = exit_state_for(exc if exc is not None else exc_type())
@@ -267,6 +281,11 @@ def install_hooks() -> None:
             sys.excepthook = _excepthook
             _orig_sys_exit = sys.exit
             sys.exit = _sys_exit
+            import builtins
+            for name in ("exit", "quit"):
+                orig = getattr(builtins, name, None)
+                if orig is not None and not isinstance(orig, _Quitter):
+                    setattr(builtins, name, _Quitter(orig))
             if hasattr(os, "register_at_fork"):
                 os.register_at_fork(after_in_child=_after_fork_child)
         _hooks_pid = os.getpid()
