@@ -249,6 +249,18 @@ class CohortLogger(Logger):
             self._scan_and_log_checkpoints(self._checkpoint_callback)
 
     def _scan_and_log_checkpoints(self, checkpoint_callback: Any) -> None:
+        """Logs the checkpoints not logged yet and returns once they are read (hashed and
+        copied to the agent's staging): ``ModelCheckpoint`` deletes the files it no longer
+        keeps right after this hook (``_remove_checkpoint``) and rewrites ``last.ckpt`` in
+        place at its next save, which would fail the version or tear its bytes."""
+        logged: List[Any] = []
+        try:
+            self._log_checkpoints(checkpoint_callback, logged)
+        finally:
+            for art in logged:
+                art._join(None)
+
+    def _log_checkpoints(self, checkpoint_callback: Any, logged: List[Any]) -> None:
         run = self.experiment
         for t, p, s, _tag in _scan_checkpoints(checkpoint_callback, self._logged_model_time):
             score = s.item() if hasattr(s, "item") else s
@@ -267,5 +279,5 @@ class CohortLogger(Logger):
             art = cohort.Artifact(self._checkpoint_name, type="model", metadata=metadata)
             art.add_file(p, name="model.ckpt")
             aliases: List[str] = ["best"] if p == checkpoint_callback.best_model_path else []
-            run.log_artifact(art, aliases=aliases)  # "latest" moves by itself
+            logged.append(run.log_artifact(art, aliases=aliases))  # "latest" moves by itself
             self._logged_model_time[p] = t

@@ -169,6 +169,10 @@ class CohortCallback(TrainerCallback):
             self.setup(args, state, model)
         if self._run is None or not logs:
             return
+        if "train_runtime" in logs:
+            # The end of training: the Trainer may delete the last checkpoint next
+            # (save_total_limit=1 with load_best_model_at_end), before on_train_end.
+            self._read_pending()
         summary = {k: v for k, v in logs.items() if k in SUMMARY_ONLY}
         if summary:
             self._run.summary.update(summary)
@@ -188,12 +192,24 @@ class CohortCallback(TrainerCallback):
         self._last.update(numeric(summary))
 
     # -- checkpoints ----------------------------------------------------------------------------
+    def _read_pending(self) -> None:
+        """Returns once the checkpoint logged last was read (hashed and copied to the agent's
+        staging): the Trainer may delete its directory from now on."""
+        if self._pending is not None:
+            self._pending._join(None)
+            self._pending = None
+
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         # The Trainer saves (and may delete old checkpoints, save_total_limit) right after this:
         # the previous checkpoint must have been read (hashed and staged) by then.
-        if control.should_save and self._pending is not None:
-            self._pending._join(None)
-            self._pending = None
+        if control.should_save:
+            self._read_pending()
+
+    def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        # save_strategy="epoch": should_save is set in on_epoch_end (the Trainer's own flow
+        # callback runs first), and the save with its rotation follows.
+        if control.should_save:
+            self._read_pending()
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._log_model != "checkpoint" or self._run is None or not state.is_world_process_zero:
@@ -207,12 +223,15 @@ class CohortCallback(TrainerCallback):
         art.add_dir(path)
         self._run.log_artifact(art, aliases=[f"checkpoint-{state.global_step}"])
         self._pending = art
+        if control.should_training_stop or (state.max_steps and
+                                            state.global_step >= state.max_steps):
+            # The last save: with save_total_limit=1 and load_best_model_at_end the Trainer
+            # deletes this checkpoint before on_train_end, when it is not the best one.
+            self._read_pending()
 
     def on_train_end(self, args: Any, state: Any, control: Any, model: Any = None,
                      tokenizer: Any = None, **kwargs: Any) -> None:
-        if self._pending is not None:
-            self._pending._join(None)
-            self._pending = None
+        self._read_pending()
         if (self._log_model not in ("end", "checkpoint") or self._run is None
                 or not state.is_world_process_zero or model is None):
             return
