@@ -97,7 +97,12 @@ def start_run(*, run: Any = None, mode: Optional[str] = None, rank: int = 0,
     s = coerce_settings(settings)
     if mode == "shared":
         s = Settings(**s.to_dict(non_default=True))
-        s.mode = "shared"
+        if kwargs.get("mode") not in (None, "shared"):
+            s.mode = "shared"           # init's mode= (offline, disabled) says how it logs
+        elif s.mode in ("offline", "disabled", "dryrun"):
+            kwargs["mode"] = "shared"   # the settings' mode says how it logs: kept
+        else:
+            s.mode = "shared"
         if s.x_label is None:
             s.x_label = f"rank_{rank}"
         if s.x_primary is None:
