@@ -262,7 +262,7 @@ int RunImport(const Opts& o) {
                                                            "the intact rows"));
     }
     std::fprintf(stderr, "cohort import: warning: %s\n", s.message().c_str());
-  } else if (check.end_counts() != check.counts()) {
+  } else if (!check.CountsMatchEnd()) {
     return Fail("import",
                 Status::Corruption("dump '" + o.in + "': row counts do not match its end record"));
   }

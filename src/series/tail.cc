@@ -77,6 +77,12 @@ bool TailNeedsCompaction(const TailState& s, size_t new_points) {
   return s.tail_count + int64_t(new_points) >= kMaxTailPoints || s.tail_chunks + 1 > chunk_limit;
 }
 
+void AbandonTail(TailState* s) {
+  s->tail_idx = s->next_idx;
+  s->tail_count = 0;
+  s->tail_chunks = 0;
+}
+
 Result<TailAppend> PlanTailAppend(TailState* s, const std::vector<Point>& points,
                                   const std::vector<Point>* tail) {
   TailAppend out;

@@ -77,6 +77,13 @@ std::vector<std::pair<size_t, size_t>> CutAligned(const std::vector<Point>& poin
 // chunks [tail_idx, next_idx) and passes them to PlanTailAppend.
 bool TailNeedsCompaction(const TailState& s, size_t new_points);
 
+// Gives up the tail of `*s` as it is: its chunks stay where they are, taken as sealed chunks
+// (reads skip a damaged one and name it), and an empty tail starts after them. What a store does
+// when a tail chunk it must compact or seal does not decode (or the tail does not hold its
+// count): the series goes on taking points and its writer can finish; only the damaged chunk's
+// points are lost.
+void AbandonTail(TailState* s);
+
 // One encoded chunk for a store to insert at `index` of its series, with its summary.
 struct ChunkWrite {
   int64_t index = 0;  // chunk position in the series

@@ -56,7 +56,7 @@ struct AlertEvent {
 // ListAlerts' filters; newest (by id) first.
 struct AlertQuery {
   std::string entity, project;
-  std::optional<std::string> state, level, run_id;
+  std::optional<std::string> state, level, run_id, writer_label;
   int limit = 100;
 };
 

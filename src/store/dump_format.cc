@@ -349,6 +349,7 @@ Status DecodeDumpRow(std::string_view in, DumpRecord* rec) {
     }
   }
   if (!in.empty()) return bad("trailing bytes");
+  UpgradeDumpRecord(rec);  // a row of an older dump, short of the columns added since
   return ValidateDumpRecord(*rec);
 }
 
@@ -515,6 +516,17 @@ Status DumpFileReader::Begin() {
   return Status::Ok();
 }
 
+bool DumpFileReader::CountsMatchEnd() const {
+  for (const auto& [name, n] : end_counts_) {
+    if (!counts_.contains(name)) return false;  // a table this build does not know
+  }
+  for (const auto& [name, n] : counts_) {
+    auto it = end_counts_.find(name);
+    if (it == end_counts_.end() ? n != 0 : it->second != n) return false;
+  }
+  return true;
+}
+
 Result<bool> DumpFileReader::Next(DumpRecord* rec) {
   if (ended_) return false;
   char kind = 0;
@@ -537,7 +549,6 @@ Result<bool> DumpFileReader::Next(DumpRecord* rec) {
     return Status::Corruption("dump: unknown record kind at offset " + std::to_string(offset_));
   }
   COHORT_RETURN_IF_ERROR(DecodeDumpRow(body, rec));
-  UpgradeDumpRecord(rec);
   ++counts_[DumpTables()[rec->table].name];
   return true;
 }

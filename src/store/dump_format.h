@@ -147,6 +147,9 @@ class DumpFileReader {
   const DumpCounts& end_counts() const { return end_counts_; }
   // Rows read so far, per table.
   const DumpCounts& counts() const { return counts_; }
+  // Whether the rows read match the end record's counts: a table the end record does not name (a
+  // dump written before the table existed) must have no rows.
+  bool CountsMatchEnd() const;
   bool truncated() const { return truncated_; }
   int64_t offset() const { return offset_; }
 

@@ -347,6 +347,7 @@ class AlertStore {
   // was appended in the same transaction). kResourceExhausted (and
   // nothing stored) when opening it would pass kMaxAlertsOpenedPerProjectPerMinute;
   // kFailedPrecondition (nothing stored) when the raise names a rule deleted or disabled;
+  // kNotFound (nothing stored) when its run does not exist (deleted meanwhile);
   // kInvalidArgument for a source or level that is not one of theirs.
   virtual Result<std::pair<AlertRecord, bool>> RaiseAlert(const AlertRaise& raise) = 0;
   // Resolves the open alert of that key, if any (appending a 'resolved' event). Returns whether

@@ -45,6 +45,8 @@ AlertRule Rule(const std::string& name, const std::string& kind = "metric_nonfin
 }  // namespace
 
 TEST_P(StoreConformanceTest, AlertOpensOnceAndRepeatsBumpIt) {
+  MakeRun("r1");
+  MakeRun("r2");
   COHORT_ASSERT_OK_AND_ASSIGN(auto first, store().RaiseAlert(Raise("r1", "rank0", "code:x")));
   EXPECT_TRUE(first.second);
   EXPECT_EQ(first.first.state, "open");
@@ -86,6 +88,7 @@ TEST_P(StoreConformanceTest, AlertOpensOnceAndRepeatsBumpIt) {
 }
 
 TEST_P(StoreConformanceTest, ResolvedAlertReopensAsANewAlert) {
+  MakeRun("r1");
   COHORT_ASSERT_OK_AND_ASSIGN(auto opened, store().RaiseAlert(Raise("r1", "w", "nan:loss")));
   COHORT_ASSERT_OK_AND_ASSIGN(
       bool was_open, store().ResolveAlert("acme", "vision", "r1", "w", "nan:loss", kT0 + 9));
@@ -133,6 +136,7 @@ TEST_P(StoreConformanceTest, ResolvedAlertReopensAsANewAlert) {
 // Code alerts are notifications: raised again (the client applied its wait_duration), a new
 // alert opens (an 'opened' event: notified again) and the open one is closed without an event.
 TEST_P(StoreConformanceTest, ACodeAlertRaisedAgainOpensANewOneAndClosesTheOldQuietly) {
+  MakeRun("r1");
   AlertRaise code = Raise("r1", "w", "code:eval done");
   code.source = "code";
   code.evidence_json = R"({"time_ms":1})";
@@ -159,6 +163,9 @@ TEST_P(StoreConformanceTest, ACodeAlertRaisedAgainOpensANewOneAndClosesTheOldQui
 }
 
 TEST_P(StoreConformanceTest, AlertsAreListedFilteredAndAcked) {
+  MakeRun("r1");
+  COHORT_ASSERT_OK(store().UpsertRun(RunUpsert{.ref = RunRef{"acme", "other", "r1"}}).status());
+  MakeRun("r2");
   AlertRaise err = Raise("r1", "w", "a");
   err.level = "ERROR";
   COHORT_ASSERT_OK_AND_ASSIGN(auto a, store().RaiseAlert(err));
@@ -205,6 +212,8 @@ TEST_P(StoreConformanceTest, AlertsAreListedFilteredAndAcked) {
 }
 
 TEST_P(StoreConformanceTest, AlertRaiseIsCheckedAndRateLimitedPerProject) {
+  MakeRun("r1");
+  COHORT_ASSERT_OK(store().UpsertRun(RunUpsert{.ref = RunRef{"acme", "other", "r1"}}).status());
   AlertRaise bad = Raise("r1", "w", "a");
   bad.level = "LOUD";
   EXPECT_EQ(store().RaiseAlert(bad).status().code(), StatusCode::kInvalidArgument);
@@ -279,7 +288,19 @@ TEST_P(StoreConformanceTest, WriterEndsStayUnhandledUntilMarkedAndARejoinHandles
   EXPECT_FALSE(ended[0].run_ended);
 }
 
+// A run deleted after its caller saw it opens no alert: one opened then was never resolved.
+TEST_P(StoreConformanceTest, AnAlertOfADeletedRunIsNotOpened) {
+  MakeRun("r1");
+  COHORT_ASSERT_OK(store().DeleteRun(Ref("r1")));
+  EXPECT_EQ(store().RaiseAlert(Raise("r1", "w", "code:x")).status().code(), StatusCode::kNotFound);
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      std::vector<AlertRecord> all,
+      store().ListAlerts(AlertQuery{.entity = "acme", .project = "vision"}));
+  EXPECT_TRUE(all.empty());
+}
+
 TEST_P(StoreConformanceTest, DeletingOrDisablingARuleResolvesItsAlertsAndRuleIdsAreNotReused) {
+  MakeRun("r1");
   COHORT_ASSERT_OK_AND_ASSIGN(AlertRule first, store().CreateAlertRule(Rule("first")));
   COHORT_ASSERT_OK_AND_ASSIGN(AlertRule second, store().CreateAlertRule(Rule("second")));
   AlertRaise of_second = Raise("r1", "w", "rule:x");
@@ -435,6 +456,7 @@ TEST_P(StoreConformanceTest, DefaultAlertRulesAreCreatedOncePerProject) {
 }
 
 TEST_P(StoreConformanceTest, ConcurrentRaisesOfOneConditionOpenOneAlert) {
+  MakeRun("r1");
   constexpr int kCallers = 8;
   std::atomic<int> opened{0}, failed{0};
   std::vector<std::thread> threads;

@@ -237,6 +237,7 @@ TEST_P(StoreConformanceTest, DumpRoundTripKeepsEveryRead) {
 // one disabled), deliveries (one delivered, one pending) and a cursor short of the last event.
 void PopulateAlerts(Store& s) {
   const std::string e = "acme", p = "vision";
+  ASSERT_TRUE(s.UpsertRun(RunUpsert{.ref = RunRef{e, p, "run1"}}).ok());  // alerts need their run
   const std::vector<AlertRule> defaults = {
       AlertRule{.name = "nan", .kind = "nan_loss", .level = "ERROR", .builtin = true},
       AlertRule{.name = "stalled", .kind = "stalled", .spec_json = R"({"minutes":10})",
@@ -458,6 +459,7 @@ TEST_P(StoreConformanceTest, DumpCarriesAlertsAndWebhooksAcrossEngines) {
       AlertRule rule, store().CreateAlertRule(AlertRule{.entity = "acme", .project = "vision",
                                                         .name = "new", .kind = "threshold"}));
   for (const AlertRule& r : rules) EXPECT_GT(rule.id, r.id);
+  MakeRun("run2");
   COHORT_ASSERT_OK_AND_ASSIGN(
       auto raised, store().RaiseAlert(AlertRaise{.entity = "acme", .project = "vision",
                                                  .run_id = "run2", .source = "code",

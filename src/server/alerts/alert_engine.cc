@@ -234,10 +234,13 @@ Status AlertEngine::EnsureLoaded(const store::RunRef& ref, const std::string& la
     auto it = writers_.find(wk);
     if (it != writers_.end() && now_ms - it->second.loaded_ms < kRulesTtlMs) return Status::Ok();
   }
+  // The writer's own open alerts (a run's newest 1000 for all its writers left older conditions
+  // of a writer out: they looked clean and never resolved).
   store::AlertQuery q{.entity = ref.entity,
                       .project = ref.project,
                       .state = "open",
                       .run_id = ref.run_id,
+                      .writer_label = label,
                       .limit = 1000};
   COHORT_ASSIGN_OR_RETURN(std::vector<store::AlertRecord> open, store_->ListAlerts(q));
   WriterConditions wc;
@@ -286,6 +289,7 @@ void AlertEngine::Apply(const store::RunRef& ref, const std::string& label, cons
       Invalidate(ref.entity, ref.project);  // the rule went (another server): read them again
       return;
     }
+    if (!raised.ok() && raised.status().code() == StatusCode::kNotFound) return;  // run deleted
     if (!raised.ok()) {
       Failed("raising an alert", raised.status());
       return;  // not open: a later batch tries again
@@ -445,6 +449,7 @@ bool AlertEngine::Raise(const store::AlertRaise& raise) {
     Invalidate(raise.entity, raise.project);  // its rule went (another server)
     return false;
   }
+  if (!raised.ok() && raised.status().code() == StatusCode::kNotFound) return false;  // run gone
   if (!raised.ok()) {
     Failed("raising an alert", raised.status());
     return false;

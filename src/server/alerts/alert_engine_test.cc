@@ -22,6 +22,8 @@ class AlertEngineTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     store_ = std::move(s).value();
     engine_ = std::make_unique<AlertEngine>(store_.get(), insight::StragglerOptions{});
+    // Alerts open only on a run that exists (as every batch the engine sees has one).
+    ASSERT_TRUE(store_->UpsertRun(store::RunUpsert{.ref = kRun}).ok());
   }
 
   // A batch of `key` at steps first, first+1, ... with `values`.
@@ -238,6 +240,32 @@ TEST_F(AlertEngineTest, ARuleGivenAnotherKeyResolvesItsOpenAlerts) {
   rule->name = "renamed";
   ASSERT_TRUE(store_->UpdateAlertRule(*rule).ok());
   EXPECT_EQ(Alerts("open").size(), 1u);
+}
+
+// A writer's open condition is found among its own alerts, however many other writers of the
+// run have open: the run's newest 1000 for all writers left it out, and it never resolved.
+TEST_F(AlertEngineTest, AWritersOpenAlertResolvesBehindAThousandOfOtherWriters) {
+  Join("w0");
+  Send("w0", Batch("loss", 0, {std::nan("")}));
+  ASSERT_EQ(Alerts("open").size(), 1u);
+  for (int i = 0; i < 1001; ++i) {
+    auto raised = store_->RaiseAlert(store::AlertRaise{.entity = "acme",
+                                                       .project = "vision",
+                                                       .run_id = "run1",
+                                                       .writer_label = "w" + std::to_string(i + 1),
+                                                       .source = "code",
+                                                       .condition_key = "code:x",
+                                                       .level = "INFO",
+                                                       .title = "x",
+                                                       .now_ms = kNow + i,
+                                                       .counts_against_limit = false});
+    ASSERT_TRUE(raised.ok()) << raised.status().ToString();
+  }
+  Send("w0", Batch("loss", 1, {1.0}), kNow + 31'000);  // the writer's state read again
+  auto open = store_->ListAlerts(store::AlertQuery{
+      .entity = "acme", .project = "vision", .state = "open", .writer_label = "w0"});
+  ASSERT_TRUE(open.ok()) << open.status().ToString();
+  EXPECT_TRUE(open->empty()) << open->size() << " open, the first: " << open->front().title;
 }
 
 TEST_F(AlertEngineTest, CrashedWriterRaisesWriterStateWithEvidence) {

@@ -4,6 +4,7 @@
 
 #include "core/clock.h"
 #include "core/ids.h"
+#include "core/utf8.h"
 #include "server/api/throttle.h"
 
 namespace cohort::api {
@@ -127,13 +128,22 @@ std::vector<std::string> SplitCsv(std::string_view s) {
   return out;
 }
 
+std::string ShownValue(std::string_view v) {
+  constexpr size_t kShown = 64;
+  std::string out;
+  utf8::AppendSanitized(v, kShown, &out);
+  if (v.size() > kShown) out += "...";
+  return out;
+}
+
 Result<std::optional<int64_t>> IntParam(const http::HttpRequest& req, std::string_view name) {
   if (!req.HasQueryParam(name)) return std::optional<int64_t>{};
   std::string v = req.QueryParam(name);
   int64_t out = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (ec != std::errc() || p != v.data() + v.size()) {
-    return Status::InvalidArgument(std::string(name) + ": expected an integer, got '" + v + "'");
+    return Status::InvalidArgument(std::string(name) + ": expected an integer, got '" +
+                                   ShownValue(v) + "'");
   }
   return std::optional<int64_t>{out};
 }

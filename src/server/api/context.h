@@ -125,6 +125,9 @@ Result<bj::object> ParseBodyObject(const http::HttpRequest& req);
 std::vector<std::string> SplitCsv(std::string_view s);
 // Parses an integer query parameter; InvalidArgument naming it when malformed.
 Result<std::optional<int64_t>> IntParam(const http::HttpRequest& req, std::string_view name);
+// A value from the request for an error message: valid UTF-8 (bad bytes replaced), at most 64
+// bytes ("..." marking a cut): an answer echoing raw bytes was not valid JSON.
+std::string ShownValue(std::string_view v);
 
 // JSON of records.
 bj::value RunToJson(const store::RunRecord& r, int64_t now_ms);

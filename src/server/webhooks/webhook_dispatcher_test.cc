@@ -118,6 +118,8 @@ class DispatcherTest : public ::testing::Test {
     return *w;
   }
   store::AlertRecord Raise(const std::string& title, const std::string& level, int64_t now) {
+    // Alerts open only on a run that exists.
+    EXPECT_TRUE(store_->UpsertRun(store::RunUpsert{.ref = store::RunRef{"acme", "p", "r1"}}).ok());
     auto r = store_->RaiseAlert(store::AlertRaise{.entity = "acme",
                                                   .project = "p",
                                                   .run_id = "r1",

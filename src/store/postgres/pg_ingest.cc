@@ -27,6 +27,7 @@
 // Chunk layout: sealed chunks followed by a tail of per-batch chunks that is compacted now and
 // then (series/tail.h, shared with the SQLite store).
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <memory>
@@ -630,11 +631,35 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
         Params q;
         q.AddArray(compact_pk).AddArray(compact_from);
         COHORT_ASSIGN_OR_RETURN(PgResult res, c->Exec(kReadTails, q));
+        std::map<int64_t, std::string> damaged;  // series pk -> why
         for (int i = 0; i < res.rows(); ++i) {
-          COHORT_ASSIGN_OR_RETURN(std::vector<series::Point> points,
-                                  series::DecodeChunk(res.BytesView(i, 1)));
-          std::vector<series::Point>& tail = tails[res.Int(i, 0)];
-          tail.insert(tail.end(), points.begin(), points.end());
+          const int64_t pk = res.Int(i, 0);
+          if (damaged.contains(pk)) continue;
+          Result<std::vector<series::Point>> points = series::DecodeChunk(res.BytesView(i, 1));
+          if (!points.ok()) {
+            damaged[pk] = points.status().message();
+            continue;
+          }
+          std::vector<series::Point>& tail = tails[pk];
+          tail.insert(tail.end(), points->begin(), points->end());
+        }
+        // A tail that does not decode (or hold its count) is kept as sealed chunks and a new one
+        // starts (series/tail.h AbandonTail): the batch is stored.
+        for (auto& [key, state] : states) {
+          auto tail = tails.find(state.pk);
+          const bool compacted =
+              std::find(compact_pk.begin(), compact_pk.end(), state.pk) != compact_pk.end();
+          if (compacted && !damaged.contains(state.pk) &&
+              (tail == tails.end() ? 0 : int64_t(tail->second.size())) != state.tail.tail_count) {
+            damaged[state.pk] = "the tail does not hold the series row's point count";
+          }
+          if (!damaged.contains(state.pk)) continue;
+          std::fprintf(stderr,
+                       "cohort: store: series '%s' (#%lld): a damaged tail chunk (%s) is kept as "
+                       "it is (reads skip and name it); new points start a new tail\n",
+                       key.c_str(), static_cast<long long>(state.pk), damaged[state.pk].c_str());
+          series::AbandonTail(&state.tail);
+          tails.erase(state.pk);
         }
       }
     }

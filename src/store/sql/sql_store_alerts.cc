@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "store/run_ref.h"
 #include "store/sql/sql_store.h"
 
 namespace cohort::store {
@@ -204,6 +205,19 @@ Result<std::pair<AlertRecord, bool>> SqlStore::RaiseAlert(const AlertRaise& r) {
                         "SELECT count(*) FROM alerts WHERE entity = $1 AND project = $2 AND "
                         "opened_ms > $3",
                         Params().Add(r.entity).Add(r.project).Add(r.now_ms - 60'000)));
+      {
+        // A run deleted since the caller saw it (a code alert checked its writer, a rule alert's
+        // batch committed): its deletion resolved its alerts and would never see this one. The
+        // row stays locked to commit, so a deletion waits for us and then resolves it.
+        COHORT_ASSIGN_OR_RETURN(
+            std::vector<int64_t> run,
+            sql::QueryAll<int64_t>(conn,
+                                   "SELECT pk FROM runs WHERE entity = $1 AND project = $2 AND "
+                                   "run_id = $3 FOR NO KEY UPDATE",
+                                   Params().Add(r.entity).Add(r.project).Add(r.run_id),
+                                   [](const Row& row) { return row.Int(0); }));
+        if (run.empty()) return RunNotFound(RunRef{r.entity, r.project, r.run_id});
+      }
       if (r.rule_id) {
         // A rule deleted or disabled since the caller read it (another server's cache, a batch
         // evaluated meanwhile) opens nothing: its deletion resolved its alerts already and would
@@ -372,6 +386,7 @@ Result<std::vector<AlertRecord>> SqlStore::ListAlerts(const AlertQuery& q) {
   if (q.state) sql += " AND state = " + params.Add(*q.state).Last();
   if (q.level) sql += " AND level = " + params.Add(*q.level).Last();
   if (q.run_id) sql += " AND run_id = " + params.Add(*q.run_id).Last();
+  if (q.writer_label) sql += " AND writer_label = " + params.Add(*q.writer_label).Last();
   sql += " ORDER BY id DESC LIMIT " + params.Add(int64_t(q.limit > 0 ? q.limit : 100)).Last();
   using Out = std::vector<AlertRecord>;
   return RunFor<Out>(Access::kReadOneAny, [&](Conn& conn) {

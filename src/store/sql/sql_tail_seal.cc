@@ -1,5 +1,6 @@
 #include "store/sql/sql_tail_seal.h"
 
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
@@ -123,11 +124,27 @@ Result<int64_t> SealWriterTails(Conn& conn, int64_t writer_pk, const AfterTailSe
                    "s.tail_chunks > 0 AND c.idx >= s.tail_idx ORDER BY c.series_pk, c.idx",
                    series_of));
     std::vector<series::Point> points;
+    std::string damage;  // why the current series' tail cannot be sealed
     size_t t = 0;
     auto plan = [&](Tail& tail) -> Status {
       tail.tail_idx_before = tail.state.tail_idx;
-      COHORT_ASSIGN_OR_RETURN(tail.plan, series::PlanTailSeal(&tail.state, points));
+      if (damage.empty() && int64_t(points.size()) != tail.state.tail_count) {
+        damage = "the tail holds " + std::to_string(points.size()) +
+                 " points, the series row says " + std::to_string(tail.state.tail_count);
+      }
+      if (!damage.empty()) {
+        // Kept as sealed chunks (series/tail.h AbandonTail): the writer finishes.
+        std::fprintf(stderr,
+                     "cohort: store: series #%lld: a damaged tail chunk (%s) is kept as it is "
+                     "(reads skip and name it)\n",
+                     static_cast<long long>(tail.series_pk), damage.c_str());
+        series::AbandonTail(&tail.state);
+        tail.plan = series::TailAppend{};
+      } else {
+        COHORT_ASSIGN_OR_RETURN(tail.plan, series::PlanTailSeal(&tail.state, points));
+      }
       points.clear();
+      damage.clear();
       return Status::Ok();
     };
     while (true) {
@@ -140,9 +157,13 @@ Result<int64_t> SealWriterTails(Conn& conn, int64_t writer_pk, const AfterTailSe
         return Status::Internal("sealing tails: a tail chunk of series " + std::to_string(pk) +
                                 " that the writer's series rows do not name");
       }
-      COHORT_ASSIGN_OR_RETURN(std::vector<series::Point> chunk,
-                              series::DecodeChunk(rows->Bytes(1)));
-      points.insert(points.end(), chunk.begin(), chunk.end());
+      if (!damage.empty()) continue;
+      Result<std::vector<series::Point>> chunk = series::DecodeChunk(rows->Bytes(1));
+      if (!chunk.ok()) {
+        damage = chunk.status().message();
+        continue;
+      }
+      points.insert(points.end(), chunk->begin(), chunk->end());
     }
     for (; t < tails.size(); ++t) COHORT_RETURN_IF_ERROR(plan(tails[t]));
   }

@@ -1,6 +1,7 @@
 // SqliteStore: the series write path (Ingest: group commit, chunks and summary pages) and the
 // history query (summary pages, then the chunks' covering summary index).
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
 #include <limits>
 #include <set>
@@ -89,24 +90,38 @@ Status AppendSeries(Db* db, sqlite::SeriesCache* cache, int64_t run_pk, int64_t 
   state.chunk_limit = series::TailChunkLimit(series_pk);
 
   std::vector<series::Point> tail;
-  const bool compact = series::TailNeedsCompaction(state, points.size());
+  bool compact = series::TailNeedsCompaction(state, points.size());
   if (compact) {
     COHORT_ASSIGN_OR_RETURN(
         Stmt st,
         db->Cached("SELECT data FROM chunks WHERE series_pk = ? AND idx >= ? ORDER BY idx"));
     st.Bind(series_pk).Bind(state.tail_idx);
     tail.reserve(size_t(state.tail_count) + points.size());
-    while (true) {
+    std::string damage;
+    while (damage.empty()) {
       COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
-      COHORT_ASSIGN_OR_RETURN(std::vector<series::Point> points,
-                              series::DecodeChunk(st.BlobView(0)));
-      tail.insert(tail.end(), points.begin(), points.end());
+      Result<std::vector<series::Point>> decoded = series::DecodeChunk(st.BlobView(0));
+      if (!decoded.ok()) {
+        damage = decoded.status().message();
+        break;
+      }
+      tail.insert(tail.end(), decoded->begin(), decoded->end());
     }
-    if (int64_t(tail.size()) != state.tail_count) {
-      return Status::Corruption("series '" + key + "': its tail holds " +
-                                std::to_string(tail.size()) + " points, the series row says " +
-                                std::to_string(state.tail_count));
+    st.Reset();
+    if (damage.empty() && int64_t(tail.size()) != state.tail_count) {
+      damage = "its tail holds " + std::to_string(tail.size()) + " points, the series row says " +
+               std::to_string(state.tail_count);
+    }
+    if (!damage.empty()) {
+      // The batch is stored, the damaged tail kept as sealed chunks (series/tail.h AbandonTail).
+      std::fprintf(stderr,
+                   "cohort: store: series '%s' (#%lld): a damaged tail chunk (%s) is kept as it "
+                   "is (reads skip and name it); new points start a new tail\n",
+                   key.c_str(), static_cast<long long>(series_pk), damage.c_str());
+      series::AbandonTail(&state);
+      tail.clear();
+      compact = false;
     }
   }
   // The paged prefix can grow only when no unpaged chunk lies before this plan's chunks: every
