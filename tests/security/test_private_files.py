@@ -176,3 +176,21 @@ def test_short_signing_keys_and_open_key_files_stop_the_server(tmp_path):
                        capture_output=True, text=True, timeout=30,
                        env=dict(os.environ, HOME=str(tmp_path)))
     assert r.returncode == 1 and "chmod 600" in r.stderr, r.stderr
+
+
+def test_an_empty_signing_key_file_left_by_a_killed_start_is_replaced(tmp_path):
+    # A start killed between creating signing.key and writing its key left it empty, and every
+    # later start failed ("no signing key"). New keys are written under another name and linked.
+    data = tmp_path / "data"
+    data.mkdir(mode=0o700)
+    keyfile = data / "signing.key"
+    keyfile.touch(mode=0o600)
+    server = ServerProcess(tmp_path).start()
+    try:
+        key = keyfile.read_text().strip()
+        assert len(key) == 64 and all(c in "0123456789abcdef" for c in key), key
+        assert stat.S_IMODE(keyfile.stat().st_mode) == 0o600
+        assert not [p.name for p in data.iterdir() if p.name.startswith("signing.key.new")]
+    finally:
+        server.stop()
+    assert "is empty; making a new key" in server.proc.stderr.read()

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "core/hmac_sha256.h"
@@ -37,19 +38,37 @@ std::vector<std::string> Split(std::string_view text, char sep) {
   return out;
 }
 
-// Creates `file` (mode 0600, exclusively) holding one new key; false when it exists already.
+// Creates `file` (mode 0600) holding one new key; false when it exists already. The key is
+// written and synced under a temporary name first and linked to `file` (which fails if another
+// process made it meanwhile), so `file` never exists without its key: a start killed while
+// writing it left an empty file that stopped every later start ("no signing key").
 Result<bool> CreateKeyFile(const std::string& file) {
-  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (::access(file.c_str(), F_OK) == 0) return false;
+  const std::string tmp = file + ".new-" + ids::RandomHex(8);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
-    if (errno == EEXIST) return false;
-    return Status::IOError("cannot create signing key file " + file + ": " + std::strerror(errno));
+    return Status::IOError("cannot create signing key file " + tmp + ": " + std::strerror(errno));
   }
   const std::string text = ids::RandomHex(32) + "\n";
   bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size()) && ::fsync(fd) == 0;
   ::close(fd);
   if (!ok) {
-    ::unlink(file.c_str());
-    return Status::IOError("cannot write signing key file " + file);
+    ::unlink(tmp.c_str());
+    return Status::IOError("cannot write signing key file " + tmp);
+  }
+  const int linked = ::link(tmp.c_str(), file.c_str());
+  const int link_errno = errno;
+  ::unlink(tmp.c_str());
+  if (linked != 0 && link_errno == EEXIST) return false;  // another server made it meanwhile
+  if (linked != 0) {
+    return Status::IOError("cannot create signing key file " + file + ": " +
+                           std::strerror(link_errno));
+  }
+  const std::string dir =
+      file.find('/') == std::string::npos ? "." : file.substr(0, file.rfind('/') + 1);
+  if (int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); d >= 0) {
+    (void)::fsync(d);  // the new name survives a power loss (or the key is made anew)
+    ::close(d);
   }
   return true;
 }
@@ -96,6 +115,17 @@ Result<SigningKeys> SigningKeys::Load(const std::string& file, const char* env_v
   if (env_value != nullptr) return FromKeys(Split(env_value, ','), kSigningKeysEnv);
   COHORT_ASSIGN_OR_RETURN(*created, CreateKeyFile(file));
   COHORT_ASSIGN_OR_RETURN(std::string text, ReadKeyFile(file));
+  if (!*created && text.empty()) {
+    // Left empty by a start of an older build killed while writing it: no URL was ever signed
+    // with it, so a new key replaces it.
+    std::fprintf(stderr, "cohort: signing key file %s is empty; making a new key\n", file.c_str());
+    if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
+      return Status::IOError("cannot replace the empty signing key file " + file + ": " +
+                             std::strerror(errno));
+    }
+    COHORT_ASSIGN_OR_RETURN(*created, CreateKeyFile(file));
+    COHORT_ASSIGN_OR_RETURN(text, ReadKeyFile(file));
+  }
   return FromKeys(Split(text, '\n'), file);
 }
 
