@@ -51,6 +51,24 @@ class SenderTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(root_); }
 
+  // A stream of entity "alice" holding an alert, then a batch, then the writer's finish.
+  std::shared_ptr<WriterStream> MakeAlertStream(const std::string& url) {
+    WriterTarget t{.base_url = url,
+                   .api_key = "ck_test",
+                   .entity = "alice",
+                   .project = "p",
+                   .run_id = "run1",
+                   .label = "rank_0"};
+    auto s = WriterStream::Create(root_ + "/run1/rank_0", t);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_TRUE((*s)->Append(RecordKind::kRunUpsert, 1, 1, R"({"id":"run1"})").ok());
+    EXPECT_TRUE((*s)->Append(RecordKind::kWriterJoin, 1, 2, R"({"label":"rank_0"})").ok());
+    EXPECT_TRUE((*s)->Append(RecordKind::kAlert, 1, 3, AlertBody("a", "", "INFO", 1)).ok());
+    EXPECT_TRUE((*s)->Append(RecordKind::kBatch, 1, 4, BatchBody(1)).ok());
+    EXPECT_TRUE((*s)->Append(RecordKind::kWriterFinish, 1, 5, R"({"exit_code":0})").ok());
+    EXPECT_TRUE((*s)->Sync().ok());
+    return *s;
+  }
   std::shared_ptr<WriterStream> MakeStream(const std::string& url, const std::string& entity,
                                            int batches) {
     WriterTarget t;
@@ -322,26 +340,12 @@ TEST_F(SenderTest, AnAlertAnswered429IsSkippedNotRetried) {
     }
     return Ok(r);
   });
-  WriterTarget t;
-  t.base_url = server.url();
-  t.api_key = "ck_test";
-  t.entity = "alice";
-  t.project = "p";
-  t.run_id = "run1";
-  t.label = "rank_0";
-  auto s = WriterStream::Create(root_ + "/run1/rank_0", t);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  ASSERT_TRUE((*s)->Append(RecordKind::kRunUpsert, 1, 1, R"({"id":"run1"})").ok());
-  ASSERT_TRUE((*s)->Append(RecordKind::kWriterJoin, 1, 2, R"({"label":"rank_0"})").ok());
-  ASSERT_TRUE((*s)->Append(RecordKind::kAlert, 1, 3, AlertBody("a", "", "INFO", 1)).ok());
-  ASSERT_TRUE((*s)->Append(RecordKind::kBatch, 1, 4, BatchBody(1)).ok());
-  ASSERT_TRUE((*s)->Append(RecordKind::kWriterFinish, 1, 5, R"({"exit_code":0})").ok());
-  ASSERT_TRUE((*s)->Sync().ok());
+  std::shared_ptr<WriterStream> s = MakeAlertStream(server.url());
   Sender sender(server.url(), FastOptions());
-  sender.Add(*s);
+  sender.Add(s);
   const int64_t start = NowMillis();
   sender.Start();
-  ASSERT_TRUE(WaitComplete(s->get(), 5000));
+  ASSERT_TRUE(WaitComplete(s.get(), 5000));
   EXPECT_LT(NowMillis() - start, 900);  // not after the Retry-After
   EXPECT_EQ(alert_posts, 1);
   EXPECT_EQ(sender.stats().records_skipped, 1);
@@ -360,24 +364,11 @@ TEST_F(SenderTest, AnAlertAnsweredTheRequestRate429IsRetriedAndStored) {
     }
     return Ok(r);
   });
-  WriterTarget t;
-  t.base_url = server.url();
-  t.api_key = "ck_test";
-  t.entity = "alice";
-  t.project = "p";
-  t.run_id = "run1";
-  t.label = "rank_0";
-  auto s = WriterStream::Create(root_ + "/run1/rank_0", t);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  ASSERT_TRUE((*s)->Append(RecordKind::kRunUpsert, 1, 1, R"({"id":"run1"})").ok());
-  ASSERT_TRUE((*s)->Append(RecordKind::kWriterJoin, 1, 2, R"({"label":"rank_0"})").ok());
-  ASSERT_TRUE((*s)->Append(RecordKind::kAlert, 1, 3, AlertBody("a", "", "INFO", 1)).ok());
-  ASSERT_TRUE((*s)->Append(RecordKind::kWriterFinish, 1, 4, R"({"exit_code":0})").ok());
-  ASSERT_TRUE((*s)->Sync().ok());
+  std::shared_ptr<WriterStream> s = MakeAlertStream(server.url());
   Sender sender(server.url(), FastOptions());
-  sender.Add(*s);
+  sender.Add(s);
   sender.Start();
-  ASSERT_TRUE(WaitComplete(s->get(), 10000));
+  ASSERT_TRUE(WaitComplete(s.get(), 10000));
   EXPECT_EQ(alert_posts.load(), 2);
   EXPECT_EQ(sender.stats().records_skipped, 0);
 }
