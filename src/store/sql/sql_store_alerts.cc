@@ -163,6 +163,15 @@ Status SqlStore::AppendAlertEvent(Conn& conn, const std::string& entity, const s
 }
 
 namespace {
+// Whether `select` (a SELECT ... FOR NO KEY UPDATE of one row) finds its row, locked to the
+// transaction's end.
+Result<bool> LockedRowExists(Conn& conn, const std::string& select, const Params& params) {
+  COHORT_ASSIGN_OR_RETURN(
+      std::vector<int64_t> rows,
+      sql::QueryAll<int64_t>(conn, select, params, [](const Row& row) { return row.Int(0); }));
+  return !rows.empty();
+}
+
 Status RuleGone(int64_t rule_id) {
   return Status::FailedPrecondition("alert rule " + std::to_string(rule_id) +
                                     " was deleted or disabled: no alert opened");
@@ -192,6 +201,27 @@ Result<std::pair<AlertRecord, bool>> SqlStore::RaiseAlert(const AlertRaise& r) {
         COHORT_ASSIGN_OR_RETURN(AlertRecord bumped, Bump(conn, *open, r));
         return Out(std::move(bumped), false);
       }
+      // A run deleted, or a rule deleted or disabled, since the caller saw it (a code alert
+      // checked its writer, a rule alert's batch committed, another server's cached rules) opens
+      // nothing: its deletion resolved its alerts already and would never see this one. Their
+      // rows stay locked to commit, so a deletion waits for us and then resolves what we opened.
+      // Taken before the event lock, in the order deletions take them (run or rule, then events).
+      COHORT_ASSIGN_OR_RETURN(
+          bool run_lives,
+          LockedRowExists(conn,
+                          "SELECT pk FROM runs WHERE entity = $1 AND project = $2 AND run_id = $3 "
+                          "FOR NO KEY UPDATE",
+                          Params().Add(r.entity).Add(r.project).Add(r.run_id)));
+      if (!run_lives) return RunNotFound(RunRef{r.entity, r.project, r.run_id});
+      if (r.rule_id) {
+        COHORT_ASSIGN_OR_RETURN(
+            bool rule_lives,
+            LockedRowExists(conn,
+                            "SELECT id FROM alert_rules WHERE id = $1 AND entity = $2 AND "
+                            "project = $3 AND enabled = $4 FOR NO KEY UPDATE",
+                            Params().Add(*r.rule_id).Add(r.entity).Add(r.project).Add(true)));
+        if (!rule_lives) return RuleGone(*r.rule_id);
+      }
       if (engine() == sql::Engine::kPostgres) {
         // The count and the insert under the event lock (AppendAlertEvent takes it anyway), so
         // that servers opening alerts at once cannot each see room under the limit.
@@ -205,33 +235,6 @@ Result<std::pair<AlertRecord, bool>> SqlStore::RaiseAlert(const AlertRaise& r) {
                         "SELECT count(*) FROM alerts WHERE entity = $1 AND project = $2 AND "
                         "opened_ms > $3",
                         Params().Add(r.entity).Add(r.project).Add(r.now_ms - 60'000)));
-      {
-        // A run deleted since the caller saw it (a code alert checked its writer, a rule alert's
-        // batch committed): its deletion resolved its alerts and would never see this one. The
-        // row stays locked to commit, so a deletion waits for us and then resolves it.
-        COHORT_ASSIGN_OR_RETURN(
-            std::vector<int64_t> run,
-            sql::QueryAll<int64_t>(conn,
-                                   "SELECT pk FROM runs WHERE entity = $1 AND project = $2 AND "
-                                   "run_id = $3 FOR NO KEY UPDATE",
-                                   Params().Add(r.entity).Add(r.project).Add(r.run_id),
-                                   [](const Row& row) { return row.Int(0); }));
-        if (run.empty()) return RunNotFound(RunRef{r.entity, r.project, r.run_id});
-      }
-      if (r.rule_id) {
-        // A rule deleted or disabled since the caller read it (another server's cache, a batch
-        // evaluated meanwhile) opens nothing: its deletion resolved its alerts already and would
-        // never see this one. The row stays locked to commit, so a deletion waits for us and
-        // then resolves what we opened.
-        COHORT_ASSIGN_OR_RETURN(
-            std::vector<int64_t> live,
-            sql::QueryAll<int64_t>(conn,
-                                   "SELECT id FROM alert_rules WHERE id = $1 AND entity = $2 AND "
-                                   "project = $3 AND enabled = $4 FOR NO KEY UPDATE",
-                                   Params().Add(*r.rule_id).Add(r.entity).Add(r.project).Add(true),
-                                   [](const Row& row) { return row.Int(0); }));
-        if (live.empty()) return RuleGone(*r.rule_id);
-      }
       if (r.counts_against_limit && recent >= kMaxAlertsOpenedPerProjectPerMinute) {
         return Status::ResourceExhausted("alerts: project " + r.entity + "/" + r.project +
                                          " opened " + std::to_string(recent) +
