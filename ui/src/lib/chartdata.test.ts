@@ -1,5 +1,6 @@
-import { describe, expect, it, vi } from 'vitest';
-import { batchedQuery, bucketsPerLine, lineId, loadLines, MAX_SERIES_PER_REQUEST, rangeFor, splitBatch, type LineSource } from './chartdata';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { Api } from './api';
+import { batchedQuery, bucketsPerLine, halve, lineId, loadLines, MAX_SERIES_PER_REQUEST, rangeFor, splitBatch, type LineSource } from './chartdata';
 import { bucketsToBand } from './series';
 
 const src = (o: Partial<LineSource> = {}): LineSource => ({
@@ -74,5 +75,68 @@ describe('chart queries', () => {
     expect(bucketsPerLine(1200, 40)).toBe(400);
     expect(bucketsPerLine(1200, 1000)).toBe(60);
     expect(bucketsPerLine(40, 1000)).toBe(40);
+  });
+
+  it('halves a request (keys, then runs) down to a single (run, key)', () => {
+    expect(halve(['r'], ['a', 'b', 'c'])).toEqual([[['r'], ['a', 'b']], [['r'], ['c']]]);
+    expect(halve(['r1', 'r2', 'r3'], ['a'])).toEqual([[['r1', 'r2'], ['a']], [['r3'], ['a']]]);
+    expect(halve(['r1', 'r2'], [])).toEqual([[['r1'], []], [['r2'], []]]);
+    expect(halve(['r'], ['a'])).toBeNull();
+    expect(halve(['r'], [])).toBeNull();
+  });
+});
+
+describe('a batch the server refuses as too large (413)', () => {
+  afterEach(() => { vi.unstubAllGlobals(); });
+
+  /** A server of `limit` points and buckets per answer whose runs have `writers(key)` writers per
+   * key: it answers 413 past the limit (as docs/api.md "History" says), else one series per writer. */
+  function server(limit: number, writers: (key: string) => number) {
+    const asked: { runs: string[]; keys: string[]; status: number }[] = [];
+    vi.stubGlobal('fetch', async (url: string) => {
+      const q = new URL(url, 'http://h').searchParams;
+      const runs = q.get('runs')!.split(','), keys = q.get('keys')!.split(','), buckets = Number(q.get('buckets'));
+      const points = runs.length * keys.reduce((n, k) => n + writers(k) * buckets, 0);
+      const status = points > limit ? 413 : 200;
+      asked.push({ runs, keys, status });
+      const body = status === 413
+        ? { error: { code: 'payload_too_large', message: `history: the answer would hold more than ${limit} points and buckets (${points})` } }
+        : { missing: [], series: runs.flatMap((run) => keys.flatMap((key) => Array.from({ length: writers(key) }, (_, w) => ({
+          run, key, writer: `rank_${w}`, buckets: [{ step_min: 0, step_max: 0, time_min: 0, time_max: 0, count: 1, min: 1, max: 1, mean: 1, first: 1, last: 1 }],
+        })))) };
+      return new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
+    });
+    return { api: new Api(''), asked };
+  }
+  const o = { buckets: 800, xMode: 'step' as const, lineMode: 'mean' as const, range: null };
+  const keys = Array.from({ length: 12 }, (_, i) => `k${i}`);
+
+  it('splits it and hands every chart its lines: 12 charts of a run of 512 writers at 800 buckets', async () => {
+    const { api, asked } = server(4_000_000, () => 512);
+    const charts = await Promise.all(keys.map((key) => loadLines(api, [src({ run: 'big', key })], o)));
+    for (const [i, lines] of charts.entries()) {
+      expect(lines.length).toBe(512);
+      expect(lines.every((l) => l.key === keys[i] && l.run === 'big')).toBe(true);
+    }
+    // The batch of 12 keys (4.9M buckets) was refused, then asked for as two halves of 6.
+    expect(asked.map((a) => [a.keys.length, a.status])).toEqual([[12, 413], [6, 200], [6, 200]]);
+  });
+
+  it('splits runs too, and fails only the chart of a single (run, key) still too large, with the bound', async () => {
+    const { api, asked } = server(4_000_000, (key) => (key === 'k3' ? 6000 : 512));
+    const runs = ['r1', 'r2', 'r3'];
+    const settled = await Promise.allSettled(keys.map((key) => loadLines(api, runs.map((run) => src({ run, key })), o)));
+    for (const [i, s] of settled.entries()) {
+      if (keys[i] === 'k3') {
+        expect(s.status).toBe('rejected');
+        expect(((s as PromiseRejectedResult).reason as Error).message).toMatch(/more than 4000000 points and buckets/);
+      } else {
+        expect(s.status).toBe('fulfilled');
+        expect((s as PromiseFulfilledResult<unknown[]>).value.length).toBe(3 * 512);
+      }
+    }
+    // k3 was asked for down to each single run; every request that came back held at most the bound.
+    expect(asked.filter((a) => a.keys.join() === 'k3' && a.runs.length === 1).map((a) => a.status)).toEqual([413, 413, 413]);
+    expect(asked.filter((a) => a.status === 200).every((a) => a.runs.length * a.keys.length * 512 * 800 <= 4_000_000)).toBe(true);
   });
 });

@@ -4,7 +4,7 @@
 // server still buckets only those steps. The charts of a page that load together share requests:
 // one per (history or system, writers, range) and up to MAX_SERIES_PER_REQUEST run x key series
 // (GET /api/v1/history/{entity}/{project}?runs=...&keys=...).
-import type { Api, RangeQuery } from './api';
+import { ApiError, type Api, type RangeQuery } from './api';
 import type { ApiSeries } from './series';
 import { naturalCompare } from './format';
 import { bucketsToBand, pointsToBand, stepRangeForX, type Band, type LineMode, type XMode } from './series';
@@ -156,7 +156,10 @@ export async function loadLines(api: Api, sources: LineSource[], o: LoadOptions)
 // over the store instead of one per chart and run. A request holds at most MAX_SERIES_PER_REQUEST
 // (runs x keys), so that a workspace of 100 runs and 20 charts makes a few requests of bounded
 // size, answered in parallel (the server answers each request on one thread: a few moderate
-// requests use its cores where one large one would not).
+// requests use its cores where one large one would not). A request the server refuses as too
+// large (413: over --max-answer-points, counted over every writer's series) is split and retried
+// (queryPart), so that one big shared run fails only its own chart, and only when a single
+// (run, key) is still too large.
 
 interface Pending {
   runs: Set<string>;
@@ -203,13 +206,17 @@ export function batchedQuery(
     setTimeout(() => {
       if (pending.get(id) === batch) pending.delete(id);
       const parts = splitBatch([...batch.runs], [...batch.keys]);
-      Promise.all(parts.map(([rs, ks]) => api.historyOfRuns(entity, project, system, rs, ks, writers, range))).then((answers) => {
+      Promise.all(parts.map(([rs, ks]) => queryPart(api, system, entity, project, rs, ks, writers, range))).then((answers) => {
         const all = answers.flatMap((a) => a.series);
+        const failed = answers.flatMap((a) => a.failed);
         for (const w of batch.waiters) {
           const rs = new Set(w.runs), ks = new Set(w.keys);
-          w.resolve(all.filter((s) => rs.has(s.run ?? '') && (!ks.size || ks.has(s.key))));
+          // A waiter fails only with a part that held one of its (run, key) pairs.
+          const f = failed.find((x) => x.runs.some((r) => rs.has(r)) && (!x.keys.length || !ks.size || x.keys.some((k) => ks.has(k))));
+          if (f) w.reject(f.error);
+          else w.resolve(all.filter((s) => rs.has(s.run ?? '') && (!ks.size || ks.has(s.key))));
         }
-      }, (e) => batch.waiters.forEach((w) => w.reject(e)));
+      }).catch((e) => batch.waiters.forEach((w) => w.reject(e)));
     }, 0);
   }
   for (const r of runs) p.runs.add(r);
@@ -231,4 +238,49 @@ export function splitBatch(runs: string[], keys: string[]): [string[], string[]]
   };
   if (keys.length >= parts) return chunk(keys, parts).map((ks) => [runs, ks]);
   return chunk(runs, parts).map((rs) => [rs, keys]);
+}
+
+/** What one part of a batch brought back: its series, and the (runs, keys) that failed with the
+ * error they got (keys empty: every key). */
+export interface PartAnswer {
+  series: ApiSeries[];
+  failed: { runs: string[]; keys: string[]; error: unknown }[];
+}
+
+/** The server's 413 for an answer over `--max-answer-points` points and buckets (its series count
+ * writers too, which the 800-series cap above cannot know: a run of 512 writers holds 512 series
+ * per key). */
+function tooLarge(e: unknown) {
+  return e instanceof ApiError && e.status === 413;
+}
+
+/** A request's (runs, keys) in two: the keys halved (or the runs, with one key or every key);
+ * null for a single (run, key), or a single run of every key. */
+export function halve(runs: string[], keys: string[]): [string[], string[]][] | null {
+  if (keys.length > 1) {
+    const m = Math.ceil(keys.length / 2);
+    return [[runs, keys.slice(0, m)], [runs, keys.slice(m)]];
+  }
+  if (runs.length > 1) {
+    const m = Math.ceil(runs.length / 2);
+    return [[runs.slice(0, m), keys], [runs.slice(m), keys]];
+  }
+  return null;
+}
+
+/** One request of a batch. One the server refuses as too large (413) is split in halves, each
+ * asked for on its own, down to a single (run, key): only such a one that still gets 413 fails,
+ * with the server's message (which names the bound). Another error fails the part as it is. */
+export async function queryPart(
+  api: Api, system: boolean, entity: string, project: string,
+  runs: string[], keys: string[], writers: string[], range: RangeQuery,
+): Promise<PartAnswer> {
+  try {
+    return { series: (await api.historyOfRuns(entity, project, system, runs, keys, writers, range)).series, failed: [] };
+  } catch (e) {
+    const halves = tooLarge(e) ? halve(runs, keys) : null;
+    if (!halves) return { series: [], failed: [{ runs, keys, error: e }] };
+    const answers = await Promise.all(halves.map(([rs, ks]) => queryPart(api, system, entity, project, rs, ks, writers, range)));
+    return { series: answers.flatMap((a) => a.series), failed: answers.flatMap((a) => a.failed) };
+  }
 }
