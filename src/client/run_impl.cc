@@ -357,6 +357,7 @@ void Run::Impl::DrainBufferLocked(bool final) {
     frame_bytes -= it->body.size();
     it = frames.erase(it);
   }
+  if (values == 0) return;  // only run updates, alerts and artifact intents are queued
   frames_dropped_values.fetch_add(values);
   agent::Logf(agent::LogLevel::kWarning,
               "cohort: no agent reachable and {} MiB queued; dropped the oldest {} values "
@@ -544,18 +545,22 @@ Status Run::Impl::Finish(int exit_code, std::string_view state) {
         if (f.number > sent_upto) to_send.push_back(&f);
       }
       finish_frame = next_frame++;
+      sending = true;  // as FlushOnce: the queue's cap erases nothing while these are sent
     }
-    bool sent = true;
+    Status sent;
     for (const PendingFrame* f : to_send) {
-      Status s = transport->Send(f->type, f->number, f->body, deadline);
-      if (!s.ok()) {
-        DropTransport(s);
-        sent = false;
-        break;
-      }
+      sent = transport->Send(f->type, f->number, f->body, deadline);
+      if (!sent.ok()) break;
       sent_upto = f->number;
     }
-    if (!sent || !transport) continue;
+    {
+      MutexLock lock(&mu);
+      sending = false;
+    }
+    if (!sent.ok()) {
+      DropTransport(sent);
+      continue;
+    }
     agent::FinishRequest req;
     req.exit_code = exit_code;
     req.state = std::string(state);

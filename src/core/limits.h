@@ -93,7 +93,7 @@ inline constexpr int64_t kMaxRawPoints = 1000000;
 // Points and buckets of one history or system answer, all its series (and runs) together
 // (`cohort server --max-answer-points`): `limit` and `buckets` are per series, and a read of every
 // key of every writer of a large job would otherwise build billions in memory.
-inline constexpr int64_t kDefaultMaxAnswerPoints = 4'000'000;
+inline constexpr int64_t kDefaultMaxAnswerPoints = 10'000'000;
 
 // ---- the binary batch format (docs/formats.md, "Batch v4") ----
 inline constexpr std::string_view kBatchMediaType = "application/vnd.cohort.batch";

@@ -66,7 +66,6 @@ Result<Range> StepsOfPointsIn(const std::vector<ChunkMeta>& chunks, const ChunkL
     if (s.max_time < r.min_time || s.min_time > r.max_time) continue;
     if (s.min_step >= steps.min_step && s.max_step <= steps.max_step) continue;  // adds nothing
     COHORT_ASSIGN_OR_RETURN(std::string data, load(c.id));
-    // A damaged chunk is named once, by the pass that buckets the points.
     if (it.Reset(data).ok() && int64_t(it.size()) == s.count) {
       for (size_t i = 0; i < it.size(); ++i) {
         const Point& p = it.points()[i];
@@ -74,6 +73,11 @@ Result<Range> StepsOfPointsIn(const std::vector<ChunkMeta>& chunks, const ChunkL
         steps.min_step = std::min(steps.min_step, p.step);
         steps.max_step = std::max(steps.max_step, p.step);
       }
+    } else {
+      // Damaged: its summary's steps, so that the pass that buckets the points meets it and
+      // names it (once) instead of leaving it out of a grid that stops short of it.
+      steps.min_step = std::min(steps.min_step, s.min_step);
+      steps.max_step = std::max(steps.max_step, s.max_step);
     }
     (*loaded)[c.id] = std::move(data);
   }

@@ -277,6 +277,26 @@ TEST(QueryTest, ACorruptChunkIsSkippedAndNamedInBucketedQueries) {
   EXPECT_EQ(total, 3000 - bad.count);
 }
 
+// With a time range and no step range, a damaged chunk the time range cuts is still named: the
+// grid spans the points in the time range, and the damaged chunk's steps (from its summary), so
+// the bucketing pass meets it (it was left out of the grid and went unnamed).
+TEST(QueryTest, ACorruptChunkIsNamedInTimeFilteredBucketedQueries) {
+  MemSeries m = Chunked(Sequential(3000));
+  ASSERT_GE(m.metas.size(), 2u);
+  m.data.begin()->second[5] ^= 1;
+  const ChunkSummary bad = m.metas[0].summary;
+  for (bool only_the_damaged : {false, true}) {
+    SeriesQuery q;
+    q.buckets = 5;
+    q.min_time_ms = bad.min_time + 1;  // cuts the damaged chunk
+    q.max_time_ms = only_the_damaged ? bad.max_time - 1 : m.metas[1].summary.max_time - 1;
+    SeriesResult out;
+    ASSERT_TRUE(QuerySeries(m.metas, m.Loader(), q, &out).ok());
+    ASSERT_EQ(out.damaged.size(), 1u) << only_the_damaged;
+    EXPECT_EQ(out.damaged[0].min_step, bad.min_step);
+  }
+}
+
 TEST(QueryTest, ACorruptChunkIsSkippedInRawPagesAndTheRestIsServed) {
   MemSeries m = Chunked(Sequential(3000));
   ASSERT_GE(m.metas.size(), 2u);

@@ -29,18 +29,20 @@ struct HistoryQuery {
   // The most points and buckets the answer may hold, all its series together (0: no bound):
   // past it the query stops with kPayloadTooLarge instead of building the rest in memory.
   int64_t max_answer_points = 0;
+  // What the answer holds already, from earlier queries of it (the other runs of a read of
+  // several runs).
+  int64_t answer_points_held = 0;
 };
 
-// Adds `d`'s points and buckets to `*held`; kPayloadTooLarge naming the bound once they pass
-// q.max_answer_points (after `series` series).
+// Adds `d`'s points and buckets to `*held` (which starts at q.answer_points_held);
+// kPayloadTooLarge naming the bound once they pass q.max_answer_points.
 inline Status ChargeHistoryAnswer(const HistoryQuery& q, const series::SeriesResult& d,
-                                  size_t series, int64_t* held) {
+                                  int64_t* held) {
   *held += int64_t(d.points.size() + d.buckets.size());
   if (q.max_answer_points <= 0 || *held <= q.max_answer_points) return Status::Ok();
   return Status::PayloadTooLarge(
       "history: the answer would hold more than " + std::to_string(q.max_answer_points) +
-      " points and buckets (" + std::to_string(series) +
-      " series read so far; --max-answer-points): name fewer keys or writers (or runs), narrow "
+      " points and buckets (--max-answer-points): name fewer keys or writers (or runs), narrow "
       "the step or time range, lower limit, or ask for fewer buckets");
 }
 

@@ -332,11 +332,10 @@ http::HttpResponse QueryRuns(ApiContext* ctx, const http::HttpRequest& req, cons
   bool first_series = true;
   std::vector<std::string> missing;
   const std::vector<std::string> named_keys = q.keys;
-  const int64_t answer_budget = q.max_answer_points;  // all the runs' series together
-  int64_t held = 0;
+  int64_t held = 0;  // points and buckets of the runs read so far: one bound for the answer
   for (const store::RunRef& ref : *refs) {
     q.run = ref;
-    if (answer_budget > 0) q.max_answer_points = std::max<int64_t>(answer_budget - held, 1);
+    q.answer_points_held = held;
     if (system && named_keys.empty()) {  // every system series of the run
       auto keys = SystemKeys(ctx, ref);
       if (!keys.ok() && keys.status().code() == StatusCode::kNotFound) {

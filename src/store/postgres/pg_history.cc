@@ -104,7 +104,7 @@ Result<std::vector<SeriesData>> PostgresStore::QueryHistory(const HistoryQuery& 
 
     std::vector<SeriesData> out;
     out.reserve(matches.size());
-    int64_t held = 0;
+    int64_t held = q.answer_points_held;
     for (const Match& m : matches) {
       // Loads a chunk on demand; in raw mode also the next few chunks of the series, which a
       // raw read goes on to decode.
@@ -146,7 +146,7 @@ Result<std::vector<SeriesData>> PostgresStore::QueryHistory(const HistoryQuery& 
       data.key = m.key;
       data.writer = m.writer;
       COHORT_RETURN_IF_ERROR(series::QuerySeries(m.chunks, load, q.series, &data));
-      COHORT_RETURN_IF_ERROR(ChargeHistoryAnswer(q, data, out.size() + 1, &held));
+      COHORT_RETURN_IF_ERROR(ChargeHistoryAnswer(q, data, &held));
       out.push_back(std::move(data));
     }
     return out;

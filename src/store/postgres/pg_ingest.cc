@@ -27,7 +27,6 @@
 // Chunk layout: sealed chunks followed by a tail of per-batch chunks that is compacted now and
 // then (series/tail.h, shared with the SQLite store).
 #include <algorithm>
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <memory>
@@ -41,6 +40,7 @@
 #include "store/postgres/pg_sql_conn.h"
 #include "store/postgres/pg_store.h"
 #include "store/run_ref.h"
+#include "store/sql/sql_tail_seal.h"
 
 namespace cohort::store {
 
@@ -645,20 +645,16 @@ Result<IngestResult> PostgresStore::Ingest(const RunRef& ref, const std::string&
         }
         // A tail that does not decode (or hold its count) is kept as sealed chunks and a new one
         // starts (series/tail.h AbandonTail): the batch is stored.
+        const std::set<int64_t> compacted(compact_pk.begin(), compact_pk.end());
         for (auto& [key, state] : states) {
+          if (!compacted.contains(state.pk)) continue;
           auto tail = tails.find(state.pk);
-          const bool compacted =
-              std::find(compact_pk.begin(), compact_pk.end(), state.pk) != compact_pk.end();
-          if (compacted && !damaged.contains(state.pk) &&
+          if (!damaged.contains(state.pk) &&
               (tail == tails.end() ? 0 : int64_t(tail->second.size())) != state.tail.tail_count) {
             damaged[state.pk] = "the tail does not hold the series row's point count";
           }
           if (!damaged.contains(state.pk)) continue;
-          std::fprintf(stderr,
-                       "cohort: store: series '%s' (#%lld): a damaged tail chunk (%s) is kept as "
-                       "it is (reads skip and name it); new points start a new tail\n",
-                       key.c_str(), static_cast<long long>(state.pk), damaged[state.pk].c_str());
-          series::AbandonTail(&state.tail);
+          sql::AbandonDamagedTail(key, state.pk, damaged[state.pk], &state.tail);
           tails.erase(state.pk);
         }
       }

@@ -41,7 +41,10 @@ bool LockClause(std::string_view s, size_t* i) {
     if (!EqualsLower(Word(s, &k), "key")) return false;
     SkipSpace(s, &k);
     if (!EqualsLower(Word(s, &k), "update")) return false;
-  } else if (!EqualsLower(first, "update")) {
+  } else if (EqualsLower(first, "key")) {
+    SkipSpace(s, &k);
+    if (!EqualsLower(Word(s, &k), "share")) return false;
+  } else if (!EqualsLower(first, "update") && !EqualsLower(first, "share")) {
     return false;
   }
   *i = k;

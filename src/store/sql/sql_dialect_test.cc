@@ -48,6 +48,12 @@ TEST(SqlDialectTest, SqliteDropsTheTablesOfARowLock) {
   EXPECT_EQ(RenderForSqlite("SELECT pk FROM w FOR UPDATE OF w) x"), "SELECT pk FROM w) x");
   EXPECT_EQ(RenderForSqlite("SELECT n FROM runs WHERE pk = $1 FOR NO KEY UPDATE"),
             "SELECT n FROM runs WHERE pk = ?1");
+  EXPECT_EQ(RenderForSqlite("SELECT n FROM runs WHERE pk = $1 FOR KEY SHARE"),
+            "SELECT n FROM runs WHERE pk = ?1");
+  EXPECT_EQ(RenderForSqlite("SELECT id FROM rules WHERE id = $1 FOR SHARE"),
+            "SELECT id FROM rules WHERE id = ?1");
+  EXPECT_EQ(RenderForSqlite("SELECT 1 AS for_share, key FROM t"),
+            "SELECT 1 AS for_share, key FROM t");
   EXPECT_EQ(RenderForSqlite("SELECT n FROM r FOR NO KEY UPDATE OF r) x"), "SELECT n FROM r) x");
   EXPECT_EQ(RenderForSqlite("SELECT for_x FROM t FOR no_key"), "SELECT for_x FROM t FOR no_key");
   EXPECT_EQ(RenderForSqlite("SELECT pk FROM w FOR UPDATE) SELECT 1"), "SELECT pk FROM w) SELECT 1");

@@ -46,7 +46,8 @@ constexpr int64_t kMigrationLockKey = 0x636f686f72740001;
 //             and the covering index chunks_summary of the summaries in series order.
 //             PostgreSQL: keyed by (series, idx), data stored uncompressed (it is compressed
 //             already) and inline up to ~8 KB; partitioned by `sealed` (false: a tail chunk,
-//             which a compaction or the writer's end deletes again) so that the churn of tail
+//             which a compaction or the writer's end deletes again, unless a damaged chunk
+//             made the store give that tail up: series::AbandonTail) so that the churn of tail
 //             chunks stays in the small chunks_tail, vacuumed every thousand dead rows (by the
 //             store and by autovacuum's per-table settings),
 //             and chunks_sealed only grows (no dead rows, no holes for VACUUM to leave). A row

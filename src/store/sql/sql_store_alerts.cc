@@ -163,7 +163,7 @@ Status SqlStore::AppendAlertEvent(Conn& conn, const std::string& entity, const s
 }
 
 namespace {
-// Whether `select` (a SELECT ... FOR NO KEY UPDATE of one row) finds its row, locked to the
+// Whether `select` (a SELECT of one row with a row lock) finds its row, locked to the
 // transaction's end.
 Result<bool> LockedRowExists(Conn& conn, const std::string& select, const Params& params) {
   COHORT_ASSIGN_OR_RETURN(
@@ -189,6 +189,28 @@ Result<std::pair<AlertRecord, bool>> SqlStore::RaiseAlert(const AlertRaise& r) {
       kAlertColumns;
   using Out = std::pair<AlertRecord, bool>;
   return RunFor<Out>(Access::kWrite, [&](Conn& conn) -> Result<Out> {
+    // A run deleted, or a rule deleted or disabled, since the caller saw it (a code alert
+    // checked its writer, a rule alert's batch committed, another server's cached rules) opens
+    // nothing: its deletion resolved its alerts already and would never see this one. Their rows
+    // stay locked (shared) to commit, so a deletion or a disabling waits for us and then resolves
+    // what we opened. Taken first, in the order deletions take them (run or rule, then alert
+    // rows, then the event lock); the run's KEY SHARE lock leaves ingest's updates of the row free.
+    COHORT_ASSIGN_OR_RETURN(
+        bool run_lives,
+        LockedRowExists(conn,
+                        "SELECT pk FROM runs WHERE entity = $1 AND project = $2 AND run_id = $3 "
+                        "FOR KEY SHARE",
+                        Params().Add(r.entity).Add(r.project).Add(r.run_id)));
+    if (!run_lives) return RunNotFound(RunRef{r.entity, r.project, r.run_id});
+    if (r.rule_id) {
+      COHORT_ASSIGN_OR_RETURN(
+          bool rule_lives,
+          LockedRowExists(conn,
+                          "SELECT id FROM alert_rules WHERE id = $1 AND entity = $2 AND "
+                          "project = $3 AND enabled = $4 FOR SHARE",
+                          Params().Add(*r.rule_id).Add(r.entity).Add(r.project).Add(true)));
+      if (!rule_lives) return RuleGone(*r.rule_id);
+    }
     for (int attempt = 0; attempt < 2; ++attempt) {
       COHORT_ASSIGN_OR_RETURN(
           std::optional<AlertRecord> open,
@@ -200,27 +222,6 @@ Result<std::pair<AlertRecord, bool>> SqlStore::RaiseAlert(const AlertRaise& r) {
       if (open && (r.source != "code" || open->evidence_json == r.evidence_json)) {
         COHORT_ASSIGN_OR_RETURN(AlertRecord bumped, Bump(conn, *open, r));
         return Out(std::move(bumped), false);
-      }
-      // A run deleted, or a rule deleted or disabled, since the caller saw it (a code alert
-      // checked its writer, a rule alert's batch committed, another server's cached rules) opens
-      // nothing: its deletion resolved its alerts already and would never see this one. Their
-      // rows stay locked to commit, so a deletion waits for us and then resolves what we opened.
-      // Taken before the event lock, in the order deletions take them (run or rule, then events).
-      COHORT_ASSIGN_OR_RETURN(
-          bool run_lives,
-          LockedRowExists(conn,
-                          "SELECT pk FROM runs WHERE entity = $1 AND project = $2 AND run_id = $3 "
-                          "FOR NO KEY UPDATE",
-                          Params().Add(r.entity).Add(r.project).Add(r.run_id)));
-      if (!run_lives) return RunNotFound(RunRef{r.entity, r.project, r.run_id});
-      if (r.rule_id) {
-        COHORT_ASSIGN_OR_RETURN(
-            bool rule_lives,
-            LockedRowExists(conn,
-                            "SELECT id FROM alert_rules WHERE id = $1 AND entity = $2 AND "
-                            "project = $3 AND enabled = $4 FOR NO KEY UPDATE",
-                            Params().Add(*r.rule_id).Add(r.entity).Add(r.project).Add(true)));
-        if (!rule_lives) return RuleGone(*r.rule_id);
       }
       if (engine() == sql::Engine::kPostgres) {
         // The count and the insert under the event lock (AppendAlertEvent takes it anyway), so

@@ -84,6 +84,16 @@ struct Tail {
 
 }  // namespace
 
+void AbandonDamagedTail(std::string_view key, int64_t series_pk, std::string_view why,
+                        series::TailState* state) {
+  std::fprintf(stderr,
+               "cohort: store: series '%.*s' (#%lld): a damaged tail chunk (%.*s) is kept as it is "
+               "(reads skip and name it); new points start a new tail\n",
+               int(key.size()), key.data(), static_cast<long long>(series_pk), int(why.size()),
+               why.data());
+  series::AbandonTail(state);
+}
+
 Result<int64_t> SealWriterTails(Conn& conn, int64_t writer_pk, const AfterTailSealed& after) {
   // The writer's series by (run_pk, writer_pk): the series key index, not a scan of every series.
   Params writer;
@@ -132,13 +142,8 @@ Result<int64_t> SealWriterTails(Conn& conn, int64_t writer_pk, const AfterTailSe
         damage = "the tail holds " + std::to_string(points.size()) +
                  " points, the series row says " + std::to_string(tail.state.tail_count);
       }
-      if (!damage.empty()) {
-        // Kept as sealed chunks (series/tail.h AbandonTail): the writer finishes.
-        std::fprintf(stderr,
-                     "cohort: store: series #%lld: a damaged tail chunk (%s) is kept as it is "
-                     "(reads skip and name it)\n",
-                     static_cast<long long>(tail.series_pk), damage.c_str());
-        series::AbandonTail(&tail.state);
+      if (!damage.empty()) {  // kept as sealed chunks: the writer finishes
+        AbandonDamagedTail("", tail.series_pk, damage, &tail.state);
         tail.plan = series::TailAppend{};
       } else {
         COHORT_ASSIGN_OR_RETURN(tail.plan, series::PlanTailSeal(&tail.state, points));

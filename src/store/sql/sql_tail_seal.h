@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string_view>
 #include <vector>
 
 #include "cohort/status.h"
@@ -30,5 +31,11 @@ using AfterTailSealed =
 // the writer's row lock (every path that changes a series locks its writer first). Returns the
 // number of tail chunk rows deleted.
 Result<int64_t> SealWriterTails(Conn& conn, int64_t writer_pk, const AfterTailSealed& after);
+
+// Gives up the tail of a series that cannot be compacted or sealed (`why`: a chunk that does not
+// decode, a tail short of its count): series::AbandonTail(*state), and a line in the server's
+// log naming the series (`key` may be empty).
+void AbandonDamagedTail(std::string_view key, int64_t series_pk, std::string_view why,
+                        series::TailState* state);
 
 }  // namespace cohort::store::sql

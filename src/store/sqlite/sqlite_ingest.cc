@@ -1,7 +1,6 @@
 // SqliteStore: the series write path (Ingest: group commit, chunks and summary pages) and the
 // history query (summary pages, then the chunks' covering summary index).
 #include <algorithm>
-#include <cstdio>
 #include <iterator>
 #include <limits>
 #include <set>
@@ -11,6 +10,7 @@
 #include "series/tail.h"
 #include "store/ingest_plan.h"
 #include "store/run_ref.h"
+#include "store/sql/sql_tail_seal.h"
 #include "store/sqlite/sqlite_chunk_rows.h"
 #include "store/sqlite/sqlite_sql_conn.h"
 #include "store/sqlite/sqlite_store.h"
@@ -113,13 +113,8 @@ Status AppendSeries(Db* db, sqlite::SeriesCache* cache, int64_t run_pk, int64_t 
       damage = "its tail holds " + std::to_string(tail.size()) + " points, the series row says " +
                std::to_string(state.tail_count);
     }
-    if (!damage.empty()) {
-      // The batch is stored, the damaged tail kept as sealed chunks (series/tail.h AbandonTail).
-      std::fprintf(stderr,
-                   "cohort: store: series '%s' (#%lld): a damaged tail chunk (%s) is kept as it "
-                   "is (reads skip and name it); new points start a new tail\n",
-                   key.c_str(), static_cast<long long>(series_pk), damage.c_str());
-      series::AbandonTail(&state);
+    if (!damage.empty()) {  // the batch is stored, the damaged tail kept as sealed chunks
+      sql::AbandonDamagedTail(key, series_pk, damage, &state);
       tail.clear();
       compact = false;
     }
@@ -376,7 +371,7 @@ Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q)
 
   std::vector<SeriesData> out;
   out.reserve(matches.size());
-  int64_t held = 0;
+  int64_t held = q.answer_points_held;
   for (const Match& m : matches) {
     // The paged prefix from its summary pages, the rest from the chunks' summary index.
     std::vector<series::ChunkMeta> chunks;
@@ -405,7 +400,7 @@ Result<std::vector<SeriesData>> SqliteStore::QueryHistory(const HistoryQuery& q)
     data.key = m.key;
     data.writer = m.writer;
     COHORT_RETURN_IF_ERROR(series::QuerySeries(chunks, load, q.series, &data));
-    COHORT_RETURN_IF_ERROR(ChargeHistoryAnswer(q, data, out.size() + 1, &held));
+    COHORT_RETURN_IF_ERROR(ChargeHistoryAnswer(q, data, &held));
     out.push_back(std::move(data));
   }
   return out;
