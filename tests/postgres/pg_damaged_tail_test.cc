@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "pg_environment.h"
+#include "pg_store_fixture.h"
 #include "series/tail.h"
 #include "store/postgres/pg_options.h"
 #include "store/postgres/pg_store.h"
@@ -15,35 +15,10 @@
 namespace cohort::store {
 namespace {
 
-// A database of its own per test, a store on it and a direct connection to damage it.
-class PgDamagedTailTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    db_ = pg::FreshDatabase();
-    ASSERT_FALSE(db_.empty());
-  }
-  void TearDown() override {
-    if (!db_.empty() && pg::TestCluster() != nullptr) (void)pg::TestCluster()->DropDatabase(db_);
-  }
-  Result<std::unique_ptr<PostgresStore>> Open() const {
-    return PostgresStore::OpenUrl(pg::TestCluster()->Url(db_, ""));
-  }
-  std::unique_ptr<pg::Conn> Raw() const {
-    auto options = pg::ParsePostgresUrl(pg::TestCluster()->Url(db_, ""));
-    EXPECT_TRUE(options.ok()) << options.status().ToString();
-    auto conn = pg::Conn::Connect(options->conninfo);
-    EXPECT_TRUE(conn.ok()) << conn.status().ToString();
-    return conn.ok() ? std::move(conn).value() : nullptr;
-  }
-  static RunRef Ref(const std::string& id) { return RunRef{"acme", "vision", id}; }
-
-  std::string db_;
-};
-
 // A tail chunk that no longer decodes is kept as it is (reads skip and name it) and the series
 // goes on: the compaction that met it failed every later batch of the writer, and the seal at
 // finish the writer's finish (as on SQLite: sqlite_store_test.cc).
-TEST_F(PgDamagedTailTest, ADamagedTailChunkIsKeptAndTheWriterGoesOnAndFinishes) {
+TEST_F(PostgresStoreTest, ADamagedTailChunkIsKeptAndTheWriterGoesOnAndFinishes) {
   auto batch = [](int64_t seq) {
     IngestBatchBuilder b(seq);
     b.AddHistoryRow(seq, 1, {{"a", double(seq)}, {"b", double(seq)}});
