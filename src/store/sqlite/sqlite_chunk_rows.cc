@@ -66,12 +66,19 @@ Status InsertChunks(Db* db, int64_t series_pk, const std::vector<series::ChunkWr
 Status PageSealedTail(Db* db, int64_t series_pk, int64_t tail_idx_before,
                       const series::TailState& after,
                       const std::vector<series::ChunkWrite>& sealed) {
-  if (sealed.empty()) return Status::Ok();
+  const bool abandoned = sealed.empty() && after.tail_idx > tail_idx_before;
+  if (sealed.empty() && !abandoned) return Status::Ok();
   {
     COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("SELECT paged_upto FROM series WHERE pk = ?"));
     st.Bind(series_pk);
     COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row || st.Int(0) != tail_idx_before) return Status::Ok();
+  }
+  if (abandoned) {  // a damaged tail kept as sealed chunks (series::AbandonTail): paged as stored
+    COHORT_RETURN_IF_ERROR(PageChunks(db, series_pk, tail_idx_before, after.tail_idx));
+    COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("UPDATE series SET paged_upto = ? WHERE pk = ?"));
+    st.Bind(after.tail_idx).Bind(series_pk);
+    return st.Run();
   }
   std::vector<int64_t> pks;
   {

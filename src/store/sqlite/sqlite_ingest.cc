@@ -114,9 +114,14 @@ Status AppendSeries(Db* db, sqlite::SeriesCache* cache, int64_t run_pk, int64_t 
                std::to_string(state.tail_count);
     }
     if (!damage.empty()) {  // the batch is stored, the damaged tail kept as sealed chunks
+      const int64_t tail_idx_before = state.tail_idx;
       sql::AbandonDamagedTail(key, series_pk, damage, &state);
       tail.clear();
       compact = false;
+      if (paged_upto == tail_idx_before) {  // paged as they are: later chunks can be paged too
+        COHORT_RETURN_IF_ERROR(sqlite::PageChunks(db, series_pk, tail_idx_before, state.tail_idx));
+        paged_upto = state.tail_idx;
+      }
     }
   }
   // The paged prefix can grow only when no unpaged chunk lies before this plan's chunks: every

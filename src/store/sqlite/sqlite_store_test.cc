@@ -373,6 +373,12 @@ TEST(SqliteStoreTest, ADamagedTailChunkIsKeptAndTheWriterGoesOnAndFinishes) {
   EXPECT_EQ(hist[1].damaged.size(), 1u);
   EXPECT_EQ(a_steps, (std::vector<int64_t>{1, 2, 3}));  // step 4's chunk was the damaged one
   EXPECT_EQ(hist[0].damaged.size(), 1u);
+  // The given-up chunks are paged as stored, so the chunks sealed after them are paged too.
+  RawDb raw(db);
+  EXPECT_EQ(raw.One("SELECT group_concat(paged_upto = tail_idx AND tail_idx > 1) FROM series"),
+            "1,1");
+  EXPECT_EQ(raw.One("SELECT sum(length(data)) / 104 FROM chunk_pages"),
+            raw.One("SELECT count(*) FROM chunks"));
 }
 
 TEST(SqliteStoreTest, IngestFailingMidBatchRollsBackEarlierSeries) {

@@ -94,6 +94,29 @@ Status AddToPages(Db* db, int64_t series_pk, const std::vector<series::ChunkWrit
   return Status::Ok();
 }
 
+Status PageChunks(Db* db, int64_t series_pk, int64_t from_idx, int64_t upto_idx) {
+  if (upto_idx <= from_idx) return Status::Ok();
+  COHORT_ASSIGN_OR_RETURN(
+      Stmt st, db->Cached("SELECT pk, idx, count, min_step, max_step, min_time, max_time, vmin, "
+                          "vmax, vsum, vfirst, vlast, nan_count FROM chunks INDEXED BY "
+                          "chunks_summary WHERE series_pk = ? AND idx >= ? AND idx < ? "
+                          "ORDER BY idx"));
+  st.Bind(series_pk).Bind(from_idx).Bind(upto_idx);
+  std::vector<series::ChunkWrite> chunks;
+  std::vector<int64_t> pks;
+  while (true) {
+    COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    series::ChunkWrite w;
+    w.index = st.Int(1);
+    w.summary = ReadChunkSummary(st, 2);
+    pks.push_back(st.Int(0));
+    chunks.push_back(std::move(w));
+  }
+  st.Reset();
+  return AddToPages(db, series_pk, chunks, pks);
+}
+
 Status PageImportedChunks(Db* db) {
   std::vector<std::pair<int64_t, int64_t>> todo;  // (series pk, tail_idx)
   {
@@ -106,26 +129,9 @@ Status PageImportedChunks(Db* db) {
       todo.emplace_back(st.Int(0), st.Int(1));
     }
   }
-  COHORT_ASSIGN_OR_RETURN(
-      Stmt st, db->Prepare("SELECT pk, idx, count, min_step, max_step, min_time, max_time, vmin, "
-                           "vmax, vsum, vfirst, vlast, nan_count FROM chunks INDEXED BY "
-                           "chunks_summary WHERE series_pk = ? AND idx < ? ORDER BY idx"));
   COHORT_ASSIGN_OR_RETURN(Stmt up, db->Prepare("UPDATE series SET paged_upto = ? WHERE pk = ?"));
   for (const auto& [series_pk, tail_idx] : todo) {
-    std::vector<series::ChunkWrite> sealed;
-    std::vector<int64_t> pks;
-    st.Reset();
-    st.Bind(series_pk).Bind(tail_idx);
-    while (true) {
-      COHORT_ASSIGN_OR_RETURN(bool row, st.Step());
-      if (!row) break;
-      series::ChunkWrite w;
-      w.index = st.Int(1);
-      w.summary = ReadChunkSummary(st, 2);
-      pks.push_back(st.Int(0));
-      sealed.push_back(std::move(w));
-    }
-    COHORT_RETURN_IF_ERROR(AddToPages(db, series_pk, sealed, pks));
+    COHORT_RETURN_IF_ERROR(PageChunks(db, series_pk, 0, tail_idx));
     up.Reset();
     up.Bind(tail_idx).Bind(series_pk);
     COHORT_RETURN_IF_ERROR(up.Run());

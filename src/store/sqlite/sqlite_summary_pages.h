@@ -28,6 +28,12 @@ inline constexpr int64_t kChunksPerPage = 32;
 Status AddToPages(Db* db, int64_t series_pk, const std::vector<series::ChunkWrite>& sealed,
                   const std::vector<int64_t>& pks);
 
+// Adds the chunks of the series `series_pk` with from_idx <= idx < upto_idx, read from their
+// rows, to its pages (from_idx == paged_upto); the caller moves paged_upto to upto_idx. Used for
+// chunks that were stored before they could be paged: imported ones, and a damaged tail given up
+// as sealed chunks (series::AbandonTail).
+Status PageChunks(Db* db, int64_t series_pk, int64_t from_idx, int64_t upto_idx);
+
 // Pages the sealed chunks (idx < tail_idx) of every series that has none paged yet (imported
 // from a dump): run by FinishImport, in its transaction.
 Status PageImportedChunks(Db* db);
