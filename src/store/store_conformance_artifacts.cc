@@ -456,6 +456,22 @@ TEST_P(StoreConformanceTest, AClientIdNamesTheVersionItsDraftCommitted) {
             StatusCode::kNotFound);
   EXPECT_EQ(store().ArtifactVersionOfClientId(kEntity, "").status().code(),
             StatusCode::kNotFound);
+  // Deleting the version deletes its drafts: their manifest blob becomes collectable.
+  COHORT_ASSERT_OK(store().RecordBlob(kEntity, Sha256::Hex("manifest"), 8, kNow, ""));
+  COHORT_ASSERT_OK(store().SetArtifactDraftManifest(kEntity, pending.pk, Sha256::Hex("manifest")));
+  COHORT_ASSERT_OK_AND_ASSIGN(auto unreferenced, store().UnreferencedBlobs(kNow + 1));
+  EXPECT_TRUE(unreferenced.empty());
+  COHORT_ASSERT_OK(store().DeleteArtifactVersion(kEntity, "vision", "tab", "v0"));
+  EXPECT_EQ(store().ArtifactVersionOfClientId(kEntity, "client-1").status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(store().GetArtifactDraft(kEntity, pending.pk).status().code(), StatusCode::kNotFound);
+  COHORT_ASSERT_OK_AND_ASSIGN(unreferenced, store().UnreferencedBlobs(kNow + 1));
+  std::vector<std::string> shas;
+  for (const HeldBlob& b : unreferenced) shas.push_back(b.sha256);
+  std::sort(shas.begin(), shas.end());
+  std::vector<std::string> want = {Sha256::Hex("manifest"), Sha256::Hex("t1")};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(shas, want);
 }
 
 }  // namespace cohort::store

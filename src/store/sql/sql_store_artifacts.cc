@@ -719,6 +719,12 @@ Status SqlStore::DeleteArtifactVersion(const std::string& entity, const std::str
                       Params().Add(entity).Add(project).Add(name)));
     if (collection_pk == 0) return ArtifactNotFound(entity, project, name);
     COHORT_ASSIGN_OR_RETURN(ArtifactVersion v, FindVersion(conn, entity, project, name, version));
+    // The W&B clients' drafts of this version go with it: kept, they held its manifest blob for
+    // ever (cohort gc counts a draft's manifest as referenced) and named a version that is gone.
+    COHORT_RETURN_IF_ERROR(conn.Exec("DELETE FROM artifact_drafts WHERE version_pk = $1 AND "
+                                     "entity = $2",
+                                     Params().Add(v.pk).Add(entity))
+                               .status());
     COHORT_RETURN_IF_ERROR(
         conn.Exec("DELETE FROM artifact_versions WHERE pk = $1", Params().Add(v.pk)).status());
     if (std::find(v.aliases.begin(), v.aliases.end(), "latest") == v.aliases.end()) {
