@@ -86,6 +86,22 @@ std::string AmzDateNow() {
   return buf;
 }
 
+std::string HostHeader(std::string_view endpoint) {
+  std::string_view scheme, rest = endpoint;
+  if (size_t p = rest.find("://"); p != std::string_view::npos) {
+    scheme = rest.substr(0, p);
+    rest.remove_prefix(p + 3);
+  }
+  std::string host(rest.substr(0, rest.find('/')));
+  // libcurl leaves the scheme's default port out of the Host header it sends: so must the
+  // signature, or every request is refused (SignatureDoesNotMatch).
+  const std::string_view default_port = scheme == "https" ? ":443" : scheme == "http" ? ":80" : "";
+  if (!default_port.empty() && host.size() > default_port.size() && host.ends_with(default_port)) {
+    host.resize(host.size() - default_port.size());
+  }
+  return host;
+}
+
 }  // namespace sigv4
 
 namespace {
@@ -333,9 +349,7 @@ struct S3Client::Response {
 
 S3Client::S3Client(S3Config config) : config_(std::move(config)) {
   GlobalInitOnce();
-  std::string_view rest = config_.endpoint;
-  if (size_t p = rest.find("://"); p != std::string_view::npos) rest.remove_prefix(p + 3);
-  host_ = std::string(rest.substr(0, rest.find('/')));
+  host_ = sigv4::HostHeader(config_.endpoint);
 }
 
 S3Client::~S3Client() {
@@ -645,6 +659,9 @@ Status S3Client::ListMultipartUploads(const std::string& prefix,
     if (!key_marker.empty()) req.query.emplace_back("key-marker", key_marker);
     if (!id_marker.empty()) req.query.emplace_back("upload-id-marker", id_marker);
     COHORT_ASSIGN_OR_RETURN(Response r, Send(req));
+    if (r.http == 403 || r.code == "AccessDenied") {  // a permission the credentials may lack
+      return Status::PermissionDenied(Failure("ListMultipartUploads", prefix, r).message());
+    }
     if (r.http != 200) return Failure("ListMultipartUploads", prefix, r);
     size_t pos = 0;
     while (true) {

@@ -33,6 +33,9 @@ std::string Authorization(std::string_view access_key, std::string_view secret_k
                           std::string_view canonical_query,
                           const std::vector<std::pair<std::string, std::string>>& headers,
                           std::string_view payload_hash);
+// The host header of requests to `endpoint` ("http(s)://host[:port]"), as libcurl sends it: the
+// scheme's default port (80, 443) left out.
+std::string HostHeader(std::string_view endpoint);
 // "20261202T205711Z" for now.
 std::string AmzDateNow();
 }  // namespace sigv4
@@ -97,7 +100,8 @@ class S3Client {
   };
   // Begins a multipart upload of `key`; its upload id.
   Result<std::string> CreateMultipartUpload(const std::string& key);
-  // Every such upload whose key starts with `prefix`, page by page.
+  // Every such upload whose key starts with `prefix`, page by page. kPermissionDenied when the
+  // credentials may not list them (403).
   Status ListMultipartUploads(const std::string& prefix,
                               const std::function<Status(const PendingMultipart&)>& fn);
   // Aborts one (its parts' storage goes); OK when it is gone already.
