@@ -270,6 +270,10 @@ void Sender::Turn(Entry* e) {
         backoff_.Reset();
         Logf(LogLevel::kWarning, "{}: {} seq {} refused for good, skipped: {}", s->dir(),
              RecordKindName(rec->kind), rec->seq, a.status.ToString());
+        s->Update([&](UploadProgress* p) {
+          ++p->refused;
+          p->last_refusal = a.status;
+        });
         s->Pop();
         break;
       case Outcome::kReject:

@@ -198,6 +198,14 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
       (void)s->Close();
       continue;
     }
+    if (p.refused > 0) {  // never a sync that succeeded: those records are not on the server
+      report.errors.push_back(s->dir() + ": " + std::to_string(p.refused) +
+                              " record(s) refused by the server for good and not stored (the "
+                              "last: " +
+                              p.last_refusal.ToString() + "); the rest is uploaded");
+      (void)s->Close();
+      continue;
+    }
     ++report.uploaded;
     // A writer kept for a client away (crashed while its process runs on) stays until then.
     if (p.complete && !s->AwaitsLiveClient()) {

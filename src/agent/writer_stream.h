@@ -99,6 +99,10 @@ struct UploadProgress {
   bool key_refused = false;
   int64_t failures = 0;   // failed upload attempts so far (network, 5xx, 429)
   Status last_failure;
+  // Records the server refused for good (a 4xx naming the record: over a limit, a key of another
+  // type), each dropped from the stream; the last refusal. cohort sync reports them as errors.
+  int64_t refused = 0;
+  Status last_refusal;
   bool joined = false;    // a writer join was acknowledged
   int64_t next_step = 0;  // from the last acknowledged join
   // The server's media limits, from the last acknowledged join (0: not said).

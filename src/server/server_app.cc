@@ -306,7 +306,13 @@ Status ServerApp::Start() {
   ctx_.blobs = blobs_.get();
   auth_ = std::make_unique<api::Authenticator>(store_.get());
   COHORT_RETURN_IF_ERROR(StartLimiter());
-  heartbeats_ = std::make_unique<api::HeartbeatCoalescer>(store_.get());
+  alerts_ = std::make_unique<alerts::AlertEngine>(store_.get());
+  // A writer marked crashed that heartbeats again is running: its crash alerts resolve as when
+  // it re-joins.
+  heartbeats_ = std::make_unique<api::HeartbeatCoalescer>(
+      store_.get(), 1000, [alerts = alerts_.get()](const store::HeartbeatUpdate& u) {
+        alerts->OnWriterRejoined(u.ref, u.label, u.now_ms);
+      });
   heartbeats_->Start();
   ctx_.heartbeats = heartbeats_.get();
   ctx_.store = store_.get();
@@ -315,7 +321,6 @@ Status ServerApp::Start() {
   ctx_.limiter = limiter_.get();
   ctx_.limits = config_.limits;
   ctx_.signing_keys = signing_keys_.get();
-  alerts_ = std::make_unique<alerts::AlertEngine>(store_.get());
   ctx_.alerts = alerts_.get();
   webhook_poster_ =
       std::make_unique<webhooks::CurlWebhookPoster>(webhooks::CurlWebhookPoster::Options{
@@ -388,6 +393,10 @@ std::string ServerApp::url() const {
 }
 
 void ServerApp::SweepLoop() {
+  // Heartbeats could not reach a server that was down: none of this one's writers is marked
+  // crashed until a heartbeat timeout after its start (their agents retry meanwhile; a writer
+  // that really ended is marked then). Other servers of the same store sweep as before.
+  const int64_t sweep_from_ms = NowMillis() + int64_t(config_.heartbeat_timeout_s) * 1000;
   MutexLock lock(&mu_);
   while (!stopping_) {
     cv_.WaitFor(mu_, std::chrono::seconds(config_.sweep_interval_s));
@@ -402,7 +411,10 @@ void ServerApp::SweepLoop() {
     }
     int64_t now = NowMillis();
     auto marked =
-        store_->MarkStaleWritersCrashed(now - int64_t(config_.heartbeat_timeout_s) * 1000, now);
+        now < sweep_from_ms
+            ? Result<std::vector<store::CrashedWriter>>(std::vector<store::CrashedWriter>{})
+            : store_->MarkStaleWritersCrashed(now - int64_t(config_.heartbeat_timeout_s) * 1000,
+                                              now);
     if (!marked.ok()) {
       std::fprintf(stderr, "cohort: heartbeat sweep failed: %s\n",
                    marked.status().ToString().c_str());

@@ -117,9 +117,10 @@ class ServerApp {
   std::unique_ptr<api::SigningKeys> signing_keys_;
   std::unique_ptr<api::Authenticator> auth_;
   std::unique_ptr<limits::RateLimiter> limiter_;
+  std::unique_ptr<alerts::AlertEngine> alerts_;  // rule evaluation (ctx_.alerts)
+  // After alerts_: its last flush (destruction) tells alerts_ of revived writers.
   std::unique_ptr<api::HeartbeatCoalescer> heartbeats_;
   std::unique_ptr<api::TableCellCache> table_cells_;  // ctx_.table_cells
-  std::unique_ptr<alerts::AlertEngine> alerts_;  // rule evaluation (ctx_.alerts)
   std::unique_ptr<webhooks::CurlWebhookPoster> webhook_poster_;
   std::unique_ptr<webhooks::WebhookDispatcher> webhooks_;  // sends alerts to webhooks
   Metrics metrics_;

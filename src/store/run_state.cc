@@ -1,5 +1,7 @@
 #include "store/run_state.h"
 
+#include <algorithm>
+
 namespace cohort::store {
 namespace {
 
@@ -39,6 +41,39 @@ DerivedRunState DeriveRunState(const std::vector<WriterRecord>& writers, RunStat
   }
   // No controlling writer: workers keep a run alive but never end it.
   out.state = any_running ? RunState::kRunning : current;
+  return out;
+}
+
+std::optional<DerivedRunState> DeriveOrphanedRunEnd(const std::vector<WriterRecord>& writers) {
+  auto severity = [](RunState s) {
+    switch (s) {
+      case RunState::kCrashed:
+        return 4;
+      case RunState::kFailed:
+        return 3;
+      case RunState::kKilled:
+        return 2;
+      case RunState::kPreempted:
+        return 1;
+      default:
+        return 0;
+    }
+  };
+  const WriterRecord* worst = nullptr;
+  int64_t last_end = 0;
+  for (const WriterRecord& w : writers) {
+    if (!IsTerminal(w.state) || IsControlling(w)) return std::nullopt;
+    last_end = std::max(last_end, EndTime(w));
+    if (worst == nullptr || severity(w.state) > severity(worst->state) ||
+        (severity(w.state) == severity(worst->state) && EndTime(w) >= EndTime(*worst))) {
+      worst = &w;
+    }
+  }
+  if (worst == nullptr) return std::nullopt;
+  DerivedRunState out;
+  out.state = worst->state;
+  out.exit_code = worst->exit_code;
+  out.finished_ms = last_end;
   return out;
 }
 

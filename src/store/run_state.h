@@ -23,6 +23,14 @@ struct DerivedRunState {
 
 DerivedRunState DeriveRunState(const std::vector<WriterRecord>& writers, RunState current);
 
+// The end of a run whose writers all ended without a controlling writer among them (a shared
+// run whose primary never joined: it died before its init reached the server), once the
+// heartbeat sweep finds it silent for a heartbeat timeout: the most severe end among the
+// writers (crashed, then failed, killed, preempted, finished; the latest on a tie) with its exit
+// code, at the last end. A controlling writer that joins later makes the run running again
+// (DeriveRunState). nullopt while a writer runs, a controlling writer exists, or none exists.
+std::optional<DerivedRunState> DeriveOrphanedRunEnd(const std::vector<WriterRecord>& writers);
+
 // The writer state that an exit code means when the client did not say: 0 -> finished,
 // otherwise failed.
 RunState StateForExitCode(int exit_code);

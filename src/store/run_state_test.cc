@@ -72,6 +72,34 @@ TEST(RunStateTest, WorkersBeforePrimaryNeverEndRun) {
   EXPECT_EQ(DeriveRunState(ws, RunState::kRunning).state, RunState::kFinished);
 }
 
+// A shared run whose primary never joined: once the sweep finds it silent, its workers' most
+// severe end ends it; nothing while a worker runs or a controlling writer exists.
+TEST(RunStateTest, AnOrphanedRunEndsWithItsWorkersMostSevereEnd) {
+  std::vector<WriterRecord> ws = {Writer("rank_1", false, false), Writer("rank_2", false, false),
+                                  Writer("rank_3", false, false)};
+  EXPECT_FALSE(DeriveOrphanedRunEnd(ws).has_value());  // running
+  End(&ws[0], RunState::kFinished, 0, 10);
+  End(&ws[1], RunState::kFailed, 2, 20);
+  EXPECT_FALSE(DeriveOrphanedRunEnd(ws).has_value());  // rank_3 runs
+  End(&ws[2], RunState::kFinished, 0, 30);
+  std::optional<DerivedRunState> d = DeriveOrphanedRunEnd(ws);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->state, RunState::kFailed);
+  EXPECT_EQ(d->exit_code, 2);
+  EXPECT_EQ(d->finished_ms, 30);
+  End(&ws[0], RunState::kCrashed, std::nullopt, 5);
+  d = DeriveOrphanedRunEnd(ws);
+  EXPECT_EQ(d->state, RunState::kCrashed);
+  EXPECT_FALSE(d->exit_code.has_value());
+  End(&ws[0], RunState::kFinished, 0, 10);
+  End(&ws[1], RunState::kFinished, 0, 20);
+  EXPECT_EQ(DeriveOrphanedRunEnd(ws)->state, RunState::kFinished);
+  EXPECT_FALSE(DeriveOrphanedRunEnd({}).has_value());
+  ws.push_back(Writer("rank_0", true, true));  // the primary joined: it ends the run
+  End(&ws[3], RunState::kFinished, 0, 40);
+  EXPECT_FALSE(DeriveOrphanedRunEnd(ws).has_value());
+}
+
 TEST(RunStateTest, FailedPrimaryPropagatesExitCode) {
   std::vector<WriterRecord> ws = {Writer("rank_0", true, true), Writer("rank_1", false, false)};
   End(&ws[1], RunState::kFinished, 0, 90);

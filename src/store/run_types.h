@@ -94,6 +94,13 @@ struct HeartbeatUpdate {
   int64_t now_ms = 0;
 };
 
+// What Store::Heartbeats did: how many writers it updated, and those of them it brought back to
+// running (the crash sweep had marked them crashed: see WriterStore::Heartbeat).
+struct HeartbeatsApplied {
+  int64_t updated = 0;
+  std::vector<HeartbeatUpdate> revived;
+};
+
 // A filter clause of the run list and saved views: field op value(s).
 // fields: name (substring match with op "~"), group, job_type, state, tag, host,
 // config.<key>, summary.<key>; ops: "==", "!=", "in", "not in", "~" (contains), "<", ">".

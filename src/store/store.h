@@ -78,12 +78,16 @@ class WriterStore {
   // last_seq/next_step let a re-joining client continue.
   virtual Result<WriterRecord> JoinWriter(const RunRef& ref, const WriterJoin& join) = 0;
   virtual Result<std::vector<WriterRecord>> ListWriters(const RunRef& ref) = 0;
-  virtual Status Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) = 0;
+  // Records a writer's heartbeat: its and its run's heartbeat time move up to now_ms, never back.
+  // A heartbeat comes from a live writer: one marked crashed without an exit code before now_ms
+  // (the crash sweep's mark after a silence: the server or the network was down, the agent's
+  // uploads were backing off) is running again, its end unhandled no more, and the run's state is
+  // recomputed. True when that happened. kNotFound for an unknown writer.
+  virtual Result<bool> Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) = 0;
   // Records many writers' heartbeats at once (the server coalesces heartbeats and writes them
-  // about once a second) in one transaction: each writer's and its run's heartbeat time moves up
-  // to now_ms, never back. A writer (or run) that does not exist is skipped. Returns how many
-  // writers were updated.
-  virtual Result<int64_t> Heartbeats(const std::vector<HeartbeatUpdate>& updates) = 0;
+  // about once a second) in one transaction, each as Heartbeat does. A writer (or run) that does
+  // not exist is skipped.
+  virtual Result<HeartbeatsApplied> Heartbeats(const std::vector<HeartbeatUpdate>& updates) = 0;
   // Ends a writer with `state` (finished/failed/killed/preempted/crashed) and exit code, and
   // recomputes the run's state (run_state.h).
   virtual Result<WriterRecord> FinishWriter(const RunRef& ref, const std::string& label,

@@ -748,9 +748,10 @@ TEST_P(StoreConformanceTest, ConcurrentIngestAndHeartbeatsFailOnlyTheBadRequests
           auto ghost = store().Ingest(Ref("run1"), "ghost", Rows(seq, "loss", kRows), base);
           if (!ghost.ok() && ghost.status().code() == StatusCode::kNotFound) ++not_found[w];
         }
-        Status hb = store().Heartbeat(Ref("run1"), label, base + kBatches + seq);
+        Status hb = store().Heartbeat(Ref("run1"), label, base + kBatches + seq).status();
         if (!hb.ok()) errors[w] += "heartbeat: " + hb.ToString() + "; ";
-        if (store().Heartbeat(Ref("run1"), "ghost", base).code() != StatusCode::kNotFound) {
+        if (store().Heartbeat(Ref("run1"), "ghost", base).status().code() !=
+            StatusCode::kNotFound) {
           errors[w] += "ghost heartbeat accepted; ";
         }
       }

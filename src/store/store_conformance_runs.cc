@@ -270,8 +270,8 @@ TEST_P(StoreConformanceTest, MarkStaleWritersCrashedMarksOnlyStaleOnes) {
   Join("run1", "dead", false, false);
   Join("run2", "dead2");
   const int64_t now = NowMillis() + 60'000;
-  COHORT_ASSERT_OK(store().Heartbeat(Ref("run1"), "alive", now));
-  EXPECT_EQ(store().Heartbeat(Ref("run1"), "ghost", now).code(), StatusCode::kNotFound);
+  COHORT_ASSERT_OK(store().Heartbeat(Ref("run1"), "alive", now).status());
+  EXPECT_EQ(store().Heartbeat(Ref("run1"), "ghost", now).status().code(), StatusCode::kNotFound);
   COHORT_ASSERT_OK_AND_ASSIGN(auto marked, store().MarkStaleWritersCrashed(now - 30'000, now));
   ASSERT_EQ(marked.size(), 2u);
   std::set<std::string> marked_writers;
@@ -303,7 +303,8 @@ TEST_P(StoreConformanceTest, HeartbeatsMoveManyWritersForwardAndSkipUnknownOnes)
   Join("run1", "stale", false, false);
   Join("run2", "c");
   const int64_t now = NowMillis() + 60'000;
-  COHORT_ASSERT_OK(store().Heartbeat(Ref("run1"), "b", now + 500));  // newer than the batch's
+  COHORT_ASSERT_OK(
+      store().Heartbeat(Ref("run1"), "b", now + 500).status());  // newer than the batch's
   const std::vector<HeartbeatUpdate> updates = {
       {Ref("run1"), "a", now},
       {Ref("run1"), "b", now + 100},  // older than b's last: b keeps now + 500
@@ -311,8 +312,9 @@ TEST_P(StoreConformanceTest, HeartbeatsMoveManyWritersForwardAndSkipUnknownOnes)
       {Ref("run1"), "ghost", now},  // no such writer: skipped
       {Ref("nope"), "a", now},      // no such run: skipped
   };
-  COHORT_ASSERT_OK_AND_ASSIGN(int64_t updated, store().Heartbeats(updates));
-  EXPECT_EQ(updated, 3);
+  COHORT_ASSERT_OK_AND_ASSIGN(HeartbeatsApplied applied, store().Heartbeats(updates));
+  EXPECT_EQ(applied.updated, 3);
+  EXPECT_TRUE(applied.revived.empty());
   COHORT_ASSERT_OK_AND_ASSIGN(auto writers, store().ListWriters(Ref("run1")));
   std::map<std::string, int64_t> seen;
   for (const auto& w : writers) seen[w.label] = w.heartbeat_ms;
@@ -329,8 +331,112 @@ TEST_P(StoreConformanceTest, HeartbeatsMoveManyWritersForwardAndSkipUnknownOnes)
   COHORT_ASSERT_OK_AND_ASSIGN(auto marked, store().MarkStaleWritersCrashed(now - 1, now));
   ASSERT_EQ(marked.size(), 1u);
   EXPECT_EQ(marked[0].label, "stale");
-  COHORT_ASSERT_OK_AND_ASSIGN(updated, store().Heartbeats({}));
-  EXPECT_EQ(updated, 0);
+  COHORT_ASSERT_OK_AND_ASSIGN(applied, store().Heartbeats({}));
+  EXPECT_EQ(applied.updated, 0);
+}
+
+// A shared run whose primary never joined (it died before its init reached the server) ends
+// once the sweep finds it silent: with its workers' most severe end. A run with a primary, or a
+// worker still running, is left to them.
+TEST_P(StoreConformanceTest, TheSweepEndsARunWhoseWritersAllEndedWithoutAPrimary) {
+  MakeRun("orphan");
+  MakeRun("led");
+  MakeRun("busy");
+  Join("orphan", "rank_1", false, false);
+  Join("orphan", "rank_2", false, false);
+  Join("led", "rank_0");
+  Join("led", "rank_1", false, false);
+  Join("busy", "rank_1", false, false);
+  Join("busy", "rank_2", false, false);
+  const int64_t now = NowMillis();
+  COHORT_ASSERT_OK(
+      store().FinishWriter(Ref("orphan"), "rank_1", RunState::kFinished, 0, now).status());
+  COHORT_ASSERT_OK(
+      store().FinishWriter(Ref("orphan"), "rank_2", RunState::kKilled, 143, now + 1).status());
+  COHORT_ASSERT_OK(
+      store().FinishWriter(Ref("led"), "rank_1", RunState::kFinished, 0, now).status());
+  COHORT_ASSERT_OK(
+      store().FinishWriter(Ref("busy"), "rank_1", RunState::kFinished, 0, now).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord orphan, store().GetRun(Ref("orphan")));
+  EXPECT_EQ(orphan.state, RunState::kRunning);  // workers never end a run by themselves
+  // Not silent yet: nothing changes.
+  COHORT_ASSERT_OK_AND_ASSIGN(auto marked, store().MarkStaleWritersCrashed(now - 60'000, now));
+  EXPECT_TRUE(marked.empty());
+  COHORT_ASSERT_OK_AND_ASSIGN(orphan, store().GetRun(Ref("orphan")));
+  EXPECT_EQ(orphan.state, RunState::kRunning);
+  // Silent for the timeout: "busy"'s running worker is marked crashed and ends its run with the
+  // orphan's; "led" waits for its primary (marked crashed too, which ends it as a primary does).
+  const int64_t later = now + 600'000;
+  COHORT_ASSERT_OK(store().Heartbeat(Ref("led"), "rank_0", later).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(marked, store().MarkStaleWritersCrashed(later - 300'000, later));
+  ASSERT_EQ(marked.size(), 1u);
+  EXPECT_EQ(marked[0].run.run_id, "busy");
+  COHORT_ASSERT_OK_AND_ASSIGN(orphan, store().GetRun(Ref("orphan")));
+  EXPECT_EQ(orphan.state, RunState::kKilled);
+  EXPECT_EQ(orphan.exit_code, 143);
+  EXPECT_EQ(orphan.finished_ms, now + 1);
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord busy, store().GetRun(Ref("busy")));
+  EXPECT_EQ(busy.state, RunState::kCrashed);
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord led, store().GetRun(Ref("led")));
+  EXPECT_EQ(led.state, RunState::kRunning);
+  // The primary joins after all: the run follows it again.
+  Join("orphan", "rank_0");
+  COHORT_ASSERT_OK_AND_ASSIGN(orphan, store().GetRun(Ref("orphan")));
+  EXPECT_EQ(orphan.state, RunState::kRunning);
+}
+
+// A heartbeat comes from a live writer: one the sweep marked crashed after a silence (the server
+// was down longer than the heartbeat timeout) is running again, and so is its run; a writer that
+// ended with an exit code, or whose crash was recorded after the heartbeat, stays ended.
+TEST_P(StoreConformanceTest, AHeartbeatBringsBackAWriterTheSweepMarkedCrashed) {
+  MakeRun("run1");
+  MakeRun("run2");
+  Join("run1", "main");
+  Join("run1", "worker", false, false);
+  Join("run2", "main");
+  const int64_t now = NowMillis() + 60'000;
+  COHORT_ASSERT_OK_AND_ASSIGN(auto marked, store().MarkStaleWritersCrashed(now, now));
+  ASSERT_EQ(marked.size(), 3u);
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run1, store().GetRun(Ref("run1")));
+  ASSERT_EQ(run1.state, RunState::kCrashed);
+
+  // One by one (the compat layer's path): the controlling writer comes back, then the run.
+  COHORT_ASSERT_OK_AND_ASSIGN(bool revived, store().Heartbeat(Ref("run1"), "main", now + 1));
+  EXPECT_TRUE(revived);
+  COHORT_ASSERT_OK_AND_ASSIGN(run1, store().GetRun(Ref("run1")));
+  EXPECT_EQ(run1.state, RunState::kRunning);
+  EXPECT_FALSE(run1.finished_ms.has_value());
+  COHORT_ASSERT_OK_AND_ASSIGN(revived, store().Heartbeat(Ref("run1"), "main", now + 2));
+  EXPECT_FALSE(revived);  // running already
+  // Coalesced (the agents' path): the worker comes back; its end is no longer unhandled.
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      HeartbeatsApplied applied,
+      store().Heartbeats({{Ref("run1"), "worker", now + 3}, {Ref("run1"), "main", now + 3}}));
+  EXPECT_EQ(applied.updated, 2);
+  ASSERT_EQ(applied.revived.size(), 1u);
+  EXPECT_EQ(applied.revived[0].label, "worker");
+  COHORT_ASSERT_OK_AND_ASSIGN(auto writers, store().ListWriters(Ref("run1")));
+  for (const WriterRecord& w : writers) {
+    EXPECT_EQ(w.state, RunState::kRunning) << w.label;
+    EXPECT_FALSE(w.finished_ms.has_value()) << w.label;
+  }
+  COHORT_ASSERT_OK_AND_ASSIGN(auto ends, store().ListUnhandledWriterEnds(100));
+  for (const EndedWriter& e : ends) EXPECT_NE(e.run.run_id, "run1") << e.label;
+
+  // Ended for good: a crash with an exit code, a finish, a crash recorded after the heartbeat.
+  COHORT_ASSERT_OK(
+      store().FinishWriter(Ref("run1"), "worker", RunState::kCrashed, 137, now + 4).status());
+  COHORT_ASSERT_OK(
+      store().FinishWriter(Ref("run1"), "main", RunState::kFinished, 0, now + 4).status());
+  COHORT_ASSERT_OK_AND_ASSIGN(applied, store().Heartbeats({{Ref("run1"), "worker", now + 5},
+                                                           {Ref("run1"), "main", now + 5},
+                                                           {Ref("run2"), "main", now - 1}}));
+  EXPECT_EQ(applied.updated, 3);
+  EXPECT_TRUE(applied.revived.empty());
+  COHORT_ASSERT_OK_AND_ASSIGN(run1, store().GetRun(Ref("run1")));
+  EXPECT_EQ(run1.state, RunState::kFinished);
+  COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run2, store().GetRun(Ref("run2")));
+  EXPECT_EQ(run2.state, RunState::kCrashed);
 }
 
 // ---- run lists ----

@@ -218,6 +218,28 @@ def test_offline_run_is_uploaded_by_sync_once(server, client):
     assert run_info(api, run_id)["state"] == "finished"
 
 
+def test_sync_says_what_the_server_refused_for_good_and_exits_1(tmp_path):
+    """Batches the server refuses for good (here: more keys than its --max-keys-per-batch) are
+    dropped from the WAL: `cohort sync` must not report the stream uploaded and exit 0."""
+    strict = ServerProcess(tmp_path / "strict", extra_args=["--max-keys-per-batch", "5"]).start()
+    try:
+        client = Client(strict.home)
+        r = client.train("--steps", "20", "--keys", "10", COHORT_MODE="offline")
+        assert r.returncode == 0, r.stderr
+        run_id = run_id_of(r.stdout)
+        client.stop_agent()
+        wait_for(lambda: not client.agent_pid(), timeout=10)
+        data_dir = client.home / ".local" / "share" / "cohort" / "agent"
+        s = subprocess.run([str(SYNC_BIN), "sync", str(data_dir)], env=client.env,
+                           capture_output=True, text=True, timeout=60)
+        assert s.returncode == 1, (s.stdout, s.stderr)
+        assert "refused by the server for good and not stored" in s.stderr, s.stderr
+        assert "--max-keys-per-batch" in s.stderr, s.stderr
+        assert run_info(strict.api(), run_id)["state"] == "finished"  # the rest went
+    finally:
+        strict.stop()
+
+
 def test_torchrun_ranks_share_one_run_without_coordination(server, client):
     api = server.api()
     env = dict(TORCHELASTIC_RUN_ID="job-e2e-1", WORLD_SIZE="2")

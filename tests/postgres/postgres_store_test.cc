@@ -97,6 +97,8 @@ TEST(PostgresOptionsTest, StoreOptionsAreTakenOutAndTheRestGoesToLibpq) {
   EXPECT_EQ(primary["password"], "secret");
   EXPECT_EQ(primary["sslmode"], "disable");
   EXPECT_EQ(primary["fallback_application_name"], "cohort");
+  EXPECT_EQ(primary["keepalives_idle"], "30");  // a dead database noticed in about a minute
+  EXPECT_EQ(primary["tcp_user_timeout"], "60000");
   EXPECT_FALSE(primary.contains("pool_size"));
   std::map<std::string, std::string> reads(o.read_conninfo.begin(), o.read_conninfo.end());
   EXPECT_EQ(reads["host"], "r1,r2");
@@ -104,6 +106,16 @@ TEST(PostgresOptionsTest, StoreOptionsAreTakenOutAndTheRestGoesToLibpq) {
   EXPECT_EQ(reads["dbname"], "tracker");
   EXPECT_EQ(reads["password"], "secret");
   EXPECT_EQ(pg::DescribeConnInfo(o.conninfo).find("secret"), std::string::npos);
+}
+
+TEST(PostgresOptionsTest, KeepalivesGivenInTheUrlWin) {
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      pg::PostgresOptions o,
+      pg::ParsePostgresUrl("postgresql://h/db?keepalives_idle=5&tcp_user_timeout=0"));
+  std::map<std::string, std::string> info(o.conninfo.begin(), o.conninfo.end());
+  EXPECT_EQ(info["keepalives_idle"], "5");
+  EXPECT_EQ(info["tcp_user_timeout"], "0");
+  EXPECT_EQ(info["keepalives_count"], "3");
 }
 
 TEST(PostgresOptionsTest, BadOptionsAreRejectedByName) {

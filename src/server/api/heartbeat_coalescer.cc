@@ -92,20 +92,23 @@ Status HeartbeatCoalescer::Flush() {
   std::vector<store::HeartbeatUpdate> updates;
   updates.reserve(batch.size());
   for (const auto& [key, u] : batch) updates.push_back(u);
-  Result<int64_t> updated = store_->Heartbeats(updates);
+  Result<store::HeartbeatsApplied> applied = store_->Heartbeats(updates);
+  if (applied.ok() && on_revived_) {
+    for (const store::HeartbeatUpdate& u : applied->revived) on_revived_(u);
+  }
   MutexLock lock(&mu_);
   ++flushes_;
-  if (!updated.ok()) {
+  if (!applied.ok()) {
     // Keep them for the next flush (a newer heartbeat recorded meanwhile wins).
     for (auto& [key, u] : batch) {
       auto [it, fresh] = pending_.try_emplace(key, u);
       if (!fresh) it->second.now_ms = std::max(it->second.now_ms, u.now_ms);
     }
-    return updated.status();
+    return applied.status();
   }
   // Some writers are gone (their run was deleted): forget what is known, so that their next
   // heartbeat reads the store again and gets its 404.
-  if (*updated < int64_t(updates.size())) known_.clear();
+  if (applied->updated < int64_t(updates.size())) known_.clear();
   return Status::Ok();
 }
 

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -29,9 +30,13 @@ namespace cohort::api {
 
 class HeartbeatCoalescer {
  public:
+  // Called after a flush for each writer its heartbeat brought back to running (the crash sweep
+  // had marked it crashed: store::WriterStore::Heartbeat), on the flushing thread.
+  using RevivedFn = std::function<void(const store::HeartbeatUpdate&)>;
   // `store` must outlive the coalescer.
-  explicit HeartbeatCoalescer(store::WriterStore* store, int flush_interval_ms = 1000)
-      : store_(store), flush_interval_ms_(flush_interval_ms) {}
+  explicit HeartbeatCoalescer(store::WriterStore* store, int flush_interval_ms = 1000,
+                              RevivedFn on_revived = {})
+      : store_(store), flush_interval_ms_(flush_interval_ms), on_revived_(std::move(on_revived)) {}
   ~HeartbeatCoalescer();  // Stop()
   HeartbeatCoalescer(const HeartbeatCoalescer&) = delete;
   HeartbeatCoalescer& operator=(const HeartbeatCoalescer&) = delete;
@@ -61,6 +66,7 @@ class HeartbeatCoalescer {
 
   store::WriterStore* const store_;
   const int flush_interval_ms_;
+  const RevivedFn on_revived_;
 
   mutable Mutex mu_ COHORT_ACQUIRED_AFTER(flush_mu_);
   std::unordered_map<std::string, store::HeartbeatUpdate> pending_ COHORT_GUARDED_BY(mu_);

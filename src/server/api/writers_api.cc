@@ -101,9 +101,16 @@ void RegisterWriterRoutes(http::Router& r, ApiContext* ctx) {
           if (!ref.ok()) return ErrorResponse(ref.status());
           // Coalesced: remembered now, written with the others within a second.
           const int64_t now = NowMillis();
-          Status s = ctx->heartbeats ? ctx->heartbeats->Record(*ref, req.PathParam("label"), now)
-                                     : ctx->store->Heartbeat(*ref, req.PathParam("label"), now);
-          if (!s.ok()) return ErrorResponse(s);
+          const std::string label = req.PathParam("label");
+          if (ctx->heartbeats) {
+            if (Status s = ctx->heartbeats->Record(*ref, label, now); !s.ok()) {
+              return ErrorResponse(s);
+            }
+          } else {
+            auto revived = ctx->store->Heartbeat(*ref, label, now);
+            if (!revived.ok()) return ErrorResponse(revived.status());
+            if (*revived && ctx->alerts) ctx->alerts->OnWriterRejoined(*ref, label, now);
+          }
           if (ctx->alerts) ctx->alerts->OnHeartbeat(*ref, req.PathParam("label"), now);
           return JsonResponse(200, bj::object{{"ok", true}});
         }));

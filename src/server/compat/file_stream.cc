@@ -479,10 +479,12 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
       auto f = ctx->store->FinishWriter(*ref, cw.label(), end->first, end->second, now);
       if (!f.ok()) return StoreError(f.status(), "finish");
       if (ctx->alerts) ctx->alerts->HandleWriterEnds(now);
-    } else if (!end && !ingested) {
-      if (Status s = ctx->store->Heartbeat(*ref, cw.label(), now); !s.ok()) {
-        return StoreError(s, "heartbeat");
-      }
+    } else if (!end && (!ingested || w.state == store::RunState::kCrashed)) {
+      // A post is a heartbeat (ingest moves the time too); one from a writer marked crashed
+      // brings it back (store::WriterStore::Heartbeat).
+      auto revived = ctx->store->Heartbeat(*ref, cw.label(), now);
+      if (!revived.ok()) return StoreError(revived.status(), "heartbeat");
+      if (*revived && ctx->alerts) ctx->alerts->OnWriterRejoined(*ref, cw.label(), now);
     }
   }
   if (ctx->metrics) ctx->metrics->ObserveStore("compat_file_stream", MonoNanos() - t0);

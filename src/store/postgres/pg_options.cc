@@ -152,6 +152,17 @@ Result<PostgresOptions> ParsePostgresUrl(const std::string& url) {
   if (Get(options.conninfo, "fallback_application_name").empty()) {
     Set(&options.conninfo, "fallback_application_name", "cohort");
   }
+  // A database that vanishes without closing its connections (a host lost, a partition, some
+  // failovers) is noticed within about a minute, not after the kernel's retransmissions (15
+  // minutes): a call waiting on a dead socket holds its pooled connection and the writer and run
+  // locks it took. Each can be set in the URL instead.
+  for (const auto& [key, value] : {std::pair<const char*, const char*>{"keepalives", "1"},
+                                   {"keepalives_idle", "30"},
+                                   {"keepalives_interval", "10"},
+                                   {"keepalives_count", "3"},
+                                   {"tcp_user_timeout", "60000"}}) {
+    if (Get(options.conninfo, key).empty()) Set(&options.conninfo, key, value);
+  }
   if (!read_pool_given) options.read_pool_size = options.pool_size;
   if (!read_hosts.empty()) {
     COHORT_ASSIGN_OR_RETURN(options.read_conninfo, ReadConnInfo(options.conninfo, read_hosts));

@@ -4,6 +4,7 @@
 #include "store/sql/sql_store.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 #include <tuple>
 
@@ -147,6 +148,29 @@ Status SqlStore::RecomputeRunState(Conn& conn, int64_t run_pk, int64_t now_ms) {
               .Add(now_ms)
               .Add(run_pk))
       .status();
+}
+
+Status SqlStore::EndOrphanedRun(Conn& conn, int64_t run_pk, int64_t now_ms) {
+  COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRunByPk(conn, run_pk));  // locks the row
+  if (run.state != RunState::kRunning) return Status::Ok();
+  COHORT_ASSIGN_OR_RETURN(std::vector<WriterRecord> writers, LoadWriters(conn, run_pk));
+  std::optional<DerivedRunState> end = DeriveOrphanedRunEnd(writers);
+  if (!end) return Status::Ok();
+  COHORT_RETURN_IF_ERROR(conn.Exec("UPDATE runs SET state = $1, exit_code = $2, finished_ms = $3, "
+                                   "updated_ms = greatest(updated_ms, $4) WHERE pk = $5",
+                                   Params()
+                                       .Add(RunStateName(end->state))
+                                       .Add(end->exit_code)
+                                       .Add(end->finished_ms)
+                                       .Add(now_ms)
+                                       .Add(run_pk))
+                             .status());
+  std::fprintf(stderr,
+               "cohort: run %s/%s/%s ended %s: its %zu writer(s) ended, none of them its primary, "
+               "and it was silent for the heartbeat timeout\n",
+               run.entity.c_str(), run.project.c_str(), run.run_id.c_str(),
+               std::string(RunStateName(end->state)).c_str(), writers.size());
+  return Status::Ok();
 }
 
 // ---- runs ----
@@ -343,30 +367,72 @@ Result<std::vector<WriterRecord>> SqlStore::ListWriters(const RunRef& ref) {
   });
 }
 
-Status SqlStore::Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) {
-  return Run(Access::kWriteShared, [&](Conn& conn) -> Status {
+namespace {
+
+enum class HeartbeatOutcome { kNoWriter, kMoved, kRevived };
+
+// Moves the heartbeat of writer `label` of run `run_pk` up to now_ms; a writer marked crashed
+// without an exit code before now_ms is running again (WriterStore::Heartbeat). The caller
+// recomputes the run's state after a kRevived (locking the run row after the writer's).
+Result<HeartbeatOutcome> ApplyHeartbeat(Conn& conn, int64_t run_pk, const std::string& label,
+                                        int64_t now_ms) {
+  struct Seen {
+    std::string state;
+    bool exit_code_null;
+    int64_t finished_ms;
+  };
+  COHORT_ASSIGN_OR_RETURN(
+      std::vector<Seen> seen,
+      sql::QueryAll<Seen>(conn,
+                          "UPDATE writers SET heartbeat_ms = greatest(heartbeat_ms, $1) WHERE "
+                          "run_pk = $2 AND label = $3 RETURNING state, CASE WHEN "
+                          "exit_code IS NULL THEN 1 ELSE 0 END, coalesce(finished_ms, 0)",
+                          Params().Add(now_ms).Add(run_pk).Add(label), [](const Row& row) {
+                            return Seen{row.Text(0), row.Int(1) != 0, row.Int(2)};
+                          }));
+  if (seen.empty()) return HeartbeatOutcome::kNoWriter;
+  const Seen& w = seen.front();
+  if (w.state != RunStateName(RunState::kCrashed) || !w.exit_code_null || w.finished_ms >= now_ms) {
+    return HeartbeatOutcome::kMoved;
+  }
+  COHORT_RETURN_IF_ERROR(
+      conn.Exec("UPDATE writers SET state = $1, finished_ms = NULL, "
+                "end_unhandled = false WHERE run_pk = $2 AND label = $3",
+                Params().Add(RunStateName(RunState::kRunning)).Add(run_pk).Add(label))
+          .status());
+  std::fprintf(stderr,
+               "cohort: writer %s of run #%lld heartbeats again: running (it was marked crashed)\n",
+               label.c_str(), static_cast<long long>(run_pk));
+  return HeartbeatOutcome::kRevived;
+}
+
+}  // namespace
+
+Result<bool> SqlStore::Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) {
+  return RunFor<bool>(Access::kWriteShared, [&](Conn& conn) -> Result<bool> {
     COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, ref));
-    COHORT_ASSIGN_OR_RETURN(int64_t changed,
-                            conn.Exec("UPDATE writers SET heartbeat_ms = "
-                                      "greatest(heartbeat_ms, $1) WHERE run_pk = $2 AND "
-                                      "label = $3",
-                                      Params().Add(now_ms).Add(run.pk).Add(label)));
-    if (changed == 0) return WriterNotFound(ref, label);
-    return conn
-        .Exec("UPDATE runs SET heartbeat_ms = greatest(heartbeat_ms, $1) WHERE pk = $2",
-              Params().Add(now_ms).Add(run.pk))
-        .status();
+    COHORT_ASSIGN_OR_RETURN(HeartbeatOutcome outcome, ApplyHeartbeat(conn, run.pk, label, now_ms));
+    if (outcome == HeartbeatOutcome::kNoWriter) return WriterNotFound(ref, label);
+    COHORT_RETURN_IF_ERROR(
+        conn.Exec("UPDATE runs SET heartbeat_ms = greatest(heartbeat_ms, $1) WHERE pk = $2",
+                  Params().Add(now_ms).Add(run.pk))
+            .status());
+    if (outcome != HeartbeatOutcome::kRevived) return false;
+    COHORT_RETURN_IF_ERROR(RecomputeRunState(conn, run.pk, now_ms));
+    return true;
   });
 }
 
-Result<int64_t> SqlStore::Heartbeats(const std::vector<HeartbeatUpdate>& updates) {
-  if (updates.empty()) return int64_t{0};
-  return RunFor<int64_t>(Access::kWriteShared, [&](Conn& conn) -> Result<int64_t> {
-    int64_t updated = 0;
+Result<HeartbeatsApplied> SqlStore::Heartbeats(const std::vector<HeartbeatUpdate>& updates) {
+  if (updates.empty()) return HeartbeatsApplied{};
+  return RunFor<
+      HeartbeatsApplied>(Access::kWriteShared, [&](Conn& conn) -> Result<HeartbeatsApplied> {
+    HeartbeatsApplied out;
     // Run keys once per run; each run's heartbeat moves to its writers' latest. Runs are
     // updated after every writer, in pk order (the lock order of sql_store.h).
     std::map<std::tuple<std::string, std::string, std::string>, int64_t> run_pks;
     std::map<int64_t, int64_t> run_ms;  // run pk -> latest heartbeat of its updated writers
+    std::set<int64_t> revived_runs;
     // Writers in one order on every server, so that two servers' flushes cannot deadlock.
     std::vector<const HeartbeatUpdate*> sorted;
     for (const HeartbeatUpdate& u : updates) sorted.push_back(&u);
@@ -386,13 +452,14 @@ Result<int64_t> SqlStore::Heartbeats(const std::vector<HeartbeatUpdate>& updates
                           Params().Add(u.ref.entity).Add(u.ref.project).Add(u.ref.run_id)));
       }
       if (it->second == 0) continue;  // the run is gone
-      COHORT_ASSIGN_OR_RETURN(int64_t changed,
-                              conn.Exec("UPDATE writers SET heartbeat_ms = "
-                                        "greatest(heartbeat_ms, $1) WHERE run_pk = $2 AND "
-                                        "label = $3",
-                                        Params().Add(u.now_ms).Add(it->second).Add(u.label)));
-      if (changed == 0) continue;  // the writer is gone
-      ++updated;
+      COHORT_ASSIGN_OR_RETURN(HeartbeatOutcome outcome,
+                              ApplyHeartbeat(conn, it->second, u.label, u.now_ms));
+      if (outcome == HeartbeatOutcome::kNoWriter) continue;  // the writer is gone
+      ++out.updated;
+      if (outcome == HeartbeatOutcome::kRevived) {
+        out.revived.push_back(u);
+        revived_runs.insert(it->second);
+      }
       int64_t& ms = run_ms[it->second];
       ms = std::max(ms, u.now_ms);
     }
@@ -401,8 +468,9 @@ Result<int64_t> SqlStore::Heartbeats(const std::vector<HeartbeatUpdate>& updates
           conn.Exec("UPDATE runs SET heartbeat_ms = greatest(heartbeat_ms, $1) WHERE pk = $2",
                     Params().Add(ms).Add(pk))
               .status());
+      if (revived_runs.count(pk)) COHORT_RETURN_IF_ERROR(RecomputeRunState(conn, pk, ms));
     }
-    return updated;
+    return out;
   });
 }
 
@@ -452,12 +520,31 @@ Result<std::vector<CrashedWriter>> SqlStore::MarkStaleWritersCrashed(int64_t sta
                               Params().Add(now_ms).Add(stale_before_ms), [](const Row& row) {
                                 return Marked{row.Int(0), row.Text(1), row.Int(2)};
                               }));
-    std::set<int64_t> runs;  // locked in pk order
-    for (const Marked& m : marked) runs.insert(m.run_pk);
+    std::set<int64_t> marked_runs;
+    for (const Marked& m : marked) marked_runs.insert(m.run_pk);
+    // Runs left running by writers that all ended without a controlling writer among them (a
+    // shared run whose primary never joined), silent for the timeout: ended
+    // (DeriveOrphanedRunEnd). The partial index runs_running holds the running runs only.
+    COHORT_ASSIGN_OR_RETURN(
+        std::vector<int64_t> orphans,
+        sql::QueryAll<int64_t>(
+            conn,
+            "SELECT r.pk FROM runs r WHERE r.state = 'running' AND r.heartbeat_ms < $1 AND "
+            "EXISTS (SELECT 1 FROM writers w WHERE w.run_pk = r.pk) AND NOT EXISTS (SELECT 1 "
+            "FROM writers w WHERE w.run_pk = r.pk AND (w.state = 'running' OR w.is_primary OR "
+            "w.update_finish_state))",
+            Params().Add(stale_before_ms), [](const Row& row) { return row.Int(0); }));
+    const std::set<int64_t> orphaned(orphans.begin(), orphans.end());
+    std::set<int64_t> runs = marked_runs;  // locked in pk order
+    runs.insert(orphans.begin(), orphans.end());
     std::map<int64_t, RunRef> refs;
     for (int64_t run_pk : runs) {
-      COHORT_RETURN_IF_ERROR(RecomputeRunState(conn, run_pk, now_ms));  // locks the run row first
-      COHORT_RETURN_IF_ERROR(FollowSummary(conn, run_pk));
+      if (marked_runs.count(run_pk)) {
+        COHORT_RETURN_IF_ERROR(RecomputeRunState(conn, run_pk, now_ms));  // locks the run first
+        COHORT_RETURN_IF_ERROR(FollowSummary(conn, run_pk));
+      }
+      if (orphaned.count(run_pk)) COHORT_RETURN_IF_ERROR(EndOrphanedRun(conn, run_pk, now_ms));
+      if (!marked_runs.count(run_pk)) continue;
       COHORT_ASSIGN_OR_RETURN(
           RunRef ref,
           sql::QueryOne<RunRef>(

@@ -42,8 +42,8 @@ class SqlStore : public Store {
 
   Result<WriterRecord> JoinWriter(const RunRef& ref, const WriterJoin& join) final;
   Result<std::vector<WriterRecord>> ListWriters(const RunRef& ref) final;
-  Status Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) final;
-  Result<int64_t> Heartbeats(const std::vector<HeartbeatUpdate>& updates) final;
+  Result<bool> Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) final;
+  Result<HeartbeatsApplied> Heartbeats(const std::vector<HeartbeatUpdate>& updates) final;
   Result<WriterRecord> FinishWriter(const RunRef& ref, const std::string& label, RunState state,
                                     std::optional<int> exit_code, int64_t now_ms) final;
   Result<std::vector<CrashedWriter>> MarkStaleWritersCrashed(int64_t stale_before_ms,
@@ -298,6 +298,9 @@ class SqlStore : public Store {
   // Locks the run row, then recomputes its state from its writers (run_state.h) and stores it.
   // Callers have changed (locked) the writer rows first.
   static Status RecomputeRunState(sql::Conn& conn, int64_t run_pk, int64_t now_ms);
+  // Ends the running run `run_pk` when every writer of it ended and none is a controlling one
+  // (DeriveOrphanedRunEnd); nothing otherwise. Locks the run row first.
+  static Status EndOrphanedRun(sql::Conn& conn, int64_t run_pk, int64_t now_ms);
   // Fails with kFailedPrecondition unless every stream of `positions` of the writer is at its
   // expected offset (a stream never written is at 0); changes nothing.
   static Status CheckStreamPositions(sql::Conn& conn, int64_t writer_pk, const std::string& label,
