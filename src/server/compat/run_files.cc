@@ -11,6 +11,7 @@
 #include "server/api/throttle.h"
 #include "server/compat/compat_context.h"
 #include "server/compat/signed_url.h"
+#include "server/compat/wandb_lines.h"
 #include "store/artifact_types.h"
 
 namespace cohort::compat {
@@ -104,12 +105,14 @@ std::string DownloadUrl(const std::string& base_url, const store::RunRef& ref,
 namespace {
 
 // Whether an upload is a media file of the vendor's clients that a history line's media value
-// names (media/images/x.png, media/audio/, media/videos/, media/html/, media/table/x.table.json;
-// not masks or other files in deeper folders).
+// names (media/images/x.png, media/audio/, media/videos/, media/html/, media/table/x.table.json,
+// in subfolders when the key has '/': media/images/val/x.png); not an image's masks
+// (media/images/mask/<key>_<step>_<id>.mask.png, which no media row names).
 bool IsVendorMediaFile(std::string_view name) {
+  if (name.starts_with("media/images/mask/") && name.ends_with(".mask.png")) return false;
   for (std::string_view dir : {"media/images/", "media/audio/", "media/videos/", "media/html/",
                                "media/table/"}) {
-    if (name.starts_with(dir) && name.find('/', dir.size()) == std::string_view::npos) return true;
+    if (IsMediaPathBelow(name, dir)) return true;
   }
   return false;
 }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/artifact_names.h"
 #include "core/histogram.h"
 #include "core/json.h"
 #include "core/limits.h"
@@ -124,7 +125,8 @@ std::optional<store::MediaPoint> ParseMedia(const bj::object& o, std::string_vie
 // A vendor list of images ({"_type": "images/separated", "filenames": [paths], "width",
 // "height", "captions"?}): one row per image, index i, named by its path until the client
 // uploads that file (its line carries no digests; run_files.cc attaches the blob then). Empty
-// when it is not a valid one (a path outside media/images/, more than kMaxImagesInList, ...).
+// when it is not a valid one (a path outside media/images/ or with "..", more than
+// kMaxImagesInList, ...); a key with '/' puts its files in subfolders (IsMediaPathBelow).
 std::vector<store::MediaPoint> ParseImageList(const bj::object& o) {
   constexpr size_t kMaxImagesInList = 1024;
   const bj::value* names = o.if_contains("filenames");
@@ -139,12 +141,7 @@ std::vector<store::MediaPoint> ParseImageList(const bj::object& o) {
     const bj::value& name = names->get_array()[i];
     if (!name.is_string()) return {};
     const std::string_view path(name.get_string());
-    constexpr std::string_view kDir = "media/images/";
-    if (!path.starts_with(kDir) || path.size() > limits::kMaxMediaPathBytes ||
-        path.find('/', kDir.size()) != std::string_view::npos || path.find("..") != path.npos ||
-        path.find('\0') != path.npos) {
-      return {};
-    }
+    if (!IsMediaPathBelow(path, "media/images/")) return {};
     store::MediaPoint m;
     m.type = "image";
     m.index = int64_t(i);
@@ -237,6 +234,12 @@ std::string VendorMediaMime(std::string_view path, std::string_view type) {
   if (type == "video") return "video/mp4";
   if (type == "html") return "text/html";
   return "application/json";
+}
+
+bool IsMediaPathBelow(std::string_view path, std::string_view dir) {
+  return path.starts_with(dir) && path.size() > dir.size() &&
+         path.size() <= limits::kMaxMediaPathBytes &&
+         ValidateRelativePath("media path", path.substr(dir.size())).ok();
 }
 
 std::string QuoteNonFinite(std::string_view json) {

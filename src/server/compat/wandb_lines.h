@@ -33,6 +33,12 @@ std::string_view VendorMediaType(std::string_view vendor_type);
 // The MIME type of a vendor media file by its path's extension (the type's usual one otherwise).
 std::string VendorMediaMime(std::string_view path, std::string_view type);
 
+// True when `path` is a file below `dir` ("media/images/"): subfolders included (the vendor's
+// clients make one per '/' of the logged key: "val/sample" -> media/images/val/sample_0_<id>.png),
+// the part below `dir` a valid relative path (core/artifact_names.h: no empty, "." or ".."
+// segments, no control characters, no backslashes), the whole at most kMaxMediaPathBytes.
+bool IsMediaPathBelow(std::string_view path, std::string_view dir);
+
 // Rewrites bare NaN / Infinity / -Infinity tokens outside strings as the strings "NaN",
 // "Infinity", "-Infinity". Text without such tokens is returned unchanged.
 std::string QuoteNonFinite(std::string_view json);

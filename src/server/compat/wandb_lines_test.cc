@@ -130,6 +130,26 @@ TEST(WandbLines, MediaFileValuesBecomeMediaRows) {
   EXPECT_EQ(by_key["clip"].mime, "audio/wav");
 }
 
+// A key with '/' puts its files in subfolders of the media folder (the vendor's _wb_filename).
+TEST(WandbLines, ListsOfImagesUnderKeysWithSlashes) {
+  auto line = ParseLine(
+      R"({"val/list":{"_type":"images/separated","count":2,"filenames":)"
+      R"(["media/images/val/list_3_0.png","media/images/val/list_3_1.png"]},)"
+      R"("a":{"_type":"images/separated","count":1,"filenames":["media/images/x/../../a.png"]},)"
+      R"("b":{"_type":"images/separated","count":1,"filenames":["media/images/x//a.png"]},)"
+      R"("c":{"_type":"images/separated","count":1,"filenames":["media/images/x/\ta.png"]},)"
+      R"("d":{"_type":"images/separated","count":1,"filenames":["media/images/"]},"_step":3})");
+  ASSERT_TRUE(line.ok()) << line.status().ToString();
+  int64_t skipped = 0;
+  MetricRow row = HistoryRowFromLine(*line, 42, KeyLimits{}, &skipped);
+  EXPECT_EQ(skipped, 4);  // "..", an empty segment, a control character, no file name
+  ASSERT_EQ(row.media.size(), 2u);
+  EXPECT_EQ(row.media[0].key, "val/list");
+  EXPECT_EQ(row.media[0].path, "media/images/val/list_3_0.png");
+  EXPECT_EQ(row.media[1].path, "media/images/val/list_3_1.png");
+  EXPECT_EQ(row.media[1].index, 1);
+}
+
 TEST(WandbLines, HistoryLineWithoutStepOrTime) {
   auto line = ParseLine(R"({"loss":1,"system/cpu":3,"_timestamp":"soon"})");
   ASSERT_TRUE(line.ok());
