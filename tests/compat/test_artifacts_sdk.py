@@ -158,3 +158,40 @@ def test_vendor_sdk_downloads_a_version_logged_by_cohort(server, api, tmp_path):
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(url[:-2] + ("00" if not url.endswith("00") else "11"), timeout=30)
     assert err.value.code == 401
+
+
+RELOG = r'''
+import pathlib, sys, wandb
+root, project, run_id = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+run = wandb.init(project=project, id=run_id)
+art = wandb.Artifact("ds", type="dataset")
+art.add_dir(str(root))
+run.log_artifact(art, aliases=["from-" + run_id])
+art.wait()
+print("LOGGED", art.version)
+run.finish()
+'''
+
+
+def test_identical_content_logged_by_another_run_records_its_output_edge(server, api, tmp_path):
+    """Two runs log the same content: one version (the second client uploads nothing), and the
+    second run is recorded as an output of it too (as Cohort's own SDK's unchanged re-log is),
+    with its alias."""
+    import json
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.txt").write_text("same content\n")
+    entity = json.loads(cohort_get(server, "/api/v1/viewer"))["entity"]
+    for run_id in ("first", "second"):
+        r = run_python(RELOG, sdk_env(server, tmp_path / run_id), tmp_path,
+                       args=(data, "relog", run_id))
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "LOGGED v0" in r.stdout, r.stdout + r.stderr
+    base = f"/api/v1/artifacts/{entity}/relog/ds"
+    assert len(json.loads(cohort_get(server, f"{base}/versions"))["versions"]) == 1
+    version = json.loads(cohort_get(server, f"{base}/v0"))
+    assert version["aliases"] == ["from-first", "from-second", "latest"], version
+    for run_id in ("first", "second"):
+        arts = json.loads(cohort_get(server, f"/api/v1/runs/{entity}/relog/{run_id}/artifacts"))
+        assert [(a["name"], a["version"], a["direction"]) for a in arts["artifacts"]] == \
+            [("ds", "v0", "output")], (run_id, arts)

@@ -161,6 +161,30 @@ std::pair<std::string, std::string> SplitNameAlias(const std::string& s) {
   return {s.substr(0, colon), s.substr(colon + 1)};
 }
 
+// The content of version `v` logged again by `ref`'s run: committed as the native route commits
+// an unchanged re-log (Store::CommitArtifact: the same digest as "latest" is that version, with
+// `aliases` added and the run's "output" edge recorded); a new version of the same files when
+// "latest" moved since `v` was read.
+Result<store::ArtifactVersion> Relog(GqlContext* c, const store::RunRef& ref,
+                                     const store::ArtifactVersion& v, const bj::array& aliases) {
+  store::ArtifactCommit commit;
+  commit.entity = v.entity;
+  commit.project = v.project;
+  commit.name = v.name;
+  commit.type = v.type;
+  commit.description = v.description;
+  commit.metadata_json = v.metadata_json;
+  commit.run_id = ref.run_id;
+  commit.now_ms = c->now_ms;
+  commit.client_digest = v.client_digest;
+  commit.client_manifest = v.client_manifest;
+  for (const bj::value& a : aliases) commit.aliases.emplace_back(a.get_string());
+  COHORT_ASSIGN_OR_RETURN(commit.files, c->api->store->ListArtifactFiles(v));
+  if (!commit.run_id.empty()) COHORT_RETURN_IF_ERROR(EnsureRun(c->api->store, ref).status());
+  COHORT_ASSIGN_OR_RETURN(store::ArtifactLogged logged, c->api->store->CommitArtifact(commit));
+  return std::move(logged.version);
+}
+
 // ---- mutations ----
 Result<gql::Resolved> CreateArtifact(GqlContext* c, const gql::FieldInfo& f) {
   COHORT_ASSIGN_OR_RETURN(const bj::object* in, InputArg(f));
@@ -222,21 +246,14 @@ Result<gql::Resolved> CreateArtifact(GqlContext* c, const gql::FieldInfo& f) {
                                    "\", not \"" + d.type + "\"");
     }
     if (!d.client_digest.empty() && latest->client_digest == d.client_digest) {
+      COHORT_ASSIGN_OR_RETURN(store::ArtifactVersion same, Relog(c, ref, *latest, aliases));
       if (!d.client_id.empty()) {  // its client ID names that version (a table's artifact_path)
-        d.version_pk = latest->pk;
+        d.version_pk = same.pk;
         COHORT_RETURN_IF_ERROR(c->api->store->CreateArtifactDraft(d).status());
       }
-      // On the version answered, by its name: "latest" may have moved since it was read.
-      for (const bj::value& a : aliases) {
-        COHORT_RETURN_IF_ERROR(c->api->store
-                                   ->SetArtifactAlias(d.entity, d.project, d.name,
-                                                      std::string(a.get_string()),
-                                                      VersionName(latest->index))
-                                   .status());
-      }
-      bj::object art = VersionFragment(c, *latest);
+      bj::object art = VersionFragment(c, same);
       art["artifactSequence"].as_object()["latestArtifact"] =
-          bj::object{{"id", VersionId(latest->pk)}};
+          bj::object{{"id", VersionId(same.pk)}};
       return gql::Resolved::Json(bj::object{{"artifact", std::move(art)}});
     }
   } else if (latest.status().code() != StatusCode::kNotFound) {
