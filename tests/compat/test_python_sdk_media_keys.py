@@ -60,3 +60,26 @@ def test_media_under_keys_with_slashes_is_viewable(server, api, entity, tmp_path
     status, table = api.get(base + "/tables/eval/deep/tab")
     assert status == 200, table
     assert table["columns"] == ["x"] and table["data"] == [[1], [2]], table
+
+
+NAN_TABLE_SCRIPT = r'''
+import sys
+import wandb
+run_id, project = sys.argv[1], sys.argv[2]
+run = wandb.init(project=project, id=run_id)
+run.log({"tbl": wandb.Table(columns=["a", "b"],
+                            data=[[1.0, float("nan")], [float("inf"), -float("inf")]])})
+run.finish()
+'''
+
+
+def test_a_table_with_non_finite_cells_is_readable(server, api, entity, tmp_path):
+    """The client writes a table's NaN and infinities as bare NaN / Infinity (not JSON): the
+    table answers them as the strings the API writes non-finite numbers as (docs/api.md)."""
+    env = sdk_env(server, tmp_path)
+    proc = run_python(NAN_TABLE_SCRIPT, env, tmp_path, args=("nantab01", "sdkmedia"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    status, table = api.get(f"/api/v1/runs/{entity}/sdkmedia/nantab01/tables/tbl")
+    assert status == 200, table
+    assert table["columns"] == ["a", "b"], table
+    assert table["data"] == [[1.0, "NaN"], ["Infinity", "-Infinity"]], table

@@ -7,9 +7,10 @@
 #include <optional>
 
 #include "blob/blob_store.h"
-#include "core/table_cells.h"
 #include "core/clock.h"
+#include "core/json_non_finite.h"
 #include "core/sha256.h"
+#include "core/table_cells.h"
 #include "core/text_encoding.h"
 #include "server/api/context.h"
 #include "server/api/table_cell_cache.h"
@@ -115,7 +116,9 @@ Result<bj::object> ReadTable(ApiContext* ctx, const std::string& entity,
     }
     COHORT_ASSIGN_OR_RETURN(text, ctx->blobs->Read(m.sha256, 0, size));
   }
-  auto doc = json::Parse(text);
+  // A vendor client's table may hold bare NaN / Infinity (not JSON): its cells are answered as
+  // the strings "NaN", "Infinity", "-Infinity", as every non-finite number (docs/api.md).
+  auto doc = json::Parse(json::QuoteNonFinite(text));
   if (!doc.ok() || !doc->is_object()) {
     return Status::Corruption("table '" + m.key + "' step " + std::to_string(m.step) +
                               ": its blob is not a JSON object");

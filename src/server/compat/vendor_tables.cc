@@ -5,6 +5,7 @@
 
 #include "blob/blob_store.h"
 #include "core/json.h"
+#include "core/json_non_finite.h"
 #include "core/table_cells.h"
 #include "server/compat/wandb_lines.h"
 
@@ -45,7 +46,9 @@ Result<std::string> VendorTableDocument(api::ApiContext* ctx, const std::string&
   }
   COHORT_ASSIGN_OR_RETURN(std::string text,
                           ctx->blobs->Read(it->second->sha256, 0, uint64_t(it->second->size)));
-  auto doc = json::Parse(text);
+  // The client writes missing values (pandas' NaN) and infinities as bare NaN / Infinity: read
+  // and answered as the strings Cohort writes non-finite numbers as (docs/api.md).
+  auto doc = json::Parse(json::QuoteNonFinite(text));
   bj::value* data = doc.ok() && doc->is_object() ? doc->as_object().if_contains("data") : nullptr;
   if (data == nullptr || !data->is_array() || !doc->as_object().contains("columns")) {
     return Status::Corruption(where + ": not a table document");

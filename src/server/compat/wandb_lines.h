@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "cohort/status.h"
+#include "core/json_non_finite.h"
 #include "core/limits.h"
 #include "store/ingest_batch.h"
 
@@ -39,9 +40,8 @@ std::string VendorMediaMime(std::string_view path, std::string_view type);
 // segments, no control characters, no backslashes), the whole at most kMaxMediaPathBytes.
 bool IsMediaPathBelow(std::string_view path, std::string_view dir);
 
-// Rewrites bare NaN / Infinity / -Infinity tokens outside strings as the strings "NaN",
-// "Infinity", "-Infinity". Text without such tokens is returned unchanged.
-std::string QuoteNonFinite(std::string_view json);
+// Rewrites bare NaN / Infinity / -Infinity outside strings as "NaN", "Infinity", "-Infinity".
+using json::QuoteNonFinite;  // core/json_non_finite.h
 
 // Parses one JSON object line (bare non-finite numbers allowed).
 Result<bj::object> ParseLine(std::string_view line);
