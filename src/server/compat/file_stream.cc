@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 
 #include "core/clock.h"
@@ -153,6 +154,39 @@ Decoded DecodeLines(const StreamRequest& req, bool shared, const api::ApiLimits&
     }
   }
   return d;
+}
+
+// A stock client's summary line holds its whole summary (the last line wins): a key the run's
+// summary has and the line lacks was deleted by the client (`del run.summary[k]`), so the patch
+// deletes it (null), except a key the server derives (a series' key follows its last point,
+// store/run_summary.h). A shared run whose summary comes from more than one writer (its primary
+// and workers with x_update_finish_state) merges their lines key by key instead: each line holds
+// its own writer's summary, and one writer must not delete another's keys (docs/compat.md).
+Status DeleteKeysMissingFromSummary(store::Store* store, const store::RunRef& ref, bool shared,
+                                    bj::object* summary) {
+  COHORT_ASSIGN_OR_RETURN(store::RunRecord run, store->GetRun(ref));
+  auto stored = json::Parse(run.summary_json);
+  if (!stored.ok() || !stored->is_object()) return Status::Ok();
+  std::vector<std::string> missing;
+  for (const auto& kv : stored->get_object()) {
+    if (!summary->contains(kv.key())) missing.emplace_back(kv.key());
+  }
+  if (missing.empty()) return Status::Ok();
+  if (shared) {
+    COHORT_ASSIGN_OR_RETURN(auto writers, store->ListWriters(ref));
+    if (std::count_if(writers.begin(), writers.end(), [](const store::WriterRecord& w) {
+          return w.primary || w.update_finish_state;
+        }) > 1) {
+      return Status::Ok();
+    }
+  }
+  COHORT_ASSIGN_OR_RETURN(auto series, store->ListSeries(ref));
+  std::set<std::string> derived;
+  for (const store::SeriesInfo& s : series) derived.insert(s.key);
+  for (const std::string& key : missing) {
+    if (!derived.contains(key)) (*summary)[key] = nullptr;
+  }
+  return Status::Ok();
 }
 
 // A key's type in a run: "scalar", "histogram" or a media type (store/ingest_batch.h).
@@ -448,6 +482,10 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
   // and would overwrite it).
   if (decoded.summary && (!client.shared || (cw.bound() && (cw.writer().primary ||
                                                             cw.writer().update_finish_state)))) {
+    if (Status s = DeleteKeysMissingFromSummary(ctx->store, *ref, client.shared, &*decoded.summary);
+        !s.ok()) {
+      return StoreError(s, "summary");
+    }
     store::RunPatch patch;
     patch.summary_json = bj::serialize(*decoded.summary);
     if (auto p = ctx->store->PatchRun(*ref, patch); !p.ok()) {

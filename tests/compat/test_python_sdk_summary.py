@@ -1,0 +1,50 @@
+"""The run summary the vendor's Python SDK sends (wandb-summary.json, its whole summary on each
+line: the last line wins), as Cohort's API answers it."""
+import json
+import urllib.request
+
+import pytest
+
+from .compat_helpers import run_python, sdk_env
+
+pytestmark = pytest.mark.timeout(600)
+
+DELETE_SCRIPT = r'''
+import json, os, sys, time, urllib.request
+import wandb
+run_id, project, entity = sys.argv[1], sys.argv[2], sys.argv[3]
+run = wandb.init(project=project, id=run_id,
+                 settings=wandb.Settings(x_file_stream_transmit_interval=0.2))
+run.summary["tmp"] = 1
+run.summary["keep"] = 2
+run.log({"acc": 0.5})
+
+def stored_summary():
+    req = urllib.request.Request(
+        f"{os.environ['WANDB_BASE_URL']}/api/v1/runs/{entity}/{project}/{run_id}")
+    req.add_header("Authorization", "Bearer " + os.environ["WANDB_API_KEY"])
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read())["summary"]
+
+deadline = time.time() + 60
+while "tmp" not in stored_summary():  # the server has the key before the client deletes it
+    assert time.time() < deadline, stored_summary()
+    time.sleep(0.2)
+print("STORED", json.dumps(stored_summary(), sort_keys=True))
+del run.summary["tmp"]
+run.log({"acc": 0.75})
+run.finish()
+'''
+
+
+def test_a_summary_key_the_client_deletes_is_deleted(server, api, entity, tmp_path):
+    """`del run.summary["tmp"]` after the server stored "tmp": the client's next summary line
+    lacks it, and the run's summary loses it; the other keys (set, and logged) stay."""
+    env = sdk_env(server, tmp_path)
+    proc = run_python(DELETE_SCRIPT, env, tmp_path, args=("sumdel01", "sdksum", entity))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "STORED" in proc.stdout, proc.stdout + proc.stderr
+    status, run = api.get(f"/api/v1/runs/{entity}/sdksum/sumdel01")
+    assert status == 200, run
+    assert "tmp" not in run["summary"], run["summary"]
+    assert run["summary"]["keep"] == 2 and run["summary"]["acc"] == 0.75, run["summary"]
