@@ -48,3 +48,27 @@ def test_a_summary_key_the_client_deletes_is_deleted(server, api, entity, tmp_pa
     assert status == 200, run
     assert "tmp" not in run["summary"], run["summary"]
     assert run["summary"]["keep"] == 2 and run["summary"]["acc"] == 0.75, run["summary"]
+
+
+NESTED_SCRIPT = r'''
+import sys
+import wandb
+run_id, project = sys.argv[1], sys.argv[2]
+run = wandb.init(project=project, id=run_id)
+for i in range(3):
+    run.log({"d": {"x": i, "y": {"z": i * 2}}})
+run.summary["best"] = {"acc": 0.9}
+run.finish()
+'''
+
+
+def test_nested_summary_values_are_flattened_as_history_is(server, api, entity, tmp_path):
+    """`run.log({"d": {"x": 1, "y": {"z": 2}}})` makes series d.x and d.y.z: the summary holds
+    them under those keys only, not also the nested object "d" (the UI showed it twice)."""
+    env = sdk_env(server, tmp_path)
+    proc = run_python(NESTED_SCRIPT, env, tmp_path, args=("sumnest01", "sdksum"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    status, run = api.get(f"/api/v1/runs/{entity}/sdksum/sumnest01")
+    assert status == 200, run
+    summary = {k: v for k, v in run["summary"].items() if not k.startswith("_")}
+    assert summary == {"d.x": 2, "d.y.z": 4, "best.acc": 0.9}, run["summary"]

@@ -431,9 +431,30 @@ bj::object ToWandbConfig(const bj::object& user) {
   return out;
 }
 
+namespace {
+
+// Puts `v` under `key` in `out`, plain objects (no "_type": not media or histograms) flattened
+// with '.' as history values are (Flatten); an empty object, or one nested deeper than history
+// goes, stays an object.
+void FlattenSummaryValue(const std::string& key, bj::value v, int depth, bj::object* out) {
+  if (bj::object* o = v.if_object();
+      o != nullptr && !o->empty() && !o->contains("_type") && depth < 8) {
+    for (auto& kv : *o) {
+      FlattenSummaryValue(key + "." + std::string(kv.key()), std::move(kv.value()), depth + 1, out);
+    }
+    return;
+  }
+  (*out)[key] = std::move(v);
+}
+
+}  // namespace
+
 bj::object CleanSummary(bj::object summary) {
   for (std::string_view k : kInternalKeys) summary.erase(k);
-  return summary;
+  bj::object out;
+  for (auto& kv : summary)
+    FlattenSummaryValue(std::string(kv.key()), std::move(kv.value()), 0, &out);
+  return out;
 }
 
 bool IsValidLabel(std::string_view label) {

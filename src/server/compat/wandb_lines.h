@@ -104,7 +104,9 @@ SplitConfig SplitWandbConfig(const bj::object& config);
 // Cohort config -> the vendor's form {"lr": {"value": 0.1}} (what clients read back).
 bj::object ToWandbConfig(const bj::object& user);
 
-// A summary line without the client's bookkeeping keys (_wandb, _runtime, _step, _timestamp).
+// A summary line without the client's bookkeeping keys (_wandb, _runtime, _step, _timestamp),
+// nested plain objects flattened with '.' as history lines are ({"d": {"x": 1}} -> "d.x": the
+// key of its series), media and histogram values ("_type") kept whole.
 bj::object CleanSummary(bj::object summary);
 
 // True for a label Cohort accepts (1-128 bytes, no control characters, no '/').

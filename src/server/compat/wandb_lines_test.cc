@@ -245,6 +245,13 @@ TEST(WandbLines, ConfigForms) {
 TEST(WandbLines, SummaryAndLabels) {
   auto s = ParseLine(R"({"loss":1,"_step":4,"_wandb":{"runtime":1},"_runtime":1,"_timestamp":2})");
   EXPECT_EQ(bj::serialize(CleanSummary(*s)), R"({"loss":1})");
+  // Nested objects as history flattens them (the summary of "d.y.z" is that series'); media
+  // values stay whole.
+  auto nested = ParseLine(
+      R"({"d":{"x":1,"y":{"z":2}},"img":{"_type":"image-file","path":"p"},"e":{},"_step":1})");
+  ASSERT_TRUE(nested.ok());
+  EXPECT_EQ(bj::serialize(CleanSummary(*nested)),
+            R"({"d.x":1,"d.y.z":2,"img":{"_type":"image-file","path":"p"},"e":{}})");
   EXPECT_TRUE(IsValidLabel("rank_0"));
   EXPECT_FALSE(IsValidLabel(""));
   EXPECT_FALSE(IsValidLabel("a/b"));
