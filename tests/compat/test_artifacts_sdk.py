@@ -178,7 +178,7 @@ def test_identical_content_logged_by_another_run_records_its_output_edge(server,
     second run is recorded as an output of it too (as Cohort's own SDK's unchanged re-log is),
     with its alias."""
     import json
-    data = tmp_path / "data"
+    data = tmp_path / "content"
     data.mkdir()
     (data / "a.txt").write_text("same content\n")
     entity = json.loads(cohort_get(server, "/api/v1/viewer"))["entity"]

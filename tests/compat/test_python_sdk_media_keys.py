@@ -74,12 +74,13 @@ run.finish()
 
 
 def test_a_table_with_non_finite_cells_is_readable(server, api, entity, tmp_path):
-    """The client writes a table's NaN and infinities as bare NaN / Infinity (not JSON): the
-    table answers them as the strings the API writes non-finite numbers as (docs/api.md)."""
+    """The client writes a table's infinities as bare Infinity / -Infinity (not JSON; its NaN
+    becomes null in the table document): the table answers them as the strings the API writes
+    non-finite numbers as (docs/api.md)."""
     env = sdk_env(server, tmp_path)
     proc = run_python(NAN_TABLE_SCRIPT, env, tmp_path, args=("nantab01", "sdkmedia"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     status, table = api.get(f"/api/v1/runs/{entity}/sdkmedia/nantab01/tables/tbl")
     assert status == 200, table
     assert table["columns"] == ["a", "b"], table
-    assert table["data"] == [[1.0, "NaN"], ["Infinity", "-Infinity"]], table
+    assert table["data"] == [[1.0, None], ["Infinity", "-Infinity"]], table
