@@ -9,11 +9,15 @@ passes call no Python. Both go to the run's current step without committing it
 (``commit=False``), so they share the step of the training loop's next ``run.log``. The
 histograms are computed on the tensors' device (cohort.Histogram: ``torch.histc``, or bin
 indices counted where histc cannot serve, as under deterministic algorithms on CUDA).
+A histogram that cannot be made or logged never reaches the training loop: the hooks run inside
+its forward and backward passes, and a job must not die of its monitoring. Each such failure is
+counted (``_Watch.failures``, per key) and warned about once per key, with the error.
 """
 from __future__ import annotations
 
 import sys
 import threading
+import warnings
 from typing import Any, Dict, List, Optional
 
 from .errors import UsageError
@@ -39,6 +43,8 @@ class _Watch:
         self.parameters = log in ("parameters", "all")
         self.gradients = log in ("gradients", "all")
         self.named = [(prefix + name, p) for name, p in model.named_parameters()]
+        self.failures: Dict[str, int] = {}  # key -> histograms not logged (_log)
+        self.failures_lock = threading.Lock()
         self.handles.append(model.register_forward_hook(self._after_forward))
 
     def _after_forward(self, module: Any, inputs: Any, output: Any) -> None:
@@ -58,8 +64,7 @@ class _Watch:
                 # other replicas of nn.DataParallel, several passes a step) keeps them.
                 self._unhook_gradients()
         if due and self.parameters:
-            self.run.log({"parameters/" + name: Histogram(p, num_bins=self.num_bins)
-                          for name, p in self.named}, commit=False)
+            self._log({"parameters/" + name: p for name, p in self.named})
 
     def _grad_hook(self, name: str) -> Any:
         key = "gradients/" + name
@@ -67,10 +72,43 @@ class _Watch:
         def hook(grad: Any) -> None:
             self.grads_fired = True
             if grad is not None:
-                self.run.log({key: Histogram(grad, num_bins=self.num_bins)}, commit=False)
+                self._log({key: grad})
             return None
 
         return hook
+
+    def _log(self, tensors: Dict[str, Any]) -> None:
+        """Logs the histograms of `tensors` (key -> tensor) in one call. An error (a tensor
+        Histogram cannot take, a run that refuses the values) is counted per key and warned
+        about once per key, never raised into the training's forward or backward pass: the
+        other keys' histograms are still logged when only some cannot be made."""
+        values = {}
+        for key, tensor in tensors.items():
+            try:
+                values[key] = Histogram(tensor, num_bins=self.num_bins)
+            except Exception as e:  # noqa: BLE001 - monitoring must not stop the training
+                self._failed([key], e)
+        if not values:
+            return
+        try:
+            self.run.log(values, commit=False)
+        except Exception as e:  # noqa: BLE001
+            self._failed(list(values), e)
+
+    def _failed(self, keys: List[str], e: BaseException) -> None:
+        with self.failures_lock:
+            new = [k for k in keys if k not in self.failures]
+            for k in keys:
+                self.failures[k] = self.failures.get(k, 0) + 1
+        if not new:
+            return
+        try:  # a filter that makes warnings errors must not reach the training either
+            warnings.warn(f"cohort watch: not logged: {', '.join(new)} ({type(e).__name__}: "
+                          f"{e}); the training goes on, and later failures of "
+                          f"{'this key' if len(new) == 1 else 'these keys'} are only counted",
+                          RuntimeWarning, stacklevel=3)
+        except Exception:  # noqa: BLE001
+            pass
 
     def _unhook_gradients(self) -> None:
         for h in self.grad_handles:

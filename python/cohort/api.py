@@ -512,7 +512,9 @@ class PublicRun:
         writer, step and index: a list of dicts (key, writer, step, index, type, mime, sha256,
         size, caption, width/height/duration_ms or nrows/ncols, uploaded, url) with
         ``download(root)`` (each file to ``root/<key>/<writer>/<step>_<index><ext>``, checked
-        against its SHA-256), ``read()`` per row and ``to_dataframe()``."""
+        against its SHA-256), ``read()`` per row and ``to_dataframe()``. Every matching row:
+        past the server's limit of rows an answer (100,000) they are read page by page
+        (UsageError where one step of a key and writer holds more rows than that)."""
         from . import api_media
         return api_media.media(self._api._t, self._base, key, writers, min_step, max_step)
 

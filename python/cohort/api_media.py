@@ -92,10 +92,84 @@ def media(t: Transport, run_path: str, key: Union[str, Sequence[str], None],
           writers: Optional[Sequence[str]], min_step: Optional[int],
           max_step: Optional[int]) -> MediaList:
     keys = [key] if isinstance(key, str) else list(key or [])
-    q: Dict[str, Any] = {"keys": ",".join(keys), "writers": ",".join(writers or []),
+    return MediaList(MediaFile(t, r) for r in _rows(t, run_path, keys, list(writers or []),
+                                                    min_step, max_step))
+
+
+def _query(t: Transport, run_path: str, keys: Sequence[str], writers: Sequence[str],
+           min_step: Optional[int], max_step: Optional[int]):
+    """One answer of ``GET .../media``: (rows, truncated: more rows matched than it holds)."""
+    q: Dict[str, Any] = {"keys": ",".join(keys), "writers": ",".join(writers),
                          "min_step": min_step, "max_step": max_step}
-    rows = t.get(run_path + "/media", q)["media"]
-    return MediaList(MediaFile(t, r) for r in rows)
+    answer = t.get(run_path + "/media", q)
+    return answer["media"], bool(answer.get("truncated"))
+
+
+def _rows(t: Transport, run_path: str, keys: List[str], writers: List[str],
+          min_step: Optional[int], max_step: Optional[int]) -> List[Dict[str, Any]]:
+    """Every matching row. One answer holds at most the server's row limit (100,000) and says
+    when more matched (``truncated``); its rows are ordered by key, writer, step and index, so
+    each (key, writer) pair before the last row's is whole there. That pair, and every other
+    pair of ``.../keys`` that the filters take, are then read pair by pair (_pair_rows)."""
+    rows, truncated = _query(t, run_path, keys, writers, min_step, max_step)
+    if not truncated:
+        return rows
+    last = (rows[-1]["key"], rows[-1]["writer"])
+    whole = {(r["key"], r["writer"]) for r in rows} - {last}
+    out = [r for r in rows if (r["key"], r["writer"]) != last]
+    out += _pair_rows(t, run_path, last, [r for r in rows if (r["key"], r["writer"]) == last],
+                      min_step, max_step)
+    lo = -2 ** 63 if min_step is None else min_step
+    hi = 2 ** 63 - 1 if max_step is None else max_step
+    rest = sorted({(k["key"], k["writer"]) for k in t.get(run_path + "/keys")["keys"]
+                   if k.get("type") in ("image", "audio", "video", "html", "table")
+                   and (not keys or k["key"] in keys) and (not writers or k["writer"] in writers)
+                   and k.get("max_step", hi) >= lo and k.get("min_step", lo) <= hi}
+                  - whole - {last})
+    for pair in rest:
+        out += _pair_rows(t, run_path, pair, [], min_step, max_step)
+    return out
+
+
+def _pair_rows(t: Transport, run_path: str, pair, have: List[Dict[str, Any]],
+               min_step: Optional[int], max_step: Optional[int]) -> List[Dict[str, Any]]:
+    """The rows of one (key, writer) pair, after `have` (its first rows, in order): each query
+    starts at the last step received (whose rows may have been cut) and its rows of that step
+    already received are left out, until an answer is not truncated. An answer that ends in
+    the step it started at is followed by a query of that step alone: truncated too, the step
+    holds more rows than the server's limit and the route pages by step only: UsageError,
+    rather than rows missing."""
+    key, writer = pair
+    if "," in key or "," in writer:
+        raise UsageError(f"media: more rows matched than the server answers at once, and "
+                         f"{key!r} (writer {writer!r}) cannot be read alone (the route's keys and "
+                         f"writers are comma-separated): narrow min_step/max_step")
+    out = list(have)
+
+    def add(got: List[Dict[str, Any]], step: Optional[int]) -> None:
+        seen = {r["index"] for r in out if r["step"] == step}
+        out.extend(r for r in got if not (r["step"] == step and r["index"] in seen))
+
+    start = out[-1]["step"] if out else min_step
+    while True:
+        got, truncated = _query(t, run_path, [key], [writer], start, max_step)
+        add(got, start)
+        if not truncated:
+            return out
+        if got[-1]["step"] != start:
+            start = got[-1]["step"]
+            continue
+        # The answer ended in the step it began at: that step alone says whether it is whole.
+        got, truncated = _query(t, run_path, [key], [writer], start, start)
+        if truncated:
+            raise UsageError(f"media: key {key!r} of writer {writer!r} holds more rows at step "
+                             f"{start} than the server answers at once ({len(got)}), and its "
+                             f"media route cannot page within a step: these rows cannot all "
+                             f"be read")
+        add(got, start)
+        if max_step is not None and start >= max_step:
+            return out
+        start += 1
 
 
 def table(t: Transport, run_path: str, key: str, step: Optional[int],

@@ -32,11 +32,27 @@ def _doubles(values: Sequence[float]) -> bytes:
     return struct.pack(f"={len(values)}d", *values)
 
 
-def _widen(lo: float, hi: float) -> Tuple[float, float]:
-    """A range for values that are all equal (or none): one unit around them, as numpy does."""
+#: How far _widen moves each end of an empty range, relative to its value, at least: float64
+#: values carry 52 bits, so 2^-40 of one is thousands of its units; float32 ones carry 23
+#: (their ends are rounded to float32 where the tensor is binned in its own dtype).
+_WIDEN_FLOAT64 = 2.0 ** -40
+_WIDEN_FLOAT32 = 2.0 ** -20
+
+
+def _widen(lo: float, hi: float, relative: float = _WIDEN_FLOAT64) -> Tuple[float, float]:
+    """A range for values that are all equal (or none): one unit around them, as numpy does,
+    or, for values so large that one unit would not change them (|v| > 2^53 in float64), a
+    `relative` part of their magnitude. An end beyond the largest double stays at the value
+    (which then is the range's top or bottom): the range is never empty."""
     if lo < hi:
         return lo, hi
-    return lo - 0.5, hi + 0.5
+    step = max(0.5, abs(lo) * relative)
+    new_lo, new_hi = lo - step, hi + step
+    if not math.isfinite(new_lo):
+        new_lo = lo
+    if not math.isfinite(new_hi):
+        new_hi = hi
+    return new_lo, new_hi
 
 
 class Histogram:
@@ -97,6 +113,9 @@ class Histogram:
         t = t.detach()
         if t.is_complex():
             raise TypeError("Histogram: complex tensors are not supported")
+        zeros = 0  # a sparse tensor's implicit zeros: counted in the bin that holds 0
+        if t.layout != torch.strided:
+            t, zeros = _sparse_values(torch, t)
         if not t.is_floating_point():
             t = t.to(torch.float32 if t.element_size() <= 2 else torch.float64)
         elif t.dtype in (torch.float16, torch.bfloat16):
@@ -111,7 +130,10 @@ class Histogram:
                 lo_hi = torch.stack(torch.aminmax(t)).tolist() if t.numel() else [0.0, 0.0]
         else:
             lo_hi = [0.0, 0.0]
-        lo, hi = _widen(float(lo_hi[0]), float(lo_hi[1]))
+        lo, hi = float(lo_hi[0]), float(lo_hi[1])
+        if zeros:
+            lo, hi = (min(lo, 0.0), max(hi, 0.0)) if t.numel() else (0.0, 0.0)
+        lo, hi = _widen(lo, hi, _WIDEN_FLOAT64 if t.dtype == torch.float64 else _WIDEN_FLOAT32)
         if not t.numel():
             counts = torch.zeros(num_bins, dtype=torch.float64)
         else:
@@ -123,7 +145,10 @@ class Histogram:
             else:
                 counts = _count_bins(torch, t, lo, hi, num_bins, sort=method == "sort")
         self._lo, self._hi = lo, hi
-        self._counts = counts.to(device="cpu", dtype=torch.float64).numpy().tobytes()
+        counts = counts.to(device="cpu", dtype=torch.float64)
+        if zeros:
+            counts[_bin_of(0.0, lo, hi, num_bins)] += zeros
+        self._counts = counts.numpy().tobytes()
 
     def _from_numpy(self, np: Any, sequence: Any, num_bins: int) -> None:
         a = np.asarray(sequence)
@@ -287,6 +312,27 @@ def _count_bins(torch: Any, t: Any, lo: float, hi: float, num_bins: int,
             c = torch.bincount(bins, minlength=num_bins)
         counts = c if counts is None else counts.add_(c)
     return counts
+
+
+def _sparse_values(torch: Any, t: Any) -> Tuple[Any, int]:
+    """(the stored values, how many implicit zeros) of a sparse tensor (an ``nn.Embedding(...,
+    sparse=True)`` gradient, say): COO coalesced first (its duplicate indices summed), the
+    compressed layouts (CSR, CSC, BSR, BSC) as they are; any other layout made dense."""
+    if t.layout == torch.sparse_coo:
+        values = t.coalesce().values()
+    elif hasattr(t, "values") and t.layout in tuple(
+            getattr(torch, name) for name in ("sparse_csr", "sparse_csc", "sparse_bsr",
+                                              "sparse_bsc") if hasattr(torch, name)):
+        values = t.values()
+    else:
+        return t.to_dense(), 0
+    return values, t.numel() - values.numel()
+
+
+def _bin_of(v: float, lo: float, hi: float, num_bins: int) -> int:
+    """The bin of `v` in `num_bins` uniform bins over [lo, hi] (`hi` in the last one)."""
+    f = _factor(lo, hi)
+    return max(0, min(int((v * f - lo * f) * (num_bins / (hi * f - lo * f))), num_bins - 1))
 
 
 def _as_list(x: Any) -> List[Any]:

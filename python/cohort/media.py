@@ -453,7 +453,11 @@ class Html(_Media):
         self.caption = _caption(caption, "Html")
         if isinstance(data, os.PathLike) or (
                 isinstance(data, str) and data.lower().endswith((".html", ".htm"))
-                and "<" not in data and os.path.isfile(data)):
+                and "<" not in data):
+            # A str that reads as a file name (no markup, a .html/.htm ending) is a path: one
+            # that names no file is refused, as Image's is, rather than logged as the page.
+            if not os.path.isfile(data):
+                raise ValueError(f"Html: {os.path.abspath(os.fspath(data))!r} is not a file")
             with open(os.fspath(data), "rb") as f:
                 self._bytes = f.read()
         elif isinstance(data, str):

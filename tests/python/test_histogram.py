@@ -192,3 +192,73 @@ def test_tensors_under_deterministic_algorithms():
             assert got.sum() == 10_000 and np.abs(got - want).sum() <= 4, device
     finally:
         torch.use_deterministic_algorithms(was)
+
+
+def _check_one_bin(h, n, value):
+    """All `n` values in one bin of a finite, strictly ascending range that holds `value`."""
+    bins = h.bins
+    assert all(math.isfinite(b) for b in bins), bins
+    assert all(a < b for a, b in zip(bins, bins[1:])), bins
+    assert bins[0] <= value <= bins[-1], (bins, value)
+    assert sorted(h.histogram)[-1] == n and sum(h.histogram) == n, h.histogram
+
+
+def test_equal_values_of_any_magnitude_get_a_range_around_them():
+    """Equal values were given one unit either side: above 2^53 that left the range empty (numpy
+    IndexError, ZeroDivisionError for a float64 tensor). The range is widened by a part of the
+    values' magnitude instead, up to the largest double (and float32)."""
+    from cohort.histogram import Histogram
+    biggest = np.finfo(np.float64).max
+    for v in (1e17, -1e17, 1e300, -1e300, biggest, -biggest, 2.0 ** 53, 3.0):
+        h = cohort.Histogram(np.full(10, v), num_bins=4)
+        _check_one_bin(h, 10, v)
+        plain = Histogram.__new__(Histogram)  # the pure-Python path (no numpy)
+        plain.dropped, plain._edges = 0, None
+        plain._from_python([v] * 3, 5)
+        _check_one_bin(plain, 3, v)
+    h = cohort.Histogram(np.full(10, 3.0), num_bins=4)
+    assert h.bins[0] == 2.5 and h.bins[-1] == 3.5  # numpy's unit kept where it is enough
+    torch = pytest.importorskip("torch")
+    for v in (1e20, 1e300, -1e300, biggest, -biggest):
+        h = cohort.Histogram(torch.full((10,), v, dtype=torch.float64), num_bins=4)
+        _check_one_bin(h, 10, v)
+    f32max = float(np.finfo(np.float32).max)
+    for v in (3e38, -3e38, f32max, -f32max, 1e35, 1e8, 1e20):
+        t = torch.full((10,), v, dtype=torch.float32)
+        for device in _devices(torch):
+            h = cohort.Histogram(t.to(device), num_bins=4)
+            _check_one_bin(h, 10, float(t[0]))
+            # In a middle bin, as numpy puts equal values, not at an end of the range.
+            assert h.histogram[1:3] != [0, 0], (v, device, h.histogram)
+
+
+def test_sparse_tensors_count_their_implicit_zeros():
+    """A sparse gradient (nn.Embedding(..., sparse=True)) made reshape raise: its stored values
+    are counted, and its implicit zeros in the bin that holds 0."""
+    torch = pytest.importorskip("torch")
+    index = torch.tensor([[0, 1, 1, 3], [2, 0, 0, 1]])  # (1, 0) twice: summed by coalesce
+    s = torch.sparse_coo_tensor(index, torch.tensor([3.0, -1.0, -1.0, 2.0]), (5, 4))
+    dense = s.to_dense().numpy()
+    for t in (s, s.to_sparse_csr()):
+        h = cohort.Histogram(t, num_bins=5)
+        counts, edges = np.histogram(dense, bins=5)
+        assert h.histogram == counts.tolist() and h.bins == pytest.approx(edges.tolist())
+    # Stored values all positive: the range reaches down to 0 for the zeros.
+    pos = torch.sparse_coo_tensor(torch.tensor([[1, 2]]), torch.tensor([4.0, 8.0]), (10,))
+    h = cohort.Histogram(pos, num_bins=4)
+    assert h.bins == [0.0, 2.0, 4.0, 6.0, 8.0] and h.histogram == [8, 0, 1, 1]
+    # Hybrid (dense values per index), a NaN left out; no stored values at all.
+    hybrid = torch.sparse_coo_tensor(torch.tensor([[0, 2]]),
+                                     torch.tensor([[1.0, 2.0], [5.0, math.nan]]), (4, 2))
+    h = cohort.Histogram(hybrid, num_bins=5)
+    assert h.histogram == [4, 1, 1, 0, 1] and h.dropped == 1
+    empty = torch.sparse_coo_tensor(torch.zeros(2, 0, dtype=torch.long), torch.zeros(0), (3, 3))
+    h = cohort.Histogram(empty, num_bins=4)
+    assert h.histogram == [0, 0, 9, 0] and h.bins[0] == -0.5
+    embedding = torch.nn.Embedding(100, 8, sparse=True)
+    embedding(torch.tensor([[1, 2, 3, 3]])).sum().backward()
+    grad = embedding.weight.grad
+    assert grad.is_sparse
+    h = cohort.Histogram(grad, num_bins=4)
+    want, _ = np.histogram(grad.to_dense().numpy(), bins=4)
+    assert h.histogram == want.tolist() and sum(h.histogram) == 800

@@ -165,6 +165,19 @@ def test_video_files_and_html(tmp_path):
     assert cohort.Html(str(page))._encode()[0] == b"<i>file</i>"
 
 
+def test_an_html_path_that_names_no_file_is_refused(tmp_path):
+    # It was logged as the page: the text of the path.
+    missing = tmp_path / "report" / "page.html"
+    for data in (str(missing), str(tmp_path / "PAGE.HTM"), "page.html", missing):
+        with pytest.raises(ValueError, match=r"Html: .*(page|PAGE)\.(html|HTM)' is not a file"):
+            cohort.Html(data)
+    (tmp_path / "dir.html").mkdir()
+    with pytest.raises(ValueError, match="is not a file"):
+        cohort.Html(str(tmp_path / "dir.html"))
+    # Markup is text even when it ends like a file name.
+    assert cohort.Html("<a href='x'>see x.html")._encode()[0] == b"<a href='x'>see x.html"
+
+
 def test_tables_from_rows_and_dataframes():
     pd = pytest.importorskip("pandas")
     t = cohort.Table(columns=["a", "b", "c"],

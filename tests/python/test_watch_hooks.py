@@ -86,3 +86,71 @@ def test_bad_num_bins_is_refused_at_the_call_with_no_hooks_put():
         with pytest.raises(ValueError, match="num_bins"):
             _watch.watch(Recorder(), model, log="all", num_bins=bins)
     assert not any(hooked(model))
+
+
+def test_a_sparse_gradient_is_logged_and_backward_goes_on():
+    # nn.Embedding(sparse=True) gives a sparse gradient: Histogram's reshape raised inside the
+    # gradient hook, and loss.backward() failed.
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Embedding(100, 8, sparse=True), torch.nn.Flatten(),
+                                torch.nn.Linear(32, 1))
+    run = Recorder()
+    run.values = {}
+    run.log = lambda values, commit=True: run.values.update(values)
+    watch = _watch._Watch(run, model, "", "all", 1, 8)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model(torch.randint(0, 100, (2, 4))).sum().backward()
+    assert sorted(run.values) == ["gradients/0.weight", "gradients/2.bias", "gradients/2.weight",
+                                  "parameters/0.weight", "parameters/2.bias",
+                                  "parameters/2.weight"]
+    assert sum(run.values["gradients/0.weight"].histogram) == 800
+    assert watch.failures == {}
+    watch.remove()
+
+
+class _Complex(torch.nn.Module):
+    """A parameter whose gradient Histogram refuses (complex), beside a plain one."""
+
+    def __init__(self):
+        super().__init__()
+        self.z = torch.nn.Parameter(torch.ones(3, dtype=torch.complex64))
+        self.lin = torch.nn.Linear(3, 1)
+
+    def forward(self, x):
+        return self.lin(x * self.z.real)
+
+
+def test_a_histogram_that_fails_warns_once_per_key_and_never_stops_the_training():
+    run, model, x = Recorder(), _Complex(), torch.randn(4, 3)
+    watch = _watch._Watch(run, model, "", "all", 1, 8)
+    with pytest.warns(RuntimeWarning) as caught:
+        for _ in range(3):
+            model(x).sum().backward()  # raised TypeError out of backward() before
+    texts = [str(w.message) for w in caught if "cohort watch" in str(w.message)]
+    assert len(texts) == 2, texts  # once for parameters/z, once for gradients/z
+    assert any("gradients/z" in t and "complex" in t for t in texts), texts
+    assert any("parameters/z" in t and "TypeError" in t for t in texts), texts
+    assert watch.failures == {"parameters/z": 3, "gradients/z": 3}
+    logged = {k for call in run.calls for k in call}
+    assert logged == {"parameters/lin.weight", "parameters/lin.bias", "gradients/lin.weight",
+                      "gradients/lin.bias"}
+    watch.remove()
+
+
+def test_a_run_that_refuses_the_values_does_not_stop_the_training():
+    class Refusing(Recorder):
+        def log(self, values, commit=True):
+            raise ValueError("refused")
+
+    run, (model, x) = Refusing(), model_and_data()
+    watch = _watch._Watch(run, model, "", "gradients", 1, 8)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning made an error is not raised either
+        for _ in range(2):
+            model(x).sum().backward()
+    assert watch.failures == {k: 2 for k in ("gradients/0.weight", "gradients/0.bias",
+                                             "gradients/2.weight", "gradients/2.bias")}
+    watch.remove()
