@@ -20,6 +20,10 @@ struct HistogramQuery {
   // > 0: when a (key, writer) has more than this many steps in the range, neighbouring steps
   // are merged into this many buckets (core/histogram.h Merge); 0: every step.
   int buckets = 0;
+  // The most bin counts and edges the query may read, all its steps together (0: no bound): past
+  // it the query stops with kPayloadTooLarge instead of holding the rest in memory (steps are
+  // read whole before they are merged into buckets).
+  int64_t max_values = 0;
 };
 
 // One step, or one bucket of merged steps, of one (key, writer).

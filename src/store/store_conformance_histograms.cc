@@ -222,6 +222,16 @@ TEST_P(StoreConformanceTest, HistogramQueryFiltersAndMergesStepsIntoBuckets) {
   EXPECT_EQ(sb[1].value.counts, (std::vector<double>{34, 32}));  // 17 steps x 2, 16 x 2
   EXPECT_TRUE(sb[2].exact);
   EXPECT_EQ(sb[2].value.lo, 2);
+  // A bound on what a query reads: writer b's 100 steps of 2 bins are 200 counts (uniform bins
+  // carry no edges); buckets do not lower it (steps are read before they are merged).
+  COHORT_ASSERT_OK(store()
+                       .QueryHistograms(HistogramQuery{
+                           .run = Ref("run1"), .keys = {"h"}, .writers = {"b"}, .max_values = 200})
+                       .status());
+  auto over = store().QueryHistograms(HistogramQuery{
+      .run = Ref("run1"), .keys = {"h"}, .writers = {"b"}, .buckets = 3, .max_values = 199});
+  EXPECT_EQ(over.status().code(), StatusCode::kPayloadTooLarge) << over.status().ToString();
+  EXPECT_NE(over.status().message().find("--max-answer-points"), std::string::npos);
 }
 
 TEST_P(StoreConformanceTest, DumpRoundTripKeepsHistograms) {

@@ -108,6 +108,7 @@ void RegisterHistogramRoutes(http::Router& r, ApiContext* ctx) {
           if (!ref.ok()) return ErrorResponse(ref.status());
           store::HistogramQuery q;
           q.run = *ref;
+          q.max_values = ctx->limits.max_answer_points;
           if (Status s = ReadParams(req, ctx->limits, &q); !s.ok()) return ErrorResponse(s);
           const int64_t t0 = MonoNanos();
           auto res = ctx->store->QueryHistograms(q);

@@ -83,7 +83,6 @@ void Bucket(HistogramSeries* s, int buckets) {
 
 Result<std::vector<HistogramSeries>> SqlStore::QueryHistograms(const HistogramQuery& q) {
   using Out = std::vector<HistogramSeries>;
-  const std::set<std::string> writers(q.writers.begin(), q.writers.end());
   return RunFor<Out>(Access::kReadAny, [&](Conn& conn) -> Result<Out> {
     COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRun(conn, q.run));
     Params params;
@@ -96,16 +95,20 @@ Result<std::vector<HistogramSeries>> SqlStore::QueryHistograms(const HistogramQu
       params.AddTextArray(q.keys);
       sql += " AND h.key = ANY(" + params.Last() + ")";
     }
+    if (!q.writers.empty()) {
+      params.AddTextArray(q.writers);
+      sql += " AND w.label = ANY(" + params.Last() + ")";
+    }
     sql += " ORDER BY h.key, w.label, h.step";
     COHORT_ASSIGN_OR_RETURN(std::unique_ptr<sql::Rows> rows,
                             conn.Query(sql, params, sql::Prepare::kOnce));
     Out out;
+    int64_t held = 0;  // bin counts and edges read
     while (true) {
       COHORT_ASSIGN_OR_RETURN(bool row, rows->Next());
       if (!row) break;
       std::string_view key = rows->Bytes(0);
       std::string label = rows->Text(1);
-      if (!writers.empty() && !writers.contains(label)) continue;
       if (out.empty() || out.back().key != key || out.back().writer != label) {
         HistogramSeries& s = out.emplace_back();
         s.key.assign(key);
@@ -120,8 +123,16 @@ Result<std::vector<HistogramSeries>> SqlStore::QueryHistograms(const HistogramQu
                                   std::to_string(st.step) + ": " + std::to_string(bins) +
                                   " bins");
       }
-      COHORT_ASSIGN_OR_RETURN(st.value.counts, histogram::DecodeCounts(rows->Bytes(8), size_t(bins)));
       std::string_view edges = rows->Bytes(7);
+      held += bins + (edges.empty() ? 0 : bins + 1);
+      if (q.max_values > 0 && held > q.max_values) {
+        return Status::PayloadTooLarge(
+            "histograms: the query would read more than " + std::to_string(q.max_values) +
+            " bin counts and edges (--max-answer-points): name fewer keys or writers, or narrow "
+            "the step range (buckets= merges steps after they are read)");
+      }
+      COHORT_ASSIGN_OR_RETURN(st.value.counts,
+                              histogram::DecodeCounts(rows->Bytes(8), size_t(bins)));
       if (edges.empty()) {
         st.value.lo = rows->Double(5);
         st.value.hi = rows->Double(6);
