@@ -270,10 +270,12 @@ void Sender::Turn(Entry* e) {
         backoff_.Reset();
         Logf(LogLevel::kWarning, "{}: {} seq {} refused for good, skipped: {}", s->dir(),
              RecordKindName(rec->kind), rec->seq, a.status.ToString());
-        s->Update([&](UploadProgress* p) {
-          ++p->refused;
-          p->last_refusal = a.status;
-        });
+        if (!a.rate_limited) {  // an alert over the project's rate is dropped by design
+          s->Update([&](UploadProgress* p) {
+            ++p->refused;
+            p->last_refusal = a.status;
+          });
+        }
         s->Pop();
         break;
       case Outcome::kReject:
@@ -284,6 +286,7 @@ void Sender::Turn(Entry* e) {
         s->Pop();
         break;
       case Outcome::kRetry: {
+        ++failure_epoch_;
         s->Update([&](UploadProgress* p) {
           ++p->failures;
           p->last_failure = a.status;
@@ -309,6 +312,7 @@ void Sender::Turn(Entry* e) {
         (void)s->FlushAcks(false);
         return;
       case Outcome::kPause:
+        ++failure_epoch_;
         s->Update([&](UploadProgress* p) {
           ++p->failures;
           p->last_failure = a.status;
@@ -327,7 +331,8 @@ void Sender::Turn(Entry* e) {
   if (!st.ok()) Logf(LogLevel::kWarning, "{}: writing the ack failed: {}", s->dir(), st.ToString());
   const int64_t hb_ms = int64_t(options_.heartbeat_interval_s * 1000);
   if (s->attached() > 0 && p.joined && p.rejected.ok() &&
-      (!e->had_contact || MonoMillis() - e->last_contact_ms >= hb_ms)) {
+      (!e->had_contact || MonoMillis() - e->last_contact_ms >= hb_ms ||
+       e->heartbeat_epoch != failure_epoch_)) {
     Heartbeat(e);
   }
 }
@@ -514,6 +519,7 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
         // refused, not late. Waiting would hold up every record of the writer behind it. Any
         // other 429 (the entity's request rate, a proxy's) is retried as for every record.
         a.outcome = Outcome::kSkip;
+        a.rate_limited = true;
       }
       return a;
     }
@@ -556,6 +562,7 @@ void Sender::Heartbeat(Entry* e) {
   auto r = Call("POST", WriterPath(*entity, s->target()) + "/heartbeat", "{}", s->target().api_key);
   // A missed heartbeat is not retried on its own: the next one is due an interval later.
   e->had_contact = true;
+  e->heartbeat_epoch = failure_epoch_;
   e->last_contact_ms = MonoMillis();
   if (!r.ok() || r->status >= 300) {
     Logf(LogLevel::kDebug, "{}: heartbeat failed: {}", s->dir(),

@@ -101,6 +101,7 @@ class Sender {
     int64_t last_contact_ms = 0;
     bool had_contact = false;
     bool key_refused = false;  // mirrors the stream's UploadProgress::key_refused
+    uint64_t heartbeat_epoch = 0;  // the failure_epoch_ of its last heartbeat
   };
   // kStop: this writer's uploads stop in this process, nothing dropped (`cohort sync` given a
   // key the server refuses: the WAL stays for a sync with a key it accepts).
@@ -110,6 +111,7 @@ class Sender {
     double delay_s = 0;
     Status status;
     int64_t points = 0;  // a batch's points, as the server counted them
+    bool rate_limited = false;  // kSkip of an alert over the project's alert rate: not refused
   };
 
   void Loop() COHORT_EXCLUDES(mu_);
@@ -130,6 +132,11 @@ class Sender {
   const SenderOptions options_;
   HttpClient http_;                               // used only by the thread
   Backoff backoff_;                               // used only by the thread
+  // Counts the uploads that failed and were retried (or paused); thread only. A live writer
+  // (a client attached) heartbeats as soon as an upload of it succeeds after such a failure:
+  // while uploads failed, no heartbeat reached the server, which may have marked it crashed,
+  // and a batch alone does not bring it back (store.h WriterStore::Heartbeat).
+  uint64_t failure_epoch_ = 0;
   std::map<std::string, std::string> entities_;   // api key -> entity; thread only
 
   // Taken before a stream's locks (Loop reads progress() under it, Stop flushes acks).

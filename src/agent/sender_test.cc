@@ -267,6 +267,8 @@ TEST_F(SenderTest, SkipsARecordTheServerRefuses) {
   ASSERT_TRUE(WaitComplete(stream.get(), 5000));
   EXPECT_EQ(calls, 2);  // the first batch is not retried, the second is sent
   EXPECT_EQ(sender.stats().records_skipped, 1);
+  EXPECT_EQ(stream->progress().refused, 1);  // cohort sync reports it
+  EXPECT_NE(stream->progress().last_refusal.message().find("bad"), std::string::npos);
   EXPECT_TRUE(server.requests().back().path.ends_with("/finish"));
 }
 
@@ -349,6 +351,8 @@ TEST_F(SenderTest, AnAlertAnswered429IsSkippedNotRetried) {
   EXPECT_LT(NowMillis() - start, 900);  // not after the Retry-After
   EXPECT_EQ(alert_posts, 1);
   EXPECT_EQ(sender.stats().records_skipped, 1);
+  // Dropped by the alert rate (by design), not refused: cohort sync does not fail for it.
+  EXPECT_EQ(s->progress().refused, 0);
   EXPECT_TRUE(server.requests().back().path.ends_with("/finish"));
 }
 
@@ -445,6 +449,43 @@ TEST_F(SenderTest, HeartbeatsAttachedJoinedStreams) {
   int heartbeats = 0;
   for (const auto& r : server.requests()) heartbeats += r.path.ends_with("/heartbeat");
   EXPECT_GE(heartbeats, 2);
+}
+
+// Uploads that failed meanwhile kept heartbeats from the server, which may have marked the writer
+// crashed; a batch alone does not bring it back, a heartbeat does (store.h Heartbeat). So a
+// live writer heartbeats as soon as an upload succeeds after failures, not an interval later.
+TEST_F(SenderTest, ALiveWriterHeartbeatsAsSoonAsUploadsSucceedAgain) {
+  std::atomic<int> failures{0};
+  FakeHttpServer server([&](const FakeRequest& r) -> FakeResponse {
+    if (r.path.ends_with("/batches") && failures++ < 2) return {503, "{}", {}};
+    return Ok(r);
+  });
+  auto stream = MakeStream(server.url(), "alice", 2);
+  stream->Attach(0);
+  SenderOptions o = FastOptions();
+  o.heartbeat_interval_s = 3600;  // never due by the interval in this test
+  Sender sender(server.url(), o);
+  sender.Add(stream);
+  sender.Start();
+  ASSERT_TRUE(WaitComplete(stream.get(), 5000));
+  std::vector<std::string> paths;
+  for (int i = 0; i < 200; ++i) {  // the heartbeat follows the turn's uploads
+    paths = Paths(server.requests());
+    if (paths.back().ends_with("/heartbeat")) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto first_ok_batch =
+      std::find_if(paths.begin(), paths.end(), [&, n = 0](const std::string& p) mutable {
+        return p.ends_with("/batches") && ++n == 3;  // after two refusals
+      });
+  ASSERT_NE(first_ok_batch, paths.end());
+  const long heartbeats_after = std::count_if(
+      first_ok_batch, paths.end(), [](const std::string& p) { return p.ends_with("/heartbeat"); });
+  const long heartbeats_before =
+      std::count_if(paths.begin(), first_ok_batch,
+                    [](const std::string& p) { return p.ends_with("/heartbeat"); });
+  EXPECT_GE(heartbeats_after, 1);
+  EXPECT_LE(heartbeats_before, 1);  // the first contact's, if any
 }
 
 // Finish and Open wait on a stream with a predicate that asks the Sender whether it is backing

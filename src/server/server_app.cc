@@ -307,11 +307,10 @@ Status ServerApp::Start() {
   auth_ = std::make_unique<api::Authenticator>(store_.get());
   COHORT_RETURN_IF_ERROR(StartLimiter());
   alerts_ = std::make_unique<alerts::AlertEngine>(store_.get());
-  // A writer marked crashed that heartbeats again is running: its crash alerts resolve as when
-  // it re-joins.
+  // A writer marked crashed that heartbeats again is running: its crash alerts resolve.
   heartbeats_ = std::make_unique<api::HeartbeatCoalescer>(
       store_.get(), 1000, [alerts = alerts_.get()](const store::HeartbeatUpdate& u) {
-        alerts->OnWriterRejoined(u.ref, u.label, u.now_ms);
+        alerts->OnWriterRevived(u.ref, u.label, u.now_ms);
       });
   heartbeats_->Start();
   ctx_.heartbeats = heartbeats_.get();
@@ -393,10 +392,14 @@ std::string ServerApp::url() const {
 }
 
 void ServerApp::SweepLoop() {
-  // Heartbeats could not reach a server that was down: none of this one's writers is marked
-  // crashed until a heartbeat timeout after its start (their agents retry meanwhile; a writer
-  // that really ended is marked then). Other servers of the same store sweep as before.
-  const int64_t sweep_from_ms = NowMillis() + int64_t(config_.heartbeat_timeout_s) * 1000;
+  // Heartbeats could not reach a server that was down: no writer is marked crashed until its
+  // agent has had time to come back (its uploads back off for at most 30 s, it heartbeats every
+  // 30 s: kSweepGraceMs, or the heartbeat timeout if shorter). A writer marked crashed later that
+  // heartbeats again is running again (store.h WriterStore::Heartbeat). Bounded so that a server
+  // restarted often still sweeps.
+  constexpr int64_t kSweepGraceMs = 90'000;
+  const int64_t sweep_from_ms =
+      NowMillis() + std::min(kSweepGraceMs, int64_t(config_.heartbeat_timeout_s) * 1000);
   MutexLock lock(&mu_);
   while (!stopping_) {
     cv_.WaitFor(mu_, std::chrono::seconds(config_.sweep_interval_s));

@@ -69,7 +69,7 @@ std::optional<DerivedRunState> DeriveOrphanedRunEnd(const std::vector<WriterReco
       worst = &w;
     }
   }
-  if (worst == nullptr) return std::nullopt;
+  if (worst == nullptr || worst->state == RunState::kFinished) return std::nullopt;
   DerivedRunState out;
   out.state = worst->state;
   out.exit_code = worst->exit_code;

@@ -29,7 +29,15 @@ DerivedRunState DeriveRunState(const std::vector<WriterRecord>& writers, RunStat
 // writers (crashed, then failed, killed, preempted, finished; the latest on a tie) with its exit
 // code, at the last end. A controlling writer that joins later makes the run running again
 // (DeriveRunState). nullopt while a writer runs, a controlling writer exists, or none exists.
+// Only an end worse than finished ends such a run: writers that all finished may be the first
+// half of a job synced node by node (the primary's node not yet), and a run left running is
+// what they would see then.
 std::optional<DerivedRunState> DeriveOrphanedRunEnd(const std::vector<WriterRecord>& writers);
+
+// A writer marked crashed without an exit code is running again when it heartbeats at least this
+// long after the mark (WriterStore::Heartbeat): a heartbeat sent before the process died, written
+// late by another server (whose clock may run a little ahead), never revives it.
+inline constexpr int64_t kReviveAfterCrashMs = 30'000;
 
 // The writer state that an exit code means when the client did not say: 0 -> finished,
 // otherwise failed.

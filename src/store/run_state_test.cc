@@ -93,7 +93,7 @@ TEST(RunStateTest, AnOrphanedRunEndsWithItsWorkersMostSevereEnd) {
   EXPECT_FALSE(d->exit_code.has_value());
   End(&ws[0], RunState::kFinished, 0, 10);
   End(&ws[1], RunState::kFinished, 0, 20);
-  EXPECT_EQ(DeriveOrphanedRunEnd(ws)->state, RunState::kFinished);
+  EXPECT_FALSE(DeriveOrphanedRunEnd(ws).has_value());  // all finished: the primary may come
   EXPECT_FALSE(DeriveOrphanedRunEnd({}).has_value());
   ws.push_back(Writer("rank_0", true, true));  // the primary joined: it ends the run
   End(&ws[3], RunState::kFinished, 0, 40);

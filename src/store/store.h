@@ -79,10 +79,11 @@ class WriterStore {
   virtual Result<WriterRecord> JoinWriter(const RunRef& ref, const WriterJoin& join) = 0;
   virtual Result<std::vector<WriterRecord>> ListWriters(const RunRef& ref) = 0;
   // Records a writer's heartbeat: its and its run's heartbeat time move up to now_ms, never back.
-  // A heartbeat comes from a live writer: one marked crashed without an exit code before now_ms
-  // (the crash sweep's mark after a silence: the server or the network was down, the agent's
-  // uploads were backing off) is running again, its end unhandled no more, and the run's state is
-  // recomputed. True when that happened. kNotFound for an unknown writer.
+  // A heartbeat comes from a live writer: one marked crashed without an exit code at least
+  // kReviveAfterCrashMs (run_state.h) before now_ms (the crash sweep's mark after a silence: the
+  // server or the network was down, the agent's uploads were backing off) is running again, its
+  // end unhandled no more, and the run's state is recomputed. True when that happened.
+  // kNotFound for an unknown writer.
   virtual Result<bool> Heartbeat(const RunRef& ref, const std::string& label, int64_t now_ms) = 0;
   // Records many writers' heartbeats at once (the server coalesces heartbeats and writes them
   // about once a second) in one transaction, each as Heartbeat does. A writer (or run) that does

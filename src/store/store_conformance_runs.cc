@@ -6,6 +6,7 @@
 
 #include "core/clock.h"
 #include "core/json.h"
+#include "store/run_state.h"
 #include "store/store_conformance.h"
 
 namespace cohort::store {
@@ -400,18 +401,24 @@ TEST_P(StoreConformanceTest, AHeartbeatBringsBackAWriterTheSweepMarkedCrashed) {
   COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run1, store().GetRun(Ref("run1")));
   ASSERT_EQ(run1.state, RunState::kCrashed);
 
+  // A heartbeat written late (sent before the mark, or by a server whose clock runs ahead)
+  // revives nothing.
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      bool revived, store().Heartbeat(Ref("run1"), "main", now + kReviveAfterCrashMs - 1));
+  EXPECT_FALSE(revived);
   // One by one (the compat layer's path): the controlling writer comes back, then the run.
-  COHORT_ASSERT_OK_AND_ASSIGN(bool revived, store().Heartbeat(Ref("run1"), "main", now + 1));
+  const int64_t back = now + kReviveAfterCrashMs;
+  COHORT_ASSERT_OK_AND_ASSIGN(revived, store().Heartbeat(Ref("run1"), "main", back + 1));
   EXPECT_TRUE(revived);
   COHORT_ASSERT_OK_AND_ASSIGN(run1, store().GetRun(Ref("run1")));
   EXPECT_EQ(run1.state, RunState::kRunning);
   EXPECT_FALSE(run1.finished_ms.has_value());
-  COHORT_ASSERT_OK_AND_ASSIGN(revived, store().Heartbeat(Ref("run1"), "main", now + 2));
+  COHORT_ASSERT_OK_AND_ASSIGN(revived, store().Heartbeat(Ref("run1"), "main", back + 2));
   EXPECT_FALSE(revived);  // running already
   // Coalesced (the agents' path): the worker comes back; its end is no longer unhandled.
   COHORT_ASSERT_OK_AND_ASSIGN(
       HeartbeatsApplied applied,
-      store().Heartbeats({{Ref("run1"), "worker", now + 3}, {Ref("run1"), "main", now + 3}}));
+      store().Heartbeats({{Ref("run1"), "worker", back + 3}, {Ref("run1"), "main", back + 3}}));
   EXPECT_EQ(applied.updated, 2);
   ASSERT_EQ(applied.revived.size(), 1u);
   EXPECT_EQ(applied.revived[0].label, "worker");
@@ -425,9 +432,9 @@ TEST_P(StoreConformanceTest, AHeartbeatBringsBackAWriterTheSweepMarkedCrashed) {
 
   // Ended for good: a crash with an exit code, a finish, a crash recorded after the heartbeat.
   COHORT_ASSERT_OK(
-      store().FinishWriter(Ref("run1"), "worker", RunState::kCrashed, 137, now + 4).status());
+      store().FinishWriter(Ref("run1"), "worker", RunState::kCrashed, 137, back + 4).status());
   COHORT_ASSERT_OK(
-      store().FinishWriter(Ref("run1"), "main", RunState::kFinished, 0, now + 4).status());
+      store().FinishWriter(Ref("run1"), "main", RunState::kFinished, 0, back + 4).status());
   COHORT_ASSERT_OK_AND_ASSIGN(applied, store().Heartbeats({{Ref("run1"), "worker", now + 5},
                                                            {Ref("run1"), "main", now + 5},
                                                            {Ref("run2"), "main", now - 1}}));

@@ -97,6 +97,10 @@ class AlertEngine {
   // is resolved, so that its next end or condition opens a new alert and notifies again.
   void OnWriterRejoined(const store::RunRef& ref, const std::string& label, int64_t now_ms)
       COHORT_EXCLUDES(mu_);
+  // A writer marked crashed heartbeats again (store.h WriterStore::Heartbeat): the same process,
+  // so only its writer_state alerts (the crash) resolve; its other conditions stay open.
+  void OnWriterRevived(const store::RunRef& ref, const std::string& label, int64_t now_ms)
+      COHORT_EXCLUDES(mu_);
   // Handles every writer end the store has not handled yet (store.h ListUnhandledWriterEnds):
   // raises writer_state (more than kMaxWriterAlertsPerSweep crashed writers of one run: one
   // run-level alert; these raises are not held back by the project's rate limit) and resolves

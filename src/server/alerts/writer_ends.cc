@@ -168,6 +168,20 @@ void AlertEngine::HandleWriterEnds(int64_t now_ms) {
   }
 }
 
+void AlertEngine::OnWriterRevived(const store::RunRef& ref, const std::string& label,
+                                  int64_t now_ms) {
+  auto rules = Rules(ref.entity, ref.project, now_ms);
+  if (!rules.ok()) return Failed("reading alert rules", rules.status());
+  std::vector<int64_t> ids;
+  for (const RuleSpec& r : (*rules)->rules()) {
+    if (r.kind == RuleKind::kWriterState) ids.push_back(r.id);
+  }
+  if (ids.empty()) return;
+  auto resolved =
+      store_->ResolveRuleAlerts(ref.entity, ref.project, ids, ref.run_id, label, now_ms);
+  if (!resolved.ok()) Failed("resolving a revived writer's crash alerts", resolved.status());
+}
+
 void AlertEngine::OnWriterRejoined(const store::RunRef& ref, const std::string& label,
                                    int64_t now_ms) {
   auto resolved =

@@ -109,7 +109,7 @@ void RegisterWriterRoutes(http::Router& r, ApiContext* ctx) {
           } else {
             auto revived = ctx->store->Heartbeat(*ref, label, now);
             if (!revived.ok()) return ErrorResponse(revived.status());
-            if (*revived && ctx->alerts) ctx->alerts->OnWriterRejoined(*ref, label, now);
+            if (*revived && ctx->alerts) ctx->alerts->OnWriterRevived(*ref, label, now);
           }
           if (ctx->alerts) ctx->alerts->OnHeartbeat(*ref, req.PathParam("label"), now);
           return JsonResponse(200, bj::object{{"ok", true}});

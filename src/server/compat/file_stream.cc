@@ -522,7 +522,7 @@ http::HttpResponse HandleFileStream(api::ApiContext* ctx, http::HttpRequest& req
       // brings it back (store::WriterStore::Heartbeat).
       auto revived = ctx->store->Heartbeat(*ref, cw.label(), now);
       if (!revived.ok()) return StoreError(revived.status(), "heartbeat");
-      if (*revived && ctx->alerts) ctx->alerts->OnWriterRejoined(*ref, cw.label(), now);
+      if (*revived && ctx->alerts) ctx->alerts->OnWriterRevived(*ref, cw.label(), now);
     }
   }
   if (ctx->metrics) ctx->metrics->ObserveStore("compat_file_stream", MonoNanos() - t0);

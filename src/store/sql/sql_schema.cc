@@ -149,7 +149,7 @@ pg:   console_next bigint NOT NULL DEFAULT 0,
 ){{hot}};
 CREATE INDEX runs_by_created ON runs (entity, project, created_ms, pk);
 CREATE INDEX runs_by_group ON runs (entity, project, grp, pk);
-CREATE INDEX runs_running ON runs (heartbeat_ms) WHERE state = 'running';
+CREATE INDEX runs_running ON runs (pk) WHERE state = 'running';
 sqlite: CREATE INDEX runs_by_updated ON runs (entity, project, updated_ms, pk);
 
 CREATE TABLE writers (

@@ -392,7 +392,8 @@ Result<HeartbeatOutcome> ApplyHeartbeat(Conn& conn, int64_t run_pk, const std::s
                           }));
   if (seen.empty()) return HeartbeatOutcome::kNoWriter;
   const Seen& w = seen.front();
-  if (w.state != RunStateName(RunState::kCrashed) || !w.exit_code_null || w.finished_ms >= now_ms) {
+  if (w.state != RunStateName(RunState::kCrashed) || !w.exit_code_null ||
+      now_ms - w.finished_ms < kReviveAfterCrashMs) {
     return HeartbeatOutcome::kMoved;
   }
   COHORT_RETURN_IF_ERROR(
@@ -524,7 +525,8 @@ Result<std::vector<CrashedWriter>> SqlStore::MarkStaleWritersCrashed(int64_t sta
     for (const Marked& m : marked) marked_runs.insert(m.run_pk);
     // Runs left running by writers that all ended without a controlling writer among them (a
     // shared run whose primary never joined), silent for the timeout: ended
-    // (DeriveOrphanedRunEnd). The partial index runs_running holds the running runs only.
+    // (DeriveOrphanedRunEnd). The partial index runs_running holds the running runs only (by pk:
+    // an index on heartbeat_ms, which every batch moves, would cost PostgreSQL its HOT updates).
     COHORT_ASSIGN_OR_RETURN(
         std::vector<int64_t> orphans,
         sql::QueryAll<int64_t>(
