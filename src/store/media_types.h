@@ -38,6 +38,13 @@ struct MediaRecord {
   int64_t cell_bytes = 0;    // tables: MediaPoint::cell_bytes
 };
 
+// A media row that names a blob with another size than the blob has (FindMediaOfOtherSize).
+struct MisSizedMedia {
+  std::string run_id, key;
+  int64_t step = 0, index = 0;
+  int64_t size = 0;  // as the row says
+};
+
 struct MediaKeyInfo {
   std::string key, type, writer;
   int64_t count = 0;  // rows

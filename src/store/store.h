@@ -138,6 +138,12 @@ class DataStore {
   // A media row of the run whose blob is `sha256` (the first by key, step, index); kNotFound
   // when the run has none.
   virtual Result<MediaRecord> FindMedia(const RunRef& ref, const std::string& sha256) = 0;
+  // A media row of a run of `entity` naming the blob `sha256` with a size other than `size`; none
+  // (nullopt) otherwise. A row may name a blob before it is uploaded, with the size its client
+  // declared, which the media limits were checked against: the upload must bring that size.
+  virtual Result<std::optional<MisSizedMedia>> FindMediaOfOtherSize(const std::string& entity,
+                                                                    const std::string& sha256,
+                                                                    int64_t size) = 0;
   // The media rows of the run that await a file by path (MediaPoint::path) which the run now
   // holds as a blob (a run file with a sha256: its upload came) get that blob and size, in one
   // statement; `path` non-empty: only the rows awaiting that file. Returns how many. Those rows

@@ -248,6 +248,42 @@ def test_media_is_served_with_its_blobs_size_and_a_long_runs_table_at_its_latest
     assert r.returncode == 0 and "the first 100000 rows only" in r.stderr, r.stderr[-2000:]
 
 
+def test_a_blob_of_another_size_than_its_media_row_says_is_refused(server, api):
+    """A row may name a blob before it is uploaded, with the size its client declares: the media
+    limits (--max-media-file-bytes, --max-run-media-bytes) are checked against that size. An
+    upload of another size was taken, so a row saying 1 byte served any size past the limits;
+    it is refused now, naming the row, and nothing is stored."""
+    run = make_run(api, name="json-media-missized")
+    join(api, run, "rank0")
+    base = f"{runs_path(api)}/{run['id']}"
+    video = b"\x00\x00\x00\x18ftypmp42" + bytes(5000)
+    sha = hashlib.sha256(video).hexdigest()
+    status, ack = api.post(f"{base}/writers/rank0/batches", {"seq": 1, "media": [
+        {"key": "clip", "step": 0, "time": 1700000000000, "type": "video", "sha256": sha,
+         "size": 1, "mime": "video/mp4"}]})
+    assert status == 200 and "media_refused" not in ack, ack
+    blob = f"/api/v1/blobs/{entity(api)}/{sha}"
+    status, body = request(api, "PUT", f"{blob}/parts/0?size={len(video)}", video)
+    assert status == 200, body
+    status, done = api.post(f"{blob}/complete", {"size": len(video)})
+    assert status == 400, done
+    message = done["error"]["message"]
+    assert f"run {run['id']}, key 'clip', step 0, index 0 names it with 1 bytes" in message, done
+    status, body = api.get(f"{base}/media?keys=clip")
+    assert status == 200 and body["media"][0]["uploaded"] is False, body
+    status, _ = request(api, "GET", f"{base}/media/{sha}")
+    assert status == 404
+    # The row said the true size: the same upload is taken.
+    status, ack = api.post(f"{base}/writers/rank0/batches", {"seq": 2, "media": [
+        {"key": "clip", "step": 0, "time": 1700000000000, "type": "video", "sha256": sha,
+         "size": len(video), "mime": "video/mp4"}]})
+    assert status == 200, ack
+    status, done = api.post(f"{blob}/complete", {"size": len(video)})
+    assert status == 200 and done["stored"] is True, done
+    status, got = request(api, "GET", f"{base}/media/{sha}")
+    assert status == 200 and got == video
+
+
 def test_media_listing_says_truncated_only_when_more_rows_matched(server, api):
     # `truncated` was set when the page was full, also when nothing was left out.
     run = make_run(api, name="media-pages")

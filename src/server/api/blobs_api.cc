@@ -191,6 +191,18 @@ http::HttpResponse CompleteUpload(ApiContext* ctx, http::HttpRequest& req, const
   if (!held.ok()) return ErrorResponse(held.status());
   // Held already: an upload by id is then left to `cohort gc` (abandoned uploads).
   if (*held) return JsonResponse(200, BlobJson(sha, size, true));
+  // A media row may name the blob before it is uploaded, with the size its client declared (the
+  // media limits were checked against it): another size is refused, nothing stored.
+  auto missized = ctx->store->FindMediaOfOtherSize(who.entity, sha, size);
+  if (!missized.ok()) return ErrorResponse(missized.status());
+  if (*missized) {
+    const store::MisSizedMedia& m = **missized;
+    return ErrorResponse(Status::InvalidArgument(
+        "blob " + sha + ": the media row of run " + m.run_id + ", key '" + ShownValue(m.key) +
+        "', step " + std::to_string(m.step) + ", index " + std::to_string(m.index) +
+        " names it with " + std::to_string(m.size) + " bytes, the upload says " +
+        std::to_string(size) + ": nothing is stored (log that media again with its true size)"));
+  }
   auto verified = ctx->blobs->VerifyAs(target->upload_name, uint64_t(size), sha);
   if (!verified.ok()) return ErrorResponse(verified.status());
   // Recorded before it is published (docs/artifacts.md, "Garbage collection").

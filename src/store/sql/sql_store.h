@@ -63,6 +63,9 @@ class SqlStore : public Store {
   Result<std::vector<MediaKeyInfo>> ListMedia(const RunRef& ref) final;
   Result<std::vector<MediaRecord>> QueryMedia(const MediaQuery& query) final;
   Result<MediaRecord> FindMedia(const RunRef& ref, const std::string& sha256) final;
+  Result<std::optional<MisSizedMedia>> FindMediaOfOtherSize(const std::string& entity,
+                                                            const std::string& sha256,
+                                                            int64_t size) final;
   Result<int64_t> AttachUploadedMedia(const RunRef& ref, const std::string& path,
                                       int64_t max_run_media_bytes) final;
 

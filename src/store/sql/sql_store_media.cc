@@ -298,4 +298,23 @@ Result<MediaRecord> SqlStore::FindMedia(const RunRef& ref, const std::string& sh
   });
 }
 
+Result<std::optional<MisSizedMedia>> SqlStore::FindMediaOfOtherSize(const std::string& entity,
+                                                                    const std::string& sha256,
+                                                                    int64_t size) {
+  using Out = std::optional<MisSizedMedia>;
+  return RunFor<Out>(Access::kReadAny, [&](Conn& conn) -> Result<Out> {
+    COHORT_ASSIGN_OR_RETURN(
+        std::vector<MisSizedMedia> rows,
+        sql::QueryAll<MisSizedMedia>(
+            conn,
+            "SELECT r.run_id, m.key, m.step, m.idx, m.size FROM media m JOIN runs r ON "
+            "r.pk = m.run_pk WHERE m.sha256 = $1 AND r.entity = $2 AND m.size <> $3 LIMIT 1",
+            Params().Add(sha256).Add(entity).Add(size), [](const Row& row) {
+              return MisSizedMedia{row.Text(0), row.Text(1), row.Int(2), row.Int(3), row.Int(4)};
+            }));
+    if (rows.empty()) return Out{};
+    return Out{std::move(rows.front())};
+  });
+}
+
 }  // namespace cohort::store
