@@ -114,3 +114,19 @@ def artifact_versions(api, name, project, count, timeout=30):
             return None
         return vs if len(vs) >= count else None
     return wait_until(ready, timeout=timeout, what=f"{count} versions of {project}/{name}")
+
+
+# A tiny GPT-2 built from a config (no download) and a dataset of shifted token ranges, for the
+# scripts that train it with the transformers Trainer (after `import torch` and
+# `from transformers import GPT2Config, GPT2LMHeadModel`).
+TINY_GPT2 = r'''
+torch.manual_seed(0)
+model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=16, n_embd=16, n_layer=1, n_head=2))
+
+class Data(torch.utils.data.Dataset):
+    def __init__(self, n): self.n = n
+    def __len__(self): return self.n
+    def __getitem__(self, i):
+        ids = torch.tensor([(i + j) % 64 for j in range(16)])
+        return {"input_ids": ids, "labels": ids}
+'''

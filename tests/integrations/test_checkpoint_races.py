@@ -6,8 +6,8 @@ last.ckpt rewritten in place). Every version must be committed with the bytes th
 saved when it was logged."""
 import pytest
 
-from integ_helpers import (LIGHTNING_PATCH, artifact_versions, client,  # noqa: F401
-                           finished_run, read_api, result, run_script)
+from integ_helpers import (LIGHTNING_PATCH, TINY_GPT2, artifact_versions,  # noqa: F401
+                           client, finished_run, read_api, result, run_script)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -29,17 +29,7 @@ import json, os, sys, torch
 from transformers import (GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback,
                           TrainingArguments)
 from cohort.integrations.transformers import CohortCallback
-
-torch.manual_seed(0)
-model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=16, n_embd=16, n_layer=1, n_head=2))
-
-class Data(torch.utils.data.Dataset):
-    def __init__(self, n): self.n = n
-    def __len__(self): return self.n
-    def __getitem__(self, i):
-        ids = torch.tensor([(i + j) % 64 for j in range(16)])
-        return {"input_ids": ids, "labels": ids}
-
+''' + TINY_GPT2 + r'''
 saved = {}
 class Record(TrainerCallback):   # before CohortCallback: the files as the Trainer saved them
     def on_save(self, args, state, control, **kw):

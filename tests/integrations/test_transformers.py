@@ -10,8 +10,8 @@ import pathlib
 
 import pytest
 
-from integ_helpers import (artifact_versions, client, finished_run, read_api,  # noqa: F401
-                           result, run_ranks, run_script)
+from integ_helpers import (TINY_GPT2, artifact_versions, client, finished_run,  # noqa: F401
+                           read_api, result, run_ranks, run_script)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -20,17 +20,7 @@ import json, os, sys, torch
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
 import cohort
 from cohort.integrations.transformers import CohortCallback
-
-torch.manual_seed(0)
-model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=16, n_embd=16, n_layer=1, n_head=2))
-
-class Data(torch.utils.data.Dataset):
-    def __init__(self, n): self.n = n
-    def __len__(self): return self.n
-    def __getitem__(self, i):
-        ids = torch.tensor([(i + j) % 64 for j in range(16)])
-        return {"input_ids": ids, "labels": ids}
-'''
+''' + TINY_GPT2
 
 TRAIN = COMMON + r'''
 out = sys.argv[1]

@@ -39,6 +39,16 @@ class SqliteTarget : public StoreTarget {
 COHORT_INSTANTIATE_STORE_CONFORMANCE(
     Sqlite, (StoreBackend{"sqlite", [] { return std::make_unique<SqliteTarget>(); }}));
 
+const RunRef kRef{"e", "p", "r"};
+
+// A store in `db` holding the run kRef with its writer "w" joined.
+Result<std::unique_ptr<SqliteStore>> OpenWithWriter(const fs::path& db) {
+  COHORT_ASSIGN_OR_RETURN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
+  COHORT_RETURN_IF_ERROR(store->UpsertRun(RunUpsert{.ref = kRef}).status());
+  COHORT_RETURN_IF_ERROR(store->JoinWriter(kRef, WriterJoin{.label = "w"}).status());
+  return store;
+}
+
 // A batch of `rows` history rows of key "m" at server-assigned steps, values 0, 1, ...
 IngestBatch Rows(int64_t seq, int rows) {
   IngestBatchBuilder b(seq);
@@ -118,10 +128,8 @@ TEST(SqliteStoreTest, ImportedSeriesGetSummaryPages) {
 TEST(SqliteStoreTest, SealedChunksAreListedInSummaryPages) {
   TempDir dir;
   const fs::path db = dir.path() / "a.db";
-  const RunRef ref{"e", "p", "r"};
-  COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
-  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
-  ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, OpenWithWriter(db));
+  const RunRef ref = kRef;
   for (int seq = 1; seq <= 10; ++seq)
     ASSERT_TRUE(store->Ingest(ref, "w", Rows(seq, 10000), 1).ok());
   RawDb raw(db);
@@ -147,10 +155,8 @@ TEST(SqliteStoreTest, SealedChunksAreListedInSummaryPages) {
 TEST(SqliteStoreTest, FinishingAWriterSealsItsTails) {
   TempDir dir;
   const fs::path db = dir.path() / "a.db";
-  const RunRef ref{"e", "p", "r"};
-  COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
-  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
-  ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, OpenWithWriter(db));
+  const RunRef ref = kRef;
   ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "other"}).ok());
   int64_t step = 0;
   for (int seq = 1; seq <= 25; ++seq) {  // 25 batches of 90 rows: a tail of small chunks
@@ -227,11 +233,9 @@ TEST(SqliteStoreTest, FinishingAWriterSealsItsTails) {
 // every value under its own key, at its row's step, in row order.
 TEST(SqliteStoreTest, IngestGroupsCellsByKeyWhateverTheirOrderInTheRow) {
   TempDir dir;
-  const RunRef ref{"e", "p", "r"};
-  COHORT_ASSERT_OK_AND_ASSIGN(auto store,
-                              SqliteStore::Open(SqliteOptions{.path = dir.path() / "a.db"}));
-  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
-  ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
+  const fs::path db = dir.path() / "a.db";
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, OpenWithWriter(db));
+  const RunRef ref = kRef;
   IngestBatchBuilder b(1);
   b.AddHistoryRow(kAssignStep, 10, {{"a", 1}, {"b", 2}});
   b.AddHistoryRow(kAssignStep, 11, {{"b", 3}, {"a", 4}});
@@ -260,10 +264,8 @@ TEST(SqliteStoreTest, IngestGroupsCellsByKeyWhateverTheirOrderInTheRow) {
 TEST(SqliteStoreTest, PruneBatchesRemovesMoreRecordsThanOneSlice) {
   TempDir dir;
   const fs::path db = dir.path() / "a.db";
-  const RunRef ref{"e", "p", "r"};
-  COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
-  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
-  ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, OpenWithWriter(db));
+  const RunRef ref = kRef;
   {
     RawDb raw(db);
     ASSERT_EQ(raw.Exec("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE "
@@ -328,10 +330,8 @@ TEST(SqliteStoreTest, WriteWaitsForAnotherProcessThenSucceeds) {
 TEST(SqliteStoreTest, ADamagedTailChunkIsKeptAndTheWriterGoesOnAndFinishes) {
   TempDir dir;
   const fs::path db = dir.path() / "a.db";
-  COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
-  const RunRef ref{"e", "p", "r"};
-  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
-  ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, OpenWithWriter(db));
+  const RunRef ref = kRef;
   auto batch = [](int64_t seq) {
     IngestBatchBuilder b(seq);
     b.AddHistoryRow(seq, 1, {{"a", double(seq)}, {"b", double(seq)}});
@@ -384,10 +384,8 @@ TEST(SqliteStoreTest, ADamagedTailChunkIsKeptAndTheWriterGoesOnAndFinishes) {
 TEST(SqliteStoreTest, IngestFailingMidBatchRollsBackEarlierSeries) {
   TempDir dir;
   const fs::path db = dir.path() / "a.db";
-  COHORT_ASSERT_OK_AND_ASSIGN(auto store, SqliteStore::Open(SqliteOptions{.path = db}));
-  const RunRef ref{"e", "p", "r"};
-  ASSERT_TRUE(store->UpsertRun(RunUpsert{.ref = ref}).ok());
-  ASSERT_TRUE(store->JoinWriter(ref, WriterJoin{.label = "w"}).ok());
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, OpenWithWriter(db));
+  const RunRef ref = kRef;
   auto batch = [](int64_t seq) {
     IngestBatchBuilder b(seq);
     b.AddHistoryRow(kAssignStep, 1, {{"a", 1}, {"b", 2}});
