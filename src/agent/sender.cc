@@ -271,10 +271,10 @@ void Sender::Turn(Entry* e) {
         Logf(LogLevel::kWarning, "{}: {} seq {} refused for good, skipped: {}", s->dir(),
              RecordKindName(rec->kind), rec->seq, a.status.ToString());
         if (!a.rate_limited) {  // an alert over the project's rate is dropped by design
-          s->Update([&](UploadProgress* p) {
-            ++p->refused;
-            p->last_refusal = a.status;
-          });
+          if (Status kept = s->NoteRefused(a.status); !kept.ok()) {
+            Logf(LogLevel::kError, "{}: the refusal of seq {} not recorded in {}: {}", s->dir(),
+                 rec->seq, WriterStream::kSeqFile, kept.ToString());
+          }
         }
         s->Pop();
         break;

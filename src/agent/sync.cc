@@ -202,7 +202,9 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
       report.errors.push_back(s->dir() + ": " + std::to_string(p.refused) +
                               " record(s) refused by the server for good and not stored (the "
                               "last: " +
-                              p.last_refusal.ToString() + "); the rest is uploaded");
+                              p.last_refusal.ToString() +
+                              "); the rest is uploaded. The directory is kept and every sync "
+                              "says this until you remove it");
       (void)s->Close();
       continue;
     }

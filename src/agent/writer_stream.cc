@@ -203,6 +203,8 @@ Status WriterStream::ScanUnacknowledged() {
     stream_id_saved_.store(!stream_id_.empty());
     if (stream_id_.empty()) stream_id_ = ids::RandomHex(16);
   }
+  int64_t refused_loaded = 0;  // seq.json's, for progress_ (which mu_ guards)
+  Status last_refusal_loaded;
   {
     MutexLock lock(&append_mu_);
     for (const auto& [session, frame] : stored) {
@@ -213,6 +215,8 @@ Status WriterStream::ScanUnacknowledged() {
       last_frame_[session] = std::max(last_frame_[session], frame);
     }
     frames_saved_at_ = acknowledged;
+    refused_loaded = refused_;
+    last_refusal_loaded = last_refusal_;
   }
   uploaded_frames_ = std::move(uploaded);
   {
@@ -224,6 +228,8 @@ Status WriterStream::ScanUnacknowledged() {
   MutexLock lock(&mu_);
   progress_.appended_seq = max_seq;
   progress_.done_seq = 0;
+  progress_.refused = refused_loaded;
+  progress_.last_refusal = last_refusal_loaded;
   progress_.appended_records = count;
   // A finish acknowledged earlier: its directory outlived it (a crash while removing it, or it
   // was kept for a client away).
@@ -232,6 +238,18 @@ Status WriterStream::ScanUnacknowledged() {
   progress_.complete = progress_.finish_appended && count == 0;
   return Status::Ok();
 }
+
+namespace {
+
+// The code StatusCodeName gives `name`; kFailedPrecondition (a refusal for good) when unknown.
+StatusCode CodeNamed(std::string_view name) {
+  for (int c = int(StatusCode::kInvalidArgument); c <= int(StatusCode::kInternal); ++c) {
+    if (StatusCodeName(StatusCode(c)) == name) return StatusCode(c);
+  }
+  return StatusCode::kFailedPrecondition;
+}
+
+}  // namespace
 
 Status WriterStream::LoadSeqState() {
   auto text = wal::ReadFileToString(fs_, wal::JoinPath(dir_, kSeqFile), kMaxMetaBytes);
@@ -259,8 +277,17 @@ Status WriterStream::LoadSeqState() {
       frames[uint64_t(session)] = uint64_t(frame);
     }
   }
+  const int64_t refused = r.OptInt("refused").value_or(0);
+  Status last_refusal;
+  if (const bj::object* last = r.OptObject("last_refusal")) {
+    json::FieldReader e(*last, "last_refusal");
+    std::string code = e.String("code", limits::kMaxIdBytes);
+    std::string message = e.String("message", kMaxMetaBytes);
+    if (!e.ok()) return Status::Corruption(dir_ + "/" + kSeqFile + ": " + e.status().message());
+    last_refusal = Status(CodeNamed(code), std::move(message));
+  }
   if (!r.ok()) return Status::Corruption(dir_ + "/" + kSeqFile + ": " + r.status().message());
-  if (floor < 0 || joined < 0 || offset < 0) {
+  if (floor < 0 || joined < 0 || offset < 0 || refused < 0) {
     return Status::Corruption(dir_ + "/" + kSeqFile + ": negative value");
   }
   if (!IsStreamId(stream_id)) {
@@ -272,7 +299,24 @@ Status WriterStream::LoadSeqState() {
   seq_floor_ = uint64_t(floor);
   joined_seq_ = uint64_t(joined);
   upload_offset_ = uint64_t(offset);
+  refused_ = refused;
+  last_refusal_ = std::move(last_refusal);
   return Status::Ok();
+}
+
+Status WriterStream::NoteRefused(const Status& why) {
+  Status saved;
+  {
+    MutexLock lock(&append_mu_);
+    ++refused_;
+    last_refusal_ = why;
+    saved = WriteSeqStateLocked();
+  }
+  Update([&why](UploadProgress* p) {
+    ++p->refused;
+    p->last_refusal = why;
+  });
+  return saved;
 }
 
 Status WriterStream::WriteSeqStateLocked() {
@@ -281,6 +325,11 @@ Status WriterStream::WriteSeqStateLocked() {
   o["joined_seq"] = int64_t(joined_seq_);
   o["upload_offset"] = int64_t(upload_offset_);
   o["stream_id"] = stream_id_;
+  if (refused_ > 0) {
+    o["refused"] = refused_;
+    o["last_refusal"] = bj::object{{"code", std::string(StatusCodeName(last_refusal_.code()))},
+                                   {"message", last_refusal_.message()}};
+  }
   if (!saved_frames_.empty()) {
     bj::array sessions;
     for (const auto& [session, frame] : saved_frames_) {

@@ -219,6 +219,10 @@ class WriterStream {
   // Writes the acknowledged position to the WAL (at most every `min_interval_ms` unless
   // `force`), letting it delete uploaded segments.
   Status FlushAcks(bool force, int64_t min_interval_ms = 250) COHORT_EXCLUDES(append_mu_);
+  // The server refused the peeked record for good (`why`): counts it in progress().refused and
+  // keeps the count and `why` in seq.json before the record's acknowledgement can remove it, so
+  // that every later opening (a second `cohort sync` of a kept directory) still reports it.
+  Status NoteRefused(const Status& why) COHORT_EXCLUDES(append_mu_, mu_);
 
   // ---- progress ----
   UploadProgress progress() const COHORT_EXCLUDES(mu_);
@@ -283,6 +287,9 @@ class WriterStream {
   uint64_t joined_seq_ COHORT_GUARDED_BY(append_mu_) = 0;
   // Persisted; the Sender reads it without the lock (UploadSeq).
   uint64_t upload_offset_ COHORT_GUARDED_BY(append_mu_) = 0;
+  // Persisted: records refused for good since the directory was made, and the last refusal.
+  int64_t refused_ COHORT_GUARDED_BY(append_mu_) = 0;
+  Status last_refusal_ COHORT_GUARDED_BY(append_mu_);
   // joined_seq_ changed since seq.json was written.
   bool seq_state_dirty_ COHORT_GUARDED_BY(append_mu_) = false;
   // Persisted in seq.json or meta.json; set while opening, read-only after.

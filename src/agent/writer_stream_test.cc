@@ -323,6 +323,37 @@ TEST_F(WriterStreamTest, AcknowledgedRecordsAreNotReadAgain) {
   EXPECT_EQ(rec->frame, 2u);
 }
 
+// `cohort sync` of a kept directory reported its refused records once, then (the records being
+// acknowledged and gone) said "uploaded" and exited 0: the count and the last refusal are kept.
+TEST_F(WriterStreamTest, RefusedRecordsAreStillCountedAfterReopening) {
+  {
+    auto s = WriterStream::Create(dir_, target_);
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->Append(RecordKind::kBatch, 1, 1, "x").ok());
+    ASSERT_TRUE((*s)->Append(RecordKind::kBatch, 1, 2, "y").ok());
+    ASSERT_TRUE((*s)->Sync().ok());
+    for (int i = 0; i < 2; ++i) {
+      const Record* rec = nullptr;
+      ASSERT_TRUE(*(*s)->Peek(&rec));
+      ASSERT_TRUE((*s)->NoteRefused(Status::PayloadTooLarge("batch " + std::to_string(i) +
+                                                            ": over --max-keys-per-batch"))
+                      .ok());
+      (*s)->Pop();
+    }
+    EXPECT_EQ((*s)->progress().refused, 2);
+    ASSERT_TRUE((*s)->FlushAcks(true).ok());
+    ASSERT_TRUE((*s)->Close().ok());
+  }
+  auto s = WriterStream::OpenExisting(dir_);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const Record* rec = nullptr;
+  EXPECT_FALSE(*(*s)->Peek(&rec));  // nothing left to upload
+  UploadProgress p = (*s)->progress();
+  EXPECT_EQ(p.refused, 2);
+  EXPECT_EQ(p.last_refusal.code(), StatusCode::kPayloadTooLarge);
+  EXPECT_EQ(p.last_refusal.message(), "batch 1: over --max-keys-per-batch");
+}
+
 TEST_F(WriterStreamTest, UnsyncedRecordsAreNotPeeked) {
   auto s = WriterStream::Create(dir_, target_);
   ASSERT_TRUE(s.ok());

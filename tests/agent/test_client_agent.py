@@ -236,6 +236,12 @@ def test_sync_says_what_the_server_refused_for_good_and_exits_1(tmp_path):
         assert "refused by the server for good and not stored" in s.stderr, s.stderr
         assert "--max-keys-per-batch" in s.stderr, s.stderr
         assert run_info(strict.api(), run_id)["state"] == "finished"  # the rest went
+        # The directory is kept, and a second sync says it again (it said "uploaded", exit 0).
+        again = subprocess.run([str(SYNC_BIN), "sync", str(data_dir)], env=client.env,
+                               capture_output=True, text=True, timeout=60)
+        assert again.returncode == 1, (again.stdout, again.stderr)
+        assert "refused by the server for good and not stored" in again.stderr, again.stderr
+        assert "--max-keys-per-batch" in again.stderr, again.stderr
     finally:
         strict.stop()
 
