@@ -115,7 +115,7 @@ TEST(SqliteStoreTest, ImportedSeriesGetSummaryPages) {
   ASSERT_TRUE(to->FinishImport().ok());
   RawDb raw(to_path);
   EXPECT_EQ(raw.One("SELECT paged_upto = tail_idx AND paged_upto > 0 FROM series"), "1");
-  EXPECT_EQ(raw.One("SELECT sum(length(data)) / 104 FROM chunk_pages"),
+  EXPECT_EQ(raw.One("SELECT sum((length(data) - 4) / 104) FROM chunk_pages"),
             raw.One("SELECT count(*) FROM chunks WHERE idx < (SELECT paged_upto FROM series)"));
   COHORT_ASSERT_OK_AND_ASSIGN(
       auto hist, to->QueryHistory(HistoryQuery{.run = ref, .series = {.buckets = 50}}));
@@ -134,7 +134,7 @@ TEST(SqliteStoreTest, SealedChunksAreListedInSummaryPages) {
     ASSERT_TRUE(store->Ingest(ref, "w", Rows(seq, 10000), 1).ok());
   RawDb raw(db);
   EXPECT_EQ(raw.One("SELECT paged_upto = tail_idx FROM series"), "1");
-  EXPECT_EQ(raw.One("SELECT sum(length(data)) / 104 FROM chunk_pages"),
+  EXPECT_EQ(raw.One("SELECT sum((length(data) - 4) / 104) FROM chunk_pages"),
             raw.One("SELECT count(*) FROM chunks WHERE idx < (SELECT paged_upto FROM series)"));
   EXPECT_EQ(raw.One("SELECT min(min_step) || ',' || max(max_step) FROM chunk_pages"),
             raw.One("SELECT min(min_step) || ',' || max(max_step) FROM chunks WHERE idx < "
@@ -150,6 +150,50 @@ TEST(SqliteStoreTest, SealedChunksAreListedInSummaryPages) {
                 HistoryQuery{.run = ref, .series = {.min_step = 4000, .max_step = 4999}}));
   ASSERT_EQ(hist[0].points.size(), 1000u);
   EXPECT_EQ(hist[0].points.front().step, 4000);
+}
+
+// A summary page damaged on disk (here the first chunk's max made +Infinity) was served as
+// stored: every bucketed chart showed a value the run never logged. Pages carry a CRC-32C; a
+// damaged one is read from its chunks' rows, and rebuilt from them when chunks are added to it.
+TEST(SqliteStoreTest, ADamagedSummaryPageIsReadFromTheChunkRows) {
+  TempDir dir;
+  const fs::path db = dir.path() / "a.db";
+  COHORT_ASSERT_OK_AND_ASSIGN(auto store, OpenWithWriter(db));
+  const RunRef ref = kRef;
+  for (int seq = 1; seq <= 2; ++seq) ASSERT_TRUE(store->Ingest(ref, "w", Rows(seq, 10000), 1).ok());
+  auto whole = [&] {
+    auto hist = store->QueryHistory(HistoryQuery{.run = ref, .series = {.buckets = 1}});
+    EXPECT_TRUE(hist.ok()) << hist.status().ToString();
+    EXPECT_EQ(hist->size(), 1u);
+    EXPECT_EQ((*hist)[0].buckets.size(), 1u);
+    return (*hist)[0].buckets.at(0);
+  };
+  const series::Bucket before = whole();
+  ASSERT_EQ(before.max, 9999.0);
+  RawDb raw(db);
+  ASSERT_NE(raw.One("SELECT paged_upto % 32 FROM series"), "0")  // the last page has room
+      << raw.One("SELECT paged_upto FROM series");
+  // Bytes 65-72 of an entry are its max (little-endian IEEE): +Infinity, in the last page.
+  ASSERT_EQ(raw.Exec("UPDATE chunk_pages SET data = CAST(substr(data, 1, 64) || "
+                     "x'000000000000F07F' || substr(data, 73) AS BLOB) WHERE page = "
+                     "(SELECT max(page) FROM chunk_pages)"),
+            SQLITE_OK);
+  ASSERT_EQ(raw.One("SELECT count(*) FROM chunk_pages WHERE hex(substr(data, 65, 8)) = "
+                    "'000000000000F07F'"),
+            "1");
+  const series::Bucket damaged = whole();
+  EXPECT_EQ(damaged.max, 9999.0);
+  EXPECT_EQ(damaged.count, before.count);
+  EXPECT_EQ(damaged.sum, before.sum);
+  // More chunks sealed into the damaged page rebuild it from the rows, checksum and all.
+  for (int seq = 3; seq <= 6; ++seq) ASSERT_TRUE(store->Ingest(ref, "w", Rows(seq, 10000), 1).ok());
+  EXPECT_EQ(whole().max, 9999.0);
+  EXPECT_EQ(whole().count, 60000);
+  EXPECT_EQ(raw.One("SELECT count(*) FROM chunk_pages WHERE hex(substr(data, 65, 8)) = "
+                    "'000000000000F07F'"),
+            "0");
+  EXPECT_EQ(raw.One("SELECT sum((length(data) - 4) / 104) FROM chunk_pages"),
+            raw.One("SELECT count(*) FROM chunks WHERE idx < (SELECT paged_upto FROM series)"));
 }
 
 TEST(SqliteStoreTest, FinishingAWriterSealsItsTails) {
@@ -377,7 +421,7 @@ TEST(SqliteStoreTest, ADamagedTailChunkIsKeptAndTheWriterGoesOnAndFinishes) {
   RawDb raw(db);
   EXPECT_EQ(raw.One("SELECT group_concat(paged_upto = tail_idx AND tail_idx > 1) FROM series"),
             "1,1");
-  EXPECT_EQ(raw.One("SELECT sum(length(data)) / 104 FROM chunk_pages"),
+  EXPECT_EQ(raw.One("SELECT sum((length(data) - 4) / 104) FROM chunk_pages"),
             raw.One("SELECT count(*) FROM chunks"));
 }
 
