@@ -2,8 +2,16 @@
 that end them with the right exit code whatever way the process ends.
 
 - normal exit: an ``atexit`` handler finishes live runs with the exit code: the one given to
-  ``sys.exit`` or the builtins ``exit``/``quit`` (wrapped to record it), 1 after an uncaught exception (``sys.excepthook``,
-  chained), 130 and state killed after an uncaught KeyboardInterrupt;
+  ``sys.exit`` or the builtins ``exit``/``quit`` in the main thread (wrapped to record it), 1
+  after an uncaught exception (``sys.excepthook``, chained), 130 and state killed after an
+  uncaught KeyboardInterrupt. Python gives an ``atexit`` handler no exit status, and a
+  ``SystemExit`` that reaches the top is handled before ``sys.excepthook`` and cleared before
+  ``atexit`` runs, so a ``raise SystemExit(n)`` written out is invisible; what the handler
+  can see is how the main thread's outermost frame (the script's module, runpy's
+  ``_run_module_as_main``) ended (``_main_outcome``): returned (exit status 0, whatever
+  ``sys.exit`` calls were caught on the way) or left by an exception. One that left it with
+  nothing recorded is such a ``SystemExit``: its code is unknown, the run is finished with 0
+  and a warning says why;
 - SIGTERM: the writers end as killed (exit code 143), then the previous handler runs (the
   default one re-raises the signal so the process still dies of it);
 - multiprocessing children (fork or spawn) end through ``multiprocessing.util`` finalizers, not
@@ -64,6 +72,7 @@ _exit_state = ""
 _hooks_pid: Optional[int] = None
 _prev_excepthook: Optional[Callable[..., Any]] = None
 _orig_sys_exit: Optional[Callable[..., Any]] = None
+_root_frame: Any = None            # the main thread's outermost frame (see _main_outcome)
 _prev_sigterm: Any = None
 _sigterm_installed = False
 
@@ -164,6 +173,9 @@ def finish_all(exit_code: int, state: str = "") -> None:
 
 def _record_exit(code: Any) -> None:
     global _exit_code, _exit_state
+    if threading.current_thread() is not threading.main_thread():
+        return  # sys.exit in another thread ends that thread only, not the process
+    _check_root_frame()
     _exit_code, _exit_state = exit_state_for(SystemExit(code))
 
 
@@ -189,15 +201,112 @@ class _Quitter:
 
 def _excepthook(exc_type: Any, exc: Any, tb: Any) -> None:
     global _exit_code, _exit_state
+    _check_root_frame(at_top=True)
     _exit_code, _exit_state = exit_state_for(exc if exc is not None else exc_type())
     hook = _prev_excepthook or sys.__excepthook__
     hook(exc_type, exc, tb)
 
 
+# How the program's main frame ended. An atexit handler is not told the exit status, and a
+# SystemExit reaching the top (``raise SystemExit(3)``) calls no hook: CPython reads its code
+# before sys.excepthook would be called and clears it before atexit. The main thread's
+# outermost frame tells whether the program returned (status 0) or an exception left it.
+def _outermost(frame: Any) -> Any:
+    while frame.f_back is not None:
+        frame = frame.f_back
+    return frame
+
+
+def _capture_root_frame() -> None:
+    """Remembers the main thread's outermost frame (once per process)."""
+    global _root_frame
+    try:
+        if threading.current_thread() is threading.main_thread():
+            frame = sys._getframe(0)
+        else:
+            frame = sys._current_frames().get(threading.main_thread().ident)
+        _root_frame = _outermost(frame) if frame is not None else None
+    except Exception:  # no frame introspection (another implementation): the recorded codes
+        _root_frame = None
+
+
+def _check_root_frame(at_top: bool = False) -> None:
+    """Forgets the remembered frame when the main thread runs outside it: an embedding
+    application that calls into Python again after the first call returned (how that call
+    ended says nothing about how the process ends), a child forked from another thread.
+    ``at_top``: sys.excepthook, which the interpreter calls after the frame ended (it is
+    forgotten only if it returned: then the exception came from a later call)."""
+    global _root_frame
+    root = _root_frame
+    if root is None or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        if _outermost(sys._getframe(0)) is root:
+            return
+        if at_top and _main_outcome() != "returned":
+            return
+    except Exception:
+        pass
+    _root_frame = None
+
+
+_RETURNS: Optional[Tuple[int, ...]] = None
+
+
+def _main_outcome() -> Optional[str]:
+    """"returned" when the main frame ended by returning, "raised" when an exception left it,
+    None when this is not known (no frame remembered, or it is still running)."""
+    global _RETURNS
+    root = _root_frame
+    if root is None:
+        return None
+    try:
+        main = sys._current_frames().get(threading.main_thread().ident)
+        if main is not None and _outermost(main) is root:
+            return None  # still running: atexit's callbacks run by hand, os.fork child...
+        if _RETURNS is None:
+            import opcode
+            _RETURNS = tuple(opcode.opmap[name] for name in ("RETURN_VALUE", "RETURN_CONST")
+                             if name in opcode.opmap)
+        lasti = root.f_lasti
+        code = root.f_code.co_code
+        if lasti < 0 or lasti >= len(code):
+            return None
+        return "returned" if code[lasti] in _RETURNS else "raised"
+    except Exception:
+        return None
+
+
+_unseen_warned = False
+
+
+def _warn_unseen_exit() -> None:
+    global _unseen_warned
+    if _unseen_warned:
+        return
+    _unseen_warned = True
+    print("cohort: the program ended by a SystemExit no hook sees (`raise SystemExit(...)` "
+          "written out): its exit status is unknown, the run is finished with exit code 0; "
+          "use sys.exit(code) or run.finish(exit_code=code) to record it", file=sys.stderr)
+
+
+def exit_status() -> Tuple[int, str]:
+    """(exit code, forced state) the atexit handler finishes the live runs with."""
+    outcome = _main_outcome()
+    if outcome == "returned":
+        return 0, ""  # sys.exit() calls caught on the way, sys.excepthook called by hand
+    if _exit_code is None:
+        if outcome == "raised":
+            _warn_unseen_exit()
+        return 0, _exit_state
+    return _exit_code, _exit_state
+
+
 def _atexit() -> None:
     if not _live:
         return
-    finish_all(_exit_code or 0, _exit_state)
+    code, state = exit_status()
+    finish_all(code, state)
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
@@ -232,6 +341,7 @@ def _install_sigterm() -> None:
 def _after_fork_child() -> None:
     global _exit_code, _exit_state
     _exit_code, _exit_state = None, ""
+    _check_root_frame()  # forked from another thread: the child's only thread runs other frames
     _unpickled.clear()
     _ensure_mp_hook()  # a multiprocessing child runs its after-fork hooks after this
 
@@ -277,6 +387,7 @@ def install_hooks() -> None:
     with _lock:
         if _hooks_pid is None:
             atexit.register(_atexit)
+            _capture_root_frame()
             _prev_excepthook = sys.excepthook
             sys.excepthook = _excepthook
             _orig_sys_exit = sys.exit
