@@ -735,6 +735,41 @@ TEST_P(StoreConformanceTest, ViewsCreateListUpdateDelete) {
   EXPECT_EQ(views[0].id, created2.id);
 }
 
+// Two people editing one saved view: the second save was applied over the first (last writer
+// wins, the first edit lost without a word). An edit names the version it was based on
+// (updated_ms, which every update moves); one based on an older version is refused, nothing
+// saved.
+TEST_P(StoreConformanceTest, AViewEditBasedOnAnOlderVersionIsRefused) {
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      ViewRecord loaded, store().CreateView(ViewRecord{.entity = kEntity,
+                                                       .project = kProject,
+                                                       .name = "shared",
+                                                       .spec_json = R"({"sort":"-created"})"}));
+  ViewRecord alice = loaded, bob = loaded;
+  alice.spec_json = R"({"sort":"name"})";
+  bob.spec_json = R"({"group_by":"group"})";
+  COHORT_ASSERT_OK_AND_ASSIGN(ViewRecord saved, store().UpdateView(alice));
+  EXPECT_GT(saved.updated_ms, loaded.updated_ms);  // within the same millisecond too
+  auto lost = store().UpdateView(bob);
+  EXPECT_EQ(lost.status().code(), StatusCode::kFailedPrecondition) << lost.status().ToString();
+  COHORT_ASSERT_OK_AND_ASSIGN(auto views, store().ListViews(kEntity, kProject));
+  ASSERT_EQ(views.size(), 1u);
+  EXPECT_EQ(views[0].spec_json, alice.spec_json);
+  EXPECT_EQ(views[0].updated_ms, saved.updated_ms);
+  // Based on the version now stored it goes; without a version (0) it always goes.
+  bob.updated_ms = saved.updated_ms;
+  COHORT_ASSERT_OK_AND_ASSIGN(ViewRecord again, store().UpdateView(bob));
+  EXPECT_EQ(again.spec_json, bob.spec_json);
+  EXPECT_GT(again.updated_ms, saved.updated_ms);
+  alice.updated_ms = 0;
+  COHORT_ASSERT_OK_AND_ASSIGN(ViewRecord forced, store().UpdateView(alice));
+  EXPECT_EQ(forced.spec_json, alice.spec_json);
+  // A view that is gone is still not found, whatever version the edit names.
+  COHORT_ASSERT_OK(store().DeleteView(kEntity, kProject, loaded.id));
+  bob.updated_ms = forced.updated_ms;
+  EXPECT_EQ(store().UpdateView(bob).status().code(), StatusCode::kNotFound);
+}
+
 TEST_P(StoreConformanceTest, ApiKeysFindAndRevoke) {
   ApiKeyRecord k{
       .entity = kEntity, .name = "ci", .role = KeyRole::kAdmin, .hash = "h1", .prefix = "ck_ab"};

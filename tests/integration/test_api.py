@@ -384,6 +384,15 @@ def test_views_crud(api):
     status, v2 = api.put(f"{base}/{v['id']}", {"name": "renamed", "spec": {}})
     assert status == 200 and v2["name"] == "renamed"
     assert [x["name"] for x in api.get(base)[1]["views"]] == ["renamed"]
+    # Two edits of the version loaded: the second is refused (409), not applied over the first.
+    mine = {"name": "renamed", "spec": {"sort": "name"}, "updated_ms": v2["updated_ms"]}
+    theirs = {"name": "renamed", "spec": {"group_by": "job_type"}, "updated_ms": v2["updated_ms"]}
+    status, v3 = api.put(f"{base}/{v['id']}", mine)
+    assert status == 200 and v3["updated_ms"] > v2["updated_ms"], v3
+    status, body = api.put(f"{base}/{v['id']}", theirs)
+    assert status == 409 and "load the view again" in body["error"]["message"], body
+    assert api.get(base)[1]["views"][0]["spec"] == {"sort": "name"}
+    assert api.put(f"{base}/{v['id']}", {**theirs, "updated_ms": -1})[0] == 400
     assert api.delete(f"{base}/{v['id']}")[0] == 200
     assert api.get(base)[1]["views"] == []
     assert api.delete(f"{base}/{v['id']}")[0] == 404

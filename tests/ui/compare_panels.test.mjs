@@ -308,6 +308,23 @@ describe('scatter', () => {
     assert.equal(JSON.parse(new URL(page.url()).searchParams.get('sc')).y, 'summary.epoch');
   });
 
+  test('a save over a view someone else changed meanwhile is refused and says so', async () => {
+    // Another person saves the view (by the API, as their browser would) after this page loaded it.
+    const views = (await call('GET', `/api/v1/views/${entity}/${P}`)).views;
+    const mine = views.find((v) => v.name === 'sweep layout');
+    const theirs = { ...mine.spec, sort: 'name' };
+    await call('PUT', `/api/v1/views/${entity}/${P}/${mine.id}`, { name: mine.name, spec: theirs, updated_ms: mine.updated_ms });
+    await pickField('scatter y', 'val_loss', 'summary.val_loss');
+    await page.locator('.viewbar .modified').waitFor();
+    await page.getByRole('button', { name: 'Save view' }).click();
+    const error = page.locator('.viewbar [role=alert]');
+    await error.waitFor();
+    assert.match(await error.textContent(), /409.*changed by another edit/s);
+    // Their change is kept, not overwritten by this page's.
+    const after = (await call('GET', `/api/v1/views/${entity}/${P}`)).views.find((v) => v.id === mine.id);
+    assert.deepEqual(after.spec, theirs);
+  });
+
   test('no page errors', () => {
     assert.deepEqual(pageErrors, []);
   });

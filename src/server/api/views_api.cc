@@ -7,13 +7,21 @@
 namespace cohort::api {
 namespace {
 
-Status ReadView(const http::HttpRequest& req, store::ViewRecord* v) {
+// The body of a create (name, spec) or of an update (`for_update`: also updated_ms, the version
+// the edit is based on, as the view was loaded; an update of another version is refused, 409).
+Status ReadView(const http::HttpRequest& req, bool for_update, store::ViewRecord* v) {
   COHORT_ASSIGN_OR_RETURN(bj::object body, ParseBodyObject(req));
   json::FieldReader r(body, "");
-  r.RejectUnknown({"name", "spec"});
+  if (for_update) {
+    r.RejectUnknown({"name", "spec", "updated_ms"});
+  } else {
+    r.RejectUnknown({"name", "spec"});
+  }
   v->name = r.String("name", limits::kMaxViewNameBytes);
   const bj::object* spec = r.OptObject("spec");
+  if (for_update) v->updated_ms = r.OptInt("updated_ms").value_or(0);
   if (!r.ok()) return r.status();
+  if (v->updated_ms < 0) return Status::InvalidArgument("updated_ms: must not be negative");
   if (v->name.empty()) return Status::InvalidArgument("name: must not be empty");
   v->spec_json = spec ? bj::serialize(*spec) : "{}";
   return Status::Ok();
@@ -56,7 +64,7 @@ void RegisterViewRoutes(http::Router& r, ApiContext* ctx) {
           store::ViewRecord v;
           v.entity = ref->entity;
           v.project = ref->project;
-          if (Status s = ReadView(req, &v); !s.ok()) return ErrorResponse(s);
+          if (Status s = ReadView(req, /*for_update=*/false, &v); !s.ok()) return ErrorResponse(s);
           auto created = ctx->store->CreateView(v);
           if (!created.ok()) return ErrorResponse(created.status());
           return JsonResponse(201, ViewToJson(*created));
@@ -70,7 +78,7 @@ void RegisterViewRoutes(http::Router& r, ApiContext* ctx) {
           v.entity = ref->entity;
           v.project = ref->project;
           v.id = *id;
-          if (Status s = ReadView(req, &v); !s.ok()) return ErrorResponse(s);
+          if (Status s = ReadView(req, /*for_update=*/true, &v); !s.ok()) return ErrorResponse(s);
           auto updated = ctx->store->UpdateView(v);
           if (!updated.ok()) return ErrorResponse(updated.status());
           return JsonResponse(200, ViewToJson(*updated));

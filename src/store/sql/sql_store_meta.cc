@@ -1,4 +1,6 @@
 // SqlStore: saved views, API keys (with the bootstrap key) and run files.
+#include <algorithm>
+
 #include "core/clock.h"
 #include "core/limits.h"
 #include "store/record_checks.h"
@@ -66,12 +68,14 @@ Result<std::vector<ViewRecord>> SqlStore::ListViews(const std::string& entity,
 Result<ViewRecord> SqlStore::UpdateView(const ViewRecord& view) {
   COHORT_RETURN_IF_ERROR(ValidateView(view));
   const int64_t now = NowMillis();
-  static const std::string kSql = std::string(
-                                      "UPDATE views SET name = $1, spec = $2, "
-                                      "updated_ms = greatest(updated_ms, $3) "
-                                      "WHERE pk = $4 AND entity = $5 AND project = $6 "
-                                      "RETURNING ") +
-                                  kViewColumns;
+  // updated_ms grows with every update (by 1 at least), so that it names the version an edit
+  // was based on: view.updated_ms > 0 updates only that version.
+  static const std::string kSql =
+      std::string(
+          "UPDATE views SET name = $1, spec = $2, updated_ms = greatest(updated_ms + 1, $3) "
+          "WHERE pk = $4 AND entity = $5 AND project = $6 AND ($7 = 0 OR updated_ms = $7) "
+          "RETURNING ") +
+      kViewColumns;
   return RunFor<ViewRecord>(Access::kWrite, [&](Conn& conn) -> Result<ViewRecord> {
     COHORT_ASSIGN_OR_RETURN(
         int64_t clash,
@@ -88,11 +92,27 @@ Result<ViewRecord> SqlStore::UpdateView(const ViewRecord& view) {
                                       .Add(now)
                                       .Add(view.id)
                                       .Add(view.entity)
-                                      .Add(view.project),
+                                      .Add(view.project)
+                                      .Add(std::max<int64_t>(view.updated_ms, 0)),
                                   ReadView, ViewNotFound(view.entity, view.project, view.id));
     // A rename racing another server's create of the same name.
     if (!updated.ok() && updated.status().code() == StatusCode::kAlreadyExists) {
       return ViewNameTaken(view);
+    }
+    if (!updated.ok() && updated.status().code() == StatusCode::kNotFound && view.updated_ms > 0) {
+      COHORT_ASSIGN_OR_RETURN(
+          int64_t now_at,
+          sql::QueryInt(conn,
+                        "SELECT updated_ms FROM views WHERE pk = $1 AND entity = $2 AND "
+                        "project = $3",
+                        Params().Add(view.id).Add(view.entity).Add(view.project)));
+      if (now_at != 0) {
+        return Status::FailedPrecondition(
+            "view #" + std::to_string(view.id) + ": changed by another edit since the version " +
+            "this one was based on (updated_ms " + std::to_string(view.updated_ms) + ", now " +
+            std::to_string(now_at) + "); nothing saved: load the view again and redo the " +
+            "change, or save it as a new view");
+      }
     }
     return updated;
   });

@@ -427,8 +427,9 @@ export class Api {
   createView(entity: string, project: string, name: string, spec: ViewSpec) {
     return this.request<View>('POST', `/api/v1/views/${enc(entity)}/${enc(project)}`, { name, spec });
   }
-  updateView(entity: string, project: string, id: number, name: string, spec: ViewSpec) {
-    return this.request<View>('PUT', `/api/v1/views/${enc(entity)}/${enc(project)}/${id}`, { name, spec });
+  /** Saves `spec` over the version `updatedMs` of the view (its updated_ms as loaded): 409 when another edit came first. */
+  updateView(entity: string, project: string, id: number, name: string, spec: ViewSpec, updatedMs: number) {
+    return this.request<View>('PUT', `/api/v1/views/${enc(entity)}/${enc(project)}/${id}`, { name, spec, updated_ms: updatedMs });
   }
   deleteView(entity: string, project: string, id: number) {
     return this.request<{ deleted: boolean }>('DELETE', `/api/v1/views/${enc(entity)}/${enc(project)}/${id}`);

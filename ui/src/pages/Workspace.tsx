@@ -176,7 +176,7 @@ function ViewBar(p: {
   };
   const save = async () => {
     if (!p.current) return;
-    try { p.onSaved(await api.updateView(entity, project, p.current.id, p.current.name, p.specNow)); setErr(null); } catch (e) { setErr(e); }
+    try { p.onSaved(await api.updateView(entity, project, p.current.id, p.current.name, p.specNow, p.current.updated_ms)); setErr(null); } catch (e) { setErr(e); }
   };
   const del = async () => {
     if (!p.current) return;
