@@ -134,10 +134,20 @@ describe('run page, Media tab', () => {
     const audio = page.getByTestId('media-audio').first();
     await audio.waitFor();
     assert.ok((await audio.getAttribute('src')).startsWith('blob:'));
+    // Loaded, not blocked: the page's Content-Security-Policy once let images alone use blob:
+    // URLs, so every audio and video player stayed empty (error code 4) and html frames blank.
+    await page.waitForFunction(() => {
+      const a = document.querySelector('[data-testid="media-audio"]');
+      return a && (a.readyState >= 1 || a.error);
+    });
+    assert.deepEqual(await audio.evaluate((a) => [a.error?.code ?? null, a.duration]), [null, 0.1]);
     await page.locator('.media-key[data-key="page"]').click();
     const frame = page.getByTestId('media-html').first();
     await frame.waitFor();
     assert.equal(await frame.getAttribute('sandbox'), '');
+    const inner = await (await frame.elementHandle()).contentFrame();
+    await inner.locator('#x').waitFor();
+    assert.equal(await inner.locator('#x').textContent(), 'hello');
     await page.waitForTimeout(300);
     assert.notEqual(await page.title(), 'pwned');
   });

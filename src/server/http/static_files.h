@@ -27,11 +27,13 @@ namespace cohort::http {
 Handler StaticFiles(std::string root_dir, std::string index_file = "index.html");
 
 // The Content-Security-Policy of the web UI: its own scripts, styles and API only, images also
-// from data: and blob: URLs (charts), and never inside a frame.
+// from data: and blob: URLs (charts, media), audio and video from blob: URLs (the media players
+// get the run's blobs as object URLs), frames only from blob: URLs (html media, shown in an
+// iframe with an empty sandbox: an opaque origin, no script), and never inside a frame.
 inline constexpr std::string_view kPageContentSecurityPolicy =
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
-    "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
-    "form-action 'self'; frame-ancestors 'none'";
+    "media-src 'self' blob:; frame-src blob:; font-src 'self' data:; connect-src 'self'; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 // Adds the headers of a page of the web UI: the CSP above, "X-Frame-Options: DENY" (older
 // browsers), "Referrer-Policy: no-referrer" (a login token in the address never leaves in a
