@@ -91,7 +91,7 @@ print(json.dumps(res))
 
 def main():
     with tempfile.TemporaryDirectory() as tmp, BenchServer(
-            tmp, {"WANDB_MODE": "disabled", "WANDB_SILENT": "true"}) as srv:
+            tmp, {"WANDB_MODE": "disabled", "WANDB_SILENT": "true", "COHORT_MODE": "online"}) as srv:
         lines = srv.run_script(SCRIPT).stdout.strip().splitlines()
         res = json.loads(lines[-1])
         if os.environ.get("LOG_ONLY"):

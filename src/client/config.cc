@@ -45,6 +45,15 @@ std::string Pick(const std::string& field, const Environment& env, std::string_v
   return fallback;
 }
 
+// Pick, with the vendor's variable `vendor_var` (WANDB_...) after Cohort's own: a script written
+// for the vendor's SDK keeps its environment (docs/python.md, "The vendor's environment").
+std::string PickOrVendor(const std::string& field, const Environment& env, std::string_view var,
+                         std::string_view vendor_var, std::string fallback = {}) {
+  std::string v = Pick(field, env, var);
+  if (v.empty()) v = Pick({}, env, vendor_var, std::move(fallback));
+  return v;
+}
+
 Status CheckLabel(const std::string& label) {
   if (label.empty() || label.size() > limits::kMaxLabelBytes) {
     return Status::InvalidArgument("label: must be 1.." + std::to_string(limits::kMaxLabelBytes) +
@@ -107,7 +116,9 @@ Result<ResolvedSettings> ResolveSettings(const Settings& in, const Environment& 
   out.config_path = ConfigPathFor(env);
 
   // Mode and transport.
-  s.mode = Pick(in.mode, env, "COHORT_MODE", "online");
+  s.mode = PickOrVendor(in.mode, env, "COHORT_MODE", "WANDB_MODE", "online");
+  if (s.mode == "dryrun") s.mode = "offline";  // the vendor's older names
+  if (s.mode == "run") s.mode = "online";
   if (s.mode == "shared") {  // COHORT_MODE=shared, as the Python SDK's mode="shared"
     s.shared = true;
     s.mode = "online";
@@ -138,7 +149,7 @@ Result<ResolvedSettings> ResolveSettings(const Settings& in, const Environment& 
   if (s.base_url.empty()) s.base_url = kDefaultBaseUrl;
   while (s.base_url.size() > 1 && s.base_url.back() == '/') s.base_url.pop_back();
   s.entity = Pick(in.entity, env, "COHORT_ENTITY");
-  s.project = Pick(in.project, env, "COHORT_PROJECT", kDefaultProject);
+  s.project = PickOrVendor(in.project, env, "COHORT_PROJECT", "WANDB_PROJECT", kDefaultProject);
   s.dir = Pick(in.dir, env, "COHORT_DIR", DefaultDataDirFor(env));
 
   // torchrun.
@@ -147,7 +158,7 @@ Result<ResolvedSettings> ResolveSettings(const Settings& in, const Environment& 
   out.world_size = EnvInt(env, "WORLD_SIZE");
 
   // Run id: given, COHORT_RUN_ID, derived from the torchelastic job (shared mode), or random.
-  s.run_id = Pick(in.run_id, env, "COHORT_RUN_ID");
+  s.run_id = PickOrVendor(in.run_id, env, "COHORT_RUN_ID", "WANDB_RUN_ID");
   if (s.run_id.empty() && s.shared) {
     if (auto te = env.Get("TORCHELASTIC_RUN_ID"); te && *te != "none") {
       s.run_id = RunIdFromTorchElastic(*te);

@@ -108,6 +108,33 @@ TEST_F(ConfigTest, EnvironmentWinsOverFile) {
   EXPECT_EQ(r->settings.transport, "private");  // the name of the mode a private agent replaced
 }
 
+// A script written for the vendor's SDK (`import cohort as wandb`) keeps its environment: a CI
+// job with WANDB_MODE=disabled logged online to the server, WANDB_PROJECT was ignored.
+TEST_F(ConfigTest, TheVendorsVariablesComeAfterCohorts) {
+  env_.Set("WANDB_MODE", "disabled");
+  env_.Set("WANDB_PROJECT", "wproj");
+  env_.Set("WANDB_RUN_ID", "wid-1");
+  env_.Set("WANDB_ENTITY", "their-team");  // an identity on the vendor's service: not taken
+  auto r = ResolveSettings({}, env_);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->settings.mode, "disabled");
+  EXPECT_EQ(r->settings.project, "wproj");
+  EXPECT_EQ(r->settings.run_id, "wid-1");
+  EXPECT_EQ(r->settings.entity, "");
+  env_.Set("WANDB_MODE", "dryrun");
+  auto dry = ResolveSettings({}, env_);
+  ASSERT_TRUE(dry.ok());
+  EXPECT_EQ(dry->settings.mode, "offline");
+  env_.Set("COHORT_MODE", "online");
+  env_.Set("COHORT_PROJECT", "cproj");
+  env_.Set("COHORT_RUN_ID", "cid-1");
+  auto ours = ResolveSettings({}, env_);
+  ASSERT_TRUE(ours.ok());
+  EXPECT_EQ(ours->settings.mode, "online");
+  EXPECT_EQ(ours->settings.project, "cproj");
+  EXPECT_EQ(ours->settings.run_id, "cid-1");
+}
+
 TEST_F(ConfigTest, SettingsWinOverEnvironment) {
   env_.Set("COHORT_PROJECT", "from-env");
   env_.Set("COHORT_API_KEY", "ck_env");
