@@ -87,6 +87,40 @@ TEST_P(StoreConformanceTest, ListRunsSortsByJsonKeyNumbersNaNStringsThenMissing)
   EXPECT_EQ(ListAll(store(), kEntity, kProject, "summary.nope", true, 2), by_pk);
 }
 
+// A key whose name holds a dot ({"optim.lr": 0.1}, as flattened configs and summaries are) was
+// out of reach of filters and sorts: config.optim.lr read only {"optim": {"lr": ...}}. The key
+// itself is read first, then the nested path (as the web UI does).
+TEST_P(StoreConformanceTest, JsonKeysWithADotInTheirNameAreFilteredAndSorted) {
+  const std::vector<std::pair<const char*, const char*>> runs = {
+      {"d1", R"({"optim.lr": 0.3})"},
+      {"d2", R"({"optim": {"lr": 0.1}})"},
+      {"d3", R"({"optim.lr": 0.2, "optim": {"lr": 9}})"},  // the key itself wins
+      {"d4", R"({"other": 1})"},
+  };
+  for (const auto& [id, config] : runs) {
+    RunUpsert u;
+    u.ref = RunRef{kEntity, kProject, id};
+    u.config_json = config;
+    ASSERT_TRUE(store().UpsertRun(u).ok()) << id;
+    ASSERT_TRUE(store().PatchRun(u.ref, RunPatch{.summary_json = config}).ok()) << id;
+  }
+  for (const char* field : {"config.optim.lr", "summary.optim.lr"}) {
+    EXPECT_EQ(ListAll(store(), kEntity, kProject, field, false, 2), (V{"d2", "d3", "d1", "d4"}))
+        << field;
+    RunQuery q{.entity = kEntity,
+               .project = kProject,
+               .filters = {{field, ">", {"0.15"}}},
+               .sort = "created",
+               .descending = false,
+               .limit = 10};
+    COHORT_ASSERT_OK_AND_ASSIGN(RunPage page, store().ListRuns(q));
+    EXPECT_EQ(Ids(page), (V{"d1", "d3"})) << field;
+    q.filters = {{field, "==", {"0.1"}}};
+    COHORT_ASSERT_OK_AND_ASSIGN(page, store().ListRuns(q));
+    EXPECT_EQ(Ids(page), (V{"d2"})) << field;
+  }
+}
+
 TEST_P(StoreConformanceTest, ListRunsSortedByJsonKeyKeepsFiltersAndTotal) {
   MakeMixedRuns(store(), kEntity, kProject);
   RunQuery q{.entity = kEntity,

@@ -172,15 +172,33 @@ std::string PostgresStore::RunTagCondition(const RunPredicate& p, sql::Params* p
   }
 }
 
+namespace {
+
+// The path of config.<key> / summary.<key> in `doc`, as an SQL text[] expression: a key that
+// holds the dotted name itself ({"optim.lr": 0.1}, as the web UI reads it) before the nested
+// path ({"optim": {"lr": 0.1}}).
+std::string KeyPathExpr(const std::string& doc, const std::vector<std::string>& path,
+                        sql::Params* params) {
+  params->AddTextArray(path);
+  if (path.size() < 2) return params->Last();
+  const std::string nested = params->Last();
+  std::string flat;
+  for (const std::string& seg : path) flat += (flat.empty() ? "" : ".") + seg;
+  params->AddTextArray({flat});
+  return "(CASE WHEN (" + doc + " #> " + params->Last() + ") IS NOT NULL THEN " + params->Last() +
+         " ELSE " + nested + " END)";
+}
+
+}  // namespace
+
 // The sort key of a config./summary. sort (run_list_sql.h RunJsonSortExprs) from the jsonb copy,
 // in SQLite's order (SqliteStore::JsonSortExprs): texts compare byte-wise (COLLATE "C").
 RunJsonSortExprs PostgresStore::JsonSortExprs(RunSortField field,
                                               const std::vector<std::string>& path,
                                               sql::Params* params) const {
   RunJsonSortExprs e;
-  params->AddTextArray(path);
   const std::string doc = field == RunSortField::kConfig ? "r.config_doc" : "r.summary_doc";
-  const std::string v = "(" + doc + " #> " + params->Last() + ")";
+  const std::string v = "(" + doc + " #> " + KeyPathExpr(doc, path, params) + ")";
   const std::string t = "jsonb_typeof(" + v + ")";
   const std::string s = "(" + v + " #>> '{}')";
   e.cls = "(CASE WHEN " + t + " IN ('number', 'boolean') OR (" + t + " = 'string' AND " + s +
@@ -198,8 +216,7 @@ RunJsonSortExprs PostgresStore::JsonSortExprs(RunSortField field,
 // the way SQLite's json_extract does. Runs without the key match != and not in, and nothing else.
 std::string PostgresStore::RunJsonCondition(const RunPredicate& p, sql::Params* params) const {
   const std::string doc = p.field == FilterField::kConfig ? "r.config_doc" : "r.summary_doc";
-  params->AddTextArray(p.path);
-  const std::string v = "(" + doc + " #> " + params->Last() + ")";
+  const std::string v = "(" + doc + " #> " + KeyPathExpr(doc, p.path, params) + ")";
   auto match_any = [&] {
     // Numbers compare as numbers, every operand also as text (a value logged as "1" or 1).
     params->AddArray(Numbers(p.values));

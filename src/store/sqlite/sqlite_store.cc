@@ -216,6 +216,25 @@ std::string SqliteStore::RunTagCondition(const RunPredicate& p, sql::Params* par
   }
 }
 
+namespace {
+
+// The JSON path of config.<key> / summary.<key> in `doc`, as an SQL expression: a key that
+// holds the dotted name itself ({"optim.lr": 0.1}, as the web UI reads it) before the nested
+// path ({"optim": {"lr": 0.1}}).
+std::string KeyPathExpr(const std::string& doc, const std::vector<std::string>& path,
+                        sql::Params* params) {
+  params->Add(JsonPath(path));
+  if (path.size() < 2) return params->Last();
+  const std::string nested = params->Last();
+  std::string flat;
+  for (const std::string& seg : path) flat += (flat.empty() ? "" : ".") + seg;
+  params->Add(JsonPath({flat}));
+  return "(CASE WHEN json_type(" + doc + ", " + params->Last() + ") IS NOT NULL THEN " +
+         params->Last() + " ELSE " + nested + " END)";
+}
+
+}  // namespace
+
 // The sort key of a config./summary. sort (run_list_sql.h RunJsonSortExprs) with json_type and
 // json_extract. The strings "Infinity"/"-Infinity" are infinities and "NaN" its own class, as
 // the API writes non-finite numbers (run_filter.h JsonSortClass).
@@ -223,10 +242,10 @@ RunJsonSortExprs SqliteStore::JsonSortExprs(RunSortField field,
                                             const std::vector<std::string>& path,
                                             sql::Params* params) const {
   RunJsonSortExprs e;
-  params->Add(JsonPath(path));
   const std::string doc = field == RunSortField::kConfig ? "r.config" : "r.summary";
-  const std::string t = "json_type(" + doc + ", " + params->Last() + ")";
-  const std::string v = "json_extract(" + doc + ", " + params->Last() + ")";
+  const std::string at = KeyPathExpr(doc, path, params);
+  const std::string t = "json_type(" + doc + ", " + at + ")";
+  const std::string v = "json_extract(" + doc + ", " + at + ")";
   // Simple CASEs: each reads the value at most twice (json_type, then json_extract).
   e.cls = "(CASE " + t + " WHEN 'integer' THEN 0 WHEN 'real' THEN 0 WHEN 'true' THEN 0 " +
           "WHEN 'false' THEN 0 WHEN 'text' THEN (CASE " + v +
@@ -246,8 +265,7 @@ RunJsonSortExprs SqliteStore::JsonSortExprs(RunSortField field,
 // != and not in, and nothing else.
 std::string SqliteStore::RunJsonCondition(const RunPredicate& p, sql::Params* params) const {
   const std::string doc = p.field == FilterField::kConfig ? "r.config" : "r.summary";
-  params->Add(JsonPath(p.path));
-  const std::string v = "json_extract(" + doc + ", " + params->Last() + ")";
+  const std::string v = "json_extract(" + doc + ", " + KeyPathExpr(doc, p.path, params) + ")";
   switch (p.op) {
     case FilterOp::kEq:
     case FilterOp::kIn:
