@@ -32,6 +32,8 @@ _ext._set_hooks(_convert, dict(errors.ERROR_TYPES), Error, _media_sink)
 from ._run import Run  # noqa: E402
 from .artifacts import Artifact, ArtifactError  # noqa: E402
 from ._synced import Config, Summary  # noqa: E402
+from ._state import DetachedConfig as _DetachedConfig  # noqa: E402
+from ._state import DetachedSummary as _DetachedSummary  # noqa: E402
 from .sdk import (alert, define_metric, finish, init, log, login, setup,  # noqa: E402
                   teardown, unwatch, use_artifact, watch)
 from .alerts import AlertLevel  # noqa: E402
@@ -47,10 +49,12 @@ __version__: str = _ext.VERSION
 
 #: The current run (set by init, None before init and after finish).
 run: Optional[Run] = None
-#: The current run's config (a detached Config before init).
-config: Config = Config()
-#: The current run's summary (a detached Summary before init).
-summary: Summary = Summary()
+#: The current run's config (before init and after finish: empty, and writing it raises
+#: cohort.UsageError).
+config: Config = _DetachedConfig()
+#: The current run's summary (before init and after finish: empty, and writing it raises
+#: cohort.UsageError).
+summary: Summary = _DetachedSummary()
 
 
 def require(*args: object, **kwargs: object) -> None:

@@ -132,8 +132,26 @@ class Run(native.Run):
         return f"{self.entity}/{self.project}/{self.id}"
 
     # -- seed SDK compatibility ------------------------------------------------------------------
-    def define_metric(self, name: str, *args: Any, **kwargs: Any) -> None:
-        """Accepted for compatibility; Cohort keeps steps per writer and every series raw."""
+    def define_metric(self, name: str, step_metric: Any = None, step_sync: Optional[bool] = None,
+                      hidden: Optional[bool] = None, summary: Optional[str] = None,
+                      goal: Optional[str] = None, overwrite: Optional[bool] = None,
+                      **kwargs: Any) -> None:
+        """Accepted for compatibility; Cohort keeps steps per writer and every series raw.
+        ``summary=`` other than ``"last"`` is not applied (the client library keeps the last
+        logged value of each key in the run's summary): a RuntimeWarning says so, once a run."""
+        if summary is not None and not self.__dict__.get("_summary_warned"):
+            aggregates = {a.strip().lower() for a in str(summary).split(",") if a.strip()}
+            if aggregates - {"last"}:
+                self._summary_warned = True
+                level, frame = 1, sys._getframe(0)  # the user's call (cohort.define_metric too)
+                while frame is not None and \
+                        os.path.dirname(frame.f_code.co_filename) == os.path.dirname(__file__):
+                    frame, level = frame.f_back, level + 1
+                warnings.warn(
+                    f"cohort: define_metric({name!r}, summary={summary!r}) is not applied: the "
+                    f"run's summary keeps the last logged value of each key; set "
+                    f"run.summary[{name!r}] to keep another value", RuntimeWarning,
+                    stacklevel=level)
         return None
 
     def watch(self, models: Any, criterion: Any = None, log: Optional[str] = "gradients",
@@ -259,6 +277,30 @@ class Run(native.Run):
             except Exception:  # noqa: BLE001 - best effort: only the cache misses it
                 pass
 
+    # -- a run the server did not confirm at init -----------------------------------------------
+    def _note_unconfirmed(self) -> None:
+        """init(): the agent's answer said the server has not confirmed the run (unreachable,
+        or no answer within the wait): says so on stderr, and again at finish."""
+        try:
+            from .api_http import resolve
+            url = resolve(self._settings.base_url, self._settings.api_key or "-")[0]
+        except Exception:  # noqa: BLE001 - an unreadable config file: the run's own URL
+            url = self.url
+        self._unconfirmed_url = url
+        sys.stderr.write(f"cohort: run {self.id}: could not confirm the run with the server at "
+                         f"{url} (unreachable, or no answer in time); what it logs is kept by "
+                         f"the agent, which uploads it when the server is reachable (or run "
+                         f"`cohort sync`)\n")
+
+    def _note_unconfirmed_at_finish(self) -> None:
+        url = self.__dict__.get("_unconfirmed_url")
+        if url is None:
+            return
+        sys.stderr.write(f"cohort: run {self.id}: finished without the server at {url} having "
+                         f"confirmed it at init; what the server has not received is kept by "
+                         f"the agent, which uploads it when the server is reachable (or run "
+                         f"`cohort sync`)\n")
+
     # -- lifecycle -------------------------------------------------------------------------------
     def finish(self, exit_code: Optional[int] = None, quiet: Optional[bool] = None) -> None:
         """Ends this writer: flushes what is pending (bounded by ``finish_timeout``) and reports
@@ -283,6 +325,7 @@ class Run(native.Run):
             http.close()  # reopened if a version read through it is used later
         error = self._finish(exit_code, state)
         self._note_artifact_outcomes()
+        self._note_unconfirmed_at_finish()
         if error:
             warnings.warn(f"cohort: run {self.id}: finish did not complete: {error}",
                           RuntimeWarning, stacklevel=3)

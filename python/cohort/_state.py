@@ -39,6 +39,57 @@ import weakref
 from typing import Any, Callable, List, Optional, Protocol, Tuple
 
 from ._synced import Config, Summary
+from .errors import UsageError
+
+
+class _Detached:
+    """``cohort.config`` / ``cohort.summary`` while there is no current run (before ``init``,
+    after ``finish``): reads find nothing, every write raises (it would be lost), as the seed's
+    SDK does."""
+
+    _what: str
+
+    def _refuse(self, statement: str) -> UsageError:
+        """The error for a write; ``statement`` shows it with ``{}`` for ``cohort.config``."""
+        name = f"cohort.{self._what}"
+        statement = statement.replace("{}", name, 1)
+        return UsageError(f"{statement}: no run; call cohort.init() before "
+                          f"writing {name} (or write the run's own run.{self._what})")
+
+    def _set_many(self, changes: Any) -> None:
+        raise self._refuse("{}.update(...)")
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        raise self._refuse("{}[%r] = ..." % (key,))
+
+    def __delitem__(self, key: str) -> None:
+        raise self._refuse("del {}[%r]" % (key,))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:
+            raise self._refuse("{}.%s = ..." % name)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        raise self._refuse("{}.update(...)")
+
+    def setdefaults(self, *args: Any, **kwargs: Any) -> None:
+        raise self._refuse("{}.setdefaults(...)")
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        raise self._refuse("{}.setdefault(...)")
+
+    def __reduce__(self):
+        return (type(self), ())
+
+
+class DetachedConfig(_Detached, Config):
+    """``cohort.config`` with no current run."""
+
+
+class DetachedSummary(_Detached, Summary):
+    """``cohort.summary`` with no current run."""
 
 
 class LiveRun(Protocol):
@@ -120,8 +171,8 @@ def _publish(run: Optional[LiveRun]) -> None:
     if package is None:
         return
     package.run = run
-    package.config = run.config if run is not None else Config()
-    package.summary = run.summary if run is not None else Summary()
+    package.config = run.config if run is not None else DetachedConfig()
+    package.summary = run.summary if run is not None else DetachedSummary()
 
 
 def adopted_run(explicit_only: bool = False) -> Optional[LiveRun]:

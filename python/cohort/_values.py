@@ -2,8 +2,8 @@
 
 The extension reads Python ``float``/``int``/``bool`` (and subclasses such as ``numpy.float64``)
 and nested ``dict``s itself. Every other value comes to :func:`convert`, which returns a float,
-a dict to flatten, or raises a TypeError naming the key. numpy and torch are looked up in
-``sys.modules``: they are never imported here.
+a dict to flatten (an empty one: the key is skipped), or raises a TypeError naming the key. numpy
+and torch are looked up in ``sys.modules``: they are never imported here.
 """
 from __future__ import annotations
 
@@ -13,13 +13,42 @@ import math
 import numbers
 import os
 import sys
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+import threading
+import warnings
+from typing import Any, Dict, Mapping, Optional, Set, Tuple, Union
 
 from .histogram import Histogram
 from .media import media_set
 
-_HINT = ("log numbers: int, float, bool, numpy scalars, 0-d numpy arrays or tensors, "
-         "or dicts of them")
+_HINT = ("log numbers: int, float, bool, numpy scalars, numpy arrays or tensors of one "
+         "element, or dicts of them")
+_EXACT = 2 ** 53  # every int up to this magnitude is a double exactly
+
+# Keys already warned about (skipped str/None values, ints rounded to a double): one warning per
+# key and process, however many calls log it.
+_warned: Set[Tuple[str, str]] = set()
+_warned_lock = threading.Lock()
+
+
+def _warn_once(what: str, key: str, message: str) -> None:
+    with _warned_lock:
+        if (what, key) in _warned:
+            return
+        if len(_warned) < 10000:  # keys made up at every step must not grow it for ever
+            _warned.add((what, key))
+    level, frame = 1, sys._getframe(0)
+    while frame is not None and frame.f_code.co_filename == __file__:  # the caller of run.log
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, RuntimeWarning, stacklevel=level)
+
+
+def _int_as_float(key: str, value: int) -> float:
+    """``value`` as a double, with one warning per key when the double is not exactly it."""
+    f = float(value)
+    if abs(value) > _EXACT and int(f) != value:
+        _warn_once("int", key, f"cohort: log: key {key!r}: the int {value} is not exactly "
+                   f"representable as a float64 and is stored rounded to {f!r}")
+    return f
 
 
 def _describe(value: Any) -> str:
@@ -37,9 +66,17 @@ def convert(key: str, value: Any
 
     Returns a float, a dict whose items are logged under ``key/...``, a histogram as the
     extension takes it (``Histogram._for_log``), or a media set (``cohort.Image`` & co., or a
-    list of them: ``media.media_set``) that the extension hands to ``media.sink``. Raises TypeError naming ``key`` for anything
+    list of them: ``media.media_set``) that the extension hands to ``media.sink``. A str or None
+    is not a metric: it returns an empty dict (nothing logged under ``key``, the call's other
+    values are) with one RuntimeWarning per key. Raises TypeError naming ``key`` for anything
     else.
     """
+    if value is None or isinstance(value, str):
+        what = "None" if value is None else "a str"
+        _warn_once("skip", key, f"cohort: log: key {key!r}: {what} is not stored as a metric "
+                   f"(the key is skipped, the call's other values are logged); put text in "
+                   f"run.summary, run.config or a cohort.Table")
+        return {}
     if isinstance(value, Histogram):
         return value._for_log()
     if isinstance(value, (list, tuple)) or hasattr(value, "_cohort_media_type"):
@@ -55,22 +92,30 @@ def convert(key: str, value: Any
     np = sys.modules.get("numpy")
     if np is not None:
         if isinstance(value, np.generic):
-            if isinstance(value, (np.integer, np.floating, np.bool_)):
+            if isinstance(value, np.integer):
+                return _int_as_float(key, int(value))
+            if isinstance(value, (np.floating, np.bool_)):
                 return float(value)
         elif isinstance(value, np.ndarray):
-            if value.ndim == 0 and value.dtype.kind in "biuf":
-                return float(value)
+            if value.size == 1 and value.dtype.kind in "biuf":  # shape (), (1,), (1, 1)...
+                return convert(key, value.reshape(())[()])
             raise TypeError(f"log: key {key!r}: cannot log a {_describe(value)} "
                             f"(dtype {value.dtype}); {_HINT}")
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
-        if value.dim() == 0 and not value.is_complex():
-            return float(value.item())
-        raise TypeError(f"log: key {key!r}: cannot log a {_describe(value)}; log a 0-d tensor "
-                        f"(e.g. loss.detach(), t.mean()) or a number")
+        if value.numel() == 1 and not value.is_complex():  # shape (), (1,), (1, 1)...
+            item = value.item()
+            return _int_as_float(key, item) if isinstance(item, int) else float(item)
+        raise TypeError(f"log: key {key!r}: cannot log a {_describe(value)}; log a tensor of "
+                        f"one element (e.g. loss.detach(), t.mean()) or a number")
+    if isinstance(value, int):  # the extension reads ints itself (rounding them): not reached
+        return _int_as_float(key, value)
     if isinstance(value, numbers.Real):  # fractions.Fraction, other Real types
         return float(value)
-    if isinstance(value, (str, bytes)):
+    dec = sys.modules.get("decimal")
+    if dec is not None and isinstance(value, dec.Decimal):  # not a numbers.Real
+        return float(value)
+    if isinstance(value, bytes):
         raise TypeError(f"log: key {key!r}: cannot log a {type(value).__name__} ({value!r:.40}); "
                         f"{_HINT}")
     raise TypeError(f"log: key {key!r}: cannot log a {_describe(value)}; {_HINT}")

@@ -28,6 +28,23 @@ _IGNORED_INIT_ARGS = frozenset({
 _RESUME = {None: "", False: "", True: "allow", "auto": "allow", "allow": "allow",
            "must": "must", "never": "never"}
 
+# The seed SDK's environment variables for init()'s arguments that have no Cohort variable
+# (the client library reads WANDB_MODE, WANDB_PROJECT, WANDB_RUN_ID itself, after COHORT_*).
+_VENDOR_ENV = {"name": "WANDB_NAME", "group": "WANDB_RUN_GROUP", "job_type": "WANDB_JOB_TYPE",
+               "notes": "WANDB_NOTES", "tags": "WANDB_TAGS"}
+
+
+def _from_vendor_env(arg: str, settings_value: Any) -> Any:
+    """init()'s ``arg`` from the seed SDK's variable, when neither the argument (checked by the
+    caller) nor the Settings field gives it; None when the variable is unset or empty."""
+    if settings_value is not None:
+        return None
+    value = os.environ.get(_VENDOR_ENV[arg], "")
+    if arg == "tags":
+        tags = [t.strip() for t in value.split(",") if t.strip()]
+        return tags or None
+    return value or None
+
 
 def _random_id() -> str:
     alphabet = string.ascii_lowercase + string.digits
@@ -45,9 +62,11 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
     """Starts a run (or joins one: ``id=`` in shared mode) and returns it.
 
     Arguments win over the environment (``COHORT_PROJECT``, ``COHORT_ENTITY``, ``COHORT_RUN_ID``,
-    ``COHORT_MODE``, ``COHORT_DIR``), which wins over the config ``cohort login`` wrote. Returns
-    within ``settings.init_timeout`` even when the server is down: the run then buffers locally
-    and uploads when the server is back.
+    ``COHORT_MODE``, ``COHORT_DIR``), which wins over the config ``cohort login`` wrote; name,
+    group, job_type, tags and notes fall back on the seed SDK's ``WANDB_NAME``,
+    ``WANDB_RUN_GROUP``, ``WANDB_JOB_TYPE``, ``WANDB_TAGS`` (comma-separated), ``WANDB_NOTES``.
+    Returns within ``settings.init_timeout`` even when the server is down: the run then buffers
+    locally and uploads when the server is back (a line on stderr says so, at init and finish).
 
     A run still in progress in this process is finished first (``reinit="create_new"`` keeps
     it, ``reinit="return_previous"`` returns it). In a process that received a run from its
@@ -99,6 +118,15 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
         if reinit != "create_new":
             previous.finish()
 
+    # The seed SDK's environment, for what neither the arguments nor the settings give (not
+    # before the checks above: a variable inherited by a child process describes no run).
+    name = name if name is not None else _from_vendor_env("name", s.run_name)
+    group = group if group is not None else _from_vendor_env("group", s.run_group)
+    job_type = job_type if job_type is not None else _from_vendor_env("job_type",
+                                                                      s.run_job_type)
+    notes = notes if notes is not None else _from_vendor_env("notes", s.run_notes)
+    tags = tags if tags is not None else _from_vendor_env("tags", s.run_tags)
+
     cfg = config_dict(config)
     init_args = {"entity": entity, "project": project, "name": name, "group": group,
                  "job_type": job_type, "tags": list(tags) if tags is not None else None,
@@ -110,8 +138,17 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
     run = Run(ns, settings=s, init_args=init_args, config=cfg, local_id=id or _random_id())
     if not run.disabled:
         _state.install_hooks()
+        if run.offline and not _offline_by_choice(client_mode):
+            run._note_unconfirmed()
     _state.register(run)
     return run
+
+
+def _offline_by_choice(client_mode: str) -> bool:
+    """Whether the run is offline because its mode says so (the argument or Settings, else
+    COHORT_MODE, else WANDB_MODE, as the client library picks it)."""
+    mode = client_mode or os.environ.get("COHORT_MODE") or os.environ.get("WANDB_MODE") or ""
+    return mode in ("offline", "dryrun")
 
 
 def log(data: Dict[str, Any], step: Optional[int] = None, commit: Optional[bool] = None,

@@ -1,6 +1,7 @@
 """The seed SDK's API surface, in disabled mode (no server, no agent): names, module state,
 context manager, reinit rules, config and summary objects."""
 import argparse
+import warnings
 
 import pytest
 
@@ -206,10 +207,86 @@ def test_summary_is_dict_like_and_published_on_the_module():
     assert cohort.summary is run.summary
 
 
-def test_module_config_is_detached_before_init():
+_WRITES = [
+    ("config['x'] = 1", lambda d: d.__setitem__("x", 1)),
+    ("config.x = 1", lambda d: setattr(d, "x", 1)),
+    ("update", lambda d: d.update({"x": 1})),
+    ("update kwargs", lambda d: d.update(x=1)),
+    ("setdefault", lambda d: d.setdefault("x", 1)),
+    ("setdefaults", lambda d: d.setdefaults({"x": 1})),
+    ("del", lambda d: d.__delitem__("x")),
+]
+
+
+@pytest.mark.parametrize("what", ["config", "summary"])
+@pytest.mark.parametrize("write", [w for _, w in _WRITES], ids=[n for n, _ in _WRITES])
+def test_module_config_and_summary_refuse_writes_without_a_run(what, write):
+    """As the seed's SDK ("You must call wandb.init() before wandb.config.update"): a write with
+    no run to receive it raises rather than being thrown away; reads find nothing."""
     assert cohort.run is None
-    cohort.config["x"] = 1  # no run: kept locally, nothing raised
-    assert cohort.config["x"] == 1
+    with pytest.raises(cohort.UsageError, match=rf"cohort\.{what}.*no run; call cohort\.init\(\)"):
+        write(getattr(cohort, what))
+    run = disabled()
+    run.finish()  # after finish: the same
+    detached = getattr(cohort, what)
+    with pytest.raises(cohort.UsageError, match="call cohort.init"):
+        write(detached)
+    assert dict(detached) == {} and "x" not in detached and detached.get("x") is None
+    assert isinstance(detached, cohort.Config if what == "config" else cohort.Summary)
+
+
+def test_module_config_is_the_runs_between_init_and_finish():
+    run = disabled()
+    cohort.config["x"] = 1
+    cohort.summary.update({"y": 2})
+    assert run.config["x"] == 1 and run.summary["y"] == 2
+
+
+@pytest.mark.parametrize("call", [
+    lambda run: run.define_metric("loss", summary="min"),
+    lambda run: cohort.define_metric("acc", summary="max,last"),
+    lambda run: run.define_metric("acc", "epoch", None, None, "mean"),
+])
+def test_define_metric_summary_other_than_last_warns_that_it_is_not_applied(call):
+    run = disabled()
+    match = r"summary='(min|max,last|mean)'\) is not applied"
+    with pytest.warns(RuntimeWarning, match=match) as caught:
+        call(run)
+    assert caught[0].filename == __file__  # points at the script's call
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once a run
+        run.define_metric("other", summary="max")
+        run.define_metric("x", summary="last")
+
+
+def test_define_metric_summary_last_or_none_given_says_nothing():
+    run = disabled()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run.define_metric("loss", summary="last")
+        run.define_metric("loss", step_metric="epoch", goal="minimize")
+
+
+_VENDOR_ENV = {"WANDB_NAME": "from-env", "WANDB_RUN_GROUP": "env-group",
+               "WANDB_JOB_TYPE": "env-job", "WANDB_TAGS": "a, b,,c", "WANDB_NOTES": "env notes"}
+
+
+def test_init_falls_back_on_the_seed_sdks_environment(monkeypatch):
+    for k, v in _VENDOR_ENV.items():
+        monkeypatch.setenv(k, v)
+    run = disabled()
+    assert (run.name, run.group, run.job_type, run.tags, run.notes) == (
+        "from-env", "env-group", "env-job", ("a", "b", "c"), "env notes")
+
+
+def test_init_arguments_and_settings_win_over_the_seed_sdks_environment(monkeypatch):
+    for k, v in _VENDOR_ENV.items():
+        monkeypatch.setenv(k, v)
+    run = disabled(name="arg", group="g", job_type="j", tags=[], notes="n")
+    assert (run.name, run.group, run.job_type, run.tags, run.notes) == ("arg", "g", "j", (), "n")
+    run = disabled(settings=cohort.Settings(run_group="sg", run_tags=["st"]))
+    assert run._init_args["group"] is None and run._init_args["tags"] is None
+    assert run.name == "from-env"
 
 
 def test_seed_compat_helpers_are_no_ops():

@@ -1,0 +1,72 @@
+"""What a script written for the seed's SDK sees against a real `cohort server` (real training
+process, real node agent): the seed's environment variables name the run, a str among the
+logged numbers loses none of them, and a server the run cannot reach is said on stderr."""
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "distributed"))
+from dist_helpers import assert_ok, client, free_port, wait_until  # noqa: E402,F401
+
+PROJECT = "compat"
+HEADER = "import cohort\n"
+UNCONFIRMED = "could not confirm the run with the server at"
+
+
+def _ended_run(client):
+    runs = wait_until(lambda: client.runs(project=PROJECT), what="a run")
+    assert len(runs) == 1, [r["id"] for r in runs]
+    view = client.run_view(runs[0]["id"], project=PROJECT)
+    return view, wait_until(lambda: (r := view.get())["state"] == "finished" and r,
+                            what="run finished")
+
+
+def test_the_seed_sdks_environment_names_the_run(client):
+    proc = assert_ok(client.python(HEADER + (
+        f"run = cohort.init(project={PROJECT!r})\n"
+        "run.log({'a': 1})\n"
+        "run.finish()\n"), env={"WANDB_NAME": "env-name", "WANDB_RUN_GROUP": "env-group",
+                               "WANDB_JOB_TYPE": "eval", "WANDB_TAGS": "x,y",
+                               "WANDB_NOTES": "from the environment"}))
+    assert UNCONFIRMED not in proc.stderr  # a reachable server: nothing said
+    _, run = _ended_run(client)
+    assert (run["name"], run["group"], run["job_type"], run["tags"], run["notes"]) == (
+        "env-name", "env-group", "eval", ["x", "y"], "from the environment")
+
+
+def test_a_str_or_none_value_loses_none_of_the_calls_numbers(client):
+    proc = assert_ok(client.python(HEADER + (
+        f"run = cohort.init(project={PROJECT!r})\n"
+        "for i in range(3):\n"
+        "    run.log({'loss': 3.0 - i, 'label': 'cat', 'lr': None})\n"
+        "run.finish()\n")))
+    assert proc.stderr.count("'label': a str is not stored as a metric") == 1, proc.stderr
+    assert proc.stderr.count("'lr': None is not stored as a metric") == 1, proc.stderr
+    view, run = _ended_run(client)
+    assert run["summary"]["loss"] == 1.0
+    hist = wait_until(lambda: view.history(keys=["loss"]), what="loss history")
+    assert [v for _, v in next(iter(hist.values()))] == [3.0, 2.0, 1.0]
+
+
+def test_an_unreachable_server_is_said_on_stderr_at_init_and_finish(client):
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    proc = assert_ok(client.python(HEADER + (
+        f"run = cohort.init(project={PROJECT!r}, settings=cohort.Settings(init_timeout=5, "
+        "finish_timeout=2))\n"
+        "print('offline', run.offline, flush=True)\n"
+        "run.log({'a': 1})\n"
+        "run.finish()\n"), env={"COHORT_BASE_URL": url}))
+    assert "offline True" in proc.stdout
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("cohort: run ")]
+    assert len(lines) == 2, proc.stderr
+    assert f"{UNCONFIRMED} {url}" in lines[0]
+    assert "kept by the agent, which uploads it when the server is reachable" in lines[0]
+    assert "cohort sync" in lines[0]
+    assert "finished without the server" in lines[1] and url in lines[1]
+
+
+def test_an_offline_run_by_choice_says_nothing(client):
+    proc = assert_ok(client.python(HEADER + (
+        f"run = cohort.init(project={PROJECT!r}, mode='offline')\n"
+        "run.log({'a': 1})\n"
+        "run.finish()\n"), env={"COHORT_BASE_URL": f"http://127.0.0.1:{free_port()}"}))
+    assert UNCONFIRMED not in proc.stderr and "finished without" not in proc.stderr
