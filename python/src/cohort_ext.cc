@@ -266,9 +266,14 @@ bool CollectValue(LogScratch& s, const char* k, size_t kl, PyObject* v, int dept
       SetKeyError(PyExc_OverflowError, FullKey(s, k, kl), "int too large to log as a float");
       return false;
     }
-    return AppendScalar(s, k, kl, d);
+    // From 2^53 on a double may not hold it (2^53 + 1 rounds to 2^53): the converter says so,
+    // once per key, when it rounds.
+    if (std::fabs(d) < 9007199254740992.0 || g_converter == nullptr) {
+      return AppendScalar(s, k, kl, d);
+    }
+  } else if (PyDict_Check(v)) {
+    return CollectNested(s, k, kl, v, depth);
   }
-  if (PyDict_Check(v)) return CollectNested(s, k, kl, v, depth);
   // Everything else: the package's converter (numpy, tensors, other numbers, mappings).
   std::string full = FullKey(s, k, kl);
   if (g_converter == nullptr) {

@@ -125,10 +125,20 @@ def test_numpy_and_torch_ints_beyond_2_53_warn_once_per_key(fresh_warnings):
 
 
 def test_the_converter_warns_for_an_int_a_double_rounds(fresh_warnings):
-    # Python ints are read by the extension itself (rounded without a word, docs/python.md);
-    # the converter, which numpy and torch integers reach, warns.
     with pytest.warns(RuntimeWarning, match="'k': the int 9007199254740993"):
         assert _values.convert("k", 2 ** 53 + 1) == 2.0 ** 53
+
+
+def test_python_ints_beyond_2_53_warn_once_per_key(fresh_warnings):
+    # The extension reads ints itself; past 2^53 it hands them to the converter, which warns
+    # when the double rounds them (they were rounded without a word).
+    with pytest.warns(RuntimeWarning) as caught:
+        out = flat({"big": 2 ** 53 + 1, "exact": 2 ** 60, "small": 7, "neg": -(2 ** 53) - 1})
+    assert out == {"big": 2.0 ** 53, "exact": 2.0 ** 60, "small": 7.0, "neg": -(2.0 ** 53)}
+    texts = sorted(str(w.message) for w in caught)
+    assert len(texts) == 2, texts
+    assert "'big': the int 9007199254740993 is not exactly" in texts[0], texts
+    assert "'neg': the int -9007199254740993 is not exactly" in texts[1], texts
 
 
 def test_decimals_are_logged_as_floats():
