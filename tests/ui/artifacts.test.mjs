@@ -95,6 +95,8 @@ describe('artifacts in the web UI', () => {
     assert.deepEqual(await attrs(meta.locator('tr[data-key]'), 'data-key'), ['accuracy', 'epoch', 'optimizer.betas', 'optimizer.name']);
     assert.equal((await meta.locator('tr[data-key="optimizer.name"] td').textContent()).trim(), 'adam');
     assert.equal((await meta.locator('tr[data-key="epoch"] td').textContent()).trim(), '3');
+    // Values in full, not rounded to 5 significant digits (0.98123).
+    assert.equal((await meta.locator('tr[data-key="accuracy"] td').textContent()).trim(), '0.9812345');
     // Lineage: producer -> v0 -> consumer, run names looked up, each a link to its run.
     const lineage = page.getByTestId('lineage');
     const producer = lineage.locator('[data-role=producer]');

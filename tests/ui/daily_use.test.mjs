@@ -90,7 +90,7 @@ async function seedAll() {
 
   // Writers that joined out of order, summary keys that came in no order.
   ids.ordered = await makeRun(P, { name: 'ordered', job_type: 'train' }, ['rank_0', 'rank_1', 'rank_3', 'rank_2']);
-  await call('PATCH', `/api/v1/runs/${entity}/${P}/${ids.ordered}`, { summary: { zeta: 1, alpha: 2, 'mid/x': 3, 'mid/10': 4, 'mid/9': 5 } });
+  await call('PATCH', `/api/v1/runs/${entity}/${P}/${ids.ordered}`, { summary: { zeta: 1, alpha: 2, 'mid/x': 0.999999, 'mid/10': 4, 'mid/9': 5 } });
 
   // 105 small runs: more than the workspace charts.
   for (let i = 0; i < 105; i++) {
@@ -255,6 +255,43 @@ describe('charts that never mislead', () => {
     await page.waitForFunction(() => new URL(location.href).searchParams.get('ch')?.includes('val/acc'));
     const [z0, z1] = chartState()['val/acc'].z;
     assert.ok(Math.abs(z0 - 29.7) < 2 && Math.abs(z1 - 39.6) < 2, `zoomed to ${z0}..${z1}`);
+  });
+
+  test('a chart the server refused says so with its status and a Retry button; a 429 or 503 is first retried once by itself', async () => {
+    // The run page asks for its charts' series in one request (GET /api/v1/history/...).
+    const isEdge = (url) => url.pathname === `/api/v1/history/${entity}/${P}` && url.search.includes(ids.edge);
+    let refused = 0;
+    const refuse = (status, times, retryAfter) => page.route(isEdge, (route) => {
+      if (refused >= times) return route.continue();
+      refused++;
+      return route.fulfill({ status, headers: { 'Retry-After': retryAfter }, json: { error: { code: status === 429 ? 'rate_limited' : 'unavailable', message: 'slow down' } } });
+    });
+    // Refused while the route stands: the load and its automatic retry fail, the error says its
+    // status; once the server answers, the Retry button draws the chart.
+    await refuse(429, Infinity, '0');
+    try {
+      await page.goto(href(`&run=${ids.edge}&tab=charts`));
+      const err = panel('loss').getByRole('alert');
+      await err.waitFor({ timeout: 15000 });
+      assert.ok(refused >= 2, `retried by itself (${refused} refused)`);
+      assert.match(await err.textContent(), /429 rate_limited\):\s*slow down/);
+    } finally {
+      await page.unroute(isEdge);
+    }
+    await panel('loss').getByRole('alert').getByRole('button', { name: 'Retry' }).click();
+    await drawn('loss');
+    assert.equal(await panel('loss').getByRole('alert').count(), 0);
+    // One 503 with Retry-After: 1: drawn after the wait, no error shown.
+    refused = 0;
+    await refuse(503, 1, '1');
+    try {
+      await page.goto(href(`&run=${ids.edge}&tab=charts`));
+      await drawn('loss');
+      assert.equal(refused, 1);
+      assert.equal(await panel('loss').getByRole('alert').count(), 0);
+    } finally {
+      await page.unroute(isEdge);
+    }
   });
 });
 
@@ -487,6 +524,8 @@ describe('run and group pages', () => {
       ['rank_0', 'rank_1', 'rank_2', 'rank_3']);
     assert.deepEqual(await page.locator('[data-testid=kv-summary] tr[data-key]').evaluateAll((els) => els.map((e) => e.dataset.key)),
       ['alpha', 'mid/9', 'mid/10', 'mid/x', 'zeta']);
+    // Values in full: 0.999999 (a beta2) is not rounded to 1.
+    assert.equal(await page.locator('[data-testid=kv-summary] tr[data-key="mid/x"] td').textContent(), '0.999999');
     await page.goto(href(`&run=${ids.edge}&tab=charts`));
     const p = await drawn('loss');
     assert.deepEqual(await p.locator('.legend-item').evaluateAll((els) => els.map((e) => e.dataset.series)), ['edge']);

@@ -33,7 +33,7 @@ export async function seedArtifacts(server, entity, project, name = 'mnist-model
   const base = `/api/v1/artifacts/${entity}/${project}/${name}`;
   const v0 = await api(server, 'POST', base, {
     type: 'model', run: producer.id, files, aliases: ['best'], description: 'epoch 3 checkpoint',
-    metadata: { epoch: 3, accuracy: 0.981, optimizer: { name: 'adam', betas: [0.9, 0.999] } },
+    metadata: { epoch: 3, accuracy: 0.9812345, optimizer: { name: 'adam', betas: [0.9, 0.999] } },
   });
   const extra = Buffer.from('notes for v1\n');
   const v1 = await api(server, 'POST', base, {

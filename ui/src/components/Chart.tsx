@@ -7,7 +7,7 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { fmtNum, fmtRelTick, fmtTick, withAlpha } from '../lib/format';
+import { fmtNum, fmtRelTick, fmtTick, fmtTooltipX, withAlpha } from '../lib/format';
 import { joinBands, lowerBound, smooth as smoothValues, tooltipPoint, yExtent, type Band, type Cell, type Joined, type XMode } from '../lib/series';
 
 export interface ChartLine {
@@ -61,12 +61,6 @@ const STEP_INCRS = (() => {
 /** Relative-time ticks: sub-second steps, then seconds, minutes, hours, days. */
 const REL_INCRS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800,
   3600, 7200, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400, 30 * 86400];
-
-function xValue(x: number, mode: XMode): string {
-  if (mode === 'step') return `step ${fmtNum(Math.round(x))}`;
-  if (mode === 'rel') return fmtRelTick(x, 0.001);
-  return new Date(x * 1000).toLocaleTimeString();
-}
 
 let measureCtx: CanvasRenderingContext2D | null = null;
 function textWidth(s: string): number {
@@ -421,11 +415,11 @@ function showTooltip(u: uPlot, st: State, x: number | null, el: HTMLDivElement |
     shownRows = rows.slice(0, TOOLTIP_ROWS);
   }
   const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]!));
-  let html = `<div class="tip-x">${esc(xValue(x, st.props.xMode))}</div>`;
+  let html = `<div class="tip-x">${esc(fmtTooltipX(x, st.props.xMode))}</div>`;
   for (const r of shownRows) {
     const val = r.v === null ? '<span class="tip-gap">NaN/∞</span>'
       : esc(fmtNum(r.v)) + (r.lo !== null && r.hi !== null && r.lo !== r.hi ? ` <span class="muted">[${esc(fmtNum(r.lo))} … ${esc(fmtNum(r.hi))}]</span>` : '');
-    const at = r.at === null ? '' : ` <span class="muted tip-at">at ${esc(xValue(r.at, st.props.xMode))}</span>`;
+    const at = r.at === null ? '' : ` <span class="muted tip-at">at ${esc(fmtTooltipX(r.at, st.props.xMode, x))}</span>`;
     const dash = r.dash?.length ? ` stroke-dasharray="${r.dash.join(' ')}"` : '';
     html += `<div class="tip-row" data-series="${esc(r.label)}"><svg width="14" height="6"><line x1="0" y1="3" x2="14" y2="3" stroke="${esc(r.color)}" stroke-width="3"${dash}/></svg>`
       + `<span class="tip-label">${esc(r.label)}</span><span class="tip-val">${val}${at}</span></div>`;

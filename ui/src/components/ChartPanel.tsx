@@ -13,6 +13,7 @@ import { aggregateBands, bucketWidth, xExtent, type Band, type LineMode, type XM
 import type { ChartState } from '../lib/url';
 import { useVisibleWidth } from '../lib/useVisibleWidth';
 import { Chart, type ChartLine } from './Chart';
+import { ErrorBox } from './common';
 
 export interface ChartSettings {
   xMode: XMode;
@@ -47,8 +48,10 @@ export function ChartPanel(p: ChartPanelProps) {
   const box = useRef<HTMLDivElement>(null);
   const { visible, width } = useVisibleWidth(box);
   const [lines, setLines] = useState<LoadedLine[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<unknown>(null);
   const [loading, setLoading] = useState(false);
+  // Bumped by the error's Retry button: the load runs again.
+  const [attempt, setAttempt] = useState(0);
   const [menu, setMenu] = useState(false);
   const previous = useRef(new Map<string, Band>());
   const { xMode, line: lineMode } = p.settings;
@@ -81,7 +84,7 @@ export function ChartPanel(p: ChartPanelProps) {
       previous.current = new Map(ls.map((l) => [l.id, l.band]));
       setLines(ls);
     }, setError, setLoading);
-  }, [visible, full, width, sourcesKey, xMode, lineMode, zoom?.[0], zoom?.[1], p.tick]);
+  }, [visible, full, width, sourcesKey, xMode, lineMode, zoom?.[0], zoom?.[1], p.tick, attempt]);
 
   const chartLines = useMemo<ChartLine[]>(() => {
     if (!lines) return [];
@@ -151,7 +154,7 @@ export function ChartPanel(p: ChartPanelProps) {
           ? <button type="button" class="small panel-close" onClick={() => update({ full: '' })} aria-label="close full screen">✕ Close</button>
           : <button type="button" class="small" onClick={() => update({ full: p.id })} aria-label={`show ${p.title} full screen`} title="full screen">⤢</button>}
       </header>
-      {error ? <div class="error" role="alert">{error}</div>
+      {error ? <ErrorBox error={error} retry={() => setAttempt((n) => n + 1)} />
         : !lines ? <div class="chart-skeleton" style={{ height: height + 'px' }}>{visible ? 'Loading…' : ''}</div>
           : !lines.length ? <div class="empty" style={{ height: height + 'px' }}>No data in this range</div>
             : <Chart lines={chartLines} xMode={xMode} log={log} smooth={smooth} height={height}

@@ -9,9 +9,21 @@ import type { ApiSeries } from './series';
 const KEY_STORAGE = 'cohort.key';
 
 export class ApiError extends Error {
-  constructor(public status: number, public code: string, message: string) {
+  /** `retryAfterMs`: how long the server asked to wait before trying again (its Retry-After, on a
+   * 429 or 503), when it said. */
+  constructor(public status: number, public code: string, message: string, public retryAfterMs?: number) {
     super(message);
   }
+}
+
+/** A Retry-After header in milliseconds: delay-seconds or an HTTP date; undefined when absent or
+ * unreadable. */
+export function parseRetryAfter(v: string | null | undefined, now = Date.now()): number | undefined {
+  if (!v) return undefined;
+  const t = v.trim();
+  if (/^\d+$/.test(t)) return Number(t) * 1000;
+  const at = Date.parse(t);
+  return Number.isFinite(at) ? Math.max(0, at - now) : undefined;
 }
 
 export interface Writer {
@@ -196,7 +208,8 @@ export class Api {
     }
     if (!resp.ok) {
       const err = json?.error;
-      const e = new ApiError(resp.status, err?.code ?? 'error', err?.message ?? `${resp.status} ${resp.statusText}`);
+      const e = new ApiError(resp.status, err?.code ?? 'error', err?.message ?? `${resp.status} ${resp.statusText}`,
+        resp.status === 429 || resp.status === 503 ? parseRetryAfter(resp.headers.get('Retry-After')) : undefined);
       if (resp.status === 401 && withKey) this.unauthListeners.forEach((l) => l());
       throw e;
     }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   clausesToUi, columnSort, columnValue, DEFAULT_VIEWS, defaultColumns, describeClause, EMPTY_FILTERS, filterRuns, groupRows, matchClause, sortRuns, toApiQuery, uiToClauses,
   type Run, type UiFilters,
@@ -110,8 +110,20 @@ describe('filter builder and default columns', () => {
   it('filters by creation time as the server does (ms since 1970)', () => {
     expect(filterRuns(runs, { ...EMPTY_FILTERS, extra: [{ field: 'created', op: '>', value: 2 }] }).map((r) => r.id)).toEqual(['main', 'w1']);
     expect(filterRuns(runs, { ...EMPTY_FILTERS, extra: [{ field: 'created', op: '<', value: 2 }] }).map((r) => r.id)).toEqual(['shared']);
-    expect(describeClause({ field: 'created', op: '>', value: Date.UTC(2026, 0, 2, 3, 4) })).toBe('created after 2026-01-02 03:04');
     expect(describeClause({ field: 'config.lr', op: '<', value: 0.01 })).toBe('lr < 0.01');
+  });
+  describe('date chips in local time, as the picker and the table (fmtTime) show it', () => {
+    // Node reads TZ again whenever it is set (vi.stubEnv sets process.env): 5 hours behind UTC in
+    // January, 4 in July.
+    beforeAll(() => { vi.stubEnv('TZ', 'America/New_York'); });
+    afterAll(() => { vi.unstubAllEnvs(); });
+    it('says the local minute, never the UTC one', () => {
+      expect(new Date(Date.UTC(2026, 0, 2, 3, 4)).getHours()).toBe(22); // the zone took
+      expect(describeClause({ field: 'created', op: '>', value: Date.UTC(2026, 0, 2, 3, 4) })).toBe('created after 2026-01-01 22:04');
+      expect(describeClause({ field: 'updated', op: '<', value: Date.UTC(2026, 6, 1, 12, 30, 59) })).toBe('updated before 2026-07-01 08:30');
+      // What the datetime-local picker gives (Date.parse of a form without a zone is local) reads back as typed.
+      expect(describeClause({ field: 'created', op: '>', value: Date.parse('2026-03-04T05:06') })).toBe('created after 2026-03-04 05:06');
+    });
   });
   it('defaults to the config keys that vary, then the main metrics (never lr or step)', () => {
     const sweep = [0.1, 0.01, 0.001].flatMap((lr, i) => [32, 64].map((bs, j) => run(`s${i}${j}`, {
@@ -123,5 +135,31 @@ describe('filter builder and default columns', () => {
     expect(columnValue(sweep[0], 'acc')).toBe(0.9);
     expect(columnSort('config.lr')).toBe('config.lr');
     expect(columnSort('acc')).toBe('summary.acc');
+  });
+});
+
+describe('keys with a dot in them (a flat "optim.lr"), as format.ts valueAt reads them', () => {
+  const rs = [
+    run('a', { config: { 'optim.lr': 0.01, model: { depth: 4 } }, summary: { 'eval.acc': 0.7 } }),
+    run('b', { config: { 'optim.lr': 0.1, model: { depth: 8 } }, summary: { 'eval.acc': 0.9 } }),
+    run('c', { config: { optim: { lr: 0.001 } }, summary: { eval: { acc: 0.8 } } }),
+    run('d', {}),
+  ];
+  it('a column shows the value: the key itself first, else the nested path', () => {
+    expect(rs.map((r) => columnValue(r, 'config.optim.lr'))).toEqual([0.01, 0.1, 0.001, undefined]);
+    expect(rs.map((r) => columnValue(r, 'eval.acc'))).toEqual([0.7, 0.9, 0.8, undefined]);
+    expect(columnValue(rs[1], 'config.model.depth')).toBe(8);
+  });
+  it('sorting by it sorts', () => {
+    expect(sortRuns(rs, 'summary.eval.acc').map((r) => r.id)).toEqual(['a', 'c', 'b', 'd']);
+    expect(sortRuns(rs, '-summary.eval.acc').map((r) => r.id)).toEqual(['b', 'c', 'a', 'd']);
+    expect(sortRuns(rs, 'config.optim.lr').map((r) => r.id)).toEqual(['c', 'a', 'b', 'd']);
+  });
+  it('a filter on it keeps the runs that match', () => {
+    const ids = (extra: UiFilters['extra']) => filterRuns(rs, { ...EMPTY_FILTERS, extra }).map((r) => r.id);
+    expect(ids([{ field: 'summary.eval.acc', op: '>', value: 0.75 }])).toEqual(['b', 'c']);
+    expect(ids([{ field: 'config.optim.lr', op: '==', value: '0.01' }])).toEqual(['a']);
+    expect(ids([{ field: 'config.optim.lr', op: 'in', values: ['0.1', '0.001'] }])).toEqual(['b', 'c']);
+    expect(ids([{ field: 'config.model.depth', op: '<', value: 5 }])).toEqual(['a']);
   });
 });

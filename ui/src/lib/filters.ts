@@ -3,6 +3,8 @@
 // server's semantics (src/store/sqlite/sqlite_run_list.cc), so that a loaded workspace filters
 // and sorts without a round trip. Pure functions: unit-tested in filters.test.ts.
 
+import { fmtTime, valueAt } from './format';
+
 export interface Run {
   id: string;
   entity: string;
@@ -116,15 +118,6 @@ function operands(c: Clause): string[] {
   return c.value === undefined ? [] : [String(c.value)];
 }
 
-function jsonAt(obj: unknown, path: string[]): unknown {
-  let cur: unknown = obj;
-  for (const seg of path) {
-    if (cur === null || typeof cur !== 'object' || Array.isArray(cur)) return undefined;
-    cur = (cur as Record<string, unknown>)[seg];
-  }
-  return cur;
-}
-
 function asNumber(s: string): number | null {
   if (s.trim() === '') return null;
   const n = Number(s);
@@ -148,7 +141,7 @@ export function matchClause(run: Run, c: Clause): boolean {
   if (c.field.startsWith('config.') || c.field.startsWith('summary.')) {
     const dot = c.field.indexOf('.');
     const doc = c.field.slice(0, dot) === 'config' ? run.config : run.summary;
-    const v = jsonAt(doc, c.field.slice(dot + 1).split('.'));
+    const v = valueAt(doc, c.field.slice(dot + 1));
     switch (c.op) {
       case '==': case 'in': return vals.some((o) => jsonEquals(v, o));
       case '!=': case 'not in': return !vals.some((o) => jsonEquals(v, o));
@@ -244,10 +237,11 @@ export function sortRuns(runs: Run[], sort: string, nowMs = Date.now()): Run[] {
     default:
       if (key.startsWith('summary.') || key.startsWith('config.')) {
         const dot = key.indexOf('.');
-        const path = key.slice(dot + 1).split('.');
+        const name = key.slice(dot + 1);
+        const path = name.split('.');
         const docName = key.slice(0, dot) as 'summary' | 'config';
         get = (r) => {
-          const v = jsonAt(r[docName], path);
+          const v = valueAt(r[docName], name, path);
           return typeof v === 'number' || typeof v === 'string' ? v : typeof v === 'boolean' ? +v : null;
         };
       } else {
@@ -272,8 +266,8 @@ export function sortRuns(runs: Run[], sort: string, nowMs = Date.now()): Run[] {
 }
 
 /** A sort key's class (0 number, 1 "NaN", 2 other string, 3 missing) and its value in the class;
- * the strings "Infinity"/"-Infinity" (non-finite metrics) are numbers. */
-function sortClass(k: number | string | null | undefined): { cls: number; num: number; str: string } {
+ * the strings "Infinity"/"-Infinity" (non-finite metrics) are numbers. (Also media.ts' table sort.) */
+export function sortClass(k: number | string | null | undefined): { cls: number; num: number; str: string } {
   if (typeof k === 'number') return Number.isNaN(k) ? { cls: 1, num: 0, str: '' } : { cls: 0, num: k, str: '' };
   if (typeof k === 'string') {
     if (k === 'NaN') return { cls: 1, num: 0, str: '' };
@@ -285,7 +279,7 @@ function sortClass(k: number | string | null | undefined): { cls: number; num: n
 }
 
 /** Strings in code point order (the server's: by UTF-8 bytes). */
-function compareCodePoints(a: string, b: string): number {
+export function compareCodePoints(a: string, b: string): number {
   if (a === b) return 0;
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) {
@@ -416,8 +410,8 @@ export function columnLabel(col: string): string {
 }
 
 export function columnValue(run: Run, col: string): unknown {
-  if (col.startsWith('config.')) return jsonAt(run.config, col.slice(7).split('.'));
-  return run.summary?.[col];
+  if (col.startsWith('config.')) return valueAt(run.config, col.slice(7));
+  return valueAt(run.summary, col);
 }
 
 /** The sort key of a column (sortRuns). */
@@ -429,7 +423,8 @@ export function columnSort(col: string): string {
 export function describeClause(c: Clause): string {
   const field = c.field.startsWith('config.') ? c.field.slice(7) : c.field.startsWith('summary.') ? c.field.slice(8) : c.field;
   if (c.field === 'created' || c.field === 'updated') {
-    const when = new Date(Number(c.value)).toISOString().slice(0, 16).replace('T', ' ');
+    // Local time, as the date picker and the table show it (minutes: the picker's precision).
+    const when = fmtTime(Number(c.value)).slice(0, 16);
     const op = c.op === '<' ? 'before' : c.op === '>' ? 'after' : c.op === '==' ? 'at' : 'not at';
     return `${c.field} ${op} ${when}`;
   }

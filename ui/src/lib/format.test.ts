@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { colorFor, flatten, fmtBytes, fmtDuration, fmtNum, fmtRelTick, fmtTick, PALETTE, prefixOf, signalOfExit, styleAt, withAlpha } from './format';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { colorFor, flatten, fmtBytes, fmtDuration, fmtNum, fmtRelTick, fmtTick, fmtTooltipX, PALETTE, prefixOf, signalOfExit, styleAt, withAlpha } from './format';
 
 describe('format', () => {
   it('durations', () => {
@@ -68,5 +68,32 @@ describe('format', () => {
     expect(signalOfExit(143)).toBe('SIGTERM');
     expect(signalOfExit(1)).toBeNull();
     expect(signalOfExit(null)).toBeNull();
+  });
+});
+
+describe("the chart tooltip's x value", () => {
+  // Node reads TZ again whenever it is set (vi.stubEnv sets process.env): 5 hours behind UTC in
+  // January, 4 in July.
+  beforeAll(() => { vi.stubEnv('TZ', 'America/New_York'); });
+  afterAll(() => { vi.unstubAllEnvs(); });
+  it('a step as a number', () => {
+    expect(fmtTooltipX(1200.4, 'step')).toBe('step 1200');
+    expect(fmtTooltipX(7, 'step')).toBe('step 7');
+  });
+  it('a relative time reads like the axis, with every second (to the ms under a minute)', () => {
+    expect(fmtTooltipX(7265.4, 'rel')).toBe('2h 01m 05s');
+    expect(fmtTooltipX(65, 'rel')).toBe('1m 05s');
+    expect(fmtTooltipX(3600, 'rel')).toBe('1h 00m 00s');
+    expect(fmtTooltipX(90000, 'rel')).toBe('25h 00m 00s');
+    expect(fmtTooltipX(7.25, 'rel')).toBe('7.25s');
+    expect(fmtTooltipX(0.1234567, 'rel')).toBe('0.123s');
+    expect(fmtTooltipX(0, 'rel')).toBe('0s');
+    expect(fmtTooltipX(-75, 'rel')).toBe('-1m 15s');
+  });
+  it('a wall time with its date, in local time; a nearby point of the same day by its time only', () => {
+    const x = Date.UTC(2026, 0, 2, 3, 4, 5) / 1000;
+    expect(fmtTooltipX(x, 'wall')).toBe('2026-01-01 22:04:05');
+    expect(fmtTooltipX(x + 60, 'wall', x)).toBe('22:05:05');
+    expect(fmtTooltipX(x + 7200, 'wall', x)).toBe('2026-01-02 00:04:05');
   });
 });

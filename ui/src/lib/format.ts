@@ -1,5 +1,7 @@
 // Formatting helpers, the colour palette and line dashes. Pure functions.
 
+import type { XMode } from './series';
+
 /** 20 colours, distinguishable on light and dark backgrounds; past 20 lines, dashes tell apart. */
 export const PALETTE = [
   '#2f7de1', '#e8590c', '#2b9348', '#c2255c', '#7048e8', '#0c8599', '#e67700', '#5c940d',
@@ -186,6 +188,28 @@ export function fmtRelTick(sec: number, incr: number): string {
     out = incr >= 3600 && r === 0 ? `${h}h` : `${h}h ${String(r).padStart(2, '0')}m`;
   }
   return neg ? '-' + out : out;
+}
+
+/** A relative time (seconds since the run's start) in full, for a tooltip: the axis' units with
+ * every second, "2h 01m 05s", "1m 05s"; under a minute to the millisecond ("7.25s"). */
+export function fmtRelTime(sec: number): string {
+  if (!Number.isFinite(sec)) return '';
+  if (sec < 0) return '-' + fmtRelTime(-sec);
+  if (sec < 60) return `${trimZeros(sec.toFixed(3))}s`;
+  const s = Math.round(sec);
+  const h = Math.floor(s / 3600), m = Math.floor(s / 60) % 60, r = s % 60;
+  const p = (n: number) => String(n).padStart(2, '0');
+  return h > 0 ? `${h}h ${p(m)}m ${p(r)}s` : `${m}m ${p(r)}s`;
+}
+
+/** A chart's x value under the cursor (the tooltip): `step 1,200`, a relative time in full
+ * (fmtRelTime), a wall time as date and time (fmtTime, local). With `near` (the cursor's x), a
+ * wall time of the same day drops its date: a line's nearest point next to the cursor's. */
+export function fmtTooltipX(x: number, mode: XMode, near?: number): string {
+  if (mode === 'step') return `step ${fmtNum(Math.round(x))}`;
+  if (mode === 'rel') return fmtRelTime(x);
+  const t = fmtTime(x * 1000);
+  return near !== undefined && fmtTime(near * 1000).slice(0, 10) === t.slice(0, 10) ? t.slice(11) : t;
 }
 
 /** The signal of an exit code that follows the shell's 128 + N convention, e.g. 137 -> SIGKILL. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { MediaRow, SeriesInfo } from './api';
-import { cellSortKey, keysOfType, mediaCell, setAt, setsAtOrBefore, stepAtOrBefore, stepsOf, writersOf } from './media';
+import { cellSortKey, keysOfType, mediaCell, setAt, setsAtOrBefore, sortTableRows, stepAtOrBefore, stepsOf, writersOf } from './media';
 
 const row = (writer: string, step: number, index = 0, key = 'samples'): MediaRow => ({
   key, writer, step, index, time_ms: 0, type: 'image', mime: 'image/png', sha256: `${writer}-${step}-${index}`,
@@ -74,5 +74,20 @@ describe('media helpers', () => {
     expect([3, null, 'b', true, { _type: 'image', caption: 'z' }, { a: 1 }].map(cellSortKey))
       .toEqual([3, null, 'b', 1, 'z', '{"a":1}']);
     expect(cellSortKey(undefined)).toBeNull();
+  });
+
+  it('a table page sorts numbers (±Infinity among them), then "NaN", then strings, then nulls, in either direction, stably', () => {
+    // Column 1 mixes what the API sends: numbers, "NaN", "Infinity", "-Infinity", text, null.
+    const rows = [
+      ['a', 2], ['b', 'NaN'], ['c', 'x'], ['d', null], ['e', -1], ['f', 'Infinity'], ['g', 'NaN'], ['h', 10],
+      ['i', '-Infinity'], ['j', 'B'], ['k', 2], ['l', true], ['m', { _type: 'image', caption: 'A' }], ['n', undefined],
+    ];
+    const ids = (rs: unknown[][]) => rs.map((r) => r[0]).join('');
+    expect(ids(sortTableRows(rows, 1, false))).toBe('ielakhfbgmjcdn');
+    expect(ids(sortTableRows(rows, 1, true))).toBe('fhaklei' + 'bg' + 'cjm' + 'dn');
+    // The same rows in another order sort the same (up to ties): the order is consistent.
+    const shuffled = [...rows].reverse();
+    expect(ids(sortTableRows(shuffled, 1, false))).toBe('ielkahfgbmjcnd');
+    expect(ids(rows)).toBe('abcdefghijklmn'); // the page's rows are left as they were
   });
 });

@@ -1,7 +1,8 @@
 // Pure helpers of the media views (the run page's Media tab, the workspace's image comparison):
 // steps of media rows, the step shown for a chosen one, the sets per writer at a step, a table's
-// media cells as rows, a table cell's sort key.
+// media cells as rows, a table cell's sort key and the sort of a table page's rows.
 import { MEDIA_TYPES, type MediaRow, type SeriesInfo } from './api';
+import { compareCodePoints, sortClass } from './filters';
 import { naturalCompare } from './format';
 
 /** The distinct steps of `rows`, ascending. */
@@ -74,4 +75,22 @@ export function cellSortKey(v: unknown): number | string | null {
   const c = v as Record<string, unknown>;
   if (typeof c._type === 'string' && typeof c.caption === 'string') return c.caption;
   return JSON.stringify(v);
+}
+
+/** The rows of a table page sorted by column `col`, as the runs table sorts (filters.ts
+ * sortRuns): numbers (the strings "Infinity" and "-Infinity" the API sends for non-finite ones
+ * among them), then "NaN", then other strings (by code point), then nulls, whatever the
+ * direction; `desc` reverses the order within a class, equal cells keep their order. The tables
+ * route does not sort: this sorts the page shown, not the table. */
+export function sortTableRows(rows: readonly unknown[][], col: number, desc: boolean): unknown[][] {
+  const dir = desc ? -1 : 1;
+  const dec = rows.map((row, i) => ({ row, i, ...sortClass(cellSortKey(row[col])) }));
+  dec.sort((a, b) => {
+    if (a.cls !== b.cls) return a.cls - b.cls;
+    let c = 0;
+    if (a.cls === 0) c = a.num < b.num ? -1 : a.num > b.num ? 1 : 0;
+    else if (a.cls === 2) c = compareCodePoints(a.str, b.str);
+    return c !== 0 ? c * dir : a.i - b.i;
+  });
+  return dec.map((d) => d.row);
 }

@@ -80,6 +80,9 @@ export function useProjectRuns(entity: string, project: string, refreshMs = 4000
     const loop = async () => {
       try {
         if (!lastUpdated.current && !byId.current.size) await loadAll(); else await refresh();
+        // A look that went through ends an earlier failure's banner (publish clears it too, but
+        // only when runs changed: after a brief outage they mostly did not).
+        if (!stop) setSt((s) => (s.error ? { ...s, error: null } : s));
       } catch (e) {
         if ((e as Error).name === 'AbortError' || stop) return;
         setSt((s) => ({ ...s, error: e, loaded: true }));

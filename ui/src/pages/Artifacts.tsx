@@ -6,7 +6,8 @@ import { useState } from 'preact/hooks';
 import {
   api, type ArtifactCollection, type ArtifactDetail, type ArtifactFile, type ArtifactVersion, type LineageEdge, type RunArtifact, type RunDetail,
 } from '../lib/api';
-import { flatten, fmtAgo, fmtBytes, fmtNum, fmtTime, naturalCompare } from '../lib/format';
+import { flatten, fmtAgo, fmtBytes, fmtTime, naturalCompare } from '../lib/format';
+import { fullText } from '../lib/rundiff';
 import { linkTo, type AppState } from '../lib/url';
 import { Empty, ErrorBox, Link, Loading, useLoad } from '../components/common';
 
@@ -198,7 +199,7 @@ function VersionDetail({ d, state, names }: { d: ArtifactDetail; state: AppState
         <h2>Metadata</h2>
         {!meta.length ? <Empty>No metadata.</Empty> : (
           <table class="table kv-table">
-            <tbody>{meta.map(([k, v]) => <tr key={k} data-key={k}><th scope="row" class="mono">{k}</th><td class="mono">{fmtNum(v)}</td></tr>)}</tbody>
+            <tbody>{meta.map(([k, v]) => <tr key={k} data-key={k}><th scope="row" class="mono">{k}</th><td class="mono">{fullText(v)}</td></tr>)}</tbody>
           </table>
         )}
       </section>

@@ -4,7 +4,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { columnLabel, describeClause, STATES, type Clause, type Op, type Run, type UiFilters } from '../lib/filters';
 import { update } from '../lib/nav';
-import { naturalCompare } from '../lib/format';
+import { naturalCompare, valueAt } from '../lib/format';
 import type { AppState } from '../lib/url';
 import { Popover } from '../components/ChartPanel';
 
@@ -92,11 +92,11 @@ function kindOf(runs: Run[], field: string): Kind {
   if (!field.startsWith('config.') && !field.startsWith('summary.')) return 'text';
   const dot = field.indexOf('.');
   const doc = field.slice(0, dot) as 'config' | 'summary';
-  const path = field.slice(dot + 1).split('.');
+  const key = field.slice(dot + 1);
+  const path = key.split('.');
   let numbers = 0, others = 0;
   for (let i = 0; i < runs.length && i < 500; i++) {
-    let v: unknown = runs[i][doc];
-    for (const seg of doc === 'summary' ? [field.slice(dot + 1)] : path) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[seg] : undefined;
+    const v = valueAt(runs[i][doc], key, path);
     if (typeof v === 'number') numbers++;
     else if (v !== undefined && v !== null) others++;
   }
@@ -182,8 +182,8 @@ function valuesOf(runs: Run[], field: string): string[] {
     const r = runs[i];
     let v: unknown;
     if (field === 'tag') { for (const t of r.tags ?? []) out.add(t); continue; }
-    if (field.startsWith('config.')) { v = r.config; for (const seg of field.slice(7).split('.')) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[seg] : undefined; }
-    else if (field.startsWith('summary.')) v = r.summary?.[field.slice(8)];
+    if (field.startsWith('config.')) v = valueAt(r.config, field.slice(7));
+    else if (field.startsWith('summary.')) v = valueAt(r.summary, field.slice(8));
     else v = (r as unknown as Record<string, unknown>)[field === 'group' ? 'group' : field];
     if (typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean') out.add(String(v));
   }

@@ -69,8 +69,10 @@ function HistogramPanel({ r, histKey, writers, state, tick }: { r: RunDetail; hi
   const { visible, width } = useVisibleWidth(box);
   const [zoom, setZoom] = useState<[number, number] | null>(null);
   const [data, setData] = useState<{ dist: Distribution; writer: string } | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<unknown>(null);
   const [loading, setLoading] = useState(false);
+  // Bumped by the error's Retry button: the load runs again.
+  const [attempt, setAttempt] = useState(0);
   const writer = state.hw[histKey] && writers.includes(state.hw[histKey]) ? state.hw[histKey] : writers[0];
   const multi = (r.writers?.length ?? 0) > 1;
 
@@ -82,7 +84,7 @@ function HistogramPanel({ r, histKey, writers, state, tick }: { r: RunDetail; hi
       const h = hs.find((x) => x.key === histKey && x.writer === writer) ?? { key: histKey, writer, count: 0, steps: [] };
       setData({ dist: distribution(h), writer });
     }, setError, setLoading);
-  }, [visible, width, r.entity, r.project, r.id, histKey, writer, zoom?.[0], zoom?.[1], tick]);
+  }, [visible, width, r.entity, r.project, r.id, histKey, writer, zoom?.[0], zoom?.[1], tick, attempt]);
 
   const d = data?.dist;
   const height = 220;
@@ -113,7 +115,7 @@ function HistogramPanel({ r, histKey, writers, state, tick }: { r: RunDetail; hi
           </label>
         ) : multi ? <span class="muted small" data-testid="hist-writer-only">{writer}</span> : null}
       </header>
-      {error ? <div class="error" role="alert">{error}</div>
+      {error ? <ErrorBox error={error} retry={() => setAttempt((n) => n + 1)} />
         : !d ? <div class="chart-skeleton" style={{ height: height + 'px' }}>{visible ? 'Loading…' : ''}</div>
           : !d.points.length ? <div class="empty" style={{ height: height + 'px' }}>No histogram of {data!.writer} in this range</div>
             : <HistogramChart dist={d} id={data!.writer} view={state.hview} log={state.hlog} height={height}

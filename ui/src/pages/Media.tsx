@@ -7,7 +7,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, type MediaRow, type RunDetail, type SeriesInfo } from '../lib/api';
 import { naturalCompare } from '../lib/format';
-import { cellSortKey, mediaCell, setAt, stepsOf, writersOf } from '../lib/media';
+import { mediaCell, setAt, sortTableRows, stepsOf, writersOf } from '../lib/media';
 import { Empty, ErrorBox, Loading, useLoad } from '../components/common';
 import { BlobItem, StepSlider } from '../components/media';
 
@@ -115,14 +115,9 @@ function TableView({ r, m }: { r: RunDetail; m: MediaRow }) {
   if (page.error && !page.data) return <ErrorBox error={page.error} retry={page.reload} />;
   if (!page.data) return <Loading what="table" />;
   const t = page.data;
-  const rows = [...t.data];
-  if (sort) {
-    rows.sort((a, b) => {
-      const x = cellSortKey(a[sort.col]), y = cellSortKey(b[sort.col]);
-      const c = x === y ? 0 : x === null ? -1 : y === null ? 1 : x < y ? -1 : 1;
-      return sort.desc ? -c : c;
-    });
-  }
+  // The tables route does not sort: a sort orders the rows of the page shown.
+  const rows = sort ? sortTableRows(t.data, sort.col, sort.desc) : t.data;
+  const paged = t.nrows > t.data.length;
   const cell = (v: unknown) => {
     if (v === null) return <span class="muted">null</span>;
     const media = mediaCell(v, m);
@@ -135,13 +130,15 @@ function TableView({ r, m }: { r: RunDetail; m: MediaRow }) {
       <table class="table">
         <thead><tr>{t.columns.map((c, i) => (
           <th key={c} scope="col" aria-sort={sort?.col === i ? (sort.desc ? 'descending' : 'ascending') : 'none'}>
-            <button type="button" class="link" onClick={() => setSort({ col: i, desc: sort?.col === i ? !sort.desc : false })}>{c}</button>
+            <button type="button" class="link" title={paged ? `sort the rows of this page by ${c}` : `sort by ${c}`}
+              onClick={() => setSort({ col: i, desc: sort?.col === i ? !sort.desc : false })}>{c}</button>
           </th>
         ))}</tr></thead>
         <tbody>{rows.map((row, i) => <tr key={i}>{row.map((v, j) => <td key={j} class={typeof v === 'number' ? 'num' : ''}>{cell(v)}</td>)}</tr>)}</tbody>
       </table>
       <div class="pager muted small">
         rows {t.nrows ? t.offset + 1 : 0}–{t.offset + t.data.length} of <span data-testid="media-table-rows">{t.nrows}</span>
+        {sort && paged ? <span data-testid="media-table-sorted">, sorted within this page</span> : null}
         {' '}<button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - TABLE_PAGE))}>previous</button>
         {' '}<button type="button" disabled={offset + TABLE_PAGE >= t.nrows} onClick={() => setOffset(offset + TABLE_PAGE)}>next</button>
       </div>

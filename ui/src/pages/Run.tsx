@@ -6,7 +6,8 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, type Alert, type ConsoleLine, type RunDetail, type RunFile, type SeriesInfo, type Writer } from '../lib/api';
 import type { LineSource } from '../lib/chartdata';
 import { runtimeOf } from '../lib/filters';
-import { flatten, fmtAgo, fmtBytes, fmtDuration, fmtNum, fmtTime, naturalCompare, prefixOf, signalOfExit } from '../lib/format';
+import { flatten, fmtAgo, fmtBytes, fmtDuration, fmtTime, naturalCompare, prefixOf, signalOfExit } from '../lib/format';
+import { fullText } from '../lib/rundiff';
 import { update } from '../lib/nav';
 import { SystemCharts } from './SystemCharts';
 import { linkTo, TABS, type AppState, type Tab } from '../lib/url';
@@ -287,7 +288,7 @@ function KeyValues({ title, obj }: { title: string; obj: Record<string, unknown>
       </div>
       {!rows.length ? <Empty>No {title.toLowerCase()}.</Empty> : (
         <table class="table kv-table">
-          <tbody>{shown.map(([k, v]) => <tr key={k} data-key={k}><th scope="row" class="mono">{k}</th><td class="mono">{fmtNum(v)}</td></tr>)}</tbody>
+          <tbody>{shown.map(([k, v]) => <tr key={k} data-key={k}><th scope="row" class="mono">{k}</th><td class="mono">{fullText(v)}</td></tr>)}</tbody>
         </table>
       )}
     </section>

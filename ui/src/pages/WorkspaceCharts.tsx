@@ -5,7 +5,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, type SeriesInfo } from '../lib/api';
 import { MAX_RUNS_PER_REQUEST, type LineSource } from '../lib/chartdata';
 import { configKeyStats, type Run } from '../lib/filters';
-import { DASHES, fmtNum, naturalCompare, PALETTE, styleAt } from '../lib/format';
+import { DASHES, fmtNum, naturalCompare, PALETTE, styleAt, valueAt } from '../lib/format';
 import { update } from '../lib/nav';
 import type { AppState } from '../lib/url';
 import { Empty, ErrorBox, Loading, useTick } from '../components/common';
@@ -22,8 +22,7 @@ export const CHARTS_PER_PAGE = 60;
 
 /** The value of a dotted config path, as a string key ('' when absent). */
 function configValue(r: Run, path: string): string {
-  let v: unknown = r.config;
-  for (const seg of path.split('.')) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[seg] : undefined;
+  const v = valueAt(r.config, path);
   return v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
 }
 
