@@ -191,7 +191,10 @@ class Run {
 
   // Merges keys into the run's config / summary (JSON object text). Only the primary writer's
   // config reaches the server in shared mode.
+  // Merges the JSON object into the run's config key by key (a null is stored as a value).
   Status UpdateConfig(std::string_view json_object);
+  // Removes these keys from the run's config.
+  Status RemoveConfigKeys(const std::vector<std::string>& keys);
   Status UpdateSummary(std::string_view json_object);
   // Changes the run's fields after Init (sent like config updates, in order with the data).
   // In shared mode only the primary writer's changes reach the server.

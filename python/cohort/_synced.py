@@ -15,8 +15,9 @@ class _SyncedDict(MutableMapping):
     """A dict whose changes are sent to the run (config or summary).
 
     Items read and write as keys or attributes (``c["lr"]``, ``c.lr``). Each assignment sends
-    the changed keys; ``update`` sends all its keys at once. A deleted key is sent as null,
-    which removes it on the server.
+    the changed keys; ``update`` sends all its keys at once. A None value is stored as such in
+    the config (argparse defaults); a deleted key is removed on the server (the config by name,
+    the summary by a null).
     """
 
     _what = "config"
@@ -56,7 +57,12 @@ class _SyncedDict(MutableMapping):
         with self._lock:
             if key not in self._items:
                 raise KeyError(key)
-            self._send({key: None})
+            run = self._run
+            if self._what == "config":
+                if run is not None and not run.disabled:
+                    run._remove_config([key])
+            else:
+                self._send({key: None})
             del self._items[key]
 
     def __iter__(self) -> Iterator[str]:

@@ -656,6 +656,18 @@ NB_MODULE(_cohort, m) {
       .def(
           "_update_summary",
           [](PyRun& self, std::string_view json) { UpdateJson(self, json, true); }, "json"_a)
+      .def(
+          "_remove_config",
+          [](PyRun& self, const std::vector<std::string>& keys) {
+            if (self.finished) {
+              PyErr_SetString(ErrorTypeFor(cohort::StatusCode::kFailedPrecondition),
+                              "config: this run is finished");
+              throw nb::python_error();
+            }
+            cohort::Status st = self.run.RemoveConfigKeys(keys);
+            if (!st.ok()) Raise(st, "config");
+          },
+          "keys"_a)
       .def("_set_field", &SetField, "field"_a, "value"_a)
       .def("_set_tags", &SetTags, "tags"_a)
       .def(

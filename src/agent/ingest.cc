@@ -116,14 +116,14 @@ Status WriterSession::Update(uint64_t frame, std::string_view json_text) {
       ok = val.is_object();
     } else if (k == "name" || k == "group" || k == "job_type" || k == "notes") {
       ok = val.is_string();
-    } else if (k == "tags") {
+    } else if (k == "tags" || k == "config_unset") {
       ok = val.is_array();
       for (const auto& t : ok ? val.as_array() : bj::array()) ok = ok && t.is_string();
     }
     if (!ok) {
       return Status::InvalidArgument(
           "update: only \"config\"/\"summary\" objects, \"name\"/\"group\"/\"job_type\"/"
-          "\"notes\" strings and a \"tags\" array of strings");
+          "\"notes\" strings and \"tags\"/\"config_unset\" arrays of strings");
     }
   }
   return stream_->AppendFrame(RecordKind::kRunPatch, session_, frame, json_text).status();

@@ -327,6 +327,18 @@ Status Run::UpdateConfig(std::string_view json_object) {
   return impl_->EnqueueUpdate(bj::serialize(body));
 }
 
+Status Run::RemoveConfigKeys(const std::vector<std::string>& keys) {
+  if (!impl_ || keys.empty()) return Status::Ok();
+  const Settings& s = impl_->rs.settings;
+  if (s.shared && !s.primary.value_or(true)) return Status::Ok();  // the primary's alone
+  if (impl_->child_pending.load()) StartForkedChild(impl_.get());
+  bj::array unset;
+  for (const std::string& key : keys) unset.emplace_back(key);
+  bj::object body;
+  body["config_unset"] = std::move(unset);
+  return impl_->EnqueueUpdate(bj::serialize(body));
+}
+
 Status Run::UpdateSummary(std::string_view json_object) {
   if (!impl_) return Status::Ok();
   COHORT_ASSIGN_OR_RETURN(bj::object summary, ParseObjectArg(json_object, "summary"));

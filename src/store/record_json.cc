@@ -7,7 +7,8 @@ namespace cohort::store {
 namespace bj = boost::json;
 
 Result<std::string> MergeJsonObject(std::string_view base, std::string_view patch,
-                                    std::string_view what) {
+                                    std::string_view what, PatchNull nulls,
+                                    const std::vector<std::string>& remove) {
   auto patch_value = json::Parse(patch);
   if (!patch_value.ok() || !patch_value->is_object()) {
     return Status::InvalidArgument(std::string(what) + ": expected a JSON object");
@@ -17,12 +18,13 @@ Result<std::string> MergeJsonObject(std::string_view base, std::string_view patc
     merged = std::move(base_value->get_object());
   }
   for (const auto& kv : patch_value->get_object()) {
-    if (kv.value().is_null()) {
+    if (kv.value().is_null() && nulls == PatchNull::kDeletes) {
       merged.erase(kv.key());
     } else {
       merged[kv.key()] = kv.value();
     }
   }
+  for (const std::string& key : remove) merged.erase(key);
   std::string text = json::Serialize(merged);
   if (text.size() > kMaxRunDocumentBytes) {
     return Status::PayloadTooLarge(std::string(what) + ": " + std::to_string(text.size()) +

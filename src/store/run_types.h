@@ -49,16 +49,19 @@ struct RunUpsert {
   ResumeMode resume = ResumeMode::kAllow;
   std::optional<std::string> name, group, job_type, notes, host;
   std::optional<std::vector<std::string>> tags;
-  std::optional<std::string> config_json;    // merged key by key into the run's config
+  std::optional<std::string> config_json;    // merged key by key into the run's config (nulls kept)
   std::optional<std::string> metadata_json;  // replaces the run's metadata
 };
 
-// Partial update of a run (PATCH). JSON objects are merged key by key (null deletes a key).
+// Partial update of a run (PATCH). JSON objects are merged key by key: a null in config_json is
+// a value (an argparse default of None), keys leave the config through config_unset; a null in
+// summary_json deletes the key.
 struct RunPatch {
   std::optional<std::string> name, group, job_type, notes;
   std::optional<std::vector<std::string>> tags;
   std::optional<std::string> config_json;
   std::optional<std::string> summary_json;
+  std::vector<std::string> config_unset;  // removed from the config after config_json is merged
 };
 
 struct WriterRecord {

@@ -13,8 +13,8 @@ Status ApplyRunUpsert(const RunUpsert& upsert, const std::string& metadata, RunR
   if (upsert.host) run->host = *upsert.host;
   if (upsert.tags) run->tags = *upsert.tags;
   if (upsert.config_json) {
-    COHORT_ASSIGN_OR_RETURN(run->config_json,
-                            MergeJsonObject(run->config_json, *upsert.config_json, "config"));
+    COHORT_ASSIGN_OR_RETURN(run->config_json, MergeJsonObject(run->config_json, *upsert.config_json,
+                                                              "config", PatchNull::kIsValue));
   }
   if (upsert.metadata_json) run->metadata_json = metadata;
   return Status::Ok();
@@ -26,9 +26,10 @@ Status ApplyRunPatch(const RunPatch& patch, RunRecord* run) {
   if (patch.job_type) run->job_type = *patch.job_type;
   if (patch.notes) run->notes = *patch.notes;
   if (patch.tags) run->tags = *patch.tags;
-  if (patch.config_json) {
+  if (patch.config_json || !patch.config_unset.empty()) {
     COHORT_ASSIGN_OR_RETURN(run->config_json,
-                            MergeJsonObject(run->config_json, *patch.config_json, "config"));
+                            MergeJsonObject(run->config_json, patch.config_json.value_or("{}"),
+                                            "config", PatchNull::kIsValue, patch.config_unset));
   }
   if (patch.summary_json) {
     COHORT_ASSIGN_OR_RETURN(run->summary_json,

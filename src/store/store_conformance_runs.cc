@@ -129,23 +129,36 @@ TEST_P(StoreConformanceTest, RunOfAnotherEntityIsNotFound) {
   EXPECT_TRUE(store().GetRun(Ref("run1")).ok());
 }
 
-TEST_P(StoreConformanceTest, PatchRunMergesObjectsAndDeletesNullKeys) {
+// A config value of None (an argparse default) is a value: a null in the config kept it out
+// of the run (it deleted the key, at creation too). Keys leave the config by name; a null in
+// the summary still deletes its key.
+TEST_P(StoreConformanceTest, PatchRunMergesObjectsKeepsConfigNullsAndRemovesKeysByName) {
   RunUpsert u;
   u.ref = Ref("run1");
-  u.config_json = R"({"a":1,"b":2})";
+  u.config_json = R"({"a":1,"b":2,"seed":null})";
   ASSERT_TRUE(store().UpsertRun(u).ok());
   RunPatch p;
   p.notes = "hello";
   p.config_json = R"({"a":null,"c":3})";
-  p.summary_json = R"({"loss":0.5})";
+  p.config_unset = {"b", "absent"};
+  p.summary_json = R"({"loss":0.5,"gone":1})";
   p.tags = std::vector<std::string>{"best"};
   COHORT_ASSERT_OK_AND_ASSIGN(RunRecord r, store().PatchRun(Ref("run1"), p));
   EXPECT_EQ(r.notes, "hello");
-  EXPECT_EQ(JsonField(r.config_json, "a"), "");
-  EXPECT_EQ(JsonField(r.config_json, "b"), "2");
+  EXPECT_EQ(JsonField(r.config_json, "a"), "null");
+  EXPECT_EQ(JsonField(r.config_json, "seed"), "null");
+  EXPECT_EQ(JsonField(r.config_json, "b"), "");
   EXPECT_EQ(JsonField(r.config_json, "c"), "3");
   EXPECT_EQ(JsonField(r.summary_json, "loss"), "5E-1");
   EXPECT_EQ(r.tags, std::vector<std::string>{"best"});
+  COHORT_ASSERT_OK_AND_ASSIGN(
+      r, store().PatchRun(Ref("run1"), RunPatch{.summary_json = R"({"gone":null})",
+                                                .config_unset = {"a"}}));
+  EXPECT_EQ(JsonField(r.summary_json, "gone"), "");
+  EXPECT_EQ(JsonField(r.config_json, "a"), "");
+  EXPECT_EQ(JsonField(r.config_json, "seed"), "null");
+  COHORT_ASSERT_OK_AND_ASSIGN(r, store().GetRun(Ref("run1")));
+  EXPECT_EQ(JsonField(r.config_json, "seed"), "null");
   EXPECT_EQ(store().PatchRun(Ref("nope"), p).status().code(), StatusCode::kNotFound);
 }
 

@@ -146,14 +146,22 @@ def test_an_exit_code_that_is_no_exit_status_is_refused(api):
     assert all(w.get("exit_code") is None for w in writers["writers"]), writers
 
 
-def test_patch_merges_config_and_summary_and_null_deletes(api):
-    run = make_run(api, config={"a": 1, "b": 2})
+def test_patch_merges_config_and_summary_config_nulls_are_values(api):
+    run = make_run(api, config={"a": 1, "b": 2, "d": None})
     status, body = api.patch(f"{runs_path(api)}/{run['id']}",
-                             {"config": {"b": None, "c": 3}, "summary": {"loss": 0.1}, "tags": ["x"]})
+                             {"config": {"b": None, "c": 3}, "summary": {"loss": 0.1, "x": 1},
+                              "tags": ["x"]})
     assert status == 200, body
-    assert body["config"] == {"a": 1, "c": 3}
-    assert body["summary"] == {"loss": 0.1}
+    assert body["config"] == {"a": 1, "b": None, "c": 3, "d": None}
+    assert body["summary"] == {"loss": 0.1, "x": 1}
     assert body["tags"] == ["x"]
+    status, body = api.patch(f"{runs_path(api)}/{run['id']}",
+                             {"config_unset": ["a", "d"], "summary": {"x": None}})
+    assert status == 200, body
+    assert body["config"] == {"b": None, "c": 3}
+    assert body["summary"] == {"loss": 0.1}
+    status, body = api.patch(f"{runs_path(api)}/{run['id']}", {"config_unset": "a"})
+    assert status == 400 and "config_unset" in body["error"]["message"], body
 
 
 def test_list_runs_filters_with_not_equal_and_in(api):

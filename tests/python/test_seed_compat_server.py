@@ -70,3 +70,19 @@ def test_an_offline_run_by_choice_says_nothing(client):
         "run.log({'a': 1})\n"
         "run.finish()\n"), env={"COHORT_BASE_URL": f"http://127.0.0.1:{free_port()}"}))
     assert UNCONFIRMED not in proc.stderr and "finished without" not in proc.stderr
+
+
+def test_config_values_of_none_are_kept_and_deleted_keys_removed(client):
+    # An argparse Namespace's None defaults were dropped from the run (a null deleted the key).
+    assert_ok(client.python(HEADER + (
+        f"run = cohort.init(project={PROJECT!r}, config={{'seed': None, 'lr': 0.1, 'tmp': 1}})\n"
+        "run.config.update({'resume_from': None, 'warmup': 5})\n"
+        "run.config['warmup'] = None\n"
+        "del run.config['tmp']\n"
+        "run.summary['note'] = 'x'\n"
+        "del run.summary['note']\n"
+        "run.finish()\n")))
+    _, run = _ended_run(client)
+    assert run["config"] == {"seed": None, "lr": 0.1, "resume_from": None, "warmup": None}, \
+        run["config"]
+    assert "note" not in run["summary"], run["summary"]

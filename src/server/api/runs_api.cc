@@ -81,7 +81,8 @@ http::HttpResponse PatchRun(ApiContext* ctx, http::HttpRequest& req, const AuthC
   auto body = ParseBodyObject(req);
   if (!body.ok()) return ErrorResponse(body.status());
   json::FieldReader r(*body, "");
-  r.RejectUnknown({"name", "group", "job_type", "notes", "tags", "config", "summary"});
+  r.RejectUnknown(
+      {"name", "group", "job_type", "notes", "tags", "config", "config_unset", "summary"});
   store::RunPatch patch;
   patch.name = r.OptString("name", limits::kMaxRunNameBytes);
   patch.group = r.OptString("group", limits::kMaxGroupBytes);
@@ -90,6 +91,8 @@ http::HttpResponse PatchRun(ApiContext* ctx, http::HttpRequest& req, const AuthC
   patch.tags = r.OptStringArray("tags", limits::kMaxTagBytes);
   patch.config_json = ObjectText(r, "config");
   patch.summary_json = ObjectText(r, "summary");
+  patch.config_unset =
+      r.OptStringArray("config_unset", limits::kMaxKeyBytes).value_or(std::vector<std::string>{});
   if (!r.ok()) return ErrorResponse(r.status());
   if (patch.tags && patch.tags->size() > limits::kMaxTags) {  // as POST refuses them
     return ErrorResponse(

@@ -184,7 +184,8 @@ Result<std::pair<RunRecord, bool>> SqlStore::UpsertRun(const RunUpsert& upsert) 
   }
   std::string new_config = "{}";
   if (upsert.config_json) {
-    COHORT_ASSIGN_OR_RETURN(new_config, MergeJsonObject("{}", *upsert.config_json, "config"));
+    COHORT_ASSIGN_OR_RETURN(
+        new_config, MergeJsonObject("{}", *upsert.config_json, "config", PatchNull::kIsValue));
   }
   const int64_t now = NowMillis();
 
