@@ -25,7 +25,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import api_artifacts, api_history
 from .api_artifacts import ArtifactCollection, ArtifactVersion
-from .api_http import AuthError, NotFound, Transport, quote, resolve
+from .api_http import AuthError, NotFound, Transport, list_param, quote, resolve
 from .errors import CommError, UsageError
 
 __all__ = ["Api", "ArtifactCollection", "ArtifactVersion", "AuthError", "Group", "NotFound",
@@ -563,7 +563,7 @@ class PublicRun:
             raise UsageError(f"stream: expected 'stdout' or 'stderr', got {stream!r}")
         while True:
             page = self._api._t.get(self._base + "/console", {
-                "labels": ",".join(labels), "q": grep, "stream": stream, "after": after,
+                "labels": list_param(labels), "q": grep, "stream": stream, "after": after,
                 "limit": page_size})
             yield from page["lines"]
             if page.get("next_cursor") is None or not page["lines"]:
@@ -657,7 +657,7 @@ def rank_aggregate(t: Transport, path: str, query: Dict[str, Any], key: str,
         raise UsageError("aggregate: key must be a non-empty string")
     if samples is not None and (not isinstance(samples, int) or not 1 <= samples <= _MAX_BUCKETS):
         raise UsageError(f"samples: expected 1..{_MAX_BUCKETS}, got {samples!r}")
-    q = dict(query, key=key, writers=",".join(writers) if writers else None)
+    q = dict(query, key=key, writers=list_param(writers) if writers else None)
     buckets: List[Dict[str, Any]] = []
     if samples is not None:
         buckets = t.get(path, dict(q, buckets=samples))["buckets"]

@@ -21,6 +21,7 @@ import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import api_history
+from .api_http import split_list_param
 from .errors import Error, UsageError
 
 FORMATS = ("csv", "jsonl", "parquet")
@@ -145,8 +146,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ex.add_argument("run", help="entity/project/run_id or project/run_id")
     ex.add_argument("-f", "--format", default="parquet", choices=FORMATS)
     ex.add_argument("-o", "--output", help="output file (default <run_id>.<format>)")
-    ex.add_argument("-k", "--keys", help="only these keys (comma-separated)")
-    ex.add_argument("-w", "--writers", help="only these writers (comma-separated)")
+    ex.add_argument("-k", "--keys",
+                    help="only these keys (comma-separated; \\, for a comma in a key)")
+    ex.add_argument("-w", "--writers",
+                    help="only these writers (comma-separated; \\, for a comma in a label)")
     ex.add_argument("--progress", choices=("auto", "always", "never"), default="auto")
     args = parser.parse_args(argv)
     try:
@@ -155,8 +158,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         path = args.output or f"{run.id}.{args.format}"
         show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
         rows = export_run(run, path, args.format,
-                          keys=args.keys.split(",") if args.keys else None,
-                          writers=args.writers.split(",") if args.writers else None,
+                          keys=split_list_param(args.keys) if args.keys else None,
+                          writers=split_list_param(args.writers) if args.writers else None,
                           progress=_bar(sys.stderr) if show else None)
         if show:
             sys.stderr.write("\n")

@@ -16,7 +16,7 @@ import json
 import os
 import time
 import urllib.parse
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from ._native import native
 from .errors import AuthenticationError, CommError, Error, UsageError
@@ -255,6 +255,38 @@ def _decode(body: bytes) -> Any:
 def quote(segment: str) -> str:
     """One URL path segment, percent-encoded."""
     return urllib.parse.quote(str(segment), safe="")
+
+
+def list_param(items: Iterable[str]) -> str:
+    r"""One list parameter of the read API (``keys=``, ``writers=``, ``labels=``; docs/api.md
+    "List parameters"): the items joined with ``,``, each ``,`` in an item written ``\,`` and
+    each ``\`` written ``\\``, so that a key or label holding either (``acc,top5``) stays one
+    item. Every request that names keys or writers builds its list here."""
+    return ",".join(str(i).replace("\\", "\\\\").replace(",", "\\,") for i in items)
+
+
+def split_list_param(text: str) -> List[str]:
+    r"""The items of a list in list_param's syntax, as the server reads it (a command line's
+    ``--keys acc\,top5,loss``): ``\,`` and ``\\`` unescaped, a ``\`` before anything else kept,
+    empty items left out."""
+    out: List[str] = []
+    item: List[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text) and text[i + 1] in ",\\":
+            item.append(text[i + 1])
+            i += 1
+        elif c == ",":
+            if item:
+                out.append("".join(item))
+            item = []
+        else:
+            item.append(c)
+        i += 1
+    if item:
+        out.append("".join(item))
+    return out
 
 
 _NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}

@@ -7,7 +7,7 @@ import os
 from typing import Any, Dict, List, Optional, Sequence, Union
 from urllib.parse import quote
 
-from .api_http import Transport
+from .api_http import Transport, list_param
 from .errors import UsageError
 
 _EXTENSIONS = {"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif",
@@ -99,7 +99,7 @@ def media(t: Transport, run_path: str, key: Union[str, Sequence[str], None],
 def _query(t: Transport, run_path: str, keys: Sequence[str], writers: Sequence[str],
            min_step: Optional[int], max_step: Optional[int]):
     """One answer of ``GET .../media``: (rows, truncated: more rows matched than it holds)."""
-    q: Dict[str, Any] = {"keys": ",".join(keys), "writers": ",".join(writers),
+    q: Dict[str, Any] = {"keys": list_param(keys), "writers": list_param(writers),
                          "min_step": min_step, "max_step": max_step}
     answer = t.get(run_path + "/media", q)
     return answer["media"], bool(answer.get("truncated"))
@@ -140,10 +140,6 @@ def _pair_rows(t: Transport, run_path: str, pair, have: List[Dict[str, Any]],
     holds more rows than the server's limit and the route pages by step only: UsageError,
     rather than rows missing."""
     key, writer = pair
-    if "," in key or "," in writer:
-        raise UsageError(f"media: more rows matched than the server answers at once, and "
-                         f"{key!r} (writer {writer!r}) cannot be read alone (the route's keys and "
-                         f"writers are comma-separated): narrow min_step/max_step")
     out = list(have)
 
     def add(got: List[Dict[str, Any]], step: Optional[int]) -> None:

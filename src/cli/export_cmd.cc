@@ -22,6 +22,7 @@
 #include "cli/read_client.h"
 #include "core/json.h"
 #include "core/limits.h"
+#include "core/list_param.h"
 #include "core/version.h"
 
 namespace cohort::cli {
@@ -193,27 +194,17 @@ class Progress {
   int last_pct_ = -1;
 };
 
-std::vector<std::string> SplitComma(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    if (comma == std::string::npos) comma = s.size();
-    if (comma > start) out.push_back(s.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
-}
-
 // Exports one writer's rows; returns the number of rows written.
 Result<int64_t> ExportWriter(ReadClient& client, const RunPath& ref, const std::string& writer,
                              const std::vector<SeriesInfo>& series, bool all_user_keys,
                              RowSink* out, Progress* progress) {
-  // Without --keys, every user key of the writer is asked for without naming them (a key may
-  // contain a comma).
+  // Without --keys, every user key of the writer is asked for without naming them (a shorter
+  // query).
   std::string keys;
   if (!all_user_keys) {
-    for (const auto& s : series) keys += (keys.empty() ? "" : ",") + s.key;
+    std::vector<std::string> named;
+    for (const auto& s : series) named.push_back(s.key);
+    keys = JoinListParam(named);
   }
   const int64_t limit = std::max<int64_t>(1, kPagePoints / int64_t(series.size()));
   std::string after;
@@ -224,7 +215,7 @@ Result<int64_t> ExportWriter(ReadClient& client, const RunPath& ref, const std::
     COHORT_ASSIGN_OR_RETURN(std::vector<HistorySeries> got,
                             FetchHistory(client, ref.ApiPath() + "/history",
                                          {{"keys", keys},
-                                          {"writers", writer},
+                                          {"writers", JoinListParam({writer})},
                                           {"limit", std::to_string(limit)},
                                           {"after_step", after}}));
     // The page is complete up to the smallest last step among series that have more.
@@ -313,8 +304,8 @@ int RunExport(const ExportOpts& o) {
   if (!ref.ok()) return Fail(ref.status());
   auto listed = (*client)->Get(ref->ApiPath() + "/keys");
   if (!listed.ok()) return Fail(listed.status());
-  const std::vector<std::string> want_keys = SplitComma(o.keys);
-  const std::vector<std::string> want_writers = SplitComma(o.writers);
+  const std::vector<std::string> want_keys = SplitListParam(o.keys);
+  const std::vector<std::string> want_writers = SplitListParam(o.writers);
   auto wanted = [](const std::vector<std::string>& list, const std::string& v) {
     return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
   };
@@ -401,8 +392,10 @@ Runner AddRunsExportCommand(CLI::App& runs) {
       ->check(CLI::IsMember({"csv", "jsonl", "parquet"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", o->output, "Output file (default <run_id>.<format>; - stdout)");
-  cmd->add_option("-k,--keys", o->keys, "Only these keys (comma-separated)");
-  cmd->add_option("-w,--writers", o->writers, "Only these writers (comma-separated labels)");
+  cmd->add_option("-k,--keys", o->keys,
+                  "Only these keys (comma-separated; \\, for a comma in a key)");
+  cmd->add_option("-w,--writers", o->writers,
+                  "Only these writers (comma-separated labels; \\, for a comma in a label)");
   cmd->add_option("--progress", o->progress,
                   "Progress bar on stderr: auto (terminal), always, "
                   "never")

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/read_client.h"
+#include "core/list_param.h"
 
 namespace cohort::cli {
 namespace {
@@ -66,7 +67,7 @@ int RunLogs(const LogsOpts& o) {
   if (!ref.ok()) return Fail(ref.status());
   auto run = (*client)->Get(ref->ApiPath());
   if (!run.ok()) return Fail(run.status());
-  bool prefix = IntField(*run, "writer_count") > 1 || o.labels.find(',') != std::string::npos;
+  bool prefix = IntField(*run, "writer_count") > 1 || SplitListParam(o.labels).size() > 1;
   if (o.prefix) prefix = true;
   if (o.no_prefix) prefix = false;
   int64_t after = 0;
@@ -93,7 +94,8 @@ Runner AddLogsCommand(CLI::App& app) {
   auto o = std::make_shared<LogsOpts>();
   auto* cmd = app.add_subcommand("logs", "Print a run's console lines (--follow: like tail -f)");
   cmd->add_option("run", o->run, "entity/project/run_id or project/run_id")->required();
-  cmd->add_option("-l,--label", o->labels, "Only these writers (comma-separated labels)");
+  cmd->add_option("-l,--label", o->labels,
+                  "Only these writers (comma-separated labels; \\, for a comma in a label)");
   cmd->add_option("--stream", o->stream, "Only stdout or stderr");
   cmd->add_option("--grep", o->grep, "Only lines containing this text (case-sensitive)");
   cmd->add_flag("-f,--follow", o->follow, "Keep printing new lines until the run ends");

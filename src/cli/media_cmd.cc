@@ -160,8 +160,10 @@ int RunMedia(const MediaOpts& o, bool get) {
 
 void AddFilters(CLI::App* cmd, MediaOpts* o) {
   cmd->add_option("run", o->run, "entity/project/run_id or project/run_id")->required();
-  cmd->add_option("-k,--key", o->keys, "Only these keys (comma-separated)");
-  cmd->add_option("-l,--label", o->labels, "Only these writers (comma-separated labels)");
+  cmd->add_option("-k,--key", o->keys,
+                  "Only these keys (comma-separated; \\, for a comma in a key)");
+  cmd->add_option("-l,--label", o->labels,
+                  "Only these writers (comma-separated labels; \\, for a comma in a label)");
   cmd->add_option("--min-step", o->min_step, "First step");
   cmd->add_option("--max-step", o->max_step, "Last step");
 }

@@ -41,7 +41,8 @@ async function seed() {
 }
 
 // A run whose media rows name blobs never uploaded (each shows its caption and "uploading…"):
-// images under `a`, `b`, and under `x,y`, `x` and `y` (the server splits `keys=` on commas).
+// images under `a`, `b`, and under `x,y`, `x` and `y` (`x,y` is named `x\,y` in `keys=`: not `x`
+// and `y`).
 const MEDIA_KEYS = ['a', 'b', 'x,y', 'x', 'y'];
 async function seedMedia() {
   const r = await call('POST', `/api/v1/runs/${entity}/${P}`, { name: 'pictures' });

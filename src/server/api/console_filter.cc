@@ -7,7 +7,7 @@ Result<store::ConsoleQuery> ConsoleFilterFromRequest(const http::HttpRequest& re
   COHORT_ASSIGN_OR_RETURN(store::RunRef ref, RunRefFromPath(req, who));
   store::ConsoleQuery q;
   q.run = std::move(ref);
-  q.labels = SplitCsv(req.QueryParam("labels", req.QueryParam("label")));
+  q.labels = SplitListParam(req.QueryParam("labels", req.QueryParam("label")));
   q.stream = req.QueryParam("stream");
   if (!q.stream.empty() && q.stream != "stdout" && q.stream != "stderr") {
     return Status::InvalidArgument("stream: expected stdout or stderr");

@@ -116,18 +116,6 @@ Result<bj::object> ParseBodyObject(const http::HttpRequest& req) {
   return std::move(v.as_object());
 }
 
-std::vector<std::string> SplitCsv(std::string_view s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t end = s.find(',', start);
-    if (end == std::string_view::npos) end = s.size();
-    if (end > start) out.emplace_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 std::string ShownValue(std::string_view v) {
   constexpr size_t kShown = 64;
   std::string out;

@@ -10,6 +10,7 @@
 
 #include "core/json.h"
 #include "core/limits.h"
+#include "core/list_param.h"  // SplitListParam: the list query parameters (keys=, writers=, ...)
 #include "server/api/auth.h"
 #include "server/api/heartbeat_coalescer.h"
 #include "server/api/signing_keys.h"
@@ -121,8 +122,6 @@ Result<store::RunRef> RunRefFromPath(const http::HttpRequest& req, const AuthCon
 // Parses the request body as a JSON object ("body: expected a JSON object" otherwise).
 Result<bj::object> ParseBodyObject(const http::HttpRequest& req);
 
-// Splits "a,b,c" (skipping empty parts).
-std::vector<std::string> SplitCsv(std::string_view s);
 // Parses an integer query parameter; InvalidArgument naming it when malformed.
 Result<std::optional<int64_t>> IntParam(const http::HttpRequest& req, std::string_view name);
 // A value from the request for an error message: valid UTF-8 (bad bytes replaced), at most 64

@@ -82,8 +82,8 @@ void AppendStep(std::string* out, const store::HistogramStep& s, bool shared_edg
 
 Status ReadParams(const http::HttpRequest& req, const ApiLimits& limits,
                   store::HistogramQuery* q) {
-  q->keys = SplitCsv(req.QueryParam("keys"));
-  q->writers = SplitCsv(req.QueryParam("writers"));
+  q->keys = SplitListParam(req.QueryParam("keys"));
+  q->writers = SplitListParam(req.QueryParam("writers"));
   COHORT_ASSIGN_OR_RETURN(auto min_step, IntParam(req, "min_step"));
   COHORT_ASSIGN_OR_RETURN(auto max_step, IntParam(req, "max_step"));
   COHORT_ASSIGN_OR_RETURN(auto buckets, IntParam(req, "buckets"));

@@ -289,7 +289,7 @@ Result<std::vector<std::string>> SystemKeys(ApiContext* ctx, const store::RunRef
 // most kMaxRunsPerQuery, each a valid id, each named once.
 Result<std::vector<store::RunRef>> RunsParam(const http::HttpRequest& req, const AuthContext& who) {
   COHORT_ASSIGN_OR_RETURN(store::RunRef project, RunRefFromPath(req, who));
-  std::vector<std::string> named = SplitCsv(req.QueryParam("runs"));
+  std::vector<std::string> named = SplitListParam(req.QueryParam("runs"));
   if (named.empty()) return Status::InvalidArgument("runs: expected one or more run ids");
   if (named.size() > kMaxRunsPerQuery) {
     return Status::InvalidArgument("runs: at most " + std::to_string(kMaxRunsPerQuery) +
@@ -322,10 +322,10 @@ http::HttpResponse QueryRuns(ApiContext* ctx, const http::HttpRequest& req, cons
   auto refs = RunsParam(req, who);
   if (!refs.ok()) return ErrorResponse(refs.status());
   store::HistoryQuery q;
-  for (const std::string& k : SplitCsv(req.QueryParam("keys"))) {
+  for (const std::string& k : SplitListParam(req.QueryParam("keys"))) {
     q.keys.push_back(system ? std::string(kSystemPrefix) + k : k);
   }
-  q.writers = SplitCsv(req.QueryParam(system ? "labels" : "writers"));
+  q.writers = SplitListParam(req.QueryParam(system ? "labels" : "writers"));
   if (Status s = ReadRangeParams(req, ctx->limits, &q); !s.ok()) return ErrorResponse(s);
   std::string body = "{\"series\":[";
   std::string warnings;
@@ -414,8 +414,8 @@ void RegisterHistoryRoutes(http::Router& r, ApiContext* ctx) {
           if (!ref.ok()) return ErrorResponse(ref.status());
           store::HistoryQuery q;
           q.run = *ref;
-          q.keys = SplitCsv(req.QueryParam("keys"));
-          q.writers = SplitCsv(req.QueryParam("writers"));
+          q.keys = SplitListParam(req.QueryParam("keys"));
+          q.writers = SplitListParam(req.QueryParam("writers"));
           if (Status s = ReadRangeParams(req, ctx->limits, &q); !s.ok()) return ErrorResponse(s);
           auto format = NegotiateHistoryFormat(req.Header("accept"), q.series.buckets > 0);
           if (!format.ok()) {
@@ -428,14 +428,14 @@ void RegisterHistoryRoutes(http::Router& r, ApiContext* ctx) {
           if (!ref.ok()) return ErrorResponse(ref.status());
           store::HistoryQuery q;
           q.run = *ref;
-          q.writers = SplitCsv(req.QueryParam("labels"));
+          q.writers = SplitListParam(req.QueryParam("labels"));
           if (Status s = ReadRangeParams(req, ctx->limits, &q); !s.ok()) return ErrorResponse(s);
           // The same negotiation and columnar answer as the history route (docs/formats.md).
           auto format = NegotiateHistoryFormat(req.Header("accept"), q.series.buckets > 0);
           if (!format.ok()) {
             return http::HttpResponse::Error(406, "not_acceptable", format.status().message());
           }
-          std::vector<std::string> keys = SplitCsv(req.QueryParam("keys"));
+          std::vector<std::string> keys = SplitListParam(req.QueryParam("keys"));
           if (keys.empty()) {
             // Every system series of the selected labels.
             auto all = SystemKeys(ctx, *ref);

@@ -278,8 +278,8 @@ void RegisterMediaRoutes(http::Router& r, ApiContext* ctx) {
           if (!ref.ok()) return ErrorResponse(ref.status());
           store::MediaQuery q;
           q.run = *ref;
-          q.keys = SplitCsv(req.QueryParam("keys"));
-          q.writers = SplitCsv(req.QueryParam("writers"));
+          q.keys = SplitListParam(req.QueryParam("keys"));
+          q.writers = SplitListParam(req.QueryParam("writers"));
           if (Status s = ReadRange(req, &q.min_step, &q.max_step); !s.ok()) return ErrorResponse(s);
           auto limit = IntParam(req, "limit");
           if (!limit.ok()) return ErrorResponse(limit.status());
@@ -333,7 +333,7 @@ void RegisterMediaRoutes(http::Router& r, ApiContext* ctx) {
           store::MediaQuery q;
           q.run = *ref;
           q.keys = {key};
-          q.writers = SplitCsv(req.QueryParam("writers"));
+          q.writers = SplitListParam(req.QueryParam("writers"));
           if (*step) {
             q.min_step = q.max_step = **step;
           } else {

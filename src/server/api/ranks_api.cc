@@ -87,7 +87,7 @@ Status AddRunMembers(ApiContext* ctx, const store::RunRef& ref, const std::strin
 // Members of the run route (a run's writers) or of the group route (the writers of its runs).
 Result<std::vector<Member>> ResolveMembers(ApiContext* ctx, const http::HttpRequest& req,
                                            const store::RunRef& ref, bool group_route) {
-  const std::vector<std::string> wanted = SplitCsv(req.QueryParam("writers"));
+  const std::vector<std::string> wanted = SplitListParam(req.QueryParam("writers"));
   const std::set<std::string> labels(wanted.begin(), wanted.end());
   std::vector<Member> members;
   if (!group_route) {

@@ -109,7 +109,7 @@ Status ParseFilters(const http::HttpRequest& req, std::vector<store::Filter>* ou
     if (req.HasQueryParam(field)) out->push_back({field, "==", {req.QueryParam(field)}});
   }
   if (req.HasQueryParam("state")) {
-    out->push_back({"state", "in", SplitCsv(req.QueryParam("state"))});
+    out->push_back({"state", "in", SplitListParam(req.QueryParam("state"))});
   }
   if (req.HasQueryParam("name")) out->push_back({"name", "~", {req.QueryParam("name")}});
   if (!req.HasQueryParam("filters")) return Status::Ok();

@@ -4,6 +4,7 @@
 import type { Clause, Run, ViewSpec } from './filters';
 import { toApiQuery } from './filters';
 import { withSharedEdges, type ApiHistogram } from './histograms';
+import { listParam } from './listParam';
 import type { ApiSeries } from './series';
 
 const KEY_STORAGE = 'cohort.key';
@@ -259,8 +260,8 @@ export class Api {
   /** Histograms of a run over a step range, neighbouring steps merged into at most `buckets`. */
   histograms(entity: string, project: string, run: string, keys: string[], writers: string[], range: RangeQuery, signal?: AbortSignal) {
     const p = rangeParams(range);
-    if (keys.length) p.set('keys', keys.join(','));
-    if (writers.length) p.set('writers', writers.join(','));
+    if (keys.length) p.set('keys', listParam(keys));
+    if (writers.length) p.set('writers', listParam(writers));
     return this.get<{ histograms: ApiHistogram[] }>(`${runPath(entity, project, run)}/histograms?${p}`, signal).then((r) => r.histograms.map(withSharedEdges));
   }
 
@@ -272,31 +273,30 @@ export class Api {
   }
 
   /** The media rows of `key` (every step and writer), in writer, step, index order; `truncated`:
-   * the server cut the list at its row limit (later rows are missing). The server splits `keys=`
-   * on commas: a key with a comma in it is asked for with every media key (no `keys`), and the
-   * rows of other keys are dropped here (as any the server sends for another key). */
+   * the server cut the list at its row limit (later rows are missing). Rows of another key (none
+   * from a server that reads `keys=` as listParam writes it) are dropped. */
   async media(entity: string, project: string, run: string, key: string, signal?: AbortSignal) {
-    const qs = key.includes(',') ? '' : `?${new URLSearchParams({ keys: key })}`;
-    const r = await this.get<{ media: MediaRow[]; truncated: boolean }>(`${runPath(entity, project, run)}/media${qs}`, signal);
+    const qs = new URLSearchParams({ keys: listParam([key]) });
+    const r = await this.get<{ media: MediaRow[]; truncated: boolean }>(`${runPath(entity, project, run)}/media?${qs}`, signal);
     return { media: r.media.filter((m) => m.key === key), truncated: !!r.truncated };
   }
 
   /** Rows [offset, offset + limit) of the table `key` at `step` of `writer`. */
   table(entity: string, project: string, run: string, key: string, step: number, writer: string, offset: number, limit: number, signal?: AbortSignal) {
-    const p = new URLSearchParams({ step: String(step), writers: writer, offset: String(offset), limit: String(limit) });
+    const p = new URLSearchParams({ step: String(step), writers: listParam([writer]), offset: String(offset), limit: String(limit) });
     return this.get<TablePage>(`${runPath(entity, project, run)}/tables/${key.split('/').map(enc).join('/')}?${p}`, signal);
   }
 
   history(entity: string, project: string, run: string, keys: string[], writers: string[], range: RangeQuery, signal?: AbortSignal) {
     const p = rangeParams(range);
-    p.set('keys', keys.join(','));
-    if (writers.length) p.set('writers', writers.join(','));
+    p.set('keys', listParam(keys));
+    if (writers.length) p.set('writers', listParam(writers));
     return this.get<{ series: ApiSeries[] }>(`${runPath(entity, project, run)}/history?${p}`, signal).then((r) => r.series);
   }
 
   /** The series of several runs of a project at once (`GET /api/v1/series/...`). */
   seriesOfRuns(entity: string, project: string, runs: string[], signal?: AbortSignal) {
-    const p = new URLSearchParams({ runs: runs.join(',') });
+    const p = new URLSearchParams({ runs: listParam(runs) });
     return this.get<{ runs: { run: string; keys: SeriesInfo[] }[]; missing: string[] }>(
       `/api/v1/series/${enc(entity)}/${enc(project)}?${p}`, signal);
   }
@@ -305,16 +305,16 @@ export class Api {
    * its run. `keys` empty: every user key (system: every system key). */
   historyOfRuns(entity: string, project: string, system: boolean, runs: string[], keys: string[], writers: string[], range: RangeQuery, signal?: AbortSignal) {
     const p = rangeParams(range);
-    p.set('runs', runs.join(','));
-    if (keys.length) p.set('keys', keys.join(','));
-    if (writers.length) p.set(system ? 'labels' : 'writers', writers.join(','));
+    p.set('runs', listParam(runs));
+    if (keys.length) p.set('keys', listParam(keys));
+    if (writers.length) p.set(system ? 'labels' : 'writers', listParam(writers));
     return this.get<{ series: ApiSeries[]; missing: string[] }>(`/api/v1/${system ? 'system' : 'history'}/${enc(entity)}/${enc(project)}?${p}`, signal);
   }
 
   system(entity: string, project: string, run: string, keys: string[], labels: string[], range: RangeQuery, signal?: AbortSignal) {
     const p = rangeParams(range);
-    if (keys.length) p.set('keys', keys.join(','));
-    if (labels.length) p.set('labels', labels.join(','));
+    if (keys.length) p.set('keys', listParam(keys));
+    if (labels.length) p.set('labels', listParam(labels));
     return this.get<{ series: ApiSeries[] }>(`${runPath(entity, project, run)}/system?${p}`, signal).then((r) => r.series);
   }
 
@@ -358,7 +358,7 @@ export class Api {
 
   ranksAggregate(scope: RankScope, q: { key: string; buckets: number; writers?: string[]; min_step?: number; max_step?: number; per_member?: boolean }, signal?: AbortSignal) {
     const p = new URLSearchParams({ key: q.key, buckets: String(Math.max(1, Math.min(10000, Math.round(q.buckets)))) });
-    if (q.writers?.length) p.set('writers', q.writers.join(','));
+    if (q.writers?.length) p.set('writers', listParam(q.writers));
     if (q.min_step !== undefined) p.set('min_step', String(Math.floor(q.min_step)));
     if (q.max_step !== undefined) p.set('max_step', String(Math.ceil(q.max_step)));
     if (q.per_member) p.set('per_member', '1');
@@ -453,7 +453,7 @@ export interface ConsoleFilter { labels?: string[]; stream?: string; q?: string 
 
 function consoleParams(f: ConsoleFilter): URLSearchParams {
   const p = new URLSearchParams();
-  if (f.labels?.length) p.set('labels', f.labels.join(','));
+  if (f.labels?.length) p.set('labels', listParam(f.labels));
   if (f.stream) p.set('stream', f.stream);
   if (f.q) p.set('q', f.q);
   return p;

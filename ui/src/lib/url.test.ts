@@ -15,6 +15,17 @@ describe('URL state', () => {
     const enc = encodeState(s);
     expect(decodeState(enc)).toEqual(s);
   });
+  it('keeps a key or label holding a comma (or backslash) as one item of its list', () => {
+    const s = structuredCloneState(DEFAULT_STATE);
+    Object.assign(s, {
+      entity: 'alice', project: 'p', run: 'k3v9', tab: 'logs', columns: ['summary.acc,top5', 'loss'], labels: ['node,1', 'node\\2'],
+      cmp: ['r1', 'r2'], ckeys: ['acc,top5'], hide: ['x'],
+    });
+    const enc = encodeState(s);
+    expect(new URLSearchParams(enc).get('labels')).toBe('node\\,1,node\\\\2');
+    expect(decodeState(enc)).toEqual(s);
+    expect(decodeState('?labels=rank_0,rank_1').labels).toEqual(['rank_0', 'rank_1']); // links as before
+  });
   it('writes nothing for defaults and decodes junk to defaults', () => {
     expect(encodeState(DEFAULT_STATE)).toBe('');
     const d = decodeState('?tab=nope&x=zzz&smooth=7&fx=%7Bbad&stream=x&ch=%7B%22a%22%3A%7B%22z%22%3A%5B5%2C1%5D%2C%22sm%22%3A3%7D%7D&at=-4');

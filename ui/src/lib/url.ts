@@ -6,6 +6,7 @@
 import type { Clause, UiFilters } from './filters';
 import type { LineMode, XMode } from './series';
 import { cloneCompare, decodeCompare, encodeCompare, type CompareState } from './compare';
+import { listParam, splitListParam } from './listParam';
 
 export type Tab = 'overview' | 'charts' | 'histograms' | 'system' | 'logs' | 'ranks' | 'media' | 'artifacts' | 'alerts';
 export const TABS: Tab[] = ['overview', 'charts', 'histograms', 'system', 'logs', 'ranks', 'media', 'artifacts', 'alerts'];
@@ -82,7 +83,9 @@ export function pageOf(s: AppState): Page {
   return 'projects';
 }
 
-const csv = (v: string | null) => (v ? v.split(',').filter(Boolean) : []);
+// Lists (`state`, `cols`, `labels`, `ck`, ...) are written as the API's list parameters (listParam.ts):
+// a metric key or label holding a comma stays one item.
+const csv = splitListParam;
 
 export function decodeState(search: string): AppState {
   const p = new URLSearchParams(search);
@@ -213,14 +216,14 @@ export function encodeState(s: AppState): string {
   if (s.view) p.set('view', s.view);
   const f = s.filters;
   if (f.jobType) p.set('jt', (f.jobType.op === '!=' ? '!' : '') + f.jobType.value);
-  if (f.states.length) p.set('state', f.states.join(','));
-  if (f.tags.length) p.set('tags', f.tags.join(','));
+  if (f.states.length) p.set('state', listParam(f.states));
+  if (f.tags.length) p.set('tags', listParam(f.tags));
   if (f.name) p.set('q', f.name);
   if (f.extra.length) p.set('fx', JSON.stringify(f.extra));
   if (s.groupBy) p.set('by', s.groupBy);
   if (s.sort && s.sort !== DEFAULT_STATE.sort) p.set('sort', s.sort);
-  if (s.columns.length) p.set('cols', s.columns.join(','));
-  if (s.hide.length) p.set('hide', s.hide.join(','));
+  if (s.columns.length) p.set('cols', listParam(s.columns));
+  if (s.hide.length) p.set('hide', listParam(s.hide));
   if (s.cby) p.set('cby', s.cby);
   for (const [k, v] of Object.entries(encodeCompare(s.panels))) p.set(k, v);
   if (s.x !== 'step') p.set('x', s.x);
@@ -228,7 +231,7 @@ export function encodeState(s: AppState): string {
   if (s.smooth > 0) p.set('smooth', String(s.smooth));
   if (s.agg) p.set('agg', '1');
   if (s.line !== 'mean') p.set('line', s.line);
-  if (s.labels.length) p.set('labels', s.labels.join(','));
+  if (s.labels.length) p.set('labels', listParam(s.labels));
   if (s.lq) p.set('lq', s.lq);
   if (s.stream) p.set('stream', s.stream);
   if (s.rkey) p.set('rkey', s.rkey);
@@ -240,9 +243,9 @@ export function encodeState(s: AppState): string {
   if (s.hview !== 'bands') p.set('hv', s.hview);
   if (s.hlog) p.set('hlog', '1');
   if (Object.keys(s.hw).length) p.set('hw', JSON.stringify(s.hw));
-  if (s.cmp.length) p.set('cmp', s.cmp.join(','));
+  if (s.cmp.length) p.set('cmp', listParam(s.cmp));
   if (s.cdiff) p.set('cd', '1');
-  if (s.ckeys.length) p.set('ck', s.ckeys.join(','));
+  if (s.ckeys.length) p.set('ck', listParam(s.ckeys));
   if (s.imp) p.set('imp', s.imp);
   const q = p.toString();
   return q ? `?${q}` : '';
