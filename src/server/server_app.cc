@@ -413,21 +413,21 @@ void ServerApp::SweepLoop() {
       continue;
     }
     int64_t now = NowMillis();
-    auto marked =
-        now < sweep_from_ms
-            ? Result<std::vector<store::CrashedWriter>>(std::vector<store::CrashedWriter>{})
-            : store_->MarkStaleWritersCrashed(now - int64_t(config_.heartbeat_timeout_s) * 1000,
-                                              now);
-    if (!marked.ok()) {
+    auto swept = now < sweep_from_ms ? Result<store::StaleSweep>(store::StaleSweep{})
+                                     : store_->MarkStaleWritersCrashed(
+                                           now - int64_t(config_.heartbeat_timeout_s) * 1000, now);
+    if (!swept.ok()) {
       std::fprintf(stderr, "cohort: heartbeat sweep failed: %s\n",
-                   marked.status().ToString().c_str());
+                   swept.status().ToString().c_str());
     } else {
-      for (const store::CrashedWriter& w : *marked) {
+      for (const store::CrashedWriter& w : swept->crashed) {
         std::fprintf(stderr,
                      "cohort: writer %s of run %s/%s/%s marked crashed: no heartbeat for %lld s\n",
                      w.label.c_str(), w.run.entity.c_str(), w.run.project.c_str(),
                      w.run.run_id.c_str(), (long long)((now - w.heartbeat_ms) / 1000));
       }
+      // Runs ended as orphaned: their alerts end as at any run's end (no writer end says so).
+      for (const store::RunRef& run : swept->orphans_ended) alerts_->OnRunEnded(run, now);
     }
     alerts_->Tick(now);  // the writers ended (those just marked crashed too), then tick rules
     PruneBatchesIfDue(now);

@@ -60,6 +60,15 @@ struct CrashedWriter {
   int64_t heartbeat_ms = 0;  // its last heartbeat
 };
 
+// What one MarkStaleWritersCrashed did.
+struct StaleSweep {
+  std::vector<CrashedWriter> crashed;  // the writers it marked crashed
+  // The runs it ended as orphaned (DeriveOrphanedRunEnd, run_state.h): no writer end carries
+  // these ends (their writers' ends may have been handled long before), so the caller tells the
+  // alert rules itself.
+  std::vector<RunRef> orphans_ended;
+};
+
 // A writer that ended and whose end the alert rules have not handled yet (ListUnhandledWriterEnds).
 struct EndedWriter {
   RunRef run;
@@ -95,9 +104,10 @@ class WriterStore {
                                             RunState state, std::optional<int> exit_code,
                                             int64_t now_ms) = 0;
   // Marks running writers whose last heartbeat is older than `stale_before_ms` crashed and
-  // recomputes their runs' states. Returns the writers it marked.
-  virtual Result<std::vector<CrashedWriter>> MarkStaleWritersCrashed(int64_t stale_before_ms,
-                                                                     int64_t now_ms) = 0;
+  // recomputes their runs' states; ends the running runs silent since then whose writers all
+  // ended without a controlling writer among them (orphaned). Returns the writers it marked and
+  // the orphaned runs it ended.
+  virtual Result<StaleSweep> MarkStaleWritersCrashed(int64_t stale_before_ms, int64_t now_ms) = 0;
   // The alert rules' input, durable: FinishWriter and MarkStaleWritersCrashed mark each writer
   // they end "unhandled" in their own transaction, so that its end is alerted on even when the
   // server dies right after (another server, or this one restarted, finds it here). A writer

@@ -286,10 +286,11 @@ TEST_P(StoreConformanceTest, MarkStaleWritersCrashedMarksOnlyStaleOnes) {
   const int64_t now = NowMillis() + 60'000;
   COHORT_ASSERT_OK(store().Heartbeat(Ref("run1"), "alive", now).status());
   EXPECT_EQ(store().Heartbeat(Ref("run1"), "ghost", now).status().code(), StatusCode::kNotFound);
-  COHORT_ASSERT_OK_AND_ASSIGN(auto marked, store().MarkStaleWritersCrashed(now - 30'000, now));
-  ASSERT_EQ(marked.size(), 2u);
+  COHORT_ASSERT_OK_AND_ASSIGN(StaleSweep swept, store().MarkStaleWritersCrashed(now - 30'000, now));
+  ASSERT_EQ(swept.crashed.size(), 2u);
+  EXPECT_TRUE(swept.orphans_ended.empty());
   std::set<std::string> marked_writers;
-  for (const CrashedWriter& c : marked) {
+  for (const CrashedWriter& c : swept.crashed) {
     EXPECT_EQ(c.run.entity, kEntity);
     EXPECT_EQ(c.run.project, kProject);
     EXPECT_LT(c.heartbeat_ms, now - 30'000);
@@ -305,8 +306,8 @@ TEST_P(StoreConformanceTest, MarkStaleWritersCrashedMarksOnlyStaleOnes) {
   COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run2, store().GetRun(Ref("run2")));
   EXPECT_EQ(run2.state, RunState::kCrashed);
   // Crashed writers are not marked again.
-  COHORT_ASSERT_OK_AND_ASSIGN(marked, store().MarkStaleWritersCrashed(now - 30'000, now));
-  EXPECT_TRUE(marked.empty());
+  COHORT_ASSERT_OK_AND_ASSIGN(swept, store().MarkStaleWritersCrashed(now - 30'000, now));
+  EXPECT_TRUE(swept.crashed.empty());
 }
 
 TEST_P(StoreConformanceTest, HeartbeatsMoveManyWritersForwardAndSkipUnknownOnes) {
@@ -342,9 +343,9 @@ TEST_P(StoreConformanceTest, HeartbeatsMoveManyWritersForwardAndSkipUnknownOnes)
   COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run2, store().GetRun(Ref("run2")));
   EXPECT_EQ(run2.heartbeat_ms, now + 200);
   // The crash sweep sees them: only "stale" is marked.
-  COHORT_ASSERT_OK_AND_ASSIGN(auto marked, store().MarkStaleWritersCrashed(now - 1, now));
-  ASSERT_EQ(marked.size(), 1u);
-  EXPECT_EQ(marked[0].label, "stale");
+  COHORT_ASSERT_OK_AND_ASSIGN(StaleSweep swept, store().MarkStaleWritersCrashed(now - 1, now));
+  ASSERT_EQ(swept.crashed.size(), 1u);
+  EXPECT_EQ(swept.crashed[0].label, "stale");
   COHORT_ASSERT_OK_AND_ASSIGN(applied, store().Heartbeats({}));
   EXPECT_EQ(applied.updated, 0);
 }
@@ -374,17 +375,27 @@ TEST_P(StoreConformanceTest, TheSweepEndsARunWhoseWritersAllEndedWithoutAPrimary
   COHORT_ASSERT_OK_AND_ASSIGN(RunRecord orphan, store().GetRun(Ref("orphan")));
   EXPECT_EQ(orphan.state, RunState::kRunning);  // workers never end a run by themselves
   // Not silent yet: nothing changes.
-  COHORT_ASSERT_OK_AND_ASSIGN(auto marked, store().MarkStaleWritersCrashed(now - 60'000, now));
-  EXPECT_TRUE(marked.empty());
+  COHORT_ASSERT_OK_AND_ASSIGN(StaleSweep swept, store().MarkStaleWritersCrashed(now - 60'000, now));
+  EXPECT_TRUE(swept.crashed.empty());
+  EXPECT_TRUE(swept.orphans_ended.empty());
   COHORT_ASSERT_OK_AND_ASSIGN(orphan, store().GetRun(Ref("orphan")));
   EXPECT_EQ(orphan.state, RunState::kRunning);
   // Silent for the timeout: "busy"'s running worker is marked crashed and ends its run with the
   // orphan's; "led" waits for its primary (marked crashed too, which ends it as a primary does).
   const int64_t later = now + 600'000;
   COHORT_ASSERT_OK(store().Heartbeat(Ref("led"), "rank_0", later).status());
-  COHORT_ASSERT_OK_AND_ASSIGN(marked, store().MarkStaleWritersCrashed(later - 300'000, later));
-  ASSERT_EQ(marked.size(), 1u);
-  EXPECT_EQ(marked[0].run.run_id, "busy");
+  COHORT_ASSERT_OK_AND_ASSIGN(swept, store().MarkStaleWritersCrashed(later - 300'000, later));
+  ASSERT_EQ(swept.crashed.size(), 1u);
+  EXPECT_EQ(swept.crashed[0].run.run_id, "busy");
+  // The runs it ended are returned: no writer end carries the orphan's (its writers' ends were
+  // recorded before the run ended).
+  std::set<std::string> ended;
+  for (const RunRef& r : swept.orphans_ended) {
+    EXPECT_EQ(r.entity, kEntity);
+    EXPECT_EQ(r.project, kProject);
+    ended.insert(r.run_id);
+  }
+  EXPECT_EQ(ended, (std::set<std::string>{"busy", "orphan"}));
   COHORT_ASSERT_OK_AND_ASSIGN(orphan, store().GetRun(Ref("orphan")));
   EXPECT_EQ(orphan.state, RunState::kKilled);
   EXPECT_EQ(orphan.exit_code, 143);
@@ -409,8 +420,8 @@ TEST_P(StoreConformanceTest, AHeartbeatBringsBackAWriterTheSweepMarkedCrashed) {
   Join("run1", "worker", false, false);
   Join("run2", "main");
   const int64_t now = NowMillis() + 60'000;
-  COHORT_ASSERT_OK_AND_ASSIGN(auto marked, store().MarkStaleWritersCrashed(now, now));
-  ASSERT_EQ(marked.size(), 3u);
+  COHORT_ASSERT_OK_AND_ASSIGN(StaleSweep swept, store().MarkStaleWritersCrashed(now, now));
+  ASSERT_EQ(swept.crashed.size(), 3u);
   COHORT_ASSERT_OK_AND_ASSIGN(RunRecord run1, store().GetRun(Ref("run1")));
   ASSERT_EQ(run1.state, RunState::kCrashed);
 

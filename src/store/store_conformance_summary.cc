@@ -64,8 +64,8 @@ TEST_P(StoreConformanceTest, SummaryFollowsTheLastStoredPointWhenHeartbeatsStop)
   COHORT_ASSERT_OK(
       store().Ingest(Ref("run1"), "rank_0", Values(2, "loss", {0.75, std::nan("")}), 2).status());
   const int64_t now = NowMillis() + 60'000;
-  COHORT_ASSERT_OK_AND_ASSIGN(auto marked, store().MarkStaleWritersCrashed(now - 1, now));
-  EXPECT_EQ(marked.size(), 1u);
+  COHORT_ASSERT_OK_AND_ASSIGN(StaleSweep swept, store().MarkStaleWritersCrashed(now - 1, now));
+  EXPECT_EQ(swept.crashed.size(), 1u);
   EXPECT_EQ(SummaryField(store(), Ref("run1"), "loss"), "\"NaN\"");  // the last point diverged
 }
 

@@ -98,9 +98,16 @@ class AlertEngine {
   void OnWriterRejoined(const store::RunRef& ref, const std::string& label, int64_t now_ms)
       COHORT_EXCLUDES(mu_);
   // A writer marked crashed heartbeats again (store.h WriterStore::Heartbeat): the same process,
-  // so only its writer_state alerts (the crash) resolve; its other conditions stay open.
+  // so only its writer_state alerts (the crash) resolve; its other conditions stay open. A
+  // run-level "N writers crashed" alert listing it is revised to the writers it lists that are
+  // still crashed: kept open with them while more than kMaxWriterAlertsPerSweep, else resolved
+  // and each of them alerted on its own (as HandleWriterEnds would have raised them).
   void OnWriterRevived(const store::RunRef& ref, const std::string& label, int64_t now_ms)
       COHORT_EXCLUDES(mu_);
+  // The heartbeat sweep ended the run as orphaned (store.h StaleSweep::orphans_ended): no writer
+  // end carries that end, so the caller tells it here. Resolves what a run's end resolves in
+  // HandleWriterEnds (the run's own hung, stale_metric, straggler and gpu_underused alerts).
+  void OnRunEnded(const store::RunRef& ref, int64_t now_ms) COHORT_EXCLUDES(mu_);
   // Handles every writer end the store has not handled yet (store.h ListUnhandledWriterEnds):
   // raises writer_state (more than kMaxWriterAlertsPerSweep crashed writers of one run: one
   // run-level alert; these raises are not held back by the project's rate limit) and resolves
@@ -148,6 +155,10 @@ class AlertEngine {
                         int64_t now_ms) COHORT_EXCLUDES(mu_);
   bool RaiseRunCrashed(const ProjectRules& rules, const store::RunRef& ref,
                        const std::vector<const store::EndedWriter*>& writers, int64_t now_ms)
+      COHORT_EXCLUDES(mu_);
+  // OnWriterRevived: revises the run's open run-level crash alerts to their writers still
+  // crashed.
+  bool ReviseRunCrashed(const ProjectRules& rules, const store::RunRef& ref, int64_t now_ms)
       COHORT_EXCLUDES(mu_);
   // Resolves the alerts the writer (label "": the run) can no longer clear once it ended.
   bool ResolveEnded(const ProjectRules& rules, const store::RunRef& ref, const std::string& label,

@@ -1,12 +1,13 @@
 #include "server/alerts/alert_engine.h"
 
 #include <gtest/gtest.h>
-
 #include <sqlite3.h>
 
 #include <cmath>
+#include <set>
 
 #include "core/clock.h"
+#include "store/run_state.h"
 #include "store/temp_dir_for_test.h"
 
 namespace cohort::alerts {
@@ -69,10 +70,20 @@ class AlertEngineTest : public ::testing::Test {
     ASSERT_TRUE(w.ok()) << w.status().ToString();
     engine_->HandleWriterEnds(now);
   }
-  // Every running writer crashed (the heartbeat sweep), then the engine's tick.
+  // Every running writer crashed (the heartbeat sweep), then the engine's tick, as the server's
+  // sweep does (the runs it ended as orphaned told first).
   void Crash(int64_t now) {
-    ASSERT_TRUE(store_->MarkStaleWritersCrashed(NowMillis() + 1, now).ok());
+    auto swept = store_->MarkStaleWritersCrashed(NowMillis() + 1, now);
+    ASSERT_TRUE(swept.ok()) << swept.status().ToString();
+    for (const store::RunRef& run : swept->orphans_ended) engine_->OnRunEnded(run, now);
     engine_->Tick(now);
+  }
+  // The writer, marked crashed at `now`, heartbeats again (as the heartbeat coalescer tells).
+  void Revive(const std::string& label, int64_t now) {
+    auto revived = store_->Heartbeat(kRun, label, now + store::kReviveAfterCrashMs);
+    ASSERT_TRUE(revived.ok()) << revived.status().ToString();
+    ASSERT_TRUE(*revived) << label;
+    engine_->OnWriterRevived(kRun, label, now + store::kReviveAfterCrashMs);
   }
   std::vector<store::EndedWriter> Unhandled() {
     auto e = store_->ListUnhandledWriterEnds(100);
@@ -302,6 +313,36 @@ TEST_F(AlertEngineTest, ManyWritersOfARunCrashedAtOnceRaiseOneRunLevelAlert) {
   const store::AlertRecord& solo = open[0].run_id == "run2" ? open[0] : open[1];
   EXPECT_EQ(solo.writer_label, "solo");
   EXPECT_TRUE(Unhandled().empty());
+}
+
+// The sweep marked six writers crashed while their heartbeats could not arrive; they come back
+// one by one: the run-level alert lists those still crashed, and once they are few enough it is
+// resolved and each of them gets its own alert, as a sweep finding only them would have raised.
+TEST_F(AlertEngineTest, RevivedWritersReviseTheRunLevelCrashAlert) {
+  for (int i = 0; i < 6; ++i) Join("rank" + std::to_string(i));
+  Crash(kNow);
+  ASSERT_EQ(Alerts("open").size(), 1u);
+  Revive("rank0", kNow);
+  std::vector<store::AlertRecord> open = Alerts("open");
+  ASSERT_EQ(open.size(), 1u);  // 5 still crashed: more than kMaxWriterAlertsPerSweep
+  EXPECT_EQ(open[0].writer_label, "");
+  auto ev = json::Parse(open[0].evidence_json);
+  ASSERT_TRUE(ev.ok());
+  EXPECT_EQ(ev->at("count").as_int64(), 5);
+  ASSERT_EQ(ev->at("writers").as_array().size(), 5u);
+  EXPECT_EQ(ev->at("writers").as_array()[0].at("writer").as_string(), "rank1");
+  Revive("rank1", kNow);
+  open = Alerts("open");
+  std::set<std::string> titles;
+  for (const store::AlertRecord& a : open) titles.insert(a.title);
+  EXPECT_EQ(titles, (std::set<std::string>{"writer rank2 crashed", "writer rank3 crashed",
+                                           "writer rank4 crashed", "writer rank5 crashed"}));
+  std::vector<store::AlertRecord> resolved = Alerts("resolved");
+  ASSERT_EQ(resolved.size(), 1u);
+  EXPECT_EQ(resolved[0].writer_label, "");
+  // The others come back: nothing stays open.
+  for (const char* w : {"rank2", "rank3", "rank4", "rank5"}) Revive(w, kNow);
+  EXPECT_TRUE(Alerts("open").empty());
 }
 
 TEST_F(AlertEngineTest, WriterEndRaisesForBadStatesOnlyAndResolvesCodeAlerts) {
@@ -619,6 +660,50 @@ TEST_F(AlertEngineTest, TickAlertsLeftOpenAreTakenOverByTheNextProcess) {
   EXPECT_EQ(*resolved[0].resolved_ms, kNow + 1000);
   EXPECT_EQ(resolved[1].writer_label, "r1");
   EXPECT_GE(*resolved[1].resolved_ms, kNow + 1000 + 240'000);
+}
+
+// A shared run whose primary never joined: its workers ended while it ran, the sweep ends it
+// later (silent for the timeout). Its own alerts resolve then, as at any run's end, even one a
+// restarted server took over and would otherwise keep for the rule's window.
+TEST_F(AlertEngineTest, ARunTheSweepEndsAsOrphanedResolvesItsOwnAlerts) {
+  for (const char* w : {"rank1", "rank2"}) {
+    ASSERT_TRUE(
+        store_
+            ->JoinWriter(
+                kRun, store::WriterJoin{.label = w, .primary = false, .update_finish_state = false})
+            .ok());
+  }
+  const int64_t hung = AddRule("hung", "hung", R"({"factor":3,"min_minutes":30})", "ERROR");
+  ASSERT_TRUE(store_
+                  ->RaiseAlert(store::AlertRaise{.entity = "acme",
+                                                 .project = "vision",
+                                                 .run_id = "run1",
+                                                 .writer_label = "",
+                                                 .rule_id = hung,
+                                                 .source = "rule",
+                                                 .condition_key = "rule:" + std::to_string(hung),
+                                                 .level = "ERROR",
+                                                 .title = "run run1 hung",
+                                                 .now_ms = kNow})
+                  .ok());
+  engine_->Tick(kNow + 1000);  // taken over: its run runs
+  End("rank1", store::RunState::kFinished, 0, kNow + 2000);
+  End("rank2", store::RunState::kFailed, 1, kNow + 3000);
+  auto run = store_->GetRun(kRun);
+  ASSERT_TRUE(run.ok());
+  ASSERT_EQ(run->state, store::RunState::kRunning);  // workers never end a run by themselves
+  ASSERT_EQ(Alerts("open").size(), 2u);              // run1 hung, rank2 failed
+  Crash(kNow + 4000);
+  run = store_->GetRun(kRun);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->state, store::RunState::kFailed);
+  std::vector<store::AlertRecord> open = Alerts("open");
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].title, "writer rank2 failed");  // evidence of what happened: stays
+  std::vector<store::AlertRecord> resolved = Alerts("resolved");
+  ASSERT_EQ(resolved.size(), 1u);
+  EXPECT_EQ(resolved[0].title, "run run1 hung");
+  EXPECT_EQ(*resolved[0].resolved_ms, kNow + 4000);
 }
 
 // A stale_metric alert taken over is watched from its last point: still stale, it stays open.

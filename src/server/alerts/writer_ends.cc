@@ -3,6 +3,7 @@
 // (AdoptOpenTickAlerts).
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "core/json.h"
 #include "server/alerts/alert_engine.h"
@@ -180,6 +181,83 @@ void AlertEngine::OnWriterRevived(const store::RunRef& ref, const std::string& l
   auto resolved =
       store_->ResolveRuleAlerts(ref.entity, ref.project, ids, ref.run_id, label, now_ms);
   if (!resolved.ok()) Failed("resolving a revived writer's crash alerts", resolved.status());
+  ReviseRunCrashed(**rules, ref, now_ms);
+}
+
+bool AlertEngine::ReviseRunCrashed(const ProjectRules& rules, const store::RunRef& ref,
+                                   int64_t now_ms) {
+  std::set<int64_t> ids;
+  for (const RuleSpec& r : rules.rules()) {
+    if (r.kind == RuleKind::kWriterState) ids.insert(r.id);
+  }
+  auto open = store_->ListAlerts(store::AlertQuery{.entity = ref.entity,
+                                                   .project = ref.project,
+                                                   .state = "open",
+                                                   .run_id = ref.run_id,
+                                                   .writer_label = ""});
+  if (!open.ok()) {
+    Failed("reading a run's crash alerts", open.status());
+    return false;
+  }
+  // The run-level crash alerts (RaiseRunCrashed) and the writers they list.
+  std::vector<const store::AlertRecord*> run_level;
+  std::set<std::string> listed;
+  for (const store::AlertRecord& a : *open) {
+    if (!a.rule_id || !ids.count(*a.rule_id)) continue;
+    auto evidence = json::Parse(a.evidence_json);
+    const bj::object* ev = evidence.ok() ? evidence->if_object() : nullptr;
+    const bj::value* writers = ev ? ev->if_contains("writers") : nullptr;
+    if (!writers || !writers->is_array()) continue;
+    run_level.push_back(&a);
+    for (const bj::value& w : writers->get_array()) {
+      const bj::object* o = w.if_object();
+      const bj::value* label = o ? o->if_contains("writer") : nullptr;
+      if (label && label->is_string()) listed.emplace(label->get_string());
+    }
+  }
+  if (run_level.empty()) return true;
+  auto writers = store_->ListWriters(ref);
+  if (!writers.ok()) {
+    Failed("reading a run's writers", writers.status());
+    return false;
+  }
+  std::vector<store::EndedWriter> still;
+  for (const store::WriterRecord& w : *writers) {
+    if (w.state != store::RunState::kCrashed || !listed.count(w.label)) continue;
+    still.push_back(store::EndedWriter{.run = ref,
+                                       .label = w.label,
+                                       .state = w.state,
+                                       .exit_code = w.exit_code,
+                                       .heartbeat_ms = w.heartbeat_ms,
+                                       .finished_ms = w.finished_ms.value_or(0)});
+  }
+  if (still.size() == listed.size()) return true;  // none of them came back
+  std::vector<const store::EndedWriter*> crashed;
+  for (const store::EndedWriter& w : still) crashed.push_back(&w);
+  // Still many: the alert now lists those (its evidence's count and writers).
+  if (crashed.size() > kMaxWriterAlertsPerSweep) {
+    return RaiseRunCrashed(rules, ref, crashed, now_ms);
+  }
+  // Few enough to be alerted one by one, as HandleWriterEnds would have.
+  bool ok = true;
+  for (const store::AlertRecord* a : run_level) {
+    auto resolved =
+        store_->ResolveAlert(ref.entity, ref.project, ref.run_id, "", a->condition_key, now_ms);
+    if (!resolved.ok()) {
+      Failed("resolving a run's crash alert", resolved.status());
+      return false;  // its writers' own alerts wait for it (the next revival tries again)
+    }
+  }
+  for (const store::EndedWriter* w : crashed) ok = RaiseWriterState(rules, *w, now_ms) && ok;
+  return ok;
+}
+
+void AlertEngine::OnRunEnded(const store::RunRef& ref, int64_t now_ms) {
+  auto rules = Rules(ref.entity, ref.project, now_ms);
+  if (!rules.ok()) return Failed("reading alert rules", rules.status());
+  // As HandleWriterEnds at a run's end. Remembered until resolved: the next Tick resolves a run
+  // alert of its own it no longer finds.
+  if (ResolveEnded(**rules, ref, "", now_ms)) Forget(ref, "");
 }
 
 void AlertEngine::OnWriterRejoined(const store::RunRef& ref, const std::string& label,

@@ -150,12 +150,12 @@ Status SqlStore::RecomputeRunState(Conn& conn, int64_t run_pk, int64_t now_ms) {
       .status();
 }
 
-Status SqlStore::EndOrphanedRun(Conn& conn, int64_t run_pk, int64_t now_ms) {
+Result<std::optional<RunRef>> SqlStore::EndOrphanedRun(Conn& conn, int64_t run_pk, int64_t now_ms) {
   COHORT_ASSIGN_OR_RETURN(RunRecord run, LoadRunByPk(conn, run_pk));  // locks the row
-  if (run.state != RunState::kRunning) return Status::Ok();
+  if (run.state != RunState::kRunning) return std::optional<RunRef>();
   COHORT_ASSIGN_OR_RETURN(std::vector<WriterRecord> writers, LoadWriters(conn, run_pk));
   std::optional<DerivedRunState> end = DeriveOrphanedRunEnd(writers);
-  if (!end) return Status::Ok();
+  if (!end) return std::optional<RunRef>();
   COHORT_RETURN_IF_ERROR(conn.Exec("UPDATE runs SET state = $1, exit_code = $2, finished_ms = $3, "
                                    "updated_ms = greatest(updated_ms, $4) WHERE pk = $5",
                                    Params()
@@ -170,7 +170,7 @@ Status SqlStore::EndOrphanedRun(Conn& conn, int64_t run_pk, int64_t now_ms) {
                "and it was silent for the heartbeat timeout\n",
                run.entity.c_str(), run.project.c_str(), run.run_id.c_str(),
                std::string(RunStateName(end->state)).c_str(), writers.size());
-  return Status::Ok();
+  return std::optional<RunRef>(RunRef{run.entity, run.project, run.run_id});
 }
 
 // ---- runs ----
@@ -503,9 +503,8 @@ Result<WriterRecord> SqlStore::FinishWriter(const RunRef& ref, const std::string
   return finished;
 }
 
-Result<std::vector<CrashedWriter>> SqlStore::MarkStaleWritersCrashed(int64_t stale_before_ms,
-                                                                     int64_t now_ms) {
-  using Out = std::vector<CrashedWriter>;
+Result<StaleSweep> SqlStore::MarkStaleWritersCrashed(int64_t stale_before_ms, int64_t now_ms) {
+  using Out = StaleSweep;
   return RunFor<Out>(Access::kWrite, [&](Conn& conn) -> Result<Out> {
     struct Marked {
       int64_t run_pk;
@@ -541,12 +540,16 @@ Result<std::vector<CrashedWriter>> SqlStore::MarkStaleWritersCrashed(int64_t sta
     std::set<int64_t> runs = marked_runs;  // locked in pk order
     runs.insert(orphans.begin(), orphans.end());
     std::map<int64_t, RunRef> refs;
+    Out out;
     for (int64_t run_pk : runs) {
       if (marked_runs.count(run_pk)) {
         COHORT_RETURN_IF_ERROR(RecomputeRunState(conn, run_pk, now_ms));  // locks the run first
         COHORT_RETURN_IF_ERROR(FollowSummary(conn, run_pk));
       }
-      if (orphaned.count(run_pk)) COHORT_RETURN_IF_ERROR(EndOrphanedRun(conn, run_pk, now_ms));
+      if (orphaned.count(run_pk)) {
+        COHORT_ASSIGN_OR_RETURN(std::optional<RunRef> ended, EndOrphanedRun(conn, run_pk, now_ms));
+        if (ended) out.orphans_ended.push_back(std::move(*ended));
+      }
       if (!marked_runs.count(run_pk)) continue;
       COHORT_ASSIGN_OR_RETURN(
           RunRef ref,
@@ -558,9 +561,8 @@ Result<std::vector<CrashedWriter>> SqlStore::MarkStaleWritersCrashed(int64_t sta
               Status::Internal("a marked writer's run vanished")));
       refs.emplace(run_pk, std::move(ref));
     }
-    Out out;
     for (Marked& m : marked) {
-      out.push_back(CrashedWriter{refs.at(m.run_pk), std::move(m.label), m.heartbeat_ms});
+      out.crashed.push_back(CrashedWriter{refs.at(m.run_pk), std::move(m.label), m.heartbeat_ms});
     }
     return out;
   });

@@ -46,8 +46,7 @@ class SqlStore : public Store {
   Result<HeartbeatsApplied> Heartbeats(const std::vector<HeartbeatUpdate>& updates) final;
   Result<WriterRecord> FinishWriter(const RunRef& ref, const std::string& label, RunState state,
                                     std::optional<int> exit_code, int64_t now_ms) final;
-  Result<std::vector<CrashedWriter>> MarkStaleWritersCrashed(int64_t stale_before_ms,
-                                                             int64_t now_ms) final;
+  Result<StaleSweep> MarkStaleWritersCrashed(int64_t stale_before_ms, int64_t now_ms) final;
   Result<std::vector<EndedWriter>> ListUnhandledWriterEnds(int limit) final;
   Status MarkWriterEndHandled(const RunRef& ref, const std::string& label,
                               int64_t finished_ms) final;
@@ -302,8 +301,10 @@ class SqlStore : public Store {
   // Callers have changed (locked) the writer rows first.
   static Status RecomputeRunState(sql::Conn& conn, int64_t run_pk, int64_t now_ms);
   // Ends the running run `run_pk` when every writer of it ended and none is a controlling one
-  // (DeriveOrphanedRunEnd); nothing otherwise. Locks the run row first.
-  static Status EndOrphanedRun(sql::Conn& conn, int64_t run_pk, int64_t now_ms);
+  // (DeriveOrphanedRunEnd); nothing otherwise. Locks the run row first. Returns the run when it
+  // ended it.
+  static Result<std::optional<RunRef>> EndOrphanedRun(sql::Conn& conn, int64_t run_pk,
+                                                      int64_t now_ms);
   // Fails with kFailedPrecondition unless every stream of `positions` of the writer is at its
   // expected offset (a stream never written is at 0); changes nothing.
   static Status CheckStreamPositions(sql::Conn& conn, int64_t writer_pk, const std::string& label,
