@@ -6,6 +6,7 @@ are in ``_synced``, the registry of live runs in ``_state``.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -46,7 +47,27 @@ class Run(native.Run):
         self._joined_from: Optional[str] = None  # parent's label when joined as a child writer
         self._artifacts: List[Any] = []  # logged by this process (cohort.Artifact)
         self._config = Config(self, config or {})
-        self._summary = Summary(self)
+        self._summary = Summary(self, self._take_run_fields())
+
+    def _take_run_fields(self) -> Dict[str, Any]:
+        """The run's fields as the server held them when this writer joined (a resumed run's):
+        its group, job type, notes and tags where init did not give them; returns its summary."""
+        text = "" if self.disabled else self._run_fields
+        try:
+            fields = json.loads(text) if text else {}
+        except ValueError:
+            fields = {}
+        if not isinstance(fields, dict):
+            return {}
+        for key in ("group", "job_type", "notes"):
+            value = fields.get(key)
+            if self._init_args.get(key) is None and isinstance(value, str) and value:
+                self._init_args[key] = value
+        tags = fields.get("tags")
+        if self._init_args.get("tags") is None and isinstance(tags, list) and tags:
+            self._init_args["tags"] = [t for t in tags if isinstance(t, str)]
+        summary = fields.get("summary")
+        return summary if isinstance(summary, dict) else {}
 
     # -- identity -------------------------------------------------------------------------------
     @property
@@ -65,7 +86,8 @@ class Run(native.Run):
 
     @property
     def group(self) -> Optional[str]:
-        """The group given to init (None for a worker that joined by id); assignable."""
+        """The group given to init, or the run's on the server when it was resumed (or joined
+        by id) without one; None when it has none. Assignable."""
         return self._init_args.get("group")
 
     @group.setter

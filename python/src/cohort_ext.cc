@@ -707,6 +707,7 @@ NB_MODULE(_cohort, m) {
       .def_prop_ro("entity", [](const PyRun& self) { return self.run.entity(); })
       .def_prop_ro("project", [](const PyRun& self) { return self.run.project(); })
       .def_prop_ro("label", [](const PyRun& self) { return self.run.label(); })
+      .def_prop_ro("_run_fields", [](const PyRun& self) { return self.run.run_fields(); })
       .def_prop_ro("url", [](const PyRun& self) { return self.run.url(); })
       .def_prop_ro("step", [](const PyRun& self) { return self.run.step(); })
       .def_prop_ro("dropped",

@@ -232,7 +232,33 @@ std::string ToJson(const OpenReply& m) {
   if (!m.artifact_staging_dir.empty()) o["artifact_staging_dir"] = m.artifact_staging_dir;
   if (m.max_media_file_bytes > 0) o["max_media_file_bytes"] = m.max_media_file_bytes;
   if (m.max_media_per_step > 0) o["max_media_per_step"] = m.max_media_per_step;
+  if (!m.run_fields.empty()) o["run_fields"] = m.run_fields;
   return bj::serialize(o);
+}
+
+std::string RunFieldsOfAnswer(std::string_view answer) {
+  auto v = json::Parse(answer);
+  if (!v.ok() || !v->is_object()) return "";
+  const bj::object& run = v->as_object();
+  bj::object out;
+  for (std::string_view key : {"group", "job_type", "notes"}) {
+    if (const bj::value* f = run.if_contains(key); f && f->is_string()) out[key] = *f;
+  }
+  if (const bj::value* f = run.if_contains("tags"); f && f->is_array()) {
+    bj::array tags;
+    for (const bj::value& t : f->as_array()) {
+      if (t.is_string()) tags.push_back(t);
+    }
+    out["tags"] = std::move(tags);
+  }
+  std::string without_summary = bj::serialize(out);
+  if (const bj::value* f = run.if_contains("summary"); f && f->is_object()) {
+    out["summary"] = *f;
+    std::string text = bj::serialize(out);
+    // A summary too large for an open reply is left out (the run's other fields are not).
+    if (text.size() <= kMaxRunFieldsBytes) return text;
+  }
+  return without_summary;
 }
 
 Result<OpenReply> ParseOpenReply(std::string_view text) {
@@ -254,7 +280,11 @@ Result<OpenReply> ParseOpenReply(std::string_view text) {
   m.artifact_staging_dir = r.OptString("artifact_staging_dir").value_or("");
   m.max_media_file_bytes = std::max<int64_t>(0, r.OptInt("max_media_file_bytes").value_or(0));
   m.max_media_per_step = std::max<int64_t>(0, r.OptInt("max_media_per_step").value_or(0));
+  m.run_fields = r.OptString("run_fields", kMaxRunFieldsBytes).value_or("");
   if (!r.ok()) return r.status();
+  if (!m.run_fields.empty() && !ValidObjectText(m.run_fields)) {
+    return Status::InvalidArgument("open_reply.run_fields: expected an object");
+  }
   return m;
 }
 

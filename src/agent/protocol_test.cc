@@ -149,6 +149,7 @@ TEST(ControlMessageTest, RepliesRoundTrip) {
   o.confirmed = true;
   o.max_media_file_bytes = int64_t{5} << 30;
   o.max_media_per_step = 7;
+  o.run_fields = R"({"group":"g","tags":["a"],"summary":{"loss":0.5}})";
   auto po = ParseOpenReply(ToJson(o));
   ASSERT_TRUE(po.ok());
   EXPECT_EQ(po->entity, "alice");
@@ -157,11 +158,14 @@ TEST(ControlMessageTest, RepliesRoundTrip) {
   EXPECT_TRUE(po->confirmed);
   EXPECT_EQ(po->max_media_file_bytes, int64_t{5} << 30);
   EXPECT_EQ(po->max_media_per_step, 7);
+  EXPECT_EQ(po->run_fields, o.run_fields);
   // An agent that does not say them (older, or not confirmed): not known.
   auto old = ParseOpenReply(R"({"ok":true,"confirmed":false})");
   ASSERT_TRUE(old.ok());
   EXPECT_EQ(old->max_media_file_bytes, 0);
   EXPECT_EQ(old->max_media_per_step, 0);
+  EXPECT_EQ(old->run_fields, "");
+  EXPECT_FALSE(ParseOpenReply(R"({"ok":true,"run_fields":"[1]"})").ok());
 
   FinishRequest f;
   f.exit_code = 143;
@@ -173,6 +177,23 @@ TEST(ControlMessageTest, RepliesRoundTrip) {
 
   Status e = ParseError(ErrorJson(Status::NotFound("no run")));
   EXPECT_EQ(e.code(), StatusCode::kNotFound);
+}
+
+TEST(ControlMessageTest, RunFieldsOfAnswerKeepsWhatAResumedRunShows) {
+  // The server's answer to a run upsert (RunToJson): its group, job_type, notes, tags and
+  // summary pass on; the rest (config, state, ...) does not; a field of another type is left out.
+  EXPECT_EQ(RunFieldsOfAnswer(R"({"id":"X","name":"n","group":"g","job_type":"train",)"
+                              R"("notes":"","tags":["a","b",3],"summary":{"loss":2},)"
+                              R"("config":{"lr":1},"state":"running"})"),
+            R"({"group":"g","job_type":"train","notes":"","tags":["a","b"],)"
+            R"("summary":{"loss":2}})");
+  EXPECT_EQ(RunFieldsOfAnswer(R"({"group":null,"tags":"x","summary":[]})"), "{}");
+  EXPECT_EQ(RunFieldsOfAnswer("not json"), "");
+  EXPECT_EQ(RunFieldsOfAnswer("[]"), "");
+  // A summary too large for an open reply is left out; the other fields stay.
+  const std::string big(kMaxRunFieldsBytes, 'x');
+  EXPECT_EQ(RunFieldsOfAnswer(R"({"group":"g","summary":{"k":")" + big + R"("}})"),
+            R"({"group":"g"})");
 }
 
 TEST(RecordTest, RoundTripsHeaderAndBody) {

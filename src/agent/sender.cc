@@ -6,6 +6,7 @@
 
 #include "agent/agent_log.h"
 #include "agent/artifact_uploader.h"
+#include "agent/protocol.h"
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/limits.h"
@@ -420,8 +421,10 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
           if (auto* n = v->as_object().if_contains("name"); n && n->is_string()) {
             name = std::string(n->as_string());
           }
+          std::string fields = RunFieldsOfAnswer(r->body);
           s->Update([&](UploadProgress* p) {
             p->run_name = name;
+            p->run_fields = std::move(fields);
             p->entity = *entity;
           });
         }

@@ -110,6 +110,9 @@ struct UploadProgress {
   int64_t max_media_per_step = 0;
   std::string entity;     // as resolved
   std::string run_name;   // from the last acknowledged run upsert
+  // The run's group, job_type, notes, tags and summary as the server holds them, from the last
+  // acknowledged run upsert (RunFieldsOfAnswer: a JSON object's text; empty: not known).
+  std::string run_fields;
 };
 
 // The body of a writer finish record: {"exit_code": n, "state": "..."} (each when given).

@@ -468,6 +468,7 @@ const std::string& Run::name() const { return impl_ ? impl_->current_name() : Em
 const std::string& Run::entity() const { return impl_ ? impl_->entity : Empty(); }
 const std::string& Run::project() const { return impl_ ? impl_->rs.settings.project : Empty(); }
 const std::string& Run::label() const { return impl_ ? impl_->rs.settings.label : Empty(); }
+const std::string& Run::run_fields() const { return impl_ ? impl_->run_fields : Empty(); }
 int64_t Run::step() const { return impl_ ? impl_->buffer.step() : 0; }
 int64_t Run::dropped() const {
   return impl_ ? impl_->buffer.dropped() + impl_->frames_dropped() : 0;

@@ -164,6 +164,9 @@ Status Run::Impl::Start(int64_t deadline_ms) {
   if (!reply->ok) return StatusFromText(reply->error);
   entity = reply->entity.empty() ? rs.settings.entity : reply->entity;
   run_name = reply->run_name.empty() ? rs.settings.name : reply->run_name;
+  run_fields = reply->run_fields;
+  // Where the writer goes on: its own next step when it re-joins, or past the steps of the
+  // run's earlier writers when it resumes the run with another label (docs/api.md, Writers).
   buffer.AdvanceStepTo(reply->next_step);
   offline.store(rs.settings.mode == "offline" || !reply->confirmed);
   sent_upto = reply->last_frame;

@@ -101,6 +101,7 @@ struct Run::Impl {
   agent::AgentPaths paths;
   std::string entity;
   std::string run_name;
+  std::string run_fields;  // the open reply's (agent::OpenReply::run_fields)
   int owner_pid = 0;
 
   client::LogBuffer buffer;

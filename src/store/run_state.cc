@@ -77,6 +77,15 @@ std::optional<DerivedRunState> DeriveOrphanedRunEnd(const std::vector<WriterReco
   return out;
 }
 
+int64_t JoinNextStep(const WriterRecord& joined, const std::vector<WriterRecord>& writers) {
+  int64_t next = joined.next_step;
+  if (!joined.primary) return next;
+  for (const WriterRecord& w : writers) {
+    if (w.primary && w.label != joined.label) next = std::max(next, w.next_step);
+  }
+  return next;
+}
+
 RunState StateForExitCode(int exit_code) {
   return exit_code == 0 ? RunState::kFinished : RunState::kFailed;
 }

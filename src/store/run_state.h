@@ -39,6 +39,15 @@ std::optional<DerivedRunState> DeriveOrphanedRunEnd(const std::vector<WriterReco
 // late by another server (whose clock may run a little ahead), never revives it.
 inline constexpr int64_t kReviveAfterCrashMs = 30'000;
 
+// The step a writer that joins (or re-joins) continues at: one past the highest step stored for
+// it (`joined.next_step`), or, for a primary writer, one past the highest step of any other
+// primary writer of the run (`writers`, the run's writers; `joined` among them or not) when that
+// is higher. A run of its own (not shared) has primary writers only: when it is resumed by a
+// process with another label (the default label is `<host>-<random>`), its steps go on after
+// those of the earlier process rather than again from 0. In a shared run only rank 0 is primary:
+// each rank keeps its own steps. Workers (not primary) keep their own steps.
+int64_t JoinNextStep(const WriterRecord& joined, const std::vector<WriterRecord>& writers);
+
 // The writer state that an exit code means when the client did not say: 0 -> finished,
 // otherwise failed.
 RunState StateForExitCode(int exit_code);

@@ -122,6 +122,45 @@ TEST(RunStateTest, StateForExitCodeMapsZeroToFinished) {
   EXPECT_EQ(StateForExitCode(-9), RunState::kFailed);
 }
 
+WriterRecord WithSteps(WriterRecord w, int64_t next_step) {
+  w.next_step = next_step;
+  return w;
+}
+
+TEST(RunStateTest, ResumedRunWithANewLabelContinuesAfterTheEarlierWriter) {
+  // Process 1 (host-ab12) logged steps 0..4 and finished; process 2 joins as host-cd34.
+  WriterRecord first = WithSteps(Writer("host-ab12", true, true), 5);
+  End(&first, RunState::kFinished, 0, 100);
+  const WriterRecord second = Writer("host-cd34", true, true);
+  EXPECT_EQ(JoinNextStep(second, {first}), 5);
+  EXPECT_EQ(JoinNextStep(second, {first, second}), 5);  // listed after its join
+  // A process killed before its writer was marked ended (a preemption) counts the same.
+  WriterRecord killed = WithSteps(Writer("host-ab12", true, true), 7);
+  EXPECT_EQ(JoinNextStep(second, {killed}), 7);
+  // Over several resumes: past the highest.
+  EXPECT_EQ(JoinNextStep(second, {first, WithSteps(Writer("host-ef56", true, true), 9)}), 9);
+}
+
+TEST(RunStateTest, ReJoiningWriterKeepsItsOwnStepsWhenAhead) {
+  const WriterRecord self = WithSteps(Writer("w", true, true), 12);
+  EXPECT_EQ(JoinNextStep(self, {self}), 12);
+  EXPECT_EQ(JoinNextStep(self, {self, WithSteps(Writer("old", true, true), 5)}), 12);
+  EXPECT_EQ(JoinNextStep(Writer("new", true, true), {}), 0);  // a new run
+}
+
+TEST(RunStateTest, SharedRunRanksKeepTheirOwnSteps) {
+  // Workers never continue another writer's steps; rank 0 (the one primary) ignores workers.
+  const WriterRecord rank0 = WithSteps(Writer("rank_0", true, true), 3);
+  const WriterRecord rank1 = WithSteps(Writer("rank_1", false, false), 40);
+  const WriterRecord rank2 = Writer("rank_2", false, false);
+  EXPECT_EQ(JoinNextStep(rank2, {rank0, rank1, rank2}), 0);
+  EXPECT_EQ(JoinNextStep(rank1, {rank0, rank1}), 40);
+  EXPECT_EQ(JoinNextStep(Writer("rank_0", true, true), {rank1}), 0);
+  EXPECT_EQ(JoinNextStep(rank0, {rank0, rank1}), 3);
+  // A forked child (not primary) of a resumed run starts at 0 as before.
+  EXPECT_EQ(JoinNextStep(Writer("host-ab12-4242", false, false), {rank0}), 0);
+}
+
 TEST(RunStateTest, StateNamesRoundTrip) {
   for (RunState s : {RunState::kPending, RunState::kRunning, RunState::kFinished, RunState::kFailed,
                      RunState::kCrashed, RunState::kKilled, RunState::kPreempted}) {

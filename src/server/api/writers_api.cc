@@ -27,14 +27,18 @@ http::HttpResponse Join(ApiContext* ctx, http::HttpRequest& req, const AuthConte
   if (Status s = CheckWriterLabel(join.label, ctx->limits); !s.ok()) return ErrorResponse(s);
   // A re-join answers 200, a first join 201.
   bool existed = false;
-  if (auto ws = ctx->store->ListWriters(*ref); ws.ok()) {
+  auto ws = ctx->store->ListWriters(*ref);
+  if (ws.ok()) {
     for (const auto& w : *ws) existed = existed || w.label == join.label;
   }
   auto w = ctx->store->JoinWriter(*ref, join);
   if (!w.ok()) return ErrorResponse(w.status());
   if (existed && ctx->alerts) ctx->alerts->OnWriterRejoined(*ref, join.label, NowMillis());
-  // The limits a client can check media against when they are logged (docs/api.md).
   bj::value out = WriterToJson(*w);
+  // Where the writer continues: a primary writer of a resumed run with another label goes on
+  // after the run's other primary writers (run_state.h, JoinNextStep; docs/api.md).
+  if (ws.ok()) out.as_object()["next_step"] = store::JoinNextStep(*w, *ws);
+  // The limits a client can check media against when they are logged (docs/api.md).
   out.as_object()["media_limits"] =
       bj::object{{"max_media_file_bytes", int64_t(ctx->limits.max_media_file_bytes)},
                  {"max_media_per_step", ctx->limits.max_media_per_step}};
