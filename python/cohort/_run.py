@@ -309,19 +309,20 @@ class Run(native.Run):
         except Exception:  # noqa: BLE001 - an unreadable config file: the run's own URL
             url = self.url
         self._unconfirmed_url = url
-        sys.stderr.write(f"cohort: run {self.id}: could not confirm the run with the server at "
-                         f"{url} (unreachable, or no answer in time); what it logs is kept by "
-                         f"the agent, which uploads it when the server is reachable (or run "
-                         f"`cohort sync`)\n")
+        sys.stderr.write(f"cohort: run {self.id}: not confirmed by the server at {url} yet "
+                         f"(unreachable, or slow to answer); what it logs is kept by the agent, "
+                         f"which uploads it when the server answers (or run `cohort sync`)\n")
 
-    def _note_unconfirmed_at_finish(self) -> None:
+    def _note_unconfirmed_at_finish(self, error: Optional[str]) -> None:
+        """finish(): when the run was not confirmed at init and finish did not complete (it
+        could not hand everything to the agent); nothing when it completed (the agent keeps
+        what the server has not received)."""
         url = self.__dict__.get("_unconfirmed_url")
-        if url is None:
+        if url is None or not error:
             return
-        sys.stderr.write(f"cohort: run {self.id}: finished without the server at {url} having "
-                         f"confirmed it at init; what the server has not received is kept by "
-                         f"the agent, which uploads it when the server is reachable (or run "
-                         f"`cohort sync`)\n")
+        sys.stderr.write(f"cohort: run {self.id}: finished before everything reached the agent "
+                         f"(the server at {url} had not confirmed the run); see the warning "
+                         f"below\n")
 
     # -- lifecycle -------------------------------------------------------------------------------
     def finish(self, exit_code: Optional[int] = None, quiet: Optional[bool] = None) -> None:
@@ -347,7 +348,7 @@ class Run(native.Run):
             http.close()  # reopened if a version read through it is used later
         error = self._finish(exit_code, state)
         self._note_artifact_outcomes()
-        self._note_unconfirmed_at_finish()
+        self._note_unconfirmed_at_finish(error)
         if error:
             warnings.warn(f"cohort: run {self.id}: finish did not complete: {error}",
                           RuntimeWarning, stacklevel=3)

@@ -348,6 +348,12 @@ def exit_status() -> Tuple[int, str]:
         return 0, ""  # sys.exit() calls caught on the way, sys.excepthook called by hand
     if _exit_code is None:
         if outcome == "raised":
+            # An uncaught exception whose sys.excepthook was replaced after init() without
+            # chaining (rich.traceback.install(), ...): CPython keeps it in sys.last_value (and
+            # sys.last_exc) before calling the hook, never a SystemExit.
+            last = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+            if isinstance(last, BaseException) and not isinstance(last, SystemExit):
+                return exit_state_for(last)
             _warn_unseen_exit()
         return 0, _exit_state
     return _exit_code, _exit_state

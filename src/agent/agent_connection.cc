@@ -90,7 +90,7 @@ bool AgentConnection::Handle(const Frame& frame) {
       }
       HelloMessage reply;
       reply.pid = getpid();
-      reply.features = {std::string(kAgentFeatureAlert)};
+      reply.features = {std::string(kAgentFeatureAlert), std::string(kAgentFeatureConfigUnset)};
       return Send(MessageType::kHelloReply, ToJson(reply));
     }
     case MessageType::kOpen: {

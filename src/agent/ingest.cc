@@ -460,7 +460,7 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
   if (reply->confirmed) {
     reply->max_media_file_bytes = p.max_media_file_bytes;
     reply->max_media_per_step = p.max_media_per_step;
-    reply->run_fields = p.run_fields;
+    if (p.run_fields) reply->run_fields = *p.run_fields;
   }
   return session;
 }

@@ -92,6 +92,8 @@ Status SplitNumbered(std::string_view payload, uint64_t* frame, std::string_view
 // from before a feature does not list it: a client then does not send that message (the agent
 // would refuse the frame, and the client resend it forever).
 inline constexpr std::string_view kAgentFeatureAlert = "alert";  // kAlert frames
+// kUpdate frames with "config_unset" (keys removed from the run's config).
+inline constexpr std::string_view kAgentFeatureConfigUnset = "config_unset";
 
 struct HelloMessage {
   uint32_t version = kProtocolVersion;

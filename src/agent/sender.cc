@@ -421,7 +421,7 @@ Sender::Attempt Sender::Upload(Entry* e, const Record& rec) {
           if (auto* n = v->as_object().if_contains("name"); n && n->is_string()) {
             name = std::string(n->as_string());
           }
-          std::string fields = RunFieldsOfAnswer(r->body);
+          auto fields = std::make_shared<const std::string>(RunFieldsOfAnswer(r->body));
           s->Update([&](UploadProgress* p) {
             p->run_name = name;
             p->run_fields = std::move(fields);

@@ -9,6 +9,7 @@
 #include "core/ids.h"
 #include "core/json.h"
 #include "core/limits.h"
+#include "core/utf8.h"
 
 namespace cohort::agent {
 namespace {
@@ -309,7 +310,12 @@ Status WriterStream::NoteRefused(const Status& why) {
   {
     MutexLock lock(&append_mu_);
     ++refused_;
-    last_refusal_ = why;
+    // Bounded and valid UTF-8: seq.json must stay under kMaxMetaBytes and parse (the server's
+    // message is its own).
+    constexpr size_t kKeptMessageBytes = 1024;
+    std::string message;
+    utf8::AppendSanitized(why.message(), kKeptMessageBytes, &message);
+    last_refusal_ = Status(why.code(), std::move(message));
     saved = WriteSeqStateLocked();
   }
   Update([&why](UploadProgress* p) {

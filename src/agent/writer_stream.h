@@ -111,8 +111,9 @@ struct UploadProgress {
   std::string entity;     // as resolved
   std::string run_name;   // from the last acknowledged run upsert
   // The run's group, job_type, notes, tags and summary as the server holds them, from the last
-  // acknowledged run upsert (RunFieldsOfAnswer: a JSON object's text; empty: not known).
-  std::string run_fields;
+  // acknowledged run upsert (RunFieldsOfAnswer: a JSON object's text; null: not known). Shared:
+  // progress() is copied in every Sender loop, and a summary may be megabytes.
+  std::shared_ptr<const std::string> run_fields;
 };
 
 // The body of a writer finish record: {"exit_code": n, "state": "..."} (each when given).

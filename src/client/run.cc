@@ -192,6 +192,9 @@ Result<agent::OpenRequest> BuildOpenRequest(const client::ResolvedSettings& rs) 
     }
     bj::object meta;
     meta["sdk"] = "cohort-cpp/" + std::string(kVersion);
+    // false: a run of its own, whose writers continue each other's steps (a resumed run); the
+    // server applies that only when told (writers_api.cc), so shared runs keep per-rank steps.
+    meta["shared"] = s.shared;
     if (rs.rank) meta["rank"] = *rs.rank;
     if (rs.local_rank) meta["local_rank"] = *rs.local_rank;
     if (rs.world_size) meta["world_size"] = *rs.world_size;
@@ -332,6 +335,13 @@ Status Run::RemoveConfigKeys(const std::vector<std::string>& keys) {
   const Settings& s = impl_->rs.settings;
   if (s.shared && !s.primary.value_or(true)) return Status::Ok();  // the primary's alone
   if (impl_->child_pending.load()) StartForkedChild(impl_.get());
+  if (!impl_->agent_takes_config_unset.load()) {  // it would refuse the frame for ever
+    const std::string pid = std::to_string(impl_->agent_pid_now.load());
+    return Status::Unavailable(
+        "config keys not removed: the cohort agent of this node (pid " + pid +
+        ") is older than this client; it exits when idle, or stop it (kill " + pid +
+        ") and the next run starts a current one");
+  }
   bj::array unset;
   for (const std::string& key : keys) unset.emplace_back(key);
   bj::object body;

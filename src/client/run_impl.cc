@@ -237,6 +237,7 @@ Status Run::Impl::EnqueueUpdate(std::string body) {
 
 void Run::Impl::NoteAgent(const client::AgentTransport& t) {
   agent_takes_alerts.store(t.agent_has(agent::kAgentFeatureAlert));
+  agent_takes_config_unset.store(t.agent_has(agent::kAgentFeatureConfigUnset));
   agent_pid_now.store(t.agent_pid());
 }
 

@@ -118,6 +118,7 @@ struct Run::Impl {
   // What the agent of the current transport said in its hello: whether it takes alert frames
   // (an older agent still running does not), and its pid (for the message saying so).
   std::atomic<bool> agent_takes_alerts{false};
+  std::atomic<bool> agent_takes_config_unset{false};
   std::atomic<int64_t> agent_pid_now{0};
 
  private:

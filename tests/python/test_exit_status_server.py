@@ -42,6 +42,8 @@ def _ended(view):
     # from a function, as scripts do (`if __name__ == "__main__": sys.exit(main())`)
     ("def main():\n    return 5\nsys.exit(main())", 5, 5, "failed"),
     ("raise ValueError('boom')", 1, 1, "failed"),
+    # a hook installed after init() that does not chain (rich.traceback.install() and others)
+    ("sys.excepthook = lambda *a: None\nraise ValueError('boom')", 1, 1, "failed"),
 ])
 def test_the_run_ends_with_the_exit_status_given_to_sys_exit(client, ending, status, exit_code,
                                                               state):

@@ -90,3 +90,23 @@ def test_a_run_resumed_after_its_process_was_killed_continues_its_steps(client):
     steps = wait_until(lambda: (s := _loss_steps(view)) and len(s) == 8 and s,
                        what="the second process's points")
     assert [s for s, _ in steps] == list(range(8))
+
+
+def test_the_ranks_of_a_shared_run_launched_without_torchrun_keep_their_own_steps(client):
+    """Without torchrun every writer of a shared run is primary (docs/python.md): a rank that
+    joins after another must not start after the other's steps (rank comparison lines them up
+    step by step)."""
+    rank = """
+import json, cohort
+run = cohort.init(project='resume', id='shared-run', mode='shared',
+                  settings=cohort.Settings(x_label=%r))
+start = run.step
+for i in range(%d):
+    run.log({'loss': float(i)})
+print(json.dumps({'start': start, 'end': run.step}))
+run.finish()
+"""
+    first = _out(client.python(rank % ("node_a", 4)))
+    assert (first["start"], first["end"]) == (0, 4)
+    second = _out(client.python(rank % ("node_b", 2)))
+    assert (second["start"], second["end"]) == (0, 2), second

@@ -35,9 +35,18 @@ http::HttpResponse Join(ApiContext* ctx, http::HttpRequest& req, const AuthConte
   if (!w.ok()) return ErrorResponse(w.status());
   if (existed && ctx->alerts) ctx->alerts->OnWriterRejoined(*ref, join.label, NowMillis());
   bj::value out = WriterToJson(*w);
-  // Where the writer continues: a primary writer of a resumed run with another label goes on
-  // after the run's other primary writers (run_state.h, JoinNextStep; docs/api.md).
-  if (ws.ok()) out.as_object()["next_step"] = store::JoinNextStep(*w, *ws);
+  // Where the writer continues: a primary writer of a resumed run of its own (its client said
+  // metadata.shared false) with another label goes on after the run's other primary writers
+  // (run_state.h, JoinNextStep; docs/api.md). In a shared run every rank keeps its own steps,
+  // all of them primary when launched without torchrun.
+  if (ws.ok()) {
+    auto run = ctx->store->GetRun(*ref);
+    const bj::value meta = run.ok() ? ParseStoredJson(run->metadata_json) : bj::value();
+    const bj::value* shared = meta.is_object() ? meta.as_object().if_contains("shared") : nullptr;
+    if (shared != nullptr && shared->is_bool() && !shared->as_bool()) {
+      out.as_object()["next_step"] = store::JoinNextStep(*w, *ws);
+    }
+  }
   // The limits a client can check media against when they are logged (docs/api.md).
   out.as_object()["media_limits"] =
       bj::object{{"max_media_file_bytes", int64_t(ctx->limits.max_media_file_bytes)},

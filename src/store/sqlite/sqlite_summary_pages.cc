@@ -100,7 +100,7 @@ Status AddToPages(Db* db, int64_t series_pk, const std::vector<series::ChunkWrit
     const int64_t page = sealed[i].index / kChunksPerPage;
     std::string data;
     int64_t lo = 0, hi = 0;
-    bool have = false;
+    bool have = false, existed = false;
     {
       COHORT_ASSIGN_OR_RETURN(Stmt st, db->Cached("SELECT data, min_step, max_step FROM "
                                                   "chunk_pages WHERE series_pk = ? AND page = ?"));
@@ -110,7 +110,7 @@ Status AddToPages(Db* db, int64_t series_pk, const std::vector<series::ChunkWrit
         data = st.Blob(0);
         lo = st.Int(1);
         hi = st.Int(2);
-        have = true;
+        have = existed = true;
       }
     }
     auto add = [&](const series::ChunkWrite& w, int64_t pk) {
@@ -121,7 +121,7 @@ Status AddToPages(Db* db, int64_t series_pk, const std::vector<series::ChunkWrit
       hi = have ? std::max(hi, s.max_step) : s.max_step;
       have = true;
     };
-    if (!data.empty()) {
+    if (existed) {  // an empty or NULL page is damaged too: its entries are not in it
       if (std::optional<std::string_view> entries = PageEntries(data)) {
         data.resize(entries->size());
       } else {  // damaged: the page's earlier entries again, from the chunks' rows
