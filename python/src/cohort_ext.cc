@@ -536,12 +536,17 @@ void InitRun(PyRun* self, const cohort::Settings& settings) {
   new (self) PyRun{std::move(r->value()), false, int(getpid())};
 }
 
+// Raises the package's error for kFailedPrecondition ("<what>: this run is finished") when the
+// run is finished: what changes a run needs it open.
+void RequireOpen(const PyRun& self, std::string_view what) {
+  if (!self.finished) return;
+  PyErr_Format(ErrorTypeFor(cohort::StatusCode::kFailedPrecondition), "%.*s: this run is finished",
+               int(what.size()), what.data());
+  throw nb::python_error();
+}
+
 void UpdateJson(PyRun& self, std::string_view json, bool summary) {
-  if (self.finished) {
-    PyObject* type = ErrorTypeFor(cohort::StatusCode::kFailedPrecondition);
-    PyErr_Format(type, "%s: this run is finished", summary ? "summary" : "config");
-    throw nb::python_error();
-  }
+  RequireOpen(self, summary ? "summary" : "config");
   cohort::Status st = summary ? self.run.UpdateSummary(json) : self.run.UpdateConfig(json);
   if (!st.ok()) Raise(st, summary ? "summary" : "config");
 }
@@ -555,11 +560,7 @@ void ReplaceRef(PyObject** slot, PyObject* value) {
 
 // run.name / group / job_type / notes / tags = ... (Run::SetName & co.).
 void SetField(PyRun& self, std::string_view field, std::string_view value) {
-  if (self.finished) {
-    PyObject* type = ErrorTypeFor(cohort::StatusCode::kFailedPrecondition);
-    PyErr_Format(type, "%.*s: this run is finished", int(field.size()), field.data());
-    throw nb::python_error();
-  }
+  RequireOpen(self, field);
   cohort::Status st;
   if (field == "name") {
     st = self.run.SetName(value);
@@ -576,11 +577,7 @@ void SetField(PyRun& self, std::string_view field, std::string_view value) {
 }
 
 void SetTags(PyRun& self, const std::vector<std::string>& tags) {
-  if (self.finished) {
-    PyErr_SetString(ErrorTypeFor(cohort::StatusCode::kFailedPrecondition),
-                    "tags: this run is finished");
-    throw nb::python_error();
-  }
+  RequireOpen(self, "tags");
   cohort::Status st = self.run.SetTags(tags);
   if (!st.ok()) Raise(st, "run");
 }
@@ -589,11 +586,7 @@ void SetTags(PyRun& self, const std::vector<std::string>& tags) {
 // seconds): Run::Alert.
 void RunAlert(PyRun& self, std::string_view title, std::string_view text, std::string_view level,
               double wait_duration_s) {
-  if (self.finished) {
-    PyErr_SetString(ErrorTypeFor(cohort::StatusCode::kFailedPrecondition),
-                    "alert: this run is finished");
-    throw nb::python_error();
-  }
+  RequireOpen(self, "alert");
   cohort::Status st = self.run.Alert(title, text, level, wait_duration_s);
   if (!st.ok()) Raise(st, "run.alert");
 }
@@ -659,11 +652,7 @@ NB_MODULE(_cohort, m) {
       .def(
           "_remove_config",
           [](PyRun& self, const std::vector<std::string>& keys) {
-            if (self.finished) {
-              PyErr_SetString(ErrorTypeFor(cohort::StatusCode::kFailedPrecondition),
-                              "config: this run is finished");
-              throw nb::python_error();
-            }
+            RequireOpen(self, "config");
             cohort::Status st = self.run.RemoveConfigKeys(keys);
             if (!st.ok()) Raise(st, "config");
           },
