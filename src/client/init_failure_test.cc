@@ -59,6 +59,9 @@ TEST(InitFailure, WithoutACohortBinaryInitFailsNamingCohortBin) {
   std::string root = mkdtemp(tmpl);
   setenv("HOME", root.c_str(), 1);
   setenv("COHORT_BIN", (root + "/no-such-cohort").c_str(), 1);
+  // A socket of its own: an agent of this machine's user (the default socket does not depend on
+  // HOME) answered, and Init succeeded through it.
+  setenv("COHORT_AGENT_SOCKET", (root + "/agent.sock").c_str(), 1);
   for (const char* v : {"COHORT_BASE_URL", "COHORT_API_KEY", "COHORT_RUN_ID", "COHORT_MODE",
                         "COHORT_AGENT", "RANK", "TORCHELASTIC_RUN_ID"}) {
     unsetenv(v);
@@ -83,6 +86,7 @@ TEST(InitFailure, WithoutACohortBinaryInitFailsNamingCohortBin) {
     EXPECT_LT(NowMillis() - start, 5000) << transport;
   }
   unsetenv("COHORT_BIN");
+  unsetenv("COHORT_AGENT_SOCKET");
   fs::remove_all(root);
 }
 
