@@ -112,6 +112,12 @@ class Client:
     def run_view(self, run_id, project=PROJECT):
         return RunView(self, f"/api/v1/runs/{self.entity}/{project}/{run_id}")
 
+    def only_run(self, project=PROJECT):
+        """The view of the project's one run, once it is listed (asserts there is one)."""
+        runs = wait_until(lambda: self.runs(project=project), what="a run")
+        assert len(runs) == 1, [r["id"] for r in runs]
+        return self.run_view(runs[0]["id"], project=project)
+
     # -- cleanup ------------------------------------------------------------------------------
     def agent_pids(self):
         """Agents started for this test (their environment names this test's HOME)."""
@@ -160,9 +166,16 @@ class RunView:
         self.client = client
         self.path = path
 
+    ENDED = ("finished", "failed", "crashed", "killed", "preempted")
+
     def get(self):
         """The run object ({"state": "absent"} while the server does not know it yet)."""
         return self.client.get(self.path, missing=True) or {"state": "absent"}
+
+    def wait_state(self, states=ENDED, timeout=30.0):
+        """The run object once its state is one of `states` (any end by default)."""
+        return wait_until(lambda: (r := self.get())["state"] in states and r, timeout,
+                          what=f"run state in {states}")
 
     def writers(self):
         return {w["label"]: w for w in self.client.get(self.path + "/writers")["writers"]}

@@ -22,15 +22,9 @@ INIT = "run = cohort.init(project='exit')\nrun.log({'a': 1})\n"
 UNSEEN = "the program ended by a SystemExit no hook sees"
 
 
-def _only_run(client):
-    runs = wait_until(lambda: client.runs(project=PROJECT), what="a run")
-    assert len(runs) == 1, [r["id"] for r in runs]
-    return client.run_view(runs[0]["id"], project=PROJECT)
-
-
-def _ended(view):
-    ended = ("finished", "failed", "crashed", "killed", "preempted")
-    return wait_until(lambda: (r := view.get())["state"] in ended and r, what="run ended")
+def _ended_run(client):
+    """The project's one run, once it ended."""
+    return client.only_run(project=PROJECT).wait_state()
 
 
 @pytest.mark.parametrize("ending,status,exit_code,state", [
@@ -49,7 +43,7 @@ def test_the_run_ends_with_the_exit_status_given_to_sys_exit(client, ending, sta
                                                               state):
     proc = client.python(HEADER + INIT + ending + "\n")
     assert proc.returncode == status, proc.stderr[-3000:]
-    run = _ended(_only_run(client))
+    run = _ended_run(client)
     assert (run["state"], run["exit_code"]) == (state, exit_code)
     assert UNSEEN not in proc.stderr
 
@@ -64,7 +58,7 @@ def test_a_sys_exit_caught_by_the_program_does_not_fail_the_run(client):
         "    pass\n"
         "run.log({'a': 2})\n"))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    run = _ended(_only_run(client))
+    run = _ended_run(client)
     assert (run["state"], run["exit_code"]) == ("finished", 0)
 
 
@@ -74,7 +68,7 @@ def test_sys_exit_in_another_thread_does_not_fail_the_run(client):
         "t = threading.Thread(target=sys.exit, args=(7,))\n"
         "t.start(); t.join()\n"))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    run = _ended(_only_run(client))
+    run = _ended_run(client)
     assert (run["state"], run["exit_code"]) == ("finished", 0)
 
 
@@ -86,7 +80,7 @@ def test_sys_exit_after_a_caught_one_gives_its_own_code(client):
         "    pass\n"
         "sys.exit(6)\n"))
     assert proc.returncode == 6, proc.stderr[-3000:]
-    run = _ended(_only_run(client))
+    run = _ended_run(client)
     assert (run["state"], run["exit_code"]) == ("failed", 6)
 
 
@@ -101,7 +95,7 @@ def test_raise_system_exit_written_out_ends_the_run_with_0_and_says_so(client, e
     finished with exit code 0 and the package says on stderr that the status is unknown."""
     proc = client.python(HEADER + INIT + ending + "\n")
     assert proc.returncode == status, proc.stderr[-3000:]
-    run = _ended(_only_run(client))
+    run = _ended_run(client)
     assert (run["state"], run["exit_code"]) == ("finished", 0)
     assert UNSEEN in proc.stderr and "sys.exit(code)" in proc.stderr, proc.stderr[-3000:]
     assert proc.stderr.count("cohort: the program ended by a SystemExit") == 1
@@ -114,7 +108,7 @@ def test_raise_system_exit_inside_a_with_block_gives_its_code(client):
         "    run.log({'a': 1})\n"
         "    raise SystemExit(3)\n"))
     assert proc.returncode == 3, proc.stderr[-3000:]
-    run = _ended(_only_run(client))
+    run = _ended_run(client)
     assert (run["state"], run["exit_code"]) == ("failed", 3)
     assert UNSEEN not in proc.stderr
 
@@ -148,7 +142,7 @@ def test_a_shared_worker_writer_ends_with_its_own_process_exit_code(client, tmp_
         release.write_text("")
     out, err = primary.communicate(timeout=120)
     assert primary.returncode == 0, err[-3000:]
-    run = _ended(view)
+    run = view.wait_state()
     writers = view.writers()
     assert (writers["rank_0"]["state"], writers["rank_0"]["exit_code"]) == ("finished", 0)
     assert (run["state"], run["exit_code"]) == ("finished", 0)

@@ -13,11 +13,9 @@ UNCONFIRMED = "not confirmed by the server at"
 
 
 def _ended_run(client):
-    runs = wait_until(lambda: client.runs(project=PROJECT), what="a run")
-    assert len(runs) == 1, [r["id"] for r in runs]
-    view = client.run_view(runs[0]["id"], project=PROJECT)
-    return view, wait_until(lambda: (r := view.get())["state"] == "finished" and r,
-                            what="run finished")
+    """The view of the project's one run and the run once it finished."""
+    view = client.only_run(project=PROJECT)
+    return view, view.wait_state(("finished",))
 
 
 def test_the_seed_sdks_environment_names_the_run(client):
