@@ -60,6 +60,8 @@ TEST_P(StoreConformanceTest, AlertOpensOnceAndRepeatsBumpIt) {
 
   AlertRaise again = Raise("r1", "rank0", "code:x", kT0 + 500);
   again.evidence_json = R"({"n":2})";
+  again.title = "t2";  // the condition as it stands now ("2 writers crashed", was 3)
+  again.text = "newer text";
   COHORT_ASSERT_OK_AND_ASSIGN(auto second, store().RaiseAlert(again));
   EXPECT_FALSE(second.second);
   EXPECT_EQ(second.first.id, first.first.id);
@@ -67,6 +69,10 @@ TEST_P(StoreConformanceTest, AlertOpensOnceAndRepeatsBumpIt) {
   EXPECT_EQ(second.first.last_seen_ms, kT0 + 500);
   EXPECT_EQ(second.first.opened_ms, kT0);
   EXPECT_EQ(second.first.evidence_json, R"({"n":2})");
+  EXPECT_EQ(second.first.title, "t2");
+  EXPECT_EQ(second.first.text, "newer text");
+  COHORT_ASSERT_OK_AND_ASSIGN(AlertRecord read, store().GetAlert("acme", "vision", first.first.id));
+  EXPECT_EQ(read.title, "t2");
 
   // Another writer, another key, another run: other alerts.
   COHORT_ASSERT_OK_AND_ASSIGN(auto other, store().RaiseAlert(Raise("r1", "rank1", "code:x")));

@@ -331,6 +331,8 @@ TEST_F(AlertEngineTest, RevivedWritersReviseTheRunLevelCrashAlert) {
   EXPECT_EQ(ev->at("count").as_int64(), 5);
   ASSERT_EQ(ev->at("writers").as_array().size(), 5u);
   EXPECT_EQ(ev->at("writers").as_array()[0].at("writer").as_string(), "rank1");
+  EXPECT_EQ(open[0].title, "5 writers crashed");  // its title and text say so too
+  EXPECT_NE(open[0].text.find(" 5 writers of run run1 "), std::string::npos) << open[0].text;
   Revive("rank1", kNow);
   open = Alerts("open");
   std::set<std::string> titles;

@@ -133,16 +133,17 @@ Result<std::optional<AlertRecord>> LoadOpen(Conn& conn, const std::string& entit
   return std::optional<AlertRecord>(std::move(open.front()));
 }
 
-// Bumps the open alert `a` with what `r` saw.
+// Bumps the open alert `a` with what `r` saw: its title, text and evidence are the latest (a
+// run's "3 writers crashed" revised to "2 writers crashed" when one came back).
 Result<AlertRecord> Bump(Conn& conn, const AlertRecord& a, const AlertRaise& r) {
   static const std::string kSql =
       std::string(
           "UPDATE alerts SET count = count + 1, last_seen_ms = greatest(last_seen_ms, $1), "
-          "evidence_json = $2 WHERE id = $3 RETURNING ") +
+          "evidence_json = $2, title = $3, text = $4 WHERE id = $5 RETURNING ") +
       kAlertColumns;
-  return sql::QueryOne<AlertRecord>(conn, kSql,
-                                    Params().Add(r.now_ms).Add(r.evidence_json).Add(a.id),
-                                    ReadAlert, Status::Internal("alert vanished while bumped"));
+  return sql::QueryOne<AlertRecord>(
+      conn, kSql, Params().Add(r.now_ms).Add(r.evidence_json).Add(r.title).Add(r.text).Add(a.id),
+      ReadAlert, Status::Internal("alert vanished while bumped"));
 }
 
 }  // namespace
