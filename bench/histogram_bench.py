@@ -10,6 +10,10 @@ the GPU (bench/gpu_check.py): the torch-only timings then wait for the device
 for an accelerator tensor (the range brought back, then `histc` over it and its counts back: two
 waits for the device), without the class's checks and conversions.
 
+`*_paced_*`: a training step (~5 ms of matrix products on the CPU) between two calls, untimed,
+so that the histogram worker keeps up as in a training loop; `_at_call_` with
+COHORT_HISTOGRAM_DEFER=0 (the histogram computed on the training thread), in the same process.
+
 Usage: python3 bench/histogram_bench.py   (the venv's python: torch, numpy, wandb)
 """
 import json
@@ -22,7 +26,7 @@ import time
 from _bench_server import BenchServer, p50
 
 SCRIPT = r"""
-import json, os
+import json, os, statistics, time
 import numpy as np
 import torch
 import cohort
@@ -41,6 +45,47 @@ def two_transfers(t):
     return torch.histc(t, bins=64, min=lo, max=hi).to(device="cpu", dtype=torch.float64).numpy()
 
 
+# p50 (us) of fn(i) called after work() each time (untimed: a training step between two
+# histograms, as watch logs them), so that the histogram worker keeps up, as in a training loop.
+def paced(fn, n, work):
+    times = []
+    for i in range(n):
+        work()
+        start = time.perf_counter()
+        fn(i)
+        times.append(time.perf_counter() - start)
+    times.sort()
+    return times[len(times) // 2] * 1e6
+
+
+m = torch.randn(384, 384, device=device)
+step = lambda: (m @ m @ m).sum().item()  # ~5 ms of one CPU thread, a sync on a GPU
+
+
+# fn() with COHORT_HISTOGRAM_DEFER set to `value` (read at each Histogram).
+def with_defer(value, fn):
+    before = os.environ.get("COHORT_HISTOGRAM_DEFER")
+    os.environ["COHORT_HISTOGRAM_DEFER"] = value
+    try:
+        return fn()
+    finally:
+        if before is None:
+            del os.environ["COHORT_HISTOGRAM_DEFER"]
+        else:
+            os.environ["COHORT_HISTOGRAM_DEFER"] = before
+
+
+def paced_pair():
+    later, at_call = [], []
+    for _ in range(4):
+        later.append(paced(lambda i: run.log({"hp": cohort.Histogram(t, num_bins=64)}), 50, step))
+        at_call.append(with_defer("0", lambda: paced(
+            lambda i: run.log({"hc": cohort.Histogram(t, num_bins=64)}), 50, step)))
+    return {"cohort_histogram_and_log_paced_us": statistics.median(later),
+            "cohort_histogram_and_log_paced_at_call_us": statistics.median(at_call),
+            "paced_blocks_us": {"later": later, "at_call": at_call}}
+
+
 def synced(fn):
     def call(i):
         fn(i)
@@ -53,6 +98,9 @@ res = {"device": device} if os.environ.get("QUERY_ONLY") else {
   "histc_us": p50(synced(lambda i: torch.histc(t, bins=64, min=-5, max=5)), 200),
   "aminmax_us": p50(synced(lambda i: torch.aminmax(t)), 200),
   "cohort_histogram_and_log_us": p50(lambda i: run.log({"h": cohort.Histogram(t, num_bins=64)}), 200),
+  # After a training step each (the worker keeps up): computed later (the default) and at the
+  # call (COHORT_HISTOGRAM_DEFER=0), alternating blocks of 50 calls, four of each.
+  **paced_pair(),
   "log_ready_histogram_us": p50(lambda i: run.log({"r": ready}), 2000),
   "log_scalar_us": p50(lambda i: run.log({"s": float(i)}), 2000),
 }

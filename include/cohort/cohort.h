@@ -189,6 +189,16 @@ class Run {
   Status LogMedia(std::string_view key, std::string_view type, int64_t step,
                   const std::vector<MediaValue>& set);
 
+  // Claims `key` for histograms in this writer: kInvalidArgument naming the key when it breaks
+  // the key rule or was logged with another type. The Python SDK claims at the log call, computes
+  // the histogram off the training thread, then calls LogHistogram at that call's step.
+  Status ClaimHistogramKey(std::string_view key);
+  // Logs one histogram under `key` at `step` (>= 0; below the current step too: the step of the
+  // call that claimed it), claiming the key as ClaimHistogramKey does. kInvalidArgument naming
+  // the key for an invalid histogram (cohort/histogram.h); kResourceExhausted, counted in
+  // dropped(), when more histograms wait for the agent than the buffer may hold.
+  Status LogHistogram(std::string_view key, int64_t step, const Histogram& histogram);
+
   // Merges keys into the run's config / summary (JSON object text). Only the primary writer's
   // config reaches the server in shared mode.
   // Merges the JSON object into the run's config key by key (a null is stored as a value).

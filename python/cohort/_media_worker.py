@@ -22,9 +22,9 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 MAX_SETS_PER_INTENT = 16
 
 
-def _queue_size() -> int:
+def _queue_size(env: str = "COHORT_MEDIA_QUEUE") -> int:
     try:
-        return max(1, int(os.environ.get("COHORT_MEDIA_QUEUE", "64")))
+        return max(1, int(os.environ.get(env, "64")))
     except ValueError:
         return 64
 
@@ -48,9 +48,15 @@ class Worker:
     polls, every millisecond while there is work and backing off to every 50 ms when idle; it
     wakes the training thread only when that thread waits (the queue full, or ``finish``)."""
 
+    #: The worker thread's name, what its queue-full warning and its failures call the items,
+    #: and the environment variable that sizes its queue (items).
+    thread_name = "cohort-media"
+    noun = "media"
+    queue_env = "COHORT_MEDIA_QUEUE"
+
     def __init__(self) -> None:
         self._items: "collections.deque[Tuple[Any, str, Any, int]]" = collections.deque()
-        self.max_items = _queue_size()
+        self.max_items = _queue_size(self.queue_env)
         self._cv = threading.Condition()
         self._pending: Dict[int, int] = {}  # id(run) -> sets not yet handed over
         self._thread: Optional[threading.Thread] = None
@@ -61,7 +67,7 @@ class Worker:
     def put(self, run: Any, key: str, mset: Any, step: int) -> None:
         with self._cv:
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="cohort-media",
+                self._thread = threading.Thread(target=self._loop, name=self.thread_name,
                                                 daemon=True)
                 self._thread.start()
             # Counted from now (a drain of the run meanwhile waits for this set too), and no
@@ -70,15 +76,15 @@ class Worker:
             # for it.
             self._pending[id(run)] = self._pending.get(id(run), 0) + 1
             try:
-                if len(self._items) >= self.max_items:
+                if not self._has_room(mset):
                     self.waits += 1
                     if self.waits == 1 or self.waits % 1000 == 0:
-                        warnings.warn(f"cohort: media encoding is behind; log() waits for room "
-                                      f"in its queue ({self.waits} waits so far, "
-                                      f"COHORT_MEDIA_QUEUE={self.max_items})", RuntimeWarning,
-                                      stacklevel=4)
-                    self._cv.wait_for(lambda: len(self._items) < self.max_items)
+                        warnings.warn(f"cohort: {self.noun} encoding is behind; log() waits for "
+                                      f"room in its queue ({self.waits} waits so far, "
+                                      f"{self._limit_text()})", RuntimeWarning, stacklevel=4)
+                    self._cv.wait_for(lambda: self._has_room(mset))
                 self._items.append((run, key, mset, step))
+                self._queued(mset)
             except BaseException:
                 n = self._pending.get(id(run), 1) - 1
                 if n > 0:
@@ -121,13 +127,16 @@ class Worker:
                         self.sets += 1
                     else:
                         self.failures += 1
-                        _warn(f"cohort: media {key!r} at step {step} was not logged: {error}")
+                        _warn(f"cohort: {self.noun} {key!r} at step {step} was not logged: "
+                              f"{error}")
             except Exception as e:  # noqa: BLE001 - reported, the worker goes on
                 self.failures += len(batch) - done
-                _warn(f"cohort: {len(batch) - done} media set(s) of keys "
+                _warn(f"cohort: {len(batch) - done} {self.noun} value(s) of keys "
                       f"{sorted({k for k, _, _ in batch[done:]})} were not logged: {e}")
             finally:
                 with self._cv:
+                    for _, value, _ in batch:
+                        self._handed(value)
                     n = self._pending.get(id(run), len(batch)) - len(batch)
                     if n > 0:
                         self._pending[id(run)] = n
@@ -137,6 +146,20 @@ class Worker:
                 # Nothing of the sets outlives their hand-over here: a waiting worker must not
                 # keep the run (or its arrays) alive until the interpreter exits.
                 run = batch = None
+
+    # Room in the queue (called with the lock held): by item count here; a subclass may count
+    # bytes (_queued and _handed keep its count, also with the lock held).
+    def _has_room(self, value: Any) -> bool:
+        return len(self._items) < self.max_items
+
+    def _limit_text(self) -> str:
+        return f"{self.queue_env}={self.max_items}"
+
+    def _queued(self, value: Any) -> None:
+        pass
+
+    def _handed(self, value: Any) -> None:
+        pass
 
     def drain(self, run: Any, timeout: Optional[float]) -> bool:
         """Waits until every set `run` logged was handed over; False after `timeout` seconds."""

@@ -339,6 +339,10 @@ class Run(native.Run):
         if self.__dict__.get("_watches"):
             self.unwatch()
         self._settle_artifacts()
+        from . import _histogram_worker
+        if not _histogram_worker.drain(self, self._settings.finish_timeout or 30):
+            warnings.warn(f"cohort: run {self.id}: histograms still being computed after "
+                          "finish_timeout; the rest is not logged", RuntimeWarning, stacklevel=3)
         from .media import drain
         if not drain(self, self._settings.finish_timeout or 30):
             warnings.warn(f"cohort: run {self.id}: media still encoding after finish_timeout; "

@@ -78,7 +78,7 @@ def convert(key: str, value: Any
                    f"run.summary, run.config or a cohort.Table")
         return {}
     if isinstance(value, Histogram):
-        return value._for_log()
+        return value._log_value()
     if isinstance(value, (list, tuple)) or hasattr(value, "_cohort_media_type"):
         mset = media_set(key, value)
         if mset is not None:

@@ -7,10 +7,20 @@ algorithms on CUDA, ranges too wide for the tensor's dtype: _tensor_method).
 NaN and infinite values are left out of the counts (``dropped`` says how many); counts given
 with ``np_histogram`` must be finite and >= 0. numpy and torch are looked up in ``sys.modules``:
 never imported here.
+
+A tensor's histogram is computed later, off the training thread, where that is cheaper than
+computing it at the call (docs/python.md, "Histograms"): a CUDA tensor (computing it there waits
+for the device twice) and a CPU tensor of _DEFER_CPU_MIN elements or more (binning takes ~14
+times as long as a copy). The constructor then takes a snapshot of the values (a copy on the
+tensor's device, in the order of the tensor's stream), and the counts are computed when first
+read, or by the histogram worker (cohort._histogram_worker) when the value is logged: the log
+call claims its key, the worker logs it at that call's step. ``COHORT_HISTOGRAM_DEFER=0`` turns
+this off (the counts computed in the constructor, as for every other input).
 """
 from __future__ import annotations
 
 import math
+import os
 import struct
 import threading
 import sys
@@ -64,13 +74,14 @@ class Histogram:
     scalars of the call.
     """
 
-    __slots__ = ("_lo", "_hi", "_counts", "_edges", "dropped")
+    __slots__ = ("_lo", "_hi", "_counts", "_edges", "_dropped", "_snapshot", "_lock")
 
     def __init__(self, sequence: Any = None, np_histogram: Optional[Tuple[Any, Any]] = None,
                  num_bins: int = 64) -> None:
         num_bins = _check_bins(num_bins)
-        self.dropped = 0  # NaN / infinite values left out of the counts
+        self._dropped = 0  # NaN / infinite values left out of the counts
         self._edges: Optional[bytes] = None
+        self._snapshot: Optional[_Snapshot] = None  # values whose counts are not computed yet
         if np_histogram is not None:
             if sequence is not None:
                 raise ValueError("Histogram: give either a sequence or np_histogram, not both")
@@ -81,6 +92,11 @@ class Histogram:
                              "np_histogram=(counts, edges)")
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(sequence, torch.Tensor):
+            snapshot = _Snapshot.take(torch, sequence, num_bins)
+            if snapshot is not None:
+                self._snapshot = snapshot
+                self._lock = threading.Lock()
+                return
             self._from_tensor(torch, sequence, num_bins)
             return
         np = sys.modules.get("numpy")
@@ -123,11 +139,14 @@ class Histogram:
         t = t.reshape(-1)
         n = t.numel()
         if n:
-            lo_hi = torch.stack(torch.aminmax(t)).tolist()  # one transfer of two numbers
+            # One transfer of two numbers (.cpu() waits for the device with the GIL released:
+            # the histogram worker's wait must not hold up the training thread).
+            lo_hi = torch.stack(torch.aminmax(t)).cpu().tolist()
             if not (math.isfinite(lo_hi[0]) and math.isfinite(lo_hi[1])):
                 t = t[torch.isfinite(t)]
-                self.dropped = n - t.numel()
-                lo_hi = torch.stack(torch.aminmax(t)).tolist() if t.numel() else [0.0, 0.0]
+                self._dropped = n - t.numel()
+                lo_hi = (torch.stack(torch.aminmax(t)).cpu().tolist() if t.numel()
+                         else [0.0, 0.0])
         else:
             lo_hi = [0.0, 0.0]
         lo, hi = float(lo_hi[0]), float(lo_hi[1])
@@ -157,7 +176,7 @@ class Histogram:
         a = a.astype(np.float64, copy=False).reshape(-1)
         finite = np.isfinite(a)
         if not finite.all():
-            self.dropped = int(a.size - finite.sum())
+            self._dropped = int(a.size - finite.sum())
             a = a[finite]
         lo, hi = _widen(float(a.min()), float(a.max())) if a.size else (-0.5, 0.5)
         if math.isfinite(hi - lo):
@@ -172,7 +191,7 @@ class Histogram:
     def _from_python(self, sequence: Any, num_bins: int) -> None:
         values = [float(v) for v in sequence]
         finite = [v for v in values if math.isfinite(v)]
-        self.dropped = len(values) - len(finite)
+        self._dropped = len(values) - len(finite)
         lo, hi = _widen(min(finite), max(finite)) if finite else (-0.5, 0.5)
         counts = [0.0] * num_bins
         f = _factor(lo, hi)
@@ -182,15 +201,49 @@ class Histogram:
         self._lo, self._hi = lo, hi
         self._counts = _doubles(counts)
 
+    # -- computed later ----------------------------------------------------------------------------
+    @property
+    def _pending(self) -> bool:
+        """Whether the counts are still to be computed (from a snapshot of a tensor)."""
+        return self._snapshot is not None
+
+    def _resolve(self) -> None:
+        """Computes the counts of the snapshot, once (on the first reader's thread: the worker's,
+        or the caller's when it reads the value first)."""
+        if self._snapshot is None:
+            return
+        with self._lock:
+            snapshot = self._snapshot
+            if snapshot is None:
+                return
+            if snapshot.error is not None:  # failed before: every reader gets the error
+                raise snapshot.error
+            try:
+                snapshot.compute_into(self)
+            except BaseException as e:
+                snapshot.error = e
+                snapshot.release()
+                raise
+            self._snapshot = None
+            snapshot.release()
+
     # -- reading ---------------------------------------------------------------------------------
+    @property
+    def dropped(self) -> int:
+        """NaN and infinite values left out of the counts."""
+        self._resolve()
+        return self._dropped
+
     @property
     def histogram(self) -> List[float]:
         """The counts, one per bin."""
+        self._resolve()
         return list(struct.unpack(f"={len(self._counts) // 8}d", self._counts))
 
     @property
     def bins(self) -> List[float]:
         """The bins + 1 edges."""
+        self._resolve()
         if self._edges is not None:
             return list(struct.unpack(f"={len(self._edges) // 8}d", self._edges))
         n = len(self._counts) // 8
@@ -200,11 +253,21 @@ class Histogram:
         # Wider than the largest double: weighted ends, each term within range.
         return [lo * ((n - i) / n) + hi * (i / n) for i in range(n)] + [hi]
 
+    def _log_value(self) -> Any:
+        """What ``run.log`` passes to the extension: _for_log's tuple, or, while the counts are
+        still to be computed, a _PendingLog for the histogram worker."""
+        snapshot = self._snapshot
+        if snapshot is not None:
+            return _PendingLog(self, snapshot.nbytes)
+        return self._for_log()
+
     def _for_log(self) -> Tuple[float, float, bytes, Optional[bytes]]:
         """What the extension logs: (lo, hi, counts, edges or None), float64 native order."""
+        self._resolve()
         return (self._lo, self._hi, self._counts, self._edges)
 
     def __repr__(self) -> str:
+        self._resolve()
         return (f"cohort.Histogram({len(self._counts) // 8} bins over [{self._lo:g}, "
                 f"{self._hi:g}], {sum(self.histogram):g} values)")
 
@@ -340,3 +403,118 @@ def _as_list(x: Any) -> List[Any]:
     if tolist is not None:
         x = tolist()
     return list(x)
+
+
+# -- computed later (see the module's docstring) ---------------------------------------------------
+#: CPU tensors of this many elements or more are binned off the training thread: their copy
+#: costs a fraction of the binning (docs/benchmarks.md, "Histograms").
+_DEFER_CPU_MIN = 1 << 16
+
+
+def _defer_enabled() -> bool:
+    return os.environ.get("COHORT_HISTOGRAM_DEFER", "1").lower() not in ("0", "false", "no", "off")
+
+
+class _BufferPool:
+    """CPU buffers for snapshots, reused (allocating and faulting in a fresh 4 MB buffer per
+    1M-element tensor would cost more than the binning it moves off the thread), up to
+    `max_bytes` kept."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._free: dict = {}  # (dtype, elements) -> [1-D tensors]
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def take(self, torch: Any, n: int, dtype: Any) -> Any:
+        with self._lock:
+            free = self._free.get((dtype, n))
+            if free:
+                buf = free.pop()
+                self._bytes -= buf.numel() * buf.element_size()
+                return buf
+        return torch.empty(n, dtype=dtype)
+
+    def give(self, buf: Any) -> None:
+        nbytes = buf.numel() * buf.element_size()
+        with self._lock:
+            if self._bytes + nbytes > self.max_bytes:
+                return
+            self._free.setdefault((buf.dtype, buf.numel()), []).append(buf)
+            self._bytes += nbytes
+
+
+_POOL = _BufferPool(64 << 20)
+
+
+def _reset_pool_in_child() -> None:
+    global _POOL
+    _POOL = _BufferPool(64 << 20)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_pool_in_child)
+
+
+class _Snapshot:
+    """A copy of a tensor's values taken at the call (so that later changes to the tensor, an
+    optimizer step, a zeroed gradient, do not reach the histogram), binned later by
+    ``Histogram._from_tensor``: on a CUDA device in the order of the stream that was current at
+    the call, on the CPU from a pooled buffer."""
+
+    __slots__ = ("torch", "values", "num_bins", "stream", "pooled", "nbytes", "error")
+
+    @staticmethod
+    def take(torch: Any, t: Any, num_bins: int) -> "Optional[_Snapshot]":
+        """A snapshot of `t`, or None where the histogram is computed at the call: deferring
+        turned off, a complex or sparse tensor (refused or handled there), a CPU tensor under
+        _DEFER_CPU_MIN elements, any other device type."""
+        if not _defer_enabled() or t.layout != torch.strided or t.is_complex():
+            return None
+        device = t.device.type
+        n = t.numel()
+        snap = _Snapshot()
+        snap.torch = torch
+        snap.num_bins = num_bins
+        snap.stream = None
+        snap.pooled = False
+        snap.error = None
+        t = t.detach()
+        if device == "cuda":
+            snap.stream = torch.cuda.current_stream(t.device)
+            snap.values = t.clone(memory_format=torch.contiguous_format).view(-1)
+        elif device == "cpu" and n >= _DEFER_CPU_MIN:
+            buf = _POOL.take(torch, n, t.dtype)
+            buf.copy_(t.reshape(-1))
+            snap.values = buf
+            snap.pooled = True
+        else:
+            return None
+        snap.nbytes = n * t.element_size()
+        return snap
+
+    def compute_into(self, h: "Histogram") -> None:
+        torch = self.torch
+        if self.stream is not None:
+            with torch.cuda.stream(self.stream):
+                h._from_tensor(torch, self.values, self.num_bins)
+        else:
+            h._from_tensor(torch, self.values, self.num_bins)
+
+    def release(self) -> None:
+        values, self.values = self.values, None
+        if self.pooled and values is not None:
+            _POOL.give(values)
+
+
+class _PendingLog:
+    """What ``run.log`` gets for a histogram whose counts are still to be computed: the
+    extension claims its key as a histogram's and hands it, with the call's step, to the
+    histogram worker (cohort._histogram_worker), which computes and logs it."""
+
+    __slots__ = ("histogram", "nbytes")
+    _cohort_media_type = "histogram"
+
+    def __init__(self, histogram: "Histogram", nbytes: int) -> None:
+        self.histogram = histogram
+        self.nbytes = nbytes

@@ -604,8 +604,13 @@ class _Worker(_media_worker.Worker):
 
 
 def sink(run: Any, key: str, mset: _MediaSet, step: int) -> None:
-    """The extension's media sink: one key's set of one ``run.log`` call at `step`."""
+    """The extension's media sink: one key's set of one ``run.log`` call at `step` (or a
+    histogram still to be computed: the histogram worker's)."""
     if getattr(run, "disabled", False):
+        return
+    if mset._cohort_media_type == "histogram":  # cohort.histogram._PendingLog
+        from . import _histogram_worker
+        _histogram_worker.put(run, key, mset, step)
         return
     _media_worker.get_worker(_Worker).put(run, key, mset, step)
 

@@ -322,8 +322,9 @@ bool CollectDict(LogScratch& s, PyObject* dict, int depth) {
   return true;
 }
 
-// Claims the media keys of a call (a key has one type: cohort::Run::ClaimMediaKey), before
-// anything of the call is logged. False with a Python error set.
+// Claims the media keys of a call (a key has one type: cohort::Run::ClaimMediaKey), and the keys
+// of its histograms still being computed (`_cohort_media_type` "histogram": ClaimHistogramKey),
+// before anything of the call is logged. False with a Python error set.
 bool ClaimMedia(PyRun& self, const LogScratch& s,
                 const std::vector<std::pair<std::string, nb::object>>& media) {
   // Every set is checked before any key is claimed: a claim fixes the key's type for the run,
@@ -355,6 +356,10 @@ bool ClaimMedia(PyRun& self, const LogScratch& s,
         return false;
       }
     }
+    if (type_name == "histogram") {  // a histogram computed off this thread (cohort.Histogram)
+      types.push_back(std::move(type_name));
+      continue;
+    }
     // (count, largest file known now or -1): media._MediaSet.sizes, checked against the
     // server's limits (Run::CheckMediaSet).
     long long sizes[2] = {0, -1};
@@ -378,7 +383,8 @@ bool ClaimMedia(PyRun& self, const LogScratch& s,
     types.push_back(std::move(type_name));
   }
   for (size_t i = 0; i < media.size(); ++i) {
-    cohort::Status st = self.run.ClaimMediaKey(media[i].first, types[i]);
+    cohort::Status st = types[i] == "histogram" ? self.run.ClaimHistogramKey(media[i].first)
+                                                : self.run.ClaimMediaKey(media[i].first, types[i]);
     if (!st.ok()) {
       PyErr_SetString(ErrorTypeFor(st.code()), ("log: " + st.message()).c_str());
       return false;
@@ -676,6 +682,18 @@ NB_MODULE(_cohort, m) {
            "Logs one key's media set at `step` (rows: (sha256, size, mime, width, height, "
            "duration_ms, caption, cell_bytes) tuples) after its blobs were handed over "
            "(cohort/media.py).")
+      .def(
+          "_log_histogram",
+          [](PyRun& self, const std::string& key, int64_t step, nb::handle value) {
+            LogScratch local;  // AppendHistogram's checks and conversion, for one key
+            if (!AppendHistogram(local, key, value.ptr())) throw nb::python_error();
+            cohort::Status st = self.run.LogHistogram(key, step, local.histograms[0].second);
+            if (!st.ok()) Raise(st, "log");
+          },
+          "key"_a, "step"_a, "value"_a,
+          "Logs one histogram at `step` (value: (lo, hi, counts, edges or None) as "
+          "cohort.Histogram._for_log gives) once computed off the training thread "
+          "(cohort/histogram.py); the key was claimed by the log call.")
       .def("_artifact_state", &ArtifactState, "id"_a,
            "The state of a version this run logged (a dict; asks the agent).")
       .def("_wait_artifact", &WaitArtifact, "id"_a, "timeout_s"_a = -1.0,

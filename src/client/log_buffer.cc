@@ -279,11 +279,14 @@ void LogBuffer::TakeConsoleLocked(batch::Batch* out) {
 }
 
 Status LogBuffer::ClaimMediaLocked(std::string_view key, batch::MediaType type, uint32_t* id) {
+  return ClaimTypeLocked(key, uint8_t(kMediaBase + uint8_t(type)), id);
+}
+
+Status LogBuffer::ClaimTypeLocked(std::string_view key, uint8_t want, uint32_t* id) {
   if (std::string_view why = InvalidKeyReason(key); !why.empty()) {
     return Status::InvalidArgument("key '" + std::string(key) + "': " + std::string(why));
   }
   *id = InternLocked(key);
-  const uint8_t want = uint8_t(kMediaBase + uint8_t(type));
   uint8_t& have = key_type_[*id];
   if (have != kUntyped && have != want) {
     return Status::InvalidArgument("key '" + std::string(key) + "' was logged as " +
@@ -299,6 +302,34 @@ Status LogBuffer::ClaimMedia(std::string_view key, batch::MediaType type) {
   MutexLock lock(&mu_);
   uint32_t id = 0;
   return ClaimMediaLocked(key, type, &id);
+}
+
+Status LogBuffer::ClaimHistogram(std::string_view key) {
+  MutexLock lock(&mu_);
+  uint32_t id = 0;
+  return ClaimTypeLocked(key, kHistogram, &id);
+}
+
+Status LogBuffer::LogHistogramAt(std::string_view key, int64_t step, const Histogram& histogram,
+                                 bool* flush) {
+  *flush = false;
+  if (step < 0) return Status::InvalidArgument("histogram '" + std::string(key) + "': step < 0");
+  if (std::string why = histogram::InvalidReason(histogram); !why.empty()) {
+    return Status::InvalidArgument("histogram '" + std::string(key) + "': " + why);
+  }
+  const size_t words = limits::HistogramWords(histogram.bins());
+  MutexLock lock(&mu_);
+  uint32_t id = 0;
+  COHORT_RETURN_IF_ERROR(ClaimTypeLocked(key, kHistogram, &id));
+  if (hist_words_ + words > 2 * limits::kClientMaxBatchHistogramWords) {
+    ++dropped_;  // the flusher is stuck: counted, never silent
+    return Status::ResourceExhausted("histogram '" + std::string(key) +
+                                     "': too many histograms waiting for the agent");
+  }
+  hists_.push_back({.step = step, .time_ms = CoarseNowMillis(), .key = id, .value = histogram});
+  hist_words_ += words;
+  *flush = hist_words_ >= limits::kClientMaxBatchHistogramWords / 2;
+  return Status::Ok();
 }
 
 Status LogBuffer::LogMedia(std::string_view key, batch::MediaType type, int64_t step,

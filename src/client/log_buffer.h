@@ -65,6 +65,14 @@ class LogBuffer {
   // Claims `key` for media of `type` (a key has one type per run): kInvalidArgument naming the
   // key when it breaks the key rule or was logged with another type.
   Status ClaimMedia(std::string_view key, batch::MediaType type) COHORT_EXCLUDES(mu_);
+  // Claims `key` for histograms, as ClaimMedia does for media.
+  Status ClaimHistogram(std::string_view key) COHORT_EXCLUDES(mu_);
+  // Appends one histogram under `key` at `step` (>= 0, below the current step too; claimed as
+  // above). kInvalidArgument naming the key for an invalid histogram; kResourceExhausted (counted
+  // in dropped()) when the histograms waiting for the agent are past what the buffer may hold.
+  // *flush: whether the buffer should be flushed now.
+  Status LogHistogramAt(std::string_view key, int64_t step, const Histogram& histogram, bool* flush)
+      COHORT_EXCLUDES(mu_);
   // Appends one step's media set under `key` (claimed as above; rows' key and index are set
   // here). kInvalidArgument naming the key and row for an invalid row, nothing appended.
   // *flush: whether the buffer should be flushed now.
@@ -108,6 +116,8 @@ class LogBuffer {
   bool EndCallLocked(bool commit) COHORT_REQUIRES(mu_);
   bool LogValuesLocked(const Values& values, std::optional<int64_t> step, bool commit)
       COHORT_REQUIRES(mu_);
+  // Claims `key` for the key type `want` (kHistogram, kMediaBase + type) and sets *id.
+  Status ClaimTypeLocked(std::string_view key, uint8_t want, uint32_t* id) COHORT_REQUIRES(mu_);
   Status ClaimMediaLocked(std::string_view key, batch::MediaType type, uint32_t* id)
       COHORT_REQUIRES(mu_);
   // Media and histograms taken into `out` (after its cells and their keys) while the batch's

@@ -141,5 +141,52 @@ TEST(LogBufferHistogramTest, ARowOfOneKeyLoggedTwiceIsTakenWholeAndLeavesNoEmpty
   EXPECT_EQ(taken, (std::vector<std::vector<uint32_t>>{{4}, {3}}));
 }
 
+TEST(LogBufferHistogramTest, AHistogramComputedLaterIsLoggedAtTheStepOfItsCall) {
+  // The Python SDK claims the key at the log call, computes the histogram off the training thread
+  // and logs it at that call's step while the writer is steps ahead (Run::LogHistogram).
+  LogBuffer buf;
+  bool flush = false;
+  ASSERT_TRUE(buf.ClaimHistogram("grad").ok());
+  ASSERT_TRUE(buf.Log({{"loss", 0.5}}, {}, std::nullopt, true, &flush).ok());  // step 0
+  ASSERT_TRUE(buf.Log({{"loss", 0.4}}, {}, std::nullopt, true, &flush).ok());  // step 1
+  ASSERT_TRUE(buf.LogHistogramAt("grad", 0, H({1, 2}), &flush).ok());
+  EXPECT_EQ(buf.step(), 2);  // the writer's step does not move
+  // The claimed key is a histogram's: a scalar under it is refused, as after Log(histograms).
+  Status s = buf.Log({{"grad", 1}}, {}, std::nullopt, true, &flush);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("'grad' was logged as a histogram"), std::string::npos) << s.message();
+  batch::Batch b;
+  ASSERT_TRUE(buf.Take(&b));
+  ASSERT_EQ(b.histograms.size(), 1u);
+  EXPECT_EQ(b.histograms[0].step, 0);
+  EXPECT_EQ(b.keys[b.histograms[0].key], "grad");
+  EXPECT_EQ(b.histograms[0].value.counts, (std::vector<double>{1, 2}));
+  ASSERT_EQ(b.history.size(), 2u);
+}
+
+TEST(LogBufferHistogramTest, AHistogramLoggedLaterIsCheckedLikeOneOfACall) {
+  LogBuffer buf;
+  bool flush = false;
+  ASSERT_TRUE(buf.Log({{"loss", 1}}, {}, std::nullopt, true, &flush).ok());
+  Status s = buf.ClaimHistogram("loss");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("'loss' was logged as a scalar and cannot be logged as a histogram"),
+            std::string::npos)
+      << s.message();
+  s = buf.LogHistogramAt("loss", 0, H({1}), &flush);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  s = buf.LogHistogramAt("grad", -1, H({1}), &flush);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("step < 0"), std::string::npos) << s.message();
+  s = buf.LogHistogramAt("grad", 0, H({1, std::nan("")}), &flush);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("histogram 'grad'"), std::string::npos) << s.message();
+  s = buf.LogHistogramAt("system/cpu", 0, H({1}), &flush);  // the agent's keys
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  batch::Batch b;
+  ASSERT_TRUE(buf.Take(&b));
+  EXPECT_TRUE(b.histograms.empty());  // nothing of the refused calls
+}
+
 }  // namespace
 }  // namespace cohort::client

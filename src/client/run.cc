@@ -303,6 +303,22 @@ Status Run::LogMedia(std::string_view key, std::string_view type, int64_t step,
   return Status::Ok();
 }
 
+Status Run::ClaimHistogramKey(std::string_view key) {
+  Impl* impl = impl_.get();
+  if (impl == nullptr || impl->finished.load(std::memory_order_relaxed)) return Status::Ok();
+  return impl->buffer.ClaimHistogram(key);
+}
+
+Status Run::LogHistogram(std::string_view key, int64_t step, const Histogram& histogram) {
+  Impl* impl = impl_.get();
+  if (impl == nullptr || impl->finished.load(std::memory_order_relaxed)) return Status::Ok();
+  if (impl->child_pending.load(std::memory_order_relaxed)) StartForkedChild(impl);
+  bool flush = false;
+  COHORT_RETURN_IF_ERROR(impl->buffer.LogHistogramAt(key, step, histogram, &flush));
+  if (flush) impl->RequestFlush();
+  return Status::Ok();
+}
+
 Status Run::Log(const Values& values, const Histograms& histograms, std::optional<int64_t> step,
                 bool commit) {
   Impl* impl = impl_.get();

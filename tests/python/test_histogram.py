@@ -213,7 +213,7 @@ def test_equal_values_of_any_magnitude_get_a_range_around_them():
         h = cohort.Histogram(np.full(10, v), num_bins=4)
         _check_one_bin(h, 10, v)
         plain = Histogram.__new__(Histogram)  # the pure-Python path (no numpy)
-        plain.dropped, plain._edges = 0, None
+        plain._dropped, plain._edges, plain._snapshot = 0, None, None
         plain._from_python([v] * 3, 5)
         _check_one_bin(plain, 3, v)
     h = cohort.Histogram(np.full(10, 3.0), num_bins=4)
@@ -262,3 +262,54 @@ def test_sparse_tensors_count_their_implicit_zeros():
     h = cohort.Histogram(grad, num_bins=4)
     want, _ = np.histogram(grad.to_dense().numpy(), bins=4)
     assert h.histogram == want.tolist() and sum(h.histogram) == 800
+
+
+def test_large_tensors_are_binned_later_from_a_copy_taken_at_the_call(monkeypatch):
+    """A CPU tensor of _DEFER_CPU_MIN elements or more (and any CUDA tensor) is binned later,
+    off the training thread: the constructor copies the values, so a change to the tensor after
+    the call (an optimizer step, a zeroed gradient) does not reach the counts."""
+    torch = pytest.importorskip("torch")
+    from cohort import histogram as hmod
+    n = hmod._DEFER_CPU_MIN
+    for device in _devices(torch):
+        t = torch.arange(n, dtype=torch.float32, device=device)
+        h = cohort.Histogram(t, num_bins=4)
+        assert h._pending, device
+        t.fill_(-1.0)
+        assert h.histogram == [n / 4] * 4 and h.bins[0] == 0 and h.bins[-1] == n - 1, device
+        assert not h._pending and h.dropped == 0
+    # Logged: the extension gets a value for the histogram worker, then (once computed) the tuple.
+    t = torch.randn(n)
+    h = cohort.Histogram(t)
+    pending = convert("k", h)
+    assert pending._cohort_media_type == "histogram" and pending.histogram is h
+    assert pending.nbytes == n * 4
+    lo, hi, counts, edges = pending.histogram._for_log()  # what the worker logs
+    assert (lo, hi) == (float(t.min()), float(t.max())) and edges is None
+    assert isinstance(convert("k", h), tuple)  # computed: logged as any other histogram
+    # Small tensors, sparse ones and COHORT_HISTOGRAM_DEFER=0: computed at the call.
+    assert not cohort.Histogram(torch.randn(n - 1))._pending
+    assert not cohort.Histogram(torch.randn(n).to_sparse())._pending
+    with pytest.raises(TypeError, match="complex"):  # refused at the call, not later
+        cohort.Histogram(torch.randn(n, dtype=torch.complex64))
+    monkeypatch.setenv("COHORT_HISTOGRAM_DEFER", "0")
+    assert not cohort.Histogram(torch.randn(n))._pending
+
+
+def test_the_copies_reuse_their_buffers():
+    torch = pytest.importorskip("torch")
+    from cohort import histogram as hmod
+    n = hmod._DEFER_CPU_MIN * 2
+    t = torch.randn(n)
+    first = cohort.Histogram(t)
+    buf = first._snapshot.values
+    first.histogram  # computed: the buffer goes back to the pool
+    second = cohort.Histogram(t * 2)
+    assert second._snapshot.values.data_ptr() == buf.data_ptr()
+    assert second.bins[-1] == pytest.approx(float(t.max()) * 2)
+    pool = hmod._BufferPool(max_bytes=n * 4)
+    a, b = pool.take(torch, n, torch.float32), pool.take(torch, n, torch.float32)
+    pool.give(a)
+    pool.give(b)  # over max_bytes: not kept
+    assert pool.take(torch, n, torch.float32) is a
+    assert pool.take(torch, n, torch.float32) is not b
