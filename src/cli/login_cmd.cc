@@ -1,5 +1,8 @@
 // `cohort login`: store a server URL and API key for clients on this account.
 // `cohort login-link`: a one-time link that signs a browser in to the web UI.
+#include <termios.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -10,32 +13,79 @@
 
 namespace cohort::cli {
 
+namespace {
+
+// A line of stdin; on a terminal without echoing it (the key is a secret).
+std::string ReadSecretLine() {
+  termios saved{};
+  const bool tty = ::isatty(STDIN_FILENO) && ::tcgetattr(STDIN_FILENO, &saved) == 0;
+  if (tty) {
+    termios quiet = saved;
+    quiet.c_lflag &= ~tcflag_t(ECHO);
+    ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet);
+  }
+  std::string line;
+  std::getline(std::cin, line);
+  if (tty) {
+    ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved);
+    std::fprintf(stderr, "\n");
+  }
+  return line;
+}
+
+}  // namespace
+
 Runner AddLoginCommand(CLI::App& app) {
   struct Opts {
-    std::string host = "http://127.0.0.1:8787";
+    std::string host;
     std::string key;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("login", "Save the server URL and API key for this account");
   cmd->add_option("key", o->key, "API key (ck_...); read from stdin when omitted");
-  cmd->add_option("--host", o->host, "Server URL")->capture_default_str();
+  cmd->add_option("--host", o->host,
+                  "Server URL (default: the one saved before, else http://127.0.0.1:8787)");
   return [cmd, o]() -> int {
     if (!cmd->parsed()) return -1;
+    if (o->host.empty()) {  // a new key for the server saved before, not for localhost
+      Result<UserConfig> saved = LoadUserConfig();
+      o->host = saved.ok() && !saved->base_url.empty() ? saved->base_url
+                                                       : std::string("http://127.0.0.1:8787");
+    }
     if (o->key.empty()) {
       std::fprintf(stderr, "API key: ");
-      std::getline(std::cin, o->key);
+      o->key = ReadSecretLine();
     }
     if (o->key.rfind("ck_", 0) != 0) {
       std::fprintf(stderr, "cohort login: that does not look like a Cohort key (ck_...)\n");
       return 2;
     }
     while (!o->host.empty() && o->host.back() == '/') o->host.pop_back();
+    // The key is checked where it will be used: a refused key is not saved; a server that cannot
+    // be reached now (a client set up before the server, a balancer not up yet) is said, and the
+    // key saved.
+    Result<std::string> entity = ReadClient::To(o->host, o->key)->Entity();
+    if (!entity.ok()) {
+      const StatusCode code = entity.status().code();
+      if (code == StatusCode::kUnauthenticated || code == StatusCode::kPermissionDenied) {
+        std::fprintf(stderr, "cohort login: %s refused this key: %s (nothing saved)\n",
+                     o->host.c_str(), entity.status().message().c_str());
+        return 1;
+      }
+      std::fprintf(stderr, "cohort login: could not check the key (%s); saving it anyway\n",
+                   entity.status().message().c_str());
+    }
     Status s = SaveUserConfig({o->host, o->key});
     if (!s.ok()) {
       std::fprintf(stderr, "cohort login: %s\n", s.ToString().c_str());
       return 1;
     }
-    std::printf("Saved to %s\n", UserConfigPath().c_str());
+    if (entity.ok()) {
+      std::printf("Logged in to %s as %s; saved to %s\n", o->host.c_str(), entity->c_str(),
+                  UserConfigPath().c_str());
+    } else {
+      std::printf("Saved %s to %s\n", o->host.c_str(), UserConfigPath().c_str());
+    }
     return 0;
   };
 }

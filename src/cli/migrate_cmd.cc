@@ -197,6 +197,24 @@ int RunExport(const Opts& o) {
     path = (std::filesystem::path(path) / ("cohort-" + std::to_string(NowMillis()) + ".cdump"))
                .string();
   }
+  // Never over the store itself (its file renamed away under a running server: its later writes
+  // lost), nor over another file unless asked.
+  if (!IsPostgresUrl(NormalizeUrl(o.store_url))) {
+    const std::string db = SqlitePath(NormalizeUrl(o.store_url));
+    for (const std::string& file : {db, db + "-wal", db + "-shm", db + "-journal"}) {
+      std::error_code ec;
+      if (std::filesystem::equivalent(path, file, ec)) {
+        return Fail("export",
+                    Status::InvalidArgument("--out " + path + " is the store's own file (" + file +
+                                            "); give another path"));
+      }
+    }
+  }
+  if (std::error_code ec; std::filesystem::exists(path, ec) && !o.force) {
+    return Fail("export", Status::InvalidArgument("--out " + path +
+                                                  " exists; pass --force to replace it, or give "
+                                                  "a directory to create a new dump in"));
+  }
   auto counts = (*src)->CountRows();
   if (!counts.ok()) return Fail("export", counts.status());
   const std::string tmp = path + ".tmp";
@@ -346,6 +364,7 @@ Runner AddStoreDumpCommands(CLI::App& app) {
       ->required()
       ->envname("COHORT_STORE");
   exp->add_option("--out", o->out, "Dump file, or a directory to create one in")->required();
+  exp->add_flag("--force", o->force, "Replace the --out file if it exists");
   progress_opt(exp);
   auto* imp = app.add_subcommand("import", "Load a dump written by `cohort export` into a store");
   imp->add_option("--store", o->store_url, "Target store URL")->required();

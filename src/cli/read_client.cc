@@ -92,6 +92,10 @@ Result<std::unique_ptr<ReadClient>> ReadClient::Open() {
   return std::unique_ptr<ReadClient>(new ReadClient(std::move(url), std::move(key)));
 }
 
+std::unique_ptr<ReadClient> ReadClient::To(std::string base_url, std::string api_key) {
+  return std::unique_ptr<ReadClient>(new ReadClient(std::move(base_url), std::move(api_key)));
+}
+
 Result<bj::value> ReadClient::Get(std::string_view path, const Query& query) {
   auto res = http_.Request("GET", WithQuery(path, query), "", api_key_);
   if (!res.ok()) {

@@ -36,6 +36,8 @@ class ReadClient {
  public:
   // kUnauthenticated when no key is configured; kIOError when the config file is unreadable.
   static Result<std::unique_ptr<ReadClient>> Open();
+  // A client of the server at `base_url` with `api_key` (`cohort login` checks the key it saves).
+  static std::unique_ptr<ReadClient> To(std::string base_url, std::string api_key);
 
   // GET `path` with `query` -> the parsed body. kNotFound / kUnauthenticated /
   // kPermissionDenied / kInvalidArgument from the answer's status, with the server's message;

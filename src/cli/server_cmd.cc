@@ -296,6 +296,14 @@ Runner AddServerCommand(CLI::App& app) {
                      "cohort server: created the admin key and saved it to %s\n"
                      "               (clients on this account use it automatically)\n",
                      UserConfigPath().c_str());
+      } else if (!app.user_config_kept().empty()) {
+        const std::string shown = ShowSecret(stderr, app.bootstrap_key(), data_dir + "/admin-key");
+        std::fprintf(stderr,
+                     "cohort server: created the admin key %s\n"
+                     "               (not saved to the user config: %s; shown once;\n"
+                     "               `cohort login --host %s KEY` points this account's "
+                     "clients here)\n",
+                     shown.c_str(), app.user_config_kept().c_str(), app.url().c_str());
       } else {
         std::fprintf(stderr,
                      "cohort server: created the admin key %s\n"

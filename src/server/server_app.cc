@@ -137,8 +137,18 @@ Status ServerApp::Bootstrap() {
   bootstrap_key_ = std::move(secret);
   bootstrap_key_id_ = (*created)->id;
   if (config_.write_user_config) {
-    COHORT_RETURN_IF_ERROR(SaveUserConfig({url(), bootstrap_key_}));
-    wrote_user_config_ = true;
+    // The account's login to another server (`cohort login`, an earlier server at another
+    // address) is kept: a scratch server must not move every client of the account to itself.
+    Result<UserConfig> existing = LoadUserConfig();
+    if (!existing.ok()) {
+      user_config_kept_ = existing.status().message();
+    } else if (!existing->base_url.empty() && existing->base_url != url()) {
+      user_config_kept_ =
+          UserConfigPath() + " holds this account's login to " + existing->base_url + ", kept";
+    } else {
+      COHORT_RETURN_IF_ERROR(SaveUserConfig({url(), bootstrap_key_}));
+      wrote_user_config_ = true;
+    }
   }
   return Status::Ok();
 }

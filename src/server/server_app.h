@@ -90,6 +90,9 @@ class ServerApp {
   const std::string& bootstrap_key() const { return bootstrap_key_; }
   // Whether Start wrote bootstrap_key() to the user's config file.
   bool wrote_user_config() const { return wrote_user_config_; }
+  // Why Start did not write the key it made to the user's config although asked to (the
+  // config names another server, or cannot be read); empty otherwise.
+  const std::string& user_config_kept() const { return user_config_kept_; }
   // Notes for the operator gathered by Start (a signing key file created, permissions
   // tightened, the connection limit derived), one line each.
   const std::vector<std::string>& notes() const { return notes_; }
@@ -130,6 +133,7 @@ class ServerApp {
   std::string bootstrap_key_;
   int64_t bootstrap_key_id_ = 0;
   bool wrote_user_config_ = false;
+  std::string user_config_kept_;
   std::string login_token_;
   std::vector<std::string> notes_;
   std::thread sweeper_;

@@ -107,3 +107,89 @@ def test_default_connection_limit_fits_the_open_file_limit(tmp_path):
     proc, url = limited_server(tmp_path, limit, ["--max-connections", "5000"])
     err = stop(proc)
     assert "open-file limit (200) is below --max-connections (5000) + 64" in err, err
+
+
+def test_a_first_start_keeps_the_accounts_login_to_another_server(tmp_path):
+    """A scratch server (`--port 0`, a new data directory) made its admin key and wrote it over
+    the account's `cohort login` config: every client of the account followed it to a random
+    port. The login to another server is kept and the new key shown instead."""
+    home = tmp_path / "home"
+    config_path(home).parent.mkdir(parents=True)
+    team = '{"base_url":"https://cohort.example.com","api_key":"ck_teamkey123"}\n'
+    config_path(home).write_text(team)
+    server = ServerProcess(home).start()
+    try:
+        assert config_path(home).read_text() == team
+    finally:
+        server.stop()
+    err = server.proc.stderr.read()
+    assert "holds this account's login to https://cohort.example.com, kept" in err, err
+    assert f"cohort login --host {server.url} KEY" in err, err
+    key = (server.data_dir / "admin-key").read_text().strip()
+    assert key.startswith("ck_") and key not in err
+    # A login to this very address (a restart on a new data directory) is replaced, as before.
+    other = tmp_path / "home2"
+    first = ServerProcess(other).start()
+    first.stop()
+    url = json.loads(config_path(other).read_text())["base_url"]
+    port = int(url.rsplit(":", 1)[1])
+    again = ServerProcess(other, port=port)
+    again.data_dir = tmp_path / "fresh"  # a new store: a new admin key
+    again.start()
+    try:
+        cfg = json.loads(config_path(other).read_text())
+        assert cfg["base_url"] == url
+        assert Api(url, cfg["api_key"]).get("/api/v1/viewer")[0] == 200  # the new store's key
+    finally:
+        again.stop()
+
+
+def test_login_checks_the_key_and_keeps_the_saved_server(tmp_path):
+    """`cohort login KEY` wrote the default localhost URL over the saved one, and saved a key the
+    server refuses with exit 0."""
+    home = tmp_path / "home"
+    server = ServerProcess(home, ["--no-user-config"]).start()
+    try:
+        key = (server.data_dir / "admin-key").read_text().strip()
+
+        def login(*args):
+            return subprocess.run([str(COHORT_BIN), "login", *args], env=server.env,
+                                  capture_output=True, text=True, timeout=30)
+
+        refused = login("--host", server.url, "ck_not_a_key_of_this_server")
+        assert refused.returncode == 1, refused
+        assert "refused this key" in refused.stderr and "nothing saved" in refused.stderr
+        assert not config_path(home).exists()
+        ok = login("--host", server.url, key)
+        assert ok.returncode == 0, ok.stderr
+        assert f"Logged in to {server.url}" in ok.stdout
+        rotated = login(key)  # a new key for the saved server: --host not given
+        assert rotated.returncode == 0, rotated.stderr
+        assert json.loads(config_path(home).read_text())["base_url"] == server.url
+    finally:
+        server.stop()
+
+
+def test_export_refuses_the_stores_own_file_and_an_existing_file(tmp_path):
+    """`cohort export --store X.db --out X.db` renamed the dump over the live database (exit 0);
+    any other existing file was replaced without a word."""
+    server = ServerProcess(tmp_path).start()
+    server.stop()
+    db = server.data_dir / "cohort.db"
+    before = db.read_bytes()
+
+    def export(*args):
+        return subprocess.run([str(COHORT_BIN), "export", "--store", str(db), *args],
+                              capture_output=True, text=True, timeout=60)
+
+    own = export("--out", str(db))
+    assert own.returncode != 0 and "is the store's own file" in own.stderr, own
+    assert db.read_bytes() == before
+    dump = tmp_path / "x.cdump"
+    dump.write_text("keep me")
+    exists = export("--out", str(dump))
+    assert exists.returncode != 0 and "--force" in exists.stderr, exists
+    assert dump.read_text() == "keep me"
+    forced = export("--out", str(dump), "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert dump.read_bytes()[:4] != b"keep"
