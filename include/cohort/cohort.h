@@ -276,8 +276,9 @@ class Run {
   const std::string& project() const;
   const std::string& label() const;
   // The run's fields as the server held them when this writer joined (those of a resumed run):
-  // a JSON object's text with "group", "job_type", "notes", "tags" and "summary" (left out when
-  // over 4 MiB); empty when not known (offline, or the server did not answer within Init).
+  // a JSON object's text with "group", "job_type", "notes", "tags", "config" and "summary" (the
+  // config, then the summary, left out when the text would be over 4 MiB with it); empty when not
+  // known (offline, or the server did not answer within Init).
   const std::string& run_fields() const;
   std::string url() const;  // the run's page on the server
   int64_t step() const;     // the writer's current step

@@ -251,14 +251,21 @@ std::string RunFieldsOfAnswer(std::string_view answer) {
     }
     out["tags"] = std::move(tags);
   }
-  std::string without_summary = bj::serialize(out);
-  if (const bj::value* f = run.if_contains("summary"); f && f->is_object()) {
-    out["summary"] = *f;
-    std::string text = bj::serialize(out);
-    // A summary too large for an open reply is left out (the run's other fields are not).
-    if (text.size() <= kMaxRunFieldsBytes) return text;
+  std::string text = bj::serialize(out);
+  // The config, then the summary, each left out when the reply would be over the limit with it
+  // (the run's other fields are not).
+  for (std::string_view key : {"config", "summary"}) {
+    const bj::value* f = run.if_contains(key);
+    if (!f || !f->is_object()) continue;
+    out[key] = *f;
+    std::string with = bj::serialize(out);
+    if (with.size() <= kMaxRunFieldsBytes) {
+      text = std::move(with);
+    } else {
+      out.erase(key);
+    }
   }
-  return without_summary;
+  return text;
 }
 
 Result<OpenReply> ParseOpenReply(std::string_view text) {

@@ -135,14 +135,14 @@ struct OpenReply {
   int64_t max_media_file_bytes = 0;
   int64_t max_media_per_step = 0;
   // When confirmed, the run's fields as the server holds them (a resumed run's group, job_type,
-  // notes, tags and summary): a JSON object's text; empty when not known.
+  // notes, tags, config and summary): a JSON object's text; empty when not known.
   std::string run_fields;
 };
 
 // The fields of the server's answer to a run upsert (the run) that an open reply passes on
-// (OpenReply::run_fields): its group, job_type, notes, tags and summary, those present and of
-// the right type; the summary is left out when they would be over kMaxRunFieldsBytes. Empty when
-// the answer is no JSON object.
+// (OpenReply::run_fields): its group, job_type, notes, tags, config and summary, those present
+// and of the right type; the config and then the summary are each left out when the fields with
+// it would be over kMaxRunFieldsBytes. Empty when the answer is no JSON object.
 inline constexpr size_t kMaxRunFieldsBytes = 4 << 20;
 std::string RunFieldsOfAnswer(std::string_view answer);
 

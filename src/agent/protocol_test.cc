@@ -180,20 +180,31 @@ TEST(ControlMessageTest, RepliesRoundTrip) {
 }
 
 TEST(ControlMessageTest, RunFieldsOfAnswerKeepsWhatAResumedRunShows) {
-  // The server's answer to a run upsert (RunToJson): its group, job_type, notes, tags and
-  // summary pass on; the rest (config, state, ...) does not; a field of another type is left out.
+  // The server's answer to a run upsert (RunToJson): its group, job_type, notes, tags, config
+  // and summary pass on; the rest (state, metadata, ...) does not; a field of another type is
+  // left out.
   EXPECT_EQ(RunFieldsOfAnswer(R"({"id":"X","name":"n","group":"g","job_type":"train",)"
                               R"("notes":"","tags":["a","b",3],"summary":{"loss":2},)"
-                              R"("config":{"lr":1},"state":"running"})"),
+                              R"("config":{"lr":1,"opt":{"name":"adam"}},"state":"running",)"
+                              R"("metadata":{"host":"h"}})"),
             R"({"group":"g","job_type":"train","notes":"","tags":["a","b"],)"
-            R"("summary":{"loss":2}})");
-  EXPECT_EQ(RunFieldsOfAnswer(R"({"group":null,"tags":"x","summary":[]})"), "{}");
+            R"("config":{"lr":1,"opt":{"name":"adam"}},"summary":{"loss":2}})");
+  EXPECT_EQ(RunFieldsOfAnswer(R"({"group":null,"tags":"x","config":[1],"summary":[]})"), "{}");
   EXPECT_EQ(RunFieldsOfAnswer("not json"), "");
   EXPECT_EQ(RunFieldsOfAnswer("[]"), "");
   // A summary too large for an open reply is left out; the other fields stay.
   const std::string big(kMaxRunFieldsBytes, 'x');
   EXPECT_EQ(RunFieldsOfAnswer(R"({"group":"g","summary":{"k":")" + big + R"("}})"),
             R"({"group":"g"})");
+  // So is a config too large, and the summary stays; with both large, the config is kept when
+  // it fits alone.
+  EXPECT_EQ(
+      RunFieldsOfAnswer(R"({"group":"g","config":{"k":")" + big + R"("},"summary":{"loss":2}})"),
+      R"({"group":"g","summary":{"loss":2}})");
+  const std::string half(kMaxRunFieldsBytes / 2, 'y');
+  EXPECT_EQ(
+      RunFieldsOfAnswer(R"({"config":{"k":")" + half + R"("},"summary":{"k":")" + half + R"("}})"),
+      R"({"config":{"k":")" + half + R"("}})");
 }
 
 TEST(RecordTest, RoundTripsHeaderAndBody) {

@@ -110,9 +110,9 @@ struct UploadProgress {
   int64_t max_media_per_step = 0;
   std::string entity;     // as resolved
   std::string run_name;   // from the last acknowledged run upsert
-  // The run's group, job_type, notes, tags and summary as the server holds them, from the last
-  // acknowledged run upsert (RunFieldsOfAnswer: a JSON object's text; null: not known). Shared:
-  // progress() is copied in every Sender loop, and a summary may be megabytes.
+  // The run's group, job_type, notes, tags, config and summary as the server holds them, from
+  // the last acknowledged run upsert (RunFieldsOfAnswer: a JSON object's text; null: not known).
+  // Shared: progress() is copied in every Sender loop, and a summary may be megabytes.
   std::shared_ptr<const std::string> run_fields;
 };
 
