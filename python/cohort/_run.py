@@ -46,19 +46,23 @@ class Run(native.Run):
         self._py_finished = False
         self._joined_from: Optional[str] = None  # parent's label when joined as a child writer
         self._artifacts: List[Any] = []  # logged by this process (cohort.Artifact)
-        self._config = Config(self, config or {})
-        self._summary = Summary(self, self._take_run_fields())
+        held_config, held_summary = self._take_run_fields()
+        # A resumed run's config as the server holds it, init's keys over it: read back, not
+        # sent again (only assignments send).
+        self._config = Config(self, {**held_config, **(config or {})})
+        self._summary = Summary(self, held_summary)
 
-    def _take_run_fields(self) -> Dict[str, Any]:
+    def _take_run_fields(self) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         """The run's fields as the server held them when this writer joined (a resumed run's):
-        its group, job type, notes and tags where init did not give them; returns its summary."""
+        its group, job type, notes and tags where init did not give them; returns its config and
+        summary (empty when not known)."""
         text = "" if self.disabled else self._run_fields
         try:
             fields = json.loads(text) if text else {}
         except ValueError:
             fields = {}
         if not isinstance(fields, dict):
-            return {}
+            return {}, {}
         for key in ("group", "job_type", "notes"):
             value = fields.get(key)
             if self._init_args.get(key) is None and isinstance(value, str) and value:
@@ -66,8 +70,9 @@ class Run(native.Run):
         tags = fields.get("tags")
         if self._init_args.get("tags") is None and isinstance(tags, list) and tags:
             self._init_args["tags"] = [t for t in tags if isinstance(t, str)]
-        summary = fields.get("summary")
-        return summary if isinstance(summary, dict) else {}
+        config, summary = fields.get("config"), fields.get("summary")
+        return (config if isinstance(config, dict) else {},
+                summary if isinstance(summary, dict) else {})
 
     # -- identity -------------------------------------------------------------------------------
     @property

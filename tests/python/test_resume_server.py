@@ -4,7 +4,8 @@ real `cohort server` (real training processes, real node agent).
 Each process writes under a label of its own (`<host>-<random>` by default): the server tells the
 writer of the resumed run to go on after the steps of the run's earlier writers (docs/api.md,
 Writers), so that its steps continue as the vendor SDK's do instead of starting again at 0, and
-the resumed run shows the group, tags and summary the server holds (docs/python.md, Resume).
+the resumed run shows the group, tags, config and summary the server holds (docs/python.md,
+Resume).
 """
 import json
 import pathlib
@@ -110,3 +111,42 @@ run.finish()
     assert (first["start"], first["end"]) == (0, 4)
     second = _out(client.python(rank % ("node_b", 2)))
     assert (second["start"], second["end"]) == (0, 2), second
+
+
+CONFIG_FIRST = """
+import cohort
+run = cohort.init(project='resume', id='with-config',
+                  config={'lr': 0.1, 'opt': {'name': 'adam'}, 'seed': None})
+run.config['epochs'] = 3
+run.finish()
+"""
+
+CONFIG_AGAIN = """
+import json, cohort
+sent = []
+send = cohort.Run._update_config
+cohort.Run._update_config = lambda self, text: (sent.append(json.loads(text)), send(self, text))
+run = cohort.init(project='resume', id='with-config', resume=%r, config={'batch': 32})
+seen = dict(run.config)
+run.config['lr'] = 0.05
+print(json.dumps({'config': seen, 'sent': sent}))
+run.finish()
+"""
+
+
+def test_a_resumed_run_reads_its_config_back_without_sending_it(client):
+    assert client.python(CONFIG_FIRST).returncode == 0
+    view = client.run_view("with-config", project=PROJECT)
+    view.wait_state()
+    for resume in ("allow", "must", "auto"):
+        out = _out(client.python(CONFIG_AGAIN % resume))
+        assert out["config"] == {"lr": 0.1 if resume == "allow" else 0.05,
+                                 "opt": {"name": "adam"}, "seed": None, "epochs": 3,
+                                 "batch": 32}, (resume, out)
+        # Only the assignment was sent: the keys read back were not.
+        assert out["sent"] == [{"lr": 0.05}], (resume, out)
+        # The next process reads what this one left.
+        run = wait_until(lambda: (r := view.get())["state"] == "finished" and
+                         r["config"].get("lr") == 0.05 and r, what="the resumed run's config")
+        assert run["config"] == {"lr": 0.05, "opt": {"name": "adam"}, "seed": None,
+                                 "epochs": 3, "batch": 32}
