@@ -356,6 +356,10 @@ class Run(native.Run):
         if http is not None:
             http.close()  # reopened if a version read through it is used later
         error = self._finish(exit_code, state)
+        resume_file = self.__dict__.get("_resume_file")
+        if exit_code == 0 and resume_file is not None and resume_file[1] == os.getpid():
+            from . import _resume_file
+            _resume_file.remove(resume_file[0], self.id)
         self._note_artifact_outcomes()
         self._note_unconfirmed_at_finish(error)
         if error:

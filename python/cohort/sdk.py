@@ -8,9 +8,9 @@ import os
 import random
 import string
 import warnings
-from typing import Any, Dict, Optional, Sequence, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
-from . import _state
+from . import _resume_file, _state
 from ._client_settings import effective_mode, native_settings
 from ._native import native
 from ._run import Run
@@ -67,6 +67,9 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
     ``WANDB_RUN_GROUP``, ``WANDB_JOB_TYPE``, ``WANDB_TAGS`` (comma-separated), ``WANDB_NOTES``.
     Returns within ``settings.init_timeout`` even when the server is down: the run then buffers
     locally and uploads when the server is back (a line on stderr says so, at init and finish).
+
+    ``resume="auto"`` (or True) without an id resumes the last run of the data directory that
+    did not finish with exit code 0 (its ``cohort-resume.json``; not in shared mode).
 
     A run still in progress in this process is finished first (``reinit="create_new"`` keeps
     it, ``reinit="return_previous"`` returns it). In a process that received a run from its
@@ -127,6 +130,12 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
     notes = notes if notes is not None else _from_vendor_env("notes", s.run_notes)
     tags = tags if tags is not None else _from_vendor_env("tags", s.run_tags)
 
+    resume_file = None
+    # Shared runs have no resume file (COHORT_MODE=shared, which the client library reads, too).
+    env_mode = os.environ.get("COHORT_MODE") or os.environ.get("WANDB_MODE")
+    shared_by_env = not client_mode and env_mode == "shared"
+    if resume in (True, "auto") and not (shared or shared_by_env):
+        resume_file, id = _auto_resume(id, project, dir, s)
     cfg = config_dict(config)
     init_args = {"entity": entity, "project": project, "name": name, "group": group,
                  "job_type": job_type, "tags": list(tags) if tags is not None else None,
@@ -137,11 +146,39 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
                           resume=_RESUME[resume], directory=dir)
     run = Run(ns, settings=s, init_args=init_args, config=cfg, local_id=id or _random_id())
     if not run.disabled:
+        if resume_file is not None:
+            _resume_file.write(resume_file, run.id, run.project)
+            run._resume_file = (resume_file, os.getpid())
         _state.install_hooks()
         if run.offline and not _offline_by_choice(client_mode):
             run._note_unconfirmed()
     _state.register(run)
     return run
+
+
+def _auto_resume(run_id: Optional[str], project: Optional[str],
+                 directory: Optional[Union[str, os.PathLike]],
+                 s: Settings) -> Tuple[str, Optional[str]]:
+    """init(resume="auto"/True) of a run of its own: (its resume file, the run id to use). Without
+    an id given, the id of the resume file of the directory (a run that did not finish with exit
+    code 0) when it names a run of the same project."""
+    path = _resume_file.path_for(str(directory) if directory else None, s)
+    found = _resume_file.read(path)
+    if found is None:
+        return path, run_id
+    given = _resume_file.explicit_run_id(run_id, s)
+    if given:
+        if given != found["run_id"]:
+            warnings.warn(f"cohort: resume file {path} names run {found['run_id']}, but init was "
+                          f"given id {given}: using {given}", RuntimeWarning, stacklevel=3)
+        return path, run_id
+    want = _resume_file.expected_project(project, s)
+    if found["project"] and found["project"] != want:
+        warnings.warn(f"cohort: resume file {path} names run {found['run_id']} of project "
+                      f"{found['project']!r}, not of project {want!r}: starting a new run",
+                      RuntimeWarning, stacklevel=3)
+        return path, run_id
+    return path, found["run_id"]
 
 
 def _offline_by_choice(client_mode: str) -> bool:
