@@ -28,7 +28,13 @@ int main(int argc, char** argv) {
   runners.push_back(cohort::cli::AddMediaCommand(app));
   runners.push_back(cohort::cli::AddArtifactCommand(app));
   runners.push_back(cohort::cli::AddAlertsCommand(app));
-  CLI11_PARSE(app, argc, argv);
+  // docs/cli.md "Exit codes": a command line that does not parse is exit code 2 (CLI11's own
+  // codes, 105 to 109, said nothing to a script); --help and --version print and exit 0.
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   for (auto& run : runners) {
     int rc = run();
     if (rc >= 0) return rc;

@@ -173,8 +173,16 @@ Status Verify(const DumpCounts& source, store::AdminStore* target) {
   return Status::Ok();
 }
 
+// Exit code 2 for an argument that cannot work (--from and --to the same store, an empty URL),
+// 1 for any other failure (docs/cli.md "Exit codes").
 int Fail(const char* cmd, const Status& s) {
   std::fprintf(stderr, "cohort %s: %s\n", cmd, s.ToString().c_str());
+  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+// A dump that cannot be read (not a dump, damaged): exit code 1, whatever the reader's code.
+int FailReading(const Status& s) {
+  std::fprintf(stderr, "cohort import: %s\n", s.ToString().c_str());
   return 1;
 }
 
@@ -264,11 +272,11 @@ int RunImport(const Opts& o) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(f, &std::fclose);
   // First pass: check every record before anything is written.
   store::DumpFileReader check(f);
-  if (Status s = check.Begin(); !s.ok()) return Fail("import", s);
+  if (Status s = check.Begin(); !s.ok()) return FailReading(s);
   DumpRecord rec;
   while (true) {
     auto more = check.Next(&rec);
-    if (!more.ok()) return Fail("import", more.status());
+    if (!more.ok()) return FailReading(more.status());
     if (!*more) break;
   }
   if (check.truncated()) {
@@ -292,12 +300,12 @@ int RunImport(const Opts& o) {
   // Second pass: import.
   std::rewind(f);
   store::DumpFileReader reader(f);
-  if (Status s = reader.Begin(); !s.ok()) return Fail("import", s);
+  if (Status s = reader.Begin(); !s.ok()) return FailReading(s);
   Progress progress("importing", Total(check.counts()), o.progress);
   ImportBatcher batcher(dst->get(), reader.header(), &progress);
   while (true) {
     auto more = reader.Next(&rec);
-    if (!more.ok()) return Fail("import", more.status());
+    if (!more.ok()) return FailReading(more.status());
     if (!*more) break;
     if (Status s = batcher.Add(rec); !s.ok()) return Fail("import", s);
   }

@@ -1,7 +1,9 @@
 """Flags of the `cohort` terminal commands that are refused at parse time (a reviewer's list):
-values that made them behave as something else (a negative --limit listed everything, a
-negative --give-up-after never gave up, --prefix with --no-prefix silently took one) and a
-directory `export` cannot create (it died in std::terminate, exit 134, without a word)."""
+values that made them behave as something else (a negative --limit listed everything, a negative
+--give-up-after never gave up, --prefix with --no-prefix silently took one) and a directory
+`export` cannot create (it died in std::terminate, exit 134, without a word). Exit code 2 for
+any command line that does not parse (CLI11's own codes leaked) and for arguments that cannot
+work."""
 import os
 import subprocess
 
@@ -22,8 +24,30 @@ def test_bad_flag_values_are_refused_naming_the_flag(tmp_path):
                        (["sync", "--give-up-after", "-5"], "--give-up-after"),
                        (["logs", "p/r", "--prefix", "--no-prefix"], "prefix")):
         r = cohort(*args, env=env)
-        assert r.returncode not in (0, 1) and flag in r.stderr, (args, r.returncode, r.stderr)
+        assert r.returncode == 2 and flag in r.stderr, (args, r.returncode, r.stderr)
         assert len(r.stderr) < 300, r.stderr  # the message, not a range of 300 digits
+
+
+def test_a_command_line_that_does_not_parse_is_exit_2(tmp_path):
+    """docs/cli.md "Exit codes": CLI11's own codes leaked (105 to 109)."""
+    env = dict(os.environ, HOME=str(tmp_path), COHORT_BASE_URL="http://127.0.0.1:1",
+               COHORT_API_KEY="ck_" + "0" * 40)
+    for args, said in ((["runs", "export"], "run"),  # RUN missing: was 106
+                       (["runs", "export", "p/r", "--format", "xml"], "xml"),  # was 105
+                       (["runs", "ls", "--no-such-flag"], "--no-such-flag"),  # was 109
+                       (["no-such-command"], "subcommand"),
+                       ([], "subcommand")):
+        r = cohort(*args, env=env)
+        assert r.returncode == 2 and said in r.stderr, (args, r.returncode, r.stderr)
+    for args in (["--help"], ["runs", "export", "--help"], ["--version"]):
+        r = cohort(*args, env=env)
+        assert r.returncode == 0 and r.stdout, (args, r.returncode, r.stderr)
+
+
+def test_migrate_between_the_same_store_is_a_bad_argument(tmp_path):
+    db = str(tmp_path / "cohort.db")
+    r = cohort("migrate", "--from", db, "--to", "sqlite:" + db)
+    assert r.returncode == 2 and "same store" in r.stderr, (r.returncode, r.stderr)
 
 
 def test_export_into_a_directory_it_cannot_make_is_an_error_not_a_crash(server, tmp_path):
