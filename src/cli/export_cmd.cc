@@ -1,14 +1,17 @@
 // `cohort runs export RUN --format csv|jsonl|parquet`: a run's exact metric history, one row per
 // (writer, step), streamed page by page from the history API in its columnar form
 // (history_fetch.h; memory stays flat), written to a temporary file renamed into place at the end
-// (an interrupted export leaves no partial file), with a progress bar on stderr when it is a
-// terminal. Parquet is this tree's own writer (parquet_writer.h; docs/formats.md "Parquet
-// export"), bounded row groups, no pyarrow needed.
+// (a failed export, or one stopped by SIGINT / SIGTERM, leaves no partial file), with a progress
+// bar on stderr when it is a terminal. Parquet is this tree's own writer (parquet_writer.h;
+// docs/formats.md "Parquet export"), bounded row groups, no pyarrow needed.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -271,6 +274,47 @@ Result<int64_t> ExportWriter(ReadClient& client, const RunPath& ref, const std::
   return rows_written;
 }
 
+// The temporary file of the export under way, removed by a SIGINT or SIGTERM that stops it
+// (unlink and _exit are async-signal-safe; the path is written before the handlers are set).
+char g_part_path[PATH_MAX + 8];
+volatile std::sig_atomic_t g_part_armed = 0;
+
+extern "C" void RemovePartAndExit(int sig) {
+  if (g_part_armed) unlink(g_part_path);
+  _exit(128 + sig);
+}
+
+// Sets the handlers that remove `tmp` when the export is stopped; false: a path too long.
+bool ArmPartRemoval(const std::string& tmp) {
+  if (tmp.size() >= sizeof(g_part_path)) return false;
+  std::memcpy(g_part_path, tmp.c_str(), tmp.size() + 1);
+  g_part_armed = 1;
+  struct sigaction sa {};
+  sa.sa_handler = RemovePartAndExit;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  return true;
+}
+
+// Up to ten of `names`, then how many more.
+std::string SomeOf(const std::vector<std::string>& names) {
+  constexpr size_t kShown = 10;
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < kShown; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > kShown) out += ", ... (" + std::to_string(names.size() - kShown) + " more)";
+  return out.empty() ? "none" : out;
+}
+
+// The names of `wanted` that are not in `have`, each quoted.
+std::string Unknown(const std::vector<std::string>& wanted, const std::set<std::string>& have) {
+  std::string out;
+  for (const auto& w : wanted) {
+    if (!have.contains(w)) out += (out.empty() ? "'" : ", '") + w + "'";
+  }
+  return out;
+}
+
 int Fail(const Status& s) {
   std::fprintf(stderr, "cohort runs export: %s\n", s.message().c_str());
   return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
@@ -298,46 +342,32 @@ int RunExport(const ExportOpts& o) {
           "parquet is binary: give -o FILE, or redirect stdout (-o -) away from the terminal"));
     }
   }
-  auto client = ReadClient::Open();
-  if (!client.ok()) return Fail(client.status());
-  auto ref = (*client)->ParseRun(o.run);
-  if (!ref.ok()) return Fail(ref.status());
-  auto listed = (*client)->Get(ref->ApiPath() + "/keys");
-  if (!listed.ok()) return Fail(listed.status());
-  const std::vector<std::string> want_keys = SplitListParam(o.keys);
-  const std::vector<std::string> want_writers = SplitListParam(o.writers);
-  auto wanted = [](const std::vector<std::string>& list, const std::string& v) {
-    return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
-  };
-  std::map<std::string, std::vector<SeriesInfo>> by_writer;
-  std::set<std::string> all_keys;
-  int64_t total_points = 0;
-  for (const bj::value& s : listed->as_object().at("keys").as_array()) {
-    std::string key = StrField(s, "key"), writer = StrField(s, "writer");
-    if (s.as_object().contains("type") && StrField(s, "type") != "scalar") continue;
-    if (want_keys.empty() && key.rfind(limits::kSystemKeyPrefix, 0) == 0) continue;
-    if (!wanted(want_keys, key) || !wanted(want_writers, writer)) continue;
-    by_writer[writer].push_back({key, IntField(s, "count")});
-    all_keys.insert(key);
-    total_points += IntField(s, "count");
-  }
-
+  // The output is opened before anything is fetched: one that cannot be written (a directory,
+  // no such directory, no permission) fails at once. The default name is the run id, RUN's last
+  // part (ParseRun checks RUN's form below).
   const bool to_stdout = o.output == "-";
-  std::string path = o.output.empty() ? ref->run_id + "." + o.format : o.output;
-  std::string tmp = path + ".part";
-  std::FILE* f = to_stdout ? stdout : std::fopen(tmp.c_str(), "wb");
-  if (!f) {
-    std::fprintf(stderr, "cohort runs export: cannot write %s\n", tmp.c_str());
-    return 1;
+  const std::string path =
+      o.output.empty() ? o.run.substr(o.run.rfind('/') + 1) + "." + o.format : o.output;
+  const std::string tmp = path + ".part";
+  std::FILE* f = stdout;
+  if (!to_stdout) {
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      std::fprintf(stderr, "cohort runs export: cannot write %s: %s\n", path.c_str(),
+                   std::strerror(EISDIR));
+      return 1;
+    }
+    if (!ArmPartRemoval(tmp)) {
+      return Fail(Status::InvalidArgument("-o " + path + ": path too long"));
+    }
+    f = std::fopen(tmp.c_str(), "wb");
+    if (!f) {
+      std::fprintf(stderr, "cohort runs export: cannot write %s: %s\n", tmp.c_str(),
+                   std::strerror(errno));
+      return 1;
+    }
   }
-  const std::vector<std::string> columns(all_keys.begin(), all_keys.end());
   std::unique_ptr<RowSink> sink;
-  if (parquet_out) {
-    popts.metadata = {{"cohort.run", ref->Text()}};
-    sink = std::make_unique<ParquetSink>(f, columns, popts);
-  } else {
-    sink = std::make_unique<TextSink>(f, o.format == "csv", columns);
-  }
   auto abandon = [&](const Status& s) {
     if (!to_stdout) {
       std::fclose(f);
@@ -349,6 +379,55 @@ int RunExport(const ExportOpts& o) {
     }
     return Fail(s);
   };
+
+  auto client = ReadClient::Open();
+  if (!client.ok()) return abandon(client.status());
+  auto ref = (*client)->ParseRun(o.run);
+  if (!ref.ok()) return abandon(ref.status());
+  auto listed = (*client)->Get(ref->ApiPath() + "/keys");
+  if (!listed.ok()) return abandon(listed.status());
+  const std::vector<std::string> want_keys = SplitListParam(o.keys);
+  const std::vector<std::string> want_writers = SplitListParam(o.writers);
+  auto wanted = [](const std::vector<std::string>& list, const std::string& v) {
+    return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
+  };
+  std::map<std::string, std::vector<SeriesInfo>> by_writer;
+  std::set<std::string> all_keys, run_keys, run_writers;
+  int64_t total_points = 0;
+  for (const bj::value& s : listed->as_object().at("keys").as_array()) {
+    std::string key = StrField(s, "key"), writer = StrField(s, "writer");
+    if (s.as_object().contains("type") && StrField(s, "type") != "scalar") continue;
+    run_keys.insert(key);
+    run_writers.insert(writer);
+    if (want_keys.empty() && key.rfind(limits::kSystemKeyPrefix, 0) == 0) continue;
+    if (!wanted(want_keys, key) || !wanted(want_writers, writer)) continue;
+    by_writer[writer].push_back({key, IntField(s, "count")});
+    all_keys.insert(key);
+    total_points += IntField(s, "count");
+  }
+  // A key or writer the run does not have is a mistake (a typo), not an empty column.
+  std::string unknown;
+  if (std::string k = Unknown(want_keys, run_keys); !k.empty()) {
+    std::vector<std::string> user_keys;
+    for (const auto& key : run_keys) {
+      if (key.rfind(limits::kSystemKeyPrefix, 0) != 0) user_keys.push_back(key);
+    }
+    unknown = "--keys: the run has no scalar key " + k + " (its keys: " + SomeOf(user_keys) + ")";
+  }
+  if (std::string w = Unknown(want_writers, run_writers); !w.empty()) {
+    unknown += std::string(unknown.empty() ? "" : "; ") + "--writers: the run has no writer " + w +
+               " with scalar history (its writers: " +
+               SomeOf(std::vector<std::string>(run_writers.begin(), run_writers.end())) + ")";
+  }
+  if (!unknown.empty()) return abandon(Status::InvalidArgument(unknown));
+
+  const std::vector<std::string> columns(all_keys.begin(), all_keys.end());
+  if (parquet_out) {
+    popts.metadata = {{"cohort.run", ref->Text()}};
+    sink = std::make_unique<ParquetSink>(f, columns, popts);
+  } else {
+    sink = std::make_unique<TextSink>(f, o.format == "csv", columns);
+  }
   if (Status s = sink->Start(); !s.ok()) return abandon(s);
   const bool bar = o.progress == "always" || (o.progress == "auto" && isatty(STDERR_FILENO));
   Progress progress(bar, total_points);
@@ -368,10 +447,13 @@ int RunExport(const ExportOpts& o) {
     bool ok = std::fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok = std::fclose(f) == 0 && ok;
     if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+      const int err = errno;
       std::remove(tmp.c_str());
-      std::fprintf(stderr, "cohort runs export: cannot write %s\n", path.c_str());
+      std::fprintf(stderr, "cohort runs export: cannot write %s: %s\n", path.c_str(),
+                   std::strerror(err));
       return 1;
     }
+    g_part_armed = 0;
   } else if (std::fflush(stdout) != 0) {
     std::fprintf(stderr, "cohort runs export: cannot write stdout: %s\n", std::strerror(errno));
     return 1;
