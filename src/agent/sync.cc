@@ -28,15 +28,43 @@ void FindWriters(wal::FileSystem* fs, const std::string& dir, int depth,
   for (const std::string& sub : ChildPaths(fs, dir)) FindWriters(fs, sub, depth - 1, out);
 }
 
-void DrawProgress(int64_t done, int64_t total, int64_t points, bool final) {
-  constexpr int kWidth = 30;
-  int filled = total > 0 ? int(kWidth * std::min(done, total) / total) : kWidth;
-  std::string bar = "\rcohort sync [" + std::string(size_t(filled), '#') +
-                    std::string(size_t(kWidth - filled), '.') + "] " + std::to_string(done) +
-                    "/" + std::to_string(total) + " records, " + std::to_string(points) +
-                    " points";
-  if (final) bar += "\n";
-  (void)!write(STDERR_FILENO, bar.data(), bar.size());
+// Progress on stderr: on a terminal a bar redrawn in place; otherwise (a log file, a pipe) a
+// plain line every 5 seconds, no carriage returns, as `--progress auto` of the other commands
+// (the caller's report says the end).
+class SyncProgress {
+ public:
+  explicit SyncProgress(bool enabled)
+      : enabled_(enabled), bar_(enabled && isatty(STDERR_FILENO)), last_line_ms_(NowMillis()) {}
+
+  void Draw(int64_t done, int64_t total, int64_t points, bool final) {
+    if (!enabled_) return;
+    constexpr int64_t kLineEveryMs = 5000;
+    std::string text = std::to_string(done) + "/" + std::to_string(total) + " records, " +
+                       std::to_string(points) + " points";
+    if (bar_) {
+      constexpr int kWidth = 30;
+      int filled = total > 0 ? int(kWidth * std::min(done, total) / total) : kWidth;
+      text = "\rcohort sync [" + std::string(size_t(filled), '#') +
+             std::string(size_t(kWidth - filled), '.') + "] " + text + (final ? "\n" : "");
+    } else {
+      const int64_t now = NowMillis();
+      if (final || now - last_line_ms_ < kLineEveryMs) return;
+      last_line_ms_ = now;
+      text = "cohort sync: " + text + "\n";
+    }
+    (void)!write(STDERR_FILENO, text.data(), text.size());
+  }
+
+ private:
+  bool enabled_, bar_;
+  int64_t last_line_ms_;
+};
+
+// Whether `dir` is an agent's data directory (every agent makes its %artifacts there): one whose
+// writers are all uploaded has nothing left, which is no mistake.
+bool IsAgentDataDir(wal::FileSystem* fs, const std::string& dir) {
+  auto exists = fs->Exists(wal::JoinPath(dir, ArtifactUploader::kDirName));
+  return exists.ok() && *exists;
 }
 
 }  // namespace
@@ -61,7 +89,18 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
       if (paths.empty()) return report;  // no data dir yet: nothing to sync
       return Status::NotFound(root + ": no such directory");
     }
-    for (auto& d : FindWriterDirs(root, fs)) dirs.push_back(std::move(d));
+    std::vector<std::string> found = FindWriterDirs(root, fs);
+    // A PATH given under which there is no writer, unless an agent's data directory, is a
+    // mistake (the wrong directory, one too high, a file), not a sync that succeeded.
+    if (found.empty() && !paths.empty() && !IsAgentDataDir(fs, root)) {
+      return Status::NotFound(
+          "no writer directories under " + root + " (expected a writer directory holding " +
+          WriterStream::kMetaFile +
+          ", a run directory of them, or an agent data directory of runs, at most three levels "
+          "above " +
+          WriterStream::kMetaFile + "; offline runs are kept under " + DefaultAgentDataDir() + ")");
+    }
+    for (auto& d : found) dirs.push_back(std::move(d));
   }
   std::sort(dirs.begin(), dirs.end());
   dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
@@ -116,6 +155,7 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
   auto finished = [](const UploadProgress& p) {
     return p.done_seq >= p.appended_seq || !p.rejected.ok() || !p.stopped.ok();
   };
+  SyncProgress bar(options.progress);
   int64_t last_done = -1, last_progress_ms = NowMillis();
   while (true) {
     int64_t done = 0, points = 0;
@@ -126,7 +166,7 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
       all = all && finished(p);
     }
     for (auto& [url, sender] : senders) points += sender->stats().points;
-    if (options.progress) DrawProgress(done, total, points, false);
+    bar.Draw(done, total, points, false);
     int64_t now = NowMillis();
     if (done != last_done) {
       last_done = done;
@@ -176,7 +216,7 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
     report.records += st.records_done + st.records_skipped;
     report.points += st.points;
   }
-  if (options.progress) DrawProgress(last_done, total, report.points, true);
+  bar.Draw(last_done, total, report.points, true);
 
   for (auto& s : streams) {
     UploadProgress p = s->progress();

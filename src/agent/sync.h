@@ -2,13 +2,16 @@
 // could not reach the server before it gave up) and removes those that are complete.
 //
 // A PATH may be a writer directory (it holds meta.json), a run directory or a whole data
-// directory; none means the default data directory (agent_paths.h). Uploading is idempotent:
+// directory; none means the default data directory (agent_paths.h). A PATH with no writer
+// directory under it (and not an agent's data directory, whose writers may all be uploaded) is
+// an error: the wrong directory or a typo, not a sync that succeeded. Uploading is idempotent:
 // records carry their sequence numbers, the server stores each (writer, seq) once, and what was
 // acknowledged is never sent again, so running sync twice (or after an interrupted sync) never
 // duplicates data. Directories held by a live process (an agent or a training process) are
 // skipped and reported.
 //
-// Thread-safe (no shared state); draws a progress bar on stderr when asked.
+// Thread-safe (no shared state); shows progress on stderr when asked: a bar on a terminal, else a
+// line every 5 seconds.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +26,7 @@ namespace cohort::agent {
 struct SyncOptions {
   std::string base_url;  // upload there instead of each writer's recorded server
   std::string api_key;   // use this key instead of each writer's recorded key
-  bool progress = true;  // a progress bar on stderr
+  bool progress = true;  // progress on stderr (a bar only when it is a terminal)
   // Give up when no record could be uploaded for this long (server down). 0: never.
   double give_up_after_s = 60;
   // The file system of the writer directories; null: the machine's. Tests inject faults below it
@@ -42,8 +45,9 @@ struct SyncReport {
 };
 
 // Uploads every writer WAL found under `paths`. The Result is an error only when nothing could
-// be attempted (no such path); per-writer failures are listed in SyncReport::errors (also an
-// uploaded, finished writer whose directory could not be removed: the next sync removes it).
+// be attempted (no such path, no writer under a path); per-writer failures are listed in
+// SyncReport::errors (also an uploaded, finished writer whose directory could not be removed: the
+// next sync removes it).
 Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOptions& options);
 
 // Writer directories (those holding meta.json) at or below `path`, at most three levels down.

@@ -1,10 +1,14 @@
 #include "agent/sync.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "agent/agent_log.h"
 #include "agent/fake_cohort_server_for_test.h"
@@ -252,6 +256,63 @@ TEST_F(SyncTest, AWriterThatCannotBeRemovedIsReportedAndRemovedByTheNextSync) {
 TEST_F(SyncTest, MissingPathIsAnError) {
   auto report = RunSync({root_ + "/nope"}, {});
   EXPECT_EQ(report.status().code(), StatusCode::kNotFound);
+}
+
+// A PATH under which there is nothing to upload (the wrong directory, one level too high, a
+// file) said "0 writer(s), 0 uploaded" and succeeded.
+TEST_F(SyncTest, APathWithoutWriterDirectoriesIsAnErrorNamingIt) {
+  fs::create_directories(root_ + "/empty");
+  std::FILE* f = std::fopen((root_ + "/file").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  // A writer four levels down: too deep under root_.
+  fs::create_directories(root_ + "/high/data/run1/rank_0");
+  std::FILE* meta = std::fopen((root_ + "/high/data/run1/rank_0/meta.json").c_str(), "w");
+  ASSERT_NE(meta, nullptr);
+  std::fclose(meta);
+  for (const std::string& path : {root_ + "/empty", root_ + "/file", root_}) {
+    auto report = RunSync({path}, Options("http://127.0.0.1:1", 1));
+    ASSERT_FALSE(report.ok()) << path;
+    EXPECT_EQ(report.status().code(), StatusCode::kNotFound);
+    EXPECT_NE(report.status().message().find("no writer directories under " + path),
+              std::string::npos)
+        << report.status().ToString();
+    EXPECT_NE(report.status().message().find("meta.json"), std::string::npos);
+  }
+  EXPECT_FALSE(fs::exists(root_ + "/empty/%artifacts"));  // nothing made in the wrong place
+}
+
+// An agent's data directory whose writers are all uploaded has nothing left: no error.
+TEST_F(SyncTest, AnAgentDataDirWithNoWriterLeftIsNoError) {
+  fs::create_directories(root_ + "/%artifacts");
+  auto report = RunSync({root_}, Options("http://127.0.0.1:1", 1));
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->writers, 0);
+  EXPECT_TRUE(report->errors.empty());
+}
+
+// On a non-terminal (a log file, a pipe) the progress was a bar redrawn with '\r' every 100 ms.
+TEST_F(SyncTest, ProgressOnANonTerminalHasNoCarriageReturns) {
+  FakeCohortServer server;
+  MakeOfflineWriter("rank_0", 4, true);
+  const std::string log = root_ + "/stderr.txt";
+  std::fflush(stderr);
+  const int saved = dup(STDERR_FILENO);
+  const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(fd, 0);
+  dup2(fd, STDERR_FILENO);
+  close(fd);
+  SyncOptions o = Options(server);
+  o.progress = true;
+  auto report = RunSync({root_ + "/run1"}, o);
+  std::fflush(stderr);
+  dup2(saved, STDERR_FILENO);
+  close(saved);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->uploaded, 1);
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.find('\r'), std::string::npos) << text;
 }
 
 TEST_F(SyncTest, WriterHeldByALiveProcessIsSkipped) {

@@ -3,7 +3,7 @@ values that made them behave as something else (a negative --limit listed everyt
 --give-up-after never gave up, --prefix with --no-prefix silently took one) and a directory
 `export` cannot create (it died in std::terminate, exit 134, without a word). Exit code 2 for
 any command line that does not parse (CLI11's own codes leaked) and for arguments that cannot
-work."""
+work. A `sync` of a path with nothing to upload is an error."""
 import os
 import subprocess
 
@@ -48,6 +48,22 @@ def test_migrate_between_the_same_store_is_a_bad_argument(tmp_path):
     db = str(tmp_path / "cohort.db")
     r = cohort("migrate", "--from", db, "--to", "sqlite:" + db)
     assert r.returncode == 2 and "same store" in r.stderr, (r.returncode, r.stderr)
+
+
+def test_sync_of_a_path_without_writer_directories_is_an_error(tmp_path):
+    """`cohort sync PATH` of the wrong directory said "0 writer(s), 0 uploaded" and exited 0."""
+    env = dict(os.environ, HOME=str(tmp_path), COHORT_DIR="")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for path in (empty, afile):
+        r = cohort("sync", "--give-up-after", "1", str(path), env=env)
+        assert r.returncode == 1, (path, r.returncode, r.stderr)
+        assert f"no writer directories under {path}" in r.stderr and "meta.json" in r.stderr, \
+            r.stderr
+        assert "uploaded" not in r.stderr, r.stderr
+    assert list(empty.iterdir()) == []
 
 
 def test_export_into_a_directory_it_cannot_make_is_an_error_not_a_crash(server, tmp_path):
