@@ -227,6 +227,16 @@ class Histogram:
             self._snapshot = None
             snapshot.release()
 
+    def __getstate__(self) -> dict:
+        """Pickled computed (a snapshot holds a tensor and a lock)."""
+        self._resolve()
+        return {k: getattr(self, k) for k in ("_lo", "_hi", "_counts", "_edges", "_dropped")}
+
+    def __setstate__(self, state: dict) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
+        self._snapshot = None
+
     # -- reading ---------------------------------------------------------------------------------
     @property
     def dropped(self) -> int:

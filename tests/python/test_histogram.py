@@ -292,8 +292,15 @@ def test_large_tensors_are_binned_later_from_a_copy_taken_at_the_call(monkeypatc
     assert not cohort.Histogram(torch.randn(n).to_sparse())._pending
     with pytest.raises(TypeError, match="complex"):  # refused at the call, not later
         cohort.Histogram(torch.randn(n, dtype=torch.complex64))
+    # Pickled (a multiprocessing queue, a logger's copy): computed first, the same counts.
+    import pickle
+    t = torch.randn(n)
+    copy = pickle.loads(pickle.dumps(cohort.Histogram(t, num_bins=8)))
+    assert not copy._pending and sum(copy.histogram) == n and copy.bins[0] == float(t.min())
     monkeypatch.setenv("COHORT_HISTOGRAM_DEFER", "0")
     assert not cohort.Histogram(torch.randn(n))._pending
+    plain = pickle.loads(pickle.dumps(cohort.Histogram([1.0, 2.0, 2.0], num_bins=2)))
+    assert plain.histogram == [1, 2]
 
 
 def test_the_copies_reuse_their_buffers():
