@@ -1,8 +1,11 @@
 // `cohort logs RUN [--label L] [--follow]`: a run's console lines; with --follow, like
 // `tail -f`: keeps polling for new lines until the run is no longer running (then prints the
-// last lines and exits 0) or the user presses Ctrl-C.
+// last lines and exits 0) or the user presses Ctrl-C. A poll that gets no answer, a 5xx or a
+// 429 is retried with backoff (a server restart or a network blip does not end the follow);
+// only an answer that will not change (401, 403, 404, 400) ends it with exit 1.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -57,6 +60,34 @@ Status PrintNew(ReadClient& client, const RunPath& ref, const LogsOpts& o, bool 
   }
 }
 
+// Prints the lines after `*after` and reads the run: its state. Once it is no longer running,
+// the lines uploaded before its writers finished are stored: prints them too.
+Result<std::string> Poll(ReadClient& client, const RunPath& ref, const LogsOpts& o, bool prefix,
+                         int64_t* after) {
+  COHORT_RETURN_IF_ERROR(PrintNew(client, ref, o, prefix, after));
+  COHORT_ASSIGN_OR_RETURN(bj::value run, client.Get(ref.ApiPath()));
+  std::string state = StrField(run, "state");
+  if (state != "running") COHORT_RETURN_IF_ERROR(PrintNew(client, ref, o, prefix, after));
+  return state;
+}
+
+// A failure --follow rides out: no answer (a server restarting, a network blip), a 5xx, a 429,
+// an answer that is not JSON (a proxy's error page). 401 / 403 / 404 / 400 will not change.
+bool Transient(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kUnauthenticated:
+    case StatusCode::kPermissionDenied:
+    case StatusCode::kNotFound:
+    case StatusCode::kInvalidArgument:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// Backoff of --follow's retries: 0.5 s, doubling up to 10 s.
+constexpr double kFirstRetryS = 0.5, kMaxRetryS = 10.0;
+
 int RunLogs(const LogsOpts& o) {
   if (o.stream != "" && o.stream != "stdout" && o.stream != "stderr") {
     return Fail(Status::InvalidArgument("--stream: expected stdout or stderr"));
@@ -71,17 +102,31 @@ int RunLogs(const LogsOpts& o) {
   if (o.prefix) prefix = true;
   if (o.no_prefix) prefix = false;
   int64_t after = 0;
-  while (true) {
+  if (!o.follow) {
     Status s = PrintNew(**client, *ref, o, prefix, &after);
-    if (!s.ok()) return Fail(s);
-    if (!o.follow) return 0;
-    auto now = (*client)->Get(ref->ApiPath());
-    if (!now.ok()) return Fail(now.status());
-    if (StrField(*now, "state") != "running") {
-      // Lines uploaded before the writers finished are stored by now: print them and stop.
-      s = PrintNew(**client, *ref, o, prefix, &after);
-      if (!s.ok()) return Fail(s);
-      std::fprintf(stderr, "run %s %s\n", ref->Text().c_str(), StrField(*now, "state").c_str());
+    return s.ok() ? 0 : Fail(s);
+  }
+  double retry_s = 0;  // 0: the last poll was answered
+  while (true) {
+    Result<std::string> state = Poll(**client, *ref, o, prefix, &after);
+    if (!state.ok()) {
+      if (!Transient(state.status())) return Fail(state.status());
+      if (retry_s == 0) {
+        std::fprintf(stderr, "cohort logs: server unreachable, retrying... (%s)\n",
+                     state.status().message().c_str());
+        retry_s = kFirstRetryS;
+      } else {
+        retry_s = std::min(retry_s * 2, kMaxRetryS);
+      }
+      std::this_thread::sleep_for(std::chrono::duration<double>(retry_s));
+      continue;
+    }
+    if (retry_s != 0) {
+      std::fprintf(stderr, "cohort logs: server reachable again, following\n");
+      retry_s = 0;
+    }
+    if (*state != "running") {
+      std::fprintf(stderr, "run %s %s\n", ref->Text().c_str(), state->c_str());
       return 0;
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(o.interval_s));
