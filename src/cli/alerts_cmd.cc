@@ -1,8 +1,10 @@
 // `cohort alerts ls` (a project's alerts, or every project's, as an aligned table or JSON) and
 // `cohort alerts ack` (acknowledges one), over the alerts API (docs/api.md "Alerts",
 // docs/cli.md).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/output.h"
@@ -29,6 +31,9 @@ struct LsOpts {
 struct AckOpts {
   std::string id, project, entity;
 };
+
+// The most alerts GET /api/v1/alerts/{entity}/{project} lists (docs/api.md).
+constexpr int kApiMaxAlerts = 1000;
 
 std::string AlertsPath(const std::string& entity, const std::string& project) {
   return "/api/v1/alerts/" + PercentEncode(entity) + "/" + PercentEncode(project);
@@ -84,22 +89,39 @@ int RunLs(const LsOpts& o) {
       projects.push_back(StrField(p, "project"));
     }
   }
-  bj::array all;
+  // Each project's newest alerts (the API's maximum: a count of what the limit leaves out),
+  // merged newest first (opened time, then id: the server's order within a project).
+  std::vector<bj::value> all;
+  bool capped = false;  // a project has more than the API lists
   for (const std::string& project : projects) {
     Query q = {{"state", o.state},
                {"level", o.level},
                {"run", run_id},
-               {"limit", o.limit > 0 ? std::to_string(o.limit) : "1000"}};
+               {"limit", std::to_string(kApiMaxAlerts)}};
     auto res = (*client)->Get(AlertsPath(entity, project), q);
     if (!res.ok()) return Fail("ls", res.status());
     const bj::value* list = res->is_object() ? res->as_object().if_contains("alerts") : nullptr;
     if (list == nullptr || !list->is_array()) {
       return Fail("ls", Status::Unavailable("the server's answer has no \"alerts\" list"));
     }
+    capped = capped || list->as_array().size() >= size_t(kApiMaxAlerts);
     for (const bj::value& a : list->as_array()) all.push_back(a);
   }
+  std::stable_sort(all.begin(), all.end(), [](const bj::value& a, const bj::value& b) {
+    int64_t ta = IntField(a, "opened_ms"), tb = IntField(b, "opened_ms");
+    return ta != tb ? ta > tb : IntField(a, "id") > IntField(b, "id");
+  });
+  const size_t total = all.size();
+  if (o.limit > 0 && all.size() > size_t(o.limit)) all.resize(size_t(o.limit));
+  // Said on stderr (the table or JSON on stdout stays whole) when the list is not everything.
+  if (all.size() < total || capped) {
+    std::fprintf(stderr, "(%zu of %s%zu alerts; %s)\n", all.size(), capped ? "at least " : "",
+                 total,
+                 capped ? "the server lists 1000 per project: narrow with --state, --level, --run"
+                        : "--limit 0 shows all");
+  }
   if (o.json) {
-    std::printf("%s\n", CompactJson(all).c_str());
+    std::printf("%s\n", CompactJson(bj::array(all.begin(), all.end())).c_str());
     return 0;
   }
   if (all.empty()) {
@@ -183,7 +205,7 @@ Runner AddAlertsCommand(CLI::App& app) {
   ls_cmd->add_option("-r,--run", ls->run,
                      "Only this run's alerts: entity/project/run_id, project/run_id, or a run id "
                      "with --project");
-  ls_cmd->add_option("-n,--limit", ls->limit, "At most this many per project (0: 1000)")
+  ls_cmd->add_option("-n,--limit", ls->limit, "At most this many, newest first (0: all)")
       ->check(kNotNegative)
       ->capture_default_str();
   ls_cmd->add_flag("--json", ls->json, "Print the alerts as a JSON array (the API's objects)");

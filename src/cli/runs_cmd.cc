@@ -25,10 +25,10 @@ struct LsOpts {
   int limit = 50;
 };
 
-// Rows of one project's runs (up to `limit`, 0: all) into `table`.
+// One project's runs (up to `limit`, 0: all), in the server's order, appended to `runs`, each
+// with its "project" set.
 Status ListProject(ReadClient& client, const LsOpts& o, const std::string& entity,
-                   const std::string& project, bool with_project, bool color, Table* table,
-                   int64_t* total) {
+                   const std::string& project, std::vector<bj::value>* runs, int64_t* total) {
   std::string cursor;
   int shown = 0;
   while (true) {
@@ -41,20 +41,8 @@ Status ListProject(ReadClient& client, const LsOpts& o, const std::string& entit
         client.Get("/api/v1/runs/" + PercentEncode(entity) + "/" + PercentEncode(project), q));
     *total += IntField(res, "total");
     for (const bj::value& run : res.as_object().at("runs").as_array()) {
-      std::string state = StrField(run, "state");
-      std::vector<std::string> cells;
-      if (with_project) cells.push_back(project);
-      cells.insert(
-          cells.end(),
-          {StrField(run, "id"), StrField(run, "name"), state, StrField(run, "group"),
-           StrField(run, "job_type"), std::to_string(IntField(run, "writer_count")),
-           FormatDuration(IntField(run, "runtime_ms")), FormatTime(IntField(run, "created_ms"))});
-      std::vector<std::string> shown_cells;
-      if (color) {
-        shown_cells.resize(cells.size());
-        shown_cells[with_project ? 3 : 2] = ColorState(state, true);
-      }
-      table->AddRow(std::move(cells), std::move(shown_cells));
+      runs->push_back(run);
+      if (runs->back().is_object()) runs->back().as_object()["project"] = project;
       ++shown;
     }
     const bj::value* next = res.as_object().if_contains("next_cursor");
@@ -62,6 +50,28 @@ Status ListProject(ReadClient& client, const LsOpts& o, const std::string& entit
     cursor = std::string(next->get_string());
   }
   return Status::Ok();
+}
+
+// Orders runs of several projects as `sort` orders each project's ("-created", "name"): false
+// for a sort the CLI cannot repeat (config.<key>, summary.<key>), whose projects stay apart.
+bool SortRuns(std::string_view sort, std::vector<bj::value>* runs) {
+  const bool desc = !sort.empty() && sort.front() == '-';
+  if (desc) sort.remove_prefix(1);
+  if (sort == "created" || sort == "updated") {
+    const std::string field = std::string(sort) + "_ms";
+    std::stable_sort(runs->begin(), runs->end(), [&](const bj::value& a, const bj::value& b) {
+      return desc ? IntField(a, field) > IntField(b, field)
+                  : IntField(a, field) < IntField(b, field);
+    });
+    return true;
+  }
+  if (sort == "name" || sort == "state" || sort == "group" || sort == "job_type") {
+    std::stable_sort(runs->begin(), runs->end(), [&](const bj::value& a, const bj::value& b) {
+      return desc ? StrField(a, sort) > StrField(b, sort) : StrField(a, sort) < StrField(b, sort);
+    });
+    return true;
+  }
+  return false;
 }
 
 int RunLs(const LsOpts& o) {
@@ -84,19 +94,41 @@ int RunLs(const LsOpts& o) {
     }
   }
   const bool with_project = o.project.empty();
+  std::vector<bj::value> runs;
+  int64_t total = 0;
+  for (const std::string& project : projects) {
+    Status s = ListProject(**client, o, entity, project, &runs, &total);
+    if (!s.ok()) return Fail("runs ls", s);
+  }
+  // Every project's first `limit` runs, merged in the sort's order: the first `limit` of all.
+  if (projects.size() > 1 && SortRuns(o.sort, &runs) && o.limit > 0 &&
+      runs.size() > size_t(o.limit)) {
+    runs.resize(size_t(o.limit));
+  }
+  if (runs.empty()) {
+    std::fprintf(stderr, "no runs\n");
+    return 0;
+  }
   const bool color = UseColor(stdout, o.color);
   std::vector<std::string> header = {"ID",       "NAME",    "STATE",   "GROUP",
                                      "JOB_TYPE", "WRITERS", "RUNTIME", "CREATED"};
   if (with_project) header.insert(header.begin(), "PROJECT");
   Table table(header);
-  int64_t total = 0;
-  for (const std::string& project : projects) {
-    Status s = ListProject(**client, o, entity, project, with_project, color, &table, &total);
-    if (!s.ok()) return Fail("runs ls", s);
-  }
-  if (table.rows() == 0) {
-    std::fprintf(stderr, "no runs\n");
-    return 0;
+  for (const bj::value& run : runs) {
+    std::string state = StrField(run, "state");
+    std::vector<std::string> cells;
+    if (with_project) cells.push_back(StrField(run, "project"));
+    cells.insert(
+        cells.end(),
+        {StrField(run, "id"), StrField(run, "name"), state, StrField(run, "group"),
+         StrField(run, "job_type"), std::to_string(IntField(run, "writer_count")),
+         FormatDuration(IntField(run, "runtime_ms")), FormatTime(IntField(run, "created_ms"))});
+    std::vector<std::string> shown_cells;
+    if (color) {
+      shown_cells.resize(cells.size());
+      shown_cells[with_project ? 3 : 2] = ColorState(state, true);
+    }
+    table.AddRow(std::move(cells), std::move(shown_cells));
   }
   table.Print(stdout);
   if (int64_t(table.rows()) < total) {
@@ -224,7 +256,7 @@ Runner AddRunsCommand(CLI::App& app) {
                    "created, updated, name, state, group, job_type; - first "
                    "for descending")
       ->capture_default_str();
-  ls_cmd->add_option("-n,--limit", ls->limit, "At most this many runs per project (0: all)")
+  ls_cmd->add_option("-n,--limit", ls->limit, "At most this many runs (0: all)")
       ->check(kNotNegative)
       ->capture_default_str();
   ls_cmd->add_option("--color", ls->color, "auto (terminal, NO_COLOR unset), always, never")

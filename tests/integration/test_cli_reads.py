@@ -1,6 +1,7 @@
 """The real `cohort` binary's read commands against a real server whose runs and alerts are
 written through the HTTP API (no SDK needed): `logs --follow` across a server restart, and
 `alerts ls` / `runs ls` across projects."""
+import json
 import subprocess
 import threading
 import time
@@ -106,3 +107,53 @@ def test_logs_follow_ends_on_a_run_that_is_gone(server):
     out = cohort(server, "logs", "logs/nosuch", "--follow", timeout=30)
     assert out.returncode == 1 and "nosuch" in out.stderr, out.stderr
 
+
+def table(stdout):
+    """Parses an aligned table: column starts from the header, cells cut at those offsets."""
+    lines = [l for l in stdout.splitlines() if l.strip()]
+    header = lines[0]
+    starts = [i for i, ch in enumerate(header) if ch != " " and (i == 0 or header[i - 1] == " ")]
+    names = header.split()
+    return [dict(zip(names, [line[a:b].strip() for a, b in zip(starts, starts[1:] + [None])]))
+            for line in lines[1:]]
+
+
+def test_alerts_ls_merges_projects_newest_first_and_says_what_the_limit_left_out(server, api):
+    """Every project's alerts in one list by opened time (they came project by project), the
+    limit applied to that list, and a note on stderr when it cut some."""
+    hooks = {}
+    for project in ("pa", "pb"):
+        make_run(api, project, "r1")
+        hooks[project] = f"/api/v1/runs/{entity(api)}/{project}/r1/writers/main/alerts"
+    order = [("pa", "a1"), ("pb", "b1"), ("pa", "a2"), ("pb", "b2"), ("pa", "a3")]
+    for project, title in order:
+        status, body = api.post(hooks[project], {"title": title, "level": "WARN"})
+        assert status in (200, 201), body
+        time.sleep(0.01)  # distinct opened times
+    newest_first = [title for _, title in reversed(order)]
+    out = cohort(server, "alerts", "ls")
+    assert out.returncode == 0, out.stderr
+    assert [r["TITLE"] for r in table(out.stdout)] == newest_first
+    assert "of" not in out.stderr, out.stderr  # nothing left out
+    out = cohort(server, "alerts", "ls", "--limit", "3")
+    assert out.returncode == 0, out.stderr
+    rows = table(out.stdout)
+    assert [(r["PROJECT"], r["TITLE"]) for r in rows] == [("pa", "a3"), ("pb", "b2"), ("pa", "a2")]
+    assert "(3 of 5 alerts" in out.stderr, out.stderr
+    out = cohort(server, "alerts", "ls", "--limit", "2", "--json")
+    assert out.returncode == 0, out.stderr
+    assert [a["title"] for a in json.loads(out.stdout)] == ["a3", "b2"]
+    assert "(2 of 5 alerts" in out.stderr, out.stderr
+
+
+def test_runs_ls_merges_projects_in_the_sort_order_and_limits_the_whole_list(server, api):
+    for project, run_id in (("pa", "r1"), ("pb", "r2"), ("pa", "r3"), ("pb", "r4")):
+        make_run(api, project, run_id)
+        time.sleep(0.01)  # distinct creation times
+    out = cohort(server, "runs", "ls", "--limit", "3")
+    assert out.returncode == 0, out.stderr
+    assert [(r["PROJECT"], r["ID"]) for r in table(out.stdout)] == [
+        ("pb", "r4"), ("pa", "r3"), ("pb", "r2")]
+    assert "(3 of 4 runs" in out.stderr, out.stderr
+    out = cohort(server, "runs", "ls", "--sort", "created")
+    assert [r["ID"] for r in table(out.stdout)] == ["r1", "r2", "r3", "r4"]
