@@ -253,6 +253,26 @@ Status ChangedWhileRead(const std::string& path) {
                                     "is written");
 }
 
+// kFailedPrecondition naming both types when `ref`'s collection exists with a type other than
+// `type` (the project's collection list: it holds collections whose versions were all deleted
+// too, and no manifests); Ok when it does not exist yet.
+Status CheckCollectionType(ReadClient& client, const ArtifactRef& ref, const std::string& type) {
+  auto res = client.Get("/api/v1/artifacts/" + PercentEncode(ref.entity) + "/" +
+                        PercentEncode(ref.project));
+  if (!res.ok()) return res.status().code() == StatusCode::kNotFound ? Status::Ok() : res.status();
+  const bj::value* list = res->is_object() ? res->as_object().if_contains("collections") : nullptr;
+  if (list == nullptr || !list->is_array()) return Status::Ok();  // the commit checks it
+  for (const bj::value& c : list->as_array()) {
+    if (StrField(c, "name") != ref.name) continue;
+    const std::string has = StrField(c, "type");
+    if (has == type) return Status::Ok();
+    return Status::FailedPrecondition("artifact " + ref.entity + "/" + ref.project + "/" +
+                                      ref.name + " is of type \"" + has + "\", not \"" + type +
+                                      "\" (--type " + has + ", or another --name); nothing sent");
+  }
+  return Status::Ok();
+}
+
 int RunPut(const PutOpts& o) {
   wal::FileSystem* fs = wal::FileSystem::Default();
   bj::value metadata = bj::object();
@@ -273,6 +293,9 @@ int RunPut(const PutOpts& o) {
     return Fail("put",
                 ref.ok() ? Status::InvalidArgument("--name: no ':' (use --alias)") : ref.status());
   }
+  // A collection of another type refuses the commit: refused here, before anything is hashed or
+  // sent (a version of that type would have been uploaded for nothing).
+  if (Status s = CheckCollectionType(**client, *ref, o.type); !s.ok()) return Fail("put", s);
   auto files = CollectFiles(fs, o.path);
   if (!files.ok()) return Fail("put", files.status());
   uint64_t total = 0;

@@ -219,6 +219,28 @@ def test_put_of_bytes_the_entity_holds_stops_once_the_hash_says_so(srv, entity, 
     assert v["files"][0]["path"] == "b.bin"
 
 
+def test_put_into_a_collection_of_another_type_is_refused_before_anything_is_sent(
+        srv, entity, tmp_path):
+    """The type clash was found by the commit, after every file was hashed and uploaded: the put
+    reads the collection's type first and stops, naming both types."""
+    (tmp_path / "a.bin").write_bytes(b"first")
+    out = cohort(srv, "artifact", "put", tmp_path / "a.bin", "--name", "x", "--type", "model",
+                 "-p", PROJECT)
+    assert out.returncode == 0, out.stderr
+    data = os.urandom(3 * PART + 17)
+    (tmp_path / "b.bin").write_bytes(data)
+    out = cohort(srv, "artifact", "put", tmp_path / "b.bin", "--name", "x", "--type", "dataset",
+                 "-p", PROJECT)
+    assert out.returncode == 1, out.stderr
+    assert '"model"' in out.stderr and '"dataset"' in out.stderr, out.stderr
+    assert "sent)" not in out.stderr, out.stderr
+    status, blob = srv.api().get(f"/api/v1/blobs/{entity}/{sha(data)}?size={len(data)}")
+    assert status == 200 and not blob["stored"] and not blob["parts"], blob
+    assert not list((srv.data_dir / "blobs").rglob("part-*"))  # no upload begun, by id either
+    status, versions = srv.api().get(f"/api/v1/artifacts/{entity}/{PROJECT}/x/versions")
+    assert status == 200 and len(versions["versions"]) == 1, versions
+
+
 def test_put_whose_held_file_is_gone_before_the_commit_uploads_it_again(srv, entity, tmp_path):
     """gc may forget a blob between the status call that found it held and the commit (while the
     other files upload): the commit's 409 "upload it first" makes the put upload that file and
