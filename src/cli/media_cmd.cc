@@ -1,7 +1,12 @@
 // `cohort media ls RUN [--key K] [--label L] [--min-step N] [--max-step N]`: a run's media rows
 // (images, audio, video, html, tables); `cohort media get RUN [same filters] [--out DIR]`: their
-// bytes into DIR/<key>/<writer>/<step>_<index><ext>, each checked against its SHA-256
-// (docs/cli.md, docs/api.md "Media").
+// bytes into DIR/<key>/<writer>/<step>_<index><ext>, each checked against its SHA-256 (a file
+// already there with that digest is kept; rows whose blob the server does not hold yet are
+// named at the end and make it exit 1) (docs/cli.md, docs/api.md "Media").
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -19,7 +24,7 @@ namespace {
 namespace bj = boost::json;
 
 struct MediaOpts {
-  std::string run, keys, labels, out = ".", min_step, max_step;
+  std::string run, keys, labels, out = ".", min_step, max_step, progress = "auto";
 };
 
 int Fail(const Status& s) {
@@ -105,6 +110,73 @@ Status MakeDirs(wal::FileSystem* fs, const std::string& path) {
   return exists ? Status::Ok() : fs->CreateDir(path);
 }
 
+// Progress of `media get` on stderr: with `bar` a bar redrawn at most once per percent (or
+// every half second), else a line every 5 s (none for a get that ends sooner).
+class GetProgress {
+ public:
+  GetProgress(bool bar, bool lines, size_t total) : bar_(bar), lines_(lines), total_(total) {}
+  void Advance(int64_t bytes) {
+    ++done_;
+    bytes_ += bytes;
+    const auto now = Clock::now();
+    const int pct = int(done_ * 100 / std::max<size_t>(total_, 1));
+    if (bar_) {
+      if (pct == last_pct_ && now - last_ < std::chrono::milliseconds(500)) return;
+      last_pct_ = pct;
+      last_ = now;
+      constexpr int kWidth = 30;
+      std::string bar(size_t(pct * kWidth / 100), '#');
+      bar.resize(kWidth, ' ');
+      std::fprintf(stderr, "\rfetching [%s] %3d%% %zu/%zu files", bar.c_str(), pct, done_, total_);
+      std::fflush(stderr);
+      shown_ = true;
+    } else if (lines_ && now - last_ >= std::chrono::seconds(5)) {
+      if (last_ == Clock::time_point{}) {  // the clock starts at the first file
+        last_ = now;
+        return;
+      }
+      last_ = now;
+      std::fprintf(stderr, "fetching: %zu/%zu files (%d%%), %lld bytes\n", done_, total_, pct,
+                   static_cast<long long>(bytes_));
+    }
+  }
+  void Finish() {
+    if (shown_) std::fputc('\n', stderr);
+    shown_ = false;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool bar_, lines_, shown_ = false;
+  size_t total_, done_ = 0;
+  int64_t bytes_ = 0;
+  int last_pct_ = -1;
+  Clock::time_point last_{};
+};
+
+// Whether `path` holds `size` bytes whose SHA-256 is `sha` (a file a get wrote before).
+bool AlreadyThere(wal::FileSystem* fs, const std::string& path, int64_t size,
+                  const std::string& sha) {
+  auto st = fs->Stat(path);
+  if (!st.ok() || int64_t(st->size) != size) return false;
+  auto file = fs->NewSequentialFile(path);
+  if (!file.ok()) return false;
+  Sha256 hash;
+  std::string scratch(1 << 20, '\0');
+  while (true) {
+    auto chunk = (*file)->Read(scratch.size(), scratch.data());
+    if (!chunk.ok()) return false;
+    if (chunk->empty()) break;
+    hash.Update(*chunk);
+  }
+  return hash.FinishHex() == sha;
+}
+
+std::string RowName(const bj::value& r) {
+  return StrField(r, "key") + " " + StrField(r, "writer") + " step " +
+         std::to_string(IntField(r, "step")) + " #" + std::to_string(IntField(r, "index"));
+}
+
 int Get(ReadClient& client, const RunPath& ref, const MediaOpts& o) {
   bool truncated = false;
   auto rows = Rows(client, ref, o, &truncated);
@@ -116,37 +188,85 @@ int Get(ReadClient& client, const RunPath& ref, const MediaOpts& o) {
                                            kNarrow + ", and get each part"));
   }
   wal::FileSystem* fs = wal::FileSystem::Default();
-  // Every row's directory first: one that would leave --out fails the command before anything
-  // is fetched or written.
-  std::vector<std::string> dirs;
+  // Every row's file first: a directory that would leave --out fails the command before
+  // anything is fetched or written.
+  std::vector<std::string> paths;
   for (const bj::value& r : *rows) {
     auto key_dir = PathUnder(o.out, StrField(r, "key"), "the media key");
     if (!key_dir.ok()) return Fail(key_dir.status());
     auto dir = PathUnder(*key_dir, StrField(r, "writer"), "the writer label");
     if (!dir.ok()) return Fail(dir.status());
-    dirs.push_back(std::move(*dir));
+    paths.push_back(*dir + "/" + std::to_string(IntField(r, "step")) + "_" +
+                    std::to_string(IntField(r, "index")) + Extension(StrField(r, "mime")));
   }
-  int64_t files = 0, bytes = 0;
-  size_t row = 0;
-  for (const bj::value& r : *rows) {
-    const std::string& dir = dirs[row++];
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  GetProgress progress(o.progress == "always" || (o.progress == "auto" && tty),
+                       o.progress == "auto" && !tty, rows->size());
+  // Rows whose blob the server does not hold (yet): the others are fetched, these named at the
+  // end, and the command fails then (a later get fetches them, skipping what it has).
+  std::vector<std::string> missing;
+  int64_t files = 0, bytes = 0, kept = 0;
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const bj::value& r = (*rows)[i];
+    const std::string& path = paths[i];
     const std::string url = StrField(r, "url"), sha = StrField(r, "sha256");
-    auto resp = client.Send("GET", url);
-    if (!resp.ok()) return Fail(resp.status());
-    if (Sha256::Hex(resp->body) != sha) {
-      return Fail(Status::Corruption(StrField(r, "key") + " step " +
-                                     std::to_string(IntField(r, "step")) +
-                                     ": the bytes do not match their sha256 " + sha));
+    const bj::value* up = r.as_object().if_contains("uploaded");
+    if (sha.empty() || (up != nullptr && up->is_bool() && !up->as_bool())) {
+      missing.push_back(RowName(r));
+      progress.Advance(0);
+      continue;
     }
-    if (Status s = MakeDirs(fs, dir); !s.ok()) return Fail(s);
-    const std::string path = dir + "/" + std::to_string(IntField(r, "step")) + "_" +
-                             std::to_string(IntField(r, "index")) + Extension(StrField(r, "mime"));
-    if (Status s = wal::WriteFileAtomically(fs, path, resp->body); !s.ok()) return Fail(s);
+    if (AlreadyThere(fs, path, IntField(r, "size", -1), sha)) {
+      ++kept;
+      progress.Advance(0);
+      continue;
+    }
+    auto resp = client.Send("GET", url);
+    if (!resp.ok() && resp.status().code() == StatusCode::kNotFound) {
+      missing.push_back(RowName(r));  // listed as uploaded a moment before its upload completed
+      progress.Advance(0);
+      continue;
+    }
+    if (!resp.ok()) {
+      progress.Finish();
+      return Fail(resp.status());
+    }
+    if (Sha256::Hex(resp->body) != sha) {
+      progress.Finish();
+      return Fail(Status::Corruption(RowName(r) + ": the bytes do not match their sha256 " + sha));
+    }
+    Status s = MakeDirs(fs, path.substr(0, path.rfind('/')));
+    if (s.ok()) s = wal::WriteFileAtomically(fs, path, resp->body);
+    if (!s.ok()) {
+      progress.Finish();
+      return Fail(s);
+    }
     ++files;
     bytes += int64_t(resp->body.size());
+    progress.Advance(int64_t(resp->body.size()));
   }
-  std::fprintf(stderr, "%lld file(s), %lld bytes into %s\n", static_cast<long long>(files),
+  progress.Finish();
+  std::fprintf(stderr, "%lld file(s), %lld bytes into %s", static_cast<long long>(files),
                static_cast<long long>(bytes), o.out.c_str());
+  if (kept > 0) {
+    std::fprintf(stderr, "; %lld already there (same size and SHA-256), skipped",
+                 static_cast<long long>(kept));
+  }
+  std::fputc('\n', stderr);
+  if (!missing.empty()) {
+    constexpr size_t kNamed = 10;
+    std::string names;
+    for (size_t i = 0; i < missing.size() && i < kNamed; ++i) {
+      names += (i ? ", " : "") + missing[i];
+    }
+    if (missing.size() > kNamed)
+      names += ", and " + std::to_string(missing.size() - kNamed) + " more";
+    std::fprintf(stderr,
+                 "cohort media: %zu row(s) not uploaded to the server (yet), not fetched: %s; "
+                 "get again later to fetch them\n",
+                 missing.size(), names.c_str());
+    return 1;
+  }
   return 0;
 }
 
@@ -180,6 +300,10 @@ Runner AddMediaCommand(CLI::App& app) {
   auto* get = media->add_subcommand("get", "Download a run's media files, checked by SHA-256");
   AddFilters(get, o.get());
   get->add_option("-o,--out", o->out, "Directory to write <key>/<writer>/<step>_<index><ext> in")
+      ->capture_default_str();
+  get->add_option("--progress", o->progress,
+                  "auto (a bar on a terminal, else a line every 5 s), always (a bar), never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
   return [media, ls, get, o]() -> int {
     if (!media->parsed()) return -1;

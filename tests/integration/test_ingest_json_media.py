@@ -337,3 +337,51 @@ def test_cohort_media_get_writes_nothing_outside_its_directory_nor_a_partial_set
     r = media("get", target, "--key", "deep//x/./y/", "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert (out / "deep" / "x" / "y" / "rank0" / "0_0.png").read_bytes() == image
+
+
+def test_cohort_media_get_fetches_every_uploaded_row_and_keeps_what_it_has(
+        server, api, tmp_path):
+    # A row whose blob never arrived ended the get at that row (exit 1, later rows unfetched);
+    # a second get fetched every file again; nothing said how far it had come.
+    import os
+    import subprocess
+    from conftest import COHORT_BIN
+    run = make_run(api, name="media-get-partial")
+    join(api, run, "rank0")
+    base = f"{runs_path(api)}/{run['id']}"
+    images = {s: png(2 + s, 2) for s in range(4)}
+    shas = {s: (upload_blob(api, img) if s != 1 else hashlib.sha256(img).hexdigest())
+            for s, img in images.items()}  # step 1's bytes never uploaded
+    status, ack = api.post(f"{base}/writers/rank0/batches", {"seq": 1, "media": [
+        {"key": "k", "step": s, "time": 1700000000000 + s, "type": "image", "sha256": shas[s],
+         "size": len(images[s]), "mime": "image/png"} for s in images]})
+    assert status == 200, ack
+    env = dict(os.environ, COHORT_BASE_URL=api.url, COHORT_API_KEY=api.key, HOME=str(tmp_path))
+    target = f"{entity(api)}/proj/{run['id']}"
+    out = tmp_path / "out"
+
+    def get(*args):
+        return subprocess.run([str(COHORT_BIN), "media", "get", target, "--out", str(out),
+                               *args], env=env, capture_output=True, text=True, timeout=60)
+    r = get("--progress", "always")
+    assert r.returncode == 1, r.stderr
+    assert "k rank0 step 1" in r.stderr and "not uploaded" in r.stderr, r.stderr
+    assert r.stderr.count("not uploaded") == 1, r.stderr
+    assert "fetching [" in r.stderr and "100%" in r.stderr, r.stderr
+    files = {s: out / "k" / "rank0" / f"{s}_0.png" for s in images}
+    for s in (0, 2, 3):
+        assert files[s].read_bytes() == images[s]
+    assert not files[1].exists()
+    inodes = {s: files[s].stat().st_ino for s in (0, 2, 3)}
+    files[3].write_bytes(images[3][:-1] + b"\x00")  # same size, other bytes: fetched again
+    r = get()
+    assert r.returncode == 1, r.stderr
+    assert "1 file(s)" in r.stderr and "2 already there" in r.stderr, r.stderr
+    assert {s: files[s].stat().st_ino for s in (0, 2)} == {s: inodes[s] for s in (0, 2)}
+    assert files[3].read_bytes() == images[3]
+    # Its blob uploaded at last: the next get fetches that one file and succeeds.
+    upload_blob(api, images[1])
+    r = get()
+    assert r.returncode == 0, r.stderr
+    assert "1 file(s)" in r.stderr and "3 already there" in r.stderr, r.stderr
+    assert files[1].read_bytes() == images[1]
