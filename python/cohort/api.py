@@ -11,28 +11,43 @@
         ...
 
 Everything is read through the server's HTTP API (docs/api.md) with the URL and key that
-``cohort.init`` would use. Missing runs raise ``NotFound``, bad keys ``AuthError``, bad
-arguments ``UsageError``, an unreachable server ``CommError`` (all ``cohort.Error``).
+``cohort.init`` would use. Missing runs (and projects) raise ``NotFound``, bad keys
+``AuthError``, bad arguments ``UsageError``, an unreachable server ``CommError`` (all
+``cohort.Error``). As in W&B, changes to a run's name, tags, config, summary, ... are saved by
+``run.update()``; ``run.delete()`` deletes it.
 
 Threading: an ``Api`` (and the runs it returns) shares one HTTP connection and is not
 thread-safe; make one per thread.
 """
 from __future__ import annotations
 
+import datetime
+import difflib
 import json
+import math
+import numbers
 import re
+import urllib.parse
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import api_artifacts, api_history
 from .api_artifacts import ArtifactCollection, ArtifactVersion
-from .api_http import AuthError, NotFound, Transport, list_param, quote, resolve
-from .errors import CommError, UsageError
+from .api_http import _NON_FINITE, AuthError, NotFound, Transport, list_param, quote, resolve
+from .errors import CommError, Error, UsageError
 
 __all__ = ["Api", "ArtifactCollection", "ArtifactVersion", "AuthError", "Group", "NotFound",
            "PublicRun", "Runs"]
 
 _OPS = {"$eq": "==", "$ne": "!=", "$in": "in", "$nin": "not in", "$gt": ">", "$lt": "<",
         "$contains": "~", "$regex": "~"}
+# Filter fields under W&B's names (the server's names pass through).
+_FIELDS = {"tags": "tag", "created_at": "created", "createdAt": "created",
+           "updated_at": "updated", "updatedAt": "updated", "heartbeat_at": "updated",
+           "display_name": "name"}
+_TIME_FIELDS = ("created", "updated")
+# What would make a $regex pattern match otherwise than as a substring.
+_REGEX_META = re.compile(r"[.^$*+?{}\[\]\\|()]")
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 _SORTS = {"created": "created", "created_at": "created", "createdAt": "created",
           "updated": "updated", "updated_at": "updated", "heartbeat_at": "updated",
           "name": "name", "state": "state", "group": "group", "job_type": "job_type"}
@@ -51,14 +66,53 @@ def _as_text(v: Any) -> str:
     return v if isinstance(v, str) else json.dumps(v)
 
 
+def _time_ms(field: str, v: Any) -> int:
+    """A `created`/`updated` operand as the server compares it, milliseconds since 1970, from
+    an int, a ``datetime``/``date`` or an ISO 8601 text (naive: UTC)."""
+    if isinstance(v, bool):
+        pass
+    elif isinstance(v, numbers.Real):
+        if math.isfinite(v):
+            return int(v)
+    elif isinstance(v, datetime.datetime):
+        dt = v if v.tzinfo else v.replace(tzinfo=datetime.timezone.utc)
+        return (dt - _EPOCH) // datetime.timedelta(milliseconds=1)
+    elif isinstance(v, datetime.date):
+        return _time_ms(field, datetime.datetime(v.year, v.month, v.day))
+    elif isinstance(v, str):
+        text = v.strip()
+        if re.fullmatch(r"-?\d+", text):
+            return int(text)
+        try:
+            dt = datetime.datetime.fromisoformat(
+                text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+        except ValueError:
+            pass
+        else:
+            return _time_ms(field, dt)
+    raise UsageError(f"filters: {field!r} expects milliseconds since 1970, a datetime or an "
+                     f"ISO 8601 time ('2024-05-01T12:00:00', UTC unless it names a zone), "
+                     f"got {v!r}")
+
+
+def _field(field: str) -> str:
+    """A filter field under the server's name (W&B's spellings accepted)."""
+    if field.startswith("summary_metrics.") and len(field) > len("summary_metrics."):
+        return "summary." + field[len("summary_metrics."):]
+    return _FIELDS.get(field, field)
+
+
 def build_filters(filters: Union[None, Dict[str, Any], Sequence[Dict[str, Any]]]) -> List[dict]:
     """The server's filter clauses (docs/api.md, "List") from a dict or a clause list.
 
     Dict form: ``{"group": "DDP", "state": ["crashed", "failed"], "config.lr": 0.1,
     "summary.acc": {"$gt": 0.9}, "job_type": {"$ne": "worker"}, "tags": "baseline"}``; a list is
-    ``in``; operators ``$eq $ne $in $nin $gt $lt $contains`` (``$regex`` reads as contains);
-    ``$and`` takes a list of such dicts. A list of ``{"field", "op", "value"|"values"}`` clauses
-    (the workspace's saved-view form) passes through unchanged.
+    ``in``; operators ``$eq $ne $in $nin $gt $lt $contains`` (``$regex`` reads as contains: a
+    pattern with regex metacharacters is a UsageError); ``$and`` takes a list of such dicts.
+    W&B's field names are read as the server's: ``created_at``/``createdAt`` (operands in ms,
+    ``datetime`` or ISO 8601 text), ``updated_at``, ``display_name``, ``summary_metrics.<key>``.
+    A list of ``{"field", "op", "value"|"values"}`` clauses (the workspace's saved-view form)
+    passes through unchanged.
     """
     if filters is None:
         return []
@@ -82,13 +136,17 @@ def build_filters(filters: Union[None, Dict[str, Any], Sequence[Dict[str, Any]]]
         if field.startswith("$"):
             raise UsageError(f"filters: {field} is not supported (clauses combine with AND; "
                              "use $in for alternatives)")
-        if field == "tags":
-            field = "tag"
+        field = _field(field)
         if isinstance(cond, dict):
             for op, value in cond.items():
                 if op not in _OPS:
                     raise UsageError(f"filters: unknown operator {op!r} on {field!r} "
                                      f"(use {', '.join(_OPS)})")
+                if op == "$regex" and isinstance(value, str) and _REGEX_META.search(value):
+                    raise UsageError(
+                        f"filters: $regex on {field!r} is a substring match here (as "
+                        f"$contains), not a regular expression: {value!r} holds regex "
+                        "metacharacters; give the plain text the values contain")
                 out.append(_clause(field, _OPS[op], value))
         elif isinstance(cond, (list, tuple)):
             out.append(_clause(field, "in", cond))
@@ -98,6 +156,9 @@ def build_filters(filters: Union[None, Dict[str, Any], Sequence[Dict[str, Any]]]
 
 
 def _clause(field: str, op: str, value: Any) -> dict:
+    if field in _TIME_FIELDS:
+        value = ([_time_ms(field, v) for v in value] if isinstance(value, (list, tuple))
+                 else _time_ms(field, value))
     if op in ("in", "not in"):
         if not isinstance(value, (list, tuple)) or not value:
             raise UsageError(f"filters: {field!r} {op} expects a non-empty list")
@@ -189,9 +250,43 @@ class Api:
             raise UsageError("per_page: expected 1..1000")
         return Runs(self, entity, project, build_filters(filters), _sort(order), per_page)
 
+    def _project_exists(self, entity: str, project: str) -> None:
+        """NotFound naming `project` when the server lists no such project of `entity` (a
+        project exists while it has runs): the runs listing answers a missing project as an
+        empty one."""
+        names = [p["project"] for p in self.projects(entity)]
+        if project in names:
+            return
+        near = difflib.get_close_matches(project, names, n=3)
+        hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
+        err = NotFound(f"project {entity}/{project} not found (it has no runs)"
+                       + hint)
+        err.code = "not_found"
+        raise err
+
+    @staticmethod
+    def _run_path(path: str) -> str:
+        """W&B's URL form of a run, 'entity/project/runs/run_id' or the run's web address
+        (``run.url``), as 'entity/project/run_id'; anything else unchanged."""
+        if not isinstance(path, str):
+            return path
+        if re.match(r"(?i)^https?://", path):
+            segs = [s for s in urllib.parse.urlsplit(path).path.split("/") if s]
+            for i in range(len(segs) - 1, 1, -1):
+                if segs[i - 1] == "runs" and i >= 3:
+                    return "/".join([urllib.parse.unquote(s)
+                                     for s in (segs[i - 3], segs[i - 2], segs[i])])
+            return path
+        segs = path.strip("/").split("/")
+        if len(segs) == 4 and segs[2] == "runs":
+            return "/".join([segs[0], segs[1], segs[3]])
+        return path
+
     def run(self, path: str) -> "PublicRun":
-        """One run, 'entity/project/run_id' (or 'project/run_id'); NotFound when it is absent."""
-        entity, project, run_id = self._split(path, 3)
+        """One run, 'entity/project/run_id' (or 'project/run_id'; W&B's
+        'entity/project/runs/run_id' and the run's web address too); NotFound when it is
+        absent."""
+        entity, project, run_id = self._split(self._run_path(path), 3)
         data = self._t.get(PublicRun.api_path(entity, project, run_id))
         return PublicRun(self, data)
 
@@ -209,7 +304,7 @@ class Api:
             if isinstance(r, PublicRun):
                 targets.append((r.id, r._base))
             else:
-                entity, project, run_id = self._split(r, 3)
+                entity, project, run_id = self._split(self._run_path(r), 3)
                 targets.append((run_id, PublicRun.api_path(entity, project, run_id)))
         return api_history.runs_history_frame(self._t, targets, keys, writers, max_workers)
 
@@ -285,6 +380,8 @@ class Runs:
         page = self._api._t.get(f"/api/v1/runs/{quote(self.entity)}/{quote(self.project)}",
                                 query)
         self.pages_fetched += 1
+        if self.pages_fetched == 1 and not page["runs"] and not page["total"]:
+            self._api._project_exists(self.entity, self.project)
         self._total = page["total"]
         self._loaded += [PublicRun(self._api, r) for r in page["runs"]]
         self._cursor = page.get("next_cursor")
@@ -340,9 +437,10 @@ class Runs:
                 "tags": list(run.tags), "created_ms": run.created_ms,
                 "updated_ms": run.updated_ms, "runtime_ms": run.runtime_ms,
                 "writer_count": run.writer_count}
-            if config:
+            # An empty config or summary adds no column (a nested empty object stays {}).
+            if config and run.config != {}:
                 _flatten_into(row, "config", run.config)
-            if summary:
+            if summary and run.summary != {}:
                 _flatten_into(row, "summary", run.summary)
             rows.append(row)
         extra = sorted({k for r in rows for k in r if k not in _RUN_FRAME_BASE})
@@ -368,14 +466,19 @@ class Runs:
                     return None  # a server without the columns: the JSON pages
                 raise CommError(f"GET {path}: expected the run list columns, got {ctype!r}")
             header, columns = api_columns.decode_table(body)
+            if not pages and not header.get("total") and not int(header["table"]["rows"]):
+                self._api._project_exists(self.entity, self.project)
             pages.append(columns)
             sizes.append(int(header["table"]["rows"]))
             cursor = header.get("next_cursor")
             if not cursor:
                 break
+        # "config" / "summary": the column of runs whose whole config or summary is {}; they
+        # add no column (as from the JSON rows).
         keep = [k for k in {k: None for p in pages for k in p}
-                if (config or not (k == "config" or k.startswith("config.")))
-                and (summary or not (k == "summary" or k.startswith("summary.")))]
+                if k not in ("config", "summary")
+                and (config or not k.startswith("config."))
+                and (summary or not k.startswith("summary."))]
         extra = sorted(k for k in keep if k not in _RUN_FRAME_BASE)
         out: Dict[str, Any] = {}
         for name in _RUN_FRAME_BASE + extra:
@@ -392,6 +495,8 @@ class Runs:
                 cells: List[Any] = []
                 for x, n in zip(parts, sizes):
                     cells.extend([np.nan] * n if x is None else list(x))
+                if name.startswith("summary."):  # "NaN", "Infinity": floats, as in run.summary
+                    cells = [summary_value(c) for c in cells]
                 out[name] = cells
         for name in _RUN_FRAME_BASE:  # a field null in every run (exit_code): Nones, as JSON
             col = out[name]
@@ -405,6 +510,63 @@ _RUN_FRAME_BASE = ["id", "name", "group", "job_type", "state", "exit_code", "hos
                    "created_ms", "updated_ms", "runtime_ms", "writer_count"]
 
 
+def summary_value(v: Any) -> Any:
+    """A summary value as read: the server's spellings of non-finite numbers (the strings
+    "NaN", "Infinity", "-Infinity"; docs/api.md "Conventions") as floats, in nested objects and
+    lists too; anything else unchanged."""
+    if isinstance(v, str):
+        return _NON_FINITE.get(v, v)
+    if isinstance(v, dict):
+        return {k: summary_value(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [summary_value(x) for x in v]
+    return v
+
+
+def _wire(v: Any, where: str) -> Any:
+    """A value to send (PATCH): non-finite floats as the server spells them, tuples as
+    lists, numpy scalars as Python numbers; UsageError for what JSON cannot hold."""
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if getattr(getattr(v, "dtype", None), "kind", None) == "b":  # a numpy bool
+        return bool(v)
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    if isinstance(v, numbers.Real):
+        f = float(v)
+        if math.isnan(f):
+            return "NaN"
+        if math.isinf(f):
+            return "Infinity" if f > 0 else "-Infinity"
+        return f
+    if isinstance(v, dict):
+        out = {}
+        for k, x in v.items():
+            if not isinstance(k, str):
+                raise UsageError(f"{where}: keys must be strings, got {k!r}")
+            out[k] = _wire(x, f"{where}.{k}")
+        return out
+    if isinstance(v, (list, tuple)):
+        return [_wire(x, f"{where}[{i}]") for i, x in enumerate(v)]
+    raise UsageError(f"{where}: {type(v).__name__} is not a JSON value: {v!r}")
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two JSON values (as _wire gives them) are equal, 1 and 1.0 apart."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _refused(e: Error, what: str) -> Error:
+    """`e` (the server's refusal of a change) again, of the same type and code, its message
+    saying what was refused."""
+    hint = ""
+    if isinstance(e, AuthError):
+        hint = " (this API key is not allowed to change runs)"
+    err = type(e)(f"{what} was refused: {e}{hint}")
+    err.code = e.code
+    return err
+
+
 def _flatten_into(out: Dict[str, Any], prefix: str, value: Any) -> None:
     """Adds `value` to `out` under `prefix`, objects flattened with '.' (empty ones kept as
     {})."""
@@ -413,6 +575,10 @@ def _flatten_into(out: Dict[str, Any], prefix: str, value: Any) -> None:
             _flatten_into(out, f"{prefix}.{k}", v)
     else:
         out[prefix] = value
+
+
+# The run's fields that update() sends when they changed.
+_EDITABLE = ("name", "group", "job_type", "notes", "tags", "config", "summary")
 
 
 class PublicRun:
@@ -429,6 +595,8 @@ class PublicRun:
 
     def _load(self, data: Dict[str, Any]) -> None:
         self._data = data
+        # What was read, as sent: update() sends what differs from it.
+        self._saved = json.loads(json.dumps({f: data.get(f) for f in _EDITABLE}))
         self.id: str = data["id"]
         self.entity: str = data["entity"]
         self.project: str = data["project"]
@@ -441,7 +609,7 @@ class PublicRun:
         self.state: str = data.get("state", "")
         self.exit_code: Optional[int] = data.get("exit_code")
         self.config: Dict[str, Any] = data.get("config", {})
-        self.summary: Dict[str, Any] = data.get("summary", {})
+        self.summary: Dict[str, Any] = summary_value(data.get("summary", {}))
         self.metadata: Dict[str, Any] = data.get("metadata", {})
         self.created_ms: int = data.get("created_ms", 0)
         self.updated_ms: int = data.get("updated_ms", 0)
@@ -452,6 +620,65 @@ class PublicRun:
     @property
     def path(self) -> str:
         return f"{self.entity}/{self.project}/{self.id}"
+
+    @property
+    def created_at(self) -> str:
+        """When the run was created, UTC, as W&B writes it: ``"2024-05-01T12:34:56"``."""
+        at = _EPOCH + datetime.timedelta(milliseconds=self.created_ms)
+        return at.strftime("%Y-%m-%dT%H:%M:%S")
+
+    def update(self) -> "PublicRun":
+        """Saves the changes made to ``name``, ``group``, ``job_type``, ``notes``, ``tags``,
+        ``config`` and ``summary`` since the run was read (PATCH, docs/api.md "Get, update,
+        delete"): only what changed is sent, config keys removed as ``config_unset``, summary
+        keys removed as deletions. Then holds the run as the server answers it. The server's
+        refusal raises (UsageError, AuthError, NotFound, ...) saying what was refused."""
+        body: Dict[str, Any] = {}
+        for f in ("name", "group", "job_type", "notes"):
+            v = getattr(self, f)
+            if not isinstance(v, str):
+                raise UsageError(f"run.{f}: expected a string, got {v!r}")
+            if v != (self._saved.get(f) or ""):
+                body[f] = v
+        tags = self.tags
+        if isinstance(tags, (str, bytes)) or not isinstance(tags, (list, tuple)) or \
+                not all(isinstance(t, str) for t in tags):
+            raise UsageError(f"run.tags: expected a list of strings, got {tags!r}")
+        if list(tags) != (self._saved.get("tags") or []):
+            body["tags"] = list(tags)
+        for f in ("config", "summary"):
+            now = getattr(self, f)
+            if not isinstance(now, dict):
+                raise UsageError(f"run.{f}: expected a dict, got {type(now).__name__}")
+            now = _wire(now, f"run.{f}")
+            was = self._saved.get(f) or {}
+            changed = {k: v for k, v in now.items() if k not in was or not _same(v, was[k])}
+            gone = [k for k in was if k not in now]
+            if f == "config":
+                if gone:
+                    body["config_unset"] = gone
+            else:
+                changed.update({k: None for k in gone})  # a null deletes a summary key
+            if changed:
+                body[f] = changed
+        if not body:
+            return self
+        try:
+            data = self._api._t.call("PATCH", self._base, body=body)
+        except Error as e:
+            raise _refused(e, f"run.update() of {self.path} ({', '.join(sorted(body))})") \
+                from e
+        self._load(data)
+        return self
+
+    def delete(self) -> None:
+        """Deletes the run on the server (DELETE, docs/api.md "Get, update, delete"): the run
+        and everything logged to it -- history, system metrics, console, writers. It cannot be
+        undone. The server's refusal raises (NotFound when it is gone already)."""
+        try:
+            self._api._t.call("DELETE", self._base)
+        except Error as e:
+            raise _refused(e, f"run.delete() of {self.path}") from e
 
     @property
     def url(self) -> str:
@@ -526,16 +753,19 @@ class PublicRun:
 
     def history(self, keys: Optional[Sequence[str]] = None,
                 writers: Optional[Sequence[str]] = None, samples: Optional[int] = None,
-                x_axis: str = "step"):
+                x_axis: str = "step", pandas: bool = True):
         """A pandas DataFrame: columns ``writer`` (shared runs), ``step``, ``time`` (ms since
         the epoch) and one per key (NaN where a key was not logged at that step).
 
         Exact rows by default. With ``samples=N``: N equal step buckets per writer, computed by
         the server from chunk summaries, with columns ``<key>.min``, ``<key>.max``,
-        ``<key>.mean``, ``<key>.last``; ``step``/``time`` are the bucket's last ones. Rows are
-        ordered by `x_axis` (``"step"`` or ``"time"``), then writer."""
-        return api_history.history_frame(self._api._t, self._base, keys, writers, samples,
-                                         x_axis, self.shared or bool(writers))
+        ``<key>.mean``, ``<key>.last`` (NaN for a bucket without a finite value);
+        ``step``/``time`` are the bucket's last ones. Rows are ordered by `x_axis` (``"step"``
+        or ``"time"``; W&B's ``"_step"``, ``"_timestamp"`` too), then writer.
+        ``pandas=False``: the same rows as a list of dicts, one per row."""
+        df = api_history.history_frame(self._api._t, self._base, keys, writers, samples,
+                                       x_axis, self.shared or bool(writers))
+        return df if pandas else df.to_dict("records")
 
     def scan_history(self, keys: Optional[Sequence[str]] = None,
                      writers: Optional[Sequence[str]] = None, page_size: int = 20_000,

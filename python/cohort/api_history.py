@@ -206,14 +206,20 @@ def scan_rows(t: Transport, run_path: str, keys: Optional[Sequence[str]],
             yield from page_rows(writer if with_writer else None, page)
 
 
+# W&B's names of the x axes.
+X_AXES = {"_step": "step", "_timestamp": "time"}
+
+
 def history_frame(t: Transport, run_path: str, keys: Optional[Sequence[str]],
                   writers: Optional[Sequence[str]], samples: Optional[int], x_axis: str,
                   with_writer: bool, page_points: int = DEFAULT_PAGE_POINTS):
     """A pandas DataFrame of the history (see PublicRun.history)."""
     import pandas as pd  # only the DataFrame readers need pandas
 
+    x_axis = X_AXES.get(x_axis, x_axis) if isinstance(x_axis, str) else x_axis
     if x_axis not in ("step", "time"):
-        raise UsageError(f"x_axis: expected 'step' or 'time', got {x_axis!r}")
+        raise UsageError(f"x_axis: expected 'step' or 'time' (or W&B's '_step', "
+                         f"'_timestamp'), got {x_axis!r}")
     keys = _check_keys(keys)
     writers = _check_keys(writers, "writers")
     if samples is not None and (not isinstance(samples, int) or samples < 1):
@@ -327,7 +333,10 @@ def _bucketed_writer_frame(pd, t: Transport, run_path: str, writer: str,
             row["step"] = max(row["step"], b["step_max"])
             row["time"] = max(row["time"], b["time_max"])
             for stat in BUCKET_STATS:
-                row[f"{s['key']}.{stat}"] = number(b[stat])
+                # null: a bucket without a finite value (min, max, mean), or whose values hold
+                # an infinity (mean; docs/api.md "History"): NaN, a gap.
+                v = b.get(stat)
+                row[f"{s['key']}.{stat}"] = float("nan") if v is None else number(v)
     return pd.DataFrame([rows[i] for i in sorted(rows)],
                         columns=["writer", "step", "time"]
                         + [f"{k}.{stat}" for k in keys for stat in BUCKET_STATS])
