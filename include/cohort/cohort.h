@@ -196,7 +196,8 @@ class Run {
   // Logs one histogram under `key` at `step` (>= 0; below the current step too: the step of the
   // call that claimed it), claiming the key as ClaimHistogramKey does. kInvalidArgument naming
   // the key for an invalid histogram (cohort/histogram.h); kResourceExhausted, counted in
-  // dropped(), when more histograms wait for the agent than the buffer may hold.
+  // dropped(), when more histograms wait for the agent than the buffer may hold;
+  // kFailedPrecondition after Finish.
   Status LogHistogram(std::string_view key, int64_t step, const Histogram& histogram);
 
   // Merges keys into the run's config / summary (JSON object text). Only the primary writer's

@@ -1,9 +1,9 @@
 """The histogram worker (docs/python.md, "Histograms"): one thread per process that computes the
 histograms ``run.log`` was given before their counts existed (cohort.histogram: tensors binned
-off the training thread) and logs each at the step of its call, in the order logged. Its queue is
-bounded by the bytes of the snapshots it holds (``COHORT_HISTOGRAM_QUEUE_MB``, 256 by default):
-when it falls behind, ``run.log`` waits for room (counted in ``stats()["waits"]``, with a
-warning), nothing is dropped.
+off the training thread) and logs each at the step of its call, in the order logged. What it holds is bounded where the copies are
+taken (cohort.histogram._CopiesHeld, ``COHORT_HISTOGRAM_QUEUE_MB``, 256 by default): past the
+bound a histogram is computed at the call instead (``stats()["at_call"]``), so ``run.log`` never
+waits for this queue and nothing is dropped.
 """
 from __future__ import annotations
 
@@ -14,34 +14,12 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import _media_worker
 
 
-def _queue_bytes() -> int:
-    try:
-        return max(1, int(os.environ.get("COHORT_HISTOGRAM_QUEUE_MB", "256"))) << 20
-    except ValueError:
-        return 256 << 20
-
-
 class _Worker(_media_worker.Worker):
     thread_name = "cohort-histograms"
     noun = "histogram"
-    queue_env = "COHORT_HISTOGRAM_QUEUE_MB"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.max_bytes = _queue_bytes()
-        self.queued_bytes = 0  # of the snapshots queued or being computed (the lock held)
 
     def _has_room(self, value: Any) -> bool:
-        return self.queued_bytes == 0 or self.queued_bytes + value.nbytes <= self.max_bytes
-
-    def _limit_text(self) -> str:
-        return f"COHORT_HISTOGRAM_QUEUE_MB={self.max_bytes >> 20}"
-
-    def _queued(self, value: Any) -> None:
-        self.queued_bytes += value.nbytes
-
-    def _handed(self, value: Any) -> None:
-        self.queued_bytes -= value.nbytes
+        return True  # bounded where the copies are taken (cohort.histogram._CopiesHeld)
 
     def hand_over(self, run: Any, items: List[Tuple[str, Any, int]]
                   ) -> List[Tuple[str, int, Optional[BaseException]]]:
@@ -86,9 +64,12 @@ def drain(run: Any, timeout: Optional[float]) -> bool:
 
 
 def stats() -> Dict[str, int]:
-    """The worker's counters: histograms logged, failures, log calls that waited for room,
-    histograms queued."""
+    """The worker's counters: histograms logged, failures, histograms queued; and the
+    histograms computed at the call for want of room for their copy (`at_call`) and the bytes
+    of copies held now."""
+    from .histogram import copies_stats
     w = _worker
-    if w is None:
-        return {"logged": 0, "failures": 0, "waits": 0, "queued": 0}
-    return {"logged": w.sets, "failures": w.failures, "waits": w.waits, "queued": len(w._items)}
+    out = {"logged": 0, "failures": 0, "queued": 0} if w is None else {
+        "logged": w.sets, "failures": w.failures, "queued": len(w._items)}
+    out.update(copies_stats())
+    return out

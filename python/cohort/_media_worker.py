@@ -84,7 +84,6 @@ class Worker:
                                       f"{self._limit_text()})", RuntimeWarning, stacklevel=4)
                     self._cv.wait_for(lambda: self._has_room(mset))
                 self._items.append((run, key, mset, step))
-                self._queued(mset)
             except BaseException:
                 n = self._pending.get(id(run), 1) - 1
                 if n > 0:
@@ -135,8 +134,6 @@ class Worker:
                       f"{sorted({k for k, _, _ in batch[done:]})} were not logged: {e}")
             finally:
                 with self._cv:
-                    for _, value, _ in batch:
-                        self._handed(value)
                     n = self._pending.get(id(run), len(batch)) - len(batch)
                     if n > 0:
                         self._pending[id(run)] = n
@@ -147,19 +144,12 @@ class Worker:
                 # keep the run (or its arrays) alive until the interpreter exits.
                 run = batch = None
 
-    # Room in the queue (called with the lock held): by item count here; a subclass may count
-    # bytes (_queued and _handed keep its count, also with the lock held).
+    # Room in the queue for `value` (called with the lock held): by item count here.
     def _has_room(self, value: Any) -> bool:
         return len(self._items) < self.max_items
 
     def _limit_text(self) -> str:
         return f"{self.queue_env}={self.max_items}"
-
-    def _queued(self, value: Any) -> None:
-        pass
-
-    def _handed(self, value: Any) -> None:
-        pass
 
     def drain(self, run: Any, timeout: Optional[float]) -> bool:
         """Waits until every set `run` logged was handed over; False after `timeout` seconds."""

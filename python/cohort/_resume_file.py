@@ -2,7 +2,9 @@
 vendor SDK's ``wandb-resume.json``: init writes the run's id to ``cohort-resume.json`` in the
 run's data directory (``init(dir=)``, ``Settings(root_dir=)``, ``COHORT_DIR``, else the client
 library's default), a run finishing with exit code 0 removes it, so the next
-``init(resume="auto")`` without an id resumes only a run that crashed or was killed.
+``init(resume="auto")`` without an id resumes only a run that crashed or was killed: not one
+whose process still runs (the file names its pid and host), which another script or a sweep's
+next trial started meanwhile would otherwise join.
 
 Shared runs neither read nor write it (their ranks share one directory and one run id that
 the launcher gives). A process under torchrun (``RANK``) or with ``Settings(x_label=)`` has a
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import warnings
 from typing import Optional
 
@@ -79,8 +82,27 @@ def read(path: str) -> Optional[dict]:
         warnings.warn(f"cohort: resume file {path} holds no valid run id; starting a new run",
                       RuntimeWarning, stacklevel=4)
         return None
+    if _writer_alive(data):
+        return None  # that run is not crashed: its process still runs (another script, a sweep)
     project = data.get("project")
     return {"run_id": run_id, "project": project if isinstance(project, str) else ""}
+
+
+def _writer_alive(data: dict) -> bool:
+    """Whether the process that wrote the file (its pid and host, when the file has them) runs
+    on this host now, and is not this one."""
+    pid, host = data.get("pid"), data.get("host")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or pid == os.getpid():
+        return False
+    if host != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: a process of another user has the pid: alive
+        return True
+    return True
 
 
 def write(path: str, run_id: str, project: str) -> None:
@@ -90,7 +112,8 @@ def write(path: str, run_id: str, project: str) -> None:
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"run_id": run_id, "project": project}, f)
+            json.dump({"run_id": run_id, "project": project, "pid": os.getpid(),
+                       "host": socket.gethostname()}, f)
             f.write("\n")
         os.replace(tmp, path)
     except OSError as e:

@@ -11,7 +11,8 @@
         ...
 
 Everything is read through the server's HTTP API (docs/api.md) with the URL and key that
-``cohort.init`` would use. Missing runs (and projects) raise ``NotFound``, bad keys
+``cohort.init`` would use. Missing runs raise ``NotFound`` (a missing project lists no runs,
+with a warning), bad keys
 ``AuthError``, bad arguments ``UsageError``, an unreachable server ``CommError`` (all
 ``cohort.Error``). As in W&B, changes to a run's name, tags, config, summary, ... are saved by
 ``run.update()``; ``run.delete()`` deletes it.
@@ -28,6 +29,7 @@ import math
 import numbers
 import re
 import urllib.parse
+import warnings
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import api_artifacts, api_history
@@ -102,18 +104,17 @@ class Api:
         return Runs(self, entity, project, build_filters(filters), _sort(order), per_page)
 
     def _project_exists(self, entity: str, project: str) -> None:
-        """NotFound naming `project` when the server lists no such project of `entity` (a
-        project exists while it has runs): the runs listing answers a missing project as an
-        empty one."""
+        """A UserWarning naming `project`, with the nearest names, when the server lists no such
+        project of `entity` (a project exists while it has runs): the runs listing answers a
+        mistyped project as an empty one. Not an error: a project before its first run, or
+        whose runs were deleted, is empty, and a script may poll it."""
         names = [p["project"] for p in self.projects(entity)]
         if project in names:
             return
         near = difflib.get_close_matches(project, names, n=3)
         hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
-        err = NotFound(f"project {entity}/{project} not found (it has no runs)"
-                       + hint)
-        err.code = "not_found"
-        raise err
+        warnings.warn(f"cohort: project {entity}/{project} has no runs (no such project yet)"
+                      + hint, UserWarning, stacklevel=4)
 
     @staticmethod
     def _run_path(path: str) -> str:

@@ -457,9 +457,50 @@ class _BufferPool:
 _POOL = _BufferPool(64 << 20)
 
 
+def _copies_budget() -> int:
+    try:
+        return max(1, int(os.environ.get("COHORT_HISTOGRAM_QUEUE_MB", "256"))) << 20
+    except ValueError:
+        return 256 << 20
+
+
+class _CopiesHeld:
+    """The bytes of the snapshots alive in the process, bounded (COHORT_HISTOGRAM_QUEUE_MB, 256
+    by default): a snapshot that would pass the bound is not taken, its histogram computed at
+    the call instead (`at_call` counts them). Reserved when a snapshot is taken, not when it is
+    logged: `watch` makes one per parameter before its one log call, which would otherwise hold a
+    copy of the whole model."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.at_call = 0
+        self._lock = threading.Lock()
+
+    def reserve(self, nbytes: int) -> bool:
+        with self._lock:
+            if self.bytes and self.bytes + nbytes > _copies_budget():
+                self.at_call += 1
+                return False
+            self.bytes += nbytes
+            return True
+
+    def free(self, nbytes: int) -> None:
+        with self._lock:
+            self.bytes -= nbytes
+
+
+_HELD = _CopiesHeld()
+
+
+def copies_stats() -> dict:
+    """Bytes of snapshots held now, and histograms computed at the call for want of room."""
+    return {"held_bytes": _HELD.bytes, "at_call": _HELD.at_call}
+
+
 def _reset_pool_in_child() -> None:
-    global _POOL
+    global _POOL, _HELD
     _POOL = _BufferPool(64 << 20)
+    _HELD = _CopiesHeld()  # the parent's snapshots are not this process's to free
 
 
 if hasattr(os, "register_at_fork"):
@@ -472,7 +513,7 @@ class _Snapshot:
     ``Histogram._from_tensor``: on a CUDA device in the order of the stream that was current at
     the call, on the CPU from a pooled buffer."""
 
-    __slots__ = ("torch", "values", "num_bins", "stream", "pooled", "nbytes", "error")
+    __slots__ = ("torch", "values", "num_bins", "stream", "pooled", "nbytes", "error", "held")
 
     @staticmethod
     def take(torch: Any, t: Any, num_bins: int) -> "Optional[_Snapshot]":
@@ -483,24 +524,34 @@ class _Snapshot:
             return None
         device = t.device.type
         n = t.numel()
+        if device != "cuda" and not (device == "cpu" and n >= _DEFER_CPU_MIN):
+            return None
+        nbytes = n * t.element_size()
+        held = _HELD
+        if not held.reserve(nbytes):  # past the bound: computed at the call, as before
+            return None
         snap = _Snapshot()
+        snap.nbytes = nbytes
+        snap.held = held
         snap.torch = torch
         snap.num_bins = num_bins
         snap.stream = None
         snap.pooled = False
         snap.error = None
-        t = t.detach()
-        if device == "cuda":
-            snap.stream = torch.cuda.current_stream(t.device)
-            snap.values = t.clone(memory_format=torch.contiguous_format).view(-1)
-        elif device == "cpu" and n >= _DEFER_CPU_MIN:
-            buf = _POOL.take(torch, n, t.dtype)
-            buf.copy_(t.reshape(-1))
-            snap.values = buf
-            snap.pooled = True
-        else:
-            return None
-        snap.nbytes = n * t.element_size()
+        snap.values = None
+        try:
+            t = t.detach()
+            if device == "cuda":
+                snap.stream = torch.cuda.current_stream(t.device)
+                snap.values = t.clone(memory_format=torch.contiguous_format).view(-1)
+            else:
+                buf = _POOL.take(torch, n, t.dtype)
+                buf.copy_(t.reshape(-1))
+                snap.values = buf
+                snap.pooled = True
+        except BaseException:
+            snap.release()
+            raise
         return snap
 
     def compute_into(self, h: "Histogram") -> None:
@@ -512,9 +563,17 @@ class _Snapshot:
             h._from_tensor(torch, self.values, self.num_bins)
 
     def release(self) -> None:
+        """Gives the copy back (its buffer to the pool, its bytes to the bound), once."""
         values, self.values = self.values, None
+        held, self.held = self.held, None
+        if held is not None:
+            held.free(self.nbytes)
         if self.pooled and values is not None:
             _POOL.give(values)
+
+    def __del__(self) -> None:  # a Histogram made and dropped before it was read or logged
+        if getattr(self, "held", None) is not None:
+            self.release()
 
 
 class _PendingLog:

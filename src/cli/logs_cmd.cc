@@ -112,8 +112,8 @@ int RunLogs(const LogsOpts& o) {
     if (!state.ok()) {
       if (!Transient(state.status())) return Fail(state.status());
       if (retry_s == 0) {
-        std::fprintf(stderr, "cohort logs: server unreachable, retrying... (%s)\n",
-                     state.status().message().c_str());
+        // The reason says which: no answer ("cannot reach the server ..."), or the server's own.
+        std::fprintf(stderr, "cohort logs: %s; retrying...\n", state.status().message().c_str());
         retry_s = kFirstRetryS;
       } else {
         retry_s = std::min(retry_s * 2, kMaxRetryS);
@@ -122,7 +122,7 @@ int RunLogs(const LogsOpts& o) {
       continue;
     }
     if (retry_s != 0) {
-      std::fprintf(stderr, "cohort logs: server reachable again, following\n");
+      std::fprintf(stderr, "cohort logs: the server answers again, following\n");
       retry_s = 0;
     }
     if (*state != "running") {

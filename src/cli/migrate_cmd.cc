@@ -173,11 +173,18 @@ Status Verify(const DumpCounts& source, store::AdminStore* target) {
   return Status::Ok();
 }
 
-// Exit code 2 for an argument that cannot work (--from and --to the same store, an empty URL),
-// 1 for any other failure (docs/cli.md "Exit codes").
+// Exit code 1 for a failure of the work (docs/cli.md "Exit codes"), whatever its status code: a
+// store's refusal of a dump's row is not a bad argument.
 int Fail(const char* cmd, const Status& s) {
   std::fprintf(stderr, "cohort %s: %s\n", cmd, s.ToString().c_str());
-  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+  return 1;
+}
+
+// The checks of the command's arguments (a store URL that cannot be opened for what it is, --from
+// and --to the same store, an --out it must not write): exit code 2 for kInvalidArgument.
+int FailArgument(const char* cmd, const Status& s) {
+  const int code = Fail(cmd, s);
+  return s.code() == StatusCode::kInvalidArgument ? 2 : code;
 }
 
 // A dump that cannot be read (not a dump, damaged): exit code 1, whatever the reader's code.
@@ -193,7 +200,7 @@ struct Opts {
 
 int RunExport(const Opts& o) {
   auto src = Open(o.store_url, /*must_exist=*/true);
-  if (!src.ok()) return Fail("export", src.status());
+  if (!src.ok()) return FailArgument("export", src.status());
   std::string path = o.out;
   if (std::filesystem::is_directory(path) || path.ends_with('/')) {
     std::error_code ec;
@@ -212,16 +219,17 @@ int RunExport(const Opts& o) {
     for (const std::string& file : {db, db + "-wal", db + "-shm", db + "-journal"}) {
       std::error_code ec;
       if (std::filesystem::equivalent(path, file, ec)) {
-        return Fail("export",
-                    Status::InvalidArgument("--out " + path + " is the store's own file (" + file +
-                                            "); give another path"));
+        return FailArgument("export",
+                            Status::InvalidArgument("--out " + path + " is the store's own file (" +
+                                                    file + "); give another path"));
       }
     }
   }
   if (std::error_code ec; std::filesystem::exists(path, ec) && !o.force) {
-    return Fail("export", Status::InvalidArgument("--out " + path +
-                                                  " exists; pass --force to replace it, or give "
-                                                  "a directory to create a new dump in"));
+    return FailArgument("export",
+                        Status::InvalidArgument("--out " + path +
+                                                " exists; pass --force to replace it, or give "
+                                                "a directory to create a new dump in"));
   }
   auto counts = (*src)->CountRows();
   if (!counts.ok()) return Fail("export", counts.status());
@@ -293,7 +301,7 @@ int RunImport(const Opts& o) {
                 Status::Corruption("dump '" + o.in + "': row counts do not match its end record"));
   }
   auto dst = Open(o.store_url, /*must_exist=*/false);
-  if (!dst.ok()) return Fail("import", dst.status());
+  if (!dst.ok()) return FailArgument("import", dst.status());
   if (Status s = CheckTargetEmpty(dst->get(), o.store_url, o.resume, o.force); !s.ok()) {
     return Fail("import", s);
   }
@@ -322,12 +330,12 @@ int RunImport(const Opts& o) {
 
 int RunMigrate(const Opts& o) {
   if (NormalizeUrl(o.from) == NormalizeUrl(o.to)) {
-    return Fail("migrate", Status::InvalidArgument("--from and --to name the same store"));
+    return FailArgument("migrate", Status::InvalidArgument("--from and --to name the same store"));
   }
   auto src = Open(o.from, /*must_exist=*/true);
-  if (!src.ok()) return Fail("migrate", src.status());
+  if (!src.ok()) return FailArgument("migrate", src.status());
   auto dst = Open(o.to, /*must_exist=*/false);
-  if (!dst.ok()) return Fail("migrate", dst.status());
+  if (!dst.ok()) return FailArgument("migrate", dst.status());
   if (Status s = CheckTargetEmpty(dst->get(), o.to, o.resume, o.force); !s.ok()) {
     return Fail("migrate", s);
   }

@@ -311,7 +311,11 @@ Status Run::ClaimHistogramKey(std::string_view key) {
 
 Status Run::LogHistogram(std::string_view key, int64_t step, const Histogram& histogram) {
   Impl* impl = impl_.get();
-  if (impl == nullptr || impl->finished.load(std::memory_order_relaxed)) return Status::Ok();
+  if (impl == nullptr) return Status::Ok();
+  if (impl->finished.load(std::memory_order_relaxed)) {  // computed too late: said, not counted
+    return Status::FailedPrecondition("histogram '" + std::string(key) +
+                                      "': the run finished before it was computed; not logged");
+  }
   if (impl->child_pending.load(std::memory_order_relaxed)) StartForkedChild(impl);
   bool flush = false;
   COHORT_RETURN_IF_ERROR(impl->buffer.LogHistogramAt(key, step, histogram, &flush));

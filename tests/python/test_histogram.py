@@ -320,3 +320,27 @@ def test_the_copies_reuse_their_buffers():
     pool.give(b)  # over max_bytes: not kept
     assert pool.take(torch, n, torch.float32) is a
     assert pool.take(torch, n, torch.float32) is not b
+
+
+def test_the_copies_held_at_once_are_bounded_where_they_are_taken(monkeypatch):
+    """watch makes a Histogram per parameter before its one log call: the copies are counted
+    when they are taken (a bound applied only when logged would hold a copy of the whole model),
+    past the bound computed at the call, and freed when computed or dropped."""
+    torch = pytest.importorskip("torch")
+    import gc
+    from cohort import histogram as hmod
+    monkeypatch.setenv("COHORT_HISTOGRAM_QUEUE_MB", "1")
+    n = hmod._DEFER_CPU_MIN  # 256 KiB of float32: four fit in 1 MiB
+    start = hmod.copies_stats()
+    assert start["held_bytes"] == 0
+    hs = [cohort.Histogram(torch.randn(n)) for _ in range(6)]
+    assert [h._pending for h in hs] == [True] * 4 + [False] * 2
+    assert hmod.copies_stats()["held_bytes"] == 4 * n * 4
+    assert hmod.copies_stats()["at_call"] == start["at_call"] + 2
+    assert all(sum(h.histogram) == n for h in hs)  # the same counts either way
+    assert hmod.copies_stats()["held_bytes"] == 0
+    dropped = cohort.Histogram(torch.randn(n))
+    assert dropped._pending and hmod.copies_stats()["held_bytes"] == n * 4
+    del dropped
+    gc.collect()
+    assert hmod.copies_stats()["held_bytes"] == 0

@@ -127,7 +127,10 @@ def test_the_directory_is_the_client_librarys(tmp_path, monkeypatch):
 def test_writing_is_atomic_and_a_failure_is_a_warning(tmp_path):
     path = tmp_path / "sub" / "cohort-resume.json"
     _resume_file.write(str(path), "r1", "p")
-    assert json.loads(path.read_text()) == {"run_id": "r1", "project": "p"}
+    import os
+    import socket
+    assert json.loads(path.read_text()) == {"run_id": "r1", "project": "p", "pid": os.getpid(),
+                                            "host": socket.gethostname()}
     assert [p.name for p in path.parent.iterdir()] == ["cohort-resume.json"]
     _resume_file.remove(str(path), "another")  # names another run: kept
     assert path.exists()
@@ -138,3 +141,27 @@ def test_writing_is_atomic_and_a_failure_is_a_warning(tmp_path):
     blocked.write_text("")
     with pytest.warns(RuntimeWarning, match="not written"):
         _resume_file.write(str(blocked / "cohort-resume.json"), "r2", "p")
+
+
+def test_a_run_whose_process_still_runs_is_not_joined(tmp_path):
+    """Two scripts of one data directory: the second, started while the first runs, joined the
+    first's run (the file is removed only at its end). A file naming a live process of this host
+    is not resumed; one whose process is gone is."""
+    import socket
+    import subprocess
+    live = subprocess.Popen(["sleep", "30"])
+    try:
+        _write(tmp_path, {"run_id": "running1", "project": "p", "pid": live.pid,
+                          "host": socket.gethostname()})
+        run, caught = _init(tmp_path, project="p", resume="auto")
+        assert run.id != "running1" and caught == []
+    finally:
+        live.kill()
+        live.wait()
+    _write(tmp_path, {"run_id": "crashed3", "project": "p", "pid": live.pid,
+                      "host": socket.gethostname()})
+    assert _init(tmp_path, project="p", resume="auto")[0].id == "crashed3"
+    # Another host's process cannot be checked: the run is resumed, as the vendor's file is.
+    _write(tmp_path, {"run_id": "crashed4", "project": "p", "pid": 1, "host": "elsewhere"})
+    assert _init(tmp_path, project="p", resume="auto")[0].id == "crashed4"
+
