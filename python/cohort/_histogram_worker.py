@@ -7,8 +7,6 @@ waits for this queue and nothing is dropped.
 """
 from __future__ import annotations
 
-import os
-import threading
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _media_worker
@@ -33,34 +31,17 @@ class _Worker(_media_worker.Worker):
         return out
 
 
-_worker: Optional[_Worker] = None
-_worker_lock = threading.Lock()
+_histograms = _media_worker.ProcessWorker()
 
 
 def put(run: Any, key: str, pending: Any, step: int) -> None:
     """The media sink's route for a histogram still to be computed (cohort.media.sink)."""
-    global _worker
-    with _worker_lock:
-        if _worker is None:
-            _worker = _Worker()
-        w = _worker
-    w.put(run, key, pending, step)
-
-
-def _after_fork_in_child() -> None:
-    global _worker, _worker_lock
-    _worker = None  # the parent's queue and thread are not this process's
-    _worker_lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    _histograms.get(_Worker).put(run, key, pending, step)
 
 
 def drain(run: Any, timeout: Optional[float]) -> bool:
     """Before ``finish``: waits until the run's histograms were computed and logged."""
-    w = _worker
-    return True if w is None else w.drain(run, timeout)
+    return _histograms.drain(run, timeout)
 
 
 def stats() -> Dict[str, int]:
@@ -68,7 +49,7 @@ def stats() -> Dict[str, int]:
     histograms computed at the call for want of room for their copy (`at_call`) and the bytes
     of copies held now."""
     from .histogram import copies_stats
-    w = _worker
+    w = _histograms.current()
     out = {"logged": 0, "failures": 0, "queued": 0} if w is None else {
         "logged": w.sets, "failures": w.failures, "queued": len(w._items)}
     out.update(copies_stats())

@@ -163,38 +163,51 @@ class Worker:
         raise NotImplementedError
 
 
-_worker: Optional[Worker] = None
-_worker_lock = threading.Lock()
+class ProcessWorker:
+    """One worker per process, made on first use, and again in a forked child (the parent's
+    queue and thread are not the child's)."""
+
+    def __init__(self) -> None:
+        self._worker: Optional[Worker] = None
+        self._lock = threading.Lock()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._forget)
+
+    def get(self, make: Callable[[], Worker]) -> Worker:
+        with self._lock:
+            if self._worker is None:
+                self._worker = make()
+            return self._worker
+
+    def current(self) -> Optional[Worker]:
+        return self._worker
+
+    def drain(self, run: Any, timeout: Optional[float]) -> bool:
+        """Waits until every item `run` logged was handed over; False after `timeout` s."""
+        w = self._worker
+        return True if w is None else w.drain(run, timeout)
+
+    def _forget(self) -> None:
+        self._worker = None
+        self._lock = threading.Lock()
+
+
+_media = ProcessWorker()
 
 
 def get_worker(make: Callable[[], Worker]) -> Worker:
-    """This process's worker, made by `make` on first use (in a forked child: again)."""
-    global _worker
-    with _worker_lock:
-        if _worker is None:
-            _worker = make()
-        return _worker
-
-
-def _after_fork_in_child() -> None:
-    global _worker, _worker_lock
-    _worker = None  # the parent's queue and thread are not this process's
-    _worker_lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    """This process's media worker, made by `make` on first use (in a forked child: again)."""
+    return _media.get(make)
 
 
 def drain(run: Any, timeout: Optional[float]) -> bool:
     """Before ``finish``: waits for the run's media to be handed to the agent."""
-    w = _worker
-    return True if w is None else w.drain(run, timeout)
+    return _media.drain(run, timeout)
 
 
 def stats() -> Dict[str, int]:
     """The worker's counters: sets handed over, failures, log calls that waited for room."""
-    w = _worker
+    w = _media.current()
     if w is None:
         return {"sets": 0, "failures": 0, "waits": 0, "queued": 0}
     return {"sets": w.sets, "failures": w.failures, "waits": w.waits, "queued": len(w._items)}

@@ -515,6 +515,13 @@ class _Snapshot:
 
     __slots__ = ("torch", "values", "num_bins", "stream", "pooled", "nbytes", "error", "held")
 
+    def __init__(self, torch: Any, num_bins: int, nbytes: int, held: "_CopiesHeld") -> None:
+        self.torch, self.num_bins, self.nbytes, self.held = torch, num_bins, nbytes, held
+        self.values: Any = None  # the copy (set by take)
+        self.stream: Any = None  # the CUDA stream it was made on
+        self.pooled = False      # a buffer of _POOL
+        self.error: Optional[BaseException] = None  # the computation's, raised to every reader
+
     @staticmethod
     def take(torch: Any, t: Any, num_bins: int) -> "Optional[_Snapshot]":
         """A snapshot of `t`, or None where the histogram is computed at the call: deferring
@@ -530,15 +537,7 @@ class _Snapshot:
         held = _HELD
         if not held.reserve(nbytes):  # past the bound: computed at the call, as before
             return None
-        snap = _Snapshot()
-        snap.nbytes = nbytes
-        snap.held = held
-        snap.torch = torch
-        snap.num_bins = num_bins
-        snap.stream = None
-        snap.pooled = False
-        snap.error = None
-        snap.values = None
+        snap = _Snapshot(torch, num_bins, nbytes, held)
         try:
             t = t.detach()
             if device == "cuda":
