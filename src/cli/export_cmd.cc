@@ -22,6 +22,7 @@
 #include "cli/history_fetch.h"
 #include "cli/output.h"
 #include "cli/parquet_writer.h"
+#include "cli/progress.h"
 #include "cli/read_client.h"
 #include "core/json.h"
 #include "core/limits.h"
@@ -171,36 +172,10 @@ class ParquetSink : public RowSink {
   parquet::Writer writer_;
 };
 
-// A progress bar on stderr, redrawn at most once per percent.
-class Progress {
- public:
-  Progress(bool enabled, int64_t total) : enabled_(enabled), total_(std::max<int64_t>(total, 1)) {}
-  void Advance(int64_t points) {
-    done_ += points;
-    int pct = int(std::min<int64_t>(100, done_ * 100 / total_));
-    if (!enabled_ || pct == last_pct_) return;
-    last_pct_ = pct;
-    constexpr int kWidth = 30;
-    std::string bar(size_t(pct * kWidth / 100), '#');
-    bar.resize(kWidth, ' ');
-    std::fprintf(stderr, "\rexporting [%s] %3d%% %lld/%lld points", bar.c_str(), pct,
-                 static_cast<long long>(done_), static_cast<long long>(total_));
-    std::fflush(stderr);
-  }
-  void Finish() {
-    if (enabled_ && last_pct_ >= 0) std::fputc('\n', stderr);
-  }
-
- private:
-  bool enabled_;
-  int64_t total_, done_ = 0;
-  int last_pct_ = -1;
-};
-
 // Exports one writer's rows; returns the number of rows written.
 Result<int64_t> ExportWriter(ReadClient& client, const RunPath& ref, const std::string& writer,
                              const std::vector<SeriesInfo>& series, bool all_user_keys,
-                             RowSink* out, Progress* progress) {
+                             RowSink* out, ProgressReport* progress) {
   // Without --keys, every user key of the writer is asked for without naming them (a shorter
   // query).
   std::string keys;
@@ -429,8 +404,7 @@ int RunExport(const ExportOpts& o) {
     sink = std::make_unique<TextSink>(f, o.format == "csv", columns);
   }
   if (Status s = sink->Start(); !s.ok()) return abandon(s);
-  const bool bar = o.progress == "always" || (o.progress == "auto" && isatty(STDERR_FILENO));
-  Progress progress(bar, total_points);
+  ProgressReport progress("exporting", "points", total_points, o.progress);
   int64_t rows = 0;
   for (const auto& [label, series] : by_writer) {
     auto n = ExportWriter(**client, *ref, label, series, want_keys.empty(), sink.get(),
@@ -479,8 +453,8 @@ Runner AddRunsExportCommand(CLI::App& runs) {
   cmd->add_option("-w,--writers", o->writers,
                   "Only these writers (comma-separated labels; \\, for a comma in a label)");
   cmd->add_option("--progress", o->progress,
-                  "Progress bar on stderr: auto (terminal), always, "
-                  "never")
+                  "Progress on stderr: auto (a bar on a terminal, else a line every 5 s), "
+                  "always (bar), never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
   cmd->add_option("--compression", o->compression,

@@ -3,10 +3,6 @@
 // bytes into DIR/<key>/<writer>/<step>_<index><ext>, each checked against its SHA-256 (a file
 // already there with that digest is kept; rows whose blob the server does not hold yet are
 // named at the end and make it exit 1) (docs/cli.md, docs/api.md "Media").
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -14,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "cli/progress.h"
 #include "cli/read_client.h"
 #include "core/sha256.h"
 #include "wal/file.h"
@@ -110,50 +107,6 @@ Status MakeDirs(wal::FileSystem* fs, const std::string& path) {
   return exists ? Status::Ok() : fs->CreateDir(path);
 }
 
-// Progress of `media get` on stderr: with `bar` a bar redrawn at most once per percent (or
-// every half second), else a line every 5 s (none for a get that ends sooner).
-class GetProgress {
- public:
-  GetProgress(bool bar, bool lines, size_t total) : bar_(bar), lines_(lines), total_(total) {}
-  void Advance(int64_t bytes) {
-    ++done_;
-    bytes_ += bytes;
-    const auto now = Clock::now();
-    const int pct = int(done_ * 100 / std::max<size_t>(total_, 1));
-    if (bar_) {
-      if (pct == last_pct_ && now - last_ < std::chrono::milliseconds(500)) return;
-      last_pct_ = pct;
-      last_ = now;
-      constexpr int kWidth = 30;
-      std::string bar(size_t(pct * kWidth / 100), '#');
-      bar.resize(kWidth, ' ');
-      std::fprintf(stderr, "\rfetching [%s] %3d%% %zu/%zu files", bar.c_str(), pct, done_, total_);
-      std::fflush(stderr);
-      shown_ = true;
-    } else if (lines_ && now - last_ >= std::chrono::seconds(5)) {
-      if (last_ == Clock::time_point{}) {  // the clock starts at the first file
-        last_ = now;
-        return;
-      }
-      last_ = now;
-      std::fprintf(stderr, "fetching: %zu/%zu files (%d%%), %lld bytes\n", done_, total_, pct,
-                   static_cast<long long>(bytes_));
-    }
-  }
-  void Finish() {
-    if (shown_) std::fputc('\n', stderr);
-    shown_ = false;
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  bool bar_, lines_, shown_ = false;
-  size_t total_, done_ = 0;
-  int64_t bytes_ = 0;
-  int last_pct_ = -1;
-  Clock::time_point last_{};
-};
-
 // Whether `path` holds `size` bytes whose SHA-256 is `sha` (a file a get wrote before).
 bool AlreadyThere(wal::FileSystem* fs, const std::string& path, int64_t size,
                   const std::string& sha) {
@@ -199,9 +152,7 @@ int Get(ReadClient& client, const RunPath& ref, const MediaOpts& o) {
     paths.push_back(*dir + "/" + std::to_string(IntField(r, "step")) + "_" +
                     std::to_string(IntField(r, "index")) + Extension(StrField(r, "mime")));
   }
-  const bool tty = isatty(STDERR_FILENO) != 0;
-  GetProgress progress(o.progress == "always" || (o.progress == "auto" && tty),
-                       o.progress == "auto" && !tty, rows->size());
+  ProgressReport progress("fetching", "files", int64_t(rows->size()), o.progress);
   // Rows whose blob the server does not hold (yet): the others are fetched, these named at the
   // end, and the command fails then (a later get fetches them, skipping what it has).
   std::vector<std::string> missing;
@@ -213,18 +164,18 @@ int Get(ReadClient& client, const RunPath& ref, const MediaOpts& o) {
     const bj::value* up = r.as_object().if_contains("uploaded");
     if (sha.empty() || (up != nullptr && up->is_bool() && !up->as_bool())) {
       missing.push_back(RowName(r));
-      progress.Advance(0);
+      progress.Advance(1);
       continue;
     }
     if (AlreadyThere(fs, path, IntField(r, "size", -1), sha)) {
       ++kept;
-      progress.Advance(0);
+      progress.Advance(1);
       continue;
     }
     auto resp = client.Send("GET", url);
     if (!resp.ok() && resp.status().code() == StatusCode::kNotFound) {
       missing.push_back(RowName(r));  // listed as uploaded a moment before its upload completed
-      progress.Advance(0);
+      progress.Advance(1);
       continue;
     }
     if (!resp.ok()) {
@@ -243,7 +194,7 @@ int Get(ReadClient& client, const RunPath& ref, const MediaOpts& o) {
     }
     ++files;
     bytes += int64_t(resp->body.size());
-    progress.Advance(int64_t(resp->body.size()));
+    progress.Advance(1, int64_t(resp->body.size()));
   }
   progress.Finish();
   std::fprintf(stderr, "%lld file(s), %lld bytes into %s", static_cast<long long>(files),

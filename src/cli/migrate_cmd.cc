@@ -10,13 +10,13 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "core/clock.h"
 #include "store/dump_format.h"
 #include "store/store.h"
@@ -68,52 +68,10 @@ int64_t Total(const DumpCounts& c) {
   return n;
 }
 
-// Progress on stderr: a bar redrawn per percent on a terminal, else a line every 5 seconds.
-class Progress {
- public:
-  Progress(std::string verb, int64_t total, const std::string& mode)
-      : verb_(std::move(verb)),
-        total_(std::max<int64_t>(total, 1)),
-        bar_(mode == "always" || (mode == "auto" && isatty(STDERR_FILENO))),
-        quiet_(mode == "never"),
-        last_line_(std::chrono::steady_clock::now()) {}
-  void Advance(int64_t rows) {
-    done_ += rows;
-    const int pct = int(std::min<int64_t>(100, done_ * 100 / total_));
-    if (quiet_) return;
-    if (bar_) {
-      if (pct == last_pct_) return;
-      last_pct_ = pct;
-      constexpr int kWidth = 30;
-      std::string bar(size_t(pct * kWidth / 100), '#');
-      bar.resize(kWidth, ' ');
-      std::fprintf(stderr, "\r%s [%s] %3d%% %lld/%lld rows", verb_.c_str(), bar.c_str(), pct,
-                   static_cast<long long>(done_), static_cast<long long>(total_));
-      std::fflush(stderr);
-      return;
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last_line_ < std::chrono::seconds(5)) return;
-    last_line_ = now;
-    std::fprintf(stderr, "%s: %lld/%lld rows (%d%%)\n", verb_.c_str(),
-                 static_cast<long long>(done_), static_cast<long long>(total_), pct);
-  }
-  void Finish() {
-    if (bar_ && last_pct_ >= 0) std::fputc('\n', stderr);
-  }
-
- private:
-  std::string verb_;
-  int64_t total_, done_ = 0;
-  bool bar_, quiet_;
-  int last_pct_ = -1;
-  std::chrono::steady_clock::time_point last_line_;
-};
-
 // Collects rows into batches for Store::Import.
 class ImportBatcher {
  public:
-  ImportBatcher(store::AdminStore* to, DumpHeader from, Progress* progress)
+  ImportBatcher(store::AdminStore* to, DumpHeader from, ProgressReport* progress)
       : to_(to), from_(std::move(from)), progress_(progress) {}
   Status Add(const DumpRecord& rec) {
     for (const auto& v : rec.values) {
@@ -137,7 +95,7 @@ class ImportBatcher {
  private:
   store::AdminStore* to_;
   DumpHeader from_;
-  Progress* progress_;
+  ProgressReport* progress_;
   std::vector<DumpRecord> pending_;
   size_t bytes_ = 0;
   int64_t stored_ = 0;
@@ -245,7 +203,7 @@ int RunExport(const Opts& o) {
   DumpHeader header{.source = IsPostgresUrl(NormalizeUrl(o.store_url)) ? "postgres" : "sqlite",
                     .created_ms = NowMillis()};
   store::DumpFileWriter writer(f, header);
-  Progress progress("exporting", Total(*counts), o.progress);
+  ProgressReport progress("exporting", "rows", Total(*counts), o.progress);
   Status s = writer.Begin();
   if (s.ok()) {
     s = (*src)->Export([&](const DumpRecord& rec) {
@@ -309,7 +267,7 @@ int RunImport(const Opts& o) {
   std::rewind(f);
   store::DumpFileReader reader(f);
   if (Status s = reader.Begin(); !s.ok()) return FailReading(s);
-  Progress progress("importing", Total(check.counts()), o.progress);
+  ProgressReport progress("importing", "rows", Total(check.counts()), o.progress);
   ImportBatcher batcher(dst->get(), reader.header(), &progress);
   while (true) {
     auto more = reader.Next(&rec);
@@ -343,7 +301,7 @@ int RunMigrate(const Opts& o) {
   if (!counts.ok()) return Fail("migrate", counts.status());
   DumpHeader header{.source = IsPostgresUrl(NormalizeUrl(o.from)) ? "postgres" : "sqlite",
                     .created_ms = NowMillis()};
-  Progress progress("migrating", Total(*counts), o.progress);
+  ProgressReport progress("migrating", "rows", Total(*counts), o.progress);
   ImportBatcher batcher(dst->get(), header, &progress);
   Status s = (*src)->Export([&](const DumpRecord& rec) { return batcher.Add(rec); });
   if (s.ok()) s = batcher.Flush();
