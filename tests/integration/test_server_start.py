@@ -150,7 +150,14 @@ def test_login_checks_the_key_and_keeps_the_saved_server(tmp_path):
     home = tmp_path / "home"
     server = ServerProcess(home, ["--no-user-config"]).start()
     try:
-        key = (server.data_dir / "admin-key").read_text().strip()
+        # Written after the server printed its URL (with the line that names the file): waited
+        # for, not read at once (a clean CI run found it not there yet).
+        key_file = server.data_dir / "admin-key"
+        deadline = time.time() + 30
+        while not (key_file.exists() and key_file.read_text().endswith("\n")):
+            assert time.time() < deadline, "no admin-key file"
+            time.sleep(0.05)
+        key = key_file.read_text().strip()
 
         def login(*args):
             return subprocess.run([str(COHORT_BIN), "login", *args], env=server.env,
