@@ -266,9 +266,8 @@ class Histogram:
     def _log_value(self) -> Any:
         """What ``run.log`` passes to the extension: _for_log's tuple, or, while the counts are
         still to be computed, a _PendingLog for the histogram worker."""
-        snapshot = self._snapshot
-        if snapshot is not None:
-            return _PendingLog(self, snapshot.nbytes)
+        if self._snapshot is not None:
+            return _PendingLog(self)
         return self._for_log()
 
     def _for_log(self) -> Tuple[float, float, bytes, Optional[bytes]]:
@@ -580,9 +579,8 @@ class _PendingLog:
     extension claims its key as a histogram's and hands it, with the call's step, to the
     histogram worker (cohort._histogram_worker), which computes and logs it."""
 
-    __slots__ = ("histogram", "nbytes")
+    __slots__ = ("histogram",)
     _cohort_media_type = "histogram"
 
-    def __init__(self, histogram: "Histogram", nbytes: int) -> None:
+    def __init__(self, histogram: "Histogram") -> None:
         self.histogram = histogram
-        self.nbytes = nbytes
