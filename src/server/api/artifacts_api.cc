@@ -393,14 +393,18 @@ void RegisterArtifactRoutes(http::Router& r, ApiContext* ctx) {
           return JsonResponse(200, bj::object{{"deleted", true}});
         }));
 
-  r.Add("DELETE", version, Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
-          auto p = ProjectFromPath(req, who);
-          if (!p.ok()) return ErrorResponse(p.status());
-          Status s = ctx->store->DeleteArtifactVersion(p->entity, p->project, p->name,
-                                                       req.PathParam("version"));
-          if (!s.ok()) return ErrorResponse(s);
-          return JsonResponse(200, bj::object{{"deleted", true}});
-        }));
+  r.Add("DELETE", version,
+        Authed(
+            ctx,
+            [ctx](http::HttpRequest& req, const AuthContext& who) {
+              auto p = ProjectFromPath(req, who);
+              if (!p.ok()) return ErrorResponse(p.status());
+              Status s = ctx->store->DeleteArtifactVersion(p->entity, p->project, p->name,
+                                                           req.PathParam("version"));
+              if (!s.ok()) return ErrorResponse(s);
+              return JsonResponse(200, bj::object{{"deleted", true}});
+            },
+            /*admin_only=*/true));
 
   r.Add("GET", "/api/v1/runs/{entity}/{project}/{run}/artifacts",
         Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {

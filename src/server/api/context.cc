@@ -74,7 +74,11 @@ http::Handler AuthedHandlerOf(ApiContext* ctx, AuthedHandler h, bool admin_only,
       return ErrorResponse(who.status());
     }
     if (admin_only && who->role != store::KeyRole::kAdmin) {
-      return ErrorResponse(Status::PermissionDenied("this route needs an admin key"));
+      return ErrorResponse(Status::PermissionDenied(
+          req.method + " " + req.path + " needs an admin key; key '" + who->key_name +
+          "' is a member key (an admin key of entity '" + who->entity +
+          "' can do it, or make one: cohort keys create --entity " + who->entity +
+          " --role admin)"));
     }
     if (charge) {
       if (auto refused = ThrottleRequest(ctx, who->entity)) return std::move(*refused);

@@ -211,12 +211,15 @@ void RegisterRunRoutes(http::Router& r, ApiContext* ctx) {
   r.Add("GET", "/api/v1/runs/{entity}/{project}/{run}", bind(GetRun));
   r.Add("PATCH", "/api/v1/runs/{entity}/{project}/{run}", bind(PatchRun));
   r.Add("DELETE", "/api/v1/runs/{entity}/{project}/{run}",
-        Authed(ctx, [ctx](http::HttpRequest& req, const AuthContext& who) {
-          auto ref = RunRefFromPath(req, who);
-          if (!ref.ok()) return ErrorResponse(ref.status());
-          if (Status s = ctx->store->DeleteRun(*ref); !s.ok()) return ErrorResponse(s);
-          return JsonResponse(200, bj::object{{"deleted", true}});
-        }));
+        Authed(
+            ctx,
+            [ctx](http::HttpRequest& req, const AuthContext& who) {
+              auto ref = RunRefFromPath(req, who);
+              if (!ref.ok()) return ErrorResponse(ref.status());
+              if (Status s = ctx->store->DeleteRun(*ref); !s.ok()) return ErrorResponse(s);
+              return JsonResponse(200, bj::object{{"deleted", true}});
+            },
+            /*admin_only=*/true));
 }
 
 }  // namespace cohort::api
