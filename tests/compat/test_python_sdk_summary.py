@@ -72,3 +72,37 @@ def test_nested_summary_values_are_flattened_as_history_is(server, api, entity, 
     assert status == 200, run
     summary = {k: v for k, v in run["summary"].items() if not k.startswith("_")}
     assert summary == {"d.x": 2, "d.y.z": 4, "best.acc": 0.9}, run["summary"]
+
+
+DEFINE_METRIC_SCRIPT = r'''
+import sys
+import wandb
+run_id, project = sys.argv[1], sys.argv[2]
+run = wandb.init(project=project, id=run_id)
+run.define_metric("acc", summary="max")
+run.define_metric("hidden", summary="none")
+run.define_metric("loss2", summary="min,last")
+for acc, loss in ((0.5, 0.3), (0.9, 0.1), (0.1, 0.2)):
+    run.log({"acc": acc, "hidden": acc * 10, "loss2": loss, "plain": loss * 2})
+run.finish()
+'''
+
+
+def test_define_metric_summaries_replace_the_last_value(server, api, entity, tmp_path):
+    """`define_metric(summary="max")` makes the client send {"acc": {"max": 0.9}} and no plain
+    "acc"; `summary="none"` leaves the key out: the run's summary holds what the client asked
+    for, not also the series' last point (the runs table showed acc's last value, 0.1, and the
+    excluded key came back)."""
+    env = sdk_env(server, tmp_path)
+    proc = run_python(DEFINE_METRIC_SCRIPT, env, tmp_path, args=("sumdef01", "sdksum"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    status, run = api.get(f"/api/v1/runs/{entity}/sdksum/sumdef01")
+    assert status == 200, run
+    summary = {k: v for k, v in run["summary"].items() if not k.startswith("_")}
+    assert summary == {"acc.max": 0.9, "loss2.min": 0.1, "loss2.last": 0.2, "plain": 0.4}, \
+        run["summary"]
+    # The series themselves are all kept.
+    status, keys = api.get(f"/api/v1/runs/{entity}/sdksum/sumdef01/keys")
+    assert status == 200, keys
+    names = {k["key"] if isinstance(k, dict) else k for k in keys["keys"]}
+    assert {"acc", "hidden", "loss2", "plain"} <= names, keys

@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <map>
 #include <optional>
-#include <set>
 #include <span>
 
 #include "core/clock.h"
@@ -158,8 +157,11 @@ Decoded DecodeLines(const StreamRequest& req, bool shared, const api::ApiLimits&
 
 // A stock client's summary line holds its whole summary (the last line wins): a key the run's
 // summary has and the line lacks was deleted by the client (`del run.summary[k]`), so the patch
-// deletes it (null), except a key the server derives (a series' key follows its last point,
-// store/run_summary.h). A shared run whose summary comes from more than one writer (its primary
+// deletes it (null). A series' key too (it follows its last point until then,
+// store/run_summary.h): the client leaves a logged key out when `define_metric` says so
+// (`summary="none"`, or `summary="max"`, which sends {"acc": {"max": ...}}, flattened to
+// "acc.max"), and a line that merely lags behind the history is followed by one that has the key
+// again (which makes it follow its last point again). A shared run whose summary comes from more than one writer (its primary
 // and workers with x_update_finish_state) merges their lines key by key instead: each line holds
 // its own writer's summary, and one writer must not delete another's keys (docs/compat.md).
 Status DeleteKeysMissingFromSummary(store::Store* store, const store::RunRef& ref, bool shared,
@@ -171,6 +173,15 @@ Status DeleteKeysMissingFromSummary(store::Store* store, const store::RunRef& re
   for (const auto& kv : stored->get_object()) {
     if (!summary->contains(kv.key())) missing.emplace_back(kv.key());
   }
+  // A series' key enters the stored summary only when a writer ends (store/run_summary.h): the
+  // line must also take out the logged keys it leaves out before that.
+  COHORT_ASSIGN_OR_RETURN(auto series, store->ListSeries(ref));
+  for (const store::SeriesInfo& s : series) {
+    if (!s.key.starts_with("system/") && !summary->contains(s.key) &&
+        !stored->get_object().contains(s.key)) {
+      missing.push_back(s.key);
+    }
+  }
   if (missing.empty()) return Status::Ok();
   if (shared) {
     COHORT_ASSIGN_OR_RETURN(auto writers, store->ListWriters(ref));
@@ -180,12 +191,7 @@ Status DeleteKeysMissingFromSummary(store::Store* store, const store::RunRef& re
       return Status::Ok();
     }
   }
-  COHORT_ASSIGN_OR_RETURN(auto series, store->ListSeries(ref));
-  std::set<std::string> derived;
-  for (const store::SeriesInfo& s : series) derived.insert(s.key);
-  for (const std::string& key : missing) {
-    if (!derived.contains(key)) (*summary)[key] = nullptr;
-  }
+  for (const std::string& key : missing) (*summary)[key] = nullptr;
   return Status::Ok();
 }
 
