@@ -4,7 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, type Viewer } from './lib/api';
 import { navigate, useAppState } from './lib/nav';
 import { encodeState, linkTo, pageOf } from './lib/url';
-import { ErrorBox, Link, Loading } from './components/common';
+import { Empty, ErrorBox, Link, Loading } from './components/common';
 import { ProjectsPage } from './pages/Projects';
 import { WorkspacePage } from './pages/Workspace';
 import { GroupPage } from './pages/Group';
@@ -195,9 +195,27 @@ function Login({ message, onDone }: { message?: string; onDone: (v: Viewer) => v
   );
 }
 
+/** The page for a link into an entity other than the viewer's (the workspace's wording for a
+ * project nobody logged to). */
+function NoSuchProject({ entity, project, viewer }: { entity: string; project: string; viewer: Viewer }) {
+  return (
+    <div class="page">
+      <Empty>
+        <span data-testid="no-such-project">No such project: <strong>{entity}/{project}</strong>.</span>{' '}
+        This browser is signed in as <strong>{viewer.entity}</strong>, whose projects do not include it.{' '}
+        <Link href="/">All projects</Link>
+      </Empty>
+    </div>
+  );
+}
+
 function Main({ viewer, onSignOut }: { viewer: Viewer; onSignOut: () => void }) {
   const s = useAppState();
   const page = pageOf(s);
+  // A key reads only its own entity's projects (the API answers 404 for any other): a link to
+  // another entity's project or run (a W&B URL naming another entity, a link from another
+  // account) says at once that there is no such project, once the viewer is known.
+  const foreign = !!(s.entity && viewer.entity && s.entity !== viewer.entity);
   // A bare URL opens the viewer's projects.
   useEffect(() => {
     document.title = ['Cohort', s.project, s.group, s.run, s.art && `${s.art}:${s.ver || 'latest'}`].filter(Boolean).reverse().join(' · ');
@@ -224,6 +242,7 @@ function Main({ viewer, onSignOut }: { viewer: Viewer; onSignOut: () => void }) 
         <button type="button" class="small" onClick={onSignOut}>Sign out</button>
       </header>
       <main class="main">
+        {foreign ? <NoSuchProject entity={s.entity} project={s.project} viewer={viewer} /> : <>
         {page === 'projects' && <ProjectsPage viewer={viewer} />}
         {page === 'workspace' && <WorkspacePage key={`${s.entity}/${s.project}`} state={s} />}
         {page === 'group' && <GroupPage key={`${s.entity}/${s.project}/${s.group}`} state={s} />}
@@ -231,6 +250,7 @@ function Main({ viewer, onSignOut }: { viewer: Viewer; onSignOut: () => void }) 
         {page === 'alerts' && <ProjectAlertsPage key={`${s.entity}/${s.project}`} state={s} />}
         {page === 'artifact' && <ArtifactPage key={`${s.entity}/${s.project}/${s.art}`} state={s} />}
         {page === 'compare' && <ComparePage key={`${s.entity}/${s.project}`} state={s} />}
+        </>}
       </main>
     </div>
   );
