@@ -147,6 +147,13 @@ HttpResponse Serve(const Config& config, const HttpRequest& req) {
   }
   const std::string& last = resolved.segments.back();
   if (resolved.trailing_slash || last.find('.') == std::string::npos) return ServeIndex(config);
+  // A page address whose last name holds a dot (a run id "a.b", a project "my.proj" in
+  // /ENTITY/PROJECT/runs/ID): a browser navigating to it asks for HTML; a missing asset, script
+  // or icon is asked for as something else and stays a 404.
+  const bool under_assets = rel.compare(0, kAssetsPrefix.size(), kAssetsPrefix) == 0;
+  if (!under_assets && req.Header("accept").find("text/html") != std::string_view::npos) {
+    return ServeIndex(config);
+  }
   return HttpResponse::Error(404, "not_found", "no such file");
 }
 

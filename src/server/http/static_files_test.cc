@@ -116,6 +116,22 @@ TEST_F(StaticFilesTest, UnknownPathWithExtensionIs404) {
   EXPECT_EQ(resp.content_type, "application/json");
 }
 
+TEST_F(StaticFilesTest, APageAddressWithADotIsTheAppForABrowserNavigation) {
+  HttpRequest req;
+  req.method = "GET";
+  req.path = "/me/my.proj/runs/a.b";
+  req.path_params["path"] = "me/my.proj/runs/a.b";
+  req.headers.emplace_back("accept", "text/html,application/xhtml+xml,*/*;q=0.8");
+  HttpResponse resp = handler_(req);
+  EXPECT_EQ(resp.status, 200);
+  EXPECT_EQ(resp.body, "<html>app</html>");
+  // Not for a missing asset, even asked for as HTML, nor without the browser's Accept.
+  req.path = "/assets/missing-99.js";
+  req.path_params["path"] = "assets/missing-99.js";
+  EXPECT_EQ(handler_(req).status, 404);
+  EXPECT_EQ(Get("me/my.proj/runs/a.b").status, 404);
+}
+
 TEST_F(StaticFilesTest, TraversalIsRejected) {
   EXPECT_EQ(Get("../secret.txt").status, 400);
   EXPECT_EQ(Get("assets/../../secret.txt").status, 400);
