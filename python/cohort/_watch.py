@@ -11,15 +11,20 @@ histograms are computed on the tensors' device (cohort.Histogram: ``torch.histc`
 indices counted where histc cannot serve, as under deterministic algorithms on CUDA).
 A histogram that cannot be made or logged never reaches the training loop: the hooks run inside
 its forward and backward passes, and a job must not die of its monitoring. Each such failure is
-counted (``_Watch.failures``, per key) and warned about once per key, with the error.
+counted (``_Watch.failures``, per key) and warned about once per key and kind of error, with the
+error and the note that further ones are counted, not printed; the watch's end (``unwatch``, or
+the run's ``finish``) warns once with the counts when there were more. (Histograms binned off
+the training thread fail, if at all, in the histogram worker, which reports them the same way:
+cohort._histogram_worker.)
 """
 from __future__ import annotations
 
 import sys
 import threading
 import warnings
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
+from ._histogram_worker import error_kind, failure_summary, warn_at_caller
 from .errors import UsageError
 from .histogram import MAX_BINS, Histogram
 
@@ -44,6 +49,8 @@ class _Watch:
         self.gradients = log in ("gradients", "all")
         self.named = [(prefix + name, p) for name, p in model.named_parameters()]
         self.failures: Dict[str, int] = {}  # key -> histograms not logged (_log)
+        self.failure_kinds: Dict[Tuple[str, str], int] = {}  # (key, error kind) -> failures
+        self.counts_warned = False  # _warn_counts ran (remove)
         self.failures_lock = threading.Lock()
         self.handles.append(model.register_forward_hook(self._after_forward))
 
@@ -80,8 +87,9 @@ class _Watch:
     def _log(self, tensors: Dict[str, Any]) -> None:
         """Logs the histograms of `tensors` (key -> tensor) in one call. An error (a tensor
         Histogram cannot take, a run that refuses the values) is counted per key and warned
-        about once per key, never raised into the training's forward or backward pass: the
-        other keys' histograms are still logged when only some cannot be made."""
+        about once per key and kind of error, never raised into the training's forward or
+        backward pass: the other keys' histograms are still logged when only some cannot be
+        made."""
         values = {}
         for key, tensor in tensors.items():
             try:
@@ -96,19 +104,37 @@ class _Watch:
             self._failed(list(values), e)
 
     def _failed(self, keys: List[str], e: BaseException) -> None:
+        kind = error_kind(e)
         with self.failures_lock:
-            new = [k for k in keys if k not in self.failures]
+            new = [k for k in keys if (k, kind) not in self.failure_kinds]
             for k in keys:
                 self.failures[k] = self.failures.get(k, 0) + 1
+                self.failure_kinds[(k, kind)] = self.failure_kinds.get((k, kind), 0) + 1
         if not new:
             return
         try:  # a filter that makes warnings errors must not reach the training either
-            warnings.warn(f"cohort watch: not logged: {', '.join(new)} ({type(e).__name__}: "
-                          f"{e}); the training goes on, and later failures of "
-                          f"{'this key' if len(new) == 1 else 'these keys'} are only counted",
-                          RuntimeWarning, stacklevel=3)
+            warnings.warn(f"cohort watch: not logged: {', '.join(new)} ({kind}: {e}); the "
+                          f"training goes on, and further failures of "
+                          f"{'this key' if len(new) == 1 else 'these keys'} with "
+                          f"{type(e).__name__} are counted, not printed (unwatch or the run's "
+                          f"finish says how many)", RuntimeWarning, stacklevel=3)
         except Exception:  # noqa: BLE001
             pass
+
+    def _warn_counts(self) -> None:
+        """At the watch's end: one warning with the failures per key and kind, when some were
+        only counted (a key that failed more than once)."""
+        with self.failures_lock:
+            counts = dict(self.failure_kinds)
+            if self.counts_warned:
+                return
+            self.counts_warned = True
+        if not any(n > 1 for n in counts.values()):
+            return
+        warn_at_caller(f"cohort watch: {sum(counts.values())} histogram(s) were not logged: "
+                       f"{failure_summary(counts)}. Only the first failure of each key and "
+                       f"kind was warned about, with its error: fix what it names (or watch "
+                       f"without those parameters) to get their histograms.")
 
     def _unhook_gradients(self) -> None:
         for h in self.grad_handles:
@@ -128,6 +154,7 @@ class _Watch:
         for h in self.handles:
             h.remove()
         self.handles.clear()
+        self._warn_counts()
 
 
 def _models(models: Any) -> List[Any]:

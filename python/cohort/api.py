@@ -33,6 +33,7 @@ import warnings
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import api_artifacts, api_history
+from .api_warnings import Skipped, read_label
 from .api_artifacts import ArtifactCollection, ArtifactVersion
 from .api_http import _NON_FINITE, AuthError, NotFound, Transport, list_param, quote, resolve
 from .api_filters import _EPOCH, build_filters, _natural_key, _sort
@@ -610,7 +611,8 @@ class PublicRun:
         the epoch) and one per key (NaN where a key was not logged at that step).
 
         Exact rows by default. With ``samples=N``: N equal step buckets per writer, computed by
-        the server from chunk summaries, with columns ``<key>.min``, ``<key>.max``,
+        the server from chunk summaries, with columns ``<key>`` (as W&B's sampled history
+        has: the bucket's last logged value, ``<key>.last``), ``<key>.min``, ``<key>.max``,
         ``<key>.mean``, ``<key>.last`` (NaN for a bucket without a finite value);
         ``step``/``time`` are the bucket's last ones. Rows are ordered by `x_axis` (``"step"``
         or ``"time"``; W&B's ``"_step"``, ``"_timestamp"`` too), then writer.
@@ -643,10 +645,12 @@ class PublicRun:
         labels = [label] if isinstance(label, str) else list(label or [])
         if stream not in (None, "stdout", "stderr"):
             raise UsageError(f"stream: expected 'stdout' or 'stderr', got {stream!r}")
+        skipped = Skipped(self._base)  # lines the server had to leave out: warned, once
         while True:
             page = self._api._t.get(self._base + "/console", {
                 "labels": list_param(labels), "q": grep, "stream": stream, "after": after,
                 "limit": page_size})
+            skipped.note(page)
             yield from page["lines"]
             if page.get("next_cursor") is None or not page["lines"]:
                 return
@@ -741,17 +745,24 @@ def rank_aggregate(t: Transport, path: str, query: Dict[str, Any], key: str,
         raise UsageError(f"samples: expected 1..{_MAX_BUCKETS}, got {samples!r}")
     q = dict(query, key=key, writers=list_param(writers) if writers else None)
     buckets: List[Dict[str, Any]] = []
+    skipped = Skipped(path, label=(f"group {query['group']!r} of {read_label(path)}"
+                                   if "group" in query else None))
+
+    def get(query: Dict[str, Any]) -> Dict[str, Any]:
+        answer = t.get(path, query)
+        skipped.note(answer)
+        return answer
+
     if samples is not None:
-        buckets = t.get(path, dict(q, buckets=samples))["buckets"]
+        buckets = get(dict(q, buckets=samples))["buckets"]
     else:
-        whole = t.get(path, dict(q, buckets=1))["buckets"]
+        whole = get(dict(q, buckets=1))["buckets"]
         if whole:
             lo, hi = whole[0]["step_min"], whole[-1]["step_max"]
             start = lo
             while start <= hi:
                 end = min(hi, start + _MAX_BUCKETS - 1)
-                page = t.get(path, dict(q, buckets=end - start + 1, min_step=start,
-                                        max_step=end))
+                page = get(dict(q, buckets=end - start + 1, min_step=start, max_step=end))
                 if not page.get("exact"):
                     raise UsageError(f"aggregate: the server did not answer one-step buckets "
                                      f"for steps {start}..{end}")

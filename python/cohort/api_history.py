@@ -24,6 +24,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import api_columns
 from .api_http import Transport, list_param, number
+from .api_warnings import Skipped
 from .errors import UsageError
 
 DEFAULT_PAGE_POINTS = 20_000
@@ -38,6 +39,15 @@ def use_columns() -> bool:
     return os.environ.get("COHORT_API_COLUMNS", "1") != "0" and api_columns.available()
 _MAX_INT = 2**63
 BUCKET_STATS = ("min", "max", "mean", "last")
+# The bucket statistic that a bucketed frame's plain ``<key>`` column holds (what W&B's
+# ``history(samples=N)`` has: a value that was logged, at the row's step for a key logged at
+# every step), beside the ``<key>.<stat>`` columns.
+PLAIN_STAT = "last"
+
+
+def bucket_columns(key: str) -> List[str]:
+    """The columns of `key` in a bucketed frame: the plain key, then one per statistic."""
+    return [key] + [f"{key}.{stat}" for stat in BUCKET_STATS]
 
 # One series' page: (key, [[step, time, value], ...]) (values are floats or ints).
 SeriesPage = Tuple[str, List[List[Any]]]
@@ -97,13 +107,16 @@ def _columns_of_json(data: Dict[str, Any]) -> List[api_columns.Columns]:
 def writer_column_pages(t: Transport, run_path: str, writer: str, keys: List[str],
                         page_points: int, min_step: Optional[int] = None,
                         max_step: Optional[int] = None, all_user_keys: bool = False,
-                        system: bool = False) -> Iterator[List[api_columns.Columns]]:
+                        system: bool = False, skipped: Optional[Skipped] = None
+                        ) -> Iterator[List[api_columns.Columns]]:
     """writer_pages read as columns (numpy arrays, docs/formats.md "History columns"): the
     same requests, cursor and cut; each page lists the Columns of every series.
     `system`: read the system route (GET .../system): `writer` is a label, `keys` are named
-    without their ``system/`` prefix, as the answer names them."""
+    without their ``system/`` prefix, as the answer names them. `skipped`: what warns of
+    the data the answers left out (api_warnings; one of its own when None)."""
     import numpy as np
 
+    skipped = skipped if skipped is not None else Skipped(run_path)
     limit = max(1, page_points // max(1, len(keys)))
     after: Optional[int] = None
     route, writers = ("/system", "labels") if system else ("/history", "writers")
@@ -113,10 +126,12 @@ def writer_column_pages(t: Transport, run_path: str, writer: str, keys: List[str
             "limit": limit, "after_step": after, "min_step": min_step, "max_step": max_step},
             api_columns.ACCEPT)
         if ctype == api_columns.MEDIA_TYPE:
-            series = api_columns.decode(body)[1]
+            header, series = api_columns.decode(body)
         else:
-            series = _columns_of_json(json.loads(body))
-        del body
+            header = json.loads(body)
+            series = _columns_of_json(header)
+        skipped.note(header)
+        del body, header
         series = [s for s in series if s.writer == writer]
         boundary: Optional[int] = None
         for s in series:
@@ -137,14 +152,16 @@ def writer_column_pages(t: Transport, run_path: str, writer: str, keys: List[str
 
 def writer_pages(t: Transport, run_path: str, writer: str, keys: List[str], page_points: int,
                  min_step: Optional[int] = None, max_step: Optional[int] = None,
-                 all_user_keys: bool = False) -> Iterator[List[SeriesPage]]:
+                 all_user_keys: bool = False, skipped: Optional[Skipped] = None
+                 ) -> Iterator[List[SeriesPage]]:
     """Pages of one writer's exact history: each page lists the (key, points) of every series,
     cut at a step that every series has passed, so that a page never splits a step.
     `all_user_keys`: `keys` are all the writer's user keys; ask for them without naming them
-    (a shorter query)."""
+    (a shorter query). `skipped`: as writer_column_pages'."""
+    skipped = skipped if skipped is not None else Skipped(run_path)
     if use_columns():
         for cols in writer_column_pages(t, run_path, writer, keys, page_points, min_step,
-                                        max_step, all_user_keys):
+                                        max_step, all_user_keys, skipped=skipped):
             yield [(c.key, [list(p) for p in zip(c.steps.tolist(), c.times.tolist(),
                                                   c.values.tolist())]) for c in cols]
         return
@@ -155,6 +172,7 @@ def writer_pages(t: Transport, run_path: str, writer: str, keys: List[str], page
             "keys": None if all_user_keys else list_param(keys),
             "writers": list_param([writer]),
             "limit": limit, "after_step": after, "min_step": min_step, "max_step": max_step})
+        skipped.note(data)
         series = [s for s in data["series"] if s["writer"] == writer]
         boundary: Optional[int] = None
         for s in series:
@@ -199,10 +217,11 @@ def scan_rows(t: Transport, run_path: str, keys: Optional[Sequence[str]],
     writers = _check_keys(writers, "writers")
     if page_points < 1:
         raise UsageError("page_size: expected >= 1")
+    skipped = Skipped(run_path)  # one warning per damaged chunk for the whole scan
     for writer, series in user_series(t, run_path, keys, writers).items():
         wkeys = sorted({s["key"] for s in series})
         for page in writer_pages(t, run_path, writer, wkeys, page_points, min_step, max_step,
-                                 all_user_keys=keys is None):
+                                 all_user_keys=keys is None, skipped=skipped):
             yield from page_rows(writer if with_writer else None, page)
 
 
@@ -212,8 +231,11 @@ X_AXES = {"_step": "step", "_timestamp": "time"}
 
 def history_frame(t: Transport, run_path: str, keys: Optional[Sequence[str]],
                   writers: Optional[Sequence[str]], samples: Optional[int], x_axis: str,
-                  with_writer: bool, page_points: int = DEFAULT_PAGE_POINTS):
-    """A pandas DataFrame of the history (see PublicRun.history)."""
+                  with_writer: bool, page_points: int = DEFAULT_PAGE_POINTS,
+                  skipped: Optional[Skipped] = None):
+    """A pandas DataFrame of the history (see PublicRun.history). `skipped`: what warns of
+    the data the server left out (api_warnings; one of its own, which warns at once, when
+    None)."""
     import pandas as pd  # only the DataFrame readers need pandas
 
     x_axis = X_AXES.get(x_axis, x_axis) if isinstance(x_axis, str) else x_axis
@@ -224,20 +246,22 @@ def history_frame(t: Transport, run_path: str, keys: Optional[Sequence[str]],
     writers = _check_keys(writers, "writers")
     if samples is not None and (not isinstance(samples, int) or samples < 1):
         raise UsageError(f"samples: expected a positive int, got {samples!r}")
+    skipped = skipped if skipped is not None else Skipped(run_path)
     frames = []
     selected = user_series(t, run_path, keys, writers)
     for writer, series in selected.items():
         if samples is None:
             frames.append(_exact_writer_frame(pd, t, run_path, writer, series, page_points,
-                                              keys is None))
+                                              keys is None, skipped))
         else:
-            frames.append(_bucketed_writer_frame(pd, t, run_path, writer, series, samples))
+            frames.append(_bucketed_writer_frame(pd, t, run_path, writer, series, samples,
+                                                 skipped))
     value_cols: List[str] = []
     if samples is None:
         value_cols = sorted({s["key"] for ss in selected.values() for s in ss})
     else:
         for k in sorted({s["key"] for ss in selected.values() for s in ss}):
-            value_cols += [f"{k}.{stat}" for stat in BUCKET_STATS]
+            value_cols += bucket_columns(k)
     lead = (["writer"] if with_writer else []) + ["step", "time"]
     if not frames:
         return pd.DataFrame(columns=lead + value_cols)
@@ -256,7 +280,8 @@ def history_frame(t: Transport, run_path: str, keys: Optional[Sequence[str]],
 
 
 def _exact_writer_frame(pd, t: Transport, run_path: str, writer: str,
-                        series: List[Dict[str, Any]], page_points: int, all_user_keys: bool):
+                        series: List[Dict[str, Any]], page_points: int, all_user_keys: bool,
+                        skipped: Skipped):
     import numpy as np  # pandas needs it
 
     keys = sorted({s["key"] for s in series})
@@ -265,7 +290,7 @@ def _exact_writer_frame(pd, t: Transport, run_path: str, writer: str,
         arrays: Dict[str, List[api_columns.Columns]] = {k: [] for k in keys}
         for cpage in writer_column_pages(t, run_path, writer, keys,
                                          max(page_points, COLUMN_PAGE_POINTS),
-                                         all_user_keys=all_user_keys):
+                                         all_user_keys=all_user_keys, skipped=skipped):
             for c in cpage:
                 arrays.setdefault(c.key, []).append(c)
         for key, cs in arrays.items():
@@ -277,7 +302,7 @@ def _exact_writer_frame(pd, t: Transport, run_path: str, writer: str,
         cols: Dict[str, Tuple[List[int], List[int], List[float]]] = {
             k: ([], [], []) for k in keys}
         for page in writer_pages(t, run_path, writer, keys, page_points,
-                                 all_user_keys=all_user_keys):
+                                 all_user_keys=all_user_keys, skipped=skipped):
             for key, points in page:
                 steps, times, values = cols[key]
                 for step, time, value in points:
@@ -315,13 +340,15 @@ def _exact_writer_frame(pd, t: Transport, run_path: str, writer: str,
 
 
 def _bucketed_writer_frame(pd, t: Transport, run_path: str, writer: str,
-                           series: List[Dict[str, Any]], samples: int):
+                           series: List[Dict[str, Any]], samples: int, skipped: Skipped):
+    """One writer's buckets: a row per bucket, the columns of bucket_columns per key."""
     keys = sorted({s["key"] for s in series})
     lo = min(s["min_step"] for s in series)
     hi = max(s["max_step"] for s in series)
     width = 0 if samples <= 1 else (hi - lo) // samples + 1
     data = t.get(run_path + "/history", {"keys": list_param(keys), "writers": list_param([writer]),
                                          "buckets": samples, "min_step": lo, "max_step": hi})
+    skipped.note(data)
     rows: Dict[int, Dict[str, Any]] = {}
     for s in data["series"]:
         if s["writer"] != writer:
@@ -337,9 +364,10 @@ def _bucketed_writer_frame(pd, t: Transport, run_path: str, writer: str,
                 # an infinity (mean; docs/api.md "History"): NaN, a gap.
                 v = b.get(stat)
                 row[f"{s['key']}.{stat}"] = float("nan") if v is None else number(v)
+            row[s["key"]] = row[f"{s['key']}.{PLAIN_STAT}"]
     return pd.DataFrame([rows[i] for i in sorted(rows)],
                         columns=["writer", "step", "time"]
-                        + [f"{k}.{stat}" for k in keys for stat in BUCKET_STATS])
+                        + [c for k in keys for c in bucket_columns(k)])
 
 
 def system_frame(t: Transport, run_path: str, labels: Optional[Sequence[str]],
@@ -359,21 +387,23 @@ def system_frame(t: Transport, run_path: str, labels: Optional[Sequence[str]],
     if not sys_keys:
         return pd.DataFrame(columns=["label", "time"])
     per_label = user_series(t, run_path, sys_keys, labels)
+    skipped = Skipped(run_path)
     if samples is None and use_columns():
-        return _system_columns_frame(pd, t, run_path, per_label)
+        return _system_columns_frame(pd, t, run_path, per_label, skipped)
     rows: List[Dict[str, Any]] = []
     for label, series in per_label.items():
         names = sorted({s["key"] for s in series})
         if samples is None:
             by_step: Dict[int, Dict[str, Any]] = {}
-            for page in writer_pages(t, run_path, label, names, DEFAULT_PAGE_POINTS):
+            for page in writer_pages(t, run_path, label, names, DEFAULT_PAGE_POINTS,
+                                     skipped=skipped):
                 for key, points in page:
                     for step, time, value in points:
                         row = by_step.setdefault(step, {"label": label, "time": time})
                         row[key[len("system/"):]] = value
             rows += [by_step[s] for s in sorted(by_step)]
         else:
-            frame = _bucketed_writer_frame(pd, t, run_path, label, series, samples)
+            frame = _bucketed_writer_frame(pd, t, run_path, label, series, samples, skipped)
             frame = frame.rename(columns={"writer": "label"}).drop(columns=["step"])
             frame.columns = [c[len("system/"):] if c.startswith("system/") else c
                              for c in frame.columns]
@@ -385,7 +415,7 @@ def system_frame(t: Transport, run_path: str, labels: Optional[Sequence[str]],
 
 
 def _system_columns_frame(pd, t: Transport, run_path: str,
-                          per_label: Dict[str, List[Dict[str, Any]]]):
+                          per_label: Dict[str, List[Dict[str, Any]]], skipped: Skipped):
     """system_frame's exact read as columns from GET .../system (docs/formats.md "History
     columns"): the same frame as the JSON rows give (a row per (label, step) with the time of
     its first key, columns in the order the rows first name them)."""
@@ -397,7 +427,7 @@ def _system_columns_frame(pd, t: Transport, run_path: str,
         names = sorted({s["key"][len("system/"):] for s in series})
         arrays: Dict[str, List[api_columns.Columns]] = {}
         for cpage in writer_column_pages(t, run_path, label, names, COLUMN_PAGE_POINTS,
-                                         system=True):
+                                         system=True, skipped=skipped):
             for c in cpage:
                 arrays.setdefault(c.key, []).append(c)
         if not arrays:
@@ -465,6 +495,7 @@ def histogram_frame(t: Transport, run_path: str, key: Union[str, Sequence[str]],
     data = t.get(run_path + "/histograms", {
         "keys": list_param(keys), "writers": list_param(writers) if writers else None,
         "min_step": min_step, "max_step": max_step, "buckets": samples})
+    Skipped(run_path).note(data)
     rows: List[Dict[str, Any]] = []
     for h in data["histograms"]:
         for s in h["steps"]:
@@ -501,20 +532,27 @@ def runs_history_frame(t: Transport, runs: List[Tuple[str, str]], keys: Optional
     transports: List[Transport] = []
     lock = threading.Lock()
 
-    def one(run: Tuple[str, str]):
+    # Warnings of left-out data are collected on the threads and emitted here, in run order,
+    # where they can point at the caller's line.
+    skipped = [Skipped(path, emit=False) for _, path in runs]
+
+    def one(i: int):
         tt = getattr(local, "t", None)
         if tt is None:
             tt = local.t = t.clone()
             with lock:
                 transports.append(tt)
-        return history_frame(tt, run[1], keys, writers, None, "step", True)
+        return history_frame(tt, runs[i][1], keys, writers, None, "step", True,
+                             skipped=skipped[i])
 
     try:
         with concurrent.futures.ThreadPoolExecutor(max(1, min(max_workers, len(runs)))) as ex:
-            frames = list(ex.map(one, runs))
+            frames = list(ex.map(one, range(len(runs))))
     finally:
         for tt in transports:
             tt.close()
+    for s in skipped:
+        s.flush()
     value_cols = sorted({c for f in frames for c in f.columns} - {"writer", "step", "time"})
     columns = ["run", "writer", "step", "time"] + value_cols
     ids = [r[0] for r, f in zip(runs, frames) if len(f)]

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 from urllib.parse import quote
 
 from .api_http import Transport, list_param
+from .api_warnings import Skipped
 from .errors import UsageError
 
 _EXTENSIONS = {"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif",
@@ -92,33 +93,36 @@ def media(t: Transport, run_path: str, key: Union[str, Sequence[str], None],
           writers: Optional[Sequence[str]], min_step: Optional[int],
           max_step: Optional[int]) -> MediaList:
     keys = [key] if isinstance(key, str) else list(key or [])
+    skipped = Skipped(run_path)  # rows the server had to leave out: warned, once each
     return MediaList(MediaFile(t, r) for r in _rows(t, run_path, keys, list(writers or []),
-                                                    min_step, max_step))
+                                                    min_step, max_step, skipped))
 
 
 def _query(t: Transport, run_path: str, keys: Sequence[str], writers: Sequence[str],
-           min_step: Optional[int], max_step: Optional[int]):
+           min_step: Optional[int], max_step: Optional[int], skipped: Skipped):
     """One answer of ``GET .../media``: (rows, truncated: more rows matched than it holds)."""
     q: Dict[str, Any] = {"keys": list_param(keys), "writers": list_param(writers),
                          "min_step": min_step, "max_step": max_step}
     answer = t.get(run_path + "/media", q)
+    skipped.note(answer)
     return answer["media"], bool(answer.get("truncated"))
 
 
 def _rows(t: Transport, run_path: str, keys: List[str], writers: List[str],
-          min_step: Optional[int], max_step: Optional[int]) -> List[Dict[str, Any]]:
+          min_step: Optional[int], max_step: Optional[int],
+          skipped: Skipped) -> List[Dict[str, Any]]:
     """Every matching row. One answer holds at most the server's row limit (100,000) and says
     when more matched (``truncated``); its rows are ordered by key, writer, step and index, so
     each (key, writer) pair before the last row's is whole there. That pair, and every other
     pair of ``.../keys`` that the filters take, are then read pair by pair (_pair_rows)."""
-    rows, truncated = _query(t, run_path, keys, writers, min_step, max_step)
+    rows, truncated = _query(t, run_path, keys, writers, min_step, max_step, skipped)
     if not truncated:
         return rows
     last = (rows[-1]["key"], rows[-1]["writer"])
     whole = {(r["key"], r["writer"]) for r in rows} - {last}
     out = [r for r in rows if (r["key"], r["writer"]) != last]
     out += _pair_rows(t, run_path, last, [r for r in rows if (r["key"], r["writer"]) == last],
-                      min_step, max_step)
+                      min_step, max_step, skipped)
     lo = -2 ** 63 if min_step is None else min_step
     hi = 2 ** 63 - 1 if max_step is None else max_step
     rest = sorted({(k["key"], k["writer"]) for k in t.get(run_path + "/keys")["keys"]
@@ -127,12 +131,13 @@ def _rows(t: Transport, run_path: str, keys: List[str], writers: List[str],
                    and k.get("max_step", hi) >= lo and k.get("min_step", lo) <= hi}
                   - whole - {last})
     for pair in rest:
-        out += _pair_rows(t, run_path, pair, [], min_step, max_step)
+        out += _pair_rows(t, run_path, pair, [], min_step, max_step, skipped)
     return out
 
 
 def _pair_rows(t: Transport, run_path: str, pair, have: List[Dict[str, Any]],
-               min_step: Optional[int], max_step: Optional[int]) -> List[Dict[str, Any]]:
+               min_step: Optional[int], max_step: Optional[int],
+               skipped: Skipped) -> List[Dict[str, Any]]:
     """The rows of one (key, writer) pair, after `have` (its first rows, in order): each query
     starts at the last step received (whose rows may have been cut) and its rows of that step
     already received are left out, until an answer is not truncated. An answer that ends in
@@ -148,7 +153,7 @@ def _pair_rows(t: Transport, run_path: str, pair, have: List[Dict[str, Any]],
 
     start = out[-1]["step"] if out else min_step
     while True:
-        got, truncated = _query(t, run_path, [key], [writer], start, max_step)
+        got, truncated = _query(t, run_path, [key], [writer], start, max_step, skipped)
         add(got, start)
         if not truncated:
             return out
@@ -156,7 +161,7 @@ def _pair_rows(t: Transport, run_path: str, pair, have: List[Dict[str, Any]],
             start = got[-1]["step"]
             continue
         # The answer ended in the step it began at: that step alone says whether it is whole.
-        got, truncated = _query(t, run_path, [key], [writer], start, start)
+        got, truncated = _query(t, run_path, [key], [writer], start, start, skipped)
         if truncated:
             raise UsageError(f"media: key {key!r} of writer {writer!r} holds more rows at step "
                              f"{start} than the server answers at once ({len(got)}), and its "

@@ -307,8 +307,8 @@ def test_history_writers_selects_writers(api, dataset):
 def test_history_samples_gives_exact_bucket_statistics(api, dataset):
     run = api.run(_path(dataset, "ddp1"))
     df = run.history(keys=["loss"], writers=["rank_1"], samples=10)
-    assert list(df.columns) == ["writer", "step", "time", "loss.min", "loss.max", "loss.mean",
-                                "loss.last"]
+    assert list(df.columns) == ["writer", "step", "time", "loss", "loss.min", "loss.max",
+                                "loss.mean", "loss.last"]
     assert len(df) == 10
     width = (SHARED_STEPS - 1) // 10 + 1
     for i, row in df.iterrows():
@@ -318,6 +318,7 @@ def test_history_samples_gives_exact_bucket_statistics(api, dataset):
                                                                         vals[-1])
         assert row["loss.mean"] == pytest.approx(sum(vals) / len(vals))
         assert row["step"] == steps[-1]
+        assert row["loss"] == vals[-1]  # W&B's plain column: the value logged at that step
 
 
 def test_history_samples_aligns_sparse_keys_on_the_same_buckets(api, dataset):

@@ -81,7 +81,8 @@ def test_history_samples_of_non_finite_values_gives_nan_gaps(http, entity, api):
     assert (third["loss.min"], third["loss.max"], third["loss.mean"]) == (5.0, 9.0, 7.0)
     # system_metrics(samples=N) reads through the same path.
     sm = api.run(path).system_metrics(samples=2)
-    assert list(sm.columns) == ["label", "time", "cpu.min", "cpu.max", "cpu.mean", "cpu.last"]
+    assert list(sm.columns) == ["label", "time", "cpu", "cpu.min", "cpu.max", "cpu.mean",
+                                "cpu.last"]
     assert nan(sm["cpu.mean"][0]) and sm["cpu.mean"][1] == 1.5
 
 
