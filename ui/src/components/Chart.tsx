@@ -8,7 +8,9 @@ import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { fmtNum, fmtRelTick, fmtTick, fmtTooltipX, withAlpha } from '../lib/format';
-import { joinBands, lowerBound, smooth as smoothValues, tooltipPoint, yExtent, type Band, type Cell, type Joined, type XMode } from '../lib/series';
+import {
+  joinBands, loneCells, lowerBound, showDots, smooth as smoothValues, tooltipPoint, yExtent, type Band, type Cell, type Joined, type XMode,
+} from '../lib/series';
 
 export interface ChartLine {
   id: string;
@@ -72,6 +74,8 @@ function textWidth(s: string): number {
 
 type State = {
   joined: Joined; lines: ChartLine[]; shown: boolean[]; props: ChartProps; smoothOn: boolean;
+  /** Per line: the cells that get a dot even when its points are too dense for dots. */
+  lone: number[][];
   hovered: boolean; yTicks: string[]; xTicks: string[]; ySize: number;
 };
 type StateRef = { current?: State };
@@ -103,7 +107,7 @@ export function Chart(props: ChartProps) {
     const shown = props.lines.map((l) => !hidden.has(l.id));
     const prev = state.current;
     state.current = {
-      joined, lines: props.lines, shown, props, smoothOn,
+      joined, lines: props.lines, shown, props, smoothOn, lone: joined.line.map((l, j) => loneCells(l, joined.merged[j])),
       hovered: prev?.hovered ?? false, yTicks: prev?.yTicks ?? [], xTicks: prev?.xTicks ?? [], ySize: prev?.ySize ?? 0,
     };
     const data = buildData(joined, props.smooth, props.log);
@@ -153,7 +157,8 @@ export function Chart(props: ChartProps) {
     const z = state.current!.props.zoom;
     const x = state.current!.joined.x;
     if (z) u.setScale('x', { min: z[0], max: z[1] });
-    else if (x.length) u.setScale('x', { min: x[0], max: x[x.length - 1] === x[0] ? x[0] + 1 : x[x.length - 1] });
+    // A single x (one point, or points that share one time) in the middle of the plot.
+    else if (x.length) u.setScale('x', x[x.length - 1] === x[0] ? { min: x[0] - 0.5, max: x[0] + 0.5 } : { min: x[0], max: x[x.length - 1] });
   }
 
   useEffect(() => () => { plot.current?.destroy(); plot.current = null; }, []);
@@ -293,17 +298,25 @@ function makeOptions(
   }
   const many = props.lines.length;
   const series: uPlot.Series[] = [{}];
-  props.lines.forEach((l) => {
-    // Dots only where they do not crowd: raw points at least ~6 px apart on average, or alone
-    // between gaps (a point with a gap on each side has no segment to show it).
-    const pts = l.band.raw && l.band.x.length <= width / 6;
+  props.lines.forEach((l, j) => {
+    // Dots only where they do not crowd: raw points at least ~6 px apart on average, counted as
+    // the distinct x values left after the join (points that share a time are one cell), and
+    // always a line of one x. Decided at each draw, from the data and the plot's width then.
+    const show = (u: uPlot) => {
+      const st = state.current;
+      if (!st || !st.lines[j]) return false;
+      return showDots(st.lines[j].band.raw, st.joined.distinct[j] ?? 0, u.bbox.width / (window.devicePixelRatio || 1));
+    };
+    // Otherwise still a dot where no segment shows a value: a cell that merged several points (on
+    // its min-max tick) and a value alone between gaps.
+    const filter = (_u: uPlot, _si: number, shown: boolean) => (shown ? null : state.current?.lone[j] ?? null);
     const w = l.emphasis ? 2.5 : many > 30 ? 1 : 1.5;
     const dash = l.dash?.length ? l.dash : undefined;
     if (smoothOn) {
       series.push({ label: l.label, stroke: l.color, width: w, dash, points: { show: false }, spanGaps: false });
-      series.push({ label: l.label + ' (raw)', stroke: withAlpha(l.color, 0.35), width: 1, dash, points: { show: pts, size: 4 }, spanGaps: false });
+      series.push({ label: l.label + ' (raw)', stroke: withAlpha(l.color, 0.35), width: 1, dash, points: { show, filter, size: 4 }, spanGaps: false });
     } else {
-      series.push({ label: l.label, stroke: l.color, width: w, dash, points: { show: pts, size: 5, fill: l.color }, spanGaps: false });
+      series.push({ label: l.label, stroke: l.color, width: w, dash, points: { show, filter, size: 5, fill: l.color }, spanGaps: false });
     }
   });
   const xAxis: uPlot.Axis = {
@@ -398,8 +411,14 @@ function showTooltip(u: uPlot, st: State, x: number | null, el: HTMLDivElement |
     const p = tooltipPoint(l.band, x);
     if (p === null) return;
     const i = p.i;
+    // Its cell in the join: the same point, or the points that share its x merged (their range).
+    const c = lowerBound(st.joined.x, l.band.x[i]);
+    const cell = (col: Cell[], own: number | null) => (st.joined.x[c] === l.band.x[i] && col[c] !== undefined ? col[c] as number | null : own);
     // A line that ended before the cursor (or starts after it): its nearest point, with its own x.
-    rows.push({ label: l.label, color: l.color, dash: l.dash, v: l.band.line[i], lo: l.band.min[i], hi: l.band.max[i], at: p.beyond ? l.band.x[i] : null });
+    rows.push({
+      label: l.label, color: l.color, dash: l.dash, v: cell(st.joined.line[j], l.band.line[i]),
+      lo: cell(st.joined.min[j], l.band.min[i]), hi: cell(st.joined.max[j], l.band.max[i]), at: p.beyond ? l.band.x[i] : null,
+    });
   });
   if (!rows.length) { el.hidden = true; return; }
   // The lines nearest the cursor's height first when they do not all fit.
@@ -484,6 +503,32 @@ function drawBands(u: uPlot, state: StateRef) {
       ctx.closePath();
       ctx.fill();
     }
+  }
+  ctx.restore();
+  // Points that share one x (one timestamp on a time axis) are one cell of the join: a vertical
+  // tick from their min to their max (the line's dot sits on it), so that none of them vanishes.
+  // Whole at the plot's left and right edges too (where a time axis puts its first and last x).
+  const dpr = window.devicePixelRatio || 1;
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(left - 3 * dpr, top, width + 6 * dpr, height);
+  ctx.clip();
+  const j = st.joined;
+  for (let s = 0; s < lines.length; s++) {
+    const cells = j.merged[s];
+    if (!shown[s] || !cells?.length) continue;
+    const line = lines[s];
+    ctx.strokeStyle = line.band.raw ? withAlpha(line.color, 0.85) : withAlpha(line.color, 0.5);
+    ctx.lineWidth = (line.band.raw ? 1.5 : 1) * dpr;
+    ctx.beginPath();
+    for (const c of cells) {
+      const lo = j.min[s][c], hi = j.max[s][c];
+      if (typeof lo !== 'number' || typeof hi !== 'number' || j.x[c] < xmin || j.x[c] > xmax) continue;
+      const px = u.valToPos(j.x[c], 'x', true);
+      ctx.moveTo(px, y(hi));
+      ctx.lineTo(px, y(lo));
+    }
+    ctx.stroke();
   }
   ctx.restore();
 }

@@ -28,7 +28,11 @@ export interface LineStyle { color: string; dash?: number[] }
 export interface ChartPanelProps {
   /** The chart's id in the URL's chart state (unique on its page). */
   id: string;
+  /** The chart's full name (a metric key): its `data-chart`, accessible names and tooltip. */
   title: string;
+  /** The title shown, when shorter than `title` (the key without the section it is grouped
+   * under); cut in the middle when too long, its end always visible. */
+  label?: string;
   sources: LineSource[];
   settings: ChartSettings;
   /** This chart's own state from the URL (zoom, hidden lines, log, smoothing). */
@@ -117,20 +121,24 @@ export function ChartPanel(p: ChartPanelProps) {
   const points = lines?.reduce((a, l) => a + l.band.points, 0) ?? 0;
   const nan = lines?.reduce((a, l) => a + l.band.nan, 0) ?? 0;
   const inf = lines?.reduce((a, l) => a + l.band.inf, 0) ?? 0;
+  const infExact = lines?.every((l) => l.band.infExact) ?? true;
+  const infBuckets = lines?.reduce((a, l) => a + l.band.infBuckets, 0) ?? 0;
   const raw = lines?.every((l) => l.band.raw) ?? false;
+  const meta = lines ? (raw ? `${points.toLocaleString()} raw points` : `${points.toLocaleString()} points, min/max bands`) : '';
+  const [head, tail] = titleParts(p.label ?? p.title);
   const setChart = (patch: Partial<ChartState>, replace = false) => updateChart(p.id, patch, replace);
 
   return (
     <section class={`panel${full ? ' fullscreen' : ''}`} ref={box} data-chart={p.title} data-chart-id={p.id} aria-busy={loading}
       role={full ? 'dialog' : undefined} aria-modal={full ? true : undefined} aria-label={full ? `${p.title}, full screen` : undefined}>
       <header class="panel-head">
-        <h3 title={p.title}>{p.title}</h3>
-        <span class="panel-meta" data-testid="panel-meta">
-          {lines && (raw ? `${points.toLocaleString()} raw points` : `${points.toLocaleString()} points, min/max bands`)}
-        </span>
+        <h3 class="panel-title" title={p.title} data-testid="panel-title">
+          <span class="title-head">{head}</span>{tail && <span class="title-tail">{tail}</span>}
+        </h3>
+        <span class="panel-meta" data-testid="panel-meta" title={meta}>{meta}</span>
         {lines && (nan > 0 || inf > 0) && (
-          <span class="nonfinite" data-testid="nonfinite" title="points that are not numbers or infinite: drawn as gaps">
-            {[nan > 0 ? `${nan.toLocaleString()} NaN` : '', inf > 0 ? `${inf.toLocaleString()} ±Inf` : ''].filter(Boolean).join(' · ')}
+          <span class="nonfinite" data-testid="nonfinite" title={nonfiniteTitle(inf, infExact, infBuckets)}>
+            {[nan > 0 ? `${nan.toLocaleString()} NaN` : '', inf > 0 ? infLabel(inf, infExact) : ''].filter(Boolean).join(' · ')}
           </span>
         )}
         {zoom && <button type="button" class="small" onClick={() => setChart({ z: undefined })}>Reset zoom</button>}
@@ -163,6 +171,39 @@ export function ChartPanel(p: ChartPanelProps) {
                 onHidden={(h) => setChart({ h: [...h] })} legendMax={full ? 40 : runs > 1 ? 6 : 8} />}
     </section>
   );
+}
+
+/** Characters of a long title always shown at its end (the part that tells keys apart). */
+export const TITLE_TAIL = 18;
+
+/**
+ * A title split for an ellipsis in the middle: the head (cut with "…" by CSS when the title does
+ * not fit) and the tail (its last TITLE_TAIL characters, kept whole); a short title is all head.
+ */
+export function titleParts(text: string, tail = TITLE_TAIL): [string, string] {
+  const chars = [...text];
+  if (chars.length <= tail + 6) return [text, ''];
+  return [chars.slice(0, chars.length - tail).join(''), chars.slice(chars.length - tail).join('')];
+}
+
+/** A key's title in the section it is grouped under: without the section's prefix
+ * (`train/loss` under "train": `loss`); the key itself when it is not in that section. */
+export function titleInSection(key: string, section: string): string {
+  return section && key.startsWith(section + '/') && key.length > section.length + 1 ? key.slice(section.length + 1) : key;
+}
+
+/** The ±Inf badge: the count of infinite points, "≥N" when buckets hide how many there are. */
+export function infLabel(inf: number, exact: boolean): string {
+  return `${exact ? '' : '≥'}${inf.toLocaleString()} ±Inf`;
+}
+
+/** The NaN/±Inf badge's tooltip: what the counts are, and why an infinite count is a bound. */
+export function nonfiniteTitle(inf: number, exact: boolean, buckets: number): string {
+  const base = 'points that are not numbers or infinite: drawn as gaps';
+  if (!inf || exact) return base;
+  return `${base}. Infinite values in ${buckets.toLocaleString()} bucket${buckets === 1 ? '' : 's'}: a bucket tells that it holds `
+    + `infinities, not how many, so at least ${inf.toLocaleString()} point${inf === 1 ? ' is' : 's are'} infinite `
+    + '(zoom in for the raw points and their exact count)';
 }
 
 /** A small panel that closes on Escape and on a click outside it. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
-  aggregateBands, bucketsToBand, bucketWidth, joinBands, nearestIndex, num, pointsToBand, smooth, stepRangeForX, tooltipPoint, yExtent,
-  type ApiBucket,
+  aggregateBands, bucketsToBand, bucketWidth, infinitiesOf, joinBands, loneCells, nearestIndex, num, pointsToBand, showDots, smooth,
+  stepRangeForX, tooltipPoint, yExtent, type ApiBucket,
 } from './series';
 
 const b = (s0: number, s1: number, count: number, min: any, max: any, mean: any, last: any, t0 = s0 * 1000, t1 = s1 * 1000): ApiBucket =>
@@ -122,5 +122,83 @@ describe('join and aggregate', () => {
     expect(yExtent(j, [true], 10, 100, false)).toEqual([0, 2]);
     expect(yExtent(j, [true], 0, 100, true)).toEqual([1, 50]); // non-positive band edges fall back to the line
     expect(yExtent(j, [false], 0, 100, false)).toBeNull();
+  });
+});
+
+describe('points that share one x (one timestamp on a time axis)', () => {
+  // A writer that logged 100 steps with one timestamp: 100 raw points, one x on the time axes.
+  const sameTime = pointsToBand(Array.from({ length: 100 }, (_, s) => [s, 5000, s / 100] as [number, number, number]), 'rel', 1000);
+  it('are one cell of the join, with their min and max, counted as one distinct x', () => {
+    expect(sameTime.x.length).toBe(100);
+    expect(sameTime.raw).toBe(true);
+    const j = joinBands([sameTime]);
+    expect(j.x).toEqual([4]);
+    expect(j.distinct).toEqual([1]);
+    expect(j.merged).toEqual([[0]]);
+    expect(j.min[0]).toEqual([0]);
+    expect(j.max[0]).toEqual([0.99]);
+    expect(j.line[0]).toEqual([0.99]);
+    // Not merged on the step axis: 100 distinct x, nothing merged.
+    const steps = joinBands([pointsToBand(Array.from({ length: 100 }, (_, s) => [s, 5000, s] as [number, number, number]), 'step')]);
+    expect(steps.distinct).toEqual([100]);
+    expect(steps.merged).toEqual([[]]);
+  });
+  it('get a dot: decided from the distinct x after the join, not from the points before it', () => {
+    const j = joinBands([sameTime]);
+    // 100 points on a 400 px plot were too dense for dots; one distinct x is not.
+    expect(sameTime.x.length <= 400 / 6).toBe(false);
+    expect(showDots(sameTime.raw, j.distinct[0], 400)).toBe(true);
+    // A line of one x always gets its dot, raw or not (it has no segment to show it).
+    expect(showDots(false, 1, 400)).toBe(true);
+    // Dense raw points: no dots; sparse ones: dots; bands: none; nothing: none.
+    expect(showDots(true, 100, 400)).toBe(false);
+    expect(showDots(true, 50, 400)).toBe(true);
+    expect(showDots(false, 50, 400)).toBe(false);
+    expect(showDots(true, 0, 400)).toBe(false);
+    // Two writers, each with its points at one time (another each): 2 distinct x per line.
+    const w0 = pointsToBand([[0, 1000, 1], [1, 1000, 2], [2, 2000, 3]], 'wall');
+    const w1 = pointsToBand([[0, 1500, 5], [1, 1500, 6]], 'wall');
+    const both = joinBands([w0, w1]);
+    expect(both.x).toEqual([1, 1.5, 2]);
+    expect(both.distinct).toEqual([2, 1]);
+    expect(both.merged).toEqual([[0], [1]]);
+    expect(both.min[0]).toEqual([1, undefined, 3]);
+    expect(both.max[0]).toEqual([2, undefined, 3]);
+  });
+  it('keep a dot where no segment shows a value: merged cells and values alone between gaps', () => {
+    // Cells: 1 (merged), gap, 3 alone, undefined (another line), 4, 5; then a lone value at the end after a gap.
+    const line = [1, null, 3, undefined, null, 4, 5, null, 7];
+    expect(loneCells(line, [0])).toEqual([0, 2, 8]);
+    // Another line's x between two values does not make them alone.
+    expect(loneCells([1, undefined, 2], [])).toEqual([]);
+    expect(loneCells([undefined, 2, undefined], [])).toEqual([1]);
+    expect(loneCells([null, null], [0])).toEqual([]);
+  });
+});
+
+describe('infinite values', () => {
+  it('are counted exactly in raw points and in buckets that hold nothing else', () => {
+    // Raw: two +Inf points, one -Inf: 3, exactly.
+    const raw = pointsToBand([[0, 0, 'Infinity'], [1, 0, 2], [2, 0, 'Infinity'], [3, 0, '-Infinity']], 'step');
+    expect([raw.inf, raw.infExact, raw.infBuckets]).toEqual([3, true, 3]);
+    // A bucket of NaN and +Inf only: null statistics, its non-NaN points are the infinities.
+    expect(infinitiesOf({ ...b(0, 9, 10, null, null, null, 'Infinity'), nan_count: 4 })).toEqual({ atLeast: 6, exact: true });
+    // Only NaN: none.
+    expect(infinitiesOf({ ...b(0, 9, 10, null, null, null, 'NaN'), nan_count: 10 })).toEqual({ atLeast: 0, exact: true });
+    // Finite values only: none.
+    expect(infinitiesOf(b(0, 9, 10, 1, 2, 1.5, 2))).toEqual({ atLeast: 0, exact: true });
+  });
+  it('are a lower bound in a bucket that mixes them with numbers: the badge says so', () => {
+    // Two +Inf among finite values: the bucket shows one infinite max, not how many.
+    const mixed = b(0, 9, 10, 1, 'Infinity', null, 2);
+    expect(infinitiesOf(mixed)).toEqual({ atLeast: 1, exact: false });
+    // Both signs: at least two; exactly two when the bucket holds two points.
+    expect(infinitiesOf(b(0, 9, 10, '-Infinity', 'Infinity', null, 2))).toEqual({ atLeast: 2, exact: false });
+    expect(infinitiesOf(b(0, 1, 2, '-Infinity', 'Infinity', null, 2))).toEqual({ atLeast: 2, exact: true });
+    const band = bucketsToBand([mixed, b(10, 19, 10, 0, 1, 0.5, 1), { ...b(20, 29, 10, null, null, null, 'Infinity'), nan_count: 8 }], 'step');
+    expect([band.inf, band.infExact, band.infBuckets]).toEqual([3, false, 2]);
+    const agg = aggregateBands([band, raw()], 0, 30, 3);
+    expect([agg.inf, agg.infExact, agg.infBuckets]).toEqual([4, false, 3]);
+    function raw() { return pointsToBand([[0, 0, 'Infinity']], 'step'); }
   });
 });

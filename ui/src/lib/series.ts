@@ -46,9 +46,15 @@ export interface Band {
   raw: boolean;
   /** Total points summarised. */
   points: number;
-  /** NaN points among them (gaps), and points or buckets with infinite values (gaps too). */
+  /** NaN points among them (gaps). */
   nan: number;
+  /** Infinite points among them (gaps too): exact when `infExact`, else a lower bound (a bucket
+   * of several points says whether it holds infinities, not how many: at least one of each sign
+   * its min/max show, exactly its non-NaN count when it holds nothing else). */
   inf: number;
+  infExact: boolean;
+  /** Buckets (or raw points) holding infinite values. */
+  infBuckets: number;
 }
 
 /** A value at one x of a joined chart: a number, null (a gap: nothing finite there) or
@@ -112,12 +118,33 @@ export function bucketsToBand(
     out.points += b.count;
     const nans = b.nan_count ?? 0;
     out.nan += nans;
-    // Infinities: raw points, or buckets whose extremes are infinite or that hold values but no
-    // finite statistic (the count of infinite points is not known past a bucket).
-    if (isInfinite(b.min) || isInfinite(b.max) || (b.count > nans && b.mean === null)) out.inf += 1;
+    const inf = infinitiesOf(b);
+    if (inf.atLeast > 0) {
+      out.inf += inf.atLeast;
+      out.infBuckets += 1;
+      if (!inf.exact) out.infExact = false;
+    }
     if (b.count > 1) out.raw = false;
   }
   return out;
+}
+
+/**
+ * The infinite points of a bucket, as far as its statistics tell (docs/api.md, "History": the
+ * server counts NaN points, not infinite ones): `atLeast` of them, `exact` when that is the
+ * count. A bucket without a finite statistic holds only NaN and infinities of one sign (exactly
+ * its non-NaN points); infinite extremes of both signs are at least two points, one at least one;
+ * a bucket of one non-NaN point is exact either way.
+ */
+export function infinitiesOf(b: ApiBucket): { atLeast: number; exact: boolean } {
+  const valid = b.count - (b.nan_count ?? 0);
+  if (valid <= 0) return { atLeast: 0, exact: true };
+  const lo = isInfinite(b.min), hi = isInfinite(b.max);
+  if (b.min === null && b.max === null && b.mean === null) return { atLeast: valid, exact: true };
+  // Both extremes the same infinity: every non-NaN point is that infinity.
+  if (lo && hi && b.min === b.max) return { atLeast: valid, exact: true };
+  const atLeast = lo && hi ? 2 : lo || hi || b.mean === null ? 1 : 0;
+  return { atLeast, exact: atLeast === 0 || atLeast === valid };
 }
 
 /** Raw points -> a band with min = max = value (nothing to hide). */
@@ -130,7 +157,7 @@ export function pointsToBand(points: [number, number, ApiNumber][], mode: XMode,
 }
 
 export function emptyBand(): Band {
-  return { x: [], line: [], min: [], max: [], stepMin: [], stepMax: [], raw: false, points: 0, nan: 0, inf: 0 };
+  return { x: [], line: [], min: [], max: [], stepMin: [], stepMax: [], raw: false, points: 0, nan: 0, inf: 0, infExact: true, infBuckets: 0 };
 }
 
 export function seriesToBand(s: ApiSeries, mode: XMode, lineMode: LineMode, originMs = 0): Band {
@@ -165,6 +192,11 @@ export interface Joined {
   line: Cell[][];
   min: Cell[][];
   max: Cell[][];
+  /** Per line: the distinct x values it has a cell at (its points after equal x merged). */
+  distinct: number[];
+  /** Per line: the indexes (into x) of cells that merged several of its points (points that
+   * share one x, e.g. one timestamp on a time axis): drawn as a min-max tick with a dot. */
+  merged: number[][];
 }
 
 /** Aligns several bands on the union of their x values (merge of sorted arrays). */
@@ -174,14 +206,18 @@ export function joinBands(bands: Band[]): Joined {
   all.sort((a, b) => a - b);
   const x: number[] = [];
   for (let i = 0; i < all.length; i++) if (i === 0 || all[i] !== all[i - 1]) x.push(all[i]);
-  const out: Joined = { x, line: [], min: [], max: [] };
+  const out: Joined = { x, line: [], min: [], max: [], distinct: [], merged: [] };
   for (const b of bands) {
     const line = new Array<Cell>(x.length).fill(undefined);
     const min = new Array<Cell>(x.length).fill(undefined);
     const max = new Array<Cell>(x.length).fill(undefined);
+    const merged: number[] = [];
+    let distinct = 0;
     let j = 0;
     for (let i = 0; i < b.x.length; i++) {
       while (x[j] < b.x[i]) j++;
+      if (i === 0 || b.x[i] !== b.x[i - 1]) distinct++;
+      else if (merged[merged.length - 1] !== j) merged.push(j);
       // Duplicate x within one band (time axis, same ms): keep the extremes, the last line value.
       const v = b.line[i];
       line[j] = v === null ? (typeof line[j] === 'number' ? line[j] : null) : v;
@@ -194,6 +230,44 @@ export function joinBands(bands: Band[]): Joined {
     out.line.push(line);
     out.min.push(min);
     out.max.push(max);
+    out.distinct.push(distinct);
+    out.merged.push(merged);
+  }
+  return out;
+}
+
+/**
+ * Whether a line is drawn with a dot at each of its points, from its `distinct` x values after
+ * the join (not its point count: points that share an x are one cell): raw points at least ~6 px
+ * apart on average on a plot `plotWidth` px wide, and always a line of a single x (it has no
+ * segment to show it, whatever it summarises).
+ */
+export function showDots(raw: boolean, distinct: number, plotWidth: number): boolean {
+  if (distinct <= 0) return false;
+  return distinct === 1 || (raw && distinct <= plotWidth / 6);
+}
+
+/**
+ * The cells of a joined line that get a dot even when its points are too dense for dots: cells
+ * that merged several points (drawn as a tick, the dot on it) and values alone between gaps or
+ * ends (no segment reaches them). Ascending indexes into the join's x.
+ */
+export function loneCells(line: Cell[], merged: number[]): number[] {
+  const out: number[] = [];
+  let m = 0;
+  // The previous and next cells with a point of this line (undefined cells belong to others).
+  let prev: Cell = undefined;
+  for (let i = 0; i < line.length; i++) {
+    const v = line[i];
+    if (v === undefined) continue;
+    while (m < merged.length && merged[m] < i) m++;
+    if (typeof v === 'number') {
+      let k = i + 1;
+      while (k < line.length && line[k] === undefined) k++;
+      const next = k < line.length ? line[k] : null;
+      if ((m < merged.length && merged[m] === i) || (typeof prev !== 'number' && typeof next !== 'number')) out.push(i);
+    }
+    prev = v;
   }
   return out;
 }
@@ -240,7 +314,10 @@ export function aggregateBands(bands: Band[], lo: number, hi: number, bins: numb
     flush();
   }
   const out: Band = { ...emptyBand(), raw, points };
-  for (const b of bands) { out.nan += b.nan; out.inf += b.inf; }
+  for (const b of bands) {
+    out.nan += b.nan; out.inf += b.inf; out.infBuckets += b.infBuckets;
+    if (!b.infExact) out.infExact = false;
+  }
   for (let k = 0; k < n; k++) {
     if (cntX[k] === 0) continue;
     out.x.push(sumX[k] / cntX[k]);

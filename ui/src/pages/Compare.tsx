@@ -17,6 +17,28 @@ import { Swatch } from '../components/Chart';
 /** Curves shown when the URL names none: the first metrics in natural order. */
 const DEFAULT_CURVES = 4;
 
+/** Metric chips shown before "+N more" (besides the chosen ones). */
+export const CHIPS_SHOWN = 12;
+
+/**
+ * The metric chips to show, in `keys`' order: those matching `filter` (over every key), cut to
+ * the first `limit` unless `all`, plus every chosen one wherever it is; `more`: the matching
+ * ones past the cut (left out unless `all`).
+ */
+export function visibleChips(keys: string[], chosen: string[], filter: string, all: boolean, limit = CHIPS_SHOWN): { shown: string[]; more: number } {
+  const picked = new Set(chosen);
+  const shown: string[] = [];
+  let matching = 0, more = 0;
+  for (const k of keys) {
+    const match = k.includes(filter);
+    if (match) matching++;
+    const past = match && matching > limit && !picked.has(k);
+    if (past) more++;
+    if (picked.has(k) || (match && (all || !past))) shown.push(k);
+  }
+  return { shown, more };
+}
+
 type Loaded = { id: string; run: RunDetail | null; error: unknown };
 
 export function ComparePage({ state }: { state: AppState }) {
@@ -112,6 +134,7 @@ function DiffTable({ title, testid, rows, runs, total }: { title: string; testid
 
 function Curves({ state, runs, series, error }: { state: AppState; runs: RunDetail[]; series: { run: string; keys: SeriesInfo[] }[] | null; error: unknown }) {
   const [filter, setFilter] = useState('');
+  const [allChips, setAllChips] = useState(false);
   const index = new Map(runs.map((r, i) => [r.id, i]));
   // key -> one source per run that has it (its writers in one line each).
   const byKey = useMemo(() => {
@@ -146,6 +169,7 @@ function Curves({ state, runs, series, error }: { state: AppState; runs: RunDeta
     if (next.length) update({ ckeys: next });
   };
   const style = useMemo(() => (l: { run: string }) => styleAt(index.get(l.run) ?? 0), [runs]);
+  const chips = visibleChips(keys, chosen, filter, allChips);
   const settings = settingsOf(state);
   return (
     <section class="selected-charts" aria-label="curves of the compared runs">
@@ -158,11 +182,16 @@ function Curves({ state, runs, series, error }: { state: AppState; runs: RunDeta
           <div class="curve-keys" role="group" aria-label="metrics to overlay">
             {keys.length > 12 && <input type="search" placeholder="filter metrics" aria-label="filter metrics" value={filter}
               onInput={(e) => setFilter((e.target as HTMLInputElement).value)} />}
-            {keys.filter((k) => k.includes(filter) || chosen.includes(k)).slice(0, 200).map((k) => (
+            {chips.shown.map((k) => (
               <button key={k} type="button" class={`small chip${chosen.includes(k) ? ' on' : ''}`} aria-pressed={chosen.includes(k)} data-key={k}
                 disabled={chosen.length === 1 && chosen[0] === k}
                 title={`${byKey.get(k)!.length} of ${runs.length} runs logged it`} onClick={() => toggle(k)}>{k}</button>
             ))}
+            {chips.more > 0 && (
+              <button type="button" class="link small" data-testid="more-chips" aria-expanded={allChips} onClick={() => setAllChips(!allChips)}>
+                {allChips ? 'fewer' : `+${chips.more.toLocaleString()} more`}
+              </button>
+            )}
           </div>
           {!chosen.length ? <Empty>Pick a metric above to overlay its curves.</Empty> : (
             <div class="grid">

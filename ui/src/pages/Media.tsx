@@ -6,12 +6,46 @@
 // (components/media.tsx, shared with the workspace's image comparison).
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, type MediaRow, type RunDetail, type SeriesInfo } from '../lib/api';
-import { naturalCompare } from '../lib/format';
+import { fmtNum, naturalCompare } from '../lib/format';
 import { mediaCell, setAt, sortTableRows, stepsOf, writersOf } from '../lib/media';
 import { Empty, ErrorBox, Loading, useLoad } from '../components/common';
 import { BlobItem, StepSlider } from '../components/media';
 
 const TABLE_PAGE = 50;
+
+/** A table cell that is a number: a JSON number, or the strings the API writes for non-finite
+ * ones (docs/api.md). */
+function isNumberCell(v: unknown): boolean {
+  return typeof v === 'number' || v === 'NaN' || v === 'Infinity' || v === '-Infinity';
+}
+
+/** The text of a plain table cell (not media, not null) and its tooltip: a number short, as
+ * everywhere in the UI (0.6, not 0.6000000000000001), with its full value in the tooltip. */
+export function tableCellText(v: unknown): { text: string; title?: string } {
+  if (typeof v === 'number') {
+    const text = fmtNum(v);
+    const full = String(v);
+    return text === full ? { text } : { text, title: full };
+  }
+  if (v !== null && typeof v === 'object') return { text: JSON.stringify(v) };
+  return { text: String(v) };
+}
+
+/** Per column of the rows shown: numeric (right-aligned, its nulls too) when each of its cells
+ * that is not null is a number, and one is. */
+export function numericColumns(rows: readonly unknown[][], columns: number): boolean[] {
+  const out: boolean[] = [];
+  for (let j = 0; j < columns; j++) {
+    let numbers = 0, others = 0;
+    for (const row of rows) {
+      const v = row[j];
+      if (v === null || v === undefined) continue;
+      if (isNumberCell(v)) numbers++; else others++;
+    }
+    out.push(numbers > 0 && others === 0);
+  }
+  return out;
+}
 
 export function MediaTab({ r, tick }: { r: RunDetail; tick: number }) {
   const keys = useLoad((signal) => api.mediaKeys(r.entity, r.project, r.id, signal), [r.entity, r.project, r.id], 0, [tick]);
@@ -118,11 +152,14 @@ function TableView({ r, m }: { r: RunDetail; m: MediaRow }) {
   // The tables route does not sort: a sort orders the rows of the page shown.
   const rows = sort ? sortTableRows(t.data, sort.col, sort.desc) : t.data;
   const paged = t.nrows > t.data.length;
-  const cell = (v: unknown) => {
-    if (v === null) return <span class="muted">null</span>;
+  const numeric = numericColumns(rows, t.columns.length);
+  const cell = (v: unknown, j: number) => {
+    const align = numeric[j] || typeof v === 'number' ? 'num' : '';
+    if (v === null) return <td key={j} class={align}><span class="muted">null</span></td>;
     const media = mediaCell(v, m);
-    if (media) return <BlobItem m={media} compact />;
-    return typeof v === 'object' ? JSON.stringify(v) : String(v);
+    if (media) return <td key={j} class={align}><BlobItem m={media} compact /></td>;
+    const { text, title } = tableCellText(v);
+    return <td key={j} class={align} title={title}>{text}</td>;
   };
   return (
     <div class="media-table" data-testid="media-table">
@@ -134,7 +171,7 @@ function TableView({ r, m }: { r: RunDetail; m: MediaRow }) {
               onClick={() => setSort({ col: i, desc: sort?.col === i ? !sort.desc : false })}>{c}</button>
           </th>
         ))}</tr></thead>
-        <tbody>{rows.map((row, i) => <tr key={i}>{row.map((v, j) => <td key={j} class={typeof v === 'number' ? 'num' : ''}>{cell(v)}</td>)}</tr>)}</tbody>
+        <tbody>{rows.map((row, i) => <tr key={i}>{row.map((v, j) => cell(v, j))}</tr>)}</tbody>
       </table>
       <div class="pager muted small">
         rows {t.nrows ? t.offset + 1 : 0}–{t.offset + t.data.length} of <span data-testid="media-table-rows">{t.nrows}</span>

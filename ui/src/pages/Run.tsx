@@ -12,7 +12,7 @@ import { update } from '../lib/nav';
 import { SystemCharts } from './SystemCharts';
 import { linkTo, TABS, type AppState, type Tab } from '../lib/url';
 import { Empty, ErrorBox, Link, Loading, StateBadge, useLoad, useTick } from '../components/common';
-import { ChartPanel } from '../components/ChartPanel';
+import { ChartPanel, titleInSection } from '../components/ChartPanel';
 import { ChartToolbar, settingsOf } from '../components/ChartToolbar';
 import { HistogramsTab } from './Histograms';
 import { LogsTab } from './Logs';
@@ -335,7 +335,7 @@ function ChartsTab({ r, state, keys, error, tick }: { r: RunDetail; state: AppSt
             <summary><h2>{section || 'Charts'} <span class="muted small">{shown.length}</span></h2></summary>
             <div class="grid">
               {shown.map(([key, info]) => (
-                <ChartPanel key={key} id={key} title={key} settings={settings} tick={tick} syncKey={`run-${r.id}`}
+                <ChartPanel key={key} id={key} title={key} label={titleInSection(key, section)} settings={settings} tick={tick} syncKey={`run-${r.id}`}
                   chart={state.charts[key]} fullscreen={state.full === key}
                   aggLabel={`mean of ${info.writers.length} writers`}
                   // One writer: the line is the run (never an internal writer id).
