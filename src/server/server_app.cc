@@ -2,11 +2,9 @@
 
 #include <pwd.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -16,11 +14,12 @@
 #include "blob/blob_store.h"
 #include "core/clock.h"
 #include "core/user_config.h"
+#include "server/api/table_cell_cache.h"
 #include "server/compat/artifacts_compat.h"
 #include "server/compat/compat.h"
 #include "server/compat/run_files.h"
-#include "server/api/table_cell_cache.h"
 #include "server/compat/vendor_tables.h"
+#include "server/data_dir.h"
 #include "server/http/static_files.h"
 #include "server/webhooks/webhook_payload.h"
 #include "server/webhooks/webhooks_api.h"
@@ -175,42 +174,14 @@ Status ServerApp::MakeLoginToken() {
 }
 
 Status ServerApp::PrepareDataDir() {
-  namespace fs = std::filesystem;
-  const std::string& dir = config_.data_dir;
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    std::error_code ec;
-    fs::create_directories(fs::path(dir).parent_path(), ec);
-    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-      return Status::IOError("cannot create data directory " + dir + ": " + std::strerror(errno));
-    }
+  // The name of the store's SQLite file (<data-dir>/cohort.db by default), for the names of the
+  // files that are Cohort's own in the data directory.
+  std::string db_name = "cohort.db";
+  if (config_.store_url.starts_with("sqlite://")) {
+    const std::string path = config_.store_url.substr(9, config_.store_url.find('?') - 9);
+    db_name = std::filesystem::path(path).filename().string();
   }
-  // A directory (and its files) that an older version left readable by other users is made
-  // private: it holds the API key hashes, the signing keys and all data.
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return Status::IOError("data directory " + dir + " is not a directory");
-  }
-  if (st.st_uid != ::geteuid()) return Status::Ok();  // not ours to change
-  bool tightened = false;
-  if ((st.st_mode & 077) != 0) {
-    if (::chmod(dir.c_str(), 0700) != 0) {
-      return Status::IOError("cannot make data directory " + dir +
-                             " private: " + std::strerror(errno));
-    }
-    tightened = true;
-  }
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    struct stat fst {};
-    if (::lstat(e.path().c_str(), &fst) != 0 || !S_ISREG(fst.st_mode)) continue;
-    if ((fst.st_mode & 077) != 0 && fst.st_uid == ::geteuid()) {
-      if (::chmod(e.path().c_str(), fst.st_mode & 0700) == 0) tightened = true;
-    }
-  }
-  if (tightened) {
-    notes_.push_back("made the data directory " + dir + " and its files private (0700/0600)");
-  }
-  return Status::Ok();
+  return server::PrepareDataDir(wal::FileSystem::Default(), config_.data_dir, db_name, &notes_);
 }
 
 Status ServerApp::LoadSigningKeys() {

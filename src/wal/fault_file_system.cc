@@ -248,6 +248,10 @@ Result<FileStat> FaultInjectingFileSystem::Stat(const std::string& path) {
   return base_->Stat(path);
 }
 
+Result<FileMode> FaultInjectingFileSystem::Mode(const std::string& path) {
+  return base_->Mode(path);
+}
+
 Status FaultInjectingFileSystem::Link(const std::string& from, const std::string& to) {
   int err = 0;
   {

@@ -66,6 +66,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   Result<std::vector<std::string>> ListDir(const std::string& dir) override;
   Result<uint64_t> FileSize(const std::string& path) override;
   Result<FileStat> Stat(const std::string& path) override;
+  Result<FileMode> Mode(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;
   Status Link(const std::string& from, const std::string& to) override;
   Status Remove(const std::string& path) override;

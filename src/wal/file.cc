@@ -206,6 +206,16 @@ class PosixFileSystem final : public FileSystem {
                     .mtime_ns = int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
   }
 
+  Result<FileMode> Mode(const std::string& path) override {
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) return ErrnoStatus("lstat", path, errno);
+    FileMode m{.permissions = uint32_t(st.st_mode & 07777), .owner = uint32_t(st.st_uid)};
+    if (S_ISREG(st.st_mode)) m.type = FileMode::Type::kRegular;
+    if (S_ISDIR(st.st_mode)) m.type = FileMode::Type::kDirectory;
+    if (S_ISLNK(st.st_mode)) m.type = FileMode::Type::kSymlink;
+    return m;
+  }
+
   Status Rename(const std::string& from, const std::string& to) override {
     if (::rename(from.c_str(), to.c_str()) != 0) return ErrnoStatus("rename", from, errno);
     return Status::Ok();

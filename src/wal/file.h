@@ -73,6 +73,15 @@ struct FileStat {
   bool operator==(const FileStat&) const = default;
 };
 
+// The type, permission bits and owner of a path, as lstat(2) tells them (a symbolic link is
+// described, not followed).
+struct FileMode {
+  enum class Type { kRegular, kDirectory, kSymlink, kOther };
+  Type type = Type::kOther;
+  uint32_t permissions = 0;  // st_mode & 07777
+  uint32_t owner = 0;        // the user id
+};
+
 enum class WriteMode {
   kCreateExclusive,  // create a new file; kAlreadyExists if the path exists
   kTruncate,         // create or empty the file
@@ -101,6 +110,9 @@ class FileSystem {
   virtual Result<uint64_t> FileSize(const std::string& path) = 0;
   // kNotFound when the path does not exist.
   virtual Result<FileStat> Stat(const std::string& path) = 0;
+  // kNotFound when the path does not exist. Links are not followed ("dir/." describes the
+  // directory a link `dir` points to).
+  virtual Result<FileMode> Mode(const std::string& path) = 0;
   // Atomically replaces `to` with `from` (rename(2)); durable only after SyncDir.
   virtual Status Rename(const std::string& from, const std::string& to) = 0;
   // Makes `to` another name of the file `from` (a hard link; kAlreadyExists when `to` exists).

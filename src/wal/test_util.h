@@ -140,6 +140,7 @@ class NoSyncFileSystem final : public FileSystem {
   }
   Result<uint64_t> FileSize(const std::string& path) override { return base_->FileSize(path); }
   Result<FileStat> Stat(const std::string& path) override { return base_->Stat(path); }
+  Result<FileMode> Mode(const std::string& path) override { return base_->Mode(path); }
   Status Rename(const std::string& from, const std::string& to) override {
     return base_->Rename(from, to);
   }

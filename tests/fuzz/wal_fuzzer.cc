@@ -67,6 +67,10 @@ class MemoryFileSystem final : public wal::FileSystem {
     if (it == files_.end()) return Status::NotFound(p);
     return wal::FileStat{.size = uint64_t(it->second.size())};
   }
+  Result<wal::FileMode> Mode(const std::string& p) override {
+    if (files_.count(p) == 0) return Status::NotFound(p);
+    return wal::FileMode{.type = wal::FileMode::Type::kRegular, .permissions = 0600};
+  }
   Status Rename(const std::string&, const std::string&) override { return ReadOnly(); }
   Status Link(const std::string&, const std::string&) override { return ReadOnly(); }
   Status Remove(const std::string&) override { return ReadOnly(); }

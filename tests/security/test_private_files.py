@@ -80,6 +80,57 @@ def test_a_data_directory_left_open_is_made_private_at_start(tmp_path):
         server.stop()
 
 
+def test_a_directory_holding_other_files_is_refused_and_left_as_it_was(tmp_path):
+    """--data-dir /tmp or $HOME given by mistake: nothing in it changes mode (the sticky bit of a
+    shared directory included), no store is made there, and the server says what to do."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    (shared / "notes.txt").write_text("x")
+    os.chmod(shared / "notes.txt", 0o644)
+    (shared / "tool.sh").write_text("x")
+    os.chmod(shared / "tool.sh", 0o755)
+    (shared / "sub").mkdir(mode=0o755)
+    before = {p.name: mode(p) for p in shared.iterdir()}
+    server = ServerProcess(tmp_path)
+    server.data_dir = shared
+    try:
+        server.start()
+        raise AssertionError("the server started in a directory that holds other files")
+    except RuntimeError as e:
+        assert f"--data-dir {shared} is not empty and holds no Cohort store" in str(e), e
+        assert "give a new or empty directory" in str(e), e
+    assert server.proc.returncode not in (None, 0)
+    assert mode(shared) == 0o1777
+    assert {p.name: mode(p) for p in shared.iterdir()} == before
+
+
+def test_an_empty_directory_is_made_private_and_a_store_keeps_files_not_its_own(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir(mode=0o755)
+    os.chmod(empty, 0o755)
+    server = ServerProcess(tmp_path)
+    server.data_dir = empty
+    server.start()
+    server.stop()
+    assert mode(empty) == 0o700
+    # A store with a file of the operator's beside it (and left open): the store starts, its own
+    # files are made private again, the operator's file is not touched.
+    os.chmod(empty, 0o755)
+    os.chmod(empty / "signing.key", 0o644)
+    (empty / "README").write_text("backups at 3am")
+    os.chmod(empty / "README", 0o644)
+    server = ServerProcess(tmp_path)
+    server.data_dir = empty
+    server.start()
+    try:
+        assert mode(empty) == 0o700
+        assert mode(empty / "signing.key") == 0o600
+        assert mode(empty / "README") == 0o644
+    finally:
+        server.stop()
+
+
 def test_signature_computed_from_the_stored_key_hash_is_refused(tmp_path):
     server = ServerProcess(tmp_path).start()
     try:
