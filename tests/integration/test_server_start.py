@@ -200,3 +200,20 @@ def test_export_refuses_the_stores_own_file_and_an_existing_file(tmp_path):
     forced = export("--out", str(dump), "--force")
     assert forced.returncode == 0, forced.stderr
     assert dump.read_bytes()[:4] != b"keep"
+
+
+def test_a_port_in_use_is_named_with_what_to_do(tmp_path):
+    """The bind error is reported as it was (it was read after the acceptor's close had replaced
+    it: "bind 127.0.0.1:P: Success")."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = subprocess.run([str(COHORT_BIN), "server", "--port", str(port), "--data-dir",
+                            str(tmp_path / "data")], capture_output=True, text=True, timeout=30,
+                           env=dict(os.environ, HOME=str(tmp_path), XDG_CONFIG_HOME="",
+                                    XDG_DATA_HOME=""))
+    assert r.returncode != 0
+    assert f"bind 127.0.0.1:{port}: address already in use: is another server on this port? " \
+           "choose another with --port (or --port 0 for any free one)" in r.stderr, r.stderr
+    assert "Success" not in r.stderr, r.stderr

@@ -71,6 +71,17 @@ constexpr size_t kLingerMaxBytes = 4 << 20;
 constexpr std::chrono::milliseconds kAcceptBackoff{50};
 // How often a streamed response waiting for its share of --max-response-bytes-in-flight looks.
 constexpr std::chrono::milliseconds kStreamedPieceRetry{10};
+// Why binding to or listening on `where` failed; a port that another process holds says what to
+// do about it.
+Status ListenError(const std::string& op, const std::string& where, const beast::error_code& ec) {
+  if (ec == asio::error::address_in_use) {
+    return Status::IOError(op + " " + where +
+                           ": address already in use: is another server on this port? choose "
+                           "another with --port (or --port 0 for any free one)");
+  }
+  return Status::IOError(op + " " + where + ": " + ec.message());
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -662,12 +673,14 @@ Status HttpServer::Start() {
       return Status::IOError("SO_REUSEADDR on " + where + ": " + ec.message());
     }
     if (s.acceptor.bind(endpoint, ec); ec) {
-      s.acceptor.close(ec);
-      return Status::IOError("bind " + where + ": " + ec.message());
+      Status failed = ListenError("bind", where, ec);
+      s.acceptor.close(ec);  // overwrites ec: its message was taken above
+      return failed;
     }
     if (s.acceptor.listen(asio::socket_base::max_listen_connections, ec); ec) {
+      Status failed = ListenError("listen", where, ec);
       s.acceptor.close(ec);
-      return Status::IOError("listen " + where + ": " + ec.message());
+      return failed;
     }
     s.port = s.acceptor.local_endpoint(ec).port();
     asio::co_spawn(s.acceptor.get_executor(), s.AcceptLoop(), [](std::exception_ptr e) {
