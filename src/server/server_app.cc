@@ -362,7 +362,14 @@ Status ServerApp::Start() {
 }
 
 std::string ServerApp::ui_url() const {
-  return login_token_.empty() ? std::string() : url() + "/?token=" + login_token_;
+  return login_token_.empty() ? std::string() : ui_base() + "/?token=" + login_token_;
+}
+
+std::string ServerApp::ui_base() const {
+  if (config_.public_url.empty()) return url();
+  std::string base = config_.public_url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  return base;
 }
 
 std::string ServerApp::url() const {

@@ -76,14 +76,18 @@ class ServerApp {
   Status Start();
   std::string url() const;  // http://address:port
   // The web UI link with a one-time login token made at start (api/auth.h): used once, within
-  // api::kLoginTokenLifetime. Empty when the entity has no admin key to log in with.
+  // api::kLoginTokenLifetime. Empty when the entity has no admin key to log in with. At
+  // --public-url when one is given (a server behind a proxy, or listening on 0.0.0.0), else at
+  // url().
   std::string ui_url() const;
+  // Where users reach the web UI: --public-url without a trailing '/', else url().
+  std::string ui_base() const;
   const std::string& data_dir() const { return config_.data_dir; }
   const std::string& store_url() const { return config_.store_url; }
   // Where the blobs are ("local /path"), for the start-up line.
   std::string blob_store_name() const;
   // The web UI without a token.
-  std::string ui_home() const { return url() + "/"; }
+  std::string ui_home() const { return ui_base() + "/"; }
   // Every (method, pattern) the server routes, the web UI's catch-all included.
   static std::vector<std::pair<std::string, std::string>> RouteTable();
   // Set at first start: the new admin key (shown once).

@@ -217,3 +217,18 @@ def test_a_port_in_use_is_named_with_what_to_do(tmp_path):
     assert f"bind 127.0.0.1:{port}: address already in use: is another server on this port? " \
            "choose another with --port (or --port 0 for any free one)" in r.stderr, r.stderr
     assert "Success" not in r.stderr, r.stderr
+
+
+def test_the_login_link_is_at_the_public_url(tmp_path):
+    """A server listening on 0.0.0.0 behind a name: the login link (the file and the printed
+    line) is at --public-url, not at 127.0.0.1."""
+    server = ServerProcess(tmp_path, extra_args=["--address", "0.0.0.0", "--public-url",
+                                                 "http://myhost:8787/"]).start()
+    try:
+        assert server.url.startswith("http://127.0.0.1:"), server.url
+        assert server.ui_line.startswith("Open the web UI: http://myhost:8787/ "), server.ui_line
+        link = (server.data_dir / "login-link").read_text().strip()
+        assert link.startswith("http://myhost:8787/?token="), link
+        assert server.ui_url == link
+    finally:
+        server.stop()
