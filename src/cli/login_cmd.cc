@@ -52,6 +52,19 @@ Runner AddLoginCommand(CLI::App& app) {
       o->host = saved.ok() && !saved->base_url.empty() ? saved->base_url
                                                        : std::string("http://127.0.0.1:8787");
     }
+    // A URL without a scheme was saved as it was: the links printed later were not clickable,
+    // and the clients could not reach the server with it.
+    if (!o->host.starts_with("http://") && !o->host.starts_with("https://")) {
+      std::string example = o->host;
+      if (const size_t sep = example.find("://"); sep != std::string::npos) {
+        example = example.substr(sep + 3);
+      }
+      std::fprintf(stderr,
+                   "cohort login: --host %s is not a URL: give it with http:// or https://, e.g. "
+                   "--host http://%s\n",
+                   o->host.c_str(), example.empty() ? "127.0.0.1:8787" : example.c_str());
+      return 2;
+    }
     if (o->key.empty()) {
       std::fprintf(stderr, "API key: ");
       o->key = ReadSecretLine();

@@ -163,6 +163,12 @@ def test_login_checks_the_key_and_keeps_the_saved_server(tmp_path):
             return subprocess.run([str(COHORT_BIN), "login", *args], env=server.env,
                                   capture_output=True, text=True, timeout=30)
 
+        hostport = server.url.removeprefix("http://")
+        bare = login("--host", hostport, key)  # saved as it was: links were not clickable
+        assert bare.returncode == 2, bare
+        assert f"--host {hostport} is not a URL" in bare.stderr, bare.stderr
+        assert f"e.g. --host http://{hostport}" in bare.stderr, bare.stderr
+        assert not config_path(home).exists()
         refused = login("--host", server.url, "ck_not_a_key_of_this_server")
         assert refused.returncode == 1, refused
         assert "refused this key" in refused.stderr and "nothing saved" in refused.stderr
