@@ -13,6 +13,7 @@
 #include "agent/sender.h"
 #include "agent/writer_stream.h"
 #include "core/clock.h"
+#include "core/json.h"
 
 namespace cohort::agent {
 namespace {
@@ -65,6 +66,58 @@ class SyncProgress {
 bool IsAgentDataDir(wal::FileSystem* fs, const std::string& dir) {
   auto exists = fs->Exists(wal::JoinPath(dir, ArtifactUploader::kDirName));
   return exists.ok() && *exists;
+}
+
+// Whether a training process that writes to the writer `dir` may still run: one recorded in
+// its clients.json (running, or away and able to come back) whose process has not ended. A
+// clients.json that cannot be read counts as a live client. None recorded: the writer's clients
+// finished or ended, and what holds the directory is an agent about to let go of it.
+bool HasLiveClient(wal::FileSystem* fs, const std::string& dir) {
+  auto text = wal::ReadFileToString(fs, wal::JoinPath(dir, WriterStream::kClientsFile), 1 << 20);
+  if (!text.ok()) return text.status().code() != StatusCode::kNotFound;
+  auto v = json::Parse(*text);
+  if (!v.ok() || !v->is_object()) return true;
+  for (const char* field : {"running", "clients"}) {
+    const json::bj::value* list = v->as_object().if_contains(field);
+    if (list == nullptr) continue;
+    if (!list->is_array()) return true;
+    for (const json::bj::value& c : list->as_array()) {
+      const json::bj::object* o = c.if_object();
+      if (o == nullptr) return true;
+      const json::bj::value* pid = o->if_contains("pid");
+      const json::bj::value* start = o->if_contains("start_ticks");
+      const json::bj::value* boot = o->if_contains("boot_id");
+      if (!pid || !pid->is_int64() || !start || !start->is_int64() || !boot || !boot->is_string()) {
+        return true;
+      }
+      const ClientProcess p{.pid = int(pid->as_int64()),
+                            .start_ticks = uint64_t(start->as_int64()),
+                            .boot_id = std::string(boot->as_string())};
+      if (!p.Ended()) return true;
+    }
+  }
+  return false;
+}
+
+// Opens the writer `dir` for upload. One held by an agent whose training processes have all
+// ended (`python train.py && cohort sync`: the agent lets go of the writer a moment after the
+// script exited) is waited for, up to `wait_s`, saying so on stderr.
+Result<std::shared_ptr<WriterStream>> OpenWhenReleased(const std::string& dir, wal::FileSystem* fs,
+                                                       double wait_s) {
+  auto s = WriterStream::OpenExisting(dir, fs);
+  if (s.ok() || s.status().code() != StatusCode::kFailedPrecondition || wait_s <= 0 ||
+      HasLiveClient(fs, dir)) {
+    return s;
+  }
+  const std::string line = "cohort sync: waiting for the agent to let go of " + dir + "...\n";
+  (void)!write(STDERR_FILENO, line.data(), line.size());
+  const int64_t until = NowMillis() + int64_t(wait_s * 1000);
+  while (NowMillis() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    s = WriterStream::OpenExisting(dir, fs);
+    if (s.ok() || s.status().code() != StatusCode::kFailedPrecondition) return s;
+  }
+  return s;
 }
 
 }  // namespace
@@ -127,11 +180,14 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
   std::vector<std::shared_ptr<WriterStream>> streams;
   int64_t total = 0;
   for (const std::string& dir : dirs) {
-    auto s = WriterStream::OpenExisting(dir, fs);
+    auto s = OpenWhenReleased(dir, fs, options.release_wait_s);
     if (!s.ok()) {
       if (s.status().code() == StatusCode::kFailedPrecondition) {
         ++report.skipped_in_use;
-        report.errors.push_back(dir + ": in use by a live agent or training process; skipped");
+        report.errors.push_back(dir +
+                                ": in use by a live agent or training process; skipped (a "
+                                "training process that ended lets go of it within seconds: "
+                                "retry in a moment)");
       } else {
         report.errors.push_back(dir + ": " + s.status().ToString());
       }

@@ -8,7 +8,8 @@
 // records carry their sequence numbers, the server stores each (writer, seq) once, and what was
 // acknowledged is never sent again, so running sync twice (or after an interrupted sync) never
 // duplicates data. Directories held by a live process (an agent or a training process) are
-// skipped and reported.
+// skipped and reported; one held by an agent whose training process ended is waited for first
+// (SyncOptions::release_wait_s).
 //
 // Thread-safe (no shared state); shows progress on stderr when asked: a bar on a terminal, else a
 // line every 5 seconds.
@@ -29,6 +30,10 @@ struct SyncOptions {
   bool progress = true;  // progress on stderr (a bar only when it is a terminal)
   // Give up when no record could be uploaded for this long (server down). 0: never.
   double give_up_after_s = 60;
+  // A writer held by an agent whose training processes have all ended (none alive in its
+  // clients.json) is waited for this long before it is skipped as in use: the agent lets go of
+  // it a moment after the process exited (`python train.py && cohort sync`). 0: no wait.
+  double release_wait_s = 10;
   // The file system of the writer directories; null: the machine's. Tests inject faults below it
   // (wal/fault_file_system.h).
   wal::FileSystem* fs = nullptr;

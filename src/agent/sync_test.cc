@@ -9,11 +9,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #include "agent/agent_log.h"
 #include "agent/fake_cohort_server_for_test.h"
 #include "agent/writer_stream.h"
 #include "core/batch_format.h"
+#include "core/clock.h"
 #include "wal/fault_file_system.h"
 
 namespace cohort::agent {
@@ -324,9 +326,35 @@ TEST_F(SyncTest, WriterHeldByALiveProcessIsSkipped) {
   t.label = "busy";
   auto held = WriterStream::Create(root_ + "/run1/busy", t);
   ASSERT_TRUE(held.ok());
+  // Its training process (this one) runs: skipped at once, not waited for.
+  ASSERT_TRUE((*held)->ClientRunning(1, *ClientProcess::Find(getpid())).ok());
+  const int64_t start = NowMillis();
   auto report = RunSync({root_}, Options(server));
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(report->skipped_in_use, 1);
+  EXPECT_LT(NowMillis() - start, 5000);
+  ASSERT_EQ(report->errors.size(), 1u);
+  EXPECT_NE(report->errors[0].find("retry in a moment"), std::string::npos) << report->errors[0];
+}
+
+// `python train.py && cohort sync`: the agent holds the writer a moment after the training
+// process ended (none alive in clients.json); sync waits for it instead of skipping it.
+TEST_F(SyncTest, WriterHeldByAnAgentWhoseClientEndedIsWaitedFor) {
+  FakeCohortServer server;
+  const std::string dir = MakeOfflineWriter("ending", 3, true);
+  RecordEndedClientRunning(dir);
+  auto held = WriterStream::OpenExisting(dir);  // the agent, letting go of it in a moment
+  ASSERT_TRUE(held.ok());
+  std::thread agent([&held] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    (void)(*held)->Close();
+  });
+  auto report = RunSync({root_}, Options(server));
+  agent.join();
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->skipped_in_use, 0);
+  EXPECT_EQ(report->uploaded, 1);
+  EXPECT_TRUE(report->errors.empty()) << report->errors[0];
 }
 
 }  // namespace
