@@ -103,4 +103,49 @@ describe('URL state', () => {
     expect(ws.imp).toBe('summary.loss');
     expect(decodeState(linkTo(s, { project: 'other' }).slice(1)).imp).toBe('');
   });
+  it('the metric filter: kept on the pages with one, written only when set, left with its page', () => {
+    const s = decodeState('?p=a/b&run=x&tab=charts&mq=train%2Floss%20%26x');
+    expect(s.mq).toBe('train/loss &x');
+    expect(decodeState(encodeState(s))).toEqual(s);
+    for (const q of ['?p=a/b&mq=acc', '?p=a/b&group=G&mq=acc']) expect(decodeState(encodeState(decodeState(q))).mq).toBe('acc');
+    expect(encodeState(decodeState('?p=a/b&run=x&tab=charts'))).not.toContain('mq');
+    // The Histograms tab shares it (tabs are changed with update(), which keeps it).
+    expect(encodeState({ ...s, tab: 'histograms' })).toContain('mq=train%2Floss');
+    // A link to another run, group or project leaves it; so do pages without a metric filter.
+    expect(decodeState(linkTo(s, { run: 'y' }).slice(1)).mq).toBe('');
+    expect(decodeState(linkTo(decodeState('?p=a/b&mq=acc'), { group: 'G' }).slice(1)).mq).toBe('');
+    expect(encodeState({ ...decodeState('?p=a/b&mq=acc'), alerts: true })).not.toContain('mq');
+  });
+  it('the Media tab: key, step and hidden writers in the URL, on the run page only', () => {
+    const s = decodeState('?p=a/b&run=x&tab=media&mk=samples%2Fval&mstep=0&mhide=rank_1,node%5C,2');
+    expect([s.mkey, s.mstep, s.mhide]).toEqual(['samples/val', 0, ['rank_1', 'node,2']]);
+    expect(decodeState(encodeState(s))).toEqual(s);
+    const big = { ...s, mstep: 123456789012 };
+    expect(decodeState(encodeState(big)).mstep).toBe(123456789012);
+    // Defaults (the first key, the latest step, every writer) are not written.
+    expect(encodeState(decodeState('?p=a/b&run=x&tab=media'))).toBe('?p=a%2Fb&run=x&tab=media');
+    // Junk is the default.
+    for (const bad of ['', 'x', '1.5', 'NaN', '1e400', ' ']) expect(decodeState(`?p=a/b&run=x&mstep=${bad}`).mstep).toBeNull();
+    expect(decodeState('?p=a/b&run=x&mstep=-3').mstep).toBe(-3);
+    // Another run: the choices stay with their run.
+    const away = decodeState(linkTo(s, { run: 'y' }).slice(1));
+    expect([away.mkey, away.mstep, away.mhide]).toEqual(['', null, []]);
+    expect(encodeState({ ...s, run: '' })).not.toMatch(/mk=|mstep|mhide/);
+  });
+  it('the alerts page: state and level filters in the URL, defaults not written', () => {
+    const s = decodeState('?p=a/b&alerts=1&ast=resolved&alv=WARN');
+    expect([pageOf(s), s.ast, s.alv]).toEqual(['alerts', 'resolved', 'WARN']);
+    expect(decodeState(encodeState(s))).toEqual(s);
+    const all = { ...s, ast: 'all' as const, alv: '' as const };
+    expect(encodeState(all)).toBe('?p=a%2Fb&alerts=1&ast=all');
+    expect(decodeState(encodeState(all))).toEqual(all);
+    expect(encodeState(decodeState('?p=a/b&alerts=1'))).toBe('?p=a%2Fb&alerts=1');
+    expect(encodeState({ ...s, ast: 'open', alv: '' })).toBe('?p=a%2Fb&alerts=1');
+    const junk = decodeState('?p=a/b&alerts=1&ast=closed&alv=warn');
+    expect([junk.ast, junk.alv]).toEqual(['open', '']);
+    // Back to the runs, or to a run: the filters stay with the alerts page.
+    expect(linkTo(s, { alerts: false })).toBe('/?p=a%2Fb');
+    const run = decodeState(linkTo(s, { run: 'r1', alerts: false, tab: 'alerts' }).slice(1));
+    expect([run.ast, run.alv]).toEqual(['open', '']);
+  });
 });

@@ -3,6 +3,7 @@
 // filters. Query parameters (not path segments) because names may contain dots and slashes.
 // Pure functions: unit-tested in url.test.ts.
 
+import type { AlertLevel } from './api';
 import type { Clause, UiFilters } from './filters';
 import type { LineMode, XMode } from './series';
 import { cloneCompare, decodeCompare, encodeCompare, type CompareState } from './compare';
@@ -59,7 +60,17 @@ export interface AppState {
   cdiff: boolean; // run diff: only the rows that differ
   ckeys: string[]; // run diff: the metrics whose curves are overlaid ([] the first few)
   imp: string; // workspace: the metric of the parameter importance panel ('' none)
+  mq: string; // metric filter box (run Charts and Histograms tabs, workspace charts, group page)
+  mkey: string; // media tab: the key shown ('' the first)
+  mstep: number | null; // media tab: the step shown (null the latest)
+  mhide: string[]; // media tab: the writers hidden
+  ast: AlertStateFilter; // alerts page: open, resolved or all alerts
+  alv: AlertLevel | ''; // alerts page: only alerts of this level ('' any)
 }
+
+/** The alerts page's state filter ('all': both open and resolved). */
+export type AlertStateFilter = 'open' | 'resolved' | 'all';
+const ALERT_LEVELS: AlertLevel[] = ['INFO', 'WARN', 'ERROR'];
 
 export const DEFAULT_STATE: AppState = {
   entity: '', project: '', run: '', group: '', art: '', ver: '', alerts: false, tab: 'overview', view: '',
@@ -69,6 +80,7 @@ export const DEFAULT_STATE: AppState = {
   labels: [], lq: '', stream: '', rkey: '', rank: '', charts: {}, full: '', at: 0,
   hview: 'bands', hlog: false, hw: {},
   cmp: [], cdiff: false, ckeys: [], imp: '',
+  mq: '', mkey: '', mstep: null, mhide: [], ast: 'open', alv: '',
 };
 
 export type Page = 'projects' | 'workspace' | 'group' | 'run' | 'artifact' | 'alerts' | 'compare';
@@ -149,6 +161,16 @@ export function decodeState(search: string): AppState {
   s.cdiff = p.get('cd') === '1';
   s.ckeys = csv(p.get('ck'));
   s.imp = p.get('imp') ?? '';
+  s.mq = p.get('mq') ?? '';
+  s.mkey = p.get('mk') ?? '';
+  const mstep = p.get('mstep');
+  const ms = mstep === null || mstep.trim() === '' ? NaN : Number(mstep);
+  s.mstep = Number.isSafeInteger(ms) ? ms : null;
+  s.mhide = csv(p.get('mhide'));
+  const ast = p.get('ast');
+  if (ast === 'resolved' || ast === 'all') s.ast = ast;
+  const alv = p.get('alv') as AlertLevel | null;
+  if (alv && ALERT_LEVELS.includes(alv)) s.alv = alv;
   return s;
 }
 
@@ -247,6 +269,18 @@ export function encodeState(s: AppState): string {
   if (s.cdiff) p.set('cd', '1');
   if (s.ckeys.length) p.set('ck', listParam(s.ckeys));
   if (s.imp) p.set('imp', s.imp);
+  // The metric filter, the Media tab's and the alerts page's choices belong to their pages.
+  const page = pageOf(s);
+  if (s.mq && (page === 'run' || page === 'workspace' || page === 'group')) p.set('mq', s.mq);
+  if (page === 'run') {
+    if (s.mkey) p.set('mk', s.mkey);
+    if (s.mstep !== null) p.set('mstep', String(s.mstep));
+    if (s.mhide.length) p.set('mhide', listParam(s.mhide));
+  }
+  if (page === 'alerts') {
+    if (s.ast !== 'open') p.set('ast', s.ast);
+    if (s.alv) p.set('alv', s.alv);
+  }
   const q = p.toString();
   return q ? `?${q}` : '';
 }
@@ -259,7 +293,7 @@ export function structuredCloneState(s: AppState): AppState {
       states: [...s.filters.states], tags: [...s.filters.tags], name: s.filters.name,
       extra: s.filters.extra.map((c) => ({ ...c })),
     },
-    columns: [...s.columns], hide: [...s.hide], labels: [...s.labels], hw: { ...s.hw }, cmp: [...s.cmp], ckeys: [...s.ckeys], panels: cloneCompare(s.panels),
+    columns: [...s.columns], hide: [...s.hide], labels: [...s.labels], hw: { ...s.hw }, cmp: [...s.cmp], mhide: [...s.mhide], ckeys: [...s.ckeys], panels: cloneCompare(s.panels),
     charts: Object.fromEntries(Object.entries(s.charts).map(([k, v]) => [k, { ...v, h: v.h ? [...v.h] : undefined, z: v.z ? [v.z[0], v.z[1]] as [number, number] : undefined }])),
   };
 }
@@ -283,6 +317,12 @@ export function linkTo(cur: AppState, patch: Partial<AppState>): string {
     if (patch.at === undefined) next.at = 0;
     if (patch.hw === undefined) next.hw = {};
     if (patch.cmp === undefined) { next.cmp = []; next.cdiff = false; next.ckeys = []; }
+    if (patch.mq === undefined) next.mq = '';
+    if (patch.mkey === undefined) next.mkey = '';
+    if (patch.mstep === undefined) next.mstep = null;
+    if (patch.mhide === undefined) next.mhide = [];
+    if (patch.ast === undefined) next.ast = 'open';
+    if (patch.alv === undefined) next.alv = '';
   }
   if (patch.project !== undefined && patch.project !== cur.project) {
     next.view = patch.view ?? '';

@@ -11,7 +11,7 @@ import {
 } from '../lib/alerts';
 import { update } from '../lib/nav';
 import { fmtAgo, fmtTime } from '../lib/format';
-import { linkTo, type AppState } from '../lib/url';
+import { linkTo, type AlertStateFilter, type AppState } from '../lib/url';
 import { Empty, ErrorBox, Link, Loading, useLoad } from '../components/common';
 import { AlertDeliveries, WebhooksSection } from './AlertWebhooks';
 
@@ -32,13 +32,12 @@ export function AlertMark({ info, href }: { info: RunAlerts; href: string }) {
   );
 }
 
-type StateFilter = 'open' | 'resolved' | '';
-
 export function ProjectAlertsPage({ state }: { state: AppState }) {
   const { entity, project } = state;
-  const [filter, setFilter] = useState<StateFilter>('open');
-  const [level, setLevel] = useState<AlertLevel | ''>('');
-  const alerts = useLoad((signal) => api.alerts(entity, project, { state: filter || undefined, level: level || undefined, limit: 500 }, signal),
+  // The filters are in the URL (`ast`, `alv`): a reload or a shared link shows the same list.
+  const filter = state.ast;
+  const level = state.alv;
+  const alerts = useLoad((signal) => api.alerts(entity, project, { state: filter === 'all' ? undefined : filter, level: level || undefined, limit: 500 }, signal),
     [entity, project, filter, level], ALERTS_REFRESH_MS);
   return (
     <div class="page alerts-page">
@@ -47,12 +46,12 @@ export function ProjectAlertsPage({ state }: { state: AppState }) {
         <Link href={linkTo(state, { alerts: false })}>Back to the runs</Link>
       </header>
       <div class="alert-filters" role="group" aria-label="alert filters">
-        {(['open', 'resolved', ''] as StateFilter[]).map((f) => (
-          <button key={f || 'all'} type="button" class={filter === f ? 'small primary' : 'small'} aria-pressed={filter === f}
-            onClick={() => setFilter(f)}>{f === 'open' ? 'Open' : f === 'resolved' ? 'Resolved' : 'All'}</button>
+        {(['open', 'resolved', 'all'] as AlertStateFilter[]).map((f) => (
+          <button key={f} type="button" class={filter === f ? 'small primary' : 'small'} aria-pressed={filter === f}
+            onClick={() => update({ ast: f })}>{f === 'open' ? 'Open' : f === 'resolved' ? 'Resolved' : 'All'}</button>
         ))}
         <label>Level{' '}
-          <select aria-label="level" value={level} onChange={(e) => setLevel((e.target as HTMLSelectElement).value as AlertLevel | '')}>
+          <select aria-label="level" value={level} onChange={(e) => update({ alv: (e.target as HTMLSelectElement).value as AlertLevel | '' })}>
             <option value="">any</option>
             {LEVELS.map((l) => <option key={l} value={l}>{l}</option>)}
           </select>

@@ -7,6 +7,7 @@ import { MAX_RUNS_PER_REQUEST, type LineSource } from '../lib/chartdata';
 import { runtimeOf, type Run } from '../lib/filters';
 import { flatten, fmtDuration, fmtNum, naturalCompare, prefixOf, signalOfExit, styleAt } from '../lib/format';
 import { linkTo, type AppState } from '../lib/url';
+import { update } from '../lib/nav';
 import { Empty, ErrorBox, Link, Loading, StateBadge, useLoad, useTick } from '../components/common';
 import { ChartPanel } from '../components/ChartPanel';
 import { ChartToolbar, settingsOf } from '../components/ChartToolbar';
@@ -48,7 +49,7 @@ export function GroupPage({ state }: { state: AppState }) {
     const by = new Map(answers.flatMap((a) => a.runs).map((x) => [x.run, x.keys]));
     return rs.map((r) => [r, by.get(r.id) ?? []] as const);
   }, [entity, project, group], 0, [ids, running ? tick : 0]);
-  const [q, setQ] = useState('');
+  const q = state.mq;
   const [ranksOpen, setRanksOpen] = useState(!!(state.rkey || state.rank));
 
   const charts = useMemo(() => {
@@ -107,7 +108,7 @@ export function GroupPage({ state }: { state: AppState }) {
           <section class="group-metrics" aria-label="metrics">
             <div class="section-head sticky">
               <h2>Metrics</h2>
-              <input type="search" placeholder="filter metrics" aria-label="filter metrics" value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} />
+              <input type="search" placeholder="filter metrics" aria-label="filter metrics" value={state.mq} onInput={(e) => update({ mq: (e.target as HTMLInputElement).value }, true)} />
               <ChartToolbar state={state} aggregate={rs.length > 1} />
             </div>
             {keys.error ? <ErrorBox error={keys.error} /> : !keys.data ? <Loading what="metrics" /> : !shown.length ? <Empty>No metrics logged in this group{q ? ' match this filter' : ''}.</Empty> : (

@@ -19,7 +19,7 @@ import { HistogramChart } from '../components/HistogramChart';
 const AXIS_SPACE = 72; // y axis + padding: the plot's width in pixels is the panel's minus this
 
 export function HistogramsTab({ r, state, keys, error, tick }: { r: RunDetail; state: AppState; keys: SeriesInfo[] | null; error: unknown; tick: number }) {
-  const [q, setQ] = useState('');
+  const q = state.mq;
   const sections = useMemo(() => groupHistKeys(keys ?? [], naturalCompare, prefixOf), [keys]);
   if (error && !keys) return <ErrorBox error={error} />;
   if (!keys) return <Loading what="histograms" />;
@@ -30,7 +30,7 @@ export function HistogramsTab({ r, state, keys, error, tick }: { r: RunDetail; s
   return (
     <div class="histograms" data-testid="histograms">
       <div class="section-head sticky">
-        <input type="search" placeholder="filter histograms" aria-label="filter histograms" value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} />
+        <input type="search" placeholder="filter histograms" aria-label="filter histograms" value={state.mq} onInput={(e) => update({ mq: (e.target as HTMLInputElement).value }, true)} />
         <div class="toolbar" role="toolbar" aria-label="histogram options">
           <span class="seg" role="group" aria-label="histogram view">
             <button type="button" class="small toggle" aria-pressed={state.hview === 'bands'} data-view="bands"

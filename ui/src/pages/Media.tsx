@@ -3,11 +3,14 @@
 // the step's set per writer: images in a grid (full size on click), audio and video players, HTML
 // in a sandboxed frame (it never runs in the UI's origin: no scripts, an opaque origin), tables
 // with paging and sorting. Bytes are fetched with the browser's key (api.blobAt) into object URLs
-// (components/media.tsx, shared with the workspace's image comparison).
+// (components/media.tsx, shared with the workspace's image comparison). The key, the step and the
+// hidden writers are in the URL (`mk`, `mstep`, `mhide`): a reload or a shared link shows the same.
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, type MediaRow, type RunDetail, type SeriesInfo } from '../lib/api';
 import { fmtNum, naturalCompare } from '../lib/format';
 import { mediaCell, setAt, sortTableRows, stepsOf, writersOf } from '../lib/media';
+import { update } from '../lib/nav';
+import type { AppState } from '../lib/url';
 import { Empty, ErrorBox, Loading, useLoad } from '../components/common';
 import { BlobItem, StepSlider } from '../components/media';
 
@@ -47,7 +50,23 @@ export function numericColumns(rows: readonly unknown[][], columns: number): boo
   return out;
 }
 
-export function MediaTab({ r, tick }: { r: RunDetail; tick: number }) {
+/** The slider's index of the step in the URL (`mstep`): null (none) the last; a step not logged
+ * (a hand-edited link, another writer's) the latest one before it, else the first. */
+export function stepIndexOf(steps: readonly number[], step: number | null): number {
+  if (!steps.length) return 0;
+  if (step === null) return steps.length - 1;
+  let idx = 0;
+  for (let i = 0; i < steps.length && steps[i] <= step; i++) idx = i;
+  return idx;
+}
+
+/** The URL's `mstep` for the slider at `idx`: the last step is none (the latest is followed as
+ * steps arrive). */
+export function stepParamOf(steps: readonly number[], idx: number): number | null {
+  return idx >= steps.length - 1 ? null : steps[idx];
+}
+
+export function MediaTab({ r, state, tick }: { r: RunDetail; state: AppState; tick: number }) {
   const keys = useLoad((signal) => api.mediaKeys(r.entity, r.project, r.id, signal), [r.entity, r.project, r.id], 0, [tick]);
   const byKey = useMemo(() => {
     const m = new Map<string, SeriesInfo[]>();
@@ -55,7 +74,7 @@ export function MediaTab({ r, tick }: { r: RunDetail; tick: number }) {
     return m;
   }, [keys.data]);
   const names = [...byKey.keys()].sort(naturalCompare);
-  const [key, setKey] = useState('');
+  const key = state.mkey;
   const chosen = key && byKey.has(key) ? key : names[0] ?? '';
   if (keys.error && !keys.data) return <ErrorBox error={keys.error} retry={keys.reload} />;
   if (!keys.data) return <Loading what="media" />;
@@ -67,43 +86,42 @@ export function MediaTab({ r, tick }: { r: RunDetail; tick: number }) {
       <nav class="media-keys" aria-label="media keys">
         {names.map((k) => (
           <button key={k} type="button" class={k === chosen ? 'media-key active' : 'media-key'} data-key={k}
-            aria-pressed={k === chosen} onClick={() => setKey(k)}>
+            aria-pressed={k === chosen} onClick={() => { if (k !== chosen) update({ mkey: k, mstep: null, mhide: [] }); }}>
             {k} <span class="muted small">{byKey.get(k)![0].type}</span>
           </button>
         ))}
       </nav>
-      {chosen && <MediaKey r={r} mediaKey={chosen} tick={tick} />}
+      {chosen && <MediaKey r={r} state={state} mediaKey={chosen} tick={tick} />}
     </div>
   );
 }
 
-function MediaKey({ r, mediaKey, tick }: { r: RunDetail; mediaKey: string; tick: number }) {
+function MediaKey({ r, state, mediaKey, tick }: { r: RunDetail; state: AppState; mediaKey: string; tick: number }) {
   const rows = useLoad((signal) => api.media(r.entity, r.project, r.id, mediaKey, signal), [r.entity, r.project, r.id, mediaKey], 0, [tick]);
   const all = rows.data?.media ?? [];
   const steps = useMemo(() => stepsOf(all), [rows.data]);
   const writers = useMemo(() => writersOf(all), [rows.data]);
-  const [stepIdx, setStepIdx] = useState<number | null>(null);
-  const [hidden, setHidden] = useState<Set<string>>(new Set());
-  useEffect(() => { setStepIdx(null); setHidden(new Set()); }, [mediaKey]);
+  const hidden = new Set(state.mhide);
   if (rows.error && !rows.data) return <ErrorBox error={rows.error} retry={rows.reload} />;
   if (!rows.data) return <Loading what={mediaKey} />;
   const cut = rows.data.truncated ? <TruncatedNotice mediaKey={mediaKey} rows={all.length} /> : null;
   if (!steps.length) return <>{cut}<Empty>No rows yet.</Empty></>;
-  const idx = stepIdx === null || stepIdx >= steps.length ? steps.length - 1 : stepIdx;
+  const idx = stepIndexOf(steps, state.mstep);
   const step = steps[idx];
   const shown = writers.filter((w) => !hidden.has(w));
   return (
     <section class="media-key-view" data-testid="media-key" data-key={mediaKey}>
       {cut}
       <div class="media-controls">
-        <StepSlider steps={steps} idx={idx} onIdx={setStepIdx} testid="media" />
+        {/* Dragging replaces the history entry: Back leaves the tab, not each step passed. */}
+        <StepSlider steps={steps} idx={idx} onIdx={(i) => update({ mstep: stepParamOf(steps, i) }, true)} testid="media" />
         {writers.length > 1 && (
           <fieldset class="media-writers" data-testid="media-writers"><legend class="muted small">writers</legend>
             {writers.map((w) => (
               <label key={w}><input type="checkbox" checked={!hidden.has(w)} data-writer={w} onChange={() => {
                 const next = new Set(hidden);
                 if (next.has(w)) next.delete(w); else next.add(w);
-                setHidden(next);
+                update({ mhide: [...next].sort(naturalCompare) });
               }} /> {w}</label>
             ))}
           </fieldset>

@@ -65,7 +65,7 @@ export function RunPage({ state }: { state: AppState }) {
           <RanksView scope={{ entity, project, run: runId }} state={state} tick={running ? tick : 0}
             keys={[...new Set(keys.data.filter((k) => !k.key.startsWith('system/')).map((k) => k.key))].sort()} />
         ))}
-        {state.tab === 'media' && <MediaTab r={r} tick={running ? tick : 0} />}
+        {state.tab === 'media' && <MediaTab r={r} state={state} tick={running ? tick : 0} />}
         {state.tab === 'artifacts' && <RunArtifactsTab r={r} state={state} tick={running ? tick : 0} />}
         {state.tab === 'alerts' && <RunAlertsTab state={state} tick={tick} />}
       </div>
@@ -298,7 +298,7 @@ function KeyValues({ title, obj }: { title: string; obj: Record<string, unknown>
 // ---- charts ------------------------------------------------------------------------------
 
 function ChartsTab({ r, state, keys, error, tick }: { r: RunDetail; state: AppState; keys: SeriesInfo[] | null; error: unknown; tick: number }) {
-  const [q, setQ] = useState('');
+  const q = state.mq;
   const sections = useMemo(() => {
     const per = new Map<string, { writers: string[]; range: [number, number] }>();
     for (const k of keys ?? []) {
@@ -324,7 +324,7 @@ function ChartsTab({ r, state, keys, error, tick }: { r: RunDetail; state: AppSt
   return (
     <div>
       <div class="section-head sticky">
-        <input type="search" placeholder="filter metrics" aria-label="filter metrics" value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} />
+        <input type="search" placeholder="filter metrics" aria-label="filter metrics" value={state.mq} onInput={(e) => update({ mq: (e.target as HTMLInputElement).value }, true)} />
         <ChartToolbar state={state} aggregate={multi} aggLabel="min/max band + mean across writers" />
       </div>
       {sections.map(([section, items]) => {

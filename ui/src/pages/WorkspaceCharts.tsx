@@ -91,7 +91,7 @@ export function WorkspaceCharts({ state, visible, eligible, charted, styles, leg
     return () => ctl.abort();
   }, [state.entity, state.project, idsKey, tick, loaded]);
 
-  const [keyFilter, setKeyFilter] = useState('');
+  const keyFilter = state.mq;
   const [chartLimit, setChartLimit] = useState(CHARTS_PER_PAGE);
   const settings = settingsOf(state);
   const charts = useMemo(() => {
@@ -147,7 +147,7 @@ export function WorkspaceCharts({ state, visible, eligible, charted, styles, leg
           {eligible > charted.length && <> · <strong data-testid="chart-limit">the first {charted.length} of {eligible.toLocaleString()} visible runs</strong> (at most {MAX_CHART_RUNS} are charted: filter the table or hide runs with the eye)</>}
           {state.hide.length > 0 && <> · {state.hide.length} hidden <button type="button" class="link" onClick={() => update({ hide: [] })}>show all</button></>}
         </span>
-        <input type="search" placeholder="filter metrics" aria-label="filter metrics" value={keyFilter} onInput={(e) => setKeyFilter((e.target as HTMLInputElement).value)} />
+        <input type="search" placeholder="filter metrics" aria-label="filter metrics" value={keyFilter} onInput={(e) => update({ mq: (e.target as HTMLInputElement).value }, true)} />
         <label class="small">colour by{' '}
           <select aria-label="colour by" value={state.cby} onChange={(e) => update({ cby: (e.target as HTMLSelectElement).value })}>
             <option value="">run</option>

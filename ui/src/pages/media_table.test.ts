@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { numericColumns, tableCellText } from './Media';
+import { numericColumns, stepIndexOf, stepParamOf, tableCellText } from './Media';
 
 describe('media tables', () => {
   it('write numbers short, without binary noise, their full value in the tooltip', () => {
@@ -17,5 +17,24 @@ describe('media tables', () => {
     // id: numbers; label: text; p: numbers with a null and non-finite ones; mixed: not numeric.
     expect(numericColumns(rows, 4)).toEqual([true, false, true, false]);
     expect(numericColumns([[null]], 1)).toEqual([false]);
+  });
+});
+
+describe('media step in the URL', () => {
+  const steps = [0, 5, 10, 20];
+  it('none is the latest; a logged step is its index; another the latest before it', () => {
+    expect(stepIndexOf(steps, null)).toBe(3);
+    expect(stepIndexOf(steps, 0)).toBe(0);
+    expect(stepIndexOf(steps, 10)).toBe(2);
+    expect(stepIndexOf(steps, 7)).toBe(1);
+    expect(stepIndexOf(steps, 1000)).toBe(3);
+    expect(stepIndexOf([3, 4], 1)).toBe(0);
+    expect(stepIndexOf([], 4)).toBe(0);
+  });
+  it('the slider at the last step writes none (the latest is followed), elsewhere the step', () => {
+    expect(stepParamOf(steps, 3)).toBeNull();
+    expect(stepParamOf(steps, 0)).toBe(0);
+    expect(stepParamOf(steps, 2)).toBe(10);
+    for (let i = 0; i < steps.length; i++) expect(stepIndexOf(steps, stepParamOf(steps, i))).toBe(i);
   });
 });
