@@ -34,8 +34,8 @@ from .artifacts import Artifact, ArtifactError  # noqa: E402
 from ._synced import Config, Summary  # noqa: E402
 from ._state import DetachedConfig as _DetachedConfig  # noqa: E402
 from ._state import DetachedSummary as _DetachedSummary  # noqa: E402
-from .sdk import (alert, define_metric, finish, init, log, login, setup,  # noqa: E402
-                  teardown, unwatch, use_artifact, watch)
+from .sdk import (alert, define_metric, finish, init, log, log_artifact, login,  # noqa: E402
+                  save, setup, teardown, unwatch, use_artifact, watch)
 from .alerts import AlertLevel  # noqa: E402
 from .histogram import Histogram  # noqa: E402
 from .media import Audio, Html, Image, Table, Video  # noqa: E402
@@ -69,7 +69,8 @@ __all__ = [
     "Audio", "Html", "Image", "Table", "Video",
     "VerificationError",
     "AuthenticationError", "CommError", "Config", "Error", "Run", "Settings", "Summary",
-    "UsageError", "alert", "config", "define_metric", "finish", "init", "log", "login",
-    "require", "run", "setup", "summary", "teardown", "unwatch", "use_artifact", "watch",
+    "UsageError", "alert", "config", "define_metric", "finish", "init", "log", "log_artifact",
+    "login", "require", "run", "save", "setup", "summary", "teardown", "unwatch", "use_artifact",
+    "watch",
     "__version__",
 ]

@@ -1,8 +1,10 @@
 """``cohort.Run``, and a run handed to another process (pickling).
 
-``Run`` subclasses the extension's handle, so ``run.log`` is the C++ method itself. Everything
-else (context manager, pickling, finish bookkeeping) lives here; its ``config`` and ``summary``
-are in ``_synced``, the registry of live runs in ``_state``.
+``Run`` subclasses the extension's handle: ``run.log`` is a short method over the C++ one (it
+keeps the str values a call logged in the summary). Everything else (context manager, pickling,
+finish bookkeeping) lives here; the vendor SDK's other attributes (``dir``, ``resumed``,
+``url``, ``save``, ...) in ``_run_compat``, its ``config`` and ``summary`` in ``_synced``, the
+registry of live runs in ``_state``.
 """
 from __future__ import annotations
 
@@ -16,12 +18,17 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from . import _state
 from ._client_settings import native_settings
 from ._native import native
+from ._run_compat import RunCompat
 from ._synced import Config, Summary
+from ._values import texts as _texts
 from .errors import UsageError
 from .settings import Settings, _normalize_mode
 
 
-class Run(native.Run):
+_native_log = native.Run.log
+
+
+class Run(RunCompat, native.Run):
     """A run, or this process's writer in a shared run. Made by :func:`cohort.init`.
 
     ``run.log(dict, step=None, commit=None)`` logs numbers (nested dicts are flattened as
@@ -46,33 +53,39 @@ class Run(native.Run):
         self._py_finished = False
         self._joined_from: Optional[str] = None  # parent's label when joined as a child writer
         self._artifacts: List[Any] = []  # logged by this process (cohort.Artifact)
-        held_config, held_summary = self._take_run_fields()
+        held_config, held_summary, filled = self._take_run_fields()
         # A resumed run's config as the server holds it, init's keys over it: read back, not
         # sent again (only assignments send).
         self._config = Config(self, {**held_config, **(config or {})})
         self._summary = Summary(self, held_summary)
+        self._starting_step = 0 if self.disabled else self.step
+        self._resumed = self._was_resumed(held_config, held_summary, config or {}, filled)
 
-    def _take_run_fields(self) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    def _take_run_fields(self) -> Tuple[Dict[str, Any], Dict[str, Any], bool]:
         """The run's fields as the server held them when this writer joined (a resumed run's):
-        its group, job type, notes and tags where init did not give them; returns its config and
-        summary (empty when not known)."""
+        its group, job type, notes and tags where init did not give them; returns its config,
+        its summary (empty when not known) and whether the server gave any of those fields
+        that init did not (the run existed before)."""
         text = "" if self.disabled else self._run_fields
         try:
             fields = json.loads(text) if text else {}
         except ValueError:
             fields = {}
         if not isinstance(fields, dict):
-            return {}, {}
+            return {}, {}, False
+        filled = False
         for key in ("group", "job_type", "notes"):
             value = fields.get(key)
             if self._init_args.get(key) is None and isinstance(value, str) and value:
                 self._init_args[key] = value
+                filled = True
         tags = fields.get("tags")
         if self._init_args.get("tags") is None and isinstance(tags, list) and tags:
             self._init_args["tags"] = [t for t in tags if isinstance(t, str)]
+            filled = True
         config, summary = fields.get("config"), fields.get("summary")
         return (config if isinstance(config, dict) else {},
-                summary if isinstance(summary, dict) else {})
+                summary if isinstance(summary, dict) else {}, filled)
 
     # -- identity -------------------------------------------------------------------------------
     @property
@@ -157,6 +170,39 @@ class Run(native.Run):
     def path(self) -> str:
         """``entity/project/id``."""
         return f"{self.entity}/{self.project}/{self.id}"
+
+    # -- logging ---------------------------------------------------------------------------------
+    def log(self, data: Any, step: Optional[int] = None, commit: Optional[bool] = None) -> None:
+        """Logs a dict of key -> value at the writer's current step (or ``step``); ``commit``
+        (default: True without ``step``, False with it) then moves on to the next step.
+
+        The extension's ``log`` does the work (docs/python.md, "The run"); a str value (or a
+        datetime, as ISO 8601 text) is no series: once the call succeeded, the last one of each
+        key goes to the run's summary (``run.summary[key] = value``). A call that raises logs
+        nothing, and keeps nothing in the summary either."""
+        if _texts:  # left by a conversion outside run.log (the extension's _flatten)
+            _texts.pop(threading.get_ident(), None)
+        try:
+            _native_log(self, data, step, commit)
+        except BaseException:
+            if _texts:
+                _texts.pop(threading.get_ident(), None)
+            raise
+        if _texts:
+            self._keep_texts()
+
+    def _keep_texts(self) -> None:
+        """The str values the call just logged: into the run's summary (the last one of each
+        key), through ``run.summary`` so that they reach the server."""
+        texts = _texts.pop(threading.get_ident(), None)
+        if not texts:
+            return
+        try:
+            self.summary.update(dict(texts))
+        except Exception as e:  # noqa: BLE001 - the values were logged; only the summary missed
+            keys = ", ".join(sorted({repr(k) for k, _ in texts}))
+            warnings.warn(f"cohort: run {self.id}: the text logged under {keys} was not kept in "
+                          f"the run's summary: {e}", RuntimeWarning, stacklevel=3)
 
     # -- seed SDK compatibility ------------------------------------------------------------------
     def define_metric(self, name: str, step_metric: Any = None, step_sync: Optional[bool] = None,
@@ -417,7 +463,8 @@ def join_as_child(state: Dict[str, Any], label: str) -> Run:
                          run_id=state["id"], directory=state.get("dir"))
     run = Run(ns, settings=s, init_args={"id": state["id"], "project": state.get("project"),
                                          "entity": state.get("entity"),
-                                         "name": state.get("name")})
+                                         "name": state.get("name"), "dir": state.get("dir"),
+                                         "shared": True})
     run._joined_from = state.get("label")
     if not run.disabled:
         _state.install_hooks()

@@ -124,7 +124,11 @@ class Api:
         if not isinstance(path, str):
             return path
         if re.match(r"(?i)^https?://", path):
-            segs = [s for s in urllib.parse.urlsplit(path).path.split("/") if s]
+            parts = urllib.parse.urlsplit(path)
+            query = urllib.parse.parse_qs(parts.query)
+            if query.get("p") and query.get("run"):  # the web UI's own address of a run
+                return f"{query['p'][0]}/{query['run'][0]}"
+            segs = [s for s in parts.path.split("/") if s]
             for i in range(len(segs) - 1, 1, -1):
                 if segs[i - 1] == "runs" and i >= 3:
                     return "/".join([urllib.parse.unquote(s)

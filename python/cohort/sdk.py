@@ -7,8 +7,9 @@ from __future__ import annotations
 import os
 import random
 import string
+import sys
 import warnings
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _resume_file, _state
 from ._client_settings import effective_mode, native_settings
@@ -20,10 +21,14 @@ from .settings import Settings, coerce_settings
 
 # init() arguments of the seed SDK that have no meaning here; accepted and ignored.
 _IGNORED_INIT_ARGS = frozenset({
-    "allow_val_change", "anonymous", "config_exclude_keys", "config_include_keys", "force",
+    "allow_val_change", "anonymous", "force",
     "magic", "monitor_gym", "save_code", "sync_tensorboard", "tensorboard", "fork_from",
     "resume_from", "job_type_", "dir_", "reinit_",
 })
+
+# init(reinit=...): what to do with the runs of this process still going (the vendor SDK's).
+_REINIT = {True: "finish_previous", False: "return_previous", "finish_previous":
+           "finish_previous", "return_previous": "return_previous", "create_new": "create_new"}
 
 _RESUME = {None: "", False: "", True: "allow", "auto": "allow", "allow": "allow",
            "must": "must", "never": "never"}
@@ -58,7 +63,9 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
          id: Optional[str] = None, resume: Union[bool, str, None] = None,
          mode: Optional[str] = None, dir: Optional[Union[str, os.PathLike]] = None,
          settings: Union[Settings, Dict[str, Any], None] = None,
-         reinit: Union[bool, str, None] = None, **kwargs: Any) -> Run:
+         reinit: Union[bool, str, None] = None,
+         config_exclude_keys: Optional[Sequence[str]] = None,
+         config_include_keys: Optional[Sequence[str]] = None, **kwargs: Any) -> Run:
     """Starts a run (or joins one: ``id=`` in shared mode) and returns it.
 
     Arguments win over the environment (``COHORT_PROJECT``, ``COHORT_ENTITY``, ``COHORT_RUN_ID``,
@@ -71,10 +78,18 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
     ``resume="auto"`` (or True) without an id resumes the last run of the data directory that
     did not finish with exit code 0 (its ``cohort-resume.json``; not in shared mode).
 
-    A run still in progress in this process is finished first (``reinit="create_new"`` keeps
-    it, ``reinit="return_previous"`` returns it). In a process that received a run from its
-    parent (pickled, or inherited through fork), ``init()`` returns that run as this process's
-    writer unless ``id``/``project``/``entity`` name another one.
+    ``config``: a dict (an argparse.Namespace, any object with ``__dict__``) or the path of a
+    YAML or JSON file; ``config_include_keys`` / ``config_exclude_keys`` keep only / leave out
+    those of its top-level keys (not both).
+
+    ``reinit``, when a run of this process is still going (the vendor SDK's rules): by default
+    (None, ``"default"``) the most recent one is returned, with a warning, outside notebooks,
+    and every one is finished first in a notebook (IPython); ``True`` / ``"finish_previous"``
+    finish them all first; ``False`` / ``"return_previous"`` return the most recent one;
+    ``"create_new"`` starts another run beside them, which becomes ``cohort.run`` only when
+    there is no current run. In a process that received a run from its parent (pickled, or
+    inherited through fork), ``init()`` returns that run as this process's writer unless
+    ``id``/``project``/``entity`` name another one.
     """
     unknown = set(kwargs) - _IGNORED_INIT_ARGS
     if unknown:
@@ -100,6 +115,8 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
     if resume not in _RESUME:
         raise UsageError(f"init: resume must be one of allow, must, never, auto, True or False; "
                          f"got {resume!r}")
+    policy = _reinit_policy(reinit)
+    cfg = _init_config(config, config_exclude_keys, config_include_keys)
     client_mode, shared = effective_mode(mode, s)
 
     # A run received from the parent process: one passed explicitly (unpickled) is returned
@@ -114,12 +131,24 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
         _state.adopt(adopted)
         return adopted
 
-    previous = _state.current()
-    if previous is not None and not previous.finished and previous._pid == os.getpid():
-        if reinit in ("return_previous", False):
+    active = _active_runs()
+    if active:
+        if policy == "finish_previous":
+            for previous in reversed(active):
+                previous.finish()
+        elif policy == "return_previous":
+            previous = active[-1]
+            if resume == "must":
+                raise UsageError(f"init(resume='must'): run {previous.id} is still going in this "
+                                 f"process; finish it first (run.finish()), or pass "
+                                 f"reinit='create_new' to run both")
+            if reinit in (None, "default"):
+                warnings.warn(f"cohort.init: run {previous.id} is still going in this process: "
+                              f"returning it (reinit's default outside notebooks, as the vendor "
+                              f"SDK's); for a new run call run.finish() first or pass "
+                              f"reinit='finish_previous' (reinit='create_new' keeps both going)",
+                              UserWarning, stacklevel=2)
             return previous
-        if reinit != "create_new":
-            previous.finish()
 
     # The seed SDK's environment, for what neither the arguments nor the settings give (not
     # before the checks above: a variable inherited by a child process describes no run).
@@ -136,10 +165,10 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
     shared_by_env = not client_mode and env_mode == "shared"
     if resume in (True, "auto") and not (shared or shared_by_env):
         resume_file, id = _auto_resume(id, project, dir, s)
-    cfg = config_dict(config)
     init_args = {"entity": entity, "project": project, "name": name, "group": group,
                  "job_type": job_type, "tags": list(tags) if tags is not None else None,
-                 "notes": notes, "id": id, "mode": mode, "dir": str(dir) if dir else None}
+                 "notes": notes, "id": id, "mode": mode, "dir": str(dir) if dir else None,
+                 "resume": _RESUME[resume], "shared": bool(shared or shared_by_env)}
     ns = native_settings(s, mode=client_mode, shared=shared, entity=entity, project=project,
                           run_id=id, name=name, group=group, job_type=job_type, notes=notes,
                           tags=tags, config_json=to_json(cfg) if cfg else "",
@@ -152,8 +181,66 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
         _state.install_hooks()
         if run.offline and not _offline_by_choice(client_mode):
             run._note_unconfirmed()
-    _state.register(run)
+    current = _state.current()
+    _state.register(run, make_current=policy != "create_new" or current is None or
+                    current.finished or current._pid != os.getpid())
     return run
+
+
+def _reinit_policy(reinit: Any) -> str:
+    """``init(reinit=...)`` as "finish_previous", "return_previous" or "create_new"."""
+    if reinit is None or (isinstance(reinit, str) and reinit == "default"):
+        return "finish_previous" if _in_notebook() else "return_previous"
+    try:
+        policy = _REINIT.get(reinit)
+    except TypeError:  # unhashable
+        policy = None
+    if policy is None:
+        raise UsageError(f"init: reinit must be one of 'default', 'return_previous', "
+                         f"'finish_previous', 'create_new', True or False; got {reinit!r:.60}")
+    return policy
+
+
+def _in_notebook() -> bool:
+    """Whether this is an interactive IPython shell (Jupyter, Colab, the IPython terminal), as
+    the vendor SDK's ``in_notebook`` tells it (IPython is not imported here)."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    try:
+        return ipython.get_ipython() is not None
+    except Exception:  # noqa: BLE001 - a broken IPython is no notebook
+        return False
+
+
+def _active_runs() -> list:
+    """The runs this process started that are still going, oldest first (not a writer joined
+    from a pickled run, nor a run inherited through fork)."""
+    pid = os.getpid()
+    return [r for r in _state.live() if isinstance(r, Run) and not r.finished and
+            r._pid == pid and r._joined_from is None]
+
+
+def _init_config(config: Any, exclude: Optional[Sequence[str]],
+                 include: Optional[Sequence[str]]) -> Dict[str, Any]:
+    """init's ``config`` (a file read) with ``config_include_keys`` / ``config_exclude_keys``
+    applied to its top-level keys, as the vendor SDK's ``parse_config``."""
+    if exclude and include:
+        raise UsageError("init: give config_exclude_keys or config_include_keys, not both")
+    cfg = config_dict(config)
+    for arg, keys in (("config_include_keys", include), ("config_exclude_keys", exclude)):
+        if not keys:
+            continue
+        if isinstance(keys, str):
+            keys = [keys]  # one key, not its characters
+        try:
+            wanted = {str(k) for k in keys}
+        except TypeError:
+            raise TypeError(f"init: {arg} must be a list of str, got "
+                            f"{type(keys).__name__}") from None
+        keep = arg == "config_include_keys"
+        cfg = {k: v for k, v in cfg.items() if (k in wanted) == keep}
+    return cfg
 
 
 def _auto_resume(run_id: Optional[str], project: Optional[str],
@@ -237,6 +324,26 @@ def use_artifact(artifact: str, type: Optional[str] = None) -> Any:
         raise UsageError("cohort.use_artifact: no run; call cohort.init() first (or read it "
                          "with cohort.Api().artifact(...))")
     return run.use_artifact(artifact, type=type)
+
+
+def log_artifact(artifact_or_path: Any, name: Optional[str] = None, type: Optional[str] = None,
+                 aliases: Optional[List[str]] = None) -> Any:
+    """``run.log_artifact`` of the current run (``cohort.run``)."""
+    run = _state.current() or _state.adopted_run()
+    if run is None:
+        raise UsageError("cohort.log_artifact: no run; call cohort.init() first")
+    return run.log_artifact(artifact_or_path, name=name, type=type, aliases=aliases)
+
+
+def save(glob_str: Any, base_path: Any = None, policy: str = "live", glob: bool = True
+         ) -> List[str]:
+    """``run.save`` of the current run (``cohort.run``): uploads nothing (Cohort keeps no run
+    files), warns naming the files, returns []; see :meth:`cohort.Run.save`."""
+    run = _state.current() or _state.adopted_run()
+    if run is None:
+        raise UsageError("cohort.save: no run; call cohort.init() first (and log files with "
+                         "run.log_artifact(path, type=...): Cohort keeps no run files)")
+    return run.save(glob_str, base_path=base_path, policy=policy, glob=glob)
 
 
 def alert(title: str, text: str, level: Any = None, wait_duration: Any = None) -> None:

@@ -59,7 +59,8 @@ def test_plain_run_under_torchrun_is_its_own_primary_and_url_names_the_run(clien
     info = run_snippet(client, "group='g'", env={"RANK": "2"})
     assert info["label"] == "rank_2"
     assert info["url"].startswith(client.server.url)
-    assert info["url"].endswith(f"/{info['entity']}/surface/runs/{info['id']}")
+    # The web UI's page of the run (as the UI and the alert webhooks link it).
+    assert info["url"].endswith(f"/?p={info['entity']}%2Fsurface&run={info['id']}")
     view = client.run_view(info["id"], project="surface")
     writers = wait_until(lambda: view.writers(), what="writer")
     assert writers["rank_2"]["primary"]  # not RANK == 0, but the only writer of its run

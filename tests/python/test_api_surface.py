@@ -93,25 +93,85 @@ def test_finish_is_idempotent():
     assert run.finished
 
 
-def test_second_init_finishes_the_previous_run():
+def test_second_init_returns_the_previous_run_with_a_warning():
+    # The vendor SDK's default outside notebooks (reinit="default": "return_previous").
     first = disabled()
-    second = disabled()
+    with pytest.warns(UserWarning, match=rf"run {first.id} is still going.*returning it.*"
+                                         r"reinit='finish_previous'"):
+        assert disabled() is first
+    assert not first.finished and cohort.run is first
+    with pytest.warns(UserWarning, match="returning it"):
+        assert disabled(reinit="default") is first
+    assert not first.finished
+
+
+def test_reinit_finish_previous_and_true_finish_the_previous_run():
+    first = disabled()
+    second = disabled(reinit="finish_previous")
     assert first.finished and not second.finished
     assert cohort.run is second
+    third = disabled(reinit=True)
+    assert second.finished and not third.finished and cohort.run is third
 
 
 def test_reinit_return_previous_returns_the_same_run():
     first = disabled()
-    assert disabled(reinit="return_previous") is first
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # asked for: no warning
+        assert disabled(reinit="return_previous") is first
+        assert disabled(reinit=False) is first
+    assert not first.finished
 
 
-def test_reinit_create_new_keeps_both_runs_going():
+def test_reinit_create_new_keeps_both_runs_going_and_the_current_run():
+    # As the vendor SDK's: the new run does not become cohort.run (nor take cohort.log) while
+    # another run is current.
     first = disabled()
     second = disabled(reinit="create_new")
     assert not first.finished and not second.finished
-    assert cohort.run is second
+    assert cohort.run is first
+    cohort.log({"a": 1.0})  # the current run's
+    # The default returns the most recent run still going, without making it current.
+    with pytest.warns(UserWarning, match=second.id):
+        assert disabled() is second
+    assert cohort.run is first
     first.finish()
-    assert cohort.run is second
+    assert cohort.run is None and not second.finished
+    third = disabled(reinit="create_new")  # no current run: it becomes the current one
+    assert cohort.run is third
+
+
+def test_reinit_finish_previous_finishes_every_run_still_going():
+    first = disabled()
+    second = disabled(reinit="create_new")
+    third = disabled(reinit="finish_previous")
+    assert first.finished and second.finished and not third.finished
+    assert cohort.run is third
+
+
+def test_reinit_default_finishes_the_previous_run_in_a_notebook(monkeypatch):
+    import types
+    fake = types.ModuleType("IPython")
+    fake.get_ipython = lambda: object()  # an interactive shell
+    monkeypatch.setitem(__import__("sys").modules, "IPython", fake)
+    first = disabled()
+    second = disabled()
+    assert first.finished and not second.finished and cohort.run is second
+    fake.get_ipython = lambda: None  # IPython imported, but no shell: a script
+    with pytest.warns(UserWarning, match="returning it"):
+        assert disabled() is second
+
+
+def test_bad_reinit_is_a_usage_error():
+    with pytest.raises(cohort.UsageError, match="reinit must be one of"):
+        disabled(reinit="sometimes")
+
+
+def test_resume_must_with_a_run_going_is_a_usage_error():
+    first = disabled()
+    with pytest.raises(cohort.UsageError, match=rf"resume='must'.*{first.id}.*create_new"):
+        disabled(id="other", resume="must")
+    assert not first.finished
 
 
 def test_unknown_init_argument_is_a_type_error():
@@ -284,7 +344,8 @@ def test_init_arguments_and_settings_win_over_the_seed_sdks_environment(monkeypa
         monkeypatch.setenv(k, v)
     run = disabled(name="arg", group="g", job_type="j", tags=[], notes="n")
     assert (run.name, run.group, run.job_type, run.tags, run.notes) == ("arg", "g", "j", (), "n")
-    run = disabled(settings=cohort.Settings(run_group="sg", run_tags=["st"]))
+    run = disabled(reinit="finish_previous",
+                   settings=cohort.Settings(run_group="sg", run_tags=["st"]))
     assert run._init_args["group"] is None and run._init_args["tags"] is None
     assert run.name == "from-env"
 

@@ -227,8 +227,8 @@ def test_the_converter_turns_media_and_lists_into_one_set():
     # How many and the largest file known: what the log call checks against the server's
     # limits (Run::CheckMediaSet); an array's file is not known before it is encoded.
     assert convert("k", [img] * 1025).sizes == (1025, -1)
-    with pytest.raises(TypeError):
-        convert("k", [1.0, 2.0])  # a list of numbers is still not a value
+    hist = convert("k", [1.0, 2.0])  # a list of numbers: a histogram, not a media set
+    assert isinstance(hist, tuple) and (hist[0], hist[1]) == (1.0, 2.0)
 
 
 def test_a_disabled_run_accepts_media_and_logs_nothing():

@@ -37,10 +37,13 @@ def test_a_str_or_none_value_loses_none_of_the_calls_numbers(client):
         "for i in range(3):\n"
         "    run.log({'loss': 3.0 - i, 'label': 'cat', 'lr': None})\n"
         "run.finish()\n")))
-    assert proc.stderr.count("'label': a str is not stored as a metric") == 1, proc.stderr
+    assert proc.stderr.count("'label': a str is not stored as a chart series; the last value "
+                             "logged is kept in the run's summary") == 1, proc.stderr
     assert proc.stderr.count("'lr': None is not stored as a metric") == 1, proc.stderr
     view, run = _ended_run(client)
     assert run["summary"]["loss"] == 1.0
+    assert run["summary"]["label"] == "cat"  # as the vendor SDK's summary keeps it
+    assert "lr" not in run["summary"]
     hist = wait_until(lambda: view.history(keys=["loss"]), what="loss history")
     assert [v for _, v in next(iter(hist.values()))] == [3.0, 2.0, 1.0]
 

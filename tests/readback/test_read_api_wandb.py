@@ -254,6 +254,8 @@ def test_created_at_is_utc_iso_8601(spell):
 def test_run_path_in_wandb_url_form(spell, entity, api):
     assert api.run(f"{entity}/spell/runs/spell").id == "spell"
     assert api.run(spell.url).id == "spell"  # the run's web address
+    # The UI's own address of it, what the SDK's run.url / get_url() give.
+    assert api.run(f"http://127.0.0.1:8787/?p={entity}%2Fspell&run=spell").id == "spell"
     assert api.history([f"{entity}/spell/runs/spell"])["loss"].tolist() == [
         1.0 / (s + 1) for s in range(5)]
     with pytest.raises(cohort.UsageError, match="entity/project/run_id"):
