@@ -24,6 +24,13 @@
 namespace cohort::cli {
 namespace {
 
+// Said by export and migrate (their output and --help): a backup or a move is the store AND its
+// blob store (docs/operations.md, "Backups").
+constexpr const char* kBlobsNotIncluded =
+    "note: the files of artifacts, media and run uploads are in the blob store, not in the "
+    "store: copy the data directory's blobs/ (or --blob-dir) along, or keep the S3 bucket "
+    "(docs/operations.md, \"Backups\")";
+
 using store::DumpCounts;
 using store::DumpHeader;
 using store::DumpRecord;
@@ -222,9 +229,9 @@ int RunExport(const Opts& o) {
     std::remove(tmp.c_str());
     return Fail("export", s);
   }
-  std::fprintf(stderr, "exported %lld rows (%lld bytes) to %s\n",
+  std::fprintf(stderr, "exported %lld rows (%lld bytes) to %s\n%s\n",
                static_cast<long long>(Total(writer.counts())),
-               static_cast<long long>(writer.bytes()), path.c_str());
+               static_cast<long long>(writer.bytes()), path.c_str(), kBlobsNotIncluded);
   std::printf("%s\n", path.c_str());
   return 0;
 }
@@ -309,9 +316,9 @@ int RunMigrate(const Opts& o) {
   progress.Finish();
   if (!s.ok()) return Fail("migrate", s);
   if (Status v = Verify(*counts, dst->get()); !v.ok()) return Fail("migrate", v);
-  std::fprintf(stderr, "migrated %lld rows (%lld already present)\n",
+  std::fprintf(stderr, "migrated %lld rows (%lld already present)\n%s\n",
                static_cast<long long>(batcher.stored()),
-               static_cast<long long>(Total(*counts) - batcher.stored()));
+               static_cast<long long>(Total(*counts) - batcher.stored()), kBlobsNotIncluded);
   return 0;
 }
 
@@ -332,8 +339,9 @@ Runner AddStoreDumpCommands(CLI::App& app) {
     cmd->add_flag("--force", o->force,
                   "Copy into a target that holds other data (rows with the same keys are skipped)");
   };
-  auto* exp =
-      app.add_subcommand("export", "Dump a whole store (every run, series, key...) to a file");
+  auto* exp = app.add_subcommand(
+      "export",
+      "Dump a whole store (every run, series, key...) to a file; the blob store is not in it");
   exp->add_option("--store", o->store_url, "Store URL (sqlite:PATH, PATH or postgresql://...)")
       ->required()
       ->envname("COHORT_STORE");
@@ -349,12 +357,15 @@ Runner AddStoreDumpCommands(CLI::App& app) {
   progress_opt(imp);
   auto* mig = app.add_subcommand("migrate",
                                  "Copy a whole store into another (e.g. SQLite to "
-                                 "PostgreSQL); stop the servers of both first");
+                                 "PostgreSQL); stop the servers of both first; the blob store "
+                                 "is not copied");
   mig->add_option("--from", o->from, "Source store URL (sqlite:PATH, PATH or postgresql://...)")
       ->required();
   mig->add_option("--to", o->to, "Target store URL")->required();
   target_opts(mig);
   progress_opt(mig);
+  exp->footer(kBlobsNotIncluded);
+  mig->footer(kBlobsNotIncluded);
   return [=]() -> int {
     if (exp->parsed()) return RunExport(*o);
     if (imp->parsed()) return RunImport(*o);

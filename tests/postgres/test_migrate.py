@@ -170,6 +170,8 @@ def test_export_import_round_trip_and_clear_errors(cluster, tmp_path):
     out = cohort("export", "--store", str(sqlite_path), "--out", str(dump))
     assert out.stdout.strip() == str(dump)
     assert not (tmp_path / "store.cdump.tmp").exists()
+    # A dump is not a whole backup: it says where the files of artifacts and media are.
+    assert "not in the store: copy the data directory's blobs/" in out.stderr, out.stderr
 
     db = fresh_db(cluster, tmp_path, "imp")
     url = cluster.url(db)
