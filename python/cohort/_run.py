@@ -354,12 +354,22 @@ class Run(RunCompat, native.Run):
     def _note_unconfirmed(self) -> None:
         """init(): the agent's answer said the server has not confirmed the run (unreachable,
         or no answer within the wait): says so on stderr, and again at finish."""
+        from .api_http import AuthError, resolve
         try:
-            from .api_http import resolve
             url = resolve(self._settings.base_url, self._settings.api_key or "-")[0]
         except Exception:  # noqa: BLE001 - an unreadable config file: the run's own URL
             url = self.url
         self._unconfirmed_url = url
+        try:
+            resolve(self._settings.base_url, self._settings.api_key)
+        except AuthError:  # no key anywhere: the server will refuse what the agent sends
+            sys.stderr.write(f"cohort: run {self.id}: no API key (none given, no COHORT_API_KEY, "
+                             f"none saved by `cohort login`): the server at {url} will refuse "
+                             f"this run; the agent keeps what it logs: run `cohort login` (or "
+                             f"set COHORT_API_KEY), then `cohort sync` to upload it\n")
+            return
+        except Exception:  # noqa: BLE001 - an unreadable config file: said by the line below
+            pass
         sys.stderr.write(f"cohort: run {self.id}: not confirmed by the server at {url} yet "
                          f"(unreachable, or slow to answer); what it logs is kept by the agent, "
                          f"which uploads it when the server answers (or run `cohort sync`)\n")

@@ -65,6 +65,24 @@ def test_an_unreachable_server_is_said_on_stderr_at_init(client):
     assert "cohort sync" in lines[0]
 
 
+def test_an_unconfirmed_run_without_any_api_key_says_so_at_init(client, tmp_path):
+    """No key given, none in the environment or saved by `cohort login`, the server not
+    answering: init names the missing key and what to do, not only "not confirmed" (the agent
+    would meet 401s the user never sees)."""
+    url = f"http://127.0.0.1:{free_port()}"
+    (tmp_path / "xdg").mkdir()
+    proc = assert_ok(client.python(HEADER + (
+        f"run = cohort.init(project={PROJECT!r}, settings=cohort.Settings(init_timeout=5, "
+        "finish_timeout=2))\n"
+        "run.log({'a': 1})\n"
+        "run.finish()\n"), env={"COHORT_BASE_URL": url, "COHORT_API_KEY": "",
+                                "XDG_CONFIG_HOME": str(tmp_path / "xdg")}))
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("cohort: run ")]
+    assert len(lines) == 1, proc.stderr
+    assert "no API key" in lines[0] and "cohort login" in lines[0], lines[0]
+    assert "cohort sync" in lines[0] and url in lines[0], lines[0]
+
+
 def test_an_offline_run_by_choice_says_nothing(client):
     proc = assert_ok(client.python(HEADER + (
         f"run = cohort.init(project={PROJECT!r}, mode='offline')\n"
