@@ -206,7 +206,13 @@ class Run {
   Status UpdateConfig(std::string_view json_object);
   // Removes these keys from the run's config.
   Status RemoveConfigKeys(const std::vector<std::string>& keys);
+  // Sets summary keys (a null deletes one). A key set here keeps the value set until this writer
+  // logs it again: the last write wins, as in the vendor's SDK (see Finish).
   Status UpdateSummary(std::string_view json_object);
+  // The last value this writer logged of each key whose last write was a Log, not an
+  // UpdateSummary after it (what the run's summary shows for it; the Python SDK's run.summary
+  // reads it, with the keys it set over it). Empty for a disabled run.
+  std::map<std::string, double> LastLoggedValues() const;
   // Changes the run's fields after Init (sent like config updates, in order with the data).
   // In shared mode only the primary writer's changes reach the server.
   Status SetName(std::string_view name);
@@ -221,8 +227,10 @@ class Run {
   // "preempted" or "crashed".
   //
   // The run's summary keeps the last logged value of every key (sent at Finish and about every
-  // 10 s while the run goes on), except keys set by UpdateSummary, which keep the value set;
-  // in shared mode only the writer that controls the run (primary) sends these values.
+  // 10 s while the run goes on), except keys set by UpdateSummary, which keep the value set
+  // until the key is logged again (the last write wins); in shared mode only the writer that
+  // controls the run (primary) sends these values, and the server's summary follows the
+  // primary's series (a worker's later log of a key it set does not replace the value set).
   //
   // Runs nobody finished are finished when the process exits: through exit() or a return from
   // main with that exit status (0 finished, else failed), after an uncaught exception

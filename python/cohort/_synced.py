@@ -25,7 +25,7 @@ class _SyncedDict(MutableMapping):
     def __init__(self, run: Any = None, items: Optional[Mapping[str, Any]] = None):
         object.__setattr__(self, "_run", run)
         object.__setattr__(self, "_items", dict(items or {}))
-        object.__setattr__(self, "_lock", threading.Lock())
+        object.__setattr__(self, "_lock", threading.RLock())  # reentrant: del reads
 
     # -- sync ---------------------------------------------------------------------------------
     def _send(self, changes: Mapping[str, Any]) -> None:
@@ -46,16 +46,20 @@ class _SyncedDict(MutableMapping):
             self._send(changes)
             self._items.update(changes)
 
+    def _read(self) -> Dict[str, Any]:
+        """What reads see (the summary adds the logged values)."""
+        return self._items
+
     # -- MutableMapping -------------------------------------------------------------------------
     def __getitem__(self, key: str) -> Any:
-        return self._items[key]
+        return self._read()[key]
 
     def __setitem__(self, key: str, value: Any) -> None:
         self._set_many({key: value})
 
     def __delitem__(self, key: str) -> None:
         with self._lock:
-            if key not in self._items:
+            if key not in self._read():
                 raise KeyError(key)
             run = self._run
             if self._what == "config":
@@ -63,23 +67,23 @@ class _SyncedDict(MutableMapping):
                     run._remove_config([key])
             else:
                 self._send({key: None})
-            del self._items[key]
+            self._items.pop(key, None)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(list(self._items))
+        return iter(list(self._read()))
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._read())
 
     def __contains__(self, key: object) -> bool:
-        return key in self._items
+        return key in self._read()
 
     # -- attribute access ------------------------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
         try:
-            return self._items[name]
+            return self._read()[name]
         except KeyError:
             raise AttributeError(f"{self._what} has no key {name!r}") from None
 
@@ -115,17 +119,18 @@ class _SyncedDict(MutableMapping):
 
     def setdefaults(self, defaults: Mapping[str, Any]) -> None:
         """Sets the keys of ``defaults`` that are not set yet."""
-        self._set_many({k: v for k, v in defaults.items() if k not in self._items})
+        current = self._read()
+        self._set_many({k: v for k, v in defaults.items() if k not in current})
 
     def as_dict(self) -> Dict[str, Any]:
         """A copy of the items as a plain dict."""
-        return dict(self._items)
+        return dict(self._read())
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._items!r})"
+        return f"{type(self).__name__}({self._read()!r})"
 
     def __reduce__(self):
-        return (type(self), (None, dict(self._items)))
+        return (type(self), (None, dict(self._read())))
 
 
 class Config(_SyncedDict):
@@ -136,6 +141,21 @@ class Config(_SyncedDict):
 
 
 class Summary(_SyncedDict):
-    """``run.summary``: values that describe the run as a whole (final accuracy, ...)."""
+    """``run.summary``: values that describe the run as a whole (final accuracy, ...).
+
+    Reads see, as the seed's SDK's do, the last logged value of each key (the client library
+    keeps them: ``run._last_logged()``) and the keys the script set, the last write of each key
+    winning: a key set and then logged again reads as its logged value."""
 
     _what = "summary"
+
+    def _read(self) -> Dict[str, Any]:
+        run = self._run
+        last_logged = getattr(run, "_last_logged", None)
+        if run is None or last_logged is None or run.disabled:
+            return self._items
+        with self._lock:  # an assignment's send and its _items update are seen together
+            items = dict(self._items)
+            # Only keys whose last write was a log: a key set after its last log is left out.
+            items.update(last_logged())
+        return items

@@ -29,6 +29,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -655,6 +656,24 @@ NB_MODULE(_cohort, m) {
       .def(
           "_update_summary",
           [](PyRun& self, std::string_view json) { UpdateJson(self, json, true); }, "json"_a)
+      .def(
+          "_last_logged",
+          [](PyRun& self) {
+            // run.summary's reads (cohort/_synced.py): Run::LastLoggedValues, under the run's
+            // lock (which the flush thread takes too: not with the GIL held).
+            std::map<std::string, double> values;
+            {
+              nb::gil_scoped_release release;
+              values = self.run.LastLoggedValues();
+            }
+            nb::dict out;
+            for (const auto& [key, value] : values) {
+              out[nb::str(key.data(), key.size())] = nb::float_(value);
+            }
+            return out;
+          },
+          "The last logged value of each key whose last write was a log, not a summary "
+          "assignment after it (Run::LastLoggedValues).")
       .def(
           "_remove_config",
           [](PyRun& self, const std::vector<std::string>& keys) {

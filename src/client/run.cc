@@ -376,6 +376,10 @@ Status Run::UpdateSummary(std::string_view json_object) {
   return impl_->EnqueueSummary(std::move(summary));
 }
 
+std::map<std::string, double> Run::LastLoggedValues() const {
+  return impl_ ? impl_->LastLoggedValues() : std::map<std::string, double>();
+}
+
 namespace {
 
 // The run fields SetName & co. change, with the server's limits (runs_api.cc PatchRun), so

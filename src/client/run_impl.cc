@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <new>
 
 #include "agent/agent_log.h"
@@ -23,7 +22,6 @@ constexpr int64_t kFlushIntervalMs = 100;
 constexpr int64_t kIoBudgetMs = 2000;          // one flush's I/O
 constexpr int64_t kSpawnBudgetMs = 10000;      // connecting to or spawning the agent
 constexpr size_t kMaxQueuedBytes = 512 << 20;  // frames kept for a missing agent
-constexpr int64_t kSummaryIntervalMs = 10000;  // last-value summary updates while running
 constexpr size_t kMaxAlertTitlesKept = 4096;   // titles whose last alert time is kept
 
 // Every deadline and timer here, and in the transports, runs on the monotonic clock: a wall
@@ -275,64 +273,9 @@ Status Run::Impl::EnqueueAlert(const std::string& title, std::string body, int64
   return Status::Ok();
 }
 
-Status Run::Impl::EnqueueSummary(bj::object summary) {
-  if (finished.load()) return Status::FailedPrecondition("run already finished");
-  {
-    MutexLock lock(&mu);
-    DrainBufferLocked();  // what was logged before the update goes first
-    for (const auto& kv : summary) {
-      std::string key(kv.key());
-      summary_dirty.erase(key);
-      summary_explicit.insert(std::move(key));
-    }
-    bj::object body;
-    body["summary"] = std::move(summary);
-    PendingFrame f{next_frame++, agent::MessageType::kUpdate, bj::serialize(body)};
-    frame_bytes += f.body.size();
-    frames.push_back(std::move(f));
-  }
-  RequestFlush();
-  return Status::Ok();
-}
-
-void Run::Impl::NoteLastValuesLocked(const batch::Batch& batch) {
-  // The last cell of each key in the batch (cells are in logging order), then one map write
-  // per distinct key.
-  last_cell_of_key.assign(batch.keys.size(), UINT32_MAX);
-  for (uint32_t i = 0; i < batch.cells.size(); ++i) last_cell_of_key[batch.cells[i].key] = i;
-  for (size_t k = 0; k < batch.keys.size(); ++k) {
-    if (last_cell_of_key[k] == UINT32_MAX) continue;
-    if (!summary_explicit.empty() && summary_explicit.count(batch.keys[k]) != 0) continue;
-    summary_dirty[batch.keys[k]] = batch.cells[last_cell_of_key[k]].value;
-  }
-}
-
-void Run::Impl::EnqueueLastValuesLocked() {
-  bj::object values;
-  for (const auto& [key, value] : summary_dirty) {
-    // JSON has no NaN or infinities (and null would delete the key): they go as the strings
-    // the vendor's SDK shows, so that a diverged run does not show its last finite value.
-    if (std::isfinite(value)) {
-      values[key] = value;
-    } else if (std::isnan(value)) {
-      values[key] = "NaN";
-    } else {
-      values[key] = value > 0 ? "Infinity" : "-Infinity";
-    }
-  }
-  summary_dirty.clear();
-  summary_sent_ms = MonoMs();
-  if (values.empty()) return;
-  bj::object body;
-  body["summary"] = std::move(values);
-  PendingFrame f{next_frame++, agent::MessageType::kUpdate, bj::serialize(body)};
-  frame_bytes += f.body.size();
-  frames.push_back(std::move(f));
-}
-
 void Run::Impl::DrainBufferLocked(bool final) {
   while (buffer.Take(&scratch)) {
-    if (auto_summary) NoteLastValuesLocked(scratch);
+    NoteLastValuesLocked(scratch);
     // Encoded once, here: the frame's body is the batch the agent stores and the server reads.
     PendingFrame f{
         next_frame++,
@@ -343,7 +286,8 @@ void Run::Impl::DrainBufferLocked(bool final) {
     frame_bytes += f.body.size();
     frames.push_back(std::move(f));
   }
-  if (!summary_dirty.empty() && (final || MonoMs() - summary_sent_ms >= kSummaryIntervalMs)) {
+  if (!summary_dirty.empty() &&
+      (final || MonoMs() - summary_sent_ms >= client::kSummaryIntervalMs)) {
     EnqueueLastValuesLocked();
   }
   // Not while FlushOnce sends: it holds pointers into `frames` (user threads drain too). The

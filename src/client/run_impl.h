@@ -38,6 +38,8 @@ namespace cohort {
 namespace client {
 // A random non-zero 63-bit session id (frames are numbered within it).
 uint64_t NewSessionId();
+// How often the last-value summary goes out while the run goes on (and at Finish).
+inline constexpr int64_t kSummaryIntervalMs = 10000;
 }  // namespace client
 
 struct Run::Impl {
@@ -67,8 +69,12 @@ struct Run::Impl {
   void NoteAgent(const client::AgentTransport& t);
   Status EnqueueAlert(const std::string& title, std::string body, int64_t wait_ms)
       COHORT_EXCLUDES(mu);
-  // Sends summary keys the user set; those keys are then never overwritten by last values.
+  // Sends summary keys the user set; each keeps the value set until the key is logged again
+  // (the last write wins, as in the vendor's SDK).
   Status EnqueueSummary(boost::json::object summary) COHORT_EXCLUDES(mu);
+  // The last logged value of each key whose last write was a Log (not a later EnqueueSummary),
+  // what was buffered included (it is drained into frames first).
+  std::map<std::string, double> LastLoggedValues() COHORT_EXCLUDES(mu);
   // The run's display name: Init's (or the server's), then the latest SetName.
   const std::string& current_name() COHORT_EXCLUDES(name_mu);
   void SetLocalName(std::string name) COHORT_EXCLUDES(name_mu);
@@ -173,11 +179,13 @@ struct Run::Impl {
   batch::Batch scratch COHORT_GUARDED_BY(mu);
   // Values of frames given up: dropped by the queue's cap, or never sent when Finish gave up.
   std::atomic<int64_t> frames_dropped_values{0};
-  // Last-value summary (only for the writer that controls the run): the last logged value of
-  // each key not yet sent, and the keys the user set explicitly (never overwritten).
+  // Last-value summary. `last_values`: the last logged value of each key whose last write was a
+  // log (a later EnqueueSummary of the key takes it out; a later log puts it back: the last write
+  // wins), for every writer (run.summary reads it). `summary_dirty`: those not sent yet, only
+  // for the writer that controls the run (auto_summary).
   bool auto_summary = false;  // set before the flusher starts
+  std::unordered_map<std::string, double> last_values COHORT_GUARDED_BY(mu);
   std::unordered_map<std::string, double> summary_dirty COHORT_GUARDED_BY(mu);
-  std::unordered_set<std::string> summary_explicit COHORT_GUARDED_BY(mu);
   int64_t summary_sent_ms COHORT_GUARDED_BY(mu) = 0;             // monotonic
   std::vector<uint32_t> last_cell_of_key COHORT_GUARDED_BY(mu);  // scratch
   // When an alert of each title was last queued (monotonic ms), for Run::Alert's wait duration.

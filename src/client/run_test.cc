@@ -324,21 +324,31 @@ bj::object ParseObject(const std::string& text) {
   return v.ok() && v->is_object() ? v->as_object() : bj::object();
 }
 
-TEST_F(RunTest, SummaryKeepsTheLastLoggedValueUnlessSetExplicitly) {
+// A key set through UpdateSummary keeps the value set until it is logged again: the last write
+// wins, as in the vendor's SDK (the set key was skipped for good: a later log never reached the
+// summary). LastLoggedValues() shows the keys whose last write was a log.
+TEST_F(RunTest, SummaryKeepsTheLastWriteOfEachKeyLogOrSet) {
   FakeCohortServer server;
   auto run = Init(Base(server.url(), "agent"));
   ASSERT_TRUE(run.ok());
   for (int step = 0; step < 50; ++step) {
-    run->Log({{"loss", 100.0 - step}, {"acc", step / 100.0}});
+    run->Log({{"loss", 100.0 - step}, {"acc", step / 100.0}, {"lr", 0.5}});
   }
-  ASSERT_TRUE(run->UpdateSummary(R"({"acc": 0.99})").ok());
+  ASSERT_TRUE(run->UpdateSummary(R"({"acc": 0.99, "lr": 0.25})").ok());
+  EXPECT_EQ(run->LastLoggedValues(), (std::map<std::string, double>{{"loss", 51.0}}));
   for (int step = 50; step < 60; ++step) run->Log({{"loss", 100.0 - step}, {"acc", 0.1}});
   run->Log({{"nan_metric", std::nan("")}, {"inf_metric", -HUGE_VAL}});
+  const std::map<std::string, double> last = run->LastLoggedValues();
+  EXPECT_EQ(last.size(), 4u);
+  EXPECT_EQ(last.at("acc"), 0.1);   // logged after it was set: the log wins
+  EXPECT_EQ(last.count("lr"), 0u);  // set after its last log: the set value wins
+  EXPECT_TRUE(std::isnan(last.at("nan_metric")));
   ASSERT_TRUE(run->Finish().ok());
   bj::object summary = ParseObject(server.run_summary());
   ASSERT_TRUE(summary.contains("loss")) << server.run_summary();
   EXPECT_EQ(*json::ToDouble(summary.at("loss")), 41.0);
-  EXPECT_EQ(*json::ToDouble(summary.at("acc")), 0.99);  // set by hand: kept
+  EXPECT_EQ(*json::ToDouble(summary.at("acc")), 0.1) << server.run_summary();
+  EXPECT_EQ(*json::ToDouble(summary.at("lr")), 0.25) << server.run_summary();
   EXPECT_EQ(summary["nan_metric"], "NaN");
   EXPECT_EQ(summary["inf_metric"], "-Infinity");
 }
