@@ -547,8 +547,9 @@ void InitRun(PyRun* self, const cohort::Settings& settings) {
 // run is finished: what changes a run needs it open.
 void RequireOpen(const PyRun& self, std::string_view what) {
   if (!self.finished) return;
-  PyErr_Format(ErrorTypeFor(cohort::StatusCode::kFailedPrecondition), "%.*s: this run is finished",
-               int(what.size()), what.data());
+  // Built here: PyErr_Format has no "%.*s" (the message was that format string itself).
+  const std::string message = std::string(what) + ": this run is finished";
+  PyErr_SetString(ErrorTypeFor(cohort::StatusCode::kFailedPrecondition), message.c_str());
   throw nb::python_error();
 }
 

@@ -57,3 +57,20 @@ def test_the_last_write_of_a_key_wins_log_or_assignment(client):
     assert proc.stdout.split() == ["2", "5", "3.0", "5"], proc.stdout
     run = _ended_run(client)
     assert run["summary"]["A"] == 3.0 and run["summary"]["B"] == 5, run["summary"]
+
+
+def test_changes_after_finish_raise_a_usage_error_naming_what_changed(client):
+    # The message was the format string itself ("%.*s: this run is finished").
+    proc = assert_ok(client.python(HEADER + (
+        f"run = cohort.init(project={PROJECT!r})\n"
+        "run.finish()\n"
+        "for change in (lambda: run.summary.__setitem__('x', 1),\n"
+        "               lambda: run.config.__setitem__('lr', 1), lambda: setattr(run, 'notes', 'n'),\n"
+        "               lambda: setattr(run, 'tags', ['t'])):\n"
+        "    try:\n"
+        "        change()\n"
+        "    except cohort.UsageError as e:\n"
+        "        print(e, flush=True)\n")))
+    assert proc.stdout.splitlines() == [
+        "summary: this run is finished", "config: this run is finished",
+        "notes: this run is finished", "tags: this run is finished"], proc.stdout
