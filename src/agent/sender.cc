@@ -237,6 +237,10 @@ void Sender::Turn(Entry* e) {
       e->paused_until_ms = INT64_MAX / 4;
       return;
     }
+    if (!s->progress().rejected.ok() && options_.keep_rejected) {  // kept: nothing more here
+      e->paused_until_ms = INT64_MAX / 4;
+      return;
+    }
     if (!s->progress().rejected.ok()) {  // the server refused this writer: drop its records
       s->Pop();
       MutexLock lock(&mu_);
@@ -281,9 +285,17 @@ void Sender::Turn(Entry* e) {
         break;
       case Outcome::kReject:
         backoff_.Reset();
-        Logf(LogLevel::kError, "{}: the server refused the {}; dropping this writer: {}", s->dir(),
-             RecordKindName(rec->kind), a.status.ToString());
+        Logf(LogLevel::kError, "{}: the server refused the {}; {}: {}", s->dir(),
+             RecordKindName(rec->kind),
+             options_.keep_rejected ? "this writer's uploads stop, its records kept"
+                                    : "dropping this writer",
+             a.status.ToString());
         s->Update([&](UploadProgress* p) { p->rejected = a.status; });
+        if (options_.keep_rejected) {
+          e->paused_until_ms = INT64_MAX / 4;
+          (void)s->FlushAcks(false);
+          return;
+        }
         s->Pop();
         break;
       case Outcome::kRetry: {

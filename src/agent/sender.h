@@ -15,7 +15,8 @@
 //                            uploads stop instead, its records kept (cohort sync)
 //   other non-2xx, non-4xx   (a proxy's redirect, 1xx) retried with backoff, as 5xx
 //   other 4xx                a permanent error of that record: logged, skipped; a refused run
-//                            upsert or writer join rejects the whole stream; an alert answered
+//                            upsert or writer join rejects the whole stream (dropped; kept with
+//                            keep_rejected: cohort sync); an alert answered
 //                            429 (the project's alert rate limit) is skipped too
 // It also sends heartbeats for streams that have clients attached and that it has not talked to
 // for heartbeat_interval_s.
@@ -56,6 +57,11 @@ struct SenderOptions {
   double heartbeat_interval_s = 30;
   double auth_pause_s = 300;        // pause of a stream after 401/403
   bool stop_on_auth_error = false;  // on 401/403 stop the stream's uploads (records kept)
+  // A writer whose run or join the server refuses (`rejected`): with keep_rejected (cohort sync)
+  // its records stay in the WAL and its uploads stop in this process, so that the directory is
+  // kept and every sync says so; without (the agent, whose client's init was told) they are
+  // dropped.
+  bool keep_rejected = false;
   int records_per_turn = 16;        // records of one stream before moving to the next
 };
 

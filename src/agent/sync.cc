@@ -175,6 +175,7 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
   const int recovered = uploader->Recover();
   SenderOptions so;
   so.stop_on_auth_error = true;
+  so.keep_rejected = true;  // a writer the server refuses is kept, and said, on every sync
   so.artifacts = uploader.get();
   std::map<std::string, std::unique_ptr<Sender>> senders;
   std::vector<std::shared_ptr<WriterStream>> streams;
@@ -278,7 +279,10 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
     UploadProgress p = s->progress();
     for (auto& [url, sender] : senders) sender->Remove(s.get());
     if (!p.rejected.ok()) {
-      report.errors.push_back(s->dir() + ": " + p.rejected.ToString());
+      report.errors.push_back(s->dir() + ": not uploaded: the server refused it (" +
+                              p.rejected.ToString() +
+                              "); kept: every sync says this until its cause is fixed or the "
+                              "directory is removed");
       (void)s->Close();
       continue;
     }

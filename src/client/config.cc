@@ -168,6 +168,9 @@ Result<ResolvedSettings> ResolveSettings(const Settings& in, const Environment& 
     s.run_id = ids::RandomBase36(8);
     out.run_id_generated = true;
   }
+  // The server's rule: a name it refuses fails init here, offline too (`cohort sync` could not
+  // upload the run later); a disabled run sends nothing.
+  if (s.mode != "disabled") COHORT_RETURN_IF_ERROR(ids::CheckProjectName(s.project));
   if (!ids::IsValidId(s.run_id)) {
     return Status::InvalidArgument("run_id: '" + s.run_id +
                                    "' must be 1..64 characters of [A-Za-z0-9_.-]");

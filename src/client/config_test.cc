@@ -271,5 +271,29 @@ TEST_F(ConfigTest, MalformedConfigFileIsAnErrorUnlessDisabled) {
   EXPECT_TRUE(ResolveSettings(disabled, env_).ok());
 }
 
+// A project name the server refuses failed nowhere before the upload: an offline run's data was
+// kept under it and `cohort sync` could not store it. Init refuses it with the server's rule.
+TEST_F(ConfigTest, AProjectNameTheServerRefusesFailsInitOfflineToo) {
+  for (const char* mode : {"online", "offline"}) {
+    Settings s;
+    s.mode = mode;
+    s.project = "My Project";
+    auto r = ResolveSettings(s, env_);
+    ASSERT_FALSE(r.ok()) << mode;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().message(),
+              "project: invalid name 'My Project' (1-64 characters of letters, digits, '_', "
+              "'-', '.')");
+  }
+  Settings ok;
+  ok.mode = "offline";
+  ok.project = "my-project_2.0";
+  EXPECT_TRUE(ResolveSettings(ok, env_).ok());
+  Settings disabled;  // sends nothing
+  disabled.mode = "disabled";
+  disabled.project = "My Project";
+  EXPECT_TRUE(ResolveSettings(disabled, env_).ok());
+}
+
 }  // namespace
 }  // namespace cohort::client

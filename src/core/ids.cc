@@ -53,4 +53,10 @@ bool IsValidId(std::string_view s) {
   return true;
 }
 
+Status CheckProjectName(std::string_view project) {
+  if (IsValidId(project)) return Status::Ok();
+  return Status::InvalidArgument("project: invalid name '" + std::string(project) +
+                                 "' (1-64 characters of letters, digits, '_', '-', '.')");
+}
+
 }  // namespace cohort::ids

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+
+#include "cohort/status.h"
 
 namespace cohort::ids {
 
@@ -11,5 +14,9 @@ std::string RandomBase36(size_t n);
 std::string RandomHex(size_t bytes);
 // True when `s` is a valid user-supplied id: 1..limits::kMaxIdBytes chars of [A-Za-z0-9_.-].
 bool IsValidId(std::string_view s);
+// The project name rule, the same in the server (which refuses a run under another name) and
+// the client library (which refuses it at init, offline runs included, rather than keep data
+// the server will refuse): IsValidId; kInvalidArgument naming the name and the rule.
+Status CheckProjectName(std::string_view project);
 
 }  // namespace cohort::ids

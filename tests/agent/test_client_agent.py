@@ -313,3 +313,25 @@ def test_plain_run_under_torchrun_is_primary_on_every_rank(server, client):
     assert wait_for(lambda: (run_info(api, run_id) or {}).get("state") == "finished", timeout=20)
     (writer,) = run_info(api, run_id)["writers"]
     assert writer["label"] == "rank_1" and writer["primary"]
+
+
+@pytest.mark.parametrize("env", [{"COHORT_ENTITY": "someone-else"}])
+def test_sync_of_a_writer_the_server_refuses_exits_1_and_keeps_it(server, client, env):
+    """A writer whose run the server refuses (here: another entity than the key's) was dropped
+    by `cohort sync` with exit status 0 ("0 uploaded"): nothing may report success for data it
+    did not keep. It says which writer and why, exits 1, and keeps the directory."""
+    r = client.train("--steps", "5", "--keys", "2", COHORT_MODE="offline", **env)
+    assert r.returncode == 0, r.stderr
+    client.stop_agent()
+    wait_for(lambda: not client.agent_pid(), timeout=10)
+    data_dir = client.home / ".local" / "share" / "cohort" / "agent"
+    metas = sorted(data_dir.rglob("meta.json"))
+    assert len(metas) == 1, metas
+    writer_dir = metas[0].parent
+    for _ in range(2):  # and again: the directory is still there, the refusal said again
+        s = subprocess.run([str(SYNC_BIN), "sync", str(data_dir)], env=client.env,
+                           capture_output=True, text=True, timeout=60)
+        assert s.returncode == 1, (s.stdout, s.stderr)
+        assert f"cohort sync: {writer_dir}" in s.stderr, s.stderr
+        assert "someone-else" in s.stderr, s.stderr
+        assert writer_dir.is_dir()

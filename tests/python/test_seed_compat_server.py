@@ -105,3 +105,15 @@ def test_config_values_of_none_are_kept_and_deleted_keys_removed(client):
     assert run["config"] == {"seed": None, "lr": 0.1, "resume_from": None, "warmup": None}, \
         run["config"]
     assert "note" not in run["summary"], run["summary"]
+
+
+def test_a_project_name_the_server_refuses_fails_init_offline_too(client):
+    # An offline run kept its data under "My Project", which `cohort sync` then could not store.
+    proc = client.python(HEADER + (
+        "try:\n"
+        "    cohort.init(project='My Project', mode='offline')\n"
+        "except cohort.UsageError as e:\n"
+        "    print('refused:', e, flush=True)\n"))
+    assert proc.returncode == 0, proc.stderr
+    assert "refused: init: project: invalid name 'My Project' (1-64 characters" in proc.stdout, \
+        (proc.stdout, proc.stderr)

@@ -100,10 +100,7 @@ http::Handler AuthedChargedByHandler(ApiContext* ctx, AuthedHandler h) {
 Result<store::RunRef> RunRefFromPath(const http::HttpRequest& req, const AuthContext& who) {
   store::RunRef ref{req.PathParam("entity"), req.PathParam("project"), req.PathParam("run")};
   if (!ids::IsValidId(ref.entity)) return Status::InvalidArgument("entity: invalid name");
-  if (!ids::IsValidId(ref.project)) {
-    return Status::InvalidArgument(
-        "project: invalid name (1-64 characters of letters, digits, '_', '-', '.')");
-  }
+  COHORT_RETURN_IF_ERROR(ids::CheckProjectName(ref.project));
   if (req.path_params.count("run") && !ids::IsValidId(ref.run_id)) {
     return Status::InvalidArgument("run: invalid id");
   }

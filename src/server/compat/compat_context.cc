@@ -56,11 +56,7 @@ Result<store::RunRef> CompatRunRef(const api::AuthContext& who, std::string_view
     return Status::NotFound("entity '" + ref.entity + "' not found (this API key belongs to '" +
                             who.entity + "')");
   }
-  if (!ids::IsValidId(ref.project)) {
-    return Status::InvalidArgument(
-        "project: invalid name '" + ref.project +
-        "' (1-64 characters of letters, digits, '_', '-', '.')");
-  }
+  COHORT_RETURN_IF_ERROR(ids::CheckProjectName(ref.project));
   if (!run.empty() && !ids::IsValidId(ref.run_id)) {
     return Status::InvalidArgument("run: invalid id '" + ref.run_id +
                                    "' (1-64 characters of letters, digits, '_', '-', '.')");
