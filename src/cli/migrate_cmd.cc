@@ -59,7 +59,13 @@ Result<std::unique_ptr<Store>> Open(const std::string& raw_url, bool must_exist)
   const std::string url = NormalizeUrl(raw_url);
   if (url.empty()) return Status::InvalidArgument("empty store URL");
   if (must_exist && !IsPostgresUrl(url) && !std::filesystem::exists(SqlitePath(url))) {
-    return Status::NotFound("store '" + url + "' not found (no such SQLite file)");
+    if (url.find("://") != std::string::npos && !url.starts_with("sqlite://")) {
+      return Status::InvalidArgument("store url '" + store::RedactUrl(url) +
+                                     "': unknown scheme (use sqlite:PATH or "
+                                     "postgresql://user:password@host:port/db)");
+    }
+    return Status::NotFound("store '" + store::RedactUrl(url) +
+                            "' not found (no such SQLite file)");
   }
   auto s = store::OpenStore(url);
   if (!s.ok()) {

@@ -57,10 +57,12 @@ std::string RedactUrl(std::string_view url) {
   std::string out(url);
   // scheme://user:password@host
   if (size_t scheme = out.find("://"); scheme != std::string::npos) {
+    // The user information ends at the last '@': a password may hold '/', '?' or '#' (URLs
+    // given with one are malformed, and their errors quote them); an '@' further on (in a
+    // query) hides more than the password, never less.
     const size_t start = scheme + 3;
-    const size_t end = std::min(out.find_first_of("/?#", start), out.size());
-    const size_t at = out.rfind('@', end == 0 ? 0 : end - 1);
-    if (at != std::string::npos && at >= start && at < end) {
+    const size_t at = out.rfind('@');
+    if (at != std::string::npos && at >= start) {
       const size_t colon = out.find(':', start);
       if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
     }
@@ -93,7 +95,8 @@ Result<std::unique_ptr<Store>> OpenStore(const std::string& url) {
     target.remove_prefix(9);
   } else if (target.find("://") != std::string_view::npos) {
     return Status::InvalidArgument("store url '" + RedactUrl(url) +
-                                   "': unknown scheme (use sqlite:///path.db or postgresql://)");
+                                   "': unknown scheme (use sqlite:///path.db or "
+                                   "postgresql://user:password@host:port/db)");
   }
   COHORT_ASSIGN_OR_RETURN(SqliteOptions options, ParseSqliteTarget(target));
   std::filesystem::path parent = std::filesystem::path(options.path).parent_path();
@@ -124,11 +127,18 @@ Result<std::unique_ptr<Store>> OpenExistingStore(const std::string& url, std::st
                            "that ran)";
   if (!IsSharedStoreUrl(url)) {
     std::string_view target = url;
-    if (target.starts_with("sqlite://")) target.remove_prefix(9);
+    if (target.starts_with("sqlite://")) {
+      target.remove_prefix(9);
+    } else if (target.find("://") != std::string_view::npos) {
+      // A misspelled scheme (postgersql://user:password@...): not a file name to print.
+      return Status::InvalidArgument("store url '" + RedactUrl(url) +
+                                     "': unknown scheme (use sqlite:///path.db or "
+                                     "postgresql://user:password@host:port/db)");
+    }
     const std::string path(target.substr(0, target.find('?')));
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) {
-      return Status::NotFound("no store at " + path + " (no such SQLite file); " + hint);
+      return Status::NotFound("no store at " + RedactUrl(path) + " (no such SQLite file); " + hint);
     }
   }
   std::unique_ptr<Store> store;

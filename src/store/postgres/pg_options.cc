@@ -47,6 +47,32 @@ void Set(ConnInfo* info, const std::string& key, const std::string& value) {
   info->emplace_back(key, value);
 }
 
+// libpq's parse message without the text it quotes (a part of the URL, which may be the password:
+// `invalid percent-encoded token: "se%ZZcret"`); a quoted single character (`"]"`, `"="`) is kept.
+std::string WithoutQuotedText(std::string_view msg) {
+  std::string out;
+  while (!msg.empty()) {
+    const size_t open = msg.find('"');
+    const size_t close = open == std::string_view::npos ? open : msg.find('"', open + 1);
+    if (close == std::string_view::npos) {
+      // An unmatched quote: nothing after it is shown.
+      out += msg.substr(0, open);
+      break;
+    }
+    if (close - open == 2) {
+      out += msg.substr(0, close + 1);
+    } else {
+      out += msg.substr(0, open);
+      while (!out.empty() && (out.back() == ' ' || out.back() == ':')) out.pop_back();
+    }
+    msg.remove_prefix(close + 1);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ' || out.back() == ':')) {
+    out.pop_back();
+  }
+  return out;
+}
+
 // libpq's parse of `url` as keyword/value pairs (only those given).
 Result<ConnInfo> LibpqParse(const std::string& url) {
   char* err = nullptr;
@@ -54,8 +80,8 @@ Result<ConnInfo> LibpqParse(const std::string& url) {
   if (opts == nullptr) {
     std::string msg = err ? err : "out of memory";
     if (err) PQfreemem(err);
-    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    return Status::InvalidArgument("store url: " + msg);
+    return Status::InvalidArgument("invalid store URL: " + WithoutQuotedText(msg) +
+                                   "; check its form: postgresql://user:password@host:port/db");
   }
   ConnInfo info;
   for (PQconninfoOption* o = opts; o->keyword != nullptr; ++o) {
