@@ -14,37 +14,45 @@ namespace cohort::cli {
 
 Runner AddKeysCommand(CLI::App& app) {
   struct Opts {
-    std::string data_dir, store_url, entity, name = "key", role = "member";
+    // Each subcommand has its own: CLI11 reads the environment into the options of the
+    // subcommands not run as well, which would overwrite the --store given to the one run.
+    struct Where {
+      std::string data_dir, store_url;
+    };
+    Where create, list, revoke;
+    std::string entity, name = "key", role = "member";
     int64_t id = 0;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("keys", "Manage API keys in a server's store");
   cmd->require_subcommand(1);
-  auto add_store_opts = [&](CLI::App* sub) {
-    sub->add_option("--data-dir", o->data_dir, "Server data directory")->envname("COHORT_DATA_DIR");
-    sub->add_option("--store", o->store_url, "Store URL (overrides --data-dir)")
+  auto add_store_opts = [&](CLI::App* sub, Opts::Where* where) {
+    sub->add_option("--data-dir", where->data_dir, "Server data directory")
+        ->envname("COHORT_DATA_DIR");
+    sub->add_option("--store", where->store_url, "Store URL (overrides --data-dir)")
         ->envname("COHORT_STORE");
   };
   auto* create = cmd->add_subcommand("create", "Create a key and print it (shown only once)");
-  add_store_opts(create);
+  add_store_opts(create, &o->create);
   create->add_option("--entity", o->entity, "Entity the key belongs to")->required();
   create->add_option("--name", o->name, "A name to recognise the key")->capture_default_str();
   create->add_option("--role", o->role, "admin or member")
       ->check(CLI::IsMember({"admin", "member"}))
       ->capture_default_str();
   auto* list = cmd->add_subcommand("list", "List the keys of an entity");
-  add_store_opts(list);
+  add_store_opts(list, &o->list);
   list->add_option("--entity", o->entity, "Entity")->required();
   auto* revoke = cmd->add_subcommand("revoke", "Revoke a key by id");
-  add_store_opts(revoke);
+  add_store_opts(revoke, &o->revoke);
   revoke->add_option("--entity", o->entity, "Entity")->required();
   revoke->add_option("id", o->id, "Key id (from `cohort keys list`)")->required();
 
   return [=]() -> int {
     if (!cmd->parsed()) return -1;
-    std::string url = o->store_url;
+    const Opts::Where& where = create->parsed() ? o->create : list->parsed() ? o->list : o->revoke;
+    std::string url = where.store_url;
     if (url.empty()) {
-      std::string dir = o->data_dir.empty() ? UserDataDir() + "/server" : o->data_dir;
+      std::string dir = where.data_dir.empty() ? UserDataDir() + "/server" : where.data_dir;
       url = "sqlite://" + dir + "/cohort.db";
     }
     if (!ids::IsValidId(o->entity)) {
