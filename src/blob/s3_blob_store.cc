@@ -395,6 +395,17 @@ Result<std::unique_ptr<BlobStore>> OpenConfiguredBlobStore(wal::FileSystem* fs,
     }
     return OpenS3BlobStore(s3);
   }
+  if (shared && blob_dir.empty()) {
+    // Several servers share the store: blobs in a directory of this server's own would be
+    // invisible to the others (their uploads to it, its downloads of theirs).
+    return Status::FailedPrecondition(
+        "the store is PostgreSQL, which several servers share, and no blob store is given: name "
+        "the one they all use with --blob-dir (a directory on a file system every server "
+        "mounts; COHORT_BLOB_DIR) or --blob-s3-endpoint and --blob-s3-bucket "
+        "(COHORT_BLOB_S3_*). A server that is the only one may keep its own directory by "
+        "naming it: --blob-dir " +
+        default_dir);
+  }
   return OpenLocalBlobStore(fs, blob_dir.empty() ? default_dir : blob_dir,
                             LocalBlobStoreOptions{.shared = shared});
 }

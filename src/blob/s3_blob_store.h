@@ -37,7 +37,8 @@ Result<std::unique_ptr<BlobStore>> OpenS3BlobStore(S3Config config);
 // The blob store a server (or `cohort gc`) is configured with: S3 when `s3.requested()`, else
 // the local one in `blob_dir` (or `default_dir` when empty), through `fs`, `shared` with other
 // servers when the store is (LocalBlobStoreOptions). kInvalidArgument when both a blob directory
-// and S3 settings are given.
+// and S3 settings are given; kFailedPrecondition when the store is `shared` and neither is (the
+// default directory is this process's own, which the other servers do not see).
 Result<std::unique_ptr<BlobStore>> OpenConfiguredBlobStore(wal::FileSystem* fs,
                                                            const std::string& blob_dir,
                                                            const std::string& default_dir,

@@ -64,7 +64,10 @@ Runner AddGcCommand(CLI::App& app) {
   cmd->add_option("--data-dir", o->data_dir, "Server data directory")->envname("COHORT_DATA_DIR");
   cmd->add_option("--store", o->store_url, "Store URL (overrides --data-dir)")
       ->envname("COHORT_STORE");
-  cmd->add_option("--blob-dir", o->blob_dir, "Blob directory (default: <data-dir>/blobs)")
+  cmd->add_option(
+         "--blob-dir", o->blob_dir,
+         "Blob directory (default: <data-dir>/blobs; on a PostgreSQL store, required unless "
+         "--blob-s3-* name the servers' bucket)")
       ->envname("COHORT_BLOB_DIR");
   AddBlobS3Options(cmd, &o->s3);
   cmd->add_option("--grace-hours", o->grace_hours,
@@ -83,7 +86,7 @@ Runner AddGcCommand(CLI::App& app) {
       return 1;
     }
     auto blobs = blob::OpenConfiguredBlobStore(wal::FileSystem::Default(), o->blob_dir,
-                                               dir + "/blobs", o->s3);
+                                               dir + "/blobs", o->s3, store::IsSharedStoreUrl(url));
     if (!blobs.ok()) {
       std::fprintf(stderr, "cohort gc: %s\n", blobs.status().ToString().c_str());
       return 1;

@@ -115,7 +115,8 @@ Runner AddServerCommand(CLI::App& app) {
       ->envname("COHORT_STORE");
   cmd->add_option("--blob-dir", cfg->blob_dir,
                   "Directory of artifact files (the blob store; default: <data-dir>/blobs). "
-                  "Servers sharing one PostgreSQL store must share it too")
+                  "Servers sharing one PostgreSQL store must share it too: on one, this or "
+                  "--blob-s3-* is required")
       ->envname("COHORT_BLOB_DIR");
   AddBlobS3Options(cmd, &cfg->blob_s3);
   cmd->add_option("--ui-dir", cfg->ui_dir,

@@ -2,6 +2,7 @@
 a database of its own per test, `cohort server` processes on it, and the calls the tests make
 of them."""
 import contextlib
+import pathlib
 import subprocess
 import urllib.parse
 
@@ -27,10 +28,25 @@ def running(server):
         server.stop()
 
 
+def own_blob_dir(home, store, args=(), env=None):
+    """`--blob-dir <home>/data/blobs` (the server's own directory, named: a server on a
+    PostgreSQL store refuses to start without a blob store) when `store` is PostgreSQL and
+    neither `args` nor `env` name one; else nothing."""
+    if not str(store).startswith("postgres"):
+        return []
+    if any(a.startswith("--blob-") for a in map(str, args)):
+        return []
+    if any(k.startswith("COHORT_BLOB_") for k in (env or {})):
+        return []
+    return ["--blob-dir", str(pathlib.Path(home) / "data" / "blobs")]
+
+
 def server_on(home, store, *args, env=None):
     """A `cohort server` in `home` on `store` (a PostgreSQL URL or a SQLite file), with `args`
-    and `env`: started and stopped by `with` (running)."""
-    return running(ServerProcess(home, extra_args=["--store", str(store), *args], env=env))
+    and `env` (and own_blob_dir's): started and stopped by `with` (running)."""
+    return running(ServerProcess(
+        home, extra_args=["--store", str(store), *args, *own_blob_dir(home, store, args, env)],
+        env=env))
 
 
 @contextlib.contextmanager

@@ -4,7 +4,7 @@ key (Store::CreateFirstApiKey, an advisory lock), and that key works on every se
 import concurrent.futures
 
 from conftest import Api, ServerProcess
-from .pg_servers import fresh_db
+from .pg_servers import fresh_db, own_blob_dir
 
 SERVERS = 4
 
@@ -12,7 +12,8 @@ SERVERS = 4
 def test_servers_starting_together_create_one_admin_key(cluster, tmp_path):
     db = fresh_db(cluster, tmp_path, "boot")
     url = cluster.url(db)
-    procs = [ServerProcess(tmp_path / f"s{i}", extra_args=["--store", url])
+    procs = [ServerProcess(tmp_path / f"s{i}",
+                           extra_args=["--store", url, *own_blob_dir(tmp_path / f"s{i}", url)])
              for i in range(SERVERS)]
     try:
         with concurrent.futures.ThreadPoolExecutor(SERVERS) as pool:

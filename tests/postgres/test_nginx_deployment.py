@@ -72,7 +72,10 @@ class Deployment:
         env = {"COHORT_SIGNING_KEYS": SIGNING_KEYS}
         # One account on one machine runs both servers (as the operator in issue 18 did): the
         # first makes the admin key and the user config, the second joins.
-        self.a, self.b = (FaultServer(tmp / "home", ["--store", self.store]) for _ in range(2))
+        # One blob directory, as a shared file system would be (a PostgreSQL store needs one).
+        self.a, self.b = (FaultServer(tmp / "home", ["--store", self.store,
+                                                     "--blob-dir", str(tmp / "blobs")])
+                          for _ in range(2))
         for server, name in ((self.a, "a"), (self.b, "b")):
             server.data_dir = tmp / name
             server.env.update(env)
@@ -248,7 +251,8 @@ def _counts(api, run_id):
 def test_healthz_tells_when_a_server_cannot_reach_the_database(tmp_path):
     with PgCluster() as cluster:
         cluster.create_database("cohort")
-        server = FaultServer(tmp_path, ["--store", cluster.url("cohort")])
+        server = FaultServer(tmp_path, ["--store", cluster.url("cohort"),
+                                        "--blob-dir", str(tmp_path / "blobs")])
         server.start()
         try:
             api = server.api()

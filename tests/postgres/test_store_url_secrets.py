@@ -7,6 +7,7 @@ import subprocess
 import pytest
 
 from conftest import COHORT_BIN, Api, ServerProcess
+from .pg_servers import own_blob_dir
 
 PASSWORD = "Sup3rSecretPw"
 
@@ -30,7 +31,8 @@ def test_store_password_never_reaches_the_logs(cluster, tmp_path):
         f"postgresql://postgres@/cohort?host={cluster.dir}&port={cluster.port}&password={PASSWORD}",
     ]
     for n, url in enumerate(forms):
-        server = ServerProcess(tmp_path / str(n), ["--store", url]).start()
+        server = ServerProcess(tmp_path / str(n),
+                               ["--store", url, *own_blob_dir(tmp_path / str(n), url)]).start()
         assert Api(server.url, "").get("/healthz")[0] == 200
         out = output_of(server)
         assert "listening on" in out and "***" in out, out

@@ -8,7 +8,8 @@ import random
 import pytest
 
 from conftest import ServerProcess
-from .pg_servers import clients, entity_of, fresh_db, get, running, server_log, server_on
+from .pg_servers import (clients, entity_of, fresh_db, get, own_blob_dir, running, server_log,
+                         server_on)
 
 BATCHES = 60  # per writer
 ROWS = 20  # steps per batch
@@ -21,7 +22,8 @@ def servers(cluster, tmp_path):
     url = cluster.url(db, "pool_size=8")
     # One after the other: the first creates the admin key; the second finds it in the store.
     with server_on(tmp_path / "a", url) as a, \
-            running(ServerProcess(tmp_path / "b", extra_args=[], env={"COHORT_STORE": url})) as b:
+            running(ServerProcess(tmp_path / "b", extra_args=own_blob_dir(tmp_path / "b", url),
+                                  env={"COHORT_STORE": url})) as b:
         yield cluster, db, a, b
 
 
