@@ -135,6 +135,7 @@ Result<HttpResponse> HttpClient::Request(std::string_view method, std::string_vi
                                          std::string_view body, std::string_view api_key,
                                          std::string_view content_type,
                                          std::string_view extra_header) {
+  last_answer_started_ = false;
   if (aborted_.load()) return Status::Unavailable("http: aborted");
   if (!curl_) {
     curl_ = curl_easy_init();
@@ -201,6 +202,7 @@ Result<HttpResponse> HttpClient::Request(std::string_view method, std::string_vi
 
   CURLcode rc = curl_easy_perform(c);
   curl_slist_free_all(list);
+  last_answer_started_ = headers.head_ended;
   if (rc != CURLE_OK) {
     std::string what = error[0] ? error : curl_easy_strerror(rc);
     return Status::Unavailable("http: " + method_str + " " + url + ": " + what);

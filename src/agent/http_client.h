@@ -70,6 +70,10 @@ class HttpClient {
                                std::string_view content_type = "application/json",
                                std::string_view extra_header = {});
 
+  // Whether the last Request's answer had begun (its status line and headers came) before it
+  // failed: a transfer cut off in its body, not a server that could not be reached.
+  bool last_answer_started() const { return last_answer_started_; }
+
   void Abort() { aborted_.store(true); }
   bool aborted() const { return aborted_.load(); }
   const std::string& base_url() const { return base_url_; }
@@ -79,6 +83,7 @@ class HttpClient {
   HttpClientOptions options_;
   void* curl_ = nullptr;  // CURL*, kept for keep-alive
   std::atomic<bool> aborted_{false};
+  bool last_answer_started_ = false;  // Request's caller's thread only, as curl_ is
 };
 
 }  // namespace cohort::agent

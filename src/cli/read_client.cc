@@ -96,12 +96,21 @@ std::unique_ptr<ReadClient> ReadClient::To(std::string base_url, std::string api
   return std::unique_ptr<ReadClient>(new ReadClient(std::move(base_url), std::move(api_key)));
 }
 
+Status ReadClient::TransferError(std::string_view method, const Status& failed) const {
+  if (http_.last_answer_started()) {
+    // The server answered, then the connection broke (it lost its blob store mid-download, or
+    // the network did).
+    return Status::Unavailable((method == "GET" ? "the download from " : "the answer from ") +
+                               http_.base_url() + " was cut off: " + failed.message() +
+                               "; run it again to continue");
+  }
+  return Status::Unavailable("cannot reach the server at " + http_.base_url() + ": " +
+                             failed.message());
+}
+
 Result<bj::value> ReadClient::Get(std::string_view path, const Query& query) {
   auto res = http_.Request("GET", WithQuery(path, query), "", api_key_);
-  if (!res.ok()) {
-    return Status::Unavailable("cannot reach the server at " + http_.base_url() + ": " +
-                               res.status().message());
-  }
+  if (!res.ok()) return TransferError("GET", res.status());
   if (res->status < 200 || res->status >= 300) {
     return StatusFor(res->status, res->body, "GET " + std::string(path));
   }
@@ -121,10 +130,7 @@ Result<agent::HttpResponse> ReadClient::Send(std::string_view method, std::strin
                                              std::string_view body, std::string_view content_type,
                                              std::string_view extra_header) {
   auto res = http_.Request(method, path, body, api_key_, content_type, extra_header);
-  if (!res.ok()) {
-    return Status::Unavailable("cannot reach the server at " + http_.base_url() + ": " +
-                               res.status().message());
-  }
+  if (!res.ok()) return TransferError(method, res.status());
   if (res->status < 200 || res->status >= 300) {
     return StatusFor(res->status, res->body, std::string(method) + " " + std::string(path));
   }

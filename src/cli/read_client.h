@@ -69,6 +69,9 @@ class ReadClient {
 
  private:
   ReadClient(std::string base_url, std::string api_key);
+  // A failed request's error: "the download from <server> was cut off: ..." when the answer had
+  // begun, else "cannot reach the server at <server>: ...".
+  Status TransferError(std::string_view method, const Status& failed) const;
 
   agent::HttpClient http_;
   std::string api_key_;

@@ -2,6 +2,7 @@
 // version (manifest, aliases, metadata, lineage), download its files (with Range), record a use,
 // move aliases, delete versions, and a run's artifacts.
 #include <charconv>
+#include <utility>
 
 #include "blob/blob_store.h"
 #include "core/clock.h"
@@ -16,6 +17,8 @@ namespace {
 // Larger answers (an SDK's 8 MiB ranges included) are streamed, in parts of
 // limits::kBlobPartBytes counted in the server's response budget.
 constexpr uint64_t kMaxWholeDownloadBytes = uint64_t{1} << 20;
+// What a streamed download reads before it answers (ServeBlobBytes).
+constexpr uint64_t kFirstPieceBytes = uint64_t{64} << 10;
 
 std::string ArtifactPath(const store::ArtifactVersion& v) {
   return "/api/v1/artifacts/" + PercentEncode(v.entity, true) + "/" +
@@ -205,12 +208,22 @@ http::HttpResponse ServeBlobBytes(ApiContext* ctx, const http::HttpRequest& req,
   http::HttpResponse resp;
   if (length > kMaxWholeDownloadBytes) {
     // Sent in parts as they are read: a download or range of any size holds one part in memory,
-    // its share of the server's --max-response-bytes-in-flight.
+    // its share of the server's --max-response-bytes-in-flight. Its first bytes are read before
+    // the status is chosen: a blob store that does not answer, or a blob that is not there, is
+    // the usual error response (503 with Retry-After, 404), not a 200 cut off after its head. A
+    // small read (kFirstPieceBytes), as it is held before the response's share is taken.
+    auto head_bytes = ctx->blobs->Read(sha256, first, std::min(kFirstPieceBytes, length));
+    if (!head_bytes.ok()) return ErrorResponse(head_bytes.status());
+    if (head_bytes->empty()) {
+      return ErrorResponse(Status::Corruption("blob " + f.sha256 + " is shorter than recorded"));
+    }
     resp = http::HttpResponse::Text(ranged ? 206 : 200, "", "application/octet-stream");
     resp.streamed_length = length;
     resp.streamed_piece_bytes = limits::kBlobPartBytes;
     resp.body_source = [blobs = ctx->blobs, sha256, end = last + 1,
-                        offset = first]() mutable -> Result<std::string> {
+                        offset = first + head_bytes->size(),
+                        pending = std::move(*head_bytes)]() mutable -> Result<std::string> {
+      if (!pending.empty()) return std::exchange(pending, std::string());
       COHORT_ASSIGN_OR_RETURN(
           std::string part,
           blobs->Read(sha256, offset, std::min<uint64_t>(limits::kBlobPartBytes, end - offset)));
