@@ -26,10 +26,11 @@ std::string Trim(std::string_view s) {
   return std::string(s);
 }
 
-std::vector<std::string> Split(std::string_view text, char sep) {
+// The keys of `text` separated by any of `seps`, trimmed; empty ones and "#" comments skipped.
+std::vector<std::string> Split(std::string_view text, std::string_view seps) {
   std::vector<std::string> out;
   while (!text.empty()) {
-    size_t end = text.find(sep);
+    size_t end = text.find_first_of(seps);
     std::string part = Trim(text.substr(0, end));
     if (!part.empty() && part.front() != '#') out.push_back(std::move(part));
     if (end == std::string_view::npos) break;
@@ -112,7 +113,20 @@ Result<SigningKeys> SigningKeys::FromKeys(std::vector<std::string> keys, std::st
 Result<SigningKeys> SigningKeys::Load(const std::string& file, const char* env_value,
                                       bool* created) {
   *created = false;
-  if (env_value != nullptr) return FromKeys(Split(env_value, ','), kSigningKeysEnv);
+  if (env_value != nullptr) {
+    // Commas (key1,key2) or newlines: "$(cat keyfile)" holds one key a line.
+    std::vector<std::string> keys = Split(env_value, ",\n");
+    for (size_t i = 0; i < keys.size(); ++i) {
+      // Keys run together ("key1 key2"): other whitespace is never part of a key here.
+      if (size_t at = keys[i].find_first_of(" \t\r\v\f"); at != std::string::npos) {
+        return Status::InvalidArgument(
+            std::string(kSigningKeysEnv) + ": signing key " + std::to_string(i + 1) +
+            " holds whitespace at its character " + std::to_string(at + 1) +
+            ": separate the keys with commas or newlines");
+      }
+    }
+    return FromKeys(std::move(keys), kSigningKeysEnv);
+  }
   COHORT_ASSIGN_OR_RETURN(*created, CreateKeyFile(file));
   COHORT_ASSIGN_OR_RETURN(std::string text, ReadKeyFile(file));
   if (!*created && text.empty()) {
@@ -126,7 +140,7 @@ Result<SigningKeys> SigningKeys::Load(const std::string& file, const char* env_v
     COHORT_ASSIGN_OR_RETURN(*created, CreateKeyFile(file));
     COHORT_ASSIGN_OR_RETURN(text, ReadKeyFile(file));
   }
-  return FromKeys(Split(text, '\n'), file);
+  return FromKeys(Split(text, "\n"), file);
 }
 
 std::string SigningKeys::Sign(std::string_view message) const {

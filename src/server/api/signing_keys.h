@@ -4,7 +4,8 @@
 // deployment share them. Several keys make rotation possible: the first signs, every one is
 // accepted.
 //
-// Sources, first found wins: the environment variable COHORT_SIGNING_KEYS (comma-separated), else
+// Sources, first found wins: the environment variable COHORT_SIGNING_KEYS (separated by commas or
+// newlines: "$(cat file)" of a key file; a key holding other whitespace is refused), else
 // a file with one key a line (mode 0600 or stricter; created with one new key when it does not
 // exist). Each key is at least kMinSigningKeyBytes characters.
 //
