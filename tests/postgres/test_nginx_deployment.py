@@ -248,6 +248,15 @@ def _counts(api, run_id):
     return key_counts(api, run_id).values()
 
 
+def _anonymous_get(url):
+    """(status, JSON) of a GET without any key."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
 def test_healthz_tells_when_a_server_cannot_reach_the_database(tmp_path):
     with PgCluster() as cluster:
         cluster.create_database("cohort")
@@ -262,11 +271,26 @@ def test_healthz_tells_when_a_server_cannot_reach_the_database(tmp_path):
             got = wait_for(lambda: (r := api.get("/healthz"))[0] == 503 and r, timeout=15)
             assert got, api.get("/healthz")
             assert got[1]["status"] == "unavailable" and "store" in got[1]["reason"], got
+            # Anyone may ask (no key): the database's address stays in the server's log.
+            anonymous = _anonymous_get(server.url + "/healthz")
+            assert anonymous[0] == 503, anonymous
+            assert anonymous[1]["reason"] == "the store does not answer", anonymous
+            assert str(cluster.port) not in json.dumps(anonymous[1]), anonymous
             cluster.started = False
             cluster._run("pg_ctl", "-D", os.path.join(cluster.dir, "data"), "-w", "-t", "60",
                          "-l", os.path.join(cluster.dir, "server.log"), "-o",
                          f"-k {cluster.dir} -p {cluster.port} -c listen_addresses=''", "start")
             cluster.started = True
             assert wait_for(lambda: api.get("/healthz")[0] == 200, timeout=30)
+            time.sleep(3)  # the webhook loops' next passes (every second) work again
+            server.stop()
+            log = server.proc.stderr.read()
+            # The outage is said once, not at every probe and every poll of every thread.
+            failures = [line for line in log.splitlines()
+                        if line.startswith("cohort: alert webhooks:") and "working again" not in line]
+            assert 1 <= len(failures) <= 2, log
+            assert "cohort: alert webhooks: working again" in log, log
+            assert 1 <= log.count("cohort server: not ready:") <= 3, log
+            assert log.count("cohort server: ready again") == 1, log
         finally:
             server.stop()

@@ -1,19 +1,58 @@
 // Routes: GET /healthz (readiness, no key), GET /metrics (no key; per-entity series only for an
 // admin key).
+#include <cstdio>
+#include <memory>
+
 #include "core/limits.h"
+#include "core/mutex.h"
 #include "core/version.h"
 #include "server/api/context.h"
 
 namespace cohort::api {
+namespace {
+
+// Why the server is not ready, in full (the database's host, port and driver text), for the
+// server's log: written when it changes, and once when the server is ready again, not at every
+// probe of a load balancer.
+class ReadinessLog {
+ public:
+  void Note(const Status& s) COHORT_EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
+    const std::string now = s.ok() ? std::string() : s.message();
+    if (now == last_) return;
+    if (now.empty()) {
+      std::fprintf(stderr, "cohort server: ready again\n");
+    } else {
+      std::fprintf(stderr, "cohort server: not ready: %s\n", now.c_str());
+    }
+    last_ = now;
+  }
+
+ private:
+  Mutex mu_;
+  std::string last_ COHORT_GUARDED_BY(mu_);
+};
+
+// The reason /healthz gives anyone (it needs no key): the message up to its first ": ", e.g.
+// "the store does not answer", without what follows (which names the database's address).
+std::string PublicReason(const std::string& message) {
+  const size_t colon = message.find(": ");
+  return colon == std::string::npos ? message : message.substr(0, colon);
+}
+
+}  // namespace
 
 void RegisterHealthRoutes(http::Router& r, ApiContext* ctx) {
-  r.Add("GET", "/healthz", [ctx](http::HttpRequest&) {
+  auto log = std::make_shared<ReadinessLog>();
+  r.Add("GET", "/healthz", [ctx, log](http::HttpRequest&) {
     // Ready: accepting requests (not shutting down) and the store answers (ApiContext::ready).
     if (ctx->ready) {
-      if (Status s = ctx->ready(); !s.ok()) {
+      Status s = ctx->ready();
+      log->Note(s);
+      if (!s.ok()) {
         auto resp = JsonResponse(503, bj::object{{"status", "unavailable"},
                                                  {"version", kVersion},
-                                                 {"reason", s.message()}});
+                                                 {"reason", PublicReason(s.message())}});
         resp.headers.emplace_back("Retry-After", "1");
         return resp;
       }

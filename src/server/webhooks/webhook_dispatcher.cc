@@ -77,8 +77,10 @@ void WebhookDispatcher::Loop() {
   while (!stopping_) {
     lock.Unlock();
     Result<int64_t> added = Enqueue(NowMillis());
-    if (!added.ok()) {
-      std::fprintf(stderr, "cohort: alert webhooks: %s\n", added.status().ToString().c_str());
+    if (added.ok()) {
+      NoteSuccess();
+    } else {
+      NoteFailure(added.status());
     }
     lock.Lock();
     // Each pass, not only when it enqueued: retries fall due too.
@@ -94,14 +96,42 @@ void WebhookDispatcher::SendLoop() {
     const uint64_t seen = enqueue_passes_;
     lock.Unlock();
     Result<bool> sent = SendOne(NowMillis());
-    if (!sent.ok()) {
-      std::fprintf(stderr, "cohort: alert webhooks: %s\n", sent.status().ToString().c_str());
-    }
+    if (!sent.ok()) NoteFailure(sent.status());
     lock.Lock();
     // Nothing due: wait for the next pass (unless one went by meanwhile). An error: wait too.
     const bool idle = !sent.ok() || (!*sent && enqueue_passes_ == seen);
     if (idle && !stopping_) send_cv_.WaitFor(mu_, std::chrono::milliseconds(options_.poll_ms));
   }
+}
+
+void WebhookDispatcher::NoteFailure(const Status& s) {
+  constexpr int64_t kLogEveryMs = 60'000;
+  const int64_t now = NowMillis();
+  MutexLock lock(&log_mu_);
+  if (failing_ && now - last_logged_ms_ < kLogEveryMs) {
+    ++unlogged_failures_;
+    return;
+  }
+  if (failing_ && unlogged_failures_ > 0) {
+    std::fprintf(stderr,
+                 "cohort: alert webhooks: %s (and %lld more failures since the last "
+                 "line; said at most once a minute)\n",
+                 s.ToString().c_str(), static_cast<long long>(unlogged_failures_));
+  } else {
+    std::fprintf(stderr, "cohort: alert webhooks: %s\n", s.ToString().c_str());
+  }
+  failing_ = true;
+  last_logged_ms_ = now;
+  unlogged_failures_ = 0;
+}
+
+void WebhookDispatcher::NoteSuccess() {
+  MutexLock lock(&log_mu_);
+  if (!failing_) return;
+  std::fprintf(stderr, "cohort: alert webhooks: working again (%lld failures not shown)\n",
+               static_cast<long long>(unlogged_failures_));
+  failing_ = false;
+  unlogged_failures_ = 0;
 }
 
 Result<DispatchPass> WebhookDispatcher::RunOnce(int64_t now_ms) {

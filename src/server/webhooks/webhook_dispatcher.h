@@ -93,6 +93,11 @@ class WebhookDispatcher {
   std::string BaseUrl() COHORT_EXCLUDES(url_mu_);
   void Loop() COHORT_EXCLUDES(mu_);      // enqueues each poll_ms, wakes the senders
   void SendLoop() COHORT_EXCLUDES(mu_);  // one sender
+  // The loops' failures on stderr: the first of a spell, then at most one line a minute with
+  // how many more there were, and one line when a pass works again (a database that is down
+  // for an hour wrote ~18,000 lines: every thread, every poll).
+  void NoteFailure(const Status& s) COHORT_EXCLUDES(log_mu_);
+  void NoteSuccess() COHORT_EXCLUDES(log_mu_);
 
   store::Store* const store_;
   WebhookPoster* const poster_;
@@ -115,6 +120,10 @@ class WebhookDispatcher {
   uint64_t enqueue_passes_ COHORT_GUARDED_BY(mu_) = 0;
   std::thread thread_;
   std::vector<std::thread> senders_;
+  Mutex log_mu_;
+  bool failing_ COHORT_GUARDED_BY(log_mu_) = false;
+  int64_t last_logged_ms_ COHORT_GUARDED_BY(log_mu_) = 0;
+  int64_t unlogged_failures_ COHORT_GUARDED_BY(log_mu_) = 0;
 };
 
 }  // namespace cohort::server::webhooks
