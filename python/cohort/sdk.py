@@ -181,6 +181,12 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
         _state.install_hooks()
         if run.offline and not _offline_by_choice(client_mode):
             run._note_unconfirmed()
+        elif resume is None and not (shared or shared_by_env) and run.starting_step > 0:
+            # A fixed id run again without resume= continues the run (as resume="allow" does):
+            # said once, since a script that logs explicit steps from 0 would see them dropped.
+            sys.stderr.write(f"cohort: run {run.id} exists: continuing it at step "
+                             f"{run.starting_step} (explicit steps below it are dropped); pass "
+                             f"resume='never' to refuse, or another id for a new run\n")
     current = _state.current()
     _state.register(run, make_current=policy != "create_new" or current is None or
                     current.finished or current._pid != os.getpid())

@@ -117,3 +117,23 @@ def test_a_project_name_the_server_refuses_fails_init_offline_too(client):
     assert proc.returncode == 0, proc.stderr
     assert "refused: init: project: invalid name 'My Project' (1-64 characters" in proc.stdout, \
         (proc.stdout, proc.stderr)
+
+
+def test_a_fixed_id_run_again_without_resume_says_it_continues_the_run(client):
+    """wandb users rerun a job with the same id= and no resume=: Cohort continues the run (as
+    resume="allow"), so init says so once, with the step it goes on from; explicit steps below it
+    would be dropped. An explicit resume= says nothing."""
+    def once(resume_arg):
+        return assert_ok(client.python(HEADER + (
+            f"run = cohort.init(project={PROJECT!r}, id='fixedrerun'{resume_arg})\n"
+            "for i in range(3):\n"
+            "    run.log({'loss': 1.0 / (i + 1)})\n"
+            "run.finish()\n")))
+    first = once("")
+    assert "exists: continuing it" not in first.stderr, first.stderr
+    again = once("")
+    assert "cohort: run fixedrerun exists: continuing it at step 3" in again.stderr, again.stderr
+    assert "resume='never'" in again.stderr
+    explicit = once(", resume='allow'")
+    assert "exists: continuing it" not in explicit.stderr, explicit.stderr
+
