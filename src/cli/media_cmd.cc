@@ -156,6 +156,10 @@ int Get(ReadClient& client, const RunPath& ref, const MediaOpts& o) {
   // Rows whose blob the server does not hold (yet): the others are fetched, these named at the
   // end, and the command fails then (a later get fetches them, skipping what it has).
   std::vector<std::string> missing;
+  // Rows listed as uploaded whose file the server answers 404 for: a moment's race with the
+  // upload, or a blob store that lost it (restored without its blobs); said apart.
+  std::vector<std::string> absent;
+  std::string absent_reason;
   int64_t files = 0, bytes = 0, kept = 0;
   for (size_t i = 0; i < rows->size(); ++i) {
     const bj::value& r = (*rows)[i];
@@ -174,7 +178,8 @@ int Get(ReadClient& client, const RunPath& ref, const MediaOpts& o) {
     }
     auto resp = client.Send("GET", url);
     if (!resp.ok() && resp.status().code() == StatusCode::kNotFound) {
-      missing.push_back(RowName(r));  // listed as uploaded a moment before its upload completed
+      absent.push_back(RowName(r));
+      if (absent_reason.empty()) absent_reason = resp.status().message();
       progress.Advance(1);
       continue;
     }
@@ -204,21 +209,28 @@ int Get(ReadClient& client, const RunPath& ref, const MediaOpts& o) {
                  static_cast<long long>(kept));
   }
   std::fputc('\n', stderr);
-  if (!missing.empty()) {
+  auto named = [](const std::vector<std::string>& rows) {
     constexpr size_t kNamed = 10;
     std::string names;
-    for (size_t i = 0; i < missing.size() && i < kNamed; ++i) {
-      names += (i ? ", " : "") + missing[i];
-    }
-    if (missing.size() > kNamed)
-      names += ", and " + std::to_string(missing.size() - kNamed) + " more";
+    for (size_t i = 0; i < rows.size() && i < kNamed; ++i) names += (i ? ", " : "") + rows[i];
+    if (rows.size() > kNamed) names += ", and " + std::to_string(rows.size() - kNamed) + " more";
+    return names;
+  };
+  if (!missing.empty()) {
     std::fprintf(stderr,
                  "cohort media: %zu row(s) not uploaded to the server (yet), not fetched: %s; "
                  "get again later to fetch them\n",
-                 missing.size(), names.c_str());
-    return 1;
+                 missing.size(), named(missing).c_str());
   }
-  return 0;
+  if (!absent.empty()) {
+    std::fprintf(stderr,
+                 "cohort media: %zu row(s) listed as uploaded whose file the server does not "
+                 "have (%s), not fetched: %s; a get moments after the upload can meet this (get "
+                 "again); if it stays, the server's blob store lacks these files (a store "
+                 "restored without its blobs: docs/operations.md, \"Backups\")\n",
+                 absent.size(), absent_reason.c_str(), named(absent).c_str());
+  }
+  return missing.empty() && absent.empty() ? 0 : 1;
 }
 
 int RunMedia(const MediaOpts& o, bool get) {

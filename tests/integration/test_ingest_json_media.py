@@ -385,3 +385,31 @@ def test_cohort_media_get_fetches_every_uploaded_row_and_keeps_what_it_has(
     assert r.returncode == 0, r.stderr
     assert "1 file(s)" in r.stderr and "3 already there" in r.stderr, r.stderr
     assert files[1].read_bytes() == images[1]
+
+
+def test_cohort_media_get_tells_a_lost_file_from_one_not_uploaded_yet(server, api, tmp_path):
+    # A row listed as uploaded whose blob the server's blob store lost (a store restored without
+    # its blobs) was reported as "not uploaded (yet) ... get again later", which never helps.
+    import os
+    import subprocess
+    from conftest import COHORT_BIN
+    run = make_run(api, name="media-get-lost")
+    join(api, run, "rank0")
+    base = f"{runs_path(api)}/{run['id']}"
+    image = png(3, 3)
+    sha = upload_blob(api, image)
+    status, ack = api.post(f"{base}/writers/rank0/batches", {"seq": 1, "media": [
+        {"key": "k", "step": 0, "time": 1700000000000, "type": "image", "sha256": sha,
+         "size": len(image), "mime": "image/png"}]})
+    assert status == 200, ack
+    blob = server.data_dir / "blobs" / "sha256" / sha[:2] / sha
+    assert blob.exists(), list((server.data_dir / "blobs").rglob("*"))
+    blob.unlink()
+    env = dict(os.environ, COHORT_BASE_URL=api.url, COHORT_API_KEY=api.key, HOME=str(tmp_path))
+    r = subprocess.run([str(COHORT_BIN), "media", "get", f"{entity(api)}/proj/{run['id']}",
+                        "--out", str(tmp_path / "out")], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert "not uploaded" not in r.stderr, r.stderr
+    assert "listed as uploaded whose file the server does not have" in r.stderr, r.stderr
+    assert "Backups" in r.stderr and "k rank0 step 0" in r.stderr, r.stderr
