@@ -24,7 +24,7 @@ import threading
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from . import artifact_download as dl
-from .api_http import Transport, quote
+from .api_http import AuthError, Transport, quote
 from .errors import UsageError
 
 __all__ = ["ArtifactCollection", "ArtifactFile", "ArtifactVersion", "parse_artifact_path"]
@@ -120,6 +120,33 @@ class ArtifactVersion:
         """Reads the version again (aliases, lineage)."""
         self._load(self._t.get(self._api_path))
         return self
+
+    def delete(self, delete_aliases: bool = False) -> None:
+        """Deletes this version on the server (``DELETE .../{name}/{version}``, admin keys only;
+        wandb's ``Artifact.delete``): its manifest and aliases go, ``latest`` moves back to the
+        newest remaining version, its blobs stay until ``cohort gc``. It cannot be undone. As
+        in wandb, a version with aliases (other than ``latest``, which Cohort moves by itself)
+        is refused unless ``delete_aliases=True``; the aliases are read from the server first.
+        A member key raises AuthError naming the admin-key requirement; NotFound when the
+        version is gone already."""
+        what = f"ArtifactVersion.delete() of {self.qualified_name}"
+        try:
+            self._load(self._t.get(self._api_path))
+            others = [a for a in self.aliases if a != "latest"]
+            if others and not delete_aliases:
+                raise UsageError(
+                    f"{what}: the version has the aliases {', '.join(others)}: pass "
+                    f"delete_aliases=True to delete them with it, or move them to another "
+                    f"version first (PUT .../{self.name}/aliases/<alias>, docs/artifacts.md); "
+                    f"nothing was deleted")
+            self._t.call("DELETE", self._api_path)
+        except AuthError as e:
+            err = AuthError(f"{what} was refused: {e}. Deleting an artifact version needs an "
+                            f"admin API key (cohort keys create --role admin); this key may "
+                            f"read and log artifacts but not delete them")
+            err.code = e.code
+            raise err from e
+        self.aliases = []
 
     def files(self) -> List[ArtifactFile]:
         """The manifest: one ``ArtifactFile(path, size, sha256, ref, digest)`` per file, by

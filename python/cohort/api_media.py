@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from typing import Any, Dict, List, Optional, Sequence, Union
 from urllib.parse import quote
 
-from .api_http import Transport, list_param
+from .api_http import NotFound, Transport, list_param
 from .api_warnings import Skipped
 from .errors import UsageError
 
@@ -76,13 +77,40 @@ class MediaFile(dict):
         return self["url"]  # /api/v1/runs/...: the server's path, under the transport's base
 
 
+class MediaNotUploadedWarning(UserWarning):
+    """``MediaList.download`` skipped files whose blobs the server does not hold yet."""
+
+
 class MediaList(List[MediaFile]):
     """The rows of ``Run.media``: a list with ``download(root)`` and ``to_dataframe()``."""
 
     def download(self, root: str = ".") -> List[str]:
         """Downloads every file under `root` (``<key>/<writer>/<step>_<index><ext>``, see
-        ``MediaFile.filename``)."""
-        return [m.download(root) for m in self]
+        ``MediaFile.filename``) and returns their paths. A row whose blob the server does not
+        hold yet (the node agent uploads media after the rows: a read right after the writing
+        run's ``finish()``) is skipped and the others are still fetched, as ``cohort media get``
+        does; one ``MediaNotUploadedWarning`` then says how many were skipped and names the
+        first few: calling ``download`` again on a fresh ``Run.media(...)`` later fetches them
+        (files already there are rewritten, the same bytes)."""
+        paths, missing = [], []
+        for m in self:
+            try:
+                paths.append(m.download(root))
+            except NotFound as e:
+                if m.get("uploaded") and "not uploaded yet" not in str(e):
+                    raise
+                missing.append(m)
+        if missing:
+            names = ", ".join(f"{m['key']} step {m['step']} index {m['index']}"
+                              for m in missing[:5])
+            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            warnings.warn(
+                f"cohort: media download to {root}: {len(missing)} of {len(self)} files are not "
+                f"uploaded to the server yet and were skipped ({names}{more}); the node agent "
+                f"uploads them after the run's rows: download again later (a new "
+                f"Run.media(...).download) to fetch them. The other {len(paths)} files were "
+                f"written.", MediaNotUploadedWarning, stacklevel=2)
+        return paths
 
     def to_dataframe(self):
         import pandas as pd
@@ -191,6 +219,26 @@ def table(t: Transport, run_path: str, key: str, step: Optional[int],
         if offset >= page["nrows"] or not page["data"]:
             break
         step = page["step"]  # the same document for every page
+    _special_floats(rows, len(columns))
     frame = pd.DataFrame(rows, columns=columns)
     frame.attrs.update({"key": key, "step": page["step"], "writer": page["writer"]})
     return frame
+
+
+_SPECIAL = {"Infinity": float("inf"), "-Infinity": float("-inf"), "NaN": float("nan")}
+
+
+def _special_floats(rows: List[List[Any]], ncols: int) -> None:
+    """Turns the strings ``"Infinity"``, ``"-Infinity"`` (how ``cohort.Table`` stores infinite
+    cells: JSON has no such numbers) and ``"NaN"`` back into floats, in place, in each column
+    whose other cells are all numbers or None; a column that also holds other strings is text,
+    and keeps them as they are."""
+    for j in range(ncols):
+        cells = [r[j] for r in rows if j < len(r)]
+        if not any(isinstance(c, str) and c in _SPECIAL for c in cells):
+            continue
+        if all(c is None or (isinstance(c, str) and c in _SPECIAL)
+               or (isinstance(c, (int, float)) and not isinstance(c, bool)) for c in cells):
+            for r in rows:
+                if j < len(r) and isinstance(r[j], str):
+                    r[j] = _SPECIAL[r[j]]

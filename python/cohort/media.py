@@ -250,7 +250,8 @@ class _Media:
 
 class Image(_Media):
     """An image: a numpy array or torch tensor (HW grey, HWC or CHW with 1, 3 or 4 channels;
-    uint8, or float in [0, 1]), a PIL image, or the path of a PNG, JPEG, GIF, WebP or BMP file
+    uint8, bool, int 0..255, or float: 0..1 scaled by 255, 0..255 cast as wandb does, with
+    negatives stretched from min..max; see ``_float_pixels``), a PIL image, or the path of a PNG, JPEG, GIF, WebP or BMP file
     (logged as it is). Arrays are encoded as PNG with Pillow (``mode``: converted to L, LA, RGB
     or RGBA first). The arguments are the seed SDK's (``Image(data, mode=None, caption=None)``);
     its annotations (``boxes``, ``masks``, ``classes``) are accepted and not stored yet."""
@@ -315,16 +316,36 @@ class Image(_Media):
             lo, hi = int(a.min()), int(a.max())
             if lo < 0 or hi > 255:
                 raise ValueError(f"Image: integer pixels must be 0..255, got {lo}..{hi} "
-                                 f"(dtype {a.dtype})")
+                                 f"(dtype {a.dtype}): scale them to 0..255 (a uint16 image: "
+                                 f"arr // 257) or clip them, then pass arr.astype(np.uint8)")
             return a.astype(np.uint8)
         if kind == "f":
-            lo, hi = float(a.min()), float(a.max())
-            if not (math.isfinite(lo) and math.isfinite(hi)):
-                raise ValueError("Image: float pixels must be finite (found NaN or infinity)")
-            if lo < 0 or hi > 1:
-                raise ValueError(f"Image: float pixels must be in [0, 1], got {lo:g}..{hi:g}")
+            return Image._float_pixels(a)
+        raise ValueError(f"Image: unsupported dtype {a.dtype}: pass uint8 (0..255), bool, int "
+                         f"(0..255) or float pixels (0..1 or 0..255)")
+
+    @staticmethod
+    def _float_pixels(a: Any) -> Any:
+        """Float pixels as the SDKs read them: all in [0, 1], scaled by 255 (on the worker: a
+        float array is returned); in [0, 255] with some above 1, pixel values cast to uint8 as
+        wandb 0.31 does (``astype(np.uint8)``: the fraction dropped); with negatives (a
+        -1..1 image), min..max stretched to 0..1 first, as wandb's earlier SDKs did (0.31's
+        cast would wrap them). NaN, infinities and values above 255 are refused."""
+        import numpy as np
+        lo, hi = float(a.min()), float(a.max())
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise ValueError("Image: float pixels must be finite (found NaN or infinity): "
+                             "replace them first, e.g. np.nan_to_num(arr)")
+        if lo < 0:
+            a = a.astype(np.float64)
+            return (a - lo) / (hi - lo) if hi > lo else np.zeros_like(a)
+        if hi <= 1:
             return a  # scaled on the worker
-        raise ValueError(f"Image: unsupported dtype {a.dtype} (uint8, or float in [0, 1])")
+        if hi <= 255:
+            return a.astype(np.uint8)
+        raise ValueError(f"Image: float pixels must be in [0, 1] (scaled by 255) or [0, 255], "
+                         f"got {lo:g}..{hi:g}: divide by the maximum (arr / arr.max()) or "
+                         f"pass np.clip(arr, 0, 255).astype(np.uint8)")
 
     def _encode(self) -> Tuple[Any, str, int, int, int]:
         if self._file is not None:
@@ -486,7 +507,11 @@ def _cell(v: Any, row: int, col: str) -> Any:
         return int(v)
     if isinstance(v, numbers.Real):
         f = float(v)
-        return f if math.isfinite(f) else None
+        if math.isfinite(f):
+            return f
+        # JSON has no infinities: stored as the scalars' strings, read back as floats by
+        # Run.table (api_media._special_floats); NaN is a missing cell (None).
+        return None if math.isnan(f) else ("Infinity" if f > 0 else "-Infinity")
     np = sys.modules.get("numpy")
     if np is not None and isinstance(v, np.generic):
         return _cell(v.item(), row, col)
@@ -496,7 +521,8 @@ def _cell(v: Any, row: int, col: str) -> Any:
 
 class Table(_Media):
     """A table: ``columns`` (names) and ``data`` (rows of cells: numbers, strings, booleans,
-    None, or media: ``Image``, ``Audio``, ``Video``, ``Html``; NaN and infinities become None), or
+    None, or media: ``Image``, ``Audio``, ``Video``, ``Html``; NaN becomes None, infinities the
+    strings ``"Infinity"``/``"-Infinity"``, floats again through ``Run.table``), or
     a pandas ``dataframe``. Stored as a JSON document ``{"columns": [...], "data": [[...], ...]}``
     whose media cells are ``{"_type": "image", "sha256", "size", "mime", "width", "height",
     "duration_ms", "caption"}``, their bytes blobs of their own (docs/formats.md "Tables"); read

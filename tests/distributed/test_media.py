@@ -56,7 +56,7 @@ def attempt(fn):
     except Exception as e:
         errors.append(type(e).__name__ + ": " + str(e))
 attempt(lambda: run.log({"x": 1.0, "bad": cohort.Image(np.zeros((2, 2, 7)))}))
-attempt(lambda: run.log({"x": 1.0, "bad": cohort.Image(np.full((2, 2), 1.5))}))
+attempt(lambda: run.log({"x": 1.0, "bad": cohort.Image(np.full((2, 2), 300.0))}))
 attempt(lambda: run.log({"x": 1.0, "samples": cohort.Audio(sine, sample_rate=8000)}))
 attempt(lambda: run.log({"x": 1.0, "samples": 0.5}))
 attempt(lambda: run.log({"x": 1.0, "loss": cohort.Image(hwc)}))
@@ -130,7 +130,8 @@ def test_media_logged_with_scalars_are_stored_and_read_back(client, encoders):
                    if line.startswith("DROPPED "))
     assert dropped == "3", proc.stdout  # 0 before: media below the current step went uncounted
     assert errors[0].startswith("ValueError: Image: expected HW, HWC or CHW"), errors
-    assert "float pixels must be in [0, 1], got 1.5..1.5" in errors[1], errors
+    assert "float pixels must be in [0, 1] (scaled by 255) or [0, 255], got 300..300" in errors[1], \
+        errors
     assert "'samples'" in errors[2] and "image" in errors[2] and "audio" in errors[2], errors
     assert "'samples'" in errors[3] and "image" in errors[3] and "scalar" in errors[3], errors
     assert "'loss'" in errors[4] and "scalar" in errors[4] and "image" in errors[4], errors

@@ -91,7 +91,7 @@ def test_torch_tensors_and_pil_images():
 def test_bad_images_are_refused_naming_the_problem(tmp_path):
     for bad, text in [(np.zeros((2, 2, 7)), "got shape (2, 2, 7)"),
                       (np.zeros((2, 2, 2, 3)), "got shape"),
-                      (np.full((2, 2), 1.5), "float pixels must be in [0, 1]"),
+                      (np.full((2, 2), 300.0), "float pixels must be in [0, 1]"),
                       (np.array([[np.nan]]), "must be finite"),
                       (np.array([[300]], dtype=np.int32), "integer pixels must be 0..255"),
                       (np.zeros((0, 3)), "empty image"),
