@@ -16,7 +16,10 @@ directory:
 - checked against the manifest's SHA-256 and size before ``<hex>.part`` is renamed into place:
   bytes that do not match raise ``VerificationError`` and are dropped, no file is made;
 - once per blob: a blob in the cache is copied locally, with no request to the server (the
-  cache keeps only verified blobs, read-only; its files are trusted by size);
+  cache keeps only verified blobs, read-only); the copy is hashed as it is made, and a cached
+  blob whose bytes are not the blob's (damaged on disk) is dropped and fetched again;
+- through ``<file>.cohort-tmp`` beside each file, renamed into place once verified: one that
+  a killed download left is reused by the next download of that file;
 - under an advisory lock per blob (``<hex>.lock``), so that processes downloading the same
   blob at once do not write the same ``.part``.
 
@@ -229,26 +232,72 @@ def fetch_and_place(t: Transport, url_path: str, sha256: str, size: int, what: s
         cached, copied = fetch_blob(t, url_path, sha256, size, what, progress, stop, tmp)
         return copied
 
+    if _replace_with(dest, fetch) or place(cached, dest, sha256=sha256):
+        return
+    # The cached copy is not the blob (damaged in the cache): it goes, and the blob is fetched.
+    with _BlobLock(cached):
+        _remove(cached)
+    progress.rewind(size)
     if not _replace_with(dest, fetch):
         place(cached, dest)
 
 
+def _copy_verified(source: str, tmp: Optional[str], sha256: str) -> bool:
+    """Copies the cached blob `source` to `tmp`, hashing what it copies: whether the bytes
+    are the blob `sha256` (a blob file damaged in the cache with bytes of the same size)."""
+    h = hashlib.sha256()
+    with open(source, "rb") as f, (open(tmp, "wb") if tmp else open(os.devnull, "wb")) as out:
+        while True:
+            block = f.read(READ_BYTES)
+            if not block:
+                break
+            h.update(block)
+            out.write(block)
+    return h.hexdigest() == sha256
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+def _claim_tmp(dest: str) -> Tuple[str, int]:
+    """The temporary file of `dest`: ``<dest>.cohort-tmp``, locked (one a download killed
+    earlier left is taken over and rewritten), else, while another download writes that one,
+    one named after this process and thread. Returns (path, descriptor holding the lock)."""
+    tmp = f"{dest}.cohort-tmp"
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        st = os.stat(tmp)  # still that name's file (not renamed by the one that held it)?
+        if (st.st_dev, st.st_ino) == (os.fstat(fd).st_dev, os.fstat(fd).st_ino):
+            return tmp, fd
+    except OSError:
+        pass
+    os.close(fd)
+    return f"{tmp}-{os.getpid()}-{threading.get_ident()}", -1
+
+
 def _replace_with(dest: str, fill: Callable[[str], bool], mode: int = 0o644) -> bool:
     """Whether `fill(tmp)` wrote a temporary file beside `dest` (True), which then replaces
-    `dest` (with `mode`); the temporary file is removed when `fill` fails."""
-    tmp = f"{dest}.cohort-tmp-{os.getpid()}-{threading.get_ident()}"
+    `dest` (with `mode`); the temporary file is removed when `fill` fails or writes nothing. A
+    download killed midway leaves ``<dest>.cohort-tmp``, which the next one reuses."""
+    tmp, fd = _claim_tmp(dest)
     try:
         if not fill(tmp):
+            _remove(tmp)
             return False
         os.chmod(tmp, mode)
         os.replace(tmp, dest)
         return True
     except BaseException:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
+        _remove(tmp)
         raise
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def fetch_blob(t: Transport, url_path: str, sha256: str, size: int, what: str,
@@ -346,22 +395,25 @@ def _fetch_into(t: Transport, url_path: str, part: str, have: int, size: int, h,
                 failures = 0
 
 
-def place(source: str, dest: str, mode: int = 0o644) -> None:
-    """Copies `source` to `dest` through a temporary file renamed into place."""
+def place(source: str, dest: str, mode: int = 0o644, sha256: Optional[str] = None) -> bool:
+    """Copies `source` to `dest` through a temporary file renamed into place; with `sha256`,
+    hashing what it copies: whether the bytes were the blob (else `dest` is left as it was)."""
     os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
     try:
         if os.path.samefile(source, dest):
-            return
+            return sha256 is None or _copy_verified(source, None, sha256)
     except OSError:
         pass
     def copy(tmp: str) -> bool:
-        # Through the page cache (sendfile), not FileWriter: out of a cached blob that is
-        # faster here, the copy's writeback counted too (docs/benchmarks.md, "The SDK's
-        # download"); a blob fetched now reached `dest` in the same pass (fetch_and_place).
-        shutil.copyfile(source, tmp)
-        return True
+        # Through the page cache, not FileWriter: out of a cached blob that is faster here,
+        # the copy's writeback counted too (docs/benchmarks.md, "The SDK's download"); a blob
+        # fetched now reached `dest` in the same pass (fetch_and_place).
+        if sha256 is None:
+            shutil.copyfile(source, tmp)
+            return True
+        return _copy_verified(source, tmp, sha256)
 
-    _replace_with(dest, copy, mode)
+    return _replace_with(dest, copy, mode)
 
 
 def file_url_path(ref: str) -> str:

@@ -1,11 +1,14 @@
 """``cohort.Artifact`` and ``run.log_artifact``: versioned sets of files (docs/python-api.md,
 docs/artifacts.md).
 
-``run.log_artifact`` returns at once. A background thread (never the training thread) hashes the
-files (SHA-256, ``hashlib``) and copies those added with the default policy ``"mutable"`` into the
-node agent's staging directory in the same read pass, so that a file the job overwrites later
-cannot change the version; then it hands the manifest to the agent, which writes it to its WAL and
-uploads it in the background. ``artifact.wait()`` blocks until the version is committed.
+``run.log_artifact`` returns at once. Files added with the default policy ``"mutable"`` are
+copied into the node agent's staging directory, so that a file the job overwrites later cannot
+change the version: at the call when they are small (up to ``_SYNC_COPY_BYTES`` in all), else by a
+background thread (never the training thread), which checks that the file is still as it was at
+the call (``_identity``) before and after its copy and fails the version if not. That thread
+hashes the files (SHA-256, ``hashlib``) and hands the manifest to the agent, which writes it to
+its WAL and uploads it in the background. ``artifact.wait()`` blocks until the version is
+committed.
 
 Hashes are cached under the user's cache directory, keyed by (device, inode, size, mtime), so an
 unchanged 2 GB checkpoint logged again is not read again; a file whose blob this server is known
@@ -14,15 +17,16 @@ to hold (an earlier version of it was committed) is not copied either.
 from __future__ import annotations
 
 import contextlib
+import datetime
+import enum
 import errno
 import fcntl
 import hashlib
 import json
+import numbers
 import os
-import queue
 import re
 import shutil
-import sqlite3
 import tempfile
 import threading
 import time
@@ -31,18 +35,36 @@ import uuid
 import weakref
 from typing import IO, Any, Dict, Iterator, List, NoReturn, Optional, Set, Tuple
 
+from ._hash_cache import _CHUNK, _RACY_NS, HashCache, _hash_file  # noqa: F401 (re-exported)
+from ._values import jsonable
 from .errors import Error
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _RESERVED_ALIAS = re.compile(r"^(latest|versions|aliases|v[0-9]+)$")
-_CHUNK = 1 << 20
-_HASH_QUEUE_CHUNKS = 4  # read and not hashed yet, at most (4 MiB)
 _POLICIES = ("mutable", "immutable")
+# Mutable files of one log_artifact call copied into staging at the call, up to this many bytes in
+# all (a few ms); larger ones are copied in the background.
+_SYNC_COPY_BYTES = 8 << 20
 
 
 class ArtifactError(Error):
     """A logged artifact version could not be committed (the message is the server's or the
     reason the files could not be read)."""
+
+
+def _identity(st: os.stat_result) -> Tuple[int, ...]:
+    """What changes when a file is rewritten (in place or by a new file under its name)."""
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _rewritten(name: str) -> ArtifactError:
+    return ArtifactError(
+        f"{name} was rewritten after log_artifact returned and before it was copied (Cohort "
+        f"copies large files in the background): log it after the file is complete, save each "
+        f"checkpoint under its own name, or pass policy='immutable' only if the file is never "
+        f"changed")
+
+
 
 
 def _check_name(value: Any, what: str) -> str:
@@ -80,129 +102,6 @@ def check_path(path: Any) -> str:
         raise ValueError(f"artifact file name {path!r}: empty, '.' and '..' segments are not "
                          f"allowed")
     return path
-
-
-# ---- the hash cache ----------------------------------------------------------------------------
-
-def _cache_dir() -> str:
-    from .artifact_download import cache_dir  # $COHORT_CACHE_DIR, $XDG_CACHE_HOME/cohort, ...
-    return cache_dir()
-
-
-# A digest is recorded only when the file did not change while it was hashed and was last
-# modified this long before (agent::kRacyNanos in src/agent/hash_cache.h: the same rule).
-_RACY_NS = 1_000_000_000
-
-
-def _entry_key(st: os.stat_result) -> str:
-    return f"{st.st_dev}-{st.st_ino}-{st.st_size}-{st.st_mtime_ns}"
-
-
-def _entry_text(key: str, sha256: str) -> str:
-    check = hashlib.sha256(f"{key} {sha256}".encode()).hexdigest()[:16]
-    return f"{sha256} {check}\n"
-
-
-class HashCache:
-    """SHA-256 of files by (st_dev, st_ino, size, mtime_ns) in ``hashes/v1`` of the user's cache
-    directory, one small file per entry (docs/formats.md, "Hash cache": the format the C++ client
-    and ``cohort artifact put`` share), and which servers hold which blobs, in one SQLite file
-    beside it (safe across processes). Every failure of the cache is a miss, never an error."""
-
-    def __init__(self, path: Optional[str] = None) -> None:
-        self.path = path or os.path.join(_cache_dir(), "artifact-held.sqlite")
-        self.dir = os.path.join(os.path.dirname(self.path), "hashes", "v1")
-        self._lock = threading.Lock()
-
-    def _connect(self) -> Optional[sqlite3.Connection]:
-        try:
-            os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=10)
-            db.execute("CREATE TABLE IF NOT EXISTS held (server TEXT, entity TEXT, sha256 TEXT,"
-                       " PRIMARY KEY (server, entity, sha256))")
-            return db
-        except (OSError, sqlite3.Error):
-            return None  # no cache: everything is copied
-
-    def lookup(self, st: os.stat_result) -> Optional[str]:
-        key = _entry_key(st)
-        try:
-            with open(os.path.join(self.dir, key), "rb") as f:
-                text = f.read(83).decode("ascii")
-        except (OSError, UnicodeDecodeError):
-            return None
-        sha = text[:64]
-        if len(text) != 82 or text != _entry_text(key, sha) or not all(
-                c in "0123456789abcdef" for c in sha):
-            return None
-        return sha
-
-    def store(self, st: os.stat_result, sha256: str) -> None:
-        """Records ``sha256`` for the file of identity ``st`` (no questions asked: hash_file
-        is what decides whether a digest may be recorded)."""
-        key = _entry_key(st)
-        tmp = os.path.join(self.dir, f".{key}.{os.getpid()}.{threading.get_ident()}")
-        try:
-            os.makedirs(self.dir, mode=0o700, exist_ok=True)
-            with open(tmp, "w", encoding="ascii") as f:
-                f.write(_entry_text(key, sha256))
-            os.replace(tmp, os.path.join(self.dir, key))
-        except OSError:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-
-    def forget(self, st: os.stat_result) -> None:
-        """Removes the entry of the file of identity ``st`` (its digest turned out wrong)."""
-        try:
-            os.unlink(os.path.join(self.dir, _entry_key(st)))
-        except OSError:
-            pass
-
-    def hash_file(self, path: str, copy_to: Optional[str] = None) -> Dict[str, Any]:
-        """{"sha256", "size"} of ``path``: from the cache when it holds the file's identity and
-        nothing is to be copied, else read (and copied to ``copy_to``) and recorded when the
-        file did not change meanwhile and was last modified over a second before."""
-        started = time.time_ns()
-        before = os.stat(path)
-        if copy_to is None:
-            sha = self.lookup(before)
-            if sha is not None:
-                return {"sha256": sha, "size": before.st_size}
-        d = _hash_file(path, copy_to)
-        after = os.stat(path)
-        if (_entry_key(before) == _entry_key(after) and d["size"] == after.st_size
-                and after.st_mtime_ns <= started - _RACY_NS):
-            self.store(after, d["sha256"])
-        return d
-
-    def held(self, server: str, entity: str, sha256: str) -> bool:
-        with self._lock:
-            db = self._connect()
-            if db is None:
-                return False
-            try:
-                return db.execute("SELECT 1 FROM held WHERE server=? AND entity=? AND sha256=?",
-                                  (server, entity, sha256)).fetchone() is not None
-            except sqlite3.Error:
-                return False
-            finally:
-                db.close()
-
-    def note_held(self, server: str, entity: str, digests: List[str]) -> None:
-        with self._lock:
-            db = self._connect()
-            if db is None:
-                return
-            try:
-                with db:
-                    db.executemany("INSERT OR IGNORE INTO held VALUES (?, ?, ?)",
-                                   [(server, entity, d) for d in digests])
-            except sqlite3.Error:
-                pass
-            finally:
-                db.close()
 
 
 _cache: Optional[HashCache] = None
@@ -339,61 +238,6 @@ def _write_owner(staging: str) -> None:
     os.replace(tmp, os.path.join(staging, ".owner"))
 
 
-def _hash_file(path: str, copy_to: Optional[str]) -> Dict[str, Any]:
-    """SHA-256 and size of `path`, read once; the bytes also go to `copy_to` when given.
-
-    With a copy, the hash runs on a thread of its own beside the copy (hashlib and file writes
-    release the GIL): on two cores the staging takes about as long as the hash, not the hash and
-    the copy one after the other (docs/benchmarks.md, "Artifacts")."""
-    h = hashlib.sha256()
-    size = 0
-    if not copy_to:
-        with open(path, "rb") as f:
-            while True:
-                chunk = f.read(_CHUNK)
-                if not chunk:
-                    break
-                h.update(chunk)
-                size += len(chunk)
-        return {"sha256": h.hexdigest(), "size": size}
-    chunks: "queue.Queue[Optional[bytes]]" = queue.Queue(maxsize=_HASH_QUEUE_CHUNKS)
-
-    failed: List[BaseException] = []
-
-    def hash_chunks() -> None:
-        # Reads the queue to its end whatever happens, so that the copying side never waits on
-        # a full queue; a failure is raised by the caller once the thread ended.
-        while True:
-            chunk = chunks.get()
-            if chunk is None:
-                return
-            if not failed:
-                try:
-                    h.update(chunk)
-                except BaseException as e:  # noqa: BLE001 (re-raised below)
-                    failed.append(e)
-
-    hasher = threading.Thread(target=hash_chunks, name="cohort-artifact-hash", daemon=True)
-    hasher.start()
-    try:
-        with open(path, "rb") as f, open(copy_to, "wb") as out:
-            while True:
-                chunk = f.read(_CHUNK)
-                if not chunk or failed:
-                    break
-                chunks.put(chunk)
-                size += len(chunk)
-                out.write(chunk)
-        # The copy is not synced (as HashFile in C++): a machine crash before the commit leaves
-        # a damaged copy that the size or SHA-256 checks refuse; the version then fails.
-    finally:
-        chunks.put(None)
-        hasher.join()
-    if failed:
-        raise failed[0]
-    return {"sha256": h.hexdigest(), "size": size}
-
-
 def _files_under(top: str) -> List[Tuple[str, str]]:
     """(path, path relative to `top` with '/') of everything under the directory `top` that is
     not a directory, in name order. Symbolic links to directories are followed; one that names a
@@ -429,6 +273,25 @@ def _files_under(top: str) -> List[Tuple[str, str]]:
     return out
 
 
+def _metadata(value: Any, where: str = "", depth: int = 0) -> Any:
+    """Metadata as JSON values, converted as wandb's json_friendly does (numpy and torch values,
+    datetimes, enums, paths: _values.jsonable); another object is a ValueError naming it."""
+    if depth > 64:
+        raise ValueError("artifact metadata: nested too deeply")
+    if isinstance(value, dict):
+        return {str(k): _metadata(v, f"{where}[{k!r}]", depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_metadata(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    mod = type(value).__module__.split(".")[0]
+    if value is None or isinstance(value, (bool, str, numbers.Number, enum.Enum, os.PathLike)) \
+            or mod in ("numpy", "torch"):
+        return jsonable(value)
+    raise ValueError(f"artifact metadata{where}: {type(value).__name__} values are not "
+                     f"JSON-serializable (use numbers, strings, lists and dicts)")
+
+
 # ---- Artifact ----------------------------------------------------------------------------------
 
 class Artifact:
@@ -447,11 +310,7 @@ class Artifact:
             metadata = {}
         if not isinstance(metadata, dict):
             raise ValueError("artifact metadata: expected a dict")
-        try:
-            json.dumps(metadata, allow_nan=False)
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"artifact metadata: not JSON-serializable: {e}") from None
-        self.metadata = metadata
+        self.metadata = _metadata(metadata)
         self._entries: Dict[str, Dict[str, Any]] = {}
         self._tmp_dir: Optional[str] = None
         self._id: Optional[str] = None
@@ -459,6 +318,7 @@ class Artifact:
         self._thread: Optional[threading.Thread] = None
         self._previous: Optional["Artifact"] = None  # logged before this one by the same run
         self._error: Optional[BaseException] = None
+        self._staging: Optional[str] = None  # this version's staging directory, once made
         self._state: Dict[str, Any] = {}
         self.aliases: List[str] = []
         self.version: Optional[str] = None
@@ -588,9 +448,45 @@ class Artifact:
             run._last_logged_artifact = self
         except AttributeError:
             pass
+        try:
+            self._snapshot()
+        except BaseException as e:  # noqa: BLE001 - reported by wait() and finish()
+            self._error = e
         self._thread = threading.Thread(target=self._prepare, name=f"cohort-artifact-{self.name}",
                                         daemon=True)
         self._thread.start()
+
+    def _open_staging(self) -> str:
+        """This version's staging directory, made and claimed on first use ("": none)."""
+        if self._staging is None:
+            root = self._run._artifact_staging_dir
+            self._staging = os.path.join(root, self._id) if root else ""
+            if self._staging:
+                os.makedirs(self._staging, mode=0o700, exist_ok=True)
+                _write_owner(self._staging)
+        return self._staging
+
+    def _snapshot(self) -> None:
+        """At the call: records each file's identity, and copies the small mutable ones into
+        staging (up to _SYNC_COPY_BYTES in all), so that the job's next save cannot touch them."""
+        budget = _SYNC_COPY_BYTES
+        for i, (path, e) in enumerate(sorted(self._entries.items())):
+            if e["kind"] != "file":
+                continue
+            with open(e["source"], "rb") as f:
+                st = os.fstat(f.fileno())
+                e["identity"] = _identity(st)
+                if e["policy"] != "mutable" or st.st_size > budget or not self._open_staging():
+                    continue
+                target = os.path.join(self._staging, str(i))
+                with open(target, "wb") as out:
+                    shutil.copyfileobj(f, out, _CHUNK)
+                    copied = out.tell()
+                changed = _identity(os.fstat(f.fileno())) != e["identity"]
+            if changed or copied != st.st_size:  # being written while logged
+                raise _rewritten(path)
+            budget -= st.st_size
+            e["staged"] = target
 
     def _server(self) -> str:
         url = getattr(self._run, "url", "") or ""
@@ -600,37 +496,41 @@ class Artifact:
         """The background part of log_artifact: hash, stage, hand to the agent."""
         from ._threads import quiet_thread
         quiet_thread()
-        staging = ""
+        staging = self._staging or ""
         try:
-            staging_root = self._run._artifact_staging_dir
-            staging = os.path.join(staging_root, self._id) if staging_root else ""
-            if staging:
-                os.makedirs(staging, mode=0o700, exist_ok=True)
-                _write_owner(staging)
+            if self._error is not None:  # at the call
+                raise self._error
+            staging = self._open_staging()
             cache = hash_cache()
             server, entity = self._server(), self._run.entity
             files = []
             for i, (path, e) in enumerate(sorted(self._entries.items())):
                 if e["kind"] == "ref":
-                    ref = {"path": path, "ref": e["ref"]}
                     if "local" in e:
                         d = cache.hash_file(e["local"])
                         e["digest"], e["size"] = d["sha256"], d["size"]
-                    if e.get("digest"):
-                        ref["digest"] = e["digest"]
-                    if e.get("size") is not None:
-                        ref["size"] = e["size"]
-                    files.append(ref)
+                    files.append({"path": path, "ref": e["ref"], **{
+                        k: e[k] for k in ("digest", "size") if e.get(k) not in (None, "")}})
                     continue
-                source = e["source"]
+                source, mutable = e["source"], e["policy"] == "mutable"
+                if e.get("staged"):  # copied at the call
+                    source = e["staged"]
+                    d = _hash_file(source, None)
+                    e["sha256"], e["size"] = d["sha256"], d["size"]
+                    files.append({"path": path, "source": source, **d})
+                    continue
                 st = os.stat(source)
+                if mutable and _identity(st) != e["identity"]:
+                    raise _rewritten(path)
                 sha = cache.lookup(st)
-                copy = staging and e["policy"] == "mutable" and not (
-                    sha and cache.held(server, entity, sha))
+                copy = staging and mutable and not (sha and cache.held(server, entity, sha))
                 if sha is None or copy:
                     target = os.path.join(staging, str(i)) if copy else None
-                    d = cache.hash_file(source, target)
+                    d = cache.hash_file(source, target)  # hashes what it copies
                     sha, size = d["sha256"], d["size"]
+                    if mutable and (_identity(os.stat(source)) != e["identity"]
+                                    or size != st.st_size):
+                        raise _rewritten(path)
                     if target:
                         source = target
                 else:
@@ -638,11 +538,9 @@ class Artifact:
                 e["sha256"], e["size"] = sha, size
                 files.append({"path": path, "sha256": sha, "size": size, "source": source})
             intent = {"id": self._id, "name": self.name, "type": self.type,
-                      "metadata": self.metadata, "aliases": self.aliases, "files": files}
-            if self.description:
-                intent["description"] = self.description
-            if staging:
-                intent["staging"] = staging
+                      "metadata": _metadata(self.metadata), "aliases": self.aliases, "files": files}
+            intent.update({k: v for k, v in (("description", self.description),
+                                             ("staging", staging)) if v})
             previous, self._previous = self._previous, None
             if previous is not None and previous._thread is not None:
                 previous._thread.join()
@@ -679,14 +577,28 @@ class Artifact:
             state = self._run._wait_artifact(self._id, left)
         except Error as e:
             if getattr(e, "code", None) == "failed_precondition":
-                raise ArtifactError(str(e)) from None
+                raise ArtifactError(self._explain(str(e))) from None
             raise
         self._note_state(state)
         return self
 
+    def _explain(self, error: str) -> str:
+        """The failure `error` of the upload, with what to do when a file added with
+        policy="immutable" changed before it was uploaded (the server got other bytes)."""
+        if "not the blob announced" in error:
+            for path, e in sorted(self._entries.items()):
+                if e.get("policy") == "immutable" and f" {path}: " in f" {error}":
+                    return (f"artifact {self.name}: {path} changed after log_artifact "
+                            f"(policy='immutable' uploads the file in place): log it again, "
+                            f"or use the default policy='mutable'")
+        return error
+
     def _note_state(self, state: Dict[str, Any]) -> None:
         self._state = state
-        if state.get("state") == "failed" and "not the blob announced" in str(state.get("error")):
+        failed = state.get("state") == "failed" and state.get("error")
+        if failed:
+            state["error"] = self._explain(str(state["error"]))
+        if failed and "not the blob announced" in str(failed):
             # A digest the hash cache gave named other bytes than the file's (rewritten without
             # moving its modification time): the entries go, so logging it again reads it.
             for e in self._entries.values():

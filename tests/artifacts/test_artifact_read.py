@@ -47,7 +47,7 @@ def copies(request, monkeypatch):
 
     def recorded(source, dest, *args, **kwargs):
         calls.append(os.path.basename(dest))
-        real(source, dest, *args, **kwargs)
+        return real(source, dest, *args, **kwargs)
 
     monkeypatch.setattr(dl, "place", recorded)
     return request.param, calls
