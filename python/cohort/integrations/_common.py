@@ -159,11 +159,10 @@ class StepValues:
 
 
 class Loggable:
-    """Leaves out of a framework's log call the values ``run.log`` cannot take (arrays and
-    tensors of several elements, lists of numbers, objects: e.g. what a ``compute_metrics``
-    returns besides its numbers), with one warning per key, so that one such value neither
-    fails the call's other values nor the training (``run.log`` raises TypeError for the whole
-    call). None is left out silently."""
+    """Leaves out of a framework's log call the values ``run.log`` cannot take (objects, lists
+    of strings: arrays, tensors and lists of numbers are histograms), with one warning per key,
+    so that one such value neither fails the call's other values nor the training (``run.log``
+    raises TypeError for the whole call). None is left out silently."""
 
     def __init__(self, where: str) -> None:
         self.where = where
