@@ -50,7 +50,7 @@ struct Settings {
   bool shared = false;  // mode="shared" in the Python SDK
   std::string label;    // writer label; empty: rank_<RANK> under torchrun, else <host>-<random>
   std::optional<bool> primary;              // default: shared under torchrun RANK == 0; else true
-  std::optional<bool> update_finish_state;  // default: true
+  std::optional<bool> update_finish_state;  // default: primary when shared, else true
   std::optional<std::vector<int>> stats_gpu_device_ids;  // default: all GPUs
   double stats_sampling_interval_s = 15.0;               // system monitor period; 0 disables
   bool capture_console = true;  // capture this process's stdout/stderr lines

@@ -24,7 +24,7 @@ _FIELDS: Dict[str, Any] = {
     "mode": None,                       # online | offline | disabled | shared
     "x_label": None,                    # writer label (default rank_<RANK> or <host>-<random>)
     "x_primary": None,                  # primary writer of a shared run (default RANK == 0)
-    "x_update_finish_state": None,      # False: this writer never ends the run (default True)
+    "x_update_finish_state": None,      # False: this writer never ends the run (default x_primary)
     "x_stats_gpu_device_ids": None,     # GPUs the system monitor samples (default all)
     "x_stats_sampling_interval": None,  # seconds between system samples (default 15, 0 off)
     "x_disable_stats": None,            # True: no system metrics for this writer

@@ -185,7 +185,10 @@ Result<ResolvedSettings> ResolveSettings(const Settings& in, const Environment& 
   // Under torchrun the primary of a shared run is rank 0; a run of its own (not shared) has
   // one writer, which is its primary whatever its rank (as in the Python SDK).
   if (!s.primary) s.primary = s.shared && out.rank ? *out.rank == 0 : true;
-  if (!s.update_finish_state) s.update_finish_state = true;
+  // The run's state is its primary's: a shared run's worker that did not say otherwise does not
+  // end it (under torchrun every rank calls init the same way, and a worker finishing after a
+  // failed rank 0 turned the run finished). A run of its own is ended by its one writer.
+  if (!s.update_finish_state) s.update_finish_state = s.shared ? *s.primary : true;
   if (s.shared && !*s.primary && out.run_id_generated) {
     return Status::InvalidArgument(
         "shared mode: a non-primary writer needs the primary's run id (Settings.run_id, "

@@ -161,12 +161,40 @@ TEST_F(ConfigTest, TorchrunRankGivesLabelAndPrimaryOfSharedRun) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->settings.label, "rank_3");
   EXPECT_FALSE(*r->settings.primary);
+  EXPECT_FALSE(*r->settings.update_finish_state);  // only the primary ends the run
   EXPECT_EQ(r->world_size, 8);
   env_.Set("RANK", "0");
   r = ResolveSettings(shared, env_);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->settings.label, "rank_0");
   EXPECT_TRUE(*r->settings.primary);
+  EXPECT_TRUE(*r->settings.update_finish_state);
+}
+
+TEST_F(ConfigTest, UpdateFinishStateDefaultsToThePrimaryFlagOfASharedWriter) {
+  env_.Set("COHORT_RUN_ID", "shared-run");
+  Settings shared;
+  shared.shared = true;
+  auto r = ResolveSettings(shared, env_);  // no rank known: every process is primary
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(*r->settings.primary);
+  EXPECT_TRUE(*r->settings.update_finish_state);
+  shared.primary = false;
+  r = ResolveSettings(shared, env_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(*r->settings.update_finish_state);
+  shared.update_finish_state = true;  // an explicit value wins
+  env_.Set("RANK", "2");
+  shared.primary.reset();
+  r = ResolveSettings(shared, env_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(*r->settings.primary);
+  EXPECT_TRUE(*r->settings.update_finish_state);
+  Settings own;  // a run of its own is ended by its writer, whatever its rank or primary flag
+  own.primary = false;
+  r = ResolveSettings(own, env_);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(*r->settings.update_finish_state);
 }
 
 TEST_F(ConfigTest, PlainRunUnderTorchrunIsPrimaryOfItsOwnRunOnEveryRank) {
