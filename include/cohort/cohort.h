@@ -207,7 +207,8 @@ class Run {
   // Removes these keys from the run's config.
   Status RemoveConfigKeys(const std::vector<std::string>& keys);
   // Sets summary keys (a null deletes one). A key set here keeps the value set until this writer
-  // logs it again: the last write wins, as in the vendor's SDK (see Finish).
+  // logs it again: the last write wins, as in the vendor's SDK (see Finish). Only the primary
+  // writer's are sent in shared mode: a worker's stay local (a warning says so, once a run).
   Status UpdateSummary(std::string_view json_object);
   // The last value this writer logged of each key whose last write was a Log, not an
   // UpdateSummary after it (what the run's summary shows for it; the Python SDK's run.summary

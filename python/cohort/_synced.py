@@ -145,7 +145,9 @@ class Summary(_SyncedDict):
 
     Reads see, as the seed's SDK's do, the last logged value of each key (the client library
     keeps them: ``run._last_logged()``) and the keys the script set, the last write of each key
-    winning: a key set and then logged again reads as its logged value."""
+    winning: a key set and then logged again reads as its logged value. In shared mode only
+    the primary's writes reach the server (a worker's stay in its process: the client library
+    does not send them and warns once a run)."""
 
     _what = "summary"
 

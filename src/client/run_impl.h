@@ -184,6 +184,8 @@ struct Run::Impl {
   // wins), for every writer (run.summary reads it). `summary_dirty`: those not sent yet, only
   // for the writer that controls the run (auto_summary).
   bool auto_summary = false;  // set before the flusher starts
+  // A worker's first summary write (kept local, not sent) was warned about.
+  bool worker_summary_warned COHORT_GUARDED_BY(mu) = false;
   std::unordered_map<std::string, double> last_values COHORT_GUARDED_BY(mu);
   std::unordered_map<std::string, double> summary_dirty COHORT_GUARDED_BY(mu);
   int64_t summary_sent_ms COHORT_GUARDED_BY(mu) = 0;             // monotonic

@@ -3,6 +3,7 @@
 #include <boost/json/serialize.hpp>
 #include <cmath>
 
+#include "agent/agent_log.h"
 #include "agent/socket_io.h"
 #include "client/run_impl.h"
 
@@ -12,6 +13,10 @@ namespace bj = boost::json;
 
 Status Run::Impl::EnqueueSummary(bj::object summary) {
   if (finished.load()) return Status::FailedPrecondition("run already finished");
+  // A worker of a shared run keeps what it sets (its reads see it) and sends nothing: the run's
+  // summary is its primary's, which a worker's later write would otherwise overwrite.
+  const Settings& s = rs.settings;
+  const bool sends = !s.shared || s.primary.value_or(true);
   {
     MutexLock lock(&mu);
     DrainBufferLocked();  // what was logged before the update goes first
@@ -20,6 +25,16 @@ Status Run::Impl::EnqueueSummary(bj::object summary) {
       const std::string key(kv.key());
       summary_dirty.erase(key);
       last_values.erase(key);
+    }
+    if (!sends) {
+      if (!worker_summary_warned) {
+        worker_summary_warned = true;
+        agent::Logf(agent::LogLevel::kWarning,
+                    "cohort: run {}: summary values set by writer {} stay in this process: it is "
+                    "a worker of a shared run, whose summary is the primary's",
+                    rs.settings.run_id, rs.settings.label);
+      }
+      return Status::Ok();
     }
     bj::object body;
     body["summary"] = std::move(summary);

@@ -65,3 +65,36 @@ def test_run_of_ranks_that_all_finish_is_finished(client):
     assert {w["state"] for w in writers.values()} == {"finished"}
     assert (run["state"], run["exit_code"]) == ("finished", 0)
 
+
+# Each rank sets summary["best"] = 100 + rank, the workers after the primary, and reads it back.
+SUMMARY_JOB = """\
+import os, time
+import torch.distributed as dist
+import cohort
+rank = int(os.environ["RANK"])
+dist.init_process_group("gloo")
+run = cohort.init(project="shdef", settings=cohort.Settings(mode="shared"))
+dist.barrier()
+time.sleep(0.3 * rank)
+run.log({"best": -1.0})
+run.summary["best"] = 100 + rank
+run.summary["other"] = rank
+assert run.summary["best"] == 100 + rank, dict(run.summary)  # kept in this process
+dist.barrier()
+time.sleep(0.3 * rank)
+run.finish()
+"""
+
+
+def test_workers_summary_writes_stay_local_and_the_server_keeps_the_primarys(client):
+    script = client.tmp / "summary_job.py"
+    script.write_text(SUMMARY_JOB)
+    proc = assert_ok(client.run([EXAMPLES / "launch.py", "--nproc", 3, script], timeout=180))
+    view, run, writers = _ended(client)
+    assert run["state"] == "finished"
+    assert run["summary"]["best"] == 100
+    assert run["summary"]["other"] == 0
+    # One warning per worker run (two keys set, warned once), none from the primary.
+    warning = "stay in this process"
+    assert proc.stderr.count(warning) == 2, proc.stderr[-3000:]
+    assert "rank_1" in proc.stderr and "rank_2" in proc.stderr
