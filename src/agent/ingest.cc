@@ -411,10 +411,12 @@ std::unique_ptr<WriterSession> Ingest::Open(const OpenRequest& req, OpenReply* r
           raw->OnSamples(batch.time_ms, samples);
         },
         std::chrono::milliseconds(int64_t(req.stats_interval_s * 1000)),
-        // A first sample soon after the writer starts (a short run still has system metrics),
-        // late enough for CPU shares to measure something: then every interval.
+        // A first sample as the writer joins (a rank that dies at once still has system
+        // metrics), the next soon after, late enough for CPU shares to measure something:
+        // then every interval.
         std::min(std::chrono::milliseconds(int64_t(req.stats_interval_s * 1000)),
-                 kFirstSystemSampleDelay));
+                 kFirstSystemSampleDelay),
+        /*sample_at_start=*/true);
     Status ms = session->sampler_->Start();
     if (!ms.ok()) Logf(LogLevel::kWarning, "{}: system monitor: {}", dir, ms.ToString());
   }

@@ -237,3 +237,12 @@ def test_without_a_cohort_binary_init_fails_naming_cohort_bin(client):
         "    print('init failed:', e)\n"), env={"COHORT_BIN": "/nonexistent/cohort"})
     assert_ok(r)
     assert "init failed:" in r.stdout and "COHORT_BIN" in r.stdout, r.stdout
+
+
+def test_a_writer_that_ends_at_once_still_has_system_metrics(client):
+    # The default 15 s interval: the sample taken as the writer joins is the only one.
+    assert_ok(client.python(HEADER + "cohort.init(project='life').log({'a': 1})\n"))
+    view = only_run(client)
+    final(view)
+    system = wait_until(lambda: view.system(), what="system metrics")
+    assert "memory" in {key for key, _ in system}, system

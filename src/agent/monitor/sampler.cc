@@ -8,9 +8,11 @@
 namespace cohort::monitor {
 
 Sampler::Sampler(std::vector<std::unique_ptr<MonitorSource>> sources, Callback callback,
-                 std::chrono::milliseconds interval, std::chrono::milliseconds first_delay)
+                 std::chrono::milliseconds interval, std::chrono::milliseconds first_delay,
+                 bool sample_at_start)
     : interval_(std::max(interval, kMinInterval)),
       first_delay_(first_delay.count() < 0 ? interval_ : first_delay),
+      sample_at_start_(sample_at_start),
       callback_(std::move(callback)),
       sources_(std::move(sources)) {}
 
@@ -60,7 +62,12 @@ void Sampler::Loop() {
   loop_thread_id_.store(std::this_thread::get_id());
   OpenSources();
   using Clock = std::chrono::steady_clock;
-  Clock::time_point next = Clock::now() + first_delay_;
+  const Clock::time_point start = Clock::now();
+  if (sample_at_start_) {
+    SampleBatch batch = SampleOnce();
+    if (!batch.samples.empty() && callback_) callback_(std::move(batch));
+  }
+  Clock::time_point next = start + first_delay_;
   while (true) {
     {
       MutexLock lock(&mu_);

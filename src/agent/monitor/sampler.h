@@ -43,14 +43,19 @@ class Sampler {
 
   // `interval` below kMinInterval is raised to it. The first batch comes `first_delay` after
   // Start() (default, or negative: one interval); rate sources (CPU) measure over that span.
+  // With `sample_at_start` a batch is also taken as the thread starts, before any wait and even
+  // when Stop() came first (a writer that ends at once still has one: memory, GPUs, ...; rate
+  // sources have measured nothing yet and give no value in it).
   Sampler(std::vector<std::unique_ptr<MonitorSource>> sources, Callback callback,
           std::chrono::milliseconds interval = kDefaultInterval,
-          std::chrono::milliseconds first_delay = std::chrono::milliseconds(-1));
+          std::chrono::milliseconds first_delay = std::chrono::milliseconds(-1),
+          bool sample_at_start = false);
   ~Sampler();  // Stop()
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
 
-  // Starts the sampling thread; the first batch comes first_delay later. kFailedPrecondition
+  // Starts the sampling thread; the first batch comes first_delay later (or at once with
+  // sample_at_start). kFailedPrecondition
   // when already running. May be called again after Stop().
   Status Start() COHORT_EXCLUDES(lifecycle_mu_, mu_);
   // Ends the sampling thread promptly (it waits on a condition variable, never a sleep).
@@ -78,6 +83,7 @@ class Sampler {
 
   const std::chrono::milliseconds interval_;
   const std::chrono::milliseconds first_delay_;
+  const bool sample_at_start_;
   const Callback callback_;
 
   mutable Mutex sources_mu_;

@@ -113,6 +113,34 @@ TEST(Sampler, FirstBatchComesAfterTheFirstDelayNotAnInterval) {
   sampler.Stop();
 }
 
+TEST(Sampler, SampleAtStartGivesABatchAtOnceThenTheFirstDelayAndTheInterval) {
+  Collector got;
+  Sampler sampler(
+      Sources(), [&](SampleBatch b) { got.Add(std::move(b)); }, milliseconds(60000),
+      milliseconds(300), /*sample_at_start=*/true);
+  auto start = Clock::now();
+  ASSERT_TRUE(sampler.Start().ok());
+  ASSERT_EQ(got.WaitFor(1, milliseconds(5000)), 1u);
+  EXPECT_LT(Clock::now() - start, milliseconds(250));  // not first_delay later
+  ASSERT_EQ(got.WaitFor(2, milliseconds(5000)), 2u);
+  EXPECT_GE(Clock::now() - start, milliseconds(300) - milliseconds(5));
+  EXPECT_EQ(got.WaitFor(3, milliseconds(300)), 2u);  // the next one is an interval away
+  sampler.Stop();
+  auto batches = got.batches();
+  EXPECT_EQ(batches[0].samples[0].value, 1.0);
+  EXPECT_EQ(batches[1].samples[0].value, 2.0);
+}
+
+TEST(Sampler, SampleAtStartIsTakenEvenWhenStoppedAtOnce) {
+  Collector got;
+  Sampler sampler(
+      Sources(), [&](SampleBatch b) { got.Add(std::move(b)); }, milliseconds(60000),
+      milliseconds(60000), /*sample_at_start=*/true);
+  ASSERT_TRUE(sampler.Start().ok());
+  sampler.Stop();  // a writer that ended right after joining
+  EXPECT_EQ(got.batches().size(), 1u);
+}
+
 TEST(Sampler, StopIsPromptDuringALongInterval) {
   Sampler sampler(
       Sources(), [](SampleBatch) {}, milliseconds(60000));
