@@ -84,20 +84,31 @@ bool IsSharedStoreUrl(std::string_view url) {
   return url.starts_with("postgresql://") || url.starts_with("postgres://");
 }
 
+namespace {
+
+// The SQLite target of a store URL that is not PostgreSQL's: sqlite:///abs/path.db ->
+// /abs/path.db, sqlite://relative.db -> relative.db, a plain path as it is. Another scheme (a
+// misspelled postgersql://user:password@...) is refused with the URL redacted: never printed as
+// a file name.
+Result<std::string_view> SqliteTargetOf(std::string_view url) {
+  if (url.starts_with("sqlite://")) return url.substr(9);
+  if (url.find("://") != std::string_view::npos) {
+    return Status::InvalidArgument("store url '" + RedactUrl(url) +
+                                   "': unknown scheme (use sqlite:///path.db or "
+                                   "postgresql://user:password@host:port/db)");
+  }
+  return url;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url) {
   std::string_view target = url;
   if (IsSharedStoreUrl(target)) {
     COHORT_ASSIGN_OR_RETURN(std::unique_ptr<PostgresStore> store, PostgresStore::OpenUrl(url));
     return std::unique_ptr<Store>(std::move(store));
   }
-  if (target.starts_with("sqlite://")) {
-    // sqlite:///abs/path.db -> /abs/path.db; sqlite://relative.db -> relative.db
-    target.remove_prefix(9);
-  } else if (target.find("://") != std::string_view::npos) {
-    return Status::InvalidArgument("store url '" + RedactUrl(url) +
-                                   "': unknown scheme (use sqlite:///path.db or "
-                                   "postgresql://user:password@host:port/db)");
-  }
+  COHORT_ASSIGN_OR_RETURN(target, SqliteTargetOf(url));
   COHORT_ASSIGN_OR_RETURN(SqliteOptions options, ParseSqliteTarget(target));
   std::filesystem::path parent = std::filesystem::path(options.path).parent_path();
   std::error_code ec;
@@ -126,15 +137,7 @@ Result<std::unique_ptr<Store>> OpenExistingStore(const std::string& url, std::st
                            ": give the servers' store (--store, or the --data-dir of a server "
                            "that ran)";
   if (!IsSharedStoreUrl(url)) {
-    std::string_view target = url;
-    if (target.starts_with("sqlite://")) {
-      target.remove_prefix(9);
-    } else if (target.find("://") != std::string_view::npos) {
-      // A misspelled scheme (postgersql://user:password@...): not a file name to print.
-      return Status::InvalidArgument("store url '" + RedactUrl(url) +
-                                     "': unknown scheme (use sqlite:///path.db or "
-                                     "postgresql://user:password@host:port/db)");
-    }
+    COHORT_ASSIGN_OR_RETURN(std::string_view target, SqliteTargetOf(url));
     const std::string path(target.substr(0, target.find('?')));
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) {
