@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import threading
+import time
 import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -26,6 +27,10 @@ from .settings import Settings, _normalize_mode
 
 
 _native_log = native.Run.log
+# Logged str values reach the server's summary at most this often (and at finish), as the client
+# library sends the last logged numbers.
+_TEXT_FLUSH_S = 10.0
+_clock = time.monotonic  # tests move it
 
 
 class Run(RunCompat, native.Run):
@@ -192,15 +197,46 @@ class Run(RunCompat, native.Run):
             self._keep_texts()
 
     def _keep_texts(self) -> None:
-        """The str values the call just logged: into the run's summary (the last one of each
-        key), through ``run.summary`` so that they reach the server."""
+        """The str values the call just logged: the last one of each key goes to the run's
+        summary. Reads see it at once; the server gets a value only when it changed, at most
+        once every ``_TEXT_FLUSH_S`` (as the client library sends logged values) and at finish:
+        a script logging {"phase": "train"} at every step sent a summary update per call."""
         texts = _texts.pop(threading.get_ident(), None)
         if not texts:
             return
+        state = self.__dict__.get("_text_state")
+        if state is None:
+            state = self.__dict__.setdefault(
+                "_text_state", {"lock": threading.Lock(), "sent": {}, "pending": {}, "at": None})
+        with state["lock"]:
+            for key, value in texts:
+                if state["sent"].get(key) != value or key in state["pending"]:
+                    state["pending"][key] = value
+            if not state["pending"]:
+                return
+            with self.summary._lock:  # what reads see, before it is sent
+                self.summary._items.update(state["pending"])
+            now = _clock()
+            if state["at"] is not None and now - state["at"] < _TEXT_FLUSH_S:
+                return
+        self._flush_texts()
+
+    def _flush_texts(self) -> None:
+        """Sends the texts kept since the last send (see _keep_texts)."""
+        state = self.__dict__.get("_text_state")
+        if state is None:
+            return
+        with state["lock"]:
+            changes = dict(state["pending"])
+            state["pending"].clear()
+            state["at"] = _clock()
+            state["sent"].update(changes)
+        if not changes:
+            return
         try:
-            self.summary.update(dict(texts))
+            self.summary.update(changes)
         except Exception as e:  # noqa: BLE001 - the values were logged; only the summary missed
-            keys = ", ".join(sorted({repr(k) for k, _ in texts}))
+            keys = ", ".join(sorted(repr(k) for k in changes))
             warnings.warn(f"cohort: run {self.id}: the text logged under {keys} was not kept in "
                           f"the run's summary: {e}", RuntimeWarning, stacklevel=3)
 
@@ -222,8 +258,10 @@ class Run(RunCompat, native.Run):
                     frame, level = frame.f_back, level + 1
                 warnings.warn(
                     f"cohort: define_metric({name!r}, summary={summary!r}) is not applied: the "
-                    f"run's summary keeps the last logged value of each key; set "
-                    f"run.summary[{name!r}] to keep another value", RuntimeWarning,
+                    f"run's summary keeps the last logged value of each key (a value set in "
+                    f"run.summary is replaced by the key's next log); to keep another value, "
+                    f"set it after the key's last log, or under a key of its own (e.g. "
+                    f"run.summary['best_{name}'])", RuntimeWarning,
                     stacklevel=level)
         return None
 
@@ -400,6 +438,7 @@ class Run(RunCompat, native.Run):
         if self.__dict__.get("_watches"):
             self.unwatch()
         self._settle_artifacts()
+        self._flush_texts()
         from . import _histogram_worker
         if not _histogram_worker.drain(self, self._settings.finish_timeout or 30):
             warnings.warn(f"cohort: run {self.id}: histograms still being computed after "

@@ -45,6 +45,7 @@ _POLICIES = ("mutable", "immutable")
 # Mutable files of one log_artifact call copied into staging at the call, up to this many bytes in
 # all (a few ms); larger ones are copied in the background.
 _SYNC_COPY_BYTES = 8 << 20
+_SYNC_COPY_FILES = 64  # and at most this many files (a dataset of many small ones)
 
 
 class ArtifactError(Error):
@@ -448,13 +449,18 @@ class Artifact:
             run._last_logged_artifact = self
         except AttributeError:
             pass
+        interrupted: Optional[BaseException] = None
         try:
             self._snapshot()
-        except BaseException as e:  # noqa: BLE001 - reported by wait() and finish()
+        except Exception as e:  # noqa: BLE001 - reported by wait() and finish()
             self._error = e
+        except BaseException as e:  # Ctrl-C, SystemExit during the copy: the version fails,
+            self._error = interrupted = e  # and the caller gets the interruption
         self._thread = threading.Thread(target=self._prepare, name=f"cohort-artifact-{self.name}",
                                         daemon=True)
         self._thread.start()
+        if interrupted is not None:
+            raise interrupted
 
     def _open_staging(self) -> str:
         """This version's staging directory, made and claimed on first use ("": none)."""
@@ -469,9 +475,12 @@ class Artifact:
     def _snapshot(self) -> None:
         """At the call: records each file's identity, and copies the small mutable ones into
         staging (up to _SYNC_COPY_BYTES in all), so that the job's next save cannot touch them."""
-        budget = _SYNC_COPY_BYTES
+        budget, files = _SYNC_COPY_BYTES, _SYNC_COPY_FILES
         for i, (path, e) in enumerate(sorted(self._entries.items())):
             if e["kind"] != "file":
+                continue
+            if e["policy"] != "mutable" or files == 0:  # its identity only (one stat)
+                e["identity"] = _identity(os.stat(e["source"]))
                 continue
             with open(e["source"], "rb") as f:
                 st = os.fstat(f.fileno())
@@ -486,6 +495,7 @@ class Artifact:
             if changed or copied != st.st_size:  # being written while logged
                 raise _rewritten(path)
             budget -= st.st_size
+            files -= 1
             e["staged"] = target
 
     def _server(self) -> str:
@@ -519,7 +529,10 @@ class Artifact:
                     e["sha256"], e["size"] = d["sha256"], d["size"]
                     files.append({"path": path, "source": source, **d})
                     continue
-                st = os.stat(source)
+                try:
+                    st = os.stat(source)
+                except FileNotFoundError:  # deleted (or renamed) after the call
+                    raise _rewritten(path) from None
                 if mutable and _identity(st) != e["identity"]:
                     raise _rewritten(path)
                 sha = cache.lookup(st)

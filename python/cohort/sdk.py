@@ -115,6 +115,8 @@ def init(entity: Optional[str] = None, project: Optional[str] = None,
     if resume not in _RESUME:
         raise UsageError(f"init: resume must be one of allow, must, never, auto, True or False; "
                          f"got {resume!r}")
+    if reinit is None:
+        reinit = s.reinit  # Settings(reinit=...), as the vendor's SDK takes it too
     policy = _reinit_policy(reinit)
     cfg = _init_config(config, config_exclude_keys, config_include_keys)
     client_mode, shared = effective_mode(mode, s)

@@ -43,6 +43,7 @@ _FIELDS: Dict[str, Any] = {
     "run_notes": None,
     "run_tags": None,
     "root_dir": None,                   # local data directory (as init(dir=))
+    "reinit": None,                     # as init(reinit=), when init does not give it
 }
 
 # Settings of the seed's SDK that have no meaning in Cohort; accepted silently.
@@ -52,7 +53,7 @@ _IGNORED = frozenset({
     "anonymous", "allow_val_change", "force", "sync_tensorboard", "console_multipart",
     "x_disable_meta", "x_disable_machine_info", "x_service_wait", "_service_wait",
     "x_stats_open_metrics_endpoints", "x_file_stream_timeout_seconds", "heartbeat_seconds",
-    "_disable_meta", "_disable_machine_info", "init_policy", "reinit", "host", "username",
+    "_disable_meta", "_disable_machine_info", "init_policy", "host", "username",
     "email", "notebook_name", "_require_service", "x_require_legacy_service",
 })
 _ALIASES = {"_disable_stats": "x_disable_stats", "_stats_sample_rate_seconds":
@@ -108,6 +109,11 @@ def _check_field(name: str, value: Any) -> Any:
         return [str(t) for t in value]
     if name == "console":
         return str(value)
+    if name == "reinit":
+        if not isinstance(value, (bool, str)):
+            raise TypeError(f"Settings: reinit must be a bool or a str, got "
+                            f"{type(value).__name__}")
+        return value
     if not isinstance(value, str):
         raise TypeError(f"Settings: {name} must be a str, got {type(value).__name__}")
     return value

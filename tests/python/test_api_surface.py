@@ -393,3 +393,16 @@ def test_seed_shared_mode_snippet_runs_unchanged_in_disabled_mode(monkeypatch):
     worker.log({"loss": 1.0})
     worker.finish()
     run.finish()
+
+
+def test_settings_reinit_is_taken_when_init_does_not_give_it():
+    # Settings(reinit=...) was dropped as an unknown setting: a sweep loop relying on it logged
+    # every trial into the first run.
+    first = cohort.init(mode="disabled")
+    second = cohort.init(mode="disabled", settings=cohort.Settings(reinit="finish_previous"))
+    assert second is not first and first.finished
+    third = cohort.init(mode="disabled", settings=cohort.Settings(reinit=True))
+    assert third is not second and second.finished
+    with pytest.raises(TypeError, match="reinit must be a bool or a str"):
+        cohort.Settings(reinit=3)
+    third.finish()

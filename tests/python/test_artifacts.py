@@ -4,6 +4,7 @@ tests/distributed/test_artifact_upload.py (a real server and agent)."""
 import hashlib
 import json
 import os
+import threading
 import time
 
 import pytest
@@ -431,3 +432,48 @@ def test_an_artifact_never_logged_takes_its_new_files_directory_with_it():
     del art, f
     gc.collect()
     assert not os.path.exists(tmp)
+
+
+def test_the_copy_at_the_call_is_bounded_in_files_too_and_a_removed_file_is_named(tmp_path,
+                                                                                   monkeypatch):
+    # A dataset of many small files was copied file by file on the training thread (every one
+    # under the byte bound); a large file removed after the call failed with a bare
+    # FileNotFoundError.
+    monkeypatch.setattr(artifacts, "_cache", artifacts.HashCache(str(tmp_path / "c.sqlite")))
+    monkeypatch.setattr(artifacts, "_SYNC_COPY_BYTES", 1 << 10)
+    src = tmp_path / "data"
+    src.mkdir()
+    for i in range(artifacts._SYNC_COPY_FILES + 10):
+        (src / f"f{i:03}.txt").write_bytes(b"x")
+    (tmp_path / "big.bin").write_bytes(b"y" * 4096)  # over the (lowered) byte bound
+    run = _FakeRun(tmp_path / "staging")
+    art = cohort.Artifact("ds", "dataset").add_dir(str(src))
+    art.add_file(str(tmp_path / "big.bin"))
+    gate = threading.Event()
+    real_prepare = art._prepare
+    monkeypatch.setattr(art, "_prepare", lambda: (gate.wait(30), real_prepare()))
+    artifacts.log_artifact(run, art)
+    staged = [e for e in art._entries.values() if e.get("staged")]
+    assert len(staged) == artifacts._SYNC_COPY_FILES
+    assert all("identity" in e for e in art._entries.values())
+    os.unlink(tmp_path / "big.bin")  # removed before the background copy
+    gate.set()
+    with pytest.raises(cohort.ArtifactError, match="big.bin was rewritten after log_artifact"):
+        art.wait(timeout=30)
+
+
+def test_ctrl_c_during_the_copy_at_the_call_reaches_the_caller(tmp_path, monkeypatch):
+    # A KeyboardInterrupt in the copy made at the call was kept as the version's error and
+    # training went on.
+    monkeypatch.setattr(artifacts, "_cache", artifacts.HashCache(str(tmp_path / "c.sqlite")))
+    (tmp_path / "m.bin").write_bytes(b"x" * 100)
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(artifacts.shutil, "copyfileobj", interrupted)
+    art = cohort.Artifact("a", "model").add_file(str(tmp_path / "m.bin"))
+    with pytest.raises(KeyboardInterrupt):
+        artifacts.log_artifact(_FakeRun(tmp_path / "staging"), art)
+    with pytest.raises((cohort.ArtifactError, KeyboardInterrupt)):
+        art.wait(timeout=30)

@@ -153,3 +153,29 @@ def test_a_str_met_outside_run_log_does_not_reach_the_next_call():
         native._flatten({"stray": "x"})  # the extension's conversion without a run
     run.log({"a": 1.0})
     assert "stray" not in run.summary
+
+
+def test_a_str_logged_at_every_step_is_sent_when_it_changes_at_most_every_10_s(monkeypatch):
+    # Each run.log holding a str sent a summary update (a PATCH on the server per call).
+    from cohort import _run
+    run = cohort.init(mode="disabled")
+    sent = []
+    real = run._summary.update
+    object.__setattr__(run._summary, "update",
+                       lambda changes, *a, **k: (sent.append(dict(changes)), real(changes)))
+    clock = [1000.0]
+    monkeypatch.setattr(_run, "_clock", lambda: clock[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(100):
+            run.log({"phase": "train", "loss": 1.0})
+        assert sent == [{"phase": "train"}]  # the first at once, the same value never again
+        run.log({"phase": "eval"})  # changed within 10 s: read at once, sent later
+        assert run.summary["phase"] == "eval" and len(sent) == 1
+        clock[0] += 11
+        run.log({"phase": "eval"})
+        assert sent == [{"phase": "train"}, {"phase": "eval"}]
+        run.log({"phase": "test"})
+        assert len(sent) == 2
+    run.finish()  # what is kept goes at finish
+    assert sent[-1] == {"phase": "test"}
