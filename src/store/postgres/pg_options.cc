@@ -1,5 +1,7 @@
 #include "store/postgres/pg_options.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <string_view>
 #include <vector>
@@ -47,9 +49,29 @@ void Set(ConnInfo* info, const std::string& key, const std::string& value) {
   info->emplace_back(key, value);
 }
 
-// libpq's parse message without the text it quotes (a part of the URL, which may be the password:
-// `invalid percent-encoded token: "se%ZZcret"`); a quoted single character (`"]"`, `"="`) is kept.
-std::string WithoutQuotedText(std::string_view msg) {
+// The user information of a URL (`user:password` in scheme://user:password@host/...), or "".
+std::string_view UserInfo(std::string_view url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string_view::npos) return {};
+  url.remove_prefix(scheme + 3);
+  const size_t at = url.rfind('@');
+  return at == std::string_view::npos ? std::string_view() : url.substr(0, at);
+}
+
+// Whether libpq's quoted `text` can be shown: a name or value made only of letters, digits,
+// '_', '.', '-' (an option keyword: `invalid connection option "colour"`) that is no part of
+// the URL's user information, or a single character (`"]"`, `"="`).
+bool ShowableQuote(std::string_view text, std::string_view user_info) {
+  if (text.size() == 1) return true;
+  if (text.empty() || user_info.find(text) != std::string_view::npos) return false;
+  return std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+  });
+}
+
+// libpq's parse message without the text it quotes when that may hold a secret (a part of the
+// URL, which may be the password: `invalid percent-encoded token: "se%ZZcret"`).
+std::string WithoutQuotedText(std::string_view msg, std::string_view user_info) {
   std::string out;
   while (!msg.empty()) {
     const size_t open = msg.find('"');
@@ -59,7 +81,7 @@ std::string WithoutQuotedText(std::string_view msg) {
       out += msg.substr(0, open);
       break;
     }
-    if (close - open == 2) {
+    if (ShowableQuote(msg.substr(open + 1, close - open - 1), user_info)) {
       out += msg.substr(0, close + 1);
     } else {
       out += msg.substr(0, open);
@@ -80,7 +102,7 @@ Result<ConnInfo> LibpqParse(const std::string& url) {
   if (opts == nullptr) {
     std::string msg = err ? err : "out of memory";
     if (err) PQfreemem(err);
-    return Status::InvalidArgument("invalid store URL: " + WithoutQuotedText(msg) +
+    return Status::InvalidArgument("invalid store URL: " + WithoutQuotedText(msg, UserInfo(url)) +
                                    "; check its form: postgresql://user:password@host:port/db");
   }
   ConnInfo info;
