@@ -1,6 +1,7 @@
 // Internal to the extension module (python/src): what its source files share. The handle
 // behind cohort.Run, the Python exception of a status, and the artifact and media-row
-// functions (cohort_ext_artifacts.cc) that cohort_ext.cc binds.
+// functions (cohort_ext_artifacts.cc) and the run's field functions (cohort_ext_fields.cc) that
+// cohort_ext.cc binds.
 #pragma once
 
 #include <Python.h>
@@ -44,6 +45,17 @@ void LogMediaRows(PyRun& self, const std::string& key, const std::string& type, 
                   const std::vector<std::tuple<std::string, int64_t, std::string, int64_t, int64_t,
                                                int64_t, std::string, int64_t>>& rows);
 nb::dict ArtifactState(PyRun& self, const std::string& id);
+
+// Run's fields and summary (cohort_ext_fields.cc). RequireOpen raises the package's error for
+// kFailedPrecondition ("<what>: this run is finished") when the run is finished.
+void RequireOpen(const PyRun& self, std::string_view what);
+void UpdateJson(PyRun& self, std::string_view json, bool summary);
+void SetField(PyRun& self, std::string_view field, std::string_view value);
+void SetTags(PyRun& self, const std::vector<std::string>& tags);
+void RunAlert(PyRun& self, std::string_view title, std::string_view text, std::string_view level,
+              double wait_duration_s);
+// The last logged value of each key whose last write was a log (Run::LastLoggedValues).
+nb::dict LastLogged(PyRun& self);
 nb::dict WaitArtifact(PyRun& self, const std::string& id, double timeout_s);
 
 }  // namespace cohort::pyext
