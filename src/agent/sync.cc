@@ -101,18 +101,22 @@ bool HasLiveClient(wal::FileSystem* fs, const std::string& dir) {
 
 // Opens the writer `dir` for upload. One held by an agent whose training processes have all
 // ended (`python train.py && cohort sync`: the agent lets go of the writer a moment after the
-// script exited) is waited for, up to `wait_s`, saying so on stderr.
+// script exited) is waited for, saying so on stderr, until `*until` (milliseconds; 0: not set
+// yet, then set to `wait_s` from now). The deadline is one for the whole sync: an agent holding
+// many writers (to upload while the server is down) is waited for once, not once per writer,
+// and writers checked after it passed are skipped without waiting.
 Result<std::shared_ptr<WriterStream>> OpenWhenReleased(const std::string& dir, wal::FileSystem* fs,
-                                                       double wait_s) {
+                                                       double wait_s, int64_t* until) {
   auto s = WriterStream::OpenExisting(dir, fs);
   if (s.ok() || s.status().code() != StatusCode::kFailedPrecondition || wait_s <= 0 ||
       HasLiveClient(fs, dir)) {
     return s;
   }
+  if (*until == 0) *until = NowMillis() + int64_t(wait_s * 1000);
+  if (NowMillis() >= *until) return s;
   const std::string line = "cohort sync: waiting for the agent to let go of " + dir + "...\n";
   (void)!write(STDERR_FILENO, line.data(), line.size());
-  const int64_t until = NowMillis() + int64_t(wait_s * 1000);
-  while (NowMillis() < until) {
+  while (NowMillis() < *until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     s = WriterStream::OpenExisting(dir, fs);
     if (s.ok() || s.status().code() != StatusCode::kFailedPrecondition) return s;
@@ -180,8 +184,9 @@ Result<SyncReport> RunSync(const std::vector<std::string>& paths, const SyncOpti
   std::map<std::string, std::unique_ptr<Sender>> senders;
   std::vector<std::shared_ptr<WriterStream>> streams;
   int64_t total = 0;
+  int64_t release_until = 0;  // one deadline for every held writer waited for (0: none yet)
   for (const std::string& dir : dirs) {
-    auto s = OpenWhenReleased(dir, fs, options.release_wait_s);
+    auto s = OpenWhenReleased(dir, fs, options.release_wait_s, &release_until);
     if (!s.ok()) {
       if (s.status().code() == StatusCode::kFailedPrecondition) {
         ++report.skipped_in_use;

@@ -32,7 +32,9 @@ struct SyncOptions {
   double give_up_after_s = 60;
   // A writer held by an agent whose training processes have all ended (none alive in its
   // clients.json) is waited for this long before it is skipped as in use: the agent lets go of
-  // it a moment after the process exited (`python train.py && cohort sync`). 0: no wait.
+  // it a moment after the process exited (`python train.py && cohort sync`). One deadline for
+  // the whole sync, from the first such wait: later writers are not waited for again once it
+  // passed. 0: no wait.
   double release_wait_s = 10;
   // The file system of the writer directories; null: the machine's. Tests inject faults below it
   // (wal/fault_file_system.h).

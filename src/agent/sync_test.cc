@@ -357,5 +357,32 @@ TEST_F(SyncTest, WriterHeldByAnAgentWhoseClientEndedIsWaitedFor) {
   EXPECT_TRUE(report->errors.empty()) << report->errors[0];
 }
 
+// An agent holding many writers whose clients ended (say, to upload them while the server is
+// down) and not letting go: sync waited release_wait_s for each in turn (30 writers: 5 minutes).
+// The wait is now one deadline for the whole sync.
+TEST_F(SyncTest, HeldWritersShareOneReleaseDeadline) {
+  FakeCohortServer server;
+  std::vector<Result<std::shared_ptr<WriterStream>>> held;
+  for (const char* label : {"held_a", "held_b", "held_c"}) {
+    const std::string dir = MakeOfflineWriter(label, 2, true);
+    RecordEndedClientRunning(dir);
+    held.push_back(WriterStream::OpenExisting(dir));  // the agent, keeping it
+    ASSERT_TRUE(held.back().ok());
+  }
+  SyncOptions o = Options(server);
+  o.release_wait_s = 1.5;
+  const int64_t start = NowMillis();
+  auto report = RunSync({root_}, o);
+  const int64_t took = NowMillis() - start;
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->skipped_in_use, 3);
+  EXPECT_GE(took, 1400);  // waited for the first
+  EXPECT_LT(took, 2900);  // not 4.5 s: the others were not waited for again
+  ASSERT_EQ(report->errors.size(), 3u);
+  for (const std::string& e : report->errors) {
+    EXPECT_NE(e.find("retry in a moment"), std::string::npos) << e;
+  }
+}
+
 }  // namespace
 }  // namespace cohort::agent
