@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace cohort::server {
 
 bool IsDataDirEntry(std::string_view name, std::string_view db_name) {
@@ -14,7 +16,7 @@ bool IsDataDirEntry(std::string_view name, std::string_view db_name) {
 }
 
 Status PrepareDataDir(wal::FileSystem* fs, const std::string& dir, std::string_view db_name,
-                      std::vector<std::string>* notes) {
+                      const std::vector<std::string>& own_names, std::vector<std::string>* notes) {
   COHORT_ASSIGN_OR_RETURN(bool exists, fs->Exists(dir));
   if (!exists) {
     Status made = fs->CreateDir(dir);
@@ -35,7 +37,8 @@ Status PrepareDataDir(wal::FileSystem* fs, const std::string& dir, std::string_v
   std::vector<std::string> own, other;
   for (std::string& name : names) {
     if (name == "lost+found") continue;
-    (IsDataDirEntry(name, db_name) ? own : other).push_back(std::move(name));
+    const bool named = std::find(own_names.begin(), own_names.end(), name) != own_names.end();
+    (named || IsDataDirEntry(name, db_name) ? own : other).push_back(std::move(name));
   }
   if (own.empty() && !other.empty()) {
     return Status::FailedPrecondition(

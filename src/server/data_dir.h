@@ -22,9 +22,11 @@ bool IsDataDirEntry(std::string_view name, std::string_view db_name);
 // Cohort's entries, is made 0700 and those entries owner-only (files 0600-style, directories
 // 0700; other entries are left alone), when the directory belongs to this user. A directory that
 // holds other entries and none of Cohort's is refused (kFailedPrecondition) and nothing is
-// changed. "lost+found" (of a file system mounted there) counts as empty. What was tightened is
-// added to `notes`.
+// changed. "lost+found" (of a file system mounted there) counts as empty. `own_names` are more
+// entries of Cohort's in `dir`: those it was told to write there under names of the operator's
+// (--signing-key-file <dir>/keys, --blob-dir <dir>/myblobs). What was tightened is added to
+// `notes`.
 Status PrepareDataDir(wal::FileSystem* fs, const std::string& dir, std::string_view db_name,
-                      std::vector<std::string>* notes);
+                      const std::vector<std::string>& own_names, std::vector<std::string>* notes);
 
 }  // namespace cohort::server

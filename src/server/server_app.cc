@@ -181,7 +181,25 @@ Status ServerApp::PrepareDataDir() {
     const std::string path = config_.store_url.substr(9, config_.store_url.find('?') - 9);
     db_name = std::filesystem::path(path).filename().string();
   }
-  return server::PrepareDataDir(wal::FileSystem::Default(), config_.data_dir, db_name, &notes_);
+  // The signing key file and blob directory given by the operator (--signing-key-file,
+  // --blob-dir) in the data directory under names of their own are Cohort's entries there too:
+  // with the store elsewhere (PostgreSQL) they may be all the directory holds.
+  const auto normal = [](const std::string& p) {
+    std::error_code ec;
+    std::filesystem::path n = std::filesystem::absolute(p, ec);
+    if (ec) n = p;
+    n = n.lexically_normal();
+    return n.has_filename() ? n : n.parent_path();  // "dir/" as "dir"
+  };
+  const std::filesystem::path data_dir = normal(config_.data_dir);
+  std::vector<std::string> own_names;
+  for (const std::string* given : {&config_.signing_key_file, &config_.blob_dir}) {
+    if (given->empty()) continue;
+    const std::filesystem::path p = normal(*given);
+    if (p.parent_path() == data_dir) own_names.push_back(p.filename().string());
+  }
+  return server::PrepareDataDir(wal::FileSystem::Default(), config_.data_dir, db_name, own_names,
+                                &notes_);
 }
 
 Status ServerApp::LoadSigningKeys() {

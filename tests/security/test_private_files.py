@@ -131,6 +131,44 @@ def test_an_empty_directory_is_made_private_and_a_store_keeps_files_not_its_own(
         server.stop()
 
 
+def test_a_data_directory_holding_only_files_cohort_wrote_under_custom_names_restarts(tmp_path):
+    """A store elsewhere (PostgreSQL, or SQLite outside the data directory) with
+    --signing-key-file <data-dir>/keys and --blob-dir <data-dir>/myblobs: the first start writes
+    only those there; the second was refused as a directory holding no Cohort store."""
+    data = tmp_path / "data"
+    args = ["--store", f"sqlite://{tmp_path / 'elsewhere.db'}",
+            "--signing-key-file", str(data / "keys"), "--blob-dir", str(data / "myblobs")]
+    server = ServerProcess(tmp_path, extra_args=args).start()
+    server.stop()
+    (data / "myblobs").mkdir(exist_ok=True)  # made when the first artifact is kept, if not at start
+    assert (data / "keys").is_file()
+    assert {p.name for p in data.iterdir()} <= {"keys", "myblobs", "login-link", "admin-key"}, [
+        p.name for p in data.iterdir()]
+    # The login link (and admin key) of a SQLite store's first start; a PostgreSQL server
+    # writes neither there: only the custom-named files are left.
+    for name in ("login-link", "admin-key"):
+        (data / name).unlink(missing_ok=True)
+    os.chmod(data, 0o755)
+    os.chmod(data / "myblobs", 0o755)
+    server = ServerProcess(tmp_path, extra_args=args).start()
+    try:
+        assert mode(data) == 0o700
+        assert mode(data / "myblobs") == 0o700  # counted as Cohort's own: made private again
+    finally:
+        server.stop()
+    # Only a file of its own under a name it was not given: still refused.
+    server = ServerProcess(tmp_path, extra_args=args[:2] + ["--signing-key-file",
+                                                            str(tmp_path / "k2")])
+    for p in list(data.iterdir()):
+        if p.name != "keys":
+            subprocess.run(["rm", "-rf", str(p)], check=True)
+    try:
+        server.start()
+        raise AssertionError("the server started in a directory that holds another file")
+    except RuntimeError as e:
+        assert "is not empty and holds no Cohort store (it holds keys)" in str(e), e
+
+
 def test_signature_computed_from_the_stored_key_hash_is_refused(tmp_path):
     server = ServerProcess(tmp_path).start()
     try:
