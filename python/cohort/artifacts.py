@@ -36,7 +36,7 @@ import weakref
 from typing import IO, Any, Dict, Iterator, List, NoReturn, Optional, Set, Tuple
 
 from ._hash_cache import _CHUNK, _RACY_NS, HashCache, _hash_file  # noqa: F401 (re-exported)
-from ._values import jsonable
+from ._jsonable import jsonable
 from .errors import Error
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
